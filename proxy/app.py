@@ -1,0 +1,108 @@
+"""The app factory: everything with a lifetime (store, upstream pool, engine) is built in the
+lifespan and hangs off ``app.state.services``; there is no module-level mutable state."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from proxy.auth import check_client
+from proxy.engine import Engine
+from proxy.errors import ProxyError
+from proxy.handler import ChatCompletions, Services
+from proxy.settings import Settings
+from proxy.store import Store
+from proxy.tokens import TokenCounters, ensure_offline_tiktoken
+from proxy.upstream import UpstreamClient, upstream_api_key
+
+
+def _json(data: object, status: int = 200) -> Response:
+    return Response(orjson.dumps(data), status, media_type="application/json")
+
+
+async def healthz(request: Request) -> Response:
+    return _json({"status": "ok"})
+
+
+async def models(request: Request) -> Response:
+    services: Services = request.app.state.services
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    try:
+        check_client(services.settings.auth, headers)
+    except ProxyError as exc:
+        return Response(exc.body_bytes(), exc.status, media_type="application/json")
+    names = sorted(
+        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
+    )
+    catch_all = next(
+        (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
+    )
+    if catch_all is not None:
+        try:
+            status, content = await services.upstream.models(
+                catch_all, upstream_api_key(catch_all, headers)
+            )
+            if status == 200:
+                listed = orjson.loads(content)
+                have = {m.get("id") for m in listed.get("data", []) if isinstance(m, dict)}
+                listed.setdefault("data", []).extend(
+                    _model_entry(n) for n in names if n not in have
+                )
+                return _json(listed)
+        except (ProxyError, orjson.JSONDecodeError, AttributeError):
+            pass
+    return _json({"object": "list", "data": [_model_entry(n) for n in names]})
+
+
+async def chat(request: Request) -> Response:
+    return await request.app.state.chat(request)
+
+
+def _model_entry(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "ctxproxy"}
+
+
+def create_app(
+    settings: Settings,
+    db_path: str | None = None,
+    strict: bool = False,
+    budget_override: int | None = None,
+) -> Starlette:
+    ensure_offline_tiktoken()
+    path = db_path or settings.store.path
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = Store(path)
+        await store.open()
+        engine = Engine(settings, store, TokenCounters(), budget_override, strict=strict)
+        upstream = UpstreamClient()
+        services = Services(settings, store, engine, upstream)
+        app.state.services = services
+        app.state.chat = ChatCompletions(services)
+        app.state.started_at = time.time()
+        for hook in app.state.setup_hooks:
+            hook(app, services)
+        try:
+            yield
+        finally:
+            await upstream.aclose()
+            await store.close()
+
+    routes = [
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+        Route("/chat/completions", chat, methods=["POST"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/models", models, methods=["GET"]),
+        Route("/healthz", healthz, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.setup_hooks = []
+    return app

@@ -1,0 +1,144 @@
+"""The ``ctxproxy`` command: serve, rewrite, logs (and more subcommands registered by modules)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from proxy.engine import Engine, parse_body
+from proxy.errors import ModelNotFound, ProxyError
+from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = load_settings(args.config)
+    upstream = getattr(args, "upstream", None)
+    if upstream:
+        catch_all = UpstreamSettings(name="cli", match=["*"], kind="openai", base_url=upstream)
+        settings = settings.model_copy(update={"upstreams": [catch_all]})
+    return settings
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from proxy.app import create_app
+
+    settings = _settings(args)
+    host = args.host or settings.server.host
+    port = args.port or settings.server.port
+    app = create_app(settings, db_path=args.db, budget_override=args.budget)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    return 0
+
+
+async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
+    from proxy.store import Store
+
+    settings = _settings(args)
+    db = args.db or str(Path(tempfile.mkdtemp(prefix="ctxproxy-")) / "rewrite.db")
+    store = Store(db)
+    await store.open()
+    try:
+        engine = Engine(settings, store, budget_override=args.budget)
+        body = parse_body(raw, settings.limits.max_body_bytes)
+        if settings.upstreams and settings.upstream_for(body["model"]) is None:
+            raise ModelNotFound(
+                f"The model '{body['model']}' is not served by any configured upstream.",
+                param="model",
+            )
+        now = args.now if args.now is not None else time.time()
+        result = await engine.rewrite(
+            body, {}, now=now, session_id=args.session, parent_session_id=args.parent_session
+        )
+        return {"request": result.body, "report": result.report}
+    finally:
+        await store.close()
+
+
+def cmd_rewrite(args: argparse.Namespace) -> int:
+    raw = sys.stdin.buffer.read() if args.file in (None, "-") else Path(args.file).read_bytes()
+    try:
+        out = asyncio.run(_rewrite(args, raw))
+    except ProxyError as exc:
+        sys.stderr.write(exc.body_bytes().decode() + "\n")
+        return 2
+    sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0
+
+
+async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
+    from proxy.store import Store
+
+    store = Store(args.db or load_settings(args.config).store.path)
+    await store.open()
+    try:
+        return await store.list_requests(session=args.session, limit=args.limit)
+    finally:
+        await store.close()
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    rows = asyncio.run(_logs(args))
+    if args.json:
+        for row in rows:
+            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+        return 0
+    from proxy.logs_view import print_rows
+
+    print_rows(rows)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ctxproxy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="YAML config (default: built-in, every rule on)")
+        p.add_argument("--db", help="SQLite path (default: store.path from the config)")
+
+    serve = sub.add_parser("serve", help="run the proxy")
+    common(serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--upstream", help="send every model to this OpenAI-compatible base URL")
+    serve.add_argument("--budget", type=int, help="token budget (overrides the config)")
+    serve.set_defaults(func=cmd_serve)
+
+    rewrite = sub.add_parser("rewrite", help="print what would be forwarded for one request body")
+    common(rewrite)
+    rewrite.add_argument("file", nargs="?", help="request body JSON (default: stdin)")
+    rewrite.add_argument("--session")
+    rewrite.add_argument("--parent-session")
+    rewrite.add_argument("--now", type=float, help="the clock the rules see (epoch seconds)")
+    rewrite.add_argument("--budget", type=int, help="token budget (overrides the config)")
+    rewrite.set_defaults(func=cmd_rewrite)
+
+    logs = sub.add_parser("logs", help="list logged requests with their section sizes")
+    common(logs)
+    logs.add_argument("--session")
+    logs.add_argument("--limit", type=int, default=20)
+    logs.add_argument("--json", action="store_true")
+    logs.set_defaults(func=cmd_logs)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except SettingsError as exc:
+        sys.stderr.write(f"ctxproxy: {exc}\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""From a raw request body to what will be forwarded: parse, validate, find the session, load its
+state and ancestors, run the pipeline, save the state. The server and ``ctxproxy rewrite`` both
+call ``Engine.rewrite``, so they run the very same pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.errors import BadRequest, PayloadTooLarge
+from proxy.pipeline import Pipeline
+from proxy.session_key import parent_session_key, session_key
+from proxy.settings import Settings
+from proxy.store import Store
+from proxy.tokens import TokenCounters
+from rules.base import Context
+
+VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def parse_body(raw: bytes, max_body_bytes: int) -> dict[str, Any]:
+    if len(raw) > max_body_bytes:
+        raise PayloadTooLarge(
+            f"Request body is {len(raw)} bytes; the limit is {max_body_bytes} bytes."
+        )
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise BadRequest("Request body must be a JSON object.", code="invalid_json")
+    validate_body(body)
+    return body
+
+
+def validate_body(body: Mapping[str, Any]) -> None:
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise BadRequest("'model' is required and must be a non-empty string.", param="model")
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise BadRequest("'messages' is required and must be an array.", param="messages")
+    if not messages:
+        raise BadRequest("'messages' must contain at least one message.", param="messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
+        r = m.get("role")
+        if not isinstance(r, str) or r not in VALID_ROLES:
+            raise BadRequest(
+                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {r!r}.",
+                param=f"messages[{i}].role",
+            )
+        content = m.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise BadRequest(
+                f"'messages[{i}].content' must be a string, an array of parts or null.",
+                param=f"messages[{i}].content",
+            )
+        if (
+            "tool_calls" in m
+            and m["tool_calls"] is not None
+            and not isinstance(m["tool_calls"], list)
+        ):
+            raise BadRequest(
+                f"'messages[{i}].tool_calls' must be an array.", param=f"messages[{i}].tool_calls"
+            )
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadRequest("'tools' must be an array.", param="tools")
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
+    report: dict[str, Any]
+    session_id: str
+    parent_session_id: str | None
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        counters: TokenCounters | None = None,
+        budget_override: int | None = None,
+        strict: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.counters = counters or TokenCounters()
+        self.budget_override = budget_override
+        on_error = "fail" if strict else settings.pipeline.on_rule_error
+        self.pipeline = Pipeline(settings.configured_rules(), on_error)
+
+    def budget_for(self, model: str) -> int | None:
+        """min(configured budget, model window − output reserve); None when neither is known."""
+        configured = self.budget_override or self.settings.pipeline.budget_tokens
+        window = self.settings.context_window_for(model)
+        limits = [b for b in (configured,) if b]
+        if window:
+            limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
+        return min(limits) if limits else None
+
+    async def rewrite(
+        self,
+        body: dict[str, Any],
+        headers: Mapping[str, str],
+        now: float,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+    ) -> Rewritten:
+        sid = session_id or session_key(headers, body)
+        parent = parent_session_id or parent_session_key(headers)
+        state, stored_parent = await self.store.load_state(sid)
+        parent = parent or stored_parent
+        ancestors = await self.store.ancestors(parent) if parent else []
+        model = body["model"]
+        messages = body["messages"]
+        ctx = Context(
+            messages=messages,
+            original_messages=messages,
+            model=model,
+            tokens=self.counters.for_model(model),
+            now=now,
+            session_id=sid,
+            state=state,
+            tools=body.get("tools"),
+            request=body,
+            ancestors=tuple(ancestors),
+            budget=self.budget_for(model),
+        )
+        outcome = self.pipeline.run(ctx)
+        await self.store.save_state(sid, outcome.state, parent)
+        forwarded = dict(body)
+        forwarded["messages"] = outcome.messages
+        return Rewritten(forwarded, outcome.report, sid, parent)

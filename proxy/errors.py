@@ -1,0 +1,78 @@
+"""Errors the proxy answers with, all in OpenAI's shape: {"error": {message, type, param, code}}.
+
+ProxyError
+ ├── BadRequest            400 invalid_request_error (bad JSON, missing/malformed field)
+ ├── Unauthorized          401 invalid_api_key (auth.mode: keys)
+ ├── ModelNotFound         404 model_not_found (no upstream serves the model)
+ ├── PayloadTooLarge       413 request_too_large (over limits.max_body_bytes)
+ ├── UpstreamUnreachable   502 upstream_connection_error
+ └── UpstreamTimeout       504 upstream_timeout
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+
+class ProxyError(Exception):
+    status = 500
+    error_type = "server_error"
+    code = "internal_error"
+
+    def __init__(self, message: str, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+        if code is not None:
+            self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "error": {
+                "message": self.message,
+                "type": self.error_type,
+                "param": self.param,
+                "code": self.code,
+            }
+        }
+
+    def body_bytes(self) -> bytes:
+        return orjson.dumps(self.body())
+
+
+class BadRequest(ProxyError):
+    status = 400
+    error_type = "invalid_request_error"
+    code = "invalid_request"
+
+
+class Unauthorized(ProxyError):
+    status = 401
+    error_type = "invalid_request_error"
+    code = "invalid_api_key"
+
+
+class ModelNotFound(ProxyError):
+    status = 404
+    error_type = "invalid_request_error"
+    code = "model_not_found"
+
+
+class PayloadTooLarge(ProxyError):
+    status = 413
+    error_type = "invalid_request_error"
+    code = "request_too_large"
+
+
+class UpstreamUnreachable(ProxyError):
+    status = 502
+    error_type = "upstream_error"
+    code = "upstream_connection_error"
+
+
+class UpstreamTimeout(ProxyError):
+    status = 504
+    error_type = "upstream_error"
+    code = "upstream_timeout"

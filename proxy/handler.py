@@ -1,0 +1,225 @@
+"""POST /v1/chat/completions: authenticate, parse, rewrite, log, forward, relay.
+
+The log row is queued before the upstream call and completed in ``finally`` (status, latency, time
+to first byte, usage), also when the client goes away mid-stream."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from proxy.auth import check_client
+from proxy.engine import Engine, parse_body
+from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.observe import Observers
+from proxy.redact import redact
+from proxy.settings import Settings
+from proxy.sse_usage import UsageTap
+from proxy.store import Store
+from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
+
+
+@dataclass
+class Services:
+    """What the handler needs, built once by the app's lifespan."""
+
+    settings: Settings
+    store: Store
+    engine: Engine
+    upstream: UpstreamClient
+    observers: Observers = field(default_factory=Observers)
+
+
+def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
+    """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling."""
+    if not isinstance(usage, dict):
+        return {}
+    details = usage.get("prompt_tokens_details") or {}
+    cached = (
+        (details.get("cached_tokens") if isinstance(details, dict) else None)
+        or usage.get("prompt_cache_hit_tokens")
+        or usage.get("cache_read_input_tokens")
+        or 0
+    )
+    return {
+        "usage": usage,
+        "prompt_tokens": usage.get("prompt_tokens"),
+        "completion_tokens": usage.get("completion_tokens"),
+        "cached_tokens": cached,
+    }
+
+
+class ChatCompletions:
+    def __init__(self, services: Services) -> None:
+        self.s = services
+
+    async def __call__(self, request: Request) -> Response:
+        started = time.perf_counter()
+        request_id = "req_" + uuid.uuid4().hex[:24]
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        row: dict[str, Any] = {
+            "id": request_id,
+            "created_at": time.time(),
+            "path": request.url.path,
+        }
+        self.s.observers.started()
+        try:
+            check_client(self.s.settings.auth, headers)
+            raw = await self._read_body(request)
+            body = parse_body(raw, self.s.settings.limits.max_body_bytes)
+            row.update(model=body["model"], stream=int(bool(body.get("stream"))))
+            upstream = self.s.settings.upstream_for(body["model"])
+            if upstream is None:
+                raise ModelNotFound(
+                    f"The model '{body['model']}' is not served by any configured upstream.",
+                    param="model",
+                )
+            rewritten = await self.s.engine.rewrite(body, headers, now=row["created_at"])
+        except ProxyError as exc:
+            return await self._fail_early(exc, row, started)
+
+        report = rewritten.report
+        overhead_ms = (time.perf_counter() - started) * 1000
+        row.update(
+            session_id=rewritten.session_id,
+            parent_session_id=rewritten.parent_session_id,
+            upstream=upstream.name,
+            tokens_before=report["tokens"]["before"],
+            tokens_after=report["tokens"]["after"],
+            sections=report.get("sections"),
+            report=report,
+            overhead_ms=round(overhead_ms, 3),
+        )
+        if self.s.settings.store.capture_payloads:
+            row["request_body"] = orjson.dumps(redact(body)).decode()
+            row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
+        await self.s.store.insert_request(row)
+        out_headers = {
+            "x-ctxproxy-request-id": request_id,
+            "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
+            "x-ctxproxy-session-id": rewritten.session_id,
+        }
+        key = upstream_api_key(upstream, headers)
+        try:
+            response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
+        except ProxyError as exc:
+            await self._finish(row, started, status=exc.status, error=exc, ttfb=None)
+            return Response(exc.body_bytes(), exc.status, out_headers, "application/json")
+        if response.chunks is None:
+            ttfb = (time.perf_counter() - started) * 1000
+            usage = _usage_of(response.body)
+            await self._finish(row, started, response.status, None, ttfb, usage, response.body)
+            return Response(response.body, response.status, {**response.headers, **out_headers})
+        return StreamingResponse(
+            self._relay(response, row, started),
+            status_code=response.status,
+            headers={**response.headers, **out_headers},
+        )
+
+    async def _read_body(self, request: Request) -> bytes:
+        limit = self.s.settings.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    async def _relay(
+        self, response: UpstreamResponse, row: dict[str, Any], started: float
+    ) -> AsyncIterator[bytes]:
+        """Relay upstream bytes as they come; complete the log row however the stream ends."""
+        assert response.chunks is not None
+        tap = UsageTap()
+        ttfb: float | None = None
+        error: ProxyError | None = None
+        finished = False
+        captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
+        try:
+            async for chunk in response.chunks:
+                if ttfb is None:
+                    ttfb = (time.perf_counter() - started) * 1000
+                tap.feed(chunk)
+                if captured is not None:
+                    captured.append(chunk)
+                yield chunk
+            finished = True
+        except ProxyError as exc:  # upstream broke off: tell the client in the stream, then end
+            error = exc
+            yield b"data: " + exc.body_bytes() + b"\n\n"
+        finally:
+            if response.close is not None:
+                await response.close()
+            if not finished and error is None:
+                row["client_disconnected"] = 1
+            body = b"".join(captured) if captured is not None else None
+            await self._finish(row, started, response.status, error, ttfb, tap.usage, body)
+
+    async def _fail_early(self, exc: ProxyError, row: dict[str, Any], started: float) -> Response:
+        overhead_ms = (time.perf_counter() - started) * 1000
+        row["overhead_ms"] = round(overhead_ms, 3)
+        await self.s.store.insert_request(row)
+        await self._finish(row, started, exc.status, exc, None)
+        headers = {
+            "x-ctxproxy-request-id": row["id"],
+            "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
+        }
+        return Response(exc.body_bytes(), exc.status, headers, "application/json")
+
+    async def _finish(
+        self,
+        row: dict[str, Any],
+        started: float,
+        status: int,
+        error: ProxyError | None,
+        ttfb: float | None,
+        usage: dict[str, Any] | None = None,
+        response_body: bytes | None = None,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "status": status,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+            "ttfb_ms": round(ttfb, 3) if ttfb is not None else None,
+            "client_disconnected": row.get("client_disconnected", 0),
+            **usage_fields(usage),
+        }
+        if error is not None:
+            fields["error_type"] = error.code
+            fields["error"] = error.message
+        elif status >= 400 and response_body:
+            fields["error_type"] = "upstream_status"
+            fields["error"] = response_body[:2000].decode("utf-8", "replace")
+        if response_body is not None and self.s.settings.store.capture_payloads:
+            fields["response_body"] = _redacted_text(response_body)
+        await self.s.store.finish_request(row["id"], fields)
+        row.update(fields)
+        self.s.observers.finished(row)
+
+
+def _usage_of(body: bytes | None) -> dict[str, Any] | None:
+    if not body:
+        return None
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    usage = obj.get("usage") if isinstance(obj, dict) else None
+    return usage if isinstance(usage, dict) else None
+
+
+def _redacted_text(body: bytes) -> str:
+    try:
+        return orjson.dumps(redact(orjson.loads(body))).decode()
+    except orjson.JSONDecodeError:
+        return str(redact(body.decode("utf-8", "replace")))

@@ -1,0 +1,80 @@
+"""Named migrations, each applied once, in order. The schema is what these build; read them to
+know it. Never edit a migration that has shipped: add a new one."""
+
+from __future__ import annotations
+
+import aiosqlite
+
+MIGRATIONS: list[tuple[str, str]] = []
+
+
+def migration(name: str, sql: str) -> None:
+    MIGRATIONS.append((name, sql))
+
+
+migration(
+    "m001_sessions",
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY,
+        parent_id TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        state TEXT NOT NULL DEFAULT '{}'   -- JSON: rule namespace -> value
+    );
+    """,
+)
+
+migration(
+    "m002_requests",
+    """
+    CREATE TABLE requests (
+        id TEXT PRIMARY KEY,
+        created_at REAL NOT NULL,
+        session_id TEXT,
+        parent_session_id TEXT,
+        path TEXT,
+        model TEXT,
+        upstream TEXT,
+        stream INTEGER NOT NULL DEFAULT 0,
+        status INTEGER,                 -- HTTP status returned to the client; NULL while in flight
+        error_type TEXT,
+        error TEXT,
+        tokens_before INTEGER,
+        tokens_after INTEGER,
+        sections TEXT,                  -- JSON: section -> {before, after}
+        report TEXT,                    -- JSON: the pipeline report
+        overhead_ms REAL,
+        latency_ms REAL,
+        ttfb_ms REAL,
+        usage TEXT,                     -- JSON: upstream usage as reported
+        prompt_tokens INTEGER,
+        completion_tokens INTEGER,
+        cached_tokens INTEGER,
+        client_disconnected INTEGER NOT NULL DEFAULT 0,
+        request_body TEXT,              -- only with capture_payloads, redacted
+        forwarded_body TEXT,            -- only with capture_payloads, redacted
+        response_body TEXT              -- only with capture_payloads, redacted
+    );
+    CREATE INDEX requests_session ON requests(session_id, created_at);
+    CREATE INDEX requests_created ON requests(created_at);
+    """,
+)
+
+
+async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
+    """Apply the migrations not applied yet; returns their names."""
+    await db.execute(
+        "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+    )
+    async with db.execute("SELECT name FROM _migrations") as cur:
+        done = {row[0] for row in await cur.fetchall()}
+    applied = []
+    for name, sql in MIGRATIONS:
+        if name in done:
+            continue
+        await db.executescript(
+            f"BEGIN; {sql}; INSERT INTO _migrations VALUES ('{name}', datetime('now')); COMMIT;"
+        )
+        applied.append(name)
+    return applied

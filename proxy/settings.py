@@ -1,0 +1,170 @@
+"""Settings: one typed tree loaded from YAML, validated at start-up. A bad option fails at start
+with its path (``rules[4].keep_last_observations``), never per request."""
+
+from __future__ import annotations
+
+import fnmatch
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rules.base import RuleConfig
+from rules.registry import default_rule_names, load_rule
+
+
+class SettingsError(ValueError):
+    """The configuration is invalid; the message names the path of each bad option."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ServerSettings(_Strict):
+    host: str = "127.0.0.1"
+    port: int = 8787
+
+
+class StoreSettings(_Strict):
+    path: str = "ctxproxy.db"
+    capture_payloads: bool = False
+
+
+class LimitSettings(_Strict):
+    max_body_bytes: int = 32 * 1024 * 1024
+
+
+class AuthSettings(_Strict):
+    mode: Literal["passthrough", "keys"] = "passthrough"
+    # Comma-separated proxy keys, read from this environment variable (never from the file).
+    proxy_keys_env: str = "CTXPROXY_KEYS"
+    admin_key_env: str = "CTXPROXY_ADMIN_KEY"
+
+
+class UpstreamSettings(_Strict):
+    name: str
+    match: list[str] = Field(default_factory=lambda: ["*"])  # model names, exact or glob
+    kind: Literal["openai", "litellm"] = "openai"
+    base_url: str | None = None
+    api_key_env: str | None = None  # when unset, the client's own Authorization passes through
+    timeout_s: float = 600.0
+    connect_timeout_s: float = 10.0
+
+    def serves(self, model: str) -> bool:
+        return any(model == p or fnmatch.fnmatchcase(model, p) for p in self.match)
+
+
+class PipelineSettings(_Strict):
+    on_rule_error: Literal["skip", "fail"] = "skip"
+    budget_tokens: int | None = Field(default=None, ge=256)
+    output_reserve_tokens: int = Field(default=8_000, ge=0)
+    # Context windows by model glob; used when litellm's model metadata does not know the model.
+    context_windows: dict[str, int] = Field(default_factory=dict)
+    on_over_budget: Literal["forward", "reject"] = "forward"
+
+
+class LoggingSettings(_Strict):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    json_lines: bool = True
+
+
+class RuleEntry(BaseModel):
+    """One entry of ``rules:``: a name plus that rule's own options."""
+
+    model_config = ConfigDict(extra="allow")
+    name: str
+
+
+class ConfiguredRule(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+    name: str
+    config: RuleConfig
+
+
+class Settings(_Strict):
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    upstreams: list[UpstreamSettings] = Field(default_factory=list)
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    rules: list[RuleEntry] = Field(
+        default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
+    )
+
+    @field_validator("upstreams")
+    @classmethod
+    def _unique_names(cls, value: list[UpstreamSettings]) -> list[UpstreamSettings]:
+        names = [u.name for u in value]
+        if len(names) != len(set(names)):
+            raise ValueError("upstream names must be unique")
+        return value
+
+    def configured_rules(self) -> list[ConfiguredRule]:
+        """Each rule's options validated by its own Config; raises SettingsError with paths."""
+        out: list[ConfiguredRule] = []
+        problems: list[str] = []
+        for i, entry in enumerate(self.rules):
+            try:
+                module = load_rule(entry.name)
+            except KeyError:
+                problems.append(f"rules[{i}].name: unknown rule {entry.name!r}")
+                continue
+            options = dict(entry.model_extra or {})
+            try:
+                cfg = module.Config.model_validate(options)
+            except ValidationError as exc:
+                for err in exc.errors():
+                    loc = ".".join(str(p) for p in err["loc"])
+                    problems.append(f"rules[{i}].{loc}: {err['msg']}")
+                continue
+            if cfg.enabled:
+                out.append(ConfiguredRule(name=entry.name, config=cfg))
+        if problems:
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
+        return out
+
+    def upstream_for(self, model: str) -> UpstreamSettings | None:
+        for upstream in self.upstreams:
+            if upstream.serves(model):
+                return upstream
+        return None
+
+    def context_window_for(self, model: str) -> int | None:
+        for pattern, window in self.pipeline.context_windows.items():
+            if model == pattern or fnmatch.fnmatchcase(model, pattern):
+                return window
+        return None
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        lines.append(f"{loc}: {err['msg']}")
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def settings_from_mapping(data: dict[str, Any]) -> Settings:
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        raise SettingsError(_format_errors(exc)) from None
+    settings.configured_rules()  # validate rule options now, at start-up
+    return settings
+
+
+def load_settings(path: str | Path | None) -> Settings:
+    """Settings from a YAML file, or the built-in defaults (every rule on) when ``path`` is None."""
+    if path is None:
+        return settings_from_mapping({})
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise SettingsError(f"cannot read configuration {path}: {exc}") from None
+    if not isinstance(data, dict):
+        raise SettingsError(f"configuration {path} must be a mapping at the top level")
+    return settings_from_mapping(data)

@@ -1,0 +1,111 @@
+"""Token counting with tiktoken, offline, with counts cached per text so a conversation that grows
+by two messages costs two messages of counting."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections import OrderedDict
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from rules.base import Message
+from rules.messages import call_arguments_text, call_name, text_of, tool_calls
+
+# Chat formats add a few tokens per message for the role and separators (OpenAI's cookbook figure).
+PER_MESSAGE_OVERHEAD = 4
+_O200K_PREFIXES = (
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-4.5",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "chatgpt-4o",
+    "gpt-oss",
+)
+
+
+def ensure_offline_tiktoken() -> None:
+    """Point tiktoken at the encodings litellm ships (tiktoken would download them otherwise).
+
+    Finds litellm's folder without importing litellm (that costs seconds). Must run before the first
+    encoding is loaded; an explicit TIKTOKEN_CACHE_DIR from the environment wins.
+    """
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    folder = Path(next(iter(spec.submodule_search_locations))) / "litellm_core_utils" / "tokenizers"
+    if folder.is_dir():
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+
+
+def encoding_name_for(model: str) -> str:
+    name = model.rsplit("/", 1)[-1].lower()
+    return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+@lru_cache(maxsize=4)
+def _encoding(name: str) -> Any:
+    ensure_offline_tiktoken()
+    import tiktoken
+
+    return tiktoken.get_encoding(name)
+
+
+class TiktokenCounter:
+    """A TokenCounter for one encoding, caching counts per text (bounded LRU)."""
+
+    def __init__(self, encoding_name: str = "o200k_base", cache_size: int = 200_000) -> None:
+        self.encoding_name = encoding_name
+        self._encode = _encoding(encoding_name).encode_ordinary
+        self._cache: OrderedDict[str, int] = OrderedDict()
+        self._cache_size = cache_size
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        cached = self._cache.get(text)
+        if cached is not None:
+            self._cache.move_to_end(text)
+            return cached
+        n = len(self._encode(text))
+        self._cache[text] = n
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return n
+
+    def count_message(self, message: Message) -> int:
+        n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(message.get("content")))
+        for call in tool_calls(message):
+            n += 3 + self.count_text(call_name(call)) + self.count_text(call_arguments_text(call))
+        return n
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return sum(self.count_message(m) for m in messages) + 3
+
+    def count_tools(self, tools: Sequence[Any] | None) -> int:
+        if not tools:
+            return 0
+        return self.count_text(orjson.dumps(list(tools)).decode())
+
+
+class TokenCounters:
+    """One counter per encoding, shared across requests (their caches make counting cheap)."""
+
+    def __init__(self) -> None:
+        self._by_encoding: dict[str, TiktokenCounter] = {}
+
+    def for_model(self, model: str) -> TiktokenCounter:
+        name = encoding_name_for(model)
+        counter = self._by_encoding.get(name)
+        if counter is None:
+            counter = self._by_encoding[name] = TiktokenCounter(name)
+        return counter

@@ -1,0 +1,1 @@
+"""Pure pipeline rules. See rules/base.py for the interface and rules/registry.py for the order."""

@@ -1,0 +1,108 @@
+"""Shared vocabulary of the pipeline: what a rule sees (Context), what it returns (RuleResult),
+the per-session memory it may read and update (SessionState), and the base of every rule's config.
+
+A rule is a module with a ``Config`` class (a ``RuleConfig``) and a function
+``apply(ctx: Context, cfg: Config) -> RuleResult``. Rules are pure: no I/O, no clock (``ctx.now``),
+no environment, and they never mutate ``ctx.messages`` or the dicts inside it: a rule that changes
+a message builds a new dict for it and a new list. Returning the very same list object means
+"no change", which lets the runner skip re-measuring.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+Message = dict[str, Any]
+Messages = list[Message]
+
+
+class RuleConfig(BaseModel):
+    """Base of every rule's options. Unknown options are an error at start-up, never per request."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """Per-session memory, one JSON-serialisable value per namespace (a rule owns its namespace).
+
+    Immutable: ``with_value`` returns a new state, so a rule that raises leaves the old one intact.
+    """
+
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def get(self, namespace: str, default: Any = None) -> Any:
+        return self.data.get(namespace, default)
+
+    def with_value(self, namespace: str, value: Any) -> SessionState:
+        new = dict(self.data)
+        new[namespace] = value
+        return SessionState(new)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.data)
+
+
+class TokenCounter(Protocol):
+    """Counts tokens for the request's model. Implementations cache per message."""
+
+    def count_text(self, text: str) -> int: ...
+
+    def count_message(self, message: Message) -> int: ...
+
+    def count_messages(self, messages: Sequence[Message]) -> int: ...
+
+    def count_tools(self, tools: Sequence[Any] | None) -> int: ...
+
+
+@dataclass(frozen=True)
+class Ancestor:
+    """A parent (or grand-parent …) session of a sub-agent, nearest first."""
+
+    session_id: str
+    state: SessionState
+    depth: int
+
+
+@dataclass(frozen=True)
+class Context:
+    """Everything a rule may look at. ``messages`` is the conversation as it stands after the
+    previous rule; ``original_messages`` is what the client sent (never to be changed)."""
+
+    messages: Messages
+    model: str
+    tokens: TokenCounter
+    now: float
+    session_id: str = ""
+    state: SessionState = field(default_factory=SessionState)
+    tools: list[Any] | None = None
+    request: Mapping[str, Any] = field(default_factory=dict)  # the whole body, read-only
+    original_messages: Messages = field(default_factory=list)
+    ancestors: tuple[Ancestor, ...] = ()
+    budget: int | None = None
+    report: Mapping[str, Any] = field(default_factory=dict)  # fragments of earlier rules, read-only
+
+    def evolve(self, **changes: Any) -> Context:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    """A rule's answer: the new conversation and state (same objects = unchanged) and a report
+    fragment in data, merged by the runner: list values are appended, others set."""
+
+    messages: Messages
+    state: SessionState
+    report: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def unchanged(cls, ctx: Context, report: dict[str, Any] | None = None) -> RuleResult:
+        return cls(ctx.messages, ctx.state, report or {})
+
+
+ApplyFn = Callable[[Context, Any], RuleResult]

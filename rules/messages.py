@@ -1,0 +1,137 @@
+"""Message helpers shared by the rules: reading content in any of its shapes, the markers that tag
+text the proxy itself wrote (so ``measure`` can count it and nothing re-processes it), hashing."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from rules.base import Message
+
+# Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
+# into the agent's own transcript as if the model had written it.
+INJECT_OPEN = "<ctxproxy-context>"
+INJECT_CLOSE = "</ctxproxy-context>"
+PLACEHOLDER_PREFIX = "[ctxproxy:"
+
+
+def text_of(content: Any) -> str:
+    """The readable text of a message's ``content``: a string, a list of parts, or None."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, dict):
+                text = part.get("text")
+                if isinstance(text, str):
+                    parts.append(text)
+                elif isinstance(part.get("content"), (str, list)):
+                    parts.append(text_of(part.get("content")))
+        return "\n".join(parts)
+    return str(content)
+
+
+def role(message: Message) -> str:
+    r = message.get("role")
+    return r if isinstance(r, str) else ""
+
+
+def tool_calls(message: Message) -> list[dict[str, Any]]:
+    """The assistant message's tool calls, or [] (None, missing or malformed all read as [])."""
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    return [c for c in calls if isinstance(c, dict)]
+
+
+def call_id(call: dict[str, Any]) -> str:
+    cid = call.get("id")
+    return cid if isinstance(cid, str) else ""
+
+
+def call_name(call: dict[str, Any]) -> str:
+    fn = call.get("function")
+    if isinstance(fn, dict) and isinstance(fn.get("name"), str):
+        return fn["name"]
+    return ""
+
+
+def call_arguments_text(call: dict[str, Any]) -> str:
+    fn = call.get("function")
+    if isinstance(fn, dict):
+        args = fn.get("arguments")
+        if isinstance(args, str):
+            return args
+        if args is not None:
+            return orjson.dumps(args).decode()
+    return ""
+
+
+def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
+    """Arguments parsed as a JSON object; {} when they are not one."""
+    raw = call_arguments_text(call)
+    if not raw:
+        return {}
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, Any], int | None]]:
+    """(assistant index, call, index of the tool message answering it or None), in order."""
+    answered: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
+            answered.setdefault(m["tool_call_id"], i)
+    for i, m in enumerate(messages):
+        if role(m) == "assistant":
+            for call in tool_calls(m):
+                yield i, call, answered.get(call_id(call))
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """Stable serialisation (sorted keys) for hashing and byte comparisons."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def content_hash(message: Message) -> str:
+    """Short hash of a message, used to anchor edits and to detect the client's own changes."""
+    return hashlib.blake2b(canonical_bytes(message), digest_size=10).hexdigest()
+
+
+def with_content(message: Message, content: Any) -> Message:
+    """A copy of ``message`` with new content (the original is left as it was)."""
+    new = dict(message)
+    new["content"] = content
+    return new
+
+
+def append_text(message: Message, text: str) -> Message:
+    """A copy of ``message`` with ``text`` appended to its content, keeping the content's shape."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return with_content(message, [*content, {"type": "text", "text": text}])
+    base = text_of(content)
+    return with_content(message, f"{base}\n\n{text}" if base else text)
+
+
+def is_proxy_text(text: str) -> bool:
+    return text.startswith(PLACEHOLDER_PREFIX) or text.startswith(INJECT_OPEN)
+
+
+def last_index(messages: list[Message], roles: Iterable[str]) -> int | None:
+    wanted = set(roles)
+    for i in range(len(messages) - 1, -1, -1):
+        if role(messages[i]) in wanted:
+            return i
+    return None

@@ -1,0 +1,112 @@
+"""Shared fixtures: a fake upstream on loopback, a live proxy in front of it, and the app
+in-process. Tests run the pipeline strictly (a rule that raises fails the test)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from proxy.app import create_app
+from proxy.settings import Settings, settings_from_mapping
+from tests.support.fake_upstream import FakeUpstream, start_fake_upstream
+from tests.support.live import serve_in_thread, stop
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "corpus.jsonl.gz"
+
+
+@pytest.fixture(scope="session")
+def _fake_upstream_server() -> Iterator[FakeUpstream]:
+    fake, server = start_fake_upstream()
+    yield fake
+    stop(server)
+
+
+@pytest.fixture
+def fake_upstream(_fake_upstream_server: FakeUpstream) -> FakeUpstream:
+    _fake_upstream_server.reset()
+    return _fake_upstream_server
+
+
+def proxy_settings(upstream_url: str, **overrides: Any) -> Settings:
+    data: dict[str, Any] = {
+        "upstreams": [{"name": "fake", "match": ["*"], "base_url": upstream_url}],
+        "pipeline": {"on_rule_error": "fail"},
+    }
+    for key, value in overrides.items():
+        data[key] = value
+    return settings_from_mapping(data)
+
+
+class LiveProxy:
+    def __init__(self, url: str, db_path: str) -> None:
+        self.url = url
+        self.base_url = url + "/v1"
+        self.db_path = db_path
+
+    def rows(self) -> list[dict[str, Any]]:
+        with contextlib.closing(sqlite3.connect(self.db_path)) as db:
+            db.row_factory = sqlite3.Row
+            rows = db.execute("SELECT * FROM requests ORDER BY created_at").fetchall()
+        out = []
+        for r in rows:
+            d = dict(r)
+            for col in ("sections", "report", "usage"):
+                if isinstance(d.get(col), str):
+                    d[col] = orjson.loads(d[col])
+            out.append(d)
+        return out
+
+    def row(self, request_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The log row of a request once it is complete (status set)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for r in self.rows():
+                if r["id"] == request_id and r["status"] is not None:
+                    return r
+            time.sleep(0.02)
+        raise AssertionError(f"no completed log row for {request_id}")
+
+
+@pytest.fixture
+def live_proxy(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> Iterator[Callable[..., LiveProxy]]:
+    servers = []
+
+    def start(settings: Settings | None = None, **overrides: Any) -> LiveProxy:
+        settings = settings or proxy_settings(fake_upstream.base_url, **overrides)
+        db = str(tmp_path / f"proxy{len(servers)}.db")
+        server, url = serve_in_thread(create_app(settings, db_path=db, strict=True))
+        servers.append(server)
+        return LiveProxy(url, db)
+
+    yield start
+    for server in servers:
+        stop(server)
+
+
+@contextlib.asynccontextmanager
+async def in_process(settings: Settings, db_path: str) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings, db_path=db_path, strict=True)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client
+
+
+@pytest.fixture
+def traces_path() -> Path:
+    if not TRACES.exists():
+        pytest.skip(f"trace corpus not found at {TRACES}")
+    return TRACES
