@@ -4,6 +4,7 @@ runs the final integrity check and computes prefix reuse. Shared by the server a
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
@@ -45,9 +46,15 @@ def merge_report(report: dict[str, Any], fragment: dict[str, Any]) -> None:
 
 class Pipeline:
     def __init__(
-        self, rules: list[ConfiguredRule], on_rule_error: Literal["skip", "fail"] = "skip"
+        self,
+        rules: list[ConfiguredRule],
+        on_rule_error: Literal["skip", "fail"] = "skip",
+        modules: Mapping[str, Any] | None = None,  # name -> module, for rules outside the registry
     ) -> None:
-        self.steps = [_Step(r.name, load_rule(r.name), r.config) for r in rules]
+        modules = modules or {}
+        self.steps = [
+            _Step(r.name, modules.get(r.name) or load_rule(r.name), r.config) for r in rules
+        ]
         self.on_rule_error = on_rule_error
 
     @property

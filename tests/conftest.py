@@ -78,9 +78,7 @@ class LiveProxy:
 
 
 @pytest.fixture
-def live_proxy(
-    fake_upstream: FakeUpstream, tmp_path: Path
-) -> Iterator[Callable[..., LiveProxy]]:
+def live_proxy(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[Callable[..., LiveProxy]]:
     servers = []
 
     def start(settings: Settings | None = None, **overrides: Any) -> LiveProxy:

@@ -106,7 +106,11 @@ def test_tool_call_round_trip(live_proxy, fake_upstream) -> None:
     )
     assert second.choices[0].message.content
     sent = fake_upstream.last
-    assert sent["messages"][-1] == {"role": "tool", "tool_call_id": "call_1", "content": "a.py\nb.py"}
+    assert sent["messages"][-1] == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": "a.py\nb.py",
+    }
     assert sent["tools"] == tools
 
 
@@ -128,14 +132,20 @@ def test_upstream_500_raises_internal_server_error(live_proxy, fake_upstream) ->
         (b"{not json", 400, None),
         (b'{"model": "gpt-4o"}', 400, "messages"),
         (b'{"messages": [{"role": "user", "content": "x"}]}', 400, "model"),
-        (b'{"model": "gpt-4o", "messages": [{"role": "wizard", "content": "x"}]}', 400,
-         "messages[0].role"),
+        (
+            b'{"model": "gpt-4o", "messages": [{"role": "wizard", "content": "x"}]}',
+            400,
+            "messages[0].role",
+        ),
     ],
 )
 def test_bad_input_gets_openai_error_and_a_log_row(live_proxy, body, status, param) -> None:
     proxy = live_proxy()
-    r = httpx.post(proxy.base_url + "/chat/completions", content=body,
-                   headers={"content-type": "application/json"})
+    r = httpx.post(
+        proxy.base_url + "/chat/completions",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
     assert r.status_code == status
     error = r.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -148,7 +158,9 @@ def test_bad_input_through_the_sdk(live_proxy) -> None:
     proxy = live_proxy()
     client = client_for(proxy, max_retries=0)
     with pytest.raises(openai.BadRequestError):
-        client.chat.completions.create(model="gpt-4o", messages=[{"role": "wizard", "content": "x"}])
+        client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "wizard", "content": "x"}]
+        )
 
 
 def test_upstream_unreachable_is_502(live_proxy) -> None:

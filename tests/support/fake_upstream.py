@@ -108,7 +108,11 @@ class FakeUpstream:
                 "created": 0,
                 "model": body.get("model"),
                 "choices": [
-                    {"index": 0, "delta": {"content": (" " if i else "") + word}, "finish_reason": None}
+                    {
+                        "index": 0,
+                        "delta": {"content": (" " if i else "") + word},
+                        "finish_reason": None,
+                    }
                 ],
             }
             yield b"data: " + orjson.dumps(chunk) + b"\n\n"

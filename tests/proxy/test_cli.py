@@ -1,0 +1,61 @@
+"""The ctxproxy command: rewrite (stdin/file, state across calls, bad input), logs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+
+from tests.support.factories import request, user
+
+
+def ctxproxy(*args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "proxy.cli", *args], input=stdin, capture_output=True, timeout=120
+    )
+
+
+def test_rewrite_prints_request_and_report(tmp_path: Path) -> None:
+    body = request({"role": "system", "content": "sys"}, user("hello"))
+    out = ctxproxy("rewrite", "-", stdin=orjson.dumps(body))
+    assert out.returncode == 0, out.stderr
+    data = orjson.loads(out.stdout)
+    assert data["request"]["messages"][0] == {"role": "system", "content": "sys"}
+    assert data["request"]["messages"][1]["role"] == "user"
+    assert data["report"]["sections"]["system"]["before"] > 0
+    assert data["report"]["tokens"]["before"] > 0
+
+
+def test_rewrite_state_persists_with_db(tmp_path: Path) -> None:
+    f = tmp_path / "body.json"
+    f.write_bytes(orjson.dumps(request(user("hello"))))
+    db = str(tmp_path / "state.db")
+    args = ("rewrite", "--db", db, "--session", "s1", "--now", "1000", str(f))
+    first = orjson.loads(ctxproxy(*args).stdout)
+    second = orjson.loads(ctxproxy(*args).stdout)
+    assert first["report"]["session"] == "s1"
+    assert first["report"]["prefix_reuse"] is None
+    assert second["report"]["prefix_reuse"] is not None  # the first call's state was kept
+
+
+def test_rewrite_bad_input_exits_2_with_openai_error() -> None:
+    out = ctxproxy("rewrite", "-", stdin=b'{"model": "m"}')
+    assert out.returncode == 2
+    err = orjson.loads(out.stderr)
+    assert err["error"]["param"] == "messages"
+    assert out.stdout == b""
+
+
+def test_bad_config_exits_2_naming_the_option(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rules:\n  - name: measure\n    wat: 1\n")
+    out = ctxproxy("rewrite", "--config", str(cfg), "-", stdin=orjson.dumps(request(user("x"))))
+    assert out.returncode == 2
+    assert b"rules[0].wat" in out.stderr
+
+
+def test_logs_json_lists_nothing_for_a_fresh_db(tmp_path: Path) -> None:
+    out = ctxproxy("logs", "--db", str(tmp_path / "x.db"), "--json")
+    assert out.returncode == 0 and out.stdout == b""

@@ -1,0 +1,74 @@
+"""The runner: order, per-rule timing, errors contained (skip) or raised (fail), report merging."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from proxy.pipeline import Pipeline, RuleFailed, merge_report
+from proxy.settings import ConfiguredRule
+from proxy.tokens import TiktokenCounter
+from rules.base import Context, RuleConfig, RuleResult
+from rules.messages import append_text
+from tests.support.factories import user
+
+
+def _ctx(*messages):
+    msgs = list(messages)
+    return Context(
+        messages=msgs,
+        original_messages=msgs,
+        model="gpt-4o",
+        tokens=TiktokenCounter("o200k_base"),
+        now=0.0,
+        session_id="s",
+    )
+
+
+def _raising(ctx, cfg):
+    raise ValueError("kaput")
+
+
+def _appending(ctx, cfg):
+    msgs = list(ctx.messages)
+    msgs[-1] = append_text(msgs[-1], "tail")
+    return RuleResult(msgs, ctx.state.with_value("t", 1), {"repairs": [{"kind": "x"}]})
+
+
+def _pipeline(mode, *names):
+    modules = {"boom": SimpleNamespace(apply=_raising), "tail": SimpleNamespace(apply=_appending)}
+    rules = [ConfiguredRule(name=n, config=RuleConfig()) for n in names]
+    return Pipeline(rules, mode, modules=modules)
+
+
+def test_a_rule_that_raises_is_skipped_and_reported() -> None:
+    ctx = _ctx(user("hi"))
+    out = _pipeline("skip", "boom", "tail").run(ctx)
+    assert out.messages[-1]["content"] == "hi\n\ntail"
+    assert out.report["rule_errors"] == [{"rule": "boom", "error": "ValueError: kaput"}]
+    assert set(out.report["timings_ms"]) >= {"boom", "tail", "integrity_check"}
+    assert out.report["repairs"] == [{"kind": "x"}]
+    assert out.state.get("t") == 1
+    assert ctx.messages[-1]["content"] == "hi"  # the client's messages are untouched
+
+
+def test_strict_mode_raises() -> None:
+    with pytest.raises(RuleFailed, match="boom"):
+        _pipeline("fail", "boom").run(_ctx(user("hi")))
+
+
+def test_tokens_before_and_after_and_prefix_reuse() -> None:
+    p = _pipeline("skip", "tail")
+    first = p.run(_ctx(user("hello world")))
+    assert first.report["tokens"]["after"] > first.report["tokens"]["before"]
+    assert first.report["prefix_reuse"] is None  # nothing to compare with yet
+    second_ctx = _ctx(user("hello world")).evolve(state=first.state)
+    second = p.run(second_ctx)
+    assert second.report["prefix_reuse"] == 1.0
+
+
+def test_merge_report_appends_lists_and_sets_others() -> None:
+    report = {"repairs": [1], "x": 1}
+    merge_report(report, {"repairs": [2], "x": 2, "y": [3]})
+    assert report == {"repairs": [1, 2], "x": 2, "y": [3]}

@@ -1,0 +1,59 @@
+"""Settings are validated at start-up; a bad option fails with its path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.settings import SettingsError, load_settings, settings_from_mapping
+from rules.registry import default_rule_names
+
+
+def test_defaults_enable_every_rule_in_order() -> None:
+    s = load_settings(None)
+    assert [r.name for r in s.configured_rules()] == default_rule_names()
+
+
+@pytest.mark.parametrize(
+    ("data", "fragment"),
+    [
+        ({"rules": [{"name": "measure"}, {"name": "nope"}]}, "rules[1].name: unknown rule 'nope'"),
+        ({"rules": [{"name": "measure", "bogus_option": 1}]}, "rules[0].bogus_option"),
+        ({"server": {"port": "x"}}, "server.port"),
+        ({"upstreams": [{"name": "a", "kind": "grpc"}]}, "upstreams[0].kind"),
+        ({"upstreams": [{"name": "a"}, {"name": "a"}]}, "upstream names must be unique"),
+        ({"pipeline": {"budget_tokens": 5}}, "pipeline.budget_tokens"),
+    ],
+)
+def test_bad_options_name_their_path(data, fragment) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from_mapping(data)
+    assert fragment in str(info.value)
+
+
+def test_disabled_rule_is_left_out() -> None:
+    s = settings_from_mapping({"rules": [{"name": "measure", "enabled": False}]})
+    assert s.configured_rules() == []
+
+
+def test_upstream_glob_matching_first_wins() -> None:
+    s = settings_from_mapping(
+        {
+            "upstreams": [
+                {"name": "a", "match": ["claude-*"], "kind": "litellm"},
+                {"name": "b", "match": ["*"]},
+            ]
+        }
+    )
+    assert s.upstream_for("claude-3").name == "a"
+    assert s.upstream_for("gpt-4o").name == "b"
+
+
+def test_unreadable_or_non_mapping_config(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError):
+        load_settings(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- a\n- b\n")
+    with pytest.raises(SettingsError, match="mapping"):
+        load_settings(bad)
