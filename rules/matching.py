@@ -1,0 +1,92 @@
+"""Tolerant text matching shared by the rules (tool-call ids, plan items, file names …).
+
+Born of a real bug: a model looped forever citing "Phase 5:" (halfwidth colon) against
+"Phase 5：" (fullwidth) in its todo list. So both sides are normalised before comparing, and a
+near miss is resolved only when it is unambiguous — never by guessing.
+
+API:
+
+- ``normalize(s) -> str``: NFKC (fullwidth letters, digits and punctuation become halfwidth),
+  then case folded, then every whitespace character removed.
+- ``equivalent(a, b) -> bool``: ``normalize(a) == normalize(b)`` (and not both empty).
+- ``match(needle, candidates, *, min_containment=6) -> MatchResult``:
+    1. exact: candidates whose normalised form equals the needle's; one distinct value → match;
+    2. unique containment: the shorter of the two normalised sides has at least
+       ``min_containment`` characters and is contained in the other, for exactly one distinct
+       candidate → match;
+    3. otherwise no match. Two or more candidates at the deciding step → no match
+       (``ambiguous=True``), never a guess.
+  ``MatchResult.value`` is the matched candidate as given (or None), ``.how`` is ``"exact"``,
+  ``"containment"`` or None, and ``.candidates`` lists, on a miss, the tied candidates when
+  ambiguous, else every candidate, so the caller can report what would have matched.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Literal
+
+How = Literal["exact", "containment"]
+
+
+@dataclass(frozen=True)
+class MatchResult:
+    value: str | None
+    how: How | None
+    candidates: tuple[str, ...] = ()
+    ambiguous: bool = False
+
+    @property
+    def matched(self) -> bool:
+        return self.value is not None
+
+
+@lru_cache(maxsize=4096)
+def normalize(s: str) -> str:
+    """NFKC, case fold, drop whitespace. Cached: ids and plan items are compared many times."""
+    folded = unicodedata.normalize("NFKC", s).casefold()
+    # casefold can produce forms NFKC would change again (e.g. ß → ss is fine, but some
+    # compatibility characters reappear); a second pass keeps normalize idempotent.
+    folded = unicodedata.normalize("NFKC", folded)
+    return "".join(ch for ch in folded if not ch.isspace())
+
+
+def equivalent(a: str, b: str) -> bool:
+    na, nb = normalize(a), normalize(b)
+    return bool(na) and na == nb
+
+
+def _distinct(values: Iterable[str]) -> list[str]:
+    seen: dict[str, None] = {}
+    for v in values:
+        seen.setdefault(v, None)
+    return list(seen)
+
+
+def match(needle: str, candidates: Iterable[str], *, min_containment: int = 6) -> MatchResult:
+    """The one candidate ``needle`` refers to, tolerating width, case and whitespace drift."""
+    pool = _distinct(c for c in candidates if isinstance(c, str))
+    n = normalize(needle)
+    if not n:
+        return MatchResult(None, None, tuple(pool))
+    normed = [(c, normalize(c)) for c in pool]
+
+    exact = [c for c, nc in normed if nc == n]
+    if len(exact) == 1:
+        return MatchResult(exact[0], "exact")
+    if len(exact) > 1:
+        return MatchResult(None, None, tuple(exact), ambiguous=True)
+
+    contained = [
+        c
+        for c, nc in normed
+        if nc and min(len(nc), len(n)) >= min_containment and (n in nc or nc in n)
+    ]
+    if len(contained) == 1:
+        return MatchResult(contained[0], "containment")
+    if len(contained) > 1:
+        return MatchResult(None, None, tuple(contained), ambiguous=True)
+    return MatchResult(None, None, tuple(pool))
