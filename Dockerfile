@@ -1,0 +1,26 @@
+# ctxproxy as a sidecar: listens on 0.0.0.0:8787, config mounted at /config/config.yaml.
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    LITELLM_LOCAL_MODEL_COST_MAP=True
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY proxy ./proxy
+COPY rules ./rules
+RUN pip install --no-cache-dir . \
+    # the tokenizer files must be on disk: the container may have no internet
+    && python -c "from proxy.tokens import TiktokenCounter as T; T('o200k_base'); T('cl100k_base')" \
+    && useradd --create-home --uid 10001 ctxproxy \
+    && mkdir -p /data /config && chown ctxproxy /data
+
+COPY config.example.yaml /config/config.yaml
+USER ctxproxy
+EXPOSE 8787
+VOLUME ["/data"]
+
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
+    CMD ["python", "-c", "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8787/healthz', timeout=2).status == 200 else 1)"]
+
+CMD ["ctxproxy", "serve", "--config", "/config/config.yaml", "--host", "0.0.0.0", "--port", "8787", "--db", "/data/ctxproxy.db"]
