@@ -1,0 +1,247 @@
+"""The pure core of ``repair_tool_chain``: ``repair_messages(messages) -> (messages, repairs)``.
+
+Every tool message is assigned to one call (exact id, nearest preceding call first; then, for
+ids that drifted, ``rules.matching``), then the conversation is re-emitted with each call's
+results directly after its assistant message. What has no call becomes readable user text; what
+has no result gets one short synthetic result; a runaway turn gets one bounded note. Messages
+that need nothing keep their very dict, so untouched parts stay byte-identical.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rules.base import Message, Messages
+from rules.chain_calls import Slot, collect_slots
+from rules.chain_validator import empty_content, find_violations
+from rules.matching import match
+from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
+
+SYNTHETIC_RESULT = f"{PLACEHOLDER_PREFIX} the call was interrupted; no result was recorded]"
+NULL_RESULT = f"{PLACEHOLDER_PREFIX} the tool returned no content]"
+EMPTY_ASSISTANT = f"{PLACEHOLDER_PREFIX} empty assistant turn]"
+Repairs = list[dict[str, Any]]
+
+
+def _rep(kind: str, index: int, tool_call_id: str | None, action: str, **extra: Any) -> dict:
+    return {"kind": kind, "index": index, "tool_call_id": tool_call_id, "action": action, **extra}
+
+
+def _block_owners(messages: Messages) -> dict[int, int]:
+    """tool message index -> index of the assistant message whose block it sits in."""
+    owners: dict[int, int] = {}
+    owner: int | None = None
+    for j, m in enumerate(messages):
+        r = role(m)
+        if r == "tool":
+            if owner is not None:
+                owners[j] = owner
+        else:
+            owner = j if r == "assistant" else None
+    return owners
+
+
+def _pick(slots: list[Slot], j: int) -> Slot | None:
+    """Nearest preceding unanswered call, else a following one, else a duplicate of the nearest."""
+    before = sorted((s for s in slots if s.index < j), key=lambda s: (-s.index, s.pos))
+    after = [s for s in slots if s.index > j]
+    for group in (before, after):
+        for s in group:
+            if not s.answers:
+                return s
+    return (before or after or [None])[0]
+
+
+class _Assigner:
+    def __init__(self, messages: Messages, slots: dict[int, list[Slot]], drift: bool) -> None:
+        self.messages = messages
+        self.slots = slots
+        self.drift = drift
+        self.by_raw: dict[str, list[Slot]] = {}
+        for group in slots.values():
+            for s in group:
+                if s.raw_id is not None:
+                    self.by_raw.setdefault(s.raw_id, []).append(s)
+
+    def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
+        tid = self.messages[j].get("tool_call_id")
+        if not isinstance(tid, str):
+            return None
+        if tid in self.by_raw:
+            return _pick(self.by_raw[tid], j)
+        if not self.drift:
+            return None
+        # Drift: first among the calls of the block the result sits in, then among all calls.
+        group = self.slots.get(owner, []) if owner is not None else []
+        local = [s.raw_id for s in group if s.raw_id]
+        found = match(tid, local)
+        if not found.matched and not found.ambiguous:
+            found = match(tid, list(self.by_raw))
+        if not found.matched:
+            return None
+        slot = _pick(self.by_raw[found.value or ""], j)
+        if slot is not None:
+            repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", **{"from": tid}))
+        return slot
+
+
+def _runaway_note(dropped: list[Slot]) -> str:
+    names = Counter(s.name or "unknown_tool" for s in dropped)
+    top = sorted(names.items(), key=lambda x: (-x[1], x[0]))[:5]
+    summary = ", ".join(f"{n} ×{c}" for n, c in top)
+    first = "; ".join(
+        f"{s.name}({str(s.call['function'].get('arguments', ''))[:120]})" for s in dropped[:3]
+    )
+    return (
+        f"{PLACEHOLDER_PREFIX} {len(dropped)} tool calls in this turn were interrupted before any "
+        f"result was recorded and are left out ({summary}); the first: {first}]"
+    )
+
+
+def _assistant_out(m: Message, kept: list[Slot], dropped: list[Slot], i: int, reps: Repairs):
+    """The assistant message as forwarded (the same dict when nothing changed)."""
+    new_calls = [s.call for s in kept]
+    raw = m.get("tool_calls")
+    if isinstance(raw, list):
+        same_calls = len(raw) == len(new_calls) and all(
+            a is b for a, b in zip(raw, new_calls, strict=True)
+        )
+    else:
+        same_calls = raw is None  # null tool_calls is accepted; anything else is not
+    out = m
+    if not same_calls:
+        out = dict(m)
+        if new_calls:
+            out["tool_calls"] = new_calls
+        else:
+            out.pop("tool_calls", None)
+            if not raw or not isinstance(raw, list):
+                reps.append(_rep("empty_tool_calls", i, None, "removed_empty_array"))
+    if dropped:
+        out = append_text(out, _runaway_note(dropped))
+        reps.append(_rep("runaway_turn", i, None, "collapsed_into_one_note", count=len(dropped)))
+    if not new_calls and empty_content(out.get("content")):
+        out = {**out, "content": EMPTY_ASSISTANT}
+        reps.append(_rep("empty_assistant", i, None, "placeholder_content"))
+    return out
+
+
+def _result_out(slot: Slot, messages: Messages, reps: Repairs) -> Message:
+    """The one tool message answering ``slot``: duplicates merged, id unified, content non-null."""
+    j = slot.answers[0]
+    t = messages[j]
+    if t.get("tool_call_id") != slot.new_id:
+        t = {**t, "tool_call_id": slot.new_id}
+    if t.get("content") is None:
+        t = {**t, "content": NULL_RESULT}
+        reps.append(_rep("null_tool_content", j, slot.new_id, "placeholder_content"))
+    seen = {text_of(t.get("content"))}
+    for d in slot.answers[1:]:
+        text = text_of(messages[d].get("content"))
+        if text in seen or not text:
+            reps.append(_rep("duplicate_result", d, slot.new_id, "dropped_identical_copy"))
+            continue
+        seen.add(text)
+        t = append_text(t, f"{PLACEHOLDER_PREFIX} another result for this call follows]\n{text}")
+        reps.append(_rep("duplicate_result", d, slot.new_id, "merged_into_first"))
+    return t
+
+
+def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Message:
+    """Results whose call is gone, kept as readable context in one user message."""
+    parts = []
+    for j in indices:
+        t = messages[j]
+        tid = t.get("tool_call_id")
+        name = f" ({t['name']})" if isinstance(t.get("name"), str) and t["name"] else ""
+        parts.append(
+            f"{PLACEHOLDER_PREFIX} tool result for call {tid if isinstance(tid, str) else '?'}"
+            f"{name} had no matching call]\n{text_of(t.get('content'))}"
+        )
+        reps.append(_rep("orphan_result", j, tid if isinstance(tid, str) else None,
+                         "kept_as_user_text"))
+    return {"role": "user", "content": "\n\n".join(parts)}
+
+
+def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messages, Repairs]:
+    reps: Repairs = []
+    slots = collect_slots(messages, reps)
+    owners = _block_owners(messages)
+    assigner = _Assigner(messages, slots, drift)
+    assigned: set[int] = set()
+    for j, m in enumerate(messages):
+        if role(m) != "tool":
+            continue
+        slot = assigner.assign(j, owners.get(j), reps)
+        if slot is None:
+            continue
+        slot.answers.append(j)
+        assigned.add(j)
+        if owners.get(j) != slot.index and len(slot.answers) == 1:
+            reps.append(_rep("misplaced_result", j, slot.new_id, "moved_next_to_call"))
+
+    out: Messages = []
+    orphans: list[int] = []
+    for j, m in enumerate(messages):
+        r = role(m)
+        if r == "tool":
+            if j not in assigned:
+                orphans.append(j)
+            continue
+        if orphans:
+            out.append(_orphans_out(orphans, messages, reps))
+            orphans = []
+        if r != "assistant":
+            out.append(m)
+            continue
+        group = slots.get(j, [])
+        unanswered = [s for s in group if not s.answers]
+        runaway = len(unanswered) > max_synthetic
+        kept = [s for s in group if s.answers or not runaway]
+        out.append(_assistant_out(m, kept, unanswered if runaway else [], j, reps))
+        block: list[tuple[float, int, Message]] = []
+        for s in kept:
+            if s.answers:
+                block.append((s.answers[0], s.pos, _result_out(s, messages, reps)))
+            else:
+                synthetic = {"role": "tool", "tool_call_id": s.new_id, "content": SYNTHETIC_RESULT}
+                block.append((float("inf"), s.pos, synthetic))
+                reps.append(_rep("unanswered_call", j, s.new_id, "synthesized_result"))
+        out.extend(msg for _, _, msg in sorted(block, key=lambda b: (b[0], b[1])))
+    if orphans:
+        out.append(_orphans_out(orphans, messages, reps))
+    return out, reps
+
+
+def _flatten(messages: Messages) -> Messages:
+    """Last resort if a repair still fails the validator (a bug): calls and results as text."""
+    out: Messages = []
+    for m in messages:
+        r = role(m)
+        if r == "tool":
+            out.append({"role": "user", "content": f"{PLACEHOLDER_PREFIX} tool result]\n"
+                        + text_of(m.get("content"))})
+        elif r == "assistant" and "tool_calls" in m:
+            calls = "; ".join(str(c) for c in m.get("tool_calls") or [])
+            flat = {k: v for k, v in m.items() if k != "tool_calls"}
+            flat = append_text(flat, f"{PLACEHOLDER_PREFIX} tool calls: {calls}]")
+            out.append(flat)
+        elif r == "assistant" and empty_content(m.get("content")):
+            out.append({**m, "content": EMPTY_ASSISTANT})
+        else:
+            out.append(m)
+    return out
+
+
+def repair_messages(
+    messages: Messages, *, max_synthetic_results: int = 16, match_drifted_ids: bool = True
+) -> tuple[Messages, Repairs]:
+    """(forwarded messages, repairs). The very same list when the chain is already valid."""
+    if not find_violations(messages):
+        return messages, []
+    out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids)
+    if find_violations(out):
+        out = _flatten(out)
+        reps.append(_rep("fallback_flatten", 0, None, "calls_and_results_as_text"))
+    return out, reps
