@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from proxy import jsonlog, metrics, ui
 from proxy.auth import check_client
 from proxy.engine import Engine
 from proxy.errors import ProxyError
@@ -102,7 +103,9 @@ def create_app(
         Route("/v1/models", models, methods=["GET"]),
         Route("/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),
+        *ui.routes(),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    app.state.setup_hooks = []
+    app.state.setup_hooks = [metrics.setup, jsonlog.setup]
     return app

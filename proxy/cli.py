@@ -1,9 +1,11 @@
-"""The ``ctxproxy`` command: serve, rewrite, logs (and more subcommands registered by modules)."""
+"""The ``ctxproxy`` command: serve, rewrite, logs, show (and more subcommands registered by
+modules)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import sys
 import tempfile
 import time
@@ -85,7 +87,27 @@ async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
         await store.close()
 
 
+async def _follow(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from proxy.logs_view import follow
+    from proxy.store import Store
+
+    store = Store(args.db or load_settings(args.config).store.path)
+    await store.open()
+    console = Console()
+    console.print(f"following new requests in {store.path} (Ctrl-C to stop)", style="dim")
+    try:
+        return await follow(store, console, session=args.session, interval=args.interval)
+    finally:
+        await store.close()
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
+    if args.follow:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_follow(args))
+        return 0
     rows = asyncio.run(_logs(args))
     if args.json:
         for row in rows:
@@ -94,6 +116,34 @@ def cmd_logs(args: argparse.Namespace) -> int:
     from proxy.logs_view import print_rows
 
     print_rows(rows)
+    return 0
+
+
+async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
+    from proxy.store import Store
+
+    store = Store(args.db or load_settings(args.config).store.path)
+    await store.open()
+    try:
+        if args.request_id in ("last", "latest"):
+            rows = await store.list_requests(limit=1)
+            return rows[0] if rows else None
+        return await store.get_request(args.request_id)
+    finally:
+        await store.close()
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    row = asyncio.run(_show(args))
+    if row is None:
+        sys.stderr.write(f"ctxproxy: no logged request {args.request_id!r}\n")
+        return 1
+    if args.json:
+        sys.stdout.write(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode() + "\n")
+        return 0
+    from proxy.show import render
+
+    render(row)
     return 0
 
 
@@ -127,7 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
     logs.add_argument("--session")
     logs.add_argument("--limit", type=int, default=20)
     logs.add_argument("--json", action="store_true")
+    logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")
+    logs.add_argument("--interval", type=float, default=0.5, help="--follow poll interval (s)")
     logs.set_defaults(func=cmd_logs)
+
+    show = sub.add_parser("show", help="one request: sections, rule decisions, usage, diff")
+    common(show)
+    show.add_argument("request_id", help="a request id (x-ctxproxy-request-id), or 'last'")
+    show.add_argument("--json", action="store_true", help="print the raw log row")
+    show.set_defaults(func=cmd_show)
     return parser
 
 

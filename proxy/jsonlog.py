@@ -1,0 +1,94 @@
+"""Structured logs: one JSON line per request on stderr, with ids, sizes and timings only; never
+a body, never a key. The level comes from ``logging.level``: successful requests log at INFO,
+client errors (4xx) at WARNING, failures (5xx) at ERROR. ``logging.json_lines: false`` writes the
+same fields as ``key=value`` text."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import sys
+import time
+from typing import IO, Any
+
+import orjson
+
+from proxy.settings import LoggingSettings
+
+# Fields copied from the log row: ids, sizes, usage, timings. Bodies and error text stay out.
+ROW_FIELDS = {
+    "request_id": "id",
+    "session": "session_id",
+    "parent_session": "parent_session_id",
+    "model": "model",
+    "upstream": "upstream",
+    "status": "status",
+    "stream": "stream",
+    "tokens_before": "tokens_before",
+    "tokens_after": "tokens_after",
+    "prompt_tokens": "prompt_tokens",
+    "completion_tokens": "completion_tokens",
+    "cached_tokens": "cached_tokens",
+    "overhead_ms": "overhead_ms",
+    "latency_ms": "latency_ms",
+    "ttfb_ms": "ttfb_ms",
+    "error_type": "error_type",
+}
+
+
+def level_for(status: Any) -> int:
+    if not isinstance(status, int) or status >= 500:
+        return logging.ERROR
+    return logging.WARNING if status >= 400 else logging.INFO
+
+
+def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
+    """The log line's fields for one completed request."""
+    report = row.get("report") if isinstance(row.get("report"), dict) else {}
+    record: dict[str, Any] = {
+        "ts": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="milliseconds"),
+        "level": logging.getLevelName(level_for(row.get("status"))),
+        "event": "request",
+    }
+    for out, col in ROW_FIELDS.items():
+        if row.get(col) is not None:
+            record[out] = row[col]
+    record["repairs"] = len(report.get("repairs") or [])
+    record["pruned"] = len(report.get("pruning") or [])
+    errors = [e.get("rule") for e in report.get("rule_errors") or [] if isinstance(e, dict)]
+    if errors:
+        record["rule_errors"] = errors
+    if row.get("client_disconnected"):
+        record["client_disconnected"] = True
+    return record
+
+
+class JsonLog:
+    """Request observer writing one line per request to ``stream`` (stderr by default, looked up
+    when writing so a redirected stderr is honoured)."""
+
+    def __init__(self, settings: LoggingSettings, stream: IO[str] | None = None) -> None:
+        self.threshold = logging.getLevelName(settings.level)
+        self.json_lines = settings.json_lines
+        self.stream = stream
+
+    def started(self) -> None:
+        pass
+
+    def finished(self, row: dict[str, Any]) -> None:
+        if level_for(row.get("status")) < self.threshold:
+            return
+        record = request_record(row, time.time())
+        if self.json_lines:
+            line = orjson.dumps(record).decode()
+        else:
+            line = " ".join(f"{k}={v}" for k, v in record.items())
+        out = self.stream or sys.stderr
+        out.write(line + "\n")
+        out.flush()
+
+
+def setup(app: Any, services: Any) -> None:
+    """Setup hook: subscribe the request log; ``app.state.log_stream`` redirects it (tests)."""
+    stream = getattr(app.state, "log_stream", None)
+    services.observers.add(JsonLog(services.settings.logging, stream))
