@@ -104,7 +104,7 @@ def _assistant_out(m: Message, kept: list[Slot], dropped: list[Slot], i: int, re
     new_calls = [s.call for s in kept]
     raw = m.get("tool_calls")
     if isinstance(raw, list):
-        same_calls = len(raw) == len(new_calls) and all(
+        same_calls = bool(raw) and len(raw) == len(new_calls) and all(
             a is b for a, b in zip(raw, new_calls, strict=True)
         )
     else:

@@ -1,0 +1,292 @@
+"""repair_tool_chain: one table row per kind of broken history, with the exact forwarded output
+and the repairs reported; plus no-op, idempotence, purity and the validator's own table."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.tokens import TokenCounters
+from rules import repair_tool_chain
+from rules.base import Context
+from rules.chain_repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
+from rules.chain_validator import find_violations
+from rules.messages import PLACEHOLDER_PREFIX
+from tests.support.factories import assistant, call, result, shell, system, user
+
+repair = repair_tool_chain.repair_messages
+
+S, U = system(), user("fix the build")
+
+
+def synth(cid: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": cid, "content": SYNTHETIC_RESULT}
+
+
+def raw_call(cid: Any, args: Any, name: Any = "bash") -> dict[str, Any]:
+    return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
+
+
+VALID = {
+    "plain": [S, U, assistant("Hi")],
+    "one_call": [S, U, assistant(None, shell("c1", "ls")), result("c1", "a.py")],
+    "parallel_any_order": [
+        S, U, assistant("", shell("c1", "ls"), shell("c2", "pwd")),
+        result("c2", "/w"), result("c1", "a.py"), assistant("done"), user("thanks"),
+    ],
+    "null_tool_calls": [U, {"role": "assistant", "content": "x", "tool_calls": None}],
+    "empty_string_result": [U, assistant(None, shell("c1", "true")), result("c1", "")],
+    "list_content": [U, {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}],
+}
+
+
+@pytest.mark.parametrize("name", list(VALID))
+def test_valid_input_is_the_same_list_and_bytes(name: str) -> None:
+    messages = VALID[name]
+    before = orjson.dumps(messages)
+    assert find_violations(messages) == []
+    out, reps = repair(messages)
+    assert out is messages and reps == []
+    assert orjson.dumps(out) == before
+
+
+# name -> (input, expected output, expected (kind, action) pairs in report order)
+CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
+    "orphan_result_kept_as_text": (
+        [S, U, {"role": "tool", "tool_call_id": "gone", "name": "bash", "content": "total 0"}],
+        [S, U, user(f"{PLACEHOLDER_PREFIX} tool result for call gone (bash) had no matching "
+                    "call]\ntotal 0")],
+        [("orphan_result", "kept_as_user_text")],
+    ),
+    "orphans_in_a_block_follow_it": (
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a"), result("x", "stray"),
+         assistant("ok")],
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a"),
+         user(f"{PLACEHOLDER_PREFIX} tool result for call x had no matching call]\nstray"),
+         assistant("ok")],
+        [("orphan_result", "kept_as_user_text")],
+    ),
+    "interrupted_final_call": (
+        [U, assistant(None, shell("c1", "make"))],
+        [U, assistant(None, shell("c1", "make")), synth("c1")],
+        [("unanswered_call", "synthesized_result")],
+    ),
+    "user_typed_next": (
+        [U, assistant(None, shell("c1", "make")), user("stop, do X instead")],
+        [U, assistant(None, shell("c1", "make")), synth("c1"), user("stop, do X instead")],
+        [("unanswered_call", "synthesized_result")],
+    ),
+    "partial_parallel_results": (
+        [U, assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
+         result("c2", "B"), assistant("next")],
+        [U, assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
+         result("c2", "B"), synth("c1"), synth("c3"), assistant("next")],
+        [("unanswered_call", "synthesized_result")] * 2,
+    ),
+    "id_drift_case_space_fullwidth": (
+        [U, assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
+         result(" CALL_ab1", "A"), result("ｃａｌｌ＿ｘｙ２", "B")],
+        [U, assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
+         result("call_Ab1", "A"), result("call_xy2", "B")],
+        [("id_drift", "id_unified"), ("id_drift", "id_unified")],
+    ),
+    "duplicate_results_identical": (
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), result("c1", "a.py")],
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py")],
+        [("duplicate_result", "dropped_identical_copy")],
+    ),
+    "duplicate_results_different": (
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), result("c1", "b.py")],
+        [U, assistant(None, shell("c1", "ls")),
+         result("c1", f"a.py\n\n{PLACEHOLDER_PREFIX} another result for this call follows]\nb.py")],
+        [("duplicate_result", "merged_into_first")],
+    ),
+    "result_after_user_message": (
+        [U, assistant(None, shell("c1", "ls")), user("hurry"), result("c1", "a.py")],
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), user("hurry")],
+        [("misplaced_result", "moved_next_to_call")],
+    ),
+    "result_after_assistant_message": (
+        [U, assistant(None, shell("c1", "ls")), assistant("thinking"), result("c1", "a.py")],
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), assistant("thinking")],
+        [("misplaced_result", "moved_next_to_call")],
+    ),
+    "result_before_its_call": (
+        [U, result("c1", "a.py"), assistant(None, shell("c1", "ls")), user("go on")],
+        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), user("go on")],
+        [("misplaced_result", "moved_next_to_call")],
+    ),
+    "late_parallel_result_moves_back": (
+        [U, assistant(None, shell("c1", "a"), shell("c2", "b")), result("c1", "A"),
+         assistant(None, shell("c3", "c")), result("c3", "C"), result("c2", "B")],
+        [U, assistant(None, shell("c1", "a"), shell("c2", "b")), result("c1", "A"),
+         result("c2", "B"), assistant(None, shell("c3", "c")), result("c3", "C")],
+        [("misplaced_result", "moved_next_to_call")],
+    ),
+    "id_reused_across_turns": (
+        [U, assistant(None, shell("t1", "a")), result("t1", "A"),
+         assistant(None, shell("t1", "b")), result("t1", "B")],
+        [U, assistant(None, shell("t1", "a")), result("t1", "A"),
+         assistant(None, shell("t1_2", "b")), result("t1_2", "B")],
+        [("duplicate_call_id", "renamed")],
+    ),
+    "invalid_id_rewritten_both_sides": (
+        [U, assistant(None, shell("call.1:x", "a")), result("call.1:x", "A")],
+        [U, assistant(None, shell("call_1_x", "a")), result("call_1_x", "A")],
+        [("invalid_call_id", "sanitised")],
+    ),
+    "truncated_arguments": (
+        [U, assistant(None, raw_call("c1", '{"command": "ls -l')), result("c1", "x")],
+        [U, assistant(None, raw_call("c1", '{"raw_arguments":"{\\"command\\": \\"ls -l"}')),
+         result("c1", "x")],
+        [("invalid_arguments", "wrapped_raw_arguments")],
+    ),
+    "arguments_as_object_and_empty": (
+        [U, assistant(None, raw_call("c1", {"a": 1}), raw_call("c2", "")),
+         result("c1", "x"), result("c2", "y")],
+        [U, assistant(None, raw_call("c1", '{"a":1}'), raw_call("c2", "{}")),
+         result("c1", "x"), result("c2", "y")],
+        [("invalid_arguments", "serialised_arguments_object"),
+         ("invalid_arguments", "empty_arguments_to_empty_object")],
+    ),
+    "empty_tool_calls_array": (
+        [U, {"role": "assistant", "content": "ok", "tool_calls": []}],
+        [U, {"role": "assistant", "content": "ok"}],
+        [("empty_tool_calls", "removed_empty_array")],
+    ),
+    "empty_assistant": (
+        [U, {"role": "assistant", "content": None, "tool_calls": []}, user("?")],
+        [U, {"role": "assistant", "content": EMPTY_ASSISTANT}, user("?")],
+        [("empty_tool_calls", "removed_empty_array"), ("empty_assistant", "placeholder_content")],
+    ),
+    "null_tool_content": (
+        [U, assistant(None, shell("c1", "true")), {"role": "tool", "tool_call_id": "c1",
+                                                    "content": None}],
+        [U, assistant(None, shell("c1", "true")), result("c1", NULL_RESULT)],
+        [("null_tool_content", "placeholder_content")],
+    ),
+    "call_without_type": (
+        [U, assistant(None, {"id": "c1", "function": {"name": "ls", "arguments": "{}"}}),
+         result("c1", "x")],
+        [U, assistant(None, {"id": "c1", "function": {"name": "ls", "arguments": "{}"},
+                             "type": "function"}), result("c1", "x")],
+        [("invalid_call", "filled_type_and_name")],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_repair_table(name: str) -> None:
+    messages, expected, kinds = CASES[name]
+    snapshot = copy.deepcopy(messages)
+    assert find_violations(messages), "the input of a repair case must be broken"
+    out, reps = repair(messages)
+    assert messages == snapshot, "the input must not be mutated"
+    assert out == expected
+    assert [(r["kind"], r["action"]) for r in reps] == kinds
+    assert all({"kind", "index", "tool_call_id", "action"} <= set(r) for r in reps)
+    assert find_violations(out) == []
+    again, more = repair(out)
+    assert again is out and more == []  # idempotent
+
+
+def test_untouched_messages_keep_their_dicts() -> None:
+    a1, r1 = assistant(None, shell("c1", "a")), result("c1", "A")
+    messages = [U, a1, r1, assistant(None, shell("c2", "b")), user("next")]
+    out, _ = repair(messages)
+    assert out[1] is a1 and out[2] is r1 and out[0] is U
+
+
+def test_runaway_turn_is_bounded() -> None:
+    def size(n: int) -> tuple[int, list]:
+        calls = [shell(f"c{k}", f"echo {k}") for k in range(n)]
+        out, reps = repair([U, assistant(None, *calls), result("c0", "zero")])
+        assert find_violations(out) == []
+        added = len(orjson.dumps(out)) - sum(len(orjson.dumps(c)) for c in calls)
+        return added, reps
+
+    small, _ = size(30)
+    big, reps = size(300)
+    assert [r["kind"] for r in reps] == ["runaway_turn"]
+    assert reps[0]["count"] == 299
+    # What the repair adds does not grow with the number of calls (the dropped calls' own
+    # bytes are gone; the note is bounded).
+    assert big <= small + 20
+    out, _ = repair([U, assistant(None, *[shell(f"c{k}", "x") for k in range(300)])])
+    assert len(out) == 2 and "tool_calls" not in out[1]
+    note = out[1]["content"]
+    assert note.startswith(PLACEHOLDER_PREFIX) and "300 tool calls" in note
+
+
+def test_few_unanswered_calls_are_not_a_runaway() -> None:
+    calls = [shell(f"c{k}", "x") for k in range(16)]
+    out, reps = repair([U, assistant(None, *calls)])
+    assert len(out) == 2 + 16
+    assert {r["kind"] for r in reps} == {"unanswered_call"}
+
+
+def test_ambiguous_drift_is_not_guessed() -> None:
+    messages = [U, assistant(None, shell("call_a", "x"), shell("CALL_A", "y")),
+                result("Call_A ", "?"), result("call_a", "1"), result("CALL_A", "2")]
+    out, reps = repair(messages)
+    assert find_violations(out) == []
+    assert ("orphan_result", 2) in [(r["kind"], r["index"]) for r in reps]
+    assert "?" in out[-1]["content"]
+
+
+def test_drift_can_be_turned_off() -> None:
+    messages = [U, assistant(None, shell("call_1", "x")), result("CALL_1", "out")]
+    out, reps = repair(messages, match_drifted_ids=False)
+    assert sorted(r["kind"] for r in reps) == ["orphan_result", "unanswered_call"]
+    assert find_violations(out) == []
+
+
+# The validator's own table: (messages, expected violation kinds)
+VIOLATIONS = [
+    ([U, result("x", "y")], ["orphan_result"]),
+    ([U, assistant(None, shell("c1", "a"))], ["unanswered_call"]),
+    ([U, assistant(None, shell("c1", "a")), result("c1", "1"), result("c1", "1")],
+     ["duplicate_result"]),
+    ([U, assistant(None, shell("a b", "a")), result("a b", "1")], ["invalid_call_id"]),
+    ([U, assistant(None, shell("c", "a")), result("c", "1"), assistant(None, shell("c", "b")),
+      result("c", "2")], ["duplicate_call_id"]),
+    ([U, assistant(None, raw_call("c", "[1]")), result("c", "1")], ["invalid_arguments"]),
+    ([U, {"role": "assistant", "content": "x", "tool_calls": []}], ["empty_tool_calls"]),
+    ([U, {"role": "assistant", "content": "  "}], ["empty_assistant"]),
+    ([U, assistant(None, shell("c", "a")), {"role": "tool", "tool_call_id": "c"}],
+     ["null_tool_content"]),
+    ([U, assistant(None, call("c", "")), result("c", "1")], ["invalid_call"]),
+    ([U, assistant(None, shell("c", "a")), user("u"), result("c", "1")],
+     ["unanswered_call", "orphan_result"]),
+]
+
+
+@pytest.mark.parametrize(("messages", "kinds"), VIOLATIONS)
+def test_validator_table(messages: list, kinds: list[str]) -> None:
+    found = find_violations(messages)
+    assert sorted(v["kind"] for v in found) == sorted(kinds)
+    assert all(set(v) == {"kind", "index", "tool_call_id", "message"} for v in found)
+
+
+def test_rule_apply_reports_and_keeps_state() -> None:
+    tokens = TokenCounters().for_model("gpt-4o")
+    broken = [U, assistant(None, shell("c1", "ls"))]
+    ctx = Context(messages=broken, model="gpt-4o", tokens=tokens, now=0.0,
+                  original_messages=broken)
+    cfg = repair_tool_chain.Config()
+    res = repair_tool_chain.apply(ctx, cfg)
+    assert res.report["repairs"][0]["kind"] == "unanswered_call"
+    assert res.state is ctx.state and res.messages is not broken
+    fine = ctx.evolve(messages=res.messages)
+    again = repair_tool_chain.apply(fine, cfg)
+    assert again.messages is res.messages and again.report == {"repairs": []}
+
+
+def test_config_rejects_bad_options() -> None:
+    with pytest.raises(ValueError):
+        repair_tool_chain.Config(max_synthetic_results=0)
+    with pytest.raises(ValueError):
+        repair_tool_chain.Config(unknown=True)  # type: ignore[call-arg]
