@@ -1,13 +1,234 @@
-"""prune: placeholder until its issue lands; passes messages through."""
+"""prune: task-aware pruning under the token budget, sticky through the overlay.
+
+Every request: a tool result over ``max_result_tokens`` is capped when it first appears (head and
+tail kept). Only when the request is over the budget, one compaction prunes down to the target
+(``target_ratio`` of the budget) in stages, cheapest first: supersede, mask, drop turns. Earlier
+edits are replayed byte-for-byte, so the forwarded prefix stays the same between compactions and
+the provider's prompt cache keeps hitting. Calls are never split from results; protected evidence
+(rules/evidence.py) is never elided. Provider-owned state is left alone.
+"""
 
 from __future__ import annotations
 
-from rules.base import Context, RuleConfig, RuleResult
+from typing import Any
+
+from pydantic import Field
+
+from rules import evidence, overlay, prune_stages
+from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.messages import role
+from rules.observations import Observation, observations
+
+NAMESPACE = "prune"
+VERBATIM = ("latest failing test output", "latest build error", "latest error")
 
 
 class Config(RuleConfig):
-    pass
+    max_result_tokens: int = Field(default=8_000, ge=100)  # a larger tool result is capped
+    max_evidence_tokens: int = Field(default=32_000, ge=100)  # failures up to this stay whole
+    target_ratio: float = Field(default=0.6, gt=0, le=1)  # a compaction prunes down to this
+    min_gain_ratio: float = Field(default=0.2, ge=0, le=1)  # of the budget
+    min_gain_tokens: int | None = Field(default=None, ge=0)  # absolute; wins over the ratio
+    keep_last_observations: int = Field(default=10, ge=0)
+    keep_last_writes: int = Field(default=3, ge=0)
+    drop_turns: bool = True  # last resort: drop whole oldest turns
+
+
+def provider_owned(ctx: Context) -> str | None:
+    """Why the provider owns this conversation's state (then nothing is pruned), or None."""
+    if ctx.request.get("previous_response_id"):
+        return "previous_response_id"
+    for m in ctx.messages:
+        parts = m.get("content") if isinstance(m.get("content"), list) else []
+        for item in (m, *[p for p in parts if isinstance(p, dict)]):
+            if item.get("type") == "compaction" or "encrypted_content" in item:
+                return "provider compaction item"
+    return None
+
+
+class _Run:
+    """One request's pruning: the overlay being built, sizes per message, decisions made."""
+
+    def __init__(self, ctx: Context, cfg: Config) -> None:
+        self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
+        self.messages = ctx.messages
+        self.anchors = overlay.anchors(self.messages)
+        self.overlay = overlay.Overlay.load(ctx.state.get(NAMESPACE), set(self.anchors))
+        self.obs: list[Observation] = observations(self.messages)
+        self.by_result = {o.result_index: o for o in self.obs}
+        self.decisions: list[dict[str, Any]] = []
+        self.stages: dict[str, int] = {}
+        self._evidence: evidence.Evidence | None = None
+
+    @property
+    def evidence(self) -> evidence.Evidence:
+        if self._evidence is None:
+            self._evidence = evidence.find(self.messages, self.obs, self.cfg.keep_last_writes)
+        return self._evidence
+
+    def render(self, ov: overlay.Overlay) -> list[Message]:
+        return overlay.render(
+            self.messages, self.anchors, ov, self.by_result, self.tokens, self.cfg.max_result_tokens
+        )
+
+    def _decide(self, ov: overlay.Overlay, i: int, action: str, reason: str, freed: int) -> None:
+        ov.edits[self.anchors[i]] = {"action": action, "reason": reason}
+        obs = self.by_result.get(i)
+        self.decisions.append(
+            {
+                "index": i,
+                "tool_call_id": obs.call_id if obs else self.messages[i].get("tool_call_id"),
+                "action": action,
+                "reason": reason,
+                "tokens_freed": freed,
+            }
+        )
+        self.stages[action] = self.stages.get(action, 0) + freed
+
+    def cap_new_results(self) -> None:
+        """Cap oversized results the first time they are seen; the decision is remembered."""
+        dropped = set(self.overlay.dropped)
+        for i, m in enumerate(self.messages):
+            a = self.anchors[i]
+            if role(m) != "tool" or a in self.overlay.edits or a in dropped:
+                continue
+            size = self.tokens.count_message(m)
+            if size <= self.cfg.max_result_tokens:
+                continue
+            why = self.evidence.protected.get(i)
+            if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
+                self.overlay.edits[a] = {"action": "keep", "reason": why}
+                continue
+            edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
+            capped = overlay.apply_edit(m, edit, None, self.tokens, self.cfg.max_result_tokens)
+            self._decide(
+                self.overlay, i, "cap", edit["reason"], size - self.tokens.count_message(capped)
+            )
+
+    def compact(self, total: int, budget: int) -> tuple[overlay.Overlay, int]:
+        """One jump down to the target: a new overlay and its exact size."""
+        cfg, ev = self.cfg, self.evidence
+        target = int(budget * cfg.target_ratio)
+        protected = set(ev.protected)
+        trial = overlay.Overlay(
+            dict(self.overlay.edits), list(self.overlay.dropped), self.overlay.compactions + 1
+        )
+        dropped = set(trial.dropped)
+        sizes = {i: self.tokens.count_message(m) for i, m in enumerate(self.messages)}
+        for i, a in enumerate(self.anchors):
+            if a in trial.edits:
+                sizes[i] = self.tokens.count_message(self._edited(i, trial.edits[a]))
+        candidates = (
+            ("supersede", prune_stages.supersede(self.obs, protected)),
+            ("mask", prune_stages.mask(self.obs, protected, cfg.keep_last_observations)),
+        )
+        for stage, items in candidates:
+            for i, reason in items:
+                if total <= target:
+                    break
+                a = self.anchors[i]
+                if a in dropped or trial.edits.get(a, {}).get("action") in overlay.ELIDE_ACTIONS:
+                    continue
+                new_size = self.tokens.count_message(
+                    self._edited(i, {"action": stage, "reason": reason})
+                )
+                freed = sizes[i] - new_size
+                if freed > 0:
+                    self._decide(trial, i, stage, reason, freed)
+                    sizes[i], total = new_size, total - freed
+        if total > target and cfg.drop_turns:
+            total = self._drop(trial, sizes, total, target, protected)
+        view = self.render(trial)
+        return trial, self.tokens.count_messages(view)
+
+    def _drop(
+        self,
+        trial: overlay.Overlay,
+        sizes: dict[int, int],
+        total: int,
+        target: int,
+        protected: set[int],
+    ) -> int:
+        results: dict[str, list[int]] = {}
+        for i, m in enumerate(self.messages):
+            if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
+                results.setdefault(m["tool_call_id"], []).append(i)
+        dropped = set(trial.dropped)
+        for turn in prune_stages.turns(self.messages, self.evidence.first_user):
+            if total <= target:
+                break
+            if any(self.anchors[i] in dropped for i in turn):
+                continue
+            if not prune_stages.droppable(turn, self.messages, protected, results):
+                continue
+            freed = sum(sizes[i] for i in turn)
+            dropped.update(self.anchors[i] for i in turn)
+            total -= freed
+            self.decisions.append(
+                {
+                    "index": turn[0],
+                    "tool_call_id": None,
+                    "action": "drop",
+                    "reason": f"dropped {len(turn)} messages to fit the budget",
+                    "tokens_freed": freed,
+                }
+            )
+            self.stages["drop"] = self.stages.get("drop", 0) + freed
+        trial.dropped = [a for a in self.anchors if a in dropped]
+        return total
+
+    def _edited(self, i: int, edit: dict[str, str]) -> Message:
+        return overlay.apply_edit(
+            self.messages[i], edit, self.by_result.get(i), self.tokens, self.cfg.max_result_tokens
+        )
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    return RuleResult.unchanged(ctx)
+    owned = provider_owned(ctx)
+    if owned:
+        return RuleResult.unchanged(ctx, {"prune": {"skipped": owned}})
+    run = _Run(ctx, cfg)
+    run.cap_new_results()
+    view = run.render(run.overlay)
+    total = ctx.tokens.count_messages(view)
+    budget = ctx.budget
+    info: dict[str, Any] = {"budget": budget, "compacted": False}
+    if budget is not None and total > budget:
+        target = int(budget * cfg.target_ratio)
+        min_gain = (
+            cfg.min_gain_tokens
+            if cfg.min_gain_tokens is not None
+            else int(budget * cfg.min_gain_ratio)
+        )
+        kept_decisions, kept_stages = list(run.decisions), dict(run.stages)
+        trial, trial_total = run.compact(total, budget)
+        if trial_total <= budget or total - trial_total >= min_gain:
+            run.overlay, view, total = trial, run.render(trial), trial_total
+            info.update(compacted=True)
+        else:  # not worth breaking the prompt cache for so little
+            run.decisions, run.stages = kept_decisions, kept_stages
+        info.update(target=target, min_gain=min_gain)
+    over = budget is not None and total > budget
+    info.update(
+        stages=run.stages,
+        tokens_after=total,
+        over_budget=over,
+        compactions=run.overlay.compactions,
+        edits=len(run.overlay.edits),
+        dropped=len(run.overlay.dropped),
+    )
+    report: dict[str, Any] = {"prune": info, "pruning": run.decisions}
+    if over:
+        report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": budget}]
+    new_state = run.overlay.to_json()
+    stored = ctx.state.get(NAMESPACE)
+    state = (
+        ctx.state
+        if stored == new_state
+        or (stored is None and not any(new_state[k] for k in ("edits", "dropped")))
+        else ctx.state.with_value(NAMESPACE, new_state)
+    )
+    unchanged = all(a is b for a, b in zip(view, ctx.messages, strict=False))
+    if len(view) == len(ctx.messages) and unchanged:
+        return RuleResult(ctx.messages, state, report)
+    return RuleResult(view, state, report)

@@ -1,18 +1,199 @@
-"""working_set: placeholder until its issue lands; passes messages through."""
+"""working_set: a persisted ledger of the task. Goal (first user request, latest instruction when
+it differs), changed files, latest successful writes, open diagnostics from build/test output
+(a newer run of the same command supersedes the older one; a passing run closes it), plan items,
+and the next repair target. ``inject`` renders it with ``render_section``; messages pass unchanged.
+"""
 
 from __future__ import annotations
 
-from rules.base import Context, RuleConfig, RuleResult, SessionState
+from typing import Any
+
+from pydantic import Field
+
+from rules import diagnostics
+from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from rules.messages import (
+    INJECT_OPEN,
+    call_arguments_text,
+    content_hash,
+    role,
+    text_of,
+    tool_calls,
+)
+from rules.observations import Observation, observations, plan_items
+
+NAMESPACE = "working_set"
+SEEN_CAP = 2000
 
 
 class Config(RuleConfig):
-    pass
+    max_changed_files: int = Field(default=20, ge=1)
+    max_runs: int = Field(default=10, ge=1)  # commands whose latest diagnostics are kept
+    max_goal_chars: int = Field(default=400, ge=40)
+    section_tokens: int = Field(default=400, ge=50)  # cap of the rendered section
 
 
-def render_section(state: SessionState, max_tokens_hint: int = 400) -> str | None:
-    """The "Working set" section of the injected block, or None when there is nothing to say."""
+def _user_text(message: Message) -> str:
+    text = text_of(message.get("content"))
+    cut = text.find(INJECT_OPEN)
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
+    items = plan_items(arguments)
+    if items is not None:
+        ledger["plan"] = items
+        return
+    # A single-step update citing a step in other words or another width: match it tolerantly.
+    import orjson
+
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return
+    if not isinstance(args, dict):
+        return
+    keys = ("step", "content", "title", "text")
+    step = next((args[k] for k in keys if isinstance(args.get(k), str)), "")
+    status = args.get("status") if isinstance(args.get("status"), str) else None
+    if not step or not status:
+        return
+    plan = [dict(p) for p in ledger.get("plan", [])]
+    index = _match_step(step, [p["text"] for p in plan])
+    if index is None:
+        plan.append({"text": step, "status": status})
+    else:
+        plan[index]["status"] = status
+    ledger["plan"] = plan
+
+
+def _match_step(step: str, candidates: list[str]) -> int | None:
+    try:
+        from rules import matching
+    except ImportError:  # matching lands in another issue; exact text until then
+        return candidates.index(step) if step in candidates else None
+    found = matching.match(step, candidates)
+    value = getattr(found, "index", found)
+    return value if isinstance(value, int) else None
+
+
+def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:
+    action = obs.action
+    result_text = text_of(messages[obs.result_index].get("content"))
+    ledger["seq"] = ledger.get("seq", 0) + 1
+    if action.kind == "plan":
+        call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
+        _update_plan(ledger, call_arguments_text(call))
+    elif action.kind == "write":
+        failed = obs.exit_code not in (None, 0) or result_text.lstrip().lower().startswith("error")
+        if not failed:
+            changed = [p for p in ledger.get("changed", []) if p != action.target]
+            ledger["changed"] = [*changed, action.target][-cfg.max_changed_files :]
+            writes = [w for w in ledger.get("writes", []) if w["path"] != action.target]
+            entry = {"path": action.target, "tool": action.tool, "call_id": obs.call_id}
+            ledger["writes"] = [*writes, entry][-3:]
+    elif action.kind == "run":
+        outcome = diagnostics.parse(result_text, obs.exit_code)
+        runs = {k: v for k, v in ledger.get("runs", {}).items() if k != action.target}
+        if outcome.verdict == "fail" and outcome.diagnostics:
+            runs[action.target] = {
+                "seq": ledger["seq"],
+                "call_id": obs.call_id,
+                "diagnostics": list(outcome.diagnostics),
+            }
+        # Keep the newest commands only (insertion order is recency order).
+        ledger["runs"] = dict(list(runs.items())[-cfg.max_runs :])
+
+
+def build(messages: list[Message], ledger: dict[str, Any], cfg: Config) -> dict[str, Any]:
+    """The ledger after reading ``messages``; tool results already read are skipped."""
+    ledger = {k: v for k, v in ledger.items()}
+    users = [i for i, m in enumerate(messages) if role(m) == "user"]
+    if users and "goal" not in ledger:
+        ledger["goal"] = _clip(_user_text(messages[users[0]]), cfg.max_goal_chars)
+    if users:
+        latest = _clip(_user_text(messages[users[-1]]), cfg.max_goal_chars)
+        ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
+    seen = list(ledger.get("seen", []))
+    seen_set = set(seen)
+    for obs in observations(messages):
+        key = f"{obs.call_id}:{content_hash(messages[obs.result_index])[:8]}"
+        if key in seen_set:
+            continue
+        seen.append(key)
+        seen_set.add(key)
+        _record(ledger, messages, obs, cfg)
+    ledger["seen"] = seen[-SEEN_CAP:]
+    return ledger
+
+
+def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
+    """Open diagnostics, newest failing run first."""
+    runs = sorted(ledger.get("runs", {}).items(), key=lambda kv: -kv[1]["seq"])
+    return [{**d, "command": cmd} for cmd, run in runs for d in run["diagnostics"]]
+
+
+def next_target(ledger: dict[str, Any]) -> str | None:
+    for d in open_diagnostics(ledger):
+        if d.get("file") and d.get("line"):
+            return f"{d['file']}:{d['line']}"
     return None
 
 
+def summary(ledger: dict[str, Any]) -> dict[str, Any]:
+    """The report fragment: data, not prose."""
+    return {
+        "goal": bool(ledger.get("goal")),
+        "instruction": bool(ledger.get("instruction")),
+        "changed_files": list(ledger.get("changed", [])),
+        "latest_writes": [w["path"] for w in ledger.get("writes", [])],
+        "open_diagnostics": open_diagnostics(ledger)[:10],
+        "plan": list(ledger.get("plan", [])),
+        "next_target": next_target(ledger),
+    }
+
+
+def render_section(state: SessionState, max_tokens_hint: int = 400) -> str | None:
+    """The "Working set" section of the injected block, or None when there is nothing to say.
+
+    Deterministic; capped at about ``max_tokens_hint`` tokens (4 characters a token)."""
+    ledger = state.get(NAMESPACE) or {}
+    lines: list[str] = []
+    if ledger.get("goal"):
+        lines.append(f"Goal: {ledger['goal']}")
+    if ledger.get("instruction"):
+        lines.append(f"Latest instruction: {ledger['instruction']}")
+    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
+    for item in ledger.get("plan", [])[:12]:
+        lines.append(f"Plan [{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}")
+    if ledger.get("changed"):
+        lines.append("Changed files: " + ", ".join(reversed(ledger["changed"])))
+    if ledger.get("writes"):
+        lines.append("Latest writes: " + ", ".join(w["path"] for w in reversed(ledger["writes"])))
+    diags = open_diagnostics(ledger)
+    for d in diags[:8]:
+        where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
+        parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
+        lines.append("Open: " + " ".join(str(p) for p in parts))
+    if len(diags) > 8:
+        lines.append(f"Open: … {len(diags) - 8} more")
+    target = next_target(ledger)
+    if target:
+        lines.append(f"Next repair target: {target}")
+    if not lines:
+        return None
+    out = "Working set\n" + "\n".join(f"- {line}" for line in lines)
+    limit = max_tokens_hint * 4
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    return RuleResult.unchanged(ctx)
+    before = ctx.state.get(NAMESPACE) or {}
+    ledger = build(ctx.messages, before, cfg)
+    state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
+    return RuleResult(ctx.messages, state, {"working_set": summary(ledger)})
