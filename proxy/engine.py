@@ -4,6 +4,7 @@ call ``Engine.rewrite``, so they run the very same pipeline."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -11,12 +12,15 @@ from typing import Any
 import orjson
 
 from proxy.errors import BadRequest, PayloadTooLarge
+from proxy.model_windows import context_window
 from proxy.pipeline import Pipeline
 from proxy.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store import Store
 from proxy.tokens import TokenCounters
 from rules.base import Context
+
+log = logging.getLogger("ctxproxy.engine")
 
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -100,7 +104,7 @@ class Engine:
     def budget_for(self, model: str) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known."""
         configured = self.budget_override or self.settings.pipeline.budget_tokens
-        window = self.settings.context_window_for(model)
+        window = self.settings.context_window_for(model) or context_window(model)
         limits = [b for b in (configured,) if b]
         if window:
             limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
@@ -135,6 +139,20 @@ class Engine:
             budget=self.budget_for(model),
         )
         outcome = self.pipeline.run(ctx)
+        pruned = outcome.report.get("prune") or {}
+        if pruned.get("over_budget"):
+            log.warning(
+                "request over budget after pruning",
+                extra={"session": sid, "tokens": pruned.get("tokens_after")},
+            )
+            if self.settings.pipeline.on_over_budget == "reject":
+                raise BadRequest(
+                    f"The conversation needs {pruned.get('tokens_after')} tokens after pruning, "
+                    f"over the budget of {pruned.get('budget')} tokens "
+                    "(pipeline.on_over_budget: reject).",
+                    param="messages",
+                    code="context_over_budget",
+                )
         await self.store.save_state(sid, outcome.state, parent)
         forwarded = dict(body)
         forwarded["messages"] = outcome.messages
