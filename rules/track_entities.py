@@ -1,13 +1,125 @@
-"""track_entities: placeholder until its issue lands; passes messages through."""
+"""track_entities: remembers, per session, which files and folders the agent created, deleted,
+copied, moved, modified, read and opened, from tool calls whose results show success.
+
+Shell-like tools (names in the ``tools`` pack) are parsed by ``rules.shell_parse``; file tools are
+recognised by their argument schema (``rules.file_tools``). Each call is read once (its key is
+remembered), so an event keeps the time it was first seen, and the memory outlives the agent's own
+truncation of its history. Events live in state namespace ``entities`` (oldest first, newest
+last; see ``rules.entity_cache``); the working directory and the keys of calls already read
+live in ``track_entities``. Optionally restores the history of stateless clients
+(``rules.history_restore``).
+"""
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from rules import entity_cache, history_restore
 from rules.base import Context, RuleConfig, RuleResult
+from rules.file_tools import cwd_hint, file_tool_effect, load_tools, shell_command, succeeded
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    call_arguments,
+    call_arguments_text,
+    call_id,
+    call_name,
+    iter_tool_pairs,
+    text_of,
+)
+from rules.shell_parse import analyse, load_verbs
+
+META = "track_entities"
 
 
 class Config(RuleConfig):
-    pass
+    max_entities: int = Field(default=20, ge=1, le=10_000)  # newest N events kept
+    ttl_seconds: float = Field(default=300.0, gt=0)  # events older than this are forgotten
+    persist_cwd: bool = True  # a `cd` carries over to later calls (a persistent shell)
+    max_seen_calls: int = Field(default=5_000, ge=10)  # keys of calls already read
+    extra_packs: tuple[str, ...] = ()  # YAML files extending the tools / shell_verbs packs
+    restore_history: bool = False  # prepend stored turns when a client sends only its newest one
+    restore_max_messages: int = Field(default=60, ge=1)
+    restore_max_chars: int = Field(default=200_000, ge=1_000)
+
+    @model_validator(mode="after")
+    def _load_packs(self) -> Config:
+        load_tools(self.extra_packs)  # at start-up: a bad pack file fails here, not per request
+        load_verbs(self.extra_packs)
+        return self
+
+
+def call_key(call: dict[str, Any]) -> str:
+    """Identifies a call across requests; the arguments count too (some agents reuse ids)."""
+    digest = hashlib.blake2b(call_arguments_text(call).encode(), digest_size=6).hexdigest()
+    return f"{call_id(call)}:{digest}"
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    return RuleResult.unchanged(ctx)
+    tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
+    messages, state, report = ctx.messages, ctx.state, {}
+    if cfg.restore_history:
+        restored = history_restore.restore(messages, state.get(history_restore.NAMESPACE) or [])
+        if restored is not None:
+            report["history_restored"] = len(restored) - len(messages)
+            messages = restored
+        remembered = history_restore.remember(
+            messages, cfg.restore_max_messages, cfg.restore_max_chars
+        )
+        if remembered != state.get(history_restore.NAMESPACE):
+            state = state.with_value(history_restore.NAMESPACE, remembered)
+
+    meta = state.get(META) or {}
+    seen_list: list[str] = list(meta.get("seen") or [])
+    seen = set(seen_list)
+    cwd: str | None = meta.get("cwd")
+    seq: int = int(meta.get("seq") or 0)
+    stored = state.get(entity_cache.NAMESPACE) or []
+    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    known = entity_cache.known_types(events)
+    new_events: list[dict[str, Any]] = []
+    for _, call, answer in iter_tool_pairs(messages):
+        if answer is None:
+            continue  # unanswered: not tracked (and read again once answered)
+        result = text_of(messages[answer].get("content"))
+        if result.startswith(PLACEHOLDER_PREFIX):
+            continue  # a result the proxy wrote for an interrupted call
+        key = call_key(call)
+        if key in seen:
+            continue
+        seen.add(key)
+        seen_list.append(key)
+        if not succeeded(tools, result):
+            continue
+        name, args = call_name(call), call_arguments(call)
+        command = shell_command(tools, name, args)
+        if command is not None:
+            outcome = analyse(command, cwd, verbs, known)
+            effects = outcome.effects
+            if cfg.persist_cwd:
+                cwd = outcome.cwd
+        else:
+            effect = file_tool_effect(tools, name, args, result, cwd, known)
+            effects = (effect,) if effect else ()
+        cwd = cwd_hint(tools, result) or cwd
+        for effect in effects:
+            seq += 1
+            event = entity_cache.make_event(effect, ctx.now, call_id(call), seq, name)
+            new_events.append(event)
+            known = entity_cache.known_types([*events, *new_events])
+
+    if new_events:
+        events = entity_cache.add(events, new_events, cfg.max_entities)
+    if events != stored:
+        state = state.with_value(entity_cache.NAMESPACE, events)
+    new_meta = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+    if new_meta != meta:
+        state = state.with_value(META, new_meta)
+    report["entities"] = [
+        {k: e[k] for k in ("type", "name", "path", "action", "call_id") if k in e}
+        | ({"from": e["from"]} if "from" in e else {})
+        for e in new_events
+    ]
+    return RuleResult(messages, state, report)
