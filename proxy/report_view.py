@@ -170,16 +170,28 @@ def message_diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
         if op == "equal":
             out.append({"op": "same", "client": [a1, a2 - 1], "forwarded": [b1, b2 - 1]})
             continue
-        pairs = list(zip(range(a1, a2), range(b1, b2), strict=False)) if op == "replace" else []
-        for i, j in pairs:
-            out.append(_changed(i, client[i], j, forwarded[j]))
-        for i in range(a1 + len(pairs), a2):
-            out.append({"op": "removed", "client": i, "role": role(client[i]),
-                        "lines": _cap(["- " + x for x in message_lines(client[i])])})
-        for j in range(b1 + len(pairs), b2):
-            out.append({"op": "added", "forwarded": j, "role": role(forwarded[j]),
-                        "lines": _cap(["+ " + x for x in message_lines(forwarded[j])])})
+        # Inside a changed block, pair messages in the same slot (role and tool call id), so an
+        # inserted synthetic result is "added" rather than a rewrite of the next user turn.
+        inner = difflib.SequenceMatcher(
+            None, [_slot(m) for m in client[a1:a2]], [_slot(m) for m in forwarded[b1:b2]],
+            autojunk=False,
+        )
+        for op2, i1, i2, j1, j2 in inner.get_opcodes():
+            if op2 == "equal":
+                for i, j in zip(range(a1 + i1, a1 + i2), range(b1 + j1, b1 + j2), strict=True):
+                    out.append(_changed(i, client[i], j, forwarded[j]))
+                continue
+            for i in range(a1 + i1, a1 + i2):
+                out.append({"op": "removed", "client": i, "role": role(client[i]),
+                            "lines": _cap(["- " + x for x in message_lines(client[i])])})
+            for j in range(b1 + j1, b1 + j2):
+                out.append({"op": "added", "forwarded": j, "role": role(forwarded[j]),
+                            "lines": _cap(["+ " + x for x in message_lines(forwarded[j])])})
     return out
+
+
+def _slot(message: dict[str, Any]) -> tuple[str, str]:
+    return role(message), str(message.get("tool_call_id") or "")
 
 
 def _changed(i: int, a: dict[str, Any], j: int, b: dict[str, Any]) -> dict[str, Any]:

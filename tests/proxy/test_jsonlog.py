@@ -1,0 +1,112 @@
+"""Structured logs: one JSON line per request on stderr; level configurable; no bodies, no keys."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from proxy.app import create_app
+from tests.conftest import proxy_settings
+from tests.support.factories import request, system, user
+
+UPSTREAM = "http://upstream.test/v1"
+SECRET_TEXT = "TOP-SECRET-PROMPT-TEXT"
+CLIENT_KEY = "sk-client-key-abcdef123456"
+
+
+@contextlib.asynccontextmanager
+async def app_with_log(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Any, io.StringIO]]:
+    stream = io.StringIO()
+    app = create_app(proxy_settings(UPSTREAM, **overrides), db_path=str(tmp_path / "db"),
+                     strict=True)
+    app.state.log_stream = stream
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            yield client, stream
+
+
+@pytest.fixture
+def upstream():
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="proxy").pass_through()
+        route = mock.post(f"{UPSTREAM}/chat/completions")
+        route.respond(json={
+            "id": "c1", "object": "chat.completion",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": f"echo {SECRET_TEXT}"}}],
+            "usage": {"prompt_tokens": 30, "completion_tokens": 2,
+                      "prompt_tokens_details": {"cached_tokens": 16}},
+        })
+        yield route
+
+
+async def send(client: httpx.AsyncClient, body: Any) -> httpx.Response:
+    content = body if isinstance(body, bytes) else orjson.dumps(body)
+    return await client.post("/v1/chat/completions", content=content, headers={
+        "authorization": f"Bearer {CLIENT_KEY}", "x-session-id": "log-sess"})
+
+
+async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstream) -> None:
+    async with app_with_log(tmp_path) as (client, stream):
+        ok = await send(client, request(system(), user(f"please {SECRET_TEXT}")))
+        bad = await send(client, b'{"model": "gpt-4o"}')
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 2
+    first, second = (orjson.loads(x) for x in lines)
+    assert first["request_id"] == ok.headers["x-ctxproxy-request-id"]
+    assert first["event"] == "request" and first["level"] == "INFO"
+    assert first["session"] == "log-sess" and first["model"] == "gpt-4o"
+    assert first["status"] == 200 and first["upstream"] == "fake"
+    assert first["tokens_before"] > 0 and first["tokens_after"] == first["tokens_before"]
+    assert first["prompt_tokens"] == 30 and first["cached_tokens"] == 16
+    assert first["overhead_ms"] >= 0 and first["latency_ms"] >= first["overhead_ms"]
+    assert first["repairs"] == 0 and first["pruned"] == 0
+    assert second["request_id"] == bad.headers["x-ctxproxy-request-id"]
+    assert second["status"] == 400 and second["level"] == "WARNING"
+    assert second["error_type"] == "invalid_request"
+    text = stream.getvalue()
+    assert SECRET_TEXT not in text and CLIENT_KEY not in text and "messages" not in text
+
+
+@pytest.mark.parametrize(
+    ("level", "statuses"),
+    [("DEBUG", [200, 400, 500]), ("INFO", [200, 400, 500]), ("WARNING", [400, 500]),
+     ("ERROR", [500])],
+)
+async def test_level_is_configurable(tmp_path, upstream, level, statuses) -> None:
+    async with app_with_log(tmp_path, logging={"level": level}) as (client, stream):
+        await send(client, request(user("a")))
+        await send(client, b"{broken")
+        upstream.respond(status_code=500, json={"error": {"message": "boom"}})
+        await send(client, request(user("b")))
+    logged = [orjson.loads(x) for x in stream.getvalue().splitlines()]
+    assert [x["status"] for x in logged] == statuses
+    levels = {200: "INFO", 400: "WARNING", 500: "ERROR"}
+    assert [x["level"] for x in logged] == [levels[s] for s in statuses]
+    assert "boom" not in stream.getvalue()  # upstream error bodies stay in the store
+
+
+async def test_plain_text_lines_when_json_is_off(tmp_path, upstream) -> None:
+    async with app_with_log(tmp_path, logging={"json_lines": False}) as (client, stream):
+        r = await send(client, request(user("a")))
+    (line,) = stream.getvalue().splitlines()
+    assert line.startswith("ts=") and f"request_id={r.headers['x-ctxproxy-request-id']}" in line
+    assert " status=200 " in line
+
+
+def test_live_proxy_logs_to_stderr(live_proxy, capsys) -> None:
+    proxy = live_proxy()
+    r = httpx.post(proxy.base_url + "/chat/completions", json=request(user("hello")))
+    proxy.row(r.headers["x-ctxproxy-request-id"])
+    err = capsys.readouterr().err
+    records = [orjson.loads(x) for x in err.splitlines() if x.startswith("{")]
+    assert [x["request_id"] for x in records] == [r.headers["x-ctxproxy-request-id"]]

@@ -1,0 +1,135 @@
+"""``GET /metrics``: Prometheus text from a live proxy, parsed with the official client's parser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from proxy.metrics import MAX_MODEL_LABELS, Metrics
+from tests.conftest import proxy_settings
+from tests.proxy.test_show import realistic_row
+from tests.support.factories import request, system, user
+
+
+def samples(text: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, frozenset(s.labels.items()))] = s.value
+    return out
+
+
+def value(parsed: dict, name: str, **labels: str) -> float:
+    return parsed.get((name, frozenset(labels.items())), 0.0)
+
+
+def test_metrics_after_a_few_requests(live_proxy, fake_upstream) -> None:
+    proxy = live_proxy()
+    url = proxy.base_url + "/chat/completions"
+    ids = []
+    for text in ("one", "two"):
+        r = httpx.post(url, json=request(system(), user(text)), headers={"x-session-id": "m"})
+        assert r.status_code == 200
+        ids.append(r.headers["x-ctxproxy-request-id"])
+    bad = httpx.post(url, content=b"{not json", headers={"content-type": "application/json"})
+    assert bad.status_code == 400
+    fake_upstream.script.status = 500
+    failed = httpx.post(url, json=request(user("three"), model="gpt-4o-mini"))
+    assert failed.status_code == 500
+    rows = [proxy.row(i) for i in ids] + [proxy.row(failed.headers["x-ctxproxy-request-id"])]
+
+    r = httpx.get(proxy.url + "/metrics")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    m = samples(r.text)
+    assert value(m, "ctxproxy_requests_total", status="200", model="gpt-4o") == 2
+    assert value(m, "ctxproxy_requests_total", status="500", model="gpt-4o-mini") == 1
+    assert value(m, "ctxproxy_requests_total", status="400", model="none") == 1
+    assert value(m, "ctxproxy_in_flight_requests") == 0
+    assert value(m, "ctxproxy_added_latency_seconds_count") == 4
+    assert value(m, "ctxproxy_added_latency_seconds_bucket", le="+Inf") == 4
+    # Upstream latency only for requests that reached an upstream (not the 400).
+    assert value(m, "ctxproxy_upstream_latency_seconds_count") == 3
+    before = sum(row["tokens_before"] for row in rows)
+    assert value(m, "ctxproxy_tokens_total", when="before") == before > 0
+    assert value(m, "ctxproxy_tokens_total", when="after") == sum(r["tokens_after"] for r in rows)
+    assert value(m, "ctxproxy_cached_tokens_total") == 10  # 5 per successful fake response
+    assert value(m, "ctxproxy_store_write_errors_total") == 0
+    # Families exist before any pruning or repair happened (so dashboards do not break).
+    assert "ctxproxy_tokens_freed" in r.text and "ctxproxy_repairs" in r.text
+
+
+def _row(**over: Any) -> dict[str, Any]:
+    row = realistic_row()
+    row.update(status=200, latency_ms=812.5, cached_tokens=384)
+    row.update(over)
+    return row
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([_row()], {("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 395,
+                    ("ctxproxy_repairs_total", (("kind", "missing_result"),)): 1,
+                    ("ctxproxy_upstream_latency_seconds_sum", ()): 0.810766}),
+        ([_row(), _row()], {("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 790,
+                            ("ctxproxy_cached_tokens_total", ()): 768}),
+        ([_row(report={"pruning": [{"action": "mask", "tokens_freed": 40},
+                                   {"action": "drop_turn", "tokens_freed": 60}],
+                       "repairs": [{"kind": "orphan_result"}, {"kind": "orphan_result"},
+                                   {"kind": "duplicate_id"}]})],
+         {("ctxproxy_tokens_freed_total", (("stage", "mask"),)): 40,
+          ("ctxproxy_tokens_freed_total", (("stage", "drop_turn"),)): 60,
+          ("ctxproxy_repairs_total", (("kind", "orphan_result"),)): 2,
+          ("ctxproxy_repairs_total", (("kind", "duplicate_id"),)): 1}),
+        ([_row(report=None, upstream=None, latency_ms=2.0, status=401, tokens_before=None)],
+         {("ctxproxy_requests_total", (("model", "gpt-4o"), ("status", "401"))): 1,
+          ("ctxproxy_upstream_latency_seconds_count", ()): 0,
+          ("ctxproxy_tokens_total", (("when", "before"),)): 0}),
+    ],
+)
+def test_metrics_from_report_rows(rows: list[dict[str, Any]], expected: dict) -> None:
+    metrics = Metrics()
+    for row in rows:
+        metrics.started()
+        metrics.finished(row)
+    m = samples(metrics.exposition().decode())
+    for (name, labels), want in expected.items():
+        assert value(m, name, **dict(labels)) == pytest.approx(want), name
+
+
+def test_model_label_cardinality_is_bounded() -> None:
+    metrics = Metrics()
+    for i in range(MAX_MODEL_LABELS + 5):
+        metrics.finished({"status": 404, "model": f"junk-{i}"})
+    m = samples(metrics.exposition().decode())
+    models = {dict(labels)["model"] for name, labels in m if name == "ctxproxy_requests_total"}
+    assert len(models) == MAX_MODEL_LABELS + 1 and "other" in models
+    assert value(m, "ctxproxy_requests_total", status="404", model="other") == 5
+
+
+def test_each_app_has_its_own_registry() -> None:
+    a, b = Metrics(), Metrics()
+    a.finished({"status": 200, "model": "x"})
+    assert value(samples(b.exposition().decode()), "ctxproxy_requests_total",
+                 status="200", model="x") == 0
+
+
+@pytest.mark.parametrize(
+    ("headers", "status"),
+    [({}, 401), ({"authorization": "Bearer wrong-admin-key"}, 401),
+     ({"authorization": "Bearer proxy-client-key"}, 401),
+     ({"authorization": "Bearer the-admin-key-123"}, 200)],
+)
+def test_metrics_need_the_admin_key_in_keys_mode(
+    live_proxy, fake_upstream, monkeypatch, headers, status
+) -> None:
+    monkeypatch.setenv("CTXPROXY_ADMIN_KEY", "the-admin-key-123")
+    monkeypatch.setenv("CTXPROXY_KEYS", "proxy-client-key")
+    proxy = live_proxy(proxy_settings(fake_upstream.base_url, auth={"mode": "keys"}))
+    r = httpx.get(proxy.url + "/metrics", headers=headers)
+    assert r.status_code == status
+    if status == 200:
+        assert "ctxproxy_requests" in r.text
