@@ -73,13 +73,10 @@ def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
 
 
 def _match_step(step: str, candidates: list[str]) -> int | None:
-    try:
-        from rules import matching
-    except ImportError:  # matching lands in another issue; exact text until then
-        return candidates.index(step) if step in candidates else None
+    from rules import matching  # tolerant: width, case and whitespace drift, unique containment
+
     found = matching.match(step, candidates)
-    value = getattr(found, "index", found)
-    return value if isinstance(value, int) else None
+    return candidates.index(found.value) if found.value is not None else None
 
 
 def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:

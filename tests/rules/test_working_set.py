@@ -1,0 +1,326 @@
+"""working_set: diagnostics per toolchain, the ledger (goal, changed files, writes, diagnostics
+superseded and closed, plan, next target), the rendered section, and the rule's contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.tokens import TokenCounters
+from rules import diagnostics, working_set
+from rules.base import Context, SessionState
+from tests.support.factories import assistant, call, result, shell, system, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+CFG = working_set.Config()
+
+PYTEST_FAIL = """============================= test session starts ==============================
+collected 3 items
+
+tests/test_calc.py .F.                                                    [100%]
+
+=================================== FAILURES ===================================
+___________________________________ test_div ___________________________________
+    def test_div():
+>       assert div(4, 2) == 3
+E       assert 2.0 == 3
+
+tests/test_calc.py:12: AssertionError
+=========================== short test summary info ============================
+FAILED tests/test_calc.py::test_div - assert 2.0 == 3
+========================= 1 failed, 2 passed in 0.05s ==========================
+"""
+PYTEST_PASS = "collected 3 items\n\ntests/test_calc.py ...\n\n===== 3 passed in 0.02s =====\n"
+UNITTEST_FAIL = """F.
+======================================================================
+FAIL: test_div (tests.test_calc.CalcTest.test_div)
+----------------------------------------------------------------------
+Traceback (most recent call last):
+  File "/repo/tests/test_calc.py", line 9, in test_div
+    self.assertEqual(div(4, 2), 3)
+AssertionError: 2.0 != 3
+
+----------------------------------------------------------------------
+Ran 2 tests in 0.001s
+
+FAILED (failures=1)
+"""
+TRACEBACK = """Traceback (most recent call last):
+  File "reproduce.py", line 3, in <module>
+    main()
+  File "/repo/pkg/core.py", line 41, in main
+    raise ValueError("bad width")
+ValueError: bad width
+"""
+GO_TEST = """--- FAIL: TestParse (0.00s)
+    parse_test.go:27: got 3, want 4
+FAIL
+FAIL\texample.com/p\t0.004s
+"""
+GO_BUILD = "# example.com/p\n./main.go:14:2: undefined: foo\n"
+CARGO = """error[E0425]: cannot find value `x` in this scope
+ --> src/main.rs:3:13
+  |
+3 |     let y = x + 1;
+  |             ^ not found in this scope
+
+error: could not compile `demo` due to previous error
+"""
+CARGO_TEST = (
+    "---- tests::adds stdout ----\nthread panicked\n\ntest result: FAILED. 1 passed; 1 failed\n"
+)
+TSC = "src/app.ts(7,5): error TS2322: Type 'string' is not assignable to type 'number'.\n"
+TSC_PRETTY = "src/app.ts:7:5 - error TS2322: Type 'string' is not assignable to type 'number'.\n"
+ESLINT = """/repo/src/index.js
+  3:7  error  'unused' is assigned a value but never used  no-unused-vars
+
+✖ 1 problem (1 error, 0 warnings)
+"""
+JEST = """FAIL src/sum.test.js
+  ● sum › adds numbers
+
+    expect(received).toBe(expected)
+
+      at Object.<anonymous> (src/sum.test.js:5:21)
+
+Tests:       1 failed, 1 total
+"""
+GCC = (
+    "main.c: In function 'main':\nmain.c:5:3: error: 'y' undeclared (first use in this function)\n"
+)
+CLANG = "lib/util.cpp:12:10: fatal error: 'missing.h' file not found\n"
+DOTNET = (
+    "Program.cs(12,17): error CS0017: Program has more than one entry point defined. "
+    "[/src/App.csproj]\n\nBuild FAILED.\n"
+)
+MSBUILD = "MainWindow.xaml(8,5): error MC3089: The object 'Grid' already has a child. [/a.csproj]\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "exit_code", "verdict", "expected"),
+    [
+        (PYTEST_FAIL, 1, "fail", {"tool": "pytest", "file": "tests/test_calc.py", "line": 12}),
+        (PYTEST_PASS, 0, "pass", None),
+        (UNITTEST_FAIL, 1, "fail", {"tool": "unittest", "code": "FAIL"}),
+        (
+            TRACEBACK,
+            1,
+            "fail",
+            {
+                "tool": "python",
+                "file": "/repo/pkg/core.py",
+                "line": 41,
+                "code": "ValueError",
+                "message": "bad width",
+            },
+        ),
+        (GO_TEST, 1, "fail", {"tool": "go", "message": "TestParse (0.00s)"}),
+        (GO_BUILD, 1, "fail", {"tool": "go build", "file": "main.go", "line": 14}),
+        (CARGO, 101, "fail", {"tool": "cargo", "file": "src/main.rs", "line": 3, "code": "E0425"}),
+        (CARGO_TEST, 101, "fail", {"tool": "cargo test", "message": "tests::adds"}),
+        (TSC, 2, "fail", {"tool": "tsc", "file": "src/app.ts", "line": 7, "code": "TS2322"}),
+        (TSC_PRETTY, 2, "fail", {"tool": "tsc", "file": "src/app.ts", "code": "TS2322"}),
+        (
+            ESLINT,
+            1,
+            "fail",
+            {"tool": "eslint", "file": "/repo/src/index.js", "line": 3, "code": "no-unused-vars"},
+        ),
+        (JEST, 1, "fail", {"tool": "jest", "file": "src/sum.test.js"}),
+        (GCC, 1, "fail", {"tool": "gcc", "file": "main.c", "line": 5}),
+        (CLANG, 1, "fail", {"tool": "gcc", "file": "lib/util.cpp", "line": 12}),
+        (DOTNET, 1, "fail", {"tool": "dotnet", "file": "Program.cs", "line": 12, "code": "CS0017"}),
+        (MSBUILD, 1, "fail", {"tool": "dotnet", "file": "MainWindow.xaml", "code": "MC3089"}),
+        ("ok  \texample.com/p\t0.003s\n", 0, "pass", None),
+        ("hello world\n", 0, "pass", None),
+    ],
+)
+def test_diagnostics_per_toolchain(
+    text: str, exit_code: int, verdict: str, expected: dict[str, Any] | None
+) -> None:
+    outcome = diagnostics.parse(text, exit_code)
+    assert outcome.verdict == verdict
+    if expected is None:
+        assert outcome.diagnostics == ()
+    else:
+        first = outcome.diagnostics[0]
+        assert {k: first[k] for k in expected} == expected
+        assert set(first) == {"tool", "file", "line", "code", "message"}
+
+
+@pytest.mark.parametrize(
+    ("text", "test_failure", "build_error"),
+    [
+        (PYTEST_FAIL, True, False),
+        (CARGO, False, True),
+        (TSC, False, True),
+        (TRACEBACK, False, False),
+        (PYTEST_PASS, False, False),
+    ],
+)
+def test_outcome_kinds(text: str, test_failure: bool, build_error: bool) -> None:
+    outcome = diagnostics.parse(text, 1 if test_failure or build_error else 0)
+    assert (outcome.is_test_failure, outcome.is_build_error) == (test_failure, build_error)
+
+
+def run(*messages: dict[str, Any], state: SessionState | None = None) -> Any:
+    ctx = Context(
+        messages=list(messages),
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=0.0,
+        state=state or SessionState(),
+    )
+    return working_set.apply(ctx, CFG)
+
+
+def ledger_of(*messages: dict[str, Any]) -> dict[str, Any]:
+    return run(*messages).state.get(working_set.NAMESPACE)
+
+
+TASK = user("Fix the division bug in calc.py")
+
+
+@pytest.mark.parametrize(
+    ("messages", "expected"),
+    [
+        # Goal, and the latest instruction only when it differs.
+        ([TASK], {"goal": "Fix the division bug in calc.py", "instruction": None}),
+        (
+            [TASK, assistant("ok"), user("Also add a test")],
+            {"goal": "Fix the division bug in calc.py", "instruction": "Also add a test"},
+        ),
+        # Changed files from file tools and shell writes; failed writes do not count.
+        (
+            [
+                TASK,
+                assistant(None, call("c1", "Edit", file_path="calc.py", old="a", new="b")),
+                result("c1", "The file calc.py has been updated."),
+                assistant(None, shell("c2", "cat > notes.md <<'EOF'\nhi\nEOF")),
+                result("c2", "<returncode>0</returncode>\n<output>\n</output>"),
+                assistant(None, shell("c3", "sed -i 's/a/b/' ./setup.cfg")),
+                result("c3", "<returncode>2</returncode>\n<output>sed: can't read</output>"),
+            ],
+            {"changed": ["calc.py", "notes.md"]},
+        ),
+        # Plan items from a todo tool.
+        (
+            [
+                TASK,
+                assistant(
+                    None,
+                    call(
+                        "p1",
+                        "TodoWrite",
+                        todos=[
+                            {"content": "Phase 5： fix division", "status": "in_progress"},
+                            {"content": "Add tests", "status": "pending"},
+                        ],
+                    ),
+                ),
+                result("p1", "Todos updated"),
+            ],
+            {
+                "plan": [
+                    {"text": "Phase 5： fix division", "status": "in_progress"},
+                    {"text": "Add tests", "status": "pending"},
+                ]
+            },
+        ),
+    ],
+)
+def test_ledger(messages: list[dict[str, Any]], expected: dict[str, Any]) -> None:
+    ledger = ledger_of(*messages)
+    assert {k: ledger.get(k) for k in expected} == expected
+
+
+def test_plan_step_cited_in_another_width_updates_the_item() -> None:
+    plan = assistant(
+        None,
+        call(
+            "p1",
+            "TodoWrite",
+            todos=[
+                {"content": "Phase 5： fix division", "status": "in_progress"},
+                {"content": "Add tests", "status": "pending"},
+            ],
+        ),
+    )
+    update = assistant(
+        None, call("p2", "update_plan", step="phase 5: fix division", status="completed")
+    )
+    ledger = ledger_of(TASK, plan, result("p1", "ok"), update, result("p2", "ok"))
+    assert ledger["plan"] == [
+        {"text": "Phase 5： fix division", "status": "completed"},
+        {"text": "Add tests", "status": "pending"},
+    ]
+
+
+def test_newer_run_supersedes_and_passing_run_closes() -> None:
+    first = [TASK, assistant(None, shell("r1", "pytest -x")), result("r1", PYTEST_FAIL)]
+    ledger = ledger_of(*first)
+    assert working_set.open_diagnostics(ledger)[0]["file"] == "tests/test_calc.py"
+    assert working_set.next_target(ledger) == "tests/test_calc.py:12"
+
+    other = PYTEST_FAIL.replace("tests/test_calc.py:12", "tests/test_calc.py:30")
+    second = [*first, assistant(None, shell("r2", "pytest -x")), result("r2", other)]
+    ledger = ledger_of(*second)
+    assert working_set.next_target(ledger) == "tests/test_calc.py:30"
+    assert len(ledger["runs"]) == 1  # the older failure of the same command is gone
+
+    crash = [*second, assistant(None, shell("r3", "python reproduce.py")), result("r3", TRACEBACK)]
+    ledger = ledger_of(*crash)
+    assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"  # newest failure first
+
+    closed = [*crash, assistant(None, shell("r4", "pytest -x")), result("r4", PYTEST_PASS)]
+    ledger = ledger_of(*closed)
+    assert [d["command"] for d in working_set.open_diagnostics(ledger)] == ["python reproduce.py"]
+
+
+def test_render_section_is_deterministic_and_capped() -> None:
+    messages = [
+        TASK,
+        assistant(None, shell("r1", "pytest -x")),
+        result("r1", PYTEST_FAIL),
+        assistant(None, call("c1", "Write", file_path="calc.py", content="x")),
+    ]
+    state = run(*messages, result("c1", "ok")).state
+    text = working_set.render_section(state)
+    assert text == working_set.render_section(state)
+    assert text.startswith("Working set\n- Goal: Fix the division bug in calc.py")
+    assert "- Changed files: calc.py" in text
+    assert "- Next repair target: tests/test_calc.py:12" in text
+    assert len(working_set.render_section(state, max_tokens_hint=20)) <= 80
+    assert working_set.render_section(SessionState()) is None
+
+
+@pytest.mark.parametrize(
+    "messages",
+    [
+        [system(), TASK],
+        [TASK, assistant(None, shell("r1", "pytest -x")), result("r1", PYTEST_FAIL)],
+        [TASK, assistant(None, call("c1", "Edit", path="a.py")), result("c1", "done")],
+    ],
+)
+def test_messages_pass_unchanged_and_idempotent(messages: list[dict[str, Any]]) -> None:
+    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0)
+    once = working_set.apply(ctx, CFG)
+    assert once.messages is messages  # the very same list: byte-identical output
+    twice = working_set.apply(ctx.evolve(state=once.state), CFG)
+    assert twice.messages is messages
+    assert twice.state.get(working_set.NAMESPACE) == once.state.get(working_set.NAMESPACE)
+
+
+def test_ledger_outlives_the_agents_own_truncation() -> None:
+    full = [
+        TASK,
+        assistant(None, call("c1", "Edit", file_path="a.py")),
+        result("c1", "ok"),
+        assistant(None, call("c2", "Edit", file_path="b.py")),
+        result("c2", "ok"),
+    ]
+    state = run(*full).state
+    truncated = [TASK, *full[3:]]
+    ledger = run(*truncated, state=state).state.get(working_set.NAMESPACE)
+    assert ledger["changed"] == ["a.py", "b.py"]
