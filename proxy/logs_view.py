@@ -56,9 +56,16 @@ def format_line(r: dict[str, Any]) -> Text:
     report = r.get("report") if isinstance(r.get("report"), dict) else {}
     repairs, pruned = len(report.get("repairs") or []), len(report.get("pruning") or [])
     line = Text.assemble(
-        (_when(r.get("created_at")), "dim"), " ", (r["id"], "bold"), " ",
-        (str(r.get("session_id") or "-")[:24], "cyan"), " ", str(r.get("model") or "-"), " ",
-        (str(status), colour), f" tokens {tb}→{ta}",
+        (_when(r.get("created_at")), "dim"),
+        " ",
+        (r["id"], "bold"),
+        " ",
+        (str(r.get("session_id") or "-")[:24], "cyan"),
+        " ",
+        str(r.get("model") or "-"),
+        " ",
+        (str(status), colour),
+        f" tokens {tb}→{ta}",
         f" cached {r.get('cached_tokens') or 0}",
         f" repairs {repairs} pruned {pruned}",
         f" overhead {r.get('overhead_ms') or 0:.1f}ms latency {r.get('latency_ms') or 0:.0f}ms",

@@ -45,23 +45,32 @@ class Metrics:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
-            "ctxproxy_requests", "Requests by HTTP status and model.", ["status", "model"],
+            "ctxproxy_requests",
+            "Requests by HTTP status and model.",
+            ["status", "model"],
             registry=r,
         )
         self.added = Histogram(
-            "ctxproxy_added_latency_seconds", "Time the proxy adds before forwarding.",
-            buckets=ADDED_BUCKETS, registry=r,
+            "ctxproxy_added_latency_seconds",
+            "Time the proxy adds before forwarding.",
+            buckets=ADDED_BUCKETS,
+            registry=r,
         )
         self.upstream = Histogram(
-            "ctxproxy_upstream_latency_seconds", "Time spent upstream (latency minus overhead).",
-            buckets=UPSTREAM_BUCKETS, registry=r,
+            "ctxproxy_upstream_latency_seconds",
+            "Time spent upstream (latency minus overhead).",
+            buckets=UPSTREAM_BUCKETS,
+            registry=r,
         )
         self.tokens = Counter(
-            "ctxproxy_tokens", "Prompt tokens as the client sent them (before) and as forwarded "
-            "(after).", ["when"], registry=r,
+            "ctxproxy_tokens",
+            "Prompt tokens as the client sent them (before) and as forwarded (after).",
+            ["when"],
+            registry=r,
         )
         self.cached = Counter(
-            "ctxproxy_cached_tokens", "Prompt tokens the upstream served from its cache.",
+            "ctxproxy_cached_tokens",
+            "Prompt tokens the upstream served from its cache.",
             registry=r,
         )
         self.freed = Counter(

@@ -173,7 +173,9 @@ def message_diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
         # Inside a changed block, pair messages in the same slot (role and tool call id), so an
         # inserted synthetic result is "added" rather than a rewrite of the next user turn.
         inner = difflib.SequenceMatcher(
-            None, [_slot(m) for m in client[a1:a2]], [_slot(m) for m in forwarded[b1:b2]],
+            None,
+            [_slot(m) for m in client[a1:a2]],
+            [_slot(m) for m in forwarded[b1:b2]],
             autojunk=False,
         )
         for op2, i1, i2, j1, j2 in inner.get_opcodes():
@@ -182,11 +184,23 @@ def message_diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
                     out.append(_changed(i, client[i], j, forwarded[j]))
                 continue
             for i in range(a1 + i1, a1 + i2):
-                out.append({"op": "removed", "client": i, "role": role(client[i]),
-                            "lines": _cap(["- " + x for x in message_lines(client[i])])})
+                out.append(
+                    {
+                        "op": "removed",
+                        "client": i,
+                        "role": role(client[i]),
+                        "lines": _cap(["- " + x for x in message_lines(client[i])]),
+                    }
+                )
             for j in range(b1 + j1, b1 + j2):
-                out.append({"op": "added", "forwarded": j, "role": role(forwarded[j]),
-                            "lines": _cap(["+ " + x for x in message_lines(forwarded[j])])})
+                out.append(
+                    {
+                        "op": "added",
+                        "forwarded": j,
+                        "role": role(forwarded[j]),
+                        "lines": _cap(["+ " + x for x in message_lines(forwarded[j])]),
+                    }
+                )
     return out
 
 

@@ -23,7 +23,9 @@ def _title(row: dict[str, Any]) -> Text:
     status = row.get("status")
     colour = "green" if status and status < 400 else "red" if status else "yellow"
     t = Text.assemble(
-        (row["id"], "bold"), f"  {when}  session ", (str(row.get("session_id") or "-"), "cyan"),
+        (row["id"], "bold"),
+        f"  {when}  session ",
+        (str(row.get("session_id") or "-"), "cyan"),
         f"  model {row.get('model') or '-'}  upstream {row.get('upstream') or '-'}  status ",
         (str(status if status is not None else "in flight"), colour),
     )

@@ -112,8 +112,9 @@ class UI:
         )
         for r in rows:
             report = rv.report_of(r)
-            r["n_repairs"], r["n_pruned"] = len(rv.items(report, "repairs")), len(
-                rv.items(report, "pruning")
+            r["n_repairs"], r["n_pruned"] = (
+                len(rv.items(report, "repairs")),
+                len(rv.items(report, "pruning")),
             )
         return self._page(
             "index.html", rows=rows, sessions=await recent_sessions(store), filters=filters
@@ -129,9 +130,12 @@ class UI:
         lists = [
             (title, rv.items(report, key))
             for key, title in (
-                ("repairs", "Repairs"), ("entities", "Entities"),
-                ("references", "Resolved references"), ("pruning", "Pruning decisions"),
-                ("warnings", "Warnings"), ("rule_errors", "Rule errors"),
+                ("repairs", "Repairs"),
+                ("entities", "Entities"),
+                ("references", "Resolved references"),
+                ("pruning", "Pruning decisions"),
+                ("warnings", "Warnings"),
+                ("rule_errors", "Rule errors"),
             )
         ]
         ws = report.get("working_set")

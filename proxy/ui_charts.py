@@ -40,21 +40,36 @@ def stacked_bars(sections: list[dict[str, Any]], width: int = 720) -> dict[str, 
             w = s[when] * plot_w / scale
             if s[when]:
                 segments.append(
-                    {"name": s["name"], "value": s[when], "x": round(x, 2),
-                     "w": round(w, 2), "colour": colour(s["name"], i)}
+                    {
+                        "name": s["name"],
+                        "value": s[when],
+                        "x": round(x, 2),
+                        "w": round(w, 2),
+                        "colour": colour(s["name"], i),
+                    }
                 )
             x += w
         bars.append(
-            {"label": when, "total": totals[when], "y": row * (bar_h + gap),
-             "end": round(x, 2), "segments": segments}
+            {
+                "label": when,
+                "total": totals[when],
+                "y": row * (bar_h + gap),
+                "end": round(x, 2),
+                "segments": segments,
+            }
         )
     legend = [
         {"name": s["name"], "colour": colour(s["name"], i)}
         for i, s in enumerate(sections)
         if s["before"] or s["after"]
     ]
-    return {"width": width, "height": 2 * bar_h + gap, "bar_h": bar_h, "bars": bars,
-            "legend": legend}
+    return {
+        "width": width,
+        "height": 2 * bar_h + gap,
+        "bar_h": bar_h,
+        "bars": bars,
+        "legend": legend,
+    }
 
 
 def _ticks(top: int, n: int = 4) -> list[int]:

@@ -25,8 +25,9 @@ CLIENT_KEY = "sk-client-key-abcdef123456"
 @contextlib.asynccontextmanager
 async def app_with_log(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Any, io.StringIO]]:
     stream = io.StringIO()
-    app = create_app(proxy_settings(UPSTREAM, **overrides), db_path=str(tmp_path / "db"),
-                     strict=True)
+    app = create_app(
+        proxy_settings(UPSTREAM, **overrides), db_path=str(tmp_path / "db"), strict=True
+    )
     app.state.log_stream = stream
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
@@ -39,20 +40,34 @@ def upstream():
     with respx.mock(assert_all_called=False) as mock:
         mock.route(host="proxy").pass_through()
         route = mock.post(f"{UPSTREAM}/chat/completions")
-        route.respond(json={
-            "id": "c1", "object": "chat.completion",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": f"echo {SECRET_TEXT}"}}],
-            "usage": {"prompt_tokens": 30, "completion_tokens": 2,
-                      "prompt_tokens_details": {"cached_tokens": 16}},
-        })
+        route.respond(
+            json={
+                "id": "c1",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": f"echo {SECRET_TEXT}"},
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": 30,
+                    "completion_tokens": 2,
+                    "prompt_tokens_details": {"cached_tokens": 16},
+                },
+            }
+        )
         yield route
 
 
 async def send(client: httpx.AsyncClient, body: Any) -> httpx.Response:
     content = body if isinstance(body, bytes) else orjson.dumps(body)
-    return await client.post("/v1/chat/completions", content=content, headers={
-        "authorization": f"Bearer {CLIENT_KEY}", "x-session-id": "log-sess"})
+    return await client.post(
+        "/v1/chat/completions",
+        content=content,
+        headers={"authorization": f"Bearer {CLIENT_KEY}", "x-session-id": "log-sess"},
+    )
 
 
 async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstream) -> None:
@@ -79,8 +94,12 @@ async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstre
 
 @pytest.mark.parametrize(
     ("level", "statuses"),
-    [("DEBUG", [200, 400, 500]), ("INFO", [200, 400, 500]), ("WARNING", [400, 500]),
-     ("ERROR", [500])],
+    [
+        ("DEBUG", [200, 400, 500]),
+        ("INFO", [200, 400, 500]),
+        ("WARNING", [400, 500]),
+        ("ERROR", [500]),
+    ],
 )
 async def test_level_is_configurable(tmp_path, upstream, level, statuses) -> None:
     async with app_with_log(tmp_path, logging={"level": level}) as (client, stream):

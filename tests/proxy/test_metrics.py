@@ -71,23 +71,52 @@ def _row(**over: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("rows", "expected"),
     [
-        ([_row()], {("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 395,
-                    ("ctxproxy_repairs_total", (("kind", "missing_result"),)): 1,
-                    ("ctxproxy_upstream_latency_seconds_sum", ()): 0.810766}),
-        ([_row(), _row()], {("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 790,
-                            ("ctxproxy_cached_tokens_total", ()): 768}),
-        ([_row(report={"pruning": [{"action": "mask", "tokens_freed": 40},
-                                   {"action": "drop_turn", "tokens_freed": 60}],
-                       "repairs": [{"kind": "orphan_result"}, {"kind": "orphan_result"},
-                                   {"kind": "duplicate_id"}]})],
-         {("ctxproxy_tokens_freed_total", (("stage", "mask"),)): 40,
-          ("ctxproxy_tokens_freed_total", (("stage", "drop_turn"),)): 60,
-          ("ctxproxy_repairs_total", (("kind", "orphan_result"),)): 2,
-          ("ctxproxy_repairs_total", (("kind", "duplicate_id"),)): 1}),
-        ([_row(report=None, upstream=None, latency_ms=2.0, status=401, tokens_before=None)],
-         {("ctxproxy_requests_total", (("model", "gpt-4o"), ("status", "401"))): 1,
-          ("ctxproxy_upstream_latency_seconds_count", ()): 0,
-          ("ctxproxy_tokens_total", (("when", "before"),)): 0}),
+        (
+            [_row()],
+            {
+                ("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 395,
+                ("ctxproxy_repairs_total", (("kind", "missing_result"),)): 1,
+                ("ctxproxy_upstream_latency_seconds_sum", ()): 0.810766,
+            },
+        ),
+        (
+            [_row(), _row()],
+            {
+                ("ctxproxy_tokens_freed_total", (("stage", "supersede"),)): 790,
+                ("ctxproxy_cached_tokens_total", ()): 768,
+            },
+        ),
+        (
+            [
+                _row(
+                    report={
+                        "pruning": [
+                            {"action": "mask", "tokens_freed": 40},
+                            {"action": "drop_turn", "tokens_freed": 60},
+                        ],
+                        "repairs": [
+                            {"kind": "orphan_result"},
+                            {"kind": "orphan_result"},
+                            {"kind": "duplicate_id"},
+                        ],
+                    }
+                )
+            ],
+            {
+                ("ctxproxy_tokens_freed_total", (("stage", "mask"),)): 40,
+                ("ctxproxy_tokens_freed_total", (("stage", "drop_turn"),)): 60,
+                ("ctxproxy_repairs_total", (("kind", "orphan_result"),)): 2,
+                ("ctxproxy_repairs_total", (("kind", "duplicate_id"),)): 1,
+            },
+        ),
+        (
+            [_row(report=None, upstream=None, latency_ms=2.0, status=401, tokens_before=None)],
+            {
+                ("ctxproxy_requests_total", (("model", "gpt-4o"), ("status", "401"))): 1,
+                ("ctxproxy_upstream_latency_seconds_count", ()): 0,
+                ("ctxproxy_tokens_total", (("when", "before"),)): 0,
+            },
+        ),
     ],
 )
 def test_metrics_from_report_rows(rows: list[dict[str, Any]], expected: dict) -> None:
@@ -113,15 +142,20 @@ def test_model_label_cardinality_is_bounded() -> None:
 def test_each_app_has_its_own_registry() -> None:
     a, b = Metrics(), Metrics()
     a.finished({"status": 200, "model": "x"})
-    assert value(samples(b.exposition().decode()), "ctxproxy_requests_total",
-                 status="200", model="x") == 0
+    assert (
+        value(samples(b.exposition().decode()), "ctxproxy_requests_total", status="200", model="x")
+        == 0
+    )
 
 
 @pytest.mark.parametrize(
     ("headers", "status"),
-    [({}, 401), ({"authorization": "Bearer wrong-admin-key"}, 401),
-     ({"authorization": "Bearer proxy-client-key"}, 401),
-     ({"authorization": "Bearer the-admin-key-123"}, 200)],
+    [
+        ({}, 401),
+        ({"authorization": "Bearer wrong-admin-key"}, 401),
+        ({"authorization": "Bearer proxy-client-key"}, 401),
+        ({"authorization": "Bearer the-admin-key-123"}, 200),
+    ],
 )
 def test_metrics_need_the_admin_key_in_keys_mode(
     live_proxy, fake_upstream, monkeypatch, headers, status

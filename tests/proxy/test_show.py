@@ -26,8 +26,9 @@ PLACEHOLDER = "[ctxproxy: read of calc.py elided: 40 lines, 395 tokens; re-read 
 SYNTHETIC = "[ctxproxy: call interrupted; no result was recorded]"
 
 
-def realistic_row(request_id: str = "req_show_1", session: str = "sess-show",
-                  created_at: float | None = None) -> dict[str, Any]:
+def realistic_row(
+    request_id: str = "req_show_1", session: str = "sess-show", created_at: float | None = None
+) -> dict[str, Any]:
     """A logged request in the report shape of design section 6: a repaired chain, an entity, a
     resolved reference, a working set, a pruned read, captured payloads."""
     client = request(
@@ -43,27 +44,61 @@ def realistic_row(request_id: str = "req_show_1", session: str = "sess-show",
     msgs = forwarded["messages"]
     msgs[3] = result("call_1", PLACEHOLDER)
     msgs.insert(6, result("call_3", SYNTHETIC))
-    msgs[7] = user(msgs[7]["content"] + "\n\n<ctxproxy-context>Resolved: the folder I just "
-                   "created = fixes/</ctxproxy-context>")
+    msgs[7] = user(
+        msgs[7]["content"] + "\n\n<ctxproxy-context>Resolved: the folder I just "
+        "created = fixes/</ctxproxy-context>"
+    )
     report = {
         "session": session,
         "tokens": {"before": 912, "after": 547, "budget": 8000},
-        "sections": {"system": {"before": 6, "after": 6}, "user": {"before": 16, "after": 16},
-                     "tool_calls": {"before": 30, "after": 30},
-                     "tool_results": {"before": 820, "after": 14},
-                     "injected": {"before": 0, "after": 21},
-                     "placeholders": {"before": 0, "after": 36}},
-        "repairs": [{"kind": "missing_result", "index": 4, "tool_call_id": "call_3",
-                     "action": "synthetic_result"}],
-        "entities": [{"type": "folder", "name": "fixes", "path": "/work/fixes",
-                      "action": "create", "source": "call_3"}],
-        "references": [{"mention": "the folder I just created", "entity": "/work/fixes",
-                        "confidence": 0.92, "chain": ["create", "most recent folder"]}],
-        "working_set": {"goal": "Fix the failing test in calc.py",
-                        "open_diagnostics": ["tests/test_calc.py::test_add assert 3 == 4"],
-                        "next_repair_target": "calc.py:1"},
-        "pruning": [{"index": 3, "tool_call_id": "call_1", "action": "mask", "stage": "supersede",
-                     "reason": "file re-read later", "tokens_freed": 395}],
+        "sections": {
+            "system": {"before": 6, "after": 6},
+            "user": {"before": 16, "after": 16},
+            "tool_calls": {"before": 30, "after": 30},
+            "tool_results": {"before": 820, "after": 14},
+            "injected": {"before": 0, "after": 21},
+            "placeholders": {"before": 0, "after": 36},
+        },
+        "repairs": [
+            {
+                "kind": "missing_result",
+                "index": 4,
+                "tool_call_id": "call_3",
+                "action": "synthetic_result",
+            }
+        ],
+        "entities": [
+            {
+                "type": "folder",
+                "name": "fixes",
+                "path": "/work/fixes",
+                "action": "create",
+                "source": "call_3",
+            }
+        ],
+        "references": [
+            {
+                "mention": "the folder I just created",
+                "entity": "/work/fixes",
+                "confidence": 0.92,
+                "chain": ["create", "most recent folder"],
+            }
+        ],
+        "working_set": {
+            "goal": "Fix the failing test in calc.py",
+            "open_diagnostics": ["tests/test_calc.py::test_add assert 3 == 4"],
+            "next_repair_target": "calc.py:1",
+        },
+        "pruning": [
+            {
+                "index": 3,
+                "tool_call_id": "call_1",
+                "action": "mask",
+                "stage": "supersede",
+                "reason": "file re-read later",
+                "tokens_freed": 395,
+            }
+        ],
         "prune": {"stages": {"supersede": 395}},
         "prefix_reuse": 0.8123,
         "warnings": [],
@@ -71,18 +106,32 @@ def realistic_row(request_id: str = "req_show_1", session: str = "sess-show",
         "timings_ms": {"repair_tool_chain": 0.21, "prune": 0.87, "measure": 0.33},
     }
     return {
-        "id": request_id, "created_at": created_at or time.time(), "session_id": session,
-        "path": "/v1/chat/completions", "model": "gpt-4o", "upstream": "fake", "stream": 0,
-        "tokens_before": 912, "tokens_after": 547, "sections": report["sections"],
-        "report": report, "overhead_ms": 1.734,
+        "id": request_id,
+        "created_at": created_at or time.time(),
+        "session_id": session,
+        "path": "/v1/chat/completions",
+        "model": "gpt-4o",
+        "upstream": "fake",
+        "stream": 0,
+        "tokens_before": 912,
+        "tokens_after": 547,
+        "sections": report["sections"],
+        "report": report,
+        "overhead_ms": 1.734,
         "request_body": orjson.dumps(client).decode(),
         "forwarded_body": orjson.dumps(forwarded).decode(),
     }
 
 
-FINISHED = {"status": 200, "latency_ms": 812.5, "ttfb_ms": 640.0, "prompt_tokens": 547,
-            "completion_tokens": 19, "cached_tokens": 384,
-            "usage": {"prompt_tokens": 547, "completion_tokens": 19}}
+FINISHED = {
+    "status": 200,
+    "latency_ms": 812.5,
+    "ttfb_ms": 640.0,
+    "prompt_tokens": 547,
+    "completion_tokens": 19,
+    "cached_tokens": 384,
+    "usage": {"prompt_tokens": 547, "completion_tokens": 19},
+}
 
 
 async def write_rows(db: str, *rows: dict[str, Any], finish: bool = True) -> None:
@@ -138,8 +187,9 @@ async def test_show_renders_repairs_pruning_and_diff(tmp_path: Path, capsys) -> 
 
 async def test_show_last_json_and_missing(tmp_path: Path, capsys) -> None:
     db = str(tmp_path / "log.db")
-    await write_rows(db, realistic_row("req_old", created_at=time.time() - 10),
-                     realistic_row("req_new"))
+    await write_rows(
+        db, realistic_row("req_old", created_at=time.time() - 10), realistic_row("req_new")
+    )
     code, out = await asyncio.to_thread(run_cli, capsys, "show", "last", "--json", "--db", db)
     assert code == 0 and orjson.loads(out)["id"] == "req_new"
     code, out = await asyncio.to_thread(run_cli, capsys, "show", "req_nope", "--db", db)
@@ -149,16 +199,20 @@ async def test_show_last_json_and_missing(tmp_path: Path, capsys) -> None:
 def test_show_a_request_served_by_the_live_proxy(live_proxy, capsys) -> None:
     proxy = live_proxy(store={"capture_payloads": True})
     body = request(system("Be brief."), user("Say hi"))
-    r = httpx.post(proxy.base_url + "/chat/completions", json=body,
-                   headers={"authorization": "Bearer sk-live-secret-abcdef123456"})
+    r = httpx.post(
+        proxy.base_url + "/chat/completions",
+        json=body,
+        headers={"authorization": "Bearer sk-live-secret-abcdef123456"},
+    )
     assert r.status_code == 200
     rid = r.headers["x-ctxproxy-request-id"]
     row = proxy.row(rid)
     code, out = run_cli(capsys, "show", rid, "--db", proxy.db_path)
     assert code == 0
     assert rid in out and "status 200" in out
-    assert any("system" in x and str(row["sections"]["system"]["before"]) in x
-               for x in out.splitlines())
+    assert any(
+        "system" in x and str(row["sections"]["system"]["before"]) in x for x in out.splitlines()
+    )
     assert any("cached tokens" in x and "5" in x for x in out.splitlines())  # fake upstream
     assert "= messages 0..1 unchanged" in out  # nothing to change: the diff says so
     assert "sk-live-secret" not in out
@@ -176,15 +230,35 @@ def test_show_without_captured_payloads_says_so(live_proxy, capsys) -> None:
     ("report", "expected"),
     [
         ({}, {}),
-        ({"pruning": [{"action": "mask", "tokens_freed": 10},
-                      {"action": "mask", "tokens_freed": 5},
-                      {"stage": "cap", "action": "truncate", "tokens_freed": 7}]},
-         {"mask": 15, "cap": 7}),
+        (
+            {
+                "pruning": [
+                    {"action": "mask", "tokens_freed": 10},
+                    {"action": "mask", "tokens_freed": 5},
+                    {"stage": "cap", "action": "truncate", "tokens_freed": 7},
+                ]
+            },
+            {"mask": 15, "cap": 7},
+        ),
         # Totals from the rule win over per-item sums (no double counting).
-        ({"pruning": [{"action": "mask", "tokens_freed": 10}], "prune": {"stages": {"mask": 12}}},
-         {"mask": 12}),
-        ({"prune": {"stages": [{"stage": "drop_turns", "tokens_freed": 300},
-                               {"name": "cap", "tokens_freed": 0}]}}, {"drop_turns": 300}),
+        (
+            {
+                "pruning": [{"action": "mask", "tokens_freed": 10}],
+                "prune": {"stages": {"mask": 12}},
+            },
+            {"mask": 12},
+        ),
+        (
+            {
+                "prune": {
+                    "stages": [
+                        {"stage": "drop_turns", "tokens_freed": 300},
+                        {"name": "cap", "tokens_freed": 0},
+                    ]
+                }
+            },
+            {"drop_turns": 300},
+        ),
         ({"prune": {"stages": {"cap": {"tokens_freed": 40}}}}, {"cap": 40}),
         ({"pruning": "garbage", "prune": None}, {}),
     ],
@@ -204,8 +278,10 @@ def test_freed_by_stage_is_tolerant(report: dict[str, Any], expected: dict[str, 
     ],
 )
 def test_message_diff_ops(client, forwarded, ops) -> None:
-    row = {"request_body": orjson.dumps({"messages": client}).decode(),
-           "forwarded_body": orjson.dumps({"messages": forwarded}).decode()}
+    row = {
+        "request_body": orjson.dumps({"messages": client}).decode(),
+        "forwarded_body": orjson.dumps({"messages": forwarded}).decode(),
+    }
     diff = rv.message_diff(row)
     assert diff is not None and [d["op"] for d in diff] == ops
     assert all(d["lines"] for d in diff if d["op"] != "same")
@@ -214,8 +290,10 @@ def test_message_diff_ops(client, forwarded, ops) -> None:
 def test_message_diff_is_none_without_payloads_and_caps_long_messages() -> None:
     assert rv.message_diff({"request_body": None, "forwarded_body": None}) is None
     long = "\n".join(f"line {i}" for i in range(500))
-    row = {"request_body": orjson.dumps({"messages": [result("c", long)]}).decode(),
-           "forwarded_body": orjson.dumps({"messages": [result("c", PLACEHOLDER)]}).decode()}
+    row = {
+        "request_body": orjson.dumps({"messages": [result("c", long)]}).decode(),
+        "forwarded_body": orjson.dumps({"messages": [result("c", PLACEHOLDER)]}).decode(),
+    }
     (entry,) = rv.message_diff(row) or []
     assert len(entry["lines"]) == rv.MAX_DIFF_LINES + 1
     assert entry["lines"][-1].startswith("… ") and entry["lines"][-1].endswith("more lines")
@@ -238,8 +316,9 @@ async def test_logs_follow_prints_each_request_once_when_it_completes(tmp_path: 
         await asyncio.sleep(0.15)
         assert "req_a" in out.getvalue() and "req_slow" not in out.getvalue()  # in flight
         await store.insert_request(realistic_row("req_b", created_at=start + 0.03))
-        await store.finish_request("req_b", {**FINISHED, "status": 502,
-                                             "error_type": "upstream_connection_error"})
+        await store.finish_request(
+            "req_b", {**FINISHED, "status": 502, "error_type": "upstream_connection_error"}
+        )
         await store.finish_request("req_slow", FINISHED)
         await store.flush()
         printed = await task
