@@ -38,7 +38,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def start(args: list[str], ready_url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     # stderr to a file, not a pipe: the proxy logs a JSON line per request and a full pipe blocks
-    log = tempfile.NamedTemporaryFile(prefix="ctxproxy-bench-", suffix=".log", delete=False)
+    log = tempfile.NamedTemporaryFile(prefix="ctxproxy-bench-", suffix=".log", delete=False)  # noqa: SIM115 (the child writes to it after we return)
     proc = subprocess.Popen(
         args, cwd=ROOT, env=env or os.environ.copy(), stdout=subprocess.DEVNULL, stderr=log
     )
