@@ -1,13 +1,109 @@
-"""resolve_refs: placeholder until its issue lands; passes messages through."""
+"""resolve_refs: turns vague references in the latest user message ("the folder I just created",
+"that file", "删除刚创建的文件夹", "방금 만든 폴더", "さっき作ったフォルダ") into semantic pointers:
+``{mention, entity: {type, name, path, action}, confidence, chain}``, reported under
+``references`` for ``inject`` to render. It never edits messages.
+
+Resolution: the session's recent entities (``track_entities``), made before that user message,
+filtered by the mention's type and action, newest first; a sub-agent falls back to up to 3
+ancestor sessions (``X-Parent-Session-Id``), nearest first, and ``chain`` lists the sessions
+walked. Below ``threshold``, or when two entities fit equally well (same call), it abstains: the
+report says why and the text stands. No resolver model is called (not implemented).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from rules import entity_cache
 from rules.base import Context, RuleConfig, RuleResult
+from rules.messages import call_id, last_index, text_of, tool_calls
+from rules.ref_detect import Mention, detect, load_lexicons
 
 
 class Config(RuleConfig):
-    pass
+    threshold: float = Field(default=0.6, ge=0, le=1)  # below it: abstain, the text stands
+    ttl_seconds: float = Field(default=300.0, gt=0)  # entities older than this are not candidates
+    languages: tuple[str, ...] = ("en", "zh", "ko", "ja")
+    use_ancestors: bool = True
+    max_ancestor_depth: int = Field(default=3, ge=0, le=3)
+    ancestor_penalty: float = Field(default=0.05, ge=0, le=1)  # per level up the chain
+    crowd_penalty: float = Field(default=0.1, ge=0, le=1)  # per extra candidate of a bare "that X"
+    max_mentions: int = Field(default=5, ge=1)
+    extra_packs: tuple[str, ...] = ()  # YAML files extending the references pack
+
+    @model_validator(mode="after")
+    def _load_packs(self) -> Config:
+        load_lexicons(self.extra_packs)  # at start-up: a bad lexicon fails here
+        return self
+
+
+def _candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events that fit the mention, newest first, one per path. Without an action word only
+    things that still exist fit ("delete it" cannot mean a folder already deleted)."""
+    hits = entity_cache.query(events, type=mention.type, action=mention.action)
+    if mention.action is None:
+        alive = entity_cache.known_types(events)
+        hits = [e for e in hits if e["path"] in alive]
+    out, paths = [], set()
+    for e in hits:
+        if e["path"] not in paths:
+            paths.add(e["path"])
+            out.append(e)
+    return out
+
+
+def resolve(
+    mention: Mention, pools: Sequence[tuple[str, int, list[Mapping[str, Any]]]], cfg: Config
+) -> dict[str, Any]:
+    chain: list[dict[str, Any]] = []
+    ref: dict[str, Any] = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
+    for session, depth, events in pools:
+        cands = _candidates(mention, events)
+        chain.append({"session": session, "depth": depth, "candidates": len(cands)})
+        if not cands:
+            continue
+        top = cands[0]
+        confidence = mention.base - cfg.ancestor_penalty * depth
+        if mention.action is None and not mention.recency:
+            confidence -= cfg.crowd_penalty * (len(cands) - 1)
+        ties = [c for c in cands[1:] if c.get("call_id") == top.get("call_id")
+                and c.get("first_seen") == top.get("first_seen")]
+        ref.update(confidence=round(max(confidence, 0.0), 3), chain=chain)
+        if ties:
+            ref.update(entity=None, abstained="ambiguous",
+                       candidates=[c["path"] for c in [top, *ties]][:5])
+        elif confidence < cfg.threshold:
+            ref.update(entity=None, abstained="low_confidence")
+        else:
+            ref.update(entity={k: top[k] for k in ("type", "name", "path", "action")},
+                       call_id=top.get("call_id"))
+        return ref
+    ref.update(entity=None, confidence=0.0, chain=chain, abstained="no_candidate")
+    return ref
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    return RuleResult.unchanged(ctx)
+    idx = last_index(ctx.messages, ["user"])
+    if idx is None:
+        return RuleResult.unchanged(ctx)
+    kinds, lexicons = load_lexicons(cfg.extra_packs)
+    text = text_of(ctx.messages[idx].get("content"))
+    mentions = detect(text, kinds, lexicons, cfg.languages)[: cfg.max_mentions]
+    if not mentions:
+        return RuleResult.unchanged(ctx)
+    # Only what existed when the user wrote: calls made after the message cannot be meant.
+    later = {call_id(c) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
+    own = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now,
+                             cfg.ttl_seconds)
+    pools = [(ctx.session_id, 0, [e for e in own if e.get("call_id") not in later])]
+    if cfg.use_ancestors:
+        for anc in ctx.ancestors:
+            if anc.depth <= cfg.max_ancestor_depth:
+                events = anc.state.get(entity_cache.NAMESPACE) or []
+                pools.append((anc.session_id, anc.depth,
+                              entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)))
+    refs = [resolve(m, pools, cfg) for m in mentions]
+    return RuleResult.unchanged(ctx, {"references": refs})
