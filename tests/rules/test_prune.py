@@ -1,0 +1,284 @@
+"""prune, stage by stage: cap, supersede, mask, drop turns; protected evidence; the over-budget
+floor; provider-owned state; the rule's contract (no-op is the same list, idempotent); budget
+from the model window and `on_over_budget: reject` through the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxy.engine import Engine
+from proxy.errors import BadRequest
+from proxy.settings import settings_from_mapping
+from proxy.store import Store
+from proxy.tokens import TokenCounters
+from rules import chain_validator, prune
+from rules.base import Context, RuleResult, SessionState
+from rules.messages import PLACEHOLDER_PREFIX, text_of
+from tests.support.factories import assistant, call, result, shell, system, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+TASK = user("Fix the failing test in calc.py")
+
+
+def blob(tag: str, n: int) -> str:
+    """About ``n`` tokens over ``n // 10`` lines, distinct per tag."""
+    return "\n".join(f"{tag} line {i} " + "word " * 8 for i in range(n // 10))
+
+
+PYTEST_FAIL = (
+    "<returncode>1</returncode>\n<output>\n"
+    + blob("collect", 300)
+    + "\nFAILED tests/test_calc.py::test_div - assert 2.0 == 3\n"
+    "========================= 1 failed, 2 passed in 0.05s ==========================\n</output>"
+)
+
+
+def read(cid: str, path: str, n: int = 400) -> list[dict[str, Any]]:
+    return [assistant(None, call(cid, "Read", file_path=path)), result(cid, blob(path + cid, n))]
+
+
+def run_cmd(cid: str, command: str, output: str) -> list[dict[str, Any]]:
+    return [assistant(None, shell(cid, command)), result(cid, output)]
+
+
+def apply(
+    messages: list[dict[str, Any]],
+    budget: int | None,
+    state: SessionState | None = None,
+    request: dict[str, Any] | None = None,
+    **options: Any,
+) -> RuleResult:
+    ctx = Context(
+        messages=messages,
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=0.0,
+        state=state or SessionState(),
+        budget=budget,
+        request=request or {},
+    )
+    return prune.apply(ctx, prune.Config(**options))
+
+
+def elided(out: RuleResult) -> dict[int, str]:
+    return {
+        i: text_of(m["content"])
+        for i, m in enumerate(out.messages)
+        if m.get("role") == "tool" and text_of(m["content"]).startswith(PLACEHOLDER_PREFIX)
+    }
+
+
+def assert_envelopes_kept(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> None:
+    ids = [c["id"] for m in before for c in m.get("tool_calls") or []]
+    assert [c["id"] for m in after for c in m.get("tool_calls") or []] == ids
+    assert [m["tool_call_id"] for m in after if m["role"] == "tool"] == [
+        m["tool_call_id"] for m in before if m["role"] == "tool"
+    ]
+    assert chain_validator.find_violations(after) == []
+
+
+def test_cap_keeps_head_and_tail_with_counts() -> None:
+    big = "\n".join(f"line {i}: " + "data " * 10 for i in range(400))
+    messages = [TASK, *run_cmd("c1", "cat big.log", big)]
+    out = apply(messages, None, max_result_tokens=500)
+    text = text_of(out.messages[2]["content"])
+    assert text.startswith("line 0: ") and text.endswith("line 399: " + "data " * 10)
+    assert f"{PLACEHOLDER_PREFIX} capped: kept the first" in text and "of 400 lines" in text
+    assert TOKENS.count_text(text) <= 500
+    assert out.report["pruning"][0]["action"] == "cap"
+    assert out.report["pruning"][0]["tokens_freed"] > 0
+    assert_envelopes_kept(messages, out.messages)
+
+
+def test_failing_test_output_is_not_capped() -> None:
+    messages = [TASK, *run_cmd("c1", "pytest", PYTEST_FAIL)]
+    out = apply(messages, None, max_result_tokens=100)
+    assert out.messages is messages
+
+
+@pytest.mark.parametrize("budget", [None, 100_000])
+def test_under_budget_is_the_same_list(budget: int | None) -> None:
+    messages = [system(), TASK, *read("r1", "a.py"), *read("r2", "a.py")]
+    out = apply(messages, budget)
+    assert out.messages is messages
+    assert out.report["pruning"] == []
+
+
+# (messages, elided indices → reason fragment); the budget forces pruning to the 60% target.
+SUPERSEDE_CASES = [
+    pytest.param(
+        [TASK, *read("r1", "a.py"), *read("r2", "b.py"), *read("r3", "a.py")],
+        {2: "superseded by a later read of a.py"},
+        id="reread",
+    ),
+    pytest.param(
+        [TASK, *read("r1", "a.py"), *read("r2", "b.py"),
+         assistant(None, call("w1", "Write", file_path="a.py", content="x")), result("w1", "ok")],
+        {2: "superseded by a later write to a.py"},
+        id="rewritten",
+    ),
+    pytest.param(
+        [TASK, *run_cmd("c1", "make check", blob("run1", 400)), *read("r2", "b.py"),
+         *run_cmd("c2", "make  check", blob("run2", 400))],
+        {2: "superseded by a later run of the same command"},
+        id="same-command",
+    ),
+    pytest.param(
+        [TASK, *run_cmd("l1", "ls -la src", blob("ls1", 400)), *read("r2", "b.py"),
+         *run_cmd("l2", "ls -la src", blob("ls2", 400))],
+        {2: "superseded by a later listing"},
+        id="listing",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("messages", "expected"), SUPERSEDE_CASES)
+def test_supersede(messages: list[dict[str, Any]], expected: dict[int, str]) -> None:
+    size = TOKENS.count_messages(messages)
+    out = apply(messages, int(size * 0.9), target_ratio=0.9, keep_last_observations=10)
+    got = elided(out)
+    assert set(got) == set(expected)
+    for i, reason in expected.items():
+        assert reason in got[i]
+    assert out.report["prune"]["stages"].keys() == {"supersede"}
+    assert_envelopes_kept(messages, out.messages)
+
+
+def test_mask_keeps_tool_arguments_exit_and_size() -> None:
+    grep = run_cmd("c1", "grep -rn foo .", "<returncode>1</returncode>" + blob("g", 600))
+    messages = [TASK, *grep, *read("r2", "b.py"), *read("r3", "c.py"), *read("r4", "d.py")]
+    size = TOKENS.count_messages(messages)
+    out = apply(messages, size - 10, keep_last_observations=2)
+    got = elided(out)
+    assert sorted(got) == [2, 4]
+    assert got[2].startswith(
+        f"{PLACEHOLDER_PREFIX} elided bash result (cmd: grep -rn foo ., exit 1,"
+    )
+    assert "older than the last 2 tool results" in got[2]
+    assert "(path: b.py," in got[4]
+    assert out.report["prune"]["stages"].keys() == {"mask"}
+    assert out.report["prune"]["compacted"] is True
+    assert_envelopes_kept(messages, out.messages)
+
+
+@pytest.mark.parametrize(
+    ("protected_part", "why"),
+    [
+        (run_cmd("t1", "pytest tests", PYTEST_FAIL), "latest failing test output"),
+        (run_cmd("l1", "ls src", blob("tree", 400)), "latest folder tree"),
+        ([assistant(None, call("p1", "TodoWrite", todos=[{"content": "fix", "status": "pending"}])),
+          result("p1", blob("todos", 400))], "plan"),
+        ([assistant(None, call("w1", "Edit", file_path="x.py", old="a", new="b")),
+          result("w1", blob("diff", 400))], "recent write"),
+    ],
+)  # fmt: skip
+def test_protected_evidence_is_never_elided(protected_part: list[dict[str, Any]], why: str) -> None:
+    tail = [m for k in range(6) for m in read(f"r{k}", f"f{k}.py")]
+    messages = [TASK, *protected_part, *tail]
+    size = TOKENS.count_messages(messages)
+    out = apply(messages, size // 3, keep_last_observations=1, drop_turns=False)
+    assert out.messages[2] == protected_part[1]  # verbatim
+    assert 2 not in elided(out)
+    assert len(elided(out)) >= 4
+
+
+def test_drop_turns_as_last_resort() -> None:
+    chatty = [assistant("thinking " * 300), user("continue " * 5)]
+    messages = [system(), TASK, *chatty, *read("r1", "a.py", 100), *chatty,
+                *read("r2", "b.py", 100), assistant("done " * 50)]  # fmt: skip
+    size = TOKENS.count_messages(messages)
+    out = apply(messages, size // 2)
+    assert out.messages[:2] == messages[:2]  # system prompt and original task verbatim
+    dropped = [m for m in out.messages if text_of(m["content"]).startswith(
+        f"{PLACEHOLDER_PREFIX} dropped")]  # fmt: skip
+    assert len(dropped) == 1 and out.messages[2] is dropped[0]
+    assert out.report["prune"]["stages"].get("drop", 0) > 0
+    assert TOKENS.count_messages(out.messages) <= size // 2
+    assert out.messages[-1] == messages[-1]
+    assert chain_validator.find_violations(out.messages) == []
+
+
+def test_floor_over_budget_warns() -> None:
+    messages = [system("rules " * 2000), TASK]
+    out = apply(messages, 500)
+    assert out.messages is messages
+    assert out.report["prune"]["over_budget"] is True
+    assert out.report["warnings"] == [
+        {"kind": "over_budget", "tokens": TOKENS.count_messages(messages), "budget": 500}
+    ]
+
+
+@pytest.mark.parametrize(
+    "request_body",
+    [
+        {"previous_response_id": "resp_123"},
+        {"messages": [{"role": "assistant", "type": "compaction", "encrypted_content": "x"}]},
+    ],
+)
+def test_provider_owned_state_is_left_alone(request_body: dict[str, Any]) -> None:
+    messages = [TASK, *read("r1", "a.py"), *read("r2", "a.py")]
+    if "messages" in request_body:
+        messages = [*messages, *request_body["messages"]]
+    out = apply(messages, 100, request=request_body, max_result_tokens=100)
+    assert out.messages is messages
+    assert out.report["prune"]["skipped"]
+
+
+def test_idempotent_and_deterministic() -> None:
+    messages = [TASK, *read("r1", "a.py"), *read("r2", "b.py"), *read("r3", "a.py"),
+                *run_cmd("c1", "pytest", PYTEST_FAIL), *read("r4", "c.py")]  # fmt: skip
+    budget = int(TOKENS.count_messages(messages) * 0.8)
+    once = apply(messages, budget, keep_last_observations=2)
+    again = apply(messages, budget, keep_last_observations=2)
+    assert once.messages == again.messages and once.state == again.state
+    assert len(elided(once)) >= 2
+    twice = apply(once.messages, budget, state=once.state, keep_last_observations=2)
+    assert twice.messages == once.messages
+    # system, user and assistant messages are untouched short of dropping turns
+    assert [m for m in once.messages if m["role"] != "tool"] == [
+        m for m in messages if m["role"] != "tool"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "windows", "budget", "expected"),
+    [
+        ("gpt-4o", {}, None, 128_000 - 8_000),  # litellm's bundled table
+        ("openai/gpt-4o", {}, 50_000, 50_000),  # the smaller of the two
+        ("my-local-model", {"my-*": 32_768}, None, 32_768 - 8_000),  # config wins
+        ("unknown-model-x", {}, None, None),
+    ],
+)
+async def test_budget_from_model_window(
+    tmp_path: Path, model: str, windows: dict[str, int], budget: int | None, expected: int | None
+) -> None:
+    settings = settings_from_mapping({"pipeline": {"context_windows": windows}})
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    try:
+        assert Engine(settings, store, budget_override=budget).budget_for(model) == expected
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("on_over_budget", ["forward", "reject"])
+async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
+    settings = settings_from_mapping(
+        {"pipeline": {"on_over_budget": on_over_budget, "on_rule_error": "fail"}}
+    )
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    body = {"model": "gpt-4o", "messages": [system("rules " * 2000), TASK]}
+    try:
+        engine = Engine(settings, store, budget_override=500, strict=True)
+        if on_over_budget == "reject":
+            with pytest.raises(BadRequest, match="over the budget of 500 tokens"):
+                await engine.rewrite(body, {}, now=0.0)
+        else:
+            out = await engine.rewrite(body, {}, now=0.0)
+            assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
+    finally:
+        await store.close()
