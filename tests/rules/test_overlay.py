@@ -1,0 +1,118 @@
+"""The overlay: edits replayed byte-for-byte, new edits only at the tail, compactions rare and
+worth it, and edits of messages the client dropped go with them."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from proxy.pipeline import Pipeline
+from proxy.settings import ConfiguredRule
+from proxy.tokens import TokenCounters
+from rules import overlay, prune
+from rules.base import Context, SessionState
+from rules.messages import PLACEHOLDER_PREFIX, text_of
+from tests.support.factories import assistant, call, result, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+
+
+def step(k: int) -> list[dict[str, Any]]:
+    """One agent step: read a file (every third step re-reads an earlier one)."""
+    path = f"f{k % 7}.py" if k % 3 == 0 else f"g{k}.py"
+    body = "\n".join(f"{path} {k} line {i} " + "tok " * 8 for i in range(40))
+    return [assistant(f"step {k}", call(f"c{k}", "Read", file_path=path)), result(f"c{k}", body)]
+
+
+def conversation(steps: int) -> list[dict[str, Any]]:
+    return [user("Refactor the parser"), *[m for k in range(steps) for m in step(k)]]
+
+
+def pipeline(**options: Any) -> Pipeline:
+    return Pipeline([ConfiguredRule(name="prune", config=prune.Config(**options))], "fail")
+
+
+def replay(messages: list[dict[str, Any]], budget: int, **options: Any) -> list[dict[str, Any]]:
+    """Send every prefix ending on a tool result, as an agent would; one record per request."""
+    runner, state, records = pipeline(**options), SessionState(), []
+    for end in range(3, len(messages) + 1, 2):
+        sent = messages[:end]
+        ctx = Context(messages=sent, original_messages=sent, model="gpt-4o", tokens=TOKENS,
+                      now=0.0, state=state, budget=budget)  # fmt: skip
+        out = runner.run(ctx)
+        state = out.state
+        records.append({"sent": sent, "forwarded": out.messages, "report": out.report})
+    return records
+
+
+@pytest.mark.parametrize("budget_share", [0.5, 0.25])
+def test_forwarded_prefix_is_stable_between_compactions(budget_share: float) -> None:
+    messages = conversation(150)
+    budget = int(TOKENS.count_messages(messages) * budget_share)
+    records = replay(messages, budget)
+    compactions = 0
+    for prev, cur in itertools.pairwise(records):
+        if cur["report"]["prune"]["compacted"]:
+            compactions += 1
+            continue
+        n = len(prev["forwarded"])
+        assert cur["forwarded"][:n] == prev["forwarded"], "rewrote the middle without compaction"
+    assert 1 <= compactions <= len(records) // 15
+    assert all(TOKENS.count_messages(r["forwarded"]) <= budget for r in records)
+    reuse = [r["report"]["prefix_reuse"] for r in records[1:]]
+    assert sum(reuse) / len(reuse) >= 0.9
+
+
+def test_compaction_jumps_to_the_target() -> None:
+    messages = conversation(40)
+    budget = int(TOKENS.count_messages(messages) * 0.5)
+    records = replay(messages, budget)
+    first = next(r for r in records if r["report"]["prune"]["compacted"])
+    assert TOKENS.count_messages(first["forwarded"]) <= int(budget * 0.6) + 50
+    assert first["report"]["prune"]["target"] == int(budget * 0.6)
+
+
+def test_small_gain_does_not_break_the_cache() -> None:
+    """A compaction that cannot reach the budget and frees less than min_gain is not made."""
+    messages = [user("task " * 3000), *step(1), *step(2)]
+    budget = 3000
+    out = pipeline(min_gain_tokens=2000).run(
+        Context(
+            messages=messages,
+            original_messages=messages,
+            model="gpt-4o",
+            tokens=TOKENS,
+            now=0.0,
+            budget=budget,
+        )
+    )
+    assert out.messages == messages
+    assert out.report["prune"]["compacted"] is False
+    assert out.report["prune"]["over_budget"] is True
+
+
+def test_edits_replayed_byte_for_byte_and_dropped_with_their_messages() -> None:
+    messages = conversation(30)
+    budget = int(TOKENS.count_messages(messages) * 0.5)
+    runner = pipeline()
+    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
+                  now=0.0, budget=budget)  # fmt: skip
+    first = runner.run(ctx)
+    stored = first.state.get(prune.NAMESPACE)
+    assert stored["edits"]
+    # Same request again, larger budget: the overlay still replays, nothing is re-decided.
+    again = runner.run(ctx.evolve(state=first.state, budget=budget * 10))
+    assert again.messages == first.messages
+    # The client compacted its own history: the edits of the vanished messages are gone.
+    kept = [messages[0], *messages[-4:]]
+    after = runner.run(ctx.evolve(messages=kept, original_messages=kept, state=again.state))
+    anchors = set(overlay.anchors(kept))
+    assert set(after.state.get(prune.NAMESPACE)["edits"]) <= anchors
+    assert not [m for m in after.messages if text_of(m["content"]).startswith(PLACEHOLDER_PREFIX)]
+
+
+def test_anchor_distinguishes_repeated_messages() -> None:
+    same = result("c1", "identical output")
+    assert len(set(overlay.anchors([same, dict(same), dict(same)]))) == 3
