@@ -192,6 +192,8 @@ class _Run:
 
     def _delete(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
                 values: dict[str, str]) -> None:
+        if "--cached" in flags:
+            return  # git rm --cached: untracked, not deleted
         recursive = _has_short(flags, "rR") or "--recursive" in flags
         self._typed("delete", spec, ops, recursive)
 

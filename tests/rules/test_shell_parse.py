@@ -1,0 +1,139 @@
+"""Shell command lines -> file/folder effects: quoting, chains, cd, heredocs, redirections."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.shell_lex import split_commands, tokenize
+from rules.shell_parse import analyse, load_verbs, resolve_path
+
+C, D, M, MV, CP, O = "create", "delete", "modify", "move", "copy", "open"
+F, DIR = "file", "folder"
+
+# (command, cwd, expected effects as (action, type, path[, source]), expected cwd after)
+CASES = [
+    ("mkdir ~/Desktop/123", None, [(C, DIR, "~/Desktop/123")], None),
+    ("mkdir -p a/b c", "/w", [(C, DIR, "/w/a/b"), (C, DIR, "/w/c")], "/w"),
+    ("mkdir -m 755 out", "/w", [(C, DIR, "/w/out")], "/w"),
+    ('mkdir "my folder"', "/w", [(C, DIR, "/w/my folder")], "/w"),
+    ("mkdir 'x y' z\\ w", "/w", [(C, DIR, "/w/x y"), (C, DIR, "/w/z w")], "/w"),
+    ("mkdir -- -weird", "/w", [(C, DIR, "/w/-weird")], "/w"),
+    ("touch a.txt b/c.md", "/w", [(C, F, "/w/a.txt"), (C, F, "/w/b/c.md")], "/w"),
+    ("touch -d yesterday stamp", "/w", [(C, F, "/w/stamp")], "/w"),
+    ("rm old.log", "/w", [(D, F, "/w/old.log")], "/w"),
+    ("rm -rf build", "/w", [(D, DIR, "/w/build")], "/w"),
+    ("rm -r dist/app.tar.gz", "/w", [(D, F, "/w/dist/app.tar.gz")], "/w"),
+    ("rm -f *.pyc", "/w", [(D, F, "/w/*.pyc")], "/w"),
+    ("rmdir empty", "/w", [(D, DIR, "/w/empty")], "/w"),
+    ("unlink tmp.sock", "/w", [(D, F, "/w/tmp.sock")], "/w"),
+    ("cp a.py b.py", "/w", [(CP, F, "/w/b.py", "/w/a.py")], "/w"),
+    ("cp a.py b.py lib/", "/w", [(CP, F, "/w/lib/a.py", "/w/a.py"),
+                                 (CP, F, "/w/lib/b.py", "/w/b.py")], "/w"),
+    ("cp notes.md docs/", "/w", [(CP, F, "/w/docs/notes.md", "/w/notes.md")], "/w"),
+    ("cp -t dest x.c y.c", "/w", [(CP, F, "/w/dest/x.c", "/w/x.c"),
+                                  (CP, F, "/w/dest/y.c", "/w/y.c")], "/w"),
+    ("cp -r src backup", "/w", [(CP, DIR, "/w/backup", "/w/src")], "/w"),
+    ("mv a.txt b.txt", "/w", [(MV, F, "/w/b.txt", "/w/a.txt")], "/w"),
+    ("mv build dist", "/w", [(MV, DIR, "/w/dist", "/w/build")], "/w"),
+    ("git mv docs/a.md docs/b.md", "/w", [(MV, F, "/w/docs/b.md", "/w/docs/a.md")], "/w"),
+    ("git rm -r old", "/w", [(D, DIR, "/w/old")], "/w"),
+    ("git rm --cached secret.env", "/w", [], "/w"),
+    ("echo hi > out.txt", "/w", [(C, F, "/w/out.txt")], "/w"),
+    ("echo more >> log.txt 2>&1", "/w", [(C, F, "/w/log.txt")], "/w"),
+    ("make 2> err.log", "/w", [(C, F, "/w/err.log")], "/w"),
+    ("ls > /dev/null 2>&1", "/w", [], "/w"),
+    ("echo hi | tee a.txt", "/w", [(C, F, "/w/a.txt")], "/w"),
+    ("tee -a log.txt < in.txt", "/w", [(C, F, "/w/log.txt")], "/w"),
+    ("sed -i 's/a/b/' x.py y.py", "/w", [(M, F, "/w/x.py"), (M, F, "/w/y.py")], "/w"),
+    ("sed -i.bak -e 's/a/b/' x.py", "/w", [(M, F, "/w/x.py")], "/w"),
+    ("sed -i '' 's/a/b/' x.py", "/w", [(M, F, "/w/x.py")], "/w"),
+    ("sed -n '1,5p' x.py", "/w", [], "/w"),
+    ("perl -pi -e 's/a/b/' conf.ini", "/w", [(M, F, "/w/conf.ini")], "/w"),
+    ("cat > app.py <<'EOF'\nimport os\nmkdir = 1  # not a command\nrm -rf /\nEOF", "/w",
+     [(C, F, "/w/app.py")], "/w"),
+    ("cat <<EOF > cfg.yaml\nkey: value\nEOF\ntouch done", "/w",
+     [(C, F, "/w/cfg.yaml"), (C, F, "/w/done")], "/w"),
+    ("cat <<-END >> notes.md\n\tline\n\tEND\nrm notes.md", "/w",
+     [(C, F, "/w/notes.md"), (D, F, "/w/notes.md")], "/w"),
+    ("cd /tmp && mkdir x", "/w", [(C, DIR, "/tmp/x")], "/tmp"),
+    ("cd sub; touch f", "/w", [(C, F, "/w/sub/f")], "/w/sub"),
+    ("cd .. && mkdir up", "/w/a", [(C, DIR, "/w/up")], "/w"),
+    ("cd && mkdir home_dir", "/w", [(C, DIR, "~/home_dir")], "~"),
+    ("cd ~/proj && touch README.md && cd - ", "/w", [(C, F, "~/proj/README.md")], "~/proj"),
+    ("(cd sub && touch f) && touch g", "/w", [(C, F, "/w/sub/f"), (C, F, "/w/g")], "/w"),
+    ("mkdir -p a && cd a && mkdir b", None, [(C, DIR, "a"), (C, DIR, "a/b")], "a"),
+    ("ls missing || mkdir missing", "/w", [], "/w"),
+    ("mkdir x || true", "/w", [(C, DIR, "/w/x")], "/w"),
+    ("test -d out &&\n  rm -rf out", "/w", [(D, DIR, "/w/out")], "/w"),
+    ("bash -c 'cd /a && rm -r old'", "/w", [(D, DIR, "/a/old")], "/w"),
+    ("sudo FOO=1 mkdir /opt/app", "/w", [(C, DIR, "/opt/app")], "/w"),
+    ("for f in *.py; do cp $f backup/; done", "/w", [], "/w"),
+    ("mkdir -p $HOME/.cache/x", "/w", [(C, DIR, "~/.cache/x")], "/w"),
+    ('echo "a && mkdir no" > "q.txt"', "/w", [(C, F, "/w/q.txt")], "/w"),
+    ("mkdir a # mkdir b", "/w", [(C, DIR, "/w/a")], "/w"),
+    ("grep -r foo . | head", "/w", [], "/w"),
+    ("python -c 'import os; os.mkdir(\"x\")'", "/w", [], "/w"),
+    ("echo $(mkdir inside) > out", "/w", [(C, F, "/w/out")], "/w"),
+    ("mkdir a && touch a/b && cp a/b a/c && mv a/c a/d && rm a/b", "/w",
+     [(C, DIR, "/w/a"), (C, F, "/w/a/b"), (CP, F, "/w/a/c", "/w/a/b"),
+      (MV, F, "/w/a/d", "/w/a/c"), (D, F, "/w/a/b")], "/w"),
+    ("mkdir out && cp report.csv out", "/w",
+     [(C, DIR, "/w/out"), (CP, F, "/w/out/report.csv", "/w/report.csv")], "/w"),
+    ("code .", "/w/proj", [(O, DIR, "/w/proj")], "/w/proj"),
+    ("if [ ! -d logs ]; then mkdir logs; fi", "/w", [(C, DIR, "/w/logs")], "/w"),
+]
+
+
+def _tuples(outcome_effects: tuple) -> list[tuple]:  # type: ignore[type-arg]
+    out = []
+    for e in outcome_effects:
+        out.append((e.action, e.type, e.path) + ((e.source,) if e.source else ()))
+    return out
+
+
+@pytest.mark.parametrize(("command", "cwd", "effects", "cwd_after"), CASES,
+                         ids=[c[0][:40] for c in CASES])
+def test_effects(command: str, cwd: str | None, effects: list[tuple], cwd_after: str | None) -> None:  # type: ignore[type-arg]
+    outcome = analyse(command, cwd, load_verbs())
+    assert _tuples(outcome.effects) == effects
+    assert outcome.cwd == cwd_after
+
+
+def test_table_is_large_enough() -> None:
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize(
+    ("path", "cwd", "expected"),
+    [
+        ("x", "/a/b", "/a/b/x"),
+        ("./x/../y", "/a", "/a/y"),
+        ("/abs/./p", "/a", "/abs/p"),
+        ("~/x", "/a", "~/x"),
+        ("rel/p", None, "rel/p"),
+        ("$HOME/x", "/a", "~/x"),
+    ],
+)
+def test_resolve_path(path: str, cwd: str | None, expected: str) -> None:
+    assert resolve_path(path, cwd) == expected
+
+
+def test_lexer_keeps_quoted_operators_inside_words() -> None:
+    assert tokenize("echo 'a;b' \"c && d\"") == [("w", "echo"), ("w", "a;b"), ("w", "c && d")]
+
+
+def test_connectors_are_recorded() -> None:
+    cmds = split_commands("a && b || c; d | e")
+    assert [(c.argv[0], c.connector) for c in cmds] == [
+        ("a", ""), ("b", "&&"), ("c", "||"), ("d", ";"), ("e", "|"),
+    ]
+
+
+def test_known_folder_makes_copy_go_inside() -> None:
+    outcome = analyse("cp a.txt out", "/w", load_verbs(), known={"/w/out": "folder"})
+    assert _tuples(outcome.effects) == [(CP, F, "/w/out/a.txt", "/w/a.txt")]
+
+
+def test_known_file_redirect_is_a_modification() -> None:
+    outcome = analyse("echo x > a.txt", "/w", load_verbs(), known={"/w/a.txt": "file"})
+    assert _tuples(outcome.effects) == [(M, F, "/w/a.txt")]
