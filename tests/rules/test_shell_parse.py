@@ -7,7 +7,7 @@ import pytest
 from rules.shell_lex import split_commands, tokenize
 from rules.shell_parse import analyse, load_verbs, resolve_path
 
-C, D, M, MV, CP, O = "create", "delete", "modify", "move", "copy", "open"
+C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
 F, DIR = "file", "folder"
 
 # (command, cwd, expected effects as (action, type, path[, source]), expected cwd after)
@@ -79,7 +79,7 @@ CASES = [
       (MV, F, "/w/a/d", "/w/a/c"), (D, F, "/w/a/b")], "/w"),
     ("mkdir out && cp report.csv out", "/w",
      [(C, DIR, "/w/out"), (CP, F, "/w/out/report.csv", "/w/report.csv")], "/w"),
-    ("code .", "/w/proj", [(O, DIR, "/w/proj")], "/w/proj"),
+    ("code .", "/w/proj", [(OP, DIR, "/w/proj")], "/w/proj"),
     ("if [ ! -d logs ]; then mkdir logs; fi", "/w", [(C, DIR, "/w/logs")], "/w"),
 ]
 
@@ -93,7 +93,9 @@ def _tuples(outcome_effects: tuple) -> list[tuple]:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize(("command", "cwd", "effects", "cwd_after"), CASES,
                          ids=[c[0][:40] for c in CASES])
-def test_effects(command: str, cwd: str | None, effects: list[tuple], cwd_after: str | None) -> None:  # type: ignore[type-arg]
+def test_effects(
+    command: str, cwd: str | None, effects: list[tuple[str, ...]], cwd_after: str | None
+) -> None:
     outcome = analyse(command, cwd, load_verbs())
     assert _tuples(outcome.effects) == effects
     assert outcome.cwd == cwd_after
