@@ -1,0 +1,105 @@
+"""Undoing mojibake in one text: UTF-8 that was decoded with the wrong code page.
+
+- cp1252 / latin-1 (and the other single-byte code pages ftfy knows): ``ftfy`` with only its
+  encoding fixes on (no quote uncurling, no HTML unescaping, no width or normalisation changes),
+  line by line so a correct line next to a broken one stays as it is.
+- cp949 (Korean Windows), which ftfy does not cover: a line whose characters all re-encode to
+  cp949 and whose bytes then decode as strict UTF-8 into *fewer* non-ASCII characters is
+  reversed. Legitimate Korean text does not pass that test (its cp949 bytes are not valid UTF-8,
+  or decode to as many characters), so correct text is left alone.
+
+Lines with U+FFFD in them (bytes the wrong decoding already dropped) cannot be restored and are
+left as they are. ASCII text is returned at once, so the usual tool output costs one ``isascii``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import ftfy
+
+# UTF-8 lead bytes C2..F4 read as latin-1/cp1252 are the characters Â..ô: no mojibake without one.
+_LATIN_GATE = re.compile("[\u00c2-\u00f4]")
+# cp949 mojibake of UTF-8 is made of Hangul syllables and Hanja.
+_CJK_GATE = re.compile("[\uac00-\ud7a3\u4e00-\u9fff\uf900-\ufaff]")
+_FTFY = ftfy.TextFixerConfig(
+    unescape_html=False,
+    remove_terminal_escapes=False,
+    fix_latin_ligatures=False,
+    fix_character_width=False,
+    uncurl_quotes=False,
+    fix_line_breaks=False,
+    fix_surrogates=False,
+    remove_control_chars=False,
+    normalization=None,
+    explain=True,
+)
+_BAD_CATEGORIES = {"Cc", "Co", "Cn", "Cs"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    codec: str  # the code page the UTF-8 was wrongly read as
+    lines: int
+
+
+def _non_ascii(text: str) -> int:
+    return sum(1 for ch in text if ord(ch) > 127)
+
+
+def _clean(text: str) -> bool:
+    return not any(unicodedata.category(ch) in _BAD_CATEGORIES and ch not in "\t\r\n"
+                   for ch in text)
+
+
+def _fix_latin(line: str) -> tuple[str, str | None]:
+    fixed, steps = ftfy.fix_and_explain(line, _FTFY)
+    if fixed == line:
+        return line, None
+    codec = next((param for action, param in steps or [] if action == "encode"), "latin-1")
+    return fixed, codec.removeprefix("sloppy-")
+
+
+def _fix_cp949(line: str) -> str | None:
+    if "\ufffd" in line or not _CJK_GATE.search(line):
+        return None
+    try:
+        fixed = line.encode("cp949").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return None
+    if fixed == line or _non_ascii(fixed) >= _non_ascii(line) or not _clean(fixed):
+        return None
+    return fixed
+
+
+def fix_text(text: str, *, cp949: bool = True) -> tuple[str, list[Fix]]:
+    """(text with mojibake undone, what was fixed). The same string object when nothing was."""
+    if text.isascii():
+        return text, []
+    latin = _LATIN_GATE.search(text) is not None
+    korean = cp949 and _CJK_GATE.search(text) is not None
+    if not latin and not korean:
+        return text, []
+    counts: dict[str, int] = {}
+    # Split on "\n" only: str.splitlines would also split on U+0085, which is part of mojibake.
+    lines = text.split("\n")
+    changed = False
+    for k, line in enumerate(lines):
+        if line.isascii():
+            continue
+        if latin and _LATIN_GATE.search(line):
+            fixed, codec = _fix_latin(line)
+            if codec:
+                lines[k], changed = fixed, True
+                counts[codec] = counts.get(codec, 0) + 1
+                continue
+        if korean:
+            fixed_k = _fix_cp949(line)
+            if fixed_k is not None:
+                lines[k], changed = fixed_k, True
+                counts["cp949"] = counts.get("cp949", 0) + 1
+    if not changed:
+        return text, []
+    return "\n".join(lines), [Fix(codec, n) for codec, n in sorted(counts.items())]

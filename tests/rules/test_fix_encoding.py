@@ -1,0 +1,146 @@
+"""fix_encoding: UTF-8 read as cp1252 / latin-1 / cp949 is repaired; correct text is untouched."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from proxy.tokens import TokenCounters
+from rules import fix_encoding
+from rules.base import Context
+from rules.mojibake import fix_text
+from tests.support.factories import assistant, result, shell, user
+from tests.support.traces import iter_conversations
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+
+
+def ctx_for(messages: list) -> Context:
+    return Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0,
+                   original_messages=messages)
+
+
+def garble(text: str, codec: str) -> str:
+    """``text``'s UTF-8 bytes read as ``codec``; for cp1252, bytes it leaves undefined become the
+    C1 control of the same value, as Windows' own decoder does."""
+    data = text.encode("utf-8")
+    if codec == "cp1252":
+        return "".join(bytes([b]).decode(codec, errors="ignore") or chr(b) for b in data)
+    return data.decode(codec)
+
+
+# (correct text, code page it was wrongly read as). Where the bytes read the same in cp1252 and
+# latin-1, either name may be reported.
+WESTERN = {"windows-1252", "latin-1"}
+BROKEN = [
+    ("Fehler: Datei nicht gefunden – überprüfen Sie den Pfad", "cp1252", WESTERN),
+    ("café naïve résumé — “quoted”", "latin-1", {"latin-1"}),
+    ("✔ 12 tests passed 🎉", "cp1252", {"windows-1252"}),
+    ("привет мир: ошибка компиляции", "cp1252", WESTERN),
+    ("안녕하세요 세계", "cp1252", {"windows-1252"}),
+    ("日本語のテキスト", "latin-1", {"latin-1"}),
+    ("경고: 명령 출력", "cp949", {"cp949"}),
+    ("게임", "cp949", {"cp949"}),
+]
+
+
+@pytest.mark.parametrize(("text", "codec", "reported"), BROKEN)
+def test_mojibake_is_repaired(text: str, codec: str, reported: set[str]) -> None:
+    bad = garble(text, codec)
+    assert bad != text
+    fixed, fixes = fix_text(bad)
+    assert fixed == text
+    assert len(fixes) == 1 and fixes[0].codec in reported
+    assert fix_text(fixed) == (fixed, [])  # idempotent
+
+
+CORRECT = [
+    "plain ascii output\nwith two lines",
+    "café, naïve, Straße, Ærøskøbing",
+    "안녕하세요 세계, 파일을 찾을 수 없습니다",
+    "경고 명령 출력 게임 킹 퓨",  # Korean whose cp949 bytes are partly valid UTF-8
+    "日本語のテキスト、中文文本",
+    "Portuguese names: JOÃO, SÃO PAULO, CONCEIÇÃO",
+    "em dash — and “curly quotes” stay curly; &amp; stays escaped; ﬁ ligature stays",
+    "fullwidth ＡＢＣ stays fullwidth",
+    "硫붿떆吏\ufffd (lossy cp949 mojibake cannot be restored)",
+]
+
+
+@pytest.mark.parametrize("text", CORRECT)
+def test_correct_text_is_untouched(text: str) -> None:
+    fixed, fixes = fix_text(text)
+    assert fixed is text and fixes == []
+
+
+def test_only_broken_lines_change() -> None:
+    good = "café ok"
+    bad = garble("überprüfen", "cp1252")
+    fixed, fixes = fix_text(f"{good}\n{bad}\n{good}\r\n")
+    assert fixed == f"{good}\nüberprüfen\n{good}\r\n"
+    assert [f.lines for f in fixes] == [1] and fixes[0].codec in WESTERN
+
+
+def test_rule_fixes_tool_output_and_reports() -> None:
+    broken = garble("Größe: 5 MB – fertig", "cp1252")  # "–" is cp1252-only
+    messages = [user(garble("über", "cp1252")), assistant(None, shell("c1", "du -sh")),
+                result("c1", broken),
+                {"role": "tool", "tool_call_id": "c2",
+                 "content": [{"type": "text", "text": broken}]}]
+    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config())
+    assert res.messages[2]["content"] == "Größe: 5 MB – fertig"
+    assert res.messages[3]["content"] == [{"type": "text", "text": "Größe: 5 MB – fertig"}]
+    assert res.messages[0] is messages[0]  # user messages are not in the default roles
+    assert messages[2]["content"] == broken  # input untouched
+    assert res.report["repairs"] == [
+        {"kind": "mojibake", "index": 2, "tool_call_id": "c1",
+         "action": "utf8_read_as_windows-1252", "lines": 1},
+        {"kind": "mojibake", "index": 3, "tool_call_id": "c2",
+         "action": "utf8_read_as_windows-1252", "lines": 1},
+    ]
+    again = fix_encoding.apply(ctx_for(res.messages), fix_encoding.Config())
+    assert again.messages is res.messages
+
+
+@pytest.mark.parametrize(
+    ("cfg", "changed"),
+    [
+        ({"roles": ["tool", "user"]}, True),
+        ({"cp949": False}, False),
+        ({"max_chars": 3}, False),
+    ],
+)
+def test_options(cfg: dict, changed: bool) -> None:
+    messages = [user(garble("über", "cp1252")) if "roles" in cfg else user("hi"),
+                assistant(None, shell("c1", "x")),
+                result("c1", garble("경고: 명령 출력", "cp949"))]
+    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config(**cfg))
+    assert (res.messages is not messages) is changed
+    if "roles" in cfg:
+        assert res.messages[0]["content"] == "über"
+
+
+def test_valid_conversation_is_the_same_list() -> None:
+    messages = [user("hi"), assistant(None, shell("c1", "ls")), result("c1", "a.py\nbé.py")]
+    before = orjson.dumps(messages)
+    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config())
+    assert res.messages is messages and orjson.dumps(res.messages) == before
+
+
+@pytest.mark.slow
+def test_corpus_tool_output_is_left_alone_and_fast(traces_path: Path) -> None:
+    """The corpus has correct UTF-8 throughout: zero false fixes, and the check is cheap."""
+    texts = [
+        m["content"]
+        for conv in iter_conversations(traces_path)
+        for m in conv["messages"]
+        if m.get("role") == "tool" and isinstance(m.get("content"), str)
+    ]
+    started = time.perf_counter()
+    changed = [t for t in texts if fix_text(t)[1]]
+    elapsed = time.perf_counter() - started
+    assert changed == []
+    assert elapsed < 10  # ~14k outputs, 11 MB
