@@ -73,10 +73,14 @@ def stacked_bars(sections: list[dict[str, Any]], width: int = 720) -> dict[str, 
 
 
 def _ticks(top: int, n: int = 4) -> list[int]:
+    """Round gridline values from 0 up to the first one at or above ``top``."""
     step = max(1, top // n)
     magnitude = 10 ** (len(str(step)) - 1)
     step = ((step + magnitude - 1) // magnitude) * magnitude
-    return list(range(0, top + 1, step))
+    ticks = [0]
+    while ticks[-1] < top:
+        ticks.append(ticks[-1] + step)
+    return ticks
 
 
 def session_chart(
@@ -88,7 +92,7 @@ def session_chart(
     n = len(rows)
     peak = max([1, *(int(r.get(c) or 0) for r in rows for c, *_ in SERIES)])
     ticks = _ticks(peak)
-    y_top = max(peak, ticks[-1])
+    y_top = ticks[-1]
 
     def xy(i: int, value: Any) -> tuple[float, float]:
         x = left + (plot_w * i / (n - 1) if n > 1 else plot_w / 2)
