@@ -1,0 +1,121 @@
+"""Nothing a client sends can make the proxy answer 500: arbitrary bodies, in strict mode (a rule
+that raises fails the request, so this also proves the rules accept any message shape)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+
+import respx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import in_process, proxy_settings
+
+UPSTREAM = "http://upstream.test/v1"
+OK = {
+    "id": "c",
+    "object": "chat.completion",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+    ],
+}
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=30))
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+ids = st.sampled_from(["call_1", "call_2", "CALL_1", "call 1", "ｃａｌｌ_1", "", "x!y"])
+args = st.one_of(
+    st.sampled_from(
+        [
+            '{"command": "mkdir -p a && cd a"}',
+            '{"path": "f.py"}',
+            "{",
+            "null",
+            "[]",
+            '{"command": 5}',
+        ]
+    ),
+    json_values,
+)
+call = st.fixed_dictionaries(
+    {
+        "id": st.one_of(ids, json_values),
+        "type": st.just("function"),
+        "function": st.one_of(
+            json_values,
+            st.fixed_dictionaries(
+                {"name": st.sampled_from(["bash", "write_file", "", "todo"]), "arguments": args}
+            ),
+        ),
+    }
+)
+content = st.one_of(
+    st.none(),
+    st.text(max_size=60),
+    st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {"type": st.just("text"), "text": st.one_of(st.text(max_size=30), json_values)}
+            ),
+            json_values,
+        ),
+        max_size=3,
+    ),
+)
+message = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["system", "user", "developer"]),
+            "content": st.one_of(st.text(max_size=60), content),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("assistant"), "content": content},
+        optional={"tool_calls": st.one_of(st.lists(call, max_size=3), st.none())},
+    ),
+    st.fixed_dictionaries(
+        {"role": st.just("tool"), "content": content},
+        optional={"tool_call_id": st.one_of(ids, json_values)},
+    ),
+    json_values,
+)
+bodies = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "model": st.one_of(st.just("gpt-4o"), json_values),
+            "messages": st.one_of(st.lists(message, max_size=8), json_values),
+        },
+        optional={
+            "tools": json_values,
+            "stream": st.just(False),
+            "metadata": json_values,
+            "user": json_values,
+        },
+    ),
+    json_values,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=bodies)
+def test_no_body_makes_the_proxy_answer_500(body: object) -> None:
+    async def run() -> int:
+        with tempfile.TemporaryDirectory() as tmp, respx.mock(assert_all_called=False) as mock:
+            mock.route(host="proxy").pass_through()
+            mock.post(f"{UPSTREAM}/chat/completions").respond(json=OK)
+            async with in_process(proxy_settings(UPSTREAM), str(Path(tmp) / "db")) as client:
+                r = await client.post("/v1/chat/completions", content=json.dumps(body))
+                if r.status_code != 200:
+                    assert set(r.json()["error"]) == {"message", "type", "param", "code"}
+                return r.status_code
+
+    status = asyncio.run(run())
+    assert status in (200, 400), status
