@@ -1,0 +1,149 @@
+"""inject: one block at the tail, fixed section order, empty sections left out, capped,
+positions, idempotent, nothing when there is nothing to say."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.tokens import TokenCounters
+from rules import inject
+from rules.base import Context, SessionState
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, text_of
+from tests.support.factories import assistant, result, shell, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+CFG = inject.Config()
+
+
+def ev(path: str, typ: str, action: str, seq: int, **extra: Any) -> dict[str, Any]:
+    return {"type": typ, "name": path.rsplit("/", 1)[-1], "path": path, "action": action,
+            "first_seen": 1000.0, "call_id": f"c{seq}", "seq": seq, "tool": "bash", **extra}
+
+
+FOLDER = ev("~/Desktop/123", "folder", "create", 1)
+FILE = ev("/w/a.py", "file", "modify", 2)
+REF = {"mention": "刚创建的文件夹", "entity": {"type": "folder", "name": "123",
+                                            "path": "~/Desktop/123", "action": "create"},
+       "confidence": 0.95, "chain": [{"session": "me", "depth": 0, "candidates": 1}]}
+ABSTAINED = {"mention": "it", "entity": None, "confidence": 0.45, "chain": [],
+             "abstained": "low_confidence"}
+
+
+def run(messages: list[dict[str, Any]], events: list[dict[str, Any]] | None = None,
+        refs: list[dict[str, Any]] | None = None, cfg: inject.Config = CFG,
+        state: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+    data = {"entities": events or [], **(state or {})}
+    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
+                  now=1010.0, session_id="me", state=SessionState(data),
+                  report={"references": refs or []})
+    return inject.apply(ctx, cfg)
+
+
+def block_of(messages: list[dict[str, Any]]) -> str:
+    text = text_of(messages[-1]["content"])
+    return text[text.index(INJECT_OPEN):]
+
+
+def test_reference_gives_block_appended_to_last_user_message() -> None:
+    msgs = [user("make it"), assistant("done"), user("删除刚创建的文件夹")]
+    out = run(msgs, [FOLDER, FILE], [REF])
+    assert out.messages[:-1] == msgs[:-1] and len(out.messages) == len(msgs)
+    assert msgs[-1] == user("删除刚创建的文件夹")  # the input is not mutated
+    text = text_of(out.messages[-1]["content"])
+    assert text.startswith("删除刚创建的文件夹\n\n" + INJECT_OPEN) and text.endswith(INJECT_CLOSE)
+    block = block_of(out.messages)
+    assert block.index("Recent context") < block.index("Resolved references")
+    assert "- modified file /w/a.py\n- created folder ~/Desktop/123" in block  # newest first
+    assert '"刚创建的文件夹" means the folder ~/Desktop/123 (created)' in block
+    assert out.report["inject"]["position"] == "append"
+
+
+@pytest.mark.parametrize(
+    ("events", "refs", "cfg"),
+    [
+        ([FOLDER], [], CFG),  # no reference, recent context only on reference
+        ([FOLDER], [ABSTAINED], CFG),  # a low-confidence mention does not count
+        ([], [], inject.Config(recent_context="always")),  # nothing known
+        ([FOLDER], [], inject.Config(recent_context="never")),
+    ],
+)
+def test_nothing_to_say_leaves_the_list_alone(events: list[dict[str, Any]],
+                                              refs: list[dict[str, Any]],
+                                              cfg: inject.Config) -> None:
+    msgs = [user("hello")]
+    out = run(msgs, events, refs, cfg)
+    assert out.messages is msgs and out.report == {}
+
+
+def test_always_shows_recent_context_without_reference() -> None:
+    out = run([user("go on")], [FOLDER], [], inject.Config(recent_context="always"))
+    block = block_of(out.messages)
+    assert "created folder ~/Desktop/123" in block and "Resolved references" not in block
+
+
+def test_ambiguous_reference_shows_the_candidates_context() -> None:
+    amb = {**ABSTAINED, "abstained": "ambiguous"}
+    block = block_of(run([user("x")], [FOLDER], [amb]).messages)
+    assert "Recent context" in block and "Resolved references" not in block
+
+
+def test_appends_to_a_tool_message_at_the_tail() -> None:
+    msgs = [user("delete that file"), assistant(None, shell("c9", "ls")), result("c9", "a.py")]
+    out = run(msgs, [FILE], [REF])
+    assert out.messages[-1]["role"] == "tool" and out.messages[-1]["tool_call_id"] == "c9"
+    assert text_of(out.messages[-1]["content"]).startswith("a.py\n\n" + INJECT_OPEN)
+
+
+def test_trailing_message_position() -> None:
+    msgs = [user("删除刚创建的文件夹")]
+    out = run(msgs, [FOLDER], [REF], inject.Config(position="message"))
+    assert out.messages[0] is msgs[0]
+    assert out.messages[-1]["role"] == "user"
+    assert out.messages[-1]["content"].startswith(INJECT_OPEN)
+
+
+def test_list_content_gets_a_text_part() -> None:
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "删除刚创建的文件夹"}]}]
+    out = run(msgs, [FOLDER], [REF])
+    parts = out.messages[-1]["content"]
+    assert parts[0] == msgs[0]["content"][0] and parts[-1]["text"].startswith(INJECT_OPEN)
+
+
+def test_never_after_an_assistant_prefill() -> None:
+    msgs = [user("删除刚创建的文件夹"), assistant("Sure,")]
+    assert run(msgs, [FOLDER], [REF]).messages is msgs
+
+
+@pytest.mark.parametrize("position", ["append", "message"])
+def test_idempotent_and_deterministic(position: str) -> None:
+    cfg = inject.Config(position=position)  # type: ignore[arg-type]
+    msgs = [user("删除刚创建的文件夹")]
+    once = run(msgs, [FOLDER, FILE], [REF], cfg)
+    twice = run(once.messages, [FOLDER, FILE], [REF], cfg)
+    assert twice.messages is once.messages
+    assert run(msgs, [FOLDER, FILE], [REF], cfg).messages == once.messages
+
+
+def test_capped_dropping_oldest_entities_first() -> None:
+    many = [ev(f"/w/deep/{'x' * 60}/file_{i}.py", "file", "create", i) for i in range(100)]
+    cfg = inject.Config(max_entities=100, max_tokens=200)
+    out = run([user("x")], many, [REF], cfg)
+    block = block_of(out.messages)
+    assert TOKENS.count_text(block) <= 200
+    assert "file_99.py" in block and "file_0.py" not in block  # newest kept
+    assert "Resolved references" in block
+
+
+def test_working_set_section_comes_last() -> None:
+    state = {"working_set": {"goal": "ship the release"}}
+    out = run([user("删除刚创建的文件夹")], [FOLDER], [REF], state=state)
+    block = block_of(out.messages)
+    assert block.index("Resolved references") < block.index("ship the release")
+
+
+def test_moves_show_where_from() -> None:
+    moved = ev("/w/b.txt", "file", "move", 3, **{"from": "/w/a.txt"})
+    block = block_of(run([user("x")], [moved], [], inject.Config(recent_context="always")).messages)
+    assert "- moved file /w/b.txt (from /w/a.txt)" in block

@@ -1,0 +1,178 @@
+"""resolve_refs: detection in four languages, resolution by type/action/recency, abstention,
+ancestors, and the rule's contract (never edits messages)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.tokens import TokenCounters
+from rules import resolve_refs
+from rules.base import Ancestor, Context, SessionState
+from rules.messages import INJECT_CLOSE, INJECT_OPEN
+from rules.ref_detect import detect, load_lexicons
+from tests.support.factories import assistant, shell, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+CFG = resolve_refs.Config()
+LANGS = ("en", "zh", "ko", "ja")
+
+# (text, expected first mention as (type, action, recency, kind)), None = no mention
+DETECT = [
+    ("delete the folder I just created", ("folder", "create", True, "described")),
+    ("open that file", ("file", None, False, "demonstrative")),
+    ("please remove it", (None, None, False, "pronoun_op")),
+    ("restore the one you just deleted", (None, "delete", True, "action_only")),
+    ("show me the last file", ("file", None, True, "recent")),
+    ("rename the new folder to x", ("folder", None, True, "recent")),
+    ("zip the directory we just made", ("folder", "create", True, "described")),
+    ("undo the file you edited", ("file", "modify", False, "described")),
+    ("删除刚创建的文件夹", ("folder", "create", True, "described")),
+    ("打开那个文件", ("file", None, False, "demonstrative")),
+    ("删除它", (None, None, False, "pronoun_op")),
+    ("你刚才删除的那个文件恢复一下", ("file", "delete", True, "described")),
+    ("刚才那个目录在哪", ("folder", None, True, "recent")),
+    ("방금 만든 폴더 삭제해줘", ("folder", "create", True, "described")),
+    ("그 파일 열어줘", ("file", None, False, "demonstrative")),
+    ("그것을 삭제해", (None, None, False, "pronoun_op")),
+    ("아까 지운 파일 복원해", ("file", "delete", True, "described")),
+    ("さっき作ったフォルダを削除して", ("folder", "create", True, "described")),
+    ("そのファイルを開いて", ("file", None, False, "demonstrative")),
+    ("それを削除して", (None, None, False, "pronoun_op")),
+    ("先ほど編集したファイルを見せて", ("file", "modify", True, "described")),
+    ("fix the bug in utils.py", None),
+    ("add a test for the parser", None),
+    ("用中文回答", None),
+    ("테스트를 실행해", None),
+    ("テストを実行して", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), DETECT, ids=[t for t, _ in DETECT])
+def test_detection(text: str, expected: tuple[Any, ...] | None) -> None:
+    kinds, lexicons = load_lexicons()
+    found = [m for m in detect(text, kinds, lexicons, LANGS) if m.kind != "pronoun"]
+    if expected is None:
+        assert found == []
+    else:
+        m = found[0]
+        assert (m.type, m.action, m.recency, m.kind) == expected
+
+
+def test_injected_blocks_are_not_read_as_user_text() -> None:
+    kinds, lexicons = load_lexicons()
+    text = f"thanks\n\n{INJECT_OPEN}\nResolved references:\n- \"that file\" means …\n{INJECT_CLOSE}"
+    assert detect(text, kinds, lexicons, LANGS) == []
+
+
+def ev(path: str, typ: str, action: str, seq: int, cid: str | None = None,
+       seen: float = 1000.0) -> dict[str, Any]:
+    return {"type": typ, "name": path.rsplit("/", 1)[-1], "path": path, "action": action,
+            "first_seen": seen, "call_id": cid or f"c{seq}", "seq": seq, "tool": "bash"}
+
+
+def run(text: str, events: list[dict[str, Any]], now: float = 1010.0,
+        ancestors: tuple[Ancestor, ...] = (), messages: list[dict[str, Any]] | None = None,
+        cfg: resolve_refs.Config = CFG):  # type: ignore[no-untyped-def]
+    msgs = messages or [user("start"), assistant("ok"), user(text)]
+    ctx = Context(messages=msgs, original_messages=msgs, model="gpt-4o", tokens=TOKENS, now=now,
+                  session_id="me", state=SessionState({"entities": events}), ancestors=ancestors)
+    return track_result(resolve_refs.apply(ctx, cfg), msgs)
+
+
+def track_result(res, msgs):  # type: ignore[no-untyped-def]
+    assert res.messages is msgs  # resolve_refs never edits messages
+    return res
+
+
+FOLDER = ev("~/Desktop/123", "folder", "create", 1)
+FILE_A = ev("/w/a.py", "file", "create", 2)
+FILE_B = ev("/w/b.py", "file", "modify", 3)
+GONE = ev("/w/old", "folder", "delete", 4)
+
+# (text, events, expected path or abstention reason)
+RESOLVE = [
+    ("删除刚创建的文件夹", [FOLDER], "~/Desktop/123"),
+    ("delete the folder I just created", [FOLDER, FILE_A], "~/Desktop/123"),
+    ("방금 만든 폴더 삭제해줘", [FOLDER, FILE_A], "~/Desktop/123"),
+    ("さっき作ったフォルダを削除して", [FOLDER, FILE_A], "~/Desktop/123"),
+    ("open the file I just created", [FILE_A, FILE_B], "/w/a.py"),
+    ("open that file", [FILE_A], "/w/a.py"),
+    ("打开那个文件", [FILE_A, FILE_B], "/w/b.py"),  # newest, two candidates: 0.7
+    ("그 파일 열어줘", [FILE_A], "/w/a.py"),
+    ("そのファイルを開いて", [FILE_A], "/w/a.py"),
+    ("restore the one you just deleted", [FOLDER, GONE], "/w/old"),
+    ("delete it", [FOLDER, FILE_A], "/w/a.py"),
+    ("删除它", [FOLDER, GONE], "~/Desktop/123"),  # a deleted folder cannot be deleted again
+    ("the folder I just created", [ev("/w/x", "folder", "create", 1, "same"),
+                                   ev("/w/y", "folder", "create", 2, "same")], "ambiguous"),
+    ("open that file", [ev(f"/w/{i}.py", "file", "create", i) for i in range(5)],
+     "low_confidence"),
+    ("is it possible?", [FILE_A], "low_confidence"),
+    ("delete the folder I just created", [], "no_candidate"),
+    ("delete the folder I just created", [FILE_A], "no_candidate"),
+    ("delete the folder I just created", [ev("/w/x", "folder", "create", 1, seen=600.0)],
+     "no_candidate"),  # older than the TTL
+]
+
+
+@pytest.mark.parametrize(("text", "events", "expected"), RESOLVE,
+                         ids=[f"{i}-{r[0]}" for i, r in enumerate(RESOLVE)])
+def test_resolution(text: str, events: list[dict[str, Any]], expected: str) -> None:
+    refs = run(text, events).report["references"]
+    ref = refs[0]
+    if expected in ("ambiguous", "low_confidence", "no_candidate"):
+        assert ref["entity"] is None and ref["abstained"] == expected
+        assert ref["confidence"] < CFG.threshold or expected != "low_confidence"
+    else:
+        assert ref["entity"]["path"] == expected
+        assert ref["confidence"] >= CFG.threshold
+        assert set(ref["entity"]) == {"type", "name", "path", "action"}
+        assert ref["chain"][-1]["session"] == "me"
+
+
+def test_no_reference_no_report() -> None:
+    res = run("run the tests please", [FOLDER])
+    assert "references" not in res.report
+
+
+def test_entities_from_calls_after_the_message_are_not_candidates() -> None:
+    msgs = [user("delete the folder I just created"),
+            assistant(None, shell("later", "mkdir other"))]
+    events = [FOLDER, ev("/w/other", "folder", "create", 2, "later")]
+    ref = run("", events, messages=msgs).report["references"][0]
+    assert ref["entity"]["path"] == "~/Desktop/123"
+
+
+def test_ancestors_resolve_with_chain() -> None:
+    parent = Ancestor("parent", SessionState({"entities": [FOLDER]}), 1)
+    grand = Ancestor("grand", SessionState({"entities": [FILE_A]}), 2)
+    ref = run("open that file", [], ancestors=(parent, grand)).report["references"][0]
+    assert ref["entity"]["path"] == "/w/a.py"
+    assert [c["session"] for c in ref["chain"]] == ["me", "parent", "grand"]
+    assert ref["confidence"] == pytest.approx(0.8 - 2 * CFG.ancestor_penalty)
+    own_first = run("open that file", [FILE_B], ancestors=(grand,)).report["references"][0]
+    assert own_first["entity"]["path"] == "/w/b.py" and len(own_first["chain"]) == 1
+
+
+def test_ancestors_can_be_limited_or_off() -> None:
+    far = Ancestor("far", SessionState({"entities": [FILE_A]}), 3)
+    cfg = resolve_refs.Config(max_ancestor_depth=2)
+    assert run("open that file", [], ancestors=(far,), cfg=cfg).report["references"][0][
+        "abstained"] == "no_candidate"
+    off = resolve_refs.Config(use_ancestors=False)
+    assert run("open that file", [], ancestors=(far,), cfg=off).report["references"][0][
+        "abstained"] == "no_candidate"
+
+
+def test_threshold_is_configurable() -> None:
+    strict = resolve_refs.Config(threshold=0.9)
+    ref = run("open that file", [FILE_A], cfg=strict).report["references"][0]
+    assert ref["abstained"] == "low_confidence"
+
+
+def test_deterministic() -> None:
+    a = run("删除刚创建的文件夹", [FOLDER, FILE_A]).report
+    b = run("删除刚创建的文件夹", [FOLDER, FILE_A]).report
+    assert a == b
