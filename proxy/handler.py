@@ -5,6 +5,7 @@ to first byte, usage), also when the client goes away mid-stream."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -24,6 +25,8 @@ from proxy.settings import Settings
 from proxy.sse_usage import UsageTap
 from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
+
+log = logging.getLogger("ctxproxy.handler")
 
 
 @dataclass
@@ -84,6 +87,10 @@ class ChatCompletions:
             rewritten = await self.s.engine.rewrite(body, headers, now=row["created_at"])
         except ProxyError as exc:
             return await self._fail_early(exc, row, started)
+        except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
+            log.exception("request %s failed inside the proxy", request_id)
+            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            return await self._fail_early(error, row, started)
 
         report = rewritten.report
         overhead_ms = (time.perf_counter() - started) * 1000
