@@ -1,0 +1,89 @@
+"""Tier 3, the seed's story: the real openai SDK → a live proxy → the fake upstream. Turn 1 the
+agent runs ``mkdir ~/Desktop/123``; turn 2 the user writes "删除刚创建的文件夹"; what reaches the
+upstream names ``~/Desktop/123`` as the folder meant. Plus a sub-agent resolving through its parent
+and a stateless client getting its history restored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import openai
+
+from rules.messages import INJECT_CLOSE, INJECT_OPEN
+from rules.registry import default_rule_names
+from tests.conftest import proxy_settings
+from tests.support.factories import call
+
+BASH_PARAMS = {"type": "object", "properties": {"command": {"type": "string"}}}
+TOOLS = [{"type": "function", "function": {"name": "bash", "parameters": BASH_PARAMS}}]
+
+
+def client_for(proxy, session: str, parent: str | None = None) -> openai.OpenAI:  # type: ignore[no-untyped-def]
+    headers = {"X-Session-Id": session}
+    if parent:
+        headers["X-Parent-Session-Id"] = parent
+    return openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", default_headers=headers,
+                         max_retries=0)
+
+
+def _mkdir_turn(client: openai.OpenAI, fake_upstream) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Turn 1: the model asks for mkdir, the agent runs it and reports success."""
+    fake_upstream.script.tool_calls = [call("call_1", "bash", command="mkdir ~/Desktop/123")]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "在桌面上建一个文件夹 123"}]
+    first = client.chat.completions.create(model="gpt-4o", messages=history, tools=TOOLS)
+    history.append(first.choices[0].message.model_dump(exclude_none=True))
+    history.append({"role": "tool", "tool_call_id": "call_1",
+                    "content": "\n[Command finished with exit code 0]"})
+    fake_upstream.script.tool_calls = None
+    fake_upstream.script.content = "已在桌面创建文件夹 123。"
+    done = client.chat.completions.create(model="gpt-4o", messages=history, tools=TOOLS)
+    history.append({"role": "assistant", "content": done.choices[0].message.content})
+    return history
+
+
+def test_delete_the_folder_i_just_created(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
+    proxy = live_proxy()
+    client = client_for(proxy, "seed-story")
+    history = _mkdir_turn(client, fake_upstream)
+    history.append({"role": "user", "content": "删除刚创建的文件夹"})
+    raw = client.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=history, tools=TOOLS)
+    raw.parse()
+    sent = fake_upstream.last["messages"]
+    assert sent[:-1] == history[:-1]  # the prefix is untouched
+    last = sent[-1]["content"]
+    assert last.startswith("删除刚创建的文件夹\n\n" + INJECT_OPEN) and last.endswith(INJECT_CLOSE)
+    assert '"刚创建的文件夹" means the folder ~/Desktop/123 (created)' in last
+    report = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]
+    (ref,) = report["references"]
+    assert ref["entity"] == {"type": "folder", "name": "123", "path": "~/Desktop/123",
+                             "action": "create"}
+    assert ref["confidence"] >= 0.6
+
+
+def test_sub_agent_resolves_through_its_parent(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
+    proxy = live_proxy()
+    _mkdir_turn(client_for(proxy, "parent-1"), fake_upstream)
+    child = client_for(proxy, "child-1", parent="parent-1")
+    raw = child.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "delete the folder I just created"}])
+    raw.parse()
+    assert "means the folder ~/Desktop/123 (created), from parent session parent-1" in (
+        fake_upstream.last["messages"][-1]["content"])
+    ref = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]["references"][0]
+    assert [c["session"] for c in ref["chain"]] == ["child-1", "parent-1"]
+
+
+def test_stateless_client_gets_history_restored(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
+    rules = [{"name": n} if n != "track_entities" else {"name": n, "restore_history": True}
+             for n in default_rule_names()]
+    proxy = live_proxy(proxy_settings(fake_upstream.base_url, rules=rules))
+    client = client_for(proxy, "stateless")
+    history = _mkdir_turn(client, fake_upstream)
+    # the buggy client forgets everything and sends only its newest message
+    client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "删除刚创建的文件夹"}])
+    sent = fake_upstream.last["messages"]
+    assert sent[0] == history[0] and sent[1]["tool_calls"][0]["id"] == "call_1"
+    assert sent[-1]["content"].startswith("删除刚创建的文件夹")
+    assert "~/Desktop/123" in sent[-1]["content"]
