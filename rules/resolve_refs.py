@@ -12,6 +12,7 @@ report says why and the text stands. No resolver model is called (not implemente
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,6 +33,8 @@ class Config(RuleConfig):
     ancestor_penalty: float = Field(default=0.05, ge=0, le=1)  # per level up the chain
     crowd_penalty: float = Field(default=0.1, ge=0, le=1)  # per extra candidate of a bare "that X"
     max_mentions: int = Field(default=5, ge=1)
+    # A long message (a pasted log, a task statement) is read at its start and end only.
+    max_scan_chars: int = Field(default=8_000, ge=200)
     extra_packs: tuple[str, ...] = ()  # YAML files extending the references pack
 
     @model_validator(mode="after")
@@ -85,13 +88,25 @@ def resolve(
     return ref
 
 
+@functools.lru_cache(maxsize=512)
+def _mentions(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...],
+              threshold: float) -> tuple[Mention, ...]:
+    """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
+    base confidence is below the threshold (a bare "it") could never resolve: left out."""
+    kinds, lexicons = load_lexicons(extra_packs)
+    return tuple(m for m in detect(text, kinds, lexicons, languages) if m.base >= threshold)
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     idx = last_index(ctx.messages, ["user"])
     if idx is None:
         return RuleResult.unchanged(ctx)
-    kinds, lexicons = load_lexicons(cfg.extra_packs)
     text = text_of(ctx.messages[idx].get("content"))
-    mentions = detect(text, kinds, lexicons, cfg.languages)[: cfg.max_mentions]
+    if len(text) > cfg.max_scan_chars:
+        half = cfg.max_scan_chars // 2
+        text = text[:half] + "\n" + text[-half:]
+    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold)
+    mentions = found[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
     # Only what existed when the user wrote: calls made after the message cannot be meant.
