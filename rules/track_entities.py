@@ -83,12 +83,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     for _, call, answer in iter_tool_pairs(messages):
         if answer is None:
             continue  # unanswered: not tracked (and read again once answered)
-        result = text_of(messages[answer].get("content"))
-        if result.startswith(PLACEHOLDER_PREFIX):
-            continue  # a result the proxy wrote for an interrupted call
         key = call_key(call)
         if key in seen:
             continue
+        result = text_of(messages[answer].get("content"))
+        if result.startswith(PLACEHOLDER_PREFIX):
+            continue  # a result the proxy wrote for an interrupted call
         seen.add(key)
         seen_list.append(key)
         if not succeeded(tools, result):
