@@ -124,7 +124,7 @@ class _Run:
         )
         for stage, items in candidates:
             for i, reason in items:
-                if total <= target:
+                if total <= target and stage != "supersede":  # stale copies go in any case
                     break
                 a = self.anchors[i]
                 if a in dropped or trial.edits.get(a, {}).get("action") in overlay.ELIDE_ACTIONS:
@@ -154,7 +154,17 @@ class _Run:
             if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
                 results.setdefault(m["tool_call_id"], []).append(i)
         dropped = set(trial.dropped)
-        for turn in prune_stages.turns(self.messages, self.evidence.first_user):
+        # Oldest first, but turns holding the latest write of a file last: they say what changed.
+        latest_writes: dict[str, int] = {}
+        for o in self.obs:
+            if o.action.kind == "write":
+                latest_writes[o.action.target] = o.call_index
+        keep_late = set(latest_writes.values())
+        ordered = sorted(
+            prune_stages.turns(self.messages, self.evidence.first_user),
+            key=lambda turn: turn[0] in keep_late,
+        )
+        for turn in ordered:
             if total <= target:
                 break
             if any(self.anchors[i] in dropped for i in turn):
