@@ -97,6 +97,7 @@ async def _follow(args: argparse.Namespace) -> int:
     await store.open()
     console = Console()
     console.print(f"following new requests in {store.path} (Ctrl-C to stop)", style="dim")
+    console.file.flush()
     try:
         return await follow(store, console, session=args.session, interval=args.interval)
     finally:

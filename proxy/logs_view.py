@@ -102,6 +102,7 @@ async def follow(
                 console.print(format_line(r))
                 printed[r["id"]] = r["created_at"]
                 count += 1
+        console.file.flush()  # live even when piped (``logs --follow | grep …``)
         pending = [r["created_at"] for r in rows if r.get("status") is None]
         pending_from = min(pending) if pending else None
         cursor = max([cursor, *(r["created_at"] for r in rows)])

@@ -102,7 +102,7 @@ class Metrics:
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)
         up = rv.upstream_ms(row)
-        if up is not None and row.get("upstream"):
+        if up is not None:
             self.upstream.observe(up / 1000)
         for when in ("before", "after"):
             if row.get(f"tokens_{when}"):

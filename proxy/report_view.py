@@ -104,7 +104,7 @@ def timings(report: dict[str, Any]) -> list[tuple[str, float]]:
 def upstream_ms(row: dict[str, Any]) -> float | None:
     """Time spent upstream: total latency minus what the proxy added before forwarding."""
     latency, overhead = row.get("latency_ms"), row.get("overhead_ms")
-    if latency is None or overhead is None:
+    if latency is None or overhead is None or not row.get("upstream"):  # never forwarded
         return None
     return max(0.0, float(latency) - float(overhead))
 

@@ -34,8 +34,10 @@ def _title(row: dict[str, Any]) -> Text:
     return t
 
 
-def sections_table(row: dict[str, Any]) -> Table:
+def sections_table(row: dict[str, Any]) -> RenderableType:
     secs = rv.sections(row)
+    if not secs:
+        return Text("Sections: none (the request ended before the rules ran)", style="dim")
     scale = max([1, *(max(s["before"], s["after"]) for s in secs)])
     table = Table(title="Sections (tokens): as sent → as forwarded", title_justify="left")
     table.add_column("section")

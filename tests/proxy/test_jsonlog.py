@@ -32,6 +32,7 @@ async def app_with_log(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+            client.app = app  # type: ignore[attr-defined]
             yield client, stream
 
 
@@ -74,6 +75,9 @@ async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstre
     async with app_with_log(tmp_path) as (client, stream):
         ok = await send(client, request(system(), user(f"please {SECRET_TEXT}")))
         bad = await send(client, b'{"model": "gpt-4o"}')
+        store = client.app.state.services.store  # type: ignore[attr-defined]
+        await store.flush()
+        logged = await store.get_request(ok.headers["x-ctxproxy-request-id"])
     lines = stream.getvalue().splitlines()
     assert len(lines) == 2
     first, second = (orjson.loads(x) for x in lines)
@@ -81,7 +85,11 @@ async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstre
     assert first["event"] == "request" and first["level"] == "INFO"
     assert first["session"] == "log-sess" and first["model"] == "gpt-4o"
     assert first["status"] == 200 and first["upstream"] == "fake"
-    assert first["tokens_before"] > 0 and first["tokens_after"] == first["tokens_before"]
+    assert first["tokens_before"] > 0
+    assert (first["tokens_before"], first["tokens_after"]) == (
+        logged["tokens_before"],
+        logged["tokens_after"],
+    )
     assert first["prompt_tokens"] == 30 and first["cached_tokens"] == 16
     assert first["overhead_ms"] >= 0 and first["latency_ms"] >= first["overhead_ms"]
     assert first["repairs"] == 0 and first["pruned"] == 0

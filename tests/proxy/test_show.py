@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import io
+import os
+import queue
+import subprocess
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -334,3 +339,63 @@ async def test_logs_follow_prints_each_request_once_when_it_completes(tmp_path: 
     line_b = next(x for x in text.splitlines() if "req_b" in x)
     assert "502" in line_b and "upstream_connection_error" in line_b
     assert "tokens 912→547" in line_b and "cached 384" in line_b and "repairs 1 pruned 1" in line_b
+
+
+def test_show_a_request_that_failed_before_the_rules(tmp_path: Path, capsys) -> None:
+    db = str(tmp_path / "log.db")
+    row = {
+        "id": "req_bad",
+        "created_at": time.time(),
+        "path": "/v1/chat/completions",
+        "overhead_ms": 0.2,
+    }
+    asyncio.run(write_rows(db, row, finish=False))
+    asyncio.run(
+        _finish(
+            db,
+            "req_bad",
+            {"status": 400, "latency_ms": 0.4, "error_type": "invalid_json", "error": "not JSON"},
+        )
+    )
+    code, out = run_cli(capsys, "show", "req_bad", "--db", db)
+    assert code == 0 and "status 400" in out
+    assert "Sections: none" in out and "invalid_json: not JSON" in out
+    assert any(
+        x.split("│")[1:3] == [" upstream ms              ", "    - "]
+        or ("upstream ms" in x and x.rstrip(" │").endswith("-"))
+        for x in out.splitlines()
+    )
+
+
+async def _finish(db: str, request_id: str, fields: dict[str, Any]) -> None:
+    store = Store(db)
+    await store.open()
+    try:
+        await store.finish_request(request_id, fields)
+        await store.flush()
+    finally:
+        await store.close()
+
+
+def test_logs_follow_command_tails_the_log(tmp_path: Path) -> None:
+    db = str(tmp_path / "log.db")
+    asyncio.run(write_rows(db, realistic_row("req_old", created_at=time.time() - 60)))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", "logs", "--follow", "--db", db, "--interval", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "250"},
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    assert proc.stdout is not None
+    threading.Thread(target=lambda: [lines.put(x) for x in proc.stdout], daemon=True).start()
+    try:
+        assert "following new requests" in lines.get(timeout=20)
+        asyncio.run(write_rows(db, realistic_row("req_live")))
+        line = lines.get(timeout=10)  # printed while the command keeps running
+        assert "req_live" in line and "tokens 912→547" in line and "cached 384" in line
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert lines.empty()  # nothing else: the older request is history, not news
