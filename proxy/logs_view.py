@@ -14,7 +14,7 @@ from rich.text import Text
 if TYPE_CHECKING:
     from proxy.store import Store
 
-LOOKBACK_S = 30.0
+LOOKBACK_S = 5.0  # rows are inserted milliseconds after created_at
 SECTION_COLUMNS = ("system", "tools", "user", "assistant", "tool_results", "injected")
 
 

@@ -121,6 +121,7 @@ def usage_summary(row: dict[str, Any]) -> list[tuple[str, Any]]:
         ("prefix reuse", report.get("prefix_reuse")),
         ("prompt tokens (upstream)", row.get("prompt_tokens")),
         ("cached tokens", row.get("cached_tokens")),
+        ("cached share", _share(row.get("cached_tokens"), row.get("prompt_tokens"))),
         ("completion tokens", row.get("completion_tokens")),
         ("overhead ms", row.get("overhead_ms")),
         ("upstream ms", round(up, 3) if up is not None else None),
@@ -220,6 +221,13 @@ def _cap(lines: list[str]) -> list[str]:
     if len(lines) <= MAX_DIFF_LINES:
         return lines
     return [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
+
+
+def _share(part: Any, whole: Any) -> str | None:
+    """Share of the prompt the upstream served from its cache (cached input costs ~10%)."""
+    if not isinstance(part, (int, float)) or not isinstance(whole, (int, float)) or whole <= 0:
+        return None
+    return f"{part / whole:.0%}"
 
 
 def _int(value: Any) -> int:

@@ -180,6 +180,7 @@ async def test_show_renders_repairs_pruning_and_diff(tmp_path: Path, capsys) -> 
     assert "next_repair_target" in out and "calc.py:1" in out
     # Usage, cache and latency; upstream time is latency minus overhead.
     assert any("cached tokens" in x and "384" in x for x in lines)
+    assert any("cached share" in x and "70%" in x for x in lines)  # 384 of 547
     assert any("upstream ms" in x and "810.766" in x for x in lines)
     assert any("prune" in x and "0.870" in x for x in lines)
     # The diff: the pruned read, the synthetic result and the injected block.
