@@ -4,14 +4,17 @@ and the repairs reported; plus no-op, idempotence, purity and the validator's ow
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
 
+from proxy.pipeline import Pipeline
+from proxy.settings import ConfiguredRule
 from proxy.tokens import TokenCounters
 from rules import repair_tool_chain
-from rules.base import Context
+from rules.base import Context, RuleConfig, RuleResult
 from rules.chain_repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
 from rules.chain_validator import find_violations
 from rules.messages import PLACEHOLDER_PREFIX
@@ -290,3 +293,24 @@ def test_config_rejects_bad_options() -> None:
         repair_tool_chain.Config(max_synthetic_results=0)
     with pytest.raises(ValueError):
         repair_tool_chain.Config(unknown=True)  # type: ignore[call-arg]
+
+
+def _drops_tool_results(ctx: Context, cfg: object) -> RuleResult:
+    """A buggy rule: drops every tool result, leaving calls unanswered."""
+    return RuleResult([m for m in ctx.messages if m["role"] != "tool"], ctx.state, {})
+
+
+def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
+    rules = [ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
+             ConfiguredRule(name="buggy", config=RuleConfig())]
+    buggy = SimpleNamespace(apply=_drops_tool_results)
+    pipeline = Pipeline(rules, "fail", modules={"buggy": buggy})
+    broken = [U, result("gone", "orphan text"), assistant(None, shell("c1", "ls")),
+              result("c1", "a.py")]
+    out = pipeline.run(Context(messages=broken, model="gpt-4o", now=0.0, original_messages=broken,
+                               tokens=TokenCounters().for_model("gpt-4o")))
+    assert find_violations(out.messages) == []
+    kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
+    assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input
+    assert ("integrity_repair", "unanswered_call") in kinds  # the buggy rule's damage
+    assert out.report["warnings"][0]["kind"] == "integrity_repair"
