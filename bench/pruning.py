@@ -144,7 +144,7 @@ def kept(items: dict[str, Any], out: list[Message]) -> dict[str, float | None]:
     return {
         "failure": None if failure is None else float(
             results.get(failure.get("tool_call_id")) == failure),
-        "first_user": None if first is None else float(any(m == first for m in out[:6])),
+        "first_user": None if first is None else float(any(m == first for m in out)),
         "files": None if not writes else len(writes & calls) / len(writes),
     }  # fmt: skip
 
