@@ -32,8 +32,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from proxy.app import create_app
+    from proxy.jsonlog import configure
 
     settings = _settings(args)
+    configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     app = create_app(settings, db_path=args.db, budget_override=args.budget)

@@ -88,6 +88,36 @@ class JsonLog:
         out.flush()
 
 
+class JsonFormatter(logging.Formatter):
+    """The proxy's own log records (a rule or an observer that failed …) as JSON lines too."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        out: dict[str, Any] = {
+            "ts": dt.datetime.fromtimestamp(record.created, dt.UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "event": "log",
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            out["exc"] = self.formatException(record.exc_info)
+        return orjson.dumps(out).decode()
+
+
+def configure(settings: LoggingSettings) -> None:
+    """For ``ctxproxy serve`` (the process owns its logging): the ``ctxproxy`` loggers go to
+    stderr at the configured level, as JSON lines when ``json_lines`` is on."""
+    handler = logging.StreamHandler(sys.stderr)
+    if settings.json_lines:
+        handler.setFormatter(JsonFormatter())
+    root = logging.getLogger("ctxproxy")
+    root.handlers[:] = [handler]
+    root.setLevel(settings.level)
+    root.propagate = False
+
+
 def setup(app: Any, services: Any) -> None:
     """Setup hook: subscribe the request log; ``app.state.log_stream`` redirects it (tests)."""
     stream = getattr(app.state, "log_stream", None)

@@ -34,7 +34,12 @@ def _title(row: dict[str, Any]) -> Text:
     return t
 
 
-def sections_table(row: dict[str, Any]) -> RenderableType:
+def bar_width(console: Console) -> int:
+    """Two bars and five number columns must fit the terminal (80 columns included)."""
+    return max(6, min(BAR_WIDTH, (console.width - 52) // 2))
+
+
+def sections_table(row: dict[str, Any], width: int = BAR_WIDTH) -> RenderableType:
     secs = rv.sections(row)
     if not secs:
         return Text("Sections: none (the request ended before the rules ran)", style="dim")
@@ -42,18 +47,18 @@ def sections_table(row: dict[str, Any]) -> RenderableType:
     table = Table(title="Sections (tokens): as sent → as forwarded", title_justify="left")
     table.add_column("section")
     table.add_column("before", justify="right")
-    table.add_column("", width=BAR_WIDTH)
+    table.add_column("", width=width)
     table.add_column("after", justify="right")
-    table.add_column("", width=BAR_WIDTH)
+    table.add_column("", width=width)
     table.add_column("Δ", justify="right")
     for s in secs:
         delta = s["after"] - s["before"]
         table.add_row(
             s["name"],
             str(s["before"]),
-            Bar(scale, 0, s["before"], width=BAR_WIDTH, color="blue"),
+            Bar(scale, 0, s["before"], width=width, color="blue"),
             str(s["after"]),
-            Bar(scale, 0, s["after"], width=BAR_WIDTH, color="green"),
+            Bar(scale, 0, s["after"], width=width, color="green"),
             Text(f"{delta:+d}" if delta else "", style="red" if delta > 0 else "green"),
         )
     tb, ta = row.get("tokens_before") or 0, row.get("tokens_after") or 0
@@ -154,7 +159,7 @@ def render(row: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
     report = rv.report_of(row)
     console.print(_title(row))
-    console.print(sections_table(row))
+    console.print(sections_table(row, bar_width(console)))
     console.print(usage_table(row))
     console.print(items_table("Repairs", rv.items(report, "repairs")))
     console.print(items_table("Entities", rv.items(report, "entities")))

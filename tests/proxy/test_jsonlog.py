@@ -137,3 +137,32 @@ def test_live_proxy_logs_to_stderr(live_proxy, capsys) -> None:
     err = capsys.readouterr().err
     records = [orjson.loads(x) for x in err.splitlines() if x.startswith("{")]
     assert [x["request_id"] for x in records] == [r.headers["x-ctxproxy-request-id"]]
+
+
+@pytest.mark.parametrize(("json_lines", "level"), [(True, "INFO"), (False, "WARNING")])
+def test_configure_sends_the_proxy_loggers_to_stderr(capsys, json_lines, level) -> None:
+    import logging
+
+    from proxy.jsonlog import configure
+    from proxy.settings import LoggingSettings
+
+    logger = logging.getLogger("ctxproxy")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    try:
+        configure(LoggingSettings(level=level, json_lines=json_lines))
+        child = logging.getLogger("ctxproxy.observe")
+        child.info("quiet unless INFO")
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            child.exception("observer failed")
+        lines = capsys.readouterr().err.splitlines()
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    if json_lines:
+        records = [orjson.loads(x) for x in lines if x.startswith("{")]
+        assert [r["message"] for r in records] == ["quiet unless INFO", "observer failed"]
+        assert records[1]["level"] == "ERROR" and "ValueError: boom" in records[1]["exc"]
+        assert records[1]["logger"] == "ctxproxy.observe"
+    else:
+        assert lines[0] == "observer failed" and "quiet unless INFO" not in lines
