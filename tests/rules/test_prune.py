@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.engine import Engine
@@ -15,6 +16,7 @@ from proxy.settings import settings_from_mapping
 from proxy.store import Store
 from proxy.tokens import TokenCounters
 from rules import chain_validator, prune
+from rules import observations as observations_mod
 from rules.base import Context, RuleResult, SessionState
 from rules.messages import PLACEHOLDER_PREFIX, text_of
 from tests.support.factories import assistant, call, result, shell, system, user
@@ -282,3 +284,33 @@ async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
             assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "arguments", "kind", "target"),
+    [
+        ("bash", {"command": "cat ./src/a.py"}, "read", "src/a.py"),
+        ("bash", {"command": "sed -n '10,40p' src/a.py"}, "read", "src/a.py"),
+        ("bash", {"command": "sed -i 's/x/y/' src/a.py"}, "write", "src/a.py"),
+        ("bash", {"command": "cat > notes.md <<'EOF'\nhi\nEOF"}, "write", "notes.md"),
+        ("bash", {"command": "python run.py 2>&1 | tee out.log"}, "write", "out.log"),
+        (
+            "bash",
+            {"command": "pytest -x  tests/ 2>/dev/null"},
+            "run",
+            "pytest -x tests/ 2>/dev/null",
+        ),
+        ("bash", {"command": "ls -la src/"}, "list", "ls src"),
+        ("str_replace_editor", {"command": "view", "path": "/r/a.py"}, "read", "/r/a.py"),
+        ("str_replace_editor", {"command": "str_replace", "path": "/r/a.py"}, "write", "/r/a.py"),
+        ("Read", {"file_path": "a.py"}, "read", "a.py"),
+        ("Write", {"file_path": "a.py", "content": "x"}, "write", "a.py"),
+        ("LS", {"path": "/r"}, "list", "ls /r"),
+        ("TodoWrite", {"todos": []}, "plan", "todowrite"),
+    ],
+)
+def test_tool_calls_are_classified(
+    name: str, arguments: dict[str, Any], kind: str, target: str
+) -> None:
+    action = observations_mod.classify(name, orjson.dumps(arguments).decode())
+    assert (action.kind, action.target) == (kind, target)
