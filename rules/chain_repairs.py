@@ -9,6 +9,7 @@ that need nothing keep their very dict, so untouched parts stay byte-identical.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from typing import Any
 
@@ -42,15 +43,27 @@ def _block_owners(messages: Messages) -> dict[int, int]:
     return owners
 
 
-def _pick(slots: list[Slot], j: int) -> Slot | None:
-    """Nearest preceding unanswered call, else a following one, else a duplicate of the nearest."""
-    before = sorted((s for s in slots if s.index < j), key=lambda s: (-s.index, s.pos))
-    after = [s for s in slots if s.index > j]
-    for group in (before, after):
-        for s in group:
+def _pick(slots: list[Slot], keys: list[int], j: int) -> Slot | None:
+    """Nearest preceding unanswered call, else a following one, else a duplicate of the nearest.
+
+    ``slots`` are in message order and ``keys`` their message indices, so the nearest preceding
+    call is found by bisection: a long history reusing one id stays linear.
+    """
+    k = bisect_left(keys, j)
+    p, nearest = k, None
+    while p > 0:  # message by message backwards, calls of one message in their own order
+        start = p - 1
+        while start > 0 and keys[start - 1] == keys[p - 1]:
+            start -= 1
+        nearest = nearest or slots[start]
+        for s in slots[start:p]:
             if not s.answers:
                 return s
-    return (before or after or [None])[0]
+        p = start
+    for s in slots[k:]:
+        if not s.answers:
+            return s
+    return nearest or (slots[k] if k < len(slots) else None)
 
 
 class _Assigner:
@@ -59,17 +72,18 @@ class _Assigner:
         self.slots = slots
         self.drift = drift
         self.by_raw: dict[str, list[Slot]] = {}
-        for group in slots.values():
-            for s in group:
+        for i in sorted(slots):
+            for s in slots[i]:
                 if s.raw_id is not None:
                     self.by_raw.setdefault(s.raw_id, []).append(s)
+        self.keys = {raw: [s.index for s in group] for raw, group in self.by_raw.items()}
 
     def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
         tid = self.messages[j].get("tool_call_id")
         if not isinstance(tid, str):
             return None
         if tid in self.by_raw:
-            return _pick(self.by_raw[tid], j)
+            return _pick(self.by_raw[tid], self.keys[tid], j)
         if not self.drift:
             return None
         # Drift: first among the calls of the block the result sits in, then among all calls.
@@ -80,7 +94,8 @@ class _Assigner:
             found = match(tid, list(self.by_raw))
         if not found.matched:
             return None
-        slot = _pick(self.by_raw[found.value or ""], j)
+        raw = found.value or ""
+        slot = _pick(self.by_raw[raw], self.keys[raw], j)
         if slot is not None:
             repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", **{"from": tid}))
         return slot

@@ -75,7 +75,7 @@ def mutated_chains(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str
         elif op == "reuse" and tool_calls(m):
             others = [c["id"] for x in messages for c in tool_calls(x)]
             tool_calls(m)[0]["id"] = draw(st.sampled_from(others))
-        elif op == "truncate" and tool_calls(m):
+        elif op == "truncate" and tool_calls(m) and tool_calls(m)[0]["function"]["arguments"]:
             fn = tool_calls(m)[0]["function"]
             fn["arguments"] = fn["arguments"][: draw(st.integers(0, len(fn["arguments"]) - 1))]
         elif op == "empty" and m["role"] == "assistant":
