@@ -96,6 +96,7 @@ def collect_slots(messages: Messages, repairs: list[dict[str, Any]]) -> dict[int
             if isinstance(call, dict) and valid_id(call.get("id")):
                 reserved.add(call["id"])
     used: set[str] = set()
+    suffixes: dict[str, int] = {}
     slots: dict[int, list[Slot]] = {}
     for i, pos, call in raw_calls:
         if not isinstance(call, dict):
@@ -107,10 +108,12 @@ def collect_slots(messages: Messages, repairs: list[dict[str, Any]]) -> dict[int
         raw = call.get("id") if isinstance(call.get("id"), str) else None
         new_id = raw if raw is not None and valid_id(raw) else sanitize_id(raw or "")
         if new_id in used or (new_id != raw and new_id in reserved):
-            base, k = new_id, 2
+            base = new_id
+            k = suffixes.get(base, 2)  # remembered, so an id reused n times costs O(n), not O(n²)
             while f"{base}_{k}" in used or f"{base}_{k}" in reserved:
                 k += 1
             new_id = f"{base}_{k}"
+            suffixes[base] = k + 1
         used.add(new_id)
         if new_id != raw:
             kind = "duplicate_call_id" if raw is not None and valid_id(raw) else "invalid_call_id"
