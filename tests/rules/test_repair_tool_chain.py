@@ -314,3 +314,16 @@ def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
     assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input
     assert ("integrity_repair", "unanswered_call") in kinds  # the buggy rule's damage
     assert out.report["warnings"][0]["kind"] == "integrity_repair"
+
+
+def test_one_id_reused_for_every_call_of_a_long_history() -> None:
+    messages = [U]
+    for k in range(500):
+        messages += [assistant(None, shell("call_0", f"echo {k}")), result("call_0", f"out {k}")]
+    out, reps = repair(messages)
+    assert find_violations(out) == []
+    assert len(out) == len(messages)
+    for k in range(500):
+        a, r = out[1 + 2 * k], out[2 + 2 * k]
+        assert r["tool_call_id"] == a["tool_calls"][0]["id"] and r["content"] == f"out {k}"
+    assert sum(r["kind"] == "duplicate_call_id" for r in reps) == 499
