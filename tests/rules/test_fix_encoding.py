@@ -7,6 +7,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.tokens import TokenCounters
 from rules import fix_encoding
@@ -144,3 +146,20 @@ def test_corpus_tool_output_is_left_alone_and_fast(traces_path: Path) -> None:
     elapsed = time.perf_counter() - started
     assert changed == []
     assert elapsed < 10  # ~14k outputs, 11 MB
+
+
+MOJIBAKE_ALPHABET = list("abc Ã©â€œ”ìëíð¿Ñ\n–üöä寃쎄퀬紐낅졊異쒕젰경고\ufffd")
+TEXTS = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.sampled_from(MOJIBAKE_ALPHABET), max_size=40),
+    st.text(max_size=20).map(lambda t: t.encode("utf-8").decode("latin-1")),
+    st.text(alphabet=st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3), max_size=10)
+    .map(lambda t: t.encode("utf-8").decode("cp949", errors="ignore")),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXTS)
+def test_fixing_is_idempotent(text: str) -> None:
+    once, _ = fix_text(text)
+    assert fix_text(once) == (once, [])
