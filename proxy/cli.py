@@ -98,10 +98,13 @@ async def _follow(args: argparse.Namespace) -> int:
     store = Store(args.db or load_settings(args.config).store.path)
     await store.open()
     console = Console()
+    since = time.time()  # "new" means created after this line is printed
     console.print(f"following new requests in {store.path} (Ctrl-C to stop)", style="dim")
     console.file.flush()
     try:
-        return await follow(store, console, session=args.session, interval=args.interval)
+        return await follow(
+            store, console, session=args.session, interval=args.interval, since=since
+        )
     finally:
         await store.close()
 
