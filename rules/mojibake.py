@@ -49,9 +49,33 @@ def _non_ascii(text: str) -> int:
     return sum(1 for ch in text if ord(ch) > 127)
 
 
-def _clean(text: str) -> bool:
-    return not any(unicodedata.category(ch) in _BAD_CATEGORIES and ch not in "\t\r\n"
-                   for ch in text)
+# Where the characters of real text decoded right live; a cp949 reversal that yields anything
+# else (Arabic digits, CJK extension B, unassigned code points …) was a coincidence, not a fix.
+_COMMON_RANGES = (
+    (0x00A0, 0x024F),  # Latin-1 supplement, Latin extended
+    (0x0370, 0x052F),  # Greek, Cyrillic
+    (0x2000, 0x2BFF),  # punctuation, arrows, box drawing, symbols
+    (0x3000, 0x30FF),  # CJK punctuation, kana
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xFF00, 0xFFEF),  # fullwidth forms
+)
+
+
+def _plausible(ch: str) -> bool:
+    o = ord(ch)
+    if o < 0x80:
+        return ch.isprintable() or ch in "\t\r"
+    if 0xAC00 <= o <= 0xD7A3:  # Hangul: the 2,350 syllables of KS X 1001 that real text uses
+        try:
+            ch.encode("euc_kr")
+        except UnicodeEncodeError:
+            return False
+        return True
+    if unicodedata.category(ch) in _BAD_CATEGORIES:
+        return False
+    if unicodedata.category(ch) == "So":  # emoji and other symbols
+        return True
+    return any(lo <= o <= hi for lo, hi in _COMMON_RANGES)
 
 
 def _fix_latin(line: str) -> tuple[str, str | None]:
@@ -69,7 +93,9 @@ def _fix_cp949(line: str) -> str | None:
         fixed = line.encode("cp949").decode("utf-8")
     except (UnicodeEncodeError, UnicodeDecodeError):
         return None
-    if fixed == line or _non_ascii(fixed) >= _non_ascii(line) or not _clean(fixed):
+    if fixed == line or _non_ascii(fixed) >= _non_ascii(line):
+        return None
+    if not all(_plausible(ch) for ch in fixed):
         return None
     return fixed
 

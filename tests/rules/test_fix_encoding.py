@@ -163,3 +163,18 @@ TEXTS = st.one_of(
 def test_fixing_is_idempotent(text: str) -> None:
     once, _ = fix_text(text)
     assert fix_text(once) == (once, [])
+
+
+KOREAN = st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3).filter(
+    lambda c: len(c.encode("euc_kr", errors="ignore")) == 2
+)
+HANJA = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FA5).filter(
+    lambda c: len(c.encode("euc_kr", errors="ignore")) == 2
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.one_of(KOREAN, HANJA, st.sampled_from(list(" a1:.\n"))), max_size=12))
+def test_correct_korean_and_hanja_text_is_never_reversed(text: str) -> None:
+    fixed, fixes = fix_text(text)
+    assert fixed is text and fixes == []
