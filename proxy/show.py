@@ -119,13 +119,17 @@ def timings_table(report: dict[str, Any]) -> RenderableType:
     return table
 
 
-def usage_table(row: dict[str, Any]) -> Table:
+def usage_table(row: dict[str, Any]) -> RenderableType:
     table = Table(title="Tokens, cache and latency", title_justify="left", show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
+    error = None
     for key, value in rv.usage_summary(row):
+        if key == "error":  # long text: under the table, not stretching the number column
+            error = Text(f"error: {value}", style="red")
+            continue
         table.add_row(key, "-" if value is None else rv.cell(value, 300))
-    return table
+    return Group(table, error) if error else table
 
 
 def diff_view(row: dict[str, Any]) -> RenderableType:

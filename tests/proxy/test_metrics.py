@@ -167,3 +167,19 @@ def test_metrics_need_the_admin_key_in_keys_mode(
     assert r.status_code == status
     if status == 200:
         assert "ctxproxy_requests" in r.text
+
+
+def test_metrics_count_what_the_live_rules_did(live_proxy) -> None:
+    from proxy import report_view as rv
+    from tests.proxy.test_show import agent_history
+
+    proxy = live_proxy(pipeline={"on_rule_error": "fail", "budget_tokens": 2000})
+    r = httpx.post(proxy.base_url + "/chat/completions", json=request(*agent_history()))
+    report = proxy.row(r.headers["x-ctxproxy-request-id"])["report"]
+    stages, kinds = rv.freed_by_stage(report), rv.repair_kinds(report)
+    assert stages and kinds, "today's rules prune and repair this request"
+    m = samples(httpx.get(proxy.url + "/metrics").text)
+    for stage, freed in stages.items():
+        assert value(m, "ctxproxy_tokens_freed_total", stage=stage) == freed
+    for kind, n in kinds.items():
+        assert value(m, "ctxproxy_repairs_total", kind=kind) == n

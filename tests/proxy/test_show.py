@@ -400,3 +400,55 @@ def test_logs_follow_command_tails_the_log(tmp_path: Path) -> None:
         proc.terminate()
         proc.wait(10)
     assert lines.empty()  # nothing else: the older request is history, not news
+
+
+def agent_history(turns: int = 14) -> list[dict[str, Any]]:
+    """A long agent session with an interrupted parallel call and a vague reference at the end:
+    enough for today's rules to repair, prune, track and resolve."""
+    msgs = [system(), user("Fix the failing tests in the repo")]
+    for i in range(turns):
+        out = "\n".join(f"line {j} of file {i}: value = {j * i}" for j in range(60))
+        msgs += [
+            assistant(None, shell(f"call_{i}", f"cat src/file{i}.py")),
+            result(f"call_{i}", out),
+        ]
+    msgs += [
+        assistant(None, shell("call_mk", "mkdir -p build/out"), shell("call_lost", "pwd")),
+        result("call_mk", ""),
+        user("now put the report in the folder I just created"),
+    ]
+    return msgs
+
+
+def test_show_lists_what_the_live_rules_did(live_proxy, capsys) -> None:
+    proxy = live_proxy(
+        store={"capture_payloads": True},
+        pipeline={"on_rule_error": "fail", "budget_tokens": 2000},
+    )
+    r = httpx.post(proxy.base_url + "/chat/completions", json=request(*agent_history()))
+    assert r.status_code == 200
+    row = proxy.row(r.headers["x-ctxproxy-request-id"])
+    report = row["report"]
+    assert report["repairs"] and report["pruning"], "today's rules repair and prune this"
+    code, out = run_cli(capsys, "show", row["id"], "--db", proxy.db_path)
+    assert code == 0
+    lines = out.splitlines()
+    for item in report["repairs"]:
+        assert any(item["kind"] in x and item["tool_call_id"] in x for x in lines), item
+    assert f"Pruning ({len(report['pruning'])})" in out
+    for item in report["pruning"]:
+        key = item.get("tool_call_id") or str(item.get("index"))
+        assert any(key in x and item["action"] in x for x in lines), item
+    stages = rv.freed_by_stage(report)
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(stages.items()))
+    assert f"tokens freed by stage: {summary} (total {sum(stages.values())})" in out
+    for entity in report["entities"]:
+        assert entity["path"] in out
+    for ref in report["references"]:
+        assert ref["mention"] in out
+    total = f"total {row['tokens_before']} → {row['tokens_after']} tokens"
+    assert total in out and row["tokens_after"] < row["tokens_before"]
+    # The diff shows the synthetic result the repair added for the interrupted call.
+    diff = rv.message_diff(row) or []
+    added = [d for d in diff if d["op"] == "added" and d["role"] == "tool"]
+    assert added and f"+ message {added[0]['forwarded']} added by the proxy (tool)" in out
