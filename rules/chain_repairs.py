@@ -10,18 +10,22 @@ that need nothing keep their very dict, so untouched parts stay byte-identical.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from typing import Any
 
 from rules.base import Message, Messages
 from rules.chain_calls import Slot, collect_slots
+from rules.chain_text import (
+    EMPTY_ASSISTANT,
+    NULL_RESULT,
+    SYNTHETIC_RESULT,
+    flatten,
+    orphan_text,
+    runaway_note,
+)
 from rules.chain_validator import empty_content, find_violations
 from rules.matching import match
 from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
 
-SYNTHETIC_RESULT = f"{PLACEHOLDER_PREFIX} the call was interrupted; no result was recorded]"
-NULL_RESULT = f"{PLACEHOLDER_PREFIX} the tool returned no content]"
-EMPTY_ASSISTANT = f"{PLACEHOLDER_PREFIX} empty assistant turn]"
 Repairs = list[dict[str, Any]]
 
 
@@ -101,20 +105,9 @@ class _Assigner:
         return slot
 
 
-def _runaway_note(dropped: list[Slot]) -> str:
-    names = Counter(s.name or "unknown_tool" for s in dropped)
-    top = sorted(names.items(), key=lambda x: (-x[1], x[0]))[:5]
-    summary = ", ".join(f"{n} ×{c}" for n, c in top)
-    first = "; ".join(
-        f"{s.name}({str(s.call['function'].get('arguments', ''))[:120]})" for s in dropped[:3]
-    )
-    return (
-        f"{PLACEHOLDER_PREFIX} {len(dropped)} tool calls in this turn were interrupted before any "
-        f"result was recorded and are left out ({summary}); the first: {first}]"
-    )
-
-
-def _assistant_out(m: Message, kept: list[Slot], dropped: list[Slot], i: int, reps: Repairs):
+def _assistant_out(
+    m: Message, kept: list[Slot], dropped: list[Slot], i: int, reps: Repairs
+) -> Message:
     """The assistant message as forwarded (the same dict when nothing changed)."""
     new_calls = [s.call for s in kept]
     raw = m.get("tool_calls")
@@ -134,7 +127,7 @@ def _assistant_out(m: Message, kept: list[Slot], dropped: list[Slot], i: int, re
             if not raw or not isinstance(raw, list):
                 reps.append(_rep("empty_tool_calls", i, None, "removed_empty_array"))
     if dropped:
-        out = append_text(out, _runaway_note(dropped))
+        out = append_text(out, runaway_note(dropped))
         reps.append(_rep("runaway_turn", i, None, "collapsed_into_one_note", count=len(dropped)))
     if not new_calls and empty_content(out.get("content")):
         out = {**out, "content": EMPTY_ASSISTANT}
@@ -165,18 +158,11 @@ def _result_out(slot: Slot, messages: Messages, reps: Repairs) -> Message:
 
 def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Message:
     """Results whose call is gone, kept as readable context in one user message."""
-    parts = []
     for j in indices:
-        t = messages[j]
-        tid = t.get("tool_call_id")
-        name = f" ({t['name']})" if isinstance(t.get("name"), str) and t["name"] else ""
-        parts.append(
-            f"{PLACEHOLDER_PREFIX} tool result for call {tid if isinstance(tid, str) else '?'}"
-            f"{name} had no matching call]\n{text_of(t.get('content'))}"
-        )
+        tid = messages[j].get("tool_call_id")
         reps.append(_rep("orphan_result", j, tid if isinstance(tid, str) else None,
                          "kept_as_user_text"))
-    return {"role": "user", "content": "\n\n".join(parts)}
+    return {"role": "user", "content": "\n\n".join(orphan_text(messages[j]) for j in indices)}
 
 
 def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messages, Repairs]:
@@ -229,26 +215,6 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
     return out, reps
 
 
-def _flatten(messages: Messages) -> Messages:
-    """Last resort if a repair still fails the validator (a bug): calls and results as text."""
-    out: Messages = []
-    for m in messages:
-        r = role(m)
-        if r == "tool":
-            out.append({"role": "user", "content": f"{PLACEHOLDER_PREFIX} tool result]\n"
-                        + text_of(m.get("content"))})
-        elif r == "assistant" and "tool_calls" in m:
-            calls = "; ".join(str(c) for c in m.get("tool_calls") or [])
-            flat = {k: v for k, v in m.items() if k != "tool_calls"}
-            flat = append_text(flat, f"{PLACEHOLDER_PREFIX} tool calls: {calls}]")
-            out.append(flat)
-        elif r == "assistant" and empty_content(m.get("content")):
-            out.append({**m, "content": EMPTY_ASSISTANT})
-        else:
-            out.append(m)
-    return out
-
-
 def repair_messages(
     messages: Messages, *, max_synthetic_results: int = 16, match_drifted_ids: bool = True
 ) -> tuple[Messages, Repairs]:
@@ -257,6 +223,6 @@ def repair_messages(
         return messages, []
     out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids)
     if find_violations(out):
-        out = _flatten(out)
+        out = flatten(out)
         reps.append(_rep("fallback_flatten", 0, None, "calls_and_results_as_text"))
     return out, reps

@@ -12,7 +12,8 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rules.chain_repairs import _flatten, repair_messages
+from rules.chain_repairs import repair_messages
+from rules.chain_text import flatten
 from rules.chain_validator import find_violations
 from rules.messages import call_arguments_text, text_of, tool_calls
 from tests.support.factories import assistant, result, shell, system, user
@@ -156,7 +157,7 @@ def test_last_resort_flattening_always_passes_the_validator(case: tuple) -> None
     """The guarantee behind "never forward a chain the validator rejects": should a repair ever
     fail the validator (a bug), repair_messages falls back to this, which cannot fail."""
     _original, messages, _ops = case
-    flat = _flatten(messages)
+    flat = flatten(messages)
     assert find_violations(flat) == []
     blob = _readable(flat)
     assert all(text_of(m.get("content")) in blob for m in messages)
