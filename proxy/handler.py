@@ -5,6 +5,7 @@ to first byte, usage), also when the client goes away mid-stream."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
@@ -27,6 +28,7 @@ from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
 
 log = logging.getLogger("ctxproxy.handler")
+CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
 
 
 @dataclass
@@ -119,6 +121,15 @@ class ChatCompletions:
         except ProxyError as exc:
             await self._finish(row, started, status=exc.status, error=exc, ttfb=None)
             return Response(exc.body_bytes(), exc.status, out_headers, "application/json")
+        except asyncio.CancelledError:  # the client went away while we waited upstream
+            row["client_disconnected"] = 1
+            await self._finish(row, started, CLIENT_CLOSED, None, None)
+            raise
+        except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
+            log.exception("request %s failed calling upstream %s", request_id, upstream.name)
+            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            await self._finish(row, started, status=error.status, error=error, ttfb=None)
+            return Response(error.body_bytes(), error.status, out_headers, "application/json")
         if response.chunks is None:
             ttfb = (time.perf_counter() - started) * 1000
             usage = _usage_of(response.body)
