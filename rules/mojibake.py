@@ -1,6 +1,6 @@
 """Undoing mojibake in one text: UTF-8 that was decoded with the wrong code page.
 
-- cp1252 / latin-1 (and the other single-byte code pages ftfy knows): ``ftfy`` with only its
+- cp1252 / latin-1 (and the other code pages ftfy knows, e.g. cp1251): ``ftfy`` with only its
   encoding fixes on (no quote uncurling, no HTML unescaping, no width or normalisation changes),
   line by line so a correct line next to a broken one stays as it is.
 - cp949 (Korean Windows), which ftfy does not cover: a line whose characters all re-encode to
@@ -19,6 +19,7 @@ import unicodedata
 from dataclasses import dataclass
 
 import ftfy
+from ftfy import badness
 
 # UTF-8 lead bytes C2..F4 read as latin-1/cp1252 are the characters Â..ô: no mojibake without one.
 _LATIN_GATE = re.compile("[\u00c2-\u00f4]")
@@ -104,10 +105,6 @@ def fix_text(text: str, *, cp949: bool = True) -> tuple[str, list[Fix]]:
     """(text with mojibake undone, what was fixed). The same string object when nothing was."""
     if text.isascii():
         return text, []
-    latin = _LATIN_GATE.search(text) is not None
-    korean = cp949 and _CJK_GATE.search(text) is not None
-    if not latin and not korean:
-        return text, []
     counts: dict[str, int] = {}
     # Split on "\n" only: str.splitlines would also split on U+0085, which is part of mojibake.
     lines = text.split("\n")
@@ -115,13 +112,15 @@ def fix_text(text: str, *, cp949: bool = True) -> tuple[str, list[Fix]]:
     for k, line in enumerate(lines):
         if line.isascii():
             continue
-        if latin and _LATIN_GATE.search(line):
+        # cp1252/latin-1 mojibake always shows one of Â..ô; other code pages (cp1251 …) are
+        # left to ftfy's own detector, which only ever sees the non-ASCII lines.
+        if _LATIN_GATE.search(line) or badness.is_bad(line):
             fixed, codec = _fix_latin(line)
             if codec:
                 lines[k], changed = fixed, True
                 counts[codec] = counts.get(codec, 0) + 1
                 continue
-        if korean:
+        if cp949:
             fixed_k = _fix_cp949(line)
             if fixed_k is not None:
                 lines[k], changed = fixed_k, True

@@ -29,7 +29,7 @@ def garble(text: str, codec: str) -> str:
     """``text``'s UTF-8 bytes read as ``codec``; for cp1252, bytes it leaves undefined become the
     C1 control of the same value, as Windows' own decoder does."""
     data = text.encode("utf-8")
-    if codec == "cp1252":
+    if codec in ("cp1252", "cp1251"):
         return "".join(bytes([b]).decode(codec, errors="ignore") or chr(b) for b in data)
     return data.decode(codec)
 
@@ -44,6 +44,7 @@ BROKEN = [
     ("привет мир: ошибка компиляции", "cp1252", WESTERN),
     ("안녕하세요 세계", "cp1252", {"windows-1252"}),
     ("日本語のテキスト", "latin-1", {"latin-1"}),
+    ("привет мир: ошибка компиляции", "cp1251", {"windows-1251"}),
     ("경고: 명령 출력", "cp949", {"cp949"}),
     ("게임", "cp949", {"cp949"}),
 ]
