@@ -23,6 +23,8 @@ from ftfy import badness
 
 # UTF-8 lead bytes C2..F4 read as latin-1/cp1252 are the characters Â..ô: no mojibake without one.
 _LATIN_GATE = re.compile("[\u00c2-\u00f4]")
+# In any single-byte code page, UTF-8 lead bytes read as letters somewhere in Latin-1 … Arabic.
+_SBCS_GATE = re.compile("[\u00c0-\u06ff]")
 # cp949 mojibake of UTF-8 is made of Hangul syllables and Hanja.
 _CJK_GATE = re.compile("[\uac00-\ud7a3\u4e00-\u9fff\uf900-\ufaff]")
 _FTFY = ftfy.TextFixerConfig(
@@ -113,8 +115,8 @@ def fix_text(text: str, *, cp949: bool = True) -> tuple[str, list[Fix]]:
         if line.isascii():
             continue
         # cp1252/latin-1 mojibake always shows one of Â..ô; other code pages (cp1251 …) are
-        # left to ftfy's own detector, which only ever sees the non-ASCII lines.
-        if _LATIN_GATE.search(line) or badness.is_bad(line):
+        # left to ftfy's own detector, which only sees lines with letters it could come from.
+        if _LATIN_GATE.search(line) or (_SBCS_GATE.search(line) and badness.is_bad(line)):
             fixed, codec = _fix_latin(line)
             if codec:
                 lines[k], changed = fixed, True
