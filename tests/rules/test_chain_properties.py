@@ -6,9 +6,11 @@ input comes out as the same list (same bytes)."""
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +19,7 @@ from rules.chain_text import flatten
 from rules.chain_validator import find_violations
 from rules.messages import call_arguments_text, text_of, tool_calls
 from tests.support.factories import assistant, result, shell, system, user
+from tests.support.traces import CORPUS, iter_conversations
 
 TEXT = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=12
@@ -58,6 +61,31 @@ def mutated_chains(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str
     original = draw(valid_chains())
     messages = copy.deepcopy(original)
     n_ops = draw(st.integers(0, 6))
+    _mutate(draw, messages, n_ops)
+    return original, messages, n_ops
+
+
+@functools.cache
+def _real_histories() -> list[list[dict[str, Any]]]:
+    """The first 60 messages of real corpus conversations that use tools (a fixed, small set)."""
+    if not CORPUS.exists():
+        return []
+    out = []
+    for conv in iter_conversations(CORPUS):
+        head = conv["messages"][:60]
+        if any(tool_calls(m) for m in head):
+            out.append(head)
+    return out[::6]
+
+
+@st.composite
+def damaged_real_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
+    messages = copy.deepcopy(draw(st.sampled_from(_real_histories())))
+    _mutate(draw, messages, draw(st.integers(1, 8)))
+    return messages
+
+
+def _mutate(draw: st.DrawFn, messages: list[dict[str, Any]], n_ops: int) -> None:
     for _ in range(n_ops):
         op = draw(st.sampled_from(
             ["drop", "dup", "move", "drift", "reuse", "truncate", "empty", "null", "bad_id"]
@@ -85,7 +113,6 @@ def mutated_chains(draw: st.DrawFn) -> tuple[list[dict[str, Any]], list[dict[str
             m["content"] = None
         elif op == "bad_id" and tool_calls(m):
             tool_calls(m)[0]["id"] = "id with spaces." + draw(TEXT)
-    return original, messages, n_ops
 
 
 def _readable(messages: list[dict[str, Any]]) -> str:
@@ -161,3 +188,17 @@ def test_last_resort_flattening_always_passes_the_validator(case: tuple) -> None
     assert find_violations(flat) == []
     blob = _readable(flat)
     assert all(text_of(m.get("content")) in blob for m in messages)
+
+
+@pytest.mark.skipif(not CORPUS.exists(), reason="trace corpus not found")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(damaged_real_histories())
+def test_damaged_real_histories_are_repaired_without_losing_text(messages: list) -> None:
+    """The same invariants on real agent histories (mini-swe-agent, OpenHands, SWE-agent …)
+    after random damage, so the repair meets real shapes: reasoning_content, long outputs."""
+    out, reps = repair_messages(messages)
+    assert find_violations(out) == []
+    assert "fallback_flatten" not in {r["kind"] for r in reps}
+    blob = _readable(out)
+    assert all(piece in blob for piece in _pieces(messages))
+    assert repair_messages(out)[0] is out
