@@ -189,6 +189,10 @@ def main() -> None:
         "--trim-every", type=int, default=10,
         help="run (b) on every Nth conversation only (trim_messages takes ~0.2 s a request)",
     )  # fmt: skip
+    parser.add_argument(
+        "--trim-max-messages", type=int, default=400,
+        help="skip (b) on longer conversations (its time grows with the square of the length)",
+    )  # fmt: skip
     args = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     shares = [float(s) for s in args.shares.split(",")]
@@ -202,7 +206,7 @@ def main() -> None:
             methods = {"ctxproxy": ours, "(a) drop oldest": drop_oldest,
                        "(b) litellm trim_messages": litellm_trim, "(c) middle-out": middle_out,
                        "(d) mask all but last 10": mask_last_10}  # fmt: skip
-            if n % args.trim_every:
+            if n % args.trim_every or len(conv["messages"]) > args.trim_max_messages:
                 del methods["(b) litellm trim_messages"]
             replay(conv, share, methods, stats)
             compactions[share] += ours.compactions
