@@ -33,6 +33,9 @@ class Config(RuleConfig):
     max_entities: int = Field(default=10, ge=1, le=100)
     ttl_seconds: float = Field(default=300.0, gt=0)
     max_tokens: int = Field(default=1_000, ge=50)
+    # The working set restates the goal and state; in a request shorter than this the model sees
+    # all of that in the conversation itself, so the section would only cost tokens.
+    working_set_min_messages: int = Field(default=6, ge=0)
 
 
 def _entity_line(e: Mapping[str, Any]) -> str:
@@ -115,8 +118,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     events = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now,
                                 cfg.ttl_seconds)
     recent = recent_lines(events, cfg.max_entities) if show_recent else []
-    block = render(recent, ref_lines, working_set.render_section(ctx.state), ctx.tokens,
-                   cfg.max_tokens)
+    ws = (working_set.render_section(ctx.state)
+          if len(messages) >= cfg.working_set_min_messages else None)
+    block = render(recent, ref_lines, ws, ctx.tokens, cfg.max_tokens)
     if block is None:
         return RuleResult.unchanged(ctx)
     if cfg.position == "append" and role(last) in ("user", "tool"):

@@ -138,9 +138,19 @@ def test_capped_dropping_oldest_entities_first() -> None:
 
 def test_working_set_section_comes_last() -> None:
     state = {"working_set": {"goal": "ship the release"}}
-    out = run([user("删除刚创建的文件夹")], [FOLDER], [REF], state=state)
+    cfg = inject.Config(working_set_min_messages=0)
+    out = run([user("删除刚创建的文件夹")], [FOLDER], [REF], cfg=cfg, state=state)
     block = block_of(out.messages)
     assert block.index("Resolved references") < block.index("ship the release")
+
+
+def test_working_set_only_in_requests_long_enough_to_lose_it() -> None:
+    state = {"working_set": {"goal": "ship the release"}}
+    short = [user("ship the release")]
+    assert run(short, state=state).messages is short  # all of it is in view already
+    long = [user("ship the release"), assistant("a"), user("b"), assistant("c"), user("d"),
+            assistant("e"), user("go on")]
+    assert "ship the release" in block_of(run(long, state=state).messages)
 
 
 def test_moves_show_where_from() -> None:
