@@ -87,3 +87,34 @@ def test_stateless_client_gets_history_restored(live_proxy, fake_upstream) -> No
     assert sent[0] == history[0] and sent[1]["tool_calls"][0]["id"] == "call_1"
     assert sent[-1]["content"].startswith("删除刚创建的文件夹")
     assert "~/Desktop/123" in sent[-1]["content"]
+
+
+def test_rewrite_cli_replays_a_scenario_call_by_call(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """``ctxproxy rewrite --db --session --now``: the session's memory carries between calls and
+    the clock is the one given (TTL 300 s)."""
+    import orjson
+
+    from proxy.cli import main
+
+    db = str(tmp_path / "replay.db")
+    turn1 = [{"role": "user", "content": "make a folder"},
+             {"role": "assistant", "content": None,
+              "tool_calls": [call("c1", "bash", command="cd ~/Desktop && mkdir 123")]},
+             {"role": "tool", "tool_call_id": "c1", "content": ""}]
+    turn2 = [*turn1, {"role": "assistant", "content": "done"},
+             {"role": "user", "content": "now delete the folder you just created"}]
+
+    def rewrite(messages: list[dict[str, Any]], now: float) -> dict[str, Any]:
+        path = tmp_path / f"body-{now}.json"
+        path.write_bytes(orjson.dumps({"model": "gpt-4o", "messages": messages}))
+        assert main(["rewrite", "--db", db, "--session", "s", "--now", str(now), str(path)]) == 0
+        return orjson.loads(capsys.readouterr().out)
+
+    first = rewrite(turn1, 1000.0)
+    assert first["report"]["entities"][0]["path"] == "~/Desktop/123"
+    second = rewrite(turn2, 1060.0)
+    assert second["report"]["references"][0]["entity"]["path"] == "~/Desktop/123"
+    assert "~/Desktop/123" in second["request"]["messages"][-1]["content"]
+    late = rewrite(turn2, 1000.0 + 301)
+    assert late["report"]["references"][0]["abstained"] == "no_candidate"
+    assert late["request"]["messages"] == turn2
