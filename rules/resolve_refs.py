@@ -16,7 +16,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from rules import entity_cache
 from rules.base import Context, RuleConfig, RuleResult
@@ -37,10 +37,11 @@ class Config(RuleConfig):
     max_scan_chars: int = Field(default=8_000, ge=200)
     extra_packs: tuple[str, ...] = ()  # YAML files extending the references pack
 
-    @model_validator(mode="after")
-    def _load_packs(self) -> Config:
-        load_lexicons(self.extra_packs)  # at start-up: a bad lexicon fails here
-        return self
+    @field_validator("extra_packs")
+    @classmethod
+    def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        load_lexicons(value)  # at start-up: a bad lexicon fails here, not per request
+        return value
 
 
 def _candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

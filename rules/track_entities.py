@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from rules import entity_cache, history_restore
 from rules.base import Context, RuleConfig, RuleResult
@@ -44,11 +44,12 @@ class Config(RuleConfig):
     restore_max_messages: int = Field(default=60, ge=1)
     restore_max_chars: int = Field(default=200_000, ge=1_000)
 
-    @model_validator(mode="after")
-    def _load_packs(self) -> Config:
-        load_tools(self.extra_packs)  # at start-up: a bad pack file fails here, not per request
-        load_verbs(self.extra_packs)
-        return self
+    @field_validator("extra_packs")
+    @classmethod
+    def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        load_tools(value)  # at start-up: a bad pack file fails here, not per request
+        load_verbs(value)
+        return value
 
 
 def call_key(call: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from proxy.settings import SettingsError, settings_from_mapping
 from proxy.tokens import TokenCounters
 from rules import track_entities
 from rules.base import Context, SessionState
@@ -207,6 +208,15 @@ def test_extra_pack_adds_a_shell_tool(tmp_path: Path) -> None:
 def test_bad_pack_file_fails_at_config_time(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         track_entities.Config(extra_packs=(str(tmp_path / "missing.yaml"),))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("references:\n  kinds: {x: 0.5}\n  languages:\n    en:\n      patterns:\n"
+                   "        - {kind: nope, re: 'a'}\n", encoding="utf-8")
+    rules = [{"name": "track_entities", "extra_packs": [str(tmp_path / "missing.yaml")]},
+             {"name": "resolve_refs", "extra_packs": [str(bad)]}]
+    with pytest.raises(SettingsError) as info:
+        settings_from_mapping({"rules": rules})
+    assert "rules[0].extra_packs" in str(info.value) and "missing.yaml" in str(info.value)
+    assert "rules[1].extra_packs" in str(info.value) and "unknown kind 'nope'" in str(info.value)
 
 
 # ----- history restore (opt-in) -----
