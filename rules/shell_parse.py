@@ -99,8 +99,13 @@ def _operands(args: tuple[str, ...], value_options: frozenset[str]) -> tuple[lis
                 flags.append(a)
         elif (a and "$" not in a and "`" not in a) or a.startswith(("$HOME/", "${HOME}/")):
             operands.append(a)
+        elif a:
+            values[EXPANDED] = a  # an operand only the shell could expand: left out, noted
         i += 1
     return flags, operands, values
+
+
+EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
 
 
 def _has_short(flags: list[str], letters: str) -> bool:
@@ -174,6 +179,9 @@ class _Run:
 
     def _cd(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
             values: dict[str, str]) -> None:
+        if EXPANDED in values:
+            self.cwd = None  # cd "$(dirname $0)": from here on the directory is unknown
+            return
         target = ops[0] if ops else "~"
         if target != "-":
             self.cwd = resolve_path(target, self.cwd)
@@ -203,6 +211,8 @@ class _Run:
 
     def _copy(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
               values: dict[str, str], action: str = "copy") -> None:
+        if EXPANDED in values:
+            return  # `cp a b $DEST`: which operand is the destination is unknown
         target = values.get("-t") or values.get("--target-directory")
         if target is None:
             if len(ops) < 2:

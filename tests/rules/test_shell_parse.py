@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rules.shell_lex import split_commands, tokenize
 from rules.shell_parse import analyse, load_verbs, resolve_path
@@ -68,6 +70,9 @@ CASES = [
     ("bash -c 'cd /a && rm -r old'", "/w", [(D, DIR, "/a/old")], "/w"),
     ("sudo FOO=1 mkdir /opt/app", "/w", [(C, DIR, "/opt/app")], "/w"),
     ("for f in *.py; do cp $f backup/; done", "/w", [], "/w"),
+    ("cp a.py b.py $DEST", "/w", [], "/w"),
+    ('cd "$(dirname "$0")" && touch z', "/w", [(C, F, "z")], None),
+    ("rm -f $TMPFILE keep.txt", "/w", [(D, F, "/w/keep.txt")], "/w"),
     ("mkdir -p $HOME/.cache/x", "/w", [(C, DIR, "~/.cache/x")], "/w"),
     ('echo "a && mkdir no" > "q.txt"', "/w", [(C, F, "/w/q.txt")], "/w"),
     ("mkdir a # mkdir b", "/w", [(C, DIR, "/w/a")], "/w"),
@@ -139,3 +144,16 @@ def test_known_folder_makes_copy_go_inside() -> None:
 def test_known_file_redirect_is_a_modification() -> None:
     outcome = analyse("echo x > a.txt", "/w", load_verbs(), known={"/w/a.txt": "file"})
     assert _tuples(outcome.effects) == [(M, F, "/w/a.txt")]
+
+
+PIECES = [*"ab /.~-'\"\\$()`;&|<>#\n\t=", "mkdir ", "rm -rf ", "cd ", "cp ", "mv ", "<<EOF",
+          "EOF", "touch ", "bash -c ", "sed -i ", "2>&1", "$(", "||", "&&"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
+def test_any_text_parses_without_raising(command: str) -> None:
+    outcome = analyse(command, "/w", load_verbs())
+    for e in outcome.effects:
+        assert e.action in {"create", "delete", "copy", "move", "modify", "open"}
+        assert e.type in {"file", "folder"} and isinstance(e.path, str)
