@@ -35,7 +35,8 @@ class Config(RuleConfig):
     max_mentions: int = Field(default=5, ge=1)
     # A long message (a pasted log, a task statement) is read at its start and end only.
     max_scan_chars: int = Field(default=8_000, ge=200)
-    extra_packs: tuple[str, ...] = ()  # YAML files extending the references pack
+    # YAML files extending the references pack; validated (loaded) even when left empty
+    extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
 
     @field_validator("extra_packs")
     @classmethod

@@ -39,7 +39,8 @@ class Config(RuleConfig):
     ttl_seconds: float = Field(default=300.0, gt=0)  # events older than this are forgotten
     persist_cwd: bool = True  # a `cd` carries over to later calls (a persistent shell)
     max_seen_calls: int = Field(default=5_000, ge=10)  # keys of calls already read
-    extra_packs: tuple[str, ...] = ()  # YAML files extending the tools / shell_verbs packs
+    # YAML files extending the tools / shell_verbs packs; validated (loaded) even when left empty
+    extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
     restore_history: bool = False  # prepend stored turns when a client sends only its newest one
     restore_max_messages: int = Field(default=60, ge=1)
     restore_max_chars: int = Field(default=200_000, ge=1_000)

@@ -181,3 +181,9 @@ def test_deterministic() -> None:
     a = run("删除刚创建的文件夹", [FOLDER, FILE_A]).report
     b = run("删除刚创建的文件夹", [FOLDER, FILE_A]).report
     assert a == b
+
+
+def test_packs_load_when_the_config_is_validated_not_per_request() -> None:
+    load_lexicons.cache_clear()
+    resolve_refs.Config()
+    assert load_lexicons.cache_info().currsize == 1
