@@ -14,10 +14,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from proxy.tokens import TokenCounters  # noqa: E402
-from rules import inject, resolve_refs, track_entities  # noqa: E402
-from rules.base import Context, SessionState  # noqa: E402
-from tests.support.traces import iter_conversations, request_prefixes  # noqa: E402
+from proxy.tokens import TokenCounters
+from rules import inject, resolve_refs, track_entities
+from rules.base import Context, SessionState
+from tests.support.traces import iter_conversations, request_prefixes
 
 
 def main() -> None:
