@@ -7,7 +7,8 @@ Every conversation is replayed turn by turn (each prefix an agent would have sen
 tiktoken size. Each method gets the chain-repaired prefix and the budget and returns what it would
 forward: ctxproxy runs the real pipeline (repair_tool_chain → working_set → prune, state carried
 between requests); the baselines are (a) drop the oldest messages, (b) ``litellm.utils.
-trim_messages``, (c) keep first and last ("middle-out"), (d) mask all but the last 10 observations.
+trim_messages``, (c) keep first and last ("middle-out"), (d) mask all but the last 10 observations,
+and (d+) the same but keeping the results ctxproxy protects as evidence (equal evidence).
 
 Columns: mean tokens forwarded per request; share of requests over the budget; share of requests
 with a broken chain (the validator finds a violation the input did not have); evidence kept, as the
@@ -103,6 +104,17 @@ def mask_last_10(messages: list[Message], budget: int) -> list[Message]:
     """(d) Mask every tool result but the last 10, whatever the budget."""
     tools = [i for i, m in enumerate(messages) if role(m) == "tool"]
     old = set(tools[:-10])
+    return [
+        {**m, "content": f"{PLACEHOLDER_PREFIX} observation omitted]"} if i in old else m
+        for i, m in enumerate(messages)
+    ]
+
+
+def mask_last_10_keep_evidence(messages: list[Message], budget: int) -> list[Message]:
+    """(d+) Like (d), but the results ctxproxy protects as evidence are kept: equal evidence."""
+    tools = [i for i, m in enumerate(messages) if role(m) == "tool"]
+    protected = evidence.find(messages, observations(messages)).protected
+    old = set(tools[:-10]) - set(protected)
     return [
         {**m, "content": f"{PLACEHOLDER_PREFIX} observation omitted]"} if i in old else m
         for i, m in enumerate(messages)
@@ -205,7 +217,8 @@ def main() -> None:
             ours = Ctxproxy()
             methods = {"ctxproxy": ours, "(a) drop oldest": drop_oldest,
                        "(b) litellm trim_messages": litellm_trim, "(c) middle-out": middle_out,
-                       "(d) mask all but last 10": mask_last_10}  # fmt: skip
+                       "(d) mask all but last 10": mask_last_10,
+                       "(d+) as (d), evidence kept": mask_last_10_keep_evidence}  # fmt: skip
             if n % args.trim_every or len(conv["messages"]) > args.trim_max_messages:
                 del methods["(b) litellm trim_messages"]
             replay(conv, share, methods, stats)
@@ -235,7 +248,8 @@ def main() -> None:
         print(f"\nctxproxy compactions at {share:.0%}: {compactions[share]} in {requests} requests")
     if args.json:
         with open(args.json, "wb") as f:
-            f.write(orjson.dumps({"rows": table, "compactions": compactions}))
+            compacted = {f"{k:.0%}": v for k, v in compactions.items()}
+            f.write(orjson.dumps({"rows": table, "compactions": compacted}))
 
 
 if __name__ == "__main__":
