@@ -184,7 +184,7 @@ def render_section(state: SessionState, max_tokens_hint: int = 400) -> str | Non
         lines.append(f"Next repair target: {target}")
     if not lines:
         return None
-    out = "Working set\n" + "\n".join(f"- {line}" for line in lines)
+    out = "Working set:\n" + "\n".join(f"- {line}" for line in lines)
     limit = max_tokens_hint * 4
     return out if len(out) <= limit else out[: limit - 1] + "…"
 

@@ -288,7 +288,7 @@ def test_render_section_is_deterministic_and_capped() -> None:
     state = run(*messages, result("c1", "ok")).state
     text = working_set.render_section(state)
     assert text == working_set.render_section(state)
-    assert text.startswith("Working set\n- Goal: Fix the division bug in calc.py")
+    assert text.startswith("Working set:\n- Goal: Fix the division bug in calc.py")
     assert "- Changed files: calc.py" in text
     assert "- Next repair target: tests/test_calc.py:12" in text
     assert len(working_set.render_section(state, max_tokens_hint=20)) <= 80
