@@ -24,6 +24,9 @@ _TB_EXC = re.compile(
     r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
 )
 
+# Frames in the standard library, installed packages or generated code are not the fix's place.
+_LIBRARY = re.compile(r"^<|[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
+
 
 @dataclass(frozen=True)
 class _Toolchain:
@@ -99,15 +102,19 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
             i += 1
             continue
         frame: tuple[str, str] | None = None
+        own: tuple[str, str] | None = None  # innermost frame in the project's own code
         j = i + 1
         while j < len(lines):
             fm = _TB_FRAME.match(lines[j])
             if fm:
                 frame = (fm["file"], fm["line"])
+                if not _LIBRARY.search(fm["file"]):
+                    own = frame
             elif not lines[j].startswith((" ", "\t")) and lines[j].strip():
                 em = _TB_EXC.match(lines[j].strip())
-                if em and frame:
-                    out.append(_diag("python", frame[0], frame[1], em["code"], em["message"]))
+                where = own or frame
+                if em and where:
+                    out.append(_diag("python", where[0], where[1], em["code"], em["message"]))
                 break
             j += 1
         i = j + 1

@@ -132,7 +132,14 @@ def build(messages: list[Message], ledger: dict[str, Any], cfg: Config) -> dict[
 def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
     """Open diagnostics, newest failing run first."""
     runs = sorted(ledger.get("runs", {}).items(), key=lambda kv: -kv[1]["seq"])
-    return [{**d, "command": cmd} for cmd, run in runs for d in run["diagnostics"]]
+    out, seen = [], set()
+    for cmd, run in runs:
+        for d in run["diagnostics"]:
+            key = (d["file"], d["line"], d["code"], d["message"])
+            if key not in seen:  # the same failure from two commands is one open item
+                seen.add(key)
+                out.append({**d, "command": cmd})
+    return out
 
 
 def next_target(ledger: dict[str, Any]) -> str | None:

@@ -53,6 +53,13 @@ TRACEBACK = """Traceback (most recent call last):
     raise ValueError("bad width")
 ValueError: bad width
 """
+TRACEBACK_IN_LIBRARY = """Traceback (most recent call last):
+  File "/repo/app/main.py", line 7, in <module>
+    import numpy
+  File "/usr/lib/python3.11/site-packages/numpy/__init__.py", line 12, in <module>
+    raise ImportError("broken build")
+ImportError: broken build
+"""
 GO_TEST = """--- FAIL: TestParse (0.00s)
     parse_test.go:27: got 3, want 4
 FAIL
@@ -115,6 +122,7 @@ MSBUILD = "MainWindow.xaml(8,5): error MC3089: The object 'Grid' already has a c
                 "message": "bad width",
             },
         ),
+        (TRACEBACK_IN_LIBRARY, 1, "fail", {"file": "/repo/app/main.py", "line": 7}),
         (GO_TEST, 1, "fail", {"tool": "go", "message": "TestParse (0.00s)"}),
         (GO_BUILD, 1, "fail", {"tool": "go build", "file": "main.go", "line": 14}),
         (CARGO, 101, "fail", {"tool": "cargo", "file": "src/main.rs", "line": 3, "code": "E0425"}),
@@ -324,3 +332,13 @@ def test_ledger_outlives_the_agents_own_truncation() -> None:
     truncated = [TASK, *full[3:]]
     ledger = run(*truncated, state=state).state.get(working_set.NAMESPACE)
     assert ledger["changed"] == ["a.py", "b.py"]
+
+
+def test_same_failure_from_two_commands_is_one_open_item() -> None:
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "python reproduce.py")), result("a", TRACEBACK)],
+        *[assistant(None, shell("b", "python -m pkg.core")), result("b", TRACEBACK)],
+    )
+    assert len(ledger["runs"]) == 2
+    assert [d["command"] for d in working_set.open_diagnostics(ledger)] == ["python -m pkg.core"]
