@@ -36,7 +36,7 @@ class Overlay:
     @classmethod
     def load(cls, value: Any, present: set[str]) -> Overlay:
         """The stored overlay, keeping only edits whose anchor is still in the conversation."""
-        value = value or {}
+        value = value if isinstance(value, dict) else {}
         edits = {a: e for a, e in (value.get("edits") or {}).items() if a in present}
         dropped = [a for a in value.get("dropped") or [] if a in present]
         return cls(edits, dropped, int(value.get("compactions", 0)))
