@@ -11,7 +11,11 @@ def _turns(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The assistant/tool part of a conversation (after its first user message)."""
     for i, m in enumerate(messages):
         if m.get("role") == "user":
-            return messages[i + 1 :]
+            turns = messages[i + 1 :]
+            # the run's final submit call has no result: leave it out, the workload stays valid
+            while turns and turns[-1].get("role") == "assistant" and turns[-1].get("tool_calls"):
+                turns = turns[:-1]
+            return turns
     return []
 
 

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,11 @@ class Store:
         self._states: OrderedDict[str, tuple[SessionState, str | None]] = OrderedDict()
         self._cache_size = state_cache_size
         self.write_errors = 0
-        self._queue: asyncio.Queue[tuple[str, tuple[Any, ...]] | None] = asyncio.Queue()
+        # Thunks that build (sql, params): JSON encoding happens in the writer task, while the
+        # request that queued it is already waiting on its upstream.
+        self._queue: asyncio.Queue[Callable[[], tuple[str, tuple[Any, ...]]] | None] = (
+            asyncio.Queue()
+        )
         self._writer_task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
@@ -69,10 +74,10 @@ class Store:
         assert self._reader is not None, "store is not open"
         return self._reader
 
-    async def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+    async def _write(self, build: Callable[[], tuple[str, tuple[Any, ...]]]) -> None:
         """Queue a write for the single writer task: ordered, batched into one commit, and off the
         request's critical path. ``flush`` waits until everything queued is committed."""
-        self._queue.put_nowait((sql, params))
+        self._queue.put_nowait(build)
 
     async def flush(self) -> None:
         await self._queue.join()
@@ -88,8 +93,8 @@ class Store:
                     stop = True
                     continue
                 try:
-                    await self.writer.execute(*item)
-                except aiosqlite.Error:
+                    await self.writer.execute(*item())
+                except (aiosqlite.Error, TypeError, ValueError):
                     self.write_errors += 1
             with contextlib.suppress(aiosqlite.Error):
                 await self.writer.commit()
@@ -124,11 +129,14 @@ class Store:
         now = time.time()
         self._remember(session_id, (state, parent_id))
         await self._write(
-            "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) "
-            "VALUES (?,?,?,?,?) "
-            "ON CONFLICT(id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at, "
-            "parent_id=COALESCE(excluded.parent_id, sessions.parent_id)",
-            (session_id, parent_id, now, now, orjson.dumps(state.to_json()).decode()),
+            lambda: (
+                "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) "
+                "VALUES (?,?,?,?,?) "
+                "ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
+                "updated_at=excluded.updated_at, "
+                "parent_id=COALESCE(excluded.parent_id, sessions.parent_id)",
+                (session_id, parent_id, now, now, orjson.dumps(state.to_json()).decode()),
+            )
         )
 
     async def ancestors(
@@ -148,17 +156,25 @@ class Store:
     # ----- request log -----
 
     async def insert_request(self, row: dict[str, Any]) -> None:
-        row = _encode_json_columns(row)
-        cols = ", ".join(row)
-        marks = ", ".join("?" for _ in row)
-        await self._write(f"INSERT INTO requests ({cols}) VALUES ({marks})", tuple(row.values()))
+        snapshot = dict(row)  # the caller goes on updating its row
+
+        def build() -> tuple[str, tuple[Any, ...]]:
+            encoded = _encode_json_columns(snapshot)
+            cols = ", ".join(encoded)
+            marks = ", ".join("?" for _ in encoded)
+            return f"INSERT INTO requests ({cols}) VALUES ({marks})", tuple(encoded.values())
+
+        await self._write(build)
 
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
-        fields = _encode_json_columns(fields)
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        await self._write(
-            f"UPDATE requests SET {sets} WHERE id = ?", (*fields.values(), request_id)
-        )
+        snapshot = dict(fields)
+
+        def build() -> tuple[str, tuple[Any, ...]]:
+            encoded = _encode_json_columns(snapshot)
+            sets = ", ".join(f"{k} = ?" for k in encoded)
+            return f"UPDATE requests SET {sets} WHERE id = ?", (*encoded.values(), request_id)
+
+        await self._write(build)
 
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
         async with self.reader.execute("SELECT * FROM requests WHERE id = ?", (request_id,)) as cur:
