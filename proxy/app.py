@@ -83,7 +83,9 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = Store(path)
         await store.open()
-        engine = Engine(settings, store, TokenCounters(), budget_override, strict=strict)
+        counters = TokenCounters()
+        counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
+        engine = Engine(settings, store, counters, budget_override, strict=strict)
         upstream = UpstreamClient()
         services = Services(settings, store, engine, upstream)
         app.state.services = services

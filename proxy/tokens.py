@@ -103,6 +103,11 @@ class TokenCounters:
     def __init__(self) -> None:
         self._by_encoding: dict[str, TiktokenCounter] = {}
 
+    def preload(self, encodings: tuple[str, ...] = ("o200k_base", "cl100k_base")) -> None:
+        for name in encodings:
+            if name not in self._by_encoding:
+                self._by_encoding[name] = TiktokenCounter(name)
+
     def for_model(self, model: str) -> TiktokenCounter:
         name = encoding_name_for(model)
         counter = self._by_encoding.get(name)
