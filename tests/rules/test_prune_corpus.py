@@ -131,7 +131,8 @@ def test_invariants_on_sampled_prefixes(traces_path: Path, share: float) -> None
 @pytest.mark.parametrize("share", SHARES)
 def test_turn_by_turn_replay_is_sticky(traces_path: Path, share: float) -> None:
     longest = sorted(corpus(str(traces_path)), key=lambda c: -len(c["messages"]))
-    chosen = [c for c in longest if not c["meta"].get("lossy_tui_transcript")][:3]
+    lossy = [c for c in longest if c["meta"].get("lossy_tui_transcript")]
+    chosen = [c for c in longest if not c["meta"].get("lossy_tui_transcript")][:3] + lossy[:2]
     requests = compactions = 0
     reuse: list[float] = []
     for conv in chosen:
