@@ -17,7 +17,7 @@ from proxy.pipeline import Pipeline
 from proxy.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store import Store
-from proxy.tokens import TokenCounters
+from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context
 
 log = logging.getLogger("ctxproxy.engine")
@@ -129,7 +129,7 @@ class Engine:
             messages=messages,
             original_messages=messages,
             model=model,
-            tokens=self.counters.for_model(model),
+            tokens=RequestTokens(self.counters.for_model(model)),
             now=now,
             session_id=sid,
             state=state,

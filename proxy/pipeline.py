@@ -12,7 +12,6 @@ from typing import Any, Literal
 from proxy.settings import ConfiguredRule
 from rules import chain_validator
 from rules.base import Context, Messages, SessionState
-from rules.messages import content_hash
 from rules.registry import load_rule
 
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
@@ -122,7 +121,7 @@ class Pipeline:
     @staticmethod
     def _record_prefix(ctx: Context, messages: Messages, report: dict[str, Any]) -> SessionState:
         """prefix_reuse: share of the tokens that repeat the last request's prefix."""
-        hashes = [content_hash(m) for m in messages]
+        hashes = [ctx.hash_of(m) for m in messages]
         sizes = [ctx.tokens.count_message(m) for m in messages]
         previous = ctx.state.get(PREFIX_NAMESPACE) or {}
         prev_hashes: list[str] = previous.get("hashes", [])

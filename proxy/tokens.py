@@ -97,6 +97,28 @@ class TiktokenCounter:
         return self.count_text(orjson.dumps(list(tools)).decode())
 
 
+class RequestTokens:
+    """One request's view of a counter: message counts memoised per message object, since every
+    rule counts the same messages again. Entries keep their message, so ids are not reused."""
+
+    def __init__(self, base: TiktokenCounter) -> None:
+        self.base = base
+        self.count_text = base.count_text
+        self.count_tools = base.count_tools
+        self._memo: dict[int, tuple[Message, int]] = {}
+
+    def count_message(self, message: Message) -> int:
+        hit = self._memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        n = self.base.count_message(message)
+        self._memo[id(message)] = (message, n)
+        return n
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        return sum(self.count_message(m) for m in messages) + 3
+
+
 class TokenCounters:
     """One counter per encoding, shared across requests (their caches make counting cheap)."""
 

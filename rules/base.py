@@ -10,14 +10,23 @@ a message builds a new dict for it and a new list. Returning the very same list 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import orjson
 from pydantic import BaseModel, ConfigDict
 
 Message = dict[str, Any]
 Messages = list[Message]
+T = TypeVar("T")
+
+
+def content_hash(message: Message) -> str:
+    """Short hash of a message (sorted keys), used to anchor edits and compare prefixes."""
+    data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(data, digest_size=10).hexdigest()
 
 
 class RuleConfig(BaseModel):
@@ -86,9 +95,31 @@ class Context:
     ancestors: tuple[Ancestor, ...] = ()
     budget: int | None = None
     report: Mapping[str, Any] = field(default_factory=dict)  # fragments of earlier rules, read-only
+    # Per-request cache of pure derived values, shared by every rule of one request (evolve keeps
+    # it). Entries hold the object they were computed from, so an id is never reused meanwhile.
+    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)
 
     def evolve(self, **changes: Any) -> Context:
         return replace(self, **changes)
+
+    def derived(self, name: str, compute: Callable[[Messages], T]) -> T:
+        """``compute(self.messages)``, once per request for each messages list: rules that pass
+        the list on unchanged share the result (e.g. the observations prune and working_set use)."""
+        hit = self.memo.get(name)
+        if hit is not None and hit[0] is self.messages:
+            return hit[1]  # type: ignore[no-any-return]
+        value = compute(self.messages)
+        self.memo[name] = (self.messages, value)
+        return value
+
+    def hash_of(self, message: Message) -> str:
+        """``content_hash(message)``, computed once per message object per request."""
+        hit = self.memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]  # type: ignore[no-any-return]
+        value = content_hash(message)
+        self.memo[id(message)] = (message, value)
+        return value
 
 
 @dataclass(frozen=True)

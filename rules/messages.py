@@ -3,13 +3,12 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
-from rules.base import Message
+from rules.base import Message, content_hash  # noqa: F401 (re-exported for the rules)
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
 # into the agent's own transcript as if the model had written it.
@@ -102,11 +101,6 @@ def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, An
 def canonical_bytes(value: Any) -> bytes:
     """Stable serialisation (sorted keys) for hashing and byte comparisons."""
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
-def content_hash(message: Message) -> str:
-    """Short hash of a message, used to anchor edits and to detect the client's own changes."""
-    return hashlib.blake2b(canonical_bytes(message), digest_size=10).hexdigest()
 
 
 def with_content(message: Message, content: Any) -> Message:

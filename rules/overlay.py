@@ -6,6 +6,7 @@ edit always give the same bytes. Anchors that vanish from the conversation drop 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,12 +17,12 @@ from rules.observations import Observation
 ELIDE_ACTIONS = ("supersede", "mask")
 
 
-def anchors(messages: list[Message]) -> list[str]:
+def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content_hash) -> list[str]:
     """One anchor per message: its content hash, plus the occurrence number for repeats."""
     seen: Counter[str] = Counter()
     out = []
     for m in messages:
-        h = content_hash(m)
+        h = hash_of(m)
         out.append(f"{h}#{seen[h]}" if seen[h] else h)
         seen[h] += 1
     return out

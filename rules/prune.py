@@ -52,9 +52,9 @@ class _Run:
     def __init__(self, ctx: Context, cfg: Config) -> None:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
-        self.anchors = overlay.anchors(self.messages)
+        self.anchors = overlay.anchors(self.messages, ctx.hash_of)
         self.overlay = overlay.Overlay.load(ctx.state.get(NAMESPACE), set(self.anchors))
-        self.obs: list[Observation] = observations(self.messages)
+        self.obs: list[Observation] = ctx.derived("observations", observations)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[dict[str, Any]] = []
         self.stages: dict[str, int] = {}

@@ -6,6 +6,7 @@ and the next repair target. ``inject`` renders it with ``render_section``; messa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import Field
@@ -107,7 +108,13 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         ledger["runs"] = dict(list(runs.items())[-cfg.max_runs :])
 
 
-def build(messages: list[Message], ledger: dict[str, Any], cfg: Config) -> dict[str, Any]:
+def build(
+    messages: list[Message],
+    ledger: dict[str, Any],
+    cfg: Config,
+    obs_list: list[Observation] | None = None,
+    hash_of: Callable[[Message], str] = content_hash,
+) -> dict[str, Any]:
     """The ledger after reading ``messages``; tool results already read are skipped."""
     ledger = {k: v for k, v in ledger.items()}
     users = [i for i, m in enumerate(messages) if role(m) == "user"]
@@ -118,8 +125,8 @@ def build(messages: list[Message], ledger: dict[str, Any], cfg: Config) -> dict[
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
     seen = list(ledger.get("seen", []))
     seen_set = set(seen)
-    for obs in observations(messages):
-        key = f"{obs.call_id}:{content_hash(messages[obs.result_index])[:8]}"
+    for obs in observations(messages) if obs_list is None else obs_list:
+        key = f"{obs.call_id}:{hash_of(messages[obs.result_index])[:8]}"
         if key in seen_set:
             continue
         seen.append(key)
@@ -198,6 +205,8 @@ def render_section(state: SessionState, max_tokens_hint: int = 400) -> str | Non
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    ledger = build(ctx.messages, before, cfg)
+    ledger = build(
+        ctx.messages, before, cfg, ctx.derived("observations", observations), ctx.hash_of
+    )
     state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
     return RuleResult(ctx.messages, state, {"working_set": summary(ledger)})
