@@ -13,12 +13,14 @@ import orjson
 
 from proxy.errors import BadRequest, PayloadTooLarge
 from proxy.model_windows import context_window
-from proxy.pipeline import Pipeline
+from proxy.pipeline import Pipeline, PipelineOutcome
+from proxy.resolver import Resolver, open_questions
 from proxy.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store import Store
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context
+from rules.messages import last_index, text_of
 
 log = logging.getLogger("ctxproxy.engine")
 
@@ -100,6 +102,7 @@ class Engine:
         self.budget_override = budget_override
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
+        self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
 
     def budget_for(self, model: str) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known."""
@@ -109,6 +112,21 @@ class Engine:
         if window:
             limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
         return min(limits) if limits else None
+
+    async def _second_opinion(self, ctx: Context, outcome: PipelineOutcome) -> PipelineOutcome:
+        """Ask the resolver model about references the rules abstained on; when it picks one of
+        the candidates, run the pipeline again from the same input with its picks as hints."""
+        assert self.resolver is not None
+        questions = open_questions(outcome.report.get("references") or [])
+        if not questions:
+            return outcome
+        idx = last_index(ctx.messages, ["user"])
+        user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
+        picks, info = await self.resolver.picks(questions, user_text)
+        if picks:
+            outcome = self.pipeline.run(ctx.evolve(hints={"resolver": picks}))
+        outcome.report["resolver"] = info
+        return outcome
 
     async def rewrite(
         self,
@@ -139,6 +157,8 @@ class Engine:
             budget=self.budget_for(model),
         )
         outcome = self.pipeline.run(ctx)
+        if self.resolver is not None:
+            outcome = await self._second_opinion(ctx, outcome)
         pruned = outcome.report.get("prune") or {}
         if pruned.get("over_budget"):
             log.warning(

@@ -65,6 +65,17 @@ class PipelineSettings(_Strict):
     on_over_budget: Literal["forward", "reject"] = "forward"
 
 
+class ResolverSettings(_Strict):
+    """The optional resolver model for references the rules could not settle (off by default)."""
+
+    enabled: bool = False
+    model: str = "openai/gpt-4o-mini"  # a litellm model name
+    base_url: str | None = None
+    api_key_env: str | None = "OPENAI_API_KEY"
+    timeout_s: float = Field(default=5.0, gt=0)
+    ttl_seconds: float = Field(default=300.0, ge=0)
+
+
 class LoggingSettings(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     json_lines: bool = True
@@ -91,6 +102,7 @@ class Settings(_Strict):
     upstreams: list[UpstreamSettings] = Field(default_factory=list)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    resolver: ResolverSettings = Field(default_factory=ResolverSettings)
     rules: list[RuleEntry] = Field(
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )

@@ -95,6 +95,9 @@ class Context:
     ancestors: tuple[Ancestor, ...] = ()
     budget: int | None = None
     report: Mapping[str, Any] = field(default_factory=dict)  # fragments of earlier rules, read-only
+    # Answers fetched by the proxy for a second pass (e.g. the optional resolver model's picks):
+    # data in, so the rules stay free of I/O.
+    hints: Mapping[str, Any] = field(default_factory=dict)
     # Per-request cache of pure derived values, shared by every rule of one request (evolve keeps
     # it). Entries hold the object they were computed from, so an id is never reused meanwhile.
     memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)

@@ -7,7 +7,10 @@ Resolution: the session's recent entities (``track_entities``), made before that
 filtered by the mention's type and action, newest first; a sub-agent falls back to up to 3
 ancestor sessions (``X-Parent-Session-Id``), nearest first, and ``chain`` lists the sessions
 walked. Below ``threshold``, or when two entities fit equally well (same call), it abstains: the
-report says why and the text stands. No resolver model is called (not implemented).
+report says why (with the candidates) and the text stands. An abstention can be settled by the
+optional resolver model: the proxy asks it and re-runs the pipeline with its picks in
+``ctx.hints["resolver"]`` (mention -> {path, confidence, model}); a pick counts only when it names
+one of the candidates and clears the threshold.
 """
 
 from __future__ import annotations
@@ -81,7 +84,8 @@ def resolve(
             ref.update(entity=None, abstained="ambiguous",
                        candidates=[c["path"] for c in [top, *ties]][:5])
         elif confidence < cfg.threshold:
-            ref.update(entity=None, abstained="low_confidence")
+            ref.update(entity=None, abstained="low_confidence",
+                       candidates=[c["path"] for c in cands][:5])
         else:
             ref.update(entity={k: top[k] for k in ("type", "name", "path", "action")},
                        call_id=top.get("call_id"))
@@ -123,4 +127,34 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 pools.append((anc.session_id, anc.depth,
                               entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)))
     refs = [resolve(m, pools, cfg) for m in mentions]
+    picks = ctx.hints.get("resolver") or {}
+    if picks:
+        refs = [_settle(ref, picks.get(ref["mention"]), pools, cfg) for ref in refs]
     return RuleResult.unchanged(ctx, {"references": refs})
+
+
+def _settle(
+    ref: dict[str, Any],
+    pick: Mapping[str, Any] | None,
+    pools: Sequence[tuple[str, int, list[Mapping[str, Any]]]],
+    cfg: Config,
+) -> dict[str, Any]:
+    """An abstention settled by the resolver model's pick, if the pick is one of its candidates."""
+    if ref.get("entity") is not None or not isinstance(pick, Mapping):
+        return ref
+    path, confidence = pick.get("path"), pick.get("confidence")
+    if path not in ref.get("candidates", ()) or not isinstance(confidence, (int, float)):
+        return ref
+    if confidence < cfg.threshold:
+        return ref
+    for session, depth, events in pools:
+        for e in entity_cache.query(events):
+            if e["path"] == path:
+                chain = [*ref["chain"], {"resolver": pick.get("model"), "session": session,
+                                         "depth": depth}]
+                settled = {k: v for k, v in ref.items() if k not in ("abstained", "candidates")}
+                settled.update(entity={k: e[k] for k in ("type", "name", "path", "action")},
+                               call_id=e.get("call_id"), confidence=round(float(confidence), 3),
+                               chain=chain, resolved_by="resolver_model")
+                return settled
+    return ref
