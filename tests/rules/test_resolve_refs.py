@@ -187,3 +187,32 @@ def test_packs_load_when_the_config_is_validated_not_per_request() -> None:
     load_lexicons.cache_clear()
     resolve_refs.Config()
     assert load_lexicons.cache_info().currsize == 1
+
+
+TWINS = [ev("/w/x", "folder", "create", 1, "same"), ev("/w/y", "folder", "create", 2, "same")]
+
+
+@pytest.mark.parametrize(
+    ("pick", "expected"),
+    [
+        ({"path": "/w/y", "confidence": 0.9, "model": "m"}, "/w/y"),
+        ({"path": "/w/x", "confidence": 0.7, "model": "m"}, "/w/x"),
+        ({"path": "/etc", "confidence": 0.99, "model": "m"}, None),  # not a candidate
+        ({"path": "/w/y", "confidence": 0.3, "model": "m"}, None),  # below the threshold
+        ({"path": "/w/y", "model": "m"}, None),  # no confidence
+    ],
+)
+def test_resolver_hints_settle_abstentions(pick: dict[str, Any], expected: str | None) -> None:
+    msgs = [user("start"), assistant("ok"), user("delete the folder I just created")]
+    ctx = Context(messages=msgs, original_messages=msgs, model="gpt-4o", tokens=TOKENS,
+                  now=1010.0, session_id="me", state=SessionState({"entities": TWINS}),
+                  hints={"resolver": {"the folder I just created": pick}})
+    (ref,) = resolve_refs.apply(ctx, CFG).report["references"]
+    if expected is None:
+        assert ref["entity"] is None and ref["abstained"] == "ambiguous"
+        assert sorted(ref["candidates"]) == ["/w/x", "/w/y"]
+    else:
+        assert ref["entity"]["path"] == expected
+        assert ref["resolved_by"] == "resolver_model"
+        assert ref["chain"][-1]["resolver"] == "m"
+        assert "abstained" not in ref
