@@ -76,6 +76,12 @@ class ResolverSettings(_Strict):
     ttl_seconds: float = Field(default=300.0, ge=0)
 
 
+class MemorySettings(_Strict):
+    # A stateless client that sends only its newest message gets the session's stored turns back:
+    # shorthand for ``track_entities``' ``restore_history`` option (which it sets unless given).
+    restore_history: bool = False
+
+
 class LoggingSettings(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     json_lines: bool = True
@@ -103,6 +109,7 @@ class Settings(_Strict):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     resolver: ResolverSettings = Field(default_factory=ResolverSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
     rules: list[RuleEntry] = Field(
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )
@@ -126,6 +133,8 @@ class Settings(_Strict):
                 problems.append(f"rules[{i}].name: unknown rule {entry.name!r}")
                 continue
             options = dict(entry.model_extra or {})
+            if entry.name == "track_entities" and self.memory.restore_history:
+                options.setdefault("restore_history", True)
             try:
                 cfg = module.Config.model_validate(options)
             except ValidationError as exc:

@@ -57,3 +57,14 @@ def test_unreadable_or_non_mapping_config(tmp_path: Path) -> None:
     bad.write_text("- a\n- b\n")
     with pytest.raises(SettingsError, match="mapping"):
         load_settings(bad)
+
+
+def test_memory_restore_history_turns_on_the_rule_option() -> None:
+    s = settings_from_mapping({"memory": {"restore_history": True}})
+    (track,) = [r for r in s.configured_rules() if r.name == "track_entities"]
+    assert track.config.restore_history is True
+    explicit = settings_from_mapping({"memory": {"restore_history": True}, "rules": [
+        {"name": "track_entities", "restore_history": False}]})
+    assert explicit.configured_rules()[0].config.restore_history is False
+    assert not [r for r in load_settings(None).configured_rules()
+                if getattr(r.config, "restore_history", False)]
