@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import orjson
 from starlette.requests import Request
@@ -113,7 +114,7 @@ class ChatCompletions:
         out_headers = {
             "x-ctxproxy-request-id": request_id,
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
-            "x-ctxproxy-session-id": rewritten.session_id,
+            "x-ctxproxy-session-id": header_value(rewritten.session_id),
         }
         key = upstream_api_key(upstream, headers)
         try:
@@ -130,16 +131,27 @@ class ChatCompletions:
             error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
             await self._finish(row, started, status=error.status, error=error, ttfb=None)
             return Response(error.body_bytes(), error.status, out_headers, "application/json")
-        if response.chunks is None:
-            ttfb = (time.perf_counter() - started) * 1000
-            usage = _usage_of(response.body)
-            await self._finish(row, started, response.status, None, ttfb, usage, response.body)
-            return Response(response.body, response.status, {**response.headers, **out_headers})
-        return StreamingResponse(
-            self._relay(response, row, started),
-            status_code=response.status,
-            headers={**response.headers, **out_headers},
-        )
+        try:
+            if response.chunks is None:
+                ttfb = (time.perf_counter() - started) * 1000
+                answer: Response = Response(
+                    response.body, response.status, {**response.headers, **out_headers}
+                )
+                usage = _usage_of(response.body)
+                await self._finish(row, started, response.status, None, ttfb, usage, response.body)
+                return answer
+            relay = _Relay(self, response, row, started)
+            return _RelayResponse(
+                relay, status_code=response.status, headers={**response.headers, **out_headers}
+            )
+        except Exception as exc:  # e.g. a header that cannot be encoded: answer, close, finish
+            log.exception("request %s failed building the response", request_id)
+            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            if response.close is not None:
+                await response.close()
+            await self._finish(row, started, status=error.status, error=error, ttfb=None)
+            headers = {"x-ctxproxy-request-id": request_id}
+            return Response(error.body_bytes(), error.status, headers, "application/json")
 
     async def _read_body(self, request: Request) -> bytes:
         limit = self.s.settings.limits.max_body_bytes
@@ -153,36 +165,6 @@ class ChatCompletions:
                 raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
             chunks.append(chunk)
         return b"".join(chunks)
-
-    async def _relay(
-        self, response: UpstreamResponse, row: dict[str, Any], started: float
-    ) -> AsyncIterator[bytes]:
-        """Relay upstream bytes as they come; complete the log row however the stream ends."""
-        assert response.chunks is not None
-        tap = UsageTap()
-        ttfb: float | None = None
-        error: ProxyError | None = None
-        finished = False
-        captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
-        try:
-            async for chunk in response.chunks:
-                if ttfb is None:
-                    ttfb = (time.perf_counter() - started) * 1000
-                tap.feed(chunk)
-                if captured is not None:
-                    captured.append(chunk)
-                yield chunk
-            finished = True
-        except ProxyError as exc:  # upstream broke off: tell the client in the stream, then end
-            error = exc
-            yield b"data: " + exc.body_bytes() + b"\n\n"
-        finally:
-            if response.close is not None:
-                await response.close()
-            if not finished and error is None:
-                row["client_disconnected"] = 1
-            body = b"".join(captured) if captured is not None else None
-            await self._finish(row, started, response.status, error, ttfb, tap.usage, body)
 
     async def _fail_early(self, exc: ProxyError, row: dict[str, Any], started: float) -> Response:
         overhead_ms = (time.perf_counter() - started) * 1000
@@ -223,6 +205,99 @@ class ChatCompletions:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self.s.observers.finished(row)
+
+
+def header_value(text: str) -> str:
+    """A client-chosen id as a header value: printable ASCII kept, anything else (non-latin-1
+    characters, control characters, spaces) and ``%`` itself percent-encoded (UTF-8)."""
+    return quote(text, safe=_HEADER_SAFE)
+
+
+_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
+
+
+class _Relay:
+    """Relays upstream bytes as they come and completes the log row however the stream ends,
+    also when the response start could not be sent and the relay never ran."""
+
+    def __init__(
+        self,
+        handler: ChatCompletions,
+        response: UpstreamResponse,
+        row: dict[str, Any],
+        started: float,
+    ) -> None:
+        self.handler = handler
+        self.response = response
+        self.row = row
+        self.started = started
+        self.finished = False
+        self.chunks = self._chunks()
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        response, row, started = self.response, self.row, self.started
+        assert response.chunks is not None
+        tap = UsageTap()
+        ttfb: float | None = None
+        error: ProxyError | None = None
+        complete = False
+        capture = self.handler.s.settings.store.capture_payloads
+        captured: list[bytes] | None = [] if capture else None
+        try:
+            async for chunk in response.chunks:
+                if ttfb is None:
+                    ttfb = (time.perf_counter() - started) * 1000
+                tap.feed(chunk)
+                if captured is not None:
+                    captured.append(chunk)
+                yield chunk
+            complete = True
+        except ProxyError as exc:  # upstream broke off: tell the client in the stream, then end
+            error = exc
+            yield b"data: " + exc.body_bytes() + b"\n\n"
+        finally:
+            self.finished = True
+            if response.close is not None:
+                await response.close()
+            if not complete and error is None:
+                row["client_disconnected"] = 1
+            body = b"".join(captured) if captured is not None else None
+            await self.handler._finish(row, started, response.status, error, ttfb, tap.usage, body)
+
+    async def settle(self, exc: BaseException | None) -> None:
+        """After the response was sent or failed: run the relay's cleanup if it did not run."""
+        if self.finished:
+            return
+        await self.chunks.aclose()  # a relay suspended mid-stream runs its ``finally`` now
+        if self.finished:
+            return
+        self.finished = True  # never started: the response start itself failed
+        if self.response.close is not None:
+            await self.response.close()
+        if isinstance(exc, asyncio.CancelledError):
+            self.row["client_disconnected"] = 1
+            await self.handler._finish(self.row, self.started, CLIENT_CLOSED, None, None)
+            return
+        log.error("request %s: the response could not be sent: %r", self.row["id"], exc)
+        name = type(exc).__name__ if exc is not None else "response not sent"
+        error = ProxyError(f"Internal error in ctxproxy: {name}")
+        await self.handler._finish(self.row, self.started, error.status, error, None)
+
+
+class _RelayResponse(StreamingResponse):
+    def __init__(self, relay: _Relay, status_code: int, headers: dict[str, str]) -> None:
+        super().__init__(relay.chunks, status_code=status_code, headers=headers)
+        self.relay = relay
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        failure: BaseException | None = None
+        try:
+            await super().__call__(scope, receive, send)
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            await self.relay.settle(failure)
 
 
 def _usage_of(body: bytes | None) -> dict[str, Any] | None:

@@ -1,0 +1,133 @@
+"""Client-controlled values that used to break the handler: session ids that are no valid header
+value, headers that cannot be sent, bodies nested deeper than the JSON encoder allows, upstream
+error bodies carrying keys. Each leaves a finished log row and the in-flight gauge back at 0."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote
+
+import httpx
+import orjson
+import pytest
+import respx
+
+from tests.conftest import in_process, proxy_settings
+from tests.support.factories import request, user
+
+UPSTREAM = "http://upstream.test/v1"
+SSE = (
+    b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
+    b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
+    b"data: [DONE]\n\n"
+)
+
+
+@pytest.fixture
+def upstream_mock():
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="proxy").pass_through()
+        yield mock
+
+
+def completion() -> dict:
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
+
+
+async def rows_of(client: httpx.AsyncClient) -> list[dict]:
+    store = client.app.state.services.store  # type: ignore[attr-defined]
+    await store.flush()
+    return await store.list_requests(limit=100)
+
+
+def in_flight(client: httpx.AsyncClient) -> float:
+    return client.app.state.metrics.in_flight._value.get()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    ("extra", "sid"),
+    [
+        ({"user": "张三"}, "user:张三"),
+        ({"metadata": {"session_id": "a\nb"}}, "a\nb"),
+        ({"metadata": {"session_id": "ctl\x01\x7f%20x"}}, "ctl\x01\x7f%20x"),
+        ({"user": "plain-ascii_1"}, "user:plain-ascii_1"),
+    ],
+)
+async def test_session_id_header_is_percent_encoded(
+    tmp_path: Path, upstream_mock, extra, sid, stream
+) -> None:
+    if stream:
+        upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(
+            200, content=SSE, headers={"content-type": "text/event-stream"}
+        )
+    else:
+        upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
+    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        body = request(user("hi"), stream=stream, **extra)
+        r = await client.post("/v1/chat/completions", content=orjson.dumps(body))
+        assert r.status_code == 200
+        value = r.headers["x-ctxproxy-session-id"]
+        assert all(0x21 <= ord(c) <= 0x7E for c in value)
+        assert unquote(value) == sid
+        row = (await rows_of(client))[0]
+        assert row["status"] == 200 and row["session_id"] == sid
+        assert in_flight(client) == 0
+
+
+async def test_unsendable_streaming_response_still_finishes_the_row(
+    tmp_path: Path, upstream_mock
+) -> None:
+    """If sending the response start fails (a server rejecting a header), the relay generator
+    never runs: the upstream response must still be closed and the row finished."""
+    closed = []
+
+    class Tracked(httpx.ByteStream):
+        async def aclose(self) -> None:
+            closed.append(True)
+
+    upstream_mock.post(f"{UPSTREAM}/chat/completions").mock(
+        return_value=httpx.Response(
+            200, stream=Tracked(SSE), headers={"content-type": "text/event-stream"}
+        )
+    )
+    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        body = orjson.dumps(request(user("hi"), stream=True))
+        sent = False
+
+        async def receive():
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return {"type": "http.disconnect"}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                raise RuntimeError("server refused a header")
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions",
+            "query_string": b"",
+            "headers": [(b"content-type", b"application/json")],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+            "app": app,
+        }
+        with pytest.raises(RuntimeError):
+            await app(scope, receive, send)
+        row = (await rows_of(client))[0]
+        assert row["status"] is not None
+        assert closed and in_flight(client) == 0
