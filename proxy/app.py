@@ -48,7 +48,7 @@ async def models(request: Request) -> Response:
     if catch_all is not None:
         try:
             status, content = await services.upstream.models(
-                catch_all, upstream_api_key(catch_all, headers)
+                catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
             )
             if status == 200:
                 listed = orjson.loads(content)

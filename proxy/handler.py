@@ -116,7 +116,7 @@ class ChatCompletions:
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
             "x-ctxproxy-session-id": header_value(rewritten.session_id),
         }
-        key = upstream_api_key(upstream, headers)
+        key = upstream_api_key(upstream, headers, self.s.settings.auth.mode)
         try:
             response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
         except ProxyError as exc:

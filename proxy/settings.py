@@ -48,7 +48,9 @@ class UpstreamSettings(_Strict):
     match: list[str] = Field(default_factory=lambda: ["*"])  # model names, exact or glob
     kind: Literal["openai", "litellm"] = "openai"
     base_url: str | None = None
-    api_key_env: str | None = None  # when unset, the client's own Authorization passes through
+    # When unset, the client's own Authorization passes through (auth.mode: passthrough only;
+    # keys mode requires it on every upstream, since the client's bearer is the proxy key).
+    api_key_env: str | None = None
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
 
@@ -122,6 +124,20 @@ class Settings(_Strict):
             raise ValueError("upstream names must be unique")
         return value
 
+    def check_keys_mode(self) -> None:
+        """``auth.mode: keys``: clients present a proxy key, so the client's bearer must never
+        go upstream; every upstream needs its own key variable."""
+        if self.auth.mode != "keys":
+            return
+        problems = [
+            f"upstreams[{i}].api_key_env: required with auth.mode: keys (upstream {u.name!r}; "
+            "the client's bearer is the proxy key and is never forwarded)"
+            for i, u in enumerate(self.upstreams)
+            if not u.api_key_env
+        ]
+        if problems:
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
+
     def configured_rules(self) -> list[ConfiguredRule]:
         """Each rule's options validated by its own Config; raises SettingsError with paths."""
         out: list[ConfiguredRule] = []
@@ -174,6 +190,7 @@ def settings_from_mapping(data: dict[str, Any]) -> Settings:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise SettingsError(_format_errors(exc)) from None
+    settings.check_keys_mode()
     settings.configured_rules()  # validate rule options now, at start-up
     return settings
 

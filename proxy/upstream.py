@@ -40,10 +40,16 @@ def relay_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def upstream_api_key(upstream: UpstreamSettings, client_headers: Mapping[str, str]) -> str | None:
-    """The upstream key: from the upstream's environment variable, else the client's own bearer."""
+def upstream_api_key(
+    upstream: UpstreamSettings, client_headers: Mapping[str, str], auth_mode: str
+) -> str | None:
+    """The upstream key: from the upstream's environment variable; else, in ``passthrough``
+    mode only, the client's own bearer. In ``keys`` mode the client's bearer is the proxy key and
+    never goes upstream (settings require ``api_key_env`` there)."""
     if upstream.api_key_env:
         return os.environ.get(upstream.api_key_env) or None
+    if auth_mode != "passthrough":
+        return None
     auth = client_headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None

@@ -139,7 +139,15 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
 @pytest.mark.browser
 def test_ui_login_in_chromium(live_proxy, fake_upstream, browser, monkeypatch) -> None:
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", ADMIN_KEY)
-    proxy = live_proxy(proxy_settings(fake_upstream.base_url, auth={"mode": "keys"}))
+    proxy = live_proxy(
+        proxy_settings(
+            fake_upstream.base_url,
+            auth={"mode": "keys"},
+            upstreams=[
+                {"name": "fake", "base_url": fake_upstream.base_url, "api_key_env": "FAKE_KEY"}
+            ],
+        )
+    )
     page = browser.new_page()
     response = page.goto(proxy.url + "/ui")
     assert response is not None and response.status == 401
@@ -170,7 +178,15 @@ def test_ui_needs_the_admin_key_in_keys_mode(
 ) -> None:
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", ADMIN_KEY)
     monkeypatch.setenv("CTXPROXY_KEYS", "client-key-1")
-    proxy = live_proxy(proxy_settings(fake_upstream.base_url, auth={"mode": "keys"}))
+    proxy = live_proxy(
+        proxy_settings(
+            fake_upstream.base_url,
+            auth={"mode": "keys"},
+            upstreams=[
+                {"name": "fake", "base_url": fake_upstream.base_url, "api_key_env": "FAKE_KEY"}
+            ],
+        )
+    )
     for path in ("/ui", "/ui/sessions/x", "/ui/requests/req_x"):
         r = httpx.get(proxy.url + path, **how)
         # Let in, the pages for an id nobody logged are "not found".

@@ -162,7 +162,15 @@ def test_metrics_need_the_admin_key_in_keys_mode(
 ) -> None:
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", "the-admin-key-123")
     monkeypatch.setenv("CTXPROXY_KEYS", "proxy-client-key")
-    proxy = live_proxy(proxy_settings(fake_upstream.base_url, auth={"mode": "keys"}))
+    proxy = live_proxy(
+        proxy_settings(
+            fake_upstream.base_url,
+            auth={"mode": "keys"},
+            upstreams=[
+                {"name": "fake", "base_url": fake_upstream.base_url, "api_key_env": "FAKE_KEY"}
+            ],
+        )
+    )
     r = httpx.get(proxy.url + "/metrics", headers=headers)
     assert r.status_code == status
     if status == 200:

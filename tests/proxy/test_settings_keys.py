@@ -1,0 +1,27 @@
+"""``auth.mode: keys`` needs an upstream key on every upstream, checked at start-up."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.settings import SettingsError, settings_from_mapping
+
+
+@pytest.mark.parametrize(
+    ("upstreams", "fragment"),
+    [
+        ([{"name": "a"}], "upstreams[0].api_key_env"),
+        ([{"name": "a", "api_key_env": "K"}, {"name": "b"}], "upstreams[1].api_key_env"),
+        ([{"name": "a", "kind": "litellm", "api_key_env": ""}], "upstreams[0].api_key_env"),
+    ],
+)
+def test_keys_mode_requires_an_upstream_key_on_every_upstream(upstreams, fragment) -> None:
+    """In keys mode the client's bearer is the proxy key: it must never be the upstream key."""
+    with pytest.raises(SettingsError) as info:
+        settings_from_mapping({"auth": {"mode": "keys"}, "upstreams": upstreams})
+    assert fragment in str(info.value) and "auth.mode: keys" in str(info.value)
+
+
+def test_keys_mode_with_upstream_keys_is_valid() -> None:
+    data = {"auth": {"mode": "keys"}, "upstreams": [{"name": "a", "api_key_env": "K"}]}
+    assert settings_from_mapping(data).auth.mode == "keys"
