@@ -44,13 +44,31 @@ def mask(
     return [(o.result_index, reason) for o in older if o.result_index not in protected]
 
 
+def current_start(messages: list[Message], first_user: int | None) -> int:
+    """Where the current task turn begins; nothing from there on is ever dropped. That is the
+    latest user message when it came after the original task, else the last turn (the last
+    assistant message and its results, or the last user message), trailing system messages aside.
+    """
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "user"),
+                     None)  # fmt: skip
+    if last_user is not None and first_user is not None and last_user > first_user:
+        return last_user
+    j = len(messages) - 1
+    while j >= 0 and role(messages[j]) == "system":
+        j -= 1
+    while j > 0 and role(messages[j]) == "tool":
+        j -= 1
+    return max(j, 0)
+
+
 def turns(messages: list[Message], first_user: int | None) -> list[list[int]]:
-    """Droppable turns after the first user message: an assistant or user message with the tool
-    results that follow it. System messages are never part of a turn. The last turn is kept."""
+    """Droppable turns after the first user message and before the current task turn
+    (``current_start``): an assistant or user message with the tool results that follow it.
+    System messages are never part of a turn."""
     if first_user is None:
         return []
     out: list[list[int]] = []
-    for i in range(first_user + 1, len(messages)):
+    for i in range(first_user + 1, current_start(messages, first_user)):
         r = role(messages[i])
         if r in ("assistant", "user"):
             out.append([i])
@@ -58,7 +76,7 @@ def turns(messages: list[Message], first_user: int | None) -> list[list[int]]:
             out[-1].append(i)
         else:
             out.append([])  # a system message or a stray result: a boundary, never dropped
-    return [t for t in out[:-1] if t]
+    return [t for t in out if t]
 
 
 def droppable(

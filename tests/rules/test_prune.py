@@ -314,3 +314,33 @@ def test_tool_calls_are_classified(
 ) -> None:
     action = observations_mod.classify(name, orjson.dumps(arguments).decode())
     assert (action.kind, action.target) == (kind, target)
+
+
+BIG = "\n".join(f"line {i} " + "lorem ipsum dolor " * 5 for i in range(300))
+LATEST = user("LATEST INSTRUCTION: now rename module foo to bar")
+# (messages, budget, messages that must be forwarded verbatim): the drop stage never touches the
+# latest user instruction nor the turn the model must answer (trailing system messages aside).
+CURRENT_TURN_CASES = [
+    pytest.param(
+        [system("sys"), user("Original task: build the thing"),
+         assistant("ok", shell("c1", "python a.py")), result("c1", BIG), LATEST,
+         *[m for k in range(2, 6) for m in run_cmd(f"c{k}", f"python s{k}.py", BIG)]],
+        9000, [LATEST], id="tool-loop-after-latest-instruction",
+    ),
+    pytest.param(
+        [system("sys"), user("Original task"), *run_cmd("c1", "python a.py", "small"),
+         *run_cmd("c2", "python b.py", BIG), system("<system-reminder>go on</system-reminder>")],
+        5000, [assistant(None, shell("c2", "python b.py")), result("c2", BIG)],
+        id="trailing-system-reminder",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("messages", "budget", "kept"), CURRENT_TURN_CASES)
+def test_drop_never_touches_the_current_turn(
+    messages: list[dict[str, Any]], budget: int, kept: list[dict[str, Any]]
+) -> None:
+    out = apply(messages, budget, keep_last_observations=2)
+    for m in kept:
+        assert m in out.messages
+    assert chain_validator.find_violations(out.messages) == []

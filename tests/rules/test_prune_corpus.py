@@ -68,7 +68,7 @@ def sample(conversations: tuple[dict[str, Any], ...]) -> list[tuple[str, list[di
 
 def floor_tokens(messages: list[dict[str, Any]], out: list[dict[str, Any]]) -> int:
     """What pruning may not remove: system prompts, the first user message, turns holding
-    protected evidence, the last turn, plus the placeholders it wrote."""
+    protected evidence, the current task turn, plus the placeholders it wrote."""
     ev = evidence.find(messages, observations(messages), CFG.keep_last_writes)
     keep = {i for i, m in enumerate(messages) if role(m) == "system"} | set(ev.protected)
     all_turns = turns(messages, ev.first_user)
@@ -124,8 +124,10 @@ def test_invariants_on_sampled_prefixes(traces_path: Path, share: float) -> None
             if TOKENS.count_message(original) <= CFG.max_evidence_tokens:
                 assert original in out, f"{name}: evidence {index} not verbatim"
     assert checked >= 40
-    if share == 0.5:  # at 25% of a short prefix, the floor alone often exceeds the budget
-        assert over <= checked // 10
+    # At 25% of a short prefix the floor alone often exceeds the budget; at 50% a few do too,
+    # since the current task turn (from the latest user instruction on) is never dropped.
+    if share == 0.5:
+        assert over <= checked // 8
 
 
 @pytest.mark.parametrize("share", SHARES)
