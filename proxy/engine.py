@@ -4,6 +4,7 @@ call ``Engine.rewrite``, so they run the very same pipeline."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from proxy.model_windows import context_window
 from proxy.pipeline import Pipeline, PipelineOutcome
 from proxy.resolver import Resolver, open_questions
 from proxy.session_key import parent_session_key, session_key
+from proxy.session_locks import SessionLocks
 from proxy.settings import Settings
 from proxy.store import Store
 from proxy.tokens import RequestTokens, TokenCounters
@@ -24,6 +26,7 @@ from rules.messages import last_index, text_of
 
 log = logging.getLogger("ctxproxy.engine")
 
+OFFLOAD_BYTES = 256 * 1024  # request bodies from this size run the pipeline in a thread
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
 
@@ -103,6 +106,7 @@ class Engine:
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
+        self.locks = SessionLocks()
 
     def budget_for(self, model: str) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known."""
@@ -135,9 +139,16 @@ class Engine:
         now: float,
         session_id: str | None = None,
         parent_session_id: str | None = None,
+        raw_size: int = 0,
     ) -> Rewritten:
         sid = session_id or session_key(headers, body)
         parent = parent_session_id or parent_session_key(headers)
+        async with self.locks.hold(sid):
+            return await self._rewrite_locked(body, now, sid, parent, raw_size)
+
+    async def _rewrite_locked(
+        self, body: dict[str, Any], now: float, sid: str, parent: str | None, raw_size: int
+    ) -> Rewritten:
         state, stored_parent = await self.store.load_state(sid)
         parent = parent or stored_parent
         ancestors = await self.store.ancestors(parent) if parent else []
@@ -156,7 +167,12 @@ class Engine:
             ancestors=tuple(ancestors),
             budget=self.budget_for(model),
         )
-        outcome = self.pipeline.run(ctx)
+        if raw_size >= OFFLOAD_BYTES:
+            # a huge request would hold the event loop for seconds: other requests and /healthz
+            # keep being served while it runs in a worker thread
+            outcome = await asyncio.to_thread(self.pipeline.run, ctx)
+        else:
+            outcome = self.pipeline.run(ctx)
         if self.resolver is not None:
             outcome = await self._second_opinion(ctx, outcome)
         pruned = outcome.report.get("prune") or {}

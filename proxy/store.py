@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -20,6 +21,8 @@ from rules.base import Ancestor, SessionState
 
 JSON_COLUMNS = ("sections", "report", "usage")
 MAX_ANCESTOR_DEPTH = 3
+WRITE_ATTEMPTS = 4
+log = logging.getLogger("ctxproxy.store")
 
 
 class Store:
@@ -43,7 +46,7 @@ class Store:
         self._writer = await aiosqlite.connect(self.path)
         await self._writer.execute("PRAGMA journal_mode=WAL")
         await self._writer.execute("PRAGMA synchronous=NORMAL")
-        await self._writer.execute("PRAGMA busy_timeout=5000")
+        await self._writer.execute("PRAGMA busy_timeout=2000")
         await apply_migrations(self._writer)
         if self.path == ":memory:":
             self._reader = self._writer
@@ -87,21 +90,40 @@ class Store:
             batch = [await self._queue.get()]
             while not self._queue.empty() and len(batch) < 200:
                 batch.append(self._queue.get_nowait())
-            stop = False
-            for item in batch:
-                if item is None:
-                    stop = True
-                    continue
-                try:
-                    await self.writer.execute(*item())
-                except (aiosqlite.Error, TypeError, ValueError):
-                    self.write_errors += 1
-            with contextlib.suppress(aiosqlite.Error):
-                await self.writer.commit()
+            stop = None in batch
+            await self._write_batch([item for item in batch if item is not None])
             for _ in batch:
                 self._queue.task_done()
             if stop:
                 return
+
+    async def _write_batch(self, batch: list[Callable[[], tuple[str, tuple[Any, ...]]]]) -> None:
+        """Write a batch in one transaction; while the database is locked by someone else, retry
+        the whole batch a few times before counting its rows as lost."""
+        statements = []
+        for build in batch:
+            try:
+                statements.append(build())
+            except (TypeError, ValueError):  # a value that cannot be encoded: that row is lost
+                self.write_errors += 1
+        for attempt in range(WRITE_ATTEMPTS):
+            failed = 0
+            try:
+                for sql, params in statements:
+                    try:
+                        await self.writer.execute(sql, params)
+                    except aiosqlite.IntegrityError:
+                        failed += 1
+                await self.writer.commit()
+                self.write_errors += failed
+                return
+            except aiosqlite.OperationalError:  # "database is locked" past busy_timeout
+                with contextlib.suppress(aiosqlite.Error):
+                    await self.writer.rollback()
+                if attempt + 1 < WRITE_ATTEMPTS:
+                    await asyncio.sleep(0.2 * (attempt + 1))
+        log.error("store: %d writes lost, the database stayed locked", len(statements))
+        self.write_errors += len(statements)
 
     # ----- sessions -----
 
@@ -111,7 +133,8 @@ class Store:
         if cached is not None:
             self._states.move_to_end(session_id)
             return cached
-        async with self.writer.execute(
+        # The reader: a lookup must not queue behind the writer's backlog or its lock waits.
+        async with self.reader.execute(
             "SELECT state, parent_id FROM sessions WHERE id = ?", (session_id,)
         ) as cur:
             row = await cur.fetchone()

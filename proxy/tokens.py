@@ -3,8 +3,10 @@ by two messages costs two messages of counting."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
@@ -60,26 +62,43 @@ def _encoding(name: str) -> Any:
     return tiktoken.get_encoding(name)
 
 
-class TiktokenCounter:
-    """A TokenCounter for one encoding, caching counts per text (bounded LRU)."""
+# Texts up to this length are their own cache key; longer ones are keyed by a digest, so the cache
+# never pins large tool outputs in memory.
+_INLINE_KEY_CHARS = 2_048
 
-    def __init__(self, encoding_name: str = "o200k_base", cache_size: int = 200_000) -> None:
+
+class TiktokenCounter:
+    """A TokenCounter for one encoding, caching counts per text in an LRU bounded by the characters
+    it holds. Thread-safe: a large request's pipeline may run in a worker thread."""
+
+    def __init__(self, encoding_name: str = "o200k_base", cache_chars: int = 32_000_000) -> None:
         self.encoding_name = encoding_name
         self._encode = _encoding(encoding_name).encode_ordinary
-        self._cache: OrderedDict[str, int] = OrderedDict()
-        self._cache_size = cache_size
+        self._cache: OrderedDict[str | bytes, int] = OrderedDict()
+        self._cache_chars = cache_chars
+        self._held = 0
+        self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        cached = self._cache.get(text)
-        if cached is not None:
-            self._cache.move_to_end(text)
-            return cached
+        key: str | bytes = text
+        if len(text) > _INLINE_KEY_CHARS:
+            raw = text.encode("utf-8", "surrogatepass")
+            key = hashlib.blake2b(raw, digest_size=16).digest()
+        with self._lock:
+            cached = self._cache.get(key)
+            if cached is not None:
+                self._cache.move_to_end(key)
+                return cached
         n = len(self._encode(text))
-        self._cache[text] = n
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = n
+                self._held += len(key)
+                while self._held > self._cache_chars and self._cache:
+                    old, _ = self._cache.popitem(last=False)
+                    self._held -= len(old)
         return n
 
     def count_message(self, message: Message) -> int:
