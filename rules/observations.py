@@ -5,7 +5,6 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -13,6 +12,7 @@ import orjson
 
 from rules.base import Message
 from rules.messages import call_arguments_text, call_id, call_name, iter_tool_pairs, text_of
+from rules.shell_lex import SimpleCommand, split_commands
 
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
 WRITE_TOOLS = {
@@ -36,8 +36,14 @@ _EXIT = (
 )
 _READ_CMDS = {"cat", "head", "tail", "nl", "less", "more", "bat", "open", "view"}
 _LIST_CMDS = {"ls", "tree", "find", "dir"}
-_REDIRECT = re.compile(r"(?<![0-9&])>>?\s*(?P<path>[^\s&|;<>]+)")
-_SEP = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_WRITE_OPS = {">", ">>", ">|", "&>", "&>>"}
+# Programs whose output is not a build/test result: a command made only of these (and writes)
+# is a write, not a run.
+_QUIET_VERBS = _READ_CMDS | _LIST_CMDS | {
+    "echo", "printf", "tee", "sed", "cd", "pushd", "popd", "mkdir", "touch", "cp", "mv", "rm",
+    "ln", "chmod", "chown", "true", ":", "export", "set", "unset", "sort", "uniq", "wc", "cut",
+    "tr", "grep", "rg", "diff", "base64", "sleep", "wait",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class Action:
     tool: str
     target: str
     command: str = ""
+    writes: tuple[str, ...] = ()  # files a shell command wrote (a run's too: ``pytest | tee l``)
 
 
 @dataclass(frozen=True)
@@ -70,41 +77,65 @@ def norm_path(path: str) -> str:
     return p.rstrip("/") or "."
 
 
-def _words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, posix=True)
-    except ValueError:
-        return segment.split()
+def _sed_in_place(argv: tuple[str, ...]) -> bool:
+    return any(
+        a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a)
+        for a in argv[1:]
+    )
+
+
+def _verb(argv: tuple[str, ...]) -> str:
+    """The program a simple command runs: leading ``VAR=value`` words and ``sudo`` skipped."""
+    words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] if argv else []
+    while words and words[0] in ("sudo", "command", "exec", "env"):
+        words = words[1:]
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def _written(cmd: SimpleCommand) -> list[str]:
+    """Files a simple command writes: output redirections, ``tee`` operands, ``sed -i``."""
+    out = [t for op, t in cmd.redirects if op in _WRITE_OPS and t and not t.startswith("/dev/")]
+    verb = _verb(cmd.argv)
+    operands = [w for w in cmd.argv[1:] if not w.startswith("-")]
+    if verb == "tee":
+        out += [w for w in operands if not w.startswith("/dev/")]
+    elif verb == "sed" and _sed_in_place(cmd.argv) and operands:
+        out.append(operands[-1])
+    return out
+
+
+def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
+    """(kind, target, files written) of a shell command. A command that only writes files
+    (``cat > f <<EOF``, ``sed -i``, ``echo … | tee f``) is a write of the first of them; one that
+    also runs a program (a heredoc then ``python t.py``, ``pytest | tee log``, ``make > out``) is
+    a run, so its output is read for diagnostics, that still names the files it wrote. Reads and
+    listings need a single command and a single file."""
+    cmd = " ".join(command.split())
+    commands = [c for c in split_commands(command) if c.argv or c.redirects]
+    writes: list[str] = []
+    for c in commands:
+        writes += [w for w in map(norm_path, _written(c)) if w not in writes]
+    runs = any(_verb(c.argv) not in _QUIET_VERBS for c in commands if c.argv)
+    if writes and not runs:
+        return "write", writes[0], tuple(writes)
+    if len(commands) == 1 and not writes:
+        argv = commands[0].argv
+        verb, args = _verb(argv), [w for w in argv[1:] if not w.startswith("-")]
+        if verb in _READ_CMDS and len(args) == 1:
+            return "read", norm_path(args[0]), ()
+        if verb == "sed" and "-n" in argv and args:
+            return "read", norm_path(args[-1]), ()
+        if verb in _LIST_CMDS and verb != "find":
+            return "list", f"{verb} {norm_path(args[0]) if args else '.'}", ()
+        if verb == "find" and not re.search(r"-exec|-delete", cmd):
+            return "list", cmd, ()
+    return "run", cmd, tuple(writes)
 
 
 def classify_shell(command: str) -> tuple[str, str]:
-    """(kind, target) of a shell command: writes win over reads, reads need a single file."""
-    cmd = " ".join(command.split())
-    if re.search(r"\bsed\s+(-\w*\s+)*-i", cmd):
-        words = _words(cmd.split("&&")[-1])
-        return "write", norm_path(words[-1]) if words else cmd
-    for m in _REDIRECT.finditer(cmd.split("<<")[0] if "<<" in cmd else cmd):
-        if not m["path"].startswith("/dev/"):
-            return "write", norm_path(m["path"])
-    m = re.search(r"\btee\s+(?:-a\s+)?(?P<path>[^\s&|;<>]+)", cmd)
-    if m:
-        return "write", norm_path(m["path"])
-    if re.search(r"\b(?:git apply|patch\s)", cmd):
-        return "run", cmd
-    segments = [s for s in _SEP.split(cmd) if s]
-    if len(segments) == 1:
-        words = _words(segments[0])
-        if words:
-            verb, args = words[0], [w for w in words[1:] if not w.startswith("-")]
-            if verb in _READ_CMDS and len(args) == 1:
-                return "read", norm_path(args[0])
-            if verb == "sed" and "-n" in words and args:
-                return "read", norm_path(args[-1])
-            if verb in _LIST_CMDS and verb != "find":
-                return "list", f"{verb} {norm_path(args[0]) if args else '.'}"
-            if verb == "find" and not re.search(r"-exec|-delete", cmd):
-                return "list", cmd
-    return "run", cmd
+    """(kind, target) of a shell command (see ``shell_action``)."""
+    kind, target, _ = shell_action(command)
+    return kind, target
 
 
 @lru_cache(maxsize=8192)
@@ -125,16 +156,18 @@ def classify(name: str, arguments: str) -> Action:
         sub = command.lower()
         if not path:
             return Action("other", name, "")
-        return Action("read" if sub in ("view", "") else "write", name, norm_path(path))
+        if sub in ("view", ""):
+            return Action("read", name, norm_path(path))
+        return Action("write", name, norm_path(path), writes=(norm_path(path),))
     if n in READ_TOOLS and path:
         return Action("read", name, norm_path(path))
     if n in WRITE_TOOLS and path:
-        return Action("write", name, norm_path(path))
+        return Action("write", name, norm_path(path), writes=(norm_path(path),))
     if n in LIST_TOOLS:
         return Action("list", name, f"{n} {norm_path(path or str(args.get('pattern', '.')))}")
     if command and (n in SHELL_TOOLS or not path):
-        kind, target = classify_shell(command)
-        return Action(kind, name, target, " ".join(command.split()))
+        kind, target, writes = shell_action(command)
+        return Action(kind, name, target, " ".join(command.split()), writes)
     return Action("other", name, path and norm_path(path))
 
 

@@ -80,6 +80,17 @@ def _match_step(step: str, candidates: list[str]) -> int | None:
     return candidates.index(found.value) if found.value is not None else None
 
 
+def _record_writes(
+    ledger: dict[str, Any], paths: tuple[str, ...], obs: Observation, cfg: Config
+) -> None:
+    for path in paths:
+        changed = [p for p in ledger.get("changed", []) if p != path]
+        ledger["changed"] = [*changed, path][-cfg.max_changed_files :]
+        writes = [w for w in ledger.get("writes", []) if w["path"] != path]
+        entry = {"path": path, "tool": obs.action.tool, "call_id": obs.call_id}
+        ledger["writes"] = [*writes, entry][-3:]
+
+
 def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:
     action = obs.action
     result_text = text_of(messages[obs.result_index].get("content"))
@@ -90,12 +101,12 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     elif action.kind == "write":
         failed = obs.exit_code not in (None, 0) or result_text.lstrip().lower().startswith("error")
         if not failed:
-            changed = [p for p in ledger.get("changed", []) if p != action.target]
-            ledger["changed"] = [*changed, action.target][-cfg.max_changed_files :]
-            writes = [w for w in ledger.get("writes", []) if w["path"] != action.target]
-            entry = {"path": action.target, "tool": action.tool, "call_id": obs.call_id}
-            ledger["writes"] = [*writes, entry][-3:]
+            _record_writes(ledger, action.writes or (action.target,), obs, cfg)
     elif action.kind == "run":
+        # A run that also wrote (a heredoc then ``python t.py``, ``pytest | tee log``): its
+        # files were written whatever the run's own exit code says.
+        if action.writes and not result_text.lstrip().lower().startswith("error"):
+            _record_writes(ledger, action.writes, obs, cfg)
         outcome = diagnostics.parse(result_text, obs.exit_code)
         runs = {k: v for k, v in ledger.get("runs", {}).items() if k != action.target}
         if outcome.verdict == "fail" and outcome.diagnostics:

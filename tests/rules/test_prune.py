@@ -293,7 +293,12 @@ async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
         ("bash", {"command": "sed -n '10,40p' src/a.py"}, "read", "src/a.py"),
         ("bash", {"command": "sed -i 's/x/y/' src/a.py"}, "write", "src/a.py"),
         ("bash", {"command": "cat > notes.md <<'EOF'\nhi\nEOF"}, "write", "notes.md"),
-        ("bash", {"command": "python run.py 2>&1 | tee out.log"}, "write", "out.log"),
+        (
+            "bash",
+            {"command": "python run.py 2>&1 | tee out.log"},
+            "run",
+            "python run.py 2>&1 | tee out.log",
+        ),
         (
             "bash",
             {"command": "pytest -x  tests/ 2>/dev/null"},

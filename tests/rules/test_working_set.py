@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.tokens import TokenCounters
@@ -342,3 +343,59 @@ def test_same_failure_from_two_commands_is_one_open_item() -> None:
     )
     assert len(ledger["runs"]) == 2
     assert [d["command"] for d in working_set.open_diagnostics(ledger)] == ["python -m pkg.core"]
+
+
+# (command, kind, target, files written): a write followed by a run, or a run whose output is
+# captured, is a run (its output keeps its diagnostics) and still names the files it wrote.
+SHELL_CLASSES = [
+    ("cat > notes.md <<'EOF'\nhi > there | tee x\nEOF", "write", "notes.md", ("notes.md",)),
+    ("sed -i 's/a/b/' ./setup.cfg", "write", "setup.cfg", ("setup.cfg",)),
+    ("mkdir -p d && cat > d/x.py <<EOF\nprint(1)\nEOF", "write", "d/x.py", ("d/x.py",)),
+    ("echo hi | tee -a log.txt", "write", "log.txt", ("log.txt",)),
+    ("cat foo.py 2>/dev/null", "read", "foo.py", ()),
+    (
+        "cat > t.py <<'EOF'\nimport pkg\nEOF\npython t.py",
+        "run",
+        "cat > t.py <<'EOF' import pkg EOF python t.py",
+        ("t.py",),
+    ),
+    (
+        "python -m pytest tests 2>&1 | tee /tmp/log.txt",
+        "run",
+        "python -m pytest tests 2>&1 | tee /tmp/log.txt",
+        ("/tmp/log.txt",),
+    ),
+    ("python gen.py > out.txt", "run", "python gen.py > out.txt", ("out.txt",)),
+    (
+        "sed -i 's/a/b/' calc.py && python -m pytest -x",
+        "run",
+        "sed -i 's/a/b/' calc.py && python -m pytest -x",
+        ("calc.py",),
+    ),
+    ("python - <<'EOF'\nopen('x', 'w')\nEOF", "run", "python - <<'EOF' open('x', 'w') EOF", ()),
+    ("pytest -x 2>/dev/null", "run", "pytest -x 2>/dev/null", ()),
+]
+
+
+@pytest.mark.parametrize(("command", "kind", "target", "writes"), SHELL_CLASSES)
+def test_shell_commands_are_classified(
+    command: str, kind: str, target: str, writes: tuple[str, ...]
+) -> None:
+    from rules.observations import classify
+
+    action = classify("bash", orjson.dumps({"command": command}).decode())
+    assert (action.kind, action.target, action.writes) == (kind, target, writes)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat > repro.py <<'EOF'\nimport pkg\npkg.run()\nEOF\npython repro.py",
+        "python -m pytest tests 2>&1 | tee /tmp/log.txt",
+    ],
+)
+def test_failing_output_of_a_write_then_run_is_an_open_diagnostic(command: str) -> None:
+    ledger = ledger_of(TASK, assistant(None, shell("r1", command)), result("r1", TRACEBACK))
+    assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"
+    written = "repro.py" if "repro" in command else "/tmp/log.txt"
+    assert ledger["changed"] == [written]  # the file it wrote is still a changed file
