@@ -1,7 +1,8 @@
 """prune: task-aware pruning under the token budget, sticky through the overlay.
 
 Every request: a tool result over ``max_result_tokens`` is capped when it first appears (head and
-tail kept). Only when the request is over the budget, one compaction prunes down to the target
+tail kept). Only when the request (messages and tools schema) leaves less than ``reserve_tokens``
+under the budget (room for inject's tail block), one compaction prunes down to the target
 (``target_ratio`` of the budget) in stages, cheapest first: supersede, mask, drop turns. Earlier
 edits are replayed byte-for-byte, so the forwarded prefix stays the same between compactions and
 the provider's prompt cache keeps hitting. Calls are never split from results; protected evidence
@@ -14,7 +15,7 @@ from typing import Any
 
 from pydantic import Field
 
-from rules import evidence, overlay, prune_stages
+from rules import evidence, inject, overlay, prune_stages
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.messages import role
 from rules.observations import Observation, observations
@@ -32,6 +33,9 @@ class Config(RuleConfig):
     keep_last_observations: int = Field(default=10, ge=0)
     keep_last_writes: int = Field(default=3, ge=0)
     drop_turns: bool = True  # last resort: drop whole oldest turns
+    # Room kept free under the budget for inject's tail block (which runs after prune): a
+    # compaction starts once less than this is left. Never more than budget - target.
+    reserve_tokens: int = Field(default=inject.Config.model_fields["max_tokens"].default, ge=0)
 
 
 def provider_owned(ctx: Context) -> str | None:
@@ -105,10 +109,10 @@ class _Run:
                 self.overlay, i, "cap", edit["reason"], size - self.tokens.count_message(capped)
             )
 
-    def compact(self, total: int, budget: int) -> tuple[overlay.Overlay, int]:
-        """One jump down to the target: a new overlay and its exact size."""
+    def compact(self, total: int, target: int, fixed: int) -> tuple[overlay.Overlay, int]:
+        """One jump down to the target: a new overlay and its exact size (plus ``fixed``, the
+        tools schema's tokens, which ``total`` includes as well)."""
         cfg, ev = self.cfg, self.evidence
-        target = int(budget * cfg.target_ratio)
         protected = set(ev.protected)
         trial = overlay.Overlay(
             dict(self.overlay.edits), list(self.overlay.dropped), self.overlay.compactions + 1
@@ -139,7 +143,7 @@ class _Run:
         if total > target and cfg.drop_turns:
             total = self._drop(trial, sizes, total, target, protected)
         view = self.render(trial)
-        return trial, self.tokens.count_messages(view)
+        return trial, self.tokens.count_messages(view) + fixed
 
     def _drop(
         self,
@@ -200,24 +204,30 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     run = _Run(ctx, cfg)
     run.cap_new_results()
     view = run.render(run.overlay)
-    total = ctx.tokens.count_messages(view)
+    schema = ctx.tokens.count_tools(ctx.tools)  # sent with every request: counts against it
+    total = ctx.tokens.count_messages(view) + schema
     budget = ctx.budget
     info: dict[str, Any] = {"budget": budget, "compacted": False}
-    if budget is not None and total > budget:
+    if schema:
+        info["tools_tokens"] = schema
+    target = room = 0
+    if budget is not None:
         target = int(budget * cfg.target_ratio)
+        room = budget - min(cfg.reserve_tokens, budget - target)  # the rest is inject's
+    if budget is not None and total > room:
         min_gain = (
             cfg.min_gain_tokens
             if cfg.min_gain_tokens is not None
             else int(budget * cfg.min_gain_ratio)
         )
         kept_decisions, kept_stages = list(run.decisions), dict(run.stages)
-        trial, trial_total = run.compact(total, budget)
-        if trial_total <= budget or total - trial_total >= min_gain:
+        trial, trial_total = run.compact(total, target, schema)
+        if trial_total <= room or total - trial_total >= min_gain:
             run.overlay, view, total = trial, run.render(trial), trial_total
             info.update(compacted=True)
         else:  # not worth breaking the prompt cache for so little
             run.decisions, run.stages = kept_decisions, kept_stages
-        info.update(target=target, min_gain=min_gain)
+        info.update(target=target, min_gain=min_gain, reserve=budget - room)
     over = budget is not None and total > budget
     info.update(
         stages=run.stages,

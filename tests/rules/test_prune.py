@@ -51,6 +51,7 @@ def apply(
     budget: int | None,
     state: SessionState | None = None,
     request: dict[str, Any] | None = None,
+    tools: list[dict[str, Any]] | None = None,
     **options: Any,
 ) -> RuleResult:
     ctx = Context(
@@ -61,6 +62,7 @@ def apply(
         state=state or SessionState(),
         budget=budget,
         request=request or {},
+        tools=tools,
     )
     return prune.apply(ctx, prune.Config(**options))
 
@@ -349,3 +351,47 @@ def test_drop_never_touches_the_current_turn(
     for m in kept:
         assert m in out.messages
     assert chain_validator.find_violations(out.messages) == []
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": f"tool_{i}", "description": "does a thing " * 200,
+                                      "parameters": {"type": "object", "properties": {}}}}
+    for i in range(10)
+]  # fmt: skip
+
+
+def test_budget_counts_the_tools_schema() -> None:
+    messages = [TASK, *[m for k in range(8) for m in read(f"r{k}", f"f{k}.py")]]
+    size, schema = TOKENS.count_messages(messages), TOKENS.count_tools(TOOLS)
+    budget = size + schema // 2  # the messages alone fit, with the tools they do not
+    out = apply(messages, budget, tools=TOOLS, keep_last_observations=2)
+    info = out.report["prune"]
+    assert info["compacted"] is True and info["over_budget"] is False
+    assert info["tokens_after"] == TOKENS.count_messages(out.messages) + schema <= budget
+    assert apply(messages, budget, keep_last_observations=2).messages is messages
+
+
+# (room left under the budget, reserve_tokens or None for the default): prune compacts as soon
+# as fewer than the reserve (for inject's tail block) are left, never more than budget - target.
+RESERVE_CASES = [
+    pytest.param(500, None, True, id="default-reserve-is-injects-cap"),
+    pytest.param(500, 200, False, id="smaller-reserve"),
+    pytest.param(1500, None, False, id="room-enough"),
+]
+
+
+@pytest.mark.parametrize(("room", "reserve", "compacts"), RESERVE_CASES)
+def test_reserves_room_for_the_tail_block(room: int, reserve: int | None, compacts: bool) -> None:
+    messages = [TASK, *[m for k in range(8) for m in read(f"r{k}", f"f{k}.py")]]
+    budget = TOKENS.count_messages(messages) + room
+    options = {} if reserve is None else {"reserve_tokens": reserve}
+    out = apply(messages, budget, keep_last_observations=2, **options)
+    assert out.report["prune"]["compacted"] is compacts
+    assert (out.messages is messages) is not compacts
+
+
+def test_reserve_never_exceeds_the_gap_to_the_target() -> None:
+    messages = [system("rules " * 200), TASK]
+    budget = TOKENS.count_messages(messages) + 100  # far less than the reserve, over the target
+    out = apply(messages, budget)
+    assert out.messages is messages and out.report["prune"]["over_budget"] is False
