@@ -20,15 +20,16 @@ from starlette.responses import Response, StreamingResponse
 
 from proxy.auth import check_client
 from proxy.engine import Engine, parse_body
-from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.errors import BadRequest, ModelNotFound, PayloadTooLarge, ProxyError
 from proxy.observe import Observers
-from proxy.redact import redact
+from proxy.redact import redact, redact_text
 from proxy.settings import Settings
 from proxy.sse_usage import UsageTap
 from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
 
 log = logging.getLogger("ctxproxy.handler")
+MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
 
 
@@ -80,6 +81,7 @@ class ChatCompletions:
             check_client(self.s.settings.auth, headers)
             raw = await self._read_body(request)
             body = parse_body(raw, self.s.settings.limits.max_body_bytes)
+            check_depth(body)
             row.update(model=body["model"], stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
@@ -88,6 +90,21 @@ class ChatCompletions:
                     param="model",
                 )
             rewritten = await self.s.engine.rewrite(body, headers, now=row["created_at"])
+            report = rewritten.report
+            overhead_ms = (time.perf_counter() - started) * 1000
+            row.update(
+                session_id=rewritten.session_id,
+                parent_session_id=rewritten.parent_session_id,
+                upstream=upstream.name,
+                tokens_before=report["tokens"]["before"],
+                tokens_after=report["tokens"]["after"],
+                sections=report.get("sections"),
+                report=report,
+                overhead_ms=round(overhead_ms, 3),
+            )
+            if self.s.settings.store.capture_payloads:
+                row["request_body"] = orjson.dumps(redact(body)).decode()
+                row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
         except ProxyError as exc:
             return await self._fail_early(exc, row, started)
         except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
@@ -95,21 +112,6 @@ class ChatCompletions:
             error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
             return await self._fail_early(error, row, started)
 
-        report = rewritten.report
-        overhead_ms = (time.perf_counter() - started) * 1000
-        row.update(
-            session_id=rewritten.session_id,
-            parent_session_id=rewritten.parent_session_id,
-            upstream=upstream.name,
-            tokens_before=report["tokens"]["before"],
-            tokens_after=report["tokens"]["after"],
-            sections=report.get("sections"),
-            report=report,
-            overhead_ms=round(overhead_ms, 3),
-        )
-        if self.s.settings.store.capture_payloads:
-            row["request_body"] = orjson.dumps(redact(body)).decode()
-            row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
         await self.s.store.insert_request(row)
         out_headers = {
             "x-ctxproxy-request-id": request_id,
@@ -196,15 +198,31 @@ class ChatCompletions:
         }
         if error is not None:
             fields["error_type"] = error.code
-            fields["error"] = error.message
-        elif status >= 400 and response_body:
+            fields["error"] = redact_text(error.message)
+        elif status >= 400 and response_body:  # an upstream's error may echo the key it got
             fields["error_type"] = "upstream_status"
-            fields["error"] = response_body[:2000].decode("utf-8", "replace")
+            fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
         if response_body is not None and self.s.settings.store.capture_payloads:
             fields["response_body"] = _redacted_text(response_body)
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self.s.observers.finished(row)
+
+
+def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """400 for a body nested deeper than ``limit`` arrays/objects: orjson parses up to 1024
+    levels but serialises only 255, so such a body would fail later (forwarding, the log)."""
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            raise BadRequest(
+                f"Request body is nested more than {limit} levels deep (arrays/objects); "
+                f"the limit is {limit}.",
+                code="invalid_json",
+            )
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
 
 
 def header_value(text: str) -> str:

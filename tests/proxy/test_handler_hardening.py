@@ -131,3 +131,79 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
         row = (await rows_of(client))[0]
         assert row["status"] is not None
         assert closed and in_flight(client) == 0
+
+
+def nested_json(body: dict, place: str, depth: int) -> bytes:
+    """``body`` as JSON with an array nested ``depth`` deep in ``place`` (built as text: orjson
+    itself will not serialise it)."""
+    return orjson.dumps(body).replace(orjson.dumps(place), b"[" * depth + b'"leaf"' + b"]" * depth)
+
+
+@pytest.mark.parametrize("capture", [False, True])
+@pytest.mark.parametrize(
+    ("where", "depth", "status"),
+    [
+        ("top", 150, 200),
+        ("top", 300, 400),
+        ("message", 300, 400),
+        ("message", 1000, 400),
+        ("message", 150, 200),
+    ],
+)
+async def test_deeply_nested_bodies_are_rejected_not_500(
+    tmp_path: Path, upstream_mock, where, depth, status, capture
+) -> None:
+    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
+    body = request(user("hi"))
+    if where == "top":
+        body["extra"] = "PLACE"
+    else:
+        body["messages"][0]["x"] = "PLACE"
+    settings = proxy_settings(UPSTREAM, store={"capture_payloads": capture})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        content = nested_json(body, "PLACE", depth)
+        r = await client.post("/v1/chat/completions", content=content)
+        assert r.status_code == status
+        if status == 400:
+            assert r.json()["error"]["type"] == "invalid_request_error"
+            assert "nested" in r.json()["error"]["message"]
+        rows = await rows_of(client)
+        assert [row["status"] for row in rows] == [status]
+        assert in_flight(client) == 0
+
+
+async def test_failure_while_capturing_is_an_openai_shaped_500(
+    tmp_path: Path, upstream_mock, monkeypatch
+) -> None:
+    from proxy import handler
+
+    def broken(value):
+        raise RecursionError("boom")
+
+    monkeypatch.setattr(handler, "redact", broken)
+    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
+    settings = proxy_settings(UPSTREAM, store={"capture_payloads": True})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
+        assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
+        assert [row["status"] for row in await rows_of(client)] == [500]
+        assert in_flight(client) == 0
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_upstream_error_bodies_are_stored_redacted(
+    tmp_path: Path, upstream_mock, capture
+) -> None:
+    echo = {"error": {"message": "Incorrect API key provided: sk-proj-ABCDEFGH12345678xyz."}}
+    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(401, json=echo)
+    settings = proxy_settings(UPSTREAM, store={"capture_payloads": capture})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        r = await client.post(
+            "/v1/chat/completions",
+            content=orjson.dumps(request(user("hi"))),
+            headers={"authorization": "Bearer sk-proj-ABCDEFGH12345678xyz"},
+        )
+        assert r.status_code == 401 and r.json() == echo  # the client still sees it all
+        row = (await rows_of(client))[0]
+        assert row["error_type"] == "upstream_status" and "Incorrect API key" in row["error"]
+        assert "ABCDEFGH12345678" not in orjson.dumps(row).decode()
