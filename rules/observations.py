@@ -5,6 +5,7 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -190,6 +191,20 @@ def observations(messages: list[Message]) -> list[Observation]:
         out.append(Observation(ci, ri, call_id(call), action, code))
     out.sort(key=lambda o: (o.result_index, o.call_index))
     return out
+
+
+def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -> int:
+    """Where the unread items start: just after the newest item whose key was read before.
+
+    Items are in message order, so everything before that one was read in an earlier request,
+    however long ago (a set of every key read would have to grow without bound, and one that
+    evicts its oldest keys reads them again). Scanning from the end, it costs one key per new
+    item; a client that drops or rewrites its oldest turns does not move it. 0 when no key is
+    known (a new session, or a history replaced as a whole)."""
+    for i in range(count - 1, -1, -1):
+        if key_at(i) in seen:
+            return i + 1
+    return 0
 
 
 def plan_items(arguments: str) -> list[dict[str, str]] | None:

@@ -2,8 +2,9 @@
 copied, moved, modified, read and opened, from tool calls whose results show success.
 
 Shell-like tools (names in the ``tools`` pack) are parsed by ``rules.shell_parse``; file tools are
-recognised by their argument schema (``rules.file_tools``). Each call is read once (its key is
-remembered), so an event keeps the time it was first seen, and the memory outlives the agent's own
+recognised by their argument schema (``rules.file_tools``). Each call is read once: only calls
+after the newest one already read are new (``rules.observations.high_water``), so an event keeps
+the time it was first seen, however long the history, and the memory outlives the agent's own
 truncation of its history. Events live in state namespace ``entities`` (oldest first, newest
 last; see ``rules.entity_cache``); the working directory and the keys of calls already read
 live in ``track_entities``. Optionally restores the history of stateless clients
@@ -29,16 +30,20 @@ from rules.messages import (
     iter_tool_pairs,
     text_of,
 )
+from rules.observations import high_water
 from rules.shell_parse import analyse, load_verbs
 
 META = "track_entities"
+MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
 
 
 class Config(RuleConfig):
     max_entities: int = Field(default=20, ge=1, le=10_000)  # newest N events kept
     ttl_seconds: float = Field(default=300.0, gt=0)  # events older than this are forgotten
     persist_cwd: bool = True  # a `cd` carries over to later calls (a persistent shell)
-    max_seen_calls: int = Field(default=5_000, ge=10)  # keys of calls already read
+    # keys of the newest calls read: where the previous request stopped (older calls are never
+    # read again, however long the history)
+    max_seen_calls: int = Field(default=5_000, ge=10)
     # YAML files extending the tools / shell_verbs packs; validated (loaded) even when left empty
     extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
     restore_history: bool = False  # prepend stored turns when a client sends only its newest one
@@ -74,23 +79,32 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             state = state.with_value(history_restore.NAMESPACE, remembered)
 
     meta = state.get(META) or {}
-    seen_list: list[str] = list(meta.get("seen") or [])
+    seen_list: list[str] = list(meta.get("seen") or [])[-cfg.max_seen_calls :]
     seen = set(seen_list)
+    pending: list[str] = list(meta.get("pending") or [])
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
     stored = state.get(entity_cache.NAMESPACE) or []
     events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
     known = entity_cache.known_types(events)
     new_events: list[dict[str, Any]] = []
-    for _, call, answer in iter_tool_pairs(messages):
-        if answer is None:
-            continue  # unanswered: not tracked (and read again once answered)
+    # Only calls after the newest one already read, however long the history (a call read long
+    # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
+    pairs = list(iter_tool_pairs(messages))
+    start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
+    todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
+    for _, call, answer in [*todo, *pairs[start:]]:
         key = call_key(call)
         if key in seen:
             continue
-        result = text_of(messages[answer].get("content"))
-        if result.startswith(PLACEHOLDER_PREFIX):
-            continue  # a result the proxy wrote for an interrupted call
+        result = "" if answer is None else text_of(messages[answer].get("content"))
+        if answer is None or result.startswith(PLACEHOLDER_PREFIX):
+            # unanswered, or a result the proxy wrote for an interrupted call: read once answered
+            if key not in pending:
+                pending.append(key)
+            continue
+        if key in pending:
+            pending.remove(key)
         seen.add(key)
         seen_list.append(key)
         if not succeeded(tools, result):
@@ -117,6 +131,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
     new_meta = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+    if pending:
+        new_meta["pending"] = pending[-MAX_PENDING:]
     if new_meta != meta:
         state = state.with_value(META, new_meta)
     report["entities"] = [

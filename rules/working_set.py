@@ -15,16 +15,18 @@ from rules import diagnostics
 from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
 from rules.messages import (
     INJECT_OPEN,
+    PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
     role,
     text_of,
     tool_calls,
 )
-from rules.observations import Observation, observations, plan_items
+from rules.observations import Observation, high_water, observations, plan_items
 
 NAMESPACE = "working_set"
-SEEN_CAP = 2000
+SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
+MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 
 
 class Config(RuleConfig):
@@ -134,16 +136,34 @@ def build(
     if users:
         latest = _clip(_user_text(messages[users[-1]]), cfg.max_goal_chars)
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
-    seen = list(ledger.get("seen", []))
+    # Only results after the newest one already read (see ``observations.high_water``), plus
+    # earlier ones that were only a placeholder then: a client may send a late result in place.
+    obs_all = observations(messages) if obs_list is None else obs_list
+
+    def key(obs: Observation) -> str:
+        return f"{obs.call_id}:{hash_of(messages[obs.result_index])[:8]}"
+
+    seen = list(ledger.get("seen", []))[-SEEN_WINDOW:]
     seen_set = set(seen)
-    for obs in observations(messages) if obs_list is None else obs_list:
-        key = f"{obs.call_id}:{hash_of(messages[obs.result_index])[:8]}"
-        if key in seen_set:
+    pending = list(ledger.get("pending", []))
+    start = high_water(len(obs_all), lambda i: key(obs_all[i]), seen_set)
+    todo = [o for o in obs_all[:start] if o.call_id in pending] if pending else []
+    for obs in [*todo, *obs_all[start:]]:
+        k = key(obs)
+        if k in seen_set:
             continue
-        seen.append(key)
-        seen_set.add(key)
+        if text_of(messages[obs.result_index].get("content")).startswith(PLACEHOLDER_PREFIX):
+            if obs.call_id not in pending:
+                pending.append(obs.call_id)
+            continue
+        if obs.call_id in pending:
+            pending.remove(obs.call_id)
+        seen.append(k)
+        seen_set.add(k)
         _record(ledger, messages, obs, cfg)
-    ledger["seen"] = seen[-SEEN_CAP:]
+    ledger["seen"] = seen[-SEEN_WINDOW:]
+    if pending or "pending" in ledger:
+        ledger["pending"] = pending[-MAX_PENDING:]
     return ledger
 
 

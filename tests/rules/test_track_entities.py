@@ -251,3 +251,26 @@ def test_restore_is_bounded() -> None:
     out = run(msgs, cfg=cfg)
     stored = out.state.get("history")
     assert stored == msgs[-4:] and stored[0]["role"] == "user"
+
+
+def test_calls_older_than_the_seen_window_are_not_read_again() -> None:
+    cfg = track_entities.Config(max_seen_calls=10)
+    reads = [(f"k{i}", f"cat /w/f{i}", "x") for i in range(1, 15)]
+    steps = [("k0", "mkdir /w/old_dir", ""), *reads]
+    msgs = _convo(*steps)
+    first = run(msgs, now=1000.0, cfg=cfg)
+    assert paths(first.state)[0] == ("create", "folder", "/w/old_dir")
+    later = run([*msgs, user("again")], state=first.state, now=5000.0, cfg=cfg)
+    assert later.report["entities"] == []
+    assert [e for e in later.state.get("entities") or [] if e["path"] == "/w/old_dir"] == []
+
+
+def test_call_answered_after_a_newer_one_is_still_read() -> None:
+    both = assistant(None, shell("a", "mkdir first"), shell("b", "mkdir second"))
+    msgs = [user("go"), both, result("b", "")]  # a client sent b's result before a's
+    first = run(msgs)
+    assert paths(first.state) == [("create", "folder", "second")]
+    answered = [user("go"), both, result("a", ""), result("b", ""), user("next")]
+    second = run(answered, state=first.state, now=1010.0)
+    assert [p for _, _, p in paths(second.state)] == ["second", "first"]
+    assert run(answered, state=second.state, now=1020.0).report["entities"] == []

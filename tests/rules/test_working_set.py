@@ -399,3 +399,30 @@ def test_failing_output_of_a_write_then_run_is_an_open_diagnostic(command: str) 
     assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"
     written = "repro.py" if "repro" in command else "/tmp/log.txt"
     assert ledger["changed"] == [written]  # the file it wrote is still a changed file
+
+
+def test_results_read_long_ago_are_not_read_again() -> None:
+    # More results than any window of remembered keys: the failure closed long ago stays closed.
+    history = [TASK, assistant(None, shell("f0", "pytest")), result("f0", PYTEST_FAIL)]
+    for i in range(2100):
+        if i == 150:  # closed by a pass, itself read long ago
+            history += [assistant(None, shell("p", "pytest")), result("p", PYTEST_PASS)]
+        history += [assistant(None, shell(f"r{i}", f"cat src/f{i}.py")), result(f"r{i}", "x")]
+    first = run(*history)
+    assert working_set.open_diagnostics(first.state.get(working_set.NAMESPACE)) == []
+    second = run(*history, user("next"), state=first.state)
+    assert working_set.open_diagnostics(second.state.get(working_set.NAMESPACE)) == []
+    # … and a client that drops its oldest turns does not bring them back either.
+    third = run(TASK, *history[-40:], user("next"), state=second.state)
+    assert third.state.get(working_set.NAMESPACE) == second.state.get(working_set.NAMESPACE)
+
+
+def test_a_result_arriving_before_a_newer_one_is_still_read() -> None:
+    both = assistant(None, shell("a", "pytest -x"), shell("b", "ls"))
+    placeholder = result("a", "[ctxproxy: no result for call a]")
+    first = run(TASK, both, placeholder, result("b", "a.py"))
+    assert working_set.open_diagnostics(first.state.get(working_set.NAMESPACE)) == []
+    second = run(TASK, both, result("a", PYTEST_FAIL), result("b", "a.py"), state=first.state)
+    assert working_set.next_target(second.state.get(working_set.NAMESPACE)) == (
+        "tests/test_calc.py:12"
+    )
