@@ -68,11 +68,13 @@ async def run_load(
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
 
-        async def worker() -> None:
+        async def worker(k: int) -> None:
+            # each concurrent worker is its own agent session, as 16 agents would be
+            own = {**headers, "x-session-id": f"bench-{k}"}
             while queue:
                 queue.pop()
                 t0 = time.perf_counter()
-                r = await client.post(url, content=body, headers=headers)
+                r = await client.post(url, content=body, headers=own)
                 await r.aread()
                 latencies.append((time.perf_counter() - t0) * 1000)
                 if r.status_code != 200:
@@ -80,7 +82,7 @@ async def run_load(
                 if overheads is not None and "x-ctxproxy-overhead-ms" in r.headers:
                     overheads.append(float(r.headers["x-ctxproxy-overhead-ms"]))
 
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        await asyncio.gather(*(worker(k) for k in range(concurrency)))
     return latencies
 
 
@@ -135,11 +137,23 @@ def main() -> None:
         ll_port = free_port()
         cfg = tmp / "litellm.yaml"
         cfg.write_text(litellm_config(upstream))
+        # its proxy refuses to start without a master key unless told this is a local test
+        ll_env = {**env, "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
         procs.append(
             start(
-                [args.litellm, "--config", str(cfg), "--port", str(ll_port)],
+                [
+                    args.litellm,
+                    "--config",
+                    str(cfg),
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(ll_port),
+                    "--num_workers",
+                    "1",
+                ],
                 f"http://127.0.0.1:{ll_port}/health/liveliness",
-                env,
+                ll_env,
             )
         )
         targets["litellm"] = f"http://127.0.0.1:{ll_port}/v1/chat/completions"
