@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rules import entity_cache
-from rules.base import Context, RuleConfig, RuleResult
-from rules.messages import call_id, last_index, text_of, tool_calls
-from rules.ref_detect import Mention, detect, load_lexicons
+from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.messages import PLACEHOLDER_PREFIX, call_id, role, text_of, tool_calls
+from rules.ref_detect import Mention, detect, load_lexicons, strip_injected
 
 
 class Config(RuleConfig):
@@ -94,6 +94,18 @@ def resolve(
     return ref
 
 
+def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
+    """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
+    result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if role(messages[i]) == "user":
+            text = text_of(messages[i].get("content"))
+            own = strip_injected(text).strip()
+            if own and not own.startswith(PLACEHOLDER_PREFIX):
+                return i, text
+    return None
+
+
 @functools.lru_cache(maxsize=512)
 def _mentions(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...],
               threshold: float) -> tuple[Mention, ...]:
@@ -104,10 +116,10 @@ def _mentions(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    idx = last_index(ctx.messages, ["user"])
-    if idx is None:
+    found_user = _latest_user_text(ctx.messages)
+    if found_user is None:
         return RuleResult.unchanged(ctx)
-    text = text_of(ctx.messages[idx].get("content"))
+    idx, text = found_user
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]

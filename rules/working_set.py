@@ -42,6 +42,11 @@ def _user_text(message: Message) -> str:
     return (text[:cut] if cut >= 0 else text).strip()
 
 
+def _users_own(message: Message) -> bool:
+    text = _user_text(message)
+    return bool(text) and not text.startswith(PLACEHOLDER_PREFIX)
+
+
 def _clip(text: str, limit: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -130,7 +135,9 @@ def build(
 ) -> dict[str, Any]:
     """The ledger after reading ``messages``; tool results already read are skipped."""
     ledger = {k: v for k, v in ledger.items()}
-    users = [i for i, m in enumerate(messages) if role(m) == "user"]
+    # The user's own turns: not text the proxy wrote (an orphan result turned into a user
+    # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
+    users = [i for i, m in enumerate(messages) if role(m) == "user" and _users_own(m)]
     if users and "goal" not in ledger:
         ledger["goal"] = _clip(_user_text(messages[users[0]]), cfg.max_goal_chars)
     if users:

@@ -216,3 +216,11 @@ def test_resolver_hints_settle_abstentions(pick: dict[str, Any], expected: str |
         assert ref["resolved_by"] == "resolver_model"
         assert ref["chain"][-1]["resolver"] == "m"
         assert "abstained" not in ref
+
+
+def test_text_the_proxy_wrote_is_not_scanned_as_the_users_message() -> None:
+    orphan = user("[ctxproxy: tool result for call c9 had no matching call] open that file")
+    msgs = [user("delete the folder I just created"), assistant("ok"), orphan]
+    (ref,) = run("", [FOLDER, FILE_A], messages=msgs).report["references"]
+    assert ref["mention"] == "the folder I just created"
+    assert ref["entity"]["path"] == "~/Desktop/123"

@@ -426,3 +426,11 @@ def test_a_result_arriving_before_a_newer_one_is_still_read() -> None:
     assert working_set.next_target(second.state.get(working_set.NAMESPACE)) == (
         "tests/test_calc.py:12"
     )
+
+
+def test_text_the_proxy_wrote_is_not_the_users_instruction() -> None:
+    orphan = user("[ctxproxy: tool result for call c9 had no matching call] stale output")
+    ledger = ledger_of(TASK, assistant("ok"), user("Also add a test"), assistant("ok"), orphan)
+    assert ledger["instruction"] == "Also add a test"
+    ledger = ledger_of(orphan, TASK, assistant("ok"), orphan)
+    assert (ledger["goal"], ledger["instruction"]) == ("Fix the division bug in calc.py", None)
