@@ -207,3 +207,15 @@ async def test_upstream_error_bodies_are_stored_redacted(
         row = (await rows_of(client))[0]
         assert row["error_type"] == "upstream_status" and "Incorrect API key" in row["error"]
         assert "ABCDEFGH12345678" not in orjson.dumps(row).decode()
+
+
+async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, upstream_mock) -> None:
+    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(
+        200, content=SSE.replace(b"\n", b"\r\n"), headers={"content-type": "text/event-stream"}
+    )
+    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        body = orjson.dumps(request(user("hi"), stream=True))
+        r = await client.post("/v1/chat/completions", content=body)
+        assert r.status_code == 200
+        row = (await rows_of(client))[0]
+        assert (row["prompt_tokens"], row["completion_tokens"]) == (3, 1)
