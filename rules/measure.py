@@ -35,21 +35,30 @@ class Config(RuleConfig):
 
 
 def _split_injected(text: str) -> tuple[str, str]:
-    """(text without proxy blocks, the proxy blocks) for one content string."""
-    start = text.find(INJECT_OPEN)
-    if start < 0:
+    """(text without the proxy's block, the block) for one content string. Only a block at the
+    very end, its markers on lines of their own, counts (inject appends it to a user or tool
+    message, or sends it as a message of its own): the same markers inside a tool's output or
+    quoted by the user are their text."""
+    tail = text.rstrip()
+    if not tail.endswith(INJECT_CLOSE):
         return text, ""
-    end = text.find(INJECT_CLOSE, start)
-    end = len(text) if end < 0 else end + len(INJECT_CLOSE)
-    rest, more = _split_injected(text[end:])
-    return text[:start] + rest, text[start:end] + more
+    start = tail.rfind(INJECT_OPEN, 0, len(tail) - len(INJECT_CLOSE))
+    # inject writes the markers on lines of their own: "… <ctxproxy-context>x</…>" is a log line
+    if (
+        start < 0
+        or (start > 0 and text[start - 1] != "\n")
+        or tail[start + len(INJECT_OPEN)] != "\n"
+    ):
+        return text, ""
+    return text[:start], text[start:]
 
 
 def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
     """(section, tokens) contributions of one message."""
     out: list[tuple[str, int]] = []
     r = role(m)
-    own, injected = _split_injected(text_of(m.get("content")))
+    text = text_of(m.get("content"))
+    own, injected = _split_injected(text) if r in ("user", "tool") else (text, "")
     if injected:
         out.append(("injected", tokens.count_text(injected)))
     if own.startswith(PLACEHOLDER_PREFIX):

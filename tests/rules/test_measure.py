@@ -67,3 +67,27 @@ def test_apply_reports_before_and_after_and_changes_nothing() -> None:
         "after": TOKENS.count_text("hi\n\n"),
     }
     assert set(sections) == set(measure.SECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("message", "injected"),
+    [
+        (user("delete it\n\n" + BLOCK), True),  # appended to the user's message
+        (user(BLOCK), True),  # a message of its own
+        (result("c1", "ok\n\n" + BLOCK), True),  # appended to a tool result
+        ({"role": "user", "content": [{"type": "text", "text": "hi"}, {"text": BLOCK}]}, True),
+        (result("c1", f"log: {BLOCK}\nmore log"), False),  # inside a tool's output
+        (user(f"see {BLOCK} above?"), False),  # quoted by the user
+        (assistant(f"I saw {BLOCK}"), False),  # the proxy never writes into replies
+    ],
+)
+def test_only_blocks_the_proxy_appended_count_as_injected(message, injected) -> None:
+    got = sizes([message])
+    assert got["injected"] == (TOKENS.count_text(BLOCK) if injected else 0)
+
+
+def test_output_full_of_blocks_is_measured_without_recursion() -> None:
+    log = "\n".join(f"req {i}: {INJECT_OPEN}x{INJECT_CLOSE}" for i in range(3000))
+    got = sizes([result("c1", log)])
+    assert got["tool_results"] == TOKENS.count_text(log)
+    assert got["injected"] == 0
