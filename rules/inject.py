@@ -17,8 +17,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rules import entity_cache, working_set
-from rules.base import Context, RuleConfig, RuleResult, TokenCounter
-from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of
+from rules.base import Context, Messages, RuleConfig, RuleResult, TokenCounter
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 
 _VERBS = {"create": "created", "delete": "deleted", "copy": "copied", "move": "moved",
           "modify": "modified", "read": "read", "open": "opened"}
@@ -65,8 +65,9 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
         verb = _VERBS.get(str(ent.get("action")), str(ent.get("action")))
         line = f'- "{r.get("mention")}" means the {ent.get("type")} {ent.get("path")} ({verb})'
         chain = r.get("chain") or []
-        if len(chain) > 1:
-            line += f", from parent session {chain[-1].get('session')}"
+        source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
+        if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)
+            line += f", from parent session {source.get('session')}"
         lines.append(line)
     return lines
 
@@ -102,13 +103,39 @@ def render(recent: list[str], refs: list[str], ws: str | None, tokens: TokenCoun
             refs = refs[:-1]
 
 
-def apply(ctx: Context, cfg: Config) -> RuleResult:
-    messages = ctx.messages
-    if not messages or role(messages[-1]) == "assistant":
-        return RuleResult.unchanged(ctx)  # a prefill: nothing may follow it
+def _place(messages: Messages, block: str, cfg: Config) -> tuple[Messages, str]:
     last = messages[-1]
-    if text_of(last.get("content")).rstrip().endswith(INJECT_CLOSE):
-        return RuleResult.unchanged(ctx)  # already injected (idempotent)
+    if cfg.position == "append" and role(last) in ("user", "tool"):
+        return [*messages[:-1], append_text(last, block)], "append"
+    return [*messages, {"role": "user", "content": block}], "message"
+
+
+def _without_block(messages: Messages) -> list[Messages]:
+    """``messages`` as they might have been before a block was placed at the tail, when one seems
+    to be there (``apply`` then checks it is exactly the block it would place)."""
+    last = messages[-1]
+    content = last.get("content")
+    if isinstance(content, list):
+        tail = content[-1] if content else None
+        text = tail.get("text") if isinstance(tail, dict) else None
+        if isinstance(text, str) and text.startswith(INJECT_OPEN):
+            return [[*messages[:-1], with_content(last, content[:-1])]]
+        return []
+    text = text_of(content)
+    if not text.endswith(INJECT_CLOSE):
+        return []
+    out = []
+    if role(last) == "user" and text.startswith(INJECT_OPEN) and len(messages) > 1:
+        out.append(messages[:-1])  # a trailing message
+    cut = 0 if text.startswith(INJECT_OPEN) else text.rfind("\n\n" + INJECT_OPEN)
+    if cut >= 0:
+        out.append([*messages[:-1], with_content(last, text[:cut])])  # appended
+    return out
+
+
+def _block(ctx: Context, cfg: Config, messages: Messages) -> tuple[str | None, dict[str, Any]]:
+    """The block for ``messages``, shrunk to the room left under ``ctx.budget`` (messages and tools
+    schema counted); with no room at all, the resolved references alone. Facts for the report."""
     refs: list[Mapping[str, Any]] = list(ctx.report.get("references") or [])
     ref_lines = reference_lines(refs)
     show_recent = cfg.recent_context == "always" or (
@@ -120,16 +147,50 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     recent = recent_lines(events, cfg.max_entities) if show_recent else []
     ws = (working_set.render_section(ctx.state)
           if len(messages) >= cfg.working_set_min_messages else None)
+    facts: dict[str, Any] = {"entities": len(recent), "references": len(ref_lines)}
     block = render(recent, ref_lines, ws, ctx.tokens, cfg.max_tokens)
+    if block is None or ctx.budget is None:
+        return block, facts
+    limit = ctx.budget - ctx.tokens.count_tools(ctx.tools)  # what the messages may take
+    room = limit - ctx.tokens.count_messages(messages)
+    facts["room"] = room
+    cap = min(cfg.max_tokens, room)
+    for _ in range(4):  # the block's count is exact; the message around it adds a token or two
+        fitted = render(recent, ref_lines, ws, ctx.tokens, cap) if cap > 0 else None
+        if fitted is None:
+            break
+        over = ctx.tokens.count_messages(_place(messages, fitted, cfg)[0]) - limit
+        if over <= 0:
+            if fitted != block:
+                facts["shrunk"] = True
+            return fitted, facts
+        cap -= over
+    if ref_lines:  # even with no room, what the user's words refer to is worth the overrun
+        facts["shrunk"] = True
+        return render([], ref_lines, None, ctx.tokens, cfg.max_tokens), facts
+    facts["skipped"] = "no room under the budget"
+    return None, facts
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    messages = ctx.messages
+    if not messages or role(messages[-1]) == "assistant":
+        return RuleResult.unchanged(ctx)  # a prefill: nothing may follow it
+    for base in _without_block(messages):  # idempotent: exactly its block is already there
+        block, _ = _block(ctx, cfg, base)
+        if block is not None and _place(base, block, cfg)[0] == messages:
+            return RuleResult.unchanged(ctx)
+    block, facts = _block(ctx, cfg, messages)
     if block is None:
-        return RuleResult.unchanged(ctx)
-    if cfg.position == "append" and role(last) in ("user", "tool"):
-        out = [*messages[:-1], append_text(last, block)]
-        where = "append"
-    else:
-        out = [*messages, {"role": "user", "content": block}]
-        where = "message"
-    report = {"inject": {"position": where, "index": len(out) - 1,
-                         "tokens": ctx.tokens.count_text(block),
-                         "entities": len(recent), "references": len(ref_lines)}}
+        if "skipped" not in facts:
+            return RuleResult.unchanged(ctx)
+        return RuleResult.unchanged(ctx, {"inject": {k: facts[k] for k in ("skipped", "room")}})
+    out, where = _place(messages, block, cfg)
+    report: dict[str, Any] = {"inject": {"position": where, "index": len(out) - 1,
+                                         "tokens": ctx.tokens.count_text(block), **facts}}
+    if ctx.budget is not None:
+        total = ctx.tokens.count_messages(out) + ctx.tokens.count_tools(ctx.tools)
+        if total > ctx.budget:
+            report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": ctx.budget,
+                                   "rule": "inject"}]
     return RuleResult(out, ctx.state, report)

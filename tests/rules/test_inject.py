@@ -33,11 +33,12 @@ ABSTAINED = {"mention": "it", "entity": None, "confidence": 0.45, "chain": [],
 
 def run(messages: list[dict[str, Any]], events: list[dict[str, Any]] | None = None,
         refs: list[dict[str, Any]] | None = None, cfg: inject.Config = CFG,
-        state: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+        state: dict[str, Any] | None = None, budget: int | None = None,
+        tools: list[Any] | None = None):  # type: ignore[no-untyped-def]
     data = {"entities": events or [], **(state or {})}
     ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
                   now=1010.0, session_id="me", state=SessionState(data),
-                  report={"references": refs or []})
+                  report={"references": refs or [], "warnings": []}, budget=budget, tools=tools)
     return inject.apply(ctx, cfg)
 
 
@@ -157,3 +158,85 @@ def test_moves_show_where_from() -> None:
     moved = ev("/w/b.txt", "file", "move", 3, **{"from": "/w/a.txt"})
     block = block_of(run([user("x")], [moved], [], inject.Config(recent_context="always")).messages)
     assert "- moved file /w/b.txt (from /w/a.txt)" in block
+
+
+def with_chain(*chain: dict[str, Any]) -> dict[str, Any]:
+    return {**REF, "chain": list(chain)}
+
+
+# (the reference's chain, the label expected or None): the label names the session of the chain
+# entry that yielded the entity, and only when that entry is an ancestor (depth > 0).
+CHAIN_CASES = [
+    pytest.param([{"session": "me", "depth": 0, "candidates": 1}], None, id="own"),
+    pytest.param([{"session": "me", "depth": 0, "candidates": 2},
+                  {"resolver": "cheap", "session": "me", "depth": 0}], None,
+                 id="resolver-pick-own-session"),
+    pytest.param([{"session": "me", "depth": 0, "candidates": 0},
+                  {"session": "dad", "depth": 1, "candidates": 1}], "dad", id="parent"),
+    pytest.param([{"session": "me", "depth": 0, "candidates": 0},
+                  {"session": "dad", "depth": 1, "candidates": 2},
+                  {"resolver": "cheap", "session": "dad", "depth": 1}], "dad",
+                 id="resolver-pick-parent-session"),
+]
+
+
+@pytest.mark.parametrize(("chain", "parent"), CHAIN_CASES)
+def test_parent_label_follows_the_yielding_chain_entry(chain: list[Any],
+                                                       parent: str | None) -> None:
+    (line,) = inject.reference_lines([with_chain(*chain)])
+    if parent is None:
+        assert "parent session" not in line
+    else:
+        assert line.endswith(f", from parent session {parent}")
+
+
+def test_a_tool_output_ending_with_the_closing_tag_still_gets_the_block() -> None:
+    msgs = [user("delete that folder"), assistant(None, shell("c1", "cat notes.md")),
+            result("c1", "notes\n" + INJECT_CLOSE)]
+    out = run(msgs, [FOLDER], [REF])
+    assert out.messages is not msgs and block_of(out.messages).startswith(INJECT_OPEN)
+    assert run(out.messages, [FOLDER], [REF]).messages is out.messages  # and only once
+
+
+MANY = [ev(f"/w/deep/{'x' * 60}/file_{i}.py", "file", "create", i) for i in range(60)]
+TOOLS = [{"type": "function", "function": {"name": "bash", "description": "run " * 50}}]
+
+
+@pytest.mark.parametrize("position", ["append", "message"])
+def test_block_shrinks_to_the_room_left_under_the_budget(position: str) -> None:
+    cfg = inject.Config(max_entities=60, position=position)  # type: ignore[arg-type]
+    msgs = [user("删除刚创建的文件夹")]
+    full = run(msgs, MANY, [REF], cfg)
+    assert full.report["inject"]["tokens"] > 300
+    budget = TOKENS.count_messages(msgs) + TOKENS.count_tools(TOOLS) + 300
+    out = run(msgs, MANY, [REF], cfg, budget=budget, tools=TOOLS)
+    assert TOKENS.count_messages(out.messages) + TOKENS.count_tools(TOOLS) <= budget
+    assert "Resolved references" in block_of(out.messages)
+    assert out.report["inject"]["room"] < cfg.max_tokens
+    assert "warnings" not in out.report
+    assert run(out.messages, MANY, [REF], cfg, budget=budget, tools=TOOLS).messages is out.messages
+
+
+def test_no_room_keeps_the_references_and_warns_over_budget() -> None:
+    msgs = [user("删除刚创建的文件夹")]
+    budget = TOKENS.count_messages(msgs) + 5
+    out = run(msgs, MANY, [REF], inject.Config(max_entities=60), budget=budget)
+    block = block_of(out.messages)
+    assert "Resolved references" in block and "Recent context" not in block
+    (warning,) = out.report["warnings"]
+    assert warning["kind"] == "over_budget" and warning["budget"] == budget
+    assert warning["tokens"] == TOKENS.count_messages(out.messages) > budget
+
+
+def test_no_room_and_nothing_essential_leaves_the_list_alone() -> None:
+    msgs = [user("go on")]
+    cfg = inject.Config(recent_context="always")
+    out = run(msgs, [FOLDER], [], cfg, budget=TOKENS.count_messages(msgs) + 5)
+    assert out.messages is msgs and out.report["inject"]["skipped"] == "no room under the budget"
+
+
+def test_idempotent_on_an_empty_last_message() -> None:
+    msgs = [user("删除刚创建的文件夹"), assistant(None, shell("c1", "true")), result("c1", "")]
+    once = run(msgs, [FOLDER], [REF])
+    assert text_of(once.messages[-1]["content"]).startswith(INJECT_OPEN)
+    assert run(once.messages, [FOLDER], [REF]).messages is once.messages
