@@ -37,6 +37,8 @@ class Lexicon:
     patterns: tuple[tuple[str, re.Pattern[str]], ...]
     type_of: Mapping[str, str]  # lower-cased word -> file | folder
     action_of: Mapping[str, str]  # lower-cased word -> action
+    # spans that are no reference ("write the new file utils.py"): mentions overlapping them drop
+    not_refs: tuple[re.Pattern[str], ...] = ()
 
 
 def _alternation(words: Sequence[str]) -> str:
@@ -59,19 +61,23 @@ def _compile_language(lang: str, spec: Mapping[str, object]) -> Lexicon:
     for slot in _SLOTS[2:]:
         fills[slot] = list(spec.get(slot) or [])  # type: ignore[call-overload]
     flags = re.I if "i" in str(spec.get("flags", "")) else 0
-    patterns = []
-    for item in spec.get("patterns") or []:  # type: ignore[attr-defined]
-        template = str(item["re"])
+
+    def compile_template(template: str) -> re.Pattern[str]:
         for slot in _SLOTS:
             group = "rec" if slot == "rec_adj" else slot
             alternation = _alternation(fills[slot])
             template = template.replace("{" + slot + "}", f"(?P<{group}>{alternation})")
         try:
-            patterns.append((str(item["kind"]), re.compile(template, flags)))
+            return re.compile(template, flags)
         except re.error as exc:
-            msg = f"references pack, {lang}: bad pattern {item['re']!r}: {exc}"
+            msg = f"references pack, {lang}: bad pattern {template!r}: {exc}"
             raise ValueError(msg) from None
-    return Lexicon(lang, tuple(patterns), _inverse(types), _inverse(actions))
+
+    patterns = [(str(item["kind"]), compile_template(str(item["re"])))
+                for item in spec.get("patterns") or []]  # type: ignore[attr-defined]
+    not_refs = tuple(compile_template(str(t))
+                     for t in spec.get("not_refs") or [])  # type: ignore[attr-defined]
+    return Lexicon(lang, tuple(patterns), _inverse(types), _inverse(actions), not_refs)
 
 
 @functools.lru_cache(maxsize=16)
@@ -98,11 +104,10 @@ def detect(
 ) -> list[Mention]:
     """Mentions in order of position; of overlapping matches, the earlier pattern wins."""
     text = strip_injected(text)
-    taken: list[tuple[int, int]] = []
+    lexicons = [lex for lex in lexicons if lex.lang in languages]
+    taken = [m.span() for lex in lexicons for p in lex.not_refs for m in p.finditer(text)]
     found: list[Mention] = []
     for lex in lexicons:
-        if lex.lang not in languages:
-            continue
         for kind, pattern in lex.patterns:
             for m in pattern.finditer(text):
                 span = m.span()

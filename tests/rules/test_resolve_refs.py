@@ -42,6 +42,14 @@ DETECT = [
     ("それを削除して", (None, None, False, "pronoun_op")),
     ("先ほど編集したファイルを見せて", ("file", "modify", True, "described")),
     ("fix the bug in utils.py", None),
+    # "new" introducing a thing to be created is no recency: a create verb before it, a name after
+    ("Now write the new file utils.py with the helpers", None),
+    ("create the new folder for the assets", None),
+    ("add the new script run.sh", None),
+    ("put the helpers in the new file `helpers.py`", None),
+    ("make the new directory called assets", None),
+    ("delete the new file", ("file", None, True, "recent")),
+    ("move the new folder into src", ("folder", None, True, "recent")),
     ("add a test for the parser", None),
     ("用中文回答", None),
     ("테스트를 실행해", None),
@@ -224,3 +232,8 @@ def test_text_the_proxy_wrote_is_not_scanned_as_the_users_message() -> None:
     (ref,) = run("", [FOLDER, FILE_A], messages=msgs).report["references"]
     assert ref["mention"] == "the folder I just created"
     assert ref["entity"]["path"] == "~/Desktop/123"
+
+
+def test_a_file_to_be_created_is_not_resolved_to_an_old_one() -> None:
+    res = run("Now write the new file utils.py with the helpers", [FILE_A])
+    assert "references" not in res.report
