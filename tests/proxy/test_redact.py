@@ -1,0 +1,118 @@
+"""Redaction of captured payloads and stored error text: secret-named fields (any spelling that
+names a key, secret, token, password or authorization) and key-shaped strings of common
+providers. Counts and ordinary fields stay readable."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.redact import REDACTED, redact, redact_text
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "authorization",
+        "Authorization",
+        "api_key",
+        "apiKey",
+        "x-api-key",
+        "openai_api_key",
+        "OPENAI_API_KEY",
+        "anthropicApiKey",
+        "client_secret",
+        "secret",
+        "secrets",
+        "aws_secret_access_key",
+        "password",
+        "db_password",
+        "passwd",
+        "token",
+        "access_token",
+        "refresh_token",
+        "accessToken",
+        "auth_token",
+        "id_token",
+        "private_key",
+        "proxy-authorization",
+        "credentials",
+    ],
+)
+def test_secret_named_fields_are_redacted(name: str) -> None:
+    assert redact({name: "value-123"}) == {name: REDACTED}
+    assert redact({"outer": [{name: "value-123"}]}) == {"outer": [{name: REDACTED}]}
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("max_tokens", 100),
+        ("max_completion_tokens", 50),
+        ("prompt_tokens", 3),
+        ("completion_tokens", 1),
+        ("total_tokens", 4),
+        ("cached_tokens", 0),
+        ("tokens_before", 10),
+        ("key_points", "short"),
+        ("keys", "short"),
+        ("monkey", "banana"),
+        ("prompt_cache_key", "conversation-1"),
+        ("model", "gpt-4o"),
+        ("content", "hello"),
+        ("token_count", 5),
+    ],
+)
+def test_ordinary_fields_stay(name: str, value: object) -> None:
+    assert redact({name: value}) == {name: value}
+
+
+def test_logprob_tokens_are_text_not_secrets() -> None:
+    entry = {"token": "Hello", "logprob": -0.1, "bytes": [72]}
+    assert redact({"logprobs": {"content": [entry]}}) == {"logprobs": {"content": [entry]}}
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "sk-abcdefghijklmnop1234",
+        "sk-proj-ABCDEFGH12345678xyz",
+        "sk-ant-api03-AbCdEf123456-_xyz",
+        "AKIAABCDEFGHIJKLMNOP",
+        "AIzaSyA1234567890abcdefghijklmnopqrstu",
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "gho_abcdefghijklmnopqrstuvwxyz0123456789",
+        "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+        "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOp",
+        "xoxp-123456789012-abcdefghij",
+        "hf_abcdefghijklmnopqrstuvwxyzABCDEF",
+        "sk_live_abcdefghijklmnop1234",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ],
+)
+def test_key_shaped_strings_are_redacted(secret: str) -> None:
+    text = f"my key is {secret}, please keep it"
+    out = redact_text(text)
+    assert secret not in out and REDACTED in out
+    assert out.startswith("my key is ") and out.endswith(", please keep it")
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("Authorization: Bearer abcdefgh12345678", "abcdefgh12345678"),
+        ('{"api_key": "plainvalue123"}', "plainvalue123"),
+        ("client_secret=s3cr3tvalue99", "s3cr3tvalue99"),
+        ("password: hunter2hunter2", "hunter2hunter2"),
+        ("access_token=abcdefgh12345678", "abcdefgh12345678"),
+    ],
+)
+def test_assignments_to_secret_names_are_redacted(text: str, leaked: str) -> None:
+    assert leaked not in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["max_tokens=1000 and 12 tokens", "a sketch of skills", "ask-me-anything", "AIza short"],
+)
+def test_ordinary_text_stays(text: str) -> None:
+    assert redact_text(text) == text
