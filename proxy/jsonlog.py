@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import sys
 import time
 from typing import IO, Any
@@ -63,6 +64,28 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     return record
 
 
+_BARE = re.compile(r"[A-Za-z0-9_.:/@+\-]+")
+_UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\u2027\u202a-\uffff]")
+
+
+def text_value(value: Any) -> str:
+    """A ``key=value`` value: bare when plainly safe, else a JSON string (quotes, backslashes,
+    control and line-separator characters escaped), so a client-chosen value (a session id, a
+    model name) can neither break the line nor forge fields."""
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        text = ",".join(value)  # rule_errors=measure,prune
+    elif isinstance(value, (list, dict)):
+        text = orjson.dumps(value).decode()
+    else:
+        text = str(value)
+    if _BARE.fullmatch(text):
+        return text
+    quoted = orjson.dumps(text).decode()
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+
+
 class JsonLog:
     """Request observer writing one line per request to ``stream`` (stderr by default, looked up
     when writing so a redirected stderr is honoured)."""
@@ -82,7 +105,7 @@ class JsonLog:
         if self.json_lines:
             line = orjson.dumps(record).decode()
         else:
-            line = " ".join(f"{k}={v}" for k, v in record.items())
+            line = " ".join(f"{k}={text_value(v)}" for k, v in record.items())
         out = self.stream or sys.stderr
         out.write(line + "\n")
         out.flush()

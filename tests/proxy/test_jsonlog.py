@@ -166,3 +166,33 @@ def test_configure_sends_the_proxy_loggers_to_stderr(capsys, json_lines, level) 
         assert records[1]["logger"] == "ctxproxy.observe"
     else:
         assert lines[0] == "observer failed" and "quiet unless INFO" not in lines
+
+
+@pytest.mark.parametrize(
+    "session",
+    [
+        "s\nts=x level=ERROR event=request request_id=req_forged status=500",
+        "s request_id=req_forged status=500",
+        's" request_id=req_forged status="500',
+        "s\rrequest_id=req_forged",
+        "s\u2028request_id=req_forged",
+        "s\x85request_id=req_forged",
+        "张三 status=500",
+        "",
+    ],
+)
+def test_plain_text_values_are_quoted_so_no_line_can_be_forged(session: str) -> None:
+    import shlex
+
+    from proxy.jsonlog import JsonLog
+    from proxy.settings import LoggingSettings
+
+    stream = io.StringIO()
+    row = {"id": "req_real", "session_id": session, "status": 200, "model": "m x"}
+    JsonLog(LoggingSettings(json_lines=False), stream).finished(row)
+    (line,) = stream.getvalue().splitlines()
+    fields = dict(token.split("=", 1) for token in shlex.split(line))
+    assert fields["request_id"] == "req_real" and fields["status"] == "200"
+    assert fields["model"] == "m x"
+    assert fields["session"].startswith(session[:1])
+    assert not any(c in fields["session"] for c in "\n\r\u2028\x85")
