@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from rules import prune_stages
 from rules.base import Message, TokenCounter
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 from rules.observations import Observation
@@ -18,13 +19,19 @@ ELIDE_ACTIONS = ("supersede", "mask")
 
 
 def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content_hash) -> list[str]:
-    """One anchor per message: its content hash, plus the occurrence number for repeats."""
+    """One anchor per message: its content hash chained with the previous message's, plus an
+    occurrence number for repeated pairs. An identical later message (a second "continue") thus
+    never takes over the anchor, and the edit, of an earlier copy that vanished: it follows a
+    different message."""
     seen: Counter[str] = Counter()
     out = []
+    prev = ""
     for m in messages:
         h = hash_of(m)
-        out.append(f"{h}#{seen[h]}" if seen[h] else h)
-        seen[h] += 1
+        key = f"{h}.{prev[:8]}"
+        out.append(f"{key}#{seen[key]}" if seen[key] else key)
+        seen[key] += 1
+        prev = h
     return out
 
 
@@ -135,12 +142,15 @@ def render(
     tokens: TokenCounter,
     cap: int,
 ) -> list[Message]:
-    """The conversation with the overlay applied: edits in place, dropped runs as one line."""
+    """The conversation with the overlay applied: edits in place, dropped runs as one line.
+    Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped."""
     dropped = set(overlay.dropped)
+    first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
+    current = prune_stages.current_start(messages, first_user) if dropped else len(messages)
     out: list[Message] = []
     run: list[Message] = []
     for i, (m, a) in enumerate(zip(messages, anchor_list, strict=True)):
-        if a in dropped:
+        if a in dropped and i < current:
             run.append(m)
             continue
         if run:

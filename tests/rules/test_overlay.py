@@ -116,3 +116,41 @@ def test_edits_replayed_byte_for_byte_and_dropped_with_their_messages() -> None:
 def test_anchor_distinguishes_repeated_messages() -> None:
     same = result("c1", "identical output")
     assert len(set(overlay.anchors([same, dict(same), dict(same)]))) == 3
+
+
+def run_prune(messages: list[dict[str, Any]], budget: int, state: SessionState | None = None,
+              **options: Any) -> Any:  # fmt: skip
+    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0,
+                  state=state or SessionState(), budget=budget)  # fmt: skip
+    return prune.apply(ctx, prune.Config(**options))
+
+
+def dropped_lines(messages: list[dict[str, Any]]) -> list[int]:
+    return [i for i, m in enumerate(messages)
+            if text_of(m.get("content")).startswith(f"{PLACEHOLDER_PREFIX} dropped")]  # fmt: skip
+
+
+def test_a_repeated_message_does_not_inherit_a_vanished_copys_drop() -> None:
+    """The agent compacts its own history: the "continue" that was dropped goes, and a later
+    identical "continue" must not take over its anchor and be rendered as dropped."""
+    big = "\n".join(f"line {i} " + "lorem ipsum dolor " * 5 for i in range(200))
+    first = [user("Original task"), user("continue")]
+    for k in range(6):
+        first += [assistant(None, call(f"c{k}", "bash", command=f"python s{k}.py")),
+                  result(f"c{k}", big)]  # fmt: skip
+    first.append(user("continue"))
+    r1 = run_prune(first, 12_000, keep_last_observations=2)
+    assert 1 in dropped_lines(r1.messages)  # the first "continue" went
+    second = [user("Original task"), user("Summary of earlier work: ran s0..s5"),
+              assistant(None, call("c9", "bash", command="python s9.py")), result("c9", "ok"),
+              user("continue")]  # fmt: skip
+    r2 = run_prune(second, 12_000, r1.state, keep_last_observations=2)
+    assert r2.messages == second
+
+
+def test_drops_are_never_rendered_in_the_current_turn() -> None:
+    messages = [user("task"), assistant("a"), user("later"), assistant("b")]
+    anchors = overlay.anchors(messages)
+    stored = overlay.Overlay(dropped=[anchors[1], *anchors[2:]])
+    out = overlay.render(messages, anchors, stored, {}, TOKENS, 1000)
+    assert out[2:] == messages[2:] and dropped_lines(out) == [1]
