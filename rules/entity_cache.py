@@ -46,12 +46,14 @@ def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[E
 
 def add(events: Sequence[Event], new: Iterable[Event], capacity: int) -> list[Event]:
     """Append ``new`` (a repeat of the same path and action replaces the older one), keep the
-    newest ``capacity``."""
-    out = list(events)
-    for e in new:
-        out = [o for o in out if (o["path"], o["action"]) != (e["path"], e["action"])]
-        out.append(e)
-    return out[-capacity:] if capacity > 0 else []
+    newest ``capacity``. Linear: one dict keyed by (path, action), in insertion order."""
+    out: dict[tuple[Any, Any], Event] = {}
+    for e in [*events, *new]:
+        key = (e["path"], e["action"])
+        out.pop(key, None)  # the repeat moves to the end
+        out[key] = e
+    kept = list(out.values())
+    return kept[-capacity:] if capacity > 0 else []
 
 
 def query(
@@ -71,10 +73,15 @@ def known_types(events: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """path -> type for what the events say exists now (deleted and moved-away paths left out)."""
     known: dict[str, str] = {}
     for e in sorted(events, key=lambda e: (e.get("first_seen", 0), e.get("seq", 0))):
-        if e.get("action") == "delete":
-            known.pop(e["path"], None)
-            continue
-        if e.get("action") == "move" and isinstance(e.get("from"), str):
-            known.pop(e["from"], None)
-        known[e["path"]] = e["type"]
+        note(known, e)
     return known
+
+
+def note(known: dict[str, str], e: Mapping[str, Any]) -> None:
+    """Update ``known`` (see ``known_types``) with one event newer than all it was built from."""
+    if e.get("action") == "delete":
+        known.pop(e["path"], None)
+        return
+    if e.get("action") == "move" and isinstance(e.get("from"), str):
+        known.pop(e["from"], None)
+    known[e["path"]] = e["type"]

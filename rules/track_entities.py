@@ -124,7 +124,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             seq += 1
             event = entity_cache.make_event(effect, ctx.now, call_id(call), seq, name)
             new_events.append(event)
-            known = entity_cache.known_types([*events, *new_events])
+            entity_cache.note(known, event)  # the newest event: known stays current, linearly
 
     if new_events:
         events = entity_cache.add(events, new_events, cfg.max_entities)

@@ -274,3 +274,15 @@ def test_call_answered_after_a_newer_one_is_still_read() -> None:
     second = run(answered, state=first.state, now=1010.0)
     assert [p for _, _, p in paths(second.state)] == ["second", "first"]
     assert run(answered, state=second.state, now=1020.0).report["entities"] == []
+
+
+def test_many_new_effects_in_one_request_take_linear_time() -> None:
+    import time
+
+    steps = [(f"k{i}", "mkdir -p " + " ".join(f"d{i}_{j}" for j in range(10)), "")
+             for i in range(1000)]
+    msgs = _convo(*steps)  # 10,000 new effects on a cold start
+    began = time.perf_counter()
+    out = run(msgs, cfg=track_entities.Config(max_entities=10_000))
+    assert time.perf_counter() - began < 3.0  # quadratic: ~16 s
+    assert len(paths(out.state)) == 10_000
