@@ -64,7 +64,7 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     return record
 
 
-_BARE = re.compile(r"[A-Za-z0-9_.:/@+\-]+")
+_BARE = re.compile(r"[A-Za-z0-9_.,:/@+\-]+")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\u2027\u202a-\uffff]")
 
 
