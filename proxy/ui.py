@@ -10,6 +10,7 @@ import datetime as dt
 import hashlib
 import hmac
 import os
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -38,6 +39,17 @@ def _when(ts: float | None) -> str:
 
 def _ms(value: Any) -> str:
     return "-" if value is None else f"{float(value):.1f}"
+
+
+_ASCII_NUMBER = re.compile(r"[0-9]{1,12}")
+
+
+def _number(text: str) -> int | None:
+    """A non-negative ASCII integer (``str.isdigit`` also takes '²' and other digits ``int``
+    refuses or reads), or None; overly long ones read as a huge number, never overflow SQL."""
+    if text.isascii() and text.isdigit():
+        return int(text) if _ASCII_NUMBER.fullmatch(text) else 10**12
+    return None
 
 
 def _cookie_token(admin_key: str) -> str:
@@ -88,7 +100,8 @@ class UI:
             )
             return response
         cookie = request.cookies.get(COOKIE)
-        if admin and cookie and hmac.compare_digest(cookie, _cookie_token(admin)):
+        # Bytes: compare_digest refuses str holding non-ASCII, and a cookie is anyone's to send.
+        if admin and cookie and hmac.compare_digest(cookie.encode(), _cookie_token(admin).encode()):
             return None
         try:
             check_admin(auth, headers, None)
@@ -101,14 +114,20 @@ class UI:
             return denied
         store = request.app.state.services.store
         qp = request.query_params
-        status = qp.get("status", "").strip()
-        limit = min(MAX_LIST, int(qp["limit"])) if qp.get("limit", "").isdigit() else 100
         filters = {k: qp.get(k, "").strip() for k in ("session", "model", "status")}
+        status = _number(filters["status"])
+        if filters["status"] and (status is None or not 100 <= status <= 599):
+            return self._page(
+                "bad_request.html", 400, problem="status must be an HTTP status, 100 to 599."
+            )
+        limit = _number(qp.get("limit", "").strip() or "100")
+        if limit is None or limit < 1:
+            return self._page("bad_request.html", 400, problem="limit must be a positive number.")
         rows = await store.list_requests(
             session=filters["session"] or None,
             model=filters["model"] or None,
-            status=int(status) if status.isdigit() else None,
-            limit=limit,
+            status=status,
+            limit=min(MAX_LIST, limit),
         )
         for r in rows:
             report = rv.report_of(r)
