@@ -123,7 +123,7 @@ class _Run:
             if a in trial.edits:
                 sizes[i] = self.tokens.count_message(self._edited(i, trial.edits[a]))
         candidates = (
-            ("supersede", prune_stages.supersede(self.obs, protected)),
+            ("supersede", prune_stages.supersede(self.obs, protected, self.messages)),
             ("mask", prune_stages.mask(self.obs, protected, cfg.keep_last_observations)),
         )
         for stage, items in candidates:

@@ -15,7 +15,7 @@ from proxy.errors import BadRequest
 from proxy.settings import settings_from_mapping
 from proxy.store import Store
 from proxy.tokens import TokenCounters
-from rules import chain_validator, prune
+from rules import chain_validator, prune, prune_stages
 from rules import observations as observations_mod
 from rules.base import Context, RuleResult, SessionState
 from rules.messages import PLACEHOLDER_PREFIX, text_of
@@ -395,3 +395,47 @@ def test_reserve_never_exceeds_the_gap_to_the_target() -> None:
     budget = TOKENS.count_messages(messages) + 100  # far less than the reserve, over the target
     out = apply(messages, budget)
     assert out.messages is messages and out.report["prune"]["over_budget"] is False
+
+
+def view(cid: str, path: str, **extra: Any) -> dict[str, Any]:
+    return assistant(None, call(cid, "str_replace_editor", command="view", path=path, **extra))
+
+
+# (calls in order, each answered; indices of the calls whose results are superseded): a partial
+# read goes only for a later read covering its lines, or a full read or a write of the file.
+PARTIAL_CASES = [
+    pytest.param([view("v1", "/r/big.py", view_range=[1, 40]),
+                  view("v2", "/r/big.py", view_range=[900, 940])], set(), id="disjoint-ranges"),
+    pytest.param([assistant(None, shell("s1", "sed -n '10,20p' a.py")),
+                  assistant(None, shell("s2", "head -5 a.py"))], set(), id="sed-then-head"),
+    pytest.param([view("v1", "/r/big.py", view_range=[10, 20]),
+                  view("v2", "/r/big.py", view_range=[1, 40])], {0}, id="covered"),
+    pytest.param([view("v1", "/r/big.py", view_range=[10, 20]),
+                  view("v2", "/r/big.py", view_range=[15, -1])], set(), id="overlap-only"),
+    pytest.param([view("v1", "/r/big.py", view_range=[900, 940]), view("v2", "/r/big.py")], {0},
+                 id="then-full-read"),
+    pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range=[1, 40])], set(),
+                 id="full-then-partial"),
+    pytest.param([assistant(None, call("r1", "Read", file_path="a.py", offset=100, limit=50)),
+                  assistant(None, call("r2", "Read", file_path="a.py", offset=1, limit=20))],
+                 set(), id="read-offset-limit"),
+    pytest.param([assistant(None, shell("s1", "sed -n '10,20p' a.py")),
+                  assistant(None, call("w1", "Write", file_path="a.py", content="x"))], {0},
+                 id="then-write"),
+    pytest.param([assistant(None, shell("t1", "tail -5 a.py")),
+                  assistant(None, shell("t2", "head -5 a.py"))], set(), id="tail-then-head"),
+    pytest.param([assistant(None, shell("t1", "tail -5 a.py")),
+                  assistant(None, shell("t2", "tail -5 a.py"))], {0}, id="same-tail-again"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("calls", "superseded"), PARTIAL_CASES)
+def test_partial_reads_are_superseded_only_by_what_covers_them(
+    calls: list[dict[str, Any]], superseded: set[int]
+) -> None:
+    messages: list[dict[str, Any]] = [TASK]
+    for k, c in enumerate(calls):
+        messages += [c, result(c["tool_calls"][0]["id"], f"output {k}")]
+    obs = observations_mod.observations(messages)
+    got = prune_stages.supersede(obs, set(), messages)
+    assert {(i - 2) // 2 for i, _ in got} == superseded
