@@ -99,7 +99,9 @@ async def _follow(args: argparse.Namespace) -> int:
     await store.open()
     console = Console()
     since = time.time()  # "new" means created after this line is printed
-    console.print(f"following new requests in {store.path} (Ctrl-C to stop)", style="dim")
+    console.print(
+        f"following new requests in {store.path} (Ctrl-C to stop)", style="dim", markup=False
+    )
     console.file.flush()
     try:
         return await follow(

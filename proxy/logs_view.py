@@ -35,7 +35,7 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
         table.add_column(col, overflow="fold")
     for r in rows:
         tokens = f"{r.get('tokens_before') or 0}→{r.get('tokens_after') or 0}"
-        table.add_row(
+        cells = (
             r["id"],
             _when(r.get("created_at")),
             str(r.get("session_id") or "-")[:24],
@@ -45,6 +45,7 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
             *(_size(r.get("sections"), c) for c in SECTION_COLUMNS),
             f"{r.get('overhead_ms') or 0:.1f}",
         )
+        table.add_row(*(Text(c) for c in cells))  # plain text: never parsed as rich markup
     console.print(table)
 
 

@@ -18,6 +18,12 @@ from proxy import report_view as rv
 BAR_WIDTH = 28
 
 
+def add_row(table: Table, *cells: RenderableType) -> None:
+    """``table.add_row`` with every string cell as plain ``Text``: cells hold client-chosen text
+    (models, commands, paths) that rich would otherwise parse as markup (``[/red]`` raises)."""
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def _title(row: dict[str, Any]) -> Text:
     when = dt.datetime.fromtimestamp(row.get("created_at") or 0).isoformat(" ", "seconds")
     status = row.get("status")
@@ -53,7 +59,8 @@ def sections_table(row: dict[str, Any], width: int = BAR_WIDTH) -> RenderableTyp
     table.add_column("Δ", justify="right")
     for s in secs:
         delta = s["after"] - s["before"]
-        table.add_row(
+        add_row(
+            table,
             s["name"],
             str(s["before"]),
             Bar(scale, 0, s["before"], width=width, color="blue"),
@@ -72,9 +79,9 @@ def items_table(title: str, rows: list[dict[str, Any]]) -> RenderableType:
     table = Table(title=f"{title} ({len(rows)})", title_justify="left")
     cols = rv.item_columns(rows)
     for c in cols:
-        table.add_column(c, overflow="fold")
+        table.add_column(Text(c), overflow="fold")
     for r in rows:
-        table.add_row(*(rv.cell(r.get(c)) for c in cols))
+        add_row(table, *(rv.cell(r.get(c)) for c in cols))
     return table
 
 
@@ -101,7 +108,7 @@ def working_set_view(report: dict[str, Any]) -> RenderableType:
             text = "\n".join(rv.cell(v, 200) for v in value) or "-"
         else:
             text = rv.cell(value, 400)
-        table.add_row(str(key), text)
+        add_row(table, str(key), text)
     return table
 
 
@@ -115,7 +122,7 @@ def timings_table(report: dict[str, Any]) -> RenderableType:
     table.add_column("ms", justify="right")
     table.add_column("", width=BAR_WIDTH)
     for name, ms in entries:
-        table.add_row(name, f"{ms:.3f}", Bar(scale, 0, ms, width=BAR_WIDTH, color="magenta"))
+        add_row(table, name, f"{ms:.3f}", Bar(scale, 0, ms, width=BAR_WIDTH, color="magenta"))
     return table
 
 
@@ -128,7 +135,7 @@ def usage_table(row: dict[str, Any]) -> RenderableType:
         if key == "error":  # long text: under the table, not stretching the number column
             error = Text(f"error: {value}", style="red")
             continue
-        table.add_row(key, "-" if value is None else rv.cell(value, 300))
+        add_row(table, key, "-" if value is None else rv.cell(value, 300))
     return Group(table, error) if error else table
 
 
