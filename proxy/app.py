@@ -50,14 +50,14 @@ async def models(request: Request) -> Response:
             status, content = await services.upstream.models(
                 catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
             )
-            if status == 200:
-                listed = orjson.loads(content)
-                have = {m.get("id") for m in listed.get("data", []) if isinstance(m, dict)}
-                listed.setdefault("data", []).extend(
-                    _model_entry(n) for n in names if n not in have
-                )
+            if status in (401, 403):  # the key is refused: say so, not a made-up list
+                return Response(content, status, media_type="application/json")
+            listed = orjson.loads(content) if status == 200 else None
+            if isinstance(listed, dict) and isinstance(listed.get("data"), list):
+                have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
+                listed["data"].extend(_model_entry(n) for n in names if n not in have)
                 return _json(listed)
-        except (ProxyError, orjson.JSONDecodeError, AttributeError):
+        except (ProxyError, orjson.JSONDecodeError):
             pass
     return _json({"object": "list", "data": [_model_entry(n) for n in names]})
 

@@ -59,14 +59,13 @@ def upstream_api_key(
 class UpstreamClient:
     def __init__(self, max_connections: int = 200) -> None:
         limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=64)
-        # Chat requests go straight to the pooled transport: a proxy wants none of the client
+        # Upstream requests go straight to the pooled transport: a proxy wants none of the client
         # layer (its cookie jar would leak one client's upstream cookies to the next; redirects
         # and auth flows are not ours to follow), and skipping it saves ~0.1 ms a request.
         self.transport = httpx.AsyncHTTPTransport(limits=limits, retries=0)
-        self.http = httpx.AsyncClient(transport=self.transport, timeout=None)
 
     async def aclose(self) -> None:
-        await self.http.aclose()
+        await self.transport.aclose()
 
     async def chat(
         self,
@@ -138,16 +137,27 @@ class UpstreamClient:
         )
 
     async def models(self, upstream: UpstreamSettings, key: str | None) -> tuple[int, bytes]:
+        """GET the upstream's model list straight through the pooled transport, like chat: no
+        client layer, so no cookie jar carrying one client's upstream cookies to the next."""
         base = (upstream.base_url or "https://api.openai.com/v1").rstrip("/")
+        timeout = httpx.Timeout(upstream.connect_timeout_s)
+        request = httpx.Request(
+            "GET",
+            f"{base}/models",
+            headers=self._headers({}, key),
+            extensions={"timeout": timeout.as_dict()},
+        )
         try:
-            response = await self.http.get(
-                f"{base}/models", headers=self._headers({}, key), timeout=upstream.connect_timeout_s
-            )
+            response = await self.transport.handle_async_request(request)
+            try:
+                content = await response.aread()
+            finally:
+                await response.aclose()
         except httpx.HTTPError as exc:
             raise UpstreamUnreachable(
                 f"Upstream {upstream.name} could not be reached: {exc}"
             ) from None
-        return response.status_code, response.content
+        return response.status_code, content
 
 
 def _is_event_stream(headers: Mapping[str, str]) -> bool:

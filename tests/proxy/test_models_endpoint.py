@@ -1,0 +1,76 @@
+"""GET /v1/models: the catch-all upstream's list plus configured names; no cookie jar shared
+between clients; a broken list falls back to the configured names; an auth failure passes
+through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import respx
+
+from tests.conftest import in_process, proxy_settings
+
+UPSTREAM = "http://upstream.test/v1"
+
+
+@pytest.fixture
+def upstream_mock():
+    with respx.mock(assert_all_called=False) as mock:
+        mock.route(host="proxy").pass_through()
+        yield mock
+
+
+def settings():
+    return proxy_settings(
+        UPSTREAM,
+        upstreams=[
+            {"name": "named", "match": ["local-model"], "base_url": UPSTREAM},
+            {"name": "all", "match": ["*"], "base_url": UPSTREAM},
+        ],
+    )
+
+
+async def test_upstream_cookies_are_not_replayed_to_other_clients(
+    tmp_path: Path, upstream_mock
+) -> None:
+    route = upstream_mock.get(f"{UPSTREAM}/models").respond(
+        json={"object": "list", "data": [{"id": "m1"}]},
+        headers={"set-cookie": "session=client-a-secret; Path=/"},
+    )
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        for auth in ("Bearer client-a", "Bearer client-b"):
+            r = await client.get("/v1/models", headers={"authorization": auth})
+            assert r.status_code == 200
+    assert len(route.calls) == 2
+    assert "cookie" not in route.calls[1].request.headers
+    assert route.calls[1].request.headers["authorization"] == "Bearer client-b"
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        {"object": "list", "data": None},
+        {"object": "list", "data": "x"},
+        {"object": "list"},
+        [1, 2],
+        "text",
+        {"object": "list", "data": [5, None, {"id": 7}, {"id": "m1"}]},
+    ],
+)
+async def test_malformed_upstream_lists_fall_back(tmp_path: Path, upstream_mock, listed) -> None:
+    upstream_mock.get(f"{UPSTREAM}/models").respond(json=listed)
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models")
+        assert r.status_code == 200
+        ids = [m["id"] for m in r.json()["data"] if isinstance(m, dict)]
+        assert "local-model" in ids
+
+
+@pytest.mark.parametrize("status", [401, 403])
+async def test_upstream_auth_failures_pass_through(tmp_path: Path, upstream_mock, status) -> None:
+    err = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+    upstream_mock.get(f"{UPSTREAM}/models").respond(status, json=err)
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models", headers={"authorization": "Bearer wrong"})
+        assert r.status_code == status and r.json() == err
