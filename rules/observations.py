@@ -4,10 +4,12 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import orjson
 
@@ -139,15 +141,25 @@ def classify_shell(command: str) -> tuple[str, str]:
     return kind, target
 
 
+def load_arguments(arguments: str) -> dict[str, Any]:
+    """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
+    (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
+    if not arguments:
+        return {}
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            return {}
+    return args if isinstance(args, dict) else {}
+
+
 @lru_cache(maxsize=8192)
 def classify(name: str, arguments: str) -> Action:
     """Classify a call by its tool name and raw arguments (cached: calls repeat every request)."""
-    try:
-        args = orjson.loads(arguments) if arguments else {}
-    except orjson.JSONDecodeError:
-        args = {}
-    if not isinstance(args, dict):
-        args = {}
+    args = load_arguments(arguments)
     n = _norm_name(name)
     path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), "")
     command = args.get("command") if isinstance(args.get("command"), str) else ""
@@ -207,14 +219,29 @@ def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -
     return 0
 
 
+def storable(value: Any) -> Any:
+    """``value`` (JSON-like) with lone surrogates (``"\\udcff"``) in its strings replaced by
+    "?", so state holding text from messages can be stored; ``value`` itself when it has none."""
+    try:
+        orjson.dumps(value)
+        return value
+    except TypeError:
+        return _replace_surrogates(value)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_replace_surrogates(v) for v in value]
+    return value
+
+
 def plan_items(arguments: str) -> list[dict[str, str]] | None:
     """A full plan ({text, status} items) when the call's arguments carry one, else None."""
-    try:
-        args = orjson.loads(arguments) if arguments else {}
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(args, dict):
-        return None
+    args = load_arguments(arguments)
     for key in ("todos", "plan", "items", "steps", "tasks"):
         items = args.get(key)
         if isinstance(items, list) and all(isinstance(i, dict) for i in items):

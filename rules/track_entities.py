@@ -23,14 +23,13 @@ from rules.base import Context, RuleConfig, RuleResult
 from rules.file_tools import cwd_hint, file_tool_effect, load_tools, shell_command, succeeded
 from rules.messages import (
     PLACEHOLDER_PREFIX,
-    call_arguments,
     call_arguments_text,
     call_id,
     call_name,
     iter_tool_pairs,
     text_of,
 )
-from rules.observations import high_water
+from rules.observations import high_water, load_arguments, storable
 from rules.shell_parse import analyse, load_verbs
 
 META = "track_entities"
@@ -60,7 +59,8 @@ class Config(RuleConfig):
 
 def call_key(call: dict[str, Any]) -> str:
     """Identifies a call across requests; the arguments count too (some agents reuse ids)."""
-    digest = hashlib.blake2b(call_arguments_text(call).encode(), digest_size=6).hexdigest()
+    text = call_arguments_text(call).encode("utf-8", "surrogatepass")  # lone surrogates too
+    digest = hashlib.blake2b(text, digest_size=6).hexdigest()
     return f"{call_id(call)}:{digest}"
 
 
@@ -109,7 +109,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         seen_list.append(key)
         if not succeeded(tools, result):
             continue
-        name, args = call_name(call), call_arguments(call)
+        name, args = call_name(call), load_arguments(call_arguments_text(call))
         command = shell_command(tools, name, args)
         if command is not None:
             outcome = analyse(command, cwd, verbs, known)
@@ -127,12 +127,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             entity_cache.note(known, event)  # the newest event: known stays current, linearly
 
     if new_events:
+        new_events = storable(new_events)  # lone surrogates in paths: the state must store
         events = entity_cache.add(events, new_events, cfg.max_entities)
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
     new_meta = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
+    new_meta = storable(new_meta)
     if new_meta != meta:
         state = state.with_value(META, new_meta)
     report["entities"] = [

@@ -6,6 +6,8 @@ and the next repair target. ``inject`` renders it with ``render_section``; messa
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,18 +24,26 @@ from rules.messages import (
     text_of,
     tool_calls,
 )
-from rules.observations import Observation, high_water, observations, plan_items
+from rules.observations import (
+    Observation,
+    high_water,
+    load_arguments,
+    observations,
+    plan_items,
+    storable,
+)
 
 NAMESPACE = "working_set"
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
+MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
 
 
 class Config(RuleConfig):
     max_changed_files: int = Field(default=20, ge=1)
     max_runs: int = Field(default=10, ge=1)  # commands whose latest diagnostics are kept
     max_goal_chars: int = Field(default=400, ge=40)
-    section_tokens: int = Field(default=400, ge=50)  # cap of the rendered section
+    section_tokens: int = Field(default=400, ge=50)  # cap of the rendered section (in the ledger)
 
 
 def _user_text(message: Message) -> str:
@@ -58,14 +68,7 @@ def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
         ledger["plan"] = items
         return
     # A single-step update citing a step in other words or another width: match it tolerantly.
-    import orjson
-
-    try:
-        args = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return
-    if not isinstance(args, dict):
-        return
+    args = load_arguments(arguments)
     keys = ("step", "content", "title", "text")
     step = next((args[k] for k in keys if isinstance(args.get(k), str)), "")
     status = args.get("status") if isinstance(args.get("status"), str) else None
@@ -75,6 +78,9 @@ def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
     index = _match_step(step, [p["text"] for p in plan])
     if index is None:
         plan.append({"text": step, "status": status})
+        while len(plan) > MAX_PLAN_ITEMS:  # the oldest finished item goes first
+            done = [i for i, p in enumerate(plan) if p["status"] in ("completed", "done")]
+            plan.pop(done[0] if done else 0)
     else:
         plan[index]["status"] = status
     ledger["plan"] = plan
@@ -148,7 +154,7 @@ def build(
     obs_all = observations(messages) if obs_list is None else obs_list
 
     def key(obs: Observation) -> str:
-        return f"{obs.call_id}:{hash_of(messages[obs.result_index])[:8]}"
+        return f"{obs.call_id}:{_hash(hash_of, messages[obs.result_index])[:8]}"
 
     seen = list(ledger.get("seen", []))[-SEEN_WINDOW:]
     seen_set = set(seen)
@@ -171,7 +177,16 @@ def build(
     ledger["seen"] = seen[-SEEN_WINDOW:]
     if pending or "pending" in ledger:
         ledger["pending"] = pending[-MAX_PENDING:]
-    return ledger
+    ledger["section_tokens"] = cfg.section_tokens  # read by render_section (inject's default)
+    return storable(ledger)
+
+
+def _hash(hash_of: Callable[[Message], str], message: Message) -> str:
+    try:
+        return hash_of(message)
+    except (TypeError, UnicodeEncodeError):  # lone surrogates ("\udcff"): orjson refuses them
+        data = json.dumps(message, sort_keys=True, ensure_ascii=True).encode()
+        return hashlib.blake2b(data, digest_size=10).hexdigest()
 
 
 def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
@@ -207,11 +222,14 @@ def summary(ledger: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_section(state: SessionState, max_tokens_hint: int = 400) -> str | None:
+def render_section(state: SessionState, max_tokens_hint: int | None = None) -> str | None:
     """The "Working set" section of the injected block, or None when there is nothing to say.
 
-    Deterministic; capped at about ``max_tokens_hint`` tokens (4 characters a token)."""
+    Deterministic; capped at about ``max_tokens_hint`` tokens (4 characters a token), by default
+    the rule's ``section_tokens`` as stored in the ledger."""
     ledger = state.get(NAMESPACE) or {}
+    if max_tokens_hint is None:
+        max_tokens_hint = int(ledger.get("section_tokens") or 400)
     lines: list[str] = []
     if ledger.get("goal"):
         lines.append(f"Goal: {ledger['goal']}")

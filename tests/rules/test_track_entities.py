@@ -286,3 +286,21 @@ def test_many_new_effects_in_one_request_take_linear_time() -> None:
     out = run(msgs, cfg=track_entities.Config(max_entities=10_000))
     assert time.perf_counter() - began < 3.0  # quadratic: ~16 s
     assert len(paths(out.state)) == 10_000
+
+
+def test_lone_surrogates_are_tolerated() -> None:
+    import json
+
+    import orjson
+
+    def odd(cid: str, arguments: str) -> dict[str, Any]:
+        return {"id": cid, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+
+    escaped = json.dumps({"command": "mkdir dir\udcff"})  # orjson refuses lone surrogates
+    raw = '{"command": "mkdir raw\udcff"}'  # the surrogate itself, not its escape
+    msgs = [user("go \udcff"), assistant(None, odd("c1", escaped)), result("c1", "")]
+    msgs += [assistant(None, odd("c2", raw)), result("c2", "")]
+    msgs += [assistant(None, shell("c3", "touch f.py")), result("c3", "\udcff"), user("ok")]
+    out = run(msgs)
+    orjson.dumps(out.state.to_json())  # storable
+    assert [p for _, _, p in paths(out.state)] == ["dir?", "raw?", "f.py"]

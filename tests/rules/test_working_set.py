@@ -3,6 +3,7 @@ superseded and closed, plan, next target), the rendered section, and the rule's 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -434,3 +435,43 @@ def test_text_the_proxy_wrote_is_not_the_users_instruction() -> None:
     assert ledger["instruction"] == "Also add a test"
     ledger = ledger_of(orphan, TASK, assistant("ok"), orphan)
     assert (ledger["goal"], ledger["instruction"]) == ("Fix the division bug in calc.py", None)
+
+
+def test_section_tokens_caps_the_rendered_section() -> None:
+    cfg = working_set.Config(section_tokens=50)
+    messages = [
+        user("x" * 1000),
+        assistant(None, shell("r1", "pytest -x")),
+        result("r1", PYTEST_FAIL),
+    ]
+    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0)
+    state = working_set.apply(ctx, cfg).state
+    assert len(working_set.render_section(state)) <= 50 * 4  # as inject calls it
+    assert len(working_set.render_section(state, max_tokens_hint=100)) <= 100 * 4
+
+
+def test_plan_updates_matching_no_item_are_bounded() -> None:
+    messages = [TASK]
+    for i in range(200):
+        step = f"unrelated step {i:03d} done"
+        messages += [assistant(None, call(f"p{i}", "update_plan", step=step, status="completed"))]
+        messages += [result(f"p{i}", "ok")]
+    plan = ledger_of(*messages)["plan"]
+    assert len(plan) <= working_set.MAX_PLAN_ITEMS
+    assert plan[-1]["text"] == "unrelated step 199 done"
+
+
+def raw_call(call_id: str, command: str) -> dict[str, Any]:
+    arguments = json.dumps({"command": command})  # orjson refuses lone surrogates
+    return {"id": call_id, "type": "function", "function": {"name": "bash", "arguments": arguments}}
+
+
+def test_lone_surrogates_are_tolerated() -> None:
+    bad = "\udcff"
+    ledger = ledger_of(
+        user(f"fix {bad} please"),
+        assistant(None, raw_call("c1", f"cat > a{bad}.py <<EOF\nx\nEOF\npython a{bad}.py")),
+        result("c1", TRACEBACK.replace("bad width", f"bad {bad}")),
+    )
+    orjson.dumps(ledger)  # storable
+    assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"
