@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response, StreamingResponse
 
 from proxy.auth import check_client
@@ -31,6 +31,14 @@ from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
 log = logging.getLogger("ctxproxy.handler")
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
+
+
+class ClientGone(ProxyError):
+    """Logged (status 499), never sent: there is nobody left to send it to."""
+
+    status = CLIENT_CLOSED
+    error_type = "client_error"
+    code = "client_disconnected"
 
 
 @dataclass
@@ -107,6 +115,9 @@ class ChatCompletions:
                 row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
         except ProxyError as exc:
             return await self._fail_early(exc, row, started)
+        except ClientDisconnect:  # the client went away while sending its body
+            row["client_disconnected"] = 1
+            return await self._fail_early(ClientGone("Client disconnected."), row, started)
         except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
             log.exception("request %s failed inside the proxy", request_id)
             error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")

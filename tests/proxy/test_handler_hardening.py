@@ -219,3 +219,38 @@ async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, upstream_mock) -
         assert r.status_code == 200
         row = (await rows_of(client))[0]
         assert (row["prompt_tokens"], row["completion_tokens"]) == (3, 1)
+
+
+async def test_client_gone_mid_body_is_logged_as_499(tmp_path: Path) -> None:
+    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        messages = [
+            {"type": "http.request", "body": b'{"model": "m", "mess', "more_body": True},
+            {"type": "http.disconnect"},
+        ]
+
+        async def receive():
+            return messages.pop(0)
+
+        async def send(message):
+            pass
+
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "POST",
+            "scheme": "http",
+            "path": "/v1/chat/completions",
+            "raw_path": b"/v1/chat/completions",
+            "query_string": b"",
+            "headers": [(b"content-type", b"application/json")],
+            "client": ("127.0.0.1", 1),
+            "server": ("127.0.0.1", 80),
+            "app": app,
+        }
+        await app(scope, receive, send)
+        (row,) = await rows_of(client)
+        assert row["status"] == 499 and row["error_type"] == "client_disconnected"
+        assert row["client_disconnected"] == 1
+        assert in_flight(client) == 0
