@@ -42,11 +42,12 @@ class Overlay:
     compactions: int = 0
 
     @classmethod
-    def load(cls, value: Any, present: set[str]) -> Overlay:
-        """The stored overlay, keeping only edits whose anchor is still in the conversation."""
+    def load(cls, value: Any, present: set[str], keep_all: bool = False) -> Overlay:
+        """The stored overlay, keeping only edits whose anchor is still in the conversation
+        (all of them with ``keep_all``: the conversation is the overlay's own rendering)."""
         value = value if isinstance(value, dict) else {}
-        edits = {a: e for a, e in (value.get("edits") or {}).items() if a in present}
-        dropped = [a for a in value.get("dropped") or [] if a in present]
+        edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
+        dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
         return cls(edits, dropped, int(value.get("compactions", 0)))
 
     def to_json(self) -> dict[str, Any]:
@@ -120,6 +121,24 @@ def dropped_text(messages: list[Message]) -> str:
         f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
         f"{'; tool calls: ' + tools if tools else ''}) to fit the token budget]"
     )
+
+
+_ELIDED = f"{PLACEHOLDER_PREFIX} elided "
+_CAPPED = f"{PLACEHOLDER_PREFIX} capped: kept the first "
+_DROPPED = f"{PLACEHOLDER_PREFIX} dropped "
+
+
+def is_rendered(message: Message) -> bool:
+    """Whether the message is one ``render`` wrote (an elided or capped result, or a dropped
+    run's line): a client never sends these, so a conversation holding one is prune's output."""
+    r = role(message)
+    if r == "user":
+        text = text_of(message.get("content"))
+        return text.startswith(_DROPPED) and text.endswith(" to fit the token budget]")
+    if r != "tool":
+        return False
+    text = text_of(message.get("content"))
+    return text.startswith((_ELIDED, _CAPPED)) or f"\n{_CAPPED}" in text
 
 
 def apply_edit(

@@ -57,7 +57,12 @@ class _Run:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
         self.anchors = overlay.anchors(self.messages, ctx.hash_of)
-        self.overlay = overlay.Overlay.load(ctx.state.get(NAMESPACE), set(self.anchors))
+        # Applied again to its own output, the edited messages' anchors are gone: the stored
+        # overlay still stands (it is what made them), so it is kept whole (idempotence).
+        own_output = any(overlay.is_rendered(m) for m in self.messages)
+        self.overlay = overlay.Overlay.load(
+            ctx.state.get(NAMESPACE), set(self.anchors), keep_all=own_output
+        )
         self.obs: list[Observation] = ctx.derived("observations", observations)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[dict[str, Any]] = []

@@ -439,3 +439,24 @@ def test_partial_reads_are_superseded_only_by_what_covers_them(
     obs = observations_mod.observations(messages)
     got = prune_stages.supersede(obs, set(), messages)
     assert {(i - 2) // 2 for i, _ in got} == superseded
+
+
+@pytest.mark.parametrize(
+    ("budget", "options"),
+    [
+        pytest.param(20_000, {}, id="masks-and-drops"),
+        pytest.param(25_000, {"drop_turns": False}, id="masks"),
+        pytest.param(None, {"max_result_tokens": 500}, id="caps"),
+    ],
+)
+def test_reapplied_to_its_own_output_nothing_changes(
+    budget: int | None, options: dict[str, Any]
+) -> None:
+    messages = [system("sys"), TASK]
+    for k in range(14):
+        messages += run_cmd(f"c{k}", f"python s{k}.py", BIG if k % 3 == 0 else "ok " * 300)
+    once = apply(messages, budget, **options)
+    assert once.state.get(prune.NAMESPACE)["edits"]
+    twice = apply(once.messages, budget, state=once.state, **options)
+    assert twice.messages is once.messages
+    assert twice.state == once.state
