@@ -19,6 +19,29 @@ from proxy.errors import ModelNotFound, ProxyError
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 
 
+class CliError(Exception):
+    """A usage problem reported as ``ctxproxy: …`` with exit status 2, without a traceback."""
+
+
+def _log_path(args: argparse.Namespace) -> str:
+    """The request log to read; a read command never creates one (a typo in --db would
+    otherwise read as an empty log)."""
+    path = args.db or load_settings(args.config).store.path
+    if path != ":memory:" and not Path(path).is_file():
+        raise CliError(f"the request log {path} does not exist (check --db or store.path)")
+    return path
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    return value
+
+
 def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config)
     upstream = getattr(args, "upstream", None)
@@ -68,7 +91,10 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
 
 
 def cmd_rewrite(args: argparse.Namespace) -> int:
-    raw = sys.stdin.buffer.read() if args.file in (None, "-") else Path(args.file).read_bytes()
+    try:
+        raw = sys.stdin.buffer.read() if args.file in (None, "-") else Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
     try:
         out = asyncio.run(_rewrite(args, raw))
     except ProxyError as exc:
@@ -81,7 +107,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
     from proxy.store import Store
 
-    store = Store(args.db or load_settings(args.config).store.path)
+    store = Store(_log_path(args))
     await store.open()
     try:
         return await store.list_requests(session=args.session, limit=args.limit)
@@ -95,7 +121,7 @@ async def _follow(args: argparse.Namespace) -> int:
     from proxy.logs_view import follow
     from proxy.store import Store
 
-    store = Store(args.db or load_settings(args.config).store.path)
+    store = Store(_log_path(args))
     await store.open()
     console = Console()
     since = time.time()  # "new" means created after this line is printed
@@ -130,7 +156,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
     from proxy.store import Store
 
-    store = Store(args.db or load_settings(args.config).store.path)
+    store = Store(_log_path(args))
     await store.open()
     try:
         if args.request_id in ("last", "latest"):
@@ -183,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     logs = sub.add_parser("logs", help="list logged requests with their section sizes")
     common(logs)
     logs.add_argument("--session")
-    logs.add_argument("--limit", type=int, default=20)
+    logs.add_argument("--limit", type=_positive_int, default=20)
     logs.add_argument("--json", action="store_true")
     logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")
     logs.add_argument("--interval", type=float, default=0.5, help="--follow poll interval (s)")
@@ -201,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except SettingsError as exc:
+    except (SettingsError, CliError) as exc:
         sys.stderr.write(f"ctxproxy: {exc}\n")
         return 2
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.support.factories import request, user
 
@@ -57,5 +58,49 @@ def test_bad_config_exits_2_naming_the_option(tmp_path: Path) -> None:
 
 
 def test_logs_json_lists_nothing_for_a_fresh_db(tmp_path: Path) -> None:
+    import asyncio
+
+    from proxy.store import Store
+
+    async def create() -> None:
+        store = Store(str(tmp_path / "x.db"))
+        await store.open()
+        await store.close()
+
+    asyncio.run(create())
     out = ctxproxy("logs", "--db", str(tmp_path / "x.db"), "--json")
     assert out.returncode == 0 and out.stdout == b""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["logs", "--db", "{tmp}/typo/x.db"],
+        ["logs", "--json", "--db", "{tmp}/missing.db"],
+        ["show", "last", "--db", "{tmp}/typo/x.db"],
+        ["show", "req_x", "--json", "--db", "{tmp}/missing.db"],
+    ],
+)
+def test_read_commands_do_not_create_a_missing_log(tmp_path: Path, capsys, argv) -> None:
+    from proxy.cli import main
+
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "does not exist" in err and argv[-1] in err
+    assert list(tmp_path.iterdir()) == []  # nothing created
+
+
+@pytest.mark.parametrize("limit", ["-1", "0", "x"])
+def test_logs_limit_must_be_positive(tmp_path: Path, capsys, limit: str) -> None:
+    from proxy.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["logs", "--db", str(tmp_path / "x.db"), "--limit", limit])
+    assert info.value.code == 2 and "--limit" in capsys.readouterr().err
+
+
+def test_rewrite_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    out = ctxproxy("rewrite", str(tmp_path / "missing.json"))
+    assert out.returncode == 2
+    assert b"Traceback" not in out.stderr and b"missing.json" in out.stderr
