@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import orjson
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -66,6 +67,28 @@ async def chat(request: Request) -> Response:
     return await request.app.state.chat(request)
 
 
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Unknown paths (404) and wrong methods (405) in OpenAI's error shape, not plain text."""
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        message = f"{request.method} is not allowed on {request.url.path}."
+        code = "method_not_allowed"
+    elif exc.status_code == 404:
+        message = f"Unknown path {request.url.path}."
+        code = "not_found"
+    else:
+        message, code = str(exc.detail), None
+    body = {
+        "error": {
+            "message": message,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": code,
+        }
+    }
+    return Response(orjson.dumps(body), exc.status_code, exc.headers, "application/json")
+
+
 def _model_entry(name: str) -> dict[str, object]:
     return {"id": name, "object": "model", "created": 0, "owned_by": "ctxproxy"}
 
@@ -108,6 +131,10 @@ def create_app(
         Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),
         *ui.routes(),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: http_error, 405: http_error},
+    )
     app.state.setup_hooks = [metrics.setup, jsonlog.setup]
     return app

@@ -74,3 +74,24 @@ async def test_upstream_auth_failures_pass_through(tmp_path: Path, upstream_mock
     async with in_process(settings(), str(tmp_path / "db")) as client:
         r = await client.get("/v1/models", headers={"authorization": "Bearer wrong"})
         assert r.status_code == status and r.json() == err
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("GET", "/v1/nope", 404),
+        ("POST", "/v1/embeddings", 404),
+        ("GET", "/v1/chat/completions", 405),
+        ("DELETE", "/v1/models", 405),
+    ],
+)
+async def test_unknown_routes_answer_in_openai_shape(
+    tmp_path: Path, method: str, path: str, status: int
+) -> None:
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        r = await client.request(method, path)
+        assert r.status_code == status
+        error = r.json()["error"]
+        assert error["type"] == "invalid_request_error" and path in error["message"]
+        if status == 405:
+            assert "allow" in r.headers
