@@ -3,6 +3,7 @@ by two messages costs two messages of counting."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -86,11 +87,11 @@ class TiktokenCounter:
         if len(text) > _INLINE_KEY_CHARS:
             raw = text.encode("utf-8", "surrogatepass")
             key = hashlib.blake2b(raw, digest_size=16).digest()
-        with self._lock:
-            cached = self._cache.get(key)
-            if cached is not None:
+        cached = self._cache.get(key)  # a C-level OrderedDict call: atomic, no lock needed to read
+        if cached is not None:
+            with contextlib.suppress(KeyError):  # evicted by another thread meanwhile
                 self._cache.move_to_end(key)
-                return cached
+            return cached
         n = len(self._encode(text))
         with self._lock:
             if key not in self._cache:
