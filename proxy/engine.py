@@ -26,6 +26,7 @@ from rules.messages import last_index, text_of
 
 log = logging.getLogger("ctxproxy.engine")
 
+MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 OFFLOAD_BYTES = 256 * 1024  # request bodies from this size run the pipeline in a thread
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 
@@ -41,8 +42,27 @@ def parse_body(raw: bytes, max_body_bytes: int) -> dict[str, Any]:
         raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.", code="invalid_json")
+    # A cheap count first: only a body with that many brackets can be nested that deep.
+    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH:
+        check_depth(body)
     validate_body(body)
     return body
+
+
+def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
+    """400 for a body nested deeper than ``limit`` arrays/objects: orjson parses up to 1024
+    levels but serialises only 255, so such a body would fail later (forwarding, the log)."""
+    stack: list[tuple[Any, int]] = [(body, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            raise BadRequest(
+                f"Request body is nested more than {limit} levels deep (arrays/objects); "
+                f"the limit is {limit}.",
+                code="invalid_json",
+            )
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
 
 
 def validate_body(body: Mapping[str, Any]) -> None:

@@ -20,7 +20,7 @@ from starlette.responses import Response, StreamingResponse
 
 from proxy.auth import check_client
 from proxy.engine import Engine, parse_body
-from proxy.errors import BadRequest, ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
 from proxy.observe import Observers
 from proxy.redact import redact, redact_text
 from proxy.settings import Settings
@@ -29,7 +29,6 @@ from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
 
 log = logging.getLogger("ctxproxy.handler")
-MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
 
 
@@ -89,7 +88,6 @@ class ChatCompletions:
             check_client(self.s.settings.auth, headers)
             raw = await self._read_body(request)
             body = parse_body(raw, self.s.settings.limits.max_body_bytes)
-            check_depth(body)
             row.update(model=body["model"], stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
@@ -97,7 +95,9 @@ class ChatCompletions:
                     f"The model '{body['model']}' is not served by any configured upstream.",
                     param="model",
                 )
-            rewritten = await self.s.engine.rewrite(body, headers, now=row["created_at"])
+            rewritten = await self.s.engine.rewrite(
+                body, headers, now=row["created_at"], raw_size=len(raw)
+            )
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
             row.update(
@@ -218,22 +218,6 @@ class ChatCompletions:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self.s.observers.finished(row)
-
-
-def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """400 for a body nested deeper than ``limit`` arrays/objects: orjson parses up to 1024
-    levels but serialises only 255, so such a body would fail later (forwarding, the log)."""
-    stack: list[tuple[Any, int]] = [(body, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if depth > limit:
-            raise BadRequest(
-                f"Request body is nested more than {limit} levels deep (arrays/objects); "
-                f"the limit is {limit}.",
-                code="invalid_json",
-            )
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
 
 
 def header_value(text: str) -> str:
