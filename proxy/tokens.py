@@ -63,9 +63,10 @@ def _encoding(name: str) -> Any:
     return tiktoken.get_encoding(name)
 
 
-# Texts up to this length are their own cache key; longer ones are keyed by a digest, so the cache
-# never pins large tool outputs in memory.
-_INLINE_KEY_CHARS = 2_048
+# Texts up to this length are their own cache key (str hashing is the cheapest key there is, and
+# the cache is bounded by the characters it holds); a longer one is keyed by a digest, so one huge
+# tool output never pins megabytes.
+_INLINE_KEY_CHARS = 262_144
 
 
 class TiktokenCounter:
@@ -123,20 +124,38 @@ class RequestTokens:
 
     def __init__(self, base: TiktokenCounter) -> None:
         self.base = base
-        self.count_text = base.count_text
         self.count_tools = base.count_tools
         self._memo: dict[int, tuple[Message, int]] = {}
+        self._texts: dict[int, tuple[str, int]] = {}
+
+    def count_text(self, text: str) -> int:
+        # The rules pass the same string objects again and again; a long one would be digested
+        # for the shared cache on every call.
+        hit = self._texts.get(id(text))
+        if hit is not None and hit[0] is text:
+            return hit[1]
+        n = self.base.count_text(text)
+        self._texts[id(text)] = (text, n)
+        return n
 
     def count_message(self, message: Message) -> int:
         hit = self._memo.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        n = self.base.count_message(message)
+        n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(message.get("content")))
+        for call in tool_calls(message):
+            n += 3 + self.count_text(call_name(call)) + self.count_text(call_arguments_text(call))
         self._memo[id(message)] = (message, n)
         return n
 
     def count_messages(self, messages: Sequence[Message]) -> int:
-        return sum(self.count_message(m) for m in messages) + 3
+        # the hottest loop of a request (every rule sizes its view): memo hits inlined
+        memo = self._memo
+        total = 3
+        for m in messages:
+            hit = memo.get(id(m))
+            total += hit[1] if hit is not None and hit[0] is m else self.count_message(m)
+        return total
 
 
 class TokenCounters:

@@ -78,9 +78,9 @@ async def test_a_locked_database_delays_writes_without_losing_them(tmp_path: Pat
 
 def test_token_cache_keys_large_texts_by_digest_and_is_bounded() -> None:
     counter = TiktokenCounter("o200k_base", cache_chars=10_000)
-    big = "word " * 20_000
+    big = "word " * 60_000
     assert counter.count_text(big) == counter.count_text(big) > 0
-    assert all(isinstance(k, bytes) for k in counter._cache)  # the 100 kB text is not a key
+    assert all(isinstance(k, bytes) for k in counter._cache)  # the 300 kB text is not a key
     for i in range(2_000):
         counter.count_text(f"short text number {i}")
     assert counter._held <= 10_000
