@@ -27,7 +27,7 @@ VERBATIM = ("latest failing test output", "latest build error", "latest error")
 class Config(RuleConfig):
     max_result_tokens: int = Field(default=8_000, ge=100)  # a larger tool result is capped
     max_evidence_tokens: int = Field(default=32_000, ge=100)  # failures up to this stay whole
-    target_ratio: float = Field(default=0.6, gt=0, le=1)  # a compaction prunes down to this
+    target_ratio: float = Field(default=0.5, gt=0, le=1)  # a compaction prunes down to this
     min_gain_ratio: float = Field(default=0.2, ge=0, le=1)  # of the budget
     min_gain_tokens: int | None = Field(default=None, ge=0)  # absolute; wins over the ratio
     keep_last_observations: int = Field(default=10, ge=0)

@@ -70,8 +70,9 @@ def test_compaction_jumps_to_the_target() -> None:
     budget = int(TOKENS.count_messages(messages) * 0.5)
     records = replay(messages, budget)
     first = next(r for r in records if r["report"]["prune"]["compacted"])
-    assert TOKENS.count_messages(first["forwarded"]) <= int(budget * 0.6) + 50
-    assert first["report"]["prune"]["target"] == int(budget * 0.6)
+    target = int(budget * prune.Config().target_ratio)
+    assert TOKENS.count_messages(first["forwarded"]) <= target + 50
+    assert first["report"]["prune"]["target"] == target
 
 
 def test_small_gain_does_not_break_the_cache() -> None:

@@ -155,7 +155,7 @@ def test_mask_keeps_tool_arguments_exit_and_size() -> None:
     grep = run_cmd("c1", "grep -rn foo .", "<returncode>1</returncode>" + blob("g", 600))
     messages = [TASK, *grep, *read("r2", "b.py"), *read("r3", "c.py"), *read("r4", "d.py")]
     size = TOKENS.count_messages(messages)
-    out = apply(messages, size - 10, keep_last_observations=2)
+    out = apply(messages, size - 10, keep_last_observations=2, target_ratio=0.6)
     got = elided(out)
     assert sorted(got) == [2, 4]
     assert got[2].startswith(
@@ -235,11 +235,13 @@ def test_idempotent_and_deterministic() -> None:
     messages = [TASK, *read("r1", "a.py"), *read("r2", "b.py"), *read("r3", "a.py"),
                 *run_cmd("c1", "pytest", PYTEST_FAIL), *read("r4", "c.py")]  # fmt: skip
     budget = int(TOKENS.count_messages(messages) * 0.8)
-    once = apply(messages, budget, keep_last_observations=2)
-    again = apply(messages, budget, keep_last_observations=2)
+    once = apply(messages, budget, keep_last_observations=2, target_ratio=0.6)
+    again = apply(messages, budget, keep_last_observations=2, target_ratio=0.6)
     assert once.messages == again.messages and once.state == again.state
     assert len(elided(once)) >= 2
-    twice = apply(once.messages, budget, state=once.state, keep_last_observations=2)
+    twice = apply(
+        once.messages, budget, state=once.state, keep_last_observations=2, target_ratio=0.6
+    )
     assert twice.messages == once.messages
     # system, user and assistant messages are untouched short of dropping turns
     assert [m for m in once.messages if m["role"] != "tool"] == [
