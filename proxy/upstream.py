@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import orjson
 
-from proxy.errors import ProxyError, UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
 
 # Request headers a client may send that the upstream should see too.
@@ -172,6 +172,3 @@ async def _raw_chunks(response: httpx.Response, name: str) -> AsyncIterator[byte
         raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
     except httpx.HTTPError as exc:
         raise UpstreamUnreachable(f"Upstream {name} broke off mid-stream: {exc}") from None
-
-
-__all__ = ["ProxyError", "UpstreamClient", "UpstreamResponse", "upstream_api_key"]

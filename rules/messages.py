@@ -98,11 +98,6 @@ def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, An
                 yield i, call, answered.get(call_id(call))
 
 
-def canonical_bytes(value: Any) -> bytes:
-    """Stable serialisation (sorted keys) for hashing and byte comparisons."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-
-
 def with_content(message: Message, content: Any) -> Message:
     """A copy of ``message`` with new content (the original is left as it was)."""
     new = dict(message)
@@ -117,10 +112,6 @@ def append_text(message: Message, text: str) -> Message:
         return with_content(message, [*content, {"type": "text", "text": text}])
     base = text_of(content)
     return with_content(message, f"{base}\n\n{text}" if base else text)
-
-
-def is_proxy_text(text: str) -> bool:
-    return text.startswith(PLACEHOLDER_PREFIX) or text.startswith(INJECT_OPEN)
 
 
 def last_index(messages: list[Message], roles: Iterable[str]) -> int | None:
