@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +89,19 @@ async def run_load(
     return latencies
 
 
+@contextlib.contextmanager
+def only_running(servers: dict[str, subprocess.Popen], name: str) -> Iterator[None]:
+    """Pause every server but ``name`` (SIGSTOP) while it is measured, then resume them."""
+    paused = [p for n, p in servers.items() if n != name]
+    for p in paused:
+        p.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for p in paused:
+            p.send_signal(signal.SIGCONT)
+
+
 def litellm_config(upstream: str) -> str:
     return (
         "model_list:\n"
@@ -102,6 +118,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--litellm", help="path to a LiteLLM proxy executable (litellm[proxy])")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply request counts")
+    parser.add_argument(
+        "--messages", type=int, nargs="+", default=[20, 400], help="workload sizes (messages)"
+    )
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-bench-"))
@@ -111,24 +131,26 @@ def main() -> None:
     procs = [
         start([sys.executable, "-m", "bench.upstream_server", str(up_port)], f"{upstream}/models")
     ]
-    procs.append(
-        start(
-            [
-                sys.executable,
-                "-m",
-                "proxy.cli",
-                "serve",
-                "--upstream",
-                upstream,
-                "--port",
-                str(px_port),
-                "--db",
-                str(tmp / "bench.db"),
-            ],
-            f"http://127.0.0.1:{px_port}/healthz",
-            env,
-        )
+    ctxproxy = start(
+        [
+            sys.executable,
+            "-m",
+            "proxy.cli",
+            "serve",
+            "--upstream",
+            upstream,
+            "--port",
+            str(px_port),
+            "--db",
+            str(tmp / "bench.db"),
+        ],
+        f"http://127.0.0.1:{px_port}/healthz",
+        env,
     )
+    procs.append(ctxproxy)
+    # Each target is measured alone: the other proxies are paused (SIGSTOP) meanwhile, so one's
+    # background work (LiteLLM runs periodic tasks) never lands on another's figures.
+    servers: dict[str, subprocess.Popen] = {"ctxproxy": ctxproxy}
     targets = {
         "direct": f"{upstream}/chat/completions",
         "ctxproxy": f"http://127.0.0.1:{px_port}/v1/chat/completions",
@@ -139,26 +161,26 @@ def main() -> None:
         cfg.write_text(litellm_config(upstream))
         # its proxy refuses to start without a master key unless told this is a local test
         ll_env = {**env, "LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY": "true"}
-        procs.append(
-            start(
-                [
-                    args.litellm,
-                    "--config",
-                    str(cfg),
-                    "--host",
-                    "127.0.0.1",
-                    "--port",
-                    str(ll_port),
-                    "--num_workers",
-                    "1",
-                ],
-                f"http://127.0.0.1:{ll_port}/health/liveliness",
-                ll_env,
-            )
+        litellm = start(
+            [
+                args.litellm,
+                "--config",
+                str(cfg),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(ll_port),
+                "--num_workers",
+                "1",
+            ],
+            f"http://127.0.0.1:{ll_port}/health/liveliness",
+            ll_env,
         )
+        procs.append(litellm)
+        servers["litellm"] = litellm
         targets["litellm"] = f"http://127.0.0.1:{ll_port}/v1/chat/completions"
 
-    workloads = {"20 msgs": agent_conversation(20), "400 msgs": agent_conversation(400)}
+    workloads = {f"{n} msgs": agent_conversation(n) for n in args.messages}
     from proxy.tokens import TiktokenCounter
 
     counter = TiktokenCounter("o200k_base")
@@ -168,9 +190,9 @@ def main() -> None:
             tokens = counter.count_messages(messages)
             for stream in (False, True):
                 body = orjson.dumps({"model": "gpt-4o", "messages": messages, "stream": stream})
-                for conc in (1, 16):
+                for conc in args.concurrency:
                     n = int(
-                        (300 if wname == "20 msgs" else 100) * (4 if conc > 1 else 1) * args.scale
+                        (300 if len(messages) <= 100 else 100) * (4 if conc > 1 else 1) * args.scale
                     )
                     results: dict[str, list[float]] = {}
                     overheads: list[float] = []
@@ -179,17 +201,18 @@ def main() -> None:
                             "content-type": "application/json",
                             "authorization": "Bearer sk-bench",
                         }
-                        asyncio.run(run_load(url, body, max(10, n // 10), conc, headers))  # warm
-                        results[tname] = asyncio.run(
-                            run_load(
-                                url,
-                                body,
-                                n,
-                                conc,
-                                headers,
-                                overheads if tname == "ctxproxy" else None,
+                        with only_running(servers, tname):
+                            asyncio.run(run_load(url, body, max(10, n // 10), conc, headers))
+                            results[tname] = asyncio.run(
+                                run_load(
+                                    url,
+                                    body,
+                                    n,
+                                    conc,
+                                    headers,
+                                    overheads if tname == "ctxproxy" else None,
+                                )
                             )
-                        )
                     row = {
                         "workload": f"{wname} ({len(messages)} msgs, {tokens} tok)",
                         "stream": stream,
@@ -209,6 +232,7 @@ def main() -> None:
                     print(orjson.dumps(row).decode(), flush=True)
     finally:
         for p in procs:
+            p.send_signal(signal.SIGCONT)
             p.terminate()
             p.wait(10)
     print_table(rows, "litellm" in targets)
