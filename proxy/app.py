@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from proxy import jsonlog, metrics, ui
 from proxy.auth import check_client
@@ -64,7 +65,24 @@ async def models(request: Request) -> Response:
 
 
 async def chat(request: Request) -> Response:
-    return await request.app.state.chat(request)
+    """Never reached for POST (``ProxyApp`` answers chat completions before routing); kept so the
+    paths are known to the router, which answers other methods with 405."""
+    raise HTTPException(405)
+
+
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+
+
+class ProxyApp(Starlette):
+    """Starlette, with chat completions dispatched straight to the raw ASGI handler: the hot path
+    skips routing and the middleware stack; every other path goes through Starlette."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] in CHAT_PATHS and scope["method"] == "POST":
+            scope["app"] = self
+            await self.state.chat(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -98,7 +116,7 @@ def create_app(
     db_path: str | None = None,
     strict: bool = False,
     budget_override: int | None = None,
-) -> Starlette:
+) -> ProxyApp:
     ensure_offline_tiktoken()
     path = db_path or settings.store.path
 
@@ -131,7 +149,7 @@ def create_app(
         Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),
         *ui.routes(),
     ]
-    app = Starlette(
+    app = ProxyApp(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={404: http_error, 405: http_error},

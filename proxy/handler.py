@@ -9,14 +9,12 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import orjson
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from proxy.auth import check_client
 from proxy.engine import Engine, parse_body
@@ -71,22 +69,21 @@ def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
 
 
 class ChatCompletions:
+    """A raw ASGI app (the hot path skips Starlette's routing and middleware, ~0.15 ms a request).
+    Log rows are completed after the response is sent, so the client never waits on the log."""
+
     def __init__(self, services: Services) -> None:
         self.s = services
 
-    async def __call__(self, request: Request) -> Response:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         request_id = "req_" + uuid.uuid4().hex[:24]
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        row: dict[str, Any] = {
-            "id": request_id,
-            "created_at": time.time(),
-            "path": request.url.path,
-        }
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        row: dict[str, Any] = {"id": request_id, "created_at": time.time(), "path": scope["path"]}
         self.s.observers.started()
         try:
             check_client(self.s.settings.auth, headers)
-            raw = await self._read_body(request)
+            raw = await self._read_body(receive, headers)
             body = parse_body(raw, self.s.settings.limits.max_body_bytes)
             row.update(model=body["model"], stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -113,15 +110,18 @@ class ChatCompletions:
             if self.s.settings.store.capture_payloads:
                 row["request_body"] = orjson.dumps(redact(body)).decode()
                 row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
-        except ProxyError as exc:
-            return await self._fail_early(exc, row, started)
-        except ClientDisconnect:  # the client went away while sending its body
+        except ClientGone as exc:  # the client went away while sending its body
             row["client_disconnected"] = 1
-            return await self._fail_early(ClientGone("Client disconnected."), row, started)
+            await self._fail_early(send, exc, row, started)
+            return
+        except ProxyError as exc:
+            await self._fail_early(send, exc, row, started)
+            return
         except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
             log.exception("request %s failed inside the proxy", request_id)
             error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
-            return await self._fail_early(error, row, started)
+            await self._fail_early(send, error, row, started)
+            return
 
         await self.s.store.insert_request(row)
         out_headers = {
@@ -130,67 +130,171 @@ class ChatCompletions:
             "x-ctxproxy-session-id": header_value(rewritten.session_id),
         }
         key = upstream_api_key(upstream, headers, self.s.settings.auth.mode)
-        try:
-            response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
-        except ProxyError as exc:
-            await self._finish(row, started, status=exc.status, error=exc, ttfb=None)
-            return Response(exc.body_bytes(), exc.status, out_headers, "application/json")
-        except asyncio.CancelledError:  # the client went away while we waited upstream
-            row["client_disconnected"] = 1
-            await self._finish(row, started, CLIENT_CLOSED, None, None)
-            raise
-        except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
-            log.exception("request %s failed calling upstream %s", request_id, upstream.name)
-            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
-            await self._finish(row, started, status=error.status, error=error, ttfb=None)
-            return Response(error.body_bytes(), error.status, out_headers, "application/json")
-        try:
-            if response.chunks is None:
-                ttfb = (time.perf_counter() - started) * 1000
-                answer: Response = Response(
-                    response.body, response.status, {**response.headers, **out_headers}
+        async with DisconnectWatch(receive) as watch:
+            try:
+                response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
+            except ProxyError as exc:
+                fields = self._fields(row, started, exc.status, exc, None)
+                await _send_json(send, exc.status, exc.body_bytes(), out_headers)
+                await self._finish(row, fields)
+                return
+            except asyncio.CancelledError:  # the client went away while we waited upstream
+                row["client_disconnected"] = 1
+                await self._finish(
+                    row,
+                    self._fields(
+                        row, started, CLIENT_CLOSED, ClientGone("Client disconnected."), None
+                    ),
                 )
-                usage = _usage_of(response.body)
-                await self._finish(row, started, response.status, None, ttfb, usage, response.body)
-                return answer
-            relay = _Relay(self, response, row, started)
-            return _RelayResponse(
-                relay, status_code=response.status, headers={**response.headers, **out_headers}
+                if watch.fired:
+                    return
+                raise
+            except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
+                log.exception("request %s failed calling upstream %s", request_id, upstream.name)
+                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                fields = self._fields(row, started, error.status, error, None)
+                await _send_json(send, error.status, error.body_bytes(), out_headers)
+                await self._finish(row, fields)
+                return
+            if response.chunks is None:
+                await self._answer(send, response, row, started, out_headers)
+            else:
+                await self._relay(send, response, row, started, out_headers, watch)
+
+    async def _answer(
+        self,
+        send: Send,
+        response: UpstreamResponse,
+        row: dict[str, Any],
+        started: float,
+        out_headers: dict[str, str],
+    ) -> None:
+        """A whole (non-streaming) upstream answer: relay it, then complete the log row."""
+        body = response.body or b""
+        ttfb = (time.perf_counter() - started) * 1000
+        try:
+            raw_headers = _raw_headers({**response.headers, **out_headers}, len(body))
+        except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
+            await self._unsendable(send, exc, row, started)
+            return
+        fields = self._fields(row, started, response.status, None, ttfb, _usage_of(body), body)
+        try:
+            await send(
+                {"type": "http.response.start", "status": response.status, "headers": raw_headers}
             )
-        except Exception as exc:  # e.g. a header that cannot be encoded: answer, close, finish
-            log.exception("request %s failed building the response", request_id)
-            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            await send({"type": "http.response.body", "body": body})
+        finally:
+            await self._finish(row, fields)
+
+    async def _relay(
+        self,
+        send: Send,
+        response: UpstreamResponse,
+        row: dict[str, Any],
+        started: float,
+        out_headers: dict[str, str],
+        watch: DisconnectWatch,
+    ) -> None:
+        """Relay upstream bytes as they come; complete the log row however the stream ends."""
+        assert response.chunks is not None
+        tap = UsageTap()
+        ttfb: float | None = None
+        error: ProxyError | None = None
+        complete = False
+        status = response.status
+        captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
+        try:
+            raw_headers = _raw_headers({**response.headers, **out_headers}, None)
+        except Exception as exc:
             if response.close is not None:
                 await response.close()
-            await self._finish(row, started, status=error.status, error=error, ttfb=None)
-            headers = {"x-ctxproxy-request-id": request_id}
-            return Response(error.body_bytes(), error.status, headers, "application/json")
+            await self._unsendable(send, exc, row, started)
+            return
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+            try:
+                async for chunk in response.chunks:
+                    if ttfb is None:
+                        ttfb = (time.perf_counter() - started) * 1000
+                    tap.feed(chunk)
+                    if captured is not None:
+                        captured.append(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                complete = True
+            except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
+                error = exc
+                event = b"data: " + exc.body_bytes() + b"\n\n"
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
+            await send({"type": "http.response.body", "body": b""})
+        except asyncio.CancelledError:
+            if not watch.fired:
+                raise
+        except BaseException as exc:  # the response could not be sent (e.g. the server refused)
+            if ttfb is None and not complete and error is None:
+                log.error("request %s: the response could not be sent: %r", row["id"], exc)
+                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                status = error.status
+            raise
+        finally:
+            if response.close is not None:
+                await response.close()
+            if not complete and error is None:
+                row["client_disconnected"] = 1
+            body = b"".join(captured) if captured is not None else None
+            await self._finish(
+                row, self._fields(row, started, status, error, ttfb, tap.usage, body)
+            )
 
-    async def _read_body(self, request: Request) -> bytes:
+    async def _unsendable(
+        self, send: Send, exc: Exception, row: dict[str, Any], started: float
+    ) -> None:
+        log.error("request %s failed building the response: %r", row["id"], exc)
+        error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+        fields = self._fields(row, started, error.status, error, None)
+        try:
+            await _send_json(
+                send, error.status, error.body_bytes(), {"x-ctxproxy-request-id": row["id"]}
+            )
+        finally:
+            await self._finish(row, fields)
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
         limit = self.s.settings.limits.max_body_bytes
-        declared = request.headers.get("content-length")
+        declared = headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
             raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
         chunks, size = [], 0
-        async for chunk in request.stream():
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise ClientGone("Client disconnected.")
+            chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
                 raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
             chunks.append(chunk)
-        return b"".join(chunks)
+            if not message.get("more_body", False):
+                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def _fail_early(self, exc: ProxyError, row: dict[str, Any], started: float) -> Response:
+    async def _fail_early(
+        self, send: Send, exc: ProxyError, row: dict[str, Any], started: float
+    ) -> None:
         overhead_ms = (time.perf_counter() - started) * 1000
         row["overhead_ms"] = round(overhead_ms, 3)
         await self.s.store.insert_request(row)
-        await self._finish(row, started, exc.status, exc, None)
+        fields = self._fields(row, started, exc.status, exc, None)
         headers = {
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
-        return Response(exc.body_bytes(), exc.status, headers, "application/json")
+        try:
+            if not isinstance(exc, ClientGone):  # nobody is left to answer
+                await _send_json(send, exc.status, exc.body_bytes(), headers)
+        finally:
+            await self._finish(row, fields)
 
-    async def _finish(
+    def _fields(
         self,
         row: dict[str, Any],
         started: float,
@@ -199,7 +303,8 @@ class ChatCompletions:
         ttfb: float | None,
         usage: dict[str, Any] | None = None,
         response_body: bytes | None = None,
-    ) -> None:
+    ) -> dict[str, Any]:
+        """What completes the log row, taken when the answer is ready (before it is sent)."""
         fields: dict[str, Any] = {
             "status": status,
             "latency_ms": round((time.perf_counter() - started) * 1000, 3),
@@ -215,9 +320,53 @@ class ChatCompletions:
             fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
         if response_body is not None and self.s.settings.store.capture_payloads:
             fields["response_body"] = _redacted_text(response_body)
+        return fields
+
+    async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self.s.observers.finished(row)
+
+
+class DisconnectWatch:
+    """Watches ``receive`` for the client going away while we wait upstream or relay a stream,
+    and cancels the request's task then: the upstream call is abandoned (its connection closed,
+    so a generating upstream stops) instead of running on for nobody."""
+
+    def __init__(self, receive: Receive) -> None:
+        self.receive = receive
+        self.fired = False
+        self._task: asyncio.Task[None] | None = None
+        self._owner: asyncio.Task[Any] | None = None
+
+    async def __aenter__(self) -> DisconnectWatch:
+        self._owner = asyncio.current_task()
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> bool:
+        self.stop()
+        if self.fired and self._owner is not None:
+            self._owner.uncancel()  # the cancel was ours, handled here: not the caller's
+            return kind is asyncio.CancelledError
+        return False
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+
+    async def _watch(self) -> None:
+        while True:
+            message = await self.receive()
+            if message["type"] == "http.disconnect":
+                break
+        self.fired = True
+        self._task = None
+        if self._owner is not None:
+            self._owner.cancel()
 
 
 def header_value(text: str) -> str:
@@ -229,88 +378,17 @@ def header_value(text: str) -> str:
 _HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
 
 
-class _Relay:
-    """Relays upstream bytes as they come and completes the log row however the stream ends,
-    also when the response start could not be sent and the relay never ran."""
-
-    def __init__(
-        self,
-        handler: ChatCompletions,
-        response: UpstreamResponse,
-        row: dict[str, Any],
-        started: float,
-    ) -> None:
-        self.handler = handler
-        self.response = response
-        self.row = row
-        self.started = started
-        self.finished = False
-        self.chunks = self._chunks()
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        response, row, started = self.response, self.row, self.started
-        assert response.chunks is not None
-        tap = UsageTap()
-        ttfb: float | None = None
-        error: ProxyError | None = None
-        complete = False
-        capture = self.handler.s.settings.store.capture_payloads
-        captured: list[bytes] | None = [] if capture else None
-        try:
-            async for chunk in response.chunks:
-                if ttfb is None:
-                    ttfb = (time.perf_counter() - started) * 1000
-                tap.feed(chunk)
-                if captured is not None:
-                    captured.append(chunk)
-                yield chunk
-            complete = True
-        except ProxyError as exc:  # upstream broke off: tell the client in the stream, then end
-            error = exc
-            yield b"data: " + exc.body_bytes() + b"\n\n"
-        finally:
-            self.finished = True
-            if response.close is not None:
-                await response.close()
-            if not complete and error is None:
-                row["client_disconnected"] = 1
-            body = b"".join(captured) if captured is not None else None
-            await self.handler._finish(row, started, response.status, error, ttfb, tap.usage, body)
-
-    async def settle(self, exc: BaseException | None) -> None:
-        """After the response was sent or failed: run the relay's cleanup if it did not run."""
-        if self.finished:
-            return
-        await self.chunks.aclose()  # a relay suspended mid-stream runs its ``finally`` now
-        if self.finished:
-            return
-        self.finished = True  # never started: the response start itself failed
-        if self.response.close is not None:
-            await self.response.close()
-        if isinstance(exc, asyncio.CancelledError):
-            self.row["client_disconnected"] = 1
-            await self.handler._finish(self.row, self.started, CLIENT_CLOSED, None, None)
-            return
-        log.error("request %s: the response could not be sent: %r", self.row["id"], exc)
-        name = type(exc).__name__ if exc is not None else "response not sent"
-        error = ProxyError(f"Internal error in ctxproxy: {name}")
-        await self.handler._finish(self.row, self.started, error.status, error, None)
+def _raw_headers(headers: dict[str, str], length: int | None) -> list[tuple[bytes, bytes]]:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    if length is not None:
+        raw.append((b"content-length", str(length).encode()))
+    return raw
 
 
-class _RelayResponse(StreamingResponse):
-    def __init__(self, relay: _Relay, status_code: int, headers: dict[str, str]) -> None:
-        super().__init__(relay.chunks, status_code=status_code, headers=headers)
-        self.relay = relay
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        failure: BaseException | None = None
-        try:
-            await super().__call__(scope, receive, send)
-        except BaseException as exc:
-            failure = exc
-            raise
-        finally:
-            await self.relay.settle(failure)
+async def _send_json(send: Send, status: int, body: bytes, headers: dict[str, str]) -> None:
+    raw = _raw_headers({**headers, "content-type": "application/json"}, len(body))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
 
 
 def _usage_of(body: bytes | None) -> dict[str, Any] | None:
