@@ -9,7 +9,7 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,22 +22,27 @@ from rules.base import Ancestor, SessionState
 JSON_COLUMNS = ("sections", "report", "usage")
 MAX_ANCESTOR_DEPTH = 3
 WRITE_ATTEMPTS = 4
+# Rows reach the database at most this long after they were queued (a crash loses at most that);
+# batching them saves a commit and two thread hops per request.
+BATCH_WINDOW_S = 0.02
+MAX_BATCH = 500
 log = logging.getLogger("ctxproxy.store")
 
 
 class Store:
-    def __init__(self, path: str, state_cache_size: int = 2_000) -> None:
+    def __init__(
+        self, path: str, state_cache_size: int = 2_000, batch_window_s: float = BATCH_WINDOW_S
+    ) -> None:
         self.path = path
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         self._states: OrderedDict[str, tuple[SessionState, str | None]] = OrderedDict()
         self._cache_size = state_cache_size
         self.write_errors = 0
-        # Thunks that build (sql, params): JSON encoding happens in the writer task, while the
-        # request that queued it is already waiting on its upstream.
-        self._queue: asyncio.Queue[Callable[[], tuple[str, tuple[Any, ...]]] | None] = (
-            asyncio.Queue()
-        )
+        # Writes as data: JSON encoding happens in the writer task, after the request that
+        # queued them has been answered.
+        self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
+        self.batch_window_s = batch_window_s
         self._writer_task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
@@ -77,43 +82,42 @@ class Store:
         assert self._reader is not None, "store is not open"
         return self._reader
 
-    async def _write(self, build: Callable[[], tuple[str, tuple[Any, ...]]]) -> None:
-        """Queue a write for the single writer task: ordered, batched into one commit, and off the
-        request's critical path. ``flush`` waits until everything queued is committed."""
-        self._queue.put_nowait(build)
+    def _enqueue(self, op: _Op) -> None:
+        """Queue a write for the single writer task: off the request's critical path, ordered,
+        coalesced and committed in batches. ``flush`` waits until everything queued is written."""
+        self._queue.put_nowait(op)
 
     async def flush(self) -> None:
         await self._queue.join()
 
     async def _write_loop(self) -> None:
         while True:
-            batch = [await self._queue.get()]
-            while not self._queue.empty() and len(batch) < 200:
+            batch: list[_Op | None] = [await self._queue.get()]
+            if self.batch_window_s and batch[0] is not None:
+                # gather what the next few ms bring: a request's insert, its finish and its
+                # session's state then land in one statement each, and one commit serves all
+                await asyncio.sleep(self.batch_window_s)
+            while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             stop = None in batch
-            await self._write_batch([item for item in batch if item is not None])
+            await self._write_batch([op for op in batch if op is not None])
             for _ in batch:
                 self._queue.task_done()
             if stop:
                 return
 
-    async def _write_batch(self, batch: list[Callable[[], tuple[str, tuple[Any, ...]]]]) -> None:
+    async def _write_batch(self, ops: list[_Op]) -> None:
         """Write a batch in one transaction; while the database is locked by someone else, retry
         the whole batch a few times before counting its rows as lost."""
-        statements = []
-        for build in batch:
-            try:
-                statements.append(build())
-            except (TypeError, ValueError):  # a value that cannot be encoded: that row is lost
-                self.write_errors += 1
+        groups, lost = _statements(ops)
+        self.write_errors += lost
+        if not groups:
+            return
         for attempt in range(WRITE_ATTEMPTS):
             failed = 0
             try:
-                for sql, params in statements:
-                    try:
-                        await self.writer.execute(sql, params)
-                    except aiosqlite.IntegrityError:
-                        failed += 1
+                for sql, rows in groups:
+                    failed += await self._execute_group(sql, rows)
                 await self.writer.commit()
                 self.write_errors += failed
                 return
@@ -122,8 +126,25 @@ class Store:
                     await self.writer.rollback()
                 if attempt + 1 < WRITE_ATTEMPTS:
                     await asyncio.sleep(0.2 * (attempt + 1))
-        log.error("store: %d writes lost, the database stayed locked", len(statements))
-        self.write_errors += len(statements)
+        count = sum(len(rows) for _, rows in groups)
+        log.error("store: %d writes lost, the database stayed locked", count)
+        self.write_errors += count
+
+    async def _execute_group(self, sql: str, rows: list[tuple[Any, ...]]) -> int:
+        """One statement for many rows; if one row breaks a constraint, row by row, so only that
+        one is lost. Returns how many were lost."""
+        try:
+            await self.writer.executemany(sql, rows)
+            return 0
+        except aiosqlite.IntegrityError:
+            pass
+        failed = 0
+        for params in rows:
+            try:
+                await self.writer.execute(sql, params)
+            except aiosqlite.IntegrityError:
+                failed += 1
+        return failed
 
     # ----- sessions -----
 
@@ -151,16 +172,7 @@ class Store:
     async def save_state(self, session_id: str, state: SessionState, parent_id: str | None) -> None:
         now = time.time()
         self._remember(session_id, (state, parent_id))
-        await self._write(
-            lambda: (
-                "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) "
-                "VALUES (?,?,?,?,?) "
-                "ON CONFLICT(id) DO UPDATE SET state=excluded.state, "
-                "updated_at=excluded.updated_at, "
-                "parent_id=COALESCE(excluded.parent_id, sessions.parent_id)",
-                (session_id, parent_id, now, now, orjson.dumps(state.to_json()).decode()),
-            )
-        )
+        self._enqueue(_SaveState(session_id, state, parent_id, now))
 
     async def ancestors(
         self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
@@ -179,25 +191,10 @@ class Store:
     # ----- request log -----
 
     async def insert_request(self, row: dict[str, Any]) -> None:
-        snapshot = dict(row)  # the caller goes on updating its row
-
-        def build() -> tuple[str, tuple[Any, ...]]:
-            encoded = _encode_json_columns(snapshot)
-            cols = ", ".join(encoded)
-            marks = ", ".join("?" for _ in encoded)
-            return f"INSERT INTO requests ({cols}) VALUES ({marks})", tuple(encoded.values())
-
-        await self._write(build)
+        self._enqueue(_Insert(dict(row)))  # a copy: the caller goes on updating its row
 
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
-        snapshot = dict(fields)
-
-        def build() -> tuple[str, tuple[Any, ...]]:
-            encoded = _encode_json_columns(snapshot)
-            sets = ", ".join(f"{k} = ?" for k in encoded)
-            return f"UPDATE requests SET {sets} WHERE id = ?", (*encoded.values(), request_id)
-
-        await self._write(build)
+        self._enqueue(_Finish(request_id, dict(fields)))
 
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
         async with self.reader.execute("SELECT * FROM requests WHERE id = ?", (request_id,)) as cur:
@@ -239,6 +236,90 @@ class Store:
         async with self.reader.execute(sql, (limit,)) as cur:
             rows = await cur.fetchall()
         return [dict(r) for r in rows]
+
+
+@dataclass(frozen=True)
+class _Insert:
+    row: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Finish:
+    request_id: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _SaveState:
+    session_id: str
+    state: SessionState
+    parent_id: str | None
+    at: float
+
+
+_Op = _Insert | _Finish | _SaveState
+
+_UPSERT_SESSION = (
+    "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) VALUES (?,?,?,?,?) "
+    "ON CONFLICT(id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at, "
+    "parent_id=COALESCE(excluded.parent_id, sessions.parent_id)"
+)
+
+
+def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]], int]:
+    """A batch as few statements as it takes, in an order that keeps its meaning: a request
+    inserted and finished in the same batch is one INSERT; only the last state of a session is
+    written. Returns (sql, rows) groups and the number of rows that could not be encoded."""
+    inserts: dict[str, dict[str, Any]] = {}
+    finishes: dict[str, dict[str, Any]] = {}
+    states: dict[str, _SaveState] = {}
+    for op in ops:
+        if isinstance(op, _Insert):
+            inserts[op.row["id"]] = op.row
+        elif isinstance(op, _Finish):
+            target = inserts.get(op.request_id)
+            if target is not None:
+                target.update(op.fields)
+            else:
+                finishes.setdefault(op.request_id, {}).update(op.fields)
+        else:
+            earlier = states.pop(op.session_id, None)
+            if earlier is not None and op.parent_id is None and earlier.parent_id is not None:
+                op = _SaveState(op.session_id, op.state, earlier.parent_id, op.at)
+            states[op.session_id] = op
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    lost = 0
+    for row in inserts.values():
+        try:
+            encoded = _encode_json_columns(row)
+        except (TypeError, ValueError):  # a value that cannot be encoded: that row is lost
+            lost += 1
+            continue
+        cols = ", ".join(encoded)
+        marks = ", ".join("?" * len(encoded))
+        groups.setdefault(f"INSERT INTO requests ({cols}) VALUES ({marks})", []).append(
+            tuple(encoded.values())
+        )
+    for request_id, fields in finishes.items():
+        try:
+            encoded = _encode_json_columns(fields)
+        except (TypeError, ValueError):
+            lost += 1
+            continue
+        sets = ", ".join(f"{k} = ?" for k in encoded)
+        groups.setdefault(f"UPDATE requests SET {sets} WHERE id = ?", []).append(
+            (*encoded.values(), request_id)
+        )
+    for op in states.values():
+        try:
+            blob = orjson.dumps(op.state.to_json()).decode()
+        except (TypeError, ValueError):
+            lost += 1
+            continue
+        groups.setdefault(_UPSERT_SESSION, []).append(
+            (op.session_id, op.parent_id, op.at, op.at, blob)
+        )
+    return list(groups.items()), lost
 
 
 def _encode_json_columns(row: dict[str, Any]) -> dict[str, Any]:

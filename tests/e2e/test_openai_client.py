@@ -67,7 +67,7 @@ def test_streaming_first_chunk_arrives_while_upstream_holds_back(live_proxy, fak
     assert "".join(pieces) == "one two three four"
     rows = proxy.rows()
     deadline = time.time() + 5
-    while rows[-1]["status"] is None and time.time() < deadline:
+    while (not rows or rows[-1]["status"] is None) and time.time() < deadline:
         time.sleep(0.02)
         rows = proxy.rows()
     assert rows[-1]["stream"] == 1

@@ -1,0 +1,84 @@
+"""The store's writer: writes queued within one batch window coalesce (a request's insert and
+finish become one row write, a session's last state wins, a parent id is never dropped), rows
+written in later batches still update, and a row that cannot be written is the only one lost."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from proxy.store import Store
+from rules.base import SessionState
+
+
+async def open_store(path: Path, window: float = 0.05) -> Store:
+    store = Store(str(path), batch_window_s=window)
+    await store.open()
+    return store
+
+
+async def test_insert_and_finish_in_one_window_become_one_complete_row(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "db")
+    traced: list[str] = []
+    await store.writer.set_trace_callback(traced.append)
+    try:
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        await store.finish_request("r1", {"status": 200, "usage": {"prompt_tokens": 3}})
+        await store.flush()
+        row = await store.get_request("r1")
+        assert row is not None
+        assert (row["model"], row["status"], row["usage"]) == ("m", 200, {"prompt_tokens": 3})
+        writes = [s for s in traced if s.startswith(("INSERT INTO requests", "UPDATE requests"))]
+        assert len(writes) == 1 and writes[0].startswith("INSERT")
+    finally:
+        await store.close()
+
+
+async def test_a_finish_in_a_later_batch_updates_the_row(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "db", window=0.0)
+    try:
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m"})
+        await store.flush()
+        assert (await store.get_request("r1"))["status"] is None  # in flight
+        await store.finish_request("r1", {"status": 502, "error_type": "upstream_connection_error"})
+        await store.flush()
+        row = await store.get_request("r1")
+        assert (row["status"], row["error_type"]) == (502, "upstream_connection_error")
+    finally:
+        await store.close()
+
+
+async def test_the_last_state_of_a_session_wins_and_keeps_its_parent(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = await open_store(path)
+    try:
+        await store.save_state("child", SessionState({"n": 1}), "parent")
+        await store.save_state("child", SessionState({"n": 2}), None)
+        await store.save_state("other", SessionState({"n": 9}), None)
+        await store.flush()
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        rows = dict(
+            (r[0], (r[1], r[2])) for r in db.execute("SELECT id, parent_id, state FROM sessions")
+        )
+    assert rows["child"] == ("parent", '{"n":2}')
+    assert rows["other"] == (None, '{"n":9}')
+
+
+async def test_one_bad_row_is_the_only_one_lost(tmp_path: Path) -> None:
+    store = await open_store(tmp_path / "db")
+    try:
+        await store.insert_request({"id": "dup", "created_at": 1.0})
+        await store.flush()
+        await store.insert_request({"id": "dup", "created_at": 2.0})  # primary key taken
+        await store.insert_request({"id": "ok", "created_at": 3.0})
+        await store.insert_request({"id": "bad", "created_at": 4.0, "report": {"x": {1, 2}}})
+        await store.finish_request("ok", {"status": 200})
+        await store.flush()
+        assert store.write_errors == 2  # the duplicate and the unencodable report
+        assert (await store.get_request("ok"))["status"] == 200
+        assert (await store.get_request("dup"))["created_at"] == 1.0
+        assert await store.get_request("bad") is None
+    finally:
+        await store.close()
