@@ -137,6 +137,7 @@ def create_app(
         try:
             yield
         finally:
+            engine.close()
             await upstream.aclose()
             await store.close()
 
