@@ -4,6 +4,7 @@ ProxyError
  ├── BadRequest            400 invalid_request_error (bad JSON, missing/malformed field)
  ├── Unauthorized          401 invalid_api_key (auth.mode: keys)
  ├── ModelNotFound         404 model_not_found (no upstream serves the model)
+ ├── RequestTimeout        408 request_timeout (body not received within limits.body_read_timeout_s)
  ├── PayloadTooLarge       413 request_too_large (over limits.max_body_bytes)
  ├── UpstreamUnreachable   502 upstream_connection_error
  └── UpstreamTimeout       504 upstream_timeout
@@ -52,6 +53,12 @@ class Unauthorized(ProxyError):
     status = 401
     error_type = "invalid_request_error"
     code = "invalid_api_key"
+
+
+class RequestTimeout(ProxyError):
+    status = 408
+    error_type = "invalid_request_error"
+    code = "request_timeout"
 
 
 class ModelNotFound(ProxyError):

@@ -18,7 +18,7 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.auth import check_client
 from proxy.engine import Engine, parse_body
-from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError, RequestTimeout
 from proxy.observe import Observers
 from proxy.redact import redact, redact_text
 from proxy.settings import Settings
@@ -260,22 +260,31 @@ class ChatCompletions:
             await self._finish(row, fields)
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        limit = self.s.settings.limits.max_body_bytes
+        limits = self.s.settings.limits
+        limit = limits.max_body_bytes
         declared = headers.get("content-length")
         if declared and declared.isdigit() and int(declared) > limit:
             raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
         chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise ClientGone("Client disconnected.")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        try:
+            async with asyncio.timeout(limits.body_read_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientGone("Client disconnected.")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        except TimeoutError:
+            raise RequestTimeout(
+                f"The request body was not received within {limits.body_read_timeout_s:g} s "
+                f"({size} bytes arrived).",
+                code="request_timeout",
+            ) from None
 
     async def _fail_early(
         self, send: Send, exc: ProxyError, row: dict[str, Any], started: float

@@ -34,6 +34,9 @@ class StoreSettings(_Strict):
 
 class LimitSettings(_Strict):
     max_body_bytes: int = 32 * 1024 * 1024
+    # A client must send its whole body within this time (408 otherwise): a slow or stalled
+    # sender cannot hold a connection and its buffers forever.
+    body_read_timeout_s: float = Field(default=60.0, gt=0)
 
 
 class AuthSettings(_Strict):
@@ -41,6 +44,8 @@ class AuthSettings(_Strict):
     # Comma-separated proxy keys, read from this environment variable (never from the file).
     proxy_keys_env: str = "CTXPROXY_KEYS"
     admin_key_env: str = "CTXPROXY_ADMIN_KEY"
+    # How long the /ui login cookie stays valid.
+    ui_session_hours: float = Field(default=12.0, gt=0)
 
 
 class UpstreamSettings(_Strict):

@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -52,8 +53,22 @@ def _number(text: str) -> int | None:
     return None
 
 
-def _cookie_token(admin_key: str) -> str:
-    return hmac.new(admin_key.encode(), b"ctxproxy-ui-session", hashlib.sha256).hexdigest()
+def _cookie_token(admin_key: str, expires: int) -> str:
+    """``expires.mac``: the expiry is signed with the admin key, so a leaked cookie dies on its
+    own and changing the key ends every session."""
+    mac = hmac.new(admin_key.encode(), b"ctxproxy-ui-session:%d" % expires, hashlib.sha256)
+    return f"{expires}.{mac.hexdigest()}"
+
+
+def _cookie_valid(admin_key: str, cookie: str, now: float) -> bool:
+    expires, _, _ = cookie.partition(".")
+    if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
+        return False
+    if int(expires) <= now:
+        return False
+    # Bytes: compare_digest refuses str holding non-ASCII, and a cookie is anyone's to send.
+    expected = _cookie_token(admin_key, int(expires)).encode()
+    return hmac.compare_digest(cookie.encode("utf-8", "replace"), expected)
 
 
 class UI:
@@ -95,13 +110,18 @@ class UI:
             rest = {k: v for k, v in request.query_params.items() if k != "key"}
             target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
             response = RedirectResponse(target, 303)
+            lifetime = int(auth.ui_session_hours * 3600)
             response.set_cookie(
-                COOKIE, _cookie_token(admin), httponly=True, samesite="strict", path="/ui"
+                COOKIE,
+                _cookie_token(admin, int(time.time()) + lifetime),
+                max_age=lifetime,
+                httponly=True,
+                samesite="strict",
+                path="/ui",
             )
             return response
         cookie = request.cookies.get(COOKIE)
-        # Bytes: compare_digest refuses str holding non-ASCII, and a cookie is anyone's to send.
-        if admin and cookie and hmac.compare_digest(cookie.encode(), _cookie_token(admin).encode()):
+        if admin and cookie and _cookie_valid(admin, cookie, time.time()):
             return None
         try:
             check_admin(auth, headers, None)

@@ -1,0 +1,81 @@
+"""A client that sends its headers and then stalls (or trickles) its body gets a 408 once
+``limits.body_read_timeout_s`` has passed, and the request is logged."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from tests.conftest import in_process, proxy_settings
+
+UPSTREAM = "http://upstream.test/v1"
+
+
+def scope_for(app) -> dict:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/v1/chat/completions",
+        "raw_path": b"/v1/chat/completions",
+        "query_string": b"",
+        "headers": [(b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 80),
+        "app": app,
+    }
+
+
+async def test_a_stalled_body_is_a_408_and_logged(tmp_path: Path) -> None:
+    settings = proxy_settings(UPSTREAM, limits={"body_read_timeout_s": 0.3})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        first = [{"type": "http.request", "body": b'{"model": "m", "mess', "more_body": True}]
+
+        async def receive():
+            if first:
+                return first.pop()
+            await asyncio.sleep(3600)  # the client never sends the rest
+
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await app(scope_for(app), receive, send)
+        assert loop.time() - started < 2
+        assert sent[0]["status"] == 408
+        assert b'"code":"request_timeout"' in sent[1]["body"]
+        store = app.state.services.store
+        await store.flush()
+        (row,) = await store.list_requests()
+        assert row["status"] == 408 and row["error_type"] == "request_timeout"
+
+
+async def test_a_body_that_arrives_in_time_in_pieces_is_read(tmp_path: Path) -> None:
+    settings = proxy_settings(UPSTREAM, limits={"body_read_timeout_s": 5})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        pieces = [b'{"model": "m", ', b'"messages": [{"role": "user", ', b'"content": 5}]}']
+        messages = [
+            {"type": "http.request", "body": p, "more_body": i < len(pieces) - 1}
+            for i, p in enumerate(pieces)
+        ]
+
+        async def receive():
+            await asyncio.sleep(0.01)
+            return messages.pop(0)
+
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope_for(app), receive, send)
+        # the whole body was read and parsed: its content type is what is refused
+        assert sent[0]["status"] == 400
+        assert b"messages[0].content" in sent[1]["body"]
