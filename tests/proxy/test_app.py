@@ -1,18 +1,20 @@
-"""Tier 2: the app in-process (ASGITransport), the upstream mocked at the network edge (respx)."""
+"""Tier 2: the app in-process (ASGITransport) in front of a scripted upstream on loopback (the
+network edge itself: the proxy's aiohttp client really connects, sends and reads)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
-import respx
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
 
-UPSTREAM = "http://upstream.test/v1"
+UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
 
 
 def completion(content: str = "ok") -> dict:
@@ -31,10 +33,11 @@ def completion(content: str = "ok") -> dict:
 
 
 @pytest.fixture
-def upstream_mock():
-    with respx.mock(assert_all_called=False) as mock:
-        mock.route(host="proxy").pass_through()
-        yield mock
+def edge() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    server.reply = Reply.json(completion())
+    yield server
+    server.stop()
 
 
 async def post(client: httpx.AsyncClient, body: object, **headers: str) -> httpx.Response:
@@ -48,9 +51,9 @@ async def log_rows(client: httpx.AsyncClient) -> list[dict]:
     return await store.list_requests(limit=100)
 
 
-async def test_healthz_and_models(tmp_path: Path, upstream_mock) -> None:
-    upstream_mock.get(f"{UPSTREAM}/models").respond(json={"object": "list", "data": [{"id": "m1"}]})
-    settings = proxy_settings(UPSTREAM)
+async def test_healthz_and_models(tmp_path: Path, edge) -> None:
+    edge.reply = Reply.json({"object": "list", "data": [{"id": "m1"}]})
+    settings = proxy_settings(edge.base_url)
     async with in_process(settings, str(tmp_path / "db")) as client:
         assert (await client.get("/healthz")).json() == {"status": "ok"}
         models = (await client.get("/v1/models")).json()
@@ -109,12 +112,10 @@ async def test_malformed_bodies_never_500(tmp_path: Path, body: bytes) -> None:
         assert r.json()["error"]["type"] == "invalid_request_error"
 
 
-async def test_upstream_status_and_body_pass_through(tmp_path: Path, upstream_mock) -> None:
+async def test_upstream_status_and_body_pass_through(tmp_path: Path, edge) -> None:
     err = {"error": {"message": "rate limited", "type": "requests", "code": "rate_limit"}}
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(
-        429, json=err, headers={"retry-after": "3", "x-ratelimit-remaining-requests": "0"}
-    )
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+    edge.reply = Reply.json(err, 429, retry_after="3", x_ratelimit_remaining_requests="0")
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         r = await post(client, request(user("hi")))
         assert r.status_code == 429
         assert r.json() == err
@@ -122,9 +123,11 @@ async def test_upstream_status_and_body_pass_through(tmp_path: Path, upstream_mo
         assert r.headers["x-ratelimit-remaining-requests"] == "0"
 
 
-async def test_upstream_timeout_is_504(tmp_path: Path, upstream_mock) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").mock(side_effect=httpx.ReadTimeout("slow"))
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+async def test_upstream_timeout_is_504(tmp_path: Path, edge) -> None:
+    edge.reply.header_delay_s = 3  # no answer within the upstream's timeout
+    spec = {"name": "slow", "match": ["*"], "base_url": edge.base_url, "timeout_s": 0.2}
+    settings = proxy_settings(edge.base_url, upstreams=[spec])
+    async with in_process(settings, str(tmp_path / "db")) as client:
         r = await post(client, request(user("hi")))
         assert r.status_code == 504
         assert r.json()["error"]["code"] == "upstream_timeout"
@@ -132,17 +135,15 @@ async def test_upstream_timeout_is_504(tmp_path: Path, upstream_mock) -> None:
 
 
 async def test_keys_mode_requires_a_proxy_key_and_uses_upstream_key(
-    tmp_path: Path, upstream_mock, monkeypatch
+    tmp_path: Path, edge, monkeypatch
 ) -> None:
     monkeypatch.setenv("CTXPROXY_KEYS", "proxy-key-1,proxy-key-2")
     monkeypatch.setenv("UPSTREAM_KEY", "sk-upstream-secret-999999")
-    route = upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
+    base = edge.base_url
     settings = proxy_settings(
-        UPSTREAM,
+        base,
         auth={"mode": "keys"},
-        upstreams=[
-            {"name": "u", "match": ["*"], "base_url": UPSTREAM, "api_key_env": "UPSTREAM_KEY"}
-        ],
+        upstreams=[{"name": "u", "match": ["*"], "base_url": base, "api_key_env": "UPSTREAM_KEY"}],
         store={"capture_payloads": True},
     )
     async with in_process(settings, str(tmp_path / "db")) as client:
@@ -152,17 +153,16 @@ async def test_keys_mode_requires_a_proxy_key_and_uses_upstream_key(
         assert r.status_code == 401
         r = await post(client, request(user("hi")), authorization="Bearer proxy-key-2")
         assert r.status_code == 200
-        assert (
-            route.calls.last.request.headers["authorization"] == "Bearer sk-upstream-secret-999999"
-        )
+        (seen,) = edge.seen  # the refused requests never went upstream
+        assert seen.header("authorization") == "Bearer sk-upstream-secret-999999"
         rows = await log_rows(client)
         dump = orjson.dumps(rows).decode()
         assert "proxy-key-2" not in dump and "sk-upstream-secret" not in dump
 
 
-async def test_captured_payloads_are_redacted(tmp_path: Path, upstream_mock) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion("done"))
-    settings = proxy_settings(UPSTREAM, store={"capture_payloads": True})
+async def test_captured_payloads_are_redacted(tmp_path: Path, edge) -> None:
+    edge.reply = Reply.json(completion("done"))
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     body = request(
         user("my key is sk-abcdefghijklmnop1234 and AKIAABCDEFGHIJKLMNOP"),
         metadata={"api_key": "hunter2hunter2"},
@@ -182,9 +182,8 @@ async def test_captured_payloads_are_redacted(tmp_path: Path, upstream_mock) -> 
         assert "done" in row["response_body"]
 
 
-async def test_payloads_not_captured_by_default(tmp_path: Path, upstream_mock) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+async def test_payloads_not_captured_by_default(tmp_path: Path, edge) -> None:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         await post(client, request(user("hello there")))
         row = (await log_rows(client))[0]
         assert row["request_body"] is None and row["response_body"] is None
@@ -192,9 +191,8 @@ async def test_payloads_not_captured_by_default(tmp_path: Path, upstream_mock) -
 
 
 async def test_client_request_is_forwarded_unchanged_when_rules_have_nothing_to_do(
-    tmp_path: Path, upstream_mock
+    tmp_path: Path, edge
 ) -> None:
-    route = upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
     body = request(
         {"role": "system", "content": "sys"},
         user("plain question"),
@@ -202,9 +200,9 @@ async def test_client_request_is_forwarded_unchanged_when_rules_have_nothing_to_
         max_tokens=5,
         metadata={"x": 1},
     )
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         await post(client, body)
-        assert orjson.loads(route.calls.last.request.content) == body
+        assert edge.last.json() == body
 
 
 @pytest.mark.parametrize(
@@ -215,17 +213,15 @@ async def test_client_request_is_forwarded_unchanged_when_rules_have_nothing_to_
         ({}, {"user": "u"}, "user:u"),
     ],
 )
-async def test_session_key_precedence(tmp_path, upstream_mock, headers, extra, expected) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+async def test_session_key_precedence(tmp_path, edge, headers, extra, expected) -> None:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         r = await post(client, request(user("hi"), **extra), **headers)
         assert r.headers["x-ctxproxy-session-id"] == expected
 
 
-async def test_hash_session_is_stable_across_turns(tmp_path, upstream_mock) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
+async def test_hash_session_is_stable_across_turns(tmp_path, edge) -> None:
     sys = {"role": "system", "content": "s"}
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         a = await post(client, request(sys, user("task one")))
         b = await post(
             client,

@@ -6,15 +6,16 @@ from __future__ import annotations
 import asyncio
 import json
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-import respx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
 
-UPSTREAM = "http://upstream.test/v1"
 OK = {
     "id": "c",
     "object": "chat.completion",
@@ -104,14 +105,20 @@ bodies = st.one_of(
 )
 
 
+@pytest.fixture(scope="module")
+def edge() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    server.reply = Reply.json(OK)
+    yield server
+    server.stop()
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=bodies)
-def test_no_body_makes_the_proxy_answer_500(body: object) -> None:
+def test_no_body_makes_the_proxy_answer_500(edge: EdgeUpstream, body: object) -> None:
     async def run() -> int:
-        with tempfile.TemporaryDirectory() as tmp, respx.mock(assert_all_called=False) as mock:
-            mock.route(host="proxy").pass_through()
-            mock.post(f"{UPSTREAM}/chat/completions").respond(json=OK)
-            async with in_process(proxy_settings(UPSTREAM), str(Path(tmp) / "db")) as client:
+        with tempfile.TemporaryDirectory() as tmp:
+            async with in_process(proxy_settings(edge.base_url), str(Path(tmp) / "db")) as client:
                 r = await client.post("/v1/chat/completions", content=json.dumps(body))
                 if r.status_code != 200:
                     assert set(r.json()["error"]) == {"message", "type", "param", "code"}

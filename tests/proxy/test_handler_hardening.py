@@ -4,18 +4,20 @@ error bodies carrying keys. Each leaves a finished log row and the in-flight gau
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
 import httpx
 import orjson
 import pytest
-import respx
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
 
-UPSTREAM = "http://upstream.test/v1"
+UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
 SSE = (
     b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
     b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
@@ -24,10 +26,11 @@ SSE = (
 
 
 @pytest.fixture
-def upstream_mock():
-    with respx.mock(assert_all_called=False) as mock:
-        mock.route(host="proxy").pass_through()
-        yield mock
+def edge() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    server.reply = Reply.json(completion())
+    yield server
+    server.stop()
 
 
 def completion() -> dict:
@@ -60,15 +63,11 @@ def in_flight(client: httpx.AsyncClient) -> float:
     ],
 )
 async def test_session_id_header_is_percent_encoded(
-    tmp_path: Path, upstream_mock, extra, sid, stream
+    tmp_path: Path, edge, extra, sid, stream
 ) -> None:
     if stream:
-        upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(
-            200, content=SSE, headers={"content-type": "text/event-stream"}
-        )
-    else:
-        upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        edge.reply = Reply.event_stream(SSE)
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         body = request(user("hi"), stream=stream, **extra)
         r = await client.post("/v1/chat/completions", content=orjson.dumps(body))
         assert r.status_code == 200
@@ -81,22 +80,29 @@ async def test_session_id_header_is_percent_encoded(
 
 
 async def test_unsendable_streaming_response_still_finishes_the_row(
-    tmp_path: Path, upstream_mock
+    tmp_path: Path, edge, monkeypatch
 ) -> None:
     """If sending the response start fails (a server rejecting a header), the relay generator
     never runs: the upstream response must still be closed and the row finished."""
+    from proxy import upstream
+
     closed = []
+    make_close = upstream._closer
 
-    class Tracked(httpx.ByteStream):
-        async def aclose(self) -> None:
-            closed.append(True)
+    def tracked(response):  # type: ignore[no-untyped-def]
+        close = make_close(response)
 
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").mock(
-        return_value=httpx.Response(
-            200, stream=Tracked(SSE), headers={"content-type": "text/event-stream"}
-        )
+        async def tracked_close() -> None:
+            await close()
+            closed.append(response.closed)
+
+        return tracked_close
+
+    monkeypatch.setattr(upstream, "_closer", tracked)
+    edge.reply = Reply(
+        headers=[("content-type", "text/event-stream")], chunks=[SSE], after_first_chunk="stall"
     )
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         app = client.app  # type: ignore[attr-defined]
         body = orjson.dumps(request(user("hi"), stream=True))
         sent = False
@@ -106,7 +112,7 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            return {"type": "http.disconnect"}
+            await asyncio.Event().wait()  # the client stays: only sending to it fails
 
         async def send(message):
             if message["type"] == "http.response.start":
@@ -130,7 +136,8 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
             await app(scope, receive, send)
         row = (await rows_of(client))[0]
         assert row["status"] is not None
-        assert closed and in_flight(client) == 0
+        assert closed == [True] and in_flight(client) == 0
+    assert await asyncio.to_thread(edge.hung_up_mid_stream.wait, 5)
 
 
 def nested_json(body: dict, place: str, depth: int) -> bytes:
@@ -151,15 +158,14 @@ def nested_json(body: dict, place: str, depth: int) -> bytes:
     ],
 )
 async def test_deeply_nested_bodies_are_rejected_not_500(
-    tmp_path: Path, upstream_mock, where, depth, status, capture
+    tmp_path: Path, edge, where, depth, status, capture
 ) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
     body = request(user("hi"))
     if where == "top":
         body["extra"] = "PLACE"
     else:
         body["messages"][0]["x"] = "PLACE"
-    settings = proxy_settings(UPSTREAM, store={"capture_payloads": capture})
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": capture})
     async with in_process(settings, str(tmp_path / "db")) as client:
         content = nested_json(body, "PLACE", depth)
         r = await client.post("/v1/chat/completions", content=content)
@@ -173,7 +179,7 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
 
 
 async def test_failure_while_capturing_is_an_openai_shaped_500(
-    tmp_path: Path, upstream_mock, monkeypatch
+    tmp_path: Path, edge, monkeypatch
 ) -> None:
     from proxy import handler
 
@@ -181,8 +187,7 @@ async def test_failure_while_capturing_is_an_openai_shaped_500(
         raise RecursionError("boom")
 
     monkeypatch.setattr(handler, "redact", broken)
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(json=completion())
-    settings = proxy_settings(UPSTREAM, store={"capture_payloads": True})
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     async with in_process(settings, str(tmp_path / "db")) as client:
         r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
         assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
@@ -191,12 +196,10 @@ async def test_failure_while_capturing_is_an_openai_shaped_500(
 
 
 @pytest.mark.parametrize("capture", [False, True])
-async def test_upstream_error_bodies_are_stored_redacted(
-    tmp_path: Path, upstream_mock, capture
-) -> None:
+async def test_upstream_error_bodies_are_stored_redacted(tmp_path: Path, edge, capture) -> None:
     echo = {"error": {"message": "Incorrect API key provided: sk-proj-ABCDEFGH12345678xyz."}}
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(401, json=echo)
-    settings = proxy_settings(UPSTREAM, store={"capture_payloads": capture})
+    edge.reply = Reply.json(echo, 401)
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": capture})
     async with in_process(settings, str(tmp_path / "db")) as client:
         r = await client.post(
             "/v1/chat/completions",
@@ -209,11 +212,9 @@ async def test_upstream_error_bodies_are_stored_redacted(
         assert "ABCDEFGH12345678" not in orjson.dumps(row).decode()
 
 
-async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, upstream_mock) -> None:
-    upstream_mock.post(f"{UPSTREAM}/chat/completions").respond(
-        200, content=SSE.replace(b"\n", b"\r\n"), headers={"content-type": "text/event-stream"}
-    )
-    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, edge) -> None:
+    edge.reply = Reply.event_stream(SSE.replace(b"\n", b"\r\n"))
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         body = orjson.dumps(request(user("hi"), stream=True))
         r = await client.post("/v1/chat/completions", content=body)
         assert r.status_code == 200

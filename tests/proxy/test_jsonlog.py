@@ -4,29 +4,30 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-import respx
 
 from proxy.app import create_app
 from tests.conftest import proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, system, user
 
-UPSTREAM = "http://upstream.test/v1"
 SECRET_TEXT = "TOP-SECRET-PROMPT-TEXT"
 CLIENT_KEY = "sk-client-key-abcdef123456"
 
 
 @contextlib.asynccontextmanager
-async def app_with_log(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[Any, io.StringIO]]:
+async def app_with_log(
+    tmp_path: Path, upstream: EdgeUpstream, **overrides: Any
+) -> AsyncIterator[tuple[Any, io.StringIO]]:
     stream = io.StringIO()
     app = create_app(
-        proxy_settings(UPSTREAM, **overrides), db_path=str(tmp_path / "db"), strict=True
+        proxy_settings(upstream.base_url, **overrides), db_path=str(tmp_path / "db"), strict=True
     )
     app.state.log_stream = stream
     async with app.router.lifespan_context(app):
@@ -37,29 +38,28 @@ async def app_with_log(tmp_path: Path, **overrides: Any) -> AsyncIterator[tuple[
 
 
 @pytest.fixture
-def upstream():
-    with respx.mock(assert_all_called=False) as mock:
-        mock.route(host="proxy").pass_through()
-        route = mock.post(f"{UPSTREAM}/chat/completions")
-        route.respond(
-            json={
-                "id": "c1",
-                "object": "chat.completion",
-                "choices": [
-                    {
-                        "index": 0,
-                        "finish_reason": "stop",
-                        "message": {"role": "assistant", "content": f"echo {SECRET_TEXT}"},
-                    }
-                ],
-                "usage": {
-                    "prompt_tokens": 30,
-                    "completion_tokens": 2,
-                    "prompt_tokens_details": {"cached_tokens": 16},
-                },
-            }
-        )
-        yield route
+def upstream() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    server.reply = Reply.json(
+        {
+            "id": "c1",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": f"echo {SECRET_TEXT}"},
+                }
+            ],
+            "usage": {
+                "prompt_tokens": 30,
+                "completion_tokens": 2,
+                "prompt_tokens_details": {"cached_tokens": 16},
+            },
+        }
+    )
+    yield server
+    server.stop()
 
 
 async def send(client: httpx.AsyncClient, body: Any) -> httpx.Response:
@@ -72,7 +72,7 @@ async def send(client: httpx.AsyncClient, body: Any) -> httpx.Response:
 
 
 async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstream) -> None:
-    async with app_with_log(tmp_path) as (client, stream):
+    async with app_with_log(tmp_path, upstream) as (client, stream):
         ok = await send(client, request(system(), user(f"please {SECRET_TEXT}")))
         bad = await send(client, b'{"model": "gpt-4o"}')
         store = client.app.state.services.store  # type: ignore[attr-defined]
@@ -110,10 +110,10 @@ async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstre
     ],
 )
 async def test_level_is_configurable(tmp_path, upstream, level, statuses) -> None:
-    async with app_with_log(tmp_path, logging={"level": level}) as (client, stream):
+    async with app_with_log(tmp_path, upstream, logging={"level": level}) as (client, stream):
         await send(client, request(user("a")))
         await send(client, b"{broken")
-        upstream.respond(status_code=500, json={"error": {"message": "boom"}})
+        upstream.reply = Reply.json({"error": {"message": "boom"}}, 500)
         await send(client, request(user("b")))
     logged = [orjson.loads(x) for x in stream.getvalue().splitlines()]
     assert [x["status"] for x in logged] == statuses
@@ -123,7 +123,7 @@ async def test_level_is_configurable(tmp_path, upstream, level, statuses) -> Non
 
 
 async def test_plain_text_lines_when_json_is_off(tmp_path, upstream) -> None:
-    async with app_with_log(tmp_path, logging={"json_lines": False}) as (client, stream):
+    async with app_with_log(tmp_path, upstream, logging={"json_lines": False}) as (client, stream):
         r = await send(client, request(user("a")))
     (line,) = stream.getvalue().splitlines()
     assert line.startswith("ts=") and f"request_id={r.headers['x-ctxproxy-request-id']}" in line

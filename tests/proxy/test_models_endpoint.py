@@ -4,47 +4,46 @@ through."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import respx
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
 
-UPSTREAM = "http://upstream.test/v1"
+UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
 
 
 @pytest.fixture
-def upstream_mock():
-    with respx.mock(assert_all_called=False) as mock:
-        mock.route(host="proxy").pass_through()
-        yield mock
+def edge() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    yield server
+    server.stop()
 
 
-def settings():
+def settings(upstream: str = UPSTREAM):
     return proxy_settings(
-        UPSTREAM,
+        upstream,
         upstreams=[
-            {"name": "named", "match": ["local-model"], "base_url": UPSTREAM},
-            {"name": "all", "match": ["*"], "base_url": UPSTREAM},
+            {"name": "named", "match": ["local-model"], "base_url": upstream},
+            {"name": "all", "match": ["*"], "base_url": upstream},
         ],
     )
 
 
-async def test_upstream_cookies_are_not_replayed_to_other_clients(
-    tmp_path: Path, upstream_mock
-) -> None:
-    route = upstream_mock.get(f"{UPSTREAM}/models").respond(
-        json={"object": "list", "data": [{"id": "m1"}]},
-        headers={"set-cookie": "session=client-a-secret; Path=/"},
+async def test_upstream_cookies_are_not_replayed_to_other_clients(tmp_path: Path, edge) -> None:
+    edge.reply = Reply.json(
+        {"object": "list", "data": [{"id": "m1"}]}, set_cookie="session=client-a-secret; Path=/"
     )
-    async with in_process(settings(), str(tmp_path / "db")) as client:
+    base = edge.base_url.replace("127.0.0.1", "localhost")  # cookie jars skip IP addresses
+    async with in_process(settings(base), str(tmp_path / "db")) as client:
         for auth in ("Bearer client-a", "Bearer client-b"):
             r = await client.get("/v1/models", headers={"authorization": auth})
             assert r.status_code == 200
-    assert len(route.calls) == 2
-    assert "cookie" not in route.calls[1].request.headers
-    assert route.calls[1].request.headers["authorization"] == "Bearer client-b"
+    assert [s.target for s in edge.seen] == ["/v1/models", "/v1/models"]
+    assert edge.seen[1].header("cookie") is None
+    assert edge.seen[1].header("authorization") == "Bearer client-b"
 
 
 @pytest.mark.parametrize(
@@ -58,9 +57,9 @@ async def test_upstream_cookies_are_not_replayed_to_other_clients(
         {"object": "list", "data": [5, None, {"id": 7}, {"id": "m1"}]},
     ],
 )
-async def test_malformed_upstream_lists_fall_back(tmp_path: Path, upstream_mock, listed) -> None:
-    upstream_mock.get(f"{UPSTREAM}/models").respond(json=listed)
-    async with in_process(settings(), str(tmp_path / "db")) as client:
+async def test_malformed_upstream_lists_fall_back(tmp_path: Path, edge, listed) -> None:
+    edge.reply = Reply.json(listed)
+    async with in_process(settings(edge.base_url), str(tmp_path / "db")) as client:
         r = await client.get("/v1/models")
         assert r.status_code == 200
         ids = [m["id"] for m in r.json()["data"] if isinstance(m, dict)]
@@ -68,10 +67,10 @@ async def test_malformed_upstream_lists_fall_back(tmp_path: Path, upstream_mock,
 
 
 @pytest.mark.parametrize("status", [401, 403])
-async def test_upstream_auth_failures_pass_through(tmp_path: Path, upstream_mock, status) -> None:
+async def test_upstream_auth_failures_pass_through(tmp_path: Path, edge, status) -> None:
     err = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
-    upstream_mock.get(f"{UPSTREAM}/models").respond(status, json=err)
-    async with in_process(settings(), str(tmp_path / "db")) as client:
+    edge.reply = Reply.json(err, status)
+    async with in_process(settings(edge.base_url), str(tmp_path / "db")) as client:
         r = await client.get("/v1/models", headers={"authorization": "Bearer wrong"})
         assert r.status_code == status and r.json() == err
 
