@@ -59,7 +59,9 @@ def relay_headers(headers: Mapping[str, str]) -> dict[str, str]:
     out = {}
     for k, v in headers.items():
         lk = k.lower()
-        if lk == "content-type" or lk.startswith(_RELAYED_PREFIXES):
+        # content-encoding: the body is relayed as the upstream encoded it (we ask for identity,
+        # but an upstream may compress anyway), so the client must be told how to read it
+        if lk in ("content-type", "content-encoding") or lk.startswith(_RELAYED_PREFIXES):
             out[lk] = v
     return out
 

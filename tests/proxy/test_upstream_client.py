@@ -220,6 +220,7 @@ async def test_bodies_are_relayed_as_they_came(edge, client) -> None:
     )
     r = await client.chat(upstream(edge.base_url), body(), {}, None)
     assert r.body == raw
+    assert r.headers["content-encoding"] == "gzip"  # relayed, so the client can read the body
     edge.reply = Reply(
         headers=[*EVENT_STREAM, ("content-encoding", "gzip")], chunks=[raw[:5], raw[5:]]
     )
