@@ -90,20 +90,27 @@ class Pipeline:
                 merge_report(report, result.report)
                 ctx = ctx.evolve(messages=result.messages, state=result.state)
 
-        messages = self._integrity_check(ctx.messages, report)
+        messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
         state = self._record_prefix(ctx, messages, report)
         return PipelineOutcome(messages, state, report)
 
-    def _integrity_check(self, messages: Messages, report: dict[str, Any]) -> Messages:
-        """The same validator the tests use; a violation here is a bug in a rule, so repair it."""
+    def _integrity_check(
+        self,
+        messages: Messages,
+        report: dict[str, Any],
+        memo: dict[int, tuple[Any, Any]] | None = None,
+    ) -> Messages:
+        """The same validator the tests use; a violation here is a bug in a rule, so repair it.
+        ``memo``: the request's validator table, so messages checked by ``repair_tool_chain``
+        (the same objects) are not checked again, only the ones a rule replaced or added."""
         started = time.perf_counter()
-        violations = chain_validator.find_violations(messages)
+        violations = chain_validator.find_violations(messages, memo)
         if violations:
             from rules.repair_tool_chain import repair_messages
 
-            messages, repairs = repair_messages(messages)
+            messages, repairs = repair_messages(messages, memo=memo)
             for item in repairs:
                 report["repairs"].append(
                     {**item, "kind": "integrity_repair", "cause": item["kind"]}

@@ -119,6 +119,15 @@ class Context:
         self.memo[name] = (self.messages, value)
         return value
 
+    def table(self, name: str) -> dict[int, tuple[Any, Any]]:
+        """One request's table ``name`` of values derived from single objects (mostly messages):
+        ``id(obj) -> (obj, value)``, the object kept so its id is never reused meanwhile. Shared
+        by every rule of the request, so a message object checked once is not checked again."""
+        hit = self.memo.get(name)
+        if hit is None:
+            hit = self.memo[name] = (None, {})
+        return hit[1]  # type: ignore[no-any-return]
+
     def hash_of(self, message: Message) -> str:
         """``content_hash(message)``, computed once per message object per request."""
         hit = self.memo.get(id(message))

@@ -112,8 +112,10 @@ def _assistant_out(
     new_calls = [s.call for s in kept]
     raw = m.get("tool_calls")
     if isinstance(raw, list):
-        same_calls = bool(raw) and len(raw) == len(new_calls) and all(
-            a is b for a, b in zip(raw, new_calls, strict=True)
+        same_calls = (
+            bool(raw)
+            and len(raw) == len(new_calls)
+            and all(a is b for a, b in zip(raw, new_calls, strict=True))
         )
     else:
         same_calls = raw is None  # null tool_calls is accepted; anything else is not
@@ -160,8 +162,9 @@ def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Messa
     """Results whose call is gone, kept as readable context in one user message."""
     for j in indices:
         tid = messages[j].get("tool_call_id")
-        reps.append(_rep("orphan_result", j, tid if isinstance(tid, str) else None,
-                         "kept_as_user_text"))
+        reps.append(
+            _rep("orphan_result", j, tid if isinstance(tid, str) else None, "kept_as_user_text")
+        )
     return {"role": "user", "content": "\n\n".join(orphan_text(messages[j]) for j in indices)}
 
 
@@ -216,13 +219,18 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
 
 
 def repair_messages(
-    messages: Messages, *, max_synthetic_results: int = 16, match_drifted_ids: bool = True
+    messages: Messages,
+    *,
+    max_synthetic_results: int = 16,
+    match_drifted_ids: bool = True,
+    memo: dict[int, tuple[Message, Any]] | None = None,
 ) -> tuple[Messages, Repairs]:
-    """(forwarded messages, repairs). The very same list when the chain is already valid."""
-    if not find_violations(messages):
+    """(forwarded messages, repairs). The very same list when the chain is already valid.
+    ``memo``: the request's validator table (``chain_validator.find_violations``)."""
+    if not find_violations(messages, memo):
         return messages, []
     out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids)
-    if find_violations(out):
+    if find_violations(out, memo):
         out = flatten(out)
         reps.append(_rep("fallback_flatten", 0, None, "calls_and_results_as_text"))
     return out, reps

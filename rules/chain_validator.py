@@ -22,14 +22,15 @@ Each violation is ``{kind, index, tool_call_id, message}``.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
 from rules.base import Message, Messages
-from rules.messages import role, text_of
+from rules.messages import text_of
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+MEMO = "chain_validator"  # the name of its table in ``Context.table``
 
 
 def valid_id(value: Any) -> bool:
@@ -77,58 +78,139 @@ def _v(kind: str, index: int, tool_call_id: Any, message: str) -> dict[str, Any]
     }
 
 
-def _check_calls(i: int, m: Message, seen: set[str], out: list[dict[str, Any]]) -> list[Any]:
-    """Violations of one assistant message's calls; returns its well-formed call ids."""
-    if "tool_calls" not in m or m["tool_calls"] is None:
-        calls: list[Any] = []
-    elif not isinstance(m["tool_calls"], list) or not m["tool_calls"]:
-        out.append(_v("empty_tool_calls", i, None, "tool_calls is present but empty"))
-        calls = []
-    else:
-        calls = m["tool_calls"]
-    ids: list[Any] = []
+# What one assistant message's own checks found, independent of its position and of the other
+# messages. Memoised per message object for one request. The common case, every call well-formed
+# with a valid id and no other violation, is just the tuple of its ids (strings); otherwise a
+# _Faults: tool_calls present but empty or not an array, (id, shape/arguments violation or None,
+# id valid) per call, neither text nor calls.
+class _Faults(NamedTuple):
+    empty_array: bool
+    calls: tuple[tuple[Any, str | None, bool], ...]
+    empty_assistant: bool
+
+
+_INVALID_CALL = "call lacks type 'function' or a name"
+_INVALID_ARGUMENTS = "arguments are not a JSON object string"
+
+
+def _facts(m: Message) -> tuple[str, ...] | _Faults:
+    calls: Any = m.get("tool_calls")
+    empty_array = False
+    if calls is None:  # missing or null
+        calls = ()
+    elif not isinstance(calls, list) or not calls:
+        empty_array = True
+        calls = ()
+    checked = []
+    clean = not empty_array
     for call in calls:
-        cid = call.get("id") if isinstance(call, dict) else None
+        # call_shape_ok, arguments_ok and valid_id inlined (every call of every request)
+        cid = None
+        bad: str | None = "invalid_call"
+        if isinstance(call, dict):
+            cid = call.get("id")
+            fn = call.get("function")
+            if call.get("type") == "function" and isinstance(fn, dict):
+                name = fn.get("name")
+                if isinstance(name, str) and name:
+                    bad = "invalid_arguments"
+                    args = fn.get("arguments")
+                    if isinstance(args, str):
+                        try:
+                            if isinstance(orjson.loads(args), dict):
+                                bad = None
+                        except orjson.JSONDecodeError:
+                            pass
+        id_ok = isinstance(cid, str) and ID_PATTERN.match(cid) is not None
+        if bad is not None or not id_ok:
+            clean = False
+        checked.append((cid, bad, id_ok))
+    empty_assistant = not calls and empty_content(m.get("content"))
+    if clean and not empty_assistant:
+        return tuple([c[0] for c in checked])
+    return _Faults(empty_array, tuple(checked), empty_assistant)
+
+
+def _replay(i: int, faults: _Faults, seen: set[str], out: list[dict[str, Any]]) -> list[Any]:
+    """The violations of an assistant message with faults, at index ``i``; its call ids."""
+    if faults.empty_array:
+        out.append(_v("empty_tool_calls", i, None, "tool_calls is present but empty"))
+    ids: list[Any] = []
+    for cid, bad, id_ok in faults.calls:
         ids.append(cid)
-        if not call_shape_ok(call):
-            out.append(_v("invalid_call", i, cid, "call lacks type 'function' or a name"))
-        elif not arguments_ok(call):
-            out.append(_v("invalid_arguments", i, cid, "arguments are not a JSON object string"))
-        if not valid_id(cid):
+        if bad is not None:
+            text = _INVALID_CALL if bad == "invalid_call" else _INVALID_ARGUMENTS
+            out.append(_v(bad, i, cid, text))
+        if not id_ok:
             out.append(_v("invalid_call_id", i, cid, f"call id {cid!r} does not match pattern"))
         elif cid in seen:
             out.append(_v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice"))
         else:
             seen.add(cid)
-    if not calls and empty_content(m.get("content")):
+    if faults.empty_assistant:
         out.append(_v("empty_assistant", i, None, "assistant message has neither text nor calls"))
     return ids
 
 
-def find_violations(messages: Messages) -> list[dict[str, Any]]:
+def find_violations(
+    messages: Messages, memo: dict[int, tuple[Message, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Every violation, in message order. ``memo`` (one request's table, see
+    ``Context.table``) keeps each assistant message's own checks, so a second pass over mostly
+    the same message objects (the final integrity check) re-checks only the new ones."""
+    if memo is None:
+        memo = {}
     out: list[dict[str, Any]] = []
     seen_ids: set[str] = set()
     n = len(messages)
     i = 0
     while i < n:
         m = messages[i]
-        r = role(m)
-        if r != "assistant" and r != "tool":
+        r = m.get("role")  # a role that is not a string is neither of these
+        if r == "assistant":
+            hit = memo.get(id(m))
+            if hit is not None and hit[0] is m:
+                facts = hit[1]
+            else:
+                facts = _facts(m)
+                memo[id(m)] = (m, facts)
+            if facts.__class__ is tuple:  # well-formed calls with valid ids
+                ids: Any = facts
+                for cid in facts:
+                    if cid in seen_ids:
+                        out.append(
+                            _v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice")
+                        )
+                    else:
+                        seen_ids.add(cid)
+            else:
+                ids = _replay(i, facts, seen_ids, out)
+            if not ids and (i + 1 >= n or messages[i + 1].get("role") != "tool"):
+                i += 1  # no calls and no block: nothing more to check here
+                continue
+            j = i + 1
+        elif r == "tool":
+            ids = ()
+            j = i  # a tool message reached here is not in an assistant message's block: an orphan
+        else:
             i += 1
             continue
-        ids: list[Any] = _check_calls(i, m, seen_ids, out) if r == "assistant" else []
-        # A tool message reached here is not in an assistant message's block: an orphan.
-        j = i if r == "tool" else i + 1
         pending = {cid for cid in ids if isinstance(cid, str)}
         answered: set[str] = set()
-        while j < n and role(messages[j]) == "tool":
+        while j < n:
             t = messages[j]
+            if t.get("role") != "tool":
+                break
             tid = t.get("tool_call_id")
             if t.get("content") is None:
                 out.append(_v("null_tool_content", j, tid, "tool message content is null"))
-            if isinstance(tid, str) and tid in answered:
+            if tid.__class__ is not str and not isinstance(tid, str):
+                out.append(
+                    _v("orphan_result", j, tid, "tool message answers no call directly before it")
+                )
+            elif tid in answered:
                 out.append(_v("duplicate_result", j, tid, f"call {tid!r} is answered twice"))
-            elif isinstance(tid, str) and tid in pending:
+            elif tid in pending:
                 answered.add(tid)
             else:
                 out.append(
@@ -136,9 +218,9 @@ def find_violations(messages: Messages) -> list[dict[str, Any]]:
                 )
             j += 1
         for cid in ids:
-            if isinstance(cid, str) and cid not in answered:
-                out.append(_v("unanswered_call", i, cid, f"call {cid!r} has no result"))
-            elif not isinstance(cid, str):
+            if not isinstance(cid, str):
                 out.append(_v("unanswered_call", i, None, "call without an id has no result"))
+            elif cid not in answered:
+                out.append(_v("unanswered_call", i, cid, f"call {cid!r} has no result"))
         i = max(j, i + 1)
     return out

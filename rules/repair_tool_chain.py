@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from rules import chain_validator
 from rules.base import Context, RuleConfig, RuleResult
 from rules.chain_repairs import repair_messages
 
@@ -35,6 +36,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         ctx.messages,
         max_synthetic_results=cfg.max_synthetic_results,
         match_drifted_ids=cfg.match_drifted_ids,
+        memo=ctx.table(chain_validator.MEMO),
     )
     if messages is ctx.messages:
         return RuleResult.unchanged(ctx, {"repairs": []})

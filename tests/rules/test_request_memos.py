@@ -1,0 +1,98 @@
+"""Per-request memos never answer for a message they were not computed from: a rule that replaces
+a message (a new dict) is checked and measured afresh, whatever was memoised for the old one."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from proxy.pipeline import Pipeline
+from proxy.settings import ConfiguredRule
+from proxy.tokens import RequestTokens, TokenCounters
+from rules import chain_validator, repair_tool_chain
+from rules.base import Context, RuleConfig, RuleResult
+from rules.chain_validator import find_violations
+from tests.support.factories import assistant, result, shell, system, user
+
+S, U = system(), user("fix the build")
+VALID = [
+    S,
+    U,
+    assistant(None, shell("c1", "ls")),
+    result("c1", "a.py"),
+    assistant("checking", shell("c2", "pytest")),
+    result("c2", "1 passed"),
+]
+
+
+def _broken_arguments(message: dict[str, Any]) -> dict[str, Any]:
+    call = message["tool_calls"][0]
+    bad = {**call, "function": {**call["function"], "arguments": '{"command": "ls'}}
+    return {**message, "tool_calls": [bad]}
+
+
+def test_validator_memo_rechecks_a_replaced_message() -> None:
+    memo: dict[int, Any] = {}
+    assert find_violations(VALID, memo) == []
+    assert memo  # the assistant messages' own checks were kept
+    replaced = list(VALID)
+    replaced[2] = _broken_arguments(VALID[2])
+    found = find_violations(replaced, memo)
+    assert [(v["kind"], v["index"]) for v in found] == [("invalid_arguments", 2)]
+    assert found == find_violations(replaced)  # the same answer as without a memo
+
+
+def test_validator_memo_keeps_cross_message_checks() -> None:
+    """What depends on the other messages (duplicate ids, unanswered calls, orphans) is checked on
+    every pass, memo or not."""
+    memo: dict[int, Any] = {}
+    assert find_violations(VALID, memo) == []
+    reordered = [VALID[0], VALID[1], VALID[2], VALID[4], VALID[3], VALID[5]]
+    duplicated = [*VALID, VALID[2], VALID[3]]
+    for messages in (reordered, duplicated, VALID[:3], [VALID[0], VALID[3]]):
+        assert find_violations(messages, memo) == find_violations(messages)
+        assert find_violations(messages, memo)
+
+
+def _replaces_a_call_with_a_broken_one(ctx: Context, cfg: object) -> RuleResult:
+    """A buggy rule: swaps an assistant message for a copy whose arguments are not JSON."""
+    out = list(ctx.messages)
+    out[2] = _broken_arguments(out[2])
+    return RuleResult(out, ctx.state, {})
+
+
+def test_integrity_check_catches_a_message_replaced_after_repair() -> None:
+    """repair_tool_chain validates (and memoises) the client's messages; a later rule replaces
+    one with a broken copy: the final integrity check must still see and repair it."""
+    rules = [
+        ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
+        ConfiguredRule(name="buggy", config=RuleConfig()),
+    ]
+    buggy = SimpleNamespace(apply=_replaces_a_call_with_a_broken_one)
+    pipeline = Pipeline(rules, "fail", modules={"buggy": buggy})
+    messages = list(VALID)
+    ctx = Context(
+        messages=messages,
+        original_messages=messages,
+        model="gpt-4o",
+        now=0.0,
+        tokens=RequestTokens(TokenCounters().for_model("gpt-4o")),
+    )
+    out = pipeline.run(ctx)
+    assert ctx.table(chain_validator.MEMO)  # the memo was in use
+    assert find_violations(out.messages) == []
+    kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
+    assert ("integrity_repair", "invalid_arguments") in kinds
+    args = out.messages[2]["tool_calls"][0]["function"]["arguments"]
+    assert orjson.loads(args) == {"raw_arguments": '{"command": "ls'}
+    assert out.report["warnings"][0]["kind"] == "integrity_repair"
+
+
+def test_context_tables_are_shared_by_evolved_contexts_and_kept_apart_by_name() -> None:
+    ctx = Context(messages=[U], model="gpt-4o", now=0.0, tokens=None)  # type: ignore[arg-type]
+    table = ctx.table("a")
+    table[1] = (U, "x")
+    assert ctx.evolve(messages=[]).table("a") is table
+    assert ctx.table("b") == {}
