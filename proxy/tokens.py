@@ -3,7 +3,6 @@ by two messages costs two messages of counting."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.util
 import os
@@ -90,8 +89,12 @@ class TiktokenCounter:
             key = hashlib.blake2b(raw, digest_size=16).digest()
         cached = self._cache.get(key)  # a C-level OrderedDict call: atomic, no lock needed to read
         if cached is not None:
-            with contextlib.suppress(KeyError):  # evicted by another thread meanwhile
+            # evicted by another thread meanwhile: fine. (contextlib.suppress would cost more than
+            # the rest of a hit, and this is the hottest call of a request)
+            try:  # noqa: SIM105
                 self._cache.move_to_end(key)
+            except KeyError:
+                pass
             return cached
         n = len(self._encode(text))
         with self._lock:
@@ -142,9 +145,14 @@ class RequestTokens:
         hit = self._memo.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(message.get("content")))
-        for call in tool_calls(message):
-            n += 3 + self.count_text(call_name(call)) + self.count_text(call_arguments_text(call))
+        content = message.get("content")
+        n = PER_MESSAGE_OVERHEAD + self.count_text(
+            content if content.__class__ is str else text_of(content)
+        )
+        if message.get("tool_calls"):  # missing, null or empty: no calls
+            count = self.count_text
+            for call in tool_calls(message):
+                n += 3 + count(call_name(call)) + count(call_arguments_text(call))
         self._memo[id(message)] = (message, n)
         return n
 

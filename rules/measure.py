@@ -13,7 +13,6 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     call_name,
-    role,
     text_of,
     tool_calls,
 )
@@ -34,15 +33,24 @@ class Config(RuleConfig):
     pass
 
 
+_CLOSE_LEN = len(INJECT_CLOSE)
+_TAIL_PEEK = 64  # characters read first to tell whether a text ends with the closing marker
+
+
 def _split_injected(text: str) -> tuple[str, str]:
     """(text without the proxy's block, the block) for one content string. Only a block at the
     very end, its markers on lines of their own, counts (inject appends it to a user or tool
     message, or sends it as a message of its own): the same markers inside a tool's output or
     quoted by the user are their text."""
+    # Most texts do not end with the marker: tell from their last characters, without copying
+    # the whole text to strip it (exact unless the trailing whitespace is longer than the peek).
+    end = text[-_TAIL_PEEK:].rstrip()
+    if (len(end) >= _CLOSE_LEN or len(text) <= _TAIL_PEEK) and not end.endswith(INJECT_CLOSE):
+        return text, ""
     tail = text.rstrip()
     if not tail.endswith(INJECT_CLOSE):
         return text, ""
-    start = tail.rfind(INJECT_OPEN, 0, len(tail) - len(INJECT_CLOSE))
+    start = tail.rfind(INJECT_OPEN, 0, len(tail) - _CLOSE_LEN)
     # inject writes the markers on lines of their own: "… <ctxproxy-context>x</…>" is a log line
     if (
         start < 0
@@ -56,22 +64,30 @@ def _split_injected(text: str) -> tuple[str, str]:
 def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
     """(section, tokens) contributions of one message."""
     out: list[tuple[str, int]] = []
-    r = role(m)
-    text = text_of(m.get("content"))
-    own, injected = _split_injected(text) if r in ("user", "tool") else (text, "")
-    if injected:
-        out.append(("injected", tokens.count_text(injected)))
+    # role() inlined: a role that is not a string equals none of these and lands in "user"
+    r = m.get("role")
+    content = m.get("content")
+    text = content if content.__class__ is str else text_of(content)
+    if r == "user" or r == "tool":
+        own, injected = _split_injected(text)
+        if injected:
+            out.append(("injected", tokens.count_text(injected)))
+    else:
+        own = text
     if own.startswith(PLACEHOLDER_PREFIX):
         out.append(("placeholders", tokens.count_text(own)))
-    elif r in ("system", "developer"):
+    elif r == "system" or r == "developer":
         out.append(("system", tokens.count_text(own)))
     elif r == "tool" or r == "function":
         out.append(("tool_results", tokens.count_text(own)))
     elif r == "assistant":
         out.append(("assistant", tokens.count_text(own)))
-        for call in tool_calls(m):
-            n = tokens.count_text(call_name(call)) + tokens.count_text(call_arguments_text(call))
-            out.append(("tool_calls", n))
+        if m.get("tool_calls"):  # missing, null or empty: no calls
+            for call in tool_calls(m):
+                n = tokens.count_text(call_name(call)) + tokens.count_text(
+                    call_arguments_text(call)
+                )
+                out.append(("tool_calls", n))
     else:
         out.append(("user", tokens.count_text(own)))
     return out
@@ -85,24 +101,43 @@ def measure_sections(
 ) -> dict[str, int]:
     sizes = dict.fromkeys(SECTIONS, 0)
     sizes["tools"] = tokens.count_tools(tools)
-    for m in messages:
-        parts = per_message(m) if per_message else message_sections(m, tokens)
-        for section, n in parts:
-            sizes[section] += n
+    _add(sizes, messages, per_message or (lambda m: message_sections(m, tokens)))
     return sizes
 
 
+def _add(
+    sizes: dict[str, int],
+    messages: Sequence[Message],
+    per_message: Callable[[Message], list[tuple[str, int]]],
+) -> None:
+    for m in messages:
+        for section, n in per_message(m):
+            sizes[section] += n
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
+    original, forwarded, tokens = ctx.original_messages, ctx.messages, ctx.tokens
+    # The forwarded list starts with the very objects the client sent, mostly up to its tail
+    # (pruning edits aside): that shared run is measured once, for both sides.
+    shared = 0
+    for a, b in zip(original, forwarded, strict=False):
+        if a is not b:
+            break
+        shared += 1
     memo: dict[int, tuple[Message, list[tuple[str, int]]]] = {}
 
     def per_message(m: Message) -> list[tuple[str, int]]:
-        # most forwarded messages are the client's own objects: measure each once
+        # past the shared run most forwarded messages are still the client's objects
         hit = memo.get(id(m))
         if hit is None or hit[0] is not m:
-            hit = memo[id(m)] = (m, message_sections(m, ctx.tokens))
+            hit = memo[id(m)] = (m, message_sections(m, tokens))
         return hit[1]
 
-    before = measure_sections(ctx.original_messages, ctx.tools, ctx.tokens, per_message)
-    after = measure_sections(ctx.messages, ctx.tools, ctx.tokens, per_message)
+    common = dict.fromkeys(SECTIONS, 0)
+    common["tools"] = tokens.count_tools(ctx.tools)
+    _add(common, original[:shared], lambda m: message_sections(m, tokens))
+    before, after = dict(common), dict(common)
+    _add(before, original[shared:], per_message)
+    _add(after, forwarded[shared:], per_message)
     sections = {name: {"before": before[name], "after": after[name]} for name in SECTIONS}
     return RuleResult.unchanged(ctx, {"sections": sections})

@@ -96,3 +96,73 @@ def test_context_tables_are_shared_by_evolved_contexts_and_kept_apart_by_name() 
     table[1] = (U, "x")
     assert ctx.evolve(messages=[]).table("a") is table
     assert ctx.table("b") == {}
+
+
+def test_measure_counts_replaced_and_added_messages_afresh() -> None:
+    """measure sizes the run of messages both lists share (the very objects) once, and the rest
+    per object: a replaced message counts with its new content, on the forwarded side only."""
+    from rules import measure
+    from rules.messages import INJECT_CLOSE, INJECT_OPEN, with_content
+
+    tokens = RequestTokens(TokenCounters().for_model("gpt-4o"))
+    original = [*VALID, user("and the docs")]
+    block = f"{INJECT_OPEN}\nWorking set:\n- Goal: x\n{INJECT_CLOSE}"
+    variants = {
+        "same": list(original),
+        "tail": [*original[:-1], with_content(original[-1], f"and the docs\n\n{block}")],
+        "middle": [*original[:3], with_content(original[3], "[ctxproxy: elided]"), *original[4:]],
+        "shorter": original[:2],
+        "longer": [*original, user(block)],
+        "reordered": [original[1], original[0], *original[2:]],
+    }
+    for name, forwarded in variants.items():
+        ctx = Context(
+            messages=forwarded, original_messages=original, model="gpt-4o", now=0.0, tokens=tokens
+        )
+        got = measure.apply(ctx, measure.Config()).report["sections"]
+        before = measure.measure_sections(original, None, tokens)
+        after = measure.measure_sections(forwarded, None, tokens)
+        assert got == {k: {"before": before[k], "after": after[k]} for k in measure.SECTIONS}, name
+
+
+def _split_injected_reference(text: str) -> tuple[str, str]:
+    """measure._split_injected as it was before it peeked at the tail first."""
+    from rules.messages import INJECT_CLOSE, INJECT_OPEN
+
+    tail = text.rstrip()
+    if not tail.endswith(INJECT_CLOSE):
+        return text, ""
+    start = tail.rfind(INJECT_OPEN, 0, len(tail) - len(INJECT_CLOSE))
+    if (
+        start < 0
+        or (start > 0 and text[start - 1] != "\n")
+        or tail[start + len(INJECT_OPEN)] != "\n"
+    ):
+        return text, ""
+    return text[:start], text[start:]
+
+
+def test_measure_tail_peek_agrees_with_a_full_strip() -> None:
+    from rules import measure
+    from rules.messages import INJECT_CLOSE, INJECT_OPEN
+
+    block = f"{INJECT_OPEN}\nRecent context:\n- x\n{INJECT_CLOSE}"
+    texts = [
+        "",
+        " ",
+        "plain",
+        INJECT_CLOSE,
+        block,
+        "hi\n\n" + block,
+        "hi\n\n" + block + "\n",
+        "hi\n\n" + block + " \n\t" * 40,  # trailing whitespace longer than the peek
+        "x" * 100 + "\n\n" + block + " " * 63,
+        "x" * 100 + "\n\n" + block + " " * 64,
+        "x" * 100 + "\n\n" + block + " " * 65,
+        "log: " + block + "\nmore",
+        "y" * 200 + INJECT_CLOSE[3:] + " " * 50,
+        "y" * 200 + INJECT_CLOSE + "\u3000" * 70,  # Unicode whitespace is stripped too
+        " " * 200,
+    ]
+    for text in texts:
+        assert measure._split_injected(text) == _split_injected_reference(text), repr(text)
