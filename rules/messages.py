@@ -19,10 +19,10 @@ PLACEHOLDER_PREFIX = "[ctxproxy:"
 
 def text_of(content: Any) -> str:
     """The readable text of a message's ``content``: a string, a list of parts, or None."""
+    if isinstance(content, str):  # the common shape first
+        return content
     if content is None:
         return ""
-    if isinstance(content, str):
-        return content
     if isinstance(content, list):
         parts: list[str] = []
         for part in content:
@@ -88,14 +88,22 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
 
 def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, Any], int | None]]:
     """(assistant index, call, index of the tool message answering it or None), in order."""
+    # role(), tool_calls() and call_id() inlined: this runs over every message of a request
+    # (a role that is not a string equals neither "tool" nor "assistant")
     answered: dict[str, int] = {}
     for i, m in enumerate(messages):
-        if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
-            answered.setdefault(m["tool_call_id"], i)
+        if m.get("role") == "tool":
+            tid = m.get("tool_call_id")
+            if isinstance(tid, str) and tid not in answered:
+                answered[tid] = i
     for i, m in enumerate(messages):
-        if role(m) == "assistant":
-            for call in tool_calls(m):
-                yield i, call, answered.get(call_id(call))
+        if m.get("role") == "assistant":
+            calls = m.get("tool_calls")
+            if isinstance(calls, list):
+                for call in calls:
+                    if isinstance(call, dict):
+                        cid = call.get("id")
+                        yield i, call, answered.get(cid if isinstance(cid, str) else "")
 
 
 def with_content(message: Message, content: Any) -> Message:

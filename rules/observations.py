@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -60,8 +60,10 @@ class Action:
     writes: tuple[str, ...] = ()  # files a shell command wrote (a run's too: ``pytest | tee l``)
 
 
-@dataclass(frozen=True)
-class Observation:
+class Observation(NamedTuple):
+    """Immutable; a named tuple because a request builds one per tool result (a frozen
+    dataclass costs several times as much to construct)."""
+
     call_index: int  # the assistant message
     result_index: int  # the tool message
     call_id: str

@@ -23,14 +23,15 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
     occurrence number for repeated pairs. An identical later message (a second "continue") thus
     never takes over the anchor, and the edit, of an earlier copy that vanished: it follows a
     different message."""
-    seen: Counter[str] = Counter()
+    seen: dict[str, int] = {}
     out = []
     prev = ""
     for m in messages:
         h = hash_of(m)
         key = f"{h}.{prev[:8]}"
-        out.append(f"{key}#{seen[key]}" if seen[key] else key)
-        seen[key] += 1
+        n = seen.get(key, 0)
+        out.append(f"{key}#{n}" if n else key)
+        seen[key] = n + 1
         prev = h
     return out
 
@@ -125,20 +126,21 @@ def dropped_text(messages: list[Message]) -> str:
 
 _ELIDED = f"{PLACEHOLDER_PREFIX} elided "
 _CAPPED = f"{PLACEHOLDER_PREFIX} capped: kept the first "
+_CAPPED_LINE = f"\n{_CAPPED}"
 _DROPPED = f"{PLACEHOLDER_PREFIX} dropped "
 
 
 def is_rendered(message: Message) -> bool:
     """Whether the message is one ``render`` wrote (an elided or capped result, or a dropped
     run's line): a client never sends these, so a conversation holding one is prune's output."""
-    r = role(message)
+    r = message.get("role")  # role() inlined: a role that is not a string is neither of these
+    if r == "tool":
+        text = text_of(message.get("content"))
+        return text.startswith((_ELIDED, _CAPPED)) or _CAPPED_LINE in text
     if r == "user":
         text = text_of(message.get("content"))
         return text.startswith(_DROPPED) and text.endswith(" to fit the token budget]")
-    if r != "tool":
-        return False
-    text = text_of(message.get("content"))
-    return text.startswith((_ELIDED, _CAPPED)) or f"\n{_CAPPED}" in text
+    return False
 
 
 def apply_edit(
@@ -163,6 +165,8 @@ def render(
 ) -> list[Message]:
     """The conversation with the overlay applied: edits in place, dropped runs as one line.
     Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped."""
+    if not overlay.edits and not overlay.dropped:
+        return list(messages)  # nothing to apply (the common case until a result is capped)
     dropped = set(overlay.dropped)
     first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
     current = prune_stages.current_start(messages, first_user) if dropped else len(messages)

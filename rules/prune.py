@@ -42,11 +42,16 @@ def provider_owned(ctx: Context) -> str | None:
     """Why the provider owns this conversation's state (then nothing is pruned), or None."""
     if ctx.request.get("previous_response_id"):
         return "previous_response_id"
-    for m in ctx.messages:
-        parts = m.get("content") if isinstance(m.get("content"), list) else []
-        for item in (m, *[p for p in parts if isinstance(p, dict)]):
-            if item.get("type") == "compaction" or "encrypted_content" in item:
-                return "provider compaction item"
+    for m in ctx.messages:  # each message, then its content parts
+        if m.get("type") == "compaction" or "encrypted_content" in m:
+            return "provider compaction item"
+        parts = m.get("content")
+        if isinstance(parts, list):
+            for item in parts:
+                if isinstance(item, dict) and (
+                    item.get("type") == "compaction" or "encrypted_content" in item
+                ):
+                    return "provider compaction item"
     return None
 
 
@@ -97,12 +102,16 @@ class _Run:
     def cap_new_results(self) -> None:
         """Cap oversized results the first time they are seen; the decision is remembered."""
         dropped = set(self.overlay.dropped)
+        edits, limit = self.overlay.edits, self.cfg.max_result_tokens
+        count = self.tokens.count_message
         for i, m in enumerate(self.messages):
-            a = self.anchors[i]
-            if role(m) != "tool" or a in self.overlay.edits or a in dropped:
+            if m.get("role") != "tool":  # role() inlined: a role that is not a string is not this
                 continue
-            size = self.tokens.count_message(m)
-            if size <= self.cfg.max_result_tokens:
+            a = self.anchors[i]
+            if a in edits or a in dropped:
+                continue
+            size = count(m)
+            if size <= limit:
                 continue
             why = self.evidence.protected.get(i)
             if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
