@@ -72,10 +72,11 @@ class Pipeline:
             "timings_ms": {},
         }
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
+        ctx = ctx.evolve(report=report)  # the one report dict, filled in as the rules run
         for step in self.steps:
             started = time.perf_counter()
             try:
-                result = step.module.apply(ctx.evolve(report=report), step.config)
+                result = step.module.apply(ctx, step.config)
             except Exception as exc:  # contained per rule: the input stands, the error is reported
                 if self.on_rule_error == "fail":
                     raise RuleFailed(
@@ -88,12 +89,13 @@ class Pipeline:
             report["timings_ms"][step.name] = round((time.perf_counter() - started) * 1000, 3)
             if result is not None:
                 merge_report(report, result.report)
-                ctx = ctx.evolve(messages=result.messages, state=result.state)
+                if result.messages is not ctx.messages or result.state is not ctx.state:
+                    ctx = ctx.evolve(messages=result.messages, state=result.state)
 
         messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
-        state = self._record_prefix(ctx, messages, report)
+        state = self._record_prefix(ctx, messages, report, tokens_after)
         return PipelineOutcome(messages, state, report)
 
     def _integrity_check(
@@ -126,10 +128,14 @@ class Pipeline:
         return messages
 
     @staticmethod
-    def _record_prefix(ctx: Context, messages: Messages, report: dict[str, Any]) -> SessionState:
-        """prefix_reuse: share of the tokens that repeat the last request's prefix."""
-        hashes = [ctx.hash_of(m) for m in messages]
-        sizes = [ctx.tokens.count_message(m) for m in messages]
+    def _record_prefix(
+        ctx: Context, messages: Messages, report: dict[str, Any], tokens: int | None = None
+    ) -> SessionState:
+        """prefix_reuse: share of the tokens that repeat the last request's prefix. ``tokens``:
+        ``count_messages(messages)`` when already known (the messages' sizes plus the 3 tokens
+        that prime the reply, as both counters define it)."""
+        hash_of = ctx.hash_of
+        hashes = [hash_of(m) for m in messages]
         previous = ctx.state.get(PREFIX_NAMESPACE) or {}
         prev_hashes: list[str] = previous.get("hashes", [])
         shared = 0
@@ -137,9 +143,12 @@ class Pipeline:
             if mine != theirs:
                 break
             shared += 1
-        total = sum(sizes)
-        report["prefix_reuse"] = (
-            round(sum(sizes[:shared]) / total, 4) if prev_hashes and total else None
-        )
+        reuse = None
+        if prev_hashes:
+            count = ctx.tokens.count_messages
+            total = (count(messages) if tokens is None else tokens) - 3
+            if total:
+                reuse = round((count(messages[:shared]) - 3) / total, 4)
+        report["prefix_reuse"] = reuse
         report["prefix_shared_messages"] = shared
         return ctx.state.with_value(PREFIX_NAMESPACE, {"hashes": hashes})

@@ -20,8 +20,15 @@ from rules import entity_cache, working_set
 from rules.base import Context, Messages, RuleConfig, RuleResult, TokenCounter
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 
-_VERBS = {"create": "created", "delete": "deleted", "copy": "copied", "move": "moved",
-          "modify": "modified", "read": "read", "open": "opened"}
+_VERBS = {
+    "create": "created",
+    "delete": "deleted",
+    "copy": "copied",
+    "move": "moved",
+    "modify": "modified",
+    "read": "read",
+    "open": "opened",
+}
 HEADER = "Context noted by ctxproxy (not written by the user):"
 
 
@@ -72,8 +79,9 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def render(recent: list[str], refs: list[str], ws: str | None, tokens: TokenCounter,
-           max_tokens: int) -> str | None:
+def render(
+    recent: list[str], refs: list[str], ws: str | None, tokens: TokenCounter, max_tokens: int
+) -> str | None:
     """The block, or None when every section is empty; shortened to fit ``max_tokens``."""
     recent = list(recent)
     while True:
@@ -83,8 +91,9 @@ def render(recent: list[str], refs: list[str], ws: str | None, tokens: TokenCoun
         if refs:
             parts.append("Resolved references:\n" + "\n".join(refs))
         if ws:
-            parts.append(ws if ws.lstrip().lower().startswith("working set") else
-                         "Working set:\n" + ws)
+            parts.append(
+                ws if ws.lstrip().lower().startswith("working set") else "Working set:\n" + ws
+            )
         if not parts:
             return None
         block = "\n".join([INJECT_OPEN, HEADER, *parts, INJECT_CLOSE])
@@ -133,20 +142,30 @@ def _without_block(messages: Messages) -> list[Messages]:
     return out
 
 
-def _block(ctx: Context, cfg: Config, messages: Messages) -> tuple[str | None, dict[str, Any]]:
+def _block(
+    ctx: Context,
+    cfg: Config,
+    messages: Messages,
+    placed: dict[str, tuple[Messages, str]] | None = None,
+) -> tuple[str | None, dict[str, Any]]:
     """The block for ``messages``, shrunk to the room left under ``ctx.budget`` (messages and tools
-    schema counted); with no room at all, the resolved references alone. Facts for the report."""
+    schema counted); with no room at all, the resolved references alone. Facts for the report.
+    ``placed`` receives ``_place``'s answer for the block it returns, when it computed it."""
     refs: list[Mapping[str, Any]] = list(ctx.report.get("references") or [])
     ref_lines = reference_lines(refs)
     show_recent = cfg.recent_context == "always" or (
         cfg.recent_context == "on_reference"
         and any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
     )
-    events = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now,
-                                cfg.ttl_seconds)
+    events = entity_cache.fresh(
+        ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
+    )
     recent = recent_lines(events, cfg.max_entities) if show_recent else []
-    ws = (working_set.render_section(ctx.state)
-          if len(messages) >= cfg.working_set_min_messages else None)
+    ws = (
+        working_set.render_section(ctx.state)
+        if len(messages) >= cfg.working_set_min_messages
+        else None
+    )
     facts: dict[str, Any] = {"entities": len(recent), "references": len(ref_lines)}
     block = render(recent, ref_lines, ws, ctx.tokens, cfg.max_tokens)
     if block is None or ctx.budget is None:
@@ -156,13 +175,19 @@ def _block(ctx: Context, cfg: Config, messages: Messages) -> tuple[str | None, d
     facts["room"] = room
     cap = min(cfg.max_tokens, room)
     for _ in range(4):  # the block's count is exact; the message around it adds a token or two
-        fitted = render(recent, ref_lines, ws, ctx.tokens, cap) if cap > 0 else None
+        if cap <= 0:
+            break
+        # render is pure: at the full cap it is the block already rendered
+        fitted = block if cap == cfg.max_tokens else render(recent, ref_lines, ws, ctx.tokens, cap)
         if fitted is None:
             break
-        over = ctx.tokens.count_messages(_place(messages, fitted, cfg)[0]) - limit
+        out = _place(messages, fitted, cfg)
+        over = ctx.tokens.count_messages(out[0]) - limit
         if over <= 0:
             if fitted != block:
                 facts["shrunk"] = True
+            if placed is not None:
+                placed[fitted] = out
             return fitted, facts
         cap -= over
     if ref_lines:  # even with no room, what the user's words refer to is worth the overrun
@@ -180,17 +205,25 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         block, _ = _block(ctx, cfg, base)
         if block is not None and _place(base, block, cfg)[0] == messages:
             return RuleResult.unchanged(ctx)
-    block, facts = _block(ctx, cfg, messages)
+    placed: dict[str, tuple[Messages, str]] = {}
+    block, facts = _block(ctx, cfg, messages, placed)
     if block is None:
         if "skipped" not in facts:
             return RuleResult.unchanged(ctx)
         return RuleResult.unchanged(ctx, {"inject": {k: facts[k] for k in ("skipped", "room")}})
-    out, where = _place(messages, block, cfg)
-    report: dict[str, Any] = {"inject": {"position": where, "index": len(out) - 1,
-                                         "tokens": ctx.tokens.count_text(block), **facts}}
+    out, where = placed.get(block) or _place(messages, block, cfg)
+    report: dict[str, Any] = {
+        "inject": {
+            "position": where,
+            "index": len(out) - 1,
+            "tokens": ctx.tokens.count_text(block),
+            **facts,
+        }
+    }
     if ctx.budget is not None:
         total = ctx.tokens.count_messages(out) + ctx.tokens.count_tools(ctx.tools)
         if total > ctx.budget:
-            report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": ctx.budget,
-                                   "rule": "inject"}]
+            report["warnings"] = [
+                {"kind": "over_budget", "tokens": total, "budget": ctx.budget, "rule": "inject"}
+            ]
     return RuleResult(out, ctx.state, report)

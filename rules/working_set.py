@@ -58,6 +58,14 @@ def _users_own(message: Message) -> bool:
 
 
 def _clip(text: str, limit: int) -> str:
+    """``text`` with its whitespace runs collapsed, cut to ``limit`` characters ("…" last)."""
+    # A long text (a pasted task) is normalised from a prefix only: the normalised prefix is a
+    # prefix of the normalised whole, so once it is over the limit the cut is the same.
+    head = text[: 4 * limit + 64]
+    if len(head) < len(text):
+        clipped = " ".join(head.split())
+        if len(clipped) > limit:
+            return clipped[: limit - 1] + "…"
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

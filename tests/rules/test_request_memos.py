@@ -166,3 +166,60 @@ def test_measure_tail_peek_agrees_with_a_full_strip() -> None:
     ]
     for text in texts:
         assert measure._split_injected(text) == _split_injected_reference(text), repr(text)
+
+
+def test_clip_from_a_prefix_equals_clip_of_the_whole() -> None:
+    from rules.working_set import _clip
+
+    def reference(text: str, limit: int) -> str:
+        text = " ".join(text.split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    texts = [
+        "",
+        "word " * 1000,
+        "a" * 5000,
+        " " * 3000 + "tail words here",
+        "x" * 1663 + " " * 2000 + "y",
+        ("long-word" * 50 + " ") * 20,
+        "\u3000".join(["全角"] * 2000),
+        "a b\n\tc  " * 400,
+    ]
+    for text in texts:
+        for limit in (40, 100, 400):
+            for cut in (0, 1, 2, 3, 4 * limit + 63, 4 * limit + 64, 4 * limit + 65):
+                sample = text[: len(text) - cut] if cut else text
+                assert _clip(sample, limit) == reference(sample, limit), (sample[:40], limit)
+
+
+def test_content_hash_cache_answers_by_exact_content_and_stays_bounded() -> None:
+    import copy
+    import hashlib
+
+    import pytest
+
+    from rules.base import _HashCache
+
+    def direct(message: Any) -> str:
+        data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
+        return hashlib.blake2b(data, digest_size=10).hexdigest()
+
+    cache = _HashCache(max_bytes=4_000)
+    messages = [*VALID, {"role": "tool", "tool_call_id": "c1", "content": [{"text": "a"}]}]
+    for m in messages:
+        assert cache(m) == direct(m)
+        assert cache(copy.deepcopy(m)) == direct(m)  # a new object with the same content: a hit
+    # key order does not matter (sorted keys), one changed character does
+    assert cache(dict(reversed(list(VALID[3].items())))) == direct(VALID[3])
+    edited = {**VALID[3], "content": "a.pY"}
+    assert cache(edited) == direct(edited) != direct(VALID[3])
+    assert cache({**VALID[2], "content": ""}) == direct({**VALID[2], "content": ""})
+    for i in range(500):  # far more than 4 kB of messages: older ones are dropped
+        m = user(f"message number {i}")
+        assert cache(m) == direct(m)
+    assert len(cache) < 120
+    assert cache(messages[2]) == direct(messages[2])  # dropped: computed again, same answer
+    with pytest.raises(TypeError):  # lone surrogates: orjson refuses them, every time
+        cache(user("\udcff"))
+    with pytest.raises(TypeError):
+        cache(user("\udcff"))
