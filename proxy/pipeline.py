@@ -3,15 +3,19 @@ runs the final integrity check and computes prefix reuse. Shared by the server a
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
+import orjson
+
 from proxy.settings import ConfiguredRule
-from rules import chain_validator
-from rules.base import Context, Messages, SessionState
+from proxy.tokens import RequestTokens, TiktokenCounter
+from rules import chain_validator, measure
+from rules.base import Context, Message, Messages, SessionState, TokenCounter, hash_bytes
 from rules.registry import load_rule
 
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
@@ -35,6 +39,115 @@ class _Step:
     config: Any
 
 
+class MessageRecords:
+    """What the pipeline derives from a message's content alone, kept across requests: its
+    content hash, its token count and section sizes (per encoding), the validator's checks of
+    its calls. An agent sends the same messages again with every request, each time as new
+    objects; the runner looks each one up once by its serialised bytes (sorted keys: exactly
+    what ``content_hash`` hashes, so a hit is the same content), hands what is known to the
+    request's memos before the rules run, and keeps what they computed afterwards.
+
+    Bounded by the bytes of its keys, in two generations: a hit in the older one moves the record
+    to the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
+    dict lookup per hit). A message over ``max_key_bytes`` is never kept. Thread-safe: lookups
+    read without the lock, and a record's values are pure, so a race only computes one twice."""
+
+    def __init__(self, max_bytes: int = 32_000_000, max_key_bytes: int = 262_144) -> None:
+        self._young: dict[bytes, dict[str, Any]] = {}
+        self._old: dict[bytes, dict[str, Any]] = {}
+        self._young_bytes = 0
+        self._generation_bytes = max_bytes // 2
+        self._max_key_bytes = max_key_bytes
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def lookup(self, data: bytes) -> dict[str, Any]:
+        """The record of the message serialised as ``data`` (a new, empty one the first time)."""
+        record = self._young.get(data)
+        if record is not None:
+            return record
+        record = self._old.get(data)
+        if record is None:
+            record = {"hash": hash_bytes(data)}
+        if len(data) <= self._max_key_bytes:
+            with self._lock:
+                if data not in self._young:
+                    if self._young_bytes + len(data) > self._generation_bytes:
+                        self._old, self._young, self._young_bytes = self._young, {}, 0
+                    self._young[data] = record
+                    self._young_bytes += len(data)
+        return record
+
+
+def _encoding(tokens: TokenCounter) -> str | None:
+    """The encoding a counter counts with, when it is one of ours (counts are kept per encoding)."""
+    if isinstance(tokens, RequestTokens):
+        return tokens.base.encoding_name
+    if isinstance(tokens, TiktokenCounter):
+        return tokens.encoding_name
+    return None
+
+
+class _Recall:
+    """One request's use of the records: what they know goes into the request's memos (before the
+    rules run); what the rules computed goes back (after)."""
+
+    def __init__(self, records: MessageRecords, ctx: Context) -> None:
+        self.ctx = ctx
+        encoding = _encoding(ctx.tokens)
+        self.tokens = ctx.tokens if isinstance(ctx.tokens, RequestTokens) else None
+        self.count_key = f"tokens:{encoding}" if encoding and self.tokens else None
+        self.sections_key = f"sections:{encoding}" if encoding else None
+        self.chain = ctx.table(chain_validator.MEMO)
+        self.sections = ctx.table(measure.MEMO)
+        self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
+        for m in ctx.original_messages:
+            try:
+                data = dumps(m, option=sort_keys)
+            except TypeError:  # lone surrogates: orjson refuses them, the rules cope
+                continue
+            record = lookup(data)
+            self.pairs.append((m, record))
+            key = id(m)
+            ctx.remember_hash(m, record["hash"])
+            known = record.get("chain")
+            if known is not None:
+                self.chain[key] = (m, known)
+            if self.sections_key is not None:
+                known = record.get(self.sections_key)
+                if known is not None:
+                    self.sections[key] = (m, known)
+            if self.count_key is not None:
+                known = record.get(self.count_key)
+                if known is not None:
+                    self.tokens.remember(m, known)  # type: ignore[union-attr]
+
+    def keep(self) -> None:
+        chain, sections, sections_key, count_key = (
+            self.chain,
+            self.sections,
+            self.sections_key,
+            self.count_key,
+        )
+        for m, record in self.pairs:
+            key = id(m)
+            if "chain" not in record:
+                hit = chain.get(key)
+                if hit is not None and hit[0] is m:
+                    record["chain"] = hit[1]
+            if sections_key is not None and sections_key not in record:
+                hit = sections.get(key)
+                if hit is not None and hit[0] is m:
+                    record[sections_key] = hit[1]
+            if count_key is not None and count_key not in record:
+                n = self.tokens.known(m)  # type: ignore[union-attr]
+                if n is not None:
+                    record[count_key] = n
+
+
 def merge_report(report: dict[str, Any], fragment: dict[str, Any]) -> None:
     for key, value in fragment.items():
         if isinstance(value, list) and isinstance(report.get(key), list):
@@ -55,6 +168,7 @@ class Pipeline:
             _Step(r.name, modules.get(r.name) or load_rule(r.name), r.config) for r in rules
         ]
         self.on_rule_error = on_rule_error
+        self.records = MessageRecords()
 
     @property
     def rule_names(self) -> list[str]:
@@ -71,6 +185,7 @@ class Pipeline:
             "rule_errors": [],
             "timings_ms": {},
         }
+        recall = _Recall(self.records, ctx)
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
         ctx = ctx.evolve(report=report)  # the one report dict, filled in as the rules run
         for step in self.steps:
@@ -96,6 +211,7 @@ class Pipeline:
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
         state = self._record_prefix(ctx, messages, report, tokens_after)
+        recall.keep()
         return PipelineOutcome(messages, state, report)
 
     def _integrity_check(

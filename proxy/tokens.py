@@ -156,6 +156,16 @@ class RequestTokens:
         self._memo[id(message)] = (message, n)
         return n
 
+    def known(self, message: Message) -> int | None:
+        """The message's count if this request already has it, else None."""
+        hit = self._memo.get(id(message))
+        return hit[1] if hit is not None and hit[0] is message else None
+
+    def remember(self, message: Message, n: int) -> None:
+        """Take the message's count as known (the runner's records: counted in an earlier
+        request, by the same encoding)."""
+        self._memo[id(message)] = (message, n)
+
     def count_messages(self, messages: Sequence[Message]) -> int:
         # the hottest loop of a request (every rule sizes its view): memo hits inlined
         memo = self._memo

@@ -11,7 +11,6 @@ a message builds a new dict for it and a new list. Returning the very same list 
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -24,49 +23,14 @@ Messages = list[Message]
 T = TypeVar("T")
 
 
-class _HashCache:
-    """``content_hash`` by the serialised message, for messages already seen: an agent sends the
-    same messages again with every request (each a new object), and blake2b over them costs
-    more than serialising them does. Keyed by the very bytes that are hashed, so a hit is exact.
-    Bounded by the bytes held, in two generations: a hit in the older one moves the entry to
-    the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
-    dict lookup per hit). Thread-safe: hits read without the lock; a miss is computed again."""
-
-    def __init__(self, max_bytes: int = 16_000_000, max_key_bytes: int = 262_144) -> None:
-        self._young: dict[bytes, str] = {}
-        self._old: dict[bytes, str] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
-        self._max_key_bytes = max_key_bytes  # a larger message is hashed each time, never pinned
-        self._lock = threading.Lock()
-
-    def __call__(self, message: Any) -> str:
-        data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
-        value = self._young.get(data)
-        if value is not None:
-            return value
-        value = self._old.get(data)
-        if value is None:
-            value = hashlib.blake2b(data, digest_size=10).hexdigest()
-        if len(data) <= self._max_key_bytes:
-            with self._lock:
-                if data not in self._young:
-                    if self._young_bytes + len(data) > self._generation_bytes:
-                        self._old, self._young, self._young_bytes = self._young, {}, 0
-                    self._young[data] = value
-                    self._young_bytes += len(data)
-        return value
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-
-_hashes = _HashCache()
-
-
 def content_hash(message: Message) -> str:
     """Short hash of a message (sorted keys), used to anchor edits and compare prefixes."""
-    return _hashes(message)
+    return hash_bytes(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
+
+
+def hash_bytes(data: bytes) -> str:
+    """``content_hash`` of a message already serialised with sorted keys."""
+    return hashlib.blake2b(data, digest_size=10).hexdigest()
 
 
 class RuleConfig(BaseModel):
@@ -167,6 +131,10 @@ class Context:
         if hit is None:
             hit = self.memo[name] = (None, {})
         return hit[1]  # type: ignore[no-any-return]
+
+    def remember_hash(self, message: Message, value: str) -> None:
+        """Tell ``hash_of`` the message's hash, known from elsewhere (the runner's records)."""
+        self.memo[id(message)] = (message, value)
 
     def hash_of(self, message: Message) -> str:
         """``content_hash(message)``, computed once per message object per request."""

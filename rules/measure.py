@@ -29,6 +29,9 @@ SECTIONS = (
 )
 
 
+MEMO = "measure"  # its table in ``Context.table``: message -> message_sections(message)
+
+
 class Config(RuleConfig):
     pass
 
@@ -124,18 +127,18 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if a is not b:
             break
         shared += 1
-    memo: dict[int, tuple[Message, list[tuple[str, int]]]] = {}
+    # per message object, for the request (the runner may know them from an earlier request)
+    memo = ctx.table(MEMO)
 
     def per_message(m: Message) -> list[tuple[str, int]]:
-        # past the shared run most forwarded messages are still the client's objects
         hit = memo.get(id(m))
         if hit is None or hit[0] is not m:
             hit = memo[id(m)] = (m, message_sections(m, tokens))
-        return hit[1]
+        return hit[1]  # type: ignore[no-any-return]
 
     common = dict.fromkeys(SECTIONS, 0)
     common["tools"] = tokens.count_tools(ctx.tools)
-    _add(common, original[:shared], lambda m: message_sections(m, tokens))
+    _add(common, original[:shared], per_message)
     before, after = dict(common), dict(common)
     _add(before, original[shared:], per_message)
     _add(after, forwarded[shared:], per_message)

@@ -1,19 +1,24 @@
-"""Per-request memos never answer for a message they were not computed from: a rule that replaces
-a message (a new dict) is checked and measured afresh, whatever was memoised for the old one."""
+"""Memos never answer for a message they were not computed from. Per request: a rule that
+replaces a message (a new dict) gets it checked and measured afresh. Across requests (the
+runner's records, by the serialised message): only the very same content, per encoding."""
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 from typing import Any
 
 import orjson
 
-from proxy.pipeline import Pipeline
+from proxy.pipeline import MessageRecords, Pipeline, _Recall
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TokenCounters
-from rules import chain_validator, repair_tool_chain
+from rules import chain_validator, measure, repair_tool_chain
 from rules.base import Context, RuleConfig, RuleResult
 from rules.chain_validator import find_violations
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, with_content
+from rules.registry import load_rule
+from rules.working_set import _clip
 from tests.support.factories import assistant, result, shell, system, user
 
 S, U = system(), user("fix the build")
@@ -101,9 +106,6 @@ def test_context_tables_are_shared_by_evolved_contexts_and_kept_apart_by_name() 
 def test_measure_counts_replaced_and_added_messages_afresh() -> None:
     """measure sizes the run of messages both lists share (the very objects) once, and the rest
     per object: a replaced message counts with its new content, on the forwarded side only."""
-    from rules import measure
-    from rules.messages import INJECT_CLOSE, INJECT_OPEN, with_content
-
     tokens = RequestTokens(TokenCounters().for_model("gpt-4o"))
     original = [*VALID, user("and the docs")]
     block = f"{INJECT_OPEN}\nWorking set:\n- Goal: x\n{INJECT_CLOSE}"
@@ -127,8 +129,6 @@ def test_measure_counts_replaced_and_added_messages_afresh() -> None:
 
 def _split_injected_reference(text: str) -> tuple[str, str]:
     """measure._split_injected as it was before it peeked at the tail first."""
-    from rules.messages import INJECT_CLOSE, INJECT_OPEN
-
     tail = text.rstrip()
     if not tail.endswith(INJECT_CLOSE):
         return text, ""
@@ -143,9 +143,6 @@ def _split_injected_reference(text: str) -> tuple[str, str]:
 
 
 def test_measure_tail_peek_agrees_with_a_full_strip() -> None:
-    from rules import measure
-    from rules.messages import INJECT_CLOSE, INJECT_OPEN
-
     block = f"{INJECT_OPEN}\nRecent context:\n- x\n{INJECT_CLOSE}"
     texts = [
         "",
@@ -169,8 +166,6 @@ def test_measure_tail_peek_agrees_with_a_full_strip() -> None:
 
 
 def test_clip_from_a_prefix_equals_clip_of_the_whole() -> None:
-    from rules.working_set import _clip
-
     def reference(text: str, limit: int) -> str:
         text = " ".join(text.split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -192,34 +187,98 @@ def test_clip_from_a_prefix_equals_clip_of_the_whole() -> None:
                 assert _clip(sample, limit) == reference(sample, limit), (sample[:40], limit)
 
 
-def test_content_hash_cache_answers_by_exact_content_and_stays_bounded() -> None:
-    import copy
-    import hashlib
+# ----- the runner's records: what one request derived from a message's content, for the next
 
-    import pytest
 
-    from rules.base import _HashCache
+def _run(pipeline: Pipeline, messages: list[dict[str, Any]], model: str = "gpt-4o") -> Any:
+    messages = copy.deepcopy(messages)  # new objects, as every request brings
+    ctx = Context(
+        messages=messages,
+        original_messages=messages,
+        model=model,
+        now=0.0,
+        tokens=RequestTokens(COUNTERS.for_model(model)),
+    )
+    return pipeline.run(ctx)
 
-    def direct(message: Any) -> str:
-        data = orjson.dumps(message, option=orjson.OPT_SORT_KEYS)
-        return hashlib.blake2b(data, digest_size=10).hexdigest()
 
-    cache = _HashCache(max_bytes=4_000)
-    messages = [*VALID, {"role": "tool", "tool_call_id": "c1", "content": [{"text": "a"}]}]
-    for m in messages:
-        assert cache(m) == direct(m)
-        assert cache(copy.deepcopy(m)) == direct(m)  # a new object with the same content: a hit
-    # key order does not matter (sorted keys), one changed character does
-    assert cache(dict(reversed(list(VALID[3].items())))) == direct(VALID[3])
-    edited = {**VALID[3], "content": "a.pY"}
-    assert cache(edited) == direct(edited) != direct(VALID[3])
-    assert cache({**VALID[2], "content": ""}) == direct({**VALID[2], "content": ""})
-    for i in range(500):  # far more than 4 kB of messages: older ones are dropped
-        m = user(f"message number {i}")
-        assert cache(m) == direct(m)
-    assert len(cache) < 120
-    assert cache(messages[2]) == direct(messages[2])  # dropped: computed again, same answer
-    with pytest.raises(TypeError):  # lone surrogates: orjson refuses them, every time
-        cache(user("\udcff"))
-    with pytest.raises(TypeError):
-        cache(user("\udcff"))
+COUNTERS = TokenCounters()
+DEFAULT_RULES = [
+    "repair_tool_chain",
+    "fix_encoding",
+    "track_entities",
+    "working_set",
+    "resolve_refs",
+    "prune",
+    "inject",
+    "measure",
+]
+
+
+def _pipeline(mode: str = "fail") -> Pipeline:
+    rules = [ConfiguredRule(name=n, config=load_rule(n).Config()) for n in DEFAULT_RULES]
+    return Pipeline(rules, mode)  # type: ignore[arg-type]
+
+
+def _same(a: Any, b: Any) -> None:
+    assert orjson.dumps(a.messages) == orjson.dumps(b.messages)
+    ra, rb = dict(a.report), dict(b.report)
+    ra.pop("timings_ms"), rb.pop("timings_ms")
+    assert orjson.dumps(ra) == orjson.dumps(rb)
+    assert orjson.dumps(a.state.to_json()) == orjson.dumps(b.state.to_json())
+
+
+def test_records_give_the_same_outcome_as_a_fresh_runner() -> None:
+    korean = [*VALID, user("방금 만든 폴더를 삭제해"), assistant("삭제했습니다")]  # counts differ
+    warm = _pipeline()
+    counts = set()
+    for model in ("gpt-4o", "gpt-4", "gpt-4o"):  # two encodings: counts kept per encoding
+        first = _run(warm, korean, model)
+        assert len(warm.records) == len(korean)
+        again = _run(warm, korean, model)  # every message known from the first request
+        _same(again, first)
+        _same(again, _run(_pipeline(), korean, model))
+        counts.add((again.report["tokens"]["before"], again.report["sections"]["user"]["before"]))
+    assert len(counts) == 2
+    record = next(iter(warm.records._young.values()))
+    assert {"tokens:o200k_base", "tokens:cl100k_base", "hash"} <= set(record)
+
+
+def test_records_never_answer_for_changed_content() -> None:
+    """The same message with one thing changed is another record: its checks, counts and hash
+    are its own (a broken call after a valid one is still repaired, longer text counts more)."""
+    warm = _pipeline()
+    _run(warm, VALID)
+    broken = [*VALID[:2], _broken_arguments(VALID[2]), *VALID[3:]]
+    out = _run(warm, broken)
+    _same(out, _run(_pipeline(), broken))
+    assert ("invalid_arguments", "wrapped_raw_arguments") in [
+        (r["kind"], r["action"]) for r in out.report["repairs"]
+    ]
+    longer = [*VALID[:3], result("c1", "a.py b.py c.py d.py"), *VALID[4:]]
+    out = _run(warm, longer)
+    _same(out, _run(_pipeline(), longer))
+    assert out.report["tokens"]["before"] > _run(warm, VALID).report["tokens"]["before"]
+    assert len({r["hash"] for r in warm.records._young.values()}) == len(warm.records)
+
+
+def test_records_cope_with_lone_surrogates_and_stay_bounded() -> None:
+    # orjson refuses lone surrogates (a parsed body never has them): such a message gets no
+    # record, and the rules meet it as they would without records
+    odd = [*VALID, user("bad \udcff text")]
+    ctx = Context(
+        messages=odd,
+        original_messages=odd,
+        model="gpt-4o",
+        now=0.0,
+        tokens=RequestTokens(COUNTERS.for_model("gpt-4o")),
+    )
+    recall = _Recall(MessageRecords(), ctx)
+    assert [m for m, _ in recall.pairs] == VALID
+    recall.keep()
+    records = MessageRecords(max_bytes=4_000)
+    for i in range(500):
+        records.lookup(orjson.dumps(user(f"message number {i}"), option=orjson.OPT_SORT_KEYS))
+    assert len(records) < 120
+    data = orjson.dumps(VALID[3], option=orjson.OPT_SORT_KEYS)
+    assert records.lookup(data) is records.lookup(bytes(bytearray(data)))  # by content
