@@ -12,7 +12,6 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult
-from rules.messages import role
 from rules.mojibake import Fix, fix_text
 
 
@@ -48,10 +47,15 @@ def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     out: list[Message] | None = None
     repairs: list[dict[str, Any]] = []
+    roles = cfg.roles
     for i, m in enumerate(ctx.messages):
-        if role(m) not in cfg.roles:
+        # role() inlined: a role that is not a string is in no tuple of role names
+        if m.get("role") not in roles:
             continue
-        content, fixes = _fix_content(m.get("content"), cfg)
+        content = m.get("content")
+        if content.__class__ is str and content.isascii():
+            continue  # nothing to fix in ASCII (fix_text's own first answer)
+        content, fixes = _fix_content(content, cfg)
         if not fixes:
             continue
         if out is None:
@@ -60,8 +64,13 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         tid = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
         for fix in fixes:
             repairs.append(
-                {"kind": "mojibake", "index": i, "tool_call_id": tid,
-                 "action": f"utf8_read_as_{fix.codec}", "lines": fix.lines}
+                {
+                    "kind": "mojibake",
+                    "index": i,
+                    "tool_call_id": tid,
+                    "action": f"utf8_read_as_{fix.codec}",
+                    "lines": fix.lines,
+                }
             )
     if out is None:
         return RuleResult.unchanged(ctx)

@@ -106,6 +106,12 @@ def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, An
                         yield i, call, answered.get(cid if isinstance(cid, str) else "")
 
 
+def tool_pairs(messages: list[Message]) -> list[tuple[int, dict[str, Any], int | None]]:
+    """``iter_tool_pairs`` as a list (for ``Context.derived``: track_entities and the
+    observations of working_set and prune share one pass)."""
+    return list(iter_tool_pairs(messages))
+
+
 def with_content(message: Message, content: Any) -> Message:
     """A copy of ``message`` with new content (the original is left as it was)."""
     new = dict(message)

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
 
-from rules.base import Message
-from rules.messages import call_arguments_text, call_id, call_name, iter_tool_pairs, text_of
+from rules.base import Context, Message
+from rules.messages import (
+    call_arguments_text,
+    call_id,
+    call_name,
+    iter_tool_pairs,
+    text_of,
+    tool_pairs,
+)
 from rules.shell_lex import SimpleCommand, split_commands
 
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
@@ -186,6 +193,15 @@ def classify(name: str, arguments: str) -> Action:
     return Action("other", name, path and norm_path(path))
 
 
+def of_context(ctx: Context) -> list[Observation]:
+    """``observations(ctx.messages)``, once per request and messages list (prune and working_set
+    share it), from the tool pairs track_entities read too."""
+    return ctx.derived(
+        "observations",
+        lambda messages: observations(messages, ctx.derived("tool_pairs", tool_pairs)),
+    )
+
+
 def exit_code(text: str) -> int | None:
     for pattern in _EXIT:
         m = pattern.search(text[:200]) or pattern.search(text[-300:])
@@ -194,10 +210,14 @@ def exit_code(text: str) -> int | None:
     return None
 
 
-def observations(messages: list[Message]) -> list[Observation]:
-    """Every answered tool call, in the order of its result."""
+def observations(
+    messages: list[Message],
+    pairs: Iterable[tuple[int, dict[str, Any], int | None]] | None = None,
+) -> list[Observation]:
+    """Every answered tool call, in the order of its result. ``pairs``: ``iter_tool_pairs``
+    of the same messages, when already at hand."""
     out = []
-    for ci, call, ri in iter_tool_pairs(messages):
+    for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
         if ri is None:
             continue
         action = classify(call_name(call), call_arguments_text(call))

@@ -18,7 +18,7 @@ from pydantic import Field
 from rules import evidence, inject, overlay, prune_stages
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.messages import role
-from rules.observations import Observation, observations
+from rules.observations import Observation, of_context
 
 NAMESPACE = "prune"
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
@@ -68,7 +68,7 @@ class _Run:
         self.overlay = overlay.Overlay.load(
             ctx.state.get(NAMESPACE), set(self.anchors), keep_all=own_output
         )
-        self.obs: list[Observation] = ctx.derived("observations", observations)
+        self.obs: list[Observation] = of_context(ctx)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[dict[str, Any]] = []
         self.stages: dict[str, int] = {}

@@ -23,7 +23,7 @@ from pydantic import Field, field_validator
 
 from rules import entity_cache
 from rules.base import Context, Message, RuleConfig, RuleResult
-from rules.messages import PLACEHOLDER_PREFIX, call_id, role, text_of, tool_calls
+from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.ref_detect import Mention, detect, load_lexicons, strip_injected
 
 
@@ -77,18 +77,26 @@ def resolve(
         confidence = mention.base - cfg.ancestor_penalty * depth
         if mention.action is None and not mention.recency:
             confidence -= cfg.crowd_penalty * (len(cands) - 1)
-        ties = [c for c in cands[1:] if c.get("call_id") == top.get("call_id")
-                and c.get("first_seen") == top.get("first_seen")]
+        ties = [
+            c
+            for c in cands[1:]
+            if c.get("call_id") == top.get("call_id")
+            and c.get("first_seen") == top.get("first_seen")
+        ]
         ref.update(confidence=round(max(confidence, 0.0), 3), chain=chain)
         if ties:
-            ref.update(entity=None, abstained="ambiguous",
-                       candidates=[c["path"] for c in [top, *ties]][:5])
+            ref.update(
+                entity=None, abstained="ambiguous", candidates=[c["path"] for c in [top, *ties]][:5]
+            )
         elif confidence < cfg.threshold:
-            ref.update(entity=None, abstained="low_confidence",
-                       candidates=[c["path"] for c in cands][:5])
+            ref.update(
+                entity=None, abstained="low_confidence", candidates=[c["path"] for c in cands][:5]
+            )
         else:
-            ref.update(entity={k: top[k] for k in ("type", "name", "path", "action")},
-                       call_id=top.get("call_id"))
+            ref.update(
+                entity={k: top[k] for k in ("type", "name", "path", "action")},
+                call_id=top.get("call_id"),
+            )
         return ref
     ref.update(entity=None, confidence=0.0, chain=chain, abstained="no_candidate")
     return ref
@@ -98,7 +106,7 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
     result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone)."""
     for i in range(len(messages) - 1, -1, -1):
-        if role(messages[i]) == "user":
+        if messages[i].get("role") == "user":  # role() inlined: not a string is not "user"
             text = text_of(messages[i].get("content"))
             own = strip_injected(text).strip()
             if own and not own.startswith(PLACEHOLDER_PREFIX):
@@ -107,8 +115,9 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 
 @functools.lru_cache(maxsize=512)
-def _mentions(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...],
-              threshold: float) -> tuple[Mention, ...]:
+def _mentions(
+    text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...], threshold: float
+) -> tuple[Mention, ...]:
     """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
     base confidence is below the threshold (a bare "it") could never resolve: left out."""
     kinds, lexicons = load_lexicons(extra_packs)
@@ -129,15 +138,19 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)
     # Only what existed when the user wrote: calls made after the message cannot be meant.
     later = {call_id(c) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
-    own = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now,
-                             cfg.ttl_seconds)
+    own = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds)
     pools = [(ctx.session_id, 0, [e for e in own if e.get("call_id") not in later])]
     if cfg.use_ancestors:
         for anc in ctx.ancestors:
             if anc.depth <= cfg.max_ancestor_depth:
                 events = anc.state.get(entity_cache.NAMESPACE) or []
-                pools.append((anc.session_id, anc.depth,
-                              entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)))
+                pools.append(
+                    (
+                        anc.session_id,
+                        anc.depth,
+                        entity_cache.fresh(events, ctx.now, cfg.ttl_seconds),
+                    )
+                )
     refs = [resolve(m, pools, cfg) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
@@ -162,11 +175,17 @@ def _settle(
     for session, depth, events in pools:
         for e in entity_cache.query(events):
             if e["path"] == path:
-                chain = [*ref["chain"], {"resolver": pick.get("model"), "session": session,
-                                         "depth": depth}]
+                chain = [
+                    *ref["chain"],
+                    {"resolver": pick.get("model"), "session": session, "depth": depth},
+                ]
                 settled = {k: v for k, v in ref.items() if k not in ("abstained", "candidates")}
-                settled.update(entity={k: e[k] for k in ("type", "name", "path", "action")},
-                               call_id=e.get("call_id"), confidence=round(float(confidence), 3),
-                               chain=chain, resolved_by="resolver_model")
+                settled.update(
+                    entity={k: e[k] for k in ("type", "name", "path", "action")},
+                    call_id=e.get("call_id"),
+                    confidence=round(float(confidence), 3),
+                    chain=chain,
+                    resolved_by="resolver_model",
+                )
                 return settled
     return ref

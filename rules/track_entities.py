@@ -26,8 +26,8 @@ from rules.messages import (
     call_arguments_text,
     call_id,
     call_name,
-    iter_tool_pairs,
     text_of,
+    tool_pairs,
 )
 from rules.observations import high_water, load_arguments, storable
 from rules.shell_parse import analyse, load_verbs
@@ -90,7 +90,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
     # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
-    pairs = list(iter_tool_pairs(messages))
+    pairs = (
+        ctx.derived("tool_pairs", tool_pairs)  # shared with the observations of later rules
+        if messages is ctx.messages
+        else tool_pairs(messages)
+    )
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     for _, call, answer in [*todo, *pairs[start:]]:

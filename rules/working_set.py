@@ -20,7 +20,6 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
-    role,
     text_of,
     tool_calls,
 )
@@ -29,6 +28,7 @@ from rules.observations import (
     high_water,
     load_arguments,
     observations,
+    of_context,
     plan_items,
     storable,
 )
@@ -151,7 +151,8 @@ def build(
     ledger = {k: v for k, v in ledger.items()}
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
-    users = [i for i, m in enumerate(messages) if role(m) == "user" and _users_own(m)]
+    # (role() inlined: a role that is not a string is not "user")
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
     if users and "goal" not in ledger:
         ledger["goal"] = _clip(_user_text(messages[users[0]]), cfg.max_goal_chars)
     if users:
@@ -269,8 +270,6 @@ def render_section(state: SessionState, max_tokens_hint: int | None = None) -> s
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    ledger = build(
-        ctx.messages, before, cfg, ctx.derived("observations", observations), ctx.hash_of
-    )
+    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of)
     state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
     return RuleResult(ctx.messages, state, {"working_set": summary(ledger)})

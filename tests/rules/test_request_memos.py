@@ -282,3 +282,16 @@ def test_records_cope_with_lone_surrogates_and_stay_bounded() -> None:
     assert len(records) < 120
     data = orjson.dumps(VALID[3], option=orjson.OPT_SORT_KEYS)
     assert records.lookup(data) is records.lookup(bytes(bytearray(data)))  # by content
+
+
+def test_shared_tool_pairs_and_observations_follow_the_messages_list() -> None:
+    """track_entities, working_set and prune share one pass over the tool pairs per messages
+    list: a rule that changes the list (a new list object) gets its own."""
+    from rules.observations import observations, of_context
+
+    ctx = Context(messages=VALID, model="gpt-4o", now=0.0, tokens=None)  # type: ignore[arg-type]
+    assert of_context(ctx) == observations(VALID)
+    fewer = [*VALID[:4], assistant("done")]
+    later = ctx.evolve(messages=fewer)  # the same memo, another list
+    assert of_context(later) == observations(fewer) != observations(VALID)
+    assert of_context(ctx) == observations(VALID)
