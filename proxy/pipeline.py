@@ -103,27 +103,31 @@ class _Recall:
         self.chain = ctx.table(chain_validator.MEMO)
         self.sections = ctx.table(measure.MEMO)
         self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        # once per message of every request: lookups and names bound to locals
         dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
+        remember_hash, pairs = ctx.remember_hash, self.pairs
+        chain, sections = self.chain, self.sections
+        sections_key, count_key = self.sections_key, self.count_key
+        remember_count = self.tokens.remember if self.tokens is not None else None
         for m in ctx.original_messages:
             try:
                 data = dumps(m, option=sort_keys)
             except TypeError:  # lone surrogates: orjson refuses them, the rules cope
                 continue
             record = lookup(data)
-            self.pairs.append((m, record))
-            key = id(m)
-            ctx.remember_hash(m, record["hash"])
+            pairs.append((m, record))
+            remember_hash(m, record["hash"])
             known = record.get("chain")
             if known is not None:
-                self.chain[key] = (m, known)
-            if self.sections_key is not None:
-                known = record.get(self.sections_key)
+                chain[id(m)] = (m, known)
+            if sections_key is not None:
+                known = record.get(sections_key)
                 if known is not None:
-                    self.sections[key] = (m, known)
-            if self.count_key is not None:
-                known = record.get(self.count_key)
+                    sections[id(m)] = (m, known)
+            if remember_count is not None:
+                known = record.get(count_key)  # type: ignore[arg-type]
                 if known is not None:
-                    self.tokens.remember(m, known)  # type: ignore[union-attr]
+                    remember_count(m, known)
 
     def keep(self) -> None:
         chain, sections, sections_key, count_key = (
@@ -261,10 +265,13 @@ class Pipeline:
             shared += 1
         reuse = None
         if prev_hashes:
-            count = ctx.tokens.count_messages
-            total = (count(messages) if tokens is None else tokens) - 3
+            if tokens is None:
+                tokens = ctx.tokens.count_messages(messages)
+            total = tokens - 3
             if total:
-                reuse = round((count(messages[:shared]) - 3) / total, 4)
+                # the shared prefix is most of the request: size the rest (no priming tokens)
+                rest = ctx.tokens.count_messages(messages[shared:]) - 3
+                reuse = round((total - rest) / total, 4)
         report["prefix_reuse"] = reuse
         report["prefix_shared_messages"] = shared
         return ctx.state.with_value(PREFIX_NAMESPACE, {"hashes": hashes})

@@ -174,7 +174,7 @@ def find_violations(
             else:
                 facts = _facts(m)
                 memo[id(m)] = (m, facts)
-            if facts.__class__ is tuple:  # well-formed calls with valid ids
+            if facts.__class__ is tuple:  # well-formed calls with valid ids (strings)
                 ids: Any = facts
                 for cid in facts:
                     if cid in seen_ids:
@@ -183,19 +183,31 @@ def find_violations(
                         )
                     else:
                         seen_ids.add(cid)
+                if len(facts) == 1 and i + 1 < n:
+                    # The usual turn: one call, answered by the one tool message after it.
+                    t = messages[i + 1]
+                    if (
+                        t.get("role") == "tool"
+                        and t.get("tool_call_id") == facts[0]
+                        and t.get("content") is not None
+                        and (i + 2 >= n or messages[i + 2].get("role") != "tool")
+                    ):
+                        i += 2
+                        continue
+                pending = set(facts)
             else:
                 ids = _replay(i, facts, seen_ids, out)
+                pending = {cid for cid in ids if isinstance(cid, str)}
             if not ids and (i + 1 >= n or messages[i + 1].get("role") != "tool"):
                 i += 1  # no calls and no block: nothing more to check here
                 continue
             j = i + 1
         elif r == "tool":
-            ids = ()
+            ids = pending = ()  # type: ignore[assignment]
             j = i  # a tool message reached here is not in an assistant message's block: an orphan
         else:
             i += 1
             continue
-        pending = {cid for cid in ids if isinstance(cid, str)}
         answered: set[str] = set()
         while j < n:
             t = messages[j]

@@ -146,11 +146,12 @@ def _block(
     ctx: Context,
     cfg: Config,
     messages: Messages,
-    placed: dict[str, tuple[Messages, str]] | None = None,
+    placed: dict[str, tuple[tuple[Messages, str], int]] | None = None,
 ) -> tuple[str | None, dict[str, Any]]:
     """The block for ``messages``, shrunk to the room left under ``ctx.budget`` (messages and tools
     schema counted); with no room at all, the resolved references alone. Facts for the report.
-    ``placed`` receives ``_place``'s answer for the block it returns, when it computed it."""
+    ``placed`` receives ``_place``'s answer for the block it returns, with its messages' tokens,
+    when it computed them."""
     refs: list[Mapping[str, Any]] = list(ctx.report.get("references") or [])
     ref_lines = reference_lines(refs)
     show_recent = cfg.recent_context == "always" or (
@@ -182,12 +183,13 @@ def _block(
         if fitted is None:
             break
         out = _place(messages, fitted, cfg)
-        over = ctx.tokens.count_messages(out[0]) - limit
+        size = ctx.tokens.count_messages(out[0])
+        over = size - limit
         if over <= 0:
             if fitted != block:
                 facts["shrunk"] = True
             if placed is not None:
-                placed[fitted] = out
+                placed[fitted] = (out, size)
             return fitted, facts
         cap -= over
     if ref_lines:  # even with no room, what the user's words refer to is worth the overrun
@@ -205,13 +207,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         block, _ = _block(ctx, cfg, base)
         if block is not None and _place(base, block, cfg)[0] == messages:
             return RuleResult.unchanged(ctx)
-    placed: dict[str, tuple[Messages, str]] = {}
+    placed: dict[str, tuple[tuple[Messages, str], int]] = {}
     block, facts = _block(ctx, cfg, messages, placed)
     if block is None:
         if "skipped" not in facts:
             return RuleResult.unchanged(ctx)
         return RuleResult.unchanged(ctx, {"inject": {k: facts[k] for k in ("skipped", "room")}})
-    out, where = placed.get(block) or _place(messages, block, cfg)
+    known = placed.get(block)
+    (out, where), size = known if known is not None else (_place(messages, block, cfg), None)
     report: dict[str, Any] = {
         "inject": {
             "position": where,
@@ -221,7 +224,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         }
     }
     if ctx.budget is not None:
-        total = ctx.tokens.count_messages(out) + ctx.tokens.count_tools(ctx.tools)
+        if size is None:
+            size = ctx.tokens.count_messages(out)
+        total = size + ctx.tokens.count_tools(ctx.tools)
         if total > ctx.budget:
             report["warnings"] = [
                 {"kind": "over_budget", "tokens": total, "budget": ctx.budget, "rule": "inject"}
