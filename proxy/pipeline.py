@@ -64,7 +64,8 @@ class MessageRecords:
         return len(self._young) + len(self._old)
 
     def lookup(self, data: bytes) -> dict[str, Any]:
-        """The record of the message serialised as ``data`` (a new, empty one the first time)."""
+        """The record of the message serialised as ``data`` (a new one, holding just its hash, the
+        first time)."""
         record = self._young.get(data)
         if record is not None:
             return record
@@ -84,7 +85,7 @@ class MessageRecords:
 def _encoding(tokens: TokenCounter) -> str | None:
     """The encoding a counter counts with, when it is one of ours (counts are kept per encoding)."""
     if isinstance(tokens, RequestTokens):
-        return tokens.base.encoding_name
+        return getattr(tokens.base, "encoding_name", None)
     if isinstance(tokens, TiktokenCounter):
         return tokens.encoding_name
     return None
@@ -145,7 +146,7 @@ class _Recall:
             if sections_key is not None and sections_key not in record:
                 hit = sections.get(key)
                 if hit is not None and hit[0] is m:
-                    record[sections_key] = hit[1]
+                    record[sections_key] = tuple(hit[1])  # shared from now on: immutable
             if count_key is not None and count_key not in record:
                 n = self.tokens.known(m)  # type: ignore[union-attr]
                 if n is not None:
