@@ -70,6 +70,15 @@ async def chat(request: Request) -> Response:
     raise HTTPException(405)
 
 
+def route_path(scope: Scope) -> str:
+    """The path as the router sees it: without the root path (uvicorn --root-path, a mount)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) :]
+    return path
+
+
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 
 
@@ -78,7 +87,12 @@ class ProxyApp(Starlette):
     skips routing and the middleware stack; every other path goes through Starlette."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] in CHAT_PATHS and scope["method"] == "POST":
+        # the path as routed: under a root path (uvicorn --root-path, a mount) it is stripped
+        if (
+            scope["type"] == "http"
+            and scope["method"] == "POST"
+            and route_path(scope) in CHAT_PATHS
+        ):
             scope["app"] = self
             await self.state.chat(scope, receive, send)
             return
@@ -127,7 +141,7 @@ def create_app(
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         engine = Engine(settings, store, counters, budget_override, strict=strict)
-        upstream = UpstreamClient()
+        upstream = UpstreamClient(settings.limits.upstream_max_connections)
         services = Services(settings, store, engine, upstream)
         app.state.services = services
         app.state.chat = ChatCompletions(services)

@@ -30,6 +30,17 @@ log = logging.getLogger("ctxproxy.handler")
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
 
 
+class ShuttingDown(ProxyError):
+    """Logged when the server cancels a request it had not forwarded yet (shutdown)."""
+
+    status = 503
+    error_type = "server_error"
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("The proxy shut down before the request was forwarded.")
+
+
 class ClientGone(ProxyError):
     """Logged (status 499), never sent: there is nobody left to send it to."""
 
@@ -62,10 +73,18 @@ def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
     )
     return {
         "usage": usage,
-        "prompt_tokens": usage.get("prompt_tokens"),
-        "completion_tokens": usage.get("completion_tokens"),
-        "cached_tokens": cached,
+        "prompt_tokens": _count(usage.get("prompt_tokens")),
+        "completion_tokens": _count(usage.get("completion_tokens")),
+        "cached_tokens": _count(cached) or 0,
     }
+
+
+def _count(value: Any) -> int | None:
+    """A token count as an INTEGER column takes it: whatever else an upstream sends is logged
+    in ``usage`` as it came, never in the column (a list there would stop the writer)."""
+    if type(value) is int and 0 <= value < 2**63:
+        return value
+    return None
 
 
 class ChatCompletions:
@@ -122,6 +141,11 @@ class ChatCompletions:
             error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
             await self._fail_early(send, error, row, started)
             return
+        except asyncio.CancelledError:  # the server is shutting down: the row still completes
+            row["overhead_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            await self.s.store.insert_request(row)
+            await self._finish(row, self._fields(row, started, 503, ShuttingDown(), None))
+            raise
 
         await self.s.store.insert_request(row)
         out_headers = {
@@ -135,8 +159,10 @@ class ChatCompletions:
                 response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
             except ProxyError as exc:
                 fields = self._fields(row, started, exc.status, exc, None)
-                await _send_json(send, exc.status, exc.body_bytes(), out_headers)
-                await self._finish(row, fields)
+                try:
+                    await _send_json(send, exc.status, exc.body_bytes(), out_headers)
+                finally:
+                    await self._finish(row, fields)
                 return
             except asyncio.CancelledError:  # the client went away while we waited upstream
                 row["client_disconnected"] = 1
@@ -146,15 +172,17 @@ class ChatCompletions:
                         row, started, CLIENT_CLOSED, ClientGone("Client disconnected."), None
                     ),
                 )
-                if watch.fired:
+                if watch.ours():
                     return
                 raise
             except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
                 log.exception("request %s failed calling upstream %s", request_id, upstream.name)
                 error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
                 fields = self._fields(row, started, error.status, error, None)
-                await _send_json(send, error.status, error.body_bytes(), out_headers)
-                await self._finish(row, fields)
+                try:
+                    await _send_json(send, error.status, error.body_bytes(), out_headers)
+                finally:
+                    await self._finish(row, fields)
                 return
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers)
@@ -177,7 +205,11 @@ class ChatCompletions:
         except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
             await self._unsendable(send, exc, row, started)
             return
-        fields = self._fields(row, started, response.status, None, ttfb, _usage_of(body), body)
+        try:
+            fields = self._fields(row, started, response.status, None, ttfb, _usage_of(body), body)
+        except Exception as exc:  # e.g. a captured answer that cannot be stored
+            await self._unsendable(send, exc, row, started)
+            return
         try:
             await send(
                 {"type": "http.response.start", "status": response.status, "headers": raw_headers}
@@ -228,7 +260,7 @@ class ChatCompletions:
             watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
             await send({"type": "http.response.body", "body": b""})
         except asyncio.CancelledError:
-            if not watch.fired:
+            if not watch.ours():
                 raise
         except BaseException as exc:  # the response could not be sent (e.g. the server refused)
             if ttfb is None and not complete and error is None:
@@ -297,6 +329,10 @@ class ChatCompletions:
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
+        if isinstance(exc, (RequestTimeout, PayloadTooLarge)):
+            # the body was not read to its end: this connection cannot carry another request
+            # (and a trickling sender must not keep it)
+            headers["connection"] = "close"
         try:
             if not isinstance(exc, ClientGone):  # nobody is left to answer
                 await _send_json(send, exc.status, exc.body_bytes(), headers)
@@ -358,9 +394,17 @@ class DisconnectWatch:
     ) -> bool:
         self.stop()
         if self.fired and self._owner is not None:
-            self._owner.uncancel()  # the cancel was ours, handled here: not the caller's
-            return kind is asyncio.CancelledError
+            self.fired = False
+            # the cancel was ours, handled here; one from outside as well (server shutdown, an
+            # enclosing timeout) still stands and goes on up
+            remaining = self._owner.uncancel()
+            return kind is asyncio.CancelledError and remaining == 0
         return False
+
+    def ours(self) -> bool:
+        """Whether a CancelledError being handled is only the watch's own."""
+        owner = self._owner
+        return self.fired and owner is not None and owner.cancelling() <= 1
 
     def stop(self) -> None:
         if self._task is not None:
@@ -389,6 +433,7 @@ _HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
 
 def _raw_headers(headers: dict[str, str], length: int | None) -> list[tuple[bytes, bytes]]:
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    # (relay_headers already left out upstream values that cannot be sent)
     if length is not None:
         raw.append((b"content-length", str(length).encode()))
     return raw
@@ -414,5 +459,6 @@ def _usage_of(body: bytes | None) -> dict[str, Any] | None:
 def _redacted_text(body: bytes) -> str:
     try:
         return orjson.dumps(redact(orjson.loads(body))).decode()
-    except orjson.JSONDecodeError:
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
+        # not JSON, or JSON nested too deep to write back: stored as redacted text
         return str(redact(body.decode("utf-8", "replace")))

@@ -37,6 +37,8 @@ class LimitSettings(_Strict):
     # A client must send its whole body within this time (408 otherwise): a slow or stalled
     # sender cannot hold a connection and its buffers forever.
     body_read_timeout_s: float = Field(default=60.0, gt=0)
+    # Open upstream connections at most (streams hold one each); beyond, requests queue for one.
+    upstream_max_connections: int = Field(default=200, ge=1)
 
 
 class AuthSettings(_Strict):
@@ -45,7 +47,7 @@ class AuthSettings(_Strict):
     proxy_keys_env: str = "CTXPROXY_KEYS"
     admin_key_env: str = "CTXPROXY_ADMIN_KEY"
     # How long the /ui login cookie stays valid.
-    ui_session_hours: float = Field(default=12.0, gt=0)
+    ui_session_hours: float = Field(default=12.0, ge=1 / 60, le=24 * 365)
 
 
 class UpstreamSettings(_Strict):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -26,6 +27,17 @@ WRITE_ATTEMPTS = 4
 # batching them saves a commit and two thread hops per request.
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
+# What one row can raise (a taken primary key, a value SQLite cannot hold): that row is lost, the
+# others are written. OperationalError (a locked database) is not among them: it is retried.
+_ROW_ERRORS = (
+    sqlite3.IntegrityError,
+    sqlite3.InterfaceError,
+    sqlite3.ProgrammingError,
+    sqlite3.DataError,
+    OverflowError,
+    TypeError,
+    ValueError,
+)
 log = logging.getLogger("ctxproxy.store")
 
 
@@ -100,24 +112,35 @@ class Store:
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             stop = None in batch
-            await self._write_batch([op for op in batch if op is not None])
-            for _ in batch:
-                self._queue.task_done()
+            ops = [op for op in batch if op is not None]
+            try:
+                await self._write_batch(ops)
+            except Exception:  # never let one batch stop the writer: later rows still land
+                log.exception("store: a batch of %d writes failed", len(ops))
+                self.write_errors += len(ops)
+            finally:
+                for _ in batch:
+                    self._queue.task_done()
             if stop:
                 return
 
     async def _write_batch(self, ops: list[_Op]) -> None:
-        """Write a batch in one transaction; while the database is locked by someone else, retry
-        the whole batch a few times before counting its rows as lost."""
+        """Write a batch in one transaction, one statement per shape; if a row breaks (a
+        constraint, a value SQLite refuses), the batch is redone row by row so only that row is
+        lost. While the database is locked by someone else, retry a few times first."""
         groups, lost = _statements(ops)
         self.write_errors += lost
         if not groups:
             return
         for attempt in range(WRITE_ATTEMPTS):
-            failed = 0
             try:
-                for sql, rows in groups:
-                    failed += await self._execute_group(sql, rows)
+                try:
+                    for sql, rows in groups:
+                        await self.writer.executemany(sql, rows)
+                    failed = 0
+                except _ROW_ERRORS:
+                    await self.writer.rollback()
+                    failed = await self._write_rows(groups)
                 await self.writer.commit()
                 self.write_errors += failed
                 return
@@ -130,20 +153,15 @@ class Store:
         log.error("store: %d writes lost, the database stayed locked", count)
         self.write_errors += count
 
-    async def _execute_group(self, sql: str, rows: list[tuple[Any, ...]]) -> int:
-        """One statement for many rows; if one row breaks a constraint, row by row, so only that
-        one is lost. Returns how many were lost."""
-        try:
-            await self.writer.executemany(sql, rows)
-            return 0
-        except aiosqlite.IntegrityError:
-            pass
+    async def _write_rows(self, groups: list[tuple[str, list[tuple[Any, ...]]]]) -> int:
+        """The slow path: each row on its own; returns how many could not be written."""
         failed = 0
-        for params in rows:
-            try:
-                await self.writer.execute(sql, params)
-            except aiosqlite.IntegrityError:
-                failed += 1
+        for sql, rows in groups:
+            for params in rows:
+                try:
+                    await self.writer.execute(sql, params)
+                except _ROW_ERRORS:
+                    failed += 1
         return failed
 
     # ----- sessions -----

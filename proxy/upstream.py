@@ -17,10 +17,12 @@ request, and sends a netrc login for the upstream's host as Basic auth (or fails
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import ssl
 import urllib.request
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +32,8 @@ from yarl import URL
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
+
+log = logging.getLogger("ctxproxy.upstream")
 
 # Request headers a client may send that the upstream should see too.
 _FORWARDED_HEADERS = ("openai-organization", "openai-project", "openai-beta", "user-agent")
@@ -41,6 +45,7 @@ _SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding")
 # and most Python upstreams), so we close first; aiohttp does not retry a POST that hit a
 # connection the server closed at the same moment.
 _KEEPALIVE_S = 4.0
+_MAX_HEADER_BYTES = 65_536
 # Errors aiohttp raises for a connection that failed or broke (TimeoutError is caught before).
 _CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
 
@@ -55,15 +60,29 @@ class UpstreamResponse:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def relay_headers(headers: Mapping[str, str]) -> dict[str, str]:
+def relay_headers(headers: Iterable[tuple[bytes, bytes]] | Mapping[str, str]) -> dict[str, str]:
+    """The response headers worth relaying. Raw header bytes are read as latin-1, so they go back
+    out byte for byte; a value holding control characters (which no HTTP server may send on) is
+    left out rather than failing an answer the upstream already gave."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
     out = {}
-    for k, v in headers.items():
-        lk = k.lower()
+    for k, v in pairs:
+        name = (k.decode("latin-1") if isinstance(k, bytes) else k).lower()
         # content-encoding: the body is relayed as the upstream encoded it (we ask for identity,
         # but an upstream may compress anyway), so the client must be told how to read it
-        if lk in ("content-type", "content-encoding") or lk.startswith(_RELAYED_PREFIXES):
-            out[lk] = v
+        if name in ("content-type", "content-encoding") or name.startswith(_RELAYED_PREFIXES):
+            value = v.decode("latin-1") if isinstance(v, bytes) else v
+            if _sendable(value):
+                out[name] = value
     return out
+
+
+def _sendable(value: str) -> bool:
+    """A header value uvicorn will send: latin-1, no control characters but tab."""
+    return _UNSENDABLE.search(value) is None
+
+
+_UNSENDABLE = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
 
 
 def upstream_api_key(
@@ -73,7 +92,8 @@ def upstream_api_key(
     mode only, the client's own bearer. In ``keys`` mode the client's bearer is the proxy key and
     never goes upstream (settings require ``api_key_env`` there)."""
     if upstream.api_key_env:
-        return os.environ.get(upstream.api_key_env) or None
+        # stripped: a key mounted from a file or a k8s secret often ends with a newline
+        return os.environ.get(upstream.api_key_env, "").strip() or None
     if auth_mode != "passthrough":
         return None
     auth = client_headers.get("authorization", "")
@@ -123,6 +143,9 @@ class UpstreamClient:
                 trust_env=False,  # env proxies: see _target (no per-request netrc/env reads)
                 skip_auto_headers=_SKIP_AUTO_HEADERS,
                 timeout=aiohttp.ClientTimeout(total=None),
+                # upstreams and their gateways may send long headers (e.g. big cookies, traces)
+                max_line_size=_MAX_HEADER_BYTES,
+                max_field_size=_MAX_HEADER_BYTES,
             )
         return session
 
@@ -137,9 +160,14 @@ class UpstreamClient:
             target = self._targets[key] = _Target(
                 chat_url=chat_url,
                 models_url=URL(f"{base}/models"),
-                # sock_read: the longest wait for the next bytes (headers or body), as before.
+                # sock_connect: opening a connection; connect (aiohttp: waiting for a free pooled
+                # connection, then opening one) as long as a read may take, so a full pool queues
+                # requests instead of failing them; sock_read: the longest wait for the next bytes.
                 chat_timeout=aiohttp.ClientTimeout(
-                    total=None, connect=connect, sock_connect=connect, sock_read=upstream.timeout_s
+                    total=None,
+                    connect=upstream.timeout_s,
+                    sock_connect=connect,
+                    sock_read=upstream.timeout_s,
                 ),
                 models_timeout=aiohttp.ClientTimeout(
                     total=None, connect=connect, sock_connect=connect, sock_read=connect
@@ -217,7 +245,7 @@ class UpstreamClient:
             raise UpstreamUnreachable(
                 f"Upstream {upstream.name} could not be reached: {type(exc).__name__}: {exc}"
             ) from None
-        headers = relay_headers(response.headers)
+        headers = relay_headers(response.raw_headers)
         if not stream or response.status >= 400 or not _is_event_stream(headers):
             try:
                 content = await response.read()  # closes the connection itself if this fails
@@ -276,6 +304,15 @@ def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
     if not found:
         return None, None
     proxy = URL(found if "://" in found else f"http://{found}")
+    if proxy.scheme not in ("http", "https"):
+        # aiohttp speaks only HTTP proxies: a socks5:// one would get our HTTP request on its
+        # SOCKS port and fail every call
+        log.warning(
+            "ignoring the %s proxy for %s: only http(s) proxies are supported",
+            proxy.scheme,
+            url.scheme,
+        )
+        return None, None
     auth = aiohttp.BasicAuth.from_url(proxy)
     return proxy.with_user(None), auth
 

@@ -49,6 +49,8 @@ async def test_a_stalled_body_is_a_408_and_logged(tmp_path: Path) -> None:
         await app(scope_for(app), receive, send)
         assert loop.time() - started < 2
         assert sent[0]["status"] == 408
+        # the connection is closed after it: a trickling sender cannot keep it
+        assert (b"connection", b"close") in sent[0]["headers"]
         assert b'"code":"request_timeout"' in sent[1]["body"]
         store = app.state.services.store
         await store.flush()
