@@ -73,12 +73,15 @@ class MessageRecords:
         if record is None:
             record = {"hash": hash_bytes(data)}
         if len(data) <= self._max_key_bytes:
+            # kept as a copy: orjson's output keeps the capacity of its buffer (many times the
+            # length for a short message), a copy holds just the bytes
+            key = bytes(memoryview(data))
             with self._lock:
-                if data not in self._young:
-                    if self._young_bytes + len(data) > self._generation_bytes:
+                if key not in self._young:
+                    if self._young_bytes + len(key) > self._generation_bytes:
                         self._old, self._young, self._young_bytes = self._young, {}, 0
-                    self._young[data] = record
-                    self._young_bytes += len(data)
+                    self._young[key] = record
+                    self._young_bytes += len(key)
         return record
 
 

@@ -295,3 +295,21 @@ def test_shared_tool_pairs_and_observations_follow_the_messages_list() -> None:
     later = ctx.evolve(messages=fewer)  # the same memo, another list
     assert of_context(later) == observations(fewer) != observations(VALID)
     assert of_context(ctx) == observations(VALID)
+
+
+def test_record_keys_hold_just_their_bytes() -> None:
+    """orjson's output keeps its buffer's capacity: the records keep compact copies."""
+    import tracemalloc
+
+    messages = [user(f"message {i} " + "x" * (i % 50)) for i in range(400)]
+    records = MessageRecords()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for m in messages:
+            records.lookup(orjson.dumps(m, option=orjson.OPT_SORT_KEYS))
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    keys = sum(len(orjson.dumps(m)) for m in messages)
+    assert held < 4 * keys + 400 * 400  # keys plus a small record each, not 10 kB buffers
