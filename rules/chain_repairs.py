@@ -23,10 +23,16 @@ from rules.chain_text import (
     runaway_note,
 )
 from rules.chain_validator import empty_content, find_violations
-from rules.matching import match
+from rules.matching import Budget, Matcher
 from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
 
 Repairs = list[dict[str, Any]]
+
+
+# Containment comparisons of drifted ids one repair may spend (see rules.matching.Budget): far
+# above any real history (a block of 50 calls with 50 drifted results costs 2,500), far below
+# seconds of CPU on a hostile one.
+MATCH_COMPARISONS = 200_000
 
 
 def _rep(kind: str, index: int, tool_call_id: str | None, action: str, **extra: Any) -> dict:
@@ -81,6 +87,10 @@ class _Assigner:
                 if s.raw_id is not None:
                     self.by_raw.setdefault(s.raw_id, []).append(s)
         self.keys = {raw: [s.index for s in group] for raw, group in self.by_raw.items()}
+        # matchers built on first use (most requests have no drift): the block's calls, all calls
+        self.budget = Budget(MATCH_COMPARISONS)
+        self.local: dict[int | None, Matcher] = {}
+        self.everywhere: Matcher | None = None
 
     def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
         tid = self.messages[j].get("tool_call_id")
@@ -91,11 +101,15 @@ class _Assigner:
         if not self.drift:
             return None
         # Drift: first among the calls of the block the result sits in, then among all calls.
-        group = self.slots.get(owner, []) if owner is not None else []
-        local = [s.raw_id for s in group if s.raw_id]
-        found = match(tid, local)
+        local = self.local.get(owner)
+        if local is None:
+            group = self.slots.get(owner, []) if owner is not None else []
+            local = self.local[owner] = Matcher((s.raw_id for s in group if s.raw_id), self.budget)
+        found = local.match(tid)
         if not found.matched and not found.ambiguous:
-            found = match(tid, list(self.by_raw))
+            if self.everywhere is None:
+                self.everywhere = Matcher(self.by_raw, self.budget)
+            found = self.everywhere.match(tid)
         if not found.matched:
             return None
         raw = found.value or ""

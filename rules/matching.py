@@ -19,6 +19,11 @@ API:
   ``MatchResult.value`` is the matched candidate as given (or None), ``.how`` is ``"exact"``,
   ``"containment"`` or None, and ``.candidates`` lists, on a miss, the tied candidates when
   ambiguous, else every candidate, so the caller can report what would have matched.
+- ``Matcher(candidates, budget=Budget(...))``: the same answers as ``match`` for one candidate
+  set asked many times: normalised once, exact matches by index. Containment still compares the
+  needle with every candidate, so a shared ``Budget`` caps those comparisons per request; once it
+  is spent, only exact matches are found (a hostile history of thousands of unmatched ids then
+  costs linear time, not seconds).
 """
 
 from __future__ import annotations
@@ -90,3 +95,56 @@ def match(needle: str, candidates: Iterable[str], *, min_containment: int = 6) -
     if len(contained) > 1:
         return MatchResult(None, None, tuple(contained), ambiguous=True)
     return MatchResult(None, None, tuple(pool))
+
+
+class Budget:
+    """Containment comparisons left for one request (shared by its matchers)."""
+
+    def __init__(self, comparisons: int) -> None:
+        self.left = comparisons
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            self.left = 0
+            return False
+        self.left -= n
+        return True
+
+
+class Matcher:
+    """``match`` over a fixed candidate set, asked many times (see the module doc)."""
+
+    def __init__(self, candidates: Iterable[str], budget: Budget | None = None) -> None:
+        self.pool = _distinct(c for c in candidates if isinstance(c, str))
+        self.normed = [(c, normalize_uncached(c)) for c in self.pool]
+        self.exact: dict[str, list[str]] = {}
+        for c, nc in self.normed:
+            self.exact.setdefault(nc, []).append(c)
+        self.budget = budget
+
+    def match(self, needle: str, *, min_containment: int = 6) -> MatchResult:
+        n = normalize(needle)
+        if not n:
+            return MatchResult(None, None, tuple(self.pool))
+        exact = self.exact.get(n, [])
+        if len(exact) == 1:
+            return MatchResult(exact[0], "exact")
+        if len(exact) > 1:
+            return MatchResult(None, None, tuple(exact), ambiguous=True)
+        if self.budget is not None and not self.budget.take(len(self.normed)):
+            return MatchResult(None, None, tuple(self.pool))
+        contained = [
+            c
+            for c, nc in self.normed
+            if nc and min(len(nc), len(n)) >= min_containment and (n in nc or nc in n)
+        ]
+        if len(contained) == 1:
+            return MatchResult(contained[0], "containment")
+        if len(contained) > 1:
+            return MatchResult(None, None, tuple(contained), ambiguous=True)
+        return MatchResult(None, None, tuple(self.pool))
+
+
+def normalize_uncached(s: str) -> str:
+    """``normalize`` without filling its cache: a matcher normalises each candidate once."""
+    return normalize.__wrapped__(s)
