@@ -55,6 +55,8 @@ class Store:
         # queued them has been answered.
         self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
         self.batch_window_s = batch_window_s
+        # The latest queued save per session, until written: the cache may evict it first.
+        self._unwritten: dict[str, _SaveState] = {}
         self._writer_task: asyncio.Task[None] | None = None
 
     async def open(self) -> None:
@@ -119,6 +121,9 @@ class Store:
                 log.exception("store: a batch of %d writes failed", len(ops))
                 self.write_errors += len(ops)
             finally:
+                for op in ops:
+                    if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
+                        del self._unwritten[op.session_id]
                 for _ in batch:
                     self._queue.task_done()
             if stop:
@@ -172,6 +177,11 @@ class Store:
         if cached is not None:
             self._states.move_to_end(session_id)
             return cached
+        queued = self._unwritten.get(session_id)
+        if queued is not None:  # evicted from the cache while its save waits for the writer
+            found = (queued.state, queued.parent_id)
+            self._remember(session_id, found)
+            return found
         # The reader: a lookup must not queue behind the writer's backlog or its lock waits.
         async with self.reader.execute(
             "SELECT state, parent_id FROM sessions WHERE id = ?", (session_id,)
@@ -190,7 +200,9 @@ class Store:
     async def save_state(self, session_id: str, state: SessionState, parent_id: str | None) -> None:
         now = time.time()
         self._remember(session_id, (state, parent_id))
-        self._enqueue(_SaveState(session_id, state, parent_id, now))
+        op = _SaveState(session_id, state, parent_id, now, now)
+        self._unwritten[session_id] = op
+        self._enqueue(op)
 
     async def ancestors(
         self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
@@ -273,6 +285,7 @@ class _SaveState:
     state: SessionState
     parent_id: str | None
     at: float
+    since: float  # the first of the saves coalesced into this one (a new row's created_at)
 
 
 _Op = _Insert | _Finish | _SaveState
@@ -302,8 +315,9 @@ def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]]
                 finishes.setdefault(op.request_id, {}).update(op.fields)
         else:
             earlier = states.pop(op.session_id, None)
-            if earlier is not None and op.parent_id is None and earlier.parent_id is not None:
-                op = _SaveState(op.session_id, op.state, earlier.parent_id, op.at)
+            if earlier is not None:
+                parent = op.parent_id if op.parent_id is not None else earlier.parent_id
+                op = _SaveState(op.session_id, op.state, parent, op.at, earlier.since)
             states[op.session_id] = op
     groups: dict[str, list[tuple[Any, ...]]] = {}
     lost = 0
@@ -335,7 +349,7 @@ def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]]
             lost += 1
             continue
         groups.setdefault(_UPSERT_SESSION, []).append(
-            (op.session_id, op.parent_id, op.at, op.at, blob)
+            (op.session_id, op.parent_id, op.since, op.at, blob)
         )
     return list(groups.items()), lost
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import in_process, proxy_settings
 
 UPSTREAM = "http://upstream.test/v1"
@@ -81,3 +83,31 @@ async def test_a_body_that_arrives_in_time_in_pieces_is_read(tmp_path: Path) -> 
         # the whole body was read and parsed: its content type is what is refused
         assert sent[0]["status"] == 400
         assert b"messages[0].content" in sent[1]["body"]
+
+
+async def test_a_request_cancelled_before_forwarding_is_logged_as_a_shutdown(
+    tmp_path: Path,
+) -> None:
+    """The server cancels requests when it stops; one still reading its body gets its row."""
+    async with in_process(proxy_settings(UPSTREAM), str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        first = [{"type": "http.request", "body": b'{"model": "m"', "more_body": True}]
+
+        async def receive():
+            if first:
+                return first.pop()
+            await asyncio.sleep(3600)
+
+        async def send(message):
+            pass
+
+        task = asyncio.create_task(app(scope_for(app), receive, send))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        store = app.state.services.store
+        await store.flush()
+        (row,) = await store.list_requests()
+        assert row["status"] == 503 and row["error_type"] == "shutting_down"
+        assert app.state.services.observers is not None

@@ -4,6 +4,7 @@ written in later batches still update, and a row that cannot be written is the o
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
@@ -82,3 +83,36 @@ async def test_one_bad_row_is_the_only_one_lost(tmp_path: Path) -> None:
         assert await store.get_request("bad") is None
     finally:
         await store.close()
+
+
+async def test_a_state_evicted_from_the_cache_before_it_is_written_is_still_read(
+    tmp_path: Path,
+) -> None:
+    store = Store(str(tmp_path / "db"), state_cache_size=1, batch_window_s=0.2)
+    await store.open()
+    try:
+        await store.save_state("a", SessionState({"n": 1}), None)
+        await store.save_state("b", SessionState({"n": 2}), None)  # evicts "a" from the cache
+        state, _ = await store.load_state("a")  # not in the database yet either
+        assert state.get("n") == 1
+        await store.flush()
+        assert store._unwritten == {}
+    finally:
+        await store.close()
+
+
+async def test_coalesced_saves_keep_the_first_time_as_created_at(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = await open_store(path, window=0.2)
+    try:
+        await store.save_state("s", SessionState({"n": 1}), None)
+        await asyncio.sleep(0.05)
+        await store.save_state("s", SessionState({"n": 2}), None)
+        await store.flush()
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        created, updated = db.execute(
+            "SELECT created_at, updated_at FROM sessions WHERE id = 's'"
+        ).fetchone()
+    assert updated - created >= 0.04
