@@ -158,11 +158,7 @@ class ChatCompletions:
             try:
                 response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
             except ProxyError as exc:
-                fields = self._fields(row, started, exc.status, exc, None)
-                try:
-                    await _send_json(send, exc.status, exc.body_bytes(), out_headers)
-                finally:
-                    await self._finish(row, fields)
+                await self._answer_error(send, exc, row, started, out_headers)
                 return
             except asyncio.CancelledError:  # the client went away while we waited upstream
                 row["client_disconnected"] = 1
@@ -178,11 +174,7 @@ class ChatCompletions:
             except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
                 log.exception("request %s failed calling upstream %s", request_id, upstream.name)
                 error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
-                fields = self._fields(row, started, error.status, error, None)
-                try:
-                    await _send_json(send, error.status, error.body_bytes(), out_headers)
-                finally:
-                    await self._finish(row, fields)
+                await self._answer_error(send, error, row, started, out_headers)
                 return
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers)
@@ -283,11 +275,20 @@ class ChatCompletions:
     ) -> None:
         log.error("request %s failed building the response: %r", row["id"], exc)
         error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+        await self._answer_error(send, error, row, started, {"x-ctxproxy-request-id": row["id"]})
+
+    async def _answer_error(
+        self,
+        send: Send,
+        error: ProxyError,
+        row: dict[str, Any],
+        started: float,
+        headers: dict[str, str],
+    ) -> None:
+        """Answer ``error`` in OpenAI's shape; the row completes even if sending fails."""
         fields = self._fields(row, started, error.status, error, None)
         try:
-            await _send_json(
-                send, error.status, error.body_bytes(), {"x-ctxproxy-request-id": row["id"]}
-            )
+            await _send_json(send, error.status, error.body_bytes(), headers)
         finally:
             await self._finish(row, fields)
 

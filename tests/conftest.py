@@ -17,6 +17,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.settings import Settings, settings_from_mapping
+from tests.support.edge_upstream import EdgeUpstream
 from tests.support.fake_upstream import FakeUpstream, start_fake_upstream
 from tests.support.live import serve_in_thread, stop
 
@@ -108,3 +109,11 @@ def traces_path() -> Path:
     if not TRACES.exists():
         pytest.skip(f"trace corpus not found at {TRACES}")
     return TRACES
+
+
+@pytest.fixture
+def edge() -> Iterator[EdgeUpstream]:
+    """A scripted HTTP/1.1 upstream at the socket level (tests/support/edge_upstream.py)."""
+    server = EdgeUpstream().start()
+    yield server
+    server.stop()

@@ -9,25 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.asgi import chat_scope
 
 UPSTREAM = "http://upstream.test/v1"
-
-
-def scope_for(app) -> dict:
-    return {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/v1/chat/completions",
-        "raw_path": b"/v1/chat/completions",
-        "query_string": b"",
-        "headers": [(b"content-type", b"application/json")],
-        "client": ("127.0.0.1", 1),
-        "server": ("127.0.0.1", 80),
-        "app": app,
-    }
 
 
 async def test_a_stalled_body_is_a_408_and_logged(tmp_path: Path) -> None:
@@ -48,7 +32,7 @@ async def test_a_stalled_body_is_a_408_and_logged(tmp_path: Path) -> None:
 
         loop = asyncio.get_running_loop()
         started = loop.time()
-        await app(scope_for(app), receive, send)
+        await app(chat_scope(app), receive, send)
         assert loop.time() - started < 2
         assert sent[0]["status"] == 408
         # the connection is closed after it: a trickling sender cannot keep it
@@ -79,7 +63,7 @@ async def test_a_body_that_arrives_in_time_in_pieces_is_read(tmp_path: Path) -> 
         async def send(message):
             sent.append(message)
 
-        await app(scope_for(app), receive, send)
+        await app(chat_scope(app), receive, send)
         # the whole body was read and parsed: its content type is what is refused
         assert sent[0]["status"] == 400
         assert b"messages[0].content" in sent[1]["body"]
@@ -101,7 +85,7 @@ async def test_a_request_cancelled_before_forwarding_is_logged_as_a_shutdown(
         async def send(message):
             pass
 
-        task = asyncio.create_task(app(scope_for(app), receive, send))
+        task = asyncio.create_task(app(chat_scope(app), receive, send))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import in_process, proxy_settings
+from tests.support.asgi import chat_scope
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
 
@@ -118,20 +119,7 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
             if message["type"] == "http.response.start":
                 raise RuntimeError("server refused a header")
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions",
-            "query_string": b"",
-            "headers": [(b"content-type", b"application/json")],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-            "app": app,
-        }
+        scope = chat_scope(app)
         with pytest.raises(RuntimeError):
             await app(scope, receive, send)
         row = (await rows_of(client))[0]
@@ -236,20 +224,7 @@ async def test_client_gone_mid_body_is_logged_as_499(tmp_path: Path) -> None:
         async def send(message):
             pass
 
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "POST",
-            "scheme": "http",
-            "path": "/v1/chat/completions",
-            "raw_path": b"/v1/chat/completions",
-            "query_string": b"",
-            "headers": [(b"content-type", b"application/json")],
-            "client": ("127.0.0.1", 1),
-            "server": ("127.0.0.1", 80),
-            "app": app,
-        }
+        scope = chat_scope(app)
         await app(scope, receive, send)
         (row,) = await rows_of(client)
         assert row["status"] == 499 and row["error_type"] == "client_disconnected"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -19,7 +19,7 @@ from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamClient
 from tests.conftest import in_process, proxy_settings
-from tests.support.edge_upstream import EdgeUpstream, Reply, sse
+from tests.support.edge_upstream import Reply, sse
 from tests.support.factories import request, user
 from tests.support.live import free_port
 
@@ -27,13 +27,6 @@ EVENT_STREAM = [("content-type", "text/event-stream")]
 CHUNK = {"choices": [{"index": 0, "delta": {"content": "first"}}]}
 USAGE = {"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 1}}
 KEY = "sk-test-secret-key-0123456789"
-
-
-@pytest.fixture
-def edge() -> Iterator[EdgeUpstream]:
-    server = EdgeUpstream().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -22,15 +22,9 @@ from proxy.settings import SettingsError, UpstreamSettings, settings_from_mappin
 from proxy.store import Store
 from proxy.upstream import UpstreamClient, _env_proxy, relay_headers, upstream_api_key
 from tests.conftest import in_process, proxy_settings
-from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.asgi import chat_scope
+from tests.support.edge_upstream import Reply
 from tests.support.factories import request, user
-
-
-@pytest.fixture
-def edge() -> Iterator[EdgeUpstream]:
-    server = EdgeUpstream().start()
-    yield server
-    server.stop()
 
 
 @pytest.fixture
@@ -112,16 +106,8 @@ async def test_an_error_answer_that_cannot_be_sent_still_completes_its_row(tmp_p
         async def send(message):
             raise OSError("the client's socket broke")
 
-        scope = {
-            "type": "http",
-            "method": "POST",
-            "path": "/v1/chat/completions",
-            "root_path": "",
-            "headers": [],
-            "query_string": b"",
-        }
         with pytest.raises(OSError):
-            await app(scope, receive, send)
+            await app(chat_scope(app), receive, send)
         store = app.state.services.store
         await store.flush()
         (row,) = await store.list_requests()
