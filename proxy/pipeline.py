@@ -39,6 +39,12 @@ class _Step:
     config: Any
 
 
+# What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
+# encodings, validator checks), measured with tracemalloc: charged so the bound holds for
+# traffic of many short messages too, not only for the keys.
+RECORD_OVERHEAD_BYTES = 640
+
+
 class MessageRecords:
     """What the pipeline derives from a message's content alone, kept across requests: its
     content hash, its token count and section sizes (per encoding), the validator's checks of
@@ -47,7 +53,8 @@ class MessageRecords:
     what ``content_hash`` hashes, so a hit is the same content), hands what is known to the
     request's memos before the rules run, and keeps what they computed afterwards.
 
-    Bounded by the bytes of its keys, in two generations: a hit in the older one moves the record
+    Bounded by bytes (each record is charged its key plus ``RECORD_OVERHEAD_BYTES``), in two
+    generations: a hit in the older one moves the record
     to the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
     dict lookup per hit). A message over ``max_key_bytes`` is never kept. Thread-safe: lookups
     read without the lock, and a record's values are pure, so a race only computes one twice."""
@@ -78,10 +85,11 @@ class MessageRecords:
             key = bytes(memoryview(data))
             with self._lock:
                 if key not in self._young:
-                    if self._young_bytes + len(key) > self._generation_bytes:
+                    cost = len(key) + RECORD_OVERHEAD_BYTES
+                    if self._young_bytes + cost > self._generation_bytes:
                         self._old, self._young, self._young_bytes = self._young, {}, 0
                     self._young[key] = record
-                    self._young_bytes += len(key)
+                    self._young_bytes += cost
         return record
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from rules.text_cache import text_cache
+
 PACK = Path(__file__).with_name("packs") / "diagnostics.yaml"
 MAX_LINES = 4000  # only the head and tail of huge outputs are scanned: diagnostics cluster there
 MAX_DIAGNOSTICS = 50
@@ -121,7 +123,7 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-@lru_cache(maxsize=4096)
+@text_cache(max_chars=16_000_000)
 def parse(text: str, exit_code: int | None = None) -> RunOutcome:
     """Diagnostics and verdict of one tool output (cached: outputs repeat across requests)."""
     lines = _lines(text)

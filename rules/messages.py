@@ -70,7 +70,9 @@ def call_arguments_text(call: dict[str, Any]) -> str:
         if isinstance(args, str):
             return args
         if args is not None:
-            return orjson.dumps(args).decode()
+            # sorted keys: the same arguments are the same text (and the same token count)
+            # whatever order the client wrote them in
+            return orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
     return ""
 
 

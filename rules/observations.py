@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -23,6 +22,7 @@ from rules.messages import (
     tool_pairs,
 )
 from rules.shell_lex import SimpleCommand, split_commands
+from rules.text_cache import text_cache
 
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
 WRITE_TOOLS = {
@@ -165,7 +165,7 @@ def load_arguments(arguments: str) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
-@lru_cache(maxsize=8192)
+@text_cache(max_chars=8_000_000)
 def classify(name: str, arguments: str) -> Action:
     """Classify a call by its tool name and raw arguments (cached: calls repeat every request)."""
     args = load_arguments(arguments)

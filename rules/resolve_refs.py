@@ -15,7 +15,6 @@ one of the candidates and clears the threshold.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -25,6 +24,7 @@ from rules import entity_cache
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.ref_detect import Mention, detect, load_lexicons, strip_injected
+from rules.text_cache import text_cache
 
 
 class Config(RuleConfig):
@@ -114,7 +114,7 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     return None
 
 
-@functools.lru_cache(maxsize=512)
+@text_cache(max_chars=4_000_000)
 def _mentions(
     text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...], threshold: float
 ) -> tuple[Mention, ...]:

@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from proxy.pipeline import MessageRecords, Pipeline, _Recall
+from proxy.pipeline import RECORD_OVERHEAD_BYTES, MessageRecords, Pipeline, _Recall
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TokenCounters
 from rules import chain_validator, measure, repair_tool_chain
@@ -313,3 +313,34 @@ def test_record_keys_hold_just_their_bytes() -> None:
         tracemalloc.stop()
     keys = sum(len(orjson.dumps(m)) for m in messages)
     assert held < 4 * keys + 400 * 400  # keys plus a small record each, not 10 kB buffers
+
+
+def test_arguments_in_another_key_order_count_the_same_in_every_session() -> None:
+    """Records are shared by all sessions and keyed by sorted-keys JSON: what they hold must not
+    depend on the key order a client happened to send (object arguments are counted sorted)."""
+
+    def conversation(arguments: dict) -> list:
+        call = {
+            "id": "c1",
+            "type": "function",
+            "function": {"name": "edit", "arguments": arguments},
+        }
+        return [
+            user("fix the path handling"),
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            result("c1", "done"),
+        ]
+
+    # as text, these two orders are 10 and 8 tokens (o200k)
+    first = conversation({"path": "v", "file_path": ""})
+    reordered = conversation({"file_path": "", "path": "v"})
+    warm = _pipeline()
+    _run(warm, first)  # another session taught the records first
+    _same(_run(warm, reordered), _run(_pipeline(), reordered))
+
+
+def test_records_charge_what_a_record_holds_not_only_its_key() -> None:
+    records = MessageRecords(max_bytes=64_000)
+    for i in range(2_000):
+        records.lookup(orjson.dumps(user(f"m{i}"), option=orjson.OPT_SORT_KEYS))
+    assert len(records) <= 64_000 // RECORD_OVERHEAD_BYTES

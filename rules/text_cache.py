@@ -1,0 +1,55 @@
+"""A memo for pure functions of texts, bounded by the characters it holds, not by entries:
+``functools.lru_cache(maxsize=4096)`` keyed by whole tool outputs could pin gigabytes (4,096
+outputs of 200 kB are 800 MB). Thread-safe (a large request's pipeline runs in a worker thread);
+a text over ``max_text_chars`` is computed every time and never held."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from functools import wraps
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+def text_cache(
+    max_chars: int, max_text_chars: int = 1_000_000
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Cache ``f(*args)`` by its arguments; the size of an entry is the length of its string
+    arguments. Least recently used entries go first once ``max_chars`` are held."""
+
+    def decorate(f: Callable[..., R]) -> Callable[..., R]:
+        entries: OrderedDict[tuple[Any, ...], R] = OrderedDict()
+        sizes: dict[tuple[Any, ...], int] = {}
+        held = 0
+        lock = threading.Lock()
+
+        @wraps(f)
+        def cached(*args: Any) -> R:
+            nonlocal held
+            hit = entries.get(args)
+            if hit is not None:
+                with lock:
+                    if args in entries:
+                        entries.move_to_end(args)
+                return hit
+            value = f(*args)
+            size = sum(len(a) for a in args if isinstance(a, str)) + 1
+            if size > max_text_chars:
+                return value
+            with lock:
+                if args not in entries:
+                    entries[args] = value
+                    sizes[args] = size
+                    held += size
+                    while held > max_chars and entries:
+                        old, _ = entries.popitem(last=False)
+                        held -= sizes.pop(old)
+            return value
+
+        cached.cache_chars = lambda: held  # type: ignore[attr-defined]
+        return cached
+
+    return decorate
