@@ -68,8 +68,12 @@ def fix_call(call: dict[str, Any], index: int, repairs: list[dict[str, Any]]) ->
         if not isinstance(fn.get("name"), str) or not fn["name"]:
             fn["name"] = "unknown_tool"
         repairs.append(
-            {"kind": "invalid_call", "index": index, "tool_call_id": cid,
-             "action": "filled_type_and_name"}
+            {
+                "kind": "invalid_call",
+                "index": index,
+                "tool_call_id": cid,
+                "action": "filled_type_and_name",
+            }
         )
     if not args_ok:
         fn["arguments"], action = _fixed_arguments(fn)
@@ -101,8 +105,12 @@ def collect_slots(messages: Messages, repairs: list[dict[str, Any]]) -> dict[int
     for i, pos, call in raw_calls:
         if not isinstance(call, dict):
             repairs.append(
-                {"kind": "invalid_call", "index": i, "tool_call_id": None,
-                 "action": "dropped_non_object_call"}
+                {
+                    "kind": "invalid_call",
+                    "index": i,
+                    "tool_call_id": None,
+                    "action": "dropped_non_object_call",
+                }
             )
             continue
         raw = call.get("id") if isinstance(call.get("id"), str) else None
@@ -119,8 +127,7 @@ def collect_slots(messages: Messages, repairs: list[dict[str, Any]]) -> dict[int
             kind = "duplicate_call_id" if raw is not None and valid_id(raw) else "invalid_call_id"
             action = "renamed" if kind == "duplicate_call_id" else "sanitised"
             repairs.append(
-                {"kind": kind, "index": i, "tool_call_id": raw, "action": action,
-                 "new_id": new_id}
+                {"kind": kind, "index": i, "tool_call_id": raw, "action": action, "new_id": new_id}
             )
         fixed = fix_call(call, i, repairs)
         if fixed.get("id") != new_id:

@@ -48,8 +48,12 @@ def flatten(messages: Messages) -> Messages:
     for m in messages:
         r = role(m)
         if r == "tool":
-            out.append({"role": "user", "content": f"{PLACEHOLDER_PREFIX} tool result]\n"
-                        + text_of(m.get("content"))})
+            out.append(
+                {
+                    "role": "user",
+                    "content": f"{PLACEHOLDER_PREFIX} tool result]\n" + text_of(m.get("content")),
+                }
+            )
         elif r == "assistant" and "tool_calls" in m:
             calls = "; ".join(str(c) for c in m.get("tool_calls") or [])
             flat = {k: v for k, v in m.items() if k != "tool_calls"}

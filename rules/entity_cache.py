@@ -63,7 +63,8 @@ def query(
 ) -> list[Mapping[str, Any]]:
     """Events matching type and action, newest first."""
     hits = [
-        e for e in events
+        e
+        for e in events
         if (type is None or e.get("type") == type) and (action is None or e.get("action") == action)
     ]
     return sorted(hits, key=lambda e: (e.get("first_seen", 0), e.get("seq", 0)), reverse=True)

@@ -89,7 +89,11 @@ def cwd_hint(pack: ToolPack, result: str) -> str | None:
 
 
 def file_tool_effect(
-    pack: ToolPack, name: str, args: Mapping[str, Any], result: str, cwd: str | None,
+    pack: ToolPack,
+    name: str,
+    args: Mapping[str, Any],
+    result: str,
+    cwd: str | None,
     known: Mapping[str, str],
 ) -> Effect | None:
     """What a file tool did, from its argument schema: path key + operation or tool name."""

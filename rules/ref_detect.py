@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 from rules.pack_loader import load_pack
 
-_INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)",
-                       re.S)
+_INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
 _SLOTS = ("type", "action", "rec_adj", "rec", "dem", "art", "subj", "pron", "op")
 
 
@@ -73,20 +72,23 @@ def _compile_language(lang: str, spec: Mapping[str, object]) -> Lexicon:
             msg = f"references pack, {lang}: bad pattern {template!r}: {exc}"
             raise ValueError(msg) from None
 
-    patterns = [(str(item["kind"]), compile_template(str(item["re"])))
-                for item in spec.get("patterns") or []]  # type: ignore[attr-defined]
-    not_refs = tuple(compile_template(str(t))
-                     for t in spec.get("not_refs") or [])  # type: ignore[attr-defined]
+    patterns = [
+        (str(item["kind"]), compile_template(str(item["re"])))
+        for item in spec.get("patterns") or []
+    ]  # type: ignore[attr-defined]
+    not_refs = tuple(compile_template(str(t)) for t in spec.get("not_refs") or [])  # type: ignore[attr-defined]
     return Lexicon(lang, tuple(patterns), _inverse(types), _inverse(actions), not_refs)
 
 
 @functools.lru_cache(maxsize=16)
-def load_lexicons(extra_packs: tuple[str, ...] = ()) -> tuple[Mapping[str, float],
-                                                               tuple[Lexicon, ...]]:
+def load_lexicons(
+    extra_packs: tuple[str, ...] = (),
+) -> tuple[Mapping[str, float], tuple[Lexicon, ...]]:
     data = load_pack("references", extra_packs)
     kinds = {str(k): float(v) for k, v in (data.get("kinds") or {}).items()}
-    langs = tuple(_compile_language(lang, spec) for lang, spec in
-                  (data.get("languages") or {}).items())
+    langs = tuple(
+        _compile_language(lang, spec) for lang, spec in (data.get("languages") or {}).items()
+    )
     for lex in langs:
         for kind, _ in lex.patterns:
             if kind not in kinds:
@@ -115,14 +117,16 @@ def detect(
                     continue
                 taken.append(span)
                 groups = m.groupdict()
-                found.append(Mention(
-                    text=m.group(0).strip(),
-                    start=span[0],
-                    lang=lex.lang,
-                    kind=kind,
-                    base=kinds[kind],
-                    type=lex.type_of.get((groups.get("type") or "").lower()),
-                    action=lex.action_of.get((groups.get("action") or "").lower()),
-                    recency=bool(groups.get("rec")),
-                ))
+                found.append(
+                    Mention(
+                        text=m.group(0).strip(),
+                        start=span[0],
+                        lang=lex.lang,
+                        kind=kind,
+                        base=kinds[kind],
+                        type=lex.type_of.get((groups.get("type") or "").lower()),
+                        action=lex.action_of.get((groups.get("action") or "").lower()),
+                        recency=bool(groups.get("rec")),
+                    )
+                )
     return sorted(found, key=lambda x: x.start)

@@ -75,8 +75,9 @@ def guess_type(path: str, recursive: bool) -> str:
     return "file" if "." in base else "folder"
 
 
-def _operands(args: tuple[str, ...], value_options: frozenset[str]) -> tuple[list[str], list[str],
-                                                                            dict[str, str]]:
+def _operands(
+    args: tuple[str, ...], value_options: frozenset[str]
+) -> tuple[list[str], list[str], dict[str, str]]:
     """(flags, operands, option values). Empty strings are dropped (``sed -i '' …`` on macOS)."""
     flags: list[str] = []
     operands: list[str] = []
@@ -109,8 +110,9 @@ EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(�
 
 
 def _has_short(flags: list[str], letters: str) -> bool:
-    return any(f.startswith("-") and not f.startswith("--") and set(letters) & set(f[1:])
-               for f in flags)
+    return any(
+        f.startswith("-") and not f.startswith("--") and set(letters) & set(f[1:]) for f in flags
+    )
 
 
 class _Run:
@@ -158,8 +160,11 @@ class _Run:
 
     def command(self, argv: list[str], depth: int) -> None:
         v = self.verbs
-        while argv and (argv[0] in v.prefixes or argv[0] in v.keywords
-                        or ("=" in argv[0] and not argv[0].startswith(("=", "-")))):
+        while argv and (
+            argv[0] in v.prefixes
+            or argv[0] in v.keywords
+            or ("=" in argv[0] and not argv[0].startswith(("=", "-")))
+        ):
             argv = argv[1:]  # sudo, env, FOO=bar, then/do …
         if not argv:
             return
@@ -177,8 +182,9 @@ class _Run:
         flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
 
-    def _cd(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-            values: dict[str, str]) -> None:
+    def _cd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         if EXPANDED in values:
             self.cwd = None  # cd "$(dirname $0)": from here on the directory is unknown
             return
@@ -194,23 +200,32 @@ class _Run:
                 typ = self.known.get(path) or guess_type(op, recursive)
             self.add(action, typ, path)
 
-    def _create(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-                values: dict[str, str]) -> None:
+    def _create(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         self._typed("create", spec, ops, False)
 
-    def _delete(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-                values: dict[str, str]) -> None:
+    def _delete(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         if "--cached" in flags:
             return  # git rm --cached: untracked, not deleted
         recursive = _has_short(flags, "rR") or "--recursive" in flags
         self._typed("delete", spec, ops, recursive)
 
-    def _open(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-              values: dict[str, str]) -> None:
+    def _open(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         self._typed("open", spec, ops[:1], False)
 
-    def _copy(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-              values: dict[str, str], action: str = "copy") -> None:
+    def _copy(
+        self,
+        spec: Mapping[str, Any],
+        flags: list[str],
+        ops: list[str],
+        values: dict[str, str],
+        action: str = "copy",
+    ) -> None:
         if EXPANDED in values:
             return  # `cp a b $DEST`: which operand is the destination is unknown
         target = values.get("-t") or values.get("--target-directory")
@@ -219,8 +234,13 @@ class _Run:
                 return
             target, ops = ops[-1], ops[:-1]
         dest = resolve_path(target, self.cwd)
-        into = (len(ops) > 1 or target.endswith("/") or self.known.get(dest) == "folder"
-                or "-t" in values or "--target-directory" in values)
+        into = (
+            len(ops) > 1
+            or target.endswith("/")
+            or self.known.get(dest) == "folder"
+            or "-t" in values
+            or "--target-directory" in values
+        )
         recursive = action == "move" or _has_short(flags, "rRa") or "--recursive" in flags
         for op in ops:
             source = resolve_path(op, self.cwd)
@@ -228,20 +248,23 @@ class _Run:
             path = posixpath.join(dest, posixpath.basename(source)) if into else dest
             self.add(action, typ, path, source)
 
-    def _move(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-              values: dict[str, str]) -> None:
+    def _move(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         self._copy(spec, flags, ops, values, action="move")
 
-    def _write(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-               values: dict[str, str]) -> None:
+    def _write(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         for op in ops:
             if op in self.verbs.ignore_targets:
                 continue
             path = resolve_path(op, self.cwd)
             self.add("modify" if path in self.known else "create", "file", path)
 
-    def _in_place(self, spec: Mapping[str, Any], flags: list[str], ops: list[str],
-                  values: dict[str, str]) -> None:
+    def _in_place(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
         in_place = any(f.startswith("--in-place") for f in flags) or any(
             f.startswith("-i") or (not f.startswith("--") and "i" in f[1:] and f[1:].isalpha())
             for f in flags
