@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import uuid
 from collections.abc import AsyncIterator
 
 import orjson
@@ -13,7 +14,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from proxy import jsonlog, metrics, ui
 from proxy.auth import check_client
@@ -26,8 +27,8 @@ from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from proxy.upstream import UpstreamClient, upstream_api_key
 
 
-def _json(data: object, status: int = 200) -> Response:
-    return Response(orjson.dumps(data), status, media_type="application/json")
+def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
 async def healthz(request: Request) -> Response:
@@ -47,21 +48,25 @@ async def models(request: Request) -> Response:
     catch_all = next(
         (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
     )
+    overhead: dict[str, str] = {}  # the time before the upstream call, when there is one
     if catch_all is not None:
+        started = request.scope.get("state", {}).get("overhead_started")
+        if started is not None:
+            overhead["x-ctxproxy-overhead-ms"] = f"{(time.perf_counter() - started) * 1000:.3f}"
         try:
             status, content = await services.upstream.models(
                 catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
             )
             if status in (401, 403):  # the key is refused: say so, not a made-up list
-                return Response(content, status, media_type="application/json")
+                return Response(content, status, overhead, media_type="application/json")
             listed = orjson.loads(content) if status == 200 else None
             if isinstance(listed, dict) and isinstance(listed.get("data"), list):
                 have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
                 listed["data"].extend(_model_entry(n) for n in names if n not in have)
-                return _json(listed)
+                return _json(listed, headers=overhead)
         except (ProxyError, orjson.JSONDecodeError):
             pass
-    return _json({"object": "list", "data": [_model_entry(n) for n in names]})
+    return _json({"object": "list", "data": [_model_entry(n) for n in names]}, headers=overhead)
 
 
 async def chat(request: Request) -> Response:
@@ -96,7 +101,33 @@ class ProxyApp(Starlette):
             scope["app"] = self
             await self.state.chat(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        if scope["type"] != "http":
+            await super().__call__(scope, receive, send)
+            return
+        await super().__call__(scope, receive, _with_request_headers(scope, send))
+
+
+def _with_request_headers(scope: Scope, send: Send) -> Send:
+    """Every response carries ``x-ctxproxy-request-id`` and ``x-ctxproxy-overhead-ms``: for paths
+    with no upstream call the overhead is the whole handling time; ``/v1/models`` sets its own
+    (the time before its upstream call)."""
+    started = time.perf_counter()
+    request_id = "req_" + uuid.uuid4().hex[:24]
+    scope.setdefault("state", {})["overhead_started"] = started
+
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = list(message.get("headers", []))
+            names = {k.lower() for k, _ in headers}
+            if b"x-ctxproxy-request-id" not in names:
+                headers.append((b"x-ctxproxy-request-id", request_id.encode()))
+            if b"x-ctxproxy-overhead-ms" not in names:
+                elapsed = (time.perf_counter() - started) * 1000
+                headers.append((b"x-ctxproxy-overhead-ms", f"{elapsed:.3f}".encode()))
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return wrapped
 
 
 async def http_error(request: Request, exc: Exception) -> Response:

@@ -236,3 +236,23 @@ async def test_the_watch_alone_ends_the_request_quietly() -> None:
 def test_ui_session_hours_must_allow_a_login(hours: float) -> None:
     with pytest.raises(SettingsError):
         settings_from_mapping({"auth": {"ui_session_hours": hours}})
+
+
+async def test_every_response_carries_a_request_id_and_overhead(tmp_path: Path, edge) -> None:
+    edge.reply = Reply(header_delay_s=0.3, body=b'{"object": "list", "data": []}')
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
+        seen = set()
+        for method, path in [
+            ("GET", "/healthz"),
+            ("GET", "/v1/models"),
+            ("GET", "/no/such/path"),
+            ("GET", "/v1/chat/completions"),  # 405
+            ("GET", "/metrics"),
+        ]:
+            r = await client.request(method, path)
+            assert r.headers["x-ctxproxy-request-id"].startswith("req_"), path
+            seen.add(r.headers["x-ctxproxy-request-id"])
+            overhead = float(r.headers["x-ctxproxy-overhead-ms"])
+            if path == "/v1/models":  # the time before the upstream call, not its 0.3 s wait
+                assert overhead < 250
+        assert len(seen) == 5
