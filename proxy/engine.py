@@ -46,9 +46,7 @@ def parse_body(raw: bytes, max_body_bytes: int) -> dict[str, Any]:
         raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.", code="invalid_json")
-    # A cheap count first: only a body with that many brackets can be nested that deep.
-    if raw.count(b"[") + raw.count(b"{") > MAX_JSON_DEPTH:
-        check_depth(body)
+    check_depth(body)  # walks containers only: cheaper than counting brackets in the bytes
     validate_body(body)
     return body
 
@@ -137,6 +135,7 @@ class Engine:
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self.locks = SessionLocks()
+        self._budgets: dict[str, int | None] = {}
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it
         self._offload = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxproxy-pipeline")
 
@@ -144,7 +143,16 @@ class Engine:
         self._offload.shutdown(wait=False, cancel_futures=True)
 
     def budget_for(self, model: str) -> int | None:
-        """min(configured budget, model window − output reserve); None when neither is known."""
+        """min(configured budget, model window − output reserve); None when neither is known.
+        Memoised per model name (bounded: names come from clients)."""
+        if model in self._budgets:
+            return self._budgets[model]
+        if len(self._budgets) >= 1024:
+            self._budgets.clear()
+        budget = self._budgets[model] = self._budget_for(model)
+        return budget
+
+    def _budget_for(self, model: str) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
         window = self.settings.context_window_for(model) or context_window(model)
         limits = [b for b in (configured,) if b]

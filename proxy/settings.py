@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from rules.base import RuleConfig
 from rules.registry import default_rule_names, load_rule
@@ -122,6 +122,7 @@ class Settings(_Strict):
     rules: list[RuleEntry] = Field(
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )
+    _routes: dict[str, UpstreamSettings | None] = PrivateAttr(default_factory=dict)
 
     @field_validator("upstreams")
     @classmethod
@@ -172,10 +173,15 @@ class Settings(_Strict):
         return out
 
     def upstream_for(self, model: str) -> UpstreamSettings | None:
-        for upstream in self.upstreams:
-            if upstream.serves(model):
-                return upstream
-        return None
+        """The first upstream serving ``model``; memoised per name (bounded: names come from
+        clients), since glob matching every request costs more than the lookup."""
+        routes = self._routes
+        if model in routes:
+            return routes[model]
+        if len(routes) >= 1024:
+            routes.clear()
+        found = routes[model] = next((u for u in self.upstreams if u.serves(model)), None)
+        return found
 
     def context_window_for(self, model: str) -> int | None:
         for pattern, window in self.pipeline.context_windows.items():
