@@ -256,3 +256,19 @@ async def test_every_response_carries_a_request_id_and_overhead(tmp_path: Path, 
             if path == "/v1/models":  # the time before the upstream call, not its 0.3 s wait
                 assert overhead < 250
         assert len(seen) == 5
+
+
+def test_routes_are_memoised_per_model_name_within_a_bound() -> None:
+    settings = settings_from_mapping(
+        {
+            "upstreams": [
+                {"name": "claude", "match": ["anthropic/*"], "kind": "litellm"},
+                {"name": "local", "match": ["llama-*"], "base_url": "http://x/v1"},
+            ]
+        }
+    )
+    for i in range(3_000):
+        assert settings.upstream_for(f"llama-{i}").name == "local"  # type: ignore[union-attr]
+        assert settings.upstream_for(f"anthropic/m{i}").name == "claude"  # type: ignore[union-attr]
+        assert settings.upstream_for(f"gpt-{i}") is None
+    assert len(settings._routes) <= 1024
