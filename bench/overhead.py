@@ -42,8 +42,14 @@ def percentile(values: list[float], q: float) -> float:
 def start(args: list[str], ready_url: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     # stderr to a file, not a pipe: the proxy logs a JSON line per request and a full pipe blocks
     log = tempfile.NamedTemporaryFile(prefix="ctxproxy-bench-", suffix=".log", delete=False)  # noqa: SIM115 (the child writes to it after we return)
+    # its own process group: pausing and stopping it reaches the workers it spawns too
     proc = subprocess.Popen(
-        args, cwd=ROOT, env=env or os.environ.copy(), stdout=subprocess.DEVNULL, stderr=log
+        args,
+        cwd=ROOT,
+        env=env or os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+        start_new_session=True,
     )
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -91,15 +97,16 @@ async def run_load(
 
 @contextlib.contextmanager
 def only_running(servers: dict[str, subprocess.Popen], name: str) -> Iterator[None]:
-    """Pause every server but ``name`` (SIGSTOP) while it is measured, then resume them."""
+    """Pause every server but ``name`` (SIGSTOP to its process group, so a server's worker
+    processes pause too) while it is measured, then resume them."""
     paused = [p for n, p in servers.items() if n != name]
     for p in paused:
-        p.send_signal(signal.SIGSTOP)
+        os.killpg(p.pid, signal.SIGSTOP)
     try:
         yield
     finally:
         for p in paused:
-            p.send_signal(signal.SIGCONT)
+            os.killpg(p.pid, signal.SIGCONT)
 
 
 def litellm_config(upstream: str) -> str:
@@ -232,8 +239,9 @@ def main() -> None:
                     print(orjson.dumps(row).decode(), flush=True)
     finally:
         for p in procs:
-            p.send_signal(signal.SIGCONT)
-            p.terminate()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGCONT)
+                os.killpg(p.pid, signal.SIGTERM)
             p.wait(10)
     print_table(rows, "litellm" in targets)
 
