@@ -144,7 +144,8 @@ class ChatCompletions:
         except asyncio.CancelledError:  # the server is shutting down: the row still completes
             row["overhead_ms"] = round((time.perf_counter() - started) * 1000, 3)
             await self.s.store.insert_request(row)
-            await self._finish(row, self._fields(row, started, 503, ShuttingDown(), None))
+            gone = ShuttingDown()
+            await self._finish(row, self._fields(row, started, gone.status, gone, None))
             raise
 
         await self.s.store.insert_request(row)
