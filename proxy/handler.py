@@ -11,12 +11,13 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote
 
 import orjson
 from starlette.types import Receive, Scope, Send
 
+from proxy.asgi_send import header_value, raw_headers, send_json
 from proxy.auth import check_client
+from proxy.disconnect_watch import DisconnectWatch
 from proxy.engine import Engine, parse_body
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError, RequestTimeout
 from proxy.observe import Observers
@@ -25,6 +26,7 @@ from proxy.settings import Settings
 from proxy.sse_usage import UsageTap
 from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
+from proxy.usage import usage_fields, usage_of
 
 log = logging.getLogger("ctxproxy.handler")
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
@@ -58,33 +60,6 @@ class Services:
     engine: Engine
     upstream: UpstreamClient
     observers: Observers = field(default_factory=Observers)
-
-
-def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
-    """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling."""
-    if not isinstance(usage, dict):
-        return {}
-    details = usage.get("prompt_tokens_details") or {}
-    cached = (
-        (details.get("cached_tokens") if isinstance(details, dict) else None)
-        or usage.get("prompt_cache_hit_tokens")
-        or usage.get("cache_read_input_tokens")
-        or 0
-    )
-    return {
-        "usage": usage,
-        "prompt_tokens": _count(usage.get("prompt_tokens")),
-        "completion_tokens": _count(usage.get("completion_tokens")),
-        "cached_tokens": _count(cached) or 0,
-    }
-
-
-def _count(value: Any) -> int | None:
-    """A token count as an INTEGER column takes it: whatever else an upstream sends is logged
-    in ``usage`` as it came, never in the column (a list there would stop the writer)."""
-    if type(value) is int and 0 <= value < 2**63:
-        return value
-    return None
 
 
 class ChatCompletions:
@@ -194,19 +169,17 @@ class ChatCompletions:
         body = response.body or b""
         ttfb = (time.perf_counter() - started) * 1000
         try:
-            raw_headers = _raw_headers({**response.headers, **out_headers}, len(body))
+            head = raw_headers({**response.headers, **out_headers}, len(body))
         except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
             await self._unsendable(send, exc, row, started)
             return
         try:
-            fields = self._fields(row, started, response.status, None, ttfb, _usage_of(body), body)
+            fields = self._fields(row, started, response.status, None, ttfb, usage_of(body), body)
         except Exception as exc:  # e.g. a captured answer that cannot be stored
             await self._unsendable(send, exc, row, started)
             return
         try:
-            await send(
-                {"type": "http.response.start", "status": response.status, "headers": raw_headers}
-            )
+            await send({"type": "http.response.start", "status": response.status, "headers": head})
             await send({"type": "http.response.body", "body": body})
         finally:
             await self._finish(row, fields)
@@ -229,14 +202,14 @@ class ChatCompletions:
         status = response.status
         captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
         try:
-            raw_headers = _raw_headers({**response.headers, **out_headers}, None)
+            head = raw_headers({**response.headers, **out_headers}, None)
         except Exception as exc:
             if response.close is not None:
                 await response.close()
             await self._unsendable(send, exc, row, started)
             return
         try:
-            await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+            await send({"type": "http.response.start", "status": status, "headers": head})
             try:
                 async for chunk in response.chunks:
                     if ttfb is None:
@@ -289,7 +262,7 @@ class ChatCompletions:
         """Answer ``error`` in OpenAI's shape; the row completes even if sending fails."""
         fields = self._fields(row, started, error.status, error, None)
         try:
-            await _send_json(send, error.status, error.body_bytes(), headers)
+            await send_json(send, error.status, error.body_bytes(), headers)
         finally:
             await self._finish(row, fields)
 
@@ -337,7 +310,7 @@ class ChatCompletions:
             headers["connection"] = "close"
         try:
             if not isinstance(exc, ClientGone):  # nobody is left to answer
-                await _send_json(send, exc.status, exc.body_bytes(), headers)
+                await send_json(send, exc.status, exc.body_bytes(), headers)
         finally:
             await self._finish(row, fields)
 
@@ -373,89 +346,6 @@ class ChatCompletions:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self.s.observers.finished(row)
-
-
-class DisconnectWatch:
-    """Watches ``receive`` for the client going away while we wait upstream or relay a stream,
-    and cancels the request's task then: the upstream call is abandoned (its connection closed,
-    so a generating upstream stops) instead of running on for nobody."""
-
-    def __init__(self, receive: Receive) -> None:
-        self.receive = receive
-        self.fired = False
-        self._task: asyncio.Task[None] | None = None
-        self._owner: asyncio.Task[Any] | None = None
-
-    async def __aenter__(self) -> DisconnectWatch:
-        self._owner = asyncio.current_task()
-        self._task = asyncio.get_running_loop().create_task(self._watch())
-        return self
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
-    ) -> bool:
-        self.stop()
-        if self.fired and self._owner is not None:
-            self.fired = False
-            # the cancel was ours, handled here; one from outside as well (server shutdown, an
-            # enclosing timeout) still stands and goes on up
-            remaining = self._owner.uncancel()
-            return kind is asyncio.CancelledError and remaining == 0
-        return False
-
-    def ours(self) -> bool:
-        """Whether a CancelledError being handled is only the watch's own."""
-        owner = self._owner
-        return self.fired and owner is not None and owner.cancelling() <= 1
-
-    def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            self._task = None
-
-    async def _watch(self) -> None:
-        while True:
-            message = await self.receive()
-            if message["type"] == "http.disconnect":
-                break
-        self.fired = True
-        self._task = None
-        if self._owner is not None:
-            self._owner.cancel()
-
-
-def header_value(text: str) -> str:
-    """A client-chosen id as a header value: printable ASCII kept, anything else (non-latin-1
-    characters, control characters, spaces) and ``%`` itself percent-encoded (UTF-8)."""
-    return quote(text, safe=_HEADER_SAFE)
-
-
-_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
-
-
-def _raw_headers(headers: dict[str, str], length: int | None) -> list[tuple[bytes, bytes]]:
-    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-    # (relay_headers already left out upstream values that cannot be sent)
-    if length is not None:
-        raw.append((b"content-length", str(length).encode()))
-    return raw
-
-
-async def _send_json(send: Send, status: int, body: bytes, headers: dict[str, str]) -> None:
-    raw = _raw_headers({**headers, "content-type": "application/json"}, len(body))
-    await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
-
-
-def _usage_of(body: bytes | None) -> dict[str, Any] | None:
-    if not body:
-        return None
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    usage = obj.get("usage") if isinstance(obj, dict) else None
-    return usage if isinstance(usage, dict) else None
 
 
 def _redacted_text(body: bytes) -> str:

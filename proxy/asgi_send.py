@@ -1,0 +1,31 @@
+"""Sending ASGI responses by hand (the chat handler is a raw ASGI app): header values, headers as
+bytes, a JSON answer."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from starlette.types import Send
+
+
+def header_value(text: str) -> str:
+    """A client-chosen id as a header value: printable ASCII kept, anything else (non-latin-1
+    characters, control characters, spaces) and ``%`` itself percent-encoded (UTF-8)."""
+    return quote(text, safe=_HEADER_SAFE)
+
+
+_HEADER_SAFE = "".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%")
+
+
+def raw_headers(headers: dict[str, str], length: int | None) -> list[tuple[bytes, bytes]]:
+    raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    # (relay_headers already left out upstream values that cannot be sent)
+    if length is not None:
+        raw.append((b"content-length", str(length).encode()))
+    return raw
+
+
+async def send_json(send: Send, status: int, body: bytes, headers: dict[str, str]) -> None:
+    raw = raw_headers({**headers, "content-type": "application/json"}, len(body))
+    await send({"type": "http.response.start", "status": status, "headers": raw})
+    await send({"type": "http.response.body", "body": body})
