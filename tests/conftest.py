@@ -17,7 +17,8 @@ import pytest
 
 from proxy.app import create_app
 from proxy.settings import Settings, settings_from_mapping
-from tests.support.edge_upstream import EdgeUpstream
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import chat_completion
 from tests.support.fake_upstream import FakeUpstream, start_fake_upstream
 from tests.support.live import serve_in_thread, stop
 
@@ -94,6 +95,13 @@ def live_proxy(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[Callable
         stop(server)
 
 
+async def log_rows(client: httpx.AsyncClient) -> list[dict[str, Any]]:
+    """The request log of an ``in_process`` app, once everything queued is written."""
+    store = client.app.state.services.store  # type: ignore[attr-defined]
+    await store.flush()
+    return await store.list_requests(limit=100)
+
+
 @contextlib.asynccontextmanager
 async def in_process(settings: Settings, db_path: str) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings, db_path=db_path, strict=True)
@@ -113,7 +121,9 @@ def traces_path() -> Path:
 
 @pytest.fixture
 def edge() -> Iterator[EdgeUpstream]:
-    """A scripted HTTP/1.1 upstream at the socket level (tests/support/edge_upstream.py)."""
+    """A scripted HTTP/1.1 upstream at the socket level (tests/support/edge_upstream.py),
+    answering a chat completion until a test scripts another reply."""
     server = EdgeUpstream().start()
+    server.reply = Reply.json(chat_completion())
     yield server
     server.stop()

@@ -3,52 +3,22 @@ network edge itself: the proxy's aiohttp client really connects, sends and reads
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
-from tests.conftest import in_process, proxy_settings
-from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import request, user
+from tests.conftest import in_process, log_rows, proxy_settings
+from tests.support.edge_upstream import Reply
+from tests.support.factories import chat_completion, request, user
 
 UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
-
-
-def completion(content: str = "ok") -> dict:
-    return {
-        "id": "c1",
-        "object": "chat.completion",
-        "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "finish_reason": "stop",
-            }
-        ],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-    }
-
-
-@pytest.fixture
-def edge() -> Iterator[EdgeUpstream]:
-    server = EdgeUpstream().start()
-    server.reply = Reply.json(completion())
-    yield server
-    server.stop()
 
 
 async def post(client: httpx.AsyncClient, body: object, **headers: str) -> httpx.Response:
     content = body if isinstance(body, bytes) else orjson.dumps(body)
     return await client.post("/v1/chat/completions", content=content, headers=headers)
-
-
-async def log_rows(client: httpx.AsyncClient) -> list[dict]:
-    store = client.app.state.services.store  # type: ignore[attr-defined]
-    await store.flush()
-    return await store.list_requests(limit=100)
 
 
 async def test_healthz_and_models(tmp_path: Path, edge) -> None:
@@ -161,7 +131,7 @@ async def test_keys_mode_requires_a_proxy_key_and_uses_upstream_key(
 
 
 async def test_captured_payloads_are_redacted(tmp_path: Path, edge) -> None:
-    edge.reply = Reply.json(completion("done"))
+    edge.reply = Reply.json(chat_completion("done"))
     settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     body = request(
         user("my key is sk-abcdefghijklmnop1234 and AKIAABCDEFGHIJKLMNOP"),

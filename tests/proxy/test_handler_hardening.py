@@ -5,7 +5,6 @@ error bodies carrying keys. Each leaves a finished log row and the in-flight gau
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -13,9 +12,9 @@ import httpx
 import orjson
 import pytest
 
-from tests.conftest import in_process, proxy_settings
+from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.asgi import chat_scope
-from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.edge_upstream import Reply
 from tests.support.factories import request, user
 
 UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
@@ -24,29 +23,6 @@ SSE = (
     b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
     b"data: [DONE]\n\n"
 )
-
-
-@pytest.fixture
-def edge() -> Iterator[EdgeUpstream]:
-    server = EdgeUpstream().start()
-    server.reply = Reply.json(completion())
-    yield server
-    server.stop()
-
-
-def completion() -> dict:
-    return {
-        "id": "c1",
-        "object": "chat.completion",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
-        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
-    }
-
-
-async def rows_of(client: httpx.AsyncClient) -> list[dict]:
-    store = client.app.state.services.store  # type: ignore[attr-defined]
-    await store.flush()
-    return await store.list_requests(limit=100)
 
 
 def in_flight(client: httpx.AsyncClient) -> float:
@@ -75,7 +51,7 @@ async def test_session_id_header_is_percent_encoded(
         value = r.headers["x-ctxproxy-session-id"]
         assert all(0x21 <= ord(c) <= 0x7E for c in value)
         assert unquote(value) == sid
-        row = (await rows_of(client))[0]
+        row = (await log_rows(client))[0]
         assert row["status"] == 200 and row["session_id"] == sid
         assert in_flight(client) == 0
 
@@ -122,7 +98,7 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
         scope = chat_scope(app)
         with pytest.raises(RuntimeError):
             await app(scope, receive, send)
-        row = (await rows_of(client))[0]
+        row = (await log_rows(client))[0]
         assert row["status"] is not None
         assert closed == [True] and in_flight(client) == 0
     assert await asyncio.to_thread(edge.hung_up_mid_stream.wait, 5)
@@ -161,7 +137,7 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
         if status == 400:
             assert r.json()["error"]["type"] == "invalid_request_error"
             assert "nested" in r.json()["error"]["message"]
-        rows = await rows_of(client)
+        rows = await log_rows(client)
         assert [row["status"] for row in rows] == [status]
         assert in_flight(client) == 0
 
@@ -179,7 +155,7 @@ async def test_failure_while_capturing_is_an_openai_shaped_500(
     async with in_process(settings, str(tmp_path / "db")) as client:
         r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
         assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
-        assert [row["status"] for row in await rows_of(client)] == [500]
+        assert [row["status"] for row in await log_rows(client)] == [500]
         assert in_flight(client) == 0
 
 
@@ -195,7 +171,7 @@ async def test_upstream_error_bodies_are_stored_redacted(tmp_path: Path, edge, c
             headers={"authorization": "Bearer sk-proj-ABCDEFGH12345678xyz"},
         )
         assert r.status_code == 401 and r.json() == echo  # the client still sees it all
-        row = (await rows_of(client))[0]
+        row = (await log_rows(client))[0]
         assert row["error_type"] == "upstream_status" and "Incorrect API key" in row["error"]
         assert "ABCDEFGH12345678" not in orjson.dumps(row).decode()
 
@@ -206,7 +182,7 @@ async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, edge) -> None:
         body = orjson.dumps(request(user("hi"), stream=True))
         r = await client.post("/v1/chat/completions", content=body)
         assert r.status_code == 200
-        row = (await rows_of(client))[0]
+        row = (await log_rows(client))[0]
         assert (row["prompt_tokens"], row["completion_tokens"]) == (3, 1)
 
 
@@ -226,7 +202,7 @@ async def test_client_gone_mid_body_is_logged_as_499(tmp_path: Path) -> None:
 
         scope = chat_scope(app)
         await app(scope, receive, send)
-        (row,) = await rows_of(client)
+        (row,) = await log_rows(client)
         assert row["status"] == 499 and row["error_type"] == "client_disconnected"
         assert row["client_disconnected"] == 1
         assert in_flight(client) == 0

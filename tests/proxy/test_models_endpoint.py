@@ -4,22 +4,14 @@ through."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import in_process, proxy_settings
-from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.edge_upstream import Reply
 
 UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
-
-
-@pytest.fixture
-def edge() -> Iterator[EdgeUpstream]:
-    server = EdgeUpstream().start()
-    yield server
-    server.stop()
 
 
 def settings(upstream: str = UPSTREAM):

@@ -18,7 +18,7 @@ import pytest
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamClient
-from tests.conftest import in_process, proxy_settings
+from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import Reply, sse
 from tests.support.factories import request, user
 from tests.support.live import free_port
@@ -43,12 +43,6 @@ def upstream(base_url: str, **extra: float) -> UpstreamSettings:
 def settings_for(base_url: str, **extra: float):  # type: ignore[no-untyped-def]
     spec = {"name": "edge", "match": ["*"], "base_url": base_url, **extra}
     return proxy_settings(base_url, upstreams=[spec])
-
-
-async def rows_of(c: httpx.AsyncClient) -> list[dict]:
-    store = c.app.state.services.store  # type: ignore[attr-defined]
-    await store.flush()
-    return await store.list_requests(limit=100)
 
 
 def body(stream: bool = False) -> dict:
@@ -107,7 +101,7 @@ async def test_read_timeout_mid_stream_ends_with_an_error_event(edge, tmp_path: 
         assert b"first" in events[0]
         error = orjson.loads(events[-1].removeprefix(b"data: "))["error"]
         assert error["code"] == "upstream_timeout" and error["type"]
-        (row,) = await rows_of(c)
+        (row,) = await log_rows(c)
         assert row["status"] == 200 and row["error_type"] == "upstream_timeout"
         assert row["ttfb_ms"] is not None and row["client_disconnected"] == 0
     assert await asyncio.to_thread(
@@ -137,7 +131,7 @@ async def test_connection_refused_is_502(tmp_path: Path) -> None:
         assert r.status_code == 502
         assert r.json()["error"]["code"] == "upstream_connection_error"
         assert KEY not in r.text
-        (row,) = await rows_of(c)
+        (row,) = await log_rows(c)
         assert row["status"] == 502 and row["error_type"] == "upstream_connection_error"
 
 
@@ -148,7 +142,7 @@ async def test_slow_response_headers_are_504(edge, tmp_path: Path) -> None:
         r = await c.post("/v1/chat/completions", json=body())
         assert time.perf_counter() - started < 2.5
         assert r.status_code == 504 and r.json()["error"]["code"] == "upstream_timeout"
-        (row,) = await rows_of(c)
+        (row,) = await log_rows(c)
         assert row["status"] == 504 and row["error_type"] == "upstream_timeout"
 
 

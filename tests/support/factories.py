@@ -40,3 +40,19 @@ def result(call_id: str, content: str) -> dict[str, Any]:
 
 def request(*messages: dict[str, Any], model: str = "gpt-4o", **extra: Any) -> dict[str, Any]:
     return {"model": model, "messages": list(messages), **extra}
+
+
+def chat_completion(content: str = "ok") -> dict[str, Any]:
+    """An upstream's non-streaming answer, with usage."""
+    return {
+        "id": "c1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+    }
