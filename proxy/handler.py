@@ -19,7 +19,14 @@ from proxy.asgi_send import header_value, raw_headers, send_json
 from proxy.auth import check_client
 from proxy.disconnect_watch import DisconnectWatch
 from proxy.engine import Engine, parse_body
-from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError, RequestTimeout
+from proxy.errors import (
+    ModelNotFound,
+    PayloadTooLarge,
+    ProxyError,
+    RequestTimeout,
+    UnsupportedMediaType,
+    require_json,
+)
 from proxy.observe import Observers
 from proxy.redact import redact, redact_text
 from proxy.settings import Settings
@@ -77,9 +84,13 @@ class ChatCompletions:
         self.s.observers.started()
         try:
             check_client(self.s.settings.auth, headers)
+            # 415 before reading: a non-JSON POST is what a web page can send cross-site without
+            # a CORS preflight; its body is left unread (the answer closes the connection)
+            require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
             body = parse_body(raw, self.s.settings.limits.max_body_bytes)
-            row.update(model=body["model"], stream=int(bool(body.get("stream"))))
+            # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
+            row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
                 raise ModelNotFound(
@@ -304,7 +315,7 @@ class ChatCompletions:
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
-        if isinstance(exc, (RequestTimeout, PayloadTooLarge)):
+        if isinstance(exc, (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)):
             # the body was not read to its end: this connection cannot carry another request
             # (and a trickling sender must not keep it)
             headers["connection"] = "close"

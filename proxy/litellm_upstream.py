@@ -1,22 +1,84 @@
 """Non-OpenAI providers (anthropic/…, gemini/…, bedrock/…) through litellm, imported on first use.
-Responses are re-encoded in OpenAI's format (JSON, or SSE chunks ending in ``data: [DONE]``)."""
+Responses are re-encoded in OpenAI's format (JSON, or SSE chunks ending in ``data: [DONE]``).
+
+litellm obeys many keyword arguments besides a request's parameters: where to call (``api_base``,
+``base_url``, ``custom_llm_provider``, ``model_list``, ``fallbacks``), with which key and headers
+(``api_key``, ``extra_headers``, ``headers``), or to answer without calling at all
+(``mock_response``). A client's body therefore reaches it only through ``ALLOWED_PARAMS``; the
+upstream, its key and its timeout come from config alone.
+
+Errors: the client gets a short message naming the upstream as configured (and for a provider's
+own error its message, shortened and redacted); the whole exception, with its traceback, goes to
+the server log."""
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import AsyncIterator
+import re
+import traceback
+from collections.abc import AsyncIterator, Iterator
 from functools import cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
-from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import ProxyError, UpstreamFailed, UpstreamTimeout, UpstreamUnreachable
+from proxy.redact import redact_text
 from proxy.settings import UpstreamSettings
 from proxy.tokens import ensure_offline_tiktoken
 from proxy.upstream import UpstreamResponse
 
-# Body fields that are the proxy's business or that litellm takes as named arguments.
-_OWN_FIELDS = {"model", "messages", "stream"}
+log = logging.getLogger("ctxproxy.litellm")
+
+# OpenAI Chat Completions request parameters a client may send on to litellm (OpenAI's API
+# reference; the same as litellm.constants.OPENAI_CHAT_COMPLETION_PARAMS without its transport
+# ones, which a test checks), plus Anthropic's ``thinking``, which litellm takes as a request
+# parameter. Left out on purpose: ``model``/``messages``/``stream`` (passed by name),
+# ``metadata`` (litellm reads routing, pricing and callback settings from it; the session id in
+# it is ours and already used), ``extra_body`` and every provider, credential, transport or
+# litellm switch (``api_base``, ``aws_*``, ``vertex_*``, ``timeout``, ``num_retries`` …).
+ALLOWED_PARAMS = frozenset(
+    {
+        "audio",
+        "frequency_penalty",
+        "function_call",
+        "functions",
+        "logit_bias",
+        "logprobs",
+        "max_completion_tokens",
+        "max_tokens",
+        "modalities",
+        "n",
+        "parallel_tool_calls",
+        "prediction",
+        "presence_penalty",
+        "prompt_cache_key",
+        "prompt_cache_retention",
+        "reasoning_effort",
+        "response_format",
+        "safety_identifier",
+        "seed",
+        "service_tier",
+        "stop",
+        "store",
+        "stream_options",
+        "temperature",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "top_logprobs",
+        "top_p",
+        "user",
+        "verbosity",
+        "web_search_options",
+    }
+)
+# Body fields the proxy passes to litellm by name.
+_OWN_FIELDS = frozenset({"model", "messages", "stream"})
+_MAX_MESSAGE_CHARS = 300
+_MAX_LOGGED_CHARS = 20_000
 
 
 @cache
@@ -29,26 +91,27 @@ def load_litellm() -> Any:
     return litellm
 
 
-def _error_response(exc: Exception) -> UpstreamResponse:
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int) or status < 400:
-        status = 502
-    body = {
-        "error": {
-            "message": str(getattr(exc, "message", exc)),
-            "type": "upstream_error",
-            "param": None,
-            "code": type(exc).__name__,
-        }
-    }
-    return UpstreamResponse(status, {"content-type": "application/json"}, body=orjson.dumps(body))
+def forwarded_params(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The body's request parameters litellm may see, and the names of those dropped."""
+    kept: dict[str, Any] = {}
+    dropped: list[str] = []
+    for name, value in body.items():
+        if name in ALLOWED_PARAMS:
+            kept[name] = value
+        elif name not in _OWN_FIELDS:
+            dropped.append(name)
+    return kept, dropped
 
 
 async def litellm_chat(
     upstream: UpstreamSettings, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
     litellm = load_litellm()
-    kwargs = {k: v for k, v in body.items() if k not in _OWN_FIELDS}
+    kwargs, dropped = forwarded_params(body)
+    if dropped and log.isEnabledFor(logging.DEBUG):
+        # names only (client-chosen, so bounded and redacted), never values
+        names = ", ".join(repr(name[:64]) for name in sorted(dropped)[:50])
+        log.debug("upstream %s: not passed to litellm: %s", upstream.name, redact_text(names))
     stream = bool(body.get("stream"))
     try:
         result = await litellm.acompletion(
@@ -60,26 +123,134 @@ async def litellm_chat(
             timeout=upstream.timeout_s,
             **kwargs,
         )
-    except litellm.Timeout:
-        raise UpstreamTimeout(f"Upstream {upstream.name} timed out") from None
-    except litellm.APIConnectionError as exc:
-        raise UpstreamUnreachable(f"Upstream {upstream.name} could not be reached: {exc}") from None
-    except Exception as exc:  # litellm maps provider errors to exceptions carrying status_code
-        return _error_response(exc)
+    except Exception as exc:
+        error = _failure(upstream, exc)
+        if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
+            return UpstreamResponse(
+                error.status, {"content-type": "application/json"}, body=error.body_bytes()
+            )
+        raise error from None
     if not stream:
         return UpstreamResponse(
             200, {"content-type": "application/json"}, body=orjson.dumps(result.model_dump())
         )
     return UpstreamResponse(
-        200, {"content-type": "text/event-stream"}, chunks=_sse(result, upstream.name)
+        200, {"content-type": "text/event-stream"}, chunks=_sse(result, upstream)
     )
 
 
-async def _sse(stream: Any, name: str) -> AsyncIterator[bytes]:
+async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     try:
         async for chunk in stream:
             yield b"data: " + orjson.dumps(chunk.model_dump(exclude_none=True)) + b"\n\n"
     except Exception as exc:  # mid-stream provider failure: say so in the stream, then end it
-        error = {"error": {"message": f"{name}: {exc}", "type": "upstream_error"}}
-        yield b"data: " + orjson.dumps(error) + b"\n\n"
+        yield b"data: " + _failure(upstream, exc, mid_stream=True).body_bytes() + b"\n\n"
     yield b"data: [DONE]\n\n"
+
+
+def _failure(upstream: UpstreamSettings, exc: Exception, mid_stream: bool = False) -> ProxyError:
+    """What the client is told about ``exc``; the whole of it goes to the server log."""
+    litellm = load_litellm()
+    name = upstream.name
+    detail = "".join(traceback.format_exception(exc))[-_MAX_LOGGED_CHARS:]
+    log.warning("upstream %s (litellm, %s) failed: %s", name, _where(upstream), redact_text(detail))
+    if _timed_out(exc, litellm.Timeout):
+        return UpstreamTimeout(f"Upstream {name} timed out.")
+    if _network_failure(exc):
+        what = "broke off mid-stream" if mid_stream else "could not be reached"
+        return UpstreamUnreachable(f"Upstream {name} {what}.")
+    kind = type(exc).__name__
+    if isinstance(exc, litellm.APIConnectionError):
+        # litellm's catch-all for whatever broke on its side (e.g. an answer it could not
+        # parse): its message is a traceback of its own, so the client gets the class only
+        return UpstreamFailed(f"Upstream {name} failed ({kind}); details are in the proxy's log.")
+    status = getattr(exc, "status_code", None)
+    if type(exc).__module__.startswith("litellm") and isinstance(status, int) and status >= 400:
+        # a provider's error, mapped by litellm to a class named as in OpenAI's SDK
+        text = _short_message(str(getattr(exc, "message", "") or exc), upstream)
+        message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
+        return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
+    return UpstreamFailed(f"Upstream {name} failed ({kind}).")
+
+
+def _where(upstream: UpstreamSettings) -> str:
+    """The upstream's address for the server log, without credentials in it."""
+    if not upstream.base_url:
+        return "litellm's default for the provider"
+    url = urlsplit(upstream.base_url)
+    return f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and its causes, each once."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen and len(seen) < 16:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _timed_out(exc: BaseException, litellm_timeout: type[BaseException]) -> bool:
+    import httpx
+
+    kinds = (litellm_timeout, TimeoutError, httpx.TimeoutException)
+    return any(isinstance(e, kinds) for e in _chain(exc))
+
+
+def _network_failure(exc: BaseException) -> bool:
+    """A connection that failed or broke, wherever litellm wrapped it (its own
+    ``APIConnectionError``, or an ``InternalServerError`` around httpx's or aiohttp's error)."""
+    import aiohttp
+    import httpx
+
+    kinds = (
+        httpx.TransportError,
+        aiohttp.ClientConnectionError,
+        aiohttp.ClientPayloadError,  # the body broke off
+        ConnectionError,
+    )
+    return any(isinstance(e, kinds) for e in _chain(exc))
+
+
+# litellm's wording around a provider's message: "litellm.BadRequestError: AnthropicException - …
+# Handle with `litellm.BadRequestError`."
+_LITELLM_PREFIX = re.compile(r"^\s*litellm\.\w+:\s*(?:\w+Exception\s*-\s*)?")
+_LITELLM_SUFFIX = re.compile(r"\.?\s*Handle with `litellm\.\w+`\.?\s*$")
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
+_PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")
+_HOST_PORT = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9a-fA-F:]+\](?::\d+)?")
+
+
+def _short_message(text: str, upstream: UpstreamSettings) -> str:
+    """A provider's error message for the client: its own ``message`` when the text is JSON,
+    else the first line that is not part of a traceback; without URLs, paths, addresses or our
+    upstream's host; redacted; at most ``_MAX_MESSAGE_CHARS``."""
+    text = _LITELLM_SUFFIX.sub("", _LITELLM_PREFIX.sub("", text, count=1))
+    found = _json_message(text)
+    if found is None:
+        lines = (line.strip() for line in text.splitlines() if line[:1] not in (" ", "\t"))
+        found = next((s for s in lines if s and not s.startswith("Traceback")), "")
+    host = urlsplit(upstream.base_url or "").netloc
+    if host:
+        found = found.replace(host, upstream.name)
+    found = _HOST_PORT.sub("<host>", _PATH.sub("<path>", _URL.sub("<url>", found)))
+    found = redact_text(found)
+    if len(found) > _MAX_MESSAGE_CHARS:
+        found = found[: _MAX_MESSAGE_CHARS - 1] + "…"
+    return found
+
+
+def _json_message(text: str) -> str | None:
+    """``error.message`` (or ``message``) of a JSON error body, as most providers send one."""
+    start, end = text.find("{"), text.rfind("}")
+    if not 0 <= start < end:
+        return None
+    try:
+        data = orjson.loads(text[start : end + 1])
+    except orjson.JSONDecodeError:
+        return None
+    for holder in (data.get("error") if isinstance(data, dict) else None, data):
+        if isinstance(holder, dict) and isinstance(holder.get("message"), str):
+            return holder["message"].split("\n", 1)[0].strip()
+    return None

@@ -31,6 +31,7 @@ import orjson
 from yarl import URL
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.redact import redact_text
 from proxy.settings import UpstreamSettings
 
 log = logging.getLogger("ctxproxy.upstream")
@@ -242,9 +243,7 @@ class UpstreamClient:
                 f"Upstream {upstream.name} timed out: {type(exc).__name__}"
             ) from None
         except _CONNECTION_ERRORS as exc:
-            raise UpstreamUnreachable(
-                f"Upstream {upstream.name} could not be reached: {type(exc).__name__}: {exc}"
-            ) from None
+            raise _unreachable(upstream.name, "could not be reached", exc) from None
         headers = relay_headers(response.raw_headers)
         if not stream or response.status >= 400 or not _is_event_stream(headers):
             try:
@@ -254,9 +253,7 @@ class UpstreamClient:
                     f"Upstream {upstream.name} timed out reading the body"
                 ) from None
             except _CONNECTION_ERRORS as exc:
-                raise UpstreamUnreachable(
-                    f"Upstream {upstream.name} broke off: {type(exc).__name__}: {exc}"
-                ) from None
+                raise _unreachable(upstream.name, "broke off", exc) from None
             finally:
                 response.release()
             return UpstreamResponse(response.status, headers, body=content)
@@ -288,9 +285,7 @@ class UpstreamClient:
             finally:
                 response.release()
         except (TimeoutError, *_CONNECTION_ERRORS) as exc:
-            raise UpstreamUnreachable(
-                f"Upstream {upstream.name} could not be reached: {type(exc).__name__}: {exc}"
-            ) from None
+            raise _unreachable(upstream.name, "could not be reached", exc) from None
         return response.status, content
 
 
@@ -329,9 +324,16 @@ async def _raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncItera
     except TimeoutError:
         raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
     except _CONNECTION_ERRORS as exc:
-        raise UpstreamUnreachable(
-            f"Upstream {name} broke off mid-stream: {type(exc).__name__}: {exc}"
-        ) from None
+        raise _unreachable(name, "broke off mid-stream", exc) from None
+
+
+def _unreachable(name: str, what: str, exc: BaseException) -> UpstreamUnreachable:
+    """The client's error names the upstream as configured and the kind of failure; the
+    exception's text (aiohttp's names the host and port, e.g. "Cannot connect to host
+    10.0.0.5:8000") goes to the server log only."""
+    kind = type(exc).__name__
+    log.warning("upstream %s %s: %s: %s", name, what, kind, redact_text(str(exc)))
+    return UpstreamUnreachable(f"Upstream {name} {what} ({kind}).")
 
 
 def _closer(response: aiohttp.ClientResponse) -> Callable[[], Coroutine[Any, Any, None]]:

@@ -9,6 +9,8 @@ import orjson
 
 from tests.support.factories import request, user
 
+JSON = {"content-type": "application/json"}
+
 
 def test_client_disconnect_mid_stream_completes_the_row(live_proxy, fake_upstream) -> None:
     proxy = live_proxy()
@@ -18,7 +20,7 @@ def test_client_disconnect_mid_stream_completes_the_row(live_proxy, fake_upstrea
     with (
         httpx.Client(timeout=10) as client,
         client.stream(
-            "POST", proxy.base_url + "/chat/completions", content=orjson.dumps(body)
+            "POST", proxy.base_url + "/chat/completions", content=orjson.dumps(body), headers=JSON
         ) as r,
     ):
         request_id = r.headers["x-ctxproxy-request-id"]
@@ -45,7 +47,10 @@ def test_disconnect_while_upstream_holds_the_stream_ends_the_relay_at_once(
         with (
             httpx.Client(timeout=10) as client,
             client.stream(
-                "POST", proxy.base_url + "/chat/completions", content=orjson.dumps(body)
+                "POST",
+                proxy.base_url + "/chat/completions",
+                content=orjson.dumps(body),
+                headers=JSON,
             ) as r,
         ):
             request_id = r.headers["x-ctxproxy-request-id"]
@@ -66,7 +71,7 @@ def test_disconnect_while_waiting_on_a_slow_upstream_is_logged_as_499_at_once(
     started = time.monotonic()
     with httpx.Client(timeout=0.5) as client:
         try:
-            client.post(proxy.base_url + "/chat/completions", content=body)
+            client.post(proxy.base_url + "/chat/completions", content=body, headers=JSON)
         except httpx.ReadTimeout:
             pass  # the client gives up and closes its connection
         else:

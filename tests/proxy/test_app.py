@@ -18,6 +18,7 @@ UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstrea
 
 async def post(client: httpx.AsyncClient, body: object, **headers: str) -> httpx.Response:
     content = body if isinstance(body, bytes) else orjson.dumps(body)
+    headers = {"content-type": "application/json", **headers}
     return await client.post("/v1/chat/completions", content=content, headers=headers)
 
 

@@ -5,6 +5,7 @@ error bodies carrying keys. Each leaves a finished log row and the in-flight gau
 from __future__ import annotations
 
 import asyncio
+import socket
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -18,6 +19,7 @@ from tests.support.edge_upstream import Reply
 from tests.support.factories import request, user
 
 UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
+JSON = {"content-type": "application/json"}
 SSE = (
     b'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n'
     b'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}\n\n'
@@ -46,7 +48,7 @@ async def test_session_id_header_is_percent_encoded(
         edge.reply = Reply.event_stream(SSE)
     async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         body = request(user("hi"), stream=stream, **extra)
-        r = await client.post("/v1/chat/completions", content=orjson.dumps(body))
+        r = await client.post("/v1/chat/completions", content=orjson.dumps(body), headers=JSON)
         assert r.status_code == 200
         value = r.headers["x-ctxproxy-session-id"]
         assert all(0x21 <= ord(c) <= 0x7E for c in value)
@@ -132,7 +134,7 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
     settings = proxy_settings(edge.base_url, store={"capture_payloads": capture})
     async with in_process(settings, str(tmp_path / "db")) as client:
         content = nested_json(body, "PLACE", depth)
-        r = await client.post("/v1/chat/completions", content=content)
+        r = await client.post("/v1/chat/completions", content=content, headers=JSON)
         assert r.status_code == status
         if status == 400:
             assert r.json()["error"]["type"] == "invalid_request_error"
@@ -153,7 +155,8 @@ async def test_failure_while_capturing_is_an_openai_shaped_500(
     monkeypatch.setattr(handler, "redact", broken)
     settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     async with in_process(settings, str(tmp_path / "db")) as client:
-        r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
+        body = orjson.dumps(request(user("hi")))
+        r = await client.post("/v1/chat/completions", content=body, headers=JSON)
         assert r.status_code == 500 and r.json()["error"]["code"] == "internal_error"
         assert [row["status"] for row in await log_rows(client)] == [500]
         assert in_flight(client) == 0
@@ -168,7 +171,7 @@ async def test_upstream_error_bodies_are_stored_redacted(tmp_path: Path, edge, c
         r = await client.post(
             "/v1/chat/completions",
             content=orjson.dumps(request(user("hi"))),
-            headers={"authorization": "Bearer sk-proj-ABCDEFGH12345678xyz"},
+            headers={**JSON, "authorization": "Bearer sk-proj-ABCDEFGH12345678xyz"},
         )
         assert r.status_code == 401 and r.json() == echo  # the client still sees it all
         row = (await log_rows(client))[0]
@@ -180,7 +183,7 @@ async def test_usage_of_a_crlf_stream_is_logged(tmp_path: Path, edge) -> None:
     edge.reply = Reply.event_stream(SSE.replace(b"\n", b"\r\n"))
     async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
         body = orjson.dumps(request(user("hi"), stream=True))
-        r = await client.post("/v1/chat/completions", content=body)
+        r = await client.post("/v1/chat/completions", content=body, headers=JSON)
         assert r.status_code == 200
         row = (await log_rows(client))[0]
         assert (row["prompt_tokens"], row["completion_tokens"]) == (3, 1)
@@ -206,3 +209,111 @@ async def test_client_gone_mid_body_is_logged_as_499(tmp_path: Path) -> None:
         assert row["status"] == 499 and row["error_type"] == "client_disconnected"
         assert row["client_disconnected"] == 1
         assert in_flight(client) == 0
+
+
+ACCEPTED_TYPES = [
+    "application/json",
+    "application/json; charset=utf-8",
+    "APPLICATION/JSON ;charset=UTF-8",
+    "application/vnd.api+json",
+]
+REFUSED_TYPES = [
+    None,  # a browser fetch() with an ArrayBuffer body sends none, and needs no preflight
+    "",
+    "text/plain",  # the cross-site "simple request" a web page may send to a sidecar
+    "text/plain;charset=UTF-8",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=x",
+    "application/jsonx",
+    "json",
+    "text/json+x",
+]
+
+
+@pytest.mark.parametrize("content_type", ACCEPTED_TYPES)
+async def test_json_content_types_are_accepted(tmp_path: Path, edge, content_type) -> None:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
+        body = orjson.dumps(request(user("hi")))
+        headers = {"content-type": content_type}
+        r = await client.post("/v1/chat/completions", content=body, headers=headers)
+        assert r.status_code == 200
+    assert len(edge.seen) == 1
+
+
+@pytest.mark.parametrize("content_type", REFUSED_TYPES)
+async def test_other_content_types_are_415_unread(tmp_path: Path, edge, content_type) -> None:
+    async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
+        app = client.app  # type: ignore[attr-defined]
+        scope = chat_scope(app)
+        scope["headers"] = (
+            [] if content_type is None else [(b"content-type", content_type.encode())]
+        )
+        read: list[bool] = []
+
+        async def receive():
+            read.append(True)
+            return {"type": "http.request", "body": orjson.dumps(request(user("hi")))}
+
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        await app(scope, receive, send)
+        assert sent[0]["status"] == 415 and read == []  # answered without reading the body
+        # the unread body cannot be skipped over: the connection closes after the answer
+        assert (b"connection", b"close") in sent[0]["headers"]
+        error = orjson.loads(sent[1]["body"])["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert error["code"] == "unsupported_media_type" and error["param"] == "content-type"
+        assert error["type"] == "invalid_request_error"
+        (row,) = await log_rows(client)
+        assert row["status"] == 415 and row["error_type"] == "unsupported_media_type"
+        assert in_flight(client) == 0
+    assert edge.seen == []
+
+
+async def test_authentication_comes_before_the_content_type(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("CTXPROXY_KEYS", "proxy-key-1")
+    monkeypatch.setenv("UP_KEY", "sk-up")
+    settings = proxy_settings(
+        UPSTREAM,
+        auth={"mode": "keys"},
+        upstreams=[{"name": "u", "base_url": UPSTREAM, "api_key_env": "UP_KEY"}],
+    )
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        body = orjson.dumps(request(user("hi")))
+        headers = {"content-type": "text/plain"}
+        r = await client.post("/v1/chat/completions", content=body, headers=headers)
+        assert r.status_code == 401
+        headers["authorization"] = "Bearer proxy-key-1"
+        r = await client.post("/v1/chat/completions", content=body, headers=headers)
+        assert r.status_code == 415
+
+
+def test_a_live_415_closes_the_connection_without_reading_the_body(live_proxy) -> None:
+    """Through uvicorn: a cross-site form POST announcing a large body gets its 415 at once, and
+    the connection is closed rather than kept with the rest of the body unread."""
+    proxy = live_proxy()
+    host, port = proxy.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        head = (
+            "POST /v1/chat/completions HTTP/1.1\r\n"
+            f"host: {host}\r\n"
+            "content-type: text/plain\r\n"
+            "content-length: 10000000\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"model": "gpt-4o", "messages": [')
+        received = b""
+        while chunk := sock.recv(65536):  # until the server closes
+            received += chunk
+    status, _, rest = received.partition(b"\r\n")
+    assert status.startswith(b"HTTP/1.1 415")
+    assert b"\r\nconnection: close\r\n" in rest.lower()
+    assert b'"code":"unsupported_media_type"' in rest
+    request_id = next(
+        line.split(b":", 1)[1].strip().decode()
+        for line in rest.split(b"\r\n")
+        if line.lower().startswith(b"x-ctxproxy-request-id:")
+    )
+    assert proxy.row(request_id)["status"] == 415

@@ -67,7 +67,11 @@ async def send(client: httpx.AsyncClient, body: Any) -> httpx.Response:
     return await client.post(
         "/v1/chat/completions",
         content=content,
-        headers={"authorization": f"Bearer {CLIENT_KEY}", "x-session-id": "log-sess"},
+        headers={
+            "content-type": "application/json",
+            "authorization": f"Bearer {CLIENT_KEY}",
+            "x-session-id": "log-sess",
+        },
     )
 
 

@@ -54,7 +54,7 @@ async def test_anthropic_through_litellm(tmp_path: Path, settings, monkeypatch) 
                 model="anthropic/claude-3-5-sonnet-20241022",
                 max_tokens=50,
             )
-            r = await client.post("/v1/chat/completions", content=orjson.dumps(body))
+            r = await client.post("/v1/chat/completions", json=body)
             assert r.status_code == 200, r.text
             data = r.json()
             assert data["choices"][0]["message"]["content"] == "Bonjour from Claude"
@@ -79,6 +79,6 @@ async def test_anthropic_error_status_passes_through(tmp_path: Path, settings, m
             body = request(
                 user("hello"), model="anthropic/claude-3-5-sonnet-20241022", max_tokens=50
             )
-            r = await client.post("/v1/chat/completions", content=orjson.dumps(body))
+            r = await client.post("/v1/chat/completions", json=body)
             assert r.status_code == 400
             assert "bad thing" in r.json()["error"]["message"]

@@ -123,7 +123,9 @@ async def test_chat_routes_under_a_root_path(tmp_path: Path, edge) -> None:
         transport = httpx.ASGITransport(app=app, root_path="/llm")
         async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
             r = await client.post(
-                "/llm/v1/chat/completions", content=orjson.dumps(request(user("hi")))
+                "/llm/v1/chat/completions",
+                content=orjson.dumps(request(user("hi"))),
+                headers={"content-type": "application/json"},
             )
             assert r.status_code == 200 and r.json()["id"] == "c"
 
@@ -156,7 +158,7 @@ async def test_an_upstream_answer_with_a_utf8_header_reaches_the_client(
         body=b'{"id": "c"}',
     )
     async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as client:
-        r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
+        r = await client.post("/v1/chat/completions", json=request(user("hi")))
         assert r.status_code == 200
         assert r.headers.raw[[k for k, _ in r.headers.raw].index(b"x-request-id")][1] == (
             "req-€42".encode()
@@ -194,7 +196,7 @@ async def test_a_deep_answer_is_captured_and_its_row_completed(tmp_path: Path, e
     edge.reply = Reply(headers=[("content-type", "application/json")], body=deep)
     settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     async with in_process(settings, str(tmp_path / "db")) as client:
-        r = await client.post("/v1/chat/completions", content=orjson.dumps(request(user("hi"))))
+        r = await client.post("/v1/chat/completions", json=request(user("hi")))
         assert r.status_code == 200 and r.content == deep
         store = client.app.state.services.store  # type: ignore[attr-defined]
         await store.flush()
