@@ -1,4 +1,7 @@
 # ctxproxy as a sidecar: listens on 0.0.0.0:8787, config mounted at /config/config.yaml.
+# Clients from outside the container are not loopback: without an admin key (CTXPROXY_ADMIN_KEY
+# in the environment) /ui and /metrics answer only inside it (docker exec); set the key to open
+# them to the host (ui.public: true opens them to anyone). The start-up line says which applies.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

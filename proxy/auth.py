@@ -1,14 +1,32 @@
 """Client authentication. ``passthrough``: the client's own key goes upstream (sidecar default).
-``keys``: clients present a proxy key (from the environment), compared in constant time."""
+``keys``: clients present a proxy key (from the environment), compared in constant time.
+
+The admin views (``/ui``, ``/metrics``) follow their own rule, in every mode: with an admin key
+set they need it (bearer, or the /ui session cookie derived from it); without one they answer
+loopback clients only, unless ``ui.public`` opens them."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
-from proxy.errors import Unauthorized
+from proxy.errors import ProxyError, Unauthorized
 from proxy.settings import AuthSettings
+
+COOKIE = "ctxproxy_admin"
+Access = Literal["key", "loopback", "public"]
+
+
+class Forbidden(ProxyError):
+    """An admin view asked for from a client it is not open to (no key would help)."""
+
+    status = 403
+    error_type = "invalid_request_error"
+    code = "forbidden"
 
 
 def bearer(headers: Mapping[str, str]) -> str | None:
@@ -41,11 +59,93 @@ def check_client(settings: AuthSettings, headers: Mapping[str, str]) -> None:
         raise Unauthorized("Invalid or missing proxy API key.")
 
 
-def check_admin(settings: AuthSettings, headers: Mapping[str, str], cookie: str | None) -> None:
-    """The UI and other read-only admin views: an admin key is needed when auth.mode is keys."""
-    if settings.mode == "passthrough":
-        return
-    admin = os.environ.get(settings.admin_key_env, "")
-    presented = bearer(headers) or cookie
-    if not admin or not presented or not _matches(presented, [admin]):
+# ----- the admin views -----
+
+
+def admin_key(settings: AuthSettings) -> str:
+    """The admin key from its environment variable; "" when unset (or blank)."""
+    key = os.environ.get(settings.admin_key_env, "")
+    return key if key.strip() else ""
+
+
+def session_seconds(settings: AuthSettings) -> int:
+    return int(settings.ui_session_hours * 3600)
+
+
+def session_token(key: str, expires: int) -> str:
+    """``expires.mac``: the expiry is signed with the admin key, so a leaked cookie dies on its
+    own and changing the key ends every session."""
+    mac = hmac.new(key.encode(), b"ctxproxy-ui-session:%d" % expires, hashlib.sha256)
+    return f"{expires}.{mac.hexdigest()}"
+
+
+def session_valid(key: str, token: str, now: float, max_age_s: int) -> bool:
+    expires, _, _ = token.partition(".")
+    if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
+        return False
+    # Not expired, and not further away than the session length allows today: a cookie signed
+    # before ui_session_hours was lowered must not outlive the new setting.
+    if not now < int(expires) <= now + max_age_s:
+        return False
+    # Bytes: compare_digest refuses str holding non-ASCII, and a cookie is anyone's to send.
+    expected = session_token(key, int(expires)).encode()
+    return hmac.compare_digest(token.encode("utf-8", "replace"), expected)
+
+
+def is_loopback(client: Sequence[Any] | None) -> bool:
+    """The ASGI scope's client (the socket's peer, or what a trusted proxy said), never a header
+    read here; no client (e.g. a Unix socket without one) is not loopback."""
+    if not client:
+        return False
+    try:
+        ip = ipaddress.ip_address(str(client[0]))
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped  # a dual-stack socket shows 127.0.0.1 as ::ffff:127.0.0.1
+    return ip.is_loopback
+
+
+def admin_access(settings: AuthSettings, public: bool) -> Access:
+    if admin_key(settings):
+        return "key"
+    return "public" if public else "loopback"
+
+
+def access_line(settings: AuthSettings, public: bool) -> str:
+    """The start-up line saying who may open /ui and /metrics."""
+    var = settings.admin_key_env
+    return {
+        "key": f"/ui and /metrics: admin key required (from {var})",
+        "loopback": (
+            f"/ui and /metrics: loopback clients only (no admin key in {var}; "
+            "set ui.public: true to open them)"
+        ),
+        "public": f"/ui and /metrics: PUBLIC, no key (ui.public: true and no admin key in {var})",
+    }[admin_access(settings, public)]
+
+
+def check_admin(
+    settings: AuthSettings,
+    public: bool,
+    headers: Mapping[str, str],
+    client: Sequence[Any] | None,
+    cookie: str | None = None,
+    now: float = 0.0,
+) -> None:
+    """Raise Unauthorized (a key would help) or Forbidden unless the admin view may be shown.
+    ``cookie`` is the /ui session token, checked against ``now``."""
+    key = admin_key(settings)
+    if key:
+        presented = bearer(headers)
+        if presented and _matches(presented, [key]):
+            return
+        if cookie and session_valid(key, cookie, now, session_seconds(settings)):
+            return
         raise Unauthorized("This page needs the admin key.")
+    if public or is_loopback(client):
+        return
+    raise Forbidden(
+        "This page answers loopback clients only: set an admin key "
+        f"({settings.admin_key_env}) or ui.public: true to open it."
+    )

@@ -51,18 +51,32 @@ def _settings(args: argparse.Namespace) -> Settings:
     return settings
 
 
+def _announce(message: str) -> None:
+    """One start-up line through the configured log handler (a JSON line with json_lines), shown
+    whatever logging.level is: who may open /ui must never be a surprise."""
+    import logging
+
+    logger = logging.getLogger("ctxproxy.serve")
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, None, None)
+    for handler in logging.getLogger("ctxproxy").handlers:
+        handler.handle(record)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from proxy.app import create_app
+    from proxy.auth import access_line
     from proxy.jsonlog import configure
+    from proxy.server_protocol import server_config
 
     settings = _settings(args)
     configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     app = create_app(settings, db_path=args.db, budget_override=args.budget)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    _announce(access_line(settings.auth, settings.ui.public))
+    uvicorn.Server(server_config(app, settings.server, host, port)).run()
     return 0
 
 
@@ -144,8 +158,10 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
     rows = asyncio.run(_logs(args))
     if args.json:
+        from proxy.report_view import json_for_terminal
+
         for row in rows:
-            sys.stdout.write(orjson.dumps(row).decode() + "\n")
+            sys.stdout.write(json_for_terminal(row) + "\n")
         return 0
     from proxy.logs_view import print_rows
 
@@ -173,7 +189,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stderr.write(f"ctxproxy: no logged request {args.request_id!r}\n")
         return 1
     if args.json:
-        sys.stdout.write(orjson.dumps(row, option=orjson.OPT_INDENT_2).decode() + "\n")
+        from proxy.report_view import json_for_terminal
+
+        sys.stdout.write(json_for_terminal(row, indent=True) + "\n")
         return 0
     from proxy.show import render
 

@@ -11,6 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from proxy.report_view import for_terminal
+
 if TYPE_CHECKING:
     from proxy.store import Store
 
@@ -33,7 +35,7 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
     table = Table(title="ctxproxy requests (newest first)")
     for col in ("id", "time", "session", "model", "status", "tokens", *SECTION_COLUMNS, "ms"):
         table.add_column(col, overflow="fold")
-    for r in rows:
+    for r in map(for_terminal, rows):  # strings from requests: no terminal escapes
         tokens = f"{r.get('tokens_before') or 0}→{r.get('tokens_after') or 0}"
         cells = (
             r["id"],
@@ -51,6 +53,7 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
 
 def format_line(r: dict[str, Any]) -> Text:
     """One completed request on one line (for ``logs --follow``)."""
+    r = for_terminal(r)  # strings from requests: no terminal escapes
     status = r.get("status")
     colour = "green" if status and status < 400 else "red"
     tb, ta = r.get("tokens_before") or 0, r.get("tokens_after") or 0

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy import report_view as rv
-from proxy.auth import check_admin
+from proxy.auth import COOKIE, check_admin
 from proxy.errors import ProxyError
 from proxy.store import Store
 
@@ -126,11 +127,19 @@ def setup(app: Any, services: Any) -> None:
 
 
 async def metrics_endpoint(request: Request) -> Response:
-    """Behind the admin key when ``auth.mode: keys`` (bearer), like the UI."""
-    services = request.app.state.services
+    """Behind the admin key when one is set (bearer), else loopback clients only unless
+    ``ui.public``: the same rule as /ui (``proxy.auth.check_admin``)."""
+    settings = request.app.state.services.settings
     headers = {k.lower(): v for k, v in request.headers.items()}
     try:
-        check_admin(services.settings.auth, headers, None)
+        check_admin(
+            settings.auth,
+            settings.ui.public,
+            headers,
+            request.scope.get("client"),
+            request.cookies.get(COOKIE),
+            time.time(),
+        )
     except ProxyError as exc:
         return Response(exc.body_bytes(), exc.status, media_type="application/json")
     return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

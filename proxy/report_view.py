@@ -4,7 +4,9 @@ up without changes here; every reader tolerates missing or oddly shaped parts.""
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import re
 from collections import Counter
 from typing import Any
 
@@ -16,6 +18,54 @@ from rules.messages import call_arguments_text, call_name, role, text_of, tool_c
 # Report keys holding per-item lists, in the order they are shown.
 ITEM_LISTS = ("repairs", "entities", "references", "pruning", "warnings", "rule_errors")
 MAX_DIFF_LINES = 60  # per changed message: a pruned 5,000-line log must not flood the view
+
+
+# What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts
+# colours, OSC 8 hyperlinks, title changes, cursor moves; BEL, CR, backspace), DEL, C1 controls
+# (0x9b is a one-byte CSI), and the bidi marks, embeddings, overrides and isolates that reorder
+# what is shown. Rich leaves most of them in its output.
+_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` with every character a terminal would act on made visible (``\\x1b``,
+    ``\\u202e``); tab and newline stay."""
+    return _UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
+
+
+def for_terminal(value: Any) -> Any:
+    """A copy of a log row (or any part of one) with every string in it, keys included,
+    terminal-safe: what ``show`` and ``logs`` print all comes from a request. Captured bodies
+    are JSON text, whose escapes (``\\u001b``) decode to the raw characters: they are decoded
+    first, then made safe."""
+    if isinstance(value, str):
+        return terminal_safe(value)
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if isinstance(k, str) and k.endswith("_body") and isinstance(v, (str, bytes)):
+                with contextlib.suppress(orjson.JSONDecodeError):
+                    v = orjson.loads(v)
+            out[for_terminal(k)] = for_terminal(v)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [for_terminal(v) for v in value]
+    return value
+
+
+_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_for_terminal(value: Any, indent: bool = False) -> str:
+    """JSON text for ``--json``: orjson escapes C0 controls but writes DEL, C1 controls and bidi
+    marks raw; they appear only inside strings, so ``\\u`` escapes keep the same data."""
+    text = orjson.dumps(value, option=orjson.OPT_INDENT_2 if indent else 0).decode()
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def report_of(row: dict[str, Any]) -> dict[str, Any]:

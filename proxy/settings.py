@@ -4,6 +4,7 @@ with its path (``rules[4].keep_last_observations``), never per request."""
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,6 +26,31 @@ class _Strict(BaseModel):
 class ServerSettings(_Strict):
     host: str = "127.0.0.1"
     port: int = 8787
+    # A request's line and headers must arrive within this time, counted from the connection (or
+    # from a kept-alive connection's next byte): slow-header senders cannot hold connections.
+    header_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    # How long an idle kept-alive connection stays open between requests.
+    keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
+    # Connections (or requests in progress) at most; beyond, requests are answered 503.
+    max_connections: int = Field(default=1000, ge=1)
+    # Request line plus headers at most (431 beyond); httptools itself has no limit.
+    max_header_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # Front proxies (addresses or networks) whose X-Forwarded-For / X-Forwarded-Proto are
+    # believed; none by default, so the client is the socket's peer and the scheme its own.
+    trusted_proxies: list[str] = Field(default_factory=list)
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _addresses(cls, value: list[str]) -> list[str]:
+        out = []
+        for item in value:
+            try:  # normalised as uvicorn reads them ("10.0.0.1/8" would be a literal there)
+                net = ipaddress.ip_network(item.strip(), strict=False)
+            except ValueError:
+                # "*" included: trusting everyone lets any client claim to be loopback.
+                raise ValueError(f"not an IP address or network: {item!r}") from None
+            out.append(str(net.network_address) if net.num_addresses == 1 else str(net))
+        return out
 
 
 class StoreSettings(_Strict):
@@ -48,6 +74,11 @@ class AuthSettings(_Strict):
     admin_key_env: str = "CTXPROXY_ADMIN_KEY"
     # How long the /ui login cookie stays valid.
     ui_session_hours: float = Field(default=12.0, ge=1 / 60, le=24 * 365)
+
+
+class UISettings(_Strict):
+    # Without an admin key, /ui and /metrics answer loopback clients only; true opens them to all.
+    public: bool = False
 
 
 class UpstreamSettings(_Strict):
@@ -114,6 +145,7 @@ class Settings(_Strict):
     store: StoreSettings = Field(default_factory=StoreSettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
+    ui: UISettings = Field(default_factory=UISettings)
     upstreams: list[UpstreamSettings] = Field(default_factory=list)
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings)
     logging: LoggingSettings = Field(default_factory=LoggingSettings)

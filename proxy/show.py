@@ -168,6 +168,7 @@ def diff_view(row: dict[str, Any]) -> RenderableType:
 
 def render(row: dict[str, Any], console: Console | None = None) -> None:
     console = console or Console()
+    row = rv.for_terminal(row)  # every string came from a request: no terminal escapes
     report = rv.report_of(row)
     console.print(_title(row))
     console.print(sections_table(row, bar_width(console)))

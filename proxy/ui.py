@@ -1,20 +1,19 @@
 """``/ui``: a small read-only web page served by the proxy itself, rendered on the server with
 Jinja2 (no build step, no JavaScript, no external assets: works offline). Sessions and requests
 (filterable, newest first), a request page with what ``ctxproxy show`` prints, and a session page
-charting context size per turn. With ``auth.mode: keys`` every page needs the admin key: a bearer
-header, or ``?key=…`` once, which sets an HttpOnly cookie holding a token derived from the key."""
+charting context size per turn. Who may see them: ``proxy.auth.check_admin`` (with an admin key
+set, that key as a bearer header or the session cookie the POST login form sets; else loopback
+clients only, unless ``ui.public``)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-import hashlib
-import hmac
-import os
 import re
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
@@ -23,15 +22,15 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from proxy import report_view as rv
-from proxy.auth import check_admin
-from proxy.errors import ProxyError
-from proxy.settings import AuthSettings
+from proxy.auth import COOKIE, Forbidden, admin_key, check_admin, session_seconds, session_token
+from proxy.errors import Unauthorized
+from proxy.settings import Settings
 from proxy.ui_charts import session_chart, stacked_bars
 
-COOKIE = "ctxproxy_admin"
 MAX_LIST = 500
 SESSION_TURNS = 1000
 RECENT_SCAN = 2000  # the session list looks at sessions seen in the latest N requests
+MAX_LOGIN_BODY = 8192  # the login form: a key and where to go next
 
 
 def _when(ts: float | None) -> str:
@@ -53,22 +52,34 @@ def _number(text: str) -> int | None:
     return None
 
 
-def _cookie_token(admin_key: str, expires: int) -> str:
-    """``expires.mac``: the expiry is signed with the admin key, so a leaked cookie dies on its
-    own and changing the key ends every session."""
-    mac = hmac.new(admin_key.encode(), b"ctxproxy-ui-session:%d" % expires, hashlib.sha256)
-    return f"{expires}.{mac.hexdigest()}"
+def _root(request: Request) -> str:
+    return str(request.scope.get("root_path", ""))
 
 
-def _cookie_valid(admin_key: str, cookie: str, now: float) -> bool:
-    expires, _, _ = cookie.partition(".")
-    if not (expires.isascii() and expires.isdigit() and len(expires) <= 12):
-        return False
-    if int(expires) <= now:
-        return False
-    # Bytes: compare_digest refuses str holding non-ASCII, and a cookie is anyone's to send.
-    expected = _cookie_token(admin_key, int(expires)).encode()
-    return hmac.compare_digest(cookie.encode("utf-8", "replace"), expected)
+def _next_page(request: Request, value: str) -> str:
+    """Where the login form sends the viewer: a /ui page of this server, never elsewhere."""
+    home = _root(request) + "/ui"
+    safe = value.startswith(home) and value[len(home) : len(home) + 1] in ("", "/", "?")
+    return value if safe and value.isprintable() and "\\" not in value else home
+
+
+async def _form(request: Request, timeout_s: float) -> dict[str, str] | None:
+    """A small urlencoded form (no multipart parser needed); None when too large, too slow or
+    malformed."""
+    body = b""
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_LOGIN_BODY:
+                    return None
+    except TimeoutError:
+        return None
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=8)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return {k: v[0] for k, v in fields.items()}
 
 
 class UI:
@@ -86,6 +97,7 @@ class UI:
         return [
             Route("/ui", self.index, methods=["GET"]),
             Route("/ui/", self.index, methods=["GET"]),
+            Route("/ui/login", self.login, methods=["POST"]),
             Route("/ui/requests/{request_id}", self.request_page, methods=["GET"]),
             Route("/ui/sessions/{session_id:path}", self.session_page, methods=["GET"]),
             Mount("/ui/static", StaticFiles(directory=static), name="ui-static"),
@@ -94,40 +106,78 @@ class UI:
     def _page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**context), status)
 
+    def _refused(self, status: int, title: str, problem: str) -> HTMLResponse:
+        return self._page("refused.html", status, title=title, problem=problem)
+
+    def _key_in_address(self, request: Request) -> HTMLResponse | None:
+        # A key in the address stays in browser history and front-proxy logs: refused, never read.
+        if "key" not in request.query_params:
+            return None
+        return self._refused(
+            400, "Key in the address", "Send the admin key with the login form, not the URL."
+        )
+
+    def _login_page(self, request: Request, failed: bool, next_page: str) -> HTMLResponse:
+        action = _root(request) + "/ui/login"
+        return self._page("login.html", 401, failed=failed, action=action, next=next_page)
+
     def _guard(self, request: Request) -> Response | None:
-        """None when the viewer may see the page; else the login page or a redirect."""
-        auth: AuthSettings = request.app.state.services.settings.auth
-        if auth.mode == "passthrough":
-            return None
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        admin = os.environ.get(auth.admin_key_env, "")
-        key = request.query_params.get("key")
-        if key is not None:
-            try:
-                check_admin(auth, {"authorization": f"Bearer {key}"}, None)
-            except ProxyError:
-                return self._page("login.html", 401, failed=True, path=request.url.path)
-            rest = {k: v for k, v in request.query_params.items() if k != "key"}
-            target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
-            response = RedirectResponse(target, 303)
-            lifetime = int(auth.ui_session_hours * 3600)
-            response.set_cookie(
-                COOKIE,
-                _cookie_token(admin, int(time.time()) + lifetime),
-                max_age=lifetime,
-                httponly=True,
-                samesite="strict",
-                path="/ui",
-            )
-            return response
-        cookie = request.cookies.get(COOKIE)
-        if admin and cookie and _cookie_valid(admin, cookie, time.time()):
-            return None
+        """None when the viewer may see the page; else the login page or a refusal."""
+        if (refused := self._key_in_address(request)) is not None:
+            return refused
+        settings: Settings = request.app.state.services.settings
         try:
-            check_admin(auth, headers, None)
-        except ProxyError:
-            return self._page("login.html", 401, failed=False, path=request.url.path)
+            check_admin(
+                settings.auth,
+                settings.ui.public,
+                {k.lower(): v for k, v in request.headers.items()},
+                request.scope.get("client"),
+                request.cookies.get(COOKIE),
+                time.time(),
+            )
+        except Unauthorized:
+            query = request.url.query  # the path includes the root path (ASGI)
+            here = request.url.path + (f"?{query}" if query else "")
+            return self._login_page(request, False, here)
+        except Forbidden as exc:
+            return self._refused(403, "Not open to this client", exc.message)
         return None
+
+    async def login(self, request: Request) -> Response:
+        """POST /ui/login: the form's key, checked; on success a session cookie and a redirect."""
+        if (refused := self._key_in_address(request)) is not None:
+            return refused
+        settings: Settings = request.app.state.services.settings
+        form = await _form(request, settings.limits.body_read_timeout_s)
+        if form is None:
+            return self._refused(400, "Bad login form", "The login form could not be read.")
+        target = _next_page(request, form.get("next", ""))
+        key = admin_key(settings.auth)
+        if not key:  # nothing to log into: the page itself says whether it is open
+            return RedirectResponse(target, 303)
+        try:
+            check_admin(
+                settings.auth,
+                settings.ui.public,
+                {"authorization": f"Bearer {form.get('key', '')}"},
+                request.scope.get("client"),
+            )
+        except Unauthorized:
+            return self._login_page(request, True, target)
+        response = RedirectResponse(target, 303)
+        lifetime = session_seconds(settings.auth)
+        response.set_cookie(
+            COOKIE,
+            session_token(key, int(time.time()) + lifetime),
+            max_age=lifetime,
+            path=_root(request) + "/ui",
+            # https as the client sees it: TLS here, or X-Forwarded-Proto from a trusted proxy
+            # (server.trusted_proxies; uvicorn's proxy headers middleware sets the scheme).
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
 
     async def index(self, request: Request) -> Response:
         if (denied := self._guard(request)) is not None:

@@ -149,6 +149,8 @@ def test_ui_login_in_chromium(live_proxy, fake_upstream, browser, monkeypatch) -
         )
     )
     page = browser.new_page()
+    visited: list[str] = []
+    page.on("request", lambda r: visited.append(r.url))
     response = page.goto(proxy.url + "/ui")
     assert response is not None and response.status == 401
     page.fill("input[name=key]", "not-the-key")
@@ -156,9 +158,10 @@ def test_ui_login_in_chromium(live_proxy, fake_upstream, browser, monkeypatch) -
     assert "not the admin key" in page.inner_text("main")
     page.fill("input[name=key]", ADMIN_KEY)
     page.click("button[type=submit]")
-    page.wait_for_url(re.compile(r"/ui$"))  # the key does not stay in the address bar
+    page.wait_for_url(re.compile(r"/ui$"))  # a POST: the key is never in the address bar
     assert page.locator("h2", has_text="Requests").count() == 1
     assert page.goto(proxy.url + "/ui?status=200").status == 200  # the cookie carries on
+    assert not any(ADMIN_KEY in u for u in visited)
 
 
 @pytest.mark.parametrize(
@@ -169,8 +172,9 @@ def test_ui_login_in_chromium(live_proxy, fake_upstream, browser, monkeypatch) -
         ({"headers": {"authorization": "Bearer client-key-1"}}, 401),
         ({"headers": {"authorization": f"Bearer {ADMIN_KEY}"}}, 200),
         ({"cookies": {"ctxproxy_admin": ADMIN_KEY}}, 401),  # the cookie holds a derived token
-        ({"params": {"key": "wrong"}}, 401),
-        ({"params": {"key": ADMIN_KEY}}, 303),
+        # A key in the address (browser history, proxy logs) is refused, never read.
+        ({"params": {"key": "wrong"}}, 400),
+        ({"params": {"key": ADMIN_KEY}}, 400),
     ],
 )
 def test_ui_needs_the_admin_key_in_keys_mode(
@@ -193,10 +197,12 @@ def test_ui_needs_the_admin_key_in_keys_mode(
         assert r.status_code == (404 if status == 200 and path != "/ui" else status)
         if status == 401:  # the login form, and nothing from the log
             assert 'name="key"' in r.text and 'id="requests"' not in r.text
-    if status == 303:
-        cookie = r.cookies["ctxproxy_admin"]
-        assert ADMIN_KEY not in cookie and "httponly" in r.headers["set-cookie"].lower()
-        assert httpx.get(proxy.url + "/ui", cookies={"ctxproxy_admin": cookie}).status_code == 200
+        assert "set-cookie" not in r.headers
+    login = httpx.post(proxy.url + "/ui/login", data={"key": ADMIN_KEY, "next": "/ui"})
+    assert login.status_code == 303
+    cookie = login.cookies["ctxproxy_admin"]
+    assert ADMIN_KEY not in cookie and "httponly" in login.headers["set-cookie"].lower()
+    assert httpx.get(proxy.url + "/ui", cookies={"ctxproxy_admin": cookie}).status_code == 200
 
 
 async def test_ui_list_filters_newest_first(live_proxy, fake_upstream) -> None:

@@ -1,0 +1,144 @@
+"""How ``ctxproxy serve`` runs uvicorn: its config from ``server:`` settings, and an HTTP protocol
+that bounds how long and how large a request's headers may be.
+
+uvicorn's keep-alive timer starts only after a response, so a fresh connection trickling header
+lines (slowloris) is never timed out, and httptools buffers headers without limit. The protocol
+here (httptools', a dependency of ours: uvicorn's h11 fallback is never used) starts a timer
+when the connection is made (and when a kept-alive connection's next request begins) and cancels
+it once the headers are complete; when it fires, the connection is closed (with a 408 when part
+of a request had arrived). Header bytes are counted as they are parsed: over
+``server.max_header_bytes`` the request gets 431."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from proxy.settings import ServerSettings
+
+
+def _refusal(status: int, reason: str, text: str) -> bytes:
+    body = text.encode()
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: text/plain; charset=utf-8\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+TIMED_OUT = _refusal(408, "Request Timeout", "Request headers not received in time.")
+TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
+
+
+class _HeaderTooLarge(Exception):
+    """Raised from a parser callback to stop parsing (httptools wraps it in its own error)."""
+
+
+class HeaderLimitedHttpTools(HttpToolsProtocol):
+    """httptools' protocol (uvicorn's default) with a header timeout and a header size limit."""
+
+    header_timeout_s: float = 10.0
+    max_header_bytes: int = 64 * 1024
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._header_bytes = 0
+        self._request_begun = False
+        self._too_large = False
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_header_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_header_timer()
+        super().connection_lost(exc)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._header_bytes, self._request_begun = 0, True
+        if self._header_timer is None:  # a kept-alive connection's next request
+            self._arm_header_timer()
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._disarm_header_timer()
+        self._request_begun = False
+        super().on_headers_complete()
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._too_large:
+            super().send_400_response(msg)
+            return
+        self._disarm_header_timer()
+        self.transport.write(TOO_LARGE)
+        self.transport.close()
+
+    def _count(self, n: int) -> None:
+        self._header_bytes += n
+        if self._header_bytes > self.max_header_bytes:
+            self._too_large = True
+            raise _HeaderTooLarge  # parsing stops; send_400_response answers 431
+
+    def _arm_header_timer(self) -> None:
+        self._header_timer = self.loop.call_later(self.header_timeout_s, self._headers_timed_out)
+
+    def _disarm_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_timed_out(self) -> None:
+        self._header_timer = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            # A pipelined request trickles behind one being answered: end after that answer.
+            self.cycle.keep_alive = False
+            return
+        if self._request_begun:
+            self.transport.write(TIMED_OUT)
+        self.transport.close()
+
+
+def protocol_class(settings: ServerSettings) -> type[asyncio.Protocol]:
+    """The protocol class for uvicorn's ``http=``, bound to these settings."""
+    attrs = {
+        "header_timeout_s": settings.header_timeout_s,
+        "max_header_bytes": settings.max_header_bytes,
+    }
+    return type("HeaderLimitedHttpTools", (HeaderLimitedHttpTools,), attrs)
+
+
+def server_config(
+    app: Any, settings: ServerSettings, host: str, port: int, **overrides: Any
+) -> uvicorn.Config:
+    """uvicorn's config for ``ctxproxy serve``: bounded headers and connections, proxy headers
+    believed only from ``server.trusted_proxies``."""
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "http": protocol_class(settings),
+        "timeout_keep_alive": settings.keep_alive_s,  # any number works (call_later)
+        "limit_concurrency": settings.max_connections,
+        # Without trusted proxies the client is the socket's peer and the scheme its own; with
+        # them, uvicorn's ProxyHeadersMiddleware reads X-Forwarded-For/-Proto from those only
+        # (never from $FORWARDED_ALLOW_IPS or its loopback default).
+        "proxy_headers": bool(settings.trusted_proxies),
+        "forwarded_allow_ips": list(settings.trusted_proxies),
+        "log_level": "warning",
+        "access_log": False,
+        **overrides,
+    }
+    return uvicorn.Config(app, **options)

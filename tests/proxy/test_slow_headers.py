@@ -1,0 +1,215 @@
+"""Slow headers time out: ``ctxproxy serve`` (run for real, as a subprocess) closes connections
+whose request line and headers do not arrive within ``server.header_timeout_s``, however steadily
+they trickle, while ``/healthz`` and normal clients keep being served. Also, against a server
+configured the same way in a thread: headers over ``server.max_header_bytes`` get 431, an idle
+kept-alive connection ends after ``server.keep_alive_s``, and ``server.max_connections`` bounds
+the connections served."""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from openai import OpenAI
+
+from tests.conftest import proxy_settings
+from tests.support.fake_upstream import FakeUpstream
+from tests.support.live import free_port, stop
+from tests.support.served import serve_like_cli
+
+TIMEOUT_S = 1.0
+TRICKLERS = 150
+
+
+@pytest.fixture
+def served(fake_upstream: FakeUpstream, tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    """``ctxproxy serve`` with a 1 s header timeout; yields its URL and its stderr lines so far."""
+    port = free_port()
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        f"server:\n  header_timeout_s: {TIMEOUT_S}\n"
+        f"upstreams:\n  - name: fake\n    base_url: {fake_upstream.base_url}\n"
+    )
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    env.pop("CTXPROXY_ADMIN_KEY", None)
+    args = ["serve", "--config", str(config), "--port", str(port), "--db", str(tmp_path / "db")]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy.cli", *args],
+        env=env,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+    )
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 60
+        while True:
+            assert proc.poll() is None, f"ctxproxy serve exited: {lines}"
+            try:
+                if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.time() < deadline, "ctxproxy serve did not start"
+            time.sleep(0.1)
+        yield url, lines
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+        reader.join(timeout=5)
+
+
+def trickle(port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\n")
+    s.setblocking(False)
+    return s
+
+
+def test_trickling_headers_are_cut_off_while_others_are_served(
+    served: tuple[str, list[str]],
+) -> None:
+    url, stderr = served
+    port = int(url.rsplit(":", 1)[1])
+    # The start-up line says who may open /ui (no admin key here: loopback only).
+    assert any("/ui and /metrics: loopback clients only" in line for line in stderr), stderr
+    socks = [trickle(port) for _ in range(TRICKLERS)]
+    opened = time.monotonic()
+    alive, closed_after, timed_out, health = set(socks), [], 0, []
+    n = 0
+    try:
+        while alive and time.monotonic() - opened < TIMEOUT_S + 6:
+            n += 1
+            for s in list(alive):  # one more header line each, every 0.2 s
+                try:
+                    s.send(b"X-Trickle-%d: still coming\r\n" % n)
+                except (BrokenPipeError, ConnectionResetError):
+                    alive.discard(s)
+                    closed_after.append(time.monotonic() - opened)
+            readable, _, _ = select.select(list(alive), [], [], 0)
+            for s in readable:
+                try:
+                    data = s.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                timed_out += data.startswith(b"HTTP/1.1 408")
+                if not data or b"connection: close" in data:
+                    alive.discard(s)
+                    closed_after.append(time.monotonic() - opened)
+            health.append(httpx.get(url + "/healthz", timeout=2).status_code)
+            time.sleep(0.2)
+    finally:
+        for s in socks:
+            s.close()
+    assert not alive, f"{len(alive)} trickling connections still open"
+    # Not before the timeout (the trickle itself is fine meanwhile), and soon after it.
+    assert min(closed_after) >= TIMEOUT_S * 0.8 and max(closed_after) <= TIMEOUT_S + 3
+    assert timed_out > 0  # told why (408), where the answer was read before the close
+    assert len(health) >= 4 and set(health) == {200}  # /healthz answered throughout
+
+    # A normal client still works, and headers sent in pieces within the timeout are fine.
+    client = OpenAI(base_url=url + "/v1", api_key="sk-client")
+    answer = client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": "hello"}]
+    )
+    assert answer.choices[0].message.content
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: proxy\r\n")
+        time.sleep(TIMEOUT_S / 2)
+        s.sendall(b"Connection: close\r\n\r\n")
+        assert s.recv(65536).startswith(b"HTTP/1.1 200")
+
+
+# ----- the same uvicorn configuration, served in a thread -----
+
+
+def raw_request(url: str, data: bytes, wait: float = 5.0) -> bytes:
+    """Send ``data`` on a fresh connection; everything read until the server closes it."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    return out
+
+
+def test_headers_over_the_limit_get_431(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    settings = proxy_settings(fake_upstream.base_url, server={"max_header_bytes": 4096})
+    server, url = serve_like_cli(settings, str(tmp_path / "db"))
+    try:
+        big = b"GET /healthz HTTP/1.1\r\nHost: p\r\nX-Big: " + b"a" * 5000 + b"\r\n\r\n"
+        assert raw_request(url, big).startswith(b"HTTP/1.1 431")
+        many = b"GET /healthz HTTP/1.1\r\nHost: p\r\n" + b"X-A: b\r\n" * 600 + b"\r\n"
+        assert raw_request(url, many).startswith(b"HTTP/1.1 431")
+        long_url = b"GET /healthz?" + b"q" * 5000 + b" HTTP/1.1\r\nHost: p\r\n\r\n"
+        assert raw_request(url, long_url).startswith(b"HTTP/1.1 431")
+        fits = b"GET /healthz HTTP/1.1\r\nHost: p\r\nX-A: " + b"a" * 3000 + b"\r\n"
+        assert raw_request(url, fits + b"Connection: close\r\n\r\n").startswith(b"HTTP/1.1 200")
+    finally:
+        stop(server)
+
+
+def test_idle_connections_end(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    settings = proxy_settings(
+        fake_upstream.base_url, server={"header_timeout_s": 0.5, "keep_alive_s": 0.5}
+    )
+    server, url = serve_like_cli(settings, str(tmp_path / "db"))
+    try:
+        started = time.monotonic()
+        assert raw_request(url, b"") == b""  # connected, never spoke: closed, no answer
+        assert time.monotonic() - started < 3
+        started = time.monotonic()
+        kept = raw_request(url, b"GET /healthz HTTP/1.1\r\nHost: p\r\n\r\n")
+        assert kept.startswith(b"HTTP/1.1 200") and kept.count(b"HTTP/1.1") == 1
+        assert time.monotonic() - started < 3  # kept alive, then closed when idle
+    finally:
+        stop(server)
+
+
+def test_max_connections_bounds_what_is_served(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
+    settings = proxy_settings(fake_upstream.base_url, server={"max_connections": 4})
+    server, url = serve_like_cli(settings, str(tmp_path / "db"))
+    host, port = url.removeprefix("http://").split(":")
+    held = [socket.create_connection((host, int(port))) for _ in range(4)]
+    try:
+        time.sleep(0.2)
+        over = raw_request(url, b"GET /healthz HTTP/1.1\r\nHost: p\r\nConnection: close\r\n\r\n")
+        assert over.startswith(b"HTTP/1.1 503")
+    finally:
+        for s in held:
+            s.close()
+    try:
+        time.sleep(0.2)
+        assert httpx.get(url + "/healthz").status_code == 200
+    finally:
+        stop(server)
+
+
+@pytest.mark.parametrize(
+    ("server", "problem"),
+    [
+        ({"header_timeout_s": 0}, "server.header_timeout_s"),
+        ({"keep_alive_s": -1}, "server.keep_alive_s"),
+        ({"max_connections": 0}, "server.max_connections"),
+        ({"max_header_bytes": 100}, "server.max_header_bytes"),
+        ({"header_timeout": 5}, "server.header_timeout"),
+    ],
+)
+def test_server_limits_are_validated(server: dict, problem: str) -> None:
+    from proxy.settings import SettingsError, settings_from_mapping
+
+    with pytest.raises(SettingsError, match=problem.replace(".", r"\.")):
+        settings_from_mapping({"server": server})
