@@ -7,6 +7,12 @@ litellm obeys many keyword arguments besides a request's parameters: where to ca
 (``mock_response``). A client's body therefore reaches it only through ``ALLOWED_PARAMS``; the
 upstream, its key and its timeout come from config alone.
 
+The model name steers litellm too: its prefix picks the provider, and with it a default URL
+(``ollama/…`` means localhost:11434) and the key. So litellm is told the upstream's provider
+(``custom_llm_provider``), and a name that names another one is refused before any call. Given
+no key, litellm takes one from the process environment (``ANTHROPIC_API_KEY`` …): it is never
+called without one.
+
 Errors: the client gets a short message naming the upstream as configured (and for a provider's
 own error its message, shortened and redacted); the whole exception, with its traceback, goes to
 the server log."""
@@ -24,7 +30,14 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from proxy.errors import ProxyError, UpstreamFailed, UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import (
+    ModelNotFound,
+    ProxyError,
+    Unauthorized,
+    UpstreamFailed,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from proxy.redact import redact_text
 from proxy.settings import UpstreamSettings
 from proxy.tokens import ensure_offline_tiktoken
@@ -79,6 +92,24 @@ ALLOWED_PARAMS = frozenset(
 _OWN_FIELDS = frozenset({"model", "messages", "stream"})
 _MAX_MESSAGE_CHARS = 300
 _MAX_LOGGED_CHARS = 20_000
+_MAX_SHOWN_MODEL = 100  # characters of a refused model name in the answer
+# Per (provider, model name): may litellm call that name as that provider. Bounded: names come
+# from clients; longer names are not kept at all.
+_VERDICTS: dict[tuple[str, str], bool] = {}
+_MAX_VERDICTS = 1024
+_MAX_KEPT_NAME = 256
+
+
+class UpstreamMisconfigured(ProxyError):
+    """Config names a provider litellm does not know: no call is made."""
+
+    code = "upstream_misconfigured"
+
+
+class UpstreamKeyMissing(ProxyError):
+    """The upstream's ``api_key_env`` is empty: litellm would fall back on another key."""
+
+    code = "upstream_key_missing"
 
 
 @cache
@@ -88,7 +119,90 @@ def load_litellm() -> Any:
     import litellm
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
+    litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
     return litellm
+
+
+def provider_of(model: str) -> str | None:
+    """The provider litellm picks for ``model`` by itself; None when the name does not tell.
+    A prefix litellm knows is taken as it stands, without the lookup: for some providers the
+    lookup acts (github_copilot's starts an OAuth device flow)."""
+    litellm = load_litellm()
+    prefix, slash, _ = model.partition("/")
+    if slash and prefix in litellm.provider_list:
+        return prefix
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:  # litellm raises for a name it cannot place
+        return None
+
+
+def model_uses_provider(provider: str, model: str) -> bool:
+    """Whether ``model`` names no provider but ``provider``: by its prefix, or (a bare name) by
+    litellm's model lists, allowing the variant litellm itself picks within the provider
+    (``claude-2`` is anthropic_text either way). Memoised per name, within a bound."""
+    key = (provider, model)
+    verdict = _VERDICTS.get(key)
+    if verdict is None:
+        named = provider_of(model)
+        verdict = named is None or named == provider
+        if not verdict and "/" not in model:
+            verdict = named == _pinned_provider(provider, model)
+        if len(model) <= _MAX_KEPT_NAME:
+            if len(_VERDICTS) >= _MAX_VERDICTS:
+                _VERDICTS.clear()
+            _VERDICTS[key] = verdict
+    return verdict
+
+
+def _pinned_provider(provider: str, model: str) -> str | None:
+    """The provider litellm uses for ``model`` when told ``provider``."""
+    try:
+        return str(load_litellm().get_llm_provider(model, custom_llm_provider=provider)[1])
+    except Exception:
+        return None
+
+
+@cache
+def _known_provider(provider: str) -> bool:
+    """Whether litellm knows ``provider`` (config values only, so the cache stays small): told a
+    provider, litellm takes any name, so ask it about ``provider/model`` instead."""
+    litellm = load_litellm()
+    if provider in litellm.provider_list:  # most; checked first, as in provider_of
+        return True
+    try:
+        return litellm.get_llm_provider(f"{provider}/model")[1] == provider
+    except Exception:
+        return False
+
+
+def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
+    """The upstream's provider, once the request may go to it; raises what the client is told
+    otherwise (nothing has been sent)."""
+    if key is None:
+        if upstream.api_key_env:
+            log.error(
+                "upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env
+            )
+            raise UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
+        raise Unauthorized(
+            f"no API key: send your provider key, or configure api_key_env (upstream "
+            f"{upstream.name})."
+        )
+    provider = upstream.provider
+    if provider is None or not _known_provider(provider):
+        log.error("upstream %s: litellm knows no provider %r", upstream.name, provider)
+        raise UpstreamMisconfigured(
+            f"Upstream {upstream.name} is misconfigured: its provider is not one litellm knows."
+        )
+    if not model_uses_provider(provider, model):
+        shown = model if len(model) <= _MAX_SHOWN_MODEL else model[: _MAX_SHOWN_MODEL - 1] + "…"
+        raise ModelNotFound(
+            f"The model '{shown}' is not served here: upstream {upstream.name} calls {provider} "
+            "only.",
+            param="model",
+        )
+    return provider
 
 
 def forwarded_params(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -106,8 +220,11 @@ def forwarded_params(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 async def litellm_chat(
     upstream: UpstreamSettings, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
+    provider = _checked(upstream, body["model"], key)
     litellm = load_litellm()
     kwargs, dropped = forwarded_params(body)
+    if upstream.headers:
+        kwargs["extra_headers"] = dict(upstream.headers)
     if dropped and log.isEnabledFor(logging.DEBUG):
         # names only (client-chosen, so bounded and redacted), never values
         names = ", ".join(repr(name[:64]) for name in sorted(dropped)[:50])
@@ -119,6 +236,7 @@ async def litellm_chat(
             messages=body["messages"],
             stream=stream,
             api_key=key,
+            custom_llm_provider=provider,  # the model's prefix must not pick another
             base_url=upstream.base_url,
             timeout=upstream.timeout_s,
             **kwargs,

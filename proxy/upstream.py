@@ -38,6 +38,9 @@ log = logging.getLogger("ctxproxy.upstream")
 
 # Request headers a client may send that the upstream should see too.
 _FORWARDED_HEADERS = ("openai-organization", "openai-project", "openai-beta", "user-agent")
+# Of those, the ones choosing which organization or project a key bills: the client's to choose
+# only with its own key. With the upstream's key they are dropped (config may set them).
+_ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
 # Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not.
 _RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-")
 # Headers aiohttp would add by itself: the upstream sees only what we send.
@@ -207,11 +210,16 @@ class UpstreamClient:
             return await litellm_chat(upstream, body, passthrough_key)
         return await self._openai_chat(upstream, body, client_headers, passthrough_key)
 
-    def _headers(self, client_headers: Mapping[str, str], key: str | None) -> dict[str, str]:
+    def _headers(
+        self, upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
+    ) -> dict[str, str]:
+        """Ours, the client's forwarded ones (names lower-cased by the caller), then config's."""
         headers = {"content-type": "application/json", "accept-encoding": "identity"}
+        server_key = bool(upstream.api_key_env)  # the key is config's, not the client's
         for name in _FORWARDED_HEADERS:
-            if name in client_headers:
+            if name in client_headers and not (server_key and name in _ACCOUNT_HEADERS):
                 headers[name] = client_headers[name]
+        headers.update(upstream.headers)
         if key:
             headers["authorization"] = f"Bearer {key}"
         return headers
@@ -230,7 +238,7 @@ class UpstreamClient:
                 "POST",
                 target.chat_url,
                 data=orjson.dumps(body),
-                headers=self._headers(client_headers, key),
+                headers=self._headers(upstream, client_headers, key),
                 timeout=target.chat_timeout,
                 allow_redirects=False,
                 compress=False,
@@ -273,7 +281,7 @@ class UpstreamClient:
             response = await self._client().request(
                 "GET",
                 target.models_url,
-                headers=self._headers({}, key),
+                headers=self._headers(upstream, {}, key),
                 timeout=target.models_timeout,
                 allow_redirects=False,
                 proxy=target.proxy,

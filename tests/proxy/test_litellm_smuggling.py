@@ -6,8 +6,11 @@ Anthropic's Messages API), and an "attacker" one that no request may ever reach.
 - pinned: the upstream has a ``base_url`` (the real server) and an ``api_key_env``;
 - default: no ``base_url``, so litellm uses its own default, here ``ANTHROPIC_API_BASE`` pointing
   at the real server (it stands in for api.anthropic.com);
-- passthrough: as default, without ``api_key_env``, the client sends no key at all (the case a
-  web page posting to a sidecar is in), and the proxy's environment holds ``ANTHROPIC_API_KEY``.
+- passthrough: as default, without ``api_key_env``: the client's own key goes upstream, never the
+  ``ANTHROPIC_API_KEY`` the proxy's environment holds (test_litellm_client_key.py: a client with
+  no key gets 401).
+In each, ``CONFIG_KEY`` is the key config says to use: the server's, or in passthrough the
+client's.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tests.support.factories import request, user
 
 MODEL = "anthropic/claude-3-5-sonnet-20241022"
 CONFIG_KEY = "sk-ant-config-key-000000000000"
+ENV_KEY = "sk-ant-proxy-environment-22222"
 ATTACKER_KEY = "sk-ant-attacker-111111111111"
 ANTHROPIC_REPLY = {
     "id": "msg_1",
@@ -110,9 +114,14 @@ def _settings(config: str, real: EdgeUpstream, monkeypatch: pytest.MonkeyPatch) 
         upstream.update(base_url=real.url, api_key_env="CONFIG_ANTHROPIC_KEY")
     elif config == "default":
         upstream.update(api_key_env="CONFIG_ANTHROPIC_KEY")
-    else:  # passthrough: the key litellm finds in the proxy's environment
-        monkeypatch.setenv("ANTHROPIC_API_KEY", CONFIG_KEY)
+    else:  # passthrough: litellm would find this one in the proxy's environment
+        monkeypatch.setenv("ANTHROPIC_API_KEY", ENV_KEY)
     return proxy_settings("http://unused.test/v1", upstreams=[upstream])
+
+
+def _client_headers(config: str) -> dict[str, str]:
+    """In passthrough the client sends its own key; otherwise none (config holds it)."""
+    return {"authorization": f"Bearer {CONFIG_KEY}"} if config == "passthrough" else {}
 
 
 def _variants(attacker: str) -> dict[str, dict[str, Any]]:
@@ -159,7 +168,7 @@ async def test_smuggled_fields_reach_neither_attacker_nor_upstream(
     settings = _settings(config, real, monkeypatch)
     body = request(user("hello"), model=MODEL, max_tokens=50, **_variants(attacker.url)[variant])
     async with in_process(settings, str(tmp_path / "db")) as client:
-        r = await client.post("/v1/chat/completions", json=body)
+        r = await client.post("/v1/chat/completions", json=body, headers=_client_headers(config))
         rows = await log_rows(client)
     assert attacker.connections == 0, f"the attacker got {attacker.seen}"
     assert len(real.seen) == 1  # called once: no mock answer, no retry, no fallback
@@ -195,7 +204,7 @@ async def test_smuggled_api_base_is_ignored_when_streaming(
         extra_headers={"x-smuggled": "1"},
     )
     async with in_process(settings, str(tmp_path / "db")) as client:
-        r = await client.post("/v1/chat/completions", json=body)
+        r = await client.post("/v1/chat/completions", json=body, headers=_client_headers(config))
     assert r.status_code == 200
     assert "from the real upstream" in r.text and r.text.endswith("data: [DONE]\n\n")
     assert attacker.connections == 0

@@ -41,7 +41,7 @@ def test_upstream_glob_matching_first_wins() -> None:
     s = settings_from_mapping(
         {
             "upstreams": [
-                {"name": "a", "match": ["claude-*"], "kind": "litellm"},
+                {"name": "a", "match": ["claude-*"], "kind": "litellm", "provider": "anthropic"},
                 {"name": "b", "match": ["*"]},
             ]
         }
@@ -63,8 +63,15 @@ def test_memory_restore_history_turns_on_the_rule_option() -> None:
     s = settings_from_mapping({"memory": {"restore_history": True}})
     (track,) = [r for r in s.configured_rules() if r.name == "track_entities"]
     assert track.config.restore_history is True
-    explicit = settings_from_mapping({"memory": {"restore_history": True}, "rules": [
-        {"name": "track_entities", "restore_history": False}]})
+    explicit = settings_from_mapping(
+        {
+            "memory": {"restore_history": True},
+            "rules": [{"name": "track_entities", "restore_history": False}],
+        }
+    )
     assert explicit.configured_rules()[0].config.restore_history is False
-    assert not [r for r in load_settings(None).configured_rules()
-                if getattr(r.config, "restore_history", False)]
+    assert not [
+        r
+        for r in load_settings(None).configured_rules()
+        if getattr(r.config, "restore_history", False)
+    ]

@@ -12,7 +12,10 @@ from proxy.settings import SettingsError, settings_from_mapping
     [
         ([{"name": "a"}], "upstreams[0].api_key_env"),
         ([{"name": "a", "api_key_env": "K"}, {"name": "b"}], "upstreams[1].api_key_env"),
-        ([{"name": "a", "kind": "litellm", "api_key_env": ""}], "upstreams[0].api_key_env"),
+        (
+            [{"name": "a", "kind": "litellm", "match": ["anthropic/*"], "api_key_env": ""}],
+            "upstreams[0].api_key_env",
+        ),
     ],
 )
 def test_keys_mode_requires_an_upstream_key_on_every_upstream(upstreams, fragment) -> None:

@@ -1,0 +1,110 @@
+"""Upstream options checked at start-up: a litellm upstream's ``provider`` (given, or derived from
+its match patterns) and an upstream's ``headers``; a bad one fails with its path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from proxy.settings import SettingsError, UpstreamSettings, load_settings, settings_from_mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _upstream(**spec: object) -> UpstreamSettings:
+    settings = settings_from_mapping({"upstreams": [{"name": "u", **spec}]})
+    return settings.upstreams[0]
+
+
+@pytest.mark.parametrize(
+    ("spec", "provider"),
+    [
+        ({"match": ["anthropic/*"]}, "anthropic"),
+        ({"match": ["gemini/*", "gemini/gemini-2.5-pro"]}, "gemini"),
+        ({"match": ["anthropic/*", "claude-*"]}, "anthropic"),  # claude-x: litellm cannot tell
+        ({"match": ["claude-opus-4-5"]}, "anthropic"),  # a bare name litellm knows
+        ({"match": ["*"], "provider": "anthropic"}, "anthropic"),
+        ({"match": ["meta-llama/*"], "provider": "openrouter"}, "openrouter"),
+    ],
+)
+def test_a_litellm_upstream_has_one_provider(spec: dict, provider: str) -> None:
+    assert _upstream(kind="litellm", **spec).provider == provider
+
+
+def test_an_openai_upstream_has_none() -> None:
+    assert _upstream(match=["*"]).provider is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragments"),
+    [
+        ({"kind": "litellm", "match": ["*"]}, ["cannot tell", "set provider"]),
+        ({"kind": "litellm", "match": ["claude-*"]}, ["cannot tell"]),
+        ({"kind": "litellm", "match": ["anthropic/*", "openai/*"]}, ["anthropic", "openai"]),
+        ({"kind": "litellm", "match": ["anthropic/*", "gpt-4o"]}, ["anthropic", "openai"]),
+        ({"kind": "openai", "provider": "openai"}, ["kind: litellm"]),
+        ({"kind": "litellm", "provider": "anthropic/x"}, ["provider"]),
+        ({"kind": "litellm", "provider": ""}, ["provider"]),
+    ],
+)
+def test_a_bad_provider_fails_with_its_path(spec: dict, fragments: list[str]) -> None:
+    with pytest.raises(SettingsError) as info:
+        settings_from_mapping(
+            {"upstreams": [{"name": "a", "kind": "openai"}, {"name": "u", **spec}]}
+        )
+    message = str(info.value)
+    assert "upstreams[1].provider:" in message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"authorization": "Bearer x"},
+        {"Content-Length": "1"},
+        {"host": "evil.test"},
+        {"bad name": "x"},
+        {"openai-organization": "org\r\nx-injected: 1"},
+    ],
+)
+def test_bad_upstream_headers_fail_with_their_path(headers: dict) -> None:
+    with pytest.raises(SettingsError, match=r"upstreams\[0\]\.headers"):
+        settings_from_mapping({"upstreams": [{"name": "u", "headers": headers}]})
+
+
+def test_upstream_header_names_are_lower_cased() -> None:
+    up = _upstream(headers={"OpenAI-Organization": "org-1", "OpenAI-Project": "proj-1"})
+    assert up.headers == {"openai-organization": "org-1", "openai-project": "proj-1"}
+
+
+def test_default_and_example_configs_stay_valid() -> None:
+    assert load_settings(None).upstreams == []
+    example = yaml.safe_load((ROOT / "config.example.yaml").read_text())
+    upstreams = [UpstreamSettings.model_validate(u) for u in example["upstreams"]]
+    assert [(u.name, u.provider) for u in upstreams] == [
+        ("anthropic", "anthropic"),
+        ("gemini", "gemini"),
+        ("openai", None),
+    ]
+
+
+def test_prefix_patterns_and_explicit_providers_do_not_import_litellm() -> None:
+    """litellm costs seconds to import: start-up pays it only for a bare pattern it must ask."""
+    code = (
+        "import sys, yaml\n"
+        "from proxy.settings import UpstreamSettings\n"
+        "example = yaml.safe_load(open('config.example.yaml'))\n"
+        "[UpstreamSettings.model_validate(u) for u in example['upstreams']]\n"
+        "UpstreamSettings(name='a', kind='litellm', match=['*'], provider='bedrock')\n"
+        "UpstreamSettings(name='b', kind='litellm', match=['anthropic/*'])\n"
+        "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
