@@ -22,9 +22,11 @@ from tests.support.traces import iter_conversations, request_prefixes
 
 def main() -> None:
     tokens = TokenCounters().for_model("gpt-4o")
-    steps = [("track_entities", track_entities, track_entities.Config()),
-             ("resolve_refs", resolve_refs, resolve_refs.Config()),
-             ("inject", inject, inject.Config())]
+    steps = [
+        ("track_entities", track_entities, track_entities.Config()),
+        ("resolve_refs", resolve_refs, resolve_refs.Config()),
+        ("inject", inject, inject.Config()),
+    ]
     times: dict[str, list[float]] = {name: [] for name, _, _ in steps}
     requests = events = mentions = resolved = injected = 0
     for conv in iter_conversations():
@@ -32,8 +34,15 @@ def main() -> None:
         for prefix in request_prefixes(conv["messages"]):
             now += 10.0
             requests += 1
-            ctx = Context(messages=prefix, original_messages=prefix, model="gpt-4o",
-                          tokens=tokens, now=now, session_id=conv["id"], state=state)
+            ctx = Context(
+                messages=prefix,
+                original_messages=prefix,
+                model="gpt-4o",
+                tokens=tokens,
+                now=now,
+                session_id=conv["id"],
+                state=state,
+            )
             report: dict = {}
             for name, module, cfg in steps:
                 started = time.perf_counter()
@@ -47,13 +56,17 @@ def main() -> None:
             mentions += len(refs)
             resolved += sum(1 for r in refs if r.get("entity"))
             injected += "inject" in report
-    print(f"requests {requests}, events recorded {events}, mentions {mentions}, "
-          f"resolved {resolved}, blocks injected {injected}")
+    print(
+        f"requests {requests}, events recorded {events}, mentions {mentions}, "
+        f"resolved {resolved}, blocks injected {injected}"
+    )
     for name, values in times.items():
         values.sort()
         p99 = values[int(len(values) * 0.99)]
-        print(f"{name:15s} median {statistics.median(values):.3f} ms  p99 {p99:.3f} ms  "
-              f"max {values[-1]:.1f} ms")
+        print(
+            f"{name:15s} median {statistics.median(values):.3f} ms  p99 {p99:.3f} ms  "
+            f"max {values[-1]:.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,9 @@ def run(corpus: Path) -> dict:
             _, whole = repair_tool_chain.repair_messages(conv["messages"])
             full_kinds.update({r["kind"] for r in whole})
         for prefix in request_prefixes(conv["messages"]):
-            ctx = Context(messages=prefix, model="gpt-4o", tokens=tokens, now=0.0,
-                          original_messages=prefix)
+            ctx = Context(
+                messages=prefix, model="gpt-4o", tokens=tokens, now=0.0, original_messages=prefix
+            )
             started = time.perf_counter()
             res = repair_tool_chain.apply(ctx, repair_cfg)
             times["repair_tool_chain"].append((time.perf_counter() - started) * 1000)
@@ -78,8 +79,11 @@ def run(corpus: Path) -> dict:
         "violations_after_repair": violations_after,
         "full_conversations_by_kind": dict(full_kinds.most_common()),
         "time_ms": {
-            rule: {"median": round(statistics.median(v), 3), "p99": round(pct(v, 0.99), 3),
-                   "max": round(max(v), 3)}
+            rule: {
+                "median": round(statistics.median(v), 3),
+                "p99": round(pct(v, 0.99), 3),
+                "max": round(max(v), 3),
+            }
             for rule, v in times.items()
         },
     }
@@ -114,8 +118,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     result = run(args.corpus)
-    print(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json
-          else markdown(result))
+    print(
+        orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() if args.json else markdown(result)
+    )
 
 
 if __name__ == "__main__":

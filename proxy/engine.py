@@ -16,6 +16,7 @@ import orjson
 from proxy.errors import BadRequest, PayloadTooLarge
 from proxy.model_windows import context_window
 from proxy.pipeline import Pipeline, PipelineOutcome
+from proxy.redact_state import redact_state
 from proxy.resolver import Resolver, open_questions
 from proxy.session_key import parent_session_key, session_key
 from proxy.session_locks import SessionLocks
@@ -33,6 +34,14 @@ MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for
 # hop and the GIL handovers it brings cost more than they save.
 OFFLOAD_BYTES = 1024 * 1024
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what errors and logs echo
+ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
+
+
+def _echo(value: Any) -> str:
+    """``repr(value)``, clipped: an error never echoes unbounded client text."""
+    text = repr(value)
+    return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
 def parse_body(raw: bytes, max_body_bytes: int) -> dict[str, Any]:
@@ -77,6 +86,11 @@ def validate_body(body: Mapping[str, Any]) -> None:
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise BadRequest("'model' is required and must be a non-empty string.", param="model")
+    if len(model) > MAX_MODEL_CHARS:
+        raise BadRequest(
+            f"'model' is {len(model)} characters long; the limit is {MAX_MODEL_CHARS}.",
+            param="model",
+        )
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("'messages' is required and must be an array.", param="messages")
@@ -88,7 +102,7 @@ def validate_body(body: Mapping[str, Any]) -> None:
         r = m.get("role")
         if not isinstance(r, str) or r not in VALID_ROLES:
             raise BadRequest(
-                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {r!r}.",
+                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {_echo(r)}.",
                 param=f"messages[{i}].role",
             )
         content = m.get("content")
@@ -233,7 +247,7 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        await self.store.save_state(sid, outcome.state, parent)
+        await self.store.save_state(sid, redact_state(outcome.state, state), parent)
         forwarded = dict(body)
         forwarded["messages"] = outcome.messages
         return Rewritten(forwarded, outcome.report, sid, parent)

@@ -28,12 +28,12 @@ from proxy.errors import (
     require_json,
 )
 from proxy.observe import Observers
-from proxy.redact import redact, redact_text
 from proxy.settings import Settings
 from proxy.sse_usage import UsageTap
 from proxy.store import Store
 from proxy.upstream import UpstreamClient, UpstreamResponse, upstream_api_key
 from proxy.usage import usage_fields, usage_of
+from rules.redact import redact, redact_text
 
 log = logging.getLogger("ctxproxy.handler")
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent

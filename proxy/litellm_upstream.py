@@ -38,10 +38,10 @@ from proxy.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
-from proxy.redact import redact_text
 from proxy.settings import UpstreamSettings
 from proxy.tokens import ensure_offline_tiktoken
 from proxy.upstream import UpstreamResponse
+from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
 

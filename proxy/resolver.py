@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,6 @@ PROMPT = (
     "one candidate path the reference means, or null if none clearly fits. Answer with JSON only: "
     '{"path": "<one candidate, verbatim>" or null, "confidence": <0..1>}.'
 )
-_JSON_OBJECT = re.compile(r"\{.*\}", re.S)
 
 
 def open_questions(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -32,11 +30,14 @@ def open_questions(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str,
 
 
 def parse_pick(text: str, candidates: Sequence[str]) -> dict[str, Any] | None:
-    match = _JSON_OBJECT.search(text or "")
-    if not match:
+    # From the first "{" to the last "}": what ``\{.*\}`` (re.S) matched, without its rescan
+    # to the end from every "{" when no "}" follows (quadratic on "{{{{…").
+    text = text or ""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
         return None
     try:
-        data = orjson.loads(match.group(0))
+        data = orjson.loads(text[start : end + 1])
     except orjson.JSONDecodeError:
         return None
     if not isinstance(data, dict) or data.get("path") not in candidates:

@@ -1,5 +1,8 @@
 """Which session a request belongs to: X-Session-Id > metadata.session_id > user > a hash of the
-first system and first user message (stable across the turns of one conversation)."""
+first system and first user message (stable across the turns of one conversation).
+
+A session id is stored, logged and shown; one that looks like a secret (a client that puts its
+API key in ``user``) is replaced by a hash of itself, so it still names one session."""
 
 from __future__ import annotations
 
@@ -8,9 +11,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from rules.messages import role, text_of
+from rules.redact import redact_text
 
 
 def session_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+    return _unsecret(_session_key(headers, body))
+
+
+def _unsecret(key: str) -> str:
+    if redact_text(key) == key:
+        return key
+    return "hashed:" + hashlib.blake2b(key.encode(), digest_size=12).hexdigest()
+
+
+def _session_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
     explicit = headers.get("x-session-id")
     if explicit:
         return explicit.strip()[:200]
@@ -37,4 +51,4 @@ def conversation_hash(messages: list[Any]) -> str:
 
 def parent_session_key(headers: Mapping[str, str]) -> str | None:
     parent = headers.get("x-parent-session-id")
-    return parent.strip()[:200] if parent and parent.strip() else None
+    return _unsecret(parent.strip()[:200]) if parent and parent.strip() else None

@@ -19,8 +19,11 @@ import orjson
 
 from proxy.migrations import apply_migrations
 from rules.base import Ancestor, SessionState
+from rules.redact import redact, redact_text
 
 JSON_COLUMNS = ("sections", "report", "usage")
+# Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
+CLIENT_TEXT_COLUMNS = ("model", "path")
 MAX_ANCESTOR_DEPTH = 3
 WRITE_ATTEMPTS = 4
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
@@ -355,7 +358,14 @@ def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]]
 
 
 def _encode_json_columns(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as stored: client text redacted (here, in the writer task, off the request's
+    path), JSON columns encoded."""
     out = dict(row)
+    for col in CLIENT_TEXT_COLUMNS:
+        if isinstance(out.get(col), str):
+            out[col] = redact_text(out[col])
+    if isinstance(out.get("report"), dict):  # rules copy client text into their fragments
+        out["report"] = redact(out["report"])
     for col in JSON_COLUMNS:
         if col in out and out[col] is not None and not isinstance(out[col], str):
             out[col] = orjson.dumps(out[col]).decode()

@@ -31,8 +31,8 @@ import orjson
 from yarl import URL
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
-from proxy.redact import redact_text
 from proxy.settings import UpstreamSettings
+from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.upstream")
 

@@ -16,6 +16,9 @@ from rules.text_cache import text_cache
 
 PACK = Path(__file__).with_name("packs") / "diagnostics.yaml"
 MAX_LINES = 4000  # only the head and tail of huge outputs are scanned: diagnostics cluster there
+# Lines are clipped too (a minified bundle is one line of megabytes): no diagnostic is that long,
+# and it bounds what any one pattern can cost on a line.
+MAX_LINE_CHARS = 4000
 MAX_DIAGNOSTICS = 50
 MESSAGE_CHARS = 200
 
@@ -92,7 +95,7 @@ def _lines(text: str) -> list[str]:
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
         lines = lines[:half] + lines[-half:]
-    return lines
+    return [line[:MAX_LINE_CHARS] for line in lines]  # a short line is not copied
 
 
 def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:

@@ -9,8 +9,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rules.pack_loader import load_pack
+from rules.pack_loader import builtin_strings, compile_regex, load_pack
 from rules.shell_parse import Effect, guess_type, resolve_path
+
+# A result is scanned for exit codes, failures, folder listings and the working directory in its
+# first and last SCAN_CHARS only: footers and error lines sit there, and a multi-megabyte dump in
+# between costs nothing, whatever a user's pattern does with it.
+SCAN_CHARS = 65_536
 
 
 @dataclass(frozen=True)
@@ -28,10 +33,21 @@ class ToolPack:
 
 
 def _compile(patterns: Any, flags: int = re.I | re.M) -> tuple[re.Pattern[str], ...]:
-    try:
-        return tuple(re.compile(p, flags) for p in patterns or ())
-    except re.error as exc:
-        raise ValueError(f"tools pack: bad regex: {exc}") from None
+    """Patterns from a user's pack are timed on adversarial inputs first (built-in ones are,
+    by the test suite): one that backtracks too much fails start-up."""
+    builtin = builtin_strings("tools")
+    return tuple(
+        compile_regex(str(p), flags, "tools pack", check=p not in builtin) for p in patterns or ()
+    )
+
+
+def scanned(result: str) -> str:
+    """``result``, or its first and last SCAN_CHARS cut at line ends when it is longer."""
+    if len(result) <= 2 * SCAN_CHARS:
+        return result
+    head = result.rfind("\n", 0, SCAN_CHARS) + 1 or SCAN_CHARS
+    tail = result.find("\n", len(result) - SCAN_CHARS - 1) + 1 or len(result) - SCAN_CHARS
+    return result[:head] + ("" if result[head - 1] == "\n" else "\n") + result[tail:]
 
 
 @functools.lru_cache(maxsize=16)
@@ -69,6 +85,7 @@ def shell_command(pack: ToolPack, name: str, args: Mapping[str, Any]) -> str | N
 
 def succeeded(pack: ToolPack, result: str) -> bool:
     """True unless the result shows failure. An explicit exit code decides when there is one."""
+    result = scanned(result)
     for pattern in pack.exit_codes:
         found = pattern.findall(result)
         if found:
@@ -79,6 +96,7 @@ def succeeded(pack: ToolPack, result: str) -> bool:
 
 def cwd_hint(pack: ToolPack, result: str) -> str | None:
     """The working directory a result reports (SWE-agent's ``(Current directory: …)``)."""
+    result = scanned(result)
     for pattern in pack.cwd_hints:
         found = list(pattern.finditer(result))
         if found:
@@ -114,7 +132,7 @@ def file_tool_effect(
     if action is None:
         return None
     path = resolve_path(raw.strip(), cwd)
-    if any(p.search(result) for p in pack.folder_results):
+    if any(p.search(scanned(result)) for p in pack.folder_results):
         typ = "folder"
     typ = typ or known.get(path) or guess_type(raw, recursive=False)
     if action == "create" and known.get(path) == typ:

@@ -3,7 +3,8 @@ newest message in a known session (a stateless client, or an agent that starts e
 a "new conversation") gets the session's stored earlier turns prepended.
 
 The store keeps the non-system messages of the last request as the pipeline saw them before
-pruning and injection, bounded by count and size, starting at a user message. A rule never sees
+pruning and injection, bounded by count and size, starting at a user message, redacted: a
+restored turn says ``[REDACTED]`` where the client had sent a key. A rule never sees
 the upstream's reply, so the final assistant answer of the previous turn is not part of it.
 """
 
@@ -16,6 +17,7 @@ import orjson
 
 from rules.base import Message, Messages
 from rules.messages import role
+from rules.redact import redact_value
 
 NAMESPACE = "history"
 _SYSTEM = ("system", "developer")
@@ -34,8 +36,9 @@ def restore(messages: Messages, stored: Sequence[Any]) -> Messages | None:
         return None
     earlier = [m for m in stored if isinstance(m, dict)]
     newest = next(m for m in messages if role(m) not in _SYSTEM)
+    stored_newest = redact_value(newest)  # how it would have been stored
     for i in range(len(earlier) - 1, -1, -1):
-        if earlier[i] == newest:
+        if earlier[i] == stored_newest:
             earlier = earlier[:i]
             break
     if not earlier:
@@ -54,4 +57,4 @@ def remember(messages: Sequence[Message], max_messages: int, max_chars: int) -> 
     while start < len(rest) and (role(rest[start]) != "user" or total > max_chars):
         total -= sizes[start]
         start += 1
-    return rest[start:]
+    return [redact_value(m) for m in rest[start:]]

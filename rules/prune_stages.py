@@ -12,6 +12,7 @@ import orjson
 from rules.base import Message
 from rules.messages import call_arguments_text, call_id, role, tool_calls
 from rules.observations import Observation
+from rules.redact import redact_text
 
 Range = tuple[int, int | None]  # first and last line (None: to the end of the file)
 FULL: Range = (1, None)
@@ -118,13 +119,20 @@ def supersede(
             reads = later_reads.setdefault(a.target, [])
             if obs.result_index not in protected:
                 if a.target in later_write:
-                    out.append((obs.result_index, f"superseded by a later write to {a.target}"))
+                    out.append(
+                        (
+                            obs.result_index,
+                            f"superseded by a later write to {redact_text(a.target)}",
+                        )
+                    )
                 elif any(
                     r == rng
                     or (isinstance(r, tuple) and isinstance(rng, tuple) and _covers(r, rng))
                     for r in reads
                 ):
-                    out.append((obs.result_index, f"superseded by a later read of {a.target}"))
+                    out.append(
+                        (obs.result_index, f"superseded by a later read of {redact_text(a.target)}")
+                    )
             reads.append(rng)
         elif a.kind == "write":
             later_write.add(a.target)

@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
-from rules.pack_loader import load_pack
+from rules.pack_loader import builtin_strings, compile_regex, load_pack
 
+# Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
 _SLOTS = ("type", "action", "rec_adj", "rec", "dem", "art", "subj", "pron", "op")
 
@@ -41,9 +42,12 @@ class Lexicon:
 
 
 def _alternation(words: Sequence[str]) -> str:
-    """Longest first, so "文件夹" wins over "文件" and "just now" over "just"."""
-    ordered = sorted({str(w) for w in words}, key=len, reverse=True)
-    return "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in ordered) or "(?!)"
+    """Longest first, so "文件夹" wins over "文件" and "just now" over "just". A space inside a
+    word matches a run of blanks (possessively: a word never starts with one); blanks around a
+    word are dropped, so no two blank runs meet (two adjacent ``\\s+`` are quadratic on blanks)."""
+    cleaned = {" ".join(str(w).split()) for w in words} - {""}
+    ordered = sorted(cleaned, key=len, reverse=True)
+    return "|".join(re.escape(w).replace(r"\ ", r"\s++") for w in ordered) or "(?!)"
 
 
 def _inverse(groups: Mapping[str, Sequence[str]]) -> dict[str, str]:
@@ -61,16 +65,17 @@ def _compile_language(lang: str, spec: Mapping[str, object]) -> Lexicon:
         fills[slot] = list(spec.get(slot) or [])  # type: ignore[call-overload]
     flags = re.I if "i" in str(spec.get("flags", "")) else 0
 
+    builtin = builtin_strings("references")
+
     def compile_template(template: str) -> re.Pattern[str]:
+        source = template
         for slot in _SLOTS:
             group = "rec" if slot == "rec_adj" else slot
             alternation = _alternation(fills[slot])
-            template = template.replace("{" + slot + "}", f"(?P<{group}>{alternation})")
-        try:
-            return re.compile(template, flags)
-        except re.error as exc:
-            msg = f"references pack, {lang}: bad pattern {template!r}: {exc}"
-            raise ValueError(msg) from None
+            source = source.replace("{" + slot + "}", f"(?P<{group}>{alternation})")
+        # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
+        where = f"references pack, {lang}: template {template!r}"
+        return compile_regex(source, flags, where, check=template not in builtin)
 
     patterns = [
         (str(item["kind"]), compile_template(str(item["re"])))
@@ -107,20 +112,26 @@ def detect(
     """Mentions in order of position; of overlapping matches, the earlier pattern wins."""
     text = strip_injected(text)
     lexicons = [lex for lex in lexicons if lex.lang in languages]
-    taken = [m.span() for lex in lexicons for p in lex.not_refs for m in p.finditer(text)]
+    # Characters already claimed: testing a span against a list of every earlier one was
+    # quadratic in the mentions (``it it it …``); a mask costs the span's length.
+    taken = bytearray(len(text))
+    for lex in lexicons:
+        for p in lex.not_refs:
+            for m in p.finditer(text):
+                taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
         for kind, pattern in lex.patterns:
             for m in pattern.finditer(text):
-                span = m.span()
-                if span[0] == span[1] or any(s < span[1] and span[0] < e for s, e in taken):
+                start, end = m.span()
+                if start == end or taken.find(1, start, end) >= 0:
                     continue
-                taken.append(span)
+                taken[start:end] = b"\x01" * (end - start)
                 groups = m.groupdict()
                 found.append(
                     Mention(
                         text=m.group(0).strip(),
-                        start=span[0],
+                        start=start,
                         lang=lex.lang,
                         kind=kind,
                         base=kinds[kind],

@@ -30,6 +30,7 @@ from rules.messages import (
     tool_pairs,
 )
 from rules.observations import high_water, load_arguments, storable
+from rules.redact import holds_secret
 from rules.shell_parse import analyse, load_verbs
 
 META = "track_entities"
@@ -125,6 +126,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             effects = (effect,) if effect else ()
         cwd = cwd_hint(tools, result) or cwd
         for effect in effects:
+            if holds_secret(effect.path) or (effect.source and holds_secret(effect.source)):
+                # a path holding a key is never remembered: stored redacted it would make a
+                # pointer to a path that does not exist, and a wrong pointer is worse than none
+                continue
             seq += 1
             event = entity_cache.make_event(effect, ctx.now, call_id(call), seq, name)
             new_events.append(event)

@@ -2,6 +2,10 @@
 it differs), changed files, latest successful writes, open diagnostics from build/test output
 (a newer run of the same command supersedes the older one; a passing run closes it), plan items,
 and the next repair target. ``inject`` renders it with ``render_section``; messages pass unchanged.
+
+The ledger is persisted, so text enters it redacted (``rules.redact``): a key in the task, a
+password in a command or in test output is never stored, and the rendered section says
+``[REDACTED]`` from the first request on, the same bytes on every later one.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from rules.observations import (
     plan_items,
     storable,
 )
+from rules.redact import redact_text
 
 NAMESPACE = "working_set"
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
@@ -73,12 +78,12 @@ def _clip(text: str, limit: int) -> str:
 def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
     items = plan_items(arguments)
     if items is not None:
-        ledger["plan"] = items
+        ledger["plan"] = [{**item, "text": redact_text(item["text"])} for item in items]
         return
     # A single-step update citing a step in other words or another width: match it tolerantly.
     args = load_arguments(arguments)
     keys = ("step", "content", "title", "text")
-    step = next((args[k] for k in keys if isinstance(args.get(k), str)), "")
+    step = redact_text(next((args[k] for k in keys if isinstance(args.get(k), str)), ""))
     status = args.get("status") if isinstance(args.get("status"), str) else None
     if not step or not status:
         return
@@ -104,7 +109,7 @@ def _match_step(step: str, candidates: list[str]) -> int | None:
 def _record_writes(
     ledger: dict[str, Any], paths: tuple[str, ...], obs: Observation, cfg: Config
 ) -> None:
-    for path in paths:
+    for path in map(redact_text, paths):
         changed = [p for p in ledger.get("changed", []) if p != path]
         ledger["changed"] = [*changed, path][-cfg.max_changed_files :]
         writes = [w for w in ledger.get("writes", []) if w["path"] != path]
@@ -129,15 +134,27 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         if action.writes and not result_text.lstrip().lower().startswith("error"):
             _record_writes(ledger, action.writes, obs, cfg)
         outcome = diagnostics.parse(result_text, obs.exit_code)
-        runs = {k: v for k, v in ledger.get("runs", {}).items() if k != action.target}
+        command = redact_text(action.target)
+        runs = {k: v for k, v in ledger.get("runs", {}).items() if k != command}
         if outcome.verdict == "fail" and outcome.diagnostics:
-            runs[action.target] = {
+            runs[command] = {
                 "seq": ledger["seq"],
                 "call_id": obs.call_id,
-                "diagnostics": list(outcome.diagnostics),
+                "diagnostics": [_redacted(d) for d in outcome.diagnostics],
             }
         # Keep the newest commands only (insertion order is recency order).
         ledger["runs"] = dict(list(runs.items())[-cfg.max_runs :])
+
+
+def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
+    """A diagnostic with its texts redacted (test output prints passwords, connection URLs)."""
+    return {k: redact_text(v) if isinstance(v, str) else v for k, v in diagnostic.items()}
+
+
+def _task_text(message: Message, limit: int) -> str:
+    """A user turn as the ledger keeps it: redacted, then clipped. Only a prefix is redacted,
+    with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more."""
+    return _clip(redact_text(_user_text(message)[: 4 * limit + 256]), limit)
 
 
 def build(
@@ -154,9 +171,9 @@ def build(
     # (role() inlined: a role that is not a string is not "user")
     users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
     if users and "goal" not in ledger:
-        ledger["goal"] = _clip(_user_text(messages[users[0]]), cfg.max_goal_chars)
+        ledger["goal"] = _task_text(messages[users[0]], cfg.max_goal_chars)
     if users:
-        latest = _clip(_user_text(messages[users[-1]]), cfg.max_goal_chars)
+        latest = _task_text(messages[users[-1]], cfg.max_goal_chars)
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
     # Only results after the newest one already read (see ``observations.high_water``), plus
     # earlier ones that were only a placeholder then: a client may send a late result in place.

@@ -18,10 +18,16 @@ BROKEN = [
         "role": "assistant",
         "content": None,
         "tool_calls": [
-            {"id": "call_Run1", "type": "function",
-             "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'}},
-            {"id": "call_lint2", "type": "function",
-             "function": {"name": "bash", "arguments": '{"command": "ruff check'}},  # truncated
+            {
+                "id": "call_Run1",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "pytest -q"}'},
+            },
+            {
+                "id": "call_lint2",
+                "type": "function",
+                "function": {"name": "bash", "arguments": '{"command": "ruff check'},
+            },  # truncated
         ],
     },
     # Drifted id (case + whitespace), and call_lint2 is never answered: the user typed next.
@@ -44,8 +50,11 @@ def test_broken_history_is_repaired_before_the_upstream(live_proxy, fake_upstrea
         assert text_of(m.get("content")) in blob
     # The drifted result now answers its call under the call's own id, right after it.
     i = next(k for k, m in enumerate(sent) if tool_calls(m))
-    assert sent[i + 1] == {"role": "tool", "tool_call_id": "call_Run1",
-                           "content": "DRIFTED: 1 failed in test_x.py"}
+    assert sent[i + 1] == {
+        "role": "tool",
+        "tool_call_id": "call_Run1",
+        "content": "DRIFTED: 1 failed in test_x.py",
+    }
     assert "interrupted" in sent[i + 2]["content"] and sent[i + 2]["tool_call_id"] == "call_lint2"
     assert '"raw_arguments"' in sent[i]["tool_calls"][1]["function"]["arguments"]
 

@@ -22,8 +22,9 @@ def client_for(proxy, session: str, parent: str | None = None) -> openai.OpenAI:
     headers = {"X-Session-Id": session}
     if parent:
         headers["X-Parent-Session-Id"] = parent
-    return openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", default_headers=headers,
-                         max_retries=0)
+    return openai.OpenAI(
+        base_url=proxy.base_url, api_key="sk-test", default_headers=headers, max_retries=0
+    )
 
 
 def _mkdir_turn(client: openai.OpenAI, fake_upstream) -> list[dict[str, Any]]:  # type: ignore[no-untyped-def]
@@ -32,8 +33,13 @@ def _mkdir_turn(client: openai.OpenAI, fake_upstream) -> list[dict[str, Any]]:  
     history: list[dict[str, Any]] = [{"role": "user", "content": "在桌面上建一个文件夹 123"}]
     first = client.chat.completions.create(model="gpt-4o", messages=history, tools=TOOLS)
     history.append(first.choices[0].message.model_dump(exclude_none=True))
-    history.append({"role": "tool", "tool_call_id": "call_1",
-                    "content": "\n[Command finished with exit code 0]"})
+    history.append(
+        {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": "\n[Command finished with exit code 0]",
+        }
+    )
     fake_upstream.script.tool_calls = None
     fake_upstream.script.content = "已在桌面创建文件夹 123。"
     done = client.chat.completions.create(model="gpt-4o", messages=history, tools=TOOLS)
@@ -47,7 +53,8 @@ def test_delete_the_folder_i_just_created(live_proxy, fake_upstream) -> None:  #
     history = _mkdir_turn(client, fake_upstream)
     history.append({"role": "user", "content": "删除刚创建的文件夹"})
     raw = client.chat.completions.with_raw_response.create(
-        model="gpt-4o", messages=history, tools=TOOLS)
+        model="gpt-4o", messages=history, tools=TOOLS
+    )
     raw.parse()
     sent = fake_upstream.last["messages"]
     assert sent[:-1] == history[:-1]  # the prefix is untouched
@@ -56,8 +63,12 @@ def test_delete_the_folder_i_just_created(live_proxy, fake_upstream) -> None:  #
     assert '"刚创建的文件夹" means the folder ~/Desktop/123 (created)' in last
     report = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]
     (ref,) = report["references"]
-    assert ref["entity"] == {"type": "folder", "name": "123", "path": "~/Desktop/123",
-                             "action": "create"}
+    assert ref["entity"] == {
+        "type": "folder",
+        "name": "123",
+        "path": "~/Desktop/123",
+        "action": "create",
+    }
     assert ref["confidence"] >= 0.6
 
 
@@ -66,23 +77,29 @@ def test_sub_agent_resolves_through_its_parent(live_proxy, fake_upstream) -> Non
     _mkdir_turn(client_for(proxy, "parent-1"), fake_upstream)
     child = client_for(proxy, "child-1", parent="parent-1")
     raw = child.chat.completions.with_raw_response.create(
-        model="gpt-4o", messages=[{"role": "user", "content": "delete the folder I just created"}])
+        model="gpt-4o", messages=[{"role": "user", "content": "delete the folder I just created"}]
+    )
     raw.parse()
-    assert "means the folder ~/Desktop/123 (created), from parent session parent-1" in (
-        fake_upstream.last["messages"][-1]["content"])
+    assert (
+        "means the folder ~/Desktop/123 (created), from parent session parent-1"
+        in (fake_upstream.last["messages"][-1]["content"])
+    )
     ref = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]["references"][0]
     assert [c["session"] for c in ref["chain"]] == ["child-1", "parent-1"]
 
 
 def test_stateless_client_gets_history_restored(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
-    rules = [{"name": n} if n != "track_entities" else {"name": n, "restore_history": True}
-             for n in default_rule_names()]
+    rules = [
+        {"name": n} if n != "track_entities" else {"name": n, "restore_history": True}
+        for n in default_rule_names()
+    ]
     proxy = live_proxy(proxy_settings(fake_upstream.base_url, rules=rules))
     client = client_for(proxy, "stateless")
     history = _mkdir_turn(client, fake_upstream)
     # the buggy client forgets everything and sends only its newest message
     client.chat.completions.create(
-        model="gpt-4o", messages=[{"role": "user", "content": "删除刚创建的文件夹"}])
+        model="gpt-4o", messages=[{"role": "user", "content": "删除刚创建的文件夹"}]
+    )
     sent = fake_upstream.last["messages"]
     assert sent[0] == history[0] and sent[1]["tool_calls"][0]["id"] == "call_1"
     assert sent[-1]["content"].startswith("删除刚创建的文件夹")
@@ -97,12 +114,20 @@ def test_rewrite_cli_replays_a_scenario_call_by_call(tmp_path, capsys) -> None: 
     from proxy.cli import main
 
     db = str(tmp_path / "replay.db")
-    turn1 = [{"role": "user", "content": "make a folder"},
-             {"role": "assistant", "content": None,
-              "tool_calls": [call("c1", "bash", command="cd ~/Desktop && mkdir 123")]},
-             {"role": "tool", "tool_call_id": "c1", "content": ""}]
-    turn2 = [*turn1, {"role": "assistant", "content": "done"},
-             {"role": "user", "content": "now delete the folder you just created"}]
+    turn1 = [
+        {"role": "user", "content": "make a folder"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [call("c1", "bash", command="cd ~/Desktop && mkdir 123")],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": ""},
+    ]
+    turn2 = [
+        *turn1,
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "now delete the folder you just created"},
+    ]
 
     def rewrite(messages: list[dict[str, Any]], now: float) -> dict[str, Any]:
         path = tmp_path / f"body-{now}.json"

@@ -18,8 +18,11 @@ from tests.support.factories import assistant, request, result, shell, user
 
 
 def mkdir_request(folder: str) -> dict:
-    return request(user("make a folder"), assistant(None, shell("c1", f"mkdir {folder}")),
-                   result("c1", "[Command finished with exit code 0]"))
+    return request(
+        user("make a folder"),
+        assistant(None, shell("c1", f"mkdir {folder}")),
+        result("c1", "[Command finished with exit code 0]"),
+    )
 
 
 async def test_parallel_requests_of_one_session_keep_both_updates(tmp_path: Path) -> None:

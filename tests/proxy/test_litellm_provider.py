@@ -139,12 +139,16 @@ async def test_a_long_model_name_is_clipped_in_the_answer(
     tmp_path: Path, real: EdgeUpstream, attacker: EdgeUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = _settings("explicit", real, attacker, monkeypatch)
-    model = "openai/" + "x" * 5000
+    model = "openai/" + "x" * 240  # under the 256-character limit of a model name
     async with in_process(settings, str(tmp_path / "db")) as client:
         r = await client.post("/v1/chat/completions", json=request(user("hi"), model=model))
+        too_long = await client.post(
+            "/v1/chat/completions", json=request(user("hi"), model="openai/" + "x" * 5000)
+        )
     assert r.status_code == 404
     message = r.json()["error"]["message"]
     assert len(message) < 400 and "openai/xxx" in message and "…" in message
+    assert too_long.status_code == 400 and len(too_long.json()["error"]["message"]) < 200
     assert attacker.connections == 0 and real.connections == 0
 
 

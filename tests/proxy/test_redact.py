@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.redact import REDACTED, redact, redact_text
+from rules.redact import REDACTED, redact, redact_text
 
 
 @pytest.mark.parametrize(
@@ -116,3 +116,89 @@ def test_assignments_to_secret_names_are_redacted(text: str, leaked: str) -> Non
 )
 def test_ordinary_text_stays(text: str) -> None:
     assert redact_text(text) == text
+
+
+# ----- gaps closed in issue 15: each of these passed unredacted before -----
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked", "kept"),
+    [
+        (
+            "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "wJalrXUtnFEMI",
+            "AWS_SECRET_ACCESS_KEY=",
+        ),
+        ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG", "wJalrXUtnFEMI", "aws_secret_access_key"),
+        (
+            'curl -H "Authorization: Basic dXNlcjpwYXNz" https://x',
+            "dXNlcjpwYXNz",
+            'Authorization: Basic [REDACTED]" https://x',
+        ),
+        ("authorization: Basic YTpi", "YTpi", "authorization: Basic "),
+        ("auth = 'Basic dXNlcjpwYXNz'", "dXNlcjpwYXNz", "auth = 'Basic "),
+        ("password=hunter2", "hunter2", "password="),
+        ('{"password": "1234"}', "1234", '{"password": "[REDACTED]"}'),
+        ("PGPASSWORD=abc psql -h db", "abc", "PGPASSWORD=[REDACTED] psql -h db"),
+        ("export DB_PASS=x1", "x1", "DB_PASS="),
+        ("password = 1234", "1234", "password = "),
+        ('password="correct horse"', "correct horse", 'password="[REDACTED]"'),
+        ('echo {\\"password\\": \\"1234\\"}', "1234", '\\"[REDACTED]\\"'),
+        ("postgres://user:pass@host:5432/db", ":pass@", "postgres://user:[REDACTED]@host:5432/db"),
+        (
+            "git clone https://user:tok@github.com/o/r",
+            ":tok@",
+            "https://user:[REDACTED]@github.com/o/r",
+        ),
+        ("redis://:s3cret@localhost:6379", "s3cret", "redis://:[REDACTED]@localhost:6379"),
+        ("api_key = 0123456789abcdef0123456789abcdef", "0123456789abcdef", "api_key = "),
+        (
+            "Your API key is 0123456789abcdef0123456789abcdef.",
+            "0123456789abcdef",
+            "Your API key is [REDACTED].",
+        ),
+        ("X-Api-Key: abcdef1234567890", "abcdef1234567890", "X-Api-Key: "),
+        (
+            "https://x-access-token:ghs_abcdefghijklmnopqrstuvwxyz0123456789@github.com/o",
+            "ghs_",
+            "https://x-access-token:[REDACTED]@github.com/o",
+        ),
+        ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n", "b3BlbnNzaC1rZXk", ""),
+        (
+            "glpat-abcdefghijklmnopqrst and npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "glpat-",
+            " and ",
+        ),
+    ],
+)
+def test_secrets_that_used_to_pass(text: str, leaked: str, kept: str) -> None:
+    out = redact_text(text)
+    assert leaked not in out and REDACTED in out
+    assert kept in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "commit 0123456789abcdef0123456789abcdef01234567",  # git SHAs stay
+        "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+        "request 0123456789abcdef0123456789abcdef done",  # a bare 32-hex id (UUID without dashes)
+        "monkey 0123456789abcdef0123456789abcdef",  # "key" inside a word is no secret name
+        "sorted(items, key=operator.itemgetter(1))",  # a bare ``key=`` is code
+        "http://localhost:8080/path?x=1",
+        "pass=1 bypass=true",
+        "basic auth is enough here",
+        "if password == 'abc':",
+        '"max_tokens": 1000, "prompt_tokens": 12',
+        'headers = {"Authorization": f"Bearer {token}"}',
+    ],
+)
+def test_lookalikes_stay(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_a_private_key_without_its_end_is_redacted_to_the_end() -> None:
+    text = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n(truncated)"
+    assert redact_text(text) == "before\n" + REDACTED
+    whole = "a -----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY----- b"
+    assert redact_text(whole) == f"a {REDACTED} b"

@@ -21,9 +21,7 @@ from rules.messages import call_arguments_text, text_of, tool_calls
 from tests.support.factories import assistant, result, shell, system, user
 from tests.support.traces import CORPUS, iter_conversations
 
-TEXT = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=12
-)
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), min_size=0, max_size=12)
 FULLWIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}  # ASCII -> fullwidth forms
 
 
@@ -38,8 +36,10 @@ def valid_chains(draw: st.DrawFn) -> list[dict[str, Any]]:
             if n_calls == 0:
                 messages.append(assistant(f"a{next(counter)} " + draw(TEXT)))
                 continue
-            ids = [f"call_{next(counter)}{draw(st.sampled_from(['', 'x', 'Ab']))}"
-                   for _ in range(n_calls)]
+            ids = [
+                f"call_{next(counter)}{draw(st.sampled_from(['', 'x', 'Ab']))}"
+                for _ in range(n_calls)
+            ]
             calls = [shell(cid, f"cmd{next(counter)} " + draw(TEXT)) for cid in ids]
             text = draw(st.one_of(st.none(), st.just(""), TEXT.map(lambda t: "say " + t)))
             messages.append(assistant(text, *calls))
@@ -87,9 +87,11 @@ def damaged_real_histories(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def _mutate(draw: st.DrawFn, messages: list[dict[str, Any]], n_ops: int) -> None:
     for _ in range(n_ops):
-        op = draw(st.sampled_from(
-            ["drop", "dup", "move", "drift", "reuse", "truncate", "empty", "null", "bad_id"]
-        ))
+        op = draw(
+            st.sampled_from(
+                ["drop", "dup", "move", "drift", "reuse", "truncate", "empty", "null", "bad_id"]
+            )
+        )
         i = draw(st.integers(0, len(messages) - 1))
         m = messages[i]
         if op == "drop" and len(messages) > 1:

@@ -20,8 +20,7 @@ from tests.support.traces import iter_conversations
 
 TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = track_entities.Config(max_entities=10_000, ttl_seconds=1e12)
-EXPECTED_ACTION = {"mkdir": "create", "touch": "create", "rm": "delete", "mv": "move",
-                   "cp": "copy"}
+EXPECTED_ACTION = {"mkdir": "create", "touch": "create", "rm": "delete", "mv": "move", "cp": "copy"}
 
 
 @lru_cache(maxsize=1)
@@ -31,8 +30,14 @@ def corpus_events() -> tuple[dict[str, Any], ...]:
     out = []
     for conv in iter_conversations():
         msgs = conv["messages"]
-        ctx = Context(messages=msgs, original_messages=msgs, model="gpt-4o", tokens=TOKENS,
-                      now=0.0, session_id=conv["id"])
+        ctx = Context(
+            messages=msgs,
+            original_messages=msgs,
+            model="gpt-4o",
+            tokens=TOKENS,
+            now=0.0,
+            session_id=conv["id"],
+        )
         res = track_entities.apply(ctx, CFG)
         by_call: dict[str, list[dict[str, Any]]] = {}
         for e in res.report["entities"]:
@@ -89,10 +94,13 @@ def test_every_file_verb_in_a_successful_call_is_tracked(traces_path) -> None:  
                         assert e["path"].startswith(("/", "~")), (conv["id"], command[:120], e)
             if not ok:
                 assert got == [], (conv["id"], command[:120])  # failed calls are not tracked
-            absolute_cwd = absolute_cwd or (ok and any(
-                c.argv[:1] == ("cd",) and len(c.argv) > 1 and c.argv[1].startswith(("/", "~"))
-                for c in split_commands(command)
-            ))
+            absolute_cwd = absolute_cwd or (
+                ok
+                and any(
+                    c.argv[:1] == ("cd",) and len(c.argv) > 1 and c.argv[1].startswith(("/", "~"))
+                    for c in split_commands(command)
+                )
+            )
     assert checked >= 300  # the corpus has a few hundred such commands
     assert missing == []
 
@@ -100,39 +108,80 @@ def test_every_file_verb_in_a_successful_call_is_tracked(traces_path) -> None:  
 DJANGO = "mswea-pr816/deepseek_chat_test_1-100/django__django-"
 # Hand-verified: (conversation, call id, expected events as (action, type, path[, from])).
 SAMPLE = [
-    ("openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl/ponylang__ponyc-4588",
-     "toolu_39", [("create", "folder", "/workspace/ponylang__ponyc__0.1/build/build_release")]),
-    ("openhands/trajs/wrong_initial_state.json", "toolu_01PuY3mXrE6fm3j52GscR4rj",
-     [("move", "file", "/workspace/2048.py", "/workspace/game_2048.py")]),
+    (
+        "openhands/evaluation/benchmarks/multi_swe_bench/examples/output.jsonl/ponylang__ponyc-4588",
+        "toolu_39",
+        [("create", "folder", "/workspace/ponylang__ponyc__0.1/build/build_release")],
+    ),
+    (
+        "openhands/trajs/wrong_initial_state.json",
+        "toolu_01PuY3mXrE6fm3j52GscR4rj",
+        [("move", "file", "/workspace/2048.py", "/workspace/game_2048.py")],
+    ),
     # SWE-agent: the cwd comes from the "(Current directory: /OQuPy)" footer of earlier results
     ("adp/nebius_SWE-agent-trajectories/1", "syn_12", [("delete", "file", "/OQuPy/reproduce.py")]),
-    ("swe-agent/trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__function_"
-     "calling__install-1/marshmallow-code__marshmallow-1867.traj", "call_5iDdbOYybq7L19vqXmR0DPaU",
-     [("delete", "file", "/testbed/reproduce.py")]),
-    ("adp/swe-play-trajectories/0", "syn_19",
-     [("delete", "file", "/workspace/test_cpu_implementation.py")]),
+    (
+        "swe-agent/trajectories/demonstrations/replay__marshmallow-code__marshmallow-1867__function_"
+        "calling__install-1/marshmallow-code__marshmallow-1867.traj",
+        "call_5iDdbOYybq7L19vqXmR0DPaU",
+        [("delete", "file", "/testbed/reproduce.py")],
+    ),
+    (
+        "adp/swe-play-trajectories/0",
+        "syn_19",
+        [("delete", "file", "/workspace/test_cpu_implementation.py")],
+    ),
     # the user rejected these calls ("No (tell Claude what to do differently)")
     ("bookminder/day-002/s0", "syn_8", []),
     ("bookminder/day-004/s0", "syn_38", []),
     # `cp x docs/` copies into the folder, after an earlier `cd` into the project
-    ("bookminder/day-003/s0", "syn_45",
-     [("copy", "file", "/Users/palimondo/Developer/BookMinder/docs/python_best_practices.md",
-       "/Users/palimondo/Developer/BookMinder/python_best_practices.md")]),
-    (DJANGO + "15213", "call_00_17u6FYOYTbjOeBX14r0RTHPQ",
-     [("copy", "file", "/testbed/django/db/models/sql/where.py",
-       "/testbed/django/db/models/sql/where.py.backup")]),
-    (DJANGO + "15498", "call_00_rpJTOk5qFjXl6QqqwGl5LVlS",
-     [("modify", "file", "/testbed/django/views/static.py")]),
-    (DJANGO + "14915", "call_00_GHLAlQwhuBJjsnK8wlCj6jeM",
-     [("create", "file", "/testbed/reproduce_issue.py")]),  # cat > … << 'EOF' heredoc
+    (
+        "bookminder/day-003/s0",
+        "syn_45",
+        [
+            (
+                "copy",
+                "file",
+                "/Users/palimondo/Developer/BookMinder/docs/python_best_practices.md",
+                "/Users/palimondo/Developer/BookMinder/python_best_practices.md",
+            )
+        ],
+    ),
+    (
+        DJANGO + "15213",
+        "call_00_17u6FYOYTbjOeBX14r0RTHPQ",
+        [
+            (
+                "copy",
+                "file",
+                "/testbed/django/db/models/sql/where.py",
+                "/testbed/django/db/models/sql/where.py.backup",
+            )
+        ],
+    ),
+    (
+        DJANGO + "15498",
+        "call_00_rpJTOk5qFjXl6QqqwGl5LVlS",
+        [("modify", "file", "/testbed/django/views/static.py")],
+    ),
+    (
+        DJANGO + "14915",
+        "call_00_GHLAlQwhuBJjsnK8wlCj6jeM",
+        [("create", "file", "/testbed/reproduce_issue.py")],
+    ),  # cat > … << 'EOF' heredoc
 ]
 
 
-@pytest.mark.parametrize(("conv_id", "cid", "expected"), SAMPLE,
-                         ids=[f"{c[0].rsplit('/', 1)[-1][:30]}-{c[1][:12]}" for c in SAMPLE])
+@pytest.mark.parametrize(
+    ("conv_id", "cid", "expected"),
+    SAMPLE,
+    ids=[f"{c[0].rsplit('/', 1)[-1][:30]}-{c[1][:12]}" for c in SAMPLE],
+)
 def test_hand_verified_sample(traces_path, conv_id: str, cid: str, expected: list[tuple]) -> None:  # type: ignore[no-untyped-def, type-arg]
     conv = next(c for c in corpus_events() if c["id"] == conv_id)
     assert any(call_id(c) == cid for _, c, _ in iter_tool_pairs(conv["messages"]))
-    got = [(e["action"], e["type"], e["path"]) + ((e["from"],) if "from" in e else ())
-           for e in conv["events"].get(cid, [])]
+    got = [
+        (e["action"], e["type"], e["path"]) + ((e["from"],) if "from" in e else ())
+        for e in conv["events"].get(cid, [])
+    ]
     assert got == expected

@@ -21,8 +21,9 @@ TOKENS = TokenCounters().for_model("gpt-4o")
 
 
 def ctx_for(messages: list) -> Context:
-    return Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0,
-                   original_messages=messages)
+    return Context(
+        messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0, original_messages=messages
+    )
 
 
 def garble(text: str, codec: str) -> str:
@@ -89,20 +90,32 @@ def test_only_broken_lines_change() -> None:
 
 def test_rule_fixes_tool_output_and_reports() -> None:
     broken = garble("Größe: 5 MB – fertig", "cp1252")  # "–" is cp1252-only
-    messages = [user(garble("über", "cp1252")), assistant(None, shell("c1", "du -sh")),
-                result("c1", broken),
-                {"role": "tool", "tool_call_id": "c2",
-                 "content": [{"type": "text", "text": broken}]}]
+    messages = [
+        user(garble("über", "cp1252")),
+        assistant(None, shell("c1", "du -sh")),
+        result("c1", broken),
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": broken}]},
+    ]
     res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config())
     assert res.messages[2]["content"] == "Größe: 5 MB – fertig"
     assert res.messages[3]["content"] == [{"type": "text", "text": "Größe: 5 MB – fertig"}]
     assert res.messages[0] is messages[0]  # user messages are not in the default roles
     assert messages[2]["content"] == broken  # input untouched
     assert res.report["repairs"] == [
-        {"kind": "mojibake", "index": 2, "tool_call_id": "c1",
-         "action": "utf8_read_as_windows-1252", "lines": 1},
-        {"kind": "mojibake", "index": 3, "tool_call_id": "c2",
-         "action": "utf8_read_as_windows-1252", "lines": 1},
+        {
+            "kind": "mojibake",
+            "index": 2,
+            "tool_call_id": "c1",
+            "action": "utf8_read_as_windows-1252",
+            "lines": 1,
+        },
+        {
+            "kind": "mojibake",
+            "index": 3,
+            "tool_call_id": "c2",
+            "action": "utf8_read_as_windows-1252",
+            "lines": 1,
+        },
     ]
     again = fix_encoding.apply(ctx_for(res.messages), fix_encoding.Config())
     assert again.messages is res.messages
@@ -117,9 +130,11 @@ def test_rule_fixes_tool_output_and_reports() -> None:
     ],
 )
 def test_options(cfg: dict, changed: bool) -> None:
-    messages = [user(garble("über", "cp1252")) if "roles" in cfg else user("hi"),
-                assistant(None, shell("c1", "x")),
-                result("c1", garble("경고: 명령 출력", "cp949"))]
+    messages = [
+        user(garble("über", "cp1252")) if "roles" in cfg else user("hi"),
+        assistant(None, shell("c1", "x")),
+        result("c1", garble("경고: 명령 출력", "cp949")),
+    ]
     res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config(**cfg))
     assert (res.messages is not messages) is changed
     if "roles" in cfg:
@@ -154,8 +169,9 @@ TEXTS = st.one_of(
     st.text(max_size=40),
     st.text(alphabet=st.sampled_from(MOJIBAKE_ALPHABET), max_size=40),
     st.text(max_size=20).map(lambda t: t.encode("utf-8").decode("latin-1")),
-    st.text(alphabet=st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3), max_size=10)
-    .map(lambda t: t.encode("utf-8").decode("cp949", errors="ignore")),
+    st.text(alphabet=st.characters(min_codepoint=0xAC00, max_codepoint=0xD7A3), max_size=10).map(
+        lambda t: t.encode("utf-8").decode("cp949", errors="ignore")
+    ),
 )
 
 

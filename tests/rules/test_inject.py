@@ -18,33 +18,64 @@ CFG = inject.Config()
 
 
 def ev(path: str, typ: str, action: str, seq: int, **extra: Any) -> dict[str, Any]:
-    return {"type": typ, "name": path.rsplit("/", 1)[-1], "path": path, "action": action,
-            "first_seen": 1000.0, "call_id": f"c{seq}", "seq": seq, "tool": "bash", **extra}
+    return {
+        "type": typ,
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "action": action,
+        "first_seen": 1000.0,
+        "call_id": f"c{seq}",
+        "seq": seq,
+        "tool": "bash",
+        **extra,
+    }
 
 
 FOLDER = ev("~/Desktop/123", "folder", "create", 1)
 FILE = ev("/w/a.py", "file", "modify", 2)
-REF = {"mention": "刚创建的文件夹", "entity": {"type": "folder", "name": "123",
-                                            "path": "~/Desktop/123", "action": "create"},
-       "confidence": 0.95, "chain": [{"session": "me", "depth": 0, "candidates": 1}]}
-ABSTAINED = {"mention": "it", "entity": None, "confidence": 0.45, "chain": [],
-             "abstained": "low_confidence"}
+REF = {
+    "mention": "刚创建的文件夹",
+    "entity": {"type": "folder", "name": "123", "path": "~/Desktop/123", "action": "create"},
+    "confidence": 0.95,
+    "chain": [{"session": "me", "depth": 0, "candidates": 1}],
+}
+ABSTAINED = {
+    "mention": "it",
+    "entity": None,
+    "confidence": 0.45,
+    "chain": [],
+    "abstained": "low_confidence",
+}
 
 
-def run(messages: list[dict[str, Any]], events: list[dict[str, Any]] | None = None,
-        refs: list[dict[str, Any]] | None = None, cfg: inject.Config = CFG,
-        state: dict[str, Any] | None = None, budget: int | None = None,
-        tools: list[Any] | None = None):  # type: ignore[no-untyped-def]
+def run(
+    messages: list[dict[str, Any]],
+    events: list[dict[str, Any]] | None = None,
+    refs: list[dict[str, Any]] | None = None,
+    cfg: inject.Config = CFG,
+    state: dict[str, Any] | None = None,
+    budget: int | None = None,
+    tools: list[Any] | None = None,
+):  # type: ignore[no-untyped-def]
     data = {"entities": events or [], **(state or {})}
-    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
-                  now=1010.0, session_id="me", state=SessionState(data),
-                  report={"references": refs or [], "warnings": []}, budget=budget, tools=tools)
+    ctx = Context(
+        messages=messages,
+        original_messages=messages,
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=1010.0,
+        session_id="me",
+        state=SessionState(data),
+        report={"references": refs or [], "warnings": []},
+        budget=budget,
+        tools=tools,
+    )
     return inject.apply(ctx, cfg)
 
 
 def block_of(messages: list[dict[str, Any]]) -> str:
     text = text_of(messages[-1]["content"])
-    return text[text.index(INJECT_OPEN):]
+    return text[text.index(INJECT_OPEN) :]
 
 
 def test_reference_gives_block_appended_to_last_user_message() -> None:
@@ -70,9 +101,9 @@ def test_reference_gives_block_appended_to_last_user_message() -> None:
         ([FOLDER], [], inject.Config(recent_context="never")),
     ],
 )
-def test_nothing_to_say_leaves_the_list_alone(events: list[dict[str, Any]],
-                                              refs: list[dict[str, Any]],
-                                              cfg: inject.Config) -> None:
+def test_nothing_to_say_leaves_the_list_alone(
+    events: list[dict[str, Any]], refs: list[dict[str, Any]], cfg: inject.Config
+) -> None:
     msgs = [user("hello")]
     out = run(msgs, events, refs, cfg)
     assert out.messages is msgs and out.report == {}
@@ -149,8 +180,15 @@ def test_working_set_only_in_requests_long_enough_to_lose_it() -> None:
     state = {"working_set": {"goal": "ship the release"}}
     short = [user("ship the release")]
     assert run(short, state=state).messages is short  # all of it is in view already
-    long = [user("ship the release"), assistant("a"), user("b"), assistant("c"), user("d"),
-            assistant("e"), user("go on")]
+    long = [
+        user("ship the release"),
+        assistant("a"),
+        user("b"),
+        assistant("c"),
+        user("d"),
+        assistant("e"),
+        user("go on"),
+    ]
     assert "ship the release" in block_of(run(long, state=state).messages)
 
 
@@ -168,21 +206,38 @@ def with_chain(*chain: dict[str, Any]) -> dict[str, Any]:
 # entry that yielded the entity, and only when that entry is an ancestor (depth > 0).
 CHAIN_CASES = [
     pytest.param([{"session": "me", "depth": 0, "candidates": 1}], None, id="own"),
-    pytest.param([{"session": "me", "depth": 0, "candidates": 2},
-                  {"resolver": "cheap", "session": "me", "depth": 0}], None,
-                 id="resolver-pick-own-session"),
-    pytest.param([{"session": "me", "depth": 0, "candidates": 0},
-                  {"session": "dad", "depth": 1, "candidates": 1}], "dad", id="parent"),
-    pytest.param([{"session": "me", "depth": 0, "candidates": 0},
-                  {"session": "dad", "depth": 1, "candidates": 2},
-                  {"resolver": "cheap", "session": "dad", "depth": 1}], "dad",
-                 id="resolver-pick-parent-session"),
+    pytest.param(
+        [
+            {"session": "me", "depth": 0, "candidates": 2},
+            {"resolver": "cheap", "session": "me", "depth": 0},
+        ],
+        None,
+        id="resolver-pick-own-session",
+    ),
+    pytest.param(
+        [
+            {"session": "me", "depth": 0, "candidates": 0},
+            {"session": "dad", "depth": 1, "candidates": 1},
+        ],
+        "dad",
+        id="parent",
+    ),
+    pytest.param(
+        [
+            {"session": "me", "depth": 0, "candidates": 0},
+            {"session": "dad", "depth": 1, "candidates": 2},
+            {"resolver": "cheap", "session": "dad", "depth": 1},
+        ],
+        "dad",
+        id="resolver-pick-parent-session",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("chain", "parent"), CHAIN_CASES)
-def test_parent_label_follows_the_yielding_chain_entry(chain: list[Any],
-                                                       parent: str | None) -> None:
+def test_parent_label_follows_the_yielding_chain_entry(
+    chain: list[Any], parent: str | None
+) -> None:
     (line,) = inject.reference_lines([with_chain(*chain)])
     if parent is None:
         assert "parent session" not in line
@@ -191,8 +246,11 @@ def test_parent_label_follows_the_yielding_chain_entry(chain: list[Any],
 
 
 def test_a_tool_output_ending_with_the_closing_tag_still_gets_the_block() -> None:
-    msgs = [user("delete that folder"), assistant(None, shell("c1", "cat notes.md")),
-            result("c1", "notes\n" + INJECT_CLOSE)]
+    msgs = [
+        user("delete that folder"),
+        assistant(None, shell("c1", "cat notes.md")),
+        result("c1", "notes\n" + INJECT_CLOSE),
+    ]
     out = run(msgs, [FOLDER], [REF])
     assert out.messages is not msgs and block_of(out.messages).startswith(INJECT_OPEN)
     assert run(out.messages, [FOLDER], [REF]).messages is out.messages  # and only once

@@ -37,8 +37,13 @@ VALID = {
     "plain": [S, U, assistant("Hi")],
     "one_call": [S, U, assistant(None, shell("c1", "ls")), result("c1", "a.py")],
     "parallel_any_order": [
-        S, U, assistant("", shell("c1", "ls"), shell("c2", "pwd")),
-        result("c2", "/w"), result("c1", "a.py"), assistant("done"), user("thanks"),
+        S,
+        U,
+        assistant("", shell("c1", "ls"), shell("c2", "pwd")),
+        result("c2", "/w"),
+        result("c1", "a.py"),
+        assistant("done"),
+        user("thanks"),
     ],
     "null_tool_calls": [U, {"role": "assistant", "content": "x", "tool_calls": None}],
     "empty_string_result": [U, assistant(None, shell("c1", "true")), result("c1", "")],
@@ -60,16 +65,31 @@ def test_valid_input_is_the_same_list_and_bytes(name: str) -> None:
 CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
     "orphan_result_kept_as_text": (
         [S, U, {"role": "tool", "tool_call_id": "gone", "name": "bash", "content": "total 0"}],
-        [S, U, user(f"{PLACEHOLDER_PREFIX} tool result for call gone (bash) had no matching "
-                    "call]\ntotal 0")],
+        [
+            S,
+            U,
+            user(
+                f"{PLACEHOLDER_PREFIX} tool result for call gone (bash) had no matching "
+                "call]\ntotal 0"
+            ),
+        ],
         [("orphan_result", "kept_as_user_text")],
     ),
     "orphans_in_a_block_follow_it": (
-        [U, assistant(None, shell("c1", "ls")), result("c1", "a"), result("x", "stray"),
-         assistant("ok")],
-        [U, assistant(None, shell("c1", "ls")), result("c1", "a"),
-         user(f"{PLACEHOLDER_PREFIX} tool result for call x had no matching call]\nstray"),
-         assistant("ok")],
+        [
+            U,
+            assistant(None, shell("c1", "ls")),
+            result("c1", "a"),
+            result("x", "stray"),
+            assistant("ok"),
+        ],
+        [
+            U,
+            assistant(None, shell("c1", "ls")),
+            result("c1", "a"),
+            user(f"{PLACEHOLDER_PREFIX} tool result for call x had no matching call]\nstray"),
+            assistant("ok"),
+        ],
         [("orphan_result", "kept_as_user_text")],
     ),
     "interrupted_final_call": (
@@ -83,17 +103,35 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [("unanswered_call", "synthesized_result")],
     ),
     "partial_parallel_results": (
-        [U, assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
-         result("c2", "B"), assistant("next")],
-        [U, assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
-         result("c2", "B"), synth("c1"), synth("c3"), assistant("next")],
+        [
+            U,
+            assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
+            result("c2", "B"),
+            assistant("next"),
+        ],
+        [
+            U,
+            assistant(None, shell("c1", "a"), shell("c2", "b"), shell("c3", "c")),
+            result("c2", "B"),
+            synth("c1"),
+            synth("c3"),
+            assistant("next"),
+        ],
         [("unanswered_call", "synthesized_result")] * 2,
     ),
     "id_drift_case_space_fullwidth": (
-        [U, assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
-         result(" CALL_ab1", "A"), result("ｃａｌｌ＿ｘｙ２", "B")],
-        [U, assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
-         result("call_Ab1", "A"), result("call_xy2", "B")],
+        [
+            U,
+            assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
+            result(" CALL_ab1", "A"),
+            result("ｃａｌｌ＿ｘｙ２", "B"),
+        ],
+        [
+            U,
+            assistant(None, shell("call_Ab1", "a"), shell("call_xy2", "b")),
+            result("call_Ab1", "A"),
+            result("call_xy2", "B"),
+        ],
         [("id_drift", "id_unified"), ("id_drift", "id_unified")],
     ),
     "duplicate_results_identical": (
@@ -103,8 +141,13 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
     ),
     "duplicate_results_different": (
         [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), result("c1", "b.py")],
-        [U, assistant(None, shell("c1", "ls")),
-         result("c1", f"a.py\n\n{PLACEHOLDER_PREFIX} another result for this call follows]\nb.py")],
+        [
+            U,
+            assistant(None, shell("c1", "ls")),
+            result(
+                "c1", f"a.py\n\n{PLACEHOLDER_PREFIX} another result for this call follows]\nb.py"
+            ),
+        ],
         [("duplicate_result", "merged_into_first")],
     ),
     "result_after_user_message": (
@@ -123,17 +166,39 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [("misplaced_result", "moved_next_to_call")],
     ),
     "late_parallel_result_moves_back": (
-        [U, assistant(None, shell("c1", "a"), shell("c2", "b")), result("c1", "A"),
-         assistant(None, shell("c3", "c")), result("c3", "C"), result("c2", "B")],
-        [U, assistant(None, shell("c1", "a"), shell("c2", "b")), result("c1", "A"),
-         result("c2", "B"), assistant(None, shell("c3", "c")), result("c3", "C")],
+        [
+            U,
+            assistant(None, shell("c1", "a"), shell("c2", "b")),
+            result("c1", "A"),
+            assistant(None, shell("c3", "c")),
+            result("c3", "C"),
+            result("c2", "B"),
+        ],
+        [
+            U,
+            assistant(None, shell("c1", "a"), shell("c2", "b")),
+            result("c1", "A"),
+            result("c2", "B"),
+            assistant(None, shell("c3", "c")),
+            result("c3", "C"),
+        ],
         [("misplaced_result", "moved_next_to_call")],
     ),
     "id_reused_across_turns": (
-        [U, assistant(None, shell("t1", "a")), result("t1", "A"),
-         assistant(None, shell("t1", "b")), result("t1", "B")],
-        [U, assistant(None, shell("t1", "a")), result("t1", "A"),
-         assistant(None, shell("t1_2", "b")), result("t1_2", "B")],
+        [
+            U,
+            assistant(None, shell("t1", "a")),
+            result("t1", "A"),
+            assistant(None, shell("t1", "b")),
+            result("t1", "B"),
+        ],
+        [
+            U,
+            assistant(None, shell("t1", "a")),
+            result("t1", "A"),
+            assistant(None, shell("t1_2", "b")),
+            result("t1_2", "B"),
+        ],
         [("duplicate_call_id", "renamed")],
     ),
     "invalid_id_rewritten_both_sides": (
@@ -143,17 +208,30 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
     ),
     "truncated_arguments": (
         [U, assistant(None, raw_call("c1", '{"command": "ls -l')), result("c1", "x")],
-        [U, assistant(None, raw_call("c1", '{"raw_arguments":"{\\"command\\": \\"ls -l"}')),
-         result("c1", "x")],
+        [
+            U,
+            assistant(None, raw_call("c1", '{"raw_arguments":"{\\"command\\": \\"ls -l"}')),
+            result("c1", "x"),
+        ],
         [("invalid_arguments", "wrapped_raw_arguments")],
     ),
     "arguments_as_object_and_empty": (
-        [U, assistant(None, raw_call("c1", {"a": 1}), raw_call("c2", "")),
-         result("c1", "x"), result("c2", "y")],
-        [U, assistant(None, raw_call("c1", '{"a":1}'), raw_call("c2", "{}")),
-         result("c1", "x"), result("c2", "y")],
-        [("invalid_arguments", "serialised_arguments_object"),
-         ("invalid_arguments", "empty_arguments_to_empty_object")],
+        [
+            U,
+            assistant(None, raw_call("c1", {"a": 1}), raw_call("c2", "")),
+            result("c1", "x"),
+            result("c2", "y"),
+        ],
+        [
+            U,
+            assistant(None, raw_call("c1", '{"a":1}'), raw_call("c2", "{}")),
+            result("c1", "x"),
+            result("c2", "y"),
+        ],
+        [
+            ("invalid_arguments", "serialised_arguments_object"),
+            ("invalid_arguments", "empty_arguments_to_empty_object"),
+        ],
     ),
     "empty_tool_calls_array": (
         [U, {"role": "assistant", "content": "ok", "tool_calls": []}],
@@ -166,16 +244,28 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [("empty_tool_calls", "removed_empty_array"), ("empty_assistant", "placeholder_content")],
     ),
     "null_tool_content": (
-        [U, assistant(None, shell("c1", "true")), {"role": "tool", "tool_call_id": "c1",
-                                                    "content": None}],
+        [
+            U,
+            assistant(None, shell("c1", "true")),
+            {"role": "tool", "tool_call_id": "c1", "content": None},
+        ],
         [U, assistant(None, shell("c1", "true")), result("c1", NULL_RESULT)],
         [("null_tool_content", "placeholder_content")],
     ),
     "call_without_type": (
-        [U, assistant(None, {"id": "c1", "function": {"name": "ls", "arguments": "{}"}}),
-         result("c1", "x")],
-        [U, assistant(None, {"id": "c1", "function": {"name": "ls", "arguments": "{}"},
-                             "type": "function"}), result("c1", "x")],
+        [
+            U,
+            assistant(None, {"id": "c1", "function": {"name": "ls", "arguments": "{}"}}),
+            result("c1", "x"),
+        ],
+        [
+            U,
+            assistant(
+                None,
+                {"id": "c1", "function": {"name": "ls", "arguments": "{}"}, "type": "function"},
+            ),
+            result("c1", "x"),
+        ],
         [("invalid_call", "filled_type_and_name")],
     ),
 }
@@ -232,8 +322,13 @@ def test_few_unanswered_calls_are_not_a_runaway() -> None:
 
 
 def test_ambiguous_drift_is_not_guessed() -> None:
-    messages = [U, assistant(None, shell("call_a", "x"), shell("CALL_A", "y")),
-                result("Call_A ", "?"), result("call_a", "1"), result("CALL_A", "2")]
+    messages = [
+        U,
+        assistant(None, shell("call_a", "x"), shell("CALL_A", "y")),
+        result("Call_A ", "?"),
+        result("call_a", "1"),
+        result("CALL_A", "2"),
+    ]
     out, reps = repair(messages)
     assert find_violations(out) == []
     assert ("orphan_result", 2) in [(r["kind"], r["index"]) for r in reps]
@@ -251,19 +346,33 @@ def test_drift_can_be_turned_off() -> None:
 VIOLATIONS = [
     ([U, result("x", "y")], ["orphan_result"]),
     ([U, assistant(None, shell("c1", "a"))], ["unanswered_call"]),
-    ([U, assistant(None, shell("c1", "a")), result("c1", "1"), result("c1", "1")],
-     ["duplicate_result"]),
+    (
+        [U, assistant(None, shell("c1", "a")), result("c1", "1"), result("c1", "1")],
+        ["duplicate_result"],
+    ),
     ([U, assistant(None, shell("a b", "a")), result("a b", "1")], ["invalid_call_id"]),
-    ([U, assistant(None, shell("c", "a")), result("c", "1"), assistant(None, shell("c", "b")),
-      result("c", "2")], ["duplicate_call_id"]),
+    (
+        [
+            U,
+            assistant(None, shell("c", "a")),
+            result("c", "1"),
+            assistant(None, shell("c", "b")),
+            result("c", "2"),
+        ],
+        ["duplicate_call_id"],
+    ),
     ([U, assistant(None, raw_call("c", "[1]")), result("c", "1")], ["invalid_arguments"]),
     ([U, {"role": "assistant", "content": "x", "tool_calls": []}], ["empty_tool_calls"]),
     ([U, {"role": "assistant", "content": "  "}], ["empty_assistant"]),
-    ([U, assistant(None, shell("c", "a")), {"role": "tool", "tool_call_id": "c"}],
-     ["null_tool_content"]),
+    (
+        [U, assistant(None, shell("c", "a")), {"role": "tool", "tool_call_id": "c"}],
+        ["null_tool_content"],
+    ),
     ([U, assistant(None, call("c", "")), result("c", "1")], ["invalid_call"]),
-    ([U, assistant(None, shell("c", "a")), user("u"), result("c", "1")],
-     ["unanswered_call", "orphan_result"]),
+    (
+        [U, assistant(None, shell("c", "a")), user("u"), result("c", "1")],
+        ["unanswered_call", "orphan_result"],
+    ),
 ]
 
 
@@ -277,8 +386,7 @@ def test_validator_table(messages: list, kinds: list[str]) -> None:
 def test_rule_apply_reports_and_keeps_state() -> None:
     tokens = TokenCounters().for_model("gpt-4o")
     broken = [U, assistant(None, shell("c1", "ls"))]
-    ctx = Context(messages=broken, model="gpt-4o", tokens=tokens, now=0.0,
-                  original_messages=broken)
+    ctx = Context(messages=broken, model="gpt-4o", tokens=tokens, now=0.0, original_messages=broken)
     cfg = repair_tool_chain.Config()
     res = repair_tool_chain.apply(ctx, cfg)
     assert res.report["repairs"][0]["kind"] == "unanswered_call"
@@ -301,14 +409,27 @@ def _drops_tool_results(ctx: Context, cfg: object) -> RuleResult:
 
 
 def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
-    rules = [ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
-             ConfiguredRule(name="buggy", config=RuleConfig())]
+    rules = [
+        ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
+        ConfiguredRule(name="buggy", config=RuleConfig()),
+    ]
     buggy = SimpleNamespace(apply=_drops_tool_results)
     pipeline = Pipeline(rules, "fail", modules={"buggy": buggy})
-    broken = [U, result("gone", "orphan text"), assistant(None, shell("c1", "ls")),
-              result("c1", "a.py")]
-    out = pipeline.run(Context(messages=broken, model="gpt-4o", now=0.0, original_messages=broken,
-                               tokens=TokenCounters().for_model("gpt-4o")))
+    broken = [
+        U,
+        result("gone", "orphan text"),
+        assistant(None, shell("c1", "ls")),
+        result("c1", "a.py"),
+    ]
+    out = pipeline.run(
+        Context(
+            messages=broken,
+            model="gpt-4o",
+            now=0.0,
+            original_messages=broken,
+            tokens=TokenCounters().for_model("gpt-4o"),
+        )
+    )
     assert find_violations(out.messages) == []
     kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
     assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input

@@ -70,22 +70,44 @@ def test_detection(text: str, expected: tuple[Any, ...] | None) -> None:
 
 def test_injected_blocks_are_not_read_as_user_text() -> None:
     kinds, lexicons = load_lexicons()
-    text = f"thanks\n\n{INJECT_OPEN}\nResolved references:\n- \"that file\" means …\n{INJECT_CLOSE}"
+    text = f'thanks\n\n{INJECT_OPEN}\nResolved references:\n- "that file" means …\n{INJECT_CLOSE}'
     assert detect(text, kinds, lexicons, LANGS) == []
 
 
-def ev(path: str, typ: str, action: str, seq: int, cid: str | None = None,
-       seen: float = 1000.0) -> dict[str, Any]:
-    return {"type": typ, "name": path.rsplit("/", 1)[-1], "path": path, "action": action,
-            "first_seen": seen, "call_id": cid or f"c{seq}", "seq": seq, "tool": "bash"}
+def ev(
+    path: str, typ: str, action: str, seq: int, cid: str | None = None, seen: float = 1000.0
+) -> dict[str, Any]:
+    return {
+        "type": typ,
+        "name": path.rsplit("/", 1)[-1],
+        "path": path,
+        "action": action,
+        "first_seen": seen,
+        "call_id": cid or f"c{seq}",
+        "seq": seq,
+        "tool": "bash",
+    }
 
 
-def run(text: str, events: list[dict[str, Any]], now: float = 1010.0,
-        ancestors: tuple[Ancestor, ...] = (), messages: list[dict[str, Any]] | None = None,
-        cfg: resolve_refs.Config = CFG):  # type: ignore[no-untyped-def]
+def run(
+    text: str,
+    events: list[dict[str, Any]],
+    now: float = 1010.0,
+    ancestors: tuple[Ancestor, ...] = (),
+    messages: list[dict[str, Any]] | None = None,
+    cfg: resolve_refs.Config = CFG,
+):  # type: ignore[no-untyped-def]
     msgs = messages or [user("start"), assistant("ok"), user(text)]
-    ctx = Context(messages=msgs, original_messages=msgs, model="gpt-4o", tokens=TOKENS, now=now,
-                  session_id="me", state=SessionState({"entities": events}), ancestors=ancestors)
+    ctx = Context(
+        messages=msgs,
+        original_messages=msgs,
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=now,
+        session_id="me",
+        state=SessionState({"entities": events}),
+        ancestors=ancestors,
+    )
     return track_result(resolve_refs.apply(ctx, cfg), msgs)
 
 
@@ -114,19 +136,25 @@ RESOLVE = [
     ("delete it", [FILE_A], "/w/a.py"),
     ("delete it", [FOLDER, FILE_A], "low_confidence"),  # 0.65 - 0.1: two things it could be
     ("删除它", [FOLDER, GONE], "~/Desktop/123"),  # a deleted folder cannot be deleted again
-    ("the folder I just created", [ev("/w/x", "folder", "create", 1, "same"),
-                                   ev("/w/y", "folder", "create", 2, "same")], "ambiguous"),
-    ("open that file", [ev(f"/w/{i}.py", "file", "create", i) for i in range(5)],
-     "low_confidence"),
+    (
+        "the folder I just created",
+        [ev("/w/x", "folder", "create", 1, "same"), ev("/w/y", "folder", "create", 2, "same")],
+        "ambiguous",
+    ),
+    ("open that file", [ev(f"/w/{i}.py", "file", "create", i) for i in range(5)], "low_confidence"),
     ("delete the folder I just created", [], "no_candidate"),
     ("delete the folder I just created", [FILE_A], "no_candidate"),
-    ("delete the folder I just created", [ev("/w/x", "folder", "create", 1, seen=600.0)],
-     "no_candidate"),  # older than the TTL
+    (
+        "delete the folder I just created",
+        [ev("/w/x", "folder", "create", 1, seen=600.0)],
+        "no_candidate",
+    ),  # older than the TTL
 ]
 
 
-@pytest.mark.parametrize(("text", "events", "expected"), RESOLVE,
-                         ids=[f"{i}-{r[0]}" for i, r in enumerate(RESOLVE)])
+@pytest.mark.parametrize(
+    ("text", "events", "expected"), RESOLVE, ids=[f"{i}-{r[0]}" for i, r in enumerate(RESOLVE)]
+)
 def test_resolution(text: str, events: list[dict[str, Any]], expected: str) -> None:
     refs = run(text, events).report["references"]
     ref = refs[0]
@@ -147,8 +175,10 @@ def test_no_reference_no_report(text: str) -> None:
 
 
 def test_entities_from_calls_after_the_message_are_not_candidates() -> None:
-    msgs = [user("delete the folder I just created"),
-            assistant(None, shell("later", "mkdir other"))]
+    msgs = [
+        user("delete the folder I just created"),
+        assistant(None, shell("later", "mkdir other")),
+    ]
     events = [FOLDER, ev("/w/other", "folder", "create", 2, "later")]
     ref = run("", events, messages=msgs).report["references"][0]
     assert ref["entity"]["path"] == "~/Desktop/123"
@@ -168,11 +198,15 @@ def test_ancestors_resolve_with_chain() -> None:
 def test_ancestors_can_be_limited_or_off() -> None:
     far = Ancestor("far", SessionState({"entities": [FILE_A]}), 3)
     cfg = resolve_refs.Config(max_ancestor_depth=2)
-    assert run("open that file", [], ancestors=(far,), cfg=cfg).report["references"][0][
-        "abstained"] == "no_candidate"
+    assert (
+        run("open that file", [], ancestors=(far,), cfg=cfg).report["references"][0]["abstained"]
+        == "no_candidate"
+    )
     off = resolve_refs.Config(use_ancestors=False)
-    assert run("open that file", [], ancestors=(far,), cfg=off).report["references"][0][
-        "abstained"] == "no_candidate"
+    assert (
+        run("open that file", [], ancestors=(far,), cfg=off).report["references"][0]["abstained"]
+        == "no_candidate"
+    )
 
 
 def test_threshold_is_configurable() -> None:
@@ -212,9 +246,16 @@ TWINS = [ev("/w/x", "folder", "create", 1, "same"), ev("/w/y", "folder", "create
 )
 def test_resolver_hints_settle_abstentions(pick: dict[str, Any], expected: str | None) -> None:
     msgs = [user("start"), assistant("ok"), user("delete the folder I just created")]
-    ctx = Context(messages=msgs, original_messages=msgs, model="gpt-4o", tokens=TOKENS,
-                  now=1010.0, session_id="me", state=SessionState({"entities": TWINS}),
-                  hints={"resolver": {"the folder I just created": pick}})
+    ctx = Context(
+        messages=msgs,
+        original_messages=msgs,
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=1010.0,
+        session_id="me",
+        state=SessionState({"entities": TWINS}),
+        hints={"resolver": {"the folder I just created": pick}},
+    )
     (ref,) = resolve_refs.apply(ctx, CFG).report["references"]
     if expected is None:
         assert ref["entity"] is None and ref["abstained"] == "ambiguous"

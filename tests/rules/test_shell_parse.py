@@ -29,11 +29,19 @@ CASES = [
     ("rmdir empty", "/w", [(D, DIR, "/w/empty")], "/w"),
     ("unlink tmp.sock", "/w", [(D, F, "/w/tmp.sock")], "/w"),
     ("cp a.py b.py", "/w", [(CP, F, "/w/b.py", "/w/a.py")], "/w"),
-    ("cp a.py b.py lib/", "/w", [(CP, F, "/w/lib/a.py", "/w/a.py"),
-                                 (CP, F, "/w/lib/b.py", "/w/b.py")], "/w"),
+    (
+        "cp a.py b.py lib/",
+        "/w",
+        [(CP, F, "/w/lib/a.py", "/w/a.py"), (CP, F, "/w/lib/b.py", "/w/b.py")],
+        "/w",
+    ),
     ("cp notes.md docs/", "/w", [(CP, F, "/w/docs/notes.md", "/w/notes.md")], "/w"),
-    ("cp -t dest x.c y.c", "/w", [(CP, F, "/w/dest/x.c", "/w/x.c"),
-                                  (CP, F, "/w/dest/y.c", "/w/y.c")], "/w"),
+    (
+        "cp -t dest x.c y.c",
+        "/w",
+        [(CP, F, "/w/dest/x.c", "/w/x.c"), (CP, F, "/w/dest/y.c", "/w/y.c")],
+        "/w",
+    ),
     ("cp -r src backup", "/w", [(CP, DIR, "/w/backup", "/w/src")], "/w"),
     ("mv a.txt b.txt", "/w", [(MV, F, "/w/b.txt", "/w/a.txt")], "/w"),
     ("mv build dist", "/w", [(MV, DIR, "/w/dist", "/w/build")], "/w"),
@@ -51,12 +59,24 @@ CASES = [
     ("sed -i '' 's/a/b/' x.py", "/w", [(M, F, "/w/x.py")], "/w"),
     ("sed -n '1,5p' x.py", "/w", [], "/w"),
     ("perl -pi -e 's/a/b/' conf.ini", "/w", [(M, F, "/w/conf.ini")], "/w"),
-    ("cat > app.py <<'EOF'\nimport os\nmkdir = 1  # not a command\nrm -rf /\nEOF", "/w",
-     [(C, F, "/w/app.py")], "/w"),
-    ("cat <<EOF > cfg.yaml\nkey: value\nEOF\ntouch done", "/w",
-     [(C, F, "/w/cfg.yaml"), (C, F, "/w/done")], "/w"),
-    ("cat <<-END >> notes.md\n\tline\n\tEND\nrm notes.md", "/w",
-     [(C, F, "/w/notes.md"), (D, F, "/w/notes.md")], "/w"),
+    (
+        "cat > app.py <<'EOF'\nimport os\nmkdir = 1  # not a command\nrm -rf /\nEOF",
+        "/w",
+        [(C, F, "/w/app.py")],
+        "/w",
+    ),
+    (
+        "cat <<EOF > cfg.yaml\nkey: value\nEOF\ntouch done",
+        "/w",
+        [(C, F, "/w/cfg.yaml"), (C, F, "/w/done")],
+        "/w",
+    ),
+    (
+        "cat <<-END >> notes.md\n\tline\n\tEND\nrm notes.md",
+        "/w",
+        [(C, F, "/w/notes.md"), (D, F, "/w/notes.md")],
+        "/w",
+    ),
     ("cd /tmp && mkdir x", "/w", [(C, DIR, "/tmp/x")], "/tmp"),
     ("cd sub; touch f", "/w", [(C, F, "/w/sub/f")], "/w/sub"),
     ("cd .. && mkdir up", "/w/a", [(C, DIR, "/w/up")], "/w"),
@@ -79,11 +99,24 @@ CASES = [
     ("grep -r foo . | head", "/w", [], "/w"),
     ("python -c 'import os; os.mkdir(\"x\")'", "/w", [], "/w"),
     ("echo $(mkdir inside) > out", "/w", [(C, F, "/w/out")], "/w"),
-    ("mkdir a && touch a/b && cp a/b a/c && mv a/c a/d && rm a/b", "/w",
-     [(C, DIR, "/w/a"), (C, F, "/w/a/b"), (CP, F, "/w/a/c", "/w/a/b"),
-      (MV, F, "/w/a/d", "/w/a/c"), (D, F, "/w/a/b")], "/w"),
-    ("mkdir out && cp report.csv out", "/w",
-     [(C, DIR, "/w/out"), (CP, F, "/w/out/report.csv", "/w/report.csv")], "/w"),
+    (
+        "mkdir a && touch a/b && cp a/b a/c && mv a/c a/d && rm a/b",
+        "/w",
+        [
+            (C, DIR, "/w/a"),
+            (C, F, "/w/a/b"),
+            (CP, F, "/w/a/c", "/w/a/b"),
+            (MV, F, "/w/a/d", "/w/a/c"),
+            (D, F, "/w/a/b"),
+        ],
+        "/w",
+    ),
+    (
+        "mkdir out && cp report.csv out",
+        "/w",
+        [(C, DIR, "/w/out"), (CP, F, "/w/out/report.csv", "/w/report.csv")],
+        "/w",
+    ),
     ("code .", "/w/proj", [(OP, DIR, "/w/proj")], "/w/proj"),
     ("if [ ! -d logs ]; then mkdir logs; fi", "/w", [(C, DIR, "/w/logs")], "/w"),
 ]
@@ -96,8 +129,9 @@ def _tuples(outcome_effects: tuple) -> list[tuple]:  # type: ignore[type-arg]
     return out
 
 
-@pytest.mark.parametrize(("command", "cwd", "effects", "cwd_after"), CASES,
-                         ids=[c[0][:40] for c in CASES])
+@pytest.mark.parametrize(
+    ("command", "cwd", "effects", "cwd_after"), CASES, ids=[c[0][:40] for c in CASES]
+)
 def test_effects(
     command: str, cwd: str | None, effects: list[tuple[str, ...]], cwd_after: str | None
 ) -> None:
@@ -132,7 +166,11 @@ def test_lexer_keeps_quoted_operators_inside_words() -> None:
 def test_connectors_are_recorded() -> None:
     cmds = split_commands("a && b || c; d | e")
     assert [(c.argv[0], c.connector) for c in cmds] == [
-        ("a", ""), ("b", "&&"), ("c", "||"), ("d", ";"), ("e", "|"),
+        ("a", ""),
+        ("b", "&&"),
+        ("c", "||"),
+        ("d", ";"),
+        ("e", "|"),
     ]
 
 
@@ -146,8 +184,23 @@ def test_known_file_redirect_is_a_modification() -> None:
     assert _tuples(outcome.effects) == [(M, F, "/w/a.txt")]
 
 
-PIECES = [*"ab /.~-'\"\\$()`;&|<>#\n\t=", "mkdir ", "rm -rf ", "cd ", "cp ", "mv ", "<<EOF",
-          "EOF", "touch ", "bash -c ", "sed -i ", "2>&1", "$(", "||", "&&"]
+PIECES = [
+    *"ab /.~-'\"\\$()`;&|<>#\n\t=",
+    "mkdir ",
+    "rm -rf ",
+    "cd ",
+    "cp ",
+    "mv ",
+    "<<EOF",
+    "EOF",
+    "touch ",
+    "bash -c ",
+    "sed -i ",
+    "2>&1",
+    "$(",
+    "||",
+    "&&",
+]
 
 
 @settings(max_examples=300, deadline=None)

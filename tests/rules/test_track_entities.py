@@ -20,10 +20,21 @@ TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = track_entities.Config()
 
 
-def run(messages: list[dict[str, Any]], state: SessionState | None = None, now: float = 1000.0,
-        cfg: track_entities.Config = CFG):  # type: ignore[no-untyped-def]
-    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
-                  now=now, session_id="s", state=state or SessionState())
+def run(
+    messages: list[dict[str, Any]],
+    state: SessionState | None = None,
+    now: float = 1000.0,
+    cfg: track_entities.Config = CFG,
+):  # type: ignore[no-untyped-def]
+    ctx = Context(
+        messages=messages,
+        original_messages=messages,
+        model="gpt-4o",
+        tokens=TOKENS,
+        now=now,
+        session_id="s",
+        state=state or SessionState(),
+    )
     return track_entities.apply(ctx, cfg)
 
 
@@ -39,8 +50,10 @@ def paths(state: SessionState) -> list[tuple[str, str, str]]:
         ("ls: x\n[Command finished with exit code 2]", False),
         ("<returncode>0</returncode>\n<output>\n</output>", True),
         ("<returncode>1</returncode>\n<output>mkdir: cannot create directory</output>", False),
-        ("<returncode>0</returncode><output>ls: cannot access 'x': No such file or directory",
-         True),  # the explicit exit code decides
+        (
+            "<returncode>0</returncode><output>ls: cannot access 'x': No such file or directory",
+            True,
+        ),  # the explicit exit code decides
         ("mkdir: cannot create directory 'a': File exists", False),
         ("rm: cannot remove 'x': No such file or directory", False),
         ("bash: foo: command not found", False),
@@ -62,20 +75,39 @@ def test_success_detection(text: str, ok: bool) -> None:
     [
         ("Write", {"file_path": "/w/a.py", "content": "x"}, "", ("create", "file", "/w/a.py")),
         ("write_file", {"file_path": "notes.md"}, "", ("create", "file", "/w/notes.md")),
-        ("Edit", {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"}, "",
-         ("modify", "file", "/w/a.py")),
+        (
+            "Edit",
+            {"file_path": "/w/a.py", "old_string": "a", "new_string": "b"},
+            "",
+            ("modify", "file", "/w/a.py"),
+        ),
         ("replace", {"file_path": "/w/a.py"}, "", ("modify", "file", "/w/a.py")),
         ("Read", {"file_path": "/w/a.py"}, "1\tx", ("read", "file", "/w/a.py")),
         ("read_file", {"file_path": "/w/b.py"}, "x", ("read", "file", "/w/b.py")),
-        ("str_replace_editor", {"command": "create", "path": "/w/n.py", "file_text": "x"}, "",
-         ("create", "file", "/w/n.py")),
-        ("str_replace_editor", {"command": "str_replace", "path": "/w/n.py"}, "",
-         ("modify", "file", "/w/n.py")),
-        ("str_replace_editor", {"command": "view", "path": "/w/n.py"}, "x",
-         ("read", "file", "/w/n.py")),
-        ("str_replace_editor", {"command": "view", "path": "/w/pkg"},
-         "Here's the files and directories up to 2 levels deep in /w/pkg", ("read", "folder",
-                                                                               "/w/pkg")),
+        (
+            "str_replace_editor",
+            {"command": "create", "path": "/w/n.py", "file_text": "x"},
+            "",
+            ("create", "file", "/w/n.py"),
+        ),
+        (
+            "str_replace_editor",
+            {"command": "str_replace", "path": "/w/n.py"},
+            "",
+            ("modify", "file", "/w/n.py"),
+        ),
+        (
+            "str_replace_editor",
+            {"command": "view", "path": "/w/n.py"},
+            "x",
+            ("read", "file", "/w/n.py"),
+        ),
+        (
+            "str_replace_editor",
+            {"command": "view", "path": "/w/pkg"},
+            "Here's the files and directories up to 2 levels deep in /w/pkg",
+            ("read", "folder", "/w/pkg"),
+        ),
         ("LS", {"path": "/w/src"}, "- a.py", ("open", "folder", "/w/src")),
         ("list_directory", {"path": "src"}, "a.py", ("open", "folder", "/w/src")),
         ("open", {"path": "src/app.py"}, "[File: ...]", ("open", "file", "/w/src/app.py")),
@@ -85,8 +117,9 @@ def test_success_detection(text: str, ok: bool) -> None:
         ("edit_file", {"target_file": "~/x.md"}, "", ("modify", "file", "~/x.md")),
     ],
 )
-def test_file_tool_schemas(name: str, args: dict[str, Any], result_text: str,
-                           expected: tuple[str, str, str]) -> None:
+def test_file_tool_schemas(
+    name: str, args: dict[str, Any], result_text: str, expected: tuple[str, str, str]
+) -> None:
     effect = file_tool_effect(load_tools(), name, args, result_text, "/w", {})
     assert effect is not None
     assert (effect.action, effect.type, effect.path) == expected
@@ -94,8 +127,12 @@ def test_file_tool_schemas(name: str, args: dict[str, Any], result_text: str,
 
 @pytest.mark.parametrize(
     ("name", "args"),
-    [("Grep", {"pattern": "x"}), ("think", {"thought": "hm"}), ("WebFetch", {"url": "http://x"}),
-     ("TodoWrite", {"todos": []})],
+    [
+        ("Grep", {"pattern": "x"}),
+        ("think", {"thought": "hm"}),
+        ("WebFetch", {"url": "http://x"}),
+        ("TodoWrite", {"todos": []}),
+    ],
 )
 def test_non_file_tools_give_nothing(name: str, args: dict[str, Any]) -> None:
     assert file_tool_effect(load_tools(), name, args, "", "/w", {}) is None
@@ -117,12 +154,18 @@ def _convo(*steps: tuple[str, str, str], final_user: str = "thanks") -> list[dic
         ([("c1", "mkdir x", "mkdir: cannot create directory 'x': File exists")], []),
         ([("c1", "rm y", "<returncode>1</returncode>")], []),
         ([("c1", "cd /srv", ""), ("c2", "touch a.txt", "")], [("create", "file", "/srv/a.txt")]),
-        ([("c1", "cd /srv && mkdir d", ""), ("c2", "cd d && touch f", "")],
-         [("create", "folder", "/srv/d"), ("create", "file", "/srv/d/f")]),
-        ([("c1", "mkdir out", ""), ("c2", "cp a.csv out", "")],
-         [("create", "folder", "out"), ("copy", "file", "out/a.csv")]),
-        ([("c1", "ls", "x\n(Current directory: /repo)\nbash-$"), ("c2", "rm reproduce.py", "")],
-         [("delete", "file", "/repo/reproduce.py")]),
+        (
+            [("c1", "cd /srv && mkdir d", ""), ("c2", "cd d && touch f", "")],
+            [("create", "folder", "/srv/d"), ("create", "file", "/srv/d/f")],
+        ),
+        (
+            [("c1", "mkdir out", ""), ("c2", "cp a.csv out", "")],
+            [("create", "folder", "out"), ("copy", "file", "out/a.csv")],
+        ),
+        (
+            [("c1", "ls", "x\n(Current directory: /repo)\nbash-$"), ("c2", "rm reproduce.py", "")],
+            [("delete", "file", "/repo/reproduce.py")],
+        ),
         ([("c1", "touch a", ""), ("c2", "touch a", "")], [("create", "file", "a")]),
     ],
 )
@@ -199,8 +242,12 @@ def test_extra_pack_adds_a_shell_tool(tmp_path: Path) -> None:
     pack = tmp_path / "mine.yaml"
     pack.write_text("tools:\n  shell_tools: [my_runner]\n", encoding="utf-8")
     cfg = track_entities.Config(extra_packs=(str(pack),))
-    msgs = [user("go"), assistant(None, call("c1", "my_runner", command="mkdir z")),
-            result("c1", ""), user("ok")]
+    msgs = [
+        user("go"),
+        assistant(None, call("c1", "my_runner", command="mkdir z")),
+        result("c1", ""),
+        user("ok"),
+    ]
     assert paths(run(msgs, cfg=cfg).state) == [("create", "folder", "z")]
     assert paths(run(msgs).state) == []  # the built-in pack does not know my_runner
 
@@ -209,10 +256,15 @@ def test_bad_pack_file_fails_at_config_time(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         track_entities.Config(extra_packs=(str(tmp_path / "missing.yaml"),))
     bad = tmp_path / "bad.yaml"
-    bad.write_text("references:\n  kinds: {x: 0.5}\n  languages:\n    en:\n      patterns:\n"
-                   "        - {kind: nope, re: 'a'}\n", encoding="utf-8")
-    rules = [{"name": "track_entities", "extra_packs": [str(tmp_path / "missing.yaml")]},
-             {"name": "resolve_refs", "extra_packs": [str(bad)]}]
+    bad.write_text(
+        "references:\n  kinds: {x: 0.5}\n  languages:\n    en:\n      patterns:\n"
+        "        - {kind: nope, re: 'a'}\n",
+        encoding="utf-8",
+    )
+    rules = [
+        {"name": "track_entities", "extra_packs": [str(tmp_path / "missing.yaml")]},
+        {"name": "resolve_refs", "extra_packs": [str(bad)]},
+    ]
     with pytest.raises(SettingsError) as info:
         settings_from_mapping({"rules": rules})
     assert "rules[0].extra_packs" in str(info.value) and "missing.yaml" in str(info.value)
@@ -225,8 +277,12 @@ RESTORE = track_entities.Config(restore_history=True)
 
 
 def test_lone_newest_message_gets_stored_turns_prepended() -> None:
-    turn1 = [system("S"), user("make dir"), assistant(None, shell("c1", "mkdir d")),
-             result("c1", "")]
+    turn1 = [
+        system("S"),
+        user("make dir"),
+        assistant(None, shell("c1", "mkdir d")),
+        result("c1", ""),
+    ]
     first = run(turn1, cfg=RESTORE)
     turn2 = [system("S"), user("now delete it")]
     second = run(turn2, state=first.state, cfg=RESTORE)
@@ -279,8 +335,9 @@ def test_call_answered_after_a_newer_one_is_still_read() -> None:
 def test_many_new_effects_in_one_request_take_linear_time() -> None:
     import time
 
-    steps = [(f"k{i}", "mkdir -p " + " ".join(f"d{i}_{j}" for j in range(10)), "")
-             for i in range(1000)]
+    steps = [
+        (f"k{i}", "mkdir -p " + " ".join(f"d{i}_{j}" for j in range(10)), "") for i in range(1000)
+    ]
     msgs = _convo(*steps)  # 10,000 new effects on a cold start
     began = time.perf_counter()
     out = run(msgs, cfg=track_entities.Config(max_entities=10_000))

@@ -1,0 +1,114 @@
+"""Fuzzing the redactor and the pack patterns with text built from adversarial blocks (blank
+lines, key markers, ``password=``, ``://``, ``sk-``, hex runs … repeated up to thousands of
+times): each finishes within a time budget per example, redaction is idempotent, and a secret
+placed in such text never survives it."""
+
+from __future__ import annotations
+
+import base64
+import re
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rules.redact import REDACTED, redact, redact_text
+from tests.rules.test_regex_budget import PACK_PATTERNS
+
+BUDGET = 0.25  # seconds per example of up to 64 KiB; the quadratic patterns took seconds
+MAX_CHARS = 64 * 1024
+SLOW = settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+BLOCKS = [
+    *("\n", "\r\n", " \n", " ", "\t", "a", "0", "f", "-", "=", ":", '"', "'", "\\", "/", "@", "{"),
+    *(
+        "-----BEGIN PRIVATE KEY-----",
+        "-----END PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\n",
+    ),
+    *("password=", "password", '"password": "', "PASSWORD: ", "DB_PASS=", "Basic ", "Bearer "),
+    *("://", "://a:", "postgres://u:", "sk-", "sk-abcdefgh", "eyJ", "-eyJabcdefgh", "eyJhbGciOi."),
+    *("AKIA", "ghp_", "0123456789abcdef", "key ", "api_key=", "token: ", "Authorization: "),
+    *("dXNlcjpwYXNz", REDACTED, "<ctxproxy-context>", "Error", "(Current directory: ", "it "),
+    *("= 1 failed", "  1:1  error  ", " [a", "the new file ", "that file", "刚创建的"),
+]
+block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
+noise = st.lists(st.tuples(block, st.integers(1, 3000)), min_size=1, max_size=6).map(
+    lambda parts: "".join(b * n for b, n in parts)[:MAX_CHARS]
+)
+small_noise = st.lists(st.tuples(block, st.integers(1, 4)), max_size=6).map(
+    lambda parts: "".join(b * n for b, n in parts)
+)
+separator = st.sampled_from([" ", "\n", "\t", "\r\n", ", ", "; "])
+ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+word = st.text(alphabet=ALNUM, min_size=1, max_size=12)
+long_word = st.text(alphabet=ALNUM, min_size=20, max_size=40)
+hex32 = st.text(alphabet="0123456789abcdef", min_size=32, max_size=48)
+
+
+def _timed(f: object, *args: object) -> tuple[object, float]:
+    started = time.perf_counter()
+    out = f(*args)  # type: ignore[operator]
+    return out, time.perf_counter() - started
+
+
+@SLOW
+@given(noise)
+def test_redaction_is_fast_and_idempotent(text: str) -> None:
+    once, took = _timed(redact_text, text)
+    assert took < BUDGET, f"{took:.2f} s on {len(text)} characters"
+    assert redact_text(once) == once
+
+
+@SLOW
+@given(st.sampled_from(PACK_PATTERNS), noise)
+def test_every_pack_pattern_is_fast(labelled: tuple[str, re.Pattern[str]], text: str) -> None:
+    label, pattern = labelled
+    started = time.perf_counter()
+    for _ in pattern.finditer(text):
+        pass
+    took = time.perf_counter() - started
+    assert took < BUDGET, f"{label}: {took:.2f} s on {len(text)} characters"
+
+
+# A secret in its context, and what must not survive redaction (the context with the secret).
+def _basic(user_password: tuple[str, str]) -> str:
+    return "Basic " + base64.b64encode(":".join(user_password).encode()).decode()
+
+
+def _same(text: str) -> tuple[str, str]:
+    return text, text
+
+
+secrets = st.one_of(
+    word.map(lambda w: _same(f"password={w}")),
+    word.map(lambda w: _same(f'"password": "{w}"')),
+    word.map(lambda w: _same(f"PGPASSWORD={w}")),
+    st.tuples(word, word).map(lambda u: _same(f"postgres://{u[0]}:{u[1]}@")),
+    st.tuples(word, word).map(lambda u: _same(f"https://{u[0]}:{u[1]}@")),
+    st.tuples(word, word).map(lambda u: (f"Authorization: {_basic(u)}", _basic(u))),
+    long_word.map(lambda w: _same(f"AWS_SECRET_ACCESS_KEY={w}")),
+    long_word.map(lambda w: _same(f"sk-{w}")),
+    long_word.map(lambda w: _same(f"Authorization: Bearer {w}")),
+    long_word.map(
+        lambda w: (f"-----BEGIN PRIVATE KEY-----\n{w}\n-----END PRIVATE KEY-----", f"\n{w}\n")
+    ),
+    hex32.map(lambda h: _same(f"API key: {h}")),
+    hex32.map(lambda h: _same(f"api_key={h}")),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(small_noise, separator, secrets, separator, small_noise)
+def test_a_secret_never_survives(
+    before: str, sep1: str, secret: tuple[str, str], sep2: str, after: str
+) -> None:
+    text = before + sep1 + secret[0] + sep2 + after
+    out = redact_text(text)
+    assert secret[1] not in out
+    assert redact_text(out) == out
+    assert redact({"content": text}) == {"content": out}

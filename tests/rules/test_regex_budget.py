@@ -1,0 +1,237 @@
+"""Regexes run on client text stay linear: a tool result or a user message of a few MiB, however
+built (blank lines, long runs of one character, a pattern's own literals over and over), never
+blocks the event loop. Every built-in pack pattern is run on adversarial inputs of about 1 MiB
+under a time limit; the start-up check rejects a user's pattern that is not linear (each of the
+patterns the packs shipped with before is rejected), naming it with its option path."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxy.resolver import parse_pick
+from proxy.settings import SettingsError, settings_from_mapping
+from proxy.tokens import TokenCounters
+from rules import diagnostics, observations, track_entities
+from rules.base import Context, SessionState
+from rules.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
+from rules.messages import INJECT_OPEN
+from rules.pack_loader import GENERIC_UNITS, Probe, compile_regex, probes, too_slow
+from rules.ref_detect import detect, load_lexicons, strip_injected
+from tests.support.factories import assistant, result, shell, system, user
+
+TOKENS = TokenCounters().for_model("gpt-4o")
+MIB = 1 << 20
+LIMIT = 0.5  # seconds for one adversarial input of 1 MiB (a linear pattern takes milliseconds)
+
+
+def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
+    """Every built-in pack pattern as compiled, and the regexes in code that read client text."""
+    out: list[tuple[str, re.Pattern[str]]] = []
+    tools = load_tools()
+    for field in ("folder_results", "exit_codes", "failures", "cwd_hints"):
+        out += [(f"tools.{field}[{i}]", p) for i, p in enumerate(getattr(tools, field))]
+    out += [(f"tools.name_rules[{i}]", r[0]) for i, r in enumerate(tools.name_rules)]
+    for tc in diagnostics.toolchains():
+        found = [*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location]
+        out += [(f"diagnostics.{tc.tool}[{i}]", p) for i, p in enumerate(found) if p is not None]
+    _, lexicons = load_lexicons()
+    for lex in lexicons:
+        out += [(f"references.{lex.lang}.{k}[{i}]", p) for i, (k, p) in enumerate(lex.patterns)]
+        out += [(f"references.{lex.lang}.not_refs[{i}]", p) for i, p in enumerate(lex.not_refs)]
+    code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
+            diagnostics._LIBRARY, *observations._EXIT]  # fmt: skip
+    out += [(f"code[{i}]", p) for i, p in enumerate(code)]
+    return out
+
+
+PACK_PATTERNS = pack_patterns()
+IDS = [label for label, _ in PACK_PATTERNS]
+
+
+# ----- every built-in pattern -----
+
+
+@pytest.mark.parametrize("pattern", [p for _, p in PACK_PATTERNS], ids=IDS)
+def test_builtin_pattern_passes_the_startup_check(pattern: re.Pattern[str]) -> None:
+    # the check users' patterns get at start-up: inputs grown to 16 KiB, time limit and growth
+    assert too_slow(pattern) is None
+
+
+def _mebibyte_probes(pattern: re.Pattern[str]) -> list[Probe]:
+    """The generic units, and a long run after each repeat of the pattern (its own parts)."""
+    own = [p for p in probes(pattern) if p.head and p.tail]
+    return [Probe("", u) for u in GENERIC_UNITS] + own[:12]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", [p for _, p in PACK_PATTERNS], ids=IDS)
+def test_builtin_pattern_on_a_mebibyte(pattern: re.Pattern[str]) -> None:
+    if too_slow(pattern):  # a superpolynomial one would hang below, not fail
+        pytest.fail(f"fails the start-up check: {too_slow(pattern)}")
+    for probe in _mebibyte_probes(pattern):
+        for size in (MIB >> 6, MIB >> 4, MIB >> 2, MIB):  # growing: a bad one fails, not hangs
+            n = max(1, (size - len(probe.head) - len(probe.tail)) // len(probe.unit))
+            text = probe.text(n)
+            started = time.perf_counter()
+            for _ in pattern.finditer(text):
+                pass
+            took = time.perf_counter() - started
+            assert took < LIMIT, f"{took:.2f} s on {probe.describe(n)}"
+
+
+# The patterns the packs shipped with before: each is superlinear, and the check says so.
+OLD_PATTERNS = [
+    (r"^\s*(?:Error|ERROR)\b", re.I | re.M),  # 40,000 blank lines: 7.5 s
+    (r"\(Current directory: (?P<cwd>[^)\n]+)\)", re.I | re.M),
+    (r"\[Current working directory: (?P<cwd>[^\]\n]+)\]", re.I | re.M),
+    (r"^=+ .*\b\d+ (?:failed|errors?)\b.*=+$", 0),
+    (r"^=+ (?!.*\b(?:failed|errors?)\b).*\b\d+ passed\b.*=+$", 0),
+    (r"^\s+(?P<line>\d+):\d+\s+error\s+(?P<message>.+?)\s{2,}(?P<code>[\w/@-]+)$", 0),
+    (r"^\s*(?:\S+ : )?error (?P<code>(?:CS|MC)\d{3,5}): (?P<message>.+?)(?: \[[^\]]+\])?$", 0),
+    (r"\b(?:the|this)\s+new\s+(?:file|folder)\s+(?:[`\"'(]|[\w~.-]*[./][\w~./-]*\w)", re.I),
+    (r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),  # redact
+    (r"\{.*\}", re.S),  # the resolver's answer
+    (r"(a+)+b", 0),  # exponential: caught on a few dozen characters
+]
+
+
+@pytest.mark.parametrize(("source", "flags"), OLD_PATTERNS)
+def test_the_check_rejects_superlinear_patterns(source: str, flags: int) -> None:
+    with pytest.raises(ValueError, match="too slow on large input") as info:
+        compile_regex(source, flags, "tools pack")
+    assert repr(source) in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [r"^[^\S\n]*(?:Error|ERROR)\b", r"No such file or directory", r"exit code (?P<code>\d+)"],
+)
+def test_the_check_passes_linear_patterns(source: str) -> None:
+    assert compile_regex(source, re.I | re.M, "tools pack").pattern == source
+
+
+def test_a_slow_pattern_in_a_user_pack_fails_start_up(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("tools:\n  failures: ['^\\s*(?:Error|ERROR)\\b']\n", encoding="utf-8")
+    refs = tmp_path / "refs.yaml"
+    refs.write_text(
+        "references:\n  languages:\n    en:\n      not_refs: ['{dem}\\s*\\s*{type}\\s*\\s*$']\n",
+        encoding="utf-8",
+    )
+    rules = [{"name": "track_entities", "extra_packs": [str(tools)]},
+             {"name": "resolve_refs", "extra_packs": [str(refs)]}]  # fmt: skip
+    with pytest.raises(SettingsError) as info:
+        settings_from_mapping({"rules": rules})
+    message = str(info.value)
+    assert "rules[0].extra_packs" in message and r"'^\\s*(?:Error|ERROR)\\b'" in message
+    assert "rules[1].extra_packs" in message and "too slow on large input" in message
+
+
+def test_a_linear_user_pattern_loads(tmp_path: Path) -> None:
+    tools = tmp_path / "tools.yaml"
+    tools.write_text("tools:\n  failures: ['^FATAL:', 'panic: .+']\n", encoding="utf-8")
+    cfg = track_entities.Config(extra_packs=(str(tools),))
+    assert not succeeded(load_tools(cfg.extra_packs), "ok\nFATAL: no space left")
+
+
+# ----- the rules, end to end, on adversarial tool results and user text -----
+
+
+def _track(tool_result: str) -> Any:
+    messages = [
+        system(),
+        user("clean up"),
+        assistant(None, shell("c1", "mkdir out")),
+        result("c1", tool_result),
+    ]
+    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
+                  now=1000.0, session_id="s", state=SessionState())  # fmt: skip
+    return track_entities.apply(ctx, track_entities.Config())
+
+
+@pytest.mark.parametrize("unit", ["\n", "\r\n", " \n", "\t\r\n"])
+def test_blank_line_tool_result_is_fast(unit: str) -> None:
+    # 40,000 blank lines took 7.5 s through the old failure pattern ``^\s*(?:Error|ERROR)\b``
+    text = unit * 40_000
+    started = time.perf_counter()
+    out = _track(text)
+    assert time.perf_counter() - started < 0.5
+    assert [e["path"] for e in out.state.get("entities")] == ["out"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\n" * (3 * MIB),
+        "(Current directory: a" * 100_000,
+        "x" * (3 * MIB) + "\nError: boom",  # the tail is read
+    ],
+    ids=["blank-lines", "open-footers", "error-at-the-end"],
+)
+def test_huge_tool_results_are_fast(text: str) -> None:
+    started = time.perf_counter()
+    _track(text)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_only_the_head_and_tail_of_a_result_are_scanned() -> None:
+    body = "line\n" * (SCAN_CHARS // 2)
+    assert scanned("short\nError") == "short\nError"
+    head_and_tail = scanned("Error: first\n" + body + "(Current directory: /w)\n")
+    assert head_and_tail.startswith("Error: first\n") and len(head_and_tail) <= 2 * SCAN_CHARS + 1
+    assert head_and_tail.endswith("(Current directory: /w)\n")
+    assert all(line in ("line", "Error: first", "(Current directory: /w)", "")
+               for line in head_and_tail.split("\n"))  # cut at line ends  # fmt: skip
+    tools = load_tools()
+    assert not succeeded(tools, "Error: first\n" + body)
+    assert succeeded(tools, "x\n" + body + "Error: in the middle\n" + body)  # not read: too deep
+    assert cwd_hint(tools, body + body + "(Current directory: /w)") == "/w"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "  1:1  error  " + " " * 200_000 + "x",  # eslint: was quartic
+        "= 0 failed " + "=" * 200_000 + "x",  # pytest summary: quadratic
+        "= " + "0 failed " * 30_000 + "x",  # cubic
+        "error CS0001: a" + " [a" * 60_000,  # dotnet: quadratic
+    ],
+    ids=["eslint", "pytest", "pytest-repeats", "dotnet"],
+)
+def test_diagnostics_on_adversarial_lines_are_fast(line: str) -> None:
+    started = time.perf_counter()
+    diagnostics.parse.__wrapped__(line * 3)  # type: ignore[attr-defined]  # not the memo
+    assert time.perf_counter() - started < 0.5
+
+
+def test_diagnostics_clip_long_lines_but_keep_results() -> None:
+    eslint = "src/a.js\n  3:7  error  'x' is defined but never used  no-unused-vars\n"
+    assert diagnostics.parse(eslint).diagnostics[0]["code"] == "no-unused-vars"
+    summary = "==== 2 failed, 3 passed in 0.1s ====\n"
+    assert diagnostics.parse(summary).verdict == "fail"
+    assert diagnostics.parse("==== 3 passed in 0.1s ====\n").verdict == "pass"
+    assert diagnostics.parse("x" * 50_000 + "\n" + summary).verdict == "fail"
+
+
+def test_reference_detection_is_linear_in_mentions() -> None:
+    kinds, lexicons = load_lexicons()
+    text = "it " * 100_000  # each mention was tested against every earlier one
+    started = time.perf_counter()
+    found = detect(text, kinds, lexicons, ("en",))
+    assert time.perf_counter() - started < 1.0
+    assert len(found) == 100_000
+
+
+def test_injected_blocks_and_resolver_answers_are_linear() -> None:
+    started = time.perf_counter()
+    assert strip_injected(INJECT_OPEN * 200_000) == " "
+    assert parse_pick("{" * 200_000, ["a"]) is None
+    assert time.perf_counter() - started < 0.5
+    pick = {"path": "a", "confidence": 0.8}
+    assert parse_pick('sure: {"path": "a", "confidence": 0.8} {', ["a"]) == pick  # as before
+    assert parse_pick('{"path": "a", "confidence": 0.8} }', ["a"]) is None  # to the last "}"
