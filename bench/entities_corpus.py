@@ -15,8 +15,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from proxy.tokens import TokenCounters
-from rules import inject, resolve_refs, track_entities
 from rules.base import Context, SessionState
+from rules.context import inject
+from rules.entities import resolve_refs, track_entities
 from tests.support.traces import iter_conversations, request_prefixes
 
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from proxy.engine import Engine
+from proxy.rewrite.engine import Engine
 from proxy.settings import Settings, settings_from_mapping
-from proxy.store import Store
+from proxy.store.sqlite import Store
 from proxy.tokens import TokenCounters
 from tests.support.traces import iter_conversations, request_prefixes
 

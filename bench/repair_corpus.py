@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from proxy.tokens import TokenCounters  # noqa: E402
-from rules import fix_encoding, repair_tool_chain  # noqa: E402
 from rules.base import Context  # noqa: E402
-from rules.chain_validator import find_violations  # noqa: E402
+from rules.chain import repair_tool_chain  # noqa: E402
+from rules.chain.validator import find_violations  # noqa: E402
+from rules.encoding import fix_encoding  # noqa: E402
 from tests.support.traces import CORPUS, iter_conversations, request_prefixes  # noqa: E402
 
 

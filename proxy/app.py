@@ -16,15 +16,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from proxy import jsonlog, metrics, ui
 from proxy.auth import check_client
-from proxy.engine import Engine
 from proxy.errors import ProxyError
-from proxy.handler import ChatCompletions, Services
+from proxy.inspect import ui
+from proxy.rewrite.engine import Engine
+from proxy.server.chat import ChatCompletions, Services
 from proxy.settings import Settings
-from proxy.store import Store
+from proxy.store.sqlite import Store
+from proxy.telemetry import jsonlog, metrics
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
-from proxy.upstream import UpstreamClient, upstream_api_key
+from proxy.upstream.openai import UpstreamClient, upstream_api_key
 
 
 def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:

@@ -14,8 +14,8 @@ from typing import Any
 
 import orjson
 
-from proxy.engine import Engine, parse_body
 from proxy.errors import ModelNotFound, ProxyError
+from proxy.rewrite.engine import Engine, parse_body
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 
 
@@ -67,8 +67,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from proxy.app import create_app
     from proxy.auth import access_line
-    from proxy.jsonlog import configure
-    from proxy.server_protocol import server_config
+    from proxy.server.protocol import server_config
+    from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
     configure(settings.logging)
@@ -81,7 +81,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
-    from proxy.store import Store
+    from proxy.store.sqlite import Store
 
     settings = _settings(args)
     db = args.db or str(Path(tempfile.mkdtemp(prefix="ctxproxy-")) / "rewrite.db")
@@ -119,7 +119,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 
 
 async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from proxy.store import Store
+    from proxy.store.sqlite import Store
 
     store = Store(_log_path(args))
     await store.open()
@@ -132,8 +132,8 @@ async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
 async def _follow(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from proxy.logs_view import follow
-    from proxy.store import Store
+    from proxy.inspect.logs_view import follow
+    from proxy.store.sqlite import Store
 
     store = Store(_log_path(args))
     await store.open()
@@ -158,19 +158,19 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
     rows = asyncio.run(_logs(args))
     if args.json:
-        from proxy.report_view import json_for_terminal
+        from proxy.inspect.report_view import json_for_terminal
 
         for row in rows:
             sys.stdout.write(json_for_terminal(row) + "\n")
         return 0
-    from proxy.logs_view import print_rows
+    from proxy.inspect.logs_view import print_rows
 
     print_rows(rows)
     return 0
 
 
 async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
-    from proxy.store import Store
+    from proxy.store.sqlite import Store
 
     store = Store(_log_path(args))
     await store.open()
@@ -189,11 +189,11 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stderr.write(f"ctxproxy: no logged request {args.request_id!r}\n")
         return 1
     if args.json:
-        from proxy.report_view import json_for_terminal
+        from proxy.inspect.report_view import json_for_terminal
 
         sys.stdout.write(json_for_terminal(row, indent=True) + "\n")
         return 0
-    from proxy.show import render
+    from proxy.inspect.show import render
 
     render(row)
     return 0

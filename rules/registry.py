@@ -7,14 +7,14 @@ from types import ModuleType
 
 # name -> module; a module exposes ``Config`` and ``apply(ctx, cfg)``.
 BUILTIN_RULES: dict[str, str] = {
-    "repair_tool_chain": "rules.repair_tool_chain",
-    "fix_encoding": "rules.fix_encoding",
-    "track_entities": "rules.track_entities",
-    "working_set": "rules.working_set",
-    "resolve_refs": "rules.resolve_refs",
-    "prune": "rules.prune",
-    "inject": "rules.inject",
-    "measure": "rules.measure",
+    "repair_tool_chain": "rules.chain.repair_tool_chain",
+    "fix_encoding": "rules.encoding.fix_encoding",
+    "track_entities": "rules.entities.track_entities",
+    "working_set": "rules.context.working_set",
+    "resolve_refs": "rules.entities.resolve_refs",
+    "prune": "rules.context.prune",
+    "inject": "rules.context.inject",
+    "measure": "rules.context.measure",
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import openai
 
-from rules.chain_validator import find_violations
+from rules.chain.validator import find_violations
 from rules.messages import text_of, tool_calls
 
 BROKEN = [

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from proxy.resolver import parse_pick
+from proxy.rewrite.resolver import parse_pick
 from tests.conftest import proxy_settings
 from tests.support.factories import assistant, call, result, user
 from tests.support.live import free_port

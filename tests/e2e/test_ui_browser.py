@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from proxy import report_view as rv
+from proxy.inspect import report_view as rv
 from tests.conftest import proxy_settings
 from tests.proxy.test_show import FINISHED, realistic_row, write_rows
 from tests.support.factories import assistant, request, result, shell, system, user
@@ -236,7 +236,7 @@ async def test_ui_list_filters_newest_first(live_proxy, fake_upstream) -> None:
 
 
 async def write_rows_finish(db: str, request_id: str, fields: dict[str, Any]) -> None:
-    from proxy.store import Store
+    from proxy.store.sqlite import Store
 
     store = Store(db)
     await store.open()

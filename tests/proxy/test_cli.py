@@ -60,7 +60,7 @@ def test_bad_config_exits_2_naming_the_option(tmp_path: Path) -> None:
 def test_logs_json_lists_nothing_for_a_fresh_db(tmp_path: Path) -> None:
     import asyncio
 
-    from proxy.store import Store
+    from proxy.store.sqlite import Store
 
     async def create() -> None:
         store = Store(str(tmp_path / "x.db"))

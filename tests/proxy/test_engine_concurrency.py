@@ -10,9 +10,9 @@ import threading
 import time
 from pathlib import Path
 
-from proxy.engine import OFFLOAD_BYTES, Engine
+from proxy.rewrite.engine import OFFLOAD_BYTES, Engine
 from proxy.settings import load_settings
-from proxy.store import Store
+from proxy.store.sqlite import Store
 from proxy.tokens import TiktokenCounter
 from tests.support.factories import assistant, request, result, shell, user
 

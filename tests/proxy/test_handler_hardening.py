@@ -63,7 +63,7 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
 ) -> None:
     """If sending the response start fails (a server rejecting a header), the relay generator
     never runs: the upstream response must still be closed and the row finished."""
-    from proxy import upstream
+    from proxy.upstream import openai as upstream
 
     closed = []
     make_close = upstream._closer
@@ -147,7 +147,7 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
 async def test_failure_while_capturing_is_an_openai_shaped_500(
     tmp_path: Path, edge, monkeypatch
 ) -> None:
-    from proxy import handler
+    from proxy.server import chat as handler
 
     def broken(value):
         raise RecursionError("boom")

@@ -147,8 +147,8 @@ def test_live_proxy_logs_to_stderr(live_proxy, capsys) -> None:
 def test_configure_sends_the_proxy_loggers_to_stderr(capsys, json_lines, level) -> None:
     import logging
 
-    from proxy.jsonlog import configure
     from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import configure
 
     logger = logging.getLogger("ctxproxy")
     saved = (logger.handlers[:], logger.level, logger.propagate)
@@ -188,8 +188,8 @@ def test_configure_sends_the_proxy_loggers_to_stderr(capsys, json_lines, level) 
 def test_plain_text_values_are_quoted_so_no_line_can_be_forged(session: str) -> None:
     import shlex
 
-    from proxy.jsonlog import JsonLog
     from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import JsonLog
 
     stream = io.StringIO()
     row = {"id": "req_real", "session_id": session, "status": 200, "model": "m x"}

@@ -153,8 +153,8 @@ async def test_a_long_model_name_is_clipped_in_the_answer(
 
 
 def test_provider_verdicts_are_memoised_within_a_bound() -> None:
-    from proxy import litellm_upstream
-    from proxy.litellm_upstream import model_uses_provider
+    from proxy.upstream import litellm as litellm_upstream
+    from proxy.upstream.litellm import model_uses_provider
 
     for i in range(3_000):
         assert model_uses_provider("anthropic", f"anthropic/m{i}")

@@ -232,7 +232,7 @@ async def test_plain_text_cross_site_post_is_refused_before_any_upstream(
 
 
 def test_forwarded_params_keep_only_request_parameters() -> None:
-    from proxy.litellm_upstream import forwarded_params
+    from proxy.upstream.litellm import forwarded_params
 
     body = request(
         user("hi"),
@@ -266,7 +266,7 @@ def test_allow_list_holds_no_transport_or_routing_parameter() -> None:
     none is one it reads to pick a URL, key, header, provider or client."""
     from litellm.constants import OPENAI_CHAT_COMPLETION_PARAMS
 
-    from proxy.litellm_upstream import ALLOWED_PARAMS
+    from proxy.upstream.litellm import ALLOWED_PARAMS
 
     transport = {
         "api_base",

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxy.pipeline import Pipeline, RuleFailed, merge_report
+from proxy.rewrite.pipeline import Pipeline, RuleFailed, merge_report
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TiktokenCounter
 from rules.base import Context, RuleConfig, RuleResult

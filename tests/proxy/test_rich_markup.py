@@ -14,8 +14,8 @@ import orjson
 import pytest
 from rich.console import Console
 
-from proxy import logs_view, show
-from proxy import report_view as rv
+from proxy.inspect import logs_view, show
+from proxy.inspect import report_view as rv
 from tests.proxy.test_show import realistic_row, write_rows
 
 NASTY = ["ok[/]", "[/red]", "mkdir '[/red]'", "[bold]x[/bold]", "[link=http://e]y[/link]", "a[/b"]

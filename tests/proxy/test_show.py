@@ -20,10 +20,10 @@ import orjson
 import pytest
 from rich.console import Console
 
-from proxy import report_view as rv
 from proxy.cli import main
-from proxy.logs_view import follow
-from proxy.store import Store
+from proxy.inspect import report_view as rv
+from proxy.inspect.logs_view import follow
+from proxy.store.sqlite import Store
 from tests.support.factories import assistant, request, result, shell, system, user
 
 FILE_TEXT = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(20))

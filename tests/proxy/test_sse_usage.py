@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from proxy.sse_usage import MAX_PENDING, UsageTap
+from proxy.upstream.sse_usage import MAX_PENDING, UsageTap
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
 EVENTS = [

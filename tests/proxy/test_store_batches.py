@@ -8,7 +8,7 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
-from proxy.store import Store
+from proxy.store.sqlite import Store
 from rules.base import SessionState
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from proxy.errors import UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
-from proxy.upstream import UpstreamClient
+from proxy.upstream.openai import UpstreamClient
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import Reply, sse
 from tests.support.factories import request, user

@@ -17,11 +17,11 @@ import pytest
 from yarl import URL
 
 from proxy.app import create_app
-from proxy.disconnect_watch import DisconnectWatch
+from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.settings import SettingsError, UpstreamSettings, settings_from_mapping
-from proxy.store import Store
-from proxy.upstream import UpstreamClient, _env_proxy, relay_headers, upstream_api_key
-from proxy.usage import usage_fields
+from proxy.store.sqlite import Store
+from proxy.upstream.openai import UpstreamClient, _env_proxy, relay_headers, upstream_api_key
+from proxy.upstream.usage import usage_fields
 from tests.conftest import in_process, proxy_settings
 from tests.support.asgi import chat_scope
 from tests.support.edge_upstream import Reply

@@ -15,8 +15,8 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.litellm_upstream import _short_message
 from proxy.settings import UpstreamSettings
+from proxy.upstream.litellm import _short_message
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user

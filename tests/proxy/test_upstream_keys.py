@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from proxy.settings import UpstreamSettings
-from proxy.upstream import upstream_api_key
+from proxy.upstream.openai import upstream_api_key
 
 CLIENT = {"authorization": "Bearer client-or-proxy-key"}
 

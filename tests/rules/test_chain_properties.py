@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rules.chain_repairs import repair_messages
-from rules.chain_text import flatten
-from rules.chain_validator import find_violations
+from rules.chain.repairs import repair_messages
+from rules.chain.text import flatten
+from rules.chain.validator import find_violations
 from rules.messages import call_arguments_text, text_of, tool_calls
 from tests.support.factories import assistant, result, shell, system, user
 from tests.support.traces import CORPUS, iter_conversations

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from proxy.tokens import TokenCounters
-from rules import track_entities
+from rules.activity.file_tools import load_tools, shell_command, succeeded
+from rules.activity.shell_lex import split_commands
 from rules.base import Context
-from rules.file_tools import load_tools, shell_command, succeeded
+from rules.entities import track_entities
 from rules.messages import call_arguments, call_id, call_name, iter_tool_pairs, text_of
-from rules.shell_lex import split_commands
 from tests.support.traces import iter_conversations
 
 TOKENS = TokenCounters().for_model("gpt-4o")

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.tokens import TokenCounters
-from rules import fix_encoding
 from rules.base import Context
-from rules.mojibake import fix_text
+from rules.encoding import fix_encoding
+from rules.encoding.mojibake import fix_text
 from tests.support.factories import assistant, result, shell, user
 from tests.support.traces import iter_conversations
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from proxy.tokens import TokenCounters
-from rules import inject
 from rules.base import Context, SessionState
+from rules.context import inject
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, text_of
 from tests.support.factories import assistant, result, shell, user
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rules.chain_repairs import MATCH_COMPARISONS, repair_messages
-from rules.chain_validator import find_violations
+from rules.chain.repairs import MATCH_COMPARISONS, repair_messages
+from rules.chain.validator import find_violations
 from rules.matching import Budget, Matcher, equivalent, match, normalize
 
 

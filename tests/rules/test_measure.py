@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from proxy.tokens import TiktokenCounter
-from rules import measure
 from rules.base import Context
+from rules.context import measure
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, result, system, user
 

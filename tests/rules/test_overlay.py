@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from proxy.pipeline import Pipeline
+from proxy.rewrite.pipeline import Pipeline
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TokenCounters
-from rules import overlay, prune
 from rules.base import Context, SessionState
+from rules.context import overlay, prune
 from rules.messages import PLACEHOLDER_PREFIX, text_of
 from tests.support.factories import assistant, call, result, user
 

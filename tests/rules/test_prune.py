@@ -10,14 +10,15 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.engine import Engine
 from proxy.errors import BadRequest
+from proxy.rewrite.engine import Engine
 from proxy.settings import settings_from_mapping
-from proxy.store import Store
+from proxy.store.sqlite import Store
 from proxy.tokens import TokenCounters
-from rules import chain_validator, prune, prune_stages
-from rules import observations as observations_mod
+from rules.activity import observations as observations_mod
 from rules.base import Context, RuleResult, SessionState
+from rules.chain import validator as chain_validator
+from rules.context import prune, prune_stages
 from rules.messages import PLACEHOLDER_PREFIX, text_of
 from tests.support.factories import assistant, call, result, shell, system, user
 

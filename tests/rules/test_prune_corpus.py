@@ -16,15 +16,17 @@ from typing import Any
 
 import pytest
 
-from proxy.pipeline import Pipeline
+from proxy.rewrite.pipeline import Pipeline
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TokenCounters
-from rules import chain_validator, evidence, prune, repair_tool_chain, working_set
+from rules.activity.observations import observations
 from rules.base import Context, SessionState
-from rules.chain_repairs import repair_messages
+from rules.chain import repair_tool_chain
+from rules.chain import validator as chain_validator
+from rules.chain.repairs import repair_messages
+from rules.context import evidence, prune, working_set
+from rules.context.prune_stages import turns
 from rules.messages import PLACEHOLDER_PREFIX, call_id, role, text_of, tool_calls
-from rules.observations import observations
-from rules.prune_stages import turns
 from tests.support.traces import iter_conversations, request_prefixes
 
 TOKENS = TokenCounters().for_model("gpt-4o")

@@ -13,15 +13,16 @@ from typing import Any
 
 import pytest
 
-from proxy.resolver import parse_pick
+from proxy.rewrite.resolver import parse_pick
 from proxy.settings import SettingsError, settings_from_mapping
 from proxy.tokens import TokenCounters
-from rules import diagnostics, observations, track_entities
+from rules.activity import diagnostics, observations
+from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
 from rules.base import Context, SessionState
-from rules.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
+from rules.entities import track_entities
+from rules.entities.ref_detect import detect, load_lexicons, strip_injected
 from rules.messages import INJECT_OPEN
-from rules.pack_loader import GENERIC_UNITS, Probe, compile_regex, probes, too_slow
-from rules.ref_detect import detect, load_lexicons, strip_injected
+from rules.packs import GENERIC_UNITS, Probe, compile_regex, probes, too_slow
 from tests.support.factories import assistant, result, shell, system, user
 
 TOKENS = TokenCounters().for_model("gpt-4o")

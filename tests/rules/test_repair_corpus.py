@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rules.chain_repairs import SYNTHETIC_RESULT, repair_messages
-from rules.chain_validator import find_violations
+from rules.chain.repairs import SYNTHETIC_RESULT, repair_messages
+from rules.chain.validator import find_violations
 from rules.messages import role, text_of, tool_calls
 from tests.support.traces import iter_conversations, request_prefixes
 

@@ -10,13 +10,13 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.pipeline import Pipeline
+from proxy.rewrite.pipeline import Pipeline
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TokenCounters
-from rules import repair_tool_chain
 from rules.base import Context, RuleConfig, RuleResult
-from rules.chain_repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
-from rules.chain_validator import find_violations
+from rules.chain import repair_tool_chain
+from rules.chain.repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
+from rules.chain.validator import find_violations
 from rules.messages import PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, result, shell, system, user
 

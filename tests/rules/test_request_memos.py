@@ -10,15 +10,17 @@ from typing import Any
 
 import orjson
 
-from proxy.pipeline import RECORD_OVERHEAD_BYTES, MessageRecords, Pipeline, _Recall
+from proxy.rewrite.pipeline import RECORD_OVERHEAD_BYTES, MessageRecords, Pipeline, _Recall
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TokenCounters
-from rules import chain_validator, measure, repair_tool_chain
 from rules.base import Context, RuleConfig, RuleResult
-from rules.chain_validator import find_violations
+from rules.chain import repair_tool_chain
+from rules.chain import validator as chain_validator
+from rules.chain.validator import find_violations
+from rules.context import measure
+from rules.context.working_set import _clip
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, with_content
 from rules.registry import load_rule
-from rules.working_set import _clip
 from tests.support.factories import assistant, result, shell, system, user
 
 S, U = system(), user("fix the build")
@@ -287,7 +289,7 @@ def test_records_cope_with_lone_surrogates_and_stay_bounded() -> None:
 def test_shared_tool_pairs_and_observations_follow_the_messages_list() -> None:
     """track_entities, working_set and prune share one pass over the tool pairs per messages
     list: a rule that changes the list (a new list object) gets its own."""
-    from rules.observations import observations, of_context
+    from rules.activity.observations import observations, of_context
 
     ctx = Context(messages=VALID, model="gpt-4o", now=0.0, tokens=None)  # type: ignore[arg-type]
     assert of_context(ctx) == observations(VALID)

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from proxy.tokens import TokenCounters
-from rules import resolve_refs
 from rules.base import Ancestor, Context, SessionState
+from rules.entities import resolve_refs
+from rules.entities.ref_detect import detect, load_lexicons
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
-from rules.ref_detect import detect, load_lexicons
 from tests.support.factories import assistant, shell, user
 
 TOKENS = TokenCounters().for_model("gpt-4o")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.shell_lex import split_commands, tokenize
-from rules.shell_parse import analyse, load_verbs, resolve_path
+from rules.activity.shell_lex import split_commands, tokenize
+from rules.activity.shell_parse import analyse, load_verbs, resolve_path
 
 C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
 F, DIR = "file", "folder"

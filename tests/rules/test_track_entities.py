@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from proxy.settings import SettingsError, settings_from_mapping
 from proxy.tokens import TokenCounters
-from rules import track_entities
+from rules.activity.file_tools import file_tool_effect, load_tools, succeeded
 from rules.base import Context, SessionState
-from rules.file_tools import file_tool_effect, load_tools, succeeded
+from rules.entities import track_entities
 from tests.support.factories import assistant, call, result, shell, system, user
 
 TOKENS = TokenCounters().for_model("gpt-4o")

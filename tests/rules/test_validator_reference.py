@@ -12,7 +12,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rules.chain_validator import empty_content, find_violations
+from rules.chain.validator import empty_content, find_violations
 from tests.rules.test_chain_properties import damaged_real_histories, mutated_chains
 from tests.support.factories import assistant, result, shell, user
 

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from proxy.tokens import TokenCounters
-from rules import diagnostics, working_set
+from rules.activity import diagnostics
 from rules.base import Context, SessionState
+from rules.context import working_set
 from tests.support.factories import assistant, call, result, shell, system, user
 
 TOKENS = TokenCounters().for_model("gpt-4o")
@@ -382,7 +383,7 @@ SHELL_CLASSES = [
 def test_shell_commands_are_classified(
     command: str, kind: str, target: str, writes: tuple[str, ...]
 ) -> None:
-    from rules.observations import classify
+    from rules.activity.observations import classify
 
     action = classify("bash", orjson.dumps({"command": command}).decode())
     assert (action.kind, action.target, action.writes) == (kind, target, writes)

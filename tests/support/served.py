@@ -1,5 +1,5 @@
 """The app served in a background thread exactly as ``ctxproxy serve`` configures uvicorn
-(``proxy.server_protocol.server_config``: header limits, connection limit, proxy headers)."""
+(``proxy.server.protocol.server_config``: header limits, connection limit, proxy headers)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from proxy.app import create_app
-from proxy.server_protocol import server_config
+from proxy.server.protocol import server_config
 from proxy.settings import Settings
 from tests.support.live import _Server, free_port
 

@@ -1,0 +1,185 @@
+"""``ctxproxy show REQUEST_ID``: one logged request in the terminal, drawn with rich: sections
+before/after as proportional bars, what each rule did, timings, upstream usage, and (with captured
+payloads) the client's messages against the forwarded ones."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from rich.bar import Bar
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from proxy.inspect import report_view as rv
+
+BAR_WIDTH = 28
+
+
+def add_row(table: Table, *cells: RenderableType) -> None:
+    """``table.add_row`` with every string cell as plain ``Text``: cells hold client-chosen text
+    (models, commands, paths) that rich would otherwise parse as markup (``[/red]`` raises)."""
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
+def _title(row: dict[str, Any]) -> Text:
+    when = dt.datetime.fromtimestamp(row.get("created_at") or 0).isoformat(" ", "seconds")
+    status = row.get("status")
+    colour = "green" if status and status < 400 else "red" if status else "yellow"
+    t = Text.assemble(
+        (row["id"], "bold"),
+        f"  {when}  session ",
+        (str(row.get("session_id") or "-"), "cyan"),
+        f"  model {row.get('model') or '-'}  upstream {row.get('upstream') or '-'}  status ",
+        (str(status if status is not None else "in flight"), colour),
+    )
+    if row.get("stream"):
+        t.append("  (stream)")
+    return t
+
+
+def bar_width(console: Console) -> int:
+    """Two bars and five number columns must fit the terminal (80 columns included)."""
+    return max(6, min(BAR_WIDTH, (console.width - 52) // 2))
+
+
+def sections_table(row: dict[str, Any], width: int = BAR_WIDTH) -> RenderableType:
+    secs = rv.sections(row)
+    if not secs:
+        return Text("Sections: none (the request ended before the rules ran)", style="dim")
+    scale = max([1, *(max(s["before"], s["after"]) for s in secs)])
+    table = Table(title="Sections (tokens): as sent → as forwarded", title_justify="left")
+    table.add_column("section")
+    table.add_column("before", justify="right")
+    table.add_column("", width=width)
+    table.add_column("after", justify="right")
+    table.add_column("", width=width)
+    table.add_column("Δ", justify="right")
+    for s in secs:
+        delta = s["after"] - s["before"]
+        add_row(
+            table,
+            s["name"],
+            str(s["before"]),
+            Bar(scale, 0, s["before"], width=width, color="blue"),
+            str(s["after"]),
+            Bar(scale, 0, s["after"], width=width, color="green"),
+            Text(f"{delta:+d}" if delta else "", style="red" if delta > 0 else "green"),
+        )
+    tb, ta = row.get("tokens_before") or 0, row.get("tokens_after") or 0
+    table.caption = f"total {tb} → {ta} tokens" + (f" ({ta - tb:+d})" if ta != tb else "")
+    return table
+
+
+def items_table(title: str, rows: list[dict[str, Any]]) -> RenderableType:
+    if not rows:
+        return Text(f"{title}: none", style="dim")
+    table = Table(title=f"{title} ({len(rows)})", title_justify="left")
+    cols = rv.item_columns(rows)
+    for c in cols:
+        table.add_column(Text(c), overflow="fold")
+    for r in rows:
+        add_row(table, *(rv.cell(r.get(c)) for c in cols))
+    return table
+
+
+def pruning_view(report: dict[str, Any]) -> RenderableType:
+    rows = rv.items(report, "pruning")
+    stages = rv.freed_by_stage(report)
+    parts: list[RenderableType] = [items_table("Pruning", rows)]
+    if stages:
+        summary = ", ".join(f"{k} {v}" for k, v in sorted(stages.items()))
+        parts.append(Text(f"tokens freed by stage: {summary} (total {sum(stages.values())})"))
+    return Group(*parts)
+
+
+def working_set_view(report: dict[str, Any]) -> RenderableType:
+    ws = report.get("working_set")
+    if not ws:
+        return Text("Working set: none", style="dim")
+    table = Table(title="Working set", title_justify="left", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value", overflow="fold")
+    entries = ws.items() if isinstance(ws, dict) else [("value", ws)]
+    for key, value in entries:
+        if isinstance(value, list):
+            text = "\n".join(rv.cell(v, 200) for v in value) or "-"
+        else:
+            text = rv.cell(value, 400)
+        add_row(table, str(key), text)
+    return table
+
+
+def timings_table(report: dict[str, Any]) -> RenderableType:
+    entries = rv.timings(report)
+    if not entries:
+        return Text("Timings: none", style="dim")
+    scale = max([0.001, *(ms for _, ms in entries)])
+    table = Table(title="Time per rule (ms)", title_justify="left")
+    table.add_column("rule")
+    table.add_column("ms", justify="right")
+    table.add_column("", width=BAR_WIDTH)
+    for name, ms in entries:
+        add_row(table, name, f"{ms:.3f}", Bar(scale, 0, ms, width=BAR_WIDTH, color="magenta"))
+    return table
+
+
+def usage_table(row: dict[str, Any]) -> RenderableType:
+    table = Table(title="Tokens, cache and latency", title_justify="left", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    error = None
+    for key, value in rv.usage_summary(row):
+        if key == "error":  # long text: under the table, not stretching the number column
+            error = Text(f"error: {value}", style="red")
+            continue
+        add_row(table, key, "-" if value is None else rv.cell(value, 300))
+    return Group(table, error) if error else table
+
+
+def diff_view(row: dict[str, Any]) -> RenderableType:
+    diff = rv.message_diff(row)
+    if diff is None:
+        return Text(
+            "Messages diff: payloads not captured (set store.capture_payloads: true)", style="dim"
+        )
+    out = Text()
+    for entry in diff:
+        op = entry["op"]
+        if op == "same":
+            a, b = entry["client"]
+            out.append(f"= messages {a}..{b} unchanged\n", style="dim")
+            continue
+        where = {
+            "changed": f"~ message {entry.get('client')} → {entry.get('forwarded')}",
+            "removed": f"- message {entry.get('client')} not forwarded",
+            "added": f"+ message {entry.get('forwarded')} added by the proxy",
+        }[op]
+        out.append(f"{where} ({entry['role']})\n", style="bold")
+        for line in entry["lines"]:
+            style = "red" if line.startswith("-") else "green" if line.startswith("+") else ""
+            out.append(line + "\n", style=style)
+    if not diff:
+        out.append("no messages\n", style="dim")
+    return Panel(out, title="Client's messages → forwarded messages", title_align="left")
+
+
+def render(row: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console()
+    row = rv.for_terminal(row)  # every string came from a request: no terminal escapes
+    report = rv.report_of(row)
+    console.print(_title(row))
+    console.print(sections_table(row, bar_width(console)))
+    console.print(usage_table(row))
+    console.print(items_table("Repairs", rv.items(report, "repairs")))
+    console.print(items_table("Entities", rv.items(report, "entities")))
+    console.print(items_table("Resolved references", rv.items(report, "references")))
+    console.print(working_set_view(report))
+    console.print(pruning_view(report))
+    for key, title in (("warnings", "Warnings"), ("rule_errors", "Rule errors")):
+        if rv.items(report, key):
+            console.print(items_table(title, rv.items(report, key)))
+    console.print(timings_table(report))
+    console.print(diff_view(row))

@@ -1,0 +1,289 @@
+"""``/ui``: a small read-only web page served by the proxy itself, rendered on the server with
+Jinja2 (no build step, no JavaScript, no external assets: works offline). Sessions and requests
+(filterable, newest first), a request page with what ``ctxproxy show`` prints, and a session page
+charting context size per turn. Who may see them: ``proxy.auth.check_admin`` (with an admin key
+set, that key as a bearer header or the session cookie the POST login form sets; else loopback
+clients only, unless ``ui.public``)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from proxy.auth import COOKIE, Forbidden, admin_key, check_admin, session_seconds, session_token
+from proxy.errors import Unauthorized
+from proxy.inspect import report_view as rv
+from proxy.inspect.ui_charts import session_chart, stacked_bars
+from proxy.settings import Settings
+
+MAX_LIST = 500
+SESSION_TURNS = 1000
+RECENT_SCAN = 2000  # the session list looks at sessions seen in the latest N requests
+MAX_LOGIN_BODY = 8192  # the login form: a key and where to go next
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S") if ts else "-"
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.1f}"
+
+
+_ASCII_NUMBER = re.compile(r"[0-9]{1,12}")
+
+
+def _number(text: str) -> int | None:
+    """A non-negative ASCII integer (``str.isdigit`` also takes '²' and other digits ``int``
+    refuses or reads), or None; overly long ones read as a huge number, never overflow SQL."""
+    if text.isascii() and text.isdigit():
+        return int(text) if _ASCII_NUMBER.fullmatch(text) else 10**12
+    return None
+
+
+def _root(request: Request) -> str:
+    return str(request.scope.get("root_path", ""))
+
+
+def _next_page(request: Request, value: str) -> str:
+    """Where the login form sends the viewer: a /ui page of this server, never elsewhere."""
+    home = _root(request) + "/ui"
+    safe = value.startswith(home) and value[len(home) : len(home) + 1] in ("", "/", "?")
+    return value if safe and value.isprintable() and "\\" not in value else home
+
+
+async def _form(request: Request, timeout_s: float) -> dict[str, str] | None:
+    """A small urlencoded form (no multipart parser needed); None when too large, too slow or
+    malformed."""
+    body = b""
+    try:
+        async with asyncio.timeout(timeout_s):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > MAX_LOGIN_BODY:
+                    return None
+    except TimeoutError:
+        return None
+    try:
+        fields = parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=8)
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return {k: v[0] for k, v in fields.items()}
+
+
+class UI:
+    def __init__(self) -> None:
+        self.env = Environment(
+            loader=PackageLoader("proxy.inspect", "templates"),
+            autoescape=select_autoescape(default=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters.update(when=_when, ms=_ms, cell=rv.cell, q=lambda s: quote(str(s), ""))
+
+    def routes(self) -> list[BaseRoute]:
+        static = Path(__file__).parent / "static"
+        return [
+            Route("/ui", self.index, methods=["GET"]),
+            Route("/ui/", self.index, methods=["GET"]),
+            Route("/ui/login", self.login, methods=["POST"]),
+            Route("/ui/requests/{request_id}", self.request_page, methods=["GET"]),
+            Route("/ui/sessions/{session_id:path}", self.session_page, methods=["GET"]),
+            Mount("/ui/static", StaticFiles(directory=static), name="ui-static"),
+        ]
+
+    def _page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        return HTMLResponse(self.env.get_template(name).render(**context), status)
+
+    def _refused(self, status: int, title: str, problem: str) -> HTMLResponse:
+        return self._page("refused.html", status, title=title, problem=problem)
+
+    def _key_in_address(self, request: Request) -> HTMLResponse | None:
+        # A key in the address stays in browser history and front-proxy logs: refused, never read.
+        if "key" not in request.query_params:
+            return None
+        return self._refused(
+            400, "Key in the address", "Send the admin key with the login form, not the URL."
+        )
+
+    def _login_page(self, request: Request, failed: bool, next_page: str) -> HTMLResponse:
+        action = _root(request) + "/ui/login"
+        return self._page("login.html", 401, failed=failed, action=action, next=next_page)
+
+    def _guard(self, request: Request) -> Response | None:
+        """None when the viewer may see the page; else the login page or a refusal."""
+        if (refused := self._key_in_address(request)) is not None:
+            return refused
+        settings: Settings = request.app.state.services.settings
+        try:
+            check_admin(
+                settings.auth,
+                settings.ui.public,
+                {k.lower(): v for k, v in request.headers.items()},
+                request.scope.get("client"),
+                request.cookies.get(COOKIE),
+                time.time(),
+            )
+        except Unauthorized:
+            query = request.url.query  # the path includes the root path (ASGI)
+            here = request.url.path + (f"?{query}" if query else "")
+            return self._login_page(request, False, here)
+        except Forbidden as exc:
+            return self._refused(403, "Not open to this client", exc.message)
+        return None
+
+    async def login(self, request: Request) -> Response:
+        """POST /ui/login: the form's key, checked; on success a session cookie and a redirect."""
+        if (refused := self._key_in_address(request)) is not None:
+            return refused
+        settings: Settings = request.app.state.services.settings
+        form = await _form(request, settings.limits.body_read_timeout_s)
+        if form is None:
+            return self._refused(400, "Bad login form", "The login form could not be read.")
+        target = _next_page(request, form.get("next", ""))
+        key = admin_key(settings.auth)
+        if not key:  # nothing to log into: the page itself says whether it is open
+            return RedirectResponse(target, 303)
+        try:
+            check_admin(
+                settings.auth,
+                settings.ui.public,
+                {"authorization": f"Bearer {form.get('key', '')}"},
+                request.scope.get("client"),
+            )
+        except Unauthorized:
+            return self._login_page(request, True, target)
+        response = RedirectResponse(target, 303)
+        lifetime = session_seconds(settings.auth)
+        response.set_cookie(
+            COOKIE,
+            session_token(key, int(time.time()) + lifetime),
+            max_age=lifetime,
+            path=_root(request) + "/ui",
+            # https as the client sees it: TLS here, or X-Forwarded-Proto from a trusted proxy
+            # (server.trusted_proxies; uvicorn's proxy headers middleware sets the scheme).
+            secure=request.url.scheme == "https",
+            httponly=True,
+            samesite="strict",
+        )
+        return response
+
+    async def index(self, request: Request) -> Response:
+        if (denied := self._guard(request)) is not None:
+            return denied
+        store = request.app.state.services.store
+        qp = request.query_params
+        filters = {k: qp.get(k, "").strip() for k in ("session", "model", "status")}
+        status = _number(filters["status"])
+        if filters["status"] and (status is None or not 100 <= status <= 599):
+            return self._page(
+                "bad_request.html", 400, problem="status must be an HTTP status, 100 to 599."
+            )
+        limit = _number(qp.get("limit", "").strip() or "100")
+        if limit is None or limit < 1:
+            return self._page("bad_request.html", 400, problem="limit must be a positive number.")
+        rows = await store.list_requests(
+            session=filters["session"] or None,
+            model=filters["model"] or None,
+            status=status,
+            limit=min(MAX_LIST, limit),
+        )
+        for r in rows:
+            report = rv.report_of(r)
+            r["n_repairs"], r["n_pruned"] = (
+                len(rv.items(report, "repairs")),
+                len(rv.items(report, "pruning")),
+            )
+        return self._page(
+            "index.html", rows=rows, sessions=await recent_sessions(store), filters=filters
+        )
+
+    async def request_page(self, request: Request) -> Response:
+        if (denied := self._guard(request)) is not None:
+            return denied
+        row = await request.app.state.services.store.get_request(request.path_params["request_id"])
+        if row is None:
+            return self._page("missing.html", 404, what="request")
+        report = rv.report_of(row)
+        lists = [
+            (title, rv.items(report, key))
+            for key, title in (
+                ("repairs", "Repairs"),
+                ("entities", "Entities"),
+                ("references", "Resolved references"),
+                ("pruning", "Pruning decisions"),
+                ("warnings", "Warnings"),
+                ("rule_errors", "Rule errors"),
+            )
+        ]
+        ws = report.get("working_set")
+        timings = rv.timings(report)
+        return self._page(
+            "request.html",
+            row=row,
+            sections=rv.sections(row),
+            bars=stacked_bars(rv.sections(row)),
+            usage=rv.usage_summary(row),
+            lists=[(t, items, rv.item_columns(items)) for t, items in lists],
+            freed=rv.freed_by_stage(report),
+            working_set=(ws.items() if isinstance(ws, dict) else [("value", ws)]) if ws else [],
+            timings=timings,
+            timing_scale=max([0.001, *(ms for _, ms in timings)]),
+            diff=rv.message_diff(row),
+        )
+
+    async def session_page(self, request: Request) -> Response:
+        if (denied := self._guard(request)) is not None:
+            return denied
+        sid = request.path_params["session_id"]
+        rows = await request.app.state.services.store.list_requests(
+            session=sid, limit=SESSION_TURNS
+        )
+        if not rows:
+            return self._page("missing.html", 404, what="session")
+        rows.reverse()  # turn order
+        return self._page(
+            "session.html",
+            session_id=sid,
+            rows=rows,
+            chart=session_chart(rows),
+            parent=next((r["parent_session_id"] for r in rows if r.get("parent_session_id")), None),
+        )
+
+
+async def recent_sessions(store: Any, limit: int = 50) -> list[dict[str, Any]]:
+    """Sessions seen in the latest requests, with totals; two indexed queries, no full scan."""
+    sql = (
+        "SELECT session_id FROM (SELECT session_id, created_at FROM requests "
+        "ORDER BY created_at DESC LIMIT ?) WHERE session_id IS NOT NULL "
+        "GROUP BY session_id ORDER BY MAX(created_at) DESC LIMIT ?"
+    )
+    async with store.reader.execute(sql, (RECENT_SCAN, limit)) as cur:
+        ids = [r[0] for r in await cur.fetchall()]
+    if not ids:
+        return []
+    marks = ",".join("?" for _ in ids)
+    sql = (
+        "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
+        "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after, "
+        f"SUM(cached_tokens) AS cached_tokens FROM requests WHERE session_id IN ({marks}) "
+        "GROUP BY session_id ORDER BY last_seen DESC"
+    )
+    async with store.reader.execute(sql, ids) as cur:
+        return [dict(r) for r in await cur.fetchall()]
+
+
+def routes() -> list[BaseRoute]:
+    """The /ui routes, bound to a fresh UI (its own template environment) per app."""
+    return UI().routes()

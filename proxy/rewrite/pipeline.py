@@ -1,0 +1,290 @@
+"""The runner: applies the configured rules in order, timing each, containing their errors, then
+runs the final integrity check and computes prefix reuse. Shared by the server and ``rewrite``."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+import orjson
+
+from proxy.settings import ConfiguredRule
+from proxy.tokens import RequestTokens, TiktokenCounter
+from rules.base import Context, Message, Messages, SessionState, TokenCounter, hash_bytes
+from rules.chain import validator as chain_validator
+from rules.context import measure
+from rules.registry import load_rule
+
+PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
+
+
+class RuleFailed(RuntimeError):
+    """A rule raised while the pipeline runs in strict mode (``on_rule_error: fail``)."""
+
+
+@dataclass(frozen=True)
+class PipelineOutcome:
+    messages: Messages
+    state: SessionState
+    report: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Step:
+    name: str
+    module: ModuleType
+    config: Any
+
+
+# What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
+# encodings, validator checks), measured with tracemalloc: charged so the bound holds for
+# traffic of many short messages too, not only for the keys.
+RECORD_OVERHEAD_BYTES = 640
+
+
+class MessageRecords:
+    """What the pipeline derives from a message's content alone, kept across requests: its
+    content hash, its token count and section sizes (per encoding), the validator's checks of
+    its calls. An agent sends the same messages again with every request, each time as new
+    objects; the runner looks each one up once by its serialised bytes (sorted keys: exactly
+    what ``content_hash`` hashes, so a hit is the same content), hands what is known to the
+    request's memos before the rules run, and keeps what they computed afterwards.
+
+    Bounded by bytes (each record is charged its key plus ``RECORD_OVERHEAD_BYTES``), in two
+    generations: a hit in the older one moves the record
+    to the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
+    dict lookup per hit). A message over ``max_key_bytes`` is never kept. Thread-safe: lookups
+    read without the lock, and a record's values are pure, so a race only computes one twice."""
+
+    def __init__(self, max_bytes: int = 32_000_000, max_key_bytes: int = 262_144) -> None:
+        self._young: dict[bytes, dict[str, Any]] = {}
+        self._old: dict[bytes, dict[str, Any]] = {}
+        self._young_bytes = 0
+        self._generation_bytes = max_bytes // 2
+        self._max_key_bytes = max_key_bytes
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    def lookup(self, data: bytes) -> dict[str, Any]:
+        """The record of the message serialised as ``data`` (a new one, holding just its hash, the
+        first time)."""
+        record = self._young.get(data)
+        if record is not None:
+            return record
+        record = self._old.get(data)
+        if record is None:
+            record = {"hash": hash_bytes(data)}
+        if len(data) <= self._max_key_bytes:
+            # kept as a copy: orjson's output keeps the capacity of its buffer (many times the
+            # length for a short message), a copy holds just the bytes
+            key = bytes(memoryview(data))
+            with self._lock:
+                if key not in self._young:
+                    cost = len(key) + RECORD_OVERHEAD_BYTES
+                    if self._young_bytes + cost > self._generation_bytes:
+                        self._old, self._young, self._young_bytes = self._young, {}, 0
+                    self._young[key] = record
+                    self._young_bytes += cost
+        return record
+
+
+def _encoding(tokens: TokenCounter) -> str | None:
+    """The encoding a counter counts with, when it is one of ours (counts are kept per encoding)."""
+    if isinstance(tokens, RequestTokens):
+        return getattr(tokens.base, "encoding_name", None)
+    if isinstance(tokens, TiktokenCounter):
+        return tokens.encoding_name
+    return None
+
+
+class _Recall:
+    """One request's use of the records: what they know goes into the request's memos (before the
+    rules run); what the rules computed goes back (after)."""
+
+    def __init__(self, records: MessageRecords, ctx: Context) -> None:
+        self.ctx = ctx
+        encoding = _encoding(ctx.tokens)
+        self.tokens = ctx.tokens if isinstance(ctx.tokens, RequestTokens) else None
+        self.count_key = f"tokens:{encoding}" if encoding and self.tokens else None
+        self.sections_key = f"sections:{encoding}" if encoding else None
+        self.chain = ctx.table(chain_validator.MEMO)
+        self.sections = ctx.table(measure.MEMO)
+        self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        # once per message of every request: lookups and names bound to locals
+        dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
+        remember_hash, pairs = ctx.remember_hash, self.pairs
+        chain, sections = self.chain, self.sections
+        sections_key, count_key = self.sections_key, self.count_key
+        remember_count = self.tokens.remember if self.tokens is not None else None
+        for m in ctx.original_messages:
+            try:
+                data = dumps(m, option=sort_keys)
+            except TypeError:  # lone surrogates: orjson refuses them, the rules cope
+                continue
+            record = lookup(data)
+            pairs.append((m, record))
+            remember_hash(m, record["hash"])
+            known = record.get("chain")
+            if known is not None:
+                chain[id(m)] = (m, known)
+            if sections_key is not None:
+                known = record.get(sections_key)
+                if known is not None:
+                    sections[id(m)] = (m, known)
+            if remember_count is not None:
+                known = record.get(count_key)  # type: ignore[arg-type]
+                if known is not None:
+                    remember_count(m, known)
+
+    def keep(self) -> None:
+        chain, sections, sections_key, count_key = (
+            self.chain,
+            self.sections,
+            self.sections_key,
+            self.count_key,
+        )
+        for m, record in self.pairs:
+            key = id(m)
+            if "chain" not in record:
+                hit = chain.get(key)
+                if hit is not None and hit[0] is m:
+                    record["chain"] = hit[1]
+            if sections_key is not None and sections_key not in record:
+                hit = sections.get(key)
+                if hit is not None and hit[0] is m:
+                    record[sections_key] = tuple(hit[1])  # shared from now on: immutable
+            if count_key is not None and count_key not in record:
+                n = self.tokens.known(m)  # type: ignore[union-attr]
+                if n is not None:
+                    record[count_key] = n
+
+
+def merge_report(report: dict[str, Any], fragment: dict[str, Any]) -> None:
+    for key, value in fragment.items():
+        if isinstance(value, list) and isinstance(report.get(key), list):
+            report[key].extend(value)
+        else:
+            report[key] = value
+
+
+class Pipeline:
+    def __init__(
+        self,
+        rules: list[ConfiguredRule],
+        on_rule_error: Literal["skip", "fail"] = "skip",
+        modules: Mapping[str, Any] | None = None,  # name -> module, for rules outside the registry
+    ) -> None:
+        modules = modules or {}
+        self.steps = [
+            _Step(r.name, modules.get(r.name) or load_rule(r.name), r.config) for r in rules
+        ]
+        self.on_rule_error = on_rule_error
+        self.records = MessageRecords()
+
+    @property
+    def rule_names(self) -> list[str]:
+        return [s.name for s in self.steps]
+
+    def run(self, ctx: Context) -> PipelineOutcome:
+        report: dict[str, Any] = {
+            "session": ctx.session_id,
+            "repairs": [],
+            "pruning": [],
+            "entities": [],
+            "references": [],
+            "warnings": [],
+            "rule_errors": [],
+            "timings_ms": {},
+        }
+        recall = _Recall(self.records, ctx)
+        tokens_before = ctx.tokens.count_messages(ctx.original_messages)
+        ctx = ctx.evolve(report=report)  # the one report dict, filled in as the rules run
+        for step in self.steps:
+            started = time.perf_counter()
+            try:
+                result = step.module.apply(ctx, step.config)
+            except Exception as exc:  # contained per rule: the input stands, the error is reported
+                if self.on_rule_error == "fail":
+                    raise RuleFailed(
+                        f"rule {step.name} raised {type(exc).__name__}: {exc}"
+                    ) from exc
+                report["rule_errors"].append(
+                    {"rule": step.name, "error": f"{type(exc).__name__}: {exc}"}
+                )
+                result = None
+            report["timings_ms"][step.name] = round((time.perf_counter() - started) * 1000, 3)
+            if result is not None:
+                merge_report(report, result.report)
+                if result.messages is not ctx.messages or result.state is not ctx.state:
+                    ctx = ctx.evolve(messages=result.messages, state=result.state)
+
+        messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
+        tokens_after = ctx.tokens.count_messages(messages)
+        report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
+        state = self._record_prefix(ctx, messages, report, tokens_after)
+        recall.keep()
+        return PipelineOutcome(messages, state, report)
+
+    def _integrity_check(
+        self,
+        messages: Messages,
+        report: dict[str, Any],
+        memo: dict[int, tuple[Any, Any]] | None = None,
+    ) -> Messages:
+        """The same validator the tests use; a violation here is a bug in a rule, so repair it.
+        ``memo``: the request's validator table, so messages checked by ``repair_tool_chain``
+        (the same objects) are not checked again, only the ones a rule replaced or added."""
+        started = time.perf_counter()
+        violations = chain_validator.find_violations(messages, memo)
+        if violations:
+            from rules.chain.repair_tool_chain import repair_messages
+
+            messages, repairs = repair_messages(messages, memo=memo)
+            for item in repairs:
+                report["repairs"].append(
+                    {**item, "kind": "integrity_repair", "cause": item["kind"]}
+                )
+            report["warnings"].append(
+                {
+                    "kind": "integrity_repair",
+                    "violations": violations[:20],
+                    "count": len(violations),
+                }
+            )
+        report["timings_ms"]["integrity_check"] = round((time.perf_counter() - started) * 1000, 3)
+        return messages
+
+    @staticmethod
+    def _record_prefix(
+        ctx: Context, messages: Messages, report: dict[str, Any], tokens: int | None = None
+    ) -> SessionState:
+        """prefix_reuse: share of the tokens that repeat the last request's prefix. ``tokens``:
+        ``count_messages(messages)`` when already known (the messages' sizes plus the 3 tokens
+        that prime the reply, as both counters define it)."""
+        hash_of = ctx.hash_of
+        hashes = [hash_of(m) for m in messages]
+        previous = ctx.state.get(PREFIX_NAMESPACE) or {}
+        prev_hashes: list[str] = previous.get("hashes", [])
+        shared = 0
+        for mine, theirs in zip(hashes, prev_hashes, strict=False):
+            if mine != theirs:
+                break
+            shared += 1
+        reuse = None
+        if prev_hashes:
+            if tokens is None:
+                tokens = ctx.tokens.count_messages(messages)
+            total = tokens - 3
+            if total:
+                # the shared prefix is most of the request: size the rest (no priming tokens)
+                rest = ctx.tokens.count_messages(messages[shared:]) - 3
+                reuse = round((total - rest) / total, 4)
+        report["prefix_reuse"] = reuse
+        report["prefix_shared_messages"] = shared
+        return ctx.state.with_value(PREFIX_NAMESPACE, {"hashes": hashes})

@@ -1,0 +1,7 @@
+"""The HTTP side of one request: the raw ASGI chat handler (authenticate, read, parse, rewrite,
+forward, relay, complete the log row), the helpers that write ASGI answers by hand, the watch that
+notices a client leaving, and the uvicorn protocol that times out slow headers.
+
+Reads ``proxy.rewrite`` (what to forward), ``proxy.upstream`` (where), ``proxy.store`` and
+``proxy.telemetry`` (the row), and the top-level ``errors``, ``auth`` and ``settings``. Nothing
+else in ``proxy`` imports it but ``app`` and ``cli``."""

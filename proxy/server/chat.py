@@ -1,0 +1,368 @@
+"""POST /v1/chat/completions: authenticate, parse, rewrite, log, forward, relay.
+
+The log row is queued before the upstream call and completed in ``finally`` (status, latency, time
+to first byte, usage), also when the client goes away mid-stream."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from proxy.auth import check_client
+from proxy.errors import (
+    ModelNotFound,
+    PayloadTooLarge,
+    ProxyError,
+    RequestTimeout,
+    UnsupportedMediaType,
+    require_json,
+)
+from proxy.rewrite.engine import Engine, parse_body
+from proxy.server.asgi_send import header_value, raw_headers, send_json
+from proxy.server.disconnect_watch import DisconnectWatch
+from proxy.settings import Settings
+from proxy.store.sqlite import Store
+from proxy.telemetry.observe import Observers
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.openai import UpstreamClient, upstream_api_key
+from proxy.upstream.sse_usage import UsageTap
+from proxy.upstream.usage import usage_fields, usage_of
+from rules.redact import redact, redact_text
+
+log = logging.getLogger("ctxproxy.handler")
+CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
+
+
+class ShuttingDown(ProxyError):
+    """Logged when the server cancels a request it had not forwarded yet (shutdown)."""
+
+    status = 503
+    error_type = "server_error"
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("The proxy shut down before the request was forwarded.")
+
+
+class ClientGone(ProxyError):
+    """Logged (status 499), never sent: there is nobody left to send it to."""
+
+    status = CLIENT_CLOSED
+    error_type = "client_error"
+    code = "client_disconnected"
+
+
+@dataclass
+class Services:
+    """What the handler needs, built once by the app's lifespan."""
+
+    settings: Settings
+    store: Store
+    engine: Engine
+    upstream: UpstreamClient
+    observers: Observers = field(default_factory=Observers)
+
+
+class ChatCompletions:
+    """A raw ASGI app (the hot path skips Starlette's routing and middleware, ~0.15 ms a request).
+    Log rows are completed after the response is sent, so the client never waits on the log."""
+
+    def __init__(self, services: Services) -> None:
+        self.s = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        request_id = "req_" + uuid.uuid4().hex[:24]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        row: dict[str, Any] = {"id": request_id, "created_at": time.time(), "path": scope["path"]}
+        self.s.observers.started()
+        try:
+            check_client(self.s.settings.auth, headers)
+            # 415 before reading: a non-JSON POST is what a web page can send cross-site without
+            # a CORS preflight; its body is left unread (the answer closes the connection)
+            require_json(headers.get("content-type"))
+            raw = await self._read_body(receive, headers)
+            body = parse_body(raw, self.s.settings.limits.max_body_bytes)
+            # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
+            row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
+            upstream = self.s.settings.upstream_for(body["model"])
+            if upstream is None:
+                raise ModelNotFound(
+                    f"The model '{body['model']}' is not served by any configured upstream.",
+                    param="model",
+                )
+            rewritten = await self.s.engine.rewrite(
+                body, headers, now=row["created_at"], raw_size=len(raw)
+            )
+            report = rewritten.report
+            overhead_ms = (time.perf_counter() - started) * 1000
+            row.update(
+                session_id=rewritten.session_id,
+                parent_session_id=rewritten.parent_session_id,
+                upstream=upstream.name,
+                tokens_before=report["tokens"]["before"],
+                tokens_after=report["tokens"]["after"],
+                sections=report.get("sections"),
+                report=report,
+                overhead_ms=round(overhead_ms, 3),
+            )
+            if self.s.settings.store.capture_payloads:
+                row["request_body"] = orjson.dumps(redact(body)).decode()
+                row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
+        except ClientGone as exc:  # the client went away while sending its body
+            row["client_disconnected"] = 1
+            await self._fail_early(send, exc, row, started)
+            return
+        except ProxyError as exc:
+            await self._fail_early(send, exc, row, started)
+            return
+        except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
+            log.exception("request %s failed inside the proxy", request_id)
+            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            await self._fail_early(send, error, row, started)
+            return
+        except asyncio.CancelledError:  # the server is shutting down: the row still completes
+            row["overhead_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            await self.s.store.insert_request(row)
+            gone = ShuttingDown()
+            await self._finish(row, self._fields(row, started, gone.status, gone, None))
+            raise
+
+        await self.s.store.insert_request(row)
+        out_headers = {
+            "x-ctxproxy-request-id": request_id,
+            "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
+            "x-ctxproxy-session-id": header_value(rewritten.session_id),
+        }
+        key = upstream_api_key(upstream, headers, self.s.settings.auth.mode)
+        async with DisconnectWatch(receive) as watch:
+            try:
+                response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
+            except ProxyError as exc:
+                await self._answer_error(send, exc, row, started, out_headers)
+                return
+            except asyncio.CancelledError:  # the client went away while we waited upstream
+                row["client_disconnected"] = 1
+                await self._finish(
+                    row,
+                    self._fields(
+                        row, started, CLIENT_CLOSED, ClientGone("Client disconnected."), None
+                    ),
+                )
+                if watch.ours():
+                    return
+                raise
+            except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
+                log.exception("request %s failed calling upstream %s", request_id, upstream.name)
+                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                await self._answer_error(send, error, row, started, out_headers)
+                return
+            if response.chunks is None:
+                await self._answer(send, response, row, started, out_headers)
+            else:
+                await self._relay(send, response, row, started, out_headers, watch)
+
+    async def _answer(
+        self,
+        send: Send,
+        response: UpstreamResponse,
+        row: dict[str, Any],
+        started: float,
+        out_headers: dict[str, str],
+    ) -> None:
+        """A whole (non-streaming) upstream answer: relay it, then complete the log row."""
+        body = response.body or b""
+        ttfb = (time.perf_counter() - started) * 1000
+        try:
+            head = raw_headers({**response.headers, **out_headers}, len(body))
+        except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
+            await self._unsendable(send, exc, row, started)
+            return
+        try:
+            fields = self._fields(row, started, response.status, None, ttfb, usage_of(body), body)
+        except Exception as exc:  # e.g. a captured answer that cannot be stored
+            await self._unsendable(send, exc, row, started)
+            return
+        try:
+            await send({"type": "http.response.start", "status": response.status, "headers": head})
+            await send({"type": "http.response.body", "body": body})
+        finally:
+            await self._finish(row, fields)
+
+    async def _relay(
+        self,
+        send: Send,
+        response: UpstreamResponse,
+        row: dict[str, Any],
+        started: float,
+        out_headers: dict[str, str],
+        watch: DisconnectWatch,
+    ) -> None:
+        """Relay upstream bytes as they come; complete the log row however the stream ends."""
+        assert response.chunks is not None
+        tap = UsageTap()
+        ttfb: float | None = None
+        error: ProxyError | None = None
+        complete = False
+        status = response.status
+        captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
+        try:
+            head = raw_headers({**response.headers, **out_headers}, None)
+        except Exception as exc:
+            if response.close is not None:
+                await response.close()
+            await self._unsendable(send, exc, row, started)
+            return
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": head})
+            try:
+                async for chunk in response.chunks:
+                    if ttfb is None:
+                        ttfb = (time.perf_counter() - started) * 1000
+                    tap.feed(chunk)
+                    if captured is not None:
+                        captured.append(chunk)
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                complete = True
+            except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
+                error = exc
+                event = b"data: " + exc.body_bytes() + b"\n\n"
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
+            await send({"type": "http.response.body", "body": b""})
+        except asyncio.CancelledError:
+            if not watch.ours():
+                raise
+        except BaseException as exc:  # the response could not be sent (e.g. the server refused)
+            if ttfb is None and not complete and error is None:
+                log.error("request %s: the response could not be sent: %r", row["id"], exc)
+                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                status = error.status
+            raise
+        finally:
+            if response.close is not None:
+                await response.close()
+            if not complete and error is None:
+                row["client_disconnected"] = 1
+            body = b"".join(captured) if captured is not None else None
+            await self._finish(
+                row, self._fields(row, started, status, error, ttfb, tap.usage, body)
+            )
+
+    async def _unsendable(
+        self, send: Send, exc: Exception, row: dict[str, Any], started: float
+    ) -> None:
+        log.error("request %s failed building the response: %r", row["id"], exc)
+        error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+        await self._answer_error(send, error, row, started, {"x-ctxproxy-request-id": row["id"]})
+
+    async def _answer_error(
+        self,
+        send: Send,
+        error: ProxyError,
+        row: dict[str, Any],
+        started: float,
+        headers: dict[str, str],
+    ) -> None:
+        """Answer ``error`` in OpenAI's shape; the row completes even if sending fails."""
+        fields = self._fields(row, started, error.status, error, None)
+        try:
+            await send_json(send, error.status, error.body_bytes(), headers)
+        finally:
+            await self._finish(row, fields)
+
+    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
+        limits = self.s.settings.limits
+        limit = limits.max_body_bytes
+        declared = headers.get("content-length")
+        if declared and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
+        chunks, size = [], 0
+        try:
+            async with asyncio.timeout(limits.body_read_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientGone("Client disconnected.")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limit:
+                        raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        except TimeoutError:
+            raise RequestTimeout(
+                f"The request body was not received within {limits.body_read_timeout_s:g} s "
+                f"({size} bytes arrived).",
+                code="request_timeout",
+            ) from None
+
+    async def _fail_early(
+        self, send: Send, exc: ProxyError, row: dict[str, Any], started: float
+    ) -> None:
+        overhead_ms = (time.perf_counter() - started) * 1000
+        row["overhead_ms"] = round(overhead_ms, 3)
+        await self.s.store.insert_request(row)
+        fields = self._fields(row, started, exc.status, exc, None)
+        headers = {
+            "x-ctxproxy-request-id": row["id"],
+            "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
+        }
+        if isinstance(exc, (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)):
+            # the body was not read to its end: this connection cannot carry another request
+            # (and a trickling sender must not keep it)
+            headers["connection"] = "close"
+        try:
+            if not isinstance(exc, ClientGone):  # nobody is left to answer
+                await send_json(send, exc.status, exc.body_bytes(), headers)
+        finally:
+            await self._finish(row, fields)
+
+    def _fields(
+        self,
+        row: dict[str, Any],
+        started: float,
+        status: int,
+        error: ProxyError | None,
+        ttfb: float | None,
+        usage: dict[str, Any] | None = None,
+        response_body: bytes | None = None,
+    ) -> dict[str, Any]:
+        """What completes the log row, taken when the answer is ready (before it is sent)."""
+        fields: dict[str, Any] = {
+            "status": status,
+            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+            "ttfb_ms": round(ttfb, 3) if ttfb is not None else None,
+            "client_disconnected": row.get("client_disconnected", 0),
+            **usage_fields(usage),
+        }
+        if error is not None:
+            fields["error_type"] = error.code
+            fields["error"] = redact_text(error.message)
+        elif status >= 400 and response_body:  # an upstream's error may echo the key it got
+            fields["error_type"] = "upstream_status"
+            fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
+        if response_body is not None and self.s.settings.store.capture_payloads:
+            fields["response_body"] = _redacted_text(response_body)
+        return fields
+
+    async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
+        await self.s.store.finish_request(row["id"], fields)
+        row.update(fields)
+        self.s.observers.finished(row)
+
+
+def _redacted_text(body: bytes) -> str:
+    try:
+        return orjson.dumps(redact(orjson.loads(body))).decode()
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
+        # not JSON, or JSON nested too deep to write back: stored as redacted text
+        return str(redact(body.decode("utf-8", "replace")))

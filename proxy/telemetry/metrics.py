@@ -1,0 +1,145 @@
+"""``GET /metrics``: Prometheus text format from the official client. Each app gets its own
+``CollectorRegistry`` (no process-global metrics), fed by the request observers: ``started`` and
+``finished(row)`` with the completed log row."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxy.auth import COOKIE, check_admin
+from proxy.errors import ProxyError
+from proxy.inspect import report_view as rv
+from proxy.store.sqlite import Store
+
+# The proxy adds milliseconds; upstream calls take seconds. Buckets in seconds.
+ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardinality
+
+
+class _StoreCollector:
+    """Reads the store's write-error count at scrape time (the store owns the number)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def collect(self) -> Iterator[Metric]:
+        family = CounterMetricFamily(
+            "ctxproxy_store_write_errors", "Request-log and state writes that failed."
+        )
+        family.add_metric([], self.store.write_errors)
+        yield family
+
+
+class Metrics:
+    """The proxy's metrics; an observer of requests (see proxy.telemetry.observe)."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.requests = Counter(
+            "ctxproxy_requests",
+            "Requests by HTTP status and model.",
+            ["status", "model"],
+            registry=r,
+        )
+        self.added = Histogram(
+            "ctxproxy_added_latency_seconds",
+            "Time the proxy adds before forwarding.",
+            buckets=ADDED_BUCKETS,
+            registry=r,
+        )
+        self.upstream = Histogram(
+            "ctxproxy_upstream_latency_seconds",
+            "Time spent upstream (latency minus overhead).",
+            buckets=UPSTREAM_BUCKETS,
+            registry=r,
+        )
+        self.tokens = Counter(
+            "ctxproxy_tokens",
+            "Prompt tokens as the client sent them (before) and as forwarded (after).",
+            ["when"],
+            registry=r,
+        )
+        self.cached = Counter(
+            "ctxproxy_cached_tokens",
+            "Prompt tokens the upstream served from its cache.",
+            registry=r,
+        )
+        self.freed = Counter(
+            "ctxproxy_tokens_freed", "Tokens freed by pruning, by stage.", ["stage"], registry=r
+        )
+        self.repairs = Counter(
+            "ctxproxy_repairs", "Tool-chain repairs by kind.", ["kind"], registry=r
+        )
+        self.in_flight = Gauge(
+            "ctxproxy_in_flight_requests", "Requests being handled now.", registry=r
+        )
+        self._models: set[str] = set()
+        if store is not None:
+            r.register(_StoreCollector(store))
+
+    def _model(self, model: Any) -> str:
+        name = str(model or "none")
+        if name not in self._models and len(self._models) >= MAX_MODEL_LABELS:
+            return "other"
+        self._models.add(name)
+        return name
+
+    def started(self) -> None:
+        self.in_flight.inc()
+
+    def finished(self, row: dict[str, Any]) -> None:
+        self.in_flight.dec()
+        self.requests.labels(str(row.get("status")), self._model(row.get("model"))).inc()
+        if row.get("overhead_ms") is not None:
+            self.added.observe(float(row["overhead_ms"]) / 1000)
+        up = rv.upstream_ms(row)
+        if up is not None:
+            self.upstream.observe(up / 1000)
+        for when in ("before", "after"):
+            if row.get(f"tokens_{when}"):
+                self.tokens.labels(when).inc(row[f"tokens_{when}"])
+        if row.get("cached_tokens"):
+            self.cached.inc(row["cached_tokens"])
+        report = rv.report_of(row)
+        for stage, freed in rv.freed_by_stage(report).items():
+            self.freed.labels(stage).inc(freed)
+        for kind, n in rv.repair_kinds(report).items():
+            self.repairs.labels(kind).inc(n)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def setup(app: Any, services: Any) -> None:
+    """Setup hook (run in the lifespan): one Metrics per app, subscribed to the requests."""
+    app.state.metrics = Metrics(services.store)
+    services.observers.add(app.state.metrics)
+
+
+async def metrics_endpoint(request: Request) -> Response:
+    """Behind the admin key when one is set (bearer), else loopback clients only unless
+    ``ui.public``: the same rule as /ui (``proxy.auth.check_admin``)."""
+    settings = request.app.state.services.settings
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    try:
+        check_admin(
+            settings.auth,
+            settings.ui.public,
+            headers,
+            request.scope.get("client"),
+            request.cookies.get(COOKIE),
+            time.time(),
+        )
+    except ProxyError as exc:
+        return Response(exc.body_bytes(), exc.status, media_type="application/json")
+    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

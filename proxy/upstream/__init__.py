@@ -1,0 +1,22 @@
+"""Calling the provider: ``openai`` (the pooled aiohttp client for OpenAI-compatible upstreams,
+bytes relayed untouched; it hands ``kind: litellm`` upstreams to ``litellm``), ``litellm`` (other
+providers, imported on first use), and reading usage from answers and SSE streams.
+
+``UpstreamResponse`` lives here so both clients return it without importing each other.
+May import the top-level ``errors``, ``settings`` and ``tokens`` and ``rules.redact``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class UpstreamResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes | None = None  # non-streaming
+    chunks: AsyncIterator[bytes] | None = None  # streaming: raw bytes as they arrive
+    close: Any = None  # awaitable to release the connection
+    extra: dict[str, Any] = field(default_factory=dict)

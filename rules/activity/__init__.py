@@ -1,0 +1,6 @@
+"""What the agent's tool calls did, read from calls and results: the shell lexer and parser
+(effects of ``mkdir``, ``rm``, redirections …), file tools recognised by their argument schema,
+observations (one per call and result: kind, target, exit status) and build/test diagnostics.
+Shared by the entity, working-set and pruning rules. Not a rule itself.
+
+May import ``rules.packs`` and the top-level modules of ``rules``."""

@@ -1,0 +1,173 @@
+"""Diagnostics parsed from build and test output: each as {tool, file, line, code, message}, plus
+the run's verdict (fail / pass / unknown). Patterns per toolchain live in packs/diagnostics.yaml;
+Python tracebacks span lines and are parsed here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rules.packs import load_pack
+from rules.text_cache import text_cache
+
+MAX_LINES = 4000  # only the head and tail of huge outputs are scanned: diagnostics cluster there
+# Lines are clipped too (a minified bundle is one line of megabytes): no diagnostic is that long,
+# and it bounds what any one pattern can cost on a line.
+MAX_LINE_CHARS = 4000
+MAX_DIAGNOSTICS = 50
+MESSAGE_CHARS = 200
+
+_TB_START = re.compile(r"^Traceback \(most recent call last\):\s*$")
+_TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+_TB_EXC = re.compile(
+    r"^(?P<code>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
+    r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
+)
+
+# Frames in the standard library, installed packages or generated code are not the fix's place.
+_LIBRARY = re.compile(r"^<|[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
+
+
+@dataclass(frozen=True)
+class _Toolchain:
+    tool: str
+    category: str
+    patterns: tuple[re.Pattern[str], ...]
+    context: re.Pattern[str] | None
+    location: re.Pattern[str] | None
+    fail: tuple[re.Pattern[str], ...]
+    passed: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """What one tool result says: verdict, the categories that failed, diagnostics in order."""
+
+    verdict: str  # "fail" | "pass" | "unknown"
+    categories: frozenset[str]
+    diagnostics: tuple[dict[str, Any], ...]
+
+    @property
+    def is_test_failure(self) -> bool:
+        return self.verdict == "fail" and "test" in self.categories
+
+    @property
+    def is_build_error(self) -> bool:
+        return self.verdict == "fail" and bool(self.categories & {"build", "lint"})
+
+
+@lru_cache(maxsize=1)
+def toolchains() -> tuple[_Toolchain, ...]:
+    data = load_pack("diagnostics")  # validated and cached by the pack loader
+    out = []
+    for tc in data["toolchains"]:
+        out.append(
+            _Toolchain(
+                tool=tc["tool"],
+                category=tc["category"],
+                patterns=tuple(re.compile(p) for p in tc.get("patterns", [])),
+                context=re.compile(tc["context"]) if tc.get("context") else None,
+                location=re.compile(tc["location"]) if tc.get("location") else None,
+                fail=tuple(re.compile(p) for p in tc.get("fail", [])),
+                passed=tuple(re.compile(p) for p in tc.get("pass", [])),
+            )
+        )
+    return tuple(out)
+
+
+def _diag(tool: str, file: Any, line: Any, code: Any, message: Any) -> dict[str, Any]:
+    return {
+        "tool": tool,
+        "file": file or None,
+        "line": int(line) if line else None,
+        "code": code or None,
+        "message": (message or "").strip()[:MESSAGE_CHARS],
+    }
+
+
+def _lines(text: str) -> list[str]:
+    lines = text.splitlines()
+    if len(lines) > MAX_LINES:
+        half = MAX_LINES // 2
+        lines = lines[:half] + lines[-half:]
+    return [line[:MAX_LINE_CHARS] for line in lines]  # a short line is not copied
+
+
+def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
+    """One diagnostic per traceback: the innermost frame's file:line and the exception line."""
+    out = []
+    i = 0
+    while i < len(lines):
+        if not _TB_START.match(lines[i]):
+            i += 1
+            continue
+        frame: tuple[str, str] | None = None
+        own: tuple[str, str] | None = None  # innermost frame in the project's own code
+        j = i + 1
+        while j < len(lines):
+            fm = _TB_FRAME.match(lines[j])
+            if fm:
+                frame = (fm["file"], fm["line"])
+                if not _LIBRARY.search(fm["file"]):
+                    own = frame
+            elif not lines[j].startswith((" ", "\t")) and lines[j].strip():
+                em = _TB_EXC.match(lines[j].strip())
+                where = own or frame
+                if em and where:
+                    out.append(_diag("python", where[0], where[1], em["code"], em["message"]))
+                break
+            j += 1
+        i = j + 1
+    return out
+
+
+@text_cache(max_chars=16_000_000)
+def parse(text: str, exit_code: int | None = None) -> RunOutcome:
+    """Diagnostics and verdict of one tool output (cached: outputs repeat across requests)."""
+    lines = _lines(text)
+    diags: list[dict[str, Any]] = []
+    failed: set[str] = set()
+    passed = False
+    current_file: dict[str, str] = {}
+    for raw in lines:
+        line = raw.rstrip()
+        for tc in toolchains():
+            if tc.context:
+                cm = tc.context.match(line)
+                if cm:
+                    current_file[tc.tool] = cm["file"]
+                    if tc.tool == "jest":
+                        diags.append(_diag(tc.tool, cm["file"], None, "FAIL", "test suite failed"))
+                        failed.add(tc.category)
+                    break
+            if tc.location and diags and diags[-1]["tool"] == tc.tool and not diags[-1]["line"]:
+                lm = tc.location.match(line)
+                if lm:
+                    diags[-1] = {**diags[-1], "file": lm["file"], "line": int(lm["line"])}
+                    break
+            if any(p.search(line) for p in tc.fail):
+                failed.add(tc.category)
+                break
+            if any(p.search(line) for p in tc.passed):
+                passed = True
+                break
+            matched = next((m for p in tc.patterns if (m := p.match(line))), None)
+            if matched:
+                g = matched.groupdict()
+                file = g.get("file") or current_file.get(tc.tool)
+                diags.append(_diag(tc.tool, file, g.get("line"), g.get("code"), g.get("message")))
+                failed.add(tc.category)
+                break
+    tracebacks = _tracebacks(lines)
+    diags.extend(tracebacks)
+    if tracebacks and (exit_code not in (0, None) or not passed):
+        failed.add("runtime")
+    if failed:
+        verdict = "fail"
+    elif passed or exit_code == 0:
+        verdict = "pass"
+    else:
+        verdict = "fail" if exit_code else "unknown"
+    return RunOutcome(verdict, frozenset(failed), tuple(diags[:MAX_DIAGNOSTICS]))

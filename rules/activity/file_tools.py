@@ -1,0 +1,140 @@
+"""Which tool calls run shell commands and which touch files (the ``tools`` pack), whether a call's
+result shows success, and what a file tool did, recognised by its argument schema."""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rules.activity.shell_parse import Effect, guess_type, resolve_path
+from rules.packs import builtin_strings, compile_regex, load_pack
+
+# A result is scanned for exit codes, failures, folder listings and the working directory in its
+# first and last SCAN_CHARS only: footers and error lines sit there, and a multi-megabyte dump in
+# between costs nothing, whatever a user's pattern does with it.
+SCAN_CHARS = 65_536
+
+
+@dataclass(frozen=True)
+class ToolPack:
+    shell_tools: frozenset[str]
+    command_keys: tuple[str, ...]
+    path_keys: tuple[str, ...]
+    operation_keys: tuple[str, ...]
+    operations: Mapping[str, str]
+    name_rules: tuple[tuple[re.Pattern[str], str, str | None], ...]
+    folder_results: tuple[re.Pattern[str], ...]
+    exit_codes: tuple[re.Pattern[str], ...]
+    failures: tuple[re.Pattern[str], ...]
+    cwd_hints: tuple[re.Pattern[str], ...]
+
+
+def _compile(patterns: Any, flags: int = re.I | re.M) -> tuple[re.Pattern[str], ...]:
+    """Patterns from a user's pack are timed on adversarial inputs first (built-in ones are,
+    by the test suite): one that backtracks too much fails start-up."""
+    builtin = builtin_strings("tools")
+    return tuple(
+        compile_regex(str(p), flags, "tools pack", check=p not in builtin) for p in patterns or ()
+    )
+
+
+def scanned(result: str) -> str:
+    """``result``, or its first and last SCAN_CHARS cut at line ends when it is longer."""
+    if len(result) <= 2 * SCAN_CHARS:
+        return result
+    head = result.rfind("\n", 0, SCAN_CHARS) + 1 or SCAN_CHARS
+    tail = result.find("\n", len(result) - SCAN_CHARS - 1) + 1 or len(result) - SCAN_CHARS
+    return result[:head] + ("" if result[head - 1] == "\n" else "\n") + result[tail:]
+
+
+@functools.lru_cache(maxsize=16)
+def load_tools(extra_packs: tuple[str, ...] = ()) -> ToolPack:
+    d = load_pack("tools", extra_packs)
+    rules = []
+    for r in d.get("name_rules") or ():
+        rules.append((_compile([r["match"]])[0], str(r["action"]), r.get("type")))
+    return ToolPack(
+        shell_tools=frozenset(str(n).lower() for n in d.get("shell_tools") or ()),
+        command_keys=tuple(d.get("command_keys") or ()),
+        path_keys=tuple(d.get("path_keys") or ()),
+        operation_keys=tuple(d.get("operation_keys") or ()),
+        operations=dict(d.get("operations") or {}),
+        name_rules=tuple(rules),
+        folder_results=_compile(d.get("folder_results")),
+        exit_codes=_compile(d.get("exit_codes")),
+        failures=_compile(d.get("failures")),
+        cwd_hints=_compile(d.get("cwd_hints")),
+    )
+
+
+def shell_command(pack: ToolPack, name: str, args: Mapping[str, Any]) -> str | None:
+    """The command line of a shell-like tool call, or None."""
+    if name.lower() not in pack.shell_tools:
+        return None
+    for key in pack.command_keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return " ".join(value)  # argv form, e.g. ["mkdir", "-p", "x"] (quoting lost: rare)
+    return None
+
+
+def succeeded(pack: ToolPack, result: str) -> bool:
+    """True unless the result shows failure. An explicit exit code decides when there is one."""
+    result = scanned(result)
+    for pattern in pack.exit_codes:
+        found = pattern.findall(result)
+        if found:
+            last = found[-1]
+            return str(last if isinstance(last, str) else last[0]).strip() == "0"
+    return not any(p.search(result) for p in pack.failures)
+
+
+def cwd_hint(pack: ToolPack, result: str) -> str | None:
+    """The working directory a result reports (SWE-agent's ``(Current directory: …)``)."""
+    result = scanned(result)
+    for pattern in pack.cwd_hints:
+        found = list(pattern.finditer(result))
+        if found:
+            cwd = found[-1].group("cwd").strip()
+            if cwd.startswith(("/", "~")):
+                return cwd
+    return None
+
+
+def file_tool_effect(
+    pack: ToolPack,
+    name: str,
+    args: Mapping[str, Any],
+    result: str,
+    cwd: str | None,
+    known: Mapping[str, str],
+) -> Effect | None:
+    """What a file tool did, from its argument schema: path key + operation or tool name."""
+    raw = next((args[k] for k in pack.path_keys if isinstance(args.get(k), str) and args[k]), None)
+    if raw is None:
+        return None
+    action, typ = None, None
+    for key in pack.operation_keys:
+        op = args.get(key)
+        if isinstance(op, str) and op in pack.operations:
+            action = pack.operations[op]
+            break
+    if action is None:
+        for pattern, rule_action, rule_type in pack.name_rules:
+            if pattern.search(name):
+                action, typ = rule_action, rule_type
+                break
+    if action is None:
+        return None
+    path = resolve_path(raw.strip(), cwd)
+    if any(p.search(scanned(result)) for p in pack.folder_results):
+        typ = "folder"
+    typ = typ or known.get(path) or guess_type(raw, recursive=False)
+    if action == "create" and known.get(path) == typ:
+        action = "modify"  # writing over a file this session already knows exists
+    return Effect(action, typ, path)

@@ -1,0 +1,281 @@
+"""What each tool call did, read from its name and arguments: read a file, write one, list a
+folder, run a command, update a plan. Shared by working_set and prune (and by the evidence finder).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Container, Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import orjson
+
+from rules.activity.shell_lex import SimpleCommand, split_commands
+from rules.base import Context, Message
+from rules.messages import (
+    call_arguments_text,
+    call_id,
+    call_name,
+    iter_tool_pairs,
+    text_of,
+    tool_pairs,
+)
+from rules.text_cache import text_cache
+
+READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
+WRITE_TOOLS = {
+    "write", "writefile", "edit", "multiedit", "replace", "create", "insert", "applypatch",
+    "notebookedit", "editfile", "strreplace", "createfile",
+}  # fmt: skip
+EDITOR_TOOLS = {"strreplaceeditor", "strreplacebasededittool", "texteditor"}
+LIST_TOOLS = {"ls", "listdirectory", "listdir", "glob", "listfiles"}
+PLAN_TOOLS = {"todowrite", "todoread", "updateplan", "plan", "writetodos", "todo", "todolist"}
+SHELL_TOOLS = {
+    "bash", "executebash", "runshellcommand", "shell", "terminal", "execcommand", "localshell",
+    "runcommand", "runterminalcmd", "executecommand", "run",
+}  # fmt: skip
+PATH_KEYS = ("path", "file_path", "filename", "file", "absolute_path", "target_file",
+             "notebook_path", "file_name", "dir_path", "directory")  # fmt: skip
+
+_EXIT = (
+    re.compile(r"<returncode>(-?\d+)</returncode>"),
+    re.compile(r"\[Command finished with exit code (-?\d+)\]"),
+    re.compile(r"(?im)^(?:exit code|exit status|return code)[:=]?\s*(-?\d+)\s*$"),
+)
+_READ_CMDS = {"cat", "head", "tail", "nl", "less", "more", "bat", "open", "view"}
+_LIST_CMDS = {"ls", "tree", "find", "dir"}
+_WRITE_OPS = {">", ">>", ">|", "&>", "&>>"}
+# Programs whose output is not a build/test result: a command made only of these (and writes)
+# is a write, not a run.
+_QUIET_VERBS = _READ_CMDS | _LIST_CMDS | {
+    "echo", "printf", "tee", "sed", "cd", "pushd", "popd", "mkdir", "touch", "cp", "mv", "rm",
+    "ln", "chmod", "chown", "true", ":", "export", "set", "unset", "sort", "uniq", "wc", "cut",
+    "tr", "grep", "rg", "diff", "base64", "sleep", "wait",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call, classified. ``target`` is the file/folder path or the normalised command."""
+
+    kind: str  # read | write | list | run | plan | other
+    tool: str
+    target: str
+    command: str = ""
+    writes: tuple[str, ...] = ()  # files a shell command wrote (a run's too: ``pytest | tee l``)
+
+
+class Observation(NamedTuple):
+    """Immutable; a named tuple because a request builds one per tool result (a frozen
+    dataclass costs several times as much to construct)."""
+
+    call_index: int  # the assistant message
+    result_index: int  # the tool message
+    call_id: str
+    action: Action
+    exit_code: int | None
+
+
+def _norm_name(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def norm_path(path: str) -> str:
+    p = path.strip().strip("'\"")
+    while p.startswith("./"):
+        p = p[2:]
+    return p.rstrip("/") or "."
+
+
+def _sed_in_place(argv: tuple[str, ...]) -> bool:
+    return any(
+        a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a)
+        for a in argv[1:]
+    )
+
+
+def _verb(argv: tuple[str, ...]) -> str:
+    """The program a simple command runs: leading ``VAR=value`` words and ``sudo`` skipped."""
+    words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] if argv else []
+    while words and words[0] in ("sudo", "command", "exec", "env"):
+        words = words[1:]
+    return words[0].rsplit("/", 1)[-1] if words else ""
+
+
+def _written(cmd: SimpleCommand) -> list[str]:
+    """Files a simple command writes: output redirections, ``tee`` operands, ``sed -i``."""
+    out = [t for op, t in cmd.redirects if op in _WRITE_OPS and t and not t.startswith("/dev/")]
+    verb = _verb(cmd.argv)
+    operands = [w for w in cmd.argv[1:] if not w.startswith("-")]
+    if verb == "tee":
+        out += [w for w in operands if not w.startswith("/dev/")]
+    elif verb == "sed" and _sed_in_place(cmd.argv) and operands:
+        out.append(operands[-1])
+    return out
+
+
+def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
+    """(kind, target, files written) of a shell command. A command that only writes files
+    (``cat > f <<EOF``, ``sed -i``, ``echo … | tee f``) is a write of the first of them; one that
+    also runs a program (a heredoc then ``python t.py``, ``pytest | tee log``, ``make > out``) is
+    a run, so its output is read for diagnostics, that still names the files it wrote. Reads and
+    listings need a single command and a single file."""
+    cmd = " ".join(command.split())
+    commands = [c for c in split_commands(command) if c.argv or c.redirects]
+    writes: list[str] = []
+    for c in commands:
+        writes += [w for w in map(norm_path, _written(c)) if w not in writes]
+    runs = any(_verb(c.argv) not in _QUIET_VERBS for c in commands if c.argv)
+    if writes and not runs:
+        return "write", writes[0], tuple(writes)
+    if len(commands) == 1 and not writes:
+        argv = commands[0].argv
+        verb, args = _verb(argv), [w for w in argv[1:] if not w.startswith("-")]
+        if verb in _READ_CMDS and len(args) == 1:
+            return "read", norm_path(args[0]), ()
+        if verb == "sed" and "-n" in argv and args:
+            return "read", norm_path(args[-1]), ()
+        if verb in _LIST_CMDS and verb != "find":
+            return "list", f"{verb} {norm_path(args[0]) if args else '.'}", ()
+        if verb == "find" and not re.search(r"-exec|-delete", cmd):
+            return "list", cmd, ()
+    return "run", cmd, tuple(writes)
+
+
+def classify_shell(command: str) -> tuple[str, str]:
+    """(kind, target) of a shell command (see ``shell_action``)."""
+    kind, target, _ = shell_action(command)
+    return kind, target
+
+
+def load_arguments(arguments: str) -> dict[str, Any]:
+    """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
+    (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
+    if not arguments:
+        return {}
+    try:
+        args = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        try:
+            args = json.loads(arguments)
+        except ValueError:
+            return {}
+    return args if isinstance(args, dict) else {}
+
+
+@text_cache(max_chars=8_000_000)
+def classify(name: str, arguments: str) -> Action:
+    """Classify a call by its tool name and raw arguments (cached: calls repeat every request)."""
+    args = load_arguments(arguments)
+    n = _norm_name(name)
+    path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), "")
+    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    if n in PLAN_TOOLS:
+        return Action("plan", name, n)
+    if n in EDITOR_TOOLS:
+        sub = command.lower()
+        if not path:
+            return Action("other", name, "")
+        if sub in ("view", ""):
+            return Action("read", name, norm_path(path))
+        return Action("write", name, norm_path(path), writes=(norm_path(path),))
+    if n in READ_TOOLS and path:
+        return Action("read", name, norm_path(path))
+    if n in WRITE_TOOLS and path:
+        return Action("write", name, norm_path(path), writes=(norm_path(path),))
+    if n in LIST_TOOLS:
+        return Action("list", name, f"{n} {norm_path(path or str(args.get('pattern', '.')))}")
+    if command and (n in SHELL_TOOLS or not path):
+        kind, target, writes = shell_action(command)
+        return Action(kind, name, target, " ".join(command.split()), writes)
+    return Action("other", name, path and norm_path(path))
+
+
+def of_context(ctx: Context) -> list[Observation]:
+    """``observations(ctx.messages)``, once per request and messages list (prune and working_set
+    share it), from the tool pairs track_entities read too."""
+    return ctx.derived(
+        "observations",
+        lambda messages: observations(messages, ctx.derived("tool_pairs", tool_pairs)),
+    )
+
+
+def exit_code(text: str) -> int | None:
+    for pattern in _EXIT:
+        m = pattern.search(text[:200]) or pattern.search(text[-300:])
+        if m:
+            return int(m.group(1))
+    return None
+
+
+def observations(
+    messages: list[Message],
+    pairs: Iterable[tuple[int, dict[str, Any], int | None]] | None = None,
+) -> list[Observation]:
+    """Every answered tool call, in the order of its result. ``pairs``: ``iter_tool_pairs``
+    of the same messages, when already at hand."""
+    out = []
+    for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
+        if ri is None:
+            continue
+        action = classify(call_name(call), call_arguments_text(call))
+        code = exit_code(text_of(messages[ri].get("content")))
+        out.append(Observation(ci, ri, call_id(call), action, code))
+    out.sort(key=lambda o: (o.result_index, o.call_index))
+    return out
+
+
+def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -> int:
+    """Where the unread items start: just after the newest item whose key was read before.
+
+    Items are in message order, so everything before that one was read in an earlier request,
+    however long ago (a set of every key read would have to grow without bound, and one that
+    evicts its oldest keys reads them again). Scanning from the end, it costs one key per new
+    item; a client that drops or rewrites its oldest turns does not move it. 0 when no key is
+    known (a new session, or a history replaced as a whole)."""
+    for i in range(count - 1, -1, -1):
+        if key_at(i) in seen:
+            return i + 1
+    return 0
+
+
+def storable(value: Any) -> Any:
+    """``value`` (JSON-like) with lone surrogates (``"\\udcff"``) in its strings replaced by
+    "?", so state holding text from messages can be stored; ``value`` itself when it has none."""
+    try:
+        orjson.dumps(value)
+        return value
+    except TypeError:
+        return _replace_surrogates(value)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_replace_surrogates(v) for v in value]
+    return value
+
+
+def plan_items(arguments: str) -> list[dict[str, str]] | None:
+    """A full plan ({text, status} items) when the call's arguments carry one, else None."""
+    args = load_arguments(arguments)
+    for key in ("todos", "plan", "items", "steps", "tasks"):
+        items = args.get(key)
+        if isinstance(items, list) and all(isinstance(i, dict) for i in items):
+            out = []
+            for item in items:
+                text = next(
+                    (item[k] for k in ("content", "step", "title", "text", "description", "task")
+                     if isinstance(item.get(k), str)),
+                    "",
+                )  # fmt: skip
+                status = item.get("status") if isinstance(item.get("status"), str) else "pending"
+                if text:
+                    out.append({"text": text, "status": status})
+            return out
+    return None

@@ -1,0 +1,285 @@
+"""What a shell command line did to files and folders: ``mkdir -p a b``, ``rm -rf``, ``rmdir``,
+``cp``, ``mv``, ``touch``, redirections ``>``/``>>``, ``tee``, ``sed -i``, heredocs, ``cd`` (for
+the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'``. The verbs come from the
+``shell_verbs`` pack. Paths resolve against the working directory as it stands at each command;
+``~`` is kept as written (rules do not read the environment) and counts as absolute.
+
+Commands after ``||`` are skipped: they ran only if the command before them failed.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from rules.activity.shell_lex import split_commands
+from rules.packs import load_pack
+
+
+@dataclass(frozen=True)
+class Effect:
+    action: str  # create | delete | copy | move | modify | open
+    type: str  # file | folder
+    path: str  # resolved; absolute (or ~-rooted) whenever the working directory is known
+    source: str | None = None  # copy/move: where it came from
+
+
+@dataclass(frozen=True)
+class ShellOutcome:
+    effects: tuple[Effect, ...]
+    cwd: str | None  # the working directory after the command line
+
+
+@dataclass(frozen=True)
+class Verbs:
+    verbs: Mapping[str, Mapping[str, Any]]
+    prefixes: frozenset[str]
+    keywords: frozenset[str]
+    shells: frozenset[str]
+    subcommands: Mapping[str, Mapping[str, str]]
+    ignore_targets: frozenset[str]
+
+
+@functools.lru_cache(maxsize=16)
+def load_verbs(extra_packs: tuple[str, ...] = ()) -> Verbs:
+    data = load_pack("shell_verbs", extra_packs)
+    return Verbs(
+        verbs=dict(data.get("verbs") or {}),
+        prefixes=frozenset(data.get("prefixes") or ()),
+        keywords=frozenset(data.get("keywords") or ()),
+        shells=frozenset(data.get("shells") or ()),
+        subcommands=dict(data.get("subcommands") or {}),
+        ignore_targets=frozenset(data.get("ignore_targets") or ()),
+    )
+
+
+def resolve_path(path: str, cwd: str | None) -> str:
+    """``path`` made absolute against ``cwd`` when it can be; ``~`` stays as written."""
+    for home in ("$HOME", "${HOME}"):
+        if path == home or path.startswith(home + "/"):
+            path = "~" + path[len(home) :]
+    joined = path if path.startswith(("/", "~")) or not cwd else posixpath.join(cwd, path)
+    return posixpath.normpath(joined) if joined else joined
+
+
+def guess_type(path: str, recursive: bool) -> str:
+    """file or folder from the name alone, when nothing better is known."""
+    if path.endswith("/") or posixpath.basename(path.rstrip("/")) in ("", ".", "..", "~"):
+        return "folder"
+    if not recursive:
+        return "file"
+    base = posixpath.basename(path).lstrip(".")
+    return "file" if "." in base else "folder"
+
+
+def _operands(
+    args: tuple[str, ...], value_options: frozenset[str]
+) -> tuple[list[str], list[str], dict[str, str]]:
+    """(flags, operands, option values). Empty strings are dropped (``sed -i '' …`` on macOS)."""
+    flags: list[str] = []
+    operands: list[str] = []
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            operands.extend(x for x in args[i + 1 :] if x)
+            break
+        if a.startswith("-") and len(a) > 1:
+            name, eq, inline = a.partition("=")
+            if name in value_options:
+                if eq:
+                    values[name] = inline
+                elif i + 1 < len(args):
+                    values[name] = args[i + 1]
+                    i += 1
+            else:
+                flags.append(a)
+        elif (a and "$" not in a and "`" not in a) or a.startswith(("$HOME/", "${HOME}/")):
+            operands.append(a)
+        elif a:
+            values[EXPANDED] = a  # an operand only the shell could expand: left out, noted
+        i += 1
+    return flags, operands, values
+
+
+EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
+
+
+def _has_short(flags: list[str], letters: str) -> bool:
+    return any(
+        f.startswith("-") and not f.startswith("--") and set(letters) & set(f[1:]) for f in flags
+    )
+
+
+class _Run:
+    """State while walking one command line: cwd, subshell stack, what is known to exist."""
+
+    def __init__(self, verbs: Verbs, cwd: str | None, known: Mapping[str, str]) -> None:
+        self.verbs = verbs
+        self.cwd = cwd
+        self.known = dict(known)
+        self.effects: list[Effect] = []
+
+    def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
+        self.effects.append(Effect(action, typ, path, source))
+        if action == "delete":
+            self.known.pop(path, None)
+        else:
+            self.known[path] = typ
+            if action == "move" and source:
+                self.known.pop(source, None)
+
+    def walk(self, command: str, depth: int = 0) -> None:
+        stack: list[str | None] = []
+        for cmd in split_commands(command):
+            while cmd.depth > len(stack):
+                stack.append(self.cwd)
+            while cmd.depth < len(stack):
+                self.cwd = stack.pop()
+            if cmd.connector == "||":
+                continue
+            for op, target in cmd.redirects:
+                self.redirect(op, target)
+            self.command(list(cmd.argv), depth)
+        if stack:
+            self.cwd = stack[0]
+
+    def redirect(self, op: str, target: str) -> None:
+        if op not in (">", ">>", ">|", "&>", "&>>") or not target or target.startswith("&"):
+            return
+        if target in self.verbs.ignore_targets or (
+            "$" in target and not target.startswith(("$HOME/", "${HOME}/"))
+        ):
+            return
+        path = resolve_path(target, self.cwd)
+        self.add("modify" if path in self.known else "create", "file", path)
+
+    def command(self, argv: list[str], depth: int) -> None:
+        v = self.verbs
+        while argv and (
+            argv[0] in v.prefixes
+            or argv[0] in v.keywords
+            or ("=" in argv[0] and not argv[0].startswith(("=", "-")))
+        ):
+            argv = argv[1:]  # sudo, env, FOO=bar, then/do …
+        if not argv:
+            return
+        verb = posixpath.basename(argv[0])
+        if verb in v.subcommands and len(argv) > 1 and argv[1] in v.subcommands[verb]:
+            verb, argv = v.subcommands[verb][argv[1]], argv[1:]
+        if verb in v.shells and "-c" in argv[1:-1] and depth < 3:
+            outer = self.cwd
+            self.walk(argv[argv.index("-c", 1) + 1], depth + 1)
+            self.cwd = outer  # a child shell's cd does not change ours
+            return
+        spec = v.verbs.get(verb)
+        if spec is None:
+            return
+        flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
+        getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
+
+    def _cd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        if EXPANDED in values:
+            self.cwd = None  # cd "$(dirname $0)": from here on the directory is unknown
+            return
+        target = ops[0] if ops else "~"
+        if target != "-":
+            self.cwd = resolve_path(target, self.cwd)
+
+    def _typed(self, action: str, spec: Mapping[str, Any], ops: list[str], recursive: bool) -> None:
+        for op in ops:
+            path = resolve_path(op, self.cwd)
+            typ = spec.get("type", "guess")
+            if typ == "guess":
+                typ = self.known.get(path) or guess_type(op, recursive)
+            self.add(action, typ, path)
+
+    def _create(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        self._typed("create", spec, ops, False)
+
+    def _delete(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        if "--cached" in flags:
+            return  # git rm --cached: untracked, not deleted
+        recursive = _has_short(flags, "rR") or "--recursive" in flags
+        self._typed("delete", spec, ops, recursive)
+
+    def _open(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        self._typed("open", spec, ops[:1], False)
+
+    def _copy(
+        self,
+        spec: Mapping[str, Any],
+        flags: list[str],
+        ops: list[str],
+        values: dict[str, str],
+        action: str = "copy",
+    ) -> None:
+        if EXPANDED in values:
+            return  # `cp a b $DEST`: which operand is the destination is unknown
+        target = values.get("-t") or values.get("--target-directory")
+        if target is None:
+            if len(ops) < 2:
+                return
+            target, ops = ops[-1], ops[:-1]
+        dest = resolve_path(target, self.cwd)
+        into = (
+            len(ops) > 1
+            or target.endswith("/")
+            or self.known.get(dest) == "folder"
+            or "-t" in values
+            or "--target-directory" in values
+        )
+        recursive = action == "move" or _has_short(flags, "rRa") or "--recursive" in flags
+        for op in ops:
+            source = resolve_path(op, self.cwd)
+            typ = self.known.get(source) or guess_type(op, recursive)
+            path = posixpath.join(dest, posixpath.basename(source)) if into else dest
+            self.add(action, typ, path, source)
+
+    def _move(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        self._copy(spec, flags, ops, values, action="move")
+
+    def _write(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        for op in ops:
+            if op in self.verbs.ignore_targets:
+                continue
+            path = resolve_path(op, self.cwd)
+            self.add("modify" if path in self.known else "create", "file", path)
+
+    def _in_place(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        in_place = any(f.startswith("--in-place") for f in flags) or any(
+            f.startswith("-i") or (not f.startswith("--") and "i" in f[1:] and f[1:].isalpha())
+            for f in flags
+        )
+        if not in_place:
+            return
+        scripted = any(k in values for k in ("-e", "-f", "-E", "--expression", "--file"))
+        for op in ops if scripted else ops[1:]:
+            self.add("modify", "file", resolve_path(op, self.cwd))
+
+
+def analyse(
+    command: str, cwd: str | None, verbs: Verbs, known: Mapping[str, str] | None = None
+) -> ShellOutcome:
+    """The effects of ``command`` run in ``cwd``; ``known`` maps paths known to exist to types."""
+    run = _Run(verbs, cwd, known or {})
+    run.walk(command)
+    return ShellOutcome(tuple(run.effects), run.cwd)

@@ -1,0 +1,43 @@
+"""repair_tool_chain: the forwarded copy of the conversation always satisfies the tool-chain rules
+providers enforce (see ``rules.chain.validator``), whatever the agent's history looks like.
+
+Runs first. Repairs, each reported under ``repairs`` as ``{kind, index, tool_call_id, action}``
+(``index`` is the message's index in the rule's input): orphan results kept as readable user text,
+unanswered calls given one short synthetic result, runaway turns collapsed into one bounded note,
+drifted ids matched with ``rules.matching`` and unified, duplicate results merged, misplaced results
+moved next to their call, reused or invalid ids renamed on both sides, invalid arguments wrapped in
+a JSON object that keeps the raw text, empty ``tool_calls`` removed, empty assistant turns and null
+tool contents given a short placeholder. A valid chain comes out as the very same list.
+
+The pure core is ``repair_messages`` (also used by the pipeline's final integrity check).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from rules.base import Context, RuleConfig, RuleResult
+from rules.chain import validator as chain_validator
+from rules.chain.repairs import repair_messages
+
+__all__ = ["Config", "apply", "repair_messages"]
+
+
+class Config(RuleConfig):
+    # More unanswered calls than this in one assistant turn is a runaway turn: they are left
+    # out and described in one note instead of getting one synthetic result each.
+    max_synthetic_results: int = Field(16, ge=1)
+    # Match results whose tool_call_id drifted (case, whitespace, fullwidth forms) to their call.
+    match_drifted_ids: bool = True
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    messages, repairs = repair_messages(
+        ctx.messages,
+        max_synthetic_results=cfg.max_synthetic_results,
+        match_drifted_ids=cfg.match_drifted_ids,
+        memo=ctx.table(chain_validator.MEMO),
+    )
+    if messages is ctx.messages:
+        return RuleResult.unchanged(ctx, {"repairs": []})
+    return RuleResult(messages, ctx.state, {"repairs": repairs})

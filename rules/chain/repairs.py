@@ -1,0 +1,250 @@
+"""The pure core of ``repair_tool_chain``: ``repair_messages(messages) -> (messages, repairs)``.
+
+Every tool message is assigned to one call (exact id, nearest preceding call first; then, for
+ids that drifted, ``rules.matching``), then the conversation is re-emitted with each call's
+results directly after its assistant message. What has no call becomes readable user text; what
+has no result gets one short synthetic result; a runaway turn gets one bounded note. Messages
+that need nothing keep their very dict, so untouched parts stay byte-identical.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import Any
+
+from rules.base import Message, Messages
+from rules.chain.calls import Slot, collect_slots
+from rules.chain.text import (
+    EMPTY_ASSISTANT,
+    NULL_RESULT,
+    SYNTHETIC_RESULT,
+    flatten,
+    orphan_text,
+    runaway_note,
+)
+from rules.chain.validator import empty_content, find_violations
+from rules.matching import Budget, Matcher
+from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
+
+Repairs = list[dict[str, Any]]
+
+
+# Containment comparisons of drifted ids one repair may spend (see rules.matching.Budget): far
+# above any real history (a block of 50 calls with 50 drifted results costs 2,500), far below
+# seconds of CPU on a hostile one.
+MATCH_COMPARISONS = 200_000
+
+
+def _rep(kind: str, index: int, tool_call_id: str | None, action: str, **extra: Any) -> dict:
+    return {"kind": kind, "index": index, "tool_call_id": tool_call_id, "action": action, **extra}
+
+
+def _block_owners(messages: Messages) -> dict[int, int]:
+    """tool message index -> index of the assistant message whose block it sits in."""
+    owners: dict[int, int] = {}
+    owner: int | None = None
+    for j, m in enumerate(messages):
+        r = role(m)
+        if r == "tool":
+            if owner is not None:
+                owners[j] = owner
+        else:
+            owner = j if r == "assistant" else None
+    return owners
+
+
+def _pick(slots: list[Slot], keys: list[int], j: int) -> Slot | None:
+    """Nearest preceding unanswered call, else a following one, else a duplicate of the nearest.
+
+    ``slots`` are in message order and ``keys`` their message indices, so the nearest preceding
+    call is found by bisection: a long history reusing one id stays linear.
+    """
+    k = bisect_left(keys, j)
+    p, nearest = k, None
+    while p > 0:  # message by message backwards, calls of one message in their own order
+        start = p - 1
+        while start > 0 and keys[start - 1] == keys[p - 1]:
+            start -= 1
+        nearest = nearest or slots[start]
+        for s in slots[start:p]:
+            if not s.answers:
+                return s
+        p = start
+    for s in slots[k:]:
+        if not s.answers:
+            return s
+    return nearest or (slots[k] if k < len(slots) else None)
+
+
+class _Assigner:
+    def __init__(self, messages: Messages, slots: dict[int, list[Slot]], drift: bool) -> None:
+        self.messages = messages
+        self.slots = slots
+        self.drift = drift
+        self.by_raw: dict[str, list[Slot]] = {}
+        for i in sorted(slots):
+            for s in slots[i]:
+                if s.raw_id is not None:
+                    self.by_raw.setdefault(s.raw_id, []).append(s)
+        self.keys = {raw: [s.index for s in group] for raw, group in self.by_raw.items()}
+        # matchers built on first use (most requests have no drift): the block's calls, all calls
+        self.budget = Budget(MATCH_COMPARISONS)
+        self.local: dict[int | None, Matcher] = {}
+        self.everywhere: Matcher | None = None
+
+    def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
+        tid = self.messages[j].get("tool_call_id")
+        if not isinstance(tid, str):
+            return None
+        if tid in self.by_raw:
+            return _pick(self.by_raw[tid], self.keys[tid], j)
+        if not self.drift:
+            return None
+        # Drift: first among the calls of the block the result sits in, then among all calls.
+        local = self.local.get(owner)
+        if local is None:
+            group = self.slots.get(owner, []) if owner is not None else []
+            local = self.local[owner] = Matcher((s.raw_id for s in group if s.raw_id), self.budget)
+        found = local.match(tid)
+        if not found.matched and not found.ambiguous:
+            if self.everywhere is None:
+                self.everywhere = Matcher(self.by_raw, self.budget)
+            found = self.everywhere.match(tid)
+        if not found.matched:
+            return None
+        raw = found.value or ""
+        slot = _pick(self.by_raw[raw], self.keys[raw], j)
+        if slot is not None:
+            repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", **{"from": tid}))
+        return slot
+
+
+def _assistant_out(
+    m: Message, kept: list[Slot], dropped: list[Slot], i: int, reps: Repairs
+) -> Message:
+    """The assistant message as forwarded (the same dict when nothing changed)."""
+    new_calls = [s.call for s in kept]
+    raw = m.get("tool_calls")
+    if isinstance(raw, list):
+        same_calls = (
+            bool(raw)
+            and len(raw) == len(new_calls)
+            and all(a is b for a, b in zip(raw, new_calls, strict=True))
+        )
+    else:
+        same_calls = raw is None  # null tool_calls is accepted; anything else is not
+    out = m
+    if not same_calls:
+        out = dict(m)
+        if new_calls:
+            out["tool_calls"] = new_calls
+        else:
+            out.pop("tool_calls", None)
+            if not raw or not isinstance(raw, list):
+                reps.append(_rep("empty_tool_calls", i, None, "removed_empty_array"))
+    if dropped:
+        out = append_text(out, runaway_note(dropped))
+        reps.append(_rep("runaway_turn", i, None, "collapsed_into_one_note", count=len(dropped)))
+    if not new_calls and empty_content(out.get("content")):
+        out = {**out, "content": EMPTY_ASSISTANT}
+        reps.append(_rep("empty_assistant", i, None, "placeholder_content"))
+    return out
+
+
+def _result_out(slot: Slot, messages: Messages, reps: Repairs) -> Message:
+    """The one tool message answering ``slot``: duplicates merged, id unified, content non-null."""
+    j = slot.answers[0]
+    t = messages[j]
+    if t.get("tool_call_id") != slot.new_id:
+        t = {**t, "tool_call_id": slot.new_id}
+    if t.get("content") is None:
+        t = {**t, "content": NULL_RESULT}
+        reps.append(_rep("null_tool_content", j, slot.new_id, "placeholder_content"))
+    seen = {text_of(t.get("content"))}
+    for d in slot.answers[1:]:
+        text = text_of(messages[d].get("content"))
+        if text in seen or not text:
+            reps.append(_rep("duplicate_result", d, slot.new_id, "dropped_identical_copy"))
+            continue
+        seen.add(text)
+        t = append_text(t, f"{PLACEHOLDER_PREFIX} another result for this call follows]\n{text}")
+        reps.append(_rep("duplicate_result", d, slot.new_id, "merged_into_first"))
+    return t
+
+
+def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Message:
+    """Results whose call is gone, kept as readable context in one user message."""
+    for j in indices:
+        tid = messages[j].get("tool_call_id")
+        reps.append(
+            _rep("orphan_result", j, tid if isinstance(tid, str) else None, "kept_as_user_text")
+        )
+    return {"role": "user", "content": "\n\n".join(orphan_text(messages[j]) for j in indices)}
+
+
+def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messages, Repairs]:
+    reps: Repairs = []
+    slots = collect_slots(messages, reps)
+    owners = _block_owners(messages)
+    assigner = _Assigner(messages, slots, drift)
+    assigned: set[int] = set()
+    for j, m in enumerate(messages):
+        if role(m) != "tool":
+            continue
+        slot = assigner.assign(j, owners.get(j), reps)
+        if slot is None:
+            continue
+        slot.answers.append(j)
+        assigned.add(j)
+        if owners.get(j) != slot.index and len(slot.answers) == 1:
+            reps.append(_rep("misplaced_result", j, slot.new_id, "moved_next_to_call"))
+
+    out: Messages = []
+    orphans: list[int] = []
+    for j, m in enumerate(messages):
+        r = role(m)
+        if r == "tool":
+            if j not in assigned:
+                orphans.append(j)
+            continue
+        if orphans:
+            out.append(_orphans_out(orphans, messages, reps))
+            orphans = []
+        if r != "assistant":
+            out.append(m)
+            continue
+        group = slots.get(j, [])
+        unanswered = [s for s in group if not s.answers]
+        runaway = len(unanswered) > max_synthetic
+        kept = [s for s in group if s.answers or not runaway]
+        out.append(_assistant_out(m, kept, unanswered if runaway else [], j, reps))
+        block: list[tuple[float, int, Message]] = []
+        for s in kept:
+            if s.answers:
+                block.append((s.answers[0], s.pos, _result_out(s, messages, reps)))
+            else:
+                synthetic = {"role": "tool", "tool_call_id": s.new_id, "content": SYNTHETIC_RESULT}
+                block.append((float("inf"), s.pos, synthetic))
+                reps.append(_rep("unanswered_call", j, s.new_id, "synthesized_result"))
+        out.extend(msg for _, _, msg in sorted(block, key=lambda b: (b[0], b[1])))
+    if orphans:
+        out.append(_orphans_out(orphans, messages, reps))
+    return out, reps
+
+
+def repair_messages(
+    messages: Messages,
+    *,
+    max_synthetic_results: int = 16,
+    match_drifted_ids: bool = True,
+    memo: dict[int, tuple[Message, Any]] | None = None,
+) -> tuple[Messages, Repairs]:
+    """(forwarded messages, repairs). The very same list when the chain is already valid.
+    ``memo``: the request's validator table (``chain_validator.find_violations``)."""
+    if not find_violations(messages, memo):
+        return messages, []
+    out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids)
+    if find_violations(out, memo):
+        out = flatten(out)
+        reps.append(_rep("fallback_flatten", 0, None, "calls_and_results_as_text"))
+    return out, reps

@@ -1,0 +1,186 @@
+"""The overlay: pruning edits remembered per session, anchored to messages by content hash, and
+replayed byte-for-byte on later requests (design section 4). An edit is data ({action, reason});
+its text is rebuilt from the anchored message by pure functions here, so the same message and
+edit always give the same bytes. Anchors that vanish from the conversation drop their edits."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.activity.observations import Observation
+from rules.base import Message, TokenCounter
+from rules.context import prune_stages
+from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
+
+ELIDE_ACTIONS = ("supersede", "mask")
+
+
+def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content_hash) -> list[str]:
+    """One anchor per message: its content hash chained with the previous message's, plus an
+    occurrence number for repeated pairs. An identical later message (a second "continue") thus
+    never takes over the anchor, and the edit, of an earlier copy that vanished: it follows a
+    different message."""
+    seen: dict[str, int] = {}
+    out = []
+    prev = ""
+    for m in messages:
+        h = hash_of(m)
+        key = f"{h}.{prev[:8]}"
+        n = seen.get(key, 0)
+        out.append(f"{key}#{n}" if n else key)
+        seen[key] = n + 1
+        prev = h
+    return out
+
+
+@dataclass
+class Overlay:
+    edits: dict[str, dict[str, str]] = field(default_factory=dict)  # anchor -> {action, reason}
+    dropped: list[str] = field(default_factory=list)  # anchors of dropped messages, in order
+    compactions: int = 0
+
+    @classmethod
+    def load(cls, value: Any, present: set[str], keep_all: bool = False) -> Overlay:
+        """The stored overlay, keeping only edits whose anchor is still in the conversation
+        (all of them with ``keep_all``: the conversation is the overlay's own rendering)."""
+        value = value if isinstance(value, dict) else {}
+        edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
+        dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
+        return cls(edits, dropped, int(value.get("compactions", 0)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"edits": self.edits, "dropped": self.dropped, "compactions": self.compactions}
+
+
+def key_args(obs: Observation | None) -> str:
+    if obs is None:
+        return ""
+    a = obs.action
+    if a.kind == "run" or (a.command and a.kind != "read"):
+        cmd = a.command or a.target
+        return f"cmd: {cmd if len(cmd) <= 80 else cmd[:79] + '…'}"
+    return f"path: {a.target}" if a.target else ""
+
+
+def elided_text(message: Message, obs: Observation | None, reason: str, tokens: int) -> str:
+    """One line that keeps the tool, key arguments, exit status and size."""
+    tool = obs.action.tool if obs else "tool"
+    facts = [f for f in (key_args(obs),) if f]
+    if obs is not None and obs.exit_code is not None:
+        facts.append(f"exit {obs.exit_code}")
+    facts.append(f"{tokens:,} tokens")
+    return f"{PLACEHOLDER_PREFIX} elided {tool} result ({', '.join(facts)}); {reason}]"
+
+
+def capped_text(text: str, tokens: int, limit: int) -> str:
+    """Head and tail lines of an oversized result around a marker with the counts.
+
+    Lines are chosen by characters at the text's own characters-per-token ratio, so the cost is
+    one pass over the text; the tail gets more room because errors and summaries end outputs."""
+    chars_per_token = len(text) / max(tokens, 1)
+    head_room = int(limit * 0.35 * chars_per_token)
+    tail_room = int(limit * 0.55 * chars_per_token)
+    lines = text.split("\n")
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > head_room:
+            break
+        head.append(line)
+        used += len(line) + 1
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > tail_room:
+            break
+        tail.append(line)
+        used += len(line) + 1
+    tail.reverse()
+    if not head and not tail:  # one giant line: keep characters instead
+        head, tail = [text[:head_room]], [text[-tail_room:]]
+        omitted_lines = 0
+    else:
+        omitted_lines = len(lines) - len(head) - len(tail)
+    omitted_chars = len(text) - sum(len(x) for x in head) - sum(len(x) for x in tail)
+    marker = (
+        f"{PLACEHOLDER_PREFIX} capped: kept the first {len(head)} and last {len(tail)} of "
+        f"{len(lines)} lines; {omitted_lines:,} lines ({omitted_chars:,} characters) elided, "
+        f"{tokens:,} tokens in all]"
+    )
+    return "\n".join([*head, marker, *tail])
+
+
+def dropped_text(messages: list[Message]) -> str:
+    calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
+    roles = Counter(role(m) for m in messages)
+    what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
+    tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))
+    return (
+        f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
+        f"{'; tool calls: ' + tools if tools else ''}) to fit the token budget]"
+    )
+
+
+_ELIDED = f"{PLACEHOLDER_PREFIX} elided "
+_CAPPED = f"{PLACEHOLDER_PREFIX} capped: kept the first "
+_CAPPED_LINE = f"\n{_CAPPED}"
+_DROPPED = f"{PLACEHOLDER_PREFIX} dropped "
+
+
+def is_rendered(message: Message) -> bool:
+    """Whether the message is one ``render`` wrote (an elided or capped result, or a dropped
+    run's line): a client never sends these, so a conversation holding one is prune's output."""
+    r = message.get("role")  # role() inlined: a role that is not a string is neither of these
+    if r == "tool":
+        text = text_of(message.get("content"))
+        return text.startswith((_ELIDED, _CAPPED)) or _CAPPED_LINE in text
+    if r == "user":
+        text = text_of(message.get("content"))
+        return text.startswith(_DROPPED) and text.endswith(" to fit the token budget]")
+    return False
+
+
+def apply_edit(
+    message: Message, edit: dict[str, str], obs: Observation | None, tokens: TokenCounter, cap: int
+) -> Message:
+    text = text_of(message.get("content"))
+    size = tokens.count_text(text)
+    if edit["action"] == "cap":
+        return with_content(message, capped_text(text, size, cap))
+    if edit["action"] in ELIDE_ACTIONS:
+        return with_content(message, elided_text(message, obs, edit["reason"], size))
+    return message  # "keep": decided once, never capped later
+
+
+def render(
+    messages: list[Message],
+    anchor_list: list[str],
+    overlay: Overlay,
+    by_result: dict[int, Observation],
+    tokens: TokenCounter,
+    cap: int,
+) -> list[Message]:
+    """The conversation with the overlay applied: edits in place, dropped runs as one line.
+    Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped."""
+    if not overlay.edits and not overlay.dropped:
+        return list(messages)  # nothing to apply (the common case until a result is capped)
+    dropped = set(overlay.dropped)
+    first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
+    current = prune_stages.current_start(messages, first_user) if dropped else len(messages)
+    out: list[Message] = []
+    run: list[Message] = []
+    for i, (m, a) in enumerate(zip(messages, anchor_list, strict=True)):
+        if a in dropped and i < current:
+            run.append(m)
+            continue
+        if run:
+            out.append({"role": "user", "content": dropped_text(run)})
+            run = []
+        edit = overlay.edits.get(a)
+        out.append(apply_edit(m, edit, by_result.get(i), tokens, cap) if edit else m)
+    if run:
+        out.append({"role": "user", "content": dropped_text(run)})
+    return out

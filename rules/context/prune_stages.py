@@ -1,0 +1,207 @@
+"""The candidates of each pruning stage, oldest first. Pure functions of the conversation, its
+tool observations and the protected evidence; ``prune`` applies them until the target is met."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+import orjson
+
+from rules.activity.observations import Observation
+from rules.base import Message
+from rules.messages import call_arguments_text, call_id, role, tool_calls
+from rules.redact import redact_text
+
+Range = tuple[int, int | None]  # first and last line (None: to the end of the file)
+FULL: Range = (1, None)
+_FULL_READ_VERBS = {"cat", "nl", "less", "more", "bat", "open", "view"}
+
+
+def _arguments(messages: list[Message], obs: Observation) -> dict[str, Any]:
+    for c in tool_calls(messages[obs.call_index]):
+        if call_id(c) == obs.call_id:
+            try:
+                args = orjson.loads(call_arguments_text(c) or "{}")
+            except orjson.JSONDecodeError:
+                return {}
+            return args if isinstance(args, dict) else {}
+    return {}
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _shell_range(command: str) -> Range | str:
+    """The lines a shell read shows: ``sed -n 'A,Bp'``, ``head -N``; the command itself when they
+    cannot be known (``tail``, an unusual sed script), so only the same command covers it."""
+    try:
+        argv = shlex.split(command)
+    except ValueError:
+        return command
+    verb = argv[0].rsplit("/", 1)[-1] if argv else ""
+    if verb == "sed":
+        script = next((w for w in argv[1:] if not w.startswith("-")), "")
+        m = re.fullmatch(r"(\d+)(?:,(\d+|\$))?p", script)
+        if not m:
+            return command
+        first = int(m.group(1))
+        last = m.group(2)
+        return (first, None if last == "$" else int(last or first))
+    if verb == "head":
+        n: int | None = 10
+        for k, w in enumerate(argv[1:], 1):
+            if w in ("-n", "--lines") and k + 1 < len(argv):
+                n = _int(argv[k + 1])
+            elif w.startswith("--lines="):
+                n = _int(w.split("=", 1)[1])
+            elif re.fullmatch(r"-n?\d+", w):
+                n = int(w.lstrip("-n"))
+        return (1, n) if n is not None and n > 0 else command
+    if verb == "tail" or verb not in _FULL_READ_VERBS:
+        return command
+    return FULL
+
+
+def read_range(messages: list[Message], obs: Observation) -> Range | str:
+    """Which lines of its file a read shows: ``FULL``, a range, or an opaque key (a partial read
+    whose lines are unknown, matched only by the same read again). From the call's arguments:
+    an editor's ``view_range``, ``offset``/``limit``, ``start_line``/``end_line``, or the shell
+    command."""
+    if obs.action.command:
+        return _shell_range(obs.action.command)
+    args = _arguments(messages, obs)
+    view = args.get("view_range")
+    if isinstance(view, list) and len(view) == 2:
+        first, last = _int(view[0]), _int(view[1])
+        if first is None or last is None:
+            return f"{obs.action.tool} {view}"
+        return (max(first, 1), None if last < 0 else last)
+    offset, limit = _int(args.get("offset")), _int(args.get("limit"))
+    if offset is not None or limit is not None:
+        first = max(offset or 1, 1)
+        return (first, first + limit - 1 if limit else None)
+    start, end = _int(args.get("start_line")), _int(args.get("end_line"))
+    if start is not None or end is not None:
+        return (max(start or 1, 1), end if end and end > 0 else None)
+    return FULL
+
+
+def _covers(outer: Range, inner: Range) -> bool:
+    if outer[0] > inner[0]:
+        return False
+    return outer[1] is None or (inner[1] is not None and inner[1] <= outer[1])
+
+
+def supersede(
+    observations: list[Observation], protected: set[int], messages: list[Message]
+) -> list[tuple[int, str]]:
+    """(result index, reason) of older reads re-read or rewritten later, older runs of the same
+    command and older listings of the same folder. A partial read goes only for a later read that
+    covers its lines, or a later full read or write of the file; it never supersedes a full one."""
+    later_write: set[str] = set()
+    later_reads: dict[str, list[Range | str]] = {}  # file path -> ranges read later
+    later_run: set[str] = set()
+    later_list: set[str] = set()
+    out: list[tuple[int, str]] = []
+    for obs in reversed(observations):
+        a = obs.action
+        if a.kind == "read":
+            rng = read_range(messages, obs)
+            reads = later_reads.setdefault(a.target, [])
+            if obs.result_index not in protected:
+                if a.target in later_write:
+                    out.append(
+                        (
+                            obs.result_index,
+                            f"superseded by a later write to {redact_text(a.target)}",
+                        )
+                    )
+                elif any(
+                    r == rng
+                    or (isinstance(r, tuple) and isinstance(rng, tuple) and _covers(r, rng))
+                    for r in reads
+                ):
+                    out.append(
+                        (obs.result_index, f"superseded by a later read of {redact_text(a.target)}")
+                    )
+            reads.append(rng)
+        elif a.kind == "write":
+            later_write.add(a.target)
+        elif a.kind == "run":
+            if a.target in later_run and obs.result_index not in protected:
+                out.append((obs.result_index, "superseded by a later run of the same command"))
+            later_run.add(a.target)
+        elif a.kind == "list":
+            if a.target in later_list and obs.result_index not in protected:
+                out.append((obs.result_index, "superseded by a later listing"))
+            later_list.add(a.target)
+    out.reverse()
+    return out
+
+
+def mask(
+    observations: list[Observation], protected: set[int], keep_last: int
+) -> list[tuple[int, str]]:
+    """(result index, reason) of observations older than the last ``keep_last``."""
+    older = observations[: max(0, len(observations) - keep_last)]
+    reason = f"older than the last {keep_last} tool results"
+    return [(o.result_index, reason) for o in older if o.result_index not in protected]
+
+
+def current_start(messages: list[Message], first_user: int | None) -> int:
+    """Where the current task turn begins; nothing from there on is ever dropped. That is the
+    latest user message when it came after the original task, else the last turn (the last
+    assistant message and its results, or the last user message), trailing system messages aside.
+    """
+    last_user = next((i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "user"),
+                     None)  # fmt: skip
+    if last_user is not None and first_user is not None and last_user > first_user:
+        return last_user
+    j = len(messages) - 1
+    while j >= 0 and role(messages[j]) == "system":
+        j -= 1
+    while j > 0 and role(messages[j]) == "tool":
+        j -= 1
+    return max(j, 0)
+
+
+def turns(messages: list[Message], first_user: int | None) -> list[list[int]]:
+    """Droppable turns after the first user message and before the current task turn
+    (``current_start``): an assistant or user message with the tool results that follow it.
+    System messages are never part of a turn."""
+    if first_user is None:
+        return []
+    out: list[list[int]] = []
+    for i in range(first_user + 1, current_start(messages, first_user)):
+        r = role(messages[i])
+        if r in ("assistant", "user"):
+            out.append([i])
+        elif r == "tool" and out and out[-1] and out[-1][-1] == i - 1:
+            out[-1].append(i)
+        else:
+            out.append([])  # a system message or a stray result: a boundary, never dropped
+    return [t for t in out if t]
+
+
+def droppable(
+    turn: list[int], messages: list[Message], protected: set[int], results: dict[str, list[int]]
+) -> bool:
+    """A turn can go when nothing in it is protected and no call or result in it has its partner
+    outside it (``results``: tool_call_id -> indices of the tool messages answering it)."""
+    if any(i in protected for i in turn):
+        return False
+    inside = set(turn)
+    ids = {c.get("id") for i in turn for c in tool_calls(messages[i])}
+    answered = {messages[i].get("tool_call_id") for i in turn if role(messages[i]) == "tool"}
+    if not answered <= ids:
+        return False
+    return all(j in inside for cid in ids for j in results.get(cid, []))  # type: ignore[arg-type]

@@ -1,0 +1,292 @@
+"""working_set: a persisted ledger of the task. Goal (first user request, latest instruction when
+it differs), changed files, latest successful writes, open diagnostics from build/test output
+(a newer run of the same command supersedes the older one; a passing run closes it), plan items,
+and the next repair target. ``inject`` renders it with ``render_section``; messages pass unchanged.
+
+The ledger is persisted, so text enters it redacted (``rules.redact``): a key in the task, a
+password in a command or in test output is never stored, and the rendered section says
+``[REDACTED]`` from the first request on, the same bytes on every later one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import Field
+
+from rules.activity import diagnostics
+from rules.activity.observations import (
+    Observation,
+    high_water,
+    load_arguments,
+    observations,
+    of_context,
+    plan_items,
+    storable,
+)
+from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from rules.messages import (
+    INJECT_OPEN,
+    PLACEHOLDER_PREFIX,
+    call_arguments_text,
+    content_hash,
+    text_of,
+    tool_calls,
+)
+from rules.redact import redact_text
+
+NAMESPACE = "working_set"
+SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
+MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
+MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
+
+
+class Config(RuleConfig):
+    max_changed_files: int = Field(default=20, ge=1)
+    max_runs: int = Field(default=10, ge=1)  # commands whose latest diagnostics are kept
+    max_goal_chars: int = Field(default=400, ge=40)
+    section_tokens: int = Field(default=400, ge=50)  # cap of the rendered section (in the ledger)
+
+
+def _user_text(message: Message) -> str:
+    text = text_of(message.get("content"))
+    cut = text.find(INJECT_OPEN)
+    return (text[:cut] if cut >= 0 else text).strip()
+
+
+def _users_own(message: Message) -> bool:
+    text = _user_text(message)
+    return bool(text) and not text.startswith(PLACEHOLDER_PREFIX)
+
+
+def _clip(text: str, limit: int) -> str:
+    """``text`` with its whitespace runs collapsed, cut to ``limit`` characters ("…" last)."""
+    # A long text (a pasted task) is normalised from a prefix only: the normalised prefix is a
+    # prefix of the normalised whole, so once it is over the limit the cut is the same.
+    head = text[: 4 * limit + 64]
+    if len(head) < len(text):
+        clipped = " ".join(head.split())
+        if len(clipped) > limit:
+            return clipped[: limit - 1] + "…"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
+    items = plan_items(arguments)
+    if items is not None:
+        ledger["plan"] = [{**item, "text": redact_text(item["text"])} for item in items]
+        return
+    # A single-step update citing a step in other words or another width: match it tolerantly.
+    args = load_arguments(arguments)
+    keys = ("step", "content", "title", "text")
+    step = redact_text(next((args[k] for k in keys if isinstance(args.get(k), str)), ""))
+    status = args.get("status") if isinstance(args.get("status"), str) else None
+    if not step or not status:
+        return
+    plan = [dict(p) for p in ledger.get("plan", [])]
+    index = _match_step(step, [p["text"] for p in plan])
+    if index is None:
+        plan.append({"text": step, "status": status})
+        while len(plan) > MAX_PLAN_ITEMS:  # the oldest finished item goes first
+            done = [i for i, p in enumerate(plan) if p["status"] in ("completed", "done")]
+            plan.pop(done[0] if done else 0)
+    else:
+        plan[index]["status"] = status
+    ledger["plan"] = plan
+
+
+def _match_step(step: str, candidates: list[str]) -> int | None:
+    from rules import matching  # tolerant: width, case and whitespace drift, unique containment
+
+    found = matching.match(step, candidates)
+    return candidates.index(found.value) if found.value is not None else None
+
+
+def _record_writes(
+    ledger: dict[str, Any], paths: tuple[str, ...], obs: Observation, cfg: Config
+) -> None:
+    for path in map(redact_text, paths):
+        changed = [p for p in ledger.get("changed", []) if p != path]
+        ledger["changed"] = [*changed, path][-cfg.max_changed_files :]
+        writes = [w for w in ledger.get("writes", []) if w["path"] != path]
+        entry = {"path": path, "tool": obs.action.tool, "call_id": obs.call_id}
+        ledger["writes"] = [*writes, entry][-3:]
+
+
+def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:
+    action = obs.action
+    result_text = text_of(messages[obs.result_index].get("content"))
+    ledger["seq"] = ledger.get("seq", 0) + 1
+    if action.kind == "plan":
+        call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
+        _update_plan(ledger, call_arguments_text(call))
+    elif action.kind == "write":
+        failed = obs.exit_code not in (None, 0) or result_text.lstrip().lower().startswith("error")
+        if not failed:
+            _record_writes(ledger, action.writes or (action.target,), obs, cfg)
+    elif action.kind == "run":
+        # A run that also wrote (a heredoc then ``python t.py``, ``pytest | tee log``): its
+        # files were written whatever the run's own exit code says.
+        if action.writes and not result_text.lstrip().lower().startswith("error"):
+            _record_writes(ledger, action.writes, obs, cfg)
+        outcome = diagnostics.parse(result_text, obs.exit_code)
+        command = redact_text(action.target)
+        runs = {k: v for k, v in ledger.get("runs", {}).items() if k != command}
+        if outcome.verdict == "fail" and outcome.diagnostics:
+            runs[command] = {
+                "seq": ledger["seq"],
+                "call_id": obs.call_id,
+                "diagnostics": [_redacted(d) for d in outcome.diagnostics],
+            }
+        # Keep the newest commands only (insertion order is recency order).
+        ledger["runs"] = dict(list(runs.items())[-cfg.max_runs :])
+
+
+def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
+    """A diagnostic with its texts redacted (test output prints passwords, connection URLs)."""
+    return {k: redact_text(v) if isinstance(v, str) else v for k, v in diagnostic.items()}
+
+
+def _task_text(message: Message, limit: int) -> str:
+    """A user turn as the ledger keeps it: redacted, then clipped. Only a prefix is redacted,
+    with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more."""
+    return _clip(redact_text(_user_text(message)[: 4 * limit + 256]), limit)
+
+
+def build(
+    messages: list[Message],
+    ledger: dict[str, Any],
+    cfg: Config,
+    obs_list: list[Observation] | None = None,
+    hash_of: Callable[[Message], str] = content_hash,
+) -> dict[str, Any]:
+    """The ledger after reading ``messages``; tool results already read are skipped."""
+    ledger = {k: v for k, v in ledger.items()}
+    # The user's own turns: not text the proxy wrote (an orphan result turned into a user
+    # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
+    # (role() inlined: a role that is not a string is not "user")
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
+    if users and "goal" not in ledger:
+        ledger["goal"] = _task_text(messages[users[0]], cfg.max_goal_chars)
+    if users:
+        latest = _task_text(messages[users[-1]], cfg.max_goal_chars)
+        ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
+    # Only results after the newest one already read (see ``observations.high_water``), plus
+    # earlier ones that were only a placeholder then: a client may send a late result in place.
+    obs_all = observations(messages) if obs_list is None else obs_list
+
+    def key(obs: Observation) -> str:
+        return f"{obs.call_id}:{_hash(hash_of, messages[obs.result_index])[:8]}"
+
+    seen = list(ledger.get("seen", []))[-SEEN_WINDOW:]
+    seen_set = set(seen)
+    pending = list(ledger.get("pending", []))
+    start = high_water(len(obs_all), lambda i: key(obs_all[i]), seen_set)
+    todo = [o for o in obs_all[:start] if o.call_id in pending] if pending else []
+    for obs in [*todo, *obs_all[start:]]:
+        k = key(obs)
+        if k in seen_set:
+            continue
+        if text_of(messages[obs.result_index].get("content")).startswith(PLACEHOLDER_PREFIX):
+            if obs.call_id not in pending:
+                pending.append(obs.call_id)
+            continue
+        if obs.call_id in pending:
+            pending.remove(obs.call_id)
+        seen.append(k)
+        seen_set.add(k)
+        _record(ledger, messages, obs, cfg)
+    ledger["seen"] = seen[-SEEN_WINDOW:]
+    if pending or "pending" in ledger:
+        ledger["pending"] = pending[-MAX_PENDING:]
+    ledger["section_tokens"] = cfg.section_tokens  # read by render_section (inject's default)
+    return storable(ledger)
+
+
+def _hash(hash_of: Callable[[Message], str], message: Message) -> str:
+    try:
+        return hash_of(message)
+    except (TypeError, UnicodeEncodeError):  # lone surrogates ("\udcff"): orjson refuses them
+        data = json.dumps(message, sort_keys=True, ensure_ascii=True).encode()
+        return hashlib.blake2b(data, digest_size=10).hexdigest()
+
+
+def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
+    """Open diagnostics, newest failing run first."""
+    runs = sorted(ledger.get("runs", {}).items(), key=lambda kv: -kv[1]["seq"])
+    out, seen = [], set()
+    for cmd, run in runs:
+        for d in run["diagnostics"]:
+            key = (d["file"], d["line"], d["code"], d["message"])
+            if key not in seen:  # the same failure from two commands is one open item
+                seen.add(key)
+                out.append({**d, "command": cmd})
+    return out
+
+
+def next_target(ledger: dict[str, Any]) -> str | None:
+    for d in open_diagnostics(ledger):
+        if d.get("file") and d.get("line"):
+            return f"{d['file']}:{d['line']}"
+    return None
+
+
+def summary(ledger: dict[str, Any]) -> dict[str, Any]:
+    """The report fragment: data, not prose."""
+    return {
+        "goal": bool(ledger.get("goal")),
+        "instruction": bool(ledger.get("instruction")),
+        "changed_files": list(ledger.get("changed", [])),
+        "latest_writes": [w["path"] for w in ledger.get("writes", [])],
+        "open_diagnostics": open_diagnostics(ledger)[:10],
+        "plan": list(ledger.get("plan", [])),
+        "next_target": next_target(ledger),
+    }
+
+
+def render_section(state: SessionState, max_tokens_hint: int | None = None) -> str | None:
+    """The "Working set" section of the injected block, or None when there is nothing to say.
+
+    Deterministic; capped at about ``max_tokens_hint`` tokens (4 characters a token), by default
+    the rule's ``section_tokens`` as stored in the ledger."""
+    ledger = state.get(NAMESPACE) or {}
+    if max_tokens_hint is None:
+        max_tokens_hint = int(ledger.get("section_tokens") or 400)
+    lines: list[str] = []
+    if ledger.get("goal"):
+        lines.append(f"Goal: {ledger['goal']}")
+    if ledger.get("instruction"):
+        lines.append(f"Latest instruction: {ledger['instruction']}")
+    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
+    for item in ledger.get("plan", [])[:12]:
+        lines.append(f"Plan [{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}")
+    if ledger.get("changed"):
+        lines.append("Changed files: " + ", ".join(reversed(ledger["changed"])))
+    if ledger.get("writes"):
+        lines.append("Latest writes: " + ", ".join(w["path"] for w in reversed(ledger["writes"])))
+    diags = open_diagnostics(ledger)
+    for d in diags[:8]:
+        where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
+        parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
+        lines.append("Open: " + " ".join(str(p) for p in parts))
+    if len(diags) > 8:
+        lines.append(f"Open: … {len(diags) - 8} more")
+    target = next_target(ledger)
+    if target:
+        lines.append(f"Next repair target: {target}")
+    if not lines:
+        return None
+    out = "Working set:\n" + "\n".join(f"- {line}" for line in lines)
+    limit = max_tokens_hint * 4
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    before = ctx.state.get(NAMESPACE) or {}
+    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of)
+    state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
+    return RuleResult(ctx.messages, state, {"working_set": summary(ledger)})

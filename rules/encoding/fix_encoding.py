@@ -1,0 +1,77 @@
+"""fix_encoding: tool output that was decoded with the wrong code page (UTF-8 read as cp1252 or
+latin-1, or as cp949 on Korean Windows) is repaired before the model reads it (see
+``rules.encoding.mojibake``). Each fixed message is reported under ``repairs`` as
+``{kind: "mojibake", index, tool_call_id, action: "utf8_read_as_<codec>", lines}``.
+Text that is already correct is untouched; with nothing to fix the rule returns its input list.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.encoding.mojibake import Fix, fix_text
+
+
+class Config(RuleConfig):
+    # Which messages to repair: tool output by default (what the agent's tools printed).
+    roles: tuple[Literal["tool", "user", "assistant", "system"], ...] = ("tool",)
+    # Also reverse UTF-8 read as cp949 (ftfy covers the single-byte code pages only).
+    cp949: bool = True
+    # Longer texts are left alone, so the rule's time stays bounded.
+    max_chars: int = Field(500_000, ge=1)
+
+
+def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
+    if isinstance(content, str):
+        if len(content) > cfg.max_chars:
+            return content, []
+        return fix_text(content, cp949=cfg.cp949)
+    if not isinstance(content, list):
+        return content, []
+    fixes: list[Fix] = []
+    parts: list[Any] = []
+    for part in content:
+        text = part.get("text") if isinstance(part, dict) else None
+        if isinstance(text, str) and len(text) <= cfg.max_chars:
+            fixed, found = fix_text(text, cp949=cfg.cp949)
+            if found:
+                part = {**part, "text": fixed}
+                fixes.extend(found)
+        parts.append(part)
+    return (parts, fixes) if fixes else (content, [])
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    out: list[Message] | None = None
+    repairs: list[dict[str, Any]] = []
+    roles = cfg.roles
+    for i, m in enumerate(ctx.messages):
+        # role() inlined: a role that is not a string is in no tuple of role names
+        if m.get("role") not in roles:
+            continue
+        content = m.get("content")
+        if content.__class__ is str and content.isascii():
+            continue  # nothing to fix in ASCII (fix_text's own first answer)
+        content, fixes = _fix_content(content, cfg)
+        if not fixes:
+            continue
+        if out is None:
+            out = list(ctx.messages)
+        out[i] = {**m, "content": content}
+        tid = m.get("tool_call_id") if isinstance(m.get("tool_call_id"), str) else None
+        for fix in fixes:
+            repairs.append(
+                {
+                    "kind": "mojibake",
+                    "index": i,
+                    "tool_call_id": tid,
+                    "action": f"utf8_read_as_{fix.codec}",
+                    "lines": fix.lines,
+                }
+            )
+    if out is None:
+        return RuleResult.unchanged(ctx)
+    return RuleResult(out, ctx.state, {"repairs": repairs})

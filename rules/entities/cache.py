@@ -1,0 +1,88 @@
+"""The per-session memory of recent entities: a list of events, oldest first (newest last),
+kept in state namespace ``entities``. Bounded by count (newest N) and age (TTL from first seen).
+
+An event: ``{"type": "file"|"folder", "name", "path", "action", "first_seen", "call_id", "seq",
+"tool"}`` plus ``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rules.activity.shell_parse import Effect
+
+NAMESPACE = "entities"
+Event = dict[str, Any]
+
+
+def make_event(effect: Effect, now: float, call_id: str, seq: int, tool: str) -> Event:
+    event: Event = {
+        "type": effect.type,
+        "name": posixpath.basename(effect.path) or effect.path,
+        "path": effect.path,
+        "action": effect.action,
+        "first_seen": now,
+        "call_id": call_id,
+        "seq": seq,
+        "tool": tool,
+    }
+    if effect.source:
+        event["from"] = effect.source
+    return event
+
+
+def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[Event]:
+    """Events not older than ``ttl`` seconds (valid dicts only: state may come from older code)."""
+    out = []
+    for e in events:
+        if isinstance(e, dict) and isinstance(e.get("path"), str):
+            seen = e.get("first_seen")
+            if isinstance(seen, (int, float)) and now - seen <= ttl:
+                out.append(e)
+    return out
+
+
+def add(events: Sequence[Event], new: Iterable[Event], capacity: int) -> list[Event]:
+    """Append ``new`` (a repeat of the same path and action replaces the older one), keep the
+    newest ``capacity``. Linear: one dict keyed by (path, action), in insertion order."""
+    out: dict[tuple[Any, Any], Event] = {}
+    for e in [*events, *new]:
+        key = (e["path"], e["action"])
+        out.pop(key, None)  # the repeat moves to the end
+        out[key] = e
+    kept = list(out.values())
+    return kept[-capacity:] if capacity > 0 else []
+
+
+def query(
+    events: Sequence[Mapping[str, Any]],
+    type: str | None = None,
+    action: str | None = None,
+) -> list[Mapping[str, Any]]:
+    """Events matching type and action, newest first."""
+    hits = [
+        e
+        for e in events
+        if (type is None or e.get("type") == type) and (action is None or e.get("action") == action)
+    ]
+    return sorted(hits, key=lambda e: (e.get("first_seen", 0), e.get("seq", 0)), reverse=True)
+
+
+def known_types(events: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """path -> type for what the events say exists now (deleted and moved-away paths left out)."""
+    known: dict[str, str] = {}
+    for e in sorted(events, key=lambda e: (e.get("first_seen", 0), e.get("seq", 0))):
+        note(known, e)
+    return known
+
+
+def note(known: dict[str, str], e: Mapping[str, Any]) -> None:
+    """Update ``known`` (see ``known_types``) with one event newer than all it was built from."""
+    if e.get("action") == "delete":
+        known.pop(e["path"], None)
+        return
+    if e.get("action") == "move" and isinstance(e.get("from"), str):
+        known.pop(e["from"], None)
+    known[e["path"]] = e["type"]

@@ -1,0 +1,162 @@
+"""track_entities: remembers, per session, which files and folders the agent created, deleted,
+copied, moved, modified, read and opened, from tool calls whose results show success.
+
+Shell-like tools (names in the ``tools`` pack) are parsed by ``rules.activity.shell_parse``;
+file tools are recognised by their argument schema (``rules.activity.file_tools``). Each call is
+read once: only calls after the newest one already read are new
+(``rules.activity.observations.high_water``), so an event keeps the time it was first seen,
+however long the history, and the memory outlives the agent's own truncation of its history.
+Events live in state namespace ``entities`` (oldest first, newest last; see
+``rules.entities.cache``); the working directory and the keys of calls already read live in
+``track_entities``. Optionally restores the history of stateless clients
+(``rules.entities.history_restore``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from rules.activity.file_tools import (
+    cwd_hint,
+    file_tool_effect,
+    load_tools,
+    shell_command,
+    succeeded,
+)
+from rules.activity.observations import high_water, load_arguments, storable
+from rules.activity.shell_parse import analyse, load_verbs
+from rules.base import Context, RuleConfig, RuleResult
+from rules.entities import cache as entity_cache
+from rules.entities import history_restore
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    call_arguments_text,
+    call_id,
+    call_name,
+    text_of,
+    tool_pairs,
+)
+from rules.redact import holds_secret
+
+META = "track_entities"
+MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
+
+
+class Config(RuleConfig):
+    max_entities: int = Field(default=20, ge=1, le=10_000)  # newest N events kept
+    ttl_seconds: float = Field(default=300.0, gt=0)  # events older than this are forgotten
+    persist_cwd: bool = True  # a `cd` carries over to later calls (a persistent shell)
+    # keys of the newest calls read: where the previous request stopped (older calls are never
+    # read again, however long the history)
+    max_seen_calls: int = Field(default=5_000, ge=10)
+    # YAML files extending the tools / shell_verbs packs; validated (loaded) even when left empty
+    extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
+    restore_history: bool = False  # prepend stored turns when a client sends only its newest one
+    restore_max_messages: int = Field(default=60, ge=1)
+    restore_max_chars: int = Field(default=200_000, ge=1_000)
+
+    @field_validator("extra_packs")
+    @classmethod
+    def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        load_tools(value)  # at start-up: a bad pack file fails here, not per request
+        load_verbs(value)
+        return value
+
+
+def call_key(call: dict[str, Any]) -> str:
+    """Identifies a call across requests; the arguments count too (some agents reuse ids)."""
+    text = call_arguments_text(call).encode("utf-8", "surrogatepass")  # lone surrogates too
+    digest = hashlib.blake2b(text, digest_size=6).hexdigest()
+    return f"{call_id(call)}:{digest}"
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
+    messages, state, report = ctx.messages, ctx.state, {}
+    if cfg.restore_history:
+        restored = history_restore.restore(messages, state.get(history_restore.NAMESPACE) or [])
+        if restored is not None:
+            report["history_restored"] = len(restored) - len(messages)
+            messages = restored
+        remembered = history_restore.remember(
+            messages, cfg.restore_max_messages, cfg.restore_max_chars
+        )
+        if remembered != state.get(history_restore.NAMESPACE):
+            state = state.with_value(history_restore.NAMESPACE, remembered)
+
+    meta = state.get(META) or {}
+    seen_list: list[str] = list(meta.get("seen") or [])[-cfg.max_seen_calls :]
+    seen = set(seen_list)
+    pending: list[str] = list(meta.get("pending") or [])
+    cwd: str | None = meta.get("cwd")
+    seq: int = int(meta.get("seq") or 0)
+    stored = state.get(entity_cache.NAMESPACE) or []
+    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    known = entity_cache.known_types(events)
+    new_events: list[dict[str, Any]] = []
+    # Only calls after the newest one already read, however long the history (a call read long
+    # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
+    pairs = (
+        ctx.derived("tool_pairs", tool_pairs)  # shared with the observations of later rules
+        if messages is ctx.messages
+        else tool_pairs(messages)
+    )
+    start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
+    todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
+    for _, call, answer in [*todo, *pairs[start:]]:
+        key = call_key(call)
+        if key in seen:
+            continue
+        result = "" if answer is None else text_of(messages[answer].get("content"))
+        if answer is None or result.startswith(PLACEHOLDER_PREFIX):
+            # unanswered, or a result the proxy wrote for an interrupted call: read once answered
+            if key not in pending:
+                pending.append(key)
+            continue
+        if key in pending:
+            pending.remove(key)
+        seen.add(key)
+        seen_list.append(key)
+        if not succeeded(tools, result):
+            continue
+        name, args = call_name(call), load_arguments(call_arguments_text(call))
+        command = shell_command(tools, name, args)
+        if command is not None:
+            outcome = analyse(command, cwd, verbs, known)
+            effects = outcome.effects
+            if cfg.persist_cwd:
+                cwd = outcome.cwd
+        else:
+            effect = file_tool_effect(tools, name, args, result, cwd, known)
+            effects = (effect,) if effect else ()
+        cwd = cwd_hint(tools, result) or cwd
+        for effect in effects:
+            if holds_secret(effect.path) or (effect.source and holds_secret(effect.source)):
+                # a path holding a key is never remembered: stored redacted it would make a
+                # pointer to a path that does not exist, and a wrong pointer is worse than none
+                continue
+            seq += 1
+            event = entity_cache.make_event(effect, ctx.now, call_id(call), seq, name)
+            new_events.append(event)
+            entity_cache.note(known, event)  # the newest event: known stays current, linearly
+
+    if new_events:
+        new_events = storable(new_events)  # lone surrogates in paths: the state must store
+        events = entity_cache.add(events, new_events, cfg.max_entities)
+    if events != stored:
+        state = state.with_value(entity_cache.NAMESPACE, events)
+    new_meta = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+    if pending:
+        new_meta["pending"] = pending[-MAX_PENDING:]
+    new_meta = storable(new_meta)
+    if new_meta != meta:
+        state = state.with_value(META, new_meta)
+    report["entities"] = [
+        {k: e[k] for k in ("type", "name", "path", "action", "call_id") if k in e}
+        | ({"from": e["from"]} if "from" in e else {})
+        for e in new_events
+    ]
+    return RuleResult(messages, state, report)
