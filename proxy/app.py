@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 
 import orjson
 from starlette.applications import Starlette
@@ -20,6 +19,7 @@ from proxy.auth import check_client
 from proxy.errors import ProxyError
 from proxy.inspect import ui
 from proxy.rewrite.engine import Engine
+from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.chat import ChatCompletions, Services
 from proxy.settings import Settings
 from proxy.store.sqlite import Store
@@ -70,12 +70,6 @@ async def models(request: Request) -> Response:
     return _json({"object": "list", "data": [_model_entry(n) for n in names]}, headers=overhead)
 
 
-async def chat(request: Request) -> Response:
-    """Never reached for POST (``ProxyApp`` answers chat completions before routing); kept so the
-    paths are known to the router, which answers other methods with 405."""
-    raise HTTPException(405)
-
-
 def route_path(scope: Scope) -> str:
     """The path as the router sees it: without the root path (uvicorn --root-path, a mount)."""
     path: str = scope["path"]
@@ -94,13 +88,17 @@ class ProxyApp(Starlette):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the path as routed: under a root path (uvicorn --root-path, a mount) it is stripped
-        if (
-            scope["type"] == "http"
-            and scope["method"] == "POST"
-            and route_path(scope) in CHAT_PATHS
-        ):
-            scope["app"] = self
-            await self.state.chat(scope, receive, send)
+        if scope["type"] == "http" and route_path(scope) in CHAT_PATHS:
+            if scope["method"] == "POST":
+                scope["app"] = self
+                await self.state.chat(scope, receive, send)
+                return
+            method = scope["method"]
+            answer = error_response(
+                405, f"{_clip(method)} is not allowed on {_clip(route_path(scope))}.",
+                "method_not_allowed", {"allow": "POST"},
+            )  # fmt: skip
+            await answer(scope, receive, _with_request_headers(scope, send))
             return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
@@ -113,7 +111,7 @@ def _with_request_headers(scope: Scope, send: Send) -> Send:
     with no upstream call the overhead is the whole handling time; ``/v1/models`` sets its own
     (the time before its upstream call)."""
     started = time.perf_counter()
-    request_id = "req_" + uuid.uuid4().hex[:24]
+    request_id = new_request_id()
     scope.setdefault("state", {})["overhead_started"] = started
 
     async def wrapped(message: Message) -> None:
@@ -135,22 +133,28 @@ async def http_error(request: Request, exc: Exception) -> Response:
     """Unknown paths (404) and wrong methods (405) in OpenAI's error shape, not plain text."""
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        message = f"{request.method} is not allowed on {request.url.path}."
-        code = "method_not_allowed"
+        message = f"{_clip(request.method)} is not allowed on {_clip(request.url.path)}."
+        code: str | None = "method_not_allowed"
     elif exc.status_code == 404:
-        message = f"Unknown path {request.url.path}."
+        message = f"Unknown path {_clip(request.url.path)}."
         code = "not_found"
     else:
         message, code = str(exc.detail), None
-    body = {
-        "error": {
-            "message": message,
-            "type": "invalid_request_error",
-            "param": None,
-            "code": code,
-        }
-    }
-    return Response(orjson.dumps(body), exc.status_code, exc.headers, "application/json")
+    return error_response(exc.status_code, message, code, exc.headers)
+
+
+def error_response(
+    status: int, message: str, code: str | None, headers: Mapping[str, str] | None = None
+) -> Response:
+    """An error of the router (no such path, wrong method) in OpenAI's shape."""
+    body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                      "code": code}}  # fmt: skip
+    return Response(orjson.dumps(body), status, dict(headers or {}), "application/json")
+
+
+def _clip(text: str, limit: int = 80) -> str:
+    """Client text quoted in an error, bounded."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _model_entry(name: str) -> dict[str, object]:
@@ -188,8 +192,6 @@ def create_app(
             await store.close()
 
     routes = [
-        Route("/v1/chat/completions", chat, methods=["POST"]),
-        Route("/chat/completions", chat, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
         Route("/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),

@@ -14,19 +14,11 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from proxy.errors import ProxyError, Unauthorized
+from proxy.errors import Forbidden, Unauthorized
 from proxy.settings import AuthSettings
 
 COOKIE = "ctxproxy_admin"
 Access = Literal["key", "loopback", "public"]
-
-
-class Forbidden(ProxyError):
-    """An admin view asked for from a client it is not open to (no key would help)."""
-
-    status = 403
-    error_type = "invalid_request_error"
-    code = "forbidden"
 
 
 def bearer(headers: Mapping[str, str]) -> str | None:

@@ -1,5 +1,5 @@
-"""The ``ctxproxy`` command: serve, rewrite, logs, show (and more subcommands registered by
-modules)."""
+"""The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs`` and ``show``, each a ``cmd_*``
+function wired to its subparser in ``build_parser``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from typing import Any
 
 import orjson
 
-from proxy.errors import ModelNotFound, ProxyError
-from proxy.rewrite.engine import Engine, parse_body
+from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.rewrite.body import parse_body
+from proxy.rewrite.engine import Engine
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 
 
@@ -62,6 +63,24 @@ def _announce(message: str) -> None:
         handler.handle(record)
 
 
+def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
+    """What a newcomer needs in the first minute: version, address, where each model goes (match
+    patterns and kind, never a key), the database, the /ui address."""
+    from proxy import __version__
+
+    where = f"[{host}]" if ":" in host else host
+    base = f"http://{where}:{port}"
+    routes = "; ".join(
+        f"{u.name} ({u.kind}{'/' + u.provider if u.provider else ''}): {', '.join(u.match)}"
+        for u in settings.upstreams
+    )
+    return (
+        f"ctxproxy {__version__} listening on {base} · upstreams: {routes or 'none'} · "
+        f"database: {Path(db_path).resolve() if db_path != ':memory:' else db_path} · "
+        f"ui: {base}/ui"
+    )
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -74,8 +93,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
-    app = create_app(settings, db_path=args.db, budget_override=args.budget)
-    _announce(access_line(settings.auth, settings.ui.public))
+    db_path = args.db or settings.store.path
+    app = create_app(settings, db_path=db_path, budget_override=args.budget)
+    access = access_line(settings.auth, settings.ui.public)
+    _announce(f"{startup_line(settings, host, port, db_path)} · {access}")
     uvicorn.Server(server_config(app, settings.server, host, port)).run()
     return 0
 
@@ -89,7 +110,12 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
     await store.open()
     try:
         engine = Engine(settings, store, budget_override=args.budget)
-        body = parse_body(raw, settings.limits.max_body_bytes)
+        if len(raw) > settings.limits.max_body_bytes:  # the server's reader checks as it reads
+            raise PayloadTooLarge(
+                f"Request body is {len(raw)} bytes; the limit is "
+                f"{settings.limits.max_body_bytes} bytes."
+            )
+        body = parse_body(raw)
         if settings.upstreams and settings.upstream_for(body["model"]) is None:
             raise ModelNotFound(
                 f"The model '{body['model']}' is not served by any configured upstream.",

@@ -1,19 +1,26 @@
-"""Errors the proxy answers with, all in OpenAI's shape: {"error": {message, type, param, code}}.
+"""Every error the proxy answers with or logs, in one tree. Answers take OpenAI's shape:
+{"error": {message, type, param, code}}; the status is the class's own.
 
-ProxyError
+ProxyError                 500 internal_error: a bug of ours (``InternalError`` says so)
+ ├── InternalError         500 internal_error "Internal error in ctxproxy: <exception class>"
  ├── BadRequest            400 invalid_request_error (bad JSON, missing/malformed field)
- ├── Unauthorized          401 invalid_api_key (auth.mode: keys)
- ├── ModelNotFound         404 model_not_found (no upstream serves the model)
+ ├── Unauthorized          401 invalid_api_key (auth.mode: keys; a litellm upstream without a key)
+ ├── Forbidden             403 forbidden (/ui, /metrics from a client they are not open to)
+ ├── ModelNotFound         404 model_not_found (no upstream serves the model, or another provider)
  ├── RequestTimeout        408 request_timeout (body not received within limits.body_read_timeout_s)
  ├── PayloadTooLarge       413 request_too_large (over limits.max_body_bytes)
  ├── UnsupportedMediaType  415 unsupported_media_type (a chat body not sent as application/json)
+ ├── ClientGone            499 client_disconnected: logged, never sent (nobody is left)
+ ├── UpstreamMisconfigured 500 upstream_misconfigured (config names a provider litellm lacks)
+ ├── UpstreamKeyMissing    500 upstream_key_missing (an upstream's api_key_env is empty)
  ├── UpstreamFailed        the provider's status (502 if none) upstream_error or the provider's
  │                         error class (litellm path); the provider's message, shortened
  ├── UpstreamUnreachable   502 upstream_connection_error
+ ├── ShuttingDown          503 shutting_down: logged for a request cancelled before forwarding
  └── UpstreamTimeout       504 upstream_timeout
 
 Upstream errors name the upstream as configured (``upstreams[].name``), never its URL, host or a
-traceback; those go to the server log.
+traceback; those go to the server log. Errors clip the client text they quote.
 """
 
 from __future__ import annotations
@@ -123,3 +130,52 @@ class UpstreamTimeout(ProxyError):
     status = 504
     error_type = "upstream_error"
     code = "upstream_timeout"
+
+
+class InternalError(ProxyError):
+    """A bug of ours or a library's: the client learns only the exception's class."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"Internal error in ctxproxy: {type(exc).__name__}")
+
+
+class Forbidden(ProxyError):
+    """An admin view asked for from a client it is not open to (no key would help)."""
+
+    status = 403
+    error_type = "invalid_request_error"
+    code = "forbidden"
+
+
+CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
+
+
+class ClientGone(ProxyError):
+    """Logged (status 499), never sent: there is nobody left to send it to."""
+
+    status = CLIENT_CLOSED
+    error_type = "client_error"
+    code = "client_disconnected"
+
+
+class ShuttingDown(ProxyError):
+    """Logged when the server cancels a request it had not forwarded yet (shutdown)."""
+
+    status = 503
+    error_type = "server_error"
+    code = "shutting_down"
+
+    def __init__(self) -> None:
+        super().__init__("The proxy shut down before the request was forwarded.")
+
+
+class UpstreamMisconfigured(ProxyError):
+    """Config names a provider litellm does not know: no call is made."""
+
+    code = "upstream_misconfigured"
+
+
+class UpstreamKeyMissing(ProxyError):
+    """The upstream's ``api_key_env`` is empty: litellm would fall back on another key."""
+
+    code = "upstream_key_missing"

@@ -21,8 +21,8 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from proxy.auth import COOKIE, Forbidden, admin_key, check_admin, session_seconds, session_token
-from proxy.errors import Unauthorized
+from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
+from proxy.errors import Forbidden, Unauthorized
 from proxy.inspect import report_view as rv
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings

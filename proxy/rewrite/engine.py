@@ -11,9 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from proxy.errors import BadRequest, PayloadTooLarge
+from proxy.errors import BadRequest
 from proxy.rewrite.model_windows import context_window
 from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
@@ -28,100 +26,10 @@ from rules.messages import last_index, text_of
 
 log = logging.getLogger("ctxproxy.engine")
 
-MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 # Request bodies from this size run the pipeline in a worker thread (a 1 MiB conversation takes
 # ~15 ms): the event loop keeps serving others meanwhile. Smaller ones run inline, since a thread
 # hop and the GIL handovers it brings cost more than they save.
 OFFLOAD_BYTES = 1024 * 1024
-VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
-MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what errors and logs echo
-ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
-
-
-def _echo(value: Any) -> str:
-    """``repr(value)``, clipped: an error never echoes unbounded client text."""
-    text = repr(value)
-    return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
-
-
-def parse_body(raw: bytes, max_body_bytes: int) -> dict[str, Any]:
-    if len(raw) > max_body_bytes:
-        raise PayloadTooLarge(
-            f"Request body is {len(raw)} bytes; the limit is {max_body_bytes} bytes."
-        )
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise BadRequest("Request body must be a JSON object.", code="invalid_json")
-    check_depth(body)  # walks containers only: cheaper than counting brackets in the bytes
-    validate_body(body)
-    return body
-
-
-def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
-    """400 for a body nested deeper than ``limit`` arrays/objects: orjson parses up to 1024
-    levels but serialises only 254, so such a body would fail later (forwarding, the log)."""
-    if not _within_depth(body, limit - 1):
-        raise BadRequest(
-            f"Request body is nested more than {limit} levels deep (arrays/objects); "
-            f"the limit is {limit}.",
-            code="invalid_json",
-        )
-
-
-def _within_depth(value: dict[str, Any] | list[Any], remaining: int) -> bool:
-    # recursion, not an explicit stack: ~3× faster here, and ``remaining`` bounds it at ``limit``
-    for child in value.values() if type(value) is dict else value:
-        kind = type(child)
-        if (kind is dict or kind is list) and (
-            remaining <= 0 or not _within_depth(child, remaining - 1)
-        ):
-            return False
-    return True
-
-
-def validate_body(body: Mapping[str, Any]) -> None:
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise BadRequest("'model' is required and must be a non-empty string.", param="model")
-    if len(model) > MAX_MODEL_CHARS:
-        raise BadRequest(
-            f"'model' is {len(model)} characters long; the limit is {MAX_MODEL_CHARS}.",
-            param="model",
-        )
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        raise BadRequest("'messages' is required and must be an array.", param="messages")
-    if not messages:
-        raise BadRequest("'messages' must contain at least one message.", param="messages")
-    for i, m in enumerate(messages):
-        if not isinstance(m, dict):
-            raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
-        r = m.get("role")
-        if not isinstance(r, str) or r not in VALID_ROLES:
-            raise BadRequest(
-                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {_echo(r)}.",
-                param=f"messages[{i}].role",
-            )
-        content = m.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise BadRequest(
-                f"'messages[{i}].content' must be a string, an array of parts or null.",
-                param=f"messages[{i}].content",
-            )
-        if (
-            "tool_calls" in m
-            and m["tool_calls"] is not None
-            and not isinstance(m["tool_calls"], list)
-        ):
-            raise BadRequest(
-                f"'messages[{i}].tool_calls' must be an array.", param=f"messages[{i}].tool_calls"
-            )
-    tools = body.get("tools")
-    if tools is not None and not isinstance(tools, list):
-        raise BadRequest("'tools' must be an array.", param="tools")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ bytes, a JSON answer."""
 
 from __future__ import annotations
 
+import uuid
 from urllib.parse import quote
 
 from starlette.types import Send
@@ -29,3 +30,8 @@ async def send_json(send: Send, status: int, body: bytes, headers: dict[str, str
     raw = raw_headers({**headers, "content-type": "application/json"}, len(body))
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})
+
+
+def request_id() -> str:
+    """A new request id: the log row's key and the ``x-ctxproxy-request-id`` header."""
+    return "req_" + uuid.uuid4().hex[:24]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,15 +16,21 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.auth import check_client
 from proxy.errors import (
+    CLIENT_CLOSED,
+    ClientGone,
+    InternalError,
     ModelNotFound,
     PayloadTooLarge,
     ProxyError,
     RequestTimeout,
+    ShuttingDown,
     UnsupportedMediaType,
     require_json,
 )
-from proxy.rewrite.engine import Engine, parse_body
+from proxy.rewrite.body import parse_body
+from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import header_value, raw_headers, send_json
+from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.settings import Settings
 from proxy.store.sqlite import Store
@@ -37,26 +42,8 @@ from proxy.upstream.usage import usage_fields, usage_of
 from rules.redact import redact, redact_text
 
 log = logging.getLogger("ctxproxy.handler")
-CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent
-
-
-class ShuttingDown(ProxyError):
-    """Logged when the server cancels a request it had not forwarded yet (shutdown)."""
-
-    status = 503
-    error_type = "server_error"
-    code = "shutting_down"
-
-    def __init__(self) -> None:
-        super().__init__("The proxy shut down before the request was forwarded.")
-
-
-class ClientGone(ProxyError):
-    """Logged (status 499), never sent: there is nobody left to send it to."""
-
-    status = CLIENT_CLOSED
-    error_type = "client_error"
-    code = "client_disconnected"
+# Errors raised before the body was read to its end.
+_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)
 
 
 @dataclass
@@ -79,7 +66,7 @@ class ChatCompletions:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        request_id = "req_" + uuid.uuid4().hex[:24]
+        request_id = new_request_id()
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         row: dict[str, Any] = {"id": request_id, "created_at": time.time(), "path": scope["path"]}
         self.s.observers.started()
@@ -89,7 +76,7 @@ class ChatCompletions:
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body = parse_body(raw, self.s.settings.limits.max_body_bytes)
+            body = parse_body(raw)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -125,7 +112,7 @@ class ChatCompletions:
             return
         except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
             log.exception("request %s failed inside the proxy", request_id)
-            error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+            error = InternalError(exc)
             await self._fail_early(send, error, row, started)
             return
         except asyncio.CancelledError:  # the server is shutting down: the row still completes
@@ -161,7 +148,7 @@ class ChatCompletions:
                 raise
             except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
                 log.exception("request %s failed calling upstream %s", request_id, upstream.name)
-                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                error = InternalError(exc)
                 await self._answer_error(send, error, row, started, out_headers)
                 return
             if response.chunks is None:
@@ -243,7 +230,7 @@ class ChatCompletions:
         except BaseException as exc:  # the response could not be sent (e.g. the server refused)
             if ttfb is None and not complete and error is None:
                 log.error("request %s: the response could not be sent: %r", row["id"], exc)
-                error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+                error = InternalError(exc)
                 status = error.status
             raise
         finally:
@@ -260,7 +247,7 @@ class ChatCompletions:
         self, send: Send, exc: Exception, row: dict[str, Any], started: float
     ) -> None:
         log.error("request %s failed building the response: %r", row["id"], exc)
-        error = ProxyError(f"Internal error in ctxproxy: {type(exc).__name__}")
+        error = InternalError(exc)
         await self._answer_error(send, error, row, started, {"x-ctxproxy-request-id": row["id"]})
 
     async def _answer_error(
@@ -271,10 +258,16 @@ class ChatCompletions:
         started: float,
         headers: dict[str, str],
     ) -> None:
-        """Answer ``error`` in OpenAI's shape; the row completes even if sending fails."""
+        """The one error answer, in OpenAI's shape. The row completes even if sending fails;
+        nothing is sent to a client that left; a body left unread closes the connection."""
         fields = self._fields(row, started, error.status, error, None)
+        if isinstance(error, _BODY_UNREAD):
+            # this connection cannot carry another request (and a trickling sender must not
+            # keep it)
+            headers = {**headers, "connection": "close"}
         try:
-            await send_json(send, error.status, error.body_bytes(), headers)
+            if not isinstance(error, ClientGone):
+                await send_json(send, error.status, error.body_bytes(), headers)
         finally:
             await self._finish(row, fields)
 
@@ -306,25 +299,17 @@ class ChatCompletions:
             ) from None
 
     async def _fail_early(
-        self, send: Send, exc: ProxyError, row: dict[str, Any], started: float
+        self, send: Send, error: ProxyError, row: dict[str, Any], started: float
     ) -> None:
+        """An error before forwarding: the row, not queued yet, is queued now, then answered."""
         overhead_ms = (time.perf_counter() - started) * 1000
         row["overhead_ms"] = round(overhead_ms, 3)
         await self.s.store.insert_request(row)
-        fields = self._fields(row, started, exc.status, exc, None)
         headers = {
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
-        if isinstance(exc, (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)):
-            # the body was not read to its end: this connection cannot carry another request
-            # (and a trickling sender must not keep it)
-            headers["connection"] = "close"
-        try:
-            if not isinstance(exc, ClientGone):  # nobody is left to answer
-                await send_json(send, exc.status, exc.body_bytes(), headers)
-        finally:
-            await self._finish(row, fields)
+        await self._answer_error(send, error, row, started, headers)
 
     def _fields(
         self,

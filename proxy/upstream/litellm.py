@@ -35,6 +35,8 @@ from proxy.errors import (
     ProxyError,
     Unauthorized,
     UpstreamFailed,
+    UpstreamKeyMissing,
+    UpstreamMisconfigured,
     UpstreamTimeout,
     UpstreamUnreachable,
 )
@@ -98,18 +100,6 @@ _MAX_SHOWN_MODEL = 100  # characters of a refused model name in the answer
 _VERDICTS: dict[tuple[str, str], bool] = {}
 _MAX_VERDICTS = 1024
 _MAX_KEPT_NAME = 256
-
-
-class UpstreamMisconfigured(ProxyError):
-    """Config names a provider litellm does not know: no call is made."""
-
-    code = "upstream_misconfigured"
-
-
-class UpstreamKeyMissing(ProxyError):
-    """The upstream's ``api_key_env`` is empty: litellm would fall back on another key."""
-
-    code = "upstream_key_missing"
 
 
 @cache
