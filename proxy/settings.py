@@ -173,7 +173,7 @@ def _derived_provider(match: list[str]) -> str:
         else:
             bare.append(pattern)
     if bare:
-        from proxy.upstream.litellm import provider_of  # lazy: imports litellm
+        from proxy.providers import provider_of  # lazy: imports litellm
 
         for pattern in bare:
             named = provider_of(_GLOB.sub("x", pattern))

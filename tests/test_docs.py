@@ -11,8 +11,9 @@ from urllib.parse import unquote
 import pytest
 import yaml
 
+from bench import option_docs
 from proxy.settings import load_settings
-from rules.registry import default_rule_names
+from rules.registry import default_rule_names, load_rule
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -100,3 +101,48 @@ def test_example_config_loads() -> None:
 def test_readme_test_command_is_what_ci_runs() -> None:
     assert "bin/test" in (ROOT / ".ci" / "run").read_text()
     assert "bin/test" in README.read_text()
+
+
+def test_option_tables_match_the_rules_config() -> None:
+    """The rule pages' option tables and config.example.yaml's ``rules:`` are generated from
+    each rule's Config; regenerate with ``python -m bench.option_docs --write``."""
+    drifted = option_docs.drift()
+    assert not drifted, (
+        "option tables drifted from the rules' Config (run python -m bench.option_docs --write):\n"
+        + "".join(drifted.values())
+    )
+
+
+@pytest.mark.parametrize("name", default_rule_names())
+def test_every_rule_option_has_a_description(name: str) -> None:
+    fields = load_rule(name).Config.model_fields
+    assert "enabled" in fields
+    for option, info in fields.items():
+        text = (info.description or "").strip()
+        assert text, f"{name}.{option} has no Field(description=…)"
+        assert "\n" not in text, f"{name}.{option}'s description spans lines"
+
+
+def test_example_config_states_each_rules_defaults() -> None:
+    """Every option is listed in config.example.yaml, at a value equal to its default."""
+    config = yaml.safe_load((ROOT / "config.example.yaml").read_text())
+    for entry in config["rules"]:
+        options = {k: v for k, v in entry.items() if k != "name"}
+        config_cls = load_rule(entry["name"]).Config
+        assert set(options) == set(config_cls.model_fields), entry["name"]
+        assert config_cls.model_validate(options) == config_cls(), entry["name"]
+
+
+def test_option_check_sees_a_changed_description(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drift check must not pass by comparing nothing: a changed description is drift."""
+    real = option_docs.rule_options
+
+    def changed(rule: str) -> list[option_docs.Option]:
+        opts = real(rule)
+        if rule != "prune":
+            return opts
+        return [option_docs.Option(o.name, o.default, o.description + " (x)") for o in opts]
+
+    monkeypatch.setattr(option_docs, "rule_options", changed)
+    drifted = option_docs.drift()
+    assert set(drifted) == {DOCS / "rules" / "prune.md", ROOT / "config.example.yaml"}

@@ -88,7 +88,7 @@ class Resolver:
         return out, info
 
     async def _ask(self, user_text: str, question: Mapping[str, Any]) -> dict[str, Any] | None:
-        from proxy.upstream.litellm import load_litellm
+        from proxy.providers import load_litellm
 
         litellm = load_litellm()
         candidates = list(question.get("candidates") or [])

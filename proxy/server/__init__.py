@@ -3,5 +3,5 @@ forward, relay, complete the log row), the helpers that write ASGI answers by ha
 notices a client leaving, and the uvicorn protocol that times out slow headers.
 
 Reads ``proxy.rewrite`` (what to forward), ``proxy.upstream`` (where), ``proxy.store`` and
-``proxy.telemetry`` (the row), and the top-level ``errors``, ``auth`` and ``settings``. Nothing
-else in ``proxy`` imports it but ``app`` and ``cli``."""
+``proxy.telemetry`` (the row), ``rules.redact`` (captured payloads), and the top-level ``errors``,
+``auth`` and ``settings``. Nothing else in ``proxy`` imports it but ``app`` and ``cli``."""

@@ -66,6 +66,17 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
 
 _BARE = re.compile(r"[A-Za-z0-9_.,:/@+\-]+")
 _UNPRINTABLE = re.compile(r"[^\x20-\x7e\u00a0-\u2027\u202a-\uffff]")
+# What orjson leaves raw in a JSON string but a terminal acts on: DEL, C1 controls, bidi marks,
+# overrides and isolates (they reorder what the reader sees).
+_TERMINAL_UNSAFE = re.compile(r"[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(line: str) -> str:
+    """``line`` (JSON text) with the characters a terminal would act on written as ``\\uXXXX``
+    escapes: the same JSON, safe to print."""
+    if line.isascii():
+        return line
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
 def text_value(value: Any) -> str:
@@ -83,7 +94,7 @@ def text_value(value: Any) -> str:
     if _BARE.fullmatch(text):
         return text
     quoted = orjson.dumps(text).decode()
-    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted)
+    return terminal_safe(_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted))
 
 
 class JsonLog:
@@ -103,7 +114,7 @@ class JsonLog:
             return
         record = request_record(row, time.time())
         if self.json_lines:
-            line = orjson.dumps(record).decode()
+            line = terminal_safe(orjson.dumps(record).decode())
         else:
             line = " ".join(f"{k}={text_value(v)}" for k, v in record.items())
         out = self.stream or sys.stderr
@@ -126,7 +137,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(out).decode()
+        return terminal_safe(orjson.dumps(out).decode())
 
 
 def configure(settings: LoggingSettings) -> None:

@@ -20,7 +20,6 @@ the server log."""
 from __future__ import annotations
 
 import logging
-import os
 import re
 import traceback
 from collections.abc import AsyncIterator, Iterator
@@ -40,8 +39,8 @@ from proxy.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
-from proxy.tokens import ensure_offline_tiktoken
 from proxy.upstream import UpstreamResponse
 from rules.redact import redact_text
 
@@ -100,31 +99,6 @@ _MAX_SHOWN_MODEL = 100  # characters of a refused model name in the answer
 _VERDICTS: dict[tuple[str, str], bool] = {}
 _MAX_VERDICTS = 1024
 _MAX_KEPT_NAME = 256
-
-
-@cache
-def load_litellm() -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    ensure_offline_tiktoken()
-    import litellm
-
-    litellm.drop_params = True  # a field one provider lacks must not fail the request
-    litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
-    return litellm
-
-
-def provider_of(model: str) -> str | None:
-    """The provider litellm picks for ``model`` by itself; None when the name does not tell.
-    A prefix litellm knows is taken as it stands, without the lookup: for some providers the
-    lookup acts (github_copilot's starts an OAuth device flow)."""
-    litellm = load_litellm()
-    prefix, slash, _ = model.partition("/")
-    if slash and prefix in litellm.provider_list:
-        return prefix
-    try:
-        return str(litellm.get_llm_provider(model)[1])
-    except Exception:  # litellm raises for a name it cannot place
-        return None
 
 
 def model_uses_provider(provider: str, model: str) -> bool:

@@ -18,7 +18,7 @@ import pytest
 
 from proxy.inspect import report_view as rv
 from tests.conftest import proxy_settings
-from tests.proxy.test_show import FINISHED, realistic_row, write_rows
+from tests.proxy.inspect.test_show import FINISHED, realistic_row, write_rows
 from tests.support.factories import assistant, request, result, shell, system, user
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -10,20 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.tokens import TokenCounters
-from rules.base import Context
 from rules.encoding import fix_encoding
 from rules.encoding.mojibake import fix_text
-from tests.support.factories import assistant, result, shell, user
+from tests.support.factories import assistant, ctx, result, shell, user
 from tests.support.traces import iter_conversations
-
-TOKENS = TokenCounters().for_model("gpt-4o")
-
-
-def ctx_for(messages: list) -> Context:
-    return Context(
-        messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0, original_messages=messages
-    )
 
 
 def garble(text: str, codec: str) -> str:
@@ -96,7 +86,7 @@ def test_rule_fixes_tool_output_and_reports() -> None:
         result("c1", broken),
         {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": broken}]},
     ]
-    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config())
+    res = fix_encoding.apply(ctx(messages), fix_encoding.Config())
     assert res.messages[2]["content"] == "Größe: 5 MB – fertig"
     assert res.messages[3]["content"] == [{"type": "text", "text": "Größe: 5 MB – fertig"}]
     assert res.messages[0] is messages[0]  # user messages are not in the default roles
@@ -117,7 +107,7 @@ def test_rule_fixes_tool_output_and_reports() -> None:
             "lines": 1,
         },
     ]
-    again = fix_encoding.apply(ctx_for(res.messages), fix_encoding.Config())
+    again = fix_encoding.apply(ctx(res.messages), fix_encoding.Config())
     assert again.messages is res.messages
 
 
@@ -135,7 +125,7 @@ def test_options(cfg: dict, changed: bool) -> None:
         assistant(None, shell("c1", "x")),
         result("c1", garble("경고: 명령 출력", "cp949")),
     ]
-    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config(**cfg))
+    res = fix_encoding.apply(ctx(messages), fix_encoding.Config(**cfg))
     assert (res.messages is not messages) is changed
     if "roles" in cfg:
         assert res.messages[0]["content"] == "über"
@@ -144,7 +134,7 @@ def test_options(cfg: dict, changed: bool) -> None:
 def test_valid_conversation_is_the_same_list() -> None:
     messages = [user("hi"), assistant(None, shell("c1", "ls")), result("c1", "a.py\nbé.py")]
     before = orjson.dumps(messages)
-    res = fix_encoding.apply(ctx_for(messages), fix_encoding.Config())
+    res = fix_encoding.apply(ctx(messages), fix_encoding.Config())
     assert res.messages is messages and orjson.dumps(res.messages) == before
 
 

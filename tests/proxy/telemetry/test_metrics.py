@@ -10,7 +10,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.telemetry.metrics import MAX_MODEL_LABELS, Metrics
 from tests.conftest import proxy_settings
-from tests.proxy.test_show import realistic_row
+from tests.proxy.inspect.test_show import realistic_row
 from tests.support.factories import request, system, user
 
 
@@ -179,7 +179,7 @@ def test_metrics_need_the_admin_key_in_keys_mode(
 
 def test_metrics_count_what_the_live_rules_did(live_proxy) -> None:
     from proxy.inspect import report_view as rv
-    from tests.proxy.test_show import agent_history
+    from tests.proxy.inspect.test_show import agent_history
 
     proxy = live_proxy(pipeline={"on_rule_error": "fail", "budget_tokens": 2000})
     r = httpx.post(proxy.base_url + "/chat/completions", json=request(*agent_history()))

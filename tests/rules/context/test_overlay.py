@@ -8,15 +8,11 @@ from typing import Any
 
 import pytest
 
-from proxy.rewrite.pipeline import Pipeline
-from proxy.settings import ConfiguredRule
-from proxy.tokens import TokenCounters
-from rules.base import Context, SessionState
+from rules.base import RuleResult, SessionState
+from rules.chain.validator import find_violations
 from rules.context import overlay, prune
 from rules.messages import PLACEHOLDER_PREFIX, text_of
-from tests.support.factories import assistant, call, result, user
-
-TOKENS = TokenCounters().for_model("gpt-4o")
+from tests.support.factories import TOKENS, assistant, call, ctx, prefix_reuse, result, user
 
 
 def step(k: int) -> list[dict[str, Any]]:
@@ -30,20 +26,25 @@ def conversation(steps: int) -> list[dict[str, Any]]:
     return [user("Refactor the parser"), *[m for k in range(steps) for m in step(k)]]
 
 
-def pipeline(**options: Any) -> Pipeline:
-    return Pipeline([ConfiguredRule(name="prune", config=prune.Config(**options))], "fail")
+def apply(context: Any, **options: Any) -> RuleResult:
+    """prune on its own; what it forwards must keep a valid tool chain."""
+    out = prune.apply(context, prune.Config(**options))
+    assert find_violations(out.messages) == []
+    return out
 
 
 def replay(messages: list[dict[str, Any]], budget: int, **options: Any) -> list[dict[str, Any]]:
-    """Send every prefix ending on a tool result, as an agent would; one record per request."""
-    runner, state, records = pipeline(**options), SessionState(), []
+    """Send every prefix ending on a tool result, as an agent would; one record per request,
+    with the share of the forwarded tokens that repeat the previous request's prefix."""
+    state, records, previous = SessionState(), [], []
     for end in range(3, len(messages) + 1, 2):
         sent = messages[:end]
-        ctx = Context(messages=sent, original_messages=sent, model="gpt-4o", tokens=TOKENS,
-                      now=0.0, state=state, budget=budget)  # fmt: skip
-        out = runner.run(ctx)
+        out = apply(ctx(sent, state=state, budget=budget), **options)
         state = out.state
-        records.append({"sent": sent, "forwarded": out.messages, "report": out.report})
+        reuse = prefix_reuse(previous, out.messages)
+        records.append({"sent": sent, "forwarded": out.messages, "report": out.report,
+                        "prefix_reuse": reuse})  # fmt: skip
+        previous = out.messages
     return records
 
 
@@ -61,7 +62,7 @@ def test_forwarded_prefix_is_stable_between_compactions(budget_share: float) -> 
         assert cur["forwarded"][:n] == prev["forwarded"], "rewrote the middle without compaction"
     assert 1 <= compactions <= len(records) // 15
     assert all(TOKENS.count_messages(r["forwarded"]) <= budget for r in records)
-    reuse = [r["report"]["prefix_reuse"] for r in records[1:]]
+    reuse = [r["prefix_reuse"] for r in records[1:]]
     assert sum(reuse) / len(reuse) >= 0.9
 
 
@@ -79,16 +80,7 @@ def test_small_gain_does_not_break_the_cache() -> None:
     """A compaction that cannot reach the budget and frees less than min_gain is not made."""
     messages = [user("task " * 3000), *step(1), *step(2)]
     budget = 3000
-    out = pipeline(min_gain_tokens=2000).run(
-        Context(
-            messages=messages,
-            original_messages=messages,
-            model="gpt-4o",
-            tokens=TOKENS,
-            now=0.0,
-            budget=budget,
-        )
-    )
+    out = apply(ctx(messages, budget=budget), min_gain_tokens=2000)
     assert out.messages == messages
     assert out.report["prune"]["compacted"] is False
     assert out.report["prune"]["over_budget"] is True
@@ -97,18 +89,16 @@ def test_small_gain_does_not_break_the_cache() -> None:
 def test_edits_replayed_byte_for_byte_and_dropped_with_their_messages() -> None:
     messages = conversation(30)
     budget = int(TOKENS.count_messages(messages) * 0.5)
-    runner = pipeline()
-    ctx = Context(messages=messages, original_messages=messages, model="gpt-4o", tokens=TOKENS,
-                  now=0.0, budget=budget)  # fmt: skip
-    first = runner.run(ctx)
+    context = ctx(messages, budget=budget)
+    first = apply(context)
     stored = first.state.get(prune.NAMESPACE)
     assert stored["edits"]
     # Same request again, larger budget: the overlay still replays, nothing is re-decided.
-    again = runner.run(ctx.evolve(state=first.state, budget=budget * 10))
+    again = apply(context.evolve(state=first.state, budget=budget * 10))
     assert again.messages == first.messages
     # The client compacted its own history: the edits of the vanished messages are gone.
     kept = [messages[0], *messages[-4:]]
-    after = runner.run(ctx.evolve(messages=kept, original_messages=kept, state=again.state))
+    after = apply(context.evolve(messages=kept, original_messages=kept, state=again.state))
     anchors = set(overlay.anchors(kept))
     assert set(after.state.get(prune.NAMESPACE)["edits"]) <= anchors
     assert not [m for m in after.messages if text_of(m["content"]).startswith(PLACEHOLDER_PREFIX)]
@@ -121,9 +111,7 @@ def test_anchor_distinguishes_repeated_messages() -> None:
 
 def run_prune(messages: list[dict[str, Any]], budget: int, state: SessionState | None = None,
               **options: Any) -> Any:  # fmt: skip
-    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0,
-                  state=state or SessionState(), budget=budget)  # fmt: skip
-    return prune.apply(ctx, prune.Config(**options))
+    return apply(ctx(messages, state=state, budget=budget), **options)
 
 
 def dropped_lines(messages: list[dict[str, Any]]) -> list[int]:

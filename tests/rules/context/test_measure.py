@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.tokens import TiktokenCounter
-from rules.base import Context
 from rules.context import measure
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX
-from tests.support.factories import assistant, call, result, system, user
+from tests.support.factories import TOKENS, assistant, call, ctx, result, system, user
 
-TOKENS = TiktokenCounter("o200k_base")
 BLOCK = f"{INJECT_OPEN}\nRecent context:\n- folder ~/a (created)\n{INJECT_CLOSE}"
 
 
@@ -55,11 +52,9 @@ def test_tools_schema_counted() -> None:
 def test_apply_reports_before_and_after_and_changes_nothing() -> None:
     original = [user("hi"), assistant("hello")]
     forwarded = [user("hi\n\n" + BLOCK), assistant("hello")]
-    ctx = Context(
-        messages=forwarded, original_messages=original, model="gpt-4o", tokens=TOKENS, now=0.0
-    )
-    out = measure.apply(ctx, measure.Config())
-    assert out.messages is forwarded and out.state is ctx.state
+    context = ctx(forwarded, original=original)
+    out = measure.apply(context, measure.Config())
+    assert out.messages is forwarded and out.state is context.state
     sections = out.report["sections"]
     assert sections["injected"] == {"before": 0, "after": TOKENS.count_text(BLOCK)}
     assert sections["user"] == {

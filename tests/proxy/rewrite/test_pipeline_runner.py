@@ -1,4 +1,5 @@
-"""The runner: order, per-rule timing, errors contained (skip) or raised (fail), report merging."""
+"""The runner: order, per-rule timing, errors contained (skip) or raised (fail), report merging,
+and the final integrity check repairing what a buggy rule broke."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from proxy.rewrite.pipeline import Pipeline, RuleFailed, merge_report
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TiktokenCounter
 from rules.base import Context, RuleConfig, RuleResult
+from rules.chain import repair_tool_chain
+from rules.chain.validator import find_violations
 from rules.messages import append_text
-from tests.support.factories import user
+from tests.support.factories import assistant, result, shell, user
 
 
 def _ctx(*messages):
@@ -72,3 +75,29 @@ def test_merge_report_appends_lists_and_sets_others() -> None:
     report = {"repairs": [1], "x": 1}
     merge_report(report, {"repairs": [2], "x": 2, "y": [3]})
     assert report == {"repairs": [1, 2], "x": 2, "y": [3]}
+
+
+def _drops_tool_results(ctx: Context, cfg: object) -> RuleResult:
+    """A buggy rule: drops every tool result, leaving calls unanswered."""
+    return RuleResult([m for m in ctx.messages if m["role"] != "tool"], ctx.state, {})
+
+
+def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
+    rules = [
+        ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
+        ConfiguredRule(name="buggy", config=RuleConfig()),
+    ]
+    buggy = SimpleNamespace(apply=_drops_tool_results)
+    pipeline = Pipeline(rules, "fail", modules={"buggy": buggy})
+    broken = [
+        user("fix the build"),
+        result("gone", "orphan text"),
+        assistant(None, shell("c1", "ls")),
+        result("c1", "a.py"),
+    ]
+    out = pipeline.run(_ctx(*broken))
+    assert find_violations(out.messages) == []
+    kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
+    assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input
+    assert ("integrity_repair", "unanswered_call") in kinds  # the buggy rule's damage
+    assert out.report["warnings"][0]["kind"] == "integrity_repair"

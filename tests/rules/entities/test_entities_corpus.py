@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 
-from proxy.tokens import TokenCounters
 from rules.activity.file_tools import load_tools, shell_command, succeeded
 from rules.activity.shell_lex import split_commands
-from rules.base import Context
 from rules.entities import track_entities
 from rules.messages import call_arguments, call_id, call_name, iter_tool_pairs, text_of
+from tests.support.factories import ctx
 from tests.support.traces import iter_conversations
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = track_entities.Config(max_entities=10_000, ttl_seconds=1e12)
 EXPECTED_ACTION = {"mkdir": "create", "touch": "create", "rm": "delete", "mv": "move", "cp": "copy"}
 
@@ -30,15 +28,7 @@ def corpus_events() -> tuple[dict[str, Any], ...]:
     out = []
     for conv in iter_conversations():
         msgs = conv["messages"]
-        ctx = Context(
-            messages=msgs,
-            original_messages=msgs,
-            model="gpt-4o",
-            tokens=TOKENS,
-            now=0.0,
-            session_id=conv["id"],
-        )
-        res = track_entities.apply(ctx, CFG)
+        res = track_entities.apply(ctx(msgs, session_id=conv["id"]), CFG)
         by_call: dict[str, list[dict[str, Any]]] = {}
         for e in res.report["entities"]:
             by_call.setdefault(e["call_id"], []).append(e)

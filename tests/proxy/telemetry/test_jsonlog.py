@@ -200,3 +200,22 @@ def test_plain_text_values_are_quoted_so_no_line_can_be_forged(session: str) -> 
     assert fields["model"] == "m x"
     assert fields["session"].startswith(session[:1])
     assert not any(c in fields["session"] for c in "\n\r\u2028\x85")
+
+
+@pytest.mark.parametrize("json_lines", [True, False])
+def test_terminal_control_characters_from_clients_are_escaped(json_lines: bool) -> None:
+    """orjson escapes C0 controls, but DEL, C1 (``\\x9b`` is CSI) and bidi overrides would reach
+    the terminal of whoever tails stderr raw: they are written as \\u escapes."""
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import JsonLog
+
+    out = io.StringIO()
+    log = JsonLog(LoggingSettings(json_lines=json_lines), stream=out)
+    model = "gpt\x1b[31m\x9b2J\u202eevil\u2066x\x7f"
+    log.finished({"id": "r1", "status": 200, "model": model, "session_id": "s\u202e1"})
+    line = out.getvalue()
+    for raw in ("\x1b", "\x9b", "\u202e", "\u2066", "\x7f"):
+        assert raw not in line
+    assert "\\u202e" in line and "\\u009b" in line
+    if json_lines:
+        assert orjson.loads(line)["model"] == model  # the same JSON, only escaped

@@ -1,28 +1,22 @@
 """prune, stage by stage: cap, supersede, mask, drop turns; protected evidence; the over-budget
-floor; provider-owned state; the rule's contract (no-op is the same list, idempotent); budget
-from the model window and `on_over_budget: reject` through the engine."""
+floor; provider-owned state; the rule's contract (no-op is the same list, idempotent); the budget
+with the tools' schema, room reserved for the tail block. (The budget from the model's window and
+``on_over_budget`` are the engine's: tests/proxy/rewrite/test_engine_budget.py.)"""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from proxy.errors import BadRequest
-from proxy.rewrite.engine import Engine
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
-from proxy.tokens import TokenCounters
 from rules.activity import observations as observations_mod
-from rules.base import Context, RuleResult, SessionState
+from rules.base import RuleResult, SessionState
 from rules.chain import validator as chain_validator
 from rules.context import prune, prune_stages
 from rules.messages import PLACEHOLDER_PREFIX, text_of
-from tests.support.factories import assistant, call, result, shell, system, user
+from tests.support.factories import TOKENS, assistant, call, ctx, result, shell, system, user
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 TASK = user("Fix the failing test in calc.py")
 
 
@@ -55,17 +49,8 @@ def apply(
     tools: list[dict[str, Any]] | None = None,
     **options: Any,
 ) -> RuleResult:
-    ctx = Context(
-        messages=messages,
-        model="gpt-4o",
-        tokens=TOKENS,
-        now=0.0,
-        state=state or SessionState(),
-        budget=budget,
-        request=request or {},
-        tools=tools,
-    )
-    return prune.apply(ctx, prune.Config(**options))
+    context = ctx(messages, state=state, budget=budget, request=request or {}, tools=tools)
+    return prune.apply(context, prune.Config(**options))
 
 
 def elided(out: RuleResult) -> dict[int, str]:
@@ -248,47 +233,6 @@ def test_idempotent_and_deterministic() -> None:
     assert [m for m in once.messages if m["role"] != "tool"] == [
         m for m in messages if m["role"] != "tool"
     ]
-
-
-@pytest.mark.parametrize(
-    ("model", "windows", "budget", "expected"),
-    [
-        ("gpt-4o", {}, None, 128_000 - 8_000),  # litellm's bundled table
-        ("openai/gpt-4o", {}, 50_000, 50_000),  # the smaller of the two
-        ("my-local-model", {"my-*": 32_768}, None, 32_768 - 8_000),  # config wins
-        ("unknown-model-x", {}, None, None),
-    ],
-)
-async def test_budget_from_model_window(
-    tmp_path: Path, model: str, windows: dict[str, int], budget: int | None, expected: int | None
-) -> None:
-    settings = settings_from_mapping({"pipeline": {"context_windows": windows}})
-    store = Store(str(tmp_path / "s.db"))
-    await store.open()
-    try:
-        assert Engine(settings, store, budget_override=budget).budget_for(model) == expected
-    finally:
-        await store.close()
-
-
-@pytest.mark.parametrize("on_over_budget", ["forward", "reject"])
-async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
-    settings = settings_from_mapping(
-        {"pipeline": {"on_over_budget": on_over_budget, "on_rule_error": "fail"}}
-    )
-    store = Store(str(tmp_path / "s.db"))
-    await store.open()
-    body = {"model": "gpt-4o", "messages": [system("rules " * 2000), TASK]}
-    try:
-        engine = Engine(settings, store, budget_override=500, strict=True)
-        if on_over_budget == "reject":
-            with pytest.raises(BadRequest, match="over the budget of 500 tokens"):
-                await engine.rewrite(body, {}, now=0.0)
-        else:
-            out = await engine.rewrite(body, {}, now=0.0)
-            assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
-    finally:
-        await store.close()
 
 
 @pytest.mark.parametrize(

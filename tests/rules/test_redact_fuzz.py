@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.redact import REDACTED, redact, redact_text
-from tests.rules.test_regex_budget import PACK_PATTERNS
+from tests.rules.packs.test_regex_budget import PACK_PATTERNS
 
 BUDGET = 0.25  # seconds per example of up to 64 KiB; the quadratic patterns took seconds
 MAX_CHARS = 64 * 1024

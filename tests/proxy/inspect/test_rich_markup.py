@@ -16,7 +16,7 @@ from rich.console import Console
 
 from proxy.inspect import logs_view, show
 from proxy.inspect import report_view as rv
-from tests.proxy.test_show import realistic_row, write_rows
+from tests.proxy.inspect.test_show import realistic_row, write_rows
 
 NASTY = ["ok[/]", "[/red]", "mkdir '[/red]'", "[bold]x[/bold]", "[link=http://e]y[/link]", "a[/b"]
 

@@ -1,24 +1,20 @@
 """repair_tool_chain: one table row per kind of broken history, with the exact forwarded output
-and the repairs reported; plus no-op, idempotence, purity and the validator's own table."""
+and the repairs reported; plus no-op, idempotence, purity and the validator's own table. (The
+runner's final integrity check, the same repair: tests/proxy/rewrite/test_pipeline_runner.py.)"""
 
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
 from typing import Any
 
 import orjson
 import pytest
 
-from proxy.rewrite.pipeline import Pipeline
-from proxy.settings import ConfiguredRule
-from proxy.tokens import TokenCounters
-from rules.base import Context, RuleConfig, RuleResult
 from rules.chain import repair_tool_chain
 from rules.chain.repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
 from rules.chain.validator import find_violations
 from rules.messages import PLACEHOLDER_PREFIX
-from tests.support.factories import assistant, call, result, shell, system, user
+from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
 repair = repair_tool_chain.repair_messages
 
@@ -384,14 +380,13 @@ def test_validator_table(messages: list, kinds: list[str]) -> None:
 
 
 def test_rule_apply_reports_and_keeps_state() -> None:
-    tokens = TokenCounters().for_model("gpt-4o")
     broken = [U, assistant(None, shell("c1", "ls"))]
-    ctx = Context(messages=broken, model="gpt-4o", tokens=tokens, now=0.0, original_messages=broken)
+    context = ctx(broken)
     cfg = repair_tool_chain.Config()
-    res = repair_tool_chain.apply(ctx, cfg)
+    res = repair_tool_chain.apply(context, cfg)
     assert res.report["repairs"][0]["kind"] == "unanswered_call"
-    assert res.state is ctx.state and res.messages is not broken
-    fine = ctx.evolve(messages=res.messages)
+    assert res.state is context.state and res.messages is not broken
+    fine = context.evolve(messages=res.messages)
     again = repair_tool_chain.apply(fine, cfg)
     assert again.messages is res.messages and again.report == {"repairs": []}
 
@@ -401,40 +396,6 @@ def test_config_rejects_bad_options() -> None:
         repair_tool_chain.Config(max_synthetic_results=0)
     with pytest.raises(ValueError):
         repair_tool_chain.Config(unknown=True)  # type: ignore[call-arg]
-
-
-def _drops_tool_results(ctx: Context, cfg: object) -> RuleResult:
-    """A buggy rule: drops every tool result, leaving calls unanswered."""
-    return RuleResult([m for m in ctx.messages if m["role"] != "tool"], ctx.state, {})
-
-
-def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
-    rules = [
-        ConfiguredRule(name="repair_tool_chain", config=repair_tool_chain.Config()),
-        ConfiguredRule(name="buggy", config=RuleConfig()),
-    ]
-    buggy = SimpleNamespace(apply=_drops_tool_results)
-    pipeline = Pipeline(rules, "fail", modules={"buggy": buggy})
-    broken = [
-        U,
-        result("gone", "orphan text"),
-        assistant(None, shell("c1", "ls")),
-        result("c1", "a.py"),
-    ]
-    out = pipeline.run(
-        Context(
-            messages=broken,
-            model="gpt-4o",
-            now=0.0,
-            original_messages=broken,
-            tokens=TokenCounters().for_model("gpt-4o"),
-        )
-    )
-    assert find_violations(out.messages) == []
-    kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
-    assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input
-    assert ("integrity_repair", "unanswered_call") in kinds  # the buggy rule's damage
-    assert out.report["warnings"][0]["kind"] == "integrity_repair"
 
 
 def test_one_id_reused_for_every_call_of_a_long_history() -> None:

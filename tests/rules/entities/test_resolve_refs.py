@@ -7,14 +7,12 @@ from typing import Any
 
 import pytest
 
-from proxy.tokens import TokenCounters
-from rules.base import Ancestor, Context, SessionState
+from rules.base import Ancestor, SessionState
 from rules.entities import resolve_refs
 from rules.entities.ref_detect import detect, load_lexicons
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
-from tests.support.factories import assistant, shell, user
+from tests.support.factories import assistant, ctx, shell, user
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = resolve_refs.Config()
 LANGS = ("en", "zh", "ko", "ja")
 
@@ -98,17 +96,14 @@ def run(
     cfg: resolve_refs.Config = CFG,
 ):  # type: ignore[no-untyped-def]
     msgs = messages or [user("start"), assistant("ok"), user(text)]
-    ctx = Context(
-        messages=msgs,
-        original_messages=msgs,
-        model="gpt-4o",
-        tokens=TOKENS,
+    context = ctx(
+        msgs,
         now=now,
         session_id="me",
         state=SessionState({"entities": events}),
         ancestors=ancestors,
     )
-    return track_result(resolve_refs.apply(ctx, cfg), msgs)
+    return track_result(resolve_refs.apply(context, cfg), msgs)
 
 
 def track_result(res, msgs):  # type: ignore[no-untyped-def]
@@ -246,17 +241,14 @@ TWINS = [ev("/w/x", "folder", "create", 1, "same"), ev("/w/y", "folder", "create
 )
 def test_resolver_hints_settle_abstentions(pick: dict[str, Any], expected: str | None) -> None:
     msgs = [user("start"), assistant("ok"), user("delete the folder I just created")]
-    ctx = Context(
-        messages=msgs,
-        original_messages=msgs,
-        model="gpt-4o",
-        tokens=TOKENS,
+    context = ctx(
+        msgs,
         now=1010.0,
         session_id="me",
         state=SessionState({"entities": TWINS}),
         hints={"resolver": {"the folder I just created": pick}},
     )
-    (ref,) = resolve_refs.apply(ctx, CFG).report["references"]
+    (ref,) = resolve_refs.apply(context, CFG).report["references"]
     if expected is None:
         assert ref["entity"] is None and ref["abstained"] == "ambiguous"
         assert sorted(ref["candidates"]) == ["/w/x", "/w/y"]

@@ -9,14 +9,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from proxy.settings import SettingsError, settings_from_mapping
-from proxy.tokens import TokenCounters
 from rules.activity.file_tools import file_tool_effect, load_tools, succeeded
-from rules.base import Context, SessionState
-from rules.entities import track_entities
-from tests.support.factories import assistant, call, result, shell, system, user
+from rules.base import SessionState
+from rules.entities import resolve_refs, track_entities
+from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = track_entities.Config()
 
 
@@ -26,16 +23,7 @@ def run(
     now: float = 1000.0,
     cfg: track_entities.Config = CFG,
 ):  # type: ignore[no-untyped-def]
-    ctx = Context(
-        messages=messages,
-        original_messages=messages,
-        model="gpt-4o",
-        tokens=TOKENS,
-        now=now,
-        session_id="s",
-        state=state or SessionState(),
-    )
-    return track_entities.apply(ctx, cfg)
+    return track_entities.apply(ctx(messages, now=now, state=state), cfg)
 
 
 def paths(state: SessionState) -> list[tuple[str, str, str]]:
@@ -253,7 +241,9 @@ def test_extra_pack_adds_a_shell_tool(tmp_path: Path) -> None:
 
 
 def test_bad_pack_file_fails_at_config_time(tmp_path: Path) -> None:
-    with pytest.raises(ValidationError):
+    """When the rule's config is validated (at start-up), never per request. How settings name
+    the option: tests/proxy/test_settings_packs.py."""
+    with pytest.raises(ValidationError, match=r"missing\.yaml"):
         track_entities.Config(extra_packs=(str(tmp_path / "missing.yaml"),))
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -261,14 +251,8 @@ def test_bad_pack_file_fails_at_config_time(tmp_path: Path) -> None:
         "        - {kind: nope, re: 'a'}\n",
         encoding="utf-8",
     )
-    rules = [
-        {"name": "track_entities", "extra_packs": [str(tmp_path / "missing.yaml")]},
-        {"name": "resolve_refs", "extra_packs": [str(bad)]},
-    ]
-    with pytest.raises(SettingsError) as info:
-        settings_from_mapping({"rules": rules})
-    assert "rules[0].extra_packs" in str(info.value) and "missing.yaml" in str(info.value)
-    assert "rules[1].extra_packs" in str(info.value) and "unknown kind 'nope'" in str(info.value)
+    with pytest.raises(ValidationError, match="unknown kind 'nope'"):
+        resolve_refs.Config(extra_packs=(str(bad),))
 
 
 # ----- history restore (opt-in) -----

@@ -9,13 +9,11 @@ from typing import Any
 import orjson
 import pytest
 
-from proxy.tokens import TokenCounters
 from rules.activity import diagnostics
-from rules.base import Context, SessionState
+from rules.base import SessionState
 from rules.context import working_set
-from tests.support.factories import assistant, call, result, shell, system, user
+from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = working_set.Config()
 
 PYTEST_FAIL = """============================= test session starts ==============================
@@ -176,14 +174,7 @@ def test_outcome_kinds(text: str, test_failure: bool, build_error: bool) -> None
 
 
 def run(*messages: dict[str, Any], state: SessionState | None = None) -> Any:
-    ctx = Context(
-        messages=list(messages),
-        model="gpt-4o",
-        tokens=TOKENS,
-        now=0.0,
-        state=state or SessionState(),
-    )
-    return working_set.apply(ctx, CFG)
+    return working_set.apply(ctx(*messages, state=state), CFG)
 
 
 def ledger_of(*messages: dict[str, Any]) -> dict[str, Any]:
@@ -315,10 +306,10 @@ def test_render_section_is_deterministic_and_capped() -> None:
     ],
 )
 def test_messages_pass_unchanged_and_idempotent(messages: list[dict[str, Any]]) -> None:
-    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0)
-    once = working_set.apply(ctx, CFG)
+    context = ctx(messages)
+    once = working_set.apply(context, CFG)
     assert once.messages is messages  # the very same list: byte-identical output
-    twice = working_set.apply(ctx.evolve(state=once.state), CFG)
+    twice = working_set.apply(context.evolve(state=once.state), CFG)
     assert twice.messages is messages
     assert twice.state.get(working_set.NAMESPACE) == once.state.get(working_set.NAMESPACE)
 
@@ -445,8 +436,7 @@ def test_section_tokens_caps_the_rendered_section() -> None:
         assistant(None, shell("r1", "pytest -x")),
         result("r1", PYTEST_FAIL),
     ]
-    ctx = Context(messages=messages, model="gpt-4o", tokens=TOKENS, now=0.0)
-    state = working_set.apply(ctx, cfg).state
+    state = working_set.apply(ctx(messages), cfg).state
     assert len(working_set.render_section(state)) <= 50 * 4  # as inject calls it
     assert len(working_set.render_section(state, max_tokens_hint=100)) <= 100 * 4
 

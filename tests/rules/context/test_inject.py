@@ -7,13 +7,11 @@ from typing import Any
 
 import pytest
 
-from proxy.tokens import TokenCounters
-from rules.base import Context, SessionState
+from rules.base import SessionState
 from rules.context import inject
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, text_of
-from tests.support.factories import assistant, result, shell, user
+from tests.support.factories import TOKENS, assistant, ctx, result, shell, user
 
-TOKENS = TokenCounters().for_model("gpt-4o")
 CFG = inject.Config()
 
 
@@ -58,11 +56,8 @@ def run(
     tools: list[Any] | None = None,
 ):  # type: ignore[no-untyped-def]
     data = {"entities": events or [], **(state or {})}
-    ctx = Context(
-        messages=messages,
-        original_messages=messages,
-        model="gpt-4o",
-        tokens=TOKENS,
+    context = ctx(
+        messages,
         now=1010.0,
         session_id="me",
         state=SessionState(data),
@@ -70,7 +65,7 @@ def run(
         budget=budget,
         tools=tools,
     )
-    return inject.apply(ctx, cfg)
+    return inject.apply(context, cfg)
 
 
 def block_of(messages: list[dict[str, Any]]) -> str:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.chain.validator import empty_content, find_violations
-from tests.rules.test_chain_properties import damaged_real_histories, mutated_chains
+from tests.rules.chain.test_chain_properties import damaged_real_histories, mutated_chains
 from tests.support.factories import assistant, result, shell, user
 
 _ID = re.compile(r"^[a-zA-Z0-9_-]+$")

@@ -1,0 +1,37 @@
+"""litellm, imported on first use (the import costs seconds), and which provider it calls for a
+model name. Shared by the settings (a litellm upstream's provider, derived at start-up), the
+litellm upstream and the resolver model; it imports nothing of the proxy, so none of them
+imports another through it."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+from proxy.tokens import ensure_offline_tiktoken
+
+
+@cache
+def load_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    ensure_offline_tiktoken()
+    import litellm
+
+    litellm.drop_params = True  # a field one provider lacks must not fail the request
+    litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
+    return litellm
+
+
+def provider_of(model: str) -> str | None:
+    """The provider litellm picks for ``model`` by itself; None when the name does not tell.
+    A prefix litellm knows is taken as it stands, without the lookup: for some providers the
+    lookup acts (github_copilot's starts an OAuth device flow)."""
+    litellm = load_litellm()
+    prefix, slash, _ = model.partition("/")
+    if slash and prefix in litellm.provider_list:
+        return prefix
+    try:
+        return str(litellm.get_llm_provider(model)[1])
+    except Exception:  # litellm raises for a name it cannot place
+        return None

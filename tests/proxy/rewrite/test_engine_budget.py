@@ -1,0 +1,58 @@
+"""The engine's budget: from the model's context window (litellm's bundled table, the config's
+``pipeline.context_windows``, the smaller of it and an override), and ``on_over_budget``
+(``forward`` with a warning, or ``reject`` with a 400) when prune cannot get under it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.errors import BadRequest
+from proxy.rewrite.engine import Engine
+from proxy.settings import settings_from_mapping
+from proxy.store.sqlite import Store
+from tests.support.factories import system, user
+
+TASK = user("Fix the failing test in calc.py")
+
+
+@pytest.mark.parametrize(
+    ("model", "windows", "budget", "expected"),
+    [
+        ("gpt-4o", {}, None, 128_000 - 8_000),  # litellm's bundled table
+        ("openai/gpt-4o", {}, 50_000, 50_000),  # the smaller of the two
+        ("my-local-model", {"my-*": 32_768}, None, 32_768 - 8_000),  # config wins
+        ("unknown-model-x", {}, None, None),
+    ],
+)
+async def test_budget_from_model_window(
+    tmp_path: Path, model: str, windows: dict[str, int], budget: int | None, expected: int | None
+) -> None:
+    settings = settings_from_mapping({"pipeline": {"context_windows": windows}})
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    try:
+        assert Engine(settings, store, budget_override=budget).budget_for(model) == expected
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("on_over_budget", ["forward", "reject"])
+async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
+    settings = settings_from_mapping(
+        {"pipeline": {"on_over_budget": on_over_budget, "on_rule_error": "fail"}}
+    )
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    body = {"model": "gpt-4o", "messages": [system("rules " * 2000), TASK]}
+    try:
+        engine = Engine(settings, store, budget_override=500, strict=True)
+        if on_over_budget == "reject":
+            with pytest.raises(BadRequest, match="over the budget of 500 tokens"):
+                await engine.rewrite(body, {}, now=0.0)
+        else:
+            out = await engine.rewrite(body, {}, now=0.0)
+            assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
+    finally:
+        await store.close()
