@@ -16,7 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from rules.report import Report
 
 Message = dict[str, Any]
 Messages = list[Message]
@@ -37,7 +39,9 @@ class RuleConfig(BaseModel):
     """Base of every rule's options. Unknown options are an error at start-up, never per request."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = True
+    enabled: bool = Field(
+        default=True, description="false: the rule does not run (its options are still checked)"
+    )
 
 
 @dataclass(frozen=True)
@@ -98,13 +102,18 @@ class Context:
     original_messages: Messages = field(default_factory=list)
     ancestors: tuple[Ancestor, ...] = ()
     budget: int | None = None
-    report: Mapping[str, Any] = field(default_factory=dict)  # fragments of earlier rules, read-only
+    report: Report = field(default_factory=Report)  # fragments of earlier rules, read-only
     # Answers fetched by the proxy for a second pass (e.g. the optional resolver model's picks):
     # data in, so the rules stay free of I/O.
     hints: Mapping[str, Any] = field(default_factory=dict)
-    # Per-request cache of pure derived values, shared by every rule of one request (evolve keeps
-    # it). Entries hold the object they were computed from, so an id is never reused meanwhile.
-    memo: dict[Any, tuple[Any, Any]] = field(default_factory=dict, compare=False, repr=False)
+    # Per-request caches of pure derived values, shared by every rule of one request (evolve keeps
+    # them). Entries hold the object they were computed from, so an id is never reused meanwhile:
+    # ``derived`` values by name, ``table``s by name, message hashes by id.
+    memo: dict[str, tuple[Messages, Any]] = field(default_factory=dict, compare=False, repr=False)
+    tables: dict[str, dict[int, tuple[Any, Any]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+    hashes: dict[int, tuple[Message, str]] = field(default_factory=dict, compare=False, repr=False)
 
     def evolve(self, **changes: Any) -> Context:
         # dataclasses.replace re-runs __init__ (~8 µs); the runner evolves twice per rule
@@ -118,7 +127,7 @@ class Context:
         the list on unchanged share the result (e.g. the observations prune and working_set use)."""
         hit = self.memo.get(name)
         if hit is not None and hit[0] is self.messages:
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]  # type: ignore[no-any-return]  # what ``compute`` returned for ``name``
         value = compute(self.messages)
         self.memo[name] = (self.messages, value)
         return value
@@ -127,22 +136,22 @@ class Context:
         """One request's table ``name`` of values derived from single objects (mostly messages):
         ``id(obj) -> (obj, value)``, the object kept so its id is never reused meanwhile. Shared
         by every rule of the request, so a message object checked once is not checked again."""
-        hit = self.memo.get(name)
-        if hit is None:
-            hit = self.memo[name] = (None, {})
-        return hit[1]  # type: ignore[no-any-return]
+        table = self.tables.get(name)
+        if table is None:
+            table = self.tables[name] = {}
+        return table
 
     def remember_hash(self, message: Message, value: str) -> None:
         """Tell ``hash_of`` the message's hash, known from elsewhere (the runner's records)."""
-        self.memo[id(message)] = (message, value)
+        self.hashes[id(message)] = (message, value)
 
     def hash_of(self, message: Message) -> str:
         """``content_hash(message)``, computed once per message object per request."""
-        hit = self.memo.get(id(message))
+        hit = self.hashes.get(id(message))
         if hit is not None and hit[0] is message:
-            return hit[1]  # type: ignore[no-any-return]
+            return hit[1]
         value = content_hash(message)
-        self.memo[id(message)] = (message, value)
+        self.hashes[id(message)] = (message, value)
         return value
 
 
@@ -153,11 +162,8 @@ class RuleResult:
 
     messages: Messages
     state: SessionState
-    report: dict[str, Any] = field(default_factory=dict)
+    report: Report = field(default_factory=Report)
 
     @classmethod
-    def unchanged(cls, ctx: Context, report: dict[str, Any] | None = None) -> RuleResult:
+    def unchanged(cls, ctx: Context, report: Report | None = None) -> RuleResult:
         return cls(ctx.messages, ctx.state, report or {})
-
-
-ApplyFn = Callable[[Context, Any], RuleResult]

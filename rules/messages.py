@@ -8,7 +8,8 @@ from typing import Any
 
 import orjson
 
-from rules.base import Message, content_hash  # noqa: F401 (re-exported for the rules)
+from rules.base import Message
+from rules.base import content_hash as content_hash  # re-exported for the rules
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
 # into the agent's own transcript as if the model had written it.
@@ -58,8 +59,10 @@ def call_id(call: dict[str, Any]) -> str:
 
 def call_name(call: dict[str, Any]) -> str:
     fn = call.get("function")
-    if isinstance(fn, dict) and isinstance(fn.get("name"), str):
-        return fn["name"]
+    if isinstance(fn, dict):
+        name = fn.get("name")
+        if isinstance(name, str):
+            return name
     return ""
 
 
@@ -90,16 +93,15 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
 
 def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, Any], int | None]]:
     """(assistant index, call, index of the tool message answering it or None), in order."""
-    # role(), tool_calls() and call_id() inlined: this runs over every message of a request
-    # (a role that is not a string equals neither "tool" nor "assistant")
+    # tool_calls() and call_id() inlined: this runs over every message of a request
     answered: dict[str, int] = {}
     for i, m in enumerate(messages):
-        if m.get("role") == "tool":
+        if role(m) == "tool":
             tid = m.get("tool_call_id")
             if isinstance(tid, str) and tid not in answered:
                 answered[tid] = i
     for i, m in enumerate(messages):
-        if m.get("role") == "assistant":
+        if role(m) == "assistant":
             calls = m.get("tool_calls")
             if isinstance(calls, list):
                 for call in calls:

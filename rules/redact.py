@@ -8,7 +8,7 @@ header values, and values assigned to secret names (``PGPASSWORD=…``, ``"passw
 ``AWS_SECRET_ACCESS_KEY=…``). Counts such as ``max_tokens`` or ``prompt_tokens`` are names of
 numbers, not of secrets, and stay.
 
-Every pattern is linear in the text (tests/proxy/test_redact_fuzz.py times them on adversarial
+Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
 input), and each starts with a literal or a small set of characters, so ``re`` skips ordinary text
 with a fast scan: a leading ``\\b`` or ``(?i)`` makes it try every position, 10-30x slower.
 Redacting twice changes nothing more than redacting once.

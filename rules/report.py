@@ -2,21 +2,42 @@
 ``ctxproxy rewrite`` prints, what the request log stores and what ``show`` and ``/ui`` read.
 
 The report is plain JSON data (it is stored and printed as is), so it is typed with TypedDicts:
-a rule builds its fragment as a dict literal, the runner merges fragments (lists appended, other
-values set), and readers index fields by these names. ``total=False`` marks what a request may
-lack (a rule that is off, or had nothing to say)."""
+a rule builds its fragment as a dict literal (a fragment is a partial ``Report``), the runner
+merges fragments (lists appended, other values set), and readers index fields by these names.
+``total=False`` marks what a request may lack (a rule that is off, or had nothing to say);
+``Required`` what an item always has. Shapes holding a ``"from"`` key (a Python keyword) use the
+functional syntax."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Required, TypedDict
+
+# One repair of the tool chain (repair_tool_chain, fix_encoding, the final integrity check).
+Repair = TypedDict(
+    "Repair",
+    {
+        # orphan_result, unanswered_call, id_drift, duplicate_call_id, … mojibake, integrity_repair
+        "kind": Required[str],
+        "index": Required[int],  # the message's index in the rule's input
+        "tool_call_id": Required[str | None],
+        "action": Required[str],
+        "new_id": str,  # duplicate_call_id, invalid_call_id: the id the call now has
+        "from": str,  # id_drift: the drifted id the result had
+        "count": int,  # runaway_turn: calls left out
+        "lines": int,  # mojibake: lines repaired
+        "cause": str,  # integrity repairs: the repair's own kind
+    },
+    total=False,
+)
 
 
-class Repair(TypedDict, total=False):
-    kind: str  # orphan_result, unanswered_call, id_drift, duplicate_call_id, … integrity_repair
+class Violation(TypedDict):
+    """One violation the chain validator found (``rules.chain.validator``)."""
+
+    kind: str
     index: int
     tool_call_id: str | None
-    action: str
-    cause: str  # integrity repairs: the violation's own kind
+    message: str
 
 
 class Pruning(TypedDict):
@@ -29,21 +50,50 @@ class Pruning(TypedDict):
     tokens_freed: int
 
 
-class Reference(TypedDict, total=False):
-    mention: str
-    entity: dict[str, Any] | None
-    confidence: float
-    chain: list[str]
-    resolved: bool
+class EntityRef(TypedDict):
+    """The entity a reference points to."""
 
-
-class Entity(TypedDict, total=False):
     type: str  # file | folder
     name: str
     path: str
     action: str
-    call_id: str
-    # "from" (the source of a copy or move) is a keyword: read it as entity.get("from")
+
+
+class ChainStep(TypedDict, total=False):
+    """One step of a reference's resolution: a session searched, or the resolver model's pick."""
+
+    session: str
+    depth: int  # 0: the request's own session; n: its n-th ancestor
+    candidates: int  # a search: how many entities fit
+    resolver: str | None  # a pick: the model that made it
+
+
+class Reference(TypedDict, total=False):
+    mention: Required[str]
+    lang: Required[str]
+    kind: Required[str]
+    confidence: float
+    chain: list[ChainStep]
+    entity: EntityRef | None  # None: abstained
+    call_id: str | None  # the call that made the entity
+    abstained: str  # ambiguous | low_confidence | no_candidate
+    candidates: list[str]  # with an abstention: paths that fit (up to 5)
+    resolved_by: str  # resolver_model: an abstention settled by its pick
+
+
+# One entity event of this request (track_entities).
+Entity = TypedDict(
+    "Entity",
+    {
+        "type": Required[str],  # file | folder
+        "name": Required[str],
+        "path": Required[str],
+        "action": Required[str],
+        "call_id": Required[str],
+        "from": str,  # copy, move: the source
+    },
+    total=False,
+)
 
 
 class WorkingSetSummary(TypedDict):
@@ -58,11 +108,12 @@ class WorkingSetSummary(TypedDict):
 
 class PruneSummary(TypedDict, total=False):
     skipped: str  # provider-owned state: nothing pruned
+    budget: int | None
+    compacted: bool
     tools_tokens: int
     target: int
     min_gain: int
     reserve: int
-    compacted: bool
     stages: dict[str, int]  # stage -> tokens freed
     tokens_after: int
     over_budget: bool
@@ -72,11 +123,28 @@ class PruneSummary(TypedDict, total=False):
 
 
 class InjectSummary(TypedDict, total=False):
-    skipped: str | None
-    room: int | None
-    position: str
+    position: str  # append | message
     index: int
     tokens: int
+    entities: int  # lines of "Recent context"
+    references: int  # lines of "Resolved references"
+    room: int  # tokens left under the budget for the block
+    shrunk: bool
+    skipped: str  # why nothing was injected
+
+
+class ReportWarning(TypedDict, total=False):
+    kind: Required[str]  # over_budget | integrity_repair
+    tokens: int  # over_budget: the request's tokens (messages and tools schema)
+    budget: int | None
+    rule: str  # over_budget after inject (prune's warning has none)
+    violations: list[Violation]  # integrity_repair: the first 20
+    count: int  # integrity_repair: how many in all
+
+
+class RuleError(TypedDict):
+    rule: str
+    error: str  # "ExceptionType: message"
 
 
 class Tokens(TypedDict):
@@ -101,8 +169,8 @@ class Report(TypedDict, total=False):
     pruning: list[Pruning]
     prune: PruneSummary
     inject: InjectSummary
-    warnings: list[dict[str, Any]]
-    rule_errors: list[dict[str, str]]
+    warnings: list[ReportWarning]
+    rule_errors: list[RuleError]
     history_restored: int
     resolver: dict[str, Any]  # the optional resolver model's answer, when it was asked
     prefix_reuse: float | None

@@ -9,18 +9,27 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+
+
+class TextCached(Protocol[R_co]):
+    """A function wrapped by ``text_cache``: called with the same positional arguments."""
+
+    cache_chars: Callable[[], int]  # the characters its entries hold now
+
+    def __call__(self, *args: Any) -> R_co: ...
 
 
 def text_cache(
     max_chars: int, max_text_chars: int = 1_000_000
-) -> Callable[[Callable[..., R]], Callable[..., R]]:
+) -> Callable[[Callable[..., R]], TextCached[R]]:
     """Cache ``f(*args)`` by its arguments; the size of an entry is the length of its string
     arguments. Least recently used entries go first once ``max_chars`` are held."""
 
-    def decorate(f: Callable[..., R]) -> Callable[..., R]:
+    def decorate(f: Callable[..., R]) -> TextCached[R]:
         entries: OrderedDict[tuple[Any, ...], R] = OrderedDict()
         sizes: dict[tuple[Any, ...], int] = {}
         held = 0
@@ -49,7 +58,8 @@ def text_cache(
                         held -= sizes.pop(old)
             return value
 
-        cached.cache_chars = lambda: held  # type: ignore[attr-defined]
-        return cached
+        wrapper = cast("TextCached[R]", cached)  # a function with the attribute set below
+        wrapper.cache_chars = lambda: held
+        return wrapper
 
     return decorate

@@ -15,8 +15,6 @@ import orjson
 from rules.context.measure import SECTIONS
 from rules.messages import call_arguments_text, call_name, role, text_of, tool_calls
 
-# Report keys holding per-item lists, in the order they are shown.
-ITEM_LISTS = ("repairs", "entities", "references", "pruning", "warnings", "rule_errors")
 MAX_DIFF_LINES = 60  # per changed message: a pruned 5,000-line log must not flood the view
 
 

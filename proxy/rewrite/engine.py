@@ -23,6 +23,7 @@ from proxy.store.sqlite import Store
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context
 from rules.messages import last_index, text_of
+from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
 
@@ -35,7 +36,7 @@ OFFLOAD_BYTES = 1024 * 1024
 @dataclass(frozen=True)
 class Rewritten:
     body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
-    report: dict[str, Any]
+    report: Report
     session_id: str
     parent_session_id: str | None
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import orjson
 
@@ -18,6 +18,7 @@ from rules.base import Context, Message, Messages, SessionState, TokenCounter, h
 from rules.chain import validator as chain_validator
 from rules.context import measure
 from rules.registry import load_rule
+from rules.report import Report, new_report
 
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
 
@@ -30,7 +31,7 @@ class RuleFailed(RuntimeError):
 class PipelineOutcome:
     messages: Messages
     state: SessionState
-    report: dict[str, Any]
+    report: Report
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,14 @@ class _Recall:
                     record[count_key] = n
 
 
-def merge_report(report: dict[str, Any], fragment: dict[str, Any]) -> None:
+def merge_report(report: Report, fragment: Report) -> None:
+    """``fragment`` (a partial report) into ``report``: list values appended, others set."""
+    into = cast(dict[str, Any], report)  # key by key: a TypedDict is indexed by literal keys only
     for key, value in fragment.items():
-        if isinstance(value, list) and isinstance(report.get(key), list):
-            report[key].extend(value)
+        if isinstance(value, list) and isinstance(into.get(key), list):
+            into[key].extend(value)
         else:
-            report[key] = value
+            into[key] = value
 
 
 class Pipeline:
@@ -192,16 +195,7 @@ class Pipeline:
         return [s.name for s in self.steps]
 
     def run(self, ctx: Context) -> PipelineOutcome:
-        report: dict[str, Any] = {
-            "session": ctx.session_id,
-            "repairs": [],
-            "pruning": [],
-            "entities": [],
-            "references": [],
-            "warnings": [],
-            "rule_errors": [],
-            "timings_ms": {},
-        }
+        report = new_report(ctx.session_id)
         recall = _Recall(self.records, ctx)
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
         ctx = ctx.evolve(report=report)  # the one report dict, filled in as the rules run
@@ -234,7 +228,7 @@ class Pipeline:
     def _integrity_check(
         self,
         messages: Messages,
-        report: dict[str, Any],
+        report: Report,
         memo: dict[int, tuple[Any, Any]] | None = None,
     ) -> Messages:
         """The same validator the tests use; a violation here is a bug in a rule, so repair it.
@@ -262,7 +256,7 @@ class Pipeline:
 
     @staticmethod
     def _record_prefix(
-        ctx: Context, messages: Messages, report: dict[str, Any], tokens: int | None = None
+        ctx: Context, messages: Messages, report: Report, tokens: int | None = None
     ) -> SessionState:
         """prefix_reuse: share of the tokens that repeat the last request's prefix. ``tokens``:
         ``count_messages(messages)`` when already known (the messages' sizes plus the 3 tokens

@@ -8,7 +8,7 @@ import json
 import re
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import orjson
 
@@ -144,12 +144,6 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
     return "run", cmd, tuple(writes)
 
 
-def classify_shell(command: str) -> tuple[str, str]:
-    """(kind, target) of a shell command (see ``shell_action``)."""
-    kind, target, _ = shell_action(command)
-    return kind, target
-
-
 def load_arguments(arguments: str) -> dict[str, Any]:
     """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
     (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
@@ -171,7 +165,8 @@ def classify(name: str, arguments: str) -> Action:
     args = load_arguments(arguments)
     n = _norm_name(name)
     path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), "")
-    command = args.get("command") if isinstance(args.get("command"), str) else ""
+    raw_command = args.get("command")
+    command = raw_command if isinstance(raw_command, str) else ""
     if n in PLAN_TOOLS:
         return Action("plan", name, n)
     if n in EDITOR_TOOLS:
@@ -239,6 +234,14 @@ def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -
         if key_at(i) in seen:
             return i + 1
     return 0
+
+
+@overload
+def storable(value: dict[str, Any]) -> dict[str, Any]: ...
+
+
+@overload
+def storable(value: list[Any]) -> list[Any]: ...
 
 
 def storable(value: Any) -> Any:

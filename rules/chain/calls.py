@@ -14,6 +14,7 @@ import orjson
 from rules.base import Messages
 from rules.chain.validator import arguments_ok, call_shape_ok, valid_id
 from rules.messages import role
+from rules.report import Repair
 
 _INVALID_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
 
@@ -54,7 +55,7 @@ def _fixed_arguments(fn: dict[str, Any]) -> tuple[str, str]:
     return orjson.dumps({"raw_arguments": raw}).decode(), "wrapped_raw_arguments"
 
 
-def fix_call(call: dict[str, Any], index: int, repairs: list[dict[str, Any]]) -> dict[str, Any]:
+def fix_call(call: dict[str, Any], index: int, repairs: list[Repair]) -> dict[str, Any]:
     """The call with a valid shape and JSON-object arguments (the same dict when already fine)."""
     cid = call.get("id") if isinstance(call.get("id"), str) else None
     shape_ok = call_shape_ok(call)
@@ -84,7 +85,7 @@ def fix_call(call: dict[str, Any], index: int, repairs: list[dict[str, Any]]) ->
     return new
 
 
-def collect_slots(messages: Messages, repairs: list[dict[str, Any]]) -> dict[int, list[Slot]]:
+def collect_slots(messages: Messages, repairs: list[Repair]) -> dict[int, list[Slot]]:
     """Every call of every assistant message, with fixed shape and a valid, unique new id.
 
     The first use of a valid id keeps it (earlier messages stay byte-identical, which keeps the

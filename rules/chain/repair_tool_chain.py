@@ -24,11 +24,17 @@ __all__ = ["Config", "apply", "repair_messages"]
 
 
 class Config(RuleConfig):
-    # More unanswered calls than this in one assistant turn is a runaway turn: they are left
-    # out and described in one note instead of getting one synthetic result each.
-    max_synthetic_results: int = Field(16, ge=1)
-    # Match results whose tool_call_id drifted (case, whitespace, fullwidth forms) to their call.
-    match_drifted_ids: bool = True
+    max_synthetic_results: int = Field(
+        default=16,
+        ge=1,
+        description="more unanswered calls in one turn = a runaway: one bounded note instead "
+        "of a result each",
+    )
+    match_drifted_ids: bool = Field(
+        default=True,
+        description="match results whose id drifted (case, whitespace, fullwidth forms) to "
+        "their call",
+    )
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:

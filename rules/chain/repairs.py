@@ -25,8 +25,9 @@ from rules.chain.text import (
 from rules.chain.validator import empty_content, find_violations
 from rules.matching import Budget, Matcher
 from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
+from rules.report import Repair
 
-Repairs = list[dict[str, Any]]
+Repairs = list[Repair]
 
 
 # Containment comparisons of drifted ids one repair may spend (see rules.matching.Budget): far
@@ -35,8 +36,21 @@ Repairs = list[dict[str, Any]]
 MATCH_COMPARISONS = 200_000
 
 
-def _rep(kind: str, index: int, tool_call_id: str | None, action: str, **extra: Any) -> dict:
-    return {"kind": kind, "index": index, "tool_call_id": tool_call_id, "action": action, **extra}
+def _rep(
+    kind: str,
+    index: int,
+    tool_call_id: str | None,
+    action: str,
+    *,
+    count: int | None = None,
+    drifted_from: str | None = None,
+) -> Repair:
+    rep: Repair = {"kind": kind, "index": index, "tool_call_id": tool_call_id, "action": action}
+    if count is not None:
+        rep["count"] = count
+    if drifted_from is not None:
+        rep["from"] = drifted_from
+    return rep
 
 
 def _block_owners(messages: Messages) -> dict[int, int]:
@@ -115,7 +129,7 @@ class _Assigner:
         raw = found.value or ""
         slot = _pick(self.by_raw[raw], self.keys[raw], j)
         if slot is not None:
-            repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", **{"from": tid}))
+            repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", drifted_from=tid))
         return slot
 
 

@@ -22,12 +22,14 @@ Each violation is ``{kind, index, tool_call_id, message}``.
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from typing import Any, NamedTuple
 
 import orjson
 
 from rules.base import Message, Messages
 from rules.messages import text_of
+from rules.report import Violation
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 MEMO = "chain_validator"  # the name of its table in ``Context.table``
@@ -69,7 +71,7 @@ def empty_content(content: Any) -> bool:
     return False
 
 
-def _v(kind: str, index: int, tool_call_id: Any, message: str) -> dict[str, Any]:
+def _v(kind: str, index: int, tool_call_id: Any, message: str) -> Violation:
     return {
         "kind": kind,
         "index": index,
@@ -105,7 +107,7 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
     clean = not empty_array
     for call in calls:
         # call_shape_ok, arguments_ok and valid_id inlined (every call of every request)
-        cid = None
+        cid: Any = None  # the id as the client sent it: anything
         bad: str | None = "invalid_call"
         if isinstance(call, dict):
             cid = call.get("id")
@@ -131,7 +133,7 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
     return _Faults(empty_array, tuple(checked), empty_assistant)
 
 
-def _replay(i: int, faults: _Faults, seen: set[str], out: list[dict[str, Any]]) -> list[Any]:
+def _replay(i: int, faults: _Faults, seen: set[str], out: list[Violation]) -> list[Any]:
     """The violations of an assistant message with faults, at index ``i``; its call ids."""
     if faults.empty_array:
         out.append(_v("empty_tool_calls", i, None, "tool_calls is present but empty"))
@@ -154,13 +156,13 @@ def _replay(i: int, faults: _Faults, seen: set[str], out: list[dict[str, Any]]) 
 
 def find_violations(
     messages: Messages, memo: dict[int, tuple[Message, Any]] | None = None
-) -> list[dict[str, Any]]:
+) -> list[Violation]:
     """Every violation, in message order. ``memo`` (one request's table, see
     ``Context.table``) keeps each assistant message's own checks, so a second pass over mostly
     the same message objects (the final integrity check) re-checks only the new ones."""
     if memo is None:
         memo = {}
-    out: list[dict[str, Any]] = []
+    out: list[Violation] = []
     seen_ids: set[str] = set()
     n = len(messages)
     i = 0
@@ -194,7 +196,7 @@ def find_violations(
                     ):
                         i += 2
                         continue
-                pending = set(facts)
+                pending: Container[str] = set(facts)  # the ids of the calls to answer
             else:
                 ids = _replay(i, facts, seen_ids, out)
                 pending = {cid for cid in ids if isinstance(cid, str)}
@@ -203,7 +205,7 @@ def find_violations(
                 continue
             j = i + 1
         elif r == "tool":
-            ids = pending = ()  # type: ignore[assignment]
+            ids = pending = ()
             j = i  # a tool message reached here is not in an assistant message's block: an orphan
         else:
             i += 1

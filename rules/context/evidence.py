@@ -62,7 +62,7 @@ def find(
     )
     for index in writes[-last_writes:] if last_writes else []:
         protected[index] = "recent write"
-    for index, why in named:
-        if index is not None:
-            protected[index] = why
+    for found, why in named:
+        if found is not None:
+            protected[found] = why
     return Evidence(protected, test, build, first_user)

@@ -20,6 +20,7 @@ from rules.base import Context, Messages, RuleConfig, RuleResult, TokenCounter
 from rules.context import working_set
 from rules.entities import cache as entity_cache
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
+from rules.report import InjectSummary, Reference, Report
 
 _VERBS = {
     "create": "created",
@@ -34,16 +35,28 @@ HEADER = "Context noted by ctxproxy (not written by the user):"
 
 
 class Config(RuleConfig):
-    position: Literal["append", "message"] = "append"  # append to the last user/tool message
-    # When to show "Recent context": on_reference (a reference was resolved, or was ambiguous),
-    # always (whenever entities are known), never.
-    recent_context: Literal["on_reference", "always", "never"] = "on_reference"
-    max_entities: int = Field(default=10, ge=1, le=100)
-    ttl_seconds: float = Field(default=300.0, gt=0)
-    max_tokens: int = Field(default=1_000, ge=50)
-    # The working set restates the goal and state; in a request shorter than this the model sees
-    # all of that in the conversation itself, so the section would only cost tokens.
-    working_set_min_messages: int = Field(default=6, ge=0)
+    position: Literal["append", "message"] = Field(
+        default="append",
+        description="`append`: to the last user/tool message; `message`: a new user message",
+    )
+    recent_context: Literal["on_reference", "always", "never"] = Field(
+        default="on_reference",
+        description='when to show "Recent context": `on_reference` (a reference resolved or '
+        "was ambiguous), `always` (whenever entities are known), `never`",
+    )
+    max_entities: int = Field(
+        default=10, ge=1, le=100, description='lines of "Recent context" at most'
+    )
+    ttl_seconds: float = Field(
+        default=300.0, gt=0, description="entities older than this are not shown"
+    )
+    max_tokens: int = Field(default=1_000, ge=50, description="cap of the whole block")
+    working_set_min_messages: int = Field(
+        default=6,
+        ge=0,
+        description='a shorter request shows its goal and state already: no "Working set" '
+        "section, so a plain short request is forwarded byte-identical",
+    )
 
 
 def _entity_line(e: Mapping[str, Any]) -> str:
@@ -148,12 +161,12 @@ def _block(
     cfg: Config,
     messages: Messages,
     placed: dict[str, tuple[tuple[Messages, str], int]] | None = None,
-) -> tuple[str | None, dict[str, Any]]:
+) -> tuple[str | None, InjectSummary]:
     """The block for ``messages``, shrunk to the room left under ``ctx.budget`` (messages and tools
     schema counted); with no room at all, the resolved references alone. Facts for the report.
     ``placed`` receives ``_place``'s answer for the block it returns, with its messages' tokens,
     when it computed them."""
-    refs: list[Mapping[str, Any]] = list(ctx.report.get("references") or [])
+    refs: list[Reference] = list(ctx.report.get("references") or [])
     ref_lines = reference_lines(refs)
     show_recent = cfg.recent_context == "always" or (
         cfg.recent_context == "on_reference"
@@ -168,7 +181,7 @@ def _block(
         if len(messages) >= cfg.working_set_min_messages
         else None
     )
-    facts: dict[str, Any] = {"entities": len(recent), "references": len(ref_lines)}
+    facts: InjectSummary = {"entities": len(recent), "references": len(ref_lines)}
     block = render(recent, ref_lines, ws, ctx.tokens, cfg.max_tokens)
     if block is None or ctx.budget is None:
         return block, facts
@@ -213,10 +226,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if block is None:
         if "skipped" not in facts:
             return RuleResult.unchanged(ctx)
-        return RuleResult.unchanged(ctx, {"inject": {k: facts[k] for k in ("skipped", "room")}})
+        return RuleResult.unchanged(
+            ctx, {"inject": {"skipped": facts["skipped"], "room": facts["room"]}}
+        )
     known = placed.get(block)
     (out, where), size = known if known is not None else (_place(messages, block, cfg), None)
-    report: dict[str, Any] = {
+    report: Report = {
         "inject": {
             "position": where,
             "index": len(out) - 1,

@@ -13,9 +13,11 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     call_name,
+    role,
     text_of,
     tool_calls,
 )
+from rules.report import Section
 
 SECTIONS = (
     "system",
@@ -67,8 +69,7 @@ def _split_injected(text: str) -> tuple[str, str]:
 def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
     """(section, tokens) contributions of one message."""
     out: list[tuple[str, int]] = []
-    # role() inlined: a role that is not a string equals none of these and lands in "user"
-    r = m.get("role")
+    r = role(m)  # a role that is not a string ("") lands in "user"
     content = m.get("content")
     text = content if content.__class__ is str else text_of(content)
     if r == "user" or r == "tool":
@@ -100,7 +101,7 @@ def measure_sections(
     messages: Sequence[Message],
     tools: Sequence[Any] | None,
     tokens: TokenCounter,
-    per_message: Callable[[Message], list[tuple[str, int]]] | None = None,
+    per_message: Callable[[Message], Sequence[tuple[str, int]]] | None = None,
 ) -> dict[str, int]:
     sizes = dict.fromkeys(SECTIONS, 0)
     sizes["tools"] = tokens.count_tools(tools)
@@ -111,7 +112,7 @@ def measure_sections(
 def _add(
     sizes: dict[str, int],
     messages: Sequence[Message],
-    per_message: Callable[[Message], list[tuple[str, int]]],
+    per_message: Callable[[Message], Sequence[tuple[str, int]]],
 ) -> None:
     for m in messages:
         for section, n in per_message(m):
@@ -130,11 +131,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # per message object, for the request (the runner may know them from an earlier request)
     memo = ctx.table(MEMO)
 
-    def per_message(m: Message) -> list[tuple[str, int]]:
+    def per_message(m: Message) -> Sequence[tuple[str, int]]:
+        # a list computed now, or the tuple the runner kept from an earlier request
         hit = memo.get(id(m))
         if hit is None or hit[0] is not m:
             hit = memo[id(m)] = (m, message_sections(m, tokens))
-        return hit[1]  # type: ignore[no-any-return]
+        return hit[1]
 
     common = dict.fromkeys(SECTIONS, 0)
     common["tools"] = tokens.count_tools(ctx.tools)
@@ -142,5 +144,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     before, after = dict(common), dict(common)
     _add(before, original[shared:], per_message)
     _add(after, forwarded[shared:], per_message)
-    sections = {name: {"before": before[name], "after": after[name]} for name in SECTIONS}
+    sections: dict[str, Section] = {
+        name: {"before": before[name], "after": after[name]} for name in SECTIONS
+    }
     return RuleResult.unchanged(ctx, {"sections": sections})

@@ -133,7 +133,7 @@ _DROPPED = f"{PLACEHOLDER_PREFIX} dropped "
 def is_rendered(message: Message) -> bool:
     """Whether the message is one ``render`` wrote (an elided or capped result, or a dropped
     run's line): a client never sends these, so a conversation holding one is prune's output."""
-    r = message.get("role")  # role() inlined: a role that is not a string is neither of these
+    r = role(message)
     if r == "tool":
         text = text_of(message.get("content"))
         return text.startswith((_ELIDED, _CAPPED)) or _CAPPED_LINE in text

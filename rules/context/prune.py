@@ -11,31 +11,63 @@ the provider's prompt cache keeps hitting. Calls are never split from results; p
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.context import evidence, inject, overlay, prune_stages
 from rules.messages import role
+from rules.report import PruneSummary, Pruning, Report
 
 NAMESPACE = "prune"
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 
 
 class Config(RuleConfig):
-    max_result_tokens: int = Field(default=8_000, ge=100)  # a larger tool result is capped
-    max_evidence_tokens: int = Field(default=32_000, ge=100)  # failures up to this stay whole
-    target_ratio: float = Field(default=0.5, gt=0, le=1)  # a compaction prunes down to this
-    min_gain_ratio: float = Field(default=0.2, ge=0, le=1)  # of the budget
-    min_gain_tokens: int | None = Field(default=None, ge=0)  # absolute; wins over the ratio
-    keep_last_observations: int = Field(default=10, ge=0)
-    keep_last_writes: int = Field(default=3, ge=0)
-    drop_turns: bool = True  # last resort: drop whole oldest turns
-    # Room kept free under the budget for inject's tail block (which runs after prune): a
-    # compaction starts once less than this is left. Never more than budget - target.
-    reserve_tokens: int = Field(default=inject.Config.model_fields["max_tokens"].default, ge=0)
+    max_result_tokens: int = Field(
+        default=8_000,
+        ge=100,
+        description="a larger tool result is capped when it first appears",
+    )
+    max_evidence_tokens: int = Field(
+        default=32_000,
+        ge=100,
+        description="the latest failure stays whole up to this size",
+    )
+    target_ratio: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="over the budget, one compaction prunes down to this share of it",
+    )
+    min_gain_ratio: float = Field(
+        default=0.2,
+        ge=0,
+        le=1,
+        description="a compaction runs only if it frees this share of the budget (or makes the "
+        "request fit)",
+    )
+    min_gain_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="absolute minimum gain, in tokens; when set, wins over `min_gain_ratio`",
+    )
+    keep_last_observations: int = Field(
+        default=10,
+        ge=0,
+        description="the mask stage keeps the last M tool results whole",
+    )
+    keep_last_writes: int = Field(
+        default=3, ge=0, description="the last N write results are protected as evidence"
+    )
+    drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
+    # inject runs after prune; the default is inject's own cap
+    reserve_tokens: int = Field(
+        default=inject.Config.model_fields["max_tokens"].default,
+        ge=0,
+        description="room kept free under the budget for inject's tail block: a compaction "
+        "starts once less is left (never more than the budget minus the target)",
+    )
 
 
 def provider_owned(ctx: Context) -> str | None:
@@ -70,7 +102,7 @@ class _Run:
         )
         self.obs: list[Observation] = of_context(ctx)
         self.by_result = {o.result_index: o for o in self.obs}
-        self.decisions: list[dict[str, Any]] = []
+        self.decisions: list[Pruning] = []
         self.stages: dict[str, int] = {}
         self._evidence: evidence.Evidence | None = None
 
@@ -105,7 +137,7 @@ class _Run:
         edits, limit = self.overlay.edits, self.cfg.max_result_tokens
         count = self.tokens.count_message
         for i, m in enumerate(self.messages):
-            if m.get("role") != "tool":  # role() inlined: a role that is not a string is not this
+            if role(m) != "tool":
                 continue
             a = self.anchors[i]
             if a in edits or a in dropped:
@@ -221,7 +253,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     schema = ctx.tokens.count_tools(ctx.tools)  # sent with every request: counts against it
     total = ctx.tokens.count_messages(view) + schema
     budget = ctx.budget
-    info: dict[str, Any] = {"budget": budget, "compacted": False}
+    info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
     target = room = 0
@@ -238,20 +270,22 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         trial, trial_total = run.compact(total, target, schema)
         if trial_total <= room or total - trial_total >= min_gain:
             run.overlay, view, total = trial, run.render(trial), trial_total
-            info.update(compacted=True)
+            info["compacted"] = True
         else:  # not worth breaking the prompt cache for so little
             run.decisions, run.stages = kept_decisions, kept_stages
-        info.update(target=target, min_gain=min_gain, reserve=budget - room)
+        info.update({"target": target, "min_gain": min_gain, "reserve": budget - room})
     over = budget is not None and total > budget
     info.update(
-        stages=run.stages,
-        tokens_after=total,
-        over_budget=over,
-        compactions=run.overlay.compactions,
-        edits=len(run.overlay.edits),
-        dropped=len(run.overlay.dropped),
+        {
+            "stages": run.stages,
+            "tokens_after": total,
+            "over_budget": over,
+            "compactions": run.overlay.compactions,
+            "edits": len(run.overlay.edits),
+            "dropped": len(run.overlay.dropped),
+        }
     )
-    report: dict[str, Any] = {"prune": info, "pruning": run.decisions}
+    report: Report = {"prune": info, "pruning": run.decisions}
     if over:
         report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": budget}]
     new_state = run.overlay.to_json()

@@ -200,8 +200,8 @@ def droppable(
     if any(i in protected for i in turn):
         return False
     inside = set(turn)
-    ids = {c.get("id") for i in turn for c in tool_calls(messages[i])}
+    ids: set[Any] = {c.get("id") for i in turn for c in tool_calls(messages[i])}  # as sent
     answered = {messages[i].get("tool_call_id") for i in turn if role(messages[i]) == "tool"}
     if not answered <= ids:
         return False
-    return all(j in inside for cid in ids for j in results.get(cid, []))  # type: ignore[arg-type]
+    return all(j in inside for cid in ids for j in results.get(cid, []))

@@ -33,10 +33,12 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
+    role,
     text_of,
     tool_calls,
 )
 from rules.redact import redact_text
+from rules.report import WorkingSetSummary
 
 NAMESPACE = "working_set"
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
@@ -45,10 +47,20 @@ MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up t
 
 
 class Config(RuleConfig):
-    max_changed_files: int = Field(default=20, ge=1)
-    max_runs: int = Field(default=10, ge=1)  # commands whose latest diagnostics are kept
-    max_goal_chars: int = Field(default=400, ge=40)
-    section_tokens: int = Field(default=400, ge=50)  # cap of the rendered section (in the ledger)
+    max_changed_files: int = Field(
+        default=20, ge=1, description="changed files kept in the ledger (newest last)"
+    )
+    max_runs: int = Field(
+        default=10, ge=1, description="commands whose latest failing diagnostics are kept"
+    )
+    max_goal_chars: int = Field(
+        default=400, ge=40, description="goal and latest instruction, each clipped to this length"
+    )
+    section_tokens: int = Field(
+        default=400,
+        ge=50,
+        description='cap of the rendered "Working set" section (stored in the ledger)',
+    )
 
 
 def _user_text(message: Message) -> str:
@@ -168,8 +180,7 @@ def build(
     ledger = {k: v for k, v in ledger.items()}
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
-    # (role() inlined: a role that is not a string is not "user")
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
+    users = [i for i, m in enumerate(messages) if role(m) == "user" and _users_own(m)]
     if users and "goal" not in ledger:
         ledger["goal"] = _task_text(messages[users[0]], cfg.max_goal_chars)
     if users:
@@ -235,7 +246,7 @@ def next_target(ledger: dict[str, Any]) -> str | None:
     return None
 
 
-def summary(ledger: dict[str, Any]) -> dict[str, Any]:
+def summary(ledger: dict[str, Any]) -> WorkingSetSummary:
     """The report fragment: data, not prose."""
     return {
         "goal": bool(ledger.get("goal")),

@@ -13,15 +13,26 @@ from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.encoding.mojibake import Fix, fix_text
+from rules.messages import role
+from rules.report import Repair
 
 
 class Config(RuleConfig):
-    # Which messages to repair: tool output by default (what the agent's tools printed).
-    roles: tuple[Literal["tool", "user", "assistant", "system"], ...] = ("tool",)
-    # Also reverse UTF-8 read as cp949 (ftfy covers the single-byte code pages only).
-    cp949: bool = True
-    # Longer texts are left alone, so the rule's time stays bounded.
-    max_chars: int = Field(500_000, ge=1)
+    roles: tuple[Literal["tool", "user", "assistant", "system"], ...] = Field(
+        default=("tool",),
+        description="whose messages to repair (tool, user, assistant, system): tool output "
+        "by default",
+    )
+    cp949: bool = Field(
+        default=True,
+        description="also undo UTF-8 read as cp949 (Korean Windows); ftfy covers the "
+        "single-byte code pages",
+    )
+    max_chars: int = Field(
+        default=500_000,
+        ge=1,
+        description="longer texts are left alone, so the time per request stays bounded",
+    )
 
 
 def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
@@ -46,11 +57,10 @@ def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     out: list[Message] | None = None
-    repairs: list[dict[str, Any]] = []
+    repairs: list[Repair] = []
     roles = cfg.roles
     for i, m in enumerate(ctx.messages):
-        # role() inlined: a role that is not a string is in no tuple of role names
-        if m.get("role") not in roles:
+        if role(m) not in roles:
             continue
         content = m.get("content")
         if content.__class__ is str and content.isascii():

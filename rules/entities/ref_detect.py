@@ -10,6 +10,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 from rules.packs import builtin_strings, compile_regex, load_pack
@@ -54,15 +55,16 @@ def _inverse(groups: Mapping[str, Sequence[str]]) -> dict[str, str]:
     return {str(w).lower(): canonical for canonical, words in groups.items() for w in words}
 
 
-def _compile_language(lang: str, spec: Mapping[str, object]) -> Lexicon:
-    types = dict(spec.get("types") or {})  # type: ignore[call-overload]
-    actions = dict(spec.get("actions") or {})  # type: ignore[call-overload]
+def _compile_language(lang: str, spec: Mapping[str, Any]) -> Lexicon:
+    """One language of the references pack: YAML data, shaped as ``references.yaml`` shows."""
+    types = dict(spec.get("types") or {})
+    actions = dict(spec.get("actions") or {})
     fills = {
         "type": [w for ws in types.values() for w in ws],
         "action": [w for ws in actions.values() for w in ws],
     }
     for slot in _SLOTS[2:]:
-        fills[slot] = list(spec.get(slot) or [])  # type: ignore[call-overload]
+        fills[slot] = list(spec.get(slot) or [])
     flags = re.I if "i" in str(spec.get("flags", "")) else 0
 
     builtin = builtin_strings("references")
@@ -80,8 +82,8 @@ def _compile_language(lang: str, spec: Mapping[str, object]) -> Lexicon:
     patterns = [
         (str(item["kind"]), compile_template(str(item["re"])))
         for item in spec.get("patterns") or []
-    ]  # type: ignore[attr-defined]
-    not_refs = tuple(compile_template(str(t)) for t in spec.get("not_refs") or [])  # type: ignore[attr-defined]
+    ]
+    not_refs = tuple(compile_template(str(t)) for t in spec.get("not_refs") or [])
     return Lexicon(lang, tuple(patterns), _inverse(types), _inverse(actions), not_refs)
 
 

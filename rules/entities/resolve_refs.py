@@ -23,23 +23,57 @@ from pydantic import Field, field_validator
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_injected
-from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
+from rules.messages import PLACEHOLDER_PREFIX, call_id, role, text_of, tool_calls
+from rules.report import ChainStep, EntityRef, Reference
 from rules.text_cache import text_cache
+
+# The entities a search may pick from: (session id, depth up the ancestors, its events).
+Pool = tuple[str, int, Sequence[Mapping[str, Any]]]
 
 
 class Config(RuleConfig):
-    threshold: float = Field(default=0.6, ge=0, le=1)  # below it: abstain, the text stands
-    ttl_seconds: float = Field(default=300.0, gt=0)  # entities older than this are not candidates
-    languages: tuple[str, ...] = ("en", "zh", "ko", "ja")
-    use_ancestors: bool = True
-    max_ancestor_depth: int = Field(default=3, ge=0, le=3)
-    ancestor_penalty: float = Field(default=0.05, ge=0, le=1)  # per level up the chain
-    crowd_penalty: float = Field(default=0.1, ge=0, le=1)  # per extra candidate of a bare "that X"
-    max_mentions: int = Field(default=5, ge=1)
-    # A long message (a pasted log, a task statement) is read at its start and end only.
-    max_scan_chars: int = Field(default=8_000, ge=200)
-    # YAML files extending the references pack; validated (loaded) even when left empty
-    extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
+    threshold: float = Field(
+        default=0.6,
+        ge=0,
+        le=1,
+        description="below it (or when two entities fit equally) abstain: the text stands",
+    )
+    ttl_seconds: float = Field(
+        default=300.0, gt=0, description="entities older than this are not candidates"
+    )
+    languages: tuple[str, ...] = Field(
+        default=("en", "zh", "ko", "ja"), description="languages whose references are detected"
+    )
+    use_ancestors: bool = Field(
+        default=True,
+        description="sub-agents (`X-Parent-Session-Id`) resolve through their parents",
+    )
+    max_ancestor_depth: int = Field(
+        default=3, ge=0, le=3, description="ancestor sessions searched at most"
+    )
+    ancestor_penalty: float = Field(
+        default=0.05, ge=0, le=1, description="confidence lost per level up the chain"
+    )
+    crowd_penalty: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description='confidence lost per extra candidate of a bare "that file" (no action, '
+        "no recency word)",
+    )
+    max_mentions: int = Field(default=5, ge=1, description="mentions taken per message at most")
+    max_scan_chars: int = Field(
+        default=8_000,
+        ge=200,
+        description="a longer message (a pasted log, a task statement) is read at its start "
+        "and end only",
+    )
+    # validated (loaded) even when left empty
+    extra_packs: tuple[str, ...] = Field(
+        default=(),
+        validate_default=True,
+        description="your own YAML packs (`references:` sections), loaded at start-up",
+    )
 
     @field_validator("extra_packs")
     @classmethod
@@ -63,11 +97,18 @@ def _candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[M
     return out
 
 
-def resolve(
-    mention: Mention, pools: Sequence[tuple[str, int, list[Mapping[str, Any]]]], cfg: Config
-) -> dict[str, Any]:
-    chain: list[dict[str, Any]] = []
-    ref: dict[str, Any] = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
+def _entity_ref(event: Mapping[str, Any]) -> EntityRef:
+    return {
+        "type": event["type"],
+        "name": event["name"],
+        "path": event["path"],
+        "action": event["action"],
+    }
+
+
+def resolve(mention: Mention, pools: Sequence[Pool], cfg: Config) -> Reference:
+    chain: list[ChainStep] = []
+    ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
     for session, depth, events in pools:
         cands = _candidates(mention, events)
         chain.append({"session": session, "depth": depth, "candidates": len(cands)})
@@ -83,22 +124,24 @@ def resolve(
             if c.get("call_id") == top.get("call_id")
             and c.get("first_seen") == top.get("first_seen")
         ]
-        ref.update(confidence=round(max(confidence, 0.0), 3), chain=chain)
+        ref["confidence"] = round(max(confidence, 0.0), 3)
+        ref["chain"] = chain
         if ties:
-            ref.update(
-                entity=None, abstained="ambiguous", candidates=[c["path"] for c in [top, *ties]][:5]
-            )
+            ref["entity"] = None
+            ref["abstained"] = "ambiguous"
+            ref["candidates"] = [c["path"] for c in [top, *ties]][:5]
         elif confidence < cfg.threshold:
-            ref.update(
-                entity=None, abstained="low_confidence", candidates=[c["path"] for c in cands][:5]
-            )
+            ref["entity"] = None
+            ref["abstained"] = "low_confidence"
+            ref["candidates"] = [c["path"] for c in cands][:5]
         else:
-            ref.update(
-                entity={k: top[k] for k in ("type", "name", "path", "action")},
-                call_id=top.get("call_id"),
-            )
+            ref["entity"] = _entity_ref(top)
+            ref["call_id"] = top.get("call_id")
         return ref
-    ref.update(entity=None, confidence=0.0, chain=chain, abstained="no_candidate")
+    ref["entity"] = None
+    ref["confidence"] = 0.0
+    ref["chain"] = chain
+    ref["abstained"] = "no_candidate"
     return ref
 
 
@@ -106,7 +149,7 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
     result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone)."""
     for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user":  # role() inlined: not a string is not "user"
+        if role(messages[i]) == "user":
             text = text_of(messages[i].get("content"))
             own = strip_injected(text).strip()
             if own and not own.startswith(PLACEHOLDER_PREFIX):
@@ -139,7 +182,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # Only what existed when the user wrote: calls made after the message cannot be meant.
     later = {call_id(c) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
     own = entity_cache.fresh(ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds)
-    pools = [(ctx.session_id, 0, [e for e in own if e.get("call_id") not in later])]
+    pools: list[Pool] = [(ctx.session_id, 0, [e for e in own if e.get("call_id") not in later])]
     if cfg.use_ancestors:
         for anc in ctx.ancestors:
             if anc.depth <= cfg.max_ancestor_depth:
@@ -159,11 +202,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
 
 
 def _settle(
-    ref: dict[str, Any],
-    pick: Mapping[str, Any] | None,
-    pools: Sequence[tuple[str, int, list[Mapping[str, Any]]]],
-    cfg: Config,
-) -> dict[str, Any]:
+    ref: Reference, pick: Mapping[str, Any] | None, pools: Sequence[Pool], cfg: Config
+) -> Reference:
     """An abstention settled by the resolver model's pick, if the pick is one of its candidates."""
     if ref.get("entity") is not None or not isinstance(pick, Mapping):
         return ref
@@ -175,17 +215,17 @@ def _settle(
     for session, depth, events in pools:
         for e in entity_cache.query(events):
             if e["path"] == path:
-                chain = [
+                chain: list[ChainStep] = [
                     *ref["chain"],
                     {"resolver": pick.get("model"), "session": session, "depth": depth},
                 ]
-                settled = {k: v for k, v in ref.items() if k not in ("abstained", "candidates")}
-                settled.update(
-                    entity={k: e[k] for k in ("type", "name", "path", "action")},
-                    call_id=e.get("call_id"),
-                    confidence=round(float(confidence), 3),
-                    chain=chain,
-                    resolved_by="resolver_model",
-                )
+                settled = ref.copy()  # keys in the same order, less the abstention's
+                settled.pop("abstained", None)
+                settled.pop("candidates", None)
+                settled["entity"] = _entity_ref(e)
+                settled["call_id"] = e.get("call_id")
+                settled["confidence"] = round(float(confidence), 3)
+                settled["chain"] = chain
+                settled["resolved_by"] = "resolver_model"
                 return settled
     return ref

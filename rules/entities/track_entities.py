@@ -40,23 +40,53 @@ from rules.messages import (
     tool_pairs,
 )
 from rules.redact import holds_secret
+from rules.report import Entity, Report
 
 META = "track_entities"
 MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
 
 
 class Config(RuleConfig):
-    max_entities: int = Field(default=20, ge=1, le=10_000)  # newest N events kept
-    ttl_seconds: float = Field(default=300.0, gt=0)  # events older than this are forgotten
-    persist_cwd: bool = True  # a `cd` carries over to later calls (a persistent shell)
-    # keys of the newest calls read: where the previous request stopped (older calls are never
-    # read again, however long the history)
-    max_seen_calls: int = Field(default=5_000, ge=10)
-    # YAML files extending the tools / shell_verbs packs; validated (loaded) even when left empty
-    extra_packs: tuple[str, ...] = Field(default=(), validate_default=True)
-    restore_history: bool = False  # prepend stored turns when a client sends only its newest one
-    restore_max_messages: int = Field(default=60, ge=1)
-    restore_max_chars: int = Field(default=200_000, ge=1_000)
+    max_entities: int = Field(
+        default=20,
+        ge=1,
+        le=10_000,
+        description="newest N file/folder events remembered per session",
+    )
+    ttl_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description="events older than this (from first seen) are forgotten",
+    )
+    persist_cwd: bool = Field(
+        default=True,
+        description="a `cd` carries over to later calls (agents with a persistent shell)",
+    )
+    max_seen_calls: int = Field(
+        default=5_000,
+        ge=10,
+        description="keys of the newest calls read, to find where the previous request stopped "
+        "(older calls are never read again)",
+    )
+    # validated (loaded) even when left empty
+    extra_packs: tuple[str, ...] = Field(
+        default=(),
+        validate_default=True,
+        description="your own YAML packs (`tools:` / `shell_verbs:` sections), loaded at start-up",
+    )
+    restore_history: bool = Field(
+        default=False,
+        description="a client sending only its newest message gets the session's stored turns "
+        "back (also set by `memory.restore_history`)",
+    )
+    restore_max_messages: int = Field(
+        default=60, ge=1, description="bound of the stored history, in messages"
+    )
+    restore_max_chars: int = Field(
+        default=200_000,
+        ge=1_000,
+        description="bound of the stored history, in serialised characters",
+    )
 
     @field_validator("extra_packs")
     @classmethod
@@ -75,7 +105,8 @@ def call_key(call: dict[str, Any]) -> str:
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
-    messages, state, report = ctx.messages, ctx.state, {}
+    messages, state = ctx.messages, ctx.state
+    report: Report = {}
     if cfg.restore_history:
         restored = history_restore.restore(messages, state.get(history_restore.NAMESPACE) or [])
         if restored is not None:
@@ -154,9 +185,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     new_meta = storable(new_meta)
     if new_meta != meta:
         state = state.with_value(META, new_meta)
-    report["entities"] = [
-        {k: e[k] for k in ("type", "name", "path", "action", "call_id") if k in e}
-        | ({"from": e["from"]} if "from" in e else {})
-        for e in new_events
-    ]
+    report["entities"] = [_reported(e) for e in new_events]
     return RuleResult(messages, state, report)
+
+
+def _reported(event: entity_cache.Event) -> Entity:
+    """A new event as the report shows it (``entity_cache.make_event`` set every key read here;
+    its time, sequence number and tool are left out)."""
+    entity: Entity = {
+        "type": event["type"],
+        "name": event["name"],
+        "path": event["path"],
+        "action": event["action"],
+        "call_id": event["call_id"],
+    }
+    if "from" in event:
+        entity["from"] = event["from"]
+    return entity

@@ -46,9 +46,10 @@ def load_pack(name: str, extra_files: tuple[str, ...] = ()) -> Mapping[str, Any]
 
     Raises ValueError (which pydantic reports with the option's path) for a missing or bad file.
     """
-    data = _read_yaml(BUILTIN_DIR / f"{name}.yaml")
-    if not isinstance(data, dict):
+    builtin = _read_yaml(BUILTIN_DIR / f"{name}.yaml")
+    if not isinstance(builtin, dict):
         raise ValueError(f"built-in pack {name} is not a mapping")
+    data: dict[str, Any] = builtin
     for file in extra_files:
         extra = _read_yaml(Path(file))
         if not isinstance(extra, dict):
@@ -68,7 +69,7 @@ def load_pack(name: str, extra_files: tuple[str, ...] = ()) -> Mapping[str, Any]
 # rescans every newline after it: 40,000 took 7.5 s, blocking the event loop). Pack patterns are
 # data users extend, so a pattern from a user's pack is run at start-up on adversarial inputs built
 # from its own parts, and one that is slow, or whose time grows faster than its input, fails the
-# configuration. Built-in patterns are checked by tests/rules/test_regex_budget.py instead (on
+# configuration. Built-in patterns are checked by tests/rules/packs/test_regex_budget.py instead (on
 # inputs of 1 MiB), so starting the server costs nothing for them.
 
 PROBE_CHARS = 16_384  # the largest input at start-up; a linear pattern takes well under 1 ms
