@@ -20,23 +20,8 @@ from rules.chain import repair_tool_chain
 from rules.chain import validator as chain_validator
 from rules.chain.validator import find_violations
 from rules.registry import load_rule
-from tests.support.factories import assistant, result, shell, system, user
-
-S, U = system(), user("fix the build")
-VALID = [
-    S,
-    U,
-    assistant(None, shell("c1", "ls")),
-    result("c1", "a.py"),
-    assistant("checking", shell("c2", "pytest")),
-    result("c2", "1 passed"),
-]
-
-
-def _broken_arguments(message: dict[str, Any]) -> dict[str, Any]:
-    call = message["tool_calls"][0]
-    bad = {**call, "function": {**call["function"], "arguments": '{"command": "ls'}}
-    return {**message, "tool_calls": [bad]}
+from tests.rules.test_request_memos import VALID, _broken_arguments
+from tests.support.factories import assistant, result, user
 
 
 def _replaces_a_call_with_a_broken_one(ctx: Context, cfg: object) -> RuleResult:
