@@ -87,6 +87,26 @@ class Ancestor:
 
 
 @dataclass(frozen=True)
+class CacheFacts:
+    """What the proxy knows of the provider's prompt cache for this request: the model's prices
+    (per token; cached reads and cache writes as ratios of a fresh token) and cache rules, plus
+    what the upstream reported about the session's previous request. The proxy fills it (cost
+    model and usage feedback); rules only read it. The defaults are the strictest case: unknown
+    prices count as r = 0.1."""
+
+    input_price: float | None = None  # fresh input, per token (None: unknown)
+    read_ratio: float = 0.1  # a cached token costs this share of a fresh one
+    write_ratio: float = 1.0  # writing the cache (Anthropic: 1.25)
+    ttl_s: float = 300.0  # the provider keeps a prefix this long after its last use
+    min_prefix_tokens: int = 1024  # shorter prompts are never cached
+    # the session's previous request, as the upstream reported it (None: never seen)
+    last_at: float | None = None  # when it was sent (the request's clock)
+    last_prompt_tokens: int | None = None
+    last_cached_tokens: int | None = None  # tokens read from the cache
+    last_cache_write_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Context:
     """Everything a rule may look at. ``messages`` is the conversation as it stands after the
     previous rule; ``original_messages`` is what the client sent (never to be changed)."""
@@ -102,6 +122,7 @@ class Context:
     original_messages: Messages = field(default_factory=list)
     ancestors: tuple[Ancestor, ...] = ()
     budget: int | None = None
+    cache: CacheFacts = field(default_factory=CacheFacts)  # prices and the cache's last answer
     report: Report = field(default_factory=Report)  # fragments of earlier rules, read-only
     # Answers fetched by the proxy for a second pass (e.g. the optional resolver model's picks):
     # data in, so the rules stay free of I/O.
