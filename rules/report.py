@@ -131,6 +131,11 @@ class InjectSummary(TypedDict, total=False):
     room: int  # tokens left under the budget for the block
     shrunk: bool
     skipped: str  # why nothing was injected
+    sticky: int  # blocks forwarded before, replayed in place
+    added: bool  # this request added a block (at the tail)
+    delta: bool  # the added block says only what changed since the blocks before it
+    collapsed: int  # stored blocks dropped after a compaction (a whole block replaces them)
+    lost: int  # stored blocks whose message left the conversation
 
 
 class ReportWarning(TypedDict, total=False):
@@ -158,6 +163,32 @@ class Section(TypedDict):
     after: int
 
 
+class CacheSummary(TypedDict):
+    """The cost facts the proxy used for this request (``rules.base.CacheFacts``)."""
+
+    read_ratio: float  # a cached token's price as a share of a fresh one
+    write_ratio: float
+    ttl_s: float
+    min_prefix: int
+    source: str  # config | litellm | default
+    last_cached_tokens: int | None  # the session's previous request, as the upstream reported
+    last_cache_write_tokens: int | None
+    idle_s: float | None  # since that request was sent
+
+
+class RescueSummary(TypedDict, total=False):
+    """An upstream's "prompt too long" answer, and the one retry the proxy made after it."""
+
+    window: int | None  # the window the upstream stated
+    learned: int  # that window in the proxy's token count
+    budget: int  # the budget of the second rewrite
+    tokens_before: int  # what the first forwarded request counted (messages and tools)
+    tokens_after: int  # what the second one counts
+    retried: Required[bool]
+    outcome: Required[str]  # fitted | failed_again | floor_too_big | no_window | no_gain
+    status: int  # the retry's status
+
+
 class Report(TypedDict, total=False):
     session: str
     tokens: Tokens
@@ -173,6 +204,8 @@ class Report(TypedDict, total=False):
     rule_errors: list[RuleError]
     history_restored: int
     resolver: dict[str, Any]  # the optional resolver model's answer, when it was asked
+    cache: CacheSummary  # the cost model's facts (set by the proxy, not a rule)
+    rescue: RescueSummary  # an upstream overflow and its retry (set by the proxy)
     prefix_reuse: float | None
     prefix_shared_messages: int
     timings_ms: dict[str, float]

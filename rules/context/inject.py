@@ -1,37 +1,40 @@
-"""inject: one compact, deterministic block at the tail of the forwarded request, wrapped in
-``INJECT_OPEN`` … ``INJECT_CLOSE``. Sections in fixed order, empty ones left out: "Recent
-context" (entities, newest first), "Resolved references" (from ``resolve_refs``' report),
-"Working set" (``rules.context.working_set.render_section``). Capped at ``max_tokens``: the oldest
-entity lines go first, then the working set is cut.
+"""inject: what the proxy knows, told to the model in blocks wrapped in ``INJECT_OPEN`` …
+``INJECT_CLOSE``. Sections in fixed order, empty ones left out: "Recent context" (entities, newest
+first), "Resolved references" (from ``resolve_refs``' report), "Working set" (the ledger of
+``working_set``). Capped at ``max_tokens``: the oldest entity lines go first, then the working set
+is cut (``inject_text``).
 
-It goes after everything the client sent (appended to the last message when that is a user or
-tool message, or as a trailing user message), never into the cached prefix, and it is not stored:
-the next request gets a fresh one. Nothing is injected when every section is empty.
+A block goes after everything the client sent (appended to the last message when that is a user
+or tool message, or as a trailing user message). Once forwarded it is history (``sticky``): later
+requests carry it with the same bytes in the same place, so the prompt cache hits past it. A new
+block is added only when what it would say changed, and then it says only the change. After a
+compaction (prune's report) the stored blocks are stale copies: they are dropped and one whole
+block goes at the tail. Nothing is injected when there is nothing new to say.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from rules.base import Context, Messages, RuleConfig, RuleResult, TokenCounter
-from rules.context import working_set
+from rules.base import Context, Messages, RuleConfig, RuleResult
+from rules.context import overlay, sticky, working_set
+from rules.context.inject_text import (
+    DELTA_HEADER,
+    HEADER,
+    Sections,
+    delta,
+    recent_lines,
+    reference_lines,
+    render,
+    ws_text,
+)
 from rules.entities import cache as entity_cache
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 from rules.report import InjectSummary, Reference, Report
 
-_VERBS = {
-    "create": "created",
-    "delete": "deleted",
-    "copy": "copied",
-    "move": "moved",
-    "modify": "modified",
-    "read": "read",
-    "open": "opened",
-}
-HEADER = "Context noted by ctxproxy (not written by the user):"
+__all__ = ["HEADER", "Config", "apply", "recent_lines", "reference_lines", "render"]
 
 
 class Config(RuleConfig):
@@ -50,80 +53,23 @@ class Config(RuleConfig):
     ttl_seconds: float = Field(
         default=300.0, gt=0, description="entities older than this are not shown"
     )
-    max_tokens: int = Field(default=1_000, ge=50, description="cap of the whole block")
+    max_tokens: int = Field(default=1_000, ge=50, description="cap of one block")
     working_set_min_messages: int = Field(
         default=6,
         ge=0,
         description='a shorter request shows its goal and state already: no "Working set" '
         "section, so a plain short request is forwarded byte-identical",
     )
-
-
-def _entity_line(e: Mapping[str, Any]) -> str:
-    verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
-    line = f"- {verb} {e.get('type')} {e.get('path')}"
-    if e.get("from"):
-        line += f" (from {e['from']})"
-    return line
-
-
-def recent_lines(events: Sequence[Mapping[str, Any]], limit: int) -> list[str]:
-    """Newest first, one line per path (its latest action)."""
-    lines, paths = [], set()
-    for e in entity_cache.query(events):
-        if e["path"] not in paths:
-            paths.add(e["path"])
-            lines.append(_entity_line(e))
-    return lines[:limit]
-
-
-def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = []
-    for r in refs:
-        ent = r.get("entity")
-        if not isinstance(ent, Mapping):
-            continue
-        verb = _VERBS.get(str(ent.get("action")), str(ent.get("action")))
-        line = f'- "{r.get("mention")}" means the {ent.get("type")} {ent.get("path")} ({verb})'
-        chain = r.get("chain") or []
-        source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
-        if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)
-            line += f", from parent session {source.get('session')}"
-        lines.append(line)
-    return lines
-
-
-def render(
-    recent: list[str], refs: list[str], ws: str | None, tokens: TokenCounter, max_tokens: int
-) -> str | None:
-    """The block, or None when every section is empty; shortened to fit ``max_tokens``."""
-    recent = list(recent)
-    while True:
-        parts = []
-        if recent:
-            parts.append("Recent context (newest first):\n" + "\n".join(recent))
-        if refs:
-            parts.append("Resolved references:\n" + "\n".join(refs))
-        if ws:
-            parts.append(
-                ws if ws.lstrip().lower().startswith("working set") else "Working set:\n" + ws
-            )
-        if not parts:
-            return None
-        block = "\n".join([INJECT_OPEN, HEADER, *parts, INJECT_CLOSE])
-        over = tokens.count_text(block) - max_tokens
-        if over <= 0:
-            return block
-        if len(recent) > 1:
-            recent.pop()  # the oldest entity line first
-        elif ws and len(ws) > 60:
-            ws = ws[: min(len(ws) - 20, max(40, len(ws) - over * 4))].rstrip() + " …"
-        elif ws:
-            ws = None
-        elif recent:
-            recent = []
-        else:
-            refs = refs[:-1]
+    sticky: bool = Field(
+        default=True,
+        description="blocks stay where they were forwarded and later ones say only what changed "
+        "(prompt-cache neutral); false: one whole block at the tail of every request",
+    )
+    max_blocks: int = Field(
+        default=32,
+        ge=1,
+        description="stored blocks at most: one more collapses them into one whole block",
+    )
 
 
 def _place(messages: Messages, block: str, cfg: Config) -> tuple[Messages, str]:
@@ -156,35 +102,23 @@ def _without_block(messages: Messages) -> list[Messages]:
     return out
 
 
-def _block(
+def _fit(
     ctx: Context,
     cfg: Config,
     messages: Messages,
-    placed: dict[str, tuple[tuple[Messages, str], int]] | None = None,
-) -> tuple[str | None, InjectSummary]:
-    """The block for ``messages``, shrunk to the room left under ``ctx.budget`` (messages and tools
-    schema counted); with no room at all, the resolved references alone. Facts for the report.
-    ``placed`` receives ``_place``'s answer for the block it returns, with its messages' tokens,
-    when it computed them."""
-    refs: list[Reference] = list(ctx.report.get("references") or [])
-    ref_lines = reference_lines(refs)
-    show_recent = cfg.recent_context == "always" or (
-        cfg.recent_context == "on_reference"
-        and any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
-    )
-    events = entity_cache.fresh(
-        ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
-    )
-    recent = recent_lines(events, cfg.max_entities) if show_recent else []
-    ws = (
-        working_set.render_section(ctx.state)
-        if len(messages) >= cfg.working_set_min_messages
-        else None
-    )
-    facts: InjectSummary = {"entities": len(recent), "references": len(ref_lines)}
-    block = render(recent, ref_lines, ws, ctx.tokens, cfg.max_tokens)
+    parts: Sections,
+    is_delta: bool,
+) -> tuple[str | None, InjectSummary, tuple[Messages, str] | None]:
+    """The block saying ``parts``, shrunk to the room left under ``ctx.budget`` (messages and
+    tools schema counted); with no room at all, the resolved references alone. Facts for the
+    report, and ``_place``'s answer for the block when it was computed on the way."""
+    hint = int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
+    ws = ws_text(parts.ws, is_delta, hint)
+    header = DELTA_HEADER if is_delta else HEADER
+    facts: InjectSummary = {"entities": len(parts.recent), "references": len(parts.refs)}
+    block = render(parts.recent, parts.refs, ws, ctx.tokens, cfg.max_tokens, header)
     if block is None or ctx.budget is None:
-        return block, facts
+        return block, facts, None
     limit = ctx.budget - ctx.tokens.count_tools(ctx.tools)  # what the messages may take
     room = limit - ctx.tokens.count_messages(messages)
     facts["room"] = room
@@ -193,58 +127,145 @@ def _block(
         if cap <= 0:
             break
         # render is pure: at the full cap it is the block already rendered
-        fitted = block if cap == cfg.max_tokens else render(recent, ref_lines, ws, ctx.tokens, cap)
+        fitted = (
+            block
+            if cap == cfg.max_tokens
+            else render(parts.recent, parts.refs, ws, ctx.tokens, cap, header)
+        )
         if fitted is None:
             break
         out = _place(messages, fitted, cfg)
-        size = ctx.tokens.count_messages(out[0])
-        over = size - limit
+        over = ctx.tokens.count_messages(out[0]) - limit
         if over <= 0:
             if fitted != block:
                 facts["shrunk"] = True
-            if placed is not None:
-                placed[fitted] = (out, size)
-            return fitted, facts
+            return fitted, facts, out
         cap -= over
-    if ref_lines:  # even with no room, what the user's words refer to is worth the overrun
+    if parts.refs:  # even with no room, what the user's words refer to is worth the overrun
         facts["shrunk"] = True
-        return render([], ref_lines, None, ctx.tokens, cfg.max_tokens), facts
+        return render([], parts.refs, None, ctx.tokens, cfg.max_tokens, header), facts, None
     facts["skipped"] = "no room under the budget"
-    return None, facts
+    return None, facts, None
+
+
+def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
+    """What a whole block would say for this request."""
+    refs: list[Reference] = list(ctx.report.get("references") or [])
+    show_recent = cfg.recent_context == "always" or (
+        cfg.recent_context == "on_reference"
+        and any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
+    )
+    recent: list[str] = []
+    if show_recent:
+        events = entity_cache.fresh(
+            ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
+        )
+        recent = recent_lines(events, cfg.max_entities)
+    ws = (
+        working_set.section_items(ctx.state)
+        if len(messages) >= cfg.working_set_min_messages
+        else []
+    )
+    return Sections(recent, reference_lines(refs), ws)
+
+
+def _shown_after(
+    shown: Sections, said: Sections, ws_now: list[tuple[str, str]], block: str, ws_text_: str | None
+) -> Sections:
+    """What the blocks say together once ``block`` (saying ``said``, maybe shrunk to fit) is
+    added: its lines that made it in, and the working set as it now stands when its section made
+    it in whole (else the next block tries again)."""
+    whole = ws_text_ is None or ws_text_ in block
+    return Sections(
+        (shown.recent + [x for x in said.recent if x in block])[-100:],
+        (shown.refs + [x for x in said.refs if x in block])[-50:],
+        ws_now if whole else shown.ws,
+    )
+
+
+class _Plan:
+    """One request's placing: the stored blocks replayed, and maybe one new block at the tail."""
+
+    def __init__(self, ctx: Context, cfg: Config, stored: sticky.Stored, clean: Messages) -> None:
+        self.report: InjectSummary = {}
+        pruned = ctx.report.get("prune") or {}
+        collapse = bool(stored.blocks) and (
+            bool(pruned.get("compacted")) or len(stored.blocks) >= cfg.max_blocks
+        )
+        # the anchors cost a hash per message: only with blocks to place or to add
+        anchors: list[str] | None = overlay.anchors(clean, ctx.hash_of) if stored.blocks else None
+        present = set(anchors or ())
+        kept = [] if collapse else [b for b in stored.blocks if b.at in present]
+        if collapse:
+            self.report["collapsed"] = len(stored.blocks)
+        lost = len(stored.blocks) - len(kept) if not collapse else 0
+        if lost:
+            self.report["lost"] = lost  # their hosts left the conversation (client-side trim)
+        # what the model can still read; after a collapse or a loss, the next block is whole
+        shown = stored.shown if kept and not lost else Sections()
+        view = sticky.replay(clean, anchors, kept) if anchors is not None else clean
+        if stored.blocks:
+            self.report["sticky"] = len(kept)
+        self.messages, self.stored = view, sticky.Stored(kept, shown)
+        self.block: str | None = None
+        self.warning: int | None = None
+        if role(clean[-1]) == "assistant":
+            return  # a prefill: nothing may follow it
+        now = _sections(ctx, cfg, clean)
+        is_delta = not shown.empty()
+        said = delta(now, shown) if is_delta else now
+        if said.empty():
+            return
+        block, facts, placed = _fit(ctx, cfg, view, said, is_delta)
+        self.report.update(facts)
+        if block is None:
+            return
+        out, where = placed if placed is not None else _place(view, block, cfg)
+        tokens = ctx.tokens.count_text(block)
+        host = (anchors if anchors is not None else overlay.anchors(clean, ctx.hash_of))[-1]
+        self.report.update(
+            {"added": True, "delta": is_delta, "position": where, "index": len(out) - 1}
+        )
+        self.report["tokens"] = tokens
+        hint = int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
+        said_ws = ws_text(said.ws, is_delta, hint)
+        self.stored = sticky.Stored(
+            [*kept, sticky.Block(host, where, block, tokens)],
+            _shown_after(shown, said, now.ws, block, said_ws),
+        )
+        self.messages, self.block = out, block
+        if ctx.budget is not None:
+            total = ctx.tokens.count_messages(out) + ctx.tokens.count_tools(ctx.tools)
+            if total > ctx.budget:
+                self.warning = total
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     messages = ctx.messages
-    if not messages or role(messages[-1]) == "assistant":
-        return RuleResult.unchanged(ctx)  # a prefill: nothing may follow it
-    for base in _without_block(messages):  # idempotent: exactly its block is already there
-        block, _ = _block(ctx, cfg, base)
-        if block is not None and _place(base, block, cfg)[0] == messages:
+    if not messages:
+        return RuleResult.unchanged(ctx)
+    raw = ctx.state.get(sticky.NAMESPACE)
+    stored = sticky.Stored.load(raw) if cfg.sticky else sticky.Stored()
+    clean = sticky.strip(messages, {b.text for b in stored.blocks})
+    for base in _without_block(clean):  # idempotent: exactly its block is already there
+        if _Plan(ctx, cfg, stored, base).messages == messages:
             return RuleResult.unchanged(ctx)
-    placed: dict[str, tuple[tuple[Messages, str], int]] = {}
-    block, facts = _block(ctx, cfg, messages, placed)
-    if block is None:
-        if "skipped" not in facts:
-            return RuleResult.unchanged(ctx)
-        return RuleResult.unchanged(
-            ctx, {"inject": {"skipped": facts["skipped"], "room": facts["room"]}}
-        )
-    known = placed.get(block)
-    (out, where), size = known if known is not None else (_place(messages, block, cfg), None)
-    report: Report = {
-        "inject": {
-            "position": where,
-            "index": len(out) - 1,
-            "tokens": ctx.tokens.count_text(block),
-            **facts,
-        }
-    }
-    if ctx.budget is not None:
-        if size is None:
-            size = ctx.tokens.count_messages(out)
-        total = size + ctx.tokens.count_tools(ctx.tools)
-        if total > ctx.budget:
-            report["warnings"] = [
-                {"kind": "over_budget", "tokens": total, "budget": ctx.budget, "rule": "inject"}
-            ]
-    return RuleResult(out, ctx.state, report)
+    plan = _Plan(ctx, cfg, stored, clean)
+    state = ctx.state
+    if cfg.sticky and (raw is not None or plan.stored.blocks):
+        value = plan.stored.to_json()
+        if value != raw:
+            state = state.with_value(sticky.NAMESPACE, value)
+    report: Report = {"inject": plan.report} if plan.report else {}
+    if plan.warning is not None:
+        report["warnings"] = [
+            {"kind": "over_budget", "tokens": plan.warning, "budget": ctx.budget, "rule": "inject"}
+        ]
+    out = plan.messages
+    if out is messages or (
+        len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True))
+    ):
+        return RuleResult(messages, state, report)
+    if out == messages:
+        return RuleResult(messages, state, report)
+    return RuleResult(out, state, report)

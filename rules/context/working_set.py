@@ -259,6 +259,53 @@ def summary(ledger: dict[str, Any]) -> WorkingSetSummary:
     }
 
 
+def section_items(state: SessionState) -> list[tuple[str, str]]:
+    """The working set as (key, value) items, in the section's order; a list-valued key (changed
+    files, latest writes) gives one item per path. ``inject`` diffs these between blocks."""
+    ledger = state.get(NAMESPACE) or {}
+    items: list[tuple[str, str]] = []
+    if ledger.get("goal"):
+        items.append(("Goal", ledger["goal"]))
+    if ledger.get("instruction"):
+        items.append(("Latest instruction", ledger["instruction"]))
+    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
+    for item in ledger.get("plan", [])[:12]:
+        items.append(("Plan", f"[{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}"))
+    items.extend(("Changed files", path) for path in reversed(ledger.get("changed") or []))
+    items.extend(("Latest writes", w["path"]) for w in reversed(ledger.get("writes") or []))
+    diags = open_diagnostics(ledger)
+    for d in diags[:8]:
+        where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
+        parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
+        items.append(("Open", " ".join(str(p) for p in parts)))
+    if len(diags) > 8:
+        items.append(("Open", f"… {len(diags) - 8} more"))
+    target = next_target(ledger)
+    if target:
+        items.append(("Next repair target", target))
+    return items
+
+
+GROUPED = ("Changed files", "Latest writes")  # one line each, paths joined
+
+
+def render_items(items: list[tuple[str, str]]) -> list[str]:
+    """Item lines as the section shows them: grouped keys on one line, the others one each."""
+    lines: list[str] = []
+    grouped: dict[str, list[str]] = {}
+    for key, value in items:
+        if key in GROUPED:
+            if key not in grouped:
+                grouped[key] = []
+                lines.append(key)  # its place; filled below
+            grouped[key].append(value)
+        elif key == "Plan":
+            lines.append(f"Plan {value}")
+        else:
+            lines.append(f"{key}: {value}")
+    return [f"{line}: {', '.join(grouped[line])}" if line in grouped else line for line in lines]
+
+
 def render_section(state: SessionState, max_tokens_hint: int | None = None) -> str | None:
     """The "Working set" section of the injected block, or None when there is nothing to say.
 
@@ -267,28 +314,7 @@ def render_section(state: SessionState, max_tokens_hint: int | None = None) -> s
     ledger = state.get(NAMESPACE) or {}
     if max_tokens_hint is None:
         max_tokens_hint = int(ledger.get("section_tokens") or 400)
-    lines: list[str] = []
-    if ledger.get("goal"):
-        lines.append(f"Goal: {ledger['goal']}")
-    if ledger.get("instruction"):
-        lines.append(f"Latest instruction: {ledger['instruction']}")
-    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
-    for item in ledger.get("plan", [])[:12]:
-        lines.append(f"Plan [{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}")
-    if ledger.get("changed"):
-        lines.append("Changed files: " + ", ".join(reversed(ledger["changed"])))
-    if ledger.get("writes"):
-        lines.append("Latest writes: " + ", ".join(w["path"] for w in reversed(ledger["writes"])))
-    diags = open_diagnostics(ledger)
-    for d in diags[:8]:
-        where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
-        parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
-        lines.append("Open: " + " ".join(str(p) for p in parts))
-    if len(diags) > 8:
-        lines.append(f"Open: … {len(diags) - 8} more")
-    target = next_target(ledger)
-    if target:
-        lines.append(f"Next repair target: {target}")
+    lines = render_items(section_items(state))
     if not lines:
         return None
     out = "Working set:\n" + "\n".join(f"- {line}" for line in lines)

@@ -1,0 +1,152 @@
+"""The text of inject's blocks: the lines of each section, what changed since the blocks already
+in the history (a delta), and the block itself, capped to a token limit. Pure functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.base import TokenCounter
+from rules.context import working_set
+from rules.entities import cache as entity_cache
+from rules.messages import INJECT_CLOSE, INJECT_OPEN
+
+_VERBS = {
+    "create": "created",
+    "delete": "deleted",
+    "copy": "copied",
+    "move": "moved",
+    "modify": "modified",
+    "read": "read",
+    "open": "opened",
+}
+HEADER = "Context noted by ctxproxy (not written by the user):"
+DELTA_HEADER = "Context noted by ctxproxy (not written by the user), changed since its last note:"
+# Items a delta leaves out: the latest writes repeat the changed files' news, in recency order.
+_NOT_IN_DELTA = ("Latest writes",)
+# Items whose disappearance is news (a diagnostic closed); others are replaced or just age out.
+_CLOSED = {"Open": "Closed"}
+
+
+def _entity_line(e: Mapping[str, Any]) -> str:
+    verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
+    line = f"- {verb} {e.get('type')} {e.get('path')}"
+    if e.get("from"):
+        line += f" (from {e['from']})"
+    return line
+
+
+def recent_lines(events: Sequence[Mapping[str, Any]], limit: int) -> list[str]:
+    """Newest first, one line per path (its latest action)."""
+    lines, paths = [], set()
+    for e in entity_cache.query(events):
+        if e["path"] not in paths:
+            paths.add(e["path"])
+            lines.append(_entity_line(e))
+    return lines[:limit]
+
+
+def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
+    lines = []
+    for r in refs:
+        ent = r.get("entity")
+        if not isinstance(ent, Mapping):
+            continue
+        verb = _VERBS.get(str(ent.get("action")), str(ent.get("action")))
+        line = f'- "{r.get("mention")}" means the {ent.get("type")} {ent.get("path")} ({verb})'
+        chain = r.get("chain") or []
+        source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
+        if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)
+            line += f", from parent session {source.get('session')}"
+        lines.append(line)
+    return lines
+
+
+@dataclass
+class Sections:
+    """What a block says: entity lines, reference lines and working-set items."""
+
+    recent: list[str] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    ws: list[tuple[str, str]] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.recent or self.refs or self.ws)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"recent": self.recent, "refs": self.refs, "ws": [list(i) for i in self.ws]}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Sections:
+        value = value if isinstance(value, dict) else {}
+        ws = [(str(i[0]), str(i[1])) for i in value.get("ws") or [] if len(i) == 2]
+        return cls(list(value.get("recent") or []), list(value.get("refs") or []), ws)
+
+
+def delta(now: Sections, shown: Sections) -> Sections:
+    """What ``now`` says that the blocks already forwarded (``shown``) did not: new lines and
+    items, and diagnostics no longer open."""
+    seen_recent, seen_refs, seen_ws = set(shown.recent), set(shown.refs), set(shown.ws)
+    current = set(now.ws)
+    ws = [i for i in now.ws if i not in seen_ws and i[0] not in _NOT_IN_DELTA]
+    ws += [(_CLOSED[k], v) for k, v in shown.ws if k in _CLOSED and (k, v) not in current]
+    if any(k == "Next repair target" for k, _ in shown.ws) and not any(
+        k == "Next repair target" for k, _ in now.ws
+    ):
+        ws.append(("Next repair target", "none"))
+    return Sections(
+        [line for line in now.recent if line not in seen_recent],
+        [line for line in now.refs if line not in seen_refs],
+        ws,
+    )
+
+
+def ws_text(items: list[tuple[str, str]], is_delta: bool, max_tokens_hint: int) -> str | None:
+    """The working-set section for ``items``, capped at about ``max_tokens_hint`` tokens."""
+    lines = working_set.render_items(items)
+    if not lines:
+        return None
+    title = "Working set changes:" if is_delta else "Working set:"
+    out = title + "\n" + "\n".join(f"- {line}" for line in lines)
+    limit = max_tokens_hint * 4
+    return out if len(out) <= limit else out[: limit - 1] + "…"
+
+
+def render(
+    recent: list[str],
+    refs: list[str],
+    ws: str | None,
+    tokens: TokenCounter,
+    max_tokens: int,
+    header: str = HEADER,
+) -> str | None:
+    """The block, or None when every section is empty; shortened to fit ``max_tokens``: the
+    oldest entity lines go first, then the working set is cut, then dropped."""
+    recent = list(recent)
+    while True:
+        parts = []
+        if recent:
+            parts.append("Recent context (newest first):\n" + "\n".join(recent))
+        if refs:
+            parts.append("Resolved references:\n" + "\n".join(refs))
+        if ws:
+            parts.append(
+                ws if ws.lstrip().lower().startswith("working set") else "Working set:\n" + ws
+            )
+        if not parts:
+            return None
+        block = "\n".join([INJECT_OPEN, header, *parts, INJECT_CLOSE])
+        over = tokens.count_text(block) - max_tokens
+        if over <= 0:
+            return block
+        if len(recent) > 1:
+            recent.pop()  # the oldest entity line first
+        elif ws and len(ws) > 60:
+            ws = ws[: min(len(ws) - 20, max(40, len(ws) - over * 4))].rstrip() + " …"
+        elif ws:
+            ws = None
+        elif recent:
+            recent = []
+        else:
+            refs = refs[:-1]

@@ -1,0 +1,121 @@
+"""Injected blocks as history: once forwarded, a block is replayed on later requests with the same
+bytes in the same place, so the provider's prompt cache keeps hitting past it (design section 4).
+
+A block is stored with the anchor of the message it was placed on (``overlay.anchors``: the
+message's content hash chained with its predecessor's) and how it was placed: appended to that
+message, or as a user message right after it. The client never sends the blocks back (the agent
+keeps its own transcript), so each request gets them re-placed on their anchors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.base import Message
+from rules.context.inject_text import Sections
+from rules.messages import INJECT_CLOSE, append_text, role, text_of, with_content
+
+NAMESPACE = "inject"
+
+
+@dataclass(frozen=True)
+class Block:
+    at: str  # anchor of the message it follows
+    where: str  # append | message
+    text: str
+    tokens: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"at": self.at, "where": self.where, "text": self.text, "tokens": self.tokens}
+
+
+@dataclass
+class Stored:
+    """inject's memory: the blocks forwarded so far, in order, and what they say together."""
+
+    blocks: list[Block] = field(default_factory=list)
+    shown: Sections = field(default_factory=Sections)
+
+    @classmethod
+    def load(cls, value: Any) -> Stored:
+        value = value if isinstance(value, dict) else {}
+        blocks = []
+        for b in value.get("blocks") or []:
+            if isinstance(b, dict) and isinstance(b.get("text"), str):
+                blocks.append(
+                    Block(str(b.get("at")), str(b.get("where")), b["text"], int(b.get("tokens", 0)))
+                )
+        return cls(blocks, Sections.from_json(value.get("shown")))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "blocks": [b.to_json() for b in self.blocks],
+            "shown": self.shown.to_json(),
+            "tokens": sum(b.tokens for b in self.blocks),  # read by prune: they count
+        }
+
+
+def stored_tokens(value: Any) -> int:
+    """Tokens of the blocks replayed on every request (prune counts them against the budget)."""
+    tokens = value.get("tokens") if isinstance(value, dict) else None
+    return tokens if isinstance(tokens, int) and tokens > 0 else 0
+
+
+def _strip_one(message: Message, texts: set[str]) -> tuple[Message, bool]:
+    content = message.get("content")
+    if isinstance(content, list):
+        last = content[-1] if content else None
+        if isinstance(last, dict) and last.get("type") == "text" and last.get("text") in texts:
+            return with_content(message, content[:-1]), True
+        return message, False
+    if not isinstance(content, str) or not content.endswith(INJECT_CLOSE):
+        return message, False
+    for text in texts:
+        if content == text:
+            return with_content(message, ""), True
+        if content.endswith(text) and content[: -len(text)].endswith("\n\n"):
+            return with_content(message, content[: -len(text) - 2]), True
+    return message, False
+
+
+def strip(messages: list[Message], texts: set[str]) -> list[Message]:
+    """``messages`` without the stored blocks already placed in them (a request that is this
+    rule's own output, as when a rule is applied twice): the list placing starts from."""
+    if not texts:
+        return messages
+    out: list[Message] = []
+    changed = False
+    for m in messages:
+        if role(m) == "user" and text_of(m.get("content")) in texts:
+            changed = True  # a block sent as a message of its own
+            continue
+        found = True
+        while found:
+            m, found = _strip_one(m, texts)
+            changed = changed or found
+        out.append(m)
+    return out if changed else messages
+
+
+def replay(
+    messages: list[Message], anchors: Sequence[str], blocks: Sequence[Block]
+) -> list[Message]:
+    """``messages`` with each block placed on its anchor, in stored order."""
+    by_anchor: dict[str, list[Block]] = {}
+    for b in blocks:
+        by_anchor.setdefault(b.at, []).append(b)
+    if not by_anchor:
+        return messages
+    out: list[Message] = []
+    for m, a in zip(messages, anchors, strict=True):
+        placed = by_anchor.get(a)
+        if not placed:
+            out.append(m)
+            continue
+        for b in placed:
+            if b.where == "append":
+                m = append_text(m, b.text)
+        out.append(m)
+        out.extend({"role": "user", "content": b.text} for b in placed if b.where != "append")
+    return out
