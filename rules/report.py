@@ -106,6 +106,20 @@ class WorkingSetSummary(TypedDict):
     next_target: str | None
 
 
+class ScheduleSummary(TypedDict, total=False):
+    """Why prune compacted or not: the cache state and the figures of the choice (costs in fresh
+    input tokens)."""
+
+    cache: str  # warm | cold | unknown
+    why: str
+    decision: str  # none | cold | pays | forced
+    read_ratio: float
+    horizon: float  # expected remaining requests
+    growth: float  # tokens added per request
+    bust_cost: int  # what this request pays extra for the compaction
+    expected_saving: int  # over the horizon
+
+
 class PruneSummary(TypedDict, total=False):
     skipped: str  # provider-owned state: nothing pruned
     budget: int | None
@@ -120,6 +134,8 @@ class PruneSummary(TypedDict, total=False):
     compactions: int
     edits: int
     dropped: int
+    schedule: ScheduleSummary
+    inject_tokens: int  # inject's stored blocks, replayed in the prompt
 
 
 class InjectSummary(TypedDict, total=False):

@@ -12,7 +12,7 @@ from typing import Any
 
 from rules.activity.observations import Observation
 from rules.base import Message, TokenCounter
-from rules.context import prune_stages
+from rules.context import prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
@@ -134,6 +134,8 @@ def is_rendered(message: Message) -> bool:
     """Whether the message is one ``render`` wrote (an elided or capped result, or a dropped
     run's line): a client never sends these, so a conversation holding one is prune's output."""
     r = role(message)
+    if r == "assistant":
+        return shrink.is_shrunk(message)
     if r == "tool":
         text = text_of(message.get("content"))
         return text.startswith((_ELIDED, _CAPPED)) or _CAPPED_LINE in text
@@ -146,6 +148,8 @@ def is_rendered(message: Message) -> bool:
 def apply_edit(
     message: Message, edit: dict[str, str], obs: Observation | None, tokens: TokenCounter, cap: int
 ) -> Message:
+    if edit["action"] == "shrink":  # its parameters stored with it: the replay is byte-identical
+        return shrink.shrink_message(message, int(edit["lines"]), int(edit["chars"]))
     text = text_of(message.get("content"))
     size = tokens.count_text(text)
     if edit["action"] == "cap":

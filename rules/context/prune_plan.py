@@ -1,0 +1,262 @@
+"""One request's pruning machinery for ``prune``: the overlay being built, per-message sizes,
+the first-seen cap of large results, the plan of every step a compaction could take (in stage
+order: supersede, mask, shrink, drop; each with its estimated gain, for ``schedule``), and the
+compaction itself down to a target with the stages ``schedule`` chose."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from rules.activity.observations import Observation, of_context
+from rules.base import Context, Message
+from rules.context import evidence, overlay, prune_stages, shrink
+from rules.context.schedule import Step
+from rules.messages import call_arguments_text, role, tool_calls
+from rules.report import Pruning
+
+VERBATIM = ("latest failing test output", "latest build error", "latest error")
+STAGES = ("supersede", "mask", "shrink", "drop")
+_PLACEHOLDER_TOKENS = 30  # an elided result's line, about
+
+
+class Options(Protocol):
+    """The options of prune this machinery reads (prune.Config)."""
+
+    max_result_tokens: int
+    max_evidence_tokens: int
+    keep_last_observations: int
+    keep_last_writes: int
+    keep_last_turns: int
+    shrink_lines: int
+    shrink_arg_chars: int
+    drop_turns: bool
+
+
+class Run:
+    """One request's pruning: the overlay being built, sizes per message, decisions made."""
+
+    def __init__(self, ctx: Context, cfg: Options, namespace: str) -> None:
+        self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
+        self.messages = ctx.messages
+        self.anchors = overlay.anchors(self.messages, ctx.hash_of)
+        # Applied again to its own output, the edited messages' anchors are gone: the stored
+        # overlay still stands (it is what made them), so it is kept whole (idempotence).
+        own_output = any(overlay.is_rendered(m) for m in self.messages)
+        self.overlay = overlay.Overlay.load(
+            ctx.state.get(namespace), set(self.anchors), keep_all=own_output
+        )
+        self.obs: list[Observation] = of_context(ctx)
+        self.by_result = {o.result_index: o for o in self.obs}
+        self.decisions: list[Pruning] = []
+        self.stages: dict[str, int] = {}
+        self._evidence: evidence.Evidence | None = None
+
+    @property
+    def evidence(self) -> evidence.Evidence:
+        if self._evidence is None:
+            self._evidence = evidence.find(self.messages, self.obs, self.cfg.keep_last_writes)
+        return self._evidence
+
+    def render(self, ov: overlay.Overlay) -> list[Message]:
+        return overlay.render(
+            self.messages, self.anchors, ov, self.by_result, self.tokens, self.cfg.max_result_tokens
+        )
+
+    def _decide(
+        self, ov: overlay.Overlay, i: int, action: str, edit: dict[str, str], freed: int
+    ) -> None:
+        ov.edits[self.anchors[i]] = edit
+        obs = self.by_result.get(i)
+        self.decisions.append(
+            {
+                "index": i,
+                "tool_call_id": obs.call_id if obs else self.messages[i].get("tool_call_id"),
+                "action": action,
+                "reason": edit["reason"],
+                "tokens_freed": freed,
+            }
+        )
+        self.stages[action] = self.stages.get(action, 0) + freed
+
+    def cap_new_results(self) -> None:
+        """Cap oversized results the first time they are seen; the decision is remembered."""
+        dropped = set(self.overlay.dropped)
+        edits, limit = self.overlay.edits, self.cfg.max_result_tokens
+        count = self.tokens.count_message
+        for i, m in enumerate(self.messages):
+            if role(m) != "tool":
+                continue
+            a = self.anchors[i]
+            if a in edits or a in dropped:
+                continue
+            size = count(m)
+            if size <= limit:
+                continue
+            why = self.evidence.protected.get(i)
+            if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
+                self.overlay.edits[a] = {"action": "keep", "reason": why}
+                continue
+            edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
+            capped = overlay.apply_edit(m, edit, None, self.tokens, self.cfg.max_result_tokens)
+            self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
+
+    # --- the plan: every step a compaction could take, with estimated gains ---------------------
+
+    def sizes(self) -> dict[int, int]:
+        """Tokens of each message as the overlay renders it now (dropped ones count 0)."""
+        dropped = set(self.overlay.dropped)
+        out: dict[int, int] = {}
+        for i, (m, a) in enumerate(zip(self.messages, self.anchors, strict=True)):
+            if a in dropped:
+                out[i] = 0
+                continue
+            edit = self.overlay.edits.get(a)
+            out[i] = self.tokens.count_message(self._edited(i, edit) if edit else m)
+        return out
+
+    def _elided_already(self, i: int) -> bool:
+        a = self.anchors[i]
+        edit = self.overlay.edits.get(a)
+        return a in set(self.overlay.dropped) or (
+            edit is not None and edit["action"] in (*overlay.ELIDE_ACTIONS, "shrink")
+        )
+
+    def _shrink_edit(self) -> dict[str, str]:
+        lines, chars = self.cfg.shrink_lines, self.cfg.shrink_arg_chars
+        return {
+            "action": "shrink",
+            "reason": f"older than the last {self.cfg.keep_last_turns} turns",
+            "lines": str(lines),
+            "chars": str(chars),
+        }
+
+    def _shrink_estimate(self, m: Message) -> int:
+        """Tokens shrinking would free, estimated from lengths (no parse: this runs often)."""
+        chars = 0
+        content = m.get("content")
+        if isinstance(content, str):
+            limit = self.cfg.shrink_arg_chars * self.cfg.shrink_lines
+            if content.count("\n") >= self.cfg.shrink_lines or len(content) > limit:
+                chars += max(0, len(content) - min(limit, 80 * self.cfg.shrink_lines))
+        for c in tool_calls(m):
+            args = call_arguments_text(c)
+            if len(args) > self.cfg.shrink_arg_chars:
+                chars += len(args) - self.cfg.shrink_arg_chars
+        return chars // 4
+
+    def shrink_candidates(self, protected: set[int]) -> list[int]:
+        current = prune_stages.current_start(self.messages, self.evidence.first_user)
+        return shrink.candidates(
+            self.messages, self.obs, protected, current, self.cfg.keep_last_turns
+        )
+
+    def plan(self, sizes: dict[int, int]) -> list[Step]:
+        """Every step, in the order a compaction takes them, with its estimated gain."""
+        protected = set(self.evidence.protected)
+        steps: list[Step] = []
+        seen: set[int] = set()
+        for stage, items in self._elision_candidates(protected):
+            for i, reason in items:
+                if i in seen or self._elided_already(i) or sizes[i] <= _PLACEHOLDER_TOKENS:
+                    continue
+                seen.add(i)
+                steps.append(Step(stage, sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
+        for i in self.shrink_candidates(protected):
+            if not self._elided_already(i):
+                gain = self._shrink_estimate(self.messages[i])
+                if gain > 0:
+                    steps.append(Step("shrink", gain, i, (i,)))
+        if self.cfg.drop_turns:
+            for turn in self._droppable_turns(protected):
+                steps.append(Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn)))
+        return steps
+
+    def _elision_candidates(self, protected: set[int]) -> list[tuple[str, list[tuple[int, str]]]]:
+        return [
+            ("supersede", prune_stages.supersede(self.obs, protected, self.messages)),
+            ("mask", prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)),
+        ]
+
+    def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
+        results: dict[str, list[int]] = {}
+        for i, m in enumerate(self.messages):
+            if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
+                results.setdefault(m["tool_call_id"], []).append(i)
+        dropped = set(self.overlay.dropped)
+        # Oldest first, but turns holding the latest write of a file last: they say what changed.
+        latest_writes: dict[str, int] = {}
+        for o in self.obs:
+            if o.action.kind == "write":
+                latest_writes[o.action.target] = o.call_index
+        keep_late = set(latest_writes.values())
+        ordered = sorted(
+            prune_stages.turns(self.messages, self.evidence.first_user),
+            key=lambda turn: turn[0] in keep_late,
+        )
+        return [
+            turn
+            for turn in ordered
+            if not any(self.anchors[i] in dropped for i in turn)
+            and prune_stages.droppable(turn, self.messages, protected, results)
+        ]
+
+    # --- the compaction ------------------------------------------------------------------------
+
+    def compact(
+        self,
+        steps: Sequence[Step],
+        take: int,
+        total: int,
+        fixed: int,
+        sizes: dict[int, int],
+        fit: int | None = None,
+    ) -> tuple[overlay.Overlay, int]:
+        """The first ``take`` planned steps, and more after them while the request is over
+        ``fit``: a new overlay and its exact size (plus ``fixed``, the tokens outside the
+        messages, which ``total`` includes as well)."""
+        trial = overlay.Overlay(
+            dict(self.overlay.edits), list(self.overlay.dropped), self.overlay.compactions + 1
+        )
+        sizes = dict(sizes)
+        dropped = set(trial.dropped)
+        for n, step in enumerate(steps):
+            if n >= take and (fit is None or total <= fit):
+                break
+            if step.stage == "drop":
+                if any(self.anchors[i] in dropped for i in step.messages):
+                    continue
+                freed = sum(sizes[i] for i in step.messages)
+                dropped.update(self.anchors[i] for i in step.messages)
+                total -= freed
+                self.decisions.append(
+                    {
+                        "index": step.first,
+                        "tool_call_id": None,
+                        "action": "drop",
+                        "reason": f"dropped {len(step.messages)} messages to fit the budget",
+                        "tokens_freed": freed,
+                    }
+                )
+                self.stages["drop"] = self.stages.get("drop", 0) + freed
+                continue
+            i = step.first
+            a = self.anchors[i]
+            if a in dropped or (a in trial.edits and trial.edits[a]["action"] != "cap"):
+                continue
+            if step.stage == "shrink":
+                edit = self._shrink_edit()
+            else:
+                edit = {"action": step.stage, "reason": step.reason}
+            freed = sizes[i] - self.tokens.count_message(self._edited(i, edit))
+            if freed > 0:
+                self._decide(trial, i, step.stage, edit, freed)
+                sizes[i], total = sizes[i] - freed, total - freed
+        trial.dropped = [a for a in self.anchors if a in dropped]
+        view = self.render(trial)
+        return trial, self.tokens.count_messages(view) + fixed
+
+    def _edited(self, i: int, edit: dict[str, str]) -> Message:
+        return overlay.apply_edit(
+            self.messages[i], edit, self.by_result.get(i), self.tokens, self.cfg.max_result_tokens
+        )
