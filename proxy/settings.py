@@ -20,6 +20,7 @@ from pydantic import (
     field_validator,
 )
 
+from proxy.pricing import PriceOverride, PricingEntry
 from rules.base import RuleConfig
 from rules.registry import default_rule_names, load_rule
 
@@ -105,6 +106,14 @@ class UpstreamSettings(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
+    # kind litellm, Claude models: place prompt-cache breakpoints the client left out
+    # (``proxy.upstream.cache_breakpoints``); off sends the client's marks only.
+    cache_breakpoints: Literal["auto", "off"] = "auto"
+    pricing: PriceOverride = Field(
+        default_factory=PriceOverride,
+        description="prices and cache rules for every model this upstream serves "
+        "(proxy.pricing); a matching top-level `pricing:` entry wins key by key",
+    )
 
     @field_validator("provider")
     @classmethod
@@ -245,6 +254,10 @@ class Settings(_Strict):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     resolver: ResolverSettings = Field(default_factory=ResolverSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    pricing: list[PricingEntry] = Field(
+        default_factory=list,
+        description="prices and cache rules by model glob, first match wins (proxy.pricing)",
+    )
     rules: list[RuleEntry] = Field(
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )
@@ -308,6 +321,9 @@ class Settings(_Strict):
             routes.clear()
         found = routes[model] = next((u for u in self.upstreams if u.serves(model)), None)
         return found
+
+    def pricing_for(self, model: str) -> PricingEntry | None:
+        return next((p for p in self.pricing if p.serves(model)), None)
 
     def context_window_for(self, model: str) -> int | None:
         for pattern, window in self.pipeline.context_windows.items():

@@ -176,10 +176,35 @@ def usage_summary(row: dict[str, Any]) -> list[tuple[str, Any]]:
         ("latency ms", row.get("latency_ms")),
         ("ttfb ms", row.get("ttfb_ms")),
     ]
+    pairs.extend(_cost_pairs(report))
     if row.get("error_type"):
         pairs.append(("error", f"{row['error_type']}: {cell(row.get('error'), 300)}"))
     if row.get("client_disconnected"):
         pairs.append(("client disconnected", True))
+    return pairs
+
+
+def _cost_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The cost model's facts and an overflow rescue, when the report has them."""
+    pairs: list[tuple[str, Any]] = []
+    cache = report.get("cache")
+    if isinstance(cache, dict):
+        pairs += [
+            ("cache read ratio", f"{cache.get('read_ratio')} ({cache.get('source')})"),
+            ("cache ttl s", cache.get("ttl_s")),
+            ("cache min prefix", cache.get("min_prefix")),
+            ("last cached tokens", cache.get("last_cached_tokens")),
+            ("idle s", cache.get("idle_s")),
+        ]
+    rescue = report.get("rescue")
+    if isinstance(rescue, dict):
+        pairs.append(
+            (
+                "overflow rescue",
+                f"{rescue.get('outcome')}: window {rescue.get('window')}, "
+                f"{rescue.get('tokens_before')} → {rescue.get('tokens_after')} tokens",
+            )
+        )
     return pairs
 
 

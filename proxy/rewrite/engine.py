@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.errors import BadRequest
-from proxy.rewrite.model_windows import context_window
+from proxy.rewrite.cost_model import CostModel
+from proxy.rewrite.model_windows import LearnedWindows, context_window
 from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
@@ -59,6 +60,9 @@ class Engine:
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self.locks = SessionLocks()
         self._budgets: dict[str, int | None] = {}
+        self.costs = CostModel(settings)
+        # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
+        self.learned = LearnedWindows()
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it
         self._offload = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxproxy-pipeline")
 
@@ -67,6 +71,7 @@ class Engine:
 
     def budget_for(self, model: str) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known.
+        The window is the smaller of the known one and one learned from the upstream's errors.
         Memoised per model name (bounded: names come from clients)."""
         if model in self._budgets:
             return self._budgets[model]
@@ -78,10 +83,24 @@ class Engine:
     def _budget_for(self, model: str) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
         window = self.settings.context_window_for(model) or context_window(model)
+        learned = self.learned.get(self._upstream_name(model), model)
+        if learned is not None:
+            window = min(window, learned) if window else learned
         limits = [b for b in (configured,) if b]
         if window:
             limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
         return min(limits) if limits else None
+
+    def _upstream_name(self, model: str) -> str:
+        upstream = self.settings.upstream_for(model)
+        return upstream.name if upstream is not None else ""
+
+    def learn_window(self, model: str, window: int) -> int:
+        """Remember the window an upstream stated for ``model`` (in our token count); the
+        model's budget is worked out again on its next use. Returns the window kept."""
+        kept = self.learned.learn(self._upstream_name(model), model, window)
+        self._budgets.pop(model, None)
+        return kept
 
     async def _second_opinion(self, ctx: Context, outcome: PipelineOutcome) -> PipelineOutcome:
         """Ask the resolver model about references the rules abstained on; when it picks one of
@@ -106,20 +125,32 @@ class Engine:
         session_id: str | None = None,
         parent_session_id: str | None = None,
         raw_size: int = 0,
+        budget: int | None = None,
     ) -> Rewritten:
+        """``budget``: a lower budget for this call only (the overflow rescue's)."""
         sid = session_id or session_key(headers, body)
         parent = parent_session_id or parent_session_key(headers)
         async with self.locks.hold(sid):
-            return await self._rewrite_locked(body, now, sid, parent, raw_size)
+            return await self._rewrite_locked(body, now, sid, parent, raw_size, budget)
 
     async def _rewrite_locked(
-        self, body: dict[str, Any], now: float, sid: str, parent: str | None, raw_size: int
+        self,
+        body: dict[str, Any],
+        now: float,
+        sid: str,
+        parent: str | None,
+        raw_size: int,
+        lower_budget: int | None,
     ) -> Rewritten:
         state, stored_parent = await self.store.load_state(sid)
         parent = parent or stored_parent
         ancestors = await self.store.ancestors(parent) if parent else []
         model = body["model"]
         messages = body["messages"]
+        budget = self.budget_for(model)
+        if lower_budget is not None:
+            budget = min(budget, lower_budget) if budget is not None else lower_budget
+        cache = self.costs.facts(model, await self.store.cache_feedback.get(sid))
         ctx = Context(
             messages=messages,
             original_messages=messages,
@@ -131,7 +162,8 @@ class Engine:
             tools=body.get("tools"),
             request=body,
             ancestors=tuple(ancestors),
-            budget=self.budget_for(model),
+            budget=budget,
+            cache=cache,
         )
         if raw_size >= OFFLOAD_BYTES:
             # a huge request would hold the event loop for seconds: other requests and /healthz
@@ -142,6 +174,7 @@ class Engine:
             outcome = self.pipeline.run(ctx)
         if self.resolver is not None:
             outcome = await self._second_opinion(ctx, outcome)
+        outcome.report["cache"] = self.costs.summary(model, cache, now)
         pruned = outcome.report.get("prune") or {}
         if pruned.get("over_budget"):
             log.warning(

@@ -1,10 +1,14 @@
-"""Model context windows from litellm's bundled model metadata, read straight from the installed
-package folder (importing litellm costs seconds; the request path must not pay that). Loaded once
-and cached. Config ``pipeline.context_windows`` wins over this table (see ``Engine.budget_for``)."""
+"""Model metadata from litellm's bundled table (context windows, input and cache prices), read
+straight from the installed package folder (importing litellm costs seconds; the request path
+must not pay that). The 3 MB file is parsed once, into the few numbers the proxy uses. Config
+``pipeline.context_windows`` wins over this table (see ``Engine.budget_for``); windows learned from
+an upstream's overflow errors (``LearnedWindows``) lower it further."""
 
 from __future__ import annotations
 
 import importlib.util
+from collections import OrderedDict
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,17 @@ from typing import Any
 import orjson
 
 TABLE = "model_prices_and_context_window_backup.json"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One model's line of the table; prices per token, None where the table has none."""
+
+    window: int | None = None
+    input_cost: float | None = None
+    cache_read_cost: float | None = None
+    cache_write_cost: float | None = None
+    provider: str | None = None  # litellm's provider name (openai, anthropic, gemini, …)
 
 
 def _table_path() -> Path | None:
@@ -22,8 +37,15 @@ def _table_path() -> Path | None:
     return path if path.is_file() else None
 
 
+def _price(meta: dict[str, Any], key: str) -> float | None:
+    value = meta.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
 @lru_cache(maxsize=1)
-def _windows() -> dict[str, int]:
+def _entries() -> dict[str, ModelEntry]:
     path = _table_path()
     if path is None:
         return {}
@@ -31,22 +53,28 @@ def _windows() -> dict[str, int]:
         data: dict[str, Any] = orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    out: dict[str, int] = {}
+    out: dict[str, ModelEntry] = {}
     for name, meta in data.items():
-        if not isinstance(meta, dict):
+        if not isinstance(meta, dict) or name == "sample_spec":
             continue
         window = meta.get("max_input_tokens") or meta.get("max_tokens")
-        if isinstance(window, int) and window > 0:
-            out[name] = window
+        provider = meta.get("litellm_provider")
+        out[name] = ModelEntry(
+            window=window if isinstance(window, int) and window > 0 else None,
+            input_cost=_price(meta, "input_cost_per_token"),
+            cache_read_cost=_price(meta, "cache_read_input_token_cost"),
+            cache_write_cost=_price(meta, "cache_creation_input_token_cost"),
+            provider=provider if isinstance(provider, str) else None,
+        )
     return out
 
 
 @lru_cache(maxsize=1024)
-def context_window(model: str) -> int | None:
-    """The model's input window in tokens, or None when litellm's table does not know it.
+def model_entry(model: str) -> ModelEntry | None:
+    """The model's table entry, or None when litellm's table does not know it.
 
     Tries the name as given, then without its provider prefix (``openai/gpt-4o`` → ``gpt-4o``)."""
-    table = _windows()
+    table = _entries()
     candidates = [model]
     if "/" in model:
         candidates.append(model.split("/", 1)[1])
@@ -55,3 +83,32 @@ def context_window(model: str) -> int | None:
         if name in table:
             return table[name]
     return None
+
+
+def context_window(model: str) -> int | None:
+    """The model's input window in tokens, or None when litellm's table does not know it."""
+    entry = model_entry(model)
+    return entry.window if entry is not None else None
+
+
+class LearnedWindows:
+    """Windows an upstream stated in its overflow errors, per (upstream, model), in the proxy's
+    own token count. Bounded (model names come from clients): the oldest entries go first."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self._windows: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._max = max_entries
+
+    def get(self, upstream: str, model: str) -> int | None:
+        return self._windows.get((upstream, model))
+
+    def learn(self, upstream: str, model: str, window: int) -> int:
+        """Keep ``window`` (or a smaller one learned before); returns the one kept."""
+        key = (upstream, model)
+        known = self._windows.get(key)
+        kept = window if known is None else min(known, window)
+        self._windows[key] = kept
+        self._windows.move_to_end(key)
+        while len(self._windows) > self._max:
+            self._windows.popitem(last=False)
+        return kept

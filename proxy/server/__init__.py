@@ -1,6 +1,8 @@
 """The HTTP side of one request: the raw ASGI chat handler (authenticate, read, parse, rewrite,
-forward, relay, complete the log row), the helpers that write ASGI answers by hand, the watch that
-notices a client leaving, and the uvicorn protocol that times out slow headers.
+forward, relay, complete the log row), the overflow rescue (compact and retry once when the
+upstream says the prompt is too long), the upstream's cache report kept for the session's next
+request, the helpers that write ASGI answers by hand, the watch that notices a client leaving,
+and the uvicorn protocol that times out slow headers.
 
 Reads ``proxy.rewrite`` (what to forward), ``proxy.upstream`` (where), ``proxy.store`` and
 ``proxy.telemetry`` (the row), ``rules.redact`` (captured payloads), and the top-level ``errors``,

@@ -32,6 +32,8 @@ from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import header_value, raw_headers, send_json
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch
+from proxy.server.feedback import note_cache_usage
+from proxy.server.rescue import rescue_overflow
 from proxy.settings import Settings
 from proxy.store.sqlite import Store
 from proxy.telemetry.observe import Observers
@@ -132,6 +134,10 @@ class ChatCompletions:
         async with DisconnectWatch(receive) as watch:
             try:
                 response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
+                # a "prompt too long" answer: compacted to the stated window, retried once
+                response, rewritten = await rescue_overflow(
+                    self.s, upstream, rewritten, response, headers, key, row, len(raw)
+                )
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
@@ -151,6 +157,9 @@ class ChatCompletions:
                 error = InternalError(exc)
                 await self._answer_error(send, error, row, started, out_headers)
                 return
+            if "breakpoints" in response.extra:  # cache marks the litellm path placed
+                row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
+                await self.s.store.finish_request(request_id, {"report": row["report"]})
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers)
             else:
@@ -167,13 +176,15 @@ class ChatCompletions:
         """A whole (non-streaming) upstream answer: relay it, then complete the log row."""
         body = response.body or b""
         ttfb = (time.perf_counter() - started) * 1000
+        usage = usage_of(body)
+        note_cache_usage(self.s.store, row, response.status, usage)
         try:
             head = raw_headers({**response.headers, **out_headers}, len(body))
         except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
             await self._unsendable(send, exc, row, started)
             return
         try:
-            fields = self._fields(row, started, response.status, None, ttfb, usage_of(body), body)
+            fields = self._fields(row, started, response.status, None, ttfb, usage, body)
         except Exception as exc:  # e.g. a captured answer that cannot be stored
             await self._unsendable(send, exc, row, started)
             return
@@ -195,6 +206,7 @@ class ChatCompletions:
         """Relay upstream bytes as they come; complete the log row however the stream ends."""
         assert response.chunks is not None
         tap = UsageTap()
+        noted: dict[str, Any] | None = None  # the usage handed on as the cache's feedback
         ttfb: float | None = None
         error: ProxyError | None = None
         complete = False
@@ -214,6 +226,9 @@ class ChatCompletions:
                     if ttfb is None:
                         ttfb = (time.perf_counter() - started) * 1000
                     tap.feed(chunk)
+                    if tap.usage is not None and tap.usage is not noted:
+                        noted = tap.usage
+                        note_cache_usage(self.s.store, row, status, noted)
                     if captured is not None:
                         captured.append(chunk)
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})

@@ -61,6 +61,19 @@ migration(
     """,
 )
 
+migration(
+    "m003_session_cache",
+    """
+    CREATE TABLE session_cache (        -- the upstream's cache report on a session's latest request
+        session_id TEXT PRIMARY KEY,
+        at REAL NOT NULL,               -- that request's created_at
+        prompt_tokens INTEGER,
+        cached_tokens INTEGER,          -- read from the provider's cache
+        cache_write_tokens INTEGER      -- written to it (Anthropic)
+    );
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names."""

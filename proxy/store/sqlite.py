@@ -17,6 +17,7 @@ from typing import Any
 import aiosqlite
 import orjson
 
+from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.migrations import apply_migrations
 from rules.base import Ancestor, SessionState
 from rules.redact import redact, redact_text
@@ -61,6 +62,8 @@ class Store:
         # The latest queued save per session, until written: the cache may evict it first.
         self._unwritten: dict[str, _SaveState] = {}
         self._writer_task: asyncio.Task[None] | None = None
+        # the upstream's cache report per session (proxy.store.cache_feedback)
+        self.cache_feedback = FeedbackStore(self)
 
     async def open(self) -> None:
         if self.path != ":memory:":
@@ -103,6 +106,11 @@ class Store:
         """Queue a write for the single writer task: off the request's critical path, ordered,
         coalesced and committed in batches. ``flush`` waits until everything queued is written."""
         self._queue.put_nowait(op)
+
+    def write_later(self, sql: str, params: tuple[Any, ...]) -> None:
+        """Queue one statement of ours (fixed SQL, bound values) for the writer task, written in
+        the next batch after the request log and session rows."""
+        self._enqueue(_Statement(sql, params))
 
     async def flush(self) -> None:
         await self._queue.join()
@@ -291,7 +299,13 @@ class _SaveState:
     since: float  # the first of the saves coalesced into this one (a new row's created_at)
 
 
-_Op = _Insert | _Finish | _SaveState
+@dataclass(frozen=True)
+class _Statement:
+    sql: str
+    params: tuple[Any, ...]
+
+
+_Op = _Insert | _Finish | _SaveState | _Statement
 
 _UPSERT_SESSION = (
     "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) VALUES (?,?,?,?,?) "
@@ -307,8 +321,11 @@ def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]]
     inserts: dict[str, dict[str, Any]] = {}
     finishes: dict[str, dict[str, Any]] = {}
     states: dict[str, _SaveState] = {}
+    statements: list[_Statement] = []
     for op in ops:
-        if isinstance(op, _Insert):
+        if isinstance(op, _Statement):
+            statements.append(op)
+        elif isinstance(op, _Insert):
             inserts[op.row["id"]] = op.row
         elif isinstance(op, _Finish):
             target = inserts.get(op.request_id)
@@ -354,6 +371,8 @@ def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]]
         groups.setdefault(_UPSERT_SESSION, []).append(
             (op.session_id, op.parent_id, op.since, op.at, blob)
         )
+    for statement in statements:  # in the order queued
+        groups.setdefault(statement.sql, []).append(statement.params)
     return list(groups.items()), lost
 
 

@@ -23,6 +23,7 @@ from proxy.store.sqlite import Store
 ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardinality
+RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_window", "no_gain"})
 
 
 class _StoreCollector:
@@ -80,6 +81,12 @@ class Metrics:
         self.repairs = Counter(
             "ctxproxy_repairs", "Tool-chain repairs by kind.", ["kind"], registry=r
         )
+        self.rescues = Counter(
+            "ctxproxy_overflow_rescues",
+            "Upstream 'prompt too long' answers, by what the proxy's rescue made of them.",
+            ["outcome"],
+            registry=r,
+        )
         self.in_flight = Gauge(
             "ctxproxy_in_flight_requests", "Requests being handled now.", registry=r
         )
@@ -115,6 +122,9 @@ class Metrics:
             self.freed.labels(stage).inc(freed)
         for kind, n in rv.repair_kinds(report).items():
             self.repairs.labels(kind).inc(n)
+        rescue = report.get("rescue")
+        if isinstance(rescue, dict) and rescue.get("outcome") in RESCUE_OUTCOMES:
+            self.rescues.labels(rescue["outcome"]).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

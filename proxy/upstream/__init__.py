@@ -1,9 +1,11 @@
 """Calling the provider: ``openai`` (the pooled aiohttp client for OpenAI-compatible upstreams,
 bytes relayed untouched; it hands ``kind: litellm`` upstreams to ``litellm``), ``litellm`` (other
-providers, imported on first use), and reading usage from answers and SSE streams.
+providers, imported on first use, with ``cache_breakpoints`` for Claude), and reading usage from
+answers and SSE streams.
 
 ``UpstreamResponse`` lives here so both clients return it without importing each other.
-May import the top-level ``errors``, ``settings`` and ``tokens`` and ``rules.redact``."""
+May import the top-level ``errors``, ``settings`` and ``tokens``, ``rules.redact`` and
+``rules.messages``."""
 
 from __future__ import annotations
 

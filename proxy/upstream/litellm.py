@@ -42,6 +42,7 @@ from proxy.errors import (
 from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.cache_breakpoints import with_breakpoints
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -185,6 +186,16 @@ async def litellm_chat(
     upstream: UpstreamSettings, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
     provider = _checked(upstream, body["model"], key)
+    body, breakpoints = with_breakpoints(upstream, provider, body)
+    response = await _completion(upstream, provider, body, key)
+    if breakpoints is not None:  # for the log row (``extra`` is read by the caller)
+        response.extra["breakpoints"] = breakpoints
+    return response
+
+
+async def _completion(
+    upstream: UpstreamSettings, provider: str, body: dict[str, Any], key: str | None
+) -> UpstreamResponse:
     litellm = load_litellm()
     kwargs, dropped = forwarded_params(body)
     if upstream.headers:
@@ -203,6 +214,9 @@ async def litellm_chat(
             custom_llm_provider=provider,  # the model's prefix must not pick another
             base_url=upstream.base_url,
             timeout=upstream.timeout_s,
+            # never litellm's MCP gateway (tools naming a server it would call); importing it
+            # needs the ``mcp`` extra and fails every request with tools without it
+            _skip_mcp_handler=True,
             **kwargs,
         )
     except Exception as exc:

@@ -1,24 +1,68 @@
 """An upstream's ``usage`` as the request log keeps it: token counts in any provider's spelling,
-and only values an INTEGER column can hold."""
+and only values an INTEGER column can hold; and what it says about the prompt cache."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+# A token count larger than this is no count (no prompt is ten billion tokens long).
+MAX_SANE_TOKENS = 10**10
+
+
+@dataclass(frozen=True)
+class CacheUsage:
+    """The prompt cache as the upstream reported it for one answer; None: not reported."""
+
+    prompt_tokens: int | None
+    cached_tokens: int | None  # read from the cache
+    cache_write_tokens: int | None  # written to it
+
+
+def cache_usage(usage: Any) -> CacheUsage | None:
+    """Cache reads and writes in each provider's spelling: OpenAI
+    ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens`` /
+    ``cache_creation_input_tokens`` (natively, and as litellm passes them on), Gemini
+    ``cached_content_token_count`` / ``cachedContentTokenCount``, DeepSeek
+    ``prompt_cache_hit_tokens``. Untrusted: only non-negative ints of a sane size are kept."""
+    if not isinstance(usage, dict):
+        return None
+    details = usage.get("prompt_tokens_details")
+    details = details if isinstance(details, dict) else {}
+    cached = _largest(
+        details.get("cached_tokens"),
+        usage.get("cache_read_input_tokens"),
+        usage.get("prompt_cache_hit_tokens"),
+        usage.get("cached_content_token_count"),
+        usage.get("cachedContentTokenCount"),
+    )
+    written = _largest(
+        usage.get("cache_creation_input_tokens"), details.get("cache_creation_tokens")
+    )
+    prompt = _largest(
+        usage.get("prompt_tokens"), usage.get("prompt_token_count"), usage.get("promptTokenCount")
+    )
+    fresh = _largest(usage.get("input_tokens"))
+    if prompt is None and fresh is not None:  # Anthropic's own shape: input excludes the cache
+        prompt = fresh + (cached or 0) + (written or 0)
+    if prompt is None and cached is None and written is None:
+        return None
+    return CacheUsage(prompt, cached, written)
+
+
+def _largest(*values: Any) -> int | None:
+    sane = [v for v in values if type(v) is int and 0 <= v <= MAX_SANE_TOKENS]
+    return max(sane) if sane else None
 
 
 def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
     """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling."""
     if not isinstance(usage, dict):
         return {}
-    details = usage.get("prompt_tokens_details") or {}
-    cached = (
-        (details.get("cached_tokens") if isinstance(details, dict) else None)
-        or usage.get("prompt_cache_hit_tokens")
-        or usage.get("cache_read_input_tokens")
-        or 0
-    )
+    reported = cache_usage(usage)
+    cached = reported.cached_tokens if reported is not None else None
     return {
         "usage": usage,
         "prompt_tokens": _count(usage.get("prompt_tokens")),

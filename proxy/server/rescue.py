@@ -1,0 +1,156 @@
+"""Upstream overflow rescue: when the upstream answers that the prompt is too long, learn the
+window it states, rewrite the request again under that lower budget (prune compacts, down to
+dropping whole turns but never the protected floor) and retry once. The client sees the
+upstream's error only when even the compacted request cannot fit, or the retry fails again.
+
+Overflow answers come with a status before any streamed byte, so streaming requests are rescued
+alike. A failure inside the rescue itself leaves the upstream's answer standing: never a 5xx of
+ours. The row records the rescue (``report["rescue"]``), /metrics counts it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxy.errors import ProxyError
+from proxy.rewrite.engine import Rewritten
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.overflow import Overflow, overflow_of
+from rules.redact import redact
+from rules.report import Report, RescueSummary
+
+if TYPE_CHECKING:
+    from proxy.server.chat import Services
+
+log = logging.getLogger("ctxproxy.rescue")
+# Our count fell short of the upstream's and it named no prompt size: aim this far under it.
+SHORTFALL_MARGIN = 0.9
+
+
+def prompt_tokens(report: Report) -> int:
+    """The forwarded prompt in our count: messages and the tools schema."""
+    tokens = report.get("tokens")
+    messages = tokens["after"] if tokens else 0
+    return messages + (report.get("prune") or {}).get("tools_tokens", 0)
+
+
+async def rescue_overflow(
+    s: Services,
+    upstream: UpstreamSettings,
+    rewritten: Rewritten,
+    response: UpstreamResponse,
+    headers: Mapping[str, str],
+    key: str | None,
+    row: dict[str, Any],
+    raw_size: int = 0,
+) -> tuple[UpstreamResponse, Rewritten]:
+    """The answer to relay and the rewrite it answers: the retry's when there was one, else the
+    upstream's own. Errors of the retry call itself (a timeout …) propagate as the first call's
+    would, with the rescue recorded."""
+    if response.chunks is not None:
+        return response, rewritten
+    overflow = overflow_of(response.status, response.body)
+    if overflow is None:
+        return response, rewritten
+    try:
+        second, info = await _compacted(s, rewritten, overflow, headers, row, raw_size)
+    except Exception:  # a bug of ours must not turn the upstream's 400 into our 500
+        log.exception("request %s: the overflow rescue failed", row["id"])
+        return response, rewritten
+    if second is None:
+        await _record(s, row, rewritten, info)
+        return response, rewritten
+    info["retried"] = True
+    try:
+        retry = await s.upstream.chat(upstream, second.body, headers, key)
+    except ProxyError as exc:
+        info["outcome"], info["status"] = "failed_again", exc.status
+        await _record(s, row, second, info)
+        raise
+    fitted = retry.status < 400
+    info["outcome"], info["status"] = ("fitted" if fitted else "failed_again"), retry.status
+    log.info(
+        "request %s: prompt over %s's window, compacted %d -> %d tokens and retried: %d",
+        row["id"],
+        upstream.name,
+        info.get("tokens_before", 0),
+        info.get("tokens_after", 0),
+        retry.status,
+    )
+    await _record(s, row, second, info)
+    return retry, second
+
+
+async def _compacted(
+    s: Services,
+    rewritten: Rewritten,
+    overflow: Overflow,
+    headers: Mapping[str, str],
+    row: dict[str, Any],
+    raw_size: int,
+) -> tuple[Rewritten | None, RescueSummary]:
+    """The request rewritten to fit the stated window, or None (and why) when it cannot be."""
+    before = prompt_tokens(rewritten.report)
+    info: RescueSummary = {
+        "window": overflow.window,
+        "tokens_before": before,
+        "retried": False,
+        "outcome": "no_window",
+    }
+    if overflow.window is None:
+        return None, info
+    body = rewritten.body
+    model = body["model"]
+    engine = s.engine
+    # the upstream's count can run higher than ours: scale its window into our count
+    scale = 1.0
+    if overflow.prompt_tokens and before and overflow.prompt_tokens > before:
+        scale = before / overflow.prompt_tokens
+    learned = engine.learn_window(model, int(overflow.window * scale))
+    budget = engine.budget_for(model) or learned
+    if overflow.completion_tokens and overflow.completion_tokens < overflow.window:
+        budget = min(budget, int((overflow.window - overflow.completion_tokens) * scale))
+    if budget >= before:  # by our count it fitted already: our count falls short
+        budget = int(before * SHORTFALL_MARGIN)
+    info["learned"], info["budget"] = learned, budget
+    try:
+        second = await engine.rewrite(
+            body,
+            headers,
+            now=row["created_at"],
+            session_id=rewritten.session_id,
+            parent_session_id=rewritten.parent_session_id,
+            raw_size=raw_size,  # a huge body is rewritten off the event loop again
+            budget=budget,
+        )
+    except ProxyError:  # e.g. pipeline.on_over_budget: reject
+        info["outcome"] = "floor_too_big"
+        return None, info
+    after = info["tokens_after"] = prompt_tokens(second.report)
+    if after > budget:
+        info["outcome"] = "floor_too_big"
+        return None, info
+    if after >= before:
+        info["outcome"] = "no_gain"
+        return None, info
+    return second, info
+
+
+async def _record(
+    s: Services, row: dict[str, Any], rewritten: Rewritten, info: RescueSummary
+) -> None:
+    """The rescue on the log row: the report of what was forwarded last, with ``rescue``."""
+    report: Report = {**rewritten.report, "rescue": info}
+    fields: dict[str, Any] = {
+        "report": report,
+        "tokens_after": report["tokens"]["after"],
+        "sections": report.get("sections"),
+    }
+    if s.settings.store.capture_payloads:
+        fields["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
+    row.update(fields)
+    await s.store.finish_request(row["id"], fields)

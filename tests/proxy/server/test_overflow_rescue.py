@@ -1,0 +1,241 @@
+"""Upstream overflow rescue, end to end: the real ``openai`` SDK → a live proxy → a scripted
+upstream on loopback that first answers "the prompt is too long" (stating the model's window),
+then answers the retry. The client gets the retry's 200; the retry is smaller and fits the window
+learned from the error; the row and /metrics record the rescue. A request whose protected floor
+cannot fit gets the upstream's own 400, in OpenAI's shape, after a single upstream call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import openai
+import orjson
+import pytest
+
+from proxy.tokens import TokenCounters
+from tests.conftest import proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply, sse
+from tests.support.factories import chat_completion
+
+MODEL = "gpt-4o"
+WINDOW = 4000
+RESERVE = 100  # pipeline.output_reserve_tokens
+
+
+def conversation(turns: int = 20) -> list[dict[str, Any]]:
+    """A coding session: a task, then ``turns`` file reads of ~300 tokens each."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Read the modules and tell me what the package does."},
+    ]
+    for i in range(turns):
+        call_id = f"call_{i}"
+        arguments = orjson.dumps({"command": f"cat src/module_{i}.py"}).decode()
+        messages.append(
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call_id,
+                        "type": "function",
+                        "function": {"name": "bash", "arguments": arguments},
+                    }
+                ],
+            }
+        )
+        body = "\n".join(f"def function_{i}_{j}(value):\n    return value * {j}" for j in range(40))
+        messages.append({"role": "tool", "tool_call_id": call_id, "content": body})
+    messages.append({"role": "user", "content": "Now summarise."})
+    return messages
+
+
+def count(messages: list[dict[str, Any]]) -> int:
+    return TokenCounters().for_model(MODEL).count_messages(messages)
+
+
+def openai_overflow(prompt: int) -> Reply:
+    message = (
+        f"This model's maximum context length is {WINDOW} tokens. However, your messages "
+        f"resulted in {prompt} tokens. Please reduce the length of the messages."
+    )
+    error = {"message": message, "type": "invalid_request_error", "param": "messages"}
+    return Reply.json({"error": {**error, "code": "context_length_exceeded"}}, status=400)
+
+
+def settings_for(edge: EdgeUpstream, **extra: Any) -> Any:
+    return proxy_settings(
+        edge.base_url, pipeline={"on_rule_error": "fail", "output_reserve_tokens": RESERVE}, **extra
+    )
+
+
+def client_for(proxy: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.base_url, api_key="sk-test", max_retries=0)
+
+
+def metric(proxy: Any, outcome: str) -> float:
+    text = httpx.get(proxy.url + "/metrics").text
+    line = f'ctxproxy_overflow_rescues_total{{outcome="{outcome}"}}'
+    found = [row for row in text.splitlines() if row.startswith(line)]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_overflow_is_compacted_and_retried(live_proxy, edge: EdgeUpstream, stream: bool) -> None:
+    messages = conversation()
+    sent = count(messages)
+    assert sent > WINDOW  # the proxy's own budget (gpt-4o: 128k) lets it through at first
+    answer = (
+        Reply.event_stream(b"".join(sse(_chunk("fitted"), _chunk(None, "stop"))))
+        if stream
+        else Reply.json(chat_completion("fitted"))
+    )
+    edge.replies = [openai_overflow(int(sent * 1.05)), answer]
+    proxy = live_proxy(settings_for(edge))
+    raw = client_for(proxy).chat.completions.with_raw_response.create(
+        model=MODEL, messages=messages, stream=stream
+    )
+    if stream:
+        text = "".join(c.choices[0].delta.content or "" for c in raw.parse() if c.choices)
+    else:
+        text = raw.parse().choices[0].message.content or ""
+    assert raw.http_response.status_code == 200 and text == "fitted"
+    assert len(edge.seen) == 2
+    first, retry = (seen.json()["messages"] for seen in edge.seen)
+    assert first[:-1] == messages[:-1]  # forwarded whole the first time (inject's tail aside)
+    assert count(retry) < count(first)
+    row = proxy.row(raw.headers["x-ctxproxy-request-id"])
+    rescue = row["report"]["rescue"]
+    assert rescue["window"] == WINDOW and rescue["retried"] is True
+    assert rescue["outcome"] == "fitted" and rescue["status"] == 200
+    # the window in our count (the upstream counted ~5% more), less the output reserve
+    assert rescue["tokens_before"] == count(first)
+    assert rescue["learned"] == int(WINDOW * count(first) / int(sent * 1.05)) < WINDOW
+    assert rescue["budget"] <= rescue["learned"] - RESERVE
+    assert count(retry) == rescue["tokens_after"] <= rescue["budget"]
+    assert row["status"] == 200 and row["tokens_after"] == count(retry)
+    assert row["report"]["tokens"]["budget"] == rescue["budget"]
+    assert metric(proxy, "fitted") == 1.0
+
+
+def test_the_learned_window_holds_for_the_next_request(live_proxy, edge: EdgeUpstream) -> None:
+    messages = conversation()
+    edge.replies = [openai_overflow(count(messages)), Reply.json(chat_completion("a"))]
+    edge.reply = Reply.json(chat_completion("b"))
+    proxy = live_proxy(settings_for(edge))
+    client = client_for(proxy)
+    client.chat.completions.create(model=MODEL, messages=messages)
+    more = [*messages, {"role": "assistant", "content": "a"}, {"role": "user", "content": "And?"}]
+    raw = client.chat.completions.with_raw_response.create(model=MODEL, messages=more)
+    assert raw.parse().choices[0].message.content == "b"
+    assert len(edge.seen) == 3  # no second overflow: compacted before it was sent
+    assert count(edge.seen[2].json()["messages"]) <= WINDOW - RESERVE
+    row = proxy.row(raw.headers["x-ctxproxy-request-id"])
+    assert "rescue" not in row["report"] and row["report"]["tokens"]["budget"] == WINDOW - RESERVE
+
+
+def test_a_floor_that_cannot_fit_gets_the_upstreams_400(live_proxy, edge: EdgeUpstream) -> None:
+    task = "Refactor this module:\n" + "\n".join(
+        f"x_{i} = {i} * 17  # step {i}" for i in range(900)
+    )
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": task}]
+    assert count(messages) > WINDOW
+    edge.replies = [openai_overflow(count(messages))]
+    edge.reply = Reply.json(chat_completion("never"))
+    proxy = live_proxy(settings_for(edge))
+    with pytest.raises(openai.BadRequestError) as info:
+        client_for(proxy).chat.completions.create(model=MODEL, messages=messages)
+    assert info.value.status_code == 400 and info.value.code == "context_length_exceeded"
+    body = info.value.body
+    assert isinstance(body, dict) and "maximum context length is 4000" in body["message"]
+    assert len(edge.seen) == 1  # no retry that could only fail again
+    request_id = info.value.response.headers["x-ctxproxy-request-id"]
+    rescue = proxy.row(request_id)["report"]["rescue"]
+    assert rescue["outcome"] == "floor_too_big" and rescue["retried"] is False
+    assert rescue["tokens_after"] > rescue["budget"]
+    assert metric(proxy, "floor_too_big") == 1.0
+
+
+def test_a_retry_that_overflows_again_is_relayed(live_proxy, edge: EdgeUpstream) -> None:
+    messages = conversation()
+    edge.replies = [openai_overflow(count(messages)), openai_overflow(count(messages))]
+    edge.reply = Reply.json(chat_completion("never"))
+    proxy = live_proxy(settings_for(edge))
+    with pytest.raises(openai.BadRequestError) as info:
+        client_for(proxy).chat.completions.create(model=MODEL, messages=messages)
+    assert info.value.code == "context_length_exceeded"
+    assert len(edge.seen) == 2  # one retry, never a loop
+    rescue = proxy.row(info.value.response.headers["x-ctxproxy-request-id"])["report"]["rescue"]
+    assert (rescue["outcome"], rescue["retried"], rescue["status"]) == ("failed_again", True, 400)
+
+
+def test_an_error_stating_no_window_is_relayed_untouched(live_proxy, edge: EdgeUpstream) -> None:
+    error = {"message": "Too long.", "type": "invalid_request_error", "param": None}
+    edge.replies = [Reply.json({"error": {**error, "code": "context_length_exceeded"}}, 400)]
+    proxy = live_proxy(settings_for(edge))
+    with pytest.raises(openai.BadRequestError) as info:
+        client_for(proxy).chat.completions.create(model=MODEL, messages=conversation())
+    assert info.value.body == {**error, "code": "context_length_exceeded"}
+    assert len(edge.seen) == 1
+    rescue = proxy.row(info.value.response.headers["x-ctxproxy-request-id"])["report"]["rescue"]
+    assert rescue["outcome"] == "no_window"
+
+
+ANTHROPIC_MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-sonnet-4-5",
+    "content": [{"type": "text", "text": "fitted"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
+    "usage": {"input_tokens": 1200, "output_tokens": 2},
+}
+
+
+def test_anthropics_prompt_too_long_through_litellm(
+    live_proxy, edge: EdgeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """litellm against a loopback server answering as Anthropic's Messages API does."""
+    monkeypatch.setenv("RESCUE_TEST_KEY", "sk-ant-test-0000000000")
+    messages = conversation()
+    sent = count(messages)
+    too_long = {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "message": f"prompt is too long: {sent} tokens > {WINDOW} maximum",
+        },
+    }
+    edge.replies = [Reply.json(too_long, status=400), Reply.json(ANTHROPIC_MESSAGE)]
+    spec = {
+        "name": "claude",
+        "match": ["anthropic/*"],
+        "kind": "litellm",
+        "base_url": edge.url,
+        "api_key_env": "RESCUE_TEST_KEY",
+    }
+    proxy = live_proxy(settings_for(edge, upstreams=[spec]))
+    raw = client_for(proxy).chat.completions.with_raw_response.create(
+        model="anthropic/claude-sonnet-4-5", messages=messages, max_tokens=50
+    )
+    assert raw.parse().choices[0].message.content == "fitted"
+    assert len(edge.seen) == 2
+    assert edge.seen[0].target.endswith("/v1/messages")
+    first, retry = (seen.json()["messages"] for seen in edge.seen)
+    assert len(retry) < len(first)
+    rescue = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]["rescue"]
+    assert (rescue["window"], rescue["outcome"]) == (WINDOW, "fitted")
+    assert rescue["tokens_after"] <= rescue["budget"] <= WINDOW - RESERVE
+
+
+def _chunk(content: str | None, finish: str | None = None) -> dict[str, Any]:
+    delta = {"content": content} if content is not None else {}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
