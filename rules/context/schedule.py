@@ -178,16 +178,20 @@ def choose(
         freed = sum(s.freed for s in steps[:k])
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
         return Choice(k if freed > 0 else 0, total - freed, figures)
+    kept_trail = total - sum(s.freed for s in steps if s.stage != "drop")
+    needs_drop = kept_trail > room
     best: tuple[float, int, int, float, float] | None = None  # cost, k, after, bust, saving
     freed = 0
     lost = 0.0
     first = len(prefix_tokens)
     for k, step in enumerate(steps, 1):
+        if step.stage == "drop" and not (forced and needs_drop):
+            break  # turns are dropped only when nothing else makes the request fit
         freed += step.freed
         lost += step.freed * loss.get(step.stage, 1.0)
         first = min(first, step.first)
         after = total - freed
-        if after < floor and k > 1 and total - (freed - step.freed) <= room:
+        if forced and after < floor and k > 1 and total - (freed - step.freed) <= room:
             break  # deeper than the floor, and the step before already fits
         if forced and after > room and k < len(steps):
             continue

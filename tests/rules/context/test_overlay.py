@@ -131,12 +131,12 @@ def test_a_repeated_message_does_not_inherit_a_vanished_copys_drop() -> None:
         first += [assistant(None, call(f"c{k}", "bash", command=f"python s{k}.py")),
                   result(f"c{k}", big)]  # fmt: skip
     first.append(user("continue"))
-    r1 = run_prune(first, 12_000, keep_last_observations=2)
+    r1 = run_prune(first, 12_000, keep_last_observations=10)  # nothing to mask: turns go
     assert 1 in dropped_lines(r1.messages)  # the first "continue" went
     second = [user("Original task"), user("Summary of earlier work: ran s0..s5"),
               assistant(None, call("c9", "bash", command="python s9.py")), result("c9", "ok"),
               user("continue")]  # fmt: skip
-    r2 = run_prune(second, 12_000, r1.state, keep_last_observations=2)
+    r2 = run_prune(second, 12_000, r1.state, keep_last_observations=10)
     assert r2.messages == second
 
 
