@@ -196,6 +196,24 @@ def _cost_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
             ("last cached tokens", cache.get("last_cached_tokens")),
             ("idle s", cache.get("idle_s")),
         ]
+    prune = report.get("prune")
+    plan = prune.get("schedule") if isinstance(prune, dict) else None
+    if isinstance(plan, dict):
+        pairs.append(
+            (
+                "compaction",
+                f"{plan.get('decision')} (cache {plan.get('cache')}: {plan.get('why')}; "
+                f"bust {plan.get('bust_cost')}, saving {plan.get('expected_saving')}, "
+                f"horizon {plan.get('horizon')} requests)",
+            )
+        )
+    inject = report.get("inject")
+    if isinstance(inject, dict) and ("sticky" in inject or inject.get("added")):
+        added = ("delta" if inject.get("delta") else "whole") if inject.get("added") else "none"
+        pairs.append(("injected blocks", f"{inject.get('sticky', 0)} replayed, added: {added}"))
+    marks = report.get("breakpoints")
+    if isinstance(marks, dict):
+        pairs.append(("cache breakpoints", ", ".join(map(str, marks.get("placed") or [])) or "-"))
     rescue = report.get("rescue")
     if isinstance(rescue, dict):
         pairs.append(

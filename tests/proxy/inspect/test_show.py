@@ -454,3 +454,29 @@ def test_show_lists_what_the_live_rules_did(live_proxy, capsys) -> None:
     diff = rv.message_diff(row) or []
     added = [d for d in diff if d["op"] == "added" and d["role"] == "tool"]
     assert added and f"+ message {added[0]['forwarded']} added by the proxy (tool)" in out
+
+
+def test_show_summarises_the_cache_economics_of_a_request() -> None:
+    """The schedule's decision with its figures, inject's sticky blocks, the cost model's facts
+    and litellm's cache breakpoints, as `ctxproxy show` lists them."""
+    report = {
+        "cache": {"read_ratio": 0.1, "source": "litellm", "ttl_s": 300, "min_prefix": 1024},
+        "prune": {
+            "schedule": {
+                "decision": "cold",
+                "cache": "cold",
+                "why": "idle 420 s > ttl 300 s",
+                "bust_cost": 0,
+                "expected_saving": 0,
+                "horizon": 41.5,
+            }
+        },
+        "inject": {"sticky": 3, "added": True, "delta": True},
+        "breakpoints": {"placed": ["system", "tools", "previous_tail", "tail"], "client": 0},
+    }
+    pairs = dict(rv.usage_summary({"report": report}))
+    assert pairs["compaction"].startswith("cold (cache cold: idle 420 s > ttl 300 s;")
+    assert "horizon 41.5 requests" in pairs["compaction"]
+    assert pairs["injected blocks"] == "3 replayed, added: delta"
+    assert pairs["cache breakpoints"] == "system, tools, previous_tail, tail"
+    assert pairs["cache read ratio"] == "0.1 (litellm)"
