@@ -1,23 +1,28 @@
 """Detecting vague references to files and folders in a user's text, in English, Chinese, Korean
-and Japanese: "the folder I just created", "that file", "it", "刚创建的文件夹", "그 파일",
-"さっき作ったフォルダ". The lexicons and pattern templates come from the ``references`` pack;
-this module only compiles and applies them. Text the proxy injected earlier is ignored.
+and Japanese: "the folder I just created", "the directory that got made", "that thing from a bit
+ago", "主代理建的那个目录", "방금 생성된 파일", "親エージェントが消したディレクトリ". The grammar
+and word lists come from the ``references`` pack (expanded by ``ref_grammar``, compiled by
+``ref_lexicon``); this module applies them. Text the proxy injected earlier is ignored.
+
+The text is lower-cased once (keeping each character's position), a language whose script the
+text lacks is not read at all, a template's leading ``\\b`` is checked per match, and each match
+becomes a ``Mention``.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
-from rules.packs import builtin_strings, compile_regex, load_pack
+
+__all__ = ["Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
 
 # Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
-_SLOTS = ("type", "action", "rec_adj", "rec", "dem", "art", "subj", "pron", "op")
 
 
 @dataclass(frozen=True)
@@ -28,79 +33,14 @@ class Mention:
     kind: str
     base: float  # the kind's base confidence
     type: str | None  # file | folder | None (any)
-    action: str | None  # create | delete | … | None (any)
-    recency: bool  # a recency word ("just", "刚", "방금", "さっき") was part of it
-
-
-@dataclass(frozen=True)
-class Lexicon:
-    lang: str
-    patterns: tuple[tuple[str, re.Pattern[str]], ...]
-    type_of: Mapping[str, str]  # lower-cased word -> file | folder
-    action_of: Mapping[str, str]  # lower-cased word -> action
-    # spans that are no reference ("write the new file utils.py"): mentions overlapping them drop
-    not_refs: tuple[re.Pattern[str], ...] = ()
-
-
-def _alternation(words: Sequence[str]) -> str:
-    """Longest first, so "文件夹" wins over "文件" and "just now" over "just". A space inside a
-    word matches a run of blanks (possessively: a word never starts with one); blanks around a
-    word are dropped, so no two blank runs meet (two adjacent ``\\s+`` are quadratic on blanks)."""
-    cleaned = {" ".join(str(w).split()) for w in words} - {""}
-    ordered = sorted(cleaned, key=len, reverse=True)
-    return "|".join(re.escape(w).replace(r"\ ", r"\s++") for w in ordered) or "(?!)"
-
-
-def _inverse(groups: Mapping[str, Sequence[str]]) -> dict[str, str]:
-    return {str(w).lower(): canonical for canonical, words in groups.items() for w in words}
-
-
-def _compile_language(lang: str, spec: Mapping[str, Any]) -> Lexicon:
-    """One language of the references pack: YAML data, shaped as ``references.yaml`` shows."""
-    types = dict(spec.get("types") or {})
-    actions = dict(spec.get("actions") or {})
-    fills = {
-        "type": [w for ws in types.values() for w in ws],
-        "action": [w for ws in actions.values() for w in ws],
-    }
-    for slot in _SLOTS[2:]:
-        fills[slot] = list(spec.get(slot) or [])
-    flags = re.I if "i" in str(spec.get("flags", "")) else 0
-
-    builtin = builtin_strings("references")
-
-    def compile_template(template: str) -> re.Pattern[str]:
-        source = template
-        for slot in _SLOTS:
-            group = "rec" if slot == "rec_adj" else slot
-            alternation = _alternation(fills[slot])
-            source = source.replace("{" + slot + "}", f"(?P<{group}>{alternation})")
-        # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
-        where = f"references pack, {lang}: template {template!r}"
-        return compile_regex(source, flags, where, check=template not in builtin)
-
-    patterns = [
-        (str(item["kind"]), compile_template(str(item["re"])))
-        for item in spec.get("patterns") or []
-    ]
-    not_refs = tuple(compile_template(str(t)) for t in spec.get("not_refs") or [])
-    return Lexicon(lang, tuple(patterns), _inverse(types), _inverse(actions), not_refs)
-
-
-@functools.lru_cache(maxsize=16)
-def load_lexicons(
-    extra_packs: tuple[str, ...] = (),
-) -> tuple[Mapping[str, float], tuple[Lexicon, ...]]:
-    data = load_pack("references", extra_packs)
-    kinds = {str(k): float(v) for k, v in (data.get("kinds") or {}).items()}
-    langs = tuple(
-        _compile_language(lang, spec) for lang, spec in (data.get("languages") or {}).items()
-    )
-    for lex in langs:
-        for kind, _ in lex.patterns:
-            if kind not in kinds:
-                raise ValueError(f"references pack, {lex.lang}: unknown kind {kind!r}")
-    return kinds, langs
+    action: str | None  # the verb's group: create | write | delete | … | None (no verb)
+    recency: bool  # a recency word ("just", "earlier", "刚", "방금", "さっき") was part of it
+    actions: tuple[str, ...] = ()  # entity actions the verb fits (empty: any)
+    actor: str | None = None  # self ("you") | speaker ("I", "we") | other ("the lead agent")
+    crowd: bool = False  # confidence drops with each extra candidate
+    hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
+    named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
+    extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
 
 
 def strip_injected(text: str) -> str:
@@ -108,38 +48,142 @@ def strip_injected(text: str) -> str:
     return _INJECTED.sub(" ", text) if INJECT_OPEN in text else text
 
 
+def fold(text: str) -> str:
+    """``text`` lower-cased, keeping every character's position (a character whose lower case
+    is longer, such as "İ", stays as it is)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _matches(p: Pattern, text: str) -> Any:
+    """``p.regex.finditer(text)``, less matches that start inside a word when ``word_start``."""
+    pos = 0
+    while pos <= len(text):
+        m = p.regex.search(text, pos)
+        if m is None:
+            return
+        start, end = m.span()
+        if p.word_start and start > 0 and _is_word(text[start - 1]):
+            pos = start + 1
+            continue
+        yield m
+        pos = end if end > start else end + 1
+
+
+def _group(groups: Mapping[str, str | None], slot: str) -> str | None:
+    """The word a slot matched (its first filled occurrence in the template)."""
+    for name in (slot, f"{slot}__2", f"{slot}__3"):
+        if groups.get(name):
+            return groups[name]
+    return None
+
+
+_FILE_NAME = re.compile(r"[\w~-][\w.~/-]*\.[a-z0-9]+")
+
+
+def _hint(word: str | None) -> tuple[str | None, bool]:
+    """(a word before the noun usable against names, whether it is a file name): "jsonl" and
+    "backup" may be part of a name (plain ASCII, 3+ characters); "day-8.md" is one."""
+    word = (word or "").strip()
+    if _FILE_NAME.fullmatch(word):
+        return word, True
+    plain = len(word) >= 3 and word.isascii() and word.replace("_", "").replace("-", "").isalnum()
+    return (word if plain else None), False
+
+
 def detect(
-    text: str, kinds: Mapping[str, float], lexicons: Sequence[Lexicon], languages: Sequence[str]
+    text: str,
+    kinds: Mapping[str, Kind],
+    lexicons: Sequence[Lexicon],
+    languages: Sequence[str],
+    min_base: float = 0.0,
 ) -> list[Mention]:
-    """Mentions in order of position; of overlapping matches, the earlier pattern wins."""
-    text = strip_injected(text)
-    lexicons = [lex for lex in lexicons if lex.lang in languages]
+    """Mentions in order of position; of overlapping matches, the earlier pattern wins. Kinds
+    whose confidence cannot reach ``min_base`` are not looked for."""
+    original = strip_injected(text)
+    text = fold(original)
+    lexicons = [
+        x for x in lexicons if x.lang in languages and (not x.script or x.script.search(text))
+    ]
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.
     taken = bytearray(len(text))
     for lex in lexicons:
         for p in lex.not_refs:
-            for m in p.finditer(text):
+            for m in _matches(p, text):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
-        for kind, pattern in lex.patterns:
-            for m in pattern.finditer(text):
+        for p in lex.patterns:
+            kind = kinds[p.kind]
+            untyped = kinds[kind.untyped] if kind.untyped else kind
+            if max(kind.base, untyped.base) < min_base:
+                continue
+            for m in _matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
-                taken[start:end] = b"\x01" * (end - start)
-                groups = m.groupdict()
-                found.append(
-                    Mention(
-                        text=m.group(0).strip(),
-                        start=start,
-                        lang=lex.lang,
-                        kind=kind,
-                        base=kinds[kind],
-                        type=lex.type_of.get((groups.get("type") or "").lower()),
-                        action=lex.action_of.get((groups.get("action") or "").lower()),
-                        recency=bool(groups.get("rec")),
-                    )
-                )
+                mention = _mention(lex, p.kind, kinds, m, original)
+                if mention is not None:
+                    taken[start:end] = b"\x01" * (end - start)
+                    found.append(mention)
     return sorted(found, key=lambda x: x.start)
+
+
+def _mention(
+    lex: Lexicon,
+    kind_name: str,
+    kinds: Mapping[str, Kind],
+    m: re.Match[str],
+    original: str,
+) -> Mention | None:
+    """The mention a match makes, or None: a weak noun ("log", "report") without a verb, or
+    an actor its kind does not take."""
+    g = m.groupdict()
+    noun = _group(g, "type") or ""
+    typ = lex.words["type"].get(noun)
+    action = lex.words["verb"].get(_group(g, "verb") or "") or lex.words["verb_base"].get(
+        _group(g, "verb_base") or ""
+    )
+    weak = typ == "weak"
+    if weak:
+        if action is None:
+            return None
+        typ = "file"
+    kind = kinds[kind_name]
+    if typ in (None, "any") and kind.untyped:
+        kind_name, kind = kind.untyped, kinds[kind.untyped]
+    actor = lex.words["actor"].get(_group(g, "actor") or "")
+    if kind.actor is not None and actor != kind.actor:
+        return None
+    hint, named = _hint(g.get("mod"))
+    if weak and hint is None:
+        # "the summary you saved": summary.md, if there is one
+        hint = _hint(lex.words["weak"].get(noun, noun))[0]
+    extensions = lex.formats.get(noun) or lex.formats.get((g.get("mod") or "").strip()) or ()
+    if typ == "format":
+        typ = "file"
+    if extensions and not named:
+        hint = None  # the format says more than a part of a name could
+    return Mention(
+        text=original[m.start() : m.end()].strip(),
+        start=m.start(),
+        lang=lex.lang,
+        kind=kind_name,
+        base=kind.base,
+        type=None if typ == "any" else typ,
+        action=action,
+        recency=bool(_group(g, "rec") or _group(g, "rec_adj")),
+        actions=tuple(lex.groups.get(action, (action,))) if action else (),
+        actor=None if actor in (None, "any") else actor,
+        crowd=kind.crowd,
+        hint=hint,
+        named=named,
+        extensions=extensions,
+    )

@@ -144,6 +144,43 @@ def test_table_is_large_enough() -> None:
     assert len(CASES) >= 40
 
 
+# Writing is creating, also after a cd earlier in the same command (issue 14, class 4): each
+# form of writing a file, with the file it must record under /x.
+WRITES_AFTER_CD = [
+    ("cd /x && cat > f.conf <<'EOF'\na > b\ncd /y\nEOF", "/x/f.conf"),  # the body is not run
+    ("cd /x && cat > f.conf << 'EOF'\nx\nEOF", "/x/f.conf"),
+    ('cd /x && cat > f.conf <<"EOF"\nx\nEOF', "/x/f.conf"),
+    ("cd /x && cat <<-EOF > f.conf\n\tx\n\tEOF", "/x/f.conf"),
+    ("cd /x && cat>f.conf<<EOF\nx\nEOF", "/x/f.conf"),
+    ("cd /x && tee f.conf <<EOF\nx\nEOF", "/x/f.conf"),
+    ("cd /x && tee f.conf > /dev/null <<EOF\nx\nEOF", "/x/f.conf"),
+    ("cd /x && sudo tee f.conf <<EOF\nx\nEOF", "/x/f.conf"),
+    ("cd /x && echo hi | tee -a f.conf", "/x/f.conf"),
+    ("cd /x && python - <<'EOF' > f.conf\nprint(1)\nEOF", "/x/f.conf"),
+    ("cd /x && echo a >> f.conf", "/x/f.conf"),
+    ("cd /x && { echo a; echo b; } > f.conf", "/x/f.conf"),
+    ("cd /x\ncat > f.conf <<EOF\nhi\nEOF\ncd /z", "/x/f.conf"),
+    ("(cd /x && echo a > f.conf)", "/x/f.conf"),
+    ("pushd /x && echo a > f.conf && popd", "/x/f.conf"),
+    ("bash -c 'cd /x && echo a > f.conf'", "/x/f.conf"),
+    ("cd /x && cat > f.conf <<EOF && echo done\nhi\nEOF", "/x/f.conf"),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "path"), WRITES_AFTER_CD, ids=[c[:40] for c, _ in WRITES_AFTER_CD]
+)
+def test_a_write_after_cd_records_the_file_there(command: str, path: str) -> None:
+    effects = _tuples(analyse(command, "/home/u", load_verbs()).effects)
+    assert effects == [(C, F, path)]
+
+
+def test_several_made_by_one_command_after_cd() -> None:
+    """``cd src && mkdir a b``: both recorded, relative to src (resolve_refs then sees a tie)."""
+    outcome = analyse("cd src && mkdir a b", "/w", load_verbs())
+    assert _tuples(outcome.effects) == [(C, DIR, "/w/src/a"), (C, DIR, "/w/src/b")]
+
+
 @pytest.mark.parametrize(
     ("path", "cwd", "expected"),
     [

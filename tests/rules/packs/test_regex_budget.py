@@ -38,8 +38,14 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         out += [(f"diagnostics.{tc.tool}[{i}]", p) for i, p in enumerate(found) if p is not None]
     _, lexicons = load_lexicons()
     for lex in lexicons:
-        out += [(f"references.{lex.lang}.{k}[{i}]", p) for i, (k, p) in enumerate(lex.patterns)]
-        out += [(f"references.{lex.lang}.not_refs[{i}]", p) for i, p in enumerate(lex.not_refs)]
+        out += [
+            (f"references.{lex.lang}.{p.kind}[{i}]", p.regex) for i, p in enumerate(lex.patterns)
+        ]
+        out += [
+            (f"references.{lex.lang}.not_refs[{i}]", p.regex) for i, p in enumerate(lex.not_refs)
+        ]
+        if lex.script is not None:
+            out.append((f"references.{lex.lang}.script", lex.script))
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics._LIBRARY, *observations._EXIT]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]

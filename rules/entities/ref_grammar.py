@@ -1,0 +1,164 @@
+"""The word lists of the references pack, expanded from its per-language grammar: verbs listed
+by lemma and conjugated into the forms a reference uses (past, participle, passive, resultative,
+polite and honorific), actors, types, recency words. Pure data in, ``{slot: {word: value}}`` out;
+``ref_detect`` compiles the result into patterns.
+
+A verb entry is the lemma's principal parts separated by ``/``. Its class says how the parts
+become forms: ``principal`` (English: ``base[/past[/participle]]``, a regular past made by the
+language's ``past_rules``), ``word`` (the entry as written: Chinese, which does not inflect), or a
+class of the language's ``conjugation`` table, whose templates name the parts as ``{0}``, ``{1}``
+… (a template naming a part the entry lacks is skipped). A word may hold ``{a,b}`` alternatives,
+expanded like a shell's braces: ``{the ,}{lead,main} agent``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+# slot -> the canonical meaning of each of its words (type, verb group, actor class), or "" when
+# the slot's words carry none (recency, determiners, pronouns, operations)
+Slots = dict[str, dict[str, str]]
+PLAIN_SLOTS = ("rec", "rec_adj", "det", "dem", "pron", "op")
+ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
+_BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
+_PART = re.compile(r"\{(\d+)\}")
+
+
+def expand(word: str) -> list[str]:
+    """``word`` with its ``{a,b}`` groups expanded (left to right), blanks collapsed."""
+    m = _BRACES.search(word)
+    if m is None:
+        return [" ".join(word.split())]
+    out: list[str] = []
+    for choice in m.group(1).split(","):
+        out += expand(word[: m.start()] + choice + word[m.end() :])
+    return out
+
+
+def _words(items: Iterable[Any]) -> list[str]:
+    return [w for item in items for w in expand(str(item)) if w]
+
+
+def english_past(base: str, rules: Sequence[Sequence[str]]) -> str:
+    """The regular past of ``base``: the first rule whose pattern matches its first word
+    rewrites it (``create`` -> ``created``, ``copy`` -> ``copied``); the rest stays
+    (``back up`` -> ``backed up``)."""
+    head, sep, rest = base.partition(" ")
+    for pattern, replacement in rules:
+        if re.search(str(pattern), head):
+            return re.sub(str(pattern), str(replacement), head, count=1) + sep + rest
+    return base
+
+
+def conjugate(
+    entry: str,
+    cls: str,
+    table: Mapping[str, Sequence[str]],
+    past_rules: Sequence[Sequence[str]],
+) -> list[str]:
+    """The forms of one verb entry (see the module's docstring)."""
+    parts = [p.strip() for p in entry.split("/")]
+    if cls == "word":
+        return [entry.strip()]
+    if cls == "principal":
+        base = parts[0]
+        past = parts[1] if len(parts) > 1 else english_past(base, past_rules)
+        participle = parts[2] if len(parts) > 2 else past
+        return list(dict.fromkeys([past, participle]))
+    if cls not in table:
+        raise ValueError(f"unknown verb class {cls!r}")
+    forms = []
+    for template in table[cls]:
+        wanted = [int(i) for i in _PART.findall(str(template))]
+        if all(i < len(parts) and parts[i] for i in wanted):
+            forms.append(_PART.sub(lambda m: parts[int(m.group(1))], str(template)))
+    return forms
+
+
+def _verbs(spec: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """(form -> verb group, base form -> verb group) for every verb of a language (older
+    packs' ``actions`` as words). Base forms ("create", "write") are the first principal part:
+    "the file I asked you to write"."""
+    table = dict(spec.get("conjugation") or {})
+    rules = list(spec.get("past_rules") or ())
+    default = str(spec.get("verb_class", "word"))
+    out: dict[str, str] = {}
+    bases: dict[str, str] = {}
+    sources = [(spec.get("verbs") or {}, default), (spec.get("actions") or {}, "word")]
+    for verbs, fallback in sources:
+        for group, entries in verbs.items():
+            by_class = entries if isinstance(entries, Mapping) else {fallback: entries}
+            for cls, items in by_class.items():
+                for entry in _words(items or ()):
+                    for form in conjugate(entry, str(cls), table, rules):
+                        out.setdefault(form, str(group))
+                    if cls == "principal":
+                        bases.setdefault(entry.split("/")[0].strip(), str(group))
+    return out, bases
+
+
+def _inverse(groups: Mapping[str, Iterable[Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for canonical, words in groups.items():
+        for w in _words(words or ()):
+            out.setdefault(w, str(canonical))
+    return out
+
+
+def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
+    """Every slot's words for one language of the pack, lower-cased when the language folds.
+    Weak nouns (``types: weak``: what a file holds, "summary", "ダンプ") are listed as words, or
+    as ``{english word: [words]}`` so a name can be matched ("ダンプ" finds shop_dump.sql)."""
+    verbs, bases = _verbs(spec)
+    types = dict(spec.get("types") or {})
+    weak = types.pop("weak", None) or {}
+    out: Slots = {
+        "type": _inverse(types),
+        "verb": verbs,
+        "verb_base": bases,
+        "actor": _inverse(spec.get("actors") or {}),
+        "weak": {},  # a weak noun -> the word names may hold ("ダンプ" -> "dump")
+    }
+    pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
+    for hint, words in pairs:
+        for word in _words(words or ()):
+            out["type"].setdefault(word, "weak")
+            out["weak"].setdefault(word, str(hint))
+    for word in _words(spec.get("subj") or ()):  # an older pack's subjects: any actor
+        out["actor"].setdefault(word, "any")
+    for slot in PLAIN_SLOTS:
+        out[slot] = dict.fromkeys(_words(spec.get(slot) or ()), "")
+    for word in _words(spec.get("art") or ()):
+        out["det"].setdefault(word, "")
+    if fold:
+        out = {s: {w.lower(): v for w, v in ws.items()} for s, ws in out.items()}
+    return out
+
+
+def alternation(words: Iterable[str], space: str = r"\s++") -> str:
+    """A regex matching any of ``words``, longest first, factored as a trie so a long list costs
+    one branch per character, not one per word (and re's first-character scan still applies).
+    A blank inside a word matches ``space`` (a run of blanks: possessive, so linear)."""
+    trie: dict[str, Any] = {}
+    for word in {" ".join(w.split()) for w in words} - {""}:
+        node = trie
+        for ch in word:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return _emit(trie, space) if trie else "(?!)"
+
+
+def _emit(node: Mapping[str, Any], space: str) -> str:
+    branches = [
+        (space if ch == " " else re.escape(ch)) + _emit(child, space)
+        for ch, child in sorted(node.items())
+        if ch
+    ]
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    if "" in node:  # a word ends here: longer ones first, then this one
+        return ("(?:" + body + ")?") if len(branches) > 1 or len(body) > 1 else body + "?"
+    return body

@@ -1,0 +1,139 @@
+"""The references pack compiled: per language, its templates (fragments and slots filled from
+the word lists ``ref_grammar`` expands) as regexes, its words, its script; and the kinds with
+their confidences. Loaded once per tuple of extra packs, when resolve_refs' config is validated.
+
+Speed: every template starts with a slot or a literal, so re's first-character scan skips the
+text between candidates (a leading ``\\b`` is checked by the detector instead, on each match),
+and the text is matched lower-cased, without ``re.I`` (which turns that scan off).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.entities import ref_grammar
+from rules.packs import builtin_strings, compile_regex, load_pack
+
+_SLOT = re.compile(r"\{([a-z_]+)\}")
+_FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
+
+
+@dataclass(frozen=True)
+class Kind:
+    base: float
+    crowd: bool = False
+    untyped: str | None = None  # the kind it becomes when its noun is "one", "thing", "やつ" …
+    actor: str | None = None  # only a mention whose actor is of this class counts
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    regex: re.Pattern[str]
+    word_start: bool  # its template began with \b: the character before must not be a word's
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    lang: str
+    patterns: tuple[Pattern, ...]
+    words: Mapping[str, Mapping[str, str]]  # slot -> word -> meaning (ref_grammar.slots)
+    not_refs: tuple[Pattern, ...] = ()  # spans that are no reference: mentions overlapping drop
+    script: re.Pattern[str] | None = None  # the language is read only when this is found
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # verb group -> actions
+    formats: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "csv" -> extensions
+
+
+def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
+    out = {}
+    for name, value in (data.get("kinds") or {}).items():
+        if isinstance(value, Mapping):
+            out[str(name)] = Kind(
+                float(value["base"]),
+                bool(value.get("crowd")),
+                value.get("untyped"),
+                value.get("actor"),
+            )
+        else:
+            out[str(name)] = Kind(float(value))
+    return out
+
+
+def _compile_language(
+    lang: str,
+    spec: Mapping[str, Any],
+    kinds: Mapping[str, Kind],
+    groups: Mapping[str, tuple[str, ...]],
+    formats: Mapping[str, tuple[str, ...]],
+    format_nouns: set[str],
+) -> Lexicon:
+    """One language of the references pack: YAML data, shaped as ``references.yaml`` shows.
+    Format names ("csv", "yaml") are file nouns in every language."""
+    words = ref_grammar.slots(spec, fold=True)
+    for name in format_nouns:
+        words["type"].setdefault(name, "format")
+    space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
+    alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
+    builtin = builtin_strings("references")
+
+    def compile_template(template: str, kind: str) -> Pattern:
+        source = template
+        for _ in range(3):  # fragments may name fragments
+            source = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), source)
+        word_start = source.startswith(r"\b")
+        source = source[2:] if word_start else source
+        seen: Counter[str] = Counter()
+
+        def fill(m: re.Match[str]) -> str:
+            slot = ref_grammar.ALIASES.get(m.group(1), m.group(1))
+            if slot not in alternations:
+                raise ValueError(f"references pack, {lang}: unknown slot {m.group(0)}")
+            seen[slot] += 1
+            group = slot if seen[slot] == 1 else f"{slot}__{seen[slot]}"
+            return f"(?P<{group}>{alternations[slot]})"
+
+        source = _SLOT.sub(fill, source)
+        # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
+        where = f"references pack, {lang}: template {template!r}"
+        return Pattern(kind, compile_regex(source, 0, where, template not in builtin), word_start)
+
+    patterns = []
+    for item in spec.get("patterns") or []:
+        kind = str(item["kind"])
+        if kind not in kinds:
+            raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
+        patterns.append(compile_template(str(item["re"]), kind))
+    not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
+    script = spec.get("script")
+    gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
+    return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats)
+
+
+@functools.lru_cache(maxsize=16)
+def load_lexicons(
+    extra_packs: tuple[str, ...] = (),
+) -> tuple[Mapping[str, Kind], tuple[Lexicon, ...]]:
+    """(kinds, one lexicon per language)."""
+    data = load_pack("references", extra_packs)
+    kinds = _kinds(data)
+    for name, kind in kinds.items():
+        if kind.untyped is not None and kind.untyped not in kinds:
+            raise ValueError(f"references pack: kind {name!r}: unknown untyped {kind.untyped!r}")
+    groups = {str(g): tuple(map(str, a)) for g, a in (data.get("action_groups") or {}).items()}
+    nouns = {str(name).lower() for name in data.get("formats") or {}}
+    formats = {
+        str(name).lower(): tuple(str(e).lower() for e in exts)
+        for key in ("format_modifiers", "formats")
+        for name, exts in (data.get(key) or {}).items()
+    }
+    langs = tuple(
+        _compile_language(str(lang), spec, kinds, groups, formats, nouns)
+        for lang, spec in (data.get("languages") or {}).items()
+    )
+    return kinds, langs

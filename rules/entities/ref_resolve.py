@@ -1,0 +1,146 @@
+"""Resolving one detected mention against the entities of the sessions it may mean: which entities
+fit it, which sessions are searched in which order (its actor decides), and when to abstain.
+Used by ``resolve_refs``; pure functions of their arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from rules.entities import cache as entity_cache
+from rules.entities.ref_detect import Mention
+from rules.report import ChainStep, EntityRef, Reference
+
+# The entities a search may pick from: (session id, depth up the ancestors, its events).
+Pool = tuple[str, int, Sequence[Mapping[str, Any]]]
+
+
+class Weights(Protocol):
+    """The options of resolve_refs that resolution reads."""
+
+    threshold: float
+    ancestor_penalty: float
+    crowd_penalty: float
+
+
+def order_pools(mention: Mention, own: Pool, ancestors: Sequence[Pool]) -> list[Pool]:
+    """The sessions to search, in order. "The file the lead agent made" means an ancestor's
+    entities only; "the file I made" in a sub-agent's message was written by its lead, so the
+    ancestors come first; otherwise (you, or no actor) the session's own, then its ancestors."""
+    if ancestors and mention.actor == "other":
+        return list(ancestors)
+    if ancestors and mention.actor == "speaker":
+        return [*ancestors, own]
+    return [own, *ancestors]
+
+
+def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events that fit the mention, newest first, one per path. Without a verb only things that
+    still exist fit ("delete it" cannot mean a folder already deleted). A word before the noun
+    that some candidates' names hold ("the backup folder") keeps those only; a file name there
+    ("the day-8.md file") keeps that file only, and a format ("the csv") files of that format."""
+    actions = set(mention.actions or ((mention.action,) if mention.action else ()))
+    hits = [
+        e
+        for e in entity_cache.query(events, type=mention.type)
+        if not actions or e.get("action") in actions
+    ]
+    if not actions:
+        alive = entity_cache.known_types(events)
+        hits = [e for e in hits if e["path"] in alive]
+    out, paths = [], set()
+    for e in hits:
+        if e["path"] not in paths:
+            paths.add(e["path"])
+            out.append(e)
+    if mention.extensions:  # "the csv": files of that format or none
+        ends = tuple(f".{ext}" for ext in mention.extensions)
+        out = [e for e in out if str(e.get("name", "")).lower().endswith(ends)]
+    if mention.named:  # "the day-8.md file": that file or none
+        hint = f"/{mention.hint}"
+        return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
+    if mention.hint:
+        holding = [e for e in out if mention.hint in str(e.get("name", "")).lower()]
+        out = holding or out
+    return out
+
+
+def entity_ref(event: Mapping[str, Any]) -> EntityRef:
+    return {
+        "type": event["type"],
+        "name": event["name"],
+        "path": event["path"],
+        "action": event["action"],
+    }
+
+
+def resolve(mention: Mention, pools: Sequence[Pool], cfg: Weights) -> Reference:
+    """The first session (in ``pools``' order) with a fitting entity decides: its newest one,
+    unless the confidence falls below the threshold or another from the same call fits as well."""
+    chain: list[ChainStep] = []
+    ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
+    for session, depth, events in pools:
+        cands = candidates(mention, events)
+        chain.append({"session": session, "depth": depth, "candidates": len(cands)})
+        if not cands:
+            continue
+        top = cands[0]
+        confidence = mention.base - cfg.ancestor_penalty * depth
+        if mention.crowd or (mention.action is None and not mention.recency):
+            confidence -= cfg.crowd_penalty * (len(cands) - 1)
+        ties = [
+            c
+            for c in cands[1:]
+            if c.get("call_id") == top.get("call_id")
+            and c.get("first_seen") == top.get("first_seen")
+        ]
+        ref["confidence"] = round(max(confidence, 0.0), 3)
+        ref["chain"] = chain
+        if ties:
+            ref["entity"] = None
+            ref["abstained"] = "ambiguous"
+            ref["candidates"] = [c["path"] for c in [top, *ties]][:5]
+        elif confidence < cfg.threshold:
+            ref["entity"] = None
+            ref["abstained"] = "low_confidence"
+            ref["candidates"] = [c["path"] for c in cands][:5]
+        else:
+            ref["entity"] = entity_ref(top)
+            ref["call_id"] = top.get("call_id")
+        return ref
+    ref["entity"] = None
+    ref["confidence"] = 0.0
+    ref["chain"] = chain
+    ref["abstained"] = "no_candidate"
+    return ref
+
+
+def settle(
+    ref: Reference, pick: Mapping[str, Any] | None, pools: Sequence[Pool], cfg: Weights
+) -> Reference:
+    """An abstention settled by the resolver model's pick, if the pick is one of its candidates."""
+    if ref.get("entity") is not None or not isinstance(pick, Mapping):
+        return ref
+    path, confidence = pick.get("path"), pick.get("confidence")
+    if path not in ref.get("candidates", ()) or not isinstance(confidence, (int, float)):
+        return ref
+    if confidence < cfg.threshold:
+        return ref
+    for session, depth, events in pools:
+        for e in entity_cache.query(events):
+            if e["path"] == path:
+                chain: list[ChainStep] = [
+                    *ref["chain"],
+                    {"resolver": pick.get("model"), "session": session, "depth": depth},
+                ]
+                settled = ref.copy()  # keys in the same order, less the abstention's
+                settled.pop("abstained", None)
+                settled.pop("candidates", None)
+                settled["entity"] = entity_ref(e)
+                settled["call_id"] = e.get("call_id")
+                settled["confidence"] = round(float(confidence), 3)
+                settled["chain"] = chain
+                settled["resolved_by"] = "resolver_model"
+                return settled
+    return ref

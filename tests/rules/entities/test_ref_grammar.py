@@ -1,0 +1,88 @@
+"""The references pack's grammar: verbs by lemma into their forms, brace expansion, tries."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from rules.entities import resolve_refs
+from rules.entities.ref_detect import detect, load_lexicons
+from rules.entities.ref_grammar import alternation, conjugate, english_past, expand, slots
+from rules.packs import load_pack
+
+RULES = [["e$", "ed"], ["([^aeiou])y$", r"\1ied"], ["$", "ed"]]
+
+
+@pytest.mark.parametrize(
+    ("base", "past"),
+    [("create", "created"), ("copy", "copied"), ("play", "played"), ("add", "added"),
+     ("back up", "backed up"), ("clean up", "cleaned up")],
+)  # fmt: skip
+def test_the_regular_english_past(base: str, past: str) -> None:
+    assert english_past(base, RULES) == past
+
+
+def test_principal_parts_give_past_and_participle() -> None:
+    assert conjugate("write/wrote/written", "principal", {}, RULES) == ["wrote", "written"]
+    assert conjugate("make/made", "principal", {}, RULES) == ["made"]
+    assert conjugate("generate", "principal", {}, RULES) == ["generated"]
+
+
+def test_a_class_table_conjugates_from_parts() -> None:
+    table = {"native": ["{0}", "{2}던", "{1}진", "{1} 둔", "{3}"]}
+    assert conjugate("만든/만들어/만들었/만드신", "native", table, []) == [
+        "만든", "만들었던", "만들어진", "만들어 둔", "만드신",
+    ]  # fmt: skip
+    assert conjugate("쓴/써", "native", table, []) == ["쓴", "써진", "써 둔"]  # parts missing
+
+
+def test_brace_expansion() -> None:
+    assert expand("{the ,}{lead,main} agent") == [
+        "the lead agent", "the main agent", "lead agent", "main agent",
+    ]  # fmt: skip
+    assert expand("plain  word") == ["plain word"]
+
+
+def test_every_verb_of_the_pack_has_forms_in_every_language() -> None:
+    data = load_pack("references")
+    for lang, spec in data["languages"].items():
+        words = slots(spec, fold=True)
+        groups = set(words["verb"].values())
+        assert {"create", "write", "delete", "modify"} <= groups, lang
+        assert all(g in data["action_groups"] for g in groups), lang
+
+
+def test_a_trie_alternation_matches_exactly_the_words_longest_first() -> None:
+    words = ["file", "files", "folder", "set up", "set"]
+    pattern = re.compile(f"(?:{alternation(words)})")
+    for w in words:
+        assert pattern.fullmatch(w.replace(" ", "   "))
+    assert pattern.match("set up").group(0) == "set up"
+    assert pattern.match("files").group(0) == "files"
+    assert not pattern.fullmatch("fil")
+
+
+def test_a_users_pack_adds_verbs_by_lemma(tmp_path: Path) -> None:
+    pack = tmp_path / "refs.yaml"
+    pack.write_text(
+        "references:\n  languages:\n    en:\n      verbs:\n        create: [forge/forged]\n",
+        encoding="utf-8",
+    )
+    cfg = resolve_refs.Config(extra_packs=(str(pack),))
+    kinds, lexicons = load_lexicons(cfg.extra_packs)
+    (m,) = [x for x in detect("the folder you forged", kinds, lexicons, ("en",))]
+    assert (m.type, m.action, m.actions) == ("folder", "create", ("create", "copy"))
+
+
+def test_an_unknown_slot_fails_at_start_up(tmp_path: Path) -> None:
+    pack = tmp_path / "refs.yaml"
+    pack.write_text(
+        "references:\n  languages:\n    en:\n      patterns:\n"
+        "        - {kind: described, re: '{nope}\\s++{type}'}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ValidationError, match="unknown slot"):
+        resolve_refs.Config(extra_packs=(str(pack),))
