@@ -166,10 +166,14 @@ def render(
     by_result: dict[int, Observation],
     tokens: TokenCounter,
     cap: int,
+    placed: dict[int, Message] | None = None,
 ) -> list[Message]:
     """The conversation with the overlay applied: edits in place, dropped runs as one line.
-    Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped."""
+    Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped.
+    ``placed`` receives each message's rendering (index -> message; dropped ones left out)."""
     if not overlay.edits and not overlay.dropped:
+        if placed is not None:
+            placed.update(enumerate(messages))
         return list(messages)  # nothing to apply (the common case until a result is capped)
     dropped = set(overlay.dropped)
     first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
@@ -184,7 +188,10 @@ def render(
             out.append({"role": "user", "content": dropped_text(run)})
             run = []
         edit = overlay.edits.get(a)
-        out.append(apply_edit(m, edit, by_result.get(i), tokens, cap) if edit else m)
+        shown = apply_edit(m, edit, by_result.get(i), tokens, cap) if edit else m
+        out.append(shown)
+        if placed is not None:
+            placed[i] = shown
     if run:
         out.append({"role": "user", "content": dropped_text(run)})
     return out

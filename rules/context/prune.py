@@ -136,10 +136,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
         sizes = run.sizes()
-        steps = run.plan(sizes)
         prefix = [0]
         for i in range(len(ctx.messages)):
             prefix.append(prefix[-1] + sizes[i])
+        forced = total > room
+        quiet = state == "unknown" and not forced
+        if state == "warm" and not forced:  # the common case: most requests need no plan
+            bound, first = run.reclaimable(sizes)
+            quiet = not schedule.could_pay(bound, prefix[first], total, ctx.cache, memory, min_gain)
+        steps = [] if quiet else run.plan(sizes, drops=forced)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain,

@@ -51,6 +51,7 @@ class Run:
         self.decisions: list[Pruning] = []
         self.stages: dict[str, int] = {}
         self._evidence: evidence.Evidence | None = None
+        self._placed: tuple[overlay.Overlay, dict[int, Message]] | None = None
 
     @property
     def evidence(self) -> evidence.Evidence:
@@ -59,9 +60,18 @@ class Run:
         return self._evidence
 
     def render(self, ov: overlay.Overlay) -> list[Message]:
-        return overlay.render(
-            self.messages, self.anchors, ov, self.by_result, self.tokens, self.cfg.max_result_tokens
+        placed: dict[int, Message] = {}
+        view = overlay.render(
+            self.messages,
+            self.anchors,
+            ov,
+            self.by_result,
+            self.tokens,
+            self.cfg.max_result_tokens,
+            placed,
         )
+        self._placed = (ov, placed)  # what ``sizes`` counts, for this overlay
+        return view
 
     def _decide(
         self, ov: overlay.Overlay, i: int, action: str, edit: dict[str, str], freed: int
@@ -105,20 +115,17 @@ class Run:
 
     def sizes(self) -> dict[int, int]:
         """Tokens of each message as the overlay renders it now (dropped ones count 0)."""
-        dropped = set(self.overlay.dropped)
-        out: dict[int, int] = {}
-        for i, (m, a) in enumerate(zip(self.messages, self.anchors, strict=True)):
-            if a in dropped:
-                out[i] = 0
-                continue
-            edit = self.overlay.edits.get(a)
-            out[i] = self.tokens.count_message(self._edited(i, edit) if edit else m)
-        return out
+        ov, placed = self._placed if self._placed is not None else (None, {})
+        if ov is not self.overlay:
+            self.render(self.overlay)
+            placed = self._placed[1] if self._placed is not None else {}
+        count = self.tokens.count_message
+        return {i: count(placed[i]) if i in placed else 0 for i in range(len(self.messages))}
 
-    def _elided_already(self, i: int) -> bool:
+    def _elided_already(self, i: int, dropped: set[str]) -> bool:
         a = self.anchors[i]
         edit = self.overlay.edits.get(a)
-        return a in set(self.overlay.dropped) or (
+        return a in dropped or (
             edit is not None and edit["action"] in (*overlay.ELIDE_ACTIONS, "shrink")
         )
 
@@ -145,29 +152,52 @@ class Run:
                 chars += len(args) - self.cfg.shrink_arg_chars
         return chars // 4
 
+    def reclaimable(self, sizes: dict[int, int]) -> tuple[int, int]:
+        """A quick bound of what a compaction under the budget could free (results past the
+        last ``keep_last_observations``, and old turns' shrinkable text), and the earliest index
+        it could edit: no evidence, no candidates, for requests where nothing will pay."""
+        dropped = set(self.overlay.dropped)
+        older = self.obs[: max(0, len(self.obs) - self.cfg.keep_last_observations)]
+        freed, first = 0, len(self.messages)
+        for o in older:
+            i = o.result_index
+            if not self._elided_already(i, dropped) and sizes[i] > _PLACEHOLDER_TOKENS:
+                freed += sizes[i] - _PLACEHOLDER_TOKENS
+                first = min(first, i)
+        assistants = [i for i, m in enumerate(self.messages) if role(m) == "assistant"]
+        for i in assistants[: max(0, len(assistants) - self.cfg.keep_last_turns)]:
+            if not self._elided_already(i, dropped):
+                gain = self._shrink_estimate(self.messages[i])
+                if gain > 0:
+                    freed += gain
+                    first = min(first, i)
+        return freed, first
+
     def shrink_candidates(self, protected: set[int]) -> list[int]:
         current = prune_stages.current_start(self.messages, self.evidence.first_user)
         return shrink.candidates(
             self.messages, self.obs, protected, current, self.cfg.keep_last_turns
         )
 
-    def plan(self, sizes: dict[int, int]) -> list[Step]:
-        """Every step, in the order a compaction takes them, with its estimated gain."""
+    def plan(self, sizes: dict[int, int], drops: bool = True) -> list[Step]:
+        """Every step, in the order a compaction takes them, with its estimated gain (drops only
+        with ``drops``: only a compaction the budget forces drops turns)."""
         protected = set(self.evidence.protected)
+        dropped = set(self.overlay.dropped)
         steps: list[Step] = []
         seen: set[int] = set()
         for stage, items in self._elision_candidates(protected):
             for i, reason in items:
-                if i in seen or self._elided_already(i) or sizes[i] <= _PLACEHOLDER_TOKENS:
+                if i in seen or self._elided_already(i, dropped) or sizes[i] <= _PLACEHOLDER_TOKENS:
                     continue
                 seen.add(i)
                 steps.append(Step(stage, sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
         for i in self.shrink_candidates(protected):
-            if not self._elided_already(i):
+            if not self._elided_already(i, dropped):
                 gain = self._shrink_estimate(self.messages[i])
                 if gain > 0:
                     steps.append(Step("shrink", gain, i, (i,)))
-        if self.cfg.drop_turns:
+        if drops and self.cfg.drop_turns:
             for turn in self._droppable_turns(protected):
                 steps.append(Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn)))
         return steps

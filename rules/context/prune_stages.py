@@ -13,6 +13,7 @@ from rules.activity.observations import Observation
 from rules.base import Message
 from rules.messages import call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
+from rules.text_cache import text_cache
 
 Range = tuple[int, int | None]  # first and last line (None: to the end of the file)
 FULL: Range = (1, None)
@@ -40,6 +41,9 @@ def _int(value: Any) -> int | None:
     return None
 
 
+# the same reads come back on every request of a session; bounded by characters (a command may be
+# a heredoc of megabytes)
+@text_cache(max_chars=1_000_000, max_text_chars=20_000)
 def _shell_range(command: str) -> Range | str:
     """The lines a shell read shows: ``sed -n 'A,Bp'``, ``head -N``; the command itself when they
     cannot be known (``tail``, an unusual sed script), so only the same command covers it."""

@@ -130,6 +130,29 @@ class Choice:
     figures: dict[str, Any]
 
 
+def could_pay(
+    freed: int,
+    kept_prefix: int,
+    total: int,
+    facts: CacheFacts,
+    memory: Memory,
+    min_gain: int,
+) -> bool:
+    """Whether a compaction under the budget, with a warm cache, could pay at all: ``freed`` is
+    a bound of what it could free and ``kept_prefix`` of the tokens before its earliest edit.
+    A cheap test, so the full plan is made only when it might."""
+    if freed <= 0 or freed < min_gain:
+        return False
+    r = facts.read_ratio
+    w = max(facts.write_ratio, r)
+    h = horizon(memory.requests)
+    g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
+    bust = w * (total - freed) - (w - r) * min(kept_prefix, total) - r * total
+    if r * freed * h <= bust:
+        return False
+    return r <= 0 or freed >= math.sqrt(2 * max(bust, 0.0) * g / r)
+
+
 def choose(
     steps: Sequence[Step],
     prefix_tokens: Sequence[int],

@@ -19,6 +19,7 @@ from rules.messages import PLACEHOLDER_PREFIX, call_arguments_text, role, text_o
 CLIPPED = f"{PLACEHOLDER_PREFIX} clipped "
 ARG_ELIDED = " characters elided]"
 _HEAD_CHARS = 80  # of an elided argument's first line
+_SHRUNK_SCAN = 8_000  # arguments longer than this were not shrunk (each string is <= ~130)
 
 
 def clip_prose(text: str, keep_lines: int, max_chars: int) -> str | None:
@@ -103,9 +104,14 @@ def is_shrunk(message: Message) -> bool:
     if CLIPPED in text_of(message.get("content")):
         return True
     calls = message.get("tool_calls")
-    return isinstance(calls, list) and any(
-        isinstance(c, dict) and ARG_ELIDED in call_arguments_text(c) for c in calls
-    )
+    if not isinstance(calls, list):
+        return False
+    for c in calls:
+        args = call_arguments_text(c) if isinstance(c, dict) else ""
+        # shrunk arguments are short: a long text is never scanned (this runs on every message)
+        if len(args) <= _SHRUNK_SCAN and ARG_ELIDED in args:
+            return True
+    return False
 
 
 def candidates(
