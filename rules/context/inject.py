@@ -183,6 +183,13 @@ def _shown_after(
     )
 
 
+def _anchors(ctx: Context, messages: Messages) -> list[str]:
+    """The messages' anchors; shared with prune's when it passed the list on unchanged."""
+    if messages is ctx.messages:
+        return ctx.derived(overlay.MEMO, lambda m: overlay.anchors(m, ctx.hash_of))
+    return overlay.anchors(messages, ctx.hash_of)
+
+
 class _Plan:
     """One request's placing: the stored blocks replayed, and maybe one new block at the tail."""
 
@@ -193,7 +200,7 @@ class _Plan:
             bool(pruned.get("compacted")) or len(stored.blocks) >= cfg.max_blocks
         )
         # the anchors cost a hash per message: only with blocks to place or to add
-        anchors: list[str] | None = overlay.anchors(clean, ctx.hash_of) if stored.blocks else None
+        anchors: list[str] | None = _anchors(ctx, clean) if stored.blocks else None
         present = set(anchors or ())
         kept = [] if collapse else [b for b in stored.blocks if b.at in present]
         if collapse:
@@ -222,7 +229,7 @@ class _Plan:
             return
         out, where = placed if placed is not None else _place(view, block, cfg)
         tokens = ctx.tokens.count_text(block)
-        host = (anchors if anchors is not None else overlay.anchors(clean, ctx.hash_of))[-1]
+        host = (anchors if anchors is not None else _anchors(ctx, clean))[-1]
         self.report.update(
             {"added": True, "delta": is_delta, "position": where, "index": len(out) - 1}
         )

@@ -16,6 +16,7 @@ from rules.context import prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
+MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
 
 
 def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content_hash) -> list[str]:
@@ -34,6 +35,16 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
         seen[key] = n + 1
         prev = h
     return out
+
+
+def anchors_missing(value: Any, present: set[str]) -> bool:
+    """Whether a stored overlay has an edit or a drop whose anchor is not in ``present``."""
+    if not isinstance(value, dict):
+        return False
+    edits = value.get("edits") or {}
+    return any(a not in present for a in edits) or any(
+        a not in present for a in value.get("dropped") or []
+    )
 
 
 @dataclass

@@ -187,4 +187,5 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     state_out = ctx.state.with_value(NAMESPACE, new_state) if stored != new_state else ctx.state
     if len(view) == len(ctx.messages) and unchanged:
         return RuleResult(ctx.messages, state_out, report)
+    run.share_anchors(view)
     return RuleResult(view, state_out, report)

@@ -39,13 +39,16 @@ class Run:
     def __init__(self, ctx: Context, cfg: Options, namespace: str) -> None:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
-        self.anchors = overlay.anchors(self.messages, ctx.hash_of)
+        self.anchors = ctx.derived(overlay.MEMO, lambda m: overlay.anchors(m, ctx.hash_of))
         # Applied again to its own output, the edited messages' anchors are gone: the stored
-        # overlay still stands (it is what made them), so it is kept whole (idempotence).
-        own_output = any(overlay.is_rendered(m) for m in self.messages)
-        self.overlay = overlay.Overlay.load(
-            ctx.state.get(namespace), set(self.anchors), keep_all=own_output
+        # overlay still stands (it is what made them), so it is kept whole (idempotence). Only
+        # worth a look at every message when some stored anchor is missing.
+        stored = ctx.state.get(namespace)
+        present = set(self.anchors)
+        own_output = overlay.anchors_missing(stored, present) and any(
+            overlay.is_rendered(m) for m in self.messages
         )
+        self.overlay = overlay.Overlay.load(stored, present, keep_all=own_output)
         self.obs: list[Observation] = of_context(ctx)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[Pruning] = []
@@ -112,6 +115,20 @@ class Run:
             self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
+
+    def share_anchors(self, view: list[Message]) -> None:
+        """Tell the rules after prune (inject) the anchors of ``view``: each rendered message
+        keeps its source message's anchor, a dropped run's line gets one of its own. Saves them
+        hashing every edited message again, and keeps an anchor the same when its message is
+        elided later."""
+        if self._placed is None or self._placed[0] is not self.overlay:
+            return  # the view is not the last rendering (a compaction tried and not kept)
+        source = {id(m): i for i, m in self._placed[1].items()}
+        anchors = []
+        for m in view:
+            i = source.get(id(m))
+            anchors.append(self.anchors[i] if i is not None else "dropped." + self.ctx.hash_of(m))
+        self.ctx.memo[overlay.MEMO] = (view, anchors)
 
     def sizes(self) -> dict[int, int]:
         """Tokens of each message as the overlay renders it now (dropped ones count 0)."""

@@ -79,6 +79,16 @@ def _strip_one(message: Message, texts: set[str]) -> tuple[Message, bool]:
     return message, False
 
 
+def _ends_with_block(content: Any) -> bool:
+    if content.__class__ is str:
+        return bool(content.endswith(INJECT_CLOSE))
+    if isinstance(content, list) and content:
+        last = content[-1]
+        text = last.get("text") if isinstance(last, dict) else None
+        return isinstance(text, str) and text.endswith(INJECT_CLOSE)
+    return False
+
+
 def strip(messages: list[Message], texts: set[str]) -> list[Message]:
     """``messages`` without the stored blocks already placed in them (a request that is this
     rule's own output, as when a rule is applied twice): the list placing starts from."""
@@ -87,6 +97,9 @@ def strip(messages: list[Message], texts: set[str]) -> list[Message]:
     out: list[Message] = []
     changed = False
     for m in messages:
+        if not _ends_with_block(m.get("content")):  # every message but a host: one look
+            out.append(m)
+            continue
         if role(m) == "user" and text_of(m.get("content")) in texts:
             changed = True  # a block sent as a message of its own
             continue
