@@ -161,12 +161,13 @@ def apply_edit(
 ) -> Message:
     if edit["action"] == "shrink":  # its parameters stored with it: the replay is byte-identical
         return shrink.shrink_message(message, int(edit["lines"]), int(edit["chars"]))
-    text = text_of(message.get("content"))
-    size = tokens.count_text(text)
-    if edit["action"] == "cap":
-        return with_content(message, capped_text(text, size, cap))
     if edit["action"] in ELIDE_ACTIONS:
+        stored = edit.get("tokens")  # counted when decided (older overlays lack it)
+        size = int(stored) if stored else tokens.count_text(text_of(message.get("content")))
         return with_content(message, elided_text(message, obs, edit["reason"], size))
+    text = text_of(message.get("content"))
+    if edit["action"] == "cap":
+        return with_content(message, capped_text(text, tokens.count_text(text), cap))
     return message  # "keep": decided once, never capped later
 
 

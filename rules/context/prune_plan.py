@@ -12,7 +12,7 @@ from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
 from rules.context import evidence, overlay, prune_stages, shrink
 from rules.context.schedule import Step
-from rules.messages import call_arguments_text, role, tool_calls
+from rules.messages import call_arguments_text, role, text_of, tool_calls
 from rules.report import Pruning
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
@@ -294,7 +294,10 @@ class Run:
             if step.stage == "shrink":
                 edit = self._shrink_edit()
             else:
-                edit = {"action": step.stage, "reason": step.reason}
+                # the result's size goes with the edit: its replay need not count the whole
+                # text again on every later request
+                size = self.tokens.count_text(text_of(self.messages[i].get("content")))
+                edit = {"action": step.stage, "reason": step.reason, "tokens": str(size)}
             freed = sizes[i] - self.tokens.count_message(self._edited(i, edit))
             if freed > 0:
                 self._decide(trial, i, step.stage, edit, freed)
