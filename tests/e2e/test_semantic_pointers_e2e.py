@@ -85,7 +85,9 @@ def test_sub_agent_resolves_through_its_parent(live_proxy, fake_upstream) -> Non
         in (fake_upstream.last["messages"][-1]["content"])
     )
     ref = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]["references"][0]
-    assert [c["session"] for c in ref["chain"]] == ["child-1", "parent-1"]
+    # "I" in a sub-agent's message is its lead: the parent is searched first
+    assert [c["session"] for c in ref["chain"]][-1] == "parent-1"
+    assert ref["chain"][-1]["depth"] == 1
 
 
 def test_stateless_client_gets_history_restored(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
@@ -142,4 +144,6 @@ def test_rewrite_cli_replays_a_scenario_call_by_call(tmp_path, capsys) -> None: 
     assert "~/Desktop/123" in second["request"]["messages"][-1]["content"]
     late = rewrite(turn2, 1000.0 + 301)
     assert late["report"]["references"][0]["abstained"] == "no_candidate"
-    assert late["request"]["messages"] == turn2
+    # the block forwarded with this very message is history: replayed as it was, nothing added
+    assert late["request"]["messages"] == second["request"]["messages"]
+    assert late["report"]["inject"] == {"sticky": 1}

@@ -157,7 +157,7 @@ def test_a_session_near_its_end_does_not_compact() -> None:
     most sessions when growth says little is left to come."""
     budget = 200_000
     messages = conversation(120)
-    early = decide(messages, budget, 5.0, requests=5, growth=50.0)
+    early = decide(messages, budget, 5.0, requests=4, growth=50.0)
     assert early.report["prune"]["schedule"]["decision"] == "pays"
     table = [10, 20, 30]
     assert schedule.horizon(29, table) == 1.0  # one session longer, by one request
@@ -180,3 +180,17 @@ def test_memory_advances_once_per_request() -> None:
     same = schedule.Memory(requests=4, last_at=110.0, last_tokens=1300)
     stored = {"requests": 4, "last_at": 110.0, "last_tokens": 1300}
     assert same.after(110.0, 1300, compacted=False, stored=stored) is stored
+
+
+def test_a_warm_cache_is_looked_at_every_few_requests() -> None:
+    """The warm check costs a pass over the session: it runs on every WARM_LOOK_EVERY-th
+    request, and a compaction that pays is found at the next look."""
+    budget = 200_000
+    messages = conversation(120)
+    looks = [
+        decide(messages, budget, 5.0, requests=n, growth=50.0).report["prune"]["schedule"][
+            "decision"
+        ]
+        for n in range(4, 12)
+    ]
+    assert looks == ["pays" if n % prune.WARM_LOOK_EVERY == 0 else "none" for n in range(4, 12)]
