@@ -207,3 +207,21 @@ def prefix_reuse(
     if not previous or not total:
         return None
     return sum(tokens.count_message(m) for m in messages[:shared]) / total
+
+
+def anthropic_message(
+    text: str = "ok",
+    model: str = "claude-sonnet-4-5",
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A scripted Anthropic Messages answer (what litellm's anthropic/… calls get back)."""
+    return {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 12, "output_tokens": 4},
+    }

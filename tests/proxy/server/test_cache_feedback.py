@@ -16,7 +16,7 @@ import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import request, user
+from tests.support.factories import anthropic_message, request, user
 
 OPENAI_USAGE = {
     "prompt_tokens": 2000,
@@ -121,21 +121,16 @@ async def test_the_report_survives_a_restart(tmp_path: Path, edge: EdgeUpstream)
     assert cache["idle_s"] == pytest.approx(rows[0]["created_at"] - rows[1]["created_at"], abs=0.01)
 
 
-ANTHROPIC_MESSAGE = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "ok"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {
+ANTHROPIC_MESSAGE = anthropic_message(
+    "ok",
+    model="claude-sonnet-4-5",
+    usage={
         "input_tokens": 12,
         "output_tokens": 4,
         "cache_read_input_tokens": 1500,
         "cache_creation_input_tokens": 300,
     },
-}
+)
 
 
 async def test_anthropic_through_litellm_reports_its_cache(

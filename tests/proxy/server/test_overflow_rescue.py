@@ -16,7 +16,7 @@ import pytest
 from proxy.tokens import TokenCounters
 from tests.conftest import proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply, sse
-from tests.support.factories import chat_completion
+from tests.support.factories import anthropic_message, chat_completion
 
 MODEL = "gpt-4o"
 WINDOW = 4000
@@ -182,16 +182,9 @@ def test_an_error_stating_no_window_is_relayed_untouched(live_proxy, edge: EdgeU
     assert rescue["outcome"] == "no_window"
 
 
-ANTHROPIC_MESSAGE = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "fitted"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 1200, "output_tokens": 2},
-}
+ANTHROPIC_MESSAGE = anthropic_message(
+    "fitted", model="claude-sonnet-4-5", usage={"input_tokens": 1200, "output_tokens": 2}
+)
 
 
 def test_anthropics_prompt_too_long_through_litellm(

@@ -14,22 +14,21 @@ import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import assistant, call, chat_completion, request, result, user
+from tests.support.factories import (
+    anthropic_message,
+    assistant,
+    call,
+    chat_completion,
+    request,
+    result,
+    user,
+)
 
 KEY = "sk-ant-test-key-000000000000"
 MODEL = "anthropic/claude-sonnet-4-5"
 EPHEMERAL = {"type": "ephemeral"}
 LONG = "Follow the repository's conventions and keep every change small. " * 90  # ~1,450 tokens
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-sonnet-4-5",
-    "content": [{"type": "text", "text": "done"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 12, "output_tokens": 4},
-}
+ANTHROPIC_REPLY = anthropic_message("done", model="claude-sonnet-4-5")
 
 
 def _tool(name: str) -> dict[str, Any]:

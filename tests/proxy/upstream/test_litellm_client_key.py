@@ -16,21 +16,12 @@ import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import request, user
+from tests.support.factories import anthropic_message, request, user
 
 MODEL = "anthropic/claude-3-5-sonnet-20241022"
 ENV_KEY = "sk-ant-proxy-environment-000000"
 CLIENT_KEY = "sk-ant-client-own-key-1111111"
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-3-5-sonnet-20241022",
-    "content": [{"type": "text", "text": "hello"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 12, "output_tokens": 4},
-}
+ANTHROPIC_REPLY = anthropic_message("hello", model="claude-3-5-sonnet-20241022")
 
 
 @pytest.fixture

@@ -17,19 +17,10 @@ import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import request, user
+from tests.support.factories import anthropic_message, request, user
 
 CONFIG_KEY = "sk-ant-config-key-000000000000"
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-x",
-    "content": [{"type": "text", "text": "from the real upstream"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 12, "output_tokens": 4},
-}
+ANTHROPIC_REPLY = anthropic_message("from the real upstream", model="claude-x")
 OPENAI_REPLY = {
     "id": "c1",
     "object": "chat.completion",

@@ -24,22 +24,13 @@ import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
-from tests.support.factories import request, user
+from tests.support.factories import anthropic_message, request, user
 
 MODEL = "anthropic/claude-3-5-sonnet-20241022"
 CONFIG_KEY = "sk-ant-config-key-000000000000"
 ENV_KEY = "sk-ant-proxy-environment-22222"
 ATTACKER_KEY = "sk-ant-attacker-111111111111"
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-3-5-sonnet-20241022",
-    "content": [{"type": "text", "text": "from the real upstream"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 12, "output_tokens": 4},
-}
+ANTHROPIC_REPLY = anthropic_message("from the real upstream", model="claude-3-5-sonnet-20241022")
 OVERLOADED = {"type": "error", "error": {"type": "api_error", "message": "try again"}}
 # What the attacker answers (OpenAI's shape, so a call steered to it would succeed).
 ATTACKER_REPLY = {

@@ -10,21 +10,16 @@ import pytest
 import respx
 
 from tests.conftest import in_process, proxy_settings
-from tests.support.factories import request, user
+from tests.support.factories import anthropic_message, request, user
 
 # litellm must use httpx (not aiohttp) for respx to see its calls; set before it is imported.
 os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"
 
-ANTHROPIC_REPLY = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-3-5-sonnet-20241022",
-    "content": [{"type": "text", "text": "Bonjour from Claude"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 12, "output_tokens": 4, "cache_read_input_tokens": 6},
-}
+ANTHROPIC_REPLY = anthropic_message(
+    "Bonjour from Claude",
+    model="claude-3-5-sonnet-20241022",
+    usage={"input_tokens": 12, "output_tokens": 4, "cache_read_input_tokens": 6},
+)
 
 
 @pytest.fixture
