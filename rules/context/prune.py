@@ -23,6 +23,7 @@ from rules.context.prune_plan import Run
 from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
+SESSION = "prune_session"  # the schedule's memory of the session's requests
 WARM_LOOK_EVERY = 4  # requests between looks for a compaction that pays, cache warm
 
 
@@ -121,7 +122,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     blocks = sticky.stored_tokens(ctx.state.get(sticky.NAMESPACE))  # inject replays them
     total = ctx.tokens.count_messages(view) + schema + blocks
     budget = ctx.budget
-    memory = schedule.Memory.load(stored.get("session") if isinstance(stored, dict) else None)
+    memory = schedule.Memory.load(ctx.state.get(SESSION))
     info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
@@ -136,21 +137,19 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             else int(budget * cfg.min_gain_ratio)
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
-        sizes = run.sizes()
-        prefix = [0]
-        for i in range(len(ctx.messages)):
-            prefix.append(prefix[-1] + sizes[i])
         forced = total > room
-        quiet = state == "unknown" and not forced
-        if state == "warm" and not forced:  # the common case: most requests need no plan
-            # A warm compaction waits for a threshold (the saving must reach the bust): looking
-            # every few requests finds it a request or three late, at a quarter of the cost.
-            quiet = memory.requests % WARM_LOOK_EVERY != 0
-            if not quiet:
-                bound, first = run.reclaimable(sizes)
-                quiet = not schedule.could_pay(
-                    bound, prefix[first], total, ctx.cache, memory, min_gain
-                )
+        # A warm compaction waits for a threshold (the saving must reach the bust): looking every
+        # few requests finds it a request or three late, at a quarter of the cost. Unknown: none.
+        quiet = not forced and (
+            state == "unknown" or (state == "warm" and memory.requests % WARM_LOOK_EVERY != 0)
+        )
+        sizes: dict[int, int] = {} if quiet else run.sizes()
+        prefix = [0]
+        for i in range(len(sizes)):
+            prefix.append(prefix[-1] + sizes[i])
+        if state == "warm" and not forced and not quiet:
+            bound, first = run.reclaimable(sizes)
+            quiet = not schedule.could_pay(bound, prefix[first], total, ctx.cache, memory, min_gain)
         steps = [] if quiet else run.plan(sizes, drops=forced)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
@@ -187,11 +186,17 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     report: Report = {"prune": info, "pruning": run.decisions}
     if over:
         report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": budget}]
-    new_state = run.overlay.to_json()
-    session = stored.get("session") if isinstance(stored, dict) else None
-    new_state["session"] = memory.after(ctx.now, total, bool(info["compacted"]), session)
+    # The overlay changes only at a compaction (or a first cap), the session's memory on every
+    # request: two namespaces, so the large one is not copied, compared deeply or redacted again
+    # on every request.
+    state_out = ctx.state
+    if run.overlay_changed(stored):
+        state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
+    session = ctx.state.get(SESSION)
+    memo = memory.after(ctx.now, total, bool(info["compacted"]), session)
+    if memo is not session:
+        state_out = state_out.with_value(SESSION, memo)
     unchanged = all(a is b for a, b in zip(view, ctx.messages, strict=False))
-    state_out = ctx.state.with_value(NAMESPACE, new_state) if stored != new_state else ctx.state
     if len(view) == len(ctx.messages) and unchanged:
         return RuleResult(ctx.messages, state_out, report)
     run.share_anchors(view)

@@ -49,6 +49,13 @@ class Run:
             overlay.is_rendered(m) for m in self.messages
         )
         self.overlay = overlay.Overlay.load(stored, present, keep_all=own_output)
+        raw = stored if isinstance(stored, dict) else {}
+        # what was stored, to tell a change without comparing the whole overlay
+        self._loaded = (
+            int(raw.get("compactions", 0)),
+            (raw.get("edits") or {}).keys(),
+            len(raw.get("dropped") or []),
+        )
         self.obs: list[Observation] = of_context(ctx)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[Pruning] = []
@@ -115,6 +122,18 @@ class Run:
             self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
+
+    def overlay_changed(self, stored: object) -> bool:
+        """Whether the overlay differs from the stored one: a decision was made this request,
+        or loading it left edits of vanished messages behind. Cheap (no deep comparison)."""
+        if self.decisions or self.overlay.compactions != self._loaded[0]:
+            return True
+        if (
+            self.overlay.edits.keys() != self._loaded[1]
+            or len(self.overlay.dropped) != self._loaded[2]
+        ):
+            return True
+        return stored is None and bool(self.overlay.edits or self.overlay.dropped)
 
     def share_anchors(self, view: list[Message]) -> None:
         """Tell the rules after prune (inject) the anchors of ``view``: each rendered message

@@ -32,7 +32,7 @@ def memory(requests: int, last_at: float, last_tokens: int, growth: float = 500.
         "growth": growth,
         "expect_hit": True,
     }
-    return SessionState({"prune": {"edits": {}, "dropped": [], "session": session}})
+    return SessionState({prune.SESSION: session})
 
 
 def decide(
