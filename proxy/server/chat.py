@@ -158,8 +158,8 @@ class ChatCompletions:
                 await self._answer_error(send, error, row, started, out_headers)
                 return
             if "breakpoints" in response.extra:  # cache marks the litellm path placed
+                # written with the row's completion (``_fields``), not in a write of its own
                 row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
-                await self.s.store.finish_request(request_id, {"report": row["report"]})
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers)
             else:
@@ -344,6 +344,9 @@ class ChatCompletions:
             "client_disconnected": row.get("client_disconnected", 0),
             **usage_fields(usage),
         }
+        report = row.get("report")
+        if isinstance(report, dict) and "breakpoints" in report:  # added after the row was queued
+            fields["report"] = report
         if error is not None:
             fields["error_type"] = error.code
             fields["error"] = redact_text(error.message)

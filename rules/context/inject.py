@@ -102,6 +102,11 @@ def _without_block(messages: Messages) -> list[Messages]:
     return out
 
 
+def _ws_hint(ctx: Context) -> int:
+    """The working-set section's cap, as the ledger stores it."""
+    return int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
+
+
 def _fit(
     ctx: Context,
     cfg: Config,
@@ -112,8 +117,7 @@ def _fit(
     """The block saying ``parts``, shrunk to the room left under ``ctx.budget`` (messages and
     tools schema counted); with no room at all, the resolved references alone. Facts for the
     report, and ``_place``'s answer for the block when it was computed on the way."""
-    hint = int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
-    ws = ws_text(parts.ws, is_delta, hint)
+    ws = ws_text(parts.ws, is_delta, _ws_hint(ctx))
     header = DELTA_HEADER if is_delta else HEADER
     facts: InjectSummary = {"entities": len(parts.recent), "references": len(parts.refs)}
     block = render(parts.recent, parts.refs, ws, ctx.tokens, cfg.max_tokens, header)
@@ -234,8 +238,7 @@ class _Plan:
             {"added": True, "delta": is_delta, "position": where, "index": len(out) - 1}
         )
         self.report["tokens"] = tokens
-        hint = int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
-        said_ws = ws_text(said.ws, is_delta, hint)
+        said_ws = ws_text(said.ws, is_delta, _ws_hint(ctx))
         self.stored = sticky.Stored(
             [*kept, sticky.Block(host, where, block, tokens)],
             _shown_after(shown, said, now.ws, block, said_ws),

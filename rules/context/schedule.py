@@ -130,6 +130,14 @@ class Choice:
     figures: dict[str, Any]
 
 
+def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, float, float]:
+    """(write price ratio, horizon, growth per request). Growth is smoothed once two requests
+    were seen, else the session's average so far."""
+    w = max(facts.write_ratio, facts.read_ratio)
+    g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
+    return w, horizon(memory.requests), g
+
+
 def could_pay(
     freed: int,
     kept_prefix: int,
@@ -144,9 +152,7 @@ def could_pay(
     if freed <= 0 or freed < min_gain:
         return False
     r = facts.read_ratio
-    w = max(facts.write_ratio, r)
-    h = horizon(memory.requests)
-    g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
+    w, h, g = _outlook(facts, memory, total)
     bust = w * (total - freed) - (w - r) * min(kept_prefix, total) - r * total
     if r * freed * h <= bust:
         return False
@@ -167,10 +173,7 @@ def choose(
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``."""
     r = facts.read_ratio
-    w = max(facts.write_ratio, r)
-    h = horizon(memory.requests)
-    # growth per request: smoothed once two requests were seen, else the session's average
-    g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
+    w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
     # know; assuming it is keeps a first request from being rewritten for a gain it may not have.
     seen = total if state == "unknown" else min(memory.last_tokens, total)
