@@ -18,12 +18,18 @@ from starlette.types import Message, Receive, Scope, Send
 from proxy.auth import check_client
 from proxy.errors import ProxyError
 from proxy.inspect import ui
+from proxy.protocols.errors import anthropic_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
-from proxy.server.chat import ChatCompletions, Services
+from proxy.server.count_tokens import CountTokens
+from proxy.server.handler import ProtocolHandler, Services
+from proxy.server.websocket import refuse_websocket
+from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings
-from proxy.store.sqlite import Store
+from proxy.store import retention
+from proxy.store.base import create_store
 from proxy.telemetry import jsonlog, metrics
+from proxy.telemetry.health import readyz
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from proxy.upstream.openai import UpstreamClient, upstream_api_key
 
@@ -80,25 +86,47 @@ def route_path(scope: Scope) -> str:
 
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+# The model endpoints, each a raw ASGI handler (``app.state.handlers``) for POST.
+MODEL_PATHS = {
+    "/v1/chat/completions": "chat",
+    "/chat/completions": "chat",
+    "/v1/messages": "messages",
+    "/v1/messages/count_tokens": "count_tokens",
+    "/v1/responses": "responses",
+    "/responses": "responses",
+}
+ANTHROPIC_PATHS = frozenset({"/v1/messages", "/v1/messages/count_tokens"})
 
 
 class ProxyApp(Starlette):
-    """Starlette, with chat completions dispatched straight to the raw ASGI handler: the hot path
-    skips routing and the middleware stack; every other path goes through Starlette."""
+    """Starlette, with the model endpoints dispatched straight to their raw ASGI handlers: the hot
+    path skips routing and the middleware stack; every other path goes through Starlette."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # the path as routed: under a root path (uvicorn --root-path, a mount) it is stripped
-        if scope["type"] == "http" and route_path(scope) in CHAT_PATHS:
-            if scope["method"] == "POST":
-                scope["app"] = self
-                await self.state.chat(scope, receive, send)
+        if scope["type"] == "http":
+            path = route_path(scope)
+            endpoint = MODEL_PATHS.get(path)
+            if endpoint is not None:
+                if scope["method"] == "POST":
+                    scope["app"] = self
+                    await self.state.handlers[endpoint](scope, receive, send)
+                    return
+                message = f"{_clip(scope['method'])} is not allowed on {_clip(path)}."
+                answer = error_response(
+                    405,
+                    message,
+                    "method_not_allowed",
+                    {"allow": "POST"},
+                    anthropic=path in ANTHROPIC_PATHS,
+                )
+                await answer(scope, receive, _with_request_headers(scope, send))
                 return
-            method = scope["method"]
-            answer = error_response(
-                405, f"{_clip(method)} is not allowed on {_clip(route_path(scope))}.",
-                "method_not_allowed", {"allow": "POST"},
-            )  # fmt: skip
-            await answer(scope, receive, _with_request_headers(scope, send))
+            if path == "/api/hello":  # Claude Code's connectivity probe: answered at once
+                await Response(b"", 200)(scope, receive, send)
+                return
+        if scope["type"] == "websocket" and route_path(scope) in ("/v1/responses", "/responses"):
+            await refuse_websocket(scope, receive, send)
             return
         if scope["type"] != "http":
             await super().__call__(scope, receive, send)
@@ -140,16 +168,25 @@ async def http_error(request: Request, exc: Exception) -> Response:
         code = "not_found"
     else:
         message, code = str(exc.detail), None
-    return error_response(exc.status_code, message, code, exc.headers)
+    anthropic = route_path(request.scope).startswith("/v1/messages")
+    return error_response(exc.status_code, message, code, exc.headers, anthropic=anthropic)
 
 
 def error_response(
-    status: int, message: str, code: str | None, headers: Mapping[str, str] | None = None
+    status: int,
+    message: str,
+    code: str | None,
+    headers: Mapping[str, str] | None = None,
+    anthropic: bool = False,
 ) -> Response:
-    """An error of the router (no such path, wrong method) in OpenAI's shape."""
-    body = {"error": {"message": message, "type": "invalid_request_error", "param": None,
-                      "code": code}}  # fmt: skip
-    return Response(orjson.dumps(body), status, dict(headers or {}), "application/json")
+    """An error of the router (no such path, wrong method) in OpenAI's shape, or Anthropic's on
+    Anthropic's paths."""
+    if anthropic:
+        content = anthropic_error(status, message)
+    else:
+        content = orjson.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                          "param": None, "code": code}})  # fmt: skip
+    return Response(content, status, dict(headers or {}), "application/json")
 
 
 def _clip(text: str, limit: int = 80) -> str:
@@ -168,11 +205,11 @@ def create_app(
     budget_override: int | None = None,
 ) -> ProxyApp:
     ensure_offline_tiktoken()
-    path = db_path or settings.store.path
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        store = Store(path)
+        # SQLite (db_path or store.path) or PostgreSQL (store.url, CTXPROXY_STORE_URL)
+        store = create_store(settings.store, db_path)
         await store.open()
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
@@ -180,13 +217,22 @@ def create_app(
         upstream = UpstreamClient(settings.limits.upstream_max_connections)
         services = Services(settings, store, engine, upstream)
         app.state.services = services
-        app.state.chat = ChatCompletions(services)
+        app.state.handlers = {
+            "chat": ProtocolHandler(services, CHAT_WIRE),
+            "messages": ProtocolHandler(services, MESSAGES_WIRE),
+            "responses": ProtocolHandler(services, RESPONSES_WIRE),
+            "count_tokens": CountTokens(services),
+        }
         app.state.started_at = time.time()
         for hook in app.state.setup_hooks:
             hook(app, services)
+        pruner = retention.start(
+            store, settings.store.retention_days, settings.store.session_ttl_days
+        )
         try:
             yield
         finally:
+            await retention.stop(pruner)
             engine.close()
             await upstream.aclose()
             await store.close()
@@ -195,6 +241,7 @@ def create_app(
         Route("/v1/models", models, methods=["GET"]),
         Route("/models", models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),
         *ui.routes(),
     ]

@@ -1,5 +1,5 @@
-"""The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs`` and ``show``, each a ``cmd_*``
-function wired to its subparser in ``build_parser``."""
+"""The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs``, ``show``, ``vacuum`` and
+``migrate``, each a ``cmd_*`` function wired to its subparser in ``build_parser``."""
 
 from __future__ import annotations
 
@@ -15,22 +15,26 @@ from typing import Any
 import orjson
 
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
-from proxy.rewrite.body import parse_body
+from proxy.protocols.body import parse_body
 from proxy.rewrite.engine import Engine
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
+from proxy.store.base import Store
 
 
 class CliError(Exception):
     """A usage problem reported as ``ctxproxy: …`` with exit status 2, without a traceback."""
 
 
-def _log_path(args: argparse.Namespace) -> str:
-    """The request log to read; a read command never creates one (a typo in --db would
-    otherwise read as an empty log)."""
-    path = args.db or load_settings(args.config).store.path
-    if path != ":memory:" and not Path(path).is_file():
-        raise CliError(f"the request log {path} does not exist (check --db or store.path)")
-    return path
+def _open_log(args: argparse.Namespace) -> Store:
+    """The request log to read (SQLite or PostgreSQL, not opened yet); a read command never
+    creates a SQLite file (a typo in --db would otherwise read as an empty log)."""
+    from proxy.store.base import create_store, is_postgres, store_url
+
+    settings = load_settings(args.config).store
+    url = store_url(settings, args.db)
+    if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
+        raise CliError(f"the request log {url} does not exist (check --db or store.path)")
+    return create_store(settings, db=url)
 
 
 def _positive_int(text: str) -> int:
@@ -67,7 +71,12 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
     """What a newcomer needs in the first minute: version, address, where each model goes (match
     patterns and kind, never a key), the database, the /ui address."""
     from proxy import __version__
+    from proxy.store.base import is_postgres, masked
 
+    if is_postgres(db_path):
+        database = masked(db_path)
+    else:
+        database = str(Path(db_path).resolve()) if db_path != ":memory:" else db_path
     where = f"[{host}]" if ":" in host else host
     base = f"http://{where}:{port}"
     routes = "; ".join(
@@ -76,7 +85,7 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
     )
     return (
         f"ctxproxy {__version__} listening on {base} · upstreams: {routes or 'none'} · "
-        f"database: {Path(db_path).resolve() if db_path != ':memory:' else db_path} · "
+        f"database: {database} · "
         f"ui: {base}/ui"
     )
 
@@ -87,13 +96,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.app import create_app
     from proxy.auth import access_line
     from proxy.server.protocol import server_config
+    from proxy.store.base import store_url
     from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
     configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
-    db_path = args.db or settings.store.path
+    db_path = store_url(settings.store, args.db)
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
     access = access_line(settings.auth, settings.ui.public)
     _announce(f"{startup_line(settings, host, port, db_path)} · {access}")
@@ -102,11 +112,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
-    from proxy.store.sqlite import Store
+    from proxy.store.base import create_store
 
     settings = _settings(args)
     db = args.db or str(Path(tempfile.mkdtemp(prefix="ctxproxy-")) / "rewrite.db")
-    store = Store(db)
+    store = create_store(settings.store, db=db)
     await store.open()
     try:
         engine = Engine(settings, store, budget_override=args.budget)
@@ -145,9 +155,7 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 
 
 async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
-    from proxy.store.sqlite import Store
-
-    store = Store(_log_path(args))
+    store = _open_log(args)
     await store.open()
     try:
         return await store.list_requests(session=args.session, limit=args.limit)
@@ -159,14 +167,13 @@ async def _follow(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from proxy.inspect.logs_view import follow
-    from proxy.store.sqlite import Store
 
-    store = Store(_log_path(args))
+    store = _open_log(args)
     await store.open()
     console = Console()
     since = time.time()  # "new" means created after this line is printed
     console.print(
-        f"following new requests in {store.path} (Ctrl-C to stop)", style="dim", markup=False
+        f"following new requests in {store.describe()} (Ctrl-C to stop)", style="dim", markup=False
     )
     console.file.flush()
     try:
@@ -196,9 +203,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
-    from proxy.store.sqlite import Store
-
-    store = Store(_log_path(args))
+    store = _open_log(args)
     await store.open()
     try:
         if args.request_id in ("last", "latest"):
@@ -225,13 +230,82 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
+    from proxy.store import retention
+    from proxy.store.base import create_store, is_postgres, store_url
+    from proxy.store.sqlite import SQLiteStore
+
+    settings = load_settings(args.config).store
+    days = settings.retention_days if args.retention_days is None else args.retention_days
+    ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
+    url = store_url(settings, args.db)
+    if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
+        raise CliError(f"the request log {url} does not exist (check --db or store.path)")
+    store = create_store(settings, db=url)
+    await store.open()
+    try:
+        out: dict[str, Any] = {"retention_days": days, "session_ttl_days": ttl}
+        out["deleted"] = await retention.prune_now(store, days, ttl)
+        if isinstance(store, SQLiteStore):
+            out.update(await retention.compact_sqlite(store, full=args.full))
+        else:  # PostgreSQL's autovacuum reuses the space of deleted rows
+            out["compaction"] = "autovacuum"
+        return out
+    finally:
+        await store.close()
+
+
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    out = asyncio.run(_vacuum(args))
+    if args.json:
+        sys.stdout.write(orjson.dumps(out).decode() + "\n")
+        return 0
+    d = out["deleted"]
+    sys.stdout.write(
+        f"deleted {d['requests']} request rows (older than {out['retention_days']:g} days; "
+        f"0 = kept), {d['sessions']} sessions and {d['session_cache']} cache reports (idle "
+        f"{out['session_ttl_days']:g} days; 0 = kept)\n"
+    )
+    if "bytes_before" in out:
+        sys.stdout.write(
+            f"{out['compaction']}: {out['bytes_before']:,} -> {out['bytes_after']:,} bytes\n"
+        )
+    else:
+        sys.stdout.write(f"{out['compaction']}: the database reclaims the space itself\n")
+    return 0
+
+
+async def _migrate(args: argparse.Namespace) -> tuple[str, list[str]]:
+    from proxy.store.base import create_store
+
+    store = create_store(load_settings(args.config).store, db=args.db)
+    await store.open()  # applies what is missing (PostgreSQL: under an advisory lock)
+    try:
+        return store.describe(), store.applied
+    finally:
+        await store.close()
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    where, applied = asyncio.run(_migrate(args))
+    if applied:
+        sys.stdout.write(f"{where}: applied {', '.join(applied)}\n")
+    else:
+        sys.stdout.write(f"{where}: up to date\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctxproxy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="YAML config (default: built-in, every rule on)")
-        p.add_argument("--db", help="SQLite path (default: store.path from the config)")
+        p.add_argument(
+            "--db",
+            help="SQLite path or postgresql:// URL (default: CTXPROXY_STORE_URL, store.url, "
+            "store.path)",
+        )
 
     serve = sub.add_parser("serve", help="run the proxy")
     common(serve)
@@ -264,6 +338,22 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("request_id", help="a request id (x-ctxproxy-request-id), or 'last'")
     show.add_argument("--json", action="store_true", help="print the raw log row")
     show.set_defaults(func=cmd_show)
+
+    vacuum = sub.add_parser("vacuum", help="apply the retention now, then compact the database")
+    common(vacuum)
+    vacuum.add_argument("--retention-days", type=float, help="overrides store.retention_days")
+    vacuum.add_argument("--session-ttl-days", type=float, help="overrides store.session_ttl_days")
+    vacuum.add_argument(
+        "--full", action="store_true", help="SQLite: rewrite the whole file (VACUUM; locks it)"
+    )
+    vacuum.add_argument("--json", action="store_true", help="print the counts as JSON")
+    vacuum.set_defaults(func=cmd_vacuum)
+
+    migrate = sub.add_parser(
+        "migrate", help="apply the store's migrations (serve applies them too, at start)"
+    )
+    common(migrate)
+    migrate.set_defaults(func=cmd_migrate)
     return parser
 
 

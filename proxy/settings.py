@@ -65,7 +65,29 @@ class ServerSettings(_Strict):
 
 class StoreSettings(_Strict):
     path: str = "ctxproxy.db"
+    # postgresql://user:password@host:port/db selects PostgreSQL, shared by replicas (the
+    # CTXPROXY_STORE_URL environment variable wins); unset, the SQLite file ``path``.
+    url: str | None = None
+    pool_size: int = Field(default=20, ge=2, le=1000)  # PostgreSQL connections per replica
+    # Log writes held while PostgreSQL is unreachable; beyond, new ones are dropped (counted).
+    buffer_rows: int = Field(default=100_000, ge=100)
+    # How long a request waits for its session held by another replica before going on without
+    # saving (its state then is read-only for that request).
+    lock_timeout_s: float = Field(default=10.0, gt=0)
+    # Each replica's heartbeat; rows left in flight by one silent for 3 beats are marked.
+    heartbeat_s: float = Field(default=10.0, gt=0)
     capture_payloads: bool = False
+    # The periodic prune (proxy.store.retention) deletes request-log rows older than this, and
+    # session state (with its cache report) idle this long; 0 keeps them forever.
+    retention_days: float = Field(default=30.0, ge=0, le=36_500)
+    session_ttl_days: float = Field(default=14.0, ge=0, le=36_500)
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("postgresql://", "postgres://")):
+            raise ValueError("must be a postgresql:// URL (SQLite takes store.path)")
+        return value
 
 
 class LimitSettings(_Strict):
@@ -94,10 +116,16 @@ class UISettings(_Strict):
 class UpstreamSettings(_Strict):
     name: str
     match: list[str] = Field(default_factory=lambda: ["*"])  # model names, exact or glob
-    kind: Literal["openai", "litellm"] = "openai"
+    # openai: OpenAI's API or a compatible server (chat completions, Responses, native relay);
+    # anthropic: Anthropic's Messages API (native relay; other protocols through litellm);
+    # litellm: any other provider, through litellm.
+    kind: Literal["openai", "anthropic", "litellm"] = "openai"
+    # Unset: https://api.openai.com/v1 (openai), https://api.anthropic.com without /v1
+    # (anthropic), litellm's default for the provider (litellm).
     base_url: str | None = None
-    # When unset, the client's own Authorization passes through (auth.mode: passthrough only;
-    # keys mode requires it on every upstream, since the client's bearer is the proxy key).
+    # When unset, the client's own Authorization (kind anthropic: x-api-key or Authorization)
+    # passes through (auth.mode: passthrough only; keys mode requires it on every upstream,
+    # since the client's bearer is the proxy key).
     api_key_env: str | None = None
     # kind litellm: the provider litellm calls (anthropic, gemini, bedrock …), whatever the model
     # name's prefix says. Derived from ``match`` when unset (after the fields it reads).
@@ -106,14 +134,24 @@ class UpstreamSettings(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_s: float = 600.0
     connect_timeout_s: float = 10.0
-    # kind litellm, Claude models: place prompt-cache breakpoints the client left out
-    # (``proxy.upstream.cache_breakpoints``); off sends the client's marks only.
+    # Claude models through litellm (kind litellm, and chat completions to kind anthropic): place
+    # prompt-cache breakpoints the client left out (``proxy.upstream.cache_breakpoints``); off
+    # sends the client's marks only.
     cache_breakpoints: Literal["auto", "off"] = "auto"
     pricing: PriceOverride = Field(
         default_factory=PriceOverride,
         description="prices and cache rules for every model this upstream serves "
         "(proxy.pricing); a matching top-level `pricing:` entry wins key by key",
     )
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        # Anthropic's paths carry /v1 (/v1/messages), as in its SDKs' ANTHROPIC_BASE_URL
+        anthropic = info.data.get("kind") == "anthropic"
+        if anthropic and value is not None and value.rstrip("/").endswith("/v1"):
+            raise ValueError("kind anthropic: without /v1 (e.g. https://api.anthropic.com)")
+        return value
 
     @field_validator("provider")
     @classmethod

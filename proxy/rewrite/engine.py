@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.errors import BadRequest
+from proxy.protocols.base import Adapter, Lowered
+from proxy.protocols.chat import CHAT
+from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.model_windows import LearnedWindows, context_window
 from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
@@ -19,8 +22,8 @@ from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.rewrite.session_locks import SessionLocks
 from proxy.settings import Settings
+from proxy.store.base import SessionHandle, Store
 from proxy.store.redact_state import redact_state
-from proxy.store.sqlite import Store
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context
 from rules.messages import last_index, text_of
@@ -40,6 +43,7 @@ class Rewritten:
     report: Report
     session_id: str
     parent_session_id: str | None
+    protocol: str = "chat"
 
 
 class Engine:
@@ -126,27 +130,35 @@ class Engine:
         parent_session_id: str | None = None,
         raw_size: int = 0,
         budget: int | None = None,
+        adapter: Adapter = CHAT,
     ) -> Rewritten:
-        """``budget``: a lower budget for this call only (the overflow rescue's)."""
-        sid = session_id or session_key(headers, body)
+        """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
+        only (the overflow rescue's)."""
+        lowered = adapter.lower(body)
+        sid = session_id or session_key(headers, body, lowered.messages)
         parent = parent_session_id or parent_session_key(headers)
-        async with self.locks.hold(sid):
-            return await self._rewrite_locked(body, now, sid, parent, raw_size, budget)
+        async with self.store.session(sid) as held:  # serialised across replicas too
+            return await self._rewrite_locked(
+                held, body, lowered, adapter, now, sid, parent, raw_size, budget
+            )
 
     async def _rewrite_locked(
         self,
+        held: SessionHandle,
         body: dict[str, Any],
+        lowered: Lowered,
+        adapter: Adapter,
         now: float,
         sid: str,
         parent: str | None,
         raw_size: int,
         lower_budget: int | None,
     ) -> Rewritten:
-        state, stored_parent = await self.store.load_state(sid)
+        state, stored_parent = held.state, held.parent_id
         parent = parent or stored_parent
-        ancestors = await self.store.ancestors(parent) if parent else []
+        ancestors = await held.ancestors(parent) if parent else []
         model = body["model"]
-        messages = body["messages"]
+        messages = lowered.messages
         budget = self.budget_for(model)
         if lower_budget is not None:
             budget = min(budget, lower_budget) if budget is not None else lower_budget
@@ -159,7 +171,7 @@ class Engine:
             now=now,
             session_id=sid,
             state=state,
-            tools=body.get("tools"),
+            tools=lowered.tools,
             request=body,
             ancestors=tuple(ancestors),
             budget=budget,
@@ -189,7 +201,8 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        await self.store.save_state(sid, redact_state(outcome.state, state), parent)
-        forwarded = dict(body)
-        forwarded["messages"] = outcome.messages
-        return Rewritten(forwarded, outcome.report, sid, parent)
+        await held.save(redact_state(outcome.state, state), parent)
+        forwarded = adapter.lift(body, lowered, outcome.messages)
+        if adapter is not CHAT:
+            describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
+        return Rewritten(forwarded, outcome.report, sid, parent, adapter.name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, cast
@@ -95,6 +95,87 @@ class MessageRecords:
         return record
 
 
+# What an entry of ``RenderedMessages`` holds beyond its message's serialised size (its key, the
+# entry tuple, its record): charged so the bound holds for many small renderings too.
+RENDER_OVERHEAD_BYTES = 512
+_SCALARS = (str, int, float, bool, type(None))
+_Rendering = tuple[Any, dict[str, Any], int]
+
+
+class RenderedMessages:
+    """Messages the rules rendered, kept across requests (``Context.renders``): an elided result,
+    a shrunk turn, a dropped run's line, a block placed on its host. The overlay replays every
+    edit on every request; with this, replaying one that did not change costs a lookup instead of
+    rendering it, counting it, hashing it and checking it again.
+
+    A key holds every input of the pure function that rendered its message (rules/base.py's
+    ``RenderMemo``), so a hit is that function's answer. Each entry keeps a record, like
+    ``MessageRecords``', of what the pipeline derived from the message (hash, token counts and
+    sections per encoding, the validator's checks): handed to the request's memos on each hit.
+    A hit is a fresh copy (a flat message copied, a nested one parsed again from its bytes, which
+    keep its key order), so nothing downstream (litellm edits messages in place) can change what
+    later requests get. Bounded by bytes like ``MessageRecords`` (two generations); a rendering
+    over ``max_entry_bytes`` is never kept. Thread-safe in the same way."""
+
+    def __init__(self, max_bytes: int = 16_000_000, max_entry_bytes: int = 262_144) -> None:
+        # key -> (the message: a flat copy or its bytes, its record, its serialised size)
+        self._young: dict[Hashable, _Rendering] = {}
+        self._old: dict[Hashable, _Rendering] = {}
+        self._young_bytes = 0
+        self._generation_bytes = max_bytes // 2
+        self._max_entry_bytes = max_entry_bytes
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._young) + len(self._old)
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes charged to the newer generation (the older one holds at most as many)."""
+        return self._young_bytes
+
+    def get(self, key: Hashable) -> tuple[Message, dict[str, Any]] | None:
+        """A fresh copy of the message stored for ``key``, and its record; None when unknown."""
+        entry = self._young.get(key)
+        if entry is None:
+            entry = self._old.get(key)
+            if entry is None:
+                return None
+            self._keep(key, entry)  # used again: into the newer generation
+        stored = entry[0]
+        message = orjson.loads(stored) if stored.__class__ is bytes else dict(stored)
+        return message, entry[1]
+
+    def put(self, key: Hashable, message: Message) -> dict[str, Any] | None:
+        """Keep ``message`` (which the caller goes on using) for ``key``; its new record, or
+        None when it is not kept (too large, or not JSON)."""
+        try:
+            data = orjson.dumps(message)  # key order kept: a copy forwards the same bytes
+        except TypeError:
+            return None
+        if len(data) > self._max_entry_bytes:
+            return None
+        flat = all(v.__class__ in _SCALARS for v in message.values())
+        # a flat message is copied with dict(); else parsed again from its bytes, so only when
+        # that gives it back exactly (not a NaN, say, which JSON has no word for)
+        if not flat and orjson.loads(data) != message:
+            return None
+        stored: Any = dict(message) if flat else bytes(memoryview(data))
+        record: dict[str, Any] = {}
+        self._keep(key, (stored, record, len(data)))
+        return record
+
+    def _keep(self, key: Hashable, entry: _Rendering) -> None:
+        cost = entry[2] + RENDER_OVERHEAD_BYTES
+        with self._lock:
+            if key in self._young:
+                return
+            if self._young_bytes + cost > self._generation_bytes:
+                self._old, self._young, self._young_bytes = self._young, {}, 0
+            self._young[key] = entry
+            self._young_bytes += cost
+
+
 def _encoding(tokens: TokenCounter) -> str | None:
     """The encoding a counter counts with, when it is one of ours (counts are kept per encoding)."""
     if isinstance(tokens, RequestTokens):
@@ -143,6 +224,25 @@ class _Recall:
                 if known is not None:
                     remember_count(m, known)
 
+    def know(self, m: Message, record: dict[str, Any]) -> None:
+        """A message rendered this request (``RenderedMessages``): what its record knows goes into
+        the request's memos now, what the rules compute for it goes back in ``keep``."""
+        self.pairs.append((m, record))
+        known = record.get("hash")
+        if known is not None:
+            self.ctx.remember_hash(m, known)
+        known = record.get("chain")
+        if known is not None:
+            self.chain[id(m)] = (m, known)
+        if self.sections_key is not None:
+            known = record.get(self.sections_key)
+            if known is not None:
+                self.sections[id(m)] = (m, known)
+        if self.tokens is not None and self.count_key is not None:
+            known = record.get(self.count_key)
+            if known is not None:
+                self.tokens.remember(m, known)
+
     def keep(self) -> None:
         chain, sections, sections_key, count_key = (
             self.chain,
@@ -150,8 +250,13 @@ class _Recall:
             self.sections_key,
             self.count_key,
         )
+        hashes = self.ctx.hashes
         for m, record in self.pairs:
             key = id(m)
+            if "hash" not in record:  # a rendered message's, once something hashed it
+                hit = hashes.get(key)
+                if hit is not None and hit[0] is m:
+                    record["hash"] = hit[1]
             if "chain" not in record:
                 hit = chain.get(key)
                 if hit is not None and hit[0] is m:
@@ -164,6 +269,26 @@ class _Recall:
                 n = self.tokens.known(m)  # type: ignore[union-attr]
                 if n is not None:
                     record[count_key] = n
+
+
+class _Renders:
+    """One request's use of ``RenderedMessages`` (``Context.renders``): each message handed out or
+    kept is known to the request's ``_Recall``."""
+
+    def __init__(self, store: RenderedMessages, recall: _Recall) -> None:
+        self.store, self.recall = store, recall
+
+    def get(self, key: Hashable) -> Message | None:
+        hit = self.store.get(key)
+        if hit is None:
+            return None
+        self.recall.know(*hit)
+        return hit[0]
+
+    def put(self, key: Hashable, message: Message) -> None:
+        record = self.store.put(key, message)
+        if record is not None:
+            self.recall.pairs.append((message, record))
 
 
 def merge_report(report: Report, fragment: Report) -> None:
@@ -189,6 +314,7 @@ class Pipeline:
         ]
         self.on_rule_error = on_rule_error
         self.records = MessageRecords()
+        self.renders = RenderedMessages()
 
     @property
     def rule_names(self) -> list[str]:
@@ -198,7 +324,8 @@ class Pipeline:
         report = new_report(ctx.session_id)
         recall = _Recall(self.records, ctx)
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
-        ctx = ctx.evolve(report=report)  # the one report dict, filled in as the rules run
+        # the one report dict, filled in as the rules run
+        ctx = ctx.evolve(report=report, renders=_Renders(self.renders, recall))
         for step in self.steps:
             started = time.perf_counter()
             try:

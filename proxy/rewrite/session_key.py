@@ -1,5 +1,8 @@
-"""Which session a request belongs to: X-Session-Id > metadata.session_id > user > a hash of the
-first system and first user message (stable across the turns of one conversation).
+"""Which session a request belongs to: X-Session-Id > the agent's own session header (Claude
+Code's ``x-claude-code-session-id``, Codex's ``session-id`` / ``thread-id``) >
+metadata.session_id > the ``session_id`` inside Claude Code's ``metadata.user_id`` JSON >
+``prompt_cache_key`` > user > a hash of the first system and first user message (stable across
+the turns of one conversation).
 
 A session id is stored, logged and shown; one that looks like a secret (a client that puts its
 API key in ``user``) is replaced by a hash of itself, so it still names one session."""
@@ -10,12 +13,21 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from rules.messages import role, text_of
 from rules.redact import redact_text
 
+# Agents' own session headers, in order of preference.
+_AGENT_HEADERS = ("x-claude-code-session-id", "session-id", "thread-id")
+_MAX_USER_ID_CHARS = 4096  # a metadata.user_id longer than this is not parsed for a session
 
-def session_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
-    return _unsecret(_session_key(headers, body))
+
+def session_key(
+    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None = None
+) -> str:
+    """``messages``: the conversation in the chat view, when the body is another protocol's."""
+    return _unsecret(_session_key(headers, body, messages))
 
 
 def _unsecret(key: str) -> str:
@@ -24,18 +36,46 @@ def _unsecret(key: str) -> str:
     return "hashed:" + hashlib.blake2b(key.encode(), digest_size=12).hexdigest()
 
 
-def _session_key(headers: Mapping[str, str], body: Mapping[str, Any]) -> str:
+def _session_key(
+    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None
+) -> str:
     explicit = headers.get("x-session-id")
-    if explicit:
+    if explicit and explicit.strip():
         return explicit.strip()[:200]
+    for name in _AGENT_HEADERS:
+        value = headers.get(name)
+        if value and value.strip():
+            return value.strip()[:200]
     metadata = body.get("metadata")
     meta_id = metadata.get("session_id") if isinstance(metadata, dict) else None
     if isinstance(meta_id, str) and meta_id.strip():
         return meta_id.strip()[:200]
+    inner = _user_id_session(metadata.get("user_id") if isinstance(metadata, dict) else None)
+    if inner:
+        return inner
+    cache_key = body.get("prompt_cache_key")
+    if isinstance(cache_key, str) and cache_key.strip():
+        return cache_key.strip()[:200]
     user = body.get("user")
     if isinstance(user, str) and user.strip():
         return "user:" + user.strip()[:200]
-    return "conv:" + conversation_hash(body.get("messages") or [])
+    if messages is None:
+        messages = body.get("messages") or []
+    return "conv:" + conversation_hash(messages)
+
+
+def _user_id_session(user_id: Any) -> str | None:
+    """Claude Code's ``metadata.user_id`` is a JSON string holding ``session_id``."""
+    if not isinstance(user_id, str) or not user_id.startswith("{"):
+        return None
+    if len(user_id) > _MAX_USER_ID_CHARS:
+        return None
+    try:
+        value = orjson.loads(user_id)
+    except orjson.JSONDecodeError:
+        return None
+    sid = value.get("session_id") if isinstance(value, dict) else None
+    return sid.strip()[:200] if isinstance(sid, str) and sid.strip() else None
 
 
 def conversation_hash(messages: list[Any]) -> str:

@@ -9,6 +9,16 @@ from urllib.parse import quote
 from starlette.types import Send
 
 
+def header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """A request's headers by lower-cased name; a repeated header's values joined with ", "
+    (as HTTP allows: ``anthropic-beta`` may come as several lines)."""
+    out: dict[str, str] = {}
+    for k, v in raw:
+        name, value = k.decode("latin-1").lower(), v.decode("latin-1")
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
 def header_value(text: str) -> str:
     """A client-chosen id as a header value: printable ASCII kept, anything else (non-latin-1
     characters, control characters, spaces) and ``%`` itself percent-encoded (UTF-8)."""

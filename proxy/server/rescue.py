@@ -17,14 +17,14 @@ import orjson
 
 from proxy.errors import ProxyError
 from proxy.rewrite.engine import Rewritten
-from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
 from rules.redact import redact
 from rules.report import Report, RescueSummary
 
 if TYPE_CHECKING:
-    from proxy.server.chat import Services
+    from proxy.server.handler import Services
+    from proxy.server.wire import Call, Wire
 
 log = logging.getLogger("ctxproxy.rescue")
 # Our count fell short of the upstream's and it named no prompt size: aim this far under it.
@@ -40,11 +40,10 @@ def prompt_tokens(report: Report) -> int:
 
 async def rescue_overflow(
     s: Services,
-    upstream: UpstreamSettings,
+    wire: Wire,
+    call: Call,
     rewritten: Rewritten,
     response: UpstreamResponse,
-    headers: Mapping[str, str],
-    key: str | None,
     row: dict[str, Any],
     raw_size: int = 0,
 ) -> tuple[UpstreamResponse, Rewritten]:
@@ -57,7 +56,7 @@ async def rescue_overflow(
     if overflow is None:
         return response, rewritten
     try:
-        second, info = await _compacted(s, rewritten, overflow, headers, row, raw_size)
+        second, info = await _compacted(s, wire, rewritten, overflow, call.headers, row, raw_size)
     except Exception:  # a bug of ours must not turn the upstream's 400 into our 500
         log.exception("request %s: the overflow rescue failed", row["id"])
         return response, rewritten
@@ -66,7 +65,7 @@ async def rescue_overflow(
         return response, rewritten
     info["retried"] = True
     try:
-        retry = await s.upstream.chat(upstream, second.body, headers, key)
+        retry = await wire.forward(call, second.body, None)
     except ProxyError as exc:
         info["outcome"], info["status"] = "failed_again", exc.status
         await _record(s, row, second, info)
@@ -76,7 +75,7 @@ async def rescue_overflow(
     log.info(
         "request %s: prompt over %s's window, compacted %d -> %d tokens and retried: %d",
         row["id"],
-        upstream.name,
+        call.upstream.name,
         info.get("tokens_before", 0),
         info.get("tokens_after", 0),
         retry.status,
@@ -87,6 +86,7 @@ async def rescue_overflow(
 
 async def _compacted(
     s: Services,
+    wire: Wire,
     rewritten: Rewritten,
     overflow: Overflow,
     headers: Mapping[str, str],
@@ -126,6 +126,7 @@ async def _compacted(
             parent_session_id=rewritten.parent_session_id,
             raw_size=raw_size,  # a huge body is rewritten off the event loop again
             budget=budget,
+            adapter=wire.adapter,
         )
     except ProxyError:  # e.g. pipeline.on_over_budget: reject
         info["outcome"] = "floor_too_big"

@@ -3,6 +3,8 @@ know it. Never edit a migration that has shipped: add a new one."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import aiosqlite
 
 MIGRATIONS: list[tuple[str, str]] = []
@@ -74,20 +76,74 @@ migration(
     """,
 )
 
+migration(
+    "m004_request_protocol",
+    """
+    -- the inbound protocol: chat (Chat Completions), anthropic (Messages), responses (Responses)
+    ALTER TABLE requests ADD COLUMN protocol TEXT NOT NULL DEFAULT 'chat';
+    """,
+)
+
+migration(
+    "m005_sessions_updated",
+    """
+    -- the retention prune finds idle sessions by it (store.session_ttl_days)
+    CREATE INDEX sessions_updated ON sessions(updated_at);
+    """,
+)
+
+
+migration(
+    "m006_shared_store",
+    """
+    -- what replicas sharing one store need (PostgreSQL; SQLite keeps the same schema):
+    -- a session's version, bumped by every save, tells a replica its cached state is stale
+    ALTER TABLE sessions ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+    -- the process that logged a request (its rows left in flight when it dies are marked)
+    ALTER TABLE requests ADD COLUMN instance TEXT;
+    CREATE INDEX requests_open ON requests(instance) WHERE status IS NULL;
+    CREATE TABLE replicas (             -- the live processes, by their heartbeat
+        id TEXT PRIMARY KEY,
+        started_at REAL NOT NULL,
+        seen_at REAL NOT NULL
+    );
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
-    """Apply the migrations not applied yet; returns their names."""
+    """Apply the migrations not applied yet; returns their names. One write transaction taken
+    before reading what is applied, so two processes starting together take turns (the second
+    waits for the lock, up to the busy timeout, then finds them applied)."""
     await db.execute(
         "CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
-    async with db.execute("SELECT name FROM _migrations") as cur:
-        done = {row[0] for row in await cur.fetchall()}
-    applied = []
-    for name, sql in MIGRATIONS:
-        if name in done:
-            continue
-        await db.executescript(
-            f"BEGIN; {sql}; INSERT INTO _migrations VALUES ('{name}', datetime('now')); COMMIT;"
-        )
-        applied.append(name)
+    await db.commit()
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        async with db.execute("SELECT name FROM _migrations") as cur:
+            done = {row[0] for row in await cur.fetchall()}
+        applied = []
+        for name, sql in MIGRATIONS:
+            if name in done:
+                continue
+            for statement in _split(sql):
+                await db.execute(statement)
+            await db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (name,))
+            applied.append(name)
+        await db.commit()
+    except BaseException:
+        await db.rollback()
+        raise
     return applied
+
+
+def _split(script: str) -> list[str]:
+    """A migration's statements, one by one (SQLite's own tokenizer finds their ends)."""
+    out, pending = [], ""
+    for line in script.splitlines(keepends=True):
+        pending += line
+        if sqlite3.complete_statement(pending):
+            out.append(pending)
+            pending = ""
+    return out

@@ -1,7 +1,9 @@
 """Calling the provider: ``openai`` (the pooled aiohttp client for OpenAI-compatible upstreams,
-bytes relayed untouched; it hands ``kind: litellm`` upstreams to ``litellm``), ``litellm`` (other
-providers, imported on first use, with ``cache_breakpoints`` for Claude), and reading usage from
-answers and SSE streams.
+bytes relayed untouched; it hands ``kind: litellm`` upstreams to ``litellm``), ``transport`` (the
+relay pieces every protocol shares), ``anthropic`` and ``responses`` (Anthropic Messages and
+Responses, relayed natively on the same client), ``bridge`` (a protocol the upstream does not
+speak, through litellm), ``litellm`` (other providers, imported on first use, with
+``cache_breakpoints`` for Claude), and reading usage from answers and SSE streams.
 
 ``UpstreamResponse`` lives here so both clients return it without importing each other.
 May import the top-level ``errors``, ``settings`` and ``tokens``, ``rules.redact`` and

@@ -17,33 +17,39 @@ request, and sends a netrc login for the upstream's host as Basic auth (or fails
 
 from __future__ import annotations
 
-import logging
 import os
-import re
 import ssl
-import urllib.request
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import orjson
 from yarl import URL
 
-from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import UpstreamTimeout
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from rules.redact import redact_text
-
-log = logging.getLogger("ctxproxy.upstream")
+from proxy.upstream.transport import (
+    CONNECTION_ERRORS,
+    RELAYED_NAMES,
+    answer,
+    encoded_query,
+    unreachable,
+)
+from proxy.upstream.transport import env_proxy as _env_proxy
+from proxy.upstream.transport import relay_headers as relay_headers
 
 # Request headers a client may send that the upstream should see too.
 _FORWARDED_HEADERS = ("openai-organization", "openai-project", "openai-beta", "user-agent")
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
 _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
-# Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not.
-_RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-")
+# Where each kind of upstream is when config gives no base_url.
+DEFAULT_BASE_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "anthropic": "https://api.anthropic.com",  # no /v1: paths carry it, as Anthropic's SDKs do
+}
 # Headers aiohttp would add by itself: the upstream sees only what we send.
 _SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding")
 # Idle pooled connections are closed after this long: below uvicorn's 5 s keep-alive (vLLM, LiteLLM
@@ -51,33 +57,6 @@ _SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding")
 # connection the server closed at the same moment.
 _KEEPALIVE_S = 4.0
 _MAX_HEADER_BYTES = 65_536
-# Errors aiohttp raises for a connection that failed or broke (TimeoutError is caught before).
-_CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
-
-
-def relay_headers(headers: Iterable[tuple[bytes, bytes]] | Mapping[str, str]) -> dict[str, str]:
-    """The response headers worth relaying. Raw header bytes are read as latin-1, so they go back
-    out byte for byte; a value holding control characters (which no HTTP server may send on) is
-    left out rather than failing an answer the upstream already gave."""
-    pairs = headers.items() if isinstance(headers, Mapping) else headers
-    out = {}
-    for k, v in pairs:
-        name = (k.decode("latin-1") if isinstance(k, bytes) else k).lower()
-        # content-encoding: the body is relayed as the upstream encoded it (we ask for identity,
-        # but an upstream may compress anyway), so the client must be told how to read it
-        if name in ("content-type", "content-encoding") or name.startswith(_RELAYED_PREFIXES):
-            value = v.decode("latin-1") if isinstance(v, bytes) else v
-            if _sendable(value):
-                out[name] = value
-    return out
-
-
-def _sendable(value: str) -> bool:
-    """A header value uvicorn will send: latin-1, no control characters but tab."""
-    return _UNSENDABLE.search(value) is None
-
-
-_UNSENDABLE = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
 
 
 def upstream_api_key(
@@ -101,13 +80,22 @@ def upstream_api_key(
 class _Target:
     """What one upstream's requests need, worked out once: parsed URLs, timeouts, proxy, TLS."""
 
-    chat_url: URL
-    models_url: URL
-    chat_timeout: aiohttp.ClientTimeout
+    base: str
+    timeout: aiohttp.ClientTimeout
     models_timeout: aiohttp.ClientTimeout
     proxy: URL | None
     proxy_auth: aiohttp.BasicAuth | None
     ssl: ssl.SSLContext | bool
+    # per path (a handful, all ours: /chat/completions, /models, /responses, /v1/messages …)
+    urls: dict[str, URL] = field(default_factory=dict)
+
+    def url(self, path: str, query: str = "") -> URL:
+        if query:  # the client's (Claude Code's ?beta=true), relayed as sent
+            return URL(f"{self.base}{path}?{encoded_query(query)}", encoded=True)
+        found = self.urls.get(path)
+        if found is None:
+            found = self.urls[path] = URL(f"{self.base}{path}")
+        return found
 
 
 class UpstreamClient:
@@ -145,20 +133,19 @@ class UpstreamClient:
         return session
 
     def _target(self, upstream: UpstreamSettings) -> _Target:
-        base = (upstream.base_url or "https://api.openai.com/v1").rstrip("/")
+        base = (upstream.base_url or DEFAULT_BASE_URLS.get(upstream.kind, "")).rstrip("/")
         key = (base, upstream.timeout_s, upstream.connect_timeout_s)
         target = self._targets.get(key)
         if target is None:
-            chat_url = URL(f"{base}/chat/completions")
+            url = URL(base)
             connect = upstream.connect_timeout_s
-            proxy, proxy_auth = _env_proxy(chat_url)
+            proxy, proxy_auth = _env_proxy(url)
             target = self._targets[key] = _Target(
-                chat_url=chat_url,
-                models_url=URL(f"{base}/models"),
+                base=base,
                 # sock_connect: opening a connection; connect (aiohttp: waiting for a free pooled
                 # connection, then opening one) as long as a read may take, so a full pool queues
                 # requests instead of failing them; sock_read: the longest wait for the next bytes.
-                chat_timeout=aiohttp.ClientTimeout(
+                timeout=aiohttp.ClientTimeout(
                     total=None,
                     connect=upstream.timeout_s,
                     sock_connect=connect,
@@ -169,7 +156,7 @@ class UpstreamClient:
                 ),
                 proxy=proxy,
                 proxy_auth=proxy_auth,
-                ssl=self._tls_context() if chat_url.scheme == "https" else True,
+                ssl=self._tls_context() if url.scheme == "https" else True,
             )
         return target
 
@@ -195,11 +182,16 @@ class UpstreamClient:
         client_headers: Mapping[str, str],
         passthrough_key: str | None,
     ) -> UpstreamResponse:
-        if upstream.kind == "litellm":
+        if upstream.kind != "openai":  # litellm, and chat completions to an anthropic upstream
             from proxy.upstream.litellm import litellm_chat
 
+            if upstream.kind == "anthropic":
+                upstream = upstream.model_copy(update={"provider": "anthropic"})
             return await litellm_chat(upstream, body, passthrough_key)
-        return await self._openai_chat(upstream, body, client_headers, passthrough_key)
+        headers = self._headers(upstream, client_headers, passthrough_key)
+        return await self.post(
+            upstream, "/chat/completions", orjson.dumps(body), headers, bool(body.get("stream"))
+        )
 
     def _headers(
         self, upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
@@ -215,22 +207,27 @@ class UpstreamClient:
             headers["authorization"] = f"Bearer {key}"
         return headers
 
-    async def _openai_chat(
+    async def post(
         self,
         upstream: UpstreamSettings,
-        body: dict[str, Any],
-        client_headers: Mapping[str, str],
-        key: str | None,
+        path: str,
+        data: bytes,
+        headers: Mapping[str, str],
+        stream: bool,
+        query: str = "",
+        relayed: frozenset[str] = RELAYED_NAMES,
     ) -> UpstreamResponse:
+        """POST ``data`` as is to ``{base_url}{path}`` with exactly ``headers``; with ``stream``,
+        an event stream comes back piece by piece. Response headers: ``relayed`` names and the
+        rate-limit/request-id prefixes (``transport.relay_headers``)."""
         target = self._target(upstream)
-        stream = bool(body.get("stream"))
         try:
             response = await self._client().request(
                 "POST",
-                target.chat_url,
-                data=orjson.dumps(body),
-                headers=self._headers(upstream, client_headers, key),
-                timeout=target.chat_timeout,
+                target.url(path, query),
+                data=data,
+                headers=headers,
+                timeout=target.timeout,
                 allow_redirects=False,
                 compress=False,
                 proxy=target.proxy,
@@ -241,27 +238,9 @@ class UpstreamClient:
             raise UpstreamTimeout(
                 f"Upstream {upstream.name} timed out: {type(exc).__name__}"
             ) from None
-        except _CONNECTION_ERRORS as exc:
-            raise _unreachable(upstream.name, "could not be reached", exc) from None
-        headers = relay_headers(response.raw_headers)
-        if not stream or response.status >= 400 or not _is_event_stream(headers):
-            try:
-                content = await response.read()  # closes the connection itself if this fails
-            except TimeoutError:
-                raise UpstreamTimeout(
-                    f"Upstream {upstream.name} timed out reading the body"
-                ) from None
-            except _CONNECTION_ERRORS as exc:
-                raise _unreachable(upstream.name, "broke off", exc) from None
-            finally:
-                response.release()
-            return UpstreamResponse(response.status, headers, body=content)
-        return UpstreamResponse(
-            response.status,
-            headers,
-            chunks=_raw_chunks(response, upstream.name),
-            close=_closer(response),
-        )
+        except CONNECTION_ERRORS as exc:
+            raise unreachable(upstream.name, "could not be reached", exc) from None
+        return await answer(response, upstream.name, stream, relayed)
 
     async def models(self, upstream: UpstreamSettings, key: str | None) -> tuple[int, bytes]:
         """GET the upstream's model list through the same pooled session as chat (so no cookie
@@ -271,7 +250,7 @@ class UpstreamClient:
         try:
             response = await self._client().request(
                 "GET",
-                target.models_url,
+                target.url("/models"),
                 headers=self._headers(upstream, {}, key),
                 timeout=target.models_timeout,
                 allow_redirects=False,
@@ -283,66 +262,6 @@ class UpstreamClient:
                 content = await response.read()
             finally:
                 response.release()
-        except (TimeoutError, *_CONNECTION_ERRORS) as exc:
-            raise _unreachable(upstream.name, "could not be reached", exc) from None
+        except (TimeoutError, *CONNECTION_ERRORS) as exc:
+            raise unreachable(upstream.name, "could not be reached", exc) from None
         return response.status, content
-
-
-def _env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
-    """The proxy ``HTTP_PROXY``/``HTTPS_PROXY`` name for ``url`` unless ``NO_PROXY`` exempts
-    its host (as httpx and aiohttp's ``trust_env`` read them); credentials in the proxy URL
-    become its Basic auth."""
-    if url.host is None or urllib.request.proxy_bypass(url.host):
-        return None, None
-    found = urllib.request.getproxies().get(url.scheme or "")
-    if not found:
-        return None, None
-    proxy = URL(found if "://" in found else f"http://{found}")
-    if proxy.scheme not in ("http", "https"):
-        # aiohttp speaks only HTTP proxies: a socks5:// one would get our HTTP request on its
-        # SOCKS port and fail every call
-        log.warning(
-            "ignoring the %s proxy for %s: only http(s) proxies are supported",
-            proxy.scheme,
-            url.scheme,
-        )
-        return None, None
-    auth = aiohttp.BasicAuth.from_url(proxy)
-    return proxy.with_user(None), auth
-
-
-def _is_event_stream(headers: Mapping[str, str]) -> bool:
-    return "text/event-stream" in headers.get("content-type", "")
-
-
-async def _raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterator[bytes]:
-    """The body as it arrives: de-chunked, not decompressed, one piece per socket read."""
-    try:
-        async for chunk in response.content.iter_any():
-            yield chunk
-    except TimeoutError:
-        raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
-    except _CONNECTION_ERRORS as exc:
-        raise _unreachable(name, "broke off mid-stream", exc) from None
-
-
-def _unreachable(name: str, what: str, exc: BaseException) -> UpstreamUnreachable:
-    """The client's error names the upstream as configured and the kind of failure; the
-    exception's text (aiohttp's names the host and port, e.g. "Cannot connect to host
-    10.0.0.5:8000") goes to the server log only."""
-    kind = type(exc).__name__
-    log.warning("upstream %s %s: %s: %s", name, what, kind, redact_text(str(exc)))
-    return UpstreamUnreachable(f"Upstream {name} {what} ({kind}).")
-
-
-def _closer(response: aiohttp.ClientResponse) -> Callable[[], Coroutine[Any, Any, None]]:
-    """``close`` for a streamed response: a body read to its end leaves its connection in the
-    pool; one left unfinished (the client went away) closes it, so the upstream stops generating."""
-
-    async def close() -> None:
-        if response.content.at_eof():
-            response.release()
-        else:
-            response.close()
-
-    return close

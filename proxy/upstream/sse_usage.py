@@ -1,12 +1,18 @@
-"""Reads ``usage`` out of a relayed SSE stream without touching the bytes sent to the client.
+"""Reads ``usage`` out of a relayed SSE stream without touching the bytes sent to the client, in
+each protocol's spelling: Chat Completions (a chunk's ``usage``), Anthropic Messages
+(``message_start``'s ``message.usage``, then ``message_delta``'s ``usage`` merged over it) and
+Responses (``response.completed``'s ``response.usage``).
 
 Lines end in LF, CRLF or CR (the SSE spec allows all three); a blank line ends an event. Each
 chunk is scanned once, so a stream costs time linear in its size, and what is held between
-chunks (an unfinished line, the current event's data) is capped at ``MAX_PENDING`` bytes: an
-event larger than that is skipped, it is never a usage event in practice."""
+chunks (an unfinished line, the current event's data) is capped at ``MAX_PENDING`` bytes. Of an
+event larger than that (a ``response.completed`` echoes the whole response: output, tools,
+instructions) only the last ``MAX_PENDING / 2`` bytes or more are kept, where its ``usage``
+object sits (near the end), and that object is read from there."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -14,23 +20,31 @@ import orjson
 
 MAX_PENDING = 64 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+# A "usage" key opening an object (a quote inside a JSON string is escaped, so this is a key).
+_USAGE_KEY = re.compile(rb'"usage"\s*:\s*\{')
+_DECODER = json.JSONDecoder()
+_TAIL_KEPT = MAX_PENDING // 2
 
 
 class UsageTap:
-    """Feed it the raw chunks; afterwards ``usage`` holds the last non-null usage seen."""
+    """Feed it the raw chunks; afterwards ``usage`` holds the answer's usage: the last non-null
+    one seen, with an Anthropic ``message_delta``'s merged over its ``message_start``'s. Each
+    change is a new dict, so a caller can tell by identity that it changed."""
 
     def __init__(self) -> None:
         self._line = bytearray()  # the unfinished last line
         self._data: list[bytes] = []  # the current event's data lines
         self._data_size = 0
-        self._oversized = False  # the current event went over MAX_PENDING: skip it
+        self._oversized = False  # the current event went over MAX_PENDING: only its tail is kept
+        self._tail = bytearray()  # an oversized event's last bytes (raw lines, not joined)
+        self._mid_line = False  # an oversized line was cut: the next bytes still belong to it
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self.usage: dict[str, Any] | None = None
         self.events = 0
 
     @property
     def pending_bytes(self) -> int:
-        return len(self._line) + self._data_size
+        return len(self._line) + self._data_size + len(self._tail)
 
     def feed(self, chunk: bytes) -> None:
         if self._skip_lf and chunk[:1] == b"\n":
@@ -38,13 +52,19 @@ class UsageTap:
         self._skip_lf = chunk[-1:] == b"\r"
         *complete, rest = _LINE_END.split(chunk)
         for i, line in enumerate(complete):
-            if i == 0 and self._line:
+            if i == 0 and (self._line or self._mid_line):
                 line = bytes(self._line) + line
                 self._line.clear()
+                if self._mid_line:  # the end of a line already cut to the tail: no blank line
+                    self._mid_line = False
+                    self._keep_tail(line)
+                    continue
             self._take(line)
-        if len(self._line) + len(rest) + self._data_size > MAX_PENDING:
-            self._oversized = True
+        if self.pending_bytes + len(rest) > MAX_PENDING:
+            self._overflow()
+            self._keep_tail(bytes(self._line) + rest)
             self._line.clear()
+            self._mid_line = True
         else:
             self._line += rest
 
@@ -52,21 +72,56 @@ class UsageTap:
         if not line:  # a blank line ends the event
             if self._data or self._oversized:
                 self.events += 1
-            if self._data and not self._oversized:
+            if self._oversized:
+                self._read_tail()
+            elif self._data:
                 self._dispatch(self._data)
             self._data.clear()
             self._data_size = 0
             self._oversized = False
+            self._tail.clear()
             return
-        if self._oversized or not line.startswith(b"data:"):
+        if not line.startswith(b"data:"):
+            return
+        if self._oversized:
+            self._keep_tail(line[5:])
             return
         if self._data_size + len(line) > MAX_PENDING:
-            self._oversized = True
-            self._data.clear()
-            self._data_size = 0
+            self._overflow()
+            self._keep_tail(line[5:])
             return
         self._data.append(line[5:])
         self._data_size += len(line)
+
+    def _overflow(self) -> None:
+        """The current event is too large to keep whole: from here on keep its tail only."""
+        if not self._oversized:
+            self._oversized = True
+            for part in self._data:
+                self._keep_tail(part)
+            self._data.clear()
+            self._data_size = 0
+
+    def _keep_tail(self, data: bytes) -> None:
+        # trimmed to half the cap once past it, so each byte is moved a bounded number of times
+        self._tail += data
+        if len(self._tail) > MAX_PENDING:
+            del self._tail[: len(self._tail) - _TAIL_KEPT]
+
+    def _read_tail(self) -> None:
+        """The last ``"usage": {…}`` object in an oversized event's tail, if it is whole there."""
+        last = None
+        for last in _USAGE_KEY.finditer(self._tail):  # noqa: B007 (the last one is wanted)
+            pass
+        if last is None:
+            return
+        text = self._tail[last.end() - 1 :].decode("utf-8", "replace")
+        try:
+            found, _ = _DECODER.raw_decode(text)
+        except ValueError:
+            return
+        if isinstance(found, dict):
+            self.usage = found
 
     def _dispatch(self, lines: list[bytes]) -> None:
         if not any(b'"usage"' in line for line in lines):
@@ -79,5 +134,20 @@ class UsageTap:
                 obj = orjson.loads(payload)
             except orjson.JSONDecodeError:
                 continue
-            if isinstance(obj, dict) and isinstance(obj.get("usage"), dict):
-                self.usage = obj["usage"]
+            if isinstance(obj, dict):
+                self._note(obj)
+
+    def _note(self, obj: dict[str, Any]) -> None:
+        kind = obj.get("type")
+        holder = obj.get("message") if kind == "message_start" else obj.get("response")
+        if not isinstance(holder, dict):  # a chat chunk, a message_delta: usage at the top
+            holder = obj
+        usage = holder.get("usage")
+        if not isinstance(usage, dict):
+            return
+        if kind == "message_delta" and self.usage is not None:
+            # Anthropic: the delta's counts (output_tokens, and lately the input ones, as
+            # totals) complete message_start's
+            self.usage = {**self.usage, **usage}
+        else:
+            self.usage = usage

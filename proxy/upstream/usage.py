@@ -23,16 +23,18 @@ class CacheUsage:
 
 def cache_usage(usage: Any) -> CacheUsage | None:
     """Cache reads and writes in each provider's spelling: OpenAI
-    ``prompt_tokens_details.cached_tokens``, Anthropic ``cache_read_input_tokens`` /
-    ``cache_creation_input_tokens`` (natively, and as litellm passes them on), Gemini
-    ``cached_content_token_count`` / ``cachedContentTokenCount``, DeepSeek
-    ``prompt_cache_hit_tokens``. Untrusted: only non-negative ints of a sane size are kept."""
+    ``prompt_tokens_details.cached_tokens`` (Responses: ``input_tokens_details.cached_tokens``),
+    Anthropic ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` (natively, and as
+    litellm passes them on), Gemini ``cached_content_token_count`` / ``cachedContentTokenCount``,
+    DeepSeek ``prompt_cache_hit_tokens``. Untrusted: only non-negative ints of a sane size are
+    kept."""
     if not isinstance(usage, dict):
         return None
-    details = usage.get("prompt_tokens_details")
-    details = details if isinstance(details, dict) else {}
+    details = _dict(usage.get("prompt_tokens_details"))
+    input_details = usage.get("input_tokens_details")
     cached = _largest(
         details.get("cached_tokens"),
+        _dict(input_details).get("cached_tokens"),
         usage.get("cache_read_input_tokens"),
         usage.get("prompt_cache_hit_tokens"),
         usage.get("cached_content_token_count"),
@@ -41,15 +43,27 @@ def cache_usage(usage: Any) -> CacheUsage | None:
     written = _largest(
         usage.get("cache_creation_input_tokens"), details.get("cache_creation_tokens")
     )
+    return _with_prompt(usage, isinstance(input_details, dict), cached, written)
+
+
+def _with_prompt(
+    usage: dict[str, Any], responses: bool, cached: int | None, written: int | None
+) -> CacheUsage | None:
     prompt = _largest(
         usage.get("prompt_tokens"), usage.get("prompt_token_count"), usage.get("promptTokenCount")
     )
     fresh = _largest(usage.get("input_tokens"))
-    if prompt is None and fresh is not None:  # Anthropic's own shape: input excludes the cache
-        prompt = fresh + (cached or 0) + (written or 0)
+    if prompt is None and fresh is not None:
+        # Responses' input_tokens is the whole prompt (its details say how much was cached);
+        # Anthropic's counts what the cache neither read nor wrote
+        prompt = fresh if responses else fresh + (cached or 0) + (written or 0)
     if prompt is None and cached is None and written is None:
         return None
     return CacheUsage(prompt, cached, written)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _largest(*values: Any) -> int | None:
@@ -58,15 +72,22 @@ def _largest(*values: Any) -> int | None:
 
 
 def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
-    """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling."""
+    """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling
+    (Anthropic's prompt: input + cache reads + cache writes; Responses': ``input_tokens``)."""
     if not isinstance(usage, dict):
         return {}
     reported = cache_usage(usage)
     cached = reported.cached_tokens if reported is not None else None
+    prompt = _count(usage.get("prompt_tokens"))
+    if prompt is None and reported is not None:  # Anthropic's or Responses' input_tokens
+        prompt = _count(reported.prompt_tokens)
+    completion = _count(usage.get("completion_tokens"))
+    if completion is None:
+        completion = _count(usage.get("output_tokens"))
     return {
         "usage": usage,
-        "prompt_tokens": _count(usage.get("prompt_tokens")),
-        "completion_tokens": _count(usage.get("completion_tokens")),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
         "cached_tokens": _count(cached) or 0,
     }
 

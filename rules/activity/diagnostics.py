@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from rules.activity.agent_tools import output_header
 from rules.packs import load_pack
 from rules.text_cache import text_cache
 
@@ -125,7 +126,14 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
 
 @text_cache(max_chars=16_000_000)
 def parse(text: str, exit_code: int | None = None) -> RunOutcome:
-    """Diagnostics and verdict of one tool output (cached: outputs repeat across requests)."""
+    """Diagnostics and verdict of one tool output (cached: outputs repeat across requests).
+    A Codex-style header (``Chunk ID:``, ``Wall time:``, ``Process exited with code N`` …
+    ``Output:``) is not output: only the text after it is read, and its exit code counts when
+    none is given."""
+    header = output_header(text)
+    if header is not None:
+        text = header.body
+        exit_code = header.exit_code if exit_code is None else exit_code
     lines = _lines(text)
     diags: list[dict[str, Any]] = []
     failed: set[str] = set()

@@ -1,5 +1,6 @@
 """Which tool calls run shell commands and which touch files (the ``tools`` pack), whether a call's
-result shows success, and what a file tool did, recognised by its argument schema."""
+result shows success, and what a call did: a shell command (parsed, in its ``workdir`` when it
+names one), an ``apply_patch`` (its file headers) or a file tool (by its argument schema)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rules.activity.shell_parse import Effect, guess_type, resolve_path
+from rules.activity.agent_tools import (
+    PatchOp,
+    command_value,
+    output_header,
+    parse_patch,
+    patch_argument,
+    patch_in_argv,
+    patch_in_script,
+    patch_succeeded,
+    workdir,
+)
+from rules.activity.shell_parse import Effect, Verbs, analyse, guess_type, resolve_path
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 # A result is scanned for exit codes, failures, folder listings and the working directory in its
@@ -30,6 +42,9 @@ class ToolPack:
     exit_codes: tuple[re.Pattern[str], ...]
     failures: tuple[re.Pattern[str], ...]
     cwd_hints: tuple[re.Pattern[str], ...]
+    workdir_keys: tuple[str, ...] = ()
+    patch_tools: frozenset[str] = frozenset()
+    patch_keys: tuple[str, ...] = ()
 
 
 def _compile(patterns: Any, flags: int = re.I | re.M) -> tuple[re.Pattern[str], ...]:
@@ -67,6 +82,9 @@ def load_tools(extra_packs: tuple[str, ...] = ()) -> ToolPack:
         exit_codes=_compile(d.get("exit_codes")),
         failures=_compile(d.get("failures")),
         cwd_hints=_compile(d.get("cwd_hints")),
+        workdir_keys=tuple(str(k) for k in d.get("workdir_keys") or ()),
+        patch_tools=frozenset(str(n).lower() for n in d.get("patch_tools") or ()),
+        patch_keys=tuple(str(k) for k in d.get("patch_keys") or ()),
     )
 
 
@@ -75,16 +93,29 @@ def shell_command(pack: ToolPack, name: str, args: Mapping[str, Any]) -> str | N
     if name.lower() not in pack.shell_tools:
         return None
     for key in pack.command_keys:
-        value = args.get(key)
-        if isinstance(value, str) and value.strip():
-            return value
-        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-            return " ".join(value)  # argv form, e.g. ["mkdir", "-p", "x"] (quoting lost: rare)
+        # a string, or argv: ["mkdir", "-p", "x"] (quoted back), ["bash", "-lc", "script"]
+        command = command_value(args.get(key))
+        if command is not None:
+            return command
     return None
 
 
+def patch_text(pack: ToolPack, name: str, args: Mapping[str, Any]) -> str | None:
+    """The patch an ``apply_patch`` tool call applies (its ``input``/``patch`` argument)."""
+    if name.lower() not in pack.patch_tools:
+        return None
+    return patch_argument(args, pack.patch_keys)
+
+
 def succeeded(pack: ToolPack, result: str) -> bool:
-    """True unless the result shows failure. An explicit exit code decides when there is one."""
+    """True unless the result shows failure. An explicit exit code decides when there is one:
+    first the one in a Codex-style header (``Process exited with code N`` / ``Exit code: N``
+    before ``Output:``), whatever the output after it prints; then the pack's patterns."""
+    header = output_header(result)
+    if header is not None:
+        if header.exit_code is not None:
+            return header.exit_code == 0
+        result = header.body
     result = scanned(result)
     for pattern in pack.exit_codes:
         found = pattern.findall(result)
@@ -104,6 +135,68 @@ def cwd_hint(pack: ToolPack, result: str) -> str | None:
             if cwd.startswith(("/", "~")):
                 return cwd
     return None
+
+
+def call_succeeded(
+    pack: ToolPack, name: str, args: Mapping[str, Any], result: str, is_error: bool = False
+) -> bool:
+    """Whether a call's result shows success: never when the tool message says ``is_error``
+    (Anthropic's tool_result flag); an ``apply_patch`` only with positive evidence (exit code 0,
+    "Success."); anything else unless its result shows failure (``succeeded``)."""
+    if is_error:
+        return False
+    if patch_text(pack, name, args) is not None:
+        return patch_succeeded(result)
+    return succeeded(pack, result)
+
+
+def patch_effects(
+    ops: tuple[PatchOp, ...], cwd: str | None, known: Mapping[str, str]
+) -> tuple[Effect, ...]:
+    """The effects of a patch's file headers, paths resolved against ``cwd``."""
+    out = []
+    for op in ops:
+        path = resolve_path(op.path, cwd)
+        if op.action == "create":
+            out.append(Effect("modify" if known.get(path) == "file" else "create", "file", path))
+        elif op.action == "move" and op.source is not None:
+            out.append(Effect("move", "file", path, resolve_path(op.source, cwd)))
+        else:
+            out.append(Effect(op.action, "file", path))
+    return tuple(out)
+
+
+def call_effects(
+    pack: ToolPack,
+    verbs: Verbs,
+    name: str,
+    args: Mapping[str, Any],
+    result: str,
+    cwd: str | None,
+    known: Mapping[str, str],
+    persist_cwd: bool = True,
+) -> tuple[tuple[Effect, ...], str | None]:
+    """(effects, working directory after) of a call whose result showed success.
+
+    A ``workdir`` argument (Codex) sets the directory of that call only: such tools start each
+    command in a fresh shell, so its ``cd`` does not carry over either. Without one, a ``cd``
+    carries over when ``persist_cwd`` (agents with a persistent shell)."""
+    wd = workdir(args, pack.workdir_keys)
+    here = resolve_path(wd, cwd) if wd else cwd
+    patch = patch_text(pack, name, args)
+    if patch is not None:
+        return patch_effects(parse_patch(patch), here, known), cwd
+    command = shell_command(pack, name, args)
+    if command is None:
+        effect = file_tool_effect(pack, name, args, result, cwd, known)
+        return ((effect,) if effect else ()), cwd
+    outcome = analyse(command, here, verbs, known)
+    effects = outcome.effects
+    raw = next((args[k] for k in pack.command_keys if k in args), None)
+    patch = patch_in_argv(raw) or patch_in_script(command)
+    if patch is not None:  # ["apply_patch", patch], or `apply_patch <<'EOF'` in a script
+        effects += patch_effects(parse_patch(patch), outcome.cwd, known)
+    return effects, (outcome.cwd if persist_cwd and wd is None else cwd)
 
 
 def file_tool_effect(

@@ -5,13 +5,25 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import shlex
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, overload
 
 import orjson
 
+from rules.activity.agent_tools import (
+    command_value,
+    output_header,
+    parse_patch,
+    patch_argument,
+    patch_in_argv,
+    patch_in_script,
+    patch_succeeded,
+    workdir,
+)
 from rules.activity.shell_lex import SimpleCommand, split_commands
 from rules.base import Context, Message
 from rules.messages import (
@@ -34,10 +46,13 @@ LIST_TOOLS = {"ls", "listdirectory", "listdir", "glob", "listfiles"}
 PLAN_TOOLS = {"todowrite", "todoread", "updateplan", "plan", "writetodos", "todo", "todolist"}
 SHELL_TOOLS = {
     "bash", "executebash", "runshellcommand", "shell", "terminal", "execcommand", "localshell",
-    "runcommand", "runterminalcmd", "executecommand", "run",
+    "runcommand", "runterminalcmd", "executecommand", "run", "shellcommand", "exec",
 }  # fmt: skip
+PATCH_TOOLS = {"applypatch"}  # Codex: the patch text in ``input`` (or ``patch``)
 PATH_KEYS = ("path", "file_path", "filename", "file", "absolute_path", "target_file",
              "notebook_path", "file_name", "dir_path", "directory")  # fmt: skip
+# The directory a shell call runs in (Codex's ``workdir``): part of a run's or listing's key.
+WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory")
 
 _EXIT = (
     re.compile(r"<returncode>(-?\d+)</returncode>"),
@@ -76,10 +91,16 @@ class Observation(NamedTuple):
     call_id: str
     action: Action
     exit_code: int | None
+    # the call failed whatever its exit code: its tool message says ``is_error`` (Anthropic's
+    # tool_result flag), or it is an ``apply_patch`` whose result shows no success
+    failed: bool = False
+
+
+_NOT_ALNUM = re.compile(r"[^a-z0-9]")
 
 
 def _norm_name(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    return _NOT_ALNUM.sub("", name.lower())
 
 
 def norm_path(path: str) -> str:
@@ -159,11 +180,43 @@ def load_arguments(arguments: str) -> dict[str, Any]:
     return args if isinstance(args, dict) else {}
 
 
+def _patch_action(name: str, patch: str) -> Action:
+    """An ``apply_patch`` call: a write of every file it names (added, updated, moved from and
+    to, deleted), its target the first of them."""
+    writes: list[str] = []
+    for op in parse_patch(patch):
+        for path in (op.source, op.path) if op.source else (op.path,):
+            if norm_path(path) not in writes:
+                writes.append(norm_path(path))
+    if not writes:
+        return Action("other", name, "")
+    return Action("write", name, writes[0], writes=tuple(writes))
+
+
+def _in_workdir(kind: str, target: str, wd: str) -> str:
+    """A run's or listing's key with the directory it ran in: ``pytest`` in ``/a`` is not
+    ``pytest`` in ``/b`` (the same as ``cd /a && pytest``). Read and write targets stay as
+    written: a patch names files relative to the session's directory, as do reads in it."""
+    if kind == "list":
+        verb, _, path = target.partition(" ")
+        if verb in _LIST_CMDS and verb != "find" and path and not path.startswith(("/", "~")):
+            return f"{verb} {norm_path(posixpath.normpath(posixpath.join(wd, path)))}"
+        if verb != "find":
+            return target
+    if kind not in ("run", "list"):
+        return target
+    return f"cd {shlex.quote(wd)} && {target}"
+
+
 @text_cache(max_chars=8_000_000)
 def classify(name: str, arguments: str) -> Action:
     """Classify a call by its tool name and raw arguments (cached: calls repeat every request)."""
     args = load_arguments(arguments)
     n = _norm_name(name)
+    if n in PATCH_TOOLS:
+        patch = patch_argument(args)
+        if patch is not None:
+            return _patch_action(name, patch)
     path = next((args[k] for k in PATH_KEYS if isinstance(args.get(k), str)), "")
     raw_command = args.get("command")
     command = raw_command if isinstance(raw_command, str) else ""
@@ -182,8 +235,16 @@ def classify(name: str, arguments: str) -> Action:
         return Action("write", name, norm_path(path), writes=(norm_path(path),))
     if n in LIST_TOOLS:
         return Action("list", name, f"{n} {norm_path(path or str(args.get('pattern', '.')))}")
+    # ``cmd`` (Codex's exec_command), argv lists (``["bash", "-lc", "pytest"]``)
+    command = command or command_value(raw_command) or command_value(args.get("cmd")) or ""
     if command and (n in SHELL_TOOLS or not path):
+        patch = patch_in_argv(raw_command) or patch_in_script(command)
+        if patch is not None:
+            return _patch_action(name, patch)
         kind, target, writes = shell_action(command)
+        wd = workdir(args, WORKDIR_KEYS)
+        if wd:
+            target = _in_workdir(kind, target, wd)
         return Action(kind, name, target, " ".join(command.split()), writes)
     return Action("other", name, path and norm_path(path))
 
@@ -198,6 +259,13 @@ def of_context(ctx: Context) -> list[Observation]:
 
 
 def exit_code(text: str) -> int | None:
+    """The exit code a result shows: the one in a Codex-style header first (``Process exited
+    with code N`` / ``Exit code: N`` before ``Output:``), else a known footer or line."""
+    header = output_header(text)
+    if header is not None:
+        if header.exit_code is not None:
+            return header.exit_code
+        text = header.body
     for pattern in _EXIT:
         m = pattern.search(text[:200]) or pattern.search(text[-300:])
         if m:
@@ -216,10 +284,18 @@ def observations(
         if ri is None:
             continue
         action = classify(call_name(call), call_arguments_text(call))
-        code = exit_code(text_of(messages[ri].get("content")))
-        out.append(Observation(ci, ri, call_id(call), action, code))
+        text = text_of(messages[ri].get("content"))
+        failed = messages[ri].get("is_error") is True or (
+            action.kind == "write" and _is_patch(action) and not patch_succeeded(text)
+        )
+        out.append(Observation(ci, ri, call_id(call), action, exit_code(text), failed))
     out.sort(key=lambda o: (o.result_index, o.call_index))
     return out
+
+
+def _is_patch(action: Action) -> bool:
+    """A write made by the ``apply_patch`` tool (one run in a shell has an exit code)."""
+    return _norm_name(action.tool) in PATCH_TOOLS
 
 
 def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -> int:

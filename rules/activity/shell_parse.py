@@ -1,8 +1,9 @@
 """What a shell command line did to files and folders: ``mkdir -p a b``, ``rm -rf``, ``rmdir``,
 ``cp``, ``mv``, ``touch``, redirections ``>``/``>>``, ``tee``, ``sed -i``, heredocs, ``cd`` (for
-the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'``. The verbs come from the
-``shell_verbs`` pack. Paths resolve against the working directory as it stands at each command;
-``~`` is kept as written (rules do not read the environment) and counts as absolute.
+the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'`` (``-lc``, ``-ic`` too). The verbs
+come from the ``shell_verbs`` pack. Paths resolve against the working directory as it stands at
+each command; ``~`` is kept as written (rules do not read the environment) and counts as
+absolute.
 
 Commands after ``||`` are skipped: they ran only if the command before them failed.
 """
@@ -115,6 +116,15 @@ def _has_short(flags: list[str], letters: str) -> bool:
     )
 
 
+def _shell_script(argv: list[str]) -> str | None:
+    """The script of ``bash -c SCRIPT`` (also ``-lc``, ``-ic``: short options together), or
+    None."""
+    for i, arg in enumerate(argv[1:-1], 1):
+        if arg.startswith("-") and arg.endswith("c") and arg[1:].isalpha():
+            return argv[i + 1]  # -c, -lc, -ic; not --rcfile (a second "-" is not a letter)
+    return None
+
+
 class _Run:
     """State while walking one command line: cwd, subshell stack, what is known to exist."""
 
@@ -171,9 +181,10 @@ class _Run:
         verb = posixpath.basename(argv[0])
         if verb in v.subcommands and len(argv) > 1 and argv[1] in v.subcommands[verb]:
             verb, argv = v.subcommands[verb][argv[1]], argv[1:]
-        if verb in v.shells and "-c" in argv[1:-1] and depth < 3:
+        script = _shell_script(argv) if verb in v.shells and depth < 3 else None
+        if script is not None:
             outer = self.cwd
-            self.walk(argv[argv.index("-c", 1) + 1], depth + 1)
+            self.walk(script, depth + 1)
             self.cwd = outer  # a child shell's cd does not change ours
             return
         spec = v.verbs.get(verb)

@@ -97,6 +97,15 @@ def provider_owned(ctx: Context) -> str | None:
     """Why the provider owns this conversation's state (then nothing is pruned), or None."""
     if ctx.request.get("previous_response_id"):
         return "previous_response_id"
+    if ctx.request.get("conversation"):  # the Responses API's server-side conversation
+        return "conversation"
+    items = ctx.request.get("input")  # the Responses API: items the chat view does not show
+    if isinstance(items, list):
+        for item in items:
+            if isinstance(item, dict) and (
+                item.get("type") == "compaction" or "encrypted_content" in item
+            ):
+                return "provider compaction item"
     for m in ctx.messages:  # each message, then its content parts
         if m.get("type") == "compaction" or "encrypted_content" in m:
             return "provider compaction item"

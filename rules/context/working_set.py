@@ -63,10 +63,37 @@ class Config(RuleConfig):
     )
 
 
+# Text an agent harness wraps into the user's turn, not the user's words: Claude Code's
+# ``<system-reminder>`` blocks, Codex's ``<environment_context>`` and ``<user_instructions>``.
+_HARNESS_TAGS = ("system-reminder", "environment_context", "user_instructions")
+
+
 def _user_text(message: Message) -> str:
     text = text_of(message.get("content"))
     cut = text.find(INJECT_OPEN)
-    return (text[:cut] if cut >= 0 else text).strip()
+    return _without_harness(text[:cut] if cut >= 0 else text).strip()
+
+
+def _without_harness(text: str) -> str:
+    """``text`` without the harness's tagged blocks (found with ``str.find``: linear)."""
+    if "<" not in text:
+        return text
+    for tag in _HARNESS_TAGS:
+        opening, closing = f"<{tag}>", f"</{tag}>"
+        kept: list[str] = []
+        pos = 0
+        start = text.find(opening)
+        while start >= 0:
+            end = text.find(closing, start)
+            if end < 0:
+                break
+            kept.append(text[pos:start])
+            pos = end + len(closing)
+            start = text.find(opening, pos)
+        if kept:
+            kept.append(text[pos:])
+            text = "".join(kept)
+    return text
 
 
 def _users_own(message: Message) -> bool:
@@ -137,7 +164,11 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
         _update_plan(ledger, call_arguments_text(call))
     elif action.kind == "write":
-        failed = obs.exit_code not in (None, 0) or result_text.lstrip().lower().startswith("error")
+        failed = (
+            obs.failed  # is_error, or an apply_patch without success
+            or obs.exit_code not in (None, 0)
+            or result_text.lstrip().lower().startswith("error")
+        )
         if not failed:
             _record_writes(ledger, action.writes or (action.target,), obs, cfg)
     elif action.kind == "run":

@@ -1,8 +1,10 @@
 """track_entities: remembers, per session, which files and folders the agent created, deleted,
 copied, moved, modified, read and opened, from tool calls whose results show success.
 
-Shell-like tools (names in the ``tools`` pack) are parsed by ``rules.activity.shell_parse``;
-file tools are recognised by their argument schema (``rules.activity.file_tools``). Each call is
+Shell-like tools (names in the ``tools`` pack) are parsed by ``rules.activity.shell_parse`` (in
+the call's ``workdir`` when it names one), ``apply_patch`` by its file headers
+(``rules.activity.agent_tools``); file tools are recognised by their argument schema
+(``rules.activity.file_tools``). A result flagged ``is_error`` is a failure. Each call is
 read once: only calls after the newest one already read are new
 (``rules.activity.observations.high_water``), so an event keeps the time it was first seen,
 however long the history, and the memory outlives the agent's own truncation of its history.
@@ -19,15 +21,9 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from rules.activity.file_tools import (
-    cwd_hint,
-    file_tool_effect,
-    load_tools,
-    shell_command,
-    succeeded,
-)
+from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, load_tools
 from rules.activity.observations import high_water, load_arguments, storable
-from rules.activity.shell_parse import analyse, load_verbs
+from rules.activity.shell_parse import load_verbs
 from rules.base import Context, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
@@ -151,18 +147,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             pending.remove(key)
         seen.add(key)
         seen_list.append(key)
-        if not succeeded(tools, result):
-            continue
         name, args = call_name(call), load_arguments(call_arguments_text(call))
-        command = shell_command(tools, name, args)
-        if command is not None:
-            outcome = analyse(command, cwd, verbs, known)
-            effects = outcome.effects
-            if cfg.persist_cwd:
-                cwd = outcome.cwd
-        else:
-            effect = file_tool_effect(tools, name, args, result, cwd, known)
-            effects = (effect,) if effect else ()
+        is_error = messages[answer].get("is_error") is True  # Anthropic's tool_result flag
+        if not call_succeeded(tools, name, args, result, is_error):
+            continue
+        effects, cwd = call_effects(tools, verbs, name, args, result, cwd, known, cfg.persist_cwd)
         cwd = cwd_hint(tools, result) or cwd
         for effect in effects:
             if holds_secret(effect.path) or (effect.source and holds_secret(effect.source)):

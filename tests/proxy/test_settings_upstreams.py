@@ -108,3 +108,41 @@ def test_prefix_patterns_and_explicit_providers_do_not_import_litellm() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_an_anthropic_upstream_has_no_provider_and_the_default_base() -> None:
+    up = _upstream(kind="anthropic", match=["claude-*"], api_key_env="ANTHROPIC_API_KEY")
+    assert (up.kind, up.provider, up.base_url) == ("anthropic", None, None)
+    assert _upstream(kind="anthropic", base_url="http://10.0.0.5:8080/").base_url is not None
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        ({"kind": "anthropic", "provider": "anthropic"}, "provider"),
+        ({"kind": "anthropic", "base_url": "https://api.anthropic.com/v1"}, "base_url"),
+        ({"kind": "anthropic", "base_url": "https://gw.example/anthropic/v1/"}, "base_url"),
+        ({"kind": "claude"}, "kind"),
+    ],
+)
+def test_a_bad_anthropic_upstream_fails_with_its_path(spec: dict, where: str) -> None:
+    with pytest.raises(SettingsError, match=rf"upstreams\[0\]\.{where}:"):
+        settings_from_mapping({"upstreams": [{"name": "u", **spec}]})
+
+
+def test_an_openai_base_url_may_end_in_v1() -> None:
+    assert _upstream(base_url="https://api.openai.com/v1").base_url == "https://api.openai.com/v1"
+
+
+def test_the_example_config_documents_an_anthropic_upstream() -> None:
+    """Commented out (it would shadow the litellm one), but valid once uncommented."""
+    text = (ROOT / "config.example.yaml").read_text()
+    start = text.index("  # - name: claude")
+    block = []
+    for line in text[start:].splitlines():
+        if not line.startswith("  #"):
+            break
+        block.append(line.replace("#", "", 1).split("  #")[0].rstrip())
+    spec = yaml.safe_load("\n".join(block))[0]
+    up = UpstreamSettings.model_validate(spec)
+    assert (up.kind, up.base_url) == ("anthropic", "https://api.anthropic.com")

@@ -63,10 +63,10 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
 ) -> None:
     """If sending the response start fails (a server rejecting a header), the relay generator
     never runs: the upstream response must still be closed and the row finished."""
-    from proxy.upstream import openai as upstream
+    from proxy.upstream import transport as upstream
 
     closed = []
-    make_close = upstream._closer
+    make_close = upstream.closer
 
     def tracked(response):  # type: ignore[no-untyped-def]
         close = make_close(response)
@@ -77,7 +77,7 @@ async def test_unsendable_streaming_response_still_finishes_the_row(
 
         return tracked_close
 
-    monkeypatch.setattr(upstream, "_closer", tracked)
+    monkeypatch.setattr(upstream, "closer", tracked)
     edge.reply = Reply(
         headers=[("content-type", "text/event-stream")], chunks=[SSE], after_first_chunk="stall"
     )
@@ -147,7 +147,7 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
 async def test_failure_while_capturing_is_an_openai_shaped_500(
     tmp_path: Path, edge, monkeypatch
 ) -> None:
-    from proxy.server import chat as handler
+    from proxy.server import handler
 
     def broken(value):
         raise RecursionError("boom")

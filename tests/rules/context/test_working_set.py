@@ -193,6 +193,16 @@ TASK = user("Fix the division bug in calc.py")
             [TASK, assistant("ok"), user("Also add a test")],
             {"goal": "Fix the division bug in calc.py", "instruction": "Also add a test"},
         ),
+        # An agent harness's own text in the user's turn is not the goal: Claude Code's
+        # <system-reminder> block before the prompt, Codex's <environment_context> turn.
+        (
+            [
+                user("<system-reminder>\nAttribution for git commits…\n</system-reminder>"),
+                user("<environment_context>\n<cwd>/w</cwd>\n</environment_context>"),
+                user("<system-reminder>x</system-reminder>\nFix the division bug in calc.py"),
+            ],
+            {"goal": "Fix the division bug in calc.py", "instruction": None},
+        ),
         # Changed files from file tools and shell writes; failed writes do not count.
         (
             [

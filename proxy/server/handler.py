@@ -1,4 +1,6 @@
-"""POST /v1/chat/completions: authenticate, parse, rewrite, log, forward, relay.
+"""The model endpoints (``POST /v1/chat/completions``, ``/v1/messages``, ``/v1/responses``):
+authenticate, parse, rewrite, log, forward, relay; one handler, the protocol's ``Wire`` saying
+how to read its body, call its upstream and shape its errors.
 
 The log row is queued before the upstream call and completed in ``finally`` (status, latency, time
 to first byte, usage), also when the client goes away mid-stream."""
@@ -27,18 +29,18 @@ from proxy.errors import (
     UnsupportedMediaType,
     require_json,
 )
-from proxy.rewrite.body import parse_body
 from proxy.rewrite.engine import Engine
-from proxy.server.asgi_send import header_value, raw_headers, send_json
+from proxy.server.asgi_send import header_dict, header_value, raw_headers, send_json
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
+from proxy.server.wire import Call, Wire
 from proxy.settings import Settings
 from proxy.store.sqlite import Store
 from proxy.telemetry.observe import Observers
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.openai import UpstreamClient, upstream_api_key
+from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.sse_usage import UsageTap
 from proxy.upstream.usage import usage_fields, usage_of
 from rules.redact import redact, redact_text
@@ -59,18 +61,25 @@ class Services:
     observers: Observers = field(default_factory=Observers)
 
 
-class ChatCompletions:
+class ProtocolHandler:
     """A raw ASGI app (the hot path skips Starlette's routing and middleware, ~0.15 ms a request).
     Log rows are completed after the response is sent, so the client never waits on the log."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, wire: Wire) -> None:
         self.s = services
+        self.wire = wire
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         request_id = new_request_id()
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        row: dict[str, Any] = {"id": request_id, "created_at": time.time(), "path": scope["path"]}
+        headers = header_dict(scope["headers"])
+        wire = self.wire
+        row: dict[str, Any] = {
+            "id": request_id,
+            "created_at": time.time(),
+            "path": scope["path"],
+            "protocol": wire.adapter.name,
+        }
         self.s.observers.started()
         try:
             check_client(self.s.settings.auth, headers)
@@ -78,7 +87,7 @@ class ChatCompletions:
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body = parse_body(raw)
+            body = wire.parse(raw)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -88,7 +97,7 @@ class ChatCompletions:
                     param="model",
                 )
             rewritten = await self.s.engine.rewrite(
-                body, headers, now=row["created_at"], raw_size=len(raw)
+                body, headers, now=row["created_at"], raw_size=len(raw), adapter=wire.adapter
             )
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
@@ -112,7 +121,7 @@ class ChatCompletions:
         except ProxyError as exc:
             await self._fail_early(send, exc, row, started)
             return
-        except Exception as exc:  # a bug of ours: answer in OpenAI's shape, keep the traceback
+        except Exception as exc:  # a bug of ours: answer in the protocol's shape, with a log
             log.exception("request %s failed inside the proxy", request_id)
             error = InternalError(exc)
             await self._fail_early(send, error, row, started)
@@ -130,13 +139,15 @@ class ChatCompletions:
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
             "x-ctxproxy-session-id": header_value(rewritten.session_id),
         }
-        key = upstream_api_key(upstream, headers, self.s.settings.auth.mode)
+        query = scope.get("query_string", b"").decode("latin-1")
+        call = Call(self.s, upstream, headers, query)
         async with DisconnectWatch(receive) as watch:
             try:
-                response = await self.s.upstream.chat(upstream, rewritten.body, headers, key)
+                unchanged = raw if rewritten.body is body else None  # sent as the client's bytes
+                response = await wire.forward(call, rewritten.body, unchanged)
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 response, rewritten = await rescue_overflow(
-                    self.s, upstream, rewritten, response, headers, key, row, len(raw)
+                    self.s, wire, call, rewritten, response, row, len(raw)
                 )
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
@@ -152,7 +163,7 @@ class ChatCompletions:
                 if watch.ours():
                     return
                 raise
-            except Exception as exc:  # a bug of ours or a library's: still an OpenAI-shaped answer
+            except Exception as exc:  # a bug of ours or a library's: still an answer in its shape
                 log.exception("request %s failed calling upstream %s", request_id, upstream.name)
                 error = InternalError(exc)
                 await self._answer_error(send, error, row, started, out_headers)
@@ -235,7 +246,7 @@ class ChatCompletions:
                 complete = True
             except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
                 error = exc
-                event = b"data: " + exc.body_bytes() + b"\n\n"
+                event = self.wire.stream_error(exc)
                 await send({"type": "http.response.body", "body": event, "more_body": True})
             watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
             await send({"type": "http.response.body", "body": b""})
@@ -273,7 +284,7 @@ class ChatCompletions:
         started: float,
         headers: dict[str, str],
     ) -> None:
-        """The one error answer, in OpenAI's shape. The row completes even if sending fails;
+        """The one error answer, in the protocol's shape. The row completes even if sending fails;
         nothing is sent to a client that left; a body left unread closes the connection."""
         fields = self._fields(row, started, error.status, error, None)
         if isinstance(error, _BODY_UNREAD):
@@ -282,7 +293,7 @@ class ChatCompletions:
             headers = {**headers, "connection": "close"}
         try:
             if not isinstance(error, ClientGone):
-                await send_json(send, error.status, error.body_bytes(), headers)
+                await send_json(send, error.status, self.wire.error_body(error), headers)
         finally:
             await self._finish(row, fields)
 

@@ -17,7 +17,7 @@ MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what erro
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
 
 
-def _echo(value: Any) -> str:
+def echo(value: Any) -> str:
     """``repr(value)``, clipped: an error never echoes unbounded client text."""
     text = repr(value)
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
@@ -79,7 +79,7 @@ def validate_body(body: Mapping[str, Any]) -> None:
         r = m.get("role")
         if not isinstance(r, str) or r not in VALID_ROLES:
             raise BadRequest(
-                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {_echo(r)}.",
+                f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {echo(r)}.",
                 param=f"messages[{i}].role",
             )
         content = m.get("content")

@@ -1,0 +1,201 @@
+"""Lifting the rules' edits back onto Anthropic messages (see ``anthropic``): an untouched
+message is the client's own object; a changed one is patched block by block; tool results go
+first in the user message after their call."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import orjson
+
+from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
+from proxy.protocols.base import TAG
+from proxy.protocols.patching import patch_blocks, patch_parts
+from rules.base import Message
+from rules.messages import role, text_of, tool_calls
+
+
+def _unchanged(st: State, m: Message) -> Part | None:
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    if part is not None and (m is part.lowered or m == part.lowered):
+        return part
+    return None
+
+
+def lift_system(system: Any, part: Part, m: Message) -> Any:
+    if m is part.lowered or m == part.lowered:
+        return system
+    new = text_of(m.get("content"))
+    if isinstance(system, str):
+        return new
+    return patch_blocks(as_list(system), part.lowered["content"], new, is_text, text_block)
+
+
+def lift_system_message(st: State, m: Message) -> Any:
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    if part is None:  # one the rules wrote: Anthropic takes it as a system message too
+        return {"role": "system", "content": text_of(m.get("content"))}
+    src = st.source[part.index]
+    if m is part.lowered or m == part.lowered:
+        return src
+    new = text_of(m.get("content"))
+    content = src.get("content")
+    if isinstance(content, str):
+        return {**src, "content": new}
+    blocks = patch_blocks(as_list(content), part.lowered["content"], new, is_text, text_block)
+    return {**src, "content": blocks}
+
+
+def lift_assistant(st: State, m: Message) -> Any:
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    calls = tool_calls(m)
+    if part is None:  # written by the rules
+        blocks: list[Any] = []
+        text = text_of(m.get("content"))
+        if text.strip():
+            blocks.append(text_block(text))
+        blocks.extend(_tool_use(c) for c in calls)
+        return {"role": "assistant", "content": blocks or [text_block("(no content)")]}
+    src = st.source[part.index]
+    if m is part.lowered or m == part.lowered:
+        return src
+    old_text, new_text = text_of(part.lowered.get("content")), text_of(m.get("content"))
+    content = src.get("content")
+    if isinstance(content, str) and not calls:
+        return {**src, "content": new_text}
+    blocks = as_list(content)
+    matched = _match_calls(part.calls, calls)
+    text_blocks = patch_blocks(
+        [b for b in blocks if is_text(b)], old_text, new_text, is_text, text_block
+    )
+    out: list[Any] = []
+    texts_placed = False
+    for j, b in enumerate(blocks):
+        kind = b.get("type") if isinstance(b, dict) else None
+        if kind == "text":
+            if not texts_placed:
+                texts_placed = True
+                out.extend(text_blocks)
+        elif kind == "tool_use":
+            call = matched.get(j)
+            if call is not None:
+                out.append(_patched_tool_use(b, call))
+        else:
+            out.append(b)
+    if not texts_placed and text_blocks:  # text the source had none of: before the calls
+        first_call = next((n for n, b in enumerate(out) if _kind(b) == "tool_use"), len(out))
+        out[first_call:first_call] = text_blocks
+    known = {id(c) for c in matched.values()}
+    out.extend(_tool_use(c) for c in calls if id(c) not in known)
+    return {**src, "content": out or [text_block("(no content)")]}
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
+
+
+def _match_calls(
+    lowered: list[tuple[int, dict[str, Any]]], calls: list[dict[str, Any]]
+) -> dict[int, dict[str, Any]]:
+    """Source block index -> the output call standing for it: by position when the rules kept
+    every call (a repaired id still maps), else by id."""
+    if len(lowered) == len(calls):
+        return {j: c for (j, _), c in zip(lowered, calls, strict=True)}
+    by_id = {c.get("id"): c for c in calls}
+    return {j: by_id[c.get("id")] for j, c in lowered if c.get("id") in by_id}
+
+
+def _patched_tool_use(block: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    new_id, arguments = call.get("id"), fn.get("arguments")
+    out = block
+    if new_id != block.get("id"):
+        out = {**out, "id": new_id}
+    if isinstance(arguments, str) and arguments != orjson.dumps(block.get("input", {})).decode():
+        with contextlib.suppress(orjson.JSONDecodeError):
+            out = {**out, "input": orjson.loads(arguments)}
+    return out
+
+
+def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    try:
+        value = orjson.loads(fn.get("arguments") or "{}")
+    except orjson.JSONDecodeError:
+        value = {}
+    return {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"),
+            "input": value if isinstance(value, dict) else {}}  # fmt: skip
+
+
+def lift_user_run(st: State, run: list[Message]) -> list[Any]:
+    """User and tool messages between two assistant turns, back into user messages: each part
+    into its own message; every tool result into the run's first message, ahead of the rest."""
+    first_src = next((p.index for m in run if (p := st.parts.get(m.get(TAG))) is not None), None)  # type: ignore[arg-type]
+    groups: dict[Any, list[Message]] = {}
+    tool_key: Any = first_src if first_src is not None else ("new", 0)
+    for n, m in enumerate(run):
+        part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+        key = tool_key if role(m) == "tool" else part.index if part is not None else ("new", n + 1)
+        groups.setdefault(key, []).append(m)
+    order = sorted(groups, key=lambda g: g != tool_key)  # the results' message first
+    return [_user_message(st, key, groups[key]) for key in order]
+
+
+def _user_message(st: State, key: Any, members: list[Message]) -> Any:
+    src = st.source[key] if isinstance(key, int) else None
+    if src is not None:
+        tags = [m.get(TAG) for m in members]
+        if tags == st.user_tags.get(key) and all(_unchanged(st, m) for m in members):
+            return src
+        if isinstance(src.get("content"), str) and len(members) == 1 and role(members[0]) == "user":
+            return {**src, "content": text_of(members[0].get("content"))}
+    results: list[Any] = []
+    others: list[Any] = []
+    for m in members:
+        (results if role(m) == "tool" else others).extend(_user_blocks(st, m))
+    content = results + others
+    if src is None:
+        if not results and len(others) == 1 and is_text(others[0]):
+            return {"role": "user", "content": others[0]["text"]}
+        return {"role": "user", "content": content or [text_block("(no content)")]}
+    return {**src, "content": content or [text_block("(no content)")]}
+
+
+def _user_blocks(st: State, m: Message) -> list[Any]:
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    content = m.get("content")
+    if part is None:
+        if role(m) == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"),
+                                     "content": text_of(content)}  # fmt: skip
+            if m.get("is_error") is True:
+                block["is_error"] = True
+            return [block]
+        if isinstance(content, list):
+            texts = [p.get("text") for p in content if isinstance(p, dict)]
+            return [text_block(t) for t in texts if isinstance(t, str) and t.strip()]
+        text = text_of(content)
+        return [text_block(text)] if text.strip() else []
+    src = st.source[part.index]
+    blocks = as_list(src.get("content"))
+    mine = [blocks[j] for j in part.blocks] if part.blocks else blocks
+    if m is part.lowered or m == part.lowered:
+        return mine
+    if role(m) == "tool":
+        result = mine[0]
+        old, new = part.lowered.get("content") or "", text_of(content)
+        inner = result.get("content")
+        if isinstance(inner, list):
+            inner = patch_blocks(inner, old, new, is_text, text_block)
+        else:
+            inner = new
+        patched = {**result, "content": inner}
+        if m.get("tool_call_id") != result.get("tool_use_id"):
+            patched["tool_use_id"] = m.get("tool_call_id")
+        return [patched]
+    old_content = part.lowered.get("content")
+    if isinstance(old_content, list) and isinstance(content, list):
+        return patch_parts(mine, old_content, content, is_text, text_block)
+    old_text = old_content if isinstance(old_content, str) else text_of(old_content)
+    return patch_blocks(mine, old_text, text_of(content), is_text, text_block)

@@ -1,0 +1,51 @@
+"""The Anthropic adapter's bookkeeping: what each lowered message stands for in the client's
+messages, and small readers of Anthropic content blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.protocols.base import TAG
+from rules.base import Message
+from rules.messages import role
+
+
+@dataclass
+class Part:
+    """One lowered message: where it came from in the (mended) client messages."""
+
+    index: int  # messages[index]; -1 for the top-level system
+    blocks: tuple[int, ...]  # content block indices (empty: the content is a string)
+    lowered: Message
+    calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (block, call)
+
+
+@dataclass
+class State:
+    source: list[Any]  # the client's messages, mended
+    parts: dict[str, Part]
+    user_tags: dict[int, list[str]]  # a user message's parts, in order
+    mended: bool
+
+
+def is_text(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "text"
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def texts(blocks: list[Any]) -> str:
+    return "\n\n".join(b["text"] for b in blocks if is_text(b) and isinstance(b.get("text"), str))
+
+
+def user_side(m: Message) -> bool:
+    return role(m) not in ("assistant", "system", "developer") and m.get(TAG) != "s"
+
+
+def as_list(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return content
+    return [] if content is None else [text_block(str(content))]

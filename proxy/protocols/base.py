@@ -1,0 +1,59 @@
+"""What every protocol adapter offers, and the chat view it produces.
+
+Each lowered message carries a provenance tag under ``TAG``: which part of the client's structure
+it stands for. Rules copy messages with ``dict(m)`` when they change one, so the tag survives an
+edit and the adapter knows where to write the change back; a message without a tag is one the
+rules made (a synthetic tool result, a dropped-turns line, a trailing injected block). A message
+the rules left alone is the very object the adapter lowered, and is lifted back as the client's
+own bytes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rules.base import Message
+
+TAG = "ctxproxy_src"  # the provenance tag on lowered messages (never forwarded)
+
+
+@dataclass
+class Lowered:
+    """A request in the chat view, plus what the adapter needs to lift the rules' edits back."""
+
+    messages: list[Message]
+    tools: list[Any] | None
+    # structural repairs the adapter itself made (in the rules' report shape)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    # the adapter's own bookkeeping (source parts by tag …)
+    state: Any = None
+
+
+class Adapter(Protocol):
+    """One inbound protocol's mapping to and from the chat view."""
+
+    name: str
+
+    def validate(self, body: dict[str, Any]) -> None:
+        """Raise ``BadRequest`` naming the field when the body is not this protocol's shape."""
+
+    def lower(self, body: dict[str, Any]) -> Lowered:
+        """The chat view of a validated body (the body itself is never changed)."""
+
+    def lift(
+        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+    ) -> dict[str, Any]:
+        """The body to forward: ``body`` with the rules' output ``messages`` written back as
+        patches. Returns ``body`` itself when nothing changed."""
+
+    def hidden_sizes(self, body: dict[str, Any]) -> dict[str, str]:
+        """Text the chat view does not show (thinking, reasoning), by section, for ``measure``."""
+
+
+def strip_tag(message: Message) -> Message:
+    """``message`` without the provenance tag (a copy only when it has one)."""
+    if TAG not in message:
+        return message
+    out = dict(message)
+    del out[TAG]
+    return out

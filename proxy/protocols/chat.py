@@ -1,0 +1,34 @@
+"""Chat Completions: the rules' own message model, so the adapter maps nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.protocols.base import Lowered
+from proxy.protocols.body import validate_body
+from rules.base import Message
+
+
+class ChatAdapter:
+    name = "chat"
+
+    def validate(self, body: dict[str, Any]) -> None:
+        validate_body(body)
+
+    def lower(self, body: dict[str, Any]) -> Lowered:
+        return Lowered(body["messages"], body.get("tools"))
+
+    def lift(
+        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+    ) -> dict[str, Any]:
+        if messages is lowered.messages:
+            return body
+        forwarded = dict(body)
+        forwarded["messages"] = messages
+        return forwarded
+
+    def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
+        return {}
+
+
+CHAT = ChatAdapter()

@@ -1,0 +1,102 @@
+"""The final integrity check of a forwarded Anthropic or Responses body, in each protocol's own
+terms (the chat view's check runs in the pipeline). It firing is a bug of ours, logged and
+reported: the tests run the same checks on what reached the upstream.
+
+Anthropic: each ``tool_use`` is answered by a ``tool_result`` at the start of the next (user)
+message, no result answers nothing, ids are unique and match ``^[a-zA-Z0-9_-]+$``, text blocks
+are not empty. Responses: each ``function_call`` / ``custom_tool_call`` has an output with its
+``call_id`` and no output lacks its call; a reasoning item is followed by an item of the turn."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _blocks(message: Any) -> list[Any]:
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def anthropic_violations(body: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    seen: set[Any] = set()
+    for i, m in enumerate(messages):
+        blocks = _blocks(m)
+        for b in blocks:
+            if isinstance(b, dict) and b.get("type") == "text":
+                text = b.get("text")
+                if not isinstance(text, str) or not text.strip():
+                    final = i == len(messages) - 1 and m.get("role") == "assistant"
+                    if not final:
+                        out.append(f"messages[{i}]: empty text block")
+        if m.get("role") != "assistant":
+            continue
+        uses = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        for uid in uses:
+            if not isinstance(uid, str) or not _ID.fullmatch(uid):
+                out.append(f"messages[{i}]: tool_use id {str(uid)[:40]!r} is malformed")
+            elif uid in seen:
+                out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
+            seen.add(uid)
+        if not uses:
+            continue
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        if nxt is None:
+            continue  # the request ends on the calls (a prefill): nothing to answer yet
+        leading: list[Any] = []
+        for b in _blocks(nxt):
+            if not (isinstance(b, dict) and b.get("type") == "tool_result"):
+                break
+            leading.append(b.get("tool_use_id"))
+        missing = [u for u in uses if u not in leading]
+        if missing:
+            out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
+    answered_ok: set[Any] = set()
+    for i, m in enumerate(messages):
+        if m.get("role") == "assistant":
+            answered_ok = {b.get("id") for b in _blocks(m) if isinstance(b, dict)
+                           and b.get("type") == "tool_use"}  # fmt: skip
+            continue
+        for b in _blocks(m):
+            if (
+                isinstance(b, dict)
+                and b.get("type") == "tool_result"
+                and b.get("tool_use_id") not in answered_ok
+            ):
+                out.append(f"messages[{i}]: tool_result for an unknown tool_use id")
+        answered_ok = set()
+    return out
+
+
+def responses_violations(body: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    items = body.get("input")
+    if not isinstance(items, list):
+        return out
+    calls: dict[Any, int] = {}
+    outputs: dict[Any, int] = {}
+    for i, item in enumerate(items):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind in ("function_call", "custom_tool_call"):
+            calls.setdefault(item.get("call_id"), i)
+        elif kind in ("function_call_output", "custom_tool_call_output"):
+            outputs.setdefault(item.get("call_id"), i)
+            if item.get("call_id") not in calls:
+                out.append(f"input[{i}]: output for call_id not called before")
+        elif kind == "reasoning":
+            nxt = items[i + 1] if i + 1 < len(items) else None
+            if (
+                not isinstance(nxt, dict)
+                or nxt.get("type") in ("function_call_output", "custom_tool_call_output")
+                or (nxt.get("role") in ("user", "system", "developer"))
+            ):
+                out.append(f"input[{i}]: reasoning item without the item that followed it")
+    if body.get("previous_response_id") is None:
+        for cid, i in calls.items():
+            if cid not in outputs and i != len(items) - 1:
+                out.append(f"input[{i}]: call {str(cid)[:40]!r} has no output")
+    return out

@@ -1,0 +1,78 @@
+"""Each protocol's error shape. Chat Completions and the Responses API answer in OpenAI's
+(``{"error": {message, type, param, code}}``, ``ProxyError.body``); Anthropic Messages in
+Anthropic's: ``{"type": "error", "error": {"type", "message"}}`` with its type for the status.
+In a stream, an error is an event: Anthropic's ``event: error``, the Responses API's ``error``
+event, Chat Completions' ``data:`` line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.errors import ProxyError
+
+# Anthropic's error types by HTTP status (docs.anthropic.com, "Errors").
+_ANTHROPIC_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+    499: "invalid_request_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def anthropic_type(status: int) -> str:
+    return _ANTHROPIC_TYPES.get(status, "invalid_request_error" if status < 500 else "api_error")
+
+
+def anthropic_error(status: int, message: str) -> bytes:
+    body = {"type": "error", "error": {"type": anthropic_type(status), "message": message}}
+    return orjson.dumps(body)
+
+
+def anthropic_body(error: ProxyError) -> bytes:
+    return anthropic_error(error.status, error.message)
+
+
+def openai_body(error: ProxyError) -> bytes:
+    return error.body_bytes()
+
+
+def chat_stream_error(error: ProxyError) -> bytes:
+    return b"data: " + error.body_bytes() + b"\n\n"
+
+
+def anthropic_stream_error(error: ProxyError) -> bytes:
+    return b"event: error\ndata: " + anthropic_body(error) + b"\n\n"
+
+
+def responses_stream_error(error: ProxyError) -> bytes:
+    event: dict[str, Any] = {
+        "type": "error",
+        "code": error.code,
+        "message": error.message,
+        "param": error.param,
+    }
+    return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
+    """An OpenAI-shaped error body (litellm's path, our own) in Anthropic's shape; a body
+    already in Anthropic's shape, or not JSON, is kept."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return anthropic_error(status, body[:2000].decode("utf-8", "replace"))
+    if isinstance(value, dict) and value.get("type") == "error":
+        return body
+    error = value.get("error") if isinstance(value, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    return anthropic_error(status, message if isinstance(message, str) else "Upstream error.")

@@ -1,0 +1,46 @@
+"""What a protocol adapter adds to the request's report: the protocol, the repairs it made in
+the protocol's own terms, the sizes of what the chat view does not show (thinking, reasoning),
+and the final integrity check of the body as forwarded."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from proxy.protocols.base import Adapter, Lowered
+from proxy.protocols.checks import anthropic_violations, responses_violations
+from rules.base import TokenCounter
+from rules.report import Report
+
+log = logging.getLogger("ctxproxy.protocols")
+
+_CHECKS = {"anthropic": anthropic_violations, "responses": responses_violations}
+
+
+def describe_lift(
+    adapter: Adapter,
+    body: dict[str, Any],
+    forwarded: dict[str, Any],
+    lowered: Lowered,
+    report: Report,
+    tokens: TokenCounter,
+) -> None:
+    report["protocol"] = adapter.name
+    if lowered.repairs:
+        report["repairs"] = [*lowered.repairs, *(report.get("repairs") or [])]
+    hidden = adapter.hidden_text(body)
+    if hidden:
+        after = adapter.hidden_text(forwarded) if forwarded is not body else hidden
+        sections = report.setdefault("sections", {})
+        for name, text in hidden.items():
+            before = tokens.count_text(text)
+            kept = after.get(name)
+            sections[name] = {
+                "before": before,
+                "after": before if kept == text else tokens.count_text(kept or ""),
+            }
+    check = _CHECKS.get(adapter.name)
+    violations = check(forwarded) if check is not None and forwarded is not body else []
+    if violations:
+        log.error("the forwarded %s body fails its integrity check: %s", adapter.name, violations)
+        report["integrity"] = violations[:20]

@@ -1,0 +1,97 @@
+"""Body validation for Anthropic Messages and the Responses API: the shapes the adapters rely
+on, each problem a ``BadRequest`` naming the field. What the provider validates itself (max_tokens,
+a block's own fields) is left to it: the adapters read defensively."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.errors import BadRequest
+from proxy.protocols.body import MAX_MODEL_CHARS, check_depth, echo
+
+ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    import orjson
+
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
+    if not isinstance(body, dict):
+        raise BadRequest("Request body must be a JSON object.", code="invalid_json")
+    check_depth(body)
+    return body
+
+
+def _model(body: dict[str, Any]) -> None:
+    model = body.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise BadRequest("'model' is required and must be a non-empty string.", param="model")
+    if len(model) > MAX_MODEL_CHARS:
+        raise BadRequest(
+            f"'model' is {len(model)} characters long; the limit is {MAX_MODEL_CHARS}.",
+            param="model",
+        )
+
+
+def _blocks(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        return
+    if not isinstance(value, list):
+        raise BadRequest(f"'{where}' must be a string or an array of blocks.", param=where)
+    for j, block in enumerate(value):
+        if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+            raise BadRequest(
+                f"'{where}[{j}]' must be an object with a string 'type'.", param=f"{where}[{j}]"
+            )
+
+
+def validate_anthropic(body: dict[str, Any]) -> None:
+    _model(body)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        raise BadRequest("'messages' is required and must be an array.", param="messages")
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
+        r = m.get("role")
+        if r not in ANTHROPIC_ROLES:
+            raise BadRequest(
+                f"'messages[{i}].role' must be one of {sorted(ANTHROPIC_ROLES)}; got {echo(r)}.",
+                param=f"messages[{i}].role",
+            )
+        _blocks(m.get("content"), f"messages[{i}].content")
+    system = body.get("system")
+    if system is not None:
+        _blocks(system, "system")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadRequest("'tools' must be an array.", param="tools")
+
+
+def validate_count_tokens(body: dict[str, Any]) -> None:
+    validate_anthropic(body)
+
+
+def validate_responses(body: dict[str, Any]) -> None:
+    _model(body)
+    inp = body.get("input")
+    if inp is not None and not isinstance(inp, (str, list)):
+        raise BadRequest("'input' must be a string or an array of items.", param="input")
+    for i, item in enumerate(inp if isinstance(inp, list) else []):
+        if not isinstance(item, dict):
+            raise BadRequest(f"'input[{i}]' must be an object.", param=f"input[{i}]")
+        content = item.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise BadRequest(
+                f"'input[{i}].content' must be a string or an array of parts.",
+                param=f"input[{i}].content",
+            )
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, (str, list)):
+        raise BadRequest("'instructions' must be a string.", param="instructions")
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadRequest("'tools' must be an array.", param="tools")

@@ -1,0 +1,107 @@
+"""``POST /v1/messages/count_tokens``: passed through to an Anthropic upstream; for a model another
+kind of upstream serves, counted here (the conversation in the chat view, the system prompt and
+the tools, with the model's tokenizer) and answered as Anthropic does: ``{"input_tokens": N}``.
+Errors take Anthropic's shape. Nothing is rewritten: a count is of what the client would send."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from proxy.auth import check_client
+from proxy.errors import (
+    ClientGone,
+    InternalError,
+    ModelNotFound,
+    PayloadTooLarge,
+    ProxyError,
+    RequestTimeout,
+    require_json,
+)
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
+from proxy.protocols.validate import parse_json, validate_count_tokens
+from proxy.server.asgi_send import header_dict, raw_headers, send_json
+from proxy.server.wire import Call
+
+if TYPE_CHECKING:
+    from proxy.server.handler import Services
+
+log = logging.getLogger("ctxproxy.count_tokens")
+
+
+class CountTokens:
+    def __init__(self, services: Services) -> None:
+        self.s = services
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = header_dict(scope["headers"])
+        try:
+            check_client(self.s.settings.auth, headers)
+            require_json(headers.get("content-type"))
+            raw = await self._read(receive)
+            body = parse_json(raw)
+            validate_count_tokens(body)
+            upstream = self.s.settings.upstream_for(body["model"])
+            if upstream is None:
+                raise ModelNotFound(
+                    f"The model '{body['model'][:100]}' is not served by any configured upstream.",
+                    param="model",
+                )
+            if upstream.kind == "anthropic":
+                from proxy.upstream import anthropic
+
+                call = Call(self.s, upstream, headers, scope.get("query_string", b"").decode())
+                response = await anthropic.messages(
+                    self.s.upstream, upstream, raw, headers, call.query,
+                    call.key(),
+                    path="/v1/messages/count_tokens",
+                )  # fmt: skip
+                content = response.body or b""
+                if response.status >= 400:
+                    content = reshaped_as_anthropic(response.status, content)
+                head = raw_headers({**response.headers, "content-type": "application/json"},
+                                   len(content))  # fmt: skip
+                await send({"type": "http.response.start", "status": response.status,
+                            "headers": head})  # fmt: skip
+                await send({"type": "http.response.body", "body": content})
+                return
+            count = self._count(body)
+            await send_json(send, 200, orjson.dumps({"input_tokens": count}), {})
+        except ClientGone:
+            return
+        except ProxyError as exc:
+            await send_json(send, exc.status, anthropic_body(exc), {})
+        except Exception as exc:
+            log.exception("count_tokens failed inside the proxy")
+            error = InternalError(exc)
+            await send_json(send, error.status, anthropic_body(error), {})
+
+    def _count(self, body: dict[str, object]) -> int:
+        lowered = ANTHROPIC.lower(body)  # type: ignore[arg-type]
+        counter = self.s.engine.counters.for_model(str(body["model"]))
+        return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+
+    async def _read(self, receive: Receive) -> bytes:
+        limits = self.s.settings.limits
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            async with asyncio.timeout(limits.body_read_timeout_s):
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise ClientGone("Client disconnected.")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > limits.max_body_bytes:
+                        raise PayloadTooLarge("Request body exceeds the limit.")
+                    chunks.append(chunk)
+                    if not message.get("more_body", False):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise RequestTimeout("The request body was not received in time.") from None

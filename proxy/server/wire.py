@@ -1,0 +1,111 @@
+"""What the one handler needs to know of each protocol: how to read a body, which adapter maps it
+for the rules, how to call the upstream (natively when it speaks the protocol, through litellm
+when it does not) and how errors look."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxy.errors import ProxyError
+from proxy.protocols import errors as shapes
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import Adapter
+from proxy.protocols.body import parse_body
+from proxy.protocols.chat import CHAT
+from proxy.protocols.responses import RESPONSES
+from proxy.protocols.validate import parse_json, validate_anthropic, validate_responses
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.openai import upstream_api_key
+
+if TYPE_CHECKING:
+    from proxy.server.handler import Services
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request's upstream call: where to, and what of the client's request it carries."""
+
+    services: Services
+    upstream: UpstreamSettings
+    headers: Mapping[str, str]  # the client's, names lower-cased
+    query: str  # the client's query string (``beta=true``)
+
+    def key(self) -> str | None:
+        """The upstream key: config's, else (passthrough) the client's bearer or ``x-api-key``."""
+        mode = self.services.settings.auth.mode
+        key = upstream_api_key(self.upstream, self.headers, mode)
+        if key is None and mode == "passthrough" and not self.upstream.api_key_env:
+            key = self.headers.get("x-api-key", "").strip() or None
+        return key
+
+
+Forward = Callable[[Call, dict[str, Any], bytes | None], Awaitable[UpstreamResponse]]
+
+
+@dataclass(frozen=True)
+class Wire:
+    adapter: Adapter
+    parse: Callable[[bytes], dict[str, Any]]
+    forward: Forward
+    error_body: Callable[[ProxyError], bytes]
+    stream_error: Callable[[ProxyError], bytes]
+
+
+def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:
+    return raw if raw is not None else orjson.dumps(body)
+
+
+async def _chat(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
+    return await call.services.upstream.chat(call.upstream, body, call.headers, call.key())
+
+
+async def _messages(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
+    """Natively to an ``anthropic`` upstream, bridged by litellm to the others."""
+    from proxy.upstream import anthropic
+
+    response = await anthropic.messages(
+        call.services.upstream,
+        call.upstream,
+        _payload(body, raw),
+        call.headers,
+        call.query,
+        call.key(),
+    )
+    if response.status >= 400 and response.body is not None:
+        response.body = shapes.reshaped_as_anthropic(response.status, response.body)
+    return response
+
+
+async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
+    """Natively to an ``openai`` upstream, bridged by litellm to the others."""
+    from proxy.upstream import responses
+
+    return await responses.responses(
+        call.services.upstream, call.upstream, _payload(body, raw), call.headers, call.key()
+    )
+
+
+def _parse_anthropic(raw: bytes) -> dict[str, Any]:
+    body = parse_json(raw)
+    validate_anthropic(body)
+    return body
+
+
+def _parse_responses(raw: bytes) -> dict[str, Any]:
+    body = parse_json(raw)
+    validate_responses(body)
+    return body
+
+
+CHAT_WIRE = Wire(CHAT, parse_body, _chat, shapes.openai_body, shapes.chat_stream_error)
+MESSAGES_WIRE = Wire(
+    ANTHROPIC, _parse_anthropic, _messages, shapes.anthropic_body, shapes.anthropic_stream_error
+)
+RESPONSES_WIRE = Wire(
+    RESPONSES, _parse_responses, _responses, shapes.openai_body, shapes.responses_stream_error
+)

@@ -1,0 +1,98 @@
+"""Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``) to an upstream.
+
+``kind: anthropic``: relayed natively on the pooled session of ``openai.UpstreamClient``: the
+body's bytes as the handler hands them over, the client's query (Claude Code's ``?beta=true``),
+every client header but the hop-by-hop ones and ours, and the answer's bytes (SSE as it arrives).
+Anthropic's beta features live in ``anthropic-beta`` and the body relies on them (role "system"
+messages, ``context_management``, adaptive thinking), so that header passes whole.
+
+Any other kind: through litellm (``proxy.upstream.bridge``), which answers in Anthropic's shape."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from proxy.errors import UpstreamKeyMissing
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.openai import UpstreamClient
+from proxy.upstream.transport import ANTHROPIC_RELAYED_NAMES
+
+log = logging.getLogger("ctxproxy.upstream")
+
+MESSAGES_PATH = "/v1/messages"
+COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
+# Never forwarded: hop-by-hop (RFC 9110 7.6.1), framing and encoding (ours to set: we read the
+# SSE for usage, so the answer must come uncompressed), and the proxy's own headers.
+_NOT_FORWARDED = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "x-session-id",
+        "x-parent-session-id",
+        "cookie",  # the proxy's /ui session cookie is not the provider's
+    }
+)
+_CLIENT_KEYS = ("x-api-key", "authorization")
+
+
+async def messages(
+    client: UpstreamClient,
+    upstream: UpstreamSettings,
+    body: bytes,
+    client_headers: Mapping[str, str],
+    query: str,
+    key: str | None,
+    path: str = MESSAGES_PATH,
+) -> UpstreamResponse:
+    """Send a Messages request (``path``: ``MESSAGES_PATH`` or ``COUNT_TOKENS_PATH``) to
+    ``upstream``. ``client_headers``: names lower-cased, repeated headers joined with ", ".
+    ``key``: ``openai.upstream_api_key(…)``; with ``api_key_env`` set it is the only credential
+    sent (as ``x-api-key``); without, the client's ``x-api-key``/``authorization`` go as sent
+    (settings require ``api_key_env`` in ``auth.mode: keys``). Raises ``ProxyError``s; an
+    upstream's error status comes back as an answer, its body as the upstream wrote it."""
+    if upstream.kind != "anthropic":
+        from proxy.upstream.bridge import bridged_messages
+
+        return await bridged_messages(upstream, body, client_headers, key, path)
+    headers = anthropic_headers(upstream, client_headers, key)
+    return await client.post(
+        upstream, path, body, headers, stream=True, query=query, relayed=ANTHROPIC_RELAYED_NAMES
+    )
+
+
+def anthropic_headers(
+    upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
+) -> dict[str, str]:
+    """The client's headers minus ``_NOT_FORWARDED`` and ``x-ctxproxy-*``; the key as
+    ``messages`` says; then config's ``headers``, which win."""
+    server_key = bool(upstream.api_key_env)
+    headers = {"content-type": "application/json"}
+    for name, value in client_headers.items():
+        if name in _NOT_FORWARDED or name.startswith("x-ctxproxy-"):
+            continue
+        if server_key and name in _CLIENT_KEYS:
+            continue
+        headers[name] = value
+    headers["accept-encoding"] = "identity"
+    headers.update(upstream.headers)
+    if server_key:
+        if not key:
+            raise _key_missing(upstream)
+        headers["x-api-key"] = key
+    return headers
+
+
+def _key_missing(upstream: UpstreamSettings) -> UpstreamKeyMissing:
+    log.error("upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env)
+    return UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")

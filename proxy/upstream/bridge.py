@@ -1,0 +1,278 @@
+"""A protocol the upstream does not speak, through litellm (imported on first use): Anthropic
+Messages to an ``openai`` or ``litellm`` upstream, Responses to an ``anthropic`` or ``litellm``
+one. (Chat completions to an ``anthropic`` upstream take ``litellm.litellm_chat``.) Answers come
+back in the client's protocol: Anthropic JSON or SSE (``event: message_start`` …), Responses JSON
+or SSE (``event: response.created`` … ``response.completed``).
+
+Security as in ``proxy.upstream.litellm``: the client's body reaches litellm only through
+``MESSAGES_PARAMS``/``RESPONSES_PARAMS``; the provider, URL, key and timeout come from config
+(``_skip_mcp_handler``: never litellm's MCP gateway); litellm is never called without a key.
+
+What litellm carries, and what it cannot (the request is translated to a chat completion and the
+answer back):
+- Messages → chat: text, images, tool_use/tool_result (ids kept), system (string or blocks),
+  role "system" messages, tools and tool_choice, temperature/top_p/top_k/stop_sequences,
+  ``thinking`` and ``output_config`` (effort → ``reasoning_effort``, format → response_format).
+  Lost: ``thinking``/``redacted_thinking`` blocks and their ``signature`` (another provider
+  cannot verify them; the model does not see its earlier reasoning), ``cache_control`` (OpenAI
+  caches prefixes by itself), ``metadata`` (``user_id`` included: litellm reads routing from
+  it), ``context_management`` (litellm would run its own compaction, calling a model),
+  ``mcp_servers``, ``container``, ``service_tier``, every ``anthropic-beta`` feature and every
+  client header (litellm sends its own; config ``headers`` are added). With ``thinking`` of type
+  "enabled" and an OpenAI model, litellm calls ``{base_url}/responses`` instead of chat.
+  ``count_tokens`` is answered here, estimated with tiktoken (the upstream has no such call).
+- Responses → chat: messages and instructions, function/custom tools and their calls and
+  outputs (``call_id`` kept), reasoning items as far as the provider accepts them back, text
+  format. Lost: ``previous_response_id`` (refused: no server-side history here), ``store``,
+  ``include`` (no ``reasoning.encrypted_content`` comes back), ``metadata``/``client_metadata``,
+  ``prompt_cache_key`` except for providers whose chat takes it, hosted tools (``web_search``
+  becomes litellm's web_search_options or is dropped; ``tool_search``, ``namespace`` …), every
+  client header. Item ids in the answer are litellm's, not the provider's."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import orjson
+
+from proxy.errors import BadRequest, ProxyError, Unauthorized, UpstreamFailed, UpstreamKeyMissing
+from proxy.providers import load_litellm
+from proxy.settings import UpstreamSettings
+from proxy.tokens import TiktokenCounter, encoding_name_for
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.litellm import _checked, _failure
+
+log = logging.getLogger("ctxproxy.litellm")
+
+MESSAGES_PARAMS = frozenset(
+    {
+        "max_tokens",
+        "output_config",
+        "output_format",
+        "stop_sequences",
+        "system",
+        "temperature",
+        "thinking",
+        "tool_choice",
+        "tools",
+        "top_k",
+        "top_p",
+    }
+)
+RESPONSES_PARAMS = frozenset(
+    {
+        "instructions",
+        "max_output_tokens",
+        "parallel_tool_calls",
+        "reasoning",
+        "safety_identifier",
+        "temperature",
+        "text",
+        "tool_choice",
+        "tools",
+        "top_p",
+        "truncation",
+        "user",
+    }
+)
+_OPENAI_BASE = "https://api.openai.com/v1"
+# litellm's Messages adapter looks up litellm's proxy server for a router on every call
+# (importing it, seconds, or failing to); the router serves only the context_management
+# polyfill, which never runs here (context_management is not passed). Any non-None value stops
+# the lookup.
+_NO_ROUTER = ()
+
+
+async def bridged_messages(
+    upstream: UpstreamSettings,
+    body: bytes,
+    client_headers: Mapping[str, str],
+    key: str | None,
+    path: str,
+) -> UpstreamResponse:
+    """Anthropic Messages through litellm. Like ``litellm_chat``, a provider's error status
+    comes back as an answer whose body is ``UpstreamFailed``'s (OpenAI's error shape, the
+    provider's shortened message inside); the ``UpstreamFailed`` itself is in
+    ``extra["error"]`` for the handler to render in Anthropic's shape."""
+    data = _object(body)
+    model = data.get("model")
+    if not isinstance(model, str):
+        raise BadRequest("model must be a string.", param="model")
+    if path.endswith("/count_tokens"):
+        return _count_tokens(model, data)
+    if not upstream.api_key_env and not key:  # Claude Code sends its key as x-api-key
+        key = client_headers.get("x-api-key", "").strip() or None
+    target, provider, base = _route(upstream, model, key)
+    if not isinstance(data.get("max_tokens"), int):
+        raise BadRequest("max_tokens must be an integer.", param="max_tokens")
+    litellm = load_litellm()
+    # the chat completions URL for an OpenAI upstream (litellm's default is the Responses API,
+    # which most OpenAI-compatible servers lack); set on every call, as load_litellm sets its own
+    litellm.use_chat_completions_url_for_anthropic_messages = True
+    stream = data.get("stream") is True
+    kwargs = {k: v for k, v in data.items() if k in MESSAGES_PARAMS}
+    if target.headers:
+        kwargs["extra_headers"] = dict(target.headers)
+    try:
+        result = await litellm.anthropic_messages(
+            model=model,
+            messages=data.get("messages"),
+            stream=stream,
+            api_key=key,
+            api_base=base,
+            custom_llm_provider=provider,
+            timeout=target.timeout_s,
+            _skip_mcp_handler=True,
+            litellm_router=_NO_ROUTER,
+            **kwargs,
+        )
+    except Exception as exc:
+        return _failed(target, exc)
+    if not stream:
+        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
+    return UpstreamResponse(200, dict(_SSE), chunks=_anthropic_sse(result, target))
+
+
+async def bridged_responses(
+    upstream: UpstreamSettings, body: bytes, key: str | None
+) -> UpstreamResponse:
+    """Responses through litellm's Responses-to-chat bridge (not ``litellm.aresponses``, which
+    imports the ``mcp`` package on every call, an extra we do not install). Errors as in
+    ``bridged_messages``."""
+    data = _object(body)
+    model = data.get("model")
+    if not isinstance(model, str):
+        raise BadRequest("model must be a string.", param="model")
+    if data.get("previous_response_id") is not None:
+        raise BadRequest(
+            f"previous_response_id needs an OpenAI upstream: {upstream.name} is reached through "
+            "litellm, which keeps no responses. Send the whole input instead.",
+            param="previous_response_id",
+        )
+    target, provider, base = _route(upstream, model, key)
+    load_litellm()
+    from litellm.responses.litellm_completion_transformation.handler import (
+        LiteLLMCompletionTransformationHandler,
+    )
+
+    stream = data.get("stream") is True
+    params = {k: v for k, v in data.items() if k in RESPONSES_PARAMS}
+    extra: dict[str, Any] = {}
+    if isinstance(data.get("prompt_cache_key"), str):
+        extra["prompt_cache_key"] = data["prompt_cache_key"]
+    try:
+        result = await LiteLLMCompletionTransformationHandler().response_api_handler(
+            model=model,
+            input=data.get("input", ""),
+            responses_api_request=params,
+            custom_llm_provider=provider,
+            _is_async=True,
+            stream=stream,
+            extra_headers=dict(target.headers) or None,
+            api_key=key,
+            api_base=base,
+            timeout=target.timeout_s,
+            _skip_mcp_handler=True,
+            **extra,
+        )
+    except Exception as exc:
+        return _failed(target, exc)
+    if not stream:
+        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(_plain(result)))
+    return UpstreamResponse(200, dict(_SSE), chunks=_responses_sse(result, target))
+
+
+_JSON = {"content-type": "application/json"}
+_EVENT_NAME = re.compile(r"[A-Za-z0-9_.]{1,100}")
+_SSE = {"content-type": "text/event-stream"}
+
+
+def _object(body: bytes) -> dict[str, Any]:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise BadRequest("The body is not valid JSON.") from None
+    if not isinstance(data, dict):
+        raise BadRequest("The body must be a JSON object.")
+    return data
+
+
+def _route(
+    upstream: UpstreamSettings, model: str, key: str | None
+) -> tuple[UpstreamSettings, str, str | None]:
+    """The upstream as litellm sees it (with its provider), the provider and the base URL;
+    raises what the client is told when the request may not go (nothing has been sent)."""
+    if upstream.kind == "openai":
+        # an OpenAI-compatible server takes any model name: no provider check on it
+        if key is None:
+            if upstream.api_key_env:
+                raise UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
+            raise Unauthorized(
+                f"no API key: send your provider key, or configure api_key_env (upstream "
+                f"{upstream.name})."
+            )
+        target = upstream.model_copy(update={"provider": "openai"})
+        return target, "openai", upstream.base_url or _OPENAI_BASE
+    if upstream.kind == "anthropic":
+        upstream = upstream.model_copy(update={"provider": "anthropic"})
+    return upstream, _checked(upstream, model, key), upstream.base_url
+
+
+def _failed(upstream: UpstreamSettings, exc: Exception) -> UpstreamResponse:
+    error = _failure(upstream, exc)
+    if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
+        body = error.body_bytes()
+        return UpstreamResponse(error.status, dict(_JSON), body=body, extra={"error": error})
+    raise error from None
+
+
+def _count_tokens(model: str, data: dict[str, Any]) -> UpstreamResponse:
+    """An estimate: tiktoken over the prompt's JSON (system, messages, tools)."""
+    counter = TiktokenCounter(encoding_name_for(model), cache_chars=0)
+    parts = (data.get("system"), data.get("messages"), data.get("tools"))
+    text = "\n".join(orjson.dumps(p).decode() for p in parts if p)
+    answer = {"input_tokens": counter.count_text(text)}
+    return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))
+
+
+def _plain(value: Any) -> Any:
+    """A litellm answer object as JSON-able data."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    raise TypeError(type(value).__name__)
+
+
+async def _anthropic_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
+    """litellm's Anthropic stream: SSE bytes already (the adapter), or event objects."""
+    try:
+        async for event in stream:
+            yield event if isinstance(event, bytes) else _event(_as_dict(event))
+    except ProxyError:
+        raise
+    except Exception as exc:  # mid-stream provider failure: the handler tells the client
+        raise _failure(upstream, exc, mid_stream=True) from None
+
+
+async def _responses_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
+    try:
+        async for event in stream:
+            yield _event(_as_dict(event))
+    except ProxyError:
+        raise
+    except Exception as exc:
+        raise _failure(upstream, exc, mid_stream=True) from None
+
+
+def _as_dict(event: Any) -> dict[str, Any]:
+    return event if isinstance(event, dict) else _plain(event)
+
+
+def _event(data: dict[str, Any]) -> bytes:
+    kind = data.get("type")
+    named = isinstance(kind, str) and _EVENT_NAME.fullmatch(kind)
+    head = b"event: " + kind.encode() + b"\n" if named else b""
+    return head + b"data: " + orjson.dumps(data, default=_plain) + b"\n\n"

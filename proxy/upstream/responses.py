@@ -1,0 +1,56 @@
+"""OpenAI Responses (``POST /v1/responses``) to an upstream.
+
+``kind: openai``: relayed natively to ``{base_url}/responses`` on the pooled session of
+``openai.UpstreamClient``, authorised as chat completions are (``upstream_api_key``), with Codex's
+session headers passed on besides chat's (``session-id``/``thread-id``/``x-client-request-id``
+name the conversation; ``originator``, ``version`` and ``x-codex-*`` say who sends it and which
+features it expects). Any other kind: through litellm (``proxy.upstream.bridge``), which answers
+in the Responses shape."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.openai import _ACCOUNT_HEADERS, _FORWARDED_HEADERS, UpstreamClient
+
+RESPONSES_PATH = "/responses"
+_CODEX_HEADERS = frozenset(
+    {"session-id", "thread-id", "x-client-request-id", "originator", "version"}
+)
+_FORWARDED = _CODEX_HEADERS | frozenset(_FORWARDED_HEADERS)
+
+
+async def responses(
+    client: UpstreamClient,
+    upstream: UpstreamSettings,
+    body: bytes,
+    client_headers: Mapping[str, str],
+    key: str | None,
+) -> UpstreamResponse:
+    """Send a Responses request to ``upstream``: ``body`` as is; ``client_headers`` with names
+    lower-cased; ``key`` from ``openai.upstream_api_key``. Raises ``ProxyError``s; an upstream's
+    error status comes back as an answer, its body as the upstream wrote it."""
+    if upstream.kind != "openai":
+        from proxy.upstream.bridge import bridged_responses
+
+        return await bridged_responses(upstream, body, key)
+    headers = responses_headers(upstream, client_headers, key)
+    return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
+
+
+def responses_headers(
+    upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
+) -> dict[str, str]:
+    """Ours, the client's forwarded ones, config's, then the key (as for chat completions)."""
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    server_key = bool(upstream.api_key_env)
+    for name, value in client_headers.items():
+        forwarded = name in _FORWARDED or name.startswith("x-codex-")
+        if forwarded and not (server_key and name in _ACCOUNT_HEADERS):
+            headers[name] = value
+    headers.update(upstream.headers)
+    if key:
+        headers["authorization"] = f"Bearer {key}"
+    return headers

@@ -1,0 +1,146 @@
+"""The pieces of the native relay every protocol shares (chat completions, Anthropic messages,
+Responses): which response headers go back, the environment's proxy for an upstream, one POST on
+the pooled aiohttp session with its failures mapped to ``proxy.errors``, and a streamed body
+relayed as it arrives. ``UpstreamClient`` (``openai``) owns the session; this module owns none."""
+
+from __future__ import annotations
+
+import logging
+import re
+import urllib.request
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+from yarl import URL
+
+from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.upstream import UpstreamResponse
+from rules.redact import redact_text
+
+log = logging.getLogger("ctxproxy.upstream")
+
+# Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not.
+# content-encoding: the body is relayed as the upstream encoded it (we ask for identity, but an
+# upstream may compress anyway), so the client must be told how to read it.
+RELAYED_NAMES = frozenset({"content-type", "content-encoding"})
+RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-")
+# Anthropic names its request id plainly ("request-id"); its SDKs show it in errors.
+ANTHROPIC_RELAYED_NAMES = RELAYED_NAMES | {"request-id"}
+# Errors aiohttp raises for a connection that failed or broke (TimeoutError is caught before).
+CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
+
+
+def relay_headers(
+    headers: Iterable[tuple[bytes, bytes]] | Mapping[str, str],
+    names: frozenset[str] = RELAYED_NAMES,
+) -> dict[str, str]:
+    """The response headers worth relaying: ``names`` exactly, and ``RELAYED_PREFIXES``. Raw
+    header bytes are read as latin-1, so they go back out byte for byte; a value holding control
+    characters (which no HTTP server may send on) is left out rather than failing an answer the
+    upstream already gave."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    out = {}
+    for k, v in pairs:
+        name = (k.decode("latin-1") if isinstance(k, bytes) else k).lower()
+        if name in names or name.startswith(RELAYED_PREFIXES):
+            value = v.decode("latin-1") if isinstance(v, bytes) else v
+            if _sendable(value):
+                out[name] = value
+    return out
+
+
+def _sendable(value: str) -> bool:
+    """A header value uvicorn will send: latin-1, no control characters but tab."""
+    return _UNSENDABLE.search(value) is None
+
+
+_UNSENDABLE = re.compile(r"[^\t\x20-\x7e\x80-\xff]")
+
+
+def env_proxy(url: URL) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy ``HTTP_PROXY``/``HTTPS_PROXY`` name for ``url`` unless ``NO_PROXY`` exempts
+    its host (as httpx and aiohttp's ``trust_env`` read them); credentials in the proxy URL
+    become its Basic auth."""
+    if url.host is None or urllib.request.proxy_bypass(url.host):
+        return None, None
+    found = urllib.request.getproxies().get(url.scheme or "")
+    if not found:
+        return None, None
+    proxy = URL(found if "://" in found else f"http://{found}")
+    if proxy.scheme not in ("http", "https"):
+        # aiohttp speaks only HTTP proxies: a socks5:// one would get our HTTP request on its
+        # SOCKS port and fail every call
+        log.warning(
+            "ignoring the %s proxy for %s: only http(s) proxies are supported",
+            proxy.scheme,
+            url.scheme,
+        )
+        return None, None
+    auth = aiohttp.BasicAuth.from_url(proxy)
+    return proxy.with_user(None), auth
+
+
+def encoded_query(query: str) -> str:
+    """A client's query string as it may stand in our request line: what is already valid there
+    (``beta=true``, ``%2F`` escapes) is kept byte for byte, anything else percent-encoded."""
+    return quote(query, safe="!$&'()*+,;=:@/?%-._~")
+
+
+def is_event_stream(headers: Mapping[str, str]) -> bool:
+    return "text/event-stream" in headers.get("content-type", "")
+
+
+async def answer(
+    response: aiohttp.ClientResponse, name: str, stream: bool, names: frozenset[str]
+) -> UpstreamResponse:
+    """``response`` as relayed: an event stream (when ``stream`` was asked for and the upstream
+    answered one with success) piece by piece, anything else read whole."""
+    headers = relay_headers(response.raw_headers, names)
+    if stream and response.status < 400 and is_event_stream(headers):
+        return UpstreamResponse(
+            response.status, headers, chunks=raw_chunks(response, name), close=closer(response)
+        )
+    try:
+        content = await response.read()  # closes the connection itself if this fails
+    except TimeoutError:
+        raise UpstreamTimeout(f"Upstream {name} timed out reading the body") from None
+    except CONNECTION_ERRORS as exc:
+        raise unreachable(name, "broke off", exc) from None
+    finally:
+        response.release()
+    return UpstreamResponse(response.status, headers, body=content)
+
+
+async def raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterator[bytes]:
+    """The body as it arrives: de-chunked, not decompressed, one piece per socket read."""
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except TimeoutError:
+        raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
+    except CONNECTION_ERRORS as exc:
+        raise unreachable(name, "broke off mid-stream", exc) from None
+
+
+def unreachable(name: str, what: str, exc: BaseException) -> UpstreamUnreachable:
+    """The client's error names the upstream as configured and the kind of failure; the
+    exception's text (aiohttp's names the host and port, e.g. "Cannot connect to host
+    10.0.0.5:8000") goes to the server log only."""
+    kind = type(exc).__name__
+    log.warning("upstream %s %s: %s: %s", name, what, kind, redact_text(str(exc)))
+    return UpstreamUnreachable(f"Upstream {name} {what} ({kind}).")
+
+
+def closer(response: aiohttp.ClientResponse) -> Callable[[], Coroutine[Any, Any, None]]:
+    """``close`` for a streamed response: a body read to its end leaves its connection in the
+    pool; one left unfinished (the client went away) closes it, so the upstream stops generating."""
+
+    async def close() -> None:
+        if response.content.at_eof():
+            response.release()
+        else:
+            response.close()
+
+    return close

@@ -1,0 +1,236 @@
+"""The Anthropic Messages adapter, through the real engine (strict: a rule that raises fails the
+test): what the rules did not change is forwarded as the client's own objects, byte for byte;
+broken histories come out valid in Anthropic's terms; the rules' edits land as patches."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import TAG
+from proxy.protocols.checks import anthropic_violations
+from proxy.rewrite.engine import Engine, Rewritten
+from proxy.settings import settings_from_mapping
+from proxy.store.sqlite import Store
+
+SIG = "EqQBCkYIBxgCKkD+signature+bytes=="
+BASH = {
+    "name": "Bash",
+    "description": "Run a shell command.",
+    "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+def body(*messages: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "claude-opus-5-5",
+        "max_tokens": 1024,
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.330.031;"},
+            {
+                "type": "text",
+                "text": "You are a careful agent.",
+                "cache_control": {"type": "ephemeral"},
+            },
+        ],
+        "tools": [BASH],
+        "metadata": {"user_id": '{"device_id":"ab","account_uuid":"","session_id":"s-1"}'},
+        "messages": list(messages),
+        **extra,
+    }
+
+
+def user(*blocks: Any) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": list(blocks)
+        if len(blocks) != 1 or not isinstance(blocks[0], str)
+        else blocks[0],
+    }
+
+
+def text(t: str, **kw: Any) -> dict[str, Any]:
+    return {"type": "text", "text": t, **kw}
+
+
+def thinking(t: str = "Let me think.") -> dict[str, Any]:
+    return {"type": "thinking", "thinking": t, "signature": SIG}
+
+
+def tool_use(uid: str, command: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": uid, "name": "Bash", "input": {"command": command}}
+
+
+def result(uid: str, content: Any = "made", **kw: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": uid, "content": content, **kw}
+
+
+def assistant(*blocks: Any) -> dict[str, Any]:
+    return {"role": "assistant", "content": list(blocks)}
+
+
+@pytest.fixture
+async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = Store(str(tmp_path / "db"))
+    await store.open()
+    settings = settings_from_mapping({"upstreams": [{"name": "a", "kind": "anthropic"}]})
+    eng = Engine(settings, store, strict=True)
+    yield eng
+    eng.close()
+    await store.close()
+
+
+async def rewrite(engine: Engine, b: dict[str, Any], now: float = 1000.0) -> Rewritten:
+    sent = copy.deepcopy(b)
+    out = await engine.rewrite(b, {}, now=now, adapter=ANTHROPIC)
+    assert b == sent, "the client's body was mutated"
+    assert TAG.encode() not in orjson.dumps(out.body)
+    assert anthropic_violations(out.body) == []
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    return orjson.dumps(a) == orjson.dumps(b)
+
+
+async def test_a_request_the_rules_leave_alone_is_the_clients_own_body(engine: Engine) -> None:
+    b = body(user(text("<system-reminder>git</system-reminder>"), text("hello")))
+    out = await rewrite(engine, b)
+    assert out.body is b
+    assert out.report["protocol"] == "anthropic"
+    assert out.session_id == "s-1"  # from metadata.user_id's JSON
+
+
+async def test_broken_history_is_forwarded_valid_with_untouched_blocks_identical(
+    engine: Engine,
+) -> None:
+    first = user("make a folder")
+    turn = assistant(thinking(), text("I'll create it."), tool_use("toolu_1", "mkdir -p demo"))
+    answered = user(result("toolu_1", [text("made", cache_control={"type": "ephemeral"})]))
+    split_thinking = assistant(thinking("Next step."))  # cut from the tool_use it led to
+    split_call = assistant(tool_use("toolu_2", "ls demo"))
+    unanswered_then_user = user(text("and list it"))  # toolu_2 never answered
+    orphan = user(
+        result("toolu_ghost", "stale output"),
+        text("", cache_control={"type": "ephemeral"}),
+        text("go on"),
+    )
+    b = body(
+        first,
+        turn,
+        answered,
+        split_thinking,
+        split_call,
+        unanswered_then_user,
+        assistant(text("Listed.")),
+        orphan,
+    )
+    out = await rewrite(engine, b)
+    fwd = out.body["messages"]
+    # the untouched turns are the client's bytes
+    assert same(fwd[0], first) and same(fwd[1], turn) and same(fwd[2], answered)
+    # the thinking block rejoined its turn, signature intact, ahead of the tool_use
+    rejoined = fwd[3]
+    assert rejoined["content"][0] == thinking("Next step.")
+    assert (
+        rejoined["content"][1]["type"] == "tool_use" and rejoined["content"][1]["id"] == "toolu_2"
+    )
+    # toolu_2 answered first thing in the next user message, the user's text after it
+    nxt = fwd[4]["content"]
+    assert nxt[0]["type"] == "tool_result" and nxt[0]["tool_use_id"] == "toolu_2"
+    assert same(nxt[-1], text("and list it"))
+    # the orphan result became readable text (never lost), the empty block is gone
+    tail = orjson.dumps(fwd[-2:]).decode()
+    assert "stale output" in tail and "toolu_ghost" in tail and '"go on"' in tail
+    assert '"tool_result","tool_use_id":"toolu_ghost"' not in tail
+    kinds = {r["kind"] for r in out.report["repairs"]}
+    assert {"thinking_rejoined", "empty_text_block"} <= kinds
+    assert len(kinds) >= 4  # plus the chain's own: missing result, orphan result
+
+
+async def test_injected_context_is_a_block_of_its_own_after_the_clients(engine: Engine) -> None:
+    turn = assistant(
+        text("Creating it."), tool_use("toolu_1", "mkdir -p /work/demo123 && echo made")
+    )
+    done = user(result("toolu_1", "made"))
+    b1 = body(user("make a folder /work/demo123"), turn, done)
+    await rewrite(engine, b1, now=1000.0)
+    ask = user(text("delete the folder you just created", cache_control={"type": "ephemeral"}))
+    b2 = body(user("make a folder /work/demo123"), turn, done, assistant(text("Done.")), ask)
+    out = await rewrite(engine, b2, now=1010.0)
+    last = out.body["messages"][-1]["content"]
+    assert same(last[0], ask["content"][0])  # the client's block, breakpoint and all
+    assert last[-1]["type"] == "text" and "<ctxproxy-context>" in last[-1]["text"]
+    assert "/work/demo123" in last[-1]["text"]
+    marks = orjson.dumps(out.body).count(b'"cache_control"')
+    assert marks == orjson.dumps(b2).count(b'"cache_control"')  # no breakpoint of ours
+
+
+async def test_compaction_patches_results_and_keeps_ids_and_signatures(
+    engine: Engine, tmp_path: Path
+) -> None:
+    engine.budget_override = 6000
+    engine._budgets.clear()
+    messages: list[dict[str, Any]] = [user("inspect the logs")]
+    for n in range(14):
+        uid = f"toolu_{n:02d}"
+        messages.append(assistant(thinking(f"step {n}"), tool_use(uid, f"cat log{n}.txt")))
+        messages.append(user(result(uid, "\n".join(f"line {k} of log {n}" for k in range(120)))))
+    messages.append(user("summarise"))
+    b = body(*messages)
+    out = await rewrite(engine, b)
+    fwd = out.body["messages"]
+    assert out.report["tokens"]["after"] < out.report["tokens"]["before"]
+    sent_ids = [
+        blk["id"]
+        for m in messages
+        for blk in m["content"]
+        if isinstance(m["content"], list) and blk.get("type") == "tool_use"
+    ]
+    fwd_ids = [
+        blk["id"]
+        for m in fwd
+        if isinstance(m["content"], list)
+        for blk in m["content"]
+        if blk.get("type") == "tool_use"
+    ]
+    assert set(fwd_ids) <= set(sent_ids)
+    for m in fwd:
+        for blk in m["content"] if isinstance(m["content"], list) else []:
+            if blk.get("type") == "thinking":
+                assert blk["signature"] == SIG
+            if blk.get("type") == "tool_use":
+                assert blk["input"] == {"command": f"cat log{int(blk['id'][-2:])}.txt"}
+    elided = [
+        blk
+        for m in fwd
+        if isinstance(m["content"], list)
+        for blk in m["content"]
+        if blk.get("type") == "tool_result" and "[ctxproxy:" in orjson.dumps(blk).decode()
+    ]
+    dropped = [m for m in fwd if "[ctxproxy: dropped" in orjson.dumps(m).decode()]
+    assert elided or dropped, "old results were masked in place or dropped"
+    assert out.report["tokens"]["after"] <= 6000
+    assert "thinking" in out.report["sections"]
+
+
+async def test_string_and_list_content_keep_their_shape(engine: Engine) -> None:
+    b = body(
+        user("first, as a string"),
+        assistant(text("ok")),
+        {
+            "role": "system",
+            "content": "mid-conversation system text",
+            "output_config": {"effort": "medium"},
+        },
+        user([text("second, as a list")][0]),
+    )
+    out = await rewrite(engine, b)
+    for sent, fwd in zip(b["messages"], out.body["messages"], strict=True):
+        assert type(sent["content"]) is type(fwd["content"])
+    assert out.body["messages"][2]["output_config"] == {"effort": "medium"}

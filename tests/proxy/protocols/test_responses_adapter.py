@@ -1,0 +1,226 @@
+"""The Responses API adapter, through the real engine (strict): untouched items are forwarded as
+the client sent them, broken inputs come out valid in the Responses API's terms (every call has
+its output, no output without its call, no reasoning item cut from the item it led to), and the
+rules' edits land as patches on the items."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.protocols.base import TAG
+from proxy.protocols.checks import responses_violations
+from proxy.protocols.responses import RESPONSES
+from proxy.rewrite.engine import Engine, Rewritten
+from proxy.settings import settings_from_mapping
+from proxy.store.sqlite import Store
+
+EXEC = {
+    "type": "function",
+    "name": "exec_command",
+    "strict": False,
+    "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}},
+}
+PATCH_TOOL = {
+    "type": "custom",
+    "name": "apply_patch",
+    "format": {"type": "grammar", "syntax": "lark", "definition": "start: /.+/"},
+}
+
+
+def body(*items: Any, **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "gpt-5",
+        "stream": True,
+        "input": list(items),
+        "tools": [EXEC, PATCH_TOOL, {"type": "web_search", "external_web_access": True}],
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "prompt_cache_key": "thread-1",
+        **extra,
+    }
+
+
+def msg(role: str, text: str, n: int = 0) -> dict[str, Any]:
+    kind = "output_text" if role == "assistant" else "input_text"
+    return {
+        "type": "message",
+        "id": f"msg_{role}_{n}",
+        "role": role,
+        "content": [{"type": kind, "text": text}],
+    }
+
+
+def call(cid: str, cmd: str) -> dict[str, Any]:
+    return {
+        "type": "function_call",
+        "id": f"fc_{cid}",
+        "call_id": cid,
+        "name": "exec_command",
+        "arguments": orjson.dumps({"cmd": cmd}).decode(),
+    }
+
+
+def output(cid: str, text: str = "", code: int = 0) -> dict[str, Any]:
+    shown = (
+        f"Chunk ID: 1a\nWall time: 0.01 seconds\nProcess exited with code {code}\nOutput:\n{text}"
+    )
+    return {"type": "function_call_output", "id": f"fco_{cid}", "call_id": cid, "output": shown}
+
+
+def reasoning(n: int) -> dict[str, Any]:
+    return {
+        "type": "reasoning",
+        "id": f"rs_{n}",
+        "summary": [],
+        "content": None,
+        "encrypted_content": f"gAAAA{n}secret",
+    }
+
+
+@pytest.fixture
+async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
+    store = Store(str(tmp_path / "db"))
+    await store.open()
+    eng = Engine(settings_from_mapping({"upstreams": [{"name": "o"}]}), store, strict=True)
+    yield eng
+    eng.close()
+    await store.close()
+
+
+async def rewrite(engine: Engine, b: dict[str, Any], now: float = 1000.0) -> Rewritten:
+    sent = copy.deepcopy(b)
+    out = await engine.rewrite(b, {"session-id": "thread-1"}, now=now, adapter=RESPONSES)
+    assert b == sent, "the client's body was mutated"
+    assert TAG.encode() not in orjson.dumps(out.body)
+    assert responses_violations(out.body) == []
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    return orjson.dumps(a) == orjson.dumps(b)
+
+
+async def test_untouched_input_is_the_clients_own_body(engine: Engine) -> None:
+    b = body(msg("developer", "You are Codex."), msg("user", "hello"))
+    out = await rewrite(engine, b)
+    assert out.body is b and out.session_id == "thread-1"
+    assert out.report["protocol"] == "responses"
+
+
+async def test_broken_input_is_forwarded_valid_with_untouched_items_identical(
+    engine: Engine,
+) -> None:
+    items = [
+        msg("developer", "You are Codex."),
+        msg("user", "make a folder"),
+        reasoning(1),
+        call("call_1", "mkdir -p /w/demo"),
+        output("call_1"),
+        call("call_2", "ls /w/demo"),  # never answered
+        msg("user", "and then?", 2),
+        output("call_ghost", "stale"),  # answers no call
+        reasoning(3),  # cut from the call it led to
+        msg("user", "go on", 3),
+    ]
+    b = body(*items)
+    out = await rewrite(engine, b)
+    fwd = out.body["input"]
+    for kept in items[:5]:  # the untouched prefix, item for item
+        assert any(same(kept, f) for f in fwd)
+    assert [same(a, b) for a, b in zip(items[:5], fwd[:5], strict=True)] == [True] * 5
+    synthetic = [
+        i for i in fwd if i.get("type") == "function_call_output" and i["call_id"] == "call_2"
+    ]
+    assert len(synthetic) == 1 and fwd.index(synthetic[0]) == fwd.index(items[5]) + 1
+    assert not any(i.get("call_id") == "call_ghost" for i in fwd)
+    assert "stale" in orjson.dumps(fwd).decode()  # the orphan's text is kept, as a message
+    assert not any(same(i, reasoning(3)) for i in fwd)
+    kinds = {r["kind"] for r in out.report["repairs"]}
+    assert {"reasoning_orphaned", "unanswered_call", "orphan_result"} <= kinds
+
+
+async def test_encrypted_reasoning_means_no_pruning_but_entities_are_tracked(
+    engine: Engine,
+) -> None:
+    engine.budget_override = 2000
+    engine._budgets.clear()
+    items: list[Any] = [msg("user", "build it")]
+    for n in range(10):
+        items += [
+            reasoning(n),
+            call(f"call_{n}", f"cat big{n}.log"),
+            output(f"call_{n}", "x\n" * 400),
+        ]
+    items += [
+        call("call_m", "mkdir -p /w/new_dir"),
+        output("call_m"),
+        msg("user", "delete the folder you just created", 9),
+    ]
+    out = await rewrite(engine, body(*items))
+    assert "prune" not in out.report or out.report["prune"].get("skipped")
+    fwd = out.body["input"]
+    assert [same(a, b) for a, b in zip(items, fwd, strict=False)].count(False) <= 1
+    last = fwd[-1]["content"]
+    assert same(last[0], items[-1]["content"][0])
+    assert "/w/new_dir" in last[-1]["text"] and last[-1]["type"] == "input_text"
+    assert out.report["sections"]["tool_calls"]["before"] > 0
+
+
+def test_a_rule_s_edits_land_on_the_items() -> None:
+    """The lift on its own, with edits as a rule makes them (copies; the tag kept): a custom
+    call's arguments go back as raw input, a dropped call takes its reasoning along, a masked
+    output is written into the output string."""
+    patch = "*** Begin Patch\n*** Add File: a.py\n+x = 1\n*** End Patch"
+    items = [
+        msg("user", "go"),
+        reasoning(1),
+        {
+            "type": "custom_tool_call",
+            "id": "ctc_1",
+            "call_id": "call_p",
+            "name": "apply_patch",
+            "input": patch,
+        },
+        reasoning(2),
+        call("call_2", "ls"),
+        {"type": "custom_tool_call_output", "call_id": "call_p", "output": "Success."},
+        output("call_2", "a.py"),
+    ]
+    b = body(*items)
+    lowered = RESPONSES.lower(b)
+    asst, res_p, res_2 = lowered.messages[1], lowered.messages[2], lowered.messages[3]
+    assert orjson.loads(asst["tool_calls"][0]["function"]["arguments"]) == {"input": patch}
+    new_args = orjson.dumps({"input": "*** Begin Patch\n[ctxproxy: 40 characters elided]"}).decode()
+    kept_call = {
+        **asst["tool_calls"][0],
+        "function": {"name": "apply_patch", "arguments": new_args},
+    }
+    edited = [
+        lowered.messages[0],
+        {**asst, "tool_calls": [kept_call]},  # call_2 dropped
+        res_p,
+        {**res_2, "content": "[ctxproxy: elided]"},
+    ]
+    out = RESPONSES.lift(b, lowered, edited)["input"]
+    assert same(out[0], items[0]) and same(out[1], items[1])  # reasoning 1 led to the kept call
+    assert out[2]["input"] == "*** Begin Patch\n[ctxproxy: 40 characters elided]"
+    assert {k: v for k, v in out[2].items() if k != "input"} == {
+        k: v for k, v in items[2].items() if k != "input"
+    }
+    assert not any(
+        i.get("id") in ("rs_2", "fc_call_2") for i in out
+    )  # reasoning 2 went with its call
+    assert same(out[3], items[5])
+    assert out[4] == {**items[6], "output": "[ctxproxy: elided]"}
+
+
+async def test_string_input_stays_a_string_when_only_its_text_changes(engine: Engine) -> None:
+    b = {"model": "gpt-5", "input": "hello there", "instructions": "Be brief."}
+    out = await rewrite(engine, b)
+    assert isinstance(out.body["input"], str)
+    assert out.body["instructions"] == "Be brief."

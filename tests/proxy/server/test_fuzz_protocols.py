@@ -1,0 +1,164 @@
+"""Nothing a client sends to ``/v1/messages`` or ``/v1/responses`` makes the proxy answer 5xx:
+arbitrary bodies of each protocol's shape (and of no shape), in strict mode (a rule or an adapter
+that raises fails the request, so this also proves the adapters accept anything). Errors come in
+the protocol's own shape; what reaches the upstream passes the protocol's integrity check."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from proxy.protocols.checks import anthropic_violations, responses_violations
+from proxy.settings import settings_from_mapping
+from tests.conftest import in_process
+from tests.support.edge_upstream import EdgeUpstream, Reply
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+ids = st.one_of(st.sampled_from(["toolu_1", "toolu_2", "call_1", "call 1", "", "x!y"]), json_values)
+texts = st.one_of(st.sampled_from(["", " ", "mkdir -p demo && echo made", "删除刚创建的文件夹"]),
+                  st.text(max_size=30))  # fmt: skip
+
+anthropic_block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(texts, json_values)},
+                          optional={"cache_control": st.just({"type": "ephemeral"})}),
+    st.fixed_dictionaries({"type": st.just("tool_use"), "id": ids,
+                           "name": st.sampled_from(["Bash", "Write", "Read", "x"]),
+                           "input": st.one_of(st.just({"command": "mkdir -p a"}), json_values)}),
+    st.fixed_dictionaries({"type": st.just("tool_result"), "tool_use_id": ids},
+                          optional={"content": st.one_of(texts, st.lists(json_values, max_size=2)),
+                                    "is_error": st.booleans()}),
+    st.fixed_dictionaries({"type": st.sampled_from(["thinking", "redacted_thinking"]),
+                           "thinking": texts, "signature": st.just("sig==")}),
+    json_values,
+)  # fmt: skip
+anthropic_message = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant", "system"]),
+            "content": st.one_of(texts, st.lists(anthropic_block, max_size=4)),
+        }
+    ),
+    json_values,
+)
+anthropic_bodies = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "model": st.one_of(st.just("claude-opus-5-5"), json_values),
+            "messages": st.one_of(st.lists(anthropic_message, max_size=6), json_values),
+        },
+        optional={
+            "system": st.one_of(texts, st.lists(anthropic_block, max_size=2), json_values),
+            "tools": json_values,
+            "max_tokens": st.just(100),
+            "metadata": json_values,
+        },
+    ),
+    json_values,
+)
+
+part = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["input_text", "output_text"]), "text": texts}),
+    json_values,
+)
+item = st.one_of(
+    st.fixed_dictionaries({"type": st.just("message"),
+                           "role": st.sampled_from(["user", "assistant", "developer", "system"]),
+                           "content": st.one_of(texts, st.lists(part, max_size=3))}),
+    st.fixed_dictionaries({"type": st.just("function_call"), "call_id": ids,
+                           "name": st.sampled_from(["exec_command", "x"]),
+                           "arguments": st.one_of(st.just('{"cmd": "mkdir -p d"}'), texts)}),
+    st.fixed_dictionaries({"type": st.just("custom_tool_call"), "call_id": ids,
+                           "name": st.just("apply_patch"), "input": texts}),
+    st.fixed_dictionaries({"type": st.sampled_from(["function_call_output",
+                                                    "custom_tool_call_output"]),
+                           "call_id": ids, "output": st.one_of(texts, st.lists(part, max_size=2))}),
+    st.fixed_dictionaries({"type": st.just("reasoning"), "encrypted_content": st.just("gAAA"),
+                           "summary": st.lists(part, max_size=2)}),
+    json_values,
+)  # fmt: skip
+responses_bodies = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "model": st.one_of(st.just("gpt-5"), json_values),
+            "input": st.one_of(texts, st.lists(item, max_size=6), json_values),
+        },
+        optional={"instructions": st.one_of(texts, json_values), "tools": json_values},
+    ),
+    json_values,
+)
+
+
+@pytest.fixture(scope="module")
+def edge() -> Iterator[EdgeUpstream]:
+    server = EdgeUpstream().start()
+    server.reply = Reply.json({"ok": True})
+    yield server
+    server.stop()
+
+
+def _settings(edge: EdgeUpstream):  # type: ignore[no-untyped-def]
+    return settings_from_mapping(
+        {
+            "upstreams": [
+                {
+                    "name": "claude",
+                    "kind": "anthropic",
+                    "match": ["claude-*"],
+                    "base_url": edge.url,
+                },
+                {"name": "openai", "match": ["*"], "base_url": edge.base_url},
+            ],
+            "pipeline": {"on_rule_error": "fail"},
+        }
+    )
+
+
+def _post(edge: EdgeUpstream, path: str, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
+    async def run() -> tuple[int, dict, object]:  # type: ignore[type-arg]
+        edge.seen.clear()
+        with tempfile.TemporaryDirectory() as tmp:
+            async with in_process(_settings(edge), str(Path(tmp) / "db")) as client:
+                r = await client.post(
+                    path, content=json.dumps(body), headers={"content-type": "application/json"}
+                )
+                forwarded = orjson.loads(edge.seen[-1].body) if edge.seen else None
+                return r.status_code, r.json(), forwarded
+
+    return asyncio.run(run())
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=anthropic_bodies)
+def test_no_messages_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
+    status, answer, forwarded = _post(edge, "/v1/messages", body)
+    assert status in (200, 400, 404), (status, answer)
+    if status != 200:
+        assert answer["type"] == "error" and set(answer["error"]) == {"type", "message"}
+    else:
+        assert anthropic_violations(forwarded) == []
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
+@given(body=responses_bodies)
+def test_no_responses_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
+    status, answer, forwarded = _post(edge, "/v1/responses", body)
+    assert status in (200, 400, 404), (status, answer)
+    if status != 200:
+        assert set(answer["error"]) == {"message", "type", "param", "code"}
+    else:
+        assert responses_violations(forwarded) == []
