@@ -1,5 +1,6 @@
-"""The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs``, ``show``, ``vacuum`` and
-``migrate``, each a ``cmd_*`` function wired to its subparser in ``build_parser``."""
+"""The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs`` and ``show``, each a ``cmd_*``
+function wired to its subparser in ``build_parser``; ``vacuum`` and ``migrate`` live in
+``cli_store``."""
 
 from __future__ import annotations
 
@@ -9,20 +10,23 @@ import contextlib
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from proxy.cli_store import CliError, add_store_commands
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import Adapter
 from proxy.protocols.body import parse_body
+from proxy.protocols.chat import CHAT
+from proxy.protocols.responses import RESPONSES
+from proxy.protocols.validate import parse_json, validate_anthropic, validate_responses
 from proxy.rewrite.engine import Engine
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 from proxy.store.base import Store
-
-
-class CliError(Exception):
-    """A usage problem reported as ``ctxproxy: …`` with exit status 2, without a traceback."""
 
 
 def _open_log(args: argparse.Namespace) -> Store:
@@ -35,6 +39,23 @@ def _open_log(args: argparse.Namespace) -> Store:
     if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")
     return create_store(settings, db=url)
+
+
+def _parser(validate: Callable[[dict[str, Any]], None]) -> Callable[[bytes], dict[str, Any]]:
+    def parse(raw: bytes) -> dict[str, Any]:
+        body = parse_json(raw)
+        validate(body)
+        return body
+
+    return parse
+
+
+# ``rewrite --protocol``: how to read the body, and its adapter
+PROTOCOLS: dict[str, tuple[Callable[[bytes], dict[str, Any]], Adapter]] = {
+    "chat": (parse_body, CHAT),
+    "anthropic": (_parser(validate_anthropic), ANTHROPIC),
+    "responses": (_parser(validate_responses), RESPONSES),
+}
 
 
 def _positive_int(text: str) -> int:
@@ -125,7 +146,8 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
                 f"Request body is {len(raw)} bytes; the limit is "
                 f"{settings.limits.max_body_bytes} bytes."
             )
-        body = parse_body(raw)
+        parse, adapter = PROTOCOLS[args.protocol]
+        body = parse(raw)
         if settings.upstreams and settings.upstream_for(body["model"]) is None:
             raise ModelNotFound(
                 f"The model '{body['model']}' is not served by any configured upstream.",
@@ -133,7 +155,12 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
             )
         now = args.now if args.now is not None else time.time()
         result = await engine.rewrite(
-            body, {}, now=now, session_id=args.session, parent_session_id=args.parent_session
+            body,
+            {},
+            now=now,
+            session_id=args.session,
+            parent_session_id=args.parent_session,
+            adapter=adapter,
         )
         return {"request": result.body, "report": result.report}
     finally:
@@ -230,71 +257,6 @@ def cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
-    from proxy.store import retention
-    from proxy.store.base import create_store, is_postgres, store_url
-    from proxy.store.sqlite import SQLiteStore
-
-    settings = load_settings(args.config).store
-    days = settings.retention_days if args.retention_days is None else args.retention_days
-    ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
-    url = store_url(settings, args.db)
-    if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
-        raise CliError(f"the request log {url} does not exist (check --db or store.path)")
-    store = create_store(settings, db=url)
-    await store.open()
-    try:
-        out: dict[str, Any] = {"retention_days": days, "session_ttl_days": ttl}
-        out["deleted"] = await retention.prune_now(store, days, ttl)
-        if isinstance(store, SQLiteStore):
-            out.update(await retention.compact_sqlite(store, full=args.full))
-        else:  # PostgreSQL's autovacuum reuses the space of deleted rows
-            out["compaction"] = "autovacuum"
-        return out
-    finally:
-        await store.close()
-
-
-def cmd_vacuum(args: argparse.Namespace) -> int:
-    out = asyncio.run(_vacuum(args))
-    if args.json:
-        sys.stdout.write(orjson.dumps(out).decode() + "\n")
-        return 0
-    d = out["deleted"]
-    sys.stdout.write(
-        f"deleted {d['requests']} request rows (older than {out['retention_days']:g} days; "
-        f"0 = kept), {d['sessions']} sessions and {d['session_cache']} cache reports (idle "
-        f"{out['session_ttl_days']:g} days; 0 = kept)\n"
-    )
-    if "bytes_before" in out:
-        sys.stdout.write(
-            f"{out['compaction']}: {out['bytes_before']:,} -> {out['bytes_after']:,} bytes\n"
-        )
-    else:
-        sys.stdout.write(f"{out['compaction']}: the database reclaims the space itself\n")
-    return 0
-
-
-async def _migrate(args: argparse.Namespace) -> tuple[str, list[str]]:
-    from proxy.store.base import create_store
-
-    store = create_store(load_settings(args.config).store, db=args.db)
-    await store.open()  # applies what is missing (PostgreSQL: under an advisory lock)
-    try:
-        return store.describe(), store.applied
-    finally:
-        await store.close()
-
-
-def cmd_migrate(args: argparse.Namespace) -> int:
-    where, applied = asyncio.run(_migrate(args))
-    if applied:
-        sys.stdout.write(f"{where}: applied {', '.join(applied)}\n")
-    else:
-        sys.stdout.write(f"{where}: up to date\n")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ctxproxy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -322,6 +284,12 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument("--parent-session")
     rewrite.add_argument("--now", type=float, help="the clock the rules see (epoch seconds)")
     rewrite.add_argument("--budget", type=int, help="token budget (overrides the config)")
+    rewrite.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default="chat",
+        help="the body's protocol: chat (Chat Completions), anthropic (Messages), responses",
+    )
     rewrite.set_defaults(func=cmd_rewrite)
 
     logs = sub.add_parser("logs", help="list logged requests with their section sizes")
@@ -339,21 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--json", action="store_true", help="print the raw log row")
     show.set_defaults(func=cmd_show)
 
-    vacuum = sub.add_parser("vacuum", help="apply the retention now, then compact the database")
-    common(vacuum)
-    vacuum.add_argument("--retention-days", type=float, help="overrides store.retention_days")
-    vacuum.add_argument("--session-ttl-days", type=float, help="overrides store.session_ttl_days")
-    vacuum.add_argument(
-        "--full", action="store_true", help="SQLite: rewrite the whole file (VACUUM; locks it)"
-    )
-    vacuum.add_argument("--json", action="store_true", help="print the counts as JSON")
-    vacuum.set_defaults(func=cmd_vacuum)
-
-    migrate = sub.add_parser(
-        "migrate", help="apply the store's migrations (serve applies them too, at start)"
-    )
-    common(migrate)
-    migrate.set_defaults(func=cmd_migrate)
+    add_store_commands(sub, common)
     return parser
 
 

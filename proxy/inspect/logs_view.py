@@ -14,10 +14,12 @@ from rich.text import Text
 from proxy.inspect.report_view import for_terminal
 
 if TYPE_CHECKING:
-    from proxy.store.sqlite import Store
+    from proxy.store.base import Store
 
 LOOKBACK_S = 5.0  # rows are inserted milliseconds after created_at
 SECTION_COLUMNS = ("system", "tools", "user", "assistant", "tool_results", "injected")
+# Sections only some protocols have: a column when a listed row has it.
+EXTRA_SECTIONS = ("thinking", "reasoning")
 
 
 def _when(ts: float | None) -> str:
@@ -33,7 +35,9 @@ def _size(sections: dict[str, Any] | None, name: str) -> str:
 def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> None:
     console = console or Console()
     table = Table(title="ctxproxy requests (newest first)")
-    for col in ("id", "time", "session", "model", "status", "tokens", *SECTION_COLUMNS, "ms"):
+    extra = [c for c in EXTRA_SECTIONS if any(c in (r.get("sections") or {}) for r in rows)]
+    sections = (*SECTION_COLUMNS, *extra)
+    for col in ("id", "time", "session", "model", "protocol", "status", "tokens", *sections, "ms"):
         table.add_column(col, overflow="fold")
     for r in map(for_terminal, rows):  # strings from requests: no terminal escapes
         tokens = f"{r.get('tokens_before') or 0}→{r.get('tokens_after') or 0}"
@@ -42,9 +46,10 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
             _when(r.get("created_at")),
             str(r.get("session_id") or "-")[:24],
             str(r.get("model") or "-"),
+            str(r.get("protocol") or "chat"),
             str(r.get("status") or "…"),
             tokens,
-            *(_size(r.get("sections"), c) for c in SECTION_COLUMNS),
+            *(_size(r.get("sections"), c) for c in sections),
             f"{r.get('overhead_ms') or 0:.1f}",
         )
         table.add_row(*(Text(c) for c in cells))  # plain text: never parsed as rich markup
@@ -67,6 +72,8 @@ def format_line(r: dict[str, Any]) -> Text:
         (str(r.get("session_id") or "-")[:24], "cyan"),
         " ",
         str(r.get("model") or "-"),
+        " ",
+        (str(r.get("protocol") or "chat"), "magenta"),
         " ",
         (str(status), colour),
         f" tokens {tb}→{ta}",

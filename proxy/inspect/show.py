@@ -32,7 +32,8 @@ def _title(row: dict[str, Any]) -> Text:
         (row["id"], "bold"),
         f"  {when}  session ",
         (str(row.get("session_id") or "-"), "cyan"),
-        f"  model {row.get('model') or '-'}  upstream {row.get('upstream') or '-'}  status ",
+        f"  model {row.get('model') or '-'}  protocol {row.get('protocol') or 'chat'}"
+        f"  upstream {row.get('upstream') or '-'}  status ",
         (str(status if status is not None else "in flight"), colour),
     )
     if row.get("stream"):

@@ -264,24 +264,8 @@ class UI:
 
 async def recent_sessions(store: Any, limit: int = 50) -> list[dict[str, Any]]:
     """Sessions seen in the latest requests, with totals; two indexed queries, no full scan."""
-    sql = (
-        "SELECT session_id FROM (SELECT session_id, created_at FROM requests "
-        "ORDER BY created_at DESC LIMIT ?) WHERE session_id IS NOT NULL "
-        "GROUP BY session_id ORDER BY MAX(created_at) DESC LIMIT ?"
-    )
-    async with store.reader.execute(sql, (RECENT_SCAN, limit)) as cur:
-        ids = [r[0] for r in await cur.fetchall()]
-    if not ids:
-        return []
-    marks = ",".join("?" for _ in ids)
-    sql = (
-        "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
-        "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after, "
-        f"SUM(cached_tokens) AS cached_tokens FROM requests WHERE session_id IN ({marks}) "
-        "GROUP BY session_id ORDER BY last_seen DESC"
-    )
-    async with store.reader.execute(sql, ids) as cur:
-        return [dict(r) for r in await cur.fetchall()]
+    rows: list[dict[str, Any]] = await store.recent_sessions(RECENT_SCAN, limit)
+    return rows
 
 
 def routes() -> list[BaseRoute]:

@@ -47,7 +47,8 @@ class AnthropicAdapter:
 
     def lower(self, body: dict[str, Any]) -> Lowered:
         source, repairs = mend(body["messages"])
-        st = State(source, {}, {}, bool(repairs))
+        first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
+        st = State(source, {}, {}, bool(repairs), first_user)
         out: list[Message] = []
         system = body.get("system")
         if system:

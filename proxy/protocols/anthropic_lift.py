@@ -11,7 +11,7 @@ import orjson
 
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
-from proxy.protocols.patching import patch_blocks, patch_parts
+from proxy.protocols.patching import appended, patch_blocks, patch_parts
 from rules.base import Message
 from rules.messages import role, text_of, tool_calls
 
@@ -139,7 +139,34 @@ def lift_user_run(st: State, run: list[Message]) -> list[Any]:
         key = tool_key if role(m) == "tool" else part.index if part is not None else ("new", n + 1)
         groups.setdefault(key, []).append(m)
     order = sorted(groups, key=lambda g: g != tool_key)  # the results' message first
-    return [_user_message(st, key, groups[key]) for key in order]
+    out: list[Any] = []
+    for key in order:
+        members = groups[key]
+        if key == st.first_user:
+            members, added = _first_turn_kept(st, members)
+            out.append(_user_message(st, key, members))
+            out.extend({"role": "user", "content": [text_block(t)]} for t in added)
+        else:
+            out.append(_user_message(st, key, members))
+    return out
+
+
+def _first_turn_kept(st: State, members: list[Message]) -> tuple[list[Message], list[str]]:
+    """The conversation's first user message is never altered (Claude Code derives a check in
+    its system prompt from it): text the rules appended to it goes in a message of its own."""
+    kept: list[Message] = []
+    added: list[str] = []
+    for m in members:
+        part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+        if part is not None and role(m) == "user" and m is not part.lowered:
+            old, new = text_of(part.lowered.get("content")), text_of(m.get("content"))
+            suffix = appended(old, new)
+            if suffix is not None:
+                m = part.lowered
+                if suffix.strip():
+                    added.append(suffix)
+        kept.append(m)
+    return kept, added
 
 
 def _user_message(st: State, key: Any, members: list[Message]) -> Any:

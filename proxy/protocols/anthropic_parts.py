@@ -27,6 +27,7 @@ class State:
     parts: dict[str, Part]
     user_tags: dict[int, list[str]]  # a user message's parts, in order
     mended: bool
+    first_user: int | None = None  # the first user message's index (kept as sent)
 
 
 def is_text(block: Any) -> bool:

@@ -46,6 +46,8 @@ def _blocks(value: Any, where: str) -> None:
             raise BadRequest(
                 f"'{where}[{j}]' must be an object with a string 'type'.", param=f"{where}[{j}]"
             )
+        if block["type"] == "text" and not isinstance(block.get("text"), str):
+            raise BadRequest(f"'{where}[{j}].text' must be a string.", param=f"{where}[{j}].text")
 
 
 def validate_anthropic(body: dict[str, Any]) -> None:

@@ -20,7 +20,6 @@ from proxy.rewrite.model_windows import LearnedWindows, context_window
 from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
-from proxy.rewrite.session_locks import SessionLocks
 from proxy.settings import Settings
 from proxy.store.base import SessionHandle, Store
 from proxy.store.redact_state import redact_state
@@ -62,7 +61,6 @@ class Engine:
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
-        self.locks = SessionLocks()
         self._budgets: dict[str, int | None] = {}
         self.costs = CostModel(settings)
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)

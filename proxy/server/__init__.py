@@ -1,9 +1,12 @@
-"""The HTTP side of one request: the raw ASGI chat handler (authenticate, read, parse, rewrite,
-forward, relay, complete the log row), the overflow rescue (compact and retry once when the
-upstream says the prompt is too long), the upstream's cache report kept for the session's next
-request, the helpers that write ASGI answers by hand, the watch that notices a client leaving,
-and the uvicorn protocol that times out slow headers.
+"""The HTTP side of one request: one raw ASGI handler for the three model endpoints (Chat
+Completions, Anthropic Messages, the Responses API: authenticate, read, parse, rewrite, forward,
+relay, complete the log row), each protocol's ``Wire`` (its parser, adapter, upstream call and
+error shape), ``count_tokens``, the websocket refusal, the overflow rescue (compact and retry once
+when the upstream says the prompt is too long), the upstream's cache report kept for the
+session's next request, the helpers that write ASGI answers by hand, the watch that notices a
+client leaving, and the uvicorn protocol that times out slow headers and refuses upgrades.
 
-Reads ``proxy.rewrite`` (what to forward), ``proxy.upstream`` (where), ``proxy.store`` and
-``proxy.telemetry`` (the row), ``rules.redact`` (captured payloads), and the top-level ``errors``,
-``auth`` and ``settings``. Nothing else in ``proxy`` imports it but ``app`` and ``cli``."""
+Reads ``proxy.rewrite`` (what to forward), ``proxy.protocols`` (parsing, error shapes),
+``proxy.upstream`` (where), ``proxy.store`` and ``proxy.telemetry`` (the row), ``rules.redact``
+(captured payloads), and the top-level ``errors``, ``auth`` and ``settings``. Nothing else in
+``proxy`` imports it but ``app`` and ``cli``."""

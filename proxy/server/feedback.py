@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.store.base import Store
 from proxy.store.cache_feedback import CacheFeedback
-from proxy.store.sqlite import Store
 from proxy.upstream.usage import cache_usage
 
 

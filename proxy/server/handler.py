@@ -37,7 +37,7 @@ from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
 from proxy.server.wire import Call, Wire
 from proxy.settings import Settings
-from proxy.store.sqlite import Store
+from proxy.store.base import Store
 from proxy.telemetry.observe import Observers
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient

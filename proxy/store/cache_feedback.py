@@ -3,9 +3,10 @@ the cache, tokens written to it, the prompt's size) and when that request was se
 model's feedback for the session's next request.
 
 Kept in a bounded in-memory map, so the next request of a live session reads it without a
-database round trip; written through the store's writer task (off the request's path) to the
-``session_cache`` table, so it survives a restart. A newer request's feedback is never replaced
-by an older one's (requests of a session may finish out of order)."""
+database round trip (on PostgreSQL, the session's load brings the stored one along: another
+replica may have served the latest request); written through the store's writer task (off the
+request's path) to the ``session_cache`` table, so it survives a restart. A newer request's
+feedback is never replaced by an older one's (requests of a session may finish out of order)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from proxy.store.sqlite import Store
-
-_UPSERT = (
-    "INSERT INTO session_cache (session_id, at, prompt_tokens, cached_tokens, cache_write_tokens) "
-    "VALUES (?,?,?,?,?) ON CONFLICT(session_id) DO UPDATE SET at=excluded.at, "
-    "prompt_tokens=excluded.prompt_tokens, cached_tokens=excluded.cached_tokens, "
-    "cache_write_tokens=excluded.cache_write_tokens WHERE excluded.at >= session_cache.at"
-)
-_SELECT = (
-    "SELECT at, prompt_tokens, cached_tokens, cache_write_tokens FROM session_cache "
-    "WHERE session_id = ?"
-)
+    from proxy.store.base import Store
 
 
 @dataclass(frozen=True)
@@ -48,8 +38,7 @@ class FeedbackStore:
         if session_id in self._known:
             self._known.move_to_end(session_id)
             return self._known[session_id]
-        async with self._store.reader.execute(_SELECT, (session_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
         found = CacheFeedback(float(row[0]), row[1], row[2], row[3]) if row else None
         # a put may have landed while we read: it is newer than the row
         if session_id not in self._known:
@@ -62,7 +51,7 @@ class FeedbackStore:
             return  # an older request finished after a newer one
         self._remember(session_id, feedback)
         self._store.write_later(
-            _UPSERT,
+            self._store.dialect.feedback_upsert,
             (
                 session_id,
                 feedback.at,
@@ -71,6 +60,15 @@ class FeedbackStore:
                 feedback.cache_write_tokens,
             ),
         )
+
+    def offer(self, session_id: str, stored: CacheFeedback | None) -> None:
+        """What the database holds for the session, read by another query (PostgreSQL reads it
+        with the session's state): kept unless this process knows a newer one."""
+        known = self._known.get(session_id)
+        if known is None or (stored is not None and stored.at > known.at):
+            self._remember(session_id, stored)
+        else:
+            self._known.move_to_end(session_id)
 
     def _remember(self, session_id: str, value: CacheFeedback | None) -> None:
         self._known[session_id] = value

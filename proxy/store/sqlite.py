@@ -1,6 +1,7 @@
-"""SQLite store (aiosqlite): session state and the request log. One connection owns all writes
-(WAL, busy timeout); a second one serves reads. Session state is cached in memory (write-through),
-so a request in a known session costs no read."""
+"""SQLite store (aiosqlite): session state and the request log, for one process (a sidecar). One
+connection owns all writes (WAL, busy timeout); a second one serves reads. Session state is cached
+in memory (write-through), so a request in a known session costs no read; a session's requests
+take turns on an in-process lock (``session``). The interface: ``proxy.store.base.Store``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import logging
 import sqlite3
 import time
 from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,15 +19,21 @@ from typing import Any
 import aiosqlite
 import orjson
 
+from proxy.store import retention
+from proxy.store.base import MAX_ANCESTOR_DEPTH
+from proxy.store.batch import Finish as _Finish
+from proxy.store.batch import Insert as _Insert
+from proxy.store.batch import SaveState as _SaveState
+from proxy.store.batch import Statement as _Statement
+from proxy.store.batch import decode_row as _decode_row
+from proxy.store.batch import statements
 from proxy.store.cache_feedback import FeedbackStore
+from proxy.store.dialect import SQLITE
 from proxy.store.migrations import apply_migrations
+from proxy.store.session_locks import LocalSession as _Held
+from proxy.store.session_locks import SessionLocks
 from rules.base import Ancestor, SessionState
-from rules.redact import redact, redact_text
 
-JSON_COLUMNS = ("sections", "report", "usage")
-# Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
-CLIENT_TEXT_COLUMNS = ("model", "path")
-MAX_ANCESTOR_DEPTH = 3
 WRITE_ATTEMPTS = 4
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
 # batching them saves a commit and two thread hops per request.
@@ -45,7 +53,11 @@ _ROW_ERRORS = (
 log = logging.getLogger("ctxproxy.store")
 
 
-class Store:
+class SQLiteStore:
+    kind = "sqlite"
+    dialect = SQLITE
+    rows_dropped = 0  # never: the queue is in memory and the file is local
+
     def __init__(
         self, path: str, state_cache_size: int = 2_000, batch_window_s: float = BATCH_WINDOW_S
     ) -> None:
@@ -57,22 +69,26 @@ class Store:
         self.write_errors = 0
         # Writes as data: JSON encoding happens in the writer task, after the request that
         # queued them has been answered.
-        self._queue: asyncio.Queue[_Op | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[_Op | _Call | None] = asyncio.Queue()
         self.batch_window_s = batch_window_s
         # The latest queued save per session, until written: the cache may evict it first.
         self._unwritten: dict[str, _SaveState] = {}
         self._writer_task: asyncio.Task[None] | None = None
         # the upstream's cache report per session (proxy.store.cache_feedback)
         self.cache_feedback = FeedbackStore(self)
+        self.locks = SessionLocks()
+        self.applied: list[str] = []
 
     async def open(self) -> None:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = await aiosqlite.connect(self.path)
+        # a new file only (before its first table): `ctxproxy vacuum` can give pages back in place
+        await self._writer.execute("PRAGMA auto_vacuum=INCREMENTAL")
         await self._writer.execute("PRAGMA journal_mode=WAL")
         await self._writer.execute("PRAGMA synchronous=NORMAL")
         await self._writer.execute("PRAGMA busy_timeout=2000")
-        await apply_migrations(self._writer)
+        self.applied = await apply_migrations(self._writer)
         if self.path == ":memory:":
             self._reader = self._writer
         else:
@@ -102,7 +118,7 @@ class Store:
         assert self._reader is not None, "store is not open"
         return self._reader
 
-    def _enqueue(self, op: _Op) -> None:
+    def _enqueue(self, op: _Op | _Call) -> None:
         """Queue a write for the single writer task: off the request's critical path, ordered,
         coalesced and committed in batches. ``flush`` waits until everything queued is written."""
         self._queue.put_nowait(op)
@@ -115,9 +131,27 @@ class Store:
     async def flush(self) -> None:
         await self._queue.join()
 
+    async def in_writer(self, fn: Callable[[aiosqlite.Connection], Awaitable[Any]]) -> Any:
+        """``fn(connection)`` run by the writer task between two batches; its result."""
+        if self._writer_task is None or self._writer_task.done():
+            raise RuntimeError("store is not open")
+        call = _Call(fn, asyncio.get_running_loop().create_future())
+        self._enqueue(call)
+        return await call.done
+
+    async def prune(self, older_than: float, idle_before: float) -> dict[str, int]:
+        """Delete request rows created before ``older_than`` and sessions (their cache report
+        too) not updated since ``idle_before``: bounded steps in the writer task."""
+        return await retention.prune_sqlite(self, older_than, idle_before)
+
+    async def ping(self) -> bool:
+        """The store answers: its writer task runs and the database reads."""
+        task = self._writer_task
+        return task is not None and not task.done() and await retention.ping_sqlite(self)
+
     async def _write_loop(self) -> None:
         while True:
-            batch: list[_Op | None] = [await self._queue.get()]
+            batch: list[_Op | _Call | None] = [await self._queue.get()]
             if self.batch_window_s and batch[0] is not None:
                 # gather what the next few ms bring: a request's insert, its finish and its
                 # session's state then land in one statement each, and one commit serves all
@@ -125,7 +159,7 @@ class Store:
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             stop = None in batch
-            ops = [op for op in batch if op is not None]
+            ops = [op for op in batch if op is not None and not isinstance(op, _Call)]
             try:
                 await self._write_batch(ops)
             except Exception:  # never let one batch stop the writer: later rows still land
@@ -135,6 +169,9 @@ class Store:
                 for op in ops:
                     if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
                         del self._unwritten[op.session_id]
+                for call in batch:  # after the batch, on the writer's connection (retention)
+                    if isinstance(call, _Call):
+                        await call.run(self.writer)
                 for _ in batch:
                     self._queue.task_done()
             if stop:
@@ -144,7 +181,7 @@ class Store:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
         lost. While the database is locked by someone else, retry a few times first."""
-        groups, lost = _statements(ops)
+        groups, lost = statements(ops, SQLITE)
         self.write_errors += lost
         if not groups:
             return
@@ -180,7 +217,22 @@ class Store:
                     failed += 1
         return failed
 
+    def describe(self) -> str:
+        return self.path if self.path == ":memory:" else str(Path(self.path).resolve())
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued, not in the database yet."""
+        return self._queue.qsize()
+
     # ----- sessions -----
+
+    @contextlib.asynccontextmanager
+    async def session(self, session_id: str) -> AsyncIterator[_Held]:
+        """The session held in this process for one load → pipeline → save."""
+        async with self.locks.hold(session_id):
+            state, parent_id = await self.load_state(session_id)
+            yield _Held(self, session_id, state, parent_id)
 
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """(state, parent id) of a session; an empty state for a session never seen."""
@@ -237,9 +289,12 @@ class Store:
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
         self._enqueue(_Finish(request_id, dict(fields)))
 
+    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
+        async with self.reader.execute(sql, params) as cur:
+            return await cur.fetchone()
+
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
-        async with self.reader.execute("SELECT * FROM requests WHERE id = ?", (request_id,)) as cur:
-            row = await cur.fetchone()
+        row = await self.fetchrow(SQLITE.get_request, (request_id,))
         return _decode_row(row) if row else None
 
     async def list_requests(
@@ -250,150 +305,43 @@ class Store:
         limit: int = 50,
         after_created: float | None = None,
     ) -> list[dict[str, Any]]:
-        where, params = [], []
-        for column, value in (("session_id", session), ("model", model), ("status", status)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if after_created is not None:
-            where.append("created_at > ?")
-            params.append(after_created)
-        sql = "SELECT * FROM requests"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at DESC LIMIT ?"
-        params.append(limit)
-        async with self.reader.execute(sql, params) as cur:
-            rows = await cur.fetchall()
-        return [_decode_row(r) for r in rows]
+        sql, params = SQLITE.list_requests(session, model, status, limit, after_created)
+        return [_decode_row(r) for r in await self._fetch(sql, params)]
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
-        sql = (
-            "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
-            "MIN(created_at) AS first_seen, SUM(tokens_before) AS tokens_before, "
-            "SUM(tokens_after) AS tokens_after FROM requests WHERE session_id IS NOT NULL "
-            "GROUP BY session_id ORDER BY last_seen DESC LIMIT ?"
-        )
-        async with self.reader.execute(sql, (limit,)) as cur:
-            rows = await cur.fetchall()
-        return [dict(r) for r in rows]
+        return [dict(r) for r in await self._fetch(SQLITE.list_sessions, (limit,))]
+
+    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]:
+        """Sessions seen in the latest ``scan`` requests, with totals; two indexed queries."""
+        ids = [r[0] for r in await self._fetch(SQLITE.recent_session_ids, (scan, limit))]
+        if not ids:
+            return []
+        sql, _ = SQLITE.session_totals(len(ids))
+        return [dict(r) for r in await self._fetch(sql, ids)]
+
+    async def _fetch(self, sql: str, params: Any) -> list[aiosqlite.Row]:
+        async with self.reader.execute(sql, params) as cur:
+            return list(await cur.fetchall())
 
 
 @dataclass(frozen=True)
-class _Insert:
-    row: dict[str, Any]
+class _Call:
+    fn: Callable[[aiosqlite.Connection], Awaitable[Any]]
+    done: asyncio.Future[Any]
 
-
-@dataclass(frozen=True)
-class _Finish:
-    request_id: str
-    fields: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class _SaveState:
-    session_id: str
-    state: SessionState
-    parent_id: str | None
-    at: float
-    since: float  # the first of the saves coalesced into this one (a new row's created_at)
-
-
-@dataclass(frozen=True)
-class _Statement:
-    sql: str
-    params: tuple[Any, ...]
+    async def run(self, db: aiosqlite.Connection) -> None:
+        if self.done.done():  # its caller gave up (cancelled)
+            return
+        try:
+            result = await self.fn(db)
+        except Exception as exc:
+            if not self.done.done():
+                self.done.set_exception(exc)
+        else:
+            if not self.done.done():
+                self.done.set_result(result)
 
 
 _Op = _Insert | _Finish | _SaveState | _Statement
 
-_UPSERT_SESSION = (
-    "INSERT INTO sessions (id, parent_id, created_at, updated_at, state) VALUES (?,?,?,?,?) "
-    "ON CONFLICT(id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at, "
-    "parent_id=COALESCE(excluded.parent_id, sessions.parent_id)"
-)
-
-
-def _statements(ops: list[_Op]) -> tuple[list[tuple[str, list[tuple[Any, ...]]]], int]:
-    """A batch as few statements as it takes, in an order that keeps its meaning: a request
-    inserted and finished in the same batch is one INSERT; only the last state of a session is
-    written. Returns (sql, rows) groups and the number of rows that could not be encoded."""
-    inserts: dict[str, dict[str, Any]] = {}
-    finishes: dict[str, dict[str, Any]] = {}
-    states: dict[str, _SaveState] = {}
-    statements: list[_Statement] = []
-    for op in ops:
-        if isinstance(op, _Statement):
-            statements.append(op)
-        elif isinstance(op, _Insert):
-            inserts[op.row["id"]] = op.row
-        elif isinstance(op, _Finish):
-            target = inserts.get(op.request_id)
-            if target is not None:
-                target.update(op.fields)
-            else:
-                finishes.setdefault(op.request_id, {}).update(op.fields)
-        else:
-            earlier = states.pop(op.session_id, None)
-            if earlier is not None:
-                parent = op.parent_id if op.parent_id is not None else earlier.parent_id
-                op = _SaveState(op.session_id, op.state, parent, op.at, earlier.since)
-            states[op.session_id] = op
-    groups: dict[str, list[tuple[Any, ...]]] = {}
-    lost = 0
-    for row in inserts.values():
-        try:
-            encoded = _encode_json_columns(row)
-        except (TypeError, ValueError):  # a value that cannot be encoded: that row is lost
-            lost += 1
-            continue
-        cols = ", ".join(encoded)
-        marks = ", ".join("?" * len(encoded))
-        groups.setdefault(f"INSERT INTO requests ({cols}) VALUES ({marks})", []).append(
-            tuple(encoded.values())
-        )
-    for request_id, fields in finishes.items():
-        try:
-            encoded = _encode_json_columns(fields)
-        except (TypeError, ValueError):
-            lost += 1
-            continue
-        sets = ", ".join(f"{k} = ?" for k in encoded)
-        groups.setdefault(f"UPDATE requests SET {sets} WHERE id = ?", []).append(
-            (*encoded.values(), request_id)
-        )
-    for op in states.values():
-        try:
-            blob = orjson.dumps(op.state.to_json()).decode()
-        except (TypeError, ValueError):
-            lost += 1
-            continue
-        groups.setdefault(_UPSERT_SESSION, []).append(
-            (op.session_id, op.parent_id, op.since, op.at, blob)
-        )
-    for statement in statements:  # in the order queued
-        groups.setdefault(statement.sql, []).append(statement.params)
-    return list(groups.items()), lost
-
-
-def _encode_json_columns(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as stored: client text redacted (here, in the writer task, off the request's
-    path), JSON columns encoded."""
-    out = dict(row)
-    for col in CLIENT_TEXT_COLUMNS:
-        if isinstance(out.get(col), str):
-            out[col] = redact_text(out[col])
-    if isinstance(out.get("report"), dict):  # rules copy client text into their fragments
-        out["report"] = redact(out["report"])
-    for col in JSON_COLUMNS:
-        if col in out and out[col] is not None and not isinstance(out[col], str):
-            out[col] = orjson.dumps(out[col]).decode()
-    return out
-
-
-def _decode_row(row: aiosqlite.Row) -> dict[str, Any]:
-    out = dict(row)
-    for col in JSON_COLUMNS:
-        if isinstance(out.get(col), str):
-            out[col] = orjson.loads(out[col])
-    return out
+Store = SQLiteStore  # the name callers used before there were two stores

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,7 +17,7 @@ from starlette.responses import Response
 from proxy.auth import COOKIE, check_admin
 from proxy.errors import ProxyError
 from proxy.inspect import report_view as rv
-from proxy.store.sqlite import Store
+from proxy.store.base import Store
 
 # The proxy adds milliseconds; upstream calls take seconds. Buckets in seconds.
 ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
@@ -27,7 +27,7 @@ RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_wind
 
 
 class _StoreCollector:
-    """Reads the store's write-error count at scrape time (the store owns the number)."""
+    """Reads the store's counts at scrape time (the store owns the numbers)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -38,6 +38,17 @@ class _StoreCollector:
         )
         family.add_metric([], self.store.write_errors)
         yield family
+        dropped = CounterMetricFamily(
+            "ctxproxy_store_rows_dropped",
+            "Log writes dropped unwritten: the buffer was full while the database was away.",
+        )
+        dropped.add_metric([], self.store.rows_dropped)
+        yield dropped
+        backlog = GaugeMetricFamily(
+            "ctxproxy_store_backlog", "Log writes queued, not in the database yet."
+        )
+        backlog.add_metric([], getattr(self.store, "backlog", 0))
+        yield backlog
 
 
 class Metrics:

@@ -41,6 +41,27 @@ def test_rewrite_state_persists_with_db(tmp_path: Path) -> None:
     assert second["report"]["prefix_reuse"] is not None  # the first call's state was kept
 
 
+@pytest.mark.parametrize(
+    ("protocol", "body", "key"),
+    [
+        (
+            "anthropic",
+            {"model": "claude-x", "max_tokens": 9, "system": "sys",
+             "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+            "messages",
+        ),
+        ("responses", {"model": "gpt-5", "input": "hi", "instructions": "sys"}, "input"),
+    ],
+)  # fmt: skip
+def test_rewrite_reads_the_other_protocols(protocol: str, body: dict, key: str) -> None:  # type: ignore[type-arg]
+    out = ctxproxy("rewrite", "--protocol", protocol, "-", stdin=orjson.dumps(body))
+    assert out.returncode == 0, out.stderr
+    data = orjson.loads(out.stdout)
+    assert data["request"][key] == body[key]  # nothing to change: forwarded as sent
+    assert data["report"]["protocol"] == protocol
+    assert data["report"]["sections"]["system"]["before"] > 0
+
+
 def test_rewrite_bad_input_exits_2_with_openai_error() -> None:
     out = ctxproxy("rewrite", "-", stdin=b'{"model": "m"}')
     assert out.returncode == 2

@@ -37,7 +37,7 @@ async def test_parallel_requests_of_one_session_keep_both_updates(tmp_path: Path
         state, _ = await store.load_state("s")
         paths = {e["path"] for e in state.get("entities")}
         assert paths == {"/tmp/alpha", "/tmp/beta"}
-        assert len(engine.locks) == 0  # idle sessions leave no lock behind
+        assert len(store.locks) == 0  # idle sessions leave no lock behind
     finally:
         await store.close()
 

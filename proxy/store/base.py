@@ -1,0 +1,125 @@
+"""The store interface the proxy talks to, and the choice of its implementation at start-up:
+SQLite (``proxy.store.sqlite``, the embedded default for a sidecar) or PostgreSQL
+(``proxy.store.postgres``, one database shared by the replicas of a gateway), selected by
+``store.url`` (or ``CTXPROXY_STORE_URL``, which wins) being a ``postgresql://`` address.
+
+A session's load → pipeline → save is one critical section, entered with ``store.session(id)``:
+the store serialises it in the process (SQLite) or across processes (PostgreSQL: a
+transaction-scoped advisory lock keyed by the session), and its state cache never serves a state
+another replica has replaced since."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+from rules.base import Ancestor, SessionState
+
+if TYPE_CHECKING:
+    from proxy.settings import StoreSettings
+    from proxy.store.cache_feedback import FeedbackStore
+    from proxy.store.dialect import Dialect
+
+URL_ENV = "CTXPROXY_STORE_URL"
+MAX_ANCESTOR_DEPTH = 3
+
+
+class SessionHandle(Protocol):
+    """A session held for one request: its state as loaded, and where the new one goes."""
+
+    state: SessionState
+    parent_id: str | None
+
+    async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
+        """Up to 3 ancestor sessions of ``parent_id``, nearest first, as stored now."""
+        ...
+
+    async def save(self, state: SessionState, parent_id: str | None) -> None:
+        """The session's new state (already redacted); written before the session is let go."""
+        ...
+
+
+class Store(Protocol):
+    kind: str  # "sqlite" or "postgresql"
+    write_errors: int  # rows the database refused (or that could not be encoded)
+    rows_dropped: int  # rows dropped unwritten: the buffer was full while the database was away
+    backlog: int  # writes queued, not in the database yet
+    dialect: Dialect
+    cache_feedback: FeedbackStore
+    applied: list[str]  # migrations applied by ``open``
+
+    async def open(self) -> None: ...
+    async def close(self) -> None: ...
+    def describe(self) -> str:
+        """Where the data is, for the start-up line (never a password)."""
+        ...
+
+    # sessions
+    def session(self, session_id: str) -> AbstractAsyncContextManager[SessionHandle]: ...
+    async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
+        """A snapshot of a session's (state, parent id), without holding it."""
+        ...
+
+    async def ancestors(
+        self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
+    ) -> list[Ancestor]: ...
+
+    # the request log: queued, written by the store's writer task
+    async def insert_request(self, row: dict[str, Any]) -> None: ...
+    async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None: ...
+    def write_later(self, sql: str, params: tuple[Any, ...]) -> None: ...
+    async def flush(self) -> None: ...
+
+    # reads (indexed, LIMITed)
+    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any: ...
+    async def get_request(self, request_id: str) -> dict[str, Any] | None: ...
+    async def list_requests(
+        self,
+        session: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        limit: int = 50,
+        after_created: float | None = None,
+    ) -> list[dict[str, Any]]: ...
+    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]: ...
+    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]: ...
+
+    # data lifecycle (proxy.store.retention)
+    async def prune(self, older_than: float, idle_before: float) -> dict[str, int]: ...
+    async def ping(self) -> bool: ...
+
+
+def store_url(settings: StoreSettings, db: str | None = None) -> str:
+    """The store to open: ``db`` (a command's ``--db``: a path or a URL), else
+    ``CTXPROXY_STORE_URL``, else ``store.url``, else the SQLite file ``store.path``."""
+    return db or os.environ.get(URL_ENV) or settings.url or settings.path
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
+
+
+def create_store(settings: StoreSettings, db: str | None = None, **options: Any) -> Store:
+    """The store ``store_url`` names, not opened yet."""
+    url = store_url(settings, db)
+    if is_postgres(url):
+        from proxy.store.postgres import PostgresStore
+
+        return PostgresStore(
+            url,
+            pool_size=settings.pool_size,
+            buffer_rows=settings.buffer_rows,
+            lock_timeout_s=settings.lock_timeout_s,
+            heartbeat_s=settings.heartbeat_s,
+            **options,
+        )
+    from proxy.store.sqlite import SQLiteStore
+
+    return SQLiteStore(url, **options)
+
+
+def masked(url: str) -> str:
+    """A database URL fit to print: its password replaced."""
+    return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)

@@ -1,0 +1,130 @@
+"""The writes both stores' writer tasks take, as data, and how a batch of them becomes as few
+statements as it takes (in the store's SQL dialect): a request inserted and finished in the same
+batch is one INSERT; only the last state of a session is written; rows are redacted and their
+JSON columns encoded here, in the writer task, off the request's path."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.store.dialect import Dialect
+from rules.base import SessionState
+from rules.redact import redact, redact_text
+
+JSON_COLUMNS = ("sections", "report", "usage")
+# Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
+CLIENT_TEXT_COLUMNS = ("model", "path")
+Groups = list[tuple[str, list[tuple[Any, ...]]]]
+
+
+@dataclass(frozen=True)
+class Insert:
+    row: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Finish:
+    request_id: str
+    fields: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SaveState:
+    session_id: str
+    state: SessionState
+    parent_id: str | None
+    at: float
+    since: float  # the first of the saves coalesced into this one (a new row's created_at)
+
+
+@dataclass(frozen=True)
+class Statement:
+    sql: str
+    params: tuple[Any, ...]
+
+
+WriteOp = Insert | Finish | SaveState | Statement
+
+
+def statements(ops: list[Any], dialect: Dialect) -> tuple[Groups, int]:
+    """A batch as (sql, rows) groups, in an order that keeps its meaning, and the number of rows
+    that could not be encoded (each lost alone). Ops of other kinds are left out."""
+    inserts: dict[str, dict[str, Any]] = {}
+    finishes: dict[str, dict[str, Any]] = {}
+    states: dict[str, SaveState] = {}
+    queued: list[Statement] = []
+    for op in ops:
+        if isinstance(op, Statement):
+            queued.append(op)
+        elif isinstance(op, Insert):
+            inserts[op.row["id"]] = op.row
+        elif isinstance(op, Finish):
+            target = inserts.get(op.request_id)
+            if target is not None:
+                target.update(op.fields)
+            else:
+                finishes.setdefault(op.request_id, {}).update(op.fields)
+        elif isinstance(op, SaveState):
+            earlier = states.pop(op.session_id, None)
+            if earlier is not None:
+                parent = op.parent_id if op.parent_id is not None else earlier.parent_id
+                op = SaveState(op.session_id, op.state, parent, op.at, earlier.since)
+            states[op.session_id] = op
+    groups: dict[str, list[tuple[Any, ...]]] = {}
+    lost = 0
+    for row in inserts.values():
+        try:
+            encoded = dialect.coerce(encode_row(row))
+        except (TypeError, ValueError):  # a value that cannot be encoded: that row is lost
+            lost += 1
+            continue
+        groups.setdefault(dialect.insert_request(tuple(encoded)), []).append(
+            tuple(encoded.values())
+        )
+    for request_id, fields in finishes.items():
+        try:
+            encoded = dialect.coerce(encode_row(fields))
+        except (TypeError, ValueError):
+            lost += 1
+            continue
+        groups.setdefault(dialect.update_request(tuple(encoded)), []).append(
+            (*encoded.values(), request_id)
+        )
+    for save in states.values():
+        try:
+            blob = orjson.dumps(save.state.to_json()).decode()
+        except (TypeError, ValueError):
+            lost += 1
+            continue
+        groups.setdefault(dialect.upsert_session, []).append(
+            (save.session_id, save.parent_id, save.since, save.at, blob)
+        )
+    for statement in queued:  # in the order queued
+        groups.setdefault(statement.sql, []).append(statement.params)
+    return list(groups.items()), lost
+
+
+def encode_row(row: dict[str, Any]) -> dict[str, Any]:
+    """The row as stored: client text redacted, JSON columns encoded."""
+    out = dict(row)
+    for col in CLIENT_TEXT_COLUMNS:
+        if isinstance(out.get(col), str):
+            out[col] = redact_text(out[col])
+    if isinstance(out.get("report"), dict):  # rules copy client text into their fragments
+        out["report"] = redact(out["report"])
+    for col in JSON_COLUMNS:
+        if col in out and out[col] is not None and not isinstance(out[col], str):
+            out[col] = orjson.dumps(out[col]).decode()
+    return out
+
+
+def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for col in JSON_COLUMNS:
+        if isinstance(out.get(col), str):
+            out[col] = orjson.loads(out[col])
+    return out

@@ -1,0 +1,170 @@
+"""Every SQL statement whose text differs between SQLite and PostgreSQL, in one place: bind marks
+(``?`` against ``$1``), the request-log queries (indexed, LIMITed), the upserts of our writers,
+and the values PostgreSQL's typed columns need (SQLite stores what it gets)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+# PostgreSQL's types of the request log's columns (proxy.store.pg_migrations builds them).
+_FLOAT_COLUMNS = frozenset({"created_at", "overhead_ms", "latency_ms", "ttfb_ms"})
+_INT_COLUMNS = frozenset(
+    {
+        "stream", "status", "tokens_before", "tokens_after", "prompt_tokens",
+        "completion_tokens", "cached_tokens", "client_disconnected",
+    }
+)  # fmt: skip
+
+
+class Dialect:
+    """SQLite's SQL; ``PostgresDialect`` overrides what differs."""
+
+    name = "sqlite"
+
+    def mark(self, i: int) -> str:
+        """The bind mark of the ``i``-th parameter (from 1)."""
+        return "?"
+
+    def marks(self, n: int, start: int = 1) -> str:
+        return ", ".join(self.mark(i) for i in range(start, start + n))
+
+    def coerce(self, row: dict[str, Any]) -> dict[str, Any]:
+        """A row's values as the database's columns take them."""
+        return row
+
+    def insert_request(self, columns: tuple[str, ...]) -> str:
+        return _insert_request(self, columns)
+
+    def update_request(self, columns: tuple[str, ...]) -> str:
+        return _update_request(self, columns)
+
+    @property
+    def upsert_session(self) -> str:
+        m = self.marks(5)
+        return (
+            f"INSERT INTO sessions (id, parent_id, created_at, updated_at, state) VALUES ({m}) "
+            "ON CONFLICT(id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at, "
+            "parent_id=COALESCE(excluded.parent_id, sessions.parent_id), "
+            "version=sessions.version + 1"
+        )
+
+    @property
+    def feedback_upsert(self) -> str:
+        m = self.marks(5)
+        return (
+            "INSERT INTO session_cache (session_id, at, prompt_tokens, cached_tokens, "
+            f"cache_write_tokens) VALUES ({m}) ON CONFLICT(session_id) DO UPDATE SET "
+            "at=excluded.at, prompt_tokens=excluded.prompt_tokens, "
+            "cached_tokens=excluded.cached_tokens, cache_write_tokens=excluded.cache_write_tokens "
+            "WHERE excluded.at >= session_cache.at"
+        )
+
+    @property
+    def feedback_select(self) -> str:
+        return (
+            "SELECT at, prompt_tokens, cached_tokens, cache_write_tokens FROM session_cache "
+            f"WHERE session_id = {self.mark(1)}"
+        )
+
+    @property
+    def get_request(self) -> str:
+        return f"SELECT * FROM requests WHERE id = {self.mark(1)}"
+
+    def list_requests(
+        self,
+        session: str | None,
+        model: str | None,
+        status: int | None,
+        limit: int,
+        after_created: float | None,
+    ) -> tuple[str, list[Any]]:
+        """Newest first, by the (session_id, created_at) or created_at index."""
+        where: list[str] = []
+        params: list[Any] = []
+        for column, value in (("session_id", session), ("model", model), ("status", status)):
+            if value is not None:
+                params.append(value)
+                where.append(f"{column} = {self.mark(len(params))}")
+        if after_created is not None:
+            params.append(after_created)
+            where.append(f"created_at > {self.mark(len(params))}")
+        sql = "SELECT * FROM requests"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        params.append(limit)
+        sql += f" ORDER BY created_at DESC LIMIT {self.mark(len(params))}"
+        return sql, params
+
+    @property
+    def list_sessions(self) -> str:
+        return (
+            "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
+            "MIN(created_at) AS first_seen, SUM(tokens_before) AS tokens_before, "
+            "SUM(tokens_after) AS tokens_after FROM requests WHERE session_id IS NOT NULL "
+            f"GROUP BY session_id ORDER BY last_seen DESC LIMIT {self.mark(1)}"
+        )
+
+    @property
+    def recent_session_ids(self) -> str:
+        """Sessions of the latest ``$1`` requests, newest first, at most ``$2``."""
+        return (
+            "SELECT session_id FROM (SELECT session_id, created_at FROM requests "
+            f"ORDER BY created_at DESC LIMIT {self.mark(1)}) AS recent "
+            "WHERE session_id IS NOT NULL GROUP BY session_id "
+            f"ORDER BY MAX(created_at) DESC LIMIT {self.mark(2)}"
+        )
+
+    def session_totals(self, n: int) -> tuple[str, bool]:
+        """Totals of ``n`` sessions; (sql, whether the ids go as one array parameter)."""
+        return (
+            "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
+            "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after, "
+            f"SUM(cached_tokens) AS cached_tokens FROM requests WHERE session_id IN "
+            f"({self.marks(n)}) GROUP BY session_id ORDER BY last_seen DESC",
+            False,
+        )
+
+
+class PostgresDialect(Dialect):
+    name = "postgresql"
+
+    def mark(self, i: int) -> str:
+        return f"${i}"
+
+    def coerce(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Numbers as the typed columns take them (asyncpg does not convert), text without NUL
+        (PostgreSQL's text cannot hold one)."""
+        out = {}
+        for key, value in row.items():
+            if value is None:
+                pass
+            elif key in _FLOAT_COLUMNS:
+                value = float(value)
+            elif key in _INT_COLUMNS:
+                if isinstance(value, float) and not value.is_integer():
+                    raise ValueError(f"{key} is not a whole number: {value!r}")
+                value = int(value)
+            elif isinstance(value, str) and "\x00" in value:
+                value = value.replace("\x00", "\ufffd")
+            out[key] = value
+        return out
+
+    def session_totals(self, n: int) -> tuple[str, bool]:
+        sql, _ = super().session_totals(1)
+        return sql.replace("IN ($1)", "= ANY($1::text[])"), True
+
+
+@lru_cache(maxsize=256)
+def _insert_request(dialect: Dialect, columns: tuple[str, ...]) -> str:
+    return f"INSERT INTO requests ({', '.join(columns)}) VALUES ({dialect.marks(len(columns))})"
+
+
+@lru_cache(maxsize=256)
+def _update_request(dialect: Dialect, columns: tuple[str, ...]) -> str:
+    sets = ", ".join(f"{c} = {dialect.mark(i)}" for i, c in enumerate(columns, 1))
+    return f"UPDATE requests SET {sets} WHERE id = {dialect.mark(len(columns) + 1)}"
+
+
+SQLITE = Dialect()
+POSTGRES = PostgresDialect()

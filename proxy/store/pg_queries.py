@@ -1,0 +1,77 @@
+"""The statements only the PostgreSQL store runs (the ones both stores run, in their two dialects,
+are in ``proxy.store.dialect``): a session's load and save under its advisory lock, the ancestors
+of a sub-agent, the replicas' heartbeat, and the retention prune's bounded steps."""
+
+from __future__ import annotations
+
+STEP_ROWS = 500  # rows a prune step deletes (one short transaction)
+STEP_PAUSE_S = 0.01
+
+# The state only when the stored version is not the cached one ($2); the cache report rides along.
+LOAD = """
+SELECT s.version, CASE WHEN s.version = $2 THEN NULL ELSE s.state END AS state, s.parent_id,
+       c.at, c.prompt_tokens, c.cached_tokens, c.cache_write_tokens
+FROM (SELECT $1::text AS id) AS k
+LEFT JOIN sessions s ON s.id = k.id
+LEFT JOIN session_cache c ON c.session_id = k.id
+"""
+
+SAVE = """
+INSERT INTO sessions (id, parent_id, created_at, updated_at, state, version)
+VALUES ($1, $2, $3, $3, $4, nextval('session_versions'))
+ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at,
+    parent_id = COALESCE(excluded.parent_id, sessions.parent_id), version = excluded.version
+RETURNING version
+"""
+
+ANCESTORS = """
+WITH RECURSIVE up(id, parent_id, state, depth, path) AS (
+    SELECT id, parent_id, state, 1, ARRAY[id] FROM sessions WHERE id = $1
+  UNION ALL
+    SELECT s.id, s.parent_id, s.state, up.depth + 1, up.path || s.id
+    FROM up JOIN sessions s ON s.id = up.parent_id
+    WHERE up.depth < $2 AND NOT s.id = ANY(up.path)
+)
+SELECT id, parent_id, state FROM up ORDER BY depth
+"""
+
+HEARTBEAT = """
+INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, $3)
+ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
+"""
+GONE = "DELETE FROM replicas WHERE id = $1"
+# Replicas silent since $1 are gone: their requests still in flight are marked, not left open.
+SWEEP = """
+WITH dead AS (DELETE FROM replicas WHERE seen_at < $1 RETURNING id),
+marked AS (
+    UPDATE requests SET status = 503, error_type = 'replica_stopped',
+        error = 'The ctxproxy replica serving this request stopped before it completed.'
+    WHERE status IS NULL AND instance IN (SELECT id FROM dead) RETURNING 1
+)
+SELECT count(*) FROM marked
+"""
+
+PRUNE_REQUESTS = """
+DELETE FROM requests WHERE id IN (
+    SELECT id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2
+) RETURNING id
+"""
+PRUNE_SESSIONS = """
+WITH picked AS (
+    SELECT id FROM sessions WHERE updated_at < $1 ORDER BY updated_at LIMIT $2
+    FOR UPDATE SKIP LOCKED
+),
+gone AS (DELETE FROM sessions s USING picked WHERE s.id = picked.id RETURNING s.id),
+cache AS (
+    DELETE FROM session_cache c USING gone WHERE c.session_id = gone.id RETURNING c.session_id
+)
+SELECT gone.id, (SELECT count(*) FROM cache WHERE cache.session_id = gone.id) AS cached FROM gone
+"""
+# a cache report whose session has no state row (or lost it), by its own time
+PRUNE_ORPHAN_CACHE = """
+DELETE FROM session_cache WHERE session_id IN (
+    SELECT c.session_id FROM session_cache c
+    WHERE c.at < $1 AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = c.session_id)
+    LIMIT $2
+) RETURNING session_id AS id
+"""

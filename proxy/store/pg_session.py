@@ -1,0 +1,123 @@
+"""A session held by the PostgreSQL store for one request (``PostgresStore.session``): the state
+it loaded, its connection in a transaction holding the session's advisory lock, and the save
+(upsert + commit) when it is let go; and the reads done under that lock."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxy.store import pg_queries as q
+from proxy.store.base import MAX_ANCESTOR_DEPTH
+from proxy.store.pg_writer import is_connection_error
+from rules.base import Ancestor, SessionState
+
+if TYPE_CHECKING:
+    from proxy.store.postgres import PostgresStore
+
+
+@dataclass(frozen=True)
+class Cached:
+    state: SessionState
+    parent_id: str | None
+    version: int  # the stored version this state is (0: no row)
+
+
+class Held:
+    """A session held by ``PostgresStore.session``: its connection (None when PostgreSQL was
+    not reached) is in a transaction holding the session's advisory lock."""
+
+    __slots__ = (
+        "_new", "conn", "parent_id", "read_only", "session_id", "state", "store", "version",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        session_id: str,
+        state: SessionState,
+        parent_id: str | None,
+        version: int,
+        conn: Any = None,
+        read_only: bool = False,
+    ) -> None:
+        self.store, self.session_id, self.state, self.parent_id = (
+            store, session_id, state, parent_id,
+        )  # fmt: skip
+        self.version, self.conn, self.read_only = version, conn, read_only
+        self._new: tuple[SessionState, str | None] | None = None
+
+    async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
+        if self.conn is None:  # offline: what this process knows
+            out, seen, current = [], set(), parent_id
+            while current and len(out) < MAX_ANCESTOR_DEPTH and current not in seen:
+                seen.add(current)
+                known = self.store._states.get(current)
+                state, current_parent = (known.state, known.parent_id) if known else (None, None)
+                out.append(Ancestor(current, state or SessionState(), len(out) + 1))
+                current = current_parent
+            return out
+        return await ancestors(self.conn, parent_id, MAX_ANCESTOR_DEPTH)
+
+    @property
+    def saving(self) -> bool:
+        return self._new is not None
+
+    async def save(self, state: SessionState, parent_id: str | None) -> None:
+        self._new = (state, parent_id if parent_id is not None else self.parent_id)
+
+    async def end(self, commit: bool) -> None:
+        store, new = self.store, self._new if commit else None
+        if self.conn is None:
+            if new is not None and not self.read_only:  # kept in memory until it can be stored
+                store._remember(self.session_id, Cached(*new, self.version))
+            return
+        conn, version = self.conn, None
+        try:
+            if new is not None:
+                blob = orjson.dumps(new[0].to_json()).decode()
+                version = await conn.fetchval(
+                    q.SAVE, self.session_id, new[1], time.time(), blob
+                )
+            await conn.execute("COMMIT" if commit else "ROLLBACK")
+        except Exception as exc:
+            await store._let_go(conn)
+            if new is not None:  # as if offline: the next request finds out what was stored
+                store._remember(self.session_id, Cached(*new, self.version))
+            if is_connection_error(exc):
+                store.health.failed(exc)
+                return
+            raise
+        await store._let_go(conn, rollback=False)
+        if new is not None and version is not None:
+            store._remember(self.session_id, Cached(*new, version))
+
+
+async def ancestors(conn: Any, parent_id: str | None, depth: int) -> list[Ancestor]:
+    """Up to ``depth`` ancestors, nearest first, stopping at cycles; a parent with no stored
+    state is an ancestor with an empty one (as on SQLite)."""
+    if not parent_id or depth < 1:
+        return []
+    rows = await conn.fetch(q.ANCESTORS, parent_id, depth)
+    out = [
+        Ancestor(r["id"], SessionState(orjson.loads(r["state"])), i + 1)
+        for i, r in enumerate(rows)
+    ]
+    seen = {a.session_id for a in out}
+    nxt = rows[-1]["parent_id"] if rows else parent_id
+    if nxt and len(out) < depth and nxt not in seen:
+        out.append(Ancestor(nxt, SessionState(), len(out) + 1))
+    return out
+
+
+def session_lock_key(session_id: str) -> int:
+    """The session's advisory lock: a signed 64-bit digest (a collision only makes two sessions
+    take turns)."""
+    digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+

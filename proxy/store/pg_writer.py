@@ -1,0 +1,206 @@
+"""The request log's writer on PostgreSQL: one task per replica takes the queued rows in batches
+(one ``executemany`` per statement shape, one transaction), as the SQLite writer does, and keeps
+the same guarantees, fail-open:
+
+- a row the database refuses (a constraint, a value its column cannot hold) is the only one lost,
+  and counted (``write_errors``);
+- while the database is unreachable, nothing waits on it: rows stay queued (the batch in hand is
+  retried with a growing pause), up to ``buffer_rows``; beyond, new ones are dropped, counted
+  (``rows_dropped``) and logged at ERROR. Once the database answers again, the backlog is written.
+
+``Health`` is shared with the session path: a connection failure seen anywhere makes requests skip
+the database (serving their state from memory) for a short, growing while."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+import asyncpg
+
+from proxy.store.batch import Groups, WriteOp, statements
+from proxy.store.dialect import POSTGRES
+
+BATCH_WINDOW_S = 0.02
+MAX_BATCH = 500
+RETRY_MAX_S = 2.0
+CLOSE_WAIT_S = 5.0  # at shutdown, how long to wait for an unreachable database
+log = logging.getLogger("ctxproxy.store")
+
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.TooManyConnectionsError,
+)
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """The database is away (or going), as opposed to refusing what we sent."""
+    if isinstance(exc, _CONNECTION_ERRORS):
+        return True
+    # asyncpg's own: "connection is closed", "pool is closing", "connection was closed in the
+    # middle of operation" (its DataError, a bad argument, is an InterfaceError too)
+    return (
+        isinstance(exc, asyncpg.InterfaceError)
+        and not isinstance(exc, ValueError)
+        and "clos" in str(exc)
+    )
+
+
+class Health:
+    """Whether to skip the database for now; the outage logged once when it starts and ends."""
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.down_since: float | None = None
+        self._skip_until = 0.0
+
+    def skip(self) -> bool:
+        return time.monotonic() < self._skip_until
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        now = time.monotonic()
+        self._skip_until = now + min(RETRY_MAX_S, 0.1 * 2 ** min(self.failures, 5))
+        if self.down_since is None:
+            self.down_since = now
+            log.error("store: PostgreSQL is unreachable (%s); requests go on without it", exc)
+
+    def ok(self) -> None:
+        if self.down_since is not None:
+            away = time.monotonic() - self.down_since
+            log.warning("store: PostgreSQL answers again after %.1f s", away)
+        self.failures, self.down_since, self._skip_until = 0, None, 0.0
+
+
+class PgWriter:
+    def __init__(
+        self,
+        pool: Any,
+        health: Health,
+        buffer_rows: int,
+        batch_window_s: float = BATCH_WINDOW_S,
+    ) -> None:
+        self.pool = pool
+        self.health = health
+        self.buffer_rows = buffer_rows
+        self.batch_window_s = batch_window_s
+        self.write_errors = 0
+        self.rows_dropped = 0
+        self._queue: asyncio.Queue[WriteOp | None] = asyncio.Queue()
+        self._in_hand = 0
+        self._task: asyncio.Task[None] | None = None
+        self._closing_at: float | None = None
+        self._last_drop_log = 0.0
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued or in hand, not in the database yet."""
+        return self._queue.qsize() + self._in_hand
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="ctxproxy-pg-writer")
+
+    def enqueue(self, op: WriteOp) -> None:
+        if self.backlog >= self.buffer_rows:
+            self.rows_dropped += 1
+            now = time.monotonic()
+            if now - self._last_drop_log >= 10.0:
+                self._last_drop_log = now
+                log.error(
+                    "store: %d log writes held for PostgreSQL, the most store.buffer_rows allows; "
+                    "dropping new ones (%d dropped so far)",
+                    self.backlog,
+                    self.rows_dropped,
+                )
+            return
+        self._queue.put_nowait(op)
+
+    async def flush(self) -> None:
+        await self._queue.join()
+
+    async def close(self) -> None:
+        if self._task is None:
+            return
+        self._closing_at = time.monotonic()
+        await self._queue.put(None)
+        await self._task
+        self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            batch: list[WriteOp | None] = [await self._queue.get()]
+            self._in_hand = 1
+            if self.batch_window_s and batch[0] is not None:
+                await asyncio.sleep(self.batch_window_s)
+            while not self._queue.empty() and len(batch) < MAX_BATCH:
+                batch.append(self._queue.get_nowait())
+            ops = [op for op in batch if op is not None]
+            self._in_hand = len(ops)
+            try:
+                await self._write(ops)
+            except Exception:  # never let one batch stop the writer: later rows still land
+                log.exception("store: a batch of %d writes failed", len(ops))
+                self.write_errors += len(ops)
+            finally:
+                self._in_hand = 0
+                for _ in batch:
+                    self._queue.task_done()
+            if None in batch:
+                return
+
+    async def _write(self, ops: list[WriteOp]) -> None:
+        """Write a batch; while the database is away, retry (pausing longer each time) until it
+        answers, or at shutdown until ``CLOSE_WAIT_S`` has passed."""
+        groups, lost = statements(ops, POSTGRES)
+        self.write_errors += lost
+        if not groups:
+            return
+        pause = 0.05
+        while True:
+            try:
+                self.write_errors += await self._write_groups(groups)
+                self.health.ok()
+                return
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    raise
+                self.health.failed(exc)
+                if self._closing_at is not None and (
+                    time.monotonic() - self._closing_at > CLOSE_WAIT_S
+                ):
+                    count = sum(len(rows) for _, rows in groups)
+                    log.error("store: %d log writes lost, PostgreSQL stayed away", count)
+                    self.rows_dropped += count
+                    return
+                await asyncio.sleep(pause)
+                pause = min(RETRY_MAX_S, pause * 2)
+
+    async def _write_groups(self, groups: Groups) -> int:
+        """One transaction; if a row breaks it, row by row. Returns the rows refused."""
+        async with self.pool.acquire(timeout=RETRY_MAX_S * 5) as conn:
+            try:
+                async with conn.transaction():
+                    await conn.execute("SET LOCAL synchronous_commit = off")
+                    for sql, rows in groups:
+                        await conn.executemany(sql, rows)
+                return 0
+            except Exception as exc:
+                if is_connection_error(exc):
+                    raise
+            failed = 0
+            for sql, rows in groups:
+                for params in rows:
+                    try:
+                        await conn.execute(sql, *params)
+                    except Exception as exc:
+                        if is_connection_error(exc):
+                            raise
+                        failed += 1
+            return failed

@@ -1,0 +1,344 @@
+"""PostgreSQL store (asyncpg): the request log and the session state shared by the replicas of a
+gateway. The interface is ``proxy.store.base.Store``; the request log's writer is
+``proxy.store.pg_writer``; the schema is ``proxy.store.pg_migrations``.
+
+A session is held for one request (``session``): first this process's lock for it, then one pooled
+connection, a transaction and ``pg_advisory_xact_lock`` keyed by the session, so two replicas
+handling a session take turns; the state is read under that lock and saved before it is let go
+(commit). The state cache is checked, never trusted: the read brings the state only when the
+stored ``version`` (a sequence, bumped by every save) differs from the cached one.
+
+Fail-open: when PostgreSQL cannot be reached the session is served from the cache (or empty) and
+its new state kept in memory only; the request goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import orjson
+
+from proxy.store import pg_queries as q
+from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
+from proxy.store.batch import Finish, Insert, Statement, decode_row
+from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
+from proxy.store.dialect import POSTGRES
+from proxy.store.pg_migrations import apply_pg_migrations
+from proxy.store.pg_session import Cached as _Cached
+from proxy.store.pg_session import Held as _Held
+from proxy.store.pg_session import ancestors as _ancestors
+from proxy.store.pg_session import session_lock_key
+from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
+from proxy.store.session_locks import SessionLocks
+from rules.base import Ancestor, SessionState
+
+CONNECT_TIMEOUT_S = 5.0
+log = logging.getLogger("ctxproxy.store")
+
+
+class PostgresStore:
+    kind = "postgresql"
+    dialect = POSTGRES
+
+    def __init__(
+        self,
+        url: str,
+        pool_size: int = 20,
+        buffer_rows: int = 100_000,
+        lock_timeout_s: float = 10.0,
+        heartbeat_s: float = 10.0,
+        batch_window_s: float = BATCH_WINDOW_S,
+        state_cache_size: int = 2_000,
+    ) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self.lock_timeout_ms = max(1, int(lock_timeout_s * 1000))
+        self.heartbeat_s = heartbeat_s
+        self.instance = uuid.uuid4().hex[:16]  # this process, in its rows and heartbeat
+        self.health = Health()
+        self.locks = SessionLocks()
+        self.cache_feedback = FeedbackStore(self)
+        self.applied: list[str] = []
+        self.lock_timeouts = 0
+        self._buffer_rows = buffer_rows
+        self._batch_window_s = batch_window_s
+        self._states: OrderedDict[str, _Cached] = OrderedDict()
+        self._cache_size = state_cache_size
+        self._pool: Any = None
+        self._writer: PgWriter | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+        self._started = time.time()
+        self._ending: set[asyncio.Task[None]] = set()  # sessions being saved
+
+    # ----- lifetime -----
+
+    async def open(self) -> None:
+        self._pool = await asyncpg.create_pool(
+            self.url,
+            min_size=0,  # no reconnect loop of its own while the database is away
+            max_size=self.pool_size,
+            timeout=CONNECT_TIMEOUT_S,
+            reset=_no_reset,  # we end every transaction ourselves: skip a round trip per release
+        )
+        async with self._pool.acquire() as conn:
+            self.applied = await apply_pg_migrations(conn)
+            await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
+        self._writer = PgWriter(self._pool, self.health, self._buffer_rows, self._batch_window_s)
+        self._writer.start()
+        self._heartbeat = asyncio.create_task(self._beat(), name="ctxproxy-pg-heartbeat")
+
+    async def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._heartbeat
+        while self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
+        if self._writer is not None:
+            await self._writer.close()
+        if self._pool is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(2.0):
+                    await self._pool.execute(q.GONE, self.instance)
+            try:
+                async with asyncio.timeout(5.0):
+                    await self._pool.close()
+            except (TimeoutError, Exception):
+                self._pool.terminate()
+        self._pool = self._writer = self._heartbeat = None
+
+    def describe(self) -> str:
+        return masked(self.url)
+
+    @property
+    def writer(self) -> PgWriter:
+        assert self._writer is not None, "store is not open"
+        return self._writer
+
+    @property
+    def write_errors(self) -> int:
+        return self._writer.write_errors if self._writer else 0
+
+    @property
+    def rows_dropped(self) -> int:
+        return self._writer.rows_dropped if self._writer else 0
+
+    @property
+    def backlog(self) -> int:
+        return self._writer.backlog if self._writer else 0
+
+    async def _beat(self) -> None:
+        """Say this replica is alive; mark the in-flight rows of those silent for 3 beats."""
+        while True:
+            await asyncio.sleep(self.heartbeat_s)
+            try:
+                async with self._pool.acquire(timeout=self.heartbeat_s) as conn:
+                    now = time.time()
+                    await conn.execute(q.HEARTBEAT, self.instance, self._started, now)
+                    marked = await conn.fetchval(q.SWEEP, now - 3 * self.heartbeat_s)
+                if marked:
+                    log.warning("store: %d requests of stopped replicas marked incomplete", marked)
+            except Exception as exc:
+                if not is_connection_error(exc):
+                    log.exception("store: heartbeat failed")
+
+    # ----- sessions -----
+
+    @contextlib.asynccontextmanager
+    async def session(self, session_id: str) -> AsyncIterator[_Held]:
+        """The session held across replicas for one load → pipeline → save."""
+        await self.locks.acquire(session_id)
+        handed_off = False
+        try:
+            held = await self._hold(session_id)
+            try:
+                yield held
+            except BaseException:
+                await held.end(commit=False)
+                raise
+            if held.conn is None or not held.saving:
+                await held.end(commit=True)
+            else:  # the save and commit go on after the request does; the session stays held
+                task = asyncio.create_task(self._end(held))
+                self._ending.add(task)
+                task.add_done_callback(self._ending.discard)
+                handed_off = True
+        finally:
+            if not handed_off:
+                self.locks.release(session_id)
+
+    async def _end(self, held: _Held) -> None:
+        try:
+            await held.end(commit=True)
+        except Exception:
+            log.exception("store: saving session %s failed", held.session_id)
+        finally:
+            self.locks.release(held.session_id)
+
+    async def _hold(self, session_id: str) -> _Held:
+        cached = self._states.get(session_id)
+        if self.health.skip():
+            return self._offline(session_id, cached)
+        conn = None
+        try:
+            conn = await self._pool.acquire(timeout=self.lock_timeout_ms / 1000)
+            await conn.execute(
+                # a state commit lost if the database itself crashes is as a request's state
+                # lost in SQLite's batch window; waiting for the WAL flush is not worth it
+                f"BEGIN; SET LOCAL lock_timeout = {self.lock_timeout_ms}; "
+                "SET LOCAL synchronous_commit = off; "
+                f"SELECT pg_advisory_xact_lock({session_lock_key(session_id)})"
+            )
+            row = await conn.fetchrow(q.LOAD, session_id, cached.version if cached else -1)
+        except Exception as exc:
+            if conn is not None:
+                await self._let_go(conn)
+            if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
+                self.lock_timeouts += 1
+                log.warning("store: session %s held elsewhere too long; read-only", session_id)
+                return _Held(self, session_id, *self._known(cached), read_only=True)
+            if not is_connection_error(exc):
+                raise
+            self.health.failed(exc)
+            return self._offline(session_id, cached)
+        self.health.ok()
+        stored_feedback = None
+        if row["at"] is not None:
+            stored_feedback = CacheFeedback(
+                row["at"], row["prompt_tokens"], row["cached_tokens"], row["cache_write_tokens"]
+            )
+        self.cache_feedback.offer(session_id, stored_feedback)
+        version = row["version"] or 0
+        if row["state"] is not None:
+            found = _Cached(SessionState(orjson.loads(row["state"])), row["parent_id"], version)
+        elif cached is not None and cached.version == version:
+            found = _Cached(cached.state, row["parent_id"] or cached.parent_id, version)
+        else:  # no row, and nothing cached of the no-row time
+            found = _Cached(SessionState(), None, 0)
+        self._remember(session_id, found)
+        return _Held(self, session_id, found.state, found.parent_id, version, conn)
+
+    def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
+        return _Held(self, session_id, *self._known(cached))
+
+    @staticmethod
+    def _known(cached: _Cached | None) -> tuple[SessionState, str | None, int]:
+        if cached is None:
+            return SessionState(), None, 0
+        return cached.state, cached.parent_id, cached.version
+
+    async def _let_go(self, conn: Any, rollback: bool = True) -> None:
+        """Back to the pool, out of any transaction (a broken connection is closed)."""
+        try:
+            if rollback:
+                await conn.execute("ROLLBACK")
+        except Exception:  # broken (asyncpg may have taken it back already)
+            with contextlib.suppress(Exception):
+                conn.terminate()
+        with contextlib.suppress(Exception):
+            await self._pool.release(conn)
+
+    def _remember(self, session_id: str, value: _Cached) -> None:
+        self._states[session_id] = value
+        self._states.move_to_end(session_id)
+        while len(self._states) > self._cache_size:
+            self._states.popitem(last=False)
+
+    async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
+        """The stored (state, parent id) as of now, without holding the session."""
+        async with self.session(session_id) as held:
+            return held.state, held.parent_id
+
+    async def ancestors(
+        self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
+    ) -> list[Ancestor]:
+        async with self._pool.acquire() as conn:
+            return await _ancestors(conn, parent_id, depth)
+
+    # ----- request log -----
+
+    async def insert_request(self, row: dict[str, Any]) -> None:
+        self.writer.enqueue(Insert({**row, "instance": self.instance}))
+
+    async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
+        self.writer.enqueue(Finish(request_id, dict(fields)))
+
+    def write_later(self, sql: str, params: tuple[Any, ...]) -> None:
+        self.writer.enqueue(Statement(sql, params))
+
+    async def flush(self) -> None:
+        while self._ending:
+            await asyncio.gather(*self._ending, return_exceptions=True)
+        await self.writer.flush()
+
+    # ----- reads -----
+
+    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
+        return await self._pool.fetchrow(sql, *params)
+
+    async def get_request(self, request_id: str) -> dict[str, Any] | None:
+        row = await self._pool.fetchrow(POSTGRES.get_request, request_id)
+        return decode_row(row) if row else None
+
+    async def list_requests(
+        self,
+        session: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        limit: int = 50,
+        after_created: float | None = None,
+    ) -> list[dict[str, Any]]:
+        sql, params = POSTGRES.list_requests(session, model, status, limit, after_created)
+        return [decode_row(r) for r in await self._pool.fetch(sql, *params)]
+
+    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]
+
+    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]:
+        ids = [r[0] for r in await self._pool.fetch(POSTGRES.recent_session_ids, scan, limit)]
+        if not ids:
+            return []
+        sql, _ = POSTGRES.session_totals(len(ids))
+        return [dict(r) for r in await self._pool.fetch(sql, ids)]
+
+    # ----- data lifecycle -----
+
+    async def prune(self, older_than: float, idle_before: float) -> dict[str, int]:
+        """Delete request rows created before ``older_than`` and sessions (with their cache
+        report) not saved since ``idle_before``, ``q.STEP_ROWS`` at a time, one short
+        transaction each, pausing between steps: requests are never held up behind it."""
+        counts = {"requests": 0, "sessions": 0, "session_cache": 0}
+        steps = [("requests", q.PRUNE_REQUESTS, older_than)]
+        steps += [("sessions", q.PRUNE_SESSIONS, idle_before)]
+        steps += [("session_cache", q.PRUNE_ORPHAN_CACHE, idle_before)]
+        for table, sql, cutoff in steps:
+            while cutoff > 0:
+                rows = await self._pool.fetch(sql, cutoff, q.STEP_ROWS)
+                counts[table] += len(rows)
+                if table == "sessions":
+                    counts["session_cache"] += sum(r["cached"] for r in rows)
+                    for r in rows:
+                        self._states.pop(r["id"], None)
+                        self.cache_feedback._known.pop(r["id"], None)
+                if len(rows) < q.STEP_ROWS:
+                    break
+                await asyncio.sleep(q.STEP_PAUSE_S)
+        return counts
+
+    async def ping(self) -> bool:
+        try:
+            async with asyncio.timeout(2.0):
+                return bool(await self._pool.fetchval("SELECT 1") == 1)
+        except Exception:
+            return False
+
+
+async def _no_reset(conn: Any) -> None:
+    """The pool's reset: nothing (an open transaction is rolled back by asyncpg first)."""
