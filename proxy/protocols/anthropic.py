@@ -35,7 +35,7 @@ from proxy.protocols.anthropic_parts import (
     texts,
     user_side,
 )
-from proxy.protocols.base import TAG, Lowered
+from proxy.protocols.base import TAG, Lowered, opaque_note
 from rules.base import Message
 from rules.messages import role, text_of
 
@@ -170,6 +170,8 @@ def _assistant_part(i: int, content: Any) -> Part:
             fn = {"name": b.get("name"), "arguments": arguments}
             calls.append((j, {"id": b.get("id"), "type": "function", "function": fn}))
     text = texts(blocks)
+    if not text and not calls and blocks:
+        text = opaque_note([b.get("type") for b in blocks if isinstance(b, dict)])
     msg: Message = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
         msg["tool_calls"] = [c for _, c in calls]

@@ -13,7 +13,7 @@ from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_
 from proxy.protocols.base import TAG
 from proxy.protocols.patching import appended, patch_blocks, patch_parts
 from rules.base import Message
-from rules.messages import role, text_of, tool_calls
+from rules.messages import PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
 
 def _unchanged(st: State, m: Message) -> Part | None:
@@ -61,6 +61,8 @@ def lift_assistant(st: State, m: Message) -> Any:
     if m is part.lowered or m == part.lowered:
         return src
     old_text, new_text = text_of(part.lowered.get("content")), text_of(m.get("content"))
+    if old_text.startswith(PLACEHOLDER_PREFIX) and new_text.startswith(PLACEHOLDER_PREFIX):
+        new_text = old_text  # the note standing for blocks the rules cannot read: never lifted
     content = src.get("content")
     if isinstance(content, str) and not calls:
         return {**src, "content": new_text}

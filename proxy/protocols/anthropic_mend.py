@@ -72,7 +72,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             else:
                 m = {**m, "content": [{"type": "text", "text": EMPTY_TEXT}]}
             repairs.append(_repair("empty_text_block", i, "dropped_empty_text"))
-        elif content == "" and not (i == last and m.get("role") == "assistant"):
+        elif content in ("", []) and not (i == last and m.get("role") == "assistant"):
             m = {**m, "content": EMPTY_TEXT}
             repairs.append(_repair("empty_text_block", i, "filled_empty_message"))
         out.append(m)
@@ -87,7 +87,7 @@ def _needs_mending(messages: list[Any], i: int) -> bool:
         return False
     content = m.get("content")
     final_assistant = i == len(messages) - 1 and m.get("role") == "assistant"
-    if content == "" and not final_assistant:
+    if content in ("", []) and not final_assistant:
         return True
     if isinstance(content, list) and any(_empty_text(b) for b in content):
         return True

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rules.base import Message
+from rules.messages import PLACEHOLDER_PREFIX
 
 TAG = "ctxproxy_src"  # the provenance tag on lowered messages (never forwarded)
 
@@ -48,6 +49,15 @@ class Adapter(Protocol):
 
     def hidden_sizes(self, body: dict[str, Any]) -> dict[str, str]:
         """Text the chat view does not show (thinking, reasoning), by section, for ``measure``."""
+
+
+def opaque_note(kinds: list[Any]) -> str:
+    """The chat view's text for a turn made only of blocks or items the rules cannot read
+    (server-side tool calls, thinking): a placeholder naming their kinds, so the turn is not
+    taken for an empty one. Lifting never writes it back."""
+    names = sorted({k for k in kinds if isinstance(k, str)})[:8]
+    shown = ", ".join(n[:40] for n in names) or "items"
+    return f"{PLACEHOLDER_PREFIX} {shown} kept as sent]"
 
 
 def strip_tag(message: Message) -> Message:

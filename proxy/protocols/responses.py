@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from proxy.protocols.base import TAG, Lowered
+from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.patching import appended, patch_blocks, patch_parts
 from rules.base import Message
 from rules.messages import role, text_of, tool_calls
@@ -138,7 +138,10 @@ class ResponsesAdapter:
                 texts.append(text if isinstance(text, str) else text_of(text))
             elif kind in _CALLS:
                 calls.append(_call(item))
-        msg: Message = {"role": "assistant", "content": "\n\n".join(t for t in texts if t) or None}
+        text = "\n\n".join(t for t in texts if t)
+        if not text and not calls:
+            text = opaque_note([_kind(st.items[i]) for i in run])
+        msg: Message = {"role": "assistant", "content": text or None}
         if calls:
             msg["tool_calls"] = calls
         self._add(st, out, f"{run[0]}", _Part(tuple(run), msg))

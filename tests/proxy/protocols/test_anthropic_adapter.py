@@ -256,3 +256,14 @@ async def test_the_first_user_message_is_never_altered(engine: Engine) -> None:
     lifted = ANTHROPIC.lift(body(first), lowered, edited)
     assert same(lifted["messages"][0], first)
     assert lifted["messages"][1] == {"role": "user", "content": [text("note")]}
+
+
+async def test_a_turn_of_server_tool_blocks_only_is_not_an_empty_turn(engine: Engine) -> None:
+    server_turn = assistant(
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"q": "x"}},
+        {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []},
+    )
+    b = body(user("look it up"), server_turn, user("and?"))
+    out = await rewrite(engine, b)
+    assert out.body is b
+    assert not out.report.get("repairs")

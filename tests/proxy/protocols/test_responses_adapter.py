@@ -224,3 +224,14 @@ async def test_string_input_stays_a_string_when_only_its_text_changes(engine: En
     out = await rewrite(engine, b)
     assert isinstance(out.body["input"], str)
     assert out.body["instructions"] == "Be brief."
+
+
+async def test_server_side_items_alone_are_not_an_empty_turn(engine: Engine) -> None:
+    b = body(
+        msg("user", "search"),
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        msg("user", "and?", 1),
+    )
+    out = await rewrite(engine, b)
+    assert out.body is b
+    assert not out.report.get("repairs")
