@@ -11,7 +11,7 @@ a message builds a new dict for it and a new list. Returning the very same list 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -106,6 +106,17 @@ class CacheFacts:
     last_cache_write_tokens: int | None = None
 
 
+class RenderMemo(Protocol):
+    """Messages rules rendered on earlier requests (an elided result, a shrunk turn, a block
+    placed on its host), kept by the runner across requests. A key must determine the message:
+    it holds every input of the pure function that rendered it (content hashes for messages).
+    ``get`` returns a fresh copy each time (the caller may hand it on), or None."""
+
+    def get(self, key: Hashable) -> Message | None: ...
+
+    def put(self, key: Hashable, message: Message) -> None: ...
+
+
 @dataclass(frozen=True)
 class Context:
     """Everything a rule may look at. ``messages`` is the conversation as it stands after the
@@ -135,6 +146,8 @@ class Context:
         default_factory=dict, compare=False, repr=False
     )
     hashes: dict[int, tuple[Message, str]] = field(default_factory=dict, compare=False, repr=False)
+    # The runner's memo of rendered messages across requests (None: render every time).
+    renders: RenderMemo | None = field(default=None, compare=False, repr=False)
 
     def evolve(self, **changes: Any) -> Context:
         # dataclasses.replace re-runs __init__ (~8 µs); the runner evolves twice per rule

@@ -143,8 +143,7 @@ class RenderedMessages:
                 return None
             self._keep(key, entry)  # used again: into the newer generation
         stored = entry[0]
-        message = orjson.loads(stored) if stored.__class__ is bytes else dict(stored)
-        return message, entry[1]
+        return (orjson.loads(stored) if stored.__class__ is bytes else dict(stored)), entry[1]
 
     def put(self, key: Hashable, message: Message) -> dict[str, Any] | None:
         """Keep ``message`` (which the caller goes on using) for ``key``; its new record, or
@@ -198,27 +197,31 @@ class _Recall:
         self.chain = ctx.table(chain_validator.MEMO)
         self.sections = ctx.table(measure.MEMO)
         self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        self.hashes = ctx.hashes
+        self.remember_count = self.tokens.remember if self.tokens is not None else None
         # once per message of every request: lookups and names bound to locals
         dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
-        remember_hash, pairs = ctx.remember_hash, self.pairs
+        hashes, pairs = self.hashes, self.pairs
         chain, sections = self.chain, self.sections
         sections_key, count_key = self.sections_key, self.count_key
-        remember_count = self.tokens.remember if self.tokens is not None else None
+        remember_count = self.remember_count
         for m in ctx.original_messages:
             try:
                 data = dumps(m, option=sort_keys)
             except TypeError:  # lone surrogates: orjson refuses them, the rules cope
                 continue
-            record = lookup(data)
+            # a hit in the newer generation (most messages), else ``lookup``
+            record = records._young.get(data) or lookup(data)
             pairs.append((m, record))
-            remember_hash(m, record["hash"])
+            key = id(m)
+            hashes[key] = (m, record["hash"])  # Context.remember_hash, inlined
             known = record.get("chain")
             if known is not None:
-                chain[id(m)] = (m, known)
+                chain[key] = (m, known)
             if sections_key is not None:
                 known = record.get(sections_key)
                 if known is not None:
-                    sections[id(m)] = (m, known)
+                    sections[key] = (m, known)
             if remember_count is not None:
                 known = record.get(count_key)  # type: ignore[arg-type]
                 if known is not None:
@@ -228,20 +231,21 @@ class _Recall:
         """A message rendered this request (``RenderedMessages``): what its record knows goes into
         the request's memos now, what the rules compute for it goes back in ``keep``."""
         self.pairs.append((m, record))
+        key = id(m)
         known = record.get("hash")
         if known is not None:
-            self.ctx.remember_hash(m, known)
+            self.hashes[key] = (m, known)  # Context.remember_hash, inlined: once per replayed edit
         known = record.get("chain")
         if known is not None:
-            self.chain[id(m)] = (m, known)
+            self.chain[key] = (m, known)
         if self.sections_key is not None:
             known = record.get(self.sections_key)
             if known is not None:
-                self.sections[id(m)] = (m, known)
-        if self.tokens is not None and self.count_key is not None:
-            known = record.get(self.count_key)
+                self.sections[key] = (m, known)
+        if self.remember_count is not None:
+            known = record.get(self.count_key)  # type: ignore[arg-type]
             if known is not None:
-                self.tokens.remember(m, known)
+                self.remember_count(m, known)
 
     def keep(self) -> None:
         chain, sections, sections_key, count_key = (
@@ -250,7 +254,7 @@ class _Recall:
             self.sections_key,
             self.count_key,
         )
-        hashes = self.ctx.hashes
+        hashes = self.hashes
         for m, record in self.pairs:
             key = id(m)
             if "hash" not in record:  # a rendered message's, once something hashed it
@@ -276,14 +280,21 @@ class _Renders:
     kept is known to the request's ``_Recall``."""
 
     def __init__(self, store: RenderedMessages, recall: _Recall) -> None:
-        self.store, self.recall = store, recall
+        self.store, self.recall, self.know = store, recall, recall.know
 
     def get(self, key: Hashable) -> Message | None:
-        hit = self.store.get(key)
-        if hit is None:
-            return None
-        self.recall.know(*hit)
-        return hit[0]
+        # once per replayed edit of every request: RenderedMessages.get, inlined
+        store = self.store
+        entry = store._young.get(key)
+        if entry is None:
+            entry = store._old.get(key)
+            if entry is None:
+                return None
+            store._keep(key, entry)
+        stored = entry[0]
+        message: Message = orjson.loads(stored) if stored.__class__ is bytes else dict(stored)
+        self.know(message, entry[1])
+        return message
 
     def put(self, key: Hashable, message: Message) -> None:
         record = self.store.put(key, message)
@@ -314,7 +325,7 @@ class Pipeline:
         ]
         self.on_rule_error = on_rule_error
         self.records = MessageRecords()
-        self.renders = RenderedMessages()
+        self.renders: RenderedMessages | None = RenderedMessages()  # None: render every time
 
     @property
     def rule_names(self) -> list[str]:
@@ -325,7 +336,8 @@ class Pipeline:
         recall = _Recall(self.records, ctx)
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
         # the one report dict, filled in as the rules run
-        ctx = ctx.evolve(report=report, renders=_Renders(self.renders, recall))
+        renders = _Renders(self.renders, recall) if self.renders is not None else None
+        ctx = ctx.evolve(report=report, renders=renders)
         for step in self.steps:
             started = time.perf_counter()
             try:

@@ -14,6 +14,7 @@ block goes at the tail. Nothing is injected when there is nothing new to say.
 
 from __future__ import annotations
 
+import operator
 from typing import Literal
 
 from pydantic import Field
@@ -79,6 +80,15 @@ def _place(messages: Messages, block: str, cfg: Config) -> tuple[Messages, str]:
     return [*messages, {"role": "user", "content": block}], "message"
 
 
+def _placed_tokens(ctx: Context, messages: Messages, tokens: int, out: Messages) -> int:
+    """``count_messages(out)`` for ``out = _place(messages, …)``, ``tokens`` being
+    ``count_messages(messages)``: only its last message is new (counts add up per message)."""
+    count = ctx.tokens.count_message
+    if len(out) == len(messages):
+        return tokens - count(messages[-1]) + count(out[-1])
+    return tokens + count(out[-1])
+
+
 def _without_block(messages: Messages) -> list[Messages]:
     """``messages`` as they might have been before a block was placed at the tail, when one seems
     to be there (``apply`` then checks it is exactly the block it would place)."""
@@ -124,7 +134,8 @@ def _fit(
     if block is None or ctx.budget is None:
         return block, facts, None
     limit = ctx.budget - ctx.tokens.count_tools(ctx.tools)  # what the messages may take
-    room = limit - ctx.tokens.count_messages(messages)
+    total = ctx.tokens.count_messages(messages)
+    room = limit - total
     facts["room"] = room
     cap = min(cfg.max_tokens, room)
     for _ in range(4):  # the block's count is exact; the message around it adds a token or two
@@ -139,7 +150,7 @@ def _fit(
         if fitted is None:
             break
         out = _place(messages, fitted, cfg)
-        over = ctx.tokens.count_messages(out[0]) - limit
+        over = _placed_tokens(ctx, messages, total, out[0]) - limit
         if over <= 0:
             if fitted != block:
                 facts["shrunk"] = True
@@ -214,7 +225,11 @@ class _Plan:
             self.report["lost"] = lost  # their hosts left the conversation (client-side trim)
         # what the model can still read; after a collapse or a loss, the next block is whole
         shown = stored.shown if kept and not lost else Sections()
-        view = sticky.replay(clean, anchors, kept) if anchors is not None else clean
+        view = (
+            sticky.replay(clean, anchors, kept, ctx.renders, ctx.hash_of)
+            if anchors is not None
+            else clean
+        )
         if stored.blocks:
             self.report["sticky"] = len(kept)
         self.messages, self.stored = view, sticky.Stored(kept, shown)
@@ -245,7 +260,8 @@ class _Plan:
         )
         self.messages, self.block = out, block
         if ctx.budget is not None:
-            total = ctx.tokens.count_messages(out) + ctx.tokens.count_tools(ctx.tools)
+            total = _placed_tokens(ctx, view, ctx.tokens.count_messages(view), out)
+            total += ctx.tokens.count_tools(ctx.tools)
             if total > ctx.budget:
                 self.warning = total
 
@@ -272,9 +288,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             {"kind": "over_budget", "tokens": plan.warning, "budget": ctx.budget, "rule": "inject"}
         ]
     out = plan.messages
-    if out is messages or (
-        len(out) == len(messages) and all(a is b for a, b in zip(out, messages, strict=True))
-    ):
+    if out is messages or (len(out) == len(messages) and all(map(operator.is_, out, messages))):
         return RuleResult(messages, state, report)
     if out == messages:
         return RuleResult(messages, state, report)

@@ -113,16 +113,17 @@ def _add(
     sizes: dict[str, int],
     messages: Sequence[Message],
     per_message: Callable[[Message], Sequence[tuple[str, int]]],
+    sign: int = 1,
 ) -> None:
     for m in messages:
         for section, n in per_message(m):
-            sizes[section] += n
+            sizes[section] += sign * n
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     original, forwarded, tokens = ctx.original_messages, ctx.messages, ctx.tokens
     # The forwarded list starts with the very objects the client sent, mostly up to its tail
-    # (pruning edits aside): that shared run is measured once, for both sides.
+    # (pruning edits aside): that shared run is left out of comparing the two lists.
     shared = 0
     for a, b in zip(original, forwarded, strict=False):
         if a is not b:
@@ -138,12 +139,22 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             hit = memo[id(m)] = (m, message_sections(m, tokens))
         return hit[1]
 
-    common = dict.fromkeys(SECTIONS, 0)
-    common["tools"] = tokens.count_tools(ctx.tools)
-    _add(common, original[:shared], per_message)
-    before, after = dict(common), dict(common)
-    _add(before, original[shared:], per_message)
-    _add(after, forwarded[shared:], per_message)
+    before = dict.fromkeys(SECTIONS, 0)
+    before["tools"] = tokens.count_tools(ctx.tools)
+    _add(before, original, per_message)
+    # Past the shared run the forwarded list is still mostly the client's objects (a compaction
+    # edits some, drops runs, inject places blocks): ``after`` is ``before`` without the
+    # messages that went and with the ones that came, each object once.
+    rest, sent = original[shared:], forwarded[shared:]
+    rest_ids, sent_ids = set(map(id, rest)), set(map(id, sent))
+    if len(rest_ids) == len(rest) and len(sent_ids) == len(sent):
+        after = dict(before)
+        _add(after, [m for m in rest if id(m) not in sent_ids], per_message, -1)
+        _add(after, [m for m in sent if id(m) not in rest_ids], per_message)
+    else:  # an object twice in a list: count it as often as it comes
+        after = dict.fromkeys(SECTIONS, 0)
+        after["tools"] = before["tools"]
+        _add(after, forwarded, per_message)
     sections: dict[str, Section] = {
         name: {"before": before[name], "after": after[name]} for name in SECTIONS
     }

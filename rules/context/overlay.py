@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.activity.observations import Observation
-from rules.base import Message, TokenCounter
+from rules.base import Message, RenderMemo, TokenCounter
 from rules.context import prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
@@ -24,16 +24,16 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
     occurrence number for repeated pairs. An identical later message (a second "continue") thus
     never takes over the anchor, and the edit, of an earlier copy that vanished: it follows a
     different message."""
+    hashes = list(map(hash_of, messages))
+    keys = [f"{h}.{p[:8]}" for h, p in zip(hashes, ["", *hashes], strict=False)]
+    if len(set(keys)) == len(keys):
+        return keys  # no pair repeats (the common case): no occurrence numbers
     seen: dict[str, int] = {}
     out = []
-    prev = ""
-    for m in messages:
-        h = hash_of(m)
-        key = f"{h}.{prev[:8]}"
+    for key in keys:
         n = seen.get(key, 0)
         out.append(f"{key}#{n}" if n else key)
         seen[key] = n + 1
-        prev = h
     return out
 
 
@@ -156,7 +156,60 @@ def is_rendered(message: Message) -> bool:
     return False
 
 
+def edit_key(
+    message: Message,
+    edit: dict[str, str],
+    obs: Observation | None,
+    tokens: TokenCounter,
+    cap: int,
+    hash_of: Callable[[Message], str] = content_hash,
+) -> tuple[object, ...] | None:
+    """Everything ``apply_edit`` renders from, as a key for ``Context.renders``: the message (its
+    content hash), the edit's parameters, and the observation's facts for an elided result, or
+    the result's size and the limit for a cap. None: nothing to keep (``keep`` is the message
+    itself; an older elision without its stored size is counted by the request's encoding)."""
+    action = edit["action"]
+    if action == "shrink":
+        return ("shrink", hash_of(message), edit["lines"], edit["chars"])
+    if action in ELIDE_ACTIONS:
+        stored = edit.get("tokens")
+        if not stored:
+            return None
+        if obs is None:
+            return ("elide", hash_of(message), edit["reason"], stored)
+        a = obs.action  # what ``elided_text`` reads of it (strings: their hashes are kept)
+        return (
+            "elide", hash_of(message), edit["reason"], stored, a.tool, a.kind, a.command,
+            a.target, obs.exit_code,
+        )  # fmt: skip
+    if action == "cap":  # its count depends on the encoding: in the key
+        return ("cap", hash_of(message), tokens.count_text(text_of(message.get("content"))), cap)
+    return None
+
+
 def apply_edit(
+    message: Message,
+    edit: dict[str, str],
+    obs: Observation | None,
+    tokens: TokenCounter,
+    cap: int,
+    memo: RenderMemo | None = None,
+    hash_of: Callable[[Message], str] = content_hash,
+) -> Message:
+    """``message`` as ``edit`` renders it; through ``memo`` (``Context.renders``) when given, so
+    an edit replayed unchanged is looked up instead of rendered again."""
+    key = edit_key(message, edit, obs, tokens, cap, hash_of) if memo is not None else None
+    if key is None or memo is None:
+        return _apply_edit(message, edit, obs, tokens, cap)
+    hit = memo.get(key)
+    if hit is not None:
+        return hit
+    out = _apply_edit(message, edit, obs, tokens, cap)
+    memo.put(key, out)
+    return out
+
+
+def _apply_edit(
     message: Message, edit: dict[str, str], obs: Observation | None, tokens: TokenCounter, cap: int
 ) -> Message:
     if edit["action"] == "shrink":  # its parameters stored with it: the replay is byte-identical
@@ -178,32 +231,67 @@ def render(
     by_result: dict[int, Observation],
     tokens: TokenCounter,
     cap: int,
-    placed: dict[int, Message] | None = None,
+    placed: list[int] | None = None,
+    memo: RenderMemo | None = None,
+    hash_of: Callable[[Message], str] = content_hash,
 ) -> list[Message]:
     """The conversation with the overlay applied: edits in place, dropped runs as one line.
     Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped.
-    ``placed`` receives each message's rendering (index -> message; dropped ones left out)."""
-    if not overlay.edits and not overlay.dropped:
+    ``placed`` receives, for each message of the result, the index of the message it renders
+    (-1: a dropped run's line). ``memo`` (``Context.renders``): renderings of earlier requests,
+    looked up by what made them (``hash_of``: the request's ``content_hash``)."""
+    edits = overlay.edits
+    if not overlay.dropped:  # edits in place: only the edited messages are visited
+        out = list(messages)  # (nothing to apply is the common case until a result is capped)
+        if edits:
+            index = dict(zip(anchor_list, range(len(anchor_list)), strict=True))  # anchors: unique
+            for a, edit in edits.items():
+                i = index.get(a)
+                if i is not None:
+                    out[i] = apply_edit(
+                        messages[i], edit, by_result.get(i), tokens, cap, memo, hash_of
+                    )
         if placed is not None:
-            placed.update(enumerate(messages))
-        return list(messages)  # nothing to apply (the common case until a result is capped)
+            placed.extend(range(len(messages)))
+        return out
     dropped = set(overlay.dropped)
     first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
-    current = prune_stages.current_start(messages, first_user) if dropped else len(messages)
-    out: list[Message] = []
-    run: list[Message] = []
+    current = prune_stages.current_start(messages, first_user)
+    out = []
+    run: list[int] = []
     for i, (m, a) in enumerate(zip(messages, anchor_list, strict=True)):
         if a in dropped and i < current:
-            run.append(m)
+            run.append(i)
             continue
         if run:
-            out.append({"role": "user", "content": dropped_text(run)})
+            out.append(_dropped_line(messages, anchor_list, run, memo))
+            if placed is not None:
+                placed.append(-1)
             run = []
-        edit = overlay.edits.get(a)
-        shown = apply_edit(m, edit, by_result.get(i), tokens, cap) if edit else m
-        out.append(shown)
+        found = edits.get(a)
+        if found is not None:
+            m = apply_edit(m, found, by_result.get(i), tokens, cap, memo, hash_of)
+        out.append(m)
         if placed is not None:
-            placed[i] = shown
+            placed.append(i)
     if run:
-        out.append({"role": "user", "content": dropped_text(run)})
+        out.append(_dropped_line(messages, anchor_list, run, memo))
+        if placed is not None:
+            placed.append(-1)
     return out
+
+
+def _dropped_line(
+    messages: list[Message], anchor_list: list[str], run: list[int], memo: RenderMemo | None
+) -> Message:
+    """The line standing for the dropped messages at indices ``run``. Their anchors hold their
+    content hashes, all ``dropped_text`` reads: the memo's key."""
+    key = ("dropped", *(anchor_list[i] for i in run)) if memo is not None else None
+    if key is not None and memo is not None:
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+    line = {"role": "user", "content": dropped_text([messages[i] for i in run])}
+    if key is not None and memo is not None:
+        memo.put(key, line)
+    return line

@@ -15,6 +15,8 @@ Provider-owned state is left alone.
 
 from __future__ import annotations
 
+import operator
+
 from pydantic import Field
 
 from rules.base import Context, RuleConfig, RuleResult
@@ -176,7 +178,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 steps, choice.steps, total - blocks - schema, schema, sizes, fit
             )
             if trial_total < total - blocks:  # it edited something
-                run.overlay, view, total = trial, run.render(trial), trial_total
+                run.overlay, view, total = trial, run.view(trial), trial_total
                 info["compacted"] = True
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
@@ -205,7 +207,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     memo = memory.after(ctx.now, total, bool(info["compacted"]), session)
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
-    unchanged = all(a is b for a, b in zip(view, ctx.messages, strict=False))
+    unchanged = all(map(operator.is_, view, ctx.messages))
     if len(view) == len(ctx.messages) and unchanged:
         return RuleResult(ctx.messages, state_out, report)
     run.share_anchors(view)

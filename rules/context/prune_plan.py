@@ -61,7 +61,8 @@ class Run:
         self.decisions: list[Pruning] = []
         self.stages: dict[str, int] = {}
         self._evidence: evidence.Evidence | None = None
-        self._placed: tuple[overlay.Overlay, dict[int, Message]] | None = None
+        # the last rendering: its overlay, the view, and the message each of its messages renders
+        self._placed: tuple[overlay.Overlay, list[Message], list[int]] | None = None
 
     @property
     def evidence(self) -> evidence.Evidence:
@@ -70,7 +71,7 @@ class Run:
         return self._evidence
 
     def render(self, ov: overlay.Overlay) -> list[Message]:
-        placed: dict[int, Message] = {}
+        placed: list[int] = []
         view = overlay.render(
             self.messages,
             self.anchors,
@@ -79,9 +80,18 @@ class Run:
             self.tokens,
             self.cfg.max_result_tokens,
             placed,
+            self.ctx.renders,
+            self.ctx.hash_of,
         )
-        self._placed = (ov, placed)  # what ``sizes`` counts, for this overlay
+        self._placed = (ov, view, placed)  # what ``sizes`` counts, for this overlay
         return view
+
+    def view(self, ov: overlay.Overlay) -> list[Message]:
+        """``render(ov)``, or its last result when that was for ``ov`` (``compact`` renders its
+        trial to size it)."""
+        if self._placed is not None and self._placed[0] is ov:
+            return self._placed[1]
+        return self.render(ov)
 
     def _decide(
         self, ov: overlay.Overlay, i: int, action: str, edit: dict[str, str], freed: int
@@ -105,7 +115,7 @@ class Run:
         edits, limit = self.overlay.edits, self.cfg.max_result_tokens
         count = self.tokens.count_message
         for i, m in enumerate(self.messages):
-            if role(m) != "tool":
+            if m.get("role") != "tool":  # role(m), inlined: every message, every request
                 continue
             a = self.anchors[i]
             if a in edits or a in dropped:
@@ -118,7 +128,7 @@ class Run:
                 self.overlay.edits[a] = {"action": "keep", "reason": why}
                 continue
             edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
-            capped = overlay.apply_edit(m, edit, None, self.tokens, self.cfg.max_result_tokens)
+            capped = self._edited(i, edit)
             self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
@@ -140,23 +150,37 @@ class Run:
         keeps its source message's anchor, a dropped run's line gets one of its own. Saves them
         hashing every edited message again, and keeps an anchor the same when its message is
         elided later."""
-        if self._placed is None or self._placed[0] is not self.overlay:
+        if (
+            self._placed is None
+            or self._placed[0] is not self.overlay
+            or self._placed[1] is not view
+        ):
             return  # the view is not the last rendering (a compaction tried and not kept)
-        source = {id(m): i for i, m in self._placed[1].items()}
-        anchors = []
-        for m in view:
-            i = source.get(id(m))
-            anchors.append(self.anchors[i] if i is not None else "dropped." + self.ctx.hash_of(m))
+        source = self._placed[2]
+        if len(view) == len(self.anchors) and not self.overlay.dropped:
+            anchors = self.anchors  # edits in place: the very same anchors
+        else:
+            mine, hash_of = self.anchors, self.ctx.hash_of
+            anchors = [
+                mine[i] if i >= 0 else "dropped." + hash_of(m)
+                for m, i in zip(view, source, strict=True)
+            ]
         self.ctx.memo[overlay.MEMO] = (view, anchors)
 
     def sizes(self) -> dict[int, int]:
         """Tokens of each message as the overlay renders it now (dropped ones count 0)."""
-        ov, placed = self._placed if self._placed is not None else (None, {})
-        if ov is not self.overlay:
+        if self._placed is None or self._placed[0] is not self.overlay:
             self.render(self.overlay)
-            placed = self._placed[1] if self._placed is not None else {}
+        assert self._placed is not None
+        _, view, source = self._placed
         count = self.tokens.count_message
-        return {i: count(placed[i]) if i in placed else 0 for i in range(len(self.messages))}
+        if len(view) == len(self.messages) and not self.overlay.dropped:
+            return dict(enumerate(map(count, view)))
+        sizes = dict.fromkeys(range(len(self.messages)), 0)
+        for m, i in zip(view, source, strict=True):
+            if i >= 0:
+                sizes[i] = count(m)
+        return sizes
 
     def _elided_already(self, i: int, dropped: set[str]) -> bool:
         a = self.anchors[i]
@@ -327,5 +351,11 @@ class Run:
 
     def _edited(self, i: int, edit: dict[str, str]) -> Message:
         return overlay.apply_edit(
-            self.messages[i], edit, self.by_result.get(i), self.tokens, self.cfg.max_result_tokens
+            self.messages[i],
+            edit,
+            self.by_result.get(i),  # a cap reads none
+            self.tokens,
+            self.cfg.max_result_tokens,
+            self.ctx.renders,
+            self.ctx.hash_of,
         )

@@ -93,22 +93,29 @@ def cache_state(facts: CacheFacts, memory: Memory, now: float) -> tuple[str, str
 
 
 @functools.lru_cache(maxsize=1)
-def _lengths() -> tuple[int, ...]:
+def _lengths() -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The corpus' session lengths, sorted, and the sum of those from each index on."""
     pack = load_pack("horizon")
-    return tuple(sorted(int(x) for x in pack.get("lengths") or [] if int(x) > 0))
+    table = tuple(sorted(int(x) for x in pack.get("lengths") or [] if int(x) > 0))
+    sums = [0]
+    for x in reversed(table):
+        sums.append(sums[-1] + x)
+    return table, tuple(reversed(sums))
 
 
 def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
     """Expected requests still to come after ``requests`` were made: the mean of ``L - n`` over
     corpus sessions longer than ``n``; past the longest, as many as made so far (a session that
     has lasted long tends to last as long again)."""
-    table = _lengths() if lengths is None else tuple(lengths)
     n = max(requests, 1)
+    if lengths is not None:
+        table = tuple(lengths)
+        longer = table[bisect.bisect_right(table, n) :]
+        return sum(x - n for x in longer) / len(longer) if longer else float(n)
+    table, sums = _lengths()  # every request asks: a bisection and the stored sums
     i = bisect.bisect_right(table, n)
-    longer = table[i:]
-    if not longer:
-        return float(n)
-    return sum(x - n for x in longer) / len(longer)
+    count = len(table) - i
+    return (sums[i] - n * count) / count if count else float(n)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ keeps its own transcript), so each request gets them re-placed on their anchors.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rules.base import Message
+from rules.base import Message, RenderMemo, content_hash
 from rules.context.inject_text import Sections
 from rules.messages import INJECT_CLOSE, append_text, role, text_of, with_content
 
@@ -89,14 +89,29 @@ def _ends_with_block(content: Any) -> bool:
     return False
 
 
+def _first_host(messages: list[Message]) -> int | None:
+    """The first message ending with a block: mostly none, as the client never sends them back."""
+    for i, m in enumerate(messages):
+        content = m.get("content")
+        if content.__class__ is str:
+            if content.endswith(INJECT_CLOSE):
+                return i
+        elif _ends_with_block(content):
+            return i
+    return None
+
+
 def strip(messages: list[Message], texts: set[str]) -> list[Message]:
     """``messages`` without the stored blocks already placed in them (a request that is this
     rule's own output, as when a rule is applied twice): the list placing starts from."""
     if not texts:
         return messages
-    out: list[Message] = []
+    start = _first_host(messages)
+    if start is None:
+        return messages
+    out: list[Message] = messages[:start]
     changed = False
-    for m in messages:
+    for m in messages[start:]:
         if not _ends_with_block(m.get("content")):  # every message but a host: one look
             out.append(m)
             continue
@@ -112,23 +127,55 @@ def strip(messages: list[Message], texts: set[str]) -> list[Message]:
 
 
 def replay(
-    messages: list[Message], anchors: Sequence[str], blocks: Sequence[Block]
+    messages: list[Message],
+    anchors: Sequence[str],
+    blocks: Sequence[Block],
+    memo: RenderMemo | None = None,
+    hash_of: Callable[[Message], str] = content_hash,
 ) -> list[Message]:
-    """``messages`` with each block placed on its anchor, in stored order."""
+    """``messages`` with each block placed on its anchor, in stored order. ``memo``
+    (``Context.renders``): placings of earlier requests, by the host's hash and the block."""
     by_anchor: dict[str, list[Block]] = {}
     for b in blocks:
         by_anchor.setdefault(b.at, []).append(b)
     if not by_anchor:
         return messages
-    out: list[Message] = []
-    for m, a in zip(messages, anchors, strict=True):
-        placed = by_anchor.get(a)
-        if not placed:
-            out.append(m)
-            continue
+    if len(anchors) != len(messages):
+        raise ValueError("one anchor per message")
+    index = dict(zip(anchors, range(len(anchors)), strict=True))  # anchors are unique
+    hosts = sorted((index[a], placed) for a, placed in by_anchor.items() if a in index)
+    out = list(messages)
+    for i, placed in reversed(hosts):  # from the last: a block of its own shifts what follows
+        m = messages[i]
         for b in placed:
             if b.where == "append":
-                m = append_text(m, b.text)
-        out.append(m)
-        out.extend({"role": "user", "content": b.text} for b in placed if b.where != "append")
+                m = _appended(m, b.text, memo, hash_of)
+        out[i] = m
+        own = [_own_message(b.text, memo) for b in placed if b.where != "append"]
+        if own:
+            out[i + 1 : i + 1] = own
     return out
+
+
+def _appended(
+    m: Message, text: str, memo: RenderMemo | None, hash_of: Callable[[Message], str]
+) -> Message:
+    if memo is None:
+        return append_text(m, text)
+    key = ("append", hash_of(m), text)
+    hit = memo.get(key)
+    if hit is None:
+        hit = append_text(m, text)
+        memo.put(key, hit)
+    return hit
+
+
+def _own_message(text: str, memo: RenderMemo | None) -> Message:
+    if memo is None:
+        return {"role": "user", "content": text}
+    key = ("block", text)
+    hit = memo.get(key)
+    if hit is None:
+        hit = {"role": "user", "content": text}
+        memo.put(key, hit)
+    return hit

@@ -1,0 +1,110 @@
+"""The runner's memo of rendered messages (``RenderedMessages``, ``Context.renders``): an edit the
+overlay replays unchanged is looked up instead of rendered again. It stays bounded in bytes, hands
+out fresh copies (nothing downstream can change what later requests get), keeps only what it can
+give back exactly, and a replay through it forwards the very bytes a replay without it does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.rewrite.pipeline import RENDER_OVERHEAD_BYTES, Pipeline, RenderedMessages, _Recall
+from proxy.settings import Settings
+from proxy.tokens import RequestTokens, TokenCounters
+from rules.base import Context, Message, SessionState
+from tests.support.factories import assistant, call, result, user
+
+
+def test_bounded_in_bytes() -> None:
+    store = RenderedMessages(max_bytes=20_000)
+    message = {"role": "tool", "tool_call_id": "c", "content": "x" * 200}
+    cost = len(orjson.dumps(message)) + RENDER_OVERHEAD_BYTES
+    for k in range(1_000):
+        store.put(("elide", k), message)
+        assert store.held_bytes <= 10_000  # one generation: half the bound
+    assert len(store) <= 2 * (10_000 // cost)
+    assert store.get(("elide", 0)) is None  # the oldest went
+    assert store.get(("elide", 999)) == (message, {})
+
+
+def test_a_hit_is_a_fresh_copy_with_the_same_bytes() -> None:
+    store = RenderedMessages()
+    shrunk: Message = {
+        "role": "assistant",
+        "content": "first line\n[ctxproxy: clipped 120 more characters of this message]",
+        "tool_calls": [call("c1", "Write", file_path="a.py", content="x [ctxproxy: 9]")],
+    }
+    elided: Message = {"role": "tool", "tool_call_id": "c1", "content": "[ctxproxy: elided …]"}
+    for key, message in ((("shrink",), shrunk), (("elide",), elided)):
+        record = store.put(key, message)
+        assert record == {}
+        hit = store.get(key)
+        assert hit is not None
+        copy, kept = hit
+        assert copy is not message and kept is record
+        assert orjson.dumps(copy) == orjson.dumps(message)  # key order too
+        copy["content"] = "changed"  # as litellm may change what it is handed
+        if "tool_calls" in copy:
+            copy["tool_calls"][0]["function"]["arguments"] = "{}"
+        again = store.get(key)
+        assert again is not None and orjson.dumps(again[0]) == orjson.dumps(message)
+
+
+def test_keeps_only_what_it_gives_back_exactly() -> None:
+    store = RenderedMessages(max_entry_bytes=1_000)
+    assert store.put(("big",), {"role": "tool", "content": "x" * 2_000}) is None
+    assert store.put(("nan",), {"role": "tool", "content": [{"v": float("nan")}]}) is None
+    assert store.put(("key",), {"role": "tool", 1: "not JSON"}) is None
+    assert store.put(("big",), {"role": "tool", "content": "x" * 2_000}) is None
+    assert len(store) == 0
+
+
+def _agent_run(steps: int) -> list[Message]:
+    """An agent run prune has to compact: long reads and re-reads, long prose, long writes."""
+    out = [user("Refactor the parser and keep the tests green")]
+    for k in range(steps):
+        path = f"f{k % 5}.py" if k % 3 == 0 else f"g{k}.py"
+        body = "\n".join(f"{path} {k} line {i} " + "tok " * 8 for i in range(60))
+        prose = "\n".join(f"thinking about step {k}, point {i}" for i in range(8))
+        if k % 4 == 3:
+            write = call(f"c{k}", "Write", file_path=path, content="def f():\n" + "  x = 1\n" * 90)
+            out += [assistant(prose, write), result(f"c{k}", f"wrote {path}")]
+        else:
+            out += [assistant(prose, call(f"c{k}", "Read", file_path=path)), result(f"c{k}", body)]
+    return out
+
+
+def _replay(pipeline: Pipeline, messages: list[Message], budget: int) -> list[bytes]:
+    counter = TokenCounters().for_model("gpt-4o")
+    state, sent = SessionState(), []
+    for end in range(3, len(messages) + 1, 2):
+        prefix = [dict(m) for m in messages[:end]]  # new objects every request, as parsed
+        ctx = Context(
+            messages=prefix,
+            original_messages=prefix,
+            model="gpt-4o",
+            tokens=RequestTokens(counter),
+            now=float(end),
+            session_id="s",
+            state=state,
+            budget=budget,
+        )
+        outcome = pipeline.run(ctx)
+        state = outcome.state
+        report = {k: v for k, v in outcome.report.items() if k != "timings_ms"}
+        sent.append(orjson.dumps([outcome.messages, report], option=orjson.OPT_SORT_KEYS))
+    return sent
+
+
+def test_a_replay_through_the_memo_forwards_the_same_bytes(monkeypatch: Any) -> None:
+    hits = []
+    know = _Recall.know
+    monkeypatch.setattr(_Recall, "know", lambda self, m, r: (hits.append(1), know(self, m, r)))
+    messages = _agent_run(60)
+    rules = Settings().configured_rules()
+    remembering, forgetting = Pipeline(rules, "fail"), Pipeline(rules, "fail")
+    forgetting.renders = None  # every edit rendered from scratch
+    budget = 12_000
+    assert _replay(remembering, messages, budget) == _replay(forgetting, messages, budget)
+    assert len(hits) > 100  # edits were replayed through it
