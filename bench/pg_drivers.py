@@ -1,8 +1,8 @@
 """asyncpg against psycopg 3 (async) on the PostgreSQL store's two hot statements, on a throwaway
 server (``tests.support.postgres``):
 
-- a session's turn: BEGIN + advisory lock, the state read, the state upsert, COMMIT (4 round
-  trips), with a ~6 kB state;
+- a session's turn as the store takes it (``proxy.store.postgres``): the hold (advisory lock +
+  the state read, one call) and the save (upsert, COMMIT, unlock, one call), with a ~6 kB state;
 - the request log's batch: 50 rows of 14 columns in one transaction (asyncpg ``executemany``,
   psycopg ``executemany`` in pipeline mode).
 
@@ -61,21 +61,16 @@ async def timed(n: int, fn: Callable[[int], Awaitable[None]]) -> list[float]:
 
 
 async def with_asyncpg(url: str, n: int) -> dict[str, list[float]]:
-    conn = await asyncpg.connect(url)
+    # as the store's pool: synchronous_commit is a connection setting
+    conn = await asyncpg.connect(url, server_settings={"synchronous_commit": "off"})
 
     async def turn(k: int) -> None:
-        sid = f"s{k % 50}"
-        await conn.execute(
-            f"BEGIN; SET LOCAL synchronous_commit = off; "
-            f"SELECT pg_advisory_xact_lock({session_lock_key(sid)})"
-        )
-        await conn.fetchrow(q.LOAD, sid, -1)
-        await conn.fetchval(q.SAVE, sid, None, time.time(), STATE)
-        await conn.execute("COMMIT")
+        sid, key = f"s{k % 50}", session_lock_key(f"s{k % 50}")
+        await conn.fetchrow(q.HOLD, key, sid, -1, 10_000)
+        await conn.fetchval(q.SAVE, key, sid, None, time.time(), STATE)
 
     async def batch(k: int) -> None:
         async with conn.transaction():
-            await conn.execute("SET LOCAL synchronous_commit = off")
             await conn.executemany(INSERT, rows(50, k))
 
     try:
@@ -85,33 +80,26 @@ async def with_asyncpg(url: str, n: int) -> dict[str, list[float]]:
 
 
 async def with_psycopg(url: str, n: int) -> dict[str, list[float]]:
-    conn = await psycopg.AsyncConnection.connect(url, autocommit=True)
-    # psycopg binds %s in the order they appear: $2 comes first in LOAD
-    load = q.LOAD.replace("$1::text", "%s::text").replace("$2", "%s").replace("$1", "%s")
-    save = q.SAVE.replace("$1", "%s").replace("$2", "%s").replace("$3", "%s").replace("$4", "%s")
+    conn = await psycopg.AsyncConnection.connect(
+        url, autocommit=True, options="-c synchronous_commit=off"
+    )
+    hold, save = q.HOLD, q.SAVE
+    for i in range(5, 0, -1):
+        hold, save = hold.replace(f"${i}", "%s"), save.replace(f"${i}", "%s")
     insert = INSERT
     for i in range(14, 0, -1):
         insert = insert.replace(f"${i}", "%s")
 
     async def turn(k: int) -> None:
-        sid = f"s{k % 50}"
-        await conn.execute(
-            f"BEGIN; SET LOCAL synchronous_commit = off; "  # type: ignore[arg-type]
-            f"SELECT pg_advisory_xact_lock({session_lock_key(sid)})",
-            prepare=False,
-        )
-        cur = await conn.execute(load, (-1, sid), prepare=True)  # type: ignore[arg-type]
+        sid, key = f"s{k % 50}", session_lock_key(f"s{k % 50}")
+        cur = await conn.execute(hold, (key, sid, -1, 10_000), prepare=True)  # type: ignore[arg-type]
         await cur.fetchone()
-        now = time.time()
-        cur = await conn.execute(save, (sid, None, now, now, STATE), prepare=True)  # type: ignore[arg-type]
+        cur = await conn.execute(save, (key, sid, None, time.time(), STATE), prepare=True)  # type: ignore[arg-type]
         await cur.fetchone()
-        await conn.execute("COMMIT")
 
     async def batch(k: int) -> None:
-        async with conn.transaction():
-            await conn.execute("SET LOCAL synchronous_commit = off")
-            async with conn.cursor() as cur:
-                await cur.executemany(insert, rows(50, k))  # type: ignore[arg-type]
+        async with conn.transaction(), conn.cursor() as cur:
+            await cur.executemany(insert, rows(50, k))  # type: ignore[arg-type]
 
     try:
         return {"turn": await timed(n, turn), "batch": await timed(n // 10, batch)}

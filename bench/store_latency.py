@@ -2,11 +2,16 @@
 (a throwaway local server, ``tests.support.postgres``), in front of the bench's fake upstream;
 and the throughput of two PostgreSQL replicas against one, at 64 clients.
 
-    .venv/bin/python -m bench.store_latency [--scale 1.0]
+    .venv/bin/python -m bench.store_latency [--scale 1.0] [--rounds 6] [--baseline DIR]
+        [--messages 20 400] [--concurrency 1 16] [--no-throughput]
 
 Latency: client-observed, each proxy measured alone (the others paused with SIGSTOP), one
-session per concurrent client resending its conversation. Throughput: 64 clients, 20 messages,
-each client's requests alternating between the replicas (a round-robin load balancer).
+session per concurrent client resending its conversation. The runs alternate between the proxies
+(``--rounds`` slices each, the order flipped every round) so that a machine's load drifting
+during the bench falls on all of them alike. ``--baseline DIR``: a checkout of another version
+(say, the previous commit) whose PostgreSQL store is measured too, on a database of its own.
+Throughput: 64 clients, 20 messages, each client's requests alternating between the replicas (a
+round-robin load balancer).
 """
 
 from __future__ import annotations
@@ -29,16 +34,85 @@ import orjson
 from bench.overhead import only_running, percentile, run_load, start
 from bench.workloads import agent_conversation
 from tests.support.live import free_port
-from tests.support.postgres import start_server
+from tests.support.postgres import PgServer, start_server
+
+# ``python -c RUN_FROM <dir> serve ...``: the proxy of the checkout in <dir>
+RUN_FROM = (
+    "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "runpy.run_module('proxy.cli', run_name='__main__', alter_sys=True)"
+)
 
 
 def serve(
-    upstream: str, env: dict[str, str], db: str | None = None
+    upstream: str, env: dict[str, str], db: str | None = None, tree: str | None = None
 ) -> tuple[subprocess.Popen, str]:
     port = free_port()
-    args = [sys.executable, "-m", "proxy.cli", "serve", "--upstream", upstream]
+    cli = ["-c", RUN_FROM, str(Path(tree).resolve())] if tree else ["-m", "proxy.cli"]
+    args = [sys.executable, *cli, "serve", "--upstream", upstream]
     args += ["--port", str(port)] + (["--db", db] if db else [])
     return start(args, f"http://127.0.0.1:{port}/healthz", env), f"http://127.0.0.1:{port}"
+
+
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes have used so far."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_pids(pg: PgServer) -> list[int]:
+    """The PostgreSQL server's processes: the postmaster and its children (the backends)."""
+    with contextlib.suppress(OSError, ValueError):
+        main = int((pg.data / "postmaster.pid").read_text().split()[0])
+        children = []
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == main:
+                    children.append(int(stat.parent.name))
+        return [main, *children]
+    return []
+
+
+def alternating(
+    servers: dict[str, subprocess.Popen],
+    targets: dict[str, str],
+    body: bytes,
+    n: int,
+    conc: int,
+    rounds: int,
+    pg: PgServer,
+) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, tuple[float, float]]]:
+    """Latencies, in-proxy times and CPU ms per request (the proxy's, PostgreSQL's) per target:
+    ``rounds`` slices of ``n / rounds`` requests each, every target measured alone, the targets'
+    order reversed every other round."""
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    url = {name: base + "/v1/chat/completions" for name, base in targets.items()}
+    lat: dict[str, list[float]] = {name: [] for name in targets}
+    inproxy: dict[str, list[float]] = {name: [] for name in targets}
+    cpu = {name: [0.0, 0.0] for name in targets}
+    for name in targets:  # warm-up: connections opened, statements prepared
+        with only_running(servers, name):
+            asyncio.run(run_load(url[name], body, 20, conc, headers))
+    order, database = list(targets), server_pids(pg)
+    for k in range(rounds):
+        for name in order if k % 2 == 0 else order[::-1]:
+            with only_running(servers, name):
+                before = (cpu_s([servers[name].pid]), cpu_s(database))
+                lat[name] += asyncio.run(
+                    run_load(url[name], body, max(conc, n // rounds), conc, headers, inproxy[name])
+                )
+                cpu[name][0] += cpu_s([servers[name].pid]) - before[0]
+                cpu[name][1] += cpu_s(database) - before[1]
+    per_request = {name: (1000 * a / len(lat[name]), 1000 * b / len(lat[name]))
+                   for name, (a, b) in cpu.items()}  # fmt: skip
+    return lat, inproxy, per_request
+
+
+def cell(values: list[float]) -> str:
+    return f"{percentile(values, 0.5):.2f} / {percentile(values, 0.95):.2f} ms"
 
 
 async def throughput(urls: list[str], body: bytes, n: int, clients: int = 64) -> float:
@@ -75,6 +149,9 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--messages", type=int, nargs="+", default=[20, 400])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--rounds", type=int, default=6, help="alternations per measurement")
+    parser.add_argument("--baseline", help="a checkout whose PostgreSQL store is measured too")
+    parser.add_argument("--no-throughput", action="store_true")
     args = parser.parse_args()
     pg = start_server()
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-store-bench-"))
@@ -93,46 +170,62 @@ def main() -> None:
         procs += [sqlite, pg_a, pg_b]
         servers = {"sqlite": sqlite, "postgresql": pg_a, "pg_b": pg_b}
         targets = {"sqlite": sqlite_url, "postgresql": pg_a_url}
-        headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+        if args.baseline:
+            base_env = {**env, "CTXPROXY_STORE_URL": pg.database()}
+            base, base_url = serve(upstream, base_env, tree=args.baseline)
+            procs.append(base)
+            servers["baseline"], targets["baseline"] = base, base_url
+        print(f"load average before: {os.getloadavg()[0]:.2f}", flush=True)
+        extra = " | PG baseline p50 / p95 (in-proxy p50) | baseline − SQLite p50"
+        extra = extra if args.baseline else ""
         print("| workload | conc | SQLite p50 / p95 | PostgreSQL p50 / p95 | PG − SQLite p50 "
-              "| in-proxy p50 SQLite / PG |")  # fmt: skip
-        print("|---|---|---|---|---|---|")
+              f"| in-proxy p50 SQLite / PG{extra} |")  # fmt: skip
+        print("|---|---|---|---|---|---|" + ("---|---|" if args.baseline else ""))
+        cpu_rows = []
         for size in args.messages:
-            messages = agent_conversation(size)
-            body = orjson.dumps({"model": "gpt-4o", "messages": messages})
+            body = orjson.dumps({"model": "gpt-4o", "messages": agent_conversation(size)})
             for conc in args.concurrency:
                 n = int((300 if size <= 100 else 100) * (4 if conc > 1 else 1) * args.scale)
-                lat: dict[str, list[float]] = {}
-                inproxy: dict[str, list[float]] = {}
-                for name, url in targets.items():
-                    with only_running(servers, name):
-                        asyncio.run(run_load(url + "/v1/chat/completions", body, 20, conc, headers))
-                        inproxy[name] = []
-                        lat[name] = asyncio.run(
-                            run_load(
-                                url + "/v1/chat/completions", body, n, conc, headers, inproxy[name]
-                            )
-                        )
+                lat, inproxy, cpu = alternating(servers, targets, body, n, conc, args.rounds, pg)
                 s, p = lat["sqlite"], lat["postgresql"]
-                print(
-                    f"| {size} msgs | {conc} | {percentile(s, 0.5):.2f} / "
-                    f"{percentile(s, 0.95):.2f} ms"
-                    f" | {percentile(p, 0.5):.2f} / {percentile(p, 0.95):.2f} ms"
+                row = (
+                    f"| {size} msgs | {conc} | {cell(s)} | {cell(p)}"
                     f" | {percentile(p, 0.5) - percentile(s, 0.5):+.2f} ms"
                     f" | {statistics.median(inproxy['sqlite']):.2f} / "
-                    f"{statistics.median(inproxy['postgresql']):.2f} ms |",
-                    flush=True,
+                    f"{statistics.median(inproxy['postgresql']):.2f} ms |"
                 )
+                if args.baseline:
+                    b = lat["baseline"]
+                    row += (
+                        f" {cell(b)} ({statistics.median(inproxy['baseline']):.2f} ms)"
+                        f" | {percentile(b, 0.5) - percentile(s, 0.5):+.2f} ms |"
+                    )
+                print(row, flush=True)
+                cpu_rows.append(
+                    f"| {size} msgs | {conc} | "
+                    + " | ".join(f"{a:.2f} / {d:.2f}" for a, d in cpu.values())
+                    + " |"
+                )
+        print("\nCPU ms per request, the proxy's / PostgreSQL's (all its processes):\n")
+        print("| workload | conc | " + " | ".join(targets) + " |")
+        print("|---|---|" + "---|" * len(targets))
+        print("\n".join(cpu_rows))
+        print(f"load average after: {os.getloadavg()[0]:.2f}", flush=True)
+        if args.no_throughput:
+            return
         body = orjson.dumps({"model": "gpt-4o", "messages": agent_conversation(20)})
         n = int(2000 * args.scale)
         with only_running(servers, "sqlite"):
             one_sqlite = asyncio.run(throughput([sqlite_url], body, n))
-        os.killpg(sqlite.pid, signal.SIGSTOP)
+        others = [p for name, p in servers.items() if name not in ("postgresql", "pg_b")]
+        for proc in others:
+            os.killpg(proc.pid, signal.SIGSTOP)
         try:
             one = asyncio.run(throughput([pg_a_url], body, n))
             two = asyncio.run(throughput([pg_a_url, pg_b_url], body, n))
         finally:
-            os.killpg(sqlite.pid, signal.SIGCONT)
+            for proc in others:
+                os.killpg(proc.pid, signal.SIGCONT)
         print(
             f"\nthroughput at 64 clients, 20 msgs: SQLite 1 process {one_sqlite:.0f} req/s; "
             f"PostgreSQL 1 replica {one:.0f} req/s, 2 replicas {two:.0f} req/s "

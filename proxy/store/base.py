@@ -4,9 +4,9 @@ SQLite (``proxy.store.sqlite``, the embedded default for a sidecar) or PostgreSQ
 ``store.url`` (or ``CTXPROXY_STORE_URL``, which wins) being a ``postgresql://`` address.
 
 A session's load → pipeline → save is one critical section, entered with ``store.session(id)``:
-the store serialises it in the process (SQLite) or across processes (PostgreSQL: a
-transaction-scoped advisory lock keyed by the session), and its state cache never serves a state
-another replica has replaced since."""
+the store serialises it in the process (SQLite) or across processes (PostgreSQL: an advisory lock
+keyed by the session, released once the save has committed), and its state cache never serves a
+state another replica has replaced since."""
 
 from __future__ import annotations
 

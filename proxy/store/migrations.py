@@ -110,6 +110,20 @@ migration(
     """,
 )
 
+migration(
+    "m007_session_calls",
+    """
+    -- PostgreSQL only (its session hold and save functions): nothing to do in SQLite
+    """,
+)
+
+migration(
+    "m008_lz4_columns",
+    """
+    -- PostgreSQL only (lz4 compression of its big text columns): nothing to do in SQLite
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

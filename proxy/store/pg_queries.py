@@ -1,5 +1,5 @@
 """The statements only the PostgreSQL store runs (the ones both stores run, in their two dialects,
-are in ``proxy.store.dialect``): a session's load and save under its advisory lock, the ancestors
+are in ``proxy.store.dialect``): a session's hold and save under its advisory lock, the ancestors
 of a sub-agent, the replicas' heartbeat, and the retention prune's bounded steps."""
 
 from __future__ import annotations
@@ -7,22 +7,13 @@ from __future__ import annotations
 STEP_ROWS = 500  # rows a prune step deletes (one short transaction)
 STEP_PAUSE_S = 0.01
 
-# The state only when the stored version is not the cached one ($2); the cache report rides along.
-LOAD = """
-SELECT s.version, CASE WHEN s.version = $2 THEN NULL ELSE s.state END AS state, s.parent_id,
-       c.at, c.prompt_tokens, c.cached_tokens, c.cache_write_tokens
-FROM (SELECT $1::text AS id) AS k
-LEFT JOIN sessions s ON s.id = k.id
-LEFT JOIN session_cache c ON c.session_id = k.id
-"""
-
-SAVE = """
-INSERT INTO sessions (id, parent_id, created_at, updated_at, state, version)
-VALUES ($1, $2, $3, $3, $4, nextval('session_versions'))
-ON CONFLICT (id) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at,
-    parent_id = COALESCE(excluded.parent_id, sessions.parent_id), version = excluded.version
-RETURNING version
-"""
+# A session's hold and save (migration m007_session_calls): one round trip each. HOLD takes the
+# session's advisory lock ($1, waiting at most $4 ms) and returns its version, its state only when
+# that version is not the cached one ($3), its parent and its cache report. SAVE upserts the new
+# state under a new version, commits, then lets the lock go; LET_GO lets it go without a save.
+HOLD = "SELECT * FROM ctxproxy_hold_session($1, $2, $3, $4)"
+SAVE = "CALL ctxproxy_save_session($1, $2, $3, $4, $5)"
+LET_GO = "SELECT pg_advisory_unlock($1)"
 
 ANCESTORS = """
 WITH RECURSIVE up(id, parent_id, state, depth, path) AS (

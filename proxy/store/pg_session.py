@@ -1,6 +1,6 @@
 """A session held by the PostgreSQL store for one request (``PostgresStore.session``): the state
-it loaded, its connection in a transaction holding the session's advisory lock, and the save
-(upsert + commit) when it is let go; and the reads done under that lock."""
+it loaded, its connection holding the session's advisory lock (session-level), and the save
+(upsert, commit, unlock: one call) when it is let go; and the reads done under that lock."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import orjson
 
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH
+from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.pg_writer import is_connection_error
 from rules.base import Ancestor, SessionState
 
@@ -29,10 +30,11 @@ class Cached:
 
 class Held:
     """A session held by ``PostgresStore.session``: its connection (None when PostgreSQL was
-    not reached) is in a transaction holding the session's advisory lock."""
+    not reached) holds the session's advisory lock (``key``) until ``end``."""
 
     __slots__ = (
-        "_new", "conn", "parent_id", "read_only", "session_id", "state", "store", "version",
+        "_new", "conn", "key", "parent_id", "read_only", "session_id", "state", "store",
+        "version",
     )  # fmt: skip
 
     def __init__(
@@ -49,6 +51,7 @@ class Held:
             store, session_id, state, parent_id,
         )  # fmt: skip
         self.version, self.conn, self.read_only = version, conn, read_only
+        self.key = session_lock_key(session_id)
         self._new: tuple[SessionState, str | None] | None = None
 
     async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
@@ -71,30 +74,52 @@ class Held:
         self._new = (state, parent_id if parent_id is not None else self.parent_id)
 
     async def end(self, commit: bool) -> None:
+        """Save (when ``commit`` and a state was given) and let the session go. The lock is
+        released by the save's own call after its commit, or by ``LET_GO``; if either fails, the
+        connection is closed (the server then drops the lock), never pooled with it."""
         store, new = self.store, self._new if commit else None
         if self.conn is None:
             if new is not None and not self.read_only:  # kept in memory until it can be stored
                 store._remember(self.session_id, Cached(*new, self.version))
             return
-        conn, version = self.conn, None
+        conn, version, self.conn = self.conn, None, None
         try:
             if new is not None:
                 blob = orjson.dumps(new[0].to_json()).decode()
                 version = await conn.fetchval(
-                    q.SAVE, self.session_id, new[1], time.time(), blob
+                    q.SAVE, self.key, self.session_id, new[1], time.time(), blob
                 )
-            await conn.execute("COMMIT" if commit else "ROLLBACK")
-        except Exception as exc:
-            await store._let_go(conn)
+            else:
+                await conn.fetchval(q.LET_GO, self.key)
+        except BaseException as exc:
+            store._discard(conn)
             if new is not None:  # as if offline: the next request finds out what was stored
                 store._remember(self.session_id, Cached(*new, self.version))
-            if is_connection_error(exc):
+            if isinstance(exc, Exception) and is_connection_error(exc):
                 store.health.failed(exc)
                 return
             raise
-        await store._let_go(conn, rollback=False)
+        await store._release(conn)
         if new is not None and version is not None:
             store._remember(self.session_id, Cached(*new, version))
+
+
+def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None]:
+    """What a hold read (``q.HOLD``'s row), with the cached state it was checked against: the
+    session as stored now, and its stored cache report."""
+    feedback = None
+    if row["at"] is not None:
+        feedback = CacheFeedback(
+            row["at"], row["prompt_tokens"], row["cached_tokens"], row["cache_write_tokens"]
+        )
+    version = row["version"] or 0
+    if row["state"] is not None:
+        now = Cached(SessionState(orjson.loads(row["state"])), row["parent_id"], version)
+    elif cached is not None and cached.version == version:
+        now = Cached(cached.state, row["parent_id"] or cached.parent_id, version)
+    else:  # no row, and nothing cached of the no-row time
+        now = Cached(SessionState(), None, 0)
+    return now, feedback
 
 
 async def ancestors(conn: Any, parent_id: str | None, depth: int) -> list[Ancestor]:

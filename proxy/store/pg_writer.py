@@ -44,6 +44,11 @@ def is_connection_error(exc: BaseException) -> bool:
     """The database is away (or going), as opposed to refusing what we sent."""
     if isinstance(exc, _CONNECTION_ERRORS):
         return True
+    # a pooled connection the server ended while it was idle (the FATAL sent at shutdown) can be
+    # handed out before asyncpg sees it close: "cannot switch to state …; another operation is
+    # in progress"
+    if isinstance(exc, asyncpg.InternalClientError) and "in progress" in str(exc):
+        return True
     # asyncpg's own: "connection is closed", "pool is closing", "connection was closed in the
     # middle of operation" (its DataError, a bad argument, is an InterfaceError too)
     return (
@@ -186,8 +191,7 @@ class PgWriter:
         """One transaction; if a row breaks it, row by row. Returns the rows refused."""
         async with self.pool.acquire(timeout=RETRY_MAX_S * 5) as conn:
             try:
-                async with conn.transaction():
-                    await conn.execute("SET LOCAL synchronous_commit = off")
+                async with conn.transaction():  # synchronous_commit is off (PostgresStore.open)
                     for sql, rows in groups:
                         await conn.executemany(sql, rows)
                 return 0

@@ -3,10 +3,26 @@ gateway. The interface is ``proxy.store.base.Store``; the request log's writer i
 ``proxy.store.pg_writer``; the schema is ``proxy.store.pg_migrations``.
 
 A session is held for one request (``session``): first this process's lock for it, then one pooled
-connection, a transaction and ``pg_advisory_xact_lock`` keyed by the session, so two replicas
-handling a session take turns; the state is read under that lock and saved before it is let go
-(commit). The state cache is checked, never trusted: the read brings the state only when the
-stored ``version`` (a sequence, bumped by every save) differs from the cached one.
+connection holding PostgreSQL's advisory lock keyed by the session, so two replicas handling a
+session take turns. One round trip before the request is forwarded, one after:
+
+- hold (``q.HOLD``, a function of migration m007): takes the lock, waiting at most
+  ``lock_timeout_s``, then reads, in a statement of its own, so with a snapshot taken once the lock
+  is granted: the stored version, the state only when that version is not the cached one (the
+  state cache is checked, never trusted; versions come from one sequence), the parent and the
+  upstream's cache report;
+- save (``q.SAVE``, a procedure called outside any transaction block): upserts the state under a
+  new version, COMMITs, and only then unlocks, so whoever holds the session next reads the commit.
+  It runs after the request is forwarded; the session stays held until it is done.
+
+Why a session-level lock, not ``pg_advisory_xact_lock``: that one needs an open transaction, and
+asyncpg sends one statement per round trip: BEGIN + lock, then the read, before forwarding; the
+upsert, then COMMIT, after. A session-level lock outlives a rollback, so a connection that may hold
+one is never pooled: if a hold or a save fails once the lock may be taken, the connection is closed
+and the server drops the lock with it (as for a replica that dies). The statements are fixed text,
+prepared once per connection; the hold sets ``lock_timeout`` for itself only (transaction-local),
+and ``synchronous_commit = off`` is the pool's connection setting. Needs direct connections or
+session pooling (not PgBouncer's transaction pooling, which prepared statements rule out too).
 
 Fail-open: when PostgreSQL cannot be reached the session is served from the cache (or empty) and
 its new state kept in memory only; the request goes on."""
@@ -23,17 +39,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg
-import orjson
 
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement, decode_row
-from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
+from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.pg_migrations import apply_pg_migrations
 from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import ancestors as _ancestors
+from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import session_lock_key
 from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
 from proxy.store.session_locks import SessionLocks
@@ -86,6 +102,8 @@ class PostgresStore:
             max_size=self.pool_size,
             timeout=CONNECT_TIMEOUT_S,
             reset=_no_reset,  # we end every transaction ourselves: skip a round trip per release
+            # no commit waits for the WAL flush: one lost in a crash of the database itself is as
+            server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
         )
         async with self._pool.acquire() as conn:
             self.applied = await apply_pg_migrations(conn)
@@ -189,41 +207,29 @@ class PostgresStore:
         conn = None
         try:
             conn = await self._pool.acquire(timeout=self.lock_timeout_ms / 1000)
-            await conn.execute(
-                # a state commit lost if the database itself crashes is as a request's state
-                # lost in SQLite's batch window; waiting for the WAL flush is not worth it
-                f"BEGIN; SET LOCAL lock_timeout = {self.lock_timeout_ms}; "
-                "SET LOCAL synchronous_commit = off; "
-                f"SELECT pg_advisory_xact_lock({session_lock_key(session_id)})"
+            known = cached.version if cached else -1
+            row = await conn.fetchrow(
+                q.HOLD, session_lock_key(session_id), session_id, known, self.lock_timeout_ms
             )
-            row = await conn.fetchrow(q.LOAD, session_id, cached.version if cached else -1)
-        except Exception as exc:
+        except BaseException as exc:
             if conn is not None:
-                await self._let_go(conn)
+                if isinstance(exc, asyncpg.LockNotAvailableError):
+                    await self._release(conn)  # it waited and never got the lock
+                else:  # the lock may be held: only closing the connection surely frees it
+                    self._discard(conn)
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
                 self.lock_timeouts += 1
                 log.warning("store: session %s held elsewhere too long; read-only", session_id)
                 return _Held(self, session_id, *self._known(cached), read_only=True)
-            if not is_connection_error(exc):
+            if not isinstance(exc, Exception) or not is_connection_error(exc):
                 raise
             self.health.failed(exc)
             return self._offline(session_id, cached)
         self.health.ok()
-        stored_feedback = None
-        if row["at"] is not None:
-            stored_feedback = CacheFeedback(
-                row["at"], row["prompt_tokens"], row["cached_tokens"], row["cache_write_tokens"]
-            )
+        found, stored_feedback = _found(row, cached)
         self.cache_feedback.offer(session_id, stored_feedback)
-        version = row["version"] or 0
-        if row["state"] is not None:
-            found = _Cached(SessionState(orjson.loads(row["state"])), row["parent_id"], version)
-        elif cached is not None and cached.version == version:
-            found = _Cached(cached.state, row["parent_id"] or cached.parent_id, version)
-        else:  # no row, and nothing cached of the no-row time
-            found = _Cached(SessionState(), None, 0)
         self._remember(session_id, found)
-        return _Held(self, session_id, found.state, found.parent_id, version, conn)
+        return _Held(self, session_id, found.state, found.parent_id, found.version, conn)
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
         return _Held(self, session_id, *self._known(cached))
@@ -234,16 +240,16 @@ class PostgresStore:
             return SessionState(), None, 0
         return cached.state, cached.parent_id, cached.version
 
-    async def _let_go(self, conn: Any, rollback: bool = True) -> None:
-        """Back to the pool, out of any transaction (a broken connection is closed)."""
-        try:
-            if rollback:
-                await conn.execute("ROLLBACK")
-        except Exception:  # broken (asyncpg may have taken it back already)
-            with contextlib.suppress(Exception):
-                conn.terminate()
+    async def _release(self, conn: Any) -> None:
+        """Back to the pool: holding no lock, in no transaction."""
         with contextlib.suppress(Exception):
             await self._pool.release(conn)
+
+    @staticmethod
+    def _discard(conn: Any) -> None:
+        """Closed, not pooled: it may hold a session's lock (the server lets it go with it)."""
+        with contextlib.suppress(Exception):
+            conn.terminate()  # its pool slot is freed at once; a new connection replaces it
 
     def _remember(self, session_id: str, value: _Cached) -> None:
         self._states[session_id] = value

@@ -1,0 +1,129 @@
+"""The PostgreSQL store's session lock (session-level, taken and read in one call, released by
+the save's own call after its commit): never left behind on a pooled connection, whatever
+happens while it is held; a wait past ``lock_timeout_s`` serves the session read-only; a replica
+whose connection dies frees its sessions; the next holder always reads the last commit."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import asyncpg
+import pytest
+
+from proxy.store.pg_writer import is_connection_error
+from proxy.store.postgres import PostgresStore
+from rules.base import SessionState
+from tests.support.postgres import PgServer
+
+
+@pytest.fixture
+async def url(pg_server: PgServer) -> str:
+    return pg_server.database()
+
+
+@pytest.fixture
+async def two(url: str) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
+    a = PostgresStore(url, batch_window_s=0.0, lock_timeout_s=0.3)
+    b = PostgresStore(url, batch_window_s=0.0, lock_timeout_s=0.3)
+    await a.open()
+    await b.open()
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def advisory_locks(url: str) -> int:
+    conn = await asyncpg.connect(url)
+    try:
+        return int(
+            await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
+        )
+    finally:
+        await conn.close()
+
+
+async def test_no_lock_is_left_behind(two: tuple[PostgresStore, PostgresStore], url: str) -> None:
+    a, b = two
+    async with a.session("s") as held:  # saved
+        await held.save(SessionState({"n": 1}), None)
+    async with a.session("t"):  # no save
+        pass
+    with pytest.raises(RuntimeError):  # the pipeline failed
+        async with b.session("s") as held:
+            await held.save(SessionState({"n": 99}), None)
+            raise RuntimeError("boom")
+    await a.load_state("s")
+    await a.flush()
+    await b.flush()
+    assert await advisory_locks(url) == 0
+    assert (await b.load_state("s"))[0].get("n") == 1
+    # no commit waits for the WAL flush: a setting of the pool's connections, not a statement
+    assert await a._pool.fetchval("SHOW synchronous_commit") == "off"
+
+
+async def test_a_wait_past_the_timeout_is_read_only(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    a, b = two
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 1}), None)
+    await a.flush()
+    async with a.session("s") as held_a:
+        async with b.session("s") as held_b:  # a holds it: b waits 0.3 s, then reads what it knows
+            assert held_b.read_only and b.lock_timeouts == 1
+            await held_b.save(SessionState({"n": 50}), None)  # not stored
+        await held_a.save(SessionState({"n": 2}), None)
+    await a.flush()
+    assert (await b.load_state("s"))[0].get("n") == 2
+    assert await advisory_locks(url) == 0
+
+
+async def test_a_save_the_database_refuses_frees_the_lock(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    a, b = two
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 1}), None)
+    await a.flush()
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 2}), "\x00")  # text cannot hold NUL: refused
+    await a.flush()  # logged, and the connection closed rather than pooled with the lock
+    async with b.session("s") as other:  # not read-only: the lock was free
+        assert not other.read_only and other.state.get("n") == 1
+    assert await advisory_locks(url) == 0
+
+
+async def test_a_dead_connection_frees_its_sessions(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    a, b = two
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 1}), None)
+    await a.flush()
+    async with a.session("s") as held:
+        pid = held.conn.get_server_pid()
+        admin = await asyncpg.connect(url)
+        try:
+            await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await admin.close()
+        await asyncio.sleep(0.1)
+        async with b.session("s") as other:  # the server dropped a's lock with its connection
+            assert not other.read_only
+            await other.save(SessionState({"n": 7}), None)
+        await held.save(SessionState({"n": 2}), None)  # a's save fails: kept in memory
+    await a.flush()
+    await b.flush()
+    assert (await b.load_state("s"))[0].get("n") == 7
+    await asyncio.sleep(0.5)  # a skips the database for a while after a connection failure
+    assert (await a.load_state("s"))[0].get("n") == 7  # a's cache is checked, not trusted
+    assert await advisory_locks(url) == 0
+
+
+def test_a_connection_the_server_ended_while_idle_counts_as_gone() -> None:
+    """Handed out of the pool before asyncpg saw the server's FATAL: fail open, not a 500."""
+    exc = asyncpg.InternalClientError(
+        "cannot switch to state 12; another operation (2) is in progress"
+    )
+    assert is_connection_error(exc)
