@@ -14,6 +14,7 @@ import orjson
 
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
+from rules.activity import observations
 from rules.base import Context, Message, Messages, SessionState, TokenCounter, hash_bytes
 from rules.chain import validator as chain_validator
 from rules.context import measure
@@ -50,10 +51,11 @@ RECORD_OVERHEAD_BYTES = 640
 class MessageRecords:
     """What the pipeline derives from a message's content alone, kept across requests: its
     content hash, its token count and section sizes (per encoding), the validator's checks of
-    its calls. An agent sends the same messages again with every request, each time as new
-    objects; the runner looks each one up once by its serialised bytes (sorted keys: exactly
-    what ``content_hash`` hashes, so a hit is the same content), hands what is known to the
-    request's memos before the rules run, and keeps what they computed afterwards.
+    its calls, a tool result's exit code. An agent sends the same messages again with every
+    request, each time as new objects; the runner looks each one up once by its serialised
+    bytes (sorted keys: exactly what ``content_hash`` hashes, so a hit is the same content),
+    hands what is known to the request's memos before the rules run, and keeps what they
+    computed afterwards.
 
     Bounded by bytes (each record is charged its key plus ``RECORD_OVERHEAD_BYTES``), in two
     generations: a hit in the older one moves the record
@@ -196,13 +198,14 @@ class _Recall:
         self.sections_key = f"sections:{encoding}" if encoding else None
         self.chain = ctx.table(chain_validator.MEMO)
         self.sections = ctx.table(measure.MEMO)
+        self.exits = ctx.table(observations.EXIT_MEMO)
         self.pairs: list[tuple[Message, dict[str, Any]]] = []
         self.hashes = ctx.hashes
         self.remember_count = self.tokens.remember if self.tokens is not None else None
         # once per message of every request: lookups and names bound to locals
         dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
         hashes, pairs = self.hashes, self.pairs
-        chain, sections = self.chain, self.sections
+        chain, sections, exits = self.chain, self.sections, self.exits
         sections_key, count_key = self.sections_key, self.count_key
         remember_count = self.remember_count
         for m in ctx.original_messages:
@@ -218,6 +221,9 @@ class _Recall:
             known = record.get("chain")
             if known is not None:
                 chain[key] = (m, known)
+            known = record.get("exit")
+            if known is not None:
+                exits[key] = (m, known)
             if sections_key is not None:
                 known = record.get(sections_key)
                 if known is not None:
@@ -254,7 +260,7 @@ class _Recall:
             self.sections_key,
             self.count_key,
         )
-        hashes = self.hashes
+        hashes, exits = self.hashes, self.exits
         for m, record in self.pairs:
             key = id(m)
             if "hash" not in record:  # a rendered message's, once something hashed it
@@ -265,6 +271,10 @@ class _Recall:
                 hit = chain.get(key)
                 if hit is not None and hit[0] is m:
                     record["chain"] = hit[1]
+            if "exit" not in record:
+                hit = exits.get(key)
+                if hit is not None and hit[0] is m:
+                    record["exit"] = hit[1]  # a tuple: immutable
             if sections_key is not None and sections_key not in record:
                 hit = sections.get(key)
                 if hit is not None and hit[0] is m:

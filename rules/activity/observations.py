@@ -36,6 +36,8 @@ from rules.messages import (
 )
 from rules.text_cache import text_cache
 
+# its table in ``Context.table``: tool result message -> ``(exit_code(its text),)``
+EXIT_MEMO = "exit_code"
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
 WRITE_TOOLS = {
     "write", "writefile", "edit", "multiedit", "replace", "create", "insert", "applypatch",
@@ -254,7 +256,9 @@ def of_context(ctx: Context) -> list[Observation]:
     share it), from the tool pairs track_entities read too."""
     return ctx.derived(
         "observations",
-        lambda messages: observations(messages, ctx.derived("tool_pairs", tool_pairs)),
+        lambda messages: observations(
+            messages, ctx.derived("tool_pairs", tool_pairs), ctx.table(EXIT_MEMO)
+        ),
     )
 
 
@@ -276,19 +280,29 @@ def exit_code(text: str) -> int | None:
 def observations(
     messages: list[Message],
     pairs: Iterable[tuple[int, dict[str, Any], int | None]] | None = None,
+    memo: dict[int, tuple[Any, Any]] | None = None,
 ) -> list[Observation]:
     """Every answered tool call, in the order of its result. ``pairs``: ``iter_tool_pairs``
-    of the same messages, when already at hand."""
+    of the same messages, when already at hand. ``memo``: the request's ``EXIT_MEMO`` table
+    (result message -> ``(exit_code(its text),)``; the runner may know it from an earlier
+    request)."""
     out = []
+    if memo is None:
+        memo = {}
     for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
         if ri is None:
             continue
         action = classify(call_name(call), call_arguments_text(call))
-        text = text_of(messages[ri].get("content"))
-        failed = messages[ri].get("is_error") is True or (
-            action.kind == "write" and _is_patch(action) and not patch_succeeded(text)
+        result = messages[ri]
+        hit = memo.get(id(result))
+        if hit is None or hit[0] is not result:
+            hit = memo[id(result)] = (result, (exit_code(text_of(result.get("content"))),))
+        failed = result.get("is_error") is True or (
+            action.kind == "write"
+            and _is_patch(action)
+            and not patch_succeeded(text_of(result.get("content")))
         )
-        out.append(Observation(ci, ri, call_id(call), action, exit_code(text), failed))
+        out.append(Observation(ci, ri, call_id(call), action, hit[1][0], failed))
     out.sort(key=lambda o: (o.result_index, o.call_index))
     return out
 

@@ -123,7 +123,7 @@ def _add(
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     original, forwarded, tokens = ctx.original_messages, ctx.messages, ctx.tokens
     # The forwarded list starts with the very objects the client sent, mostly up to its tail
-    # (pruning edits aside): that shared run is left out of comparing the two lists.
+    # (pruning edits aside): that shared run is measured once, for both sides.
     shared = 0
     for a, b in zip(original, forwarded, strict=False):
         if a is not b:
@@ -131,30 +131,24 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         shared += 1
     # per message object, for the request (the runner may know them from an earlier request)
     memo = ctx.table(MEMO)
+    lookup = memo.get
 
-    def per_message(m: Message) -> Sequence[tuple[str, int]]:
-        # a list computed now, or the tuple the runner kept from an earlier request
-        hit = memo.get(id(m))
-        if hit is None or hit[0] is not m:
-            hit = memo[id(m)] = (m, message_sections(m, tokens))
-        return hit[1]
+    def add(sizes: dict[str, int], messages: Sequence[Message]) -> None:
+        # every message of every request: ``_add`` with its ``per_message`` inlined
+        for m in messages:
+            # a list computed now, or the tuple the runner kept from an earlier request
+            hit = lookup(id(m))
+            if hit is None or hit[0] is not m:
+                hit = memo[id(m)] = (m, message_sections(m, tokens))
+            for section, n in hit[1]:
+                sizes[section] += n
 
-    before = dict.fromkeys(SECTIONS, 0)
-    before["tools"] = tokens.count_tools(ctx.tools)
-    _add(before, original, per_message)
-    # Past the shared run the forwarded list is still mostly the client's objects (a compaction
-    # edits some, drops runs, inject places blocks): ``after`` is ``before`` without the
-    # messages that went and with the ones that came, each object once.
-    rest, sent = original[shared:], forwarded[shared:]
-    rest_ids, sent_ids = set(map(id, rest)), set(map(id, sent))
-    if len(rest_ids) == len(rest) and len(sent_ids) == len(sent):
-        after = dict(before)
-        _add(after, [m for m in rest if id(m) not in sent_ids], per_message, -1)
-        _add(after, [m for m in sent if id(m) not in rest_ids], per_message)
-    else:  # an object twice in a list: count it as often as it comes
-        after = dict.fromkeys(SECTIONS, 0)
-        after["tools"] = before["tools"]
-        _add(after, forwarded, per_message)
+    common = dict.fromkeys(SECTIONS, 0)
+    common["tools"] = tokens.count_tools(ctx.tools)
+    add(common, original[:shared])
+    before, after = dict(common), dict(common)
+    add(before, original[shared:])
+    add(after, forwarded[shared:])
     sections: dict[str, Section] = {
         name: {"before": before[name], "after": after[name]} for name in SECTIONS
     }

@@ -91,11 +91,18 @@ def _ends_with_block(content: Any) -> bool:
 
 def _first_host(messages: list[Message]) -> int | None:
     """The first message ending with a block: mostly none, as the client never sends them back."""
+    close = INJECT_CLOSE  # every message of every request: names bound to locals
     for i, m in enumerate(messages):
         content = m.get("content")
         if content.__class__ is str:
-            if content.endswith(INJECT_CLOSE):
+            if content.endswith(close):
                 return i
+        elif content.__class__ is list:  # ``_ends_with_block``, inlined
+            if content:
+                last = content[-1]
+                text = last.get("text") if last.__class__ is dict else None
+                if text.__class__ is str and text.endswith(close):
+                    return i
         elif _ends_with_block(content):
             return i
     return None
