@@ -83,9 +83,8 @@ EXPECTED = {
 # Disagreements that are findings, reported to the lead (see docs/performance.md): not expected,
 # so they fail the run; named, so the report says what they are.
 KNOWN_ISSUES = {
-    "prune_skipped_encrypted_reasoning": "prune leaves a Responses conversation alone when an "
-    "input item carries encrypted_content (rules/context/prune.py provider_owned), and every "
-    "reasoning item Codex sends with store=false does: no pruning where the chat view prunes",
+    "prune_skipped_encrypted_reasoning": "prune leaves a Responses conversation alone where the "
+    "chat view prunes (before the fix: any input item with encrypted_content stopped it)",
 }
 
 

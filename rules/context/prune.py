@@ -101,12 +101,13 @@ def provider_owned(ctx: Context) -> str | None:
         return "previous_response_id"
     if ctx.request.get("conversation"):  # the Responses API's server-side conversation
         return "conversation"
-    items = ctx.request.get("input")  # the Responses API: items the chat view does not show
+    # The Responses API's items the chat view does not show: a provider compaction item stands
+    # for history only the provider can read. Encrypted reasoning does not: it is the adapter's
+    # to keep, with the call it led to (dropped only with it), so pruning goes on around it.
+    items = ctx.request.get("input")
     if isinstance(items, list):
         for item in items:
-            if isinstance(item, dict) and (
-                item.get("type") == "compaction" or "encrypted_content" in item
-            ):
+            if isinstance(item, dict) and item.get("type") == "compaction":
                 return "provider compaction item"
     for m in ctx.messages:  # each message, then its content parts
         if m.get("type") == "compaction" or "encrypted_content" in m:

@@ -144,9 +144,12 @@ async def test_broken_input_is_forwarded_valid_with_untouched_items_identical(
     assert {"reasoning_orphaned", "unanswered_call", "orphan_result"} <= kinds
 
 
-async def test_encrypted_reasoning_means_no_pruning_but_entities_are_tracked(
+async def test_encrypted_reasoning_is_pruned_around_and_kept_with_its_call(
     engine: Engine,
 ) -> None:
+    """Codex sends every reasoning item back with its encrypted content: pruning goes on around
+    them (old outputs masked in place, or whole turns dropped), every reasoning item that stays is
+    the client's bytes, directly before the call it led to, and entities are still tracked."""
     engine.budget_override = 2000
     engine._budgets.clear()
     items: list[Any] = [msg("user", "build it")]
@@ -162,13 +165,28 @@ async def test_encrypted_reasoning_means_no_pruning_but_entities_are_tracked(
         msg("user", "delete the folder you just created", 9),
     ]
     out = await rewrite(engine, body(*items))
-    assert "prune" not in out.report or out.report["prune"].get("skipped")
+    assert not out.report["prune"].get("skipped")
+    assert out.report["tokens"]["after"] < out.report["tokens"]["before"]
     fwd = out.body["input"]
-    assert [same(a, b) for a, b in zip(items, fwd, strict=False)].count(False) <= 1
+    for k, item in enumerate(fwd):
+        if item.get("type") == "reasoning":
+            n = int(item["id"][3:])
+            assert same(item, reasoning(n))
+            assert fwd[k + 1]["type"] == "function_call" and fwd[k + 1]["call_id"] == f"call_{n}"
     last = fwd[-1]["content"]
     assert same(last[0], items[-1]["content"][0])
     assert "/w/new_dir" in last[-1]["text"] and last[-1]["type"] == "input_text"
-    assert out.report["sections"]["tool_calls"]["before"] > 0
+
+
+async def test_a_provider_compaction_item_means_no_pruning(engine: Engine) -> None:
+    engine.budget_override = 500
+    engine._budgets.clear()
+    items: list[Any] = [{"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"}]
+    items += [msg("user", "go"), call("c1", "cat a"), output("c1", "y\n" * 400)]
+    items.append(msg("user", "next", 1))
+    out = await rewrite(engine, body(*items))
+    assert out.report["prune"]["skipped"] == "provider compaction item"
+    assert [same(a, b) for a, b in zip(items, out.body["input"], strict=False)] == [True] * 5
 
 
 def test_a_rule_s_edits_land_on_the_items() -> None:
