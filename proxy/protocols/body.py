@@ -59,7 +59,8 @@ def _within_depth(value: dict[str, Any] | list[Any], remaining: int) -> bool:
     return True
 
 
-def validate_body(body: Mapping[str, Any]) -> None:
+def validate_model(body: Mapping[str, Any]) -> None:
+    """'model': a non-empty string of at most ``MAX_MODEL_CHARS`` (every protocol's)."""
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise BadRequest("'model' is required and must be a non-empty string.", param="model")
@@ -68,6 +69,10 @@ def validate_body(body: Mapping[str, Any]) -> None:
             f"'model' is {len(model)} characters long; the limit is {MAX_MODEL_CHARS}.",
             param="model",
         )
+
+
+def validate_body(body: Mapping[str, Any]) -> None:
+    validate_model(body)
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("'messages' is required and must be an array.", param="messages")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.errors import BadRequest
-from proxy.protocols.body import MAX_MODEL_CHARS, check_depth, echo
+from proxy.protocols.body import check_depth, echo, validate_model
 
 ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
 
@@ -25,17 +25,6 @@ def parse_json(raw: bytes) -> dict[str, Any]:
     return body
 
 
-def _model(body: dict[str, Any]) -> None:
-    model = body.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise BadRequest("'model' is required and must be a non-empty string.", param="model")
-    if len(model) > MAX_MODEL_CHARS:
-        raise BadRequest(
-            f"'model' is {len(model)} characters long; the limit is {MAX_MODEL_CHARS}.",
-            param="model",
-        )
-
-
 def _blocks(value: Any, where: str) -> None:
     if isinstance(value, str):
         return
@@ -51,7 +40,7 @@ def _blocks(value: Any, where: str) -> None:
 
 
 def validate_anthropic(body: dict[str, Any]) -> None:
-    _model(body)
+    validate_model(body)
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("'messages' is required and must be an array.", param="messages")
@@ -78,7 +67,7 @@ def validate_count_tokens(body: dict[str, Any]) -> None:
 
 
 def validate_responses(body: dict[str, Any]) -> None:
-    _model(body)
+    validate_model(body)
     inp = body.get("input")
     if inp is not None and not isinstance(inp, (str, list)):
         raise BadRequest("'input' must be a string or an array of items.", param="input")

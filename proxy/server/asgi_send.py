@@ -1,12 +1,16 @@
-"""Sending ASGI responses by hand (the chat handler is a raw ASGI app): header values, headers as
-bytes, a JSON answer."""
+"""The raw ASGI side of the model endpoints (raw ASGI apps, no framework): a request's headers as
+a dict, its body read within the limits, header values, headers as bytes, a JSON answer."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from urllib.parse import quote
 
-from starlette.types import Send
+from starlette.types import Receive, Send
+
+from proxy.errors import ClientGone, PayloadTooLarge, RequestTimeout
+from proxy.settings import LimitSettings
 
 
 def header_dict(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
@@ -45,3 +49,32 @@ async def send_json(send: Send, status: int, body: bytes, headers: dict[str, str
 def request_id() -> str:
     """A new request id: the log row's key and the ``x-ctxproxy-request-id`` header."""
     return "req_" + uuid.uuid4().hex[:24]
+
+
+async def read_body(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:
+    """The request body, read to its end within ``limits`` (size, time); a client leaving is
+    ``ClientGone``."""
+    limit = limits.max_body_bytes
+    declared = headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
+    chunks, size = [], 0
+    try:
+        async with asyncio.timeout(limits.body_read_timeout_s):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone("Client disconnected.")
+                chunk = message.get("body", b"")
+                size += len(chunk)
+                if size > limit:
+                    raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                chunks.append(chunk)
+                if not message.get("more_body", False):
+                    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    except TimeoutError:
+        raise RequestTimeout(
+            f"The request body was not received within {limits.body_read_timeout_s:g} s "
+            f"({size} bytes arrived).",
+            code="request_timeout",
+        ) from None

@@ -5,7 +5,6 @@ Errors take Anthropic's shape. Nothing is rewritten: a count is of what the clie
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING
 
@@ -17,15 +16,13 @@ from proxy.errors import (
     ClientGone,
     InternalError,
     ModelNotFound,
-    PayloadTooLarge,
     ProxyError,
-    RequestTimeout,
     require_json,
 )
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
 from proxy.protocols.validate import parse_json, validate_count_tokens
-from proxy.server.asgi_send import header_dict, raw_headers, send_json
+from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
 
 if TYPE_CHECKING:
@@ -43,7 +40,7 @@ class CountTokens:
         try:
             check_client(self.s.settings.auth, headers)
             require_json(headers.get("content-type"))
-            raw = await self._read(receive)
+            raw = await read_body(receive, headers, self.s.settings.limits)
             body = parse_json(raw)
             validate_count_tokens(body)
             upstream = self.s.settings.upstream_for(body["model"])
@@ -85,23 +82,3 @@ class CountTokens:
         lowered = ANTHROPIC.lower(body)  # type: ignore[arg-type]
         counter = self.s.engine.counters.for_model(str(body["model"]))
         return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
-
-    async def _read(self, receive: Receive) -> bytes:
-        limits = self.s.settings.limits
-        chunks: list[bytes] = []
-        size = 0
-        try:
-            async with asyncio.timeout(limits.body_read_timeout_s):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise ClientGone("Client disconnected.")
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > limits.max_body_bytes:
-                        raise PayloadTooLarge("Request body exceeds the limit.")
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        return b"".join(chunks)
-        except TimeoutError:
-            raise RequestTimeout("The request body was not received in time.") from None

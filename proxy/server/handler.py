@@ -30,7 +30,7 @@ from proxy.errors import (
     require_json,
 )
 from proxy.rewrite.engine import Engine
-from proxy.server.asgi_send import header_dict, header_value, raw_headers, send_json
+from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.server.feedback import note_cache_usage
@@ -298,31 +298,7 @@ class ProtocolHandler:
             await self._finish(row, fields)
 
     async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        limits = self.s.settings.limits
-        limit = limits.max_body_bytes
-        declared = headers.get("content-length")
-        if declared and declared.isdigit() and int(declared) > limit:
-            raise PayloadTooLarge(f"Request body is {declared} bytes; the limit is {limit} bytes.")
-        chunks, size = [], 0
-        try:
-            async with asyncio.timeout(limits.body_read_timeout_s):
-                while True:
-                    message = await receive()
-                    if message["type"] == "http.disconnect":
-                        raise ClientGone("Client disconnected.")
-                    chunk = message.get("body", b"")
-                    size += len(chunk)
-                    if size > limit:
-                        raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
-                    chunks.append(chunk)
-                    if not message.get("more_body", False):
-                        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        except TimeoutError:
-            raise RequestTimeout(
-                f"The request body was not received within {limits.body_read_timeout_s:g} s "
-                f"({size} bytes arrived).",
-                code="request_timeout",
-            ) from None
+        return await read_body(receive, headers, self.s.settings.limits)
 
     async def _fail_early(
         self, send: Send, error: ProxyError, row: dict[str, Any], started: float
