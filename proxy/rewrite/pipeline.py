@@ -3,7 +3,6 @@ runs the final integrity check and computes prefix reuse. Shared by the server a
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
@@ -12,10 +11,11 @@ from typing import Any, Literal, cast
 
 import orjson
 
+from proxy.rewrite.records import MessageRecords, RenderedMessages
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations
-from rules.base import Context, Message, Messages, SessionState, TokenCounter, hash_bytes
+from rules.base import Context, Message, Messages, SessionState, TokenCounter
 from rules.chain import validator as chain_validator
 from rules.context import measure
 from rules.registry import load_rule
@@ -40,141 +40,6 @@ class _Step:
     name: str
     module: ModuleType
     config: Any
-
-
-# What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
-# encodings, validator checks), measured with tracemalloc: charged so the bound holds for
-# traffic of many short messages too, not only for the keys.
-RECORD_OVERHEAD_BYTES = 640
-
-
-class MessageRecords:
-    """What the pipeline derives from a message's content alone, kept across requests: its
-    content hash, its token count and section sizes (per encoding), the validator's checks of
-    its calls, a tool result's exit code. An agent sends the same messages again with every
-    request, each time as new objects; the runner looks each one up once by its serialised
-    bytes (sorted keys: exactly what ``content_hash`` hashes, so a hit is the same content),
-    hands what is known to the request's memos before the rules run, and keeps what they
-    computed afterwards.
-
-    Bounded by bytes (each record is charged its key plus ``RECORD_OVERHEAD_BYTES``), in two
-    generations: a hit in the older one moves the record
-    to the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
-    dict lookup per hit). A message over ``max_key_bytes`` is never kept. Thread-safe: lookups
-    read without the lock, and a record's values are pure, so a race only computes one twice."""
-
-    def __init__(self, max_bytes: int = 32_000_000, max_key_bytes: int = 262_144) -> None:
-        self._young: dict[bytes, dict[str, Any]] = {}
-        self._old: dict[bytes, dict[str, Any]] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
-        self._max_key_bytes = max_key_bytes
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-    def lookup(self, data: bytes) -> dict[str, Any]:
-        """The record of the message serialised as ``data`` (a new one, holding just its hash, the
-        first time)."""
-        record = self._young.get(data)
-        if record is not None:
-            return record
-        record = self._old.get(data)
-        if record is None:
-            record = {"hash": hash_bytes(data)}
-        if len(data) <= self._max_key_bytes:
-            # kept as a copy: orjson's output keeps the capacity of its buffer (many times the
-            # length for a short message), a copy holds just the bytes
-            key = bytes(memoryview(data))
-            with self._lock:
-                if key not in self._young:
-                    cost = len(key) + RECORD_OVERHEAD_BYTES
-                    if self._young_bytes + cost > self._generation_bytes:
-                        self._old, self._young, self._young_bytes = self._young, {}, 0
-                    self._young[key] = record
-                    self._young_bytes += cost
-        return record
-
-
-# What an entry of ``RenderedMessages`` holds beyond its message's serialised size (its key, the
-# entry tuple, its record): charged so the bound holds for many small renderings too.
-RENDER_OVERHEAD_BYTES = 512
-_SCALARS = (str, int, float, bool, type(None))
-_Rendering = tuple[Any, dict[str, Any], int]
-
-
-class RenderedMessages:
-    """Messages the rules rendered, kept across requests (``Context.renders``): an elided result,
-    a shrunk turn, a dropped run's line, a block placed on its host. The overlay replays every
-    edit on every request; with this, replaying one that did not change costs a lookup instead of
-    rendering it, counting it, hashing it and checking it again.
-
-    A key holds every input of the pure function that rendered its message (rules/base.py's
-    ``RenderMemo``), so a hit is that function's answer. Each entry keeps a record, like
-    ``MessageRecords``', of what the pipeline derived from the message (hash, token counts and
-    sections per encoding, the validator's checks): handed to the request's memos on each hit.
-    A hit is a fresh copy (a flat message copied, a nested one parsed again from its bytes, which
-    keep its key order), so nothing downstream (litellm edits messages in place) can change what
-    later requests get. Bounded by bytes like ``MessageRecords`` (two generations); a rendering
-    over ``max_entry_bytes`` is never kept. Thread-safe in the same way."""
-
-    def __init__(self, max_bytes: int = 16_000_000, max_entry_bytes: int = 262_144) -> None:
-        # key -> (the message: a flat copy or its bytes, its record, its serialised size)
-        self._young: dict[Hashable, _Rendering] = {}
-        self._old: dict[Hashable, _Rendering] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
-        self._max_entry_bytes = max_entry_bytes
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-    @property
-    def held_bytes(self) -> int:
-        """Bytes charged to the newer generation (the older one holds at most as many)."""
-        return self._young_bytes
-
-    def get(self, key: Hashable) -> tuple[Message, dict[str, Any]] | None:
-        """A fresh copy of the message stored for ``key``, and its record; None when unknown."""
-        entry = self._young.get(key)
-        if entry is None:
-            entry = self._old.get(key)
-            if entry is None:
-                return None
-            self._keep(key, entry)  # used again: into the newer generation
-        stored = entry[0]
-        return (orjson.loads(stored) if stored.__class__ is bytes else dict(stored)), entry[1]
-
-    def put(self, key: Hashable, message: Message) -> dict[str, Any] | None:
-        """Keep ``message`` (which the caller goes on using) for ``key``; its new record, or
-        None when it is not kept (too large, or not JSON)."""
-        try:
-            data = orjson.dumps(message)  # key order kept: a copy forwards the same bytes
-        except TypeError:
-            return None
-        if len(data) > self._max_entry_bytes:
-            return None
-        flat = all(v.__class__ in _SCALARS for v in message.values())
-        # a flat message is copied with dict(); else parsed again from its bytes, so only when
-        # that gives it back exactly (not a NaN, say, which JSON has no word for)
-        if not flat and orjson.loads(data) != message:
-            return None
-        stored: Any = dict(message) if flat else bytes(memoryview(data))
-        record: dict[str, Any] = {}
-        self._keep(key, (stored, record, len(data)))
-        return record
-
-    def _keep(self, key: Hashable, entry: _Rendering) -> None:
-        cost = entry[2] + RENDER_OVERHEAD_BYTES
-        with self._lock:
-            if key in self._young:
-                return
-            if self._young_bytes + cost > self._generation_bytes:
-                self._old, self._young, self._young_bytes = self._young, {}, 0
-            self._young[key] = entry
-            self._young_bytes += cost
 
 
 def _encoding(tokens: TokenCounter) -> str | None:

@@ -239,23 +239,18 @@ async def test_string_and_list_content_keep_their_shape(engine: Engine) -> None:
 async def test_the_first_user_message_is_never_altered(engine: Engine) -> None:
     """Claude Code's system[0] carries a check derived from the first user message's text:
     what the rules append to that message goes in a user message of its own after it."""
-    first = user(text("<system-reminder>git</system-reminder>"), text("make /w/d1 then /w/d2"))
-    turn = assistant(tool_use("toolu_1", "mkdir -p /w/d1 /w/d2 && echo made"))
-    b1 = body(first, turn, user(result("toolu_1", "made")))
-    await rewrite(engine, b1, now=1000.0)
-    b2 = body(user("delete the folder you just created"))  # a new conversation, same session
-    b2["messages"] = [first, turn, user(result("toolu_1", "made")), assistant(text("ok"))]
-    b2["messages"].append(user(text("delete the folder I just created")))
-    out = await rewrite(engine, b2, now=1010.0)
-    assert same(out.body["messages"][0], first)
-    lowered = ANTHROPIC.lower(body(first))
-    edited = [
-        lowered.messages[0],
-        {**lowered.messages[1], "content": [*lowered.messages[1]["content"], text("note")]},
-    ]
-    lifted = ANTHROPIC.lift(body(first), lowered, edited)
-    assert same(lifted["messages"][0], first)
-    assert lifted["messages"][1] == {"role": "user", "content": [text("note")]}
+    turn = assistant(tool_use("toolu_1", "mkdir -p /w/d1 && echo made"))
+    await rewrite(engine, body(user("make /w/d1"), turn, user(result("toolu_1", "made"))))
+    # the same session goes on in a new conversation whose only user message is the first one
+    first = user(
+        text("<system-reminder>git</system-reminder>"), text("delete the folder I just created")
+    )
+    out = await rewrite(engine, body(first), now=1010.0)
+    fwd = out.body["messages"]
+    assert same(fwd[0], first)
+    assert len(fwd) == 2 and fwd[1]["role"] == "user"
+    assert "<ctxproxy-context>" in fwd[1]["content"][0]["text"]
+    assert "/w/d1" in fwd[1]["content"][0]["text"]
 
 
 async def test_a_turn_of_server_tool_blocks_only_is_not_an_empty_turn(engine: Engine) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from proxy.rewrite.pipeline import RECORD_OVERHEAD_BYTES, MessageRecords, Pipeline, _Recall
+from proxy.rewrite.pipeline import Pipeline, _Recall
+from proxy.rewrite.records import RECORD_OVERHEAD_BYTES, MessageRecords
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context, RuleConfig, RuleResult

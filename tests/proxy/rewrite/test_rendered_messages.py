@@ -9,7 +9,8 @@ from typing import Any
 
 import orjson
 
-from proxy.rewrite.pipeline import RENDER_OVERHEAD_BYTES, Pipeline, RenderedMessages, _Recall
+from proxy.rewrite.pipeline import Pipeline, _Recall
+from proxy.rewrite.records import RENDER_OVERHEAD_BYTES, RenderedMessages
 from proxy.settings import Settings
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context, Message, SessionState
