@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import orjson
@@ -33,6 +33,8 @@ from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
 from rules.base import Ancestor, SessionState
+
+T = TypeVar("T")
 
 WRITE_ATTEMPTS = 4
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
@@ -83,12 +85,8 @@ class SQLiteStore:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._writer = await aiosqlite.connect(self.path)
-        # a new file only (before its first table): `ctxproxy vacuum` can give pages back in place
-        await self._writer.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        await self._writer.execute("PRAGMA journal_mode=WAL")
-        await self._writer.execute("PRAGMA synchronous=NORMAL")
         await self._writer.execute("PRAGMA busy_timeout=2000")
-        self.applied = await apply_migrations(self._writer)
+        self.applied = await _retry_locked(self._prepare_writer)
         if self.path == ":memory:":
             self._reader = self._writer
         else:
@@ -96,6 +94,13 @@ class SQLiteStore:
             await self._reader.execute("PRAGMA busy_timeout=5000")
         self._reader.row_factory = aiosqlite.Row
         self._writer_task = asyncio.create_task(self._write_loop())
+
+    async def _prepare_writer(self) -> list[str]:
+        # a new file only (before its first table): `ctxproxy vacuum` can give pages back in place
+        await self._writer.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        await self._writer.execute("PRAGMA journal_mode=WAL")
+        await self._writer.execute("PRAGMA synchronous=NORMAL")
+        return await apply_migrations(self._writer)
 
     async def close(self) -> None:
         if self._writer_task is not None:
@@ -345,3 +350,18 @@ class _Call:
 _Op = _Insert | _Finish | _SaveState | _Statement
 
 Store = SQLiteStore  # the name callers used before there were two stores
+
+
+async def _retry_locked(step: Callable[[], Awaitable[T]], *, deadline_s: float = 20.0) -> T:
+    """Run a start-up step again while another process holds the file: switching to WAL takes an
+    exclusive lock that SQLite may refuse at once, without waiting out the busy timeout."""
+    loop = asyncio.get_running_loop()
+    end, pause = loop.time() + deadline_s, 0.02
+    while True:
+        try:
+            return await step()
+        except aiosqlite.OperationalError as exc:
+            if "locked" not in str(exc) or loop.time() + pause > end:
+                raise
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 0.5)

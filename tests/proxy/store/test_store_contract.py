@@ -33,7 +33,7 @@ async def test_migrations_are_named_alike_and_applied_once(make_store: StoreFact
 async def test_two_processes_starting_together_apply_each_migration_once(
     make_store: StoreFactory,
 ) -> None:
-    stores = [make_store() for _ in range(3)]
+    stores = [make_store() for _ in range(6)]
     try:
         await asyncio.gather(*(s.open() for s in stores))
         applied = [name for s in stores for name in s.applied]
