@@ -5,8 +5,8 @@ Two nets: fields whose *name* says secret (``authorization``, ``openai_api_key``
 secrets inside *strings* are replaced wherever they appear: key-shaped tokens of common providers,
 private key blocks, passwords in URLs (``postgres://user:[REDACTED]@host``), ``Authorization``
 header values, and values assigned to secret names (``PGPASSWORD=…``, ``"password": "1234"``,
-``AWS_SECRET_ACCESS_KEY=…``). Counts such as ``max_tokens`` or ``prompt_tokens`` are names of
-numbers, not of secrets, and stay.
+``AWS_SECRET_ACCESS_KEY=…``, ``<password>1234</password>``). Counts such as ``max_tokens`` or
+``prompt_tokens`` are names of numbers, not of secrets, and stay.
 
 Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
 input), and each starts with a literal or a small set of characters, so ``re`` skips ordinary text
@@ -120,6 +120,9 @@ _AUTH_VALUE = re.compile(
     r"""(?:(?P<scheme>(?i:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256))[ \t]++)?"""
     r"""(?P<cred>[^"'\\\r\n]+)"""
 )
+# ``<password>…</password>`` (also with attributes, ``<ns:password>`` or in any case): the element's
+# text. Bounded: at most 256 characters of attributes and 512 of text, with no tag inside.
+_XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512})</""")
 _BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run up to 32 characters further on the line, as a whole run.
@@ -208,6 +211,12 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     needed = _min_chars(_name_ending(text, start, end))
     if needed is None:
         return None
+    if _opens_element(text, start, end):
+        xml = _XML_VALUE.match(text, end)
+        inner = xml["xml"].rstrip() if xml else ""
+        if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
+            return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
+        return None
     m = _ASSIGNED.match(text, end)
     if m:
         group = "dq" if m["dq"] is not None else "sq" if m["sq"] is not None else "bare"
@@ -216,6 +225,14 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if not value.startswith(REDACTED) and len(value) >= needed:
             return m.start(group), m.end(group), m.end()
     return None
+
+
+def _opens_element(text: str, start: int, end: int) -> bool:
+    """Whether the name ending at ``end`` is an XML start tag's (``<password``, ``<ns:api_key``)."""
+    i, low = start, max(0, start - 64)
+    while i > low and (text[i - 1] in _NAME_CHARS or text[i - 1] == ":"):
+        i -= 1
+    return i > 0 and text[i - 1] == "<"
 
 
 def _hex_spans(text: str, start: int, end: int, seen: set[int]) -> list[tuple[int, int]]:

@@ -111,6 +111,35 @@ def test_assignments_to_secret_names_are_redacted(text: str, leaked: str) -> Non
 
 
 @pytest.mark.parametrize(
+    ("text", "leaked", "kept"),
+    [
+        ("<password>hunter2</password>", "hunter2", "<password>[REDACTED]</password>"),
+        ('<Password type="x"> s3cr3t </Password>', "s3cr3t", '<Password type="x"> [REDACTED] <'),
+        ("<ns:api_key>abcdefgh1234</ns:api_key>", "abcdefgh1234", "<ns:api_key>[REDACTED]</"),
+        ("<db><pass>x</pass><db_pass>pw1</db_pass></db>", "pw1", "<db_pass>[REDACTED]</db_pass>"),
+    ],
+)
+def test_secret_xml_elements_lose_their_text(text: str, leaked: str, kept: str) -> None:
+    out = redact_text(text)
+    assert leaked not in out and kept in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<passwordHint>the dog</passwordHint>",  # not a secret's name
+        "<secret>abc</secret>",  # shorter than a key or token could be
+        "<tokens>12</tokens>",
+        "<password/> and <key>x</key>",
+        "a < password > b",
+    ],
+)
+def test_ordinary_xml_stays(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
     "text",
     ["max_tokens=1000 and 12 tokens", "a sketch of skills", "ask-me-anything", "AIza short"],
 )

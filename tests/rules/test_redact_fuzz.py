@@ -34,6 +34,7 @@ BLOCKS = [
     *("://", "://a:", "postgres://u:", "sk-", "sk-abcdefgh", "eyJ", "-eyJabcdefgh", "eyJhbGciOi."),
     *("AKIA", "ghp_", "0123456789abcdef", "key ", "api_key=", "token: ", "Authorization: "),
     *("dXNlcjpwYXNz", REDACTED, "<ctxproxy-context>", "Error", "(Current directory: ", "it "),
+    *("<password>", "</password>", "<ns:api_key a='1'>", "<", ">", "</"),
     *("= 1 failed", "  1:1  error  ", " [a", "the new file ", "that file", "刚创建的"),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
