@@ -25,7 +25,7 @@ from proxy.protocols.anthropic_lift import (
     lift_system_message,
     lift_user_run,
 )
-from proxy.protocols.anthropic_mend import mend
+from proxy.protocols.anthropic_mend import mend, needs_mending, shape
 from proxy.protocols.anthropic_parts import (
     Part,
     State,
@@ -36,71 +36,76 @@ from proxy.protocols.anthropic_parts import (
     user_side,
 )
 from proxy.protocols.base import TAG, Lowered, opaque_note
+from proxy.protocols.kept import KeptLowerings, fresh, fresh_list, plain_list
 from rules.base import Message
-from rules.messages import role, text_of
+from rules.messages import text_of
 
+SORT_KEYS = orjson.OPT_SORT_KEYS
 _HIDDEN = frozenset({"thinking", "redacted_thinking"})
 
 
 class AnthropicAdapter:
     name = "anthropic"
 
+    def __init__(self) -> None:
+        self.kept = KeptLowerings()
+
     def lower(self, body: dict[str, Any]) -> Lowered:
-        source, repairs = mend(body["messages"])
+        source: list[Any] = body["messages"]
+        repairs: list[dict[str, Any]] = []
+        found = self._look_up(source)
+        shapes = [e[2] if e else shape(m) for m, (_, e) in zip(source, found, strict=True)]
+        if needs_mending(shapes):  # the shapes of known messages come with their lowerings
+            source, repairs = mend(source)
+            found = self._look_up(source)
         first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
         st = State(source, {}, {}, bool(repairs), first_user)
         out: list[Message] = []
+        serialised: list[bytes | None] = []
         system = body.get("system")
         if system:
             text = system if isinstance(system, str) else texts(system)
-            self._add(st, out, "s", Part(-1, (), {"role": "system", "content": text}))
+            part = Part(-1, (), {"role": "system", "content": text, TAG: "s"})
+            st.parts["s"] = part
+            out.append(part.lowered)
+            serialised.append(None)
+        kept, parts, user_tags = self.kept, st.parts, st.user_tags
+        for i, (m, (data, entry)) in enumerate(zip(source, found, strict=True)):
+            if entry is None:
+                entry = _lowering(i, m)
+                if data is not None:
+                    kept.put(data, i, entry, sum(len(s[4] or b"") for s in entry[0]))
+            specs, tags, _ = entry
+            for tag, blocks, template, calls, sorted_bytes, nested in specs:
+                # the rules get their own objects (strings are shared), the entry stays as kept
+                if nested is None:  # an odd shape (a list for an id …): copied in full
+                    lowered = fresh(template)
+                else:
+                    lowered = dict(template)
+                    for name in nested:
+                        lowered[name] = fresh_list(template[name])
+                parts[tag] = Part(i, blocks, lowered, calls)
+                out.append(lowered)
+                serialised.append(sorted_bytes)
+            if tags is not None:
+                user_tags[i] = tags
+        return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
+
+    def _look_up(self, source: list[Any]) -> list[tuple[bytes | None, _Lowering | None]]:
+        """Each message's bytes (None: not to be kept) and its kept lowering (None: unknown)."""
+        kept, dumps, limit = self.kept, orjson.dumps, self.kept.max_key_bytes
+        found: list[tuple[bytes | None, _Lowering | None]] = []
         for i, m in enumerate(source):
-            r = m.get("role")
-            content = m.get("content")
-            if r == "assistant":
-                self._add(st, out, f"{i}", _assistant_part(i, content))
-            elif r == "system":
-                text = content if isinstance(content, str) else texts(as_list(content))
-                self._add(st, out, f"{i}", Part(i, (), {"role": "system", "content": text}))
-            elif isinstance(content, str):
-                self._add(st, out, f"{i}", Part(i, (), {"role": "user", "content": content}))
-                st.user_tags[i] = [f"{i}"]
+            try:
+                data = dumps(m)
+            except TypeError:  # lone surrogates (a body not parsed by orjson): lowered each time
+                found.append((None, None))
+                continue
+            if len(data) > limit:
+                found.append((None, None))
             else:
-                st.user_tags[i] = self._lower_user(st, out, i, as_list(content))
-        return Lowered(out, _tools(body.get("tools")), repairs, st)
-
-    @staticmethod
-    def _add(st: State, out: list[Message], tag: str, part: Part) -> None:
-        part.lowered[TAG] = tag
-        st.parts[tag] = part
-        out.append(part.lowered)
-
-    def _lower_user(self, st: State, out: list[Message], i: int, blocks: list[Any]) -> list[str]:
-        tags: list[str] = []
-        run: list[int] = []
-
-        def flush() -> None:
-            if run:
-                tag = f"{i}.{run[0]}"
-                self._add(st, out, tag, Part(i, tuple(run), {"role": "user",
-                          "content": _user_content([blocks[j] for j in run])}))  # fmt: skip
-                tags.append(tag)
-                run.clear()
-
-        for j, b in enumerate(blocks):
-            if isinstance(b, dict) and b.get("type") == "tool_result":
-                flush()
-                tag = f"{i}.{j}"
-                msg: Message = {"role": "tool", "tool_call_id": b.get("tool_use_id"),
-                                "content": text_of(b.get("content"))}  # fmt: skip
-                if b.get("is_error") is True:
-                    msg["is_error"] = True
-                self._add(st, out, tag, Part(i, (j,), msg))
-                tags.append(tag)
-            else:
-                run.append(j)
-        flush()
-        return tags
+                found.append((data, kept.get((data, i))))
+        return found
 
     def lift(
         self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
@@ -110,25 +115,30 @@ class AnthropicAdapter:
             return body
         out: list[Any] = []
         system = body.get("system")
+        parts, source = st.parts, st.source
+        n = len(messages)
         k = 0
-        while k < len(messages):
+        while k < n:  # once per message of every request: role and tag read directly
             m = messages[k]
-            r = role(m)
-            if m.get(TAG) == "s":
-                system = lift_system(body.get("system"), st.parts["s"], m)
+            tag = m.get(TAG)
+            r = m.get("role")
+            if tag == "s":
+                system = lift_system(body.get("system"), parts["s"], m)
                 k += 1
             elif r == "assistant":
-                out.append(lift_assistant(st, m))
+                part = parts.get(tag)
+                untouched = part is not None and m is part.lowered
+                out.append(source[part.index] if untouched else lift_assistant(st, m))  # type: ignore[union-attr]
                 k += 1
             elif r in ("system", "developer"):
                 out.append(lift_system_message(st, m))
                 k += 1
             else:
-                end = k
-                while end < len(messages) and user_side(messages[end]):
+                end = k + 1
+                while end < n and user_side(messages[end]):
                     end += 1
                 out.extend(lift_user_run(st, messages[k:end]))
-                k = max(end, k + 1)
+                k = end
         forwarded = dict(body)
         forwarded["messages"] = out
         if system is not body.get("system"):
@@ -145,6 +155,78 @@ class AnthropicAdapter:
                     if isinstance(value, str):
                         texts.append(value)
         return {"thinking": "\n".join(texts)} if texts else {}
+
+
+# One lowered message, as kept: (tag, content block indices, the message (tag included), its
+# calls by block, its bytes with sorted keys for the runner's records, its keys whose values
+# are lists for ``fresh_list`` (None: copied with ``fresh``))
+_Spec = tuple[
+    str,
+    tuple[int, ...],
+    Message,
+    list[tuple[int, dict[str, Any]]],
+    bytes | None,
+    tuple[str, ...] | None,
+]
+# A client message's lowering: its messages, a user message's tags in order, its shape for
+# ``anthropic_mend``
+_Lowering = tuple[tuple[_Spec, ...], list[str] | None, int]
+
+
+def _spec(tag: str, part: Part) -> _Spec:
+    part.lowered[TAG] = tag
+    try:
+        # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
+        data: bytes | None = bytes(memoryview(orjson.dumps(part.lowered, option=SORT_KEYS)))
+    except TypeError:
+        data = None
+    nested: tuple[str, ...] | None = tuple(
+        k for k, v in part.lowered.items() if isinstance(v, (dict, list))
+    )
+    if nested and not all(plain_list(part.lowered[k]) for k in nested):
+        nested = None
+    return (tag, part.blocks, part.lowered, part.calls, data, nested)
+
+
+def _lowering(i: int, m: Message) -> _Lowering:
+    """The chat view of the client's ``messages[i]`` (a pure function of it and ``i``)."""
+    r = m.get("role")
+    content = m.get("content")
+    if r == "assistant":
+        return (_spec(f"{i}", _assistant_part(i, content)),), None, shape(m)
+    if r == "system":
+        text = content if isinstance(content, str) else texts(as_list(content))
+        return (_spec(f"{i}", Part(i, (), {"role": "system", "content": text})),), None, shape(m)
+    if isinstance(content, str):
+        part = Part(i, (), {"role": "user", "content": content})
+        return (_spec(f"{i}", part),), [f"{i}"], shape(m)
+    specs = _lower_user(i, as_list(content))
+    return specs, [s[0] for s in specs], shape(m)
+
+
+def _lower_user(i: int, blocks: list[Any]) -> tuple[_Spec, ...]:
+    specs: list[_Spec] = []
+    run: list[int] = []
+
+    def flush() -> None:
+        if run:
+            content = _user_content([blocks[j] for j in run])
+            specs.append(_spec(f"{i}.{run[0]}", Part(i, tuple(run), {"role": "user",
+                               "content": content})))  # fmt: skip
+            run.clear()
+
+    for j, b in enumerate(blocks):
+        if isinstance(b, dict) and b.get("type") == "tool_result":
+            flush()
+            msg: Message = {"role": "tool", "tool_call_id": b.get("tool_use_id"),
+                            "content": text_of(b.get("content"))}  # fmt: skip
+            if b.get("is_error") is True:
+                msg["is_error"] = True
+            specs.append(_spec(f"{i}.{j}", Part(i, (j,), msg)))
+        else:
+            run.append(j)
+    flush()
+    return tuple(specs)
 
 
 def _user_content(blocks: list[Any]) -> Any:

@@ -133,6 +133,9 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
 def lift_user_run(st: State, run: list[Message]) -> list[Any]:
     """User and tool messages between two assistant turns, back into user messages: each part
     into its own message; every tool result into the run's first message, ahead of the rest."""
+    whole = _one_untouched_message(st, run)
+    if whole is not None:
+        return [whole]
     first_src = next((p.index for m in run if (p := st.parts.get(m.get(TAG))) is not None), None)  # type: ignore[arg-type]
     groups: dict[Any, list[Message]] = {}
     tool_key: Any = first_src if first_src is not None else ("new", 0)
@@ -151,6 +154,23 @@ def lift_user_run(st: State, run: list[Message]) -> list[Any]:
         else:
             out.append(_user_message(st, key, members))
     return out
+
+
+def _one_untouched_message(st: State, run: list[Message]) -> Any | None:
+    """The client's message itself when ``run`` is all of one user message's parts, in order,
+    each the very object lowered (the usual case: nothing to regroup or patch)."""
+    part = st.parts.get(run[0].get(TAG))  # type: ignore[arg-type]
+    if part is None:
+        return None
+    tags = st.user_tags.get(part.index)
+    if tags is None or len(tags) != len(run):
+        return None
+    parts = st.parts
+    for m, tag in zip(run, tags, strict=True):
+        p = parts.get(tag)
+        if p is None or m is not p.lowered:
+            return None
+    return st.source[part.index]
 
 
 def _first_turn_kept(st: State, members: list[Message]) -> tuple[list[Message], list[str]]:

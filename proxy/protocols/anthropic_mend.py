@@ -1,7 +1,9 @@
 """Breaks of Anthropic's own shape, mended before the chat view is made (the chain itself is the
 rules' to repair): Anthropic answers 400 to "text content blocks must be non-empty", and with
 thinking on, to a turn whose ``tool_use`` lost the thinking block that came before it (a client
-or a trimmer that split one assistant turn into two). Each mend is reported as a repair; the
+or a trimmer that split one assistant turn into two). A ``system`` message inside ``messages``
+(accepted, lowered to its text) loses any ``tool_use`` / ``tool_result`` block: no call can be
+answered, nor a result placed, there. Each mend is reported as a repair; the
 messages it does not touch are the client's own objects."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 _THINKING = frozenset({"thinking", "redacted_thinking"})
+_CHAIN = frozenset({"tool_use", "tool_result"})
 EMPTY_TEXT = "(empty)"  # what an emptied message says instead (Anthropic refuses empty content)
 
 
@@ -28,6 +31,14 @@ def _thinking_only(message: Any) -> bool:
     )
 
 
+def _chain_block(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in _CHAIN
+
+
+def _has_chain(content: list[Any]) -> bool:
+    return any(_chain_block(b) for b in content)
+
+
 def _repair(kind: str, index: int, action: str) -> dict[str, Any]:
     return {"kind": kind, "index": index, "tool_call_id": None, "action": action}
 
@@ -35,7 +46,7 @@ def _repair(kind: str, index: int, action: str) -> dict[str, Any]:
 def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     """The messages with Anthropic's own breaks mended, and the repairs made (indices are the
     client's). The list is ``messages`` itself when nothing needed mending."""
-    if not any(_needs_mending(messages, i) for i in range(len(messages))):
+    if not needs_mending([shape(m) for m in messages]):
         return messages, []
     out: list[Any] = []
     repairs: list[dict[str, Any]] = []
@@ -64,6 +75,10 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             carried = list(m["content"])
             continue
         content = m.get("content")
+        if m.get("role") == "system" and isinstance(content, list) and _has_chain(content):
+            content = [b for b in content if not _chain_block(b)]
+            m = {**m, "content": content}
+            repairs.append(_repair("misplaced_block", i, "dropped_call_or_result_from_system"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = [b for b in content if not _empty_text(b)]
             final_assistant = i == last and m.get("role") == "assistant"
@@ -81,20 +96,47 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     return out, repairs
 
 
-def _needs_mending(messages: list[Any], i: int) -> bool:
-    m = messages[i]
+# What ``mend`` needs to know of one message, as bit flags (a pure function of the message, so
+# an adapter can keep it with the message's lowering)
+F_EMPTY, F_EMPTY_TEXT, F_THINKING_ONLY, F_ASSISTANT, F_CHAIN_IN_SYSTEM = 1, 2, 4, 8, 16
+_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM
+
+
+def shape(m: Any) -> int:
+    """``m``'s flags: empty content, an empty text block, only thinking, an assistant's, a
+    system message holding a call or a result."""
     if not isinstance(m, dict):
-        return False
+        return 0
+    flags = F_ASSISTANT if m.get("role") == "assistant" else 0
     content = m.get("content")
-    final_assistant = i == len(messages) - 1 and m.get("role") == "assistant"
-    if content in ("", []) and not final_assistant:
-        return True
-    if isinstance(content, list) and any(_empty_text(b) for b in content):
-        return True
-    nxt = messages[i + 1] if i + 1 < len(messages) else None
-    return (
-        m.get("role") == "assistant"
-        and _thinking_only(m)
-        and isinstance(nxt, dict)
-        and nxt.get("role") == "assistant"
-    )
+    if content in ("", []):
+        return flags | F_EMPTY
+    if isinstance(content, list):
+        if m.get("role") == "system" and _has_chain(content):
+            flags |= F_CHAIN_IN_SYSTEM
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "text":
+                text = b.get("text")
+                # most texts start with a visible character: no strip (a copy) needed
+                if isinstance(text, str) and (not text or text[0].isspace()) and not text.strip():
+                    flags |= F_EMPTY_TEXT
+                    break
+        if _thinking_only(m):
+            flags |= F_THINKING_ONLY
+    return flags
+
+
+def needs_mending(shapes: list[int]) -> bool:
+    """Whether ``mend`` has anything to do, from each message's ``shape``."""
+    last = len(shapes) - 1
+    for i, flags in enumerate(shapes):
+        if not flags & _BREAKS:
+            continue
+        if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM):
+            return True
+        if flags & F_EMPTY and not (i == last and flags & F_ASSISTANT):
+            return True
+        split_turn = i < last and shapes[i + 1] & F_ASSISTANT
+        if flags & F_THINKING_ONLY and flags & F_ASSISTANT and split_turn:
+            return True
+    return False

@@ -28,6 +28,9 @@ class Lowered:
     repairs: list[dict[str, Any]] = field(default_factory=list)
     # the adapter's own bookkeeping (source parts by tag …)
     state: Any = None
+    # each message's bytes with sorted keys, where the adapter knows them (kept lowerings): the
+    # runner's records are keyed by them, so it need not serialise those messages again
+    serialised: list[bytes | None] | None = None
 
 
 class Adapter(Protocol):

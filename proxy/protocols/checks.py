@@ -9,6 +9,7 @@ are not empty. Responses: each ``function_call`` / ``custom_tool_call`` has an o
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Any
 
@@ -20,56 +21,75 @@ def _blocks(message: Any) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+def _leading_results(message: Any) -> list[Any]:
+    """The ``tool_use_id``s of the results a message starts with."""
+    leading: list[Any] = []
+    for b in _blocks(message):
+        if not (isinstance(b, dict) and b.get("type") == "tool_result"):
+            break
+        leading.append(b.get("tool_use_id"))
+    return leading
+
+
+def _answered(uid: Any, ids: set[Any]) -> bool:
+    try:
+        return uid in ids
+    except TypeError:  # an unhashable id (a list …) answers nothing
+        return False
+
+
 def anthropic_violations(body: dict[str, Any]) -> list[str]:
+    """One pass over the blocks (this runs on every forwarded body); results for unknown ids
+    are listed after the other findings, as they always were."""
     out: list[str] = []
+    unknown: list[str] = []
     messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    seen: set[Any] = set()
+    last = len(messages) - 1
+    seen: set[str] = set()
+    answered_ok: set[Any] = set()  # the ids the previous message's tool_use blocks called
     for i, m in enumerate(messages):
-        blocks = _blocks(m)
-        for b in blocks:
-            if isinstance(b, dict) and b.get("type") == "text":
+        assistant = m.get("role") == "assistant"
+        uses: list[Any] = []
+        for b in _blocks(m):
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text":
                 text = b.get("text")
-                if not isinstance(text, str) or not text.strip():
-                    final = i == len(messages) - 1 and m.get("role") == "assistant"
-                    if not final:
-                        out.append(f"messages[{i}]: empty text block")
-        if m.get("role") != "assistant":
+                # most texts start with a visible character: no strip (a copy) needed
+                blank = not isinstance(text, str) or (
+                    (not text or text[0].isspace()) and not text.strip()
+                )
+                if blank and not (i == last and assistant):
+                    out.append(f"messages[{i}]: empty text block")
+            elif kind == "tool_use":
+                if assistant:
+                    uses.append(b.get("id"))
+            elif (
+                kind == "tool_result"
+                and not assistant
+                and not _answered(b.get("tool_use_id"), answered_ok)
+            ):
+                unknown.append(f"messages[{i}]: tool_result for an unknown tool_use id")
+        if not assistant:
+            answered_ok = set()
             continue
-        uses = [b.get("id") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
+        answered_ok = set()
         for uid in uses:
+            with contextlib.suppress(TypeError):  # an unhashable id calls nothing
+                answered_ok.add(uid)
             if not isinstance(uid, str) or not _ID.fullmatch(uid):
                 out.append(f"messages[{i}]: tool_use id {str(uid)[:40]!r} is malformed")
-            elif uid in seen:
+                continue
+            if uid in seen:
                 out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
             seen.add(uid)
-        if not uses:
-            continue
-        nxt = messages[i + 1] if i + 1 < len(messages) else None
-        if nxt is None:
-            continue  # the request ends on the calls (a prefill): nothing to answer yet
-        leading: list[Any] = []
-        for b in _blocks(nxt):
-            if not (isinstance(b, dict) and b.get("type") == "tool_result"):
-                break
-            leading.append(b.get("tool_use_id"))
-        missing = [u for u in uses if u not in leading]
-        if missing:
-            out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
-    answered_ok: set[Any] = set()
-    for i, m in enumerate(messages):
-        if m.get("role") == "assistant":
-            answered_ok = {b.get("id") for b in _blocks(m) if isinstance(b, dict)
-                           and b.get("type") == "tool_use"}  # fmt: skip
-            continue
-        for b in _blocks(m):
-            if (
-                isinstance(b, dict)
-                and b.get("type") == "tool_result"
-                and b.get("tool_use_id") not in answered_ok
-            ):
-                out.append(f"messages[{i}]: tool_result for an unknown tool_use id")
-        answered_ok = set()
-    return out
+        if uses and i < last:  # a request may end on the calls (a prefill): nothing to answer
+            leading = _leading_results(messages[i + 1])
+            missing = [u for u in uses if u not in leading]
+            if missing:
+                out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
+    return out + unknown
 
 
 def responses_violations(body: dict[str, Any]) -> list[str]:

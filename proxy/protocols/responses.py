@@ -195,21 +195,25 @@ class ResponsesAdapter:
 
 def _mend(items: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     """A reasoning item must be followed by the item it led to; one followed by a user message,
-    a tool output or nothing at all was cut from it (Responses refuses it): it goes."""
+    a tool output or nothing at all was cut from it (Responses refuses it): it goes. Walked from
+    the end, so a reasoning item left last by dropping the one after it goes too."""
     drop: list[int] = []
-    for i, item in enumerate(items):
-        if _kind(item) != "reasoning":
-            continue
-        nxt = items[i + 1] if i + 1 < len(items) else None
-        next_kind = _kind(nxt)
-        if (
-            nxt is None
-            or next_kind in _OUTPUTS
-            or (next_kind == "message" and isinstance(nxt, dict) and nxt.get("role") in _OWN_ROLES)
-        ):
-            drop.append(i)
+    nxt: Any = None  # the next item kept
+    for i in range(len(items) - 1, -1, -1):
+        item = items[i]
+        if _kind(item) == "reasoning":
+            next_kind = _kind(nxt)
+            if (
+                nxt is None
+                or next_kind in _OUTPUTS
+                or (next_kind == "message" and nxt.get("role") in _OWN_ROLES)
+            ):
+                drop.append(i)
+                continue
+        nxt = item
     if not drop:
         return items, []
+    drop.reverse()
     gone = set(drop)
     repairs = [{"kind": "reasoning_orphaned", "index": i, "tool_call_id": None,
                 "action": "dropped_reasoning_item"} for i in drop]  # fmt: skip

@@ -104,7 +104,12 @@ class Engine:
         self._budgets.pop(model, None)
         return kept
 
-    async def _second_opinion(self, ctx: Context, outcome: PipelineOutcome) -> PipelineOutcome:
+    async def _second_opinion(
+        self,
+        ctx: Context,
+        outcome: PipelineOutcome,
+        serialised: list[bytes | None] | None = None,
+    ) -> PipelineOutcome:
         """Ask the resolver model about references the rules abstained on; when it picks one of
         the candidates, run the pipeline again from the same input with its picks as hints."""
         assert self.resolver is not None
@@ -115,7 +120,7 @@ class Engine:
         user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
         picks, info = await self.resolver.picks(questions, user_text)
         if picks:
-            outcome = self.pipeline.run(ctx.evolve(hints={"resolver": picks}))
+            outcome = self.pipeline.run(ctx.evolve(hints={"resolver": picks}), serialised)
         outcome.report["resolver"] = info
         return outcome
 
@@ -179,11 +184,13 @@ class Engine:
             # a huge request would hold the event loop for seconds: other requests and /healthz
             # keep being served while it runs in a worker thread
             loop = asyncio.get_running_loop()
-            outcome = await loop.run_in_executor(self._offload, self.pipeline.run, ctx)
+            outcome = await loop.run_in_executor(
+                self._offload, self.pipeline.run, ctx, lowered.serialised
+            )
         else:
-            outcome = self.pipeline.run(ctx)
+            outcome = self.pipeline.run(ctx, lowered.serialised)
         if self.resolver is not None:
-            outcome = await self._second_opinion(ctx, outcome)
+            outcome = await self._second_opinion(ctx, outcome, lowered.serialised)
         outcome.report["cache"] = self.costs.summary(model, cache, now)
         pruned = outcome.report.get("prune") or {}
         if pruned.get("over_budget"):

@@ -4,8 +4,9 @@ runs the final integrity check and computes prefix reuse. Shared by the server a
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from types import ModuleType
 from typing import Any, Literal, cast
 
@@ -55,7 +56,12 @@ class _Recall:
     """One request's use of the records: what they know goes into the request's memos (before the
     rules run); what the rules computed goes back (after)."""
 
-    def __init__(self, records: MessageRecords, ctx: Context) -> None:
+    def __init__(
+        self,
+        records: MessageRecords,
+        ctx: Context,
+        serialised: Sequence[bytes | None] | None = None,
+    ) -> None:
         self.ctx = ctx
         encoding = _encoding(ctx.tokens)
         self.tokens = ctx.tokens if isinstance(ctx.tokens, RequestTokens) else None
@@ -73,11 +79,18 @@ class _Recall:
         chain, sections, exits = self.chain, self.sections, self.exits
         sections_key, count_key = self.sections_key, self.count_key
         remember_count = self.remember_count
-        for m in ctx.original_messages:
-            try:
-                data = dumps(m, option=sort_keys)
-            except TypeError:  # lone surrogates: orjson refuses them, the rules cope
-                continue
+        originals = ctx.original_messages
+        known_bytes: Iterable[bytes | None] = (
+            serialised
+            if serialised is not None and len(serialised) == len(originals)
+            else repeat(None, len(originals))
+        )
+        for m, data in zip(originals, known_bytes, strict=True):
+            if data is None:
+                try:
+                    data = dumps(m, option=sort_keys)
+                except TypeError:  # lone surrogates: orjson refuses them, the rules cope
+                    continue
             # a hit in the newer generation (most messages), else ``lookup``
             record = records._young.get(data) or lookup(data)
             pairs.append((m, record))
@@ -206,9 +219,13 @@ class Pipeline:
     def rule_names(self) -> list[str]:
         return [s.name for s in self.steps]
 
-    def run(self, ctx: Context) -> PipelineOutcome:
+    def run(
+        self, ctx: Context, serialised: Sequence[bytes | None] | None = None
+    ) -> PipelineOutcome:
+        """``serialised``: each of ``ctx.original_messages``' bytes with sorted keys where the
+        caller knows them (a protocol adapter's kept lowerings), None where not."""
         report = new_report(ctx.session_id)
-        recall = _Recall(self.records, ctx)
+        recall = _Recall(self.records, ctx, serialised)
         tokens_before = ctx.tokens.count_messages(ctx.original_messages)
         # the one report dict, filled in as the rules run
         renders = _Renders(self.renders, recall) if self.renders is not None else None

@@ -262,3 +262,24 @@ async def test_a_turn_of_server_tool_blocks_only_is_not_an_empty_turn(engine: En
     out = await rewrite(engine, b)
     assert out.body is b
     assert not out.report.get("repairs")
+
+
+async def test_a_message_of_empty_text_only_gets_the_placeholder_text(engine: Engine) -> None:
+    b = body(user("hi"), assistant(text("")), user(text(" "), text("")), user("go on"))
+    out = await rewrite(engine, b)
+    assert anthropic_violations(out.body) == []
+    texts = [blk["text"] for m in out.body["messages"] for blk in m["content"] if "text" in blk]
+    assert all(isinstance(t, str) and t.strip() for t in texts)
+
+
+async def test_a_system_message_loses_its_calls_and_results(engine: Engine) -> None:
+    stray = {"role": "system", "content": [text(""), {"type": "tool_result", "tool_use_id": "t9"}]}
+    b = body(user("hi"), stray, user("go on"))
+    out = await rewrite(engine, b)
+    assert anthropic_violations(out.body) == []
+    system = out.body["messages"][1]
+    assert system["role"] == "system"
+    assert [blk["type"] for blk in system["content"]] == ["text"]
+    assert isinstance(system["content"][0]["text"], str)
+    kinds = {r["kind"] for r in out.report["repairs"]}
+    assert "misplaced_block" in kinds
