@@ -93,15 +93,16 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
 
 def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, Any], int | None]]:
     """(assistant index, call, index of the tool message answering it or None), in order."""
-    # tool_calls() and call_id() inlined: this runs over every message of a request
+    # role(), tool_calls() and call_id() inlined: this runs over every message of a request
+    # (``m.get("role") == "tool"`` is ``role(m) == "tool"``: only a string equals one)
     answered: dict[str, int] = {}
     for i, m in enumerate(messages):
-        if role(m) == "tool":
+        if m.get("role") == "tool":
             tid = m.get("tool_call_id")
             if isinstance(tid, str) and tid not in answered:
                 answered[tid] = i
     for i, m in enumerate(messages):
-        if role(m) == "assistant":
+        if m.get("role") == "assistant":
             calls = m.get("tool_calls")
             if isinstance(calls, list):
                 for call in calls:

@@ -40,9 +40,12 @@ def text_cache(
             nonlocal held
             hit = entries.get(args)
             if hit is not None:
-                with lock:
-                    if args in entries:
-                        entries.move_to_end(args)
+                # one C call, atomic: no lock (a hit is most calls, once per tool call of every
+                # request); evicted by another thread meanwhile is fine
+                try:  # noqa: SIM105 (contextlib.suppress costs more than the rest of a hit)
+                    entries.move_to_end(args)
+                except KeyError:
+                    pass
                 return hit
             value = f(*args)
             size = sum(len(a) for a in args if isinstance(a, str)) + 1

@@ -5,6 +5,7 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 from __future__ import annotations
 
 import json
+import operator
 import posixpath
 import re
 import shlex
@@ -303,8 +304,12 @@ def observations(
             and not patch_succeeded(text_of(result.get("content")))
         )
         out.append(Observation(ci, ri, call_id(call), action, hit[1][0], failed))
-    out.sort(key=lambda o: (o.result_index, o.call_index))
+    out.sort(key=_BY_RESULT)
     return out
+
+
+# (result_index, call_index): the order of ``observations``, read in C
+_BY_RESULT = operator.itemgetter(1, 0)
 
 
 def _is_patch(action: Action) -> bool:

@@ -87,19 +87,28 @@ class Sections:
 def delta(now: Sections, shown: Sections) -> Sections:
     """What ``now`` says that the blocks already forwarded (``shown``) did not: new lines and
     items, and diagnostics no longer open."""
-    seen_recent, seen_refs, seen_ws = set(shown.recent), set(shown.refs), set(shown.ws)
-    current = set(now.ws)
-    ws = [i for i in now.ws if i not in seen_ws and i[0] not in _NOT_IN_DELTA]
-    ws += [(_CLOSED[k], v) for k, v in shown.ws if k in _CLOSED and (k, v) not in current]
-    if any(k == "Next repair target" for k, _ in shown.ws) and not any(
-        k == "Next repair target" for k, _ in now.ws
+    # The common request: the working set as the blocks last showed it (nothing new, nothing
+    # closed) and no entity or reference lines; every request asks, so no sets are built then.
+    ws = [] if now.ws == shown.ws else _ws_delta(now.ws, shown.ws)
+    return Sections(_new_lines(now.recent, shown.recent), _new_lines(now.refs, shown.refs), ws)
+
+
+def _new_lines(now: list[str], shown: list[str]) -> list[str]:
+    if not now:
+        return []
+    seen = set(shown)
+    return [line for line in now if line not in seen]
+
+
+def _ws_delta(now: list[tuple[str, str]], shown: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    seen, current = set(shown), set(now)
+    ws = [i for i in now if i not in seen and i[0] not in _NOT_IN_DELTA]
+    ws += [(_CLOSED[k], v) for k, v in shown if k in _CLOSED and (k, v) not in current]
+    if any(k == "Next repair target" for k, _ in shown) and not any(
+        k == "Next repair target" for k, _ in now
     ):
         ws.append(("Next repair target", "none"))
-    return Sections(
-        [line for line in now.recent if line not in seen_recent],
-        [line for line in now.refs if line not in seen_refs],
-        ws,
-    )
+    return ws
 
 
 def ws_text(items: list[tuple[str, str]], is_delta: bool, max_tokens_hint: int) -> str | None:

@@ -113,7 +113,7 @@ def provider_owned(ctx: Context) -> str | None:
         if m.get("type") == "compaction" or "encrypted_content" in m:
             return "provider compaction item"
         parts = m.get("content")
-        if isinstance(parts, list):
+        if parts.__class__ is not str and isinstance(parts, list):  # text: most messages
             for item in parts:
                 if isinstance(item, dict) and (
                     item.get("type") == "compaction" or "encrypted_content" in item

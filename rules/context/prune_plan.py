@@ -182,12 +182,13 @@ class Run:
                 sizes[i] = count(m)
         return sizes
 
-    def _elided_already(self, i: int, dropped: set[str]) -> bool:
-        a = self.anchors[i]
-        edit = self.overlay.edits.get(a)
-        return a in dropped or (
-            edit is not None and edit["action"] in (*overlay.ELIDE_ACTIONS, "shrink")
-        )
+    def _elided(self) -> set[str]:
+        """Anchors of the messages a compaction has nothing left to do with: dropped, elided or
+        shrunk already (a set, as the plan asks about every candidate)."""
+        done = set(self.overlay.dropped)
+        stale = (*overlay.ELIDE_ACTIONS, "shrink")
+        done.update(a for a, edit in self.overlay.edits.items() if edit["action"] in stale)
+        return done
 
     def _shrink_edit(self) -> dict[str, str]:
         lines, chars = self.cfg.shrink_lines, self.cfg.shrink_arg_chars
@@ -202,32 +203,38 @@ class Run:
         """Tokens shrinking would free, estimated from lengths (no parse: this runs often)."""
         chars = 0
         content = m.get("content")
+        lines, arg_chars = self.cfg.shrink_lines, self.cfg.shrink_arg_chars
         if isinstance(content, str):
-            limit = self.cfg.shrink_arg_chars * self.cfg.shrink_lines
-            if content.count("\n") >= self.cfg.shrink_lines or len(content) > limit:
-                chars += max(0, len(content) - min(limit, 80 * self.cfg.shrink_lines))
-        for c in tool_calls(m):
-            args = call_arguments_text(c)
-            if len(args) > self.cfg.shrink_arg_chars:
-                chars += len(args) - self.cfg.shrink_arg_chars
+            limit = arg_chars * lines
+            keep = min(limit, 80 * lines)
+            # a text no longer than ``keep`` frees nothing whatever its lines: not counted
+            if len(content) > keep and (len(content) > limit or content.count("\n") >= lines):
+                chars += len(content) - keep
+        if m.get("tool_calls"):  # tool_calls(m): missing, null or empty are none
+            for c in tool_calls(m):
+                args = call_arguments_text(c)
+                if len(args) > arg_chars:
+                    chars += len(args) - arg_chars
         return chars // 4
 
     def reclaimable(self, sizes: dict[int, int]) -> tuple[int, int]:
         """A quick bound of what a compaction under the budget could free (results past the
         last ``keep_last_observations``, and old turns' shrinkable text), and the earliest index
         it could edit: no evidence, no candidates, for requests where nothing will pay."""
-        dropped = set(self.overlay.dropped)
+        done, anchors, messages = self._elided(), self.anchors, self.messages
         older = self.obs[: max(0, len(self.obs) - self.cfg.keep_last_observations)]
-        freed, first = 0, len(self.messages)
+        freed, first = 0, len(messages)
         for o in older:
             i = o.result_index
-            if not self._elided_already(i, dropped) and sizes[i] > _PLACEHOLDER_TOKENS:
+            if anchors[i] not in done and sizes[i] > _PLACEHOLDER_TOKENS:
                 freed += sizes[i] - _PLACEHOLDER_TOKENS
                 first = min(first, i)
-        assistants = [i for i, m in enumerate(self.messages) if role(m) == "assistant"]
+        # role(m) == "assistant", inlined: every message
+        assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
+        estimate = self._shrink_estimate
         for i in assistants[: max(0, len(assistants) - self.cfg.keep_last_turns)]:
-            if not self._elided_already(i, dropped):
-                gain = self._shrink_estimate(self.messages[i])
+            if anchors[i] not in done:
+                gain = estimate(messages[i])
                 if gain > 0:
                     freed += gain
                     first = min(first, i)
@@ -243,17 +250,17 @@ class Run:
         """Every step, in the order a compaction takes them, with its estimated gain (drops only
         with ``drops``: only a compaction the budget forces drops turns)."""
         protected = set(self.evidence.protected)
-        dropped = set(self.overlay.dropped)
+        done, anchors = self._elided(), self.anchors
         steps: list[Step] = []
         seen: set[int] = set()
         for stage, items in self._elision_candidates(protected):
             for i, reason in items:
-                if i in seen or self._elided_already(i, dropped) or sizes[i] <= _PLACEHOLDER_TOKENS:
+                if i in seen or anchors[i] in done or sizes[i] <= _PLACEHOLDER_TOKENS:
                     continue
                 seen.add(i)
                 steps.append(Step(stage, sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
         for i in self.shrink_candidates(protected):
-            if not self._elided_already(i, dropped):
+            if anchors[i] not in done:
                 gain = self._shrink_estimate(self.messages[i])
                 if gain > 0:
                     steps.append(Step("shrink", gain, i, (i,)))

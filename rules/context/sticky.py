@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from rules.base import Message, RenderMemo, content_hash
 from rules.context.inject_text import Sections
@@ -19,8 +19,10 @@ from rules.messages import INJECT_CLOSE, append_text, role, text_of, with_conten
 NAMESPACE = "inject"
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(NamedTuple):
+    """Immutable; a named tuple because every request loads the stored ones (a frozen
+    dataclass costs several times as much to construct)."""
+
     at: str  # anchor of the message it follows
     where: str  # append | message
     text: str

@@ -33,7 +33,6 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
-    role,
     text_of,
     tool_calls,
 )
@@ -211,7 +210,8 @@ def build(
     ledger = {k: v for k, v in ledger.items()}
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
-    users = [i for i, m in enumerate(messages) if role(m) == "user" and _users_own(m)]
+    # role(m) == "user", inlined: every message of every request
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
     if users and "goal" not in ledger:
         ledger["goal"] = _task_text(messages[users[0]], cfg.max_goal_chars)
     if users:
@@ -271,7 +271,12 @@ def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def next_target(ledger: dict[str, Any]) -> str | None:
-    for d in open_diagnostics(ledger):
+    return _first_target(open_diagnostics(ledger))
+
+
+def _first_target(diagnostics: list[dict[str, Any]]) -> str | None:
+    """``next_target`` of the ledger whose ``open_diagnostics`` these are."""
+    for d in diagnostics:
         if d.get("file") and d.get("line"):
             return f"{d['file']}:{d['line']}"
     return None
@@ -279,14 +284,15 @@ def next_target(ledger: dict[str, Any]) -> str | None:
 
 def summary(ledger: dict[str, Any]) -> WorkingSetSummary:
     """The report fragment: data, not prose."""
+    diags = open_diagnostics(ledger)  # once: the report and the target both read it
     return {
         "goal": bool(ledger.get("goal")),
         "instruction": bool(ledger.get("instruction")),
         "changed_files": list(ledger.get("changed", [])),
         "latest_writes": [w["path"] for w in ledger.get("writes", [])],
-        "open_diagnostics": open_diagnostics(ledger)[:10],
+        "open_diagnostics": diags[:10],
         "plan": list(ledger.get("plan", [])),
-        "next_target": next_target(ledger),
+        "next_target": _first_target(diags),
     }
 
 
@@ -311,7 +317,7 @@ def section_items(state: SessionState) -> list[tuple[str, str]]:
         items.append(("Open", " ".join(str(p) for p in parts)))
     if len(diags) > 8:
         items.append(("Open", f"… {len(diags) - 8} more"))
-    target = next_target(ledger)
+    target = _first_target(diags)
     if target:
         items.append(("Next repair target", target))
     return items

@@ -25,7 +25,7 @@ from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_injected
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.messages import PLACEHOLDER_PREFIX, call_id, role, text_of, tool_calls
+from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
 
@@ -84,7 +84,7 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
     result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone)."""
     for i in range(len(messages) - 1, -1, -1):
-        if role(messages[i]) == "user":
+        if messages[i].get("role") == "user":  # role(), inlined: most of the request is read
             text = text_of(messages[i].get("content"))
             own = strip_injected(text).strip()
             if own and not own.startswith(PLACEHOLDER_PREFIX):
