@@ -17,7 +17,6 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.model_windows import LearnedWindows, context_window
-from proxy.rewrite.output_reserve import input_budget
 from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
@@ -62,7 +61,7 @@ class Engine:
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
-        self._budgets: dict[str, tuple[int | None, int | None]] = {}
+        self._budgets: dict[str, int | None] = {}
         self.costs = CostModel(settings)
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
         self.learned = LearnedWindows()
@@ -72,33 +71,27 @@ class Engine:
     def close(self) -> None:
         self._offload.shutdown(wait=False, cancel_futures=True)
 
-    def budget_for(self, model: str, body: Mapping[str, Any] | None = None) -> int | None:
-        """min(configured budget, model window − room for the answer); None when neither is
-        known. The room is the larger of ``pipeline.output_reserve_tokens`` and the output
-        ``body`` asks for (``max_tokens`` …): providers refuse a prompt plus requested output
-        over the window. The window is the smaller of the known one and one learned from the
-        upstream's errors."""
-        configured, window = self._limits_for(model)
-        limits = [configured] if configured else []
-        if window:
-            reserve = self.settings.pipeline.output_reserve_tokens
-            limits.append(input_budget(window, reserve, body or {}))
-        return min(limits) if limits else None
-
-    def _limits_for(self, model: str) -> tuple[int | None, int | None]:
-        """(configured budget, window) of ``model``, memoised per model name (bounded: names
-        come from clients)."""
+    def budget_for(self, model: str) -> int | None:
+        """min(configured budget, model window − output reserve); None when neither is known.
+        The window is the smaller of the known one and one learned from the upstream's errors.
+        Memoised per model name (bounded: names come from clients)."""
         if model in self._budgets:
             return self._budgets[model]
         if len(self._budgets) >= 1024:
             self._budgets.clear()
+        budget = self._budgets[model] = self._budget_for(model)
+        return budget
+
+    def _budget_for(self, model: str) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
         window = self.settings.context_window_for(model) or context_window(model)
         learned = self.learned.get(self._upstream_name(model), model)
         if learned is not None:
             window = min(window, learned) if window else learned
-        limits = self._budgets[model] = (configured or None, window or None)
-        return limits
+        limits = [b for b in (configured,) if b]
+        if window:
+            limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
+        return min(limits) if limits else None
 
     def _upstream_name(self, model: str) -> str:
         upstream = self.settings.upstream_for(model)
@@ -169,7 +162,7 @@ class Engine:
         ancestors = await held.ancestors(parent) if parent else []
         model = body["model"]
         messages = lowered.messages
-        budget = self.budget_for(model, body)
+        budget = self.budget_for(model)
         if lower_budget is not None:
             budget = min(budget, lower_budget) if budget is not None else lower_budget
         cache = self.costs.facts(model, await self.store.cache_feedback.get(sid))

@@ -111,7 +111,7 @@ async def _compacted(
     if overflow.prompt_tokens and before and overflow.prompt_tokens > before:
         scale = before / overflow.prompt_tokens
     learned = engine.learn_window(model, int(overflow.window * scale))
-    budget = engine.budget_for(model, body) or learned
+    budget = engine.budget_for(model) or learned
     if overflow.completion_tokens and overflow.completion_tokens < overflow.window:
         budget = min(budget, int((overflow.window - overflow.completion_tokens) * scale))
     if budget >= before:  # by our count it fitted already: our count falls short

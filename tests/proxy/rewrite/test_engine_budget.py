@@ -56,19 +56,3 @@ async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
             assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
     finally:
         await store.close()
-
-
-async def test_the_budget_leaves_room_for_the_output_the_request_asks_for(tmp_path: Path) -> None:
-    settings = settings_from_mapping({"pipeline": {"context_windows": {"m-*": 100_000}}})
-    store = Store(str(tmp_path / "s.db"))
-    await store.open()
-    try:
-        engine = Engine(settings, store)
-        assert engine.budget_for("m-1") == 92_000  # the configured reserve
-        assert engine.budget_for("m-1", {"max_tokens": 32_000}) == 68_000
-        assert engine.budget_for("m-1", {"max_output_tokens": 1_000}) == 92_000
-        body = {"model": "m-1", "max_tokens": 99_000, "messages": [system("rules " * 2000), TASK]}
-        out = await engine.rewrite(body, {}, now=0.0)
-        assert out.report["prune"]["budget"] == 1_000  # window − max_tokens
-    finally:
-        await store.close()
