@@ -3,38 +3,25 @@ with every request, each time as new objects: the adapter looks each client mess
 serialised bytes (and its position, which its provenance tag names) and, on a hit, only copies
 what it lowered last time, with its bytes for the runner's records.
 
-Bounded by bytes in two generations, like ``proxy.rewrite.records``: a hit in the older one
-moves the entry to the newer, and when the newer is full the older is dropped. Thread-safe:
-lookups read without the lock, and entries are never changed once kept (each request gets
-copies of their messages), so a race only lowers a message twice."""
+Bounded by bytes in two generations (``proxy.rewrite.generations``); entries are never changed
+once kept (each request gets copies of their messages), so a race only lowers a message twice."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable
 from typing import Any
+
+from proxy.rewrite.generations import Generations
 
 # What an entry holds beyond the bytes charged for it (its tuples, Part specs, dicts), so the
 # bound holds for traffic of many short messages too.
 ENTRY_OVERHEAD_BYTES = 768
 
 
-class KeptLowerings:
+class KeptLowerings(Generations[tuple[Any, int]]):
     def __init__(self, max_bytes: int = 24_000_000, max_key_bytes: int = 262_144) -> None:
-        self._young: dict[Hashable, tuple[Any, int]] = {}
-        self._old: dict[Hashable, tuple[Any, int]] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
+        super().__init__(max_bytes)
         self.max_key_bytes = max_key_bytes
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-    @property
-    def held_bytes(self) -> int:
-        """Bytes charged to the newer generation (the older one holds at most as many)."""
-        return self._young_bytes
 
     def get(self, key: Hashable) -> Any | None:
         hit = self._young.get(key)
@@ -43,26 +30,16 @@ class KeptLowerings:
         hit = self._old.get(key)
         if hit is None:
             return None
-        self._keep(key, hit)  # used again: into the newer generation
+        self._keep(key, hit, hit[1])  # used again: into the newer generation
         return hit[0]
 
     def put(self, data: bytes, position: int, entry: Any, cost: int) -> None:
         """Keep ``entry`` (never changed afterwards) for the message serialised as ``data`` at
         ``position`` (looked up as ``(data, position)``), charged its bytes, ``cost`` more and
         ``ENTRY_OVERHEAD_BYTES``."""
+        charged = len(data) + cost + ENTRY_OVERHEAD_BYTES
         # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
-        self._keep(
-            (bytes(memoryview(data)), position), (entry, len(data) + cost + ENTRY_OVERHEAD_BYTES)
-        )
-
-    def _keep(self, key: Hashable, hit: tuple[Any, int]) -> None:
-        with self._lock:
-            if key in self._young:
-                return
-            if self._young_bytes + hit[1] > self._generation_bytes:
-                self._old, self._young, self._young_bytes = self._young, {}, 0
-            self._young[key] = hit
-            self._young_bytes += hit[1]
+        self._keep((bytes(memoryview(data)), position), (entry, charged), charged)
 
 
 _CONTAINERS = (dict, list)

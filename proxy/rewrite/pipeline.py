@@ -178,7 +178,7 @@ class _Renders:
             entry = store._old.get(key)
             if entry is None:
                 return None
-            store._keep(key, entry)
+            store.promote(key, entry)
         stored = entry[0]
         message: Message = orjson.loads(stored) if stored.__class__ is bytes else dict(stored)
         self.know(message, entry[1])

@@ -5,12 +5,12 @@ resends the same messages with every request; these make the second sight of one
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Hashable
 from typing import Any
 
 import orjson
 
+from proxy.rewrite.generations import Generations
 from rules.base import Message, hash_bytes
 
 # What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
@@ -19,7 +19,7 @@ from rules.base import Message, hash_bytes
 RECORD_OVERHEAD_BYTES = 640
 
 
-class MessageRecords:
+class MessageRecords(Generations[dict[str, Any]]):
     """What the pipeline derives from a message's content alone, kept across requests: its
     content hash, its token count and section sizes (per encoding), the validator's checks of
     its calls, a tool result's exit code. An agent sends the same messages again with every
@@ -28,22 +28,12 @@ class MessageRecords:
     hands what is known to the request's memos before the rules run, and keeps what they
     computed afterwards.
 
-    Bounded by bytes (each record is charged its key plus ``RECORD_OVERHEAD_BYTES``), in two
-    generations: a hit in the older one moves the record
-    to the newer, and when the newer is full the older is dropped (an LRU's effect for a plain
-    dict lookup per hit). A message over ``max_key_bytes`` is never kept. Thread-safe: lookups
-    read without the lock, and a record's values are pure, so a race only computes one twice."""
+    Bounded by bytes (``Generations``; each record is charged its key plus
+    ``RECORD_OVERHEAD_BYTES``). A message over ``max_key_bytes`` is never kept."""
 
     def __init__(self, max_bytes: int = 32_000_000, max_key_bytes: int = 262_144) -> None:
-        self._young: dict[bytes, dict[str, Any]] = {}
-        self._old: dict[bytes, dict[str, Any]] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
+        super().__init__(max_bytes)
         self._max_key_bytes = max_key_bytes
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
 
     def lookup(self, data: bytes) -> dict[str, Any]:
         """The record of the message serialised as ``data`` (a new one, holding just its hash, the
@@ -57,14 +47,7 @@ class MessageRecords:
         if len(data) <= self._max_key_bytes:
             # kept as a copy: orjson's output keeps the capacity of its buffer (many times the
             # length for a short message), a copy holds just the bytes
-            key = bytes(memoryview(data))
-            with self._lock:
-                if key not in self._young:
-                    cost = len(key) + RECORD_OVERHEAD_BYTES
-                    if self._young_bytes + cost > self._generation_bytes:
-                        self._old, self._young, self._young_bytes = self._young, {}, 0
-                    self._young[key] = record
-                    self._young_bytes += cost
+            self._keep(bytes(memoryview(data)), record, len(data) + RECORD_OVERHEAD_BYTES)
         return record
 
 
@@ -75,7 +58,7 @@ _SCALARS = (str, int, float, bool, type(None))
 _Rendering = tuple[Any, dict[str, Any], int]
 
 
-class RenderedMessages:
+class RenderedMessages(Generations[_Rendering]):
     """Messages the rules rendered, kept across requests (``Context.renders``): an elided result,
     a shrunk turn, a dropped run's line, a block placed on its host. The overlay replays every
     edit on every request; with this, replaying one that did not change costs a lookup instead of
@@ -92,20 +75,8 @@ class RenderedMessages:
 
     def __init__(self, max_bytes: int = 16_000_000, max_entry_bytes: int = 262_144) -> None:
         # key -> (the message: a flat copy or its bytes, its record, its serialised size)
-        self._young: dict[Hashable, _Rendering] = {}
-        self._old: dict[Hashable, _Rendering] = {}
-        self._young_bytes = 0
-        self._generation_bytes = max_bytes // 2
+        super().__init__(max_bytes)
         self._max_entry_bytes = max_entry_bytes
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._young) + len(self._old)
-
-    @property
-    def held_bytes(self) -> int:
-        """Bytes charged to the newer generation (the older one holds at most as many)."""
-        return self._young_bytes
 
     def get(self, key: Hashable) -> tuple[Message, dict[str, Any]] | None:
         """A fresh copy of the message stored for ``key``, and its record; None when unknown."""
@@ -114,7 +85,7 @@ class RenderedMessages:
             entry = self._old.get(key)
             if entry is None:
                 return None
-            self._keep(key, entry)  # used again: into the newer generation
+            self.promote(key, entry)
         stored = entry[0]
         return (orjson.loads(stored) if stored.__class__ is bytes else dict(stored)), entry[1]
 
@@ -134,15 +105,9 @@ class RenderedMessages:
             return None
         stored: Any = dict(message) if flat else bytes(memoryview(data))
         record: dict[str, Any] = {}
-        self._keep(key, (stored, record, len(data)))
+        self._keep(key, (stored, record, len(data)), len(data) + RENDER_OVERHEAD_BYTES)
         return record
 
-    def _keep(self, key: Hashable, entry: _Rendering) -> None:
-        cost = entry[2] + RENDER_OVERHEAD_BYTES
-        with self._lock:
-            if key in self._young:
-                return
-            if self._young_bytes + cost > self._generation_bytes:
-                self._old, self._young, self._young_bytes = self._young, {}, 0
-            self._young[key] = entry
-            self._young_bytes += cost
+    def promote(self, key: Hashable, entry: _Rendering) -> None:
+        """An entry found in the older generation, used again: into the newer."""
+        self._keep(key, entry, entry[2] + RENDER_OVERHEAD_BYTES)

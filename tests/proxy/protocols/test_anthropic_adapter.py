@@ -9,14 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import TAG
 from proxy.protocols.checks import anthropic_violations
 from proxy.rewrite.engine import Engine, Rewritten
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 
 SIG = "EqQBCkYIBxgCKkD+signature+bytes=="
 BASH = {
@@ -72,17 +69,6 @@ def result(uid: str, content: Any = "made", **kw: Any) -> dict[str, Any]:
 
 def assistant(*blocks: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": list(blocks)}
-
-
-@pytest.fixture
-async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    store = Store(str(tmp_path / "db"))
-    await store.open()
-    settings = settings_from_mapping({"upstreams": [{"name": "a", "kind": "anthropic"}]})
-    eng = Engine(settings, store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
 
 
 async def rewrite(engine: Engine, b: dict[str, Any], now: float = 1000.0) -> Rewritten:

@@ -6,17 +6,13 @@ handed out, or to the client's body, reaches what later requests get."""
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC, AnthropicAdapter
 from proxy.protocols.kept import ENTRY_OVERHEAD_BYTES, KeptLowerings
 from proxy.rewrite.engine import Engine
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from tests.proxy.protocols.test_anthropic_adapter import (
     assistant,
     body,
@@ -140,17 +136,6 @@ def test_a_message_over_the_key_limit_is_never_kept() -> None:
     b = body(user("x" * 500), assistant(text("short")))
     adapter.lower(again(b))
     assert len(adapter.kept) == 1  # the assistant's only
-
-
-@pytest.fixture
-async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    store = Store(str(tmp_path / "db"))
-    await store.open()
-    settings = settings_from_mapping({"upstreams": [{"name": "a", "kind": "anthropic"}]})
-    eng = Engine(settings, store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
 
 
 async def test_a_warm_request_forwards_the_bytes_a_cold_one_does(engine: Engine) -> None:
