@@ -5,7 +5,7 @@ itself under the provider's prompt cache").
     .venv/bin/python -m bench.cost [--limit N] [--seed S] [--jobs J] [--json out.json]
                                    [--variants direct,defaults,budget32k,mask10,microcompact]
                                    [--prices 0.1,0.1w,0.5] [--rules-off inject]
-                                   [--envelope-sessions 3]
+                                   [--envelope-sessions 3] [--protocol chat|anthropic|responses]
 
 **The replay.** Each conversation is one session, replayed turn by turn: every request an agent
 would send (``tests/support/traces.request_prefixes``), through each method, with session state
@@ -52,6 +52,20 @@ conversations of the corpus (tiktoken size) at a budget of 30% of each one's ful
 of tool calls keeping their envelope (the assistant's call is still in the forwarded request,
 whatever happened to its arguments), over all requests and at the last one.
 
+**Other protocols** (``--protocol anthropic|responses``; default ``chat``). Each request is
+converted as the protocol's client would send it (``bench/protocol_convert.py``: Claude Code's
+Messages body; Codex's Responses body, the first system message as ``instructions``, reasoning
+items with ``encrypted_content``), and a ctxproxy method rewrites it as ``Engine.rewrite`` does:
+``adapter.lower`` → the pipeline (the Context built from the chat view, with the adapter's tools)
+→ ``adapter.lift`` → ``describe_lift`` (the final integrity check). ``direct`` sends the
+converted body unchanged. The emulated cache reads the body as serialised in the protocol, one
+segment each (``wire_parts``: tools, then Anthropic's ``system`` and each message, or the
+Responses ``instructions`` and each input item). Chain and evidence columns are checked on the
+chat view of what is forwarded (the adapter's lowering); a chain counts as broken also when the
+forwarded body fails its protocol's own check (``proxy/protocols/checks.py``) where the client's
+passed it, or the report has an ``integrity`` entry. Only ``direct`` and ctxproxy variants run
+(the baselines rewrite chat messages). The chat replay is unchanged by this option.
+
 ``--limit N`` takes N conversations spread evenly over the corpus (every source represented).
 Runtime with ``--jobs 2`` on 2 cores (2026-11-24, the tree of that hour, where the rules read the
 prices, so every ctxproxy method runs three times): the default (40 conversations, 2,763
@@ -77,7 +91,13 @@ from typing import Any
 import orjson
 
 from bench.cache_emulator import CacheUse, PrefixCache, Pricing, Segments
+from bench.protocol_convert import to_anthropic, to_responses
 from bench.pruning import evidence_items, kept
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import Adapter, strip_tag
+from proxy.protocols.checks import anthropic_violations, responses_violations
+from proxy.protocols.report import describe_lift
+from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.model_windows import context_window
 from proxy.rewrite.pipeline import Pipeline
 from proxy.settings import Settings
@@ -197,6 +217,61 @@ def _signatures(
         (str(v.get("kind")), str(v.get("tool_call_id")))
         for v in chain_validator.find_violations(messages, memo)
     }
+
+
+# ---------------------------------------------------------------- protocols
+
+
+PROTOCOLS = ("chat", "anthropic", "responses")
+_ADAPTERS: dict[str, Adapter] = {"anthropic": ANTHROPIC, "responses": RESPONSES}
+_WIRE_CHECKS = {"anthropic": anthropic_violations, "responses": responses_violations}
+
+
+def convert(protocol: str, model: str, prefix: list[Message]) -> dict[str, Any]:
+    """The request ``prefix`` as a client of ``protocol`` would send it
+    (``bench.protocol_convert``; Responses: the first system message as ``instructions``,
+    reasoning items with ``encrypted_content``, as Codex sends them)."""
+    chat = {"model": model, "messages": prefix}
+    if protocol == "anthropic":
+        return to_anthropic(chat).body
+    if protocol == "responses":
+        return to_responses(chat).body
+    return chat
+
+
+def wire_parts(protocol: str, body: dict[str, Any]) -> list[Any]:
+    """What the provider's prefix cache reads of a ``protocol`` body, in its order, one segment
+    each: the tools (when any), then Anthropic's ``system`` and each message, or the Responses
+    ``instructions`` and each input item."""
+    head: list[Any] = [body["tools"]] if body.get("tools") else []
+    if protocol == "anthropic":
+        if body.get("system"):
+            head.append(body["system"])
+        return head + list(body["messages"])
+    if body.get("instructions"):
+        head.append(body["instructions"])
+    inp = body.get("input")
+    return head + (list(inp) if isinstance(inp, list) else [inp])
+
+
+def _one_text_block(m: Message) -> Message:
+    """A lowered Anthropic message whose content, inject's block set aside, is one text part: as
+    the adapter lowers a single text block (a string), so the client's text compares equal."""
+    content = m.get("content")
+    if (
+        isinstance(content, list)
+        and len(content) == 1
+        and isinstance(content[0], dict)
+        and content[0].get("type") == "text"
+        and isinstance(content[0].get("text"), str)
+    ):
+        return with_content(m, content[0]["text"])
+    return m
+
+
+def chat_view(adapter: Adapter, body: dict[str, Any]) -> list[Message]:
+    """A protocol body as the rules read it (its adapter's lowering, provenance tags stripped)."""
+    return [strip_tag(m) for m in adapter.lower(body).messages]
 
 
 # ---------------------------------------------------------------- clock
@@ -321,6 +396,7 @@ class Job:
     pricings: tuple[Pricing, ...]
     seed: int
     envelope: bool = False  # count tool-call envelopes (the 30% budget table)
+    protocol: str = "chat"  # each request converted to it, rewritten through its adapter
 
 
 @dataclass
@@ -399,6 +475,8 @@ class Replay:
         self.budgets = {m: budget_of(self.model, m.budget) for m in job.methods}
         self.shared_runs = self.split_runs = 0
         self.checks: dict[int, tuple[Any, Any]] = {}  # the chain validator's memo
+        self.protocol = job.protocol
+        self.adapter = _ADAPTERS.get(job.protocol)  # None: chat, the rules' own model
         for method in job.methods:
             if method.kind == "ctxproxy":
                 lanes = [self._lane(method, p) for p in job.pricings]
@@ -439,34 +517,41 @@ class Replay:
 
     def step(self, prefix: list[Message], now: float, last: bool) -> None:
         self.segments.next_request()
+        # another protocol: the request as its client sends it (what direct forwards), and its
+        # chat view, on which the chain and the evidence are checked
+        request: Any = prefix
+        view = prefix
+        if self.adapter is not None:
+            request = convert(self.protocol, self.model, prefix)
+            view = chat_view(self.adapter, request)
         # the validator's checks of the client's messages serve every later request; the rest
         # (rewritten copies, made anew per request) are let go
-        client = {id(m) for m in prefix}
+        client = {id(m) for m in view}
         self.checks = {k: v for k, v in self.checks.items() if k in client}
-        before = _signatures(prefix, self.checks)
-        items = None if before else evidence_items(prefix)
-        calls = {call_id(c) for m in prefix for c in tool_calls(m)} if self.job.envelope else None
-        outs: dict[int, tuple[list[Message], dict[str, Any] | None, float | None]] = {}
+        before = _signatures(view, self.checks)
+        items = None if before else evidence_items(view)
+        calls = {call_id(c) for m in view for c in tool_calls(m)} if self.job.envelope else None
+        outs: dict[int, tuple[Any, dict[str, Any] | None, float | None]] = {}
         for lane in self.lanes:
             method = lane.method
             if method.kind == "direct":
-                outs[id(lane)] = (prefix, None, None)
+                outs[id(lane)] = (request, None, None)
             elif method.kind == "mask":
                 outs[id(lane)] = (mask_older(prefix, method.keep, MASK_PLACEHOLDER), None, None)
             elif method.kind == "microcompact":
                 outs[id(lane)] = (self._microcompact(lane, prefix, now), None, None)
         for method, groups in self.groups.items():
-            outs.update(self._ctxproxy(method, groups, prefix, now))
+            outs.update(self._ctxproxy(method, groups, request, now))
             if len(self.job.pricings) > 1:
                 if len(groups) == 1:
                     self.shared_runs += 1
                 else:
                     self.split_runs += 1
-        checked: dict[int, tuple[dict[str, float | None], bool]] = {}
+        checked: dict[int, tuple[dict[str, float | None], bool, list[Message]]] = {}
         for lane in self.lanes:
             out, report, ms = outs[id(lane)]
             facts = (before, items, calls, last, client)
-            self._account(lane, prefix, out, report, ms, now, facts, checked)
+            self._account(lane, request, view, out, report, ms, now, facts, checked)
 
     def _microcompact(self, lane: Lane, prefix: list[Message], now: float) -> list[Message]:
         if lane.last_at is not None and now - lane.last_at > TTL_S:
@@ -481,8 +566,9 @@ class Replay:
         return [with_content(m, CLEARED) if i in lane.cleared else m for i, m in enumerate(prefix)]
 
     def _ctxproxy(
-        self, method: Method, groups: list[list[Lane]], prefix: list[Message], now: float
-    ) -> Iterator[tuple[int, tuple[list[Message], dict[str, Any], float]]]:
+        self, method: Method, groups: list[list[Lane]], prefix: Any, now: float
+    ) -> Iterator[tuple[int, tuple[Any, dict[str, Any], float]]]:
+        """``prefix``: the request (chat messages, or another protocol's body)."""
         pipeline = _pipeline(method.rules_off)
         budget = self.budgets[method]
         for group in list(groups):
@@ -509,13 +595,15 @@ class Replay:
     def _run(
         self,
         pipeline: Pipeline,
-        prefix: list[Message],
+        prefix: Any,
         now: float,
         budget: int,
         state: SessionState,
         facts: CacheFacts,
-    ) -> tuple[list[Message], dict[str, Any], float, SessionState]:
+    ) -> tuple[Any, dict[str, Any], float, SessionState]:
         """One request through the pipeline, the Context built as the engine builds it."""
+        if self.adapter is not None:
+            return self._run_protocol(pipeline, prefix, now, budget, state, facts)
         ctx = Context(
             messages=prefix,
             original_messages=prefix,
@@ -534,23 +622,64 @@ class Replay:
         report: dict[str, Any] = dict(outcome.report)
         return outcome.messages, report, ms, redact_state(outcome.state, state)
 
+    def _run_protocol(
+        self,
+        pipeline: Pipeline,
+        body: dict[str, Any],
+        now: float,
+        budget: int,
+        state: SessionState,
+        facts: CacheFacts,
+    ) -> tuple[dict[str, Any], dict[str, Any], float, SessionState]:
+        """``body`` (the protocol's) as ``Engine.rewrite`` rewrites it: lowered by the adapter,
+        the pipeline, the edits lifted back, the lift described (the final integrity check).
+        The time includes lowering and lifting."""
+        adapter = self.adapter
+        assert adapter is not None
+        started = time.perf_counter()
+        lowered = adapter.lower(body)
+        ctx = Context(
+            messages=lowered.messages,
+            original_messages=lowered.messages,
+            model=self.model,
+            tokens=RequestTokens(self.counter),
+            now=now,
+            session_id=f"cost-{self.conv['id']}",
+            state=state,
+            tools=lowered.tools,
+            request=body,
+            budget=budget,
+            cache=facts,
+        )
+        outcome = pipeline.run(ctx)
+        report: dict[str, Any] = dict(outcome.report)
+        forwarded = adapter.lift(body, lowered, outcome.messages)
+        describe_lift(adapter, body, forwarded, lowered, report, ctx.tokens)  # type: ignore[arg-type]
+        ms = (time.perf_counter() - started) * 1000
+        return forwarded, report, ms, redact_state(outcome.state, state)
+
     def _account(
         self,
         lane: Lane,
-        prefix: list[Message],
-        out: list[Message],
+        prefix: Any,
+        view: list[Message],
+        out: Any,
         report: dict[str, Any] | None,
         ms: float | None,
         now: float,
         facts: tuple[set[tuple[str, str]], dict[str, Any] | None, set[str] | None, bool, set[int]],
-        checked: dict[int, tuple[dict[str, float | None], bool]],
+        checked: dict[int, tuple[dict[str, float | None], bool, list[Message]]],
     ) -> None:
         """Send ``out`` through the lane's cache and add up what it cost and kept. ``facts``:
         the input's violations, its evidence (None: input chain invalid), its call ids (envelope
-        mode), whether it is the conversation's last request, the ids of the client's messages."""
+        mode), whether it is the conversation's last request, the ids of the client's messages.
+        Another protocol: ``prefix`` is the client's body, ``view`` its chat view, ``out`` the
+        body forwarded, sent to the cache as serialised in the protocol (``wire_parts``) and
+        checked on its chat view."""
         before, items, calls, last, client = facts
         s = lane.stats
-        use = lane.cache.send(self.segments.of(out), now)
+        wire = out if self.adapter is None else wire_parts(self.protocol, out)
+        use = lane.cache.send(self.segments.of(wire), now)
         lane.last_use, lane.last_at = use, now
         s.requests += 1
         s.prompt += use.prompt_tokens
@@ -567,10 +696,18 @@ class Replay:
         # lanes sharing a run share its output: check it once
         known = checked.get(id(out))
         if known is None:
-            broken = out is not prefix and bool(_signatures(out, self.checks) - before)
-            evidence = kept(items, without_injected(out, client)) if items is not None else {}
-            known = checked[id(out)] = (evidence, broken)
-        evidence, broken = known
+            out_view = out if self.adapter is None else self._out_view(prefix, view, out)
+            broken = out is not prefix and bool(_signatures(out_view, self.checks) - before)
+            if self.adapter is not None and out is not prefix:
+                broken = broken or self._wire_broken(prefix, out, report)
+            evidence: dict[str, float | None] = {}
+            if items is not None:
+                aside = without_injected(out_view, client)
+                if self.protocol == "anthropic":
+                    aside = [_one_text_block(m) for m in aside]
+                evidence = kept(items, aside)
+            known = checked[id(out)] = (evidence, broken, out_view)
+        evidence, broken, out_view = known
         s.broken += broken
         for key, value in evidence.items():
             if value is not None:
@@ -578,12 +715,26 @@ class Replay:
                 acc[0] += value
                 acc[1] += 1
         if calls is not None:
-            present = {call_id(c) for m in out for c in tool_calls(m)}
+            present = {call_id(c) for m in out_view for c in tool_calls(m)}
             n, k = len(calls), len(calls & present)
             s.calls += n
             s.calls_kept += k
             if last:
                 s.last_calls, s.last_calls_kept = n, k
+
+    def _out_view(self, body: dict[str, Any], view: list[Message], out: Any) -> list[Message]:
+        assert self.adapter is not None
+        return view if out is body else chat_view(self.adapter, out)
+
+    def _wire_broken(
+        self, body: dict[str, Any], out: dict[str, Any], report: dict[str, Any] | None
+    ) -> bool:
+        """The forwarded body fails its protocol's own check where the client's passed it (or
+        the report says the final integrity check fired)."""
+        if report is not None and report.get("integrity"):
+            return True
+        check = _WIRE_CHECKS[self.protocol]
+        return bool(check(out)) and not check(body)
 
 
 def replay_job(job: Job) -> Outcome:
@@ -634,9 +785,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--json", default=None, help="also write the figures to this file")
     parser.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="chat",
+        help="replay as this protocol: each request converted (bench.protocol_convert), rewritten "
+        "through its adapter, the forwarded body serialised in the protocol (default chat)",
+    )
+    parser.add_argument(
         "--variants",
-        default="direct,defaults,budget32k,mask10,microcompact",
-        help="methods, comma-separated (direct is always the reference)",
+        default=None,
+        help="methods, comma-separated (direct is always the reference; default "
+        "direct,defaults,budget32k,mask10,microcompact, for another protocol than chat "
+        "direct,defaults,budget32k: the baselines rewrite chat messages)",
     )
     parser.add_argument(
         "--prices",
@@ -659,8 +819,14 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     started = time.perf_counter()
 
-    names = [v.strip() for v in args.variants.split(",") if v.strip()]
+    chat = args.protocol == "chat"
+    variants = args.variants or (
+        "direct,defaults,budget32k,mask10,microcompact" if chat else "direct,defaults,budget32k"
+    )
+    names = [v.strip() for v in variants.split(",") if v.strip()]
     methods = [parse_variant(n) for n in (["direct"] if "direct" not in names else []) + names]
+    if not chat and any(m.kind not in ("direct", "ctxproxy") for m in methods):
+        parser.error(f"--protocol {args.protocol}: only direct and ctxproxy variants")
     off = tuple(r.strip() for r in args.rules_off.split(",") if r.strip())
     if off:
         twins = [
@@ -683,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown price variant {exc}; known: {', '.join(PRICES)}")
     if not pricings:
         parser.error("--prices: at least one")
-    jobs = [Job(c, tuple(methods), pricings, args.seed) for c in chosen]
+    jobs = [Job(c, tuple(methods), pricings, args.seed, protocol=args.protocol) for c in chosen]
     if args.envelope_sessions:
         counters = _counters()
         sizes = sorted(
@@ -700,7 +866,9 @@ def main(argv: list[str] | None = None) -> int:
                 Method(m.name.replace("defaults", "budget 30%"), "ctxproxy", budget, m.rules_off)
                 for m in ctx_methods
             ]
-            jobs.append(Job(corpus[i], tuple(env), pricings[:1], args.seed, envelope=True))
+            jobs.append(
+                Job(corpus[i], tuple(env), pricings[:1], args.seed, True, protocol=args.protocol)
+            )
 
     totals: dict[tuple[str, str], Stats] = {}
     envelopes: list[Outcome] = []
@@ -724,7 +892,8 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = table_rows(methods, pricings, totals)
     print(
-        f"{len(chosen)} conversations, {requests:,} requests, {user_turns} user turns "
+        ("" if chat else f"protocol {args.protocol}: ")
+        + f"{len(chosen)} conversations, {requests:,} requests, {user_turns} user turns "
         f"({idle} after an idle gap over the {TTL_S:.0f} s TTL), seed {args.seed}, "
         f"{seconds:.0f} s on {args.jobs} worker(s)\n"
     )
@@ -763,6 +932,8 @@ def main(argv: list[str] | None = None) -> int:
             "shared_runs": shared,
             "split_runs": split,
         }
+        if not chat:
+            data["protocol"] = args.protocol
         with open(args.json, "wb") as f:
             f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
     return 0

@@ -50,7 +50,7 @@ class Adapter(Protocol):
         """The body to forward: ``body`` with the rules' output ``messages`` written back as
         patches. Returns ``body`` itself when nothing changed."""
 
-    def hidden_sizes(self, body: dict[str, Any]) -> dict[str, str]:
+    def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
         """Text the chat view does not show (thinking, reasoning), by section, for ``measure``."""
 
 

@@ -1,0 +1,67 @@
+"""bench/cost.py's protocol replay (``--protocol anthropic|responses``): each request converted,
+rewritten through the real adapter, the forwarded body serialised in its protocol for the
+emulated cache. On two short corpus conversations (one with reasoning, so Responses carries
+reasoning items): direct is the reference, nothing breaks a chain, the numbers are sane."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.cost import (
+    PRICINGS,
+    Job,
+    Method,
+    convert,
+    replay_job,
+    wire_parts,
+)
+from tests.support.traces import iter_conversations
+
+CONVERSATIONS = (
+    "mswea-pr816/deepseek_reasoner_dev/pvlib__pvlib-python-1072",  # reasoning_content
+    "adp/nebius_SWE-agent-trajectories/1",
+)
+METHODS = (Method("direct", "direct"), Method("defaults", "ctxproxy"))
+
+
+@pytest.fixture(scope="module")
+def conversations() -> list[dict]:
+    wanted = set(CONVERSATIONS)
+    found = [c for c in iter_conversations() if c["id"] in wanted]
+    assert len(found) == len(wanted)
+    return found
+
+
+def test_wire_parts_follow_each_protocols_order() -> None:
+    chat = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "more"},
+    ]
+    anthropic = convert("anthropic", "gpt-4o", chat)
+    assert wire_parts("anthropic", anthropic) == [anthropic["system"], *anthropic["messages"]]
+    responses = convert("responses", "gpt-4o", chat)
+    assert wire_parts("responses", responses) == ["be brief", *responses["input"]]
+    assert convert("chat", "gpt-4o", chat)["messages"] is chat
+
+
+@pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses"])
+def test_protocol_replay_runs_and_gives_sane_numbers(
+    conversations: list[dict], protocol: str
+) -> None:
+    pricing = PRICINGS[0]
+    for conv in conversations:
+        out = replay_job(Job(conv, METHODS, (pricing,), seed=0, protocol=protocol))
+        direct = out.stats[("direct", "")]
+        defaults = out.stats[("defaults", pricing.name)]
+        assert direct.requests == defaults.requests == out.requests > 1
+        assert direct.cost(pricing) / direct.cost(pricing) == 1.0
+        assert direct.broken == defaults.broken == 0
+        assert defaults.rule_errors == defaults.integrity_repairs == 0
+        assert 0 < defaults.prompt <= direct.prompt * 1.2
+        assert 0 < defaults.cached <= defaults.prompt
+        assert 0.3 < defaults.cost(pricing) / direct.cost(pricing) < 1.2
+        for key in ("first_user", "files"):
+            share = defaults.share(key)
+            assert share != share or share == 1.0  # nan (nothing to keep) or all kept
