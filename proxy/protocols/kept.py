@@ -3,7 +3,7 @@ with every request, each time as new objects: the adapter looks each client mess
 serialised bytes (and its position, which its provenance tag names) and, on a hit, only copies
 what it lowered last time, with its bytes for the runner's records.
 
-Bounded by bytes in two generations (``proxy.rewrite.generations``); entries are never changed
+Bounded by bytes in two generations (``proxy.generations``); entries are never changed
 once kept (each request gets copies of their messages), so a race only lowers a message twice."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from proxy.rewrite.generations import Generations
+from proxy.generations import Generations
 
 # What an entry holds beyond the bytes charged for it (its tuples, Part specs, dicts), so the
 # bound holds for traffic of many short messages too.

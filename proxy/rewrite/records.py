@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from proxy.rewrite.generations import Generations
+from proxy.generations import Generations
 from rules.base import Message, hash_bytes
 
 # What a record holds beyond its key (its dict, hash, counts and section sizes for up to two

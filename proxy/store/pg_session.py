@@ -129,8 +129,7 @@ async def ancestors(conn: Any, parent_id: str | None, depth: int) -> list[Ancest
         return []
     rows = await conn.fetch(q.ANCESTORS, parent_id, depth)
     out = [
-        Ancestor(r["id"], SessionState(orjson.loads(r["state"])), i + 1)
-        for i, r in enumerate(rows)
+        Ancestor(r["id"], SessionState(orjson.loads(r["state"])), i + 1) for i, r in enumerate(rows)
     ]
     seen = {a.session_id for a in out}
     nxt = rows[-1]["parent_id"] if rows else parent_id
@@ -144,5 +143,3 @@ def session_lock_key(session_id: str) -> int:
     take turns)."""
     digest = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=8)
     return int.from_bytes(digest.digest(), "big", signed=True)
-
-
