@@ -312,31 +312,20 @@ def in_process(sizes: list[int], reps: int, window: int) -> None:
     import logging
 
     from bench.golden import settings_for
-    from proxy.protocols.anthropic import ANTHROPIC
-    from proxy.protocols.body import parse_body
-    from proxy.protocols.chat import CHAT
-    from proxy.protocols.responses import RESPONSES
-    from proxy.protocols.validate import parse_json, validate_anthropic, validate_responses
     from proxy.rewrite.engine import Engine
+    from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
     from proxy.store.sqlite import Store
     from proxy.tokens import TokenCounters
 
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
-
-    def parse_messages(raw: bytes) -> dict[str, Any]:
-        body = parse_json(raw)
-        validate_anthropic(body)
-        return body
-
-    def parse_responses(raw: bytes) -> dict[str, Any]:
-        body = parse_json(raw)
-        validate_responses(body)
-        return body
-
+    # the server's own parsers (parse and validate) and adapters
     wires = {
-        "chat": (parse_body, CHAT),
-        "messages": (parse_messages, ANTHROPIC),
-        "responses": (parse_responses, RESPONSES),
+        name: (wire.parse, wire.adapter)
+        for name, wire in (
+            ("chat", CHAT_WIRE),
+            ("messages", MESSAGES_WIRE),
+            ("responses", RESPONSES_WIRE),
+        )
     }
 
     async def run() -> None:
