@@ -10,7 +10,6 @@ import contextlib
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +17,8 @@ import orjson
 
 from proxy.cli_store import CliError, add_store_commands
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
-from proxy.protocols.anthropic import ANTHROPIC
-from proxy.protocols.base import Adapter
-from proxy.protocols.body import parse_body
-from proxy.protocols.chat import CHAT
-from proxy.protocols.responses import RESPONSES
-from proxy.protocols.validate import parse_json, validate_anthropic, validate_responses
 from proxy.rewrite.engine import Engine
+from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 from proxy.store.base import Store
 
@@ -41,20 +35,11 @@ def _open_log(args: argparse.Namespace) -> Store:
     return create_store(settings, db=url)
 
 
-def _parser(validate: Callable[[dict[str, Any]], None]) -> Callable[[bytes], dict[str, Any]]:
-    def parse(raw: bytes) -> dict[str, Any]:
-        body = parse_json(raw)
-        validate(body)
-        return body
-
-    return parse
-
-
-# ``rewrite --protocol``: how to read the body, and its adapter
-PROTOCOLS: dict[str, tuple[Callable[[bytes], dict[str, Any]], Adapter]] = {
-    "chat": (parse_body, CHAT),
-    "anthropic": (_parser(validate_anthropic), ANTHROPIC),
-    "responses": (_parser(validate_responses), RESPONSES),
+# ``rewrite --protocol``: how the server reads the body (parse, validate) and its adapter
+PROTOCOLS: dict[str, Wire] = {
+    "chat": CHAT_WIRE,
+    "anthropic": MESSAGES_WIRE,
+    "responses": RESPONSES_WIRE,
 }
 
 
@@ -146,7 +131,8 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
                 f"Request body is {len(raw)} bytes; the limit is "
                 f"{settings.limits.max_body_bytes} bytes."
             )
-        parse, adapter = PROTOCOLS[args.protocol]
+        wire = PROTOCOLS[args.protocol]
+        parse, adapter = wire.parse, wire.adapter
         body = parse(raw)
         if settings.upstreams and settings.upstream_for(body["model"]) is None:
             raise ModelNotFound(

@@ -23,9 +23,10 @@ def echo(value: Any) -> str:
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """The request body as a dict, or BadRequest naming what is wrong. Its size was checked as it
-    was read (the server's reader, or ``ctxproxy rewrite``'s)."""
+def parse_json(raw: bytes) -> dict[str, Any]:
+    """The request body as a dict (any protocol's), or BadRequest: JSON, an object, nested at most
+    ``MAX_JSON_DEPTH`` deep. Its size was checked as it was read (the server's reader, or
+    ``ctxproxy rewrite``'s)."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -33,6 +34,12 @@ def parse_body(raw: bytes) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.", code="invalid_json")
     check_depth(body)  # walks containers only: cheaper than counting brackets in the bytes
+    return body
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    """A Chat Completions body, parsed and validated."""
+    body = parse_json(raw)
     validate_body(body)
     return body
 

@@ -7,22 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.errors import BadRequest
-from proxy.protocols.body import check_depth, echo, validate_model
+from proxy.protocols.body import echo, validate_model
 
 ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
-
-
-def parse_json(raw: bytes) -> dict[str, Any]:
-    import orjson
-
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
-    if not isinstance(body, dict):
-        raise BadRequest("Request body must be a JSON object.", code="invalid_json")
-    check_depth(body)
-    return body
 
 
 def _blocks(value: Any, where: str) -> None:

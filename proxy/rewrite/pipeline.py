@@ -171,17 +171,11 @@ class _Renders:
         self.store, self.recall, self.know = store, recall, recall.know
 
     def get(self, key: Hashable) -> Message | None:
-        # once per replayed edit of every request: RenderedMessages.get, inlined
-        store = self.store
-        entry = store._young.get(key)
-        if entry is None:
-            entry = store._old.get(key)
-            if entry is None:
-                return None
-            store.promote(key, entry)
-        stored = entry[0]
-        message: Message = orjson.loads(stored) if stored.__class__ is bytes else dict(stored)
-        self.know(message, entry[1])
+        hit = self.store.get(key)
+        if hit is None:
+            return None
+        message, record = hit
+        self.know(message, record)
         return message
 
     def put(self, key: Hashable, message: Message) -> None:

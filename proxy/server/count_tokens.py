@@ -20,8 +20,9 @@ from proxy.errors import (
     require_json,
 )
 from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.body import parse_json
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
-from proxy.protocols.validate import parse_json, validate_count_tokens
+from proxy.protocols.validate import validate_count_tokens
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
 

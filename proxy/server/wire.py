@@ -14,10 +14,10 @@ from proxy.errors import ProxyError
 from proxy.protocols import errors as shapes
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter
-from proxy.protocols.body import parse_body
+from proxy.protocols.body import parse_body, parse_json
 from proxy.protocols.chat import CHAT
 from proxy.protocols.responses import RESPONSES
-from proxy.protocols.validate import parse_json, validate_anthropic, validate_responses
+from proxy.protocols.validate import validate_anthropic, validate_responses
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import upstream_api_key
