@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from proxy.settings import Settings, settings_from_mapping
+
 
 @dataclass
 class Reply:
@@ -165,3 +167,22 @@ class EdgeUpstream:
 def sse(*events: dict[str, Any]) -> list[bytes]:
     """SSE chunks, one event each, then ``[DONE]``."""
     return [b"data: " + orjson.dumps(e) + b"\n\n" for e in events] + [b"data: [DONE]\n\n"]
+
+
+def protocol_settings(edge: EdgeUpstream) -> Settings:
+    """Claude models natively to ``edge`` as an Anthropic upstream, the rest to it as OpenAI's;
+    a rule error fails the request (nothing a test checks is a skipped rule's doing)."""
+    return settings_from_mapping(
+        {
+            "upstreams": [
+                {
+                    "name": "claude",
+                    "kind": "anthropic",
+                    "match": ["claude-*"],
+                    "base_url": edge.url,
+                },
+                {"name": "openai", "match": ["*"], "base_url": edge.base_url},
+            ],
+            "pipeline": {"on_rule_error": "fail"},
+        }
+    )

@@ -10,34 +10,16 @@ from typing import Any
 import orjson
 
 from proxy.protocols.checks import anthropic_violations, responses_violations
-from proxy.settings import settings_from_mapping
 from tests.conftest import in_process
 from tests.proxy.protocols import test_anthropic_adapter as a
 from tests.proxy.protocols import test_responses_adapter as r
-from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 
 JSON = {"content-type": "application/json"}
 
 
-def settings(edge: EdgeUpstream):  # type: ignore[no-untyped-def]
-    return settings_from_mapping(
-        {
-            "upstreams": [
-                {
-                    "name": "claude",
-                    "kind": "anthropic",
-                    "match": ["claude-*"],
-                    "base_url": edge.url,
-                },
-                {"name": "openai", "match": ["*"], "base_url": edge.base_url},
-            ],
-            "pipeline": {"on_rule_error": "fail"},
-        }
-    )
-
-
 async def send(edge: EdgeUpstream, tmp_path: Path, path: str, body: dict[str, Any]) -> bytes:
-    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+    async with in_process(protocol_settings(edge), str(tmp_path / "db")) as client:
         answer = await client.post(path, content=orjson.dumps(body), headers=JSON)
         assert answer.status_code == 200, answer.text
     return edge.last.body

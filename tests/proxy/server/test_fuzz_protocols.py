@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.protocols.checks import anthropic_violations, responses_violations
-from proxy.settings import settings_from_mapping
 from tests.conftest import in_process
-from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
 json_values = st.recursive(
@@ -111,28 +110,11 @@ def edge() -> Iterator[EdgeUpstream]:
     server.stop()
 
 
-def _settings(edge: EdgeUpstream):  # type: ignore[no-untyped-def]
-    return settings_from_mapping(
-        {
-            "upstreams": [
-                {
-                    "name": "claude",
-                    "kind": "anthropic",
-                    "match": ["claude-*"],
-                    "base_url": edge.url,
-                },
-                {"name": "openai", "match": ["*"], "base_url": edge.base_url},
-            ],
-            "pipeline": {"on_rule_error": "fail"},
-        }
-    )
-
-
 def _post(edge: EdgeUpstream, path: str, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
     async def run() -> tuple[int, dict, object]:  # type: ignore[type-arg]
         edge.seen.clear()
         with tempfile.TemporaryDirectory() as tmp:
-            async with in_process(_settings(edge), str(Path(tmp) / "db")) as client:
+            async with in_process(protocol_settings(edge), str(Path(tmp) / "db")) as client:
                 r = await client.post(
                     path, content=json.dumps(body), headers={"content-type": "application/json"}
                 )
