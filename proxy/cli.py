@@ -101,6 +101,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from proxy.app import create_app
     from proxy.auth import access_line
+    from proxy.server.heap import settle_heap
     from proxy.server.protocol import server_config
     from proxy.store.base import store_url
     from proxy.telemetry.jsonlog import configure
@@ -111,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     port = args.port or settings.server.port
     db_path = store_url(settings.store, args.db)
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
+    app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
     access = access_line(settings.auth, settings.ui.public)
     _announce(f"{startup_line(settings, host, port, db_path)} · {access}")
     uvicorn.Server(server_config(app, settings.server, host, port)).run()

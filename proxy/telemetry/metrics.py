@@ -102,6 +102,8 @@ class Metrics:
             "ctxproxy_in_flight_requests", "Requests being handled now.", registry=r
         )
         self._models: set[str] = set()
+        # labelled children by (metric, label values): ``labels()`` checks and locks each call
+        self._children: dict[tuple[Any, ...], Any] = {}
         if store is not None:
             r.register(_StoreCollector(store))
 
@@ -112,12 +114,21 @@ class Metrics:
         self._models.add(name)
         return name
 
+    def _child(self, metric: Any, *values: str) -> Any:
+        """``metric.labels(*values)``, looked up once: the client library hands back the same
+        child for the same values, so keeping it changes nothing but the cost."""
+        key = (metric, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     def started(self) -> None:
         self.in_flight.inc()
 
     def finished(self, row: dict[str, Any]) -> None:
         self.in_flight.dec()
-        self.requests.labels(str(row.get("status")), self._model(row.get("model"))).inc()
+        self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc()
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)
         up = rv.upstream_ms(row)
@@ -125,17 +136,17 @@ class Metrics:
             self.upstream.observe(up / 1000)
         for when in ("before", "after"):
             if row.get(f"tokens_{when}"):
-                self.tokens.labels(when).inc(row[f"tokens_{when}"])
+                self._child(self.tokens, when).inc(row[f"tokens_{when}"])
         if row.get("cached_tokens"):
             self.cached.inc(row["cached_tokens"])
         report = rv.report_of(row)
         for stage, freed in rv.freed_by_stage(report).items():
-            self.freed.labels(stage).inc(freed)
+            self._child(self.freed, stage).inc(freed)
         for kind, n in rv.repair_kinds(report).items():
-            self.repairs.labels(kind).inc(n)
+            self._child(self.repairs, kind).inc(n)
         rescue = report.get("rescue")
         if isinstance(rescue, dict) and rescue.get("outcome") in RESCUE_OUTCOMES:
-            self.rescues.labels(rescue["outcome"]).inc()
+            self._child(self.rescues, rescue["outcome"]).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
