@@ -3,7 +3,7 @@
 and the throughput of two PostgreSQL replicas against one, at 64 clients.
 
     .venv/bin/python -m bench.store_latency [--scale 1.0] [--rounds 6] [--baseline DIR]
-        [--messages 20 400] [--concurrency 1 16] [--no-throughput]
+        [--messages 20 400] [--concurrency 1 16] [--no-throughput] [--upstream-ms 0]
 
 Latency: client-observed, each proxy measured alone (the others paused with SIGSTOP), one
 session per concurrent client resending its conversation. The runs alternate between the proxies
@@ -12,6 +12,9 @@ during the bench falls on all of them alike. ``--baseline DIR``: a checkout of a
 (say, the previous commit) whose PostgreSQL store is measured too, on a database of its own.
 Throughput: 64 clients, 20 messages, each client's requests alternating between the replicas (a
 round-robin load balancer).
+
+``--upstream-ms N``: the upstream answers N ms after the request (0: at once, the worst case
+for the store, whose save after forwarding then overlaps the answer and the next request).
 """
 
 from __future__ import annotations
@@ -152,6 +155,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6, help="alternations per measurement")
     parser.add_argument("--baseline", help="a checkout whose PostgreSQL store is measured too")
     parser.add_argument("--no-throughput", action="store_true")
+    parser.add_argument(
+        "--upstream-ms", type=float, default=0.0, help="the upstream answers this much later"
+    )
     args = parser.parse_args()
     pg = start_server()
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-store-bench-"))
@@ -161,7 +167,10 @@ def main() -> None:
     up_port = free_port()
     upstream = f"http://127.0.0.1:{up_port}/v1"
     procs = [
-        start([sys.executable, "-m", "bench.upstream_server", str(up_port)], f"{upstream}/models")
+        start(
+            [sys.executable, "-m", "bench.upstream_server", str(up_port), str(args.upstream_ms)],
+            f"{upstream}/models",
+        )
     ]
     try:
         sqlite, sqlite_url = serve(upstream, env, str(tmp / "bench.db"))

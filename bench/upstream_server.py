@@ -2,10 +2,13 @@
 OpenAI chat completions (any path not below), Anthropic Messages (``/v1/messages``) and the
 Responses API (``/v1/responses``, ``/responses``). Each answer is a fixed, valid one ("ok" or five
 "tok " deltas), so clients and other proxies (LiteLLM) can parse it.
-Run: python -m bench.upstream_server PORT"""
+Run: python -m bench.upstream_server PORT [DELAY_MS]: with DELAY_MS, each answer starts that many
+milliseconds after the request was read (a model is never instant; what the proxy does meanwhile,
+such as saving a session, is then off the client's path as it would be in use)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -202,6 +205,9 @@ def _answer(path: str, stream: bool) -> tuple[bytes, list[bytes]]:
     return (b"text/event-stream", CHAT_STREAM) if stream else (b"application/json", [COMPLETION])
 
 
+DELAY_S = float(sys.argv[2]) / 1000 if __name__ == "__main__" and len(sys.argv) > 2 else 0.0
+
+
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     if scope["type"] != "http":
         return
@@ -213,6 +219,8 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         more = message.get("more_body", False)
     stream = b'"stream":true' in body or b'"stream": true' in body
     ctype, chunks = _answer(scope["path"], stream)
+    if DELAY_S:
+        await asyncio.sleep(DELAY_S)
     await send(
         {"type": "http.response.start", "status": 200, "headers": [(b"content-type", ctype)]}
     )
