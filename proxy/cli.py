@@ -68,7 +68,7 @@ def _announce(message: str) -> None:
     import logging
 
     logger = logging.getLogger("ctxproxy.serve")
-    record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, None, None)
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, (), None)
     for handler in logging.getLogger("ctxproxy").handlers:
         handler.handle(record)
 

@@ -62,7 +62,7 @@ def format_line(r: dict[str, Any]) -> Text:
     status = r.get("status")
     colour = "green" if status and status < 400 else "red"
     tb, ta = r.get("tokens_before") or 0, r.get("tokens_after") or 0
-    report = r.get("report") if isinstance(r.get("report"), dict) else {}
+    report = found if isinstance(found := r.get("report"), dict) else {}
     repairs, pruned = len(report.get("repairs") or []), len(report.get("pruning") or [])
     line = Text.assemble(
         (_when(r.get("created_at")), "dim"),

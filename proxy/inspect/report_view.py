@@ -159,7 +159,7 @@ def upstream_ms(row: dict[str, Any]) -> float | None:
 
 def usage_summary(row: dict[str, Any]) -> list[tuple[str, Any]]:
     report = report_of(row)
-    tokens = report.get("tokens") if isinstance(report.get("tokens"), dict) else {}
+    tokens = found if isinstance(found := report.get("tokens"), dict) else {}
     up = upstream_ms(row)
     pairs: list[tuple[str, Any]] = [
         ("status", row.get("status")),

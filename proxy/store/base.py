@@ -42,13 +42,35 @@ class SessionHandle(Protocol):
 
 
 class Store(Protocol):
-    kind: str  # "sqlite" or "postgresql"
-    write_errors: int  # rows the database refused (or that could not be encoded)
-    rows_dropped: int  # rows dropped unwritten: the buffer was full while the database was away
-    backlog: int  # writes queued, not in the database yet
-    dialect: Dialect
-    cache_feedback: FeedbackStore
-    applied: list[str]  # migrations applied by ``open``
+    # read-only members: an implementation may hold each as an attribute or a property
+    @property
+    def kind(self) -> str:
+        """Either "sqlite" or "postgresql"."""
+        ...
+
+    @property
+    def write_errors(self) -> int:
+        """Rows the database refused (or that could not be encoded)."""
+        ...
+
+    @property
+    def rows_dropped(self) -> int:
+        """Rows dropped unwritten: the buffer was full while the database was away."""
+        ...
+
+    @property
+    def backlog(self) -> int:
+        """Writes queued, not in the database yet."""
+        ...
+
+    @property
+    def dialect(self) -> Dialect: ...
+    @property
+    def cache_feedback(self) -> FeedbackStore: ...
+    @property
+    def applied(self) -> list[str]:
+        """Migrations applied by ``open``."""
+        ...
 
     async def open(self) -> None: ...
     async def close(self) -> None: ...

@@ -5,15 +5,17 @@ JSON columns encoded here, in the writer task, off the request's path."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from proxy.store.dialect import Dialect
 from rules.base import SessionState
 from rules.redact import redact, redact_text
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsKeysAndGetItem
 
 JSON_COLUMNS = ("sections", "report", "usage")
 # Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
@@ -122,7 +124,8 @@ def encode_row(row: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def decode_row(row: Mapping[str, Any]) -> dict[str, Any]:
+def decode_row(row: SupportsKeysAndGetItem[str, Any]) -> dict[str, Any]:
+    """A row as read (a mapping, an asyncpg Record or a sqlite3 Row), its JSON columns decoded."""
     out = dict(row)
     for col in JSON_COLUMNS:
         if isinstance(out.get(col), str):

@@ -56,7 +56,9 @@ class Held:
 
     async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
         if self.conn is None:  # offline: what this process knows
-            out, seen, current = [], set(), parent_id
+            out: list[Ancestor] = []
+            seen: set[str] = set()
+            current = parent_id
             while current and len(out) < MAX_ANCESTOR_DEPTH and current not in seen:
                 seen.add(current)
                 known = self.store._states.get(current)

@@ -96,6 +96,7 @@ class SQLiteStore:
         self._writer_task = asyncio.create_task(self._write_loop())
 
     async def _prepare_writer(self) -> list[str]:
+        assert self._writer is not None, "opened first"
         # a new file only (before its first table): `ctxproxy vacuum` can give pages back in place
         await self._writer.execute("PRAGMA auto_vacuum=INCREMENTAL")
         await self._writer.execute("PRAGMA journal_mode=WAL")

@@ -45,7 +45,7 @@ def level_for(status: Any) -> int:
 
 def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     """The log line's fields for one completed request."""
-    report = row.get("report") if isinstance(row.get("report"), dict) else {}
+    report = found if isinstance(found := row.get("report"), dict) else {}
     record: dict[str, Any] = {
         "ts": dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="milliseconds"),
         "level": logging.getLevelName(level_for(row.get("status"))),

@@ -163,8 +163,9 @@ async def bridged_responses(
     extra: dict[str, Any] = {}
     if isinstance(data.get("prompt_cache_key"), str):
         extra["prompt_cache_key"] = data["prompt_cache_key"]
+    handler: Any = LiteLLMCompletionTransformationHandler()  # typed for its sync mode only
     try:
-        result = await LiteLLMCompletionTransformationHandler().response_api_handler(
+        result = await handler.response_api_handler(
             model=model,
             input=data.get("input", ""),
             responses_api_request=params,
@@ -274,5 +275,5 @@ def _as_dict(event: Any) -> dict[str, Any]:
 def _event(data: dict[str, Any]) -> bytes:
     kind = data.get("type")
     named = isinstance(kind, str) and _EVENT_NAME.fullmatch(kind)
-    head = b"event: " + kind.encode() + b"\n" if named else b""
+    head = b"event: " + kind.encode() + b"\n" if named and isinstance(kind, str) else b""
     return head + b"data: " + orjson.dumps(data, default=_plain) + b"\n\n"
