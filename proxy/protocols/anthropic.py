@@ -15,6 +15,8 @@ it belongs to."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
+from functools import partial
 from typing import Any
 
 import orjson
@@ -24,6 +26,7 @@ from proxy.protocols.anthropic_lift import (
     lift_system,
     lift_system_message,
     lift_user_run,
+    one_untouched_message,
 )
 from proxy.protocols.anthropic_mend import mend, needs_mending, shape
 from proxy.protocols.anthropic_parts import (
@@ -36,11 +39,12 @@ from proxy.protocols.anthropic_parts import (
     user_side,
 )
 from proxy.protocols.base import TAG, Lowered, opaque_note
-from proxy.protocols.kept import KeptLowerings, fresh, fresh_list, plain_list
+from proxy.protocols.checks import Facts, kept_facts
+from proxy.protocols.kept import KeptLowerings, copied, kept_message
+from proxy.protocols.kept_lifts import KeptLifts
 from rules.base import Message
 from rules.messages import text_of
 
-SORT_KEYS = orjson.OPT_SORT_KEYS
 _HIDDEN = frozenset({"thinking", "redacted_thinking"})
 
 
@@ -49,6 +53,7 @@ class AnthropicAdapter:
 
     def __init__(self) -> None:
         self.kept = KeptLowerings()
+        self.lifts = KeptLifts()
 
     def lower(self, body: dict[str, Any]) -> Lowered:
         source: list[Any] = body["messages"]
@@ -59,7 +64,7 @@ class AnthropicAdapter:
             source, repairs = mend(source)
             found = self._look_up(source)
         first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
-        st = State(source, {}, {}, bool(repairs), first_user)
+        st = State(source, {}, {}, bool(repairs), first_user, [d for d, _ in found])
         out: list[Message] = []
         serialised: list[bytes | None] = []
         system = body.get("system")
@@ -75,15 +80,11 @@ class AnthropicAdapter:
                 entry = _lowering(i, m)
                 if data is not None:
                     kept.put(data, i, entry, sum(len(s[4] or b"") for s in entry[0]))
-            specs, tags, _ = entry
+            specs, tags, _, facts = entry
+            st.facts.append(facts)
             for tag, blocks, template, calls, sorted_bytes, nested in specs:
                 # the rules get their own objects (strings are shared), the entry stays as kept
-                if nested is None:  # an odd shape (a list for an id …): copied in full
-                    lowered = fresh(template)
-                else:
-                    lowered = dict(template)
-                    for name in nested:
-                        lowered[name] = fresh_list(template[name])
+                lowered = copied(template, nested)
                 parts[tag] = Part(i, blocks, lowered, calls)
                 out.append(lowered)
                 serialised.append(sorted_bytes)
@@ -108,7 +109,11 @@ class AnthropicAdapter:
         return found
 
     def lift(
-        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+        self,
+        body: dict[str, Any],
+        lowered: Lowered,
+        messages: list[Message],
+        hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         st: State = lowered.state
         if messages is lowered.messages and not st.mended:
@@ -117,6 +122,10 @@ class AnthropicAdapter:
         system = body.get("system")
         parts, source = st.parts, st.source
         n = len(messages)
+        if hashes is not None and len(hashes) != n:
+            hashes = None
+        facts = st.facts
+        known: list[Facts | None] = []  # the final check's facts of each message of ``out``
         k = 0
         while k < n:  # once per message of every request: role and tag read directly
             m = messages[k]
@@ -126,9 +135,13 @@ class AnthropicAdapter:
                 system = lift_system(body.get("system"), parts["s"], m)
                 k += 1
             elif r == "assistant":
-                part = parts.get(tag)
-                untouched = part is not None and m is part.lowered
-                out.append(source[part.index] if untouched else lift_assistant(st, m))  # type: ignore[union-attr]
+                part = parts.get(tag)  # type: ignore[arg-type]
+                if part is not None and m is part.lowered:
+                    out.append(source[part.index])
+                    known.append(facts[part.index])
+                else:
+                    lift = partial(_lifted_assistant, st, m)
+                    self._lift_kept(st, messages, hashes, k, k + 1, lift, out, known)
                 k += 1
             elif r in ("system", "developer"):
                 out.append(lift_system_message(st, m))
@@ -137,13 +150,42 @@ class AnthropicAdapter:
                 end = k + 1
                 while end < n and user_side(messages[end]):
                     end += 1
-                out.extend(lift_user_run(st, messages[k:end]))
+                run = messages[k:end]
+                whole = one_untouched_message(st, run)
+                if whole is not None:
+                    out.append(whole)
+                    known.append(facts[st.parts[m.get(TAG)].index])  # type: ignore[index]
+                else:
+                    lift = partial(lift_user_run, st, run)
+                    self._lift_kept(st, messages, hashes, k, end, lift, out, known)
                 k = end
+            if len(known) < len(out):  # lifted: read by the check itself
+                known.extend([None] * (len(out) - len(known)))
         forwarded = dict(body)
         forwarded["messages"] = out
+        lowered.known_facts = known
         if system is not body.get("system"):
             forwarded["system"] = system
         return forwarded
+
+    def _lift_kept(
+        self,
+        st: State,
+        messages: list[Message],
+        hashes: Sequence[str] | None,
+        start: int,
+        end: int,
+        lift: Callable[[], list[Any]],
+        out: list[Any],
+        known: list[Facts | None],
+    ) -> None:
+        """``messages[start:end]`` lifted onto ``out`` (from a kept lifting when there is one),
+        their facts for the final check onto ``known`` where kept with it."""
+        key, size = _lift_key(st, messages, hashes, start, end)
+        values, derived = self.lifts.lifted(key, size, lift, _facts)
+        out.extend(values)
+        if derived is not None:
+            known.extend(derived)
 
     def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
         texts: list[str] = []
@@ -169,39 +211,67 @@ _Spec = tuple[
     tuple[str, ...] | None,
 ]
 # A client message's lowering: its messages, a user message's tags in order, its shape for
-# ``anthropic_mend``
-_Lowering = tuple[tuple[_Spec, ...], list[str] | None, int]
+# ``anthropic_mend``, its facts for the final check
+_Lowering = tuple[tuple[_Spec, ...], list[str] | None, int, Facts | None]
+
+
+def _lifted_assistant(st: State, m: Message) -> list[Any]:
+    return [lift_assistant(st, m)]
+
+
+def _facts(message: Any) -> Facts | None:
+    return kept_facts(message) if isinstance(message, dict) else None
+
+
+def _lift_key(
+    st: State, messages: list[Message], hashes: Sequence[str] | None, start: int, end: int
+) -> tuple[Hashable | None, int]:
+    """The key of the lifting of ``messages[start:end]`` (with the bytes it holds): their
+    content hashes (tags included), the bytes of the client messages their parts come from, and
+    the first user message's index (kept as sent). None when some input's bytes are unknown."""
+    if hashes is None:
+        return None, 0
+    data: list[bytes | None] = []
+    size = 0
+    for m in messages[start:end]:
+        part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+        if part is None:  # one the rules wrote: its hash is all of it
+            data.append(None)
+            continue
+        known = st.data[part.index] if 0 <= part.index < len(st.data) else None
+        if known is None:
+            return None, 0
+        data.append(known)
+        size += len(known)
+    return (tuple(hashes[start:end]), tuple(data), st.first_user), size
 
 
 def _spec(tag: str, part: Part) -> _Spec:
     part.lowered[TAG] = tag
-    try:
-        # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
-        data: bytes | None = bytes(memoryview(orjson.dumps(part.lowered, option=SORT_KEYS)))
-    except TypeError:
-        data = None
-    nested: tuple[str, ...] | None = tuple(
-        k for k, v in part.lowered.items() if isinstance(v, (dict, list))
-    )
-    if nested and not all(plain_list(part.lowered[k]) for k in nested):
-        nested = None
-    return (tag, part.blocks, part.lowered, part.calls, data, nested)
+    message, data, nested = kept_message(part.lowered)
+    return (tag, part.blocks, message, part.calls, data, nested)
 
 
 def _lowering(i: int, m: Message) -> _Lowering:
-    """The chat view of the client's ``messages[i]`` (a pure function of it and ``i``)."""
+    """The chat view of the client's ``messages[i]`` (a pure function of it and ``i``), with what
+    the final check reads of it."""
+    specs, tags = _lowered(i, m)
+    return specs, tags, shape(m), kept_facts(m)
+
+
+def _lowered(i: int, m: Message) -> tuple[tuple[_Spec, ...], list[str] | None]:
     r = m.get("role")
     content = m.get("content")
     if r == "assistant":
-        return (_spec(f"{i}", _assistant_part(i, content)),), None, shape(m)
+        return (_spec(f"{i}", _assistant_part(i, content)),), None
     if r == "system":
         text = content if isinstance(content, str) else texts(as_list(content))
-        return (_spec(f"{i}", Part(i, (), {"role": "system", "content": text})),), None, shape(m)
+        return (_spec(f"{i}", Part(i, (), {"role": "system", "content": text})),), None
     if isinstance(content, str):
         part = Part(i, (), {"role": "user", "content": content})
-        return (_spec(f"{i}", part),), [f"{i}"], shape(m)
+        return (_spec(f"{i}", part),), [f"{i}"]
     specs = _lower_user(i, as_list(content))
-    return specs, [s[0] for s in specs], shape(m)
+    return specs, [s[0] for s in specs]
 
 
 def _lower_user(i: int, blocks: list[Any]) -> tuple[_Spec, ...]:

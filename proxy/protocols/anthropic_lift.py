@@ -133,7 +133,7 @@ def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
 def lift_user_run(st: State, run: list[Message]) -> list[Any]:
     """User and tool messages between two assistant turns, back into user messages: each part
     into its own message; every tool result into the run's first message, ahead of the rest."""
-    whole = _one_untouched_message(st, run)
+    whole = one_untouched_message(st, run)
     if whole is not None:
         return [whole]
     first_src = next((p.index for m in run if (p := st.parts.get(m.get(TAG))) is not None), None)  # type: ignore[arg-type]
@@ -156,7 +156,7 @@ def lift_user_run(st: State, run: list[Message]) -> list[Any]:
     return out
 
 
-def _one_untouched_message(st: State, run: list[Message]) -> Any | None:
+def one_untouched_message(st: State, run: list[Message]) -> Any | None:
     """The client's message itself when ``run`` is all of one user message's parts, in order,
     each the very object lowered (the usual case: nothing to regroup or patch)."""
     part = st.parts.get(run[0].get(TAG))  # type: ignore[arg-type]

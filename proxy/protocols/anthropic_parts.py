@@ -11,7 +11,7 @@ from rules.base import Message
 from rules.messages import role
 
 
-@dataclass
+@dataclass(slots=True)  # one per lowered message of every request
 class Part:
     """One lowered message: where it came from in the (mended) client messages."""
 
@@ -28,6 +28,11 @@ class State:
     user_tags: dict[int, list[str]]  # a user message's parts, in order
     mended: bool
     first_user: int | None = None  # the first user message's index (kept as sent)
+    # each client message's bytes, where known (the key of its kept lowering): they key the
+    # kept liftings of what the rules changed in it
+    data: list[bytes | None] = field(default_factory=list)
+    # each client message's facts for the final check, where kept with its lowering
+    facts: list[Any] = field(default_factory=list)
 
 
 def is_text(block: Any) -> bool:

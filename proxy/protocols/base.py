@@ -9,6 +9,7 @@ own bytes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -31,6 +32,9 @@ class Lowered:
     # each message's bytes with sorted keys, where the adapter knows them (kept lowerings): the
     # runner's records are keyed by them, so it need not serialise those messages again
     serialised: list[bytes | None] | None = None
+    # set by ``lift``: what the final check reads of each forwarded message, where the adapter
+    # knows it from the message's content (``proxy.protocols.checks``); None: read by the check
+    known_facts: list[Any] | None = None
 
 
 class Adapter(Protocol):
@@ -38,17 +42,19 @@ class Adapter(Protocol):
 
     name: str
 
-    def validate(self, body: dict[str, Any]) -> None:
-        """Raise ``BadRequest`` naming the field when the body is not this protocol's shape."""
-
     def lower(self, body: dict[str, Any]) -> Lowered:
         """The chat view of a validated body (the body itself is never changed)."""
 
     def lift(
-        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+        self,
+        body: dict[str, Any],
+        lowered: Lowered,
+        messages: list[Message],
+        hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         """The body to forward: ``body`` with the rules' output ``messages`` written back as
-        patches. Returns ``body`` itself when nothing changed."""
+        patches. Returns ``body`` itself when nothing changed. ``hashes``: each output message's
+        ``content_hash`` (tag included) when the caller knows them: they key kept liftings."""
 
     def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
         """Text the chat view does not show (thinking, reasoning), by section, for ``measure``."""

@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from proxy.protocols.base import Lowered
-from proxy.protocols.body import validate_body
 from rules.base import Message
 
 
 class ChatAdapter:
     name = "chat"
 
-    def validate(self, body: dict[str, Any]) -> None:
-        validate_body(body)
-
     def lower(self, body: dict[str, Any]) -> Lowered:
         return Lowered(body["messages"], body.get("tools"))
 
     def lift(
-        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+        self,
+        body: dict[str, Any],
+        lowered: Lowered,
+        messages: list[Message],
+        hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         if messages is lowered.messages:
             return body

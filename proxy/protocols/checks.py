@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -38,61 +39,113 @@ def _answered(uid: Any, ids: set[Any]) -> bool:
         return False
 
 
-def anthropic_violations(body: dict[str, Any]) -> list[str]:
-    """One pass over the blocks (this runs on every forwarded body); results for unknown ids
-    are listed after the other findings, as they always were."""
+# What the check reads of one message (``message_facts``): whether it is an assistant's, its
+# blank text blocks, its ``tool_use`` ids (an assistant's), its ``tool_result`` ids (another's),
+# the ids of the results it starts with, and whether every id it uses is a string and every
+# ``tool_use`` id well-formed (the check's common case, taken on a shorter path)
+Facts = tuple[bool, int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], bool]
+_SCALARS = (str, int, float, bool, type(None))
+_NONE: frozenset[Any] = frozenset()
+
+
+def message_facts(message: dict[str, Any]) -> Facts:
+    assistant = message.get("role") == "assistant"
+    blanks = 0
+    uses: list[Any] = []
+    results: list[Any] = []
+    for b in _blocks(message):
+        if not isinstance(b, dict):
+            continue
+        kind = b.get("type")
+        if kind == "text":
+            text = b.get("text")
+            # most texts start with a visible character: no strip (a copy) needed
+            if not isinstance(text, str) or ((not text or text[0].isspace()) and not text.strip()):
+                blanks += 1
+        elif kind == "tool_use":
+            if assistant:
+                uses.append(b.get("id"))
+        elif kind == "tool_result" and not assistant:
+            results.append(b.get("tool_use_id"))
+    plain = all(u.__class__ is str and _ID.fullmatch(u) for u in uses) and all(
+        r.__class__ is str for r in results
+    )
+    leading = tuple(_leading_results(message))
+    return assistant, blanks, tuple(uses), tuple(results), leading, plain
+
+
+def kept_facts(message: dict[str, Any]) -> Facts | None:
+    """``message_facts``, to keep with a message's content across requests: None when an id is
+    not a scalar (a list, say: the facts would share an object the forwarded body holds)."""
+    facts = message_facts(message)
+    for ids in facts[2:5]:
+        if any(x.__class__ not in _SCALARS for x in ids):
+            return None
+    return facts
+
+
+def anthropic_violations(
+    body: dict[str, Any], known: Sequence[Facts | None] | None = None
+) -> list[str]:
+    """``known``: the facts of ``body["messages"]``, one per message (None: read from it), where
+    the caller has them from the messages' content."""
+    messages = body.get("messages") or []
+    if known is None or len(known) != len(messages):
+        known = None
+    facts = [
+        (known[i] if known is not None else None) or message_facts(m)
+        for i, m in enumerate(messages)
+        if isinstance(m, dict)
+    ]
+    return violations_of(facts)
+
+
+def violations_of(facts: Sequence[Facts]) -> list[str]:
+    """The findings for messages with these facts, in order; results for unknown ids are listed
+    after the other findings, as they always were."""
     out: list[str] = []
     unknown: list[str] = []
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    last = len(messages) - 1
+    last = len(facts) - 1
     seen: set[str] = set()
-    answered_ok: set[Any] = set()  # the ids the previous message's tool_use blocks called
-    for i, m in enumerate(messages):
-        assistant = m.get("role") == "assistant"
-        uses: list[Any] = []
-        for b in _blocks(m):
-            if not isinstance(b, dict):
-                continue
-            kind = b.get("type")
-            if kind == "text":
-                text = b.get("text")
-                # most texts start with a visible character: no strip (a copy) needed
-                blank = not isinstance(text, str) or (
-                    (not text or text[0].isspace()) and not text.strip()
-                )
-                if blank and not (i == last and assistant):
-                    out.append(f"messages[{i}]: empty text block")
-            elif kind == "tool_use":
-                if assistant:
-                    uses.append(b.get("id"))
-            elif (
-                kind == "tool_result"
-                and not assistant
-                and not _answered(b.get("tool_use_id"), answered_ok)
-            ):
-                unknown.append(f"messages[{i}]: tool_result for an unknown tool_use id")
+    answered_ok: Any = _NONE  # the ids the previous message's tool_use blocks called
+    for i, (assistant, blanks, uses, results, _, plain) in enumerate(facts):
+        if blanks and not (i == last and assistant):
+            out.extend([f"messages[{i}]: empty text block"] * blanks)
         if not assistant:
-            answered_ok = set()
+            for uid in results:
+                if not (uid in answered_ok if plain else _answered(uid, answered_ok)):
+                    unknown.append(f"messages[{i}]: tool_result for an unknown tool_use id")
+            answered_ok = _NONE
             continue
-        answered_ok = set()
-        for uid in uses:
-            with contextlib.suppress(TypeError):  # an unhashable id calls nothing
-                answered_ok.add(uid)
-            if not isinstance(uid, str) or not _ID.fullmatch(uid):
-                out.append(f"messages[{i}]: tool_use id {str(uid)[:40]!r} is malformed")
-                continue
-            if uid in seen:
-                out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
-            seen.add(uid)
-        if uses and i < last:  # a request may end on the calls (a prefill): nothing to answer
-            leading = _leading_results(messages[i + 1])
+        if not uses:
+            answered_ok = _NONE
+            continue
+        if plain:  # strings, each well-formed: only uniqueness to check
+            answered_ok = set(uses)
+            for uid in uses:
+                if uid in seen:
+                    out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
+                seen.add(uid)
+        else:
+            answered_ok = set()
+            for uid in uses:
+                with contextlib.suppress(TypeError):  # an unhashable id calls nothing
+                    answered_ok.add(uid)
+                if not isinstance(uid, str) or not _ID.fullmatch(uid):
+                    out.append(f"messages[{i}]: tool_use id {str(uid)[:40]!r} is malformed")
+                    continue
+                if uid in seen:
+                    out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
+                seen.add(uid)
+        if i < last:  # a request may end on the calls (a prefill): nothing to answer
+            leading = facts[i + 1][4]
             missing = [u for u in uses if u not in leading]
             if missing:
                 out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
     return out + unknown
 
 
-def responses_violations(body: dict[str, Any]) -> list[str]:
+def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
     out: list[str] = []
     items = body.get("input")
     if not isinstance(items, list):

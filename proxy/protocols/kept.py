@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
+import orjson
+
 from proxy.generations import Generations
 
 # What an entry holds beyond the bytes charged for it (its tuples, Part specs, dicts), so the
@@ -76,3 +78,33 @@ def fresh_list(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A copy of a lowered message's list that ``plain_list`` accepts: its ``tool_calls`` or its
     content parts (the shapes the adapter lowers to), cheaper than ``fresh``."""
     return [{**x, "function": dict(x["function"])} if "function" in x else dict(x) for x in items]
+
+
+# A lowered message as kept: the message (tag included), its bytes with sorted keys for the
+# runner's records (None: not JSON), its keys whose values are lists for ``fresh_list`` (None:
+# copied with ``fresh``)
+KeptMessage = tuple[dict[str, Any], bytes | None, tuple[str, ...] | None]
+
+
+def kept_message(message: dict[str, Any]) -> KeptMessage:
+    try:
+        # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
+        data: bytes | None = bytes(memoryview(orjson.dumps(message, option=orjson.OPT_SORT_KEYS)))
+    except TypeError:
+        data = None
+    nested: tuple[str, ...] | None = tuple(
+        k for k, v in message.items() if isinstance(v, (dict, list))
+    )
+    if nested and not all(plain_list(message[k]) for k in nested):
+        nested = None
+    return message, data, nested
+
+
+def copied(message: dict[str, Any], nested: tuple[str, ...] | None) -> dict[str, Any]:
+    """A request's own copy of a kept lowered message (strings are shared)."""
+    if nested is None:  # an odd shape (a list for an id …): copied in full
+        return fresh(message)  # type: ignore[no-any-return]
+    out = dict(message)
+    for name in nested:
+        out[name] = fresh_list(message[name])
+    return out

@@ -40,7 +40,9 @@ def describe_lift(
                 "after": before if kept == text else tokens.count_text(kept or ""),
             }
     check = _CHECKS.get(adapter.name)
-    violations = check(forwarded) if check is not None and forwarded is not body else []
+    violations = (
+        check(forwarded, lowered.known_facts) if check is not None and forwarded is not body else []
+    )
     if violations:
         log.error("the forwarded %s body fails its integrity check: %s", adapter.name, violations)
         report["integrity"] = violations[:20]

@@ -14,6 +14,7 @@ before it along, so a reasoning item is never left without the item that followe
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,7 +155,11 @@ class ResponsesAdapter:
         out.append(part.lowered)
 
     def lift(
-        self, body: dict[str, Any], lowered: Lowered, messages: list[Message]
+        self,
+        body: dict[str, Any],
+        lowered: Lowered,
+        messages: list[Message],
+        hashes: Sequence[str] | None = None,  # not used: measured, keeping liftings cost more
     ) -> dict[str, Any]:
         st: _State = lowered.state
         if messages is lowered.messages and not st.mended:

@@ -26,6 +26,22 @@ def _blocks(value: Any, where: str) -> None:
             raise BadRequest(f"'{where}[{j}].text' must be a string.", param=f"{where}[{j}].text")
 
 
+def _valid_blocks(value: Any) -> bool:
+    """What ``_blocks`` checks, without naming where (run on every message of every request;
+    ``_blocks`` runs only to word the error)."""
+    if isinstance(value, str):
+        return True
+    if not isinstance(value, list):
+        return False
+    for block in value:
+        if not isinstance(block, dict):
+            return False
+        kind = block.get("type")
+        if not isinstance(kind, str) or (kind == "text" and not isinstance(block.get("text"), str)):
+            return False
+    return True
+
+
 def validate_anthropic(body: dict[str, Any]) -> None:
     validate_model(body)
     messages = body.get("messages")
@@ -40,7 +56,9 @@ def validate_anthropic(body: dict[str, Any]) -> None:
                 f"'messages[{i}].role' must be one of {sorted(ANTHROPIC_ROLES)}; got {echo(r)}.",
                 param=f"messages[{i}].role",
             )
-        _blocks(m.get("content"), f"messages[{i}].content")
+        content = m.get("content")
+        if not _valid_blocks(content):
+            _blocks(content, f"messages[{i}].content")
     system = body.get("system")
     if system is not None:
         _blocks(system, "system")
