@@ -5,6 +5,7 @@ call ``Engine.rewrite``, so they run the very same pipeline."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -22,9 +23,10 @@ from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store.base import SessionHandle, Store
+from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, TokenCounters
-from rules.base import Context
+from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
 from rules.report import Report
 
@@ -34,6 +36,22 @@ log = logging.getLogger("ctxproxy.engine")
 # ~15 ms): the event loop keeps serving others meanwhile. Smaller ones run inline, since a thread
 # hop and the GIL handovers it brings cost more than they save.
 OFFLOAD_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One request's inputs to the pipeline, but for the session's stored state."""
+
+    body: dict[str, Any]
+    lowered: Lowered
+    adapter: Adapter
+    now: float
+    sid: str
+    budget: int | None  # a lower budget for this call only
+
+    @property
+    def model(self) -> str:
+        return str(self.body["model"])
 
 
 @dataclass(frozen=True)
@@ -150,55 +168,106 @@ class Engine:
         lowered = adapter.lower(body)
         sid = session_id or session_key(headers, body, lowered.messages)
         parent = parent_session_id or parent_session_key(headers)
-        async with self.store.session(sid) as held:  # serialised across replicas too
-            return await self._rewrite_locked(
-                held, body, lowered, adapter, now, sid, parent, raw_size, budget
-            )
+        request = _Request(body, lowered, adapter, now, sid, budget)
+        async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
+            known = None if parent or raw_size >= OFFLOAD_BYTES else self.store.known_state(sid)
+            ran = None
+            if known is None:
+                held = await stack.enter_async_context(self.store.session(sid))
+            else:
+                held, ran = await self._hold_running_ahead(stack, request, *known)
+            return await self._rewrite_locked(held, request, parent, raw_size, ran)
+
+    async def _hold_running_ahead(
+        self,
+        stack: contextlib.AsyncExitStack,
+        request: _Request,
+        state: SessionState,
+        feedback: CacheFeedback | None,
+    ) -> tuple[SessionHandle, tuple[Context, PipelineOutcome] | None]:
+        """Hold the session while running the pipeline on the state this process last saw: the
+        hold's round trip to the database then costs nothing when that state is still the one
+        stored (the caller checks; the pipeline is pure, so its outcome stands)."""
+        entering = asyncio.ensure_future(stack.enter_async_context(self.store.session(request.sid)))
+        try:  # whatever happens, the hold is awaited: entered, the stack lets it go
+            await asyncio.sleep(0)  # the hold's query goes out before the pipeline takes the loop
+            ctx = self._context(request, state, [], self.costs.facts(request.model, feedback))
+            ran: tuple[Context, PipelineOutcome] | None = (ctx, self._run(ctx, request.lowered))
+        finally:
+            held = await entering
+        return held, ran
+
+    def _context(
+        self, request: _Request, state: SessionState, ancestors: list[Ancestor], cache: CacheFacts
+    ) -> Context:
+        messages = request.lowered.messages
+        return Context(
+            messages=messages,
+            original_messages=messages,
+            model=request.model,
+            tokens=RequestTokens(self.counters.for_model(request.model)),
+            now=request.now,
+            session_id=request.sid,
+            state=state,
+            tools=request.lowered.tools,
+            request=request.body,
+            ancestors=tuple(ancestors),
+            budget=self._budget(request),
+            cache=cache,
+        )
+
+    def _budget(self, request: _Request) -> int | None:
+        budget = self.budget_for(request.model)
+        if request.budget is not None:
+            budget = min(budget, request.budget) if budget is not None else request.budget
+        return budget
+
+    def _still_holds(
+        self,
+        ctx: Context,
+        state: SessionState,
+        cache: CacheFacts,
+        parent: str | None,
+        request: _Request,
+    ) -> bool:
+        """Whether a pipeline run ahead of the hold had the inputs it would have now: the state
+        held is the very object it ran on (the store keeps it when the stored version is the one
+        it knew), the same cache report and budget, and no ancestors to read."""
+        return (
+            ctx.state is state
+            and ctx.cache == cache
+            and parent is None
+            and ctx.budget == self._budget(request)
+        )
+
+    def _run(self, ctx: Context, lowered: Lowered) -> PipelineOutcome:
+        return self.pipeline.run(ctx, lowered.serialised)
 
     async def _rewrite_locked(
         self,
         held: SessionHandle,
-        body: dict[str, Any],
-        lowered: Lowered,
-        adapter: Adapter,
-        now: float,
-        sid: str,
+        request: _Request,
         parent: str | None,
         raw_size: int,
-        lower_budget: int | None,
+        ahead: tuple[Context, PipelineOutcome] | None,
     ) -> Rewritten:
         state, stored_parent = held.state, held.parent_id
         parent = parent or stored_parent
         ancestors = await held.ancestors(parent) if parent else []
-        model = body["model"]
-        messages = lowered.messages
-        budget = self.budget_for(model)
-        if lower_budget is not None:
-            budget = min(budget, lower_budget) if budget is not None else lower_budget
+        model, sid, now = request.model, request.sid, request.now
         cache = self.costs.facts(model, await self.store.cache_feedback.get(sid))
-        ctx = Context(
-            messages=messages,
-            original_messages=messages,
-            model=model,
-            tokens=RequestTokens(self.counters.for_model(model)),
-            now=now,
-            session_id=sid,
-            state=state,
-            tools=lowered.tools,
-            request=body,
-            ancestors=tuple(ancestors),
-            budget=budget,
-            cache=cache,
-        )
-        if raw_size >= OFFLOAD_BYTES:
-            # a huge request would hold the event loop for seconds: other requests and /healthz
-            # keep being served while it runs in a worker thread
-            loop = asyncio.get_running_loop()
-            outcome = await loop.run_in_executor(
-                self._offload, self.pipeline.run, ctx, lowered.serialised
-            )
+        if ahead is not None and self._still_holds(ahead[0], state, cache, parent, request):
+            ctx, outcome = ahead  # run on the very state held now, with the same inputs
         else:
-            outcome = self.pipeline.run(ctx, lowered.serialised)
+            ctx = self._context(request, state, ancestors, cache)
+            if raw_size >= OFFLOAD_BYTES:
+                # a huge request would hold the event loop for seconds: other requests and
+                # /healthz keep being served while it runs in a worker thread
+                loop = asyncio.get_running_loop()
+                outcome = await loop.run_in_executor(self._offload, self._run, ctx, request.lowered)
+            else:
+                outcome = self._run(ctx, request.lowered)
+        lowered, adapter, body = request.lowered, request.adapter, request.body
         if self.resolver is not None:
             outcome = await self._second_opinion(ctx, outcome, lowered.serialised)
         outcome.report["cache"] = self.costs.summary(model, cache, now)

@@ -19,7 +19,7 @@ from rules.base import Ancestor, SessionState
 
 if TYPE_CHECKING:
     from proxy.settings import StoreSettings
-    from proxy.store.cache_feedback import FeedbackStore
+    from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
     from proxy.store.dialect import Dialect
 
 URL_ENV = "CTXPROXY_STORE_URL"
@@ -80,6 +80,13 @@ class Store(Protocol):
 
     # sessions
     def session(self, session_id: str) -> AbstractAsyncContextManager[SessionHandle]: ...
+    def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
+        """For a store whose hold costs a round trip: the state (and cache report) this process
+        last held for a session with no parent, which is likely still the stored one, for the
+        engine to run the pipeline on while the hold is under way (``session`` then returns that
+        very state object if it is still current). None: nothing worth running ahead on."""
+        ...
+
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """A snapshot of a session's (state, parent id), without holding it."""
         ...

@@ -45,6 +45,10 @@ class FeedbackStore:
             self._remember(session_id, found)
         return self._known.get(session_id, found)
 
+    def peek(self, session_id: str) -> tuple[bool, CacheFeedback | None]:
+        """(known, feedback) without reading the database."""
+        return session_id in self._known, self._known.get(session_id)
+
     def put(self, session_id: str, feedback: CacheFeedback) -> None:
         known = self._known.get(session_id)
         if known is not None and known.at > feedback.at:

@@ -15,6 +15,11 @@ session take turns. One round trip before the request is forwarded, one after:
   new version, COMMITs, and only then unlocks, so whoever holds the session next reads the commit.
   It runs after the request is forwarded; the session stays held until it is done.
 
+The hold's round trip is on the request's path. For a session this replica served last, the engine
+hides it (``known_state``): it sends the hold, runs the pipeline on the cached state meanwhile, and
+keeps that outcome when the hold returns the very same state (the stored version is the cached
+one); otherwise, another replica having written, it runs the pipeline again on what was read.
+
 Why a session-level lock, not ``pg_advisory_xact_lock``: that one needs an open transaction, and
 asyncpg sends one statement per round trip: BEGIN + lock, then the read, before forwarding; the
 upsert, then COMMIT, after. A session-level lock outlives a rollback, so a connection that may hold
@@ -43,7 +48,7 @@ import asyncpg
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement, decode_row
-from proxy.store.cache_feedback import FeedbackStore
+from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.pg_migrations import apply_pg_migrations
 from proxy.store.pg_session import Cached as _Cached
@@ -256,6 +261,18 @@ class PostgresStore:
         self._states.move_to_end(session_id)
         while len(self._states) > self._cache_size:
             self._states.popitem(last=False)
+
+    def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
+        """The state cached for a session without a parent, when no request of it is under way
+        here (that one would save another) and the database is being reached (offline, the hold
+        costs nothing): the engine runs the pipeline on it while ``q.HOLD`` travels."""
+        cached = self._states.get(session_id)
+        if cached is None or cached.parent_id is not None or self.locks.busy(session_id):
+            return None
+        known, feedback = self.cache_feedback.peek(session_id)
+        if not known or self.health.skip():
+            return None
+        return cached.state, feedback
 
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """The stored (state, parent id) as of now, without holding the session."""

@@ -27,6 +27,10 @@ class SessionLocks:
             self._leave(session_id)
             raise
 
+    def busy(self, session_id: str) -> bool:
+        """Whether a request of the session holds or waits for it."""
+        return session_id in self._locks
+
     def release(self, session_id: str) -> None:
         self._locks[session_id][0].release()
         self._leave(session_id)

@@ -240,6 +240,10 @@ class SQLiteStore:
             state, parent_id = await self.load_state(session_id)
             yield _Held(self, session_id, state, parent_id)
 
+    def known_state(self, session_id: str) -> None:
+        """Nothing to run ahead on: a hold here is this process's lock and its state cache."""
+        return None
+
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """(state, parent id) of a session; an empty state for a session never seen."""
         cached = self._states.get(session_id)

@@ -1,0 +1,194 @@
+"""The engine on PostgreSQL runs the pipeline on the state this replica last held while the
+session's hold travels to the database (``Store.known_state``). The outcome is used only when the
+hold finds that very state still stored; when another replica wrote in between, the pipeline runs
+again on what it wrote. Either way the result is the one a single store gives, and nothing is
+left held when the pipeline fails."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from proxy.rewrite.engine import Engine, Rewritten
+from proxy.settings import load_settings
+from proxy.store.postgres import PostgresStore
+from proxy.store.sqlite import SQLiteStore
+from rules.base import SessionState
+from tests.support.factories import assistant, request, result, shell, user
+from tests.support.postgres import PgServer
+
+
+def step(k: int) -> dict[str, Any]:
+    """The k-th request of one growing conversation: each turn makes a folder."""
+    messages = [user("make the build folders")]
+    for i in range(k + 1):
+        call = f"c{i}"
+        messages += [
+            assistant(None, shell(call, f"mkdir /tmp/build-{i}")),
+            result(call, "[Command finished with exit code 0]"),
+        ]
+    return request(*messages)
+
+
+class Counted:
+    """An engine on a PostgreSQL store whose pipeline runs are counted, and the order of each
+    run and of the store's holds noted (both are the real ones, only watched)."""
+
+    def __init__(self, engine: Engine, store: PostgresStore) -> None:
+        self.engine, self.runs, self.events = engine, 0, list[str]()
+        run, hold = engine.pipeline.run, store._hold
+
+        def counting(*args: Any) -> Any:
+            self.runs += 1
+            self.events.append("run")
+            return run(*args)
+
+        async def holding(session_id: str) -> Any:
+            held = await hold(session_id)
+            self.events.append("held")
+            return held
+
+        engine.pipeline.run = counting  # type: ignore[method-assign]
+        store._hold = holding  # type: ignore[method-assign]
+
+    async def rewrite(self, k: int, now: float, **extra: Any) -> Rewritten:
+        self.runs, self.events = 0, []
+        return await self.engine.rewrite(step(k), {}, now=now, session_id="s", **extra)
+
+
+@pytest.fixture
+async def replicas(pg_server: PgServer) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
+    url = pg_server.database()
+    a, b = PostgresStore(url, batch_window_s=0.0), PostgresStore(url, batch_window_s=0.0)
+    await a.open()
+    await b.open()
+    yield a, b
+    await a.close()
+    await b.close()
+
+
+async def reference(tmp_path: Path, steps: list[tuple[int, float]]) -> list[Rewritten]:
+    """The same requests through one SQLite store, one after the other."""
+    store = SQLiteStore(str(tmp_path / "ref.db"), batch_window_s=0.0)
+    await store.open()
+    try:
+        engine = Engine(load_settings(None), store, strict=True)
+        return [await engine.rewrite(step(k), {}, now=t, session_id="s") for k, t in steps]
+    finally:
+        await store.close()
+
+
+def entities(state: SessionState) -> list[str]:
+    return sorted(e["path"] for e in state.get("entities") or [])
+
+
+async def test_a_current_state_is_used_as_run_ahead(
+    replicas: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    a, _ = replicas
+    engine = Counted(Engine(load_settings(None), a, strict=True), a)
+    steps = [(0, 10.0), (1, 20.0), (2, 30.0)]
+    got = []
+    for k, t in steps:
+        got.append(await engine.rewrite(k, t))
+        await a.flush()  # the save is done before the next request (as a client's turn allows)
+        # the first request waits for its hold; from the second on, the replica knows the
+        # state and runs the pipeline while the hold travels, once
+        assert engine.events == (["held", "run"] if k == 0 else ["run", "held"])
+    want = await reference(tmp_path, steps)
+    assert [r.body for r in got] == [r.body for r in want]
+    state, _ = await a.load_state("s")
+    assert entities(state) == ["/tmp/build-0", "/tmp/build-1", "/tmp/build-2"]
+
+
+async def test_another_replicas_write_makes_the_pipeline_run_again_on_it(
+    replicas: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    a, b = replicas
+    on_a = Counted(Engine(load_settings(None), a, strict=True), a)
+    on_b = Counted(Engine(load_settings(None), b, strict=True), b)
+    await on_a.rewrite(0, 10.0)
+    await a.flush()
+    await on_b.rewrite(1, 20.0)  # a's cached state is now an old version
+    await b.flush()
+    assert a.known_state("s") is not None
+    third = await on_a.rewrite(2, 30.0)
+    await a.flush()
+    assert on_a.events == ["run", "held", "run"]  # ahead on the old state, then on b's
+    want = await reference(tmp_path, [(0, 10.0), (1, 20.0), (2, 30.0)])
+    assert third.body == want[-1].body
+    assert third.report["references"] == want[-1].report["references"]
+    state, _ = await b.load_state("s")
+    assert entities(state) == ["/tmp/build-0", "/tmp/build-1", "/tmp/build-2"]
+
+
+async def test_no_run_ahead_for_a_sub_agent_or_a_session_in_use(
+    replicas: tuple[PostgresStore, PostgresStore],
+) -> None:
+    a, _ = replicas
+    engine = Counted(Engine(load_settings(None), a, strict=True), a)
+    await engine.rewrite(0, 10.0)
+    await a.flush()
+    assert a.known_state("s") is not None
+    await a.locks.acquire("s")  # another request of the session is under way here
+    try:
+        assert a.known_state("s") is None
+    finally:
+        a.locks.release("s")
+    engine.events = []
+    await engine.engine.rewrite(step(1), {}, now=20.0, session_id="child", parent_session_id="s")
+    await a.flush()
+    assert engine.events == ["held", "run"]  # its ancestors are read under the hold
+    assert a.known_state("child") is None
+
+
+async def advisory_locks(url: str) -> int:
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
+    finally:
+        await conn.close()
+
+
+@pytest.mark.parametrize("fails", ["pipeline", "cancelled"])
+async def test_a_run_ahead_that_fails_lets_the_session_go(
+    replicas: tuple[PostgresStore, PostgresStore], fails: str
+) -> None:
+    a, _ = replicas
+    engine = Engine(load_settings(None), a, strict=True)
+    await engine.rewrite(step(0), {}, now=10.0, session_id="s")
+    await a.flush()
+    before, _ = await a.load_state("s")
+    run = engine.pipeline.run
+    stop: Callable[..., Any]
+    if fails == "pipeline":
+
+        def stop(*args: Any) -> Any:
+            raise RuntimeError("a rule's bug")
+
+        engine.pipeline.run = stop  # type: ignore[method-assign]
+        with pytest.raises(RuntimeError):
+            await engine.rewrite(step(1), {}, now=20.0, session_id="s")
+    else:  # the request is cancelled (a client gone) while the hold travels
+        task = asyncio.ensure_future(engine.rewrite(step(1), {}, now=20.0, session_id="s"))
+        await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    engine.pipeline.run = run  # type: ignore[method-assign]
+    await a.flush()
+    assert len(a.locks) == 0
+    url = a.url
+    for _ in range(50):  # a connection that may have held the lock is closed, not pooled
+        if await advisory_locks(url) == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert await advisory_locks(url) == 0
+    assert entities((await a.load_state("s"))[0]) == entities(before)
+    done = await engine.rewrite(step(1), {}, now=30.0, session_id="s")  # the session goes on
+    assert done.body["messages"]
