@@ -26,6 +26,10 @@ class Cached:
     state: SessionState
     parent_id: str | None
     version: int  # the stored version this state is (0: no row)
+    # whether the engine should run the pipeline on this state before the next hold returns:
+    # not when the last hold found another replica's write (the session's requests alternate
+    # between replicas, so the state cached here is likely old again)
+    run_ahead: bool = True
 
 
 class Held:
@@ -33,8 +37,8 @@ class Held:
     not reached) holds the session's advisory lock (``key``) until ``end``."""
 
     __slots__ = (
-        "_new", "conn", "key", "parent_id", "read_only", "session_id", "state", "store",
-        "version",
+        "_new", "conn", "key", "parent_id", "read_only", "run_ahead", "session_id", "state",
+        "store", "version",
     )  # fmt: skip
 
     def __init__(
@@ -46,11 +50,13 @@ class Held:
         version: int,
         conn: Any = None,
         read_only: bool = False,
+        run_ahead: bool = True,
     ) -> None:
         self.store, self.session_id, self.state, self.parent_id = (
             store, session_id, state, parent_id,
         )  # fmt: skip
         self.version, self.conn, self.read_only = version, conn, read_only
+        self.run_ahead = run_ahead  # kept with the state this request saves
         self.key = session_lock_key(session_id)
         self._new: tuple[SessionState, str | None] | None = None
 
@@ -82,7 +88,7 @@ class Held:
         store, new = self.store, self._new if commit else None
         if self.conn is None:
             if new is not None and not self.read_only:  # kept in memory until it can be stored
-                store._remember(self.session_id, Cached(*new, self.version))
+                store._remember(self.session_id, Cached(*new, self.version, self.run_ahead))
             return
         conn, version, self.conn = self.conn, None, None
         try:
@@ -96,14 +102,14 @@ class Held:
         except BaseException as exc:
             store._discard(conn)
             if new is not None:  # as if offline: the next request finds out what was stored
-                store._remember(self.session_id, Cached(*new, self.version))
+                store._remember(self.session_id, Cached(*new, self.version, self.run_ahead))
             if isinstance(exc, Exception) and is_connection_error(exc):
                 store.health.failed(exc)
                 return
             raise
         await store._release(conn)
         if new is not None and version is not None:
-            store._remember(self.session_id, Cached(*new, version))
+            store._remember(self.session_id, Cached(*new, version, self.run_ahead))
 
 
 def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None]:
@@ -115,8 +121,9 @@ def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None
             row["at"], row["prompt_tokens"], row["cached_tokens"], row["cache_write_tokens"]
         )
     version = row["version"] or 0
-    if row["state"] is not None:
-        now = Cached(SessionState(orjson.loads(row["state"])), row["parent_id"], version)
+    if row["state"] is not None:  # not the version cached here (if any): another replica wrote
+        state = SessionState(orjson.loads(row["state"]))
+        now = Cached(state, row["parent_id"], version, run_ahead=cached is None)
     elif cached is not None and cached.version == version:
         now = Cached(cached.state, row["parent_id"] or cached.parent_id, version)
     else:  # no row, and nothing cached of the no-row time

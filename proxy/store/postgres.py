@@ -234,7 +234,10 @@ class PostgresStore:
         found, stored_feedback = _found(row, cached)
         self.cache_feedback.offer(session_id, stored_feedback)
         self._remember(session_id, found)
-        return _Held(self, session_id, found.state, found.parent_id, found.version, conn)
+        return _Held(
+            self, session_id, found.state, found.parent_id, found.version, conn,
+            run_ahead=found.run_ahead,
+        )  # fmt: skip
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
         return _Held(self, session_id, *self._known(cached))
@@ -264,10 +267,13 @@ class PostgresStore:
 
     def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
         """The state cached for a session without a parent, when no request of it is under way
-        here (that one would save another) and the database is being reached (offline, the hold
-        costs nothing): the engine runs the pipeline on it while ``q.HOLD`` travels."""
+        here (that one would save another), the last hold found no other replica's write and the
+        database is being reached (offline, the hold costs nothing): the engine runs the pipeline
+        on it while ``q.HOLD`` travels."""
         cached = self._states.get(session_id)
-        if cached is None or cached.parent_id is not None or self.locks.busy(session_id):
+        if cached is None or not cached.run_ahead or cached.parent_id is not None:
+            return None
+        if self.locks.busy(session_id):
             return None
         known, feedback = self.cache_feedback.peek(session_id)
         if not known or self.health.skip():

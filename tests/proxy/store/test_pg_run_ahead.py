@@ -192,3 +192,32 @@ async def test_a_run_ahead_that_fails_lets_the_session_go(
     assert entities((await a.load_state("s"))[0]) == entities(before)
     done = await engine.rewrite(step(1), {}, now=30.0, session_id="s")  # the session goes on
     assert done.body["messages"]
+
+
+async def test_no_run_ahead_while_the_sessions_requests_alternate_between_replicas(
+    replicas: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    """A round-robin balancer: each replica's cached state is old at every request, so running
+    ahead would only run the pipeline twice. After one miss a replica waits for the hold, until
+    a hold finds its own state current again."""
+    a, b = replicas
+    on = {"a": Counted(Engine(load_settings(None), a, strict=True), a)}
+    on["b"] = Counted(Engine(load_settings(None), b, strict=True), b)
+    stores = {"a": a, "b": b}
+    served = ["a", "b", "a", "b", "a", "a", "a"]
+    events = []
+    for k, name in enumerate(served):
+        last = await on[name].rewrite(k, 10.0 * (k + 1))
+        await stores[name].flush()
+        events.append(on[name].events)
+    assert events == [
+        ["held", "run"],  # a: new session
+        ["held", "run"],  # b: new here
+        ["run", "held", "run"],  # a: ran ahead on its own old state, then on b's: a miss
+        ["run", "held", "run"],  # b: the same
+        ["held", "run"],  # a: no running ahead after a miss (the hold finds b's write again)
+        ["held", "run"],  # a: the hold finds a's own state current: a hit
+        ["run", "held"],  # a: running ahead again, and kept
+    ]
+    want = await reference(tmp_path, [(k, 10.0 * (k + 1)) for k in range(len(served))])
+    assert last.body == want[-1].body
