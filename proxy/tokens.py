@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from proxy.generations import Generations
 from rules.base import Message
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
@@ -78,6 +79,7 @@ class TiktokenCounter:
         self._cache: OrderedDict[str | bytes, int] = OrderedDict()
         self._cache_chars = cache_chars
         self._held = 0
+        self._schemas = _Schemas(min(cache_chars, 4_000_000))
         self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
@@ -118,7 +120,30 @@ class TiktokenCounter:
     def count_tools(self, tools: Sequence[Any] | None) -> int:
         if not tools:
             return 0
-        return self.count_text(orjson.dumps(list(tools)).decode())
+        # keyed by the schema's bytes: an agent sends the same tools (tens of kB) every request,
+        # and decoding and hashing them as text cost more than the count's lookup
+        data = orjson.dumps(list(tools))
+        n = self._schemas.lookup(data)
+        if n is None:
+            n = self.count_text(data.decode())
+            self._schemas.keep(data, n)
+        return n
+
+
+class _Schemas(Generations[int]):
+    """Token counts of tool schemas by their serialised bytes, bounded by the bytes held."""
+
+    def lookup(self, data: bytes) -> int | None:
+        n = self._young.get(data)
+        if n is None:
+            n = self._old.get(data)
+            if n is not None:
+                self.keep(data, n)  # used again: into the newer generation
+        return n
+
+    def keep(self, data: bytes, n: int) -> None:
+        # a copy: orjson's output keeps its buffer's spare capacity
+        self._keep(bytes(memoryview(data)), n, len(data) + 100)
 
 
 class RequestTokens:
@@ -127,9 +152,18 @@ class RequestTokens:
 
     def __init__(self, base: TiktokenCounter) -> None:
         self.base = base
-        self.count_tools = base.count_tools
         self._memo: dict[int, tuple[Message, int]] = {}
         self._texts: dict[int, tuple[str, int]] = {}
+        self._tools: tuple[Any, int] | None = None  # the last tools list counted, and its count
+
+    def count_tools(self, tools: Sequence[Any] | None) -> int:
+        # several rules count the request's one tools list: once per request
+        last = self._tools
+        if last is not None and last[0] is tools:
+            return last[1]
+        n = self.base.count_tools(tools)
+        self._tools = (tools, n)
+        return n
 
     def count_text(self, text: str) -> int:
         # The rules pass the same string objects again and again; a long one would be digested
@@ -160,6 +194,11 @@ class RequestTokens:
         """The message's count if this request already has it, else None."""
         hit = self._memo.get(id(message))
         return hit[1] if hit is not None and hit[0] is message else None
+
+    def table(self) -> dict[int, tuple[Message, int]]:
+        """The request's counts, ``id(message) -> (message, count)``: the runner fills it in bulk
+        with counts known from earlier requests (``remember``'s, for many)."""
+        return self._memo
 
     def remember(self, message: Message, n: int) -> None:
         """Take the message's count as known (the runner's records: counted in an earlier

@@ -3,10 +3,11 @@ runs the final integrity check and computes prefix reuse. Shared by the server a
 
 from __future__ import annotations
 
+import operator
 import time
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from functools import partial
 from types import ModuleType
 from typing import Any, Literal, cast
 
@@ -52,6 +53,36 @@ def _encoding(tokens: TokenCounter) -> str | None:
     return None
 
 
+_HASH = operator.itemgetter("hash")
+_SORTED_DUMPS = partial(orjson.dumps, option=orjson.OPT_SORT_KEYS)
+
+
+def _serialise(
+    messages: Messages, serialised: Sequence[bytes | None] | None
+) -> tuple[Sequence[Message], Sequence[bytes]]:
+    """Each message with its bytes (sorted keys), the caller's where it knows them; without the
+    messages orjson refuses (lone surrogates: the rules cope, the records do without them)."""
+    known = serialised if serialised is not None and len(serialised) == len(messages) else None
+    if known is None:
+        try:
+            return messages, list(map(_SORTED_DUMPS, messages))
+        except TypeError:
+            known = [None] * len(messages)
+    elif None not in known:
+        return messages, cast("Sequence[bytes]", known)
+    kept: list[Message] = []
+    datas: list[bytes] = []
+    for m, data in zip(messages, known, strict=True):
+        if data is None:
+            try:
+                data = _SORTED_DUMPS(m)
+            except TypeError:
+                continue
+        kept.append(m)
+        datas.append(data)
+    return kept, datas
+
+
 class _Recall:
     """One request's use of the records: what they know goes into the request's memos (before the
     rules run); what the rules computed goes back (after)."""
@@ -70,32 +101,28 @@ class _Recall:
         self.chain = ctx.table(chain_validator.MEMO)
         self.sections = ctx.table(measure.MEMO)
         self.exits = ctx.table(observations.EXIT_MEMO)
-        self.pairs: list[tuple[Message, dict[str, Any]]] = []
         self.hashes = ctx.hashes
         self.remember_count = self.tokens.remember if self.tokens is not None else None
-        # once per message of every request: lookups and names bound to locals
-        dumps, sort_keys, lookup = orjson.dumps, orjson.OPT_SORT_KEYS, records.lookup
-        hashes, pairs = self.hashes, self.pairs
+        originals, datas = _serialise(ctx.original_messages, serialised)
+        # a hit in the newer generation (most messages), else ``lookup``
+        hits = list(map(records._young.get, datas))
+        found: list[dict[str, Any]] = (
+            [r if r is not None else records.lookup(d) for r, d in zip(hits, datas, strict=True)]
+            if None in hits
+            else cast("list[dict[str, Any]]", hits)
+        )
+        # once per message of every request: C-level loops where they can be
+        ids = list(map(id, originals))
+        self.pairs: list[tuple[Message, dict[str, Any]]] = list(zip(originals, found, strict=True))
+        self.hashes.update(
+            zip(ids, zip(originals, map(_HASH, found), strict=True), strict=True)
+        )  # remember_hash
         chain, sections, exits = self.chain, self.sections, self.exits
         sections_key, count_key = self.sections_key, self.count_key
-        remember_count = self.remember_count
-        originals = ctx.original_messages
-        known_bytes: Iterable[bytes | None] = (
-            serialised
-            if serialised is not None and len(serialised) == len(originals)
-            else repeat(None, len(originals))
-        )
-        for m, data in zip(originals, known_bytes, strict=True):
-            if data is None:
-                try:
-                    data = dumps(m, option=sort_keys)
-                except TypeError:  # lone surrogates: orjson refuses them, the rules cope
-                    continue
-            # a hit in the newer generation (most messages), else ``lookup``
-            record = records._young.get(data) or lookup(data)
-            pairs.append((m, record))
-            key = id(m)
-            hashes[key] = (m, record["hash"])  # Context.remember_hash, inlined
+        counts = self.tokens.table() if self.tokens is not None and count_key else None
+        for key, m, record in zip(ids, originals, found, strict=True):
+            if len(record) == 1:  # its hash alone: a message new to the records
+                continue
             known = record.get("chain")
             if known is not None:
                 chain[key] = (m, known)
@@ -106,10 +133,10 @@ class _Recall:
                 known = record.get(sections_key)
                 if known is not None:
                     sections[key] = (m, known)
-            if remember_count is not None:
+            if counts is not None:
                 known = record.get(count_key)  # type: ignore[arg-type]
                 if known is not None:
-                    remember_count(m, known)
+                    counts[key] = (m, known)  # RequestTokens.remember, inlined
 
     def know(self, m: Message, record: dict[str, Any]) -> None:
         """A message rendered this request (``RenderedMessages``): what its record knows goes into
