@@ -4,6 +4,7 @@ and the throughput of two PostgreSQL replicas against one, at 64 clients.
 
     .venv/bin/python -m bench.store_latency [--scale 1.0] [--rounds 6] [--baseline DIR]
         [--messages 20 400] [--concurrency 1 16] [--no-throughput] [--upstream-ms 0]
+        [--database-rtt-ms 0]
 
 Latency: client-observed, each proxy measured alone (the others paused with SIGSTOP), one
 session per concurrent client resending its conversation. The runs alternate between the proxies
@@ -15,6 +16,8 @@ round-robin load balancer).
 
 ``--upstream-ms N``: the upstream answers N ms after the request (0: at once, the worst case
 for the store, whose save after forwarding then overlaps the answer and the next request).
+``--database-rtt-ms N``: the proxies reach PostgreSQL through ``bench.delay_relay``, which adds N
+ms to each round trip, as a database on another host would.
 """
 
 from __future__ import annotations
@@ -158,12 +161,30 @@ def main() -> None:
     parser.add_argument(
         "--upstream-ms", type=float, default=0.0, help="the upstream answers this much later"
     )
+    parser.add_argument(
+        "--database-rtt-ms", type=float, default=0.0,
+        help="reach PostgreSQL through a relay adding this round-trip time (bench.delay_relay)",
+    )  # fmt: skip
     args = parser.parse_args()
     pg = start_server()
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-store-bench-"))
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env.pop("CTXPROXY_STORE_URL", None)
-    pg_env = {**env, "CTXPROXY_STORE_URL": pg.database()}
+    database = pg.database
+    relay: subprocess.Popen | None = None
+    if args.database_rtt_ms:  # the proxies reach the database through the relay
+        relay_port = free_port()
+        relay = subprocess.Popen(
+            [sys.executable, "-m", "bench.delay_relay", str(relay_port), str(pg.port),
+             str(args.database_rtt_ms / 2)],
+            start_new_session=True,
+        )  # fmt: skip
+        time.sleep(0.5)
+
+        def database() -> str:
+            return pg.database().replace(f":{pg.port}/", f":{relay_port}/")
+
+    pg_env = {**env, "CTXPROXY_STORE_URL": database()}
     up_port = free_port()
     upstream = f"http://127.0.0.1:{up_port}/v1"
     procs = [
@@ -180,7 +201,7 @@ def main() -> None:
         servers = {"sqlite": sqlite, "postgresql": pg_a, "pg_b": pg_b}
         targets = {"sqlite": sqlite_url, "postgresql": pg_a_url}
         if args.baseline:
-            base_env = {**env, "CTXPROXY_STORE_URL": pg.database()}
+            base_env = {**env, "CTXPROXY_STORE_URL": database()}
             base, base_url = serve(upstream, base_env, tree=args.baseline)
             procs.append(base)
             servers["baseline"], targets["baseline"] = base, base_url
@@ -246,6 +267,8 @@ def main() -> None:
                 os.killpg(proc.pid, signal.SIGCONT)
                 os.killpg(proc.pid, signal.SIGTERM)
             proc.wait(10)
+        if relay is not None:
+            relay.terminate()
         pg.destroy()
 
 

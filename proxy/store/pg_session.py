@@ -78,6 +78,11 @@ class Held:
     def saving(self) -> bool:
         return self._new is not None
 
+    @property
+    def saved(self) -> tuple[SessionState, str | None] | None:
+        """The (state, parent id) being saved: the state cached once the save is done."""
+        return self._new
+
     async def save(self, state: SessionState, parent_id: str | None) -> None:
         self._new = (state, parent_id if parent_id is not None else self.parent_id)
 

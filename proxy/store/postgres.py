@@ -97,6 +97,7 @@ class PostgresStore:
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = time.time()
         self._ending: set[asyncio.Task[None]] = set()  # sessions being saved
+        self._saving: dict[str, _Held] = {}  # by session: the one being saved now
 
     # ----- lifetime -----
 
@@ -189,6 +190,7 @@ class PostgresStore:
             if held.conn is None or not held.saving:
                 await held.end(commit=True)
             else:  # the save and commit go on after the request does; the session stays held
+                self._saving[session_id] = held
                 task = asyncio.create_task(self._end(held))
                 self._ending.add(task)
                 task.add_done_callback(self._ending.discard)
@@ -203,6 +205,8 @@ class PostgresStore:
         except Exception:
             log.exception("store: saving session %s failed", held.session_id)
         finally:
+            if self._saving.get(held.session_id) is held:
+                del self._saving[held.session_id]
             self.locks.release(held.session_id)
 
     async def _hold(self, session_id: str) -> _Held:
@@ -266,19 +270,27 @@ class PostgresStore:
             self._states.popitem(last=False)
 
     def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
-        """The state cached for a session without a parent, when no request of it is under way
-        here (that one would save another), the last hold found no other replica's write and the
+        """The state cached for a session without a parent (or the one its last request is saving
+        now, the state cached once that is done), when no other request of it is under way here
+        (that one would save another), the last hold found no other replica's write and the
         database is being reached (offline, the hold costs nothing): the engine runs the pipeline
         on it while ``q.HOLD`` travels."""
-        cached = self._states.get(session_id)
-        if cached is None or not cached.run_ahead or cached.parent_id is not None:
-            return None
-        if self.locks.busy(session_id):
-            return None
+        saving = self._saving.get(session_id)
+        if saving is None:  # no request of the session under way here
+            if self.locks.users(session_id):
+                return None
+            cached = self._states.get(session_id)
+            if cached is None or not cached.run_ahead:
+                return None
+            state, parent = cached.state, cached.parent_id
+        else:  # only the last request's save: the state it saves is the one cached next
+            if self.locks.users(session_id) > 1 or not saving.run_ahead or saving.saved is None:
+                return None
+            state, parent = saving.saved
         known, feedback = self.cache_feedback.peek(session_id)
-        if not known or self.health.skip():
+        if parent is not None or not known or self.health.skip():
             return None
-        return cached.state, feedback
+        return state, feedback
 
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """The stored (state, parent id) as of now, without holding the session."""

@@ -27,9 +27,10 @@ class SessionLocks:
             self._leave(session_id)
             raise
 
-    def busy(self, session_id: str) -> bool:
-        """Whether a request of the session holds or waits for it."""
-        return session_id in self._locks
+    def users(self, session_id: str) -> int:
+        """Requests of the session holding it or waiting for it."""
+        entry = self._locks.get(session_id)
+        return entry[1] if entry is not None else 0
 
     def release(self, session_id: str) -> None:
         self._locks[session_id][0].release()

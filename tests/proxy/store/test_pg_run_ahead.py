@@ -221,3 +221,22 @@ async def test_no_run_ahead_while_the_sessions_requests_alternate_between_replic
     ]
     want = await reference(tmp_path, [(k, 10.0 * (k + 1)) for k in range(len(served))])
     assert last.body == want[-1].body
+
+
+async def test_runs_ahead_on_the_state_the_last_request_is_still_saving(
+    replicas: tuple[PostgresStore, PostgresStore], tmp_path: Path
+) -> None:
+    """An agent's next request often comes before the last one's save is done (the save goes on
+    after forwarding): the state being saved is the one the hold will find."""
+    a, _ = replicas
+    engine = Counted(Engine(load_settings(None), a, strict=True), a)
+    steps = [(k, 10.0 * (k + 1)) for k in range(4)]
+    got, events = [], []
+    for k, t in steps:  # no flush in between: each save may still be under way
+        got.append(await engine.rewrite(k, t))
+        events.append(engine.events)
+    assert events == [["held", "run"]] + [["run", "held"]] * 3
+    want = await reference(tmp_path, steps)
+    assert [r.body for r in got] == [r.body for r in want]
+    await a.flush()
+    assert entities((await a.load_state("s"))[0]) == [f"/tmp/build-{k}" for k in range(4)]
