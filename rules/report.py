@@ -225,6 +225,8 @@ class Report(TypedDict, total=False):
     prefix_reuse: float | None
     prefix_shared_messages: int
     timings_ms: dict[str, float]
+    protocol: str  # the inbound protocol, when not chat (set by the proxy's adapter)
+    integrity: list[str]  # what the forwarded body's own protocol check found wrong
 
 
 def new_report(session: str) -> Report:

@@ -4,7 +4,7 @@ most ``MAX_JSON_DEPTH`` deep, a model name and messages of the right shapes. Eve
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -57,7 +57,8 @@ def check_depth(body: Any, limit: int = MAX_JSON_DEPTH) -> None:
 
 def _within_depth(value: dict[str, Any] | list[Any], remaining: int) -> bool:
     # recursion, not an explicit stack: ~3× faster here, and ``remaining`` bounds it at ``limit``
-    for child in value.values() if type(value) is dict else value:
+    children: Iterable[Any] = value.values() if type(value) is dict else value
+    for child in children:
         kind = type(child)
         if (kind is dict or kind is list) and (
             remaining <= 0 or not _within_depth(child, remaining - 1)

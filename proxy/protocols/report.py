@@ -5,12 +5,12 @@ and the final integrity check of the body as forwarded."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.checks import anthropic_violations, responses_violations
 from rules.base import TokenCounter
-from rules.report import Report
+from rules.report import Repair, Report
 
 log = logging.getLogger("ctxproxy.protocols")
 
@@ -27,7 +27,8 @@ def describe_lift(
 ) -> None:
     report["protocol"] = adapter.name
     if lowered.repairs:
-        report["repairs"] = [*lowered.repairs, *(report.get("repairs") or [])]
+        adapters = cast(list[Repair], lowered.repairs)  # built in the rules' report shape
+        report["repairs"] = [*adapters, *(report.get("repairs") or [])]
     hidden = adapter.hidden_text(body)
     if hidden:
         after = adapter.hidden_text(forwarded) if forwarded is not body else hidden
