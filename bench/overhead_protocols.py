@@ -308,11 +308,13 @@ def measure_cell(
 def in_process(sizes: list[int], reps: int, window: int) -> None:
     """The protocol-dependent part of a request alone, in this process, in thread CPU time (what a
     shared machine's scheduling does not inflate): parse and validate the body, ``Engine.rewrite``
-    (lower, rules, lift, the final checks), serialise what is forwarded. Protocols alternate."""
+    (lower, rules, lift, the final checks), serialise what is forwarded. Protocols alternate. The
+    garbage collector is set as the server sets it (``proxy.server.heap``)."""
     import logging
 
     from bench.golden import settings_for
     from proxy.rewrite.engine import Engine
+    from proxy.server.heap import settle_heap
     from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
     from proxy.store.sqlite import Store
     from proxy.tokens import TokenCounters
@@ -334,6 +336,7 @@ def in_process(sizes: list[int], reps: int, window: int) -> None:
         engine = Engine(
             settings_for({"pipeline": {"context_windows": {"*": window}}}), store, TokenCounters()
         )
+        settle_heap()  # the garbage collector as ``ctxproxy serve`` sets it
         print("| workload | protocol | CPU ms per request, median (p10–p90) | − chat |")
         print("|---|---|---|---|")
         try:
