@@ -141,3 +141,14 @@ def start_server() -> PgServer:
         time.sleep(0.2)
     server.destroy()
     raise RuntimeError(f"PostgreSQL did not start: {server.log.read_text()[-2000:]}")
+
+
+async def advisory_locks(url: str) -> int:
+    """Advisory locks held on the server now (by anyone): 0 once every session is let go."""
+    import asyncpg
+
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
+    finally:
+        await conn.close()

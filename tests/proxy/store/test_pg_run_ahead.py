@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from proxy.rewrite.engine import Engine, Rewritten
@@ -20,7 +19,7 @@ from proxy.store.postgres import PostgresStore
 from proxy.store.sqlite import SQLiteStore
 from rules.base import SessionState
 from tests.support.factories import assistant, request, result, shell, user
-from tests.support.postgres import PgServer
+from tests.support.postgres import PgServer, advisory_locks
 
 
 def step(k: int) -> dict[str, Any]:
@@ -145,14 +144,6 @@ async def test_no_run_ahead_for_a_sub_agent_or_a_session_in_use(
     await a.flush()
     assert engine.events == ["held", "run"]  # its ancestors are read under the hold
     assert a.known_state("child") is None
-
-
-async def advisory_locks(url: str) -> int:
-    conn = await asyncpg.connect(url)
-    try:
-        return int(await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
-    finally:
-        await conn.close()
 
 
 @pytest.mark.parametrize("fails", ["pipeline", "cancelled"])

@@ -14,7 +14,7 @@ import pytest
 from proxy.store.pg_writer import is_connection_error
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
-from tests.support.postgres import PgServer
+from tests.support.postgres import PgServer, advisory_locks
 
 
 @pytest.fixture
@@ -31,16 +31,6 @@ async def two(url: str) -> AsyncIterator[tuple[PostgresStore, PostgresStore]]:
     yield a, b
     await a.close()
     await b.close()
-
-
-async def advisory_locks(url: str) -> int:
-    conn = await asyncpg.connect(url)
-    try:
-        return int(
-            await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")
-        )
-    finally:
-        await conn.close()
 
 
 async def test_no_lock_is_left_behind(two: tuple[PostgresStore, PostgresStore], url: str) -> None:
