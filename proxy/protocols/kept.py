@@ -20,7 +20,11 @@ from proxy.generations import Generations
 ENTRY_OVERHEAD_BYTES = 768
 
 
-class KeptLowerings(Generations[tuple[Any, int]]):
+class KeptLowerings(Generations[tuple[Any, int, Hashable]]):
+    """Each entry: the lowering, the bytes it is charged, and the key it was kept under (a
+    compact copy, used again when a hit moves it to the newer generation: the caller's key holds
+    orjson's output, whose buffer keeps its spare capacity)."""
+
     def __init__(self, max_bytes: int = 24_000_000, max_key_bytes: int = 262_144) -> None:
         super().__init__(max_bytes)
         self.max_key_bytes = max_key_bytes
@@ -32,7 +36,7 @@ class KeptLowerings(Generations[tuple[Any, int]]):
         hit = self._old.get(key)
         if hit is None:
             return None
-        self._keep(key, hit, hit[1])  # used again: into the newer generation
+        self._keep(hit[2], hit, hit[1])  # used again: into the newer generation
         return hit[0]
 
     def put(self, data: bytes, position: int, entry: Any, cost: int) -> None:
@@ -41,7 +45,8 @@ class KeptLowerings(Generations[tuple[Any, int]]):
         ``ENTRY_OVERHEAD_BYTES``."""
         charged = len(data) + cost + ENTRY_OVERHEAD_BYTES
         # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
-        self._keep((bytes(memoryview(data)), position), (entry, charged), charged)
+        key = (bytes(memoryview(data)), position)
+        self._keep(key, (entry, charged, key), charged)
 
 
 _CONTAINERS = (dict, list)

@@ -16,8 +16,10 @@ import orjson
 
 from proxy.generations import Generations
 
-# What an entry holds beyond the bytes charged for it (its key tuple, the hashes, the containers)
+# What an entry holds beyond the bytes charged for it: its tuples and containers, and per lifted
+# value its key's content hash and what was derived from it (the final check's facts)
 ENTRY_OVERHEAD_BYTES = 512
+PER_VALUE_BYTES = 384
 _JSON_LEAVES = (str, int, float, bool, type(None))
 
 
@@ -35,10 +37,24 @@ def _json(value: Any) -> bool:
 Derive = Callable[[Any], Any]
 
 
-class KeptLifts(Generations[tuple[bytes, tuple[Any, ...] | None, int]]):
+def _compact(key: Any) -> Any:
+    """``key`` with its bytes copied: orjson's output keeps the spare capacity of its buffer
+    (kilobytes for a short message), a copy just the bytes."""
+    if key.__class__ is bytes:
+        return bytes(memoryview(key))
+    if key.__class__ is tuple:
+        return tuple(_compact(k) for k in key)
+    return key
+
+
+_Entry = tuple[bytes, tuple[Any, ...] | None, int, Hashable]
+
+
+class KeptLifts(Generations[_Entry]):
     """Each entry: the lifted values' JSON (a hit parses it again: new objects throughout, in
-    their key order, cheaper than copying them), what was derived from each (immutable, shared)
-    and the bytes it is charged."""
+    their key order, cheaper than copying them), what was derived from each (immutable, shared),
+    the bytes it is charged and the key it was kept under (compact, used again when a hit moves
+    it to the newer generation)."""
 
     def __init__(self, max_bytes: int = 16_000_000) -> None:
         super().__init__(max_bytes)
@@ -51,7 +67,7 @@ class KeptLifts(Generations[tuple[bytes, tuple[Any, ...] | None, int]]):
             hit = self._old.get(key)
             if hit is None:
                 return None
-            self._keep(key, hit, hit[2])  # used again: into the newer generation
+            self._keep(hit[3], hit, hit[2])  # used again: into the newer generation
         return orjson.loads(hit[0]), hit[1]
 
     def put(
@@ -71,8 +87,9 @@ class KeptLifts(Generations[tuple[bytes, tuple[Any, ...] | None, int]]):
         if copies != values:
             return None
         derived = tuple(derive(v) for v in copies) if derive is not None else None
-        cost = len(data) + key_bytes + ENTRY_OVERHEAD_BYTES
-        self._keep(key, (data, derived, cost), cost)
+        cost = len(data) + key_bytes + ENTRY_OVERHEAD_BYTES + PER_VALUE_BYTES * len(values)
+        kept_key = _compact(key)
+        self._keep(kept_key, (bytes(memoryview(data)), derived, cost, kept_key), cost)
         return derived
 
     def lifted(

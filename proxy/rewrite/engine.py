@@ -189,13 +189,17 @@ class Engine:
         hold's round trip to the database then costs nothing when that state is still the one
         stored (the caller checks; the pipeline is pure, so its outcome stands)."""
         entering = asyncio.ensure_future(stack.enter_async_context(self.store.session(request.sid)))
-        try:  # whatever happens, the hold is awaited: entered, the stack lets it go
+        try:
             await asyncio.sleep(0)  # the hold's query goes out before the pipeline takes the loop
             ctx = self._context(request, state, [], self.costs.facts(request.model, feedback))
             ran: tuple[Context, PipelineOutcome] | None = (ctx, self._run(ctx, request.lowered))
-        finally:
-            held = await entering
-        return held, ran
+        except BaseException:
+            # the request failed or was cancelled: stop the hold rather than wait for it (a lock
+            # held elsewhere could take lock_timeout_s); once entered, the stack lets it go
+            entering.cancel()
+            await asyncio.gather(entering, return_exceptions=True)
+            raise
+        return await entering, ran
 
     def _context(
         self, request: _Request, state: SessionState, ancestors: list[Ancestor], cache: CacheFacts

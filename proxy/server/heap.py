@@ -8,7 +8,9 @@ process built at startup (modules, settings, the tokenizer's tables): measured i
 
 So, for ``ctxproxy serve`` only (tests and library users keep the defaults): what startup built
 is collected once and frozen (``gc.freeze``: never scanned again), and young collections wait for
-``YOUNG_THRESHOLD`` net new objects. Garbage in reference cycles is still collected, later."""
+``YOUNG_THRESHOLD`` net new objects. Garbage in reference cycles is still collected, later: what
+cycles a failed request leaves (an exception's frames holding its body) lives a little longer, and
+a cycle among objects made before the freeze is never collected (one-off start-up objects)."""
 
 from __future__ import annotations
 

@@ -7,14 +7,17 @@ left held when the pipeline fails."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 
 from proxy.rewrite.engine import Engine, Rewritten
 from proxy.settings import load_settings
+from proxy.store.pg_session import session_lock_key
 from proxy.store.postgres import PostgresStore
 from proxy.store.sqlite import SQLiteStore
 from rules.base import SessionState
@@ -231,3 +234,33 @@ async def test_runs_ahead_on_the_state_the_last_request_is_still_saving(
     assert [r.body for r in got] == [r.body for r in want]
     await a.flush()
     assert entities((await a.load_state("s"))[0]) == [f"/tmp/build-{k}" for k in range(4)]
+
+
+async def test_a_failed_run_ahead_does_not_wait_for_a_lock_held_elsewhere(
+    replicas: tuple[PostgresStore, PostgresStore],
+) -> None:
+    """The pipeline fails while another connection holds the session (lock_timeout_s is 10 s):
+    the error comes at once, the hold is called off, and nothing stays held here."""
+    a, _ = replicas
+    engine = Engine(load_settings(None), a, strict=True)
+    await engine.rewrite(step(0), {}, now=10.0, session_id="s")
+    await a.flush()
+    other = await asyncpg.connect(a.url)
+    try:
+        await other.execute("SELECT pg_advisory_lock($1)", session_lock_key("s"))
+        run = engine.pipeline.run
+
+        def stop(*args: Any) -> Any:
+            raise RuntimeError("a rule's bug")
+
+        engine.pipeline.run = stop  # type: ignore[method-assign]
+        started = time.monotonic()
+        with pytest.raises(RuntimeError):
+            await engine.rewrite(step(1), {}, now=20.0, session_id="s")
+        assert time.monotonic() - started < 2.0
+        engine.pipeline.run = run  # type: ignore[method-assign]
+        assert len(a.locks) == 0
+    finally:
+        await other.close()  # lets its lock go
+    done = await engine.rewrite(step(1), {}, now=30.0, session_id="s")
+    assert done.body["messages"]
