@@ -143,12 +143,17 @@ def start_server() -> PgServer:
     raise RuntimeError(f"PostgreSQL did not start: {server.log.read_text()[-2000:]}")
 
 
-async def advisory_locks(url: str) -> int:
-    """Advisory locks held on the server now (by anyone): 0 once every session is let go."""
+async def count(url: str, sql: str) -> int:
+    """A ``SELECT count(*) …`` on its own connection."""
     import asyncpg
 
     conn = await asyncpg.connect(url)
     try:
-        return int(await conn.fetchval("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"))
+        return int(await conn.fetchval(sql))
     finally:
         await conn.close()
+
+
+async def advisory_locks(url: str) -> int:
+    """Advisory locks held on the server now (by anyone): 0 once every session is let go."""
+    return await count(url, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")

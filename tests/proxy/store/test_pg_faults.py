@@ -9,12 +9,11 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 
-import asyncpg
 import pytest
 
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
-from tests.support.postgres import PgServer, start_server, unavailable
+from tests.support.postgres import PgServer, count, start_server, unavailable
 
 
 @pytest.fixture(scope="module")
@@ -37,11 +36,7 @@ async def pg(own_server: PgServer) -> AsyncIterator[tuple[PgServer, PostgresStor
 
 
 async def count_rows(url: str) -> int:
-    conn = await asyncpg.connect(url)
-    try:
-        return int(await conn.fetchval("SELECT count(*) FROM requests"))
-    finally:
-        await conn.close()
+    return await count(url, "SELECT count(*) FROM requests")
 
 
 async def test_requests_go_on_while_the_database_is_away(
