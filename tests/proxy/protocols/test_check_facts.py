@@ -1,98 +1,95 @@
-"""The final Anthropic check read from per-message facts (``checks.message_facts``, kept with a
-message's lowering) gives exactly what the one-pass walk it replaced gave, on random bodies, with
-or without facts handed in; and the adapter hands in facts that are each forwarded message's."""
+"""The final Anthropic check (``proxy.protocols.checks``): each of its findings on a body made
+for it; its short path for well-formed string ids against the general one, and facts kept with a
+message against reading the message, on random bodies; and the adapter hands in facts that are
+each forwarded message's."""
 
 from __future__ import annotations
 
-import contextlib
 import random
-import re
 from typing import Any
 
 import orjson
 
 from proxy.protocols.anthropic import AnthropicAdapter
-from proxy.protocols.checks import anthropic_violations, kept_facts, message_facts
+from proxy.protocols.checks import (
+    anthropic_violations,
+    kept_facts,
+    message_facts,
+    violations_of,
+)
 from proxy.rewrite.engine import Engine
 
-_ID = re.compile(r"[a-zA-Z0-9_-]+")
+
+def _use(uid: Any) -> dict[str, Any]:
+    return {"type": "tool_use", "id": uid, "name": "Bash", "input": {}}
 
 
-# The walk as it was (proxy/protocols/checks.py before the facts), verbatim: the reference.
-def _blocks(message: Any) -> list[Any]:
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
+def _result(uid: Any) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": uid, "content": "ok"}
 
 
-def _leading_results(message: Any) -> list[Any]:
-    """The ``tool_use_id``s of the results a message starts with."""
-    leading: list[Any] = []
-    for b in _blocks(message):
-        if not (isinstance(b, dict) and b.get("type") == "tool_result"):
-            break
-        leading.append(b.get("tool_use_id"))
-    return leading
+def _text(text: Any) -> dict[str, Any]:
+    return {"type": "text", "text": text}
 
 
-def _answered(uid: Any, ids: set[Any]) -> bool:
-    try:
-        return uid in ids
-    except TypeError:  # an unhashable id (a list …) answers nothing
-        return False
+U, A = "user", "assistant"
+# (messages as (role, blocks) or a loose value, the findings): the check's findings, one kind each
+CASES: list[tuple[list[Any], list[str]]] = [
+    ([(U, [_text(" ")])], ["messages[0]: empty text block"]),
+    ([(U, [_text("hi")]), (A, [_text("")])], []),  # the last assistant message: a prefill
+    (["loose", (U, [_text("")])], ["messages[0]: empty text block"]),  # dict messages counted
+    ([(U, [_text("hi")]), (A, [_use("t1")])], []),  # ends on the calls: nothing to answer yet
+    (
+        [(U, [_text("hi")]), (A, [_use("bad id")]), (U, [_result("bad id")])],
+        ["messages[1]: tool_use id 'bad id' is malformed"],
+    ),
+    (
+        [
+            (U, [_text("a")]),
+            (A, [_use("t1")]),
+            (U, [_result("t1")]),
+            (A, [_use("t1")]),
+            (U, [_result("t1")]),
+        ],
+        ["messages[3]: tool_use id 't1' is not unique"],
+    ),
+    (
+        [(U, [_text("a")]), (A, [_use("t1"), _use("t2")]), (U, [_result("t1"), _text("b")])],
+        ["messages[1]: tool_use ids ['t2'] without tool_result after"],
+    ),
+    (
+        [(U, [_text("a")]), (A, [_use("t1")]), (U, [_text("b"), _result("t1")])],
+        ["messages[1]: tool_use ids ['t1'] without tool_result after"],  # not first: not after
+    ),
+    (  # results for unknown ids come after every other finding
+        [(U, [_result("x"), _text(" ")])],
+        ["messages[0]: empty text block", "messages[0]: tool_result for an unknown tool_use id"],
+    ),
+    (  # an unhashable id calls and answers nothing
+        [(U, [_text("a")]), (A, [_use(["t1"])]), (U, [_result(["t1"])])],
+        [
+            "messages[1]: tool_use id \"['t1']\" is malformed",
+            "messages[2]: tool_result for an unknown tool_use id",
+        ],
+    ),
+]
 
 
-def reference_violations(body: dict[str, Any]) -> list[str]:
-    """One pass over the blocks (this runs on every forwarded body); results for unknown ids
-    are listed after the other findings, as they always were."""
-    out: list[str] = []
-    unknown: list[str] = []
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    last = len(messages) - 1
-    seen: set[str] = set()
-    answered_ok: set[Any] = set()  # the ids the previous message's tool_use blocks called
-    for i, m in enumerate(messages):
-        assistant = m.get("role") == "assistant"
-        uses: list[Any] = []
-        for b in _blocks(m):
-            if not isinstance(b, dict):
-                continue
-            kind = b.get("type")
-            if kind == "text":
-                text = b.get("text")
-                # most texts start with a visible character: no strip (a copy) needed
-                blank = not isinstance(text, str) or (
-                    (not text or text[0].isspace()) and not text.strip()
-                )
-                if blank and not (i == last and assistant):
-                    out.append(f"messages[{i}]: empty text block")
-            elif kind == "tool_use":
-                if assistant:
-                    uses.append(b.get("id"))
-            elif (
-                kind == "tool_result"
-                and not assistant
-                and not _answered(b.get("tool_use_id"), answered_ok)
-            ):
-                unknown.append(f"messages[{i}]: tool_result for an unknown tool_use id")
-        if not assistant:
-            answered_ok = set()
-            continue
-        answered_ok = set()
-        for uid in uses:
-            with contextlib.suppress(TypeError):  # an unhashable id calls nothing
-                answered_ok.add(uid)
-            if not isinstance(uid, str) or not _ID.fullmatch(uid):
-                out.append(f"messages[{i}]: tool_use id {str(uid)[:40]!r} is malformed")
-                continue
-            if uid in seen:
-                out.append(f"messages[{i}]: tool_use id {uid!r} is not unique")
-            seen.add(uid)
-        if uses and i < last:  # a request may end on the calls (a prefill): nothing to answer
-            leading = _leading_results(messages[i + 1])
-            missing = [u for u in uses if u not in leading]
-            if missing:
-                out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
-    return out + unknown
+def _body(messages: list[Any]) -> dict[str, Any]:
+    return {
+        "model": "claude-opus-5-5",
+        "messages": [
+            {"role": m[0], "content": m[1]} if isinstance(m, tuple) else m for m in messages
+        ],
+    }
+
+
+def test_each_finding() -> None:
+    for messages, expected in CASES:
+        body = _body(messages)
+        assert anthropic_violations(body) == expected, messages
+        dicts = [m for m in body["messages"] if isinstance(m, dict)]
+        assert anthropic_violations(body, [kept_facts(m) for m in dicts]) == expected
 
 
 IDS: list[Any] = ["t1", "t2", "t3", "bad id", "", None, 7, ["t1"], "t1", "t2"]
@@ -128,17 +125,19 @@ def random_body(rng: random.Random) -> dict[str, Any]:
     return {"model": "claude-opus-5-5", "messages": messages}
 
 
-def test_facts_give_what_the_walk_gave() -> None:
+def test_the_short_path_gives_what_the_general_one_gives() -> None:
+    """Messages whose ids are all well-formed strings take a shorter path in ``violations_of``;
+    with that path turned off for every message the findings are the same, and facts kept with
+    a message's content give what reading the message gives."""
     rng = random.Random(13)
     for _ in range(4000):
         b = random_body(rng)
-        expected = reference_violations(b)
-        assert anthropic_violations(b) == expected
+        expected = anthropic_violations(b)
         dicts = [m for m in b["messages"] if isinstance(m, dict)]
+        facts = [message_facts(m) for m in dicts]
+        assert violations_of([(*f[:5], False) for f in facts]) == expected
         if len(dicts) == len(b["messages"]):  # facts are handed in for dict messages only
-            kept = [kept_facts(m) for m in dicts]
-            assert anthropic_violations(b, kept) == expected
-            assert anthropic_violations(b, [message_facts(m) for m in dicts]) == expected
+            assert anthropic_violations(b, [kept_facts(m) for m in dicts]) == expected
 
 
 def test_the_adapter_hands_in_each_forwarded_message_s_facts() -> None:
