@@ -18,7 +18,7 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.model_windows import LearnedWindows, context_window
-from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
+from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
@@ -61,16 +61,6 @@ class Rewritten:
     session_id: str
     parent_session_id: str | None
     protocol: str = "chat"
-
-
-def _output_hashes(outcome: PipelineOutcome) -> list[str] | None:
-    """The content hash of each output message, as the runner computed them for prefix reuse
-    (the adapters key their kept liftings by them); None when they are not at hand."""
-    prefix = outcome.state.get(PREFIX_NAMESPACE)
-    hashes = prefix.get("hashes") if isinstance(prefix, dict) else None
-    if isinstance(hashes, list) and len(hashes) == len(outcome.messages):
-        return hashes
-    return None
 
 
 class Engine:
@@ -290,7 +280,7 @@ class Engine:
                     code="context_over_budget",
                 )
         await held.save(redact_state(outcome.state, state), parent)
-        forwarded = adapter.lift(body, lowered, outcome.messages, _output_hashes(outcome))
+        forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:
             describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
         return Rewritten(forwarded, outcome.report, sid, parent, adapter.name)

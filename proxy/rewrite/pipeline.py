@@ -35,6 +35,7 @@ class PipelineOutcome:
     messages: Messages
     state: SessionState
     report: Report
+    hashes: list[str]  # each message's content hash (``Context.hash_of``): keys for the adapters
 
 
 @dataclass(frozen=True)
@@ -273,9 +274,10 @@ class Pipeline:
         messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
-        state = self._record_prefix(ctx, messages, report, tokens_after)
+        hashes = [ctx.hash_of(m) for m in messages]
+        state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
         recall.keep()
-        return PipelineOutcome(messages, state, report)
+        return PipelineOutcome(messages, state, report, hashes)
 
     def _integrity_check(
         self,
@@ -308,13 +310,15 @@ class Pipeline:
 
     @staticmethod
     def _record_prefix(
-        ctx: Context, messages: Messages, report: Report, tokens: int | None = None
+        ctx: Context,
+        hashes: list[str],
+        messages: Messages,
+        report: Report,
+        tokens: int | None = None,
     ) -> SessionState:
-        """prefix_reuse: share of the tokens that repeat the last request's prefix. ``tokens``:
-        ``count_messages(messages)`` when already known (the messages' sizes plus the 3 tokens
-        that prime the reply, as both counters define it)."""
-        hash_of = ctx.hash_of
-        hashes = [hash_of(m) for m in messages]
+        """prefix_reuse: share of the tokens that repeat the last request's prefix (``hashes``:
+        the messages'). ``tokens``: ``count_messages(messages)`` when already known (the
+        messages' sizes plus the 3 tokens that prime the reply, as both counters define it)."""
         previous = ctx.state.get(PREFIX_NAMESPACE) or {}
         prev_hashes: list[str] = previous.get("hashes", [])
         shared = 0
