@@ -14,6 +14,12 @@ from typing import Generic, TypeVar
 V = TypeVar("V")
 
 
+def compact(data: bytes) -> bytes:
+    """``data`` as a cache keeps it: orjson's output keeps its buffer's spare capacity (kilobytes
+    for a short message), a copy holds just the bytes."""
+    return bytes(memoryview(data))
+
+
 class Generations(Generic[V]):
     def __init__(self, max_bytes: int) -> None:
         self._young: dict[Hashable, V] = {}

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from proxy.generations import Generations
+from proxy.generations import Generations, compact
 from rules.base import Message
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
@@ -142,8 +142,7 @@ class _Schemas(Generations[int]):
         return n
 
     def keep(self, data: bytes, n: int) -> None:
-        # a copy: orjson's output keeps its buffer's spare capacity
-        self._keep(bytes(memoryview(data)), n, len(data) + 100)
+        self._keep(compact(data), n, len(data) + 100)
 
 
 class RequestTokens:

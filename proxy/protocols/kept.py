@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from proxy.generations import Generations
+from proxy.generations import Generations, compact
 
 # What an entry holds beyond the bytes charged for it (its tuples, Part specs, dicts), so the
 # bound holds for traffic of many short messages too.
@@ -44,8 +44,7 @@ class KeptLowerings(Generations[tuple[Any, int, Hashable]]):
         ``position`` (looked up as ``(data, position)``), charged its bytes, ``cost`` more and
         ``ENTRY_OVERHEAD_BYTES``."""
         charged = len(data) + cost + ENTRY_OVERHEAD_BYTES
-        # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
-        key = (bytes(memoryview(data)), position)
+        key = (compact(data), position)
         self._keep(key, (entry, charged, key), charged)
 
 
@@ -93,8 +92,7 @@ KeptMessage = tuple[dict[str, Any], bytes | None, tuple[str, ...] | None]
 
 def kept_message(message: dict[str, Any]) -> KeptMessage:
     try:
-        # a copy: orjson's output keeps the capacity of its buffer, a copy just the bytes
-        data: bytes | None = bytes(memoryview(orjson.dumps(message, option=orjson.OPT_SORT_KEYS)))
+        data: bytes | None = compact(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
     except TypeError:
         data = None
     nested: tuple[str, ...] | None = tuple(

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.generations import Generations
+from proxy.generations import Generations, compact
 
 # What an entry holds beyond the bytes charged for it: its tuples and containers, and per lifted
 # value its key's content hash and what was derived from it (the final check's facts)
@@ -37,13 +37,12 @@ def _json(value: Any) -> bool:
 Derive = Callable[[Any], Any]
 
 
-def _compact(key: Any) -> Any:
-    """``key`` with its bytes copied: orjson's output keeps the spare capacity of its buffer
-    (kilobytes for a short message), a copy just the bytes."""
+def _compact_key(key: Any) -> Any:
+    """``key`` with each of its bytes ``compact``."""
     if key.__class__ is bytes:
-        return bytes(memoryview(key))
+        return compact(key)
     if key.__class__ is tuple:
-        return tuple(_compact(k) for k in key)
+        return tuple(_compact_key(k) for k in key)
     return key
 
 
@@ -88,8 +87,8 @@ class KeptLifts(Generations[_Entry]):
             return None
         derived = tuple(derive(v) for v in copies) if derive is not None else None
         cost = len(data) + key_bytes + ENTRY_OVERHEAD_BYTES + PER_VALUE_BYTES * len(values)
-        kept_key = _compact(key)
-        self._keep(kept_key, (bytes(memoryview(data)), derived, cost, kept_key), cost)
+        kept_key = _compact_key(key)
+        self._keep(kept_key, (compact(data), derived, cost, kept_key), cost)
         return derived
 
     def lifted(

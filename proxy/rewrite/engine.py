@@ -161,7 +161,7 @@ class Engine:
         request = _Request(body, lowered, adapter, now, sid, budget)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or raw_size >= OFFLOAD_BYTES else self.store.known_state(sid)
-            ran = None
+            ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:
                 held = await stack.enter_async_context(self.store.session(sid))
             else:
@@ -174,7 +174,7 @@ class Engine:
         request: _Request,
         state: SessionState,
         feedback: CacheFeedback | None,
-    ) -> tuple[SessionHandle, tuple[Context, PipelineOutcome] | None]:
+    ) -> tuple[SessionHandle, tuple[Context, PipelineOutcome]]:
         """Hold the session while running the pipeline on the state this process last saw: the
         hold's round trip to the database then costs nothing when that state is still the one
         stored (the caller checks; the pipeline is pure, so its outcome stands)."""
@@ -182,7 +182,7 @@ class Engine:
         try:
             await asyncio.sleep(0)  # the hold's query goes out before the pipeline takes the loop
             ctx = self._context(request, state, [], self.costs.facts(request.model, feedback))
-            ran: tuple[Context, PipelineOutcome] | None = (ctx, self._run(ctx, request.lowered))
+            ran = (ctx, self._run(ctx, request.lowered))
         except BaseException:
             # the request failed or was cancelled: stop the hold rather than wait for it (a lock
             # held elsewhere could take lock_timeout_s); once entered, the stack lets it go

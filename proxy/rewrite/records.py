@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from proxy.generations import Generations
+from proxy.generations import Generations, compact
 from rules.base import Message, hash_bytes
 
 # What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
@@ -45,9 +45,7 @@ class MessageRecords(Generations[dict[str, Any]]):
         if record is None:
             record = {"hash": hash_bytes(data)}
         if len(data) <= self._max_key_bytes:
-            # kept as a copy: orjson's output keeps the capacity of its buffer (many times the
-            # length for a short message), a copy holds just the bytes
-            self._keep(bytes(memoryview(data)), record, len(data) + RECORD_OVERHEAD_BYTES)
+            self._keep(compact(data), record, len(data) + RECORD_OVERHEAD_BYTES)
         return record
 
 
@@ -103,7 +101,7 @@ class RenderedMessages(Generations[_Rendering]):
         # that gives it back exactly (not a NaN, say, which JSON has no word for)
         if not flat and orjson.loads(data) != message:
             return None
-        stored: Any = dict(message) if flat else bytes(memoryview(data))
+        stored: Any = dict(message) if flat else compact(data)
         record: dict[str, Any] = {}
         self._keep(key, (stored, record, len(data)), len(data) + RENDER_OVERHEAD_BYTES)
         return record
