@@ -7,6 +7,8 @@ patterns the packs shipped with before is rejected) when the rule's config is va
 from __future__ import annotations
 
 import re
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -110,12 +112,45 @@ def test_the_check_rejects_superlinear_patterns(source: str, flags: int) -> None
     assert repr(source) in str(info.value)
 
 
-@pytest.mark.parametrize(
-    "source",
-    [r"^[^\S\n]*(?:Error|ERROR)\b", r"No such file or directory", r"exit code (?P<code>\d+)"],
-)
+LINEAR_PATTERNS = [
+    r"^[^\S\n]*(?:Error|ERROR)\b",
+    r"No such file or directory",
+    r"exit code (?P<code>\d+)",
+]
+
+
+@pytest.mark.parametrize("source", LINEAR_PATTERNS)
 def test_the_check_passes_linear_patterns(source: str) -> None:
     assert compile_regex(source, re.I | re.M, "tools pack").pattern == source
+
+
+def test_the_probe_times_its_own_cpu_not_the_wall_clock() -> None:
+    """A loaded machine does not make a linear pattern look slow: the probe's timing is its own
+    thread's CPU time. Here another thread takes the interpreter for ~0.1 s at a time (a C-level
+    loop that never lets go) while the probe runs: the wall clock counts those waits, the probe
+    must not."""
+    from rules.packs import _elapsed
+
+    stop = threading.Event()
+
+    def hog() -> None:
+        while not stop.is_set():
+            sum(range(3_000_000))  # holds the interpreter throughout
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(0.001)  # the probe's loop lets the other thread in every millisecond
+    worker = threading.Thread(target=hog, daemon=True)
+    worker.start()
+    try:
+        started = time.perf_counter()
+        took = _elapsed(re.compile(r"\w+"), "ab " * 100_000)  # 100,000 matches: ~10 ms of CPU
+        wall = time.perf_counter() - started
+    finally:
+        stop.set()
+        sys.setswitchinterval(interval)
+        worker.join()
+    assert wall > 0.05  # the premise: the other thread ran while the probe was timing
+    assert took < wall / 3
 
 
 def test_a_slow_pattern_in_a_user_pack_fails_the_config(tmp_path: Path) -> None:
