@@ -1,6 +1,7 @@
 """The writes both stores' writer tasks take, as data, and how a batch of them becomes as few
 statements as it takes (in the store's SQL dialect): a request inserted and finished in the same
-batch is one INSERT; only the last state of a session is written; rows are redacted and their
+batch is one INSERT; only the last state of a session is written, and only the newest of a
+row's upserts (``Statement.key``); rows are redacted and their
 JSON columns encoded here, in the writer task, off the request's path."""
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ class SaveState:
 class Statement:
     sql: str
     params: tuple[Any, ...]
+    # An upsert of one row (``key``) whose newest value wins (the greatest ``order``): in a
+    # batch, only that one is run (a session's cache report, once per request of it).
+    key: str | None = None
+    order: float = 0.0
 
 
 WriteOp = Insert | Finish | SaveState | Statement
@@ -59,9 +64,17 @@ def statements(ops: list[Any], dialect: Dialect) -> tuple[Groups, int]:
     finishes: dict[str, dict[str, Any]] = {}
     states: dict[str, SaveState] = {}
     queued: list[Statement] = []
+    newest: dict[tuple[str, str], int] = {}  # a keyed statement's place in ``queued``
     for op in ops:
         if isinstance(op, Statement):
-            queued.append(op)
+            if op.key is None:
+                queued.append(op)
+                continue
+            at = newest.setdefault((op.sql, op.key), len(queued))
+            if at == len(queued):
+                queued.append(op)
+            elif op.order >= queued[at].order:
+                queued[at] = op
         elif isinstance(op, Insert):
             inserts[op.row["id"]] = op.row
         elif isinstance(op, Finish):

@@ -63,6 +63,8 @@ class FeedbackStore:
                 feedback.cached_tokens,
                 feedback.cache_write_tokens,
             ),
+            key=session_id,  # a batch writes only the newest of the session's
+            order=feedback.at,
         )
 
     def offer(self, session_id: str, stored: CacheFeedback | None) -> None:

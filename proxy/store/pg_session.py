@@ -51,13 +51,14 @@ class Held:
         conn: Any = None,
         read_only: bool = False,
         run_ahead: bool = True,
+        key: int = 0,
     ) -> None:
         self.store, self.session_id, self.state, self.parent_id = (
             store, session_id, state, parent_id,
         )  # fmt: skip
         self.version, self.conn, self.read_only = version, conn, read_only
         self.run_ahead = run_ahead  # kept with the state this request saves
-        self.key = session_lock_key(session_id)
+        self.key = key  # the advisory lock ``conn`` holds (session_lock_key), when it is set
         self._new: tuple[SessionState, str | None] | None = None
 
     async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
@@ -105,14 +106,14 @@ class Held:
             else:
                 await conn.fetchval(q.LET_GO, self.key)
         except BaseException as exc:
-            store._discard(conn)
+            store._pool.discard(conn)
             if new is not None:  # as if offline: the next request finds out what was stored
                 store._remember(self.session_id, Cached(*new, self.version, self.run_ahead))
             if isinstance(exc, Exception) and is_connection_error(exc):
                 store.health.failed(exc)
                 return
             raise
-        await store._release(conn)
+        store._pool.give(conn)
         if new is not None and version is not None:
             store._remember(self.session_id, Cached(*new, version, self.run_ahead))
 

@@ -1,6 +1,8 @@
 """The request log's writer on PostgreSQL: one task per replica takes the queued rows in batches
-(one ``executemany`` per statement shape, one transaction), as the SQLite writer does, and keeps
-the same guarantees, fail-open:
+(one ``executemany`` per statement shape), as the SQLite writer does, and keeps the same
+guarantees, fail-open. Each ``executemany`` is atomic on its own (asyncpg runs it as one
+pipeline in an implicit transaction), so a batch costs one round trip per shape, not two more
+for BEGIN and COMMIT; nothing in the log needs two shapes to land together.
 
 - a row the database refuses (a constraint, a value its column cannot hold) is the only one lost,
   and counted (``write_errors``);
@@ -161,16 +163,18 @@ class PgWriter:
                 return
 
     async def _write(self, ops: list[WriteOp]) -> None:
-        """Write a batch; while the database is away, retry (pausing longer each time) until it
-        answers, or at shutdown until ``CLOSE_WAIT_S`` has passed."""
         groups, lost = statements(ops, POSTGRES)
         self.write_errors += lost
-        if not groups:
-            return
+        if groups:
+            await self._write_retrying(groups)
+
+    async def _write_retrying(self, groups: Groups) -> None:
+        """Write a batch; while the database is away, retry (pausing longer each time) what is
+        not written yet until it answers, or at shutdown until ``CLOSE_WAIT_S`` has passed."""
         pause = 0.05
         while True:
             try:
-                self.write_errors += await self._write_groups(groups)
+                await self._write_groups(groups)
                 self.health.ok()
                 return
             except Exception as exc:
@@ -187,24 +191,33 @@ class PgWriter:
                 await asyncio.sleep(pause)
                 pause = min(RETRY_MAX_S, pause * 2)
 
-    async def _write_groups(self, groups: Groups) -> int:
-        """One transaction; if a row breaks it, row by row. Returns the rows refused."""
+    async def _write_groups(self, groups: Groups) -> None:
+        """Each group in one ``executemany`` (atomic); a group a row breaks, row by row (the
+        rows refused are counted). A group is taken off ``groups`` once written, so a retry
+        after the connection failed writes only the rest."""
         async with self.pool.acquire(timeout=RETRY_MAX_S * 5) as conn:
-            try:
-                async with conn.transaction():  # synchronous_commit is off (PostgresStore.open)
-                    for sql, rows in groups:
-                        await conn.executemany(sql, rows)
-                return 0
-            except Exception as exc:
-                if is_connection_error(exc):
-                    raise
-            failed = 0
-            for sql, rows in groups:
-                for params in rows:
-                    try:
-                        await conn.execute(sql, *params)
-                    except Exception as exc:
-                        if is_connection_error(exc):
-                            raise
-                        failed += 1
-            return failed
+            while groups:
+                sql, rows = groups[0]
+                try:
+                    await conn.executemany(sql, rows)
+                except Exception as exc:
+                    if is_connection_error(exc):
+                        raise
+                    await self._write_rows(conn, sql, rows)
+                del groups[0]
+
+    async def _write_rows(self, conn: Any, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        """The slow path: each row on its own; those refused are counted. The rows done are
+        taken off ``rows`` even when the connection fails midway (the retry does the rest)."""
+        done = 0
+        try:
+            for params in rows:
+                try:
+                    await conn.execute(sql, *params)
+                except Exception as exc:
+                    if is_connection_error(exc):
+                        raise
+                    self.write_errors += 1
+                done += 1
+        finally:
+            del rows[:done]

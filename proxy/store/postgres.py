@@ -51,6 +51,7 @@ from proxy.store.batch import Finish, Insert, Statement, decode_row
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.pg_migrations import apply_pg_migrations
+from proxy.store.pg_pool import Connections
 from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import ancestors as _ancestors
@@ -92,7 +93,7 @@ class PostgresStore:
         self._batch_window_s = batch_window_s
         self._states: OrderedDict[str, _Cached] = OrderedDict()
         self._cache_size = state_cache_size
-        self._pool: Any = None
+        self._pool: Any = None  # Connections, once open
         self._writer: PgWriter | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._started = time.time()
@@ -102,12 +103,10 @@ class PostgresStore:
     # ----- lifetime -----
 
     async def open(self) -> None:
-        self._pool = await asyncpg.create_pool(
+        self._pool = Connections(
             self.url,
-            min_size=0,  # no reconnect loop of its own while the database is away
-            max_size=self.pool_size,
-            timeout=CONNECT_TIMEOUT_S,
-            reset=_no_reset,  # we end every transaction ourselves: skip a round trip per release
+            self.pool_size,
+            CONNECT_TIMEOUT_S,
             # no commit waits for the WAL flush: one lost in a crash of the database itself is as
             server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
         )
@@ -214,18 +213,17 @@ class PostgresStore:
         if self.health.skip():
             return self._offline(session_id, cached)
         conn = None
+        key = session_lock_key(session_id)
         try:
-            conn = await self._pool.acquire(timeout=self.lock_timeout_ms / 1000)
+            conn = await self._pool.take(self.lock_timeout_ms / 1000)
             known = cached.version if cached else -1
-            row = await conn.fetchrow(
-                q.HOLD, session_lock_key(session_id), session_id, known, self.lock_timeout_ms
-            )
+            row = await conn.fetchrow(q.HOLD, key, session_id, known, self.lock_timeout_ms)
         except BaseException as exc:
             if conn is not None:
                 if isinstance(exc, asyncpg.LockNotAvailableError):
-                    await self._release(conn)  # it waited and never got the lock
+                    self._pool.give(conn)  # it waited and never got the lock
                 else:  # the lock may be held: only closing the connection surely frees it
-                    self._discard(conn)
+                    self._pool.discard(conn)
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
                 self.lock_timeouts += 1
                 log.warning("store: session %s held elsewhere too long; read-only", session_id)
@@ -240,7 +238,7 @@ class PostgresStore:
         self._remember(session_id, found)
         return _Held(
             self, session_id, found.state, found.parent_id, found.version, conn,
-            run_ahead=found.run_ahead,
+            run_ahead=found.run_ahead, key=key,
         )  # fmt: skip
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
@@ -251,17 +249,6 @@ class PostgresStore:
         if cached is None:
             return SessionState(), None, 0
         return cached.state, cached.parent_id, cached.version
-
-    async def _release(self, conn: Any) -> None:
-        """Back to the pool: holding no lock, in no transaction."""
-        with contextlib.suppress(Exception):
-            await self._pool.release(conn)
-
-    @staticmethod
-    def _discard(conn: Any) -> None:
-        """Closed, not pooled: it may hold a session's lock (the server lets it go with it)."""
-        with contextlib.suppress(Exception):
-            conn.terminate()  # its pool slot is freed at once; a new connection replaces it
 
     def _remember(self, session_id: str, value: _Cached) -> None:
         self._states[session_id] = value
@@ -311,8 +298,10 @@ class PostgresStore:
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
         self.writer.enqueue(Finish(request_id, dict(fields)))
 
-    def write_later(self, sql: str, params: tuple[Any, ...]) -> None:
-        self.writer.enqueue(Statement(sql, params))
+    def write_later(
+        self, sql: str, params: tuple[Any, ...], key: str | None = None, order: float = 0.0
+    ) -> None:
+        self.writer.enqueue(Statement(sql, params, key, order))
 
     async def flush(self) -> None:
         while self._ending:
@@ -379,7 +368,3 @@ class PostgresStore:
                 return bool(await self._pool.fetchval("SELECT 1") == 1)
         except Exception:
             return False
-
-
-async def _no_reset(conn: Any) -> None:
-    """The pool's reset: nothing (an open transaction is rolled back by asyncpg first)."""

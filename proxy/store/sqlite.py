@@ -129,10 +129,13 @@ class SQLiteStore:
         coalesced and committed in batches. ``flush`` waits until everything queued is written."""
         self._queue.put_nowait(op)
 
-    def write_later(self, sql: str, params: tuple[Any, ...]) -> None:
+    def write_later(
+        self, sql: str, params: tuple[Any, ...], key: str | None = None, order: float = 0.0
+    ) -> None:
         """Queue one statement of ours (fixed SQL, bound values) for the writer task, written in
-        the next batch after the request log and session rows."""
-        self._enqueue(_Statement(sql, params))
+        the next batch after the request log and session rows (with a ``key``: only the one of
+        greatest ``order`` among the batch's with that SQL and key, an upsert of one row)."""
+        self._enqueue(_Statement(sql, params, key, order))
 
     async def flush(self) -> None:
         await self._queue.join()

@@ -1,0 +1,168 @@
+"""The PostgreSQL store's connections: at most ``size`` asyncpg connections, opened when first
+needed (none while the database is away: no reconnect loop of their own), the idle ones kept and
+handed out newest first (closed instead once idle ``MAX_IDLE_S``), and requests beyond the bound
+queued in order. In place of asyncpg's pool, which costs a request's hold and save a proxy
+object, a timeout scope and a shielded waiter each on the way in and out (~30 µs a request),
+even when a connection is idle.
+
+What it keeps of a pool's rules, and one of its own:
+
+- ``take`` waits at most ``timeout`` for a connection (``TimeoutError``), connecting included;
+- ``give`` pools a connection only when it is open and in no transaction, else closes it;
+- ``discard`` closes a connection that may still hold a session's advisory lock (the server
+  drops the lock with it): such a connection is never pooled; its place goes to the next in line.
+
+Nothing here resets a connection: the store ends every transaction and lets every lock go itself
+(or discards the connection), so a returned connection costs no round trip."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+
+# An idle connection older than this is closed rather than used (asyncpg's pool did the same): a
+# firewall or NAT may have dropped it silently, and the first request to find out would count
+# the database as unreachable.
+MAX_IDLE_S = 300.0
+
+
+class Connections:
+    def __init__(
+        self,
+        url: str,
+        size: int,
+        connect_timeout: float,
+        server_settings: dict[str, str] | None = None,
+    ) -> None:
+        self.url = url
+        self.size = size
+        self._connect_timeout = connect_timeout
+        self._settings = server_settings or {}
+        self._idle: list[tuple[Any, float]] = []  # (connection, when it was given back)
+        self._open = 0  # connections open or being opened, idle or not: at most ``size``
+        # each waits for a connection, or None: the place of one closed, to open anew
+        self._waiting: deque[asyncio.Future[Any]] = deque()
+        self._closed = False
+
+    @property
+    def in_use(self) -> int:
+        return self._open - len(self._idle)
+
+    async def take(self, timeout: float | None = None) -> Any:
+        """A connection of the pool's, or a new one while fewer than ``size`` are open; else the
+        next one given back (or the place of the next one closed)."""
+        if self._closed:
+            raise asyncpg.InterfaceError("the store's connections are closed")
+        while self._idle:
+            conn, since = self._idle.pop()
+            if not conn.is_closed() and time.monotonic() - since < MAX_IDLE_S:
+                return conn
+            with contextlib.suppress(Exception):
+                conn.terminate()  # the server ended it, or it was idle too long
+            self._open -= 1
+        if self._open < self.size:
+            self._open += 1
+            return await self._connect(timeout)
+        waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        try:
+            async with asyncio.timeout(timeout):
+                conn = await waiter
+        except BaseException:
+            if waiter.done() and not waiter.cancelled():  # handed over as we gave up: pass it on
+                self._hand_over(waiter.result())
+            else:
+                with contextlib.suppress(ValueError):
+                    self._waiting.remove(waiter)
+            raise
+        if conn is None:  # a place freed by a closed connection: open one in it
+            return await self._connect(timeout)
+        return conn
+
+    def give(self, conn: Any) -> None:
+        """Back for the next request, when it is reusable; otherwise closed."""
+        if conn.is_closed() or conn.is_in_transaction() or self._closed:
+            self.discard(conn)
+        else:
+            self._hand_over(conn)
+
+    def discard(self, conn: Any) -> None:
+        """Closed at once, never pooled: it may hold a session's advisory lock."""
+        with contextlib.suppress(Exception):
+            conn.terminate()
+        self._hand_over(None)
+
+    @contextlib.asynccontextmanager
+    async def acquire(self, timeout: float | None = None) -> AsyncIterator[Any]:
+        """A connection for a block: given back after it, closed if the block raised (it may be
+        mid-statement or mid-transaction)."""
+        conn = await self.take(timeout)
+        try:
+            yield conn
+        except BaseException:
+            self.discard(conn)
+            raise
+        self.give(conn)
+
+    async def fetch(self, sql: str, *args: Any) -> list[Any]:
+        async with self.acquire() as conn:
+            return list(await conn.fetch(sql, *args))
+
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        async with self.acquire() as conn:
+            return await conn.fetchrow(sql, *args)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        async with self.acquire() as conn:
+            return await conn.fetchval(sql, *args)
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        async with self.acquire() as conn:
+            return str(await conn.execute(sql, *args))
+
+    async def close(self) -> None:
+        """Close the idle connections (politely); refuse new requests and wake those waiting.
+        Connections still in use are closed as they come back."""
+        self._closed = True
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_exception(asyncpg.InterfaceError("the store's connections are closed"))
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        await asyncio.gather(*(conn.close() for conn, _ in idle), return_exceptions=True)
+
+    def terminate(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        for conn, _ in idle:
+            conn.terminate()
+
+    async def _connect(self, timeout: float | None) -> Any:
+        """A new connection in a place already counted in ``_open`` (given up on failure)."""
+        wait = self._connect_timeout if timeout is None else min(timeout, self._connect_timeout)
+        try:
+            return await asyncpg.connect(self.url, timeout=wait, server_settings=self._settings)
+        except BaseException:
+            self._hand_over(None)
+            raise
+
+    def _hand_over(self, conn: Any) -> None:
+        """A connection (or, None, the place of one closed) to the first still waiting; else the
+        connection is kept idle, the place freed."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(conn)
+                return
+        if conn is None:
+            self._open -= 1
+        else:
+            self._idle.append((conn, time.monotonic()))
