@@ -214,6 +214,7 @@ def create_app(
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         engine = Engine(settings, store, counters, budget_override, strict=strict)
+        await engine.recall_windows(time.time())
         upstream = UpstreamClient(settings.limits.upstream_max_connections)
         services = Services(settings, store, engine, upstream)
         app.state.services = services

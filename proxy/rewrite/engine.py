@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
+from proxy.store import learned_windows
 from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
@@ -116,11 +118,27 @@ class Engine:
         return upstream.name if upstream is not None else ""
 
     def learn_window(self, model: str, window: int) -> int:
-        """Remember the window an upstream stated for ``model`` (in our token count); the
-        model's budget is worked out again on its next use. Returns the window kept."""
-        kept = self.learned.learn(self._upstream_name(model), model, window)
+        """Remember the window an upstream stated for ``model`` (in our token count), here and
+        in the store; the model's budget is worked out again on its next use. Returns the
+        window kept."""
+        upstream = self._upstream_name(model)
+        kept = self.learned.learn(upstream, model, window)
         self._budgets.pop(model, None)
+        learned_windows.save(self.store, upstream, model, kept, time.time())
         return kept
+
+    async def recall_windows(self, now: float) -> int:
+        """The windows learned before (by this process before a restart, or by another
+        replica), from the store; how many. A store that cannot be read leaves none known."""
+        try:
+            known = await learned_windows.load(self.store, now)
+        except Exception as exc:  # fail-open: the upstream's next overflow teaches it again
+            log.warning("could not read the learned context windows: %s", exc)
+            return 0
+        for upstream, model, window in known:
+            self.learned.learn(upstream, model, window)
+        self._budgets.clear()
+        return len(known)
 
     async def _second_opinion(
         self,

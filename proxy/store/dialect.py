@@ -67,6 +67,32 @@ class Dialect:
             f"WHERE session_id = {self.mark(1)}"
         )
 
+    least = "MIN"  # the smaller of two values (SQLite's scalar MIN; PostgreSQL's LEAST)
+
+    def learned_window_upsert(self, keep_s: float) -> str:
+        """A window learned for (upstream, model): the smaller of the stored one and this one,
+        unless the stored one is older than ``keep_s`` (a provider may have raised it)."""
+        m = self.marks(4)
+        return (
+            "INSERT INTO learned_windows (upstream, model, window_tokens, learned_at) "
+            f"VALUES ({m}) ON CONFLICT(upstream, model) DO UPDATE SET window_tokens = CASE "
+            f"WHEN learned_windows.learned_at < excluded.learned_at - {float(keep_s)!r} "
+            f"THEN excluded.window_tokens ELSE {self.least}(learned_windows.window_tokens, "
+            "excluded.window_tokens) END, learned_at = excluded.learned_at"
+        )
+
+    @property
+    def learned_windows_select(self) -> str:
+        """The windows learned since ``$1``, newest last, at most ``$2``."""
+        return (
+            "SELECT upstream, model, window_tokens FROM learned_windows "
+            f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at LIMIT {self.mark(2)}"
+        )
+
+    @property
+    def learned_windows_expire(self) -> str:
+        return f"DELETE FROM learned_windows WHERE learned_at < {self.mark(1)}"
+
     @property
     def get_request(self) -> str:
         return f"SELECT * FROM requests WHERE id = {self.mark(1)}"
@@ -128,6 +154,7 @@ class Dialect:
 
 class PostgresDialect(Dialect):
     name = "postgresql"
+    least = "LEAST"
 
     def mark(self, i: int) -> str:
         return f"${i}"

@@ -124,6 +124,20 @@ migration(
     """,
 )
 
+migration(
+    "m009_learned_windows",
+    """
+    -- the windows upstreams stated in their "prompt too long" errors (proxy.store.learned_windows)
+    CREATE TABLE learned_windows (
+        upstream TEXT NOT NULL,
+        model TEXT NOT NULL,
+        window_tokens INTEGER NOT NULL,
+        learned_at REAL NOT NULL,
+        PRIMARY KEY (upstream, model)
+    );
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

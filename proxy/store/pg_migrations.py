@@ -154,6 +154,18 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         END $$;
         """,
     ),
+    (
+        "m009_learned_windows",
+        """
+        CREATE TABLE learned_windows (
+            upstream TEXT NOT NULL,
+            model TEXT NOT NULL,
+            window_tokens BIGINT NOT NULL,
+            learned_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (upstream, model)
+        );
+        """,
+    ),
 ]
 
 

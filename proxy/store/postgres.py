@@ -313,6 +313,9 @@ class PostgresStore:
     async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
         return await self._pool.fetchrow(sql, *params)
 
+    async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        return await self._pool.fetch(sql, *params)
+
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
         row = await self._pool.fetchrow(POSTGRES.get_request, request_id)
         return decode_row(row) if row else None

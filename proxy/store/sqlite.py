@@ -306,6 +306,10 @@ class SQLiteStore:
         async with self.reader.execute(sql, params) as cur:
             return await cur.fetchone()
 
+    async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        async with self.reader.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
     async def get_request(self, request_id: str) -> dict[str, Any] | None:
         row = await self.fetchrow(SQLITE.get_request, (request_id,))
         return _decode_row(row) if row else None

@@ -6,6 +6,7 @@ cannot fit gets the upstream's own 400, in OpenAI's shape, after a single upstre
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,10 +14,12 @@ import openai
 import orjson
 import pytest
 
+from proxy.app import create_app
 from proxy.tokens import TokenCounters
-from tests.conftest import proxy_settings
+from tests.conftest import LiveProxy, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply, sse
 from tests.support.factories import anthropic_message, chat_completion
+from tests.support.live import serve_in_thread, stop
 
 MODEL = "gpt-4o"
 WINDOW = 4000
@@ -133,6 +136,39 @@ def test_the_learned_window_holds_for_the_next_request(live_proxy, edge: EdgeUps
     assert count(edge.seen[2].json()["messages"]) <= WINDOW - RESERVE
     row = proxy.row(raw.headers["x-ctxproxy-request-id"])
     assert "rescue" not in row["report"] and row["report"]["tokens"]["budget"] == WINDOW - RESERVE
+
+
+def test_a_restarted_proxy_remembers_the_learned_window(edge: EdgeUpstream, tmp_path: Path) -> None:
+    """The window learned before a restart (or by another replica on the same store) holds:
+    the first request after it is compacted before it is sent, with no second overflow."""
+    messages = conversation()
+    edge.replies = [openai_overflow(count(messages)), Reply.json(chat_completion("a"))]
+    edge.reply = Reply.json(chat_completion("b"))
+    db = str(tmp_path / "shared.db")
+    server, url = serve_in_thread(create_app(settings_for(edge), db_path=db, strict=True))
+    try:
+        client_for(LiveProxy(url, db)).chat.completions.create(model=MODEL, messages=messages)
+    finally:
+        stop(server)  # its store is closed: what was queued is written
+    server, url = serve_in_thread(create_app(settings_for(edge), db_path=db, strict=True))
+    try:
+        proxy = LiveProxy(url, db)
+        more = [
+            *messages,
+            {"role": "assistant", "content": "a"},
+            {"role": "user", "content": "And?"},
+        ]
+        raw = client_for(proxy).chat.completions.with_raw_response.create(
+            model=MODEL, messages=more
+        )
+        assert raw.parse().choices[0].message.content == "b"
+        assert len(edge.seen) == 3  # the overflow, its retry, and this one compacted at once
+        assert count(edge.seen[2].json()["messages"]) <= WINDOW - RESERVE
+        row = proxy.row(raw.headers["x-ctxproxy-request-id"])
+        assert "rescue" not in row["report"]
+        assert row["report"]["tokens"]["budget"] == WINDOW - RESERVE
+    finally:
+        stop(server)
 
 
 def test_a_floor_that_cannot_fit_gets_the_upstreams_400(live_proxy, edge: EdgeUpstream) -> None:

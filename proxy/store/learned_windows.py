@@ -1,0 +1,30 @@
+"""Windows learned from upstreams' "prompt too long" errors (``proxy.server.rescue``), kept in
+the store: after a restart, or on a replica starting next to one that learned them, the proxy
+compacts to the real window at once instead of meeting the error again. Written through the
+store's writer task (off the request's path). A learned window is kept ``KEEP_DAYS``: a provider
+may raise a model's window, and the upstream says so again if it has not."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from proxy.store.base import Store
+
+KEEP_DAYS = 7.0
+KEEP_S = KEEP_DAYS * 86_400
+MAX_LOADED = 1024  # as many as the engine keeps in memory (``LearnedWindows``)
+
+
+async def load(store: Store, now: float) -> list[tuple[str, str, int]]:
+    """(upstream, model, window) of the windows learned in the last ``KEEP_DAYS``; older ones are
+    deleted (in the writer's next batch)."""
+    since = now - KEEP_S
+    rows = await store.fetchall(store.dialect.learned_windows_select, (since, MAX_LOADED))
+    store.write_later(store.dialect.learned_windows_expire, (since,))
+    return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+def save(store: Store, upstream: str, model: str, window: int, now: float) -> None:
+    """Keep ``window`` for (upstream, model), or the smaller one stored while it is fresh."""
+    store.write_later(store.dialect.learned_window_upsert(KEEP_S), (upstream, model, window, now))
