@@ -191,9 +191,16 @@ def main() -> None:
         metavar="REPS",
         help="measure only the protocol-dependent work in this process, REPS requests each",
     )
+    parser.add_argument(
+        "--grow",
+        action="store_true",
+        help="with --in-process: each request of a session two messages longer than the last "
+        "(an agent's turn: its call and the result), ending at --messages, instead of the same "
+        "body again",
+    )
     args = parser.parse_args()
     if args.in_process:
-        in_process(args.messages, args.in_process, args.window)
+        in_process(args.messages, args.in_process, args.window, args.grow)
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-bench-"))
@@ -305,11 +312,13 @@ def measure_cell(
     return rows
 
 
-def in_process(sizes: list[int], reps: int, window: int) -> None:
+def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> None:
     """The protocol-dependent part of a request alone, in this process, in thread CPU time (what a
     shared machine's scheduling does not inflate): parse and validate the body, ``Engine.rewrite``
     (lower, rules, lift, the final checks), serialise what is forwarded. Protocols alternate. The
-    garbage collector is set as the server sets it (``proxy.server.heap``)."""
+    garbage collector is set as the server sets it (``proxy.server.heap``). With ``grow``, each
+    request carries the previous one's messages and two more, as an agent's do, so what the
+    proxy keeps across requests is used as real traffic uses it."""
     import logging
 
     from bench.golden import settings_for
@@ -341,10 +350,14 @@ def in_process(sizes: list[int], reps: int, window: int) -> None:
         print("|---|---|---|---|")
         try:
             for n_msgs in sizes:
-                raws = {p: orjson.dumps(b) for p, b in bodies(n_msgs, False).items()}
-                cpu: dict[str, list[float]] = {p: [] for p in raws}
-                for r in range(reps + 5):
-                    for protocol, raw in raws.items():
+                count = reps + 5
+                shorter = [2 * (count - 1 - r) if grow else 0 for r in range(count)]
+                lengths = [max(4, n_msgs - k) for k in shorter]
+                encoded = {m: {p: orjson.dumps(b) for p, b in bodies(m, False).items()}
+                           for m in dict.fromkeys(lengths)}  # fmt: skip
+                cpu: dict[str, list[float]] = {p: [] for p in encoded[n_msgs]}
+                for r in range(count):
+                    for protocol, raw in encoded[lengths[r]].items():
                         parse, adapter = wires[protocol]
                         t0 = time.thread_time()
                         body = parse(raw)
