@@ -179,6 +179,16 @@ class Context:
         """Tell ``hash_of`` the message's hash, known from elsewhere (the runner's records)."""
         self.hashes[id(message)] = (message, value)
 
+    def hashes_of(self, messages: Sequence[Message]) -> list[str]:
+        """``[hash_of(m) for m in messages]``, its lookups inlined (every message, several times
+        a request: anchors, the prefix's hashes)."""
+        get, hash_of = self.hashes.get, self.hash_of
+        out = []
+        for m in messages:
+            hit = get(id(m))
+            out.append(hit[1] if hit is not None and hit[0] is m else hash_of(m))
+        return out
+
     def hash_of(self, message: Message) -> str:
         """``content_hash(message)``, computed once per message object per request."""
         hit = self.hashes.get(id(message))

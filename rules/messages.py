@@ -93,28 +93,31 @@ def call_arguments(call: dict[str, Any]) -> dict[str, Any]:
 
 def iter_tool_pairs(messages: list[Message]) -> Iterator[tuple[int, dict[str, Any], int | None]]:
     """(assistant index, call, index of the tool message answering it or None), in order."""
-    # role(), tool_calls() and call_id() inlined: this runs over every message of a request
-    # (``m.get("role") == "tool"`` is ``role(m) == "tool"``: only a string equals one)
-    answered: dict[str, int] = {}
-    for i, m in enumerate(messages):
-        if m.get("role") == "tool":
-            tid = m.get("tool_call_id")
-            if isinstance(tid, str) and tid not in answered:
-                answered[tid] = i
-    for i, m in enumerate(messages):
-        if m.get("role") == "assistant":
-            calls = m.get("tool_calls")
-            if isinstance(calls, list):
-                for call in calls:
-                    if isinstance(call, dict):
-                        cid = call.get("id")
-                        yield i, call, answered.get(cid if isinstance(cid, str) else "")
+    return iter(tool_pairs(messages))
 
 
 def tool_pairs(messages: list[Message]) -> list[tuple[int, dict[str, Any], int | None]]:
     """``iter_tool_pairs`` as a list (for ``Context.derived``: track_entities and the
     observations of working_set and prune share one pass)."""
-    return list(iter_tool_pairs(messages))
+    # role(), tool_calls() and call_id() inlined, one pass: this runs over every message of a
+    # request (``m.get("role") == "tool"`` is ``role(m) == "tool"``: only a string equals one)
+    answered: dict[str, int] = {}
+    calls: list[tuple[int, dict[str, Any], str]] = []
+    for i, m in enumerate(messages):
+        r = m.get("role")
+        if r == "tool":
+            tid = m.get("tool_call_id")
+            if isinstance(tid, str) and tid not in answered:
+                answered[tid] = i
+        elif r == "assistant":
+            listed = m.get("tool_calls")
+            if isinstance(listed, list):
+                for call in listed:
+                    if isinstance(call, dict):
+                        cid = call.get("id")
+                        calls.append((i, call, cid if isinstance(cid, str) else ""))
+    find = answered.get
+    return [(i, call, find(cid)) for i, call, cid in calls]
 
 
 def with_content(message: Message, content: Any) -> Message:

@@ -103,7 +103,6 @@ class _Recall:
         self.sections = ctx.table(measure.MEMO)
         self.exits = ctx.table(observations.EXIT_MEMO)
         self.hashes = ctx.hashes
-        self.remember_count = self.tokens.remember if self.tokens is not None else None
         originals, datas = _serialise(ctx.original_messages, serialised)
         # a hit in the newer generation (most messages), else ``lookup``
         hits = list(map(records._young.get, datas))
@@ -114,15 +113,23 @@ class _Recall:
         )
         # once per message of every request: C-level loops where they can be
         ids = list(map(id, originals))
-        self.pairs: list[tuple[Message, dict[str, Any]]] = list(zip(originals, found, strict=True))
         self.hashes.update(
             zip(ids, zip(originals, map(_HASH, found), strict=True), strict=True)
         )  # remember_hash
+        counts = self.tokens.table() if self.tokens is not None and self.count_key else None
+        self.counts = counts  # RequestTokens' table, filled here and by ``know``
+        # The records ``keep`` completes: those new to this request and those missing a value
+        # every request computes (sections, count); the others learnt on their first request
+        # all they will. Rendered messages are added as the rules get them.
+        self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        revisit = self.pairs.append
         chain, sections, exits = self.chain, self.sections, self.exits
         sections_key, count_key = self.sections_key, self.count_key
-        counts = self.tokens.table() if self.tokens is not None and count_key else None
+        total, missing = 3, counts is None  # count_messages(original_messages), when all known
         for key, m, record in zip(ids, originals, found, strict=True):
             if len(record) == 1:  # its hash alone: a message new to the records
+                revisit((m, record))
+                missing = True
                 continue
             known = record.get("chain")
             if known is not None:
@@ -134,30 +141,39 @@ class _Recall:
                 known = record.get(sections_key)
                 if known is not None:
                     sections[key] = (m, known)
+                else:
+                    revisit((m, record))
             if counts is not None:
                 known = record.get(count_key)  # type: ignore[arg-type]
                 if known is not None:
                     counts[key] = (m, known)  # RequestTokens.remember, inlined
+                    total += known
+                else:
+                    revisit((m, record))
+                    missing = True
+        self.original_tokens = (
+            None if missing or originals is not ctx.original_messages else total
+        )  # as count_messages adds them up
 
     def know(self, m: Message, record: dict[str, Any]) -> None:
         """A message rendered this request (``RenderedMessages``): what its record knows goes into
         the request's memos now, what the rules compute for it goes back in ``keep``."""
+        # once per replayed edit of every request: remember_hash and RequestTokens.remember,
+        # inlined (a record's keys are strings: ``get(None)``, no encoding, finds nothing)
         self.pairs.append((m, record))
-        key = id(m)
-        known = record.get("hash")
+        key, get = id(m), record.get
+        known = get("hash")
         if known is not None:
-            self.hashes[key] = (m, known)  # Context.remember_hash, inlined: once per replayed edit
-        known = record.get("chain")
+            self.hashes[key] = (m, known)
+        known = get("chain")
         if known is not None:
             self.chain[key] = (m, known)
-        if self.sections_key is not None:
-            known = record.get(self.sections_key)
-            if known is not None:
-                self.sections[key] = (m, known)
-        if self.remember_count is not None:
-            known = record.get(self.count_key)  # type: ignore[arg-type]
-            if known is not None:
-                self.remember_count(m, known)
+        known = get(self.sections_key)  # type: ignore[arg-type]
+        if known is not None:
+            self.sections[key] = (m, known)
+        known = get(self.count_key)  # type: ignore[arg-type]
+        if known is not None:
+            self.counts[key] = (m, known)  # type: ignore[index]
 
     def keep(self) -> None:
         chain, sections, sections_key, count_key = (
@@ -248,7 +264,9 @@ class Pipeline:
         caller knows them (a protocol adapter's kept lowerings), None where not."""
         report = new_report(ctx.session_id)
         recall = _Recall(self.records, ctx, serialised)
-        tokens_before = ctx.tokens.count_messages(ctx.original_messages)
+        tokens_before = recall.original_tokens
+        if tokens_before is None:
+            tokens_before = ctx.tokens.count_messages(ctx.original_messages)
         # the one report dict, filled in as the rules run
         renders = _Renders(self.renders, recall) if self.renders is not None else None
         ctx = ctx.evolve(report=report, renders=renders)
@@ -274,7 +292,7 @@ class Pipeline:
         messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
-        hashes = [ctx.hash_of(m) for m in messages]
+        hashes = ctx.hashes_of(messages)
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
         recall.keep()
         return PipelineOutcome(messages, state, report, hashes)

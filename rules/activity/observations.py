@@ -290,10 +290,20 @@ def observations(
     out = []
     if memo is None:
         memo = {}
+    new = tuple.__new__  # Observation(...) without its Python-level __new__: once per tool call
     for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
         if ri is None:
             continue
-        action = classify(call_name(call), call_arguments_text(call))
+        # call_name, call_arguments_text and call_id inlined for the usual call (string name
+        # and arguments): this runs for every tool call of every request
+        fn = call.get("function")
+        name = fn.get("name") if fn.__class__ is dict else None
+        if name.__class__ is not str:
+            name = call_name(call)
+        args = fn.get("arguments") if fn.__class__ is dict else None
+        if args.__class__ is not str:
+            args = call_arguments_text(call)
+        action = classify(name, args)
         result = messages[ri]
         hit = memo.get(id(result))
         if hit is None or hit[0] is not result:
@@ -303,7 +313,10 @@ def observations(
             and _is_patch(action)
             and not patch_succeeded(text_of(result.get("content")))
         )
-        out.append(Observation(ci, ri, call_id(call), action, hit[1][0], failed))
+        cid = call.get("id")
+        if cid.__class__ is not str:
+            cid = call_id(call)
+        out.append(new(Observation, (ci, ri, cid, action, hit[1][0], failed)))
     out.sort(key=_BY_RESULT)
     return out
 

@@ -15,6 +15,7 @@ block goes at the tail. Nothing is injected when there is nothing new to say.
 from __future__ import annotations
 
 import operator
+from functools import partial
 from typing import Literal
 
 from pydantic import Field
@@ -177,7 +178,7 @@ def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
         )
         recent = recent_lines(events, cfg.max_entities)
     ws = (
-        working_set.section_items(ctx.state)
+        working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
         if len(messages) >= cfg.working_set_min_messages
         else []
     )
@@ -201,8 +202,8 @@ def _shown_after(
 def _anchors(ctx: Context, messages: Messages) -> list[str]:
     """The messages' anchors; shared with prune's when it passed the list on unchanged."""
     if messages is ctx.messages:
-        return ctx.derived(overlay.MEMO, lambda m: overlay.anchors(m, ctx.hash_of))
-    return overlay.anchors(messages, ctx.hash_of)
+        return ctx.derived(overlay.MEMO, lambda m: overlay.anchors_in(ctx, m))
+    return overlay.anchors_in(ctx, messages)
 
 
 class _Plan:
@@ -216,8 +217,9 @@ class _Plan:
         )
         # the anchors cost a hash per message: only with blocks to place or to add
         anchors: list[str] | None = _anchors(ctx, clean) if stored.blocks else None
-        present = set(anchors or ())
-        kept = [] if collapse else [b for b in stored.blocks if b.at in present]
+        # each anchor's index (they are unique): which blocks' hosts are here, and where
+        index = {} if anchors is None else overlay.anchor_index(ctx, anchors)
+        kept = [] if collapse else [b for b in stored.blocks if b.at in index]
         if collapse:
             self.report["collapsed"] = len(stored.blocks)
         lost = len(stored.blocks) - len(kept) if not collapse else 0
@@ -226,7 +228,7 @@ class _Plan:
         # what the model can still read; after a collapse or a loss, the next block is whole
         shown = stored.shown if kept and not lost else Sections()
         view = (
-            sticky.replay(clean, anchors, kept, ctx.renders, ctx.hash_of)
+            sticky.replay(clean, anchors, kept, ctx.renders, ctx.hash_of, index)
             if anchors is not None
             else clean
         )

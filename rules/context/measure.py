@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from rules.base import Context, Message, RuleConfig, RuleResult, TokenCounter
@@ -122,21 +124,20 @@ def _add(
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     original, forwarded, tokens = ctx.original_messages, ctx.messages, ctx.tokens
-    # The forwarded list starts with the very objects the client sent, mostly up to its tail
-    # (pruning edits aside): that shared run is measured once, for both sides.
-    shared = 0
-    for a, b in zip(original, forwarded, strict=False):
-        if a is not b:
-            break
-        shared += 1
     # per message object, for the request (the runner may know them from an earlier request)
     memo = ctx.table(MEMO)
     lookup = memo.get
 
-    def add(sizes: dict[str, int], messages: Sequence[Message]) -> None:
+    def sections_of(m: Message) -> Sequence[tuple[str, int]]:
+        # a list computed now, or the tuple the runner kept from an earlier request
+        hit = lookup(id(m))
+        if hit is None or hit[0] is not m:
+            hit = memo[id(m)] = (m, message_sections(m, tokens))
+        return hit[1]
+
+    def add(sizes: dict[str, int], messages: Iterable[Message]) -> None:
         # every message of every request: ``_add`` with its ``per_message`` inlined
         for m in messages:
-            # a list computed now, or the tuple the runner kept from an earlier request
             hit = lookup(id(m))
             if hit is None or hit[0] is not m:
                 hit = memo[id(m)] = (m, message_sections(m, tokens))
@@ -145,10 +146,28 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
 
     common = dict.fromkeys(SECTIONS, 0)
     common["tools"] = tokens.count_tools(ctx.tools)
-    add(common, original[:shared])
-    before, after = dict(common), dict(common)
-    add(before, original[shared:])
-    add(after, forwarded[shared:])
+    if len(original) == len(forwarded):
+        # Edits in place (pruning's, inject's tail): the forwarded list holds the very objects
+        # the client sent but at the edited places, so it is measured as what differs there.
+        differ = list(map(is_not, original, forwarded))
+        before = common
+        add(before, original)
+        after = dict(before)
+        if True in differ:
+            _add(after, list(compress(original, differ)), sections_of, -1)
+            add(after, compress(forwarded, differ))
+    else:
+        # The forwarded list starts with the very objects the client sent, mostly up to its
+        # tail (dropped turns aside): that shared run is measured once, for both sides.
+        shared = 0
+        for a, b in zip(original, forwarded, strict=False):
+            if a is not b:
+                break
+            shared += 1
+        add(common, original[:shared])
+        before, after = dict(common), dict(common)
+        add(before, original[shared:])
+        add(after, forwarded[shared:])
     sections: dict[str, Section] = {
         name: {"before": before[name], "after": after[name]} for name in SECTIONS
     }

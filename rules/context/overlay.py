@@ -6,17 +6,35 @@ edit always give the same bytes. Anchors that vanish from the conversation drop 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from rules.activity.observations import Observation
-from rules.base import Message, RenderMemo, TokenCounter
+from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
+INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
+
+
+def anchors_in(ctx: Context, messages: list[Message]) -> list[str]:
+    """``anchors(messages, ctx.hash_of)``, the request's hashes looked up inline."""
+    return anchors_of(ctx.hashes_of(messages))
+
+
+def anchor_index(ctx: Context, anchor_list: list[str]) -> dict[str, int]:
+    """Each anchor's position in ``anchor_list`` (anchors are unique), once per request for
+    each list: prune's overlay and inject's blocks look their anchors up in the same one."""
+    table = ctx.table(INDEX_MEMO)
+    hit = table.get(id(anchor_list))
+    if hit is not None and hit[0] is anchor_list:
+        return hit[1]  # type: ignore[no-any-return]
+    index = dict(zip(anchor_list, range(len(anchor_list)), strict=True))
+    table[id(anchor_list)] = (anchor_list, index)
+    return index
 
 
 def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content_hash) -> list[str]:
@@ -24,7 +42,11 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
     occurrence number for repeated pairs. An identical later message (a second "continue") thus
     never takes over the anchor, and the edit, of an earlier copy that vanished: it follows a
     different message."""
-    hashes = list(map(hash_of, messages))
+    return anchors_of(list(map(hash_of, messages)))
+
+
+def anchors_of(hashes: list[str]) -> list[str]:
+    """``anchors`` of the messages with these content hashes."""
     keys = [f"{h}.{p[:8]}" for h, p in zip(hashes, ["", *hashes], strict=False)]
     if len(set(keys)) == len(keys):
         return keys  # no pair repeats (the common case): no occurrence numbers
@@ -37,7 +59,7 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
     return out
 
 
-def anchors_missing(value: Any, present: set[str]) -> bool:
+def anchors_missing(value: Any, present: Container[str]) -> bool:
     """Whether a stored overlay has an edit or a drop whose anchor is not in ``present``."""
     if not isinstance(value, dict):
         return False
@@ -54,7 +76,7 @@ class Overlay:
     compactions: int = 0
 
     @classmethod
-    def load(cls, value: Any, present: set[str], keep_all: bool = False) -> Overlay:
+    def load(cls, value: Any, present: Container[str], keep_all: bool = False) -> Overlay:
         """The stored overlay, keeping only edits whose anchor is still in the conversation
         (all of them with ``keep_all``: the conversation is the overlay's own rendering)."""
         value = value if isinstance(value, dict) else {}
@@ -234,6 +256,7 @@ def render(
     placed: list[int] | None = None,
     memo: RenderMemo | None = None,
     hash_of: Callable[[Message], str] = content_hash,
+    index: Mapping[str, int] | None = None,
 ) -> list[Message]:
     """The conversation with the overlay applied: edits in place, dropped runs as one line.
     Nothing from the current task turn on (``prune_stages.current_start``) is rendered dropped.
@@ -244,7 +267,8 @@ def render(
     if not overlay.dropped:  # edits in place: only the edited messages are visited
         out = list(messages)  # (nothing to apply is the common case until a result is capped)
         if edits:
-            index = dict(zip(anchor_list, range(len(anchor_list)), strict=True))  # anchors: unique
+            if index is None:  # each anchor's position (``anchor_index``, when the caller has it)
+                index = dict(zip(anchor_list, range(len(anchor_list)), strict=True))
             for a, edit in edits.items():
                 i = index.get(a)
                 if i is not None:

@@ -39,16 +39,16 @@ class Run:
     def __init__(self, ctx: Context, cfg: Options, namespace: str) -> None:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
-        self.anchors = ctx.derived(overlay.MEMO, lambda m: overlay.anchors(m, ctx.hash_of))
+        self.anchors = ctx.derived(overlay.MEMO, lambda m: overlay.anchors_in(ctx, m))
         # Applied again to its own output, the edited messages' anchors are gone: the stored
         # overlay still stands (it is what made them), so it is kept whole (idempotence). Only
         # worth a look at every message when some stored anchor is missing.
         stored = ctx.state.get(namespace)
-        present = set(self.anchors)
-        own_output = overlay.anchors_missing(stored, present) and any(
+        self.index = overlay.anchor_index(ctx, self.anchors)  # which anchors are here, where
+        own_output = overlay.anchors_missing(stored, self.index) and any(
             overlay.is_rendered(m) for m in self.messages
         )
-        self.overlay = overlay.Overlay.load(stored, present, keep_all=own_output)
+        self.overlay = overlay.Overlay.load(stored, self.index, keep_all=own_output)
         raw = stored if isinstance(stored, dict) else {}
         # what was stored, to tell a change without comparing the whole overlay
         self._loaded = (
@@ -82,6 +82,7 @@ class Run:
             placed,
             self.ctx.renders,
             self.ctx.hash_of,
+            self.index,
         )
         self._placed = (ov, view, placed)  # what ``sizes`` counts, for this overlay
         return view

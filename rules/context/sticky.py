@@ -8,7 +8,7 @@ keeps its own transcript), so each request gets them re-placed on their anchors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -141,9 +141,11 @@ def replay(
     blocks: Sequence[Block],
     memo: RenderMemo | None = None,
     hash_of: Callable[[Message], str] = content_hash,
+    index: Mapping[str, int] | None = None,
 ) -> list[Message]:
     """``messages`` with each block placed on its anchor, in stored order. ``memo``
-    (``Context.renders``): placings of earlier requests, by the host's hash and the block."""
+    (``Context.renders``): placings of earlier requests, by the host's hash and the block.
+    ``index``: each anchor's position, when the caller has it."""
     by_anchor: dict[str, list[Block]] = {}
     for b in blocks:
         by_anchor.setdefault(b.at, []).append(b)
@@ -151,7 +153,8 @@ def replay(
         return messages
     if len(anchors) != len(messages):
         raise ValueError("one anchor per message")
-    index = dict(zip(anchors, range(len(anchors)), strict=True))  # anchors are unique
+    if index is None:
+        index = dict(zip(anchors, range(len(anchors)), strict=True))  # anchors are unique
     hosts = sorted((index[a], placed) for a, placed in by_anchor.items() if a in index)
     out = list(messages)
     for i, placed in reversed(hosts):  # from the last: a block of its own shifts what follows

@@ -40,6 +40,7 @@ from rules.redact import redact_text
 from rules.report import WorkingSetSummary
 
 NAMESPACE = "working_set"
+DIAGNOSTICS_MEMO = "open_diagnostics"  # its ``Context.table``: a ledger -> its diagnostics
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
@@ -210,12 +211,14 @@ def build(
     ledger = {k: v for k, v in ledger.items()}
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
-    # role(m) == "user", inlined: every message of every request
-    users = [i for i, m in enumerate(messages) if m.get("role") == "user" and _users_own(m)]
-    if users and "goal" not in ledger:
-        ledger["goal"] = _task_text(messages[users[0]], cfg.max_goal_chars)
-    if users:
-        latest = _task_text(messages[users[-1]], cfg.max_goal_chars)
+    # role(m) == "user", inlined: every message of every request; the first such turn only
+    # while there is no goal yet, the latest from the end
+    last = next((m for m in reversed(messages) if m.get("role") == "user" and _users_own(m)), None)
+    if last is not None and "goal" not in ledger:
+        first = next(m for m in messages if m.get("role") == "user" and _users_own(m))
+        ledger["goal"] = _task_text(first, cfg.max_goal_chars)
+    if last is not None:
+        latest = _task_text(last, cfg.max_goal_chars)
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
     # Only results after the newest one already read (see ``observations.high_water``), plus
     # earlier ones that were only a placeholder then: a client may send a late result in place.
@@ -257,6 +260,18 @@ def _hash(hash_of: Callable[[Message], str], message: Message) -> str:
         return hashlib.blake2b(data, digest_size=10).hexdigest()
 
 
+def diagnostics_of(ctx: Context, ledger: dict[str, Any]) -> list[dict[str, Any]]:
+    """``open_diagnostics(ledger)``, once per request for each ledger: this rule's report and
+    inject's section read the same one (read-only)."""
+    table = ctx.table(DIAGNOSTICS_MEMO)
+    hit = table.get(id(ledger))
+    if hit is not None and hit[0] is ledger:
+        return hit[1]  # type: ignore[no-any-return]
+    diags = open_diagnostics(ledger)
+    table[id(ledger)] = (ledger, diags)
+    return diags
+
+
 def open_diagnostics(ledger: dict[str, Any]) -> list[dict[str, Any]]:
     """Open diagnostics, newest failing run first."""
     runs = sorted(ledger.get("runs", {}).items(), key=lambda kv: -kv[1]["seq"])
@@ -282,9 +297,10 @@ def _first_target(diagnostics: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def summary(ledger: dict[str, Any]) -> WorkingSetSummary:
-    """The report fragment: data, not prose."""
-    diags = open_diagnostics(ledger)  # once: the report and the target both read it
+def summary(ledger: dict[str, Any], diags: list[dict[str, Any]] | None = None) -> WorkingSetSummary:
+    """The report fragment: data, not prose. ``diags``: ``open_diagnostics(ledger)``, if known."""
+    if diags is None:
+        diags = open_diagnostics(ledger)  # once: the report and the target both read it
     return {
         "goal": bool(ledger.get("goal")),
         "instruction": bool(ledger.get("instruction")),
@@ -296,7 +312,10 @@ def summary(ledger: dict[str, Any]) -> WorkingSetSummary:
     }
 
 
-def section_items(state: SessionState) -> list[tuple[str, str]]:
+def section_items(
+    state: SessionState,
+    open_of: Callable[[dict[str, Any]], list[dict[str, Any]]] = open_diagnostics,
+) -> list[tuple[str, str]]:
     """The working set as (key, value) items, in the section's order; a list-valued key (changed
     files, latest writes) gives one item per path. ``inject`` diffs these between blocks."""
     ledger = state.get(NAMESPACE) or {}
@@ -310,7 +329,7 @@ def section_items(state: SessionState) -> list[tuple[str, str]]:
         items.append(("Plan", f"[{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}"))
     items.extend(("Changed files", path) for path in reversed(ledger.get("changed") or []))
     items.extend(("Latest writes", w["path"]) for w in reversed(ledger.get("writes") or []))
-    diags = open_diagnostics(ledger)
+    diags = open_of(ledger)  # ``open_diagnostics``, or a request's memo of it
     for d in diags[:8]:
         where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
         parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
@@ -363,4 +382,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
     ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of)
     state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
-    return RuleResult(ctx.messages, state, {"working_set": summary(ledger)})
+    kept = state.get(NAMESPACE) or ledger  # the ledger inject reads (the earlier one if equal)
+    return RuleResult(
+        ctx.messages, state, {"working_set": summary(kept, diagnostics_of(ctx, kept))}
+    )

@@ -86,3 +86,26 @@ def test_output_full_of_blocks_is_measured_without_recursion() -> None:
     got = sizes([result("c1", log)])
     assert got["tool_results"] == TOKENS.count_text(log)
     assert got["injected"] == 0
+
+
+@pytest.mark.parametrize("shape", ["in_place", "dropped", "added"])
+def test_after_is_the_forwarded_list_measured_whole(shape) -> None:
+    """The forwarded list shares most objects with the original: measured as what differs (in
+    place), or past the shared run (a dropped turn, an added message), it sizes as a whole."""
+    shared = user("run the tests")
+    original = [system("be brief"), shared, assistant("ok", call("c1", cmd="x"))]
+    original += [result("c1", "lots of output " * 40), shared, user("and again")]
+    elided = result("c1", f"{PLACEHOLDER_PREFIX} elided bash result]")
+    forwarded = {
+        "in_place": [*original[:3], elided, *original[4:-1], user("and again\n\n" + BLOCK)],
+        "dropped": [
+            original[0],
+            user(f"{PLACEHOLDER_PREFIX} dropped 3 earlier messages]"),
+            *original[4:],
+        ],
+        "added": [*original, user(BLOCK)],
+    }[shape]
+    out = measure.apply(ctx(forwarded, original=original), measure.Config())
+    sections = out.report["sections"]
+    assert {k: v["before"] for k, v in sections.items()} == sizes(original)
+    assert {k: v["after"] for k, v in sections.items()} == sizes(forwarded)
