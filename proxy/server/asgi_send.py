@@ -4,7 +4,7 @@ a dict, its body read within the limits, header values, headers as bytes, a JSON
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from urllib.parse import quote
 
 from starlette.types import Receive, Send
@@ -48,7 +48,7 @@ async def send_json(send: Send, status: int, body: bytes, headers: dict[str, str
 
 def request_id() -> str:
     """A new request id: the log row's key and the ``x-ctxproxy-request-id`` header."""
-    return "req_" + uuid.uuid4().hex[:24]
+    return "req_" + os.urandom(12).hex()  # 96 random bits (uuid4's object and hex cost ~4x)
 
 
 async def read_body(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:

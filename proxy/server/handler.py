@@ -32,7 +32,7 @@ from proxy.errors import (
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
-from proxy.server.disconnect_watch import DisconnectWatch
+from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
 from proxy.server.wire import Call, Wire
@@ -141,7 +141,7 @@ class ProtocolHandler:
         }
         query = scope.get("query_string", b"").decode("latin-1")
         call = Call(self.s, upstream, headers, query)
-        async with DisconnectWatch(receive) as watch:
+        async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
                 unchanged = raw if rewritten.body is body else None  # sent as the client's bytes
                 response = await wire.forward(call, rewritten.body, unchanged)
@@ -184,25 +184,41 @@ class ProtocolHandler:
         started: float,
         out_headers: dict[str, str],
     ) -> None:
-        """A whole (non-streaming) upstream answer: relay it, then complete the log row."""
+        """A whole (non-streaming) upstream answer: relay it, then read its usage (the cache's
+        feedback) and complete the log row, off the client's path; the row's times are taken
+        when the answer was ready."""
         body = response.body or b""
-        ttfb = (time.perf_counter() - started) * 1000
-        usage = usage_of(body)
-        note_cache_usage(self.s.store, row, response.status, usage)
+        ready = time.perf_counter()
+        ttfb = (ready - started) * 1000
         try:
             head = raw_headers({**response.headers, **out_headers}, len(body))
         except Exception as exc:  # e.g. a header that cannot be encoded: answer 500, finish
             await self._unsendable(send, exc, row, started)
             return
-        try:
-            fields = self._fields(row, started, response.status, None, ttfb, usage, body)
-        except Exception as exc:  # e.g. a captured answer that cannot be stored
-            await self._unsendable(send, exc, row, started)
-            return
+        fields = None
+        if self.s.settings.store.capture_payloads:
+            # storing the answer may fail (a bug of ours): then the client gets a 500 instead
+            try:
+                fields = self._fields(
+                    row, started, response.status, None, ttfb, usage_of(body), body, ready
+                )
+            except Exception as exc:
+                await self._unsendable(send, exc, row, started)
+                return
         try:
             await send({"type": "http.response.start", "status": response.status, "headers": head})
             await send({"type": "http.response.body", "body": body})
         finally:
+            usage = usage_of(body) if fields is None else fields.get("usage")
+            note_cache_usage(self.s.store, row, response.status, usage)
+            if fields is None:
+                try:
+                    fields = self._fields(
+                        row, started, response.status, None, ttfb, usage, body, ready
+                    )
+                except Exception:  # a bug of ours: the row is still completed, without usage
+                    log.exception("completing the log row of %s failed", row.get("id"))
+                    fields = {"status": response.status, "ttfb_ms": round(ttfb, 3)}
             await self._finish(row, fields)
 
     async def _relay(
@@ -236,13 +252,15 @@ class ProtocolHandler:
                 async for chunk in response.chunks:
                     if ttfb is None:
                         ttfb = (time.perf_counter() - started) * 1000
-                    tap.feed(chunk)
-                    if tap.usage is not None and tap.usage is not noted:
-                        noted = tap.usage
-                        note_cache_usage(self.s.store, row, status, noted)
-                    if captured is not None:
-                        captured.append(chunk)
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    try:
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    finally:  # read once relayed: the client does not wait on the usage tap
+                        tap.feed(chunk)
+                        if tap.usage is not None and tap.usage is not noted:
+                            noted = tap.usage
+                            note_cache_usage(self.s.store, row, status, noted)
+                        if captured is not None:
+                            captured.append(chunk)
                 complete = True
             except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
                 error = exc
@@ -322,11 +340,14 @@ class ProtocolHandler:
         ttfb: float | None,
         usage: dict[str, Any] | None = None,
         response_body: bytes | None = None,
+        ended: float | None = None,
     ) -> dict[str, Any]:
-        """What completes the log row, taken when the answer is ready (before it is sent)."""
+        """What completes the log row; its latency ends at ``ended`` (``perf_counter``: when the
+        answer was ready, before it was sent), else now."""
+        end = time.perf_counter() if ended is None else ended
         fields: dict[str, Any] = {
             "status": status,
-            "latency_ms": round((time.perf_counter() - started) * 1000, 3),
+            "latency_ms": round((end - started) * 1000, 3),
             "ttfb_ms": round(ttfb, 3) if ttfb is not None else None,
             "client_disconnected": row.get("client_disconnected", 0),
             **usage_fields(usage),

@@ -7,7 +7,9 @@ here (httptools', a dependency of ours: uvicorn's h11 fallback is never used) st
 when the connection is made (and when a kept-alive connection's next request begins) and cancels
 it once the headers are complete; when it fires, the connection is closed (with a 408 when part
 of a request had arrived). Header bytes are counted as they are parsed: over
-``server.max_header_bytes`` the request gets 431."""
+``server.max_header_bytes`` the request gets 431. Each response's head goes out with its first
+body bytes in one write (``head_hold``), and each request is told when its connection is lost
+(``disconnect_watch.DisconnectSignal``, in the scope's extensions)."""
 
 from __future__ import annotations
 
@@ -17,6 +19,8 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
+from proxy.server.head_hold import HeadHold
 from proxy.settings import ServerSettings
 
 
@@ -63,6 +67,8 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._header_bytes = 0
         self._request_begun = False
         self._too_large = False
+        # the requests of this connection not answered yet (more than one only when pipelined)
+        self._signals: list[tuple[Any, DisconnectSignal]] = []
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -71,6 +77,9 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
         super().connection_lost(exc)
+        signals, self._signals = self._signals, []
+        for _, signal in signals:
+            signal.fire()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -90,6 +99,13 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._disarm_header_timer()
         self._request_begun = False
         super().on_headers_complete()
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is self.transport:  # a new cycle (not an upgrade)
+            cycle.transport = HeadHold(self.transport, self.loop)  # type: ignore[assignment]
+            signal = DisconnectSignal()
+            cycle.scope.setdefault("extensions", {})[SIGNAL_KEY] = {"signal": signal}
+            self._signals = [(c, s) for c, s in self._signals if not c.response_complete]
+            self._signals.append((cycle, signal))
 
     def handle_websocket_upgrade(self) -> None:
         """Refuse every websocket upgrade with 426, so the client falls back to HTTP at once."""

@@ -61,7 +61,7 @@ def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:
 
 
 async def _chat(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
-    return await call.services.upstream.chat(call.upstream, body, call.headers, call.key())
+    return await call.services.upstream.chat(call.upstream, body, call.headers, call.key(), raw)
 
 
 async def _messages(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:

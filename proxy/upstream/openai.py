@@ -181,7 +181,10 @@ class UpstreamClient:
         body: dict[str, Any],
         client_headers: Mapping[str, str],
         passthrough_key: str | None,
+        raw: bytes | None = None,
     ) -> UpstreamResponse:
+        """``raw``: the client's own bytes of ``body`` when nothing was changed, sent as they
+        came (as Messages and Responses are) instead of serialising ``body`` again."""
         if upstream.kind != "openai":  # litellm, and chat completions to an anthropic upstream
             from proxy.upstream.litellm import litellm_chat
 
@@ -189,8 +192,9 @@ class UpstreamClient:
                 upstream = upstream.model_copy(update={"provider": "anthropic"})
             return await litellm_chat(upstream, body, passthrough_key)
         headers = self._headers(upstream, client_headers, passthrough_key)
+        data = raw if raw is not None else orjson.dumps(body)
         return await self.post(
-            upstream, "/chat/completions", orjson.dumps(body), headers, bool(body.get("stream"))
+            upstream, "/chat/completions", data, headers, bool(body.get("stream"))
         )
 
     def _headers(
