@@ -52,9 +52,9 @@ hex32 = st.text(alphabet="0123456789abcdef", min_size=32, max_size=48)
 
 
 def _timed(f: object, *args: object) -> tuple[object, float]:
-    started = time.perf_counter()
+    started = time.thread_time()
     out = f(*args)  # type: ignore[operator]
-    return out, time.perf_counter() - started
+    return out, time.thread_time() - started
 
 
 @SLOW
@@ -69,10 +69,10 @@ def test_redaction_is_fast_and_idempotent(text: str) -> None:
 @given(st.sampled_from(PACK_PATTERNS), noise)
 def test_every_pack_pattern_is_fast(labelled: tuple[str, re.Pattern[str]], text: str) -> None:
     label, pattern = labelled
-    started = time.perf_counter()
+    started = time.thread_time()
     for _ in pattern.finditer(text):
         pass
-    took = time.perf_counter() - started
+    took = time.thread_time() - started
     assert took < BUDGET, f"{label}: {took:.2f} s on {len(text)} characters"
 
 

@@ -188,9 +188,9 @@ def test_patch_files_are_capped() -> None:
 def test_large_patch_is_linear() -> None:
     body = "".join(f"+line {i} *** not a header\n" for i in range(120_000))  # ~3.3 MB
     text = f"*** Begin Patch\n*** Add File: big.txt\n{body}*** Delete File: gone\n*** End Patch"
-    began = time.perf_counter()
+    began = time.thread_time()
     assert parse_patch(text) == (PatchOp("create", "big.txt"), PatchOp("delete", "gone"))
-    assert time.perf_counter() - began < 1.0
+    assert time.thread_time() - began < 1.0
 
 
 _MARKERS = st.sampled_from(

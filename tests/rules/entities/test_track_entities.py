@@ -323,9 +323,9 @@ def test_many_new_effects_in_one_request_take_linear_time() -> None:
         (f"k{i}", "mkdir -p " + " ".join(f"d{i}_{j}" for j in range(10)), "") for i in range(1000)
     ]
     msgs = _convo(*steps)  # 10,000 new effects on a cold start
-    began = time.perf_counter()
+    began = time.thread_time()
     out = run(msgs, cfg=track_entities.Config(max_entities=10_000))
-    assert time.perf_counter() - began < 3.0  # quadratic: ~16 s
+    assert time.thread_time() - began < 3.0  # quadratic: ~16 s
     assert len(paths(out.state)) == 10_000
 
 
