@@ -5,7 +5,6 @@ supersede), exit codes and is_error, diagnostics under the header, and the worki
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from rules.activity.agent_tools import (
 )
 from rules.activity.observations import Action, classify, exit_code, observations
 from rules.context import prune_stages, working_set
+from tests.support.cpu_clock import cpu_timer
 from tests.support.factories import assistant, call, ctx, result, user
 
 PATCH = (
@@ -188,9 +188,10 @@ def test_patch_files_are_capped() -> None:
 def test_large_patch_is_linear() -> None:
     body = "".join(f"+line {i} *** not a header\n" for i in range(120_000))  # ~3.3 MB
     text = f"*** Begin Patch\n*** Add File: big.txt\n{body}*** Delete File: gone\n*** End Patch"
-    began = time.thread_time()
-    assert parse_patch(text) == (PatchOp("create", "big.txt"), PatchOp("delete", "gone"))
-    assert time.thread_time() - began < 1.0
+    with cpu_timer() as took:
+        ops = parse_patch(text)
+    assert ops == (PatchOp("create", "big.txt"), PatchOp("delete", "gone"))
+    assert took.seconds < 1.0
 
 
 _MARKERS = st.sampled_from(
