@@ -17,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
+from proxy.generations import compact
 from proxy.protocols.anthropic_lift import (
     lift_assistant,
     lift_system,
@@ -28,22 +29,16 @@ from proxy.protocols.anthropic_lift import (
     lift_user_run,
     one_untouched_message,
 )
+from proxy.protocols.anthropic_lower import Lowering, lowered_tools, lowering
 from proxy.protocols.anthropic_mend import mend, needs_mending, shape
-from proxy.protocols.anthropic_parts import (
-    Part,
-    State,
-    as_list,
-    is_text,
-    text_block,
-    texts,
-    user_side,
-)
-from proxy.protocols.base import TAG, Lowered, opaque_note
+from proxy.protocols.anthropic_parts import Part, State, texts, user_side
+from proxy.protocols.anthropic_prefix import Recorder, Snapshot, reuse_lifted, shared_bytes
+from proxy.protocols.base import TAG, Lowered
 from proxy.protocols.checks import Facts, kept_facts
-from proxy.protocols.kept import KeptLowerings, copied, kept_message
+from proxy.protocols.kept import KeptLowerings, copied
 from proxy.protocols.kept_lifts import KeptLifts
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, PrefixMemory
 from rules.base import Message
-from rules.messages import text_of
 
 _HIDDEN = frozenset({"thinking", "redacted_thinking"})
 
@@ -54,17 +49,33 @@ class AnthropicAdapter:
     def __init__(self) -> None:
         self.kept = KeptLowerings()
         self.lifts = KeptLifts()
+        self.prefixes = PrefixMemory()  # each session's last request (``anthropic_prefix``)
 
-    def lower(self, body: dict[str, Any]) -> Lowered:
+    def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
+        """``session``: a key naming the request's session (None: nothing reused or kept)."""
         source: list[Any] = body["messages"]
         repairs: list[dict[str, Any]] = []
-        found = self._look_up(source)
-        shapes = [e[2] if e else shape(m) for m, (_, e) in zip(source, found, strict=True)]
+        datas = self._bytes(source)
+        slot: Hashable | None = None
+        prev: Snapshot | None = None
+        shared = 0
+        if session is not None and datas and datas[0] is not None:
+            slot = (session, datas[0])
+            prev = self.prefixes.get(slot)
+            if prev is not None:
+                shared = shared_bytes(prev.datas, datas)
+                slot = prev.slot  # its bytes compact
+        found = self._look_up(source, datas, prev.entries[:shared] if prev else [])
+        shapes = (prev.shapes[:shared] if prev else []) + [
+            e[2] if e else shape(m) for m, e in zip(source[shared:], found[shared:], strict=True)
+        ]
         if needs_mending(shapes):  # the shapes of known messages come with their lowerings
             source, repairs = mend(source)
-            found = self._look_up(source)
+            datas = self._bytes(source)
+            found = self._look_up(source, datas, [])
+            slot, prev, shared = None, None, 0  # mended: neither reused nor kept
         first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
-        st = State(source, {}, {}, bool(repairs), first_user, [d for d, _ in found])
+        st = State(source, {}, {}, bool(repairs), first_user, datas, [], shared, prev)
         out: list[Message] = []
         serialised: list[bytes | None] = []
         system = body.get("system")
@@ -75,37 +86,91 @@ class AnthropicAdapter:
             out.append(part.lowered)
             serialised.append(None)
         kept, parts, user_tags = self.kept, st.parts, st.user_tags
-        for i, (m, (data, entry)) in enumerate(zip(source, found, strict=True)):
+        # this request's specs in order (parallel lists), for its snapshot
+        c = prev.spec_end[shared] if prev is not None else 0
+        u = prev.user_end[shared] if prev is not None else 0
+        tags = prev.tags[:c] if prev else []
+        idxs = prev.idxs[:c] if prev else []
+        blocks = prev.blocks[:c] if prev else []
+        templates = prev.templates[:c] if prev else []
+        calls = prev.calls[:c] if prev else []
+        serial = prev.serial[:c] if prev else []
+        nested = prev.nested[:c] if prev else []
+        user_items = prev.user_items[:u] if prev else []
+        spec_end = prev.spec_end[: shared + 1] if prev else [0]
+        user_end = prev.user_end[: shared + 1] if prev else [0]
+        if c:  # the shared prefix: its lowerings copied for the rules in one pass
+            lowereds = [
+                dict(t) if n == () else copied(t, n) for t, n in zip(templates, nested, strict=True)
+            ]
+            parts.update(zip(tags, map(Part, idxs, blocks, lowereds, calls), strict=True))
+            out += lowereds
+            serialised += serial
+            user_tags.update(user_items)
+            st.facts = prev.facts[:shared]  # type: ignore[union-attr]
+        for i in range(shared, len(source)):
+            entry = found[i]
             if entry is None:
-                entry = _lowering(i, m)
+                entry = lowering(i, source[i])
+                data = datas[i]
                 if data is not None:
                     kept.put(data, i, entry, sum(len(s[4] or b"") for s in entry[0]))
-            specs, tags, _, facts = entry
+                found[i] = entry
+            specs, utags, _, facts = entry
             st.facts.append(facts)
-            for tag, blocks, template, calls, sorted_bytes, nested in specs:
+            for tag, bl, template, cl, sorted_bytes, ne in specs:
                 # the rules get their own objects (strings are shared), the entry stays as kept
-                lowered = copied(template, nested)
-                parts[tag] = Part(i, blocks, lowered, calls)
+                lowered = copied(template, ne)
+                parts[tag] = Part(i, bl, lowered, cl)
                 out.append(lowered)
                 serialised.append(sorted_bytes)
-            if tags is not None:
-                user_tags[i] = tags
-        return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
+                tags.append(tag)
+                idxs.append(i)
+                blocks.append(bl)
+                templates.append(template)
+                calls.append(cl)
+                serial.append(sorted_bytes)
+                nested.append(ne)
+            spec_end.append(len(tags))
+            if utags is not None:
+                user_tags[i] = utags
+                user_items.append((i, utags))
+            user_end.append(len(user_items))
+        if slot is not None:
+            kept_datas = datas[:shared] if prev is None else prev.datas[:shared]
+            kept_datas += [d if d is None else compact(d) for d in datas[shared:]]
+            cost = sum(map(len, filter(None, kept_datas))) + PER_MESSAGE_BYTES * len(source)
+            st.data = kept_datas
+            st.snapshot = snap = Snapshot(
+                slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
+                tags, idxs, blocks, templates, calls, serial, nested, user_items, user_end,
+                first_user, cost,
+            )  # fmt: skip
+            self.prefixes.put(slot, snap, cost)
+        return Lowered(out, lowered_tools(body.get("tools")), repairs, st, serialised)
 
-    def _look_up(self, source: list[Any]) -> list[tuple[bytes | None, _Lowering | None]]:
-        """Each message's bytes (None: not to be kept) and its kept lowering (None: unknown)."""
-        kept, dumps, limit = self.kept, orjson.dumps, self.kept.max_key_bytes
-        found: list[tuple[bytes | None, _Lowering | None]] = []
-        for i, m in enumerate(source):
+    def _bytes(self, source: list[Any]) -> list[bytes | None]:
+        """Each message's bytes (None: not to be kept: not JSON, or too large)."""
+        dumps, limit = orjson.dumps, self.kept.max_key_bytes
+        datas: list[bytes | None] = []
+        for m in source:
             try:
                 data = dumps(m)
             except TypeError:  # lone surrogates (a body not parsed by orjson): lowered each time
-                found.append((None, None))
+                datas.append(None)
                 continue
-            if len(data) > limit:
-                found.append((None, None))
-            else:
-                found.append((data, kept.get((data, i))))
+            datas.append(data if len(data) <= limit else None)
+        return datas
+
+    def _look_up(
+        self, source: list[Any], datas: list[bytes | None], shared: list[Lowering]
+    ) -> list[Lowering | None]:
+        """Each message's kept lowering (None: unknown), those of ``shared`` first."""
+        get = self.kept.get
+        found: list[Lowering | None] = list(shared)
+        for i in range(len(shared), len(source)):
+            data = datas[i]
+            found.append(None if data is None else get((data, i)))
         return found
 
     def lift(
@@ -127,10 +192,19 @@ class AnthropicAdapter:
         facts = st.facts
         known: list[Facts | None] = []  # the final check's facts of each message of ``out``
         k = 0
+        if n and messages[0].get(TAG) == "s":
+            system = lift_system(body.get("system"), parts["s"], messages[0])
+            k = 1
+        recorder = None
+        if hashes is not None and st.snapshot is not None:
+            base = k
+            k, reused = reuse_lifted(st, messages, hashes, base, out, known)
+            recorder = Recorder(st, base, reused)
         while k < n:  # once per message of every request: role and tag read directly
             m = messages[k]
             tag = m.get(TAG)
             r = m.get("role")
+            start, before = k, len(out)
             if tag == "s":
                 system = lift_system(body.get("system"), parts["s"], m)
                 k += 1
@@ -161,11 +235,17 @@ class AnthropicAdapter:
                 k = end
             if len(known) < len(out):  # lifted: read by the check itself
                 known.extend([None] * (len(out) - len(known)))
+            if recorder is not None:
+                recorder.group(messages, start, k, out, before)
         forwarded = dict(body)
         forwarded["messages"] = out
         lowered.known_facts = known
         if system is not body.get("system"):
             forwarded["system"] = system
+        if recorder is not None and hashes is not None:
+            snap = recorder.done(hashes, known)
+            if snap is not None:
+                self.prefixes.put(snap.slot, snap, snap.cost)
         return forwarded
 
     def _lift_kept(
@@ -199,22 +279,6 @@ class AnthropicAdapter:
         return {"thinking": "\n".join(texts)} if texts else {}
 
 
-# One lowered message, as kept: (tag, content block indices, the message (tag included), its
-# calls by block, its bytes with sorted keys for the runner's records, its keys whose values
-# are lists for ``fresh_list`` (None: copied with ``fresh``))
-_Spec = tuple[
-    str,
-    tuple[int, ...],
-    Message,
-    list[tuple[int, dict[str, Any]]],
-    bytes | None,
-    tuple[str, ...] | None,
-]
-# A client message's lowering: its messages, a user message's tags in order, its shape for
-# ``anthropic_mend``, its facts for the final check
-_Lowering = tuple[tuple[_Spec, ...], list[str] | None, int, Facts | None]
-
-
 def _lifted_assistant(st: State, m: Message) -> list[Any]:
     return [lift_assistant(st, m)]
 
@@ -244,107 +308,6 @@ def _lift_key(
         data.append(known)
         size += len(known)
     return (tuple(hashes[start:end]), tuple(data), st.first_user), size
-
-
-def _spec(tag: str, part: Part) -> _Spec:
-    part.lowered[TAG] = tag
-    message, data, nested = kept_message(part.lowered)
-    return (tag, part.blocks, message, part.calls, data, nested)
-
-
-def _lowering(i: int, m: Message) -> _Lowering:
-    """The chat view of the client's ``messages[i]`` (a pure function of it and ``i``), with what
-    the final check reads of it."""
-    specs, tags = _lowered(i, m)
-    return specs, tags, shape(m), kept_facts(m)
-
-
-def _lowered(i: int, m: Message) -> tuple[tuple[_Spec, ...], list[str] | None]:
-    r = m.get("role")
-    content = m.get("content")
-    if r == "assistant":
-        return (_spec(f"{i}", _assistant_part(i, content)),), None
-    if r == "system":
-        text = content if isinstance(content, str) else texts(as_list(content))
-        return (_spec(f"{i}", Part(i, (), {"role": "system", "content": text})),), None
-    if isinstance(content, str):
-        part = Part(i, (), {"role": "user", "content": content})
-        return (_spec(f"{i}", part),), [f"{i}"]
-    specs = _lower_user(i, as_list(content))
-    return specs, [s[0] for s in specs]
-
-
-def _lower_user(i: int, blocks: list[Any]) -> tuple[_Spec, ...]:
-    specs: list[_Spec] = []
-    run: list[int] = []
-
-    def flush() -> None:
-        if run:
-            content = _user_content([blocks[j] for j in run])
-            specs.append(_spec(f"{i}.{run[0]}", Part(i, tuple(run), {"role": "user",
-                               "content": content})))  # fmt: skip
-            run.clear()
-
-    for j, b in enumerate(blocks):
-        if isinstance(b, dict) and b.get("type") == "tool_result":
-            flush()
-            msg: Message = {"role": "tool", "tool_call_id": b.get("tool_use_id"),
-                            "content": text_of(b.get("content"))}  # fmt: skip
-            if b.get("is_error") is True:
-                msg["is_error"] = True
-            specs.append(_spec(f"{i}.{j}", Part(i, (j,), msg)))
-        else:
-            run.append(j)
-    flush()
-    return tuple(specs)
-
-
-def _user_content(blocks: list[Any]) -> Any:
-    """A user part's lowered content: a string for one text block, else parts (text kept,
-    other blocks by type only: the rules read text)."""
-    if len(blocks) == 1 and is_text(blocks[0]) and isinstance(blocks[0].get("text"), str):
-        return blocks[0]["text"]
-    return [
-        text_block(b["text"]) if is_text(b) and isinstance(b.get("text"), str)
-        else {"type": b.get("type") if isinstance(b, dict) else "unknown"}
-        for b in blocks
-    ]  # fmt: skip
-
-
-def _assistant_part(i: int, content: Any) -> Part:
-    if isinstance(content, str):
-        return Part(i, (), {"role": "assistant", "content": content})
-    blocks = as_list(content)
-    calls: list[tuple[int, dict[str, Any]]] = []
-    for j, b in enumerate(blocks):
-        if isinstance(b, dict) and b.get("type") == "tool_use":
-            arguments = orjson.dumps(b.get("input", {})).decode()
-            fn = {"name": b.get("name"), "arguments": arguments}
-            calls.append((j, {"id": b.get("id"), "type": "function", "function": fn}))
-    text = texts(blocks)
-    if not text and not calls and blocks:
-        text = opaque_note([b.get("type") for b in blocks if isinstance(b, dict)])
-    msg: Message = {"role": "assistant", "content": text if text or not calls else None}
-    if calls:
-        msg["tool_calls"] = [c for _, c in calls]
-    return Part(i, tuple(range(len(blocks))), msg, calls)
-
-
-def _tools(tools: Any) -> list[Any] | None:
-    """The tools as the rules read them (functions with parameters); others by name only."""
-    if not isinstance(tools, list):
-        return None
-    out: list[Any] = []
-    for t in tools:
-        if not isinstance(t, dict):
-            continue
-        fn: dict[str, Any] = {"name": t.get("name")}
-        if "description" in t:
-            fn["description"] = t["description"]
-        if "input_schema" in t:
-            fn["parameters"] = t["input_schema"]
-        out.append({"type": "function", "function": fn})
-    return out
 
 
 ANTHROPIC = AnthropicAdapter()

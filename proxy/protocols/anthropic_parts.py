@@ -33,6 +33,11 @@ class State:
     data: list[bytes | None] = field(default_factory=list)
     # each client message's facts for the final check, where kept with its lowering
     facts: list[Any] = field(default_factory=list)
+    # how many client messages are the session's previous request's (``prefix``), its snapshot,
+    # and this request's (None: not kept)
+    shared: int = 0
+    prefix: Any = None
+    snapshot: Any = None
 
 
 def is_text(block: Any) -> bool:

@@ -42,8 +42,10 @@ class Adapter(Protocol):
 
     name: str
 
-    def lower(self, body: dict[str, Any]) -> Lowered:
-        """The chat view of a validated body (the body itself is never changed)."""
+    def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
+        """The chat view of a validated body (the body itself is never changed). ``session``: a
+        key naming the request's session, where the adapter reuses what it derived from the
+        session's previous request (None: nothing reused)."""
 
     def lift(
         self,

@@ -12,7 +12,7 @@ from rules.base import Message
 class ChatAdapter:
     name = "chat"
 
-    def lower(self, body: dict[str, Any]) -> Lowered:
+    def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         return Lowered(body["messages"], body.get("tools"))
 
     def lift(

@@ -33,6 +33,18 @@ def _json(value: Any) -> bool:
     return kind in _JSON_LEAVES
 
 
+def json_exact(value: Any) -> bytes | None:
+    """``value``'s JSON (compact), when parsing it gives ``value`` back exactly: JSON types only
+    (a tuple would come back a list) and nothing JSON has no word for (a NaN, say)."""
+    try:
+        data = orjson.dumps(value)
+    except TypeError:
+        return None
+    if not _json(value) or orjson.loads(data) != value:
+        return None
+    return compact(data)
+
+
 # What an adapter derives from each lifted value to keep with it (the final check's facts)
 Derive = Callable[[Any], Any]
 

@@ -94,7 +94,7 @@ def _call(item: dict[str, Any]) -> dict[str, Any]:
 class ResponsesAdapter:
     name = "responses"
 
-    def lower(self, body: dict[str, Any]) -> Lowered:
+    def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         inp = body.get("input")
         items: list[Any] = inp if isinstance(inp, list) else []
         items, repairs = _mend(items)

@@ -173,7 +173,11 @@ class Engine:
     ) -> Rewritten:
         """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
         only (the overflow rescue's)."""
-        lowered = adapter.lower(body)
+        # the adapters reuse what they derived from the session's previous request: named before
+        # lowering by what names it without the messages (a conversation's hash needs them; the
+        # adapter tells conversations apart by their first message)
+        hint = None if adapter is CHAT else session_id or session_key(headers, body, [])
+        lowered = adapter.lower(body, hint)
         sid = session_id or session_key(headers, body, lowered.messages)
         parent = parent_session_id or parent_session_key(headers)
         request = _Request(body, lowered, adapter, now, sid, budget)
