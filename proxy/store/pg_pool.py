@@ -10,7 +10,9 @@ What it keeps of a pool's rules, and one of its own:
 - ``take`` waits at most ``timeout`` for a connection (``TimeoutError``), connecting included;
 - ``give`` pools a connection only when it is open and in no transaction, else closes it;
 - ``discard`` closes a connection that may still hold a session's advisory lock (the server
-  drops the lock with it): such a connection is never pooled; its place goes to the next in line.
+  drops the lock with it): such a connection is never pooled; its place goes to the next in line;
+- ``on_wait``, when set, is called as a ``take`` starts waiting: the store then starts the saves
+  that wait for their request's answer (each holds a connection until it is done).
 
 Nothing here resets a connection: the store ends every transaction and lets every lock go itself
 (or discards the connection), so a returned connection costs no round trip."""
@@ -21,7 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncpg
@@ -49,6 +51,7 @@ class Connections:
         # each waits for a connection, or None: the place of one closed, to open anew
         self._waiting: deque[asyncio.Future[Any]] = deque()
         self._closed = False
+        self.on_wait: Callable[[], None] | None = None
 
     @property
     def in_use(self) -> int:
@@ -71,6 +74,8 @@ class Connections:
             return await self._connect(timeout)
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting.append(waiter)
+        if self.on_wait is not None:
+            self.on_wait()
         try:
             async with asyncio.timeout(timeout):
                 conn = await waiter

@@ -73,6 +73,7 @@ class Held:
                 out.append(Ancestor(current, state or SessionState(), len(out) + 1))
                 current = current_parent
             return out
+        await self.store.settled(parent_id)  # a save of theirs under way here: done first
         return await ancestors(self.conn, parent_id, MAX_ANCESTOR_DEPTH)
 
     @property
