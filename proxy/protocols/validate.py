@@ -47,6 +47,8 @@ def validate_anthropic(body: dict[str, Any]) -> None:
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("'messages' is required and must be an array.", param="messages")
+    if not messages:  # Anthropic refuses it too: said here, before a session or an upstream
+        raise BadRequest("'messages' must contain at least one message.", param="messages")
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
