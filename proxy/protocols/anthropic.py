@@ -19,8 +19,6 @@ from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import Any, cast
 
-import orjson
-
 from proxy.generations import compact
 from proxy.protocols.anthropic_lift import (
     lift_assistant,
@@ -31,13 +29,13 @@ from proxy.protocols.anthropic_lift import (
 )
 from proxy.protocols.anthropic_lower import Lowering, lowered_tools, lowering
 from proxy.protocols.anthropic_mend import mend, needs_mending, shape
-from proxy.protocols.anthropic_parts import Part, State, texts, user_side
+from proxy.protocols.anthropic_parts import Part, Parts, State, texts, user_side
 from proxy.protocols.anthropic_prefix import Recorder, Snapshot, reuse_lifted, shared_bytes
 from proxy.protocols.base import TAG, Lowered
 from proxy.protocols.checks import Facts, kept_facts
 from proxy.protocols.kept import KeptLowerings, copied
 from proxy.protocols.kept_lifts import KeptLifts
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, PrefixMemory
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, PrefixMemory, message_bytes, tag_index
 from rules.base import Message
 
 _HIDDEN = frozenset({"thinking", "redacted_thinking"})
@@ -75,7 +73,7 @@ class AnthropicAdapter:
             found = self._look_up(source, datas, [])
             slot, prev, shared = None, None, 0  # mended: neither reused nor kept
         first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
-        st = State(source, {}, {}, bool(repairs), first_user, datas, [], shared, prev)
+        st = State(source, Parts(), {}, bool(repairs), first_user, datas, [], shared, prev)
         out: list[Message] = []
         serialised: list[bytes | None] = []
         system = body.get("system")
@@ -103,7 +101,12 @@ class AnthropicAdapter:
             lowereds = [
                 dict(t) if n == () else copied(t, n) for t, n in zip(templates, nested, strict=True)
             ]
-            parts.update(zip(tags, map(Part, idxs, blocks, lowereds, calls), strict=True))
+            # their parts made when asked for (most never are: their liftings are reused)
+            parts.share(
+                prev.index,  # type: ignore[union-attr]
+                c,
+                lambda pos: Part(idxs[pos], blocks[pos], lowereds[pos], calls[pos]),
+            )
             out += lowereds
             serialised += serial
             user_tags.update(user_items)
@@ -141,26 +144,18 @@ class AnthropicAdapter:
             kept_datas += [d if d is None else compact(d) for d in datas[shared:]]
             cost = sum(map(len, filter(None, kept_datas))) + PER_MESSAGE_BYTES * len(source)
             st.data = kept_datas
+            index = tag_index(prev.index if prev else None, prev.tags if prev else (), c, tags)
             st.snapshot = snap = Snapshot(
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
                 tags, idxs, blocks, templates, calls, serial, nested, user_items, user_end,
-                first_user, cost,
+                first_user, index, cost,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)
         return Lowered(out, lowered_tools(body.get("tools")), repairs, st, serialised)
 
     def _bytes(self, source: list[Any]) -> list[bytes | None]:
         """Each message's bytes (None: not to be kept: not JSON, or too large)."""
-        dumps, limit = orjson.dumps, self.kept.max_key_bytes
-        datas: list[bytes | None] = []
-        for m in source:
-            try:
-                data = dumps(m)
-            except TypeError:  # lone surrogates (a body not parsed by orjson): lowered each time
-                datas.append(None)
-                continue
-            datas.append(data if len(data) <= limit else None)
-        return datas
+        return message_bytes(source, self.kept.max_key_bytes)
 
     def _look_up(
         self, source: list[Any], datas: list[bytes | None], shared: list[Lowering]

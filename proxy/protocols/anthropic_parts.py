@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from proxy.protocols.base import TAG
+from proxy.protocols.prefix import SharedParts
 from rules.base import Message
 from rules.messages import role
 
@@ -21,10 +22,13 @@ class Part:
     calls: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (block, call)
 
 
+Parts = SharedParts[Part]
+
+
 @dataclass
 class State:
     source: list[Any]  # the client's messages, mended
-    parts: dict[str, Part]
+    parts: Parts
     user_tags: dict[int, list[str]]  # a user message's parts, in order
     mended: bool
     first_user: int | None = None  # the first user message's index (kept as sent)

@@ -26,31 +26,9 @@ from proxy.protocols.anthropic_lower import Lowering
 from proxy.protocols.anthropic_parts import State, user_side
 from proxy.protocols.base import TAG
 from proxy.protocols.kept_lifts import json_exact
-from proxy.protocols.prefix import PER_MESSAGE_BYTES
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix
+from proxy.protocols.prefix import shared_bytes as shared_bytes  # where it was, for callers
 from rules.base import Message
-
-_STEP = 32
-
-
-def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
-    """How many leading items of ``a`` and ``b`` are equal (slices compared in C, then one by
-    one). Bytes compare by content (``memcmp``), strings too; None equals None, which callers
-    never keep as shared (a message without bytes is not kept)."""
-    n = min(len(a), len(b))
-    i = 0
-    while i + _STEP <= n and a[i : i + _STEP] == b[i : i + _STEP]:
-        i += _STEP
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
-
-
-def shared_bytes(previous: Sequence[bytes | None], datas: Sequence[bytes | None]) -> int:
-    """The client messages shared with the previous request: equal bytes, none unknown."""
-    k = common_prefix(previous, datas)
-    if None in datas[:k]:
-        k = datas.index(None)
-    return k
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +72,7 @@ class Snapshot:
     user_items: list[tuple[int, list[str]]]
     user_end: list[int]  # per client message (and one past the last): user items before it
     first_user: int | None
+    index: dict[str, int]  # tag -> position of its spec
     cost: int
     lift: LiftMemory | None = None
 

@@ -1,5 +1,6 @@
 """The previous request of each session, kept so the next one reuses what was derived from the
-messages they share (the Anthropic adapter's lowerings and liftings). An agent resends its whole
+messages they share (the Anthropic and Responses adapters' lowerings and liftings:
+``anthropic_prefix``, ``responses_prefix``). An agent resends its whole
 conversation with every request, two messages longer than the last: walking the ~400 messages
 both share one by one (a lookup, a copy, a lifting each) costs more than the rules themselves.
 
@@ -16,12 +17,51 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+import orjson
 
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
 # liftings' plan and facts; most of it shared with the kept lowerings), charged to the bound.
 PER_MESSAGE_BYTES = 256
+_STEP = 32
+
+
+def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items of ``a`` and ``b`` are equal (slices compared in C, then one by
+    one). Bytes compare by content (``memcmp``), strings too; None equals None, which callers
+    never keep as shared (a message without bytes is not kept)."""
+    n = min(len(a), len(b))
+    i = 0
+    while i + _STEP <= n and a[i : i + _STEP] == b[i : i + _STEP]:
+        i += _STEP
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def shared_bytes(previous: Sequence[bytes | None], datas: Sequence[bytes | None]) -> int:
+    """The client messages shared with the previous request: equal bytes, none unknown."""
+    k = common_prefix(previous, datas)
+    if None in datas[:k]:
+        k = datas.index(None)
+    return k
+
+
+def message_bytes(source: Sequence[Any], limit: int) -> list[bytes | None]:
+    """Each client message's (or item's) bytes, which prove it shared (None: not to be kept:
+    not JSON, or over ``limit`` bytes)."""
+    dumps = orjson.dumps
+    datas: list[bytes | None] = []
+    for m in source:
+        try:
+            data = dumps(m)
+        except TypeError:  # lone surrogates (a body not parsed by orjson): lowered each time
+            datas.append(None)
+            continue
+        datas.append(data if len(data) <= limit else None)
+    return datas
 
 
 class PrefixMemory:
@@ -61,3 +101,65 @@ class PrefixMemory:
             ):
                 _, (_, dropped) = self._slots.popitem(last=False)
                 self._bytes -= dropped
+
+
+P = TypeVar("P")
+
+
+class SharedParts(Generic[P]):
+    """An adapter's parts by provenance tag: those lowered for this request, and those of the
+    previous request's lowered messages it shares, made when first asked for (most never are:
+    their liftings are reused too)."""
+
+    __slots__ = ("count", "index", "made", "make")
+
+    def __init__(self) -> None:
+        self.made: dict[str, P] = {}
+        # the shared messages: tag -> position (those from ``count`` on are not shared), and the
+        # part at a position
+        self.index: dict[str, int] = {}
+        self.count = 0
+        self.make: Callable[[int], P] | None = None
+
+    def share(self, index: dict[str, int], count: int, make: Callable[[int], P]) -> None:
+        self.index, self.count, self.make = index, count, make
+
+    def get(self, tag: Any) -> P | None:
+        part = self.made.get(tag)
+        if part is None and self.make is not None:
+            pos = self.index.get(tag)
+            if pos is not None and pos < self.count:
+                part = self.made[tag] = self.make(pos)
+        return part
+
+    def __getitem__(self, tag: str) -> P:
+        part = self.get(tag)
+        if part is None:
+            raise KeyError(tag)
+        return part
+
+    def __setitem__(self, tag: str, part: P) -> None:
+        self.made[tag] = part
+
+    def __contains__(self, tag: object) -> bool:
+        return self.get(tag) is not None
+
+    def keys(self) -> set[str]:
+        return {t for t, pos in self.index.items() if pos < self.count} | self.made.keys()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.keys())
+
+
+def tag_index(
+    prev_index: dict[str, int] | None, prev_tags: Sequence[str], shared: int, tags: Sequence[str]
+) -> dict[str, int]:
+    """Each tag's position in ``tags``, whose first ``shared`` are ``prev_tags``' (indexed as
+    ``prev_index``): the previous index copied, without its tags past them."""
+    if prev_index is None or not shared:
+        return dict(zip(tags, range(len(tags)), strict=True))
+    index = prev_index.copy()
+    for tag in prev_tags[shared:]:
+        del index[tag]
+    index.update(zip(tags[shared:], range(shared, len(tags)), strict=True))
+    return index

@@ -278,3 +278,20 @@ async def test_what_the_chat_view_does_not_show_is_never_taken_from_the_last_req
         ]
         assert marks == [len(sent) - 1]
     assert sum(g > 10 for g in spy.groups) >= 5, spy.groups
+
+
+def test_a_shared_prefix_s_parts_are_its_own() -> None:
+    """The snapshot's tag index names each spec's position, and a tag of the previous request's
+    messages past the shared ones names nothing in this request (``prefix.SharedParts``)."""
+    adapter = AnthropicAdapter()
+    history = conversation(4)
+    n = len(history)
+    first = adapter.lower(body(*history, user(text("a")), assistant(text("On it."))), "s")
+    assert first.state.parts.get(str(n + 1)) is not None
+    for extra in ([user(text("b"))], [user(text("b")), assistant(text("Done."))]):
+        lowered = adapter.lower(body(*history, *extra), "s")
+        snap = lowered.state.snapshot
+        assert snap.index == {tag: pos for pos, tag in enumerate(snap.tags)}
+        assert lowered.state.parts.get(f"{n}.0").index == n  # its text block's part
+        stale = lowered.state.parts.get(str(n + 1))  # the first request's assistant turn, gone
+        assert stale is None if len(extra) == 1 else stale.lowered["content"] == "Done."

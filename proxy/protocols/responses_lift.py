@@ -1,0 +1,195 @@
+"""Lifting the Responses adapter's chat view back onto the client's items (``responses``): the
+items of a message the rules wrote, and a changed message patched onto its own items; and the
+mending of a reasoning item cut from the item it led to, before lowering."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.protocols.patching import appended, patch_blocks, patch_parts
+from proxy.protocols.responses_parts import (
+    CALLS,
+    OUTPUTS,
+    OWN_ROLES,
+    Part,
+    State,
+    call_of,
+    is_text,
+    kind,
+    message_text,
+    part_maker,
+)
+from rules.base import Message
+from rules.messages import role, text_of, tool_calls
+
+
+def mend(items: list[Any], start: int = 0) -> tuple[list[Any], list[dict[str, Any]]]:
+    """A reasoning item must be followed by the item it led to; one followed by a user message,
+    a tool output or nothing at all was cut from it (Responses refuses it): it goes. Walked from
+    the end, so a reasoning item left last by dropping the one after it goes too. ``start``: the
+    items before it are known to need nothing (a request that needed nothing had them, each
+    followed by the same item), so only the rest is walked unless something goes."""
+    drop = _orphans(items, start)
+    if drop and start:
+        drop = _orphans(items, 0)
+    if not drop:
+        return items, []
+    drop.reverse()
+    gone = set(drop)
+    repairs = [{"kind": "reasoning_orphaned", "index": i, "tool_call_id": None,
+                "action": "dropped_reasoning_item"} for i in drop]  # fmt: skip
+    return [it for i, it in enumerate(items) if i not in gone], repairs
+
+
+def _orphans(items: list[Any], start: int) -> list[int]:
+    """The reasoning items to drop among ``items[start:]``, last first."""
+    drop: list[int] = []
+    nxt: Any = None  # the next item kept
+    for i in range(len(items) - 1, start - 1, -1):
+        item = items[i]
+        if kind(item) == "reasoning":
+            next_kind = kind(nxt)
+            if (
+                nxt is None
+                or next_kind in OUTPUTS
+                or (next_kind == "message" and nxt.get("role") in OWN_ROLES)
+            ):
+                drop.append(i)
+                continue
+        nxt = item
+    return drop
+
+
+def new_items(st: State, m: Message) -> list[Any]:
+    """Items for a message the rules wrote."""
+    r = role(m)
+    if r == "tool":
+        cid = m.get("tool_call_id")
+        call_kind = st.call_kinds.get(cid) if isinstance(cid, str) else None
+        out_kind = (
+            "custom_tool_call_output" if call_kind == "custom_tool_call" else "function_call_output"
+        )
+        return [{"type": out_kind, "call_id": cid, "output": text_of(m.get("content"))}]
+    if r == "assistant":
+        out: list[Any] = []
+        text = text_of(m.get("content"))
+        if text.strip():
+            out.append({"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": text}]})  # fmt: skip
+        for c in tool_calls(m):
+            fn = c.get("function") or {}
+            out.append({"type": "function_call", "call_id": c.get("id"), "name": fn.get("name"),
+                        "arguments": fn.get("arguments") or "{}"})  # fmt: skip
+        return out
+    text = text_of(m.get("content"))
+    return [{"type": "message", "role": r if r in OWN_ROLES else "user",
+             "content": [{"type": "input_text", "text": text}]}]  # fmt: skip
+
+
+def patched_items(st: State, part: Part, m: Message) -> list[Any]:
+    r = role(m)
+    if r == "assistant":
+        return _patched_assistant(st, part, m)
+    item = st.items[part.items[0]]
+    if r == "tool":
+        old, new = part.lowered.get("content") or "", text_of(m.get("content"))
+        output = item.get("output")
+        if isinstance(output, list):
+            output = patch_blocks(output, old, new, is_text, part_maker("user"))
+        else:
+            output = new
+        patched = {**item, "output": output}
+        if m.get("tool_call_id") != item.get("call_id"):
+            patched["call_id"] = m.get("tool_call_id")
+        return [patched]
+    return [_patched_message(item, part.lowered.get("content"), m.get("content"))]
+
+
+def _patched_message(item: dict[str, Any], old: Any, new: Any) -> dict[str, Any]:
+    content = item.get("content")
+    make = part_maker(str(item.get("role")))
+    if not isinstance(content, list):
+        return {**item, "content": text_of(new)}
+    if isinstance(old, list) and isinstance(new, list):
+        return {**item, "content": patch_parts(content, old, new, is_text, make)}
+    if old is None:  # a replacement: the first text part takes it, the others go
+        kept, placed = [], False
+        for p in content:
+            if not is_text(p):
+                kept.append(p)
+            elif not placed:
+                placed = True
+                kept.append({**p, "text": text_of(new)})
+        return {**item, "content": kept if placed else [*kept, make(text_of(new))]}
+    old_text = old if isinstance(old, str) else text_of(old)
+    return {**item, "content": patch_blocks(content, old_text, text_of(new), is_text, make)}
+
+
+def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
+    calls = tool_calls(m)
+    lowered_calls = tool_calls(part.lowered)
+    call_items = [i for i in part.items if kind(st.items[i]) in CALLS]
+    if len(calls) == len(lowered_calls):
+        matched = dict(zip(call_items, calls, strict=True))
+    else:
+        by_id = {c.get("id"): c for c in calls}
+        matched = {i: by_id[cid] for i in call_items
+                   if (cid := st.items[i].get("call_id")) in by_id}  # fmt: skip
+    old_text = text_of(part.lowered.get("content"))
+    new_text = text_of(m.get("content"))
+    added = appended(old_text, new_text)
+    suffix = f"\n\n{added}" if added else None
+    last_message = max((i for i in part.items if kind(st.items[i]) == "message"), default=-1)
+    out: list[Any] = []
+    waiting: list[Any] = []  # reasoning, until the item it led to is kept or dropped
+    text_done = False
+    for i in part.items:
+        item = st.items[i]
+        k = kind(item)
+        if k == "reasoning":
+            waiting.append(item)
+            continue
+        if k in CALLS:
+            call = matched.get(i)
+            if call is None:
+                waiting.clear()  # the call is gone: the reasoning that led to it goes too
+                continue
+            item = _patched_call(item, call)
+        elif k == "message" and new_text != old_text:
+            if i == last_message and suffix is not None:
+                item = _patched_message(item, message_text(item), f"{message_text(item)}{suffix}")
+            elif suffix is None:
+                if text_done:
+                    continue  # replaced: the first message holds the new text
+                text_done = True
+                item = _patched_message(item, None, new_text)
+        out.extend(waiting)
+        waiting.clear()
+        out.append(item)
+    out.extend(waiting)
+    known = {id(c) for c in matched.values()}
+    out.extend(new_items(st, {"role": "assistant", "content": None,
+                              "tool_calls": [c for c in calls if id(c) not in known]}))  # fmt: skip
+    return out
+
+
+def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    arguments = fn.get("arguments")
+    lowered = call_of(item)
+    out = item
+    if call.get("id") != lowered["id"]:
+        out = {**out, "call_id": call.get("id")}
+    if isinstance(arguments, str) and arguments != lowered["function"]["arguments"]:
+        if kind(item) == "custom_tool_call":
+            try:
+                value = orjson.loads(arguments)
+            except orjson.JSONDecodeError:
+                value = None
+            if isinstance(value, dict) and isinstance(value.get("input"), str):
+                out = {**out, "input": value["input"]}
+        else:
+            out = {**out, "arguments": arguments}
+    return out

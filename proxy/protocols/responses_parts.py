@@ -1,0 +1,89 @@
+"""The Responses adapter's bookkeeping (what each lowered message stands for in the client's
+input items) and small readers of Responses items."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.protocols.prefix import SharedParts
+from rules.base import Message
+
+TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+CALLS = frozenset({"function_call", "custom_tool_call"})
+OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
+OWN_ROLES = frozenset({"user", "system", "developer"})
+
+
+@dataclass(slots=True)  # one per lowered message of every request
+class Part:
+    items: tuple[int, ...]  # input indices this message stands for (empty: string input)
+    lowered: Message
+    # how many leading items must be shared with another request for this message to lower the
+    # same there: its last item's, or for a run of items the one that ended it (``prefix``)
+    need: int = 0
+
+
+Parts = SharedParts[Part]
+
+
+@dataclass
+class State:
+    items: list[Any]
+    parts: Parts
+    call_kinds: dict[str, str]  # call_id -> function_call | custom_tool_call
+    mended: bool
+    # how many input items are the session's previous request's, its snapshot, and this
+    # request's (None: not kept; ``responses_prefix``)
+    shared: int = 0
+    prefix: Any = None
+    snapshot: Any = None
+
+
+def kind(item: Any) -> str:
+    if not isinstance(item, dict):
+        return ""
+    k = item.get("type")
+    if isinstance(k, str):
+        return k
+    return "message" if "role" in item else ""
+
+
+def is_text(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in TEXT_PARTS
+
+
+def part_maker(role_name: str) -> Any:
+    k = "output_text" if role_name == "assistant" else "input_text"
+    return lambda text: {"type": k, "text": text}
+
+
+def message_text(item: dict[str, Any]) -> Any:
+    """A message item's lowered content: its text, or parts when it has non-text parts."""
+    content = item.get("content")
+    if isinstance(content, str) or content is None:
+        return content or ""
+    parts = content if isinstance(content, list) else []
+    if all(is_text(p) for p in parts):
+        return "\n\n".join(p["text"] if isinstance(p.get("text"), str) else "" for p in parts)
+    return [
+        {"type": "text", "text": p["text"] if isinstance(p.get("text"), str) else ""}
+        if is_text(p)
+        else {"type": p.get("type") if isinstance(p, dict) else "unknown"}
+        for p in parts
+    ]  # fmt: skip
+
+
+def call_of(item: dict[str, Any]) -> dict[str, Any]:
+    """A call item as a ``tool_calls`` entry (a custom call's raw input as ``{"input": …}``)."""
+    cid = item.get("call_id") or item.get("id")
+    if kind(item) == "custom_tool_call":
+        raw = item.get("input")
+        arguments = orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
+    else:
+        raw = item.get("arguments")
+        arguments = raw if isinstance(raw, str) else orjson.dumps(raw or {}).decode()
+    fn = {"name": item.get("name"), "arguments": arguments}
+    return {"id": cid, "type": "function", "function": fn}
