@@ -19,8 +19,6 @@ from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.anthropic_prefix import common_prefix, shared_bytes
 from proxy.protocols.prefix import PrefixMemory
 from proxy.rewrite.engine import Engine
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from tests.proxy.protocols.test_anthropic_adapter import (
     assistant,
     body,
@@ -30,6 +28,7 @@ from tests.proxy.protocols.test_anthropic_adapter import (
     tool_use,
     user,
 )
+from tests.support.twin_engines import through_both, twin_engines
 
 SETTINGS = {"upstreams": [{"name": "a", "kind": "anthropic"}], "pipeline": {"budget_tokens": 16000}}
 
@@ -68,27 +67,8 @@ class Spy:
 
 @pytest.fixture
 async def engines(tmp_path: Path) -> Any:
-    """Two engines on their own stores: one keeping an adapter across requests, one given a new
-    adapter (nothing kept) for every request."""
-    out = []
-    for name in ("fast", "slow"):
-        store = Store(str(tmp_path / name))
-        await store.open()
-        out.append((Engine(settings_from_mapping(SETTINGS), store, strict=True), store))
-    yield out[0][0], out[1][0]
-    for engine, store in out:
-        engine.close()
-        await store.close()
-
-
-def fresh(b: dict[str, Any]) -> dict[str, Any]:
-    return orjson.loads(orjson.dumps(b))
-
-
-def strip_timings(report: dict[str, Any]) -> dict[str, Any]:
-    out = dict(report)
-    out.pop("timings_ms", None)
-    return out
+    async with twin_engines(tmp_path, SETTINGS) as pair:
+        yield pair
 
 
 async def both(
@@ -99,16 +79,7 @@ async def both(
     now: float,
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The request through both engines: the same forwarded bytes and report; the client's body
-    untouched."""
-    sent = copy.deepcopy(b)
-    mine = fresh(b)
-    got = await fast.rewrite(mine, headers or {}, now=now, adapter=adapter)
-    want = await slow.rewrite(fresh(b), headers or {}, now=now, adapter=AnthropicAdapter())
-    assert mine == b == sent, "the client's body was mutated"
-    assert orjson.dumps(got.body) == orjson.dumps(want.body)
-    assert strip_timings(dict(got.report)) == strip_timings(dict(want.report))
-    return got.body
+    return await through_both(fast, slow, adapter, AnthropicAdapter, b, now, headers)
 
 
 def growing(steps: range, history: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

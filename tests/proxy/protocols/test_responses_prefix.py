@@ -19,9 +19,8 @@ from proxy.protocols.checks import responses_violations
 from proxy.protocols.responses import ResponsesAdapter
 from proxy.protocols.responses_prefix import Lowering
 from proxy.rewrite.engine import Engine
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from tests.proxy.protocols.test_responses_adapter import body, call, msg, output, reasoning
+from tests.support.twin_engines import fresh, through_both, twin_engines
 
 SETTINGS = {"upstreams": [{"name": "o"}], "pipeline": {"budget_tokens": 16000}}
 PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
@@ -79,27 +78,8 @@ class Spy:
 
 @pytest.fixture
 async def engines(tmp_path: Path) -> Any:
-    """Two engines on their own stores: one keeping an adapter across requests, one given a new
-    adapter (nothing kept) for every request."""
-    out = []
-    for name in ("fast", "slow"):
-        store = Store(str(tmp_path / name))
-        await store.open()
-        out.append((Engine(settings_from_mapping(SETTINGS), store, strict=True), store))
-    yield out[0][0], out[1][0]
-    for engine, store in out:
-        engine.close()
-        await store.close()
-
-
-def fresh(b: dict[str, Any]) -> dict[str, Any]:
-    return orjson.loads(orjson.dumps(b))
-
-
-def strip_timings(report: dict[str, Any]) -> dict[str, Any]:
-    out = dict(report)
-    out.pop("timings_ms", None)
-    return out
+    async with twin_engines(tmp_path, SETTINGS) as pair:
+        yield pair
 
 
 async def both(
@@ -110,16 +90,7 @@ async def both(
     now: float,
     headers: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The request through both engines: the same forwarded bytes and report; the client's body
-    untouched."""
-    sent = copy.deepcopy(b)
-    mine = fresh(b)
-    got = await fast.rewrite(mine, headers or {}, now=now, adapter=adapter)
-    want = await slow.rewrite(fresh(b), headers or {}, now=now, adapter=ResponsesAdapter())
-    assert mine == b == sent, "the client's body was mutated"
-    assert orjson.dumps(got.body) == orjson.dumps(want.body)
-    assert strip_timings(dict(got.report)) == strip_timings(dict(want.report))
-    return got.body
+    return await through_both(fast, slow, adapter, ResponsesAdapter, b, now, headers)
 
 
 def upto(history: list[Any], steps: int) -> list[Any]:
