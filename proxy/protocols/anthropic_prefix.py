@@ -25,8 +25,7 @@ import orjson
 from proxy.protocols.anthropic_lower import Lowering
 from proxy.protocols.anthropic_parts import State, user_side
 from proxy.protocols.base import TAG
-from proxy.protocols.kept_lifts import json_exact
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix, plan_values
 from proxy.protocols.prefix import shared_bytes as shared_bytes  # where it was, for callers
 from rules.base import Message
 
@@ -141,17 +140,9 @@ class Recorder:
                 return
             if part is not None:
                 idxs.append(part.index)
-        for v in out[before:]:
-            j = next((i for i in idxs if source[i] is v), None)
-            if j is not None:
-                self.plan.append(j)
-                continue
-            data = json_exact(v)
-            if data is None:  # not JSON through and through: this group and the rest not kept
-                self.broken = True
-                return
-            self.values.append(data)
-            self.plan.append(~(len(self.values) - 1))
+        if not plan_values(out[before:], idxs, source, self.plan, self.values):
+            self.broken = True  # not JSON through and through: this group and the rest not kept
+            return
         self.ends.append(end)
         self.outs.append(len(out))
         self.vals_end.append(len(self.values))

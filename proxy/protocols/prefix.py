@@ -22,6 +22,8 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from proxy.protocols.kept_lifts import json_exact
+
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
 # liftings' plan and facts; most of it shared with the kept lowerings), charged to the bound.
 PER_MESSAGE_BYTES = 256
@@ -163,3 +165,23 @@ def tag_index(
         del index[tag]
     index.update(zip(tags[shared:], range(shared, len(tags)), strict=True))
     return index
+
+
+def plan_values(
+    lifted: Sequence[Any], idxs: Sequence[int], source: Sequence[Any], plan: list[int],
+    kept: list[bytes],
+) -> bool:  # fmt: skip
+    """Each lifted value onto ``plan``: the client message or item it is (``>= 0``: its index in
+    ``source``, one of ``idxs``) or ``~j``, the ``j``-th JSON value appended to ``kept``. False
+    when one does not survive a JSON round trip exactly (the caller then keeps nothing more)."""
+    for v in lifted:
+        j = next((i for i in idxs if source[i] is v), None)
+        if j is not None:
+            plan.append(j)
+            continue
+        data = json_exact(v)
+        if data is None:
+            return False
+        kept.append(data)
+        plan.append(~(len(kept) - 1))
+    return True

@@ -28,8 +28,7 @@ import orjson
 from proxy.generations import compact
 from proxy.protocols.base import TAG
 from proxy.protocols.kept import copied, kept_message
-from proxy.protocols.kept_lifts import json_exact
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix, tag_index
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix, plan_values, tag_index
 from proxy.protocols.responses_parts import Part, State
 from rules.base import Message
 
@@ -223,17 +222,9 @@ class Recorder:
             idxs = part.items
             top = max(top, part.need - 1)
         items = st.items
-        for v in out[before:]:
-            j = next((i for i in idxs if items[i] is v), None)
-            if j is not None:
-                self.plan.append(j)
-                continue
-            data = json_exact(v)
-            if data is None:  # not JSON through and through: this message and the rest not kept
-                self.broken = True
-                return
-            self.values.append(data)
-            self.plan.append(~(len(self.values) - 1))
+        if not plan_values(out[before:], idxs, items, self.plan, self.values):
+            self.broken = True  # not JSON through and through: this message and the rest not kept
+            return
         self.outs.append(len(self.plan))
         self.vals_end.append(len(self.values))
         self.top.append(top)
