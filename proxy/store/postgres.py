@@ -15,16 +15,9 @@ session take turns. One round trip before the request is forwarded, one after:
   new version, COMMITs, and only then unlocks, so whoever holds the session next reads the commit.
   It runs after the request is forwarded; the session stays held until it is done.
 
-The save waits for its request's answer to go out (``finish_request``), at most ``SAVE_DEFER_S``
-(2 ms): with an upstream that answers at once it would otherwise run during the relay of the
-answer, and where the database shares the proxy's cores its backend then takes one the relay needs
-(measured on 2 shared cores, 20 messages: the upstream call's p50 took 0.23 ms longer with the
-save in it, 0.03 ms longer now); an upstream slower than that hides the save as it did before.
-The session stays held until the save is done. The save starts at once when a request of the same
-session wants the session (before it waits for it), when a request waits for a connection
-(``Connections.on_wait``: a waiting save holds one), when a sub-agent here reads its ancestors
-(``settled``: they are read as saved), and at ``flush`` and ``close``; another replica's request
-waits for it as for any holder, at most ``SAVE_DEFER_S`` longer.
+The save waits for its request's answer to go out, at most 2 ms (``proxy.store.pg_deferred``),
+and starts at once when anything needs the session: its next request, a connection wait, a
+sub-agent's ancestors (``settled``), ``flush``, ``close``.
 
 The hold's round trip is on the request's path. For a session this replica served last, the engine
 hides it (``known_state``): it sends the hold, runs the pipeline on the cached state meanwhile, and
@@ -62,6 +55,7 @@ from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement, decode_row
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
+from proxy.store.pg_deferred import DeferredSaves
 from proxy.store.pg_migrations import apply_pg_migrations
 from proxy.store.pg_pool import Connections
 from proxy.store.pg_session import Cached as _Cached
@@ -74,10 +68,6 @@ from proxy.store.session_locks import SessionLocks
 from rules.base import Ancestor, SessionState
 
 CONNECT_TIMEOUT_S = 5.0
-# How long a save may wait for its request's answer to go out (the session stays held meanwhile):
-# about what a local upstream that answers at once takes; a slower one's wait hides the save.
-SAVE_DEFER_S = 0.002
-MAX_ANSWERING = 10_000
 log = logging.getLogger("ctxproxy.store")
 
 
@@ -115,10 +105,7 @@ class PostgresStore:
         self._started = time.time()
         self._ending: set[asyncio.Task[None]] = set()  # sessions being saved
         self._saving: dict[str, _Held] = {}  # by session: the one being saved now
-        # by session: the go of its save, while that waits for the request's answer to go out
-        self._deferred: dict[str, asyncio.Future[None]] = {}
-        self._answering: dict[str, str] = {}  # request id -> its session, whose save waits
-        self._end_tasks: dict[str, asyncio.Task[None]] = {}  # by session: its save under way
+        self._deferred = DeferredSaves()  # saves waiting for their request's answer to go out
 
     # ----- lifetime -----
 
@@ -130,7 +117,7 @@ class PostgresStore:
             # no commit waits for the WAL flush: one lost in a crash of the database itself is as
             server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
         )
-        self._pool.on_wait = self._save_deferred
+        self._pool.on_wait = self._deferred.go_all
         async with self._pool.acquire() as conn:
             self.applied = await apply_pg_migrations(conn)
             await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
@@ -143,7 +130,7 @@ class PostgresStore:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        self._save_deferred()
+        self._deferred.go_all()
         while self._ending:
             await asyncio.gather(*self._ending, return_exceptions=True)
         if self._writer is not None:
@@ -199,7 +186,7 @@ class PostgresStore:
     @contextlib.asynccontextmanager
     async def session(self, session_id: str) -> AsyncIterator[_Held]:
         """The session held across replicas for one load → pipeline → save."""
-        self._go(session_id)  # the session's previous request's save, if it waits: now
+        self._deferred.go(session_id)  # its previous request's save, if it waits: now
         await self.locks.acquire(session_id)
         handed_off = False
         try:
@@ -213,21 +200,13 @@ class PostgresStore:
                 await held.end(commit=True)
             else:  # the save and commit go on after the request does; the session stays held
                 self._saving[session_id] = held
-                go = asyncio.get_running_loop().create_future()
-                self._deferred[session_id] = go
-                task = asyncio.create_task(self._end(held, go))
+                task = self._deferred.start(session_id, functools.partial(self._end, held))
                 self._ending.add(task)
-                self._end_tasks[session_id] = task
-                task.add_done_callback(functools.partial(self._ended, session_id))
+                task.add_done_callback(self._ending.discard)
                 handed_off = True
         finally:
             if not handed_off:
                 self.locks.release(session_id)
-
-    def _ended(self, session_id: str, task: asyncio.Task[None]) -> None:
-        self._ending.discard(task)
-        if self._end_tasks.get(session_id) is task:
-            del self._end_tasks[session_id]
 
     async def settled(self, session_id: str | None) -> None:
         """The saves under way here of a session and of its ancestors known here, started now
@@ -236,35 +215,14 @@ class PostgresStore:
         seen: set[str] = set()
         while session_id and session_id not in seen and len(seen) < MAX_ANCESTOR_DEPTH:
             seen.add(session_id)
-            task = self._end_tasks.get(session_id)
+            task = self._deferred.task_of(session_id)
             if task is not None:
-                self._go(session_id)
+                self._deferred.go(session_id)
                 await asyncio.wait({task})  # not cancelled with the request that waits
             known = self._states.get(session_id)
             session_id = known.parent_id if known is not None else None
 
-    def _go(self, session_id: str) -> None:
-        """Start the session's save if it waits (for its request's answer to go out)."""
-        go = self._deferred.pop(session_id, None)
-        if go is not None and not go.done():
-            go.set_result(None)
-
-    def _save_deferred(self) -> None:
-        """Start every save that waits."""
-        for session_id in list(self._deferred):
-            self._go(session_id)
-
-    async def _end(self, held: _Held, go: asyncio.Future[None]) -> None:
-        timer = asyncio.get_running_loop().call_later(SAVE_DEFER_S, self._go, held.session_id)
-        cancelled = False
-        try:
-            await go
-        except asyncio.CancelledError:  # the loop is ending: save all the same, then stop
-            cancelled = True
-        finally:
-            timer.cancel()
-            if self._deferred.get(held.session_id) is go:
-                del self._deferred[held.session_id]
+    async def _end(self, held: _Held) -> None:
         try:
             await held.end(commit=True)
         except Exception:
@@ -273,8 +231,6 @@ class PostgresStore:
             if self._saving.get(held.session_id) is held:
                 del self._saving[held.session_id]
             self.locks.release(held.session_id)
-        if cancelled:
-            raise asyncio.CancelledError
 
     async def _hold(self, session_id: str) -> _Held:
         cached = self._states.get(session_id)
@@ -362,17 +318,11 @@ class PostgresStore:
     # ----- request log -----
 
     async def insert_request(self, row: dict[str, Any]) -> None:
-        session_id = row.get("session_id")
-        if session_id in self._deferred:  # its save starts once the row is finished
-            if len(self._answering) >= MAX_ANSWERING:  # rows never finished: forget the oldest
-                del self._answering[next(iter(self._answering))]
-            self._answering[row["id"]] = session_id
+        self._deferred.answering(row["id"], row.get("session_id"))
         self.writer.enqueue(Insert({**row, "instance": self.instance}))
 
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
-        session_id = self._answering.pop(request_id, None)
-        if session_id is not None:  # the answer is out (or failed): the session's save now
-            self._go(session_id)
+        self._deferred.answered(request_id)
         self.writer.enqueue(Finish(request_id, dict(fields)))
 
     def write_later(
@@ -381,7 +331,7 @@ class PostgresStore:
         self.writer.enqueue(Statement(sql, params, key, order))
 
     async def flush(self) -> None:
-        self._save_deferred()
+        self._deferred.go_all()
         while self._ending:
             await asyncio.gather(*self._ending, return_exceptions=True)
         await self.writer.flush()

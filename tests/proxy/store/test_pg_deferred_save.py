@@ -12,7 +12,7 @@ import time
 import asyncpg
 import pytest
 
-from proxy.store import postgres
+from proxy.store import pg_deferred
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
 from tests.support.postgres import PgServer, advisory_locks
@@ -26,7 +26,7 @@ async def url(pg_server: PgServer) -> str:
 @pytest.fixture
 def long_defer(monkeypatch: pytest.MonkeyPatch) -> float:
     """A deferral long enough that a test finishing in time shows something else started it."""
-    monkeypatch.setattr(postgres, "SAVE_DEFER_S", 30.0)
+    monkeypatch.setattr(pg_deferred, "SAVE_DEFER_S", 30.0)
     return 30.0
 
 
@@ -61,7 +61,7 @@ async def test_the_save_waits_for_the_answer_then_goes(url: str, long_defer: flo
                 break
             await asyncio.sleep(0.01)
         assert await stored_n(url) == 1
-        assert not store._deferred and not store._answering
+        assert not store._deferred._waiting and not store._deferred._answering
     finally:
         await store.close()
     assert await advisory_locks(url) == 0
@@ -76,7 +76,7 @@ async def test_without_an_answer_the_save_goes_after_the_bound(url: str) -> None
         while await stored_n(url) != 1:
             assert time.monotonic() - started < 5.0
             await asyncio.sleep(0.005)
-        assert time.monotonic() - started >= postgres.SAVE_DEFER_S * 0.9
+        assert time.monotonic() - started >= pg_deferred.SAVE_DEFER_S * 0.9
     finally:
         await store.close()
 
