@@ -337,9 +337,11 @@ def redact_text(text: str) -> str:
     return _redact_text(text)
 
 
-# Short texts repeat from request to request (report reasons, paths, commands, ids): a dict hit
-# costs ~0.3 µs against ~3 µs for the patterns. Long texts (tool output) are rarely seen twice.
-_MEMO_MAX_TEXT = 2_000
+# Report and state texts repeat from request to request (reasons, paths, ids, commands: a heredoc
+# command is kilobytes, redacted again for every log row while its diagnostics stay open): a dict
+# hit costs ~0.3 µs, where the patterns cost ~40 µs a kilobyte. Tool outputs beyond this size are
+# rarely seen twice and would crowd the memo.
+_MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
@@ -351,7 +353,7 @@ def _redact_text(text: str) -> str:
     return _redact_after_triggers(text)
 
 
-_redact_short = text_cache(max_chars=4_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)
+_redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)
 
 
 def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:

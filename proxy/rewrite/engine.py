@@ -19,7 +19,7 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.model_windows import LearnedWindows, context_window
-from proxy.rewrite.pipeline import Pipeline, PipelineOutcome
+from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
@@ -38,6 +38,8 @@ log = logging.getLogger("ctxproxy.engine")
 # ~15 ms): the event loop keeps serving others meanwhile. Smaller ones run inline, since a thread
 # hop and the GIL handovers it brings cost more than they save.
 OFFLOAD_BYTES = 1024 * 1024
+# state namespaces only the proxy writes, from its own computations: never redacted
+PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})
 
 
 @dataclass(frozen=True)
@@ -301,7 +303,7 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        await held.save(redact_state(outcome.state, state), parent)
+        await held.save(redact_state(outcome.state, state, PROXY_NAMESPACES), parent)
         forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:
             describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)

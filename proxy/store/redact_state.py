@@ -15,14 +15,18 @@ from rules.base import SessionState
 from rules.redact import REDACTED, is_secret_name, redact_text
 
 
-def redact_state(new: SessionState, old: SessionState) -> SessionState:
-    """``new`` with every string the rules added since ``old`` redacted (same object if none)."""
+def redact_state(
+    new: SessionState, old: SessionState, own: frozenset[str] = frozenset()
+) -> SessionState:
+    """``new`` with every string the rules added since ``old`` redacted (same object if none).
+    ``own``: namespaces holding only values the proxy computed, never client text (the previous
+    request's message hashes: hundreds of new strings a request, walked for nothing)."""
     if new is old:
         return new
     changed: dict[str, Any] = {}
     for namespace, value in new.data.items():
         before = old.data.get(namespace)
-        if value is before:
+        if value is before or namespace in own:
             continue
         cleaned = redact_changed(value, before)
         if cleaned is not value:

@@ -231,3 +231,18 @@ def test_a_private_key_without_its_end_is_redacted_to_the_end() -> None:
     assert redact_text(text) == "before\n" + REDACTED
     whole = "a -----BEGIN PRIVATE KEY-----\nMII\n-----END PRIVATE KEY----- b"
     assert redact_text(whole) == f"a {REDACTED} b"
+
+
+def test_a_command_of_kilobytes_is_redacted_once_then_remembered() -> None:
+    """A heredoc command stays in the working set's report for as long as its diagnostics stay
+    open, and every log row redacts the report again: texts up to 16 kB are memoised."""
+    from rules.redact import _redact_short
+
+    secret = "sk-proj-" + "A1b2C3d4" * 6
+    command = "cat > t.py <<'EOF'\n" + "print('x' * 3)\n" * 300 + f"KEY = '{secret}'\nEOF"
+    assert 3_000 < len(command) < 16_000
+    before = _redact_short.cache_chars()
+    first = redact_text(command)
+    assert secret not in first and REDACTED in first
+    assert _redact_short.cache_chars() >= before + len(command)  # held: the next is a dict hit
+    assert redact_text(command) is first

@@ -129,3 +129,21 @@ async def test_state_redaction_keeps_a_session_stable_across_requests(tmp_path: 
                 assert r.status_code == 200
                 forwarded.append(edge.last.body)
     assert len(set(forwarded)) == 1
+
+
+def test_the_proxys_own_namespaces_are_not_walked_but_the_rules_are() -> None:
+    """``redact_state``'s ``own`` namespaces hold what the proxy computed (message hashes): stored
+    as computed, not walked, while a rule's new text in the same state is still redacted. (A
+    key-shaped value stands in for a computed one here, to tell walked from not walked.)"""
+    from proxy.store.redact_state import redact_state
+    from rules.base import SessionState
+
+    key = "sk-ant-" + "Z9y8X7w6" * 6
+    old = SessionState({"_prefix": {"hashes": ["a" * 20]}, "working_set": {"goal": "x"}})
+    hashes = {"hashes": ["b" * 20, key]}
+    new = SessionState({"_prefix": hashes, "working_set": {"goal": f"use {key}"}})
+    out = redact_state(new, old, frozenset({"_prefix"}))
+    assert out.data["_prefix"] is hashes
+    assert key not in out.data["working_set"]["goal"]
+    walked = redact_state(new, old)  # without ``own``, that namespace is walked like the others
+    assert key not in walked.data["_prefix"]["hashes"]
