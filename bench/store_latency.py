@@ -90,15 +90,21 @@ def alternating(
     conc: int,
     rounds: int,
     pg: PgServer,
-) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, tuple[float, float]]]:
-    """Latencies, in-proxy times and CPU ms per request (the proxy's, PostgreSQL's) per target:
-    ``rounds`` slices of ``n / rounds`` requests each, every target measured alone, the targets'
-    order reversed every other round."""
+) -> tuple[
+    dict[str, list[float]],
+    dict[str, list[float]],
+    dict[str, tuple[float, float]],
+    dict[str, list[float]],
+]:
+    """Latencies, in-proxy times, CPU ms per request (the proxy's, PostgreSQL's) and each round's
+    p50 per target: ``rounds`` slices of ``n / rounds`` requests each, every target measured
+    alone, the targets' order reversed every other round."""
     headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
     url = {name: base + "/v1/chat/completions" for name, base in targets.items()}
     lat: dict[str, list[float]] = {name: [] for name in targets}
     inproxy: dict[str, list[float]] = {name: [] for name in targets}
     cpu = {name: [0.0, 0.0] for name in targets}
+    per_round: dict[str, list[float]] = {name: [] for name in targets}
     for name in targets:  # warm-up: connections opened, statements prepared
         with only_running(servers, name):
             asyncio.run(run_load(url[name], body, 20, conc, headers))
@@ -107,14 +113,23 @@ def alternating(
         for name in order if k % 2 == 0 else order[::-1]:
             with only_running(servers, name):
                 before = (cpu_s([servers[name].pid]), cpu_s(database))
-                lat[name] += asyncio.run(
+                got = asyncio.run(
                     run_load(url[name], body, max(conc, n // rounds), conc, headers, inproxy[name])
                 )
+                lat[name] += got
+                per_round[name].append(percentile(got, 0.5))
                 cpu[name][0] += cpu_s([servers[name].pid]) - before[0]
                 cpu[name][1] += cpu_s(database) - before[1]
     per_request = {name: (1000 * a / len(lat[name]), 1000 * b / len(lat[name]))
                    for name, (a, b) in cpu.items()}  # fmt: skip
-    return lat, inproxy, per_request
+    return lat, inproxy, per_request, per_round
+
+
+def paired(a: list[float], b: list[float]) -> str:
+    """``a`` − ``b`` paired by round (the two measured back to back, so a drift of the machine's
+    speed between rounds cancels): the median of the rounds' p50 differences, and their range."""
+    diffs = sorted(x - y for x, y in zip(a, b, strict=True))
+    return f"{statistics.median(diffs):+.2f} ms [{diffs[0]:+.2f} … {diffs[-1]:+.2f}]"
 
 
 def cell(values: list[float]) -> str:
@@ -211,12 +226,14 @@ def main() -> None:
         print("| workload | conc | SQLite p50 / p95 | PostgreSQL p50 / p95 | PG − SQLite p50 "
               f"| in-proxy p50 SQLite / PG{extra} |")  # fmt: skip
         print("|---|---|---|---|---|---|" + ("---|---|" if args.baseline else ""))
-        cpu_rows = []
+        cpu_rows, paired_rows = [], []
         for size in args.messages:
             body = orjson.dumps({"model": "gpt-4o", "messages": agent_conversation(size)})
             for conc in args.concurrency:
                 n = int((300 if size <= 100 else 100) * (4 if conc > 1 else 1) * args.scale)
-                lat, inproxy, cpu = alternating(servers, targets, body, n, conc, args.rounds, pg)
+                lat, inproxy, cpu, rounds = alternating(
+                    servers, targets, body, n, conc, args.rounds, pg
+                )
                 s, p = lat["sqlite"], lat["postgresql"]
                 row = (
                     f"| {size} msgs | {conc} | {cell(s)} | {cell(p)}"
@@ -231,11 +248,21 @@ def main() -> None:
                         f" | {percentile(b, 0.5) - percentile(s, 0.5):+.2f} ms |"
                     )
                 print(row, flush=True)
+                pairs = f"PG − SQLite {paired(rounds['postgresql'], rounds['sqlite'])}"
+                if args.baseline:
+                    pairs += f"; baseline − SQLite {paired(rounds['baseline'], rounds['sqlite'])}"
+                paired_rows.append(f"| {size} msgs | {conc} | {pairs} |")
                 cpu_rows.append(
                     f"| {size} msgs | {conc} | "
                     + " | ".join(f"{a:.2f} / {d:.2f}" for a, d in cpu.values())
                     + " |"
                 )
+        print(
+            "\nPaired by round: the median of the rounds' p50 differences [their range, the "
+            "noise]:\n"
+        )
+        print("| workload | conc | paired differences |\n|---|---|---|")
+        print("\n".join(paired_rows))
         print("\nCPU ms per request, the proxy's / PostgreSQL's (all its processes):\n")
         print("| workload | conc | " + " | ".join(targets) + " |")
         print("|---|---|" + "---|" * len(targets))

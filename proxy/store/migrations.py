@@ -138,6 +138,22 @@ migration(
     """,
 )
 
+migration(
+    "m010_save_kept",
+    """
+    -- PostgreSQL only (its save that keeps the session held): nothing to do in SQLite
+    """,
+)
+
+migration(
+    "m011_sessions_hot",
+    """
+    -- PostgreSQL only (HOT updates of sessions: its updated_at index dropped). SQLite keeps the
+    -- index: it has no HOT to win (an update rewrites the row's b-tree cell either way), its saves
+    -- are batched off the request path, and its prune finds idle sessions by it
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

@@ -166,6 +166,37 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m010_save_kept",
+        """
+        -- ctxproxy_save_session without the unlock: the caller keeps holding the session, for a
+        -- next request close behind (proxy.store.postgres: parked connections).
+        CREATE PROCEDURE ctxproxy_save_kept(
+            sid TEXT, parent TEXT, stamp DOUBLE PRECISION, blob TEXT,
+            INOUT saved BIGINT DEFAULT NULL
+        )
+        LANGUAGE plpgsql AS $$
+        BEGIN
+            INSERT INTO sessions AS s (id, parent_id, created_at, updated_at, state, version)
+            VALUES (sid, parent, stamp, stamp, blob, nextval('session_versions'))
+            ON CONFLICT (id) DO UPDATE SET state = excluded.state,
+                updated_at = excluded.updated_at,
+                parent_id = COALESCE(excluded.parent_id, s.parent_id), version = excluded.version
+            RETURNING s.version INTO saved;
+            COMMIT;
+        END $$;
+        """,
+    ),
+    (
+        "m011_sessions_hot",
+        """
+        -- A save rewrites the session's row: with no index on a column it changes (updated_at's
+        -- was one) and room left on the row's page, PostgreSQL updates it in place (a HOT
+        -- update: no new index entries, less to vacuum). The prune walks the primary key instead.
+        DROP INDEX IF EXISTS sessions_updated;
+        ALTER TABLE sessions SET (fillfactor = 50);
+        """,
+    ),
 ]
 
 

@@ -12,7 +12,8 @@ What it keeps of a pool's rules, and one of its own:
 - ``discard`` closes a connection that may still hold a session's advisory lock (the server
   drops the lock with it): such a connection is never pooled; its place goes to the next in line;
 - ``on_wait``, when set, is called as a ``take`` starts waiting: the store then starts the saves
-  that wait for their request's answer (each holds a connection until it is done).
+  that wait for their request's answer (each holds a connection until it is done) and lets its
+  parked sessions go (``roomy``: whether one may be parked now).
 
 Nothing here resets a connection: the store ends every transaction and lets every lock go itself
 (or discards the connection), so a returned connection costs no round trip."""
@@ -56,6 +57,12 @@ class Connections:
     @property
     def in_use(self) -> int:
         return self._open - len(self._idle)
+
+    @property
+    def roomy(self) -> bool:
+        """No one waits and at most half the connections are in use: one may be kept a moment
+        (the store's parked sessions) without making anyone wait for it."""
+        return not self._waiting and self.in_use <= self.size // 2
 
     async def take(self, timeout: float | None = None) -> Any:
         """A connection of the pool's, or a new one while fewer than ``size`` are open; else the

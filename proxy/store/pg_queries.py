@@ -13,6 +13,9 @@ STEP_PAUSE_S = 0.01
 # state under a new version, commits, then lets the lock go; LET_GO lets it go without a save.
 HOLD = "SELECT * FROM ctxproxy_hold_session($1, $2, $3, $4)"
 SAVE = "CALL ctxproxy_save_session($1, $2, $3, $4, $5)"
+# The same save keeping the lock (migration m010_save_kept): the session's next request, close
+# behind, then needs no HOLD (``PostgresStore`` parks the connection for it a moment).
+SAVE_KEPT = "CALL ctxproxy_save_kept($1, $2, $3, $4)"
 LET_GO = "SELECT pg_advisory_unlock($1)"
 
 ANCESTORS = """
@@ -47,16 +50,22 @@ DELETE FROM requests WHERE id IN (
     SELECT id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2
 ) RETURNING id
 """
+# Idle sessions (not saved since $1) among the next $3 after id $2, in key order: updated_at has
+# no index (a save then is a HOT update, migration m011), so the prune walks the primary key, a
+# bounded step at a time; ``last`` is where the next step starts (NULL: the end).
 PRUNE_SESSIONS = """
-WITH picked AS (
-    SELECT id FROM sessions WHERE updated_at < $1 ORDER BY updated_at LIMIT $2
+WITH scanned AS (SELECT id, updated_at FROM sessions WHERE id > $2 ORDER BY id LIMIT $3),
+picked AS (
+    SELECT id FROM sessions
+    WHERE id IN (SELECT id FROM scanned WHERE updated_at < $1) AND updated_at < $1
     FOR UPDATE SKIP LOCKED
 ),
 gone AS (DELETE FROM sessions s USING picked WHERE s.id = picked.id RETURNING s.id),
 cache AS (
     DELETE FROM session_cache c USING gone WHERE c.session_id = gone.id RETURNING c.session_id
 )
-SELECT gone.id, (SELECT count(*) FROM cache WHERE cache.session_id = gone.id) AS cached FROM gone
+SELECT CASE WHEN (SELECT count(*) FROM scanned) = $3 THEN (SELECT max(id) FROM scanned) END
+    AS last, ARRAY(SELECT id FROM gone) AS gone, (SELECT count(*) FROM cache) AS cached
 """
 # a cache report whose session has no state row (or lost it), by its own time
 PRUNE_ORPHAN_CACHE = """

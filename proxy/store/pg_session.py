@@ -30,6 +30,7 @@ class Cached:
     # not when the last hold found another replica's write (the session's requests alternate
     # between replicas, so the state cached here is likely old again)
     run_ahead: bool = True
+    saved_at: float = 0.0  # time.monotonic() when this replica saved it (0: read, not saved)
 
 
 class Held:
@@ -37,8 +38,8 @@ class Held:
     not reached) holds the session's advisory lock (``key``) until ``end``."""
 
     __slots__ = (
-        "_new", "conn", "key", "parent_id", "read_only", "run_ahead", "session_id", "state",
-        "store", "version",
+        "_new", "conn", "keep", "key", "parent_id", "read_only", "run_ahead", "session_id",
+        "state", "store", "version",
     )  # fmt: skip
 
     def __init__(
@@ -52,6 +53,7 @@ class Held:
         read_only: bool = False,
         run_ahead: bool = True,
         key: int = 0,
+        keep: bool = False,
     ) -> None:
         self.store, self.session_id, self.state, self.parent_id = (
             store, session_id, state, parent_id,
@@ -60,6 +62,9 @@ class Held:
         self.run_ahead = run_ahead  # kept with the state this request saves
         self.key = key  # the advisory lock ``conn`` holds (session_lock_key), when it is set
         self._new: tuple[SessionState, str | None] | None = None
+        # saved without letting the lock go, the connection then parked for the session's next
+        # request (``proxy.store.pg_parked``): its requests come close behind one another
+        self.keep = keep
 
     async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
         if self.conn is None:  # offline: what this process knows
@@ -98,12 +103,17 @@ class Held:
                 store._remember(self.session_id, Cached(*new, self.version, self.run_ahead))
             return
         conn, version, self.conn = self.conn, None, None
+        # parked only while connections are plentiful: else its lock would be let go at once
+        # (a round trip more than the plain save's) for a request waiting for a connection
+        keep = self.keep and store._pool.roomy and not store._closing
         try:
             if new is not None:
                 blob = orjson.dumps(new[0].to_json()).decode()
-                version = await conn.fetchval(
-                    q.SAVE, self.key, self.session_id, new[1], time.time(), blob
-                )
+                saving = (self.session_id, new[1], time.time(), blob)
+                if keep:
+                    version = await conn.fetchval(q.SAVE_KEPT, *saving)
+                else:
+                    version = await conn.fetchval(q.SAVE, self.key, *saving)
             else:
                 await conn.fetchval(q.LET_GO, self.key)
         except BaseException as exc:
@@ -114,9 +124,13 @@ class Held:
                 store.health.failed(exc)
                 return
             raise
-        store._pool.give(conn)
         if new is not None and version is not None:
-            store._remember(self.session_id, Cached(*new, version, self.run_ahead))
+            saved = Cached(*new, version, self.run_ahead, time.monotonic())
+            store._remember(self.session_id, saved)
+        if new is not None and keep:
+            store._park(self.session_id, conn, self.key, version)
+        else:
+            store._pool.give(conn)
 
 
 def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None]:

@@ -19,6 +19,14 @@ The save waits for its request's answer to go out, at most 2 ms (``proxy.store.p
 and starts at once when anything needs the session: its next request, a connection wait, a
 sub-agent's ancestors (``settled``), ``flush``, ``close``.
 
+A session whose requests come close behind one another (the next one arriving while the last
+one's save waits or runs, or within ``PARK_S`` after it; its last hold found no other replica's
+write) is saved by ``q.SAVE_KEPT``, which commits without letting the lock go: the connection is
+parked, still holding the session, and the next request takes it with no HOLD at all (nobody can
+have written meanwhile). ``PARK_S`` later, or at once when a request waits for a connection, the
+lock is let go (``q.LET_GO``); another replica wants the session at most that much longer. Only
+while connections are plentiful (``Connections.roomy``).
+
 The hold's round trip is on the request's path. For a session this replica served last, the engine
 hides it (``known_state``): it sends the hold, runs the pipeline on the cached state meanwhile, and
 keeps that outcome when the hold returns the very same state (the stored version is the cached
@@ -50,6 +58,7 @@ from typing import Any
 
 import asyncpg
 
+from proxy.store import pg_parked
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement, decode_row
@@ -57,6 +66,7 @@ from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.pg_deferred import DeferredSaves
 from proxy.store.pg_migrations import apply_pg_migrations
+from proxy.store.pg_parked import Parked, ParkedSessions
 from proxy.store.pg_pool import Connections
 from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
@@ -106,6 +116,8 @@ class PostgresStore:
         self._ending: set[asyncio.Task[None]] = set()  # sessions being saved
         self._saving: dict[str, _Held] = {}  # by session: the one being saved now
         self._deferred = DeferredSaves()  # saves waiting for their request's answer to go out
+        self._parked = ParkedSessions(self._let_go, self._ending)  # still holding their session
+        self._closing = False
 
     # ----- lifetime -----
 
@@ -117,7 +129,7 @@ class PostgresStore:
             # no commit waits for the WAL flush: one lost in a crash of the database itself is as
             server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
         )
-        self._pool.on_wait = self._deferred.go_all
+        self._pool.on_wait = self._on_pool_wait
         async with self._pool.acquire() as conn:
             self.applied = await apply_pg_migrations(conn)
             await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
@@ -130,9 +142,8 @@ class PostgresStore:
             self._heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._heartbeat
-        self._deferred.go_all()
-        while self._ending:
-            await asyncio.gather(*self._ending, return_exceptions=True)
+        self._closing = True  # a save ending now lets its session go rather than park
+        await self._settle_all()
         if self._writer is not None:
             await self._writer.close()
         if self._pool is not None:
@@ -186,11 +197,13 @@ class PostgresStore:
     @contextlib.asynccontextmanager
     async def session(self, session_id: str) -> AsyncIterator[_Held]:
         """The session held across replicas for one load → pipeline → save."""
+        # close behind its last save (or during it): this request's save keeps the session
+        keep = session_id in self._saving or session_id in self._parked or self._recent(session_id)
         self._deferred.go(session_id)  # its previous request's save, if it waits: now
         await self.locks.acquire(session_id)
         handed_off = False
         try:
-            held = await self._hold(session_id)
+            held = await self._hold(session_id, keep)
             try:
                 yield held
             except BaseException:
@@ -232,14 +245,34 @@ class PostgresStore:
                 del self._saving[held.session_id]
             self.locks.release(held.session_id)
 
-    async def _hold(self, session_id: str) -> _Held:
+    def _recent(self, session_id: str) -> bool:
         cached = self._states.get(session_id)
+        return cached is not None and time.monotonic() - cached.saved_at < pg_parked.PARK_S
+
+    async def _hold(self, session_id: str, keep: bool = False) -> _Held:
+        cached = self._states.get(session_id)
+        parked = self._parked.take(session_id)
+        if parked is not None:
+            if parked.conn.is_closed() or self.health.skip():
+                self._pool.discard(parked.conn)
+                parked = None
+            elif cached is not None and cached.version == parked.version:
+                # held since this replica's own save of the cached version: no other writer can
+                # have come in between, so no HOLD to send (nor a cache report to read)
+                return _Held(
+                    self, session_id, cached.state, cached.parent_id, cached.version, parked.conn,
+                    run_ahead=cached.run_ahead, key=parked.key, keep=keep and cached.run_ahead,
+                )  # fmt: skip
         if self.health.skip():
             return self._offline(session_id, cached)
         conn = None
         key = session_lock_key(session_id)
         try:
-            conn = await self._pool.take(self.lock_timeout_ms / 1000)
+            if parked is not None:  # the cached state was dropped (pruned): let go, then read
+                conn = parked.conn
+                await conn.fetchval(q.LET_GO, parked.key)
+            else:
+                conn = await self._pool.take(self.lock_timeout_ms / 1000)
             known = cached.version if cached else -1
             row = await conn.fetchrow(q.HOLD, key, session_id, known, self.lock_timeout_ms)
         except BaseException as exc:
@@ -262,8 +295,30 @@ class PostgresStore:
         self._remember(session_id, found)
         return _Held(
             self, session_id, found.state, found.parent_id, found.version, conn,
-            run_ahead=found.run_ahead, key=key,
+            run_ahead=found.run_ahead, key=key, keep=keep and found.run_ahead,
         )  # fmt: skip
+
+    def _park(self, session_id: str, conn: Any, key: int, version: int | None) -> None:
+        """Keep a connection that still holds the session after its save (``pg_parked``)."""
+        self._parked.park(session_id, conn, key, version)
+        if self._closing or version is None:
+            self._parked.release(session_id)
+
+    def _on_pool_wait(self) -> None:
+        self._deferred.go_all()
+        self._parked.release_all()
+
+    async def _let_go(self, parked: Parked) -> None:
+        try:
+            await parked.conn.fetchval(q.LET_GO, parked.key)
+        except BaseException as exc:
+            self._pool.discard(parked.conn)  # the server drops the lock with it
+            if not isinstance(exc, Exception):
+                raise
+            if is_connection_error(exc):
+                self.health.failed(exc)
+            return
+        self._pool.give(parked.conn)
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
         return _Held(self, session_id, *self._known(cached))
@@ -331,10 +386,16 @@ class PostgresStore:
         self.writer.enqueue(Statement(sql, params, key, order))
 
     async def flush(self) -> None:
+        await self._settle_all()
+        await self.writer.flush()
+
+    async def _settle_all(self) -> None:
+        """Every waiting save started, every parked session let go, and all of them done."""
         self._deferred.go_all()
+        self._parked.release_all()
         while self._ending:
             await asyncio.gather(*self._ending, return_exceptions=True)
-        await self.writer.flush()
+            self._parked.release_all()
 
     # ----- reads -----
 
@@ -376,22 +437,30 @@ class PostgresStore:
         report) not saved since ``idle_before``, ``q.STEP_ROWS`` at a time, one short
         transaction each, pausing between steps: requests are never held up behind it."""
         counts = {"requests": 0, "sessions": 0, "session_cache": 0}
-        steps = [("requests", q.PRUNE_REQUESTS, older_than)]
-        steps += [("sessions", q.PRUNE_SESSIONS, idle_before)]
-        steps += [("session_cache", q.PRUNE_ORPHAN_CACHE, idle_before)]
-        for table, sql, cutoff in steps:
-            while cutoff > 0:
-                rows = await self._pool.fetch(sql, cutoff, q.STEP_ROWS)
-                counts[table] += len(rows)
-                if table == "sessions":
-                    counts["session_cache"] += sum(r["cached"] for r in rows)
-                    for r in rows:
-                        self._states.pop(r["id"], None)
-                        self.cache_feedback._known.pop(r["id"], None)
-                if len(rows) < q.STEP_ROWS:
-                    break
+        await self._prune_steps(counts, "requests", q.PRUNE_REQUESTS, older_than)
+        after: str | None = ""
+        while idle_before > 0 and after is not None:  # the sessions, by key, a step at a time
+            row = await self._pool.fetchrow(q.PRUNE_SESSIONS, idle_before, after, q.STEP_ROWS)
+            after = row["last"]
+            counts["sessions"] += len(row["gone"])
+            counts["session_cache"] += row["cached"]
+            for session_id in row["gone"]:
+                self._states.pop(session_id, None)
+                self.cache_feedback._known.pop(session_id, None)
+            if after is not None:
                 await asyncio.sleep(q.STEP_PAUSE_S)
+        await self._prune_steps(counts, "session_cache", q.PRUNE_ORPHAN_CACHE, idle_before)
         return counts
+
+    async def _prune_steps(
+        self, counts: dict[str, int], table: str, sql: str, cutoff: float
+    ) -> None:
+        while cutoff > 0:
+            rows = await self._pool.fetch(sql, cutoff, q.STEP_ROWS)
+            counts[table] += len(rows)
+            if len(rows) < q.STEP_ROWS:
+                break
+            await asyncio.sleep(q.STEP_PAUSE_S)
 
     async def ping(self) -> bool:
         try:

@@ -50,8 +50,8 @@ class Counted:
             self.events.append("run")
             return run(*args)
 
-        async def holding(session_id: str) -> Any:
-            held = await hold(session_id)
+        async def holding(session_id: str, *args: Any) -> Any:
+            held = await hold(session_id, *args)
             self.events.append("held")
             return held
 
