@@ -71,7 +71,10 @@ async def run_load(
     concurrency: int,
     headers: dict[str, str],
     overheads: list[float] | None = None,
+    think_ms: float = 0.0,
 ) -> list[float]:
+    """Each worker's latencies; ``think_ms``: a pause after each answer before the worker's next
+    request (an agent running its tool), not counted in the latency."""
     latencies: list[float] = []
     queue = list(range(n))
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
@@ -90,6 +93,8 @@ async def run_load(
                     raise RuntimeError(f"{url}: {r.status_code} {r.text[:300]}")
                 if overheads is not None and "x-ctxproxy-overhead-ms" in r.headers:
                     overheads.append(float(r.headers["x-ctxproxy-overhead-ms"]))
+                if think_ms:
+                    await asyncio.sleep(think_ms / 1000)
 
         await asyncio.gather(*(worker(k) for k in range(concurrency)))
     return latencies

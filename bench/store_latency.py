@@ -4,7 +4,7 @@ and the throughput of two PostgreSQL replicas against one, at 64 clients.
 
     .venv/bin/python -m bench.store_latency [--scale 1.0] [--rounds 6] [--baseline DIR]
         [--messages 20 400] [--concurrency 1 16] [--no-throughput] [--upstream-ms 0]
-        [--database-rtt-ms 0]
+        [--think-ms 0] [--database-rtt-ms 0]
 
 Latency: client-observed, each proxy measured alone (the others paused with SIGSTOP), one
 session per concurrent client resending its conversation. The runs alternate between the proxies
@@ -16,6 +16,9 @@ round-robin load balancer).
 
 ``--upstream-ms N``: the upstream answers N ms after the request (0: at once, the worst case
 for the store, whose save after forwarding then overlaps the answer and the next request).
+``--think-ms N``: each client pauses N ms after an answer (an agent running its tool). At 0 a
+session's next request comes close behind its save, so the PostgreSQL store parks the session's
+connection and skips the next HOLD (``proxy.store.pg_parked``); from 10 it never does.
 ``--database-rtt-ms N``: the proxies reach PostgreSQL through ``bench.delay_relay``, which adds N
 ms to each round trip, as a database on another host would.
 """
@@ -90,6 +93,7 @@ def alternating(
     conc: int,
     rounds: int,
     pg: PgServer,
+    think_ms: float = 0.0,
 ) -> tuple[
     dict[str, list[float]],
     dict[str, list[float]],
@@ -114,7 +118,15 @@ def alternating(
             with only_running(servers, name):
                 before = (cpu_s([servers[name].pid]), cpu_s(database))
                 got = asyncio.run(
-                    run_load(url[name], body, max(conc, n // rounds), conc, headers, inproxy[name])
+                    run_load(
+                        url[name],
+                        body,
+                        max(conc, n // rounds),
+                        conc,
+                        headers,
+                        inproxy[name],
+                        think_ms,
+                    )
                 )
                 lat[name] += got
                 per_round[name].append(percentile(got, 0.5))
@@ -177,6 +189,11 @@ def main() -> None:
         "--upstream-ms", type=float, default=0.0, help="the upstream answers this much later"
     )
     parser.add_argument(
+        "--think-ms", type=float, default=0.0,
+        help="each client waits this long after an answer before its next request (an agent "
+        "running its tool): 10 or more and no session's save parks (pg_parked.PARK_S)",
+    )  # fmt: skip
+    parser.add_argument(
         "--database-rtt-ms", type=float, default=0.0,
         help="reach PostgreSQL through a relay adding this round-trip time (bench.delay_relay)",
     )  # fmt: skip
@@ -232,7 +249,7 @@ def main() -> None:
             for conc in args.concurrency:
                 n = int((300 if size <= 100 else 100) * (4 if conc > 1 else 1) * args.scale)
                 lat, inproxy, cpu, rounds = alternating(
-                    servers, targets, body, n, conc, args.rounds, pg
+                    servers, targets, body, n, conc, args.rounds, pg, args.think_ms
                 )
                 s, p = lat["sqlite"], lat["postgresql"]
                 row = (
