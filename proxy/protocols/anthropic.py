@@ -28,17 +28,28 @@ from proxy.protocols.anthropic_lift import (
     one_untouched_message,
 )
 from proxy.protocols.anthropic_lower import Lowering, lowered_tools, lowering
-from proxy.protocols.anthropic_mend import mend, needs_mending, shape
+from proxy.protocols.anthropic_mend import F_HIDDEN, mend, needs_mending, shape
 from proxy.protocols.anthropic_parts import Part, Parts, State, texts, user_side
-from proxy.protocols.anthropic_prefix import Recorder, Snapshot, reuse_lifted, shared_bytes
+from proxy.protocols.anthropic_prefix import Recorder, Snapshot, reuse_lifted
 from proxy.protocols.base import TAG, Lowered
-from proxy.protocols.checks import Facts, kept_facts
+from proxy.protocols.checks import Facts, anthropic_checked, kept_facts
 from proxy.protocols.kept import KeptLowerings, copied
 from proxy.protocols.kept_lifts import KeptLifts
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, PrefixMemory, message_bytes, tag_index
+from proxy.protocols.prefix import (
+    PER_MESSAGE_BYTES,
+    PrefixMemory,
+    Whole,
+    message_bytes,
+    read_bytes,
+    tag_index,
+)
 from rules.base import Message
 
 _HIDDEN = frozenset({"thinking", "redacted_thinking"})
+# The final check's state is kept this many messages before the end (those an agent's next
+# request changes: the last user message, a moved cache breakpoint), charged per message
+CHECK_BACK = 4
+PER_FACT_BYTES = 64
 
 
 class AnthropicAdapter:
@@ -48,21 +59,29 @@ class AnthropicAdapter:
         self.kept = KeptLowerings()
         self.lifts = KeptLifts()
         self.prefixes = PrefixMemory()  # each session's last request (``anthropic_prefix``)
+        self.checked = PrefixMemory(max_bytes=8_000_000)  # each one's final check (``violations``)
 
     def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         """``session``: a key naming the request's session (None: nothing reused or kept)."""
         source: list[Any] = body["messages"]
         repairs: list[dict[str, Any]] = []
-        datas = self._bytes(source)
         slot: Hashable | None = None
         prev: Snapshot | None = None
+        whole: Whole | None = None
         shared = 0
-        if session is not None and datas and datas[0] is not None:
-            slot = (session, datas[0])
-            prev = self.prefixes.get(slot)
-            if prev is not None:
-                shared = shared_bytes(prev.datas, datas)
-                slot = prev.slot  # its bytes compact
+        if session is None:
+            datas = self._bytes(source)
+        else:
+            first = self._bytes(source[:1])  # names the session's previous request
+            if first and first[0] is not None:
+                slot = (session, first[0])
+                prev = self.prefixes.get(slot)
+                if prev is not None:
+                    slot = prev.slot  # its bytes compact
+            old, old_datas = (prev.whole, prev.datas) if prev is not None else (None, [])
+            datas, shared, whole = read_bytes(old, old_datas, source, self.kept.max_key_bytes)
+            if slot is None:
+                whole = None
         found = self._look_up(source, datas, prev.entries[:shared] if prev else [])
         shapes = (prev.shapes[:shared] if prev else []) + [
             e[2] if e else shape(m) for m, e in zip(source[shared:], found[shared:], strict=True)
@@ -74,6 +93,8 @@ class AnthropicAdapter:
             slot, prev, shared = None, None, 0  # mended: neither reused nor kept
         first_user = next((i for i, m in enumerate(source) if m.get("role") == "user"), None)
         st = State(source, Parts(), {}, bool(repairs), first_user, datas, [], shared, prev)
+        if not repairs:
+            st.shapes = shapes
         out: list[Message] = []
         serialised: list[bytes | None] = []
         system = body.get("system")
@@ -143,12 +164,13 @@ class AnthropicAdapter:
             kept_datas = datas[:shared] if prev is None else prev.datas[:shared]
             kept_datas += [d if d is None else compact(d) for d in datas[shared:]]
             cost = sum(map(len, filter(None, kept_datas))) + PER_MESSAGE_BYTES * len(source)
+            cost += whole.cost if whole is not None else 0
             st.data = kept_datas
             index = tag_index(prev.index if prev else None, prev.tags if prev else (), c, tags)
             st.snapshot = snap = Snapshot(
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
                 tags, idxs, blocks, templates, calls, serial, nested, user_items, user_end,
-                first_user, index, cost,
+                first_user, index, cost, whole=whole,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)
         return Lowered(out, lowered_tools(body.get("tools")), repairs, st, serialised)
@@ -262,9 +284,30 @@ class AnthropicAdapter:
         if derived is not None:
             known.extend(derived)
 
-    def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
+    def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
+        """The final check, resumed from the session's previous request's where the facts of
+        this one's messages start with the very objects it checked (reused with the liftings)."""
+        snap: Snapshot | None = lowered.state.snapshot
+        resume = self.checked.get(snap.slot) if snap is not None else None
+        found, checked = anthropic_checked(forwarded, lowered.known_facts, resume, -CHECK_BACK)
+        if snap is not None and checked is not None:
+            self.checked.put(snap.slot, checked, PER_FACT_BYTES * len(checked.facts))
+        return found
+
+    def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
+        """``lowered``: the request ``body`` is (or was lifted from): only the messages that
+        can hold a thinking block are read (by their shapes, kept with their lowerings)."""
+        messages = body.get("messages") or []
+        st: State | None = lowered.state if lowered is not None else None
+        if st is not None and st.shapes and len(st.shapes) == len(st.source):
+            if messages is st.source:
+                messages = [m for m, s in zip(messages, st.shapes, strict=True) if s & F_HIDDEN]
+            elif isinstance(messages, list):  # forwarded: the client's objects with none skipped
+                shapes = zip(st.source, st.shapes, strict=True)
+                plain = {id(m) for m, s in shapes if not s & F_HIDDEN}
+                messages = [m for m in messages if id(m) not in plain]
         texts: list[str] = []
-        for m in body.get("messages") or []:
+        for m in messages:
             content = m.get("content") if isinstance(m, dict) else None
             for b in content if isinstance(content, list) else []:
                 if isinstance(b, dict) and b.get("type") in _HIDDEN:

@@ -99,12 +99,15 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
 # What ``mend`` needs to know of one message, as bit flags (a pure function of the message, so
 # an adapter can keep it with the message's lowering)
 F_EMPTY, F_EMPTY_TEXT, F_THINKING_ONLY, F_ASSISTANT, F_CHAIN_IN_SYSTEM = 1, 2, 4, 8, 16
+# not a break: the message holds a thinking or redacted thinking block (``hidden_text`` reads
+# only those messages)
+F_HIDDEN = 32
 _BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM
 
 
 def shape(m: Any) -> int:
     """``m``'s flags: empty content, an empty text block, only thinking, an assistant's, a
-    system message holding a call or a result."""
+    system message holding a call or a result, a thinking block."""
     if not isinstance(m, dict):
         return 0
     flags = F_ASSISTANT if m.get("role") == "assistant" else 0
@@ -121,8 +124,10 @@ def shape(m: Any) -> int:
                 if isinstance(text, str) and (not text or text[0].isspace()) and not text.strip():
                     flags |= F_EMPTY_TEXT
                     break
-        if _thinking_only(m):
-            flags |= F_THINKING_ONLY
+        if any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
+            flags |= F_HIDDEN
+            if _thinking_only(m):
+                flags |= F_THINKING_ONLY
     return flags
 
 

@@ -42,6 +42,8 @@ class State:
     shared: int = 0
     prefix: Any = None
     snapshot: Any = None
+    # each client message's ``anthropic_mend.shape`` (empty when mended: they are the sent ones')
+    shapes: list[int] = field(default_factory=list)
 
 
 def is_text(block: Any) -> bool:

@@ -25,7 +25,7 @@ import orjson
 from proxy.protocols.anthropic_lower import Lowering
 from proxy.protocols.anthropic_parts import State, user_side
 from proxy.protocols.base import TAG
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix, plan_values
+from proxy.protocols.prefix import PER_MESSAGE_BYTES, Whole, common_prefix, plan_values
 from proxy.protocols.prefix import shared_bytes as shared_bytes  # where it was, for callers
 from rules.base import Message
 
@@ -74,6 +74,7 @@ class Snapshot:
     index: dict[str, int]  # tag -> position of its spec
     cost: int
     lift: LiftMemory | None = None
+    whole: Whole | None = None  # the client messages as one array (``prefix.read_bytes``)
 
 
 def reuse_lifted(

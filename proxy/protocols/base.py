@@ -58,8 +58,14 @@ class Adapter(Protocol):
         patches. Returns ``body`` itself when nothing changed. ``hashes``: each output message's
         ``content_hash`` (tag included) when the caller knows them: they key kept liftings."""
 
-    def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
-        """Text the chat view does not show (thinking, reasoning), by section, for ``measure``."""
+    def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
+        """Text the chat view does not show (thinking, reasoning), by section, for ``measure``.
+        ``lowered``: the request ``body`` is, or was lifted from (what the adapter knows of its
+        messages spares reading them all)."""
+
+    def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
+        """The final integrity check of the body forwarded, in the protocol's own terms
+        (``proxy.protocols.checks``): what would make the provider refuse it. Empty: none."""
 
 
 def opaque_note(kinds: list[Any]) -> str:

@@ -5,13 +5,22 @@ reported: the tests run the same checks on what reached the upstream.
 Anthropic: each ``tool_use`` is answered by a ``tool_result`` at the start of the next (user)
 message, no result answers nothing, ids are unique and match ``^[a-zA-Z0-9_-]+$``, text blocks
 are not empty. Responses: each ``function_call`` / ``custom_tool_call`` has an output with its
-``call_id`` and no output lacks its call; a reasoning item is followed by an item of the turn."""
+``call_id`` and no output lacks its call; a reasoning item is followed by an item of the turn.
+
+Both can resume from the state they had, in a session's previous request, a few messages before
+its end (``checked_violations``, ``responses_checked``): an agent's next request forwards the same
+messages up to there, and checking only the rest keeps the check's cost to what changed. Anthropic
+proves it by the facts' identity (kept with the reused liftings), Responses by its adapter's
+reused lifting (the same JSON items)."""
 
 from __future__ import annotations
 
 import contextlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
@@ -46,6 +55,7 @@ def _answered(uid: Any, ids: set[Any]) -> bool:
 Facts = tuple[bool, int, tuple[Any, ...], tuple[Any, ...], tuple[Any, ...], bool]
 _SCALARS = (str, int, float, bool, type(None))
 _NONE: frozenset[Any] = frozenset()
+_DICT = repeat(dict)
 
 
 def message_facts(message: dict[str, Any]) -> Facts:
@@ -89,26 +99,76 @@ def anthropic_violations(
 ) -> list[str]:
     """``known``: the facts of ``body["messages"]``, one per message (None: read from it), where
     the caller has them from the messages' content."""
+    return anthropic_checked(body, known)[0]
+
+
+def anthropic_checked(
+    body: dict[str, Any],
+    known: Sequence[Facts | None] | None = None,
+    resume: Checked | None = None,
+    keep: int = -1,
+) -> tuple[list[str], Checked | None]:
+    """``anthropic_violations``, resumed from ``resume`` where it holds, and the state to resume
+    the next request's check from (its ``keep``-th fact, counted from the end)."""
     messages = body.get("messages") or []
     if known is None or len(known) != len(messages):
         known = None
-    facts = [
-        (known[i] if known is not None else None) or message_facts(m)
-        for i, m in enumerate(messages)
-        if isinstance(m, dict)
-    ]
-    return violations_of(facts)
+    if known is not None and None not in known and all(map(isinstance, messages, _DICT)):
+        facts: Sequence[Facts] = known  # type: ignore[assignment]
+    else:
+        facts = [
+            (known[i] if known is not None else None) or message_facts(m)
+            for i, m in enumerate(messages)
+            if isinstance(m, dict)
+        ]
+    return checked_violations(facts, resume, len(facts) + keep if keep < 0 else keep)
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """``violations_of``'s state after the first ``len(facts) - 1`` facts (it read one more: a
+    message's calls are answered at the start of the next), kept to resume the next request's
+    check when its facts start with these very objects. Identity, not equality: facts equal as
+    tuples (an id ``1`` and an id ``True``) can be worded differently in a finding."""
+
+    facts: tuple[Facts, ...]
+    out: tuple[str, ...]
+    unknown: tuple[str, ...]
+    seen: frozenset[Any]
+    answered: frozenset[Any]
 
 
 def violations_of(facts: Sequence[Facts]) -> list[str]:
     """The findings for messages with these facts, in order; results for unknown ids are listed
     after the other findings, as they always were."""
-    out: list[str] = []
-    unknown: list[str] = []
+    return checked_violations(facts)[0]
+
+
+def _resumes(resume: Checked | None, facts: Sequence[Facts]) -> bool:
+    n = len(resume.facts) if resume is not None else 0
+    return 0 < n <= len(facts) and all(map(is_, resume.facts, facts))  # type: ignore[union-attr]
+
+
+def checked_violations(
+    facts: Sequence[Facts], resume: Checked | None = None, keep: int = -1
+) -> tuple[list[str], Checked | None]:
+    """``violations_of``, from ``resume`` on where these facts start with its very facts, and
+    the state before the ``keep``-th fact (None: ``keep`` out of range)."""
     last = len(facts) - 1
-    seen: set[str] = set()
-    answered_ok: Any = _NONE  # the ids the previous message's tool_use blocks called
-    for i, (assistant, blanks, uses, results, _, plain) in enumerate(facts):
+    if resume is not None and _resumes(resume, facts):
+        start = len(resume.facts) - 1
+        out, unknown = list(resume.out), list(resume.unknown)
+        seen: set[Any] = set(resume.seen)
+        answered_ok: Any = resume.answered
+    else:
+        start, out, unknown, seen = 0, [], [], set()
+        answered_ok = _NONE  # the ids the previous message's tool_use blocks called
+    checked = None
+    for i in range(start, last + 1):
+        if i == keep:  # every message before it had a next one: valid wherever these facts are
+            checked = Checked(tuple(facts[: i + 1]), tuple(out), tuple(unknown), frozenset(seen),
+                              frozenset(answered_ok))  # fmt: skip
+        assistant, blanks, uses, results, _, plain = facts[i]
         if blanks and not (i == last and assistant):
             out.extend([f"messages[{i}]: empty text block"] * blanks)
         if not assistant:
@@ -142,17 +202,44 @@ def violations_of(facts: Sequence[Facts]) -> list[str]:
             missing = [u for u in uses if u not in leading]
             if missing:
                 out.append(f"messages[{i}]: tool_use ids {missing[:3]} without tool_result after")
-    return out + unknown
+    return out + unknown, checked
 
 
 def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
-    out: list[str] = []
+    return responses_checked(body)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class ItemsChecked:
+    """``responses_checked``'s state after the first ``count`` items (it read one more: a
+    reasoning item is followed by an item of its turn), kept to resume the check of a body whose
+    first ``count + 1`` items are the same JSON values (the caller knows which)."""
+
+    count: int
+    calls: dict[Any, int]
+    outputs: dict[Any, int]
+    out: tuple[str, ...]
+
+
+def responses_checked(
+    body: dict[str, Any], resume: ItemsChecked | None = None, keep: int = -1
+) -> tuple[list[str], ItemsChecked | None]:
+    """``responses_violations``, from ``resume`` on (None: from the start), and the state
+    before item ``keep`` (None: out of range)."""
     items = body.get("input")
     if not isinstance(items, list):
-        return out
-    calls: dict[Any, int] = {}
-    outputs: dict[Any, int] = {}
-    for i, item in enumerate(items):
+        return [], None
+    last = len(items) - 1
+    if resume is not None and resume.count <= last:
+        start, out = resume.count, list(resume.out)
+        calls, outputs = dict(resume.calls), dict(resume.outputs)
+    else:
+        start, out, calls, outputs = 0, [], {}, {}
+    checked = None
+    for i in range(start, last + 1):
+        if i == keep:  # every item before it had a next one
+            checked = ItemsChecked(i, dict(calls), dict(outputs), tuple(out))
+        item = items[i]
         kind = item.get("type") if isinstance(item, dict) else None
         if kind in ("function_call", "custom_tool_call"):
             calls.setdefault(item.get("call_id"), i)
@@ -161,7 +248,7 @@ def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
             if item.get("call_id") not in calls:
                 out.append(f"input[{i}]: output for call_id not called before")
         elif kind == "reasoning":
-            nxt = items[i + 1] if i + 1 < len(items) else None
+            nxt = items[i + 1] if i < last else None
             if (
                 not isinstance(nxt, dict)
                 or nxt.get("type") in ("function_call_output", "custom_tool_call_output")
@@ -170,6 +257,6 @@ def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
                 out.append(f"input[{i}]: reasoning item without the item that followed it")
     if body.get("previous_response_id") is None:
         for cid, i in calls.items():
-            if cid not in outputs and i != len(items) - 1:
+            if cid not in outputs and i != last:
                 out.append(f"input[{i}]: call {str(cid)[:40]!r} has no output")
-    return out
+    return out, checked

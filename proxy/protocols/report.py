@@ -8,13 +8,10 @@ import logging
 from typing import Any, cast
 
 from proxy.protocols.base import Adapter, Lowered
-from proxy.protocols.checks import anthropic_violations, responses_violations
 from rules.base import TokenCounter
 from rules.report import Repair, Report
 
 log = logging.getLogger("ctxproxy.protocols")
-
-_CHECKS = {"anthropic": anthropic_violations, "responses": responses_violations}
 
 
 def describe_lift(
@@ -29,9 +26,9 @@ def describe_lift(
     if lowered.repairs:
         adapters = cast(list[Repair], lowered.repairs)  # built in the rules' report shape
         report["repairs"] = [*adapters, *(report.get("repairs") or [])]
-    hidden = adapter.hidden_text(body)
+    hidden = adapter.hidden_text(body, lowered)
     if hidden:
-        after = adapter.hidden_text(forwarded) if forwarded is not body else hidden
+        after = adapter.hidden_text(forwarded, lowered) if forwarded is not body else hidden
         sections = report.setdefault("sections", {})
         for name, text in hidden.items():
             before = tokens.count_text(text)
@@ -40,10 +37,7 @@ def describe_lift(
                 "before": before,
                 "after": before if kept == text else tokens.count_text(kept or ""),
             }
-    check = _CHECKS.get(adapter.name)
-    violations = (
-        check(forwarded, lowered.known_facts) if check is not None and forwarded is not body else []
-    )
+    violations = adapter.violations(forwarded, lowered) if forwarded is not body else []
     if violations:
         log.error("the forwarded %s body fails its integrity check: %s", adapter.name, violations)
         report["integrity"] = violations[:20]

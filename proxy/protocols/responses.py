@@ -20,7 +20,8 @@ from collections.abc import Hashable, Sequence
 from typing import Any
 
 from proxy.protocols.base import TAG, Lowered, opaque_note
-from proxy.protocols.prefix import PrefixMemory, message_bytes, shared_bytes
+from proxy.protocols.checks import responses_checked
+from proxy.protocols.prefix import PrefixMemory, Whole, message_bytes, read_bytes
 from proxy.protocols.responses_lift import mend, new_items, patched_items
 from proxy.protocols.responses_parts import (
     CALLS,
@@ -39,6 +40,10 @@ from rules.messages import text_of
 
 # an item over this many bytes is lowered on every request, not kept
 MAX_ITEM_BYTES = 262_144
+# The final check's state is kept this many items before the end (those an agent's next request
+# changes), charged per item
+CHECK_BACK = 4
+PER_ITEM_BYTES = 64
 
 
 class ResponsesAdapter:
@@ -46,21 +51,25 @@ class ResponsesAdapter:
 
     def __init__(self) -> None:
         self.prefixes = PrefixMemory()  # each session's last request (``responses_prefix``)
+        self.checked = PrefixMemory(max_bytes=8_000_000)  # each one's final check (``violations``)
 
     def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         """``session``: a key naming the request's session (None: nothing reused or kept)."""
         inp = body.get("input")
         items: list[Any] = inp if isinstance(inp, list) else []
-        datas = message_bytes(items, MAX_ITEM_BYTES) if session is not None else []
         slot: Hashable | None = None
         prev: Snapshot | None = None
+        datas: list[bytes | None] = []
+        whole: Whole | None = None
         shared = 0
-        if datas and datas[0] is not None:
-            slot = (session, datas[0])
+        first = message_bytes(items[:1], MAX_ITEM_BYTES) if session is not None else []
+        if first and first[0] is not None:  # names the session's previous request
+            slot = (session, first[0])
             prev = self.prefixes.get(slot)
             if prev is not None:
-                shared = shared_bytes(prev.datas, datas)
                 slot = prev.slot  # its bytes compact
+            old, old_datas = (prev.whole, prev.datas) if prev is not None else (None, [])
+            datas, shared, whole = read_bytes(old, old_datas, items, MAX_ITEM_BYTES)
         items, repairs = mend(items, max(shared - 1, 0))
         if repairs:  # mended: neither reused nor kept
             slot, prev, shared = None, None, 0
@@ -80,7 +89,9 @@ class ResponsesAdapter:
         for i in range(lowering.start, len(items)):
             item = items[i]
             k = kind(item)
-            if k in CALLS:
+            if k == "reasoning":
+                lowering.reasoning.append(i)
+            elif k in CALLS:
                 cid = item.get("call_id")
                 if isinstance(cid, str):
                     lowering.call(i, cid, k)
@@ -96,8 +107,9 @@ class ResponsesAdapter:
             else:
                 run.append(i)
         _flush(st, lowering, run, len(items) + 1, kept)
+        st.reasoning = lowering.reasoning
         if slot is not None:
-            st.snapshot = snap = lowering.snapshot(slot, datas)
+            st.snapshot = snap = lowering.snapshot(slot, datas, whole)
             self.prefixes.put(slot, snap, snap.cost)
         return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
 
@@ -122,6 +134,8 @@ class ResponsesAdapter:
         if hashes is not None and len(hashes) == n and st.snapshot is not None:
             base = k
             k = reuse_lifted(st, hashes, base, out)
+            if k > base:
+                st.reused = (st.prefix.lift.token, len(out))
             recorder = Recorder(st, base, k)
         parts, items = st.parts, st.items
         for j in range(k, n):
@@ -149,11 +163,33 @@ class ResponsesAdapter:
             snap = recorder.done(hashes)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
+                st.lifted = snap.lift.token  # type: ignore[union-attr]
         return forwarded
 
-    def hidden_text(self, body: dict[str, Any]) -> dict[str, str]:
+    def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
+        """The final check, resumed from the session's previous request's where this one's
+        forwarded items start with what that request's lifting gave (reused: the same JSON)."""
+        st: State = lowered.state
+        snap: Snapshot | None = st.snapshot
+        held = self.checked.get(snap.slot) if snap is not None else None
+        resume = None
+        if held is not None and st.reused is not None and held[0] is st.reused[0]:
+            resume = held[1] if held[1].count < st.reused[1] else None
+        inp = forwarded.get("input")
+        keep = len(inp) - CHECK_BACK if isinstance(inp, list) else -1
+        found, checked = responses_checked(forwarded, resume, keep)
+        if snap is not None and checked is not None and st.lifted is not None:
+            self.checked.put(snap.slot, (st.lifted, checked), PER_ITEM_BYTES * checked.count)
+        return found
+
+    def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
+        """``lowered``: the request ``body`` is (or was lifted from): only its reasoning items
+        are read when ``body`` is it (known from the lowering, kept for the shared items)."""
         texts: list[str] = []
         inp = body.get("input")
+        st: State | None = lowered.state if lowered is not None else None
+        if st is not None and st.reasoning is not None and inp is st.items:
+            inp = [inp[i] for i in st.reasoning]
         for item in inp if isinstance(inp, list) else []:
             if isinstance(item, dict) and item.get("type") == "reasoning":  # kind(), inline
                 for key in ("summary", "content"):

@@ -40,6 +40,12 @@ class State:
     shared: int = 0
     prefix: Any = None
     snapshot: Any = None
+    # the reasoning items' indices in ``items`` (None: not known)
+    reasoning: list[int] | None = None
+    # set by lifting: the previous lifting reused (its token) and how many forwarded items it
+    # gave, and this request's lifting's token (None: none kept)
+    reused: tuple[object, int] | None = None
+    lifted: object | None = None
 
 
 def kind(item: Any) -> str:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -28,7 +28,13 @@ import orjson
 from proxy.generations import compact
 from proxy.protocols.base import TAG
 from proxy.protocols.kept import copied, kept_message
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, common_prefix, plan_values, tag_index
+from proxy.protocols.prefix import (
+    PER_MESSAGE_BYTES,
+    Whole,
+    common_prefix,
+    plan_values,
+    tag_index,
+)
 from proxy.protocols.responses_parts import Part, State
 from rules.base import Message
 
@@ -49,6 +55,9 @@ class LiftMemory:
     plan: list[int]
     values: list[bytes]
     asked: list[tuple[int, str, str | None]]
+    # names this lifting (never another's while held): the final check's state kept for the
+    # body it forwarded holds it (``ResponsesAdapter.violations``)
+    token: object = field(default_factory=object)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +79,11 @@ class Snapshot:
     call_at: list[int]
     call_ids: list[str]
     call_kinds: list[str]
+    reasoning: list[int]  # the reasoning items' indices (``ResponsesAdapter.hidden_text``)
     index: dict[str, int]  # tag -> position
     cost: int
     lift: LiftMemory | None = None
+    whole: Whole | None = None  # the items as one array (``prefix.read_bytes``)
 
 
 class Lowering:
@@ -95,6 +106,7 @@ class Lowering:
             self.call_at: list[int] = []
             self.call_ids: list[str] = []
             self.call_kinds: list[str] = []
+            self.reasoning: list[int] = []
             return
         self.tags, self.items, self.templates = prev.tags[:c], prev.items[:c], prev.templates[:c]
         self.serial, self.nested = prev.serial[:c], prev.nested[:c]
@@ -102,6 +114,7 @@ class Lowering:
         k = bisect_left(prev.call_at, self.start)
         self.call_at, self.call_ids = prev.call_at[:k], prev.call_ids[:k]
         self.call_kinds = prev.call_kinds[:k]
+        self.reasoning = prev.reasoning[: bisect_left(prev.reasoning, self.start)]
         st.call_kinds.update(zip(self.call_ids, self.call_kinds, strict=True))
         lowereds = [
             dict(t) if n == () else copied(t, n)
@@ -139,7 +152,7 @@ class Lowering:
         self.need.append(part.need)
         self.ends.append(part.items[-1] + 1)
 
-    def snapshot(self, slot: Hashable, datas: list[bytes | None]) -> Snapshot:
+    def snapshot(self, slot: Hashable, datas: list[bytes | None], whole: Whole | None) -> Snapshot:
         prev: Snapshot | None = self.st.prefix
         shared = self.st.shared
         c = self.st.parts.count
@@ -150,9 +163,11 @@ class Lowering:
         # templates keep alive (shared with the client's parsed items, which go)
         lowered = sum(map(len, filter(None, self.serial)))
         cost = sum(map(len, filter(None, kept))) + 2 * lowered + PER_MESSAGE_BYTES * len(kept)
+        cost += whole.cost if whole is not None else 0
         return Snapshot(
             slot, kept, self.tags, self.items, self.templates, self.serial, self.nested,
-            self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, index, cost,
+            self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, self.reasoning,
+            index, cost, whole=whole,
         )  # fmt: skip
 
 

@@ -46,6 +46,18 @@ def strip_timings(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def reading_all(adapter: Adapter) -> Adapter:
+    """``adapter`` reading the hidden text of every message, knowing nothing of any (what its
+    lowering knows of the messages is not used)."""
+    read = adapter.hidden_text
+
+    def hidden_text(body: dict[str, Any], lowered: Any = None) -> dict[str, str]:
+        return read(body)
+
+    adapter.hidden_text = hidden_text  # type: ignore[method-assign]
+    return adapter
+
+
 async def through_both(
     fast: Engine,
     slow: Engine,
@@ -60,7 +72,7 @@ async def through_both(
     sent = copy.deepcopy(b)
     mine = fresh(b)
     got = await fast.rewrite(mine, headers or {}, now=now, adapter=adapter)
-    want = await slow.rewrite(fresh(b), headers or {}, now=now, adapter=new_adapter())
+    want = await slow.rewrite(fresh(b), headers or {}, now=now, adapter=reading_all(new_adapter()))
     assert mine == b == sent, "the client's body was mutated"
     assert orjson.dumps(got.body) == orjson.dumps(want.body)
     assert strip_timings(dict(got.report)) == strip_timings(dict(want.report))

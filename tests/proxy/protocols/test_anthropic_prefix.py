@@ -38,7 +38,8 @@ def turn(i: int) -> list[dict[str, Any]]:
     lines = 120 if i % 3 == 0 else 3
     output = "".join(f"line {j} of file{i}.py: value = {i * j}\n" for j in range(lines))
     call = tool_use(f"toolu_{i:03d}", f"cat src/file{i}.py")
-    first = [thinking(f"step {i}"), text(f"Reading file{i}.")] if i % 4 == 1 else []
+    hidden = thinking(f"step {i}") if i % 8 == 1 else {"type": "redacted_thinking", "data": f"x{i}"}
+    first = [hidden, text(f"Reading file{i}.")] if i % 4 == 1 else []
     return [assistant(*first, call), user(result(f"toolu_{i:03d}", output))]
 
 

@@ -12,9 +12,13 @@ import orjson
 
 from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.checks import (
+    _resumes,
     anthropic_violations,
+    checked_violations,
     kept_facts,
     message_facts,
+    responses_checked,
+    responses_violations,
     violations_of,
 )
 from proxy.rewrite.engine import Engine
@@ -184,3 +188,87 @@ def test_the_adapter_hands_in_each_forwarded_message_s_facts() -> None:
         assert checked and lifted  # the client's messages and lifted ones were both seen
 
     asyncio.run(run())
+
+
+def test_a_resumed_check_finds_what_a_whole_one_finds() -> None:
+    """The check resumed from a previous request's state (``checked_violations``) gives what
+    checking every message gives: on random facts that share the state's very objects, then go
+    on with others, end early, or hold an equal fact that is another object."""
+    rng = random.Random(29)
+    resumed = 0
+    for _ in range(3000):
+        a = [message_facts(m) for m in random_body(rng)["messages"] if isinstance(m, dict)]
+        a += [message_facts(m) for m in random_body(rng)["messages"] if isinstance(m, dict)]
+        keep = rng.randint(-1, len(a) + 1)
+        found, state = checked_violations(a, None, keep)
+        assert found == violations_of(a)
+        assert (state is None) == (not 0 <= keep < len(a))
+        if state is None:
+            continue
+        assert state.facts == tuple(a[: keep + 1])
+        cut = rng.choice([keep, keep + 1, keep + 2, rng.randint(0, len(a))])  # near the state
+        more = random_body(rng)["messages"] if rng.random() < 0.7 else []
+        b = a[:cut] + [message_facts(m) for m in more if isinstance(m, dict)]
+        if b and rng.random() < 0.3:  # an equal fact, not the same object
+            j = rng.randrange(len(b))
+            b[j] = tuple(list(b[j]))
+        resumed += _resumes(state, b)
+        assert checked_violations(b, state)[0] == violations_of(b)
+    assert resumed > 500
+
+
+def test_an_equal_fact_that_is_another_object_is_checked_again() -> None:
+    """An id ``1`` and an id ``True`` make equal facts, worded differently in a finding: the
+    state kept after one is not resumed for the other."""
+    one = ({"role": "assistant", "content": [_use(1)]}, {"role": "user", "content": [_result(1)]})
+    true = (
+        {"role": "assistant", "content": [_use(True)]},
+        {"role": "user", "content": [_result(True)]},
+    )
+    a = [message_facts(m) for m in (*one, *one)]
+    b = [message_facts(m) for m in (*true, *one)]
+    assert a == b
+    found, state = checked_violations(a, None, 3)
+    assert checked_violations(b, state)[0] == violations_of(b) != found
+
+
+def _random_items(rng: random.Random) -> list[Any]:
+    ids = ["c1", "c2", "c3", 1, True, None]
+    out: list[Any] = []
+    for _ in range(rng.randint(0, 8)):
+        kind = rng.choice(["function_call", "custom_tool_call", "function_call_output",
+                           "custom_tool_call_output", "reasoning", "message", None])  # fmt: skip
+        if kind is None:
+            out.append(rng.choice(["loose", 3]))
+        elif kind == "message":
+            out.append({"type": "message", "role": rng.choice(["user", "assistant", "system"])})
+        else:
+            out.append({"type": kind, "call_id": rng.choice(ids)})
+    return out
+
+
+def test_a_resumed_items_check_finds_what_a_whole_one_finds() -> None:
+    """The Responses check resumed from a state kept before item ``count`` gives what checking
+    every item gives, on items whose first ``count + 1`` are the same JSON values (what the
+    adapter's reused lifting vouches for) and go on differently, with or without
+    ``previous_response_id``."""
+    rng = random.Random(31)
+    resumed = 0
+    for _ in range(3000):
+        a = _random_items(rng) + _random_items(rng)
+        extra = {"previous_response_id": "resp_1"} if rng.random() < 0.2 else {}
+        keep = rng.randint(-1, len(a) + 1)
+        found, state = responses_checked({"input": a, **extra}, None, keep)
+        assert found == responses_violations({"input": a, **extra})
+        assert (state is None) == (not 0 <= keep < len(a))
+        if state is None:
+            continue
+        cut = rng.choice([keep, keep + 1, keep + 2, rng.randint(0, len(a))])
+        b = orjson.loads(orjson.dumps(a[:cut])) + _random_items(rng)
+        extra = {"previous_response_id": "resp_2"} if rng.random() < 0.2 else {}
+        if state.count < cut:  # the caller's condition
+            resumed += 1
+            assert responses_checked({"input": b, **extra}, state)[0] == responses_violations(
+                {"input": b, **extra}
+            )
+    assert resumed > 1000

@@ -39,8 +39,16 @@ def step(i: int) -> list[dict[str, Any]]:
         return [custom(cid), {"type": "custom_tool_call_output", "call_id": cid, "output": "ok"}]
     lines = 120 if i % 3 == 0 else 3
     text = "".join(f"line {j} of file{i}.py: value = {i * j}\n" for j in range(lines))
-    first = [reasoning(i), msg("assistant", f"Reading file{i}.", i)] if i % 4 == 1 else []
+    first = [summed(i), msg("assistant", f"Reading file{i}.", i)] if i % 4 == 1 else []
     return [*first, call(cid, f"cat src/file{i}.py"), output(cid, text)]
+
+
+def summed(i: int) -> dict[str, Any]:
+    """A reasoning item, with a summary every other time (measured as the reasoning section)."""
+    item = reasoning(i)
+    if i % 8 == 1:
+        item["summary"] = [{"type": "summary_text", "text": f"**Reading file{i}**\nTo see why."}]
+    return item
 
 
 def conversation(steps: int, first: str = "Fix the failing tests in src/.") -> list[Any]:
@@ -74,6 +82,25 @@ class Spy:
 
         monkeypatch.setattr(responses_module, "reuse_lifted", spy)
         monkeypatch.setattr(responses_module, "Lowering", Spied)
+        # the final check resumed only where the forwarded items start with the very JSON of
+        # the items its state was kept for
+        self.resumed = 0
+        checked_on: dict[int, tuple[Any, list[bytes]]] = {}
+        real_check = responses_module.responses_checked
+
+        def check(b: dict[str, Any], resume: Any = None, keep: int = -1) -> Any:
+            found, state = real_check(b, resume, keep)
+            items = b.get("input")
+            if resume is not None:
+                self.resumed += 1
+                kept, before = checked_on[id(resume)]
+                n = resume.count + 1
+                assert kept is resume and [orjson.dumps(x) for x in items[:n]] == before[:n]
+            if state is not None:
+                checked_on[id(state)] = (state, [orjson.dumps(x) for x in items])
+            return found, state
+
+        monkeypatch.setattr(responses_module, "responses_checked", check)
 
 
 @pytest.fixture
@@ -102,9 +129,13 @@ def upto(history: list[Any], steps: int) -> list[Any]:
     return history[:n]
 
 
+@pytest.mark.parametrize("back", [4, 1])
 async def test_a_growing_session_forwards_what_nothing_kept_forwards(
-    engines: Any, monkeypatch: pytest.MonkeyPatch
+    engines: Any, monkeypatch: pytest.MonkeyPatch, back: int
 ) -> None:
+    """(``back``: where the final check's state is kept; 1, next to what the next request
+    changes.)"""
+    monkeypatch.setattr(responses_module, "CHECK_BACK", back)
     fast, slow = engines
     spy = Spy(monkeypatch)
     adapter = ResponsesAdapter()
@@ -120,6 +151,7 @@ async def test_a_growing_session_forwards_what_nothing_kept_forwards(
     assert all(s > 40 for s in spy.starts), spy.starts
     # all but what follows a compaction (prune rewrote the middle), which is lifted again
     assert sum(g > 30 for g in spy.lifted) >= 15, spy.lifted
+    assert spy.resumed >= (15 if back == 4 else 0)  # the final check too
     snapshot = next(iter(adapter.prefixes._slots.values()))[0]
     assert snapshot.lift is not None and len(snapshot.datas) == len(items)
 
@@ -183,11 +215,11 @@ async def test_a_run_of_assistant_items_that_goes_on(
     adapter = ResponsesAdapter()
     start = conversation(8)
     now = 1000.0
-    tail = [reasoning(50), msg("assistant", "Two reads at once.", 50), call("call_a", "ls")]
+    tail = [summed(49), msg("assistant", "Two reads at once.", 50), call("call_a", "ls")]
     await both(fast, slow, adapter, body(*start, *tail), now)
     for more in (
         [{"type": "web_search_call", "id": "ws_1", "status": "completed"}],  # the same view
-        [reasoning(51), call("call_b", "pwd")],
+        [summed(57), call("call_b", "pwd")],
         [output("call_a", "a\nb"), output("call_b", "/w")],
         [reasoning(52), msg("assistant", "Done.", 52)],
         [msg("user", "thanks", 53)],
