@@ -64,6 +64,14 @@ async def request(store: PostgresStore, n: int, session_id: str = "s") -> int:
     return found
 
 
+async def park(store: PostgresStore) -> None:
+    """Session "s" served twice, close behind: its second save done and (``PARK_S`` long
+    enough) its connection parked."""
+    await request(store, 1)
+    await request(store, 2)
+    await saved(store)
+
+
 async def saved(store: PostgresStore, session_id: str = "s") -> None:
     """The session's save under way here, done."""
     task = store._deferred.task_of(session_id)
@@ -99,9 +107,7 @@ async def test_the_park_ends_after_park_s(url: str, sent: list[str]) -> None:
     store = PostgresStore(url, batch_window_s=0.0)
     await store.open()
     try:
-        await request(store, 1)
-        await request(store, 2)
-        await saved(store)
+        await park(store)
         for _ in range(200):  # PARK_S later the lock is let go
             if await advisory_locks(url) == 0:
                 break
@@ -124,9 +130,7 @@ async def test_another_replica_waits_for_the_park_and_reads_the_save(
     await a.open()
     await b.open()
     try:
-        await request(a, 1)
-        await request(a, 2)
-        await saved(a)
+        await park(a)
         assert "s" in a._parked
         # B waits on the lock; a request waiting for a connection on A lets parked ones go,
         # here the flush does
@@ -147,9 +151,7 @@ async def test_a_session_pruned_while_parked_starts_afresh(url: str, long_park: 
     store = PostgresStore(url, batch_window_s=0.0)
     await store.open()
     try:
-        await request(store, 1)
-        await request(store, 2)
-        await saved(store)
+        await park(store)
         assert "s" in store._parked
         counts = await store.prune(0.0, 1e12)  # every session idle
         assert counts["sessions"] == 1
