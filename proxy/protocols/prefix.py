@@ -103,9 +103,12 @@ def read_bytes(
         except TypeError:  # lone surrogates; nested one level too deep: read one by one
             data = None
         k = _shared_whole(prev, data) if data is not None else 0
-        if k:
+        if k and data is not None:
             datas = [*prev_datas[:k], *message_bytes(source[k:], limit)]
-            return datas, k, Whole(data, _ends(prev.ends[:k], datas))  # type: ignore[arg-type]
+            ends = _ends(prev.ends[:k], datas)
+            if len(ends) < len(datas):  # only the known messages' bytes are compared: kept
+                data = data[: ends[-1]]  # (not a screenshot's megabytes after them)
+            return datas, k, Whole(data, ends)
     datas = message_bytes(source, limit)
     shared = shared_bytes(prev_datas, datas) if prev_datas else 0
     whole = None

@@ -301,7 +301,8 @@ class PostgresStore:
     def _park(self, session_id: str, conn: Any, key: int, version: int | None) -> None:
         """Keep a connection that still holds the session after its save (``pg_parked``)."""
         self._parked.park(session_id, conn, key, version)
-        if self._closing or version is None:
+        # a request may have started to wait for a connection during the save
+        if self._closing or version is None or not self._pool.roomy:
             self._parked.release(session_id)
 
     def _on_pool_wait(self) -> None:

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from proxy.protocols import prefix
+from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.prefix import Whole, message_bytes, read_bytes, shared_bytes
 
 LEAVES: list[Any] = [1, 12, True, 1.5, None, "a", 'a,"b"]', "x" * 40, "é,}", 0, False]
@@ -100,3 +101,24 @@ def test_read_as_one_array_is_read_one_by_one(monkeypatch: pytest.MonkeyPatch) -
                 msgs, (datas, _, whole) = new, _read(whole, datas, new)
     assert sum(k > 0 for k in hits) > 2000  # read in one piece
     assert sum(k == 0 for k in hits) > 500  # and one by one
+
+
+def test_large_unkept_messages_do_not_cost_the_snapshot() -> None:
+    """Messages over the per-message limit (screenshots) are never kept nor compared, so the
+    array read in one piece is kept only up to the first of them: they cost the session's
+    snapshot nothing, and a conversation with megabytes of them keeps its reuse."""
+    adapter = AnthropicAdapter()
+    big = "A" * 1_000_000  # each over the adapter's per-message limit: never kept anyway
+    msgs: list[Any] = []
+    for i in range(20):
+        msgs += [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
+    for i in range(13):
+        image = {"type": "base64", "media_type": "image/png", "data": big + str(i)}
+        msgs += [{"role": "user", "content": [{"type": "image", "source": image}]},
+                 {"role": "assistant", "content": f"ok{i}"}]  # fmt: skip
+    shared = []
+    for r in range(4):
+        msgs += [{"role": "user", "content": f"more{r}"}, {"role": "assistant", "content": "x"}]
+        lowered = adapter.lower({"model": "m", "messages": list(msgs)}, session="S")
+        shared.append(lowered.state.shared)
+    assert shared[1:] == [40, 40, 40]  # the 40 small messages before the first image, each time

@@ -199,3 +199,50 @@ async def test_no_park_when_connections_are_scarce(
         assert await advisory_locks(url) == 0
     finally:
         await store.close()
+
+
+async def test_a_wait_begun_during_the_kept_save_is_not_left_behind_the_park(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that starts waiting for a connection while a save that keeps its session is
+    under way (``on_wait`` finds nothing parked yet) gets that connection once the save is
+    done, not after ``PARK_S``: the save lets go at once rather than park."""
+    monkeypatch.setattr(pg_parked, "PARK_S", 30.0)  # a park that would make the waiter wait long
+    store = PostgresStore(url, pool_size=2, batch_window_s=0.0)
+    await store.open()
+    fetchval = asyncpg.Connection.fetchval
+    started: dict[str, Any] = {}
+
+    async def during_save(self: Any, sql: str, *args: Any, **kw: Any) -> Any:
+        if sql == q.SAVE_KEPT and "waiter" not in started:
+            # while the save's round trip runs, the other connection is taken and one more
+            # request starts waiting for a connection (on_wait: nothing parked yet)
+            started["other"] = await store._pool.take()
+            started["waiter"] = asyncio.create_task(store._pool.take())
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert store._pool._waiting
+        return await fetchval(self, sql, *args, **kw)
+
+    monkeypatch.setattr(asyncpg.Connection, "fetchval", during_save)
+    try:
+        await request(store, 1)
+        await request(store, 2)  # close behind: its save keeps the session
+        task = store._deferred.task_of("s")
+        if task is not None:
+            await asyncio.wait({task})
+        assert "waiter" in started
+        waiter: asyncio.Task[Any] = started["waiter"]
+        try:
+            # the connection is parked although someone waits for one: it should be let go
+            async with asyncio.timeout(2):
+                conn = await asyncio.shield(waiter)
+            store._pool.give(conn)
+        finally:
+            store._pool.give(started["other"])
+            await store.flush()
+            if not waiter.done():
+                store._pool.give(await waiter)
+    finally:
+        await store.close()
+    assert await advisory_locks(url) == 0
