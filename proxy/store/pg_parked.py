@@ -12,6 +12,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.store import pg_queries as q
+from proxy.store.pg_writer import Health, is_connection_error
+
 # How long a connection stays parked, still holding its session after the save, for the session's
 # next request (another replica wanting the session waits that long at most); and how close
 # behind its last save a request must come for the session's next save to park.
@@ -68,3 +71,18 @@ class ParkedSessions:
     def release_all(self) -> None:
         for session_id in list(self._parked):
             self.release(session_id)
+
+
+async def let_go(pool: Any, health: Health, parked: Parked) -> None:
+    """Unlock a parked session and give its connection back to ``pool`` (a connection that
+    failed to unlock is closed: the server drops the lock with it)."""
+    try:
+        await parked.conn.fetchval(q.LET_GO, parked.key)
+    except BaseException as exc:
+        pool.discard(parked.conn)
+        if not isinstance(exc, Exception):
+            raise
+        if is_connection_error(exc):
+            health.failed(exc)
+        return
+    pool.give(parked.conn)

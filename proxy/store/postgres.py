@@ -19,13 +19,8 @@ The save waits for its request's answer to go out, at most 2 ms (``proxy.store.p
 and starts at once when anything needs the session: its next request, a connection wait, a
 sub-agent's ancestors (``settled``), ``flush``, ``close``.
 
-A session whose requests come close behind one another (the next one arriving while the last
-one's save waits or runs, or within ``PARK_S`` after it; its last hold found no other replica's
-write) is saved by ``q.SAVE_KEPT``, which commits without letting the lock go: the connection is
-parked, still holding the session, and the next request takes it with no HOLD at all (nobody can
-have written meanwhile). ``PARK_S`` later, or at once when a request waits for a connection, the
-lock is let go (``q.LET_GO``); another replica wants the session at most that much longer. Only
-while connections are plentiful (``Connections.roomy``).
+A session's requests close behind one another skip the next hold: its save keeps the lock and the
+connection is parked a moment for them (``proxy.store.pg_parked``, ``q.SAVE_KEPT``).
 
 The hold's round trip is on the request's path. For a session this replica served last, the engine
 hides it (``known_state``): it sends the hold, runs the pipeline on the cached state meanwhile, and
@@ -61,13 +56,14 @@ import asyncpg
 from proxy.store import pg_parked
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
-from proxy.store.batch import Finish, Insert, Statement, decode_row
+from proxy.store.batch import Finish, Insert, Statement
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.pg_deferred import DeferredSaves
 from proxy.store.pg_migrations import apply_pg_migrations
-from proxy.store.pg_parked import Parked, ParkedSessions
+from proxy.store.pg_parked import ParkedSessions, let_go
 from proxy.store.pg_pool import Connections
+from proxy.store.pg_reads import PgReads, prune_rows
 from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import ancestors as _ancestors
@@ -81,7 +77,7 @@ CONNECT_TIMEOUT_S = 5.0
 log = logging.getLogger("ctxproxy.store")
 
 
-class PostgresStore:
+class PostgresStore(PgReads):
     kind = "postgresql"
     dialect = POSTGRES
 
@@ -116,7 +112,9 @@ class PostgresStore:
         self._ending: set[asyncio.Task[None]] = set()  # sessions being saved
         self._saving: dict[str, _Held] = {}  # by session: the one being saved now
         self._deferred = DeferredSaves()  # saves waiting for their request's answer to go out
-        self._parked = ParkedSessions(self._let_go, self._ending)  # still holding their session
+        self._parked = ParkedSessions(
+            lambda parked: let_go(self._pool, self.health, parked), self._ending
+        )  # connections still holding their session
         self._closing = False
 
     # ----- lifetime -----
@@ -309,18 +307,6 @@ class PostgresStore:
         self._deferred.go_all()
         self._parked.release_all()
 
-    async def _let_go(self, parked: Parked) -> None:
-        try:
-            await parked.conn.fetchval(q.LET_GO, parked.key)
-        except BaseException as exc:
-            self._pool.discard(parked.conn)  # the server drops the lock with it
-            if not isinstance(exc, Exception):
-                raise
-            if is_connection_error(exc):
-                self.health.failed(exc)
-            return
-        self._pool.give(parked.conn)
-
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
         return _Held(self, session_id, *self._known(cached))
 
@@ -398,74 +384,12 @@ class PostgresStore:
             await asyncio.gather(*self._ending, return_exceptions=True)
             self._parked.release_all()
 
-    # ----- reads -----
-
-    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
-        return await self._pool.fetchrow(sql, *params)
-
-    async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        return await self._pool.fetch(sql, *params)
-
-    async def get_request(self, request_id: str) -> dict[str, Any] | None:
-        row = await self._pool.fetchrow(POSTGRES.get_request, request_id)
-        return decode_row(row) if row else None
-
-    async def list_requests(
-        self,
-        session: str | None = None,
-        model: str | None = None,
-        status: int | None = None,
-        limit: int = 50,
-        after_created: float | None = None,
-    ) -> list[dict[str, Any]]:
-        sql, params = POSTGRES.list_requests(session, model, status, limit, after_created)
-        return [decode_row(r) for r in await self._pool.fetch(sql, *params)]
-
-    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
-        return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]
-
-    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]:
-        ids = [r[0] for r in await self._pool.fetch(POSTGRES.recent_session_ids, scan, limit)]
-        if not ids:
-            return []
-        sql, _ = POSTGRES.session_totals(len(ids))
-        return [dict(r) for r in await self._pool.fetch(sql, ids)]
-
     # ----- data lifecycle -----
 
     async def prune(self, older_than: float, idle_before: float) -> dict[str, int]:
-        """Delete request rows created before ``older_than`` and sessions (with their cache
-        report) not saved since ``idle_before``, ``q.STEP_ROWS`` at a time, one short
-        transaction each, pausing between steps: requests are never held up behind it."""
-        counts = {"requests": 0, "sessions": 0, "session_cache": 0}
-        await self._prune_steps(counts, "requests", q.PRUNE_REQUESTS, older_than)
-        after: str | None = ""
-        while idle_before > 0 and after is not None:  # the sessions, by key, a step at a time
-            row = await self._pool.fetchrow(q.PRUNE_SESSIONS, idle_before, after, q.STEP_ROWS)
-            after = row["last"]
-            counts["sessions"] += len(row["gone"])
-            counts["session_cache"] += row["cached"]
-            for session_id in row["gone"]:
-                self._states.pop(session_id, None)
-                self.cache_feedback._known.pop(session_id, None)
-            if after is not None:
-                await asyncio.sleep(q.STEP_PAUSE_S)
-        await self._prune_steps(counts, "session_cache", q.PRUNE_ORPHAN_CACHE, idle_before)
+        """``pg_reads.prune_rows``; the sessions it deleted are forgotten here too."""
+        counts, gone = await prune_rows(self._pool, older_than, idle_before)
+        for session_id in gone:
+            self._states.pop(session_id, None)
+            self.cache_feedback._known.pop(session_id, None)
         return counts
-
-    async def _prune_steps(
-        self, counts: dict[str, int], table: str, sql: str, cutoff: float
-    ) -> None:
-        while cutoff > 0:
-            rows = await self._pool.fetch(sql, cutoff, q.STEP_ROWS)
-            counts[table] += len(rows)
-            if len(rows) < q.STEP_ROWS:
-                break
-            await asyncio.sleep(q.STEP_PAUSE_S)
-
-    async def ping(self) -> bool:
-        try:
-            async with asyncio.timeout(2.0):
-                return bool(await self._pool.fetchval("SELECT 1") == 1)
-        except Exception:
-            return False
