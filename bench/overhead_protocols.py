@@ -329,9 +329,9 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
     from proxy.tokens import TokenCounters
 
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
-    # the server's own parsers (parse and validate) and adapters
+    # the server's own readers (each protocol's body memory: parse and validate) and adapters
     wires = {
-        name: (wire.parse, wire.adapter)
+        name: (wire.memory(), wire.adapter)
         for name, wire in (
             ("chat", CHAT_WIRE),
             ("messages", MESSAGES_WIRE),
@@ -358,12 +358,12 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
                 cpu: dict[str, list[float]] = {p: [] for p in encoded[n_msgs]}
                 for r in range(count):
                     for protocol, raw in encoded[lengths[r]].items():
-                        parse, adapter = wires[protocol]
+                        memory, adapter = wires[protocol]
+                        session = f"cpu-{n_msgs}-{protocol}"
                         t0 = time.thread_time()
-                        body = parse(raw)
+                        body = memory.parse(raw, session)
                         done = await engine.rewrite(
-                            body, {}, now=1000.0 + r, session_id=f"cpu-{n_msgs}-{protocol}",
-                            adapter=adapter,
+                            body, {}, now=1000.0 + r, session_id=session, adapter=adapter,
                         )  # fmt: skip
                         orjson.dumps(done.body)
                         if r >= 5:  # the first requests fill the session and the caches

@@ -21,6 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import is_
 from typing import Any, Generic, TypeVar
 
 import orjson
@@ -72,11 +73,12 @@ def message_bytes(source: Sequence[Any], limit: int) -> list[bytes | None]:
 @dataclass(frozen=True, slots=True)
 class Whole:
     """A request's client messages as one JSON array (``orjson.dumps`` of the list: ``[``, each
-    message's bytes joined by ``,``, ``]``) and where each message's bytes end in it (those from
-    the first up to one whose bytes are not known)."""
+    message's bytes joined by ``,``, ``]``), where each message's bytes end in it (those from
+    the first up to one whose bytes are not known) and the messages themselves."""
 
     data: bytes
     ends: list[int]
+    items: tuple[Any, ...] = ()
 
     @property
     def cost(self) -> int:  # orjson's output keeps some spare capacity: charged a quarter more
@@ -96,8 +98,13 @@ def read_bytes(
     more: its array starts with the previous one's up to the end of a message and a ``,`` (or
     ends there), which one comparison proves, and only the messages after it are read one by
     one. Exact: each message is one JSON value, the next one starting after the ``,``, so the
-    first ``k`` messages' bytes are the previous request's."""
+    first ``k`` messages' bytes are the previous request's. Messages that are the previous
+    request's very objects (``body_memory`` hands them out again for the same bytes) need not
+    even be written."""
     if prev is not None and prev.ends:
+        k = _same_objects(prev, source)
+        if k:
+            return _extended(prev, k, prev_datas, source, limit)
         try:
             data: bytes | None = orjson.dumps(source)
         except TypeError:  # lone surrogates; nested one level too deep: read one by one
@@ -108,7 +115,7 @@ def read_bytes(
             ends = _ends(prev.ends[:k], datas)
             if len(ends) < len(datas):  # only the known messages' bytes are compared: kept
                 data = data[: ends[-1]]  # (not a screenshot's megabytes after them)
-            return datas, k, Whole(data, ends)
+            return datas, k, Whole(data, ends, tuple(source))
     datas = message_bytes(source, limit)
     shared = shared_bytes(prev_datas, datas) if prev_datas else 0
     whole = None
@@ -117,8 +124,33 @@ def read_bytes(
         known = len(ends)
         # the array as orjson writes it: its known messages' bytes joined (read whole next time)
         tail = b"" if known < len(datas) else b"]"
-        whole = Whole(b"[" + b",".join(datas[:known]) + tail, ends)  # type: ignore[arg-type]
+        data = b"[" + b",".join(datas[:known]) + tail  # type: ignore[arg-type]
+        whole = Whole(data, ends, tuple(source))
     return datas, shared, whole
+
+
+def _same_objects(prev: Whole, source: Sequence[Any]) -> int:
+    """How many of ``source``'s first messages are ``prev``'s very objects (with known bytes)."""
+    n = min(len(prev.ends), len(source))
+    same = list(map(is_, prev.items[:n], source[:n]))
+    return same.index(False) if False in same else len(same)
+
+
+def _extended(
+    prev: Whole, k: int, prev_datas: Sequence[bytes | None], source: Sequence[Any], limit: int
+) -> tuple[list[bytes | None], int, Whole]:
+    """``read_bytes`` when the first ``k`` messages are ``prev``'s objects: their bytes are
+    ``prev``'s, only the messages after them are written (and compared: an equal message may be
+    a new object)."""
+    datas = [*prev_datas[:k], *message_bytes(source[k:], limit)]
+    shared = k + shared_bytes(prev_datas[k:], datas[k:])
+    ends = _ends(prev.ends[:k], datas)
+    pieces: list[Any] = [memoryview(prev.data)[: prev.ends[k - 1]]]
+    for d in datas[k : len(ends)]:
+        pieces += (b",", d)
+    if len(ends) == len(datas):
+        pieces.append(b"]")
+    return datas, shared, Whole(b"".join(pieces), ends, tuple(source))
 
 
 def _shared_whole(prev: Whole, data: bytes) -> int:

@@ -42,14 +42,17 @@ def _valid_blocks(value: Any) -> bool:
     return True
 
 
-def validate_anthropic(body: dict[str, Any]) -> None:
+def validate_anthropic(body: dict[str, Any], start: int = 0) -> None:
+    """``start``: the messages before it were validated at the same index before (a reused
+    prefix, ``body_memory``)."""
     validate_model(body)
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise BadRequest("'messages' is required and must be an array.", param="messages")
     if not messages:  # Anthropic refuses it too: said here, before a session or an upstream
         raise BadRequest("'messages' must contain at least one message.", param="messages")
-    for i, m in enumerate(messages):
+    for i in range(start, len(messages)):
+        m = messages[i]
         if not isinstance(m, dict):
             raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
         r = m.get("role")
@@ -73,12 +76,16 @@ def validate_count_tokens(body: dict[str, Any]) -> None:
     validate_anthropic(body)
 
 
-def validate_responses(body: dict[str, Any]) -> None:
+def validate_responses(body: dict[str, Any], start: int = 0) -> None:
+    """``start``: the items before it were validated at the same index before (a reused prefix,
+    ``body_memory``)."""
     validate_model(body)
     inp = body.get("input")
     if inp is not None and not isinstance(inp, (str, list)):
         raise BadRequest("'input' must be a string or an array of items.", param="input")
-    for i, item in enumerate(inp if isinstance(inp, list) else []):
+    items = inp if isinstance(inp, list) else []
+    for i in range(start, len(items)):
+        item = items[i]
         if not isinstance(item, dict):
             raise BadRequest(f"'input[{i}]' must be an object.", param=f"input[{i}]")
         content = item.get("content")

@@ -19,7 +19,7 @@ from rules.messages import role, text_of
 from rules.redact import redact_text
 
 # Agents' own session headers, in order of preference.
-_AGENT_HEADERS = ("x-claude-code-session-id", "session-id", "thread-id")
+_SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session-id", "thread-id")
 _MAX_USER_ID_CHARS = 4096  # a metadata.user_id longer than this is not parsed for a session
 
 
@@ -36,16 +36,21 @@ def _unsecret(key: str) -> str:
     return "hashed:" + hashlib.blake2b(key.encode(), digest_size=12).hexdigest()
 
 
-def _session_key(
-    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None
-) -> str:
-    explicit = headers.get("x-session-id")
-    if explicit and explicit.strip():
-        return explicit.strip()[:200]
-    for name in _AGENT_HEADERS:
+def header_session(headers: Mapping[str, str]) -> str | None:
+    """The session a request's headers name (X-Session-Id, then the agents' own), if any."""
+    for name in _SESSION_HEADERS:
         value = headers.get(name)
         if value and value.strip():
             return value.strip()[:200]
+    return None
+
+
+def _session_key(
+    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None
+) -> str:
+    named = header_session(headers)
+    if named is not None:
+        return named
     metadata = body.get("metadata")
     meta_id = metadata.get("session_id") if isinstance(metadata, dict) else None
     if isinstance(meta_id, str) and meta_id.strip():

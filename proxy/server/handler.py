@@ -30,6 +30,7 @@ from proxy.errors import (
     require_json,
 )
 from proxy.rewrite.engine import Engine
+from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
@@ -68,6 +69,7 @@ class ProtocolHandler:
     def __init__(self, services: Services, wire: Wire) -> None:
         self.s = services
         self.wire = wire
+        self.bodies = wire.memory()  # each session's last body: the next one read where it differs
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -87,7 +89,7 @@ class ProtocolHandler:
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body = wire.parse(raw)
+            body = self.bodies.parse(raw, header_session(headers))
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])

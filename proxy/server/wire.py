@@ -14,7 +14,8 @@ from proxy.errors import ProxyError
 from proxy.protocols import errors as shapes
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter
-from proxy.protocols.body import parse_body, parse_json
+from proxy.protocols.body import parse_json, validate_body
+from proxy.protocols.body_memory import BodyMemory, Validate
 from proxy.protocols.chat import CHAT
 from proxy.protocols.responses import RESPONSES
 from proxy.protocols.validate import validate_anthropic, validate_responses
@@ -50,10 +51,22 @@ Forward = Callable[[Call, dict[str, Any], bytes | None], Awaitable[UpstreamRespo
 @dataclass(frozen=True)
 class Wire:
     adapter: Adapter
-    parse: Callable[[bytes], dict[str, Any]]
+    # a parsed body's validation: ``validate(body, start)``, the array's items from ``start`` on
+    validate: Validate
     forward: Forward
     error_body: Callable[[ProxyError], bytes]
     stream_error: Callable[[ProxyError], bytes]
+    array: str = "messages"  # the body's conversation (``body_memory`` reuses its prefix)
+
+    def parse(self, raw: bytes) -> dict[str, Any]:
+        """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""
+        body = parse_json(raw)
+        self.validate(body, 0)
+        return body
+
+    def memory(self) -> BodyMemory:
+        """A memory of the bodies read (a server's own, one per protocol)."""
+        return BodyMemory(self.array, self.validate)
 
 
 def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:
@@ -90,22 +103,15 @@ async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> Ups
     )
 
 
-def _parse_anthropic(raw: bytes) -> dict[str, Any]:
-    body = parse_json(raw)
-    validate_anthropic(body)
-    return body
-
-
-def _parse_responses(raw: bytes) -> dict[str, Any]:
-    body = parse_json(raw)
-    validate_responses(body)
-    return body
-
-
-CHAT_WIRE = Wire(CHAT, parse_body, _chat, shapes.openai_body, shapes.chat_stream_error)
+CHAT_WIRE = Wire(CHAT, validate_body, _chat, shapes.openai_body, shapes.chat_stream_error)
 MESSAGES_WIRE = Wire(
-    ANTHROPIC, _parse_anthropic, _messages, shapes.anthropic_body, shapes.anthropic_stream_error
+    ANTHROPIC, validate_anthropic, _messages, shapes.anthropic_body, shapes.anthropic_stream_error
 )
 RESPONSES_WIRE = Wire(
-    RESPONSES, _parse_responses, _responses, shapes.openai_body, shapes.responses_stream_error
+    RESPONSES,
+    validate_responses,
+    _responses,
+    shapes.openai_body,
+    shapes.responses_stream_error,
+    array="input",
 )

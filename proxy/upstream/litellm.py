@@ -197,6 +197,9 @@ async def _completion(
     upstream: UpstreamSettings, provider: str, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
     litellm = load_litellm()
+    # litellm may change what it is handed; the parsed body's objects are shared with the next
+    # request of the session (``body_memory``): it gets its own
+    body = orjson.loads(orjson.dumps(body))
     kwargs, dropped = forwarded_params(body)
     if upstream.headers:
         kwargs["extra_headers"] = dict(upstream.headers)

@@ -75,16 +75,22 @@ def _read(prev: Whole | None, prev_datas: list[bytes | None], msgs: list[Any]) -
     return datas, shared, whole
 
 
-def test_read_as_one_array_is_read_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("objects", ["copied", "same"])
+def test_read_as_one_array_is_read_one_by_one(
+    monkeypatch: pytest.MonkeyPatch, objects: str
+) -> None:
+    """Messages as new objects each request are compared in one piece; the previous request's
+    very objects (as ``body_memory`` hands them out) are not even written again."""
     rng = random.Random(41)
     hits: list[int] = []
-    real = prefix._shared_whole
+    spied = "_shared_whole" if objects == "copied" else "_same_objects"
+    real = getattr(prefix, spied)
 
-    def spy(prev: Whole, data: bytes) -> int:
+    def spy(prev: Whole, data: Any) -> int:
         hits.append(real(prev, data))
         return hits[-1]
 
-    monkeypatch.setattr(prefix, "_shared_whole", spy)
+    monkeypatch.setattr(prefix, spied, spy)
     for _ in range(3000):
         msgs = [_message(rng) for _ in range(rng.randint(1, 8))]
         datas, _, whole = _read(None, [], msgs)
@@ -97,6 +103,8 @@ def test_read_as_one_array_is_read_one_by_one(monkeypatch: pytest.MonkeyPatch) -
                 elif new and rng.random() < 0.3:
                     new.pop()
             new += [_message(rng) for _ in range(rng.choice([0, 0, 1, 2]))]
+            if new and objects == "copied":
+                new = copy.deepcopy(new)
             if new:
                 msgs, (datas, _, whole) = new, _read(whole, datas, new)
     assert sum(k > 0 for k in hits) > 2000  # read in one piece

@@ -1,0 +1,238 @@
+"""Each session's last request body, kept so that the next one is parsed only where it differs.
+An agent resends its whole conversation with every request, a message or two longer: parsing,
+depth-checking and validating the ~400 messages both share (~0.5 MB) again costs ~0.9 ms, more
+than any rule.
+
+Reuse is proven on the bytes, never trusted. A body is kept only as far as its bytes are what
+``orjson.dumps`` writes for what was parsed from them (a compact client's: Claude Code, Codex and
+httpx send such JSON), checked piece by piece: the members before the array (``messages``,
+``input``), each of its items, the members after it. A later body reuses the first ``k`` items
+when it starts with the kept bytes up to the end of item ``k`` followed by ``,`` or ``]``. What
+follows is read on its own: the new items as an array and the members after the array, split
+where the body ends with those members as ``orjson.dumps`` writes them (the kept ones, or those
+parsed from the split on). Both reads must succeed, and the new items must not be empty after a
+``,``, so the body is exactly the head, the shared items, the new items and those members, which
+is what parsing it whole gives (a head member repeated after the array: last value, first place,
+as orjson). Anything else (a body not written compactly, a different start, bad JSON) is parsed
+whole, as it always was, and errors are worded by that parse.
+
+The parsed objects are shared with the next request that reuses them: nothing downstream changes
+a parsed body (the rules and adapters copy what they change; the litellm paths get a copy).
+Bounded by keys (a session header, else the body's first bytes; LRU), snapshots per key and the
+bytes each is charged: its raw body and ~twice that for its parsed objects."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.protocols.body import MAX_JSON_DEPTH, parse_json, within_depth
+
+# A body names its slot by its first bytes when no session header does (the model and the start
+# of the first message); a slot keeps this many bodies (sub-agents sharing a session header, or
+# sessions sharing a first message), the longest shared prefix wins.
+KEY_BYTES = 512
+PER_SLOT = 4
+# parsed JSON takes ~1.5–1.7× its compact bytes (measured on the bench's 400-message bodies)
+COST_FACTOR = 3
+# the last items are tried first (an agent appends; a moved cache breakpoint rewrites one or two)
+_TRIES = 3
+
+Validate = Callable[[dict[str, Any], int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """A body as kept: never changed once kept."""
+
+    raw: bytes
+    head: tuple[tuple[str, Any], ...]  # the members before the array
+    items: tuple[Any, ...]  # the array's items
+    ends: tuple[int, ...]  # where each proven item ends in ``raw`` (the first ``len(ends)``)
+    close: int  # where the array's ``]`` is in ``raw`` (-1: the members after it not proven)
+    rest: tuple[tuple[str, Any], ...]  # the members after the array (when ``close >= 0``)
+
+
+class BodyMemory:
+    """Bodies whose array is ``key``, parsed (``parse_json``) and validated (``validate(body,
+    start)``: the items before ``start`` were validated at the same index before)."""
+
+    def __init__(
+        self,
+        key: str,
+        validate: Validate,
+        max_bytes: int = 128_000_000,
+        max_slots: int = 256,
+    ) -> None:
+        self.key = key
+        self._opening = orjson.dumps(key) + b":["
+        self._validate = validate
+        self.max_bytes = max_bytes
+        self.max_slots = max_slots
+        self._slots: OrderedDict[Any, list[Kept]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.reused = 0  # bodies read from a kept one (for tests and the bench)
+
+    @property
+    def held_bytes(self) -> int:
+        return self._bytes
+
+    def parse(self, raw: bytes, hint: str | None = None) -> dict[str, Any]:
+        """``raw`` parsed and validated; ``hint``: the request's session header, if any."""
+        slot = ("s", hint) if hint else ("b", raw[:KEY_BYTES])
+        with self._lock:
+            candidates = list(self._slots.get(slot, ()))
+        for kept in candidates:
+            read = self._reuse(kept, raw)
+            if read is not None:
+                body, kept_now = read
+                self.reused += 1
+                self._keep(slot, kept_now, replacing=kept)
+                return body
+        body = parse_json(raw)
+        self._validate(body, 0)
+        proven = self._proven(raw, body)
+        if proven is not None:
+            self._keep(slot, proven, replacing=None)
+        return body
+
+    def _reuse(self, kept: Kept, raw: bytes) -> tuple[dict[str, Any], Kept] | None:
+        shared = _shared(kept, raw)
+        if not shared:
+            return None
+        end = kept.ends[shared - 1]
+        if raw[end] not in b",]":
+            return None
+        suffix = kept.raw[kept.close :] if kept.close >= 0 else None
+        rest = kept.rest
+        if suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end:
+            # the members after the array changed: parsed from the split on, then proven
+            start = end + 1 if raw[end] == 0x2C else end
+            try:
+                tail = orjson.loads(b"{" + self._opening + raw[start:])
+            except orjson.JSONDecodeError:
+                return None
+            rest = tuple(tail.items())[1:]  # after the array, whose name comes first
+            suffix = _suffix(rest)
+            if suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end:
+                return None
+            if not within_depth(dict(rest), MAX_JSON_DEPTH - 1):
+                return None
+        close = len(raw) - len(suffix)
+        new: list[Any] = []
+        if close > end:  # ``,`` and the new items
+            if raw[end] != 0x2C:
+                return None
+            try:
+                new = orjson.loads(b"[" + raw[end + 1 : close] + b"]")
+            except orjson.JSONDecodeError:
+                return None
+            if not new or not within_depth(new, MAX_JSON_DEPTH - 2):
+                return None
+        body = dict(kept.head)
+        items = kept.items[:shared] + tuple(new)
+        body[self.key] = list(items)
+        body.update(rest)  # a head member repeated after the array: its last value, first place
+        self._validate(body, shared)
+        ends = _proven_items(raw, new, end + 1, list(kept.ends[:shared]))
+        return body, Kept(raw, kept.head, items, tuple(ends), close, rest)
+
+    def _proven(self, raw: bytes, body: dict[str, Any]) -> Kept | None:
+        """``raw`` as kept when it is ``body`` written compactly up to its first item at least."""
+        items = body.get(self.key)
+        if type(items) is not list or not items:
+            return None
+        members = list(body.items())
+        at = next(i for i, (name, _) in enumerate(members) if name == self.key)
+        head, rest = tuple(members[:at]), tuple(members[at + 1 :])
+        try:
+            opening = orjson.dumps(dict(head))[:-1] + (b"," if head else b"") + self._opening
+            suffix = _suffix(rest)
+        except TypeError:  # not JSON orjson writes (a body parsed otherwise)
+            return None
+        if not raw.startswith(opening):
+            return None
+        ends = _proven_items(raw, items, len(opening), [])
+        if not ends:
+            return None
+        close = len(raw) - len(suffix) if suffix is not None and raw.endswith(suffix) else -1
+        if close < ends[-1]:  # the members after the array are not written so
+            close, rest = -1, ()
+        return Kept(raw, head, tuple(items), tuple(ends), close, rest)
+
+    def _keep(self, slot: Any, kept: Kept, replacing: Kept | None) -> None:
+        cost = len(kept.raw) * COST_FACTOR
+        with self._lock:
+            bodies = self._slots.pop(slot, [])
+            for old in bodies:
+                self._bytes -= len(old.raw) * COST_FACTOR
+            bodies = [kept, *(b for b in bodies if b is not replacing)][:PER_SLOT]
+            if cost > self.max_bytes // 4:
+                bodies = bodies[1:]
+            if bodies:
+                self._slots[slot] = bodies
+                self._bytes += sum(len(b.raw) for b in bodies) * COST_FACTOR
+            while self._slots and (
+                self._bytes > self.max_bytes or len(self._slots) > self.max_slots
+            ):
+                _, dropped = self._slots.popitem(last=False)
+                self._bytes -= sum(len(b.raw) for b in dropped) * COST_FACTOR
+
+
+def _shared(kept: Kept, raw: bytes) -> int:
+    """How many of ``kept``'s proven items ``raw`` starts with (the bytes up to an item's end,
+    with more after them)."""
+    view = memoryview(kept.raw)
+    ends = kept.ends
+    size = len(raw)
+
+    def starts(i: int) -> bool:
+        end = ends[i - 1]
+        return size > end and raw.startswith(view[:end])
+
+    n = len(ends)
+    for i in range(n, max(n - _TRIES, 0), -1):
+        if starts(i):
+            return i
+    lo, hi = 0, max(n - _TRIES, 0)  # ``starts`` holds up to some i, then never again
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if starts(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _suffix(rest: tuple[tuple[str, Any], ...]) -> bytes | None:
+    """The array's ``]`` and the members after it, as ``orjson.dumps`` writes them."""
+    try:
+        return b"]," + orjson.dumps(dict(rest))[1:] if rest else b"]}"
+    except TypeError:
+        return None
+
+
+def _proven_items(raw: bytes, items: Any, pos: int, ends: list[int]) -> list[int]:
+    """``ends`` and the ends of those of ``items`` (from ``pos``, each after a ``,``) written as
+    ``orjson.dumps`` writes them, up to the first that is not."""
+    dumps = orjson.dumps
+    last = len(items) - 1
+    for i, item in enumerate(items):
+        try:
+            data = dumps(item)
+        except TypeError:
+            break
+        if not raw.startswith(data, pos):
+            break
+        pos += len(data)
+        ends.append(pos)
+        if i < last and raw[pos : pos + 1] != b",":
+            break
+        pos += 1
+    return ends
