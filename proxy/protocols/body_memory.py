@@ -52,7 +52,6 @@ class Kept:
 
     raw: bytes
     head: tuple[tuple[str, Any], ...]  # the members before the array
-    start: int  # where the array's first item starts in ``raw`` (after its ``[``)
     items: tuple[Any, ...]  # the array's items
     ends: tuple[int, ...]  # where each proven item ends in ``raw`` (the first ``len(ends)``)
     close: int  # where the array's ``]`` is in ``raw`` (-1: the members after it not proven)
@@ -86,11 +85,6 @@ class BodyMemory:
 
     def parse(self, raw: bytes, hint: str | None = None) -> dict[str, Any]:
         """``raw`` parsed and validated; ``hint``: the request's session header, if any."""
-        return self.read(raw, hint)[0]
-
-    def read(self, raw: bytes, hint: str | None = None) -> tuple[dict[str, Any], Kept | None]:
-        """``parse``, and ``raw`` as kept (None: not written as orjson writes it), which
-        ``splice.written`` writes a rewrite of the body from."""
         slot = ("s", hint) if hint else ("b", raw[:KEY_BYTES])
         with self._lock:
             candidates = list(self._slots.get(slot, ()))
@@ -100,13 +94,13 @@ class BodyMemory:
                 body, kept_now = read
                 self.reused += 1
                 self._keep(slot, kept_now, replacing=kept)
-                return body, kept_now
+                return body
         body = parse_json(raw)
         self._validate(body, 0)
         proven = self._proven(raw, body)
         if proven is not None:
             self._keep(slot, proven, replacing=None)
-        return body, proven
+        return body
 
     def _reuse(self, kept: Kept, raw: bytes) -> tuple[dict[str, Any], Kept] | None:
         shared = _shared(kept, raw)
@@ -147,7 +141,7 @@ class BodyMemory:
         body.update(rest)  # a head member repeated after the array: its last value, first place
         self._validate(body, shared)
         ends = _proven_items(raw, new, end + 1, list(kept.ends[:shared]))
-        return body, Kept(raw, kept.head, kept.start, items, tuple(ends), close, rest)
+        return body, Kept(raw, kept.head, items, tuple(ends), close, rest)
 
     def _proven(self, raw: bytes, body: dict[str, Any]) -> Kept | None:
         """``raw`` as kept when it is ``body`` written compactly up to its first item at least."""
@@ -170,7 +164,7 @@ class BodyMemory:
         close = len(raw) - len(suffix) if suffix is not None and raw.endswith(suffix) else -1
         if close < ends[-1]:  # the members after the array are not written so
             close, rest = -1, ()
-        return Kept(raw, head, len(opening), tuple(items), tuple(ends), close, rest)
+        return Kept(raw, head, tuple(items), tuple(ends), close, rest)
 
     def _keep(self, slot: Any, kept: Kept, replacing: Kept | None) -> None:
         cost = len(kept.raw) * COST_FACTOR

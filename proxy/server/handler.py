@@ -29,7 +29,6 @@ from proxy.errors import (
     UnsupportedMediaType,
     require_json,
 )
-from proxy.protocols.splice import written
 from proxy.rewrite.engine import Engine
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
@@ -90,7 +89,7 @@ class ProtocolHandler:
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body, kept = self.bodies.read(raw, header_session(headers))
+            body = self.bodies.parse(raw, header_session(headers))
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -146,10 +145,8 @@ class ProtocolHandler:
         call = Call(self.s, upstream, headers, query)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
-                # the client's own bytes, or the rewrite's spliced from them
-                forwarded = rewritten.body
-                payload = raw if forwarded is body else written(forwarded, body, kept, wire.array)
-                response = await wire.forward(call, forwarded, payload)
+                unchanged = raw if rewritten.body is body else None  # sent as the client's bytes
+                response = await wire.forward(call, rewritten.body, unchanged)
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 response, rewritten = await rescue_overflow(
                     self.s, wire, call, rewritten, response, row, len(raw)

@@ -183,8 +183,8 @@ class UpstreamClient:
         passthrough_key: str | None,
         raw: bytes | None = None,
     ) -> UpstreamResponse:
-        """``raw``: ``body``'s bytes when known (the client's own when nothing was changed, or a
-        rewrite spliced from them: ``splice.written``), sent instead of serialising ``body``."""
+        """``raw``: the client's own bytes of ``body`` when nothing was changed, sent as they
+        came (as Messages and Responses are) instead of serialising ``body`` again."""
         if upstream.kind != "openai":  # litellm, and chat completions to an anthropic upstream
             from proxy.upstream.litellm import litellm_chat
 
