@@ -42,6 +42,7 @@ from proxy.protocols.prefix import (
     message_bytes,
     read_bytes,
     tag_index,
+    with_array,
 )
 from rules.base import Message
 
@@ -198,6 +199,7 @@ class AnthropicAdapter:
         hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         st: State = lowered.state
+        lowered.data = None
         if messages is lowered.messages and not st.mended:
             return body
         out: list[Any] = []
@@ -263,6 +265,9 @@ class AnthropicAdapter:
             snap = recorder.done(hashes, known)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
+            array = recorder.array(out)  # the messages' bytes: not written again
+            if array is not None:
+                lowered.data = with_array(forwarded, "messages", array)
         return forwarded
 
     def _lift_kept(

@@ -10,8 +10,10 @@ each lifted from its messages and the client messages their parts come from. A g
 previous request is reused when every output message up to its end has the previous request's
 content hash (tags included: the same parts), the client messages it comes from are shared, the
 first user message is the same one and the group ends where it ended then. Its values are the
-current request's own client messages (where the lifting returned the client's message) or new
-objects parsed from the JSON kept for them; each value's facts for the final check come along."""
+current request's own client messages (where the lifting returned the client's message) or the
+values it forwarded then (kept with their JSON, which proves them JSON through and through; a
+forwarded body is never changed, so they are forwarded again as they are); each value's facts for
+the final check come along."""
 
 from __future__ import annotations
 
@@ -20,12 +22,16 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-import orjson
-
 from proxy.protocols.anthropic_lower import Lowering
 from proxy.protocols.anthropic_parts import State, user_side
 from proxy.protocols.base import TAG
-from proxy.protocols.prefix import PER_MESSAGE_BYTES, Whole, common_prefix, plan_values
+from proxy.protocols.prefix import (
+    OBJECT_COST,
+    PER_MESSAGE_BYTES,
+    Whole,
+    common_prefix,
+    plan_values,
+)
 from proxy.protocols.prefix import shared_bytes as shared_bytes  # where it was, for callers
 from rules.base import Message
 
@@ -47,6 +53,7 @@ class LiftMemory:
     runs: list[bool]
     plan: list[int]
     values: list[bytes]
+    objects: list[Any]  # the values themselves, forwarded again as they are
     facts: list[Any]
 
 
@@ -95,8 +102,8 @@ def reuse_lifted(
         g -= 1
     if g < 0:
         return base, 0
-    end_out, end_val = mem.outs[g], mem.vals_end[g]
-    loaded = orjson.loads(b"[" + b",".join(mem.values[:end_val]) + b"]") if end_val else []
+    end_out = mem.outs[g]
+    loaded = mem.objects
     source = st.source
     out.extend([source[j] if j >= 0 else loaded[~j] for j in mem.plan[:end_out]])
     known.extend(mem.facts[:end_out])
@@ -117,12 +124,14 @@ class Recorder:
             self.runs: list[bool] = []
             self.plan: list[int] = []
             self.values: list[bytes] = []
+            self.objects: list[Any] = []
         else:
             g = reused
             self.ends, self.outs = mem.ends[:g], mem.outs[:g]
             self.vals_end, self.top, self.runs = mem.vals_end[:g], mem.top[:g], mem.runs[:g]
             self.plan = mem.plan[: mem.outs[g - 1]]
             self.values = mem.values[: mem.vals_end[g - 1]]
+            self.objects = mem.objects[: mem.vals_end[g - 1]]
         self.broken = False
 
     def group(
@@ -141,7 +150,7 @@ class Recorder:
                 return
             if part is not None:
                 idxs.append(part.index)
-        if not plan_values(out[before:], idxs, source, self.plan, self.values):
+        if not plan_values(out[before:], idxs, source, self.plan, self.values, self.objects):
             self.broken = True  # not JSON through and through: this group and the rest not kept
             return
         self.ends.append(end)
@@ -151,16 +160,32 @@ class Recorder:
         role = messages[start].get("role")
         self.runs.append(role not in ("assistant", "system", "developer"))
 
+    def array(self, out: list[Any]) -> bytes | None:
+        """``out`` (the forwarded messages) as one JSON array, ``orjson.dumps(out)``, from the
+        bytes known of each: a client message's own, a written value's kept JSON (None: one not
+        known)."""
+        if self.broken or (self.outs[-1] if self.outs else 0) != len(out):
+            return None
+        data, values = self.st.data, self.values
+        pieces: list[bytes] = []
+        for j in self.plan[: len(out)]:
+            piece = data[j] if j >= 0 else values[~j]
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return b"[" + b",".join(pieces) + b"]"
+
     def done(self, hashes: Sequence[str], known: list[Any]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
         snap: Snapshot | None = self.st.snapshot
         if snap is None:
             return None
         n = self.outs[-1] if self.outs else 0
-        values = self.values[: self.vals_end[-1]] if self.vals_end else []
+        end = self.vals_end[-1] if self.vals_end else 0
+        values = self.values[:end]
         mem = LiftMemory(
             self.base, list(hashes), self.ends, self.outs, self.vals_end, self.top, self.runs,
-            self.plan[:n], values, known[:n],
+            self.plan[:n], values, self.objects[:end], known[:n],
         )  # fmt: skip
-        cost = snap.cost + sum(map(len, values)) + PER_MESSAGE_BYTES * n
+        cost = snap.cost + OBJECT_COST * sum(map(len, values)) + PER_MESSAGE_BYTES * n
         return replace(snap, lift=mem, cost=cost)

@@ -35,6 +35,9 @@ class Lowered:
     # set by ``lift``: what the final check reads of each forwarded message, where the adapter
     # knows it from the message's content (``proxy.protocols.checks``); None: read by the check
     known_facts: list[Any] | None = None
+    # set by ``lift``: the forwarded body's bytes (``orjson.dumps`` of it), where the adapter
+    # has every message's bytes already (those it kept); None: to be written
+    data: bytes | None = None
 
 
 class Adapter(Protocol):

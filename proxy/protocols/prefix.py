@@ -31,6 +31,9 @@ from proxy.protocols.kept_lifts import json_exact
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
 # liftings' plan and facts; most of it shared with the kept lowerings), charged to the bound.
 PER_MESSAGE_BYTES = 256
+# a kept JSON value is held as its bytes and as objects (~1.7× its bytes): charged this times its
+# bytes
+OBJECT_COST = 3
 _STEP = 32
 
 
@@ -280,11 +283,13 @@ def tag_index(
 
 def plan_values(
     lifted: Sequence[Any], idxs: Sequence[int], source: Sequence[Any], plan: list[int],
-    kept: list[bytes],
+    kept: list[bytes], objects: list[Any],
 ) -> bool:  # fmt: skip
     """Each lifted value onto ``plan``: the client message or item it is (``>= 0``: its index in
-    ``source``, one of ``idxs``) or ``~j``, the ``j``-th JSON value appended to ``kept``. False
-    when one does not survive a JSON round trip exactly (the caller then keeps nothing more)."""
+    ``source``, one of ``idxs``) or ``~j``, the ``j``-th JSON value appended to ``kept`` (its
+    bytes) and ``objects`` (itself: forwarded again as it is, since nothing changes a forwarded
+    body). False when one does not survive a JSON round trip exactly (the caller then keeps
+    nothing more)."""
     for v in lifted:
         j = next((i for i in idxs if source[i] is v), None)
         if j is not None:
@@ -294,5 +299,17 @@ def plan_values(
         if data is None:
             return False
         kept.append(data)
+        objects.append(v)
         plan.append(~(len(kept) - 1))
     return True
+
+
+def with_array(body: dict[str, Any], key: str, array: bytes) -> bytes | None:
+    """``orjson.dumps(body)`` with ``array`` as the bytes of ``body[key]`` (its other members
+    written; None: one is not JSON)."""
+    dumps = orjson.dumps
+    try:
+        members = [dumps(k) + b":" + (array if k == key else dumps(v)) for k, v in body.items()]
+    except TypeError:
+        return None
+    return b"{" + b",".join(members) + b"}"

@@ -14,7 +14,8 @@ and, for a tool result the rules wrote, the kind of the call it answers. The pre
 liftings are reused up to the first output message whose content hash differs, whose part is not
 lowered the same (not all shared), or (a tool result the rules wrote) whose call's kind differs.
 A reused value is the current request's own client item where the lifting returned the client's
-item, else a new object parsed from the JSON kept for it."""
+item, else the value forwarded then (kept with its JSON, which proves it JSON through and through;
+a forwarded body is never changed, so it is forwarded again as it is)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,11 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import orjson
-
 from proxy.generations import compact
 from proxy.protocols.base import TAG
 from proxy.protocols.kept import copied, kept_message
 from proxy.protocols.prefix import (
+    OBJECT_COST,
     PER_MESSAGE_BYTES,
     Whole,
     common_prefix,
@@ -54,6 +54,7 @@ class LiftMemory:
     top: list[int]
     plan: list[int]
     values: list[bytes]
+    objects: list[Any]  # the values themselves, forwarded again as they are
     asked: list[tuple[int, str, str | None]]
     # names this lifting (never another's while held): the final check's state kept for the
     # body it forwarded holds it (``ResponsesAdapter.violations``)
@@ -188,8 +189,8 @@ def reuse_lifted(st: State, hashes: Sequence[str], base: int, out: list[Any]) ->
             break
     if r <= 0:
         return base
-    end_out, end_val = mem.outs[r - 1], mem.vals_end[r - 1]
-    loaded = orjson.loads(b"[" + b",".join(mem.values[:end_val]) + b"]") if end_val else []
+    end_out = mem.outs[r - 1]
+    loaded = mem.objects
     items = st.items
     out.extend([items[j] if j >= 0 else loaded[~j] for j in mem.plan[:end_out]])
     return base + r
@@ -210,11 +211,13 @@ class Recorder:
             self.top: list[int] = []
             self.plan: list[int] = []
             self.values: list[bytes] = []
+            self.objects: list[Any] = []
             self.asked: list[tuple[int, str, str | None]] = []
             return
         self.outs, self.vals_end, self.top = mem.outs[:r], mem.vals_end[:r], mem.top[:r]
         self.plan = mem.plan[: mem.outs[r - 1]]
         self.values = mem.values[: mem.vals_end[r - 1]]
+        self.objects = mem.objects[: mem.vals_end[r - 1]]
         self.asked = [a for a in mem.asked if a[0] < resumed]
 
     def message(self, k: int, m: Message, out: list[Any], before: int) -> None:
@@ -237,12 +240,27 @@ class Recorder:
             idxs = part.items
             top = max(top, part.need - 1)
         items = st.items
-        if not plan_values(out[before:], idxs, items, self.plan, self.values):
+        if not plan_values(out[before:], idxs, items, self.plan, self.values, self.objects):
             self.broken = True  # not JSON through and through: this message and the rest not kept
             return
         self.outs.append(len(self.plan))
         self.vals_end.append(len(self.values))
         self.top.append(top)
+
+    def array(self, out: list[Any]) -> bytes | None:
+        """``out`` (the forwarded items) as one JSON array, ``orjson.dumps(out)``, from the bytes
+        known of each: a client item's own, a written value's kept JSON (None: one not known)."""
+        snap: Snapshot | None = self.st.snapshot
+        if self.broken or snap is None or len(self.plan) != len(out):
+            return None
+        data, values = snap.datas, self.values
+        pieces: list[bytes] = []
+        for j in self.plan:
+            piece = data[j] if j >= 0 else values[~j]
+            if piece is None:
+                return None
+            pieces.append(piece)
+        return b"[" + b",".join(pieces) + b"]"
 
     def done(self, hashes: Sequence[str]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
@@ -250,10 +268,12 @@ class Recorder:
         if snap is None:
             return None
         n = len(self.outs)
-        values = self.values[: self.vals_end[-1]] if n else []
+        end = self.vals_end[-1] if n else 0
+        values = self.values[:end]
         plan = self.plan[: self.outs[-1]] if n else []
         mem = LiftMemory(
-            self.base, list(hashes), self.outs, self.vals_end, self.top, plan, values, self.asked
-        )
-        cost = snap.cost + sum(map(len, values)) + PER_MESSAGE_BYTES * n
+            self.base, list(hashes), self.outs, self.vals_end, self.top, plan, values,
+            self.objects[:end], self.asked,
+        )  # fmt: skip
+        cost = snap.cost + OBJECT_COST * sum(map(len, values)) + PER_MESSAGE_BYTES * n
         return replace(snap, lift=mem, cost=cost)

@@ -13,6 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from proxy.errors import BadRequest
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
@@ -65,6 +67,7 @@ class Rewritten:
     session_id: str
     parent_session_id: str | None
     protocol: str = "chat"
+    data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
 
 
 class Engine:
@@ -80,6 +83,7 @@ class Engine:
         self.store = store
         self.counters = counters or TokenCounters()
         self.budget_override = budget_override
+        self.strict = strict  # tests: a rule's error fails the request; the adapters' bytes checked
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
@@ -307,4 +311,7 @@ class Engine:
         forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:
             describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
-        return Rewritten(forwarded, outcome.report, sid, parent, adapter.name)
+        data = lowered.data if forwarded is not body else None
+        if self.strict and data is not None and data != orjson.dumps(forwarded):
+            raise AssertionError("the adapter's bytes of the forwarded body are not its JSON")
+        return Rewritten(forwarded, outcome.report, sid, parent, adapter.name, data)

@@ -145,8 +145,9 @@ class ProtocolHandler:
         call = Call(self.s, upstream, headers, query)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
-                unchanged = raw if rewritten.body is body else None  # sent as the client's bytes
-                response = await wire.forward(call, rewritten.body, unchanged)
+                # the client's own bytes, or the rewrite's where the adapter had them
+                payload = raw if rewritten.body is body else rewritten.data
+                response = await wire.forward(call, rewritten.body, payload)
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 response, rewritten = await rescue_overflow(
                     self.s, wire, call, rewritten, response, row, len(raw)
