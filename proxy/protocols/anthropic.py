@@ -42,7 +42,7 @@ from proxy.protocols.prefix import (
     message_bytes,
     read_bytes,
     tag_index,
-    with_array,
+    with_items,
 )
 from rules.base import Message
 
@@ -265,9 +265,9 @@ class AnthropicAdapter:
             snap = recorder.done(hashes, known)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
-            array = recorder.array(out)  # the messages' bytes: not written again
+            array = recorder.array(out)  # each message's bytes: the body not written again
             if array is not None:
-                lowered.data = with_array(forwarded, "messages", array)
+                lowered.data = with_items(forwarded, "messages", array)
         return forwarded
 
     def _lift_kept(

@@ -160,10 +160,9 @@ class Recorder:
         role = messages[start].get("role")
         self.runs.append(role not in ("assistant", "system", "developer"))
 
-    def array(self, out: list[Any]) -> bytes | None:
-        """``out`` (the forwarded messages) as one JSON array, ``orjson.dumps(out)``, from the
-        bytes known of each: a client message's own, a written value's kept JSON (None: one not
-        known)."""
+    def array(self, out: list[Any]) -> list[bytes] | None:
+        """The JSON of each of ``out`` (the forwarded messages), from the bytes known of it: a
+        client message's own, a written value's kept JSON (None: one not known)."""
         if self.broken or (self.outs[-1] if self.outs else 0) != len(out):
             return None
         data, values = self.st.data, self.values
@@ -173,7 +172,7 @@ class Recorder:
             if piece is None:
                 return None
             pieces.append(piece)
-        return b"[" + b",".join(pieces) + b"]"
+        return pieces
 
     def done(self, hashes: Sequence[str], known: list[Any]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""

@@ -79,13 +79,13 @@ class Whole:
     message's bytes joined by ``,``, ``]``), where each message's bytes end in it (those from
     the first up to one whose bytes are not known) and the messages themselves."""
 
-    data: bytes
+    data: bytes | None  # None: read by its objects (``_extended``), never written whole
     ends: list[int]
     items: tuple[Any, ...] = ()
 
     @property
     def cost(self) -> int:  # orjson's output keeps some spare capacity: charged a quarter more
-        return len(self.data) * 5 // 4 + 8 * len(self.ends)
+        return len(self.data or b"") * 5 // 4 + 8 * len(self.ends)
 
 
 # How many of the previous request's last messages a request may have changed (a moved cache
@@ -108,10 +108,12 @@ def read_bytes(
         k = _same_objects(prev, source)
         if k:
             return _extended(prev, k, prev_datas, source, limit)
-        try:
-            data: bytes | None = orjson.dumps(source)
-        except TypeError:  # lone surrogates; nested one level too deep: read one by one
-            data = None
+        data: bytes | None = None
+        if prev.data is not None:  # else read one by one
+            try:
+                data = orjson.dumps(source)
+            except TypeError:  # lone surrogates; nested one level too deep: read one by one
+                data = None
         k = _shared_whole(prev, data) if data is not None else 0
         if k and data is not None:
             datas = [*prev_datas[:k], *message_bytes(source[k:], limit)]
@@ -144,21 +146,18 @@ def _extended(
 ) -> tuple[list[bytes | None], int, Whole]:
     """``read_bytes`` when the first ``k`` messages are ``prev``'s objects: their bytes are
     ``prev``'s, only the messages after them are written (and compared: an equal message may be
-    a new object)."""
+    a new object). The array is not written whole: the next request, handed the same objects,
+    is read by them too (one that is not is read one by one)."""
     datas = [*prev_datas[:k], *message_bytes(source[k:], limit)]
     shared = k + shared_bytes(prev_datas[k:], datas[k:])
-    ends = _ends(prev.ends[:k], datas)
-    pieces: list[Any] = [memoryview(prev.data)[: prev.ends[k - 1]]]
-    for d in datas[k : len(ends)]:
-        pieces += (b",", d)
-    if len(ends) == len(datas):
-        pieces.append(b"]")
-    return datas, shared, Whole(b"".join(pieces), ends, tuple(source))
+    return datas, shared, Whole(None, _ends(prev.ends[:k], datas), tuple(source))
 
 
 def _shared_whole(prev: Whole, data: bytes) -> int:
     """How many of ``prev``'s leading messages ``data`` (an array) starts with, tried from the
-    last back ``_TRIES`` messages (0: fewer)."""
+    last back ``_TRIES`` messages (0: fewer, or ``prev`` not written whole)."""
+    if prev.data is None:
+        return 0
     view = memoryview(prev.data)
     n = len(prev.ends)
     for k in range(n, max(n - _TRIES, 0), -1):
@@ -304,12 +303,21 @@ def plan_values(
     return True
 
 
-def with_array(body: dict[str, Any], key: str, array: bytes) -> bytes | None:
-    """``orjson.dumps(body)`` with ``array`` as the bytes of ``body[key]`` (its other members
-    written; None: one is not JSON)."""
+def with_items(body: dict[str, Any], key: str, items: list[bytes]) -> bytes | None:
+    """``orjson.dumps(body)``, ``body[key]`` being the array of the values whose JSON is
+    ``items`` (its other members written; None: one is not JSON). One copy of the bytes."""
     dumps = orjson.dumps
+    pieces = [b"{"]
     try:
-        members = [dumps(k) + b":" + (array if k == key else dumps(v)) for k, v in body.items()]
+        for k, v in body.items():
+            if len(pieces) > 1:
+                pieces.append(b",")
+            pieces += (
+                (dumps(k), b":[", b",".join(items), b"]")
+                if k == key
+                else (dumps(k), b":", dumps(v))
+            )
     except TypeError:
         return None
-    return b"{" + b",".join(members) + b"}"
+    pieces.append(b"}")
+    return b"".join(pieces)

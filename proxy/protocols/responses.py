@@ -21,7 +21,7 @@ from typing import Any
 
 from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.checks import responses_checked
-from proxy.protocols.prefix import PrefixMemory, Whole, message_bytes, read_bytes, with_array
+from proxy.protocols.prefix import PrefixMemory, Whole, message_bytes, read_bytes, with_items
 from proxy.protocols.responses_lift import mend, new_items, patched_items
 from proxy.protocols.responses_parts import (
     CALLS,
@@ -167,7 +167,7 @@ class ResponsesAdapter:
                 st.lifted = snap.lift.token  # type: ignore[union-attr]
             array = recorder.array(out) if forwarded["input"] is out else None
             if array is not None:  # the items' bytes: not written again
-                lowered.data = with_array(forwarded, "input", array)
+                lowered.data = with_items(forwarded, "input", array)
         return forwarded
 
     def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:

@@ -247,9 +247,9 @@ class Recorder:
         self.vals_end.append(len(self.values))
         self.top.append(top)
 
-    def array(self, out: list[Any]) -> bytes | None:
-        """``out`` (the forwarded items) as one JSON array, ``orjson.dumps(out)``, from the bytes
-        known of each: a client item's own, a written value's kept JSON (None: one not known)."""
+    def array(self, out: list[Any]) -> list[bytes] | None:
+        """The JSON of each of ``out`` (the forwarded items), from the bytes known of it: a client
+        item's own, a written value's kept JSON (None: one not known)."""
         snap: Snapshot | None = self.st.snapshot
         if self.broken or snap is None or len(self.plan) != len(out):
             return None
@@ -260,7 +260,7 @@ class Recorder:
             if piece is None:
                 return None
             pieces.append(piece)
-        return b"[" + b",".join(pieces) + b"]"
+        return pieces
 
     def done(self, hashes: Sequence[str]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
