@@ -18,8 +18,9 @@ whole, as it always was, and errors are worded by that parse.
 
 The parsed objects are shared with the next request that reuses them: nothing downstream changes
 a parsed body (the rules and adapters copy what they change; the litellm paths get a copy).
-Bounded by keys (a session header, else the body's first bytes; LRU), snapshots per key and the
-bytes each is charged: its raw body and ~twice that for its parsed objects."""
+Bounded by slots (a session header, else the body's first bytes; LRU), bodies per slot (the next
+request of a conversation replaces its last; another conversation's is kept beside it) and the
+bytes each is charged (``charge``: its raw body and an estimate of its parsed objects)."""
 
 from __future__ import annotations
 
@@ -38,8 +39,10 @@ from proxy.protocols.body import MAX_JSON_DEPTH, parse_json, within_depth
 # sessions sharing a first message), the longest shared prefix wins.
 KEY_BYTES = 512
 PER_SLOT = 4
-# parsed JSON takes ~1.5–1.7× its compact bytes (measured on the bench's 400-message bodies)
-COST_FACTOR = 3
+# Parsed JSON takes ~1.5× its compact bytes for long texts, ~6× for an agent's tool calls and
+# short results (measured with tracemalloc): a body is charged its bytes thrice and this per item
+# of its array, which holds for both (~1.3× and ~0.9× what it keeps alive)
+ITEM_BYTES = 700
 # the last items are tried first (an agent appends; a moved cache breakpoint rewrites one or two)
 _TRIES = 3
 
@@ -56,6 +59,10 @@ class Kept:
     ends: tuple[int, ...]  # where each proven item ends in ``raw`` (the first ``len(ends)``)
     close: int  # where the array's ``]`` is in ``raw`` (-1: the members after it not proven)
     rest: tuple[tuple[str, Any], ...]  # the members after the array (when ``close >= 0``)
+
+    @property
+    def charge(self) -> int:
+        return 3 * len(self.raw) + ITEM_BYTES * len(self.items)
 
 
 class BodyMemory:
@@ -88,12 +95,16 @@ class BodyMemory:
         slot = ("s", hint) if hint else ("b", raw[:KEY_BYTES])
         with self._lock:
             candidates = list(self._slots.get(slot, ()))
-        for kept in candidates:
-            read = self._reuse(kept, raw)
+        # the body sharing the longest prefix first (a slot may hold several conversations)
+        ranked = sorted(((_shared(kept, raw), kept) for kept in candidates), key=_first)
+        for shared, kept in reversed(ranked):
+            read = self._reuse(kept, raw, shared) if shared else None
             if read is not None:
                 body, kept_now = read
-                self.reused += 1
-                self._keep(slot, kept_now, replacing=kept)
+                # the same conversation's next request replaces it; another one is kept beside
+                known = len(kept.ends)
+                follows = shared >= known - _TRIES and 2 * shared > known
+                self._keep(slot, kept_now, replacing=kept if follows else None, reused=True)
                 return body
         body = parse_json(raw)
         self._validate(body, 0)
@@ -102,10 +113,8 @@ class BodyMemory:
             self._keep(slot, proven, replacing=None)
         return body
 
-    def _reuse(self, kept: Kept, raw: bytes) -> tuple[dict[str, Any], Kept] | None:
-        shared = _shared(kept, raw)
-        if not shared:
-            return None
+    def _reuse(self, kept: Kept, raw: bytes, shared: int) -> tuple[dict[str, Any], Kept] | None:
+        """``raw`` read from ``kept``, whose first ``shared`` items it starts with."""
         end = kept.ends[shared - 1]
         if raw[end] not in b",]":
             return None
@@ -166,23 +175,26 @@ class BodyMemory:
             close, rest = -1, ()
         return Kept(raw, head, tuple(items), tuple(ends), close, rest)
 
-    def _keep(self, slot: Any, kept: Kept, replacing: Kept | None) -> None:
-        cost = len(kept.raw) * COST_FACTOR
+    def _keep(self, slot: Any, kept: Kept, replacing: Kept | None, reused: bool = False) -> None:
         with self._lock:
+            self.reused += reused
             bodies = self._slots.pop(slot, [])
-            for old in bodies:
-                self._bytes -= len(old.raw) * COST_FACTOR
+            self._bytes -= sum(b.charge for b in bodies)
             bodies = [kept, *(b for b in bodies if b is not replacing)][:PER_SLOT]
-            if cost > self.max_bytes // 4:
+            if kept.charge > self.max_bytes // 4:
                 bodies = bodies[1:]
             if bodies:
                 self._slots[slot] = bodies
-                self._bytes += sum(len(b.raw) for b in bodies) * COST_FACTOR
+                self._bytes += sum(b.charge for b in bodies)
             while self._slots and (
                 self._bytes > self.max_bytes or len(self._slots) > self.max_slots
             ):
                 _, dropped = self._slots.popitem(last=False)
-                self._bytes -= sum(len(b.raw) for b in dropped) * COST_FACTOR
+                self._bytes -= sum(b.charge for b in dropped)
+
+
+def _first(pair: tuple[int, Kept]) -> int:
+    return pair[0]
 
 
 def _shared(kept: Kept, raw: bytes) -> int:

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from proxy.protocols.body_memory import ITEM_BYTES
 from proxy.protocols.kept_lifts import json_exact
 
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
@@ -84,8 +85,12 @@ class Whole:
     items: tuple[Any, ...] = ()
 
     @property
-    def cost(self) -> int:  # orjson's output keeps some spare capacity: charged a quarter more
-        return len(self.data or b"") * 5 // 4 + 8 * len(self.ends)
+    def cost(self) -> int:
+        """Its bytes (orjson's output keeps some spare capacity: a quarter more) and the client
+        messages it holds (their known bytes twice, and ``body_memory.ITEM_BYTES`` each: what
+        parsing keeps alive of them, charged here too since the body memory may drop them)."""
+        held = 2 * self.ends[-1] + ITEM_BYTES * len(self.items) if self.items and self.ends else 0
+        return len(self.data or b"") * 5 // 4 + 8 * len(self.ends) + held
 
 
 # How many of the previous request's last messages a request may have changed (a moved cache
@@ -182,7 +187,9 @@ def _ends(ends: list[int], datas: Sequence[bytes | None]) -> list[int]:
 class PrefixMemory:
     """session key -> the snapshot of its last request (any immutable value with a ``cost``)."""
 
-    def __init__(self, max_sessions: int = 256, max_bytes: int = 48_000_000) -> None:
+    # 96 MB: a 400-message snapshot is charged ~1.7–2.9 MB, its client messages included (shared
+    # with the body memory, which charges them too)
+    def __init__(self, max_sessions: int = 256, max_bytes: int = 96_000_000) -> None:
         self.max_sessions = max_sessions
         self.max_bytes = max_bytes
         self._slots: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()

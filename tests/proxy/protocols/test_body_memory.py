@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import MAX_JSON_DEPTH, parse_json, validate_body
-from proxy.protocols.body_memory import COST_FACTOR, PER_SLOT, BodyMemory
+from proxy.protocols.body_memory import PER_SLOT, BodyMemory
 from proxy.protocols.validate import validate_anthropic, validate_responses
 
 WIRES: dict[str, tuple[str, Callable[[dict[str, Any], int], None]]] = {
@@ -152,18 +152,22 @@ def test_sessions_and_bodies_per_slot_are_bounded() -> None:
         body["messages"][0]["content"] = f"system {k}"
         one.parse(orjson.dumps(body), "same")
     assert len(one._slots[("s", "same")]) == PER_SLOT
-    held = sum(len(b.raw) for bodies in one._slots.values() for b in bodies) * COST_FACTOR
+    held = sum(b.charge for bodies in one._slots.values() for b in bodies)
     assert one.held_bytes == held
 
 
 def test_a_body_over_a_quarter_of_the_bound_is_not_kept() -> None:
     raw = orjson.dumps(chat(40))
-    memory = BodyMemory("messages", validate_body, max_bytes=len(raw) * COST_FACTOR * 3)
+    probe = BodyMemory("messages", validate_body)
+    probe.parse(raw, "s")
+    charge = probe.held_bytes
+    assert charge >= 3 * len(raw)  # its bytes and its parsed objects
+    memory = BodyMemory("messages", validate_body, max_bytes=charge * 3)
     memory.parse(raw, "s")
     assert memory.held_bytes == 0
-    small = BodyMemory("messages", validate_body, max_bytes=len(raw) * COST_FACTOR * 5)
+    small = BodyMemory("messages", validate_body, max_bytes=charge * 5)
     small.parse(raw, "s")
-    assert small.held_bytes == len(raw) * COST_FACTOR
+    assert small.held_bytes == charge
 
 
 def test_without_a_session_header_bodies_are_found_by_their_first_bytes() -> None:
