@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -51,10 +51,39 @@ class _StoreCollector:
         yield backlog
 
 
+class _BodyCollector:
+    """Reads each protocol's body memory at scrape time (``proxy.protocols.body_memory``): how
+    many bodies were read from the session's last one, and what it holds."""
+
+    def __init__(self, handlers: Mapping[str, Any]) -> None:
+        self.handlers = handlers
+
+    def collect(self) -> Iterator[Metric]:
+        reused = CounterMetricFamily(
+            "ctxproxy_bodies_reused",
+            "Request bodies parsed only where they differ from the session's last one.",
+            labels=["protocol"],
+        )
+        held = GaugeMetricFamily(
+            "ctxproxy_body_memory_bytes",
+            "Bytes charged for the request bodies kept for the sessions' next requests.",
+            labels=["protocol"],
+        )
+        for name, handler in self.handlers.items():
+            bodies = getattr(handler, "bodies", None)  # (count_tokens keeps none)
+            if bodies is not None:
+                reused.add_metric([name], bodies.reused)
+                held.add_metric([name], bodies.held_bytes)
+        yield reused
+        yield held
+
+
 class Metrics:
     """The proxy's metrics; an observer of requests (see proxy.telemetry.observe)."""
 
-    def __init__(self, store: Store | None = None) -> None:
+    def __init__(
+        self, store: Store | None = None, handlers: Mapping[str, Any] | None = None
+    ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
         self.requests = Counter(
@@ -106,6 +135,8 @@ class Metrics:
         self._children: dict[tuple[Any, ...], Any] = {}
         if store is not None:
             r.register(_StoreCollector(store))
+        if handlers is not None:
+            r.register(_BodyCollector(handlers))
 
     def _model(self, model: Any) -> str:
         name = str(model or "none")
@@ -154,7 +185,7 @@ class Metrics:
 
 def setup(app: Any, services: Any) -> None:
     """Setup hook (run in the lifespan): one Metrics per app, subscribed to the requests."""
-    app.state.metrics = Metrics(services.store)
+    app.state.metrics = Metrics(services.store, getattr(app.state, "handlers", None))
     services.observers.add(app.state.metrics)
 
 

@@ -83,6 +83,10 @@ async def test_a_reused_body_reaches_the_upstream_as_one_parsed_whole(
                 assert answer.status_code == 200, answer.text
             reused = client.app.state.handlers[protocol].bodies.reused  # type: ignore[attr-defined]
             assert reused == (5 if style == "compact" else 0)
+            metrics = (await client.get("/metrics")).text  # what an operator sees of it
+            assert f'ctxproxy_bodies_reused_total{{protocol="{protocol}"}} {reused}.0' in metrics
+            held = f'ctxproxy_body_memory_bytes{{protocol="{protocol}"}} '
+            assert (held + "0.0" in metrics) == (style == "indented")
             sent[style] = [orjson.loads(seen.body) for seen in edge.seen[start:]]
     assert sent["compact"] == sent["indented"]
     # the rules read the reused messages: the last request points at the last folder made
