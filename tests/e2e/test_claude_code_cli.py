@@ -7,8 +7,10 @@ Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import httpx
 import orjson
 
 from tests.support.agent_clis import CLAUDE_KEY, Claude
@@ -124,5 +126,9 @@ def test_claude_code_through_ctxproxy_then_continue(
     rows = completed_rows(proxy, 4)
     assert [r["protocol"] for r in rows] == ["anthropic"] * 4
     assert rows[2]["session_id"] == rows[0]["session_id"]
+    # Claude Code writes compact JSON: its resumed session's bodies are read from the last ones
+    metrics = httpx.get(proxy.url + "/metrics").text
+    reused = re.search(r'ctxproxy_bodies_reused_total\{protocol="messages"\} (\S+)', metrics)
+    assert reused is not None and float(reused.group(1)) >= 1, metrics
     assert section(rows[2], "injected", "after") > 0
     assert section(rows[2], "assistant") > 0 and section(rows[2], "tool_results") > 0

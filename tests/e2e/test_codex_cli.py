@@ -11,8 +11,10 @@ Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import httpx
 import orjson
 
 from tests.support.agent_clis import CODEX_KEY, Codex
@@ -121,6 +123,10 @@ def test_codex_through_ctxproxy_then_resume(agent_proxy, responses_upstream, tmp
     rows = completed_rows(proxy, 4)
     assert [r["protocol"] for r in rows] == ["responses"] * 4
     assert rows[2]["session_id"] == rows[0]["session_id"]
+    # Codex writes compact JSON: its bodies are read from the session's last ones
+    metrics = httpx.get(proxy.url + "/metrics").text
+    reused = re.search(r'ctxproxy_bodies_reused_total\{protocol="responses"\} (\S+)', metrics)
+    assert reused is not None and float(reused.group(1)) >= 1, metrics
     assert section(rows[2], "injected", "after") > 0
     assert section(rows[2], "assistant") > 0 and section(rows[2], "tool_results") > 0
 
