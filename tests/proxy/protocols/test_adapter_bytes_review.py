@@ -21,8 +21,6 @@ from proxy.protocols.prefix import read_bytes
 from proxy.protocols.responses import ResponsesAdapter
 from proxy.rewrite.engine import Engine
 from proxy.server.wire import MESSAGES_WIRE, RESPONSES_WIRE
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from tests.proxy.protocols import test_anthropic_prefix as ap
 from tests.proxy.protocols import test_responses_prefix as rp
 from tests.proxy.protocols.test_anthropic_adapter import body as a_body
@@ -30,6 +28,7 @@ from tests.proxy.protocols.test_anthropic_adapter import text, user
 from tests.proxy.protocols.test_responses_adapter import body as r_body
 from tests.proxy.protocols.test_responses_adapter import msg
 from tests.proxy.server.test_body_reuse import anthropic_turns, responses_turns
+from tests.support.twin_engines import twin_engines
 
 SETTINGS = {
     "upstreams": [{"name": "a", "kind": "anthropic"}, {"name": "o"}],
@@ -87,17 +86,8 @@ class Pair:
 
 @pytest.fixture
 async def engines(tmp_path: Path) -> AsyncIterator[tuple[Engine, Engine]]:
-    out = []
-    for name in ("fast", "slow"):
-        store = Store(str(tmp_path / name))
-        await store.open()
-        out.append((Engine(settings_from_mapping(SETTINGS), store), store))  # NOT strict
-    try:
-        yield out[0][0], out[1][0]
-    finally:
-        for engine, store in out:
-            engine.close()
-            await store.close()
+    async with twin_engines(tmp_path, SETTINGS, strict=False) as both:  # NOT strict
+        yield both
 
 
 @pytest.mark.parametrize("proto", ["a", "r"])
