@@ -31,6 +31,7 @@ from proxy.protocols.prefix import (
     Whole,
     common_prefix,
     plan_values,
+    planned_bytes,
 )
 from proxy.protocols.prefix import shared_bytes as shared_bytes  # where it was, for callers
 from rules.base import Message
@@ -165,14 +166,7 @@ class Recorder:
         client message's own, a written value's kept JSON (None: one not known)."""
         if self.broken or (self.outs[-1] if self.outs else 0) != len(out):
             return None
-        data, values = self.st.data, self.values
-        pieces: list[bytes] = []
-        for j in self.plan[: len(out)]:
-            piece = data[j] if j >= 0 else values[~j]
-            if piece is None:
-                return None
-            pieces.append(piece)
-        return pieces
+        return planned_bytes(self.plan[: len(out)], self.st.data, self.values)
 
     def done(self, hashes: Sequence[str], known: list[Any]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""

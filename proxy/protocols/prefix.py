@@ -310,6 +310,20 @@ def plan_values(
     return True
 
 
+def planned_bytes(
+    plan: Sequence[int], data: Sequence[bytes | None], values: Sequence[bytes]
+) -> list[bytes] | None:
+    """The JSON of each value ``plan`` (``plan_values``) names: a client message's or item's own
+    bytes (``data``), a written value's kept JSON (``values``). None: one's bytes not known."""
+    pieces: list[bytes] = []
+    for j in plan:
+        piece = data[j] if j >= 0 else values[~j]
+        if piece is None:
+            return None
+        pieces.append(piece)
+    return pieces
+
+
 def with_items(body: dict[str, Any], key: str, items: list[bytes]) -> bytes | None:
     """``orjson.dumps(body)``, ``body[key]`` being the array of the values whose JSON is
     ``items`` (its other members written; None: one is not JSON). One copy of the bytes.

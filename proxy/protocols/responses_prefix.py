@@ -33,6 +33,7 @@ from proxy.protocols.prefix import (
     Whole,
     common_prefix,
     plan_values,
+    planned_bytes,
     tag_index,
 )
 from proxy.protocols.responses_parts import Part, State
@@ -253,14 +254,7 @@ class Recorder:
         snap: Snapshot | None = self.st.snapshot
         if self.broken or snap is None or len(self.plan) != len(out):
             return None
-        data, values = snap.datas, self.values
-        pieces: list[bytes] = []
-        for j in self.plan:
-            piece = data[j] if j >= 0 else values[~j]
-            if piece is None:
-                return None
-            pieces.append(piece)
-        return pieces
+        return planned_bytes(self.plan, snap.datas, self.values)
 
     def done(self, hashes: Sequence[str]) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
