@@ -155,6 +155,15 @@ class RequestTokens:
         self._texts: dict[int, tuple[str, int]] = {}
         self._tools: tuple[Any, int] | None = None  # the last tools list counted, and its count
 
+    def adopt(
+        self, counts: dict[int, tuple[Message, int]], texts: dict[int, tuple[str, int]]
+    ) -> None:
+        """Count into these tables from now on: the session's, kept across its requests
+        (``proxy.rewrite.session_memos``), which hold what this request has counted too."""
+        counts.update(self._memo)
+        texts.update(self._texts)
+        self._memo, self._texts = counts, texts
+
     def count_tools(self, tools: Sequence[Any] | None) -> int:
         # several rules count the request's one tools list: once per request
         last = self._tools

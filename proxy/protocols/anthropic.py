@@ -33,7 +33,7 @@ from proxy.protocols.anthropic_parts import Part, Parts, State, texts, user_side
 from proxy.protocols.anthropic_prefix import Recorder, Snapshot, reuse_lifted
 from proxy.protocols.base import TAG, Lowered
 from proxy.protocols.checks import Facts, anthropic_checked, kept_facts
-from proxy.protocols.kept import KeptLowerings, copied
+from proxy.protocols.kept import KeptLowerings
 from proxy.protocols.kept_lifts import KeptLifts
 from proxy.protocols.prefix import (
     PER_MESSAGE_BYTES,
@@ -115,14 +115,11 @@ class AnthropicAdapter:
         templates = prev.templates[:c] if prev else []
         calls = prev.calls[:c] if prev else []
         serial = prev.serial[:c] if prev else []
-        nested = prev.nested[:c] if prev else []
         user_items = prev.user_items[:u] if prev else []
         spec_end = prev.spec_end[: shared + 1] if prev else [0]
         user_end = prev.user_end[: shared + 1] if prev else [0]
-        if c:  # the shared prefix: its lowerings copied for the rules in one pass
-            lowereds = [
-                dict(t) if n == () else copied(t, n) for t, n in zip(templates, nested, strict=True)
-            ]
+        if c:  # the shared prefix: its kept lowerings, shared (nothing changes one in place)
+            lowereds = templates
             # their parts made when asked for (most never are: their liftings are reused)
             parts.share(
                 prev.index,  # type: ignore[union-attr]
@@ -143,9 +140,10 @@ class AnthropicAdapter:
                 found[i] = entry
             specs, utags, _, facts = entry
             st.facts.append(facts)
-            for tag, bl, template, cl, sorted_bytes, ne in specs:
-                # the rules get their own objects (strings are shared), the entry stays as kept
-                lowered = copied(template, ne)
+            for tag, bl, template, cl, sorted_bytes in specs:
+                # the kept object itself: the same message in every request, so the runner's
+                # per-object memos of the session find it (nothing changes one in place)
+                lowered = template
                 parts[tag] = Part(i, bl, lowered, cl)
                 out.append(lowered)
                 serialised.append(sorted_bytes)
@@ -155,7 +153,6 @@ class AnthropicAdapter:
                 templates.append(template)
                 calls.append(cl)
                 serial.append(sorted_bytes)
-                nested.append(ne)
             spec_end.append(len(tags))
             if utags is not None:
                 user_tags[i] = utags
@@ -170,7 +167,7 @@ class AnthropicAdapter:
             index = tag_index(prev.index if prev else None, prev.tags if prev else (), c, tags)
             st.snapshot = snap = Snapshot(
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
-                tags, idxs, blocks, templates, calls, serial, nested, user_items, user_end,
+                tags, idxs, blocks, templates, calls, serial, user_items, user_end,
                 first_user, index, cost, whole=whole,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)

@@ -17,16 +17,8 @@ from rules.base import Message
 from rules.messages import text_of
 
 # One lowered message, as kept: (tag, content block indices, the message (tag included), its
-# calls by block, its bytes with sorted keys for the runner's records, its keys whose values
-# are lists for ``fresh_list`` (None: copied with ``fresh``))
-Spec = tuple[
-    str,
-    tuple[int, ...],
-    Message,
-    list[tuple[int, dict[str, Any]]],
-    bytes | None,
-    tuple[str, ...] | None,
-]
+# calls by block, its bytes with sorted keys for the runner's records)
+Spec = tuple[str, tuple[int, ...], Message, list[tuple[int, dict[str, Any]]], bytes | None]
 # A client message's lowering: its messages, a user message's tags in order, its shape for
 # ``anthropic_mend``, its facts for the final check
 Lowering = tuple[tuple[Spec, ...], list[str] | None, int, Facts | None]
@@ -34,8 +26,8 @@ Lowering = tuple[tuple[Spec, ...], list[str] | None, int, Facts | None]
 
 def _spec(tag: str, part: Part) -> Spec:
     part.lowered[TAG] = tag
-    message, data, nested = kept_message(part.lowered)
-    return (tag, part.blocks, message, part.calls, data, nested)
+    message, data = kept_message(part.lowered)
+    return (tag, part.blocks, message, part.calls, data)
 
 
 def lowering(i: int, m: Message) -> Lowering:

@@ -2,8 +2,8 @@
 
 Lowering: the client messages whose bytes equal the previous request's at the same index (the
 longest such prefix; a message's lowering is a pure function of its bytes and index) take the
-previous lowering's specs as one slice each, copied for the rules in one comprehension, instead of
-being looked up and copied message by message.
+previous lowering's specs as one slice each, handed to the rules as they are, instead of being
+looked up message by message.
 
 Lifting walks the rules' output in groups (an assistant message, a run of user-side messages …),
 each lifted from its messages and the client messages their parts come from. A group of the
@@ -75,7 +75,6 @@ class Snapshot:
     templates: list[Message]
     calls: list[Any]
     serial: list[bytes | None]
-    nested: list[tuple[str, ...] | None]
     user_items: list[tuple[int, list[str]]]
     user_end: list[int]  # per client message (and one past the last): user items before it
     first_user: int | None

@@ -4,7 +4,7 @@ Anthropic adapter's (``anthropic_prefix``), over input items.
 Lowering: a lowered message is a pure function of its items, their indices and, for a run of
 items lowered as one assistant message, the item that ended the run (a later item could have
 joined it). So the previous request's messages whose items and ending item are all shared
-(equal bytes at the same index) are taken as slices, copied for the rules in one pass, with their
+(equal bytes at the same index) are taken as slices, handed to the rules as they are, with their
 bytes for the runner's records and the calls' kinds; lowering goes on from the first item past
 them.
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from proxy.generations import compact
 from proxy.protocols.base import TAG
-from proxy.protocols.kept import copied, kept_message
+from proxy.protocols.kept import kept_message
 from proxy.protocols.prefix import (
     OBJECT_COST,
     PER_MESSAGE_BYTES,
@@ -65,7 +65,7 @@ class LiftMemory:
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A request's items' bytes, its lowered messages in order (parallel lists: tag, items, the
-    message as kept, its sorted-key bytes and nested keys (``kept``), the items it needs shared,
+    message as kept, its sorted-key bytes (``kept``), the items it needs shared,
     the item lowering goes on from after it), its call items in order (index, id, kind) and,
     once lifted, its ``LiftMemory``."""
 
@@ -75,7 +75,6 @@ class Snapshot:
     items: list[tuple[int, ...]]
     templates: list[Message]
     serial: list[bytes | None]
-    nested: list[tuple[str, ...] | None]
     need: list[int]
     ends: list[int]
     call_at: list[int]
@@ -102,7 +101,6 @@ class Lowering:
             self.items: list[tuple[int, ...]] = []
             self.templates: list[Message] = []
             self.serial: list[bytes | None] = []
-            self.nested: list[tuple[str, ...] | None] = []
             self.need: list[int] = []
             self.ends: list[int] = []
             self.call_at: list[int] = []
@@ -111,17 +109,14 @@ class Lowering:
             self.reasoning: list[int] = []
             return
         self.tags, self.items, self.templates = prev.tags[:c], prev.items[:c], prev.templates[:c]
-        self.serial, self.nested = prev.serial[:c], prev.nested[:c]
+        self.serial = prev.serial[:c]
         self.need, self.ends = prev.need[:c], prev.ends[:c]
         k = bisect_left(prev.call_at, self.start)
         self.call_at, self.call_ids = prev.call_at[:k], prev.call_ids[:k]
         self.call_kinds = prev.call_kinds[:k]
         self.reasoning = prev.reasoning[: bisect_left(prev.reasoning, self.start)]
         st.call_kinds.update(zip(self.call_ids, self.call_kinds, strict=True))
-        lowereds = [
-            dict(t) if n == () else copied(t, n)
-            for t, n in zip(self.templates, self.nested, strict=True)
-        ]
+        lowereds = self.templates  # shared: nothing changes a lowering in place
         items, need = self.items, self.need  # the parts, made when asked for
         st.parts.share(prev.index, c, lambda pos: Part(items[pos], lowereds[pos], need[pos]))
         out += lowereds
@@ -142,15 +137,13 @@ class Lowering:
             self.out.append(part.lowered)
             self.serialised.append(None)
             return
-        template, data, nested = kept_message(part.lowered)
-        part.lowered = copied(template, nested)
+        template, data = kept_message(part.lowered)  # the lowering itself, kept as is
         self.out.append(part.lowered)
         self.serialised.append(data)
         self.tags.append(tag)
         self.items.append(part.items)
         self.templates.append(template)
         self.serial.append(data)
-        self.nested.append(nested)
         self.need.append(part.need)
         self.ends.append(part.items[-1] + 1)
 
@@ -167,7 +160,7 @@ class Lowering:
         cost = sum(map(len, filter(None, kept))) + 2 * lowered + PER_MESSAGE_BYTES * len(kept)
         cost += whole.cost if whole is not None else 0
         return Snapshot(
-            slot, kept, self.tags, self.items, self.templates, self.serial, self.nested,
+            slot, kept, self.tags, self.items, self.templates, self.serial,
             self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, self.reasoning,
             index, cost, whole=whole,
         )  # fmt: skip

@@ -265,6 +265,15 @@ class Engine:
     def _run(self, ctx: Context, lowered: Lowered) -> PipelineOutcome:
         return self.pipeline.run(ctx, lowered.serialised)
 
+    def _check(self, ctx: Context, forwarded: dict[str, Any], data: bytes | None) -> None:
+        """The tests' checks of a request (``strict``): the adapter's bytes are the forwarded
+        body's JSON, and no message a session's memos hold was changed in place since."""
+        if data is not None and data != orjson.dumps(forwarded):
+            raise AssertionError("the adapter's bytes of the forwarded body are not its JSON")
+        memos = self.pipeline.memos_of(ctx)
+        if memos is not None and memos.changed():
+            raise AssertionError(f"changed in place after being memoised: {memos.changed()[:3]}")
+
     async def _rewrite_locked(
         self,
         held: SessionHandle,
@@ -312,6 +321,6 @@ class Engine:
         if adapter is not CHAT:
             describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
         data = lowered.data if forwarded is not body else None
-        if self.strict and data is not None and data != orjson.dumps(forwarded):
-            raise AssertionError("the adapter's bytes of the forwarded body are not its JSON")
+        if self.strict:
+            self._check(ctx, forwarded, data)
         return Rewritten(forwarded, outcome.report, sid, parent, adapter.name, data)

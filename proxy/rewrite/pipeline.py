@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 import orjson
 
 from proxy.rewrite.records import MessageRecords, RenderedMessages
+from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations
@@ -103,7 +104,21 @@ class _Recall:
         self.sections = ctx.table(measure.MEMO)
         self.exits = ctx.table(observations.EXIT_MEMO)
         self.hashes = ctx.hashes
-        originals, datas = _serialise(ctx.original_messages, serialised)
+        every = ctx.original_messages
+        # the messages the session's memos do not know yet (the others are the very objects an
+        # earlier request of the session handled): only those are serialised and looked up
+        get = self.hashes.get
+        new = [i for i, m in enumerate(every) if (h := get(id(m))) is None or h[0] is not m]
+        if len(new) == len(every):
+            source, source_bytes = every, serialised
+        else:
+            source = [every[i] for i in new]
+            source_bytes = (
+                [serialised[i] for i in new]
+                if serialised is not None and len(serialised) == len(every)
+                else None
+            )
+        originals, datas = _serialise(source, source_bytes)
         # a hit in the newer generation (most messages), else ``lookup``
         hits = list(map(records._young.get, datas))
         found: list[dict[str, Any]] = (
@@ -152,16 +167,20 @@ class _Recall:
                     revisit((m, record))
                     missing = True
         self.original_tokens = (
-            None if missing or originals is not ctx.original_messages else total
-        )  # as count_messages adds them up
+            None if missing or originals is not every else total
+        )  # as count_messages adds them up (when none was known before: else counted)
 
     def know(self, m: Message, record: dict[str, Any]) -> None:
         """A message rendered this request (``RenderedMessages``): what its record knows goes into
         the request's memos now, what the rules compute for it goes back in ``keep``."""
         # once per replayed edit of every request: remember_hash and RequestTokens.remember,
         # inlined (a record's keys are strings: ``get(None)``, no encoding, finds nothing)
+        key = id(m)
+        hit = self.hashes.get(key)
+        if hit is not None and hit[0] is m:
+            return  # known to the session's memos since an earlier request
         self.pairs.append((m, record))
-        key, get = id(m), record.get
+        get = record.get
         known = get("hash")
         if known is not None:
             self.hashes[key] = (m, known)
@@ -252,6 +271,12 @@ class Pipeline:
         self.on_rule_error = on_rule_error
         self.records = MessageRecords()
         self.renders: RenderedMessages | None = RenderedMessages()  # None: render every time
+        # each session's per-object memos across its requests (None: made afresh every request)
+        self.memos: SessionMemos | None = SessionMemos()
+
+    def memos_of(self, ctx: Context) -> ObjectMemos | None:
+        """The per-object memos kept for ``ctx``'s session, if any."""
+        return self.memos.peek(ctx.session_id, _encoding(ctx.tokens)) if self.memos else None
 
     @property
     def rule_names(self) -> list[str]:
@@ -263,6 +288,10 @@ class Pipeline:
         """``serialised``: each of ``ctx.original_messages``' bytes with sorted keys where the
         caller knows them (a protocol adapter's kept lowerings), None where not."""
         report = new_report(ctx.session_id)
+        encoding = _encoding(ctx.tokens)
+        memos = self.memos.take(ctx.session_id, encoding) if self.memos is not None else None
+        if memos is not None:
+            ctx = memos.attach(ctx)
         recall = _Recall(self.records, ctx, serialised)
         tokens_before = recall.original_tokens
         if tokens_before is None:
@@ -295,6 +324,9 @@ class Pipeline:
         hashes = ctx.hashes_of(messages)
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
         recall.keep()
+        if memos is not None and self.memos is not None:
+            handled = len(ctx.original_messages) + len(messages)
+            self.memos.settle(ctx.session_id, encoding, memos, handled)
         return PipelineOutcome(messages, state, report, hashes)
 
     def _integrity_check(

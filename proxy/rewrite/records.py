@@ -49,10 +49,12 @@ class MessageRecords(Generations[dict[str, Any]]):
         return record
 
 
-# What an entry of ``RenderedMessages`` holds beyond its message's serialised size (its key, the
-# entry tuple, its record): charged so the bound holds for many small renderings too.
+# What an entry of ``RenderedMessages`` holds beyond its message (its key, the entry tuple, its
+# record): charged so the bound holds for many small renderings too. The message itself is kept
+# as the object the rule rendered, charged ``OBJECT_FACTOR`` times its serialised size (a parsed
+# JSON message takes about that in memory, measured with tracemalloc for the body memory).
 RENDER_OVERHEAD_BYTES = 512
-_SCALARS = (str, int, float, bool, type(None))
+OBJECT_FACTOR = 3
 _Rendering = tuple[Any, dict[str, Any], int]
 
 
@@ -66,46 +68,42 @@ class RenderedMessages(Generations[_Rendering]):
     ``RenderMemo``), so a hit is that function's answer. Each entry keeps a record, like
     ``MessageRecords``', of what the pipeline derived from the message (hash, token counts and
     sections per encoding, the validator's checks): handed to the request's memos on each hit.
-    A hit is a fresh copy (a flat message copied, a nested one parsed again from its bytes, which
-    keep its key order), so nothing downstream (litellm edits messages in place) can change what
-    later requests get. Bounded by bytes like ``MessageRecords`` (two generations); a rendering
-    over ``max_entry_bytes`` is never kept. Thread-safe in the same way."""
+    A hit is the very object rendered first: the same message in every request, so the runner's
+    per-object memos of a session know it already. Nothing changes a message in place (the rules
+    are pure; every upstream edge serialises what it forwards, and litellm's path parses its own
+    copy), which ``tests/proxy/rewrite/test_shared_objects.py`` checks through the server.
+    Bounded by bytes like ``MessageRecords`` (two generations); a rendering over
+    ``max_entry_bytes`` is never kept. Thread-safe in the same way."""
 
     def __init__(self, max_bytes: int = 16_000_000, max_entry_bytes: int = 262_144) -> None:
-        # key -> (the message: a flat copy or its bytes, its record, its serialised size)
+        # key -> (the message, its record, the bytes it is charged)
         super().__init__(max_bytes)
         self._max_entry_bytes = max_entry_bytes
 
     def get(self, key: Hashable) -> tuple[Message, dict[str, Any]] | None:
-        """A fresh copy of the message stored for ``key``, and its record; None when unknown."""
+        """The message stored for ``key``, and its record; None when unknown."""
         entry = self._young.get(key)
         if entry is None:
             entry = self._old.get(key)
             if entry is None:
                 return None
             self.promote(key, entry)
-        stored = entry[0]
-        return (orjson.loads(stored) if stored.__class__ is bytes else dict(stored)), entry[1]
+        return entry[0], entry[1]
 
     def put(self, key: Hashable, message: Message) -> dict[str, Any] | None:
         """Keep ``message`` (which the caller goes on using) for ``key``; its new record, or
         None when it is not kept (too large, or not JSON)."""
         try:
-            data = orjson.dumps(message)  # key order kept: a copy forwards the same bytes
+            size = len(orjson.dumps(message))
         except TypeError:
             return None
-        if len(data) > self._max_entry_bytes:
+        if size > self._max_entry_bytes:
             return None
-        flat = all(v.__class__ in _SCALARS for v in message.values())
-        # a flat message is copied with dict(); else parsed again from its bytes, so only when
-        # that gives it back exactly (not a NaN, say, which JSON has no word for)
-        if not flat and orjson.loads(data) != message:
-            return None
-        stored: Any = dict(message) if flat else compact(data)
         record: dict[str, Any] = {}
-        self._keep(key, (stored, record, len(data)), len(data) + RENDER_OVERHEAD_BYTES)
+        charged = OBJECT_FACTOR * size + RENDER_OVERHEAD_BYTES
+        self._keep(key, (message, record, charged), charged)
         return record
 
     def promote(self, key: Hashable, entry: _Rendering) -> None:
         """An entry found in the older generation, used again: into the newer."""
-        self._keep(key, entry, entry[2] + RENDER_OVERHEAD_BYTES)
+        self._keep(key, entry, entry[2])

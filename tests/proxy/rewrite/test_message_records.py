@@ -50,7 +50,8 @@ def test_integrity_check_catches_a_message_replaced_after_repair() -> None:
         tokens=RequestTokens(TokenCounters().for_model("gpt-4o")),
     )
     out = pipeline.run(ctx)
-    assert ctx.table(chain_validator.MEMO)  # the memo was in use
+    memos = pipeline.memos_of(ctx)
+    assert memos is not None and memos.tables[chain_validator.MEMO]  # the memo was in use
     assert find_violations(out.messages) == []
     kinds = [(r["kind"], r.get("cause")) for r in out.report["repairs"]]
     assert ("integrity_repair", "invalid_arguments") in kinds

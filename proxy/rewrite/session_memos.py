@@ -1,0 +1,119 @@
+"""Each session's per-object memos, kept across its requests: message hashes, token counts, the
+validator's checks, section sizes and exit codes, by object identity (``Context.hashes``,
+``Context.table``, ``RequestTokens``' tables).
+
+An agent's next request holds the same message objects as its last one: the body memory hands
+back the parsed messages a request shares with the previous one, the adapters their kept
+lowerings, the runner's ``RenderedMessages`` the renderings it kept. With the memos of the
+session's last request, such a message is known at once: no serialising, no record lookup, no
+hand-over to the request's tables. Entries keep their object (ids are never reused meanwhile)
+and hold values derived from that object alone, which never change: nothing edits a message in
+place (the rules are pure; every upstream edge serialises what it forwards).
+
+Bounded: a session's memos are dropped once they hold far more entries than its requests need
+(renderings replaced, messages gone), and the least recently used sessions go once all hold more
+than ``max_entries``. Thread-safe: the pipeline may run in the offload worker while another
+request of the session runs on the event loop; a memo filled twice holds the same values."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from rules.activity import observations
+from rules.base import Context, Message
+from rules.chain import validator as chain_validator
+from rules.context import measure
+from rules.messages import content_hash
+
+# The tables whose values come from one message's content alone: kept across requests. Others
+# (an anchor list's index, a ledger's diagnostics) hold objects of one request: made afresh.
+KEPT_TABLES = (chain_validator.MEMO, measure.MEMO, observations.EXIT_MEMO)
+# A session's memos are dropped past this many entries for each object its request handled
+# (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.
+ENTRIES_PER_OBJECT = 16
+ENTRIES_FLOOR = 4096
+
+
+@dataclass
+class ObjectMemos:
+    """One session's memos (for one token encoding): each ``id(obj) -> (obj, value)``."""
+
+    hashes: dict[int, tuple[Message, str]] = field(default_factory=dict)
+    tables: dict[str, dict[int, tuple[Any, Any]]] = field(
+        default_factory=lambda: {name: {} for name in KEPT_TABLES}
+    )
+    counts: dict[int, tuple[Message, int]] = field(default_factory=dict)
+    texts: dict[int, tuple[str, int]] = field(default_factory=dict)
+
+    def entries(self) -> int:
+        tables = sum(len(t) for t in self.tables.values())
+        return len(self.hashes) + tables + len(self.counts) + len(self.texts)
+
+    def changed(self) -> list[Message]:
+        """The objects whose content is no longer what it was when memoised: something edited
+        them in place (a bug; the strict engine of the tests looks after every request)."""
+        return [m for m, known in list(self.hashes.values()) if content_hash(m) != known]
+
+    def attach(self, ctx: Context) -> Context:
+        """``ctx`` with these memos as its request's (its other tables made afresh)."""
+        adopt = getattr(ctx.tokens, "adopt", None)
+        if adopt is not None:
+            adopt(self.counts, self.texts)
+        return ctx.evolve(hashes=self.hashes, tables=dict(self.tables))
+
+
+class SessionMemos:
+    """The memos of the sessions seen last, least recently used first."""
+
+    def __init__(self, max_entries: int = 250_000) -> None:
+        self.max_entries = max_entries
+        self._memos: OrderedDict[tuple[str, str | None], ObjectMemos] = OrderedDict()
+        self._charged: dict[tuple[str, str | None], int] = {}
+        self._total = 0
+        self._lock = threading.Lock()
+
+    def take(self, session: str, encoding: str | None) -> ObjectMemos:
+        """The session's memos for the encoding (new ones the first time)."""
+        key = (session, encoding)
+        with self._lock:
+            memos = self._memos.get(key)
+            if memos is None:
+                memos = self._memos[key] = ObjectMemos()
+                self._charged[key] = 0
+            else:
+                self._memos.move_to_end(key)
+            return memos
+
+    def peek(self, session: str, encoding: str | None) -> ObjectMemos | None:
+        with self._lock:
+            return self._memos.get((session, encoding))
+
+    def settle(self, session: str, encoding: str | None, memos: ObjectMemos, objects: int) -> None:
+        """After a request that handled ``objects`` messages: charge the session what its memos
+        hold, drop them when far larger than the request needs, then keep the bound."""
+        key = (session, encoding)
+        held = memos.entries()
+        with self._lock:
+            if self._memos.get(key) is not memos:
+                return  # dropped meanwhile: nothing to charge
+            if held > ENTRIES_PER_OBJECT * objects + ENTRIES_FLOOR:
+                self._drop(key)
+            else:
+                self._total += held - self._charged[key]
+                self._charged[key] = held
+            while self._total > self.max_entries and self._memos:
+                self._drop(next(iter(self._memos)))
+
+    def _drop(self, key: tuple[str, str | None]) -> None:
+        del self._memos[key]
+        self._total -= self._charged.pop(key)
+
+    @property
+    def held_entries(self) -> int:
+        return self._total
+
+    def __len__(self) -> int:
+        return len(self._memos)

@@ -1,0 +1,193 @@
+"""Each session's per-object memos, kept across its requests (``proxy.rewrite.session_memos``):
+a request holding the messages an earlier one of the session held (the same objects) finds them
+known without a look-up; whatever a session sends, in whatever objects, the runner gives exactly
+what a runner without these memos gives; the memos stay bounded; and the strict engine of the
+tests catches a message changed in place after it was memoised."""
+
+from __future__ import annotations
+
+import copy
+import random
+import threading
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.rewrite.engine import Engine
+from proxy.rewrite.pipeline import Pipeline
+from proxy.rewrite.records import MessageRecords
+from proxy.rewrite.session_memos import ENTRIES_FLOOR, ENTRIES_PER_OBJECT, SessionMemos
+from proxy.settings import ConfiguredRule, Settings, settings_from_mapping
+from proxy.store.sqlite import Store
+from proxy.tokens import RequestTokens, TokenCounters
+from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from tests.proxy.rewrite.test_rendered_messages import _agent_run
+
+COUNTERS = TokenCounters()
+RULES = Settings().configured_rules()
+
+
+def _ctx(
+    messages: list[Message],
+    state: SessionState,
+    now: float,
+    session: str = "s",
+    model: str = "gpt-4o",
+    budget: int | None = 12_000,
+) -> Context:
+    return Context(
+        messages=messages,
+        original_messages=messages,
+        model=model,
+        tokens=RequestTokens(COUNTERS.for_model(model)),
+        now=now,
+        session_id=session,
+        state=state,
+        budget=budget,
+    )
+
+
+def _outcome_bytes(outcome: Any) -> bytes:
+    report = {k: v for k, v in outcome.report.items() if k != "timings_ms"}
+    return orjson.dumps(
+        [outcome.messages, report, outcome.state.to_json(), outcome.hashes],
+        option=orjson.OPT_SORT_KEYS,
+    )
+
+
+def test_a_session_s_known_messages_are_not_looked_up_again() -> None:
+    pipeline = Pipeline(RULES, "fail")
+    messages = _agent_run(30)
+    first = pipeline.run(_ctx(messages, SessionState(), 1.0))
+    pipeline.records = MessageRecords()  # whatever is looked up from now on lands here
+    again = pipeline.run(_ctx(list(messages), first.state, 2.0))
+    assert len(pipeline.records) == 0  # every message known to the session's memos
+    grown = [*messages, {"role": "user", "content": "and the docs"}]
+    pipeline.run(_ctx(grown, again.state, 3.0))
+    assert len(pipeline.records) == 1  # only the new one
+    pipeline.records = MessageRecords()
+    pipeline.run(_ctx(copy.deepcopy(grown), again.state, 4.0))  # new objects: looked up
+    assert len(pipeline.records) == len(grown)
+
+
+def _requests(seed: int, steps: int) -> list[tuple[str, list[Message], str]]:
+    """A random session: (model, messages, session) per request. Messages grow, are resent as
+    the same objects or as new ones, have an earlier one edited, are cut short; the model (so
+    the encoding) changes now and then; a second session shares objects with the first."""
+    rng = random.Random(seed)
+    # text the two encodings count differently, in every message
+    run = [
+        dict(m, content=f"{m['content']} 删除刚创建的文件夹 🚀")
+        if isinstance(m["content"], str)
+        else m
+        for m in _agent_run(40)
+    ]
+    out: list[tuple[str, list[Message], str]] = []
+    current = run[:10]
+    for _ in range(steps):
+        move = rng.random()
+        if move < 0.35:
+            current = current + run[len(current) : len(current) + rng.randint(1, 4)]
+        elif move < 0.5:
+            current = copy.deepcopy(current)
+        elif move < 0.6 and len(current) > 3:
+            k = rng.randrange(1, len(current))
+            edited = dict(current[k], content=f"edited {rng.random()}")
+            current = [*current[:k], edited, *current[k + 1 :]]
+        elif move < 0.7 and len(current) > 6:
+            current = current[: rng.randrange(3, len(current))]
+        model = "claude-3-5-sonnet" if rng.random() < 0.15 else "gpt-4o"
+        session = "t" if rng.random() < 0.1 else "s"
+        out.append((model, list(current), session))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_any_session_runs_as_a_runner_without_the_memos_runs(seed: int) -> None:
+    remembering, forgetting = Pipeline(RULES, "fail"), Pipeline(RULES, "fail")
+    forgetting.memos = None
+    states: dict[tuple[str, int], SessionState] = {}
+    for now, (model, messages, session) in enumerate(_requests(seed, 40)):
+        outs = []
+        for which, pipeline in enumerate((remembering, forgetting)):
+            state = states.get((session, which), SessionState())
+            ctx = _ctx(messages, state, float(now), session, model)
+            outcome = pipeline.run(ctx)
+            states[(session, which)] = outcome.state
+            outs.append(_outcome_bytes(outcome))
+        assert outs[0] == outs[1]
+        memos = remembering.memos_of(_ctx(messages, SessionState(), 0.0, session, model))
+        assert memos is not None and memos.changed() == []
+
+
+def test_a_session_s_memos_are_dropped_when_far_larger_than_its_requests() -> None:
+    memos = SessionMemos()
+    mine = memos.take("s", "o200k_base")
+    mine.hashes.update({k: ({"k": k}, "h") for k in range(ENTRIES_FLOOR)})
+    memos.settle("s", "o200k_base", mine, objects=10)
+    assert memos.peek("s", "o200k_base") is mine and memos.held_entries == ENTRIES_FLOOR
+    mine.hashes.update({-k: ({"k": k}, "h") for k in range(1, ENTRIES_PER_OBJECT * 10 + 2)})
+    memos.settle("s", "o200k_base", mine, objects=10)
+    assert memos.peek("s", "o200k_base") is None and memos.held_entries == 0
+    assert memos.take("s", "o200k_base") is not mine  # made afresh
+
+
+def test_the_least_recently_used_sessions_go_past_the_bound() -> None:
+    memos = SessionMemos(max_entries=1_000)
+    for name in ("a", "b", "c"):
+        taken = memos.take(name, None)
+        taken.hashes.update({k: ({"k": k}, "h") for k in range(400)})
+        memos.settle(name, None, taken, objects=400)
+    assert memos.peek("a", None) is None  # the oldest went
+    assert memos.peek("b", None) is not None and memos.peek("c", None) is not None
+    assert memos.held_entries == 800
+    memos.take("b", None)  # used again: the newest now
+    memos.settle("c", None, memos.take("c", None), objects=400)
+    taken = memos.take("d", None)
+    taken.hashes.update({k: ({"k": k}, "h") for k in range(400)})
+    memos.settle("d", None, taken, objects=400)
+    assert memos.peek("b", None) is None and len(memos) == 2
+
+
+def test_concurrent_requests_of_one_session_agree() -> None:
+    pipeline = Pipeline(RULES, "fail")
+    messages = _agent_run(40)
+    want = _outcome_bytes(Pipeline(RULES, "fail").run(_ctx(messages, SessionState(), 1.0)))
+    got: list[bytes] = []
+
+    def run() -> None:
+        for _ in range(5):
+            got.append(_outcome_bytes(pipeline.run(_ctx(messages, SessionState(), 1.0))))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [want] * 20
+
+
+def _edits_in_place(ctx: Context, cfg: object) -> RuleResult:
+    """A buggy rule: changes the last message it was given in place."""
+    ctx.messages[-1]["content"] = "changed in place"
+    return RuleResult.unchanged(ctx)
+
+
+async def test_the_strict_engine_catches_a_message_changed_in_place(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"))
+    await store.open()
+    engine = Engine(settings_from_mapping({}), store, strict=True)
+    rules = [*RULES, ConfiguredRule(name="buggy", config=RuleConfig())]
+    engine.pipeline = Pipeline(
+        rules, "fail", modules={"buggy": SimpleNamespace(apply=_edits_in_place)}
+    )
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+    try:
+        with pytest.raises(AssertionError, match="changed in place"):
+            await engine.rewrite(body, {}, now=1.0, session_id="s")
+    finally:
+        engine.close()
+        await store.close()
