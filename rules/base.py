@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any, Protocol, TypeVar
 
 import orjson
@@ -157,11 +158,17 @@ class Context:
         return new
 
     def derived(self, name: str, compute: Callable[[Messages], T]) -> T:
-        """``compute(self.messages)``, once per request for each messages list: rules that pass
-        the list on unchanged share the result (e.g. the observations prune and working_set use)."""
+        """``compute(self.messages)``, once for each messages list: rules that pass the list on
+        unchanged share the result (e.g. the observations prune and working_set use). ``compute``
+        depends on the list's messages alone, so a list of the very same message objects (the
+        runner keeps a session's memo across its requests) shares it too."""
         hit = self.memo.get(name)
-        if hit is not None and hit[0] is self.messages:
-            return hit[1]  # type: ignore[no-any-return]  # what ``compute`` returned for ``name``
+        if hit is not None:
+            seen, messages = hit[0], self.messages
+            if seen is messages or (len(seen) == len(messages) and all(map(is_, seen, messages))):
+                if seen is not messages:
+                    self.memo[name] = (messages, hit[1])
+                return hit[1]  # type: ignore[no-any-return]  # what ``compute`` gave for ``name``
         value = compute(self.messages)
         self.memo[name] = (self.messages, value)
         return value

@@ -1,6 +1,7 @@
 """Each session's per-object memos, kept across its requests: message hashes, token counts, the
 validator's checks, section sizes and exit codes, by object identity (``Context.hashes``,
-``Context.table``, ``RequestTokens``' tables).
+``Context.table``, ``RequestTokens``' tables), and ``Context.derived``'s values with the list
+each came from.
 
 An agent's next request holds the same message objects as its last one: the body memory hands
 back the parsed messages a request shares with the previous one, the adapters their kept
@@ -30,7 +31,12 @@ from rules.messages import content_hash
 
 # The tables whose values come from one message's content alone: kept across requests. Others
 # (an anchor list's index, a ledger's diagnostics) hold objects of one request: made afresh.
-KEPT_TABLES = (chain_validator.MEMO, measure.MEMO, observations.EXIT_MEMO)
+KEPT_TABLES = (
+    chain_validator.MEMO,
+    measure.MEMO,
+    observations.EXIT_MEMO,
+    observations.OBSERVATION_MEMO,  # a call's: checked against its result object and indices
+)
 # A session's memos are dropped past this many entries for each object its request handled
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.
 ENTRIES_PER_OBJECT = 16
@@ -47,6 +53,9 @@ class ObjectMemos:
     )
     counts: dict[int, tuple[Message, int]] = field(default_factory=dict)
     texts: dict[int, tuple[str, int]] = field(default_factory=dict)
+    # ``Context.derived``'s values by name, each with the last list it was derived from: a list
+    # of the very same messages (the same body again, a retry) shares it
+    derived: dict[str, tuple[Any, Any]] = field(default_factory=dict)
 
     def entries(self) -> int:
         tables = sum(len(t) for t in self.tables.values())
@@ -62,7 +71,7 @@ class ObjectMemos:
         adopt = getattr(ctx.tokens, "adopt", None)
         if adopt is not None:
             adopt(self.counts, self.texts)
-        return ctx.evolve(hashes=self.hashes, tables=dict(self.tables))
+        return ctx.evolve(hashes=self.hashes, tables=dict(self.tables), memo=self.derived)
 
 
 class SessionMemos:

@@ -39,6 +39,8 @@ from rules.text_cache import text_cache
 
 # its table in ``Context.table``: tool result message -> ``(exit_code(its text),)``
 EXIT_MEMO = "exit_code"
+# its table: tool call -> (its result message, call index, result index, its ``Observation``)
+OBSERVATION_MEMO = "observation"
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
 WRITE_TOOLS = {
     "write", "writefile", "edit", "multiedit", "replace", "create", "insert", "applypatch",
@@ -258,7 +260,10 @@ def of_context(ctx: Context) -> list[Observation]:
     return ctx.derived(
         "observations",
         lambda messages: observations(
-            messages, ctx.derived("tool_pairs", tool_pairs), ctx.table(EXIT_MEMO)
+            messages,
+            ctx.derived("tool_pairs", tool_pairs),
+            ctx.table(EXIT_MEMO),
+            ctx.table(OBSERVATION_MEMO),
         ),
     )
 
@@ -282,18 +287,30 @@ def observations(
     messages: list[Message],
     pairs: Iterable[tuple[int, dict[str, Any], int | None]] | None = None,
     memo: dict[int, tuple[Any, Any]] | None = None,
+    seen: dict[int, tuple[Any, Any]] | None = None,
 ) -> list[Observation]:
     """Every answered tool call, in the order of its result. ``pairs``: ``iter_tool_pairs``
     of the same messages, when already at hand. ``memo``: the request's ``EXIT_MEMO`` table
     (result message -> ``(exit_code(its text),)``; the runner may know it from an earlier
-    request)."""
+    request). ``seen``: its ``OBSERVATION_MEMO`` table: a call answered by the same result
+    object at the same indices as before (an agent's earlier turns, resent) is that
+    observation again, without classifying its call."""
     out = []
     if memo is None:
         memo = {}
+    if seen is None:
+        seen = {}
     new = tuple.__new__  # Observation(...) without its Python-level __new__: once per tool call
     for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
         if ri is None:
             continue
+        result = messages[ri]
+        known = seen.get(id(call))
+        if known is not None and known[0] is call:
+            before = known[1]
+            if before[0] is result and before[1] == ci and before[2] == ri:
+                out.append(before[3])
+                continue
         # call_name, call_arguments_text and call_id inlined for the usual call (string name
         # and arguments): this runs for every tool call of every request
         fn = call.get("function")
@@ -304,7 +321,6 @@ def observations(
         if args.__class__ is not str:
             args = call_arguments_text(call)
         action = classify(name, args)
-        result = messages[ri]
         hit = memo.get(id(result))
         if hit is None or hit[0] is not result:
             hit = memo[id(result)] = (result, (exit_code(text_of(result.get("content"))),))
@@ -316,7 +332,9 @@ def observations(
         cid = call.get("id")
         if cid.__class__ is not str:
             cid = call_id(call)
-        out.append(new(Observation, (ci, ri, cid, action, hit[1][0], failed)))
+        observed = new(Observation, (ci, ri, cid, action, hit[1][0], failed))
+        seen[id(call)] = (call, (result, ci, ri, observed))
+        out.append(observed)
     out.sort(key=_BY_RESULT)
     return out
 

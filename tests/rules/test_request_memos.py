@@ -152,3 +152,19 @@ def test_shared_tool_pairs_and_observations_follow_the_messages_list() -> None:
     later = context.evolve(messages=fewer)  # the same memo, another list
     assert of_context(later) == observations(fewer) != observations(VALID)
     assert of_context(context) == observations(VALID)
+
+
+def test_an_observation_is_reused_only_for_the_same_call_result_and_places() -> None:
+    from rules.activity.observations import observations
+
+    seen: dict[int, Any] = {}
+    assert observations(VALID, seen=seen) == observations(VALID)
+    assert len(seen) == 2  # one per answered call
+    again = observations(list(VALID), seen=seen)
+    assert all(a is b for a, b in zip(again, observations(VALID, seen=seen), strict=True))
+    failed = {**result("c2", "1 failed\nexit code 1"), "is_error": True}
+    edited = [*VALID[:5], failed]  # the same call object, another result
+    assert observations(edited, seen=seen) == observations(edited) != observations(VALID)
+    moved = [S, U, user("and then"), *VALID[2:]]  # the same objects, at other indices
+    assert observations(moved, seen=seen) == observations(moved)
+    assert [o.result_index for o in observations(moved, seen=seen)] == [4, 6]
