@@ -168,3 +168,14 @@ def test_an_observation_is_reused_only_for_the_same_call_result_and_places() -> 
     moved = [S, U, user("and then"), *VALID[2:]]  # the same objects, at other indices
     assert observations(moved, seen=seen) == observations(moved)
     assert [o.result_index for o in observations(moved, seen=seen)] == [4, 6]
+
+
+def test_a_list_of_the_very_same_messages_shares_a_derived_value() -> None:
+    from rules.activity.observations import of_context
+
+    context = ctx(VALID)
+    first = of_context(context)
+    assert of_context(context.evolve(messages=list(VALID))) is first  # same objects, new list
+    copied = [*VALID[:-1], dict(VALID[-1])]  # one equal message, another object
+    assert of_context(context.evolve(messages=copied)) is not first
+    assert of_context(context.evolve(messages=VALID[:-1])) == of_context(ctx(VALID[:-1]))
