@@ -10,6 +10,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
+from operator import is_
 from pathlib import Path
 from typing import Any
 
@@ -145,6 +146,9 @@ class _Schemas(Generations[int]):
         self._keep(compact(data), n, len(data) + 100)
 
 
+COUNTED_LISTS = 4  # lists ``RequestTokens.count_messages`` keeps running totals of
+
+
 class RequestTokens:
     """One request's view of a counter: message counts memoised per message object, since every
     rule counts the same messages again. Entries keep their message, so ids are not reused."""
@@ -154,15 +158,20 @@ class RequestTokens:
         self._memo: dict[int, tuple[Message, int]] = {}
         self._texts: dict[int, tuple[str, int]] = {}
         self._tools: tuple[Any, int] | None = None  # the last tools list counted, and its count
+        # the last lists counted (newest first) with their counts
+        self._lists: list[tuple[tuple[Message, ...], int]] = []
 
     def adopt(
-        self, counts: dict[int, tuple[Message, int]], texts: dict[int, tuple[str, int]]
+        self,
+        counts: dict[int, tuple[Message, int]],
+        texts: dict[int, tuple[str, int]],
+        lists: list[tuple[tuple[Message, ...], int]],
     ) -> None:
         """Count into these tables from now on: the session's, kept across its requests
         (``proxy.rewrite.session_memos``), which hold what this request has counted too."""
         counts.update(self._memo)
         texts.update(self._texts)
-        self._memo, self._texts = counts, texts
+        self._memo, self._texts, self._lists = counts, texts, lists
 
     def count_tools(self, tools: Sequence[Any] | None) -> int:
         # several rules count the request's one tools list: once per request
@@ -214,12 +223,24 @@ class RequestTokens:
         self._memo[id(message)] = (message, n)
 
     def count_messages(self, messages: Sequence[Message]) -> int:
-        # the hottest loop of a request (every rule sizes its view): memo hits inlined
+        # the hottest loop of a request: every rule sizes its view, and a session's next
+        # request holds the very same lists of messages again (the same body resent, a retry)
+        n = len(messages)
+        for seen, known in self._lists:
+            if (
+                len(seen) == n
+                and (not n or seen[-1] is messages[-1])
+                and all(map(is_, seen, messages))
+            ):
+                return known
         memo = self._memo
         total = 3
-        for m in messages:
+        for m in messages:  # memo hits inlined
             hit = memo.get(id(m))
             total += hit[1] if hit is not None and hit[0] is m else self.count_message(m)
+        lists = self._lists  # the session's, once adopted: changed in place
+        lists.insert(0, (tuple(messages), total))
+        del lists[COUNTED_LISTS:]
         return total
 
 

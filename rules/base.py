@@ -118,6 +118,9 @@ class RenderMemo(Protocol):
     def put(self, key: Hashable, message: Message) -> None: ...
 
 
+DERIVED_LISTS = 4  # lists ``Context.derived`` keeps a value for, for each name (newest first)
+
+
 @dataclass(frozen=True)
 class Context:
     """Everything a rule may look at. ``messages`` is the conversation as it stands after the
@@ -142,7 +145,9 @@ class Context:
     # Per-request caches of pure derived values, shared by every rule of one request (evolve keeps
     # them). Entries hold the object they were computed from, so an id is never reused meanwhile:
     # ``derived`` values by name, ``table``s by name, message hashes by id.
-    memo: dict[str, tuple[Messages, Any]] = field(default_factory=dict, compare=False, repr=False)
+    memo: dict[str, list[tuple[Messages, Any]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     tables: dict[str, dict[int, tuple[Any, Any]]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -162,16 +167,22 @@ class Context:
         unchanged share the result (e.g. the observations prune and working_set use). ``compute``
         depends on the list's messages alone, so a list of the very same message objects (the
         runner keeps a session's memo across its requests) shares it too."""
-        hit = self.memo.get(name)
-        if hit is not None:
-            seen, messages = hit[0], self.messages
-            if seen is messages or (len(seen) == len(messages) and all(map(is_, seen, messages))):
-                if seen is not messages:
-                    self.memo[name] = (messages, hit[1])
-                return hit[1]  # type: ignore[no-any-return]  # what ``compute`` gave for ``name``
-        value = compute(self.messages)
-        self.memo[name] = (self.messages, value)
+        messages = self.messages
+        kept = self.memo.get(name)
+        if kept is not None:
+            for seen, value in kept:  # the lists of a request: a few (the input, prune's view …)
+                if seen is messages or (
+                    len(seen) == len(messages) and all(map(is_, seen, messages))
+                ):
+                    return value  # type: ignore[no-any-return]  # what ``compute`` gave
+        value = compute(messages)
+        self.share(name, messages, value)
         return value
+
+    def share(self, name: str, messages: Messages, value: Any) -> None:
+        """Take ``value`` as ``derived(name, …)`` of ``messages`` (worked out another way)."""
+        kept = self.memo.get(name) or []
+        self.memo[name] = [(messages, value), *kept[: DERIVED_LISTS - 1]]
 
     def table(self, name: str) -> dict[int, tuple[Any, Any]]:
         """One request's table ``name`` of values derived from single objects (mostly messages):

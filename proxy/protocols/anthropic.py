@@ -41,6 +41,7 @@ from proxy.protocols.prefix import (
     Whole,
     message_bytes,
     read_bytes,
+    system_message,
     tag_index,
     with_items,
 )
@@ -101,7 +102,7 @@ class AnthropicAdapter:
         system = body.get("system")
         if system:
             text = system if isinstance(system, str) else texts(system)
-            part = Part(-1, (), {"role": "system", "content": text, TAG: "s"})
+            part = Part(-1, (), system_message(prev.system if prev else None, text))
             st.parts["s"] = part
             out.append(part.lowered)
             serialised.append(None)
@@ -169,6 +170,7 @@ class AnthropicAdapter:
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
                 tags, idxs, blocks, templates, calls, serial, user_items, user_end,
                 first_user, index, cost, whole=whole,
+                system=st.parts["s"].lowered if system else None,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)
         return Lowered(out, lowered_tools(body.get("tools")), repairs, st, serialised)

@@ -82,6 +82,7 @@ class Snapshot:
     cost: int
     lift: LiftMemory | None = None
     whole: Whole | None = None  # the client messages as one array (``prefix.read_bytes``)
+    system: Message | None = None  # the system message lowered (``prefix.system_message``)
 
 
 def reuse_lifted(

@@ -26,8 +26,10 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from proxy.protocols.base import TAG
 from proxy.protocols.body_memory import ITEM_BYTES
 from proxy.protocols.kept_lifts import json_exact
+from rules.base import Message
 
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
 # liftings' plan and facts; most of it shared with the kept lowerings), charged to the bound.
@@ -308,6 +310,14 @@ def plan_values(
         objects.append(v)
         plan.append(~(len(kept) - 1))
     return True
+
+
+def system_message(kept: Message | None, text: str) -> Message:
+    """The system message lowered from ``text`` (tagged ``s``): ``kept``, the session's previous
+    request's, when it says the same, so the runner's memos of the session know it."""
+    if kept is not None and kept["content"] == text:
+        return kept
+    return {"role": "system", "content": text, TAG: "s"}
 
 
 def planned_bytes(

@@ -21,7 +21,14 @@ from typing import Any
 
 from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.checks import responses_checked
-from proxy.protocols.prefix import PrefixMemory, Whole, message_bytes, read_bytes, with_items
+from proxy.protocols.prefix import (
+    PrefixMemory,
+    Whole,
+    message_bytes,
+    read_bytes,
+    system_message,
+    with_items,
+)
 from proxy.protocols.responses_lift import mend, new_items, patched_items
 from proxy.protocols.responses_parts import (
     CALLS,
@@ -78,7 +85,9 @@ class ResponsesAdapter:
         serialised: list[bytes | None] = []
         instructions = body.get("instructions")
         if isinstance(instructions, str) and instructions:
-            _add(st, out, "s", Part((), {"role": "system", "content": instructions}))
+            _add(
+                st, out, "s", Part((), system_message(prev.system if prev else None, instructions))
+            )
             serialised.append(None)
         if isinstance(inp, str):
             _add(st, out, "u", Part((), {"role": "user", "content": inp}))
@@ -109,7 +118,8 @@ class ResponsesAdapter:
         _flush(st, lowering, run, len(items) + 1, kept)
         st.reasoning = lowering.reasoning
         if slot is not None:
-            st.snapshot = snap = lowering.snapshot(slot, datas, whole)
+            system = st.parts["s"].lowered if "s" in st.parts else None
+            st.snapshot = snap = lowering.snapshot(slot, datas, whole, system)
             self.prefixes.put(slot, snap, snap.cost)
         return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
 

@@ -85,6 +85,7 @@ class Snapshot:
     cost: int
     lift: LiftMemory | None = None
     whole: Whole | None = None  # the items as one array (``prefix.read_bytes``)
+    system: Message | None = None  # ``instructions`` lowered (``prefix.system_message``)
 
 
 class Lowering:
@@ -147,7 +148,13 @@ class Lowering:
         self.need.append(part.need)
         self.ends.append(part.items[-1] + 1)
 
-    def snapshot(self, slot: Hashable, datas: list[bytes | None], whole: Whole | None) -> Snapshot:
+    def snapshot(
+        self,
+        slot: Hashable,
+        datas: list[bytes | None],
+        whole: Whole | None,
+        system: Message | None = None,
+    ) -> Snapshot:
         prev: Snapshot | None = self.st.prefix
         shared = self.st.shared
         c = self.st.parts.count
@@ -162,7 +169,7 @@ class Lowering:
         return Snapshot(
             slot, kept, self.tags, self.items, self.templates, self.serial,
             self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, self.reasoning,
-            index, cost, whole=whole,
+            index, cost, whole=whole, system=system,
         )  # fmt: skip
 
 

@@ -318,7 +318,7 @@ class Pipeline:
                 if result.messages is not ctx.messages or result.state is not ctx.state:
                     ctx = ctx.evolve(messages=result.messages, state=result.state)
 
-        messages = self._integrity_check(ctx.messages, report, ctx.table(chain_validator.MEMO))
+        messages = self._integrity_check(ctx, report)
         tokens_after = ctx.tokens.count_messages(messages)
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
         hashes = ctx.hashes_of(messages)
@@ -329,17 +329,14 @@ class Pipeline:
             self.memos.settle(ctx.session_id, encoding, memos, handled)
         return PipelineOutcome(messages, state, report, hashes)
 
-    def _integrity_check(
-        self,
-        messages: Messages,
-        report: Report,
-        memo: dict[int, tuple[Any, Any]] | None = None,
-    ) -> Messages:
+    def _integrity_check(self, ctx: Context, report: Report) -> Messages:
         """The same validator the tests use; a violation here is a bug in a rule, so repair it.
-        ``memo``: the request's validator table, so messages checked by ``repair_tool_chain``
-        (the same objects) are not checked again, only the ones a rule replaced or added."""
+        Through the request's validator table, so messages checked by ``repair_tool_chain``
+        (the same objects) are not checked again, only the ones a rule replaced or added; and
+        a list of the very messages checked before (``Context.derived``) is not walked again."""
         started = time.perf_counter()
-        violations = chain_validator.find_violations(messages, memo)
+        messages, memo = ctx.messages, ctx.table(chain_validator.MEMO)
+        violations = chain_validator.violations_of(ctx)
         if violations:
             from rules.chain.repair_tool_chain import repair_messages
 

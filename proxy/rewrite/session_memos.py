@@ -53,9 +53,10 @@ class ObjectMemos:
     )
     counts: dict[int, tuple[Message, int]] = field(default_factory=dict)
     texts: dict[int, tuple[str, int]] = field(default_factory=dict)
+    counted: list[tuple[tuple[Message, ...], int]] = field(default_factory=list)
     # ``Context.derived``'s values by name, each with the last list it was derived from: a list
     # of the very same messages (the same body again, a retry) shares it
-    derived: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    derived: dict[str, list[tuple[Any, Any]]] = field(default_factory=dict)
 
     def entries(self) -> int:
         tables = sum(len(t) for t in self.tables.values())
@@ -70,7 +71,7 @@ class ObjectMemos:
         """``ctx`` with these memos as its request's (its other tables made afresh)."""
         adopt = getattr(ctx.tokens, "adopt", None)
         if adopt is not None:
-            adopt(self.counts, self.texts)
+            adopt(self.counts, self.texts, self.counted)
         return ctx.evolve(hashes=self.hashes, tables=dict(self.tables), memo=self.derived)
 
 

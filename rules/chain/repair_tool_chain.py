@@ -38,6 +38,8 @@ class Config(RuleConfig):
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
+    if not chain_validator.violations_of(ctx):  # a valid chain (the usual case)
+        return RuleResult.unchanged(ctx, {"repairs": []})
     messages, repairs = repair_messages(
         ctx.messages,
         max_synthetic_results=cfg.max_synthetic_results,

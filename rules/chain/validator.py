@@ -27,12 +27,13 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from rules.base import Message, Messages
+from rules.base import Context, Message, Messages
 from rules.messages import text_of
 from rules.report import Violation
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
 MEMO = "chain_validator"  # the name of its table in ``Context.table``
+VIOLATIONS = "chain_violations"  # ``Context.derived``: a messages list's violations
 
 
 def valid_id(value: Any) -> bool:
@@ -238,3 +239,9 @@ def find_violations(
                 out.append(_v("unanswered_call", i, cid, f"call {cid!r} has no result"))
         i = max(j, i + 1)
     return out
+
+
+def violations_of(ctx: Context) -> list[Violation]:
+    """``find_violations(ctx.messages)``, once per messages list (``Context.derived``: a list of
+    the very same messages, as a session's next request holds, is not walked again)."""
+    return ctx.derived(VIOLATIONS, lambda messages: find_violations(messages, ctx.table(MEMO)))

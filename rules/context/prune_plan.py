@@ -166,7 +166,7 @@ class Run:
                 mine[i] if i >= 0 else "dropped." + hash_of(m)
                 for m, i in zip(view, source, strict=True)
             ]
-        self.ctx.memo[overlay.MEMO] = (view, anchors)
+        self.ctx.share(overlay.MEMO, view, anchors)
 
     def sizes(self) -> dict[int, int]:
         """Tokens of each message as the overlay renders it now (dropped ones count 0)."""

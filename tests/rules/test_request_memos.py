@@ -179,3 +179,15 @@ def test_a_list_of_the_very_same_messages_shares_a_derived_value() -> None:
     copied = [*VALID[:-1], dict(VALID[-1])]  # one equal message, another object
     assert of_context(context.evolve(messages=copied)) is not first
     assert of_context(context.evolve(messages=VALID[:-1])) == of_context(ctx(VALID[:-1]))
+
+
+def test_derived_values_of_a_few_lists_are_kept_at_once() -> None:
+    """prune's view and the input alternate in a request: each keeps its value."""
+    from rules.activity.observations import of_context
+
+    context = ctx(VALID)
+    shorter = context.evolve(messages=VALID[:4])
+    first, other = of_context(context), of_context(shorter)
+    assert of_context(context.evolve(messages=list(VALID))) is first
+    assert of_context(shorter.evolve(messages=list(VALID[:4]))) is other
+    assert other == of_context(ctx(VALID[:4])) != first

@@ -191,3 +191,39 @@ async def test_the_strict_engine_catches_a_message_changed_in_place(tmp_path: Pa
     finally:
         engine.close()
         await store.close()
+
+
+def test_a_list_counted_before_is_counted_again_only_when_it_differs() -> None:
+    tokens = RequestTokens(COUNTERS.for_model("gpt-4o"))
+    messages = _agent_run(5)
+    total = tokens.count_messages(messages)
+    assert total == COUNTERS.for_model("gpt-4o").count_messages(messages)
+    assert tokens.count_messages(list(messages)) == total  # the same objects
+    longer = [*messages[:-1], {**messages[-1], "content": messages[-1]["content"] * 3}]
+    assert tokens.count_messages(longer) > total  # another last message: counted
+    grown = list(messages)
+    tokens.count_messages(grown)
+    grown.append({"role": "user", "content": "more"})  # changed after it was counted
+    assert tokens.count_messages(grown) == COUNTERS.for_model("gpt-4o").count_messages(grown)
+    assert tokens.count_messages([]) == 3
+
+
+def test_the_system_prompt_is_the_same_object_while_it_says_the_same() -> None:
+    from proxy.protocols.anthropic import AnthropicAdapter
+    from proxy.protocols.responses import ResponsesAdapter
+
+    say = [{"role": "user", "content": "hi"}]
+    for adapter, key, body in (
+        (AnthropicAdapter(), "system", {"model": "m", "system": "Be brief.", "messages": say}),
+        (
+            ResponsesAdapter(),
+            "instructions",
+            {"model": "m", "instructions": "Be brief.", "input": say},
+        ),
+    ):
+        first = adapter.lower(orjson.loads(orjson.dumps(body)), "s").messages[0]
+        again = adapter.lower(orjson.loads(orjson.dumps(body)), "s").messages[0]
+        assert again is first and first["content"] == "Be brief."
+        changed = adapter.lower({**body, key: "Be thorough."}, "s").messages[0]
+        assert changed is not first and changed["content"] == "Be thorough."
+        assert first["content"] == "Be brief."  # the kept one was not changed
