@@ -171,16 +171,20 @@ class Context:
         kept = self.memo.get(name)
         if kept is not None:
             for seen, value in kept:  # the lists of a request: a few (the input, prune's view …)
-                if seen is messages or (
-                    len(seen) == len(messages) and all(map(is_, seen, messages))
-                ):
-                    return value  # type: ignore[no-any-return]  # what ``compute`` gave
+                if seen.__class__ is tuple:  # derived: the very same messages will do
+                    if len(seen) == len(messages) and all(map(is_, seen, messages)):
+                        return value  # type: ignore[no-any-return]  # what ``compute`` gave
+                elif seen is messages:  # shared: for this very list only
+                    return value  # type: ignore[no-any-return]
         value = compute(messages)
-        self.share(name, messages, value)
+        # the messages as they are now (a tuple: a list changed later cannot match)
+        self.memo[name] = [(tuple(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
         return value
 
     def share(self, name: str, messages: Messages, value: Any) -> None:
-        """Take ``value`` as ``derived(name, …)`` of ``messages`` (worked out another way)."""
+        """Take ``value`` as ``derived(name, …)`` of this very list, worked out another way (not
+        from its messages alone, as prune's anchors of a view are its sources'): no other list
+        of the same messages, in this request or a later one, gets it."""
         kept = self.memo.get(name) or []
         self.memo[name] = [(messages, value), *kept[: DERIVED_LISTS - 1]]
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, cast
 import orjson
 
 from proxy.rewrite.records import MessageRecords, RenderedMessages
-from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
+from proxy.rewrite.session_memos import OBJECT_FACTOR, ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations
@@ -119,6 +119,7 @@ class _Recall:
                 else None
             )
         originals, datas = _serialise(source, source_bytes)
+        self.taken_bytes = sum(map(len, datas))  # the messages new to the session's memos
         # a hit in the newer generation (most messages), else ``lookup``
         hits = list(map(records._young.get, datas))
         found: list[dict[str, Any]] = (
@@ -325,6 +326,7 @@ class Pipeline:
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
         recall.keep()
         if memos is not None and self.memos is not None:
+            memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes
             handled = len(ctx.original_messages) + len(messages)
             self.memos.settle(ctx.session_id, encoding, memos, handled)
         return PipelineOutcome(messages, state, report, hashes)

@@ -12,9 +12,10 @@ and hold values derived from that object alone, which never change: nothing edit
 place (the rules are pure; every upstream edge serialises what it forwards).
 
 Bounded: a session's memos are dropped once they hold far more entries than its requests need
-(renderings replaced, messages gone), and the least recently used sessions go once all hold more
-than ``max_entries``. Thread-safe: the pipeline may run in the offload worker while another
-request of the session runs on the event loop; a memo filled twice holds the same values."""
+(renderings replaced, messages gone), and the least recently used sessions go once all are
+charged more than ``max_bytes`` (their entries, and the messages they took in). Thread-safe: the
+pipeline may run in the offload worker while another request of the session runs on the event
+loop; a memo filled twice holds the same values."""
 
 from __future__ import annotations
 
@@ -41,6 +42,12 @@ KEPT_TABLES = (
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.
 ENTRIES_PER_OBJECT = 16
 ENTRIES_FLOOR = 4096
+# What an entry costs beyond the object it keeps (its tuple and dict slot), and what a message
+# taken in costs (its parsed objects, ~3× its JSON as the body memory measured): charged so the
+# bound holds for large tool results too, whose objects the memos may keep after the byte-bounded
+# stores (body memory, kept lowerings) let them go.
+ENTRY_BYTES = 160
+OBJECT_FACTOR = 3
 
 
 @dataclass
@@ -57,6 +64,11 @@ class ObjectMemos:
     # ``Context.derived``'s values by name, each with the last list it was derived from: a list
     # of the very same messages (the same body again, a retry) shares it
     derived: dict[str, list[tuple[Any, Any]]] = field(default_factory=dict)
+    taken_bytes: int = 0  # ``OBJECT_FACTOR`` × the JSON of the messages taken in so far
+
+    def charge(self) -> int:
+        """The bytes these memos are charged: their entries and the messages they took in."""
+        return ENTRY_BYTES * self.entries() + self.taken_bytes
 
     def entries(self) -> int:
         tables = sum(len(t) for t in self.tables.values())
@@ -78,8 +90,8 @@ class ObjectMemos:
 class SessionMemos:
     """The memos of the sessions seen last, least recently used first."""
 
-    def __init__(self, max_entries: int = 250_000) -> None:
-        self.max_entries = max_entries
+    def __init__(self, max_bytes: int = 64_000_000) -> None:
+        self.max_bytes = max_bytes
         self._memos: OrderedDict[tuple[str, str | None], ObjectMemos] = OrderedDict()
         self._charged: dict[tuple[str, str | None], int] = {}
         self._total = 0
@@ -105,16 +117,16 @@ class SessionMemos:
         """After a request that handled ``objects`` messages: charge the session what its memos
         hold, drop them when far larger than the request needs, then keep the bound."""
         key = (session, encoding)
-        held = memos.entries()
+        entries, held = memos.entries(), memos.charge()
         with self._lock:
             if self._memos.get(key) is not memos:
                 return  # dropped meanwhile: nothing to charge
-            if held > ENTRIES_PER_OBJECT * objects + ENTRIES_FLOOR:
+            if entries > ENTRIES_PER_OBJECT * objects + ENTRIES_FLOOR:
                 self._drop(key)
             else:
                 self._total += held - self._charged[key]
                 self._charged[key] = held
-            while self._total > self.max_entries and self._memos:
+            while self._total > self.max_bytes and self._memos:
                 self._drop(next(iter(self._memos)))
 
     def _drop(self, key: tuple[str, str | None]) -> None:
@@ -122,7 +134,7 @@ class SessionMemos:
         self._total -= self._charged.pop(key)
 
     @property
-    def held_entries(self) -> int:
+    def held_bytes(self) -> int:
         return self._total
 
     def __len__(self) -> int:

@@ -19,7 +19,12 @@ import pytest
 from proxy.rewrite.engine import Engine
 from proxy.rewrite.pipeline import Pipeline
 from proxy.rewrite.records import MessageRecords
-from proxy.rewrite.session_memos import ENTRIES_FLOOR, ENTRIES_PER_OBJECT, SessionMemos
+from proxy.rewrite.session_memos import (
+    ENTRIES_FLOOR,
+    ENTRIES_PER_OBJECT,
+    ENTRY_BYTES,
+    SessionMemos,
+)
 from proxy.settings import ConfiguredRule, Settings, settings_from_mapping
 from proxy.store.sqlite import Store
 from proxy.tokens import RequestTokens, TokenCounters
@@ -128,28 +133,43 @@ def test_a_session_s_memos_are_dropped_when_far_larger_than_its_requests() -> No
     mine = memos.take("s", "o200k_base")
     mine.hashes.update({k: ({"k": k}, "h") for k in range(ENTRIES_FLOOR)})
     memos.settle("s", "o200k_base", mine, objects=10)
-    assert memos.peek("s", "o200k_base") is mine and memos.held_entries == ENTRIES_FLOOR
+    assert memos.peek("s", "o200k_base") is mine
+    assert memos.held_bytes == ENTRY_BYTES * ENTRIES_FLOOR
     mine.hashes.update({-k: ({"k": k}, "h") for k in range(1, ENTRIES_PER_OBJECT * 10 + 2)})
     memos.settle("s", "o200k_base", mine, objects=10)
-    assert memos.peek("s", "o200k_base") is None and memos.held_entries == 0
+    assert memos.peek("s", "o200k_base") is None and memos.held_bytes == 0
     assert memos.take("s", "o200k_base") is not mine  # made afresh
 
 
 def test_the_least_recently_used_sessions_go_past_the_bound() -> None:
-    memos = SessionMemos(max_entries=1_000)
+    memos = SessionMemos(max_bytes=1_000 * ENTRY_BYTES)
     for name in ("a", "b", "c"):
         taken = memos.take(name, None)
         taken.hashes.update({k: ({"k": k}, "h") for k in range(400)})
         memos.settle(name, None, taken, objects=400)
     assert memos.peek("a", None) is None  # the oldest went
     assert memos.peek("b", None) is not None and memos.peek("c", None) is not None
-    assert memos.held_entries == 800
+    assert memos.held_bytes == 800 * ENTRY_BYTES
     memos.take("b", None)  # used again: the newest now
     memos.settle("c", None, memos.take("c", None), objects=400)
     taken = memos.take("d", None)
     taken.hashes.update({k: ({"k": k}, "h") for k in range(400)})
     memos.settle("d", None, taken, objects=400)
     assert memos.peek("b", None) is None and len(memos) == 2
+
+
+def test_the_messages_taken_in_are_charged_by_their_bytes() -> None:
+    """Large tool results: the memos may keep their objects after the byte-bounded stores let
+    them go, so each message taken in is charged for its JSON, not just its entries."""
+    pipeline = Pipeline([], "fail")
+    bound = 600_000
+    pipeline.memos = SessionMemos(max_bytes=bound)
+    for s in range(20):
+        messages = [{"role": "user", "content": f"task {s}"}]
+        messages += [{"role": "user", "content": f"{s} {k} " + "word " * 4_400} for k in range(6)]
+        pipeline.run(_ctx(messages, SessionState(), 1.0, session=f"s{s}"))
+        assert pipeline.memos.held_bytes <= bound
+    assert 1 <= len(pipeline.memos) <= 3  # each session is charged ~6 × 3 × 22 KB and more
 
 
 def test_concurrent_requests_of_one_session_agree() -> None:
