@@ -145,7 +145,7 @@ class Context:
     # Per-request caches of pure derived values, shared by every rule of one request (evolve keeps
     # them). Entries hold the object they were computed from, so an id is never reused meanwhile:
     # ``derived`` values by name, ``table``s by name, message hashes by id.
-    memo: dict[str, list[tuple[Messages, Any]]] = field(
+    memo: dict[str, list[tuple[Sequence[Message], Any]]] = field(
         default_factory=dict, compare=False, repr=False
     )
     tables: dict[str, dict[int, tuple[Any, Any]]] = field(
