@@ -11,7 +11,7 @@ import re
 import shlex
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -360,34 +360,6 @@ def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -
         if key_at(i) in seen:
             return i + 1
     return 0
-
-
-@overload
-def storable(value: dict[str, Any]) -> dict[str, Any]: ...
-
-
-@overload
-def storable(value: list[Any]) -> list[Any]: ...
-
-
-def storable(value: Any) -> Any:
-    """``value`` (JSON-like) with lone surrogates (``"\\udcff"``) in its strings replaced by
-    "?", so state holding text from messages can be stored; ``value`` itself when it has none."""
-    try:
-        orjson.dumps(value)
-        return value
-    except TypeError:
-        return _replace_surrogates(value)
-
-
-def _replace_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", "replace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_replace_surrogates(v) for v in value]
-    return value
 
 
 def plan_items(arguments: str) -> list[dict[str, str]] | None:

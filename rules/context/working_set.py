@@ -25,8 +25,8 @@ from rules.activity.observations import (
     observations,
     of_context,
     plan_items,
-    storable,
 )
+from rules.activity.storable import storable
 from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
 from rules.messages import (
     INJECT_OPEN,

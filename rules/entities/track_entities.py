@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, load_tools
-from rules.activity.observations import high_water, load_arguments, storable
+from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
+from rules.activity.storable import storable
 from rules.base import Context, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
