@@ -12,7 +12,7 @@ from proxy.protocols.anthropic_mend import shape
 from proxy.protocols.anthropic_parts import Part, as_list, is_text, text_block, texts
 from proxy.protocols.base import TAG, opaque_note
 from proxy.protocols.checks import Facts, kept_facts
-from proxy.protocols.kept import kept_message
+from proxy.protocols.kept import sorted_bytes
 from rules.base import Message
 from rules.messages import text_of
 
@@ -26,8 +26,7 @@ Lowering = tuple[tuple[Spec, ...], list[str] | None, int, Facts | None]
 
 def _spec(tag: str, part: Part) -> Spec:
     part.lowered[TAG] = tag
-    message, data = kept_message(part.lowered)
-    return (tag, part.blocks, message, part.calls, data)
+    return (tag, part.blocks, part.lowered, part.calls, sorted_bytes(part.lowered))
 
 
 def lowering(i: int, m: Message) -> Lowering:

@@ -49,15 +49,11 @@ class KeptLowerings(Generations[tuple[Any, int, Hashable]]):
         self._keep(key, (entry, charged, key), charged)
 
 
-# A lowered message as kept: the message (tag included), and its bytes with sorted keys for the
-# runner's records (None: not JSON). Each request is handed the message itself: nothing changes a
-# lowering in place (the strict engine of the tests checks after every request).
-KeptMessage = tuple[dict[str, Any], bytes | None]
-
-
-def kept_message(message: dict[str, Any]) -> KeptMessage:
+def sorted_bytes(message: dict[str, Any]) -> bytes | None:
+    """A lowered message's bytes with sorted keys, kept with it for the runner's records (None:
+    not JSON). The message itself is kept as it is and handed to each request: nothing changes a
+    lowering in place (the strict engine of the tests checks after every request)."""
     try:
-        data: bytes | None = compact(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
+        return compact(orjson.dumps(message, option=orjson.OPT_SORT_KEYS))
     except TypeError:
-        data = None
-    return message, data
+        return None

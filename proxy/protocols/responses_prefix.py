@@ -26,7 +26,7 @@ from typing import Any
 
 from proxy.generations import compact
 from proxy.protocols.base import TAG
-from proxy.protocols.kept import kept_message
+from proxy.protocols.kept import sorted_bytes
 from proxy.protocols.prefix import (
     OBJECT_COST,
     PER_MESSAGE_BYTES,
@@ -138,12 +138,12 @@ class Lowering:
             self.out.append(part.lowered)
             self.serialised.append(None)
             return
-        template, data = kept_message(part.lowered)  # the lowering itself, kept as is
+        data = sorted_bytes(part.lowered)  # the lowering itself is kept as it is
         self.out.append(part.lowered)
         self.serialised.append(data)
         self.tags.append(tag)
         self.items.append(part.items)
-        self.templates.append(template)
+        self.templates.append(part.lowered)
         self.serial.append(data)
         self.need.append(part.need)
         self.ends.append(part.items[-1] + 1)

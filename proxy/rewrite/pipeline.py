@@ -13,8 +13,8 @@ from typing import Any, Literal, cast
 
 import orjson
 
-from proxy.rewrite.records import MessageRecords, RenderedMessages
-from proxy.rewrite.session_memos import OBJECT_FACTOR, ObjectMemos, SessionMemos
+from proxy.rewrite.records import OBJECT_FACTOR, MessageRecords, RenderedMessages
+from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations

@@ -71,7 +71,7 @@ class RenderedMessages(Generations[_Rendering]):
     A hit is the very object rendered first: the same message in every request, so the runner's
     per-object memos of a session know it already. Nothing changes a message in place (the rules
     are pure; every upstream edge serialises what it forwards, and litellm's path parses its own
-    copy), which ``tests/proxy/rewrite/test_shared_objects.py`` checks through the server.
+    copy), which the tests' strict engine checks after every request (``Engine._check``).
     Bounded by bytes like ``MessageRecords`` (two generations); a rendering over
     ``max_entry_bytes`` is never kept. Thread-safe in the same way."""
 

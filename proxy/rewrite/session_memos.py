@@ -42,12 +42,11 @@ KEPT_TABLES = (
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.
 ENTRIES_PER_OBJECT = 16
 ENTRIES_FLOOR = 4096
-# What an entry costs beyond the object it keeps (its tuple and dict slot), and what a message
-# taken in costs (its parsed objects, ~3× its JSON as the body memory measured): charged so the
+# What an entry costs beyond the object it keeps (its tuple and dict slot). A message taken in is
+# charged ``records.OBJECT_FACTOR`` times its JSON (by the runner, into ``taken_bytes``), so the
 # bound holds for large tool results too, whose objects the memos may keep after the byte-bounded
 # stores (body memory, kept lowerings) let them go.
 ENTRY_BYTES = 160
-OBJECT_FACTOR = 3
 
 
 @dataclass
@@ -64,7 +63,7 @@ class ObjectMemos:
     # ``Context.derived``'s values by name, each with the last list it was derived from: a list
     # of the very same messages (the same body again, a retry) shares it
     derived: dict[str, list[tuple[Any, Any]]] = field(default_factory=dict)
-    taken_bytes: int = 0  # ``OBJECT_FACTOR`` × the JSON of the messages taken in so far
+    taken_bytes: int = 0  # ``records.OBJECT_FACTOR`` × the JSON of the messages taken in so far
 
     def charge(self) -> int:
         """The bytes these memos are charged: their entries and the messages they took in."""
