@@ -15,9 +15,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from proxy.auth import check_client
 from proxy.errors import ProxyError
 from proxy.inspect import ui
+from proxy.principals import Principals
 from proxy.protocols.errors import anthropic_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
@@ -25,9 +25,10 @@ from proxy.server.count_tokens import CountTokens
 from proxy.server.handler import ProtocolHandler, Services
 from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
-from proxy.settings import Settings
+from proxy.settings import Settings, SettingsError
 from proxy.store import retention
 from proxy.store.base import create_store
+from proxy.store.secrets import server_secret
 from proxy.telemetry import jsonlog, metrics
 from proxy.telemetry.health import readyz
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
@@ -46,7 +47,7 @@ async def models(request: Request) -> Response:
     services: Services = request.app.state.services
     headers = {k.lower(): v for k, v in request.headers.items()}
     try:
-        check_client(services.settings.auth, headers)
+        services.principals.of(headers)
     except ProxyError as exc:
         return Response(exc.body_bytes(), exc.status, media_type="application/json")
     names = sorted(
@@ -211,12 +212,20 @@ def create_app(
         # SQLite (db_path or store.path) or PostgreSQL (store.url, CTXPROXY_STORE_URL)
         store = create_store(settings.store, db_path)
         await store.open()
+        principals = Principals(settings.auth, await server_secret(store))
+        if settings.auth.mode == "keys" and not principals.key_count:
+            await store.close()
+            raise SettingsError(
+                "auth.mode: keys, but no proxy key is set: put keys in "
+                f"${settings.auth.proxy_keys_env} (comma-separated) or name them under "
+                "auth.principals; without one every request would be refused"
+            )
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         engine = Engine(settings, store, counters, budget_override, strict=strict)
         await engine.recall_windows(time.time())
         upstream = UpstreamClient(settings.limits.upstream_max_connections)
-        services = Services(settings, store, engine, upstream)
+        services = Services(settings, store, engine, upstream, principals)
         app.state.services = services
         app.state.handlers = {
             "chat": ProtocolHandler(services, CHAT_WIRE),

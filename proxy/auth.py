@@ -1,5 +1,5 @@
-"""Client authentication. ``passthrough``: the client's own key goes upstream (sidecar default).
-``keys``: clients present a proxy key (from the environment), compared in constant time.
+"""The admin views' authentication (a client's is ``proxy.principals``: who it is, and in
+``keys`` mode whether its proxy key is accepted).
 
 The admin views (``/ui``, ``/metrics``) follow their own rule, in every mode: with an admin key
 set they need it (bearer, or the /ui session cookie derived from it); without one they answer
@@ -34,21 +34,6 @@ def _matches(candidate: str, keys: list[str]) -> bool:
     for key in keys:
         found |= hmac.compare_digest(candidate.encode(), key.encode())
     return found
-
-
-def proxy_keys(settings: AuthSettings) -> list[str]:
-    raw = os.environ.get(settings.proxy_keys_env, "")
-    return [k.strip() for k in raw.split(",") if k.strip()]
-
-
-def check_client(settings: AuthSettings, headers: Mapping[str, str]) -> None:
-    """Raise Unauthorized unless the request may use the proxy."""
-    if settings.mode == "passthrough":
-        return
-    presented = bearer(headers)
-    keys = proxy_keys(settings)
-    if not presented or not keys or not _matches(presented, keys):
-        raise Unauthorized("Invalid or missing proxy API key.")
 
 
 # ----- the admin views -----

@@ -149,6 +149,7 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
             session_id=args.session,
             parent_session_id=args.parent_session,
             adapter=adapter,
+            principal=args.principal,
         )
         return {"request": result.body, "report": result.report}
     finally:
@@ -270,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     rewrite.add_argument("file", nargs="?", help="request body JSON (default: stdin)")
     rewrite.add_argument("--session")
     rewrite.add_argument("--parent-session")
+    rewrite.add_argument(
+        "--principal",
+        default="anonymous",
+        help="whose session (a principal's name as logs shows it; default: anonymous)",
+    )
     rewrite.add_argument("--now", type=float, help="the clock the rules see (epoch seconds)")
     rewrite.add_argument("--budget", type=int, help="token budget (overrides the config)")
     rewrite.add_argument(

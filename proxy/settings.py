@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -99,9 +100,28 @@ class AuthSettings(_Strict):
     mode: Literal["passthrough", "keys"] = "passthrough"
     # Comma-separated proxy keys, read from this environment variable (never from the file).
     proxy_keys_env: str = "CTXPROXY_KEYS"
+    # Named principals (keys mode): name -> the environment variables holding its keys. Several
+    # keys under one name share its sessions (rotate a key without losing them).
+    principals: dict[str, list[str]] = Field(default_factory=dict)
     admin_key_env: str = "CTXPROXY_ADMIN_KEY"
     # How long the /ui login cookie stays valid.
     ui_session_hours: float = Field(default=12.0, ge=1 / 60, le=24 * 365)
+
+
+    @field_validator("principals")
+    @classmethod
+    def _names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, envs in value.items():
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+                raise ValueError(
+                    f"principal name {name!r}: letters, digits, '_', '.', '-' (at most 64), "
+                    "starting with a letter or digit"
+                )
+            if name in ("anonymous", "legacy") or name.startswith(("pt-", "key-")):
+                raise ValueError(f"principal name {name!r} is reserved")
+            if not envs:
+                raise ValueError(f"principal {name!r}: list the environment variables of its keys")
+        return value
 
 
 class UISettings(_Strict):

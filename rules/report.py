@@ -224,6 +224,7 @@ class Report(TypedDict, total=False):
     rescue: RescueSummary  # an upstream overflow and its retry (set by the proxy)
     prefix_reuse: float | None
     prefix_shared_messages: int
+    lineage: dict[str, Any]  # a fork: the checkpoint the request's branch resumed from (proxy)
     timings_ms: dict[str, float]
     protocol: str  # the inbound protocol, when not chat (set by the proxy's adapter)
     integrity: list[str]  # what the forwarded body's own protocol check found wrong

@@ -90,9 +90,10 @@ class BodyMemory:
     def held_bytes(self) -> int:
         return self._bytes
 
-    def parse(self, raw: bytes, hint: str | None = None) -> dict[str, Any]:
-        """``raw`` parsed and validated; ``hint``: the request's session header, if any."""
-        slot = ("s", hint) if hint else ("b", raw[:KEY_BYTES])
+    def parse(self, raw: bytes, hint: str | None = None, principal: str = "") -> dict[str, Any]:
+        """``raw`` parsed and validated; ``hint``: the request's session header, if any; each
+        principal's bodies are kept apart."""
+        slot = (principal, "s", hint) if hint else (principal, "b", raw[:KEY_BYTES])
         with self._lock:
             candidates = list(self._slots.get(slot, ()))
         # the body sharing the longest prefix first (a slot may hold several conversations)

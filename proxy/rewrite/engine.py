@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from proxy.errors import BadRequest
+from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
@@ -64,10 +65,23 @@ class _Request:
 class Rewritten:
     body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
     report: Report
-    session_id: str
-    parent_session_id: str | None
+    session_id: str  # scoped: ``principal/name`` (``proxy.principals``), as stored and logged
+    parent_session_id: str | None  # scoped too
     protocol: str = "chat"
     data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
+
+    @property
+    def principal(self) -> str:
+        return split_scoped(self.session_id)[0]
+
+    @property
+    def client_session(self) -> str:
+        """The session's name as the client knows it (unscoped)."""
+        return split_scoped(self.session_id)[1]
+
+    @property
+    def client_parent(self) -> str | None:
+        return split_scoped(self.parent_session_id)[1] if self.parent_session_id else None
 
 
 class Engine:
@@ -176,16 +190,23 @@ class Engine:
         raw_size: int = 0,
         budget: int | None = None,
         adapter: Adapter = CHAT,
+        principal: str = ANONYMOUS,
     ) -> Rewritten:
         """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
-        only (the overflow rescue's)."""
+        only (the overflow rescue's). ``session_id`` and ``parent_session_id`` name sessions as
+        the client does; everything is kept under ``principal`` (``proxy.principals``)."""
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
-        hint = None if adapter is CHAT else session_id or session_key(headers, body, [])
+        hint = (
+            None
+            if adapter is CHAT
+            else scoped(principal, session_id or session_key(headers, body, []))
+        )
         lowered = adapter.lower(body, hint)
-        sid = session_id or session_key(headers, body, lowered.messages)
-        parent = parent_session_id or parent_session_key(headers)
+        sid = scoped(principal, session_id or session_key(headers, body, lowered.messages))
+        named_parent = parent_session_id or parent_session_key(headers)
+        parent = scoped(principal, named_parent) if named_parent else None
         request = _Request(body, lowered, adapter, now, sid, budget)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or raw_size >= OFFLOAD_BYTES else self.store.known_state(sid)
@@ -283,7 +304,9 @@ class Engine:
         ahead: tuple[Context, PipelineOutcome] | None,
     ) -> Rewritten:
         state, stored_parent = held.state, held.parent_id
-        parent = parent or stored_parent
+        if stored_parent is not None or state.data:
+            # a session's parent is the one it was created with: no later request re-links it
+            parent = stored_parent
         ancestors = await held.ancestors(parent) if parent else []
         model, sid, now = request.model, request.sid, request.now
         cache = self.costs.facts(model, await self.store.cache_feedback.get(sid))

@@ -13,6 +13,8 @@ from typing import Any, Literal, cast
 
 import orjson
 
+from proxy.rewrite import lineage
+from proxy.rewrite.lineage import PREFIX_NAMESPACE
 from proxy.rewrite.records import OBJECT_FACTOR, MessageRecords, RenderedMessages
 from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
@@ -21,10 +23,9 @@ from rules.activity import observations
 from rules.base import Context, Message, Messages, SessionState, TokenCounter
 from rules.chain import validator as chain_validator
 from rules.context import measure
+from rules.entities.history_restore import is_lone_turn
 from rules.registry import load_rule
 from rules.report import Report, new_report
-
-PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
 
 
 class RuleFailed(RuntimeError):
@@ -294,6 +295,12 @@ class Pipeline:
         if memos is not None:
             ctx = memos.attach(ctx)
         recall = _Recall(self.records, ctx, serialised)
+        # the state of this request's own branch (``lineage``): its history's hashes are known now
+        own = lineage.history_hashes(ctx)
+        resumed_state, fork = lineage.resume(ctx.state, own, is_lone_turn(ctx.original_messages))
+        if fork is not None:
+            report["lineage"] = fork
+            ctx = ctx.evolve(state=resumed_state)
         tokens_before = recall.original_tokens
         if tokens_before is None:
             tokens_before = ctx.tokens.count_messages(ctx.original_messages)
@@ -324,6 +331,7 @@ class Pipeline:
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
         hashes = ctx.hashes_of(messages)
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
+        state = lineage.record(state, own)
         recall.keep()
         if memos is not None and self.memos is not None:
             memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes

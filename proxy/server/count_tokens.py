@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from proxy.auth import check_client
 from proxy.errors import (
     ClientGone,
     InternalError,
@@ -39,7 +38,7 @@ class CountTokens:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
         try:
-            check_client(self.s.settings.auth, headers)
+            self.s.principals.of(headers)
             require_json(headers.get("content-type"))
             raw = await read_body(receive, headers, self.s.settings.limits)
             body = parse_json(raw)

@@ -16,7 +16,6 @@ from typing import Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from proxy.auth import check_client
 from proxy.errors import (
     CLIENT_CLOSED,
     ClientGone,
@@ -29,6 +28,7 @@ from proxy.errors import (
     UnsupportedMediaType,
     require_json,
 )
+from proxy.principals import Principals
 from proxy.rewrite.engine import Engine
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
@@ -59,6 +59,7 @@ class Services:
     store: Store
     engine: Engine
     upstream: UpstreamClient
+    principals: Principals
     observers: Observers = field(default_factory=Observers)
 
 
@@ -84,12 +85,13 @@ class ProtocolHandler:
         }
         self.s.observers.started()
         try:
-            check_client(self.s.settings.auth, headers)
+            principal = self.s.principals.of(headers)
+            row["principal"] = principal
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body = self.bodies.parse(raw, header_session(headers))
+            body = self.bodies.parse(raw, header_session(headers), principal)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -99,7 +101,12 @@ class ProtocolHandler:
                     param="model",
                 )
             rewritten = await self.s.engine.rewrite(
-                body, headers, now=row["created_at"], raw_size=len(raw), adapter=wire.adapter
+                body,
+                headers,
+                now=row["created_at"],
+                raw_size=len(raw),
+                adapter=wire.adapter,
+                principal=principal,
             )
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
@@ -139,7 +146,7 @@ class ProtocolHandler:
         out_headers = {
             "x-ctxproxy-request-id": request_id,
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
-            "x-ctxproxy-session-id": header_value(rewritten.session_id),
+            "x-ctxproxy-session-id": header_value(rewritten.client_session),
         }
         query = scope.get("query_string", b"").decode("latin-1")
         call = Call(self.s, upstream, headers, query)

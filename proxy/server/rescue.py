@@ -122,11 +122,12 @@ async def _compacted(
             body,
             headers,
             now=row["created_at"],
-            session_id=rewritten.session_id,
-            parent_session_id=rewritten.parent_session_id,
+            session_id=rewritten.client_session,
+            parent_session_id=rewritten.client_parent,
             raw_size=raw_size,  # a huge body is rewritten off the event loop again
             budget=budget,
             adapter=wire.adapter,
+            principal=rewritten.principal,
         )
     except ProxyError:  # e.g. pipeline.on_over_budget: reject
         info["outcome"] = "floor_too_big"

@@ -86,7 +86,7 @@ def statements(ops: list[Any], dialect: Dialect) -> tuple[Groups, int]:
         elif isinstance(op, SaveState):
             earlier = states.pop(op.session_id, None)
             if earlier is not None:
-                parent = op.parent_id if op.parent_id is not None else earlier.parent_id
+                parent = earlier.parent_id if earlier.parent_id is not None else op.parent_id
                 op = SaveState(op.session_id, op.state, parent, op.at, earlier.since)
             states[op.session_id] = op
     groups: dict[str, list[tuple[Any, ...]]] = {}

@@ -45,7 +45,7 @@ class Dialect:
         return (
             f"INSERT INTO sessions (id, parent_id, created_at, updated_at, state) VALUES ({m}) "
             "ON CONFLICT(id) DO UPDATE SET state=excluded.state, updated_at=excluded.updated_at, "
-            "parent_id=COALESCE(excluded.parent_id, sessions.parent_id), "
+            "parent_id=COALESCE(sessions.parent_id, excluded.parent_id), "
             "version=sessions.version + 1"
         )
 

@@ -155,6 +155,25 @@ migration(
 )
 
 
+migration(
+    "m012_principals",
+    """
+    -- Every request belongs to a principal (proxy.principals); a session is kept under
+    -- 'principal/name'. What was stored before belongs to 'legacy', which no request is given.
+    ALTER TABLE requests ADD COLUMN principal TEXT NOT NULL DEFAULT 'legacy';
+    UPDATE requests SET session_id = 'legacy/' || session_id WHERE session_id IS NOT NULL;
+    UPDATE requests SET parent_session_id = 'legacy/' || parent_session_id
+        WHERE parent_session_id IS NOT NULL;
+    UPDATE sessions SET id = 'legacy/' || id, parent_id = 'legacy/' || parent_id;
+    UPDATE session_cache SET session_id = 'legacy/' || session_id;
+    CREATE INDEX requests_principal ON requests(principal, created_at);
+    -- the server secret: the key of the principals' keyed hashes, made once
+    CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+    INSERT INTO secrets VALUES ('principals', lower(hex(randomblob(32))));
+    """,
+)
+
+
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken
     before reading what is applied, so two processes starting together take turns (the second

@@ -197,6 +197,24 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE sessions SET (fillfactor = 50);
         """,
     ),
+    (
+        "m012_principals",
+        """
+        -- Every request belongs to a principal (proxy.principals); a session is kept under
+        -- 'principal/name'. What was stored before belongs to 'legacy', which no request is given.
+        ALTER TABLE requests ADD COLUMN principal TEXT NOT NULL DEFAULT 'legacy';
+        UPDATE requests SET session_id = 'legacy/' || session_id WHERE session_id IS NOT NULL;
+        UPDATE requests SET parent_session_id = 'legacy/' || parent_session_id
+            WHERE parent_session_id IS NOT NULL;
+        UPDATE sessions SET id = 'legacy/' || id, parent_id = 'legacy/' || parent_id;
+        UPDATE session_cache SET session_id = 'legacy/' || session_id;
+        CREATE INDEX requests_principal ON requests(principal, created_at);
+        -- the server secret: the key of the principals' keyed hashes, made once, shared by replicas
+        CREATE TABLE secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO secrets VALUES
+            ('principals', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
+        """,
+    ),
 ]
 
 

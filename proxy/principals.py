@@ -1,0 +1,105 @@
+"""Who a request is: every request belongs to a principal, and everything the proxy keeps per
+session is kept per (principal, session), so one tenant never reads or writes another's state.
+
+- ``auth.mode: keys``: the proxy key presented. A key listed under ``auth.principals`` is that
+  name (several keys may share one name, so a key can be rotated without losing sessions); any
+  other accepted key is ``key-`` and a keyed hash of it.
+- passthrough: ``pt-`` and a keyed hash of the credential the client presented (its bearer or
+  API key), so two provider keys never share state and the key itself is never stored.
+- no credential at all (passthrough only): the one ``anonymous`` namespace.
+
+The keyed hash is an HMAC with the server secret, made at first start and kept in the store, so
+every replica of a gateway names a key alike and a name in the log tells nothing of the key.
+Rows stored before principals existed belong to ``legacy``, which no request is ever given."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+from collections.abc import Mapping
+
+from proxy.errors import Unauthorized
+from proxy.settings import AuthSettings
+
+ANONYMOUS = "anonymous"
+LEGACY = "legacy"
+RESERVED = frozenset({ANONYMOUS, LEGACY})
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+SEPARATOR = "/"  # never in a principal's name: a scoped key splits at its first one
+# Headers that carry a client's credential, in order (Gemini's key header included).
+_KEY_HEADERS = ("x-api-key", "x-goog-api-key", "api-key")
+
+
+def scoped(principal: str, name: str) -> str:
+    """The key a principal's session (or parent) is kept under: ``principal/name``."""
+    return f"{principal}{SEPARATOR}{name}"
+
+
+def split_scoped(key: str) -> tuple[str, str]:
+    """(principal, the client's name) of a scoped key."""
+    principal, _, name = key.partition(SEPARATOR)
+    return principal, name
+
+
+def credential(headers: Mapping[str, str]) -> str | None:
+    """The credential a client presented: its bearer token, else its API key header."""
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        token = auth[7:].strip()
+        if token:
+            return token
+    for name in _KEY_HEADERS:
+        value = headers.get(name, "").strip()
+        if value:
+            return value
+    return None
+
+
+class Principals:
+    """Tells each request's principal (``of``), from the settings, the environment's keys and the
+    server secret; built once at start-up."""
+
+    def __init__(self, settings: AuthSettings, secret: bytes) -> None:
+        self.mode = settings.mode
+        self._secret = secret
+        # keyed hash of each accepted key -> its principal: a lookup by a digest an attacker
+        # cannot compute tells nothing through its timing
+        self._keys: dict[bytes, str] = {}
+        for key in proxy_keys(settings):
+            self._keys[self._digest(key)] = self._hashed("key-", key)
+        for name, envs in settings.principals.items():
+            for env in envs:
+                for key in _split_keys(os.environ.get(env, "")):
+                    self._keys[self._digest(key)] = name
+
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    def _digest(self, value: str) -> bytes:
+        data = value.encode("utf-8", "surrogatepass")
+        return hmac.new(self._secret, data, hashlib.sha256).digest()
+
+    def _hashed(self, prefix: str, value: str) -> str:
+        return prefix + self._digest(value).hex()[:16]
+
+    def of(self, headers: Mapping[str, str]) -> str:
+        """The request's principal; raises Unauthorized in keys mode without an accepted key."""
+        presented = credential(headers)
+        if self.mode == "passthrough":
+            return self._hashed("pt-", presented) if presented else ANONYMOUS
+        name = self._keys.get(self._digest(presented)) if presented else None
+        if name is None:
+            raise Unauthorized("Invalid or missing proxy API key.")
+        return name
+
+
+def proxy_keys(settings: AuthSettings) -> list[str]:
+    """The unnamed proxy keys, comma-separated in ``auth.proxy_keys_env``."""
+    return _split_keys(os.environ.get(settings.proxy_keys_env, ""))
+
+
+def _split_keys(raw: str) -> list[str]:
+    return [k.strip() for k in raw.split(",") if k.strip()]

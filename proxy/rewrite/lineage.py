@@ -1,0 +1,128 @@
+"""State follows the conversation, not only its name. What the rules derive from a history (the
+entities, the working set, the blocks inject forwarded, the stored turns) serves a request only
+if the request's history extends that history; a fork (a rewind, an edited earlier message, a
+``--continue`` from an older turn, two conversations that start alike under one name) never sees
+another branch's state.
+
+A checkpoint is the state after a request, keyed by its history: the number ``n`` of messages
+it held and a hash chained over their content hashes (in the rules' chat view, which reads
+cache marks and a re-serialised block list alike). The stored state is the head checkpoint;
+``_lineage`` holds the head's key and up to ``MAX_TIPS`` other branches' tips. A request
+resumes from the longest checkpoint that is a prefix of its own history, head or tip; with none
+it starts from nothing, and the rules derive the branch's state from the history it carries.
+
+What is kept session-wide, whatever the branch: what is anchored to message content and so
+applies only where that content is in the request (prune's overlay and its schedule), and the
+proxy's view of the provider's cache (``_prefix``). A lone user turn (a stateless client) keeps
+the stored turns (``history``), which history restore puts before it.
+
+Bounded: at most ``MAX_TIPS`` tips of at most ``MAX_TIP_BYTES`` (serialised) each, newest kept."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from rules.base import Context, SessionState, hash_bytes
+from rules.context import prune
+from rules.entities import history_restore
+
+NAMESPACE = "_lineage"
+PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
+# namespaces kept across branches (see above)
+SHARED = frozenset({prune.NAMESPACE, prune.SESSION, PREFIX_NAMESPACE, NAMESPACE})
+HISTORY = history_restore.NAMESPACE
+MAX_TIPS = 4
+MAX_TIP_BYTES = 64 * 1024
+
+Key = tuple[int, str]  # (messages, chained hash)
+
+
+def chain(hashes: Sequence[str], n: int) -> str:
+    """The hash chained over the first ``n`` content hashes."""
+    return hashlib.blake2b("\x00".join(hashes[:n]).encode(), digest_size=12).hexdigest()
+
+
+def history_hashes(ctx: Context) -> list[str]:
+    """The content hashes of the client's messages (the runner's records know them); a message
+    orjson refuses (a lone surrogate) is hashed by its repr instead."""
+    try:
+        return ctx.hashes_of(ctx.original_messages)
+    except TypeError:
+        out = []
+        for m in ctx.original_messages:
+            try:
+                out.append(ctx.hash_of(m))
+            except TypeError:
+                out.append(hash_bytes(repr(m).encode("utf-8", "surrogatepass")))
+        return out
+
+
+def key_of(hashes: Sequence[str]) -> list[Any]:
+    """A history's checkpoint key, as stored."""
+    return [len(hashes), chain(hashes, len(hashes))]
+
+
+def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
+    n = key[0]
+    return isinstance(n, int) and 0 <= n <= len(hashes) and chain(hashes, n) == key[1]
+
+
+def resume(
+    state: SessionState, hashes: Sequence[str], lone_turn: bool
+) -> tuple[SessionState, dict[str, Any] | None]:
+    """The state a request whose messages have these content hashes runs on, and, on a fork,
+    what it resumed from (for the report); the state's ``_lineage`` then keeps the branch left
+    as a tip. A state stored without a lineage is taken as it is."""
+    lineage = state.get(NAMESPACE)
+    if not isinstance(lineage, dict) or not isinstance(lineage.get("head"), list):
+        return state, None
+    head = lineage["head"]
+    if _extends(hashes, head):
+        return state, None
+    tips: list[list[Any]] = [t for t in lineage.get("tips") or [] if isinstance(t, list)]
+    best = max(
+        (t for t in tips if len(t) == 3 and _extends(hashes, t)),
+        key=lambda t: int(t[0]),
+        default=None,
+    )
+    left = {k: v for k, v in state.data.items() if k not in SHARED}
+    tips = [t for t in tips if t is not best]
+    if left:
+        tips.append([head[0], head[1], left])
+    branch: dict[str, Any] = dict(best[2]) if best is not None else {}
+    if lone_turn and HISTORY in state.data:
+        branch[HISTORY] = state.data[HISTORY]
+    shared = {k: v for k, v in state.data.items() if k in SHARED}
+    shared[NAMESPACE] = {"head": head, "tips": _bounded(tips)}
+    resumed = {"from": "tip" if best is not None else "none", "head_messages": head[0]}
+    if best is not None:
+        resumed["tip_messages"] = best[0]
+    return SessionState({**branch, **shared}), resumed
+
+
+def _bounded(tips: list[list[Any]]) -> list[list[Any]]:
+    """The newest ``MAX_TIPS`` tips that fit ``MAX_TIP_BYTES`` each (sized at each fork)."""
+    kept: list[list[Any]] = []
+    for tip in reversed(tips):
+        if len(kept) == MAX_TIPS:
+            break
+        if len(orjson.dumps(tip[2])) <= MAX_TIP_BYTES:
+            kept.append(tip)
+    kept.reverse()
+    return kept
+
+
+def record(state: SessionState, hashes: Sequence[str]) -> SessionState:
+    """The state to store after a request with these message hashes: its head key set."""
+    lineage = state.get(NAMESPACE)
+    tips = lineage.get("tips") if isinstance(lineage, dict) else None
+    value: dict[str, Any] = {"head": key_of(hashes)}
+    if tips:
+        value["tips"] = tips
+    if value == lineage:
+        return state
+    return state.with_value(NAMESPACE, value)
