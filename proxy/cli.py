@@ -170,11 +170,20 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
     return 0
 
 
+def _log_filters(args: argparse.Namespace) -> dict[str, Any]:
+    """``logs``' filters: ``--session`` as logs prints it (``principal/name``), or the client's
+    own name with ``--principal``."""
+    from proxy.inspect.tenancy import session_filter
+
+    principal = args.principal or None
+    return {"session": session_filter(args.session, principal), "principal": principal}
+
+
 async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
     store = _open_log(args)
     await store.open()
     try:
-        return await store.list_requests(session=args.session, limit=args.limit)
+        return await store.list_requests(**_log_filters(args), limit=args.limit)
     finally:
         await store.close()
 
@@ -194,7 +203,7 @@ async def _follow(args: argparse.Namespace) -> int:
     console.file.flush()
     try:
         return await follow(
-            store, console, session=args.session, interval=args.interval, since=since
+            store, console, **_log_filters(args), interval=args.interval, since=since
         )
     finally:
         await store.close()
@@ -288,7 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     logs = sub.add_parser("logs", help="list logged requests with their section sizes")
     common(logs)
-    logs.add_argument("--session")
+    logs.add_argument(
+        "--session",
+        help="a session id as logs prints it (principal/name), or the client's own name with "
+        "--principal",
+    )
+    logs.add_argument("--principal", help="only this principal's requests (its name as shown)")
     logs.add_argument("--limit", type=_positive_int, default=20)
     logs.add_argument("--json", action="store_true")
     logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")

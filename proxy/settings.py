@@ -106,6 +106,9 @@ class AuthSettings(_Strict):
     admin_key_env: str = "CTXPROXY_ADMIN_KEY"
     # How long the /ui login cookie stays valid.
     ui_session_hours: float = Field(default=12.0, ge=1 / 60, le=24 * 365)
+    # Refuse a Responses request whose previous_response_id was not relayed to the same
+    # principal (proxy.server.response_ids).
+    check_previous_response_id: bool = True
 
 
     @field_validator("principals")

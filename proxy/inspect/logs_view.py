@@ -20,6 +20,7 @@ LOOKBACK_S = 5.0  # rows are inserted milliseconds after created_at
 SECTION_COLUMNS = ("system", "tools", "user", "assistant", "tool_results", "injected")
 # Sections only some protocols have: a column when a listed row has it.
 EXTRA_SECTIONS = ("thinking", "reasoning")
+PRINCIPAL_WIDTH = 12  # a compact column: the full name starts the session id (and is in --json)
 
 
 def _when(ts: float | None) -> str:
@@ -32,19 +33,27 @@ def _size(sections: dict[str, Any] | None, name: str) -> str:
     return f"{before}" if before == after else f"{before}→{after}"
 
 
+def _principal(r: dict[str, Any]) -> str:
+    name = str(r.get("principal") or "-")
+    return name if len(name) <= PRINCIPAL_WIDTH else name[: PRINCIPAL_WIDTH - 1] + "…"
+
+
 def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> None:
     console = console or Console()
     table = Table(title="ctxproxy requests (newest first)")
     extra = [c for c in EXTRA_SECTIONS if any(c in (r.get("sections") or {}) for r in rows)]
     sections = (*SECTION_COLUMNS, *extra)
-    for col in ("id", "time", "session", "model", "protocol", "status", "tokens", *sections, "ms"):
-        table.add_column(col, overflow="fold")
+    columns = ("id", "time", "principal", "session", "model", "protocol", "status", "tokens")
+    for col in (*columns, *sections, "ms"):
+        # every id whole (folded when long): ``logs --session`` takes it as printed; the short
+        # cells on one line each
+        table.add_column(col, overflow="fold", no_wrap=col in ("time", "principal"))
     for r in map(for_terminal, rows):  # strings from requests: no terminal escapes
         tokens = f"{r.get('tokens_before') or 0}→{r.get('tokens_after') or 0}"
         cells = (
             r["id"],
             _when(r.get("created_at")),
-            str(r.get("session_id") or "-")[:24],
+            str(r.get("session_id") or "-"),
             str(r.get("model") or "-"),
             str(r.get("protocol") or "chat"),
             str(r.get("status") or "…"),
@@ -69,7 +78,9 @@ def format_line(r: dict[str, Any]) -> Text:
         " ",
         (r["id"], "bold"),
         " ",
-        (str(r.get("session_id") or "-")[:24], "cyan"),
+        (_principal(r), "yellow"),
+        " ",
+        (str(r.get("session_id") or "-"), "cyan"),
         " ",
         str(r.get("model") or "-"),
         " ",
@@ -93,6 +104,7 @@ async def follow(
     interval: float = 0.5,
     since: float | None = None,
     polls: int | None = None,
+    principal: str | None = None,
 ) -> int:
     """Print requests created after ``since`` (default: now) as they complete, until interrupted
     (or after ``polls`` polls); returns how many were printed. Rows are written a little after
@@ -106,7 +118,9 @@ async def follow(
         n += 1
         # Never moves back, so an id forgotten below cannot be printed twice.
         lower = max(lower, min(cursor, pending_from or cursor) - LOOKBACK_S)
-        rows = await store.list_requests(session=session, after_created=lower, limit=1000)
+        rows = await store.list_requests(
+            session=session, principal=principal, after_created=lower, limit=1000
+        )
         rows.reverse()  # oldest first
         for r in rows:
             if r["created_at"] > start and r.get("status") is not None and r["id"] not in printed:

@@ -30,7 +30,9 @@ def _title(row: dict[str, Any]) -> Text:
     colour = "green" if status and status < 400 else "red" if status else "yellow"
     t = Text.assemble(
         (row["id"], "bold"),
-        f"  {when}  session ",
+        f"  {when}  principal ",
+        (str(row.get("principal") or "-"), "yellow"),
+        "  session ",
         (str(row.get("session_id") or "-"), "cyan"),
         f"  model {row.get('model') or '-'}  protocol {row.get('protocol') or 'chat'}"
         f"  upstream {row.get('upstream') or '-'}  status ",

@@ -1,9 +1,10 @@
 """``/ui``: a small read-only web page served by the proxy itself, rendered on the server with
 Jinja2 (no build step, no JavaScript, no external assets: works offline). Sessions and requests
 (filterable, newest first), a request page with what ``ctxproxy show`` prints, and a session page
-charting context size per turn. Who may see them: ``proxy.auth.check_admin`` (with an admin key
-set, that key as a bearer header or the session cookie the POST login form sets; else loopback
-clients only, unless ``ui.public``)."""
+charting context size per turn. Each request and session names its principal, and the lists
+filter by it (``?principal=NAME``): the admin sees every principal. Who may see them:
+``proxy.auth.check_admin`` (with an admin key set, that key as a bearer header or the session
+cookie the POST login form sets; else loopback clients only, unless ``ui.public``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
 from proxy.errors import Forbidden, Unauthorized
 from proxy.inspect import report_view as rv
+from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
 
@@ -90,7 +92,13 @@ class UI:
             trim_blocks=True,
             lstrip_blocks=True,
         )
-        self.env.filters.update(when=_when, ms=_ms, cell=rv.cell, q=lambda s: quote(str(s), ""))
+        self.env.filters.update(
+            when=_when,
+            ms=_ms,
+            cell=rv.cell,
+            q=lambda s: quote(str(s), ""),
+            session_name=lambda sid, principal=None: session_parts(str(sid), principal)[1],
+        )
 
     def routes(self) -> list[BaseRoute]:
         static = Path(__file__).parent / "static"
@@ -184,7 +192,7 @@ class UI:
             return denied
         store = request.app.state.services.store
         qp = request.query_params
-        filters = {k: qp.get(k, "").strip() for k in ("session", "model", "status")}
+        filters = {k: qp.get(k, "").strip() for k in ("principal", "session", "model", "status")}
         status = _number(filters["status"])
         if filters["status"] and (status is None or not 100 <= status <= 599):
             return self._page(
@@ -193,8 +201,10 @@ class UI:
         limit = _number(qp.get("limit", "").strip() or "100")
         if limit is None or limit < 1:
             return self._page("bad_request.html", 400, problem="limit must be a positive number.")
+        principal = filters["principal"] or None
         rows = await store.list_requests(
-            session=filters["session"] or None,
+            session=session_filter(filters["session"], principal),
+            principal=principal,
             model=filters["model"] or None,
             status=status,
             limit=min(MAX_LIST, limit),
@@ -205,9 +215,8 @@ class UI:
                 len(rv.items(report, "repairs")),
                 len(rv.items(report, "pruning")),
             )
-        return self._page(
-            "index.html", rows=rows, sessions=await recent_sessions(store), filters=filters
-        )
+        sessions = await recent_sessions(store, principal=principal)
+        return self._page("index.html", rows=rows, sessions=sessions, filters=filters)
 
     async def request_page(self, request: Request) -> Response:
         if (denied := self._guard(request)) is not None:
@@ -253,18 +262,24 @@ class UI:
         if not rows:
             return self._page("missing.html", 404, what="session")
         rows.reverse()  # turn order
+        principal, name = session_parts(sid, rows[-1].get("principal"))
         return self._page(
             "session.html",
             session_id=sid,
+            principal=principal,
+            client_name=name,
             rows=rows,
             chart=session_chart(rows),
             parent=next((r["parent_session_id"] for r in rows if r.get("parent_session_id")), None),
         )
 
 
-async def recent_sessions(store: Any, limit: int = 50) -> list[dict[str, Any]]:
-    """Sessions seen in the latest requests, with totals; two indexed queries, no full scan."""
-    rows: list[dict[str, Any]] = await store.recent_sessions(RECENT_SCAN, limit)
+async def recent_sessions(
+    store: Any, limit: int = 50, principal: str | None = None
+) -> list[dict[str, Any]]:
+    """Sessions seen in the latest requests (of ``principal`` when given), with totals and their
+    principal; two indexed queries, no full scan."""
+    rows: list[dict[str, Any]] = await store.recent_sessions(RECENT_SCAN, limit, principal)
     return rows
 
 

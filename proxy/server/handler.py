@@ -36,6 +36,7 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
+from proxy.server.response_ids import Recorder, response_ids_for
 from proxy.server.wire import Call, Wire
 from proxy.settings import Settings
 from proxy.store.base import Store
@@ -71,6 +72,9 @@ class ProtocolHandler:
         self.s = services
         self.wire = wire
         self.bodies = wire.memory()  # each session's last body: the next one read where it differs
+        # the Responses API's: a previous_response_id must be one relayed to the same principal
+        ids = response_ids_for(services.settings, services.store) if wire.response_ids else None
+        self.response_ids = ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -100,6 +104,8 @@ class ProtocolHandler:
                     f"The model '{body['model']}' is not served by any configured upstream.",
                     param="model",
                 )
+            if self.response_ids is not None:  # refused before the rules see (and keep) it
+                await self.response_ids.require(principal, body)
             rewritten = await self.s.engine.rewrite(
                 body,
                 headers,
@@ -181,10 +187,13 @@ class ProtocolHandler:
             if "breakpoints" in response.extra:  # cache marks the litellm path placed
                 # written with the row's completion (``_fields``), not in a write of its own
                 row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
+            ids = None  # what notes the answer's response id, for its principal
+            if self.response_ids is not None:
+                ids = self.response_ids.recorder(principal, rewritten.body, response.status)
             if response.chunks is None:
-                await self._answer(send, response, row, started, out_headers)
+                await self._answer(send, response, row, started, out_headers, ids)
             else:
-                await self._relay(send, response, row, started, out_headers, watch)
+                await self._relay(send, response, row, started, out_headers, watch, ids)
 
     async def _answer(
         self,
@@ -193,11 +202,14 @@ class ProtocolHandler:
         row: dict[str, Any],
         started: float,
         out_headers: dict[str, str],
+        ids: Recorder | None = None,
     ) -> None:
         """A whole (non-streaming) upstream answer: relay it, then read its usage (the cache's
         feedback) and complete the log row, off the client's path; the row's times are taken
-        when the answer was ready."""
+        when the answer was ready. Its response id (``ids``) is noted before it is sent."""
         body = response.body or b""
+        if ids is not None:
+            ids.answer(body)
         ready = time.perf_counter()
         ttfb = (ready - started) * 1000
         try:
@@ -239,6 +251,7 @@ class ProtocolHandler:
         started: float,
         out_headers: dict[str, str],
         watch: DisconnectWatch,
+        ids: Recorder | None = None,
     ) -> None:
         """Relay upstream bytes as they come; complete the log row however the stream ends."""
         assert response.chunks is not None
@@ -266,6 +279,8 @@ class ProtocolHandler:
                         await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     finally:  # read once relayed: the client does not wait on the usage tap
                         tap.feed(chunk)
+                        if ids is not None:  # until the response id is found: one chunk
+                            ids.feed(chunk)
                         if tap.usage is not None and tap.usage is not noted:
                             noted = tap.usage
                             note_cache_usage(self.s.store, row, status, noted)

@@ -57,6 +57,9 @@ class Wire:
     error_body: Callable[[ProxyError], bytes]
     stream_error: Callable[[ProxyError], bytes]
     array: str = "messages"  # the body's conversation (``body_memory`` reuses its prefix)
+    # its answers carry ids a later request may continue (the Responses API's
+    # ``previous_response_id``): each kept to its principal (``proxy.server.response_ids``)
+    response_ids: bool = False
 
     def parse(self, raw: bytes) -> dict[str, Any]:
         """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""
@@ -114,4 +117,5 @@ RESPONSES_WIRE = Wire(
     shapes.openai_body,
     shapes.responses_stream_error,
     array="input",
+    response_ids=True,
 )

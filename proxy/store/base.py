@@ -114,9 +114,21 @@ class Store(Protocol):
         status: int | None = None,
         limit: int = 50,
         after_created: float | None = None,
-    ) -> list[dict[str, Any]]: ...
-    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]: ...
-    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]: ...
+        principal: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Newest first; each filter given narrows (``principal``: a principal's name)."""
+        ...
+
+    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+        """The latest sessions with their totals and principal."""
+        ...
+
+    async def recent_sessions(
+        self, scan: int, limit: int, principal: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Sessions seen in the latest ``scan`` requests (of ``principal`` when given), with
+        their totals and principal."""
+        ...
 
     # data lifecycle (proxy.store.retention)
     async def prune(self, older_than: float, idle_before: float) -> dict[str, int]: ...

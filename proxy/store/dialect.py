@@ -104,11 +104,17 @@ class Dialect:
         status: int | None,
         limit: int,
         after_created: float | None,
+        principal: str | None = None,
     ) -> tuple[str, list[Any]]:
-        """Newest first, by the (session_id, created_at) or created_at index."""
+        """Newest first, by the (session_id, created_at), (principal, created_at) or created_at
+        index."""
         where: list[str] = []
         params: list[Any] = []
-        for column, value in (("session_id", session), ("model", model), ("status", status)):
+        filters = (
+            ("session_id", session), ("principal", principal), ("model", model),
+            ("status", status),
+        )  # fmt: skip
+        for column, value in filters:
             if value is not None:
                 params.append(value)
                 where.append(f"{column} = {self.mark(len(params))}")
@@ -124,30 +130,39 @@ class Dialect:
 
     @property
     def list_sessions(self) -> str:
+        """A scoped session id has one principal: MAX picks it."""
         return (
-            "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
-            "MIN(created_at) AS first_seen, SUM(tokens_before) AS tokens_before, "
-            "SUM(tokens_after) AS tokens_after FROM requests WHERE session_id IS NOT NULL "
+            "SELECT session_id, MAX(principal) AS principal, COUNT(*) AS requests, "
+            "MAX(created_at) AS last_seen, MIN(created_at) AS first_seen, "
+            "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after "
+            "FROM requests WHERE session_id IS NOT NULL "
             f"GROUP BY session_id ORDER BY last_seen DESC LIMIT {self.mark(1)}"
         )
 
-    @property
-    def recent_session_ids(self) -> str:
-        """Sessions of the latest ``$1`` requests, newest first, at most ``$2``."""
+    def recent_session_ids(
+        self, scan: int, limit: int, principal: str | None = None
+    ) -> tuple[str, list[Any]]:
+        """Sessions of the latest ``scan`` requests (of ``principal`` when given, by its index),
+        newest first, at most ``limit``."""
+        params: list[Any] = [] if principal is None else [principal]
+        who = "" if principal is None else f"WHERE principal = {self.mark(1)} "
+        params += [scan, limit]
         return (
             "SELECT session_id FROM (SELECT session_id, created_at FROM requests "
-            f"ORDER BY created_at DESC LIMIT {self.mark(1)}) AS recent "
+            f"{who}ORDER BY created_at DESC LIMIT {self.mark(len(params) - 1)}) AS recent "
             "WHERE session_id IS NOT NULL GROUP BY session_id "
-            f"ORDER BY MAX(created_at) DESC LIMIT {self.mark(2)}"
-        )
+            f"ORDER BY MAX(created_at) DESC LIMIT {self.mark(len(params))}"
+        ), params
 
     def session_totals(self, n: int) -> tuple[str, bool]:
-        """Totals of ``n`` sessions; (sql, whether the ids go as one array parameter)."""
+        """Totals of ``n`` sessions, each with its principal; (sql, whether the ids go as one
+        array parameter)."""
         return (
-            "SELECT session_id, COUNT(*) AS requests, MAX(created_at) AS last_seen, "
-            "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after, "
-            f"SUM(cached_tokens) AS cached_tokens FROM requests WHERE session_id IN "
-            f"({self.marks(n)}) GROUP BY session_id ORDER BY last_seen DESC",
+            "SELECT session_id, MAX(principal) AS principal, COUNT(*) AS requests, "
+            "MAX(created_at) AS last_seen, SUM(tokens_before) AS tokens_before, "
+            "SUM(tokens_after) AS tokens_after, SUM(cached_tokens) AS cached_tokens "
+            f"FROM requests WHERE session_id IN ({self.marks(n)}) "
+            "GROUP BY session_id ORDER BY last_seen DESC",
             False,
         )
 

@@ -173,6 +173,22 @@ migration(
     """,
 )
 
+migration(
+    "m013_response_ids",
+    """
+    -- the Responses API's response ids relayed to each principal: a previous_response_id is
+    -- forwarded only for one of the request's own (proxy.server.response_ids); pruned with the
+    -- request log
+    CREATE TABLE response_ids (
+        principal TEXT NOT NULL,
+        id TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (principal, id)
+    );
+    CREATE INDEX response_ids_created ON response_ids(created_at);
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

@@ -215,6 +215,19 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             ('principals', replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''));
         """,
     ),
+    (
+        "m013_response_ids",
+        """
+        -- the Responses API's response ids relayed to each principal (proxy.server.response_ids)
+        CREATE TABLE response_ids (
+            principal TEXT NOT NULL,
+            id TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (principal, id)
+        );
+        CREATE INDEX response_ids_created ON response_ids(created_at);
+        """,
+    ),
 ]
 
 

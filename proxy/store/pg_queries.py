@@ -50,6 +50,12 @@ DELETE FROM requests WHERE id IN (
     SELECT id FROM requests WHERE created_at < $1 ORDER BY created_at LIMIT $2
 ) RETURNING id
 """
+# the response ids relayed (proxy.server.response_ids) go with the log rows of their time
+PRUNE_RESPONSE_IDS = """
+DELETE FROM response_ids WHERE ctid IN (
+    SELECT ctid FROM response_ids WHERE created_at < $1 ORDER BY created_at LIMIT $2
+) RETURNING id
+"""
 # Idle sessions (not saved since $1) among the next $3 after id $2, in key order: updated_at has
 # no index (a save then is a HOT update, migration m011), so the prune walks the primary key, a
 # bounded step at a time; ``last`` is where the next step starts (NULL: the end).

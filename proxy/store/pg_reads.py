@@ -34,15 +34,21 @@ class PgReads:
         status: int | None = None,
         limit: int = 50,
         after_created: float | None = None,
+        principal: str | None = None,
     ) -> list[dict[str, Any]]:
-        sql, params = POSTGRES.list_requests(session, model, status, limit, after_created)
+        sql, params = POSTGRES.list_requests(
+            session, model, status, limit, after_created, principal
+        )
         return [decode_row(r) for r in await self._pool.fetch(sql, *params)]
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]
 
-    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]:
-        ids = [r[0] for r in await self._pool.fetch(POSTGRES.recent_session_ids, scan, limit)]
+    async def recent_sessions(
+        self, scan: int, limit: int, principal: str | None = None
+    ) -> list[dict[str, Any]]:
+        sql, params = POSTGRES.recent_session_ids(scan, limit, principal)
+        ids = [r[0] for r in await self._pool.fetch(sql, *params)]
         if not ids:
             return []
         sql, _ = POSTGRES.session_totals(len(ids))
@@ -66,6 +72,7 @@ async def prune_rows(
     counts = {"requests": 0, "sessions": 0, "session_cache": 0}
     gone: list[str] = []
     counts["requests"] = await _steps(pool, q.PRUNE_REQUESTS, older_than)
+    counts["response_ids"] = await _steps(pool, q.PRUNE_RESPONSE_IDS, older_than)
     after: str | None = ""
     while idle_before > 0 and after is not None:  # the sessions, by key, a step at a time
         row = await pool.fetchrow(q.PRUNE_SESSIONS, idle_before, after, q.STEP_ROWS)

@@ -1,6 +1,7 @@
 """Data lifecycle for a long-running proxy: the retention policy (``store.retention_days`` for
-request-log rows, ``store.session_ttl_days`` for idle session state), the periodic prune that
-applies it, what ``ctxproxy vacuum`` runs, and the SQLite side of a store's ``prune`` and ``ping``.
+request-log rows and the response ids relayed, ``store.session_ttl_days`` for idle session
+state), the periodic prune that applies it, what ``ctxproxy vacuum`` runs, and the SQLite side of
+a store's ``prune`` and ``ping``.
 
 The prune never blocks a request: on SQLite each step (at most ``STEP_ROWS`` rows per statement,
 one short transaction) is run by the store's writer task between two of its batches, so request
@@ -141,6 +142,11 @@ _DELETE_REQUESTS = (
     "DELETE FROM requests WHERE rowid IN "
     "(SELECT rowid FROM requests WHERE created_at < ? ORDER BY created_at LIMIT ?)"
 )
+# the response ids relayed (proxy.server.response_ids) go with the log rows of their time
+_DELETE_RESPONSE_IDS = (
+    "DELETE FROM response_ids WHERE rowid IN "
+    "(SELECT rowid FROM response_ids WHERE created_at < ? ORDER BY created_at LIMIT ?)"
+)
 _IDLE_SESSIONS = "SELECT id FROM sessions WHERE updated_at < ? ORDER BY updated_at LIMIT ?"
 # a cache report whose session has no state row (or lost it): by its own time, in key order
 _ORPHAN_CACHE = (
@@ -152,7 +158,7 @@ _ORPHAN_CACHE = (
 
 async def prune_sqlite(store: Store, older_than: float, idle_before: float) -> dict[str, int]:
     """``Store.prune`` on SQLite: bounded steps, each one transaction in the writer task."""
-    counts = {"requests": 0, "sessions": 0, "session_cache": 0}
+    counts = {"requests": 0, "sessions": 0, "session_cache": 0, "response_ids": 0}
     limit = FIRST_STEP_ROWS
     while older_than > KEEP:
         delete = partial(_delete_requests, older_than=older_than, limit=limit)
@@ -164,6 +170,13 @@ async def prune_sqlite(store: Store, older_than: float, idle_before: float) -> d
             limit = max(MIN_STEP_ROWS, int(limit * STEP_TARGET_S / took))
         elif took < STEP_TARGET_S / 2:
             limit = min(STEP_ROWS, limit * 2)
+        await asyncio.sleep(STEP_PAUSE_S)
+    while older_than > KEEP:  # small rows: full steps
+        ids_step = partial(_delete_response_ids, older_than=older_than)
+        (deleted,) = await store.in_writer(ids_step)
+        counts["response_ids"] += deleted
+        if deleted < STEP_ROWS:
+            break
         await asyncio.sleep(STEP_PAUSE_S)
     while idle_before > KEEP:
         step = partial(_delete_idle_sessions, store=store, idle_before=idle_before)
@@ -207,6 +220,10 @@ async def _delete_requests(
     started = time.perf_counter()
     (deleted,) = await _in_transaction(db, [(_DELETE_REQUESTS, (older_than, limit))])
     return deleted, time.perf_counter() - started
+
+
+async def _delete_response_ids(db: aiosqlite.Connection, older_than: float) -> list[int]:
+    return await _in_transaction(db, [(_DELETE_RESPONSE_IDS, (older_than, STEP_ROWS))])
 
 
 async def _delete_idle_sessions(

@@ -321,16 +321,20 @@ class SQLiteStore:
         status: int | None = None,
         limit: int = 50,
         after_created: float | None = None,
+        principal: str | None = None,
     ) -> list[dict[str, Any]]:
-        sql, params = SQLITE.list_requests(session, model, status, limit, after_created)
+        sql, params = SQLITE.list_requests(session, model, status, limit, after_created, principal)
         return [_decode_row(r) for r in await self._fetch(sql, params)]
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in await self._fetch(SQLITE.list_sessions, (limit,))]
 
-    async def recent_sessions(self, scan: int, limit: int) -> list[dict[str, Any]]:
+    async def recent_sessions(
+        self, scan: int, limit: int, principal: str | None = None
+    ) -> list[dict[str, Any]]:
         """Sessions seen in the latest ``scan`` requests, with totals; two indexed queries."""
-        ids = [r[0] for r in await self._fetch(SQLITE.recent_session_ids, (scan, limit))]
+        sql, params = SQLITE.recent_session_ids(scan, limit, principal)
+        ids = [r[0] for r in await self._fetch(sql, params)]
         if not ids:
             return []
         sql, _ = SQLITE.session_totals(len(ids))

@@ -139,6 +139,7 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
 @pytest.mark.browser
 def test_ui_login_in_chromium(live_proxy, fake_upstream, browser, monkeypatch) -> None:
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", ADMIN_KEY)
+    monkeypatch.setenv("CTXPROXY_KEYS", "client-key-1")
     proxy = live_proxy(
         proxy_settings(
             fake_upstream.base_url,

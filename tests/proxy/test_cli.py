@@ -36,7 +36,7 @@ def test_rewrite_state_persists_with_db(tmp_path: Path) -> None:
     args = ("rewrite", "--db", db, "--session", "s1", "--now", "1000", str(f))
     first = orjson.loads(ctxproxy(*args).stdout)
     second = orjson.loads(ctxproxy(*args).stdout)
-    assert first["report"]["session"] == "s1"
+    assert first["report"]["session"] == "anonymous/s1"
     assert first["report"]["prefix_reuse"] is None
     assert second["report"]["prefix_reuse"] is not None  # the first call's state was kept
 

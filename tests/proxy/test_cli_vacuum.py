@@ -58,13 +58,14 @@ def test_vacuum_flags_override_the_config_and_print_json(tmp_path: Path) -> None
     cfg = tmp_path / "c.yaml"
     cfg.write_text("store:\n  retention_days: 0\n  session_ttl_days: 0\n")
     kept = orjson.loads(ctxproxy("vacuum", "--config", str(cfg), "--db", str(db), "--json").stdout)
-    assert kept["deleted"] == {"requests": 0, "sessions": 0, "session_cache": 0}
+    assert kept["deleted"] == {"requests": 0, "sessions": 0, "session_cache": 0, "response_ids": 0}
     out = ctxproxy(
         "vacuum", "--config", str(cfg), "--db", str(db), "--json", "--full",
         "--retention-days", "0.5", "--session-ttl-days", "10",
     )  # fmt: skip
     data = orjson.loads(out.stdout)
-    assert data["deleted"] == {"requests": 701, "sessions": 1, "session_cache": 0}
+    deleted = {"requests": 701, "sessions": 1, "session_cache": 0, "response_ids": 0}
+    assert data["deleted"] == deleted
     assert data["compaction"] == "vacuum"
     assert data["bytes_after"] < data["bytes_before"]
 

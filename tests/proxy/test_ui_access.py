@@ -88,6 +88,7 @@ async def test_without_a_key_remote_clients_are_refused(
     tmp_path: Path, monkeypatch, settings: Settings, peer: tuple[str, int]
 ) -> None:
     monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
+    monkeypatch.setenv("CTXPROXY_KEYS", "client-key")
     async with client_from(settings, str(tmp_path / "db"), peer) as client:
         # X-Forwarded-For is never read by the app: a remote client cannot claim loopback.
         spoof = {"x-forwarded-for": "127.0.0.1", "x-real-ip": "127.0.0.1"}

@@ -45,6 +45,7 @@ async def test_any_admin_cookie_is_a_login_page_not_a_500(
     tmp_path: Path, monkeypatch, cookie: str
 ) -> None:
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", "the-admin-key")
+    monkeypatch.setenv("CTXPROXY_KEYS", "client-key")
     settings = proxy_settings(
         UPSTREAM,
         auth={"mode": "keys"},

@@ -23,6 +23,7 @@ ADMIN = "the-admin-key"
 @pytest.fixture
 def keys_settings(monkeypatch):
     monkeypatch.setenv("CTXPROXY_ADMIN_KEY", ADMIN)
+    monkeypatch.setenv("CTXPROXY_KEYS", "client-key")
     return proxy_settings(
         UPSTREAM,
         auth={"mode": "keys", "ui_session_hours": 2},

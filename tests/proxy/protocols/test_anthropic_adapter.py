@@ -71,9 +71,11 @@ def assistant(*blocks: Any) -> dict[str, Any]:
     return {"role": "assistant", "content": list(blocks)}
 
 
-async def rewrite(engine: Engine, b: dict[str, Any], now: float = 1000.0) -> Rewritten:
+async def rewrite(
+    engine: Engine, b: dict[str, Any], now: float = 1000.0, headers: dict[str, str] | None = None
+) -> Rewritten:
     sent = copy.deepcopy(b)
-    out = await engine.rewrite(b, {}, now=now, adapter=ANTHROPIC)
+    out = await engine.rewrite(b, headers or {}, now=now, adapter=ANTHROPIC)
     assert b == sent, "the client's body was mutated"
     assert TAG.encode() not in orjson.dumps(out.body)
     assert anthropic_violations(out.body) == []
@@ -89,7 +91,7 @@ async def test_a_request_the_rules_leave_alone_is_the_clients_own_body(engine: E
     out = await rewrite(engine, b)
     assert out.body is b
     assert out.report["protocol"] == "anthropic"
-    assert out.session_id == "s-1"  # from metadata.user_id's JSON
+    assert out.client_session == "s-1"  # from metadata.user_id's JSON
 
 
 async def test_broken_history_is_forwarded_valid_with_untouched_blocks_identical(
@@ -226,12 +228,16 @@ async def test_the_first_user_message_is_never_altered(engine: Engine) -> None:
     """Claude Code's system[0] carries a check derived from the first user message's text:
     what the rules append to that message goes in a user message of its own after it."""
     turn = assistant(tool_use("toolu_1", "mkdir -p /w/d1 && echo made"))
-    await rewrite(engine, body(user("make /w/d1"), turn, user(result("toolu_1", "made"))))
-    # the same session goes on in a new conversation whose only user message is the first one
+    lead = {"x-session-id": "lead"}
+    await rewrite(
+        engine, body(user("make /w/d1"), turn, user(result("toolu_1", "made"))), 1000.0, lead
+    )
+    # a sub-agent's first request: its only user message is the first one
     first = user(
         text("<system-reminder>git</system-reminder>"), text("delete the folder I just created")
     )
-    out = await rewrite(engine, body(first), now=1010.0)
+    sub = {"x-session-id": "sub", "x-parent-session-id": "lead"}
+    out = await rewrite(engine, body(first), 1010.0, sub)
     fwd = out.body["messages"]
     assert same(fwd[0], first)
     assert len(fwd) == 2 and fwd[1]["role"] == "user"

@@ -145,13 +145,13 @@ def test_sessions_and_bodies_per_slot_are_bounded() -> None:
     memory = BodyMemory("messages", validate_body, max_slots=3)
     for k in range(5):
         memory.parse(orjson.dumps(chat(4, user=f"u{k}")), f"s{k}")
-    assert len(memory._slots) == 3 and ("s", "s0") not in memory._slots
+    assert len(memory._slots) == 3 and ("", "s", "s0") not in memory._slots
     one = BodyMemory("messages", validate_body)
     for k in range(PER_SLOT + 3):  # different first messages, one session header
         body = chat(4)
         body["messages"][0]["content"] = f"system {k}"
         one.parse(orjson.dumps(body), "same")
-    assert len(one._slots[("s", "same")]) == PER_SLOT
+    assert len(one._slots[("", "s", "same")]) == PER_SLOT
     held = sum(b.charge for bodies in one._slots.values() for b in bodies)
     assert one.held_bytes == held
 

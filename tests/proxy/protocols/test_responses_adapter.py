@@ -108,7 +108,7 @@ def same(a: Any, b: Any) -> bool:
 async def test_untouched_input_is_the_clients_own_body(engine: Engine) -> None:
     b = body(msg("developer", "You are Codex."), msg("user", "hello"))
     out = await rewrite(engine, b)
-    assert out.body is b and out.session_id == "thread-1"
+    assert out.body is b and out.client_session == "thread-1"
     assert out.report["protocol"] == "responses"
 
 

@@ -180,7 +180,7 @@ async def test_engine_hands_the_facts_to_the_rules_and_the_report(tmp_path: Path
         rule = ConfiguredRule(name="probe", config=RuleConfig())
         engine.pipeline = Pipeline([rule], "fail", modules={"probe": probe_rule(seen)})
         body = {"model": "claude-sonnet-4-5", "messages": [system(), user("hi")]}
-        store.cache_feedback.put("s1", CacheFeedback(1000.0, 3000, 2048, 512))
+        store.cache_feedback.put("anonymous/s1", CacheFeedback(1000.0, 3000, 2048, 512))
         out = await engine.rewrite(body, {}, now=1090.0, session_id="s1")
         fresh = await engine.rewrite(body, {}, now=1090.0, session_id="s2")
     finally:

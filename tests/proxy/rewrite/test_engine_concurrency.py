@@ -26,6 +26,8 @@ def mkdir_request(folder: str) -> dict:
 
 
 async def test_parallel_requests_of_one_session_keep_both_updates(tmp_path: Path) -> None:
+    """Two conversations under one name at once: both branches are kept (one as the head, the
+    other as a tip of its lineage), neither update is lost."""
     store = Store(str(tmp_path / "db"))
     await store.open()
     try:
@@ -34,8 +36,10 @@ async def test_parallel_requests_of_one_session_keep_both_updates(tmp_path: Path
             engine.rewrite(mkdir_request("/tmp/alpha"), {}, now=100.0, session_id="s"),
             engine.rewrite(mkdir_request("/tmp/beta"), {}, now=100.0, session_id="s"),
         )
-        state, _ = await store.load_state("s")
-        paths = {e["path"] for e in state.get("entities")}
+        state, _ = await store.load_state("anonymous/s")
+        branches = [state.data, *(tip[2] for tip in state.get("_lineage")["tips"])]
+        assert len(branches) == 2
+        paths = {e["path"] for branch in branches for e in branch["entities"]}
         assert paths == {"/tmp/alpha", "/tmp/beta"}
         assert len(store.locks) == 0  # idle sessions leave no lock behind
     finally:

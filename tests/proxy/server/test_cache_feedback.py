@@ -111,7 +111,7 @@ async def test_the_report_survives_a_restart(tmp_path: Path, edge: EdgeUpstream)
     async with in_process(settings, str(db)) as client:
         r = await client.post("/v1/chat/completions", json=request(user("one")), headers=headers)
         assert r.status_code == 200
-    assert stored_feedback(db) == [("sess-r", 1812, 1500, 300)]
+    assert stored_feedback(db) == [("anonymous/sess-r", 1812, 1500, 300)]
     async with in_process(settings, str(db)) as client:
         r = await client.post("/v1/chat/completions", json=request(user("two")), headers=headers)
         assert r.status_code == 200

@@ -54,7 +54,7 @@ async def test_session_id_header_is_percent_encoded(
         assert all(0x21 <= ord(c) <= 0x7E for c in value)
         assert unquote(value) == sid
         row = (await log_rows(client))[0]
-        assert row["status"] == 200 and row["session_id"] == sid
+        assert row["status"] == 200 and row["session_id"] == "anonymous/" + sid
         assert in_flight(client) == 0
 
 

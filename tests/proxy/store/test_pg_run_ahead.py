@@ -104,7 +104,7 @@ async def test_a_current_state_is_used_as_run_ahead(
         assert engine.events == (["held", "run"] if k == 0 else ["run", "held"])
     want = await reference(tmp_path, steps)
     assert [r.body for r in got] == [r.body for r in want]
-    state, _ = await a.load_state("s")
+    state, _ = await a.load_state("anonymous/s")
     assert entities(state) == ["/tmp/build-0", "/tmp/build-1", "/tmp/build-2"]
 
 
@@ -118,14 +118,14 @@ async def test_another_replicas_write_makes_the_pipeline_run_again_on_it(
     await a.flush()
     await on_b.rewrite(1, 20.0)  # a's cached state is now an old version
     await b.flush()
-    assert a.known_state("s") is not None
+    assert a.known_state("anonymous/s") is not None
     third = await on_a.rewrite(2, 30.0)
     await a.flush()
     assert on_a.events == ["run", "held", "run"]  # ahead on the old state, then on b's
     want = await reference(tmp_path, [(0, 10.0), (1, 20.0), (2, 30.0)])
     assert third.body == want[-1].body
     assert third.report["references"] == want[-1].report["references"]
-    state, _ = await b.load_state("s")
+    state, _ = await b.load_state("anonymous/s")
     assert entities(state) == ["/tmp/build-0", "/tmp/build-1", "/tmp/build-2"]
 
 
@@ -136,12 +136,12 @@ async def test_no_run_ahead_for_a_sub_agent_or_a_session_in_use(
     engine = Counted(Engine(load_settings(None), a, strict=True), a)
     await engine.rewrite(0, 10.0)
     await a.flush()
-    assert a.known_state("s") is not None
-    await a.locks.acquire("s")  # another request of the session is under way here
+    assert a.known_state("anonymous/s") is not None
+    await a.locks.acquire("anonymous/s")  # another request of the session is under way here
     try:
-        assert a.known_state("s") is None
+        assert a.known_state("anonymous/s") is None
     finally:
-        a.locks.release("s")
+        a.locks.release("anonymous/s")
     engine.events = []
     await engine.engine.rewrite(step(1), {}, now=20.0, session_id="child", parent_session_id="s")
     await a.flush()
@@ -157,7 +157,7 @@ async def test_a_run_ahead_that_fails_lets_the_session_go(
     engine = Engine(load_settings(None), a, strict=True)
     await engine.rewrite(step(0), {}, now=10.0, session_id="s")
     await a.flush()
-    before, _ = await a.load_state("s")
+    before, _ = await a.load_state("anonymous/s")
     run = engine.pipeline.run
     stop: Callable[..., Any]
     if fails == "pipeline":
@@ -183,7 +183,7 @@ async def test_a_run_ahead_that_fails_lets_the_session_go(
             break
         await asyncio.sleep(0.02)
     assert await advisory_locks(url) == 0
-    assert entities((await a.load_state("s"))[0]) == entities(before)
+    assert entities((await a.load_state("anonymous/s"))[0]) == entities(before)
     done = await engine.rewrite(step(1), {}, now=30.0, session_id="s")  # the session goes on
     assert done.body["messages"]
 
@@ -233,7 +233,7 @@ async def test_runs_ahead_on_the_state_the_last_request_is_still_saving(
     want = await reference(tmp_path, steps)
     assert [r.body for r in got] == [r.body for r in want]
     await a.flush()
-    assert entities((await a.load_state("s"))[0]) == [f"/tmp/build-{k}" for k in range(4)]
+    assert entities((await a.load_state("anonymous/s"))[0]) == [f"/tmp/build-{k}" for k in range(4)]
 
 
 async def test_a_failed_run_ahead_does_not_wait_for_a_lock_held_elsewhere(
@@ -247,7 +247,7 @@ async def test_a_failed_run_ahead_does_not_wait_for_a_lock_held_elsewhere(
     await a.flush()
     other = await asyncpg.connect(a.url)
     try:
-        await other.execute("SELECT pg_advisory_lock($1)", session_lock_key("s"))
+        await other.execute("SELECT pg_advisory_lock($1)", session_lock_key("anonymous/s"))
         run = engine.pipeline.run
 
         def stop(*args: Any) -> Any:

@@ -92,6 +92,6 @@ async def test_the_prune_walks_the_sessions_in_bounded_steps(
             await conn.close()
     finally:
         await store.close()
-    assert counts == {"requests": 0, "sessions": 5, "session_cache": 5}
+    assert counts == {"requests": 0, "sessions": 5, "session_cache": 5, "response_ids": 0}
     assert left == [f"s{i:02}" for i in range(1, 10, 2)]
     assert cache == 0

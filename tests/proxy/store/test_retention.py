@@ -61,7 +61,7 @@ async def test_old_rows_go_in_bounded_steps_and_recent_ones_stay(tmp_path: Path)
             lambda sql: deletes.append(sql) if sql.startswith("DELETE FROM requests") else None
         )
         counts = await retention.prune_now(store, 30, 14, now=NOW)
-        assert counts == {"requests": 1_234, "sessions": 0, "session_cache": 0}
+        assert counts == {"requests": 1_234, "sessions": 0, "session_cache": 0, "response_ids": 0}
         assert 3 <= len(deletes) <= 13  # 500 rows a step at most, one transaction each
         assert all(int(d.rsplit("LIMIT ", 1)[1].rstrip(")")) <= 500 for d in deletes)
         assert count(path, "requests") == 10
@@ -81,7 +81,7 @@ async def test_idle_sessions_go_with_their_cache_reports(tmp_path: Path) -> None
         store.cache_feedback.put("orphan", CacheFeedback(NOW - 30 * retention.DAY_S, 1, 0, 0))
         await store.flush()
         counts = await retention.prune_now(store, 30, 14, now=NOW)
-        assert counts == {"requests": 0, "sessions": 620, "session_cache": 621}
+        assert counts == {"requests": 0, "sessions": 620, "session_cache": 621, "response_ids": 0}
         assert count(path, "sessions") == 1 and count(path, "session_cache") == 1
         # forgotten in memory too: the session starts afresh
         state, _ = await store.load_state("idle3")
@@ -117,7 +117,7 @@ async def test_zero_keeps_everything(tmp_path: Path) -> None:
         await add_sessions(store, ["s"], 1.0)
         assert retention.cutoffs(0, 0, NOW) == (retention.KEEP, retention.KEEP)
         counts = await retention.prune_now(store, 0, 0, now=NOW)
-        assert counts == {"requests": 0, "sessions": 0, "session_cache": 0}
+        assert counts == {"requests": 0, "sessions": 0, "session_cache": 0, "response_ids": 0}
         assert count(path, "requests") == 5 and count(path, "sessions") == 1
         assert retention.start(store, 0, 0) is None  # nothing expires: no task
     finally:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from urllib.parse import unquote
 
 import orjson
 import pytest
@@ -90,6 +91,8 @@ async def test_no_secret_rests_in_the_database_or_shows_on_ui(
         rows = await log_rows(client)
         session = first.headers["x-ctxproxy-session-id"]
         assert SESSION_KEY not in session and session == second.headers["x-ctxproxy-session-id"]
+        session = rows[0]["session_id"]  # scoped by its principal, as the pages name it
+        assert session.endswith("/" + unquote(first.headers["x-ctxproxy-session-id"]))
         pages = [
             await client.get("/ui"),
             await client.get(f"/ui/sessions/{session}"),

@@ -1,0 +1,243 @@
+"""The Responses API's stored responses, kept to their principal: a request may continue one
+(``previous_response_id``) only if the proxy relayed that response to the same principal. In
+``auth.mode: keys`` every principal's calls go upstream with the server's one key, so without
+this check anyone who learns a response id could continue (and so read) another's conversation;
+in passthrough each credential is a principal of its own, so the check holds there too (and
+several clients sharing one ``api_key_env`` upstream key are kept apart).
+
+The ids relayed are read from the answer, where the Responses API writes them (the response
+object's first key, ``"id"``): a whole answer's body, a stream's ``response.created`` (the first
+event; ``response.completed`` repeats it). A stream is scanned only until the id is found, at most
+its first ``SCAN_LIMIT`` bytes. An answer to a request sent with ``store: false`` is not recorded:
+the provider keeps no response to continue.
+
+Kept in memory, an LRU of at most ``PER_PRINCIPAL`` ids for each principal and ``TOTAL`` in all
+(about 200 bytes each: ~10 MB when full), and in the store's ``response_ids`` table (migration
+m013), written off the request's path by the store's writer and read only on a miss in memory, so
+that replicas sharing a PostgreSQL store, and a restarted proxy, know them. Rows expire with the
+request log (``store.retention_days``, ``proxy.store.retention``); an id older than that is
+refused from memory too. An unknown id and another principal's get the same answer, so the answer
+tells nothing of whose an id is."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxy.errors import BadRequest, ProxyError
+
+if TYPE_CHECKING:
+    from proxy.settings import Settings
+    from proxy.store.base import Store
+
+PER_PRINCIPAL = 1_000
+TOTAL = 50_000
+SCAN_LIMIT = 1 << 20  # a stream's bytes scanned for its id at most
+LOOKUP_TIMEOUT_S = 2.0
+# PostgreSQL: a miss is read again once after this, in case the replica that relayed the id
+# has it still queued (its writer commits every 20 ms or so)
+RETRY_S = 0.25
+DAY_S = 86_400.0
+PARAM = "previous_response_id"
+log = logging.getLogger("ctxproxy.response_ids")
+
+_ID = rb'"id"\s{0,8}:\s{0,8}"([^"\\\s]{1,256})"'
+# A whole answer: the response object, ``id`` its first key.
+_BODY_ID = re.compile(rb"\A\s*\{\s*" + _ID)
+# A stream's events: ``"response": {"id": …`` (a quote inside a JSON string is escaped, so this
+# is a key; every event with a "response" key carries the response object).
+_EVENT_ID = re.compile(rb'"response"\s{0,8}:\s{0,8}\{\s{0,8}' + _ID)
+_CARRY = 320  # bytes kept between chunks: a match cut by a chunk's end is still found
+
+
+class CannotVerify(ProxyError):
+    """The store could not be read to check a ``previous_response_id``: refused, not forwarded."""
+
+    status = 503
+    error_type = "server_error"
+    code = "store_unavailable"
+
+
+def _sql(store: Store) -> tuple[str, str]:
+    """(insert, select) in the store's dialect."""
+    m = store.dialect.mark
+    insert = (
+        "INSERT INTO response_ids (principal, id, created_at) "
+        f"VALUES ({m(1)}, {m(2)}, {m(3)}) ON CONFLICT (principal, id) DO NOTHING"
+    )
+    select = f"SELECT created_at FROM response_ids WHERE principal = {m(1)} AND id = {m(2)}"
+    return insert, select
+
+
+class _Lru:
+    """(principal, id) -> when relayed: at most ``per_principal`` ids each, ``total`` in all,
+    the least recently used going first."""
+
+    def __init__(self, per_principal: int, total: int) -> None:
+        self.per_principal = per_principal
+        self.total = total
+        self._by: dict[str, OrderedDict[str, float]] = {}
+        self._all: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def get(self, principal: str, rid: str) -> float | None:
+        ids = self._by.get(principal)
+        at = ids.get(rid) if ids is not None else None
+        if ids is not None and at is not None:
+            ids.move_to_end(rid)
+            self._all.move_to_end((principal, rid))
+        return at
+
+    def put(self, principal: str, rid: str, at: float) -> bool:
+        """Whether it is new here."""
+        ids = self._by.setdefault(principal, OrderedDict())
+        new = rid not in ids
+        ids[rid] = at
+        ids.move_to_end(rid)
+        self._all[(principal, rid)] = None
+        self._all.move_to_end((principal, rid))
+        if len(ids) > self.per_principal:
+            old, _ = ids.popitem(last=False)
+            del self._all[(principal, old)]
+        if len(self._all) > self.total:
+            (who, old), _ = self._all.popitem(last=False)
+            rest = self._by[who]
+            del rest[old]
+            if not rest:
+                del self._by[who]
+        return new
+
+
+class ResponseIds:
+    """The ids relayed to each principal (``note``, ``recorder``) and the check (``require``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        retention_days: float = 0.0,
+        per_principal: int = PER_PRINCIPAL,
+        total: int = TOTAL,
+    ) -> None:
+        self.store = store
+        self.keep_s = retention_days * DAY_S if retention_days > 0 else None
+        self.memory = _Lru(per_principal, total)
+        self._insert, self._select = _sql(store)
+
+    def note(self, principal: str, rid: str, now: float | None = None) -> None:
+        """``rid`` was relayed to ``principal``: known here at once, in the store soon."""
+        at = time.time() if now is None else now
+        if self.memory.put(principal, rid, at):
+            self.store.write_later(self._insert, (principal, rid, at))
+
+    async def known(self, principal: str, rid: str, now: float | None = None) -> bool:
+        """Whether ``rid`` was relayed to ``principal`` (within the retention)."""
+        now = time.time() if now is None else now
+        oldest = now - self.keep_s if self.keep_s is not None else 0.0
+        at = self.memory.get(principal, rid)
+        if at is not None:
+            return at >= oldest
+        tries = 2 if self.store.kind == "postgresql" else 1
+        for attempt in range(tries):
+            if attempt:
+                await asyncio.sleep(RETRY_S)
+            try:
+                async with asyncio.timeout(LOOKUP_TIMEOUT_S):
+                    row = await self.store.fetchrow(self._select, (principal, rid))
+            except Exception as exc:
+                log.warning("previous_response_id: the store could not be read: %r", exc)
+                raise CannotVerify(
+                    "The proxy cannot check previous_response_id now; retry later.", param=PARAM
+                ) from None
+            if row is not None:
+                at = float(row[0])
+                if at < oldest:
+                    return False
+                self.memory.put(principal, rid, at)  # already stored: no write
+                return True
+        return False
+
+    async def require(self, principal: str, body: dict[str, Any]) -> None:
+        """Raise the Responses API's own error unless the body's ``previous_response_id``, if
+        any, was relayed to ``principal``."""
+        rid = body.get(PARAM)
+        if rid is None:
+            return
+        if not isinstance(rid, str):
+            raise BadRequest(f"'{PARAM}' must be a string.", param=PARAM)
+        if not await self.known(principal, rid):
+            shown = rid if len(rid) <= 80 else rid[:79] + "…"
+            raise BadRequest(
+                f"Previous response with id '{shown}' not found for this client.",
+                param=PARAM,
+                code="previous_response_not_found",
+            )
+
+    def recorder(self, principal: str, body: dict[str, Any], status: int) -> Recorder | None:
+        """What reads the id of the answer to ``body``; None when there is none to keep (an
+        error, or ``store: false``)."""
+        if not 200 <= status < 300 or body.get("store") is False:
+            return None
+        return Recorder(self, principal)
+
+
+class Recorder:
+    """Reads one answer's response id, whole (``answer``) or streamed (``feed``), and notes it."""
+
+    __slots__ = ("_carry", "_ids", "_principal", "_scanned", "done")
+
+    def __init__(self, ids: ResponseIds, principal: str) -> None:
+        self._ids = ids
+        self._principal = principal
+        self._carry = b""
+        self._scanned = 0
+        self.done = False
+
+    def answer(self, body: bytes) -> None:
+        self.done = True
+        found = _BODY_ID.match(body)
+        if found is not None:
+            self._note(found.group(1))
+            return
+        try:  # not written id first: read the whole answer
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(obj, dict) and obj.get("object") == "response":
+            rid = obj.get("id")
+            if isinstance(rid, str) and 0 < len(rid) <= 256:
+                self._note(rid.encode())
+
+    def feed(self, chunk: bytes) -> None:
+        if self.done:
+            return
+        data = self._carry + chunk if self._carry else chunk
+        found = _EVENT_ID.search(data)
+        if found is not None:
+            self.done = True
+            self._carry = b""
+            self._note(found.group(1))
+            return
+        self._scanned += len(chunk)
+        if self._scanned >= SCAN_LIMIT:
+            self.done = True
+            self._carry = b""
+        else:
+            self._carry = data[-_CARRY:]
+
+    def _note(self, rid: bytes) -> None:
+        self._ids.note(self._principal, rid.decode("utf-8", "replace"))
+
+
+def response_ids_for(settings: Settings, store: Store) -> ResponseIds | None:
+    """The check as configured (``auth.check_previous_response_id``); None when it is off."""
+    if not settings.auth.check_previous_response_id:
+        return None
+    return ResponseIds(store, settings.store.retention_days)

@@ -1,0 +1,88 @@
+"""Every request has a principal: a keyed hash of the credential in passthrough, a configured name
+or a keyed hash of the proxy key in keys mode, ``anonymous`` without a credential."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from proxy.errors import Unauthorized
+from proxy.principals import ANONYMOUS, Principals, credential, scoped, split_scoped
+from proxy.settings import AuthSettings, SettingsError, settings_from_mapping
+from tests.conftest import in_process, proxy_settings
+
+SECRET = b"s" * 32
+
+
+def test_passthrough_names_each_credential_by_a_keyed_hash() -> None:
+    p = Principals(AuthSettings(), SECRET)
+    a = p.of({"authorization": "Bearer sk-alice"})
+    assert a.startswith("pt-") and "sk-alice" not in a
+    assert p.of({"x-api-key": "sk-alice"}) == a  # the same credential, another header
+    assert p.of({"authorization": "Bearer sk-bob"}) != a
+    assert p.of({}) == ANONYMOUS and p.of({"authorization": "Basic x"}) == ANONYMOUS
+    # another server secret names the same key differently: the name tells nothing of the key
+    assert Principals(AuthSettings(), b"t" * 32).of({"x-api-key": "sk-alice"}) != a
+
+
+def test_keys_mode_names_keys_and_refuses_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXPROXY_KEYS", "k-plain")
+    monkeypatch.setenv("ALICE_OLD", "k-alice-1")
+    monkeypatch.setenv("ALICE_NEW", "k-alice-2, k-alice-3")
+    settings = AuthSettings(mode="keys", principals={"alice": ["ALICE_OLD", "ALICE_NEW"]})
+    p = Principals(settings, SECRET)
+    assert p.key_count == 4
+    # rotation: every key of a name is the same principal
+    for key in ("k-alice-1", "k-alice-2", "k-alice-3"):
+        assert p.of({"authorization": f"Bearer {key}"}) == "alice"
+    plain = p.of({"x-api-key": "k-plain"})
+    assert plain.startswith("key-") and "k-plain" not in plain
+    for headers in ({}, {"authorization": "Bearer nope"}, {"x-api-key": "k-alice"}):
+        with pytest.raises(Unauthorized):
+            p.of(headers)
+
+
+@pytest.mark.parametrize("name", ["anonymous", "legacy", "pt-x", "key-x", "a/b", "", "-x"])
+def test_reserved_or_malformed_principal_names_fail_at_start(name: str) -> None:
+    with pytest.raises(SettingsError, match="principal"):
+        settings_from_mapping({"auth": {"mode": "keys", "principals": {name: ["ENV"]}}})
+
+
+def test_scoped_keys_split_at_the_principal() -> None:
+    key = scoped("alice", "conv/with/slashes")
+    assert key == "alice/conv/with/slashes"
+    assert split_scoped(key) == ("alice", "conv/with/slashes")
+    assert credential({"authorization": "bearer  tok "}) == "tok"
+
+
+async def test_keys_mode_without_a_key_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CTXPROXY_KEYS", raising=False)
+    settings = proxy_settings(
+        "http://127.0.0.1:9/v1",
+        auth={"mode": "keys"},
+        upstreams=[{"name": "u", "base_url": "http://127.0.0.1:9/v1", "api_key_env": "UP"}],
+    )
+    with pytest.raises(SettingsError, match="no proxy key"):
+        async with in_process(settings, str(tmp_path / "db")):
+            pass
+
+
+async def test_the_server_secret_is_made_once_and_kept_with_the_store(tmp_path: Path) -> None:
+    from proxy.store.secrets import server_secret
+    from proxy.store.sqlite import SQLiteStore
+
+    async def secret_of(path: Path) -> bytes:
+        store = SQLiteStore(str(path))
+        await store.open()
+        try:
+            return await server_secret(store)
+        finally:
+            await store.close()
+
+    first = await secret_of(tmp_path / "a.db")
+    assert len(first) == 32
+    assert await secret_of(tmp_path / "a.db") == first  # a restart names every key alike
+    assert await secret_of(tmp_path / "b.db") != first
