@@ -53,6 +53,7 @@ def print_rows(rows: list[dict[str, Any]], console: Console | None = None) -> No
         cells = (
             r["id"],
             _when(r.get("created_at")),
+            _principal(r),
             str(r.get("session_id") or "-"),
             str(r.get("model") or "-"),
             str(r.get("protocol") or "chat"),

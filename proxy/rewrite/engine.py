@@ -254,7 +254,10 @@ class Engine:
             state=state,
             tools=request.lowered.tools,
             request=request.body,
-            ancestors=tuple(ancestors),
+            # named as the client names them: a note forwarded upstream never shows a principal
+            ancestors=tuple(
+                Ancestor(split_scoped(a.session_id)[1], a.state, a.depth) for a in ancestors
+            ),
             budget=self._budget(request),
             cache=cache,
         )

@@ -86,6 +86,7 @@ class ProtocolHandler:
             "created_at": time.time(),
             "path": scope["path"],
             "protocol": wire.adapter.name,
+            "principal": "-",  # not known yet: a request refused before it names nobody
         }
         self.s.observers.started()
         try:

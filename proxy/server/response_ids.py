@@ -3,21 +3,24 @@
 ``auth.mode: keys`` every principal's calls go upstream with the server's one key, so without
 this check anyone who learns a response id could continue (and so read) another's conversation;
 in passthrough each credential is a principal of its own, so the check holds there too (and
-several clients sharing one ``api_key_env`` upstream key are kept apart).
+several clients sharing one ``api_key_env`` upstream key are kept apart). An unknown id and
+another principal's get the same answer, which tells nothing of whose an id is.
 
 The ids relayed are read from the answer, where the Responses API writes them (the response
-object's first key, ``"id"``): a whole answer's body, a stream's ``response.created`` (the first
-event; ``response.completed`` repeats it). A stream is scanned only until the id is found, at most
-its first ``SCAN_LIMIT`` bytes. An answer to a request sent with ``store: false`` is not recorded:
-the provider keeps no response to continue.
+object's first key, ``"id"``): a whole answer's body (read whole if ``id`` is not first), a
+stream's ``response.created`` (the first event; ``response.completed`` repeats it). A stream is
+scanned only until the id is found, at most its first ``SCAN_LIMIT`` bytes. An answer to a
+request sent with ``store: false`` is not recorded: the provider keeps no response to continue.
 
 Kept in memory, an LRU of at most ``PER_PRINCIPAL`` ids for each principal and ``TOTAL`` in all
-(about 200 bytes each: ~10 MB when full), and in the store's ``response_ids`` table (migration
-m013), written off the request's path by the store's writer and read only on a miss in memory, so
-that replicas sharing a PostgreSQL store, and a restarted proxy, know them. Rows expire with the
-request log (``store.retention_days``, ``proxy.store.retention``); an id older than that is
-refused from memory too. An unknown id and another principal's get the same answer, so the answer
-tells nothing of whose an id is."""
+(about 450 bytes an id with Python's containers: ~9 MB when full), and in the store's
+``response_ids`` table (migration m013), written off the request's path by the store's writer and
+read (one primary-key lookup) only on a miss in memory, so that replicas sharing a PostgreSQL
+store, and a restarted proxy, know them. The memory is a cache of the table: a conversation
+continues its latest response, so the ids in use are about as many as the conversations going
+on. Rows expire with the request log (``store.retention_days``, ``proxy.store.retention``); an id
+older than that is refused from memory too. A store that cannot be read refuses (503), never lets
+an id through unchecked."""
 
 from __future__ import annotations
 
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
     from proxy.store.base import Store
 
 PER_PRINCIPAL = 1_000
-TOTAL = 50_000
+TOTAL = 20_000
 SCAN_LIMIT = 1 << 20  # a stream's bytes scanned for its id at most
 LOOKUP_TIMEOUT_S = 2.0
 # PostgreSQL: a miss is read again once after this, in case the replica that relayed the id
@@ -47,13 +50,15 @@ DAY_S = 86_400.0
 PARAM = "previous_response_id"
 log = logging.getLogger("ctxproxy.response_ids")
 
-_ID = rb'"id"\s{0,8}:\s{0,8}"([^"\\\s]{1,256})"'
+_ID = rb'"id"\s{0,8}:\s{0,8}"([^"\\\s\x00-\x1f\x7f]{1,256})"'
 # A whole answer: the response object, ``id`` its first key.
 _BODY_ID = re.compile(rb"\A\s*\{\s*" + _ID)
 # A stream's events: ``"response": {"id": …`` (a quote inside a JSON string is escaped, so this
 # is a key; every event with a "response" key carries the response object).
 _EVENT_ID = re.compile(rb'"response"\s{0,8}:\s{0,8}\{\s{0,8}' + _ID)
 _CARRY = 320  # bytes kept between chunks: a match cut by a chunk's end is still found
+# An id as kept: what the patterns above take (no quote, backslash, space or control character).
+_KEPT_ID = re.compile(r'[^"\\\s\x00-\x1f\x7f]{1,256}')
 
 
 class CannotVerify(ProxyError):
@@ -139,6 +144,8 @@ class ResponseIds:
 
     async def known(self, principal: str, rid: str, now: float | None = None) -> bool:
         """Whether ``rid`` was relayed to ``principal`` (within the retention)."""
+        if _KEPT_ID.fullmatch(rid) is None:  # never kept: not looked up
+            return False
         now = time.time() if now is None else now
         oldest = now - self.keep_s if self.keep_s is not None else 0.0
         at = self.memory.get(principal, rid)
@@ -212,8 +219,8 @@ class Recorder:
             return
         if isinstance(obj, dict) and obj.get("object") == "response":
             rid = obj.get("id")
-            if isinstance(rid, str) and 0 < len(rid) <= 256:
-                self._note(rid.encode())
+            if isinstance(rid, str) and _KEPT_ID.fullmatch(rid):
+                self._ids.note(self._principal, rid)
 
     def feed(self, chunk: bytes) -> None:
         if self.done:
@@ -232,8 +239,8 @@ class Recorder:
         else:
             self._carry = data[-_CARRY:]
 
-    def _note(self, rid: bytes) -> None:
-        self._ids.note(self._principal, rid.decode("utf-8", "replace"))
+    def _note(self, found: bytes) -> None:
+        self._ids.note(self._principal, found.decode("utf-8", "replace"))
 
 
 def response_ids_for(settings: Settings, store: Store) -> ResponseIds | None:

@@ -69,6 +69,11 @@ class Dialect:
 
     least = "MIN"  # the smaller of two values (SQLite's scalar MIN; PostgreSQL's LEAST)
 
+    def unindexed(self, column: str) -> str:
+        """``column`` in a condition that must not pick its index (SQLite's unary ``+``: it has
+        no statistics to prefer a more selective one by)."""
+        return f"+{column}"
+
     def learned_window_upsert(self, keep_s: float) -> str:
         """A window learned for (upstream, model): the smaller of the stored one and this one,
         unless the stored one is older than ``keep_s`` (a provider may have raised it)."""
@@ -107,13 +112,11 @@ class Dialect:
         principal: str | None = None,
     ) -> tuple[str, list[Any]]:
         """Newest first, by the (session_id, created_at), (principal, created_at) or created_at
-        index."""
+        index: a session's rows by its own (a scoped id has one principal)."""
         where: list[str] = []
         params: list[Any] = []
-        filters = (
-            ("session_id", session), ("principal", principal), ("model", model),
-            ("status", status),
-        )  # fmt: skip
+        who = "principal" if session is None else self.unindexed("principal")
+        filters = (("session_id", session), (who, principal), ("model", model), ("status", status))
         for column, value in filters:
             if value is not None:
                 params.append(value)
@@ -173,6 +176,9 @@ class PostgresDialect(Dialect):
 
     def mark(self, i: int) -> str:
         return f"${i}"
+
+    def unindexed(self, column: str) -> str:
+        return column  # the planner's statistics choose
 
     def coerce(self, row: dict[str, Any]) -> dict[str, Any]:
         """Numbers as the typed columns take them (asyncpg does not convert), text without NUL

@@ -58,13 +58,15 @@ def replicas(pg: tuple[PgServer, str], config: Path) -> Iterator[list[Replica]]:
         replica.stop()
 
 
-def body(folder: str, call_id: str) -> bytes:
-    conversation = request(
-        user("make a folder"),
-        assistant(None, shell(call_id, f"mkdir -p {folder}")),
-        result(call_id, "[Command finished with exit code 0]"),
-    )
-    return orjson.dumps(conversation)
+def body(folder: str, call_id: str, earlier: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """A conversation that made ``earlier`` folders (folder, call id), then ``folder``."""
+    turns = []
+    for made, made_id in (*earlier, (folder, call_id)):
+        turns += [
+            assistant(None, shell(made_id, f"mkdir -p {made}")),
+            result(made_id, "[Command finished with exit code 0]"),
+        ]
+    return orjson.dumps(request(user("make a folder"), *turns))
 
 
 async def load(
@@ -80,14 +82,18 @@ async def load(
 
         async def one_client(c: int) -> None:
             sid = f"{tag}-s{c % SESSIONS}"
+            earlier: tuple[tuple[str, str], ...] = ()
             for k in range(per_client):
+                # each client's conversation grows by a folder a request: a session holds one
+                # branch per client (its lineage keeps them apart), all written at once
                 folder = f"/w/{sid}/c{c}k{k}"
                 made.setdefault(sid, set()).add(folder)
                 r = await client.post(
                     urls[(c // SESSIONS + k) % len(urls)] + "/v1/chat/completions",
-                    content=body(folder, f"call_{c}_{k}"),
+                    content=body(folder, f"call_{c}_{k}", earlier),
                     headers={"content-type": "application/json", "x-session-id": sid},
                 )
+                earlier += ((folder, f"call_{c}_{k}"),)
                 statuses.append(r.status_code)
                 ids.append(r.headers.get("x-ctxproxy-request-id", ""))
                 if on_answer is not None:
@@ -115,10 +121,13 @@ async def completed_rows(url: str, ids: list[str], want: int, timeout: float = 2
 async def entity_paths(url: str, sid: str) -> set[str]:
     conn = await asyncpg.connect(url)
     try:
-        state = await conn.fetchval("SELECT state FROM sessions WHERE id = $1", sid)
+        # a client without a key: the anonymous principal's session
+        state = await conn.fetchval("SELECT state FROM sessions WHERE id = $1", "anonymous/" + sid)
     finally:
         await conn.close()
-    return {e["path"] for e in orjson.loads(state).get("entities", [])}
+    data = orjson.loads(state)
+    branches = [data, *(tip[2] for tip in data.get("_lineage", {}).get("tips", []))]
+    return {e["path"] for branch in branches for e in branch.get("entities", [])}
 
 
 async def test_two_replicas_lose_no_update_and_no_row(

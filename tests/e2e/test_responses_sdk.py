@@ -171,23 +171,25 @@ def test_codex_headers_and_state_pass_through(agent_proxy, responses_upstream) -
         "openai-beta": "responses_websockets=2026-02-06",
         "version": "0.169.0",
     }
-    client_for(proxy, default_headers=headers).responses.create(
+    client = client_for(proxy, default_headers=headers)
+    previous = client.responses.create(model=MODEL, input="hello", store=True)
+    client.responses.create(
         model=MODEL,
         input="hi",
-        previous_response_id="resp_prev_123",
+        previous_response_id=previous.id,  # one relayed to this client: forwarded
         prompt_cache_key=thread,
         store=True,
         extra_body={"client_metadata": {"thread_id": thread}},
     )
-    (seen,) = responses_upstream.responses
+    _, seen = responses_upstream.responses
     for name, value in headers.items():
         assert seen.header(name) == value, name
-    assert seen.json["previous_response_id"] == "resp_prev_123"
+    assert seen.json["previous_response_id"] == previous.id
     assert seen.json["prompt_cache_key"] == thread
     assert seen.json["store"] is True
     assert seen.json["client_metadata"] == {"thread_id": thread}
-    (row,) = completed_rows(proxy, 1)
-    assert row["protocol"] == "responses" and row["session_id"]
+    rows = completed_rows(proxy, 2)
+    assert all(r["protocol"] == "responses" and r["session_id"] for r in rows)
 
 
 def test_upstream_error_keeps_openai_shape(agent_proxy, responses_upstream) -> None:  # type: ignore[no-untyped-def]

@@ -74,7 +74,8 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
     rows = serve_a_session(proxy)
     # The rules that fill repairs and pruning are still being written: log one realistic row
     # for this session through the real Store API, as the newest turn.
-    pruned = realistic_row("req_ui_pruned", session=SESSION, created_at=time.time())
+    pruned = realistic_row("req_ui_pruned", session=f"anonymous/{SESSION}", created_at=time.time())
+    pruned["principal"] = "anonymous"  # the live requests' principal: no key was sent
     # (in a thread of its own: playwright's sync API keeps an event loop in this one)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, write_rows(proxy.db_path, pruned)).result()
@@ -106,7 +107,7 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
 
     # The session page: context size per turn, forwarded vs sent vs cached.
     page.click(f"main p.meta >> text={SESSION}")
-    page.wait_for_url(re.compile(f"/ui/sessions/{SESSION}$"))
+    page.wait_for_url(re.compile(f"/ui/sessions/anonymous(/|%2F){SESSION}$"))
     turns = page.locator("#turns tbody tr")
     assert turns.count() == 5
     for i, row in enumerate(rows):

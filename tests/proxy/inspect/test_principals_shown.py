@@ -171,9 +171,12 @@ async def test_ui_lists_and_filters_by_principal(tmp_path: Path, settings) -> No
         a, b = logged.principal[KEY_A], logged.principal[KEY_B]
         everything = (await client.get("/ui")).text
         assert 'name="principal"' in everything  # the filter form's field
+        requests = everything.split('id="requests"')[1]
         for key in (KEY_A, KEY_B):
-            assert all(rid in everything for rid in logged.ids[key])
-            assert f'href="/ui?principal={logged.principal[key]}"' in everything
+            link = f'<td><a class="principal" href="/ui?principal={logged.principal[key]}"'
+            for rid in logged.ids[key]:  # each request's row names its principal
+                row = requests.split(f'href="/ui/requests/{rid}"')[1].split("</tr>")[0]
+                assert link in row
             assert key not in everything
         sessions = everything.split('id="sessions"')[1].split("</table>")[0]
         assert "<th>principal</th>" in sessions
