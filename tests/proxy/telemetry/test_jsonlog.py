@@ -87,7 +87,8 @@ async def test_one_json_line_per_request_without_bodies_or_keys(tmp_path, upstre
     first, second = (orjson.loads(x) for x in lines)
     assert first["request_id"] == ok.headers["x-ctxproxy-request-id"]
     assert first["event"] == "request" and first["level"] == "INFO"
-    assert first["session"].startswith("pt-") and first["session"].endswith("/log-sess") and first["model"] == "gpt-4o"
+    assert first["session"].startswith("pt-") and first["session"].endswith("/log-sess")
+    assert first["model"] == "gpt-4o"
     assert first["status"] == 200 and first["upstream"] == "fake"
     assert first["tokens_before"] > 0
     assert (first["tokens_before"], first["tokens_after"]) == (
