@@ -22,7 +22,8 @@ from proxy.protocols.errors import anthropic_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.count_tokens import CountTokens
-from proxy.server.handler import ProtocolHandler, Services
+from proxy.server.handler import ProtocolHandler
+from proxy.server.services import Services
 from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError

@@ -26,7 +26,7 @@ from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_jso
 from proxy.server.wire import Call
 
 if TYPE_CHECKING:
-    from proxy.server.handler import Services
+    from proxy.server.services import Services
 
 log = logging.getLogger("ctxproxy.count_tokens")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -28,8 +27,6 @@ from proxy.errors import (
     UnsupportedMediaType,
     require_json,
 )
-from proxy.principals import Principals
-from proxy.rewrite.engine import Engine
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
@@ -37,12 +34,9 @@ from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
+from proxy.server.services import Services
 from proxy.server.wire import Call, Wire
-from proxy.settings import Settings
-from proxy.store.base import Store
-from proxy.telemetry.observe import Observers
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.sse_usage import UsageTap
 from proxy.upstream.usage import usage_fields, usage_of
 from rules.redact import redact, redact_text
@@ -50,18 +44,6 @@ from rules.redact import redact, redact_text
 log = logging.getLogger("ctxproxy.handler")
 # Errors raised before the body was read to its end.
 _BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)
-
-
-@dataclass
-class Services:
-    """What the handler needs, built once by the app's lifespan."""
-
-    settings: Settings
-    store: Store
-    engine: Engine
-    upstream: UpstreamClient
-    principals: Principals
-    observers: Observers = field(default_factory=Observers)
 
 
 class ProtocolHandler:

@@ -23,7 +23,7 @@ from rules.redact import redact
 from rules.report import Report, RescueSummary
 
 if TYPE_CHECKING:
-    from proxy.server.handler import Services
+    from proxy.server.services import Services
     from proxy.server.wire import Call, Wire
 
 log = logging.getLogger("ctxproxy.rescue")

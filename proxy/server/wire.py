@@ -24,7 +24,7 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import upstream_api_key
 
 if TYPE_CHECKING:
-    from proxy.server.handler import Services
+    from proxy.server.services import Services
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,24 @@
+"""What the handlers need, built once by the app's lifespan (``proxy.app``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxy.principals import Principals
+from proxy.rewrite.engine import Engine
+from proxy.settings import Settings
+from proxy.store.base import Store
+from proxy.telemetry.observe import Observers
+from proxy.upstream.openai import UpstreamClient
+
+
+@dataclass
+class Services:
+    """What the handler needs, built once by the app's lifespan."""
+
+    settings: Settings
+    store: Store
+    engine: Engine
+    upstream: UpstreamClient
+    principals: Principals
+    observers: Observers = field(default_factory=Observers)
