@@ -66,6 +66,19 @@ def key_of(hashes: Sequence[str]) -> list[Any]:
     return [len(hashes), chain(hashes, len(hashes))]
 
 
+def _head_and_key(hashes: Sequence[str], head: Sequence[Any]) -> tuple[bool, list[Any]]:
+    """Whether the history extends ``head``, and the history's own key: one pass of the hash
+    over the history (the head's prefix, then the rest)."""
+    n = head[0] if isinstance(head[0], int) and 0 <= head[0] <= len(hashes) else None
+    if n is None:
+        return False, key_of(hashes)
+    h = hashlib.blake2b("\x00".join(hashes[:n]).encode(), digest_size=12)
+    extends = h.copy().hexdigest() == head[1]
+    if n < len(hashes):
+        h.update(("\x00" if n else "").encode() + "\x00".join(hashes[n:]).encode())
+    return extends, [len(hashes), h.hexdigest()]
+
+
 def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
     n = key[0]
     return isinstance(n, int) and 0 <= n <= len(hashes) and chain(hashes, n) == key[1]
@@ -73,16 +86,18 @@ def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
 
 def resume(
     state: SessionState, hashes: Sequence[str], lone_turn: bool
-) -> tuple[SessionState, dict[str, Any] | None]:
-    """The state a request whose messages have these content hashes runs on, and, on a fork,
-    what it resumed from (for the report); the state's ``_lineage`` then keeps the branch left
-    as a tip. A state stored without a lineage is taken as it is."""
+) -> tuple[SessionState, dict[str, Any] | None, list[Any]]:
+    """The state a request whose messages have these content hashes runs on; on a fork, what it
+    resumed from (for the report), the state's ``_lineage`` then keeping the branch left as a
+    tip; and the request's own key, for ``record``. A state stored without a lineage is taken
+    as it is."""
     lineage = state.get(NAMESPACE)
-    if not isinstance(lineage, dict) or not isinstance(lineage.get("head"), list):
-        return state, None
-    head = lineage["head"]
-    if _extends(hashes, head):
-        return state, None
+    head = lineage.get("head") if isinstance(lineage, dict) else None
+    if not isinstance(head, list) or len(head) < 2:
+        return state, None, key_of(hashes)
+    extends, key = _head_and_key(hashes, head)
+    if extends:
+        return state, None, key
     tips: list[list[Any]] = [t for t in lineage.get("tips") or [] if isinstance(t, list)]
     best = max(
         (t for t in tips if len(t) == 3 and _extends(hashes, t)),
@@ -101,7 +116,7 @@ def resume(
     resumed = {"from": "tip" if best is not None else "none", "head_messages": head[0]}
     if best is not None:
         resumed["tip_messages"] = best[0]
-    return SessionState({**branch, **shared}), resumed
+    return SessionState({**branch, **shared}), resumed, key
 
 
 def _bounded(tips: list[list[Any]]) -> list[list[Any]]:
@@ -116,11 +131,11 @@ def _bounded(tips: list[list[Any]]) -> list[list[Any]]:
     return kept
 
 
-def record(state: SessionState, hashes: Sequence[str]) -> SessionState:
-    """The state to store after a request with these message hashes: its head key set."""
+def record(state: SessionState, key: list[Any]) -> SessionState:
+    """The state to store after a request whose history has this key (``resume``'s)."""
     lineage = state.get(NAMESPACE)
     tips = lineage.get("tips") if isinstance(lineage, dict) else None
-    value: dict[str, Any] = {"head": key_of(hashes)}
+    value: dict[str, Any] = {"head": key}
     if tips:
         value["tips"] = tips
     if value == lineage:

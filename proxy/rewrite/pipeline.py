@@ -297,7 +297,9 @@ class Pipeline:
         recall = _Recall(self.records, ctx, serialised)
         # the state of this request's own branch (``lineage``): its history's hashes are known now
         own = lineage.history_hashes(ctx)
-        resumed_state, fork = lineage.resume(ctx.state, own, is_lone_turn(ctx.original_messages))
+        resumed_state, fork, key = lineage.resume(
+            ctx.state, own, is_lone_turn(ctx.original_messages)
+        )
         if fork is not None:
             report["lineage"] = fork
             ctx = ctx.evolve(state=resumed_state)
@@ -331,7 +333,7 @@ class Pipeline:
         report["tokens"] = {"before": tokens_before, "after": tokens_after, "budget": ctx.budget}
         hashes = ctx.hashes_of(messages)
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
-        state = lineage.record(state, own)
+        state = lineage.record(state, key)
         recall.keep()
         if memos is not None and self.memos is not None:
             memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes

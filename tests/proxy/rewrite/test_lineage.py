@@ -15,7 +15,7 @@ def hashes(*names: str) -> list[str]:
 
 def stored(history: list[str], data: dict, tips: list | None = None) -> SessionState:
     """A state saved after a request with this history."""
-    state = lineage.record(SessionState(data), history)
+    state = lineage.record(SessionState(data), lineage.key_of(history))
     if tips is not None:
         state = state.with_value(lineage.NAMESPACE, {**state.get(lineage.NAMESPACE), "tips": tips})
     return state
@@ -27,18 +27,18 @@ SHARED = {"prune": {"edits": 1}, "prune_session": {"n": 1}, "_prefix": {"hashes"
 
 def test_a_history_that_extends_the_head_runs_on_the_state_as_stored() -> None:
     state = stored(hashes("s", "u", "a"), {**BRANCH, **SHARED})
-    resumed, fork = lineage.resume(state, hashes("s", "u", "a", "t", "u2"), lone_turn=False)
+    resumed, fork, _ = lineage.resume(state, hashes("s", "u", "a", "t", "u2"), lone_turn=False)
     assert resumed is state and fork is None
 
 
 def test_a_state_stored_without_a_lineage_is_taken_as_it_is() -> None:
     state = SessionState({**BRANCH})
-    assert lineage.resume(state, hashes("x"), lone_turn=False) == (state, None)
+    assert lineage.resume(state, hashes("x"), lone_turn=False)[:2] == (state, None)
 
 
 def test_a_fork_keeps_only_what_is_shared_and_leaves_the_branch_as_a_tip() -> None:
     state = stored(hashes("s", "u", "a", "t"), {**BRANCH, **SHARED})
-    resumed, fork = lineage.resume(state, hashes("s", "u", "b"), lone_turn=False)
+    resumed, fork, _ = lineage.resume(state, hashes("s", "u", "b"), lone_turn=False)
     assert fork == {"from": "none", "head_messages": 4}
     assert {k: resumed.data[k] for k in SHARED} == SHARED
     assert not set(BRANCH) & set(resumed.data)
@@ -51,7 +51,7 @@ def test_the_longest_matching_tip_is_resumed_and_leaves_the_tips() -> None:
     long = [4, lineage.chain(hashes("s", "u", "a", "t"), 4), {"entities": ["long"]}]
     other = [3, lineage.chain(hashes("s", "u", "z"), 3), {"entities": ["other"]}]
     state = stored(hashes("s", "u", "b"), {"entities": ["head"]}, tips=[short, long, other])
-    resumed, fork = lineage.resume(state, hashes("s", "u", "a", "t", "u3"), lone_turn=False)
+    resumed, fork, _ = lineage.resume(state, hashes("s", "u", "a", "t", "u3"), lone_turn=False)
     assert resumed.get("entities") == ["long"]
     assert fork == {"from": "tip", "head_messages": 3, "tip_messages": 4}
     tips = resumed.get(lineage.NAMESPACE)["tips"]
@@ -60,20 +60,22 @@ def test_the_longest_matching_tip_is_resumed_and_leaves_the_tips() -> None:
 
 def test_a_lone_turn_keeps_the_stored_turns_for_history_restore() -> None:
     state = stored(hashes("s", "u1"), {"history": [{"role": "user"}], **BRANCH})
-    resumed, _ = lineage.resume(state, hashes("s", "u2"), lone_turn=True)
+    resumed, _, _ = lineage.resume(state, hashes("s", "u2"), lone_turn=True)
     assert resumed.get("history") == [{"role": "user"}] and resumed.get("entities") is None
-    resumed, _ = lineage.resume(state, hashes("s", "u2"), lone_turn=False)
+    resumed, _, _ = lineage.resume(state, hashes("s", "u2"), lone_turn=False)
     assert resumed.get("history") is None
 
 
 def test_tips_are_bounded_by_count_and_size() -> None:
     big = {"entities": ["x" * (lineage.MAX_TIP_BYTES + 1)]}
     state = stored(hashes("s", "big"), big)
-    resumed, _ = lineage.resume(state, hashes("s", "other"), lone_turn=False)
+    resumed, _, _ = lineage.resume(state, hashes("s", "other"), lone_turn=False)
     assert resumed.get(lineage.NAMESPACE)["tips"] == []  # too big to keep
     for k in range(lineage.MAX_TIPS + 3):
-        state = lineage.record(state.with_value("entities", [k]), hashes("s", f"b{k}"))
-        state, _ = lineage.resume(state, hashes("s", f"b{k + 1}"), lone_turn=False)
+        state = lineage.record(
+            state.with_value("entities", [k]), lineage.key_of(hashes("s", f"b{k}"))
+        )
+        state, _, _ = lineage.resume(state, hashes("s", f"b{k + 1}"), lone_turn=False)
     tips = state.get(lineage.NAMESPACE)["tips"]
     assert [t[2]["entities"] for t in tips] == [[k] for k in range(3, lineage.MAX_TIPS + 3)]
     assert len(orjson.dumps(tips)) < lineage.MAX_TIPS * lineage.MAX_TIP_BYTES
@@ -81,8 +83,14 @@ def test_tips_are_bounded_by_count_and_size() -> None:
 
 def test_record_keeps_the_same_state_when_nothing_changed() -> None:
     state = stored(hashes("s", "u"), BRANCH)
-    assert lineage.record(state, hashes("s", "u")) is state
-    assert lineage.record(state, hashes("s", "u", "a")) is not state
+    assert lineage.record(state, lineage.key_of(hashes("s", "u"))) is state
+    assert lineage.record(state, lineage.key_of(hashes("s", "u", "a"))) is not state
+
+
+def test_resume_gives_the_key_record_stores() -> None:
+    for history in (hashes("s", "u"), hashes("s", "u", "a", "t"), hashes("s"), hashes("x", "y")):
+        state = stored(hashes("s", "u"), BRANCH)
+        assert lineage.resume(state, history, lone_turn=False)[2] == lineage.key_of(history)
 
 
 def test_the_chain_depends_on_every_hash_and_its_order() -> None:
