@@ -9,10 +9,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LITELLM_LOCAL_MODEL_COST_MAP=True
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY proxy ./proxy
 COPY rules ./rules
-RUN pip install --no-cache-dir . \
+# the versions the tests passed on (constraints.txt, written by bin/lock), not whatever is newest
+RUN pip install --no-cache-dir -c constraints.txt . \
     # the tokenizer files must be on disk: the container may have no internet
     && python -c "from proxy.tokens import TiktokenCounter as T; T('o200k_base'); T('cl100k_base')" \
     && useradd --create-home --uid 10001 ctxproxy \

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import orjson
 from starlette.applications import Starlette
@@ -33,6 +34,7 @@ from proxy.store.secrets import server_secret
 from proxy.telemetry import jsonlog, metrics
 from proxy.telemetry.health import readyz
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
+from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.openai import UpstreamClient, upstream_api_key
 
 
@@ -58,6 +60,7 @@ async def models(request: Request) -> Response:
         (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
     )
     overhead: dict[str, str] = {}  # the time before the upstream call, when there is one
+    unlisted: dict[str, str] | None = None  # the catch-all upstream's list could not be had
     if catch_all is not None:
         started = request.scope.get("state", {}).get("overhead_started")
         if started is not None:
@@ -73,9 +76,18 @@ async def models(request: Request) -> Response:
                 have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
                 listed["data"].extend(_model_entry(n) for n in names if n not in have)
                 return _json(listed, headers=overhead)
-        except (ProxyError, orjson.JSONDecodeError):
-            pass
-    return _json({"object": "list", "data": [_model_entry(n) for n in names]}, headers=overhead)
+            why = f"it answered {status} without a model list"
+        except ProxyError as exc:
+            why = exc.message
+        except orjson.JSONDecodeError:
+            why = "its answer was not JSON"
+        # said, not hidden: a list of the configured names alone reads as "no models"
+        unlisted = {"upstream": catch_all.name, "error": f"could not list its models: {why}"}
+    answer: dict[str, Any] = {"object": "list", "data": [_model_entry(n) for n in names]}
+    if unlisted is not None:
+        answer["ctxproxy_unlisted"] = unlisted
+        overhead["x-ctxproxy-upstream-unlisted"] = unlisted["upstream"]
+    return _json(answer, headers=overhead)
 
 
 def route_path(scope: Scope) -> str:
@@ -225,7 +237,9 @@ def create_app(
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         engine = Engine(settings, store, counters, budget_override, strict=strict)
         await engine.recall_windows(time.time())
-        upstream = UpstreamClient(settings.limits.upstream_max_connections)
+        # the server-side keys, read once: redacted from the upstreams' errors to the client
+        errors = ErrorRedactor.for_upstreams(settings.upstreams)
+        upstream = UpstreamClient(settings.limits.upstream_max_connections, errors)
         services = Services(settings, store, engine, upstream, principals)
         app.state.services = services
         app.state.handlers = {

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import sys
 import tempfile
 import time
@@ -86,7 +87,8 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
     where = f"[{host}]" if ":" in host else host
     base = f"http://{where}:{port}"
     routes = "; ".join(
-        f"{u.name} ({u.kind}{'/' + u.provider if u.provider else ''}): {', '.join(u.match)}"
+        f"{u.name} ({u.kind}{'/' + u.provider if u.provider else ''}{_from_env(settings, u.name)})"
+        f": {', '.join(u.match)}"
         for u in settings.upstreams
     )
     return (
@@ -94,6 +96,12 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
         f"database: {database} · "
         f"ui: {base}/ui"
     )
+
+
+def _from_env(settings: Settings, upstream: str) -> str:
+    """Where an upstream's base_url came from when not the file: the variable, never its value."""
+    variable = settings.base_url_variable_of(upstream)
+    return f", base_url from {variable}" if variable else ""
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -188,14 +196,25 @@ async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
         await store.close()
 
 
-async def _follow(args: argparse.Namespace) -> int:
+def _console() -> Any:
+    """A rich console on stdout whose closed pipe ends the command as ``main`` ends it (rich's
+    own answer is exit status 1)."""
     from rich.console import Console
 
+    class PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+    return PipeConsole()
+
+
+async def _follow(args: argparse.Namespace) -> int:
     from proxy.inspect.logs_view import follow
 
     store = _open_log(args)
     await store.open()
-    console = Console()
+    console = _console()
     since = time.time()  # "new" means created after this line is printed
     console.print(
         f"following new requests in {store.describe()} (Ctrl-C to stop)", style="dim", markup=False
@@ -203,7 +222,12 @@ async def _follow(args: argparse.Namespace) -> int:
     console.file.flush()
     try:
         return await follow(
-            store, console, **_log_filters(args), interval=args.interval, since=since
+            store,
+            console,
+            **_log_filters(args),
+            interval=args.interval,
+            since=since,
+            wide=args.wide,
         )
     finally:
         await store.close()
@@ -223,7 +247,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
         return 0
     from proxy.inspect.logs_view import print_rows
 
-    print_rows(rows)
+    print_rows(rows, _console(), wide=args.wide)
     return 0
 
 
@@ -251,12 +275,29 @@ def cmd_show(args: argparse.Namespace) -> int:
         return 0
     from proxy.inspect.show import render
 
-    render(row)
+    render(row, _console())
     return 0
 
 
+DESCRIPTION = """\
+A reverse proxy between AI agents and their model providers (OpenAI Chat Completions, Anthropic
+Messages, the Responses API): it repairs each request's context on the way through, prunes it
+under a token budget and logs what every request is made of.
+
+  ctxproxy serve              run the proxy (http://127.0.0.1:8787 by default)
+  ctxproxy logs               the latest requests, one line each (--follow: live)
+  ctxproxy show last          one request: sections, what the rules did, usage, diff
+  ctxproxy rewrite FILE       what the proxy would forward for one request body
+  ctxproxy vacuum | migrate   the request log's upkeep"""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxproxy", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="ctxproxy",
+        description=DESCRIPTION,
+        epilog="Run 'ctxproxy COMMAND --help' for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -295,16 +336,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rewrite.set_defaults(func=cmd_rewrite)
 
-    logs = sub.add_parser("logs", help="list logged requests with their section sizes")
+    logs = sub.add_parser(
+        "logs",
+        help="list logged requests, newest first, one line each",
+        description="The latest logged requests, newest first, one line each: time, request id "
+        "(as show takes it), principal, status, model, billed input tokens sent → forwarded "
+        "(system, tools schema and messages) and the proxy's own time. Piped, the lines are "
+        "plain text.",
+    )
     common(logs)
     logs.add_argument(
         "--session",
-        help="a session id as logs prints it (principal/name), or the client's own name with "
-        "--principal",
+        help="a session id as logs --wide prints it (principal/name), or the client's own name "
+        "with --principal",
     )
     logs.add_argument("--principal", help="only this principal's requests (its name as shown)")
-    logs.add_argument("--limit", type=_positive_int, default=20)
-    logs.add_argument("--json", action="store_true")
+    logs.add_argument("--limit", type=_positive_int, default=20, help="how many (default 20)")
+    logs.add_argument(
+        "--json",
+        action="store_true",
+        help="JSON Lines: each request's whole log row as one JSON object per line",
+    )
+    logs.add_argument(
+        "--wide",
+        action="store_true",
+        help="also the whole session id, protocol, cache, rule counts and sections, on lines of "
+        "their own under each request",
+    )
     logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")
     logs.add_argument("--interval", type=float, default=0.5, help="--follow poll interval (s)")
     logs.set_defaults(func=cmd_logs)
@@ -319,6 +377,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_PIPE_CLOSED = 141  # what a shell reports for a command its reader stopped (128 + SIGPIPE)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -326,6 +387,17 @@ def main(argv: list[str] | None = None) -> int:
     except (SettingsError, CliError) as exc:
         sys.stderr.write(f"ctxproxy: {exc}\n")
         return 2
+    except BrokenPipeError:  # ``ctxproxy logs --json | head -1``: the reader has what it wanted
+        _quiet_stdout()
+        return EXIT_PIPE_CLOSED
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit cannot raise again (and print)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ from proxy.tokens import ensure_offline_tiktoken
 @cache
 def load_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    # nothing litellm would fetch on its own (its Anthropic beta-header table on the first
+    # streamed Messages request, from GitHub, blocking the event loop): its bundled copies
+    os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     ensure_offline_tiktoken()
     import litellm
 

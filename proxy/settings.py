@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -195,6 +197,8 @@ class Settings(_Strict):
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )
     _routes: dict[str, UpstreamSettings | None] = PrivateAttr(default_factory=dict)
+    # upstream name -> the environment variable its base_url came from (load_settings)
+    _base_url_from: dict[str, str] = PrivateAttr(default_factory=dict)
 
     @field_validator("upstreams")
     @classmethod
@@ -244,6 +248,10 @@ class Settings(_Strict):
             raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
         return out
 
+    def base_url_variable_of(self, upstream: str) -> str | None:
+        """The environment variable that set upstream ``upstream``'s base_url, if one did."""
+        return self._base_url_from.get(upstream)
+
     def upstream_for(self, model: str) -> UpstreamSettings | None:
         """The first upstream serving ``model``; memoised per name (bounded: names come from
         clients), since glob matching every request costs more than the lookup."""
@@ -283,14 +291,77 @@ def settings_from_mapping(data: dict[str, Any]) -> Settings:
     return settings
 
 
-def load_settings(path: str | Path | None) -> Settings:
-    """Settings from a YAML file, or the built-in defaults (every rule on) when ``path`` is None."""
+def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = None) -> Settings:
+    """Settings from a YAML file, or the built-in defaults (every rule on) when ``path`` is None;
+    an upstream's base_url from ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL`` in ``environ`` (the
+    process environment by default) when that is set (``base_url_variable``)."""
+    environ = os.environ if environ is None else environ
     if path is None:
-        return settings_from_mapping({})
+        data: Any = {}
+    else:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            raise SettingsError(f"cannot read configuration {path}: {exc}") from None
+        if not isinstance(data, dict):
+            raise SettingsError(f"configuration {path} must be a mapping at the top level")
+    data, applied = _env_base_urls(data, environ)
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise SettingsError(f"cannot read configuration {path}: {exc}") from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"configuration {path} must be a mapping at the top level")
-    return settings_from_mapping(data)
+        settings = settings_from_mapping(data)
+    except SettingsError as exc:
+        if not applied:
+            raise
+        named = ", ".join(sorted(applied.values()))
+        raise SettingsError(f"{exc}\n  (base_url set from the environment: {named})") from None
+    settings._base_url_from = applied
+    return settings
+
+
+BASE_URL_VARIABLE = re.compile(r"CTXPROXY_UPSTREAM_([A-Z0-9_]+)_BASE_URL")
+_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)
+
+
+def base_url_variable(name: str) -> str:
+    """The environment variable that overrides upstream ``name``'s base_url:
+    ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL``, the name upper-cased with every character but a letter
+    or digit as ``_`` (``claude`` -> ``CTXPROXY_UPSTREAM_CLAUDE_BASE_URL``)."""
+    return f"CTXPROXY_UPSTREAM_{re.sub(r'[^A-Z0-9]', '_', name.upper())}_BASE_URL"
+
+
+def _env_base_urls(
+    data: dict[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """``data`` with each upstream's base_url replaced by its non-empty
+    ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL``, and {upstream name: variable} of those applied. The
+    server's environment is the operator's (a request never reaches it); a variable naming no
+    upstream, two upstreams, or holding no http(s) URL fails start-up rather than letting
+    requests go where the operator did not mean them to."""
+    wanted = {
+        k: v.strip() for k, v in environ.items() if BASE_URL_VARIABLE.fullmatch(k) and v.strip()
+    }
+    if not wanted:
+        return data, {}
+    upstreams = data.get("upstreams")
+    entries = upstreams if isinstance(upstreams, list) else []
+    named: dict[str, list[int]] = {}
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            named.setdefault(base_url_variable(entry["name"]), []).append(i)
+    problems = []
+    applied: dict[str, str] = {}
+    replaced = list(entries)
+    for variable, url in sorted(wanted.items()):
+        where = named.get(variable, [])
+        if len(where) != 1:
+            names = ", ".join(repr(e["name"]) for e in entries if isinstance(e, dict)) or "none"
+            what = "no upstream" if not where else "more than one upstream"
+            problems.append(f"{variable}: {what} has that name (upstreams: {names})")
+        elif not _URL.fullmatch(url):
+            problems.append(f"{variable}: not an http:// or https:// URL")
+        else:
+            entry = entries[where[0]]
+            replaced[where[0]] = {**entry, "base_url": url}
+            applied[entry["name"]] = variable
+    if problems:
+        raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
+    return {**data, "upstreams": replaced}, applied

@@ -1,14 +1,18 @@
 """Token counting with tiktoken, offline, with counts cached per text so a conversation that grows
-by two messages costs two messages of counting."""
+by two messages costs two messages of counting. Media parts (images, audio, documents) count the
+providers' published estimates (``rules.media``). A tokenizer that fails on a text, however it
+fails (tiktoken panics on about a million spaces), leaves that text an estimate of
+``CHARS_PER_TOKEN`` characters a token (``count_guarded``): counting never fails a request."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from operator import is_
 from pathlib import Path
@@ -16,9 +20,13 @@ from typing import Any
 
 import orjson
 
+from proxy.failures import STOPPING
 from proxy.generations import Generations, compact
 from rules.base import Message
+from rules.media import media_tokens
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
+
+log = logging.getLogger("ctxproxy.tokens")
 
 # Chat formats add a few tokens per message for the role and separators (OpenAI's cookbook figure).
 PER_MESSAGE_OVERHEAD = 4
@@ -64,10 +72,60 @@ def _encoding(name: str) -> Any:
     return tiktoken.get_encoding(name)
 
 
+def _loaded(name: str) -> Callable[[str], Any]:
+    """The encoding's ``encode_ordinary``; when it cannot be loaded (its file missing offline),
+    one that fails, so every text is estimated (``count_guarded`` logs it)."""
+    try:
+        encode: Callable[[str], Any] = _encoding(name).encode_ordinary
+    except STOPPING:
+        raise
+    except BaseException as exc:
+        failure = exc
+
+        def encode(text: str) -> Any:
+            raise RuntimeError(f"the {name} encoding could not be loaded: {failure!r}")
+
+    return encode
+
+
+# The estimate for a text the tokenizer failed on: English prose runs about 4 characters a token.
+CHARS_PER_TOKEN = 4
+_warned: set[str] = set()  # the encodings whose failure was logged (once per process each)
+
+
+def estimate_tokens(text: str) -> int:
+    """``text``'s tokens estimated from its length (``CHARS_PER_TOKEN``), rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def count_guarded(encode: Callable[[str], Any], text: str, encoding: str) -> tuple[int, bool]:
+    """(tokens, counted): ``len(encode(text))``, or the estimate when the tokenizer failed in any
+    way but the process or task being stopped (pyo3's ``PanicException`` is a
+    ``BaseException``). The first failure of each encoding is logged as a warning."""
+    try:
+        return len(encode(text)), True
+    except STOPPING:
+        raise
+    except BaseException as exc:
+        if encoding not in _warned:
+            _warned.add(encoding)
+            log.warning(
+                "the %s tokenizer failed (%s) on a text of %d characters: such texts are "
+                "estimated at %d characters a token (logged once)",
+                encoding, type(exc).__name__, len(text), CHARS_PER_TOKEN,
+            )  # fmt: skip
+        return estimate_tokens(text), False
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 # Texts up to this length are their own cache key (str hashing is the cheapest key there is, and
 # the cache is bounded by the characters it holds); a longer one is keyed by a digest, so one huge
 # tool output never pins megabytes.
 _INLINE_KEY_CHARS = 262_144
+_MAX_FAILED = 256  # texts remembered as failed, per counter
 
 
 class TiktokenCounter:
@@ -76,7 +134,10 @@ class TiktokenCounter:
 
     def __init__(self, encoding_name: str = "o200k_base", cache_chars: int = 32_000_000) -> None:
         self.encoding_name = encoding_name
-        self._encode = _encoding(encoding_name).encode_ordinary
+        self._encode: Callable[[str], Any] = _loaded(encoding_name)
+        # digests of the texts the tokenizer failed on: never handed to it again (bounded)
+        self._failed: OrderedDict[bytes, int] = OrderedDict()
+        self._failed_chars = 0  # the length of the shortest text that failed (once one has)
         self._cache: OrderedDict[str | bytes, int] = OrderedDict()
         self._cache_chars = cache_chars
         self._held = 0
@@ -88,8 +149,7 @@ class TiktokenCounter:
             return 0
         key: str | bytes = text
         if len(text) > _INLINE_KEY_CHARS:
-            raw = text.encode("utf-8", "surrogatepass")
-            key = hashlib.blake2b(raw, digest_size=16).digest()
+            key = _digest(text)
         cached = self._cache.get(key)  # a C-level OrderedDict call: atomic, no lock needed to read
         if cached is not None:
             # evicted by another thread meanwhile: fine. (contextlib.suppress would cost more than
@@ -99,7 +159,7 @@ class TiktokenCounter:
             except KeyError:
                 pass
             return cached
-        n = len(self._encode(text))
+        n = self._count(text, key)
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = n
@@ -109,8 +169,29 @@ class TiktokenCounter:
                     self._held -= len(old)
         return n
 
+    def _count(self, text: str, key: str | bytes) -> int:
+        """The tokenizer's count, or the estimate for a text it failed on (then or before)."""
+        failed = self._failed
+        # only texts as long as one that failed can be one: no digest to pay for the others
+        digest = None
+        if failed and len(text) >= self._failed_chars:
+            digest = key if isinstance(key, bytes) else _digest(text)
+            known = failed.get(digest)
+            if known is not None:
+                return known
+        n, counted = count_guarded(self._encode, text, self.encoding_name)
+        if not counted:
+            with self._lock:
+                failed[digest or (key if isinstance(key, bytes) else _digest(text))] = n
+                shortest = self._failed_chars
+                self._failed_chars = min(shortest, len(text)) if shortest else len(text)
+                while len(failed) > _MAX_FAILED:
+                    failed.popitem(last=False)
+        return n
+
     def count_message(self, message: Message) -> int:
-        n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(message.get("content")))
+        content = message.get("content")
+        n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(content)) + media_tokens(content)
         for call in tool_calls(message):
             n += 3 + self.count_text(call_name(call)) + self.count_text(call_arguments_text(call))
         return n
@@ -197,9 +278,10 @@ class RequestTokens:
         if hit is not None and hit[0] is message:
             return hit[1]
         content = message.get("content")
-        n = PER_MESSAGE_OVERHEAD + self.count_text(
-            content if content.__class__ is str else text_of(content)
-        )
+        if content.__class__ is str:
+            n = PER_MESSAGE_OVERHEAD + self.count_text(content)
+        else:  # parts: their text, and the media among them at the providers' estimates
+            n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(content)) + media_tokens(content)
         if message.get("tool_calls"):  # missing, null or empty: no calls
             count = self.count_text
             for call in tool_calls(message):

@@ -97,8 +97,8 @@ Entity = TypedDict(
 
 
 class WorkingSetSummary(TypedDict):
-    goal: bool
-    instruction: bool
+    goal: str | None  # the ledger's text (redacted, clipped to max_goal_chars); None: none yet
+    instruction: str | None  # the latest instruction, when it differs from the goal
     changed_files: list[str]
     latest_writes: list[str]
     open_diagnostics: list[dict[str, Any]]
@@ -196,8 +196,8 @@ class RescueSummary(TypedDict, total=False):
     """An upstream's "prompt too long" answer, and the one retry the proxy made after it."""
 
     window: int | None  # the window the upstream stated
-    learned: int  # that window in the proxy's token count
-    budget: int  # the budget of the second rewrite
+    learned: int  # the window kept for the model from now on: the stated one, at least its floor
+    budget: int  # the budget of the second rewrite (this request's only: in the proxy's count)
     tokens_before: int  # what the first forwarded request counted (messages and tools)
     tokens_after: int  # what the second one counts
     retried: Required[bool]

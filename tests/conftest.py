@@ -21,9 +21,18 @@ from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import chat_completion
 from tests.support.fake_upstream import FakeUpstream, start_fake_upstream
 from tests.support.live import serve_in_thread, stop
+from tests.support.traces import CORPUS, SHARED_MISSING
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "corpus.jsonl.gz"
+TRACES = CORPUS
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@pytest.mark.needs_shared``: skipped, with the reason, when ../shared is not beside
+    the checkout (before any fixture reads it)."""
+    if item.get_closest_marker("needs_shared") is not None and not CORPUS.exists():
+        pytest.skip(SHARED_MISSING)
 
 
 @pytest.fixture(scope="session")
@@ -115,7 +124,7 @@ async def in_process(settings: Settings, db_path: str) -> AsyncIterator[httpx.As
 @pytest.fixture
 def traces_path() -> Path:
     if not TRACES.exists():
-        pytest.skip(f"trace corpus not found at {TRACES}")
+        pytest.skip(SHARED_MISSING)
     return TRACES
 
 

@@ -46,6 +46,7 @@ def test_wire_parts_follow_each_protocols_order() -> None:
     assert convert("chat", "gpt-4o", chat)["messages"] is chat
 
 
+@pytest.mark.needs_shared
 @pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses"])
 def test_protocol_replay_runs_and_gives_sane_numbers(
     conversations: list[dict], protocol: str

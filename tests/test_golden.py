@@ -11,18 +11,17 @@ import orjson
 import pytest
 
 from bench.golden import GOLDEN, VARIANTS, differences, replay_variant
-from tests.support.traces import CORPUS, iter_conversations
+from tests.support.traces import iter_conversations
 
 FIRST = 12  # conversations per variant: every variant, a few seconds each
 
 
 @pytest.mark.slow
+@pytest.mark.needs_shared
 @pytest.mark.parametrize(("name", "model", "overrides"), VARIANTS, ids=[v[0] for v in VARIANTS])
 def test_replay_matches_the_committed_digests(
     name: str, model: str, overrides: dict[str, object]
 ) -> None:
-    if not CORPUS.exists():
-        pytest.skip(f"trace corpus not found at {CORPUS}")
     conversations = list(itertools.islice(iter_conversations(), FIRST))
     got = asyncio.run(replay_variant(model, overrides, conversations))
     assert len(got) == FIRST

@@ -22,9 +22,9 @@ from bench.protocol_invariants import (
     run_variant,
 )
 from proxy.protocols.validate import validate_anthropic, validate_responses
-from tests.support.traces import CORPUS, iter_conversations
+from tests.support.traces import iter_conversations
 
-pytestmark = pytest.mark.skipif(not CORPUS.exists(), reason="the shared trace corpus is absent")
+pytestmark = pytest.mark.needs_shared
 
 # Small traces from each source, chosen for what they exercise: consecutive user messages (the
 # swe-agent demonstration, bookminder/day-013/s1), injected blocks on tool results (bookminder),

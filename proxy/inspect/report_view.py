@@ -5,18 +5,16 @@ up without changes here; every reader tolerates missing or oddly shaped parts.""
 from __future__ import annotations
 
 import contextlib
-import difflib
 import re
 from collections import Counter
 from typing import Any
 
 import orjson
 
+from proxy.inspect import payload_diff
+from proxy.inspect.payload_diff import MAX_DIFF_LINES as MAX_DIFF_LINES
+from proxy.inspect.payload_diff import message_lines as message_lines
 from rules.context.measure import SECTIONS
-from rules.messages import call_arguments_text, call_name, role, text_of, tool_calls
-
-MAX_DIFF_LINES = 60  # per changed message: a pruned 5,000-line log must not flood the view
-
 
 # What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts
 # colours, OSC 8 hyperlinks, title changes, cursor moves; BEL, CR, backspace), DEL, C1 controls
@@ -86,11 +84,173 @@ def sections(row: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# ----- billed input: what the provider bills, not the messages alone -----
+
+BILLED_LABEL = "billed input"
+
+
+def tools_tokens(row: dict[str, Any], when: str) -> int:
+    """The tools schema's tokens, ``when`` "before" (as sent) or "after" (as forwarded)."""
+    raw = row.get("sections") or report_of(row).get("sections")
+    item = raw.get("tools") if isinstance(raw, dict) else None
+    return _int(item.get(when)) if isinstance(item, dict) else 0
+
+
+def billed(row: dict[str, Any], when: str) -> int | None:
+    """Input tokens the provider bills for the request as sent (``when`` "before") or as
+    forwarded ("after"), in the proxy's count: the messages (system included, each with its
+    framing: the row's ``tokens_before``/``tokens_after``) plus the tools schema (its section).
+    None when the rules never ran (nothing was measured)."""
+    tokens = row.get(f"tokens_{when}")
+    if not isinstance(tokens, (int, float)) or isinstance(tokens, bool):
+        return None
+    return int(tokens) + tools_tokens(row, when)
+
+
+def with_billed(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with ``billed_before`` and ``billed_after`` set (for the templates)."""
+    row["billed_before"], row["billed_after"] = billed(row, "before"), billed(row, "after")
+    return row
+
+
 def items(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = report.get(key)
     if not isinstance(value, list):
         return []
     return [v if isinstance(v, dict) else {"value": v} for v in value]
+
+
+# ----- the working set and the references, as text -----
+
+_PLAN_MARKS = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
+_WS_LABELS = {
+    "goal": "Goal",
+    "instruction": "Latest instruction",
+    "changed_files": "Changed files",
+    "latest_writes": "Latest writes",
+    "open_diagnostics": "Open diagnostics",
+    "plan": "Plan",
+    "next_target": "Next repair target",
+}
+_NOT_LOGGED = "set (its text is not in this log row: logged before reports carried it)"
+
+
+def _diagnostic_text(d: Any) -> str:
+    if not isinstance(d, dict):
+        return cell(d, 400)
+    file, line = d.get("file"), d.get("line")
+    where = f"{file}:{line}" if file and line else file
+    parts = [d.get("tool"), where, d.get("code"), d.get("message")]
+    text = " ".join(str(p) for p in parts if p)
+    command = d.get("command")
+    return f"{text} (from `{command}`)" if command else text or cell(d, 400)
+
+
+def _plan_text(item: Any) -> str:
+    if not isinstance(item, dict):
+        return cell(item, 400)
+    mark = _PLAN_MARKS.get(str(item.get("status")), " ")
+    return f"[{mark}] {item.get('text') or cell(item, 300)}"
+
+
+def _value_lines(value: Any, limit: int = 400) -> list[str]:
+    if isinstance(value, list):
+        return [cell(v, limit) for v in value]
+    if isinstance(value, dict):
+        return [f"{k}: {cell(v, limit)}" for k, v in value.items()]
+    return [cell(value, limit)]
+
+
+def working_set_lines(report: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The request's working set as (label, lines) in the ledger's order, readable text: the
+    goal and latest instruction, changed files, latest writes, open diagnostics, the plan, the
+    next repair target; keys a later rule adds follow as they are. Empty parts are left out."""
+    ws = report.get("working_set")
+    if not ws:
+        return []
+    if not isinstance(ws, dict):
+        return [("Working set", _value_lines(ws))]
+    out: list[tuple[str, list[str]]] = []
+    for key, value in ws.items():
+        if value is None or value is False or value == [] or value == "":
+            continue
+        label = _WS_LABELS.get(str(key), str(key))
+        if key in ("goal", "instruction"):
+            lines = [_NOT_LOGGED] if value is True else _value_lines(value, 1000)
+        elif key == "open_diagnostics" and isinstance(value, list):
+            lines = [_diagnostic_text(d) for d in value]
+        elif key == "plan" and isinstance(value, list):
+            lines = [_plan_text(p) for p in value]
+        else:
+            lines = _value_lines(value)
+        out.append((label, lines))
+    return out
+
+
+def _entity_path(entity: Any) -> str | None:
+    if isinstance(entity, dict):
+        path = entity.get("path") or entity.get("name")
+        return str(path) if path else None
+    return str(entity) if entity else None
+
+
+def _decided_by(ref: dict[str, Any]) -> dict[str, Any]:
+    """The chain step that found the entity: the resolver model's pick, else the last search."""
+    steps = [s for s in ref.get("chain") or [] if isinstance(s, dict)]
+    return steps[-1] if steps else {}
+
+
+def _via(step: dict[str, Any]) -> str | None:
+    session, depth = step.get("session"), step.get("depth")
+    if not session:
+        return None
+    if not isinstance(depth, int) or depth == 0:
+        return "via this session"
+    whose = "parent" if depth == 1 else f"ancestor ({depth} up)"
+    return f"via {whose} session {session}"
+
+
+def reference_text(ref: dict[str, Any]) -> str:
+    """One resolved reference as a line: ``"mention" → entity path (confidence, via session)``,
+    or what the rule abstained with."""
+    mention = f'"{ref.get("mention", "")}"'
+    entity = ref.get("entity")
+    path = _entity_path(entity)
+    step = _decided_by(ref)
+    notes: list[str] = []
+    if isinstance(entity, dict) and (entity.get("type") or entity.get("action")):
+        notes.append(" ".join(str(x) for x in (entity.get("type"), entity.get("action")) if x))
+    if isinstance(ref.get("confidence"), (int, float)):
+        notes.append(f"confidence {ref['confidence']:g}")
+    if path is not None:
+        if step.get("resolver") or ref.get("resolved_by"):
+            notes.append(f"picked by {step.get('resolver') or ref.get('resolved_by')}")
+        if via := _via(step):
+            notes.append(via)
+        return f"{mention} → {path} ({'; '.join(notes)})" if notes else f"{mention} → {path}"
+    why = str(ref.get("abstained") or "unresolved").replace("_", " ")
+    candidates = [str(c) for c in ref.get("candidates") or []]
+    if candidates:
+        why += ": candidates " + ", ".join(candidates)
+    return f"{mention} → no entity ({why}; {'; '.join(notes)})" if notes else f"{mention} → ({why})"
+
+
+def referenced_entities(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entities the request's references resolved to (each once), with the mention and the
+    session that knew it: what "Entities" means for a request that only points at earlier work."""
+    out: dict[str, dict[str, Any]] = {}
+    for ref in items(report, "references"):
+        path = _entity_path(ref.get("entity"))
+        if path is None or path in out:
+            continue
+        entity = ref["entity"] if isinstance(ref.get("entity"), dict) else {"path": path}
+        row = {k: entity.get(k) for k in ("type", "name", "path", "action") if entity.get(k)}
+        row["mention"] = ref.get("mention")
+        session = _decided_by(ref).get("session")
+        if session:
+            row["session"] = session
+        out[path] = row
+    return list(out.values())
 
 
 def item_columns(rows: list[dict[str, Any]]) -> list[str]:
@@ -163,8 +323,11 @@ def usage_summary(row: dict[str, Any]) -> list[tuple[str, Any]]:
     up = upstream_ms(row)
     pairs: list[tuple[str, Any]] = [
         ("status", row.get("status")),
-        ("tokens before", row.get("tokens_before")),
-        ("tokens after", row.get("tokens_after")),
+        (f"{BILLED_LABEL} before", billed(row, "before")),
+        (f"{BILLED_LABEL} after", billed(row, "after")),
+        ("of which tools schema", _tools_pair(row)),
+        ("messages before", row.get("tokens_before")),
+        ("messages after", row.get("tokens_after")),
         ("budget", tokens.get("budget")),
         ("prefix reuse", report.get("prefix_reuse")),
         ("prompt tokens (upstream)", row.get("prompt_tokens")),
@@ -182,6 +345,13 @@ def usage_summary(row: dict[str, Any]) -> list[tuple[str, Any]]:
     if row.get("client_disconnected"):
         pairs.append(("client disconnected", True))
     return pairs
+
+
+def _tools_pair(row: dict[str, Any]) -> str | None:
+    before, after = tools_tokens(row, "before"), tools_tokens(row, "after")
+    if row.get("tokens_before") is None:
+        return None
+    return str(before) if before == after else f"{before} → {after}"
 
 
 def _cost_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -226,92 +396,13 @@ def _cost_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
     return pairs
 
 
-# ----- the client's messages against the forwarded ones -----
-
-
-def message_lines(message: dict[str, Any]) -> list[str]:
-    lines = text_of(message.get("content")).splitlines()
-    if message.get("tool_call_id"):
-        lines.insert(0, f"(result of {message['tool_call_id']})")
-    for c in tool_calls(message):
-        lines.append(f"→ {call_name(c)}({call_arguments_text(c)}) [{c.get('id', '')}]")
-    return lines
-
-
-def _messages(body: Any) -> list[dict[str, Any]] | None:
-    if isinstance(body, str):
-        try:
-            body = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return None
-    msgs = body.get("messages") if isinstance(body, dict) else None
-    return [m for m in msgs if isinstance(m, dict)] if isinstance(msgs, list) else None
+# ----- the client's conversation against the forwarded one -----
 
 
 def message_diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The client's messages against the forwarded ones, aligned message by message; None when
-    the payloads were not captured. Entries: {op: same|changed|removed|added, ...}."""
-    client, forwarded = _messages(row.get("request_body")), _messages(row.get("forwarded_body"))
-    if client is None or forwarded is None:
-        return None
-    keys_a = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in client]
-    keys_b = [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in forwarded]
-    out: list[dict[str, Any]] = []
-    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
-    for op, a1, a2, b1, b2 in matcher.get_opcodes():
-        if op == "equal":
-            out.append({"op": "same", "client": [a1, a2 - 1], "forwarded": [b1, b2 - 1]})
-            continue
-        # Inside a changed block, pair messages in the same slot (role and tool call id), so an
-        # inserted synthetic result is "added" rather than a rewrite of the next user turn.
-        inner = difflib.SequenceMatcher(
-            None,
-            [_slot(m) for m in client[a1:a2]],
-            [_slot(m) for m in forwarded[b1:b2]],
-            autojunk=False,
-        )
-        for op2, i1, i2, j1, j2 in inner.get_opcodes():
-            if op2 == "equal":
-                for i, j in zip(range(a1 + i1, a1 + i2), range(b1 + j1, b1 + j2), strict=True):
-                    out.append(_changed(i, client[i], j, forwarded[j]))
-                continue
-            for i in range(a1 + i1, a1 + i2):
-                out.append(
-                    {
-                        "op": "removed",
-                        "client": i,
-                        "role": role(client[i]),
-                        "lines": _cap(["- " + x for x in message_lines(client[i])]),
-                    }
-                )
-            for j in range(b1 + j1, b1 + j2):
-                out.append(
-                    {
-                        "op": "added",
-                        "forwarded": j,
-                        "role": role(forwarded[j]),
-                        "lines": _cap(["+ " + x for x in message_lines(forwarded[j])]),
-                    }
-                )
-    return out
-
-
-def _slot(message: dict[str, Any]) -> tuple[str, str]:
-    return role(message), str(message.get("tool_call_id") or "")
-
-
-def _changed(i: int, a: dict[str, Any], j: int, b: dict[str, Any]) -> dict[str, Any]:
-    diff = difflib.unified_diff(message_lines(a), message_lines(b), lineterm="", n=1)
-    lines = [x for x in diff if not x.startswith(("---", "+++"))]
-    if not lines:  # same text, different fields (e.g. a re-serialised id): show the fields
-        lines = [f"- {orjson.dumps(a).decode()}", f"+ {orjson.dumps(b).decode()}"]
-    return {"op": "changed", "client": i, "forwarded": j, "role": role(b), "lines": _cap(lines)}
-
-
-def _cap(lines: list[str]) -> list[str]:
-    if len(lines) <= MAX_DIFF_LINES:
-        return lines
-    return [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
+    """The captured payloads' diff in the row's protocol (``proxy.inspect.payload_diff``); None
+    when the payloads were not captured."""
+    return payload_diff.diff(row)
 
 
 def _share(part: Any, whole: Any) -> str | None:

@@ -71,9 +71,22 @@ def sections_table(row: dict[str, Any], width: int = BAR_WIDTH) -> RenderableTyp
             Bar(scale, 0, s["after"], width=width, color="green"),
             Text(f"{delta:+d}" if delta else "", style="red" if delta > 0 else "green"),
         )
-    tb, ta = row.get("tokens_before") or 0, row.get("tokens_after") or 0
-    table.caption = f"total {tb} → {ta} tokens" + (f" ({ta - tb:+d})" if ta != tb else "")
+    table.caption = billed_line(row)
     return table
+
+
+def billed_line(row: dict[str, Any]) -> str:
+    """The request's total as the provider bills it (system, tools schema, messages), and what
+    it is made of."""
+    bb, ba = rv.billed(row, "before") or 0, rv.billed(row, "after") or 0
+    tb, ta = row.get("tokens_before") or 0, row.get("tokens_after") or 0
+    tools_b, tools_a = rv.tools_tokens(row, "before"), rv.tools_tokens(row, "after")
+    tools = f"{tools_b}" if tools_b == tools_a else f"{tools_b} → {tools_a}"
+    return (
+        f"{rv.BILLED_LABEL} {bb} → {ba} tokens"
+        + (f" ({ba - bb:+d})" if ba != bb else "")
+        + f" = messages {tb} → {ta} + tools schema {tools}"
+    )
 
 
 def items_table(title: str, rows: list[dict[str, Any]]) -> RenderableType:
@@ -99,20 +112,25 @@ def pruning_view(report: dict[str, Any]) -> RenderableType:
 
 
 def working_set_view(report: dict[str, Any]) -> RenderableType:
-    ws = report.get("working_set")
-    if not ws:
+    lines = rv.working_set_lines(report)
+    if not lines:
         return Text("Working set: none", style="dim")
     table = Table(title="Working set", title_justify="left", show_header=False)
-    table.add_column("key", style="bold")
+    table.add_column("key", style="bold", no_wrap=True)
     table.add_column("value", overflow="fold")
-    entries = ws.items() if isinstance(ws, dict) else [("value", ws)]
-    for key, value in entries:
-        if isinstance(value, list):
-            text = "\n".join(rv.cell(v, 200) for v in value) or "-"
-        else:
-            text = rv.cell(value, 400)
-        add_row(table, str(key), text)
+    for label, values in lines:
+        add_row(table, label, "\n".join(values) or "-")
     return table
+
+
+def references_view(report: dict[str, Any]) -> RenderableType:
+    refs = rv.items(report, "references")
+    if not refs:
+        return Text("Resolved references: none", style="dim")
+    out = Text(f"Resolved references ({len(refs)})\n", style="italic")
+    for ref in refs:
+        out.append("  " + rv.reference_text(ref) + "\n")
+    return out
 
 
 def timings_table(report: dict[str, Any]) -> RenderableType:
@@ -146,27 +164,22 @@ def diff_view(row: dict[str, Any]) -> RenderableType:
     diff = rv.message_diff(row)
     if diff is None:
         return Text(
-            "Messages diff: payloads not captured (set store.capture_payloads: true)", style="dim"
+            "Diff of what was sent and forwarded: payloads not captured "
+            "(set store.capture_payloads: true)",
+            style="dim",
         )
     out = Text()
     for entry in diff:
-        op = entry["op"]
-        if op == "same":
-            a, b = entry["client"]
-            out.append(f"= messages {a}..{b} unchanged\n", style="dim")
+        if entry["op"] == "same":
+            out.append(entry["title"] + "\n", style="dim")
             continue
-        where = {
-            "changed": f"~ message {entry.get('client')} → {entry.get('forwarded')}",
-            "removed": f"- message {entry.get('client')} not forwarded",
-            "added": f"+ message {entry.get('forwarded')} added by the proxy",
-        }[op]
-        out.append(f"{where} ({entry['role']})\n", style="bold")
+        out.append(entry["title"] + "\n", style="bold")
         for line in entry["lines"]:
             style = "red" if line.startswith("-") else "green" if line.startswith("+") else ""
             out.append(line + "\n", style=style)
     if not diff:
         out.append("no messages\n", style="dim")
-    return Panel(out, title="Client's messages → forwarded messages", title_align="left")
+    return Panel(out, title="What the client sent → what was forwarded", title_align="left")
 
 
 def render(row: dict[str, Any], console: Console | None = None) -> None:
@@ -177,8 +190,11 @@ def render(row: dict[str, Any], console: Console | None = None) -> None:
     console.print(sections_table(row, bar_width(console)))
     console.print(usage_table(row))
     console.print(items_table("Repairs", rv.items(report, "repairs")))
-    console.print(items_table("Entities", rv.items(report, "entities")))
-    console.print(items_table("Resolved references", rv.items(report, "references")))
+    console.print(items_table("Entities the references point to", rv.referenced_entities(report)))
+    console.print(
+        items_table("New entities (this request's tool calls)", rv.items(report, "entities"))
+    )
+    console.print(references_view(report))
     console.print(working_set_view(report))
     console.print(pruning_view(report))
     for key, title in (("warnings", "Warnings"), ("rule_errors", "Rule errors")):

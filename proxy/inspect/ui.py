@@ -210,7 +210,7 @@ class UI:
             limit=min(MAX_LIST, limit),
         )
         for r in rows:
-            report = rv.report_of(r)
+            report = rv.report_of(rv.with_billed(r))
             r["n_repairs"], r["n_pruned"] = (
                 len(rv.items(report, "repairs")),
                 len(rv.items(report, "pruning")),
@@ -229,24 +229,27 @@ class UI:
             (title, rv.items(report, key))
             for key, title in (
                 ("repairs", "Repairs"),
-                ("entities", "Entities"),
-                ("references", "Resolved references"),
                 ("pruning", "Pruning decisions"),
                 ("warnings", "Warnings"),
                 ("rule_errors", "Rule errors"),
             )
         ]
-        ws = report.get("working_set")
+        entities = [
+            ("Entities the references point to", "referenced", rv.referenced_entities(report)),
+            ("New entities (this request's tool calls)", "new", rv.items(report, "entities")),
+        ]
         timings = rv.timings(report)
         return self._page(
             "request.html",
-            row=row,
+            row=rv.with_billed(row),
             sections=rv.sections(row),
             bars=stacked_bars(rv.sections(row)),
             usage=rv.usage_summary(row),
             lists=[(t, items, rv.item_columns(items)) for t, items in lists],
+            entities=[(t, key, items, rv.item_columns(items)) for t, key, items in entities],
+            references=[rv.reference_text(r) for r in rv.items(report, "references")],
             freed=rv.freed_by_stage(report),
-            working_set=(ws.items() if isinstance(ws, dict) else [("value", ws)]) if ws else [],
+            working_set=rv.working_set_lines(report),
             timings=timings,
             timing_scale=max([0.001, *(ms for _, ms in timings)]),
             diff=rv.message_diff(row),
@@ -262,6 +265,8 @@ class UI:
         if not rows:
             return self._page("missing.html", 404, what="session")
         rows.reverse()  # turn order
+        for r in rows:
+            rv.with_billed(r)
         principal, name = session_parts(sid, rows[-1].get("principal"))
         return self._page(
             "session.html",

@@ -16,9 +16,9 @@ PALETTE = {
     "placeholders": "#999999",
 }
 EXTRA_COLOURS = ("#4d9078", "#c0504d", "#8064a2", "#f79646", "#4bacc6")
-SERIES = (  # (row column, label, colour, dashed)
-    ("tokens_before", "sent by the client", "#9aa5b1", False),
-    ("tokens_after", "forwarded", "#1f6feb", False),
+SERIES = (  # (row column, label, colour, dashed): billed input (``report_view.with_billed``)
+    ("billed_before", "billed input as sent by the client", "#9aa5b1", False),
+    ("billed_after", "billed input as forwarded", "#1f6feb", False),
     ("cached_tokens", "cached upstream", "#2da44e", True),
 )
 
@@ -86,7 +86,9 @@ def _ticks(top: int, n: int = 4) -> list[int]:
 def session_chart(
     rows: list[dict[str, Any]], width: int = 760, height: int = 260
 ) -> dict[str, Any]:
-    """Context size per turn: what the client sent, what was forwarded, what the cache served."""
+    """Context size per turn: the billed input the client sent (system, tools schema and
+    messages), what was forwarded, what the cache served. ``rows`` carry ``billed_before`` and
+    ``billed_after`` (``report_view.with_billed``)."""
     left, right, top, bottom = 60, 16, 12, 28
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(rows)

@@ -38,6 +38,8 @@ PER_MESSAGE_BYTES = 256
 # bytes
 OBJECT_COST = 3
 _STEP = 32
+# a group's values are found among its client messages by a scan up to this many, else by id
+_SCAN = 16
 
 
 def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
@@ -298,8 +300,14 @@ def plan_values(
     bytes) and ``objects`` (itself: forwarded again as it is, since nothing changes a forwarded
     body). False when one does not survive a JSON round trip exactly (the caller then keeps
     nothing more)."""
+    # a long run (thousands of user-side messages in one group) is looked up by identity, not
+    # scanned for each value: the scan would be quadratic in the run
+    by_id = {id(source[i]): i for i in reversed(idxs)} if len(idxs) > _SCAN else None  # first wins
     for v in lifted:
-        j = next((i for i in idxs if source[i] is v), None)
+        if by_id is None:
+            j = next((i for i in idxs if source[i] is v), None)
+        else:
+            j = by_id.get(id(v))
         if j is not None:
             plan.append(j)
             continue

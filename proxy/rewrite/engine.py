@@ -21,7 +21,7 @@ from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
-from proxy.rewrite.model_windows import LearnedWindows, context_window
+from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
@@ -33,6 +33,7 @@ from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
+from rules.redact import redact_text
 from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
@@ -122,30 +123,48 @@ class Engine:
         budget = self._budgets[model] = self._budget_for(model)
         return budget
 
-    def _budget_for(self, model: str) -> int | None:
+    def _budget_for(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
-        window = self.settings.context_window_for(model) or context_window(model)
-        learned = self.learned.get(self._upstream_name(model), model)
-        if learned is not None:
-            window = min(window, learned) if window else learned
+        window = self._known_window(model)
+        learned = self.learned.get(*self._window_key(model))
+        for lower in (learned, stated):
+            if lower is not None:
+                window = min(window, lower) if window else lower
         limits = [b for b in (configured,) if b]
         if window:
-            limits.append(max(256, window - self.settings.pipeline.output_reserve_tokens))
+            room = max(256, window - self.settings.pipeline.output_reserve_tokens)
+            limits.append(int(room * scale))
         return min(limits) if limits else None
 
-    def _upstream_name(self, model: str) -> str:
+    def budget_under(self, model: str, stated: int, scale: float = 1.0) -> int:
+        """The model's budget were its window ``stated``, for the one request an upstream said
+        it to (the overflow rescue's retry): below the floor a learned window keeps, and the
+        window's room scaled by ``scale`` (our count of the prompt / the upstream's)."""
+        budget = self._budget_for(model, stated, scale)
+        assert budget is not None  # a window is known: the stated one
+        return budget
+
+    def _known_window(self, model: str) -> int | None:
+        return self.settings.context_window_for(model) or context_window(model)
+
+    def _window_key(self, model: str) -> tuple[str, str]:
+        """(upstream, model) as learned windows are kept: the model's name redacted, as in the
+        store (a key sent as the model name is stored nowhere)."""
         upstream = self.settings.upstream_for(model)
-        return upstream.name if upstream is not None else ""
+        return (upstream.name if upstream is not None else "", redact_text(model))
 
     def learn_window(self, model: str, window: int) -> int:
-        """Remember the window an upstream stated for ``model`` (in our token count), here and
-        in the store; the model's budget is worked out again on its next use. Returns the
-        window kept."""
-        upstream = self._upstream_name(model)
-        kept = self.learned.learn(upstream, model, window)
+        """Remember the window an upstream stated for ``model``, here and in the store, never
+        below the model's ``window_floor``; the model's budget is worked out again on its next
+        use. Returns the window kept."""
+        upstream, name = self._window_key(model)
+        kept = self.learned.learn(upstream, name, window, self._floor(model))
         self._budgets.pop(model, None)
-        learned_windows.save(self.store, upstream, model, kept, time.time())
+        learned_windows.save(self.store, upstream, name, kept, time.time())
         return kept
+
+    def _floor(self, model: str) -> int:
+        return window_floor(self._known_window(model))
 
     async def recall_windows(self, now: float) -> int:
         """The windows learned before (by this process before a restart, or by another
@@ -156,7 +175,8 @@ class Engine:
             log.warning("could not read the learned context windows: %s", exc)
             return 0
         for upstream, model, window in known:
-            self.learned.learn(upstream, model, window)
+            # a row stored below the floor (by an older version, or by hand) is raised to it
+            self.learned.learn(upstream, model, window, self._floor(model))
         self._budgets.clear()
         return len(known)
 

@@ -2,7 +2,7 @@
 straight from the installed package folder (importing litellm costs seconds; the request path
 must not pay that). The 3 MB file is parsed once, into the few numbers the proxy uses. Config
 ``pipeline.context_windows`` wins over this table (see ``Engine.budget_for``); windows learned from
-an upstream's overflow errors (``LearnedWindows``) lower it further."""
+an upstream's overflow errors (``LearnedWindows``) lower it further, down to a floor."""
 
 from __future__ import annotations
 
@@ -91,9 +91,21 @@ def context_window(model: str) -> int | None:
     return entry.window if entry is not None else None
 
 
+# The least a learned window can be for a model whose window is not known: one overflow must not
+# shrink a model's window for every client (the stated window, never below ``window_floor``).
+MIN_LEARNED_WINDOW = 4_096
+
+
+def window_floor(known: int | None) -> int:
+    """The smallest window the proxy learns for a model: half its known window (config's
+    ``pipeline.context_windows``, else litellm's table), else ``MIN_LEARNED_WINDOW``."""
+    return known // 2 if known else MIN_LEARNED_WINDOW
+
+
 class LearnedWindows:
-    """Windows an upstream stated in its overflow errors, per (upstream, model), in the proxy's
-    own token count. Bounded (model names come from clients): the oldest entries go first."""
+    """Windows an upstream stated in its overflow errors, per (upstream, model): the window as
+    stated (never scaled by a count of the proxy's), at least the model's ``window_floor``.
+    Bounded (model names come from clients): the oldest entries go first."""
 
     def __init__(self, max_entries: int = 1024) -> None:
         self._windows: OrderedDict[tuple[str, str], int] = OrderedDict()
@@ -102,11 +114,12 @@ class LearnedWindows:
     def get(self, upstream: str, model: str) -> int | None:
         return self._windows.get((upstream, model))
 
-    def learn(self, upstream: str, model: str, window: int) -> int:
-        """Keep ``window`` (or a smaller one learned before); returns the one kept."""
+    def learn(self, upstream: str, model: str, window: int, floor: int = 0) -> int:
+        """Keep ``window`` (or a smaller one learned before), never below ``floor``; returns the
+        one kept."""
         key = (upstream, model)
         known = self._windows.get(key)
-        kept = window if known is None else min(known, window)
+        kept = max(floor, window if known is None else min(known, window))
         self._windows[key] = kept
         self._windows.move_to_end(key)
         while len(self._windows) > self._max:

@@ -4,7 +4,8 @@ relay, complete the log row), each protocol's ``Wire`` (its parser, adapter, ups
 error shape), ``count_tokens``, the websocket refusal, the overflow rescue (compact and retry once
 when the upstream says the prompt is too long), the upstream's cache report kept for the
 session's next request, the helpers that write ASGI answers by hand, the watch that notices a
-client leaving, and the uvicorn protocol that times out slow headers and refuses upgrades.
+client leaving (and ``answer_end``: a client that closes after the answer's last event got it
+whole), and the uvicorn protocol that times out slow headers and refuses upgrades.
 
 Reads ``proxy.rewrite`` (what to forward), ``proxy.protocols`` (parsing, error shapes),
 ``proxy.upstream`` (where), ``proxy.store`` and ``proxy.telemetry`` (the row), ``rules.redact``

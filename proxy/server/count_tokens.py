@@ -18,6 +18,7 @@ from proxy.errors import (
     ProxyError,
     require_json,
 )
+from proxy.failures import STOPPING
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.body import parse_json
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
@@ -73,7 +74,9 @@ class CountTokens:
             return
         except ProxyError as exc:
             await send_json(send, exc.status, anthropic_body(exc), {})
-        except Exception as exc:
+        except STOPPING:
+            raise
+        except BaseException as exc:  # a bug of ours or a native panic: Anthropic's shape
             log.exception("count_tokens failed inside the proxy")
             error = InternalError(exc)
             await send_json(send, error.status, anthropic_body(error), {})

@@ -27,7 +27,9 @@ from proxy.errors import (
     UnsupportedMediaType,
     require_json,
 )
+from proxy.failures import STOPPING
 from proxy.rewrite.session_key import header_session
+from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
@@ -57,20 +59,30 @@ class ProtocolHandler:
         # the Responses API's: a previous_response_id must be one relayed to the same principal
         ids = response_ids_for(services.settings, services.store) if wire.response_ids else None
         self.response_ids = ids
+        self._open: set[str] = set()  # the requests the observers heard start and not finish
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One request; the observers hear it started and finished once each, however it ends
+        (the in-flight gauge comes down in ``finally``)."""
+        row: dict[str, Any] = {"id": new_request_id()}
+        self.s.observers.started()
+        self._open.add(row["id"])
+        try:
+            await self._serve(scope, receive, send, row)
+        finally:
+            self._close(row)  # nothing left to do unless the row was never finished
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, row: dict[str, Any]) -> None:
         started = time.perf_counter()
-        request_id = new_request_id()
+        request_id = row["id"]
         headers = header_dict(scope["headers"])
         wire = self.wire
-        row: dict[str, Any] = {
-            "id": request_id,
-            "created_at": time.time(),
-            "path": scope["path"],
-            "protocol": wire.adapter.name,
-            "principal": "-",  # not known yet: a request refused before it names nobody
-        }
-        self.s.observers.started()
+        row.update(
+            created_at=time.time(),
+            path=scope["path"],
+            protocol=wire.adapter.name,
+            principal="-",  # not known yet: a request refused before it names nobody
+        )
         try:
             principal = self.s.principals.of(headers)
             row["principal"] = principal
@@ -119,17 +131,19 @@ class ProtocolHandler:
         except ProxyError as exc:
             await self._fail_early(send, exc, row, started)
             return
-        except Exception as exc:  # a bug of ours: answer in the protocol's shape, with a log
-            log.exception("request %s failed inside the proxy", request_id)
-            error = InternalError(exc)
-            await self._fail_early(send, error, row, started)
-            return
         except asyncio.CancelledError:  # the server is shutting down: the row still completes
             row["overhead_ms"] = round((time.perf_counter() - started) * 1000, 3)
             await self.s.store.insert_request(row)
             gone = ShuttingDown()
             await self._finish(row, self._fields(row, started, gone.status, gone, None))
             raise
+        except STOPPING:
+            raise
+        except BaseException as exc:  # a bug of ours or a native panic: the protocol's shape, a log
+            log.exception("request %s failed inside the proxy", request_id)
+            error = InternalError(exc)
+            await self._fail_early(send, error, row, started)
+            return
 
         await self.s.store.insert_request(row)
         out_headers = {
@@ -162,7 +176,9 @@ class ProtocolHandler:
                 if watch.ours():
                     return
                 raise
-            except Exception as exc:  # a bug of ours or a library's: still an answer in its shape
+            except STOPPING:
+                raise
+            except BaseException as exc:  # a bug of ours or a library's: an answer in its shape
                 log.exception("request %s failed calling upstream %s", request_id, upstream.name)
                 error = InternalError(exc)
                 await self._answer_error(send, error, row, started, out_headers)
@@ -243,6 +259,7 @@ class ProtocolHandler:
         ttfb: float | None = None
         error: ProxyError | None = None
         complete = False
+        answered = AnswerEnd()  # the answer's last event was sent: the client may close early
         status = response.status
         captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
         try:
@@ -269,6 +286,7 @@ class ProtocolHandler:
                             note_cache_usage(self.s.store, row, status, noted)
                         if captured is not None:
                             captured.append(chunk)
+                    answered.feed(chunk)  # sent
                 complete = True
             except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
                 error = exc
@@ -288,7 +306,7 @@ class ProtocolHandler:
         finally:
             if response.close is not None:
                 await response.close()
-            if not complete and error is None:
+            if not complete and error is None and not answered.seen():
                 row["client_disconnected"] = 1
             body = b"".join(captured) if captured is not None else None
             await self._finish(
@@ -376,7 +394,13 @@ class ProtocolHandler:
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
-        self.s.observers.finished(row)
+        self._close(row)
+
+    def _close(self, row: dict[str, Any]) -> None:
+        """The observers hear the request finished: once, the first time."""
+        if row["id"] in self._open:
+            self._open.discard(row["id"])
+            self.s.observers.finished(row)
 
 
 def _redacted_text(body: bytes) -> str:

@@ -1,7 +1,9 @@
 """Upstream overflow rescue: when the upstream answers that the prompt is too long, learn the
-window it states, rewrite the request again under that lower budget (prune compacts, down to
-dropping whole turns but never the protected floor) and retry once. The client sees the
-upstream's error only when even the compacted request cannot fit, or the retry fails again.
+window it states (as stated, never below its floor: ``Engine.learn_window``), rewrite the request
+again under that lower budget, scaled into the proxy's count for this request only (prune
+compacts, down to dropping whole turns but never the protected floor) and retry once. The client
+sees the upstream's error only when even the compacted request cannot fit, or the retry fails
+again.
 
 Overflow answers come with a status before any streamed byte, so streaming requests are rescued
 alike. A failure inside the rescue itself leaves the upstream's answer standing: never a 5xx of
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from proxy.errors import ProxyError
+from proxy.failures import STOPPING
 from proxy.rewrite.engine import Rewritten
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
@@ -57,7 +60,9 @@ async def rescue_overflow(
         return response, rewritten
     try:
         second, info = await _compacted(s, wire, rewritten, overflow, call.headers, row, raw_size)
-    except Exception:  # a bug of ours must not turn the upstream's 400 into our 500
+    except STOPPING:
+        raise
+    except BaseException:  # a bug of ours (or a native panic) must not turn a 400 into our 500
         log.exception("request %s: the overflow rescue failed", row["id"])
         return response, rewritten
     if second is None:
@@ -106,12 +111,15 @@ async def _compacted(
     body = rewritten.body
     model = body["model"]
     engine = s.engine
-    # the upstream's count can run higher than ours: scale its window into our count
+    # what every later request of the model is held to: the window as stated, at least the floor
+    learned = engine.learn_window(model, overflow.window)
+    # The upstream's count can run higher than ours (media, another tokenizer): this request's
+    # retry is scaled into our count. Only this one's: a ratio of one request says nothing of
+    # another's, and an image-heavy one would shrink every client's window.
     scale = 1.0
     if overflow.prompt_tokens and before and overflow.prompt_tokens > before:
         scale = before / overflow.prompt_tokens
-    learned = engine.learn_window(model, int(overflow.window * scale))
-    budget = engine.budget_for(model) or learned
+    budget = engine.budget_under(model, overflow.window, scale)
     if overflow.completion_tokens and overflow.completion_tokens < overflow.window:
         budget = min(budget, int((overflow.window - overflow.completion_tokens) * scale))
     if budget >= before:  # by our count it fitted already: our count falls short

@@ -131,13 +131,26 @@ class Dialect:
         sql += f" ORDER BY created_at DESC LIMIT {self.mark(len(params))}"
         return sql, params
 
+    def tools_tokens(self, when: str) -> str:
+        """A row's tools schema tokens (``sections``' ``tools`` section; 0 without one)."""
+        return f"COALESCE(json_extract(sections, '$.tools.{when}'), 0)"
+
+    @property
+    def billed_sums(self) -> str:
+        """The billed input (messages plus the tools schema) summed, as the pages show it."""
+        return ", ".join(
+            f"CAST(SUM(COALESCE(tokens_{w}, 0) + {self.tools_tokens(w)}) AS BIGINT) AS billed_{w}"
+            for w in ("before", "after")
+        )
+
     @property
     def list_sessions(self) -> str:
         """A scoped session id has one principal: MAX picks it."""
         return (
             "SELECT session_id, MAX(principal) AS principal, COUNT(*) AS requests, "
             "MAX(created_at) AS last_seen, MIN(created_at) AS first_seen, "
-            "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after "
+            "SUM(tokens_before) AS tokens_before, SUM(tokens_after) AS tokens_after, "
+            f"{self.billed_sums} "
             "FROM requests WHERE session_id IS NOT NULL "
             f"GROUP BY session_id ORDER BY last_seen DESC LIMIT {self.mark(1)}"
         )
@@ -163,7 +176,8 @@ class Dialect:
         return (
             "SELECT session_id, MAX(principal) AS principal, COUNT(*) AS requests, "
             "MAX(created_at) AS last_seen, SUM(tokens_before) AS tokens_before, "
-            "SUM(tokens_after) AS tokens_after, SUM(cached_tokens) AS cached_tokens "
+            "SUM(tokens_after) AS tokens_after, SUM(cached_tokens) AS cached_tokens, "
+            f"{self.billed_sums} "
             f"FROM requests WHERE session_id IN ({self.marks(n)}) "
             "GROUP BY session_id ORDER BY last_seen DESC",
             False,
@@ -176,6 +190,9 @@ class PostgresDialect(Dialect):
 
     def mark(self, i: int) -> str:
         return f"${i}"
+
+    def tools_tokens(self, when: str) -> str:
+        return f"COALESCE((sections::jsonb #>> '{{tools,{when}}}')::numeric, 0)"
 
     def unindexed(self, column: str) -> str:
         return column  # the planner's statistics choose

@@ -2,11 +2,15 @@
 the store: after a restart, or on a replica starting next to one that learned them, the proxy
 compacts to the real window at once instead of meeting the error again. Written through the
 store's writer task (off the request's path). A learned window is kept ``KEEP_DAYS``: a provider
-may raise a model's window, and the upstream says so again if it has not."""
+may raise a model's window, and the upstream says so again if it has not. What is stored is the
+window the upstream stated (``Engine.learn_window``); the engine raises a row below its floor
+when it loads it (``Engine.recall_windows``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from rules.redact import redact_text
 
 if TYPE_CHECKING:
     from proxy.store.base import Store
@@ -26,5 +30,7 @@ async def load(store: Store, now: float) -> list[tuple[str, str, int]]:
 
 
 def save(store: Store, upstream: str, model: str, window: int, now: float) -> None:
-    """Keep ``window`` for (upstream, model), or the smaller one stored while it is fresh."""
-    store.write_later(store.dialect.learned_window_upsert(KEEP_S), (upstream, model, window, now))
+    """Keep ``window`` for (upstream, model), or the smaller one stored while it is fresh. The
+    model's name is stored redacted, as the request log has it (a key sent as the model)."""
+    row = (upstream, redact_text(model), window, now)
+    store.write_later(store.dialect.learned_window_upsert(KEEP_S), row)

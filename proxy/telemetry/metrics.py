@@ -106,7 +106,8 @@ class Metrics:
         )
         self.tokens = Counter(
             "ctxproxy_tokens",
-            "Prompt tokens as the client sent them (before) and as forwarded (after).",
+            "Billed input tokens (system, tools schema and messages, in the proxy's count) as the "
+            "client sent them (before) and as forwarded (after).",
             ["when"],
             registry=r,
         )
@@ -166,8 +167,9 @@ class Metrics:
         if up is not None:
             self.upstream.observe(up / 1000)
         for when in ("before", "after"):
-            if row.get(f"tokens_{when}"):
-                self._child(self.tokens, when).inc(row[f"tokens_{when}"])
+            billed = rv.billed(row, when)  # the messages plus the tools schema
+            if billed:
+                self._child(self.tokens, when).inc(billed)
         if row.get("cached_tokens"):
             self.cached.inc(row["cached_tokens"])
         report = rv.report_of(row)

@@ -3,7 +3,8 @@ bytes relayed untouched; it hands ``kind: litellm`` upstreams to ``litellm``), `
 relay pieces every protocol shares), ``anthropic`` and ``responses`` (Anthropic Messages and
 Responses, relayed natively on the same client), ``bridge`` (a protocol the upstream does not
 speak, through litellm), ``litellm`` (other providers, imported on first use, with
-``cache_breakpoints`` for Claude), and reading usage from answers and SSE streams.
+``cache_breakpoints`` for Claude), reading usage from answers and SSE streams, and
+``error_redaction`` (what a client sees of an upstream's error, redacted as the log is).
 
 ``UpstreamResponse`` lives here so both clients return it without importing each other.
 May import the top-level ``errors``, ``settings`` and ``tokens``, ``rules.redact`` and

@@ -60,11 +60,14 @@ async def messages(
     ``key``: ``openai.upstream_api_key(…)``; with ``api_key_env`` set it is the only credential
     sent (as ``x-api-key``); without, the client's ``x-api-key``/``authorization`` go as sent
     (settings require ``api_key_env`` in ``auth.mode: keys``). Raises ``ProxyError``s; an
-    upstream's error status comes back as an answer, its body as the upstream wrote it."""
+    upstream's error status comes back as an answer, its body as the upstream wrote it but
+    redacted (``UpstreamClient.errors``), as are a stream's error events."""
     if upstream.kind != "anthropic":
         from proxy.upstream.bridge import bridged_messages
 
-        return await bridged_messages(upstream, body, client_headers, key, path)
+        return client.errors.response(
+            await bridged_messages(upstream, body, client_headers, key, path)
+        )
     headers = anthropic_headers(upstream, client_headers, key)
     return await client.post(
         upstream, path, body, headers, stream=True, query=query, relayed=ANTHROPIC_RELAYED_NAMES

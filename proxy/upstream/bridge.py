@@ -44,6 +44,7 @@ from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.litellm import _checked, _failure
+from proxy.upstream.litellm_messages import streamed_messages
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -116,8 +117,10 @@ async def bridged_messages(
     kwargs = {k: v for k, v in data.items() if k in MESSAGES_PARAMS}
     if target.headers:
         kwargs["extra_headers"] = dict(target.headers)
+    # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server
+    call = streamed_messages if stream else litellm.anthropic_messages
     try:
-        result = await litellm.anthropic_messages(
+        result = await call(
             model=model,
             messages=data.get("messages"),
             stream=stream,

@@ -30,6 +30,7 @@ from yarl import URL
 from proxy.errors import UpstreamTimeout
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.transport import (
     CONNECTION_ERRORS,
     RELAYED_NAMES,
@@ -99,8 +100,12 @@ class _Target:
 
 
 class UpstreamClient:
-    def __init__(self, max_connections: int = 200) -> None:
+    """``errors``: what redacts the upstreams' error answers before the client sees them
+    (``ErrorRedactor.for_upstreams``: with the server-side keys; by default the key shapes only)."""
+
+    def __init__(self, max_connections: int = 200, errors: ErrorRedactor | None = None) -> None:
         self.max_connections = max_connections
+        self.errors = errors if errors is not None else ErrorRedactor()
         # Created on first use, inside the running loop that will own its connections.
         self._session: aiohttp.ClientSession | None = None
         self._targets: dict[tuple[str, float, float], _Target] = {}
@@ -190,7 +195,7 @@ class UpstreamClient:
 
             if upstream.kind == "anthropic":
                 upstream = upstream.model_copy(update={"provider": "anthropic"})
-            return await litellm_chat(upstream, body, passthrough_key)
+            return self.errors.response(await litellm_chat(upstream, body, passthrough_key))
         headers = self._headers(upstream, client_headers, passthrough_key)
         data = raw if raw is not None else orjson.dumps(body)
         return await self.post(
@@ -223,7 +228,8 @@ class UpstreamClient:
     ) -> UpstreamResponse:
         """POST ``data`` as is to ``{base_url}{path}`` with exactly ``headers``; with ``stream``,
         an event stream comes back piece by piece. Response headers: ``relayed`` names and the
-        rate-limit/request-id prefixes (``transport.relay_headers``)."""
+        rate-limit/request-id prefixes (``transport.relay_headers``). An error answer, and the
+        error events of a stream, come back redacted (``self.errors``)."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
@@ -244,12 +250,12 @@ class UpstreamClient:
             ) from None
         except CONNECTION_ERRORS as exc:
             raise unreachable(upstream.name, "could not be reached", exc) from None
-        return await answer(response, upstream.name, stream, relayed)
+        return self.errors.response(await answer(response, upstream.name, stream, relayed))
 
     async def models(self, upstream: UpstreamSettings, key: str | None) -> tuple[int, bytes]:
         """GET the upstream's model list through the same pooled session as chat (so no cookie
         jar carrying one client's upstream cookies to the next); every wait bounded by the
-        upstream's connect timeout."""
+        upstream's connect timeout. An error answer's body comes back redacted."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
@@ -268,4 +274,6 @@ class UpstreamClient:
                 response.release()
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             raise unreachable(upstream.name, "could not be reached", exc) from None
+        if response.status >= 400:
+            content = self.errors.body(content)
         return response.status, content

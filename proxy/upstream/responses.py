@@ -31,11 +31,12 @@ async def responses(
 ) -> UpstreamResponse:
     """Send a Responses request to ``upstream``: ``body`` as is; ``client_headers`` with names
     lower-cased; ``key`` from ``openai.upstream_api_key``. Raises ``ProxyError``s; an upstream's
-    error status comes back as an answer, its body as the upstream wrote it."""
+    error status comes back as an answer, its body as the upstream wrote it but redacted
+    (``UpstreamClient.errors``), as are a stream's error events."""
     if upstream.kind != "openai":
         from proxy.upstream.bridge import bridged_responses
 
-        return await bridged_responses(upstream, body, key)
+        return client.errors.response(await bridged_responses(upstream, body, key))
     headers = responses_headers(upstream, client_headers, key)
     return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
 

@@ -9,6 +9,7 @@ from operator import is_not
 from typing import Any
 
 from rules.base import Context, Message, RuleConfig, RuleResult, TokenCounter
+from rules.media import media_tokens
 from rules.messages import (
     INJECT_CLOSE,
     INJECT_OPEN,
@@ -69,11 +70,15 @@ def _split_injected(text: str) -> tuple[str, str]:
 
 
 def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
-    """(section, tokens) contributions of one message."""
+    """(section, tokens) contributions of one message. Media parts (``rules.media``) count in the
+    section of the message's own text, as the counter counts them in the message."""
     out: list[tuple[str, int]] = []
     r = role(m)  # a role that is not a string ("") lands in "user"
     content = m.get("content")
-    text = content if content.__class__ is str else text_of(content)
+    if content.__class__ is str:
+        text, media = content, 0
+    else:
+        text, media = text_of(content), media_tokens(content)
     if r == "user" or r == "tool":
         own, injected = _split_injected(text)
         if injected:
@@ -81,13 +86,13 @@ def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
     else:
         own = text
     if own.startswith(PLACEHOLDER_PREFIX):
-        out.append(("placeholders", tokens.count_text(own)))
+        out.append(("placeholders", tokens.count_text(own) + media))
     elif r == "system" or r == "developer":
-        out.append(("system", tokens.count_text(own)))
+        out.append(("system", tokens.count_text(own) + media))
     elif r == "tool" or r == "function":
-        out.append(("tool_results", tokens.count_text(own)))
+        out.append(("tool_results", tokens.count_text(own) + media))
     elif r == "assistant":
-        out.append(("assistant", tokens.count_text(own)))
+        out.append(("assistant", tokens.count_text(own) + media))
         if m.get("tool_calls"):  # missing, null or empty: no calls
             for call in tool_calls(m):
                 n = tokens.count_text(call_name(call)) + tokens.count_text(
@@ -95,7 +100,7 @@ def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
                 )
                 out.append(("tool_calls", n))
     else:
-        out.append(("user", tokens.count_text(own)))
+        out.append(("user", tokens.count_text(own) + media))
     return out
 
 

@@ -302,8 +302,8 @@ def summary(ledger: dict[str, Any], diags: list[dict[str, Any]] | None = None) -
     if diags is None:
         diags = open_diagnostics(ledger)  # once: the report and the target both read it
     return {
-        "goal": bool(ledger.get("goal")),
-        "instruction": bool(ledger.get("instruction")),
+        "goal": ledger.get("goal") or None,  # redacted and clipped as the ledger holds it
+        "instruction": ledger.get("instruction") or None,
         "changed_files": list(ledger.get("changed", [])),
         "latest_writes": [w["path"] for w in ledger.get("writes", [])],
         "open_diagnostics": diags[:10],

@@ -31,7 +31,9 @@ def dockerfile_json(instruction: str) -> list[str]:
 @pytest.fixture(scope="module")
 def installed_venv(tmp_path_factory) -> Path:
     venv = tmp_path_factory.mktemp("docker-like") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    # without the pip and setuptools a venv bundles: the test environment's (locked, recent
+    # enough for pyproject.toml's metadata) build the package
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     # Dependencies come from the test environment (no download); our package is installed for real.
     site_dir = next((venv / "lib").glob("python3*/site-packages"))
     (site_dir / "deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")

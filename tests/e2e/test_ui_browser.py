@@ -94,7 +94,7 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
     page.wait_for_url(re.compile(r"/ui/requests/req_ui_pruned$"))
     sections = page.locator("#sections").inner_text()
     assert re.search(r"tool_results\s+820\s+14\s+-806", sections)
-    assert re.search(r"total\s+912\s+547\s+-365", sections)
+    assert re.search(r"total billed input\s+912\s+547\s+-365", sections)
     assert page.locator("svg.stacked rect").count() == 10  # 4 sections before, 6 after
     body = page.inner_text("main")
     for expected in ("missing_result", "call_3", "the folder I just created", "0.92", "calc.py:1"):
@@ -125,7 +125,8 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
     # A request served live: its real numbers, and the captured diff (nothing changed).
     page.click(f"#turns >> text={rows[0]['id']}")
     usage = page.locator("#usage").inner_text()
-    assert re.search(rf"tokens before\s+{rows[0]['tokens_before']}\b", usage)
+    # billed input: the messages plus the tools schema (these requests send none)
+    assert re.search(rf"billed input before\s+{rows[0]['tokens_before']}\b", usage)
     assert re.search(r"prompt tokens \(upstream\)\s+11\b", usage)
     # The captured diff, whatever today's rules changed: every hunk of it is on the page.
     main, diff = page.inner_text("main"), rv.message_diff(rows[0])
@@ -133,6 +134,7 @@ def test_ui_in_chromium(live_proxy, fake_upstream, browser) -> None:
     for entry in diff:
         if entry["op"] == "same":
             assert f"= messages {entry['client'][0]}..{entry['client'][1]} unchanged" in main
+            assert entry["title"] in main
         else:
             assert all(line in main for line in entry["lines"] if line.strip())
 

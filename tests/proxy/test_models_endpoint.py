@@ -86,3 +86,23 @@ async def test_unknown_routes_answer_in_openai_shape(
         assert error["type"] == "invalid_request_error" and path in error["message"]
         if status == 405:
             assert "allow" in r.headers
+
+
+async def test_an_unreachable_upstream_is_said_not_hidden(tmp_path: Path) -> None:
+    dead = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
+    async with in_process(settings(dead), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models")
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["id"] for m in body["data"]] == ["local-model"]
+    assert body["ctxproxy_unlisted"]["upstream"] == "all"
+    assert "could not list its models" in body["ctxproxy_unlisted"]["error"]
+    assert r.headers["x-ctxproxy-upstream-unlisted"] == "all"
+
+
+async def test_a_listed_upstream_carries_no_warning(tmp_path: Path, edge) -> None:
+    edge.reply = Reply.json({"object": "list", "data": [{"id": "m1"}]})
+    async with in_process(settings(edge.base_url), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models")
+    assert "ctxproxy_unlisted" not in r.json()
+    assert "x-ctxproxy-upstream-unlisted" not in r.headers

@@ -86,11 +86,37 @@ def test_default_and_example_configs_stay_valid() -> None:
     assert load_settings(None).upstreams == []
     example = yaml.safe_load((ROOT / "config.example.yaml").read_text())
     upstreams = [UpstreamSettings.model_validate(u) for u in example["upstreams"]]
-    assert [(u.name, u.provider) for u in upstreams] == [
-        ("anthropic", "anthropic"),
-        ("gemini", "gemini"),
-        ("openai", None),
+    # out of the box: Claude Code natively, everything else to OpenAI, each client's own key
+    assert [(u.name, u.kind, u.match, u.api_key_env) for u in upstreams] == [
+        ("claude", "anthropic", ["claude-*"], None),
+        ("openai", "openai", ["*"], None),
     ]
+
+
+def _commented_upstreams() -> list[dict]:
+    """The upstreams config.example.yaml lists commented out, uncommented."""
+    text = (ROOT / "config.example.yaml").read_text()
+    section = text[text.index("\nupstreams:\n") : text.index("\npipeline:\n")]
+    block = [
+        "  " + line[len("  # ") :]
+        for line in section.splitlines()
+        if line.startswith(("  # - ", "  #   "))
+    ]
+    found: list[dict] = yaml.safe_load("\n".join(block))
+    return found
+
+
+def test_the_example_configs_litellm_upstreams_are_valid_once_uncommented() -> None:
+    text = (ROOT / "config.example.yaml").read_text()
+    found = _commented_upstreams()
+    upstreams = [UpstreamSettings.model_validate(u) for u in found]
+    assert [(u.name, u.kind, u.provider) for u in upstreams] == [
+        ("anthropic-litellm", "litellm", "anthropic"),
+        ("gemini", "litellm", "gemini"),
+    ]
+    for up in upstreams:  # each says what it loses
+        start = text.index(f"  # - name: {up.name}")
+        assert "Loses" in text[start : start + 400], up.name
 
 
 def test_prefix_patterns_and_explicit_providers_do_not_import_litellm() -> None:
@@ -134,15 +160,10 @@ def test_an_openai_base_url_may_end_in_v1() -> None:
     assert _upstream(base_url="https://api.openai.com/v1").base_url == "https://api.openai.com/v1"
 
 
-def test_the_example_config_documents_an_anthropic_upstream() -> None:
-    """Commented out (it would shadow the litellm one), but valid once uncommented."""
-    text = (ROOT / "config.example.yaml").read_text()
-    start = text.index("  # - name: claude")
-    block = []
-    for line in text[start:].splitlines():
-        if not line.startswith("  #"):
-            break
-        block.append(line.replace("#", "", 1).split("  #")[0].rstrip())
-    spec = yaml.safe_load("\n".join(block))[0]
-    up = UpstreamSettings.model_validate(spec)
-    assert (up.kind, up.base_url) == ("anthropic", "https://api.anthropic.com")
+def test_the_example_config_serves_claude_natively() -> None:
+    """Above the catch-all, so Claude Code's claude-* models never reach OpenAI."""
+    settings = load_settings(ROOT / "config.example.yaml", environ={})
+    claude, catch_all = settings.upstreams
+    assert (claude.kind, claude.base_url) == ("anthropic", "https://api.anthropic.com")
+    assert settings.upstream_for("claude-opus-5-5") is claude
+    assert settings.upstream_for("gpt-5") is catch_all

@@ -1,8 +1,23 @@
-"""Token counting: offline encodings per model family, counts cached per text."""
+"""Token counting: offline encodings per model family, counts cached per text; media parts at
+the providers' estimates (``rules.media``), in the count and in measure's sections alike."""
 
 from __future__ import annotations
 
-from proxy.tokens import TiktokenCounter, TokenCounters, encoding_name_for
+from proxy.tokens import (
+    PER_MESSAGE_OVERHEAD,
+    RequestTokens,
+    TiktokenCounter,
+    TokenCounters,
+    encoding_name_for,
+)
+from rules.context.measure import measure_sections
+from rules.media import (
+    AUDIO_TOKENS,
+    DOCUMENT_TOKENS,
+    IMAGE_LOW_DETAIL_TOKENS,
+    IMAGE_TOKENS,
+    media_tokens,
+)
 
 
 def test_encoding_per_family() -> None:
@@ -30,3 +45,42 @@ def test_counters_are_shared_per_encoding() -> None:
     counters = TokenCounters()
     assert counters.for_model("gpt-4o") is counters.for_model("gpt-4.1")
     assert counters.for_model("gpt-4o") is not counters.for_model("gpt-4")
+
+
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+LOW = {"type": "image_url", "image_url": {"url": "https://example.com/a.png", "detail": "low"}}
+AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+FILE = {"type": "file", "file": {"file_id": "file-abc"}}
+
+
+def test_media_parts_count_the_providers_estimates() -> None:
+    counter = TiktokenCounter("o200k_base")
+    text_only = counter.count_message({"role": "user", "content": "look at these"})
+    parts = [{"type": "text", "text": "look at these"}, IMAGE, LOW, AUDIO, FILE]
+    message = {"role": "user", "content": parts}
+    media = IMAGE_TOKENS + IMAGE_LOW_DETAIL_TOKENS + AUDIO_TOKENS + DOCUMENT_TOKENS
+    assert counter.count_message(message) == text_only + media
+    assert RequestTokens(counter).count_message(message) == text_only + media
+    # the other protocols' chat views keep a part's type: Anthropic's and the Responses API's
+    for kind, n in [("image", IMAGE_TOKENS), ("input_image", IMAGE_TOKENS),
+                    ("document", DOCUMENT_TOKENS), ("input_file", DOCUMENT_TOKENS)]:  # fmt: skip
+        lowered = {"role": "user", "content": [{"type": "text", "text": "look at these"},
+                                               {"type": kind}]}  # fmt: skip
+        assert counter.count_message(lowered) == text_only + n, kind
+    low_responses = {"type": "input_image", "image_url": "https://e.com/a.png", "detail": "low"}
+    assert media_tokens([low_responses]) == IMAGE_LOW_DETAIL_TOKENS
+    assert media_tokens([{"type": "tool_result", "content": [IMAGE]}]) == IMAGE_TOKENS  # nested
+    assert media_tokens("an image_url") == 0 and media_tokens([{"type": ["image"]}]) == 0
+
+
+def test_measure_sections_hold_the_media_the_count_holds() -> None:
+    counter = TiktokenCounter("o200k_base")
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "what is this?"}, IMAGE, IMAGE]},
+        {"role": "assistant", "content": "A chart."},
+    ]
+    sizes = measure_sections(messages, None, counter)
+    overheads = PER_MESSAGE_OVERHEAD * len(messages) + 3
+    assert sum(sizes.values()) == counter.count_messages(messages) - overheads
+    assert sizes["user"] == counter.count_text("what is this?") + 2 * IMAGE_TOKENS

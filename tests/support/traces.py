@@ -9,7 +9,14 @@ from typing import Any
 
 import orjson
 
-CORPUS = Path(__file__).resolve().parents[3] / "shared" / "traces" / "corpus.jsonl.gz"
+# ../shared beside the checkout: the trace corpus (and agent samples, for the benchmarks). Tests
+# that read it carry the ``needs_shared`` marker (tests/conftest.py skips them without it).
+SHARED = Path(__file__).resolve().parents[3] / "shared"
+CORPUS = SHARED / "traces" / "corpus.jsonl.gz"
+SHARED_MISSING = (
+    f"needs ../shared beside the checkout ({CORPUS} is missing): the trace corpus; "
+    "see the README's Two commands"
+)
 
 
 def iter_conversations(path: Path = CORPUS) -> Iterator[dict[str, Any]]:

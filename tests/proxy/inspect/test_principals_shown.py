@@ -98,17 +98,21 @@ def compact(principal: str) -> str:
 
 
 def table(out: str) -> list[dict[str, str]]:
-    """The rows of ``logs``' table (wide enough that no cell wraps), by column."""
-    lines = out.splitlines()
-    header = next([c.strip() for c in x.split("┃")[1:-1]] for x in lines if "┃ id" in x)
-    rows = [[c.strip() for c in x.split("│")[1:-1]] for x in lines if x.startswith("│")]
-    assert all(len(r) == len(header) for r in rows)
-    return [dict(zip(header, r, strict=True)) for r in rows]
+    """The requests ``logs`` lists, one line each (time, id, principal, status, model, billed
+    tokens, proxy ms), with the session of ``--wide``'s line under it."""
+    rows: list[dict[str, str]] = []
+    for line in out.splitlines():
+        if re.match(r"\d\d:\d\d:\d\d ", line):
+            _, rid, principal, status, model, *_ = line.split()
+            rows.append({"id": rid, "principal": principal, "status": status, "model": model})
+        elif line.startswith(" " * 9 + "session ") and rows:
+            rows[-1]["session"] = line.split()[1]
+    return rows
 
 
 async def test_logs_names_both_principals_and_never_a_key(tmp_path: Path, settings, capsys) -> None:
     db, logged = await logged_db(tmp_path, settings)
-    code, out = await cli(capsys, "logs", "--db", db)
+    code, out = await cli(capsys, "logs", "--db", db, "--wide")
     assert code == 0
     rows = {r["id"]: r for r in table(out)}
     for key in (KEY_A, KEY_B):
@@ -157,12 +161,16 @@ async def test_logs_follow_filters_by_principal(tmp_path: Path, settings) -> Non
         console = Console(file=out, width=250)
         logged = await log_two_principals(client)
         b = logged.principal[KEY_B]
-        printed = await follow(store, console, principal=b, interval=0.01, since=0.0, polls=1)
+        printed = await follow(
+            store, console, principal=b, interval=0.01, since=0.0, polls=1, wide=True
+        )
     text = out.getvalue()
     assert printed == len(logged.ids[KEY_B])
     assert all(rid in text for rid in logged.ids[KEY_B])
     assert all(rid not in text for rid in logged.ids[KEY_A])
-    assert f" {compact(b)} {logged.scoped(KEY_B)} " in text
+    rows = table(text)
+    assert {r["principal"] for r in rows} == {compact(b)}
+    assert {r["session"] for r in rows} == {logged.scoped(KEY_B)}
 
 
 async def test_ui_lists_and_filters_by_principal(tmp_path: Path, settings) -> None:

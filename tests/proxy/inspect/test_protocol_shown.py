@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
-from proxy.inspect.logs_view import format_line, print_rows
+from proxy.inspect.logs_view import detail_lines, print_rows
 from proxy.inspect.show import render
 
 
@@ -29,15 +29,17 @@ def row(protocol: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def test_logs_table_has_the_protocol_and_the_thinking_column() -> None:
+def test_logs_wide_has_the_protocol_and_the_thinking_section() -> None:
     out = io.StringIO()
-    print_rows([row("anthropic"), row("chat", sections={})], Console(file=out, width=250))
-    table = out.getvalue()
-    assert "protocol" in table and "anthropic" in table and "thinking" in table
+    print_rows([row("anthropic"), row("chat", sections={})], Console(file=out, width=250), True)
+    lines = out.getvalue().splitlines()
+    assert " · anthropic · " in lines[2] and " · chat · " in lines[5]
+    assert "sections user 20 · thinking 9" in lines[3]
 
 
 def test_follow_line_and_show_name_the_protocol() -> None:
-    assert " responses " in format_line(row("responses")).plain
+    (details, *_) = detail_lines(row("responses"))
+    assert " · responses · " in details.plain
     out = io.StringIO()
     render(row("anthropic"), Console(file=out, width=200, color_system=None))
     assert "protocol anthropic" in out.getvalue()

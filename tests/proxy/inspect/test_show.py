@@ -171,7 +171,7 @@ async def test_show_renders_repairs_pruning_and_diff(tmp_path: Path, capsys) -> 
     lines = out.splitlines()
     # Sections with numbers before/after and the delta, plus the total line.
     assert any("tool_results" in x and "820" in x and "14" in x and "-806" in x for x in lines)
-    assert "total 912 → 547 tokens (-365)" in out
+    assert "billed input 912 → 547 tokens (-365) = messages 912 → 547 + tools schema 0" in out
     # Each rule's decisions, in data.
     assert any("missing_result" in x and "call_3" in x and "synthetic_result" in x for x in lines)
     assert any("the folder I just created" in x and "0.92" in x for x in lines)
@@ -320,7 +320,9 @@ async def test_logs_follow_prints_each_request_once_when_it_completes(tmp_path: 
     out = io.StringIO()
     console = Console(file=out, width=250)
     try:
-        task = asyncio.create_task(follow(store, console, interval=0.03, since=start, polls=12))
+        task = asyncio.create_task(
+            follow(store, console, interval=0.03, since=start, polls=12, wide=True)
+        )
         await store.insert_request(realistic_row("req_a", created_at=start + 0.01))
         await store.finish_request("req_a", FINISHED)
         await store.insert_request(realistic_row("req_slow", created_at=start + 0.02))
@@ -339,9 +341,11 @@ async def test_logs_follow_prints_each_request_once_when_it_completes(tmp_path: 
     text = out.getvalue()
     assert printed == 3 and "req_before" not in text
     assert [text.count(r) for r in ("req_a", "req_slow", "req_b")] == [1, 1, 1]
-    line_b = next(x for x in text.splitlines() if "req_b" in x)
-    assert "502" in line_b and "upstream_connection_error" in line_b
-    assert "tokens 912→547" in line_b and "cached 384" in line_b and "repairs 1 pruned 1" in line_b
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if "req_b" in x)
+    line_b, details = lines[at], lines[at + 1]
+    assert " 502 " in line_b and "upstream_connection_error" in line_b and " 912→547 " in line_b
+    assert "cached 384" in details and "repairs 1 · pruned 1" in details
 
 
 def test_show_a_request_that_failed_before_the_rules(tmp_path: Path, capsys) -> None:
@@ -397,7 +401,7 @@ def test_logs_follow_command_tails_the_log(tmp_path: Path) -> None:
         assert "following new requests" in lines.get(timeout=20)
         asyncio.run(write_rows(db, realistic_row("req_live")))
         line = lines.get(timeout=10)  # printed while the command keeps running
-        assert "req_live" in line and "tokens 912→547" in line and "cached 384" in line
+        assert "req_live" in line and " 912→547 " in line and " 200 " in line
     finally:
         proc.terminate()
         proc.wait(10)
@@ -448,7 +452,7 @@ def test_show_lists_what_the_live_rules_did(live_proxy, capsys) -> None:
         assert entity["path"] in out
     for ref in report["references"]:
         assert ref["mention"] in out
-    total = f"total {row['tokens_before']} → {row['tokens_after']} tokens"
+    total = f"billed input {row['tokens_before']} → {row['tokens_after']} tokens"  # no tools
     assert total in out and row["tokens_after"] < row["tokens_before"]
     # The diff shows the synthetic result the repair added for the interrupted call.
     diff = rv.message_diff(row) or []

@@ -195,6 +195,28 @@ async def test_the_log_reads(store: Any) -> None:
     ]  # fmt: skip
 
 
+async def test_session_totals_add_the_tools_schema_to_the_billed_input(store: Any) -> None:
+    """The session list shows billed input: each row's messages plus its tools section; a row
+    without sections (refused before the rules ran) adds its messages only."""
+    tools = {"tools": {"before": 700, "after": 650}, "user": {"before": 9, "after": 9}}
+    rows = [
+        {"id": "t1", "created_at": 1.0, "session_id": "s", "tokens_before": 100,
+         "tokens_after": 80, "sections": tools},
+        {"id": "t2", "created_at": 2.0, "session_id": "s", "tokens_before": 10,
+         "tokens_after": 10},
+        {"id": "t3", "created_at": 3.0, "session_id": "s"},
+    ]  # fmt: skip
+    for row in rows:
+        await store.insert_request(row)
+    await store.flush()
+    (recent,) = await store.recent_sessions(10, 10)
+    (listed,) = await store.list_sessions(limit=5)
+    for totals in (recent, listed):
+        assert (totals["tokens_before"], totals["tokens_after"]) == (110, 90)
+        assert (totals["billed_before"], totals["billed_after"]) == (810, 740)
+        assert isinstance(totals["billed_before"], int)
+
+
 async def test_prune_and_ping(store: Any) -> None:
     for i in range(5):
         await store.insert_request({"id": f"r{i}", "created_at": float(i)})

@@ -192,7 +192,7 @@ def test_last_resort_flattening_always_passes_the_validator(case: tuple) -> None
     assert all(text_of(m.get("content")) in blob for m in messages)
 
 
-@pytest.mark.skipif(not CORPUS.exists(), reason="trace corpus not found")
+@pytest.mark.needs_shared
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged_real_histories())
 def test_damaged_real_histories_are_repaired_without_losing_text(messages: list) -> None:

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -179,12 +180,14 @@ def test_generated_histories_agree_with_the_reference(case: Any) -> None:
     _agree(messages)
 
 
+@pytest.mark.needs_shared
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(damaged_real_histories())
 def test_damaged_real_histories_agree_with_the_reference(messages: Any) -> None:
     _agree(messages)
 
 
+@pytest.mark.needs_shared
 @given(st.data())
 @settings(max_examples=50, deadline=None)
 def test_a_replaced_message_is_checked_afresh(data: st.DataObject) -> None:

@@ -15,7 +15,6 @@ from rules.base import SessionState
 from rules.entities import resolve_refs
 from tests.support.factories import assistant, ctx, user
 from tests.support.scenarios import Scenario, run
-from tests.support.traces import CORPUS
 
 CFG = resolve_refs.Config()
 NOW = 10_000.0
@@ -168,11 +167,10 @@ def test_an_entity_past_the_ttl_never_resolves(
 
 
 @pytest.mark.slow
+@pytest.mark.needs_shared
 def test_resolve_refs_p99_on_the_corpus_stays_under_1_5_ms() -> None:
     """bench/resolve_refs_timing.py's replay: every request prefix of the trace corpus, each user
     message seen for the first time; the better of two replays (a busy machine adds noise)."""
-    if not CORPUS.exists():
-        pytest.skip(f"trace corpus not found at {CORPUS}")
     best = float("inf")
     for _ in range(2):
         times = sorted(replay()[0])

@@ -1,0 +1,406 @@
+"""An upstream's error may quote the key it was sent, and with ``api_key_env`` (always in
+``auth.mode: keys``) that is the server's own key: what the client receives of an upstream error
+is redacted as the log row is, the configured keys' exact values included (and a quote of part of
+one, or one masked), on the native chat, Messages and Responses relays, the litellm paths and
+``/v1/models``: error statuses, error events inside a stream, and a stream's break-off. Answers
+(2xx) pass byte for byte, key-like text and all.
+
+Against a socket-level loopback upstream (``tests/support/edge_upstream.py``) that answers with
+the key it received."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.errors import UpstreamFailed
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.error_redaction import ErrorRedactor, _EventScanner
+from rules.redact import REDACTED
+from tests.conftest import in_process, log_rows, proxy_settings
+from tests.support.anthropic_upstream import event, message_events, response_events, sse_reply
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import request, user
+
+# litellm must use httpx (as the other litellm tests have it); set before it is imported.
+os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Accessing the 'model_\w+' attribute on the instance"
+)
+
+# The server-side keys: one in OpenAI's shape, one the key patterns do not know.
+OPENAI_KEY = "sk-proj-Zq7XbN4pR2tLm9Vc8Hs3Kd6Wf1Jy5Ga0Ue-wxyz"
+CUSTOM_KEY = "corpgw7Hx2Qm9Rt4"
+PROXY_KEY = "proxy-key-1"
+CLIENT = {"authorization": f"Bearer {PROXY_KEY}"}
+CHAT = request(user("hi"))
+MESSAGES = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+RESPONSES = {"model": "gpt-5", "input": "hi"}
+
+
+@pytest.fixture
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_SERVER_KEY", OPENAI_KEY)
+    monkeypatch.setenv("CLAUDE_SERVER_KEY", CUSTOM_KEY)
+    monkeypatch.setenv("CTXPROXY_KEYS", PROXY_KEY)
+
+
+def keys_settings(edge: EdgeUpstream, openai_key: str = "OPENAI_SERVER_KEY") -> Any:
+    """``auth.mode: keys``: Claude models natively to ``edge`` as Anthropic, the rest as OpenAI,
+    each with the server's own key."""
+    claude = {
+        "name": "claude",
+        "kind": "anthropic",
+        "match": ["claude-*"],
+        "base_url": edge.url,
+        "api_key_env": "CLAUDE_SERVER_KEY",
+    }
+    openai = {
+        "name": "openai",
+        "match": ["*"],
+        "base_url": edge.base_url,
+        "api_key_env": openai_key,
+    }
+    return proxy_settings(edge.base_url, auth={"mode": "keys"}, upstreams=[claude, openai])
+
+
+def sent_key(edge: EdgeUpstream) -> str:
+    """The key the upstream received."""
+    seen = edge.last
+    return seen.header("x-api-key") or (seen.header("authorization") or "")[7:]
+
+
+def assert_no_key(text: str, key: str) -> None:
+    """Neither ``key`` nor 8 characters of it in a row, nor its last 4 after a mask."""
+    for i in range(len(key) - 7):
+        assert key[i : i + 8] not in text, f"{key[i : i + 8]!r} of the key reached the client"
+    assert f"*{key[-4:]}" not in text and f".{key[-4:]}" not in text
+
+
+def openai_401(key: str) -> dict[str, Any]:
+    return {
+        "error": {
+            "message": f"Incorrect API key provided: {key}. You can find your API key at "
+            "https://platform.openai.com/account/api-keys.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
+    }
+
+
+def anthropic_401(key: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": "authentication_error", "message": f"invalid key {key} for this org"},
+    }
+
+
+# (path, body, the upstream's 401 for a key, its server key)
+ENDPOINTS = {
+    "chat": ("/v1/chat/completions", CHAT, openai_401, OPENAI_KEY),
+    "messages": ("/v1/messages", MESSAGES, anthropic_401, CUSTOM_KEY),
+    "responses": ("/v1/responses", RESPONSES, openai_401, OPENAI_KEY),
+}
+
+
+def masked(key: str) -> str:
+    """How OpenAI quotes a wrong key: its start and its last 4 characters."""
+    return key[:11] + "*" * 20 + key[-4:]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("quote", ["whole", "masked"])
+async def test_an_error_status_quoting_the_server_key_is_redacted(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str, stream: bool, quote: str
+) -> None:
+    path, body, error, key = ENDPOINTS[endpoint]
+    # a model's answer may hold any text, the server's key and key shapes included
+    answer = b'{"id":  "x", "text": "' + key.encode() + b' sk-ant-api03-abcdefghijklmnop"}'
+    edge.replies = [
+        Reply(200, [("content-type", "application/json")], answer),
+        Reply.json(error(key if quote == "whole" else masked(key)), status=401),
+    ]
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        ok = await c.post(path, json=body, headers=CLIENT)
+        r = await c.post(path, json={**body, "stream": stream}, headers=CLIENT)
+        rows = await log_rows(c)
+    assert ok.status_code == 200 and ok.content == answer  # an answer is never edited
+    assert sent_key(edge) == key  # the upstream was sent the server's key, and quoted it
+    assert r.status_code == 401
+    assert_no_key(r.text, key)
+    assert int(r.headers["content-length"]) == len(r.content)
+    got = r.json()
+    if endpoint == "messages":  # Anthropic's shape, as the upstream sent it
+        assert got["type"] == "error" and got["error"]["type"] == "authentication_error"
+        assert got["error"]["message"] == f"invalid key {REDACTED} for this org"
+    else:  # OpenAI's
+        assert set(got["error"]) == {"message", "type", "param", "code"}
+        assert got["error"]["code"] == "invalid_api_key"
+        assert got["error"]["message"].startswith(f"Incorrect API key provided: {REDACTED}.")
+    assert all(key not in (row["error"] or "") for row in rows)
+
+
+async def test_a_key_of_no_known_shape_is_redacted_by_its_value(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A custom key ("mysecretkey123"-like) is no key shape: only its configured value tells."""
+    monkeypatch.setenv("OPENAI_CUSTOM_KEY", "mysecretkey123")
+    edge.reply = Reply(
+        401, [("content-type", "text/plain")], b"bad key mysecretkey123 (or mysec...y123)"
+    )
+    async with in_process(keys_settings(edge, "OPENAI_CUSTOM_KEY"), str(tmp_path / "db")) as c:
+        r = await c.post("/v1/chat/completions", json=CHAT, headers=CLIENT)
+        models = await c.get("/v1/models", headers=CLIENT)
+    assert sent_key(edge) == "mysecretkey123"
+    assert r.status_code == 401 and r.text == f"bad key {REDACTED} (or {REDACTED})"
+    assert models.status_code == 401 and "mysec" not in models.text
+
+
+def chat_chunk(content: str) -> bytes:
+    choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
+    return (
+        b"data: "
+        + orjson.dumps({"id": "c", "object": "chat.completion.chunk", "choices": [choice]})
+        + b"\n\n"
+    )
+
+
+def stream_events(endpoint: str, key: str) -> tuple[list[bytes], bytes]:
+    """A stream's answer so far (key-like text and the word "error" in the model's own text)
+    and the error event that breaks it off, quoting ``key``."""
+    said = f"the error said: {key}"
+    if endpoint == "chat":
+        error = openai_401(key)
+        error["error"]["type"] = "server_error"
+        return [chat_chunk("Hel"), chat_chunk(said)], b"data: " + orjson.dumps(error) + b"\n\n"
+    if endpoint == "messages":
+        answer = message_events(said)[:-3]  # cut before content_block_stop
+        return answer, event("error", error={"type": "overloaded_error", "message": f"{key} x"})
+    answer = response_events(said)[:2]  # created, a text delta
+    return answer, event("error", code="invalid_api_key", message=f"{key} x", param=None)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+async def test_an_error_event_inside_a_stream_is_redacted(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str, split: bool
+) -> None:
+    path, body, _, key = ENDPOINTS[endpoint]
+    answer, error = stream_events(endpoint, key)
+    tail = [error, b"data: [DONE]\n\n"] if endpoint == "chat" else [error]
+    if split:  # cut inside the word "error" and inside the key
+        joined = b"".join(tail)
+        at, inside = joined.index(b"error") + 3, joined.index(key.encode()) + 5
+        tail = [joined[:at], joined[at:inside], joined[inside:]]
+    edge.reply = sse_reply([*answer, *tail])
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post(path, json={**body, "stream": True}, headers=CLIENT)
+    assert r.status_code == 200
+    relayed = b"".join(answer)
+    assert r.content.startswith(relayed)  # the answer so far byte for byte, key and all
+    rest = r.content[len(relayed) :]
+    assert_no_key(rest.decode(), key)
+    data = orjson.loads(rest.split(b"data: ", 1)[1].split(b"\n", 1)[0])
+    if endpoint == "chat":
+        assert data["error"]["code"] == "invalid_api_key" and rest.endswith(b"data: [DONE]\n\n")
+    elif endpoint == "messages":
+        assert rest.startswith(b"event: error\n") and data["error"]["type"] == "overloaded_error"
+        assert data["error"]["message"] == f"{REDACTED} x"
+    else:
+        assert rest.startswith(b"event: error\n") and data["code"] == "invalid_api_key"
+        assert data["message"] == f"{REDACTED} x"
+
+
+async def test_a_success_stream_passes_byte_for_byte(
+    tmp_path: Path, edge: EdgeUpstream, keys: None
+) -> None:
+    """Key-like text, the server's key itself and the word "error" in an answer, cut anywhere:
+    relayed as it came (alongside, an error event of the same stream is redacted)."""
+    events = [
+        chat_chunk(f"error {OPENAI_KEY} error"),
+        chat_chunk('{"error": "x"}'),
+        chat_chunk("ok"),
+    ]
+    error = b"data: " + orjson.dumps(openai_401(OPENAI_KEY)) + b"\n\n"
+    joined = b"".join(events)
+    cuts = sorted(random.Random(7).sample(range(1, len(joined)), 12))
+    chunks = [joined[a:b] for a, b in zip([0, *cuts], [*cuts, len(joined)], strict=True)]
+    edge.reply = sse_reply([*chunks, error])
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=CLIENT)
+    assert r.content.startswith(joined)
+    assert_no_key(r.content[len(joined) :].decode(), OPENAI_KEY)
+
+
+# litellm: a provider's 401 through each path litellm serves (its message is shortened and
+# redacted by litellm._failure; the configured key must go too).
+LITELLM = {
+    # chat completions to a litellm upstream (anthropic)
+    "chat": ("/v1/chat/completions", request(user("hi"), model="anthropic/claude-x"), "litellm"),
+    # Messages bridged to an OpenAI upstream
+    "messages": ("/v1/messages", MESSAGES | {"model": "gpt-4o"}, "openai"),
+    # Responses bridged to an Anthropic upstream
+    "responses": ("/v1/responses", RESPONSES | {"model": "claude-x"}, "anthropic"),
+}
+
+
+@pytest.mark.parametrize("endpoint", LITELLM)
+async def test_litellm_paths_redact_the_server_key(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str
+) -> None:
+    path, body, kind = LITELLM[endpoint]
+    spec: dict[str, Any] = {
+        "name": "up",
+        "kind": kind,
+        "match": ["*"],
+        "api_key_env": "CLAUDE_SERVER_KEY",
+    }
+    spec["base_url"] = edge.base_url if kind == "openai" else edge.url
+    if kind == "litellm":
+        spec["provider"] = "anthropic"
+    settings = proxy_settings(edge.base_url, auth={"mode": "keys"}, upstreams=[spec])
+    error = anthropic_401 if kind != "openai" else openai_401
+    edge.reply = Reply.json(error(CUSTOM_KEY), status=401)
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers=CLIENT)
+    assert sent_key(edge) == CUSTOM_KEY
+    assert r.status_code == 401, r.text
+    assert REDACTED in r.text
+    assert_no_key(r.text, CUSTOM_KEY)
+
+
+# The redactor itself
+
+
+REDACTOR = ErrorRedactor([CUSTOM_KEY, OPENAI_KEY, "none"])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (f"key {CUSTOM_KEY}.", f"key {REDACTED}."),
+        (f"key {CUSTOM_KEY[:9]}", f"key {REDACTED}"),  # 8 characters of it in a row
+        (f"key {CUSTOM_KEY[:5]}***{CUSTOM_KEY[-4:]}", f"key {REDACTED}"),
+        (f"key {OPENAI_KEY[:3]}...{OPENAI_KEY[-4:]}.", f"key {REDACTED}."),
+        (f"key {OPENAI_KEY[:6]}\u2026", f"key {REDACTED}"),
+        # "none" is configured too, but as a placeholder: too short to be a secret
+        ("none of it: the usual text... stays", "none of it: the usual text... stays"),
+        ("an sk-ant-api03-abcdefghijklmnop key", f"an {REDACTED} key"),  # the key shapes too
+    ],
+)
+def test_text(text: str, expected: str) -> None:
+    assert REDACTOR.text(text) == expected
+
+
+def test_an_error_body_keeps_its_bytes_unless_something_goes() -> None:
+    clean = b'{ "error": {"message": "model overloaded", "code": null} }'
+    assert REDACTOR.body(clean) is clean
+    quoted = b'{ "error": {"message": "key ' + CUSTOM_KEY.encode() + b'", "api_key": "k"} }'
+    assert orjson.loads(REDACTOR.body(quoted)) == {
+        "error": {"message": f"key {REDACTED}", "api_key": REDACTED}
+    }
+    assert (
+        REDACTOR.body(b"\xff not json " + CUSTOM_KEY.encode())
+        == b"\xff not json " + REDACTED.encode()
+    )
+
+
+def test_an_encoded_error_body_is_decoded_and_redacted() -> None:
+    body = orjson.dumps(openai_401(CUSTOM_KEY))
+    response = UpstreamResponse(401, {"content-encoding": "gzip"}, body=gzip.compress(body))
+    REDACTOR.response(response)
+    assert response.headers == {} and response.body is not None
+    assert orjson.loads(response.body)["error"]["message"].startswith(
+        f"Incorrect API key provided: {REDACTED}"
+    )
+    unknown = UpstreamResponse(401, {"content-encoding": "br"}, body=b"\x00" + body)
+    REDACTOR.response(unknown)
+    assert unknown.headers == {} and CUSTOM_KEY.encode() not in (unknown.body or b"")
+
+
+async def test_a_break_off_message_is_redacted() -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield chat_chunk("Hel")
+        raise UpstreamFailed(f"Upstream up: bad key {CUSTOM_KEY}")
+
+    got: list[bytes] = []
+    with pytest.raises(UpstreamFailed) as raised:
+        async for chunk in REDACTOR.stream(chunks()):
+            got.append(chunk)
+    assert got == [chat_chunk("Hel")]
+    assert raised.value.message == f"Upstream up: bad key {REDACTED}"
+    assert orjson.loads(raised.value.body_bytes())["error"]["message"].endswith(REDACTED)
+
+
+EVENT_END = re.compile(rb"(?<=\n\n)|(?<=\r\n\r\n)")
+
+
+def test_a_stream_cut_anywhere() -> None:
+    """Answer events pass as they came, error events (each protocol's) are redacted, however
+    the bytes are cut and with LF or CRLF line ends."""
+    answers = [
+        chat_chunk(f"error: {CUSTOM_KEY}"),
+        event("response.created", response={"error": None, "text": "y" * 600}),
+        b": keep-alive error\n\n",
+    ]
+    errors = [
+        event("error", error={"type": "api_error", "message": CUSTOM_KEY}),
+        b"data: " + orjson.dumps(openai_401(CUSTOM_KEY)) + b"\n\n",
+        event(
+            "response.failed",
+            response={"status": "failed", "error": {"code": "x", "message": CUSTOM_KEY}},
+        ),
+        b'data: {"object": "error", "message": "' + CUSTOM_KEY.encode() + b'"}\n\n',
+    ]
+    rng = random.Random(3)
+    for crlf in (False, True):
+        for _ in range(400):
+            parts = [rng.choice(answers if rng.random() < 0.6 else errors) for _ in range(6)]
+            if crlf:
+                parts = [p.replace(b"\n", b"\r\n") for p in parts]
+            joined = b"".join(parts)
+            cuts = sorted(rng.sample(range(1, len(joined)), rng.randint(1, 40)))
+            scanner = _EventScanner(REDACTOR)
+            out = b"".join(
+                scanner.feed(joined[a:b])
+                for a, b in zip([0, *cuts], [*cuts, len(joined)], strict=True)
+            )
+            got = EVENT_END.split(out + scanner.finish())[:-1]
+            assert len(got) == len(parts)
+            for part, relayed in zip(parts, got, strict=True):
+                if part.replace(b"\r\n", b"\n") in answers:
+                    assert relayed == part
+                else:  # whole, its JSON written back; or, its start relayed already, as text
+                    assert relayed in (REDACTOR.event(part, True), REDACTOR.event(part, False))
+
+
+def test_the_keys_are_read_once_from_the_upstreams_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("K1", f"{CUSTOM_KEY}\n")  # as mounted from a file
+    monkeypatch.setenv("K2", "none")  # a placeholder, not a secret
+    ups = [
+        UpstreamSettings(name=n, api_key_env=e) for n, e in (("a", "K1"), ("b", "K2"), ("c", None))
+    ]
+    redactor = ErrorRedactor.for_upstreams(ups)
+    monkeypatch.setenv("K1", "changed-later-0000")
+    assert redactor.keys == (CUSTOM_KEY,)
+
+
+def test_a_stream_that_breaks_off_keeps_its_unfinished_event_redacted() -> None:
+    scanner = _EventScanner(REDACTOR)
+    first = scanner.feed(
+        b'event: error\ndata: {"type": "error", "message": "' + CUSTOM_KEY.encode()
+    )
+    assert first == b"" and CUSTOM_KEY.encode() not in scanner.finish()
