@@ -79,7 +79,7 @@ class Served:
                 self.proc.wait(timeout=10)
 
 
-def _server_env(anthropic_url: str, openai_base_url: str, home: Path) -> dict[str, str]:
+def _server_env(anthropic_url: str, openai_base_url: str) -> dict[str, str]:
     """The test's environment without any provider key or proxy setting of our own, plus the
     documented overrides; ``bin/_env`` runs ``sys.prefix``'s venv (the one under test)."""
     dropped = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "CTXPROXY_", "VIRTUAL_ENV")
@@ -88,7 +88,6 @@ def _server_env(anthropic_url: str, openai_base_url: str, home: Path) -> dict[st
         CTXPROXY_VENV=sys.prefix,
         CTXPROXY_UPSTREAM_CLAUDE_BASE_URL=anthropic_url,
         CTXPROXY_UPSTREAM_OPENAI_BASE_URL=openai_base_url,
-        HOME=str(home),
     )
     return env
 
@@ -106,7 +105,7 @@ def served(
     proc = subprocess.Popen(
         [str(ROOT / "bin" / "serve"), "--port", str(port)],  # the config's own db, in cwd
         cwd=where,
-        env=_server_env(_anthropic_server.url, _responses_server.base_url, where),
+        env=_server_env(_anthropic_server.url, _responses_server.base_url),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -138,6 +137,22 @@ def test_bin_serve_runs_the_example_config_with_the_overrides(served: Served) ->
     (line,) = [x for x in served.lines if "listening on" in x]
     assert "claude (anthropic, base_url from CTXPROXY_UPSTREAM_CLAUDE_BASE_URL): claude-*" in line
     assert "openai (openai, base_url from CTXPROXY_UPSTREAM_OPENAI_BASE_URL): *" in line
+
+
+@pytest.mark.parametrize("config", ["config.example.yaml", "deploy/ctxproxy.yaml"])
+def test_every_shipped_config_routes_the_agents_natively(config: str) -> None:
+    """config.example.yaml (bin/serve, and the image: see the Dockerfile's COPY) and the
+    gateway example: Claude Code's models to a native Anthropic upstream, the rest to a native
+    OpenAI one; litellm only where a config says so on purpose (none of these)."""
+    from proxy.settings import load_settings
+
+    assert "COPY config.example.yaml /config/config.yaml" in (ROOT / "Dockerfile").read_text()
+    settings = load_settings(ROOT / config, environ={})
+    for model, kind in [("claude-opus-5-5", "anthropic"), ("claude-haiku-5-5", "anthropic")]:
+        assert getattr(settings.upstream_for(model), "kind", None) == kind, model
+    for model in ("gpt-5", "gpt-5.5", "o4-mini"):
+        assert getattr(settings.upstream_for(model), "kind", None) == "openai", model
+    assert [u.name for u in settings.upstreams if u.kind == "litellm"] == []
 
 
 def test_claude_code_completes_a_tool_round_trip(
