@@ -88,7 +88,7 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
     base = f"http://{where}:{port}"
     routes = "; ".join(
         f"{u.name} ({u.kind}{'/' + u.provider if u.provider else ''}{_from_env(settings, u.name)})"
-        f": {', '.join(u.match)}"
+        f": {', '.join(u.match)}{_url_of(settings, u)}"
         for u in settings.upstreams
     )
     return (
@@ -96,6 +96,20 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
         f"database: {database} · "
         f"ui: {base}/ui"
     )
+
+
+def _url_of(settings: Settings, upstream: UpstreamSettings) -> str:
+    """Where an upstream's requests go (a password in the URL masked); one set from the
+    environment is named by its variable instead (``_from_env``)."""
+    from proxy.store.base import masked
+
+    if settings.base_url_variable_of(upstream.name):
+        return ""
+    if upstream.base_url:
+        return f" -> {masked(upstream.base_url)}"
+    if upstream.kind == "anthropic":
+        return " -> https://api.anthropic.com"
+    return " -> the provider's default URL"
 
 
 def _from_env(settings: Settings, upstream: str) -> str:
@@ -301,7 +315,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", help="YAML config (default: built-in, every rule on)")
+        p.add_argument(
+            "--config",
+            default=os.environ.get("CTXPROXY_CONFIG") or None,
+            help="YAML config (default: $CTXPROXY_CONFIG, else built-in: every rule on)",
+        )
         p.add_argument(
             "--db",
             help="SQLite path or postgresql:// URL (default: CTXPROXY_STORE_URL, store.url, "

@@ -96,6 +96,16 @@ class LimitSettings(_Strict):
     body_read_timeout_s: float = Field(default=60.0, gt=0)
     # Open upstream connections at most (streams hold one each); beyond, requests queue for one.
     upstream_max_connections: int = Field(default=200, ge=1)
+    # Messages (Chat Completions, Anthropic Messages) or input items (Responses API) in one body
+    # at most (400 beyond): the rules' time and memory grow with them. Real agents' longest
+    # conversations hold a few thousand.
+    max_items: int = Field(default=20_000, ge=1, le=1_000_000)
+    # JSON objects and arrays in one body at most (400 beyond), counted on the bytes before they
+    # are parsed: parsing holds the interpreter, other requests included, until it is done.
+    max_json_containers: int = Field(default=200_000, ge=1_000, le=10_000_000)
+    # A session's state, serialised, at most: past it the largest namespaces are left out when it
+    # is stored (the rules derive them again from the conversation the next request carries).
+    max_state_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024)
 
 
 class AuthSettings(_Strict):
@@ -162,7 +172,8 @@ class MemorySettings(_Strict):
 
 class LoggingSettings(_Strict):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    json_lines: bool = True
+    # true: JSON lines; false: text; auto: JSON unless stderr is a terminal (a person reading)
+    json_lines: bool | Literal["auto"] = "auto"
 
 
 class RuleEntry(BaseModel):
@@ -291,6 +302,19 @@ def settings_from_mapping(data: dict[str, Any]) -> Settings:
     return settings
 
 
+def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
+    """A relative ``store.path`` (the default too) is the config file's folder's, not the working
+    directory's: ``logs`` and ``show`` find the database from anywhere."""
+    store = data.get("store")
+    if store is not None and not isinstance(store, dict):
+        return data  # validation says what is wrong
+    store = dict(store or {})
+    path = store.get("path", StoreSettings().path)
+    if isinstance(path, str) and path != ":memory:" and not Path(path).is_absolute():
+        store["path"] = str(config.resolve().parent / path)
+    return {**data, "store": store}
+
+
 def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = None) -> Settings:
     """Settings from a YAML file, or the built-in defaults (every rule on) when ``path`` is None;
     an upstream's base_url from ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL`` in ``environ`` (the
@@ -305,6 +329,7 @@ def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = N
             raise SettingsError(f"cannot read configuration {path}: {exc}") from None
         if not isinstance(data, dict):
             raise SettingsError(f"configuration {path} must be a mapping at the top level")
+        data = _store_beside(data, Path(path))
     data, applied = _env_base_urls(data, environ)
     try:
         settings = settings_from_mapping(data)

@@ -103,7 +103,7 @@ class JsonLog:
 
     def __init__(self, settings: LoggingSettings, stream: IO[str] | None = None) -> None:
         self.threshold = logging.getLevelName(settings.level)
-        self.json_lines = settings.json_lines
+        self.json_lines = use_json(settings, stream or sys.stderr)
         self.stream = stream
 
     def started(self) -> None:
@@ -140,11 +140,19 @@ class JsonFormatter(logging.Formatter):
         return terminal_safe(orjson.dumps(out).decode())
 
 
+def use_json(settings: LoggingSettings, stream: IO[str]) -> bool:
+    """JSON lines when asked, or (``auto``) when nobody reads ``stream`` on a terminal."""
+    if settings.json_lines == "auto":
+        isatty = getattr(stream, "isatty", None)
+        return not (callable(isatty) and isatty())
+    return bool(settings.json_lines)
+
+
 def configure(settings: LoggingSettings) -> None:
     """For ``ctxproxy serve`` (the process owns its logging): the ``ctxproxy`` loggers go to
     stderr at the configured level, as JSON lines when ``json_lines`` is on."""
     handler = logging.StreamHandler(sys.stderr)
-    if settings.json_lines:
+    if use_json(settings, sys.stderr):
         handler.setFormatter(JsonFormatter())
     root = logging.getLogger("ctxproxy")
     root.handlers[:] = [handler]

@@ -103,7 +103,8 @@ def served(
     where = tmp_path_factory.mktemp("bin-serve")
     port = free_port()
     proc = subprocess.Popen(
-        [str(ROOT / "bin" / "serve"), "--port", str(port)],  # the config's own db, in cwd
+        # the config's own database would be beside it, in the checkout: this run's is its own
+        [str(ROOT / "bin" / "serve"), "--port", str(port), "--db", str(where / "ctxproxy.db")],
         cwd=where,
         env=_server_env(_anthropic_server.url, _responses_server.base_url),
         stdin=subprocess.DEVNULL,
@@ -133,7 +134,8 @@ def _count(proxy: LiveProxy) -> int:
 
 def test_bin_serve_runs_the_example_config_with_the_overrides(served: Served) -> None:
     serve = (ROOT / "bin" / "serve").read_text()
-    assert 'serve --config "$ROOT/config.example.yaml" "$@"' in serve
+    assert 'CTXPROXY_CONFIG="${CTXPROXY_CONFIG:-$ROOT/config.example.yaml}"' in serve
+    assert 'exec "$VENV/bin/ctxproxy" serve "$@"' in serve
     (line,) = [x for x in served.lines if "listening on" in x]
     assert "claude (anthropic, base_url from CTXPROXY_UPSTREAM_CLAUDE_BASE_URL): claude-*" in line
     assert "openai (openai, base_url from CTXPROXY_UPSTREAM_OPENAI_BASE_URL): *" in line

@@ -3,6 +3,7 @@ where each model goes (patterns and kind, never a key), the database and the /ui
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
@@ -10,6 +11,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from proxy import __version__
 
@@ -60,3 +63,90 @@ def test_serve_prints_one_line_with_what_a_newcomer_needs(tmp_path: Path) -> Non
     assert str(db.resolve()) in line
     assert "loopback clients only" in line  # who may open /ui, on the same line
     assert SECRET not in "".join(lines)
+
+
+def test_the_line_names_each_upstreams_url_never_a_password(tmp_path: Path) -> None:
+    from proxy.cli import startup_line
+    from proxy.settings import settings_from_mapping
+
+    settings = settings_from_mapping(
+        {
+            "upstreams": [
+                {"name": "claude", "match": ["claude-*"], "kind": "anthropic"},
+                {"name": "mine", "match": ["*"], "base_url": "https://u:hunter2@llm.example/v1"},
+            ]
+        }
+    )
+    line = startup_line(settings, "127.0.0.1", 8787, str(tmp_path / "x.db"))
+    assert "claude (anthropic): claude-* -> https://api.anthropic.com" in line
+    assert "mine (openai): * -> https://u:***@llm.example/v1" in line
+    assert "hunter2" not in line
+
+
+def test_a_relative_store_path_is_the_config_files_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proxy.settings import load_settings
+
+    (tmp_path / "conf").mkdir()
+    config = tmp_path / "conf" / "c.yaml"
+    config.write_text("store:\n  path: data/log.db\n")
+    monkeypatch.chdir(tmp_path)  # wherever a command runs from
+    assert load_settings(config).store.path == str(tmp_path / "conf" / "data" / "log.db")
+    config.write_text("ui:\n  public: false\n")  # the default path too
+    assert load_settings(config).store.path == str(tmp_path / "conf" / "ctxproxy.db")
+    config.write_text("store:\n  path: /abs/log.db\n")
+    assert load_settings(config).store.path == "/abs/log.db"
+    assert load_settings(None).store.path == "ctxproxy.db"  # no file: the working directory
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("json_lines", "terminal", "want_json"),
+    [("auto", True, False), ("auto", False, True), (True, True, True), (False, False, False)],
+)
+def test_json_lines_auto_is_text_on_a_terminal(
+    json_lines: object, terminal: bool, want_json: bool
+) -> None:
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import use_json
+
+    stream = _Terminal() if terminal else io.StringIO()
+    assert use_json(LoggingSettings(json_lines=json_lines), stream) is want_json  # type: ignore[arg-type]
+
+
+def test_bin_ctxproxy_reads_the_database_bin_serve_writes(tmp_path: Path) -> None:
+    """bin/ctxproxy runs any command on bin/serve's config, so on its database, from anywhere."""
+    import sqlite3
+
+    root = Path(__file__).resolve().parents[2]
+    config = tmp_path / "c.yaml"
+    config.write_text("store:\n  path: log.db\n")
+    from proxy.store.migrations import MIGRATIONS
+
+    with sqlite3.connect(tmp_path / "log.db") as db:  # a database as the server leaves it
+        db.execute("CREATE TABLE _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        for name, sql in MIGRATIONS:
+            db.executescript(sql)
+            db.execute("INSERT INTO _migrations VALUES (?, datetime('now'))", (name,))
+        db.execute(
+            "INSERT INTO requests (id, created_at, session_id, principal, model, status) "
+            "VALUES ('req_from_serve', 1.0, 'anonymous/s', 'anonymous', 'gpt-4o', 200)"
+        )
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("bin/ctxproxy uses a virtual environment; the tests run outside one")
+    env = {**os.environ, "CTXPROXY_VENV": sys.prefix, "CTXPROXY_CONFIG": str(config)}
+    out = subprocess.run(
+        [str(root / "bin" / "ctxproxy"), "logs", "--json"],
+        cwd="/",
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "req_from_serve" in out.stdout
