@@ -223,7 +223,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # SQLite (db_path or store.path) or PostgreSQL (store.url, CTXPROXY_STORE_URL)
-        store = create_store(settings.store, db_path)
+        store = create_store(
+            settings.store, db_path, max_state_bytes=settings.limits.max_state_bytes
+        )
         await store.open()
         principals = Principals(settings.auth, await server_secret(store))
         if settings.auth.mode == "keys" and not principals.key_count:

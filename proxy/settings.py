@@ -105,7 +105,8 @@ class LimitSettings(_Strict):
     max_json_containers: int = Field(default=200_000, ge=1_000, le=10_000_000)
     # A session's state, serialised, at most: past it the largest namespaces are left out when it
     # is stored (the rules derive them again from the conversation the next request carries).
-    max_state_bytes: int = Field(default=2 * 1024 * 1024, ge=64 * 1024)
+    # At least 512 KiB: the conversation's lineage (at most ~260 KiB) is always kept.
+    max_state_bytes: int = Field(default=2 * 1024 * 1024, ge=512 * 1024)
 
 
 class AuthSettings(_Strict):

@@ -20,7 +20,14 @@ The parsed objects are shared with the next request that reuses them: nothing do
 a parsed body (the rules and adapters copy what they change; the litellm paths get a copy).
 Bounded by slots (a session header, else the body's first bytes; LRU), bodies per slot (the next
 request of a conversation replaces its last; another conversation's is kept beside it) and the
-bytes each is charged (``charge``: its raw body and an estimate of its parsed objects)."""
+bytes each is charged (``charge``: its raw body and an estimate of its parsed objects).
+
+The body limits hold before anything is parsed (``body_limits``): at most ``max_items`` items
+and ``max_json_containers`` objects and arrays, counted on the bytes to be parsed (a reused
+prefix counts as the kept body's count, an upper bound). ``read`` says how many of a body's
+bytes were new (what the work on it will cost: ``proxy.rewrite.offload``) and, given ``inline``,
+reads nothing when more than that would have to be parsed: the caller then reads it off the event
+loop."""
 
 from __future__ import annotations
 
@@ -33,6 +40,7 @@ from typing import Any
 import orjson
 
 from proxy.protocols.body import MAX_JSON_DEPTH, parse_json, within_depth
+from proxy.protocols.body_limits import check_body, check_containers, check_items
 
 # A body names its slot by its first bytes when no session header does (the model and the start
 # of the first message); a slot keeps this many bodies (sub-agents sharing a session header, or
@@ -59,6 +67,7 @@ class Kept:
     ends: tuple[int, ...]  # where each proven item ends in ``raw`` (the first ``len(ends)``)
     close: int  # where the array's ``]`` is in ``raw`` (-1: the members after it not proven)
     rest: tuple[tuple[str, Any], ...]  # the members after the array (when ``close >= 0``)
+    nodes: int = 0  # at least as many as the objects and arrays in ``raw`` (when counted)
 
     @property
     def charge(self) -> int:
@@ -75,8 +84,12 @@ class BodyMemory:
         validate: Validate,
         max_bytes: int = 128_000_000,
         max_slots: int = 256,
+        max_items: int | None = None,
+        max_containers: int | None = None,
     ) -> None:
         self.key = key
+        self.max_items = max_items
+        self.max_containers = max_containers
         self._opening = orjson.dumps(key) + b":["
         self._validate = validate
         self.max_bytes = max_bytes
@@ -93,26 +106,48 @@ class BodyMemory:
     def parse(self, raw: bytes, hint: str | None = None, principal: str = "") -> dict[str, Any]:
         """``raw`` parsed and validated; ``hint``: the request's session header, if any; each
         principal's bodies are kept apart."""
+        read = self.read(raw, hint, principal)
+        assert read is not None  # read whatever it takes without ``inline``
+        return read[0]
+
+    def read(
+        self, raw: bytes, hint: str | None = None, principal: str = "", inline: int | None = None
+    ) -> tuple[dict[str, Any], int] | None:
+        """``parse``, and how many of ``raw``'s bytes were new (not a kept body's prefix, nor
+        its unchanged members after the array). With ``inline``: None, having read nothing,
+        when more bytes than that would be new (the caller reads it elsewhere)."""
         slot = (principal, "s", hint) if hint else (principal, "b", raw[:KEY_BYTES])
         with self._lock:
             candidates = list(self._slots.get(slot, ()))
         # the body sharing the longest prefix first (a slot may hold several conversations)
         ranked = sorted(((_shared(kept, raw), kept) for kept in candidates), key=_first)
         for shared, kept in reversed(ranked):
-            read = self._reuse(kept, raw, shared) if shared else None
+            if not shared:
+                break
+            fresh = _fresh(kept, raw, kept.ends[shared - 1])
+            if inline is not None and fresh > inline:
+                return None  # the others share less of it
+            read = self._reuse(kept, raw, shared)
             if read is not None:
                 body, kept_now = read
                 # the same conversation's next request replaces it; another one is kept beside
                 known = len(kept.ends)
                 follows = shared >= known - _TRIES and 2 * shared > known
                 self._keep(slot, kept_now, replacing=kept if follows else None, reused=True)
-                return body
+                return body, fresh
+        if inline is not None and len(raw) > inline:
+            return None
+        nodes = 0
+        if self.max_containers is not None:
+            nodes = check_containers(raw, self.max_containers)
         body = parse_json(raw)
+        if self.max_items is not None:
+            check_body(body, self.key, self.max_items)
         self._validate(body, 0)
-        proven = self._proven(raw, body)
+        proven = self._proven(raw, body, nodes)
         if proven is not None:
             self._keep(slot, proven, replacing=None)
-        return body
+        return body, len(raw)
 
     def _reuse(self, kept: Kept, raw: bytes, shared: int) -> tuple[dict[str, Any], Kept] | None:
         """``raw`` read from ``kept``, whose first ``shared`` items it starts with."""
@@ -121,7 +156,11 @@ class BodyMemory:
             return None
         suffix = kept.raw[kept.close :] if kept.close >= 0 else None
         rest = kept.rest
-        if suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end:
+        changed = suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end
+        # counted before any of it is parsed; the members after the array too when they changed
+        counted = len(raw) if changed or suffix is None else len(raw) - len(suffix)
+        nodes = self._nodes(raw, kept, end, counted)
+        if changed:
             # the members after the array changed: parsed from the split on, then proven
             start = end + 1 if raw[end] == 0x2C else end
             try:
@@ -134,6 +173,7 @@ class BodyMemory:
                 return None
             if not within_depth(dict(rest), MAX_JSON_DEPTH - 1):
                 return None
+        assert suffix is not None
         close = len(raw) - len(suffix)
         new: list[Any] = []
         if close > end:  # ``,`` and the new items
@@ -145,15 +185,27 @@ class BodyMemory:
                 return None
             if not new or not within_depth(new, MAX_JSON_DEPTH - 2):
                 return None
+        if self.max_items is not None:
+            check_items(shared + len(new), self.key, self.max_items)
         body = dict(kept.head)
         items = kept.items[:shared] + tuple(new)
         body[self.key] = list(items)
         body.update(rest)  # a head member repeated after the array: its last value, first place
         self._validate(body, shared)
         ends = _proven_items(raw, new, end + 1, list(kept.ends[:shared]))
-        return body, Kept(raw, kept.head, items, tuple(ends), close, rest)
+        return body, Kept(raw, kept.head, items, tuple(ends), close, rest, nodes)
 
-    def _proven(self, raw: bytes, body: dict[str, Any]) -> Kept | None:
+    def _nodes(self, raw: bytes, kept: Kept, end: int, counted: int) -> int:
+        """At least as many as ``raw``'s objects and arrays: ``kept``'s (whose first bytes up to
+        ``end`` it shares) and the brackets in ``raw[end:counted]``; counted over the whole body
+        (400 past the limit) when that exceeds the limit."""
+        cap = self.max_containers
+        if cap is None:
+            return 0
+        nodes = kept.nodes + raw.count(b"{", end, counted) + raw.count(b"[", end, counted)
+        return nodes if nodes <= cap else check_containers(raw, cap)
+
+    def _proven(self, raw: bytes, body: dict[str, Any], nodes: int = 0) -> Kept | None:
         """``raw`` as kept when it is ``body`` written compactly up to its first item at least."""
         items = body.get(self.key)
         if type(items) is not list or not items:
@@ -174,7 +226,7 @@ class BodyMemory:
         close = len(raw) - len(suffix) if suffix is not None and raw.endswith(suffix) else -1
         if close < ends[-1]:  # the members after the array are not written so
             close, rest = -1, ()
-        return Kept(raw, head, tuple(items), tuple(ends), close, rest)
+        return Kept(raw, head, tuple(items), tuple(ends), close, rest, nodes)
 
     def _keep(self, slot: Any, kept: Kept, replacing: Kept | None, reused: bool = False) -> None:
         with self._lock:
@@ -196,6 +248,16 @@ class BodyMemory:
 
 def _first(pair: tuple[int, Kept]) -> int:
     return pair[0]
+
+
+def _fresh(kept: Kept, raw: bytes, end: int) -> int:
+    """The bytes of ``raw`` after ``end`` (where the prefix it shares with ``kept`` ends), but
+    for the members after the array when they are ``kept``'s, unchanged."""
+    if kept.close >= 0:
+        suffix = len(kept.raw) - kept.close
+        if len(raw) - suffix >= end and raw.endswith(memoryview(kept.raw)[kept.close :]):
+            return len(raw) - suffix - end
+    return len(raw) - end
 
 
 def _shared(kept: Kept, raw: bytes) -> int:

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from proxy.generations import compact
 from proxy.protocols.base import TAG
 from proxy.protocols.body_memory import ITEM_BYTES
 from proxy.protocols.kept_lifts import json_exact
@@ -74,7 +75,8 @@ def message_bytes(source: Sequence[Any], limit: int) -> list[bytes | None]:
         except TypeError:  # lone surrogates (a body not parsed by orjson): lowered each time
             datas.append(None)
             continue
-        datas.append(data if len(data) <= limit else None)
+        # compact: orjson's output keeps kilobytes of spare room (``generations.compact``)
+        datas.append(compact(data) if len(data) <= limit else None)
     return datas
 
 
@@ -302,12 +304,9 @@ def plan_values(
     nothing more)."""
     # a long run (thousands of user-side messages in one group) is looked up by identity, not
     # scanned for each value: the scan would be quadratic in the run
-    by_id = {id(source[i]): i for i in reversed(idxs)} if len(idxs) > _SCAN else None  # first wins
+    by_id = {id(source[i]): i for i in reversed(idxs)} if len(idxs) > _SCAN else {}  # first wins
     for v in lifted:
-        if by_id is None:
-            j = next((i for i in idxs if source[i] is v), None)
-        else:
-            j = by_id.get(id(v))
+        j = by_id.get(id(v)) if by_id else next((i for i in idxs if source[i] is v), None)
         if j is not None:
             plan.append(j)
             continue

@@ -4,7 +4,7 @@ provider's cache rules), the pipeline runner (with its cache of per-message reco
 optional resolver model. ``Engine.rewrite`` is the one entry point, shared by the server and
 ``ctxproxy rewrite``: it maps the body to the rules' chat view with its protocol's adapter, holds
 the session in the store (serialised across replicas there), runs the pipeline and lifts the
-result back.
+result back; a request bringing much new work does so in one worker thread (``offload``).
 
 May import ``rules``, ``proxy.protocols`` (the adapters), ``proxy.store`` (session state, cache
 feedback), ``proxy.upstream.litellm`` (the resolver model) and the top-level ``errors``,

@@ -1,6 +1,8 @@
 """From a raw request body to what will be forwarded: parse, validate, find the session, load its
 state and ancestors, run the pipeline, save the state. The server and ``ctxproxy rewrite`` both
-call ``Engine.rewrite``, so they run the very same pipeline."""
+call ``Engine.rewrite``, so they run the very same pipeline. A request bringing much new work is
+lowered, run through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``), so
+the event loop keeps serving the others."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import contextlib
 import logging
 import time
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,8 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
+from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
+from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
 from proxy.rewrite.session_key import parent_session_key, session_key
@@ -38,10 +41,6 @@ from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
 
-# Request bodies from this size run the pipeline in a worker thread (a 1 MiB conversation takes
-# ~15 ms): the event loop keeps serving others meanwhile. Smaller ones run inline, since a thread
-# hop and the GIL handovers it brings cost more than they save.
-OFFLOAD_BYTES = 1024 * 1024
 # state namespaces only the proxy writes, from its own computations: never redacted
 PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})
 
@@ -56,6 +55,7 @@ class _Request:
     now: float
     sid: str
     budget: int | None  # a lower budget for this call only
+    heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
 
     @property
     def model(self) -> str:
@@ -106,11 +106,12 @@ class Engine:
         self.costs = CostModel(settings)
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
         self.learned = LearnedWindows()
-        # one worker: the pipeline holds the GIL, so more threads would only take turns with it
-        self._offload = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxproxy-pipeline")
+        # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
+        # the server parses heavy bodies (and counts their tokens) there too
+        self.offload = Offload()
 
     def close(self) -> None:
-        self._offload.shutdown(wait=False, cancel_futures=True)
+        self.offload.close()
 
     def budget_for(self, model: str) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known.
@@ -185,6 +186,7 @@ class Engine:
         ctx: Context,
         outcome: PipelineOutcome,
         serialised: list[bytes | None] | None = None,
+        heavy: bool = False,
     ) -> PipelineOutcome:
         """Ask the resolver model about references the rules abstained on; when it picks one of
         the candidates, run the pipeline again from the same input with its picks as hints."""
@@ -196,7 +198,8 @@ class Engine:
         user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
         picks, info = await self.resolver.picks(questions, user_text)
         if picks:
-            outcome = self.pipeline.run(ctx.evolve(hints={"resolver": picks}), serialised)
+            again = ctx.evolve(hints={"resolver": picks})
+            outcome = await self.offload.maybe(heavy, self.pipeline.run, again, serialised)
         outcome.report["resolver"] = info
         return outcome
 
@@ -211,10 +214,15 @@ class Engine:
         budget: int | None = None,
         adapter: Adapter = CHAT,
         principal: str = ANONYMOUS,
+        fresh: int | None = None,
     ) -> Rewritten:
         """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
         only (the overflow rescue's). ``session_id`` and ``parent_session_id`` name sessions as
-        the client does; everything is kept under ``principal`` (``proxy.principals``)."""
+        the client does; everything is kept under ``principal`` (``proxy.principals``).
+        ``fresh``: how many of the body's ``raw_size`` bytes the session's previous body did not
+        have (``BodyMemory.read``; all of them when not known): with its items, the work that
+        decides whether it runs in the worker thread."""
+        heavy = self.offload.heavy(raw_size if fresh is None else fresh, items_of(body))
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
@@ -223,19 +231,19 @@ class Engine:
             if adapter is CHAT
             else scoped(principal, session_id or session_key(headers, body, []))
         )
-        lowered = adapter.lower(body, hint)
+        lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
         sid = scoped(principal, session_id or session_key(headers, body, lowered.messages))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
-        request = _Request(body, lowered, adapter, now, sid, budget)
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
-            known = None if parent or raw_size >= OFFLOAD_BYTES else self.store.known_state(sid)
+            known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:
                 held = await stack.enter_async_context(self.store.session(sid))
             else:
                 held, ran = await self._hold_running_ahead(stack, request, *known)
-            return await self._rewrite_locked(held, request, parent, raw_size, ran)
+            return await self._rewrite_locked(held, request, parent, ran)
 
     async def _hold_running_ahead(
         self,
@@ -323,7 +331,6 @@ class Engine:
         held: SessionHandle,
         request: _Request,
         parent: str | None,
-        raw_size: int,
         ahead: tuple[Context, PipelineOutcome] | None,
     ) -> Rewritten:
         state, stored_parent = held.state, held.parent_id
@@ -337,16 +344,12 @@ class Engine:
             ctx, outcome = ahead  # run on the very state held now, with the same inputs
         else:
             ctx = self._context(request, state, ancestors, cache)
-            if raw_size >= OFFLOAD_BYTES:
-                # a huge request would hold the event loop for seconds: other requests and
-                # /healthz keep being served while it runs in a worker thread
-                loop = asyncio.get_running_loop()
-                outcome = await loop.run_in_executor(self._offload, self._run, ctx, request.lowered)
-            else:
-                outcome = self._run(ctx, request.lowered)
-        lowered, adapter, body = request.lowered, request.adapter, request.body
+            # a heavy request would hold the event loop for as long as it takes: other requests
+            # and /healthz keep being served while it runs in the worker thread
+            outcome = await self.offload.maybe(request.heavy, self._run, ctx, request.lowered)
+        lowered = request.lowered
         if self.resolver is not None:
-            outcome = await self._second_opinion(ctx, outcome, lowered.serialised)
+            outcome = await self._second_opinion(ctx, outcome, lowered.serialised, request.heavy)
         outcome.report["cache"] = self.costs.summary(model, cache, now)
         pruned = outcome.report.get("prune") or {}
         if pruned.get("over_budget"):
@@ -362,11 +365,28 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        await held.save(redact_state(outcome.state, state, PROXY_NAMESPACES), parent)
+        redacted = await self.offload.maybe(
+            request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES
+        )
+        await held.save(redacted, parent)
+        forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
+        return Rewritten(forwarded, outcome.report, sid, parent, request.adapter.name, data)
+
+    def _lift(
+        self, ctx: Context, request: _Request, outcome: PipelineOutcome
+    ) -> tuple[dict[str, Any], bytes | None]:
+        """The body to forward and its bytes, where known: the adapter's, or (a heavy request's)
+        written here, off the event loop."""
+        lowered, adapter, body = request.lowered, request.adapter, request.body
         forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:
             describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
         data = lowered.data if forwarded is not body else None
+        if data is None and forwarded is not body and request.heavy:
+            try:
+                data = orjson.dumps(forwarded)
+            except (TypeError, orjson.JSONEncodeError):  # written (or refused) where sent
+                data = None
         if self.strict:
             self._check(ctx, forwarded, data)
-        return Rewritten(forwarded, outcome.report, sid, parent, adapter.name, data)
+        return forwarded, data

@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 
 import orjson
 
+from proxy.generations import compact
 from proxy.rewrite import lineage
 from proxy.rewrite.lineage import PREFIX_NAMESPACE
 from proxy.rewrite.records import OBJECT_FACTOR, MessageRecords, RenderedMessages
@@ -67,8 +68,8 @@ def _serialise(
     messages orjson refuses (lone surrogates: the rules cope, the records do without them)."""
     known = serialised if serialised is not None and len(serialised) == len(messages) else None
     if known is None:
-        try:
-            return messages, list(map(_SORTED_DUMPS, messages))
+        try:  # compact: orjson's output keeps kilobytes of spare room (``generations.compact``)
+            return messages, list(map(compact, map(_SORTED_DUMPS, messages)))
         except TypeError:
             known = [None] * len(messages)
     elif None not in known:
@@ -78,7 +79,7 @@ def _serialise(
     for m, data in zip(messages, known, strict=True):
         if data is None:
             try:
-                data = _SORTED_DUMPS(m)
+                data = compact(_SORTED_DUMPS(m))
             except TypeError:
                 continue
         kept.append(m)

@@ -1,7 +1,8 @@
 """The HTTP side of one request: one raw ASGI handler for the three model endpoints (Chat
 Completions, Anthropic Messages, the Responses API: authenticate, read, parse, rewrite, forward,
 relay, complete the log row), each protocol's ``Wire`` (its parser, adapter, upstream call and
-error shape), ``count_tokens``, the websocket refusal, the overflow rescue (compact and retry once
+error shape), reading a heavy body in the worker thread (``body_work``), ``count_tokens``, the
+websocket refusal, the overflow rescue (compact and retry once
 when the upstream says the prompt is too long), the upstream's cache report kept for the
 session's next request, the helpers that write ASGI answers by hand, the watch that notices a
 client leaving (and ``answer_end``: a client that closes after the answer's last event got it

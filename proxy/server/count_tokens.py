@@ -1,12 +1,14 @@
 """``POST /v1/messages/count_tokens``: passed through to an Anthropic upstream; for a model another
 kind of upstream serves, counted here (the conversation in the chat view, the system prompt and
 the tools, with the model's tokenizer) and answered as Anthropic does: ``{"input_tokens": N}``.
-Errors take Anthropic's shape. Nothing is rewritten: a count is of what the client would send."""
+Errors take Anthropic's shape. Nothing is rewritten: a count is of what the client would send.
+The body limits hold as for ``/v1/messages``; a heavy body is parsed and counted in the worker
+thread (``proxy.rewrite.offload``), never on the event loop."""
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.types import Receive, Scope, Send
@@ -21,10 +23,13 @@ from proxy.errors import (
 from proxy.failures import STOPPING
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.body import parse_json
+from proxy.protocols.body_limits import check_body, check_containers
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
 from proxy.protocols.validate import validate_count_tokens
+from proxy.rewrite.offload import items_of
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
+from proxy.settings import LimitSettings
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -41,9 +46,10 @@ class CountTokens:
         try:
             self.s.principals.of(headers)
             require_json(headers.get("content-type"))
-            raw = await read_body(receive, headers, self.s.settings.limits)
-            body = parse_json(raw)
-            validate_count_tokens(body)
+            limits = self.s.settings.limits
+            raw = await read_body(receive, headers, limits)
+            offload = self.s.engine.offload
+            body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
                 raise ModelNotFound(
@@ -68,7 +74,8 @@ class CountTokens:
                             "headers": head})  # fmt: skip
                 await send({"type": "http.response.body", "body": content})
                 return
-            count = self._count(body)
+            heavy = offload.heavy(len(raw), items_of(body))
+            count = await offload.maybe(heavy, self._count, body)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}), {})
         except ClientGone:
             return
@@ -81,7 +88,17 @@ class CountTokens:
             error = InternalError(exc)
             await send_json(send, error.status, anthropic_body(error), {})
 
-    def _count(self, body: dict[str, object]) -> int:
-        lowered = ANTHROPIC.lower(body)  # type: ignore[arg-type]
+    def _count(self, body: dict[str, Any]) -> int:
+        lowered = ANTHROPIC.lower(body)
         counter = self.s.engine.counters.for_model(str(body["model"]))
         return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+
+
+def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
+    """The body parsed and validated, within the body limits (objects and arrays counted before
+    parsing)."""
+    check_containers(raw, limits.max_json_containers)
+    body = parse_json(raw)
+    check_body(body, "messages", limits.max_items)
+    validate_count_tokens(body)
+    return body

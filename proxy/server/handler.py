@@ -32,6 +32,7 @@ from proxy.rewrite.session_key import header_session
 from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
 from proxy.server.asgi_send import request_id as new_request_id
+from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import note_cache_usage
 from proxy.server.rescue import rescue_overflow
@@ -55,7 +56,8 @@ class ProtocolHandler:
     def __init__(self, services: Services, wire: Wire) -> None:
         self.s = services
         self.wire = wire
-        self.bodies = wire.memory()  # each session's last body: the next one read where it differs
+        # each session's last body: the next one read where it differs; the body limits held
+        self.bodies = wire.memory(services.settings.limits)
         # the Responses API's: a previous_response_id must be one relayed to the same principal
         ids = response_ids_for(services.settings, services.store) if wire.response_ids else None
         self.response_ids = ids
@@ -90,7 +92,9 @@ class ProtocolHandler:
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
-            body = self.bodies.parse(raw, header_session(headers), principal)
+            offload = self.s.engine.offload  # a heavy body is read off the event loop
+            hint = header_session(headers)
+            body, fresh = await read_body_json(self.bodies, offload, raw, hint, principal)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
             upstream = self.s.settings.upstream_for(body["model"])
@@ -108,6 +112,7 @@ class ProtocolHandler:
                 raw_size=len(raw),
                 adapter=wire.adapter,
                 principal=principal,
+                fresh=fresh,
             )
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
@@ -122,8 +127,7 @@ class ProtocolHandler:
                 overhead_ms=round(overhead_ms, 3),
             )
             if self.s.settings.store.capture_payloads:
-                row["request_body"] = orjson.dumps(redact(body)).decode()
-                row["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
+                row.update(await captured(offload, len(raw), body, rewritten.body))
         except ClientGone as exc:  # the client went away while sending its body
             row["client_disconnected"] = 1
             await self._fail_early(send, exc, row, started)

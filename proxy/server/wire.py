@@ -19,7 +19,7 @@ from proxy.protocols.body_memory import BodyMemory, Validate
 from proxy.protocols.chat import CHAT
 from proxy.protocols.responses import RESPONSES
 from proxy.protocols.validate import validate_anthropic, validate_responses
-from proxy.settings import UpstreamSettings
+from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import upstream_api_key
 
@@ -67,9 +67,17 @@ class Wire:
         self.validate(body, 0)
         return body
 
-    def memory(self) -> BodyMemory:
-        """A memory of the bodies read (a server's own, one per protocol)."""
-        return BodyMemory(self.array, self.validate)
+    def memory(self, limits: LimitSettings | None = None) -> BodyMemory:
+        """A memory of the bodies read (a server's own, one per protocol), holding each body to
+        ``limits`` (items, JSON objects and arrays) before it is parsed."""
+        if limits is None:
+            return BodyMemory(self.array, self.validate)
+        return BodyMemory(
+            self.array,
+            self.validate,
+            max_items=limits.max_items,
+            max_containers=limits.max_json_containers,
+        )
 
 
 def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:

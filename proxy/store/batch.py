@@ -6,12 +6,14 @@ JSON columns encoded here, in the writer task, off the request's path."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from proxy.store.dialect import Dialect
+from proxy.store.state_bytes import stored_state
 from rules.base import SessionState
 from rules.redact import redact, redact_text
 
@@ -22,6 +24,8 @@ JSON_COLUMNS = ("sections", "report", "usage")
 # Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
 CLIENT_TEXT_COLUMNS = ("model", "path")
 Groups = list[tuple[str, list[tuple[Any, ...]]]]
+# told of each state written: (session id, the state saved, the state stored, its JSON's bytes)
+Written = Callable[[str, SessionState, SessionState, int], None]
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,15 @@ class Statement:
 WriteOp = Insert | Finish | SaveState | Statement
 
 
-def statements(ops: list[Any], dialect: Dialect) -> tuple[Groups, int]:
+def statements(
+    ops: list[Any],
+    dialect: Dialect,
+    max_state_bytes: int | None = None,
+    written: Written | None = None,
+) -> tuple[Groups, int]:
     """A batch as (sql, rows) groups, in an order that keeps its meaning, and the number of rows
-    that could not be encoded (each lost alone). Ops of other kinds are left out."""
+    that could not be encoded (each lost alone). Ops of other kinds are left out. A state is
+    stored within ``max_state_bytes`` (``state_bytes.stored_state``); ``written`` is told."""
     inserts: dict[str, dict[str, Any]] = {}
     finishes: dict[str, dict[str, Any]] = {}
     states: dict[str, SaveState] = {}
@@ -111,10 +121,16 @@ def statements(ops: list[Any], dialect: Dialect) -> tuple[Groups, int]:
         )
     for save in states.values():
         try:
-            blob = orjson.dumps(save.state.to_json()).decode()
+            if max_state_bytes is None:
+                stored, data = save.state, orjson.dumps(save.state.to_json())
+            else:
+                stored, data = stored_state(save.state, max_state_bytes)
+            blob = data.decode()
         except (TypeError, ValueError):
             lost += 1
             continue
+        if written is not None:
+            written(save.session_id, save.state, stored, len(data))
         groups.setdefault(dialect.upsert_session, []).append(
             (save.session_id, save.parent_id, save.since, save.at, blob)
         )

@@ -15,6 +15,7 @@ from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.pg_writer import is_connection_error
+from proxy.store.state_bytes import stored_state
 from rules.base import Ancestor, SessionState
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class Cached:
     # between replicas, so the state cached here is likely old again)
     run_ahead: bool = True
     saved_at: float = 0.0  # time.monotonic() when this replica saved it (0: read, not saved)
+    size: int = 0  # its JSON's bytes, as stored or read (0: not known)
 
 
 class Held:
@@ -106,10 +108,15 @@ class Held:
         # parked only while connections are plentiful: else its lock would be let go at once
         # (a round trip more than the plain save's) for a request waiting for a connection
         keep = self.keep and store._pool.roomy and not store._closing
+        size = 0
         try:
             if new is not None:
-                blob = orjson.dumps(new[0].to_json()).decode()
-                saving = (self.session_id, new[1], time.time(), blob)
+                # within the bound: without its largest namespaces when over it (``state_bytes``)
+                stored, data = stored_state(new[0], store.max_state_bytes)
+                if stored is not new[0]:
+                    new = self._new = (stored, new[1])
+                size = len(data)
+                saving = (self.session_id, new[1], time.time(), data.decode())
                 if keep:
                     version = await conn.fetchval(q.SAVE_KEPT, *saving)
                 else:
@@ -125,7 +132,7 @@ class Held:
                 return
             raise
         if new is not None and version is not None:
-            saved = Cached(*new, version, self.run_ahead, time.monotonic())
+            saved = Cached(*new, version, self.run_ahead, time.monotonic(), size)
             store._remember(self.session_id, saved)
         if new is not None and keep:
             store._park(self.session_id, conn, self.key, version)
@@ -144,9 +151,11 @@ def found(row: Any, cached: Cached | None) -> tuple[Cached, CacheFeedback | None
     version = row["version"] or 0
     if row["state"] is not None:  # not the version cached here (if any): another replica wrote
         state = SessionState(orjson.loads(row["state"]))
-        now = Cached(state, row["parent_id"], version, run_ahead=cached is None)
+        now = Cached(
+            state, row["parent_id"], version, run_ahead=cached is None, size=len(row["state"])
+        )
     elif cached is not None and cached.version == version:
-        now = Cached(cached.state, row["parent_id"] or cached.parent_id, version)
+        now = Cached(cached.state, row["parent_id"] or cached.parent_id, version, size=cached.size)
     else:  # no row, and nothing cached of the no-row time
         now = Cached(SessionState(), None, 0)
     return now, feedback

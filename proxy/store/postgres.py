@@ -47,7 +47,6 @@ import functools
 import logging
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -71,6 +70,12 @@ from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import session_lock_key
 from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
 from proxy.store.session_locks import SessionLocks
+from proxy.store.state_bytes import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_CACHE_ENTRIES,
+    DEFAULT_MAX_STATE_BYTES,
+    StateCache,
+)
 from rules.base import Ancestor, SessionState
 
 CONNECT_TIMEOUT_S = 5.0
@@ -89,7 +94,9 @@ class PostgresStore(PgReads):
         lock_timeout_s: float = 10.0,
         heartbeat_s: float = 10.0,
         batch_window_s: float = BATCH_WINDOW_S,
-        state_cache_size: int = 2_000,
+        state_cache_size: int = DEFAULT_CACHE_ENTRIES,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        state_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.url = url
         self.pool_size = pool_size
@@ -103,8 +110,11 @@ class PostgresStore(PgReads):
         self.lock_timeouts = 0
         self._buffer_rows = buffer_rows
         self._batch_window_s = batch_window_s
-        self._states: OrderedDict[str, _Cached] = OrderedDict()
-        self._cache_size = state_cache_size
+        # bounded by entries and bytes (``state_bytes``)
+        self._states: StateCache[_Cached] = StateCache(
+            _state_of, state_cache_size, state_cache_bytes
+        )
+        self.max_state_bytes = max_state_bytes
         self._pool: Any = None  # Connections, once open
         self._writer: PgWriter | None = None
         self._heartbeat: asyncio.Task[None] | None = None
@@ -317,10 +327,7 @@ class PostgresStore(PgReads):
         return cached.state, cached.parent_id, cached.version
 
     def _remember(self, session_id: str, value: _Cached) -> None:
-        self._states[session_id] = value
-        self._states.move_to_end(session_id)
-        while len(self._states) > self._cache_size:
-            self._states.popitem(last=False)
+        self._states.put(session_id, value, value.size or None)
 
     def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
         """The state cached for a session without a parent (or the one its last request is saving
@@ -393,3 +400,7 @@ class PostgresStore(PgReads):
             self._states.pop(session_id, None)
             self.cache_feedback._known.pop(session_id, None)
         return counts
+
+
+def _state_of(cached: _Cached) -> SessionState:
+    return cached.state

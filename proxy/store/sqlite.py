@@ -10,7 +10,6 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,12 @@ from proxy.store.dialect import SQLITE
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
+from proxy.store.state_bytes import (
+    DEFAULT_CACHE_BYTES,
+    DEFAULT_CACHE_ENTRIES,
+    DEFAULT_MAX_STATE_BYTES,
+    StateCache,
+)
 from rules.base import Ancestor, SessionState
 
 T = TypeVar("T")
@@ -61,13 +66,21 @@ class SQLiteStore:
     rows_dropped = 0  # never: the queue is in memory and the file is local
 
     def __init__(
-        self, path: str, state_cache_size: int = 2_000, batch_window_s: float = BATCH_WINDOW_S
+        self,
+        path: str,
+        state_cache_size: int = DEFAULT_CACHE_ENTRIES,
+        batch_window_s: float = BATCH_WINDOW_S,
+        max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
+        state_cache_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self.path = path
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
-        self._states: OrderedDict[str, tuple[SessionState, str | None]] = OrderedDict()
-        self._cache_size = state_cache_size
+        # (state, parent id) by session; bounded by entries and bytes (``state_bytes``)
+        self._states: StateCache[_Known] = StateCache(
+            _state_of, state_cache_size, state_cache_bytes
+        )
+        self.max_state_bytes = max_state_bytes
         self.write_errors = 0
         # Writes as data: JSON encoding happens in the writer task, after the request that
         # queued them has been answered.
@@ -190,7 +203,7 @@ class SQLiteStore:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
         lost. While the database is locked by someone else, retry a few times first."""
-        groups, lost = statements(ops, SQLITE)
+        groups, lost = statements(ops, SQLITE, self.max_state_bytes, self._written)
         self.write_errors += lost
         if not groups:
             return
@@ -249,9 +262,8 @@ class SQLiteStore:
 
     async def load_state(self, session_id: str) -> tuple[SessionState, str | None]:
         """(state, parent id) of a session; an empty state for a session never seen."""
-        cached = self._states.get(session_id)
+        cached = self._states.touch(session_id)
         if cached is not None:
-            self._states.move_to_end(session_id)
             return cached
         queued = self._unwritten.get(session_id)
         if queued is not None:  # evicted from the cache while its save waits for the writer
@@ -264,14 +276,20 @@ class SQLiteStore:
         ) as cur:
             row = await cur.fetchone()
         found = (SessionState(orjson.loads(row[0])), row[1]) if row else (SessionState(), None)
-        self._remember(session_id, found)
+        self._remember(session_id, found, len(row[0]) if row else 2)
         return found
 
-    def _remember(self, session_id: str, value: tuple[SessionState, str | None]) -> None:
-        self._states[session_id] = value
-        self._states.move_to_end(session_id)
-        while len(self._states) > self._cache_size:
-            self._states.popitem(last=False)
+    def _remember(self, session_id: str, value: _Known, json_bytes: int | None = None) -> None:
+        self._states.put(session_id, value, json_bytes)
+
+    def _written(
+        self, session_id: str, state: SessionState, stored: SessionState, json_bytes: int
+    ) -> None:
+        """The writer stored ``state`` (as ``stored``): the cache learns its size, and holds
+        what was stored when some of it was left out (``state_bytes.stored_state``)."""
+        hit = self._states.get(session_id)
+        new = (stored, hit[1]) if hit is not None and stored is not state else None
+        self._states.written(session_id, state, new, json_bytes)
 
     async def save_state(self, session_id: str, state: SessionState, parent_id: str | None) -> None:
         now = time.time()
@@ -364,6 +382,12 @@ class _Call:
 
 
 _Op = _Insert | _Finish | _SaveState | _Statement
+_Known = tuple[SessionState, str | None]  # a session's state and parent id, as cached
+
+
+def _state_of(known: _Known) -> SessionState:
+    return known[0]
+
 
 Store = SQLiteStore  # the name callers used before there were two stores
 

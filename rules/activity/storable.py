@@ -1,11 +1,29 @@
 """State values built from message text, made storable: lone surrogates (which JSON cannot
-encode) replaced, so track_entities and working_set can keep paths and commands as sent."""
+encode) replaced, so track_entities and working_set can keep paths and commands as sent; and
+bounded: a call id (the client's to choose, of any length) is kept as at most ``MAX_ID_CHARS``
+characters, a path of more than ``MAX_PATH_CHARS`` is not kept at all."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, overload
 
 import orjson
+
+# A call id as the state keeps it: longer ones become their first characters and a digest of the
+# whole (providers' ids are 24-40 characters; a client may send megabytes).
+MAX_ID_CHARS = 64
+# A path longer than any file system takes (Linux's PATH_MAX) is not a path worth remembering.
+MAX_PATH_CHARS = 4096
+
+
+def stored_id(value: str) -> str:
+    """A call id as state keeps it: itself up to ``MAX_ID_CHARS`` characters, else its first 32
+    and a 64-bit digest of it (the same id always gives the same key)."""
+    if len(value) <= MAX_ID_CHARS:
+        return value
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    return f"{value[:32]}~{digest}"
 
 
 @overload

@@ -26,7 +26,7 @@ from rules.activity.observations import (
     of_context,
     plan_items,
 )
-from rules.activity.storable import storable
+from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
 from rules.messages import (
     INJECT_OPEN,
@@ -149,10 +149,12 @@ def _record_writes(
     ledger: dict[str, Any], paths: tuple[str, ...], obs: Observation, cfg: Config
 ) -> None:
     for path in map(redact_text, paths):
+        if len(path) > MAX_PATH_CHARS:  # not a path: not kept (the state stays bounded)
+            continue
         changed = [p for p in ledger.get("changed", []) if p != path]
         ledger["changed"] = [*changed, path][-cfg.max_changed_files :]
         writes = [w for w in ledger.get("writes", []) if w["path"] != path]
-        entry = {"path": path, "tool": obs.action.tool, "call_id": obs.call_id}
+        entry = {"path": path, "tool": obs.action.tool, "call_id": stored_id(obs.call_id)}
         ledger["writes"] = [*writes, entry][-3:]
 
 
@@ -182,7 +184,7 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         if outcome.verdict == "fail" and outcome.diagnostics:
             runs[command] = {
                 "seq": ledger["seq"],
-                "call_id": obs.call_id,
+                "call_id": stored_id(obs.call_id),
                 "diagnostics": [_redacted(d) for d in outcome.diagnostics],
             }
         # Keep the newest commands only (insertion order is recency order).
@@ -225,23 +227,23 @@ def build(
     obs_all = observations(messages) if obs_list is None else obs_list
 
     def key(obs: Observation) -> str:
-        return f"{obs.call_id}:{_hash(hash_of, messages[obs.result_index])[:8]}"
+        return f"{stored_id(obs.call_id)}:{_hash(hash_of, messages[obs.result_index])[:8]}"
 
     seen = list(ledger.get("seen", []))[-SEEN_WINDOW:]
     seen_set = set(seen)
     pending = list(ledger.get("pending", []))
     start = high_water(len(obs_all), lambda i: key(obs_all[i]), seen_set)
-    todo = [o for o in obs_all[:start] if o.call_id in pending] if pending else []
+    todo = [o for o in obs_all[:start] if stored_id(o.call_id) in pending] if pending else []
     for obs in [*todo, *obs_all[start:]]:
         k = key(obs)
         if k in seen_set:
             continue
         if text_of(messages[obs.result_index].get("content")).startswith(PLACEHOLDER_PREFIX):
-            if obs.call_id not in pending:
-                pending.append(obs.call_id)
+            if stored_id(obs.call_id) not in pending:
+                pending.append(stored_id(obs.call_id))
             continue
-        if obs.call_id in pending:
-            pending.remove(obs.call_id)
+        if stored_id(obs.call_id) in pending:
+            pending.remove(stored_id(obs.call_id))
         seen.append(k)
         seen_set.add(k)
         _record(ledger, messages, obs, cfg)

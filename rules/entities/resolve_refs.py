@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 from pydantic import Field, field_validator
 
+from rules.activity.storable import stored_id
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_injected
@@ -116,7 +117,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if not mentions:
         return RuleResult.unchanged(ctx)
     # Only what existed when the user wrote: calls made after the message cannot be meant.
-    later = {call_id(c) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
+    later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
     events = entity_cache.fresh(
         ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
     )

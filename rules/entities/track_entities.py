@@ -24,7 +24,7 @@ from pydantic import Field, field_validator
 from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, load_tools
 from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
-from rules.activity.storable import storable
+from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
@@ -62,6 +62,7 @@ class Config(RuleConfig):
     max_seen_calls: int = Field(
         default=5_000,
         ge=10,
+        le=20_000,
         description="keys of the newest calls read, to find where the previous request stopped "
         "(older calls are never read again)",
     )
@@ -94,10 +95,11 @@ class Config(RuleConfig):
 
 
 def call_key(call: dict[str, Any]) -> str:
-    """Identifies a call across requests; the arguments count too (some agents reuse ids)."""
+    """Identifies a call across requests; the arguments count too (some agents reuse ids).
+    At most ``MAX_ID_CHARS`` + 13 characters, whatever the id's length (``stored_id``)."""
     text = call_arguments_text(call).encode("utf-8", "surrogatepass")  # lone surrogates too
     digest = hashlib.blake2b(text, digest_size=6).hexdigest()
-    return f"{call_id(call)}:{digest}"
+    return f"{stored_id(call_id(call))}:{digest}"
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
@@ -154,13 +156,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             continue
         effects, cwd = call_effects(tools, verbs, name, args, result, cwd, known, cfg.persist_cwd)
         cwd = cwd_hint(tools, result) or cwd
+        if cwd is not None and len(cwd) > MAX_PATH_CHARS:  # not a directory one can be in
+            cwd = None
         for effect in effects:
-            if holds_secret(effect.path) or (effect.source and holds_secret(effect.source)):
+            if _unkept(effect.path) or (effect.source and _unkept(effect.source)):
                 # a path holding a key is never remembered: stored redacted it would make a
                 # pointer to a path that does not exist, and a wrong pointer is worse than none
+                # (nor is one longer than a path can be: the state stays bounded)
                 continue
             seq += 1
-            event = entity_cache.make_event(effect, ctx.now, call_id(call), seq, name)
+            event = entity_cache.make_event(effect, ctx.now, stored_id(call_id(call)), seq, name)
             new_events.append(event)
             entity_cache.note(known, event)  # the newest event: known stays current, linearly
 
@@ -177,6 +182,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         state = state.with_value(META, new_meta)
     report["entities"] = [_reported(e) for e in new_events]
     return RuleResult(messages, state, report)
+
+
+def _unkept(path: str) -> bool:
+    """A path never remembered: one holding a secret, or longer than any file system takes."""
+    return len(path) > MAX_PATH_CHARS or holds_secret(path)
 
 
 def _reported(event: entity_cache.Event) -> Entity:

@@ -13,6 +13,7 @@ the slowest answer."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from types import TracebackType
@@ -26,6 +27,7 @@ class LoopStall:
     def __init__(self, tick_s: float = 0.005) -> None:
         self.tick_s = tick_s
         self.max_s = 0.0
+        self.at = 0.0  # when the longest stall began (``time.perf_counter``)
         self.ticks = 0
         self._task: asyncio.Task[None] | None = None
 
@@ -37,7 +39,7 @@ class LoopStall:
             gap = clock() - before - self.tick_s
             self.ticks += 1
             if gap > self.max_s:
-                self.max_s = gap
+                self.max_s, self.at = gap, before + self.tick_s
 
     async def __aenter__(self) -> LoopStall:
         self._task = asyncio.create_task(self._tick())
@@ -53,10 +55,8 @@ class LoopStall:
         assert self._task is not None
         await asyncio.sleep(self.tick_s * 2)  # a stall at the very end is measured too
         self._task.cancel()
-        try:
+        with contextlib.suppress(asyncio.CancelledError):
             await self._task
-        except asyncio.CancelledError:
-            pass
 
     @property
     def max_ms(self) -> float:

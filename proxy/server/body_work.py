@@ -1,0 +1,40 @@
+"""The handler's work on a whole body, done off the event loop when it is heavy
+(``proxy.rewrite.offload``): reading it (parse and validate, past what the session's previous
+body shares with it) and writing it out for the log when payloads are captured."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.protocols.body_memory import BodyMemory
+from proxy.rewrite.offload import Offload
+from rules.redact import redact
+
+
+async def read_body_json(
+    bodies: BodyMemory, offload: Offload, raw: bytes, hint: str | None, principal: str
+) -> tuple[dict[str, Any], int]:
+    """The body parsed and validated, and how many of its bytes were new: read here when few
+    are, else in the worker."""
+    read = bodies.read(raw, hint, principal, inline=offload.threshold)
+    if read is None:
+        read = await offload.run(bodies.read, raw, hint, principal)
+    assert read is not None  # read whatever it takes without ``inline``
+    return read
+
+
+def _captured(body: dict[str, Any], forwarded: dict[str, Any]) -> dict[str, str]:
+    return {
+        "request_body": orjson.dumps(redact(body)).decode(),
+        "forwarded_body": orjson.dumps(redact(forwarded)).decode(),
+    }
+
+
+async def captured(
+    offload: Offload, size: int, body: dict[str, Any], forwarded: dict[str, Any]
+) -> dict[str, str]:
+    """The log row's copies of the request and forwarded bodies, redacted (``size``: the
+    body's bytes, which decide where the work runs)."""
+    return await offload.maybe(offload.heavy(size), _captured, body, forwarded)

@@ -1,0 +1,95 @@
+"""Which requests go to the worker thread (``proxy.rewrite.offload``): a conversation's next
+request, a message or two longer than its last, stays on the event loop (a thread hop would cost
+more than its millisecond of work), in every protocol and for count_tokens; a session's first
+request of a long conversation, or any body bringing much new work, is parsed, lowered, run and
+lifted in the worker."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy.rewrite.offload import Offload
+from tests.conftest import in_process
+from tests.support.edge_upstream import EdgeUpstream, protocol_settings
+from tests.support.factories import assistant, result, shell, system, user
+
+JSON = {"content-type": "application/json", "x-session-id": "agent"}
+
+
+def conversation(turns: int) -> list[dict[str, Any]]:
+    """An agent's conversation: ~1 KB tool results, 2 messages a turn."""
+    out = [system("You are a coding agent."), user("fix the tests")]
+    for i in range(turns):
+        cid = f"call_{i:04d}"
+        out += [assistant(None, shell(cid, f"cat src/module_{i}.py")), result(cid, f"{i} " * 400)]
+    return out
+
+
+def counting(offload: Offload, calls: list[str]) -> Callable[..., Any]:
+    run = offload.run
+
+    async def counted(fn: Callable[..., Any], *args: Any) -> Any:
+        calls.append(getattr(fn, "__qualname__", repr(fn)))
+        return await run(fn, *args)
+
+    return counted
+
+
+async def test_a_conversation_s_next_request_stays_on_the_loop(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        offload = client.app.state.services.engine.offload  # type: ignore[attr-defined]
+        calls: list[str] = []
+        monkeypatch.setattr(offload, "run", counting(offload, calls))
+        messages = conversation(200)  # 401 messages, ~1 MB
+        first = orjson.dumps({"model": "gpt-4o", "messages": messages})
+        assert (await client.post("/v1/chat/completions", content=first, headers=JSON)).is_success
+        assert "BodyMemory.read" in calls and "Engine._run" in calls  # all new: the worker
+        for n in (201, 202, 203):  # each request a turn longer
+            calls.clear()
+            body = {"model": "gpt-4o", "messages": conversation(n)}
+            response = await client.post(
+                "/v1/chat/completions", content=orjson.dumps(body), headers=JSON
+            )
+            assert response.is_success
+            assert calls == [], f"a hop for a request a turn longer: {calls}"
+        calls.clear()
+        count = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        response = await client.post(
+            "/v1/messages/count_tokens", content=orjson.dumps(count), headers=JSON
+        )
+        assert response.json()["input_tokens"] > 0 and calls == []
+
+
+async def test_a_heavy_body_is_read_lowered_and_lifted_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from proxy.protocols.responses import RESPONSES
+
+    threads: dict[str, str] = {}
+    lower, lift = RESPONSES.lower, RESPONSES.lift
+
+    def lowered(*args: Any) -> Any:
+        threads["lower"] = threading.current_thread().name
+        return lower(*args)
+
+    def lifted(*args: Any) -> Any:
+        threads["lift"] = threading.current_thread().name
+        return lift(*args)
+
+    monkeypatch.setattr(RESPONSES, "lower", lowered)
+    monkeypatch.setattr(RESPONSES, "lift", lifted)
+    items = [{"role": "user", "content": f"{i} " + "x" * 100} for i in range(2_000)]
+    raw = orjson.dumps({"model": "gpt-4o", "input": items})
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        response = await client.post("/v1/responses", content=raw, headers=JSON)
+    assert response.is_success, response.text[:300]
+    assert threads == {"lower": threads["lower"], "lift": threads["lift"]}
+    assert all(name.startswith("ctxproxy-body") for name in threads.values()), threads
