@@ -1,13 +1,16 @@
 """``POST /v1/messages/count_tokens``: passed through to an Anthropic upstream; for a model another
 kind of upstream serves, counted here (the conversation in the chat view, the system prompt and
 the tools, with the model's tokenizer) and answered as Anthropic does: ``{"input_tokens": N}``.
-Errors take Anthropic's shape. Nothing is rewritten: a count is of what the client would send.
+Errors take Anthropic's shape. The count is of what the proxy would forward for this body now (the
+rules run on the session's state as it stands, nothing saved: ``proxy.rewrite.preview``), since
+that is what the provider bills.
 The body limits hold as for ``/v1/messages``; a heavy body is parsed and counted in the worker
 thread (``proxy.rewrite.offload``), never on the event loop."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,6 +30,7 @@ from proxy.protocols.body_limits import check_body, check_containers
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
 from proxy.protocols.validate import validate_count_tokens
 from proxy.rewrite.offload import items_of
+from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
@@ -44,7 +48,7 @@ class CountTokens:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
         try:
-            self.s.principals.of(headers)
+            principal = self.s.principals.of(headers)
             require_json(headers.get("content-type"))
             limits = self.s.settings.limits
             raw = await read_body(receive, headers, limits)
@@ -56,12 +60,17 @@ class CountTokens:
                     f"The model '{body['model'][:100]}' is not served by any configured upstream.",
                     param="model",
                 )
+            forwarded = await forwarded_body(
+                self.s.engine, body, headers, time.time(), principal, ANTHROPIC, len(raw)
+            )
             if upstream.kind == "anthropic":
                 from proxy.upstream import anthropic
 
+                sent = raw if forwarded is body else orjson.dumps(forwarded)
+
                 call = Call(self.s, upstream, headers, scope.get("query_string", b"").decode())
                 response = await anthropic.messages(
-                    self.s.upstream, upstream, raw, headers, call.query,
+                    self.s.upstream, upstream, sent, headers, call.query,
                     call.key(),
                     path="/v1/messages/count_tokens",
                 )  # fmt: skip
@@ -75,7 +84,7 @@ class CountTokens:
                 await send({"type": "http.response.body", "body": content})
                 return
             heavy = offload.heavy(len(raw), items_of(body))
-            count = await offload.maybe(heavy, self._count, body)
+            count = await offload.maybe(heavy, self._count, forwarded)
             await send_json(send, 200, orjson.dumps({"input_tokens": count}), {})
         except ClientGone:
             return

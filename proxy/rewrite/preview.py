@@ -1,0 +1,43 @@
+"""What the engine would forward for a body now, without holding or saving its session: for
+``/v1/messages/count_tokens``, whose count must be of what the proxy sends, not of what the client
+wrote (a block the proxy adds is billed too). The session's state is read as a snapshot; nothing
+is written, so a count never changes what the next real request sees."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from proxy.principals import scoped
+from proxy.protocols.base import Adapter
+from proxy.rewrite.offload import items_of
+from proxy.rewrite.session_key import session_key
+
+if TYPE_CHECKING:
+    from proxy.rewrite.engine import Engine
+
+
+async def forwarded_body(
+    engine: Engine,
+    body: dict[str, Any],
+    headers: Mapping[str, str],
+    now: float,
+    principal: str,
+    adapter: Adapter,
+    raw_size: int,
+) -> dict[str, Any]:
+    """The body ``engine.rewrite`` would forward (its first pass: no resolver model, no rescue)."""
+    from proxy.rewrite.engine import _Request
+
+    heavy = engine.offload.heavy(raw_size, items_of(body))
+    hint = scoped(principal, session_key(headers, body, []))
+    lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
+    sid = scoped(principal, session_key(headers, body, lowered.messages))
+    state, parent = await engine.store.load_state(sid)
+    ancestors = await engine.store.ancestors(parent) if parent else []
+    request = _Request(body, lowered, adapter, now, sid, None, heavy)
+    cache = engine.costs.facts(request.model, await engine.store.cache_feedback.get(sid))
+    ctx = engine._context(request, state, ancestors, cache)
+    outcome = await engine.offload.maybe(heavy, engine._run, ctx, lowered)
+    forwarded, _ = await engine.offload.maybe(heavy, engine._lift, ctx, request, outcome)
+    return forwarded
