@@ -21,6 +21,7 @@ from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import chat_completion
 from tests.support.fake_upstream import FakeUpstream, start_fake_upstream
 from tests.support.live import serve_in_thread, stop
+from tests.support.postgres import PgServer, start_server, unavailable
 from tests.support.traces import CORPUS, SHARED_MISSING
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -136,3 +137,18 @@ def edge() -> Iterator[EdgeUpstream]:
     server.reply = Reply.json(chat_completion())
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One real PostgreSQL server for the whole test session (``tests.support.postgres``), a
+    fresh database per user; skipped with the reason where none can run."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    try:
+        server = start_server()
+    except Exception as exc:  # no way to run it here (permissions, ports): say why
+        pytest.skip(f"PostgreSQL could not be started: {exc}")
+    yield server
+    server.destroy()

@@ -4,28 +4,13 @@ PostgreSQL server the PostgreSQL cases skip with the reason."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from proxy.store.base import Store
-from tests.support.postgres import PgServer, start_server, unavailable
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    try:
-        server = start_server()
-    except Exception as exc:  # no way to run it here (permissions, ports): say why
-        pytest.skip(f"PostgreSQL could not be started: {exc}")
-    yield server
-    server.destroy()
-
 
 StoreFactory = Callable[..., Store]
 

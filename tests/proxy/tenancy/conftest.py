@@ -13,20 +13,6 @@ from proxy.app import create_app
 from tests.proxy.tenancy.serving import KEYS, UPSTREAM_KEY_ENV, Served, tenancy_settings
 from tests.support.edge_upstream import EdgeUpstream
 from tests.support.live import serve_in_thread, stop
-from tests.support.postgres import PgServer, start_server, unavailable
-
-
-@pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    try:
-        server = start_server()
-    except Exception as exc:  # no way to run it here (permissions, ports): say why
-        pytest.skip(f"PostgreSQL could not be started: {exc}")
-    yield server
-    server.destroy()
 
 
 @pytest.fixture(scope="module")
