@@ -12,7 +12,6 @@ import logging
 import time
 from typing import Any
 
-import orjson
 from starlette.types import Receive, Scope, Send
 
 from proxy.errors import (
@@ -35,14 +34,15 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import note_cache_usage
+from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
 from proxy.server.services import Services
 from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
-from proxy.upstream.usage import usage_fields, usage_of
-from rules.redact import redact, redact_text
+from proxy.upstream.usage import usage_of
+from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.handler")
 # Errors raised before the body was read to its end.
@@ -372,28 +372,10 @@ class ProtocolHandler:
         response_body: bytes | None = None,
         ended: float | None = None,
     ) -> dict[str, Any]:
-        """What completes the log row; its latency ends at ``ended`` (``perf_counter``: when the
-        answer was ready, before it was sent), else now."""
-        end = time.perf_counter() if ended is None else ended
-        fields: dict[str, Any] = {
-            "status": status,
-            "latency_ms": round((end - started) * 1000, 3),
-            "ttfb_ms": round(ttfb, 3) if ttfb is not None else None,
-            "client_disconnected": row.get("client_disconnected", 0),
-            **usage_fields(usage),
-        }
-        report = row.get("report")
-        if isinstance(report, dict) and "breakpoints" in report:  # added after the row was queued
-            fields["report"] = report
-        if error is not None:
-            fields["error_type"] = error.code
-            fields["error"] = redact_text(error.message)
-        elif status >= 400 and response_body:  # an upstream's error may echo the key it got
-            fields["error_type"] = "upstream_status"
-            fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
-        if response_body is not None and self.s.settings.store.capture_payloads:
-            fields["response_body"] = _redacted_text(response_body)
-        return fields
+        capture = self.s.settings.store.capture_payloads
+        return completion_fields(
+            row, started, status, error, ttfb, usage, response_body, ended, capture
+        )
 
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
         await self.s.store.finish_request(row["id"], fields)
@@ -406,10 +388,3 @@ class ProtocolHandler:
             self._open.discard(row["id"])
             self.s.observers.finished(row)
 
-
-def _redacted_text(body: bytes) -> str:
-    try:
-        return orjson.dumps(redact(orjson.loads(body))).decode()
-    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
-        # not JSON, or JSON nested too deep to write back: stored as redacted text
-        return str(redact(body.decode("utf-8", "replace")))

@@ -147,12 +147,12 @@ async def test_deeply_nested_bodies_are_rejected_not_500(
 async def test_failure_while_capturing_is_an_openai_shaped_500(
     tmp_path: Path, edge, monkeypatch
 ) -> None:
-    from proxy.server import handler
+    from proxy.server import log_fields
 
     def broken(value):
         raise RecursionError("boom")
 
-    monkeypatch.setattr(handler, "redact", broken)
+    monkeypatch.setattr(log_fields, "redact", broken)
     settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
     async with in_process(settings, str(tmp_path / "db")) as client:
         body = orjson.dumps(request(user("hi")))
