@@ -80,7 +80,7 @@ EXPECTED = {
 }
 
 
-# Disagreements that are findings, reported to the lead (see docs/performance.md): not expected,
+# Disagreements that are known findings (docs/performance.md says which): not expected,
 # so they fail the run; named, so the report says what they are.
 KNOWN_ISSUES = {
     "prune_skipped_encrypted_reasoning": "prune leaves a Responses conversation alone where the "

@@ -29,7 +29,7 @@ from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
 from proxy.store import retention
-from proxy.store.base import create_store
+from proxy.store.factory import create_store
 from proxy.store.secrets import server_secret
 from proxy.telemetry import jsonlog, metrics
 from proxy.telemetry.health import readyz

@@ -27,7 +27,7 @@ from proxy.store.base import Store
 def _open_log(args: argparse.Namespace) -> Store:
     """The request log to read (SQLite or PostgreSQL, not opened yet); a read command never
     creates a SQLite file (a typo in --db would otherwise read as an empty log)."""
-    from proxy.store.base import create_store, is_postgres, store_url
+    from proxy.store.factory import create_store, is_postgres, store_url
 
     settings = load_settings(args.config).store
     url = store_url(settings, args.db)
@@ -78,7 +78,8 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
     """What a newcomer needs in the first minute: version, address, where each model goes (match
     patterns and kind, never a key), the database, the /ui address."""
     from proxy import __version__
-    from proxy.store.base import is_postgres, masked
+    from proxy.store.base import masked
+    from proxy.store.factory import is_postgres
 
     if is_postgres(db_path):
         database = masked(db_path)
@@ -125,7 +126,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.auth import access_line
     from proxy.server.heap import settle_heap
     from proxy.server.protocol import server_config
-    from proxy.store.base import store_url
+    from proxy.store.factory import store_url
     from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
@@ -142,7 +143,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
-    from proxy.store.base import create_store
+    from proxy.store.factory import create_store
 
     settings = _settings(args)
     db = args.db or str(Path(tempfile.mkdtemp(prefix="ctxproxy-")) / "rewrite.db")

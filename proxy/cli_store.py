@@ -20,8 +20,7 @@ class CliError(Exception):
 
 
 async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
-    from proxy.store import retention
-    from proxy.store.base import is_postgres, store_url
+    from proxy.store.factory import is_postgres, store_url, vacuum
 
     settings = load_settings(args.config).store
     url = store_url(settings, args.db)
@@ -29,7 +28,7 @@ async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")
     days = settings.retention_days if args.retention_days is None else args.retention_days
     ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
-    return await retention.vacuum(settings, url, days, ttl, full=args.full)
+    return await vacuum(settings, url, days, ttl, full=args.full)
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
@@ -53,7 +52,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 
 
 async def _migrate(args: argparse.Namespace) -> tuple[str, list[str]]:
-    from proxy.store.base import create_store
+    from proxy.store.factory import create_store
 
     store = create_store(load_settings(args.config).store, db=args.db)
     await store.open()  # applies what is missing (PostgreSQL: under an advisory lock)

@@ -36,6 +36,11 @@ class Generations(Generic[V]):
         """Bytes charged to the newer generation (the older one holds at most as many)."""
         return self._young_bytes
 
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._young, self._old, self._young_bytes = {}, {}, 0
+
     def _keep(self, key: Hashable, value: V, cost: int) -> None:
         """``value`` into the newer generation (unless there already), charged ``cost`` bytes."""
         with self._lock:

@@ -169,6 +169,15 @@ class MemorySettings(_Strict):
     # A stateless client that sends only its newest message gets the session's stored turns back:
     # shorthand for ``track_entities``' ``restore_history`` option (which it sets unless given).
     restore_history: bool = False
+    integrity_sample: int = Field(
+        default=256,
+        ge=0,
+        description=(
+            "one request in this many checks that no message the session's memos hold was"
+            " changed in place, and drops the session's memos if one was (0: never; every"
+            " request under the tests' strict engine)"
+        ),
+    )
 
 
 class LoggingSettings(_Strict):

@@ -146,3 +146,14 @@ def test_option_check_sees_a_changed_description(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(option_docs, "rule_options", changed)
     drifted = option_docs.drift()
     assert set(drifted) == {DOCS / "rules" / "prune.md", ROOT / "config.example.yaml"}
+
+
+_MODULE_PATH = re.compile(r"`((?:proxy|rules|bench|tests)/[\w/]+\.py)`")
+
+
+def test_architecture_names_modules_that_exist() -> None:
+    """Every module path docs/architecture.md names in backticks (`proxy/...py`) exists."""
+    named = set(_MODULE_PATH.findall((DOCS / "architecture.md").read_text()))
+    assert {"proxy/rewrite/session_memos.py", "rules/base.py"} <= named  # the check sees paths
+    missing = sorted(p for p in named if not (ROOT / p).is_file())
+    assert not missing, f"docs/architecture.md names modules that do not exist: {missing}"

@@ -1,6 +1,7 @@
 """The layout holds: ``rules`` never imports ``proxy``; the imports between subpackages
 (``proxy.server``, ``proxy.rewrite`` …, ``rules.chain`` …; each top-level module such as
-``proxy.settings`` or ``rules.base`` its own node) form no cycle; every subpackage has an
+``proxy.settings`` or ``rules.base`` its own node) form no cycle, nor do the imports between the
+modules inside one subpackage; every subpackage has an
 ``__init__.py`` docstring (saying what it holds and may import); and a newcomer finds the main
 modules where their names say. Imports are read with ``ast`` from every module, wherever they
 are in the file (inside functions and ``TYPE_CHECKING`` blocks too): nothing is imported."""
@@ -99,6 +100,17 @@ def graph() -> dict[str, dict[str, tuple[str, str, int]]]:
     return edges
 
 
+def module_graph(package: str) -> dict[str, dict[str, tuple[str, str, int]]]:
+    """Within one subpackage (a node): module -> {module of the same subpackage it imports: the
+    import (module, imported, line)}."""
+    inside = [m for m in modules() if node(m) == package]
+    edges: dict[str, dict[str, tuple[str, str, int]]] = {m: {} for m in inside}
+    for src, dst, line in imports():
+        if src != dst and src in edges and dst in edges:
+            edges[src].setdefault(dst, (src, dst, line))
+    return edges
+
+
 def find_cycle(edges: dict[str, dict[str, tuple[str, str, int]]]) -> list[str] | None:
     """A cycle of nodes (first node repeated at the end), or None."""
     done: set[str] = set()
@@ -163,6 +175,21 @@ def test_no_cycle_between_subpackages() -> None:
     known = find_cycle(edges)
     if known is not None:
         pytest.xfail("known import cycle (KNOWN_CYCLE_EDGES):\n" + _describe(known, edges))
+
+
+@pytest.mark.parametrize("package", [p for p in packages() if "." in p])
+def test_no_cycle_inside_a_subpackage(package: str) -> None:
+    """Module by module, ``TYPE_CHECKING`` and function-level imports included: a type-only
+    cycle still couples the modules (neither can move or be read without the other)."""
+    edges = module_graph(package)
+    cycle = find_cycle(edges)
+    assert cycle is None, f"import cycle inside {package}:\n" + _describe(cycle, edges)
+
+
+def test_the_module_graph_sees_imports_inside_a_subpackage() -> None:
+    edges = module_graph("proxy.store")
+    assert "proxy.store.base" in edges["proxy.store.sqlite"]
+    assert "proxy.store.sqlite" in edges["proxy.store.factory"]
 
 
 def test_the_cycle_finder_finds_cycles() -> None:

@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from proxy.inspect import report_view as rv
+from proxy.inspect import usage_view
 
 BAR_WIDTH = 28
 
@@ -152,7 +153,7 @@ def usage_table(row: dict[str, Any]) -> RenderableType:
     table.add_column("what")
     table.add_column("value", justify="right")
     error = None
-    for key, value in rv.usage_summary(row):
+    for key, value in usage_view.usage_summary(row):
         if key == "error":  # long text: under the table, not stretching the number column
             error = Text(f"error: {value}", style="red")
             continue

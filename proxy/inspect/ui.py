@@ -25,6 +25,7 @@ from starlette.staticfiles import StaticFiles
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
 from proxy.errors import Forbidden, Unauthorized
 from proxy.inspect import report_view as rv
+from proxy.inspect import usage_view
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
@@ -244,7 +245,7 @@ class UI:
             row=rv.with_billed(row),
             sections=rv.sections(row),
             bars=stacked_bars(rv.sections(row)),
-            usage=rv.usage_summary(row),
+            usage=usage_view.usage_summary(row),
             lists=[(t, items, rv.item_columns(items)) for t, items in lists],
             entities=[(t, key, items, rv.item_columns(items)) for t, key, items in entities],
             references=[rv.reference_text(r) for r in rv.items(report, "references")],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import time
 from collections.abc import Mapping
@@ -109,6 +110,11 @@ class Engine:
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
+        # the sampled production check that nothing memoised was changed in place
+        # (``memory.integrity_sample``; the strict engine checks every request in ``_check``)
+        self._requests = itertools.count(1)
+        self.integrity_failures = 0  # read at scrape time (``proxy.telemetry.metrics``)
+        self._integrity_warned = False
 
     def close(self) -> None:
         self.offload.close()
@@ -326,6 +332,27 @@ class Engine:
         if memos is not None and memos.changed():
             raise AssertionError(f"changed in place after being memoised: {memos.changed()[:3]}")
 
+    def _sample_integrity(self, ctx: Context) -> None:
+        """One request in ``memory.integrity_sample``: ``_check``'s memo check. A message
+        changed in place (a bug: the memos' values are no longer its content's) drops what the
+        session's memos hold, so its next request derives everything afresh; counted, and
+        logged the first time."""
+        every = self.settings.memory.integrity_sample
+        if not every or next(self._requests) % every:
+            return
+        memos = self.pipeline.memos_of(ctx)
+        changed = memos.changed() if memos is not None else []
+        if not changed:
+            return
+        self.integrity_failures += 1
+        self.pipeline.forget(ctx.session_id)
+        if not self._integrity_warned:
+            self._integrity_warned = True
+            log.warning(
+                "a memoised message was changed in place: the session's memos were dropped",
+                extra={"session": ctx.session_id, "changed": len(changed)},
+            )
+
     async def _rewrite_locked(
         self,
         held: SessionHandle,
@@ -389,4 +416,6 @@ class Engine:
                 data = None
         if self.strict:
             self._check(ctx, forwarded, data)
+        else:
+            self._sample_integrity(ctx)
         return forwarded, data

@@ -281,6 +281,14 @@ class Pipeline:
         """The per-object memos kept for ``ctx``'s session, if any."""
         return self.memos.peek(ctx.session_id, _encoding(ctx.tokens)) if self.memos else None
 
+    def forget(self, session: str) -> None:
+        """Drop what is kept of ``session``'s messages as objects: its per-object memos, and
+        the renderings (shared by every session: one of them may be the object changed)."""
+        if self.memos is not None:
+            self.memos.forget(session)
+        if self.renders is not None:
+            self.renders.clear()
+
     @property
     def rule_names(self) -> list[str]:
         return [s.name for s in self.steps]

@@ -128,6 +128,14 @@ class SessionMemos:
             while self._total > self.max_bytes and self._memos:
                 self._drop(next(iter(self._memos)))
 
+    def forget(self, session: str) -> int:
+        """Drop the session's memos (for every encoding); how many were dropped."""
+        with self._lock:
+            keys = [k for k in self._memos if k[0] == session]
+            for key in keys:
+                self._drop(key)
+            return len(keys)
+
     def _drop(self, key: tuple[str, str | None]) -> None:
         del self._memos[key]
         self._total -= self._charged.pop(key)

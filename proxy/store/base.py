@@ -1,7 +1,6 @@
-"""The store interface the proxy talks to, and the choice of its implementation at start-up:
-SQLite (``proxy.store.sqlite``, the embedded default for a sidecar) or PostgreSQL
-(``proxy.store.postgres``, one database shared by the replicas of a gateway), selected by
-``store.url`` (or ``CTXPROXY_STORE_URL``, which wins) being a ``postgresql://`` address.
+"""The store interface the proxy talks to, implemented by SQLite (``proxy.store.sqlite``, the
+embedded default for a sidecar) and PostgreSQL (``proxy.store.postgres``, one database shared by
+the replicas of a gateway); ``proxy.store.factory`` picks one at start-up.
 
 A session's load → pipeline → save is one critical section, entered with ``store.session(id)``:
 the store serialises it in the process (SQLite) or across processes (PostgreSQL: an advisory lock
@@ -10,7 +9,6 @@ state another replica has replaced since."""
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,11 +16,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from rules.base import Ancestor, SessionState
 
 if TYPE_CHECKING:
-    from proxy.settings import StoreSettings
     from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
     from proxy.store.dialect import Dialect
 
-URL_ENV = "CTXPROXY_STORE_URL"
 MAX_ANCESTOR_DEPTH = 3
 
 
@@ -133,35 +129,6 @@ class Store(Protocol):
     # data lifecycle (proxy.store.retention)
     async def prune(self, older_than: float, idle_before: float) -> dict[str, int]: ...
     async def ping(self) -> bool: ...
-
-
-def store_url(settings: StoreSettings, db: str | None = None) -> str:
-    """The store to open: ``db`` (a command's ``--db``: a path or a URL), else
-    ``CTXPROXY_STORE_URL``, else ``store.url``, else the SQLite file ``store.path``."""
-    return db or os.environ.get(URL_ENV) or settings.url or settings.path
-
-
-def is_postgres(url: str) -> bool:
-    return url.startswith(("postgresql://", "postgres://"))
-
-
-def create_store(settings: StoreSettings, db: str | None = None, **options: Any) -> Store:
-    """The store ``store_url`` names, not opened yet."""
-    url = store_url(settings, db)
-    if is_postgres(url):
-        from proxy.store.postgres import PostgresStore
-
-        return PostgresStore(
-            url,
-            pool_size=settings.pool_size,
-            buffer_rows=settings.buffer_rows,
-            lock_timeout_s=settings.lock_timeout_s,
-            heartbeat_s=settings.heartbeat_s,
-            **options,
-        )
-    from proxy.store.sqlite import SQLiteStore
-
-    return SQLiteStore(url, **options)
 
 
 def masked(url: str) -> str:

@@ -12,10 +12,23 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from proxy.store.base import Store
+from proxy.store.dialect import Dialect
+
+
+class _Database(Protocol):
+    """What of the store (``proxy.store.base.Store``) this reads and writes through: named here
+    so that the interface, which names ``FeedbackStore``, is not imported back."""
+
+    @property
+    def dialect(self) -> Dialect: ...
+
+    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any: ...
+
+    def write_later(
+        self, sql: str, params: tuple[Any, ...], key: str | None = None, order: float = 0.0
+    ) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -29,7 +42,7 @@ class CacheFeedback:
 class FeedbackStore:
     """Per session, its latest feedback (None cached too: a session with none costs one read)."""
 
-    def __init__(self, store: Store, max_entries: int = 10_000) -> None:
+    def __init__(self, store: _Database, max_entries: int = 10_000) -> None:
         self._store = store
         self._known: OrderedDict[str, CacheFeedback | None] = OrderedDict()
         self._max = max_entries

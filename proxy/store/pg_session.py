@@ -7,19 +7,16 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from proxy.store import pg_queries as q
 from proxy.store.base import MAX_ANCESTOR_DEPTH
 from proxy.store.cache_feedback import CacheFeedback
-from proxy.store.pg_writer import is_connection_error
-from proxy.store.state_bytes import stored_state
+from proxy.store.pg_writer import Health, is_connection_error
+from proxy.store.state_bytes import StateCache, stored_state
 from rules.base import Ancestor, SessionState
-
-if TYPE_CHECKING:
-    from proxy.store.postgres import PostgresStore
 
 
 @dataclass(frozen=True)
@@ -35,6 +32,21 @@ class Cached:
     size: int = 0  # its JSON's bytes, as stored or read (0: not known)
 
 
+class Owner(Protocol):
+    """What of ``proxy.store.postgres.PostgresStore`` a held session uses (named here, not
+    imported: the store imports this module)."""
+
+    _states: StateCache[Cached]
+    _pool: Any  # Connections, once open
+    _closing: bool
+    max_state_bytes: int
+    health: Health
+
+    async def settled(self, session_id: str | None) -> None: ...
+    def _park(self, session_id: str, conn: Any, key: int, version: int | None) -> None: ...
+    def _remember(self, session_id: str, value: Cached) -> None: ...
+
+
 class Held:
     """A session held by ``PostgresStore.session``: its connection (None when PostgreSQL was
     not reached) holds the session's advisory lock (``key``) until ``end``."""
@@ -46,7 +58,7 @@ class Held:
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: Owner,
         session_id: str,
         state: SessionState,
         parent_id: str | None,

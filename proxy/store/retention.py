@@ -19,6 +19,7 @@ import contextlib
 import logging
 import random
 import time
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,8 +27,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     import aiosqlite
 
-    from proxy.settings import StoreSettings
-    from proxy.store.sqlite import SQLiteStore as Store
 
 DAY_S = 86_400.0
 STEP_ROWS = 500  # rows deleted per statement at most (one short transaction each)
@@ -41,6 +40,21 @@ JITTER = 0.5  # ± share of a delay: replicas started together do not prune in s
 PING_TIMEOUT_S = 2.0
 KEEP = 0.0  # a cut-off deleting nothing: every row's time is after it
 log = logging.getLogger("ctxproxy.store")
+
+
+class SQLite(Protocol):
+    """What of ``proxy.store.sqlite.SQLiteStore`` the SQLite upkeep below uses (named here, not
+    imported: the store imports this module)."""
+
+    path: str
+    cache_feedback: Any  # its ``_known``: the sessions' feedback held in memory
+    _states: Any  # its ``StateCache``
+    _unwritten: Any  # session id -> the save not written yet
+
+    @property
+    def reader(self) -> aiosqlite.Connection: ...
+
+    async def in_writer(self, fn: Callable[[aiosqlite.Connection], Awaitable[Any]]) -> Any: ...
 
 
 class Prunable(Protocol):
@@ -109,29 +123,6 @@ async def stop(task: asyncio.Task[None] | None) -> None:
         await task
 
 
-async def vacuum(
-    settings: StoreSettings, url: str, retention_days: float, session_ttl_days: float, full: bool
-) -> dict[str, Any]:
-    """``ctxproxy vacuum``: the retention applied now, then (SQLite) the file compacted;
-    PostgreSQL's autovacuum reclaims the space on its own."""
-    from proxy.store.base import create_store
-    from proxy.store.sqlite import SQLiteStore
-
-    store = create_store(settings, db=url)
-    await store.open()
-    try:
-        out: dict[str, Any] = {"retention_days": retention_days}
-        out["session_ttl_days"] = session_ttl_days
-        out["deleted"] = await prune_now(store, retention_days, session_ttl_days)
-        if isinstance(store, SQLiteStore):
-            out.update(await compact_sqlite(store, full=full))
-        else:
-            out["compaction"] = "autovacuum"
-        return out
-    finally:
-        await store.close()
-
-
 def _describe(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {table} rows" for table, n in counts.items())
 
@@ -156,7 +147,7 @@ _ORPHAN_CACHE = (
 )
 
 
-async def prune_sqlite(store: Store, older_than: float, idle_before: float) -> dict[str, int]:
+async def prune_sqlite(store: SQLite, older_than: float, idle_before: float) -> dict[str, int]:
     """``Store.prune`` on SQLite: bounded steps, each one transaction in the writer task."""
     counts = {"requests": 0, "sessions": 0, "session_cache": 0, "response_ids": 0}
     limit = FIRST_STEP_ROWS
@@ -227,7 +218,7 @@ async def _delete_response_ids(db: aiosqlite.Connection, older_than: float) -> l
 
 
 async def _delete_idle_sessions(
-    db: aiosqlite.Connection, store: Store, idle_before: float
+    db: aiosqlite.Connection, store: SQLite, idle_before: float
 ) -> tuple[int, int, int]:
     """One step: (sessions selected, sessions deleted, cache reports deleted). A session with a
     save queued is not idle (its row is about to change) and stays."""
@@ -249,7 +240,7 @@ async def _delete_idle_sessions(
 
 
 async def _delete_orphan_cache(
-    db: aiosqlite.Connection, store: Store, idle_before: float, after: str
+    db: aiosqlite.Connection, store: SQLite, idle_before: float, after: str
 ) -> tuple[str, int]:
     """One step over cache reports without a session row; (the last key seen or "" at the end,
     rows deleted)."""
@@ -265,7 +256,7 @@ async def _delete_orphan_cache(
     return (ids[-1] if len(ids) == STEP_ROWS else ""), deleted
 
 
-def _forget(store: Store, session_ids: list[str]) -> None:
+def _forget(store: SQLite, session_ids: list[str]) -> None:
     """Drop pruned sessions from the store's memory too: a session back after its TTL starts
     afresh, as it would on another replica or after a restart."""
     known = store.cache_feedback._known
@@ -274,7 +265,7 @@ def _forget(store: Store, session_ids: list[str]) -> None:
         known.pop(session_id, None)
 
 
-async def ping_sqlite(store: Store) -> bool:
+async def ping_sqlite(store: SQLite) -> bool:
     """The database answers a read within ``PING_TIMEOUT_S``."""
     try:
         async with asyncio.timeout(PING_TIMEOUT_S):
@@ -285,7 +276,7 @@ async def ping_sqlite(store: Store) -> bool:
         return False
 
 
-async def compact_sqlite(store: Store, full: bool = False) -> dict[str, Any]:
+async def compact_sqlite(store: SQLite, full: bool = False) -> dict[str, Any]:
     """Give freed pages back to the file system: ``PRAGMA incremental_vacuum`` on a file made
     with ``auto_vacuum=INCREMENTAL`` (new files are), else (or with ``full``) ``VACUUM``, which
     rewrites the file and converts it to incremental auto-vacuum. Then the WAL is truncated."""

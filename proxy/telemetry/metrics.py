@@ -17,6 +17,7 @@ from starlette.responses import Response
 from proxy.auth import COOKIE, check_admin
 from proxy.errors import ProxyError
 from proxy.inspect import report_view as rv
+from proxy.inspect import usage_view
 from proxy.store.base import Store
 
 # The proxy adds milliseconds; upstream calls take seconds. Buckets in seconds.
@@ -78,11 +79,30 @@ class _BodyCollector:
         yield held
 
 
+class _EngineCollector:
+    """Reads the engine's counts at scrape time: memoised messages found changed in place by
+    the sampled check (``memory.integrity_sample``; each drops its session's memos)."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    def collect(self) -> Iterator[Metric]:
+        failures = CounterMetricFamily(
+            "ctxproxy_memo_integrity_failures",
+            "Sampled requests that found a memoised message changed in place (memos dropped).",
+        )
+        failures.add_metric([], getattr(self.engine, "integrity_failures", 0))
+        yield failures
+
+
 class Metrics:
     """The proxy's metrics; an observer of requests (see proxy.telemetry.observe)."""
 
     def __init__(
-        self, store: Store | None = None, handlers: Mapping[str, Any] | None = None
+        self,
+        store: Store | None = None,
+        handlers: Mapping[str, Any] | None = None,
+        engine: Any = None,
     ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
@@ -138,6 +158,8 @@ class Metrics:
             r.register(_StoreCollector(store))
         if handlers is not None:
             r.register(_BodyCollector(handlers))
+        if engine is not None:
+            r.register(_EngineCollector(engine))
 
     def _model(self, model: Any) -> str:
         name = str(model or "none")
@@ -163,7 +185,7 @@ class Metrics:
         self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc()
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)
-        up = rv.upstream_ms(row)
+        up = usage_view.upstream_ms(row)
         if up is not None:
             self.upstream.observe(up / 1000)
         for when in ("before", "after"):
@@ -187,7 +209,9 @@ class Metrics:
 
 def setup(app: Any, services: Any) -> None:
     """Setup hook (run in the lifespan): one Metrics per app, subscribed to the requests."""
-    app.state.metrics = Metrics(services.store, getattr(app.state, "handlers", None))
+    app.state.metrics = Metrics(
+        services.store, getattr(app.state, "handlers", None), getattr(services, "engine", None)
+    )
     services.observers.add(app.state.metrics)
 
 

@@ -22,6 +22,7 @@ from rich.console import Console
 
 from proxy.cli import main
 from proxy.inspect import report_view as rv
+from proxy.inspect import usage_view
 from proxy.inspect.logs_view import follow
 from proxy.store.sqlite import Store
 from tests.support.factories import assistant, request, result, shell, system, user
@@ -478,7 +479,7 @@ def test_show_summarises_the_cache_economics_of_a_request() -> None:
         "inject": {"sticky": 3, "added": True, "delta": True},
         "breakpoints": {"placed": ["system", "tools", "previous_tail", "tail"], "client": 0},
     }
-    pairs = dict(rv.usage_summary({"report": report}))
+    pairs = dict(usage_view.usage_summary({"report": report}))
     assert pairs["compaction"].startswith("cold (cache cold: idle 420 s > ttl 300 s;")
     assert "horizon 41.5 requests" in pairs["compaction"]
     assert pairs["injected blocks"] == "3 replayed, added: delta"

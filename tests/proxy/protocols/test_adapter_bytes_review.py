@@ -1,4 +1,4 @@
-"""Review of the adapters' forwarded bytes (``Lowered.data`` / ``Rewritten.data``), the lifted
+"""The adapters' forwarded bytes (``Lowered.data`` / ``Rewritten.data``), the lifted
 values kept as objects (``LiftMemory.objects``) and messages read by their objects
 (``prefix.read_bytes``, ``Whole.data`` None): driven through a NON-strict engine (what production
 sends) and compared with ``orjson.dumps`` of the forwarded body and with a fresh adapter's."""
@@ -198,7 +198,7 @@ def _nested(depth: int) -> Any:
 
 @pytest.mark.parametrize("proto", ["a", "r"])
 def test_a_body_nested_to_orjsons_limit_never_reaches_the_adapters(proto: str) -> None:
-    # Found by review (helper-40): ``prefix.with_items`` joins each message's own JSON, written
+    # ``prefix.with_items`` joins each message's own JSON, written
     # alone, one or two levels less deep than inside the body: a message nested to orjson's
     # limit (254) has bytes while the body has none. ``Engine.rewrite`` takes validated bodies
     # only, and every entry point (the server's body memory, ``ctxproxy rewrite``'s

@@ -1,4 +1,4 @@
-"""Review of the body memory (b492420): crafted bodies after a kept one read exactly as parsing
+"""The body memory: crafted bodies after a kept one read exactly as parsing
 them whole; the accounting holds under interleaved parses; the kept bodies still match their
 bytes after requests through the server (nothing downstream changed a shared parsed object).
 

@@ -247,3 +247,74 @@ def test_the_system_prompt_is_the_same_object_while_it_says_the_same() -> None:
         changed = adapter.lower({**body, key: "Be thorough."}, "s").messages[0]
         assert changed is not first and changed["content"] == "Be thorough."
         assert first["content"] == "Be brief."  # the kept one was not changed
+
+
+async def test_the_sampled_check_drops_a_session_s_memos_changed_in_place(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``memory.integrity_sample: 1`` (production, not strict): a memoised message changed in
+    place between requests (as a buggy component sharing the parsed objects would) is found by
+    the next request, the session's memos are dropped, the counter goes up, one warning is
+    logged, and the request after it forwards what an engine without memos forwards."""
+    from proxy.telemetry.metrics import Metrics
+
+    settings = settings_from_mapping({"memory": {"integrity_sample": 1}})
+    store, ref_store = Store(str(tmp_path / "db")), Store(str(tmp_path / "ref"))
+    await store.open()
+    await ref_store.open()
+    engine, ref = Engine(settings, store), Engine(settings, ref_store)
+    ref.pipeline.memos, ref.pipeline.renders = None, None  # nothing kept: nothing to lie
+    metrics = Metrics(engine=engine)
+    msgs: list[Message] = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "hi"},
+    ]
+
+    async def both(messages: list[Message], now: float) -> tuple[bytes, bytes]:
+        body = {"model": "gpt-4o", "messages": messages}
+        got = await engine.rewrite(body, {}, now=now, session_id="s")
+        want = await ref.rewrite(copy.deepcopy(body), {}, now=now, session_id="s")
+        return orjson.dumps(got.body), orjson.dumps(want.body)
+
+    try:
+        with caplog.at_level("WARNING", logger="ctxproxy.engine"):
+            got, want = await both(msgs, 1.0)
+            assert got == want and engine.integrity_failures == 0
+            assert engine.pipeline.memos is not None and len(engine.pipeline.memos) == 1
+            msgs[1]["content"] = "changed in place"  # a memoised object, changed
+            msgs += [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "?"}]
+            await both(msgs, 2.0)
+            assert engine.integrity_failures == 1
+            assert len(engine.pipeline.memos) == 0  # the session's memos dropped
+            assert b"ctxproxy_memo_integrity_failures_total 1.0" in metrics.exposition()
+            msgs += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "!"}]
+            got, want = await both(msgs, 3.0)
+            assert got == want and engine.integrity_failures == 1
+            msgs[0]["content"] = "changed again"  # a second failure: counted, not logged again
+            await both([*msgs, {"role": "assistant", "content": "x"}], 4.0)
+            assert engine.integrity_failures == 2
+        warned = [r for r in caplog.records if "changed in place" in r.getMessage()]
+        assert len(warned) == 1
+    finally:
+        engine.close()
+        ref.close()
+        await store.close()
+        await ref_store.close()
+
+
+async def test_the_sampled_check_runs_one_request_in_n(tmp_path: Path) -> None:
+    settings = settings_from_mapping({"memory": {"integrity_sample": 3}})
+    store = Store(str(tmp_path / "db"))
+    await store.open()
+    engine = Engine(settings, store)
+    calls = []
+    real = engine.pipeline.memos_of
+    engine.pipeline.memos_of = lambda ctx: calls.append(1) or real(ctx)  # type: ignore[method-assign]
+    try:
+        for i in range(7):
+            body = {"model": "gpt-4o", "messages": [{"role": "user", "content": f"hi {i}"}]}
+            await engine.rewrite(body, {}, now=float(i), session_id=f"s{i}")
+        assert len(calls) == 2  # requests 3 and 6
+    finally:
+        engine.close()
+        await store.close()

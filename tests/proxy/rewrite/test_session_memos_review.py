@@ -1,7 +1,8 @@
-"""Review of the session memos (``proxy.rewrite.session_memos``): what a session's memos hand a
-later request must be what that request would compute without them, and they must stay bounded
-in what they keep alive. The two found wrong in review (helper-41: prune's shared anchors reused
-by a later request, a bound by entries alone) are fixed; their tests keep them so."""
+"""The session memos (``proxy.rewrite.session_memos``): what a session's memos hand a later
+request must be what that request would compute without them, and they must stay bounded in what
+they keep alive. Two cases once went wrong and are guarded here: prune's shared anchors must not
+reach a later request holding the same view objects, and the bound must count bytes, not only
+entries."""
 
 from __future__ import annotations
 

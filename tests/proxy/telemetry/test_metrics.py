@@ -57,6 +57,7 @@ def test_metrics_after_a_few_requests(live_proxy, fake_upstream) -> None:
     assert value(m, "ctxproxy_tokens_total", when="after") == sum(r["tokens_after"] for r in rows)
     assert value(m, "ctxproxy_cached_tokens_total") == 10  # 5 per successful fake response
     assert value(m, "ctxproxy_store_write_errors_total") == 0
+    assert value(m, "ctxproxy_memo_integrity_failures_total") == 0  # the engine's, read at scrape
     # Families exist before any pruning or repair happened (so dashboards do not break).
     assert "ctxproxy_tokens_freed" in r.text and "ctxproxy_repairs" in r.text
 

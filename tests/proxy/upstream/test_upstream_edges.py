@@ -1,4 +1,4 @@
-"""Edges found in review: a full upstream pool queues rather than times out; the writer outlives
+"""Upstream edges: a full upstream pool queues rather than times out; the writer outlives
 rows SQLite refuses; error answers complete their row even when sending fails; a root path still
 routes chat; upstream header bytes are relayed as sent (or left out when unsendable); long
 upstream headers are fine; socks proxies are not mistaken for HTTP ones; a deep captured answer
