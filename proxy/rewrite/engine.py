@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
 import time
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.cost_model import CostModel
+from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
 from proxy.rewrite.offload import Offload, items_of
@@ -112,9 +112,8 @@ class Engine:
         self.offload = Offload()
         # the sampled production check that nothing memoised was changed in place
         # (``memory.integrity_sample``; the strict engine checks every request in ``_check``)
-        self._requests = itertools.count(1)
-        self.integrity_failures = 0  # read at scrape time (``proxy.telemetry.metrics``)
-        self._integrity_warned = False
+        # its failures are read at scrape time (``proxy.telemetry.metrics``)
+        self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
 
     def close(self) -> None:
         self.offload.close()
@@ -332,27 +331,6 @@ class Engine:
         if memos is not None and memos.changed():
             raise AssertionError(f"changed in place after being memoised: {memos.changed()[:3]}")
 
-    def _sample_integrity(self, ctx: Context) -> None:
-        """One request in ``memory.integrity_sample``: ``_check``'s memo check. A message
-        changed in place (a bug: the memos' values are no longer its content's) drops what the
-        session's memos hold, so its next request derives everything afresh; counted, and
-        logged the first time."""
-        every = self.settings.memory.integrity_sample
-        if not every or next(self._requests) % every:
-            return
-        memos = self.pipeline.memos_of(ctx)
-        changed = memos.changed() if memos is not None else []
-        if not changed:
-            return
-        self.integrity_failures += 1
-        self.pipeline.forget(ctx.session_id)
-        if not self._integrity_warned:
-            self._integrity_warned = True
-            log.warning(
-                "a memoised message was changed in place: the session's memos were dropped",
-                extra={"session": ctx.session_id, "changed": len(changed)},
-            )
-
     async def _rewrite_locked(
         self,
         held: SessionHandle,
@@ -417,5 +395,5 @@ class Engine:
         if self.strict:
             self._check(ctx, forwarded, data)
         else:
-            self._sample_integrity(ctx)
+            self.integrity.check(ctx)
         return forwarded, data

@@ -91,7 +91,7 @@ class _EngineCollector:
             "ctxproxy_memo_integrity_failures",
             "Sampled requests that found a memoised message changed in place (memos dropped).",
         )
-        failures.add_metric([], getattr(self.engine, "integrity_failures", 0))
+        failures.add_metric([], self.engine.integrity.failures)
         yield failures
 
 

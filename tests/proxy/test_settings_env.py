@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.cli import startup_line
 from proxy.settings import SettingsError, base_url_variable, load_settings
+from proxy.startup import startup_line
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "config.example.yaml"

@@ -66,8 +66,8 @@ def test_serve_prints_one_line_with_what_a_newcomer_needs(tmp_path: Path) -> Non
 
 
 def test_the_line_names_each_upstreams_url_never_a_password(tmp_path: Path) -> None:
-    from proxy.cli import startup_line
     from proxy.settings import settings_from_mapping
+    from proxy.startup import startup_line
 
     settings = settings_from_mapping(
         {

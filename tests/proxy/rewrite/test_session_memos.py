@@ -279,20 +279,20 @@ async def test_the_sampled_check_drops_a_session_s_memos_changed_in_place(
     try:
         with caplog.at_level("WARNING", logger="ctxproxy.engine"):
             got, want = await both(msgs, 1.0)
-            assert got == want and engine.integrity_failures == 0
+            assert got == want and engine.integrity.failures == 0
             assert engine.pipeline.memos is not None and len(engine.pipeline.memos) == 1
             msgs[1]["content"] = "changed in place"  # a memoised object, changed
             msgs += [{"role": "assistant", "content": "hello"}, {"role": "user", "content": "?"}]
             await both(msgs, 2.0)
-            assert engine.integrity_failures == 1
+            assert engine.integrity.failures == 1
             assert len(engine.pipeline.memos) == 0  # the session's memos dropped
             assert b"ctxproxy_memo_integrity_failures_total 1.0" in metrics.exposition()
             msgs += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "!"}]
             got, want = await both(msgs, 3.0)
-            assert got == want and engine.integrity_failures == 1
+            assert got == want and engine.integrity.failures == 1
             msgs[0]["content"] = "changed again"  # a second failure: counted, not logged again
             await both([*msgs, {"role": "assistant", "content": "x"}], 4.0)
-            assert engine.integrity_failures == 2
+            assert engine.integrity.failures == 2
         warned = [r for r in caplog.records if "changed in place" in r.getMessage()]
         assert len(warned) == 1
     finally:

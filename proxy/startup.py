@@ -1,0 +1,65 @@
+"""What ``ctxproxy serve`` says at start-up, in one line: version, address, where each model goes
+(match patterns, kind and URL, never a key or a password), the database, the /ui address."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from proxy.settings import Settings
+from proxy.upstream_settings import UpstreamSettings
+
+
+def announce(message: str) -> None:
+    """One start-up line through the configured log handler (a JSON line with json_lines), shown
+    whatever logging.level is: who may open /ui must never be a surprise."""
+    import logging
+
+    logger = logging.getLogger("ctxproxy.serve")
+    record = logger.makeRecord(logger.name, logging.INFO, __file__, 0, message, (), None)
+    for handler in logging.getLogger("ctxproxy").handlers:
+        handler.handle(record)
+
+
+def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
+    """What a newcomer needs in the first minute: version, address, where each model goes (match
+    patterns and kind, never a key), the database, the /ui address."""
+    from proxy import __version__
+    from proxy.store.base import masked
+    from proxy.store.factory import is_postgres
+
+    if is_postgres(db_path):
+        database = masked(db_path)
+    else:
+        database = str(Path(db_path).resolve()) if db_path != ":memory:" else db_path
+    where = f"[{host}]" if ":" in host else host
+    base = f"http://{where}:{port}"
+    routes = "; ".join(
+        f"{u.name} ({u.kind}{'/' + u.provider if u.provider else ''}{_from_env(settings, u.name)})"
+        f": {', '.join(u.match)}{_url_of(settings, u)}"
+        for u in settings.upstreams
+    )
+    return (
+        f"ctxproxy {__version__} listening on {base} · upstreams: {routes or 'none'} · "
+        f"database: {database} · "
+        f"ui: {base}/ui"
+    )
+
+
+def _url_of(settings: Settings, upstream: UpstreamSettings) -> str:
+    """Where an upstream's requests go (a password in the URL masked); one set from the
+    environment is named by its variable instead (``_from_env``)."""
+    from proxy.store.base import masked
+
+    if settings.base_url_variable_of(upstream.name):
+        return ""
+    if upstream.base_url:
+        return f" -> {masked(upstream.base_url)}"
+    if upstream.kind == "anthropic":
+        return " -> https://api.anthropic.com"
+    return " -> the provider's default URL"
+
+
+def _from_env(settings: Settings, upstream: str) -> str:
+    """Where an upstream's base_url came from when not the file: the variable, never its value."""
+    variable = settings.base_url_variable_of(upstream)
+    return f", base_url from {variable}" if variable else ""
