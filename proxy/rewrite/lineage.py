@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from rules.base import Context, SessionState, hash_bytes
+from rules.base import Context, Message, SessionState, hash_bytes
 from rules.context import prune
 from rules.entities import history_restore
 
@@ -85,9 +85,9 @@ def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
 
 
 def resume(
-    state: SessionState, hashes: Sequence[str], lone_turn: bool
+    state: SessionState, hashes: Sequence[str], messages: Sequence[Message]
 ) -> tuple[SessionState, dict[str, Any] | None, list[Any]]:
-    """The state a request whose messages have these content hashes runs on; on a fork, what it
+    """The state a request whose ``messages`` have these content hashes runs on; on a fork, what it
     resumed from (for the report), the state's ``_lineage`` then keeping the branch left as a
     tip; and the request's own key, for ``record``. A state stored without a lineage is taken
     as it is."""
@@ -109,7 +109,7 @@ def resume(
     if left:
         tips.append([head[0], head[1], left])
     branch: dict[str, Any] = dict(best[2]) if best is not None else {}
-    if lone_turn and HISTORY in state.data:
+    if HISTORY in state.data and history_restore.is_lone_turn(messages):
         branch[HISTORY] = state.data[HISTORY]
     shared = {k: v for k, v in state.data.items() if k in SHARED}
     shared[NAMESPACE] = {"head": head, "tips": _bounded(tips)}

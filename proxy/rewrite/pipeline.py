@@ -24,9 +24,8 @@ from rules.activity import observations
 from rules.base import Context, Message, Messages, SessionState, TokenCounter
 from rules.chain import validator as chain_validator
 from rules.context import measure
-from rules.entities.history_restore import is_lone_turn
 from rules.registry import load_rule
-from rules.report import Report, new_report
+from rules.report import Report, merge_report, new_report
 
 
 class RuleFailed(RuntimeError):
@@ -250,16 +249,6 @@ class _Renders:
             self.recall.pairs.append((message, record))
 
 
-def merge_report(report: Report, fragment: Report) -> None:
-    """``fragment`` (a partial report) into ``report``: list values appended, others set."""
-    into = cast(dict[str, Any], report)  # key by key: a TypedDict is indexed by literal keys only
-    for key, value in fragment.items():
-        if isinstance(value, list) and isinstance(into.get(key), list):
-            into[key].extend(value)
-        else:
-            into[key] = value
-
-
 class Pipeline:
     def __init__(
         self,
@@ -306,9 +295,7 @@ class Pipeline:
         recall = _Recall(self.records, ctx, serialised)
         # the state of this request's own branch (``lineage``): its history's hashes are known now
         own = lineage.history_hashes(ctx)
-        resumed_state, fork, key = lineage.resume(
-            ctx.state, own, is_lone_turn(ctx.original_messages)
-        )
+        resumed_state, fork, key = lineage.resume(ctx.state, own, ctx.original_messages)
         if fork is not None:
             report["lineage"] = fork
             ctx = ctx.evolve(state=resumed_state)

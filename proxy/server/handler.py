@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from functools import partial
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
@@ -61,6 +62,8 @@ class ProtocolHandler:
         # the Responses API's: a previous_response_id must be one relayed to the same principal
         ids = response_ids_for(services.settings, services.store) if wire.response_ids else None
         self.response_ids = ids
+        # what completes a log row (``log_fields``), answers captured as configured
+        self._fields = partial(completion_fields, capture=services.settings.store.capture_payloads)
         self._open: set[str] = set()  # the requests the observers heard start and not finish
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -361,22 +364,6 @@ class ProtocolHandler:
         }
         await self._answer_error(send, error, row, started, headers)
 
-    def _fields(
-        self,
-        row: dict[str, Any],
-        started: float,
-        status: int,
-        error: ProxyError | None,
-        ttfb: float | None,
-        usage: dict[str, Any] | None = None,
-        response_body: bytes | None = None,
-        ended: float | None = None,
-    ) -> dict[str, Any]:
-        capture = self.s.settings.store.capture_payloads
-        return completion_fields(
-            row, started, status, error, ttfb, usage, response_body, ended, capture
-        )
-
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
@@ -387,4 +374,3 @@ class ProtocolHandler:
         if row["id"] in self._open:
             self._open.discard(row["id"])
             self.s.observers.finished(row)
-

@@ -7,13 +7,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from proxy.rewrite.pipeline import Pipeline, RuleFailed, merge_report
+from proxy.rewrite.pipeline import Pipeline, RuleFailed
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TiktokenCounter
 from rules.base import Context, RuleConfig, RuleResult
 from rules.chain import repair_tool_chain
 from rules.chain.validator import find_violations
 from rules.messages import append_text
+from rules.report import merge_report
 from tests.support.factories import assistant, result, shell, user
 
 
