@@ -1,9 +1,12 @@
 """Protected evidence: the tool results pruning must never elide or drop. The latest failing test
 output, the latest build error (and the latest crash), the plan, the latest folder tree, the last
-few write results, and the original task (the first user message)."""
+few write results, and the original task: the first user message that is the client's request,
+not a harness's wrapper around the environment (Codex's ``<environment_context>``, a
+``<system-reminder>``, an ``AGENTS.md`` preamble), which is protected as well."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rules.activity import diagnostics
@@ -17,7 +20,51 @@ class Evidence:
     protected: dict[int, str]  # message index -> why it is protected
     latest_test_failure: int | None
     latest_build_error: int | None
-    first_user: int | None
+    first_user: int | None  # the original task's message (turns begin after it)
+
+
+# a harness's wrapper: the whole text is one element of a lowercase tag (bounded: the name only)
+_WRAPPER_OPEN = re.compile(r"<([a-z][a-z0-9_ -]{0,40})>")
+_PREAMBLES = ("# AGENTS.md instructions", "<INSTRUCTIONS>")
+
+
+def is_wrapper(text: str) -> bool:
+    """Whether ``text`` is a harness's wrapper rather than words of the user: one element of a
+    lowercase tag from start to end, or a known instructions preamble."""
+    text = text.strip()
+    if text.startswith(_PREAMBLES):
+        return True
+    opened = _WRAPPER_OPEN.match(text)
+    return opened is not None and text.endswith(f"</{opened.group(1)}>")
+
+
+def _texts(message: Message) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = [p for p in content if isinstance(p, dict)]
+        return [p["text"] for p in parts if isinstance(p.get("text"), str)]
+    return [text_of(content)]
+
+
+def task_index(messages: list[Message], first_user: int | None) -> int | None:
+    """The first user message holding the client's own words (some text that is not a
+    wrapper), from ``first_user`` on; None when there is none."""
+    if first_user is None:
+        return None
+    for i in range(first_user, len(messages)):
+        m = messages[i]
+        if role(m) == "user" and any(t.strip() and not is_wrapper(t) for t in _texts(m)):
+            return i
+        if role(m) == "assistant":
+            break  # the agent answered: whatever came before was the request
+    return None
+
+
+def task_start(messages: list[Message]) -> int | None:
+    """Where the original task is: the task message, else the first user message."""
+    first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
+    task = task_index(messages, first_user)
+    return first_user if task is None else task
 
 
 def outcome(messages: list[Message], obs: Observation) -> diagnostics.RunOutcome | None:
@@ -32,8 +79,14 @@ def find(
 ) -> Evidence:
     protected: dict[int, str] = {}
     first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
+    task = task_index(messages, first_user)
     if first_user is not None:
-        protected[first_user] = "original task"
+        # a harness's wrappers before the task stay too (small, and the cache's stable head)
+        for i in range(first_user, first_user if task is None else task):
+            if role(messages[i]) == "user":
+                protected[i] = "environment"
+        task = first_user if task is None else task
+        protected[task] = "original task"
     test = build = crash = plan = tree = None
     writes: list[int] = []
     for obs in observations:
@@ -65,4 +118,4 @@ def find(
     for found, why in named:
         if found is not None:
             protected[found] = why
-    return Evidence(protected, test, build, first_user)
+    return Evidence(protected, test, build, task)

@@ -10,13 +10,21 @@ requests carry it with the same bytes in the same place, so the prompt cache hit
 block is added only when what it would say changed, and then it says only the change. After a
 compaction (prune's report) the stored blocks are stale copies: they are dropped and one whole
 block goes at the tail. Nothing is injected when there is nothing new to say.
+
+Only what the model can no longer see (design section 4): with the history intact and the cache
+warm, a working-set section repeats what is in front of the model and only adds uncached tokens.
+So "Working set" (and entities shown without a reference) is said only where the history was cut
+(the request prune compacted, when the prefix is re-billed anyway) or the cache is cold or unknown
+(the prompt is billed whole either way). A resolved reference is always said: its pointer line is
+new to the model. A block is redacted as it is rendered, so the bytes stored are the bytes
+forwarded, and a stored block is replayed as stored (never rendered or redacted again).
 """
 
 from __future__ import annotations
 
 import operator
 from functools import partial
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -34,6 +42,7 @@ from rules.context.inject_text import (
 )
 from rules.entities import cache as entity_cache
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
+from rules.redact import redact_text
 from rules.report import InjectSummary, Reference, Report
 
 __all__ = ["HEADER", "Config", "apply", "recent_lines", "reference_lines", "render"]
@@ -66,6 +75,12 @@ class Config(RuleConfig):
         default=True,
         description="blocks stay where they were forwarded and later ones say only what changed "
         "(prompt-cache neutral); false: one whole block at the tail of every request",
+    )
+    working_set_when: Literal["hidden", "always"] = Field(
+        default="hidden",
+        description="`hidden`: the working set (and recent context with no reference) only where "
+        "the model can no longer see it: the request a compaction cut the history, or a cold or "
+        "unknown cache; `always`: whenever it changed",
     )
     max_blocks: int = Field(
         default=32,
@@ -118,6 +133,12 @@ def _ws_hint(ctx: Context) -> int:
     return int((ctx.state.get(working_set.NAMESPACE) or {}).get("section_tokens") or 400)
 
 
+def _rendered(*args: Any) -> str | None:
+    """``render``, redacted: the stored block (state is redacted) is then the forwarded one."""
+    block = render(*args)
+    return None if block is None else redact_text(block)
+
+
 def _fit(
     ctx: Context,
     cfg: Config,
@@ -131,7 +152,7 @@ def _fit(
     ws = ws_text(parts.ws, is_delta, _ws_hint(ctx))
     header = DELTA_HEADER if is_delta else HEADER
     facts: InjectSummary = {"entities": len(parts.recent), "references": len(parts.refs)}
-    block = render(parts.recent, parts.refs, ws, ctx.tokens, cfg.max_tokens, header)
+    block = _rendered(parts.recent, parts.refs, ws, ctx.tokens, cfg.max_tokens, header)
     if block is None or ctx.budget is None:
         return block, facts, None
     limit = ctx.budget - ctx.tokens.count_tools(ctx.tools)  # what the messages may take
@@ -146,7 +167,7 @@ def _fit(
         fitted = (
             block
             if cap == cfg.max_tokens
-            else render(parts.recent, parts.refs, ws, ctx.tokens, cap, header)
+            else _rendered(parts.recent, parts.refs, ws, ctx.tokens, cap, header)
         )
         if fitted is None:
             break
@@ -159,17 +180,31 @@ def _fit(
         cap -= over
     if parts.refs:  # even with no room, what the user's words refer to is worth the overrun
         facts["shrunk"] = True
-        return render([], parts.refs, None, ctx.tokens, cfg.max_tokens, header), facts, None
+        return _rendered([], parts.refs, None, ctx.tokens, cfg.max_tokens, header), facts, None
     facts["skipped"] = "no room under the budget"
     return None, facts, None
+
+
+def history_hidden(ctx: Context) -> str | None:
+    """Why the model may not see what a working set would say (``compacted``, ``cold``,
+    ``unknown``), or None: the history is intact and the prompt is read from a warm cache."""
+    pruned = ctx.report.get("prune") or {}
+    if pruned.get("compacted"):
+        return "compacted"
+    cache = (pruned.get("schedule") or {}).get("cache")
+    if cache is None:  # no budget, or no prune: the upstream's last answer alone
+        last = ctx.cache.last_at
+        cache = "unknown" if last is None else "cold" if ctx.now - last > ctx.cache.ttl_s else None
+    return cache if cache in ("cold", "unknown") else None
 
 
 def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
     """What a whole block would say for this request."""
     refs: list[Reference] = list(ctx.report.get("references") or [])
-    show_recent = cfg.recent_context == "always" or (
-        cfg.recent_context == "on_reference"
-        and any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
+    hidden = cfg.working_set_when == "always" or history_hidden(ctx) is not None
+    referred = any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
+    show_recent = (cfg.recent_context == "always" and hidden) or (
+        cfg.recent_context == "on_reference" and referred
     )
     recent: list[str] = []
     if show_recent:
@@ -179,7 +214,7 @@ def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
         recent = recent_lines(events, cfg.max_entities)
     ws = (
         working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
-        if len(messages) >= cfg.working_set_min_messages
+        if hidden and len(messages) >= cfg.working_set_min_messages
         else []
     )
     return Sections(recent, reference_lines(refs), ws)

@@ -12,7 +12,7 @@ from typing import Any
 
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
-from rules.context import prune_stages, shrink
+from rules.context import evidence, prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
@@ -279,8 +279,7 @@ def render(
             placed.extend(range(len(messages)))
         return out
     dropped = set(overlay.dropped)
-    first_user = next((i for i, m in enumerate(messages) if role(m) == "user"), None)
-    current = prune_stages.current_start(messages, first_user)
+    current = prune_stages.current_start(messages, evidence.task_start(messages))
     out = []
     run: list[int] = []
     for i, (m, a) in enumerate(zip(messages, anchor_list, strict=True)):

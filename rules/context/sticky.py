@@ -27,8 +27,13 @@ class Block(NamedTuple):
     where: str  # append | message
     text: str
     tokens: int
+    # the stored object it was loaded from: stored again as the very same object, so saving the
+    # state never walks (redacts) a forwarded block again, and its bytes stay the forwarded ones
+    raw: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        if self.raw is not None:
+            return self.raw
         return {"at": self.at, "where": self.where, "text": self.text, "tokens": self.tokens}
 
 
@@ -45,9 +50,8 @@ class Stored:
         blocks = []
         for b in value.get("blocks") or []:
             if isinstance(b, dict) and isinstance(b.get("text"), str):
-                blocks.append(
-                    Block(str(b.get("at")), str(b.get("where")), b["text"], int(b.get("tokens", 0)))
-                )
+                at, where, tokens = str(b.get("at")), str(b.get("where")), int(b.get("tokens", 0))
+                blocks.append(Block(at, where, b["text"], tokens, b))
         return cls(blocks, Sections.from_json(value.get("shown")))
 
     def to_json(self) -> dict[str, Any]:
