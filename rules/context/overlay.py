@@ -12,7 +12,7 @@ from typing import Any
 
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
-from rules.context import evidence, prune_stages, shrink
+from rules.context import digest, evidence, prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
@@ -98,14 +98,19 @@ def key_args(obs: Observation | None) -> str:
     return f"path: {a.target}" if a.target else ""
 
 
-def elided_text(message: Message, obs: Observation | None, reason: str, tokens: int) -> str:
-    """One line that keeps the tool, key arguments, exit status and size."""
+def elided_text(
+    message: Message, obs: Observation | None, reason: str, tokens: int, names: bool = False
+) -> str:
+    """One line that keeps the tool, key arguments (what gets it back), exit status and size;
+    with ``names``, the first paths, identifiers and ids it showed (``digest``)."""
     tool = obs.action.tool if obs else "tool"
     facts = [f for f in (key_args(obs),) if f]
     if obs is not None and obs.exit_code is not None:
         facts.append(f"exit {obs.exit_code}")
     facts.append(f"{tokens:,} tokens")
-    return f"{PLACEHOLDER_PREFIX} elided {tool} result ({', '.join(facts)}); {reason}]"
+    shown = digest.digest(text_of(message.get("content"))) if names else []
+    showed = f"; it showed: {', '.join(shown)}" if shown else ""
+    return f"{PLACEHOLDER_PREFIX} elided {tool} result ({', '.join(facts)}); {reason}{showed}]"
 
 
 def capped_text(text: str, tokens: int, limit: int) -> str:
@@ -197,11 +202,12 @@ def edit_key(
         stored = edit.get("tokens")
         if not stored:
             return None
+        names = edit.get("digest")
         if obs is None:
-            return ("elide", hash_of(message), edit["reason"], stored)
+            return ("elide", hash_of(message), edit["reason"], stored, names)
         a = obs.action  # what ``elided_text`` reads of it (strings: their hashes are kept)
         return (
-            "elide", hash_of(message), edit["reason"], stored, a.tool, a.kind, a.command,
+            "elide", hash_of(message), edit["reason"], stored, names, a.tool, a.kind, a.command,
             a.target, obs.exit_code,
         )  # fmt: skip
     if action == "cap":  # its count depends on the encoding: in the key
@@ -239,7 +245,8 @@ def _apply_edit(
     if edit["action"] in ELIDE_ACTIONS:
         stored = edit.get("tokens")  # counted when decided (older overlays lack it)
         size = int(stored) if stored else tokens.count_text(text_of(message.get("content")))
-        return with_content(message, elided_text(message, obs, edit["reason"], size))
+        names = bool(edit.get("digest"))
+        return with_content(message, elided_text(message, obs, edit["reason"], size, names))
     text = text_of(message.get("content"))
     if edit["action"] == "cap":
         return with_content(message, capped_text(text, tokens.count_text(text), cap))
@@ -280,10 +287,11 @@ def render(
         return out
     dropped = set(overlay.dropped)
     current = prune_stages.current_start(messages, evidence.task_start(messages))
+    gone = _whole_turns(messages, {i for i in range(current) if anchor_list[i] in dropped})
     out = []
     run: list[int] = []
     for i, (m, a) in enumerate(zip(messages, anchor_list, strict=True)):
-        if a in dropped and i < current:
+        if i in gone:
             run.append(i)
             continue
         if run:
@@ -302,6 +310,38 @@ def render(
         if placed is not None:
             placed.append(-1)
     return out
+
+
+def _whole_turns(messages: list[Message], drop: set[int]) -> set[int]:
+    """``drop`` without any call whose result stays, or result whose call stays: a client that
+    trimmed its own history can leave a dropped result whose call now has another anchor (its
+    predecessor changed); dropping half a pair would break the chain."""
+    calls: dict[Any, int] = {}
+    for i in sorted(drop):
+        for c in tool_calls(messages[i]):
+            calls[c.get("id")] = i
+    results: dict[Any, list[int]] = {}
+    for i, m in enumerate(messages):
+        if role(m) == "tool":
+            results.setdefault(m.get("tool_call_id"), []).append(i)
+    keep = set(drop)
+    changed = True
+    while changed:  # each pass un-drops something, or ends: at most len(drop) passes
+        changed = False
+        for i in sorted(keep):
+            m = messages[i]
+            if role(m) == "tool":
+                owner = calls.get(m.get("tool_call_id"))
+                partners = [] if owner is None else [owner]
+                broken = owner is None or owner not in keep
+            else:
+                partners = [j for c in tool_calls(m) for j in results.get(c.get("id"), [])]
+                broken = any(j not in keep for j in partners)
+            if broken:
+                keep.discard(i)
+                keep.difference_update(partners)
+                changed = True
+    return keep
 
 
 def _dropped_line(

@@ -135,6 +135,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     total = ctx.tokens.count_messages(view) + schema + blocks
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION))
+    look: tuple[float, int] | None = None  # a warm look at what is reclaimable
     info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
@@ -150,8 +151,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
         forced = total > room
-        # A warm compaction waits for a threshold (the saving must reach the bust): looking every
-        # few requests finds it a request or three late, at a quarter of the cost. Unknown: none.
+        # Warm and under the budget, what is reclaimable is looked at every few requests (the
+        # break-even rule adds up its carrying cost between looks). Unknown: nothing is done.
         quiet = not forced and (
             state == "unknown" or (state == "warm" and memory.requests % WARM_LOOK_EVERY != 0)
         )
@@ -159,10 +160,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         prefix = [0]
         for i in range(len(sizes)):
             prefix.append(prefix[-1] + sizes[i])
-        if state == "warm" and not forced and not quiet:
-            bound, first = run.reclaimable(sizes)
-            quiet = not schedule.could_pay(bound, prefix[first], total, ctx.cache, memory, min_gain)
         steps = [] if quiet else run.plan(sizes, drops=forced)
+        if state == "warm" and not forced and not quiet:
+            reclaimable = sum(s.freed for s in steps if s.stage != "drop")
+            look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain,
@@ -205,7 +206,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
-    memo = memory.after(ctx.now, total, bool(info["compacted"]), session)
+    memo = memory.after(ctx.now, total, bool(info["compacted"]), session, look)
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))

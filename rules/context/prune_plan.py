@@ -1,7 +1,13 @@
 """One request's pruning machinery for ``prune``: the overlay being built, per-message sizes,
 the first-seen cap of large results, the plan of every step a compaction could take (in stage
-order: supersede, mask, shrink, drop; each with its estimated gain, for ``schedule``), and the
-compaction itself down to a target with the stages ``schedule`` chose."""
+order: supersede, shrink, mask, drop; each with its estimated gain and the probability that what
+it removes is needed again, for ``schedule``), and the compaction itself down to a target with the
+stages ``schedule`` chose.
+
+The agent's own old turns shrink before any tool result is masked; results are masked by need
+(``need``), not by age alone: those the task may still need are left out of a compaction the
+budget does not force, and come last in one it does; a masked result keeps a digest of the
+names it showed (``digest``)."""
 
 from __future__ import annotations
 
@@ -10,14 +16,16 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
-from rules.context import evidence, overlay, prune_stages, shrink
+from rules.context import evidence, need, overlay, prune_stages, shrink
 from rules.context.schedule import Step
 from rules.messages import call_arguments_text, role, text_of, tool_calls
 from rules.report import Pruning
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
-STAGES = ("supersede", "mask", "shrink", "drop")
+STAGES = ("supersede", "shrink", "mask", "drop")
 _PLACEHOLDER_TOKENS = 30  # an elided result's line, about
+_DIGEST_TOKENS = 70  # a masked result's line with its digest, about
+SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 
 
 class Options(Protocol):
@@ -218,29 +226,6 @@ class Run:
                     chars += len(args) - arg_chars
         return chars // 4
 
-    def reclaimable(self, sizes: dict[int, int]) -> tuple[int, int]:
-        """A quick bound of what a compaction under the budget could free (results past the
-        last ``keep_last_observations``, and old turns' shrinkable text), and the earliest index
-        it could edit: no evidence, no candidates, for requests where nothing will pay."""
-        done, anchors, messages = self._elided(), self.anchors, self.messages
-        older = self.obs[: max(0, len(self.obs) - self.cfg.keep_last_observations)]
-        freed, first = 0, len(messages)
-        for o in older:
-            i = o.result_index
-            if anchors[i] not in done and sizes[i] > _PLACEHOLDER_TOKENS:
-                freed += sizes[i] - _PLACEHOLDER_TOKENS
-                first = min(first, i)
-        # role(m) == "assistant", inlined: every message
-        assistants = [i for i, m in enumerate(messages) if m.get("role") == "assistant"]
-        estimate = self._shrink_estimate
-        for i in assistants[: max(0, len(assistants) - self.cfg.keep_last_turns)]:
-            if anchors[i] not in done:
-                gain = estimate(messages[i])
-                if gain > 0:
-                    freed += gain
-                    first = min(first, i)
-        return freed, first
-
     def shrink_candidates(self, protected: set[int]) -> list[int]:
         current = prune_stages.current_start(self.messages, self.evidence.first_user)
         return shrink.candidates(
@@ -248,33 +233,44 @@ class Run:
         )
 
     def plan(self, sizes: dict[int, int], drops: bool = True) -> list[Step]:
-        """Every step, in the order a compaction takes them, with its estimated gain (drops only
-        with ``drops``: only a compaction the budget forces drops turns)."""
+        """Every step, in the order a compaction takes them, with its estimated gain. ``drops``
+        (only a compaction the budget forces): results still needed are masked, after the
+        others, and whole turns dropped, last."""
         protected = set(self.evidence.protected)
         done, anchors = self._elided(), self.anchors
         steps: list[Step] = []
         seen: set[int] = set()
-        for stage, items in self._elision_candidates(protected):
-            for i, reason in items:
-                if i in seen or anchors[i] in done or sizes[i] <= _PLACEHOLDER_TOKENS:
-                    continue
+        for i, reason in prune_stages.supersede(self.obs, protected, self.messages):
+            if anchors[i] not in done and sizes[i] > _PLACEHOLDER_TOKENS:
                 seen.add(i)
-                steps.append(Step(stage, sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
+                steps.append(Step("supersede", sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
         for i in self.shrink_candidates(protected):
             if anchors[i] not in done:
                 gain = self._shrink_estimate(self.messages[i])
                 if gain > 0:
-                    steps.append(Step("shrink", gain, i, (i,)))
-        if drops and self.cfg.drop_turns:
-            for turn in self._droppable_turns(protected):
-                steps.append(Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn)))
-        return steps
-
-    def _elision_candidates(self, protected: set[int]) -> list[tuple[str, list[tuple[int, str]]]]:
-        return [
-            ("supersede", prune_stages.supersede(self.obs, protected, self.messages)),
-            ("mask", prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)),
+                    steps.append(Step("shrink", gain, i, (i,), reuse=SHRINK_REUSE))
+        masks = [
+            (i, reason)
+            for i, reason in prune_stages.mask(
+                self.obs, protected, self.cfg.keep_last_observations
+            )
+            if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
+        needs = need.judge(self.messages, self.obs, [i for i, _ in masks])
+        later: list[Step] = []
+        for i, reason in masks:
+            judged = needs[i]
+            step = Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, judged.reuse)
+            (later if judged.needed else steps).append(step)
+        if drops:
+            steps.extend(later)
+        if drops and self.cfg.drop_turns:
+            reuse = need.DEFAULT_REUSE[True]
+            for turn in self._droppable_turns(protected):
+                steps.append(
+                    Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
+                )
+        return steps
 
     def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
         results: dict[str, list[int]] = {}
@@ -349,6 +345,8 @@ class Run:
                 # text again on every later request
                 size = self.tokens.count_text(text_of(self.messages[i].get("content")))
                 edit = {"action": step.stage, "reason": step.reason, "tokens": str(size)}
+                if step.stage == "mask":
+                    edit["digest"] = "1"  # the names it showed stay (``overlay.elided_text``)
             freed = sizes[i] - self.tokens.count_message(self._edited(i, edit))
             if freed > 0:
                 self._decide(trial, i, step.stage, edit, freed)

@@ -1,6 +1,5 @@
-"""When prune compacts, and how deep: the choice with the least expected cost under the provider's
-prompt cache (design section 4). Pure arithmetic over figures prune gathers; costs are in units of
-one fresh input token.
+"""When prune compacts, and how deep (design section 4). Pure arithmetic over figures prune
+gathers; costs are in units of one fresh input token.
 
 - **Cache state.** Cold when the session's previous request is older than the provider's TTL, or
   the upstream reported no cached tokens for a prompt above the minimum although that request kept
@@ -8,21 +7,28 @@ one fresh input token.
 - **This request.** ``(T - C) × w + C × r``: ``C`` tokens read from the cache at ``r``, the rest
   written at ``w`` (1, or Anthropic's 1.25). A compaction changes the prompt from its earliest
   edit on, so ``C`` shrinks to the tokens before it: that is the bust.
-- **Later requests.** Over the horizon ``H`` (the session's expected remaining requests, from the
-  corpus' session lengths given the requests made so far), each carries the compacted prompt at
-  ``r``; growth ``g`` per request brings the next forced compaction sooner when the prompt is
-  left close to the budget, each costing a re-bill of the compacted prompt.
-- **What is lost.** Each stage's tokens carry a weight: the expected cost of the model needing
-  them again (supersede 0: stale copies).
+- **What is lost.** Eliding what the agent needs again forces a re-read: another request (the
+  whole prompt, at ``r``) plus the result's tokens, fresh. A step is charged that cost times the
+  probability that it is needed (``Step.reuse``, from ``need``), times its stage's weight.
 
-Cold: the stale stages run for free. Over the budget: the cheapest cut that fits. Warm under the
-budget: the cheapest cut, when it beats not compacting at all."""
+Three cases, none of which guesses how long the session will last:
+- **Cold** (or unknown and over the budget): the prompt is billed whole anyway, so the steps that
+  cost nothing to the task (stale copies, old prose, results no longer needed) are taken for free.
+- **Warm, under the budget: break-even (ski rental).** Carrying reclaimable tokens costs ``r`` each
+  a request; a compaction costs its bust once. The session's memory adds up what carrying them has
+  cost since the last compaction (``carried``), and the compaction is made once that sum reaches
+  its bust plus its expected loss: it has then paid for itself in hindsight. Whatever the session's
+  length, this costs at most twice the best schedule's carrying and busts (the classic bound:
+  stopping earlier pays a bust the future may not repay, stopping later carries more than a bust).
+- **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
+  of the session's observed growth under the budget, so a session at the budget compacts once and
+  then not for several requests (never a message or two each time). The horizon (the corpus'
+  session lengths) weighs depth against the re-bills of later forced compactions."""
 
 from __future__ import annotations
 
 import bisect
 import functools
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +36,7 @@ from typing import Any
 from rules.base import CacheFacts
 from rules.packs import load_pack
 
-STALE = ("supersede", "mask")  # what a cold cache clears for free
+HEADROOM = 5  # requests of growth a forced compaction leaves room for
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,9 @@ class Memory:
     last_tokens: int = 0  # the previous forwarded request's tokens
     growth: float = 0.0  # tokens added per request, smoothed
     expect_hit: bool = False  # the previous request kept its predecessor's prefix
+    carried: float = 0.0  # what carrying reclaimable tokens cost since the last compaction
+    looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
+    reclaimable: int = 0  # what that look found a compaction could free
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -53,9 +62,26 @@ class Memory:
             int(v.get("last_tokens") or 0),
             float(v.get("growth") or 0.0),
             bool(v.get("expect_hit")),
+            float(v.get("carried") or 0.0),
+            int(v.get("looked") or 0),
+            int(v.get("reclaimable") or 0),
         )
 
-    def after(self, now: float, tokens: int, compacted: bool, stored: Any) -> Any:
+    def carried_now(self, read_ratio: float) -> float:
+        """``carried`` once the requests since the last look are counted, at that look's
+        reclaimable tokens (between looks they only grow: a lower bound)."""
+        return self.carried + read_ratio * self.reclaimable * max(self.requests - self.looked, 0)
+
+    def after(
+        self,
+        now: float,
+        tokens: int,
+        compacted: bool,
+        stored: Any,
+        look: tuple[float, int] | None = None,
+    ) -> Any:
+        """``look``: (carried, reclaimable) when this request looked at what a compaction
+        could free (carried then counts from here at the new figure)."""
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request)."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
@@ -64,12 +90,20 @@ class Memory:
         growth = self.growth
         if self.requests and not compacted and step >= 0:
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
+        carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
+        if compacted:
+            carried, looked, reclaimable = 0.0, self.requests, 0
+        elif look is not None:
+            carried, looked, reclaimable = look[0], self.requests, look[1]
         return {
             "requests": self.requests + 1,
             "last_at": now,
             "last_tokens": tokens,
             "growth": round(growth, 1),
             "expect_hit": bool(self.requests) and not compacted,
+            "carried": round(carried, 1),
+            "looked": looked,
+            "reclaimable": reclaimable,
         }
 
 
@@ -121,13 +155,14 @@ def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
 @dataclass(frozen=True)
 class Step:
     """One planned edit, in stage order: its stage, tokens freed, the earliest message index it
-    changes."""
+    changes, and the probability that what it removes is needed again."""
 
     stage: str
     freed: int
     first: int
     messages: tuple[int, ...] = ()  # what it edits (a dropped turn: all its messages)
     reason: str = ""
+    reuse: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -145,25 +180,12 @@ def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, floa
     return w, horizon(memory.requests), g
 
 
-def could_pay(
-    freed: int,
-    kept_prefix: int,
-    total: int,
-    facts: CacheFacts,
-    memory: Memory,
-    min_gain: int,
-) -> bool:
-    """Whether a compaction under the budget, with a warm cache, could pay at all: ``freed`` is
-    a bound of what it could free and ``kept_prefix`` of the tokens before its earliest edit.
-    A cheap test, so the full plan is made only when it might."""
-    if freed <= 0 or freed < min_gain:
-        return False
-    r = facts.read_ratio
-    w, h, g = _outlook(facts, memory, total)
-    bust = w * (total - freed) - (w - r) * min(kept_prefix, total) - r * total
-    if r * freed * h <= bust:
-        return False
-    return r <= 0 or freed >= math.sqrt(2 * max(bust, 0.0) * g / r)
+def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:
+    """The expected cost of what ``step`` removes: the re-read it forces when needed again (the
+    prompt again at ``r``, the removed tokens fresh) times the probability of that."""
+    if step.reuse <= 0:
+        return 0.0
+    return weights.get(step.stage, 1.0) * step.reuse * (read_ratio * total + step.freed)
 
 
 def choose(
@@ -206,55 +228,71 @@ def choose(
     if state == "unknown" and not forced:  # nothing known of the cache: leave it be
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
+    free = [s for s in steps if s.stage != "drop"]
     if state == "cold" and not forced:
-        k = sum(1 for s in steps if s.stage in STALE)
-        freed = sum(s.freed for s in steps[:k])
+        freed = sum(s.freed for s in free)
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
-        return Choice(k if freed > 0 else 0, total - freed, figures)
-    kept_trail = total - sum(s.freed for s in steps if s.stage != "drop")
-    needs_drop = kept_trail > room
-    best: tuple[float, int, int, float, float] | None = None  # cost, k, after, bust, saving
+        return Choice(len(free) if freed > 0 else 0, total - freed, figures)
+    if not forced:
+        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures)
+    # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
+    # session does not come back over the budget on the next request.
+    goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
+    figures["goal"] = goal
+    # turns are dropped only when nothing else makes the request fit
+    usable = steps if total - sum(s.freed for s in free) > room else free
+    best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
     freed = 0
     lost = 0.0
     first = len(prefix_tokens)
-    for k, step in enumerate(steps, 1):
-        if step.stage == "drop" and not (forced and needs_drop):
-            break  # turns are dropped only when nothing else makes the request fit
+    for k, step in enumerate(usable, 1):
         freed += step.freed
-        lost += step.freed * loss.get(step.stage, 1.0)
+        lost += step_loss(step, total, r, loss)
         first = min(first, step.first)
         after = total - freed
-        if forced and after < floor and k > 1 and total - (freed - step.freed) <= room:
-            break  # deeper than the floor, and the step before already fits
-        if forced and after > room and k < len(steps):
+        if after > goal and k < len(usable):
             continue
+        if after > room and freed < min_gain:
+            continue  # it cannot fit and frees too little to be worth the bust
         cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
         bust = now_cost(after, cached) - now_cost(total, cached0)
-        if forced:
-            if after > room and freed < min_gain:
-                continue  # it cannot fit and frees too little to be worth the bust
-            cost = now_cost(after, cached) + lost + h * rate(after)
-            if best is None or cost < best[0]:
-                best = (cost, k, after, bust, 0.0)
-            continue
-        # Under the budget the compaction must pay over the horizon, and not come before its
-        # time: like an order of stock, the saving piles up at r a token a request while the
-        # bust is paid once, so the least cost per request is reached by compacting when at
-        # least sqrt(2 × bust × growth / r) tokens can go (the economic order quantity).
-        saving = r * freed * h
-        due = math.sqrt(2 * max(bust, 0.0) * g / r) if r > 0 else 0.0
-        if freed < max(min_gain, due) or saving <= bust + lost:
-            continue
-        net = saving - bust - lost
-        if best is None or -net < best[0]:
-            best = (-net, k, after, bust, saving)
+        cost = now_cost(after, cached) + lost + h * rate(after)
+        if best is None or cost < best[0]:
+            best = (cost, k, after, bust)
     if best is None:
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
-    _, k, after, bust, saving = best
-    figures.update(
-        decision="forced" if forced else "pays",
-        bust_cost=round(bust),
-        expected_saving=round(saving),
-    )
+    _, k, after, bust = best
+    figures.update(decision="forced", bust_cost=round(bust), expected_saving=0)
     return Choice(k, after, figures)
+
+
+def _break_even(
+    steps: Sequence[Step],
+    prefix_tokens: Sequence[int],
+    total: int,
+    cached0: int,
+    facts: CacheFacts,
+    memory: Memory,
+    loss: Mapping[str, float],
+    figures: dict[str, Any],
+) -> Choice:
+    """Warm, under the budget: every step, once carrying what they free has cost, since the last
+    compaction, at least the bust plus the expected loss (see the module docstring)."""
+    r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
+    freed = sum(s.freed for s in steps)
+    lost = sum(step_loss(s, total, r, loss) for s in steps)
+    first = min((s.first for s in steps), default=len(prefix_tokens))
+    cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
+    after = total - freed
+    # the bust: what this request costs compacted, beyond what it costs as it is
+    bust = (after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r)
+    carried = memory.carried_now(r)
+    figures.update(
+        carried=round(carried), bust_cost=round(max(bust, 0.0)), expected_loss=round(lost)
+    )
+    if freed <= 0 or carried < max(bust, 0.0) + lost:
+        figures.update(decision="none", expected_saving=0)
+        return Choice(0, total, figures)
+    figures.update(decision="paid", expected_saving=round(carried))
+    return Choice(len(steps), after, figures)

@@ -24,13 +24,16 @@ def conversation(steps: int) -> list[dict[str, Any]]:
     return [user("Refactor the parser"), *[m for k in range(steps) for m in step(k)]]
 
 
-def memory(requests: int, last_at: float, last_tokens: int, growth: float = 500.0) -> SessionState:
+def memory(
+    requests: int, last_at: float, last_tokens: int, growth: float = 500.0, **more: Any
+) -> SessionState:
     session = {
         "requests": requests,
         "last_at": last_at,
         "last_tokens": last_tokens,
         "growth": growth,
         "expect_hit": True,
+        **more,
     }
     return SessionState({prune.SESSION: session})
 
@@ -42,12 +45,17 @@ def decide(
     facts: CacheFacts | None = None,
     requests: int = 20,
     growth: float = 500.0,
+    carried: dict[str, Any] | None = None,
     **options: Any,
 ) -> Any:
     from tests.support.factories import TOKENS
 
     size = TOKENS.count_messages(messages)
-    state = SessionState() if idle is None else memory(requests, NOW - idle, size, growth)
+    state = (
+        SessionState()
+        if idle is None
+        else memory(requests, NOW - idle, size, growth, **(carried or {}))
+    )
     context = ctx(messages, now=NOW, state=state, budget=budget, cache=facts or CacheFacts())
     return prune.apply(context, prune.Config(**options))
 
@@ -129,36 +137,50 @@ def test_cold_and_warm_decisions(
         assert info["tokens_after"] <= budget
 
 
-def test_warm_compaction_pays_only_with_enough_to_gain() -> None:
-    """Far under the budget with a warm cache: a few maskable results do not pay for re-billing
-    the prefix, many do (the saving over the horizon beats the bust and reaches the economic
-    order quantity)."""
-    budget = 200_000
-    few = decide(conversation(14), budget, 5.0)
-    assert few.report["prune"]["schedule"]["decision"] == "none"
-    many = decide(conversation(120), budget, 5.0, growth=50.0)
-    figures = many.report["prune"]["schedule"]
-    assert figures["decision"] == "pays" and many.report["prune"]["compacted"]
-    assert figures["expected_saving"] > figures["bust_cost"] > 0
-
-
-def test_a_higher_cache_price_compacts_sooner() -> None:
-    """r = 0.5 makes carrying stale tokens dearer: what does not pay at 0.1 pays at 0.5."""
-    budget = 200_000
-    messages = conversation(28)
-    cheap = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.1), growth=2000.0)
-    dear = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.5), growth=2000.0)
-    assert cheap.report["prune"]["schedule"]["decision"] == "none"
-    assert dear.report["prune"]["schedule"]["decision"] == "pays"
-
-
-def test_a_session_near_its_end_does_not_compact() -> None:
-    """The same prompt pays early in a session (a long horizon) and not past the corpus' end of
-    most sessions when growth says little is left to come."""
+def test_warm_compaction_waits_until_carrying_has_cost_its_bust() -> None:
+    """Under the budget with a warm cache, the break-even rule: nothing while carrying the
+    reclaimable tokens has cost less than the bust since the last compaction, then everything
+    reclaimable at once; the carrying cost is reported."""
     budget = 200_000
     messages = conversation(120)
-    early = decide(messages, budget, 5.0, requests=4, growth=50.0)
-    assert early.report["prune"]["schedule"]["decision"] == "pays"
+    fresh = decide(messages, budget, 5.0, requests=20)
+    figures = fresh.report["prune"]["schedule"]
+    assert figures["decision"] == "none" and not fresh.report["prune"]["compacted"]
+    assert figures["bust_cost"] > figures["carried"] == 0
+    paid_for = {"carried": (figures["bust_cost"] + figures["expected_loss"]) * 2, "looked": 20}
+    later = decide(messages, budget, 5.0, requests=20, carried=paid_for)
+    assert later.report["prune"]["schedule"]["decision"] == "paid"
+    assert later.report["prune"]["compacted"]
+    assert later.report["prune"]["schedule"]["carried"] >= figures["bust_cost"]
+
+
+def test_carrying_cost_adds_up_at_the_cache_price() -> None:
+    """Between looks, carrying costs r per reclaimable token and request: the same history of
+    reclaimable tokens has paid for a compaction at r = 0.5 and not yet at r = 0.1."""
+    budget = 200_000
+    messages = conversation(28)
+    probe = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.1)).report["prune"]
+    bust = probe["schedule"]["bust_cost"] + probe["schedule"]["expected_loss"]
+    assert bust > 0
+    # 8 requests since the last look, each carrying ``tokens`` reclaimable tokens
+    tokens = int(bust / (0.3 * 8))
+    history = {"carried": 0, "looked": 12, "reclaimable": tokens}
+    cheap = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.1), carried=history)
+    dear = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.5), carried=history)
+    assert cheap.report["prune"]["schedule"]["decision"] == "none"
+    assert dear.report["prune"]["schedule"]["decision"] == "paid"
+
+
+def test_a_compaction_starts_the_carrying_cost_again() -> None:
+    m = schedule.Memory(requests=8, carried=500.0, looked=4, reclaimable=1000)
+    assert m.carried_now(0.1) == pytest.approx(500 + 0.1 * 1000 * 4)
+    after = m.after(1.0, 9000, compacted=True, stored=None)
+    assert (after["carried"], after["looked"], after["reclaimable"]) == (0.0, 8, 0)
+    looked = m.after(1.0, 9000, compacted=False, stored=None, look=(900.0, 3000))
+    assert (looked["carried"], looked["looked"], looked["reclaimable"]) == (900.0, 8, 3000)
+
+
+def test_the_horizon_table() -> None:
     table = [10, 20, 30]
     assert schedule.horizon(29, table) == 1.0  # one session longer, by one request
     assert schedule.horizon(5, table) == pytest.approx((5 + 15 + 25) / 3)
@@ -184,13 +206,14 @@ def test_memory_advances_once_per_request() -> None:
 
 def test_a_warm_cache_is_looked_at_every_few_requests() -> None:
     """The warm check costs a pass over the session: it runs on every WARM_LOOK_EVERY-th
-    request, and a compaction that pays is found at the next look."""
+    request, and a compaction that has paid for itself is made at the next look."""
     budget = 200_000
     messages = conversation(120)
+    paid_for = {"carried": 1e9, "looked": 0}
     looks = [
-        decide(messages, budget, 5.0, requests=n, growth=50.0).report["prune"]["schedule"][
+        decide(messages, budget, 5.0, requests=n, carried=paid_for).report["prune"]["schedule"][
             "decision"
         ]
         for n in range(4, 12)
     ]
-    assert looks == ["pays" if n % prune.WARM_LOOK_EVERY == 0 else "none" for n in range(4, 12)]
+    assert looks == ["paid" if n % prune.WARM_LOOK_EVERY == 0 else "none" for n in range(4, 12)]

@@ -1,0 +1,100 @@
+"""What a tool result showed that an agent copies into later calls: the paths (with their line
+anchors), the identifiers (snake_case, CamelCase, dotted names, test names) and the ids it printed.
+``names`` gives them all, for telling whether later calls used a result; ``digest`` a bounded
+line of the first ones, kept in place of a result pruning elides, so the agent can still name
+what it saw (and re-read it with the command the placeholder keeps).
+
+One linear scan: a bounded character-class regex splits the text into words, each classified by
+plain string tests (no backtracking on client text)."""
+
+from __future__ import annotations
+
+import re
+
+from rules.text_cache import text_cache
+
+# A word: what a path, an identifier or an id is made of; bounded, so a scan is linear.
+_WORD = re.compile(r"[A-Za-z0-9_./:@#$+=-]{4,300}")
+_TRIM_END = ".,:;'\"`()[]{}<>=#@$+-"
+_TRIM_START = ":;'\"`()[]{}<>=#@$+"
+_EXTENSIONS = frozenset(
+    {
+        "py", "pyi", "js", "jsx", "ts", "tsx", "go", "rs", "java", "kt", "c", "h", "cc", "cpp",
+        "hpp", "cs", "rb", "php", "swift", "scala", "sh", "bash", "md", "rst", "txt", "json",
+        "yaml", "yml", "toml", "ini", "cfg", "conf", "xml", "html", "css", "scss", "sql", "proto",
+        "lock", "env", "csv", "ipynb", "vue", "svelte", "gradle", "mk", "cmake", "dockerfile",
+    }
+)  # fmt: skip
+_HEX = frozenset("0123456789abcdef")
+MAX_SCAN_CHARS = 200_000  # a result beyond this is named by its start (results are capped anyway)
+
+
+def _classify(word: str) -> str | None:
+    """``path``, ``ident``, ``id`` or None for a word of ``_WORD``, already trimmed."""
+    if len(word) < 4 or word.startswith("-"):
+        return None
+    if "/" in word:
+        return "path" if any(c.isalpha() for c in word) and "//" not in word else None
+    stem, dot, ext = word.partition(":")[0].rpartition(".")
+    if dot and stem and ext.lower() in _EXTENSIONS:
+        return "path"
+    if len(word) >= 8 and set(word.lower()) - set("-") <= _HEX:
+        lowered = word.lower()
+        if any(c.isdigit() for c in lowered) and any(c.isalpha() for c in lowered):
+            return "id"
+    if len(word) < 6 or not (word[0].isalpha() or word[0] == "_"):
+        return None
+    if any(not (c.isalnum() or c in "_.") for c in word):
+        return None
+    if "_" in word.strip("_") or "." in word:
+        return "ident"
+    inner = word[1:]
+    if any(c.isupper() for c in inner) and any(c.islower() for c in inner):
+        return "ident"  # CamelCase or camelCase
+    return None
+
+
+@text_cache(max_chars=8_000_000, max_text_chars=MAX_SCAN_CHARS)
+def _scan(text: str) -> tuple[tuple[str, str], ...]:
+    """(kind, word) of each path, identifier and id in ``text``, first appearance order."""
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for match in _WORD.finditer(text, 0, MAX_SCAN_CHARS):
+        word = match.group().lstrip(_TRIM_START).rstrip(_TRIM_END)
+        if word in seen:
+            continue
+        seen.add(word)
+        kind = _classify(word)
+        if kind is not None:
+            out.append((kind, word))
+    return tuple(out)
+
+
+def names(text: str) -> frozenset[str]:
+    """Every path, identifier and id ``text`` shows (a path also by its last part, as a later
+    call may name a file by its base name or its path from another folder)."""
+    out: set[str] = set()
+    for kind, word in _scan(text):
+        out.add(word)
+        if kind == "path":
+            path, _, rest = word.partition(":")  # a line anchor, or pytest's ``::Test::name``
+            base = path.rstrip("/").rsplit("/", 1)[-1]
+            out.update(x for x in (path, base, *rest.split(":")) if len(x) >= 4)
+    return frozenset(out)
+
+
+def digest(text: str, max_items: int = 16, max_chars: int = 320) -> list[str]:
+    """The first paths (line anchors kept), then identifiers, then ids ``text`` shows, at most
+    ``max_items`` of them and ``max_chars`` characters in all."""
+    found = _scan(text)
+    out: list[str] = []
+    used = 0
+    for wanted in ("path", "ident", "id"):
+        for kind, word in found:
+            if kind != wanted:
+                continue
+            if len(out) >= max_items or used + len(word) + 2 > max_chars:
+                return out
+            out.append(word)
+            used += len(word) + 2
+    return out
