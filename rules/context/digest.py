@@ -44,7 +44,7 @@ def _classify(word: str) -> str | None:
             return "id"
     if len(word) < 6 or not (word[0].isalpha() or word[0] == "_"):
         return None
-    if any(not (c.isalnum() or c in "_.") for c in word):
+    if ".." in word or any(not (c.isalnum() or c in "_.") for c in word):
         return None
     if "_" in word.strip("_") or "." in word:
         return "ident"
@@ -83,7 +83,7 @@ def names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-def digest(text: str, max_items: int = 16, max_chars: int = 320) -> list[str]:
+def digest(text: str, max_items: int = 12, max_chars: int = 240) -> list[str]:
     """The first paths (line anchors kept), then identifiers, then ids ``text`` shows, at most
     ``max_items`` of them and ``max_chars`` characters in all."""
     found = _scan(text)

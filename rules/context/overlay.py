@@ -74,6 +74,9 @@ class Overlay:
     edits: dict[str, dict[str, str]] = field(default_factory=dict)  # anchor -> {action, reason}
     dropped: list[str] = field(default_factory=list)  # anchors of dropped messages, in order
     compactions: int = 0
+    # dropped runs' lines name what they showed; an overlay that dropped messages before lines
+    # did keeps its old lines (the bytes it forwarded)
+    names: bool = True
 
     @classmethod
     def load(cls, value: Any, present: Container[str], keep_all: bool = False) -> Overlay:
@@ -82,10 +85,14 @@ class Overlay:
         value = value if isinstance(value, dict) else {}
         edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
         dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
-        return cls(edits, dropped, int(value.get("compactions", 0)))
+        names = bool(value.get("names")) or not value.get("dropped")
+        return cls(edits, dropped, int(value.get("compactions", 0)), names)
 
     def to_json(self) -> dict[str, Any]:
-        return {"edits": self.edits, "dropped": self.dropped, "compactions": self.compactions}
+        out = {"edits": self.edits, "dropped": self.dropped, "compactions": self.compactions}
+        if self.names and self.dropped:
+            out["names"] = True
+        return out
 
 
 def key_args(obs: Observation | None) -> str:
@@ -151,14 +158,21 @@ def capped_text(text: str, tokens: int, limit: int) -> str:
     return "\n".join([*head, marker, *tail])
 
 
-def dropped_text(messages: list[Message]) -> str:
+def dropped_text(messages: list[Message], names: bool = False) -> str:
+    """The line standing for dropped messages; with ``names``, the first paths, identifiers and
+    ids their tool results showed (``digest``), so the agent can still name them."""
     calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
     roles = Counter(role(m) for m in messages)
     what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
     tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))
+    shown: list[str] = []
+    if names:
+        results = "\n".join(text_of(m.get("content")) for m in messages if role(m) == "tool")
+        shown = digest.digest(results, max_items=8, max_chars=200)
     return (
         f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
-        f"{'; tool calls: ' + tools if tools else ''}) to fit the token budget]"
+        f"{'; tool calls: ' + tools if tools else ''}"
+        f"{'; they showed: ' + ', '.join(shown) if shown else ''}) to fit the token budget]"
     )
 
 
@@ -295,7 +309,7 @@ def render(
             run.append(i)
             continue
         if run:
-            out.append(_dropped_line(messages, anchor_list, run, memo))
+            out.append(_dropped_line(messages, anchor_list, run, memo, overlay.names))
             if placed is not None:
                 placed.append(-1)
             run = []
@@ -306,7 +320,7 @@ def render(
         if placed is not None:
             placed.append(i)
     if run:
-        out.append(_dropped_line(messages, anchor_list, run, memo))
+        out.append(_dropped_line(messages, anchor_list, run, memo, overlay.names))
         if placed is not None:
             placed.append(-1)
     return out
@@ -345,16 +359,20 @@ def _whole_turns(messages: list[Message], drop: set[int]) -> set[int]:
 
 
 def _dropped_line(
-    messages: list[Message], anchor_list: list[str], run: list[int], memo: RenderMemo | None
+    messages: list[Message],
+    anchor_list: list[str],
+    run: list[int],
+    memo: RenderMemo | None,
+    names: bool,
 ) -> Message:
     """The line standing for the dropped messages at indices ``run``. Their anchors hold their
     content hashes, all ``dropped_text`` reads: the memo's key."""
-    key = ("dropped", *(anchor_list[i] for i in run)) if memo is not None else None
+    key = ("dropped", names, *(anchor_list[i] for i in run)) if memo is not None else None
     if key is not None and memo is not None:
         hit = memo.get(key)
         if hit is not None:
             return hit
-    line = {"role": "user", "content": dropped_text([messages[i] for i in run])}
+    line = {"role": "user", "content": dropped_text([messages[i] for i in run], names)}
     if key is not None and memo is not None:
         memo.put(key, line)
     return line

@@ -25,6 +25,7 @@ VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 _PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = 70  # a masked result's line with its digest, about
+FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 
 
@@ -264,6 +265,7 @@ class Run:
             (later if judged.needed else steps).append(step)
         if drops:
             steps.extend(later)
+            steps.extend(self._recent_masks(protected, done, sizes, {s.first for s in steps}))
         if drops and self.cfg.drop_turns:
             reuse = need.DEFAULT_REUSE[True]
             for turn in self._droppable_turns(protected):
@@ -271,6 +273,23 @@ class Run:
                     Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
                 )
         return steps
+
+    def _recent_masks(
+        self, protected: set[int], done: set[str], sizes: dict[int, int], planned: set[int]
+    ) -> list[Step]:
+        """Forced, before any turn is dropped: the results the mask stage keeps whole, but the
+        last ``FORCED_KEEP_LAST``, oldest first (masked, a result keeps its digest; dropped, its
+        turn keeps a line)."""
+        recent = self.obs[max(0, len(self.obs) - self.cfg.keep_last_observations) :]
+        out = []
+        for o in recent[: max(0, len(recent) - FORCED_KEEP_LAST)]:
+            i = o.result_index
+            if i in protected or i in planned or self.anchors[i] in done:
+                continue
+            if sizes[i] > _DIGEST_TOKENS:
+                reason = f"the budget: older than the last {FORCED_KEEP_LAST} tool results"
+                out.append(Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, 0.5))
+        return out
 
     def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
         results: dict[str, list[int]] = {}
@@ -310,7 +329,10 @@ class Run:
         ``fit``: a new overlay and its exact size (plus ``fixed``, the tokens outside the
         messages, which ``total`` includes as well)."""
         trial = overlay.Overlay(
-            dict(self.overlay.edits), list(self.overlay.dropped), self.overlay.compactions + 1
+            dict(self.overlay.edits),
+            list(self.overlay.dropped),
+            self.overlay.compactions + 1,
+            self.overlay.names,
         )
         sizes = dict(sizes)
         dropped = set(trial.dropped)
@@ -353,7 +375,21 @@ class Run:
                 sizes[i], total = sizes[i] - freed, total - freed
         trial.dropped = [a for a in self.anchors if a in dropped]
         view = self.render(trial)
-        return trial, self.tokens.count_messages(view) + fixed
+        size = self.tokens.count_messages(view) + fixed
+        if fit is not None and size > fit + fixed:
+            size = self._without_names(trial, fixed)
+        return trial, size
+
+    def _without_names(self, trial: overlay.Overlay, fixed: int) -> int:
+        """Still over the budget with every step taken: the digests this compaction added go
+        (what they name is worth less than fitting), and its dropped runs' lines name nothing
+        when no earlier compaction dropped messages. The new size."""
+        for a, edit in trial.edits.items():
+            if edit.get("digest") and a not in self.overlay.edits:
+                trial.edits[a] = {k: v for k, v in edit.items() if k != "digest"}
+        if not self.overlay.dropped:
+            trial.names = False
+        return self.tokens.count_messages(self.render(trial)) + fixed
 
     def _edited(self, i: int, edit: dict[str, str]) -> Message:
         return overlay.apply_edit(

@@ -250,6 +250,8 @@ def choose(
         lost += step_loss(step, total, r, loss)
         first = min(first, step.first)
         after = total - freed
+        if after < floor and k > 1 and after + step.freed <= goal:
+            break  # deeper than the floor, and the step before already reached the goal
         if after > goal and k < len(usable):
             continue
         if after > room and freed < min_gain:

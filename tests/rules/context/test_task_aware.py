@@ -1,0 +1,179 @@
+"""Task-aware savings: the working set only where the model can no longer see it, the task prompt
+behind a harness's wrapper, results elided by need with a digest of what they showed, and a
+session held at the budget that compacts once, not on every request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.base import CacheFacts, SessionState
+from rules.context import digest, evidence, inject, need, overlay, prune, sticky
+from rules.context.prune_plan import Run
+from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, text_of
+from rules.redact import REDACTED
+from tests.support.factories import TOKENS, assistant, call, ctx, result, shell, user
+
+NOW = 10_000.0
+LONG = [user("ship the release"), *[assistant(f"step {k}") for k in range(6)], user("go on")]
+GOAL = {"working_set": {"goal": "ship the release"}}
+
+
+def _inject(facts: CacheFacts, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    context = ctx(LONG, now=NOW, state=SessionState(GOAL), cache=facts, report=report or {})
+    return inject.apply(context, inject.Config()).messages
+
+
+def _has_block(messages: list[dict[str, Any]]) -> bool:
+    return INJECT_OPEN in text_of(messages[-1]["content"])
+
+
+def test_working_set_only_where_the_model_cannot_see_it() -> None:
+    warm = CacheFacts(last_at=NOW - 5)
+    assert _inject(warm) == LONG  # the history is in front of the model: nothing added
+    assert _has_block(_inject(CacheFacts(last_at=NOW - 900)))  # cold: billed whole anyway
+    assert _has_block(_inject(CacheFacts()))  # unknown
+    compacted = {"prune": {"compacted": True, "schedule": {"cache": "warm"}}}
+    assert _has_block(_inject(warm, compacted))  # a compaction cut the history
+    warm_report = {"prune": {"compacted": False, "schedule": {"cache": "warm"}}}
+    assert _inject(CacheFacts(last_at=NOW - 900), warm_report) == LONG  # prune's view wins
+    always = ctx(LONG, now=NOW, state=SessionState(GOAL), cache=warm)
+    assert _has_block(inject.apply(always, inject.Config(working_set_when="always")).messages)
+
+
+def test_a_block_is_stored_as_forwarded_and_never_redacted_again() -> None:
+    secret = {"working_set": {"goal": "log in with Password: hunter2hunter2 and ship"}}
+    context = ctx(LONG, now=NOW, state=SessionState(secret), cache=CacheFacts())
+    out = inject.apply(context, inject.Config())
+    forwarded = text_of(out.messages[-1]["content"])
+    assert "hunter2hunter2" not in forwarded and REDACTED in forwarded
+    stored = out.state.get(sticky.NAMESPACE)
+    assert stored["blocks"][0]["text"] in forwarded
+    loaded = sticky.Stored.load(stored)
+    assert loaded.to_json()["blocks"][0] is stored["blocks"][0]  # the same object: not re-walked
+
+
+def test_the_task_is_the_first_user_message_in_the_clients_own_words() -> None:
+    env = "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"
+    messages = [user(env), user("fix the failing parser test"), assistant("ok")]
+    found = evidence.find(messages, [])
+    assert found.first_user == 1
+    assert found.protected == {0: "environment", 1: "original task"}
+    assert evidence.is_wrapper("<system-reminder>\nbe brief\n</system-reminder>")
+    assert not evidence.is_wrapper("<b>make</b> it bold")
+    plain = [user("fix it"), assistant("ok")]
+    assert evidence.find(plain, []).protected == {0: "original task"}
+
+
+def test_digest_names_paths_identifiers_and_ids_within_bounds() -> None:
+    text = (
+        "./src/app/models.py:42: class OrderLine(Base):\n"
+        "FAILED tests/test_orders.py::test_total_with_tax - AssertionError\n"
+        '{"id": "cus_9f8e7d6c5b", "sha": "3f2a9c81be7d"}\n' + "noise words here " * 5000
+    )
+    shown = digest.digest(text)
+    assert shown[:2] == ["./src/app/models.py:42", "tests/test_orders.py::test_total_with_tax"]
+    assert {"OrderLine", "AssertionError", "cus_9f8e7d6c5b", "3f2a9c81be7d"} <= set(shown)
+    assert "test_total_with_tax" in digest.names(text) and "models.py" in digest.names(text)
+    assert (
+        len(", ".join(digest.digest("a_b_c_d " * 10 + " ".join(f"name_{i}" for i in range(999)))))
+        <= 240
+    )
+
+
+def _session(reads: int) -> list[dict[str, Any]]:
+    """A task, ``reads`` reads of distinct files, an edit of the first one, then more reads."""
+    out: list[dict[str, Any]] = [user("Refactor the parser")]
+    for k in range(reads):
+        body = "\n".join(f"def helper_{k}_{i}(value): return value + {i}" for i in range(60))
+        out += [
+            assistant(None, call(f"r{k}", "Read", file_path=f"pkg/m{k}.py")),
+            result(f"r{k}", body),
+        ]
+    out += [
+        assistant(None, call("e0", "Edit", file_path="pkg/m0.py", old_str="x", new_str="y")),
+        result("e0", "ok"),
+    ]
+    return out
+
+
+def test_need_marks_reads_of_edited_files_and_names_in_use() -> None:
+    messages = _session(14)
+    # a recent call uses a name the read of m3.py showed
+    messages += [assistant(None, shell("s1", "grep -n helper_3_7 pkg")), result("s1", "hit")]
+    run = Run(ctx(messages), prune.Config(), prune.NAMESPACE)
+    reads = {o.action.target: o.result_index for o in run.obs if o.action.kind == "read"}
+    judged = need.judge(messages, run.obs, reads.values())
+    assert not judged[reads["pkg/m0.py"]].needed  # edited after the read: superseded instead
+    assert judged[reads["pkg/m3.py"]].needed and "recent calls" in judged[reads["pkg/m3.py"]].why
+    assert not judged[reads["pkg/m5.py"]].needed
+    assert judged[reads["pkg/m3.py"]].reuse > judged[reads["pkg/m5.py"]].reuse
+
+
+def test_a_compaction_the_budget_does_not_force_leaves_needed_results_whole() -> None:
+    messages = _session(16)
+    messages += [assistant(None, shell("s1", "grep -n helper_2_7 pkg")), result("s1", "hit")]
+    run = Run(ctx(messages), prune.Config(), prune.NAMESPACE)
+    sizes = run.sizes()
+    unforced = run.plan(sizes, drops=False)
+    forced = run.plan(sizes, drops=True)
+    needed = next(o.result_index for o in run.obs if o.action.target == "pkg/m2.py")
+    assert needed not in {s.first for s in unforced if s.stage == "mask"}
+    masks = [s.first for s in forced if s.stage == "mask"]
+    assert needed in masks
+    # forced: the needed one after every result not needed that is as old
+    assert masks.index(needed) > masks.index(
+        next(o.result_index for o in run.obs if o.action.target == "pkg/m3.py")
+    )
+    stages = [s.stage for s in forced]
+    assert stages.index("mask") > max(
+        (i for i, s in enumerate(stages) if s == "shrink"), default=-1
+    )
+
+
+def test_a_masked_result_keeps_its_digest_and_how_to_get_it_back() -> None:
+    messages = _session(30)
+    budget = int(TOKENS.count_messages(messages) * 0.4)
+    out = prune.apply(ctx(messages, budget=budget, now=NOW), prune.Config())
+    masked = [
+        text_of(m["content"])
+        for m in out.messages
+        if m["role"] == "tool" and text_of(m["content"]).startswith(PLACEHOLDER_PREFIX)
+    ]
+    assert masked
+    line = next(t for t in masked if "older than" in t)
+    assert "path: pkg/" in line and "it showed: helper_" in line
+
+
+def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_without() -> None:
+    msgs = [assistant(None, shell("c1", "ls")), result("c1", "src/app/main.py\nREADME.md")]
+    assert "they showed: src/app/main.py, README.md" in overlay.dropped_text(msgs, True)
+    assert "showed" not in overlay.dropped_text(msgs, False)
+    old = overlay.Overlay.load({"edits": {}, "dropped": ["a"], "compactions": 1}, {"a"})
+    assert old.names is False and "names" not in old.to_json()
+    assert overlay.Overlay.load({}, set()).names is True
+
+
+def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> None:
+    """Each request adds a read; the budget is reached and then held: forced compactions leave
+    room for several requests of growth, so they come at most once per five requests."""
+    messages: list[dict[str, Any]] = [user("Port the module")]
+    state = SessionState()
+    budget = 6_000
+    compactions = []
+    now = NOW
+    for k in range(60):
+        body = "\n".join(f"row {k}.{i} of the table with several words" for i in range(40))
+        messages = [*messages, assistant(None, call(f"c{k}", "Read", file_path=f"t{k}.txt")),
+                    result(f"c{k}", body)]  # fmt: skip
+        now += 5
+        facts = CacheFacts(last_at=now - 5 if k else None)
+        out = prune.apply(
+            ctx(messages, budget=budget, now=now, state=state, cache=facts), prune.Config()
+        )
+        state = out.state
+        if out.report["prune"]["compacted"]:
+            compactions.append(k)
+        assert TOKENS.count_messages(out.messages) <= budget
+    assert len(compactions) >= 2
+    gaps = [b - a for a, b in zip(compactions, compactions[1:], strict=False)]
+    assert min(gaps) >= 5, compactions
