@@ -4,6 +4,7 @@ session held at the budget that compacts once, not on every request."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from rules.base import CacheFacts, SessionState
@@ -175,5 +176,5 @@ def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> No
             compactions.append(k)
         assert TOKENS.count_messages(out.messages) <= budget
     assert len(compactions) >= 2
-    gaps = [b - a for a, b in zip(compactions, compactions[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(compactions)]
     assert min(gaps) >= 5, compactions
