@@ -1,6 +1,7 @@
 """An emulated provider prompt cache, for replay benchmarks (``bench/cost.py``).
 
-The model is the prefix cache OpenAI and Anthropic document, at token level:
+The model is the automatic prefix cache OpenAI documents (Chat Completions and Responses), at
+token level (Anthropic's explicit breakpoints: ``bench/breakpoint_cache.py``):
 
 - a request is serialised deterministically, segment by segment (the tools schema, then each
   message as ``orjson`` with sorted keys), and tokenised per segment; its token sequence is the

@@ -12,6 +12,14 @@ Anthropic Messages (``to_anthropic``):
   roles to alternate), its ``tool_result`` blocks first (in order, same ids), then the user text
   blocks; a user message on its own keeps string content.
 
+Claude Code's cache breakpoints (``with_breakpoints``, as its requests carry them: see
+``../shared/agents/README.md``): ``cache_control: {"type": "ephemeral"}`` on the last ``system``
+block (Claude Code marks its two static system blocks, after an unmarked billing line; a
+converted conversation has its system prompt as one block) and on the last content block of the
+last message, a string content becoming one text block to carry it (as Claude Code does; the
+message before goes back to a string once the breakpoint has moved on, since each request is
+converted anew).
+
 Responses (``to_responses``):
 - system messages: the first leading one as ``instructions`` (``system="instructions"``) and the
   others as ``system`` message items, or every one as a ``developer`` message item as Codex sends
@@ -174,6 +182,31 @@ def to_anthropic(chat: dict[str, Any], max_tokens: int = 4096) -> Conversion:
     if "stream" in chat:
         body["stream"] = chat["stream"]
     return Conversion(body, losses)
+
+
+EPHEMERAL = {"type": "ephemeral"}
+
+
+def with_breakpoints(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` (a converted Messages body) with Claude Code's breakpoints (see above); what is
+    not marked is shared with ``body``."""
+    out = dict(body)
+    system = body.get("system")
+    if isinstance(system, list) and system and isinstance(system[-1], dict):
+        out["system"] = [*system[:-1], {**system[-1], "cache_control": dict(EPHEMERAL)}]
+    messages = body.get("messages") or []
+    if messages:
+        last = messages[-1]
+        content = last.get("content")
+        if isinstance(content, str) and content:
+            blocks: list[Any] = [{"type": "text", "text": content}]
+        elif isinstance(content, list) and content and isinstance(content[-1], dict):
+            blocks = list(content)
+        else:
+            return out
+        blocks[-1] = {**blocks[-1], "cache_control": dict(EPHEMERAL)}
+        out["messages"] = [*messages[:-1], {**last, "content": blocks}]
+    return out
 
 
 # --- Responses ----------------------------------------------------------------------------------

@@ -1,19 +1,28 @@
-"""The helpers of bench/cost.py: which price fields a rule read (so price variants share a run
-only while none was), the seeded clock, the baselines' masking, inject's blocks set aside before
-the evidence checks, and the variant names."""
+"""bench/cost.py's parts: which price fields a rule read (so price variants share a run only
+while none was), the seeded clock and its cadences, the baselines' masking, inject's blocks set
+aside before the evidence checks, the variant names, the per-conversation distribution, and the
+first N requests of a replay."""
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
+
 from bench.cost import (
     MASK_PLACEHOLDER,
+    PRICINGS,
     STEP_S,
+    Job,
     Method,
     WatchedFacts,
     mask_older,
     parse_variant,
+    replay_job,
     timeline,
     without_injected,
 )
+from bench.cost_stats import distribution, quantile
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 BLOCK = f"{INJECT_OPEN}\nnoted\n{INJECT_CLOSE}"
@@ -32,7 +41,7 @@ def test_the_clock_is_seeded_per_conversation_and_gives_user_turns_idle_gaps() -
     tool = [{"role": "user", "content": "task"}, {"role": "tool", "content": "x"}]
     user = [*tool, {"role": "user", "content": "next"}]
     prefixes = [tool[:1], tool, user, [*user, {"role": "tool", "content": "y"}]]
-    times = timeline("conv", prefixes, seed=1)
+    times = timeline("conv", prefixes, seed=1, cadence="idle")
     assert times == timeline("conv", prefixes, seed=1)
     assert times != timeline("conv", prefixes, seed=2)
     assert times[0] == 0.0
@@ -76,3 +85,45 @@ def test_variant_names() -> None:
     )
     assert parse_variant("mask10").keep == 10
     assert parse_variant("microcompact").keep == 5
+
+
+def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:
+    tool = [{"role": "user", "content": "task"}, {"role": "tool", "content": "x"}]
+    user = [*tool, {"role": "user", "content": "next"}]
+    prefixes = [tool[:1], tool, user, [*user, {"role": "tool", "content": "y"}]] * 20
+    every = timeline("conv", prefixes, 0, "every-turn")
+    gaps = [b - a for a, b in itertools.pairwise(every)]
+    assert all(STEP_S[0] <= g <= STEP_S[1] for g in gaps)
+    assert timeline("conv", prefixes, 0, "even", 30.0) == [30.0 * k for k in range(80)]
+    # the idle clock draws the same steps: its agent steps are every-turn's
+    idle = timeline("conv", prefixes, 0, "idle")
+    assert idle[1] - idle[0] == every[1] - every[0]
+    with pytest.raises(ValueError):
+        timeline("conv", prefixes, 0, "sometimes")
+
+
+def test_the_per_conversation_distribution() -> None:
+    assert quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5
+    assert quantile([5.0], 0.9) == 5.0
+    d = distribution([0.9, 1.0, 1.01, 1.05, 0.8])
+    assert d["median"] == 1.0
+    assert d["over_1.00"] == 0.4
+    assert d["over_1.02"] == 0.2
+    assert distribution([])["median"] != distribution([])["median"]  # nan
+
+
+def test_max_requests_replays_the_first_requests_only() -> None:
+    messages = [{"role": "system", "content": "be brief"}]
+    for k in range(6):
+        messages += [
+            {"role": "user", "content": f"question {k} " * 200},
+            {"role": "assistant", "content": f"answer {k} " * 200},
+        ]
+    conv = {"id": "synthetic", "messages": messages, "meta": {}}
+    methods = (Method("direct", "direct"),)
+    full = replay_job(Job(conv, methods, PRICINGS[:1], 0, cadence="every-turn"))
+    first = replay_job(Job(conv, methods, PRICINGS[:1], 0, cadence="every-turn", max_requests=2))
+    assert (full.requests, first.requests) == (6, 2)
+    assert first.stats[("direct", "")].requests == 2
+    # every turn within the TTL: after the first, each request reads its predecessor
+    assert full.stats[("direct", "")].cached > 0

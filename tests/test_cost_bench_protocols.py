@@ -47,13 +47,22 @@ def test_wire_parts_follow_each_protocols_order() -> None:
 
 
 @pytest.mark.needs_shared
-@pytest.mark.parametrize("protocol", ["chat", "anthropic", "responses"])
+@pytest.mark.parametrize(
+    ("protocol", "cache"),
+    [
+        ("chat", "prefix"),
+        ("anthropic", "prefix"),
+        ("anthropic", "anthropic"),
+        ("responses", "prefix"),
+    ],
+)
 def test_protocol_replay_runs_and_gives_sane_numbers(
-    conversations: list[dict], protocol: str
+    conversations: list[dict], protocol: str, cache: str
 ) -> None:
     pricing = PRICINGS[0]
     for conv in conversations:
-        out = replay_job(Job(conv, METHODS, (pricing,), seed=0, protocol=protocol))
+        job = Job(conv, METHODS, (pricing,), seed=0, protocol=protocol, cache=cache)
+        out = replay_job(job)
         direct = out.stats[("direct", "")]
         defaults = out.stats[("defaults", pricing.name)]
         assert direct.requests == defaults.requests == out.requests > 1
@@ -66,3 +75,23 @@ def test_protocol_replay_runs_and_gives_sane_numbers(
         for key in ("first_user", "files"):
             share = defaults.share(key)
             assert share != share or share == 1.0  # nan (nothing to keep) or all kept
+        # the adapter keeps the client's breakpoints on the blocks the client put them on
+        assert defaults.breakpoints_lost == 0
+
+
+def test_claude_codes_breakpoints_go_where_its_requests_carry_them() -> None:
+    chat = [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a b"},
+    ]  # fmt: skip
+    body = convert("anthropic", "gpt-4o", chat, breakpoints=True)
+    assert body["system"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert body["messages"][-1]["content"][-1]["type"] == "tool_result"
+    assert body["messages"][-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    marked = [b for m in body["messages"] for b in m["content"] if "cache_control" in b]
+    assert len(marked) == 1
+    # the earlier user message is a string again once the breakpoint has moved on
+    assert body["messages"][0]["content"] == "hi"

@@ -1,0 +1,426 @@
+"""Next-action support of pruning: how much of what an agent copies from earlier tool output into
+its next tool call is still in the request ctxproxy forwards.
+
+    .venv/bin/python -m bench.next_action [--limit 40] [--max-requests 40] [--jobs J] [--seed S]
+        [--variants nomask,defaults,budget32k,share50,share30,mask10] [--read-ratio 0.1]
+        [--json out.json] [--learn] [--learn-out rules/packs/reuse.json]
+
+**Ground truth** (``bench/copied_literals.py``, where the rule is written out): the literals each
+assistant tool call copies from earlier tool results alone (a line it read, a path ``find``
+printed, an identifier grep showed, an id from a JSON result), each with its source (the most
+recent tool result holding it) and age (assistant turns since that result).
+
+**The replay.** ``--limit`` conversations spread evenly over the corpus (0: all), the first
+``--max-requests`` requests of each (``tests/support/traces.request_prefixes``; 0: all). Every
+configuration replays them one by one with its session state carried between requests, at an
+every-turn cadence with a warm cache: a clock advancing uniform(2, 10) s per request (seeded per
+conversation by ``--seed`` and its id), no idle gaps. Each configuration has its emulated prefix
+cache (``bench/cache_emulator.py``: TTL 300 s, 1,024-token minimum, the model's tiktoken
+encoding); before each request ``Context.cache`` holds ``--read-ratio`` and the emulated
+upstream's answer to the previous one, as a real upstream would report it. A literal copied by
+the call at index k is checked against the request forwarded for ``messages[:k]``.
+
+**Configurations.** ``nomask``: the request unmodified (every literal kept: a check of the
+rule). ``defaults``: the engine's default rules and budget (the model's window, gpt-4o's when
+litellm does not know it, minus the output reserve). ``budget32k``: the same with a budget of
+32,000. ``share50`` / ``share30``: a budget of 50% / 30% of the largest replayed request of that
+conversation (tiktoken, as ``bench.cost`` counts). ``mask10``: every request, tool results older
+than the last 10 become a one-line placeholder, no other rule.
+
+**Losses** are attributed to what elided the lost literal's source result in that configuration:
+``drop`` (the result is not forwarded), else the latest ``report["pruning"]`` decision naming the
+result's call id over the session's requests (``cap``, ``supersede``, ``mask``, ``shrink``), else
+``mask`` for the baseline, else ``other``.
+
+**--learn** prints P(copied later | bucket) over the pairs (request, earlier tool result) of
+``copied_literals.reuse_samples``: by action kind, *in use*, age, and kind × in use.
+``--learn-out FILE`` writes the rates as a small JSON pack (``learn_pack``): ``{"source": the
+command, "conversations", "samples", "base": P, "by_kind": {kind: P}, "in_use": {"true": P,
+"false": P}, "by_age": {bucket: P}, "by_kind_in_use": {"kind|true": P}}``, buckets with fewer
+than 20 samples left out.
+
+Runtime with ``--jobs 2`` on 2 cores (2026-11-28): the default (40 conversations, 1,224
+requests) 3 s; the whole corpus (``--limit 0 --max-requests 0``, 15,127 requests, ``--learn``)
+70 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from bench.cache_emulator import CacheUse, PrefixCache, Segments
+from bench.copied_literals import (
+    AGE_BUCKETS,
+    Copied,
+    age_bucket,
+    copied_literals,
+    inject_blocks,
+    learn_pack,
+    learn_table,
+    reuse_samples,
+)
+from bench.copied_literals import request_text as forwarded_text
+from bench.cost import _counters, _pipeline, budget_of, model_of, spread
+from proxy.store.redact_state import redact_state
+from proxy.tokens import RequestTokens, ensure_offline_tiktoken
+from rules.base import CacheFacts, Context, Message, SessionState
+from rules.messages import PLACEHOLDER_PREFIX, role, text_of, with_content
+from tests.support.traces import iter_conversations, request_prefixes
+
+DEFAULT_VARIANTS = "nomask,defaults,budget32k,share50,share30,mask10"
+TTL_S, MIN_PREFIX_TOKENS, STEP_S = 300.0, 1024, (2.0, 10.0)
+MASK_PLACEHOLDER = f"{PLACEHOLDER_PREFIX} observation omitted]"
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    kind: str  # nomask | ctxproxy | mask
+    budget: int | None = None  # ctxproxy: configured budget
+    share: float | None = None  # ctxproxy: budget as this share of the largest request
+
+
+def parse_variant(name: str) -> Variant:
+    if name in ("nomask", "defaults"):
+        return Variant(name, "ctxproxy" if name == "defaults" else "nomask")
+    if name.startswith("budget"):
+        raw = name.removeprefix("budget").lower()
+        number = int(float(raw[:-1]) * 1000) if raw.endswith("k") else int(raw)
+        return Variant(name, "ctxproxy", budget=number)
+    if name.startswith("share"):
+        return Variant(name, "ctxproxy", share=int(name.removeprefix("share")) / 100)
+    if name.startswith("mask"):
+        return Variant(name, "mask", budget=int(name.removeprefix("mask") or 10))
+    raise ValueError(f"unknown configuration {name!r}")
+
+
+def mask_older(messages: list[Message], keep: int) -> list[Message]:
+    """Every tool result but the last ``keep`` replaced by the placeholder."""
+    tools = [i for i, m in enumerate(messages) if role(m) == "tool"]
+    old = set(tools[: max(0, len(tools) - keep)])
+    return [with_content(m, MASK_PLACEHOLDER) if i in old else m for i, m in enumerate(messages)]
+
+
+# ---------------------------------------------------------------- one conversation
+
+
+@dataclass(frozen=True)
+class Job:
+    conv: dict[str, Any]
+    variants: tuple[Variant, ...]
+    seed: int
+    max_requests: int
+    read_ratio: float
+    learn: bool
+
+
+@dataclass
+class Outcome:
+    requests: int = 0
+    # variant -> counts: "n <bucket>" literals and "kept <bucket>" by age bucket, "lost: <stage>"
+    # by what elided the source result, "saved: inject|elsewhere" kept though it was elided
+    tally: dict[str, Counter[str]] = field(default_factory=dict)
+    rule_errors: Counter[str] = field(default_factory=Counter)  # variant -> errors (rule skipped)
+    learn: Counter[tuple[str, bool, str, bool]] = field(default_factory=Counter)
+
+    def merge(self, other: Outcome) -> None:
+        self.requests += other.requests
+        for name, c in other.tally.items():
+            self.tally.setdefault(name, Counter()).update(c)
+        self.learn.update(other.learn)
+        self.rule_errors.update(other.rule_errors)
+
+
+@dataclass
+class Lane:
+    """One configuration through one session: its cache, upstream answer, state, decisions."""
+
+    variant: Variant
+    budget: int | None
+    cache: PrefixCache
+    state: SessionState = field(default_factory=SessionState)
+    last: CacheUse | None = None
+    last_at: float | None = None
+    actions: dict[str, str] = field(default_factory=dict)  # call id -> latest prune decision
+    rule_errors: int = 0
+
+
+_SEGMENTS: dict[str, Segments] = {}
+
+
+def _segments(encoding: str) -> Segments:
+    seg = _SEGMENTS.get(encoding)
+    if seg is None:
+        ensure_offline_tiktoken()
+        import tiktoken
+
+        seg = _SEGMENTS[encoding] = Segments(tiktoken.get_encoding(encoding).encode_ordinary)
+    seg.clear()
+    return seg
+
+
+def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float) -> Any:
+    v = lane.variant
+    if v.kind == "nomask":
+        return prefix
+    if v.kind == "mask":
+        return mask_older(prefix, v.budget or 10)
+    last = lane.last
+    facts = CacheFacts(
+        read_ratio=job.read_ratio,
+        ttl_s=TTL_S,
+        min_prefix_tokens=MIN_PREFIX_TOKENS,
+        last_at=lane.last_at,
+        last_prompt_tokens=last.prompt_tokens if last else None,
+        last_cached_tokens=last.cached_tokens if last else None,
+        last_cache_write_tokens=last.write_tokens if last else None,
+    )
+    ctx = Context(
+        messages=prefix,
+        original_messages=prefix,
+        model=model,
+        tokens=RequestTokens(_counters().for_model(model)),
+        now=now,
+        session_id=f"next-action-{job.conv['id']}",
+        state=lane.state,
+        request={"model": model, "messages": prefix},
+        budget=lane.budget,
+        cache=facts,
+    )
+    outcome = _pipeline(()).run(ctx)
+    lane.state = redact_state(outcome.state, lane.state)
+    lane.rule_errors += len(outcome.report.get("rule_errors") or [])
+    for d in outcome.report.get("pruning") or []:
+        cid = d.get("tool_call_id")
+        if cid:  # a drop names no call: a dropped result is missing from the output instead
+            lane.actions[cid] = d["action"]
+    return outcome.messages
+
+
+def _account(
+    out: Outcome, lane: Lane, copied: list[Copied], msgs: list[Message], forwarded: list[Message]
+) -> None:
+    """Each literal kept or lost. A lost one is charged to what elided its source result (see
+    the module docstring); a kept one whose source result was elided notes where it survived."""
+    text = forwarded_text(forwarded)
+    results = {
+        m.get("tool_call_id"): text_of(m.get("content")) for m in forwarded if role(m) == "tool"
+    }
+    tally, blocks = out.tally.setdefault(lane.variant.name, Counter()), None
+    for c in copied:
+        hit = c.literal in text
+        tally[f"n {age_bucket(c.age)}"] += 1
+        tally[f"kept {age_bucket(c.age)}"] += hit
+        cid = msgs[c.source].get("tool_call_id")
+        source = results.get(cid)
+        if not hit:
+            fallback = "mask" if lane.variant.kind == "mask" else "other"
+            stage = "drop" if source is None else lane.actions.get(str(cid), fallback)
+            tally[f"lost: {stage}"] += 1
+        elif source is None or c.literal not in source:
+            blocks = inject_blocks(text) if blocks is None else blocks
+            tally["saved: inject" if c.literal in blocks else "saved: elsewhere"] += 1
+
+
+def replay(job: Job) -> Outcome:
+    """A worker's task: one conversation through every configuration."""
+    msgs = job.conv["messages"]
+    prefixes = list(request_prefixes(msgs))
+    if job.max_requests:
+        prefixes = prefixes[: job.max_requests]
+    out = Outcome(requests=len(prefixes))
+    if not prefixes:
+        return out
+    model = model_of(job.conv)
+    counter = _counters().for_model(model)
+    segments = _segments(counter.encoding_name)
+    calls = {len(p) for p in prefixes}  # the assistant message each request produced
+    by_call: dict[int, list[Copied]] = {}
+    for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
+        if c.call_index in calls:
+            by_call.setdefault(c.call_index, []).append(c)
+    largest = (
+        max(counter.count_messages(p) for p in prefixes)
+        if any(v.share for v in job.variants)
+        else 0
+    )
+    lanes = []
+    for v in job.variants:
+        configured = max(256, int(largest * v.share)) if v.share else v.budget
+        budget = budget_of(model, configured) if v.kind == "ctxproxy" else None
+        lanes.append(Lane(v, budget, PrefixCache(segments, TTL_S, MIN_PREFIX_TOKENS)))
+        out.tally[v.name] = Counter()
+    rng = random.Random(f"{job.seed}:{job.conv['id']}")
+    now = 0.0
+    for n, prefix in enumerate(prefixes):
+        now += rng.uniform(*STEP_S) if n else 0.0  # every turn, no idle gap: the cache stays warm
+        segments.next_request()
+        copied = by_call.get(len(prefix), [])
+        for lane in lanes:
+            forwarded = _forward(lane, job, model, prefix, now)
+            lane.last, lane.last_at = lane.cache.send(segments.of(forwarded), now), now
+            if copied:
+                _account(out, lane, copied, msgs, forwarded)
+    out.rule_errors.update({lane.variant.name: lane.rule_errors for lane in lanes})
+    if job.learn:
+        copied = [c for cs in by_call.values() for c in cs]
+        out.learn = reuse_samples(msgs, [len(p) for p in prefixes], copied)
+    return out
+
+
+# ---------------------------------------------------------------- the run
+
+
+def run_jobs(jobs: list[Job], workers: int) -> Iterable[Outcome]:
+    if workers <= 1:
+        return map(replay, jobs)
+    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else None)
+    pool = context.Pool(workers)
+    order = sorted(jobs, key=lambda j: -len(j.conv["messages"]))  # longest first
+    results = pool.imap_unordered(replay, order, chunksize=1)
+    pool.close()
+    return results
+
+
+def _pct(kept: int, n: int) -> str:
+    return f"{kept / n:.1%}" if n else "—"
+
+
+def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
+    rows = []
+    for v in variants:
+        t = total.tally.get(v.name, Counter())
+        ages = {b: {"literals": t[f"n {b}"], "kept": t[f"kept {b}"]} for b in AGE_BUCKETS}
+        rows.append(
+            {
+                "configuration": v.name,
+                "literals": sum(a["literals"] for a in ages.values()),
+                "kept": sum(a["kept"] for a in ages.values()),
+                "by_age": ages,
+                "losses": {k[6:]: n for k, n in t.most_common() if k.startswith("lost: ")},
+                "kept_though_elided": {k[7:]: n for k, n in t.items() if k.startswith("saved: ")},
+                "requests": total.requests,
+            }
+        )
+    return rows
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    heads = " | ".join(f"kept, age {b}" for b in AGE_BUCKETS)
+    print(f"| configuration | literals | kept % | {heads} | requests |")
+    print("|---|---:|---:|" + "---:|" * len(AGE_BUCKETS) + "---:|")
+    for r in rows:
+        ages = " | ".join(
+            f"{_pct(a['kept'], a['literals'])} of {a['literals']:,}" for a in r["by_age"].values()
+        )
+        print(
+            f"| {r['configuration']} | {r['literals']:,} | {_pct(r['kept'], r['literals'])} "
+            f"| {ages} | {r['requests']:,} |"
+        )
+    stages = sorted({s for r in rows for s in r["losses"]})
+    print(
+        "\nLost literals by what elided their source result; kept ones whose source result was "
+        "elided, by where they survived:\n"
+    )
+    print("| configuration | lost | " + " | ".join(f"lost: {s}" for s in stages), end="")
+    print(" | kept, source elided: in inject's block | elsewhere |")
+    print("|---|---:|" + "---:|" * (len(stages) + 2))
+    for r in rows:
+        lost = r["literals"] - r["kept"]
+        cells = "".join(f" | {r['losses'].get(s, 0):,}" for s in stages)
+        saved = r["kept_though_elided"]
+        print(
+            f"| {r['configuration']} | {lost:,}{cells} | {saved.get('inject', 0):,} "
+            f"| {saved.get('elsewhere', 0):,} |"
+        )
+
+
+def print_learn(table: dict[str, dict[str, list[int]]]) -> None:
+    print("\nP(copied later | bucket), over (request, earlier tool result) pairs:\n")
+    print("| feature | bucket | samples | copied later | P |")
+    print("|---|---|---:|---:|---:|")
+    for feature, cells in table.items():
+        for value, (n, k) in sorted(cells.items()):
+            print(f"| {feature} | {value} | {n:,} | {k:,} | {_pct(k, n)} |")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--limit", type=int, default=40, help="conversations (0: all)")
+    parser.add_argument("--max-requests", type=int, default=40, help="per conversation (0: all)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS)
+    parser.add_argument("--read-ratio", type=float, default=0.1, help="cached token price ratio")
+    parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--learn", action="store_true", help="P(copied later | bucket) table")
+    parser.add_argument("--learn-out", default=None, help="write the --learn rates as a pack")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    started = time.perf_counter()
+    try:
+        variants = [parse_variant(v.strip()) for v in args.variants.split(",") if v.strip()]
+    except ValueError as exc:
+        parser.error(str(exc))
+    learn = args.learn or bool(args.learn_out)
+    chosen = spread(list(iter_conversations()), args.limit)
+    jobs = [
+        Job(c, tuple(variants), args.seed, args.max_requests, args.read_ratio, learn)
+        for c in chosen
+    ]
+    total = Outcome()
+    for n, outcome in enumerate(run_jobs(jobs, args.jobs), 1):
+        if sys.stderr.isatty():
+            print(f"\r{n}/{len(jobs)} conversations", end="", file=sys.stderr, flush=True)
+        total.merge(outcome)
+    seconds = time.perf_counter() - started
+    rows = kept_rows(total, variants)
+    print(
+        f"\n{len(chosen)} conversations, {total.requests:,} requests (the first "
+        f"{args.max_requests or 'all'} of each), r = {args.read_ratio}, seed {args.seed}, "
+        f"{seconds:.0f} s on {args.jobs} worker(s)\n"
+    )
+    print_rows(rows)
+    if +total.rule_errors:  # a rule raised: the server skips it, so these rows are not its own
+        print(f"\nrule errors (the rule skipped, as the server does): {dict(+total.rule_errors)}")
+    table = learn_table(total.learn) if learn else {}
+    if args.learn:
+        print_learn(table)
+    if args.learn_out:
+        source = "python -m bench.next_action " + " ".join(argv or sys.argv[1:])
+        with open(args.learn_out, "wb") as f:
+            pack = learn_pack(table, source, len(chosen))
+            f.write(orjson.dumps(pack, option=orjson.OPT_INDENT_2) + b"\n")
+    if args.json:
+        data = {
+            "conversations": len(chosen),
+            "requests": total.requests,
+            "max_requests": args.max_requests,
+            "seed": args.seed,
+            "read_ratio": args.read_ratio,
+            "seconds": round(seconds, 1),
+            "rows": rows,
+            "rule_errors": dict(+total.rule_errors),
+            "learn": {
+                f: {v: {"samples": s, "copied": c} for v, (s, c) in cells.items()}
+                for f, cells in table.items()
+            },
+        }
+        with open(args.json, "wb") as f:
+            f.write(orjson.dumps(data, option=orjson.OPT_INDENT_2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""bench/next_action.py and its ground truth (bench/copied_literals.py): which literals a tool
+call copies from earlier tool output, whether a forwarded request still holds them, and a tiny
+replay on the corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import bench.copied_literals as cl
+from bench.copied_literals import (
+    age_bucket,
+    candidates,
+    copied_literals,
+    request_text,
+    reuse_samples,
+)
+from bench.next_action import Job, kept_rows, main, mask_older, parse_variant, replay
+from rules.packs import slow_input
+from tests.support.traces import iter_conversations
+
+
+def _call(cid: str, name: str, **args: Any) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
+
+
+def _asks(*calls: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": "", "tool_calls": list(calls)}
+
+
+def _conversation() -> list[dict[str, Any]]:
+    grep = "src/pkg/parser.py:12:def parse_header_line(line):\ntests/test_parser.py:4:import x"
+    return [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Fix header parsing; the tests are in tests/test_parser.py"},
+        _asks(_call("a", "bash", command="grep -rn header src")),
+        {"role": "tool", "tool_call_id": "a", "content": grep},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                _call(
+                    "b",
+                    "str_replace_editor",
+                    command="str_replace",
+                    path="src/pkg/parser.py",
+                    old_str="def parse_header_line(line):",
+                    new_str="def parse_header_line(line, strict=0):",
+                ),
+                _call("c", "bash", command="pytest tests/test_parser.py -q --maxfail=1"),
+            ],
+        },
+        {"role": "tool", "tool_call_id": "b", "content": "edited"},
+        {"role": "tool", "tool_call_id": "c", "content": "1 passed"},
+        _asks(_call("d", "bash", command="cat src/pkg/parser.py")),
+        {"role": "tool", "tool_call_id": "d", "content": "def parse_header_line(line, strict=0):"},
+    ]
+
+
+def test_a_literal_copied_from_a_tool_result_is_found_with_its_source_and_age() -> None:
+    copied = copied_literals(_conversation())
+    assert {c.literal for c in copied} == {
+        "src/pkg/parser.py",  # a path grep printed
+        "def parse_header_line(line):",  # an old_str line it read
+        "parse_header_line",  # an identifier grep showed
+    }
+    assert {(c.call_index, c.source, c.age) for c in copied} == {(4, 3, 1)}
+    assert age_bucket(1) == "<=5" and age_bucket(6) == "6-20" and age_bucket(21) == ">20"
+
+
+def test_literals_the_user_or_the_agent_wrote_first_do_not_count() -> None:
+    messages = _conversation()
+    literals = {c.literal for c in copied_literals(messages)}
+    assert "tests/test_parser.py" in candidates(messages[4])  # in grep's output, but the user
+    assert "tests/test_parser.py" not in literals  # named it first
+    assert "--maxfail=1" not in candidates(messages[4])  # flags are no literals
+    # the agent's own new_str, read back by cat, then typed again: its origin is the agent
+    again = [*messages, _asks(_call("e", "edit", old_str=messages[-1]["content"]))]
+    assert [c.call_index for c in copied_literals(again)] == [4, 4, 4]
+
+
+def test_kept_until_a_placeholder_replaces_the_source_result() -> None:
+    messages = _conversation()
+    request = messages[:4]  # what produced the call at index 4
+    for c in copied_literals(messages):
+        assert c.literal in request_text(request)
+        assert c.literal not in request_text(mask_older(request, 0))
+    assert "src/pkg/parser.py" in request_text(mask_older(messages[:8], 0))  # b's arguments
+
+
+def test_reuse_samples_pair_each_request_with_each_earlier_result() -> None:
+    messages = _conversation()
+    samples = reuse_samples(messages, [4, 7], copied_literals(messages))
+    assert samples == {
+        ("search", False, "<=5", True): 1,  # request 4: grep's result, copied by the call at 4
+        ("search", True, "<=5", False): 1,  # request 7: in use (call 4 named its path)
+        ("write", False, "<=5", False): 1,
+        ("run", False, "<=5", False): 1,
+    }
+
+
+@pytest.mark.needs_shared
+def test_a_tiny_replay_on_the_corpus(tmp_path: Path) -> None:
+    convs = [c for c in iter_conversations() if c["source"].startswith("SWE-agent/mini")][:2]
+    variants = tuple(parse_variant(n) for n in ("nomask", "defaults", "share30", "mask10"))
+    for conv in convs:
+        out = replay(Job(conv, variants, seed=0, max_requests=8, read_ratio=0.1, learn=True))
+        assert out.requests == 8 and not +out.rule_errors
+        rows = {r["configuration"]: r for r in kept_rows(out, list(variants))}
+        assert rows["nomask"]["literals"] > 0
+        assert rows["nomask"]["kept"] == rows["nomask"]["literals"]
+        for r in rows.values():
+            assert r["literals"] == rows["nomask"]["literals"] and r["kept"] <= r["literals"]
+            assert r["literals"] - r["kept"] == sum(r["losses"].values())
+        assert sum(out.learn.values()) > 0
+    out_json = tmp_path / "out.json"
+    assert (
+        main(["--limit", "2", "--max-requests", "8", "--jobs", "1", "--json", str(out_json)]) == 0
+    )
+    assert {r["configuration"] for r in json.loads(out_json.read_text())["rows"]} >= {"mask10"}
+
+
+def test_the_regexes_on_client_text_are_linear() -> None:
+    for pattern in (cl._TOKEN, cl._DOTTED, cl._CAMEL, cl._HEXISH, cl._LETTER, cl._SEARCH_CMD):
+        assert slow_input(pattern) is None, pattern.pattern
