@@ -2,8 +2,9 @@
 section 4: elide by what the task still needs, not by age).
 
 It may when:
-- it is a read of a file the conversation edits, and the file was not written since (a later
-  write supersedes it): the agent copies ``old_str`` lines from such reads;
+- it is a read of a file the conversation edits, and the file was not rewritten whole since (a
+  later whole write supersedes it), or of a file the agent's recent calls name: the agent copies
+  ``old_str`` lines from such reads;
 - the names it showed (paths, identifiers, ids: ``digest.names``) are used by the agent's recent
   calls: a listing or search whose paths the work is following.
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.context import digest
+from rules.context import digest, prune_stages
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.packs import load_pack
 
@@ -52,12 +53,31 @@ def _reuse_table() -> dict[tuple[str, bool], float]:
     return table
 
 
-def reuse(kind: str, needed: bool) -> float:
-    """P(a later call copies from a result of this kind | needed or not)."""
+@functools.lru_cache(maxsize=1)
+def _age_factors() -> tuple[tuple[int, float], ...]:
+    """(up to this many turns old, factor), ascending; the last bound covers the rest."""
+    try:
+        pack = load_pack("reuse")
+    except (ValueError, FileNotFoundError, KeyError):
+        return ()
+    rows = pack.get("age_factor") if isinstance(pack, Mapping) else None
+    out = []
+    for bound, factor in (rows or {}).items():
+        if isinstance(factor, (int, float)) and factor >= 0:
+            out.append((int(bound), float(factor)))
+    return tuple(sorted(out))
+
+
+def reuse(kind: str, needed: bool, age: int | None = None) -> float:
+    """P(a later call copies from a result of this kind | needed or not, ``age`` turns old)."""
     table = _reuse_table()
     hit = table.get((kind, needed))
     if hit is None:
         hit = table.get(("any", needed), DEFAULT_REUSE[needed])
+    if age is not None:
+        factors = _age_factors()
+        factor = next((f for bound, f in factors if age <= bound), factors[-1][1] if factors else 1)
+        hit = min(1.0, hit * factor)
     return hit
 
 
@@ -74,6 +94,13 @@ def recent_names(messages: list[Message], count: int = RECENT_CALLS) -> frozense
             if seen >= count:
                 return frozenset(out)
     return frozenset(out)
+
+
+def _file_names(path: str) -> frozenset[str]:
+    """A file's path as later calls may name it: whole, by its base name, without ``./``."""
+    path = path.strip()
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    return frozenset(x for x in (path, path.removeprefix("./"), base) if len(x) >= 4)
 
 
 def judge(
@@ -94,18 +121,27 @@ def judge(
             by_index[o.result_index] = o
     used = recent_names(messages)
     out: dict[int, Need] = {}
+    turns = 0  # assistant messages with calls after the one looked at
+    last_call = None
     for o in reversed(observations):
+        if o.call_index != last_call:
+            turns, last_call = turns + 1, o.call_index
         a = o.action
         if o.result_index in by_index:
             why = ""
             if a.kind == "read" and a.target in edited and a.target not in written_after:
                 why = "a read of a file being edited, unchanged since"
+            elif (
+                a.kind == "read"
+                and a.target not in written_after
+                and not used.isdisjoint(_file_names(a.target))
+            ):
+                why = "a read of a file recent calls work on"
             elif used and not used.isdisjoint(
                 digest.names(text_of(messages[o.result_index].get("content")))
             ):
                 why = "names it showed are used by recent calls"
-            out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why)))
-        if a.kind == "write":
-            written_after.add(a.target)
-            written_after.update(a.writes)
+            out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why), turns))
+        if a.kind == "write" and prune_stages.full_write(messages, o):
+            written_after.add(a.target)  # rewritten whole: the read is stale (superseded)
     return out

@@ -257,15 +257,17 @@ class Run:
             )
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
+        if drops:  # forced: the recent results too (but the last few), before any turn goes
+            masks += self._recent_masks(protected, done, sizes, {i for i, _ in masks} | seen)
         needs = need.judge(self.messages, self.obs, [i for i, _ in masks])
-        later: list[Step] = []
-        for i, reason in masks:
-            judged = needs[i]
-            step = Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, judged.reuse)
-            (later if judged.needed else steps).append(step)
-        if drops:
-            steps.extend(later)
-            steps.extend(self._recent_masks(protected, done, sizes, {s.first for s in steps}))
+        candidates = [
+            Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
+            for i, reason in masks
+            if drops or not needs[i].needed
+        ]
+        if drops:  # the least likely to be needed again first (the oldest first among equals)
+            candidates.sort(key=lambda s: (needs[s.first].needed, s.reuse))
+        steps.extend(candidates)
         if drops and self.cfg.drop_turns:
             reuse = need.DEFAULT_REUSE[True]
             for turn in self._droppable_turns(protected):
@@ -276,20 +278,20 @@ class Run:
 
     def _recent_masks(
         self, protected: set[int], done: set[str], sizes: dict[int, int], planned: set[int]
-    ) -> list[Step]:
+    ) -> list[tuple[int, str]]:
         """Forced, before any turn is dropped: the results the mask stage keeps whole, but the
-        last ``FORCED_KEEP_LAST``, oldest first (masked, a result keeps its digest; dropped, its
-        turn keeps a line)."""
+        last ``FORCED_KEEP_LAST`` (masked, a result keeps its digest; dropped, its turn keeps
+        only a line)."""
         recent = self.obs[max(0, len(self.obs) - self.cfg.keep_last_observations) :]
-        out = []
-        for o in recent[: max(0, len(recent) - FORCED_KEEP_LAST)]:
-            i = o.result_index
-            if i in protected or i in planned or self.anchors[i] in done:
-                continue
-            if sizes[i] > _DIGEST_TOKENS:
-                reason = f"the budget: older than the last {FORCED_KEEP_LAST} tool results"
-                out.append(Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, 0.5))
-        return out
+        reason = f"the budget: older than the last {FORCED_KEEP_LAST} tool results"
+        return [
+            (o.result_index, reason)
+            for o in recent[: max(0, len(recent) - FORCED_KEEP_LAST)]
+            if o.result_index not in protected
+            and o.result_index not in planned
+            and self.anchors[o.result_index] not in done
+            and sizes[o.result_index] > _DIGEST_TOKENS
+        ]
 
     def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
         results: dict[str, list[int]] = {}

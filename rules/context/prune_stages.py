@@ -99,6 +99,25 @@ def read_range(messages: list[Message], obs: Observation) -> Range | str:
     return FULL
 
 
+_CONTENT_KEYS = ("content", "file_text", "contents", "text", "new_content")
+_PARTIAL_KEYS = ("old_str", "old_string", "old_text", "edits", "diff", "patch", "insert_line")
+
+
+def full_write(messages: list[Message], obs: Observation) -> bool:
+    """Whether a write replaced the whole file (a Write/create call with the content, a shell
+    heredoc or ``>`` redirect), not part of it (an edit, ``sed -i``, ``>>``, a patch): only a
+    whole write makes earlier reads of the file stale."""
+    command = obs.action.command
+    if command:
+        return ">>" not in command and "sed " not in command and (
+            "<<" in command or " > " in command or command.startswith(">")
+        )
+    args = _arguments(messages, obs)
+    if any(k in args for k in _PARTIAL_KEYS):
+        return False
+    return any(isinstance(args.get(k), str) for k in _CONTENT_KEYS)
+
+
 def _covers(outer: Range, inner: Range) -> bool:
     if outer[0] > inner[0]:
         return False
@@ -108,9 +127,10 @@ def _covers(outer: Range, inner: Range) -> bool:
 def supersede(
     observations: list[Observation], protected: set[int], messages: list[Message]
 ) -> list[tuple[int, str]]:
-    """(result index, reason) of older reads re-read or rewritten later, older runs of the same
-    command and older listings of the same folder. A partial read goes only for a later read that
-    covers its lines, or a later full read or write of the file; it never supersedes a full one."""
+    """(result index, reason) of older reads re-read or rewritten whole later, older runs of the
+    same command and older listings of the same folder. A partial read goes only for a later read
+    that covers its lines, or a later full read or whole write of the file; it never supersedes a
+    full one. An edit of part of a file supersedes nothing: the old read still shows the rest."""
     later_write: set[str] = set()
     later_reads: dict[str, list[Range | str]] = {}  # file path -> ranges read later
     later_run: set[str] = set()
@@ -138,7 +158,7 @@ def supersede(
                         (obs.result_index, f"superseded by a later read of {redact_text(a.target)}")
                     )
             reads.append(rng)
-        elif a.kind == "write":
+        elif a.kind == "write" and full_write(messages, obs):
             later_write.add(a.target)
         elif a.kind == "run":
             if a.target in later_run and obs.result_index not in protected:

@@ -8,7 +8,7 @@ import itertools
 from typing import Any
 
 from rules.base import CacheFacts, SessionState
-from rules.context import digest, evidence, inject, need, overlay, prune, sticky
+from rules.context import digest, evidence, inject, need, overlay, prune, prune_stages, sticky
 from rules.context.prune_plan import Run
 from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, text_of
 from rules.redact import REDACTED
@@ -104,7 +104,16 @@ def test_need_marks_reads_of_edited_files_and_names_in_use() -> None:
     run = Run(ctx(messages), prune.Config(), prune.NAMESPACE)
     reads = {o.action.target: o.result_index for o in run.obs if o.action.kind == "read"}
     judged = need.judge(messages, run.obs, reads.values())
-    assert not judged[reads["pkg/m0.py"]].needed  # edited after the read: superseded instead
+    # edited in part after the read: the read still shows the rest of the file
+    assert "being edited" in judged[reads["pkg/m0.py"]].why
+    rewritten = [
+        *messages,
+        assistant(None, call("w1", "Write", file_path="pkg/m1.py", content="x = 1\n")),
+        result("w1", "ok"),
+    ]
+    rerun = Run(ctx(rewritten), prune.Config(), prune.NAMESPACE)
+    again = need.judge(rewritten, rerun.obs, reads.values())
+    assert not again[reads["pkg/m1.py"]].needed  # rewritten whole: stale (superseded instead)
     assert judged[reads["pkg/m3.py"]].needed and "recent calls" in judged[reads["pkg/m3.py"]].why
     assert not judged[reads["pkg/m5.py"]].needed
     assert judged[reads["pkg/m3.py"]].reuse > judged[reads["pkg/m5.py"]].reuse
@@ -178,3 +187,19 @@ def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> No
     assert len(compactions) >= 2
     gaps = [b - a for a, b in itertools.pairwise(compactions)]
     assert min(gaps) >= 5, compactions
+
+
+def test_only_a_whole_write_makes_earlier_reads_stale() -> None:
+    def supersedes(write: dict[str, Any]) -> bool:
+        messages = [user("t"), *_session(1)[1:3], write, result("w", "ok")]
+        run = Run(ctx(messages), prune.Config(), prune.NAMESPACE)
+        return any(i == 2 for i, _ in prune_stages.supersede(run.obs, set(), messages))
+
+    path = "pkg/m0.py"
+    assert supersedes(assistant(None, call("w", "Write", file_path=path, content="x = 1\n")))
+    assert supersedes(assistant(None, shell("w", f"cat > {path} <<'EOF'\nx = 1\nEOF")))
+    assert not supersedes(
+        assistant(None, call("w", "Edit", file_path=path, old_str="a", new_str="b"))
+    )
+    assert not supersedes(assistant(None, shell("w", f"sed -i 's/a/b/' {path}")))
+    assert not supersedes(assistant(None, shell("w", f"echo x >> {path}")))
