@@ -198,8 +198,9 @@ def history_hidden(ctx: Context) -> str | None:
     return cache if cache in ("cold", "unknown") else None
 
 
-def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
-    """What a whole block would say for this request."""
+def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) -> Sections:
+    """What a whole block would say for this request. While the model can see the history, the
+    working set stays as the blocks last said it (``shown``): nothing about it is new to say."""
     refs: list[Reference] = list(ctx.report.get("references") or [])
     hidden = cfg.working_set_when == "always" or history_hidden(ctx) is not None
     referred = any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
@@ -212,11 +213,12 @@ def _sections(ctx: Context, cfg: Config, messages: Messages) -> Sections:
             ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
         )
         recent = recent_lines(events, cfg.max_entities)
-    ws = (
-        working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
-        if hidden and len(messages) >= cfg.working_set_min_messages
-        else []
-    )
+    if not hidden:
+        ws = shown.ws
+    elif len(messages) >= cfg.working_set_min_messages:
+        ws = working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
+    else:
+        ws = []
     return Sections(recent, reference_lines(refs), ws)
 
 
@@ -274,7 +276,7 @@ class _Plan:
         self.warning: int | None = None
         if role(clean[-1]) == "assistant":
             return  # a prefill: nothing may follow it
-        now = _sections(ctx, cfg, clean)
+        now = _sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now
         if said.empty():

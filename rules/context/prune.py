@@ -2,15 +2,16 @@
 provider's prompt-cache economics.
 
 Every request: a tool result over ``max_result_tokens`` is capped when it first appears (head and
-tail kept). A compaction edits older messages in stages, cheapest first: supersede (stale copies),
-mask (results older than the last M), shrink (old prose and large call arguments, every call
-keeping its envelope), drop whole turns. When one runs, and how deep, is ``schedule``'s choice:
-the stale stages for free when the cache is cold; over the budget, the cut of least expected cost
-that fits; under it with a warm cache, only a cut whose saving over the session's expected
-remaining requests beats re-billing the prefix. Edits are replayed byte-for-byte on later
-requests (the overlay), so the prefix stays the same between compactions. Calls are never split
-from results; protected evidence (``evidence``) and the current turn are never touched.
-Provider-owned state is left alone.
+tail kept). A compaction edits older messages in stages: supersede (stale copies), shrink (old
+prose and large call arguments, every call keeping its envelope), mask (results older than the
+last M that the task no longer needs, with a digest of what they showed; forced by the budget,
+also those it may need and the recent ones but the last two, least likely needed first), drop
+whole turns. When one runs, and how deep, is ``schedule``'s choice: for free when the cache is
+cold; over the budget, the cut of least expected cost that leaves room for several requests of
+growth; under it with a warm cache, once carrying what it frees has cost its bust (break-even).
+Edits are replayed byte-for-byte on later requests (the overlay), so the prefix stays the same
+between compactions. Calls are never split from results; protected evidence (``evidence``) and
+the current turn are never touched. Provider-owned state is left alone.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ class Config(RuleConfig):
     )
     drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
     loss_weights: dict[str, float] = Field(
-        default={"supersede": 0.0, "mask": 0.3, "shrink": 0.3, "drop": 1.0},
-        description="expected cost, in fresh tokens, of each token a stage removes (the model "
-        "may need it again): weighs depth against the cache economics",
+        default={"supersede": 0.0, "mask": 1.0, "shrink": 1.0, "drop": 1.0},
+        description="multiplies each stage's expected loss: the re-read a removal forces (the "
+        "prompt again at the cache price, the removed tokens fresh) times the chance it is "
+        "needed again (rules/packs/reuse.yaml); 0 ignores it",
     )
     # inject runs after prune; the default is inject's own cap
     reserve_tokens: int = Field(

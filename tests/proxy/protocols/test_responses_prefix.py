@@ -19,10 +19,17 @@ from proxy.protocols.checks import responses_violations
 from proxy.protocols.responses import ResponsesAdapter
 from proxy.protocols.responses_prefix import Lowering
 from proxy.rewrite.engine import Engine
+from proxy.settings import default_rule_names
 from tests.proxy.protocols.test_responses_adapter import body, call, msg, output, reasoning
 from tests.support.twin_engines import fresh, through_both, twin_engines
 
-SETTINGS = {"upstreams": [{"name": "o"}], "pipeline": {"budget_tokens": 16000}}
+# inject says the working set on every request that changes it, so most requests are rewritten
+# (at the tail) and the lifting's reuse is exercised on each
+RULES = [
+    {"name": n, **({"working_set_when": "always"} if n == "inject" else {})}
+    for n in default_rule_names()
+]
+SETTINGS = {"upstreams": [{"name": "o"}], "pipeline": {"budget_tokens": 16000}, "rules": RULES}
 PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-x = 1\n+x = 2\n*** End Patch"
 
 

@@ -203,3 +203,17 @@ def test_only_a_whole_write_makes_earlier_reads_stale() -> None:
     )
     assert not supersedes(assistant(None, shell("w", f"sed -i 's/a/b/' {path}")))
     assert not supersedes(assistant(None, shell("w", f"echo x >> {path}")))
+
+
+def test_a_warm_request_replays_the_block_and_says_nothing_of_the_working_set() -> None:
+    """A block said the working set on a cold start; the next request, warm and unchanged,
+    carries that block as it was and adds no "changed since" note (the working set is not
+    "closed" for not being said)."""
+    first = inject.apply(
+        ctx(LONG, now=NOW, state=SessionState(GOAL), cache=CacheFacts()), inject.Config()
+    )
+    assert _has_block(first.messages)
+    warm = CacheFacts(last_at=NOW)
+    second = inject.apply(ctx(LONG, now=NOW + 5, state=first.state, cache=warm), inject.Config())
+    assert second.messages == first.messages
+    assert "changed since" not in text_of(second.messages[-1]["content"])
