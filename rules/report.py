@@ -124,6 +124,7 @@ class PruneSummary(TypedDict, total=False):
     skipped: str  # provider-owned state: nothing pruned
     budget: int | None
     compacted: bool
+    compacted_from: str  # the anchor of the earliest message the compaction changed
     tools_tokens: int
     target: int
     min_gain: int

@@ -14,8 +14,8 @@ block goes at the tail. Nothing is injected when there is nothing new to say.
 Only what the model can no longer see (design section 4): with the history intact and the cache
 warm, a working-set section repeats what is in front of the model and only adds uncached tokens.
 So "Working set" (and entities shown without a reference) is said only where the history was cut
-(the request prune compacted, when the prefix is re-billed anyway) or the cache is cold or unknown
-(the prompt is billed whole either way). A resolved reference is always said: its pointer line is
+(the request prune compacted, when the prefix is re-billed anyway) or the cache is cold (the
+prompt is billed whole either way). A resolved reference is always said: its pointer line is
 new to the model. A block is redacted as it is rendered, so the bytes stored are the bytes
 forwarded, and a stored block is replayed as stored (never rendered or redacted again).
 """
@@ -79,8 +79,8 @@ class Config(RuleConfig):
     working_set_when: Literal["hidden", "always"] = Field(
         default="hidden",
         description="`hidden`: the working set (and recent context with no reference) only where "
-        "the model can no longer see it: the request a compaction cut the history, or a cold or "
-        "unknown cache; `always`: whenever it changed",
+        "the model can no longer see it: the request a compaction cut the history, or a cold "
+        "cache; `always`: whenever it changed",
     )
     max_blocks: int = Field(
         default=32,
@@ -186,16 +186,18 @@ def _fit(
 
 
 def history_hidden(ctx: Context) -> str | None:
-    """Why the model may not see what a working set would say (``compacted``, ``cold``,
-    ``unknown``), or None: the history is intact and the prompt is read from a warm cache."""
+    """Why a working set is worth saying (``compacted``: the model can no longer see what it
+    sums up; ``cold``: the prompt is billed whole anyway), or None: the history is intact and
+    read from a warm cache, or nothing is known of the cache (a first request: assumed cached,
+    as prune does, and its history is intact)."""
     pruned = ctx.report.get("prune") or {}
     if pruned.get("compacted"):
         return "compacted"
     cache = (pruned.get("schedule") or {}).get("cache")
     if cache is None:  # no budget, or no prune: the upstream's last answer alone
         last = ctx.cache.last_at
-        cache = "unknown" if last is None else "cold" if ctx.now - last > ctx.cache.ttl_s else None
-    return cache if cache in ("cold", "unknown") else None
+        cache = "cold" if last is not None and ctx.now - last > ctx.cache.ttl_s else None
+    return "cold" if cache == "cold" else None
 
 
 def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) -> Sections:
@@ -249,21 +251,24 @@ class _Plan:
     def __init__(self, ctx: Context, cfg: Config, stored: sticky.Stored, clean: Messages) -> None:
         self.report: InjectSummary = {}
         pruned = ctx.report.get("prune") or {}
-        collapse = bool(stored.blocks) and (
-            bool(pruned.get("compacted")) or len(stored.blocks) >= cfg.max_blocks
-        )
+        compacted = bool(pruned.get("compacted"))
+        collapse = bool(stored.blocks) and (compacted or len(stored.blocks) >= cfg.max_blocks)
         # the anchors cost a hash per message: only with blocks to place or to add
         anchors: list[str] | None = _anchors(ctx, clean) if stored.blocks else None
         # each anchor's index (they are unique): which blocks' hosts are here, and where
         index = {} if anchors is None else overlay.anchor_index(ctx, anchors)
-        kept = [] if collapse else [b for b in stored.blocks if b.at in index]
+        kept = [b for b in stored.blocks if b.at in index]
+        lost = len(stored.blocks) - len(kept)
         if collapse:
-            self.report["collapsed"] = len(stored.blocks)
-        lost = len(stored.blocks) - len(kept) if not collapse else 0
-        if lost:
+            # blocks placed before the compaction's first edit are still the cached prefix:
+            # they stay (removing one would re-bill everything after it); later ones go
+            start = index.get(str(pruned.get("compacted_from")), -1) if compacted else -1
+            kept = [b for b in kept if index[b.at] < start]
+            self.report["collapsed"] = len(stored.blocks) - lost - len(kept)
+        elif lost:
             self.report["lost"] = lost  # their hosts left the conversation (client-side trim)
         # what the model can still read; after a collapse or a loss, the next block is whole
-        shown = stored.shown if kept and not lost else Sections()
+        shown = stored.shown if kept and not lost and not collapse else Sections()
         view = (
             sticky.replay(clean, anchors, kept, ctx.renders, ctx.hash_of, index)
             if anchors is not None

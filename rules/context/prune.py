@@ -171,6 +171,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             min_gain,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
+        if choice.chosen is not None:  # a cut that is not the first steps in plan order
+            steps = [steps[i] for i in choice.chosen]
         if choice.steps:
             decision = choice.figures.get("decision")
             kept_decisions, kept_stages = list(run.decisions), dict(run.stages)
@@ -184,6 +186,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             if trial_total < total - blocks:  # it edited something
                 run.overlay, view, total = trial, run.view(trial), trial_total
                 info["compacted"] = True
+                first = min(s.first for s in steps[: choice.steps]) if choice.steps else 0
+                # inject keeps the blocks placed before it (their bytes are still the prefix)
+                info["compacted_from"] = run.anchors[first]
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
         info.update({"target": target, "min_gain": min_gain, "reserve": budget - room})

@@ -16,10 +16,12 @@ Three cases, none of which guesses how long the session will last:
   cost nothing to the task (stale copies, old prose, results no longer needed) are taken for free.
 - **Warm, under the budget: break-even (ski rental).** Carrying reclaimable tokens costs ``r`` each
   a request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction (``carried``), and the compaction is made once that sum reaches
-  its bust plus its expected loss: it has then paid for itself in hindsight. Whatever the session's
-  length, this costs at most twice the best schedule's carrying and busts (the classic bound:
-  stopping earlier pays a bust the future may not repay, stopping later carries more than a bust).
+  cost since the last compaction (``carried``), and a compaction is made once its share of that
+  sum reaches its bust plus its expected loss: it has then paid for itself in hindsight. Whatever
+  the session's length, this costs at most twice the best schedule's carrying and busts (the
+  classic bound: stopping earlier pays a bust the future may not repay, stopping later carries
+  more than a bust). The cut may start late in the conversation (the steps from some message on),
+  where the bust is small: of the cuts that have paid, the one with the most left over.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). The horizon (the corpus'
@@ -170,6 +172,7 @@ class Choice:
     steps: int  # how many planned steps to take (0: none)
     tokens_after: int
     figures: dict[str, Any]
+    chosen: tuple[int, ...] | None = None  # which steps, when not the first ``steps``
 
 
 def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, float, float]:
@@ -279,22 +282,45 @@ def _break_even(
     loss: Mapping[str, float],
     figures: dict[str, Any],
 ) -> Choice:
-    """Warm, under the budget: every step, once carrying what they free has cost, since the last
-    compaction, at least the bust plus the expected loss (see the module docstring)."""
+    """Warm, under the budget: the steps from some message on, once carrying what they free has
+    cost, since the last compaction, at least their bust plus their expected loss (see the module
+    docstring). The carrying cost is shared among the steps by the tokens they free; of the cuts
+    that have paid, the one with the most left over."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
-    freed = sum(s.freed for s in steps)
-    lost = sum(step_loss(s, total, r, loss) for s in steps)
-    first = min((s.first for s in steps), default=len(prefix_tokens))
-    cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
-    after = total - freed
-    # the bust: what this request costs compacted, beyond what it costs as it is
-    bust = (after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r)
     carried = memory.carried_now(r)
-    figures.update(
-        carried=round(carried), bust_cost=round(max(bust, 0.0)), expected_loss=round(lost)
-    )
-    if freed <= 0 or carried < max(bust, 0.0) + lost:
-        figures.update(decision="none", expected_saving=0)
+    order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
+    everything = sum(s.freed for s in steps)
+    best: tuple[float, int, float, float] | None = None  # net, how many of order, bust, loss
+    freed, lost = 0, 0.0
+    whole = (0.0, 0.0)
+    for n, i in enumerate(order, 1):
+        step = steps[i]
+        freed += step.freed
+        lost += step_loss(step, total, r, loss)
+        if n < len(order) and steps[order[n]].first == step.first:
+            continue  # steps on one message go together
+        first = step.first
+        cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
+        after = total - freed
+        # the bust: what this request costs compacted, beyond what it costs as it is
+        bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
+        share = carried * freed / everything if everything > 0 else 0.0
+        net = share - bust - lost
+        if freed > 0 and net >= 0 and (best is None or net > best[0]):
+            best = (net, n, bust, lost)
+        whole = (bust, lost)  # the deepest cut's, reported when none has paid
+    figures.update(carried=round(carried))
+    if best is None:
+        bust, lost = whole if steps else (0.0, 0.0)
+        figures.update(
+            decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
+        )
         return Choice(0, total, figures)
-    figures.update(decision="paid", expected_saving=round(carried))
-    return Choice(len(steps), after, figures)
+    _, n, bust, lost = best
+    chosen = tuple(sorted(order[:n]))
+    after = total - sum(steps[i].freed for i in chosen)
+    figures.update(
+        decision="paid", expected_saving=round(carried), bust_cost=round(bust),
+        expected_loss=round(lost),
+    )  # fmt: skip
+    return Choice(len(chosen), after, figures, chosen)

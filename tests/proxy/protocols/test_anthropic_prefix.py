@@ -19,6 +19,7 @@ from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.anthropic_prefix import common_prefix, shared_bytes
 from proxy.protocols.prefix import PrefixMemory
 from proxy.rewrite.engine import Engine
+from proxy.settings import default_rule_names
 from tests.proxy.protocols.test_anthropic_adapter import (
     assistant,
     body,
@@ -30,7 +31,17 @@ from tests.proxy.protocols.test_anthropic_adapter import (
 )
 from tests.support.twin_engines import through_both, twin_engines
 
-SETTINGS = {"upstreams": [{"name": "a", "kind": "anthropic"}], "pipeline": {"budget_tokens": 16000}}
+# inject says the working set on every request that changes it, so most requests are rewritten
+# (at the tail) and the lifting's reuse is exercised on each
+RULES = [
+    {"name": n, **({"working_set_when": "always"} if n == "inject" else {})}
+    for n in default_rule_names()
+]
+SETTINGS = {
+    "upstreams": [{"name": "a", "kind": "anthropic"}],
+    "pipeline": {"budget_tokens": 16000},
+    "rules": RULES,
+}
 
 
 def turn(i: int) -> list[dict[str, Any]]:

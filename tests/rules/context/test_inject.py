@@ -7,12 +7,14 @@ from typing import Any
 
 import pytest
 
-from rules.base import SessionState
+from rules.base import CacheFacts, SessionState
 from rules.context import inject
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, text_of
 from tests.support.factories import TOKENS, assistant, ctx, result, shell, user
 
 CFG = inject.Config()
+# the previous request long ago: the working set is worth saying (see test_task_aware)
+COLD = CacheFacts(last_at=0.0)
 
 
 def ev(path: str, typ: str, action: str, seq: int, **extra: Any) -> dict[str, Any]:
@@ -64,6 +66,7 @@ def run(
         report={"references": refs or [], "warnings": []},
         budget=budget,
         tools=tools,
+        cache=COLD,
     )
     return inject.apply(context, cfg)
 

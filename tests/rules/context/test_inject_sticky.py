@@ -12,7 +12,9 @@ from rules.context import inject
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, text_of
 from tests.support.factories import assistant, ctx, result, shell, user
 
-CFG = inject.Config()
+# the working set said whenever it changes: what this file checks is how blocks are replayed and
+# added (when a block is worth adding is test_task_aware's)
+CFG = inject.Config(working_set_when="always")
 
 
 def ledger(changed: list[str], diags: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -117,7 +119,7 @@ def test_a_resent_request_with_news_keeps_its_block_and_adds_the_delta_after_it(
 
 
 def test_message_position_replays_a_message_of_its_own() -> None:
-    cfg = inject.Config(position="message")
+    cfg = inject.Config(position="message", working_set_when="always")
     msgs = conversation(3)
     first = run(msgs, {"working_set": ledger(["a.py"])}, cfg)
     assert len(first.messages) == len(msgs) + 1
@@ -137,7 +139,7 @@ def test_applied_to_its_own_output_with_its_own_state_nothing_changes() -> None:
 
 
 def test_not_sticky_puts_one_whole_block_at_every_tail_and_stores_nothing() -> None:
-    cfg = inject.Config(sticky=False)
+    cfg = inject.Config(sticky=False, working_set_when="always")
     msgs = conversation(3)
     first = run(msgs, {"working_set": ledger(["a.py"])}, cfg)
     assert first.state.get("inject") is None

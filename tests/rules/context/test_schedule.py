@@ -159,11 +159,14 @@ def test_carrying_cost_adds_up_at_the_cache_price() -> None:
     reclaimable tokens has paid for a compaction at r = 0.5 and not yet at r = 0.1."""
     budget = 200_000
     messages = conversation(28)
-    probe = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.1)).report["prune"]
-    bust = probe["schedule"]["bust_cost"] + probe["schedule"]["expected_loss"]
-    assert bust > 0
-    # 8 requests since the last look, each carrying ``tokens`` reclaimable tokens
-    tokens = int(bust / (0.3 * 8))
+    def cost_of_cut(r: float) -> float:
+        figures = decide(messages, budget, 5.0, CacheFacts(read_ratio=r)).report["prune"]
+        return figures["schedule"]["bust_cost"] + figures["schedule"]["expected_loss"]
+
+    # 8 requests since the last look, each carrying ``tokens`` reclaimable tokens: enough at
+    # r = 0.5, not at r = 0.1
+    tokens = int(1.1 * cost_of_cut(0.5) / (0.5 * 8))
+    assert 0.1 * 8 * tokens < cost_of_cut(0.1)
     history = {"carried": 0, "looked": 12, "reclaimable": tokens}
     cheap = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.1), carried=history)
     dear = decide(messages, budget, 5.0, CacheFacts(read_ratio=0.5), carried=history)

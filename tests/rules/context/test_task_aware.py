@@ -32,7 +32,7 @@ def test_working_set_only_where_the_model_cannot_see_it() -> None:
     warm = CacheFacts(last_at=NOW - 5)
     assert _inject(warm) == LONG  # the history is in front of the model: nothing added
     assert _has_block(_inject(CacheFacts(last_at=NOW - 900)))  # cold: billed whole anyway
-    assert _has_block(_inject(CacheFacts()))  # unknown
+    assert _inject(CacheFacts()) == LONG  # unknown: assumed cached, and the history is intact
     compacted = {"prune": {"compacted": True, "schedule": {"cache": "warm"}}}
     assert _has_block(_inject(warm, compacted))  # a compaction cut the history
     warm_report = {"prune": {"compacted": False, "schedule": {"cache": "warm"}}}
@@ -43,7 +43,7 @@ def test_working_set_only_where_the_model_cannot_see_it() -> None:
 
 def test_a_block_is_stored_as_forwarded_and_never_redacted_again() -> None:
     secret = {"working_set": {"goal": "log in with Password: hunter2hunter2 and ship"}}
-    context = ctx(LONG, now=NOW, state=SessionState(secret), cache=CacheFacts())
+    context = ctx(LONG, now=NOW, state=SessionState(secret), cache=CacheFacts(last_at=0.0))
     out = inject.apply(context, inject.Config())
     forwarded = text_of(out.messages[-1]["content"])
     assert "hunter2hunter2" not in forwarded and REDACTED in forwarded
@@ -210,7 +210,8 @@ def test_a_warm_request_replays_the_block_and_says_nothing_of_the_working_set() 
     carries that block as it was and adds no "changed since" note (the working set is not
     "closed" for not being said)."""
     first = inject.apply(
-        ctx(LONG, now=NOW, state=SessionState(GOAL), cache=CacheFacts()), inject.Config()
+        ctx(LONG, now=NOW, state=SessionState(GOAL), cache=CacheFacts(last_at=0.0)),
+        inject.Config(),
     )
     assert _has_block(first.messages)
     warm = CacheFacts(last_at=NOW)
