@@ -213,7 +213,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
-    memo = memory.after(ctx.now, total, bool(info["compacted"]), session, look)
+    memo = memory.after(
+        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens
+    )
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))

@@ -81,9 +81,12 @@ class Memory:
         compacted: bool,
         stored: Any,
         look: tuple[float, int] | None = None,
+        min_prefix: int = 0,
     ) -> Any:
         """``look``: (carried, reclaimable) when this request looked at what a compaction
-        could free (carried then counts from here at the new figure)."""
+        could free (carried then counts from here at the new figure). The next request expects
+        a cache hit when this one kept its predecessor's prefix and that predecessor was long
+        enough to be cached (``min_prefix``)."""
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request)."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
@@ -102,7 +105,9 @@ class Memory:
             "last_at": now,
             "last_tokens": tokens,
             "growth": round(growth, 1),
-            "expect_hit": bool(self.requests) and not compacted,
+            "expect_hit": bool(self.requests)
+            and not compacted
+            and self.last_tokens >= min_prefix,
             "carried": round(carried, 1),
             "looked": looked,
             "reclaimable": reclaimable,
