@@ -22,6 +22,7 @@ from bench.cost_config import (
 )
 from bench.cost_stats import Stats
 from proxy.rewrite.pipeline import Pipeline
+from proxy.rewrite.provider_cache import ANTHROPIC_LOOKBACK_MESSAGES
 from proxy.settings import Settings
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from rules.base import CacheFacts, Message, SessionState
@@ -54,6 +55,10 @@ class Lane:
             write_ratio=pricing.write_ratio,
             ttl_s=TTL_S,
             min_prefix_tokens=MIN_PREFIX_TOKENS,
+            # the breakpoint cache's lookback, as the proxy's cost model states it for Claude
+            lookback_messages=(
+                ANTHROPIC_LOOKBACK_MESSAGES if isinstance(self.cache, BreakpointCache) else None
+            ),
             last_at=self.last_at,
             last_prompt_tokens=last.prompt_tokens if last else None,
             last_cached_tokens=last.cached_tokens if last else None,

@@ -100,6 +100,10 @@ class CacheFacts:
     write_ratio: float = 1.0  # writing the cache (Anthropic: 1.25)
     ttl_s: float = 300.0  # the provider keeps a prefix this long after its last use
     min_prefix_tokens: int = 1024  # shorter prompts are never cached
+    # Anthropic's cache is read at breakpoints, looking back this many blocks for an earlier
+    # entry (about one a message here): an edit further back re-bills all but the system prompt.
+    # None: a plain prefix cache (OpenAI, Gemini, DeepSeek).
+    lookback_messages: int | None = None
     # the session's previous request, as the upstream reported it (None: never seen)
     last_at: float | None = None  # when it was sent (the request's clock)
     last_prompt_tokens: int | None = None

@@ -33,6 +33,7 @@ class Prices:
     write_ratio: float
     ttl_s: float
     min_prefix_tokens: int
+    lookback_messages: int | None
     source: Source  # config: a pricing option set something; litellm: its table priced it
     family: str  # the provider family whose cache rules apply
 
@@ -84,6 +85,7 @@ class CostModel:
             write_ratio=_first(picked["write_ratio"], table_write, rules.write_ratio),
             ttl_s=_first(picked["ttl_s"], rules.ttl_s),
             min_prefix_tokens=int(_first(picked["min_prefix"], float(rules.min_prefix_tokens))),
+            lookback_messages=rules.lookback_messages,
             source=source,
             family=family,
         )
@@ -97,6 +99,7 @@ class CostModel:
             write_ratio=p.write_ratio,
             ttl_s=p.ttl_s,
             min_prefix_tokens=p.min_prefix_tokens,
+            lookback_messages=p.lookback_messages,
             last_at=feedback.at if feedback else None,
             last_prompt_tokens=feedback.prompt_tokens if feedback else None,
             last_cached_tokens=feedback.cached_tokens if feedback else None,

@@ -27,9 +27,13 @@ class CacheRules:
     ttl_s: float
     min_prefix_tokens: int
     write_ratio: float = 1.0
+    lookback_messages: int | None = None  # Anthropic: its breakpoints' 20-block lookback
 
 
 OPENAI = CacheRules(ttl_s=300.0, min_prefix_tokens=1024)
+# Anthropic looks back 20 content blocks from a breakpoint for an earlier entry; an agent's
+# message is about two blocks (text and a call, or a result), so 10 messages
+ANTHROPIC_LOOKBACK_MESSAGES = 10
 # Anthropic's minimum by model family (globs on the bare name, most specific first).
 _ANTHROPIC_MINIMUMS = (
     ("*opus-4-5*", 4096),
@@ -70,7 +74,13 @@ def rules_for(model: str, provider: str | None) -> tuple[CacheRules, str]:
     if fam == "anthropic":
         found = (n for pattern, n in _ANTHROPIC_MINIMUMS if fnmatch.fnmatchcase(bare, pattern))
         minimum = next(found, 1024)
-        return CacheRules(ttl_s=300.0, min_prefix_tokens=minimum, write_ratio=1.25), fam
+        rules = CacheRules(
+            ttl_s=300.0,
+            min_prefix_tokens=minimum,
+            write_ratio=1.25,
+            lookback_messages=ANTHROPIC_LOOKBACK_MESSAGES,
+        )
+        return rules, fam
     if fam == "gemini":
         minimum = 2048 if "pro" in bare else 1024
         return CacheRules(ttl_s=300.0, min_prefix_tokens=minimum), fam

@@ -188,6 +188,19 @@ def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, floa
     return w, horizon(memory.requests), g
 
 
+def cached_after(first: int, prefix_tokens: Sequence[int], cached0: int, facts: CacheFacts) -> int:
+    """Tokens still read from the cache when the prompt changes from message ``first`` on: the
+    tokens before it, or, on a breakpoint cache (``lookback_messages``) with the edit further
+    back than the lookback, only the first message's (where the system prompt's breakpoint is)."""
+    n = len(prefix_tokens) - 1  # prefix_tokens[i]: tokens before message i; one more entry
+    if first >= n:
+        return cached0
+    lookback = facts.lookback_messages
+    if lookback is not None and n - first > lookback:
+        first = min(first, 1)  # the first message: the system prompt's breakpoint, about
+    return min(cached0, prefix_tokens[first])
+
+
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:
     """The expected cost of what ``step`` removes: the re-read it forces when needed again (the
     prompt again at ``r``, the removed tokens fresh) times the probability of that."""
@@ -264,7 +277,7 @@ def choose(
             continue
         if after > room and freed < min_gain:
             continue  # it cannot fit and frees too little to be worth the bust
-        cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
+        cached = cached_after(first, prefix_tokens, cached0, facts)
         bust = now_cost(after, cached) - now_cost(total, cached0)
         cost = now_cost(after, cached) + lost + h * rate(after)
         if best is None or cost < best[0]:
@@ -305,7 +318,7 @@ def _break_even(
         if n < len(order) and steps[order[n]].first == step.first:
             continue  # steps on one message go together
         first = step.first
-        cached = min(cached0, prefix_tokens[first] if first < len(prefix_tokens) else cached0)
+        cached = cached_after(first, prefix_tokens, cached0, facts)
         after = total - freed
         # the bust: what this request costs compacted, beyond what it costs as it is
         bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)

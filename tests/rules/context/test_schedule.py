@@ -220,3 +220,14 @@ def test_a_warm_cache_is_looked_at_every_few_requests() -> None:
         for n in range(4, 12)
     ]
     assert looks == ["paid" if n % prune.WARM_LOOK_EVERY == 0 else "none" for n in range(4, 12)]
+
+
+def test_a_breakpoint_cache_rebills_all_but_the_first_message_past_its_lookback() -> None:
+    """On Anthropic's cache (``lookback_messages``) an edit further back than the lookback
+    leaves only the system prompt's breakpoint cached; a plain prefix cache keeps all before."""
+    prefix = [100 * i for i in range(41)]  # 40 messages of 100 tokens
+    plain, anthropic = CacheFacts(), CacheFacts(lookback_messages=10)
+    assert schedule.cached_after(35, prefix, 4000, anthropic) == 3500  # within the lookback
+    assert schedule.cached_after(20, prefix, 4000, anthropic) == 100  # past it
+    assert schedule.cached_after(20, prefix, 4000, plain) == 2000
+    assert schedule.cached_after(40, prefix, 4000, anthropic) == 4000  # nothing changed
