@@ -30,14 +30,6 @@ by the call right before ``k`` is 1 turn old).
 **Kept.** A literal is kept by a forwarded request when it occurs verbatim in the request's text:
 every message's text content (a string, or the text of its parts), placeholders and injected
 blocks included, and the string values of every tool call's arguments (parsed as above), joined.
-
-**Reuse samples** (``reuse_samples``, for ``bench.next_action --learn``): for each request ``q``
-(a prefix ``messages[:q]``) and each tool result ``r`` before it, whether a call at or after
-``q`` copies a literal whose source is ``r``, with the result's action kind
-(``Observation.action.kind``; a run of grep/rg/ag/ack, or a tool named grep/search, is
-``search``; plan is ``other``), whether it is *in use* (an assistant call between ``r`` and
-``q`` has a candidate occurring in ``r``'s text: the proxy can see that too) and its age bucket
-(assistant turns from ``r`` to the call at ``q``).
 """
 
 from __future__ import annotations
@@ -230,41 +222,6 @@ def result_kinds(messages: list[Message]) -> dict[int, str]:
     return out
 
 
-def reuse_samples(
-    messages: list[Message], requests: list[int], copied: list[Copied]
-) -> Counter[tuple[str, bool, str, bool]]:
-    """(kind, in use, age bucket, copied later) -> samples, over the pairs (request, earlier
-    result). ``requests``: the length of each replayed prefix, ascending; ``copied``: the
-    literals of the calls those requests produced."""
-    end = min(requests[-1] + 1, len(messages))
-    kinds = result_kinds(messages[: requests[-1]])
-    results = sorted(kinds)
-    texts = {r: text_of(messages[r].get("content")) for r in results}
-    first_use: dict[int, int] = {}  # result -> the first later call with a candidate in its text
-    for k in range(end):
-        if role(messages[k]) == "assistant" and tool_calls(messages[k]):
-            cands = candidates(messages[k])
-            for r in results:
-                if r < k and r not in first_use and any(c in texts[r] for c in cands):
-                    first_use[r] = k
-    last_copy: dict[int, int] = {}  # result -> the last call copying a literal it is source of
-    for c in copied:
-        last_copy[c.source] = max(last_copy.get(c.source, -1), c.call_index)
-    assistants = [0]
-    for m in messages[:end]:
-        assistants.append(assistants[-1] + (role(m) == "assistant"))
-    out: Counter[tuple[str, bool, str, bool]] = Counter()
-    for q in requests:
-        for r in results:
-            if r >= q:
-                break
-            age = max(1, assistants[min(q + 1, end)] - assistants[r + 1])
-            out[
-                (kinds[r], first_use.get(r, end) < q, age_bucket(age), last_copy.get(r, -1) >= q)
-            ] += 1
-    return out
-
-
 def learn_table(learn: Counter[tuple[str, bool, str, bool]]) -> dict[str, dict[str, list[int]]]:
     """Feature -> value -> [samples, copied later]."""
     table: dict[str, dict[str, list[int]]] = {}
@@ -281,20 +238,3 @@ def learn_table(learn: Counter[tuple[str, bool, str, bool]]) -> dict[str, dict[s
             cell[0] += n
             cell[1] += n * copied
     return table
-
-
-def learn_pack(table: dict[str, dict[str, list[int]]], source: str, convs: int) -> dict[str, Any]:
-    n, k = table.get("base", {}).get("all", [0, 0])
-    pack: dict[str, Any] = {
-        "source": source,
-        "conversations": convs,
-        "samples": n,
-        "base": round(k / n, 4) if n else None,
-    }
-    for feature in ("by_kind", "in_use", "by_age", "by_kind_in_use"):
-        pack[feature] = {
-            value: round(c / s, 4)
-            for value, (s, c) in sorted(table.get(feature, {}).items())
-            if s >= MIN_SAMPLES
-        }
-    return pack

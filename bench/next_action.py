@@ -33,11 +33,10 @@ result's call id over the session's requests (``cap``, ``supersede``, ``mask``, 
 ``mask`` for the baseline, else ``other``.
 
 **--learn** prints P(copied later | bucket) over the pairs (request, earlier tool result) of
-``copied_literals.reuse_samples``: by action kind, *in use*, age, and kind × in use.
-``--learn-out FILE`` writes the rates as a small JSON pack (``learn_pack``): ``{"source": the
-command, "conversations", "samples", "base": P, "by_kind": {kind: P}, "in_use": {"true": P,
-"false": P}, "by_age": {bucket: P}, "by_kind_in_use": {"kind|true": P}}``, buckets with fewer
-than 20 samples left out.
+``reuse_learn.need_samples``: by prune's action kind, whether prune's need judgement calls the
+result *needed* (the table's "in use" column), age, and kind × needed. ``--learn-out FILE``
+writes the pack prune reads (``reuse_learn.reuse_pack``; ``rules/packs/reuse.yaml`` is made by
+``--limit 0 --max-requests 0 --variants nomask --learn-out rules/packs/reuse.yaml``).
 
 Runtime with ``--jobs 2`` on 2 cores (2026-11-28): the default (40 conversations, 1,224
 requests) 3 s; the whole corpus (``--limit 0 --max-requests 0``, 15,127 requests, ``--learn``)
@@ -58,6 +57,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+import yaml
 
 from bench.cache_emulator import CacheUse, PrefixCache, Segments
 from bench.copied_literals import (
@@ -66,12 +66,11 @@ from bench.copied_literals import (
     age_bucket,
     copied_literals,
     inject_blocks,
-    learn_pack,
     learn_table,
-    reuse_samples,
 )
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
+from bench.reuse_learn import need_samples, reuse_pack
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, ensure_offline_tiktoken
 from rules.base import CacheFacts, Context, Message, SessionState
@@ -275,7 +274,7 @@ def replay(job: Job) -> Outcome:
     out.rule_errors.update({lane.variant.name: lane.rule_errors for lane in lanes})
     if job.learn:
         copied = [c for cs in by_call.values() for c in cs]
-        out.learn = reuse_samples(msgs, [len(p) for p in prefixes], copied)
+        out.learn = need_samples(msgs, [len(p) for p in prefixes], copied)
     return out
 
 
@@ -346,6 +345,15 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         )
 
 
+PACK_HEADER = """\
+# How likely a later tool call copies something (a line, a path, a name) from an earlier tool
+# result, by the result's action kind and whether prune's need judgement (rules/context/need.py)
+# calls it needed, and a factor by its age in assistant turns. prune charges eliding a result
+# this probability times the re-read it would force. Measured on the trace corpus by the
+# command in ``source`` (bench/reuse_learn.py says how).
+"""
+
+
 def print_learn(table: dict[str, dict[str, list[int]]]) -> None:
     print("\nP(copied later | bucket), over (request, earlier tool result) pairs:\n")
     print("| feature | bucket | samples | copied later | P |")
@@ -399,9 +407,9 @@ def main(argv: list[str] | None = None) -> int:
         print_learn(table)
     if args.learn_out:
         source = "python -m bench.next_action " + " ".join(argv or sys.argv[1:])
-        with open(args.learn_out, "wb") as f:
-            pack = learn_pack(table, source, len(chosen))
-            f.write(orjson.dumps(pack, option=orjson.OPT_INDENT_2) + b"\n")
+        pack = reuse_pack(total.learn, source, len(chosen))
+        with open(args.learn_out, "w", encoding="utf-8") as pack_file:
+            pack_file.write(PACK_HEADER + yaml.safe_dump(pack, sort_keys=False, width=100))
     if args.json:
         data = {
             "conversations": len(chosen),

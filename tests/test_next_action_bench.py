@@ -16,9 +16,9 @@ from bench.copied_literals import (
     candidates,
     copied_literals,
     request_text,
-    reuse_samples,
 )
 from bench.next_action import Job, kept_rows, main, mask_older, parse_variant, replay
+from bench.reuse_learn import need_samples, reuse_pack
 from rules.packs import slow_input
 from tests.support.traces import iter_conversations
 
@@ -95,15 +95,19 @@ def test_kept_until_a_placeholder_replaces_the_source_result() -> None:
     assert "src/pkg/parser.py" in request_text(mask_older(messages[:8], 0))  # b's arguments
 
 
-def test_reuse_samples_pair_each_request_with_each_earlier_result() -> None:
+def test_need_samples_pair_each_request_with_each_earlier_result() -> None:
     messages = _conversation()
-    samples = reuse_samples(messages, [4, 7], copied_literals(messages))
+    samples = need_samples(messages, [4, 7], copied_literals(messages))
+    # prune's kinds (a grep is a run); the grep's result is needed on request 7: call 4 named
+    # a path it showed
     assert samples == {
-        ("search", False, "<=5", True): 1,  # request 4: grep's result, copied by the call at 4
-        ("search", True, "<=5", False): 1,  # request 7: in use (call 4 named its path)
+        ("run", False, "<=5", True): 1,  # request 4: grep's result, copied by the call at 4
+        ("run", True, "<=5", False): 1,  # request 7
         ("write", False, "<=5", False): 1,
         ("run", False, "<=5", False): 1,
     }
+    pack = reuse_pack(samples, "test", 1)
+    assert set(pack) == {"source", "conversations", "samples", "reuse", "age_factor"}
 
 
 @pytest.mark.needs_shared

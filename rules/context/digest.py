@@ -83,6 +83,14 @@ def names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def sized(text: str) -> tuple[int, int]:
+    """(items, characters) of a digest of ``text``: a twelfth of its length, between 12 items
+    in 240 characters and 48 in 960 (a longer result showed more worth naming, and eliding it
+    still frees most of it)."""
+    chars = min(max(len(text) // 12, 240), 960)
+    return chars // 20, chars
+
+
 def digest(text: str, max_items: int = 12, max_chars: int = 240) -> list[str]:
     """The first paths (line anchors kept), then identifiers, then ids ``text`` shows, at most
     ``max_items`` of them and ``max_chars`` characters in all."""

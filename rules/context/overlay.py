@@ -115,7 +115,8 @@ def elided_text(
     if obs is not None and obs.exit_code is not None:
         facts.append(f"exit {obs.exit_code}")
     facts.append(f"{tokens:,} tokens")
-    shown = digest.digest(text_of(message.get("content"))) if names else []
+    text = text_of(message.get("content")) if names else ""
+    shown = digest.digest(text, *digest.sized(text)) if names else []
     showed = f"; it showed: {', '.join(shown)}" if shown else ""
     return f"{PLACEHOLDER_PREFIX} elided {tool} result ({', '.join(facts)}); {reason}{showed}]"
 
