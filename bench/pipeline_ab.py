@@ -4,7 +4,8 @@
 
 Each tree runs ``bench.cost``'s replay (its default 40 conversations, the ``defaults`` and
 ``budget32k`` methods, ``--prices`` variants) in a worker process of its own (``PYTHONPATH`` on
-the tree, which needs ``bench/cost.py`` and ``bench/cache_emulator.py``). The driver makes them
+the tree, which needs ``bench.cost``'s replay: ``bench/cost*.py``, ``bench/replay.py``, the caches
+and ``bench/optimal*.py``). The driver makes them
 take turns, one agent request each, the one going first alternating, so both see the same load
 at the same time; each times its pipeline runs in CPU time (``time.thread_time``). Per method:
 mean and p50 ms per pipeline run, before and after, their ratios, and each rule's wall time
