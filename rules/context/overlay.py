@@ -168,8 +168,9 @@ def dropped_text(messages: list[Message], names: bool = False) -> str:
     tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))
     shown: list[str] = []
     if names:
-        results = "\n".join(text_of(m.get("content")) for m in messages if role(m) == "tool")
-        shown = digest.digest(results, max_items=8, max_chars=200)
+        texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
+        count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
+        shown = digest.digest("\n".join(texts), count, 25 * count)
     return (
         f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
         f"{'; tool calls: ' + tools if tools else ''}"
