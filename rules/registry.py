@@ -12,6 +12,7 @@ BUILTIN_RULES: dict[str, str] = {
     "track_entities": "rules.entities.track_entities",
     "working_set": "rules.context.working_set",
     "resolve_refs": "rules.entities.resolve_refs",
+    "break_loops": "rules.loops.break_loops",
     "prune": "rules.context.prune",
     "inject": "rules.context.inject",
     "measure": "rules.context.measure",

@@ -155,6 +155,20 @@ class InjectSummary(TypedDict, total=False):
     lost: int  # stored blocks whose message left the conversation
 
 
+class LoopReport(TypedDict, total=False):
+    """A loop break_loops broke on this request: the note it added inside the newest repeat."""
+
+    kind: Required[str]  # repeated_failure | no_progress | oscillation
+    count: Required[int]  # repeats (oscillation: cycles)
+    call: Required[str]  # the repeated call, short
+    note: Required[str]  # the note as forwarded
+    candidates: Required[list[str]]  # receipts of a lookup miss, in the note's order
+    index: int  # the result's index in the rule's input
+    since: int  # the 1-based message number of the loop's first call
+    near_miss: str  # the candidate the tolerant matcher found for what the call cited
+    elided: bool  # the repeated body was elided to its first and last lines
+
+
 class ReportWarning(TypedDict, total=False):
     kind: Required[str]  # over_budget | integrity_repair
     tokens: int  # over_budget: the request's tokens (messages and tools schema)
@@ -217,6 +231,7 @@ class Report(TypedDict, total=False):
     pruning: list[Pruning]
     prune: PruneSummary
     inject: InjectSummary
+    loops: list[LoopReport]  # break_loops: loops broken on this request
     warnings: list[ReportWarning]
     rule_errors: list[RuleError]
     history_restored: int

@@ -52,7 +52,9 @@ class Config(RuleConfig):
         default=0.05,
         ge=0,
         le=1,
-        description="a compaction the budget does not force must free this share of it",
+        description="a compaction that cannot bring the request under the budget must free this "
+        "share of it (else the request goes as it is, over budget); under the budget the "
+        "break-even rule decides",
     )
     min_gain_tokens: int | None = Field(
         default=None,

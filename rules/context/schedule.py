@@ -12,8 +12,8 @@ gathers; costs are in units of one fresh input token.
   probability that it is needed (``Step.reuse``, from ``need``), times its stage's weight.
 
 Three cases, none of which guesses how long the session will last:
-- **Cold** (or unknown and over the budget): the prompt is billed whole anyway, so the steps that
-  cost nothing to the task (stale copies, old prose, results no longer needed) are taken for free.
+- **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
+  the task (stale copies, old prose, results no longer needed) are taken for free.
 - **Warm, under the budget: break-even (ski rental).** Carrying reclaimable tokens costs ``r`` each
   a request; a compaction costs its bust once. The session's memory adds up what carrying them has
   cost since the last compaction (``carried``), and a compaction is made once its share of that
@@ -83,12 +83,12 @@ class Memory:
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
     ) -> Any:
-        """``look``: (carried, reclaimable) when this request looked at what a compaction
-        could free (carried then counts from here at the new figure). The next request expects
-        a cache hit when this one kept its predecessor's prefix and that predecessor was long
-        enough to be cached (``min_prefix``)."""
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
-        when this is the very request it last saw (a rule applied twice sees one request)."""
+        when this is the very request it last saw (a rule applied twice sees one request).
+        ``look``: (carried, reclaimable) when this request looked at what a compaction could
+        free (carried then counts from here at the new figure). The next request expects a cache
+        hit when this one kept its predecessor's prefix and that predecessor was long enough to
+        be cached (``min_prefix``)."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = tokens - self.last_tokens

@@ -1,0 +1,195 @@
+"""break_loops: an agent repeating a call that keeps failing, re-reading what has not changed, or
+alternating between failing fixes gets an escalating, actionable note inside the newest repeated
+tool result (never a new user message: that would break role alternation mid-turn).
+
+Detection (``detect``) looks at the last ``window`` answered calls; a note (``note``) is added only
+to results answering the last assistant turn, so the change is at the tail of the conversation.
+Once forwarded, a note is history: it is stored in the session's ``loops`` namespace under the
+anchor of its result (the overlay's anchors: the message's content hash chained with the one
+before) and replayed there byte for byte on later requests, so the prompt cache keeps hitting past
+it. Notes whose result left the conversation are dropped. A note is redacted as it is written, so
+the bytes stored are the bytes forwarded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import Field
+
+from rules.activity.observations import Observation, of_context
+from rules.base import Context, Message, RuleConfig, RuleResult, content_hash
+from rules.context.overlay import anchors_of
+from rules.loops import note, receipts
+from rules.loops.detect import Loop, Step, detect, make_step
+from rules.messages import call_arguments_text, call_name, text_of, tool_pairs
+from rules.redact import redact_text
+from rules.report import LoopReport, Report
+
+NAMESPACE = "loops"
+
+
+class Config(RuleConfig):
+    window: int = Field(
+        default=40, ge=4, le=500, description="answered tool calls of recent history searched"
+    )
+    min_count: int = Field(
+        default=3,
+        ge=2,
+        le=50,
+        description="a repeated failure or read is a loop from this count on; the note escalates "
+        "at this count, 2 more, then each the sum of the two before (3, 5, 8, 13 …)",
+    )
+    min_cycles: int = Field(
+        default=3, ge=2, le=50, description="alternating failing edits and runs: cycles for a loop"
+    )
+    elide_from: int = Field(
+        default=5,
+        ge=0,
+        description="from this count, a repeated result the same as the one before keeps only "
+        "its first and last lines before the note; 0: never",
+    )
+    max_candidates: int = Field(
+        default=8, ge=1, le=30, description="receipts of a lookup miss: candidates listed at most"
+    )
+    max_notes: int = Field(
+        default=64, ge=1, le=1000, description="notes kept per session for replay (newest kept)"
+    )
+
+
+def _load(value: Any) -> list[dict[str, Any]]:
+    notes = value.get("notes") if isinstance(value, dict) else None
+    return [
+        n
+        for n in notes or []
+        if isinstance(n, dict) and all(isinstance(n.get(k), str) for k in ("at", "note", "in"))
+    ]
+
+
+def _tail_start(messages: Sequence[Message]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "assistant":
+            return i + 1
+    return len(messages)
+
+
+def _steps(ctx: Context, window: int) -> list[Step]:
+    """The last ``window`` answered calls as steps (each built once per result object)."""
+    obs = of_context(ctx)[-window:]
+    if not obs:
+        return []
+    calls = {ri: call for _, call, ri in ctx.derived("tool_pairs", tool_pairs) if ri is not None}
+    table = ctx.table("loop_steps")
+    out = []
+    for o in obs:
+        result = ctx.messages[o.result_index]
+        hit = table.get(id(result))
+        if hit is None or hit[0] is not result or hit[1].obs != o:
+            call = calls[o.result_index]
+            step = make_step(
+                o, call_name(call), call_arguments_text(call), text_of(result.get("content"))
+            )
+            hit = table[id(result)] = (result, step)
+        out.append(hit[1])
+    return out
+
+
+def _latest_plan(ctx: Context, observations: list[Observation]) -> str | None:
+    for o in reversed(observations):
+        if o.action.kind == "plan":
+            call = ctx.messages[o.call_index].get("tool_calls") or []
+            for c in call:
+                if isinstance(c, dict) and c.get("id") == o.call_id:
+                    return call_arguments_text(c)
+    return None
+
+
+def _new_note(
+    ctx: Context, cfg: Config, steps: list[Step], loop: Loop
+) -> tuple[str, bool, LoopReport]:
+    tail = loop.steps[-1]
+    found = None
+    if loop.kind == "repeated_failure":
+        plan = _latest_plan(ctx, of_context(ctx))
+        found = receipts.find(tail.outcome.error, tail.arguments, steps, plan, cfg.max_candidates)
+    since = loop.steps[0].obs.result_index + 1
+    text = redact_text(note.text(loop, found, cfg.min_count, since))
+    same = len(loop.steps) > 1 and loop.steps[-2].text == tail.text
+    elide = (
+        bool(cfg.elide_from)
+        and loop.count >= cfg.elide_from
+        and same
+        and loop.kind != "oscillation"
+    )
+    item: LoopReport = {
+        "kind": loop.kind,
+        "count": loop.count,
+        "call": redact_text(tail.label),
+        "note": text,
+        "candidates": [redact_text(c) for c in found.candidates] if found else [],
+        "index": tail.obs.result_index,
+        "since": since,
+    }
+    if found is not None and found.near is not None:
+        item["near_miss"] = redact_text(found.candidates[found.near])
+    if elide:
+        item["elided"] = True
+    return text, elide, item
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    messages = ctx.messages
+    raw = ctx.state.get(NAMESPACE)
+    stored = _load(raw)
+    start = _tail_start(messages)
+    tail = [i for i in range(start, len(messages)) if messages[i].get("role") == "tool"]
+    if not stored and not tail:
+        return RuleResult.unchanged(ctx)
+    hashes = ctx.hashes_of(messages)
+    rendered = {n["out"]: n["in"] for n in stored if isinstance(n.get("out"), str)}
+    done = [h in rendered for h in hashes]  # already carries its note (this rule's own output)
+    anchors = anchors_of([rendered.get(h, h) for h in hashes])
+    index = dict(zip(anchors, range(len(anchors)), strict=True))
+    notes = [n for n in stored if n["at"] in index]
+    noted = {n["at"] for n in notes}
+    found: list[LoopReport] = []
+    if tail:
+        steps = _steps(ctx, cfg.window)
+        at = {s.obs.result_index: k for k, s in enumerate(steps)}
+        for i in tail:
+            k = at.get(i)
+            if k is None or anchors[i] in noted or done[i] or note.has_note(messages[i]):
+                continue
+            loop = detect(steps, k, cfg.min_count, cfg.min_cycles)
+            if loop is None:
+                continue
+            text, elide, item = _new_note(ctx, cfg, steps, loop)
+            out_hash = content_hash(note.render(messages[i], text, elide))
+            notes.append(
+                {
+                    "at": anchors[i],
+                    "in": hashes[i],
+                    "out": out_hash,
+                    "note": text,
+                    "elide": elide,
+                    "kind": loop.kind,
+                    "count": loop.count,
+                }
+            )
+            found.append(item)
+    notes = notes[-cfg.max_notes :]
+    out = list(messages)
+    changed = False
+    for n in notes:
+        i = index[n["at"]]
+        if not done[i]:
+            out[i] = note.render(messages[i], n["note"], bool(n.get("elide")))
+            changed = True
+    state = ctx.state
+    if raw is not None or notes:
+        value = {"notes": notes}
+        if value != raw:
+            state = state.with_value(NAMESPACE, value)
+    report: Report = {"loops": found} if found else {}
+    return RuleResult(out if changed else messages, state, report)

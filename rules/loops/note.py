@@ -1,0 +1,158 @@
+"""The note that breaks a loop, and its placing inside the repeated tool result.
+
+The note escalates with the count (3, 5, 8, 13 … from ``min_count``): it says how many times and
+since which message, quotes the error once, lists the receipts of a lookup miss and ends with the
+smallest change of approach. It is wrapped like inject's blocks (``INJECT_OPEN`` … ``INJECT_CLOSE``)
+so ``measure`` counts it as the proxy's own text and no rule reads it as tool output. From
+``elide_from`` on, a body the same as the repeat before it is elided to its first and last lines.
+Rendering is a pure function of the message and the stored entry: the same bytes every time."""
+
+from __future__ import annotations
+
+import re
+
+from rules.base import Message
+from rules.loops.detect import Loop
+from rules.loops.receipts import Receipts, difference
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, text_of, with_content
+
+HEAD = "Loop detected"
+MARK = f"{INJECT_OPEN}\n{HEAD}"
+# (error pattern, the smallest change of approach); the first that matches the error line wins
+ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(p, re.I), a)
+    for p, a in (
+        (r"old_string|string to replace|did not appear verbatim|no match found for",
+         "re-read the file and copy the exact text to replace (indentation included), or "
+         "replace a smaller unique snippet"),
+        (r"command not found|is not recognized as",
+         "the program is not installed here: check with `which`, install it, or use another"),
+        (r"modulenotfounderror|no module named|cannot find module",
+         "install the missing module or fix the import path before running it again"),
+        (r"syntaxerror|indentationerror|parse error|unexpected token",
+         "fix the syntax error at the line it names first"),
+        (r"permission denied|eacces|not permitted",
+         "change the path or its permissions, or ask the user"),
+        (r"no such file|does not exist|enoent|not found",
+         "list the folder or search for the name, and use what that shows"),
+        (r"invalid|validation|required|malformed|jsondecodeerror|unexpected keyword",
+         "the arguments are rejected: compare them with the tool's schema and change them"),
+        (r"timed? ?out", "run a smaller piece, or in the background with a time limit"),
+    )
+)  # fmt: skip
+
+
+def thresholds(first: int) -> list[int]:
+    """Counts where the note escalates: ``first``, ``first + 2``, then each the sum of the two
+    before (3, 5, 8, 13, 21 … from 3)."""
+    out = [first, first + 2]
+    while out[-1] < 10_000:
+        out.append(out[-1] + out[-2])
+    return out
+
+
+def level(count: int, first: int) -> int:
+    """1 from ``first``, 2 from the next threshold, …"""
+    return sum(count >= t for t in thresholds(first))
+
+
+def _quote(text: str, limit: int = 200) -> str:
+    one = " ".join(text.split())
+    one = one if len(one) <= limit else one[: limit - 1] + "…"
+    return "`" + one.replace("`", "'") + "`"
+
+
+def _advice(loop: Loop, error: str, receipts: Receipts | None) -> str:
+    if receipts is not None:
+        if receipts.near is not None:
+            return f"cite {receipts.what} {receipts.near + 1} exactly as listed"
+        return f"cite one of the {receipts.what}s above exactly as listed, or check why none fits"
+    if loop.kind == "no_progress":
+        return "its answer is above and has not changed: use it, and go on to the next step"
+    if loop.kind == "oscillation":
+        return "switching back and forth fixes nothing: step back and try a different fix"
+    for pattern, advice in ADVICE:
+        if pattern.search(error[:300]):
+            return advice
+    return "change something before retrying: the arguments, the code the error names, or the plan"
+
+
+def text(loop: Loop, receipts: Receipts | None, first: int, since: int) -> str:
+    """The note for ``loop`` (``since``: the 1-based message number of its first step)."""
+    tail = loop.steps[-1]
+    n, lv = loop.count, level(loop.count, first)
+    if loop.kind == "repeated_failure":
+        head = f"this exact call has failed the same way {n} times in a row, since message {since}."
+    elif loop.kind == "no_progress":
+        head = (
+            f"this exact {tail.kind} has given the same answer {n} times since message {since}, "
+            "and nothing in between could have changed it."
+        )
+    else:
+        head = (
+            f"the same {len(loop.cycle)} calls have alternated {n} times since message {since}, "
+            "failing the same way each cycle."
+        )
+    lines = [INJECT_OPEN, f"{HEAD} ({loop.kind}, {n}×): {head}"]
+    if loop.kind == "oscillation":
+        lines += [f"{i}. {_quote(s.label, 160)}" for i, s in enumerate(loop.cycle, 1)]
+    else:
+        lines.append(f"Call: {_quote(tail.label, 160)}")
+    error = next((s.outcome.error for s in reversed(loop.steps) if s.outcome.error), "")
+    if error:
+        lines.append(f"Error: {_quote(error)}")
+    if receipts is not None:
+        lines.append(f"The {receipts.what}s this conversation holds:")
+        lines += [f"{i}. {_quote(c, 160)}" for i, c in enumerate(receipts.candidates, 1)]
+        if receipts.near is not None:
+            near = receipts.candidates[receipts.near]
+            how = difference(receipts.needle, near)
+            lines.append(
+                f"Near miss: {receipts.near + 1} is what you cite, {_quote(receipts.needle, 120)}, "
+                + (f"but for {how}." if how else "but for case or spacing.")
+            )
+    advice = _advice(loop, error, receipts)
+    if lv >= 3:
+        lines.append(
+            f"Stop repeating it. Next: {advice}. If no other approach is possible, stop and tell "
+            "the user what blocks you."
+        )
+    elif lv == 2:
+        lines.append(f"Do not repeat it unchanged. Next: {advice}.")
+    else:
+        lines.append(f"Next: {advice}.")
+    lines.append(INJECT_CLOSE)
+    return "\n".join(lines)
+
+
+def has_note(message: Message) -> bool:
+    """Whether the message already carries a loop note (a request that is this rule's output)."""
+    body = text_of(message.get("content"))
+    return body.startswith(MARK) or f"\n{MARK}" in body
+
+
+def elided(body: str) -> str:
+    """``body`` with all but its first and last lines replaced by one placeholder line; as it is
+    when it has three lines or fewer."""
+    lines = body.split("\n")
+    if len(lines) <= 3:
+        return body
+    return "\n".join(
+        [lines[0], f"{PLACEHOLDER_PREFIX} {len(lines) - 2} lines elided: as before]", lines[-1]]
+    )
+
+
+def render(message: Message, note: str, elide: bool) -> Message:
+    """The tool result with the note appended (after ``elided`` of its text with ``elide``)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        if elide and all(isinstance(p, dict) and p.get("type") == "text" for p in content):
+            body = elided(text_of(content))
+            return with_content(
+                message, [{"type": "text", "text": body}, {"type": "text", "text": note}]
+            )
+        return with_content(message, [*content, {"type": "text", "text": note}])
+    body = text_of(content)
+    if elide:
+        body = elided(body)
+    return with_content(message, f"{body}\n\n{note}" if body else note)
