@@ -18,7 +18,7 @@ from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
 from rules.context import evidence, need, overlay, prune_stages, shrink
 from rules.context.schedule import Step
-from rules.messages import call_arguments_text, role, text_of, tool_calls
+from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.report import Pruning
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
@@ -294,27 +294,11 @@ class Run:
         ]
 
     def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
-        results: dict[str, list[int]] = {}
-        for i, m in enumerate(self.messages):
-            if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
-                results.setdefault(m["tool_call_id"], []).append(i)
-        dropped = set(self.overlay.dropped)
-        # Oldest first, but turns holding the latest write of a file last: they say what changed.
-        latest_writes: dict[str, int] = {}
-        for o in self.obs:
-            if o.action.kind == "write":
-                latest_writes[o.action.target] = o.call_index
-        keep_late = set(latest_writes.values())
-        ordered = sorted(
-            prune_stages.turns(self.messages, self.evidence.first_user),
-            key=lambda turn: turn[0] in keep_late,
+        gone = set(self.overlay.dropped)
+        dropped = {i for i, a in enumerate(self.anchors) if a in gone}
+        return prune_stages.droppable_turns(
+            self.messages, self.obs, self.evidence.first_user, protected, dropped
         )
-        return [
-            turn
-            for turn in ordered
-            if not any(self.anchors[i] in dropped for i in turn)
-            and prune_stages.droppable(turn, self.messages, protected, results)
-        ]
 
     # --- the compaction ------------------------------------------------------------------------
 

@@ -229,3 +229,30 @@ def droppable(
     if not answered <= ids:
         return False
     return all(j in inside for cid in ids for j in results.get(cid, []))
+
+
+def droppable_turns(
+    messages: list[Message],
+    observations: list[Observation],
+    first_user: int | None,
+    protected: set[int],
+    dropped: set[int],
+) -> list[list[int]]:
+    """The turns a compaction may drop (``turns`` that are ``droppable`` and hold no message
+    already dropped), oldest first, but turns holding the latest write of a file last: they say
+    what changed."""
+    results: dict[str, list[int]] = {}
+    for i, m in enumerate(messages):
+        if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
+            results.setdefault(m["tool_call_id"], []).append(i)
+    latest_writes: dict[str, int] = {}
+    for o in observations:
+        if o.action.kind == "write":
+            latest_writes[o.action.target] = o.call_index
+    keep_late = set(latest_writes.values())
+    ordered = sorted(turns(messages, first_user), key=lambda turn: turn[0] in keep_late)
+    return [
+        turn
+        for turn in ordered
+        if not any(i in dropped for i in turn) and droppable(turn, messages, protected, results)
+    ]
