@@ -302,6 +302,10 @@ def repair_kinds(report: dict[str, Any]) -> dict[str, int]:
     return dict(Counter(str(r.get("kind") or "unknown") for r in items(report, "repairs")))
 
 
+def loop_kinds(report: dict[str, Any]) -> dict[str, int]:
+    """Loops break_loops noted on the request, by kind."""
+    return dict(Counter(str(r.get("kind") or "unknown") for r in items(report, "loops")))
+
 
 def timings(report: dict[str, Any]) -> list[tuple[str, float]]:
     raw = report.get("timings_ms")

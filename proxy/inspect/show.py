@@ -191,6 +191,7 @@ def render(row: dict[str, Any], console: Console | None = None) -> None:
     console.print(sections_table(row, bar_width(console)))
     console.print(usage_table(row))
     console.print(items_table("Repairs", rv.items(report, "repairs")))
+    console.print(items_table("Loops", rv.items(report, "loops")))
     console.print(items_table("Entities the references point to", rv.referenced_entities(report)))
     console.print(
         items_table("New entities (this request's tool calls)", rv.items(report, "entities"))

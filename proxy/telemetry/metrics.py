@@ -142,6 +142,9 @@ class Metrics:
         self.repairs = Counter(
             "ctxproxy_repairs", "Tool-chain repairs by kind.", ["kind"], registry=r
         )
+        self.loops = Counter(
+            "ctxproxy_loops", "Loops broken by a note (break_loops), by kind.", ["kind"], registry=r
+        )
         self.rescues = Counter(
             "ctxproxy_overflow_rescues",
             "Upstream 'prompt too long' answers, by what the proxy's rescue made of them.",
@@ -199,6 +202,8 @@ class Metrics:
             self._child(self.freed, stage).inc(freed)
         for kind, n in rv.repair_kinds(report).items():
             self._child(self.repairs, kind).inc(n)
+        for kind, n in rv.loop_kinds(report).items():
+            self._child(self.loops, kind).inc(n)
         rescue = report.get("rescue")
         if isinstance(rescue, dict) and rescue.get("outcome") in RESCUE_OUTCOMES:
             self._child(self.rescues, rescue["outcome"]).inc()

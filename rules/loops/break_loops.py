@@ -144,8 +144,19 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     stored = _load(raw)
     start = _tail_start(messages)
     tail = [i for i in range(start, len(messages)) if messages[i].get("role") == "tool"]
-    if not stored and not tail:
-        return RuleResult.unchanged(ctx)
+    loops: list[tuple[int, Loop, list[Step]]] = []
+    if tail:
+        steps = _steps(ctx, cfg.window)
+        at = {s.obs.result_index: k for k, s in enumerate(steps)}
+        for i in tail:
+            k = at.get(i)
+            if k is None or note.has_note(messages[i]):
+                continue
+            loop = detect(steps, k, cfg.min_count, cfg.min_cycles)
+            if loop is not None:
+                loops.append((i, loop, steps))
+    if not stored and not loops:
+        return RuleResult.unchanged(ctx)  # the common case: no message hashed
     hashes = ctx.hashes_of(messages)
     rendered = {n["out"]: n["in"] for n in stored if isinstance(n.get("out"), str)}
     done = [h in rendered for h in hashes]  # already carries its note (this rule's own output)
@@ -154,30 +165,23 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     notes = [n for n in stored if n["at"] in index]
     noted = {n["at"] for n in notes}
     found: list[LoopReport] = []
-    if tail:
-        steps = _steps(ctx, cfg.window)
-        at = {s.obs.result_index: k for k, s in enumerate(steps)}
-        for i in tail:
-            k = at.get(i)
-            if k is None or anchors[i] in noted or done[i] or note.has_note(messages[i]):
-                continue
-            loop = detect(steps, k, cfg.min_count, cfg.min_cycles)
-            if loop is None:
-                continue
-            text, elide, item = _new_note(ctx, cfg, steps, loop)
-            out_hash = content_hash(note.render(messages[i], text, elide))
-            notes.append(
-                {
-                    "at": anchors[i],
-                    "in": hashes[i],
-                    "out": out_hash,
-                    "note": text,
-                    "elide": elide,
-                    "kind": loop.kind,
-                    "count": loop.count,
-                }
-            )
-            found.append(item)
+    for i, loop, steps in loops:
+        if anchors[i] in noted or done[i]:
+            continue  # noted on an earlier request: replayed below as stored
+        text, elide, item = _new_note(ctx, cfg, steps, loop)
+        out_hash = content_hash(note.render(messages[i], text, elide))
+        notes.append(
+            {
+                "at": anchors[i],
+                "in": hashes[i],
+                "out": out_hash,
+                "note": text,
+                "elide": elide,
+                "kind": loop.kind,
+                "count": loop.count,
+            }
+        )
+        found.append(item)
     notes = notes[-cfg.max_notes :]
     out = list(messages)
     changed = False

@@ -28,9 +28,9 @@ from rules.messages import PLACEHOLDER_PREFIX
 LINE_CHARS = 300  # a line is clipped to this before any pattern sees it
 EDGE_LINES = 8  # an error line is looked for among the first and last lines of a result
 _ERROR = re.compile(
-    r"(?i)\b(?:error|exception|traceback|fatal|failed|failure|not found|no such|no matching|"
-    r"does not exist|doesn't exist|cannot|can't|could not|couldn't|unable to|invalid|denied|"
-    r"refused|rejected|unknown|did not match|no match)\b"
+    r"(?i)^\W{0,3}(?:error|fatal|exception|traceback|failed|failure)\b|\b(?:not found|no such|"
+    r"no matching|does not exist|doesn't exist|could not|couldn't|unable to|permission denied|"
+    r"rejected|did not match|no match|invalid|syntax error|is required)\b"
 )
 _NOT_ERROR = re.compile(r"(?i)\b(?:0|no) (?:errors?|failures?|failed)\b|\bwithout errors?\b")
 _ERROR_CLASS = re.compile(r"\b([A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception))\b")
@@ -83,16 +83,23 @@ def _lines(text: str) -> list[str]:
 
 
 def outcome(obs: Observation, text: str) -> Outcome:
-    """Whether the call failed (its exit code, the result's error flag, or, with no exit code, an
-    error line near the top or bottom), and how: the failure's signature, the same for the same
-    failure (addresses and durations masked)."""
+    """Whether the call failed (its exit code, the result's error flag, or, with neither, an
+    exception class near the end or an error on the first line: a traceback, a tool's own error
+    message), and how: the failure's signature, the same for the same failure (addresses and
+    durations masked). A line that only opens the error (``ERROR:``) takes the next one along."""
     lines = _lines(text)
-    error = next((ln for ln in lines if _ERROR.search(ln) and not _NOT_ERROR.search(ln)), "")
-    if obs.exit_code == 0 and not obs.failed:
-        return Outcome(False, "", "")
-    if not (obs.failed or obs.exit_code is not None or error):
-        return Outcome(False, "", "")
-    shown = error or (lines[-1] if lines else "")
+    if (obs.exit_code == 0 and not obs.failed) or not lines:
+        return Outcome(obs.failed, f"{obs.exit_code}||" if obs.failed else "", "")
+    classed = [k for k, ln in enumerate(lines) if _ERROR_CLASS.search(ln)]
+    first = lines[0] if not _NOT_ERROR.search(lines[0]) else ""
+    shows = bool(first and _ERROR.search(first)) or (classed[-1:] == [len(lines) - 1])
+    if (not (obs.failed or obs.exit_code is not None or shows)) or obs.action.kind == "plan":
+        return Outcome(obs.failed, f"{obs.exit_code}||" if obs.failed else "", "")
+    at = classed[-1] if classed else 0 if first and _ERROR.search(first) else -1
+    error = lines[at] if at >= 0 else ""
+    if error and len(error) <= 12 and at + 1 < len(lines):
+        error = f"{error} {lines[at + 1]}"
+    shown = error or lines[-1]
     classes = sorted({m.group(1) for ln in lines for m in _ERROR_CLASS.finditer(ln)})
     line = _VOLATILE.sub("#", normalize(shown))
     return Outcome(True, f"{obs.exit_code}|{','.join(classes)}|{line}", shown)
@@ -106,11 +113,13 @@ def step_kind(obs: Observation) -> str:
 
 
 def label(name: str, arguments: str, obs: Observation) -> str:
+    """The call in one short line: the command it ran, or its sub-command and target."""
     a = obs.action
-    if a.command:
+    if a.command and a.kind != "other":
         shown = a.command
     elif a.target and a.kind != "other":
-        shown = a.target
+        sub = load_arguments(arguments).get("command")
+        shown = f"{sub} {a.target}" if isinstance(sub, str) and len(sub) <= 20 else a.target
     else:
         shown = " ".join(arguments.split())
     return f"{name} {shown if len(shown) <= 120 else shown[:119] + '…'}".strip()

@@ -29,7 +29,7 @@ ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
          "the program is not installed here: check with `which`, install it, or use another"),
         (r"modulenotfounderror|no module named|cannot find module",
          "install the missing module or fix the import path before running it again"),
-        (r"syntaxerror|indentationerror|parse error|unexpected token",
+        (r"syntax ?error|indentationerror|parse error|unexpected token",
          "fix the syntax error at the line it names first"),
         (r"permission denied|eacces|not permitted",
          "change the path or its permissions, or ask the user"),

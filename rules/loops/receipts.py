@@ -68,6 +68,8 @@ def plan_pool(plan: str | None, steps: Sequence[Step]) -> list[str]:
 def path_pool(steps: Sequence[Step]) -> list[str]:
     out: dict[str, None] = {}
     for s in reversed(steps):
+        if s.outcome.failed:
+            continue  # a path a call failed on is no candidate
         a = s.obs.action
         for p in (a.target, *a.writes) if a.kind in ("read", "write") else a.writes:
             if p:
