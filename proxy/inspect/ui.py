@@ -231,6 +231,7 @@ class UI:
             for key, title in (
                 ("repairs", "Repairs"),
                 ("pruning", "Pruning decisions"),
+                ("loops", "Loops"),
                 ("warnings", "Warnings"),
                 ("rule_errors", "Rule errors"),
             )
@@ -268,6 +269,7 @@ class UI:
         rows.reverse()  # turn order
         for r in rows:
             rv.with_billed(r)
+            r["loop_kinds"] = rv.loop_kinds(rv.report_of(r))
         principal, name = session_parts(sid, rows[-1].get("principal"))
         return self._page(
             "session.html",

@@ -136,6 +136,11 @@ class Dialect:
         return f"COALESCE(json_extract(sections, '$.tools.{when}'), 0)"
 
     @property
+    def loops_count(self) -> str:
+        """How many loops break_loops noted on a row (its report's ``loops``; 0 without)."""
+        return "COALESCE(json_array_length(report, '$.loops'), 0)"
+
+    @property
     def billed_sums(self) -> str:
         """The billed input (messages plus the tools schema) summed, as the pages show it."""
         return ", ".join(
@@ -177,7 +182,7 @@ class Dialect:
             "SELECT session_id, MAX(principal) AS principal, COUNT(*) AS requests, "
             "MAX(created_at) AS last_seen, SUM(tokens_before) AS tokens_before, "
             "SUM(tokens_after) AS tokens_after, SUM(cached_tokens) AS cached_tokens, "
-            f"{self.billed_sums} "
+            f"SUM({self.loops_count}) AS loops, {self.billed_sums} "
             f"FROM requests WHERE session_id IN ({self.marks(n)}) "
             "GROUP BY session_id ORDER BY last_seen DESC",
             False,
@@ -193,6 +198,13 @@ class PostgresDialect(Dialect):
 
     def tools_tokens(self, when: str) -> str:
         return f"COALESCE((sections::jsonb #>> '{{tools,{when}}}')::numeric, 0)"
+
+    @property
+    def loops_count(self) -> str:
+        return (
+            "COALESCE(CASE WHEN jsonb_typeof(report::jsonb -> 'loops') = 'array' "
+            "THEN jsonb_array_length(report::jsonb -> 'loops') END, 0)"
+        )
 
     def unindexed(self, column: str) -> str:
         return column  # the planner's statistics choose

@@ -217,6 +217,23 @@ async def test_session_totals_add_the_tools_schema_to_the_billed_input(store: An
         assert isinstance(totals["billed_before"], int)
 
 
+async def test_session_totals_count_the_loops_noted(store: Any) -> None:
+    """The session list's loop count: each row's ``report.loops`` entries, summed; a row without
+    a report, or with no loops, adds none."""
+    loop = {"kind": "repeated_failure", "count": 3}
+    rows = [
+        {"id": "l1", "created_at": 1.0, "session_id": "s", "report": {"loops": [loop, loop]}},
+        {"id": "l2", "created_at": 2.0, "session_id": "s", "report": {"prune": {}}},
+        {"id": "l3", "created_at": 3.0, "session_id": "s", "report": {"loops": [loop]}},
+        {"id": "l4", "created_at": 4.0, "session_id": "s"},
+    ]
+    for row in rows:
+        await store.insert_request(row)
+    await store.flush()
+    (recent,) = await store.recent_sessions(10, 10)
+    assert recent["loops"] == 3
+
+
 async def test_prune_and_ping(store: Any) -> None:
     for i in range(5):
         await store.insert_request({"id": f"r{i}", "created_at": float(i)})
