@@ -28,6 +28,7 @@ from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
 from rules.context import measure
+from rules.loops import break_loops
 from rules.messages import content_hash
 
 # The tables whose values come from one message's content alone: kept across requests. Others
@@ -37,6 +38,7 @@ KEPT_TABLES = (
     measure.MEMO,
     observations.EXIT_MEMO,
     observations.OBSERVATION_MEMO,  # a call's: checked against its result object and indices
+    break_loops.STEPS_MEMO,  # a result's step: checked against its observation
 )
 # A session's memos are dropped past this many entries for each object its request handled
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.

@@ -28,6 +28,10 @@ from rules.redact import redact_text
 from rules.report import LoopReport, Report
 
 NAMESPACE = "loops"
+# its ``Context.table``: tool result message -> (it, its ``Step``), checked against the result's
+# observation; a step is the call's and the result's content alone, so the runner keeps the table
+# across a session's requests
+STEPS_MEMO = "loop_steps"
 
 
 class Config(RuleConfig):
@@ -80,7 +84,7 @@ def _steps(ctx: Context, window: int) -> list[Step]:
     if not obs:
         return []
     calls = {ri: call for _, call, ri in ctx.derived("tool_pairs", tool_pairs) if ri is not None}
-    table = ctx.table("loop_steps")
+    table = ctx.table(STEPS_MEMO)
     out = []
     for o in obs:
         result = ctx.messages[o.result_index]
