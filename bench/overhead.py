@@ -1,5 +1,7 @@
 """Added latency of the proxy (every rule on) in front of a fake upstream on loopback, against
-calling that upstream directly, and against LiteLLM's proxy when one is installed.
+calling that upstream directly, beside the floor (``bench.bare_relay``: the same server stack,
+upstream client and forwarding, nothing of ctxproxy's own), and against LiteLLM's proxy when one
+is installed.
 
     .venv/bin/python -m bench.overhead [--litellm /path/to/litellm] [--scale 1.0]
 
@@ -160,12 +162,21 @@ def main() -> None:
         env,
     )
     procs.append(ctxproxy)
+    # the floor (``bench.bare_relay``): the same server stack, upstream client and forwarding
+    fl_port = free_port()
+    floor = start(
+        [sys.executable, "-m", "bench.bare_relay", "--upstream", upstream, "--port", str(fl_port)],
+        f"http://127.0.0.1:{fl_port}/healthz",
+        env,
+    )
+    procs.append(floor)
     # Each target is measured alone: the other proxies are paused (SIGSTOP) meanwhile, so one's
     # background work (LiteLLM runs periodic tasks) never lands on another's figures.
-    servers: dict[str, subprocess.Popen] = {"ctxproxy": ctxproxy}
+    servers: dict[str, subprocess.Popen] = {"ctxproxy": ctxproxy, "floor": floor}
     targets = {
         "direct": f"{upstream}/chat/completions",
         "ctxproxy": f"http://127.0.0.1:{px_port}/v1/chat/completions",
+        "floor": f"http://127.0.0.1:{fl_port}/v1/chat/completions",
     }
     if args.litellm:
         ll_port = free_port()
@@ -253,7 +264,8 @@ def main() -> None:
 
 def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:
     head = (
-        "| workload | stream | conc | direct p50 | ctxproxy added p50 / p95 / p99 | in-proxy p50 |"
+        "| workload | stream | conc | direct p50 | ctxproxy added p50 / p95 / p99 | in-proxy p50 "
+        "| floor added p50 / p99 | ctxproxy − floor (p50) |"
     )
     if with_litellm:
         head += " LiteLLM added p50 / p95 / p99 | ratio p50 |"
@@ -263,7 +275,9 @@ def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:
         line = (
             f"| {r['workload']} | {'yes' if r['stream'] else 'no'} | {r['concurrency']} | "
             f"{r['direct_p50']:.2f} ms | {r['ctxproxy_p50']:.2f} / {r['ctxproxy_p95']:.2f} / "
-            f"{r['ctxproxy_p99']:.2f} ms | {r['ctxproxy_overhead_header_p50']:.2f} ms |"
+            f"{r['ctxproxy_p99']:.2f} ms | {r['ctxproxy_overhead_header_p50']:.2f} ms | "
+            f"{r['floor_p50']:.2f} / {r['floor_p99']:.2f} ms | "
+            f"{r['ctxproxy_p50'] - r['floor_p50']:+.2f} ms |"
         )
         if with_litellm:
             ratio = r["litellm_p50"] / max(r["ctxproxy_p50"], 0.01)

@@ -17,6 +17,10 @@ chat to an ``openai``-kind one, both on that server. LiteLLM's proxy gets ``/v1/
 ``anthropic/`` model on the same server (its Anthropic pass-through), and, with
 ``--litellm-protocols``, the others.
 
+Beside ctxproxy runs its floor (``bench.bare_relay``: the same server stack, upstream client and
+forwarding with no parsing beyond the model, no rules, no log row), reported as its own added
+latency and as ctxproxy's less it.
+
 Measured as ``bench.overhead`` measures chat (each target alone, the other proxies paused; added =
 target − direct at the same percentile), with two differences: the requests of a cell are sent in
 ``--rounds`` rounds alternating protocols and targets, so a slow spell of a shared machine lands
@@ -172,7 +176,13 @@ async def run_load(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--litellm", help="path to a LiteLLM proxy executable (litellm[proxy])")
-    parser.add_argument("--litellm-protocols", nargs="+", default=["messages"], choices=list(PATHS))
+    parser.add_argument(
+        "--litellm-protocols",
+        nargs="+",
+        choices=list(PATHS),
+        help="the protocols sent to LiteLLM (default: messages, or with --protocols leaving it "
+        "out, those protocols)",
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply request counts")
     parser.add_argument("--messages", type=int, nargs="+", default=[20, 400])
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1])
@@ -199,6 +209,8 @@ def main() -> None:
         "body again",
     )
     args = parser.parse_args()
+    if args.litellm_protocols is None:
+        args.litellm_protocols = ["messages"] if "messages" in args.protocols else args.protocols
     if args.in_process:
         in_process(args.messages, args.in_process, args.window, args.grow)
         return
@@ -219,8 +231,20 @@ def main() -> None:
         env,
     )  # fmt: skip
     procs.append(ctxproxy)
-    servers: dict[str, subprocess.Popen] = {"ctxproxy": ctxproxy}
-    bases = {"direct": root, "ctxproxy": f"http://127.0.0.1:{px_port}"}
+    # the floor: the same server, dispatch, upstream client and forwarding, nothing else
+    fl_port = free_port()
+    floor = start(
+        [sys.executable, "-m", "bench.bare_relay", "--config", str(cfg), "--port", str(fl_port)],
+        f"http://127.0.0.1:{fl_port}/healthz",
+        env,
+    )
+    procs.append(floor)
+    servers: dict[str, subprocess.Popen] = {"ctxproxy": ctxproxy, "floor": floor}
+    bases = {
+        "direct": root,
+        "ctxproxy": f"http://127.0.0.1:{px_port}",
+        "floor": f"http://127.0.0.1:{fl_port}",
+    }
     if args.litellm:
         ll_port = free_port()
         ll_cfg = tmp / "litellm.yaml"
@@ -384,9 +408,11 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
 
 
 def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:
+    """One line per cell; the floor (``bench.bare_relay``) beside ctxproxy: its added p50 / p99,
+    and ctxproxy's added p50 less the floor's (what ctxproxy's own work adds)."""
     head = (
         "| protocol | workload | stream | conc | direct p50 | ctxproxy added p50 / p95 / p99 "
-        "| in-proxy p50 |"
+        "| in-proxy p50 | floor added p50 / p99 | ctxproxy − floor (p50) |"
     )
     if with_litellm:
         head += " LiteLLM added p50 / p95 / p99 | LiteLLM ÷ ctxproxy (p50) |"
@@ -397,7 +423,8 @@ def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:
             f"| {r['protocol']} | {r['messages']} msgs, {r['bytes'] / 1024:.0f} KB | "
             f"{'yes' if r['stream'] else 'no'} | {r['concurrency']} | {r['direct_p50']:.2f} ms | "
             f"{r['ctxproxy_p50']:.2f} / {r['ctxproxy_p95']:.2f} / {r['ctxproxy_p99']:.2f} ms | "
-            f"{r['in_proxy_p50']:.2f} ms |"
+            f"{r['in_proxy_p50']:.2f} ms | {r['floor_p50']:.2f} / {r['floor_p99']:.2f} ms | "
+            f"{r['ctxproxy_p50'] - r['floor_p50']:+.2f} ms |"
         )
         if with_litellm:
             if "litellm_p50" in r:

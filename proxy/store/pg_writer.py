@@ -22,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from proxy.store.batch import Groups, WriteOp, statements
+from proxy.store.batch import Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
 
 BATCH_WINDOW_S = 0.02
@@ -163,7 +163,7 @@ class PgWriter:
                 return
 
     async def _write(self, ops: list[WriteOp]) -> None:
-        groups, lost = statements(ops, POSTGRES)
+        groups, lost = await paced_statements(ops, POSTGRES)
         self.write_errors += lost
         if groups:
             await self._write_retrying(groups)

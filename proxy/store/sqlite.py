@@ -25,7 +25,7 @@ from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
 from proxy.store.batch import decode_row as _decode_row
-from proxy.store.batch import statements
+from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
 from proxy.store.migrations import apply_migrations
@@ -203,7 +203,7 @@ class SQLiteStore:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
         lost. While the database is locked by someone else, retry a few times first."""
-        groups, lost = statements(ops, SQLITE, self.max_state_bytes, self._written)
+        groups, lost = await paced_statements(ops, SQLITE, self.max_state_bytes, self._written)
         self.write_errors += lost
         if not groups:
             return

@@ -116,3 +116,36 @@ async def test_coalesced_saves_keep_the_first_time_as_created_at(tmp_path: Path)
             "SELECT created_at, updated_at FROM sessions WHERE id = 's'"
         ).fetchone()
     assert updated - created >= 0.04
+
+
+async def test_a_batch_is_encoded_a_few_rows_at_a_time_with_the_same_statements() -> None:
+    """The writer's encoding of a batch (redaction, JSON) gives the event loop back every few
+    rows, so a request never waits for a whole batch's; the statements are those of one pass."""
+    from proxy.store.batch import Finish, Insert, SaveState, paced_statements, statements
+    from proxy.store.dialect import SQLITE
+
+    ops: list[object] = []
+    for k in range(9):
+        report = {"session": "s", "warnings": [{"text": "key sk-abcdefghijklmnopqrstuvwx"}]}
+        ops.append(Insert({"id": f"r{k}", "created_at": 1.0, "model": "m", "report": report}))
+        ops.append(Finish(f"r{k}", {"status": 200}))
+    ops.append(Finish("earlier", {"status": 500}))
+    ops.append(SaveState("s", SessionState({"a": {"b": 1}}), None, 2.0, 2.0))
+    turns = 0
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            await asyncio.sleep(0)
+            turns += 1
+
+    counter = asyncio.create_task(count_turns())
+    await asyncio.sleep(0)
+    try:
+        paced = await paced_statements(ops, SQLITE, rows_per_turn=2)
+    finally:
+        counter.cancel()
+    assert paced == statements(ops, SQLITE)
+    assert turns >= 5  # 11 rows and states encoded, the loop's turn after every 2
+    insert_rows = next(rows for sql, rows in paced[0] if sql.startswith("INSERT INTO requests"))
+    assert all("sk-abc" not in str(row) for row in insert_rows)

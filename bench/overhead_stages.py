@@ -1,0 +1,298 @@
+"""Where the common request's added time goes: each stage of one request, timed in-process.
+
+    .venv/bin/python -m bench.overhead_stages [--messages 20] [--requests 2000] [--stream]
+    .venv/bin/python -m bench.overhead_stages --profile 40     # cProfile's top 40 instead
+
+The app ``ctxproxy serve`` runs (``create_app`` with its lifespan, the request log on a file, the
+garbage collector set as the server sets it) and the floor's handler (``bench.bare_relay``) are
+called as ASGI apps in this process, in alternation, with the bench's chat body
+(``bench.overhead_protocols.bodies``: 20 messages and Claude Code's tools, one session); the
+upstream is ``bench.upstream_server`` on loopback, called through the real upstream client. The
+stages are the functions the handler calls, wrapped with ``perf_counter`` (inclusive: a stage's
+time holds the stages it calls), one request at a time as a client at concurrency 1 sends them
+(the writer task wakes when its batch window ends, as in the server). The server's own HTTP
+parsing (uvicorn) is the same for both and not in these figures (``bench.overhead_protocols``
+measures over HTTP). The writer task's work (``paced_statements``: redacting and encoding the
+rows; the batch's write) comes after the request's answer, on the same loop: shown per request
+(a batch's whole time falls to the request during which it ran).
+
+Wall time on a shared machine swings: read the medians, and the difference to the floor."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import cProfile
+import dataclasses
+import functools
+import inspect
+import io
+import pstats
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.bare_relay import create_bare_app
+from bench.overhead import percentile, start
+from bench.overhead_protocols import PATHS, bodies, ctxproxy_config
+from tests.support.live import free_port
+
+WINDOW = 128_000
+
+
+class Stages:
+    """Per-request inclusive times of the wrapped functions (ms), and the writer's."""
+
+    def __init__(self) -> None:
+        self.current: dict[str, float] = {}
+        self.per_request: list[dict[str, float]] = []
+        self.enabled = True
+
+    def add(self, name: str, ms: float) -> None:
+        if self.enabled:
+            self.current[name] = self.current.get(name, 0.0) + ms
+
+    def wrap(self, name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        stages = self
+        if inspect.iscoroutinefunction(fn):
+
+            @functools.wraps(fn)
+            async def timed_async(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return await fn(*args, **kwargs)
+                finally:
+                    stages.add(name, (time.perf_counter() - t0) * 1000)
+
+            return timed_async
+
+        @functools.wraps(fn)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                stages.add(name, (time.perf_counter() - t0) * 1000)
+
+        return timed
+
+    def patch(self, owner: Any, attr: str, name: str) -> None:
+        wrapped = self.wrap(name, getattr(owner, attr))
+        try:
+            setattr(owner, attr, wrapped)
+        except (AttributeError, TypeError, ValueError):  # a frozen dataclass, a pydantic model
+            object.__setattr__(owner, attr, wrapped)
+
+    def next_request(self) -> None:
+        self.per_request.append(self.current)
+        self.current = {}
+
+
+def instrument(stages: Stages, app: Any) -> None:
+    """Wrap the stages of the chat handler and of what it calls."""
+    import proxy.rewrite.engine as engine_mod
+    import proxy.server.handler as handler_mod
+    import proxy.store.sqlite as sqlite_mod
+    from proxy.protocols.chat import CHAT
+    from proxy.rewrite.engine import Engine
+    from proxy.server.handler import ProtocolHandler
+
+    services = app.state.services
+    handler = app.state.handlers["chat"]
+    p = stages.patch
+    p(handler_mod, "header_dict", "headers")
+    p(services.principals, "of", "auth")
+    p(ProtocolHandler, "_read_body", "receive (ASGI)")
+    p(handler_mod, "read_body_json", "body memory (parse, validate)")
+    p(handler_mod, "redact_text", "model redaction")
+    p(handler_mod, "header_session", "session header")
+    p(services.settings, "upstream_for", "routing")
+    p(services.engine, "rewrite", "rewrite (all)")
+    p(CHAT, "lower", "  lower")
+    p(engine_mod, "session_key", "  session key")
+    p(services.store, "session", "  session hold (enter)")  # the context manager's creation
+    p(services.store, "load_state", "  session lookup")
+    p(services.store.cache_feedback, "get", "  cache feedback")
+    p(Engine, "_run", "  pipeline (rules)")
+    p(services.engine.costs, "summary", "  cache summary (report)")
+    p(engine_mod, "redact_state", "  state redaction")
+    p(services.store, "save_state", "  state save (queued)")
+    p(Engine, "_lift", "  lift, checks")
+    p(services.store, "insert_request", "log row queued")
+    handler.wire = dataclasses.replace(
+        handler.wire, forward=stages.wrap("upstream call (send, wait, read)", handler.wire.forward)
+    )
+    p(handler_mod, "rescue_overflow", "overflow check")
+    p(ProtocolHandler, "_answer", "answer (relay, row completion)")
+    p(ProtocolHandler, "_relay", "answer (relay, row completion)")
+    p(handler_mod, "raw_headers", "  response headers")
+    p(handler_mod, "usage_of", "  usage read")
+    p(handler_mod, "note_cache_usage", "  cache feedback noted")
+    p(handler, "_fields", "  row completion fields")
+    p(services.store, "finish_request", "  row completion queued")
+    for observer in services.observers.observers:
+        p(observer, "finished", f"  observer {type(observer).__name__}")
+    p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
+    p(services.store, "_write_batch", "writer: batch (encode, execute, commit)")
+
+
+def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
+    from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
+
+    headers = [
+        (b"host", b"127.0.0.1"),
+        (b"content-type", b"application/json"),
+        (b"authorization", b"Bearer sk-bench"),
+        (b"x-session-id", session.encode()),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": headers,
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 8080),
+        "extensions": {SIGNAL_KEY: {"signal": DisconnectSignal()}},
+        "state": {},
+    }
+
+
+async def call(app: Any, path: str, body: bytes, session: str) -> float:
+    """One request through ``app``; ms until its last body message was sent."""
+    sent = False
+    end = 0.0
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # never: the client stays
+        return {}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal end
+        if message["type"] == "http.response.start" and message["status"] != 200:
+            raise RuntimeError(f"status {message['status']}")
+        if message["type"] == "http.response.body" and not message.get("more_body"):
+            end = time.perf_counter()
+
+    t0 = time.perf_counter()
+    await app(scope_for(path, body, session), receive, send)
+    return (end - t0) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=20)
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--stream", action="store_true")
+    parser.add_argument("--protocol", choices=list(PATHS), default="chat")
+    parser.add_argument("--profile", type=int, metavar="TOP", help="cProfile's top functions")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-stages-"))
+    port = free_port()
+    root = f"http://127.0.0.1:{port}"
+    upstream = start(
+        [sys.executable, "-m", "bench.upstream_server", str(port)], f"{root}/v1/models"
+    )
+    try:
+        asyncio.run(run(args, tmp, root))
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+
+
+async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
+    from proxy.app import create_app
+    from proxy.server.heap import settle_heap
+    from proxy.settings import load_settings
+    from proxy.telemetry.jsonlog import configure
+
+    cfg = tmp / "ctxproxy.yaml"
+    cfg.write_text(ctxproxy_config(root, WINDOW))
+    settings = load_settings(cfg)
+    configure(settings.logging)
+    app = create_app(settings, db_path=str(tmp / "bench.db"))
+    app.state.log_stream = (tmp / "requests.log").open("w")  # as the bench's servers' stderr
+    app.state.setup_hooks.append(settle_heap)
+    floor = create_bare_app(settings.model_copy())  # its own: the stages wrap ctxproxy's
+    body = orjson.dumps(bodies(args.messages, args.stream)[args.protocol])
+    path = PATHS[args.protocol]
+    stages = Stages()
+    async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
+        instrument(stages, app)
+        totals: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
+        warm = 50
+        profile = cProfile.Profile() if args.profile else None
+        for r in range(args.requests + warm):
+            stages.enabled = r >= warm
+            for name, target in (("ctxproxy", app), ("floor", floor)):
+                if profile is not None and name == "ctxproxy" and r >= warm:
+                    profile.enable()
+                ms = await call(target, path, body, "stages")
+                if profile is not None:
+                    profile.disable()
+                if r >= warm:
+                    totals[name].append(ms)
+            if r >= warm:
+                stages.next_request()
+        await app.state.services.store.flush()
+    print_stages(args, body, totals, stages)
+    if profile is not None:
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.profile)
+        print(out.getvalue())
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(args.profile)
+        print(out.getvalue())
+
+
+def print_stages(
+    args: argparse.Namespace, body: bytes, totals: dict[str, list[float]], stages: Stages
+) -> None:
+    n = len(stages.per_request)
+    names: dict[str, None] = {}
+    for per in stages.per_request:
+        names.update(dict.fromkeys(per))
+    kind = "streaming" if args.stream else "non-streaming"
+    print(
+        f"\n{args.protocol}, {args.messages} messages ({len(body) / 1024:.0f} KB), {kind}, "
+        f"{n} requests (wall ms, in-process, inclusive)\n"
+    )
+    print("| stage | median | mean | p90 | p99 |")
+    print("|---|---|---|---|---|")
+    for label, values in (("ctxproxy, whole request", totals["ctxproxy"]),
+                          ("floor (bare relay), whole request", totals["floor"])):  # fmt: skip
+        print(
+            f"| {label} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} | "
+            f"{percentile(values, 0.9):.3f} | {percentile(values, 0.99):.3f} |"
+        )
+    diff = statistics.median(totals["ctxproxy"]) - statistics.median(totals["floor"])
+    print(f"| ctxproxy − floor (medians) | {diff:.3f} | | | |")
+    for name in names:
+        values = [per.get(name, 0.0) for per in stages.per_request]
+        print(
+            f"| {name} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} | "
+            f"{percentile(values, 0.9):.3f} | {percentile(values, 0.99):.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    with contextlib.suppress(KeyboardInterrupt):
+        main()
