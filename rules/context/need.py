@@ -24,7 +24,7 @@ from rules.context import digest, prune_stages
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.packs import load_pack
 
-RECENT_CALLS = 10  # "the agent's recent calls": the names used by the last this many tool calls
+RECENT_CALLS = 20  # "the agent's recent calls": the names used by the last this many tool calls
 # Used when the pack holds no figure for a kind: a needed result is copied from often, another
 # rarely (the measured figures are in rules/packs/reuse.yaml).
 DEFAULT_REUSE = {True: 0.3, False: 0.05}
@@ -81,19 +81,26 @@ def reuse(kind: str, needed: bool, age: int | None = None) -> float:
     return hit
 
 
-def recent_names(messages: list[Message], count: int = RECENT_CALLS) -> frozenset[str]:
-    """The names the last ``count`` tool calls' arguments use."""
-    out: set[str] = set()
-    seen = 0
-    for m in reversed(messages):
+Calls = list[tuple[int, frozenset[str]]]  # (message index, the names a call's arguments use)
+
+
+def recent_calls(messages: list[Message], count: int = RECENT_CALLS) -> Calls:
+    """The last ``count`` tool calls: each one's message index and the names its arguments use."""
+    out: Calls = []
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
         if m.get("role") != "assistant" or not m.get("tool_calls"):
             continue
         for c in reversed(tool_calls(m)):
-            out.update(digest.names(call_arguments_text(c)))
-            seen += 1
-            if seen >= count:
-                return frozenset(out)
-    return frozenset(out)
+            out.append((i, digest.names(call_arguments_text(c))))
+            if len(out) >= count:
+                return out
+    return out
+
+
+def _used_after(calls: Calls, index: int, names: frozenset[str]) -> bool:
+    """Whether a recent call after message ``index`` (so not the result's own) uses a name."""
+    return any(i > index and not used.isdisjoint(names) for i, used in calls)
 
 
 def _file_names(path: str) -> frozenset[str]:
@@ -119,7 +126,7 @@ def judge(
             edited.update(o.action.writes)
         if o.result_index in wanted:
             by_index[o.result_index] = o
-    used = recent_names(messages)
+    calls = recent_calls(messages)
     out: dict[int, Need] = {}
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
@@ -134,13 +141,13 @@ def judge(
             elif (
                 a.kind == "read"
                 and a.target not in written_after
-                and not used.isdisjoint(_file_names(a.target))
+                and _used_after(calls, o.call_index, _file_names(a.target))
             ):
-                why = "a read of a file recent calls work on"
-            elif used and not used.isdisjoint(
-                digest.names(text_of(messages[o.result_index].get("content")))
+                why = "a read of a file later recent calls work on"
+            elif calls and _used_after(
+                calls, o.call_index, digest.names(text_of(messages[o.result_index].get("content")))
             ):
-                why = "names it showed are used by recent calls"
+                why = "names it showed are used by later recent calls"
             out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why), turns))
         if a.kind == "write" and prune_stages.full_write(messages, o):
             written_after.add(a.target)  # rewritten whole: the read is stale (superseded)
