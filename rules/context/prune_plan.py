@@ -265,8 +265,8 @@ class Run:
             for i, reason in masks
             if drops or not needs[i].needed
         ]
-        if drops:  # the least likely to be copied from again first (the oldest among equals)
-            candidates.sort(key=lambda s: s.reuse)
+        if drops:  # needed ones last; the least likely to be copied from again first
+            candidates.sort(key=lambda s: (needs[s.first].needed, s.reuse))
         steps.extend(candidates)
         if drops and self.cfg.drop_turns:
             reuse = need.DEFAULT_REUSE[True]

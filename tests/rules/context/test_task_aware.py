@@ -116,7 +116,8 @@ def test_need_marks_reads_of_edited_files_and_names_in_use() -> None:
     assert not again[reads["pkg/m1.py"]].needed  # rewritten whole: stale (superseded instead)
     assert judged[reads["pkg/m3.py"]].needed and "recent calls" in judged[reads["pkg/m3.py"]].why
     assert not judged[reads["pkg/m5.py"]].needed
-    assert judged[reads["pkg/m3.py"]].reuse > judged[reads["pkg/m5.py"]].reuse
+    # the chance of reuse comes from the measured pack, by kind, need and age
+    assert all(0 < judged[i].reuse <= 1 for i in reads.values())
 
 
 def test_a_compaction_the_budget_does_not_force_leaves_needed_results_whole() -> None:
