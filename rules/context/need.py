@@ -3,14 +3,15 @@ section 4: elide by what the task still needs, not by age).
 
 It may when:
 - it is a read of a file the conversation edits, and the file was not rewritten whole since (a
-  later whole write supersedes it), or of a file the agent's recent calls name: the agent copies
-  ``old_str`` lines from such reads;
-- the names it showed (paths, identifiers, ids: ``digest.names``) are used by the agent's recent
-  calls: a listing or search whose paths the work is following.
+  later whole write supersedes it), or of a file a later call among the agent's last
+  ``RECENT_CALLS`` names (its own call aside): the agent copies ``old_str`` lines from such reads;
+- the names it showed (paths, identifiers, ids: ``digest.names``) are used by a later call among
+  the last ``RECENT_CALLS``: a listing or search whose paths the work is following.
 
-Each result gets the probability that a later call copies something from it (``REUSE``: measured
-on the trace corpus by ``bench/next_action.py --learn``, by action kind and whether it is needed);
-``schedule`` charges an elision that probability times the cost of the re-read it would force."""
+Each result gets the probability that a later call copies something from it (``reuse``: measured
+on the trace corpus by ``bench/next_action.py --learn``, in ``rules/packs/reuse.yaml``, by action
+kind, whether it is needed and its age); ``schedule`` charges an elision that probability times
+the cost of the re-read it would force."""
 
 from __future__ import annotations
 
