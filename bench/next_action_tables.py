@@ -1,0 +1,60 @@
+"""The tables ``bench.next_action`` prints: literals kept by configuration and age, losses by
+what elided their source, the ``--learn`` rates; and the header of the pack it writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.copied_literals import AGE_BUCKETS
+
+
+def _pct(kept: int, n: int) -> str:
+    return f"{kept / n:.1%}" if n else "—"
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    heads = " | ".join(f"kept, age {b}" for b in AGE_BUCKETS)
+    print(f"| configuration | literals | kept % | {heads} | requests |")
+    print("|---|---:|---:|" + "---:|" * len(AGE_BUCKETS) + "---:|")
+    for r in rows:
+        ages = " | ".join(
+            f"{_pct(a['kept'], a['literals'])} of {a['literals']:,}" for a in r["by_age"].values()
+        )
+        print(
+            f"| {r['configuration']} | {r['literals']:,} | {_pct(r['kept'], r['literals'])} "
+            f"| {ages} | {r['requests']:,} |"
+        )
+    stages = sorted({s for r in rows for s in r["losses"]})
+    print(
+        "\nLost literals by what elided their source result; kept ones whose source result was "
+        "elided, by where they survived:\n"
+    )
+    print("| configuration | lost | " + " | ".join(f"lost: {s}" for s in stages), end="")
+    print(" | kept, source elided: in inject's block | elsewhere |")
+    print("|---|---:|" + "---:|" * (len(stages) + 2))
+    for r in rows:
+        lost = r["literals"] - r["kept"]
+        cells = "".join(f" | {r['losses'].get(s, 0):,}" for s in stages)
+        saved = r["kept_though_elided"]
+        print(
+            f"| {r['configuration']} | {lost:,}{cells} | {saved.get('inject', 0):,} "
+            f"| {saved.get('elsewhere', 0):,} |"
+        )
+
+
+PACK_HEADER = """\
+# How likely a later tool call copies something (a line, a path, a name) from an earlier tool
+# result, by the result's action kind and whether prune's need judgement (rules/context/need.py)
+# calls it needed, and a factor by its age in assistant turns. prune charges eliding a result
+# this probability times the re-read it would force. Measured on the trace corpus by the
+# command in ``source`` (bench/reuse_learn.py says how).
+"""
+
+
+def print_learn(table: dict[str, dict[str, list[int]]]) -> None:
+    print("\nP(copied later | bucket), over (request, earlier tool result) pairs:\n")
+    print("| feature | bucket | samples | copied later | P |")
+    print("|---|---|---:|---:|---:|")
+    for feature, cells in table.items():
+        for value, (n, k) in sorted(cells.items()):
+            print(f"| {feature} | {value} | {n:,} | {k:,} | {_pct(k, n)} |")
