@@ -24,13 +24,13 @@ from proxy.store.batch import Finish as _Finish
 from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
-from proxy.store.batch import decode_row as _decode_row
 from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
+from proxy.store.sqlite_reads import SqliteReads
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_CACHE_ENTRIES,
@@ -60,7 +60,7 @@ _ROW_ERRORS = (
 log = logging.getLogger("ctxproxy.store")
 
 
-class SQLiteStore:
+class SQLiteStore(SqliteReads):
     kind = "sqlite"
     dialect = SQLITE
     rows_dropped = 0  # never: the queue is in memory and the file is local
@@ -319,48 +319,6 @@ class SQLiteStore:
 
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
         self._enqueue(_Finish(request_id, dict(fields)))
-
-    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
-        async with self.reader.execute(sql, params) as cur:
-            return await cur.fetchone()
-
-    async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
-        async with self.reader.execute(sql, params) as cur:
-            return list(await cur.fetchall())
-
-    async def get_request(self, request_id: str) -> dict[str, Any] | None:
-        row = await self.fetchrow(SQLITE.get_request, (request_id,))
-        return _decode_row(row) if row else None
-
-    async def list_requests(
-        self,
-        session: str | None = None,
-        model: str | None = None,
-        status: int | None = None,
-        limit: int = 50,
-        after_created: float | None = None,
-        principal: str | None = None,
-    ) -> list[dict[str, Any]]:
-        sql, params = SQLITE.list_requests(session, model, status, limit, after_created, principal)
-        return [_decode_row(r) for r in await self._fetch(sql, params)]
-
-    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
-        return [dict(r) for r in await self._fetch(SQLITE.list_sessions, (limit,))]
-
-    async def recent_sessions(
-        self, scan: int, limit: int, principal: str | None = None
-    ) -> list[dict[str, Any]]:
-        """Sessions seen in the latest ``scan`` requests, with totals; two indexed queries."""
-        sql, params = SQLITE.recent_session_ids(scan, limit, principal)
-        ids = [r[0] for r in await self._fetch(sql, params)]
-        if not ids:
-            return []
-        sql, _ = SQLITE.session_totals(len(ids))
-        return [dict(r) for r in await self._fetch(sql, ids)]
-
-    async def _fetch(self, sql: str, params: Any) -> list[aiosqlite.Row]:
-        async with self.reader.execute(sql, params) as cur:
-            return list(await cur.fetchall())
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,61 @@
+"""The SQLite store's reads of the request log (``ctxproxy logs`` / ``show``, ``/ui``,
+``/metrics``), on its reader connection: they never wait behind the writer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiosqlite
+
+from proxy.store.batch import decode_row as _decode_row
+from proxy.store.dialect import SQLITE
+
+
+class SqliteReads:
+    """The reads of ``proxy.store.base.Store`` for ``SQLiteStore`` (its ``reader`` connection)."""
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        raise NotImplementedError  # SQLiteStore's
+
+    async def fetchrow(self, sql: str, params: tuple[Any, ...]) -> Any:
+        async with self.reader.execute(sql, params) as cur:
+            return await cur.fetchone()
+
+    async def fetchall(self, sql: str, params: tuple[Any, ...]) -> list[Any]:
+        async with self.reader.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def get_request(self, request_id: str) -> dict[str, Any] | None:
+        row = await self.fetchrow(SQLITE.get_request, (request_id,))
+        return _decode_row(row) if row else None
+
+    async def list_requests(
+        self,
+        session: str | None = None,
+        model: str | None = None,
+        status: int | None = None,
+        limit: int = 50,
+        after_created: float | None = None,
+        principal: str | None = None,
+    ) -> list[dict[str, Any]]:
+        sql, params = SQLITE.list_requests(session, model, status, limit, after_created, principal)
+        return [_decode_row(r) for r in await self._fetch(sql, params)]
+
+    async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
+        return [dict(r) for r in await self._fetch(SQLITE.list_sessions, (limit,))]
+
+    async def recent_sessions(
+        self, scan: int, limit: int, principal: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Sessions seen in the latest ``scan`` requests, with totals; two indexed queries."""
+        sql, params = SQLITE.recent_session_ids(scan, limit, principal)
+        ids = [r[0] for r in await self._fetch(sql, params)]
+        if not ids:
+            return []
+        sql, _ = SQLITE.session_totals(len(ids))
+        return [dict(r) for r in await self._fetch(sql, ids)]
+
+    async def _fetch(self, sql: str, params: Any) -> list[aiosqlite.Row]:
+        async with self.reader.execute(sql, params) as cur:
+            return list(await cur.fetchall())
