@@ -40,7 +40,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from rules.activity.observations import load_arguments, observations
+from rules.activity.observations import load_arguments
 from rules.base import Message
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, call_arguments_text, role, text_of, tool_calls
 
@@ -66,10 +66,6 @@ _CAMEL = re.compile(r"[a-z][A-Z]")
 _HEXISH = re.compile(r"[0-9a-fA-F-]{6,200}")
 _LETTER = re.compile(r"[A-Za-z]")
 MIN_SAMPLES = 20  # a pack's bucket needs this many samples
-KINDS = ("read", "search", "list", "run", "write", "other")
-_SEARCH_TOOLS = {"grep", "search", "searchfiles", "searchdir", "searchfile", "findfile"}
-# a search command anywhere in a pipeline or a list; bounded: read on the first 2,000 characters
-_SEARCH_CMD = re.compile(r"(?:^|[|;&(])[ \t]*(?:git[ \t]+grep|grep|rg|ag|ack|egrep)\b")
 
 
 def _token_shape(token: str) -> bool:
@@ -206,20 +202,6 @@ def _copied_at(
 
 
 # ---------------------------------------------------------------- reuse samples
-
-
-def result_kinds(messages: list[Message]) -> dict[int, str]:
-    """Tool result index -> its call's action kind (search split from run, plan as other)."""
-    out: dict[int, str] = {}
-    for obs in observations(messages):
-        kind = obs.action.kind
-        tool = re.sub(r"[^a-z]", "", obs.action.tool.lower()[:64])
-        if tool in _SEARCH_TOOLS or (
-            kind == "run" and _SEARCH_CMD.search(obs.action.command[:2000])
-        ):
-            kind = "search"
-        out[obs.result_index] = kind if kind in KINDS else "other"
-    return out
 
 
 def learn_table(learn: Counter[tuple[str, bool, str, bool]]) -> dict[str, dict[str, list[int]]]:
