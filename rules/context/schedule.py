@@ -191,14 +191,17 @@ def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, floa
 def cached_after(first: int, prefix_tokens: Sequence[int], cached0: int, facts: CacheFacts) -> int:
     """Tokens still read from the cache when the prompt changes from message ``first`` on: the
     tokens before it, or, on a breakpoint cache (``lookback_messages``) with the edit further
-    back than the lookback, only the first message's (where the system prompt's breakpoint is)."""
+    back than the lookback, only the first message's (where the system prompt's breakpoint is);
+    none when that is shorter than the provider's minimum cacheable prefix."""
     n = len(prefix_tokens) - 1  # prefix_tokens[i]: tokens before message i; one more entry
     if first >= n:
         return cached0
     lookback = facts.lookback_messages
     if lookback is not None and n - first > lookback:
         first = min(first, 1)  # the first message: the system prompt's breakpoint, about
-    return min(cached0, prefix_tokens[first])
+    kept = min(cached0, prefix_tokens[first])
+    # a prefix shorter than the provider's minimum is never cached: all of it is re-billed
+    return kept if kept >= facts.min_prefix_tokens else 0
 
 
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:

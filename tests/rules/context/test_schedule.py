@@ -226,8 +226,21 @@ def test_a_breakpoint_cache_rebills_all_but_the_first_message_past_its_lookback(
     """On Anthropic's cache (``lookback_messages``) an edit further back than the lookback
     leaves only the system prompt's breakpoint cached; a plain prefix cache keeps all before."""
     prefix = [100 * i for i in range(41)]  # 40 messages of 100 tokens
-    plain, anthropic = CacheFacts(), CacheFacts(lookback_messages=10)
+    plain = CacheFacts(min_prefix_tokens=50)
+    anthropic = CacheFacts(lookback_messages=10, min_prefix_tokens=50)
     assert schedule.cached_after(35, prefix, 4000, anthropic) == 3500  # within the lookback
     assert schedule.cached_after(20, prefix, 4000, anthropic) == 100  # past it
     assert schedule.cached_after(20, prefix, 4000, plain) == 2000
     assert schedule.cached_after(40, prefix, 4000, anthropic) == 4000  # nothing changed
+
+
+def test_what_stays_before_an_edit_is_cached_only_from_the_minimum_prefix() -> None:
+    """A prefix shorter than the provider's minimum is never cached: an edit that leaves less
+    before it re-bills the whole prompt (Anthropic's system prompt of a few hundred tokens, or
+    an early edit on a prefix cache)."""
+    prefix = [100 * i for i in range(41)]
+    anthropic = CacheFacts(lookback_messages=10, min_prefix_tokens=1024)
+    plain = CacheFacts(min_prefix_tokens=1024)
+    assert schedule.cached_after(20, prefix, 4000, anthropic) == 0  # the system prompt: 100
+    assert schedule.cached_after(8, prefix, 4000, plain) == 0  # 800 tokens before the edit
+    assert schedule.cached_after(11, prefix, 4000, plain) == 1100
