@@ -128,6 +128,11 @@ _INLINE_KEY_CHARS = 262_144
 _MAX_FAILED = 256  # texts remembered as failed, per counter
 
 
+# tools lists held by identity, by their serialised bytes (parsed: ~6x that, shared with the
+# bodies the body memory keeps); past it, a list is counted by its bytes' digest again
+TOOL_LIST_BYTES = 2_000_000
+
+
 class TiktokenCounter:
     """A TokenCounter for one encoding, caching counts per text in an LRU bounded by the characters
     it holds. Thread-safe: a large request's pipeline may run in a worker thread."""
@@ -142,6 +147,10 @@ class TiktokenCounter:
         self._cache_chars = cache_chars
         self._held = 0
         self._schemas = _Schemas(min(cache_chars, 4_000_000))
+        # the last tools lists counted, by identity: the body memory hands a session's next
+        # request the very list it parsed before, so its count needs no serialising at all
+        self._tool_lists: OrderedDict[int, tuple[Sequence[Any], int, int]] = OrderedDict()
+        self._tool_bytes = 0  # the serialised size of the lists held
         self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
@@ -202,6 +211,9 @@ class TiktokenCounter:
     def count_tools(self, tools: Sequence[Any] | None) -> int:
         if not tools:
             return 0
+        known = self._tool_lists.get(id(tools))
+        if known is not None and known[0] is tools:  # the entry holds the list: ids not reused
+            return known[1]
         # keyed by the schema's bytes: an agent sends the same tools (tens of kB) every request,
         # and decoding and hashing them as text cost more than the count's lookup
         data = orjson.dumps(list(tools))
@@ -209,6 +221,12 @@ class TiktokenCounter:
         if n is None:
             n = self.count_text(data.decode())
             self._schemas.keep(data, n)
+        with self._lock:
+            old = self._tool_lists.pop(id(tools), None)
+            self._tool_bytes += len(data) - (old[2] if old else 0)
+            self._tool_lists[id(tools)] = (tools, n, len(data))
+            while self._tool_bytes > TOOL_LIST_BYTES and self._tool_lists:
+                self._tool_bytes -= self._tool_lists.popitem(last=False)[1][2]
         return n
 
 

@@ -3,6 +3,11 @@ the providers' estimates (``rules.media``), in the count and in measure's sectio
 
 from __future__ import annotations
 
+import copy
+
+import pytest
+
+from proxy import tokens
 from proxy.tokens import (
     PER_MESSAGE_OVERHEAD,
     RequestTokens,
@@ -39,6 +44,28 @@ def test_counts_are_real_and_cached() -> None:
     grown = [*msgs, {"role": "assistant", "content": "x y"}, {"role": "user", "content": "z"}]
     assert counter.count_messages(grown) > first
     assert len(calls) == 52  # growing by two messages cost two messages of counting
+
+
+def test_a_tools_list_seen_again_is_counted_by_identity_within_a_byte_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The body memory hands a session's next request the tools list it parsed before: its count
+    is then found without serialising it. An equal list parsed anew is found by its bytes; the
+    lists held by identity stay within ``TOOL_LIST_BYTES``."""
+    counter = TiktokenCounter("cl100k_base")
+    tools = [{"type": "function", "function": {"name": f"tool_{i}", "parameters": {}}}
+             for i in range(20)]  # fmt: skip
+    n = counter.count_tools(tools)
+    dumps = []
+    real = tokens.orjson.dumps
+    monkeypatch.setattr(tokens.orjson, "dumps", lambda v, *a: dumps.append(v) or real(v, *a))
+    assert counter.count_tools(tools) == n and dumps == []
+    assert counter.count_tools(copy.deepcopy(tools)) == n and len(dumps) == 1
+    monkeypatch.setattr(tokens, "TOOL_LIST_BYTES", 5_000)
+    for _ in range(20):
+        counter.count_tools(copy.deepcopy(tools))
+    assert counter._tool_bytes <= 5_000
+    assert counter._tool_bytes == sum(size for _, _, size in counter._tool_lists.values())
 
 
 def test_counters_are_shared_per_encoding() -> None:
