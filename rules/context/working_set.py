@@ -38,6 +38,7 @@ from rules.messages import (
 )
 from rules.redact import redact_text
 from rules.report import WorkingSetSummary
+from rules.text_cache import text_cache
 
 NAMESPACE = "working_set"
 DIAGNOSTICS_MEMO = "open_diagnostics"  # its ``Context.table``: a ledger -> its diagnostics
@@ -199,7 +200,13 @@ def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
 def _task_text(message: Message, limit: int) -> str:
     """A user turn as the ledger keeps it: redacted, then clipped. Only a prefix is redacted,
     with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more."""
-    return _clip(redact_text(_user_text(message)[: 4 * limit + 256]), limit)
+    return _redacted_clip(_user_text(message)[: 4 * limit + 256], limit)
+
+
+# the latest user turn is the same on every request of an agent's tool loop
+@text_cache(max_chars=1_000_000, max_text_chars=100_000)
+def _redacted_clip(text: str, limit: int) -> str:
+    return _clip(redact_text(text), limit)
 
 
 def build(
