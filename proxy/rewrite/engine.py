@@ -57,10 +57,11 @@ class _Request:
     sid: str
     budget: int | None  # a lower budget for this call only
     heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
+    named_model: str | None = None  # the model, where the body does not name it (Gemini's path)
 
     @property
     def model(self) -> str:
-        return str(self.body["model"])
+        return self.named_model if self.named_model is not None else str(self.body["model"])
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Rewritten:
     parent_session_id: str | None  # scoped too
     protocol: str = "chat"
     data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
+    model: str | None = None  # the model, where the body does not name it (Gemini's path)
 
     @property
     def principal(self) -> str:
@@ -220,13 +222,15 @@ class Engine:
         adapter: Adapter = CHAT,
         principal: str = ANONYMOUS,
         fresh: int | None = None,
+        model: str | None = None,
     ) -> Rewritten:
         """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
         only (the overflow rescue's). ``session_id`` and ``parent_session_id`` name sessions as
         the client does; everything is kept under ``principal`` (``proxy.principals``).
         ``fresh``: how many of the body's ``raw_size`` bytes the session's previous body did not
         have (``BodyMemory.read``; all of them when not known): with its items, the work that
-        decides whether it runs in the worker thread."""
+        decides whether it runs in the worker thread. ``model``: the model, where the body does
+        not name it (Gemini's is the path's)."""
         heavy = self.offload.heavy(raw_size if fresh is None else fresh, items_of(body))
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
@@ -237,10 +241,11 @@ class Engine:
             else scoped(principal, session_id or session_key(headers, body, []))
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        sid = scoped(principal, session_id or session_key(headers, body, lowered.messages))
+        keyed = lowered.messages if lowered.session_view is None else lowered.session_view
+        sid = scoped(principal, session_id or session_key(headers, body, keyed))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
-        request = _Request(body, lowered, adapter, now, sid, budget, heavy)
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
@@ -375,7 +380,9 @@ class Engine:
         )
         await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
-        return Rewritten(forwarded, outcome.report, sid, parent, request.adapter.name, data)
+        return Rewritten(
+            forwarded, outcome.report, sid, parent, request.adapter.name, data, request.named_model
+        )
 
     def _lift(
         self, ctx: Context, request: _Request, outcome: PipelineOutcome

@@ -1,0 +1,136 @@
+"""Gemini ``generateContent`` (``POST /v1beta/models/{model}:generateContent``,
+``:streamGenerateContent``, ``:countTokens``) to and from the chat view.
+
+Lowering (``gemini_lower``): the system instruction a system message; a ``model`` content an
+assistant message with its calls; a ``user`` content its function responses as tool messages and
+its other parts as user messages. Gemini's pairing rule (N calls, then N responses in order) is
+the chain rules' own once lowered, so ``repair_tool_chain`` mends it: a response restored twice
+(Gemini CLI's resume), orphans, missing responses, drifted or reused ids.
+
+Lifting (``gemini_lift``) writes the rules' edits back as patches on the client's contents:
+untouched contents are the client's objects, and a changed one keeps every part the rules did
+not touch as sent (``thoughtSignature``, ``inlineData``, unknown fields, ids, order)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from proxy.protocols.base import TAG, Lowered
+from proxy.protocols.gemini_checks import pairing_violations
+from proxy.protocols.gemini_lift import lift_contents
+from proxy.protocols.gemini_lower import lower_contents
+from proxy.protocols.gemini_parts import State, is_text, make_text, parts_of
+from proxy.protocols.gemini_prefix import LoweredMemory
+from proxy.protocols.patching import patch_blocks
+from rules.base import Message
+from rules.messages import text_of, without_harness
+
+
+class GeminiAdapter:
+    name = "gemini"
+
+    def __init__(self) -> None:
+        self.memory = LoweredMemory()  # each session's last lowering (prefix reuse)
+
+    def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
+        """``session``: a key naming the request's session (None: nothing reused or kept)."""
+        messages, st = self.memory.lowered(body, session, lower_contents)
+        lowered = Lowered(messages, _tools(body.get("tools")), [], st)
+        lowered.session_view = session_view(messages)
+        return lowered
+
+    def lift(
+        self,
+        body: dict[str, Any],
+        lowered: Lowered,
+        messages: list[Message],
+        hashes: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        st: State = lowered.state
+        if messages is lowered.messages:
+            return body
+        contents, system = lift_contents(st, messages)
+        forwarded = dict(body)
+        forwarded["contents"] = contents
+        key = st.system_key
+        if key is not None and "s" in st.parts:
+            part = st.parts["s"]
+            if system is None:  # the rules dropped it: its text goes, the rest stays
+                system = {"content": ""}
+            if system is not part.lowered and system.get("content") != part.lowered["content"]:
+                forwarded[key] = _patched_system(body[key], part.lowered["content"], system)
+        return forwarded
+
+    def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
+        return pairing_violations(forwarded.get("contents"))
+
+    def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
+        """The model's thought parts (Gemini CLI drops them from the history; others keep them)."""
+        found: list[str] = []
+        contents = body.get("contents")
+        for content in contents if isinstance(contents, list) else []:
+            for p in parts_of(content):
+                if isinstance(p, dict) and p.get("thought") and isinstance(p.get("text"), str):
+                    found.append(p["text"])
+        return {"thinking": "\n".join(found)} if found else {}
+
+
+def session_view(messages: list[Message]) -> list[Message]:
+    """What names a Gemini conversation when no header does (``session_key``): the system
+    instruction and the first user text that is the user's own, without the environment Gemini
+    CLI puts before it (its ``<session_context>``, regenerated on every resume: the folder
+    listing changes). A resumed CLI session keeps both, so it stays one proxy session."""
+    out: list[Message] = []
+    system = user = False
+    for m in messages:
+        r = m.get("role")
+        if r == "system" and not system:
+            out.append(m)
+            system = True
+        elif r == "user" and not user:
+            text = without_harness(text_of(m.get("content"))).strip()
+            if text:
+                out.append({"role": "user", "content": text})
+                user = True
+        if user:
+            break
+    return out
+
+
+def _patched_system(system: Any, old: str, new: Message) -> Any:
+    text = text_of(new.get("content"))
+    if isinstance(system, str):
+        return text
+    parts = patch_blocks(parts_of(system), old, text, is_text, make_text)
+    return {**system, "parts": parts}
+
+
+def _tools(tools: Any) -> list[Any] | None:
+    """The function declarations as the rules read them (``parametersJsonSchema`` or the
+    OpenAPI-style ``parameters``); other tools (``googleSearch``, ``codeExecution``) are
+    Gemini's own and have no calls in ``contents``."""
+    if not isinstance(tools, list):
+        return None
+    out: list[Any] = []
+    for tool in tools:
+        declarations = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        if not isinstance(declarations, list):
+            declarations = tool.get("function_declarations") if isinstance(tool, dict) else None
+        for d in declarations if isinstance(declarations, list) else []:
+            if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+                continue
+            fn: dict[str, Any] = {"name": d["name"], "description": d.get("description", "")}
+            schema = d.get("parametersJsonSchema", d.get("parameters"))
+            if isinstance(schema, dict):
+                fn["parameters"] = schema
+            out.append({"type": "function", "function": fn})
+    return out
+
+
+def untagged(messages: list[Message]) -> list[Message]:
+    """``messages`` without the provenance tag (for tests and benches)."""
+    return [{k: v for k, v in m.items() if k != TAG} for m in messages]
+
+
+GEMINI = GeminiAdapter()
