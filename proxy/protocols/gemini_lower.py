@@ -94,7 +94,7 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
             continue
         cid = call.get("id")
         if not isinstance(cid, str) or not cid:
-            cid = f"{SYNTHETIC_PREFIX}{i}.{j}"
+            cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
             st.synthetic.add(cid)
         name = call.get("name")
         fn = {"name": name, "arguments": arguments_of(call)}
@@ -149,7 +149,7 @@ def _lower_user(
                 open_calls.remove(match)
                 cid = match[1]
             else:
-                cid = f"{SYNTHETIC_PREFIX}{i}.{j}"
+                cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
                 st.synthetic.add(cid)
         msg = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
         if isinstance(name, str):
