@@ -46,12 +46,30 @@ import orjson
 
 from bench.overhead import only_running, percentile, start
 from bench.protocol_convert import anthropic_tools, to_anthropic, to_responses
+from bench.protocol_convert_gemini import gemini_path, to_gemini
 from bench.workloads import agent_conversation
 from tests.support.live import free_port
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "agents" / "samples"
-MODELS = {"chat": "gpt-4o", "messages": "claude-opus-5-5", "responses": "gpt-5.5"}
-PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
+MODELS = {
+    "chat": "gpt-4o",
+    "messages": "claude-opus-5-5",
+    "responses": "gpt-5.5",
+    "gemini": "gemini-2.5-flash",
+}
+PATHS = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "gemini": gemini_path(MODELS["gemini"], False),
+}
+
+
+def path_of(protocol: str, stream: bool) -> str:
+    """A protocol's path (Gemini's names the model and, streaming, the method and ``alt=sse``)."""
+    return gemini_path(MODELS["gemini"], stream) if protocol == "gemini" else PATHS[protocol]
+
+
 WINDOW = 128_000
 
 
@@ -96,7 +114,8 @@ def bodies(n_messages: int, stream: bool) -> dict[str, dict[str, Any]]:
                 "prompt_cache_key"):  # fmt: skip
         if key in codex:
             responses[key] = codex[key]
-    return {"chat": chat, "messages": anthropic, "responses": responses}
+    gemini = to_gemini({**chat, "model": MODELS["gemini"]}).body  # the model is the path's
+    return {"chat": chat, "messages": anthropic, "responses": responses, "gemini": gemini}
 
 
 def ctxproxy_config(upstream_root: str, window: int) -> str:
@@ -105,6 +124,10 @@ def ctxproxy_config(upstream_root: str, window: int) -> str:
         "  - name: anthropic-bench\n"
         '    match: ["claude-*"]\n'
         "    kind: anthropic\n"
+        f"    base_url: {upstream_root}\n"
+        "  - name: gemini-bench\n"
+        '    match: ["gemini-*"]\n'
+        "    kind: gemini\n"
         f"    base_url: {upstream_root}\n"
         "  - name: openai-bench\n"
         '    match: ["*"]\n'
@@ -121,6 +144,11 @@ def litellm_config(upstream_root: str) -> str:
         f"  - model_name: {MODELS['messages']}\n"
         "    litellm_params:\n"
         f"      model: anthropic/{MODELS['messages']}\n"
+        f"      api_base: {upstream_root}\n"
+        "      api_key: sk-bench\n"
+        f"  - model_name: {MODELS['gemini']}\n"
+        "    litellm_params:\n"
+        f"      model: gemini/{MODELS['gemini']}\n"
         f"      api_base: {upstream_root}\n"
         "      api_key: sk-bench\n"
         f"  - model_name: {MODELS['chat']}\n"
@@ -142,6 +170,7 @@ HEADERS = {
     "authorization": "Bearer sk-bench",
     "x-api-key": "sk-bench",
     "anthropic-version": "2023-06-01",
+    "x-goog-api-key": "sk-bench",
 }
 
 
@@ -303,7 +332,7 @@ def measure_cell(
         async with httpx.AsyncClient(timeout=120, limits=limits) as client:
             for r in range(args.rounds + 1):  # round 0 warms up (sessions, connections, caches)
                 for protocol, target in plan:
-                    url = bases[target] + PATHS[protocol]
+                    url = bases[target] + path_of(protocol, stream)
                     sessions = [f"bench-{cell}-{protocol}-{k}" for k in range(conc)]
                     sink: list[float] = [] if r == 0 else latencies[protocol, target]
                     extra = overheads[protocol] if r and target == "ctxproxy" else None
@@ -348,7 +377,7 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
     from bench.golden import settings_for
     from proxy.rewrite.engine import Engine
     from proxy.server.heap import settle_heap
-    from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
+    from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
     from proxy.store.sqlite import Store
     from proxy.tokens import TokenCounters
 
@@ -360,6 +389,7 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
             ("chat", CHAT_WIRE),
             ("messages", MESSAGES_WIRE),
             ("responses", RESPONSES_WIRE),
+            ("gemini", GEMINI_WIRE),
         )
     }
 
@@ -386,8 +416,10 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
                         session = f"cpu-{n_msgs}-{protocol}"
                         t0 = time.thread_time()
                         body = memory.parse(raw, session)
+                        model = MODELS["gemini"] if protocol == "gemini" else None
                         done = await engine.rewrite(
                             body, {}, now=1000.0 + r, session_id=session, adapter=adapter,
+                            model=model,
                         )  # fmt: skip
                         if done.body is not body and done.data is None:  # as the server does
                             orjson.dumps(done.body)

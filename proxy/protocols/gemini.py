@@ -63,13 +63,36 @@ class GeminiAdapter:
         return forwarded
 
     def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
-        return pairing_violations(forwarded.get("contents"))
+        """The pairing rule on the forwarded contents, resumed past what the session's previous
+        request forwarded as the same objects and found sound."""
+        st: State = lowered.state
+        contents = forwarded.get("contents")
+        start = 0
+        if st.checked is not None and isinstance(contents, list):
+            old, sound = st.checked
+            limit = min(len(old), len(contents), sound)
+            while start < limit and old[start] is contents[start]:
+                start += 1
+        found = pairing_violations(contents, start=start)
+        if isinstance(contents, list):
+            st.checked = (contents, 0 if found else len(contents))
+        return found
 
     def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
-        """The model's thought parts (Gemini CLI drops them from the history; others keep them)."""
-        found: list[str] = []
+        """The model's thought parts (Gemini CLI drops them from the history; others keep them).
+        ``lowered``: the request ``body`` is (or was lifted from): of the client's contents, only
+        those its lowering found a thought part in are read."""
         contents = body.get("contents")
-        for content in contents if isinstance(contents, list) else []:
+        if not isinstance(contents, list):
+            return {}
+        st: State | None = lowered.state if lowered is not None else None
+        if st is not None and contents is st.contents:
+            contents = [contents[i] for i in sorted(st.thoughts)]
+        elif st is not None:  # forwarded: the client's contents without a thought are skipped
+            plain = {id(c) for i, c in enumerate(st.contents) if i not in st.thoughts}
+            contents = [c for c in contents if id(c) not in plain]
+        found: list[str] = []
+        for content in contents:
             for p in parts_of(content):
                 if isinstance(p, dict) and p.get("thought") and isinstance(p.get("text"), str):
                     found.append(p["text"])

@@ -10,12 +10,19 @@ from typing import Any
 from proxy.protocols.gemini_parts import call_of, parts_of, response_of
 
 
-def pairing_violations(contents: Any, limit: int = 20) -> list[str]:
-    """What Gemini would refuse in ``contents`` (empty: nothing), at most ``limit`` findings."""
+def pairing_violations(contents: Any, limit: int = 20, start: int = 0) -> list[str]:
+    """What Gemini would refuse in ``contents`` (empty: nothing), at most ``limit`` findings.
+    ``start``: the contents before it are known to hold nothing (a check of the same objects)."""
     found: list[str] = []
     items = contents if isinstance(contents, list) else []
+    start = min(start, len(items))
     pending: list[dict[str, Any]] = []  # the calls of the model turn just before
-    for i, content in enumerate(items):
+    if start:
+        before = items[start - 1]
+        if isinstance(before, dict) and before.get("role") == "model":
+            pending = [c for c in map(call_of, parts_of(before)) if c is not None]
+    for i in range(start, len(items)):
+        content = items[i]
         if len(found) >= limit:
             break
         parts = parts_of(content)

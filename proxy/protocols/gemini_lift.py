@@ -13,6 +13,7 @@ other and one of them is not the client's own, they are merged: roles alternate 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -33,29 +34,67 @@ from proxy.protocols.patching import patch_blocks
 from rules.base import Message
 from rules.messages import call_id, call_name, role, text_of, tool_calls
 
+# A content as lifted, and whether it is the client's own object (untouched)
+Lifted = tuple[Any, bool]
+
+
+@dataclass(frozen=True)
+class Lifting:
+    """A request's lifting, by group (a system message, a model turn, a run of user-side
+    messages): where each group's messages end, and its contents. Never changed once kept."""
+
+    messages: list[Message]
+    ends: list[int]
+    values: list[list[Lifted]]
+    system: Message | None
+
 
 def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Message | None]:
-    """The contents to forward and the system message as the rules left it (None: none)."""
-    out: list[Any] = []
+    """The contents to forward and the system message as the rules left it (None: none).
+
+    The groups the session's previous request lifted from the very same message objects are
+    reused (``st.lifted``): a message object is the same only where its client content is (the
+    lowering reuses its messages for identical contents only), and a group ending before the
+    first message that differs is made of the same messages and ends there again."""
+    prev: Lifting | None = st.lifted
+    n = len(messages)
+    ends: list[int] = []
+    values: list[list[Lifted]] = []
     system: Message | None = None
-    calls: list[dict[str, Any]] = []  # the tool calls of the last assistant message
-    k, n = 0, len(messages)
+    k = 0
+    if prev is not None:
+        limit = min(n, len(prev.messages))
+        same = 0
+        while same < limit and prev.messages[same] is messages[same]:
+            same += 1
+        for g, end in enumerate(prev.ends):
+            if end >= same:
+                break
+            ends.append(end)
+            values.append(prev.values[g])
+            k = end
+        if k and prev.system is not None and prev.system is messages[0]:
+            system = prev.system
     while k < n:
         m = messages[k]
         if m.get(TAG) == "s" and "s" in st.parts:
             system = m
+            group: list[Lifted] = []
             k += 1
         elif role(m) == "assistant":
-            out.append(_model_content(st, m))
-            calls = tool_calls(m)
+            group = _model_content(st, m)
             k += 1
         else:
             end = k + 1
             while end < n and role(messages[end]) != "assistant" and messages[end].get(TAG) != "s":
                 end += 1
-            out.extend(_user_contents(st, messages[k:end], calls))
+            before = messages[k - 1] if k and role(messages[k - 1]) == "assistant" else None
+            group = _user_contents(st, messages[k:end], before)
             k = end
-    return _alternating(st, out), system
+        ends.append(k)
+        values.append(group)
+    st.lifting = Lifting(messages, ends, values, system)
+    return _alternating([v for group in values for v in group]), system
 
 
 def _source(st: State, m: Message) -> Part | None:
@@ -63,10 +102,13 @@ def _source(st: State, m: Message) -> Part | None:
     return st.parts.get(tag) if isinstance(tag, str) else None
 
 
-def _user_contents(st: State, run: list[Message], calls: list[dict[str, Any]]) -> list[Any]:
+def _user_contents(st: State, run: list[Message], before: Message | None) -> list[Lifted]:
+    """A run of user-side messages (``before``: the model turn just before, whose calls they
+    answer) as user contents: the client's own when untouched, else one content."""
     whole = _untouched(st, run)
     if whole is not None:
-        return whole
+        return [(c, True) for c in whole]
+    calls = tool_calls(before) if before is not None else []
     results = [m for m in run if role(m) == "tool"]
     order = {call_id(c): i for i, c in enumerate(calls)}
     results.sort(key=lambda m: order.get(str(m.get("tool_call_id")), len(order)))
@@ -83,7 +125,7 @@ def _user_contents(st: State, run: list[Message], calls: list[dict[str, Any]]) -
         return []
     content: dict[str, Any] = dict(base) if base is not None else {"role": "user"}
     content["parts"] = parts
-    return [content]
+    return [(content, False)]
 
 
 def _untouched(st: State, run: list[Message]) -> list[Any] | None:
@@ -147,7 +189,14 @@ def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
     return patch_blocks(source, old_text, text_of(new), is_text, make_text)
 
 
-def _model_content(st: State, m: Message) -> dict[str, Any]:
+def _model_content(st: State, m: Message) -> list[Lifted]:
+    src = _source(st, m)
+    if src is not None and m is src.lowered:
+        return [(st.contents[src.content], True)]
+    return [(_model_turn(st, m), False)]
+
+
+def _model_turn(st: State, m: Message) -> dict[str, Any]:
     src = _source(st, m)
     calls = tool_calls(m)
     if src is None:
@@ -225,20 +274,20 @@ def _args(arguments: Any) -> Any:
     return value if isinstance(value, dict) else {"input": value}
 
 
-def _alternating(st: State, contents: list[Any]) -> list[Any]:
+def _alternating(lifted: list[Lifted]) -> list[Any]:
     """Adjacent contents of one role merged where one of them is not the client's own."""
-    own = {id(c) for c in st.contents}
     out: list[Any] = []
-    for c in contents:
-        prev = out[-1] if out else None
-        if (
-            prev is not None
-            and isinstance(c, dict)
-            and isinstance(prev, dict)
-            and (prev.get("role") or "user") == (c.get("role") or "user")
-            and not (id(prev) in own and id(c) in own)
-        ):
+    own_last = False
+    for c, own in lifted:
+        if out and not (own and own_last) and _role(out[-1]) == _role(c):
+            prev = out[-1]
             out[-1] = {**prev, "parts": [*parts_of(prev), *parts_of(c)]}
+            own_last = False
             continue
         out.append(c)
+        own_last = own
     return out
+
+
+def _role(content: Any) -> Any:
+    return (content.get("role") or "user") if isinstance(content, dict) else None

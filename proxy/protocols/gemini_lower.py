@@ -28,6 +28,7 @@ from proxy.protocols.gemini_parts import (
     response_text,
     texts,
 )
+from proxy.protocols.prefix import system_message
 from rules.base import Message
 
 
@@ -38,7 +39,11 @@ def system_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-def lower_system(body: dict[str, Any], st: State, out: list[Message]) -> None:
+def lower_system(
+    body: dict[str, Any], st: State, out: list[Message], kept: Message | None = None
+) -> None:
+    """The system instruction's message (``kept``, the session's previous one, when it says the
+    same: the runner's memos of the session know it)."""
     key = system_key(body)
     st.system_key = key
     system = body.get(key) if key else None
@@ -47,7 +52,7 @@ def lower_system(body: dict[str, Any], st: State, out: list[Message]) -> None:
     if isinstance(system, dict):
         text = texts(parts_of(system))
         if text:
-            _add(st, out, "s", Part(-1, (), {"role": "system", "content": text}))
+            _add(st, out, "s", Part(-1, (), system_message(kept, text)))
 
 
 # The calls of the model turn before a content, unanswered so far: (name, id)
@@ -100,6 +105,8 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
         fn = {"name": name, "arguments": arguments_of(call)}
         tool_calls.append({"id": cid, "type": "function", "function": fn})
         named.append((name if isinstance(name, str) else "", cid))
+    if any(isinstance(p, dict) and p.get("thought") for p in parts):
+        st.thoughts.add(i)
     text = texts(parts)
     if not text and not tool_calls:
         text = opaque_note([part_kind(p) for p in parts] or ["empty"])

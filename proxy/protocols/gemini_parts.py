@@ -34,6 +34,12 @@ class State:
     tags: dict[int, list[str]] = field(default_factory=dict)
     synthetic: set[str] = field(default_factory=set)  # ids made for calls sent without one
     system_key: str | None = None  # ``systemInstruction`` or ``system_instruction``
+    # the lifting of the session's previous request, and this one's (``gemini_lift.Lifting``)
+    lifted: Any = None
+    lifting: Any = None
+    # the contents holding a ``thought`` part (``hidden_text`` reads only those)
+    thoughts: set[int] = field(default_factory=set)
+    checked: Any = None  # the session's last final check (``GeminiAdapter.violations``)
 
 
 def parts_of(content: Any) -> list[Any]:

@@ -62,7 +62,8 @@ class LoweredMemory:
                 shared += 1
         st = State(contents)
         out: list[Message] = []
-        lower_system(body, st, out)
+        kept = prev.state.parts.get("s") if prev is not None else None
+        lower_system(body, st, out, kept.lowered if kept is not None else None)
         head = len(out)
         calls: Calls = []
         ends: list[int] = []
@@ -76,6 +77,11 @@ class LoweredMemory:
                 st.parts[tag] = part
                 st.tags.setdefault(part.content, []).append(tag)
             st.synthetic.update(prev.state.synthetic)
+            st.thoughts.update(i for i in prev.state.thoughts if i < shared)
+        if prev is not None:  # what the previous request lifted and checked (this one's own
+            # replace them there: nothing older is held)
+            st.lifted, st.checked = prev.state.lifting, prev.state.checked
+            prev.state.lifted, prev.state.checked = None, None
             ends = [e + head for e in prev.ends[:shared]]
             call_list = prev.calls[:shared]
             calls = call_list[-1]
