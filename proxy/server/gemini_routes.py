@@ -23,7 +23,7 @@ from proxy.rewrite.offload import items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
-from proxy.upstream.gemini import METHODS, parse_route
+from proxy.upstream.gemini_route import METHODS, parse_route
 
 if TYPE_CHECKING:
     from proxy.server.services import Services

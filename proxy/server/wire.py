@@ -121,7 +121,7 @@ async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> Ups
 
 def gemini_target(path: str) -> tuple[str, bool]:
     """The model and the stream a Gemini path names (``/v1beta/models/{model}:{method}``)."""
-    from proxy.upstream.gemini import parse_route, valid_model
+    from proxy.upstream.gemini_route import parse_route, valid_model
 
     route = parse_route(path)
     if route is None or not valid_model(route.model):
@@ -146,8 +146,9 @@ def gemini_key(call: Call) -> str | None:
 async def _gemini(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
     """Natively to a ``gemini`` upstream, bridged by litellm to the others."""
     from proxy.upstream import gemini
+    from proxy.upstream.gemini_route import parse_route
 
-    route = gemini.parse_route(call.path)
+    route = parse_route(call.path)
     assert route is not None  # dispatched by its path
     response = await gemini.generate(
         call.services.upstream,

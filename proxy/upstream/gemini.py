@@ -12,39 +12,20 @@ Any other kind: through litellm (``proxy.upstream.gemini_bridge``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.gemini_route import Route
 from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.transport import RELAYED_NAMES
 
-METHODS = frozenset({"generateContent", "streamGenerateContent", "countTokens"})
-VERSIONS = frozenset({"v1beta", "v1"})
 # The client's headers the upstream sees: who is calling (Google's SDKs name themselves in
 # ``x-goog-api-client``), and the user project a key may bill (the client's key only).
 _FORWARDED = frozenset({"user-agent", "x-goog-api-client"})
 _ACCOUNT = frozenset({"x-goog-user-project"})
 # Google names its request id and its server timing in these
 GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}
-
-
-@dataclass(frozen=True)
-class Route:
-    """A Gemini model route: ``/{version}/models/{model}:{method}``."""
-
-    version: str
-    model: str
-    method: str
-
-    @property
-    def path(self) -> str:
-        return f"/{self.version}/models/{self.model}:{self.method}"
-
-    @property
-    def stream(self) -> bool:
-        return self.method == "streamGenerateContent"
 
 
 def client_key(headers: Mapping[str, str], query: str) -> str | None:
@@ -105,29 +86,4 @@ async def generate(
         stream=route.stream,
         query=upstream_query(query),
         relayed=GEMINI_RELAYED_NAMES,
-    )
-
-
-MAX_MODEL_CHARS = 256
-
-
-def parse_route(path: str) -> Route | None:
-    """``/{v1beta|v1}/models/{model}:{method}``, or None for any other path. The model name is
-    checked as the upstream URL takes it: letters, digits, ``.``, ``_``, ``-`` (nothing a path
-    or a query could be steered with)."""
-    version, sep, rest = path.lstrip("/").partition("/models/")
-    if not sep or version not in VERSIONS:
-        return None
-    model, colon, method = rest.partition(":")
-    if not colon:
-        return None
-    return Route(version, model, method)
-
-
-def valid_model(model: str) -> bool:
-    return (
-        0 < len(model) <= MAX_MODEL_CHARS
-        and model[0].isascii()
-        and model[0].isalnum()
-        and all(c.isascii() and (c.isalnum() or c in "._-") for c in model)
     )

@@ -30,7 +30,7 @@ from proxy.upstream.bridge import _failed, _object, _plain, _route
 from proxy.upstream.litellm import _failure
 
 if TYPE_CHECKING:
-    from proxy.upstream.gemini import Route
+    from proxy.upstream.gemini_route import Route
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
