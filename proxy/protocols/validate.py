@@ -117,7 +117,7 @@ def validate_gemini(body: dict[str, Any], start: int = 0) -> None:
         if not isinstance(c, dict):
             raise BadRequest(f"'contents[{i}]' must be an object.", param=f"contents[{i}]")
         r = c.get("role")
-        if r is not None and r not in GEMINI_ROLES:
+        if r is not None and (not isinstance(r, str) or r not in GEMINI_ROLES):
             raise BadRequest(
                 f"'contents[{i}].role' must be one of {sorted(GEMINI_ROLES)}; got {echo(r)}.",
                 param=f"contents[{i}].role",
