@@ -10,6 +10,9 @@ Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 
 from __future__ import annotations
 
+import re
+
+import httpx
 import orjson
 
 from tests.support.agent_clis import GEMINI_KEY, Gemini
@@ -92,6 +95,10 @@ def test_gemini_cli_through_ctxproxy_then_resume(gemini_proxy, gemini_upstream, 
     assert main_rows[1]["completion_tokens"] == 7  # from the relayed SSE's usageMetadata
     goal = main_rows[1]["report"]["working_set"]["goal"]
     assert goal == MAKE, goal  # the prompt, not the CLI's <session_context> preamble
+    # the CLI writes compact JSON: its second body is read from the first one's
+    metrics = httpx.get(proxy.url + "/metrics").text
+    reused = re.search(r'ctxproxy_bodies_reused_total\{protocol="gemini"\} (\S+)', metrics)
+    assert reused is not None and float(reused.group(1)) >= 1, metrics
 
     # Turn 2: resumed; the doubled response is repaired, the folder is named upstream.
     gemini_upstream.reset()
