@@ -98,11 +98,7 @@ def to_gemini(chat: dict[str, Any]) -> Conversion:
     losses: list[str] = []
     lead = _leading_systems(messages)
     system = [{"text": t} for m in messages[:lead] for t in _text_parts(m.get("content"))]
-    names = {
-        str(c.get("id")): str((c.get("function") or {}).get("name") or "")
-        for m in messages
-        for c in m.get("tool_calls") or []
-    }
+    names: dict[str, str] = {}  # each call's name by id, the latest call of an id winning
     contents: list[dict[str, Any]] = []
     run: list[dict[str, Any]] = []
 
@@ -115,6 +111,8 @@ def to_gemini(chat: dict[str, Any]) -> Conversion:
         if m.get("role") == "assistant":
             flush()
             contents.append(_model_content(m, losses))
+            for c in m.get("tool_calls") or []:  # a reused id names the latest call
+                names[str(c.get("id"))] = str((c.get("function") or {}).get("name") or "")
         else:  # user, tool, and a later system message as user text
             run.append(m)
     flush()

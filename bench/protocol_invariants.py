@@ -59,7 +59,9 @@ from tests.support.traces import iter_conversations, request_prefixes
 STEP_SECONDS = 7.0
 MODEL = "gpt-4o"
 # Repairs only an adapter makes, of its protocol's own shape (no chat counterpart).
-ADAPTER_ONLY_REPAIRS = frozenset({"empty_text_block", "thinking_rejoined", "reasoning_orphaned"})
+ADAPTER_ONLY_REPAIRS = frozenset(
+    {"empty_text_block", "thinking_rejoined", "reasoning_orphaned", "response_name_mismatch"}
+)
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     # a tight budget: prune caps, supersedes, masks and drops turns on most conversations

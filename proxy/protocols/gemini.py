@@ -36,7 +36,7 @@ class GeminiAdapter:
     def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         """``session``: a key naming the request's session (None: nothing reused or kept)."""
         messages, st = self.memory.lowered(body, session, lower_contents)
-        lowered = Lowered(messages, _tools(body.get("tools")), [], st)
+        lowered = Lowered(messages, _tools(body.get("tools")), list(st.repairs), st)
         lowered.session_view = session_view(messages)
         return lowered
 
@@ -48,7 +48,7 @@ class GeminiAdapter:
         hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         st: State = lowered.state
-        if messages is lowered.messages:
+        if messages is lowered.messages and not st.misnamed:
             return body
         contents, system = lift_contents(st, messages)
         forwarded = dict(body)

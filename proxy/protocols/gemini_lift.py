@@ -134,7 +134,7 @@ def _untouched(st: State, run: list[Message]) -> list[Any] | None:
     k = 0
     while k < len(run):
         src = _source(st, run[k])
-        if src is None or run[k] is not src.lowered:
+        if src is None or run[k] is not src.lowered or src.content in st.misnamed:
             return None
         tags = st.tags[src.content]
         if [m.get(TAG) for m in run[k : k + len(tags)]] != tags:
@@ -152,19 +152,23 @@ def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, An
     cid = m.get("tool_call_id")
     text = text_of(m.get("content"))
     src = _source(st, m)
+    called = names.get(str(cid))  # the name of the call it answers, where known
     if src is not None:
         part = parts_of(st.contents[src.content])[src.parts[0]]
-        if m is src.lowered or (
-            text == src.lowered.get("content") and cid == src.lowered.get("tool_call_id")
-        ):
+        old = response_of(part) or {}
+        renamed = called is not None and old.get("name") != called
+        same_text = m is src.lowered or text == src.lowered.get("content")
+        if same_text and cid == src.lowered.get("tool_call_id") and not renamed:
             return part  # type: ignore[no-any-return]
-        response = dict(response_of(part) or {})
-        if text != src.lowered.get("content"):
+        response = dict(old)
+        if not same_text:
             response["response"] = response_value(response.get("response"), text)
         if cid != src.lowered.get("tool_call_id"):
             _set_id(response, cid)
+        if renamed:
+            response["name"] = called
         return {**part, "functionResponse": response}
-    name = names.get(str(cid)) or m.get("name") or ""
+    name = called or m.get("name") or ""
     response = {"name": name, "response": {"output": text}}
     _set_id(response, cid)
     return {"functionResponse": response}

@@ -150,6 +150,11 @@ def _lower_user(
             answered = next((c for c in open_calls if c[1] == cid), None)
             if answered is not None:
                 open_calls.remove(answered)
+                if answered[0] != name:  # Gemini refuses a response not naming its call
+                    st.misnamed.add(i)
+                    action = "renamed_to_call"
+                    repair = {"kind": "response_name_mismatch", "index": i, "tool_call_id": cid}
+                    st.repairs.append({**repair, "action": action})
         else:
             match = next((c for c in open_calls if c[0] == name), None)
             if match is not None:

@@ -40,6 +40,10 @@ class State:
     # the contents holding a ``thought`` part (``hidden_text`` reads only those)
     thoughts: set[int] = field(default_factory=set)
     checked: Any = None  # the session's last final check (``GeminiAdapter.violations``)
+    # the contents holding a response that does not name the call it answers (lifted renamed),
+    # and the repairs made so (the rules' report shape)
+    misnamed: set[int] = field(default_factory=set)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
 
 
 def parts_of(content: Any) -> list[Any]:

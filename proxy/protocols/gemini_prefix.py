@@ -78,6 +78,8 @@ class LoweredMemory:
                 st.tags.setdefault(part.content, []).append(tag)
             st.synthetic.update(prev.state.synthetic)
             st.thoughts.update(i for i in prev.state.thoughts if i < shared)
+            st.misnamed.update(i for i in prev.state.misnamed if i < shared)
+            st.repairs.extend(r for r in prev.state.repairs if r["index"] < shared)
         if prev is not None:  # what the previous request lifted and checked (this one's own
             # replace them there: nothing older is held)
             st.lifted, st.checked = prev.state.lifting, prev.state.checked

@@ -212,3 +212,15 @@ async def test_compaction_patches_responses_and_keeps_ids_and_signatures(engine:
 def test_hidden_text_is_the_thought_parts() -> None:
     b = body(user("go"), model({"text": "deep thought", "thought": True}, "ok"))
     assert GEMINI.hidden_text(b) == {"thinking": "deep thought"}
+
+
+async def test_a_response_not_naming_its_call_is_renamed(engine: Engine) -> None:
+    """Gemini pairs a turn's calls and responses by name: one naming another tool is refused, so
+    it takes its call's name (the rest of the part as sent)."""
+    turn = model(call("c1", "ls"))
+    wrong = user(response("c1", "a.txt", name="read_file"))
+    out = await rewrite(engine, body(user("list"), turn, wrong, model("One file."), user("ok")))
+    fwd = out.body["contents"]
+    assert fwd[1] is turn
+    assert responses_of(fwd[2]) == [{**responses_of(wrong)[0], "name": "run_shell_command"}]
+    assert [r["kind"] for r in out.report["repairs"]] == ["response_name_mismatch"]
