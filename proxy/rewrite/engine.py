@@ -28,6 +28,7 @@ from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' t
 from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
+from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store import learned_windows
@@ -38,7 +39,6 @@ from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
 from rules.redact import redact_text
-from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
 
@@ -62,30 +62,6 @@ class _Request:
     @property
     def model(self) -> str:
         return self.named_model if self.named_model is not None else str(self.body["model"])
-
-
-@dataclass(frozen=True)
-class Rewritten:
-    body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
-    report: Report
-    session_id: str  # scoped: ``principal/name`` (``proxy.principals``), as stored and logged
-    parent_session_id: str | None  # scoped too
-    protocol: str = "chat"
-    data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
-    model: str | None = None  # the model, where the body does not name it (Gemini's path)
-
-    @property
-    def principal(self) -> str:
-        return split_scoped(self.session_id)[0]
-
-    @property
-    def client_session(self) -> str:
-        """The session's name as the client knows it (unscoped)."""
-        return split_scoped(self.session_id)[1]
-
-    @property
-    def client_parent(self) -> str | None:
-        return split_scoped(self.parent_session_id)[1] if self.parent_session_id else None
 
 
 class Engine:

@@ -1,7 +1,6 @@
-"""track_entities on Claude Code's, Codex's and Gemini CLI's tools as the chat view shows them:
-Bash, Write, Edit, Read and ``is_error``; exec_command and the older shell tool (``cmd``/argv,
-``workdir``, the exit code in Codex's output header); run_shell_command (``dir_path``, its
-``[Exit Code: N]``); apply_patch (add, update, move, delete), however sent."""
+"""track_entities on Claude Code's and Codex's tools as the chat view shows them: Bash, Write,
+Edit, Read and ``is_error``; exec_command and the older shell tool (``cmd``/argv, ``workdir``,
+the exit code in Codex's output header); apply_patch (add, update, move, delete), however sent."""
 
 from __future__ import annotations
 
@@ -30,13 +29,6 @@ PATCH_OK = (
     "Exit code: 0\nWall time: 0 seconds\nOutput:\n"
     "Success. Updated the following files:\nA a/b.py\nM d.py\nM u.py\nD e.py\n"
 )
-
-
-def gemini(body: str = "", code: int = 0) -> str:
-    """Gemini CLI's run_shell_command result (the exit code only when not 0)."""
-    status = f"[Exit Code: {code}]\n" if code else ""
-    tail = f"{status}[Process Group PGID: 26014]\n</untrusted_context>"
-    return f"<untrusted_context>\nOutput: {body}\n{tail}"
 
 
 def codex(body: str = "", code: int | None = 0) -> str:
@@ -302,26 +294,6 @@ CASES: list[tuple[str, list[Step], list[tuple[str, ...]]]] = [
         "patch in argv",
         [("shell", {"command": ["apply_patch", PATCH], "workdir": "/r"}, PATCH_OK)],
         [(C, F, "/r/a/b.py"), (MV, F, "/r/d.py", "/r/c.py"), (M, F, "/r/u.py"), (D, F, "/r/e.py")],
-    ),
-    (
-        "gemini shell in its dir_path",
-        [
-            (
-                "run_shell_command",
-                {
-                    "command": "mkdir -p demo789 && echo made",
-                    "dir_path": "/w/p",
-                    "description": "Run it",
-                },
-                gemini("made"),
-            )
-        ],
-        [(C, DIR, "/w/p/demo789")],
-    ),
-    (
-        "gemini shell failed",
-        [("run_shell_command", {"command": "rmdir /w/x"}, gemini("rmdir: failed", 1))],
-        [],
     ),
     (
         "patch heredoc",
