@@ -19,7 +19,7 @@ from starlette.types import Message, Receive, Scope, Send
 from proxy.errors import ProxyError
 from proxy.inspect import ui
 from proxy.principals import Principals
-from proxy.protocols.errors import anthropic_error
+from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.asgi_send import route_path as route_path
@@ -183,7 +183,11 @@ async def http_error(request: Request, exc: Exception) -> Response:
         code = "not_found"
     else:
         message, code = str(exc.detail), None
-    anthropic = route_path(request.scope).startswith("/v1/messages")
+    path = route_path(request.scope)
+    if path.startswith("/v1beta/"):  # Gemini's API: its clients read its error shape
+        content = gemini_error(exc.status_code, message)
+        return Response(content, exc.status_code, dict(exc.headers or {}), "application/json")
+    anthropic = path.startswith("/v1/messages")
     return error_response(exc.status_code, message, code, exc.headers, anthropic=anthropic)
 
 

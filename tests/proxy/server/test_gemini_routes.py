@@ -262,3 +262,12 @@ async def test_the_model_list_names_the_configured_models(tmp_path: Path) -> Non
     (only,) = got.json()["models"]
     assert only["name"] == "models/gemini-2.5-pro"
     assert "generateContent" in only["supportedGenerationMethods"]
+
+
+async def test_an_unknown_gemini_path_is_a_404_in_geminis_shape(tmp_path: Path) -> None:
+    cfg = settings_from_mapping({"upstreams": [{"name": "g", "kind": "gemini"}]})
+    async with in_process(cfg, str(tmp_path / "db")) as client:
+        got = await client.get("/v1beta/models/gemini-2.5-pro", headers=HEADERS)
+        wrong = await client.post("/v1beta/models", headers=HEADERS)
+    assert got.status_code == 404 and got.json()["error"]["status"] == "NOT_FOUND"
+    assert wrong.status_code == 405 and set(wrong.json()["error"]) == {"code", "message", "status"}
