@@ -20,7 +20,7 @@ from proxy.protocols.base import TAG, Lowered
 from proxy.protocols.gemini_checks import pairing_violations
 from proxy.protocols.gemini_lift import lift_contents
 from proxy.protocols.gemini_lower import lower_contents
-from proxy.protocols.gemini_parts import State, is_text, make_text, parts_of
+from proxy.protocols.gemini_parts import State, harness_tag, is_text, make_text, parts_of
 from proxy.protocols.gemini_prefix import LoweredMemory
 from proxy.protocols.patching import patch_blocks
 from rules.base import Message
@@ -79,9 +79,10 @@ class GeminiAdapter:
         return found
 
     def hidden_text(self, body: dict[str, Any], lowered: Lowered | None = None) -> dict[str, str]:
-        """The model's thought parts (Gemini CLI drops them from the history; others keep them).
-        ``lowered``: the request ``body`` is (or was lifted from): of the client's contents, only
-        those its lowering found a thought part in are read."""
+        """The model's thought parts (Gemini CLI drops them from the history; others keep them)
+        and the harness blocks kept out of the chat view (``environment``). ``lowered``: the
+        request ``body`` is (or was lifted from): of the client's contents, only those its
+        lowering found such a part in are read."""
         contents = body.get("contents")
         if not isinstance(contents, list):
             return {}
@@ -91,12 +92,16 @@ class GeminiAdapter:
         elif st is not None:  # forwarded: the client's contents without a thought are skipped
             plain = {id(c) for i, c in enumerate(st.contents) if i not in st.thoughts}
             contents = [c for c in contents if id(c) not in plain]
-        found: list[str] = []
+        found: dict[str, list[str]] = {}
         for content in contents:
             for p in parts_of(content):
-                if isinstance(p, dict) and p.get("thought") and isinstance(p.get("text"), str):
-                    found.append(p["text"])
-        return {"thinking": "\n".join(found)} if found else {}
+                if not isinstance(p, dict) or not isinstance(p.get("text"), str):
+                    continue
+                if p.get("thought"):
+                    found.setdefault("thinking", []).append(p["text"])
+                elif harness_tag(p) is not None:
+                    found.setdefault("environment", []).append(p["text"])
+        return {name: "\n".join(texts) for name, texts in found.items()}
 
 
 def session_view(messages: list[Message]) -> list[Message]:

@@ -30,6 +30,7 @@ from proxy.protocols.gemini_parts import (
 )
 from proxy.protocols.prefix import system_message
 from rules.base import Message
+from rules.messages import HARNESS_TAGS
 
 
 def system_key(body: dict[str, Any]) -> str | None:
@@ -123,6 +124,8 @@ def _lower_user(
     parts = parts_of(content)
     open_calls = list(calls)
     run: list[int] = []
+    if any(part_kind(p) in HARNESS_TAGS for p in parts):
+        st.thoughts.add(i)
 
     def flush() -> None:
         if run:

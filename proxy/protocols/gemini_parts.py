@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 
 from rules.base import Message
+from rules.messages import HARNESS_TAGS
 
 # A call the client sent without an id gets one for the chat view (the chain rules pair by id),
 # named by its place; it is never written back (lifting leaves the client's part without one).
@@ -37,7 +38,7 @@ class State:
     # the lifting of the session's previous request, and this one's (``gemini_lift.Lifting``)
     lifted: Any = None
     lifting: Any = None
-    # the contents holding a ``thought`` part (``hidden_text`` reads only those)
+    # the contents holding a ``thought`` part or a harness block (``hidden_text`` reads those)
     thoughts: set[int] = field(default_factory=set)
     checked: Any = None  # the session's last final check (``GeminiAdapter.violations``)
     # the contents holding a response that does not name the call it answers (lifted renamed),
@@ -52,8 +53,28 @@ def parts_of(content: Any) -> list[Any]:
 
 
 def is_text(part: Any) -> bool:
-    """A visible text part (a ``thought`` part is the model's thinking, kept as sent)."""
-    return isinstance(part, dict) and isinstance(part.get("text"), str) and not part.get("thought")
+    """A visible text part: not a ``thought`` part (the model's thinking, kept as sent), nor a
+    harness block of its own (``harness_tag``)."""
+    if not isinstance(part, dict) or part.get("thought"):
+        return False
+    text = part.get("text")
+    return isinstance(text, str) and (not text.startswith("<") or harness_tag(part) is None)
+
+
+def harness_tag(part: Any) -> str | None:
+    """The tag of a text part that is one harness block and nothing else (Gemini CLI's
+    ``<session_context>``: date, OS, workspace and its listing, regenerated on every resume).
+    Such a part is the adapter's to keep as sent: the rules read the user's words, and a
+    conversation resumed with a fresh listing is the same conversation to them."""
+    text = part.get("text") if isinstance(part, dict) else None
+    if not isinstance(text, str) or not text.startswith("<"):
+        return None
+    body = text.rstrip()
+    for tag in HARNESS_TAGS:
+        if body.startswith(f"<{tag}>") and body.endswith(f"</{tag}>"):
+            inner = body[len(tag) + 2 : len(body) - len(tag) - 3]
+            return tag if f"<{tag}>" not in inner else None
+    return None
 
 
 def make_text(text: str) -> dict[str, Any]:
@@ -75,11 +96,15 @@ def response_of(part: Any) -> dict[str, Any] | None:
 
 
 def part_kind(part: Any) -> str:
-    """A part's kind: the first data key it holds (``text``, ``inlineData`` …)."""
+    """A part's kind: the first data key it holds (``text``, ``inlineData`` …), a harness
+    block's tag."""
     if not isinstance(part, dict):
         return "unknown"
     if part.get("thought"):
         return "thought"
+    tag = harness_tag(part)
+    if tag is not None:
+        return tag
     for key in part:
         if key not in ("thoughtSignature", "thought_signature", "thought"):
             return str(key)[:40]

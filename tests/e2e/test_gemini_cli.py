@@ -120,6 +120,7 @@ def test_gemini_cli_through_ctxproxy_then_resume(gemini_proxy, gemini_upstream, 
     later = rows[before:]
     main_resumed = [r for r in later if r["path"].endswith(":streamGenerateContent")]
     assert main_resumed[0]["session_id"] == main_rows[0]["session_id"]  # one proxy session
+    assert "lineage" not in main_resumed[0]["report"]  # its state goes on: the same branch
     repairs = main_resumed[0]["report"]["repairs"]
     assert any(r["kind"] == "duplicate_result" for r in repairs), repairs
     assert main_resumed[0]["report"]["working_set"]["goal"] == MAKE

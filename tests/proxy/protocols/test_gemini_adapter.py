@@ -114,7 +114,11 @@ async def test_a_resumed_cli_session_is_one_proxy_session(engine: Engine) -> Non
     # resumed: the preamble regenerated (the listing changed), the prompt and system the same
     b2 = body(user(preamble("└───a.txt\n└───demo/"), "make a folder"), turn, user(response("c1")),
               model("Created."), user("now delete it"))  # fmt: skip
-    assert (await rewrite(engine, b2, now=1010.0)).session_id == s1
+    resumed = await rewrite(engine, b2, now=1010.0)
+    assert resumed.session_id == s1
+    assert "lineage" not in resumed.report  # the conversation's own branch goes on: no fork
+    assert resumed.body["contents"][0] is b2["contents"][0]  # the fresh preamble, as sent
+    assert resumed.report["sections"]["environment"]["before"] > 0  # counted, kept out of view
     other = body(user(preamble("└───a.txt"), "list the files"))
     assert (await rewrite(engine, other)).session_id != s1
 
