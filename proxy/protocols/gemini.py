@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from proxy.protocols.base import TAG, Lowered
+from proxy.protocols.base import Lowered
 from proxy.protocols.gemini_checks import pairing_violations
 from proxy.protocols.gemini_lift import lift_contents
 from proxy.protocols.gemini_lower import lower_contents
@@ -154,11 +154,6 @@ def _tools(tools: Any) -> list[Any] | None:
                 fn["parameters"] = schema
             out.append({"type": "function", "function": fn})
     return out
-
-
-def untagged(messages: list[Message]) -> list[Message]:
-    """``messages`` without the provenance tag (for tests and benches)."""
-    return [{k: v for k, v in m.items() if k != TAG} for m in messages]
 
 
 GEMINI = GeminiAdapter()
