@@ -30,10 +30,10 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.app import MODEL_PATHS, ProxyApp
 from proxy.errors import ProxyError
-from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.asgi_send import header_dict, raw_headers, read_body, route_path, send_json
 from proxy.server.heap import settle_heap
 from proxy.server.protocol import server_config
-from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Call, Wire
+from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Call, Wire
 from proxy.settings import Settings, UpstreamSettings, load_settings
 from proxy.upstream.openai import UpstreamClient
 
@@ -51,12 +51,14 @@ class BareRelay:
         try:
             raw = await read_body(receive, headers, settings.limits)
             body = orjson.loads(raw)
-            upstream = settings.upstream_for(body["model"])
+            path = route_path(scope)  # Gemini's names the model
+            model = body["model"] if self.wire.target is None else self.wire.target(path)[0]
+            upstream = settings.upstream_for(model)
             if upstream is None:
                 await send_json(send, 404, b'{"error":"no upstream"}', {})
                 return
             query = scope.get("query_string", b"").decode("latin-1")
-            call = Call(self.s, upstream, headers, query)
+            call = Call(self.s, upstream, headers, query, path)
             response = await self.wire.forward(call, body, raw)
         except ProxyError as exc:
             await send_json(send, exc.status, self.wire.error_body(exc), {})
@@ -88,8 +90,10 @@ def create_bare_app(settings: Settings) -> ProxyApp:
         upstream = UpstreamClient(settings.limits.upstream_max_connections)
         # what ``Call`` and the wires read of the services: the settings and the upstream client
         services = SimpleNamespace(settings=settings, upstream=upstream)
-        wires = {"chat": CHAT_WIRE, "messages": MESSAGES_WIRE, "responses": RESPONSES_WIRE}
-        served = set(MODEL_PATHS.values()) & set(wires)  # (count_tokens: not relayed here)
+        wires = {"chat": CHAT_WIRE, "messages": MESSAGES_WIRE, "responses": RESPONSES_WIRE,
+                 "gemini": GEMINI_WIRE}  # fmt: skip
+        # (count_tokens: not relayed here)
+        served = {*MODEL_PATHS.values(), "gemini"} & set(wires)
         app.state.handlers = {name: BareRelay(services, wires[name]) for name in served}
         settle_heap()
         try:

@@ -34,7 +34,7 @@ MASK_PLACEHOLDER = f"{PLACEHOLDER_PREFIX} observation omitted]"
 CLEARED = "[Old tool result content cleared]"  # Claude Code's microcompact placeholder
 ENVELOPE_SHARE = 0.3
 CADENCES = ("every-turn", "idle", "even")
-PROTOCOLS = ("chat", "anthropic", "responses")
+PROTOCOLS = ("chat", "anthropic", "responses", "gemini")
 CACHES = ("prefix", "anthropic", "responses")  # responses: the prefix cache, as OpenAI's
 
 

@@ -9,9 +9,12 @@ import re
 from typing import Any
 
 from bench.protocol_convert import to_anthropic, to_responses, with_breakpoints
+from bench.protocol_convert_gemini import to_gemini
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter, strip_tag
 from proxy.protocols.checks import anthropic_violations, responses_violations
+from proxy.protocols.gemini import GEMINI
+from proxy.protocols.gemini_checks import pairing_violations
 from proxy.protocols.responses import RESPONSES
 from rules.base import Message
 from rules.chain import validator as chain_validator
@@ -69,8 +72,12 @@ def _signatures(
     }
 
 
-_ADAPTERS: dict[str, Adapter] = {"anthropic": ANTHROPIC, "responses": RESPONSES}
-_WIRE_CHECKS = {"anthropic": anthropic_violations, "responses": responses_violations}
+_ADAPTERS: dict[str, Adapter] = {"anthropic": ANTHROPIC, "responses": RESPONSES, "gemini": GEMINI}
+_WIRE_CHECKS = {
+    "anthropic": anthropic_violations,
+    "responses": responses_violations,
+    "gemini": lambda body: pairing_violations(body.get("contents")),
+}
 
 
 def convert(
@@ -86,14 +93,21 @@ def convert(
         return with_breakpoints(body) if breakpoints else body
     if protocol == "responses":
         return to_responses(chat).body
+    if protocol == "gemini":
+        return to_gemini(chat).body
     return chat
 
 
 def wire_parts(protocol: str, body: dict[str, Any]) -> list[Any]:
     """What the provider's prefix cache reads of a ``protocol`` body, in its order, one segment
-    each: the tools (when any), then Anthropic's ``system`` and each message, or the Responses
-    ``instructions`` and each input item."""
+    each: the tools (when any), then Anthropic's ``system`` and each message, the Responses
+    ``instructions`` and each input item, or Gemini's ``systemInstruction`` and each content
+    (the prompt in the order the model reads it, whatever the order of the body's keys)."""
     head: list[Any] = [body["tools"]] if body.get("tools") else []
+    if protocol == "gemini":
+        if body.get("systemInstruction"):
+            head.append(body["systemInstruction"])
+        return head + list(body["contents"])
     if protocol == "anthropic":
         if body.get("system"):
             head.append(body["system"])

@@ -46,12 +46,26 @@ import orjson
 
 from bench.overhead import only_running, percentile, start
 from bench.protocol_convert import anthropic_tools, to_anthropic, to_responses
+from bench.protocol_convert_gemini import gemini_path, to_gemini
 from bench.workloads import agent_conversation
 from tests.support.live import free_port
 
 SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "agents" / "samples"
-MODELS = {"chat": "gpt-4o", "messages": "claude-opus-5-5", "responses": "gpt-5.5"}
-PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
+MODELS = {"chat": "gpt-4o", "messages": "claude-opus-5-5", "responses": "gpt-5.5",
+          "gemini": "gemini-2.5-flash"}  # fmt: skip
+PATHS = {
+    "chat": "/v1/chat/completions",
+    "messages": "/v1/messages",
+    "responses": "/v1/responses",
+    "gemini": gemini_path(MODELS["gemini"], False),
+}
+
+
+def path_of(protocol: str, stream: bool) -> str:
+    """A protocol's path (Gemini's names the model and, streaming, the method and ``alt=sse``)."""
+    return gemini_path(MODELS["gemini"], stream) if protocol == "gemini" else PATHS[protocol]
+
+
 WINDOW = 128_000
 
 
@@ -96,7 +110,8 @@ def bodies(n_messages: int, stream: bool) -> dict[str, dict[str, Any]]:
                 "prompt_cache_key"):  # fmt: skip
         if key in codex:
             responses[key] = codex[key]
-    return {"chat": chat, "messages": anthropic, "responses": responses}
+    gemini = to_gemini({**chat, "model": MODELS["gemini"]}).body  # the model is the path's
+    return {"chat": chat, "messages": anthropic, "responses": responses, "gemini": gemini}
 
 
 def ctxproxy_config(upstream_root: str, window: int) -> str:
@@ -105,6 +120,10 @@ def ctxproxy_config(upstream_root: str, window: int) -> str:
         "  - name: anthropic-bench\n"
         '    match: ["claude-*"]\n'
         "    kind: anthropic\n"
+        f"    base_url: {upstream_root}\n"
+        "  - name: gemini-bench\n"
+        '    match: ["gemini-*"]\n'
+        "    kind: gemini\n"
         f"    base_url: {upstream_root}\n"
         "  - name: openai-bench\n"
         '    match: ["*"]\n'
@@ -121,6 +140,11 @@ def litellm_config(upstream_root: str) -> str:
         f"  - model_name: {MODELS['messages']}\n"
         "    litellm_params:\n"
         f"      model: anthropic/{MODELS['messages']}\n"
+        f"      api_base: {upstream_root}\n"
+        "      api_key: sk-bench\n"
+        f"  - model_name: {MODELS['gemini']}\n"
+        "    litellm_params:\n"
+        f"      model: gemini/{MODELS['gemini']}\n"
         f"      api_base: {upstream_root}\n"
         "      api_key: sk-bench\n"
         f"  - model_name: {MODELS['chat']}\n"
@@ -142,6 +166,7 @@ HEADERS = {
     "authorization": "Bearer sk-bench",
     "x-api-key": "sk-bench",
     "anthropic-version": "2023-06-01",
+    "x-goog-api-key": "sk-bench",
 }
 
 
@@ -212,6 +237,8 @@ def main() -> None:
     if args.litellm_protocols is None:
         args.litellm_protocols = ["messages"] if "messages" in args.protocols else args.protocols
     if args.in_process:
+        from bench.overhead_in_process import in_process
+
         in_process(args.messages, args.in_process, args.window, args.grow)
         return
 
@@ -303,7 +330,7 @@ def measure_cell(
         async with httpx.AsyncClient(timeout=120, limits=limits) as client:
             for r in range(args.rounds + 1):  # round 0 warms up (sessions, connections, caches)
                 for protocol, target in plan:
-                    url = bases[target] + PATHS[protocol]
+                    url = bases[target] + path_of(protocol, stream)
                     sessions = [f"bench-{cell}-{protocol}-{k}" for k in range(conc)]
                     sink: list[float] = [] if r == 0 else latencies[protocol, target]
                     extra = overheads[protocol] if r and target == "ctxproxy" else None
@@ -334,77 +361,6 @@ def measure_cell(
         rows.append(row)
         print(orjson.dumps(row).decode(), flush=True)
     return rows
-
-
-def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> None:
-    """The protocol-dependent part of a request alone, in this process, in thread CPU time (what a
-    shared machine's scheduling does not inflate): parse and validate the body, ``Engine.rewrite``
-    (lower, rules, lift, the final checks), serialise what is forwarded. Protocols alternate. The
-    garbage collector is set as the server sets it (``proxy.server.heap``). With ``grow``, each
-    request carries the previous one's messages and two more, as an agent's do, so what the
-    proxy keeps across requests is used as real traffic uses it."""
-    import logging
-
-    from bench.golden import settings_for
-    from proxy.rewrite.engine import Engine
-    from proxy.server.heap import settle_heap
-    from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
-    from proxy.store.sqlite import Store
-    from proxy.tokens import TokenCounters
-
-    logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
-    # the server's own readers (each protocol's body memory: parse and validate) and adapters
-    wires = {
-        name: (wire.memory(), wire.adapter)
-        for name, wire in (
-            ("chat", CHAT_WIRE),
-            ("messages", MESSAGES_WIRE),
-            ("responses", RESPONSES_WIRE),
-        )
-    }
-
-    async def run() -> None:
-        store = Store(":memory:", batch_window_s=0)
-        await store.open()
-        engine = Engine(
-            settings_for({"pipeline": {"context_windows": {"*": window}}}), store, TokenCounters()
-        )
-        settle_heap()  # the garbage collector as ``ctxproxy serve`` sets it
-        print("| workload | protocol | CPU ms per request, median (p10–p90) | − chat |")
-        print("|---|---|---|---|")
-        try:
-            for n_msgs in sizes:
-                count = reps + 5
-                shorter = [2 * (count - 1 - r) if grow else 0 for r in range(count)]
-                lengths = [max(4, n_msgs - k) for k in shorter]
-                encoded = {m: {p: orjson.dumps(b) for p, b in bodies(m, False).items()}
-                           for m in dict.fromkeys(lengths)}  # fmt: skip
-                cpu: dict[str, list[float]] = {p: [] for p in encoded[n_msgs]}
-                for r in range(count):
-                    for protocol, raw in encoded[lengths[r]].items():
-                        memory, adapter = wires[protocol]
-                        session = f"cpu-{n_msgs}-{protocol}"
-                        t0 = time.thread_time()
-                        body = memory.parse(raw, session)
-                        done = await engine.rewrite(
-                            body, {}, now=1000.0 + r, session_id=session, adapter=adapter,
-                        )  # fmt: skip
-                        if done.body is not body and done.data is None:  # as the server does
-                            orjson.dumps(done.body)
-                        if r >= 5:  # the first requests fill the session and the caches
-                            cpu[protocol].append((time.thread_time() - t0) * 1000)
-                chat = statistics.median(cpu["chat"])
-                for protocol, values in cpu.items():
-                    med = statistics.median(values)
-                    lo, hi = percentile(values, 0.1), percentile(values, 0.9)
-                    delta = "—" if protocol == "chat" else f"{med - chat:+.2f} ms"
-                    spread = f"{med:.2f} ms ({lo:.2f}–{hi:.2f})"
-                    print(f"| {n_msgs} msgs | {protocol} | {spread} | {delta} |")
-        finally:
-            engine.close()
-            await store.close()
-
-    asyncio.run(run())
 
 
 def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:

@@ -41,12 +41,15 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetc
 
 from bench.golden import settings_for
 from bench.protocol_convert import to_anthropic, to_responses
+from bench.protocol_convert_gemini import gemini_view, to_gemini
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter, strip_tag
 from proxy.protocols.chat import CHAT
 from proxy.protocols.checks import anthropic_violations, responses_violations
+from proxy.protocols.gemini import GEMINI
+from proxy.protocols.gemini_checks import pairing_violations
 from proxy.protocols.responses import RESPONSES as RESPONSES_ADAPTER
-from proxy.protocols.validate import validate_anthropic, validate_responses
+from proxy.protocols.validate import validate_anthropic, validate_gemini, validate_responses
 from proxy.rewrite.engine import Engine
 from proxy.store.sqlite import Store
 from proxy.tokens import TokenCounters
@@ -56,7 +59,9 @@ from tests.support.traces import iter_conversations, request_prefixes
 STEP_SECONDS = 7.0
 MODEL = "gpt-4o"
 # Repairs only an adapter makes, of its protocol's own shape (no chat counterpart).
-ADAPTER_ONLY_REPAIRS = frozenset({"empty_text_block", "thinking_rejoined", "reasoning_orphaned"})
+ADAPTER_ONLY_REPAIRS = frozenset(
+    {"empty_text_block", "thinking_rejoined", "reasoning_orphaned", "response_name_mismatch"}
+)
 VARIANTS: dict[str, dict[str, Any]] = {
     "defaults": {},
     # a tight budget: prune caps, supersedes, masks and drops turns on most conversations
@@ -131,6 +136,8 @@ def _integrity(protocol: str, report: dict[str, Any], forwarded: dict[str, Any])
         out += [f"{v['kind']} at {v['index']}" for v in find_violations(forwarded["messages"])]
     elif protocol == "anthropic":
         out += anthropic_violations(forwarded)
+    elif protocol == "gemini":
+        out += pairing_violations(forwarded["contents"])
     else:
         out += responses_violations(forwarded)
     return out
@@ -192,6 +199,11 @@ def _forwarded_view(protocol: str, forwarded: dict[str, Any]) -> Any:
             "instructions": forwarded.get("instructions"),
             "input": _joined_items(forwarded["input"]),
         }
+    if protocol == "gemini":
+        return {
+            "systemInstruction": forwarded.get("systemInstruction"),
+            "contents": gemini_view(forwarded["contents"]),
+        }
     return forwarded["messages"]
 
 
@@ -206,7 +218,7 @@ class Replayer:
         self.counters = TokenCounters()
 
     async def open(self) -> None:
-        for name in ("chat", "anthropic", "responses", *VIEW.values()):
+        for name in ("chat", "anthropic", "responses", "gemini", *VIEW.values()):
             store = Store(":memory:", batch_window_s=0)
             await store.open()
             engine = Engine(settings_for(self.overrides), store, self.counters, strict=True)
@@ -232,6 +244,10 @@ class Replayer:
             body = to_responses(chat, self.system, self.encrypted).body
             validate_responses(body)
             return body, RESPONSES_ADAPTER
+        if protocol == "gemini":
+            body = to_gemini(chat).body
+            validate_gemini(body)
+            return body, GEMINI
         return chat, CHAT
 
     async def step(
@@ -239,7 +255,8 @@ class Replayer:
     ) -> Decisions:
         engine, store = self.engines[protocol]
         body, adapter = self.body(protocol, prefix)
-        done = await engine.rewrite(body, {}, now=now, session_id=sid, adapter=adapter)
+        model = MODEL if adapter is GEMINI else None  # Gemini's model is the path's
+        done = await engine.rewrite(body, {}, now=now, session_id=sid, adapter=adapter, model=model)
         state, _ = await store.load_state(sid)
         report: dict[str, Any] = dict(done.report)
         return Decisions(
@@ -257,6 +274,8 @@ class Replayer:
         chat = {"model": MODEL, "messages": chat_messages}
         if protocol == "anthropic":
             return to_anthropic(chat).body
+        if protocol == "gemini":
+            return to_gemini(chat).body
         return to_responses(chat, self.system, self.encrypted).body
 
     def converted(self, protocol: str, chat_forwarded: list[dict[str, Any]]) -> Any:
@@ -269,6 +288,8 @@ class Replayer:
         """A protocol body's chat view (its adapter's lowering, tags stripped)."""
         if protocol == "anthropic":  # consecutive turns read as one, as Anthropic reads them
             lowered = ANTHROPIC.lower({**body, "messages": _merged_turns(body["messages"])})
+        elif protocol == "gemini":  # likewise, consecutive contents of a role as one
+            lowered = GEMINI.lower({**body, "contents": gemini_view(body["contents"])})
         else:
             lowered = RESPONSES_ADAPTER.lower({**body, "input": _joined_items(body["input"])})
         return [strip_tag(m) for m in lowered.messages]
@@ -283,9 +304,10 @@ def has_run(messages: list[dict[str, Any]], role: str) -> bool:
 # lowering of the converted body) sent as a chat request. A protocol's step must agree with it on
 # every dimension (a difference there is the adapter's); where it agrees with it but not with
 # plain chat, the difference comes from the view itself and is classified by what the view changed.
-VIEW = {"anthropic": "view:anthropic", "responses": "view:responses"}
+VIEW = {"anthropic": "view:anthropic", "responses": "view:responses", "gemini": "view:gemini"}
 MERGED = {"anthropic": ("user", "merged_user_turns"),
-          "responses": ("assistant", "merged_assistant_turns")}  # fmt: skip
+          "responses": ("assistant", "merged_assistant_turns"),
+          "gemini": ("user", "merged_user_turns")}  # fmt: skip
 
 
 def same(dimension: str, a: Decisions, b: Decisions, converted: Any) -> bool:
@@ -330,7 +352,7 @@ def classify(
 
 
 def _first_difference(a: Any, b: Any) -> str:
-    key = "messages" if "messages" in a else "input"
+    key = next(k for k in ("messages", "input", "contents") if k in a)
     if a.get("system", a.get("instructions")) != b.get("system", b.get("instructions")):
         return "system/instructions differ"
     la, lb = a[key], b[key]

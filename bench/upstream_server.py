@@ -1,7 +1,9 @@
 """A minimal upstream for benchmarks: answers at once, JSON or SSE, in the protocol of the path:
-OpenAI chat completions (any path not below), Anthropic Messages (``/v1/messages``) and the
-Responses API (``/v1/responses``, ``/responses``). Each answer is a fixed, valid one ("ok" or five
-"tok " deltas), so clients and other proxies (LiteLLM) can parse it.
+OpenAI chat completions (any path not below), Anthropic Messages (``/v1/messages``), the
+Responses API (``/v1/responses``, ``/responses``) and Gemini (``…:generateContent``,
+``…:streamGenerateContent``: SSE with ``alt=sse``, else the JSON-array stream). Each answer is
+a fixed, valid one ("ok" or five "tok " deltas), so clients and other proxies (LiteLLM) can parse
+it.
 Run: python -m bench.upstream_server PORT [DELAY_MS]: with DELAY_MS, each answer starts that many
 milliseconds after the request was read (a model is never instant; what the proxy does meanwhile,
 such as saving a session, is then off the client's path as it would be in use)."""
@@ -190,8 +192,29 @@ RESPONSES_STREAM = [
 ]
 
 
-def _answer(path: str, stream: bool) -> tuple[bytes, list[bytes]]:
+def _gemini_chunk(text: str, last: bool) -> dict[str, Any]:
+    content = {"parts": [{"text": text}], "role": "model"}
+    candidate: dict[str, Any] = {"content": content, "index": 0}
+    if last:
+        candidate["finishReason"] = "STOP"
+    usage = {"promptTokenCount": 10, "candidatesTokenCount": 1, "totalTokenCount": 11}
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": "gemini-bench"}
+
+
+GEMINI = orjson.dumps(_gemini_chunk("ok", True))
+GEMINI_STREAM = [b"data: " + orjson.dumps(_gemini_chunk("tok ", k == 4)) + b"\r\n\r\n"
+                 for k in range(5)]  # fmt: skip
+GEMINI_ARRAY = [orjson.dumps([_gemini_chunk("tok ", k == 4) for k in range(5)])]
+
+
+def _answer(path: str, stream: bool, query: bytes = b"") -> tuple[bytes, list[bytes]]:
     """(content type, body chunks) for a request to ``path``."""
+    if path.endswith(":generateContent"):
+        return b"application/json", [GEMINI]
+    if path.endswith(":streamGenerateContent"):
+        if b"alt=sse" in query:
+            return b"text/event-stream", GEMINI_STREAM
+        return b"application/json", GEMINI_ARRAY
     if path.endswith("/messages"):
         return (
             (b"text/event-stream", MESSAGES_STREAM) if stream else (b"application/json", [MESSAGE])
@@ -218,7 +241,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         body += message.get("body", b"")
         more = message.get("more_body", False)
     stream = b'"stream":true' in body or b'"stream": true' in body
-    ctype, chunks = _answer(scope["path"], stream)
+    ctype, chunks = _answer(scope["path"], stream, scope.get("query_string", b""))
     if DELAY_S:
         await asyncio.sleep(DELAY_S)
     await send(

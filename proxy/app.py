@@ -19,14 +19,16 @@ from starlette.types import Message, Receive, Scope, Send
 from proxy.errors import ProxyError
 from proxy.inspect import ui
 from proxy.principals import Principals
-from proxy.protocols.errors import anthropic_error
+from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
+from proxy.server.asgi_send import route_path as route_path
 from proxy.server.count_tokens import CountTokens
+from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint, gemini_models
 from proxy.server.handler import ProtocolHandler
 from proxy.server.services import Services
 from proxy.server.websocket import refuse_websocket
-from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
+from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
 from proxy.store import retention
 from proxy.store.factory import create_store
@@ -90,15 +92,6 @@ async def models(request: Request) -> Response:
     return _json(answer, headers=overhead)
 
 
-def route_path(scope: Scope) -> str:
-    """The path as the router sees it: without the root path (uvicorn --root-path, a mount)."""
-    path: str = scope["path"]
-    root = scope.get("root_path", "")
-    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
-        return path[len(root) :]
-    return path
-
-
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 # The model endpoints, each a raw ASGI handler (``app.state.handlers``) for POST.
 MODEL_PATHS = {
@@ -135,6 +128,14 @@ class ProxyApp(Starlette):
                     anthropic=path in ANTHROPIC_PATHS,
                 )
                 await answer(scope, receive, _with_request_headers(scope, send))
+                return
+            gemini, refusal = gemini_endpoint(path, scope["method"])
+            if gemini is not None:
+                scope["app"] = self
+                await self.state.handlers[gemini](scope, receive, send)
+                return
+            if refusal is not None:
+                await refusal(scope, receive, _with_request_headers(scope, send))
                 return
             if path == "/api/hello":  # Claude Code's connectivity probe: answered at once
                 await Response(b"", 200)(scope, receive, send)
@@ -182,7 +183,11 @@ async def http_error(request: Request, exc: Exception) -> Response:
         code = "not_found"
     else:
         message, code = str(exc.detail), None
-    anthropic = route_path(request.scope).startswith("/v1/messages")
+    path = route_path(request.scope)
+    if path.startswith("/v1beta/"):  # Gemini's API: its clients read its error shape
+        content = gemini_error(exc.status_code, message)
+        return Response(content, exc.status_code, dict(exc.headers or {}), "application/json")
+    anthropic = path.startswith("/v1/messages")
     return error_response(exc.status_code, message, code, exc.headers, anthropic=anthropic)
 
 
@@ -249,6 +254,8 @@ def create_app(
             "messages": ProtocolHandler(services, MESSAGES_WIRE),
             "responses": ProtocolHandler(services, RESPONSES_WIRE),
             "count_tokens": CountTokens(services),
+            "gemini": ProtocolHandler(services, GEMINI_WIRE),
+            "gemini_count": GeminiCountTokens(services),
         }
         app.state.started_at = time.time()
         for hook in app.state.setup_hooks:
@@ -267,6 +274,7 @@ def create_app(
     routes = [
         Route("/v1/models", models, methods=["GET"]),
         Route("/models", models, methods=["GET"]),
+        Route("/v1beta/models", gemini_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),

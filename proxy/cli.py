@@ -19,7 +19,7 @@ import orjson
 from proxy.cli_store import CliError, add_store_commands
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
 from proxy.rewrite.engine import Engine
-from proxy.server.wire import CHAT_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
+from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 from proxy.startup import announce, startup_line
 from proxy.store.base import Store
@@ -42,6 +42,7 @@ PROTOCOLS: dict[str, Wire] = {
     "chat": CHAT_WIRE,
     "anthropic": MESSAGES_WIRE,
     "responses": RESPONSES_WIRE,
+    "gemini": GEMINI_WIRE,
 }
 
 
@@ -104,9 +105,13 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
         wire = PROTOCOLS[args.protocol]
         parse, adapter = wire.parse, wire.adapter
         body = parse(raw)
-        if settings.upstreams and settings.upstream_for(body["model"]) is None:
+        named = None  # Gemini's model is the path's: --model
+        if wire.target is not None:
+            named = wire.target(f"/v1beta/models/{args.model or ''}:generateContent")[0]
+        model = named if named is not None else body["model"]
+        if settings.upstreams and settings.upstream_for(model) is None:
             raise ModelNotFound(
-                f"The model '{body['model']}' is not served by any configured upstream.",
+                f"The model '{model}' is not served by any configured upstream.",
                 param="model",
             )
         now = args.now if args.now is not None else time.time()
@@ -118,6 +123,7 @@ async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
             parent_session_id=args.parent_session,
             adapter=adapter,
             principal=args.principal,
+            model=named,
         )
         return {"request": result.body, "report": result.report}
     finally:
@@ -296,8 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--protocol",
         choices=sorted(PROTOCOLS),
         default="chat",
-        help="the body's protocol: chat (Chat Completions), anthropic (Messages), responses",
+        help="the body's protocol: chat (Chat Completions), anthropic (Messages), responses, "
+        "gemini (generateContent: the model from --model)",
     )
+    rewrite.add_argument("--model", help="the model, for a protocol naming it in the path (gemini)")
     rewrite.set_defaults(func=cmd_rewrite)
 
     logs = sub.add_parser(

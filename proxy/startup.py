@@ -56,6 +56,8 @@ def _url_of(settings: Settings, upstream: UpstreamSettings) -> str:
         return f" -> {masked(upstream.base_url)}"
     if upstream.kind == "anthropic":
         return " -> https://api.anthropic.com"
+    if upstream.kind == "gemini":
+        return " -> https://generativelanguage.googleapis.com"
     return " -> the provider's default URL"
 
 

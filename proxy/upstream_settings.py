@@ -18,10 +18,12 @@ class UpstreamSettings(Strict):
     match: list[str] = Field(default_factory=lambda: ["*"])  # model names, exact or glob
     # openai: OpenAI's API or a compatible server (chat completions, Responses, native relay);
     # anthropic: Anthropic's Messages API (native relay; other protocols through litellm);
-    # litellm: any other provider, through litellm.
-    kind: Literal["openai", "anthropic", "litellm"] = "openai"
+    # gemini: Google's Gemini API, generateContent (native relay; other protocols through
+    # litellm); litellm: any other provider, through litellm.
+    kind: Literal["openai", "anthropic", "gemini", "litellm"] = "openai"
     # Unset: https://api.openai.com/v1 (openai), https://api.anthropic.com without /v1
-    # (anthropic), litellm's default for the provider (litellm).
+    # (anthropic), https://generativelanguage.googleapis.com without /v1beta (gemini),
+    # litellm's default for the provider (litellm).
     base_url: str | None = None
     # When unset, the client's own Authorization (kind anthropic: x-api-key or Authorization)
     # passes through (auth.mode: passthrough only; keys mode requires it on every upstream,
@@ -51,6 +53,12 @@ class UpstreamSettings(Strict):
         anthropic = info.data.get("kind") == "anthropic"
         if anthropic and value is not None and value.rstrip("/").endswith("/v1"):
             raise ValueError("kind anthropic: without /v1 (e.g. https://api.anthropic.com)")
+        # Gemini's paths carry their version (/v1beta/models/…), as GOOGLE_GEMINI_BASE_URL
+        gemini = info.data.get("kind") == "gemini"
+        if gemini and value is not None and value.rstrip("/").endswith(("/v1beta", "/v1")):
+            raise ValueError(
+                "kind gemini: without /v1beta (e.g. https://generativelanguage.googleapis.com)"
+            )
         return value
 
     @field_validator("provider")
@@ -102,6 +110,7 @@ _RESERVED_HEADERS = frozenset(
         "host",
         "transfer-encoding",
         "x-api-key",
+        "x-goog-api-key",
     }
 )
 _GLOB = re.compile(r"\[[^\]]*\]|[*?]")

@@ -142,3 +142,31 @@ def last_index(messages: list[Message], roles: Iterable[str]) -> int | None:
         if role(messages[i]) in wanted:
             return i
     return None
+
+
+# Text an agent harness wraps into the user's turn, not the user's words: Claude Code's
+# ``<system-reminder>`` blocks, Codex's ``<environment_context>`` and ``<user_instructions>``,
+# Gemini CLI's ``<session_context>`` (date, OS, workspace and its listing, before the prompt).
+HARNESS_TAGS = ("system-reminder", "environment_context", "user_instructions", "session_context")
+
+
+def without_harness(text: str) -> str:
+    """``text`` without the harness's tagged blocks (found with ``str.find``: linear)."""
+    if "<" not in text:
+        return text
+    for tag in HARNESS_TAGS:
+        opening, closing = f"<{tag}>", f"</{tag}>"
+        kept: list[str] = []
+        pos = 0
+        start = text.find(opening)
+        while start >= 0:
+            end = text.find(closing, start)
+            if end < 0:
+                break
+            kept.append(text[pos:start])
+            pos = end + len(closing)
+            start = text.find(opening, pos)
+        if kept:
+            kept.append(text[pos:])
+            text = "".join(kept)
+    return text

@@ -2,11 +2,12 @@
 protocol's own terms: Chat Completions' ``messages``; Anthropic Messages' ``system`` and
 ``messages`` (content blocks: text, ``tool_use``, ``tool_result``, thinking); the Responses API's
 ``instructions`` and ``input`` (a string, or items: messages, ``function_call``,
-``function_call_output``, reasoning …). Each side is read as a list of entries (a label, a role,
-the lines a person reads); the lists are aligned entry by entry and each changed entry is shown
-as a capped unified diff. The bodies are read as they were sent, not through the protocol
-adapters: an adapter mends a broken history while lowering it, which would hide the very repairs
-the diff is there to show."""
+``function_call_output``, reasoning …); Gemini's ``systemInstruction`` and ``contents`` (parts:
+text, ``functionCall``, ``functionResponse``, thought …). Each side is read as a list of entries
+(a label, a role, the lines a person reads); the lists are aligned entry by entry and each
+changed entry is shown as a capped unified diff. The bodies are read as they were sent, not
+through the protocol adapters: an adapter mends a broken history while lowering it, which would
+hide the very repairs the diff is there to show."""
 
 from __future__ import annotations
 
@@ -207,10 +208,50 @@ def _chat_entries(body: dict[str, Any]) -> list[Entry] | None:
     return out
 
 
+def _part_lines(part: Any) -> list[str]:
+    """One Gemini part as lines."""
+    if not isinstance(part, dict):
+        return [_json(part)]
+    call, answer = part.get("functionCall"), part.get("functionResponse")
+    if isinstance(call, dict):
+        return [f"→ {_str(call.get('name'))}({_json(call.get('args'))}) [{call.get('id', '')}]"]
+    if isinstance(answer, dict):
+        head = f"(result of {_str(answer.get('name'))} {answer.get('id', '')})".replace(" )", ")")
+        return [head, *_json(answer.get("response")).splitlines()]
+    if isinstance(part.get("text"), str):
+        lines = part["text"].splitlines()
+        return ["(thinking)", *lines] if part.get("thought") else lines
+    return [f"[part] {_json(part)}"]
+
+
+def _gemini_entries(body: dict[str, Any]) -> list[Entry] | None:
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        return None
+    out: list[Entry] = []
+    system = body.get("systemInstruction") or body.get("system_instruction")
+    if isinstance(system, dict):
+        lines = [line for p in system.get("parts") or [] for line in _part_lines(p)]
+        out.append(Entry("", None, "system", ("system", ""), _key(system), lines))
+    for i, c in enumerate(contents):
+        if not isinstance(c, dict):
+            continue
+        role = _str(c.get("role") or "user")
+        value = c.get("parts")
+        parts: list[Any] = value if isinstance(value, list) else []
+        ids = [_str(p["functionResponse"].get("id")) for p in parts
+               if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]  # fmt: skip
+        lines = [line for p in parts for line in _part_lines(p)]
+        slot = (role, ",".join(dict.fromkeys(ids)))  # a response restored twice: one slot
+        out.append(Entry("content", i, role, slot, _key(c), lines))
+    return out
+
+
 READERS = {
     "chat": _chat_entries,
     "anthropic": _anthropic_entries,
     "responses": _responses_entries,
+    "gemini": _gemini_entries,
 }
 
 
@@ -221,6 +262,8 @@ def protocol_of(row: dict[str, Any], body: dict[str, Any]) -> str:
         return str(name)
     if "input" in body and "messages" not in body:
         return "responses"
+    if "contents" in body and "messages" not in body:
+        return "gemini"
     return "anthropic" if "system" in body and isinstance(body.get("messages"), list) else "chat"
 
 

@@ -38,6 +38,10 @@ class Lowered:
     # set by ``lift``: the forwarded body's bytes (``orjson.dumps`` of it), where the adapter
     # has every message's bytes already (those it kept); None: to be written
     data: bytes | None = None
+    # what names the session when nothing else does (``session_key``'s hash of the first system
+    # and user text), where it is not ``messages``: Gemini CLI regenerates the environment it
+    # puts before the first prompt on every resume (None: ``messages``)
+    session_view: list[Message] | None = None
 
 
 class Adapter(Protocol):

@@ -76,3 +76,55 @@ def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
     error = value.get("error") if isinstance(value, dict) else None
     message = error.get("message") if isinstance(error, dict) else None
     return anthropic_error(status, message if isinstance(message, str) else "Upstream error.")
+
+
+# Google's canonical error codes by HTTP status (cloud.google.com/apis/design/errors).
+_GEMINI_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    408: "DEADLINE_EXCEEDED",
+    409: "ABORTED",
+    413: "INVALID_ARGUMENT",
+    415: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    499: "CANCELLED",
+    500: "INTERNAL",
+    501: "UNIMPLEMENTED",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+    504: "DEADLINE_EXCEEDED",
+}
+
+
+def gemini_status(status: int) -> str:
+    return _GEMINI_STATUSES.get(status, "FAILED_PRECONDITION" if status < 500 else "INTERNAL")
+
+
+def gemini_error(status: int, message: str) -> bytes:
+    body = {"error": {"code": status, "message": message, "status": gemini_status(status)}}
+    return orjson.dumps(body)
+
+
+def gemini_body(error: ProxyError) -> bytes:
+    return gemini_error(error.status, error.message)
+
+
+def gemini_stream_error(error: ProxyError) -> bytes:
+    """An error inside an SSE answer (``alt=sse``): one more ``data:`` event, as Google's own."""
+    return b"data: " + gemini_body(error) + b"\n\n"
+
+
+def reshaped_as_gemini(status: int, body: bytes) -> bytes:
+    """An error body in another shape (litellm's path, OpenAI's, Anthropic's) in Gemini's; one
+    already in Gemini's shape is kept, as is its message."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return gemini_error(status, body[:2000].decode("utf-8", "replace"))
+    error = value.get("error") if isinstance(value, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("status"), str) and "code" in error:
+        return body
+    message = error.get("message") if isinstance(error, dict) else None
+    return gemini_error(status, message if isinstance(message, str) else "Upstream error.")

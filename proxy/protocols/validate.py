@@ -100,3 +100,37 @@ def validate_responses(body: dict[str, Any], start: int = 0) -> None:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise BadRequest("'tools' must be an array.", param="tools")
+
+
+GEMINI_ROLES = frozenset({"user", "model"})
+
+
+def validate_gemini(body: dict[str, Any], start: int = 0) -> None:
+    """A ``generateContent`` body (the model is the path's): ``contents`` an array of objects
+    with a role ``user`` or ``model`` (or none: a single-turn request's) and an array of parts,
+    each an object. ``start``: the contents before it were validated at the same index before."""
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        raise BadRequest("'contents' is required and must be an array.", param="contents")
+    for i in range(start, len(contents)):
+        c = contents[i]
+        if not isinstance(c, dict):
+            raise BadRequest(f"'contents[{i}]' must be an object.", param=f"contents[{i}]")
+        r = c.get("role")
+        if r is not None and (not isinstance(r, str) or r not in GEMINI_ROLES):
+            raise BadRequest(
+                f"'contents[{i}].role' must be one of {sorted(GEMINI_ROLES)}; got {echo(r)}.",
+                param=f"contents[{i}].role",
+            )
+        parts = c.get("parts")
+        if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+            raise BadRequest(
+                f"'contents[{i}].parts' must be an array of objects.", param=f"contents[{i}].parts"
+            )
+    for key in ("systemInstruction", "system_instruction"):
+        system = body.get(key)
+        if system is not None and not isinstance(system, (dict, str)):
+            raise BadRequest(f"'{key}' must be a Content object.", param=key)
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadRequest("'tools' must be an array.", param="tools")

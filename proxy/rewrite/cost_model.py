@@ -4,9 +4,11 @@ cached), plus what the upstream reported about the session's previous request: t
 ``rules.base.CacheFacts`` the rules read.
 
 Each value comes from the first source that has it: the first matching ``pricing:`` entry, the
-upstream's ``pricing:``, litellm's bundled table (``model_windows``), the provider's documented
-rules (``provider_cache``). A read ratio nobody knows is 0.1, the strictest case (a cache that
-cheap makes breaking it the costliest)."""
+upstream's ``pricing:``, litellm's bundled table (``model_windows``; for a ``gemini`` upstream its
+``gemini/`` line, Google AI Studio's prices), the provider's documented rules (``provider_cache``).
+The table's shortest cached prompt (``prompt_cache_min_tokens``) is read for the families in
+``provider_cache.TABLE_MINIMUMS``. A read ratio nobody knows is 0.1, the strictest case (a
+cache that cheap makes breaking it the costliest)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Literal
 
 from proxy.pricing import PriceOverride
 from proxy.rewrite.model_windows import ModelEntry, model_entry
-from proxy.rewrite.provider_cache import rules_for
+from proxy.rewrite.provider_cache import TABLE_MINIMUMS, rules_for
 from proxy.settings import Settings
 from proxy.store.cache_feedback import CacheFeedback
 from rules.base import CacheFacts
@@ -61,9 +63,12 @@ class CostModel:
             layers.append(configured_entry)
         if upstream is not None:
             layers.append(upstream.pricing)
-        entry = model_entry(model) or ModelEntry()
+        native = upstream is not None and upstream.kind == "gemini"
+        # Google AI Studio's own line first for a gemini upstream (Vertex's is priced apart)
+        entry = (native and model_entry(f"gemini/{model}")) or model_entry(model) or ModelEntry()
         provider = entry.provider or (upstream.provider if upstream is not None else None)
         rules, family = rules_for(model, provider)
+        table_minimum = entry.min_prefix_tokens if family in TABLE_MINIMUMS else None
         picked = {name: _pick(layers, name) for name in _CONFIGURABLE}
         source: Source = "default"
         if any(v is not None for v in picked.values()):
@@ -84,7 +89,9 @@ class CostModel:
             ),
             write_ratio=_first(picked["write_ratio"], table_write, rules.write_ratio),
             ttl_s=_first(picked["ttl_s"], rules.ttl_s),
-            min_prefix_tokens=int(_first(picked["min_prefix"], float(rules.min_prefix_tokens))),
+            min_prefix_tokens=int(
+                _first(picked["min_prefix"], table_minimum, float(rules.min_prefix_tokens))
+            ),
             lookback_messages=rules.lookback_messages,
             source=source,
             family=family,

@@ -28,6 +28,7 @@ from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' t
 from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.resolver import Resolver, open_questions
+from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store import learned_windows
@@ -38,7 +39,6 @@ from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
 from rules.redact import redact_text
-from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
 
@@ -57,33 +57,11 @@ class _Request:
     sid: str
     budget: int | None  # a lower budget for this call only
     heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
+    named_model: str | None = None  # the model, where the body does not name it (Gemini's path)
 
     @property
     def model(self) -> str:
-        return str(self.body["model"])
-
-
-@dataclass(frozen=True)
-class Rewritten:
-    body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
-    report: Report
-    session_id: str  # scoped: ``principal/name`` (``proxy.principals``), as stored and logged
-    parent_session_id: str | None  # scoped too
-    protocol: str = "chat"
-    data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
-
-    @property
-    def principal(self) -> str:
-        return split_scoped(self.session_id)[0]
-
-    @property
-    def client_session(self) -> str:
-        """The session's name as the client knows it (unscoped)."""
-        return split_scoped(self.session_id)[1]
-
-    @property
-    def client_parent(self) -> str | None:
-        return split_scoped(self.parent_session_id)[1] if self.parent_session_id else None
+        return self.named_model if self.named_model is not None else str(self.body["model"])
 
 
 class Engine:
@@ -220,13 +198,15 @@ class Engine:
         adapter: Adapter = CHAT,
         principal: str = ANONYMOUS,
         fresh: int | None = None,
+        model: str | None = None,
     ) -> Rewritten:
         """``body`` in ``adapter``'s protocol, validated; ``budget``: a lower budget for this call
         only (the overflow rescue's). ``session_id`` and ``parent_session_id`` name sessions as
         the client does; everything is kept under ``principal`` (``proxy.principals``).
         ``fresh``: how many of the body's ``raw_size`` bytes the session's previous body did not
         have (``BodyMemory.read``; all of them when not known): with its items, the work that
-        decides whether it runs in the worker thread."""
+        decides whether it runs in the worker thread. ``model``: the model, where the body does
+        not name it (Gemini's is the path's)."""
         heavy = self.offload.heavy(raw_size if fresh is None else fresh, items_of(body))
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
@@ -237,10 +217,11 @@ class Engine:
             else scoped(principal, session_id or session_key(headers, body, []))
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        sid = scoped(principal, session_id or session_key(headers, body, lowered.messages))
+        keyed = lowered.messages if lowered.session_view is None else lowered.session_view
+        sid = scoped(principal, session_id or session_key(headers, body, keyed))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
-        request = _Request(body, lowered, adapter, now, sid, budget, heavy)
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
@@ -375,7 +356,9 @@ class Engine:
         )
         await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
-        return Rewritten(forwarded, outcome.report, sid, parent, request.adapter.name, data)
+        return Rewritten(
+            forwarded, outcome.report, sid, parent, request.adapter.name, data, request.named_model
+        )
 
     def _lift(
         self, ctx: Context, request: _Request, outcome: PipelineOutcome

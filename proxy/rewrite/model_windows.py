@@ -27,6 +27,7 @@ class ModelEntry:
     cache_read_cost: float | None = None
     cache_write_cost: float | None = None
     provider: str | None = None  # litellm's provider name (openai, anthropic, gemini, …)
+    min_prefix_tokens: int | None = None  # the shortest prompt the provider caches
 
 
 def _table_path() -> Path | None:
@@ -41,6 +42,12 @@ def _price(meta: dict[str, Any], key: str) -> float | None:
     value = meta.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
         return float(value)
+    return None
+
+
+def _minimum(value: Any) -> int | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 10**7:
+        return int(value)
     return None
 
 
@@ -65,6 +72,7 @@ def _entries() -> dict[str, ModelEntry]:
             cache_read_cost=_price(meta, "cache_read_input_token_cost"),
             cache_write_cost=_price(meta, "cache_creation_input_token_cost"),
             provider=provider if isinstance(provider, str) else None,
+            min_prefix_tokens=_minimum(meta.get("prompt_cache_min_tokens")),
         )
     return out
 

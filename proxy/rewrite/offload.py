@@ -34,7 +34,7 @@ def items_of(body: Any) -> int:
     """How many messages or input items a body holds (its conversation's array)."""
     if not isinstance(body, dict):
         return 0
-    for key in ("messages", "input"):
+    for key in ("messages", "input", "contents"):
         value = body.get(key)
         if isinstance(value, list):
             return len(value)

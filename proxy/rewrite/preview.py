@@ -25,17 +25,20 @@ async def forwarded_body(
     principal: str,
     adapter: Adapter,
     raw_size: int,
+    model: str | None = None,
 ) -> dict[str, Any]:
-    """The body ``engine.rewrite`` would forward (its first pass: no resolver model, no rescue)."""
+    """The body ``engine.rewrite`` would forward (its first pass: no resolver model, no rescue).
+    ``model``: the model, where the body does not name it (Gemini's path)."""
     from proxy.rewrite.engine import _Request
 
     heavy = engine.offload.heavy(raw_size, items_of(body))
     hint = scoped(principal, session_key(headers, body, []))
     lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
-    sid = scoped(principal, session_key(headers, body, lowered.messages))
+    keyed = lowered.messages if lowered.session_view is None else lowered.session_view
+    sid = scoped(principal, session_key(headers, body, keyed))
     state, parent = await engine.store.load_state(sid)
     ancestors = await engine.store.ancestors(parent) if parent else []
-    request = _Request(body, lowered, adapter, now, sid, None, heavy)
+    request = _Request(body, lowered, adapter, now, sid, None, heavy, model)
     cache = engine.costs.facts(request.model, await engine.store.cache_feedback.get(sid))
     ctx = engine._context(request, state, ancestors, cache)
     outcome = await engine.offload.maybe(heavy, engine._run, ctx, lowered)

@@ -11,7 +11,9 @@ table has prices, never these rules). Values as the providers' docs state them:
   a 5-minute write costs 1.25× a fresh token, a read 0.1×.
 - Gemini implicit caching (Google's "Gemini 2.5 models now support implicit caching", May 2025):
   1,024 tokens minimum for 2.5 Flash, 2,048 for 2.5 Pro; no stated lifetime ("a few minutes"):
-  300 s.
+  300 s. Later models' minimums (4,096 for the 3.x Flash and Pro models) are in litellm's table
+  (``prompt_cache_min_tokens``), which the cost model reads first for this family
+  (``TABLE_MINIMUMS``); for the others the values here stand.
 - DeepSeek (api-docs.deepseek.com/guides/kv_cache): 64-token storage units, shorter content is not
   cached; unused entries are cleared "usually within a few hours to a few days": 3,600 s.
 """
@@ -31,6 +33,9 @@ class CacheRules:
 
 
 OPENAI = CacheRules(ttl_s=300.0, min_prefix_tokens=1024)
+# The families whose shortest cached prompt is read from litellm's table before the values here:
+# Google's minimums changed with each model generation, and the table follows them per model
+TABLE_MINIMUMS = frozenset({"gemini"})
 # Anthropic looks back 20 content blocks from a breakpoint for an earlier entry; an agent's
 # message is about two blocks (text and a call, or a result), so 10 messages
 ANTHROPIC_LOOKBACK_MESSAGES = 10

@@ -7,7 +7,7 @@ import asyncio
 import os
 from urllib.parse import quote
 
-from starlette.types import Receive, Send
+from starlette.types import Receive, Scope, Send
 
 from proxy.errors import ClientGone, PayloadTooLarge, RequestTimeout
 from proxy.settings import LimitSettings
@@ -78,3 +78,12 @@ async def read_body(receive: Receive, headers: dict[str, str], limits: LimitSett
             f"({size} bytes arrived).",
             code="request_timeout",
         ) from None
+
+
+def route_path(scope: Scope) -> str:
+    """The path as the router sees it: without the root path (uvicorn --root-path, a mount)."""
+    path: str = scope["path"]
+    root = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root) : len(root) + 1] == "/":
+        return path[len(root) :]
+    return path

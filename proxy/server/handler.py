@@ -30,7 +30,14 @@ from proxy.errors import (
 from proxy.failures import STOPPING
 from proxy.rewrite.session_key import header_session
 from proxy.server.answer_end import AnswerEnd
-from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_body, send_json
+from proxy.server.asgi_send import (
+    header_dict,
+    header_value,
+    raw_headers,
+    read_body,
+    route_path,
+    send_json,
+)
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
@@ -82,6 +89,7 @@ class ProtocolHandler:
         request_id = row["id"]
         headers = header_dict(scope["headers"])
         wire = self.wire
+        path = route_path(scope)
         row.update(
             created_at=time.time(),
             path=scope["path"],
@@ -99,11 +107,13 @@ class ProtocolHandler:
             hint = header_session(headers)
             body, fresh = await read_body_json(self.bodies, offload, raw, hint, principal)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
-            row.update(model=redact_text(body["model"]), stream=int(bool(body.get("stream"))))
-            upstream = self.s.settings.upstream_for(body["model"])
+            named = None if wire.target is None else wire.target(path)
+            model, streamed = named or (body["model"], bool(body.get("stream")))
+            row.update(model=redact_text(model), stream=int(streamed))
+            upstream = self.s.settings.upstream_for(model)
             if upstream is None:
                 raise ModelNotFound(
-                    f"The model '{body['model']}' is not served by any configured upstream.",
+                    f"The model '{model}' is not served by any configured upstream.",
                     param="model",
                 )
             if self.response_ids is not None:  # refused before the rules see (and keep) it
@@ -116,6 +126,7 @@ class ProtocolHandler:
                 adapter=wire.adapter,
                 principal=principal,
                 fresh=fresh,
+                model=None if named is None else model,
             )
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
@@ -159,7 +170,7 @@ class ProtocolHandler:
             "x-ctxproxy-session-id": header_value(rewritten.client_session),
         }
         query = scope.get("query_string", b"").decode("latin-1")
-        call = Call(self.s, upstream, headers, query)
+        call = Call(self.s, upstream, headers, query, path)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
                 # the client's own bytes, or the rewrite's where the adapter had them

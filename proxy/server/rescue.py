@@ -109,7 +109,7 @@ async def _compacted(
     if overflow.window is None:
         return None, info
     body = rewritten.body
-    model = body["model"]
+    model = rewritten.model if rewritten.model is not None else body["model"]
     engine = s.engine
     # what every later request of the model is held to: the window as stated, at least the floor
     learned = engine.learn_window(model, overflow.window)
@@ -136,6 +136,7 @@ async def _compacted(
             budget=budget,
             adapter=wire.adapter,
             principal=rewritten.principal,
+            model=rewritten.model,
         )
     except ProxyError:  # e.g. pipeline.on_over_budget: reject
         info["outcome"] = "floor_too_big"

@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from proxy.errors import ProxyError
+from proxy.errors import BadRequest, ProxyError
 from proxy.protocols import errors as shapes
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter
-from proxy.protocols.body import parse_json, validate_body
+from proxy.protocols.body import MAX_MODEL_CHARS, parse_json, validate_body
 from proxy.protocols.body_memory import BodyMemory, Validate
 from proxy.protocols.chat import CHAT
+from proxy.protocols.gemini import GEMINI
 from proxy.protocols.responses import RESPONSES
-from proxy.protocols.validate import validate_anthropic, validate_responses
+from proxy.protocols.validate import validate_anthropic, validate_gemini, validate_responses
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import upstream_api_key
@@ -35,6 +36,7 @@ class Call:
     upstream: UpstreamSettings
     headers: Mapping[str, str]  # the client's, names lower-cased
     query: str  # the client's query string (``beta=true``)
+    path: str = ""  # the path as routed (Gemini's names the model and the method)
 
     def key(self) -> str | None:
         """The upstream key: config's, else (passthrough) the client's bearer or ``x-api-key``."""
@@ -46,6 +48,8 @@ class Call:
 
 
 Forward = Callable[[Call, dict[str, Any], bytes | None], Awaitable[UpstreamResponse]]
+# The model and whether a stream is asked for, where the path says them, not the body (Gemini)
+Target = Callable[[str], tuple[str, bool]]
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Wire:
     # its answers carry ids a later request may continue (the Responses API's
     # ``previous_response_id``): each kept to its principal (``proxy.server.response_ids``)
     response_ids: bool = False
+    target: Target | None = None
 
     def parse(self, raw: bytes) -> dict[str, Any]:
         """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""
@@ -114,6 +119,51 @@ async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> Ups
     )
 
 
+def gemini_target(path: str) -> tuple[str, bool]:
+    """The model and the stream a Gemini path names (``/v1beta/models/{model}:{method}``)."""
+    from proxy.upstream.gemini_route import parse_route, valid_model
+
+    route = parse_route(path)
+    if route is None or not valid_model(route.model):
+        raise BadRequest(
+            "The model in the path must be letters, digits, '.', '_' or '-' "
+            f"(at most {MAX_MODEL_CHARS} characters).",
+            param="model",
+        )
+    return route.model, route.stream
+
+
+def gemini_key(call: Call) -> str | None:
+    """Config's key; in passthrough, the client's (``x-goog-api-key``, ``?key=``, a bearer)."""
+    from proxy.upstream.gemini import client_key
+
+    mode = call.services.settings.auth.mode
+    if call.upstream.api_key_env or mode != "passthrough":
+        return upstream_api_key(call.upstream, call.headers, mode)
+    return client_key(call.headers, call.query)
+
+
+async def _gemini(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
+    """Natively to a ``gemini`` upstream, bridged by litellm to the others."""
+    from proxy.upstream import gemini
+    from proxy.upstream.gemini_route import parse_route
+
+    route = parse_route(call.path)
+    assert route is not None  # dispatched by its path
+    response = await gemini.generate(
+        call.services.upstream,
+        call.upstream,
+        route,
+        _payload(body, raw),
+        call.headers,
+        call.query,
+        gemini_key(call),
+    )
+    if response.status >= 400 and response.body is not None:
+        response.body = shapes.reshaped_as_gemini(response.status, response.body)
+    return response
+
+
 CHAT_WIRE = Wire(CHAT, validate_body, _chat, shapes.openai_body, shapes.chat_stream_error)
 MESSAGES_WIRE = Wire(
     ANTHROPIC, validate_anthropic, _messages, shapes.anthropic_body, shapes.anthropic_stream_error
@@ -126,4 +176,13 @@ RESPONSES_WIRE = Wire(
     shapes.responses_stream_error,
     array="input",
     response_ids=True,
+)
+GEMINI_WIRE = Wire(
+    GEMINI,
+    validate_gemini,
+    _gemini,
+    shapes.gemini_body,
+    shapes.gemini_stream_error,
+    array="contents",
+    target=gemini_target,
 )

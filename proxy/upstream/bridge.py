@@ -220,8 +220,8 @@ def _route(
             )
         target = upstream.model_copy(update={"provider": "openai"})
         return target, "openai", upstream.base_url or _OPENAI_BASE
-    if upstream.kind == "anthropic":
-        upstream = upstream.model_copy(update={"provider": "anthropic"})
+    if upstream.kind in ("anthropic", "gemini"):
+        upstream = upstream.model_copy(update={"provider": upstream.kind})
     return upstream, _checked(upstream, model, key), upstream.base_url
 
 

@@ -50,6 +50,7 @@ _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",  # no /v1: paths carry it, as Anthropic's SDKs do
+    "gemini": "https://generativelanguage.googleapis.com",  # no /v1beta: paths carry it
 }
 # Headers aiohttp would add by itself: the upstream sees only what we send.
 _SKIP_AUTO_HEADERS = ("User-Agent", "Accept", "Accept-Encoding")
@@ -190,11 +191,11 @@ class UpstreamClient:
     ) -> UpstreamResponse:
         """``raw``: the client's own bytes of ``body`` when nothing was changed, sent as they
         came (as Messages and Responses are) instead of serialising ``body`` again."""
-        if upstream.kind != "openai":  # litellm, and chat completions to an anthropic upstream
+        if upstream.kind != "openai":  # litellm, and chat completions to the native kinds
             from proxy.upstream.litellm import litellm_chat
 
-            if upstream.kind == "anthropic":
-                upstream = upstream.model_copy(update={"provider": "anthropic"})
+            if upstream.kind in ("anthropic", "gemini"):
+                upstream = upstream.model_copy(update={"provider": upstream.kind})
             return self.errors.response(await litellm_chat(upstream, body, passthrough_key))
         headers = self._headers(upstream, client_headers, passthrough_key)
         data = raw if raw is not None else orjson.dumps(body)

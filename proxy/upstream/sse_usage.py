@@ -1,7 +1,8 @@
 """Reads ``usage`` out of a relayed SSE stream without touching the bytes sent to the client, in
 each protocol's spelling: Chat Completions (a chunk's ``usage``), Anthropic Messages
-(``message_start``'s ``message.usage``, then ``message_delta``'s ``usage`` merged over it) and
-Responses (``response.completed``'s ``response.usage``).
+(``message_start``'s ``message.usage``, then ``message_delta``'s ``usage`` merged over it),
+Responses (``response.completed``'s ``response.usage``) and Gemini (each chunk's
+``usageMetadata``).
 
 Lines end in LF, CRLF or CR (the SSE spec allows all three); a blank line ends an event. Each
 chunk is scanned once, so a stream costs time linear in its size, and what is held between
@@ -124,7 +125,7 @@ class UsageTap:
             self.usage = found
 
     def _dispatch(self, lines: list[bytes]) -> None:
-        if not any(b'"usage"' in line for line in lines):
+        if not any(b'"usage' in line for line in lines):  # "usage", Gemini's "usageMetadata"
             return
         # The spec joins an event's data lines into one payload; some upstreams put one JSON
         # object on each data line instead: read those one by one when the whole is no JSON.
@@ -143,6 +144,8 @@ class UsageTap:
         if not isinstance(holder, dict):  # a chat chunk, a message_delta: usage at the top
             holder = obj
         usage = holder.get("usage")
+        if usage is None:
+            usage = holder.get("usageMetadata")  # Gemini's, in each chunk (the last is final)
         if not isinstance(usage, dict):
             return
         if kind == "message_delta" and self.usage is not None:

@@ -84,6 +84,8 @@ def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
     completion = _count(usage.get("completion_tokens"))
     if completion is None:
         completion = _count(usage.get("output_tokens"))
+    if completion is None:  # Gemini's
+        completion = _count(usage.get("candidatesTokenCount"))
     return {
         "usage": usage,
         "prompt_tokens": prompt,
@@ -108,5 +110,11 @@ def usage_of(body: bytes | None) -> dict[str, Any] | None:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
         return None
-    usage = obj.get("usage") if isinstance(obj, dict) else None
+    if isinstance(obj, list) and obj:  # Gemini's JSON-array stream: the last chunk's is final
+        obj = obj[-1]
+    if not isinstance(obj, dict):
+        return None
+    usage = obj.get("usage")
+    if usage is None:
+        usage = obj.get("usageMetadata")  # Gemini's
     return usage if isinstance(usage, dict) else None

@@ -56,12 +56,14 @@ SHELL_TOOLS = {
 PATCH_TOOLS = {"applypatch"}  # Codex: the patch text in ``input`` (or ``patch``)
 PATH_KEYS = ("path", "file_path", "filename", "file", "absolute_path", "target_file",
              "notebook_path", "file_name", "dir_path", "directory")  # fmt: skip
-# The directory a shell call runs in (Codex's ``workdir``): part of a run's or listing's key.
-WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory")
+# The directory a shell call runs in (Codex's ``workdir``, Gemini CLI's ``dir_path``): part of a
+# run's or listing's key.
+WORKDIR_KEYS = ("workdir", "cwd", "working_directory", "directory", "dir_path")
 
 _EXIT = (
     re.compile(r"<returncode>(-?\d+)</returncode>"),
     re.compile(r"\[Command finished with exit code (-?\d+)\]"),
+    re.compile(r"\[Exit Code: (-?\d+)\]"),  # Gemini CLI's run_shell_command
     re.compile(r"(?im)^(?:exit code|exit status|return code)[:=]?\s*(-?\d+)\s*$"),
 )
 _READ_CMDS = {"cat", "head", "tail", "nl", "less", "more", "bat", "open", "view"}

@@ -35,6 +35,7 @@ from rules.messages import (
     content_hash,
     text_of,
     tool_calls,
+    without_harness,
 )
 from rules.redact import redact_text
 from rules.report import WorkingSetSummary
@@ -64,37 +65,10 @@ class Config(RuleConfig):
     )
 
 
-# Text an agent harness wraps into the user's turn, not the user's words: Claude Code's
-# ``<system-reminder>`` blocks, Codex's ``<environment_context>`` and ``<user_instructions>``.
-_HARNESS_TAGS = ("system-reminder", "environment_context", "user_instructions")
-
-
 def _user_text(message: Message) -> str:
     text = text_of(message.get("content"))
     cut = text.find(INJECT_OPEN)
-    return _without_harness(text[:cut] if cut >= 0 else text).strip()
-
-
-def _without_harness(text: str) -> str:
-    """``text`` without the harness's tagged blocks (found with ``str.find``: linear)."""
-    if "<" not in text:
-        return text
-    for tag in _HARNESS_TAGS:
-        opening, closing = f"<{tag}>", f"</{tag}>"
-        kept: list[str] = []
-        pos = 0
-        start = text.find(opening)
-        while start >= 0:
-            end = text.find(closing, start)
-            if end < 0:
-                break
-            kept.append(text[pos:start])
-            pos = end + len(closing)
-            start = text.find(opening, pos)
-        if kept:
-            kept.append(text[pos:])
-            text = "".join(kept)
-    return text
+    return without_harness(text[:cut] if cut >= 0 else text).strip()
 
 
 def _users_own(message: Message) -> bool:

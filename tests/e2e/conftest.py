@@ -1,5 +1,6 @@
-"""Fixtures of the agent-protocol e2e tests (``tests/support/agent_proxy.py``): the scripted
-Anthropic and Responses upstreams and a live proxy in front of them."""
+"""Fixtures of the agent-protocol e2e tests (``tests/support/agent_proxy.py``,
+``tests/support/gemini_proxy.py``): the scripted Anthropic, Responses and Gemini upstreams and a
+live proxy in front of them."""
 
 from tests.support.agent_proxy import (  # noqa: F401
     _anthropic_server,
@@ -8,3 +9,4 @@ from tests.support.agent_proxy import (  # noqa: F401
     anthropic_upstream,
     responses_upstream,
 )
+from tests.support.gemini_proxy import _gemini_server, gemini_proxy, gemini_upstream  # noqa: F401

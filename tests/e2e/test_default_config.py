@@ -154,6 +154,9 @@ def test_every_shipped_config_routes_the_agents_natively(config: str) -> None:
         assert getattr(settings.upstream_for(model), "kind", None) == kind, model
     for model in ("gpt-5", "gpt-5.5", "o4-mini"):
         assert getattr(settings.upstream_for(model), "kind", None) == "openai", model
+    if config == "config.example.yaml":  # Gemini CLI's models, natively too
+        for model in ("gemini-3.1-pro-preview", "gemini-3.5-flash-lite"):
+            assert getattr(settings.upstream_for(model), "kind", None) == "gemini", model
     assert [u.name for u in settings.upstreams if u.kind == "litellm"] == []
 
 

@@ -62,6 +62,25 @@ def test_rewrite_reads_the_other_protocols(protocol: str, body: dict, key: str) 
     assert data["report"]["sections"]["system"]["before"] > 0
 
 
+def test_rewrite_reads_gemini_with_the_model_named_apart(tmp_path: Path) -> None:
+    call = {"functionCall": {"id": "a", "name": "run_shell_command", "args": {"command": "ls"}}}
+    done = {"functionResponse": {"id": "a", "name": "run_shell_command",
+                                 "response": {"output": "x"}}}  # fmt: skip
+    body = {
+        "contents": [{"role": "user", "parts": [{"text": "hi"}]},
+                     {"role": "model", "parts": [call]}, {"role": "user", "parts": [done, done]}],
+        "systemInstruction": {"parts": [{"text": "sys"}]},
+    }  # fmt: skip
+    args = ("rewrite", "--db", str(tmp_path / "db"), "--protocol", "gemini")
+    out = ctxproxy(*args, "--model", "gemini-2.5-flash", "-", stdin=orjson.dumps(body))
+    assert out.returncode == 0, out.stderr
+    data = orjson.loads(out.stdout)
+    assert data["request"]["contents"][2]["parts"] == [done]  # the doubled response, once
+    assert data["report"]["protocol"] == "gemini"
+    bad = ctxproxy(*args, "--model", "no/such", "-", stdin=orjson.dumps(body))
+    assert bad.returncode == 2 and orjson.loads(bad.stderr)["error"]["param"] == "model"
+
+
 def test_rewrite_bad_input_exits_2_with_openai_error() -> None:
     out = ctxproxy("rewrite", "-", stdin=b'{"model": "m"}')
     assert out.returncode == 2

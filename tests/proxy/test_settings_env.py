@@ -29,14 +29,16 @@ def test_the_variable_sets_the_named_upstreams_base_url() -> None:
         "UNRELATED": "x",
     }
     settings = load_settings(EXAMPLE, environ=env)
-    claude, openai = settings.upstreams
+    claude, gemini, openai = settings.upstreams
     assert (claude.name, claude.base_url) == ("claude", "http://127.0.0.1:9001")
+    assert gemini.base_url == "https://generativelanguage.googleapis.com"  # no variable for it
     assert (openai.name, openai.base_url) == ("openai", "http://127.0.0.1:9002/v1")
     assert settings.base_url_variable_of("claude") == "CTXPROXY_UPSTREAM_CLAUDE_BASE_URL"
     # everything else as the file says
     plain = load_settings(EXAMPLE, environ={})
     assert [u.base_url for u in plain.upstreams] == [
         "https://api.anthropic.com",
+        "https://generativelanguage.googleapis.com",
         "https://api.openai.com/v1",
     ]
     assert plain.base_url_variable_of("claude") is None

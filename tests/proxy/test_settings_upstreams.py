@@ -86,9 +86,11 @@ def test_default_and_example_configs_stay_valid() -> None:
     assert load_settings(None).upstreams == []
     example = yaml.safe_load((ROOT / "config.example.yaml").read_text())
     upstreams = [UpstreamSettings.model_validate(u) for u in example["upstreams"]]
-    # out of the box: Claude Code natively, everything else to OpenAI, each client's own key
+    # out of the box: Claude Code and Gemini CLI natively, everything else to OpenAI, each
+    # client's own key
     assert [(u.name, u.kind, u.match, u.api_key_env) for u in upstreams] == [
         ("claude", "anthropic", ["claude-*"], None),
+        ("gemini", "gemini", ["gemini-*"], None),
         ("openai", "openai", ["*"], None),
     ]
 
@@ -112,7 +114,7 @@ def test_the_example_configs_litellm_upstreams_are_valid_once_uncommented() -> N
     upstreams = [UpstreamSettings.model_validate(u) for u in found]
     assert [(u.name, u.kind, u.provider) for u in upstreams] == [
         ("anthropic-litellm", "litellm", "anthropic"),
-        ("gemini", "litellm", "gemini"),
+        ("gemini-litellm", "litellm", "gemini"),
     ]
     for up in upstreams:  # each says what it loses
         start = text.index(f"  # - name: {up.name}")
@@ -160,10 +162,24 @@ def test_an_openai_base_url_may_end_in_v1() -> None:
     assert _upstream(base_url="https://api.openai.com/v1").base_url == "https://api.openai.com/v1"
 
 
-def test_the_example_config_serves_claude_natively() -> None:
-    """Above the catch-all, so Claude Code's claude-* models never reach OpenAI."""
+def test_the_example_config_serves_claude_and_gemini_natively() -> None:
+    """Above the catch-all, so Claude Code's claude-* and Gemini CLI's gemini-* models never
+    reach OpenAI."""
     settings = load_settings(ROOT / "config.example.yaml", environ={})
-    claude, catch_all = settings.upstreams
+    claude, gemini, catch_all = settings.upstreams
     assert (claude.kind, claude.base_url) == ("anthropic", "https://api.anthropic.com")
+    assert (gemini.kind, gemini.base_url) == ("gemini", "https://generativelanguage.googleapis.com")
     assert settings.upstream_for("claude-opus-5-5") is claude
+    assert settings.upstream_for("gemini-3.8-flash") is gemini
     assert settings.upstream_for("gpt-5") is catch_all
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["https://generativelanguage.googleapis.com/v1beta", "https://gw.example/gemini/v1/"],
+)
+def test_a_gemini_base_url_is_without_its_version(base_url: str) -> None:
+    with pytest.raises(SettingsError, match=r"upstreams\[0\]\.base_url:"):
+        settings_from_mapping(
+            {"upstreams": [{"name": "g", "kind": "gemini", "base_url": base_url}]}
+        )

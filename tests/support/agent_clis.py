@@ -1,8 +1,10 @@
-"""The real agent CLIs, Claude Code 2.1.330 and Codex 0.169.0, run offline against a base URL.
+"""The real agent CLIs, Claude Code 2.1.330, Codex 0.169.0 and Gemini CLI 0.61.0, run offline
+against a base URL.
 
-``bin/test`` installs both from npm into ``$CTXPROXY_CLI_CACHE`` (default
+``bin/test`` installs them from npm into ``$CTXPROXY_CLI_CACHE`` (default
 ``~/.cache/ctxproxy-clis``) when they are missing; :func:`claude_binary` / :func:`codex_binary`
-find them there (or at ``$CTXPROXY_CLAUDE_BIN`` / ``$CTXPROXY_CODEX_BIN``) and skip the calling
+/ :func:`gemini_binary` find them there (or at ``$CTXPROXY_CLAUDE_BIN`` / ``$CTXPROXY_CODEX_BIN``
+/ ``$CTXPROXY_GEMINI_BIN``) and skip the calling
 test with the reason when they are not there. Each run uses the recipe of
 ``../shared/agents/README.md``: a clean environment (``env -i``), a throwaway ``HOME``, dummy keys,
 non-essential traffic off, no retries, short timeouts."""
@@ -23,6 +25,8 @@ CLAUDE_VERSION = "2.1.330"
 CODEX_VERSION = "0.169.0"
 CLAUDE_KEY = "sk-ant-dummy-cli-key-000000"
 CODEX_KEY = "sk-dummy-codex-key-000000"
+GEMINI_VERSION = "0.61.0"
+GEMINI_KEY = "dummy-gemini-key-000000"
 
 
 def cli_cache() -> Path:
@@ -68,6 +72,12 @@ def codex_binary() -> Path:
     if "codex" not in _found:
         _found["codex"] = _find("CTXPROXY_CODEX_BIN", "codex", CODEX_VERSION, "Codex")
     return _found["codex"]
+
+
+def gemini_binary() -> Path:
+    if "gemini" not in _found:
+        _found["gemini"] = _find("CTXPROXY_GEMINI_BIN", "gemini", GEMINI_VERSION, "Gemini CLI")
+    return _found["gemini"]
 
 
 def base_env(home: Path) -> dict[str, str]:
@@ -232,4 +242,50 @@ class Codex:
             "--dangerously-bypass-approvals-and-sandbox",
             prompt,
         ]
+        return _run(args, self.env(), self.workdir, timeout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gemini CLI
+
+
+@dataclass
+class Gemini:
+    """``gemini -p … --yolo -o json`` against ``base_url`` (``GOOGLE_GEMINI_BASE_URL``, no
+    ``/v1beta``), with a throwaway HOME (its settings select the API-key auth, which ``-p`` needs,
+    and turn folder trust off, so ``--yolo`` never prompts) kept across runs so ``--resume
+    latest`` finds the last session of ``workdir``."""
+
+    base_url: str
+    home: Path
+    workdir: Path
+    key: str = GEMINI_KEY
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        (self.home / ".gemini").mkdir(parents=True, exist_ok=True)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.home / "tmp").mkdir(exist_ok=True)
+        settings = {
+            "security": {
+                "auth": {"selectedType": "gemini-api-key"},
+                "folderTrust": {"enabled": False},
+            },
+            "privacy": {"usageStatisticsEnabled": False},
+            "telemetry": {"enabled": False},
+            "general": {"disableAutoUpdate": True},
+        }
+        (self.home / ".gemini" / "settings.json").write_bytes(orjson.dumps(settings))
+
+    def env(self) -> dict[str, str]:
+        return {
+            **base_env(self.home),
+            "TMPDIR": str(self.home / "tmp"),  # the CLI writes its error reports there
+            "GOOGLE_GEMINI_BASE_URL": self.base_url,
+            "GEMINI_API_KEY": self.key,
+            **self.extra_env,
+        }
+
+    def run(self, prompt: str, *flags: str, timeout: float = 60) -> Run:
+        args = [str(gemini_binary()), "-p", prompt, "--yolo", "-o", "json", *flags]
         return _run(args, self.env(), self.workdir, timeout)

@@ -186,3 +186,32 @@ def test_anthropic_blocks_read_as_lines() -> None:
         "+ message 1 added by the proxy (user)",
     ]
     assert diff[1]["lines"] == ["+ (result of t1)", "+ x"]
+
+
+def test_gemini_contents_read_as_lines() -> None:
+    call = {"functionCall": {"id": "c1", "name": "run_shell_command", "args": {"command": "ls"}},
+            "thoughtSignature": "sig"}  # fmt: skip
+    done = {"functionResponse": {"id": "c1", "name": "run_shell_command",
+                                 "response": {"output": "a.txt"}}}  # fmt: skip
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "list"}]},
+            {"role": "model", "parts": [{"text": "plan", "thought": True}, call]},
+            {"role": "user", "parts": [done, done]},
+        ],
+        "systemInstruction": {"parts": [{"text": "You are Gemini CLI."}]},
+    }
+    forwarded = {**body, "contents": [*body["contents"][:2], {"role": "user", "parts": [done]}]}
+    row = {
+        "protocol": "gemini",
+        "request_body": orjson.dumps(body).decode(),
+        "forwarded_body": orjson.dumps(forwarded).decode(),
+    }
+    diff = rv.message_diff(row) or []
+    assert [d["title"] for d in diff] == [
+        "= system, contents 0..1 unchanged",
+        "~ content 2 → 2 (user)",
+    ]
+    assert "-(result of run_shell_command c1)" in diff[1]["lines"]  # the copy the proxy dropped
+    model_lines = rv.message_diff({**row, "forwarded_body": row["request_body"]}) or []
+    assert model_lines[0]["op"] == "same"

@@ -53,6 +53,26 @@ def test_prices_from_litellms_table(
     assert p.source == "litellm" and p.input_price is not None and p.input_price > 0
 
 
+@pytest.mark.parametrize(
+    ("model", "input_price", "min_prefix"),
+    [
+        ("gemini-2.5-flash", 3e-7, 1024),
+        ("gemini-2.5-pro", 1.25e-6, 2048),
+        ("gemini-3.8-flash", 7.5e-7, 4096),  # the table's minimum, newer than the docs quoted
+        ("gemini-3.1-pro-preview", 2e-6, 4096),
+    ],
+)
+def test_a_gemini_upstreams_models_are_priced_and_cached_as_the_table_says(
+    model: str, input_price: float, min_prefix: int
+) -> None:
+    """Gemini's implicit cache: its read price and shortest cached prompt from the cost map
+    (Google AI Studio's ``gemini/`` line for a ``gemini`` upstream), as for the others."""
+    p = costs(upstreams=[{"name": "g", "kind": "gemini", "match": ["gemini-*"]}]).prices(model)
+    assert p.family == "gemini" and p.source == "litellm"
+    assert p.input_price == pytest.approx(input_price)
+    assert (p.read_ratio, p.write_ratio, p.min_prefix_tokens) == (0.1, 1.0, min_prefix)
+
+
 def test_gpt_4o_input_price_is_the_tables() -> None:
     assert costs().prices("gpt-4o").input_price == pytest.approx(2.5e-6)
 

@@ -170,3 +170,11 @@ def test_cache_usage_spellings(usage: Any, expected: CacheUsage | None) -> None:
 def test_the_logged_cached_column_reads_every_spelling() -> None:
     assert usage_fields({"prompt_tokens": 9, "cachedContentTokenCount": 8})["cached_tokens"] == 8
     assert usage_fields({"prompt_tokens": 9, "prompt_cache_hit_tokens": 7})["cached_tokens"] == 7
+
+
+def test_geminis_overflow_in_its_own_error_shape() -> None:
+    body = {"error": {"code": 400, "status": "INVALID_ARGUMENT", "message": (
+        "The input token count (1200000) exceeds the maximum number of tokens allowed (1048576)."
+    )}}  # fmt: skip
+    found = overflow_of(400, orjson.dumps(body))
+    assert found is not None and (found.window, found.prompt_tokens) == (1048576, 1200000)

@@ -1,5 +1,6 @@
-"""Usage in Anthropic's and Responses' spellings: whole answers, SSE (Anthropic's message_delta
-merged over message_start), what the log columns and the cache feedback take from each."""
+"""Usage in Anthropic's, Responses' and Gemini's spellings: whole answers, SSE (Anthropic's
+message_delta merged over message_start, Gemini's last usageMetadata), Gemini's JSON-array
+stream, what the log columns and the cache feedback take from each."""
 
 from __future__ import annotations
 
@@ -92,3 +93,37 @@ def test_a_usage_key_inside_a_string_of_a_huge_event_is_not_read() -> None:
     text = 'say "usage": {"input_tokens": 999}' + " " * (2 * MAX_PENDING)
     payload = orjson.dumps({"type": "response.output_text.done", "text": text})
     assert tapped([b"data: " + payload + b"\n\n"], 100).usage is None
+
+
+GEMINI_USAGE = {"promptTokenCount": 40, "candidatesTokenCount": 7, "cachedContentTokenCount": 24}
+
+
+def _gemini_chunk(text: str, usage: dict[str, int]) -> dict[str, object]:
+    parts = [{"text": text}]
+    return {"candidates": [{"content": {"parts": parts, "role": "model"}}], "usageMetadata": usage}
+
+
+@pytest.mark.parametrize("size", [0, 1, 7])
+def test_gemini_stream_keeps_the_last_chunks_usage_metadata(size: int) -> None:
+    chunks = [
+        b"data: " + orjson.dumps(_gemini_chunk("Do", {"promptTokenCount": 40})) + b"\r\n\r\n",
+        b"data: " + orjson.dumps(_gemini_chunk("ne.", GEMINI_USAGE)) + b"\r\n\r\n",
+    ]
+    tap = tapped(chunks, size)
+    assert tap.usage == GEMINI_USAGE
+    fields = usage_fields(tap.usage)
+    assert (fields["prompt_tokens"], fields["completion_tokens"], fields["cached_tokens"]) == (
+        40,
+        7,
+        24,
+    )
+    assert cache_usage(tap.usage) == CacheUsage(40, 24, None)
+
+
+def test_gemini_whole_answers_and_the_json_array_stream() -> None:
+    whole = orjson.dumps(_gemini_chunk("ok", GEMINI_USAGE))
+    assert usage_of(whole) == GEMINI_USAGE
+    array = orjson.dumps([_gemini_chunk("o", {"promptTokenCount": 40}),
+                          _gemini_chunk("k", GEMINI_USAGE)])  # fmt: skip
+    assert usage_of(array) == GEMINI_USAGE
+    assert usage_of(b"[]") is None

@@ -1,0 +1,297 @@
+"""Lifting the rules' chat view back onto the client's Gemini ``contents`` (``gemini``).
+
+An assistant message becomes a ``model`` content; a run of user and tool messages between two
+assistant messages becomes ``user`` content. Untouched messages give back the client's own
+content objects (two ``user`` contents in a row stay two: Gemini accepts them, and merging them
+would rewrite the request for nothing). Where the rules changed a run, its messages become one
+``user`` content whose ``functionResponse`` parts come first, in the order of the calls of the
+``model`` turn before it (Gemini pairs the N calls of a turn with the next turn's N responses),
+the other parts after them. A changed model turn keeps its ``thought`` parts, its
+``thoughtSignature`` fields and its unknown parts where they were; calls the rules dropped go
+(with the signature on their part). Where lifting leaves two contents of one role next to each
+other and one of them is not the client's own, they are merged: roles alternate again."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from proxy.protocols.base import TAG
+from proxy.protocols.gemini_parts import (
+    SYNTHETIC_PREFIX,
+    Part,
+    State,
+    call_of,
+    is_text,
+    make_text,
+    parts_of,
+    response_of,
+    response_value,
+)
+from proxy.protocols.patching import patch_blocks
+from rules.base import Message
+from rules.messages import call_id, call_name, role, text_of, tool_calls
+
+# A content as lifted, and whether it is the client's own object (untouched)
+Lifted = tuple[Any, bool]
+
+
+@dataclass(frozen=True)
+class Lifting:
+    """A request's lifting, by group (a system message, a model turn, a run of user-side
+    messages): where each group's messages end, and its contents. Never changed once kept."""
+
+    messages: list[Message]
+    ends: list[int]
+    values: list[list[Lifted]]
+    system: Message | None
+
+
+def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Message | None]:
+    """The contents to forward and the system message as the rules left it (None: none).
+
+    The groups the session's previous request lifted from the very same message objects are
+    reused (``st.lifted``): a message object is the same only where its client content is (the
+    lowering reuses its messages for identical contents only), and a group ending before the
+    first message that differs is made of the same messages and ends there again."""
+    prev: Lifting | None = st.lifted
+    n = len(messages)
+    ends: list[int] = []
+    values: list[list[Lifted]] = []
+    system: Message | None = None
+    k = 0
+    if prev is not None:
+        limit = min(n, len(prev.messages))
+        same = 0
+        while same < limit and prev.messages[same] is messages[same]:
+            same += 1
+        for g, end in enumerate(prev.ends):
+            if end >= same:
+                break
+            ends.append(end)
+            values.append(prev.values[g])
+            k = end
+        if k and prev.system is not None and prev.system is messages[0]:
+            system = prev.system
+    while k < n:
+        m = messages[k]
+        if m.get(TAG) == "s" and "s" in st.parts:
+            system = m
+            group: list[Lifted] = []
+            k += 1
+        elif role(m) == "assistant":
+            group = _model_content(st, m)
+            k += 1
+        else:
+            end = k + 1
+            while end < n and role(messages[end]) != "assistant" and messages[end].get(TAG) != "s":
+                end += 1
+            before = messages[k - 1] if k and role(messages[k - 1]) == "assistant" else None
+            group = _user_contents(st, messages[k:end], before)
+            k = end
+        ends.append(k)
+        values.append(group)
+    st.lifting = Lifting(messages, ends, values, system)
+    return _alternating([v for group in values for v in group]), system
+
+
+def _source(st: State, m: Message) -> Part | None:
+    tag = m.get(TAG)
+    return st.parts.get(tag) if isinstance(tag, str) else None
+
+
+def _user_contents(st: State, run: list[Message], before: Message | None) -> list[Lifted]:
+    """A run of user-side messages (``before``: the model turn just before, whose calls they
+    answer) as user contents: the client's own when untouched, else one content."""
+    whole = _untouched(st, run)
+    if whole is not None:
+        return [(c, True) for c in whole]
+    calls = tool_calls(before) if before is not None else []
+    results = [m for m in run if role(m) == "tool"]
+    order = {call_id(c): i for i, c in enumerate(calls)}
+    results.sort(key=lambda m: order.get(str(m.get("tool_call_id")), len(order)))
+    names = {call_id(c): call_name(c) for c in calls}
+    parts: list[Any] = [_response_part(st, m, names) for m in results]
+    base: dict[str, Any] | None = None
+    for m in run:
+        src = _source(st, m)
+        if src is not None and base is None:
+            base = st.contents[src.content]
+        if role(m) != "tool":
+            parts.extend(_user_parts(st, m, src))
+    if not parts:
+        return []
+    content: dict[str, Any] = dict(base) if base is not None else {"role": "user"}
+    content["parts"] = parts
+    return [(content, False)]
+
+
+def _untouched(st: State, run: list[Message]) -> list[Any] | None:
+    """The client's own contents, when ``run`` is exactly their lowering, untouched."""
+    out: list[Any] = []
+    k = 0
+    while k < len(run):
+        src = _source(st, run[k])
+        if src is None or run[k] is not src.lowered or src.content in st.misnamed:
+            return None
+        tags = st.tags[src.content]
+        if [m.get(TAG) for m in run[k : k + len(tags)]] != tags:
+            return None
+        if any(
+            m is not st.parts[t].lowered for m, t in zip(run[k : k + len(tags)], tags, strict=True)
+        ):
+            return None
+        out.append(st.contents[src.content])
+        k += len(tags)
+    return out
+
+
+def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, Any]:
+    cid = m.get("tool_call_id")
+    text = text_of(m.get("content"))
+    src = _source(st, m)
+    called = names.get(str(cid))  # the name of the call it answers, where known
+    if src is not None:
+        part = parts_of(st.contents[src.content])[src.parts[0]]
+        old = response_of(part) or {}
+        renamed = called is not None and old.get("name") != called
+        same_text = m is src.lowered or text == src.lowered.get("content")
+        if same_text and cid == src.lowered.get("tool_call_id") and not renamed:
+            return part  # type: ignore[no-any-return]
+        response = dict(old)
+        if not same_text:
+            response["response"] = response_value(response.get("response"), text)
+        if cid != src.lowered.get("tool_call_id"):
+            _set_id(response, cid)
+        if renamed:
+            response["name"] = called
+        return {**part, "functionResponse": response}
+    name = called or m.get("name") or ""
+    response = {"name": name, "response": {"output": text}}
+    _set_id(response, cid)
+    return {"functionResponse": response}
+
+
+def _set_id(holder: dict[str, Any], cid: Any) -> None:
+    if isinstance(cid, str) and cid and not cid.startswith(SYNTHETIC_PREFIX):
+        holder["id"] = cid
+    else:
+        holder.pop("id", None)
+
+
+def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
+    new = m.get("content")
+    if src is None:
+        text = text_of(new)
+        return [make_text(text)] if text.strip() else []
+    source = [parts_of(st.contents[src.content])[j] for j in src.parts]
+    if m is src.lowered or new == src.lowered.get("content"):
+        return source
+    old_text = text_of(src.lowered.get("content"))
+    return patch_blocks(source, old_text, text_of(new), is_text, make_text)
+
+
+def _model_content(st: State, m: Message) -> list[Lifted]:
+    src = _source(st, m)
+    if src is not None and m is src.lowered:
+        return [(st.contents[src.content], True)]
+    return [(_model_turn(st, m), False)]
+
+
+def _model_turn(st: State, m: Message) -> dict[str, Any]:
+    src = _source(st, m)
+    calls = tool_calls(m)
+    if src is None:
+        parts: list[Any] = []
+        text = text_of(m.get("content"))
+        if text.strip():
+            parts.append(make_text(text))
+        parts.extend(_call_part(c) for c in calls)
+        return {"role": "model", "parts": parts or [make_text(" ")]}
+    content = st.contents[src.content]
+    if m is src.lowered:
+        return content  # type: ignore[no-any-return]
+    source = parts_of(content)
+    lowered_calls = tool_calls(src.lowered)
+    old_text = text_of(src.lowered.get("content"))
+    new_text = text_of(m.get("content"))
+    parts = (
+        source
+        if old_text == new_text
+        else patch_blocks(source, old_text, new_text, is_text, make_text)
+    )
+    by_old = {call_id(c): c for c in calls}
+    if len(calls) == len(lowered_calls) and not all(call_id(c) in by_old for c in lowered_calls):
+        by_old = {call_id(o): c for o, c in zip(lowered_calls, calls, strict=True)}  # renamed ids
+    lowered_ids = [call_id(c) for c in lowered_calls]
+    out: list[Any] = []
+    used: set[int] = set()
+    k = 0
+    for p in parts:
+        call = call_of(p)
+        if call is None:
+            out.append(p)
+            continue
+        old_id = lowered_ids[k] if k < len(lowered_ids) else ""
+        old = lowered_calls[k] if k < len(lowered_calls) else None
+        k += 1
+        new = by_old.get(old_id)
+        if new is None:
+            continue  # the rules dropped the call
+        used.add(id(new))
+        out.append(_patched_call(p, call, old, new))
+    out.extend(_call_part(c) for c in calls if id(c) not in used)
+    return {**content, "parts": out or [make_text(" ")]}
+
+
+def _patched_call(
+    part: dict[str, Any], call: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any]
+) -> dict[str, Any]:
+    if old is not None and new == old:
+        return part
+    patched = dict(call)
+    fn = new.get("function") or {}
+    old_fn = (old or {}).get("function") or {}
+    if fn.get("arguments") != old_fn.get("arguments"):
+        patched["args"] = _args(fn.get("arguments"))
+    if call_id(new) != call_id(old or {}):
+        _set_id(patched, call_id(new))
+    return {**part, "functionCall": patched}
+
+
+def _call_part(call: dict[str, Any]) -> dict[str, Any]:
+    fn = call.get("function") or {}
+    out: dict[str, Any] = {"name": fn.get("name") or "", "args": _args(fn.get("arguments"))}
+    _set_id(out, call_id(call))
+    return {"functionCall": out}
+
+
+def _args(arguments: Any) -> Any:
+    if isinstance(arguments, dict):
+        return arguments
+    try:
+        value = orjson.loads(arguments or "{}")
+    except (orjson.JSONDecodeError, TypeError):
+        return {"input": str(arguments)}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+def _alternating(lifted: list[Lifted]) -> list[Any]:
+    """Adjacent contents of one role merged where one of them is not the client's own."""
+    out: list[Any] = []
+    own_last = False
+    for c, own in lifted:
+        if out and not (own and own_last) and _role(out[-1]) == _role(c):
+            prev = out[-1]
+            out[-1] = {**prev, "parts": [*parts_of(prev), *parts_of(c)]}
+            own_last = False
+            continue
+        out.append(c)
+        own_last = own
+    return out
+
+
+def _role(content: Any) -> Any:
+    return (content.get("role") or "user") if isinstance(content, dict) else None

@@ -1,0 +1,175 @@
+"""Lowering Gemini ``contents`` to the chat view (see ``gemini``).
+
+- ``systemInstruction``: a system message (its text parts);
+- a ``model`` content: one assistant message, its visible text parts joined, its
+  ``functionCall`` parts as ``tool_calls`` (a call sent without an id gets one named by its place,
+  never written back); ``thought`` and ``inlineData`` parts are the adapter's to keep;
+- a ``user`` content: each ``functionResponse`` part a tool message, the other parts (in runs
+  between them) a user message. A response without an id answers the previous model turn's
+  next unanswered call of its name, as Gemini pairs them.
+
+Tags: ``s`` for the system instruction, ``{content}.{first part}`` for the others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.protocols.base import TAG, opaque_note
+from proxy.protocols.gemini_parts import (
+    SYNTHETIC_PREFIX,
+    Part,
+    State,
+    arguments_of,
+    call_of,
+    is_text,
+    part_kind,
+    parts_of,
+    response_of,
+    response_text,
+    texts,
+)
+from proxy.protocols.prefix import system_message
+from rules.base import Message
+from rules.messages import HARNESS_TAGS
+
+
+def system_key(body: dict[str, Any]) -> str | None:
+    for key in ("systemInstruction", "system_instruction"):
+        if key in body:
+            return key
+    return None
+
+
+def lower_system(
+    body: dict[str, Any], st: State, out: list[Message], kept: Message | None = None
+) -> None:
+    """The system instruction's message (``kept``, the session's previous one, when it says the
+    same: the runner's memos of the session know it)."""
+    key = system_key(body)
+    st.system_key = key
+    system = body.get(key) if key else None
+    if isinstance(system, str):
+        system = {"parts": [{"text": system}]}
+    if isinstance(system, dict):
+        text = texts(parts_of(system))
+        if text:
+            _add(st, out, "s", Part(-1, (), system_message(kept, text)))
+
+
+# The calls of the model turn before a content, unanswered so far: (name, id)
+Calls = list[tuple[str, str]]
+
+
+def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Calls) -> Calls:
+    """``contents[i]`` onto ``out``; the calls the next content answers."""
+    if not isinstance(content, dict):
+        return []
+    if content.get("role") == "model":
+        return _lower_model(st, out, i, content)
+    _lower_user(st, out, i, content, calls)
+    return []
+
+
+def lower_contents(body: dict[str, Any]) -> tuple[list[Message], State]:
+    """The whole body lowered, nothing reused."""
+    contents: list[Any] = body.get("contents") or []
+    st = State(contents)
+    out: list[Message] = []
+    lower_system(body, st, out)
+    calls: Calls = []
+    for i, content in enumerate(contents):
+        calls = lower_content(st, out, i, content, calls)
+    return out, st
+
+
+def _add(st: State, out: list[Message], tag: str, part: Part) -> None:
+    part.lowered[TAG] = tag
+    st.parts[tag] = part
+    if part.content >= 0:
+        st.tags.setdefault(part.content, []).append(tag)
+    out.append(part.lowered)
+
+
+def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any]) -> Calls:
+    parts = parts_of(content)
+    tool_calls: list[dict[str, Any]] = []
+    named: Calls = []
+    for j, p in enumerate(parts):
+        call = call_of(p)
+        if call is None:
+            continue
+        cid = call.get("id")
+        if not isinstance(cid, str) or not cid:
+            cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
+            st.synthetic.add(cid)
+        name = call.get("name")
+        fn = {"name": name, "arguments": arguments_of(call)}
+        tool_calls.append({"id": cid, "type": "function", "function": fn})
+        named.append((name if isinstance(name, str) else "", cid))
+    if any(isinstance(p, dict) and p.get("thought") for p in parts):
+        st.thoughts.add(i)
+    text = texts(parts)
+    if not text and not tool_calls:
+        text = opaque_note([part_kind(p) for p in parts] or ["empty"])
+    msg: Message = {"role": "assistant", "content": text or None}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    _add(st, out, f"{i}.0", Part(i, tuple(range(len(parts))), msg))
+    return named
+
+
+def _lower_user(
+    st: State, out: list[Message], i: int, content: dict[str, Any], calls: Calls
+) -> None:
+    parts = parts_of(content)
+    open_calls = list(calls)
+    run: list[int] = []
+    if any(part_kind(p) in HARNESS_TAGS for p in parts):
+        st.thoughts.add(i)
+
+    def flush() -> None:
+        if run:
+            chosen = [parts[j] for j in run]
+            if all(is_text(p) for p in chosen):
+                value: Any = "\n\n".join(p["text"] for p in chosen)
+            else:
+                value = [
+                    {"type": "text", "text": p["text"]} if is_text(p) else {"type": part_kind(p)}
+                    for p in chosen
+                ]
+            msg: Message = {"role": "user", "content": value}
+            _add(st, out, f"{i}.{run[0]}", Part(i, tuple(run), msg))
+            run.clear()
+
+    for j, p in enumerate(parts):
+        response = response_of(p)
+        if response is None:
+            run.append(j)
+            continue
+        flush()
+        cid = response.get("id")
+        name = response.get("name")
+        if isinstance(cid, str) and cid:
+            answered = next((c for c in open_calls if c[1] == cid), None)
+            if answered is not None:
+                open_calls.remove(answered)
+                if answered[0] != name:  # Gemini refuses a response not naming its call
+                    st.misnamed.add(i)
+                    action = "renamed_to_call"
+                    repair = {"kind": "response_name_mismatch", "index": i, "tool_call_id": cid}
+                    st.repairs.append({**repair, "action": action})
+        else:
+            match = next((c for c in open_calls if c[0] == name), None)
+            if match is not None:
+                open_calls.remove(match)
+                cid = match[1]
+            else:
+                cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
+                st.synthetic.add(cid)
+        msg = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
+        if isinstance(name, str):
+            msg["name"] = name
+        _add(st, out, f"{i}.{j}", Part(i, (j,), msg))
+    flush()
+    if not parts:  # an empty content: a message all the same, so the turn is not lost
+        _add(st, out, f"{i}.0", Part(i, (), {"role": "user", "content": ""}))

@@ -1,0 +1,152 @@
+"""The Gemini adapter's bookkeeping (what each lowered message stands for in the client's
+``contents``) and small readers of Gemini parts (``text``, ``thought``, ``functionCall``,
+``functionResponse``, ``inlineData`` …)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from rules.base import Message
+from rules.messages import HARNESS_TAGS
+
+# A call the client sent without an id gets one for the chat view (the chain rules pair by id),
+# named by its place; it is never written back (lifting leaves the client's part without one).
+SYNTHETIC_PREFIX = "ctxproxy-gemini-call-"
+
+
+@dataclass(slots=True)
+class Part:
+    """One lowered message: the content it comes from (-1: the system instruction), the part
+    indices it stands for, and the message as lowered."""
+
+    content: int
+    parts: tuple[int, ...]
+    lowered: Message
+
+
+@dataclass
+class State:
+    contents: list[Any]
+    parts: dict[str, Part] = field(default_factory=dict)
+    # each content's lowered messages' tags, in order (a content kept whole when all are untouched)
+    tags: dict[int, list[str]] = field(default_factory=dict)
+    synthetic: set[str] = field(default_factory=set)  # ids made for calls sent without one
+    system_key: str | None = None  # ``systemInstruction`` or ``system_instruction``
+    # the lifting of the session's previous request, and this one's (``gemini_lift.Lifting``)
+    lifted: Any = None
+    lifting: Any = None
+    # the contents holding a ``thought`` part or a harness block (``hidden_text`` reads those)
+    thoughts: set[int] = field(default_factory=set)
+    checked: Any = None  # the session's last final check (``GeminiAdapter.violations``)
+    # the contents holding a response that does not name the call it answers (lifted renamed),
+    # and the repairs made so (the rules' report shape)
+    misnamed: set[int] = field(default_factory=set)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+
+
+def parts_of(content: Any) -> list[Any]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return parts if isinstance(parts, list) else []
+
+
+def is_text(part: Any) -> bool:
+    """A visible text part: not a ``thought`` part (the model's thinking, kept as sent), nor a
+    harness block of its own (``harness_tag``)."""
+    if not isinstance(part, dict) or part.get("thought"):
+        return False
+    text = part.get("text")
+    return isinstance(text, str) and (not text.startswith("<") or harness_tag(part) is None)
+
+
+def harness_tag(part: Any) -> str | None:
+    """The tag of a text part that is one harness block and nothing else (Gemini CLI's
+    ``<session_context>``: date, OS, workspace and its listing, regenerated on every resume).
+    Such a part is the adapter's to keep as sent: the rules read the user's words, and a
+    conversation resumed with a fresh listing is the same conversation to them."""
+    text = part.get("text") if isinstance(part, dict) else None
+    if not isinstance(text, str) or not text.startswith("<"):
+        return None
+    body = text.rstrip()
+    for tag in HARNESS_TAGS:
+        if body.startswith(f"<{tag}>") and body.endswith(f"</{tag}>"):
+            inner = body[len(tag) + 2 : len(body) - len(tag) - 3]
+            return tag if f"<{tag}>" not in inner else None
+    return None
+
+
+def make_text(text: str) -> dict[str, Any]:
+    return {"text": text}
+
+
+def texts(parts: list[Any]) -> str:
+    return "\n\n".join(p["text"] for p in parts if is_text(p) and p["text"])
+
+
+def call_of(part: Any) -> dict[str, Any] | None:
+    call = part.get("functionCall") if isinstance(part, dict) else None
+    return call if isinstance(call, dict) else None
+
+
+def response_of(part: Any) -> dict[str, Any] | None:
+    response = part.get("functionResponse") if isinstance(part, dict) else None
+    return response if isinstance(response, dict) else None
+
+
+def part_kind(part: Any) -> str:
+    """A part's kind: the first data key it holds (``text``, ``inlineData`` …), a harness
+    block's tag."""
+    if not isinstance(part, dict):
+        return "unknown"
+    if part.get("thought"):
+        return "thought"
+    tag = harness_tag(part)
+    if tag is not None:
+        return tag
+    for key in part:
+        if key not in ("thoughtSignature", "thought_signature", "thought"):
+            return str(key)[:40]
+    return "unknown"
+
+
+def response_text(response: dict[str, Any]) -> str:
+    """A function response as the chat view's tool result: its ``output`` (or ``result``,
+    ``error``) when that is all it says as a string, else its JSON."""
+    value = response.get("response")
+    if isinstance(value, dict) and len(value) == 1:
+        only = next(iter(value.values()))
+        if isinstance(only, str):
+            return only
+    if value is None:
+        return ""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return ""
+
+
+def response_value(old: Any, text: str) -> Any:
+    """``old`` (a function response's ``response``) now saying ``text``: its one string field
+    rewritten, else the text as ``output`` (or the JSON object it spells)."""
+    if isinstance(old, dict) and len(old) == 1:
+        key, only = next(iter(old.items()))
+        if isinstance(only, str):
+            return {key: text}
+    if text.startswith("{"):
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return {"output": text}
+
+
+def arguments_of(call: dict[str, Any]) -> str:
+    args = call.get("args")
+    try:
+        return orjson.dumps(args if args is not None else {}).decode()
+    except TypeError:
+        return "{}"

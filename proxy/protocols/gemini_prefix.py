@@ -1,0 +1,101 @@
+"""Prefix reuse for the Gemini adapter: each session's last lowering, reused over the contents
+the next request shares with it.
+
+The server reads a session's bodies through ``body_memory``, which hands the next body the very
+objects it parsed for the contents both share (proven on the bytes). A content that is the same
+object as the previous request's at the same index lowers to the same messages (lowering is a
+pure function of the content, its index and the calls of the model turn before it, which is
+shared too), so those messages are reused as they are: the rules' per-object memos of the
+session find them. Only identity is trusted, never a name: a slot names where to look, the
+objects themselves prove the reuse. Bounded by slots (LRU)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.protocols.base import TAG
+from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
+from proxy.protocols.gemini_parts import State
+from rules.base import Message
+
+MAX_SLOTS = 64  # each holds a body's contents: a few sessions' worth, not a crowd's
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A request's lowering, per content: never changed once kept."""
+
+    contents: list[Any]  # the body's contents (the objects)
+    ends: list[int]  # where each content's messages end in ``messages``
+    calls: list[Calls]  # the calls each content leaves for the next one
+    messages: list[Message]  # the contents' messages (the system's not among them)
+    state: State
+
+
+class LoweredMemory:
+    def __init__(self, max_slots: int = MAX_SLOTS) -> None:
+        self.max_slots = max_slots
+        self._slots: OrderedDict[Hashable, Snapshot] = OrderedDict()
+        self._lock = threading.Lock()
+        self.reused = 0  # contents reused (tests, benches)
+
+    def lowered(
+        self,
+        body: dict[str, Any],
+        session: str | None,
+        whole: Callable[[dict[str, Any]], tuple[list[Message], State]],
+    ) -> tuple[list[Message], State]:
+        contents = body.get("contents")
+        if session is None or not isinstance(contents, list) or not contents:
+            return whole(body)
+        slot = (session, id(contents[0]))
+        with self._lock:
+            prev = self._slots.get(slot)
+        shared = 0
+        if prev is not None:
+            limit = min(len(prev.contents), len(contents))
+            while shared < limit and prev.contents[shared] is contents[shared]:
+                shared += 1
+        st = State(contents)
+        out: list[Message] = []
+        kept = prev.state.parts.get("s") if prev is not None else None
+        lower_system(body, st, out, kept.lowered if kept is not None else None)
+        head = len(out)
+        calls: Calls = []
+        ends: list[int] = []
+        call_list: list[Calls] = []
+        if prev is not None and shared:
+            end = prev.ends[shared - 1]
+            out.extend(prev.messages[:end])
+            for m in prev.messages[:end]:
+                tag = m[TAG]
+                part = prev.state.parts[tag]
+                st.parts[tag] = part
+                st.tags.setdefault(part.content, []).append(tag)
+            st.synthetic.update(prev.state.synthetic)
+            st.thoughts.update(i for i in prev.state.thoughts if i < shared)
+            st.misnamed.update(i for i in prev.state.misnamed if i < shared)
+            st.repairs.extend(r for r in prev.state.repairs if r["index"] < shared)
+        if prev is not None:  # what the previous request lifted and checked (this one's own
+            # replace them there: nothing older is held)
+            st.lifted, st.checked = prev.state.lifting, prev.state.checked
+            prev.state.lifted, prev.state.checked = None, None
+            ends = [e + head for e in prev.ends[:shared]]
+            call_list = prev.calls[:shared]
+            calls = call_list[-1]
+            self.reused += shared
+        for i in range(shared, len(contents)):
+            calls = lower_content(st, out, i, contents[i], calls)
+            ends.append(len(out))
+            call_list.append(calls)
+        snap = Snapshot(contents, [e - head for e in ends], call_list, out[head:], st)
+        with self._lock:
+            self._slots[slot] = snap
+            self._slots.move_to_end(slot)
+            while len(self._slots) > self.max_slots:
+                self._slots.popitem(last=False)
+        return out, st

@@ -1,0 +1,34 @@
+"""What ``Engine.rewrite`` gives back: the body to forward, its report, and the session it was
+kept under (scoped to the principal, ``proxy.principals``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.principals import split_scoped
+from rules.report import Report
+
+
+@dataclass(frozen=True)
+class Rewritten:
+    body: dict[str, Any]  # what will be forwarded (a new dict; the client's body is untouched)
+    report: Report
+    session_id: str  # scoped: ``principal/name`` (``proxy.principals``), as stored and logged
+    parent_session_id: str | None  # scoped too
+    protocol: str = "chat"
+    data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
+    model: str | None = None  # the model, where the body does not name it (Gemini's path)
+
+    @property
+    def principal(self) -> str:
+        return split_scoped(self.session_id)[0]
+
+    @property
+    def client_session(self) -> str:
+        """The session's name as the client knows it (unscoped)."""
+        return split_scoped(self.session_id)[1]
+
+    @property
+    def client_parent(self) -> str | None:
+        return split_scoped(self.parent_session_id)[1] if self.parent_session_id else None

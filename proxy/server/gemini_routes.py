@@ -1,0 +1,127 @@
+"""Gemini's paths: ``POST /{v1beta|v1}/models/{model}:generateContent`` and
+``:streamGenerateContent`` (the protocol handler, ``wire.GEMINI_WIRE``), ``:countTokens`` (passed
+through to a ``gemini`` upstream, counted here for the others, as ``count_tokens`` does for
+Anthropic) and ``GET /v1beta/models`` (the configured model names). Errors on these paths take
+Gemini's shape (``{"error": {"code", "message", "status"}}``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from proxy.errors import ClientGone, InternalError, ModelNotFound, ProxyError, require_json
+from proxy.failures import STOPPING
+from proxy.protocols.errors import gemini_body, gemini_error
+from proxy.protocols.gemini import GEMINI
+from proxy.rewrite.offload import items_of
+from proxy.rewrite.preview import forwarded_body
+from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
+from proxy.upstream.gemini_route import METHODS, parse_route
+
+if TYPE_CHECKING:
+    from proxy.server.services import Services
+
+log = logging.getLogger("ctxproxy.gemini")
+
+
+def gemini_endpoint(path: str, method: str) -> tuple[str | None, Response | None]:
+    """Which handler serves ``path`` (``gemini`` or ``gemini_count``), or the error answer for a
+    Gemini path that cannot be served; (None, None) for a path that is not Gemini's."""
+    route = parse_route(path)
+    if route is None:
+        return None, None
+    if route.method not in METHODS:
+        return None, _error(404, f"Unknown method {route.method[:40]!r} on a model.")
+    if method != "POST":
+        return None, _error(405, f"{method[:10]} is not allowed on {path[:80]}.", {"allow": "POST"})
+    return ("gemini_count" if route.method == "countTokens" else "gemini"), None
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return Response(gemini_error(status, message), status, headers, "application/json")
+
+
+class GeminiCountTokens:
+    """``:countTokens``: the count of what the proxy would forward for this body now."""
+
+    def __init__(self, services: Services) -> None:
+        self.s = services
+        self.bodies = GEMINI_WIRE.memory(services.settings.limits)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = header_dict(scope["headers"])
+        path = scope["path"]
+        try:
+            principal = self.s.principals.of(headers)
+            require_json(headers.get("content-type"))
+            model, _ = gemini_target(path)
+            raw = await read_body(receive, headers, self.s.settings.limits)
+            offload = self.s.engine.offload
+            body = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)
+            upstream = self.s.settings.upstream_for(model)
+            if upstream is None:
+                raise ModelNotFound(
+                    f"The model '{model}' is not served by any configured upstream.", param="model"
+                )
+            forwarded = await forwarded_body(
+                self.s.engine, body, headers, time.time(), principal, GEMINI, len(raw), model
+            )
+            if upstream.kind == "gemini":
+                query = scope.get("query_string", b"").decode("latin-1")
+                call = Call(self.s, upstream, headers, query, path)
+                sent = raw if forwarded is body else orjson.dumps(forwarded)
+                response = await GEMINI_WIRE.forward(call, forwarded, sent)
+                content = response.body or b""
+                head = raw_headers(
+                    {**response.headers, "content-type": "application/json"}, len(content)
+                )
+                await send(
+                    {"type": "http.response.start", "status": response.status, "headers": head}
+                )
+                await send({"type": "http.response.body", "body": content})
+                return
+            heavy = offload.heavy(len(raw), items_of(body))
+            count = await offload.maybe(heavy, self._count, forwarded, model)
+            await send_json(send, 200, orjson.dumps({"totalTokens": count}), {})
+        except ClientGone:
+            return
+        except ProxyError as exc:
+            await send_json(send, exc.status, gemini_body(exc), {})
+        except STOPPING:
+            raise
+        except BaseException as exc:  # a bug of ours or a native panic: Gemini's shape
+            log.exception("countTokens failed inside the proxy")
+            error = InternalError(exc)
+            await send_json(send, error.status, gemini_body(error), {})
+
+    def _count(self, body: dict[str, Any], model: str) -> int:
+        lowered = GEMINI.lower(body)
+        counter = self.s.engine.counters.for_model(model)
+        return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+
+
+async def gemini_models(request: Request) -> Response:
+    """``GET /v1beta/models``: the model names the upstreams match exactly, as Gemini lists
+    models (``models/{name}``, and the methods the proxy serves for each)."""
+    services: Services = request.app.state.services
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    try:
+        services.principals.of(headers)
+    except ProxyError as exc:
+        return Response(gemini_body(exc), exc.status, media_type="application/json")
+    names = sorted(
+        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
+    )
+    methods = ["generateContent", "streamGenerateContent", "countTokens"]
+    models = [
+        {"name": f"models/{n}", "displayName": n, "supportedGenerationMethods": methods}
+        for n in names
+    ]
+    return Response(orjson.dumps({"models": models}), 200, media_type="application/json")

@@ -1,0 +1,89 @@
+"""Gemini ``generateContent`` (``:generateContent``, ``:streamGenerateContent``,
+``:countTokens``, and the model list) to an upstream.
+
+``kind: gemini``: relayed natively on the pooled session of ``openai.UpstreamClient`` to
+``{base_url}/{version}/models/{model}:{method}``: the body's bytes as the handler hands them
+over, ``alt`` as the client asked (``alt=sse``: an event stream relayed as it arrives; without
+it, Google's JSON-array stream, relayed once whole), the SDK's identifying headers, and the key
+as ``x-goog-api-key``: config's (``api_key_env``) or, in passthrough, the client's
+(``x-goog-api-key``, or a ``?key=`` query parameter, which is never put in the upstream URL).
+Any other kind: through litellm (``proxy.upstream.gemini_bridge``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from urllib.parse import parse_qsl
+
+from proxy.settings import UpstreamSettings
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.gemini_route import Route
+from proxy.upstream.openai import UpstreamClient
+from proxy.upstream.transport import RELAYED_NAMES
+
+# The client's headers the upstream sees: who is calling (Google's SDKs name themselves in
+# ``x-goog-api-client``), and the user project a key may bill (the client's key only).
+_FORWARDED = frozenset({"user-agent", "x-goog-api-client"})
+_ACCOUNT = frozenset({"x-goog-user-project"})
+# Google names its request id and its server timing in these
+GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}
+
+
+def client_key(headers: Mapping[str, str], query: str) -> str | None:
+    """The client's Gemini key: ``x-goog-api-key``, else ``?key=``, else a bearer token."""
+    key = headers.get("x-goog-api-key", "").strip()
+    if key:
+        return key
+    for name, value in parse_qsl(query[:4096]):
+        if name == "key" and value.strip():
+            return value.strip()
+    auth = headers.get("authorization", "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip() or None
+    return None
+
+
+def upstream_query(query: str) -> str:
+    """What of the client's query goes upstream: ``alt`` (``sse``) only, never ``key``."""
+    kept = [(n, v) for n, v in parse_qsl(query[:4096]) if n == "alt" and v in ("sse", "json")]
+    return "&".join(f"{n}={v}" for n, v in kept[:1])
+
+
+def gemini_headers(
+    upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
+) -> dict[str, str]:
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    server_key = bool(upstream.api_key_env)
+    for name, value in client_headers.items():
+        if name in _FORWARDED or (name in _ACCOUNT and not server_key):
+            headers[name] = value
+    headers.update(upstream.headers)
+    if key:
+        headers["x-goog-api-key"] = key
+    return headers
+
+
+async def generate(
+    client: UpstreamClient,
+    upstream: UpstreamSettings,
+    route: Route,
+    body: bytes,
+    client_headers: Mapping[str, str],
+    query: str,
+    key: str | None,
+) -> UpstreamResponse:
+    """Send one Gemini model call to ``upstream``. Raises ``ProxyError``s; an upstream's error
+    status comes back as an answer, its body redacted (``UpstreamClient.errors``)."""
+    if upstream.kind != "gemini":
+        from proxy.upstream.gemini_bridge import bridged_gemini
+
+        return client.errors.response(await bridged_gemini(upstream, route, body, query, key))
+    headers = gemini_headers(upstream, client_headers, key)
+    return await client.post(
+        upstream,
+        route.path,
+        body,
+        headers,
+        stream=route.stream,
+        query=upstream_query(query),
+        relayed=GEMINI_RELAYED_NAMES,
+    )

@@ -1,0 +1,98 @@
+"""Gemini ``generateContent`` to an upstream that does not speak it (``openai``, ``anthropic``,
+``litellm`` kinds), through litellm's ``google_genai`` adapter (imported on first use), which
+turns the request into a chat completion and the answer back into Gemini's shape (JSON, or SSE
+``data:`` events for ``streamGenerateContent``).
+
+Security as in ``proxy.upstream.bridge``: the provider, URL, key and timeout come from config
+(the client's key only in passthrough); litellm is never called without a key.
+
+What the bridge carries: text, ``functionCall`` / ``functionResponse`` parts (ids kept where the
+provider keeps them), ``inlineData`` images, ``systemInstruction``, ``functionDeclarations``,
+``generationConfig``'s temperature, topP, maxOutputTokens, stopSequences and a JSON response
+format. What it loses: ``thought`` parts and every ``thoughtSignature`` (another provider cannot
+verify them), ``thinkingConfig``, ``safetySettings``, ``cachedContent``, ``toolConfig``'s
+function-calling mode, Google's built-in tools (``googleSearch``, ``codeExecution``), and every
+client header. ``countTokens`` is answered here, estimated with tiktoken; the JSON-array stream
+(``streamGenerateContent`` without ``alt=sse``) is answered as SSE would be, whole."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from proxy.errors import ProxyError
+from proxy.settings import UpstreamSettings
+from proxy.tokens import TiktokenCounter, encoding_name_for
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.bridge import _failed, _object, _plain, _route
+from proxy.upstream.litellm import _failure
+
+if TYPE_CHECKING:
+    from proxy.upstream.gemini_route import Route
+
+_JSON = {"content-type": "application/json"}
+_SSE = {"content-type": "text/event-stream"}
+_CONFIG = ("temperature", "topP", "maxOutputTokens", "stopSequences", "responseMimeType",
+           "responseJsonSchema", "responseSchema", "candidateCount")  # fmt: skip
+
+
+async def bridged_gemini(
+    upstream: UpstreamSettings, route: Route, body: bytes, query: str, key: str | None
+) -> UpstreamResponse:
+    data = _object(body)
+    if route.method == "countTokens":
+        return _count_tokens(route.model, data)
+    target, provider, base = _route(upstream, route.model, key)
+    from proxy.providers import load_litellm
+
+    load_litellm()
+    from litellm.google_genai import agenerate_content, agenerate_content_stream
+
+    config = data.get("generationConfig")
+    kept = {k: v for k, v in config.items() if k in _CONFIG} if isinstance(config, dict) else {}
+    system = data.get("systemInstruction") or data.get("system_instruction")
+    kwargs: dict[str, Any] = {"systemInstruction": system} if system else {}
+    call = agenerate_content_stream if route.stream else agenerate_content
+    try:
+        result: Any = await call(
+            model=route.model,
+            contents=data.get("contents") or [],
+            config=kept or None,
+            tools=data.get("tools"),
+            extra_headers=dict(target.headers) or None,
+            timeout=target.timeout_s,
+            custom_llm_provider=provider,
+            api_key=key,
+            api_base=base,
+            _skip_mcp_handler=True,
+            **kwargs,
+        )
+    except Exception as exc:
+        return _failed(target, exc)
+    if not route.stream:
+        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
+    return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target))
+
+
+async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
+    try:
+        async for event in stream:
+            if isinstance(event, bytes):
+                yield event
+            else:
+                yield b"data: " + orjson.dumps(event, default=_plain) + b"\n\n"
+    except ProxyError:
+        raise
+    except Exception as exc:  # mid-stream provider failure: the handler tells the client
+        raise _failure(upstream, exc, mid_stream=True) from None
+
+
+def _count_tokens(model: str, data: dict[str, Any]) -> UpstreamResponse:
+    """An estimate: tiktoken over the prompt's JSON (system instruction, contents, tools)."""
+    counter = TiktokenCounter(encoding_name_for(model), cache_chars=0)
+    parts = (data.get("systemInstruction"), data.get("contents"), data.get("tools"))
+    text = "\n".join(orjson.dumps(p).decode() for p in parts if p)
+    answer = {"totalTokens": counter.count_text(text)}
+    return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))

@@ -1,0 +1,230 @@
+"""The Gemini ``generateContent`` adapter, through the real engine (strict: a rule that raises
+fails the test): what the rules did not change is forwarded as the client's own objects, byte for
+byte (``thoughtSignature``, ``inlineData``, unknown fields, ids, part order); broken histories
+come out valid under Gemini's pairing rule; the rules' edits land as patches."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+import orjson
+
+from proxy.protocols.base import TAG
+from proxy.protocols.gemini import GEMINI
+from proxy.protocols.gemini_checks import pairing_violations
+from proxy.rewrite.engine import Engine, Rewritten
+
+MODEL = "gemini-3.8-flash"
+SIG = "CiQBfakeSig45b47e7510a446798a9ed8fee000b676=="
+SHELL = {
+    "name": "run_shell_command",
+    "description": "Run a shell command.",
+    "parametersJsonSchema": {"type": "object", "properties": {"command": {"type": "string"}}},
+}
+
+
+def preamble(listing: str = "") -> dict[str, Any]:
+    return {"text": f"<session_context>\nThis is the Gemini CLI.\n{listing}\n</session_context>"}
+
+
+def body(*contents: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "contents": list(contents),
+        "systemInstruction": {"parts": [{"text": "You are Gemini CLI."}], "role": "user"},
+        "tools": [{"functionDeclarations": [SHELL]}],
+        "generationConfig": {"temperature": 1, "topP": 0.95},
+        **extra,
+    }
+
+
+def user(*parts: Any) -> dict[str, Any]:
+    return {"parts": [p if isinstance(p, dict) else {"text": p} for p in parts], "role": "user"}
+
+
+def model(*parts: Any) -> dict[str, Any]:
+    return {"parts": [p if isinstance(p, dict) else {"text": p} for p in parts], "role": "model"}
+
+
+def call(cid: str | None, command: str, sig: str | None = SIG) -> dict[str, Any]:
+    fc: dict[str, Any] = {"name": "run_shell_command", "args": {"command": command}}
+    if cid is not None:
+        fc = {"id": cid, **fc}
+    part: dict[str, Any] = {"functionCall": fc}
+    if sig is not None:
+        part["thoughtSignature"] = sig
+    return part
+
+
+def response(cid: str | None, output: str = "made", name: str = "run_shell_command") -> dict:  # type: ignore[type-arg]
+    fr: dict[str, Any] = {"name": name, "response": {"output": output}}
+    if cid is not None:
+        fr["id"] = cid
+    return {"functionResponse": fr}
+
+
+async def rewrite(
+    engine: Engine, b: dict[str, Any], now: float = 1000.0, headers: dict[str, str] | None = None
+) -> Rewritten:
+    sent = copy.deepcopy(b)
+    out = await engine.rewrite(b, headers or {}, now=now, adapter=GEMINI, model=MODEL)
+    assert b == sent, "the client's body was mutated"
+    assert TAG.encode() not in orjson.dumps(out.body)
+    assert pairing_violations(out.body["contents"]) == []
+    assert "integrity" not in out.report
+    return out
+
+
+def same(a: Any, b: Any) -> bool:
+    return orjson.dumps(a) == orjson.dumps(b)
+
+
+def responses_of(content: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p["functionResponse"] for p in content["parts"] if "functionResponse" in p]
+
+
+async def test_a_request_the_rules_leave_alone_is_the_clients_own_body(engine: Engine) -> None:
+    b = body(user(preamble(), "make a folder"))
+    out = await rewrite(engine, b)
+    assert out.body is b
+    assert out.report["protocol"] == "gemini"
+    assert out.report["working_set"]["goal"] == "make a folder"  # not the preamble
+
+
+async def test_a_resumed_session_with_a_doubled_response_is_repaired(engine: Engine) -> None:
+    first = user(preamble("└───a.txt"), "make a folder")
+    turn = model("I'll run it.", call("run_shell_command_1_0", "mkdir -p demo789"))
+    doubled = user(response("run_shell_command_1_0"), response("run_shell_command_1_0"))
+    done = model("Created.")
+    ask = user("now delete the folder you just made")
+    out = await rewrite(engine, body(first, turn, doubled, done, ask))
+    fwd = out.body["contents"]
+    assert fwd[0] is first and fwd[1] is turn and fwd[3] is done  # the client's own objects
+    assert fwd[2]["parts"] == [response("run_shell_command_1_0")]  # one response, as sent
+    assert fwd[2]["role"] == "user"
+    kinds = [r["kind"] for r in out.report["repairs"]]
+    assert kinds == ["duplicate_result"], kinds
+
+
+async def test_a_resumed_cli_session_is_one_proxy_session(engine: Engine) -> None:
+    turn = model("I'll run it.", call("c1", "mkdir -p demo"))
+    b1 = body(user(preamble("└───a.txt"), "make a folder"), turn, user(response("c1")))
+    s1 = (await rewrite(engine, b1)).session_id
+    # resumed: the preamble regenerated (the listing changed), the prompt and system the same
+    b2 = body(user(preamble("└───a.txt\n└───demo/"), "make a folder"), turn, user(response("c1")),
+              model("Created."), user("now delete it"))  # fmt: skip
+    resumed = await rewrite(engine, b2, now=1010.0)
+    assert resumed.session_id == s1
+    assert "lineage" not in resumed.report  # the conversation's own branch goes on: no fork
+    assert resumed.body["contents"][0] is b2["contents"][0]  # the fresh preamble, as sent
+    assert resumed.report["sections"]["environment"]["before"] > 0  # counted, kept out of view
+    other = body(user(preamble("└───a.txt"), "list the files"))
+    assert (await rewrite(engine, other)).session_id != s1
+
+
+async def test_broken_histories_come_out_valid_with_untouched_parts_identical(
+    engine: Engine,
+) -> None:
+    image = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    first = user(preamble(), "make two folders", image)
+    # calls without ids, answered by name and order as Gemini pairs them
+    two = model({"text": "plan", "thought": True, "thoughtSignature": SIG},
+                call(None, "mkdir a", None), call(None, "mkdir b", None))  # fmt: skip
+    answered = user(response(None, "made a"), response(None, "made b"))
+    unanswered = model("Listing.", call("c2", "ls"))
+    user_instead = user("and?")  # c2 never answered
+    orphan = user(response("ghost", "stale output"), "go on")  # answers no call
+    b = body(first, two, answered, unanswered, user_instead, model("Listed."), orphan)
+    out = await rewrite(engine, b)
+    fwd = out.body["contents"]
+    assert fwd[0] is first and fwd[1] is two and fwd[2] is answered
+    assert "functionResponse" not in orjson.dumps(fwd[-1]).decode()  # the orphan: readable text
+    assert "stale output" in orjson.dumps(fwd[-1]).decode()
+    assert responses_of(fwd[4])[0]["id"] == "c2"  # a result for the unanswered call, first
+    assert same(fwd[4]["parts"][-1], {"text": "and?"})
+    kinds = {r["kind"] for r in out.report["repairs"]}
+    assert len(kinds) >= 2, kinds
+    roles = [c["role"] for c in fwd]
+    assert all(a != b for a, b in itertools.pairwise(roles)), roles
+
+
+async def test_drifted_and_reused_ids_are_unified(engine: Engine) -> None:
+    drifted = model(call("Call_7", "mkdir x"))
+    answered = user(response("call_7 ", "made x"))  # case and whitespace drifted
+    reused_a = model(call("dup", "ls a"))
+    reused_a_done = user(response("dup", "a.txt"))
+    reused_b = model(call("dup", "ls b"))
+    reused_b_done = user(response("dup", "b.txt"))
+    b = body(user("go"), drifted, answered, reused_a, reused_a_done, reused_b, reused_b_done,
+             model("Done."), user("thanks"))  # fmt: skip
+    out = await rewrite(engine, b)
+    fwd = out.body["contents"]
+    pairs = [(c["parts"][0]["functionCall"]["id"], responses_of(n)[0]["id"])
+             for c, n in itertools.pairwise(fwd)
+             if c["role"] == "model" and "functionCall" in c["parts"][0]]  # fmt: skip
+    assert len(pairs) == 3 and all(a == b for a, b in pairs), pairs
+    ids = [a for a, _ in pairs]
+    assert len(set(ids)) == 3, ids
+    signed = [c for c in fwd if c["role"] == "model" and "functionCall" in c["parts"][0]]
+    assert all(c["parts"][0]["thoughtSignature"] == SIG for c in signed)
+
+
+async def test_two_user_turns_in_a_row_stay_two(engine: Engine) -> None:
+    """The CLI's routing classifier sends the preamble and the prompt as two user contents: the
+    API accepts that, so they are not merged for nothing."""
+    b = body(user(preamble()), user("make a folder"))
+    out = await rewrite(engine, b)
+    assert out.body is b
+
+
+async def test_injected_context_is_a_part_of_its_own_after_the_clients(engine: Engine) -> None:
+    turn = model("Creating it.", call("c1", "mkdir -p /work/demo123 && echo made"))
+    done = user(response("c1", "made"))
+    first = user(preamble(), "make a folder /work/demo123")
+    await rewrite(engine, body(first, turn, done), now=1000.0)
+    ask = user({"text": "delete the folder you just created", "x-client-field": 7})
+    out = await rewrite(engine, body(first, turn, done, model("Done."), ask), now=1010.0)
+    last = out.body["contents"][-1]["parts"]
+    assert same(last[0], ask["parts"][0])  # the client's part, unknown field and all
+    assert "<ctxproxy-context>" in last[-1]["text"] and "/work/demo123" in last[-1]["text"]
+    assert out.body["systemInstruction"] is not None
+    assert same(out.body["tools"], body()["tools"])
+
+
+async def test_compaction_patches_responses_and_keeps_ids_and_signatures(engine: Engine) -> None:
+    engine.budget_override = 6000
+    engine._budgets.clear()
+    contents: list[dict[str, Any]] = [user(preamble(), "inspect the logs")]
+    for n in range(14):
+        cid = f"c{n:02d}"
+        contents.append(model({"text": f"step {n}", "thought": True}, call(cid, f"cat log{n}")))
+        contents.append(user(response(cid, "\n".join(f"line {k} of log {n}" for k in range(120)))))
+    contents.append(user("summarise"))
+    out = await rewrite(engine, body(*contents))
+    assert out.report["tokens"]["after"] < out.report["tokens"]["before"]
+    for c in out.body["contents"]:
+        for p in c["parts"]:
+            if "functionCall" in p:
+                assert p["thoughtSignature"] == SIG
+                assert p["functionCall"]["args"] == {
+                    "command": f"cat log{int(p['functionCall']['id'][1:])}"
+                }
+    assert "thinking" in out.report["sections"]
+
+
+def test_hidden_text_is_the_thought_parts() -> None:
+    b = body(user("go"), model({"text": "deep thought", "thought": True}, "ok"))
+    assert GEMINI.hidden_text(b) == {"thinking": "deep thought"}
+
+
+async def test_a_response_not_naming_its_call_is_renamed(engine: Engine) -> None:
+    """Gemini pairs a turn's calls and responses by name: one naming another tool is refused, so
+    it takes its call's name (the rest of the part as sent)."""
+    turn = model(call("c1", "ls"))
+    wrong = user(response("c1", "a.txt", name="read_file"))
+    out = await rewrite(engine, body(user("list"), turn, wrong, model("One file."), user("ok")))
+    fwd = out.body["contents"]
+    assert fwd[1] is turn
+    assert responses_of(fwd[2]) == [{**responses_of(wrong)[0], "name": "run_shell_command"}]
+    assert [r["kind"] for r in out.report["repairs"]] == ["response_name_mismatch"]
