@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from proxy.attribution.ledger import Pending
 from proxy.errors import (
     CLIENT_CLOSED,
     ClientGone,
@@ -34,7 +35,7 @@ from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
-from proxy.server.feedback import note_cache_usage
+from proxy.server.feedback import cache_line, note_cache_usage
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -196,10 +197,11 @@ class ProtocolHandler:
             ids = None  # what notes the answer's response id, for its principal
             if self.response_ids is not None:
                 ids = self.response_ids.recorder(principal, rewritten.body, response.status)
+            pending = rewritten.cache
             if response.chunks is None:
-                await self._answer(send, response, row, started, out_headers, ids)
+                await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
-                await self._relay(send, response, row, started, out_headers, watch, ids)
+                await self._relay(send, response, row, started, out_headers, watch, ids, pending)
 
     async def _answer(
         self,
@@ -209,6 +211,7 @@ class ProtocolHandler:
         started: float,
         out_headers: dict[str, str],
         ids: Recorder | None = None,
+        pending: Pending | None = None,
     ) -> None:
         """A whole (non-streaming) upstream answer: relay it, then read its usage (the cache's
         feedback) and complete the log row, off the client's path; the row's times are taken
@@ -247,7 +250,7 @@ class ProtocolHandler:
                 except Exception:  # a bug of ours: the row is still completed, without usage
                     log.exception("completing the log row of %s failed", row.get("id"))
                     fields = {"status": response.status, "ttfb_ms": round(ttfb, 3)}
-            await self._finish(row, fields)
+            await self._finish(row, self._with_cache(fields, pending, row, response.status, usage))
 
     async def _relay(
         self,
@@ -258,6 +261,7 @@ class ProtocolHandler:
         out_headers: dict[str, str],
         watch: DisconnectWatch,
         ids: Recorder | None = None,
+        pending: Pending | None = None,
     ) -> None:
         """Relay upstream bytes as they come; complete the log row however the stream ends."""
         assert response.chunks is not None
@@ -316,9 +320,24 @@ class ProtocolHandler:
             if not complete and error is None and not answered.seen():
                 row["client_disconnected"] = 1
             body = b"".join(captured) if captured is not None else None
-            await self._finish(
-                row, self._fields(row, started, status, error, ttfb, tap.usage, body)
-            )
+            fields = self._fields(row, started, status, error, ttfb, tap.usage, body)
+            await self._finish(row, self._with_cache(fields, pending, row, status, tap.usage))
+
+    def _with_cache(
+        self,
+        fields: dict[str, Any],
+        pending: Pending | None,
+        row: dict[str, Any],
+        status: int,
+        usage: Any,
+    ) -> dict[str, Any]:
+        """The row's completion with its cache line; a failure of ours leaves the line out."""
+        try:
+            line = cache_line(self.s.engine.ledger, pending, row, status, usage)
+        except Exception:
+            log.exception("the cache line of %s failed", row.get("id"))
+            return fields
+        return fields if line is None else {**fields, "cache": line}
 
     async def _unsendable(
         self, send: Send, exc: Exception, row: dict[str, Any], started: float

@@ -21,7 +21,7 @@ from rules.redact import redact, redact_text
 if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
 
-JSON_COLUMNS = ("sections", "report", "usage")
+JSON_COLUMNS = ("sections", "report", "usage", "cache")
 # Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
 CLIENT_TEXT_COLUMNS = ("model", "path")
 Groups = list[tuple[str, list[tuple[Any, ...]]]]
