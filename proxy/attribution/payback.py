@@ -21,7 +21,9 @@ class Account:
     request_id: str  # the compacting request
     freed: int  # tokens it left out, in the provider's units
     bust: float  # what it re-billed, in fresh tokens
-    expected_bust: float  # what the schedule expected it to re-bill
+    # the schedule's bust: this request compacted less as it was (its re-bill net of what it
+    # left out, so below zero when leaving out saved more than the re-bill)
+    schedule_bust: float
     expected_saving: float  # the schedule's figure (its carried cost, for a break-even cut)
     realised: float = 0.0  # saved so far on later requests, in fresh tokens
     requests: int = 0  # later requests counted
@@ -32,7 +34,8 @@ class Account:
             "request_id": self.request_id,
             "freed": self.freed,
             "bust": round(self.bust, 1),
-            "expected_bust": round(self.expected_bust, 1),
+            "schedule_bust": round(self.schedule_bust, 1),
+            "net_bust": round(self.bust - self.freed, 1),  # the same, as billed
             "expected_saving": round(self.expected_saving, 1),
             "realised": round(self.realised, 1),
             "requests": self.requests,
@@ -47,7 +50,7 @@ def open_account(request_id: str, compaction: dict[str, Any], scale: float, bust
         request_id=request_id,
         freed=round(float(compaction.get("freed") or 0) * scale),
         bust=bust,
-        expected_bust=float(compaction.get("bust_cost") or 0),
+        schedule_bust=float(compaction.get("bust_cost") or 0),
         expected_saving=float(compaction.get("expected_saving") or 0),
     )
     return replace(account, state=PAID_BACK) if bust <= 0 else account
