@@ -27,6 +27,7 @@ class _Session:
     usage: Usage | None = None
     direct: Direct | None = None
     account: payback.Account | None = None
+    response_id: str | None = None  # its previous answer's id (the provider's diagnostics)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Pending:
     session_id: str
     facts: Facts
     cache: CacheFacts
+    diagnose: bool = False  # the provider was asked for its diagnosis (``diagnostics``)
+    compared_with: str | None = None  # the previous answer's id it was asked against
 
 
 @dataclass
@@ -78,8 +81,17 @@ class CacheLedger:
         self._keep(sid, session)
         return Pending(sid, facts, ctx.cache)
 
+    def previous_response(self, session_id: str) -> str | None:
+        """The id of the session's latest answer, as its upstream named it."""
+        session = self._sessions.get(session_id)
+        return session.response_id if session is not None else None
+
     def settle(
-        self, pending: Pending, request_id: str, usage: Usage | None
+        self,
+        pending: Pending,
+        request_id: str,
+        usage: Usage | None,
+        response_id: str | None = None,
     ) -> tuple[dict[str, Any], list[str]]:
         """The request's cache line, and the compaction outcomes it decided (``paid_back``,
         ``not_paid_back``) for the metrics."""
@@ -111,6 +123,8 @@ class CacheLedger:
             line["payback"] = account.view()
         if usage is not None:
             session.usage = usage
+        if response_id is not None:
+            session.response_id = response_id
         if pending.session_id in self._sessions:
             self._sessions.move_to_end(pending.session_id)
         return line, decided

@@ -35,7 +35,7 @@ from proxy.server.asgi_send import header_dict, header_value, raw_headers, read_
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
-from proxy.server.feedback import cache_line, note_cache_usage
+from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -160,16 +160,26 @@ class ProtocolHandler:
             "x-ctxproxy-session-id": header_value(rewritten.client_session),
         }
         query = scope.get("query_string", b"").decode("latin-1")
-        call = Call(self.s, upstream, headers, query)
+        # with the upstream's cache_diagnostics: the provider asked why a miss happened
+        pending, forwarded, upstream_headers = ask_diagnosis(
+            self.s.engine.ledger, rewritten.cache, upstream, wire.adapter.name, rewritten.body,
+            headers,
+        )  # fmt: skip
+        call = Call(self.s, upstream, upstream_headers, query)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
                 # the client's own bytes, or the rewrite's where the adapter had them
                 payload = raw if rewritten.body is body else rewritten.data
-                response = await wire.forward(call, rewritten.body, payload)
+                if forwarded is not rewritten.body:
+                    payload = None  # written anew, with the diagnosis asked for
+                response = await wire.forward(call, forwarded, payload)
                 # a "prompt too long" answer: compacted to the stated window, retried once
+                first = rewritten
                 response, rewritten = await rescue_overflow(
                     self.s, wire, call, rewritten, response, row, len(raw)
                 )
+                if rewritten is not first:
+                    pending = rewritten.cache
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
@@ -197,7 +207,6 @@ class ProtocolHandler:
             ids = None  # what notes the answer's response id, for its principal
             if self.response_ids is not None:
                 ids = self.response_ids.recorder(principal, rewritten.body, response.status)
-            pending = rewritten.cache
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
@@ -250,7 +259,11 @@ class ProtocolHandler:
                 except Exception:  # a bug of ours: the row is still completed, without usage
                     log.exception("completing the log row of %s failed", row.get("id"))
                     fields = {"status": response.status, "ttfb_ms": round(ttfb, 3)}
-            await self._finish(row, self._with_cache(fields, pending, row, response.status, usage))
+            answer = whole_answer(body) if pending is not None and pending.diagnose else None
+            fields = with_cache_line(
+                fields, self.s.engine.ledger, pending, row, response.status, usage, answer
+            )
+            await self._finish(row, fields)
 
     async def _relay(
         self,
@@ -321,23 +334,10 @@ class ProtocolHandler:
                 row["client_disconnected"] = 1
             body = b"".join(captured) if captured is not None else None
             fields = self._fields(row, started, status, error, ttfb, tap.usage, body)
-            await self._finish(row, self._with_cache(fields, pending, row, status, tap.usage))
-
-    def _with_cache(
-        self,
-        fields: dict[str, Any],
-        pending: Pending | None,
-        row: dict[str, Any],
-        status: int,
-        usage: Any,
-    ) -> dict[str, Any]:
-        """The row's completion with its cache line; a failure of ours leaves the line out."""
-        try:
-            line = cache_line(self.s.engine.ledger, pending, row, status, usage)
-        except Exception:
-            log.exception("the cache line of %s failed", row.get("id"))
-            return fields
-        return fields if line is None else {**fields, "cache": line}
+            answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
+            ledger = self.s.engine.ledger
+            fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
+            await self._finish(row, fields)
 
     async def _unsendable(
         self, send: Send, exc: Exception, row: dict[str, Any], started: float
