@@ -24,8 +24,9 @@ from starlette.staticfiles import StaticFiles
 
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
 from proxy.errors import Forbidden, Unauthorized
+from proxy.inspect import cost_view, usage_view
 from proxy.inspect import report_view as rv
-from proxy.inspect import usage_view
+from proxy.inspect.cache_chart import cache_chart
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
@@ -271,8 +272,12 @@ class UI:
             rv.with_billed(r)
             r["loop_kinds"] = rv.loop_kinds(rv.report_of(r))
         principal, name = session_parts(sid, rows[-1].get("principal"))
+        cost = cost_view.session_cost(rows)
         return self._page(
             "session.html",
+            cost=cost,
+            cost_line=cost_view.cost_text(cost, rows[-1].get("model")),
+            cache_chart=cache_chart(rows),
             session_id=sid,
             principal=principal,
             client_name=name,
