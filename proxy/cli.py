@@ -232,10 +232,14 @@ async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
     store = _open_log(args)
     await store.open()
     try:
+        from proxy.inspect.cost_view import with_account_now
+
         if args.request_id in ("last", "latest"):
             rows = await store.list_requests(limit=1)
-            return rows[0] if rows else None
-        return await store.get_request(args.request_id)
+            row = rows[0] if rows else None
+        else:
+            row = await store.get_request(args.request_id)
+        return await with_account_now(store, row) if row is not None else None
     finally:
         await store.close()
 

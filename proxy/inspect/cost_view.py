@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 CAUSES = ("expiry", "client", "proxy", "unexplained")
+SESSION_ROWS = 5000  # a session's requests read for its cost line (the newest)
+SCAN = 5000  # the latest requests whose sessions ``logs --cost`` lists
 
 
 def line_of(row: dict[str, Any]) -> dict[str, Any] | None:
@@ -58,9 +60,10 @@ def cause_text(line: dict[str, Any]) -> str:
 
 
 def payback_text(row: dict[str, Any]) -> str | None:
-    """A compaction's account: as opened by this request, or as it stood at this one."""
+    """A compaction's account: as it stands now (``with_account_now``), as opened by this
+    request, or as it stood at this one."""
     line = line_of(row) or {}
-    account = line.get("compaction") or line.get("payback")
+    account = row.get("account_now") or line.get("compaction") or line.get("payback")
     if not isinstance(account, dict):
         return None
     which = "this compaction" if "compaction" in line else f"compaction {account['request_id']}"
@@ -71,6 +74,21 @@ def payback_text(row: dict[str, Any]) -> str | None:
         f"saved {account.get('realised')} over {account.get('requests')} later requests: "
         f"{state} (fresh-token units)"
     )
+
+
+async def with_account_now(store: Any, row: dict[str, Any]) -> dict[str, Any]:
+    """A compacting request's row with its account as it stands now (``account_now``): the one
+    the session's latest request carried, read from the session's newest rows."""
+    line = line_of(row) or {}
+    opened = line.get("compaction")
+    if not isinstance(opened, dict) or not row.get("session_id"):
+        return row
+    rows = await store.list_requests(session=row["session_id"], limit=SESSION_ROWS)
+    for later in rows:  # newest first
+        account = (line_of(later) or {}).get("payback")
+        if isinstance(account, dict) and account.get("request_id") == opened.get("request_id"):
+            return {**row, "account_now": account}
+    return row
 
 
 def provider_text(row: dict[str, Any]) -> str | None:
@@ -153,10 +171,6 @@ def cost_text(cost: SessionCost, model: str | None = None) -> str:
         f"input {money}{delta}{prices} over {cost.requests} requests; cache busts: {busts}; "
         f"compactions paid back {cost.paid_back}, not {cost.not_paid_back}"
     )
-
-
-SESSION_ROWS = 5000  # a session's requests read for its cost line (the newest)
-SCAN = 5000  # the latest requests whose sessions ``logs --cost`` lists
 
 
 async def session_costs(

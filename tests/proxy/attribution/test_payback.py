@@ -93,3 +93,28 @@ async def test_a_forced_compaction_is_followed_until_it_pays_back(tmp_path: Path
         assert decided == ["paid_back"] * (2 if first else 1)
     finally:
         await store.close()
+
+
+async def test_show_finds_the_account_as_it_stands_now() -> None:
+    from proxy.inspect.cost_view import payback_text, with_account_now
+
+    opened = {"request_id": "r1", "freed": 900, "bust": 400.0, "schedule_bust": -50.0,
+              "net_bust": -500.0, "realised": 0.0, "requests": 0, "state": "pending"}  # fmt: skip
+    now = {**opened, "realised": 410.5, "requests": 3, "state": "paid_back"}
+    compacting = {"id": "r1", "session_id": "p/s", "cache": {"compaction": opened}}
+    rows = [  # newest first, as the store lists them
+        {"id": "r4", "session_id": "p/s", "cache": {"payback": now}},
+        {"id": "r3", "session_id": "p/s", "cache": {"payback": {**now, "state": "pending"}}},
+        compacting,
+    ]
+
+    class Store:
+        async def list_requests(self, **kw: object) -> list[dict[str, object]]:
+            assert kw["session"] == "p/s"
+            return rows
+
+    shown = await with_account_now(Store(), compacting)
+    assert shown["account_now"] == now
+    text = payback_text(shown)
+    assert text is not None and text.startswith("this compaction: freed 900 tokens, re-billed 400")
+    assert "saved 410.5 over 3 later requests: paid back" in text
