@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
@@ -30,6 +30,19 @@ class _Session:
     response_id: str | None = None  # its previous answer's id (the provider's diagnostics)
 
 
+class Outcome(Protocol):
+    """What the pipeline made of a request (``proxy.rewrite.pipeline.PipelineOutcome``)."""
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+    @property
+    def hashes(self) -> Sequence[str]: ...  # the forwarded messages' content hashes
+    @property
+    def history(self) -> Sequence[str]: ...  # the client's messages' content hashes
+    @property
+    def report(self) -> Report: ...
+
+
 @dataclass(frozen=True)
 class Pending:
     """A request rewritten, waiting for its usage: what ``settle`` needs."""
@@ -48,32 +61,28 @@ class CacheLedger:
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _bytes: int = 0
 
-    def begin(
-        self,
-        ctx: Context,
-        forwarded: Sequence[Message],
-        hashes: Sequence[str],
-        report: Report,
-    ) -> Pending:
+    def begin(self, ctx: Context, outcome: Outcome) -> Pending:
         """This request's facts against the session's previous one; it becomes the previous."""
         sid = ctx.session_id
         session = self._sessions.get(sid)
         if session is None:
             session = _Session()
         tools_tokens = ctx.tokens.count_tools(ctx.tools)
-        counts = report.get("tokens")
+        counts = outcome.report.get("tokens")
         before, after = (counts["before"], counts["after"]) if counts else (0, 0)
         client = ctx.original_messages
         sent = Sent(
             at=ctx.now,
             model=ctx.model,
-            client=digests(ctx.hashes_of(client)),
-            forwarded=digests(hashes),
+            client=digests(outcome.history),
+            forwarded=digests(outcome.hashes),
             tools=tools_digest(ctx.tools),
             client_tokens=before + tools_tokens,
             tokens=after + tools_tokens,
         )
-        facts = observe(session.sent, sent, client, forwarded, ctx.tokens, tools_tokens, report)
+        facts = observe(
+            session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report
+        )
         if session.sent is not None:
             self._bytes -= session.sent.size
         session.sent = sent

@@ -375,7 +375,7 @@ class Engine:
         )
         await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
-        was = self.ledger.begin(ctx, outcome.messages, outcome.hashes, outcome.report)
+        was = self.ledger.begin(ctx, outcome)
         return Rewritten(forwarded, outcome.report, sid, parent, request.adapter.name, data, was)
 
     def _lift(

@@ -14,6 +14,7 @@ import httpx
 import openai
 import pytest
 
+from proxy.telemetry.jsonlog import request_record
 from tests.proxy.telemetry.test_metrics import samples, value
 
 SYSTEM = "You are a careful coding agent. " * 60
@@ -77,6 +78,10 @@ def test_cache_lines_are_stored_counted_and_shown(live_proxy, fake_upstream, str
     assert line["rebilled"] == 1400  # the previous prompt, read back none
     assert line["usd"] > 0 and line["direct_usd"] > 0  # gpt-4o's price, from litellm's table
 
+    record = request_record(busted, 0.0)  # the structured log line of the request
+    assert (record["cache"], record["cache_cause"], record["rebilled_tokens"]) == (
+        "miss", "client", 1400,
+    )  # fmt: skip
     m = samples(httpx.get(proxy.url + "/metrics").text)
     assert value(m, "ctxproxy_cache_rebilled_tokens_total", cause="client") == 1400
     assert value(m, "ctxproxy_cache_busts_total", cause="client") == 1
