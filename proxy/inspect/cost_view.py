@@ -48,6 +48,14 @@ def request_text(row: dict[str, Any]) -> str | None:
     return text
 
 
+def cache_lines(row: dict[str, Any]) -> list[str]:
+    """The request's cache line, its compaction's account and the provider's verdict, in words
+    (``show``, the /ui request page)."""
+    text = request_text(row)
+    lines = [f"Cache: {text}"] if text else []
+    return lines + [t for t in (payback_text(row), provider_text(row)) if t]
+
+
 def cause_text(line: dict[str, Any]) -> str:
     cause = line.get("cause")
     if cause == "expiry":

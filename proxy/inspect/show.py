@@ -163,11 +163,9 @@ def usage_table(row: dict[str, Any]) -> RenderableType:
 
 def cache_view(row: dict[str, Any]) -> RenderableType:
     """The request's cache line: outcome, cause, re-billed tokens, a compaction's payback."""
-    text = cost_view.request_text(row)
-    if text is None:
+    lines = cost_view.cache_lines(row)
+    if not lines:
         return Text("Cache: no attribution (no answer, or logged before it was kept)", style="dim")
-    lines = [f"Cache: {text}"]
-    lines += filter(None, (cost_view.payback_text(row), cost_view.provider_text(row)))
     return Text("\n".join(lines))
 
 

@@ -227,6 +227,7 @@ class UI:
         if row is None:
             return self._page("missing.html", 404, what="request")
         report = rv.report_of(row)
+        row = await cost_view.with_account_now(request.app.state.services.store, row)
         lists = [
             (title, rv.items(report, key))
             for key, title in (
@@ -248,6 +249,7 @@ class UI:
             sections=rv.sections(row),
             bars=stacked_bars(rv.sections(row)),
             usage=usage_view.usage_summary(row),
+            cache_lines=cost_view.cache_lines(row),
             lists=[(t, items, rv.item_columns(items)) for t, items in lists],
             entities=[(t, key, items, rv.item_columns(items)) for t, key, items in entities],
             references=[rv.reference_text(r) for r in rv.items(report, "references")],

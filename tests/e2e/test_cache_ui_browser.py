@@ -93,3 +93,9 @@ def test_session_cost_line_and_cache_chart_in_chromium(live_proxy, fake_upstream
     assert cells[2] == "miss: client (system), re-billed 1400"
     assert re.match(r"miss: expiry, re-billed 1500", cells[3])
     page.screenshot(path=str(ARTIFACTS / "ui-session-cache.png"), full_page=True)
+
+    # the busted request's own page: its cache line, as show prints it
+    page.click(f"#turns >> text={rows[2]['id']}")
+    said = page.locator("p.cache-line").first.inner_text()
+    assert said.startswith("Cache: miss: none of 1500 prompt tokens read from the cache; cause: ")
+    assert "the client's own change (system); re-billed 1400 tokens ($" in said
