@@ -11,7 +11,8 @@ the same figure in the same unit (a fresh input token).
 - **Cause** of a fall, first that holds: ``expiry`` (idle beyond the TTL: the prefix was gone
   whatever was sent), ``proxy`` (the forwarded prefix differs where the client's does not, naming
   the decision), ``client`` (its own bytes differ before its previous request's end, naming
-  where), else ``unexplained`` (the provider dropped it early, or a breakpoint's lookback).
+  where), else ``unexplained`` (the provider dropped it early, or a breakpoint's lookback), or
+  ``unknown`` when the previous request's bytes were not seen here (a restart, another replica).
 - **Re-billed**: the tokens expected from the cache and not read, priced at ``w - r`` of a fresh
   token (what the schedule calls a bust).
 - **Cost**: ``uncached + r × cached + (w - 1) × written`` fresh tokens (``bench.cache_emulator``'s
@@ -103,7 +104,7 @@ def _outcome(
     """(outcome, tokens expected from the cache and not read)."""
     if usage.prompt < cache.min_prefix_tokens and usage.cached == 0:
         return "short", 0
-    if facts.previous_at is None or previous is None:
+    if facts.previous_at is None or previous is None:  # nothing known of an earlier request
         return ("first" if usage.cached == 0 else "hit"), 0
     if previous.prompt < cache.min_prefix_tokens:
         return ("short" if usage.cached == 0 else "hit"), 0
@@ -120,7 +121,7 @@ def _cause(facts: Facts, cache: CacheFacts) -> str:
         return "expiry"
     if facts.changed_by in ("proxy", "client"):
         return facts.changed_by
-    return "unexplained"
+    return "unexplained" if facts.compared else "unknown"
 
 
 def _direct(

@@ -81,8 +81,9 @@ class CacheLedger:
             tokens=after + tools_tokens,
         )
         facts = observe(
-            session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report
-        )
+            session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report,
+            ctx.cache.last_at,
+        )  # fmt: skip
         if session.sent is not None:
             self._bytes -= session.sent.size
         session.sent = sent
@@ -108,7 +109,8 @@ class CacheLedger:
         if session is None:  # dropped meanwhile: attributed without the session's past
             session = _Session()
         facts, cache = pending.facts, pending.cache
-        line, session.direct = attribute(facts, usage, session.usage, cache, session.direct)
+        previous = session.usage or _reported(cache)
+        line, session.direct = attribute(facts, usage, previous, cache, session.direct)
         decided: list[str] = []
         account = session.account
         if account is not None and usage is not None and facts.compaction is None:
@@ -147,3 +149,12 @@ class CacheLedger:
             _, dropped = self._sessions.popitem(last=False)
             if dropped.sent is not None:
                 self._bytes -= dropped.sent.size
+
+
+def _reported(cache: CacheFacts) -> Usage | None:
+    """The session's previous usage as the cache feedback kept it (the ledger lost it)."""
+    if cache.last_prompt_tokens is None:
+        return None
+    return Usage(
+        cache.last_prompt_tokens, cache.last_cached_tokens or 0, cache.last_cache_write_tokens or 0
+    )

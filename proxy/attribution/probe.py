@@ -52,6 +52,7 @@ class Facts:
     where: str | None  # the client's change: system, tools, model, messages[i] (role)
     decision: str | None  # the proxy's: compaction (forced|paid|cold), block, repair (kind)
     compaction: dict[str, Any] | None  # this request compacted: freed tokens, schedule figures
+    compared: bool = True  # the previous request's bytes were known (False: only its time)
 
     @property
     def idle_s(self) -> float | None:
@@ -95,14 +96,17 @@ def observe(
     tokens: TokenCounter,
     tools_tokens: int,
     report: Report,
+    last_at: float | None = None,
 ) -> Facts:
     """The facts of ``sent`` against ``previous``: the earliest change of each side inside the
-    previous request (an append past its end changes nothing cached)."""
+    previous request (an append past its end changes nothing cached). Without ``previous`` (a
+    restart, another replica), ``last_at`` is when the upstream last answered the session, if
+    the cache feedback knows: its time only, its bytes unknown."""
     compaction = _compaction(report)
     if previous is None:
         return Facts(
-            sent.at, None, sent.tokens, sent.client_tokens, None, None, None, None, None, None,
-            compaction,
+            sent.at, last_at, sent.tokens, sent.client_tokens, None, None, None, None, None, None,
+            compaction, compared=False,
         )  # fmt: skip
     prev_fwd = len(previous.forwarded) // DIGEST
     fwd = first_difference(sent.forwarded, previous.forwarded)

@@ -15,6 +15,7 @@ CAUSE_MARKS = {  # cause -> (letter, colour)
     "client": ("C", "#8250df"),
     "proxy": ("P", "#cf222e"),
     "unexplained": ("?", "#57606a"),
+    "unknown": ("U", "#57606a"),
 }
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-CAUSES = ("expiry", "client", "proxy", "unexplained")
+CAUSES = ("expiry", "client", "proxy", "unexplained", "unknown")
 SESSION_ROWS = 5000  # a session's requests read for its cost line (the newest)
 SCAN = 5000  # the latest requests whose sessions ``logs --cost`` lists
 
@@ -64,6 +64,8 @@ def cause_text(line: dict[str, Any]) -> str:
         return f"the client's own change ({line.get('where') or 'messages'})"
     if cause == "proxy":
         return f"a proxy edit ({line.get('decision') or 'rewrite'})"
+    if cause == "unknown":
+        return "unknown (the previous request was not seen here: a restart, another replica)"
     return "unexplained (the prefix was unchanged)"
 
 

@@ -25,7 +25,7 @@ ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardinality
 RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_window", "no_gain"})
-CACHE_CAUSES = frozenset({"expiry", "client", "proxy", "unexplained"})
+CACHE_CAUSES = frozenset({"expiry", "client", "proxy", "unexplained", "unknown"})
 PAYBACK_OUTCOMES = frozenset({"paid_back", "not_paid_back"})
 
 

@@ -2,7 +2,7 @@
 fake clock, each answered with fake usage, then the last request's cache line. The table covers a
 hit, a partial hit, a first request, a prompt too short to cache, a miss by expiry, by the
 client's own change (system prompt, tools, model, an earlier message), by a proxy compaction, and
-one nothing explains."""
+one nothing explains; and after a restart, what the cache feedback still tells."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import pytest
 from proxy.attribution.attribute import Usage
 from proxy.rewrite.engine import Engine
 from proxy.settings import settings_from_mapping
+from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.sqlite import Store
 from tests.support.factories import assistant, result, shell, system, user
 
@@ -172,3 +173,24 @@ async def test_each_cause_is_attributed(store: Store, case: Case) -> None:
         # priced as the schedule prices a bust: (w - r) of a fresh token, gpt-4o's r = 0.5
         read = 0.5 if line.get("where") != "model" else 0.25
         assert line["rebilled_cost"] == pytest.approx(line["rebilled"] * (1 - read), abs=0.1)
+
+
+@pytest.mark.parametrize(
+    ("at", "cause"), [(400.0, "expiry"), (20.0, "unknown")], ids=["expired", "not-seen"]
+)
+async def test_after_a_restart_the_feedback_still_dates_the_previous_request(
+    store: Store, at: float, cause: str
+) -> None:
+    """A new engine (a restart, another replica) has no ledger of the session: the cache
+    feedback's time and usage still tell an expiry; anything else is ``unknown``, not blamed."""
+    settings = settings_from_mapping({"pipeline": {"on_rule_error": "fail"}})
+    before = Engine(settings, store, strict=True)
+    out = await before.rewrite(body(*BASE), {"x-session-id": "r"}, now=0.0)
+    assert out.cache is not None
+    store.cache_feedback.put(out.session_id, CacheFeedback(0.0, 3000, 0, None))
+    after = Engine(settings, store, strict=True)  # its ledger knows nothing of the session
+    again = await after.rewrite(body(*GROWN), {"x-session-id": "r"}, now=at)
+    assert again.cache is not None
+    line, _ = after.ledger.settle(again.cache, "r1", Usage(3500, 0))
+    assert (line["outcome"], line["cause"], line["rebilled"]) == ("miss", cause, 3000)
+    assert line["idle_s"] == at
