@@ -1,8 +1,9 @@
 """Each session's memory for the attribution: what its previous request sent (``probe.Sent``), the
 upstream's usage of it, the direct lane's last prompt and the open compaction's account. Kept in
 memory, per scoped session (``principal/name``), bounded by sessions and bytes (LRU); a session it
-no longer holds starts over (its next request is attributed as a first one). ``begin`` runs while
-the engine holds the session, ``settle`` when the answer's usage is known."""
+no longer holds starts over (its next request is compared by the cache feedback's time and usage
+only). ``begin`` runs while the engine holds the session, ``settle`` when the answer's usage is
+known."""
 
 from __future__ import annotations
 
