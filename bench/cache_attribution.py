@@ -180,6 +180,9 @@ def figures(
     pricing = Pricing("gpt-4o", READ_RATIO)
     fell = attributed = 0
     causes: dict[str, int] = {}
+    decisions: dict[str, int] = {}
+    busts: list[tuple[float, float]] = []  # each compaction: (the schedule's bust, as billed)
+    settled = {"paid_back": 0, "not_paid_back": 0}
     sessions = []
     for sid, session in rows.items():
         for before, row in itertools.pairwise(session):
@@ -188,6 +191,16 @@ def figures(
                 cause = (row["cache"] or {}).get("cause") or "none"
                 causes[cause] = causes.get(cause, 0) + 1
                 attributed += cause in ("expiry", "client", "proxy")
+                if cause == "proxy":
+                    decision = str(row["cache"].get("decision"))
+                    decisions[decision] = decisions.get(decision, 0) + 1
+        for row in session:
+            line = row["cache"] or {}
+            opened = line.get("compaction")
+            if opened and line.get("cause") == "proxy":  # re-billed: the two figures compared
+                busts.append((opened["schedule_bust"], opened["net_bust"]))
+            for outcome in line.get("decided") or ():
+                settled[outcome] = settled.get(outcome, 0) + 1
         lines = [r["cache"] for r in session if r["cache"] and "cost" in r["cache"]]
         forwarded = sum(
             pricing.cost(CacheUse(r["prompt_tokens"], r["cached_tokens"], 0)) for r in session
@@ -218,6 +231,14 @@ def figures(
         "attributed": attributed,
         "attributed_share": round(attributed / fell, 4) if fell else 1.0,
         "causes_of_falls": causes,
+        "proxy_decisions": decisions,
+        "compactions_settled": settled,
+        "busts_schedule_vs_billed": {
+            "compactions": len(busts),
+            "schedule": round(sum(b[0] for b in busts)),
+            "billed": round(sum(b[1] for b in busts)),
+            "median_gap": round(statistics.median(abs(a - b) for a, b in busts)) if busts else 0,
+        },
         "cost_matches_exactly": all(abs(s["cost"] - s["bench_cost"]) <= 1 for s in sessions),
         "direct_error_median": round(statistics.median(errors), 4) if errors else 0,
         "direct_error_max": round(max(errors), 4) if errors else 0,

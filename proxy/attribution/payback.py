@@ -25,6 +25,7 @@ class Account:
     # left out, so below zero when leaving out saved more than the re-bill)
     schedule_bust: float
     expected_saving: float  # the schedule's figure (its carried cost, for a break-even cut)
+    write: float = 1.0  # a token written to the cache, in fresh tokens (the schedule's ``w``)
     realised: float = 0.0  # saved so far on later requests, in fresh tokens
     requests: int = 0  # later requests counted
     state: str = PENDING
@@ -35,7 +36,8 @@ class Account:
             "freed": self.freed,
             "bust": round(self.bust, 1),
             "schedule_bust": round(self.schedule_bust, 1),
-            "net_bust": round(self.bust - self.freed, 1),  # the same, as billed
+            # the same as billed: the re-bill less the freed tokens this request did not write
+            "net_bust": round(self.bust - self.freed * self.write, 1),
             "expected_saving": round(self.expected_saving, 1),
             "realised": round(self.realised, 1),
             "requests": self.requests,
@@ -43,15 +45,18 @@ class Account:
         }
 
 
-def open_account(request_id: str, compaction: dict[str, Any], scale: float, bust: float) -> Account:
+def open_account(
+    request_id: str, compaction: dict[str, Any], scale: float, bust: float, write: float = 1.0
+) -> Account:
     """A compaction's account: ``compaction`` is ``probe.Facts.compaction``; ``scale`` turns the
-    proxy's token counts into the provider's."""
+    proxy's token counts into the provider's; ``write``: the schedule's ``w``."""
     account = Account(
         request_id=request_id,
         freed=round(float(compaction.get("freed") or 0) * scale),
         bust=bust,
         schedule_bust=float(compaction.get("bust_cost") or 0),
         expected_saving=float(compaction.get("expected_saving") or 0),
+        write=write,
     )
     return replace(account, state=PAID_BACK) if bust <= 0 else account
 
