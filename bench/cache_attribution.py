@@ -181,7 +181,7 @@ def figures(
     fell = attributed = 0
     causes: dict[str, int] = {}
     decisions: dict[str, int] = {}
-    busts: list[tuple[float, float]] = []  # each compaction: (the schedule's bust, as billed)
+    busts: list[tuple[float, float, Any]] = []  # each compaction: the schedule's bust, billed
     settled = {"paid_back": 0, "not_paid_back": 0}
     sessions = []
     for sid, session in rows.items():
@@ -198,7 +198,7 @@ def figures(
             line = row["cache"] or {}
             opened = line.get("compaction")
             if opened and line.get("cause") == "proxy":  # re-billed: the two figures compared
-                busts.append((opened["schedule_bust"], opened["net_bust"]))
+                busts.append((opened["schedule_bust"], opened["net_bust"], line))
             for outcome in line.get("decided") or ():
                 settled[outcome] = settled.get(outcome, 0) + 1
         lines = [r["cache"] for r in session if r["cache"] and "cost" in r["cache"]]
@@ -237,8 +237,9 @@ def figures(
             "compactions": len(busts),
             "schedule": round(sum(b[0] for b in busts)),
             "billed": round(sum(b[1] for b in busts)),
-            "median_gap": round(statistics.median(abs(a - b) for a, b in busts)) if busts else 0,
+            "median_gap": round(statistics.median(abs(a - b) for a, b, _ in busts)) if busts else 0,
         },
+        "compaction_lines": [b[2] for b in busts],
         "cost_matches_exactly": all(abs(s["cost"] - s["bench_cost"]) <= 1 for s in sessions),
         "direct_error_median": round(statistics.median(errors), 4) if errors else 0,
         "direct_error_max": round(max(errors), 4) if errors else 0,
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             out = figures(read_rows(db), direct)
     finally:
         stop(server)
-    summary = {k: v for k, v in out.items() if k != "sessions"}
+    summary = {k: v for k, v in out.items() if k not in ("sessions", "compaction_lines")}
     print(orjson.dumps(summary, option=orjson.OPT_INDENT_2).decode())
     if args.json:
         args.json.write_bytes(orjson.dumps(out, option=orjson.OPT_INDENT_2))
