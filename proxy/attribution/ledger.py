@@ -126,8 +126,8 @@ class CacheLedger:
                     decided.append(closed.state)
             scale = usage.prompt / facts.tokens if usage is not None and facts.tokens else 1.0
             bust = float(line.get("rebilled_cost") or 0) if line.get("cause") == "proxy" else 0.0
-            w = max(cache.write_ratio, cache.read_ratio)  # as the schedule weighs a write
-            account = payback.open_account(request_id, facts.compaction, scale, bust, w)
+            read = cache.read_ratio
+            account = payback.open_account(request_id, facts.compaction, scale, bust, read)
             if account.state == payback.PAID_BACK:
                 decided.append(payback.PAID_BACK)
             session.account = account

@@ -4,7 +4,12 @@ request of the session then leaves out what it freed, saving those tokens at the
 request paid per prompt token (``r`` for what was read from the cache, a fresh token for the
 rest). It has paid back once its savings reach its bust; when the session's next compaction comes
 first, it never did (the next one's bust starts a new account, as the schedule's ``carried``
-does). Pure: the ledger keeps one open account per session."""
+does). Pure: the ledger keeps one open account per session.
+
+The schedule priced the same compaction before it was sent (``rules.context.schedule``: what the
+request costs compacted less what it would have cost as it was, in fresh tokens): its figure,
+scaled to the provider's tokens, is kept beside the billed one, ``net_bust``: the re-bill less
+what reading the freed tokens from the cache would have cost (``freed × r``)."""
 
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ class Account:
     # left out, so below zero when leaving out saved more than the re-bill)
     schedule_bust: float
     expected_saving: float  # the schedule's figure (its carried cost, for a break-even cut)
-    write: float = 1.0  # a token written to the cache, in fresh tokens (the schedule's ``w``)
+    read: float = 0.1  # a cached token, in fresh tokens (the schedule's ``r``)
     realised: float = 0.0  # saved so far on later requests, in fresh tokens
     requests: int = 0  # later requests counted
     state: str = PENDING
@@ -36,8 +41,9 @@ class Account:
             "freed": self.freed,
             "bust": round(self.bust, 1),
             "schedule_bust": round(self.schedule_bust, 1),
-            # the same as billed: the re-bill less the freed tokens this request did not write
-            "net_bust": round(self.bust - self.freed * self.write, 1),
+            # the same as billed: the re-bill less reading the freed tokens from the cache, which
+            # this request no longer did
+            "net_bust": round(self.bust - self.freed * self.read, 1),
             "expected_saving": round(self.expected_saving, 1),
             "realised": round(self.realised, 1),
             "requests": self.requests,
@@ -46,17 +52,18 @@ class Account:
 
 
 def open_account(
-    request_id: str, compaction: dict[str, Any], scale: float, bust: float, write: float = 1.0
+    request_id: str, compaction: dict[str, Any], scale: float, bust: float, read: float = 0.1
 ) -> Account:
     """A compaction's account: ``compaction`` is ``probe.Facts.compaction``; ``scale`` turns the
-    proxy's token counts into the provider's; ``write``: the schedule's ``w``."""
+    proxy's token counts into the provider's; ``read``: the schedule's ``r``."""
     account = Account(
         request_id=request_id,
         freed=round(float(compaction.get("freed") or 0) * scale),
         bust=bust,
-        schedule_bust=float(compaction.get("bust_cost") or 0),
-        expected_saving=float(compaction.get("expected_saving") or 0),
-        write=write,
+        # the schedule counts in the proxy's tokens: scaled to the provider's, as the re-bill is
+        schedule_bust=float(compaction.get("bust_cost") or 0) * scale,
+        expected_saving=float(compaction.get("expected_saving") or 0) * scale,
+        read=read,
     )
     return replace(account, state=PAID_BACK) if bust <= 0 else account
 

@@ -72,7 +72,8 @@ async def test_a_forced_compaction_is_followed_until_it_pays_back(tmp_path: Path
         assert opened["bust"] == lines[1]["rebilled_cost"] > 0
         assert opened["freed"] > 0
         # the schedule's bust is net of what the compacted request left out, as is net_bust
-        assert opened["net_bust"] == pytest.approx(opened["bust"] - opened["freed"], abs=0.2)
+        # (gpt-4o: r = 0.5)
+        assert opened["net_bust"] == pytest.approx(opened["bust"] - 0.5 * opened["freed"], abs=0.2)
         assert opened["schedule_bust"] < opened["bust"]
         # later requests, appended to the compacted prompt, each cached: the savings add up
         n = 2
