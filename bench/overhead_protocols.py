@@ -48,8 +48,9 @@ from bench.overhead import only_running, percentile, start
 from bench.protocol_convert import anthropic_tools, to_anthropic, to_responses
 from bench.workloads import agent_conversation
 from tests.support.live import free_port
+from tests.support.traces import SHARED
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "agents" / "samples"
+SAMPLES = SHARED / "agents" / "samples"
 MODELS = {"chat": "gpt-4o", "messages": "claude-opus-5-5", "responses": "gpt-5.5"}
 PATHS = {"chat": "/v1/chat/completions", "messages": "/v1/messages", "responses": "/v1/responses"}
 WINDOW = 128_000
