@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
-from proxy.attribution.probe import Facts, Sent, digests, observe, tools_digest
+from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
 
@@ -80,6 +80,7 @@ class CacheLedger:
             tools=tools_digest(ctx.tools),
             client_tokens=before + tools_tokens,
             tokens=after + tools_tokens,
+            decision=decision_of(outcome.report),
         )
         facts = observe(
             session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report,

@@ -31,6 +31,7 @@ class Sent:
     tools: bytes
     client_tokens: int
     tokens: int
+    decision: str = "rewrite"  # the proxy's decision that made what it made (``decision_of``)
 
     @property
     def size(self) -> int:
@@ -126,10 +127,13 @@ def observe(
     if not same_head:
         changed_by, where = "client", "model" if sent.model != previous.model else "tools"
     elif fwd < prev_fwd:
-        made_by_proxy = _proxy_made(sent, fwd)
+        made_now = _made(sent, fwd)
         client_changed = cli * DIGEST < len(previous.client)
-        if made_by_proxy or not client_changed:
-            changed_by, decision = "proxy", _decision(report)
+        if made_now or not client_changed:
+            changed_by = "proxy"
+            # what the proxy makes now there, else what it made there before and now does not
+            # replay (a placeholder for a result that has since come, a block dropped)
+            decision = sent.decision if made_now or not _made(previous, fwd) else previous.decision
         else:
             changed_by, where = "client", _where(client_messages, cli)
     return Facts(
@@ -142,7 +146,7 @@ def _count(tokens: TokenCounter, messages: Sequence[Message], n: int) -> int:
     return tokens.count_messages(messages[:n]) - 3 if n else 0
 
 
-def _proxy_made(sent: Sent, index: int) -> bool:
+def _made(sent: Sent, index: int) -> bool:
     """Whether the forwarded message at ``index`` is none of the client's: the proxy made it."""
     start = index * DIGEST
     mine = sent.forwarded[start : start + DIGEST]
@@ -159,7 +163,7 @@ def _where(messages: Sequence[Message], index: int) -> str:
     return f"messages[{index}] ({role})"
 
 
-def _decision(report: Report) -> str:
+def decision_of(report: Report) -> str:
     """The proxy's decision that changed an earlier message: a compaction (with the schedule's
     reason), a block (inject's stored blocks collapsed or dropped), a repair; else a rewrite."""
     prune = report.get("prune") or {}
