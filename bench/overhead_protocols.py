@@ -49,8 +49,9 @@ from bench.protocol_convert import anthropic_tools, to_anthropic, to_responses
 from bench.protocol_convert_gemini import gemini_path, to_gemini
 from bench.workloads import agent_conversation
 from tests.support.live import free_port
+from tests.support.traces import SHARED
 
-SAMPLES = Path(__file__).resolve().parents[2] / "shared" / "agents" / "samples"
+SAMPLES = SHARED / "agents" / "samples"
 MODELS = {"chat": "gpt-4o", "messages": "claude-opus-5-5", "responses": "gpt-5.5",
           "gemini": "gemini-2.5-flash"}  # fmt: skip
 PATHS = {

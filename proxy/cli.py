@@ -199,7 +199,24 @@ async def _follow(args: argparse.Namespace) -> int:
         await store.close()
 
 
+async def _costs(args: argparse.Namespace) -> list[str]:
+    from proxy.inspect.cost_view import session_cost_line, session_costs
+
+    store = _open_log(args)
+    await store.open()
+    try:
+        found = await session_costs(store, **_log_filters(args), limit=args.limit)
+    finally:
+        await store.close()
+    return [session_cost_line(*item) for item in found] or ["no sessions logged"]
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
+    if args.cost:
+        from proxy.inspect.report_view import for_terminal
+
+        sys.stdout.write("".join(for_terminal(line) + "\n" for line in asyncio.run(_costs(args))))
+        return 0
     if args.follow:
         with contextlib.suppress(KeyboardInterrupt):
             asyncio.run(_follow(args))
@@ -221,10 +238,14 @@ async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
     store = _open_log(args)
     await store.open()
     try:
+        from proxy.inspect.cost_view import with_account_now
+
         if args.request_id in ("last", "latest"):
             rows = await store.list_requests(limit=1)
-            return rows[0] if rows else None
-        return await store.get_request(args.request_id)
+            row = rows[0] if rows else None
+        else:
+            row = await store.get_request(args.request_id)
+        return await with_account_now(store, row) if row is not None else None
     finally:
         await store.close()
 
@@ -334,6 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also the whole session id, protocol, cache, rule counts and sections, on lines of "
         "their own under each request",
+    )
+    logs.add_argument(
+        "--cost",
+        action="store_true",
+        help="one line per session: its input cost against sending direct, at the model's "
+        "prices, its cache busts by cause and its compactions paid back or not",
     )
     logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")
     logs.add_argument("--interval", type=float, default=0.5, help="--follow poll interval (s)")

@@ -40,6 +40,12 @@ class UpstreamSettings(Strict):
     # prompt-cache breakpoints the client left out (``proxy.upstream.cache_breakpoints``); off
     # sends the client's marks only.
     cache_breakpoints: Literal["auto", "off"] = "auto"
+    cache_diagnostics: bool = Field(
+        default=False,
+        description="ask the provider why a request missed its prompt cache, naming the "
+        "session's previous answer: Anthropic's cache diagnostics (Messages) and OpenAI's "
+        "prompt cache diagnostics (Responses); the verdict is kept in the request's cache line",
+    )
     pricing: PriceOverride = Field(
         default_factory=PriceOverride,
         description="prices and cache rules for every model this upstream serves "

@@ -72,7 +72,7 @@ class LiveProxy:
         out = []
         for r in rows:
             d = dict(r)
-            for col in ("sections", "report", "usage"):
+            for col in ("sections", "report", "usage", "cache"):
                 if isinstance(d.get(col), str):
                     d[col] = orjson.loads(d[col])
             out.append(d)

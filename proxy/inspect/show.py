@@ -13,8 +13,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from proxy.inspect import cost_view, usage_view
 from proxy.inspect import report_view as rv
-from proxy.inspect import usage_view
 
 BAR_WIDTH = 28
 
@@ -161,6 +161,14 @@ def usage_table(row: dict[str, Any]) -> RenderableType:
     return Group(table, error) if error else table
 
 
+def cache_view(row: dict[str, Any]) -> RenderableType:
+    """The request's cache line: outcome, cause, re-billed tokens, a compaction's payback."""
+    lines = cost_view.cache_lines(row)
+    if not lines:
+        return Text("Cache: no attribution (no answer, or logged before it was kept)", style="dim")
+    return Text("\n".join(lines))
+
+
 def diff_view(row: dict[str, Any]) -> RenderableType:
     diff = rv.message_diff(row)
     if diff is None:
@@ -190,6 +198,7 @@ def render(row: dict[str, Any], console: Console | None = None) -> None:
     console.print(_title(row))
     console.print(sections_table(row, bar_width(console)))
     console.print(usage_table(row))
+    console.print(cache_view(row))
     console.print(items_table("Repairs", rv.items(report, "repairs")))
     console.print(items_table("Loops", rv.items(report, "loops")))
     console.print(items_table("Entities the references point to", rv.referenced_entities(report)))

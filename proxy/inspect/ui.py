@@ -24,8 +24,9 @@ from starlette.staticfiles import StaticFiles
 
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
 from proxy.errors import Forbidden, Unauthorized
+from proxy.inspect import cost_view, usage_view
 from proxy.inspect import report_view as rv
-from proxy.inspect import usage_view
+from proxy.inspect.cache_chart import cache_chart
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
@@ -226,6 +227,7 @@ class UI:
         if row is None:
             return self._page("missing.html", 404, what="request")
         report = rv.report_of(row)
+        row = await cost_view.with_account_now(request.app.state.services.store, row)
         lists = [
             (title, rv.items(report, key))
             for key, title in (
@@ -247,6 +249,7 @@ class UI:
             sections=rv.sections(row),
             bars=stacked_bars(rv.sections(row)),
             usage=usage_view.usage_summary(row),
+            cache_lines=cost_view.cache_lines(row),
             lists=[(t, items, rv.item_columns(items)) for t, items in lists],
             entities=[(t, key, items, rv.item_columns(items)) for t, key, items in entities],
             references=[rv.reference_text(r) for r in rv.items(report, "references")],
@@ -271,8 +274,12 @@ class UI:
             rv.with_billed(r)
             r["loop_kinds"] = rv.loop_kinds(rv.report_of(r))
         principal, name = session_parts(sid, rows[-1].get("principal"))
+        cost = cost_view.session_cost(rows)
         return self._page(
             "session.html",
+            cost=cost,
+            cost_line=cost_view.cost_text(cost, rows[-1].get("model")),
+            cache_chart=cache_chart(rows),
             session_id=sid,
             principal=principal,
             client_name=name,

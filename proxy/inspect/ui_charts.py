@@ -72,7 +72,7 @@ def stacked_bars(sections: list[dict[str, Any]], width: int = 720) -> dict[str, 
     }
 
 
-def _ticks(top: int, n: int = 4) -> list[int]:
+def round_ticks(top: int, n: int = 4) -> list[int]:
     """Round gridline values from 0 up to the first one at or above ``top``."""
     step = max(1, top // n)
     magnitude = 10 ** (len(str(step)) - 1)
@@ -93,7 +93,7 @@ def session_chart(
     plot_w, plot_h = width - left - right, height - top - bottom
     n = len(rows)
     peak = max([1, *(int(r.get(c) or 0) for r in rows for c, *_ in SERIES)])
-    ticks = _ticks(peak)
+    ticks = round_ticks(peak)
     y_top = ticks[-1]
 
     def xy(i: int, value: Any) -> tuple[float, float]:

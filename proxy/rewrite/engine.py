@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+from proxy.attribution.ledger import CacheLedger
 from proxy.errors import BadRequest
 from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
@@ -83,14 +84,14 @@ class Engine:
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self._budgets: dict[str, int | None] = {}
         self.costs = CostModel(settings)
+        self.ledger = CacheLedger()  # each session's previous request, for the cache attribution
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
         self.learned = LearnedWindows()
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
-        # the sampled production check that nothing memoised was changed in place
-        # (``memory.integrity_sample``; the strict engine checks every request in ``_check``)
-        # its failures are read at scrape time (``proxy.telemetry.metrics``)
+        # the sampled production check that nothing memoised was changed in place (its failures
+        # read at scrape time); the strict engine checks every request in ``_check``
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
 
     def close(self) -> None:
@@ -132,15 +133,13 @@ class Engine:
         return self.settings.context_window_for(model) or context_window(model)
 
     def _window_key(self, model: str) -> tuple[str, str]:
-        """(upstream, model) as learned windows are kept: the model's name redacted, as in the
-        store (a key sent as the model name is stored nowhere)."""
+        """(upstream, model) as learned windows are kept: the model's name redacted."""
         upstream = self.settings.upstream_for(model)
         return (upstream.name if upstream is not None else "", redact_text(model))
 
     def learn_window(self, model: str, window: int) -> int:
-        """Remember the window an upstream stated for ``model``, here and in the store, never
-        below the model's ``window_floor``; the model's budget is worked out again on its next
-        use. Returns the window kept."""
+        """Remember (here and in the store) the window an upstream stated for ``model``, never
+        below its ``window_floor``; its budget is worked out anew. Returns the window kept."""
         upstream, name = self._window_key(model)
         kept = self.learned.learn(upstream, name, window, self._floor(model))
         self._budgets.pop(model, None)
@@ -356,15 +355,16 @@ class Engine:
         )
         await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
+        was = self.ledger.begin(ctx, outcome)
         return Rewritten(
-            forwarded, outcome.report, sid, parent, request.adapter.name, data, request.named_model
-        )
+            forwarded, outcome.report, sid, parent, request.adapter.name, data,
+            model=request.named_model, cache=was,
+        )  # fmt: skip
 
     def _lift(
         self, ctx: Context, request: _Request, outcome: PipelineOutcome
     ) -> tuple[dict[str, Any], bytes | None]:
-        """The body to forward and its bytes, where known: the adapter's, or (a heavy request's)
-        written here, off the event loop."""
+        """The body to forward and its bytes: the adapter's, or written here (a heavy request)."""
         lowered, adapter, body = request.lowered, request.adapter, request.body
         forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:

@@ -38,6 +38,7 @@ class PipelineOutcome:
     state: SessionState
     report: Report
     hashes: list[str]  # each message's content hash (``Context.hash_of``): keys for the adapters
+    history: Sequence[str] = ()  # the client's messages' hashes (``lineage.history_hashes``)
 
 
 @dataclass(frozen=True)
@@ -335,7 +336,7 @@ class Pipeline:
             memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes
             handled = len(ctx.original_messages) + len(messages)
             self.memos.settle(ctx.session_id, encoding, memos, handled)
-        return PipelineOutcome(messages, state, report, hashes)
+        return PipelineOutcome(messages, state, report, hashes, own)
 
     def _integrity_check(self, ctx: Context, report: Report) -> Messages:
         """The same validator the tests use; a violation here is a bug in a rule, so repair it.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from proxy.attribution.ledger import Pending
 from proxy.principals import split_scoped
 from rules.report import Report
 
@@ -19,6 +20,7 @@ class Rewritten:
     protocol: str = "chat"
     data: bytes | None = None  # ``body``'s bytes, where the adapter had them (else written)
     model: str | None = None  # the model, where the body does not name it (Gemini's path)
+    cache: Pending | None = None  # against the session's previous request, for its cache line
 
     @property
     def principal(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
+from proxy.attribution.ledger import Pending
 from proxy.errors import (
     CLIENT_CLOSED,
     ClientGone,
@@ -41,7 +42,7 @@ from proxy.server.asgi_send import (
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
-from proxy.server.feedback import note_cache_usage
+from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -170,16 +171,26 @@ class ProtocolHandler:
             "x-ctxproxy-session-id": header_value(rewritten.client_session),
         }
         query = scope.get("query_string", b"").decode("latin-1")
-        call = Call(self.s, upstream, headers, query, path)
+        # with the upstream's cache_diagnostics: the provider asked why a miss happened
+        pending, forwarded, upstream_headers = ask_diagnosis(
+            self.s.engine.ledger, rewritten.cache, upstream, wire.adapter.name, rewritten.body,
+            headers,
+        )  # fmt: skip
+        call = Call(self.s, upstream, upstream_headers, query, path)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
                 # the client's own bytes, or the rewrite's where the adapter had them
                 payload = raw if rewritten.body is body else rewritten.data
-                response = await wire.forward(call, rewritten.body, payload)
+                if forwarded is not rewritten.body:
+                    payload = None  # written anew, with the diagnosis asked for
+                response = await wire.forward(call, forwarded, payload)
                 # a "prompt too long" answer: compacted to the stated window, retried once
+                first = rewritten
                 response, rewritten = await rescue_overflow(
                     self.s, wire, call, rewritten, response, row, len(raw)
                 )
+                if rewritten is not first:
+                    pending = rewritten.cache
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
@@ -208,9 +219,9 @@ class ProtocolHandler:
             if self.response_ids is not None:
                 ids = self.response_ids.recorder(principal, rewritten.body, response.status)
             if response.chunks is None:
-                await self._answer(send, response, row, started, out_headers, ids)
+                await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
-                await self._relay(send, response, row, started, out_headers, watch, ids)
+                await self._relay(send, response, row, started, out_headers, watch, ids, pending)
 
     async def _answer(
         self,
@@ -220,6 +231,7 @@ class ProtocolHandler:
         started: float,
         out_headers: dict[str, str],
         ids: Recorder | None = None,
+        pending: Pending | None = None,
     ) -> None:
         """A whole (non-streaming) upstream answer: relay it, then read its usage (the cache's
         feedback) and complete the log row, off the client's path; the row's times are taken
@@ -258,6 +270,10 @@ class ProtocolHandler:
                 except Exception:  # a bug of ours: the row is still completed, without usage
                     log.exception("completing the log row of %s failed", row.get("id"))
                     fields = {"status": response.status, "ttfb_ms": round(ttfb, 3)}
+            answer = whole_answer(body) if pending is not None and pending.diagnose else None
+            fields = with_cache_line(
+                fields, self.s.engine.ledger, pending, row, response.status, usage, answer
+            )
             await self._finish(row, fields)
 
     async def _relay(
@@ -269,6 +285,7 @@ class ProtocolHandler:
         out_headers: dict[str, str],
         watch: DisconnectWatch,
         ids: Recorder | None = None,
+        pending: Pending | None = None,
     ) -> None:
         """Relay upstream bytes as they come; complete the log row however the stream ends."""
         assert response.chunks is not None
@@ -327,9 +344,11 @@ class ProtocolHandler:
             if not complete and error is None and not answered.seen():
                 row["client_disconnected"] = 1
             body = b"".join(captured) if captured is not None else None
-            await self._finish(
-                row, self._fields(row, started, status, error, ttfb, tap.usage, body)
-            )
+            fields = self._fields(row, started, status, error, ttfb, tap.usage, body)
+            answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
+            ledger = self.s.engine.ledger
+            fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
+            await self._finish(row, fields)
 
     async def _unsendable(
         self, send: Send, exc: Exception, row: dict[str, Any], started: float

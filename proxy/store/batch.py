@@ -21,7 +21,7 @@ from rules.redact import redact, redact_text
 if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
 
-JSON_COLUMNS = ("sections", "report", "usage")
+JSON_COLUMNS = ("sections", "report", "usage", "cache")
 # Columns holding client text as it came (the rest are numbers, ours, or redacted at the source).
 CLIENT_TEXT_COLUMNS = ("model", "path")
 Groups = list[tuple[str, list[tuple[Any, ...]]]]
@@ -189,8 +189,9 @@ def encode_row(row: dict[str, Any]) -> dict[str, Any]:
     for col in CLIENT_TEXT_COLUMNS:
         if isinstance(out.get(col), str):
             out[col] = redact_text(out[col])
-    if isinstance(out.get("report"), dict):  # rules copy client text into their fragments
-        out["report"] = redact(out["report"])
+    for col in ("report", "cache"):  # rules (and a provider's diagnosis) copy client text
+        if isinstance(out.get(col), dict):
+            out[col] = redact(out[col])
     for col in JSON_COLUMNS:
         if col in out and out[col] is not None and not isinstance(out[col], str):
             out[col] = orjson.dumps(out[col]).decode()

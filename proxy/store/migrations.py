@@ -189,6 +189,15 @@ migration(
     """,
 )
 
+migration(
+    "m014_request_cache",
+    """
+    -- the request's cache line (proxy.attribution): hit, partial hit or miss, its cause and the
+    -- tokens re-billed, the input cost against sending direct, a compaction's payback (JSON)
+    ALTER TABLE requests ADD COLUMN cache TEXT;
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

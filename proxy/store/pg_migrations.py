@@ -228,6 +228,13 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         CREATE INDEX response_ids_created ON response_ids(created_at);
         """,
     ),
+    (
+        "m014_request_cache",
+        """
+        -- the request's cache line (proxy.attribution), JSON
+        ALTER TABLE requests ADD COLUMN cache TEXT;
+        """,
+    ),
 ]
 
 

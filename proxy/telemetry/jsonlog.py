@@ -61,6 +61,12 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
         record["rule_errors"] = errors
     if row.get("client_disconnected"):
         record["client_disconnected"] = True
+    line = row.get("cache")
+    if isinstance(line, dict):  # the cache line (``proxy.attribution``): outcome, cause, re-bill
+        record["cache"] = line.get("outcome")
+        if line.get("cause"):
+            record["cache_cause"] = line["cause"]
+            record["rebilled_tokens"] = line.get("rebilled")
     return record
 
 

@@ -25,6 +25,8 @@ ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardinality
 RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_window", "no_gain"})
+CACHE_CAUSES = frozenset({"expiry", "client", "proxy", "unexplained", "unknown"})
+PAYBACK_OUTCOMES = frozenset({"paid_back", "not_paid_back"})
 
 
 class _StoreCollector:
@@ -151,6 +153,26 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.rebilled = Counter(
+            "ctxproxy_cache_rebilled_tokens",
+            "Prompt tokens the cache held for a request and did not serve, billed again, by "
+            "cause (expiry, client, proxy, unexplained).",
+            ["cause"],
+            registry=r,
+        )
+        self.busts = Counter(
+            "ctxproxy_cache_busts",
+            "Requests whose cache read fell, by cause.",
+            ["cause"],
+            registry=r,
+        )
+        self.compactions = Counter(
+            "ctxproxy_compactions",
+            "Compactions whose account was settled: paid_back (later requests saved at least "
+            "their re-bill) or not_paid_back (the session compacted again first).",
+            ["outcome"],
+            registry=r,
+        )
         self.in_flight = Gauge(
             "ctxproxy_in_flight_requests", "Requests being handled now.", registry=r
         )
@@ -204,9 +226,24 @@ class Metrics:
             self._child(self.repairs, kind).inc(n)
         for kind, n in rv.loop_kinds(report).items():
             self._child(self.loops, kind).inc(n)
+        self._cache(row.get("cache"))
         rescue = report.get("rescue")
         if isinstance(rescue, dict) and rescue.get("outcome") in RESCUE_OUTCOMES:
             self._child(self.rescues, rescue["outcome"]).inc()
+
+    def _cache(self, line: Any) -> None:
+        """The request's cache line (``proxy.attribution``): its re-bill and settled accounts."""
+        if not isinstance(line, dict):
+            return
+        cause = line.get("cause")
+        if cause in CACHE_CAUSES:
+            self._child(self.busts, cause).inc()
+            rebilled = line.get("rebilled")
+            if isinstance(rebilled, int) and rebilled > 0:
+                self._child(self.rebilled, cause).inc(rebilled)
+        for outcome in line.get("decided") or ():
+            if outcome in PAYBACK_OUTCOMES:
+                self._child(self.compactions, outcome).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

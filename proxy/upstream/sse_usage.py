@@ -25,6 +25,7 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _USAGE_KEY = re.compile(rb'"usage"\s*:\s*\{')
 _DECODER = json.JSONDecoder()
 _TAIL_KEPT = MAX_PENDING // 2
+_DIAGNOSTICS = ("diagnostics", "prompt_cache_diagnostics")  # Anthropic's, OpenAI Responses'
 
 
 class UsageTap:
@@ -42,6 +43,10 @@ class UsageTap:
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
         self.usage: dict[str, Any] | None = None
         self.events = 0
+        # the answer's id (``message_start``'s message, a Responses event's response) and the
+        # provider's cache diagnosis where an event carries one (``proxy.attribution``)
+        self.answer_id: Any = None
+        self.diagnostics: dict[str, Any] | None = None
 
     @property
     def pending_bytes(self) -> int:
@@ -143,6 +148,11 @@ class UsageTap:
         holder = obj.get("message") if kind == "message_start" else obj.get("response")
         if not isinstance(holder, dict):  # a chat chunk, a message_delta: usage at the top
             holder = obj
+        if self.answer_id is None and "id" in holder:
+            self.answer_id = holder["id"]
+        for name in _DIAGNOSTICS:
+            if holder.get(name) is not None or (name in holder and self.diagnostics is None):
+                self.diagnostics = {name: holder[name]}
         usage = holder.get("usage")
         if usage is None:
             usage = holder.get("usageMetadata")  # Gemini's, in each chunk (the last is final)

@@ -132,3 +132,9 @@ def test_claude_code_through_ctxproxy_then_continue(
     assert reused is not None and float(reused.group(1)) >= 1, metrics
     assert section(rows[2], "injected", "after") > 0
     assert section(rows[2], "assistant") > 0 and section(rows[2], "tool_results") > 0
+    # every request's cache line, priced; the resumed turn kept the session's prefix (the block
+    # went to its tail), so nothing is blamed for a change
+    lines = [r["cache"] for r in rows]
+    assert all(line["outcome"] in ("first", "hit", "short") for line in lines), lines
+    assert all("cost" in line and "direct_cost" in line for line in lines)
+    assert "changed_by" not in lines[2] and "cause" not in lines[2]

@@ -56,6 +56,28 @@ async def test_insert_and_finish_make_one_complete_row(store: Any) -> None:
     assert store.write_errors == 0
 
 
+async def test_the_cache_line_is_kept_with_the_row_and_redacted(store: Any) -> None:
+    """The ``cache`` column (``proxy.attribution``): JSON written with the row's completion, read
+    back decoded, a key a provider's diagnosis might echo redacted."""
+    await store.insert_request({"id": "c1", "created_at": 1.0, "session_id": "p/s"})
+    line = {
+        "outcome": "miss",
+        "cause": "client",
+        "where": "system",
+        "rebilled": 1400,
+        "provider": {"reason": "sk-ant-api03-" + "x" * 40},
+    }
+    await store.finish_request("c1", {"status": 200, "cache": line})
+    await store.flush()
+    row = await store.get_request("c1")
+    assert {k: row["cache"][k] for k in ("outcome", "cause", "where", "rebilled")} == {
+        "outcome": "miss", "cause": "client", "where": "system", "rebilled": 1400,
+    }  # fmt: skip
+    assert "sk-ant-api03" not in str(row["cache"])
+    [listed] = await store.list_requests(session="p/s")
+    assert listed["cache"] == row["cache"]
+
+
 async def test_one_bad_row_is_the_only_one_lost(store: Any) -> None:
     await store.insert_request({"id": "dup", "created_at": 1.0})
     await store.flush()

@@ -1,0 +1,148 @@
+"""A request's cache outcome and its cause, once the upstream's usage is known: pure arithmetic
+over the request's ``probe.Facts``, the usage of it and of the session's previous request, and
+the prices the schedule reads (``rules.base.CacheFacts``), so a re-bill here and a bust there are
+the same figure in the same unit (a fresh input token).
+
+- **Outcome.** The cache should hold what the previous prompt sent (``expected``: the smaller of
+  it and this prompt, when it was long enough to be cached); a read short of that by more than
+  the providers' rounding (``TOLERANCE``) fell: a miss when nothing was read, else a partial hit
+  to the prefix read. Prompts under the provider's minimum are ``short``; a session's first is
+  ``first``.
+- **Cause** of a fall, first that holds: ``expiry`` (idle beyond the TTL: the prefix was gone
+  whatever was sent), ``proxy`` (the forwarded prefix differs where the client's does not, naming
+  the decision), ``client`` (its own bytes differ before its previous request's end, naming
+  where), else ``unexplained`` (the provider dropped it early, or a breakpoint's lookback), or
+  ``unknown`` when the previous request's bytes were not seen here (a restart, another replica).
+- **Re-billed**: the tokens expected from the cache and not read, priced at ``w - r`` of a fresh
+  token (what the schedule calls a bust).
+- **Cost**: ``uncached + r × cached + (w - 1) × written`` fresh tokens (``bench.cache_emulator``'s
+  formula), for what was sent and for what sending the client's bytes direct would have cost
+  (``direct``: its prompt scaled from the proxy's count, its cached part the client's own shared
+  prefix, under the same TTL and minimum)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from proxy.attribution.probe import Facts
+from rules.base import CacheFacts
+
+STEP = 128  # OpenAI reads the cache in 128-token steps: a read this much short is a full one
+TOLERANCE = 0.02  # and a share of the prompt, for counts that differ by a little
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The upstream's report of one request (``proxy.upstream.usage.CacheUsage``)."""
+
+    prompt: int
+    cached: int
+    written: int = 0
+
+
+@dataclass(frozen=True)
+class Direct:
+    """The client's bytes sent direct: the emulated lane the cost line compares with."""
+
+    at: float
+    prompt: int
+
+
+def cost(usage: Usage, cache: CacheFacts) -> float:
+    """The input cost of a request in fresh tokens: ``bench.cache_emulator.Pricing.cost``."""
+    uncached = max(usage.prompt - usage.cached, 0)
+    return uncached + cache.read_ratio * usage.cached + (cache.write_ratio - 1.0) * usage.written
+
+
+def attribute(
+    facts: Facts,
+    usage: Usage | None,
+    previous: Usage | None,
+    cache: CacheFacts,
+    direct_before: Direct | None,
+) -> tuple[dict[str, Any], Direct | None]:
+    """The request's cache line (JSON), and the direct lane's state after it."""
+    out: dict[str, Any] = {"idle_s": _round(facts.idle_s), "tokens": facts.tokens}
+    if facts.changed_by:
+        out["changed_by"] = facts.changed_by
+        if facts.where:
+            out["where"] = facts.where
+        if facts.decision:
+            out["decision"] = facts.decision
+    if facts.shared_tokens is not None:
+        out["shared_tokens"] = facts.shared_tokens
+    if usage is None:
+        out["outcome"] = "unreported"
+        return out, direct_before
+    out.update(prompt=usage.prompt, cached=usage.cached, written=usage.written)
+    outcome, lost = _outcome(facts, usage, previous, cache)
+    out["outcome"] = outcome
+    if outcome in ("miss", "partial"):
+        out["cause"] = cause = _cause(facts, cache)
+        w = max(cache.write_ratio, cache.read_ratio)
+        out["rebilled"] = lost
+        out["rebilled_cost"] = round(lost * (w - cache.read_ratio), 1)
+        if cause == "client" and not facts.where:
+            out["where"] = "messages"
+    if outcome == "partial":
+        out["prefix"] = usage.cached
+    out["cost"] = round(cost(usage, cache), 1)
+    direct, lane = _direct(facts, usage, cache, direct_before)
+    out["direct_cost"] = round(cost(direct, cache), 1)
+    if cache.input_price:
+        out["usd"] = round(out["cost"] * cache.input_price, 6)
+        out["direct_usd"] = round(out["direct_cost"] * cache.input_price, 6)
+        if "rebilled_cost" in out:
+            out["rebilled_usd"] = round(out["rebilled_cost"] * cache.input_price, 6)
+    return out, lane
+
+
+def _outcome(
+    facts: Facts, usage: Usage, previous: Usage | None, cache: CacheFacts
+) -> tuple[str, int]:
+    """(outcome, tokens expected from the cache and not read)."""
+    if usage.prompt < cache.min_prefix_tokens and usage.cached == 0:
+        return "short", 0
+    if facts.previous_at is None or previous is None:  # nothing known of an earlier request
+        return ("first" if usage.cached == 0 else "hit"), 0
+    if previous.prompt < cache.min_prefix_tokens:
+        return ("short" if usage.cached == 0 else "hit"), 0
+    expected = min(previous.prompt, usage.prompt)
+    lost = max(expected - usage.cached, 0)
+    if lost <= max(STEP, int(expected * TOLERANCE)):
+        return "hit", 0
+    return ("miss" if usage.cached == 0 else "partial"), lost
+
+
+def _cause(facts: Facts, cache: CacheFacts) -> str:
+    idle = facts.idle_s
+    if idle is not None and idle > cache.ttl_s:
+        return "expiry"
+    if facts.changed_by in ("proxy", "client"):
+        return facts.changed_by
+    return "unexplained" if facts.compared else "unknown"
+
+
+def _direct(
+    facts: Facts, usage: Usage, cache: CacheFacts, before: Direct | None
+) -> tuple[Usage, Direct]:
+    """What the client's own bytes would have been billed: its prompt in the provider's units
+    (scaled by this request's reported/counted ratio), read from the cache up to its own shared
+    prefix when its previous request is live and was long enough."""
+    scale = usage.prompt / facts.tokens if facts.tokens else 1.0
+    prompt = round(facts.client_tokens * scale)
+    cached = 0
+    live = before is not None and facts.at - before.at <= cache.ttl_s
+    if live and before is not None and before.prompt >= cache.min_prefix_tokens:
+        shared = facts.client_shared if facts.client_shared is not None else 0
+        cached = min(round(shared * scale), before.prompt, prompt)
+    if prompt < cache.min_prefix_tokens:
+        cached = 0
+    writes = cache.write_ratio > 1.0 and prompt >= cache.min_prefix_tokens
+    written = prompt - cached if writes else 0
+    return Usage(prompt, cached, written), Direct(facts.at, prompt)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
