@@ -7,22 +7,25 @@ object as the previous request's at the same index lowers to the same messages (
 pure function of the content, its index and the calls of the model turn before it, which is
 shared too), so those messages are reused as they are: the rules' per-object memos of the
 session find them. Only identity is trusted, never a name: a slot names where to look, the
-objects themselves prove the reuse. Bounded by slots (LRU)."""
+objects themselves prove the reuse. Bounded by slots and by the bytes the snapshots are charged
+(``prefix.PrefixMemory``, LRU): a snapshot is charged its messages' texts and arguments thrice
+(``OBJECT_COST``) and ``PER_MESSAGE_BYTES`` a message."""
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from proxy.protocols.base import TAG
 from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
+from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory
 from rules.base import Message
+from rules.messages import call_arguments_text, text_of, tool_calls
 
 MAX_SLOTS = 64  # each holds a body's contents: a few sessions' worth, not a crowd's
+MAX_BYTES = 64_000_000  # what the slots are charged together
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,22 @@ class Snapshot:
     calls: list[Calls]  # the calls each content leaves for the next one
     messages: list[Message]  # the contents' messages (the system's not among them)
     state: State
+    charged: list[int]  # the bytes charged for the contents up to each one (cumulative)
+
+
+def _charge(messages: list[Message]) -> int:
+    """What keeping ``messages`` is charged: their texts and arguments as objects, and a fixed
+    cost a message."""
+    size = 0
+    for m in messages:
+        size += len(text_of(m.get("content")))
+        size += sum(len(call_arguments_text(c)) for c in tool_calls(m))
+    return OBJECT_COST * size + PER_MESSAGE_BYTES * len(messages)
 
 
 class LoweredMemory:
-    def __init__(self, max_slots: int = MAX_SLOTS) -> None:
-        self.max_slots = max_slots
-        self._slots: OrderedDict[Hashable, Snapshot] = OrderedDict()
-        self._lock = threading.Lock()
+    def __init__(self, max_slots: int = MAX_SLOTS, max_bytes: int = MAX_BYTES) -> None:
+        self._slots = PrefixMemory(max_slots, max_bytes)
         self.reused = 0  # contents reused (tests, benches)
 
     def lowered(
@@ -53,8 +65,7 @@ class LoweredMemory:
         if session is None or not isinstance(contents, list) or not contents:
             return whole(body)
         slot = (session, id(contents[0]))
-        with self._lock:
-            prev = self._slots.get(slot)
+        prev: Snapshot | None = self._slots.get(slot)
         shared = 0
         if prev is not None:
             limit = min(len(prev.contents), len(contents))
@@ -88,14 +99,13 @@ class LoweredMemory:
             call_list = prev.calls[:shared]
             calls = call_list[-1]
             self.reused += shared
+        charged = prev.charged[:shared] if prev is not None else []
         for i in range(shared, len(contents)):
+            start = len(out)
             calls = lower_content(st, out, i, contents[i], calls)
             ends.append(len(out))
             call_list.append(calls)
-        snap = Snapshot(contents, [e - head for e in ends], call_list, out[head:], st)
-        with self._lock:
-            self._slots[slot] = snap
-            self._slots.move_to_end(slot)
-            while len(self._slots) > self.max_slots:
-                self._slots.popitem(last=False)
+            charged.append((charged[-1] if charged else 0) + _charge(out[start:]))
+        snap = Snapshot(contents, [e - head for e in ends], call_list, out[head:], st, charged)
+        self._slots.put(slot, snap, charged[-1] if charged else 0)
         return out, st

@@ -228,3 +228,25 @@ async def test_a_response_not_naming_its_call_is_renamed(engine: Engine) -> None
     assert fwd[1] is turn
     assert responses_of(fwd[2]) == [{**responses_of(wrong)[0], "name": "run_shell_command"}]
     assert [r["kind"] for r in out.report["repairs"]] == ["response_name_mismatch"]
+
+
+def test_the_lowering_memory_reuses_a_grown_body_and_stays_within_its_bytes() -> None:
+    """A session's next body, sharing its contents as objects (the body memory's), lowers only
+    what is new; the snapshots kept are charged by their texts and stay within the bound, the
+    oldest sessions' going first."""
+    from proxy.protocols.gemini_lower import lower_contents
+    from proxy.protocols.gemini_prefix import LoweredMemory
+
+    memory = LoweredMemory(max_slots=64, max_bytes=40_000)
+    turns = [user("task"), model(call("c1", "ls")), user(response("c1", "x" * 2_000))]
+    first = body(*turns)
+    memory.lowered(first, "s1", lower_contents)
+    grown = {**first, "contents": [*first["contents"], model("done")]}
+    messages, _ = memory.lowered(grown, "s1", lower_contents)
+    assert memory.reused == 3
+    assert messages[-1]["content"] == "done"
+    for n in range(20):  # other sessions, each a body of its own
+        other = body(user(f"task {n}"), model(call("c1", "ls")), user(response("c1", "y" * 3_000)))
+        memory.lowered(other, f"s{n + 2}", lower_contents)
+        assert 0 < memory._slots.held_bytes <= 40_000
+    assert len(memory._slots) < 20
