@@ -30,7 +30,6 @@ from proxy.errors import (
 )
 from proxy.failures import STOPPING
 from proxy.rewrite.session_key import header_session
-from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import (
     header_dict,
     header_value,
@@ -47,9 +46,9 @@ from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
 from proxy.server.services import Services
+from proxy.server.stream_relay import relay_stream
 from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.sse_usage import UsageTap
 from proxy.upstream.usage import usage_of
 from rules.redact import redact_text
 
@@ -221,7 +220,9 @@ class ProtocolHandler:
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
-                await self._relay(send, response, row, started, out_headers, watch, ids, pending)
+                await relay_stream(
+                    self, send, response, row, started, out_headers, watch, ids, pending
+                )
 
     async def _answer(
         self,
@@ -274,80 +275,6 @@ class ProtocolHandler:
             fields = with_cache_line(
                 fields, self.s.engine.ledger, pending, row, response.status, usage, answer
             )
-            await self._finish(row, fields)
-
-    async def _relay(
-        self,
-        send: Send,
-        response: UpstreamResponse,
-        row: dict[str, Any],
-        started: float,
-        out_headers: dict[str, str],
-        watch: DisconnectWatch,
-        ids: Recorder | None = None,
-        pending: Pending | None = None,
-    ) -> None:
-        """Relay upstream bytes as they come; complete the log row however the stream ends."""
-        assert response.chunks is not None
-        tap = UsageTap()
-        noted: dict[str, Any] | None = None  # the usage handed on as the cache's feedback
-        ttfb: float | None = None
-        error: ProxyError | None = None
-        complete = False
-        answered = AnswerEnd()  # the answer's last event was sent: the client may close early
-        status = response.status
-        captured: list[bytes] | None = [] if self.s.settings.store.capture_payloads else None
-        try:
-            head = raw_headers({**response.headers, **out_headers}, None)
-        except Exception as exc:
-            if response.close is not None:
-                await response.close()
-            await self._unsendable(send, exc, row, started)
-            return
-        try:
-            await send({"type": "http.response.start", "status": status, "headers": head})
-            try:
-                async for chunk in response.chunks:
-                    if ttfb is None:
-                        ttfb = (time.perf_counter() - started) * 1000
-                    try:
-                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                    finally:  # read once relayed: the client does not wait on the usage tap
-                        tap.feed(chunk)
-                        if ids is not None:  # until the response id is found: one chunk
-                            ids.feed(chunk)
-                        if tap.usage is not None and tap.usage is not noted:
-                            noted = tap.usage
-                            note_cache_usage(self.s.store, row, status, noted)
-                        if captured is not None:
-                            captured.append(chunk)
-                    answered.feed(chunk)  # sent
-                complete = True
-            except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
-                error = exc
-                event = self.wire.stream_error(exc)
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-            watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
-            await send({"type": "http.response.body", "body": b""})
-        except asyncio.CancelledError:
-            if not watch.ours():
-                raise
-        except BaseException as exc:  # the response could not be sent (e.g. the server refused)
-            if ttfb is None and not complete and error is None:
-                log.error("request %s: the response could not be sent: %r", row["id"], exc)
-                error = InternalError(exc)
-                status = error.status
-            raise
-        finally:
-            if response.close is not None:
-                await response.close()
-            if not complete and error is None and not answered.seen():
-                row["client_disconnected"] = 1
-            body = b"".join(captured) if captured is not None else None
-            fields = self._fields(row, started, status, error, ttfb, tap.usage, body)
-            answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
-            ledger = self.s.engine.ledger
-            fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
             await self._finish(row, fields)
 
     async def _unsendable(

@@ -1,0 +1,122 @@
+"""A streamed upstream answer relayed to the client as it comes: the usage read on the way
+(the cache's feedback), the response id noted, the log row completed however the stream ends
+(complete, broken off upstream, or the client gone)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from starlette.types import Send
+
+from proxy.attribution.ledger import Pending
+from proxy.errors import InternalError, ProxyError
+from proxy.server.answer_end import AnswerEnd
+from proxy.server.asgi_send import raw_headers
+from proxy.server.disconnect_watch import DisconnectWatch
+from proxy.server.feedback import note_cache_usage, with_cache_line
+from proxy.server.response_ids import Recorder
+from proxy.server.services import Services
+from proxy.server.wire import Wire
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.sse_usage import UsageTap
+
+
+class Handler(Protocol):
+    """What the relay uses of ``handler.ProtocolHandler``."""
+
+    @property
+    def s(self) -> Services: ...
+
+    @property
+    def wire(self) -> Wire: ...
+
+    @property
+    def _fields(self) -> Callable[..., dict[str, Any]]: ...
+
+    async def _unsendable(
+        self, send: Send, exc: Exception, row: dict[str, Any], started: float
+    ) -> None: ...
+
+    async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None: ...
+
+log = logging.getLogger("ctxproxy.handler")
+
+
+async def relay_stream(
+    handler: Handler,
+    send: Send,
+    response: UpstreamResponse,
+    row: dict[str, Any],
+    started: float,
+    out_headers: dict[str, str],
+    watch: DisconnectWatch,
+    ids: Recorder | None = None,
+    pending: Pending | None = None,
+) -> None:
+    """Relay upstream bytes as they come; complete the log row however the stream ends."""
+    assert response.chunks is not None
+    tap = UsageTap()
+    noted: dict[str, Any] | None = None  # the usage handed on as the cache's feedback
+    ttfb: float | None = None
+    error: ProxyError | None = None
+    complete = False
+    answered = AnswerEnd()  # the answer's last event was sent: the client may close early
+    status = response.status
+    captured: list[bytes] | None = [] if handler.s.settings.store.capture_payloads else None
+    try:
+        head = raw_headers({**response.headers, **out_headers}, None)
+    except Exception as exc:
+        if response.close is not None:
+            await response.close()
+        await handler._unsendable(send, exc, row, started)
+        return
+    try:
+        await send({"type": "http.response.start", "status": status, "headers": head})
+        try:
+            async for chunk in response.chunks:
+                if ttfb is None:
+                    ttfb = (time.perf_counter() - started) * 1000
+                try:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                finally:  # read once relayed: the client does not wait on the usage tap
+                    tap.feed(chunk)
+                    if ids is not None:  # until the response id is found: one chunk
+                        ids.feed(chunk)
+                    if tap.usage is not None and tap.usage is not noted:
+                        noted = tap.usage
+                        note_cache_usage(handler.s.store, row, status, noted)
+                    if captured is not None:
+                        captured.append(chunk)
+                answered.feed(chunk)  # sent
+            complete = True
+        except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
+            error = exc
+            event = handler.wire.stream_error(exc)
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
+        await send({"type": "http.response.body", "body": b""})
+    except asyncio.CancelledError:
+        if not watch.ours():
+            raise
+    except BaseException as exc:  # the response could not be sent (e.g. the server refused)
+        if ttfb is None and not complete and error is None:
+            log.error("request %s: the response could not be sent: %r", row["id"], exc)
+            error = InternalError(exc)
+            status = error.status
+        raise
+    finally:
+        if response.close is not None:
+            await response.close()
+        if not complete and error is None and not answered.seen():
+            row["client_disconnected"] = 1
+        body = b"".join(captured) if captured is not None else None
+        fields = handler._fields(row, started, status, error, ttfb, tap.usage, body)
+        answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
+        ledger = handler.s.engine.ledger
+        fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
+        await handler._finish(row, fields)
+
