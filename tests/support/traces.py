@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,8 @@ import orjson
 
 # ../shared beside the checkout: the trace corpus (and agent samples, for the benchmarks). Tests
 # that read it carry the ``needs_shared`` marker (tests/conftest.py skips them without it).
-SHARED = Path(__file__).resolve().parents[3] / "shared"
+# ``CTXPROXY_SHARED`` names it when the checkout is elsewhere.
+SHARED = Path(os.environ.get("CTXPROXY_SHARED") or Path(__file__).resolve().parents[3] / "shared")
 CORPUS = SHARED / "traces" / "corpus.jsonl.gz"
 SHARED_MISSING = (
     f"needs ../shared beside the checkout ({CORPUS} is missing): the trace corpus; "

@@ -1,0 +1,188 @@
+"""The map as text: its part that matters for the working-set block (the project's type and
+manifests, the git branch, the folders the agent touched), the bootstrap picture's lines, and the
+whole map as a folded tree for the report (``show`` and ``/ui`` draw it).
+
+Pure and deterministic: the same map gives the same lines."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Mapping
+from typing import Any
+
+from rules.workspace.tree import Nodes, common_root, is_changed, relative, touched_paths
+
+# manifest file name -> the project type it says; "*.csproj"-style names by their extension
+MANIFESTS = {
+    "pyproject.toml": "python", "setup.py": "python", "setup.cfg": "python",
+    "requirements.txt": "python", "Pipfile": "python", "tox.ini": "python",
+    "package.json": "node", "tsconfig.json": "typescript", "deno.json": "deno",
+    "go.mod": "go", "Cargo.toml": "rust", "pom.xml": "java", "build.gradle": "java",
+    "build.gradle.kts": "kotlin", "Gemfile": "ruby", "composer.json": "php",
+    "CMakeLists.txt": "c/c++", "Makefile": "make", "mix.exs": "elixir", "Package.swift": "swift",
+    "pubspec.yaml": "dart", "stack.yaml": "haskell", "dune-project": "ocaml",
+}  # fmt: skip
+MANIFEST_EXTENSIONS = {".csproj": "dotnet", ".fsproj": "dotnet", ".sln": "dotnet",
+                       ".cabal": "haskell", ".gemspec": "ruby"}  # fmt: skip
+FOLD = 12  # a folder with more entries shows the ones the agent touched and a count
+BOOT_KEY = "Workspace"
+FOLDERS_KEY = "Folders touched"
+
+
+def manifest_type(name: str) -> str | None:
+    if name in MANIFESTS:
+        return MANIFESTS[name]
+    ext = posixpath.splitext(name)[1]
+    return MANIFEST_EXTENSIONS.get(ext)
+
+
+def project_root(nodes: Nodes, cwd: str | None) -> str:
+    """The folder paths are shown relative to: the one holding every file the agent touched,
+    else its working directory."""
+    touched = touched_paths(nodes)
+    root = common_root(touched[-200:]) if touched else ""
+    if cwd and (not root or root.startswith(cwd.rstrip("/") + "/")):
+        return cwd.rstrip("/") or root
+    return root
+
+
+def manifests(nodes: Nodes, root: str) -> list[str]:
+    """Manifests at the project's top (or one folder down), as root-relative paths."""
+    out = []
+    for path, value in nodes.items():
+        if value[0] == "d" or manifest_type(posixpath.basename(path)) is None:
+            continue
+        rel = relative(path, root)
+        if (rel != path or not root) and rel.count("/") <= 1:
+            out.append(rel)
+    return sorted(out, key=lambda p: (p.count("/"), p))[:8]
+
+
+def project_line(paths: list[str]) -> str | None:
+    types: list[str] = []
+    for p in paths:
+        t = manifest_type(posixpath.basename(p))
+        if t and t not in types:
+            types.append(t)
+    if not paths:
+        return None
+    return f"{'/'.join(types[:3])} ({', '.join(paths)})"
+
+
+def folders_touched(nodes: Nodes, root: str, limit: int) -> list[str]:
+    """Folders of the files the agent read or changed, most recent first."""
+    out: list[str] = []
+    for path in reversed(touched_paths(nodes)):
+        folder = relative(posixpath.dirname(path), root) if root != posixpath.dirname(path) else "."
+        if folder and folder not in out:
+            out.append(folder)
+            if len(out) >= limit:
+                break
+    return out
+
+
+def section_items(wsmap: Mapping[str, Any], max_folders: int) -> list[tuple[str, str]]:
+    """The map's items of the working-set section: project, git, folders touched."""
+    nodes: Nodes = wsmap.get("nodes") or {}
+    if not nodes and not wsmap.get("git"):
+        return []
+    root = project_root(nodes, wsmap.get("cwd"))
+    items: list[tuple[str, str]] = []
+    project = project_line(manifests(nodes, root))
+    if project:
+        items.append(("Project", f"{root or '.'}: {project}"))
+    git = wsmap.get("git") or {}
+    if git.get("branch") or git.get("dirty"):
+        items.append(("Git", git_line(git, root)))
+    items.extend((FOLDERS_KEY, f) for f in folders_touched(nodes, root, max_folders))
+    return items
+
+
+def git_line(git: Mapping[str, Any], root: str, limit: int = 6) -> str:
+    dirty = [relative(p, root) for _, p in git.get("dirty") or []]
+    parts = [f"branch {git['branch']}"] if git.get("branch") else []
+    if dirty:
+        more = f" (+{len(dirty) - limit})" if len(dirty) > limit else ""
+        parts.append(f"{len(dirty)} dirty: {', '.join(dirty[:limit])}{more}")
+    elif "dirty" in git:
+        parts.append("clean")
+    return "; ".join(parts)
+
+
+def boot_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The bootstrap picture's lines, as the map stored them (said once, in the first block)."""
+    return [(BOOT_KEY, line) for line in wsmap.get("boot") or [] if isinstance(line, str)]
+
+
+def tree_lines(nodes: Nodes, root: str, now: int, max_lines: int = 40) -> list[str]:
+    """The whole map as an indented tree, folded: a folder of more than ``FOLD`` entries shows
+    those the agent touched and how many others; marks: ``*`` changed, ``+`` created, ``r`` read;
+    each folder with when it was last seen."""
+    children: dict[str, dict[str, str]] = {}
+    seen_at: dict[str, int] = {}
+    for path, (kind, flags, at) in nodes.items():
+        rel = relative(path, root)
+        parts = [p for p in rel.split("/") if p]
+        if not parts:
+            continue
+        parent = "/" if rel.startswith("/") else ""
+        for i, part in enumerate(parts):
+            here = posixpath.join(parent, part) if parent else part
+            last = i == len(parts) - 1
+            mark = _mark(flags) if last and kind != "d" else "/"
+            known = children.setdefault(parent, {})
+            if known.get(part) != "/":
+                known[part] = mark
+            seen_at[parent] = max(seen_at.get(parent, 0), int(at))
+            parent = here
+    lines: list[str] = []
+    _walk(children, seen_at, "/" if "/" in children and "" not in children else "", 0, lines, now)
+    if len(lines) > max_lines:
+        lines = [*lines[: max_lines - 1], f"… {len(lines) - max_lines + 1} more lines"]
+    return lines
+
+
+def _mark(flags: str) -> str:
+    if "c" in flags:
+        return "+"
+    if is_changed(flags):
+        return "*"
+    return "r" if "r" in flags else ""
+
+
+def _walk(
+    children: dict[str, dict[str, str]],
+    seen_at: dict[str, int],
+    folder: str,
+    depth: int,
+    lines: list[str],
+    now: int,
+) -> None:
+    entries = children.get(folder, {})
+    if depth == 0 and folder == "" and "/" in children:
+        entries = {**entries, "/": "/"}
+    names = sorted(entries, key=lambda n: (entries[n] != "/", n))
+    shown = names
+    if len(names) > FOLD:
+        shown = [n for n in names if entries[n] not in ("",)][:FOLD]
+    pad = "  " * depth
+    for name in shown:
+        mark = entries[name]
+        if mark == "/":
+            here = posixpath.join(folder, name) if folder else name
+            age = now - seen_at.get(here, now)
+            lines.append(f"{pad}{name.rstrip('/')}/  ({_age(age)})")
+            if here != folder:
+                _walk(children, seen_at, here, depth + 1, lines, now)
+        else:
+            lines.append(f"{pad}{name} {mark}".rstrip())
+    if len(shown) < len(names):
+        lines.append(f"{pad}… {len(names) - len(shown)} more")
+
+
+def _age(seconds: int) -> str:
+    if seconds < 60:
+        return f"seen {max(0, seconds)}s ago"
+    if seconds < 3600:
+        return f"seen {seconds // 60}m ago"
+    return f"seen {seconds // 3600}h ago"
