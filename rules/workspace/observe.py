@@ -67,10 +67,10 @@ class KnownTypes(Mapping[str, str]):
         return "folder" if kind == "d" else "file"
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._nodes)
+        return (p for p, v in self._nodes.items() if v[0] != "?")
 
     def __len__(self) -> int:
-        return len(self._nodes)
+        return sum(1 for _ in self)
 
 
 def _verb(argv: tuple[str, ...]) -> tuple[str, list[str]]:
@@ -120,9 +120,11 @@ class _Walk:
             for w in _operands(words):
                 self.add("read", w, "f", cwd)
         elif verb == "sed" and "-n" in words and not any(w.startswith("-i") for w in words):
-            operands = _operands(words)
-            for w in operands[1:]:
-                self.add("read", w, "f", cwd)
+            operands = [w for w in words if not w.startswith("-")]
+            script_given = "-e" in words or any(w.startswith("--expression") for w in words)
+            for w in operands if script_given else operands[1:]:
+                if _plain(w):
+                    self.add("read", w, "f", cwd)
 
     def printed(self, verb: str, words: list[str], cwd: str | None) -> None:
         """The one printing command's output, read by what printed it."""
