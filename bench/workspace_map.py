@@ -122,7 +122,9 @@ def run(limit: int | None) -> dict[str, Any]:
         for prefix in request_prefixes(conv["messages"]):
             now += STEP_SECONDS
             requests += 1
-            ctx = Context(prefix, "gpt-4o", TOKENS, now, conv["id"], state, original_messages=prefix)
+            ctx = Context(
+                prefix, "gpt-4o", TOKENS, now, conv["id"], state, original_messages=prefix
+            )
             started = time.perf_counter()
             out = workspace_map.apply(ctx, cfg)
             times.append((time.perf_counter() - started) * 1000)

@@ -33,7 +33,7 @@ _LS_LONG = re.compile(
 )
 _TREE_MARKS = ("├── ", "└── ", "|-- ", "`-- ")
 _CLAUDE_LS = re.compile(r"( *)- (.+)")
-_GREP_HIT = re.compile(r"([\w.@+,=~%/-]+):\d+[:-]")
+_GREP_HIT = re.compile(r"([\w.@+,=~%/-]+):\d+:")
 _NOISE = ("[Command finished", "(Current directory", "(Open file", "[Python Interpreter")
 _STATUS_LONG = re.compile(r"\t(modified|new file|deleted|renamed|typechange|both modified):\s+(.+)")
 _LONG_CODES = {"modified": "M", "new file": "A", "deleted": "D", "renamed": "R",

@@ -81,8 +81,9 @@ def folders_touched(nodes: Nodes, root: str, limit: int) -> list[str]:
     return out
 
 
-def section_items(wsmap: Mapping[str, Any], max_folders: int) -> list[tuple[str, str]]:
-    """The map's items of the working-set section: project, git, folders touched."""
+def section_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The map's items of the working-set section: project, git, folders touched (as many as
+    the map's ``max_folders``)."""
     nodes: Nodes = wsmap.get("nodes") or {}
     if not nodes and not wsmap.get("git"):
         return []
@@ -90,11 +91,12 @@ def section_items(wsmap: Mapping[str, Any], max_folders: int) -> list[tuple[str,
     items: list[tuple[str, str]] = []
     project = project_line(manifests(nodes, root))
     if project:
-        items.append(("Project", f"{root or '.'}: {project}"))
+        items.append(("Project", f"{project} in {root}" if root else project))
     git = wsmap.get("git") or {}
     if git.get("branch") or git.get("dirty"):
         items.append(("Git", git_line(git, root)))
-    items.extend((FOLDERS_KEY, f) for f in folders_touched(nodes, root, max_folders))
+    limit = int(wsmap.get("max_folders", 8))
+    items.extend((FOLDERS_KEY, f) for f in folders_touched(nodes, root, limit))
     return items
 
 

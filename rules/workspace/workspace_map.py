@@ -146,6 +146,7 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
             git["dirty"], git["at"] = dirty[:MAX_DIRTY], at
     evicted += tree.bound(nodes, cfg.max_entries)
     out: dict[str, Any] = {**before, "nodes": nodes, "cwd": cwd, "seen": seen[-SEEN_WINDOW:]}
+    out["max_folders"] = cfg.max_folders  # read by render.section_items (inject's section)
     if git:
         out["git"] = git
     if evicted:
