@@ -185,7 +185,7 @@ def test_each_call_is_read_once_and_messages_pass_unchanged() -> None:
     c = ctx(messages, now=100.0)
     first = workspace_map.apply(c, CFG)
     assert first.messages is messages
-    later = messages + [assistant("done"), user("and?")]
+    later = [*messages, assistant("done"), user("and?")]
     again = workspace_map.apply(ctx(later, now=200.0, state=first.state), CFG)
     assert again.state is first.state  # nothing new: same state, first-seen time kept
     assert nodes(again.state.get("workspace"))["/p/a.py"][2] == 100
