@@ -35,6 +35,7 @@ from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, TokenCounters
+from proxy.workspace.pictures import Pictures
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
 from rules.redact import redact_text
@@ -42,8 +43,7 @@ from rules.report import Report
 
 log = logging.getLogger("ctxproxy.engine")
 
-# state namespaces only the proxy writes, from its own computations: never redacted
-PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})
+PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})  # only the proxy writes them: never redacted
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class _Request:
     sid: str
     budget: int | None  # a lower budget for this call only
     heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
+    hints: Mapping[str, Any] | None = None  # data for the rules (the workspace picture)
 
     @property
     def model(self) -> str:
@@ -105,15 +106,14 @@ class Engine:
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self._budgets: dict[str, int | None] = {}
         self.costs = CostModel(settings)
-        # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
-        self.learned = LearnedWindows()
+        self.learned = LearnedWindows()  # stated in "prompt too long" errors (server.rescue)
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
-        # the sampled production check that nothing memoised was changed in place
-        # (``memory.integrity_sample``; the strict engine checks every request in ``_check``)
-        # its failures are read at scrape time (``proxy.telemetry.metrics``)
+        # the sampled production check that nothing memoised was changed in place (the strict
+        # engine checks every request in ``_check``); failures read at scrape time (metrics)
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
+        self.pictures = Pictures.of(settings)  # a configured workspace root's bootstrap
 
     def close(self) -> None:
         self.offload.close()
@@ -203,7 +203,7 @@ class Engine:
         user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
         picks, info = await self.resolver.picks(questions, user_text)
         if picks:
-            again = ctx.evolve(hints={"resolver": picks})
+            again = ctx.evolve(hints={**ctx.hints, "resolver": picks})
             outcome = await self.offload.maybe(heavy, self.pipeline.run, again, serialised)
         outcome.report["resolver"] = info
         return outcome
@@ -240,7 +240,8 @@ class Engine:
         sid = scoped(principal, session_id or session_key(headers, body, lowered.messages))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
-        request = _Request(body, lowered, adapter, now, sid, budget, heavy)
+        hints = await self.pictures.hint(sid, str(body["model"])) if self.pictures else None
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy, hints)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
@@ -293,6 +294,7 @@ class Engine:
             ),
             budget=self._budget(request),
             cache=cache,
+            hints=request.hints or {},
         )
 
     def _budget(self, request: _Request) -> int | None:
@@ -370,18 +372,18 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        redacted = await self.offload.maybe(
-            request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES
+        offload = self.offload.maybe
+        await held.save(
+            await offload(request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES),
+            parent,
         )
-        await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
         return Rewritten(forwarded, outcome.report, sid, parent, request.adapter.name, data)
 
     def _lift(
         self, ctx: Context, request: _Request, outcome: PipelineOutcome
     ) -> tuple[dict[str, Any], bytes | None]:
-        """The body to forward and its bytes, where known: the adapter's, or (a heavy request's)
-        written here, off the event loop."""
+        """The body to forward and its bytes where known (the adapter's, or written here)."""
         lowered, adapter, body = request.lowered, request.adapter, request.body
         forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
         if adapter is not CHAT:
