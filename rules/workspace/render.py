@@ -119,28 +119,36 @@ def boot_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
 def tree_lines(nodes: Nodes, root: str, now: int, max_lines: int = 40) -> list[str]:
     """The whole map as an indented tree, folded: a folder of more than ``FOLD`` entries shows
     those the agent touched and how many others; marks: ``*`` changed, ``+`` created, ``r`` read;
-    each folder with when it was last seen."""
+    each folder with when it was last seen. Stops at ``max_lines``."""
     children: dict[str, dict[str, str]] = {}
     seen_at: dict[str, int] = {}
+    cut = len(root) + 1 if root else 0
     for path, (kind, flags, at) in nodes.items():
-        rel = relative(path, root)
-        parts = [p for p in rel.split("/") if p]
-        if not parts:
-            continue
-        parent = "/" if rel.startswith("/") else ""
-        for i, part in enumerate(parts):
-            here = posixpath.join(parent, part) if parent else part
-            last = i == len(parts) - 1
-            mark = _mark(flags) if last and kind != "d" else "/"
+        rel = path[cut:] if cut and path.startswith(root + "/") else path
+        parent, start = "", 0
+        if rel.startswith("/"):
+            parent, start = "/", 1
+        end = rel.find("/", start)
+        while end >= 0:  # the folders on the way: a folder mark each
+            folder = rel[:end] if end else "/"
+            if end > start:
+                children.setdefault(parent, {})[rel[start:end]] = "/"
+                if seen_at.get(parent, 0) < at:
+                    seen_at[parent] = at
+            parent, start = folder, end + 1
+            end = rel.find("/", start)
+        name = rel[start:]
+        if name:
             known = children.setdefault(parent, {})
-            if known.get(part) != "/":
-                known[part] = mark
-            seen_at[parent] = max(seen_at.get(parent, 0), int(at))
-            parent = here
+            if known.get(name) != "/":
+                known[name] = "/" if kind == "d" else _mark(flags)
+            if seen_at.get(parent, 0) < at:
+                seen_at[parent] = int(at)
     lines: list[str] = []
-    _walk(children, seen_at, "/" if "/" in children and "" not in children else "", 0, lines, now)
+    top = "/" if "/" in children and "" not in children else ""
+    _walk(children, seen_at, top, 0, lines, now, max_lines + 1)
     if len(lines) > max_lines:
-        lines = [*lines[: max_lines - 1], f"… {len(lines) - max_lines + 1} more lines"]
+        lines = [*lines[: max_lines - 1], "… more"]
     return lines
 
 
@@ -159,23 +167,24 @@ def _walk(
     depth: int,
     lines: list[str],
     now: int,
+    limit: int,
 ) -> None:
     entries = children.get(folder, {})
     if depth == 0 and folder == "" and "/" in children:
         entries = {**entries, "/": "/"}
     names = sorted(entries, key=lambda n: (entries[n] != "/", n))
-    shown = names
-    if len(names) > FOLD:
-        shown = [n for n in names if entries[n] not in ("",)][:FOLD]
+    shown = names if len(names) <= FOLD else [n for n in names if entries[n]][:FOLD]
     pad = "  " * depth
     for name in shown:
+        if len(lines) >= limit:
+            return
         mark = entries[name]
         if mark == "/":
-            here = posixpath.join(folder, name) if folder else name
+            here = (folder.rstrip("/") + "/" + name if folder else name) if name != "/" else "/"
             age = now - seen_at.get(here, now)
             lines.append(f"{pad}{name.rstrip('/')}/  ({_age(age)})")
             if here != folder:
-                _walk(children, seen_at, here, depth + 1, lines, now)
+                _walk(children, seen_at, here, depth + 1, lines, now, limit)
         else:
             lines.append(f"{pad}{name} {mark}".rstrip())
     if len(shown) < len(names):
