@@ -124,6 +124,8 @@ def tree_lines(nodes: Nodes, root: str, now: int, max_lines: int = 40) -> list[s
     seen_at: dict[str, int] = {}
     cut = len(root) + 1 if root else 0
     for path, (kind, flags, at) in nodes.items():
+        if path == root:
+            continue
         rel = path[cut:] if cut and path.startswith(root + "/") else path
         parent, start = "", 0
         if rel.startswith("/"):
