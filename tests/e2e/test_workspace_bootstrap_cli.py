@@ -1,0 +1,79 @@
+"""Tier 3, a scaffolding run: a fresh ``serve`` with ``workspace.root`` on a temporary project,
+Claude Code (``claude -p``) in that project, a scripted Anthropic upstream. The model lists the
+folder through ``Bash`` and answers. By the second request the upstream has the bootstrap
+picture (the project's type and manifest, its tree, the README's first paragraph, the agent
+instruction files) in a ``<ctxproxy-context>`` block, which a later request carries again byte
+for byte where it was placed; the request's report says where the picture came from.
+
+Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+
+from tests.support.agent_clis import Claude
+from tests.support.agent_proxy import completed_rows, injected_block, last_user_side_text
+from tests.support.protocol_upstreams import AnthropicUpstream, tool, tool_then_text
+
+README = "# scaffold\n\nA tiny web service that greets visitors by name.\n\n## Run\n\nnpm start\n"
+
+
+def _project(root: Path) -> Path:
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "index.js").write_text("console.log('hi')\n")
+    (root / "package.json").write_text(
+        json.dumps({"name": "greeter", "main": "src/index.js", "scripts": {"start": "node ."}})
+    )
+    (root / "README.md").write_text(README)
+    (root / "CLAUDE.md").write_text("Use two-space indentation.\n")
+    (root / ".env").write_text("GREETER_SECRET=do-not-show-me\n")
+    return root
+
+
+def test_a_fresh_serve_shows_the_workspace_by_the_second_request(
+    agent_proxy,
+    anthropic_upstream: AnthropicUpstream,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    work = _project(tmp_path / "work")
+    proxy = agent_proxy(workspace={"root": str(work)})
+    anthropic_upstream.responder = tool_then_text(
+        tool("Bash", command="ls", description="List the project"), "The project is a greeter."
+    )
+    claude = Claude(proxy.url, tmp_path / "home", work)
+    run = claude.run("scaffold a /health route")
+    assert run.returncode == 0, run.explain()
+    assert orjson.loads(run.stdout)["result"] == "The project is a greeter."
+
+    posts = anthropic_upstream.messages
+    assert len(posts) >= 2
+    blocks = [
+        injected_block(text)
+        for text in (last_user_side_text(p) for p in posts[:2])
+        if "<ctxproxy-context>" in text
+    ]
+    assert blocks, "no request of the first two carried the workspace picture"
+    block = blocks[0]
+    assert f"Workspace: root {work}: node project" in block
+    assert "manifests: package.json (greeter, main src/index.js, scripts start)" in block
+    assert "README.md: A tiny web service that greets visitors by name." in block
+    assert "agent instructions: CLAUDE.md" in block
+    assert "src/ (index.js)" in block
+    assert ".env" not in block and "do-not-show-me" not in block
+    # said once: the last request carries that very block where it was placed, and no other
+    last = orjson.dumps(posts[-1].json["messages"]).decode()
+    assert last.count("Workspace: root") == 1
+    assert orjson.dumps(block).decode()[1:-1] in last
+
+    rows = completed_rows(proxy, len(posts))
+    sources = [(r.get("report") or {}).get("workspace", {}).get("source") for r in rows]
+    assert any(s and "bootstrap" in s for s in sources[:2]), sources
+    taken = [
+        r["report"]["workspace"]["bootstrap"]
+        for r in rows
+        if "bootstrap" in r["report"].get("workspace", {})
+    ]
+    assert len(taken) == 1 and taken[0]["root"] == str(work) and taken[0]["ms"] >= 0
