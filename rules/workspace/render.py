@@ -111,6 +111,17 @@ def git_line(git: Mapping[str, Any], root: str, limit: int = 6) -> str:
     return "; ".join(parts)
 
 
+def working_files(wsmap: Any, limit: int) -> frozenset[str]:
+    """The last ``limit`` files the agent read or changed, as the map keys them and relative to
+    the project's root: what prune weighs as still being worked on."""
+    if not isinstance(wsmap, Mapping) or limit <= 0:
+        return frozenset()
+    nodes: Nodes = wsmap.get("nodes") or {}
+    recent = touched_paths(nodes)[-limit:]
+    root = project_root(nodes, wsmap.get("cwd"))
+    return frozenset([*recent, *(relative(p, root) for p in recent)])
+
+
 def boot_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The bootstrap picture's lines, as the map stored them (said once, in the first block)."""
     return [(BOOT_KEY, line) for line in wsmap.get("boot") or [] if isinstance(line, str)]
