@@ -48,6 +48,9 @@ class Pictures:
         """The pictures of ``settings``' workspace roots; None when none is configured."""
         if not settings.workspace.enabled:
             return None
+        if all(r.name != "workspace_map" for r in settings.configured_rules()):
+            log.warning("workspace.root is set but the workspace_map rule is off: not pictured")
+            return None
         return cls(settings.workspace, settings.upstream_for)
 
     def _fresh(self, root: str) -> Picture | None:

@@ -141,7 +141,8 @@ class _Walk:
             for e in listings.ls_entries(out, base, here):
                 self.add("list", e.path, e.kind, cwd)
         elif verb == "find":
-            kind = "d" if "-type" in words and "d" in words else "f" if "-type" in words else "?"
+            at = words.index("-type") + 1 if "-type" in words else len(words)
+            kind = {"d": "d", "f": "f"}.get(words[at] if at < len(words) else "", "?")
             for e in listings.path_lines(out, kind):
                 self.add("list", e.path, e.kind, cwd)
         elif verb == "tree":

@@ -194,3 +194,13 @@ def test_keys_mode_refuses_a_workspace_root_unless_forced() -> None:
         {**base, "workspace": {"root": "/srv/app", "allow_with_keys": True}}
     )
     assert forced.workspace.root == "/srv/app"
+
+
+def test_no_picture_is_taken_without_the_rule_that_keeps_it() -> None:
+    on = settings_from_mapping({"workspace": {"root": "/srv/app"}})
+    assert Pictures.of(on) is not None
+    assert Pictures.of(settings_from_mapping({})) is None
+    off = settings_from_mapping(
+        {"workspace": {"root": "/srv/app"}, "rules": [{"name": "working_set"}, {"name": "inject"}]}
+    )
+    assert Pictures.of(off) is None

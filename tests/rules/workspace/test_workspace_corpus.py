@@ -9,7 +9,6 @@ import pytest
 from bench.workspace_map import run
 
 
-
 @pytest.mark.slow
 @pytest.mark.needs_shared
 def test_the_map_holds_what_the_agent_read_and_wrote_and_nothing_it_deleted() -> None:

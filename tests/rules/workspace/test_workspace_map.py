@@ -255,3 +255,10 @@ def test_bootstrap_lines_are_redacted_and_bounded() -> None:
     assert (
         len(lines) == workspace_map.MAX_BOOT_LINES and len(lines[1]) == workspace_map.MAX_BOOT_LINE
     )
+
+
+def test_find_type_says_the_kind() -> None:
+    wsmap = run((shell("c1", "cd /p && find src -type d"), ok("src\nsrc/pkg\n")))
+    assert nodes(wsmap)["/p/src/pkg"][0] == "d"
+    wsmap = run((shell("c1", "cd /p && find . -type f -name '*.md'"), ok("./docs/a.md\n")))
+    assert nodes(wsmap)["/p/docs/a.md"][0] == "f"
