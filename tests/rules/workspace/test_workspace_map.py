@@ -205,15 +205,20 @@ def test_report_says_source_size_and_tree() -> None:
     assert report["tree"] == ["src/  (seen 0s ago)", "  a.py r"]
 
 
-def _hidden_request(state: SessionState | None = None, **kw: Any) -> Any:
-    """A long enough request read from a cold cache: inject says the working set."""
+def _hidden_request(state: SessionState | None = None, more: tuple[str, ...] = ()) -> Any:
+    """A long enough request read from a cold cache: inject says the working set. ``more``:
+    commands of a later request (the conversation goes on after the first one's turns)."""
     messages: list[dict[str, Any]] = [system(), user("fix the failing test")]
     for i, cmd in enumerate(["cd /testbed && ls", "cd /testbed && cat pkg/core.py"]):
         out = ok("setup.py\npkg\n") if i == 0 else ok("x = 1\n")
         messages += [assistant(None, shell(f"c{i}", cmd)), result(f"c{i}", out)]
     messages += [assistant("looking"), user("go on")]
+    for i, cmd in enumerate(more):
+        messages += [assistant(None, shell(f"m{i}", cmd)), result(f"m{i}", ok("text\n"))]
+    if more:
+        messages += [assistant("read it"), user("and now?")]
     cold = CacheFacts(last_at=0.0, ttl_s=300.0)
-    c = ctx(messages, now=10_000.0, cache=cold, state=state, **kw)
+    c = ctx(messages, now=10_000.0 * (1 + len(more)), cache=cold, state=state)
     return apply_rules(c, (workspace_map, CFG), (inject, inject.Config()))
 
 
@@ -262,3 +267,12 @@ def test_find_type_says_the_kind() -> None:
     assert nodes(wsmap)["/p/src/pkg"][0] == "d"
     wsmap = run((shell("c1", "cd /p && find . -type f -name '*.md'"), ok("./docs/a.md\n")))
     assert nodes(wsmap)["/p/docs/a.md"][0] == "f"
+
+
+def test_a_later_block_says_only_what_changed_in_the_map() -> None:
+    first = _hidden_request()
+    second = _hidden_request(first.state, ("cd /testbed && cat docs/guide.md",))
+    block = second.messages[-1]["content"]
+    assert "changed since its last note" in block
+    assert "Folders touched: docs" in block
+    assert "Project:" not in block and "pkg" not in block  # said before, unchanged
