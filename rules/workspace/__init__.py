@@ -4,5 +4,5 @@ manifests (``workspace_map``); its part that matters for the working-set block (
 the bootstrap picture a sidecar proxy may read from disk (built in ``proxy.workspace``, handed in
 as a hint, kept here).
 
-Imports ``rules.activity``, ``rules.base``, ``rules.redact``, ``rules.report`` only; no disk
-access (the rules are pure)."""
+Imports ``rules.activity``, ``rules.base``, ``rules.messages``, ``rules.redact`` and
+``rules.report`` only; no disk access (the rules are pure)."""
