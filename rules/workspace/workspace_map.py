@@ -198,10 +198,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     picture = ctx.hints.get(BOOT_HINT)
     used = None
     if picture is not None and "boot" not in wsmap:
+        used = picture  # reported, an error or what was left out too
         lines = boot_lines(picture)
         if lines:
             wsmap = {**wsmap, "boot": lines}
-            used = picture
     if wsmap == before:
         state, size = ctx.state, None
     else:

@@ -276,3 +276,16 @@ def test_a_later_block_says_only_what_changed_in_the_map() -> None:
     assert "changed since its last note" in block
     assert "Folders touched: docs" in block
     assert "Project:" not in block and "pkg" not in block  # said before, unchanged
+
+
+def test_a_failed_picture_is_reported_and_not_kept() -> None:
+    picture = {"root": "/gone", "error": "root missing", "lines": [], "ms": 0.1}
+    out = workspace_map.apply(
+        ctx([system(), user("hi")], hints={workspace_map.BOOT_HINT: picture}), CFG
+    )
+    assert out.report["workspace"]["bootstrap"] == {
+        "root": "/gone",
+        "ms": 0.1,
+        "error": "root missing",
+    }
+    assert out.state.get(workspace_map.NAMESPACE) is None
