@@ -204,3 +204,26 @@ def test_no_picture_is_taken_without_the_rule_that_keeps_it() -> None:
         {"workspace": {"root": "/srv/app"}, "rules": [{"name": "working_set"}, {"name": "inject"}]}
     )
     assert Pictures.of(off) is None
+
+
+def test_a_served_root_that_disappears_fails_no_request(
+    live_proxy, fake_upstream, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """Through a live proxy: the root is gone before the first request; the request is
+    answered, and its report says the picture's error."""
+    import httpx
+
+    from tests.support.factories import request, system, user
+
+    root = project(tmp_path / "p")
+    proxy = live_proxy(workspace={"root": str(root), "budget_ms": 2000})
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    sent = httpx.post(
+        proxy.base_url + "/chat/completions",
+        json=request(system(), user("start")),
+        headers={"x-session-id": "gone"},
+    )
+    assert sent.status_code == 200
+    report = proxy.row(sent.headers["x-ctxproxy-request-id"])["report"]
+    assert report["workspace"]["bootstrap"]["error"] == "root missing"
+    assert "ctxproxy-context" not in str(fake_upstream.requests[-1])
