@@ -96,8 +96,9 @@ def _apply_fact(nodes: tree.Nodes, fact: tuple[str, ...], at: int) -> None:
         tree.note(nodes, path, kind, flag, at)
 
 
-def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any]:
-    """The map after reading the calls of ``ctx.messages`` not read before."""
+def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any] | None:
+    """The map after reading the calls of ``ctx.messages`` not read before; None when there
+    are none (the map is ``before``). Not yet ``storable``: ``apply`` checks it once."""
     messages = ctx.messages
     pack, verbs = load_tools(), load_verbs()
     pairs = (
@@ -110,7 +111,7 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     new = [*todo, *pairs[start:]]
     if not new:
-        return dict(before)
+        return None
     nodes: tree.Nodes = {p: list(v) for p, v in (before.get("nodes") or {}).items()}
     cwd: str | None = before.get("cwd")
     git: dict[str, Any] = dict(before.get("git") or {})
@@ -153,7 +154,7 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
         out["evicted"] = evicted
     if pending or "pending" in before:
         out["pending"] = pending[-MAX_PENDING:]
-    return storable(out)
+    return out
 
 
 def boot_lines(picture: Any) -> list[str] | None:
@@ -194,7 +195,8 @@ def summary(
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    wsmap = build(ctx, before, cfg)
+    built = build(ctx, before, cfg)
+    wsmap = before if built is None else built
     picture = ctx.hints.get(BOOT_HINT)
     used = None
     if picture is not None and "boot" not in wsmap:
@@ -202,11 +204,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         lines = boot_lines(picture)
         if lines:
             wsmap = {**wsmap, "boot": lines}
-    if wsmap == before:
-        state, size = ctx.state, None
+    # no call read (only ones still unanswered): the map is the one stored
+    read_none = built is not None and (built["seen"], built.get("pending")) == (
+        before.get("seen"),
+        before.get("pending"),
+    )
+    if wsmap is before or (read_none and wsmap is built):
+        wsmap, state, size = before, ctx.state, None
     else:
+        try:  # its size, and whether the state can store it (lone surrogates in client text)
+            size = len(orjson.dumps(wsmap))
+        except TypeError:
+            wsmap = storable(wsmap)
+            size = len(orjson.dumps(wsmap))
         state = ctx.state.with_value(NAMESPACE, wsmap)
-        size = len(orjson.dumps(wsmap))
     return RuleResult(
         ctx.messages, state, {"workspace": summary(wsmap, cfg, int(ctx.now), used, size)}
     )
