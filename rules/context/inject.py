@@ -217,9 +217,10 @@ def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) ->
             ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
         )
         recent = recent_lines(events, cfg.max_entities)
-    # the workspace picture a proxy read at the session's start: new to the model, said once
+    # the workspace picture a proxy read at the session's start: new to the model, said once,
+    # from the session's second request (the first user message is never altered)
     wsmap = ctx.state.get(workspace_map.NAMESPACE) or {}
-    boot = workspace_render.boot_items(wsmap)
+    boot = workspace_render.boot_items(wsmap) if _answered(messages) else []
     if not hidden:
         ws = shown.ws + [i for i in boot if i not in shown.ws] if boot else shown.ws
     elif len(messages) >= cfg.working_set_min_messages:
@@ -228,6 +229,11 @@ def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) ->
     else:
         ws = boot
     return Sections(recent, reference_lines(refs), ws)
+
+
+def _answered(messages: Messages) -> bool:
+    """Whether the model has answered in this conversation: not its first request."""
+    return any(m.get("role") == "assistant" for m in messages)
 
 
 def _shown_after(

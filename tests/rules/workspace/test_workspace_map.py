@@ -229,27 +229,25 @@ def test_inject_says_project_and_folders_where_the_history_is_hidden() -> None:
     assert "Folders touched: pkg" in block
 
 
-def test_bootstrap_picture_is_said_once_and_kept() -> None:
+def test_bootstrap_picture_is_said_once_from_the_second_request() -> None:
     picture = {"lines": ["root /srv/app: python (pyproject.toml)", "tree: src/, tests/"], "ms": 3}
-    messages = [system(), user("scaffold a CLI")]
     hint = {workspace_map.BOOT_HINT: picture}
-    first = apply_rules(
-        ctx(messages, now=1.0, hints=hint), (workspace_map, CFG), (inject, inject.Config())
-    )
-    block = first.messages[-1]["content"]
-    assert "Workspace: root /srv/app: python (pyproject.toml)" in block
+    rules = ((workspace_map, CFG), (inject, inject.Config()))
+    messages = [system(), user("scaffold a CLI")]
+    first = apply_rules(ctx(messages, now=1.0, hints=hint), *rules)
+    assert first.messages is messages  # the first user message is never altered
     assert first.report["workspace"]["source"] == "bootstrap"
     assert first.report["workspace"]["bootstrap"] == {"ms": 3}
+    second_in = [*messages, assistant("ok"), user("next")]
+    second = apply_rules(ctx(second_in, now=2.0, state=first.state, hints=hint), *rules)
+    block = second.messages[-1]["content"]
+    assert "Workspace: root /srv/app: python (pyproject.toml)" in block
+    assert "bootstrap" not in second.report["workspace"]  # kept once, not taken again
     # the next request: the block replayed in place, byte for byte; nothing new said
-    later = [*messages, assistant("ok"), user("next")]
-    second = apply_rules(
-        ctx(later, now=2.0, state=first.state, hints=hint),
-        (workspace_map, CFG),
-        (inject, inject.Config()),
-    )
-    assert second.messages[1]["content"] == first.messages[-1]["content"]
-    assert second.messages[-1] == later[-1]
-    assert "bootstrap" not in second.report["workspace"]
+    third_in = [*second_in, assistant("done"), user("more")]
+    third = apply_rules(ctx(third_in, now=3.0, state=second.state, hints=hint), *rules)
+    assert third.messages[3]["content"] == block
+    assert third.messages[-1] == third_in[-1]
 
 
 def test_bootstrap_lines_are_redacted_and_bounded() -> None:
