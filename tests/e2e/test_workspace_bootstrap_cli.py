@@ -59,14 +59,21 @@ def test_a_fresh_serve_shows_the_workspace_by_the_second_request(
     assert "agent instructions: CLAUDE.md" in block
     assert "src/ (index.js)" in block
     assert ".env" not in block and "do-not-show-me" not in block
-    # said once: the last request carries that very block where it was placed, and no other
-    last = orjson.dumps(posts[-1].json["messages"]).decode()
+    # said once: the next turn (``--continue``) carries that very block where it was placed
+    anthropic_upstream.responder = tool_then_text(
+        tool("Bash", command="ls src", description="List the sources"), "Added the route."
+    )
+    again = claude.run("now add the route", "--continue")
+    assert again.returncode == 0, again.explain()
+    posts = anthropic_upstream.messages
+    assert len(posts) >= 3
+    last = orjson.dumps(posts[2].json["messages"]).decode()  # the continued turn's first
     assert last.count("Workspace: root") == 1
     assert orjson.dumps(block).decode()[1:-1] in last
 
     rows = completed_rows(proxy, len(posts))
     sources = [(r.get("report") or {}).get("workspace", {}).get("source") for r in rows]
-    assert all(s and "bootstrap" in s for s in sources), sources
+    assert sources[:3] == ["bootstrap", "observed+bootstrap", "observed+bootstrap"], sources
     taken = [
         r["report"]["workspace"]["bootstrap"]
         for r in rows
