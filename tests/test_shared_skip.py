@@ -40,5 +40,7 @@ def test_a_marked_test_runs_when_shared_is_there(
 
 def test_the_corpus_is_looked_for_beside_the_checkout() -> None:
     root = Path(__file__).resolve().parents[1]
-    assert root.parent / "shared" == traces.SHARED
+    assert traces.shared_dir({}) == root.parent / "shared"
+    assert traces.shared_dir({"CTXPROXY_SHARED": "/data/shared"}) == Path("/data/shared")
+    assert traces.shared_dir() == traces.SHARED
     assert conftest.TRACES == traces.CORPUS == traces.SHARED / "traces" / "corpus.jsonl.gz"
