@@ -227,3 +227,23 @@ def test_a_served_root_that_disappears_fails_no_request(
     report = proxy.row(sent.headers["x-ctxproxy-request-id"])["report"]
     assert report["workspace"]["bootstrap"]["error"] == "root missing"
     assert "ctxproxy-context" not in str(fake_upstream.requests[-1])
+
+
+def test_a_picture_older_than_refresh_is_taken_again(tmp_path: Path) -> None:
+    taken: list[float] = []
+
+    def counting(cfg: WorkspaceSettings, root: str) -> dict[str, Any]:
+        taken.append(time.monotonic())
+        return {"root": root, "lines": [f"take {len(taken)}"]}
+
+    async def scenario() -> list[dict[str, Any]]:
+        cfg = WorkspaceSettings(root=str(tmp_path), refresh_s=0.2, budget_ms=1000)
+        pics = Pictures(cfg, taker=counting)
+        out = [await pics.hint("p/a", "m"), await pics.hint("p/b", "m")]
+        await asyncio.sleep(0.3)
+        out.append(await pics.hint("p/c", "m"))
+        return out
+
+    a, b, c = asyncio.run(scenario())
+    assert a == b and a["workspace_bootstrap"]["lines"] == ["take 1"]
+    assert c["workspace_bootstrap"]["lines"] == ["take 2"] and len(taken) == 2
