@@ -3,7 +3,8 @@ Claude Code (``claude -p``) in that project, a scripted Anthropic upstream. The 
 folder through ``Bash`` and answers. The second request brings the upstream the bootstrap
 picture (the project's type and manifest, its tree, the README's first paragraph, the agent
 instruction files) in a ``<ctxproxy-context>`` block, which a later request carries again byte
-for byte where it was placed; the request's report says where the picture came from.
+for byte where it was placed; the request's report says where the picture came from. The same
+with Codex (``codex exec``) on the Responses API.
 
 Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 
@@ -14,9 +15,14 @@ from pathlib import Path
 
 import orjson
 
-from tests.support.agent_clis import Claude
+from tests.support.agent_clis import Claude, Codex
 from tests.support.agent_proxy import completed_rows, injected_block, last_user_side_text
-from tests.support.protocol_upstreams import AnthropicUpstream, tool, tool_then_text
+from tests.support.protocol_upstreams import (
+    AnthropicUpstream,
+    ResponsesUpstream,
+    tool,
+    tool_then_text,
+)
 
 README = "# scaffold\n\nA tiny web service that greets visitors by name.\n\n## Run\n\nnpm start\n"
 
@@ -80,3 +86,21 @@ def test_a_fresh_serve_shows_the_workspace_by_the_second_request(
         if "bootstrap" in r["report"].get("workspace", {})
     ]
     assert len(taken) == 1 and taken[0]["root"] == str(work) and taken[0]["ms"] >= 0
+
+
+def test_codex_gets_the_workspace_by_the_second_request(
+    agent_proxy,
+    responses_upstream: ResponsesUpstream,
+    tmp_path: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    """The same scaffolding run with Codex (``codex exec``, Responses API)."""
+    work = _project(tmp_path / "work")
+    proxy = agent_proxy(workspace={"root": str(work)})
+    responses_upstream.responder = tool_then_text(tool("exec_command", cmd="ls"), "A greeter.")
+    run = Codex(proxy.base_url, tmp_path / "home", work).run("scaffold a /health route")
+    assert run.returncode == 0, run.explain()
+    first, second = responses_upstream.responses[:2]
+    assert "<ctxproxy-context>" not in orjson.dumps(first.json["input"]).decode()
+    block = injected_block(last_user_side_text(second))
+    assert f"Workspace: root {work}: node project" in block
+    assert "agent instructions: CLAUDE.md" in block and "do-not-show-me" not in block
