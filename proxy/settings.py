@@ -24,6 +24,7 @@ from pydantic import (
 from proxy.pricing import PricingEntry
 from proxy.strict_model import Strict as _Strict
 from proxy.upstream_settings import UpstreamSettings
+from proxy.workspace_settings import WorkspaceSettings
 from rules.base import RuleConfig
 from rules.registry import default_rule_names, load_rule
 
@@ -123,7 +124,6 @@ class AuthSettings(_Strict):
     # principal (proxy.server.response_ids).
     check_previous_response_id: bool = True
 
-
     @field_validator("principals")
     @classmethod
     def _names(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
@@ -210,6 +210,7 @@ class Settings(_Strict):
     logging: LoggingSettings = Field(default_factory=LoggingSettings)
     resolver: ResolverSettings = Field(default_factory=ResolverSettings)
     memory: MemorySettings = Field(default_factory=MemorySettings)
+    workspace: WorkspaceSettings = Field(default_factory=WorkspaceSettings)
     pricing: list[PricingEntry] = Field(
         default_factory=list,
         description="prices and cache rules by model glob, first match wins (proxy.pricing)",
@@ -239,7 +240,7 @@ class Settings(_Strict):
             "the client's bearer is the proxy key and is never forwarded)"
             for i, u in enumerate(self.upstreams)
             if not u.api_key_env
-        ]
+        ] + self.workspace.keys_mode_problems()
         if problems:
             raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
 

@@ -11,6 +11,7 @@ BUILTIN_RULES: dict[str, str] = {
     "fix_encoding": "rules.encoding.fix_encoding",
     "track_entities": "rules.entities.track_entities",
     "working_set": "rules.context.working_set",
+    "workspace_map": "rules.workspace.workspace_map",
     "resolve_refs": "rules.entities.resolve_refs",
     "break_loops": "rules.loops.break_loops",
     "prune": "rules.context.prune",

@@ -106,6 +106,21 @@ class WorkingSetSummary(TypedDict):
     next_target: str | None
 
 
+class WorkspaceSummary(TypedDict, total=False):
+    """The workspace map after this request (``workspace_map``)."""
+
+    source: Required[str]  # observed | bootstrap | observed+bootstrap | none
+    root: str  # the folder paths are shown relative to ("" when none is shared)
+    entries: int  # files and folders in the map
+    files: int
+    folders: int
+    changed: int  # files the agent changed
+    bytes: int  # the map's size as stored, when this request changed it
+    left_out: dict[str, int]  # evicted: entries dropped to keep the map under its bound
+    tree: list[str]  # the map, folded (``rules.workspace.render.tree_lines``)
+    bootstrap: dict[str, Any]  # the picture taken on this request: root, ms, left_out, error
+
+
 class ScheduleSummary(TypedDict, total=False):
     """Why prune compacted or not: the cache state and the figures of the choice (costs in fresh
     input tokens)."""
@@ -228,6 +243,7 @@ class Report(TypedDict, total=False):
     entities: list[Entity]
     references: list[Reference]
     working_set: WorkingSetSummary
+    workspace: WorkspaceSummary
     pruning: list[Pruning]
     prune: PruneSummary
     inject: InjectSummary

@@ -1,12 +1,8 @@
-"""Tests that read ../shared (the trace corpus beside the checkout, or where ``CTXPROXY_SHARED``
-says) skip, saying so, when it is missing: the ``needs_shared`` marker and the ``traces_path``
-fixture (tests/conftest.py)."""
+"""Tests that read ../shared (the trace corpus beside the checkout) skip, saying so, when it is
+missing: the ``needs_shared`` marker and the ``traces_path`` fixture (tests/conftest.py)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -42,19 +38,9 @@ def test_a_marked_test_runs_when_shared_is_there(
     conftest.pytest_runtest_setup(_item("needs_shared"))
 
 
-def _shared_as_imported(env: dict[str, str]) -> Path:
-    code = "from tests.support import traces; print(traces.SHARED)"
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    )
-    return Path(done.stdout.strip())
-
-
-def test_the_corpus_is_looked_for_beside_the_checkout(tmp_path: Path) -> None:
+def test_the_corpus_is_looked_for_beside_the_checkout() -> None:
     root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k != "CTXPROXY_SHARED"}
-    env["PYTHONPATH"] = str(root)
-    assert _shared_as_imported(env) == root.parent / "shared"
-    # a checkout elsewhere (a worktree) names it
-    assert _shared_as_imported({**env, "CTXPROXY_SHARED": str(tmp_path)}) == tmp_path
+    assert traces.shared_dir({}) == root.parent / "shared"
+    assert traces.shared_dir({"CTXPROXY_SHARED": "/data/shared"}) == Path("/data/shared")
+    assert traces.shared_dir() == traces.SHARED
     assert conftest.TRACES == traces.CORPUS == traces.SHARED / "traces" / "corpus.jsonl.gz"

@@ -187,6 +187,34 @@ def working_set_lines(report: dict[str, Any]) -> list[tuple[str, list[str]]]:
     return out
 
 
+def workspace_view(report: dict[str, Any]) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """The request's workspace map (``report.workspace``): (facts as label/value, the folded
+    tree's lines); None when the request has none."""
+    ws = report.get("workspace")
+    if not isinstance(ws, dict):
+        return None
+    facts: list[tuple[str, str]] = [("source", cell(ws.get("source")))]
+    if ws.get("root"):
+        facts.append(("root", cell(ws["root"])))
+    counts = (ws.get("entries"), ws.get("files"), ws.get("folders"), ws.get("changed"))
+    facts.append(("size", "{} entries: {} files, {} folders, {} changed".format(*counts)))
+    if isinstance(ws.get("bytes"), int):
+        facts.append(("stored", f"{ws['bytes']:,} bytes (changed on this request)"))
+    left = ws.get("left_out") or {}
+    if isinstance(left, dict) and any(left.values()):
+        facts.append(("left out", ", ".join(f"{k} {cell(v)}" for k, v in left.items() if v)))
+    boot = ws.get("bootstrap")
+    if isinstance(boot, dict):
+        parts = [f"{cell(boot.get('root'))} in {cell(boot.get('ms'))} ms"]
+        if boot.get("error"):
+            parts.append(f"error: {cell(boot['error'])}")
+        if boot.get("left_out"):
+            parts.append(f"left out: {cell(boot['left_out'], 300)}")
+        facts.append(("bootstrap", "; ".join(parts)))
+    tree = [cell(line, 200) for line in ws.get("tree") or [] if isinstance(line, str)]
+    return facts, tree
+
+
 def _entity_path(entity: Any) -> str | None:
     if isinstance(entity, dict):
         path = entity.get("path") or entity.get("name")

@@ -124,6 +124,21 @@ def working_set_view(report: dict[str, Any]) -> RenderableType:
     return table
 
 
+def workspace_view(report: dict[str, Any]) -> RenderableType:
+    view = rv.workspace_view(report)
+    if view is None:
+        return Text("Workspace map: none", style="dim")
+    facts, tree = view
+    table = Table(title="Workspace map", title_justify="left", show_header=False)
+    table.add_column("key", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for label, value in facts:
+        add_row(table, label, value)
+    if tree:
+        add_row(table, "tree", "\n".join(tree))
+    return table
+
+
 def references_view(report: dict[str, Any]) -> RenderableType:
     refs = rv.items(report, "references")
     if not refs:
@@ -207,6 +222,7 @@ def render(row: dict[str, Any], console: Console | None = None) -> None:
     )
     console.print(references_view(report))
     console.print(working_set_view(report))
+    console.print(workspace_view(report))
     console.print(pruning_view(report))
     for key, title in (("warnings", "Warnings"), ("rule_errors", "Rule errors")):
         if rv.items(report, key):

@@ -255,6 +255,7 @@ class UI:
             references=[rv.reference_text(r) for r in rv.items(report, "references")],
             freed=rv.freed_by_stage(report),
             working_set=rv.working_set_lines(report),
+            workspace=rv.workspace_view(report),
             timings=timings,
             timing_scale=max([0.001, *(ms for _, ms in timings)]),
             diff=rv.message_diff(row),

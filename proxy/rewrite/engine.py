@@ -37,14 +37,14 @@ from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, TokenCounters
+from proxy.workspace.pictures import Pictures
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.engine")
 
-# state namespaces only the proxy writes, from its own computations: never redacted
-PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})
+PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})  # only the proxy writes them: never redacted
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class _Request:
     budget: int | None  # a lower budget for this call only
     heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
     named_model: str | None = None  # the model, where the body does not name it (Gemini's path)
+    hints: Mapping[str, Any] | None = None  # data for the rules (the workspace picture)
 
     @property
     def model(self) -> str:
@@ -93,6 +94,7 @@ class Engine:
         # the sampled production check that nothing memoised was changed in place (its failures
         # read at scrape time); the strict engine checks every request in ``_check``
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
+        self.pictures = Pictures.of(settings)  # a configured workspace root's bootstrap
 
     def close(self) -> None:
         self.offload.close()
@@ -180,7 +182,7 @@ class Engine:
         user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
         picks, info = await self.resolver.picks(questions, user_text)
         if picks:
-            again = ctx.evolve(hints={"resolver": picks})
+            again = ctx.evolve(hints={**ctx.hints, "resolver": picks})
             outcome = await self.offload.maybe(heavy, self.pipeline.run, again, serialised)
         outcome.report["resolver"] = info
         return outcome
@@ -220,7 +222,9 @@ class Engine:
         sid = scoped(principal, session_id or session_key(headers, body, keyed))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
-        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model)
+        named = model if model is not None else str(body["model"])
+        hints = await self.pictures.hint(sid, named) if self.pictures else None
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model, hints)
         async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
@@ -273,6 +277,7 @@ class Engine:
             ),
             budget=self._budget(request),
             cache=cache,
+            hints=request.hints or {},
         )
 
     def _budget(self, request: _Request) -> int | None:
@@ -350,10 +355,11 @@ class Engine:
                     param="messages",
                     code="context_over_budget",
                 )
-        redacted = await self.offload.maybe(
-            request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES
+        offload = self.offload.maybe
+        await held.save(
+            await offload(request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES),
+            parent,
         )
-        await held.save(redacted, parent)
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
         was = self.ledger.begin(ctx, outcome)
         return Rewritten(

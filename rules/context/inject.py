@@ -44,6 +44,8 @@ from rules.entities import cache as entity_cache
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 from rules.redact import redact_text
 from rules.report import InjectSummary, Reference, Report
+from rules.workspace import render as workspace_render
+from rules.workspace import workspace_map
 
 __all__ = ["HEADER", "Config", "apply", "recent_lines", "reference_lines", "render"]
 
@@ -215,13 +217,23 @@ def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) ->
             ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
         )
         recent = recent_lines(events, cfg.max_entities)
+    # the workspace picture a proxy read at the session's start: new to the model, said once,
+    # from the session's second request (the first user message is never altered)
+    wsmap = ctx.state.get(workspace_map.NAMESPACE) or {}
+    boot = workspace_render.boot_items(wsmap) if _answered(messages) else []
     if not hidden:
-        ws = shown.ws
+        ws = shown.ws + [i for i in boot if i not in shown.ws] if boot else shown.ws
     elif len(messages) >= cfg.working_set_min_messages:
         ws = working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
+        ws = boot + ws + workspace_render.section_items(wsmap)
     else:
-        ws = []
+        ws = boot
     return Sections(recent, reference_lines(refs), ws)
+
+
+def _answered(messages: Messages) -> bool:
+    """Whether the model has answered in this conversation: not its first request."""
+    return any(m.get("role") == "assistant" for m in messages)
 
 
 def _shown_after(

@@ -6,7 +6,10 @@ It may when:
   later whole write supersedes it), or of a file a later call among the agent's last
   ``RECENT_CALLS`` names (its own call aside): the agent copies ``old_str`` lines from such reads;
 - the names it showed (paths, identifiers, ids: ``digest.names``) are used by a later call among
-  the last ``RECENT_CALLS``: a listing or search whose paths the work is following.
+  the last ``RECENT_CALLS``: a listing or search whose paths the work is following;
+- it is a read of a file the workspace map shows among those the agent works on (``working``:
+  ``rules.workspace.render.working_files``), not written at all since: the read still shows the
+  file as it is, and keeping it costs less than the agent reading it again.
 
 Each result gets the probability that a later call copies something from it (``reuse``: measured
 on the trace corpus by ``bench/next_action.py --learn``, in ``rules/packs/reuse.yaml``, by action
@@ -16,7 +19,7 @@ the cost of the re-read it would force."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from rules.activity.observations import Observation
@@ -112,14 +115,19 @@ def _file_names(path: str) -> frozenset[str]:
 
 
 def judge(
-    messages: list[Message], observations: list[Observation], candidates: Iterable[int]
+    messages: list[Message],
+    observations: list[Observation],
+    candidates: Iterable[int],
+    working: Collection[str] = frozenset(),
 ) -> dict[int, Need]:
-    """A ``Need`` for each candidate result index (results of ``observations``)."""
+    """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
+    the files the workspace map shows being worked on."""
     wanted = set(candidates)
     if not wanted:
         return {}
     edited: set[str] = set()
     written_after: set[str] = set()  # files written after the observation being looked at
+    changed_after: set[str] = set()  # files written at all (edits too) after it
     by_index: dict[int, Observation] = {}
     for o in observations:
         if o.action.kind == "write":
@@ -145,11 +153,19 @@ def judge(
                 and _used_after(calls, o.call_index, _file_names(a.target))
             ):
                 why = "a read of a file later recent calls work on"
+            elif (
+                a.kind == "read"
+                and a.target not in changed_after
+                and a.target.removeprefix("./") in working
+            ):
+                why = "a read of a file the agent works on (workspace map), unchanged since"
             elif calls and _used_after(
                 calls, o.call_index, digest.names(text_of(messages[o.result_index].get("content")))
             ):
                 why = "names it showed are used by later recent calls"
             out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why), turns))
-        if a.kind == "write" and prune_stages.full_write(messages, o):
-            written_after.add(a.target)  # rewritten whole: the read is stale (superseded)
+        if a.kind == "write":
+            changed_after.update(a.writes or (a.target,))
+            if prune_stages.full_write(messages, o):
+                written_after.add(a.target)  # rewritten whole: the read is stale (superseded)
     return out

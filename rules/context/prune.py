@@ -84,6 +84,13 @@ class Config(RuleConfig):
         "placeholder (the JSON stays valid)",
     )
     drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
+    workspace_reads: int = Field(
+        default=0,
+        ge=0,
+        description="a read of one of the last N files the workspace map shows the agent "
+        "working on, unchanged since, counts as needed (kept rather than read again); 0: off "
+        "(docs/rules/prune.md: its measured effect)",
+    )
     loss_weights: dict[str, float] = Field(
         default={"supersede": 0.0, "mask": 1.0, "shrink": 1.0, "drop": 1.0},
         description="multiplies each stage's expected loss: the re-read a removal forces (the "

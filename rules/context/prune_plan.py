@@ -20,6 +20,8 @@ from rules.context import evidence, need, overlay, prune_stages, shrink
 from rules.context.schedule import Step
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.report import Pruning
+from rules.workspace import render as workspace_render
+from rules.workspace import workspace_map
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
@@ -40,6 +42,7 @@ class Options(Protocol):
     shrink_lines: int
     shrink_arg_chars: int
     drop_turns: bool
+    workspace_reads: int
 
 
 class Run:
@@ -252,14 +255,15 @@ class Run:
                     steps.append(Step("shrink", gain, i, (i,), reuse=SHRINK_REUSE))
         masks = [
             (i, reason)
-            for i, reason in prune_stages.mask(
-                self.obs, protected, self.cfg.keep_last_observations
-            )
+            for i, reason in prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
         if drops:  # forced: the recent results too (but the last few), before any turn goes
             masks += self._recent_masks(protected, done, sizes, {i for i, _ in masks} | seen)
-        needs = need.judge(self.messages, self.obs, [i for i, _ in masks])
+        working = workspace_render.working_files(
+            self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
+        )
+        needs = need.judge(self.messages, self.obs, [i for i, _ in masks], working)
         candidates = [
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks

@@ -325,7 +325,7 @@ def section_items(
     return items
 
 
-GROUPED = ("Changed files", "Latest writes")  # one line each, paths joined
+GROUPED = ("Changed files", "Latest writes", "Folders touched")  # one line each, joined
 
 
 def render_items(items: list[tuple[str, str]]) -> list[str]:

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import gzip
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-# ../shared beside the checkout (or where CTXPROXY_SHARED says, for a checkout elsewhere): the
-# trace corpus (and agent samples, for the benchmarks). Tests that read it carry the
-# ``needs_shared`` marker (tests/conftest.py skips them without it).
-SHARED = Path(os.environ.get("CTXPROXY_SHARED") or Path(__file__).resolve().parents[3] / "shared")
+# ../shared beside the checkout: the trace corpus (and agent samples, for the benchmarks). Tests
+# that read it carry the ``needs_shared`` marker (tests/conftest.py skips them without it).
+# ``CTXPROXY_SHARED`` names it when it is elsewhere (a second worktree of the checkout).
+
+
+def shared_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    return Path(environ.get("CTXPROXY_SHARED") or Path(__file__).resolve().parents[3] / "shared")
+
+
+SHARED = shared_dir()
 CORPUS = SHARED / "traces" / "corpus.jsonl.gz"
 SHARED_MISSING = (
     f"needs ../shared beside the checkout ({CORPUS} is missing): the trace corpus; "

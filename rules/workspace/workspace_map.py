@@ -1,0 +1,223 @@
+"""workspace_map: a map of the workspace built from what the agent saw, per session: folders it
+listed (``ls``, ``find``, ``tree``, ``git ls-files``, a file tool's directory view), files it read,
+wrote, created, moved and deleted, files search hits and build or test output named, and the git
+branch and dirty files ``git status`` / ``git branch`` showed (``rules.workspace.observe``). It
+needs no access to the disk, so it works for any deployment.
+
+Merged into one bounded tree (``rules.workspace.tree``): each entry says when it was last seen and
+whether the agent changed it. inject's "Working set" section shows its part that matters (the
+project's type and manifests, the branch, the folders touched: ``rules.workspace.render``), where
+the working set is said, so only when it changed. A bootstrap picture the proxy read from a
+configured workspace root (``workspace.root``, ``proxy.workspace``) arrives as the hint
+``workspace_bootstrap``; its lines are kept once and said in the next block, so they are part of
+the cached prefix from then on. Messages pass unchanged.
+
+Each call is read once (``rules.activity.observations.high_water`` over the keys of the newest
+calls read), so a fact keeps the time it was first seen by the proxy. Paths holding a secret are
+never kept; every text kept is redacted."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+from pydantic import Field
+
+from rules.activity.file_tools import load_tools
+from rules.activity.observations import high_water, load_arguments
+from rules.activity.shell_parse import load_verbs
+from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
+from rules.base import Context, RuleConfig, RuleResult
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    call_arguments_text,
+    call_id,
+    call_name,
+    text_of,
+    tool_pairs,
+)
+from rules.redact import holds_secret, redact_text
+from rules.report import WorkspaceSummary
+from rules.workspace import render, tree
+from rules.workspace.observe import KnownTypes, observe
+
+NAMESPACE = "workspace"
+BOOT_HINT = "workspace_bootstrap"  # ``Context.hints`` key of the proxy's bootstrap picture
+SEEN_WINDOW = 256  # keys of the newest calls read: where the previous request stopped
+MAX_PENDING = 64
+MAX_DIRTY = 50
+MAX_BOOT_LINES = 12
+MAX_BOOT_LINE = 400
+
+
+class Config(RuleConfig):
+    max_entries: int = Field(
+        default=600,
+        ge=10,
+        le=20_000,
+        description="entries (files and folders) the map keeps per session; past it, entries "
+        "only listed go first, then those only read, then changed ones (oldest first)",
+    )
+    max_folders: int = Field(
+        default=8, ge=0, le=50, description='"Folders touched" shown in the working set, at most'
+    )
+    report_lines: int = Field(
+        default=40, ge=0, le=400, description="lines of the folded tree in the request's report"
+    )
+
+
+def call_key(call: Mapping[str, Any]) -> str:
+    digest = hashlib.blake2b(
+        call_arguments_text(dict(call)).encode("utf-8", "surrogatepass"), digest_size=6
+    )
+    return f"{stored_id(call_id(dict(call)))}:{digest.hexdigest()}"
+
+
+def _kept(path: str) -> bool:
+    return bool(path) and len(path) <= MAX_PATH_CHARS and not holds_secret(path)
+
+
+def _apply_fact(nodes: tree.Nodes, fact: tuple[str, ...], at: int) -> None:
+    op = fact[0]
+    if op in ("move", "copy"):
+        source, target, kind = fact[1], fact[2], fact[3]
+        if _kept(target):
+            tree.move(nodes, source, target, kind, at, keep=op == "copy")
+        elif op == "move":
+            tree.delete(nodes, source)
+        return
+    path, kind = fact[1], fact[2]
+    if op == "delete":
+        tree.delete(nodes, path)
+    elif _kept(path):
+        flag = {"list": "l", "named": "l", "read": "r", "w": "w", "c": "c", "r": "r"}[op]
+        tree.note(nodes, path, kind, flag, at)
+
+
+def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any] | None:
+    """The map after reading the calls of ``ctx.messages`` not read before; None when there
+    are none (the map is ``before``). Not yet ``storable``: ``apply`` checks it once."""
+    messages = ctx.messages
+    pack, verbs = load_tools(), load_verbs()
+    pairs = (
+        ctx.derived("tool_pairs", tool_pairs) if messages is ctx.messages else tool_pairs(messages)
+    )
+    seen = list(before.get("seen") or [])[-SEEN_WINDOW:]
+    seen_set = set(seen)
+    pending = list(before.get("pending") or [])
+    start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen_set)
+    todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
+    new = [*todo, *pairs[start:]]
+    if not new:
+        return None
+    nodes: tree.Nodes = {p: list(v) for p, v in (before.get("nodes") or {}).items()}
+    cwd: str | None = before.get("cwd")
+    git: dict[str, Any] = dict(before.get("git") or {})
+    evicted = int(before.get("evicted") or 0)
+    at = int(ctx.now)
+    for _, call, answer in new:
+        key = call_key(call)
+        if key in seen_set:
+            continue
+        result = "" if answer is None else text_of(messages[answer].get("content"))
+        if answer is None or result.startswith(PLACEHOLDER_PREFIX):
+            if key not in pending:
+                pending.append(key)
+            continue
+        if key in pending:
+            pending.remove(key)
+        seen.append(key)
+        seen_set.add(key)
+        arguments = call_arguments_text(call)
+        is_error = messages[answer].get("is_error") is True
+        facts = observe(
+            pack, verbs, call_name(call), load_arguments(arguments), arguments, result,
+            is_error, cwd, KnownTypes(nodes),
+        )  # fmt: skip
+        for fact in facts.facts:
+            _apply_fact(nodes, fact, at)
+        cwd = facts.cwd if facts.cwd is None or len(facts.cwd) <= MAX_PATH_CHARS else None
+        if facts.branch is not None:
+            git["branch"] = redact_text(facts.branch)[:200]
+            git["at"] = at
+        if facts.dirty is not None:
+            dirty = [[c, p] for c, p in facts.dirty if _kept(p)]
+            git["dirty"], git["at"] = dirty[:MAX_DIRTY], at
+    evicted += tree.bound(nodes, cfg.max_entries)
+    out: dict[str, Any] = {**before, "nodes": nodes, "cwd": cwd, "seen": seen[-SEEN_WINDOW:]}
+    out["max_folders"] = cfg.max_folders  # read by render.section_items (inject's section)
+    if git:
+        out["git"] = git
+    if evicted:
+        out["evicted"] = evicted
+    if pending or "pending" in before:
+        out["pending"] = pending[-MAX_PENDING:]
+    return out
+
+
+def boot_lines(picture: Any) -> list[str] | None:
+    """The bootstrap picture's lines as kept: strings, redacted, bounded."""
+    lines = picture.get("lines") if isinstance(picture, Mapping) else None
+    if not isinstance(lines, list):
+        return None
+    out = [redact_text(x)[:MAX_BOOT_LINE] for x in lines if isinstance(x, str) and x.strip()]
+    return out[:MAX_BOOT_LINES] or None
+
+
+def summary(
+    wsmap: Mapping[str, Any], cfg: Config, now: int, picture: Any, size: int | None
+) -> WorkspaceSummary:
+    nodes: tree.Nodes = wsmap.get("nodes") or {}
+    root = render.project_root(nodes, wsmap.get("cwd"))
+    files = sum(1 for v in nodes.values() if v[0] != "d")
+    sources = ["observed"] if nodes or wsmap.get("git") else []
+    if wsmap.get("boot"):
+        sources.append("bootstrap")
+    out: WorkspaceSummary = {
+        "source": "+".join(sources) or "none",
+        "root": root,
+        "entries": len(nodes),
+        "files": files,
+        "folders": len(nodes) - files,
+        "changed": len(tree.changed_paths(nodes)),
+        "left_out": {"evicted": int(wsmap.get("evicted") or 0)},
+        "tree": render.tree_lines(nodes, root, now, cfg.report_lines) if cfg.report_lines else [],
+    }
+    if size is not None:
+        out["bytes"] = size
+    if isinstance(picture, Mapping):
+        boot = {k: picture[k] for k in ("root", "ms", "left_out", "error") if k in picture}
+        out["bootstrap"] = storable(boot)
+    return out
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    before = ctx.state.get(NAMESPACE) or {}
+    built = build(ctx, before, cfg)
+    wsmap = before if built is None else built
+    picture = ctx.hints.get(BOOT_HINT)
+    used = None
+    if picture is not None and "boot" not in wsmap:
+        used = picture  # reported, an error or what was left out too
+        lines = boot_lines(picture)
+        if lines:
+            wsmap = {**wsmap, "boot": lines}
+    # no call read (only ones still unanswered): the map is the one stored
+    read_none = built is not None and (built["seen"], built.get("pending")) == (
+        before.get("seen"),
+        before.get("pending"),
+    )
+    if wsmap is before or (read_none and wsmap is built):
+        wsmap, state, size = before, ctx.state, None
+    else:
+        try:  # its size, and whether the state can store it (lone surrogates in client text)
+            size = len(orjson.dumps(wsmap))
+        except TypeError:
+            wsmap = storable(wsmap)
+            size = len(orjson.dumps(wsmap))
+        state = ctx.state.with_value(NAMESPACE, wsmap)
+    return RuleResult(
+        ctx.messages, state, {"workspace": summary(wsmap, cfg, int(ctx.now), used, size)}
+    )
