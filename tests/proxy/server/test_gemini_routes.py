@@ -271,3 +271,30 @@ async def test_an_unknown_gemini_path_is_a_404_in_geminis_shape(tmp_path: Path) 
         wrong = await client.post("/v1beta/models", headers=HEADERS)
     assert got.status_code == 404 and got.json()["error"]["status"] == "NOT_FOUND"
     assert wrong.status_code == 405 and set(wrong.json()["error"]) == {"code", "message", "status"}
+
+
+async def test_a_workspace_root_takes_its_picture_for_a_gemini_session(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """Gemini's model is the path's, not the body's: the bootstrap picture is taken for it too,
+    and said on the session's second request."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "pyproject.toml").write_text('[project]\nname = "gemini-demo"\n')
+    cfg = settings(edge).model_copy(update={"workspace": settings_from_mapping(
+        {"workspace": {"root": str(root), "budget_ms": 2000}}
+    ).workspace})  # fmt: skip
+    edge.reply = Reply.json(answer())
+    first = body({"parts": [{"text": "start"}], "role": "user"})
+    second = body(
+        *first["contents"],
+        {"parts": [{"text": "Done."}], "role": "model"},
+        {"parts": [{"text": "go on"}], "role": "user"},
+    )
+    async with in_process(cfg, str(tmp_path / "db")) as client:
+        for sent in (first, second):
+            got = await client.post(PATH, json=sent, headers=HEADERS)
+            assert got.status_code == 200, got.text
+        rows = await logged(client)
+    assert "gemini-demo" in edge.last.body.decode()
+    assert rows[0]["report"]["workspace"]["source"] == "bootstrap"
