@@ -1,8 +1,12 @@
 """The per-session memory of recent entities: a list of events, oldest first (newest last),
 kept in state namespace ``entities``. Bounded by count (newest N) and age (TTL from first seen).
 
-An event: ``{"type": "file"|"folder", "name", "path", "action", "first_seen", "call_id", "seq",
-"tool"}`` plus ``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``.
+An event: ``{"type", "name", "path", "action", "first_seen", "call_id", "seq", "tool"}`` plus
+``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``. ``type`` is the
+entity's kind: file and folder (``path`` is the file's), or any other kind of the ``entities``
+pack or of a structured result (branch, commit, container, process, table, customer …), whose
+``path`` is its key ``kind:id``, with ``"id"``, ``"by"`` (the call that did it), ``"attrs"``
+(``{name: value}``) and ``"rel"`` (``[[relation, other key or path], …]``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rules.activity.entity_pack import Made
 from rules.activity.shell_parse import Effect
 
 NAMESPACE = "entities"
@@ -31,6 +36,31 @@ def make_event(effect: Effect, now: float, call_id: str, seq: int, tool: str) ->
     if effect.source:
         event["from"] = effect.source
     return event
+
+
+def made_event(made: Made, now: float, call_id: str, seq: int, tool: str) -> Event:
+    """The event of an entity beyond files (see the module's docstring)."""
+    event: Event = {
+        "type": made.kind,
+        "name": made.name or made.id,
+        "path": made.key,
+        "id": made.id,
+        "action": made.action,
+        "first_seen": now,
+        "call_id": call_id,
+        "seq": seq,
+        "tool": tool,
+        "by": made.by,
+    }
+    if made.attrs:
+        event["attrs"] = dict(made.attrs)
+    if made.rel:
+        event["rel"] = [list(r) for r in made.rel]
+    return event
+
+
+def is_file_kind(kind: object) -> bool:
+    return kind in ("file", "folder")
 
 
 def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[Event]:
