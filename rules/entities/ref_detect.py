@@ -19,7 +19,8 @@ from typing import Any
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
-__all__ = ["Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
+__all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
+OBJECT_WINDOW = 24  # characters around a mention where its verb is looked for
 
 # Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
@@ -41,6 +42,24 @@ class Mention:
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
+    entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
+    kinds: tuple[str, ...] = ()  # kinds its verb takes ("push it": branch, tag …; empty: any)
+    ordinal: int | None = None  # a position in a list: "the second customer"
+    anchor: Anchor | None = None  # a relation: the entity it is named through
+    needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The other entity of a relation ("the folder you just made" in "the file in the folder
+    you just made"): what it is, and the verb, actor and recency that were its."""
+
+    type: str | None
+    action: str | None = None
+    actions: tuple[str, ...] = ()
+    entity_actions: tuple[str, ...] = ()
+    actor: str | None = None
+    recency: bool = False
 
 
 def strip_injected(text: str) -> str:
@@ -129,37 +148,93 @@ def detect(
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
-                mention = _mention(lex, p.kind, kinds, m, original)
+                mention = _mention(lex, p, kinds, m, original, text)
                 if mention is not None:
                     taken[start:end] = b"\x01" * (end - start)
                     found.append(mention)
     return sorted(found, key=lambda x: x.start)
 
 
+def _noun_type(lex: Lexicon, noun: str | None) -> str | None:
+    typ = lex.words["type"].get(noun or "")
+    return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
+
+
+def _object_kinds(lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]) -> tuple[str, ...]:
+    """The kinds the mention's verb takes: its own ``{kop}`` slot, else an object verb just
+    before it ("push the branch …") or just after it (CJK: "那个分支推送", "ブランチをプッシュ")."""
+    word = g.get("kop")
+    if not word and lex.object_before is not None and lex.object_after is not None:
+        start, end = span
+        found = lex.object_before.search(text[max(0, start - OBJECT_WINDOW) : start]) or (
+            lex.object_after.search(text[end : end + OBJECT_WINDOW])
+        )
+        word = found.group("kop") if found else None
+    group = lex.words["kop"].get(word or "")
+    return lex.object_kinds.get(group, ()) if group else ()
+
+
+def _needs_noun(
+    lex: Lexicon, typ: str | None, action: str | None, g: Mapping[str, str | None], text: str,
+    span: tuple[int, int],
+) -> tuple[str, ...]:
+    """The kinds a mention without a noun cannot mean: none when its verb is about them
+    ("the one you installed", "push it")."""
+    if typ not in (None, "any") or (action is not None and not lex.groups.get(action, (action,))):
+        return ()
+    return () if _object_kinds(lex, g, text, span) else lex.needs_noun
+
+
+def _anchor(lex: Lexicon, p: Pattern, g: Mapping[str, str | None], action: str | None, actor: str | None) -> tuple[str | None, Anchor]:
+    """(the head noun, the anchor) of a relation match."""
+    first, second = g.get("type"), g.get("type__2")
+    head, other = (first, second) if p.head == 1 else (second, first)
+    mine = None if p.verb_head else action
+    anchor = Anchor(
+        type=_noun_type(lex, other),
+        action=mine,
+        actions=tuple(lex.groups.get(mine, (mine,))) if mine else (),
+        entity_actions=tuple(lex.entity_groups.get(mine, ())) if mine else (),
+        actor=None if actor in (None, "any") else actor,
+        recency=bool(_group(g, "rec") or _group(g, "rec_adj")),
+    )
+    return head, anchor
+
+
 def _mention(
     lex: Lexicon,
-    kind_name: str,
+    p: Pattern,
     kinds: Mapping[str, Kind],
     m: re.Match[str],
     original: str,
+    text: str,
 ) -> Mention | None:
     """The mention a match makes, or None: a weak noun ("log", "report") without a verb, or
     an actor its kind does not take."""
+    kind_name = p.kind
     g = m.groupdict()
-    noun = _group(g, "type") or ""
-    typ = lex.words["type"].get(noun)
     action = lex.words["verb"].get(_group(g, "verb") or "") or lex.words["verb_base"].get(
         _group(g, "verb_base") or ""
     )
+    actor = lex.words["actor"].get(_group(g, "actor") or "")
+    anchor = None
+    noun = _group(g, "type") or ""
+    if p.head:
+        head, anchor = _anchor(lex, p, g, action, actor)
+        noun = head or ""
+        if not p.verb_head:
+            action, actor = None, None
+    typ = lex.words["type"].get(noun)
     weak = typ == "weak"
     if weak:
         if action is None:
             return None
         typ = "file"
+    if kind_name == "object" and typ in (None, "any", "file", "folder", "weak", "format"):
+        return None  # "open the file": a verb and a noun alone name no file (too common)
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]
-    actor = lex.words["actor"].get(_group(g, "actor") or "")
     if kind.actor is not None and actor != kind.actor:
         return None
     hint, named = _hint(g.get("mod"))
@@ -186,4 +261,9 @@ def _mention(
         hint=hint,
         named=named,
         extensions=extensions,
+        entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
+        kinds=_object_kinds(lex, g, text, m.span()),
+        ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
+        anchor=anchor,
+        needs_noun=_needs_noun(lex, typ, action, g, text, m.span()),
     )

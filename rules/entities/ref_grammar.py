@@ -120,6 +120,10 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "verb_base": bases,
         "actor": _inverse(spec.get("actors") or {}),
         "weak": {},  # a weak noun -> the word names may hold ("ダンプ" -> "dump")
+        # a position in a list ("second", "第二", "두 번째", "2番目") -> its number
+        "ord": _inverse({str(n): w for n, w in (spec.get("ordinals") or {}).items()}),
+        # a verb that takes entities of some kinds ("push", "stop") -> its object_kinds group
+        "kop": _inverse(spec.get("object_verbs") or {}),
     }
     pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
     for hint, words in pairs:

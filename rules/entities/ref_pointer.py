@@ -1,0 +1,49 @@
+"""What a resolved reference says about its entity, in the model's terms: a self-contained
+description ("git branch feat/x (created by git checkout -b feat/x)", "customer Acme Corp (id
+cus_2; status flagged), item 2 of the result of search_customers(status=flagged)") and the
+semantic pointer a sub-agent gets: that description, the identifier, the session it came from,
+the sessions walked to find it and the confidence. Deterministic: no model writes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rules.activity.entity_pack import load_entity_pack
+from rules.report import ChainStep, Pointer, Reference
+
+_DONE = {"create": "created", "modify": "changed", "delete": "ended", "list": "shown"}
+_QUIET = ("position", "url", "html_url")  # said otherwise, or too long for a line
+
+
+def describe(e: Mapping[str, Any]) -> str:
+    """One line about an entity beyond files, from what its calls showed."""
+    kind = str(e.get("type"))
+    name, ident = str(e.get("name") or e.get("id")), str(e.get("id"))
+    text = f"{load_entity_pack().label(kind)} {name}"
+    attrs = e.get("attrs") if isinstance(e.get("attrs"), Mapping) else {}
+    details = [f"id {ident}"] if ident != name and not ident.startswith("/") else []
+    details += [f"{k} {v}" for k, v in attrs.items() if k not in _QUIET and str(v) != ident][:3]
+    if details:
+        text += f" ({'; '.join(details)})"
+    listed = next((r[1] for r in e.get("rel") or () if r[0] == "listed_in"), None)
+    if listed and attrs.get("position"):
+        return f"{text}, item {attrs['position']} of the result of {e.get('by')}"
+    done = _DONE.get(str(e.get("action")), str(e.get("action")))
+    return f"{text}, {done} by {e.get('by')}" if e.get("by") else text
+
+
+def pointer(
+    e: Mapping[str, Any], ref: Reference, chain: Sequence[ChainStep], session: str
+) -> Pointer:
+    """The semantic pointer of a resolved reference."""
+    entity = ref.get("entity") or {}
+    return {
+        "description": str(entity.get("description") or f"the {e.get('type')} {e.get('path')}"),
+        "id": str(e.get("id", e.get("path"))),
+        "kind": str(e.get("type")),
+        "session": session,
+        "session_path": [str(c["session"]) for c in chain if "session" in c],
+        "confidence": float(ref.get("confidence", 0.0)),
+    }
