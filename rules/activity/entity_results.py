@@ -43,9 +43,11 @@ def singular(word: str) -> str:
 def _tool_terms(pack: EntityPack, name: str) -> tuple[str | None, str | None]:
     """(the action the tool's name says, the kind it names)."""
     words = name_words(name)
-    action = next((pack.result_verbs[w] for w in words if w in pack.result_verbs), None)
+    verb = next((i for i, w in enumerate(words) if w in pack.result_verbs), None)
+    action = pack.result_verbs[words[verb]] if verb is not None else None
     skip = set(pack.results.get("not_kinds") or ())
-    nouns = [w for w in words if w not in pack.result_verbs and w not in skip and not w.isdigit()]
+    # the verb's own word is no kind; any other may be ("create_issue", "file_issue")
+    nouns = [w for i, w in enumerate(words) if i != verb and w not in skip and not w.isdigit()]
     return action, (singular(nouns[-1]) if nouns else None)
 
 
