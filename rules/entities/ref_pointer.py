@@ -14,24 +14,37 @@ from rules.activity.entity_pack import load_entity_pack
 from rules.report import ChainStep, Pointer, Reference
 
 _DONE = {"create": "created", "modify": "changed", "delete": "ended", "list": "shown"}
-_QUIET = ("position", "url", "html_url")  # said otherwise, or too long for a line
+_QUIET = ("position", "url", "html_url")
+_RUN = ("process", "container", "pod", "deployment")  # made by starting them  # said otherwise, or too long for a line
 
 
 def describe(e: Mapping[str, Any]) -> str:
-    """One line about an entity beyond files, from what its calls showed."""
+    """One line about an entity beyond files, from what its calls showed: "git branch feat/x
+    (created by git checkout -b feat/x)"."""
     kind = str(e.get("type"))
     name, ident = str(e.get("name") or e.get("id")), str(e.get("id"))
-    text = f"{load_entity_pack().label(kind)} {name}"
     attrs = e.get("attrs") if isinstance(e.get("attrs"), Mapping) else {}
-    details = [f"id {ident}"] if ident != name and not ident.startswith("/") else []
-    details += [f"{k} {v}" for k, v in attrs.items() if k not in _QUIET and str(v) != ident][:3]
-    if details:
-        text += f" ({'; '.join(details)})"
+    parts = [f"id {ident}"] if ident != name and not ident.startswith("/") else []
+    parts += [f"{k} {v}" for k, v in attrs.items() if k not in _QUIET and str(v) != ident][:3]
     listed = next((r[1] for r in e.get("rel") or () if r[0] == "listed_in"), None)
     if listed and attrs.get("position"):
-        return f"{text}, item {attrs['position']} of the result of {e.get('by')}"
-    done = _DONE.get(str(e.get("action")), str(e.get("action")))
-    return f"{text}, {done} by {e.get('by')}" if e.get("by") else text
+        parts.append(f"item {attrs['position']} of the result of {e.get('by')}")
+    elif e.get("by"):
+        done = _DONE.get(str(e.get("action")), str(e.get("action")))
+        done = "started" if done == "created" and kind in _RUN else done
+        parts.append(f"{done} by {e.get('by')}")
+    text = f"{load_entity_pack().label(kind)} {name}"
+    return f"{text} ({'; '.join(parts)})" if parts else text
+
+
+def with_age(description: str, age_s: int | None) -> str:
+    """``description`` with how long before the question its call was: "(…, 2 min ago)"."""
+    if age_s is None:
+        return description
+    age = f"{age_s} s" if age_s < 60 else f"{age_s // 60} min" if age_s < 3600 else f"{age_s // 3600} h"
+    if description.endswith(")"):
+        return f"{description[:-1]}, {age} ago)"
+    return f"{description} ({age} ago)"
 
 
 def pointer(

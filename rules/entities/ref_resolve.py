@@ -51,7 +51,9 @@ def entity_ref(event: Mapping[str, Any]) -> EntityRef:
     return ref
 
 
-def resolve(mention: Mention, pools: Sequence[Pool], cfg: Weights) -> Reference:
+def resolve(
+    mention: Mention, pools: Sequence[Pool], cfg: Weights, asked_at: float | None = None
+) -> Reference:
     """The first session (in ``pools``' order) with a fitting entity decides: its newest one,
     unless the confidence falls below the threshold or another from the same call fits as well."""
     chain: list[ChainStep] = []
@@ -82,6 +84,9 @@ def resolve(mention: Mention, pools: Sequence[Pool], cfg: Weights) -> Reference:
             ref["entity"] = entity_ref(top)
             ref["call_id"] = top.get("call_id")
             ref["pointer"] = pointer(top, ref, chain, session)
+            seen = top.get("first_seen")
+            if asked_at is not None and isinstance(seen, (int, float)):
+                ref["age_s"] = max(0, int(asked_at - seen))
         return ref
     ref["entity"] = None
     ref["confidence"] = 0.0

@@ -17,6 +17,7 @@ one of the candidates and clears the threshold.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from pydantic import Field, field_validator
@@ -28,6 +29,9 @@ from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_inje
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
+
+
+NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
 
 
 class Config(RuleConfig):
@@ -129,9 +133,19 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 events = anc.state.get(entity_cache.NAMESPACE) or []
                 fresh = entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)
                 ancestors.append((anc.session_id, anc.depth, fresh))
-    refs = [resolve(m, order_pools(m, own, ancestors), cfg) for m in mentions]
+    # when the question was first seen: an entity's age is told relative to it, so the block
+    # says the same on every request of the agent's tool loop (its bytes stay cacheable)
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    asked = ctx.state.get(NAMESPACE) or {}
+    if asked.get("text") == key and isinstance(asked.get("at"), (int, float)):
+        asked_at = float(asked["at"])
+        state = ctx.state
+    else:
+        asked_at = ctx.now
+        state = ctx.state.with_value(NAMESPACE, {"text": key, "at": ctx.now})
+    refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]
         refs = [settle(ref, picks.get(ref["mention"]), pools, cfg) for ref in refs]
-    return RuleResult.unchanged(ctx, {"references": refs})
+    return RuleResult(ctx.messages, state, {"references": refs})
