@@ -21,6 +21,10 @@ from tests.support.scenarios import Outcome, expected_kind, load, run
 LANGS = ("en", "zh", "ko", "ja")
 
 
+def _cell(cell: list[int] | None) -> str:
+    return f"{cell[0]}/{cell[1]}" if cell else "–"
+
+
 def table(outcomes: list[Outcome]) -> list[str]:
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for o in outcomes:
@@ -30,8 +34,7 @@ def table(outcomes: list[Outcome]) -> list[str]:
     kinds = sorted({k for k, _ in cells}, key=lambda k: (k == "abstain", k))
     lines = ["| kind | " + " | ".join(LANGS) + " | all |", "|---" * (len(LANGS) + 2) + "|"]
     for kind in kinds:
-        row = [f"{cells[(kind, lang)][0]}/{cells[(kind, lang)][1]}" if (kind, lang) in cells else "–"
-               for lang in (*LANGS, "")]  # fmt: skip
+        row = [_cell(cells.get((kind, lang))) for lang in (*LANGS, "")]
         lines.append(f"| {kind} | " + " | ".join(row) + " |")
     return lines
 
@@ -44,7 +47,9 @@ def calibration(outcomes: list[Outcome], threshold: float) -> dict[str, float]:
         expects = "abstain" not in o.scenario.expect
         should += expects
         if o.resolved:
-            confident = [r for r in o.references if r.get("entity") and r.get("confidence", 0) >= threshold]
+            confident = [
+                r for r in o.references if r.get("entity") and r.get("confidence", 0) >= threshold
+            ]
             resolved += bool(confident)
             right += bool(confident) and o.passed
         covered += expects and o.passed

@@ -111,7 +111,7 @@ def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     if strip and raw.startswith(str(strip)):
         raw = raw[len(str(strip)) :]
     if spec.get("package"):
-        if raw.startswith((".", "/", "~")) or "/" in raw and not raw.startswith("@"):
+        if raw.startswith((".", "/", "~")) or ("/" in raw and not raw.startswith("@")):
             return None  # a path or a URL: no package name
         raw = _VERSION.split(raw, 1)[0].lower()
     if spec.get("path"):
@@ -123,9 +123,9 @@ def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     return raw or None
 
 
-def _container_extras(rule: CommandRule, args: Sequence[str], cwd: str | None) -> tuple[
-    tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]
-]:
+def _container_extras(
+    rule: CommandRule, args: Sequence[str], cwd: str | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """(attributes, relations) of ``docker run``: published ports, mounted folders."""
     attrs: list[tuple[str, str]] = []
     rel: list[tuple[str, str]] = []
@@ -296,15 +296,15 @@ def command_entities(
         found = script_statements(pack, command)
         if found:
             facts.scripts[written[-1]] = found
-    for rule in pack.outputs:
-        if rule.kind == "process":
+    for printed in pack.outputs:
+        if printed.kind == "process":
             continue
-        for m in rule.regex.finditer(output[:MAX_SCAN]):
+        for m in printed.regex.finditer(output[:MAX_SCAN]):
             g = m.groupdict()
-            kind = pack.resource_kinds.get(g.get("kind") or "", rule.kind)
-            if rule.spec.get("kind_group") and kind == rule.kind:
+            kind = pack.resource_kinds.get(g.get("kind") or "", printed.kind)
+            if printed.spec.get("kind_group") and kind == printed.kind:
                 continue  # a word kubectl prints that names no kind we know
-            facts.made.append(Made(kind, g["id"], rule.action, g["id"], (), (), by))
+            facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, job))
     return facts

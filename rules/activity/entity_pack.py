@@ -134,4 +134,8 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
     out += [(f"entities.commands[{i}].id", c.id_re) for i, c in enumerate(pack.commands) if c.id_re]
     out += [(f"entities.outputs[{i}]", r.regex) for i, r in enumerate(pack.outputs)]
     out += [(f"entities.statements[{i}]", r.regex) for i, r in enumerate(pack.statements)]
-    return out + [("entities.background_pid", pack.background_pid), ("entities.returned_id", pack.returned_id)]
+    return [
+        *out,
+        ("entities.background_pid", pack.background_pid),
+        ("entities.returned_id", pack.returned_id),
+    ]

@@ -100,7 +100,11 @@ def _made(
     if ident is None:
         return None
     name = next(
-        (v for k in pack.results.get("name_keys") or () if (v := _scalar(obj.get(k), MAX_NAME_CHARS))),
+        (
+            v
+            for k in pack.results.get("name_keys") or ()
+            if (v := _scalar(obj.get(k), MAX_NAME_CHARS))
+        ),
         ident,
     )
     attrs = [
@@ -115,7 +119,9 @@ def _made(
     return Made(kind, ident, action, name, tuple(attrs[:8]), rel, by)
 
 
-def _lists(data: Any, kind: str | None) -> Iterator[tuple[str | None, Sequence[Any] | Mapping[str, Any]]]:
+def _lists(
+    data: Any, kind: str | None
+) -> Iterator[tuple[str | None, Sequence[Any] | Mapping[str, Any]]]:
     """(kind from its key, a list of objects or one object) within two levels of the result."""
     if isinstance(data, list):
         yield kind, data
@@ -124,7 +130,11 @@ def _lists(data: Any, kind: str | None) -> Iterator[tuple[str | None, Sequence[A
         return
     yield kind, data
     for key, value in list(data.items())[:50]:
-        if isinstance(value, (list, Mapping)) and isinstance(key, str) and _KIND.fullmatch(key.lower()):
+        if (
+            isinstance(value, (list, Mapping))
+            and isinstance(key, str)
+            and _KIND.fullmatch(key.lower())
+        ):
             inner = None if key.lower() in ("data", "items", "results", "records", "rows") else key
             sub = singular(inner.lower()) if inner else kind
             if isinstance(value, list):
@@ -163,8 +173,14 @@ def result_entities(
             continue
         objects = [o for o in found if isinstance(o, Mapping)][:cap]
         listed = [
-            _made(pack, o, sub_kind, "list" if action in (None, "list") else action, by,
-                  (f"call:{call}", i + 1))  # fmt: skip
+            _made(
+                pack,
+                o,
+                sub_kind,
+                "list" if action in (None, "list") else action,
+                by,
+                (f"call:{call}", i + 1),
+            )
             for i, o in enumerate(objects)
         ]
         if any(m is not None for m in listed):

@@ -160,7 +160,9 @@ def _noun_type(lex: Lexicon, noun: str | None) -> str | None:
     return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
 
 
-def _object_kinds(lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]) -> tuple[str, ...]:
+def _object_kinds(
+    lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
+) -> tuple[str, ...]:
     """The kinds the mention's verb takes: its own ``{kop}`` slot, else an object verb just
     before it ("push the branch …") or just after it (CJK: "那个分支推送", "ブランチをプッシュ")."""
     word = g.get("kop")
@@ -175,7 +177,11 @@ def _object_kinds(lex: Lexicon, g: Mapping[str, str | None], text: str, span: tu
 
 
 def _needs_noun(
-    lex: Lexicon, typ: str | None, action: str | None, g: Mapping[str, str | None], text: str,
+    lex: Lexicon,
+    typ: str | None,
+    action: str | None,
+    g: Mapping[str, str | None],
+    text: str,
     span: tuple[int, int],
 ) -> tuple[str, ...]:
     """The kinds a mention without a noun cannot mean: none when its verb is about them
@@ -185,7 +191,9 @@ def _needs_noun(
     return () if _object_kinds(lex, g, text, span) else lex.needs_noun
 
 
-def _anchor(lex: Lexicon, p: Pattern, g: Mapping[str, str | None], action: str | None, actor: str | None) -> tuple[str | None, Anchor]:
+def _anchor(
+    lex: Lexicon, p: Pattern, g: Mapping[str, str | None], action: str | None, actor: str | None
+) -> tuple[str | None, Anchor]:
     """(the head noun, the anchor) of a relation match."""
     first, second = g.get("type"), g.get("type__2")
     head, other = (first, second) if p.head == 1 else (second, first)

@@ -93,7 +93,9 @@ def _compile_language(
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 
-    def compile_template(template: str, kind: str, head: int = 0, verb_head: bool = False) -> Pattern:
+    def compile_template(
+        template: str, kind: str, head: int = 0, verb_head: bool = False
+    ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
             source = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), source)
@@ -158,7 +160,14 @@ def load_lexicons(
     object_kinds = _groups(data.get("object_kinds"))
     langs = tuple(
         _compile_language(
-            str(lang), spec, kinds, groups, formats, nouns, entity_groups, object_kinds,
+            str(lang),
+            spec,
+            kinds,
+            groups,
+            formats,
+            nouns,
+            entity_groups,
+            object_kinds,
             tuple(map(str, data.get("needs_noun") or ())),
         )
         for lang, spec in (data.get("languages") or {}).items()

@@ -15,7 +15,12 @@ from rules.report import ChainStep, Pointer, Reference
 
 _DONE = {"create": "created", "modify": "changed", "delete": "ended", "list": "shown"}
 _QUIET = ("position", "url", "html_url")
-_RUN = ("process", "container", "pod", "deployment")  # made by starting them  # said otherwise, or too long for a line
+_RUN = (
+    "process",
+    "container",
+    "pod",
+    "deployment",
+)  # made by starting them  # said otherwise, or too long for a line
 
 
 def describe(e: Mapping[str, Any]) -> str:
@@ -23,7 +28,8 @@ def describe(e: Mapping[str, Any]) -> str:
     (created by git checkout -b feat/x)"."""
     kind = str(e.get("type"))
     name, ident = str(e.get("name") or e.get("id")), str(e.get("id"))
-    attrs = e.get("attrs") if isinstance(e.get("attrs"), Mapping) else {}
+    found = e.get("attrs")
+    attrs: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     parts = [f"id {ident}"] if ident != name and not ident.startswith("/") else []
     parts += [f"{k} {v}" for k, v in attrs.items() if k not in _QUIET and str(v) != ident][:3]
     listed = next((r[1] for r in e.get("rel") or () if r[0] == "listed_in"), None)
@@ -41,7 +47,13 @@ def with_age(description: str, age_s: int | None) -> str:
     """``description`` with how long before the question its call was: "(…, 2 min ago)"."""
     if age_s is None:
         return description
-    age = f"{age_s} s" if age_s < 60 else f"{age_s // 60} min" if age_s < 3600 else f"{age_s // 3600} h"
+    age = (
+        f"{age_s} s"
+        if age_s < 60
+        else f"{age_s // 60} min"
+        if age_s < 3600
+        else f"{age_s // 3600} h"
+    )
     if description.endswith(")"):
         return f"{description[:-1]}, {age} ago)"
     return f"{description} ({age} ago)"
@@ -51,7 +63,7 @@ def pointer(
     e: Mapping[str, Any], ref: Reference, chain: Sequence[ChainStep], session: str
 ) -> Pointer:
     """The semantic pointer of a resolved reference."""
-    entity = ref.get("entity") or {}
+    entity: Mapping[str, Any] = ref.get("entity") or {}
     return {
         "description": str(entity.get("description") or f"the {e.get('type')} {e.get('path')}"),
         "id": str(e.get("id", e.get("path"))),

@@ -9,8 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rules.entities import cache as entity_cache
+from rules.entities.ref_candidates import kind_mismatch
 from rules.entities.ref_detect import Mention
-from rules.entities.ref_candidates import candidates, kind_mismatch
 from rules.entities.ref_pointer import describe, pointer
 from rules.entities.ref_relations import pick
 from rules.report import ChainStep, EntityRef, Reference
@@ -59,7 +59,8 @@ def resolve(
     chain: list[ChainStep] = []
     ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
     if kind_mismatch(mention):
-        ref.update(entity=None, confidence=0.0, chain=chain, abstained="kind_mismatch")
+        ref["entity"], ref["confidence"], ref["chain"] = None, 0.0, chain
+        ref["abstained"] = "kind_mismatch"
         return ref
     for session, depth, events in pools:
         cands, ties, crowd = pick(mention, events)

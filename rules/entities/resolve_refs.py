@@ -30,7 +30,6 @@ from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
-
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
 
 

@@ -161,13 +161,17 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             # a server still running when the call returned did start (its banner says so)
             for m in made.still_running(name, args, result, cwd, is_error):
                 seq += 1
-                new_events.append(entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name))
+                new_events.append(
+                    entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+                )
             continue
         before = cwd
         effects, cwd = call_effects(tools, verbs, name, args, result, cwd, known, cfg.persist_cwd)
         for m in made.of_call(name, args, result, before, effects, call_id(call)):
             seq += 1
-            new_events.append(entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name))
+            new_events.append(
+                entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+            )
         cwd = cwd_hint(tools, result) or cwd
         if cwd is not None and len(cwd) > MAX_PATH_CHARS:  # not a directory one can be in
             cwd = None

@@ -138,4 +138,7 @@ class MadeTracker:
         ]
         if not hits:
             return [m]
-        return [Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by) for e in hits]
+        return [
+            Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
+            for e in hits
+        ]

@@ -37,7 +37,9 @@ def test_the_set_covers_every_language_and_class() -> None:
 def test_calibration_no_confident_wrong_pointer() -> None:
     outcomes = [run(sc) for sc in SCENARIOS]
     cal = calibration(outcomes, resolve_refs.Config().threshold)
-    assert cal["confident_wrong"] == 0, [o.describe() for o in outcomes if o.resolved and not o.passed]
+    assert cal["confident_wrong"] == 0, [
+        o.describe() for o in outcomes if o.resolved and not o.passed
+    ]
     assert cal["precision"] >= 0.95
     assert cal["coverage"] >= 0.95
     lines = table(outcomes)
