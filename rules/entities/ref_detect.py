@@ -103,6 +103,7 @@ def _group(groups: Mapping[str, str | None], slot: str) -> str | None:
     return None
 
 
+_FILE_TYPES = (None, "any", "file", "folder", "weak", "format")
 _FILE_NAME = re.compile(r"[\w~-][\w.~/-]*\.[a-z0-9]+")
 
 
@@ -157,6 +158,8 @@ def detect(
 
 def _noun_type(lex: Lexicon, noun: str | None) -> str | None:
     typ = lex.words["type"].get(noun or "")
+    if typ == "project":
+        return "folder"
     return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
 
 
@@ -173,7 +176,9 @@ def _object_kinds(
         )
         word = found.group("kop") if found else None
     group = lex.words["kop"].get(word or "")
-    return lex.object_kinds.get(group, ()) if group else ()
+    if group:
+        return lex.object_kinds.get(group, ())
+    return lex.op_kinds if g.get("op") else ()  # "delete it": a file operation
 
 
 def _needs_noun(
@@ -233,6 +238,14 @@ def _mention(
         if not p.verb_head:
             action, actor = None, None
     typ = lex.words["type"].get(noun)
+    if typ == "project":  # "the project you just created", not "this project" (the workspace)
+        if action is None or not (actor or _group(g, "rec") or _group(g, "rec_adj") or anchor):
+            return None
+        typ = "folder"
+    if anchor is not None and not p.verb_head and anchor.type not in ("folder", None):
+        return None  # "the last commit in that file": nothing is inside a file
+    if kind_name == "demonstrative" and g.get("mod") and typ not in _FILE_TYPES:
+        return None  # "issues that require user input": "that" is a relative pronoun there
     weak = typ == "weak"
     if weak:
         if action is None:

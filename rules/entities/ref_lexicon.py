@@ -55,6 +55,7 @@ class Lexicon:
     object_before: re.Pattern[str] | None = None  # an object verb ending a window: "push "
     object_after: re.Pattern[str] | None = None  # an object verb opening a window: "を停止"
     needs_noun: tuple[str, ...] = ()  # kinds a mention without a noun does not mean
+    op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -82,6 +83,7 @@ def _compile_language(
     entity_groups: Mapping[str, tuple[str, ...]],
     object_kinds: Mapping[str, tuple[str, ...]],
     needs_noun: tuple[str, ...] = (),
+    op_kinds: tuple[str, ...] = (),
 ) -> Lexicon:
     """One language of the references pack: YAML data, shaped as ``references.yaml`` shows.
     Format names ("csv", "yaml") are file nouns in every language."""
@@ -132,7 +134,7 @@ def _compile_language(
     before = re.compile(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
     after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
-                   entity_groups, object_kinds, before, after, needs_noun)  # fmt: skip
+                   entity_groups, object_kinds, before, after, needs_noun, op_kinds)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:
@@ -169,6 +171,7 @@ def load_lexicons(
             entity_groups,
             object_kinds,
             tuple(map(str, data.get("needs_noun") or ())),
+            tuple(map(str, data.get("op_kinds") or ())),
         )
         for lang, spec in (data.get("languages") or {}).items()
     )
