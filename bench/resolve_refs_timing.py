@@ -51,7 +51,7 @@ def replay() -> tuple[list[float], int, int, int]:
             started = time.perf_counter()
             res = resolve_refs.apply(ctx, resolve_cfg)
             times.append((time.perf_counter() - started) * 1000)
-            state = tracked.state
+            state = res.state  # track_entities' and resolve_refs' own (the question's time)
             refs = res.report.get("references", [])
             mentions += len(refs)
             resolved += sum(1 for r in refs if r.get("entity"))

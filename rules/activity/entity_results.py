@@ -60,19 +60,29 @@ def _scalar(value: Any, limit: int) -> str | None:
     return None
 
 
+def canonical(pack: EntityPack, kind: str) -> str:
+    """A kind under its usual name: ``tickets`` -> ``issue`` (the pack's ``kind_aliases``)."""
+    word = singular(kind.lower())
+    return str((pack.results.get("kind_aliases") or {}).get(word, word))
+
+
 def _object_kind(pack: EntityPack, obj: Mapping[str, Any], fallback: str | None) -> str | None:
+    """The object's own kind field (``object``, ``entity_type``), else its ``type`` when that
+    names a known kind, else ``fallback`` (its list's key, the tool's noun), else any ``type``."""
     keys = list(pack.results.get("kind_keys") or ())
-    strong = [k for k in keys if k not in ("type", "kind")]
-    for key in strong:
+    known = set(pack.results.get("known_kinds") or ())
+    loose = [obj.get(k) for k in keys if k in ("type", "kind")]
+    for key in keys:
         value = obj.get(key)
         if isinstance(value, str) and _KIND.fullmatch(value.lower()):
-            return singular(value.lower())
+            word = singular(value.lower())
+            if key not in ("type", "kind") or word in known:
+                return canonical(pack, word)
     if fallback:
-        return fallback
-    for key in ("type", "kind"):
-        value = obj.get(key)
+        return canonical(pack, fallback)
+    for value in loose:
         if isinstance(value, str) and _KIND.fullmatch(value.lower()):
-            return singular(value.lower())
+            return canonical(pack, value)
     return None
 
 

@@ -123,9 +123,11 @@ def detect(
     lexicons: Sequence[Lexicon],
     languages: Sequence[str],
     min_base: float = 0.0,
+    beyond_files: bool = True,
 ) -> list[Mention]:
     """Mentions in order of position; of overlapping matches, the earlier pattern wins. Kinds
-    whose confidence cannot reach ``min_base`` are not looked for."""
+    whose confidence cannot reach ``min_base`` are not looked for, nor, without
+    ``beyond_files``, what only entities other than files could be (no session holds any)."""
     original = strip_injected(text)
     text = fold(original)
     lexicons = [
@@ -139,8 +141,11 @@ def detect(
             for m in _matches(p, text):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
+    lex_of = {x.lang: x for x in lexicons}
     for lex in lexicons:
         for p in lex.patterns:
+            if p.beyond_files and not beyond_files:
+                continue
             kind = kinds[p.kind]
             untyped = kinds[kind.untyped] if kind.untyped else kind
             if max(kind.base, untyped.base) < min_base:
@@ -153,7 +158,53 @@ def detect(
                 if mention is not None:
                     taken[start:end] = b"\x01" * (end - start)
                     found.append(mention)
-    return sorted(found, key=lambda x: x.start)
+    found = [_through(lex_of[m.lang], kinds, m, text, original, found) for m in found]
+    return sorted({id(m): m for m in found if m is not None}.values(), key=lambda x: x.start)
+
+
+RELATION_WINDOW = 80  # characters before a folder mention read for "the file in "
+
+
+def _through(
+    lex: Lexicon,
+    kinds: Mapping[str, Kind],
+    m: Mention,
+    text: str,
+    original: str,
+    found: list[Mention],
+) -> Mention:
+    """``m`` as the anchor of a relation when the words just before it name another entity
+    inside it ("the file in [the folder you just made]"), else ``m`` itself. Mentions within
+    those words give way (``found`` loses them)."""
+    if lex.relation_prefix is None or m.type != "folder" or m.anchor is not None:
+        return m
+    lo = max(0, m.start - RELATION_WINDOW)
+    hit = lex.relation_prefix.regex.search(text, lo, m.start)
+    if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
+        return m
+    g = hit.groupdict()
+    head = _noun_type(lex, g.get("type"))
+    if head is None:
+        return m
+    start = hit.start()
+    found[:] = [x for x in found if x is m or x.start + len(x.text) <= start or x.start >= m.start]
+    hint, named = _hint(g.get("mod"))
+    anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
+    return Mention(
+        text=original[start : m.start + len(m.text)].strip(),
+        start=start,
+        lang=m.lang,
+        kind="relation",
+        base=kinds["relation"].base,
+        type=head,
+        action=None,
+        recency=False,
+        hint=hint,
+        named=named,
+        kinds=_object_kinds(lex, {}, text, (start, m.start + len(m.text))),
+        ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
+        anchor=anchor,
+    )
 
 
 def _noun_type(lex: Lexicon, noun: str | None) -> str | None:
@@ -178,7 +229,11 @@ def _object_kinds(
     group = lex.words["kop"].get(word or "")
     if group:
         return lex.object_kinds.get(group, ())
-    return lex.op_kinds if g.get("op") else ()  # "delete it": a file operation
+    if g.get("op"):
+        return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
+    if word and word in lex.words["fop"]:
+        return lex.op_kinds  # "cat that thing": a file operation
+    return ()
 
 
 def _needs_noun(
@@ -239,7 +294,8 @@ def _mention(
             action, actor = None, None
     typ = lex.words["type"].get(noun)
     if typ == "project":  # "the project you just created", not "this project" (the workspace)
-        if action is None or not (actor or _group(g, "rec") or _group(g, "rec_adj") or anchor):
+        made = action is not None and (actor or _group(g, "rec"))
+        if not (made or _group(g, "rec_adj") or anchor):
             return None
         typ = "folder"
     if anchor is not None and not p.verb_head and anchor.type not in ("folder", None):
@@ -251,7 +307,9 @@ def _mention(
         if action is None:
             return None
         typ = "file"
-    if kind_name == "object" and typ in (None, "any", "file", "folder", "weak", "format"):
+    if kind_name == "object" and g.get("pron"):
+        kind_name = "pronoun_op"  # "push it"
+    elif kind_name == "object" and typ in _FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:

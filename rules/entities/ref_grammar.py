@@ -124,6 +124,8 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "ord": _inverse({str(n): w for n, w in (spec.get("ordinals") or {}).items()}),
         # a verb that takes entities of some kinds ("push", "stop") -> its object_kinds group
         "kop": _inverse(spec.get("object_verbs") or {}),
+        # a file's verbs, looked for around a mention ("cat that thing")
+        "fop": dict.fromkeys(_words(spec.get("file_verbs") or ()), "file"),
     }
     pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
     for hint, words in pairs:

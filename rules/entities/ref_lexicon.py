@@ -38,6 +38,7 @@ class Pattern:
     word_start: bool  # its template began with \b: the character before must not be a word's
     head: int = 0  # a relation: which of its two nouns is the one meant (1, 2); 0: no relation
     verb_head: bool = False  # a relation whose verb is the head's ("the table that script made")
+    beyond_files: bool = False  # names entities other than files only: run when some exist
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class Lexicon:
     object_after: re.Pattern[str] | None = None  # an object verb opening a window: "を停止"
     needs_noun: tuple[str, ...] = ()  # kinds a mention without a noun does not mean
     op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
+    relation_prefix: Pattern | None = None  # "the file in " before a folder mention
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -96,7 +98,7 @@ def _compile_language(
     builtin = builtin_strings("references")
 
     def compile_template(
-        template: str, kind: str, head: int = 0, verb_head: bool = False
+        template: str, kind: str, head: int = 0, verb_head: bool = False, beyond: bool = False
     ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
@@ -117,7 +119,7 @@ def _compile_language(
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
-        return Pattern(kind, regex, word_start, head, verb_head)
+        return Pattern(kind, regex, word_start, head, verb_head, beyond)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -125,16 +127,20 @@ def _compile_language(
         if kind not in kinds:
             raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
         head = int(item.get("head") or 0)
-        patterns.append(compile_template(str(item["re"]), kind, head, item.get("verb") == "head"))
+        verb_head, beyond = item.get("verb") == "head", bool(item.get("beyond_files"))
+        patterns.append(compile_template(str(item["re"]), kind, head, verb_head, beyond))
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
-    kop = alternations["kop"]
+    kop = ref_grammar.alternation([*words["kop"], *words["fop"]], space)
     # bounded windows around a mention (see ref_detect): its verb before it, or after it (CJK)
     before = re.compile(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
     after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
+    prefix = spec.get("relation_prefix")
+    relation = compile_template(str(prefix), "relation", 1) if prefix else None
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
-                   entity_groups, object_kinds, before, after, needs_noun, op_kinds)  # fmt: skip
+                   entity_groups, object_kinds, before, after, needs_noun, op_kinds,
+                   relation)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:

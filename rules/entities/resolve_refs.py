@@ -98,12 +98,16 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 @text_cache(max_chars=4_000_000)
 def _mentions(
-    text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...], threshold: float
+    text: str,
+    extra_packs: tuple[str, ...],
+    languages: tuple[str, ...],
+    threshold: float,
+    beyond_files: bool,
 ) -> tuple[Mention, ...]:
     """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
     base confidence is below the threshold (a bare "it") could never resolve: left out."""
     kinds, lexicons = load_lexicons(extra_packs)
-    found = detect(text, kinds, lexicons, languages, min_base=threshold)
+    found = detect(text, kinds, lexicons, languages, threshold, beyond_files)
     return tuple(m for m in found if m.base >= threshold)
 
 
@@ -115,33 +119,38 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]
-    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold)
+    stored = ctx.state.get(entity_cache.NAMESPACE) or []
+    reach = [stored, *(a.state.get(entity_cache.NAMESPACE) or [] for a in ctx.ancestors)]
+    beyond = any("id" in e for events in reach for e in events if isinstance(e, dict))
+    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, beyond)
     mentions = found[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
-    # Only what existed when the user wrote: calls made after the message cannot be meant.
-    later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
-    events = entity_cache.fresh(
-        ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
-    )
-    own: Pool = (ctx.session_id, 0, [e for e in events if e.get("call_id") not in later])
+    # When the question was first seen: an entity's age is told relative to it, so the block
+    # says the same on every request of the agent's tool loop (its bytes stay cacheable).
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    key = f"{idx}:{digest}"
+    asked = ctx.state.get(NAMESPACE) or {}
+    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    # Only what existed when the user wrote: calls made after the message cannot be meant. Seen
+    # before, the question's time says it (events first seen later came after it); at its first
+    # sighting the calls after it in the request are read (a long tool loop: once per question).
+    if asked.get("text") == key and isinstance(asked.get("at"), (int, float)):
+        asked_at, state = float(asked["at"]), ctx.state
+        mine = [e for e in events if float(e.get("first_seen", 0)) <= asked_at]
+    else:
+        asked_at = ctx.now
+        state = ctx.state.with_value(NAMESPACE, {"text": key, "at": ctx.now})
+        later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
+        mine = [e for e in events if e.get("call_id") not in later]
+    own: Pool = (ctx.session_id, 0, mine)
     ancestors: list[Pool] = []
     if cfg.use_ancestors:
         for anc in ctx.ancestors:
             if anc.depth <= cfg.max_ancestor_depth:
-                events = anc.state.get(entity_cache.NAMESPACE) or []
-                fresh = entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)
+                found_events = anc.state.get(entity_cache.NAMESPACE) or []
+                fresh = entity_cache.fresh(found_events, ctx.now, cfg.ttl_seconds)
                 ancestors.append((anc.session_id, anc.depth, fresh))
-    # when the question was first seen: an entity's age is told relative to it, so the block
-    # says the same on every request of the agent's tool loop (its bytes stay cacheable)
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
-    asked = ctx.state.get(NAMESPACE) or {}
-    if asked.get("text") == key and isinstance(asked.get("at"), (int, float)):
-        asked_at = float(asked["at"])
-        state = ctx.state
-    else:
-        asked_at = ctx.now
-        state = ctx.state.with_value(NAMESPACE, {"text": key, "at": ctx.now})
     refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
