@@ -63,6 +63,24 @@ def is_file_kind(kind: object) -> bool:
     return kind in ("file", "folder")
 
 
+_MINOR = ("package", "row")  # entities beyond files that no object verb alone brings to mind
+
+
+def sorts(events: Iterable[Any]) -> frozenset[str]:
+    """Which sorts of entities beyond files ``events`` hold: ``objects`` (packages and rows
+    aside), ``listed`` (shown in a list), ``related`` (with a relation kept). Reference patterns
+    that need one are not run without it."""
+    out: set[str] = set()
+    for e in events:
+        if not isinstance(e, dict) or "id" not in e:
+            continue
+        if e.get("type") not in _MINOR:
+            out.add("objects")
+        for r in e.get("rel") or ():
+            out.add("listed" if r and r[0] == "listed_in" else "related")
+    return frozenset(out)
+
+
 def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[Event]:
     """Events not older than ``ttl`` seconds (valid dicts only: state may come from older code)."""
     out = []

@@ -17,10 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
+from rules.entities.ref_match import (
+    FILE_TYPES,
+    Anchor,
+    name_hint,
+    needs_noun,
+    noun_type,
+    object_kinds,
+    relation_anchor,
+    slot_word,
+)
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 __all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
-OBJECT_WINDOW = 24  # characters around a mention where its verb is looked for
 
 # Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
@@ -47,19 +56,6 @@ class Mention:
     ordinal: int | None = None  # a position in a list: "the second customer"
     anchor: Anchor | None = None  # a relation: the entity it is named through
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """The other entity of a relation ("the folder you just made" in "the file in the folder
-    you just made"): what it is, and the verb, actor and recency that were its."""
-
-    type: str | None
-    action: str | None = None
-    actions: tuple[str, ...] = ()
-    entity_actions: tuple[str, ...] = ()
-    actor: str | None = None
-    recency: bool = False
 
 
 def strip_injected(text: str) -> str:
@@ -95,39 +91,17 @@ def _matches(p: Pattern, text: str) -> Any:
         pos = end if end > start else end + 1
 
 
-def _group(groups: Mapping[str, str | None], slot: str) -> str | None:
-    """The word a slot matched (its first filled occurrence in the template)."""
-    for name in (slot, f"{slot}__2", f"{slot}__3"):
-        if groups.get(name):
-            return groups[name]
-    return None
-
-
-_FILE_TYPES = (None, "any", "file", "folder", "weak", "format")
-_FILE_NAME = re.compile(r"[\w~-][\w.~/-]*\.[a-z0-9]+")
-
-
-def _hint(word: str | None) -> tuple[str | None, bool]:
-    """(a word before the noun usable against names, whether it is a file name): "jsonl" and
-    "backup" may be part of a name (plain ASCII, 3+ characters); "day-8.md" is one."""
-    word = (word or "").strip()
-    if _FILE_NAME.fullmatch(word):
-        return word, True
-    plain = len(word) >= 3 and word.isascii() and word.replace("_", "").replace("-", "").isalnum()
-    return (word if plain else None), False
-
-
 def detect(
     text: str,
     kinds: Mapping[str, Kind],
     lexicons: Sequence[Lexicon],
     languages: Sequence[str],
     min_base: float = 0.0,
-    beyond_files: bool = True,
+    present: frozenset[str] | None = None,
 ) -> list[Mention]:
     """Mentions in order of position; of overlapping matches, the earlier pattern wins. Kinds
-    whose confidence cannot reach ``min_base`` are not looked for, nor, without
-    ``beyond_files``, what only entities other than files could be (no session holds any)."""
+    whose confidence cannot reach ``min_base`` are not looked for, nor patterns that need
+    entities of a sort not ``present`` (``objects``, ``listed``, ``related``; None: all are)."""
     original = strip_injected(text)
     text = fold(original)
     lexicons = [
@@ -144,7 +118,7 @@ def detect(
     lex_of = {x.lang: x for x in lexicons}
     for lex in lexicons:
         for p in lex.patterns:
-            if p.beyond_files and not beyond_files:
+            if p.needs and present is not None and p.needs not in present:
                 continue
             kind = kinds[p.kind]
             untyped = kinds[kind.untyped] if kind.untyped else kind
@@ -183,12 +157,12 @@ def _through(
     if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
         return m
     g = hit.groupdict()
-    head = _noun_type(lex, g.get("type"))
+    head = noun_type(lex, g.get("type"))
     if head is None:
         return m
     start = hit.start()
     found[:] = [x for x in found if x is m or x.start + len(x.text) <= start or x.start >= m.start]
-    hint, named = _hint(g.get("mod"))
+    hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
     return Mention(
         text=original[start : m.start + len(m.text)].strip(),
@@ -201,72 +175,10 @@ def _through(
         recency=False,
         hint=hint,
         named=named,
-        kinds=_object_kinds(lex, {}, text, (start, m.start + len(m.text))),
+        kinds=object_kinds(lex, {}, text, (start, m.start + len(m.text))),
         ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
         anchor=anchor,
     )
-
-
-def _noun_type(lex: Lexicon, noun: str | None) -> str | None:
-    typ = lex.words["type"].get(noun or "")
-    if typ == "project":
-        return "folder"
-    return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
-
-
-def _object_kinds(
-    lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
-) -> tuple[str, ...]:
-    """The kinds the mention's verb takes: its own ``{kop}`` slot, else an object verb just
-    before it ("push the branch …") or just after it (CJK: "那个分支推送", "ブランチをプッシュ")."""
-    word = g.get("kop")
-    if not word and lex.object_before is not None and lex.object_after is not None:
-        start, end = span
-        found = lex.object_before.search(text[max(0, start - OBJECT_WINDOW) : start]) or (
-            lex.object_after.search(text[end : end + OBJECT_WINDOW])
-        )
-        word = found.group("kop") if found else None
-    group = lex.words["kop"].get(word or "")
-    if group:
-        return lex.object_kinds.get(group, ())
-    if g.get("op"):
-        return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
-    if word and word in lex.words["fop"]:
-        return lex.op_kinds  # "cat that thing": a file operation
-    return ()
-
-
-def _needs_noun(
-    lex: Lexicon,
-    typ: str | None,
-    action: str | None,
-    g: Mapping[str, str | None],
-    text: str,
-    span: tuple[int, int],
-) -> tuple[str, ...]:
-    """The kinds a mention without a noun cannot mean: none when its verb is about them
-    ("the one you installed", "push it")."""
-    if typ not in (None, "any") or (action is not None and not lex.groups.get(action, (action,))):
-        return ()
-    return () if _object_kinds(lex, g, text, span) else lex.needs_noun
-
-
-def _anchor(
-    lex: Lexicon, p: Pattern, g: Mapping[str, str | None], action: str | None, actor: str | None
-) -> tuple[str | None, Anchor]:
-    """(the head noun, the anchor) of a relation match."""
-    first, second = g.get("type"), g.get("type__2")
-    head, other = (first, second) if p.head == 1 else (second, first)
-    mine = None if p.verb_head else action
-    anchor = Anchor(
-        type=_noun_type(lex, other),
-        action=mine,
-        actions=tuple(lex.groups.get(mine, (mine,))) if mine else (),
-        entity_actions=tuple(lex.entity_groups.get(mine, ())) if mine else (),
-        actor=None if actor in (None, "any") else actor,
-        recency=bool(_group(g, "rec") or _group(g, "rec_adj")),
-    )
-    return head, anchor
 
 
 def _mention(
@@ -281,26 +193,26 @@ def _mention(
     an actor its kind does not take."""
     kind_name = p.kind
     g = m.groupdict()
-    action = lex.words["verb"].get(_group(g, "verb") or "") or lex.words["verb_base"].get(
-        _group(g, "verb_base") or ""
+    action = lex.words["verb"].get(slot_word(g, "verb") or "") or lex.words["verb_base"].get(
+        slot_word(g, "verb_base") or ""
     )
-    actor = lex.words["actor"].get(_group(g, "actor") or "")
+    actor = lex.words["actor"].get(slot_word(g, "actor") or "")
     anchor = None
-    noun = _group(g, "type") or ""
+    noun = slot_word(g, "type") or ""
     if p.head:
-        head, anchor = _anchor(lex, p, g, action, actor)
+        head, anchor = relation_anchor(lex, p, g, action, actor)
         noun = head or ""
         if not p.verb_head:
             action, actor = None, None
     typ = lex.words["type"].get(noun)
     if typ == "project":  # "the project you just created", not "this project" (the workspace)
-        made = action is not None and (actor or _group(g, "rec"))
-        if not (made or _group(g, "rec_adj") or anchor):
+        made = action is not None and (actor or slot_word(g, "rec"))
+        if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
     if anchor is not None and not p.verb_head and anchor.type not in ("folder", None):
         return None  # "the last commit in that file": nothing is inside a file
-    if kind_name == "demonstrative" and g.get("mod") and typ not in _FILE_TYPES:
+    if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
         return None  # "issues that require user input": "that" is a relative pronoun there
     weak = typ == "weak"
     if weak:
@@ -309,17 +221,17 @@ def _mention(
         typ = "file"
     if kind_name == "object" and g.get("pron"):
         kind_name = "pronoun_op"  # "push it"
-    elif kind_name == "object" and typ in _FILE_TYPES:
+    elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]
     if kind.actor is not None and actor != kind.actor:
         return None
-    hint, named = _hint(g.get("mod"))
+    hint, named = name_hint(g.get("mod"))
     if weak and hint is None:
         # "the summary you saved": summary.md, if there is one
-        hint = _hint(lex.words["weak"].get(noun, noun))[0]
+        hint = name_hint(lex.words["weak"].get(noun, noun))[0]
     extensions = lex.formats.get(noun) or lex.formats.get((g.get("mod") or "").strip()) or ()
     if typ == "format":
         typ = "file"
@@ -333,7 +245,7 @@ def _mention(
         base=kind.base,
         type=None if typ == "any" else typ,
         action=action,
-        recency=bool(_group(g, "rec") or _group(g, "rec_adj")),
+        recency=bool(slot_word(g, "rec") or slot_word(g, "rec_adj")),
         actions=tuple(lex.groups.get(action, (action,))) if action else (),
         actor=None if actor in (None, "any") else actor,
         crowd=kind.crowd,
@@ -341,8 +253,8 @@ def _mention(
         named=named,
         extensions=extensions,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
-        kinds=_object_kinds(lex, g, text, m.span()),
+        kinds=object_kinds(lex, g, text, m.span()),
         ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
         anchor=anchor,
-        needs_noun=_needs_noun(lex, typ, action, g, text, m.span()),
+        needs_noun=needs_noun(lex, typ, action, g, text, m.span()),
     )

@@ -38,7 +38,7 @@ class Pattern:
     word_start: bool  # its template began with \b: the character before must not be a word's
     head: int = 0  # a relation: which of its two nouns is the one meant (1, 2); 0: no relation
     verb_head: bool = False  # a relation whose verb is the head's ("the table that script made")
-    beyond_files: bool = False  # names entities other than files only: run when some exist
+    needs: str | None = None  # objects | listed | related: run only when such entities exist
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ def _compile_language(
     builtin = builtin_strings("references")
 
     def compile_template(
-        template: str, kind: str, head: int = 0, verb_head: bool = False, beyond: bool = False
+        template: str, kind: str, head: int = 0, verb_head: bool = False, needs: str | None = None
     ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
@@ -119,7 +119,7 @@ def _compile_language(
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
-        return Pattern(kind, regex, word_start, head, verb_head, beyond)
+        return Pattern(kind, regex, word_start, head, verb_head, needs)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -127,8 +127,10 @@ def _compile_language(
         if kind not in kinds:
             raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
         head = int(item.get("head") or 0)
-        verb_head, beyond = item.get("verb") == "head", bool(item.get("beyond_files"))
-        patterns.append(compile_template(str(item["re"]), kind, head, verb_head, beyond))
+        needs = str(item["needs"]) if item.get("needs") else None
+        patterns.append(
+            compile_template(str(item["re"]), kind, head, item.get("verb") == "head", needs)
+        )
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None

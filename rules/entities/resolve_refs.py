@@ -102,12 +102,12 @@ def _mentions(
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
-    beyond_files: bool,
+    present: frozenset[str],
 ) -> tuple[Mention, ...]:
     """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
     base confidence is below the threshold (a bare "it") could never resolve: left out."""
     kinds, lexicons = load_lexicons(extra_packs)
-    found = detect(text, kinds, lexicons, languages, threshold, beyond_files)
+    found = detect(text, kinds, lexicons, languages, threshold, present)
     return tuple(m for m in found if m.base >= threshold)
 
 
@@ -121,8 +121,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         text = text[:half] + "\n" + text[-half:]
     stored = ctx.state.get(entity_cache.NAMESPACE) or []
     reach = [stored, *(a.state.get(entity_cache.NAMESPACE) or [] for a in ctx.ancestors)]
-    beyond = any("id" in e for events in reach for e in events if isinstance(e, dict))
-    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, beyond)
+    present = entity_cache.sorts(e for events in reach for e in events)
+    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
     mentions = found[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
