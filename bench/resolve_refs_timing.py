@@ -30,6 +30,7 @@ def replay() -> tuple[list[float], int, int, int]:
     track_cfg, resolve_cfg = track_entities.Config(), resolve_refs.Config()
     # a fresh memo of detected mentions: every message is seen for the first time, as live
     resolve_refs._mentions = text_cache(max_chars=4_000_000)(resolve_refs._mentions.__wrapped__)
+    resolve_refs._scan = text_cache(max_chars=4_000_000)(resolve_refs._scan.__wrapped__)
     times: list[float] = []
     mentions = resolved = 0
     tokens = FakeTokens()

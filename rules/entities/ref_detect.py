@@ -11,8 +11,9 @@ becomes a ``Mention``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +52,8 @@ class Mention:
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
+    rank: int = 0  # the pattern's place in its language's list: of two overlapping, the first wins
+    end: int = 0  # where its match ended
     entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
     kinds: tuple[str, ...] = ()  # kinds its verb takes ("push it": branch, tag …; empty: any)
     ordinal: int | None = None  # a position in a list: "the second customer"
@@ -91,6 +94,9 @@ def _matches(p: Pattern, text: str) -> Any:
         pos = end if end > start else end + 1
 
 
+Select = Callable[[Pattern], bool]
+
+
 def detect(
     text: str,
     kinds: Mapping[str, Kind],
@@ -102,6 +108,28 @@ def detect(
     """Mentions in order of position; of overlapping matches, the earlier pattern wins. Kinds
     whose confidence cannot reach ``min_base`` are not looked for, nor patterns that need
     entities of a sort not ``present`` (``objects``, ``listed``, ``related``; None: all are)."""
+    found = scan(text, kinds, lexicons, languages, min_base, wanted(present))
+    return finish(text, kinds, lexicons, found)
+
+
+def wanted(present: frozenset[str] | None, needed_only: bool = False) -> Select:
+    """Which patterns a scan runs: those needing nothing (unless ``needed_only``) and those
+    whose need is ``present`` (None: every need is)."""
+    return lambda p: (
+        (not p.needs and not needed_only)
+        or (bool(p.needs) and (present is None or p.needs in present))
+    )
+
+
+def scan(
+    text: str,
+    kinds: Mapping[str, Kind],
+    lexicons: Sequence[Lexicon],
+    languages: Sequence[str],
+    min_base: float,
+    select: Select,
+) -> list[Mention]:
+    """The mentions the ``select``-ed patterns find (see ``detect``), before ``finish``."""
     original = strip_injected(text)
     text = fold(original)
     lexicons = [
@@ -115,10 +143,9 @@ def detect(
             for m in _matches(p, text):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
-    lex_of = {x.lang: x for x in lexicons}
     for lex in lexicons:
-        for p in lex.patterns:
-            if p.needs and present is not None and p.needs not in present:
+        for rank, p in enumerate(lex.patterns):
+            if not select(p):
                 continue
             kind = kinds[p.kind]
             untyped = kinds[kind.untyped] if kind.untyped else kind
@@ -131,9 +158,41 @@ def detect(
                 mention = _mention(lex, p, kinds, m, original, text)
                 if mention is not None:
                     taken[start:end] = b"\x01" * (end - start)
-                    found.append(mention)
-    found = [_through(lex_of[m.lang], kinds, m, text, original, found) for m in found]
-    return sorted({id(m): m for m in found if m is not None}.values(), key=lambda x: x.start)
+                    found.append(dataclasses.replace(mention, rank=rank, end=end))
+    return found
+
+
+def merge(*layers: Sequence[Mention]) -> list[Mention]:
+    """Mentions of separate scans as one scan would have found them: of overlapping ones, the
+    earlier pattern's wins. Linear: a mask of claimed characters per language."""
+    found = [m for layer in layers for m in layer]
+    size = max((m.end for m in found), default=0)
+    masks: dict[str, bytearray] = {}
+    out: list[Mention] = []
+    for m in sorted(found, key=lambda m: (m.rank, m.start)):
+        mask = masks.setdefault(m.lang, bytearray(size))
+        if m.end > m.start and mask.find(1, m.start, m.end) < 0:
+            mask[m.start : m.end] = b"\x01" * (m.end - m.start)
+            out.append(m)
+    return out
+
+
+def finish(
+    text: str, kinds: Mapping[str, Kind], lexicons: Sequence[Lexicon], found: Sequence[Mention]
+) -> list[Mention]:
+    """Found mentions in order of position, each read as a relation's anchor when the words
+    before it say so ("the file in [the folder you just made]"); a mention within those words
+    gives way."""
+    original = strip_injected(text)
+    text = fold(original)
+    lex_of = {x.lang: x for x in lexicons}
+    done = [_through(lex_of[m.lang], kinds, m, text, original) for m in found]
+    prefix = bytearray(len(text) + 1)  # the words a relation read before its anchor
+    for new, old in zip(done, found, strict=True):
+        if new is not old:
+            prefix[new.start : old.start] = b"\x01" * (old.start - new.start)
+    kept = [m for m, old in zip(done, found, strict=True) if m is not old or prefix[m.start] == 0]
+    return sorted(kept, key=lambda x: x.start)
 
 
 RELATION_WINDOW = 80  # characters before a folder mention read for "the file in "
@@ -145,11 +204,9 @@ def _through(
     m: Mention,
     text: str,
     original: str,
-    found: list[Mention],
 ) -> Mention:
     """``m`` as the anchor of a relation when the words just before it name another entity
-    inside it ("the file in [the folder you just made]"), else ``m`` itself. Mentions within
-    those words give way (``found`` loses them)."""
+    inside it ("the file in [the folder you just made]"), else ``m`` itself."""
     if lex.relation_prefix is None or m.type != "folder" or m.anchor is not None:
         return m
     lo = max(0, m.start - RELATION_WINDOW)
@@ -161,7 +218,6 @@ def _through(
     if head is None:
         return m
     start = hit.start()
-    found[:] = [x for x in found if x is m or x.start + len(x.text) <= start or x.start >= m.start]
     hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
     return Mention(

@@ -25,7 +25,15 @@ from pydantic import Field, field_validator
 from rules.activity.storable import stored_id
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
-from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_injected
+from rules.entities.ref_detect import (
+    Mention,
+    finish,
+    load_lexicons,
+    merge,
+    scan,
+    strip_injected,
+    wanted,
+)
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
@@ -97,6 +105,22 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 
 @text_cache(max_chars=4_000_000)
+def _scan(
+    text: str,
+    extra_packs: tuple[str, ...],
+    languages: tuple[str, ...],
+    threshold: float,
+    present: frozenset[str] | None,
+) -> tuple[Mention, ...]:
+    """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
+    many times. ``present`` None: the patterns that need nothing; else only those needing what
+    is present (a session's first commit scans its question again for these alone)."""
+    kinds, lexicons = load_lexicons(extra_packs)
+    select = wanted(frozenset(), False) if present is None else wanted(present, True)
+    return tuple(scan(text, kinds, lexicons, languages, threshold, select))
+
+
+@text_cache(max_chars=4_000_000)
 def _mentions(
     text: str,
     extra_packs: tuple[str, ...],
@@ -104,10 +128,13 @@ def _mentions(
     threshold: float,
     present: frozenset[str],
 ) -> tuple[Mention, ...]:
-    """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
-    base confidence is below the threshold (a bare "it") could never resolve: left out."""
+    """Kinds whose base confidence is below the threshold (a bare "it") could never resolve:
+    left out."""
     kinds, lexicons = load_lexicons(extra_packs)
-    found = detect(text, kinds, lexicons, languages, threshold, present)
+    layers = [_scan(text, extra_packs, languages, threshold, None)]
+    if present:
+        layers.append(_scan(text, extra_packs, languages, threshold, present))
+    found = finish(text, kinds, lexicons, merge(*layers))
     return tuple(m for m in found if m.base >= threshold)
 
 
