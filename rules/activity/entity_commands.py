@@ -154,7 +154,8 @@ def _apply_rule(
         kind = pack.resource_kinds.get(word, "")
         if not kind:
             return
-    if rule.output is not None and "flag" not in rule.spec:
+    named = _rule_ids(rule, args) if "flag" in rule.spec else []
+    if rule.output is not None and not named:  # `docker run` without --name: its printed id
         for m in rule.output.finditer(output[:MAX_SCAN]):
             groups = m.groupdict()
             ident = groups.get("id") or rule.spec.get("fixed_id")

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from bench.entities_eval import calibration, table
+from rules.context.inject_text import reference_lines
 from rules.entities import resolve_refs
-from tests.support.scenarios import Scenario, load, run
+from tests.support.factories import assistant, user
+from tests.support.scenarios import Scenario, _Session, load, run
 
 SET = Path(__file__).resolve().parent / "scenarios" / "entities.yaml"
 SCENARIOS = load(SET)
@@ -45,3 +47,33 @@ def test_calibration_no_confident_wrong_pointer() -> None:
     lines = table(outcomes)
     assert lines[0].startswith("| kind | en | zh | ko | ja |")
     assert any(line.startswith("| abstain |") for line in lines)
+
+
+def test_the_block_line_names_the_entity_and_stays_the_same_through_the_tool_loop() -> None:
+    agent = _Session("a", "/w", 1_700_000_000.0)
+    agent.step({"shell": "git checkout -b feat/x", "output": "Switched to a new branch 'feat/x'"})
+    agent.step({"wait": 110})
+    agent.messages.append(assistant("Done."))
+    agent.messages.append(user("push the branch you just made"))
+    agent.now += 10
+    first = agent.send(resolve=True)["references"]
+    # the agent's tool loop: the same question, later, with a call after it
+    agent.step({"shell": "git status", "output": "On branch feat/x"})
+    agent.now += 60
+    again = agent.send(resolve=True)["references"]
+    lines = reference_lines(first)
+    assert lines == [
+        '- "the branch you just made" means the git branch feat/x '
+        "(created by git checkout -b feat/x, 2 min ago)"
+    ]
+    assert reference_lines(again) == lines
+    assert first[0]["pointer"]["id"] == "feat/x" and first[0]["age_s"] == again[0]["age_s"]
+
+
+def test_a_kind_that_does_not_fit_is_never_resolved() -> None:
+    agent = _Session("a", "/w", 1_700_000_000.0)
+    agent.step({"shell": "git checkout -b feat/x", "output": ""})
+    agent.messages.append(assistant("Done."))
+    agent.messages.append(user("push the table you just made"))
+    (ref,) = agent.send(resolve=True)["references"]
+    assert ref["entity"] is None and ref["abstained"] == "kind_mismatch"
