@@ -20,6 +20,7 @@ from typing import Any
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
     FILE_TYPES,
+    OBJECT_WINDOW,
     Anchor,
     name_hint,
     needs_noun,
@@ -215,9 +216,12 @@ def _through(
         return m
     g = hit.groupdict()
     head = noun_type(lex, g.get("type"))
-    if head is None:
-        return m
+    if head is None or lex.words["type"].get(g.get("type") or "") in ("weak", "format"):
+        return m  # "the test report in …": a noun for what a file holds names none alone
     start = hit.start()
+    before = text[max(0, start - OBJECT_WINDOW) : start]
+    if lex.placement is not None and lex.placement.search(before):
+        return m  # "put the file in the folder you made": where it goes, not what is there
     hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
     return Mention(

@@ -41,6 +41,11 @@ def _words(items: Iterable[Any]) -> list[str]:
     return [w for item in items for w in expand(str(item)) if w]
 
 
+def expand_all(items: Iterable[Any]) -> list[str]:
+    """Every word of a list, its ``{a,b}`` groups expanded, lower-cased."""
+    return [w.lower() for w in _words(items)]
+
+
 def english_past(base: str, rules: Sequence[Sequence[str]]) -> str:
     """The regular past of ``base``: the first rule whose pattern matches its first word
     rewrites it (``create`` -> ``created``, ``copy`` -> ``copied``); the rest stays

@@ -58,6 +58,7 @@ class Lexicon:
     needs_noun: tuple[str, ...] = ()  # kinds a mention without a noun does not mean
     op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
     relation_prefix: Pattern | None = None  # "the file in " before a folder mention
+    placement: re.Pattern[str] | None = None  # "put " before it: a destination, no relation
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -140,9 +141,11 @@ def _compile_language(
     after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     prefix = spec.get("relation_prefix")
     relation = compile_template(str(prefix), "relation", 1) if prefix else None
+    placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
+    placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation)  # fmt: skip
+                   relation, placement)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:
