@@ -10,7 +10,7 @@ from typing import Any
 from rules.base import TokenCounter
 from rules.context import working_set
 from rules.entities import cache as entity_cache
-from rules.entities.ref_pointer import with_age
+from rules.entities.ref_pointer import named, with_age
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 _VERBS = {
@@ -32,6 +32,9 @@ _CLOSED = {"Open": "Closed"}
 
 def _entity_line(e: Mapping[str, Any]) -> str:
     verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
+    if "id" in e:  # beyond files: "- created git branch feat/x", "- listed customer Globex"
+        verb = {"delete": "ended", "list": "listed"}.get(str(e.get("action")), verb)
+        return f"- {verb} {named(e)}"
     line = f"- {verb} {e.get('type')} {e.get('path')}"
     if e.get("from"):
         line += f" (from {e['from']})"

@@ -39,8 +39,13 @@ def describe(e: Mapping[str, Any]) -> str:
         done = _DONE.get(str(e.get("action")), str(e.get("action")))
         done = "started" if done == "created" and kind in _RUN else done
         parts.append(f"{done} by {e.get('by')}")
-    text = f"{load_entity_pack().label(kind)} {name}"
+    text = named(e)
     return f"{text} ({'; '.join(parts)})" if parts else text
+
+
+def named(e: Mapping[str, Any]) -> str:
+    """An entity beyond files in a few words: "git branch feat/x", "customer Globex"."""
+    return f"{load_entity_pack().label(str(e.get('type')))} {e.get('name') or e.get('id')}"
 
 
 def with_age(description: str, age_s: int | None) -> str:
