@@ -1,5 +1,5 @@
-"""Entities beyond files on their scenario set (scenarios/entities.yaml: 200 scenarios in en, zh,
-ko, ja over branches, commits, tags, stashes, containers, images, servers, tables, rows,
+"""Entities beyond files on their scenario sets (scenarios/entities.yaml: 200 scenarios in en, zh,
+ko, ja, and entities_b.yaml: 68 more, over branches, commits, tags, stashes, containers, images, servers, tables, rows,
 virtualenvs, packages, cluster and cloud resources, API-created objects, relations, sub-agents
 and must-abstain cases), run as a live proxy would see them (tests/support/scenarios.py). The bar:
 at least 95% pass, every must-abstain case abstains, and no resolution above the threshold
@@ -17,11 +17,14 @@ from rules.entities import resolve_refs
 from tests.support.factories import assistant, user
 from tests.support.scenarios import Scenario, _Session, load, run
 
-SET = Path(__file__).resolve().parent / "scenarios" / "entities.yaml"
-SCENARIOS = load(SET)
+HERE = Path(__file__).resolve().parent / "scenarios"
+SCENARIOS = [sc for name in ("entities.yaml", "entities_b.yaml") for sc in load(HERE / name)]
 
 
-@pytest.mark.parametrize("scenario", [pytest.param(sc, id=sc.id) for sc in SCENARIOS])
+@pytest.mark.parametrize(
+    "scenario",
+    [pytest.param(sc, id=f"{sc.source.removesuffix('.yaml')}:{sc.id}") for sc in SCENARIOS],
+)
 def test_scenario(scenario: Scenario) -> None:
     outcome = run(scenario)
     assert outcome.passed, outcome.describe()
