@@ -66,6 +66,16 @@ def is_file_kind(kind: object) -> bool:
 _MINOR = ("package", "row")  # entities beyond files that no object verb alone brings to mind
 
 
+SUMMARY = "entity_kinds"  # state: the kinds and sorts the events hold, kept with them
+
+
+def summary(events: Iterable[Any]) -> dict[str, list[str]]:
+    """What resolve_refs reads on every request instead of the events: the kinds beyond files
+    they hold and their ``sorts``."""
+    kinds = {str(e.get("type")) for e in events if isinstance(e, dict) and "id" in e}
+    return {"kinds": sorted(kinds), "sorts": sorted(sorts(events))}
+
+
 def sorts(events: Iterable[Any]) -> frozenset[str]:
     """Which sorts of entities beyond files ``events`` hold: ``objects`` (packages and rows
     aside), ``listed`` (shown in a list), ``related`` (with a relation kept). Reference patterns

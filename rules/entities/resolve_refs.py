@@ -39,6 +39,7 @@ from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
+_FILES = ("file", "folder")
 
 
 class Config(RuleConfig):
@@ -146,13 +147,21 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]
-    stored = ctx.state.get(entity_cache.NAMESPACE) or []
-    reach = [stored, *(a.state.get(entity_cache.NAMESPACE) or [] for a in ctx.ancestors)]
-    present = entity_cache.sorts(e for events in reach for e in events)
+    # What the sessions in reach hold beyond files (kept by track_entities): a pattern that
+    # needs what none holds is not run, a mention of a kind none holds is not resolved.
+    kinds: set[str] = set()
+    present: frozenset[str] = frozenset()
+    for state_ in (ctx.state, *(a.state for a in ctx.ancestors if cfg.use_ancestors)):
+        held = state_.get(entity_cache.SUMMARY)
+        if held:
+            kinds.update(held.get("kinds") or ())
+            present = present.union(held.get("sorts") or ())
     found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
-    mentions = found[: cfg.max_mentions]
+    mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
+    mentions = mentions[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
+    stored = ctx.state.get(entity_cache.NAMESPACE) or []
     # When the question was first seen: an entity's age is told relative to it, so the block
     # says the same on every request of the agent's tool loop (its bytes stay cacheable).
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()

@@ -191,6 +191,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         events = entity_cache.add(events, new_events, cfg.max_entities)
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
+        held = entity_cache.summary(events)
+        if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": []}):
+            state = state.with_value(entity_cache.SUMMARY, held)
     new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
     if made.scripts:
         new_meta["scripts"] = made.scripts

@@ -75,8 +75,13 @@ def test_the_block_line_names_the_entity_and_stays_the_same_through_the_tool_loo
 
 def test_a_kind_that_does_not_fit_is_never_resolved() -> None:
     agent = _Session("a", "/w", 1_700_000_000.0)
+    agent.step({"shell": "sqlite3 a.db 'CREATE TABLE t (a int)'", "output": ""})
     agent.step({"shell": "git checkout -b feat/x", "output": ""})
     agent.messages.append(assistant("Done."))
     agent.messages.append(user("push the table you just made"))
     (ref,) = agent.send(resolve=True)["references"]
     assert ref["entity"] is None and ref["abstained"] == "kind_mismatch"
+    # a kind no session in reach holds is not even looked for
+    agent.messages.append(assistant("No."))
+    agent.messages.append(user("drop the bucket you just made"))
+    assert agent.send(resolve=True)["references"] == []
