@@ -111,13 +111,13 @@ def _scan(
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
-    present: frozenset[str] | None,
+    present: tuple[str, ...] | None,
 ) -> tuple[Mention, ...]:
     """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
     many times. ``present`` None: the patterns that need nothing; else only those needing what
     is present (a session's first commit scans its question again for these alone)."""
     kinds, lexicons = load_lexicons(extra_packs)
-    select = wanted(frozenset(), False) if present is None else wanted(present, True)
+    select = wanted(frozenset(), False) if present is None else wanted(frozenset(present), True)
     return tuple(scan(text, kinds, lexicons, languages, threshold, select))
 
 
@@ -127,7 +127,7 @@ def _mentions(
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
-    present: frozenset[str],
+    present: tuple[str, ...],
 ) -> tuple[Mention, ...]:
     """Kinds whose base confidence is below the threshold (a bare "it") could never resolve:
     left out."""
@@ -139,6 +139,27 @@ def _mentions(
     return tuple(m for m in found if m.base >= threshold)
 
 
+_NOTHING: tuple[str, ...] = ()
+
+
+def _held(ctx: Context, use_ancestors: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(kinds, sorts) the sessions in reach hold beyond files, from the summary track_entities
+    keeps: a pattern that needs what none holds is not run, a mention of a kind none holds is
+    not resolved. Read on every request: no events are walked."""
+    held = ctx.state.get(entity_cache.SUMMARY)
+    if not (use_ancestors and ctx.ancestors):
+        if not held:
+            return _NOTHING, _NOTHING
+        return tuple(held.get("kinds") or ()), tuple(held.get("sorts") or ())
+    kinds: set[str] = set()
+    sorts: set[str] = set()
+    for found in (held, *(a.state.get(entity_cache.SUMMARY) for a in ctx.ancestors)):
+        if found:
+            kinds.update(found.get("kinds") or ())
+            sorts.update(found.get("sorts") or ())
+    return tuple(sorted(kinds)), tuple(sorted(sorts))
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     found_user = _latest_user_text(ctx.messages)
     if found_user is None:
@@ -147,16 +168,13 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]
-    # What the sessions in reach hold beyond files (kept by track_entities): a pattern that
-    # needs what none holds is not run, a mention of a kind none holds is not resolved.
-    kinds: set[str] = set()
-    present: frozenset[str] = frozenset()
-    for state_ in (ctx.state, *(a.state for a in ctx.ancestors if cfg.use_ancestors)):
-        held = state_.get(entity_cache.SUMMARY)
-        if held:
-            kinds.update(held.get("kinds") or ())
-            present = present.union(held.get("sorts") or ())
+    if ctx.ancestors or entity_cache.SUMMARY in ctx.state.data:
+        kinds, present = _held(ctx, cfg.use_ancestors)
+    else:  # files only (most requests): nothing to read
+        kinds, present = _NOTHING, _NOTHING
     found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
+    if not found:
+        return RuleResult.unchanged(ctx)
     mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
     mentions = mentions[: cfg.max_mentions]
     if not mentions:
