@@ -282,7 +282,7 @@ def command_entities(
         if argv[0] == "cd" and len(argv) > 1 and "$" not in argv[1]:
             here = resolve_path(argv[1], here)
             continue
-        for rule in pack.commands:
+        for rule in pack.by_program.get(argv[0], ()):
             if _matches(rule, argv):
                 facts.made.extend(_apply_rule(rule, argv, output, here, pack))
         ran = [resolve_path(w, here) for w in argv[1:] if not w.startswith("-")]
@@ -297,8 +297,10 @@ def command_entities(
         found = script_statements(pack, command)
         if found:
             facts.scripts[written[-1]] = found
+    run_programs = set(programs)
     for printed in pack.outputs:
-        if printed.kind == "process":
+        wanted = set(printed.spec.get("programs") or ())
+        if printed.kind == "process" or not run_programs & wanted:
             continue
         for m in printed.regex.finditer(output[:MAX_SCAN]):
             g = m.groupdict()

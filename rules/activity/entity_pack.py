@@ -14,6 +14,13 @@ from typing import Any
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 MAX_BY_CHARS = 100  # the call that made an entity, as remembered: clipped
+# Where a simple command starts, after any prefix and directory: its program (linear: each
+# repeat ends in a character the next cannot start with)
+_STARTS = re.compile(
+    r"(?:^|[;&|(\n`])[ \t]*+(?:(?:sudo|env|nohup|time|exec|command)[ \t]++)*"
+    r"(?:[\w.~-]*+/)*+(?P<prog>[\w.+-]{1,40})"
+)
+_PY_MODULE = re.compile(r"-m[ \t]+(?:venv|virtualenv|pip)\b")
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,17 @@ class EntityPack:
     returned_id: re.Pattern[str]
     results: Mapping[str, Any] = field(default_factory=dict)
     result_verbs: Mapping[str, str] = field(default_factory=dict)  # word -> action
+    by_program: Mapping[str, tuple[CommandRule, ...]] = field(default_factory=dict)
+    # the programs the pack knows (python aside: only its ``-m venv``/``-m pip`` count)
+    known: frozenset[str] = frozenset()
+
+    def names(self, command: str) -> bool:
+        """Whether a simple command of ``command`` starts with a program the pack knows: one
+        pass over the command starts, no parse. Most lines (tests, greps, heredocs) do not."""
+        for m in _STARTS.finditer(command):
+            if m.group("prog") in self.known:
+                return True
+        return "-m" in command and _PY_MODULE.search(command) is not None
 
     def label(self, kind: str) -> str:
         return self.labels.get(kind, kind.replace("_", " "))
@@ -113,18 +131,30 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         for action, words in (results.get("verbs") or {}).items()
         for w in words
     }
+    by_program: dict[str, list[CommandRule]] = {}
+    for rule in commands:
+        by_program.setdefault(rule.argv[0], []).append(rule)
+    outputs = rules("outputs", lines)
+    programs = {str(k): str(v) for k, v in (data.get("programs") or {}).items()}
+    words = {str(w) for w in data.get("sql_clients") or ()}
+    words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()}
+    programs = {str(k): str(v) for k, v in (data.get("programs") or {}).items()}
+    words = {c.argv[0] for c in commands} | {str(w) for w in data.get("sql_clients") or ()}
+    words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()} | set(programs)
     return EntityPack(
         labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
         programs={str(k): str(v) for k, v in (data.get("programs") or {}).items()},
         commands=tuple(commands),
         resource_kinds={str(k): str(v) for k, v in (data.get("resource_kinds") or {}).items()},
-        outputs=rules("outputs", lines),
+        outputs=outputs,
         statements=rules("statements", re.I),
         sql_clients=frozenset(str(w) for w in data.get("sql_clients") or ()),
         background_pid=_regex(str(data["background_pid"]), re.M, "entities pack", builtin),
         returned_id=_regex(str(data["returned_id"]), re.M, "entities pack", builtin),
         results=results,
         result_verbs=verbs,
+        by_program={k: tuple(v) for k, v in by_program.items()},
+        known=frozenset(words - {"python"}),
     )
 
 
@@ -136,6 +166,8 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
     out += [(f"entities.statements[{i}]", r.regex) for i, r in enumerate(pack.statements)]
     return [
         *out,
+        ("entities.command_starts", _STARTS),
+        ("entities.python_module", _PY_MODULE),
         ("entities.background_pid", pack.background_pid),
         ("entities.returned_id", pack.returned_id),
     ]

@@ -8,10 +8,16 @@ secret is not remembered at all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rules.activity.entity_commands import Statement, command_entities, script_statements
+from rules.activity.entity_commands import (
+    MAX_SCAN,
+    Statement,
+    command_entities,
+    script_statements,
+)
 from rules.activity.entity_pack import EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
@@ -21,6 +27,8 @@ from rules.activity.storable import MAX_PATH_CHARS
 from rules.redact import holds_secret, redact_text
 
 MAX_SCRIPTS = 50
+_BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")  # `cmd &`, not `&&`, `2>&1`, `&>`
+_SCRIPTS = (".sql", ".psql", ".ddl")  # files whose statements run when a command runs them
 _CONTENT_KEYS = ("content", "file_text", "text", "contents", "new_string", "code")
 
 
@@ -76,8 +84,14 @@ class MadeTracker:
     ) -> list[Made]:
         """What a successful call made beyond files."""
         command = shell_command(self.tools, name, args)
-        written = [e.path for e in effects if e.type == "file" and e.action in ("create", "modify")]
+        written = [
+            e.path
+            for e in effects
+            if e.type == "file" and e.action in ("create", "modify") and e.path.endswith(_SCRIPTS)
+        ]
         if command is not None:
+            if not self._may_make(command, written):
+                return []
             facts = command_entities(
                 self.pack, self.verbs, command, result, cwd, self._statements(), written
             )
@@ -90,6 +104,15 @@ class MadeTracker:
                 self._remember_script(written[-1], script_statements(self.pack, content))
             return []
         return self._kept(result_entities(self.pack, name, args, result, call))
+
+    def _may_make(self, command: str, written: Sequence[str]) -> bool:
+        """Whether a command line can make anything beyond files: it names a program the pack
+        knows, puts something in the background, writes a SQL script or runs one known to make
+        tables. Most lines (tests, greps, heredocs) do none: one pass, no parse."""
+        text = command[:MAX_SCAN]
+        if written or ("&" in text and _BACKGROUND.search(text)) or self.pack.names(text):
+            return True
+        return any(path.rsplit("/", 1)[-1] in command for path in self.scripts)
 
     def still_running(
         self, name: str, args: Mapping[str, Any], result: str, cwd: str | None, is_error: bool
