@@ -11,7 +11,6 @@ becomes a ``Mention``.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -145,22 +144,30 @@ def scan(
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
-        for rank, p in enumerate(lex.patterns):
-            if not select(p):
-                continue
-            kind = kinds[p.kind]
-            untyped = kinds[kind.untyped] if kind.untyped else kind
-            if max(kind.base, untyped.base) < min_base:
-                continue
+        for rank, p in _runnable(lex, kinds, min_base, select):
             for m in _matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
-                mention = _mention(lex, p, kinds, m, original, text)
+                mention = _mention(lex, p, kinds, m, original, text, rank)
                 if mention is not None:
                     taken[start:end] = b"\x01" * (end - start)
-                    found.append(dataclasses.replace(mention, rank=rank, end=end))
+                    found.append(mention)
     return found
+
+
+def _runnable(
+    lex: Lexicon, kinds: Mapping[str, Kind], min_base: float, select: Select
+) -> list[tuple[int, Pattern]]:
+    """The patterns a scan runs, with their ranks: selected, of a kind that can reach
+    ``min_base``."""
+    out = []
+    for rank, p in enumerate(lex.patterns):
+        kind = kinds[p.kind]
+        untyped = kinds[kind.untyped] if kind.untyped else kind
+        if select(p) and max(kind.base, untyped.base) >= min_base:
+            out.append((rank, p))
+    return out
 
 
 def merge(*layers: Sequence[Mention]) -> list[Mention]:
@@ -184,6 +191,8 @@ def finish(
     """Found mentions in order of position, each read as a relation's anchor when the words
     before it say so ("the file in [the folder you just made]"); a mention within those words
     gives way."""
+    if not any(m.type == "folder" and m.anchor is None for m in found):
+        return sorted(found, key=lambda x: x.start)  # no anchor: nothing to read before one
     original = strip_injected(text)
     text = fold(original)
     lex_of = {x.lang: x for x in lexicons}
@@ -248,6 +257,7 @@ def _mention(
     m: re.Match[str],
     original: str,
     text: str,
+    rank: int = 0,
 ) -> Mention | None:
     """The mention a match makes, or None: a weak noun ("log", "report") without a verb, or
     an actor its kind does not take."""
@@ -317,4 +327,6 @@ def _mention(
         ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
         anchor=anchor,
         needs_noun=needs_noun(lex, typ, action, g, text, m.span()),
+        rank=rank,
+        end=m.end(),
     )
