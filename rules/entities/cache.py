@@ -69,11 +69,12 @@ _MINOR = ("package", "row")  # entities beyond files that no object verb alone b
 SUMMARY = "entity_kinds"  # state: the kinds and sorts the events hold, kept with them
 
 
-def summary(events: Iterable[Any]) -> dict[str, list[str]]:
+def summary(events: Iterable[Any]) -> dict[str, Any]:
     """What resolve_refs reads on every request instead of the events: the kinds beyond files
-    they hold and their ``sorts``."""
+    they hold and their ``sorts`` (also as one string, ``key``, the memo key of the scan)."""
     kinds = {str(e.get("type")) for e in events if isinstance(e, dict) and "id" in e}
-    return {"kinds": sorted(kinds), "sorts": sorted(sorts(events))}
+    held = sorted(sorts(events))
+    return {"kinds": sorted(kinds), "sorts": held, "key": "|".join(held)}
 
 
 def sorts(events: Iterable[Any]) -> frozenset[str]:

@@ -111,13 +111,16 @@ def _scan(
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
-    present: tuple[str, ...] | None,
+    present: str | None,
 ) -> tuple[Mention, ...]:
     """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
     many times. ``present`` None: the patterns that need nothing; else only those needing what
     is present (a session's first commit scans its question again for these alone)."""
     kinds, lexicons = load_lexicons(extra_packs)
-    select = wanted(frozenset(), False) if present is None else wanted(frozenset(present), True)
+    if present is None:
+        select = wanted(frozenset(), False)
+    else:
+        select = wanted(frozenset(present.split("|")), True)
     return tuple(scan(text, kinds, lexicons, languages, threshold, select))
 
 
@@ -127,7 +130,7 @@ def _mentions(
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
-    present: tuple[str, ...],
+    present: str,
 ) -> tuple[Mention, ...]:
     """Kinds whose base confidence is below the threshold (a bare "it") could never resolve:
     left out."""
@@ -139,25 +142,21 @@ def _mentions(
     return tuple(m for m in found if m.base >= threshold)
 
 
-_NOTHING: tuple[str, ...] = ()
-
-
-def _held(ctx: Context, use_ancestors: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(kinds, sorts) the sessions in reach hold beyond files, from the summary track_entities
-    keeps: a pattern that needs what none holds is not run, a mention of a kind none holds is
-    not resolved. Read on every request: no events are walked."""
-    held = ctx.state.get(entity_cache.SUMMARY)
-    if not (use_ancestors and ctx.ancestors):
-        if not held:
-            return _NOTHING, _NOTHING
-        return tuple(held.get("kinds") or ()), tuple(held.get("sorts") or ())
+def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
+    """(kinds, sorts as "a|b") the sessions in reach hold beyond files, from the summary
+    track_entities keeps: a pattern that needs what none holds is not run, a mention of a kind
+    none holds is not resolved. Read on every request: no events are walked."""
     kinds: set[str] = set()
     sorts: set[str] = set()
-    for found in (held, *(a.state.get(entity_cache.SUMMARY) for a in ctx.ancestors)):
+    ancestors = ctx.ancestors if use_ancestors else ()
+    for found in (
+        ctx.state.get(entity_cache.SUMMARY),
+        *(a.state.get(entity_cache.SUMMARY) for a in ancestors),
+    ):
         if found:
             kinds.update(found.get("kinds") or ())
             sorts.update(found.get("sorts") or ())
-    return tuple(sorted(kinds)), tuple(sorted(sorts))
+    return kinds, "|".join(sorted(sorts))
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
@@ -168,13 +167,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]
-    if ctx.ancestors or entity_cache.SUMMARY in ctx.state.data:
+    held = ctx.state.data.get(entity_cache.SUMMARY)
+    if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
-    else:  # files only (most requests): nothing to read
-        kinds, present = _NOTHING, _NOTHING
+    else:  # one session (most requests): its summary's key, kinds only when there is a mention
+        kinds, present = None, (held or {}).get("key", "")
     found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
     if not found:
         return RuleResult.unchanged(ctx)
+    if kinds is None:
+        kinds = set((held or {}).get("kinds") or ())
     mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
     mentions = mentions[: cfg.max_mentions]
     if not mentions:

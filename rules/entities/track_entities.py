@@ -192,7 +192,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
         held = entity_cache.summary(events)
-        if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": []}):
+        if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": [], "key": ""}):
             state = state.with_value(entity_cache.SUMMARY, held)
     new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
     if made.scripts:
