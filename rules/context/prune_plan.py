@@ -252,7 +252,9 @@ class Run:
                     steps.append(Step("shrink", gain, i, (i,), reuse=SHRINK_REUSE))
         masks = [
             (i, reason)
-            for i, reason in prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)
+            for i, reason in prune_stages.mask(
+                self.obs, protected, self.cfg.keep_last_observations
+            )
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
         if drops:  # forced: the recent results too (but the last few), before any turn goes

@@ -109,10 +109,8 @@ def full_write(messages: list[Message], obs: Observation) -> bool:
     whole write makes earlier reads of the file stale."""
     command = obs.action.command
     if command:
-        return (
-            ">>" not in command
-            and "sed " not in command
-            and ("<<" in command or " > " in command or command.startswith(">"))
+        return ">>" not in command and "sed " not in command and (
+            "<<" in command or " > " in command or command.startswith(">")
         )
     args = _arguments(messages, obs)
     if any(k in args for k in _PARTIAL_KEYS):

@@ -105,7 +105,9 @@ class Memory:
             "last_at": now,
             "last_tokens": tokens,
             "growth": round(growth, 1),
-            "expect_hit": bool(self.requests) and not compacted and self.last_tokens >= min_prefix,
+            "expect_hit": bool(self.requests)
+            and not compacted
+            and self.last_tokens >= min_prefix,
             "carried": round(carried, 1),
             "looked": looked,
             "reclaimable": reclaimable,

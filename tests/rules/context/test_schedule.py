@@ -159,7 +159,6 @@ def test_carrying_cost_adds_up_at_the_cache_price() -> None:
     reclaimable tokens has paid for a compaction at r = 0.5 and not yet at r = 0.1."""
     budget = 200_000
     messages = conversation(28)
-
     def cost_of_cut(r: float) -> float:
         figures = decide(messages, budget, 5.0, CacheFacts(read_ratio=r)).report["prune"]
         return figures["schedule"]["bust_cost"] + figures["schedule"]["expected_loss"]
