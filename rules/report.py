@@ -50,13 +50,26 @@ class Pruning(TypedDict):
     tokens_freed: int
 
 
-class EntityRef(TypedDict):
+class EntityRef(TypedDict, total=False):
     """The entity a reference points to."""
 
-    type: str  # file | folder
-    name: str
-    path: str
-    action: str
+    type: Required[str]  # file | folder | any other kind (branch, process, customer …)
+    name: Required[str]
+    path: Required[str]  # a file's path; beyond files the key kind:id
+    action: Required[str]
+    id: str  # beyond files: the identifier (branch name, short SHA, PID, customer id …)
+    description: str  # beyond files: what it is and which call made it
+
+
+class Pointer(TypedDict):
+    """A resolved reference as a self-contained pointer (what a sub-agent is handed)."""
+
+    description: str
+    id: str
+    kind: str
+    session: str  # the session whose entity it is
+    session_path: list[str]  # the sessions searched, from the request's own to that one
+    confidence: float
 
 
 class ChainStep(TypedDict, total=False):
@@ -76,9 +89,11 @@ class Reference(TypedDict, total=False):
     chain: list[ChainStep]
     entity: EntityRef | None  # None: abstained
     call_id: str | None  # the call that made the entity
-    abstained: str  # ambiguous | low_confidence | no_candidate
+    abstained: str  # ambiguous | low_confidence | no_candidate | kind_mismatch
     candidates: list[str]  # with an abstention: paths that fit (up to 5)
     resolved_by: str  # resolver_model: an abstention settled by its pick
+    pointer: Pointer  # a resolved reference: description, id, source session, confidence
+    age_s: int  # a resolved reference: seconds between its entity's call and the question
 
 
 # One entity event of this request (track_entities).

@@ -239,8 +239,8 @@ def _via(step: dict[str, Any]) -> str | None:
 
 
 def reference_text(ref: dict[str, Any]) -> str:
-    """One resolved reference as a line: ``"mention" → entity path (confidence, via session)``,
-    or what the rule abstained with."""
+    """One resolved reference as a line: ``"mention" → entity path (confidence, via session)``
+    (beyond files its description instead of the path), or what the rule abstained with."""
     mention = f'"{ref.get("mention", "")}"'
     entity = ref.get("entity")
     path = _entity_path(entity)
@@ -255,6 +255,8 @@ def reference_text(ref: dict[str, Any]) -> str:
             notes.append(f"picked by {step.get('resolver') or ref.get('resolved_by')}")
         if via := _via(step):
             notes.append(via)
+        if isinstance(entity, dict) and entity.get("description"):
+            path = str(entity["description"])  # beyond files: what it is, with its id
         return f"{mention} → {path} ({'; '.join(notes)})" if notes else f"{mention} → {path}"
     why = str(ref.get("abstained") or "unresolved").replace("_", " ")
     candidates = [str(c) for c in ref.get("candidates") or []]

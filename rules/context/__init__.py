@@ -2,5 +2,6 @@
 its overlay (edits replayed byte for byte) and protected evidence, the ``inject`` block, and
 ``measure`` (per-section sizes).
 
-May import ``rules.activity``, ``rules.entities`` (the entity cache, for the injected block) and
+May import ``rules.activity``, ``rules.entities`` (the entity cache and the
+references' wording, for the injected block) and
 the top-level modules of ``rules``."""

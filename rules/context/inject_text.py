@@ -10,6 +10,7 @@ from typing import Any
 from rules.base import TokenCounter
 from rules.context import working_set
 from rules.entities import cache as entity_cache
+from rules.entities.ref_pointer import named, with_age
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 _VERBS = {
@@ -31,6 +32,9 @@ _CLOSED = {"Open": "Closed"}
 
 def _entity_line(e: Mapping[str, Any]) -> str:
     verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
+    if "id" in e:  # beyond files: "- created git branch feat/x", "- listed customer Globex"
+        verb = {"delete": "ended", "list": "listed"}.get(str(e.get("action")), verb)
+        return f"- {verb} {named(e)}"
     line = f"- {verb} {e.get('type')} {e.get('path')}"
     if e.get("from"):
         line += f" (from {e['from']})"
@@ -55,6 +59,10 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
             continue
         verb = _VERBS.get(str(ent.get("action")), str(ent.get("action")))
         line = f'- "{r.get("mention")}" means the {ent.get("type")} {ent.get("path")} ({verb})'
+        if ent.get("description"):  # beyond files: in the model's terms, with its identifier
+            age = r.get("age_s")
+            said = with_age(str(ent["description"]), age if isinstance(age, int) else None)
+            line = f'- "{r.get("mention")}" means the {said}'
         chain = r.get("chain") or []
         source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
         if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)

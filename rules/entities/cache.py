@@ -1,8 +1,12 @@
 """The per-session memory of recent entities: a list of events, oldest first (newest last),
 kept in state namespace ``entities``. Bounded by count (newest N) and age (TTL from first seen).
 
-An event: ``{"type": "file"|"folder", "name", "path", "action", "first_seen", "call_id", "seq",
-"tool"}`` plus ``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``.
+An event: ``{"type", "name", "path", "action", "first_seen", "call_id", "seq", "tool"}`` plus
+``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``. ``type`` is the
+entity's kind: file and folder (``path`` is the file's), or any other kind of the ``entities``
+pack or of a structured result (branch, commit, container, process, table, customer …), whose
+``path`` is its key ``kind:id``, with ``"id"``, ``"by"`` (the call that did it), ``"attrs"``
+(``{name: value}``) and ``"rel"`` (``[[relation, other key or path], …]``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import posixpath
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rules.activity.entity_pack import Made
 from rules.activity.shell_parse import Effect
 
 NAMESPACE = "entities"
@@ -31,6 +36,60 @@ def make_event(effect: Effect, now: float, call_id: str, seq: int, tool: str) ->
     if effect.source:
         event["from"] = effect.source
     return event
+
+
+def made_event(made: Made, now: float, call_id: str, seq: int, tool: str) -> Event:
+    """The event of an entity beyond files (see the module's docstring)."""
+    event: Event = {
+        "type": made.kind,
+        "name": made.name or made.id,
+        "path": made.key,
+        "id": made.id,
+        "action": made.action,
+        "first_seen": now,
+        "call_id": call_id,
+        "seq": seq,
+        "tool": tool,
+        "by": made.by,
+    }
+    if made.attrs:
+        event["attrs"] = dict(made.attrs)
+    if made.rel:
+        event["rel"] = [list(r) for r in made.rel]
+    return event
+
+
+def is_file_kind(kind: object) -> bool:
+    return kind in ("file", "folder")
+
+
+_MINOR = ("package", "row")  # entities beyond files that no object verb alone brings to mind
+
+
+SUMMARY = "entity_kinds"  # state: the kinds and sorts the events hold, kept with them
+
+
+def summary(events: Iterable[Any]) -> dict[str, Any]:
+    """What resolve_refs reads on every request instead of the events: the kinds beyond files
+    they hold and their ``sorts`` (also as one string, ``key``, the memo key of the scan)."""
+    kinds = {str(e.get("type")) for e in events if isinstance(e, dict) and "id" in e}
+    held = sorted(sorts(events))
+    return {"kinds": sorted(kinds), "sorts": held, "key": "|".join(held)}
+
+
+def sorts(events: Iterable[Any]) -> frozenset[str]:
+    """Which sorts of entities beyond files ``events`` hold: ``objects`` (packages and rows
+    aside), ``listed`` (shown in a list), ``related`` (with a relation kept). Reference patterns
+    that need one are not run without it."""
+    out: set[str] = set()
+    for e in events:
+        if not isinstance(e, dict) or "id" not in e:
+            continue
+        if e.get("type") not in _MINOR:
+            out.add("objects")
+        for r in e.get("rel") or ():
+            out.add("listed" if r and r[0] == "listed_in" else "related")
+    return frozenset(out)
 
 
 def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[Event]:

@@ -12,14 +12,25 @@ becomes a ``Mention``.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
+from rules.entities.ref_match import (
+    FILE_TYPES,
+    OBJECT_WINDOW,
+    Anchor,
+    name_hint,
+    needs_noun,
+    noun_type,
+    object_kinds,
+    relation_anchor,
+    slot_word,
+)
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
-__all__ = ["Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
+__all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
 
 # Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
@@ -41,6 +52,13 @@ class Mention:
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
+    rank: int = 0  # the pattern's place in its language's list: of two overlapping, the first wins
+    end: int = 0  # where its match ended
+    entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
+    kinds: tuple[str, ...] = ()  # kinds its verb takes ("push it": branch, tag …; empty: any)
+    ordinal: int | None = None  # a position in a list: "the second customer"
+    anchor: Anchor | None = None  # a relation: the entity it is named through
+    needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
 
 
 def strip_injected(text: str) -> str:
@@ -76,25 +94,7 @@ def _matches(p: Pattern, text: str) -> Any:
         pos = end if end > start else end + 1
 
 
-def _group(groups: Mapping[str, str | None], slot: str) -> str | None:
-    """The word a slot matched (its first filled occurrence in the template)."""
-    for name in (slot, f"{slot}__2", f"{slot}__3"):
-        if groups.get(name):
-            return groups[name]
-    return None
-
-
-_FILE_NAME = re.compile(r"[\w~-][\w.~/-]*\.[a-z0-9]+")
-
-
-def _hint(word: str | None) -> tuple[str | None, bool]:
-    """(a word before the noun usable against names, whether it is a file name): "jsonl" and
-    "backup" may be part of a name (plain ASCII, 3+ characters); "day-8.md" is one."""
-    word = (word or "").strip()
-    if _FILE_NAME.fullmatch(word):
-        return word, True
-    plain = len(word) >= 3 and word.isascii() and word.replace("_", "").replace("-", "").isalnum()
-    return (word if plain else None), False
+Select = Callable[[Pattern], bool]
 
 
 def detect(
@@ -103,9 +103,33 @@ def detect(
     lexicons: Sequence[Lexicon],
     languages: Sequence[str],
     min_base: float = 0.0,
+    present: frozenset[str] | None = None,
 ) -> list[Mention]:
     """Mentions in order of position; of overlapping matches, the earlier pattern wins. Kinds
-    whose confidence cannot reach ``min_base`` are not looked for."""
+    whose confidence cannot reach ``min_base`` are not looked for, nor patterns that need
+    entities of a sort not ``present`` (``objects``, ``listed``, ``related``; None: all are)."""
+    found = scan(text, kinds, lexicons, languages, min_base, wanted(present))
+    return finish(text, kinds, lexicons, found)
+
+
+def wanted(present: frozenset[str] | None, needed_only: bool = False) -> Select:
+    """Which patterns a scan runs: those needing nothing (unless ``needed_only``) and those
+    whose need is ``present`` (None: every need is)."""
+    return lambda p: (
+        (not p.needs and not needed_only)
+        or (bool(p.needs) and (present is None or p.needs in present))
+    )
+
+
+def scan(
+    text: str,
+    kinds: Mapping[str, Kind],
+    lexicons: Sequence[Lexicon],
+    languages: Sequence[str],
+    min_base: float,
+    select: Select,
+) -> list[Mention]:
+    """The mentions the ``select``-ed patterns find (see ``detect``), before ``finish``."""
     original = strip_injected(text)
     text = fold(original)
     lexicons = [
@@ -120,52 +144,164 @@ def detect(
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
-        for p in lex.patterns:
-            kind = kinds[p.kind]
-            untyped = kinds[kind.untyped] if kind.untyped else kind
-            if max(kind.base, untyped.base) < min_base:
-                continue
+        for rank, p in _runnable(lex, kinds, min_base, select):
             for m in _matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
-                mention = _mention(lex, p.kind, kinds, m, original)
+                mention = _mention(lex, p, kinds, m, original, text, rank)
                 if mention is not None:
                     taken[start:end] = b"\x01" * (end - start)
                     found.append(mention)
-    return sorted(found, key=lambda x: x.start)
+    return found
+
+
+def _runnable(
+    lex: Lexicon, kinds: Mapping[str, Kind], min_base: float, select: Select
+) -> list[tuple[int, Pattern]]:
+    """The patterns a scan runs, with their ranks: selected, of a kind that can reach
+    ``min_base``."""
+    out = []
+    for rank, p in enumerate(lex.patterns):
+        kind = kinds[p.kind]
+        untyped = kinds[kind.untyped] if kind.untyped else kind
+        if select(p) and max(kind.base, untyped.base) >= min_base:
+            out.append((rank, p))
+    return out
+
+
+def merge(*layers: Sequence[Mention]) -> list[Mention]:
+    """Mentions of separate scans as one scan would have found them: of overlapping ones, the
+    earlier pattern's wins. Linear: a mask of claimed characters per language."""
+    found = [m for layer in layers for m in layer]
+    size = max((m.end for m in found), default=0)
+    masks: dict[str, bytearray] = {}
+    out: list[Mention] = []
+    for m in sorted(found, key=lambda m: (m.rank, m.start)):
+        mask = masks.setdefault(m.lang, bytearray(size))
+        if m.end > m.start and mask.find(1, m.start, m.end) < 0:
+            mask[m.start : m.end] = b"\x01" * (m.end - m.start)
+            out.append(m)
+    return out
+
+
+def finish(
+    text: str, kinds: Mapping[str, Kind], lexicons: Sequence[Lexicon], found: Sequence[Mention]
+) -> list[Mention]:
+    """Found mentions in order of position, each read as a relation's anchor when the words
+    before it say so ("the file in [the folder you just made]"); a mention within those words
+    gives way."""
+    if not any(m.type == "folder" and m.anchor is None for m in found):
+        return sorted(found, key=lambda x: x.start)  # no anchor: nothing to read before one
+    original = strip_injected(text)
+    text = fold(original)
+    lex_of = {x.lang: x for x in lexicons}
+    done = [_through(lex_of[m.lang], kinds, m, text, original) for m in found]
+    prefix = bytearray(len(text) + 1)  # the words a relation read before its anchor
+    for new, old in zip(done, found, strict=True):
+        if new is not old:
+            prefix[new.start : old.start] = b"\x01" * (old.start - new.start)
+    kept = [m for m, old in zip(done, found, strict=True) if m is not old or prefix[m.start] == 0]
+    return sorted(kept, key=lambda x: x.start)
+
+
+RELATION_WINDOW = 80  # characters before a folder mention read for "the file in "
+
+
+def _through(
+    lex: Lexicon,
+    kinds: Mapping[str, Kind],
+    m: Mention,
+    text: str,
+    original: str,
+) -> Mention:
+    """``m`` as the anchor of a relation when the words just before it name another entity
+    inside it ("the file in [the folder you just made]"), else ``m`` itself."""
+    if lex.relation_prefix is None or m.type != "folder" or m.anchor is not None:
+        return m
+    lo = max(0, m.start - RELATION_WINDOW)
+    hit = lex.relation_prefix.regex.search(text, lo, m.start)
+    if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
+        return m
+    g = hit.groupdict()
+    head = noun_type(lex, g.get("type"))
+    if head is None or lex.words["type"].get(g.get("type") or "") in ("weak", "format"):
+        return m  # "the test report in …": a noun for what a file holds names none alone
+    start = hit.start()
+    before = text[max(0, start - OBJECT_WINDOW) : start]
+    if lex.placement is not None and lex.placement.search(before):
+        return m  # "put the file in the folder you made": where it goes, not what is there
+    hint, named = name_hint(g.get("mod"))
+    anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
+    return Mention(
+        text=original[start : m.start + len(m.text)].strip(),
+        start=start,
+        lang=m.lang,
+        kind="relation",
+        base=kinds["relation"].base,
+        type=head,
+        action=None,
+        recency=False,
+        hint=hint,
+        named=named,
+        kinds=object_kinds(lex, {}, text, (start, m.start + len(m.text))),
+        ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
+        anchor=anchor,
+    )
 
 
 def _mention(
     lex: Lexicon,
-    kind_name: str,
+    p: Pattern,
     kinds: Mapping[str, Kind],
     m: re.Match[str],
     original: str,
+    text: str,
+    rank: int = 0,
 ) -> Mention | None:
     """The mention a match makes, or None: a weak noun ("log", "report") without a verb, or
     an actor its kind does not take."""
+    kind_name = p.kind
     g = m.groupdict()
-    noun = _group(g, "type") or ""
-    typ = lex.words["type"].get(noun)
-    action = lex.words["verb"].get(_group(g, "verb") or "") or lex.words["verb_base"].get(
-        _group(g, "verb_base") or ""
+    action = lex.words["verb"].get(slot_word(g, "verb") or "") or lex.words["verb_base"].get(
+        slot_word(g, "verb_base") or ""
     )
+    actor = lex.words["actor"].get(slot_word(g, "actor") or "")
+    anchor = None
+    noun = slot_word(g, "type") or ""
+    if p.head:
+        head, anchor = relation_anchor(lex, p, g, action, actor)
+        noun = head or ""
+        if not p.verb_head:
+            action, actor = None, None
+    typ = lex.words["type"].get(noun)
+    if typ == "project":  # "the project you just created", not "this project" (the workspace)
+        made = action is not None and (actor or slot_word(g, "rec"))
+        if not (made or slot_word(g, "rec_adj") or anchor):
+            return None
+        typ = "folder"
+    if anchor is not None and not p.verb_head and anchor.type not in ("folder", None):
+        return None  # "the last commit in that file": nothing is inside a file
+    if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
+        return None  # "issues that require user input": "that" is a relative pronoun there
     weak = typ == "weak"
     if weak:
         if action is None:
             return None
         typ = "file"
+    if kind_name == "object" and g.get("pron"):
+        kind_name = "pronoun_op"  # "push it"
+    elif kind_name == "object" and typ in FILE_TYPES:
+        return None  # "open the file": a verb and a noun alone name no file (too common)
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]
-    actor = lex.words["actor"].get(_group(g, "actor") or "")
     if kind.actor is not None and actor != kind.actor:
         return None
-    hint, named = _hint(g.get("mod"))
+    hint, named = name_hint(g.get("mod"))
     if weak and hint is None:
         # "the summary you saved": summary.md, if there is one
-        hint = _hint(lex.words["weak"].get(noun, noun))[0]
+        hint = name_hint(lex.words["weak"].get(noun, noun))[0]
     extensions = lex.formats.get(noun) or lex.formats.get((g.get("mod") or "").strip()) or ()
     if typ == "format":
         typ = "file"
@@ -179,11 +315,18 @@ def _mention(
         base=kind.base,
         type=None if typ == "any" else typ,
         action=action,
-        recency=bool(_group(g, "rec") or _group(g, "rec_adj")),
+        recency=bool(slot_word(g, "rec") or slot_word(g, "rec_adj")),
         actions=tuple(lex.groups.get(action, (action,))) if action else (),
         actor=None if actor in (None, "any") else actor,
         crowd=kind.crowd,
         hint=hint,
         named=named,
         extensions=extensions,
+        entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
+        kinds=object_kinds(lex, g, text, m.span()),
+        ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
+        anchor=anchor,
+        needs_noun=needs_noun(lex, typ, action, g, text, m.span()),
+        rank=rank,
+        end=m.end(),
     )

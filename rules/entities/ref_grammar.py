@@ -41,6 +41,11 @@ def _words(items: Iterable[Any]) -> list[str]:
     return [w for item in items for w in expand(str(item)) if w]
 
 
+def expand_all(items: Iterable[Any]) -> list[str]:
+    """Every word of a list, its ``{a,b}`` groups expanded, lower-cased."""
+    return [w.lower() for w in _words(items)]
+
+
 def english_past(base: str, rules: Sequence[Sequence[str]]) -> str:
     """The regular past of ``base``: the first rule whose pattern matches its first word
     rewrites it (``create`` -> ``created``, ``copy`` -> ``copied``); the rest stays
@@ -120,6 +125,12 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "verb_base": bases,
         "actor": _inverse(spec.get("actors") or {}),
         "weak": {},  # a weak noun -> the word names may hold ("ダンプ" -> "dump")
+        # a position in a list ("second", "第二", "두 번째", "2番目") -> its number
+        "ord": _inverse({str(n): w for n, w in (spec.get("ordinals") or {}).items()}),
+        # a verb that takes entities of some kinds ("push", "stop") -> its object_kinds group
+        "kop": _inverse(spec.get("object_verbs") or {}),
+        # a file's verbs, looked for around a mention ("cat that thing")
+        "fop": dict.fromkeys(_words(spec.get("file_verbs") or ()), "file"),
     }
     pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
     for hint, words in pairs:

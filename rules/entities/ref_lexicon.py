@@ -36,6 +36,9 @@ class Pattern:
     kind: str
     regex: re.Pattern[str]
     word_start: bool  # its template began with \b: the character before must not be a word's
+    head: int = 0  # a relation: which of its two nouns is the one meant (1, 2); 0: no relation
+    verb_head: bool = False  # a relation whose verb is the head's ("the table that script made")
+    needs: str | None = None  # objects | listed | related: run only when such entities exist
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,15 @@ class Lexicon:
     script: re.Pattern[str] | None = None  # the language is read only when this is found
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # verb group -> actions
     formats: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # "csv" -> extensions
+    # entities beyond files: verb group -> their actions; object verb group -> the kinds it takes
+    entity_groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    object_kinds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    object_before: re.Pattern[str] | None = None  # an object verb ending a window: "push "
+    object_after: re.Pattern[str] | None = None  # an object verb opening a window: "を停止"
+    needs_noun: tuple[str, ...] = ()  # kinds a mention without a noun does not mean
+    op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
+    relation_prefix: Pattern | None = None  # "the file in " before a folder mention
+    placement: re.Pattern[str] | None = None  # "put " before it: a destination, no relation
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -71,6 +83,10 @@ def _compile_language(
     groups: Mapping[str, tuple[str, ...]],
     formats: Mapping[str, tuple[str, ...]],
     format_nouns: set[str],
+    entity_groups: Mapping[str, tuple[str, ...]],
+    object_kinds: Mapping[str, tuple[str, ...]],
+    needs_noun: tuple[str, ...] = (),
+    op_kinds: tuple[str, ...] = (),
 ) -> Lexicon:
     """One language of the references pack: YAML data, shaped as ``references.yaml`` shows.
     Format names ("csv", "yaml") are file nouns in every language."""
@@ -82,7 +98,9 @@ def _compile_language(
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 
-    def compile_template(template: str, kind: str) -> Pattern:
+    def compile_template(
+        template: str, kind: str, head: int = 0, verb_head: bool = False, needs: str | None = None
+    ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
             source = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), source)
@@ -101,18 +119,37 @@ def _compile_language(
         source = _SLOT.sub(fill, source)
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
-        return Pattern(kind, compile_regex(source, 0, where, template not in builtin), word_start)
+        regex = compile_regex(source, 0, where, template not in builtin)
+        return Pattern(kind, regex, word_start, head, verb_head, needs)
 
     patterns = []
     for item in spec.get("patterns") or []:
         kind = str(item["kind"])
         if kind not in kinds:
             raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
-        patterns.append(compile_template(str(item["re"]), kind))
+        head = int(item.get("head") or 0)
+        needs = str(item["needs"]) if item.get("needs") else None
+        patterns.append(
+            compile_template(str(item["re"]), kind, head, item.get("verb") == "head", needs)
+        )
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
-    return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats)
+    kop = ref_grammar.alternation([*words["kop"], *words["fop"]], space)
+    # bounded windows around a mention (see ref_detect): its verb before it, or after it (CJK)
+    before = re.compile(r"(?:^|\W)(?P<kop>" + kop + r")\s*+(?:to\s++)?$")
+    after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
+    prefix = spec.get("relation_prefix")
+    relation = compile_template(str(prefix), "relation", 1) if prefix else None
+    placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
+    placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
+    return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
+                   entity_groups, object_kinds, before, after, needs_noun, op_kinds,
+                   relation, placement)  # fmt: skip
+
+
+def _groups(data: Any) -> dict[str, tuple[str, ...]]:
+    return {str(g): tuple(map(str, a or ())) for g, a in (data or {}).items()}
 
 
 @functools.lru_cache(maxsize=16)
@@ -125,15 +162,28 @@ def load_lexicons(
     for name, kind in kinds.items():
         if kind.untyped is not None and kind.untyped not in kinds:
             raise ValueError(f"references pack: kind {name!r}: unknown untyped {kind.untyped!r}")
-    groups = {str(g): tuple(map(str, a)) for g, a in (data.get("action_groups") or {}).items()}
+    groups = _groups(data.get("action_groups"))
     nouns = {str(name).lower() for name in data.get("formats") or {}}
     formats = {
         str(name).lower(): tuple(str(e).lower() for e in exts)
         for key in ("format_modifiers", "formats")
         for name, exts in (data.get(key) or {}).items()
     }
+    entity_groups = _groups(data.get("entity_action_groups"))
+    object_kinds = _groups(data.get("object_kinds"))
     langs = tuple(
-        _compile_language(str(lang), spec, kinds, groups, formats, nouns)
+        _compile_language(
+            str(lang),
+            spec,
+            kinds,
+            groups,
+            formats,
+            nouns,
+            entity_groups,
+            object_kinds,
+            tuple(map(str, data.get("needs_noun") or ())),
+            tuple(map(str, data.get("op_kinds") or ())),
+        )
         for lang, spec in (data.get("languages") or {}).items()
     )
     return kinds, langs

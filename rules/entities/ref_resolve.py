@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rules.entities import cache as entity_cache
+from rules.entities.ref_candidates import kind_mismatch
 from rules.entities.ref_detect import Mention
+from rules.entities.ref_pointer import describe, pointer
+from rules.entities.ref_relations import pick
 from rules.report import ChainStep, EntityRef, Reference
 
 # The entities a search may pick from: (session id, depth up the ancestors, its events).
@@ -35,66 +38,39 @@ def order_pools(mention: Mention, own: Pool, ancestors: Sequence[Pool]) -> list[
     return [own, *ancestors]
 
 
-def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Events that fit the mention, newest first, one per path. Without a verb only things that
-    still exist fit ("delete it" cannot mean a folder already deleted). A word before the noun
-    that some candidates' names hold ("the backup folder") keeps those only; a file name there
-    ("the day-8.md file") keeps that file only, and a format ("the csv") files of that format."""
-    actions = set(mention.actions or ((mention.action,) if mention.action else ()))
-    hits = [
-        e
-        for e in entity_cache.query(events, type=mention.type)
-        if not actions or e.get("action") in actions
-    ]
-    if not actions:
-        alive = entity_cache.known_types(events)
-        hits = [e for e in hits if e["path"] in alive]
-    out, paths = [], set()
-    for e in hits:
-        if e["path"] not in paths:
-            paths.add(e["path"])
-            out.append(e)
-    if mention.extensions:  # "the csv": files of that format or none
-        ends = tuple(f".{ext}" for ext in mention.extensions)
-        out = [e for e in out if str(e.get("name", "")).lower().endswith(ends)]
-    if mention.named:  # "the day-8.md file": that file or none
-        hint = f"/{mention.hint}"
-        return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
-    if mention.hint:
-        holding = [e for e in out if mention.hint in str(e.get("name", "")).lower()]
-        out = holding or out
-    return out
-
-
 def entity_ref(event: Mapping[str, Any]) -> EntityRef:
-    return {
+    ref: EntityRef = {
         "type": event["type"],
         "name": event["name"],
         "path": event["path"],
         "action": event["action"],
     }
+    if "id" in event:  # beyond files: its identifier and what the block says of it
+        ref["id"] = str(event["id"])
+        ref["description"] = describe(event)
+    return ref
 
 
-def resolve(mention: Mention, pools: Sequence[Pool], cfg: Weights) -> Reference:
+def resolve(
+    mention: Mention, pools: Sequence[Pool], cfg: Weights, asked_at: float | None = None
+) -> Reference:
     """The first session (in ``pools``' order) with a fitting entity decides: its newest one,
     unless the confidence falls below the threshold or another from the same call fits as well."""
     chain: list[ChainStep] = []
     ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
+    if kind_mismatch(mention):
+        ref["entity"], ref["confidence"], ref["chain"] = None, 0.0, chain
+        ref["abstained"] = "kind_mismatch"
+        return ref
     for session, depth, events in pools:
-        cands = candidates(mention, events)
+        cands, ties, crowd = pick(mention, events)
         chain.append({"session": session, "depth": depth, "candidates": len(cands)})
         if not cands:
             continue
         top = cands[0]
         confidence = mention.base - cfg.ancestor_penalty * depth
-        if mention.crowd or (mention.action is None and not mention.recency):
+        if crowd and (mention.crowd or (mention.action is None and not mention.recency)):
             confidence -= cfg.crowd_penalty * (len(cands) - 1)
-        ties = [
-            c
-            for c in cands[1:]
-            if c.get("call_id") == top.get("call_id")
-            and c.get("first_seen") == top.get("first_seen")
-        ]
         ref["confidence"] = round(max(confidence, 0.0), 3)
         ref["chain"] = chain
         if ties:
@@ -108,6 +84,10 @@ def resolve(mention: Mention, pools: Sequence[Pool], cfg: Weights) -> Reference:
         else:
             ref["entity"] = entity_ref(top)
             ref["call_id"] = top.get("call_id")
+            ref["pointer"] = pointer(top, ref, chain, session)
+            seen = top.get("first_seen")
+            if asked_at is not None and isinstance(seen, (int, float)):
+                ref["age_s"] = max(0, int(asked_at - seen))
         return ref
     ref["entity"] = None
     ref["confidence"] = 0.0
@@ -141,6 +121,7 @@ def settle(
                 settled["call_id"] = e.get("call_id")
                 settled["confidence"] = round(float(confidence), 3)
                 settled["chain"] = chain
+                settled["pointer"] = pointer(e, settled, chain, session)
                 settled["resolved_by"] = "resolver_model"
                 return settled
     return ref

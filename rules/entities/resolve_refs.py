@@ -17,6 +17,7 @@ one of the candidates and clears the threshold.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 from pydantic import Field, field_validator
@@ -24,10 +25,21 @@ from pydantic import Field, field_validator
 from rules.activity.storable import stored_id
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
-from rules.entities.ref_detect import Mention, detect, load_lexicons, strip_injected
+from rules.entities.ref_detect import (
+    Mention,
+    finish,
+    load_lexicons,
+    merge,
+    scan,
+    strip_injected,
+    wanted,
+)
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
+
+NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
+_FILES = ("file", "folder")
 
 
 class Config(RuleConfig):
@@ -94,14 +106,57 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
 
 
 @text_cache(max_chars=4_000_000)
-def _mentions(
-    text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...], threshold: float
+def _scan(
+    text: str,
+    extra_packs: tuple[str, ...],
+    languages: tuple[str, ...],
+    threshold: float,
+    present: str | None,
 ) -> tuple[Mention, ...]:
-    """Memoised: an agent's tool loop sends the same latest user message many times. Kinds whose
-    base confidence is below the threshold (a bare "it") could never resolve: left out."""
+    """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
+    many times. ``present`` None: the patterns that need nothing; else only those needing what
+    is present (a session's first commit scans its question again for these alone)."""
     kinds, lexicons = load_lexicons(extra_packs)
-    found = detect(text, kinds, lexicons, languages, min_base=threshold)
+    if present is None:
+        select = wanted(frozenset(), False)
+    else:
+        select = wanted(frozenset(present.split("|")), True)
+    return tuple(scan(text, kinds, lexicons, languages, threshold, select))
+
+
+@text_cache(max_chars=4_000_000)
+def _mentions(
+    text: str,
+    extra_packs: tuple[str, ...],
+    languages: tuple[str, ...],
+    threshold: float,
+    present: str,
+) -> tuple[Mention, ...]:
+    """Kinds whose base confidence is below the threshold (a bare "it") could never resolve:
+    left out."""
+    kinds, lexicons = load_lexicons(extra_packs)
+    layers = [_scan(text, extra_packs, languages, threshold, None)]
+    if present:
+        layers.append(_scan(text, extra_packs, languages, threshold, present))
+    found = finish(text, kinds, lexicons, merge(*layers))
     return tuple(m for m in found if m.base >= threshold)
+
+
+def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
+    """(kinds, sorts as "a|b") the sessions in reach hold beyond files, from the summary
+    track_entities keeps: a pattern that needs what none holds is not run, a mention of a kind
+    none holds is not resolved. Read on every request: no events are walked."""
+    kinds: set[str] = set()
+    sorts: set[str] = set()
+    ancestors = ctx.ancestors if use_ancestors else ()
+    for found in (
+        ctx.state.get(entity_cache.SUMMARY),
+        *(a.state.get(entity_cache.SUMMARY) for a in ancestors),
+    ):
+        if found:
+            kinds.update(found.get("kinds") or ())
+            sorts.update(found.get("sorts") or ())
+    return kinds, "|".join(sorted(sorts))
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
@@ -112,26 +167,49 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if len(text) > cfg.max_scan_chars:
         half = cfg.max_scan_chars // 2
         text = text[:half] + "\n" + text[-half:]
-    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold)
-    mentions = found[: cfg.max_mentions]
+    held = ctx.state.data.get(entity_cache.SUMMARY)
+    if ctx.ancestors:
+        kinds, present = _held(ctx, cfg.use_ancestors)
+    else:  # one session (most requests): its summary's key, kinds only when there is a mention
+        kinds, present = None, (held or {}).get("key", "")
+    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
+    if not found:
+        return RuleResult.unchanged(ctx)
+    if kinds is None:
+        kinds = set((held or {}).get("kinds") or ())
+    mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
+    mentions = mentions[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
-    # Only what existed when the user wrote: calls made after the message cannot be meant.
-    later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
-    events = entity_cache.fresh(
-        ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
-    )
-    own: Pool = (ctx.session_id, 0, [e for e in events if e.get("call_id") not in later])
+    stored = ctx.state.get(entity_cache.NAMESPACE) or []
+    # When the question was first seen: an entity's age is told relative to it, so the block
+    # says the same on every request of the agent's tool loop (its bytes stay cacheable).
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+    key = f"{idx}:{digest}"
+    asked = ctx.state.get(NAMESPACE) or {}
+    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    # Only what existed when the user wrote: calls made after the message cannot be meant. Seen
+    # before, the question's time says it (events first seen later came after it); at its first
+    # sighting the calls after it in the request are read (a long tool loop: once per question).
+    if asked.get("text") == key and isinstance(asked.get("at"), (int, float)):
+        asked_at, state = float(asked["at"]), ctx.state
+        mine = [e for e in events if float(e.get("first_seen", 0)) <= asked_at]
+    else:
+        asked_at = ctx.now
+        state = ctx.state.with_value(NAMESPACE, {"text": key, "at": ctx.now})
+        later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
+        mine = [e for e in events if e.get("call_id") not in later]
+    own: Pool = (ctx.session_id, 0, mine)
     ancestors: list[Pool] = []
     if cfg.use_ancestors:
         for anc in ctx.ancestors:
             if anc.depth <= cfg.max_ancestor_depth:
-                events = anc.state.get(entity_cache.NAMESPACE) or []
-                fresh = entity_cache.fresh(events, ctx.now, cfg.ttl_seconds)
+                found_events = anc.state.get(entity_cache.NAMESPACE) or []
+                fresh = entity_cache.fresh(found_events, ctx.now, cfg.ttl_seconds)
                 ancestors.append((anc.session_id, anc.depth, fresh))
-    refs = [resolve(m, order_pools(m, own, ancestors), cfg) for m in mentions]
+    refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]
         refs = [settle(ref, picks.get(ref["mention"]), pools, cfg) for ref in refs]
-    return RuleResult.unchanged(ctx, {"references": refs})
+    return RuleResult(ctx.messages, state, {"references": refs})

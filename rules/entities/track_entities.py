@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from rules.activity.entity_pack import load_entity_pack
 from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, load_tools
 from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
@@ -28,6 +29,7 @@ from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
+from rules.entities.track_made import MadeTracker
 from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
@@ -91,6 +93,7 @@ class Config(RuleConfig):
     def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         load_tools(value)  # at start-up: a bad pack file fails here, not per request
         load_verbs(value)
+        load_entity_pack(value)
         return value
 
 
@@ -104,6 +107,7 @@ def call_key(call: dict[str, Any]) -> str:
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
+    made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
     messages, state = ctx.messages, ctx.state
     report: Report = {}
     if cfg.restore_history:
@@ -126,6 +130,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     stored = state.get(entity_cache.NAMESPACE) or []
     events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
     known = entity_cache.known_types(events)
+    made.load(meta.get("scripts"), events)
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
     # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
@@ -153,8 +158,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         name, args = call_name(call), load_arguments(call_arguments_text(call))
         is_error = messages[answer].get("is_error") is True  # Anthropic's tool_result flag
         if not call_succeeded(tools, name, args, result, is_error):
+            # a server still running when the call returned did start (its banner says so)
+            for m in made.still_running(name, args, result, cwd, is_error):
+                seq += 1
+                new_events.append(
+                    entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+                )
             continue
+        before = cwd
         effects, cwd = call_effects(tools, verbs, name, args, result, cwd, known, cfg.persist_cwd)
+        for m in made.of_call(name, args, result, before, effects, call_id(call)):
+            seq += 1
+            new_events.append(
+                entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+            )
         cwd = cwd_hint(tools, result) or cwd
         if cwd is not None and len(cwd) > MAX_PATH_CHARS:  # not a directory one can be in
             cwd = None
@@ -174,7 +191,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         events = entity_cache.add(events, new_events, cfg.max_entities)
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
-    new_meta = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+        held = entity_cache.summary(events)
+        if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": [], "key": ""}):
+            state = state.with_value(entity_cache.SUMMARY, held)
+    new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+    if made.scripts:
+        new_meta["scripts"] = made.scripts
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
     new_meta = storable(new_meta)

@@ -5,6 +5,7 @@ and a stateless client getting its history restored."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import openai
@@ -147,3 +148,41 @@ def test_rewrite_cli_replays_a_scenario_call_by_call(tmp_path, capsys) -> None: 
     # the block forwarded with this very message is history: replayed as it was, nothing added
     assert late["request"]["messages"] == second["request"]["messages"]
     assert late["report"]["inject"] == {"sticky": 1}
+
+
+def test_sub_agent_points_at_a_business_entity_from_its_leads_result(
+    live_proxy, fake_upstream
+) -> None:  # type: ignore[no-untyped-def]
+    """The semantic-pointer design's story: the lead's tool lists customers; its sub-agent's
+    "the second customer from that list" becomes a self-contained pointer with the id."""
+    proxy = live_proxy()
+    lead = client_for(proxy, "lead-9")
+    search = {"type": "object", "properties": {"status": {"type": "string"}}}
+    tools = [{"type": "function", "function": {"name": "search_customers", "parameters": search}}]
+    fake_upstream.script.tool_calls = [call("call_7", "search_customers", status="flagged")]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "find the flagged customers"}]
+    first = lead.chat.completions.create(model="gpt-4o", messages=history, tools=tools)
+    history.append(first.choices[0].message.model_dump(exclude_none=True))
+    listed = {
+        "customers": [{"id": "cus_001", "name": "Acme Corp"}, {"id": "cus_002", "name": "Globex"}]
+    }
+    history.append({"role": "tool", "tool_call_id": "call_7", "content": json.dumps(listed)})
+    fake_upstream.script.tool_calls = None
+    fake_upstream.script.content = "Two customers are flagged."
+    lead.chat.completions.create(model="gpt-4o", messages=history, tools=tools)
+
+    child = client_for(proxy, "child-9", parent="lead-9")
+    ask = "process the second customer from that list"
+    raw = child.chat.completions.with_raw_response.create(
+        model="gpt-4o", messages=[{"role": "user", "content": ask}]
+    )
+    raw.parse()
+    last = fake_upstream.last["messages"][-1]["content"]
+    assert (
+        '"the second customer" means the customer Globex (id cus_002; item 2 of the result' in last
+    )
+    assert "from parent session lead-9" in last
+    (ref,) = proxy.row(raw.headers["x-ctxproxy-request-id"])["report"]["references"]
+    assert ref["pointer"]["id"] == "cus_002" and ref["pointer"]["session"] == "lead-9"
+    assert ref["pointer"]["description"].startswith("customer Globex (id cus_002")
+    assert ref["entity"]["path"] == "customer:cus_002"

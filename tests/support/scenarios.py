@@ -14,11 +14,15 @@ A ``parent`` is the lead agent's session, run first; the scenario is then its su
 requests carry the parent's state as a ``rules.base.Ancestor`` (``X-Parent-Session-Id``).
 
 ``expect: {path: ABS}`` passes when every resolved reference points to that path (and one does);
-``expect: {abstain: true, why}`` passes when no reference resolves.
+``expect: {kind, id}`` when every one points to the entity of that kind and identifier (a
+branch, a commit's short SHA, a PID, a customer id …); ``expect: {abstain: true, why}`` passes
+when no reference resolves. A tool step's ``output`` may be a mapping or a list: the result is
+its JSON (a structured result); a shell step's ``exit`` may be -1 (still running).
 """
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,7 +64,11 @@ class Outcome:
 
     def describe(self) -> str:
         sc = self.scenario
-        want = sc.expect.get("path") or f"abstain ({sc.expect.get('why', '')})"
+        want = (
+            sc.expect.get("path")
+            or (f"{sc.expect['kind']}:{sc.expect['id']}" if "id" in sc.expect else None)
+            or f"abstain ({sc.expect.get('why', '')})"
+        )
         refs = "; ".join(
             f"{r.get('mention')!r}->{(r.get('entity') or {}).get('path') or r.get('abstained')}"
             f" {r.get('confidence')}"
@@ -147,7 +155,8 @@ class _Session:
         else:
             name = str(step["tool"])
             tool_call = call(cid, name, **dict(step.get("args") or {}))
-            output = str(step.get("output") or "")
+            raw = step.get("output")
+            output = json.dumps(raw) if isinstance(raw, (dict, list)) else str(raw or "")
             if step.get("ok", True):
                 content = output or _success(name, dict(step.get("args") or {}))
             else:
@@ -190,9 +199,21 @@ def run(sc: Scenario) -> Outcome:
     if "path" in sc.expect:
         want = posixpath.normpath(str(sc.expect["path"]))
         passed = bool(resolved) and {posixpath.normpath(p) for p in resolved} == {want}
+    elif "id" in sc.expect:
+        want = f"{sc.expect['kind']}:{sc.expect['id']}"
+        passed = bool(resolved) and set(resolved) == {want}
     else:
         passed = not resolved
     return Outcome(sc, passed, resolved, refs)
+
+
+def expected_kind(sc: Scenario) -> str:
+    """What a scenario is about: the kind it expects, file or folder, or abstain."""
+    if "kind" in sc.expect:
+        return str(sc.expect["kind"])
+    if "path" in sc.expect:
+        return "file/folder"
+    return "abstain"
 
 
 def summary(outcomes: Sequence[Outcome]) -> dict[str, tuple[int, int]]:

@@ -17,6 +17,8 @@ import pytest
 from pydantic import ValidationError
 
 from rules.activity import diagnostics, observations
+from rules.activity.entity_pack import load_entity_pack
+from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
 from rules.entities import resolve_refs, track_entities
 from rules.entities.ref_detect import detect, load_lexicons, strip_injected
@@ -49,6 +51,11 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         ]
         if lex.script is not None:
             out.append((f"references.{lex.lang}.script", lex.script))
+    out += entity_pack_patterns(load_entity_pack())
+    for lex in lexicons:
+        for label, p in (("object_before", lex.object_before), ("object_after", lex.object_after)):
+            if p is not None:
+                out.append((f"references.{lex.lang}.{label}", p))
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics._LIBRARY, *observations._EXIT]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]

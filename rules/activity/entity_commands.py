@@ -1,0 +1,320 @@
+"""What a shell command line made beyond files, from its words and what it printed: branches
+(``git checkout -b``), commits (the ``[main 0509ee3] msg`` line), containers, images, virtualenvs,
+packages, Kubernetes resources, buckets, background servers (``&`` with a printed PID or a
+"listening on :5173" banner), tables, databases and rows (SQL a client ran, or a script the
+command ran whose content an earlier call wrote). The rules come from the ``entities`` pack
+(``entity_pack``); this module applies them. Pure: the caller says whether the call succeeded.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
+from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
+from rules.activity.shell_parse import Verbs, resolve_path
+
+MAX_SCAN = 50_000  # characters of a command line or output read for patterns
+MAX_STATEMENTS = 20  # per script or command
+Statement = tuple[str, str, str]  # (kind, action, id)
+_VERSION = re.compile(r"[<>=!~\[;@ ]")  # flask==2.0, requests[socks], pkg@1.2
+
+
+@dataclass
+class CommandFacts:
+    """What one command line did beyond files, and the SQL scripts it wrote (path -> statements)."""
+
+    made: list[Made] = field(default_factory=list)
+    scripts: dict[str, list[Statement]] = field(default_factory=dict)
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_BY_CHARS else text[: MAX_BY_CHARS - 1] + "…"
+
+
+def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
+    """The command's words without prefixes (sudo, env, FOO=bar), its program normalised."""
+    argv = list(cmd.argv)
+    while argv and (
+        argv[0] in verbs.prefixes
+        or argv[0] in verbs.keywords
+        or ("=" in argv[0] and not argv[0].startswith(("=", "-")))
+    ):
+        argv = argv[1:]
+    if not argv:
+        return []
+    program = posixpath.basename(argv[0])
+    argv = [*pack.programs.get(program, program).split(), *argv[1:]]
+    if argv[:3] == ["python", "-m", "pip"]:
+        argv = ["pip", *argv[3:]]
+    return argv
+
+
+def _flag_value(args: Sequence[str], flags: Sequence[str]) -> str | None:
+    for i, a in enumerate(args):
+        for f in flags:
+            if a == f and i + 1 < len(args):
+                return args[i + 1]
+            if f.startswith("--") and a.startswith(f + "="):
+                return a[len(f) + 1 :]
+    return None
+
+
+def _positionals(args: Sequence[str], skip: frozenset[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            out += list(args[i + 1 :])
+            break
+        if a.startswith("-") and len(a) > 1:
+            i += 2 if a in skip else 1
+            continue
+        if a and "$" not in a and "`" not in a:
+            out.append(a)
+        i += 1
+    return out
+
+
+def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
+    """The identifiers a command rule takes from the words after its ``argv``."""
+    spec = rule.spec
+    unless = spec.get("unless") or ()
+    if any(a == u or a.startswith(f"{u}=") for a in args for u in unless):
+        return []
+    skip = frozenset(spec.get("skip_values") or ())
+    if "flag" in spec:
+        flags = list(spec["flag"])
+        if spec.get("all_values"):
+            present = any(a in flags for a in args)
+            return _positionals([a for a in args if a not in flags], skip) if present else []
+        value = _flag_value(args, flags)
+        return [value] if value else []
+    pos = _positionals(args, skip)
+    if spec.get("args"):
+        return pos
+    if "arg" in spec:
+        n = int(spec["arg"])
+        if len(pos) >= n:
+            return [pos[n - 1]]
+        return [str(spec["default"])] if "default" in spec else []
+    return []
+
+
+def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
+    spec = rule.spec
+    strip = spec.get("strip")
+    if strip and raw.startswith(str(strip)):
+        raw = raw[len(str(strip)) :]
+    if spec.get("package"):
+        if raw.startswith((".", "/", "~")) or ("/" in raw and not raw.startswith("@")):
+            return None  # a path or a URL: no package name
+        raw = _VERSION.split(raw, 1)[0].lower()
+    if spec.get("path"):
+        raw = resolve_path(raw, cwd)
+    if rule.id_re is not None:
+        m = rule.id_re.search(raw)
+        raw = m.group(0) if m else ""
+    raw = raw.strip().rstrip("/") if not spec.get("path") else raw
+    return raw or None
+
+
+def _container_extras(
+    rule: CommandRule, args: Sequence[str], cwd: str | None
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """(attributes, relations) of ``docker run``: published ports, mounted folders."""
+    attrs: list[tuple[str, str]] = []
+    rel: list[tuple[str, str]] = []
+    for flag in rule.spec.get("ports") or ():
+        value = _flag_value(args, [flag])
+        if value:
+            attrs.append(("port", value.split(":")[0] if ":" in value else value))
+    for flag in rule.spec.get("mounts") or ():
+        value = _flag_value(args, [flag])
+        host = value.split(":", 1)[0] if value else ""
+        if host.startswith(("/", ".", "~")) and "$" not in host:
+            rel.append(("mounts", resolve_path(host, cwd)))
+    return tuple(attrs), tuple(rel)
+
+
+def _apply_rule(
+    rule: CommandRule, argv: Sequence[str], output: str, cwd: str | None, pack: EntityPack
+) -> Iterator[Made]:
+    args = argv[len(rule.argv) :]
+    by = _clip(" ".join(argv))
+    kind = rule.kind
+    if "kind_arg" in rule.spec:
+        pos = _positionals(args, frozenset(rule.spec.get("skip_values") or ()))
+        n = int(rule.spec["kind_arg"])
+        word = pos[n - 1].lower() if len(pos) >= n else ""
+        kind = pack.resource_kinds.get(word, "")
+        if not kind:
+            return
+    named = _rule_ids(rule, args) if "flag" in rule.spec else []
+    if rule.output is not None and not named:  # `docker run` without --name: its printed id
+        for m in rule.output.finditer(output[:MAX_SCAN]):
+            groups = m.groupdict()
+            ident = groups.get("id") or rule.spec.get("fixed_id")
+            if not ident:
+                continue
+            rel = tuple(
+                (name, f"{target}:{groups[name]}")
+                for name, target in (rule.spec.get("rel") or {}).items()
+                if groups.get(name)
+            )
+            attrs = tuple((k, v) for k, v in groups.items() if v and k not in ("id", "name"))
+            name = (groups.get("name") or "").strip()
+            yield Made(kind, str(ident), rule.action, name, attrs, rel, by)
+        return
+    attrs, rel = _container_extras(rule, args, cwd) if kind == "container" else ((), ())
+    printed = rule.output.search(output[:MAX_SCAN]) if rule.output is not None else None
+    if printed is not None and printed.groupdict().get("id"):
+        attrs += ((f"{kind}_id", printed.group("id")),)  # docker run --name web: its id too
+    id_attr = rule.spec.get("id_attr")
+    for raw in _rule_ids(rule, args):
+        ident = _identifier(rule, raw, cwd)
+        if ident is None:
+            continue
+        name = posixpath.basename(ident) if rule.spec.get("path") else ident
+        extra = ((str(id_attr), ident),) if id_attr else ()
+        yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
+
+
+def _matches(rule: CommandRule, argv: Sequence[str]) -> bool:
+    return len(argv) >= len(rule.argv) and tuple(argv[: len(rule.argv)]) == rule.argv
+
+
+def script_statements(pack: EntityPack, text: str) -> list[Statement]:
+    """The statements of a script's content that make, change or end tables and databases."""
+    return [(k, a, i) for k, a, i, _ in _statements(pack, text) if k != "row"]
+
+
+def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mapping[str, str]]]:
+    """(kind, action, id, groups) of the SQL statements in ``text``, in order."""
+    found = []
+    for rule in pack.statements:
+        for m in rule.regex.finditer(text[:MAX_SCAN]):
+            g = {k: v for k, v in m.groupdict().items() if v}
+            ident = g.get("id") or ("" if rule.spec.get("returning") else None)
+            if ident is None:
+                continue
+            found.append((m.start(), rule.kind, rule.action, ident.lower(), g))
+    found.sort(key=lambda x: x[0])
+    return [(k, a, i, g) for _, k, a, i, g in found[:MAX_STATEMENTS]]
+
+
+def _rows(pack: EntityPack, table: str, output: str, by: str) -> Iterator[Made]:
+    """The row an insert made, when the output shows its id (``RETURNING id``)."""
+    m = pack.returned_id.search(output[:MAX_SCAN])
+    if m:
+        ident = m.group("id")
+        yield Made("row", f"{table}#{ident}", "create", ident, (("table", table), ("id", ident)),
+                   (("in", f"table:{table}"),), by)  # fmt: skip
+
+
+def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) -> Iterator[Made]:
+    rel = (("created_by", source),) if source else ()
+    for kind, action, ident, g in _statements(pack, text):
+        if kind == "row" and action == "create":
+            yield from _rows(pack, str(g.get("table", "")).lower(), output, by)
+        elif kind == "row":
+            table = str(g.get("table", "")).lower()
+            yield Made("row", f"{table}#{ident}", action, ident, (("table", table),), (), by)
+        else:
+            yield Made(kind, ident, action, ident, (), rel if action == "create" else (), by)
+
+
+def _servers(
+    pack: EntityPack, output: str, command: str, background: bool, job: str
+) -> Iterator[Made]:
+    """A background job: its printed PID, the port its banner names."""
+    port = None
+    for rule in pack.outputs:
+        if rule.kind == "process":
+            m = rule.regex.search(output[:MAX_SCAN])
+            if m:
+                port = m.group("port")
+                break
+    pid_m = pack.background_pid.search(output[:2_000]) if background else None
+    pid = pid_m.group("pid") if pid_m else None
+    if port is None and pid is None:
+        return
+    attrs = tuple((k, v) for k, v in (("pid", pid), ("port", port)) if v)
+    if port:
+        attrs += (("url", f"http://localhost:{port}"),)
+    rel = (("serves", f"port:{port}"),) if port else ()
+    name = _clip(job) if job else _clip(command)
+    yield Made("process", pid or f":{port}", "create", name, attrs, rel, _clip(command))
+
+
+def command_entities(
+    pack: EntityPack,
+    verbs: Verbs,
+    command: str,
+    output: str,
+    cwd: str | None,
+    scripts: Mapping[str, Sequence[Statement]],
+    written: Sequence[str] = (),
+    running: bool = False,
+) -> CommandFacts:
+    """What ``command`` made beyond files. ``written``: files it wrote (SQL in its text is then
+    a script's content, not run); ``running``: the call is still running (a server's banner
+    then makes a process even in the foreground)."""
+    facts = CommandFacts()
+    ops = [v for k, v in tokenize(command[:MAX_SCAN]) if k == "op"]
+    background = "&" in ops
+    programs: list[str] = []
+    here = cwd
+    cmds = split_commands(command[:MAX_SCAN])
+    # the command put in the background: the one before `&` (the next one's connector), or the last
+    after = [c.connector for c in cmds[1:]] + [""]
+    jobs = [" ".join(c.argv) for c, nxt in zip(cmds, after, strict=True) if nxt == "&"]
+    job = jobs[0] if jobs else (" ".join(cmds[-1].argv) if cmds else "")
+    for cmd in cmds:
+        argv = _words(cmd, pack, verbs)
+        if not argv:
+            continue
+        programs.append(argv[0])
+        if argv[0] == "cd" and len(argv) > 1 and "$" not in argv[1]:
+            here = resolve_path(argv[1], here)
+            continue
+        for rule in pack.by_program.get(argv[0], ()):
+            if _matches(rule, argv):
+                facts.made.extend(_apply_rule(rule, argv, output, here, pack))
+        ran = [resolve_path(w, here) for w in argv[1:] if not w.startswith("-")]
+        ran += [resolve_path(t, here) for op, t in cmd.redirects if op == "<"]
+        for path in ran:
+            if path in scripts:
+                facts.made.extend(_script_made(scripts[path], path, _clip(" ".join(argv))))
+    by = _clip(command)
+    if any(p in pack.sql_clients for p in programs):
+        facts.made.extend(_sql(pack, command, output, by, None))
+    elif written:
+        found = script_statements(pack, command)
+        if found:
+            facts.scripts[written[-1]] = found
+    run_programs = set(programs)
+    for printed in pack.outputs:
+        wanted = set(printed.spec.get("programs") or ())
+        if printed.kind == "process" or not run_programs & wanted:
+            continue
+        for m in printed.regex.finditer(output[:MAX_SCAN]):
+            g = m.groupdict()
+            kind = pack.resource_kinds.get(g.get("kind") or "", printed.kind)
+            if printed.spec.get("kind_group") and kind == printed.kind:
+                continue  # a word kubectl prints that names no kind we know
+            facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))
+    if background or running:
+        facts.made.extend(_servers(pack, output, command, background, job))
+    return facts
+
+
+def _script_made(statements: Sequence[Statement], path: str, by: str) -> Iterator[Made]:
+    """The tables a script made when it ran: created by that script."""
+    for kind, action, ident in statements:
+        rel = (("created_by", path),) if action == "create" else ()
+        yield Made(kind, ident, action, ident, (), rel, by)

@@ -1,0 +1,59 @@
+"""Which remembered entities fit a mention: its kind (the noun's, or the kinds its verb takes),
+its verb against what was done to them, whether they still exist, and the words before its
+noun. Used by ``ref_resolve`` and ``ref_relations``; pure functions of their arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rules.entities import cache as entity_cache
+from rules.entities.ref_detect import Mention
+
+
+def kind_mismatch(mention: Mention) -> bool:
+    """The noun names a kind its verb does not take ("push the file"): never resolved."""
+    return bool(mention.type and mention.kinds and mention.type not in mention.kinds)
+
+
+def _fits(mention: Mention, actions: set[str], e: Mapping[str, Any]) -> bool:
+    """Whether the mention's verb fits what was done to ``e``: file actions for files, the
+    entity action groups for other kinds (the ticket you opened, the server you started)."""
+    if mention.kinds and e.get("type") not in mention.kinds:
+        return False
+    if e.get("type") in mention.needs_noun:
+        return False
+    if entity_cache.is_file_kind(e.get("type")):
+        return not actions or e.get("action") in actions
+    return not mention.action or e.get("action") in mention.entity_actions
+
+
+def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Events that fit the mention, newest first, one per path. Only things that still exist
+    fit, unless the verb is about their end ("the folder you deleted"): "delete it" cannot mean
+    a folder already deleted, nor "the branch you made" one deleted since. A word before the noun
+    that some candidates' names hold ("the backup folder") keeps those only; a file name there
+    ("the day-8.md file") keeps that file only, and a format ("the csv") files of that format."""
+    if kind_mismatch(mention):
+        return []
+    actions = set(mention.actions or ((mention.action,) if mention.action else ()))
+    hits = [e for e in entity_cache.query(events, type=mention.type) if _fits(mention, actions, e)]
+    if not actions & {"delete", "move"}:
+        alive = entity_cache.known_types(events)
+        hits = [e for e in hits if e["path"] in alive]
+    out, paths = [], set()
+    for e in hits:
+        if e["path"] not in paths:
+            paths.add(e["path"])
+            out.append(e)
+    if mention.extensions:  # "the csv": files of that format or none
+        ends = tuple(f".{ext}" for ext in mention.extensions)
+        out = [e for e in out if str(e.get("name", "")).lower().endswith(ends)]
+    if mention.named:  # "the day-8.md file": that file or none
+        hint = f"/{mention.hint}"
+        return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
+    if mention.hint:
+        holding = [e for e in out if mention.hint in str(e.get("name", "")).lower()]
+        out = holding or out
+    return out

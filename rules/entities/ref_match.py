@@ -1,0 +1,110 @@
+"""What one match of a reference pattern says, read through its language's lexicon: the
+noun's kind, a word before it usable against names, the kinds the verb around it takes, the
+kinds a mention without a noun cannot mean, and a relation's anchor. Used by ``ref_detect``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rules.entities.ref_lexicon import Lexicon, Pattern
+
+OBJECT_WINDOW = 24  # characters around a mention where its verb is looked for
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """The other entity of a relation ("the folder you just made" in "the file in the folder
+    you just made"): what it is, and the verb, actor and recency that were its."""
+
+    type: str | None
+    action: str | None = None
+    actions: tuple[str, ...] = ()
+    entity_actions: tuple[str, ...] = ()
+    actor: str | None = None
+    recency: bool = False
+
+
+def slot_word(groups: Mapping[str, str | None], slot: str) -> str | None:
+    """The word a slot matched (its first filled occurrence in the template)."""
+    for name in (slot, f"{slot}__2", f"{slot}__3"):
+        if groups.get(name):
+            return groups[name]
+    return None
+
+
+FILE_TYPES = (None, "any", "file", "folder", "weak", "format")
+FILE_NAME = re.compile(r"[\w~-][\w.~/-]*\.[a-z0-9]+")
+
+
+def name_hint(word: str | None) -> tuple[str | None, bool]:
+    """(a word before the noun usable against names, whether it is a file name): "jsonl" and
+    "backup" may be part of a name (plain ASCII, 3+ characters); "day-8.md" is one."""
+    word = (word or "").strip()
+    if FILE_NAME.fullmatch(word):
+        return word, True
+    plain = len(word) >= 3 and word.isascii() and word.replace("_", "").replace("-", "").isalnum()
+    return (word if plain else None), False
+
+
+def noun_type(lex: Lexicon, noun: str | None) -> str | None:
+    typ = lex.words["type"].get(noun or "")
+    if typ == "project":
+        return "folder"
+    return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
+
+
+def object_kinds(
+    lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
+) -> tuple[str, ...]:
+    """The kinds the mention's verb takes: its own ``{kop}`` slot, else an object verb just
+    before it ("push the branch …") or just after it (CJK: "那个分支推送", "ブランチをプッシュ")."""
+    word = g.get("kop")
+    if not word and lex.object_before is not None and lex.object_after is not None:
+        start, end = span
+        found = lex.object_before.search(text[max(0, start - OBJECT_WINDOW) : start]) or (
+            lex.object_after.search(text[end : end + OBJECT_WINDOW])
+        )
+        word = found.group("kop") if found else None
+    group = lex.words["kop"].get(word or "")
+    if group:
+        return lex.object_kinds.get(group, ())
+    if g.get("op"):
+        return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
+    if word and word in lex.words["fop"]:
+        return lex.op_kinds  # "cat that thing": a file operation
+    return ()
+
+
+def needs_noun(
+    lex: Lexicon,
+    typ: str | None,
+    action: str | None,
+    g: Mapping[str, str | None],
+    text: str,
+    span: tuple[int, int],
+) -> tuple[str, ...]:
+    """The kinds a mention without a noun cannot mean: none when its verb is about them
+    ("the one you installed", "push it")."""
+    if typ not in (None, "any") or (action is not None and not lex.groups.get(action, (action,))):
+        return ()
+    return () if object_kinds(lex, g, text, span) else lex.needs_noun
+
+
+def relation_anchor(
+    lex: Lexicon, p: Pattern, g: Mapping[str, str | None], action: str | None, actor: str | None
+) -> tuple[str | None, Anchor]:
+    """(the head noun, the anchor) of a relation match."""
+    first, second = g.get("type"), g.get("type__2")
+    head, other = (first, second) if p.head == 1 else (second, first)
+    mine = None if p.verb_head else action
+    anchor = Anchor(
+        type=noun_type(lex, other),
+        action=mine,
+        actions=tuple(lex.groups.get(mine, (mine,))) if mine else (),
+        entity_actions=tuple(lex.entity_groups.get(mine, ())) if mine else (),
+        actor=None if actor in (None, "any") else actor,
+        recency=bool(slot_word(g, "rec") or slot_word(g, "rec_adj")),
+    )
+    return head, anchor

@@ -1,0 +1,167 @@
+"""track_entities' part for entities beyond files: per call, what a shell command made
+(``entity_commands``) or a structured result showed (``entity_results``), the SQL scripts files
+were written with (so running one later makes its tables, ``created_by`` it), and ends matched
+to what they end (``kill 4242`` stops the server known by that PID; ``docker rm web`` the
+container named web). Values are redacted before they are remembered; an identifier holding a
+secret is not remembered at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rules.activity.entity_commands import (
+    MAX_SCAN,
+    Statement,
+    command_entities,
+    script_statements,
+)
+from rules.activity.entity_pack import EntityPack, Made
+from rules.activity.entity_results import result_entities
+from rules.activity.file_tools import ToolPack, shell_command
+from rules.activity.observations import exit_code
+from rules.activity.shell_parse import Effect, Verbs
+from rules.activity.storable import MAX_PATH_CHARS
+from rules.redact import holds_secret, redact_text
+
+MAX_SCRIPTS = 50
+_BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")  # `cmd &`, not `&&`, `2>&1`, `&>`
+_SCRIPTS = (".sql", ".psql", ".ddl")  # files whose statements run when a command runs them
+_CONTENT_KEYS = ("content", "file_text", "text", "contents", "new_string", "code")
+
+
+class MadeTracker:
+    """Reads calls for entities beyond files; ``scripts`` is what it keeps between requests."""
+
+    def __init__(self, pack: EntityPack, tools: ToolPack, verbs: Verbs) -> None:
+        self.pack, self.tools, self.verbs = pack, tools, verbs
+        self.scripts: dict[str, list[list[str]]] = {}
+        self.alive: dict[str, Mapping[str, Any]] = {}  # key -> its newest event, existing now
+
+    def load(self, scripts: Any, events: Iterable[Mapping[str, Any]]) -> None:
+        if isinstance(scripts, dict):
+            self.scripts = {
+                str(k): [list(map(str, s)) for s in v if isinstance(s, list) and len(s) == 3]
+                for k, v in scripts.items()
+                if isinstance(v, list)
+            }
+        for e in events:
+            self._note(e)
+
+    def _note(self, e: Mapping[str, Any]) -> None:
+        if "id" not in e:
+            return
+        if e.get("action") == "delete":
+            self.alive.pop(str(e.get("path")), None)
+        else:
+            self.alive[str(e.get("path"))] = e
+
+    def note_events(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for e in events:
+            self._note(e)
+
+    def _statements(self) -> dict[str, Sequence[Statement]]:
+        return {p: [(s[0], s[1], s[2]) for s in v] for p, v in self.scripts.items()}
+
+    def _remember_script(self, path: str, statements: Sequence[Statement]) -> None:
+        if not statements:
+            return
+        self.scripts.pop(path, None)
+        self.scripts[path] = [list(s) for s in statements]
+        while len(self.scripts) > MAX_SCRIPTS:
+            self.scripts.pop(next(iter(self.scripts)))
+
+    def of_call(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        result: str,
+        cwd: str | None,
+        effects: Sequence[Effect],
+        call: str,
+    ) -> list[Made]:
+        """What a successful call made beyond files."""
+        command = shell_command(self.tools, name, args)
+        written = [
+            e.path
+            for e in effects
+            if e.type == "file" and e.action in ("create", "modify") and e.path.endswith(_SCRIPTS)
+        ]
+        if command is not None:
+            if not self._may_make(command, written):
+                return []
+            facts = command_entities(
+                self.pack, self.verbs, command, result, cwd, self._statements(), written
+            )
+            for path, statements in facts.scripts.items():
+                self._remember_script(path, statements)
+            return self._kept(facts.made)
+        if effects:  # a file tool: a SQL script's content is remembered
+            content = next((args[k] for k in _CONTENT_KEYS if isinstance(args.get(k), str)), None)
+            if content and written:
+                self._remember_script(written[-1], script_statements(self.pack, content))
+            return []
+        return self._kept(result_entities(self.pack, name, args, result, call))
+
+    def _may_make(self, command: str, written: Sequence[str]) -> bool:
+        """Whether a command line can make anything beyond files: it names a program the pack
+        knows, puts something in the background, writes a SQL script or runs one known to make
+        tables. Most lines (tests, greps, heredocs) do none: one pass, no parse."""
+        text = command[:MAX_SCAN]
+        if written or ("&" in text and _BACKGROUND.search(text)) or self.pack.names(text):
+            return True
+        return any(path.rsplit("/", 1)[-1] in command for path in self.scripts)
+
+    def still_running(
+        self, name: str, args: Mapping[str, Any], result: str, cwd: str | None, is_error: bool
+    ) -> list[Made]:
+        """A call that did not succeed but is still running (exit code -1: the agent's harness
+        stopped waiting): the server it started, if its banner shows one."""
+        command = shell_command(self.tools, name, args)
+        if command is None or is_error or exit_code(result) != -1:
+            return []
+        facts = command_entities(self.pack, self.verbs, command, result, cwd, {}, running=True)
+        return self._kept([m for m in facts.made if m.kind == "process"])
+
+    def _kept(self, made: Sequence[Made]) -> list[Made]:
+        """Redacted, ends matched to what they end, duplicates of one call merged."""
+        out: dict[tuple[str, str], Made] = {}
+        for m in made:
+            if len(m.key) > MAX_PATH_CHARS or holds_secret(m.key):
+                continue  # a pointer to a redacted identifier would be a wrong one
+            m = Made(
+                m.kind,
+                m.id,
+                m.action,
+                redact_text(m.name),
+                tuple((k, redact_text(v)) for k, v in m.attrs),
+                m.rel,
+                redact_text(m.by),
+            )
+            for target in self._ended(m) if m.action == "delete" else [m]:
+                out[(target.key, target.action)] = target
+        kept = list(out.values())
+        for m in kept:
+            self._note({"id": m.id, "path": m.key, "action": m.action, "type": m.kind,
+                        "name": m.name, "attrs": dict(m.attrs)})  # fmt: skip
+        return kept
+
+    def _ended(self, m: Made) -> list[Made]:
+        """The entities an end names: by key, else by an identifier among their attributes
+        (``kill 4242``: the server whose PID is 4242)."""
+        if m.key in self.alive:
+            return [m]
+        hits = [
+            e
+            for key, e in self.alive.items()
+            if e.get("type") == m.kind
+            and (m.id in (e.get("attrs") or {}).values() or str(e.get("id")) == f":{m.id}")
+        ]
+        if not hits:
+            return [m]
+        return [
+            Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
+            for e in hits
+        ]
