@@ -78,12 +78,13 @@ def test_every_file_verb_in_a_successful_call_is_tracked(traces_path) -> None:  
                 if not any(e["action"] == EXPECTED_ACTION[verb] for e in got):
                     missing.append((conv["id"], call_id(call), command[:120]))
                 abs_known = absolute_cwd or all(o.startswith(("/", "~")) for o in operands)
-                for e in got:
+                for e in (e for e in got if e["type"] in ("file", "folder")):  # paths only
                     assert e["path"] == posixpath.normpath(e["path"]), e
                     if abs_known:
                         assert e["path"].startswith(("/", "~")), (conv["id"], command[:120], e)
-            if not ok:
-                assert got == [], (conv["id"], command[:120])  # failed calls are not tracked
+            if not ok:  # failed calls make nothing; a server whose call is still running
+                # (exit -1: the harness stopped waiting, as OpenHands does) did start
+                assert all(e["type"] == "process" for e in got), (conv["id"], command[:120])
             absolute_cwd = absolute_cwd or (
                 ok
                 and any(
