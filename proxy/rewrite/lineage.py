@@ -26,7 +26,8 @@ from typing import Any
 
 import orjson
 
-from rules.base import Context, Message, SessionState, hash_bytes
+from proxy.protocols.base import TAG
+from rules.base import Context, Message, SessionState, content_hash, hash_bytes
 from rules.context import prune
 from rules.entities import history_restore
 
@@ -61,22 +62,50 @@ def history_hashes(ctx: Context) -> list[str]:
         return out
 
 
-def key_of(hashes: Sequence[str]) -> list[Any]:
-    """A history's checkpoint key, as stored."""
-    return [len(hashes), chain(hashes, len(hashes))]
+def key_of(hashes: Sequence[str], messages: Sequence[Message] = ()) -> list[Any]:
+    """A history's checkpoint key, as stored: its length and chained hash, then (``messages``
+    given) the chain of all but its last message and that message's hash without its
+    provenance tag (see ``_retagged``)."""
+    n = len(hashes)
+    return [n, chain(hashes, n), *_last_facts(hashes, messages)]
 
 
-def _head_and_key(hashes: Sequence[str], head: Sequence[Any]) -> tuple[bool, list[Any]]:
+def _untagged(message: Message) -> str:
+    return content_hash({k: v for k, v in message.items() if k != TAG})
+
+
+def _last_facts(hashes: Sequence[str], messages: Sequence[Message]) -> list[str]:
+    n = len(hashes)
+    if not n or len(messages) != n or not isinstance(messages[-1], dict):
+        return []
+    return [chain(hashes, n - 1), _untagged(messages[-1])]
+
+
+def _retagged(hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Message]) -> bool:
+    """Whether the history holds the head's messages, the last one's provenance tag aside: an
+    adapter tags a message by where it came from in the client's body (Messages: a block of a
+    list, or a string), and a client that moves its cache mark off its last turn resends it as
+    a string. Same history, same branch."""
+    n = head[0]
+    if len(head) < 4 or not isinstance(n, int) or not 1 <= n <= min(len(hashes), len(messages)):
+        return False
+    last = messages[n - 1]
+    return isinstance(last, dict) and chain(hashes, n - 1) == head[2] and _untagged(last) == head[3]
+
+
+def _head_and_key(
+    hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Message] = ()
+) -> tuple[bool, list[Any]]:
     """Whether the history extends ``head``, and the history's own key: one pass of the hash
     over the history (the head's prefix, then the rest)."""
     n = head[0] if isinstance(head[0], int) and 0 <= head[0] <= len(hashes) else None
     if n is None:
-        return False, key_of(hashes)
+        return False, key_of(hashes, messages)
     h = hashlib.blake2b("\x00".join(hashes[:n]).encode(), digest_size=12)
     extends = h.copy().hexdigest() == head[1]
     if n < len(hashes):
         h.update(("\x00" if n else "").encode() + "\x00".join(hashes[n:]).encode())
-    return extends, [len(hashes), h.hexdigest()]
+    return extends, [len(hashes), h.hexdigest(), *_last_facts(hashes, messages)]
 
 
 def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
@@ -94,9 +123,9 @@ def resume(
     lineage = state.get(NAMESPACE)
     head = lineage.get("head") if isinstance(lineage, dict) else None
     if not isinstance(head, list) or len(head) < 2:
-        return state, None, key_of(hashes)
-    extends, key = _head_and_key(hashes, head)
-    if extends:
+        return state, None, key_of(hashes, messages)
+    extends, key = _head_and_key(hashes, head, messages)
+    if extends or _retagged(hashes, head, messages):
         return state, None, key
     tips: list[list[Any]] = [t for t in lineage.get("tips") or [] if isinstance(t, list)]
     best = max(

@@ -92,7 +92,7 @@ def test_record_keeps_the_same_state_when_nothing_changed() -> None:
 def test_resume_gives_the_key_record_stores() -> None:
     for history in (hashes("s", "u"), hashes("s", "u", "a", "t"), hashes("s"), hashes("x", "y")):
         state = stored(hashes("s", "u"), BRANCH)
-        assert lineage.resume(state, history, messages=TWO)[2] == lineage.key_of(history)
+        assert lineage.resume(state, history, messages=TWO)[2] == lineage.key_of(history, TWO)
 
 
 def test_the_chain_depends_on_every_hash_and_its_order() -> None:
@@ -100,3 +100,23 @@ def test_the_chain_depends_on_every_hash_and_its_order() -> None:
     assert base != lineage.chain(hashes("a", "c", "b"), 3)
     assert base != lineage.chain(hashes("a", "b", "d"), 3)
     assert lineage.chain(hashes("a", "b", "c", "d"), 3) == base
+
+
+def test_a_last_turn_resent_with_another_provenance_tag_is_the_same_branch() -> None:
+    """Claude Code moves its cache mark off its last turn, and the turn comes back as a string
+    instead of a one-block list: the Messages adapter tags the lowered message by where it came
+    from ("3.0", then "3"). The history is the same: the state carries on. Another text in that
+    turn is a fork."""
+    tag = lineage.TAG
+    answer = {"role": "assistant", "content": "c"}
+    asked = {"role": "user", "content": "q", tag: "3.0"}
+    before = [*TWO, {"role": "assistant", "content": "b"}, asked]
+    again = [*before[:3], {"role": "user", "content": "q", tag: "3"}, answer]
+    other = [*before[:3], {"role": "user", "content": "q2", tag: "3"}, answer]
+    content = [lineage.content_hash(m) for m in before]
+    state = lineage.record(SessionState({**BRANCH}), lineage.key_of(content, before))
+    for grown, forked in ((again, False), (other, True)):
+        history = [lineage.content_hash(m) for m in grown]
+        resumed, fork, _ = lineage.resume(state, history, messages=grown)
+        assert (fork is not None) is forked
+        assert (resumed.get("entities") is None) is forked
