@@ -11,7 +11,7 @@ import orjson
 
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.messages import call_arguments_text, call_id, role, text_of, tool_calls
+from rules.messages import call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
 from rules.text_cache import text_cache
 
@@ -126,46 +126,16 @@ def _covers(outer: Range, inner: Range) -> bool:
     return outer[1] is None or (inner[1] is not None and inner[1] <= outer[1])
 
 
-def _result_text(messages: list[Message], obs: Observation) -> str:
-    return text_of(messages[obs.result_index].get("content"))
-
-
-_VOLATILE = re.compile(r"[0-9]{1,20}\.[0-9]{1,20}|0x[0-9a-fA-F]{1,32}")  # bounded: linear
-_COVER_LINES = 5_000  # lines of an output compared (outputs are capped long before)
-_MISSING_SHARE = 0.1  # of the older output's lines the later one may lack
-
-
-# the same outputs are compared on every request that plans a compaction
-@text_cache(max_chars=2_000_000, max_text_chars=200_000)
-def _line_set(text: str) -> frozenset[str]:
-    """The output's lines worth copying (12 characters or more, stripped), with decimals and
-    addresses masked: a timing or an object address that moved does not make a line new."""
-    lines = text.split("\n", _COVER_LINES)[:_COVER_LINES]
-    return frozenset(_VOLATILE.sub("0", s) for line in lines if len(s := line.strip()) >= 12)
-
-
-def covers(later: str, older: str) -> bool:
-    """Whether the later output of a command still shows what the older one did: all but a
-    tenth of its lines (numbers aside). A re-run whose output changed leaves the older copy
-    in place: the agent may still copy from what only it shows."""
-    old = _line_set(older)
-    if not old:
-        return True
-    missing = len(old - _line_set(later))
-    return missing <= len(old) * _MISSING_SHARE
-
-
 def supersede(
     observations: list[Observation], protected: set[int], messages: list[Message]
 ) -> list[tuple[int, str]]:
     """(result index, reason) of older reads re-read or rewritten whole later, older runs of the
-    same command whose output the later run ``covers``, and older listings of the same folder. A
-    partial read goes only for a later read that covers its lines, or a later full read or whole
-    write of the file; it never supersedes a full one. An edit of part of a file supersedes
-    nothing: the old read still shows the rest."""
+    same command and older listings of the same folder. A partial read goes only for a later read
+    that covers its lines, or a later full read or whole write of the file; it never supersedes a
+    full one. An edit of part of a file supersedes nothing: the old read still shows the rest."""
     later_write: set[str] = set()
     later_reads: dict[str, list[Range | str]] = {}  # file path -> ranges read later
-    later_run: dict[str, str] = {}  # command -> the output of its latest run
+    later_run: set[str] = set()
     later_list: set[str] = set()
     out: list[tuple[int, str]] = []
     for obs in reversed(observations):
@@ -193,11 +163,9 @@ def supersede(
         elif a.kind == "write" and full_write(messages, obs):
             later_write.add(a.target)
         elif a.kind == "run":
-            later = later_run.get(a.target)
-            text = _result_text(messages, obs)
-            if later is not None and obs.result_index not in protected and covers(later, text):
+            if a.target in later_run and obs.result_index not in protected:
                 out.append((obs.result_index, "superseded by a later run of the same command"))
-            later_run[a.target] = text
+            later_run.add(a.target)
         elif a.kind == "list":
             if a.target in later_list and obs.result_index not in protected:
                 out.append((obs.result_index, "superseded by a later listing"))

@@ -111,9 +111,8 @@ SUPERSEDE_CASES = [
         id="rewritten",
     ),
     pytest.param(
-        [TASK, *run_cmd("c1", "make check", blob("check", 400) + "\nok in 3.41s"),
-         *read("r2", "b.py"),
-         *run_cmd("c2", "make  check", blob("check", 400) + "\nok in 2.97s")],
+        [TASK, *run_cmd("c1", "make check", blob("run1", 400)), *read("r2", "b.py"),
+         *run_cmd("c2", "make  check", blob("run2", 400))],
         {2: "superseded by a later run of the same command"},
         id="same-command",
     ),
@@ -136,20 +135,6 @@ def test_supersede(messages: list[dict[str, Any]], expected: dict[int, str]) -> 
         assert reason in got[i]
     assert out.report["prune"]["stages"].keys() == {"supersede"}
     assert_envelopes_kept(messages, out.messages)
-
-
-def test_a_rerun_whose_output_changed_does_not_supersede_the_older_output() -> None:
-    """The older run showed lines the later one does not (a listing that changed, a different
-    failure): the agent may still copy from it, so it is not a stale copy."""
-    older = blob("alpha", 400)
-    newer = blob("alpha", 200) + "\n" + blob("omega", 200)
-    messages = [TASK, *run_cmd("c1", "make check", older), *read("r2", "b.py"),
-                *run_cmd("c2", "make check", newer)]  # fmt: skip
-    size = TOKENS.count_messages(messages)
-    out = apply(messages, int(size * 0.9), target_ratio=0.9, keep_last_observations=10)
-    assert not any("superseded" in reason for reason in elided(out).values())
-    assert prune_stages.covers(newer, blob("alpha", 200) + "\nnoise 12345678 word word")
-    assert not prune_stages.covers(newer, older)
 
 
 def test_mask_keeps_tool_arguments_exit_and_size() -> None:
