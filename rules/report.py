@@ -132,7 +132,8 @@ class WorkspaceSummary(TypedDict, total=False):
     changed: int  # files the agent changed
     bytes: int  # the map's size as stored, when this request changed it
     left_out: dict[str, int]  # evicted: entries dropped to keep the map under its bound
-    tree: list[str]  # the map, folded (``rules.workspace.render.tree_lines``)
+    tree: list[str]  # the map, folded (``render.tree_lines``), when this request changed it
+    unchanged: bool  # this request read nothing new: no tree (the last change's shows it)
     bootstrap: dict[str, Any]  # the picture taken on this request: root, ms, left_out, error
 
 

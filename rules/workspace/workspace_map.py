@@ -169,6 +169,9 @@ def boot_lines(picture: Any) -> list[str] | None:
 def summary(
     wsmap: Mapping[str, Any], cfg: Config, now: int, picture: Any, size: int | None
 ) -> WorkspaceSummary:
+    """The report's view of the map; its folded tree only when the map changed on this request
+    (``size`` known): rendering it costs more than the rest of the rule, and an unchanged map's
+    tree is the one the request that last changed it shows."""
     nodes: tree.Nodes = wsmap.get("nodes") or {}
     root = render.project_root(nodes, wsmap.get("cwd"))
     files = sum(1 for v in nodes.values() if v[0] != "d")
@@ -183,10 +186,13 @@ def summary(
         "folders": len(nodes) - files,
         "changed": len(tree.changed_paths(nodes)),
         "left_out": {"evicted": int(wsmap.get("evicted") or 0)},
-        "tree": render.tree_lines(nodes, root, now, cfg.report_lines) if cfg.report_lines else [],
     }
     if size is not None:
         out["bytes"] = size
+        if cfg.report_lines:
+            out["tree"] = render.tree_lines(nodes, root, now, cfg.report_lines)
+    else:
+        out["unchanged"] = True
     if isinstance(picture, Mapping):
         boot = {k: picture[k] for k in ("root", "ms", "left_out", "error") if k in picture}
         out["bootstrap"] = storable(boot)

@@ -203,6 +203,11 @@ def test_report_says_source_size_and_tree() -> None:
     assert report["source"] == "observed" and report["files"] == 1 and report["bytes"] > 0
     assert report["left_out"] == {"evicted": 0}
     assert report["tree"] == ["src/  (seen 0s ago)", "  a.py r"]
+    # a request that reads nothing new: the counts, no tree (the last change's request has it)
+    later = [*messages, assistant("done"), user("and?")]
+    again = workspace_map.apply(ctx(later, now=160.0, state=out.state), CFG).report["workspace"]
+    assert again["unchanged"] is True and "tree" not in again and "bytes" not in again
+    assert again["files"] == 1
 
 
 def _hidden_request(state: SessionState | None = None, more: tuple[str, ...] = ()) -> Any:
