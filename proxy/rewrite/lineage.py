@@ -70,15 +70,23 @@ def key_of(hashes: Sequence[str], messages: Sequence[Message] = ()) -> list[Any]
     return [n, chain(hashes, n), *_last_facts(hashes, messages)]
 
 
-def _untagged(message: Message) -> str:
+def _untagged(message: Message, tagged_hash: str) -> str:
+    """The message's content hash without its provenance tag (``tagged_hash`` when it has none:
+    a chat client's messages, and most of the others')."""
+    if TAG not in message:
+        return tagged_hash
     return content_hash({k: v for k, v in message.items() if k != TAG})
 
 
-def _last_facts(hashes: Sequence[str], messages: Sequence[Message]) -> list[str]:
+def _last_facts(
+    hashes: Sequence[str], messages: Sequence[Message], prev: str | None = None
+) -> list[str]:
+    """The chain of all but the last message (``prev`` when already hashed) and the last
+    message's untagged hash."""
     n = len(hashes)
     if not n or len(messages) != n or not isinstance(messages[-1], dict):
         return []
-    return [chain(hashes, n - 1), _untagged(messages[-1])]
+    return [chain(hashes, n - 1) if prev is None else prev, _untagged(messages[-1], hashes[-1])]
 
 
 def _retagged(hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Message]) -> bool:
@@ -90,22 +98,30 @@ def _retagged(hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Mes
     if len(head) < 4 or not isinstance(n, int) or not 1 <= n <= min(len(hashes), len(messages)):
         return False
     last = messages[n - 1]
-    return isinstance(last, dict) and chain(hashes, n - 1) == head[2] and _untagged(last) == head[3]
+    if not isinstance(last, dict) or chain(hashes, n - 1) != head[2]:
+        return False
+    return _untagged(last, hashes[n - 1]) == head[3]
 
 
 def _head_and_key(
     hashes: Sequence[str], head: Sequence[Any], messages: Sequence[Message] = ()
 ) -> tuple[bool, list[Any]]:
     """Whether the history extends ``head``, and the history's own key: one pass of the hash
-    over the history (the head's prefix, then the rest)."""
+    over the history (the head's prefix, the rest but the last message, the last)."""
     n = head[0] if isinstance(head[0], int) and 0 <= head[0] <= len(hashes) else None
     if n is None:
         return False, key_of(hashes, messages)
+    total = len(hashes)
     h = hashlib.blake2b("\x00".join(hashes[:n]).encode(), digest_size=12)
     extends = h.copy().hexdigest() == head[1]
-    if n < len(hashes):
-        h.update(("\x00" if n else "").encode() + "\x00".join(hashes[n:]).encode())
-    return extends, [len(hashes), h.hexdigest(), *_last_facts(hashes, messages)]
+    prev = None  # the chain of all but the last message, when the pass goes by it
+    if n < total:
+        rest = hashes[n : total - 1]
+        if rest:
+            h.update(("\x00" if n else "").encode() + "\x00".join(rest).encode())
+        prev = h.copy().hexdigest()
+        h.update(("\x00" if total > 1 else "").encode() + hashes[-1].encode())
+    return extends, [total, h.hexdigest(), *_last_facts(hashes, messages, prev)]
 
 
 def _extends(hashes: Sequence[str], key: Sequence[Any]) -> bool:
