@@ -1,6 +1,6 @@
 """The ``ctxproxy`` command: ``serve``, ``rewrite``, ``logs`` and ``show``, each a ``cmd_*``
-function wired to its subparser in ``build_parser``; ``vacuum`` and ``migrate`` live in
-``cli_store``."""
+function wired to its subparser in ``build_parser``; ``logs`` and ``show`` live in ``cli_log``,
+``vacuum`` and ``migrate`` in ``cli_store``."""
 
 from __future__ import annotations
 
@@ -16,26 +16,13 @@ from typing import Any
 
 import orjson
 
+from proxy.cli_log import cmd_logs, cmd_show
 from proxy.cli_store import CliError, add_store_commands
 from proxy.errors import ModelNotFound, PayloadTooLarge, ProxyError
 from proxy.rewrite.engine import Engine
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE, Wire
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
 from proxy.startup import announce, startup_line
-from proxy.store.base import Store
-
-
-def _open_log(args: argparse.Namespace) -> Store:
-    """The request log to read (SQLite or PostgreSQL, not opened yet); a read command never
-    creates a SQLite file (a typo in --db would otherwise read as an empty log)."""
-    from proxy.store.factory import create_store, is_postgres, store_url
-
-    settings = load_settings(args.config).store
-    url = store_url(settings, args.db)
-    if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
-        raise CliError(f"the request log {url} does not exist (check --db or store.path)")
-    return create_store(settings, db=url)
-
 
 # ``rewrite --protocol``: how the server reads the body (parse, validate) and its adapter
 PROTOCOLS: dict[str, Wire] = {
@@ -141,128 +128,6 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
         sys.stderr.write(exc.body_bytes().decode() + "\n")
         return 2
     sys.stdout.write(orjson.dumps(out, option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 0
-
-
-def _log_filters(args: argparse.Namespace) -> dict[str, Any]:
-    """``logs``' filters: ``--session`` as logs prints it (``principal/name``), or the client's
-    own name with ``--principal``."""
-    from proxy.inspect.tenancy import session_filter
-
-    principal = args.principal or None
-    return {"session": session_filter(args.session, principal), "principal": principal}
-
-
-async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
-    store = _open_log(args)
-    await store.open()
-    try:
-        return await store.list_requests(**_log_filters(args), limit=args.limit)
-    finally:
-        await store.close()
-
-
-def _console() -> Any:
-    """A rich console on stdout whose closed pipe ends the command as ``main`` ends it (rich's
-    own answer is exit status 1)."""
-    from rich.console import Console
-
-    class PipeConsole(Console):
-        def on_broken_pipe(self) -> None:
-            self.quiet = True
-            raise BrokenPipeError
-
-    return PipeConsole()
-
-
-async def _follow(args: argparse.Namespace) -> int:
-    from proxy.inspect.logs_view import follow
-
-    store = _open_log(args)
-    await store.open()
-    console = _console()
-    since = time.time()  # "new" means created after this line is printed
-    console.print(
-        f"following new requests in {store.describe()} (Ctrl-C to stop)", style="dim", markup=False
-    )
-    console.file.flush()
-    try:
-        return await follow(
-            store,
-            console,
-            **_log_filters(args),
-            interval=args.interval,
-            since=since,
-            wide=args.wide,
-        )
-    finally:
-        await store.close()
-
-
-async def _costs(args: argparse.Namespace) -> list[str]:
-    from proxy.inspect.cost_view import session_cost_line, session_costs
-
-    store = _open_log(args)
-    await store.open()
-    try:
-        found = await session_costs(store, **_log_filters(args), limit=args.limit)
-    finally:
-        await store.close()
-    return [session_cost_line(*item) for item in found] or ["no sessions logged"]
-
-
-def cmd_logs(args: argparse.Namespace) -> int:
-    if args.cost:
-        from proxy.inspect.report_view import for_terminal
-
-        sys.stdout.write("".join(for_terminal(line) + "\n" for line in asyncio.run(_costs(args))))
-        return 0
-    if args.follow:
-        with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(_follow(args))
-        return 0
-    rows = asyncio.run(_logs(args))
-    if args.json:
-        from proxy.inspect.report_view import json_for_terminal
-
-        for row in rows:
-            sys.stdout.write(json_for_terminal(row) + "\n")
-        return 0
-    from proxy.inspect.logs_view import print_rows
-
-    print_rows(rows, _console(), wide=args.wide)
-    return 0
-
-
-async def _show(args: argparse.Namespace) -> dict[str, Any] | None:
-    store = _open_log(args)
-    await store.open()
-    try:
-        from proxy.inspect.cost_view import with_account_now
-
-        if args.request_id in ("last", "latest"):
-            rows = await store.list_requests(limit=1)
-            row = rows[0] if rows else None
-        else:
-            row = await store.get_request(args.request_id)
-        return await with_account_now(store, row) if row is not None else None
-    finally:
-        await store.close()
-
-
-def cmd_show(args: argparse.Namespace) -> int:
-    row = asyncio.run(_show(args))
-    if row is None:
-        sys.stderr.write(f"ctxproxy: no logged request {args.request_id!r}\n")
-        return 1
-    if args.json:
-        from proxy.inspect.report_view import json_for_terminal
-
-        sys.stdout.write(json_for_terminal(row, indent=True) + "\n")
-        return 0
-    from proxy.inspect.show import render
-
-    render(row, _console())
     return 0
 
 

@@ -1,43 +1,21 @@
 """PostgreSQL store (asyncpg): the request log and the session state shared by the replicas of a
 gateway. The interface is ``proxy.store.base.Store``; the request log's writer is
-``proxy.store.pg_writer``; the schema is ``proxy.store.pg_migrations``.
+``proxy.store.pg_writer``; the schema is ``proxy.store.pg_migrations``; the design (holds, saves,
+locks, fail-open) is in docs/operations.md, "The PostgreSQL store".
 
-A session is held for one request (``session``): first this process's lock for it, then one pooled
-connection holding PostgreSQL's advisory lock keyed by the session, so two replicas handling a
-session take turns. One round trip before the request is forwarded, one after:
+A session is held for one request (``session``): this process's lock for it, then one pooled
+connection holding PostgreSQL's session-level advisory lock keyed by the session, so two replicas
+take turns. The hold (``q.HOLD``) reads the state only when its stored version is not the cached
+one; the save (``q.SAVE``) upserts, commits and only then unlocks. Saves wait at most 2 ms for the
+answer to go out (``proxy.store.pg_deferred``); a session's close requests reuse a parked, still
+locked connection (``proxy.store.pg_parked``); for a session this replica served last the engine
+runs the pipeline on the cached state while the hold is in flight (``known_state``).
 
-- hold (``q.HOLD``, a function of migration m007): takes the lock, waiting at most
-  ``lock_timeout_s``, then reads, in a statement of its own, so with a snapshot taken once the lock
-  is granted: the stored version, the state only when that version is not the cached one (the
-  state cache is checked, never trusted; versions come from one sequence), the parent and the
-  upstream's cache report;
-- save (``q.SAVE``, a procedure called outside any transaction block): upserts the state under a
-  new version, COMMITs, and only then unlocks, so whoever holds the session next reads the commit.
-  It runs after the request is forwarded; the session stays held until it is done.
-
-The save waits for its request's answer to go out, at most 2 ms (``proxy.store.pg_deferred``),
-and starts at once when anything needs the session: its next request, a connection wait, a
-sub-agent's ancestors (``settled``), ``flush``, ``close``.
-
-A session's requests close behind one another skip the next hold: its save keeps the lock and the
-connection is parked a moment for them (``proxy.store.pg_parked``, ``q.SAVE_KEPT``).
-
-The hold's round trip is on the request's path. For a session this replica served last, the engine
-hides it (``known_state``): it sends the hold, runs the pipeline on the cached state meanwhile, and
-keeps that outcome when the hold returns the very same state (the stored version is the cached
-one); otherwise, another replica having written, it runs the pipeline again on what was read.
-
-Why a session-level lock, not ``pg_advisory_xact_lock``: that one needs an open transaction, and
-asyncpg sends one statement per round trip: BEGIN + lock, then the read, before forwarding; the
-upsert, then COMMIT, after. A session-level lock outlives a rollback, so a connection that may hold
-one is never pooled: if a hold or a save fails once the lock may be taken, the connection is closed
-and the server drops the lock with it (as for a replica that dies). The statements are fixed text,
-prepared once per connection; the hold sets ``lock_timeout`` for itself only (transaction-local),
-and ``synchronous_commit = off`` is the pool's connection setting. Needs direct connections or
-session pooling (not PgBouncer's transaction pooling, which prepared statements rule out too).
-
-Fail-open: when PostgreSQL cannot be reached the session is served from the cache (or empty) and
-its new state kept in memory only; the request goes on."""
+Why a session-level lock, not ``pg_advisory_xact_lock``: asyncpg sends one statement per round
+trip, so a transaction-scoped lock costs two more round trips. A session-level lock outlives a
+rollback, so a connection that may hold one is never pooled after a failure: it is closed, and
+the server drops the lock with it. Fail-open: when PostgreSQL cannot be reached the session is
+served from the cache (or empty) and its new state kept in memory only."""
 
 from __future__ import annotations
 
