@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from proxy.pricing import PricingEntry
+from proxy.settings_env import EnvSettingsError, env_base_urls
 from proxy.strict_model import Strict as _Strict
 from proxy.upstream_settings import UpstreamSettings
 from proxy.workspace_settings import WorkspaceSettings
@@ -341,7 +342,10 @@ def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = N
         if not isinstance(data, dict):
             raise SettingsError(f"configuration {path} must be a mapping at the top level")
         data = _store_beside(data, Path(path))
-    data, applied = _env_base_urls(data, environ)
+    try:
+        data, applied = env_base_urls(data, environ)
+    except EnvSettingsError as exc:
+        raise SettingsError(str(exc)) from None
     try:
         settings = settings_from_mapping(data)
     except SettingsError as exc:
@@ -351,53 +355,3 @@ def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = N
         raise SettingsError(f"{exc}\n  (base_url set from the environment: {named})") from None
     settings._base_url_from = applied
     return settings
-
-
-BASE_URL_VARIABLE = re.compile(r"CTXPROXY_UPSTREAM_([A-Z0-9_]+)_BASE_URL")
-_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)
-
-
-def base_url_variable(name: str) -> str:
-    """The environment variable that overrides upstream ``name``'s base_url:
-    ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL``, the name upper-cased with every character but a letter
-    or digit as ``_`` (``claude`` -> ``CTXPROXY_UPSTREAM_CLAUDE_BASE_URL``)."""
-    return f"CTXPROXY_UPSTREAM_{re.sub(r'[^A-Z0-9]', '_', name.upper())}_BASE_URL"
-
-
-def _env_base_urls(
-    data: dict[str, Any], environ: Mapping[str, str]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """``data`` with each upstream's base_url replaced by its non-empty
-    ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL``, and {upstream name: variable} of those applied. The
-    server's environment is the operator's (a request never reaches it); a variable naming no
-    upstream, two upstreams, or holding no http(s) URL fails start-up rather than letting
-    requests go where the operator did not mean them to."""
-    wanted = {
-        k: v.strip() for k, v in environ.items() if BASE_URL_VARIABLE.fullmatch(k) and v.strip()
-    }
-    if not wanted:
-        return data, {}
-    upstreams = data.get("upstreams")
-    entries = upstreams if isinstance(upstreams, list) else []
-    named: dict[str, list[int]] = {}
-    for i, entry in enumerate(entries):
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            named.setdefault(base_url_variable(entry["name"]), []).append(i)
-    problems = []
-    applied: dict[str, str] = {}
-    replaced = list(entries)
-    for variable, url in sorted(wanted.items()):
-        where = named.get(variable, [])
-        if len(where) != 1:
-            names = ", ".join(repr(e["name"]) for e in entries if isinstance(e, dict)) or "none"
-            what = "no upstream" if not where else "more than one upstream"
-            problems.append(f"{variable}: {what} has that name (upstreams: {names})")
-        elif not _URL.fullmatch(url):
-            problems.append(f"{variable}: not an http:// or https:// URL")
-        else:
-            entry = entries[where[0]]
-            replaced[where[0]] = {**entry, "base_url": url}
-            applied[entry["name"]] = variable
-    if problems:
-        raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
-    return {**data, "upstreams": replaced}, applied

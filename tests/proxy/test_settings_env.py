@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from proxy.settings import SettingsError, base_url_variable, load_settings
+from proxy.settings import SettingsError, load_settings
+from proxy.settings_env import base_url_variable
 from proxy.startup import startup_line
 
 ROOT = Path(__file__).resolve().parents[2]
