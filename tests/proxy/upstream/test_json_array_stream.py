@@ -77,7 +77,7 @@ def test_a_broken_stream_ends_as_a_valid_array_with_the_error() -> None:
     got = orjson.loads(b"".join(relayed) + splitter.error_tail(error))
     assert got == [*ELEMENTS[:2], orjson.loads(error)]
     nothing_yet = ArraySplitter()
-    assert nothing_yet.feed(b"[{\"cand") == []
+    assert nothing_yet.feed(b'[{"cand') == []
     assert orjson.loads(nothing_yet.error_tail(error)) == [orjson.loads(error)]
     done = ArraySplitter()
     done.feed(data)
