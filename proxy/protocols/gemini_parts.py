@@ -45,6 +45,9 @@ class State:
     # and the repairs made so (the rules' report shape)
     misnamed: set[int] = field(default_factory=set)
     repairs: list[dict[str, Any]] = field(default_factory=list)
+    # each content's JSON (None: not JSON), kept across a session's requests: a forwarded body
+    # is written from its contents' bytes, not serialised again (``GeminiAdapter.lift``)
+    datas: list[bytes | None] | None = None
 
 
 def parts_of(content: Any) -> list[Any]:

@@ -9,7 +9,8 @@ shared too), so those messages are reused as they are: the rules' per-object mem
 session find them. Only identity is trusted, never a name: a slot names where to look, the
 objects themselves prove the reuse. Bounded by slots and by the bytes the snapshots are charged
 (``prefix.PrefixMemory``, LRU): a snapshot is charged its messages' texts and arguments thrice
-(``OBJECT_COST``) and ``PER_MESSAGE_BYTES`` a message."""
+(``OBJECT_COST``), ``PER_MESSAGE_BYTES`` a message, and each content's JSON, kept so a forwarded
+body is written from its contents' bytes (each content serialised once, when first seen)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
+from proxy.generations import compact
 from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
 from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory
@@ -37,6 +41,7 @@ class Snapshot:
     messages: list[Message]  # the contents' messages (the system's not among them)
     state: State
     charged: list[int]  # the bytes charged for the contents up to each one (cumulative)
+    datas: list[bytes | None]  # each content's JSON (None: not JSON)
 
 
 def _charge(messages: list[Message]) -> int:
@@ -47,6 +52,13 @@ def _charge(messages: list[Message]) -> int:
         size += len(text_of(m.get("content")))
         size += sum(len(call_arguments_text(c)) for c in tool_calls(m))
     return OBJECT_COST * size + PER_MESSAGE_BYTES * len(messages)
+
+
+def _json(content: Any) -> bytes | None:
+    try:
+        return compact(orjson.dumps(content))
+    except TypeError:  # lone surrogates (a body not parsed by orjson): written when forwarded
+        return None
 
 
 def _reuse_parts(st: State, prev: State, shared: int, prev_contents: int) -> None:
@@ -111,12 +123,19 @@ class LoweredMemory:
             calls = call_list[-1]
             self.reused += shared
         charged = prev.charged[:shared] if prev is not None else []
+        datas = prev.datas[:shared] if prev is not None else []
         for i in range(shared, len(contents)):
             start = len(out)
             calls = lower_content(st, out, i, contents[i], calls)
             ends.append(len(out))
             call_list.append(calls)
-            charged.append((charged[-1] if charged else 0) + _charge(out[start:]))
-        snap = Snapshot(contents, [e - head for e in ends], call_list, out[head:], st, charged)
+            data = _json(contents[i])
+            datas.append(data)
+            size = _charge(out[start:]) + (len(data) if data is not None else 0)
+            charged.append((charged[-1] if charged else 0) + size)
+        st.datas = datas
+        snap = Snapshot(
+            contents, [e - head for e in ends], call_list, out[head:], st, charged, datas
+        )
         self._slots.put(slot, snap, charged[-1] if charged else 0)
         return out, st

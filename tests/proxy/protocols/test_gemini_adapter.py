@@ -105,6 +105,8 @@ async def test_a_resumed_session_with_a_doubled_response_is_repaired(engine: Eng
     assert fwd[2]["role"] == "user"
     kinds = [r["kind"] for r in out.report["repairs"]]
     assert kinds == ["duplicate_result"], kinds
+    # written from the contents' kept bytes, not serialised again: the same bytes
+    assert out.data is not None and out.data == orjson.dumps(out.body)
 
 
 async def test_a_resumed_cli_session_is_one_proxy_session(engine: Engine) -> None:
