@@ -133,21 +133,30 @@ def session_view(messages: list[Message]) -> list[Message]:
 
 def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) -> bytes | None:
     """``orjson.dumps(forwarded)`` written from each content's bytes: the client's contents'
-    kept JSON, the lifted ones' written now (None: the lowering kept no bytes)."""
+    kept JSON, a lifted one's kept from the previous request where the lifting reused it (the
+    same object), else written now (None: the lowering kept no bytes)."""
     datas = st.datas
     if datas is None:
         return None
     index = {id(c): i for i, c in enumerate(st.contents)}
+    before = st.was_written or {}
+    written: dict[int, tuple[Any, bytes]] = {}
     pieces: list[bytes] = []
     for content in contents:
         i = index.get(id(content))
         data = datas[i] if i is not None else None
         if data is None:
-            try:
-                data = orjson.dumps(content)
-            except TypeError:
-                return None
+            kept = before.get(id(content))
+            if kept is not None and kept[0] is content:
+                data = kept[1]
+            else:
+                try:
+                    data = orjson.dumps(content)
+                except TypeError:
+                    return None
+            written[id(content)] = (content, data)
         pieces.append(data)
+    st.written = written
     return with_items(forwarded, "contents", pieces)
 
 

@@ -10,7 +10,9 @@ session find them. Only identity is trusted, never a name: a slot names where to
 objects themselves prove the reuse. Bounded by slots and by the bytes the snapshots are charged
 (``prefix.PrefixMemory``, LRU): a snapshot is charged its messages' texts and arguments thrice
 (``OBJECT_COST``), ``PER_MESSAGE_BYTES`` a message, and each content's JSON, kept so a forwarded
-body is written from its contents' bytes (each content serialised once, when first seen)."""
+body is written from its contents' bytes (each content serialised once, when first seen). A
+snapshot also holds the bytes of the contents its request's lifting wrote (one request's worth,
+uncharged; bounded by the slots)."""
 
 from __future__ import annotations
 
@@ -117,7 +119,8 @@ class LoweredMemory:
         if prev is not None:  # what the previous request lifted and checked (this one's own
             # replace them there: nothing older is held)
             st.lifted, st.checked = prev.state.lifting, prev.state.checked
-            prev.state.lifted, prev.state.checked = None, None
+            st.was_written = prev.state.written
+            prev.state.lifted, prev.state.checked, prev.state.was_written = None, None, None
             ends = [e + head for e in prev.ends[:shared]]
             call_list = prev.calls[:shared]
             calls = call_list[-1]

@@ -213,6 +213,13 @@ async def test_compaction_patches_responses_and_keeps_ids_and_signatures(engine:
                     "command": f"cat log{int(p['functionCall']['id'][1:])}"
                 }
     assert "thinking" in out.report["sections"]
+    assert out.data == orjson.dumps(out.body)
+    # the session's next request, the same content objects and one more turn: the compacted
+    # contents lifted again are written from the bytes kept for them, and stay exact
+    again = await rewrite(engine, body(*contents, model("done"), user("next")), now=1010.0)
+    rewritten = [c for c in again.body["contents"] if all(c is not k for k in contents)]
+    assert len(rewritten) > 2
+    assert again.data == orjson.dumps(again.body)
 
 
 def test_hidden_text_is_the_thought_parts() -> None:
