@@ -25,7 +25,7 @@ from proxy.protocols.gemini_lower import lower_contents
 from proxy.protocols.gemini_parts import State, harness_tag, is_text, make_text, parts_of
 from proxy.protocols.gemini_prefix import LoweredMemory
 from proxy.protocols.patching import patch_blocks
-from proxy.protocols.prefix import with_items
+from proxy.protocols.prefix import same_objects, with_items
 from rules.base import Message
 from rules.messages import text_of, without_harness
 
@@ -75,9 +75,7 @@ class GeminiAdapter:
         start = 0
         if st.checked is not None and isinstance(contents, list):
             old, sound = st.checked
-            limit = min(len(old), len(contents), sound)
-            while start < limit and old[start] is contents[start]:
-                start += 1
+            start = same_objects(old, contents, sound)
         found = pairing_violations(contents, start=start)
         if isinstance(contents, list):
             st.checked = (contents, 0 if found else len(contents))

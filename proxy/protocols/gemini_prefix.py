@@ -25,7 +25,7 @@ import orjson
 from proxy.generations import compact
 from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
-from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory
+from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory, same_objects
 from rules.base import Message
 from rules.messages import call_arguments_text, text_of, tool_calls
 
@@ -98,9 +98,7 @@ class LoweredMemory:
         prev: Snapshot | None = self._slots.get(slot)
         shared = 0
         if prev is not None:
-            limit = min(len(prev.contents), len(contents))
-            while shared < limit and prev.contents[shared] is contents[shared]:
-                shared += 1
+            shared = same_objects(prev.contents, contents)
         st = State(contents)
         out: list[Message] = []
         kept = prev.state.parts.get("s") if prev is not None else None
