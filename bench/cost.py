@@ -103,7 +103,8 @@ input item). Chain and evidence columns are checked on the chat view of what is 
 chain counts as broken also when the forwarded body fails its protocol's own check
 (``proxy/protocols/checks.py``) where the client's passed it, or the report has an
 ``integrity`` entry. Only ``direct`` and ctxproxy variants run (the baselines rewrite chat
-messages).
+messages). ``bench/cost_protocol_diff.py`` splits a protocol's difference from the chat replay
+into other decisions and the wire's own weight.
 
 **Layout.** ``bench/cost.py`` (this: the command line), ``cost_config`` (constants, prices,
 methods, the job, the clock), ``cost_rewrite`` (the baselines, the checks' helpers, protocol

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
+
 from proxy.protocols.base import Lowered
 from proxy.protocols.gemini_checks import pairing_violations
 from proxy.protocols.gemini_lift import lift_contents
@@ -23,6 +25,7 @@ from proxy.protocols.gemini_lower import lower_contents
 from proxy.protocols.gemini_parts import State, harness_tag, is_text, make_text, parts_of
 from proxy.protocols.gemini_prefix import LoweredMemory
 from proxy.protocols.patching import patch_blocks
+from proxy.protocols.prefix import same_objects, with_items
 from rules.base import Message
 from rules.messages import text_of, without_harness
 
@@ -48,6 +51,7 @@ class GeminiAdapter:
         hashes: Sequence[str] | None = None,
     ) -> dict[str, Any]:
         st: State = lowered.state
+        lowered.data = None
         if messages is lowered.messages and not st.misnamed:
             return body
         contents, system = lift_contents(st, messages)
@@ -60,6 +64,7 @@ class GeminiAdapter:
                 system = {"content": ""}
             if system is not part.lowered and system.get("content") != part.lowered["content"]:
                 forwarded[key] = _patched_system(body[key], part.lowered["content"], system)
+        lowered.data = _forwarded_bytes(forwarded, contents, st)
         return forwarded
 
     def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:
@@ -70,9 +75,7 @@ class GeminiAdapter:
         start = 0
         if st.checked is not None and isinstance(contents, list):
             old, sound = st.checked
-            limit = min(len(old), len(contents), sound)
-            while start < limit and old[start] is contents[start]:
-                start += 1
+            start = same_objects(old, contents, sound)
         found = pairing_violations(contents, start=start)
         if isinstance(contents, list):
             st.checked = (contents, 0 if found else len(contents))
@@ -124,6 +127,35 @@ def session_view(messages: list[Message]) -> list[Message]:
         if user:
             break
     return out
+
+
+def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) -> bytes | None:
+    """``orjson.dumps(forwarded)`` written from each content's bytes: the client's contents'
+    kept JSON, a lifted one's kept from the previous request where the lifting reused it (the
+    same object), else written now (None: the lowering kept no bytes)."""
+    datas = st.datas
+    if datas is None:
+        return None
+    index = {id(c): i for i, c in enumerate(st.contents)}
+    before = st.was_written or {}
+    written: dict[int, tuple[Any, bytes]] = {}
+    pieces: list[bytes] = []
+    for content in contents:
+        i = index.get(id(content))
+        data = datas[i] if i is not None else None
+        if data is None:
+            kept = before.get(id(content))
+            if kept is not None and kept[0] is content:
+                data = kept[1]
+            else:
+                try:
+                    data = orjson.dumps(content)
+                except TypeError:
+                    return None
+            written[id(content)] = (content, data)
+        pieces.append(data)
+    st.written = written
+    return with_items(forwarded, "contents", pieces)
 
 
 def _patched_system(system: Any, old: str, new: Message) -> Any:

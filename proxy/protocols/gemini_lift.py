@@ -13,6 +13,7 @@ other and one of them is not the client's own, they are merged: roles alternate 
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,7 @@ from proxy.protocols.gemini_parts import (
     response_value,
 )
 from proxy.protocols.patching import patch_blocks
+from proxy.protocols.prefix import same_objects
 from rules.base import Message
 from rules.messages import call_id, call_name, role, text_of, tool_calls
 
@@ -63,16 +65,10 @@ def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Messag
     system: Message | None = None
     k = 0
     if prev is not None:
-        limit = min(n, len(prev.messages))
-        same = 0
-        while same < limit and prev.messages[same] is messages[same]:
-            same += 1
-        for g, end in enumerate(prev.ends):
-            if end >= same:
-                break
-            ends.append(end)
-            values.append(prev.values[g])
-            k = end
+        same = same_objects(prev.messages, messages)
+        reused = bisect.bisect_left(prev.ends, same)  # the groups ending before ``same``
+        ends, values = prev.ends[:reused], prev.values[:reused]  # sliced in C, not group by group
+        k = ends[-1] if ends else 0
         if k and prev.system is not None and prev.system is messages[0]:
             system = prev.system
     while k < n:

@@ -45,6 +45,15 @@ class State:
     # and the repairs made so (the rules' report shape)
     misnamed: set[int] = field(default_factory=set)
     repairs: list[dict[str, Any]] = field(default_factory=list)
+    # each content's JSON (None: not JSON), kept across a session's requests: a forwarded body
+    # is written from its contents' bytes, not serialised again (``GeminiAdapter.lift``)
+    datas: list[bytes | None] | None = None
+    # the JSON of the contents the lifting wrote (not the client's), by id with the object itself
+    # (an id is trusted only while its object is the one kept): the previous request's, which a
+    # content lifted again as the same object (a lifted group reused) is written from, and this
+    # one's (only the contents it forwards: one request's worth)
+    was_written: dict[int, tuple[Any, bytes]] | None = None
+    written: dict[int, tuple[Any, bytes]] | None = None
 
 
 def parts_of(content: Any) -> list[Any]:

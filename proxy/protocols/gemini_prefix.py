@@ -9,7 +9,10 @@ shared too), so those messages are reused as they are: the rules' per-object mem
 session find them. Only identity is trusted, never a name: a slot names where to look, the
 objects themselves prove the reuse. Bounded by slots and by the bytes the snapshots are charged
 (``prefix.PrefixMemory``, LRU): a snapshot is charged its messages' texts and arguments thrice
-(``OBJECT_COST``) and ``PER_MESSAGE_BYTES`` a message."""
+(``OBJECT_COST``), ``PER_MESSAGE_BYTES`` a message, and each content's JSON, kept so a forwarded
+body is written from its contents' bytes (each content serialised once, when first seen). A
+snapshot also holds the bytes of the contents its request's lifting wrote (one request's worth,
+uncharged; bounded by the slots)."""
 
 from __future__ import annotations
 
@@ -17,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from proxy.protocols.base import TAG
+import orjson
+
+from proxy.generations import compact
 from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
-from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory
+from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory, same_objects
 from rules.base import Message
 from rules.messages import call_arguments_text, text_of, tool_calls
 
@@ -38,6 +43,7 @@ class Snapshot:
     messages: list[Message]  # the contents' messages (the system's not among them)
     state: State
     charged: list[int]  # the bytes charged for the contents up to each one (cumulative)
+    datas: list[bytes | None]  # each content's JSON (None: not JSON)
 
 
 def _charge(messages: list[Message]) -> int:
@@ -48,6 +54,30 @@ def _charge(messages: list[Message]) -> int:
         size += len(text_of(m.get("content")))
         size += sum(len(call_arguments_text(c)) for c in tool_calls(m))
     return OBJECT_COST * size + PER_MESSAGE_BYTES * len(messages)
+
+
+def _json(content: Any) -> bytes | None:
+    try:
+        return compact(orjson.dumps(content))
+    except TypeError:  # lone surrogates (a body not parsed by orjson): written when forwarded
+        return None
+
+
+def _reuse_parts(st: State, prev: State, shared: int, prev_contents: int) -> None:
+    """``prev``'s bookkeeping of its first ``shared`` contents taken into ``st`` (which holds
+    this request's system part only). Whole dicts are copied when every previous content is
+    shared (an agent's next request: the common case), at C speed, not message by message;
+    the tag lists are shared, as only the lowering of their own content appends to them."""
+    system = st.parts.get("s")
+    if shared == prev_contents:
+        st.parts = dict(prev.parts)
+        st.tags = dict(prev.tags)
+    else:
+        st.parts = {t: p for t, p in prev.parts.items() if 0 <= p.content < shared}
+        st.tags = {c: tags for c, tags in prev.tags.items() if c < shared}
+    st.parts.pop("s", None)
+    if system is not None:
+        st.parts["s"] = system
 
 
 class LoweredMemory:
@@ -68,9 +98,7 @@ class LoweredMemory:
         prev: Snapshot | None = self._slots.get(slot)
         shared = 0
         if prev is not None:
-            limit = min(len(prev.contents), len(contents))
-            while shared < limit and prev.contents[shared] is contents[shared]:
-                shared += 1
+            shared = same_objects(prev.contents, contents)
         st = State(contents)
         out: list[Message] = []
         kept = prev.state.parts.get("s") if prev is not None else None
@@ -80,13 +108,8 @@ class LoweredMemory:
         ends: list[int] = []
         call_list: list[Calls] = []
         if prev is not None and shared:
-            end = prev.ends[shared - 1]
-            out.extend(prev.messages[:end])
-            for m in prev.messages[:end]:
-                tag = m[TAG]
-                part = prev.state.parts[tag]
-                st.parts[tag] = part
-                st.tags.setdefault(part.content, []).append(tag)
+            out.extend(prev.messages[: prev.ends[shared - 1]])
+            _reuse_parts(st, prev.state, shared, len(prev.contents))
             st.synthetic.update(prev.state.synthetic)
             st.thoughts.update(i for i in prev.state.thoughts if i < shared)
             st.misnamed.update(i for i in prev.state.misnamed if i < shared)
@@ -94,18 +117,26 @@ class LoweredMemory:
         if prev is not None:  # what the previous request lifted and checked (this one's own
             # replace them there: nothing older is held)
             st.lifted, st.checked = prev.state.lifting, prev.state.checked
-            prev.state.lifted, prev.state.checked = None, None
+            st.was_written = prev.state.written
+            prev.state.lifted, prev.state.checked, prev.state.was_written = None, None, None
             ends = [e + head for e in prev.ends[:shared]]
             call_list = prev.calls[:shared]
             calls = call_list[-1]
             self.reused += shared
         charged = prev.charged[:shared] if prev is not None else []
+        datas = prev.datas[:shared] if prev is not None else []
         for i in range(shared, len(contents)):
             start = len(out)
             calls = lower_content(st, out, i, contents[i], calls)
             ends.append(len(out))
             call_list.append(calls)
-            charged.append((charged[-1] if charged else 0) + _charge(out[start:]))
-        snap = Snapshot(contents, [e - head for e in ends], call_list, out[head:], st, charged)
+            data = _json(contents[i])
+            datas.append(data)
+            size = _charge(out[start:]) + (len(data) if data is not None else 0)
+            charged.append((charged[-1] if charged else 0) + size)
+        st.datas = datas
+        snap = Snapshot(
+            contents, [e - head for e in ends], call_list, out[head:], st, charged, datas
+        )
         self._slots.put(slot, snap, charged[-1] if charged else 0)
         return out, st

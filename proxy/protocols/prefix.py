@@ -56,6 +56,14 @@ def common_prefix(a: Sequence[Any], b: Sequence[Any]) -> int:
     return i
 
 
+def same_objects(a: Sequence[Any], b: Sequence[Any], limit: int | None = None) -> int:
+    """How many leading items of ``a`` and ``b`` (up to ``limit``) are the very same objects:
+    compared in C (``operator.is_``), not one by one in Python."""
+    n = min(len(a), len(b)) if limit is None else min(len(a), len(b), limit)
+    same = list(map(is_, a[:n], b[:n]))
+    return same.index(False) if False in same else n
+
+
 def shared_bytes(previous: Sequence[bytes | None], datas: Sequence[bytes | None]) -> int:
     """The client messages shared with the previous request: equal bytes, none unknown."""
     k = common_prefix(previous, datas)

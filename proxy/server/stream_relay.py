@@ -59,7 +59,7 @@ async def relay_stream(
 ) -> None:
     """Relay upstream bytes as they come; complete the log row however the stream ends."""
     assert response.chunks is not None
-    tap = UsageTap()
+    tap = response.tap() if response.tap is not None else UsageTap()
     noted: dict[str, Any] | None = None  # the usage handed on as the cache's feedback
     ttfb: float | None = None
     error: ProxyError | None = None
@@ -95,7 +95,10 @@ async def relay_stream(
             complete = True
         except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
             error = exc
-            event = handler.wire.stream_error(exc)
+            if response.error_tail is not None:  # not SSE: the stream's own ending
+                event = response.error_tail(handler.wire.error_body(exc))
+            else:
+                event = handler.wire.stream_error(exc)
             await send({"type": "http.response.body", "body": event, "more_body": True})
         watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
         await send({"type": "http.response.body", "body": b""})

@@ -12,7 +12,7 @@ May import the top-level ``errors``, ``settings`` and ``tokens``, ``rules.redact
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,3 +25,9 @@ class UpstreamResponse:
     chunks: AsyncIterator[bytes] | None = None  # streaming: raw bytes as they arrive
     close: Any = None  # awaitable to release the connection
     extra: dict[str, Any] = field(default_factory=dict)
+    # a stream that is one JSON array (Gemini's without ``alt=sse``), relayed element by
+    # element: how its usage is read from the relayed pieces (a ``UsageTap`` class), and what
+    # ends it for the client when the upstream broke off (given the error body in its shape)
+    json_array: bool = False
+    tap: Callable[[], Any] | None = None
+    error_tail: Callable[[bytes], bytes] | None = None

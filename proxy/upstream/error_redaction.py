@@ -55,6 +55,8 @@ _DATA_DECIDES = 64  # bytes of an unfinished first data line enough to tell
 _MAX_HELD = 1 << 20  # an error event longer than this is redacted as text in pieces
 _ERROR_EVENTS = frozenset({b"error", b"response.failed"})
 _ERROR_DATA = re.compile(rb'[ \t]*\{\s*"(?:error"|(?:type|object)"\s*:\s*"error")')
+_ARRAY_SEPARATORS = b"[, \t\r\n"  # around a JSON-array stream's element
+_ARRAY_CLOSING = b"] \t\r\n"
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")  # a blank line ends an event (LF, CRLF or CR)
 
 
@@ -101,7 +103,9 @@ class ErrorRedactor:
         events redacted as they pass; a success body untouched."""
         if response.status >= 400 and response.body is not None:
             response.body = self._error_body(response.body, response.headers)
-        if response.chunks is not None:
+        if response.chunks is not None and response.json_array:
+            response.chunks = self.elements(response.chunks)
+        elif response.chunks is not None:
             response.chunks = self.stream(response.chunks)
         error = response.extra.get("error")
         if isinstance(error, ProxyError):
@@ -129,6 +133,25 @@ class ErrorRedactor:
         rest = scan.finish()
         if rest:
             yield rest
+
+    async def elements(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """A JSON-array stream's pieces (each one element with its separators,
+        ``proxy.upstream.json_array_stream``), an error element redacted; a ``ProxyError`` raised
+        by them comes out with its message redacted."""
+        try:
+            async for piece in chunks:
+                start = len(piece) - len(piece.lstrip(_ARRAY_SEPARATORS))
+                if _ERROR_DATA.match(piece, start) is None:
+                    yield piece
+                    continue
+                end = len(piece.rstrip(_ARRAY_CLOSING))
+                yield piece[:start] + self.body(piece[start:end]) + piece[end:]
+        except ProxyError as exc:
+            raise self.error(exc) from None
+        finally:
+            close = getattr(chunks, "aclose", None)
+            if close is not None:
+                await close()
 
     def event(self, event: bytes, whole: bool) -> bytes:
         """An error event; ``whole``: from its first byte (else its start was relayed already,

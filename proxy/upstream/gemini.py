@@ -4,9 +4,10 @@
 ``kind: gemini``: relayed natively on the pooled session of ``openai.UpstreamClient`` to
 ``{base_url}/{version}/models/{model}:{method}``: the body's bytes as the handler hands them
 over, ``alt`` as the client asked (``alt=sse``: an event stream relayed as it arrives; without
-it, Google's JSON-array stream, relayed once whole), the SDK's identifying headers, and the key
-as ``x-goog-api-key``: config's (``api_key_env``) or, in passthrough, the client's
-(``x-goog-api-key``, or a ``?key=`` query parameter, which is never put in the upstream URL).
+it, Google's JSON-array stream, relayed element by element: ``json_array_stream``), the SDK's
+identifying headers, and the key as ``x-goog-api-key``: config's (``api_key_env``) or, in
+passthrough, the client's (``x-goog-api-key``, or a ``?key=`` query parameter, which is never
+put in the upstream URL).
 Any other kind: through litellm (``proxy.upstream.gemini_bridge``)."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from urllib.parse import parse_qsl
 
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.gemini_route import Route
+from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.transport import RELAYED_NAMES
 
@@ -40,12 +41,6 @@ def client_key(headers: Mapping[str, str], query: str) -> str | None:
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None
     return None
-
-
-def upstream_query(query: str) -> str:
-    """What of the client's query goes upstream: ``alt`` (``sse``) only, never ``key``."""
-    kept = [(n, v) for n, v in parse_qsl(query[:4096]) if n == "alt" and v in ("sse", "json")]
-    return "&".join(f"{n}={v}" for n, v in kept[:1])
 
 
 def gemini_headers(
@@ -86,4 +81,5 @@ async def generate(
         stream=route.stream,
         query=upstream_query(query),
         relayed=GEMINI_RELAYED_NAMES,
+        json_array=route.stream,
     )

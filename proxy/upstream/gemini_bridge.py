@@ -13,12 +13,13 @@ format. What it loses: ``thought`` parts and every ``thoughtSignature`` (another
 verify them), ``thinkingConfig``, ``safetySettings``, ``cachedContent``, ``toolConfig``'s
 function-calling mode, Google's built-in tools (``googleSearch``, ``codeExecution``), and every
 client header. ``countTokens`` is answered here, estimated with tiktoken; the JSON-array stream
-(``streamGenerateContent`` without ``alt=sse``) is answered as SSE would be, whole."""
+(``streamGenerateContent`` without ``alt=sse``) is written element by element as litellm yields
+its chunks (``json_array_stream``)."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
@@ -27,10 +28,9 @@ from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge import _failed, _object, _plain, _route
+from proxy.upstream.gemini_route import Route, upstream_query
+from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm import _failure
-
-if TYPE_CHECKING:
-    from proxy.upstream.gemini_route import Route
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
@@ -73,7 +73,9 @@ async def bridged_gemini(
         return _failed(target, exc)
     if not route.stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
-    return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target))
+    if upstream_query(query) == "alt=sse":
+        return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target))
+    return array_stream(200, dict(_JSON), _array(_sse(result, target)))
 
 
 async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
@@ -87,6 +89,17 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
         raise
     except Exception as exc:  # mid-stream provider failure: the handler tells the client
         raise _failure(upstream, exc, mid_stream=True) from None
+
+
+async def _array(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """SSE ``data:`` events written as Google's JSON array, one element per event."""
+    lead = b"["
+    async for event in events:
+        for line in event.splitlines():
+            if line.startswith(b"data:") and line[5:].strip():
+                yield lead + line[5:].strip()
+                lead = b",\r\n"
+    yield b"]" if lead != b"[" else b"[]"
 
 
 def _count_tokens(model: str, data: dict[str, Any]) -> UpstreamResponse:

@@ -4,6 +4,7 @@ model is checked as the upstream URL takes it) and written for the upstream's.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import parse_qsl
 
 METHODS = frozenset({"generateContent", "streamGenerateContent", "countTokens"})
 VERSIONS = frozenset({"v1beta", "v1"})
@@ -49,3 +50,9 @@ def valid_model(model: str) -> bool:
         and model[0].isalnum()
         and all(c.isascii() and (c.isalnum() or c in "._-") for c in model)
     )
+
+
+def upstream_query(query: str) -> str:
+    """What of the client's query goes upstream: ``alt`` (``sse``) only, never ``key``."""
+    kept = [(n, v) for n, v in parse_qsl(query[:4096]) if n == "alt" and v in ("sse", "json")]
+    return "&".join(f"{n}={v}" for n, v in kept[:1])

@@ -226,11 +226,13 @@ class UpstreamClient:
         stream: bool,
         query: str = "",
         relayed: frozenset[str] = RELAYED_NAMES,
+        json_array: bool = False,
     ) -> UpstreamResponse:
         """POST ``data`` as is to ``{base_url}{path}`` with exactly ``headers``; with ``stream``,
         an event stream comes back piece by piece. Response headers: ``relayed`` names and the
         rate-limit/request-id prefixes (``transport.relay_headers``). An error answer, and the
-        error events of a stream, come back redacted (``self.errors``)."""
+        error events of a stream, come back redacted (``self.errors``). ``json_array``: a stream
+        that is one JSON array (Gemini's without ``alt=sse``), relayed element by element."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
@@ -251,7 +253,8 @@ class UpstreamClient:
             ) from None
         except CONNECTION_ERRORS as exc:
             raise unreachable(upstream.name, "could not be reached", exc) from None
-        return self.errors.response(await answer(response, upstream.name, stream, relayed))
+        relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
+        return self.errors.response(relayed_answer)
 
     async def models(self, upstream: UpstreamSettings, key: str | None) -> tuple[int, bytes]:
         """GET the upstream's model list through the same pooled session as chat (so no cookie

@@ -93,15 +93,25 @@ def is_event_stream(headers: Mapping[str, str]) -> bool:
 
 
 async def answer(
-    response: aiohttp.ClientResponse, name: str, stream: bool, names: frozenset[str]
+    response: aiohttp.ClientResponse,
+    name: str,
+    stream: bool,
+    names: frozenset[str],
+    json_array: bool = False,
 ) -> UpstreamResponse:
     """``response`` as relayed: an event stream (when ``stream`` was asked for and the upstream
-    answered one with success) piece by piece, anything else read whole."""
+    answered one with success) piece by piece; with ``json_array``, a JSON answer to a stream
+    asked for (Gemini's JSON-array stream) element by element; anything else read whole."""
     headers = relay_headers(response.raw_headers, names)
     if stream and response.status < 400 and is_event_stream(headers):
         return UpstreamResponse(
             response.status, headers, chunks=raw_chunks(response, name), close=closer(response)
         )
+    if stream and json_array and response.status < 400 and not is_event_stream(headers):
+        from proxy.upstream.json_array_stream import array_stream
+
+        chunks = raw_chunks(response, name)
+        return array_stream(response.status, headers, chunks, closer(response))
     try:
         content = await response.read()  # closes the connection itself if this fails
     except TimeoutError:

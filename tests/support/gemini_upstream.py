@@ -15,19 +15,24 @@ requests to the rules the real API enforces and answers their breaks as it does:
 - an input over ``max_input_tokens`` (4 bytes a token): 400 "The input token count (N) exceeds
   the maximum number of tokens allowed (M)."
 
+``array_pace_s``: the JSON-array stream sends one element per block of the turn, this many
+seconds apart, and notes when its last byte went (``array_done``, ``time.monotonic()``).
+
 Gemini CLI's routing classifier (a ``generateContent`` with ``responseMimeType:
 application/json``) is answered with a score of 1, so the main loop uses the flash model."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.protocol_upstreams import Block, Seen, Turn, _Scripted, text
@@ -84,6 +89,9 @@ class GeminiUpstream(_Scripted):
         super().__init__()
         self.max_input_tokens = 1_000_000
         self.signatures = itertools.count(1)
+        self.array_pace_s = 0.0
+        self.array_done: list[float] = []
+        self.array_sent: list[bytearray] = []
         self.app = Starlette(
             routes=[Route("/v1beta/models/{target}", self._model, methods=["POST"])]
         )
@@ -129,7 +137,34 @@ class GeminiUpstream(_Scripted):
             return _json(chunks[0])
         if request.query_params.get("alt") == "sse":
             return self._streaming(_sse(chunks), {})
+        if self.array_pace_s:
+            return self._paced_array(turn.blocks, model, turn.usage)
         return _json(chunks)
+
+    def _paced_array(
+        self, blocks: list[Block], model: str, usage: dict[str, int] | None
+    ) -> Response:
+        """The JSON-array stream written slowly: one element per block, the usage on the last."""
+        elements = [
+            self._chunk([b], model, usage=i == len(blocks) - 1, extra=usage)
+            for i, b in enumerate(blocks)
+        ]
+        pace, sent = self.array_pace_s, bytearray()
+        self.array_sent.append(sent)
+
+        async def paced() -> AsyncIterator[bytes]:
+            for i, element in enumerate(elements):
+                if i:
+                    await asyncio.sleep(pace)
+                piece = (b"[" if i == 0 else b",\r\n") + orjson.dumps(element)
+                sent.extend(piece)
+                yield piece
+            await asyncio.sleep(pace)
+            sent.extend(b"\r\n]")
+            yield b"\r\n]"
+            self.array_done.append(time.monotonic())
+
+        return StreamingResponse(paced(), media_type="application/json")
 
     def _chunk(
         self, blocks: list[Block], model: str, usage: bool, extra: dict[str, int] | None = None

@@ -105,6 +105,8 @@ async def test_a_resumed_session_with_a_doubled_response_is_repaired(engine: Eng
     assert fwd[2]["role"] == "user"
     kinds = [r["kind"] for r in out.report["repairs"]]
     assert kinds == ["duplicate_result"], kinds
+    # written from the contents' kept bytes, not serialised again: the same bytes
+    assert out.data is not None and out.data == orjson.dumps(out.body)
 
 
 async def test_a_resumed_cli_session_is_one_proxy_session(engine: Engine) -> None:
@@ -211,6 +213,13 @@ async def test_compaction_patches_responses_and_keeps_ids_and_signatures(engine:
                     "command": f"cat log{int(p['functionCall']['id'][1:])}"
                 }
     assert "thinking" in out.report["sections"]
+    assert out.data == orjson.dumps(out.body)
+    # the session's next request, the same content objects and one more turn: the compacted
+    # contents lifted again are written from the bytes kept for them, and stay exact
+    again = await rewrite(engine, body(*contents, model("done"), user("next")), now=1010.0)
+    rewritten = [c for c in again.body["contents"] if all(c is not k for k in contents)]
+    assert len(rewritten) > 2
+    assert again.data == orjson.dumps(again.body)
 
 
 def test_hidden_text_is_the_thought_parts() -> None:
@@ -250,3 +259,35 @@ def test_the_lowering_memory_reuses_a_grown_body_and_stays_within_its_bytes() ->
         memory.lowered(other, f"s{n + 2}", lower_contents)
         assert 0 < memory._slots.held_bytes <= 40_000
     assert len(memory._slots) < 20
+
+
+def test_a_reused_lowering_keeps_the_bookkeeping_a_whole_lowering_makes() -> None:
+    """Reused over a grown body (every previous content shared) and over a body that parts from
+    the previous one midway, and with the system instruction gone: the messages, each tag's part
+    and each content's tags are those of lowering the body whole."""
+    from proxy.protocols.gemini_lower import lower_contents
+    from proxy.protocols.gemini_prefix import LoweredMemory
+
+    def bookkeeping(b: dict[str, Any], memory: LoweredMemory) -> tuple[Any, ...]:
+        messages, st = memory.lowered(b, "s1", lower_contents)
+        whole, ref = lower_contents(b)
+        parts = {t: (p.content, p.parts, p.lowered) for t, p in st.parts.items()}
+        ref_parts = {t: (p.content, p.parts, p.lowered) for t, p in ref.parts.items()}
+        assert (messages, parts, st.tags) == (whole, ref_parts, ref.tags)
+        assert st.synthetic == ref.synthetic
+        return messages, st
+
+    memory = LoweredMemory()
+    turns = [user("task"), model(call("c1", "ls"), call(None, "pwd")),
+             user(response("c1", "a"), response(None, "b", "run_shell_command"))]  # fmt: skip
+    first = body(*turns)
+    bookkeeping(first, memory)
+    grown = {**first, "contents": [*first["contents"], model("done"), user("next")]}
+    bookkeeping(grown, memory)
+    assert memory.reused == 3
+    parted = {**grown, "contents": [*grown["contents"][:2], user(response("c1", "changed"))]}
+    bookkeeping(parted, memory)
+    assert memory.reused == 3 + 2
+    no_system = {k: v for k, v in parted.items() if k != "systemInstruction"}
+    _, st = bookkeeping(no_system, memory)
+    assert "s" not in st.parts

@@ -131,7 +131,7 @@ async def test_sse_stream_is_relayed_and_its_usage_logged(
     assert (row["prompt_tokens"], row["completion_tokens"], row["cached_tokens"]) == (30, 5, 12)
 
 
-async def test_json_array_stream_is_relayed_whole_with_its_usage(
+async def test_json_array_stream_is_relayed_with_its_usage(
     edge: EdgeUpstream, tmp_path: Path
 ) -> None:
     chunks = [answer("Do", {"promptTokenCount": 30}), answer("ne.", USAGE)]

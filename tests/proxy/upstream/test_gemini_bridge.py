@@ -110,3 +110,34 @@ async def test_count_tokens_is_estimated_here(edge, client) -> None:  # type: ig
     )
     assert r.status == 200 and orjson.loads(r.body or b"")["totalTokens"] > 3
     assert edge.seen == []
+
+
+async def test_json_array_stream_to_an_openai_upstream_by_element(edge, client) -> None:  # type: ignore[no-untyped-def]
+    edge.reply = sse_reply(
+        sse(
+            {**CHUNK, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
+            {**CHUNK, "choices": [{"index": 0, "delta": {"content": "lo"},
+                                   "finish_reason": "stop"}]},
+            {**CHUNK, "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}},
+        )
+    )  # fmt: skip
+    r = await generate(
+        client, openai_upstream(edge), route("streamGenerateContent"), orjson.dumps(BODY), {},
+        "", KEY,
+    )  # fmt: skip
+    assert r.chunks is not None and r.json_array and r.tap is not None
+    assert r.headers["content-type"] == "application/json"
+    pieces = [c async for c in r.chunks]
+    elements = orjson.loads(b"".join(pieces))
+    assert len(pieces) >= len(elements) >= 2  # one piece an element, then the closing bracket
+    for piece, element in zip(pieces, elements, strict=False):
+        assert orjson.loads(piece.lstrip(b"[,\r\n")) == element
+    text = "".join(
+        p.get("text", "") for e in elements for c in e.get("candidates", [])
+        for p in c["content"]["parts"]
+    )  # fmt: skip
+    assert text == "Hello"
+    tap = r.tap()
+    for piece in pieces:
+        tap.feed(piece)
+    assert tap.usage is not None and tap.usage["promptTokenCount"] == 9

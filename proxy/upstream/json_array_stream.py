@@ -1,0 +1,161 @@
+"""Google's JSON-array stream (``:streamGenerateContent`` without ``alt=sse``): one JSON array whose
+elements (``GenerateContentResponse`` objects) arrive as the model writes them. It is relayed
+element by element: each element goes to the client as soon as its last byte has arrived, its
+bytes as the upstream sent them (the separators between elements travel with the next element).
+
+Why whole elements rather than raw reads: the usage is read from each relayed piece as it is
+(``ElementUsageTap``), and a stream broken off upstream ends, for the client, after the last whole
+element, with Gemini's error object and the closing bracket: still one valid JSON array.
+
+Memory is bounded: one unfinished element is held, at most ``MAX_ELEMENT`` bytes; past that, its
+bytes are relayed as they come (the array stays byte-identical, only no longer cut per element).
+The scan is linear: each byte is looked at once, jumping from one structural character to the
+next with a regex."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+
+import orjson
+
+from proxy.upstream import UpstreamResponse
+from proxy.upstream.sse_usage import UsageTap
+
+MAX_ELEMENT = 8 * 1024 * 1024
+# Outside a string: what opens or closes a value or a string. Inside one: its end or an escape.
+_STRUCTURE = re.compile(rb'["{}\[\]]')
+_IN_STRING = re.compile(rb'["\\]')
+_QUOTE, _BACKSLASH, _OPEN_BRACE, _OPEN_BRACKET = 0x22, 0x5C, 0x7B, 0x5B
+_SEPARATORS = b"[, \t\r\n"
+_CLOSING = b"] \t\r\n"
+
+
+class ArraySplitter:
+    """Fed the array's bytes as they arrive; ``feed`` returns the pieces ready to relay, each
+    ending where an element (or the array) ends."""
+
+    def __init__(self, max_element: int = MAX_ELEMENT) -> None:
+        self.max_element = max_element
+        self._held = bytearray()
+        self._scanned = 0  # how much of ``_held`` is scanned
+        self._depth = 0  # 1 inside the array, 2 and more inside an element
+        self._string = False
+        self._escape = False
+        self.elements = 0  # elements relayed whole
+        self.relayed = False  # any byte went to the client
+        self.closed = False  # the array's closing bracket was relayed
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        held = self._held
+        held += chunk
+        pieces: list[bytes] = []
+        cut, i, end = 0, self._scanned, len(held)
+        while i < end:
+            if self._escape:
+                self._escape = False
+                i += 1
+                continue
+            if self._string:
+                found = _IN_STRING.search(held, i)
+                if found is None:
+                    i = end
+                    break
+                i = found.start()
+                if held[i] == _BACKSLASH:
+                    self._escape = True
+                else:
+                    self._string = False
+                i += 1
+                continue
+            found = _STRUCTURE.search(held, i)
+            if found is None:
+                i = end
+                break
+            i = found.start()
+            byte = held[i]
+            i += 1
+            if byte == _QUOTE:
+                self._string = True
+            elif byte in (_OPEN_BRACE, _OPEN_BRACKET):
+                self._depth += 1
+            else:
+                self._depth -= 1
+                if self._depth == 1:  # an element ended: relay it with what led up to it
+                    pieces.append(bytes(held[cut:i]))
+                    cut = i
+                    self.elements += 1
+                elif self._depth <= 0:  # the array ended
+                    pieces.append(bytes(held[cut:i]))
+                    cut = i
+                    self.closed = True
+        # after the array nothing matters; an element too large to hold goes as it comes
+        if (self.closed and cut < end) or end - cut > self.max_element:
+            pieces.append(bytes(held[cut:]))
+            cut = end
+        del held[:cut]
+        self._scanned = max(i - cut, 0)
+        if pieces:
+            self.relayed = True
+        return pieces
+
+    def rest(self) -> bytes:
+        """What is still held once the upstream ended (an array cut short, or not an array)."""
+        rest = bytes(self._held)
+        self._held.clear()
+        return rest
+
+    def error_tail(self, error_body: bytes) -> bytes:
+        """What ends the array for the client when the upstream broke off: Gemini's error object
+        as one more element, and the closing bracket (none after an array already closed)."""
+        if self.closed:
+            return b""
+        self._held.clear()  # an unfinished element is dropped, never half relayed
+        if not self.relayed:
+            return b"[" + error_body + b"]"
+        return b",\r\n" + error_body + b"\r\n]"
+
+    async def elements_of(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """``chunks`` (the upstream's reads) relayed as whole elements."""
+        async for chunk in chunks:
+            for piece in self.feed(chunk):
+                yield piece
+        rest = self.rest()
+        if rest:
+            self.relayed = True
+            yield rest
+
+
+class ElementUsageTap(UsageTap):
+    """``UsageTap`` for a relayed JSON-array stream: each piece is one element (with the array's
+    separators around it); Gemini puts ``usageMetadata`` in each, the last one final."""
+
+    def feed(self, chunk: bytes) -> None:
+        if b'"usageMetadata"' not in chunk:
+            return
+        try:
+            obj = orjson.loads(chunk.lstrip(_SEPARATORS).rstrip(_CLOSING))
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(obj, dict):
+            self.events += 1
+            self._note(obj)
+
+
+def array_stream(
+    status: int,
+    headers: dict[str, str],
+    chunks: AsyncIterator[bytes],
+    close: Callable[[], object] | None = None,
+) -> UpstreamResponse:
+    """A successful JSON-array stream, relayed element by element."""
+    splitter = ArraySplitter()
+    return UpstreamResponse(
+        status,
+        headers,
+        chunks=splitter.elements_of(chunks),
+        close=close,
+        json_array=True,
+        tap=ElementUsageTap,
+        error_tail=splitter.error_tail,
+    )
