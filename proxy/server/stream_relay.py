@@ -43,6 +43,7 @@ class Handler(Protocol):
 
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None: ...
 
+
 log = logging.getLogger("ctxproxy.handler")
 
 
@@ -122,4 +123,3 @@ async def relay_stream(
         ledger = handler.s.engine.ledger
         fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
         await handler._finish(row, fields)
-
