@@ -16,7 +16,7 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
-from rules.context import evidence, need, overlay, prune_stages, shrink
+from rules.context import evidence, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.report import Pruning
@@ -84,7 +84,7 @@ class Run:
 
     def render(self, ov: overlay.Overlay) -> list[Message]:
         placed: list[int] = []
-        view = overlay.render(
+        view = replay.render(
             self.messages,
             self.anchors,
             ov,
@@ -95,6 +95,7 @@ class Run:
             self.ctx.renders,
             self.ctx.hash_of,
             self.index,
+            self.ctx.memo,  # the session's last replay: its prefix taken over
         )
         self._placed = (ov, view, placed)  # what ``sizes`` counts, for this overlay
         return view
