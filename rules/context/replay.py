@@ -93,7 +93,9 @@ def render(
         if i is None:
             unplaced.append(a)
             continue
-        out[i] = overlay.apply_edit(messages[i], edits[a], by_result.get(i), tokens, cap, memo, hash_of)
+        out[i] = overlay.apply_edit(
+            messages[i], edits[a], by_result.get(i), tokens, cap, memo, hash_of
+        )
         later.append((i, a))
     later.sort()
     positions.extend(i for i, _ in later)
