@@ -51,7 +51,7 @@ class Run:
     def __init__(self, ctx: Context, cfg: Options, namespace: str) -> None:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
-        self.anchors = ctx.derived(overlay.MEMO, lambda m: overlay.anchors_in(ctx, m))
+        self.anchors = ctx.derived(overlay.MEMO, lambda m: replay.anchors_in(ctx, m))
         # Applied again to its own output, the edited messages' anchors are gone: the stored
         # overlay still stands (it is what made them), so it is kept whole (idempotence). Only
         # worth a look at every message when some stored anchor is missing.

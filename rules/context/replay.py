@@ -1,4 +1,4 @@
-"""The overlay's replay, incremental across a session's requests.
+"""The overlay's anchors and replay, incremental across a session's requests.
 
 An agent's next request resends its last one's messages (the same objects: the runner keeps them
 per session) and appends a few. Replaying every edit of the overlay on each request costs a
@@ -10,23 +10,40 @@ gives for that very message, edit and observation again (an observation is a fun
 call and result, both in the prefix). A dropped run's line depends on its neighbours: an overlay
 with drops is rendered whole (``overlay.render``).
 
-Kept in ``Context.memo`` (the session's, across its requests): one replay per session, holding
-the last request's messages and their renderings, no more than the session's messages."""
+An anchor is a function of its message's hash and its predecessor's, numbered when a pair
+repeats: the anchors of a resent prefix are its last ones, and only the new messages are hashed.
+
+Kept in ``Context.memo`` (the session's, across its requests): one replay and one list of anchor
+keys per session, holding the last request's messages and their renderings, no more than the
+session's messages."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
-from operator import is_
 from typing import Any
 
 from rules.activity.observations import Observation
-from rules.base import Message, RenderMemo, TokenCounter
+from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import overlay
-from rules.messages import content_hash
+from rules.messages import content_hash, shared_prefix
 
 MEMO = "prune_replay"  # ``Context.memo`` name of the session's last replay
+ANCHORS_MEMO = "anchors_last"  # and of its last list of messages and their anchors' keys
+
+
+def anchors_in(ctx: Context, messages: list[Message]) -> list[str]:
+    """``overlay.anchors(messages, ctx.hash_of)``: the messages an agent resends (the same
+    objects) keep their keys from the session's last list, only the new ones are made."""
+    kept = ctx.memo.get(ANCHORS_MEMO)
+    before, keys = kept[0] if kept else ((), [])
+    k = shared_prefix(before, messages)
+    new = ctx.hashes_of(messages[k:])
+    previous = [keys[k - 1].partition(".")[0] if k else "", *new]  # a key: "{hash}.{previous}"
+    keys = [*keys[:k], *(f"{h}.{p[:8]}" for h, p in zip(new, previous, strict=False))]
+    ctx.memo[ANCHORS_MEMO] = [(tuple(messages), keys)]
+    return overlay.numbered(list(keys))
 
 
 @dataclass(frozen=True)
@@ -41,15 +58,6 @@ class Replay:
     positions: tuple[int, ...]  # where an edit was applied, ascending
     anchored: tuple[str, ...]  # the anchor applied at each of ``positions``
     unplaced: tuple[str, ...]  # edits whose anchor was not in the messages
-
-
-def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
-    """How many leading messages are the very same objects in both lists."""
-    same = list(map(is_, before, now))  # stops at the shorter list
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
 
 
 def render(

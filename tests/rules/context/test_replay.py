@@ -128,3 +128,21 @@ def test_other_edits_are_rendered_whole() -> None:
     assert small == overlay.render(messages, anchors, capped, {}, TOKENS, 100)
     assert large == overlay.render(messages, anchors, capped, {}, TOKENS, 100_000)
     assert small != large
+
+
+def test_anchors_of_a_resent_prefix_are_taken_over_and_the_new_messages_hashed() -> None:
+    messages = conversation(30)
+    messages[20:20] = [user("continue"), user("continue"), user("continue")]  # repeated pairs
+    kept: dict[str, Any] = {}
+    for end in range(10, len(messages) + 1, 7):
+        request = ctx(messages[:end], memo=kept)
+        got = replay.anchors_in(request, request.messages)
+        assert got == overlay.anchors(messages[:end])
+        if end > 10:  # the previous request's messages were not hashed again
+            assert len(request.hashes) == 7
+    # a message resent as another object with other content: anchors from there on follow it
+    changed = list(messages)
+    changed[12] = {**changed[12], "content": "edited"}
+    request = ctx(changed, memo=kept)
+    assert replay.anchors_in(request, request.messages) == overlay.anchors(changed)
+    assert len(request.hashes) == len(changed) - 12
