@@ -39,7 +39,7 @@ def anchors_in(ctx: Context, messages: list[Message]) -> list[str]:
     kept = ctx.memo.get(ANCHORS_MEMO)
     before, keys = kept[0] if kept else ((), [])
     k = shared_prefix(before, messages)
-    new = ctx.hashes_of(messages[k:])
+    new = [ctx.hash_of(m) for m in messages[k:]]  # a few: not a list to keep
     previous = [keys[k - 1].partition(".")[0] if k else "", *new]  # a key: "{hash}.{previous}"
     keys = [*keys[:k], *(f"{h}.{p[:8]}" for h, p in zip(new, previous, strict=False))]
     ctx.memo[ANCHORS_MEMO] = [(tuple(messages), keys)]
