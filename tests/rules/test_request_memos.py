@@ -217,3 +217,15 @@ def test_hashes_of_a_resent_prefix_come_from_the_lists_hashed_last() -> None:
     request = ctx(changed, memo=kept)
     assert request.hashes_of(changed) == [content_hash(m) for m in changed]
     assert len(request.hashes) == len(changed) - 7
+
+
+def test_unhashed_names_the_new_messages_and_a_replaced_one() -> None:
+    kept: dict[str, Any] = {}
+    first = ctx(list(VALID), memo=kept)
+    first.hashes_of(first.messages)
+    grown = [*VALID, assistant("done")]
+    later = first.evolve(messages=grown)  # the session's hashes and lists, as the runner keeps
+    assert later.unhashed(grown) == [len(VALID)]
+    replaced = [*VALID[:2], dict(VALID[2]), *VALID[3:]]
+    assert later.unhashed(replaced) == [2]
+    assert ctx(grown, memo=kept).unhashed(grown) == list(range(len(grown)))  # hashes unknown
