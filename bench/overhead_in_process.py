@@ -49,6 +49,7 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
             settings_for({"pipeline": {"context_windows": {"*": window}}}), store, TokenCounters()
         )
         settle_heap()  # the garbage collector as ``ctxproxy serve`` sets it
+        by_rule: dict[int, dict[str, list[float]]] = {}
         print("| workload | protocol | CPU ms per request, median (p10–p90) | − chat |")
         print("|---|---|---|---|")
         try:
@@ -59,6 +60,7 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
                 encoded = {m: {p: orjson.dumps(b) for p, b in bodies(m, False).items()}
                            for m in dict.fromkeys(lengths)}  # fmt: skip
                 cpu: dict[str, list[float]] = {p: [] for p in encoded[n_msgs]}
+                rules: dict[str, list[float]] = {}  # chat's, the report's ``timings_ms``
                 for r in range(count):
                     for protocol, raw in encoded[lengths[r]].items():
                         memory, adapter = wires[protocol]
@@ -74,6 +76,9 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
                             orjson.dumps(done.body)
                         if r >= 5:  # the first requests fill the session and the caches
                             cpu[protocol].append((time.thread_time() - t0) * 1000)
+                            if protocol == "chat":
+                                for rule, ms in done.report["timings_ms"].items():
+                                    rules.setdefault(rule, []).append(ms)
                 chat = statistics.median(cpu["chat"])
                 for protocol, values in cpu.items():
                     med = statistics.median(values)
@@ -81,8 +86,28 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
                     delta = "—" if protocol == "chat" else f"{med - chat:+.2f} ms"
                     spread = f"{med:.2f} ms ({lo:.2f}–{hi:.2f})"
                     print(f"| {n_msgs} msgs | {protocol} | {spread} | {delta} |")
+                by_rule[n_msgs] = rules
+            print_rules(by_rule)
         finally:
             engine.close()
             await store.close()
 
     asyncio.run(run())
+
+
+def print_rules(by_rule: dict[int, dict[str, list[float]]]) -> None:
+    """Chat's rules, each workload's median and mean (wall ms, the report's ``timings_ms``):
+    the mean holds prune's periodic looks for a compaction, the median the common request."""
+    sizes = list(by_rule)
+    print()
+    print("| rule (chat) | " + " | ".join(f"{n} msgs, median / mean µs" for n in sizes) + " |")
+    print("|---|" + "---:|" * len(sizes))
+    first = by_rule[sizes[0]] if sizes else {}
+    order = sorted(first, key=lambda r: -statistics.median(first[r]))
+    for rule in order:
+        cells = []
+        for n in sizes:
+            values = by_rule[n].get(rule) or [0.0]
+            med, mean = statistics.median(values) * 1000, statistics.mean(values) * 1000
+            cells.append(f"{med:.0f} / {mean:.0f}")
+        print(f"| {rule} | " + " | ".join(cells) + " |")

@@ -99,6 +99,7 @@ def instrument(stages: Stages, app: Any) -> None:
     """Wrap the stages of the chat handler and of what it calls."""
     import proxy.rewrite.engine as engine_mod
     import proxy.server.handler as handler_mod
+    import proxy.server.stream_relay as stream_relay_mod
     import proxy.store.sqlite as sqlite_mod
     from proxy.protocols.chat import CHAT
     from proxy.rewrite.engine import Engine
@@ -131,8 +132,10 @@ def instrument(stages: Stages, app: Any) -> None:
     )
     p(handler_mod, "rescue_overflow", "overflow check")
     p(ProtocolHandler, "_answer", "answer (relay, row completion)")
-    p(ProtocolHandler, "_relay", "answer (relay, row completion)")
+    p(handler_mod, "relay_stream", "answer (relay, row completion)")  # a streamed answer's
     p(handler_mod, "raw_headers", "  response headers")
+    p(stream_relay_mod, "raw_headers", "  response headers")
+    p(stream_relay_mod, "note_cache_usage", "  cache feedback noted")
     p(handler_mod, "usage_of", "  usage read")
     p(handler_mod, "note_cache_usage", "  cache feedback noted")
     p(handler, "_fields", "  row completion fields")

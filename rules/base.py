@@ -123,6 +123,8 @@ class RenderMemo(Protocol):
 
 
 DERIVED_LISTS = 4  # lists ``Context.derived`` keeps a value for, for each name (newest first)
+HASHES_MEMO = "hashes"  # ``Context.memo`` name of the lists ``hashes_of`` hashed last
+HASHED_LISTS = 2  # the client's and the forwarded
 
 
 @dataclass(frozen=True)
@@ -207,13 +209,37 @@ class Context:
 
     def hashes_of(self, messages: Sequence[Message]) -> list[str]:
         """``[hash_of(m) for m in messages]``, its lookups inlined (every message, several times
-        a request: anchors, the prefix's hashes)."""
+        a request: the history's, anchors, the forwarded prefix's). The lists hashed last (the
+        session's ``memo``: the client's and the forwarded) lend the hashes of the messages
+        they share at the start, the same objects: only the rest is looked up."""
+        kept: list[tuple[Sequence[Message], Any]] = self.memo.get(HASHES_MEMO) or []
+        shared, out = 0, []
+        for seen, (hashes, _) in kept:
+            same = list(map(is_, seen, messages))  # stops at the shorter list
+            k = same.index(False) if False in same else len(same)
+            if k == len(seen) == len(messages):
+                return list(hashes)  # this very list again: nothing new to keep
+            if k > shared:
+                shared, out = k, hashes[:k]
         get, hash_of = self.hashes.get, self.hash_of
-        out = []
-        for m in messages:
+        for m in messages[shared:] if shared else messages:
             hit = get(id(m))
             out.append(hit[1] if hit is not None and hit[0] is m else hash_of(m))
-        return out
+        self.memo[HASHES_MEMO] = [(tuple(messages), (out, self.hashes)), *kept[: HASHED_LISTS - 1]]
+        return list(out)
+
+    def unhashed(self, messages: Sequence[Message]) -> list[int]:
+        """The indices of the messages whose hash is not known yet. Those a list hashed last
+        into these ``hashes`` (``hashes_of``) shares at the start are: they are not looked up."""
+        start = 0
+        for seen, (_, into) in self.memo.get(HASHES_MEMO) or ():
+            if into is not self.hashes:
+                continue
+            same = list(map(is_, seen, messages))
+            start = max(start, same.index(False) if False in same else len(same))
+        get = self.hashes.get
+        tail = enumerate(messages[start:], start)
+        return [i for i, m in tail if (h := get(id(m))) is None or h[0] is not m]
 
     def hash_of(self, message: Message) -> str:
         """``content_hash(message)``, computed once per message object per request."""

@@ -3,7 +3,8 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from operator import is_
 from typing import Any
 
 import orjson
@@ -170,3 +171,13 @@ def without_harness(text: str) -> str:
             kept.append(text[pos:])
             text = "".join(kept)
     return text
+
+
+def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
+    """How many leading messages are the very same objects in both lists (an agent's next
+    request resends its last one's: the runner keeps them as objects per session)."""
+    same = list(map(is_, before, now))  # stops at the shorter list
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)

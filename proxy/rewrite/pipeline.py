@@ -109,8 +109,7 @@ class _Recall:
         every = ctx.original_messages
         # the messages the session's memos do not know yet (the others are the very objects an
         # earlier request of the session handled): only those are serialised and looked up
-        get = self.hashes.get
-        new = [i for i, m in enumerate(every) if (h := get(id(m))) is None or h[0] is not m]
+        new = ctx.unhashed(every)
         if len(new) == len(every):
             source, source_bytes = every, serialised
         else:

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rules.base import Context, Messages, RuleConfig, RuleResult
-from rules.context import overlay, sticky, working_set
+from rules.context import overlay, replay, sticky, working_set
 from rules.context.inject_text import (
     DELTA_HEADER,
     HEADER,
@@ -253,8 +253,8 @@ def _shown_after(
 def _anchors(ctx: Context, messages: Messages) -> list[str]:
     """The messages' anchors; shared with prune's when it passed the list on unchanged."""
     if messages is ctx.messages:
-        return ctx.derived(overlay.MEMO, lambda m: overlay.anchors_in(ctx, m))
-    return overlay.anchors_in(ctx, messages)
+        return ctx.derived(overlay.MEMO, lambda m: replay.anchors_in(ctx, m))
+    return replay.anchors_in(ctx, messages)
 
 
 class _Plan:

@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import compress
-from operator import is_not
 from typing import Any
 
-from rules.base import Context, Message, RuleConfig, RuleResult, TokenCounter
+from rules.base import Context, Message, Messages, RuleConfig, RuleResult, TokenCounter
 from rules.media import media_tokens
 from rules.messages import (
     INJECT_CLOSE,
@@ -17,6 +15,7 @@ from rules.messages import (
     call_arguments_text,
     call_name,
     role,
+    shared_prefix,
     text_of,
     tool_calls,
 )
@@ -35,6 +34,8 @@ SECTIONS = (
 
 
 MEMO = "measure"  # its table in ``Context.table``: message -> message_sections(message)
+SENT_MEMO = "measure_sent"  # ``Context.memo`` names: the session's last lists and their sums
+FORWARDED_MEMO = "measure_forwarded"
 
 
 class Config(RuleConfig):
@@ -149,30 +150,26 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             for section, n in hit[1]:
                 sizes[section] += n
 
-    common = dict.fromkeys(SECTIONS, 0)
-    common["tools"] = tokens.count_tools(ctx.tools)
-    if len(original) == len(forwarded):
-        # Edits in place (pruning's, inject's tail): the forwarded list holds the very objects
-        # the client sent but at the edited places, so it is measured as what differs there.
-        differ = list(map(is_not, original, forwarded))
-        before = common
-        add(before, original)
-        after = dict(before)
-        if True in differ:
-            _add(after, list(compress(original, differ)), sections_of, -1)
-            add(after, compress(forwarded, differ))
-    else:
-        # The forwarded list starts with the very objects the client sent, mostly up to its
-        # tail (dropped turns aside): that shared run is measured once, for both sides.
-        shared = 0
-        for a, b in zip(original, forwarded, strict=False):
-            if a is not b:
-                break
-            shared += 1
-        add(common, original[:shared])
-        before, after = dict(common), dict(common)
-        add(before, original[shared:])
-        add(after, forwarded[shared:])
+    def totals(name: str, messages: Messages) -> dict[str, int]:
+        # the sections of ``messages`` summed; a session's next request resends its last one's
+        # messages (the same objects): the last list's sums, less what it does not share, plus
+        # what is new (``Context.memo``: the session's, one list and its sums for each side)
+        kept = ctx.memo.get(name)
+        last, sums = kept[0] if kept else ((), {})
+        k = shared_prefix(last, messages)
+        if k and len(last) - k <= k:  # less to take back than to add up again
+            sums = dict(sums)
+            _add(sums, last[k:], sections_of, -1)
+        else:
+            k, sums = 0, dict.fromkeys(SECTIONS, 0)
+        add(sums, messages[k:])
+        ctx.memo[name] = [(tuple(messages), sums)]
+        return dict(sums)
+
+    tools = tokens.count_tools(ctx.tools)
+    before = totals(SENT_MEMO, original)
+    after = totals(FORWARDED_MEMO, forwarded)
+    before["tools"] = after["tools"] = tools
     sections: dict[str, Section] = {
         name: {"before": before[name], "after": after[name]} for name in SECTIONS
     }

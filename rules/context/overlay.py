@@ -20,11 +20,6 @@ MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's 
 INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
 
 
-def anchors_in(ctx: Context, messages: list[Message]) -> list[str]:
-    """``anchors(messages, ctx.hash_of)``, the request's hashes looked up inline."""
-    return anchors_of(ctx.hashes_of(messages))
-
-
 def anchor_index(ctx: Context, anchor_list: list[str]) -> dict[str, int]:
     """Each anchor's position in ``anchor_list`` (anchors are unique), once per request for
     each list: prune's overlay and inject's blocks look their anchors up in the same one."""
@@ -47,7 +42,11 @@ def anchors(messages: list[Message], hash_of: Callable[[Message], str] = content
 
 def anchors_of(hashes: list[str]) -> list[str]:
     """``anchors`` of the messages with these content hashes."""
-    keys = [f"{h}.{p[:8]}" for h, p in zip(hashes, ["", *hashes], strict=False)]
+    return numbered([f"{h}.{p[:8]}" for h, p in zip(hashes, ["", *hashes], strict=False)])
+
+
+def numbered(keys: list[str]) -> list[str]:
+    """The anchors of these keys (a message's hash and its predecessor's)."""
     if len(set(keys)) == len(keys):
         return keys  # no pair repeats (the common case): no occurrence numbers
     seen: dict[str, int] = {}

@@ -23,11 +23,13 @@ from pydantic import Field
 from rules.base import Context, RuleConfig, RuleResult
 from rules.context import inject, schedule, sticky
 from rules.context.prune_plan import Run
+from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
 SESSION = "prune_session"  # the schedule's memory of the session's requests
 WARM_LOOK_EVERY = 4  # requests between looks for a compaction that pays, cache warm
+FREE_MEMO = "prune_free"  # ``Context.memo`` name: the last list without provider-owned items
 
 
 class Config(RuleConfig):
@@ -120,7 +122,11 @@ def provider_owned(ctx: Context) -> str | None:
         for item in items:
             if isinstance(item, dict) and item.get("type") == "compaction":
                 return "provider compaction item"
-    for m in ctx.messages:  # each message, then its content parts
+    # each message, then its content parts; not those of the session's last list found free
+    # of them, resent as the same objects (``Context.memo``)
+    kept = ctx.memo.get(FREE_MEMO)
+    messages = ctx.messages
+    for m in messages[shared_prefix(kept[0][0], messages) :] if kept else messages:
         if m.get("type") == "compaction" or "encrypted_content" in m:
             return "provider compaction item"
         parts = m.get("content")
@@ -130,6 +136,7 @@ def provider_owned(ctx: Context) -> str | None:
                     item.get("type") == "compaction" or "encrypted_content" in item
                 ):
                     return "provider compaction item"
+    ctx.memo[FREE_MEMO] = [(tuple(messages), None)]
     return None
 
 

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
-from rules.context import evidence, need, overlay, prune_stages, shrink
+from rules.context import evidence, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.report import Pruning
@@ -51,7 +51,7 @@ class Run:
     def __init__(self, ctx: Context, cfg: Options, namespace: str) -> None:
         self.ctx, self.cfg, self.tokens = ctx, cfg, ctx.tokens
         self.messages = ctx.messages
-        self.anchors = ctx.derived(overlay.MEMO, lambda m: overlay.anchors_in(ctx, m))
+        self.anchors = ctx.derived(overlay.MEMO, lambda m: replay.anchors_in(ctx, m))
         # Applied again to its own output, the edited messages' anchors are gone: the stored
         # overlay still stands (it is what made them), so it is kept whole (idempotence). Only
         # worth a look at every message when some stored anchor is missing.
@@ -84,7 +84,7 @@ class Run:
 
     def render(self, ov: overlay.Overlay) -> list[Message]:
         placed: list[int] = []
-        view = overlay.render(
+        view = replay.render(
             self.messages,
             self.anchors,
             ov,
@@ -95,6 +95,7 @@ class Run:
             self.ctx.renders,
             self.ctx.hash_of,
             self.index,
+            self.ctx.memo,  # the session's last replay: its prefix taken over
         )
         self._placed = (ov, view, placed)  # what ``sizes`` counts, for this overlay
         return view

@@ -13,7 +13,10 @@ from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.encoding.mojibake import Fix, fix_text
+from rules.messages import shared_prefix
 from rules.report import Repair
+
+CLEAN_MEMO = "fix_encoding_clean"  # ``Context.memo`` name: the last list with nothing to fix
 
 
 class Config(RuleConfig):
@@ -57,8 +60,13 @@ def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     out: list[Message] | None = None
     repairs: list[Repair] = []
-    roles = cfg.roles
-    for i, m in enumerate(ctx.messages):
+    roles, messages = cfg.roles, ctx.messages
+    # the messages the session's last list shares at the start (the same objects): that list
+    # had nothing to fix under these options (``Context.memo``), so they have none
+    kept = ctx.memo.get(CLEAN_MEMO)
+    start = shared_prefix(kept[0][0], messages) if kept and kept[0][1] == cfg else 0
+    for i in range(start, len(messages)):
+        m = messages[i]
         if m.get("role") not in roles:  # role(m), inlined (roles are non-empty strings)
             continue
         content = m.get("content")
@@ -82,5 +90,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 }
             )
     if out is None:
+        ctx.memo[CLEAN_MEMO] = [(tuple(messages), cfg)]
         return RuleResult.unchanged(ctx)
     return RuleResult(out, ctx.state, {"repairs": repairs})

@@ -191,3 +191,41 @@ def test_derived_values_of_a_few_lists_are_kept_at_once() -> None:
     assert of_context(context.evolve(messages=list(VALID))) is first
     assert of_context(shorter.evolve(messages=list(VALID[:4]))) is other
     assert other == of_context(ctx(VALID[:4])) != first
+
+
+def test_hashes_of_a_resent_prefix_come_from_the_lists_hashed_last() -> None:
+    """A session's next request resends its last one's messages: the client's list and the
+    forwarded one (edited in place, a block before the tail) lend their hashes; each request
+    hashes only what is new, and every hash is the message's own."""
+    from rules.base import content_hash
+
+    convo = [S, U]
+    for k in range(20):
+        convo += [assistant(f"step {k}", shell(f"c{k}", f"ls {k}")), result(f"c{k}", f"f{k}.py")]
+    kept: dict[str, Any] = {}
+    elided = with_content(convo[3], "[elided]")  # rendered once, the same object since
+    for end in range(6, len(convo) + 1, 2):
+        sent = convo[:end]
+        forwarded = [*sent[:3], elided, *sent[4:-1], U, sent[-1]]
+        # the forwarded list shares all but its last four with the last one (U moved on)
+        for messages, new in ((sent, 6 if end == 6 else 2), (forwarded, 4)):
+            request = ctx(list(messages), memo=kept)  # a request's own hashes: none known
+            assert request.hashes_of(request.messages) == [content_hash(m) for m in messages]
+            assert len(request.hashes) == new
+    # a list sharing nothing is hashed whole; an edited earlier message from its place on
+    changed = [*convo[:7], {**convo[7], "content": "other"}, *convo[8:]]
+    request = ctx(changed, memo=kept)
+    assert request.hashes_of(changed) == [content_hash(m) for m in changed]
+    assert len(request.hashes) == len(changed) - 7
+
+
+def test_unhashed_names_the_new_messages_and_a_replaced_one() -> None:
+    kept: dict[str, Any] = {}
+    first = ctx(list(VALID), memo=kept)
+    first.hashes_of(first.messages)
+    grown = [*VALID, assistant("done")]
+    later = first.evolve(messages=grown)  # the session's hashes and lists, as the runner keeps
+    assert later.unhashed(grown) == [len(VALID)]
+    replaced = [*VALID[:2], dict(VALID[2]), *VALID[3:]]
+    assert later.unhashed(replaced) == [2]
+    assert ctx(grown, memo=kept).unhashed(grown) == list(range(len(grown)))  # hashes unknown

@@ -16,7 +16,7 @@ from proxy.rewrite.pipeline import Pipeline
 from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context, Message, SessionState
-from rules.context import inject, overlay, prune
+from rules.context import inject, prune, replay
 
 COUNTERS = TokenCounters()
 
@@ -69,7 +69,7 @@ def test_a_view_s_shared_anchors_never_reach_a_later_request() -> None:
     # a later request of the session: the same view objects, prune not sharing this time
     later = memos.attach(_ctx(list(view)))
     without_memos = _ctx(list(view))
-    assert inject._anchors(without_memos, without_memos.messages) == overlay.anchors_in(
+    assert inject._anchors(without_memos, without_memos.messages) == replay.anchors_in(
         without_memos, list(view)
     )
     assert inject._anchors(later, later.messages) == inject._anchors(

@@ -109,3 +109,24 @@ def test_after_is_the_forwarded_list_measured_whole(shape) -> None:
     sections = out.report["sections"]
     assert {k: v["before"] for k, v in sections.items()} == sizes(original)
     assert {k: v["after"] for k, v in sections.items()} == sizes(forwarded)
+
+
+def test_a_sessions_requests_are_summed_from_the_last_one_to_the_same_sizes() -> None:
+    """The sums are carried from the session's last request (its messages resent as the same
+    objects), less what changed: every request's sections are what measuring it whole gives."""
+    convo = [system("be brief"), user("fix the parser")]
+    for k in range(30):
+        convo += [assistant(f"step {k}", call(f"c{k}", "bash", cmd=f"ls {k}")),
+                  result(f"c{k}", f"file{k}.py\n" * (k + 1))]  # fmt: skip
+    kept: dict = {}
+    requests = [convo[:end] for end in range(6, len(convo), 4)]
+    edited = list(requests[-1])
+    edited[9] = result("c3", f"{PLACEHOLDER_PREFIX} elided bash result]")  # pruned in place
+    requests += [edited, convo[:20], [m for i, m in enumerate(convo) if i not in (4, 5)]]
+    for sent in requests:
+        forwarded = [*sent[:-1], user(BLOCK), sent[-1]]  # inject's block before the tail
+        got = measure.apply(ctx(forwarded, original=sent, memo=kept), measure.Config())
+        sections = got.report["sections"]
+        assert {n: s["before"] for n, s in sections.items()} == sizes(sent)
+        assert {n: s["after"] for n, s in sections.items()} == sizes(forwarded)
+    assert sections["injected"]["after"] > 0

@@ -407,3 +407,19 @@ def test_reapplied_to_its_own_output_nothing_changes(
     twice = apply(once.messages, budget, state=once.state, **options)
     assert twice.messages is once.messages
     assert twice.state == once.state
+
+
+def test_a_provider_item_is_found_past_a_prefix_resent_from_the_last_request() -> None:
+    """The session's last list was free of provider-owned items: its messages, resent as the
+    same objects, are not looked at again; one that arrives with the new ones, or in place of
+    an earlier one, is still found."""
+    messages = [TASK, *read("r1", "a.py"), *read("r2", "b.py")]
+    item = {"role": "assistant", "type": "compaction", "encrypted_content": "x"}
+    kept: dict[str, Any] = {}
+    config = prune.Config(max_result_tokens=100)
+    first = prune.apply(ctx(messages, budget=100, memo=kept), config)
+    assert "skipped" not in first.report["prune"]
+    for sent in ([*messages, item], [TASK, item, *messages[2:]]):
+        out = prune.apply(ctx(sent, budget=100, memo=kept), config)
+        assert out.messages is sent
+        assert out.report["prune"]["skipped"] == "provider compaction item"

@@ -184,3 +184,29 @@ HANJA = st.characters(min_codepoint=0x4E00, max_codepoint=0x9FA5).filter(
 def test_correct_korean_and_hanja_text_is_never_reversed(text: str) -> None:
     fixed, fixes = fix_text(text)
     assert fixed is text and fixes == []
+
+
+def test_a_resent_clean_prefix_is_not_looked_at_again_and_new_mojibake_is_fixed() -> None:
+    """The session's last list had nothing to fix: the messages it shares at the start are
+    skipped; a broken result among the new ones, or in place of an earlier one, is fixed, and
+    other options look at every message again."""
+    broken = garble("Größe: 5 MB – fertig", "cp1252")
+    clean = [user("hi"), assistant(None, shell("c1", "ls")), result("c1", "a.py\nbé.py")]
+    kept: dict = {}
+    first = fix_encoding.apply(ctx(clean, memo=kept), fix_encoding.Config())
+    assert first.messages is clean
+    grown = [*clean, assistant(None, shell("c2", "du")), result("c2", broken)]
+    res = fix_encoding.apply(ctx(grown, memo=kept), fix_encoding.Config())
+    assert res.messages[4]["content"] == "Größe: 5 MB – fertig"
+    replaced = [clean[0], clean[1], result("c1", broken)]
+    res = fix_encoding.apply(ctx(replaced, memo=kept), fix_encoding.Config())
+    assert res.report["repairs"][0]["index"] == 2
+    # the clean list again, then the same objects under options that repair user messages
+    garbled_user = [user(garble("über", "cp1252")), *clean[1:]]
+    assert (
+        fix_encoding.apply(ctx(garbled_user, memo=kept), fix_encoding.Config()).messages
+        is garbled_user
+    )
+    users = fix_encoding.Config(roles=("tool", "user"))
+    res = fix_encoding.apply(ctx(garbled_user, memo=kept), users)
+    assert res.messages[0]["content"] == "über"
