@@ -202,6 +202,17 @@ def cached_after(first: int, prefix_tokens: Sequence[int], cached0: int, facts: 
     return kept if kept >= facts.min_prefix_tokens else 0
 
 
+def provider_scale(facts: CacheFacts, memory: Memory) -> float:
+    """The provider's tokens per counted token of the prompt, from the previous request: the
+    provider's count of its prompt over ours (at least 1). What a compaction frees is text this
+    rule counts exactly; the prompt it re-bills also holds what the count leaves out (reasoning
+    fields, call metadata, the wire's serialisation), which the provider bills all the same."""
+    prompt = facts.last_prompt_tokens
+    if prompt is None or memory.last_tokens <= 0:
+        return 1.0
+    return max(prompt / memory.last_tokens, 1.0)
+
+
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:
     """The expected cost of what ``step`` removes: the re-read it forces when needed again (the
     prompt again at ``r``, the removed tokens fresh) times the probability of that."""
@@ -307,6 +318,7 @@ def _break_even(
     that have paid, the one with the most left over."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
+    scale = provider_scale(facts, memory)  # the bust in the provider's tokens
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
     best: tuple[float, int, float, float] | None = None  # net, how many of order, bust, loss
@@ -323,12 +335,13 @@ def _break_even(
         after = total - freed
         # the bust: what this request costs compacted, beyond what it costs as it is
         bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
+        bust *= scale
         share = carried * freed / everything if everything > 0 else 0.0
         net = share - bust - lost
         if freed > 0 and net >= 0 and (best is None or net > best[0]):
             best = (net, n, bust, lost)
         whole = (bust, lost)  # the deepest cut's, reported when none has paid
-    figures.update(carried=round(carried))
+    figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
