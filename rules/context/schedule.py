@@ -21,7 +21,10 @@ Three cases, none of which guesses how long the session will last:
   the session's length, this costs at most twice the best schedule's carrying and busts (the
   classic bound: stopping earlier pays a bust the future may not repay, stopping later carries
   more than a bust). The cut may start late in the conversation (the steps from some message on),
-  where the bust is small: of the cuts that have paid, the one with the most left over.
+  where the bust is small: of the cuts that have paid, the one with the most left over. The bust
+  is priced in the provider's tokens (``provider_scale``): what a cut frees is text counted
+  exactly, but the prompt it re-bills also holds what the count leaves out, and the provider's
+  count of the previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). The horizon (the corpus'
