@@ -337,10 +337,10 @@ def _break_even(
         cached = cached_after(first, prefix_tokens, cached0, facts)
         after = total - freed
         # the bust: what this request costs compacted, beyond what it costs as it is
+        # (reported in the rule's tokens, as every figure; weighed in the provider's)
         bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
-        bust *= scale
         share = carried * freed / everything if everything > 0 else 0.0
-        net = share - bust - lost
+        net = share - bust * scale - lost
         if freed > 0 and net >= 0 and (best is None or net > best[0]):
             best = (net, n, bust, lost)
         whole = (bust, lost)  # the deepest cut's, reported when none has paid
