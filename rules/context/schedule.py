@@ -21,7 +21,10 @@ Three cases, none of which guesses how long the session will last:
   the session's length, this costs at most twice the best schedule's carrying and busts (the
   classic bound: stopping earlier pays a bust the future may not repay, stopping later carries
   more than a bust). The cut may start late in the conversation (the steps from some message on),
-  where the bust is small: of the cuts that have paid, the one with the most left over.
+  where the bust is small: of the cuts that have paid, the one with the most left over. The bust
+  is priced in the provider's tokens (``provider_scale``): what a cut frees is text counted
+  exactly, but the prompt it re-bills also holds what the count leaves out, and the provider's
+  count of the previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). The horizon (the corpus'
@@ -202,6 +205,17 @@ def cached_after(first: int, prefix_tokens: Sequence[int], cached0: int, facts: 
     return kept if kept >= facts.min_prefix_tokens else 0
 
 
+def provider_scale(facts: CacheFacts, memory: Memory) -> float:
+    """The provider's tokens per counted token of the prompt, from the previous request: the
+    provider's count of its prompt over ours (at least 1). What a compaction frees is text this
+    rule counts exactly; the prompt it re-bills also holds what the count leaves out (reasoning
+    fields, call metadata, the wire's serialisation), which the provider bills all the same."""
+    prompt = facts.last_prompt_tokens
+    if prompt is None or memory.last_tokens <= 0:
+        return 1.0
+    return max(prompt / memory.last_tokens, 1.0)
+
+
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:
     """The expected cost of what ``step`` removes: the re-read it forces when needed again (the
     prompt again at ``r``, the removed tokens fresh) times the probability of that."""
@@ -307,6 +321,7 @@ def _break_even(
     that have paid, the one with the most left over."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
+    scale = provider_scale(facts, memory)  # the bust in the provider's tokens
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
     best: tuple[float, int, float, float] | None = None  # net, how many of order, bust, loss
@@ -322,13 +337,14 @@ def _break_even(
         cached = cached_after(first, prefix_tokens, cached0, facts)
         after = total - freed
         # the bust: what this request costs compacted, beyond what it costs as it is
+        # (reported in the rule's tokens, as every figure; weighed in the provider's)
         bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
         share = carried * freed / everything if everything > 0 else 0.0
-        net = share - bust - lost
+        net = share - bust * scale - lost
         if freed > 0 and net >= 0 and (best is None or net > best[0]):
             best = (net, n, bust, lost)
         whole = (bust, lost)  # the deepest cut's, reported when none has paid
-    figures.update(carried=round(carried))
+    figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(

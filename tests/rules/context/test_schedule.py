@@ -9,7 +9,7 @@ import pytest
 
 from rules.base import CacheFacts, SessionState
 from rules.context import prune, schedule
-from tests.support.factories import assistant, call, ctx, result, user
+from tests.support.factories import TOKENS, assistant, call, ctx, result, user
 
 NOW = 10_000.0
 
@@ -245,3 +245,33 @@ def test_what_stays_before_an_edit_is_cached_only_from_the_minimum_prefix() -> N
     assert schedule.cached_after(20, prefix, 4000, anthropic) == 0  # the system prompt: 100
     assert schedule.cached_after(8, prefix, 4000, plain) == 0  # 800 tokens before the edit
     assert schedule.cached_after(11, prefix, 4000, plain) == 1100
+
+
+def test_the_bust_is_priced_in_the_providers_tokens() -> None:
+    """The provider counted the previous prompt at twice this rule's count (fields the count
+    leaves out): re-billing the prompt after a cut costs twice the counted bust, while what the
+    cut frees is counted exactly. A carrying cost that paid for the counted bust has not paid
+    for the provider's."""
+    budget = 200_000
+    messages = conversation(28)
+    size = TOKENS.count_messages(messages)
+    plain = decide(messages, budget, 5.0).report["prune"]["schedule"]
+    assert plain["provider_scale"] == 1.0  # the upstream's count unknown: ours
+    paid_for = {"carried": (plain["bust_cost"] + plain["expected_loss"]) * 1.5, "looked": 20}
+    counted = decide(messages, budget, 5.0, requests=20, carried=paid_for)
+    assert counted.report["prune"]["schedule"]["decision"] == "paid"
+    doubled = CacheFacts(last_prompt_tokens=2 * size)
+    billed = decide(messages, budget, 5.0, doubled, requests=20, carried=paid_for)
+    figures = billed.report["prune"]["schedule"]
+    assert figures["provider_scale"] == pytest.approx(2.0, rel=0.01)
+    assert figures["decision"] == "none" and not billed.report["prune"]["compacted"]
+    # reported in the rule's tokens, as every figure (the payback account scales them itself)
+    assert figures["bust_cost"] == plain["bust_cost"]
+
+
+def test_a_provider_counting_fewer_tokens_never_cheapens_the_bust() -> None:
+    m = schedule.Memory(requests=5, last_tokens=10_000)
+    assert schedule.provider_scale(CacheFacts(last_prompt_tokens=6_000), m) == 1.0
+    assert schedule.provider_scale(CacheFacts(last_prompt_tokens=15_000), m) == 1.5
+    assert schedule.provider_scale(CacheFacts(), m) == 1.0
+    assert schedule.provider_scale(CacheFacts(last_prompt_tokens=500), schedule.Memory()) == 1.0
