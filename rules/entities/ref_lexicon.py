@@ -42,6 +42,7 @@ class Pattern:
     needs: str | None = None  # objects | listed | related: run only when such entities exist
     requires: tuple[str, ...] = ()  # slots every match fills: skipped when a text has none
     literals: tuple[str, ...] = ()  # strings every match holds: skipped when a text lacks one
+    edge: str | None = None  # the relation it names: on | serves | mounts | next_to (None: in)
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,8 @@ class Lexicon:
     relation_prefix: Pattern | None = None  # "the file in " before a folder mention
     placement: re.Pattern[str] | None = None  # "put " before it: a destination, no relation
     finders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # slot -> its cores
+    # "the commit on ", "the test file next to " before a mention: (edge, its pattern)
+    relation_prefixes: tuple[tuple[str, Pattern], ...] = ()
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -103,7 +106,12 @@ def _compile_language(
     builtin = builtin_strings("references")
 
     def compile_template(
-        template: str, kind: str, head: int = 0, verb_head: bool = False, needs: str | None = None
+        template: str,
+        kind: str,
+        head: int = 0,
+        verb_head: bool = False,
+        needs: str | None = None,
+        edge: str | None = None,
     ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
@@ -126,7 +134,7 @@ def _compile_language(
         regex = compile_regex(source, 0, where, template not in builtin)
         requires = required_slots(regex, alternations)
         literals = required_literals(regex)
-        return Pattern(kind, regex, word_start, head, verb_head, needs, requires, literals)
+        return Pattern(kind, regex, word_start, head, verb_head, needs, requires, literals, edge)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -135,9 +143,9 @@ def _compile_language(
             raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
         head = int(item.get("head") or 0)
         needs = str(item["needs"]) if item.get("needs") else None
-        patterns.append(
-            compile_template(str(item["re"]), kind, head, item.get("verb") == "head", needs)
-        )
+        edge = str(item["edge"]) if item.get("edge") else None
+        verb_head = item.get("verb") == "head"
+        patterns.append(compile_template(str(item["re"]), kind, head, verb_head, needs, edge))
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
@@ -147,6 +155,10 @@ def _compile_language(
     after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     prefix = spec.get("relation_prefix")
     relation = compile_template(str(prefix), "relation", 1) if prefix else None
+    prefixes = tuple(
+        (str(edge), compile_template(str(t), "relation", 1, edge=str(edge)))
+        for edge, t in (spec.get("relation_prefixes") or {}).items()
+    )
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     needed = {s for p in (*patterns, *not_refs) for s in p.requires}
@@ -154,7 +166,7 @@ def _compile_language(
     finders = {s: found for s in needed if len(found := cores(words[s])) <= MAX_CORES}
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement, finders)  # fmt: skip
+                   relation, placement, finders, prefixes)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:

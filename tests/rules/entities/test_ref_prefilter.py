@@ -57,4 +57,4 @@ def test_most_patterns_are_skipped_on_a_long_text_without_their_words() -> None:
     text = ref_detect.fold("Please refactor the parser so that it handles tabs. " * 20)
     seen = SlotPresence(text, english.finders)
     run = [p for p in english.patterns if seen.possible(p.requires, p.literals)]
-    assert len(run) < len(english.patterns) / 2
+    assert len(run) < len(english.patterns) * 2 / 3
