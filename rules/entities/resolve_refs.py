@@ -12,7 +12,9 @@ walked. Below ``threshold``, or when two entities fit equally well (same call), 
 report says why (with the candidates) and the text stands. An abstention can be settled by the
 optional resolver model: the proxy asks it and re-runs the pipeline with its picks in
 ``ctx.hints["resolver"]`` (mention -> {path, confidence, model}); a pick counts only when it names
-one of the candidates and clears the threshold.
+one of the candidates and clears the threshold. It may also write the description of a pointer
+resolved through a parent session (``ctx.hints["resolver_descriptions"]``: mention ->
+{description, model}); the identifier stays the rule's.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from rules.entities.ref_detect import (
     strip_injected,
     wanted,
 )
+from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
@@ -212,4 +215,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if picks:
         pools = [own, *ancestors]
         refs = [settle(ref, picks.get(ref["mention"]), pools, cfg) for ref in refs]
+    said = ctx.hints.get("resolver_descriptions") or {}
+    if said:
+        refs = [with_model_description(ref, said.get(ref["mention"])) for ref in refs]
     return RuleResult(ctx.messages, state, {"references": refs})
