@@ -11,6 +11,7 @@ becomes a ``Mention``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -243,8 +244,23 @@ def _through(
     made]", "the test file next to [that file]"), else ``m`` itself."""
     if m.type is None or m.anchor is not None or m.ident is not None:
         return m
+    end = m.end or m.start + len(m.text)
+    # "stop the server [on port 5173]"; not after a verb of its own ("the service you created
+    # on port 80": where it was made to listen, said of the making)
+    for edge, suffix in lex.relation_suffixes if m.action is None else ():
+        after = suffix.regex.match(text, end, min(len(text), end + RELATION_WINDOW))
+        if after is not None:
+            return dataclasses.replace(
+                m,
+                text=original[m.start : after.end()].strip(),
+                kind="relation",
+                base=kinds["relation"].base,
+                end=after.end(),
+                edge=edge,
+                ident=after.group("ident"),
+            )
     lo = max(0, m.start - RELATION_WINDOW)
-    for edge, prefix in _prefixes(lex, m):
+    for named_edge, prefix in _prefixes(lex, m):
         hit = prefix.regex.search(text, lo, m.start)
         if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
             continue
@@ -254,9 +270,9 @@ def _through(
             continue  # "the test report in …": a noun for what a file holds names none alone
         start = hit.start()
         before = text[max(0, start - OBJECT_WINDOW) : start]
-        if edge is None and lex.placement is not None and lex.placement.search(before):
+        if named_edge is None and lex.placement is not None and lex.placement.search(before):
             return m  # "put the file in the folder you made": where it goes, not what is there
-        return _related_mention(lex, kinds, m, g, head, edge, original, text, start)
+        return _related_mention(lex, kinds, m, g, head, named_edge, original, text, start)
     return m
 
 

@@ -66,6 +66,8 @@ class Lexicon:
     finders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # slot -> its cores
     # "the commit on ", "the test file next to " before a mention: (edge, its pattern)
     relation_prefixes: tuple[tuple[str, Pattern], ...] = ()
+    # " on port 5173", " that mounts the data folder" just after a mention: (edge, its pattern)
+    relation_suffixes: tuple[tuple[str, Pattern], ...] = ()
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -159,6 +161,10 @@ def _compile_language(
         (str(edge), compile_template(str(t), "relation", 1, edge=str(edge)))
         for edge, t in (spec.get("relation_prefixes") or {}).items()
     )
+    suffixes = tuple(
+        (str(edge), compile_template(str(t), "relation", edge=str(edge)))
+        for edge, t in (spec.get("relation_suffixes") or {}).items()
+    )
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     needed = {s for p in (*patterns, *not_refs) for s in p.requires}
@@ -166,7 +172,7 @@ def _compile_language(
     finders = {s: found for s in needed if len(found := cores(words[s])) <= MAX_CORES}
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement, finders, prefixes)  # fmt: skip
+                   relation, placement, finders, prefixes, suffixes)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:
