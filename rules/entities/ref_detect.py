@@ -29,7 +29,7 @@ from rules.entities.ref_match import (
     relation_anchor,
     slot_word,
 )
-from rules.entities.ref_prefilter import EVERYTHING, PREFILTER_MIN_CHARS, SlotPresence
+from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 __all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
@@ -142,20 +142,18 @@ def scan(
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.
     taken = bytearray(len(text))
-    presence = {x.lang: SlotPresence(text, x.finders) for x in lexicons}
-    if len(text) < PREFILTER_MIN_CHARS:  # a short text is scanned faster than it is tested
-        presence = {x.lang: EVERYTHING for x in lexicons}
+    tested = len(text) >= PREFILTER_MIN_CHARS  # a short text is scanned faster than tested
     for lex in lexicons:
         for p in lex.not_refs:
-            if not presence[lex.lang].possible(p.requires, p.literals):
+            if tested and not possible(text, p.literals):
                 continue
             for m in _matches(p, text):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
         for rank, p in _runnable(lex, kinds, min_base, select):
-            if not presence[lex.lang].possible(p.requires, p.literals):
-                continue  # a slot it cannot match without has no word in the text
+            if tested and not possible(text, p.literals):
+                continue  # a string every match holds is not in the text
             for m in _matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.entities import ref_grammar
-from rules.entities.ref_prefilter import MAX_CORES, cores, required_literals, required_slots
+from rules.entities.ref_prefilter import required_literals
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
@@ -40,7 +40,6 @@ class Pattern:
     head: int = 0  # a relation: which of its two nouns is the one meant (1, 2); 0: no relation
     verb_head: bool = False  # a relation whose verb is the head's ("the table that script made")
     needs: str | None = None  # objects | listed | related: run only when such entities exist
-    requires: tuple[str, ...] = ()  # slots every match fills: skipped when a text has none
     literals: tuple[str, ...] = ()  # strings every match holds: skipped when a text lacks one
     edge: str | None = None  # the relation it names: on | serves | mounts | next_to (None: in)
 
@@ -63,7 +62,6 @@ class Lexicon:
     op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
     relation_prefix: Pattern | None = None  # "the file in " before a folder mention
     placement: re.Pattern[str] | None = None  # "put " before it: a destination, no relation
-    finders: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # slot -> its cores
     # "the commit on ", "the test file next to " before a mention: (edge, its pattern)
     relation_prefixes: tuple[tuple[str, Pattern], ...] = ()
     # " on port 5173", " that mounts the data folder" just after a mention: (edge, its pattern)
@@ -134,9 +132,8 @@ def _compile_language(
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
-        requires = required_slots(regex, alternations)
         literals = required_literals(regex)
-        return Pattern(kind, regex, word_start, head, verb_head, needs, requires, literals, edge)
+        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -167,12 +164,9 @@ def _compile_language(
     )
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
-    needed = {s for p in (*patterns, *not_refs) for s in p.requires}
-    # a slot of many words is not tested: the tests would cost more than the scans they save
-    finders = {s: found for s in needed if len(found := cores(words[s])) <= MAX_CORES}
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement, finders, prefixes, suffixes)  # fmt: skip
+                   relation, placement, prefixes, suffixes)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:
