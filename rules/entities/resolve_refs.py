@@ -38,7 +38,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
+from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
@@ -102,8 +102,12 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "user":  # role(), inlined: most of the request is read
             text = text_of(messages[i].get("content"))
-            own = strip_injected(text).strip()
-            if own and not own.startswith(PLACEHOLDER_PREFIX):
+            own = strip_injected(text) if INJECT_OPEN in text else text
+            if not own or own.isspace():
+                continue
+            if own[0].isspace():  # rare: only then is a stripped copy made
+                own = own.lstrip()
+            if not own.startswith(PLACEHOLDER_PREFIX):
                 return i, text
     return None
 
