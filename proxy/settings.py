@@ -164,6 +164,12 @@ class ResolverSettings(_Strict):
     api_key_env: str | None = "OPENAI_API_KEY"
     timeout_s: float = Field(default=5.0, gt=0)
     ttl_seconds: float = Field(default=300.0, ge=0)
+    describe_pointers: bool = Field(
+        default=False,
+        description="also ask the model to write the one-line description of a pointer resolved"
+        " through a parent session (the identifier stays the rule's; without an answer the"
+        " rule's description stands)",
+    )
 
 
 class MemorySettings(_Strict):

@@ -61,15 +61,16 @@ class EntityRef(TypedDict, total=False):
     description: str  # beyond files: what it is and which call made it
 
 
-class Pointer(TypedDict):
+class Pointer(TypedDict, total=False):
     """A resolved reference as a self-contained pointer (what a sub-agent is handed)."""
 
-    description: str
-    id: str
-    kind: str
-    session: str  # the session whose entity it is
-    session_path: list[str]  # the sessions searched, from the request's own to that one
-    confidence: float
+    description: Required[str]
+    id: Required[str]
+    kind: Required[str]
+    session: Required[str]  # the session whose entity it is
+    session_path: Required[list[str]]  # the sessions searched, from the request's own to that one
+    confidence: Required[float]
+    described_by: str  # the resolver model that wrote ``description`` (absent: the rule did)
 
 
 class ChainStep(TypedDict, total=False):

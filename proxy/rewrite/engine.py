@@ -28,7 +28,7 @@ from proxy.rewrite.model_windows import LearnedWindows, context_window, window_f
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
 from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
-from proxy.rewrite.resolver import Resolver, open_questions
+from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
@@ -172,17 +172,18 @@ class Engine:
         serialised: list[bytes | None] | None = None,
         heavy: bool = False,
     ) -> PipelineOutcome:
-        """Ask the resolver model about references the rules abstained on; when it picks one of
-        the candidates, run the pipeline again from the same input with its picks as hints."""
+        """Ask the resolver model about references the rules abstained on (and, if set, to describe
+        pointers from a parent session); when it answers, run the pipeline again from the same
+        input with its answers as hints."""
         assert self.resolver is not None
-        questions = open_questions(outcome.report.get("references") or [])
-        if not questions:
-            return outcome
         idx = last_index(ctx.messages, ["user"])
         user_text = text_of(ctx.messages[idx].get("content")) if idx is not None else ""
-        picks, info = await self.resolver.picks(questions, user_text)
-        if picks:
-            again = ctx.evolve(hints={**ctx.hints, "resolver": picks})
+        refs = outcome.report.get("references") or []
+        hints, info = await self.resolver.consult(refs, user_text)
+        if info is None:
+            return outcome
+        if hints:
+            again = ctx.evolve(hints={**ctx.hints, **hints})
             outcome = await self.offload.maybe(heavy, self.pipeline.run, again, serialised)
         outcome.report["resolver"] = info
         return outcome

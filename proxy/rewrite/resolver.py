@@ -1,7 +1,9 @@
 """The optional resolver model (off by default): when ``resolve_refs`` detected a reference but had
-to abstain, a cheap model picks among the candidates. Called through litellm, answers cached for
-``ttl_seconds``; any failure (timeout, bad answer, no key) leaves the abstention as it was and is
-reported, never failing the request."""
+to abstain, a cheap model picks among the candidates; with ``describe_pointers``, it also writes
+the one-line description of a pointer resolved through a parent session (the rule's own stands
+when it writes none). Called through litellm, answers cached for ``ttl_seconds``; any failure
+(timeout, bad answer, no key) leaves the rule's answer as it was and is reported, never failing
+the request."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any
 import orjson
 
 from proxy.settings import ResolverSettings
+from rules.redact import redact_text
 
 PROMPT = (
     "A user wrote a message to a coding agent that refers vaguely to a file or folder. Pick the "
@@ -24,12 +27,35 @@ PROMPT = (
 )
 
 
+DESCRIBE_PROMPT = (
+    "A sub-agent's message refers to something its lead agent made or found; the proxy resolved "
+    "which one. Describe that entity for the sub-agent in one self-contained line (what it is, "
+    "what it belongs to, why it was picked out), without inventing facts. Answer with JSON only: "
+    '{"description": "<one line>"}.'
+)
+MAX_DESCRIPTION = 200  # characters kept of a description the model wrote
+
+
 def open_questions(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """References detected but not resolved, that have candidates to choose from."""
     return [r for r in references if r.get("entity") is None and r.get("candidates")]
 
 
-def parse_pick(text: str, candidates: Sequence[str]) -> dict[str, Any] | None:
+def to_describe(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Resolved references whose pointer came from a parent session (what a sub-agent is
+    handed), not already described by the model."""
+    out = []
+    for r in references:
+        pointer = r.get("pointer")
+        chain = r.get("chain") or []
+        last = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
+        deep = (last.get("depth") or 0) > 0
+        if isinstance(pointer, Mapping) and deep and not pointer.get("described_by"):
+            out.append(r)
+    return out
+
+
+def _json_object(text: str) -> Any:
     # From the first "{" to the last "}": what ``\{.*\}`` (re.S) matched, without its rescan
     # to the end from every "{" when no "}" follows (quadratic on "{{{{…").
     text = text or ""
@@ -37,9 +63,26 @@ def parse_pick(text: str, candidates: Sequence[str]) -> dict[str, Any] | None:
     if start < 0 or end < start:
         return None
     try:
-        data = orjson.loads(text[start : end + 1])
+        return orjson.loads(text[start : end + 1])
     except orjson.JSONDecodeError:
         return None
+
+
+def parse_description(text: str) -> str | None:
+    """The model's description: one line (blanks folded), redacted, at most MAX_DESCRIPTION
+    characters; None when it wrote none."""
+    data = _json_object(text)
+    said = data.get("description") if isinstance(data, dict) else None
+    if not isinstance(said, str):
+        return None
+    line = " ".join(redact_text(said).split())
+    if len(line) > MAX_DESCRIPTION:
+        line = line[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    return line or None
+
+
+def parse_pick(text: str, candidates: Sequence[str]) -> dict[str, Any] | None:
+    data = _json_object(text)
     if not isinstance(data, dict) or data.get("path") not in candidates:
         return None
     confidence = data.get("confidence")
@@ -54,43 +97,104 @@ class Resolver:
         self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
         self._cache_size = cache_size
 
-    def _key(self, user_text: str, question: Mapping[str, Any]) -> str:
-        raw = orjson.dumps(
-            [self.settings.model, user_text, question.get("mention"), question.get("candidates")]
-        )
+    def _key(self, task: str, user_text: str, question: Mapping[str, Any]) -> str:
+        pointer = question.get("pointer") or {}
+        what = question.get("candidates") if task == "pick" else pointer.get("id")
+        raw = orjson.dumps([self.settings.model, task, user_text, question.get("mention"), what])
         return hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+    async def consult(
+        self, refs: Sequence[Mapping[str, Any]], user_text: str
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """(hints for the pipeline's second run, report; None: nothing to ask): picks for the
+        abstentions, descriptions for pointers from a parent session (``describe_pointers``)."""
+        questions = open_questions(refs)
+        described = to_describe(refs) if self.settings.describe_pointers else []
+        if not questions and not described:
+            return {}, None
+        picks, info = await self.picks(questions, user_text)
+        said, told = await self.descriptions(described, user_text)
+        for field in ("asked", "cached", "errors"):
+            info[field] += told[field]
+        hints = {"resolver": picks} if picks else {}
+        return ({**hints, "resolver_descriptions": said} if said else hints), info
 
     async def picks(
         self, questions: Sequence[Mapping[str, Any]], user_text: str, now: float | None = None
     ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         """(mention -> pick, report) for the open questions; asks the model at most once each."""
+        return await self._answers("pick", questions, user_text, now)
+
+    async def descriptions(
+        self, refs: Sequence[Mapping[str, Any]], user_text: str, now: float | None = None
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+        """(mention -> {description, model}, report) for resolved pointers (``to_describe``)."""
+        return await self._answers("describe", refs, user_text, now)
+
+    async def _answers(
+        self, task: str, items: Sequence[Mapping[str, Any]], user_text: str, now: float | None
+    ) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         now = time.monotonic() if now is None else now
         out: dict[str, dict[str, Any]] = {}
         info: dict[str, Any] = {"model": self.settings.model, "asked": 0, "cached": 0, "errors": []}
-        for q in questions:
-            key = self._key(user_text, q)
+        for q in items:
+            key = self._key(task, user_text, q)
             hit = self._cache.get(key)
             if hit is not None and hit[0] > now:
                 info["cached"] += 1
-                pick = hit[1]
+                answer = hit[1]
             else:
                 info["asked"] += 1
                 try:
-                    pick = await self._ask(user_text, q)
+                    answer = await (
+                        self._ask(user_text, q) if task == "pick" else self._describe(q)
+                    )
                 except Exception as exc:  # the model is optional: its failure never fails us
                     info["errors"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue
-                self._cache[key] = (now + self.settings.ttl_seconds, pick)
+                self._cache[key] = (now + self.settings.ttl_seconds, answer)
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
-            if pick is not None:
-                out[str(q["mention"])] = {**pick, "model": self.settings.model}
+            if answer is not None:
+                out[str(q["mention"])] = {**answer, "model": self.settings.model}
         return out, info
 
-    async def _ask(self, user_text: str, question: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def _complete(self, prompt: str, content: str, max_tokens: int) -> str:
         from proxy.providers import load_litellm
 
         litellm = load_litellm()
+        key = os.environ.get(self.settings.api_key_env) if self.settings.api_key_env else None
+        response = await asyncio.wait_for(
+            litellm.acompletion(
+                model=self.settings.model,
+                messages=[
+                    {"role": "system", "content": prompt},
+                    {"role": "user", "content": content},
+                ],
+                api_key=key or "none",  # local models need none; litellm's client wants one
+                base_url=self.settings.base_url,
+                timeout=self.settings.timeout_s,
+                temperature=0,
+                max_tokens=max_tokens,
+            ),
+            timeout=self.settings.timeout_s,
+        )
+        return str(response.choices[0].message.content or "")
+
+    async def _describe(self, ref: Mapping[str, Any]) -> dict[str, Any] | None:
+        pointer = ref.get("pointer") or {}
+        content = orjson.dumps(
+            {
+                "reference": ref.get("mention"),
+                "kind": pointer.get("kind"),
+                "id": pointer.get("id"),
+                "known": pointer.get("description"),
+            }
+        ).decode()
+        said = parse_description(await self._complete(DESCRIBE_PROMPT, content, 120))
+        return {"description": said} if said else None
+
+    async def _ask(self, user_text: str, question: Mapping[str, Any]) -> dict[str, Any] | None:
         candidates = list(question.get("candidates") or [])
         content = orjson.dumps(
             {
@@ -99,21 +203,4 @@ class Resolver:
                 "candidates": candidates,
             }
         ).decode()
-        key = os.environ.get(self.settings.api_key_env) if self.settings.api_key_env else None
-        response = await asyncio.wait_for(
-            litellm.acompletion(
-                model=self.settings.model,
-                messages=[
-                    {"role": "system", "content": PROMPT},
-                    {"role": "user", "content": content},
-                ],
-                api_key=key or "none",  # local models need none; litellm's client wants one
-                base_url=self.settings.base_url,
-                timeout=self.settings.timeout_s,
-                temperature=0,
-                max_tokens=100,
-            ),
-            timeout=self.settings.timeout_s,
-        )
-        text = response.choices[0].message.content or ""
-        return parse_pick(text, candidates)
+        return parse_pick(await self._complete(PROMPT, content, 100), candidates)

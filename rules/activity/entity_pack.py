@@ -141,6 +141,7 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
     programs = {str(k): str(v) for k, v in (data.get("programs") or {}).items()}
     words = {c.argv[0] for c in commands} | {str(w) for w in data.get("sql_clients") or ()}
     words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()} | set(programs)
+    words |= {str(p) for p in results.get("json_clients") or {}}
     return EntityPack(
         labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
         programs={str(k): str(v) for k, v in (data.get("programs") or {}).items()},

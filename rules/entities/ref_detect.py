@@ -11,6 +11,7 @@ becomes a ``Mention``.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from rules.entities.ref_match import (
     relation_anchor,
     slot_word,
 )
+from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 __all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
@@ -59,6 +61,8 @@ class Mention:
     ordinal: int | None = None  # a position in a list: "the second customer"
     anchor: Anchor | None = None  # a relation: the entity it is named through
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
+    edge: str | None = None  # the relation named: on | serves | mounts | next_to (None: in, any)
+    ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
 
 
 def strip_injected(text: str) -> str:
@@ -138,13 +142,18 @@ def scan(
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.
     taken = bytearray(len(text))
+    tested = len(text) >= PREFILTER_MIN_CHARS  # a short text is scanned faster than tested
     for lex in lexicons:
         for p in lex.not_refs:
+            if tested and not possible(text, p.literals):
+                continue
             for m in _matches(p, text):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     found: list[Mention] = []
     for lex in lexicons:
         for rank, p in _runnable(lex, kinds, min_base, select):
+            if tested and not possible(text, p.literals):
+                continue  # a string every match holds is not in the text
             for m in _matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
@@ -191,7 +200,7 @@ def finish(
     """Found mentions in order of position, each read as a relation's anchor when the words
     before it say so ("the file in [the folder you just made]"); a mention within those words
     gives way."""
-    if not any(m.type == "folder" and m.anchor is None for m in found):
+    if not any(m.type is not None and m.anchor is None and m.ident is None for m in found):
         return sorted(found, key=lambda x: x.start)  # no anchor: nothing to read before one
     original = strip_injected(text)
     text = fold(original)
@@ -201,11 +210,24 @@ def finish(
     for new, old in zip(done, found, strict=True):
         if new is not old:
             prefix[new.start : old.start] = b"\x01" * (old.start - new.start)
-    kept = [m for m, old in zip(done, found, strict=True) if m is not old or prefix[m.start] == 0]
+    kept = [
+        m
+        for m, old in zip(done, found, strict=True)
+        if m is not old or prefix.find(1, m.start, max(m.end, m.start + 1)) < 0
+    ]  # a mention overlapping a relation's words ("revert [the commit] on …") gives way
     return sorted(kept, key=lambda x: x.start)
 
 
-RELATION_WINDOW = 80  # characters before a folder mention read for "the file in "
+RELATION_WINDOW = 80  # characters before a mention read for "the file in ", "the commit on "
+
+
+def _prefixes(lex: Lexicon, m: Mention) -> list[tuple[str | None, Pattern]]:
+    """The relation words that may stand before ``m``: "in" before a folder only."""
+    found: list[tuple[str | None, Pattern]] = []
+    if lex.relation_prefix is not None and m.type == "folder":
+        found.append((None, lex.relation_prefix))
+    found.extend(lex.relation_prefixes)
+    return found
 
 
 def _through(
@@ -216,21 +238,53 @@ def _through(
     original: str,
 ) -> Mention:
     """``m`` as the anchor of a relation when the words just before it name another entity
-    inside it ("the file in [the folder you just made]"), else ``m`` itself."""
-    if lex.relation_prefix is None or m.type != "folder" or m.anchor is not None:
+    related to it ("the file in [the folder you just made]", "the commit on [the branch you
+    made]", "the test file next to [that file]"), else ``m`` itself."""
+    if m.type is None or m.anchor is not None or m.ident is not None:
         return m
+    end = m.end or m.start + len(m.text)
+    # "stop the server [on port 5173]"; not after a verb of its own ("the service you created
+    # on port 80": where it was made to listen, said of the making)
+    for edge, suffix in lex.relation_suffixes if m.action is None else ():
+        after = suffix.regex.match(text, end, min(len(text), end + RELATION_WINDOW))
+        if after is not None:
+            return dataclasses.replace(
+                m,
+                text=original[m.start : after.end()].strip(),
+                kind="relation",
+                base=kinds["relation"].base,
+                end=after.end(),
+                edge=edge,
+                ident=after.group("ident"),
+            )
     lo = max(0, m.start - RELATION_WINDOW)
-    hit = lex.relation_prefix.regex.search(text, lo, m.start)
-    if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
-        return m
-    g = hit.groupdict()
-    head = noun_type(lex, g.get("type"))
-    if head is None or lex.words["type"].get(g.get("type") or "") in ("weak", "format"):
-        return m  # "the test report in …": a noun for what a file holds names none alone
-    start = hit.start()
-    before = text[max(0, start - OBJECT_WINDOW) : start]
-    if lex.placement is not None and lex.placement.search(before):
-        return m  # "put the file in the folder you made": where it goes, not what is there
+    for named_edge, prefix in _prefixes(lex, m):
+        hit = prefix.regex.search(text, lo, m.start)
+        if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
+            continue
+        g = hit.groupdict()
+        head = noun_type(lex, g.get("type"))
+        if head is None or lex.words["type"].get(g.get("type") or "") in ("weak", "format"):
+            continue  # "the test report in …": a noun for what a file holds names none alone
+        start = hit.start()
+        before = text[max(0, start - OBJECT_WINDOW) : start]
+        if named_edge is None and lex.placement is not None and lex.placement.search(before):
+            return m  # "put the file in the folder you made": where it goes, not what is there
+        return _related_mention(lex, kinds, m, g, head, named_edge, original, text, start)
+    return m
+
+
+def _related_mention(
+    lex: Lexicon,
+    kinds: Mapping[str, Kind],
+    m: Mention,
+    g: Mapping[str, str | None],
+    head: str,
+    edge: str | None,
+    original: str,
+    text: str,
+    start: int,
+) -> Mention:
     hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
     return Mention(
@@ -247,6 +301,7 @@ def _through(
         kinds=object_kinds(lex, {}, text, (start, m.start + len(m.text))),
         ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
         anchor=anchor,
+        edge=edge,
     )
 
 
@@ -280,7 +335,7 @@ def _mention(
         if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
-    if anchor is not None and not p.verb_head and anchor.type not in ("folder", None):
+    if anchor is not None and not p.verb_head and anchor.type == "file" and p.edge is None:
         return None  # "the last commit in that file": nothing is inside a file
     if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
         return None  # "issues that require user input": "that" is a relative pronoun there
@@ -329,4 +384,6 @@ def _mention(
         needs_noun=needs_noun(lex, typ, action, g, text, m.span()),
         rank=rank,
         end=m.end(),
+        edge=p.edge,
+        ident=ident.strip() if (ident := g.get("ident")) else None,
     )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.entities import ref_grammar
+from rules.entities.ref_prefilter import required_literals
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
@@ -39,6 +40,8 @@ class Pattern:
     head: int = 0  # a relation: which of its two nouns is the one meant (1, 2); 0: no relation
     verb_head: bool = False  # a relation whose verb is the head's ("the table that script made")
     needs: str | None = None  # objects | listed | related: run only when such entities exist
+    literals: tuple[str, ...] = ()  # strings every match holds: skipped when a text lacks one
+    edge: str | None = None  # the relation it names: on | serves | mounts | next_to (None: in)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ class Lexicon:
     op_kinds: tuple[str, ...] = ()  # kinds the ``op`` words take ("delete it": a file's)
     relation_prefix: Pattern | None = None  # "the file in " before a folder mention
     placement: re.Pattern[str] | None = None  # "put " before it: a destination, no relation
+    # "the commit on ", "the test file next to " before a mention: (edge, its pattern)
+    relation_prefixes: tuple[tuple[str, Pattern], ...] = ()
+    # " on port 5173", " that mounts the data folder" just after a mention: (edge, its pattern)
+    relation_suffixes: tuple[tuple[str, Pattern], ...] = ()
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -99,7 +106,12 @@ def _compile_language(
     builtin = builtin_strings("references")
 
     def compile_template(
-        template: str, kind: str, head: int = 0, verb_head: bool = False, needs: str | None = None
+        template: str,
+        kind: str,
+        head: int = 0,
+        verb_head: bool = False,
+        needs: str | None = None,
+        edge: str | None = None,
     ) -> Pattern:
         source = template
         for _ in range(3):  # fragments may name fragments
@@ -120,7 +132,8 @@ def _compile_language(
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
-        return Pattern(kind, regex, word_start, head, verb_head, needs)
+        literals = required_literals(regex)
+        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -129,9 +142,9 @@ def _compile_language(
             raise ValueError(f"references pack, {lang}: unknown kind {kind!r}")
         head = int(item.get("head") or 0)
         needs = str(item["needs"]) if item.get("needs") else None
-        patterns.append(
-            compile_template(str(item["re"]), kind, head, item.get("verb") == "head", needs)
-        )
+        edge = str(item["edge"]) if item.get("edge") else None
+        verb_head = item.get("verb") == "head"
+        patterns.append(compile_template(str(item["re"]), kind, head, verb_head, needs, edge))
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None
@@ -141,11 +154,19 @@ def _compile_language(
     after = re.compile(r"^\s*+(?:을|를|은|는|を|は|も|给|給)?\s*+(?P<kop>" + kop + ")")
     prefix = spec.get("relation_prefix")
     relation = compile_template(str(prefix), "relation", 1) if prefix else None
+    prefixes = tuple(
+        (str(edge), compile_template(str(t), "relation", 1, edge=str(edge)))
+        for edge, t in (spec.get("relation_prefixes") or {}).items()
+    )
+    suffixes = tuple(
+        (str(edge), compile_template(str(t), "relation", edge=str(edge)))
+        for edge, t in (spec.get("relation_suffixes") or {}).items()
+    )
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement)  # fmt: skip
+                   relation, placement, prefixes, suffixes)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:

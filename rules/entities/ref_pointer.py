@@ -2,7 +2,9 @@
 description ("git branch feat/x (created by git checkout -b feat/x)", "customer Acme Corp (id
 cus_2; status flagged), item 2 of the result of search_customers(status=flagged)") and the
 semantic pointer a sub-agent gets: that description, the identifier, the session it came from,
-the sessions walked to find it and the confidence. Deterministic: no model writes it.
+the sessions walked to find it and the confidence. Deterministic: no model writes it, unless the
+optional resolver model was asked to (``with_model_description``: its line replaces the
+description; the identifier, kind, session and confidence stay the rule's).
 """
 
 from __future__ import annotations
@@ -77,3 +79,28 @@ def pointer(
         "session_path": [str(c["session"]) for c in chain if "session" in c],
         "confidence": float(ref.get("confidence", 0.0)),
     }
+
+
+MAX_MODEL_DESCRIPTION = 200  # characters of a description the resolver model wrote
+
+
+def with_model_description(ref: Reference, said: Any) -> Reference:
+    """``ref`` with its pointer described in the resolver model's words (``said``: {description,
+    model}), when it wrote some: one line, at most MAX_MODEL_DESCRIPTION characters. The
+    identifier is the rule's, and the block names it after the model's words."""
+    pointer_ = ref.get("pointer")
+    entity = ref.get("entity")
+    if not isinstance(said, Mapping) or pointer_ is None or not isinstance(entity, Mapping):
+        return ref
+    text = " ".join(str(said.get("description") or "").split())[:MAX_MODEL_DESCRIPTION].strip()
+    if not text:
+        return ref
+    described = ref.copy()
+    described["pointer"] = {
+        **pointer_,
+        "description": text,
+        "described_by": str(said.get("model") or "resolver"),
+    }
+    ident = pointer_["id"]
+    described["entity"] = {**entity, "description": f"{text} (id {ident})"}
+    return described

@@ -9,9 +9,11 @@ two related entities are ambiguous (abstain).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import posixpath
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from rules.entities import cache as entity_cache
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
 
@@ -22,12 +24,52 @@ def _edges(e: Event) -> set[str]:
     return {str(r[1]) for r in e.get("rel") or () if isinstance(r, list) and len(r) == 2}
 
 
-def related(head: Event, anchor: Event) -> bool:
-    """An edge between two entities, either way: a path under a folder, or a kept relation."""
+def _stem(path: str) -> str:
+    """A file's name up to its first dot: "format" for format.test.ts and format.ts."""
+    return posixpath.basename(path).split(".", 1)[0].lower()
+
+
+def related(head: Event, anchor: Event, edge: str | None = None) -> bool:
+    """An edge between two entities, either way: a path under a folder, or a kept relation (of
+    kind ``edge`` when one is named); ``next_to``: a file in the same folder."""
     hp, ap = str(head.get("path")), str(anchor.get("path"))
+    if edge == "next_to":
+        return entity_cache.is_file_kind(head.get("type")) and posixpath.dirname(
+            hp
+        ) == posixpath.dirname(ap)
+    if edge is not None:
+        return _kept(head, edge, lambda t: t == ap) or _kept(anchor, edge, lambda t: t == hp)
     if anchor.get("type") == "folder" and hp.startswith(ap.rstrip("/") + "/"):
         return True
     return ap in _edges(head) or hp in _edges(anchor)
+
+
+def _kept(e: Event, edge: str, fits: Callable[[str], bool]) -> bool:
+    return any(
+        isinstance(r, list) and len(r) == 2 and r[0] == edge and fits(str(r[1]))
+        for r in e.get("rel") or ()
+    )
+
+
+def names(target: str, ident: str) -> bool:
+    """Whether a relation's target is what the text called it: "5173" names port:5173, "data"
+    the folder /app/data, "feat/x" the branch branch:feat/x."""
+    ident = ident.strip().strip("/").lower()
+    target = target.lower()
+    if not ident:
+        return False
+    return (
+        target == ident
+        or target.split(":", 1)[-1] == ident
+        or target.rstrip("/").endswith("/" + ident)
+    )
+
+
+def _by_ident(mention: Mention, events: Sequence[Event]) -> list[Event]:
+    """The entities of the mention's kind whose ``edge`` reaches what the text named."""
+    plain = dataclasses.replace(mention, ident=None, edge=None)
+    ident, edge = str(mention.ident), str(mention.edge)
+    return [e for e in candidates(plain, events) if _kept(e, edge, lambda t: names(t, ident))]
 
 
 def _anchor_mention(mention: Mention) -> Mention:
@@ -36,16 +78,23 @@ def _anchor_mention(mention: Mention) -> Mention:
     return dataclasses.replace(
         mention, type=a.type, action=a.action, actions=a.actions, entity_actions=a.entity_actions,
         actor=a.actor, recency=a.recency, hint=None, named=False, extensions=(), kinds=(),
-        ordinal=None, anchor=None,
+        ordinal=None, anchor=None, edge=None,
     )  # fmt: skip
 
 
 def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     """(related heads newest first, the others that fit as well) through the newest anchor
     that has related heads."""
-    heads = candidates(dataclasses.replace(mention, anchor=None, ordinal=None), events)
+    heads = candidates(dataclasses.replace(mention, anchor=None, ordinal=None, edge=None), events)
     for anchor in candidates(_anchor_mention(mention), events):
-        hits = [h for h in heads if related(h, anchor) and h.get("path") != anchor.get("path")]
+        hits = [
+            h
+            for h in heads
+            if related(h, anchor, mention.edge) and h.get("path") != anchor.get("path")
+        ]
+        if mention.edge == "next_to" and len(hits) > 1:  # the one named after it, if one is
+            stem = _stem(str(anchor.get("path")))
+            hits = [h for h in hits if _stem(str(h.get("path"))) == stem] or hits
         if hits:
             return hits, hits[1:]
     return [], []
@@ -77,6 +126,9 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
     if mention.anchor is not None:
         hits, ties = _by_relation(mention, events)
         return hits, ties, False
+    if mention.ident is not None and mention.edge is not None:
+        hits = _by_ident(mention, events)
+        return hits, hits[1:], False
     if mention.ordinal is not None:
         return _by_position(mention, events), [], False
     cands = candidates(mention, events)

@@ -12,7 +12,9 @@ walked. Below ``threshold``, or when two entities fit equally well (same call), 
 report says why (with the candidates) and the text stands. An abstention can be settled by the
 optional resolver model: the proxy asks it and re-runs the pipeline with its picks in
 ``ctx.hints["resolver"]`` (mention -> {path, confidence, model}); a pick counts only when it names
-one of the candidates and clears the threshold.
+one of the candidates and clears the threshold. It may also write the description of a pointer
+resolved through a parent session (``ctx.hints["resolver_descriptions"]``: mention ->
+{description, model}); the identifier stays the rule's.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ from rules.entities.ref_detect import (
     strip_injected,
     wanted,
 )
+from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.messages import PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
+from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
@@ -99,8 +102,12 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     for i in range(len(messages) - 1, -1, -1):
         if messages[i].get("role") == "user":  # role(), inlined: most of the request is read
             text = text_of(messages[i].get("content"))
-            own = strip_injected(text).strip()
-            if own and not own.startswith(PLACEHOLDER_PREFIX):
+            own = strip_injected(text) if INJECT_OPEN in text else text
+            if not own or own.isspace():
+                continue
+            if own[0].isspace():  # rare: only then is a stripped copy made
+                own = own.lstrip()
+            if not own.startswith(PLACEHOLDER_PREFIX):
                 return i, text
     return None
 
@@ -212,4 +219,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if picks:
         pools = [own, *ancestors]
         refs = [settle(ref, picks.get(ref["mention"]), pools, cfg) for ref in refs]
+    said = ctx.hints.get("resolver_descriptions") or {}
+    if said:
+        refs = [with_model_description(ref, said.get(ref["mention"])) for ref in refs]
     return RuleResult(ctx.messages, state, {"references": refs})

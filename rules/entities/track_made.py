@@ -22,6 +22,8 @@ from rules.activity.entity_pack import EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.observations import exit_code
+from rules.activity.shell_json import api_request, printed_json
+from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.storable import MAX_PATH_CHARS
 from rules.redact import holds_secret, redact_text
@@ -97,13 +99,29 @@ class MadeTracker:
             )
             for path, statements in facts.scripts.items():
                 self._remember_script(path, statements)
-            return self._kept(facts.made)
+            made = facts.made or self._printed_json(command, result, call)
+            return self._kept(made)
         if effects:  # a file tool: a SQL script's content is remembered
             content = next((args[k] for k in _CONTENT_KEYS if isinstance(args.get(k), str)), None)
             if content and written:
                 self._remember_script(written[-1], script_statements(self.pack, content))
             return []
         return self._kept(result_entities(self.pack, name, args, result, call))
+
+    def _printed_json(self, command: str, result: str, call: str) -> list[Made]:
+        """What the JSON an API client printed showed (``shell_json``): the last command of the
+        line that is one."""
+        clients = self.pack.results.get("json_clients") or {}
+        for cmd in reversed(split_commands(command[:MAX_SCAN])):
+            argv = list(cmd.argv)
+            while argv and "=" in argv[0] and not argv[0].startswith("-"):
+                argv = argv[1:]  # FOO=bar curl …
+            spec = clients.get(argv[0].rsplit("/", 1)[-1]) if argv else None
+            found = api_request(spec, argv) if isinstance(spec, Mapping) else None
+            body = printed_json(result) if found else None
+            if found and body:
+                return result_entities(self.pack, found[0], found[1], body, call)
+        return []
 
     def _may_make(self, command: str, written: Sequence[str]) -> bool:
         """Whether a command line can make anything beyond files: it names a program the pack

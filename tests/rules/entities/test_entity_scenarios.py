@@ -1,9 +1,10 @@
 """Entities beyond files on their scenario sets (scenarios/entities.yaml: 200 scenarios in en,
-zh, ko, ja; entities_b.yaml: 68 more) over branches, commits, tags, stashes, containers, images,
-servers, tables, rows, virtualenvs, packages, cluster and cloud resources, API-created objects,
-relations, sub-agents and must-abstain cases, run as a live proxy would see them
-(tests/support/scenarios.py). The bar: every scenario passes, and no resolution above the
-threshold points anywhere but where it should (bench/entities_eval.py prints the tables)."""
+zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording) over
+branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
+cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
+as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
+resolution above the threshold points anywhere but where it should (bench/entities_eval.py prints
+the tables)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,11 @@ from tests.support.factories import assistant, user
 from tests.support.scenarios import Scenario, _Session, load, run
 
 HERE = Path(__file__).resolve().parent / "scenarios"
-SCENARIOS = [sc for name in ("entities.yaml", "entities_b.yaml") for sc in load(HERE / name)]
+SCENARIOS = [
+    sc
+    for name in ("entities.yaml", "entities_b.yaml", "relations_c.yaml")
+    for sc in load(HERE / name)
+]
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,51 @@
+"""The pattern prefilter (rules/entities/ref_prefilter.py) skips a pattern only when it could not
+have matched: every question of the scenario sets, padded past the length where the prefilter
+starts, yields the same mentions with and without it; and the literals it derives are those a
+template cannot match without."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from rules.entities import ref_detect
+from rules.entities.ref_lexicon import load_lexicons
+from rules.entities.ref_prefilter import possible, required_literals
+from tests.support.scenarios import load
+
+HERE = Path(__file__).resolve().parent / "scenarios"
+QUESTIONS = sorted({sc.ask for path in sorted(HERE.glob("*.yaml")) for sc in load(path) if sc.ask})
+FILLER = "Some context about the project, pasted before the question. " * 6
+
+
+def _detect(text: str) -> list[ref_detect.Mention]:
+    kinds, lexicons = load_lexicons(())
+    return ref_detect.detect(text, kinds, lexicons, ("en", "zh", "ko", "ja"))
+
+
+def test_the_prefilter_changes_no_mention(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert len(QUESTIONS) > 300
+    texts = [FILLER + q for q in QUESTIONS] + [q + "\n" + FILLER for q in QUESTIONS]
+    assert all(len(t) >= ref_detect.PREFILTER_MIN_CHARS for t in texts)
+    filtered = [_detect(t) for t in texts]
+    monkeypatch.setattr(ref_detect, "PREFILTER_MIN_CHARS", 10**9)
+    assert filtered == [_detect(t) for t in texts]
+    assert sum(bool(f) for f in filtered) > len(QUESTIONS)  # the questions were found
+
+
+def test_required_literals_skip_optional_and_alternative_parts() -> None:
+    assert required_literals(re.compile(r"(?:a|b)'s\s+new(?:er)?(?:old)?")) == ("'s", "new")
+    assert required_literals(re.compile(r"(?:xmount|ymounts)(?:abc)+")) == ("abc",)
+    assert required_literals(re.compile(r"(?>what)\s+(?:ever)?")) == ("what",)
+
+
+def test_a_pattern_needing_a_missing_literal_is_skipped() -> None:
+    _, lexicons = load_lexicons(())
+    english = next(x for x in lexicons if x.lang == "en")
+    possessive = next(p for p in english.patterns if p.kind == "possessive")
+    assert "'s" in possessive.literals
+    text = ref_detect.fold("Please refactor the parser so that it handles tabs. " * 20)
+    assert not possible(text, possessive.literals)
+    assert possible(text + " the lead agent's config", possessive.literals)
