@@ -112,6 +112,15 @@ def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
     return None
 
 
+@text_cache(max_chars=2_000_000)
+def _clipped(text: str, limit: int) -> str:
+    """A long message's start and end, the same string object while the message is cached: the
+    memos below hash it, and a new copy of thousands of characters on every request of a tool
+    loop would be hashed anew each time."""
+    half = limit // 2
+    return text[:half] + "\n" + text[-half:]
+
+
 @text_cache(max_chars=4_000_000)
 def _scan(
     text: str,
@@ -172,8 +181,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)
     idx, text = found_user
     if len(text) > cfg.max_scan_chars:
-        half = cfg.max_scan_chars // 2
-        text = text[:half] + "\n" + text[-half:]
+        text = _clipped(text, cfg.max_scan_chars)
     held = ctx.state.data.get(entity_cache.SUMMARY)
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
