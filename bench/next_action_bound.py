@@ -16,7 +16,9 @@ conversation (tiktoken), at most the model's window less the output reserve. A l
   knows the future keeps that result and drops everything else);
 - *lines fit* when the floor plus only the source's lines holding it fit (an oracle that keeps
   single lines);
-- *infeasible* otherwise: the floor alone, or with the line, is over the budget.
+- *infeasible* otherwise: the floor alone, or with the line, is over the budget;
+- *at depth*: in the floor, or the floor plus the whole source result fit half the budget, the
+  depth a forced compaction goes down to (prune's ``target_ratio``) to leave room for growth.
 
 Each literal is judged alone, so the shares are upper bounds (a request copying from several
 results needs them all at once: the *joint* column keeps, per request, the sources needed by
@@ -42,6 +44,7 @@ from rules.messages import role, text_of
 from tests.support.traces import iter_conversations, request_prefixes
 
 COLUMNS = ("in floor", "result fits", "lines fit", "infeasible")
+DEPTH = 0.5  # prune's ``target_ratio``: a forced compaction goes down to this share of the budget
 
 
 def _floor(prefix: list[Message]) -> list[int]:
@@ -93,9 +96,13 @@ def judge(conv: dict[str, Any], max_requests: int, shares: tuple[float, ...]) ->
                 if c.literal in floor_text:
                     out[f"{name} in floor"] += 1
                     out[f"{name} joint"] += 1
+                    out[f"{name} fits at depth"] += 1
                     continue
                 source = text_of(prefix[c.source].get("content"))
-                if floor_tokens + counter.count_message(prefix[c.source]) <= budget:
+                size = counter.count_message(prefix[c.source])
+                if floor_tokens + size <= budget * DEPTH:
+                    out[f"{name} fits at depth"] += 1
+                if floor_tokens + size <= budget:
                     out[f"{name} result fits"] += 1
                     needed[c.source] = needed.get(c.source, 0) + 1
                 elif floor_tokens + counter.count_text(_lines_with(source, c.literal)) <= budget:
@@ -133,10 +140,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         for job in jobs:
             total.update(_job(job))
-    print(f"\n{len(jobs)} conversations, the first {args.max_requests or 'all'} requests of each\n")
+    reqs = f"the first {args.max_requests}" if args.max_requests else "all"
+    print(f"\n{len(jobs)} conversations, {reqs} requests of each\n")
     heads = " | ".join(COLUMNS)
-    print(f"| budget | literals | {heads} | upper bound | joint | floor / budget | floor over |")
-    print("|---|---:|" + "---:|" * (len(COLUMNS) + 4))
+    print(f"| budget | literals | {heads} | upper bound | joint | at depth | floor / budget | floor over |")
+    print("|---|---:|" + "---:|" * (len(COLUMNS) + 5))
     for share in shares:
         n = f"share{round(share * 100)}"
         lits = total[f"{n} literals"] or 1
@@ -146,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
         over = total[f"{n} floor over budget"] / max(total[f"{n} requests"], 1)
         print(
             f"| {n} | {total[f'{n} literals']:,} | {cells} | {bound:.1%} "
-            f"| {total[f'{n} joint'] / lits:.1%} | {ratio:.2f} | {over:.1%} of requests |"
+            f"| {total[f'{n} joint'] / lits:.1%} | {total[f'{n} fits at depth'] / lits:.1%} "
+            f"| {ratio:.2f} | {over:.1%} of requests |"
         )
     return 0
 

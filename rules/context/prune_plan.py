@@ -31,6 +31,13 @@ FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never 
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 
 
+def expected_loss_rate(step: Step) -> float:
+    """The chance that what a step removes is copied from again, per token it frees: a forced
+    compaction frees its tokens where the fewest later copies are lost (a large result unlikely
+    to be needed goes before a small one the agent may copy from)."""
+    return step.reuse / max(step.freed, 1)
+
+
 class Options(Protocol):
     """The options of prune this machinery reads (prune.Config)."""
 
@@ -263,22 +270,49 @@ class Run:
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
         )
-        needs = need.judge(self.messages, self.obs, [i for i, _ in masks], working)
+        turns = self._droppable_turns(protected) if drops and self.cfg.drop_turns else []
+        judged = [i for i, _ in masks] + [i for t in turns for i in t if i in self.by_result]
+        needs = need.judge(self.messages, self.obs, judged, working)
         candidates = [
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks
             if drops or not needs[i].needed
         ]
-        if drops:  # needed ones last; the least likely to be copied from again first
-            candidates.sort(key=lambda s: (needs[s.first].needed, s.reuse))
+        if drops:  # the least expected loss per token freed first (``expected_loss_rate``)
+            candidates.sort(key=expected_loss_rate)
         steps.extend(candidates)
-        if drops and self.cfg.drop_turns:
-            reuse = need.DEFAULT_REUSE[True]
-            for turn in self._droppable_turns(protected):
-                steps.append(
-                    Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
-                )
+        drop_steps = [
+            Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=p)
+            for turn, p in zip(turns, self._turn_reuse(turns, needs), strict=True)
+        ]
+        # turns holding a file's latest write stay last (``droppable_turns``: they say what
+        # changed); the others by the least expected loss per token freed, like the masks
+        late = self._latest_write_turns()
+        drop_steps.sort(key=lambda s: (s.first in late, expected_loss_rate(s)))
+        steps.extend(drop_steps)
         return steps
+
+    def _latest_write_turns(self) -> set[int]:
+        latest: dict[str, int] = {}
+        for o in self.obs:
+            if o.action.kind == "write":
+                latest[o.action.target] = o.call_index
+        return set(latest.values())
+
+    def _turn_reuse(self, turns: list[list[int]], needs: dict[int, need.Need]) -> list[float]:
+        """For each turn, the chance a later call copies from one of its results (a turn without
+        a judged result: the default for a needed one, as before)."""
+        out = []
+        for turn in turns:
+            ps = [needs[i].reuse for i in turn if i in needs]
+            if not ps:
+                out.append(need.DEFAULT_REUSE[True])
+                continue
+            spared = 1.0
+            for p in ps:
+                spared *= 1 - p
+            out.append(1 - spared)
+        return out
 
     def _recent_masks(
         self, protected: set[int], done: set[str], sizes: dict[int, int], planned: set[int]
