@@ -270,49 +270,22 @@ class Run:
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
         )
-        turns = self._droppable_turns(protected) if drops and self.cfg.drop_turns else []
-        judged = [i for i, _ in masks] + [i for t in turns for i in t if i in self.by_result]
-        needs = need.judge(self.messages, self.obs, judged, working)
+        needs = need.judge(self.messages, self.obs, [i for i, _ in masks], working)
         candidates = [
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks
             if drops or not needs[i].needed
         ]
-        if drops:  # the least expected loss per token freed first (``expected_loss_rate``)
-            candidates.sort(key=expected_loss_rate)
+        if drops:  # needed ones last; the least expected loss per token freed first
+            candidates.sort(key=lambda s: (needs[s.first].needed, expected_loss_rate(s)))
         steps.extend(candidates)
-        drop_steps = [
-            Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=p)
-            for turn, p in zip(turns, self._turn_reuse(turns, needs), strict=True)
-        ]
-        # turns holding a file's latest write stay last (``droppable_turns``: they say what
-        # changed); the others by the least expected loss per token freed, like the masks
-        late = self._latest_write_turns()
-        drop_steps.sort(key=lambda s: (s.first in late, expected_loss_rate(s)))
-        steps.extend(drop_steps)
+        if drops and self.cfg.drop_turns:
+            reuse = need.DEFAULT_REUSE[True]
+            for turn in self._droppable_turns(protected):
+                steps.append(
+                    Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
+                )
         return steps
-
-    def _latest_write_turns(self) -> set[int]:
-        latest: dict[str, int] = {}
-        for o in self.obs:
-            if o.action.kind == "write":
-                latest[o.action.target] = o.call_index
-        return set(latest.values())
-
-    def _turn_reuse(self, turns: list[list[int]], needs: dict[int, need.Need]) -> list[float]:
-        """For each turn, the chance a later call copies from one of its results (a turn without
-        a judged result: the default for a needed one, as before)."""
-        out = []
-        for turn in turns:
-            ps = [needs[i].reuse for i in turn if i in needs]
-            if not ps:
-                out.append(need.DEFAULT_REUSE[True])
-                continue
-            spared = 1.0
-            for p in ps:
-                spared *= 1 - p
-            out.append(1 - spared)
-        return out
 
     def _recent_masks(
         self, protected: set[int], done: set[str], sizes: dict[int, int], planned: set[int]
