@@ -142,8 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             total.update(_job(job))
     reqs = f"the first {args.max_requests}" if args.max_requests else "all"
     print(f"\n{len(jobs)} conversations, {reqs} requests of each\n")
-    heads = " | ".join(COLUMNS)
-    print(f"| budget | literals | {heads} | upper bound | joint | at depth | floor / budget | floor over |")
+    heads = " | ".join((*COLUMNS, "upper bound", "joint", "at depth", "floor / budget"))
+    print(f"| budget | literals | {heads} | floor over |")
     print("|---|---:|" + "---:|" * (len(COLUMNS) + 5))
     for share in shares:
         n = f"share{round(share * 100)}"

@@ -11,7 +11,11 @@ from bench.next_action_bound import judge
 
 
 def _call(cid: str, name: str, **args: Any) -> dict[str, Any]:
-    return {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+    return {
+        "id": cid,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args)},
+    }
 
 
 def _conversation(filler_lines: int) -> dict[str, Any]:
@@ -26,7 +30,11 @@ def _conversation(filler_lines: int) -> dict[str, Any]:
         "messages": [
             {"role": "system", "content": "You fix bugs."},
             {"role": "user", "content": "Fix header parsing"},
-            {"role": "assistant", "content": "", "tool_calls": [_call("a", "Read", file_path="p.py")]},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("a", "Read", file_path="p.py")],
+            },
             {"role": "tool", "tool_call_id": "a", "content": body},
             {"role": "assistant", "content": "", "tool_calls": [_call("b", "bash", command="ls")]},
             {"role": "tool", "tool_call_id": "b", "content": "p.py\nREADME"},
@@ -34,10 +42,15 @@ def _conversation(filler_lines: int) -> dict[str, Any]:
                 "role": "assistant",
                 "content": "",
                 "tool_calls": [
-                    _call("c", "Edit", file_path="p.py", old_str="def parse_header_line(line):",
-                          new_str="def parse_header_line(line, strict=0):")
+                    _call(
+                        "c",
+                        "Edit",
+                        file_path="p.py",
+                        old_str="def parse_header_line(line):",
+                        new_str="def parse_header_line(line, strict=0):",
+                    )
                 ],
-            },  # fmt: skip
+            },
             {"role": "tool", "tool_call_id": "c", "content": "edited"},
         ],
     }
