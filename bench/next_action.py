@@ -32,6 +32,9 @@ than the last 10 become a one-line placeholder, no other rule.
 result's call id over the session's requests (``cap``, ``supersede``, ``mask``, ``shrink``), else
 ``mask`` for the baseline, else ``other``.
 
+How much any pruning could keep at a budget (what every request must forward, and whether each
+literal's source fits beside it): ``bench/next_action_bound.py``.
+
 **--learn** prints P(copied later | bucket) over the pairs (request, earlier tool result) of
 ``reuse_learn.need_samples``: by prune's action kind, whether prune's need judgement calls the
 result *needed* (the table's "in use" column), age, and kind × needed. ``--learn-out FILE``

@@ -72,10 +72,11 @@ def test_compaction_jumps_to_the_target() -> None:
     records = replay(messages, budget)
     first = next(r for r in records if r["report"]["prune"]["compacted"])
     target = int(budget * prune.Config().target_ratio)
-    # forced by the budget, it goes as deep as pays, to the floor (the target) at most: the
-    # next compaction is far away
+    # forced by the budget, it goes as deep as pays, to the floor (the target): the next
+    # compaction is far away; the step that reaches it may cross it by a little
     assert first["report"]["prune"]["schedule"]["decision"] == "forced"
-    assert target <= TOKENS.count_messages(first["forwarded"]) <= target + budget // 10
+    forwarded = TOKENS.count_messages(first["forwarded"])
+    assert target - budget // 20 <= forwarded <= target + budget // 10
     assert first["report"]["prune"]["target"] == target
 
 
