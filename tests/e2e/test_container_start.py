@@ -70,7 +70,9 @@ def test_non_editable_install_runs_the_dockerfile_command(
     args[args.index("--config") + 1] = str(config)
     args[args.index("--db") + 1] = str(tmp_path / "data.db")
     args[args.index("--port") + 1] = str(port)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TIKTOKEN", "VIRTUAL_ENV"))}
+    # the image's environment: no PYTHONPATH a checkout might set, so the installed copy runs
+    skip = ("TIKTOKEN", "VIRTUAL_ENV", "PYTHONPATH")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(skip)}
     env["PATH"] = f"{installed_venv / 'bin'}:{env.get('PATH', '')}"
     env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
     proc = subprocess.Popen(
