@@ -31,13 +31,6 @@ FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never 
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 
 
-def expected_loss_rate(step: Step) -> float:
-    """The chance that what a step removes is copied from again, per token it frees: a forced
-    compaction frees its tokens where the fewest later copies are lost (a large result unlikely
-    to be needed goes before a small one the agent may copy from)."""
-    return step.reuse / max(step.freed, 1)
-
-
 class Options(Protocol):
     """The options of prune this machinery reads (prune.Config)."""
 
@@ -278,7 +271,7 @@ class Run:
             if drops or not needs[i].needed
         ]
         if drops:  # needed ones last; the least expected loss per token freed first
-            candidates.sort(key=lambda s: (needs[s.first].needed, expected_loss_rate(s)))
+            candidates.sort(key=lambda s: (needs[s.first].needed, s.loss_per_token()))
         steps.extend(candidates)
         if drops and self.cfg.drop_turns:
             reuse = need.DEFAULT_REUSE[True]

@@ -172,6 +172,12 @@ class Step:
     reason: str = ""
     reuse: float = 0.0
 
+    def loss_per_token(self) -> float:
+        """The chance that what it removes is copied from again, per token it frees: a forced
+        compaction frees its tokens where the fewest later copies are lost (a large result
+        unlikely to be needed goes before a small one the agent may copy from)."""
+        return self.reuse / max(self.freed, 1)
+
 
 @dataclass(frozen=True)
 class Choice:

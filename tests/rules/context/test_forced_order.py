@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rules.context import need, prune
-from rules.context.prune_plan import Run, expected_loss_rate
+from rules.context.prune_plan import Run
 from rules.context.schedule import Step
 from tests.support.factories import assistant, ctx, result, shell, user
 
@@ -23,8 +23,8 @@ def _runs(sizes: list[int]) -> list[dict[str, Any]]:
 
 def test_the_rate_is_the_chance_per_token_freed() -> None:
     small, large = Step("mask", 100, 1, (1,), reuse=0.05), Step("mask", 5_000, 3, (3,), reuse=0.2)
-    assert expected_loss_rate(large) < expected_loss_rate(small)
-    assert expected_loss_rate(Step("mask", 0, 5, (5,), reuse=0.1)) == 0.1  # never divides by 0
+    assert large.loss_per_token() < small.loss_per_token()
+    assert Step("mask", 0, 5, (5,), reuse=0.1).loss_per_token() == 0.1  # never divides by 0
 
 
 def test_a_large_result_goes_before_a_small_one_as_likely_to_be_needed() -> None:
@@ -35,7 +35,7 @@ def test_a_large_result_goes_before_a_small_one_as_likely_to_be_needed() -> None
     steps = [s for s in run.plan(run.sizes(), drops=True) if s.stage == "mask"]
     large = next(o.result_index for o in run.obs if o.call_id == "c4")
     assert steps[0].first == large  # by age alone it would come fifth
-    rates = [expected_loss_rate(s) for s in steps]
+    rates = [s.loss_per_token() for s in steps]
     judged = need.judge(messages, run.obs, [s.first for s in steps])
     needed = [judged[s.first].needed for s in steps]
     assert needed == sorted(needed)  # what the task still needs comes last
