@@ -49,6 +49,13 @@ class Lifting:
     ends: list[int]
     values: list[list[Lifted]]
     system: Message | None
+    contents: list[Any]  # the contents forwarded (``_alternating`` of the values)
+    marks: list[Mark]  # after each group: see ``Mark``
+
+
+# After a group of ``_alternating``: how many contents were out, the last of them as it was
+# then (a later group may merge into it), and whether that one was the client's own
+Mark = tuple[int, Any, bool]
 
 
 def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Message | None]:
@@ -63,7 +70,7 @@ def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Messag
     ends: list[int] = []
     values: list[list[Lifted]] = []
     system: Message | None = None
-    k = 0
+    k = reused = 0
     if prev is not None:
         same = same_objects(prev.messages, messages)
         reused = bisect.bisect_left(prev.ends, same)  # the groups ending before ``same``
@@ -89,8 +96,9 @@ def lift_contents(st: State, messages: list[Message]) -> tuple[list[Any], Messag
             k = end
         ends.append(k)
         values.append(group)
-    st.lifting = Lifting(messages, ends, values, system)
-    return _alternating([v for group in values for v in group]), system
+    contents, marks = _alternating(values, reused, prev)
+    st.lifting = Lifting(messages, ends, values, system, contents, marks)
+    return contents, system
 
 
 def _source(st: State, m: Message) -> Part | None:
@@ -274,19 +282,31 @@ def _args(arguments: Any) -> Any:
     return value if isinstance(value, dict) else {"input": value}
 
 
-def _alternating(lifted: list[Lifted]) -> list[Any]:
-    """Adjacent contents of one role merged where one of them is not the client's own."""
+def _alternating(
+    values: list[list[Lifted]], reused: int, prev: Lifting | None
+) -> tuple[list[Any], list[Mark]]:
+    """Adjacent contents of one role merged where one of them is not the client's own. The
+    first ``reused`` groups are ``prev``'s: their contents are taken as they stood after the
+    last of them (a content is final once another follows it), and only the rest is walked."""
     out: list[Any] = []
+    marks: list[Mark] = []
     own_last = False
-    for c, own in lifted:
-        if out and not (own and own_last) and _role(out[-1]) == _role(c):
-            prev = out[-1]
-            out[-1] = {**prev, "parts": [*parts_of(prev), *parts_of(c)]}
-            own_last = False
-            continue
-        out.append(c)
-        own_last = own
-    return out
+    if reused and prev is not None:
+        count, last, own_last = prev.marks[reused - 1]
+        out, marks = prev.contents[:count], prev.marks[:reused]
+        if count:
+            out[-1] = last
+    for group in values[reused:]:
+        for c, own in group:
+            if out and not (own and own_last) and _role(out[-1]) == _role(c):
+                prev_content = out[-1]
+                out[-1] = {**prev_content, "parts": [*parts_of(prev_content), *parts_of(c)]}
+                own_last = False
+                continue
+            out.append(c)
+            own_last = own
+        marks.append((len(out), out[-1] if out else None, own_last))
+    return out, marks
 
 
 def _role(content: Any) -> Any:

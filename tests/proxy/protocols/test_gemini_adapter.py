@@ -291,3 +291,56 @@ def test_a_reused_lowering_keeps_the_bookkeeping_a_whole_lowering_makes() -> Non
     no_system = {k: v for k, v in parted.items() if k != "systemInstruction"}
     _, st = bookkeeping(no_system, memory)
     assert "s" not in st.parts
+
+
+def test_a_reused_lifting_gives_the_contents_a_whole_lifting_gives() -> None:
+    """Lifting reuses the previous request's groups and the contents they gave, merges
+    included. The rules drop a user turn and rewrite the model turn after it, so two model
+    contents meet and merge; the next requests part after that turn and at it (the merge kept
+    must not be merged again), the last one grows. Each equals lifting the same messages with
+    nothing kept."""
+    from proxy.protocols.gemini_lift import lift_contents
+    from proxy.protocols.gemini_lower import lower_contents
+    from proxy.protocols.gemini_prefix import LoweredMemory
+
+    memory = LoweredMemory()
+    rewritten: dict[int, tuple[Any, Any]] = {}  # by id: the rules' copy of a message, kept
+
+    def edit(messages: list[Any]) -> list[Any]:
+        out = []
+        for i, m in enumerate(messages):
+            if i == 3:  # 0: the system instruction
+                continue  # the user turn between the first two model turns: dropped
+            if i == 4:
+                kept = rewritten.get(id(m))
+                if kept is None or kept[0] is not m:
+                    kept = rewritten[id(m)] = (m, {**m, "content": m["content"] + " (shortened)"})
+                m = kept[1]
+            out.append(m)
+        return out
+
+    def lifted(b: dict[str, Any]) -> list[Any]:
+        messages, st = memory.lowered(b, "s1", lower_contents)
+        edited = edit(messages)
+        out, _ = lift_contents(st, edited)
+        fresh = copy.copy(st)
+        fresh.lifted = None
+        whole, _ = lift_contents(fresh, edited)
+        assert out == whole
+        return out
+
+    turns = [user("task"), model("a"), user("b"), model("c"), user("d"), model("e")]
+    first = body(*turns)
+
+    def texts(content: dict[str, Any]) -> list[str]:
+        return [p["text"] for p in content["parts"]]
+
+    out = lifted(first)
+    assert len(out) == 4 and texts(out[1]) == ["a", "c", " (shortened)"]  # merged
+    # parts after the rewritten turn: the groups up to "a" are reused, the merge is made again
+    changed = {**first, "contents": [*first["contents"][:4], user("d2"), model("e")]}
+    assert texts(lifted(changed)[1]) == ["a", "c", " (shortened)"]
+    changed = {**changed, "contents": [*changed["contents"][:3], model("c2"), user("d3")]}
+    assert texts(lifted(changed)[1]) == ["a", "c2", " (shortened)"]
+    grown = {**changed, "contents": [*changed["contents"], user("f"), model("g")]}
+    assert len(lifted(grown)) == 5  # "d3" and "f", both the client's own, stay two
