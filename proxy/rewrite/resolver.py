@@ -97,10 +97,10 @@ class Resolver:
         self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
         self._cache_size = cache_size
 
-    def _key(self, task: str, user_text: str, question: Mapping[str, Any]) -> str:
-        pointer = question.get("pointer") or {}
-        what = question.get("candidates") if task == "pick" else pointer.get("id")
-        raw = orjson.dumps([self.settings.model, task, user_text, question.get("mention"), what])
+    def _key(self, task: str, content: str) -> str:
+        """Keyed by all the model is shown, so an answer is reused only for the very same
+        question (never another tenant's or session's entity behind the same words)."""
+        raw = orjson.dumps([self.settings.model, task, content])
         return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
     async def consult(
@@ -138,7 +138,8 @@ class Resolver:
         out: dict[str, dict[str, Any]] = {}
         info: dict[str, Any] = {"model": self.settings.model, "asked": 0, "cached": 0, "errors": []}
         for q in items:
-            key = self._key(task, user_text, q)
+            content = _pick_content(user_text, q) if task == "pick" else _describe_content(q)
+            key = self._key(task, content)
             hit = self._cache.get(key)
             if hit is not None and hit[0] > now:
                 info["cached"] += 1
@@ -147,7 +148,7 @@ class Resolver:
                 info["asked"] += 1
                 try:
                     answer = await (
-                        self._ask(user_text, q) if task == "pick" else self._describe(q)
+                        self._ask(content, q) if task == "pick" else self._describe(content)
                     )
                 except Exception as exc:  # the model is optional: its failure never fails us
                     info["errors"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
@@ -181,26 +182,34 @@ class Resolver:
         )
         return str(response.choices[0].message.content or "")
 
-    async def _describe(self, ref: Mapping[str, Any]) -> dict[str, Any] | None:
-        pointer = ref.get("pointer") or {}
-        content = orjson.dumps(
-            {
-                "reference": ref.get("mention"),
-                "kind": pointer.get("kind"),
-                "id": pointer.get("id"),
-                "known": pointer.get("description"),
-            }
-        ).decode()
+    async def _describe(self, content: str) -> dict[str, Any] | None:
         said = parse_description(await self._complete(DESCRIBE_PROMPT, content, 120))
         return {"description": said} if said else None
 
-    async def _ask(self, user_text: str, question: Mapping[str, Any]) -> dict[str, Any] | None:
+    async def _ask(self, content: str, question: Mapping[str, Any]) -> dict[str, Any] | None:
         candidates = list(question.get("candidates") or [])
-        content = orjson.dumps(
-            {
-                "message": user_text[-2000:],
-                "reference": question.get("mention"),
-                "candidates": candidates,
-            }
-        ).decode()
         return parse_pick(await self._complete(PROMPT, content, 100), candidates)
+
+
+def _pick_content(user_text: str, question: Mapping[str, Any]) -> str:
+    """What the model is shown to pick among the candidates."""
+    return orjson.dumps(
+        {
+            "message": user_text[-2000:],
+            "reference": question.get("mention"),
+            "candidates": list(question.get("candidates") or []),
+        }
+    ).decode()
+
+
+def _describe_content(ref: Mapping[str, Any]) -> str:
+    """What the model is shown to describe a pointer: the reference and what the rule knows."""
+    pointer = ref.get("pointer") or {}
+    return orjson.dumps(
+        {
+            "reference": ref.get("mention"),
+            "kind": pointer.get("kind"),
+            "id": pointer.get("id"),
+            "known": pointer.get("description"),
+        }
+    ).decode()

@@ -3,6 +3,7 @@ last "}" (a regex ``\\{.*\\}`` rescanned to the end from every "{": quadratic on
 
 from __future__ import annotations
 
+import json
 import time
 
 from proxy.rewrite.resolver import parse_pick
@@ -15,3 +16,35 @@ def test_resolver_answers_are_read_in_linear_time() -> None:
     pick = {"path": "a", "confidence": 0.8}
     assert parse_pick('sure: {"path": "a", "confidence": 0.8} {', ["a"]) == pick  # as before
     assert parse_pick('{"path": "a", "confidence": 0.8} }', ["a"]) is None  # to the last "}"
+
+
+def test_a_cached_answer_serves_only_the_very_same_question() -> None:
+    """The answers are cached by all the model is shown: the same words and identifier from
+    another session (another tenant's entity, described otherwise) are asked again, never
+    answered with the description written for the first."""
+    import asyncio
+
+    from proxy.rewrite.resolver import Resolver
+    from proxy.settings import ResolverSettings
+
+    shown: list[str] = []
+
+    class Edge(Resolver):  # the model's call, the network edge, answers from what it is shown
+        async def _complete(self, prompt: str, content: str, max_tokens: int) -> str:
+            shown.append(content)
+            known = json.loads(content)["known"]
+            return json.dumps({"description": f"the one {known}"})
+
+    def ref(known: str) -> dict[str, object]:
+        chain = [{"session": "lead", "depth": 1}]
+        pointer = {"kind": "row", "id": "42", "description": known}
+        return {"mention": "the customer", "pointer": pointer, "chain": chain}
+
+    resolver = Edge(ResolverSettings(enabled=True, describe_pointers=True))
+    mine, _ = asyncio.run(resolver.descriptions([ref("Ann, refund pending")], "do it"))
+    theirs, info = asyncio.run(resolver.descriptions([ref("Bob, VIP")], "do it"))
+    again, info_again = asyncio.run(resolver.descriptions([ref("Ann, refund pending")], "do it"))
+    assert mine["the customer"]["description"] == "the one Ann, refund pending"
+    assert theirs["the customer"]["description"] == "the one Bob, VIP"
+    assert (info["asked"], info_again["cached"]) == (1, 1)
+    assert again == mine and len(shown) == 2
