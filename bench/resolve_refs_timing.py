@@ -1,9 +1,12 @@
 """Time per request of resolve_refs over every request prefix of the trace corpus, as a live proxy
-would run it: track_entities then resolve_refs, session state carried from request to request
-(10 s apart). Prints the median, p99 and max, and what was detected and resolved.
+would run it: track_entities then resolve_refs, session state and the session's memos
+(``Context.memo``, which the proxy keeps across a session's requests) carried from request to
+request (10 s apart). Prints the median, p99 and max, and what was detected and resolved.
 
     .venv/bin/python -m bench.resolve_refs_timing [--repeat 3]
 
+The garbage collector is off while resolve_refs runs (as ``timeit`` does): the collections the
+replay's other allocations trigger would otherwise land on whichever request comes next.
 ``--repeat N`` replays the corpus N times (fresh caches each time) and reports the best p99 of
 the N, so a busy machine's noise does not count. Run from outside the repository with another
 copy of ``rules/`` first on ``PYTHONPATH`` to time that copy (see bench/references_eval.py).
@@ -15,17 +18,23 @@ import argparse
 import gc
 import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import rules
-from rules.base import Context, SessionState
+from rules.base import Context, Message, SessionState
 from rules.entities import resolve_refs, track_entities
 from rules.text_cache import text_cache
 from tests.support.factories import FakeTokens
 from tests.support.traces import iter_conversations, request_prefixes
 
 LONG = 400  # messages: the long sessions, where the per-request walk shows
-MEMOISED = ("_mentions", "_scan")  # resolve_refs' text memos, emptied before each replay
+MEMOISED = (
+    "_mentions",
+    "_scan",
+    "_prepared",
+)  # resolve_refs' text memos, emptied before each replay
 
 
 def replay() -> tuple[list[float], list[float], int, int, int]:
@@ -43,6 +52,7 @@ def replay() -> tuple[list[float], list[float], int, int, int]:
     tokens = FakeTokens()
     for conv in iter_conversations():
         state, now = SessionState(), 1_000_000.0
+        memo: dict[str, list[tuple[Sequence[Message], Any]]] = {}  # the session memos' share
         for prefix in request_prefixes(conv["messages"]):
             now += 10.0
             ctx = Context(
@@ -53,12 +63,17 @@ def replay() -> tuple[list[float], list[float], int, int, int]:
                 now=now,
                 session_id=str(conv["id"]),
                 state=state,
+                memo=memo,
             )
             tracked = track_entities.apply(ctx, track_cfg)
             ctx = ctx.evolve(messages=tracked.messages, state=tracked.state, report=tracked.report)
+            # the collector off while timed, as timeit does: a collection falls where the whole
+            # replay's allocations (other rules', the corpus') put it, not where this rule's do
+            gc.disable()
             started = time.perf_counter()
             res = resolve_refs.apply(ctx, resolve_cfg)
             took = (time.perf_counter() - started) * 1000
+            gc.enable()
             times.append(took)
             if len(prefix) >= LONG:
                 long_times.append(took)

@@ -103,6 +103,31 @@ def fresh(events: Iterable[Mapping[str, Any]], now: float, ttl: float) -> list[E
     return out
 
 
+def fresh_window(
+    events: Iterable[Mapping[str, Any]], now: float, ttl: float
+) -> tuple[list[Event], float, float]:
+    """``fresh(events, now, ttl)``, with the first-seen times of its oldest event and of the
+    newest one left out: ``still_fresh`` tells from these alone whether another clock reading
+    gives the same events (``fresh``'s very comparison: subtraction keeps the order)."""
+    out: list[Event] = []
+    oldest, newest_gone = float("inf"), float("-inf")
+    for e in events:
+        if isinstance(e, dict) and isinstance(e.get("path"), str):
+            seen = e.get("first_seen")
+            if isinstance(seen, (int, float)):
+                if now - seen <= ttl:
+                    out.append(e)
+                    oldest = min(oldest, seen)
+                else:
+                    newest_gone = max(newest_gone, seen)
+    return out, oldest, newest_gone
+
+
+def still_fresh(now: float, ttl: float, oldest: float, newest_gone: float) -> bool:
+    """Whether ``fresh`` at ``now`` keeps what ``fresh_window`` kept (see there)."""
+    return now - oldest <= ttl and now - newest_gone > ttl
+
+
 def add(events: Sequence[Event], new: Iterable[Event], capacity: int) -> list[Event]:
     """Append ``new`` (a repeat of the same path and action replaces the older one), keep the
     newest ``capacity``. Linear: one dict keyed by (path, action), in insertion order."""

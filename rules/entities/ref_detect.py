@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
@@ -30,12 +29,32 @@ from rules.entities.ref_match import (
     slot_word,
 )
 from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
-from rules.messages import INJECT_CLOSE, INJECT_OPEN
+from rules.entities.ref_scan import (
+    Prepared,
+    Wanted,
+    fold,
+    is_word,
+    matches,
+    prepare,
+    runnable,
+    strip_injected,
+    wanted,
+)
 
-__all__ = ["Anchor", "Kind", "Lexicon", "Mention", "Pattern", "detect", "fold", "load_lexicons"]
-
-# Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
-_INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
+__all__ = [
+    "Anchor",
+    "Kind",
+    "Lexicon",
+    "Mention",
+    "Pattern",
+    "Prepared",
+    "detect",
+    "fold",
+    "load_lexicons",
+    "prepare",
+    "strip_injected",
+    "wanted",
+]
 
 
 @dataclass(frozen=True)
@@ -65,42 +84,6 @@ class Mention:
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
 
 
-def strip_injected(text: str) -> str:
-    """The text without blocks the proxy injected (a client that echoes them back)."""
-    return _INJECTED.sub(" ", text) if INJECT_OPEN in text else text
-
-
-def fold(text: str) -> str:
-    """``text`` lower-cased, keeping every character's position (a character whose lower case
-    is longer, such as "İ", stays as it is)."""
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _matches(p: Pattern, text: str) -> Any:
-    """``p.regex.finditer(text)``, less matches that start inside a word when ``word_start``."""
-    pos = 0
-    while pos <= len(text):
-        m = p.regex.search(text, pos)
-        if m is None:
-            return
-        start, end = m.span()
-        if p.word_start and start > 0 and _is_word(text[start - 1]):
-            pos = start + 1
-            continue
-        yield m
-        pos = end if end > start else end + 1
-
-
-Select = Callable[[Pattern], bool]
-
-
 def detect(
     text: str,
     kinds: Mapping[str, Kind],
@@ -116,45 +99,31 @@ def detect(
     return finish(text, kinds, lexicons, found)
 
 
-def wanted(present: frozenset[str] | None, needed_only: bool = False) -> Select:
-    """Which patterns a scan runs: those needing nothing (unless ``needed_only``) and those
-    whose need is ``present`` (None: every need is)."""
-    return lambda p: (
-        (not p.needs and not needed_only)
-        or (bool(p.needs) and (present is None or p.needs in present))
-    )
-
-
 def scan(
     text: str,
     kinds: Mapping[str, Kind],
     lexicons: Sequence[Lexicon],
     languages: Sequence[str],
     min_base: float,
-    select: Select,
+    select: Wanted,
 ) -> list[Mention]:
     """The mentions the ``select``-ed patterns find (see ``detect``), before ``finish``."""
-    original = strip_injected(text)
-    text = fold(original)
-    lexicons = [
-        x for x in lexicons if x.lang in languages and (not x.script or x.script.search(text))
-    ]
-    # Characters already claimed: testing a span against a list of every earlier one was
-    # quadratic in the mentions (``it it it …``); a mask costs the span's length.
-    taken = bytearray(len(text))
-    tested = len(text) >= PREFILTER_MIN_CHARS  # a short text is scanned faster than tested
-    for lex in lexicons:
-        for p in lex.not_refs:
-            if tested and not possible(text, p.literals):
-                continue
-            for m in _matches(p, text):
-                taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+    return scan_prepared(prepare(text, lexicons, languages), kinds, min_base, select)
+
+
+def scan_prepared(
+    prep: Prepared, kinds: Mapping[str, Kind], min_base: float, select: Wanted
+) -> list[Mention]:
+    """``scan`` of a prepared text: several scans of one text share its preparation."""
+    text, original = prep.text, prep.original
+    taken = bytearray(prep.claimed)
+    tested = len(text) >= PREFILTER_MIN_CHARS
     found: list[Mention] = []
-    for lex in lexicons:
-        for rank, p in _runnable(lex, kinds, min_base, select):
+    for lex in prep.lexicons:
+        for rank, p in runnable(lex, kinds, min_base, select):
             if tested and not possible(text, p.literals):
                 continue  # a string every match holds is not in the text
-            for m in _matches(p, text):
+            for m in matches(p, text):
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
@@ -163,20 +132,6 @@ def scan(
                     taken[start:end] = b"\x01" * (end - start)
                     found.append(mention)
     return found
-
-
-def _runnable(
-    lex: Lexicon, kinds: Mapping[str, Kind], min_base: float, select: Select
-) -> list[tuple[int, Pattern]]:
-    """The patterns a scan runs, with their ranks: selected, of a kind that can reach
-    ``min_base``."""
-    out = []
-    for rank, p in enumerate(lex.patterns):
-        kind = kinds[p.kind]
-        untyped = kinds[kind.untyped] if kind.untyped else kind
-        if select(p) and max(kind.base, untyped.base) >= min_base:
-            out.append((rank, p))
-    return out
 
 
 def merge(*layers: Sequence[Mention]) -> list[Mention]:
@@ -260,7 +215,7 @@ def _through(
     lo = max(0, m.start - RELATION_WINDOW)
     for named_edge, prefix in _prefixes(lex, m):
         hit = prefix.regex.search(text, lo, m.start)
-        if hit is None or (hit.start() > 0 and _is_word(text[hit.start() - 1])):
+        if hit is None or (hit.start() > 0 and is_word(text[hit.start() - 1])):
             continue
         g = hit.groupdict()
         head = noun_type(lex, g.get("type"))

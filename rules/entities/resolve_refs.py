@@ -22,17 +22,21 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 
+import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
 from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
+from rules.entities import ref_memo
 from rules.entities.ref_detect import (
     Mention,
+    Prepared,
     finish,
     load_lexicons,
     merge,
-    scan,
+    prepare,
+    scan_prepared,
     strip_injected,
     wanted,
 )
@@ -121,6 +125,13 @@ def _clipped(text: str, limit: int) -> str:
     return text[:half] + "\n" + text[-half:]
 
 
+@text_cache(max_chars=1_000_000)
+def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...]) -> Prepared:
+    """The text as both layers of ``_scan`` read it, prepared once (its entry holds about three
+    times the text: hence the smaller bound)."""
+    return prepare(text, load_lexicons(extra_packs)[1], languages)
+
+
 @text_cache(max_chars=4_000_000)
 def _scan(
     text: str,
@@ -132,12 +143,13 @@ def _scan(
     """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
     many times. ``present`` None: the patterns that need nothing; else only those needing what
     is present (a session's first commit scans its question again for these alone)."""
-    kinds, lexicons = load_lexicons(extra_packs)
+    kinds, _ = load_lexicons(extra_packs)
     if present is None:
         select = wanted(frozenset(), False)
     else:
         select = wanted(frozenset(present.split("|")), True)
-    return tuple(scan(text, kinds, lexicons, languages, threshold, select))
+    prep = _prepared(text, extra_packs, languages)
+    return tuple(scan_prepared(prep, kinds, threshold, select))
 
 
 @text_cache(max_chars=4_000_000)
@@ -202,11 +214,25 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
     key = f"{idx}:{digest}"
     asked = ctx.state.get(NAMESPACE) or {}
-    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    seen_before = asked.get("text") == key and isinstance(asked.get("at"), (int, float))
+    sources = [(ctx.session_id, 0, stored)]
+    if cfg.use_ancestors:
+        for anc in ctx.ancestors:
+            if anc.depth <= cfg.max_ancestor_depth:
+                found_events = anc.state.get(entity_cache.NAMESPACE) or []
+                sources.append((anc.session_id, anc.depth, found_events))
+    # Seen before and nothing changed (the tool loop's next request): the answer already given.
+    plain = not ctx.hints.get("resolver") and not ctx.hints.get("resolver_descriptions")
+    if seen_before and plain:
+        again = ref_memo.recall(ctx, key, float(asked["at"]), cfg, mentions, sources)
+        if again is not None:
+            return RuleResult(ctx.messages, ctx.state, {"references": again})
+    fresh = [entity_cache.fresh(events, ctx.now, cfg.ttl_seconds) for *_, events in sources]
+    events = fresh[0]
     # Only what existed when the user wrote: calls made after the message cannot be meant. Seen
     # before, the question's time says it (events first seen later came after it); at its first
     # sighting the calls after it in the request are read (a long tool loop: once per question).
-    if asked.get("text") == key and isinstance(asked.get("at"), (int, float)):
+    if seen_before:
         asked_at, state = float(asked["at"]), ctx.state
         mine = [e for e in events if float(e.get("first_seen", 0)) <= asked_at]
     else:
@@ -215,13 +241,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
         mine = [e for e in events if e.get("call_id") not in later]
     own: Pool = (ctx.session_id, 0, mine)
-    ancestors: list[Pool] = []
-    if cfg.use_ancestors:
-        for anc in ctx.ancestors:
-            if anc.depth <= cfg.max_ancestor_depth:
-                found_events = anc.state.get(entity_cache.NAMESPACE) or []
-                fresh = entity_cache.fresh(found_events, ctx.now, cfg.ttl_seconds)
-                ancestors.append((anc.session_id, anc.depth, fresh))
+    ancestors: list[Pool] = [
+        (session, depth, found)
+        for (session, depth, _), found in zip(sources[1:], fresh[1:], strict=True)
+    ]
     refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
@@ -230,4 +253,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     said = ctx.hints.get("resolver_descriptions") or {}
     if said:
         refs = [with_model_description(ref, said.get(ref["mention"])) for ref in refs]
+    if seen_before and plain:
+        searched = tuple(
+            ref_memo.searched(
+                session, depth, stored_events, ctx.now, cfg.ttl_seconds, None if depth else asked_at
+            )
+            for session, depth, stored_events in sources
+        )
+        answer = ref_memo.Answer(
+            key, asked_at, cfg, tuple(mentions), searched, cfg.ttl_seconds, orjson.dumps(refs)
+        )
+        ref_memo.keep(ctx, answer)
     return RuleResult(ctx.messages, state, {"references": refs})

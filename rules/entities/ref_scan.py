@@ -1,0 +1,129 @@
+"""The text side of detecting references: a user's text made ready for the ``references``
+pack's patterns (injected blocks dropped, folded to lower case keeping positions, the ``not_refs``
+spans claimed) and the patterns a scan runs. Used by ``ref_detect``; pure, but for a small memo of
+the patterns each lexicon runs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rules.entities.ref_lexicon import Kind, Lexicon, Pattern
+from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
+from rules.messages import INJECT_CLOSE, INJECT_OPEN
+
+# Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
+_INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
+
+
+def strip_injected(text: str) -> str:
+    """The text without blocks the proxy injected (a client that echoes them back)."""
+    return _INJECTED.sub(" ", text) if INJECT_OPEN in text else text
+
+
+def fold(text: str) -> str:
+    """``text`` lower-cased, keeping every character's position (a character whose lower case
+    is longer, such as "İ", stays as it is)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def matches(p: Pattern, text: str) -> Any:
+    """``p.regex.finditer(text)``, less matches that start inside a word when ``word_start``."""
+    pos = 0
+    while pos <= len(text):
+        m = p.regex.search(text, pos)
+        if m is None:
+            return
+        start, end = m.span()
+        if p.word_start and start > 0 and is_word(text[start - 1]):
+            pos = start + 1
+            continue
+        yield m
+        pos = end if end > start else end + 1
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """Which patterns a scan runs: those needing nothing (unless ``needed_only``) and those
+    whose need is ``present`` (None: every need is). A value (hashable), so the patterns it
+    selects are worked out once per lexicon."""
+
+    present: frozenset[str] | None
+    needed_only: bool = False
+
+    def __call__(self, p: Pattern) -> bool:
+        if not p.needs:
+            return not self.needed_only
+        return self.present is None or p.needs in self.present
+
+
+def wanted(present: frozenset[str] | None, needed_only: bool = False) -> Wanted:
+    return Wanted(present, needed_only)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A text as every scan of it starts: without injected blocks (``original``), folded, the
+    lexicons whose script it holds, and the characters the ``not_refs`` spans claim."""
+
+    original: str
+    text: str
+    lexicons: tuple[Lexicon, ...]
+    claimed: bytes
+
+
+def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) -> Prepared:
+    original = strip_injected(text)
+    folded = fold(original)
+    read = tuple(
+        x for x in lexicons if x.lang in languages and (not x.script or x.script.search(folded))
+    )
+    # Characters already claimed: testing a span against a list of every earlier one was
+    # quadratic in the mentions (``it it it …``); a mask costs the span's length.
+    taken = bytearray(len(folded))
+    tested = len(folded) >= PREFILTER_MIN_CHARS  # a short text is scanned faster than tested
+    for lex in read:
+        for p in lex.not_refs:
+            if tested and not possible(folded, p.literals):
+                continue
+            for m in matches(p, folded):
+                taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+    return Prepared(original, folded, read, bytes(taken))
+
+
+# (lexicon, kinds, min_base, select) -> the patterns a scan runs; lexicons and kinds are loaded
+# once (``load_lexicons``), kept in the entry so their ids are never reused meanwhile
+_RUNNABLE: dict[tuple[int, int, float, Wanted], tuple[Lexicon, Any, list[tuple[int, Pattern]]]]
+_RUNNABLE = {}
+_RUNNABLE_MAX = 256  # a few lexicons × thresholds × sorts present: emptied past it
+
+
+def runnable(
+    lex: Lexicon, kinds: Mapping[str, Kind], min_base: float, select: Wanted
+) -> list[tuple[int, Pattern]]:
+    """The patterns a scan runs, with their ranks: selected, of a kind that can reach
+    ``min_base``."""
+    key = (id(lex), id(kinds), min_base, select)
+    hit = _RUNNABLE.get(key)
+    if hit is not None and hit[0] is lex and hit[1] is kinds:
+        return hit[2]
+    out = []
+    for rank, p in enumerate(lex.patterns):
+        kind = kinds[p.kind]
+        untyped = kinds[kind.untyped] if kind.untyped else kind
+        if select(p) and max(kind.base, untyped.base) >= min_base:
+            out.append((rank, p))
+    if len(_RUNNABLE) >= _RUNNABLE_MAX:
+        _RUNNABLE.clear()
+    _RUNNABLE[key] = (lex, kinds, out)
+    return out
