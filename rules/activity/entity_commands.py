@@ -31,7 +31,7 @@ class CommandFacts:
     scripts: dict[str, list[Statement]] = field(default_factory=dict)
 
 
-def _clip(text: str) -> str:
+def clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_BY_CHARS else text[: MAX_BY_CHARS - 1] + "…"
 
@@ -145,7 +145,7 @@ def _apply_rule(
     rule: CommandRule, argv: Sequence[str], output: str, cwd: str | None, pack: EntityPack
 ) -> Iterator[Made]:
     args = argv[len(rule.argv) :]
-    by = _clip(" ".join(argv))
+    by = clip(" ".join(argv))
     kind = rule.kind
     if "kind_arg" in rule.spec:
         pos = _positionals(args, frozenset(rule.spec.get("skip_values") or ()))
@@ -247,8 +247,8 @@ def _servers(
     if port:
         attrs += (("url", f"http://localhost:{port}"),)
     rel = (("serves", f"port:{port}"),) if port else ()
-    name = _clip(job) if job else _clip(command)
-    yield Made("process", pid or f":{port}", "create", name, attrs, rel, _clip(command))
+    name = clip(job) if job else clip(command)
+    yield Made("process", pid or f":{port}", "create", name, attrs, rel, clip(command))
 
 
 def command_entities(
@@ -289,8 +289,8 @@ def command_entities(
         ran += [resolve_path(t, here) for op, t in cmd.redirects if op == "<"]
         for path in ran:
             if path in scripts:
-                facts.made.extend(_script_made(scripts[path], path, _clip(" ".join(argv))))
-    by = _clip(command)
+                facts.made.extend(_script_made(scripts[path], path, clip(" ".join(argv))))
+    by = clip(command)
     if any(p in pack.sql_clients for p in programs):
         facts.made.extend(_sql(pack, command, output, by, None))
     elif written:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rules.activity.background_jobs import JobRules, load_jobs
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 MAX_BY_CHARS = 100  # the call that made an entity, as remembered: clipped
@@ -75,6 +76,7 @@ class EntityPack:
     by_program: Mapping[str, tuple[CommandRule, ...]] = field(default_factory=dict)
     # the programs the pack knows (python aside: only its ``-m venv``/``-m pip`` count)
     known: frozenset[str] = frozenset()
+    jobs: JobRules = field(default_factory=lambda: load_jobs(None, _no_regex))
 
     def names(self, command: str) -> bool:
         """Whether a simple command of ``command`` starts with a program the pack knows: one
@@ -86,6 +88,10 @@ class EntityPack:
 
     def label(self, kind: str) -> str:
         return self.labels.get(kind, kind.replace("_", " "))
+
+
+def _no_regex(source: str, where: str) -> re.Pattern[str]:
+    raise ValueError(f"{where}: no pack to compile {source!r} for")
 
 
 def _regex(source: str, flags: int, where: str, builtin: frozenset[str]) -> re.Pattern[str]:
@@ -156,6 +162,10 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         result_verbs=verbs,
         by_program={k: tuple(v) for k, v in by_program.items()},
         known=frozenset(words - {"python"}),
+        jobs=load_jobs(
+            data.get("background_jobs"),
+            lambda source, where: _regex(source, re.I, where, builtin),
+        ),
     )
 
 
@@ -171,4 +181,5 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
         ("entities.python_module", _PY_MODULE),
         ("entities.background_pid", pack.background_pid),
         ("entities.returned_id", pack.returned_id),
+        *((f"entities.background_jobs[{i}]", p) for i, p in enumerate(pack.jobs.patterns())),
     ]

@@ -157,6 +157,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         seen_list.append(key)
         name, args = call_name(call), load_arguments(call_arguments_text(call))
         is_error = messages[answer].get("is_error") is True  # Anthropic's tool_result flag
+        job_made = made.of_job_call(name, args, result, is_error)
+        if job_made is not None:  # a detached job: its start, its output, its end
+            for m in job_made:
+                seq += 1
+                new_events.append(
+                    entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+                )
+            continue
         if not call_succeeded(tools, name, args, result, is_error):
             # a server still running when the call returned did start (its banner says so)
             for m in made.still_running(name, args, result, cwd, is_error):
@@ -189,6 +197,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if new_events:
         new_events = storable(new_events)  # lone surrogates in paths: the state must store
         events = entity_cache.add(events, new_events, cfg.max_entities)
+    if made.learned:  # a detached job's port, shown after the call that started it
+        events = storable(made.updated(events))
     if events != stored:
         state = state.with_value(entity_cache.NAMESPACE, events)
         held = entity_cache.summary(events)

@@ -12,9 +12,11 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rules.activity.background_jobs import has_ended, named_job, started_job, stopped
 from rules.activity.entity_commands import (
     MAX_SCAN,
     Statement,
+    clip,
     command_entities,
     script_statements,
 )
@@ -41,6 +43,8 @@ class MadeTracker:
         self.pack, self.tools, self.verbs = pack, tools, verbs
         self.scripts: dict[str, list[list[str]]] = {}
         self.alive: dict[str, Mapping[str, Any]] = {}  # key -> its newest event, existing now
+        # a background job's process -> what later results showed of it (attrs, relations)
+        self.learned: dict[str, tuple[dict[str, str], list[list[str]]]] = {}
 
     def load(self, scripts: Any, events: Iterable[Mapping[str, Any]]) -> None:
         if isinstance(scripts, dict):
@@ -74,6 +78,82 @@ class MadeTracker:
         self.scripts[path] = [list(s) for s in statements]
         while len(self.scripts) > MAX_SCRIPTS:
             self.scripts.pop(next(iter(self.scripts)))
+
+    def of_job_call(
+        self, name: str, args: Mapping[str, Any], result: str, is_error: bool
+    ) -> list[Made] | None:
+        """A call about a detached job (``background_jobs``), whether or not it succeeded: the
+        process a shell call detached, its end (stopped, or its output says it exited), or what
+        its output shows (a server's port: ``learned``, added to the process). None: the call
+        is about no job (read as any other)."""
+        jobs = self.pack.jobs
+        command = shell_command(self.tools, name, args)
+        if command is not None:
+            job = started_job(jobs, args, result) if not is_error else None
+            if job is None:
+                return None
+            by = clip(command)
+            return self._kept([Made("process", job, "create", by, (("job", job),), (), by)])
+        named = named_job(jobs, name, args)
+        found = self._job(named[0]) if named is not None else None
+        if named is None or found is None:
+            return None
+        job, stops = named
+        if is_error:
+            return []
+        if stopped(jobs, result) if stops else has_ended(jobs, result):
+            by = clip(f"{name} {job}")
+            return self._kept([Made("process", str(found["id"]), "delete", job, (), (), by)])
+        if not stops:
+            self._learn(str(found["path"]), result)
+        return []
+
+    def _job(self, job: str) -> Mapping[str, Any] | None:
+        """The running process of a detached job."""
+        for e in self.alive.values():
+            if e.get("type") == "process" and (e.get("attrs") or {}).get("job") == job:
+                return e
+        return None
+
+    def _learn(self, key: str, output: str) -> None:
+        """The port a job's output names (a server's banner), added to its process."""
+        port = next(
+            (
+                m.group("port")
+                for rule in self.pack.outputs
+                if rule.kind == "process" and (m := rule.regex.search(output[:MAX_SCAN]))
+            ),
+            None,
+        )
+        if port is None:
+            return
+        attrs = {"port": port, "url": f"http://localhost:{port}"}
+        self.learned[key] = (attrs, [["serves", f"port:{port}"]])
+        alive = self.alive.get(key)
+        if alive is not None:
+            self.alive[key] = {**alive, "attrs": {**(alive.get("attrs") or {}), **attrs}}
+
+    def updated(self, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """``events`` with what later results showed of a job's process added to the event
+        that made it (a new dict: state is never edited in place)."""
+        if not self.learned:
+            return list(events)
+        out: list[Mapping[str, Any]] = []
+        for e in events:
+            found = self.learned.get(str(e.get("path"))) if "id" in e else None
+            if found is None or e.get("action") != "create":
+                out.append(e)
+                continue
+            attrs, rel = found
+            old_rel = [list(r) for r in e.get("rel") or ()]
+            out.append(
+                {
+                    **e,
+                    "attrs": {**(e.get("attrs") or {}), **attrs},
+                    "rel": old_rel + [r for r in rel if r not in old_rel],
+                }
+            )
+        return out
 
     def of_call(
         self,

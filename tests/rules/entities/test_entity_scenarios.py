@@ -1,5 +1,6 @@
 """Entities beyond files on their scenario sets (scenarios/entities.yaml: 200 scenarios in en,
-zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording) over
+zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording;
+background_jobs.yaml: 21 on Claude Code's detached shell jobs) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -21,7 +22,7 @@ from tests.support.scenarios import Scenario, _Session, load, run
 HERE = Path(__file__).resolve().parent / "scenarios"
 SCENARIOS = [
     sc
-    for name in ("entities.yaml", "entities_b.yaml", "relations_c.yaml")
+    for name in ("entities.yaml", "entities_b.yaml", "relations_c.yaml", "background_jobs.yaml")
     for sc in load(HERE / name)
 ]
 
