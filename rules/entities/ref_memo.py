@@ -24,12 +24,46 @@ from typing import Any
 
 import orjson
 
-from rules.base import Context
+from rules.base import Context, Message
 from rules.entities import cache as entity_cache
 from rules.entities.ref_detect import Mention
 from rules.report import Reference
 
 MEMO = "resolve_refs.answer"  # ``Context.memo`` name
+QUESTION = "resolve_refs.question"  # the session's latest question and its mentions
+
+
+@dataclass(frozen=True)
+class Question:
+    """The latest user message a request read, as the next one would read it again: the very
+    object (kept, never edited in place), its text as scanned, the mentions found in it with
+    these options and the sorts of entities then ``present``."""
+
+    message: Message
+    text: str
+    cfg: object
+    present: str
+    found: tuple[Mention, ...]
+
+
+def asked_again(ctx: Context, cfg: object, present: str) -> tuple[int, str, Any] | None:
+    """(index, text, mentions) of the session's question when the latest user message is the
+    very one read last time (a tool loop's next request), with the same options and sorts."""
+    kept = ctx.memo.get(QUESTION)
+    if not kept:
+        return None
+    q = kept[0][1]
+    if not isinstance(q, Question) or q.cfg is not cfg or q.present != present:
+        return None
+    messages = ctx.messages
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return (i, q.text, q.found) if messages[i] is q.message else None
+    return None
+
+
+def keep_question(ctx: Context, question: Question) -> None:
+    ctx.memo[QUESTION] = [((question.message,), question)]
 
 
 @dataclass(frozen=True)

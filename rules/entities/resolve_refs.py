@@ -188,18 +188,24 @@ def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    found_user = _latest_user_text(ctx.messages)
-    if found_user is None:
-        return RuleResult.unchanged(ctx)
-    idx, text = found_user
-    if len(text) > cfg.max_scan_chars:
-        text = _clipped(text, cfg.max_scan_chars)
     held = ctx.state.data.get(entity_cache.SUMMARY)
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
     else:  # one session (most requests): its summary's key, kinds only when there is a mention
         kinds, present = None, (held or {}).get("key", "")
-    found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
+    seen = ref_memo.asked_again(ctx, cfg, present)  # a tool loop's next request: nothing read
+    if seen is not None:
+        idx, text, found = seen
+    else:
+        found_user = _latest_user_text(ctx.messages)
+        if found_user is None:
+            return RuleResult.unchanged(ctx)
+        idx, text = found_user
+        if len(text) > cfg.max_scan_chars:
+            text = _clipped(text, cfg.max_scan_chars)
+        found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
+        question = ref_memo.Question(ctx.messages[idx], text, cfg, present, found)
+        ref_memo.keep_question(ctx, question)
     if not found:
         return RuleResult.unchanged(ctx)
     if kinds is None:

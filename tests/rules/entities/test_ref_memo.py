@@ -153,3 +153,42 @@ def test_still_fresh_agrees_with_fresh_at_the_boundary() -> None:
     for now in (250.0, 300.1, 300.1000001, 400.3, 400.30000001, 0.0):
         same = entity_cache.fresh(events, now, ttl) == kept
         assert entity_cache.still_fresh(now, ttl, oldest, gone) == same, now
+
+
+@pytest.fixture
+def scans(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts read for mentions (not taken from the session's question memo)."""
+    read: list[str] = []
+    real = resolve_refs._mentions
+
+    def counted(text: str, *args: Any) -> Any:
+        read.append(text)
+        return real(text, *args)
+
+    monkeypatch.setattr(resolve_refs, "_mentions", counted)
+    return read
+
+
+def test_the_same_question_object_is_not_read_again(scans: list[str]) -> None:
+    memo: dict[str, Any] = {}
+    messages = [user("start"), assistant("ok"), user(QUESTION)]
+    state = SessionState({"entities": [FOLDER]})
+    first = resolve_refs.apply(ctx(messages, now=1000.0, state=state, memo=memo), CFG)
+    assert scans == [QUESTION]
+    # the tool loop's next request: the same message objects, a call and its result after them
+    loop = [*messages, assistant("checking"), user("ok then")]
+    resolve_refs.apply(ctx(loop, now=1004.0, state=first.state, memo=memo), CFG)
+    assert scans == [QUESTION, "ok then"]  # a new latest user message is read
+    again = resolve_refs.apply(ctx(messages, now=1008.0, state=first.state, memo=memo), CFG)
+    assert scans == [QUESTION, "ok then", QUESTION]  # the memo holds the latest one only
+    same = resolve_refs.apply(ctx(list(messages), now=1012.0, state=first.state, memo=memo), CFG)
+    assert len(scans) == 3  # the very message object again: its mentions are known
+    assert same.report == again.report
+    # an equal message that is another object, other options, or other sorts present: read
+    copy = [*messages[:-1], user(QUESTION)]
+    resolve_refs.apply(ctx(copy, now=1016.0, state=first.state, memo=memo), CFG)
+    other = resolve_refs.Config(threshold=0.5)
+    resolve_refs.apply(ctx(copy, now=1020.0, state=first.state, memo=memo), other)
+    sorts = first.state.with_value(entity_cache.SUMMARY, {"kinds": ["branch"], "key": "objects"})
+    resolve_refs.apply(ctx(copy, now=1024.0, state=sorts, memo=memo), other)
+    assert len(scans) == 6
