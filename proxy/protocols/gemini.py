@@ -39,7 +39,10 @@ class GeminiAdapter:
     def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         """``session``: a key naming the request's session (None: nothing reused or kept)."""
         messages, st = self.memory.lowered(body, session, lower_contents)
-        lowered = Lowered(messages, _tools(body.get("tools")), list(st.repairs), st)
+        tools = body.get("tools")
+        if st.tools is None or st.tools[0] is not tools:  # else the same object as last time
+            st.tools = (tools, _tools(tools))
+        lowered = Lowered(messages, st.tools[1], list(st.repairs), st)
         lowered.session_view = session_view(messages)
         return lowered
 
@@ -132,15 +135,23 @@ def session_view(messages: list[Message]) -> list[Message]:
 def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) -> bytes | None:
     """``orjson.dumps(forwarded)`` written from each content's bytes: the client's contents'
     kept JSON, a lifted one's kept from the previous request where the lifting reused it (the
-    same object), else written now (None: the lowering kept no bytes)."""
+    same object), else written now (None: the lowering kept no bytes); the other members from
+    the previous request's where they are the same objects (``with_items``)."""
     datas = st.datas
     if datas is None:
         return None
-    index = {id(c): i for i, c in enumerate(st.contents)}
+    # the client's leading contents forwarded as they are, compared in C; the others looked
+    # up among the client's contents past those (any other is written: the same bytes)
+    client = st.contents
+    shared = same_objects(client, contents)
+    pieces: list[bytes] = datas[:shared]  # type: ignore[assignment]
+    if None in pieces:
+        shared = pieces.index(None)
+        del pieces[shared:]
+    index = {id(c): i for i, c in enumerate(client[shared:], shared)}
     before = st.was_written or {}
     written: dict[int, tuple[Any, bytes]] = {}
-    pieces: list[bytes] = []
-    for content in contents:
+    for content in contents[shared:]:
         i = index.get(id(content))
         data = datas[i] if i is not None else None
         if data is None:
@@ -155,7 +166,10 @@ def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) 
             written[id(content)] = (content, data)
         pieces.append(data)
     st.written = written
-    return with_items(forwarded, "contents", pieces)
+    members: dict[str, tuple[Any, bytes]] = {}
+    data = with_items(forwarded, "contents", pieces, st.members, members)
+    st.members = members
+    return data
 
 
 def _patched_system(system: Any, old: str, new: Message) -> Any:

@@ -118,6 +118,7 @@ class LoweredMemory:
             # replace them there: nothing older is held)
             st.lifted, st.checked = prev.state.lifting, prev.state.checked
             st.was_written = prev.state.written
+            st.members, st.tools = prev.state.members, prev.state.tools
             prev.state.lifted, prev.state.checked, prev.state.was_written = None, None, None
             ends = [e + head for e in prev.ends[:shared]]
             call_list = prev.calls[:shared]
