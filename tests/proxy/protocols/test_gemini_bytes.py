@@ -18,7 +18,15 @@ import pytest
 from proxy.protocols import gemini, prefix
 from proxy.protocols.gemini import GeminiAdapter, _tools
 from proxy.rewrite.engine import Engine
-from tests.proxy.protocols.test_gemini_adapter import MODEL, SHELL, body, call, model, response, user
+from tests.proxy.protocols.test_gemini_adapter import (
+    MODEL,
+    SHELL,
+    body,
+    call,
+    model,
+    response,
+    user,
+)
 from tests.support.twin_engines import twin_engines
 
 SETTINGS = {"upstreams": [{"name": "g", "kind": "gemini"}], "pipeline": {"budget_tokens": 6000}}
