@@ -13,8 +13,9 @@ not touch as sent (``thoughtSignature``, ``inlineData``, unknown fields, ids, or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from operator import is_
+from typing import Any, cast
 
 import orjson
 
@@ -140,20 +141,27 @@ def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) 
     datas = st.datas
     if datas is None:
         return None
-    # the client's leading contents forwarded as they are, compared in C; the others looked
-    # up among the client's contents past those (any other is written: the same bytes)
     client = st.contents
-    shared = same_objects(client, contents)
-    pieces: list[bytes] = datas[:shared]  # type: ignore[assignment]
-    if None in pieces:
-        shared = pieces.index(None)
-        del pieces[shared:]
-    index = {id(c): i for i, c in enumerate(client[shared:], shared)}
     before = st.was_written or {}
     written: dict[int, tuple[Any, bytes]] = {}
-    for content in contents[shared:]:
-        i = index.get(id(content))
-        data = datas[i] if i is not None else None
+    pieces: list[bytes | None]
+    aligned = len(contents) == len(client)
+    if aligned:
+        # the common lifting: contents patched in place, none merged or dropped. Each one that
+        # is the client's at its index, compared in C, is its kept JSON; only the others are
+        # looked at (a lifted one, or a client's whose JSON was not kept)
+        pieces = list(datas)
+        same = list(map(is_, client, contents))
+        todo: Iterable[int] = sorted({*_positions(same, False), *_positions(pieces, None)})
+        index: dict[int, int] = {}
+    else:  # merged or dropped: looked up by identity among the client's
+        pieces, same = [None] * len(contents), []
+        todo = range(len(contents))
+        index = {id(c): i for i, c in enumerate(client)}
+    for at in todo:
+        content = contents[at]
+        i = (at if same[at] else -1) if aligned else index.get(id(content), -1)
+        data = datas[i] if i >= 0 else None
         if data is None:
             kept = before.get(id(content))
             if kept is not None and kept[0] is content:
@@ -164,12 +172,24 @@ def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) 
                 except TypeError:
                     return None
             written[id(content)] = (content, data)
-        pieces.append(data)
+        pieces[at] = data
     st.written = written
     members: dict[str, tuple[Any, bytes]] = {}
-    data = with_items(forwarded, "contents", pieces, st.members, members)
+    data = with_items(forwarded, "contents", cast("list[bytes]", pieces), st.members, members)
     st.members = members
     return data
+
+
+def _positions(values: list[Any], value: Any) -> list[int]:
+    """Where ``value`` is in ``values`` (each found by ``list.index``, in C)."""
+    out: list[int] = []
+    try:
+        at = values.index(value)
+        while True:
+            out.append(at)
+            at = values.index(value, at + 1)
+    except ValueError:
+        return out
 
 
 def _patched_system(system: Any, old: str, new: Message) -> Any:

@@ -119,3 +119,37 @@ def test_the_declarations_are_read_again_when_the_tools_change() -> None:
         lowered = adapter.lower(b, "s")
         assert lowered.tools == _tools(b["tools"])
         assert lowered.state.tools[0] is b["tools"]
+
+
+def test_a_lifting_that_merges_drops_or_edits_hands_its_bodys_bytes() -> None:
+    """Lifted by hand over a growing session on one adapter: the rules drop a user turn (two
+    model contents merge: fewer contents than the client's), edit one in place (as many), or
+    change nothing but the last; the bytes are each forwarded body's JSON every time, lifted
+    contents reused from the previous request included."""
+    adapter = GeminiAdapter()
+    turns = [user("task")]
+    for i in range(30):
+        turns += [model(f"answer {i}"), user(f"more {i}")]
+    rewritten: dict[int, tuple[Any, Any]] = {}  # the rules' copy of a message, kept by id
+
+    def edit(messages: list[Any], how: str) -> list[Any]:
+        out = []
+        for i, m in enumerate(messages):
+            if how == "drop" and i == 3:
+                continue
+            if how in ("drop", "edit") and i == 4:
+                kept = rewritten.get(id(m))
+                if kept is None or kept[0] is not m:
+                    kept = rewritten[id(m)] = (m, {**m, "content": m["content"] + " (short)"})
+                m = kept[1]
+            out.append(m)
+        last = out[-1]
+        out[-1] = {**last, "content": f"{last['content']} (tail)"}
+        return out
+
+    for n, how in enumerate(["edit", "drop", "drop", "edit", "none", "drop", "edit", "edit"]):
+        b = body(*turns[: 9 + 2 * n])
+        lowered = adapter.lower(b, "s")
+        forwarded = adapter.lift(b, lowered, edit(lowered.messages, how))
+        assert lowered.data is not None and lowered.data == orjson.dumps(forwarded)
+        assert (len(forwarded["contents"]) < len(b["contents"])) == (how == "drop")
