@@ -33,7 +33,7 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
-    shared_prefix,
+    last_where,
     text_of,
     tool_calls,
     without_harness,
@@ -83,28 +83,10 @@ def _is_users_turn(message: Message) -> bool:
     return message.get("role") == "user" and _users_own(message)
 
 
-def _last_turn_in(messages: list[Message], start: int, end: int) -> int | None:
-    return next((i for i in range(end - 1, start - 1, -1) if _is_users_turn(messages[i])), None)
-
-
 def last_users_turn(messages: list[Message], memo: ListMemo | None = None) -> int | None:
-    """The index of the user's latest own turn (``_is_users_turn``), or None. ``memo``
-    (``Context.memo``, kept per session): the last list looked at and its answer; only the
-    messages after those it shares as the very same objects are looked at, unless its answer
-    lay past them (then the shared ones are, from their end)."""
-    kept = memo.get(LAST_TURN_MEMO) if memo is not None else None
-    start = shared_prefix(kept[0][0], messages) if kept else 0
-    found = _last_turn_in(messages, start, len(messages))
-    if found is None and kept and start:
-        before: int | None = kept[0][1]
-        if before is not None and before < start:  # the shared messages end with it
-            found = before
-        elif before is not None:  # it was not shared: the shared ones are looked at
-            found = _last_turn_in(messages, 0, start)
-        # before is None: the last list had none, nor have the messages it shares
-    if memo is not None:
-        memo[LAST_TURN_MEMO] = [(tuple(messages), found)]
-    return found
+    """The index of the user's latest own turn (``_is_users_turn``), or None; ``memo``:
+    ``last_where``'s."""
+    return last_where(messages, _is_users_turn, memo, LAST_TURN_MEMO)
 
 
 def _clip(text: str, limit: int) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 
 from rules.base import ListMemo, Message
 from rules.context import sticky, working_set
+from rules.entities import resolve_refs
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX
 from rules.workspace import workspace_map
 
@@ -87,6 +88,14 @@ def test_last_users_turn_is_the_whole_lists() -> None:
             assert got == want
             moved += want is not None and want < len(messages) - 3
         assert moved  # answers far from the end, taken over from the last list
+
+
+def test_latest_user_text_is_the_whole_lists() -> None:
+    for seed in range(6):
+        memo: ListMemo = {}
+        for messages in sessions(seed):
+            want = resolve_refs._latest_user_text(messages)
+            assert resolve_refs._latest_user_text(messages, memo) == want
 
 
 def test_the_maps_figures_are_the_whole_maps() -> None:
