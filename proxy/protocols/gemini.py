@@ -13,7 +13,8 @@ not touch as sent (``thoughtSignature``, ``inlineData``, unknown fields, ids, or
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from itertools import count, repeat
 from operator import is_
 from typing import Any, cast
 
@@ -144,35 +145,29 @@ def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) 
     client = st.contents
     before = st.was_written or {}
     written: dict[int, tuple[Any, bytes]] = {}
-    pieces: list[bytes | None]
-    aligned = len(contents) == len(client)
-    if aligned:
+    if len(contents) == len(client):
         # the common lifting: contents patched in place, none merged or dropped. Each one that
-        # is the client's at its index, compared in C, is its kept JSON; only the others are
-        # looked at (a lifted one, or a client's whose JSON was not kept)
-        pieces = list(datas)
-        same = list(map(is_, client, contents))
-        todo: Iterable[int] = sorted({*_positions(same, False), *_positions(pieces, None)})
-        index: dict[int, int] = {}
-    else:  # merged or dropped: looked up by identity among the client's
-        pieces, same = [None] * len(contents), []
-        todo = range(len(contents))
-        index = {id(c): i for i, c in enumerate(client)}
-    for at in todo:
+        # is the client's at its index, compared in C, is its kept JSON
+        pieces: list[bytes | None] = list(datas)
+        for at in _positions(list(map(is_, client, contents)), False):
+            pieces[at] = None
+    else:  # merged or dropped: each looked up among the client's by identity, in C too
+        index = dict(zip(map(id, client), count()))
+        found = map(index.get, map(id, contents), repeat(len(client)))
+        pieces = list(map([*datas, None].__getitem__, found))
+    # only the others are looked at: a lifted one, or a client's whose JSON was not kept
+    for at in _positions(pieces, None):
         content = contents[at]
-        i = (at if same[at] else -1) if aligned else index.get(id(content), -1)
-        data = datas[i] if i >= 0 else None
-        if data is None:
-            kept = before.get(id(content))
-            if kept is not None and kept[0] is content:
-                data = kept[1]
-            else:
-                try:
-                    data = orjson.dumps(content)
-                except TypeError:
-                    return None
-            written[id(content)] = (content, data)
-        pieces[at] = data
+        kept = before.get(id(content))
+        if kept is not None and kept[0] is content:
+            piece = kept[1]
+        else:
+            try:
+                piece = orjson.dumps(content)
+            except TypeError:
+                return None
+        written[id(content)] = (content, piece)
+        pieces[at] = piece
     st.written = written
     members: dict[str, tuple[Any, bytes]] = {}
     data = with_items(forwarded, "contents", cast("list[bytes]", pieces), st.members, members)
