@@ -37,6 +37,7 @@ from proxy.protocols.kept import KeptLowerings
 from proxy.protocols.kept_lifts import KeptLifts
 from proxy.protocols.prefix import (
     PER_MESSAGE_BYTES,
+    MemberBytes,
     PrefixMemory,
     Whole,
     message_bytes,
@@ -261,12 +262,15 @@ class AnthropicAdapter:
         if system is not body.get("system"):
             forwarded["system"] = system
         if recorder is not None and hashes is not None:
-            snap = recorder.done(hashes, known)
+            array = recorder.array(out)  # each message's bytes: the body not written again
+            members: MemberBytes | None = None
+            if array is not None:  # the system prompt and tools too, when the same objects
+                members = {}
+                seen = st.prefix.members if st.prefix is not None else None
+                lowered.data = with_items(forwarded, "messages", array, seen, members)
+            snap = recorder.done(hashes, known, members)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
-            array = recorder.array(out)  # each message's bytes: the body not written again
-            if array is not None:
-                lowered.data = with_items(forwarded, "messages", array)
         return forwarded
 
     def _lift_kept(

@@ -22,6 +22,7 @@ from typing import Any
 from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.checks import responses_checked
 from proxy.protocols.prefix import (
+    MemberBytes,
     PrefixMemory,
     Whole,
     message_bytes,
@@ -171,13 +172,16 @@ class ResponsesAdapter:
         else:
             forwarded["input"] = out
         if recorder is not None and hashes is not None:
-            snap = recorder.done(hashes)
+            array = recorder.array(out) if forwarded["input"] is out else None
+            members: MemberBytes | None = None
+            if array is not None:  # the items' bytes: not written again; the tools neither,
+                members = {}  # when the same objects
+                seen = st.prefix.members if st.prefix is not None else None
+                lowered.data = with_items(forwarded, "input", array, seen, members)
+            snap = recorder.done(hashes, members)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
                 st.lifted = snap.lift.token  # type: ignore[union-attr]
-            array = recorder.array(out) if forwarded["input"] is out else None
-            if array is not None:  # the items' bytes: not written again
-                lowered.data = with_items(forwarded, "input", array)
         return forwarded
 
     def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:

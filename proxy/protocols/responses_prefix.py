@@ -30,6 +30,7 @@ from proxy.protocols.kept import sorted_bytes
 from proxy.protocols.prefix import (
     OBJECT_COST,
     PER_MESSAGE_BYTES,
+    MemberBytes,
     Whole,
     common_prefix,
     plan_values,
@@ -86,6 +87,9 @@ class Snapshot:
     lift: LiftMemory | None = None
     whole: Whole | None = None  # the items as one array (``prefix.read_bytes``)
     system: Message | None = None  # ``instructions`` lowered (``prefix.system_message``)
+    # the body's other members as its lifting wrote them (``prefix.with_items``: by name, with
+    # the value itself), which the session's next body, handed the same objects, takes over
+    members: MemberBytes | None = None
 
 
 class Lowering:
@@ -256,7 +260,7 @@ class Recorder:
             return None
         return planned_bytes(self.plan, snap.datas, self.values)
 
-    def done(self, hashes: Sequence[str]) -> Snapshot | None:
+    def done(self, hashes: Sequence[str], members: MemberBytes | None = None) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
         snap: Snapshot | None = self.st.snapshot
         if snap is None:
@@ -270,4 +274,5 @@ class Recorder:
             self.objects[:end], self.asked,
         )  # fmt: skip
         cost = snap.cost + OBJECT_COST * sum(map(len, values)) + PER_MESSAGE_BYTES * n
-        return replace(snap, lift=mem, cost=cost)
+        cost += sum(len(data) for _, data in members.values()) if members else 0
+        return replace(snap, lift=mem, cost=cost, members=members)
