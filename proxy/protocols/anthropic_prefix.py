@@ -87,6 +87,9 @@ class Snapshot:
     # the body's other members as its lifting wrote them (``prefix.with_items``: by name, with
     # the value itself), which the session's next body, handed the same objects, takes over
     members: MemberBytes | None = None
+    # the tools as the rules read them, with the ``tools`` value they were read from: taken
+    # over while the body memory hands the session's next body the same object
+    tools: tuple[Any, list[Any] | None] | None = None
 
 
 def reuse_lifted(

@@ -352,6 +352,20 @@ def planned_bytes(
 MemberBytes = dict[str, tuple[Any, bytes]]
 
 
+def read_tools(
+    tools: Any, prev: Any, read: Callable[[Any], list[Any] | None]
+) -> tuple[Any, list[Any] | None]:
+    """``(tools, read(tools))``: the tools as the rules read them, taken from ``prev`` (the
+    session's previous snapshot, its ``tools`` field) when they were read from this very object
+    (the body memory hands a session's next body the same one), so the list is the same object
+    too and what is derived from it by identity (token counts, the cache ledger's digest) is
+    not derived again."""
+    held = prev.tools if prev is not None else None
+    if held is not None and held[0] is tools:
+        return held  # type: ignore[no-any-return]
+    return tools, read(tools)
+
+
 def with_items(
     body: dict[str, Any],
     key: str,

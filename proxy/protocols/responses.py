@@ -27,6 +27,7 @@ from proxy.protocols.prefix import (
     Whole,
     message_bytes,
     read_bytes,
+    read_tools,
     system_message,
     with_items,
 )
@@ -118,11 +119,12 @@ class ResponsesAdapter:
                 run.append(i)
         _flush(st, lowering, run, len(items) + 1, kept)
         st.reasoning = lowering.reasoning
+        tools = read_tools(body.get("tools"), prev, _tools)
         if slot is not None:
             system = st.parts["s"].lowered if "s" in st.parts else None
-            st.snapshot = snap = lowering.snapshot(slot, datas, whole, system)
+            st.snapshot = snap = lowering.snapshot(slot, datas, whole, system, tools)
             self.prefixes.put(slot, snap, snap.cost)
-        return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
+        return Lowered(out, tools[1], repairs, st, serialised)
 
     def lift(
         self,

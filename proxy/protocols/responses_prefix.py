@@ -90,6 +90,9 @@ class Snapshot:
     # the body's other members as its lifting wrote them (``prefix.with_items``: by name, with
     # the value itself), which the session's next body, handed the same objects, takes over
     members: MemberBytes | None = None
+    # the tools as the rules read them, with the ``tools`` value they were read from: taken
+    # over while the body memory hands the session's next body the same object
+    tools: tuple[Any, list[Any] | None] | None = None
 
 
 class Lowering:
@@ -158,6 +161,7 @@ class Lowering:
         datas: list[bytes | None],
         whole: Whole | None,
         system: Message | None = None,
+        tools: tuple[Any, list[Any] | None] | None = None,
     ) -> Snapshot:
         prev: Snapshot | None = self.st.prefix
         shared = self.st.shared
@@ -173,7 +177,7 @@ class Lowering:
         return Snapshot(
             slot, kept, self.tags, self.items, self.templates, self.serial,
             self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, self.reasoning,
-            index, cost, whole=whole, system=system,
+            index, cost, whole=whole, system=system, tools=tools,
         )  # fmt: skip
 
 

@@ -256,3 +256,29 @@ async def test_the_members_taken_over_are_the_forwarded_bodys(
         await pair.send(b, now, budget=6000)
     assert pair.known >= 15
     assert len(reused) >= 10  # taken over, and right
+
+
+@pytest.mark.parametrize("proto", ["a", "r"])
+def test_the_tools_read_are_each_bodys_own(proto: str) -> None:
+    """A session's next body with the very same ``tools`` object is handed the same list read
+    before (what is derived from it by identity is not derived again); a new object, changed or
+    equal, is read again: each request's tools are those of its own body."""
+    from proxy.protocols.anthropic_lower import lowered_tools
+    from proxy.protocols.responses import _tools
+
+    read = lowered_tools if proto == "a" else _tools
+    adapter = _adapter(proto)
+    history = _history(proto)
+    tools = _body(proto, [])["tools"]
+    last: Any = None
+    for step in range(1, 12):
+        b = _body(proto, _upto(proto, history, 2 + step))
+        if step % 3 == 0:
+            tools = copy.deepcopy(tools)
+            if step % 2:
+                tools[0] = {**tools[0], "description": f"changed at {step}"}
+        b["tools"] = tools
+        lowered = adapter.lower(b, "s")
+        assert lowered.tools == read(b["tools"])
+        assert (lowered.tools is last) == (step % 3 != 0 and step > 1)
+        last = lowered.tools
