@@ -23,6 +23,9 @@ from rules.report import Report
 
 Message = dict[str, Any]
 Messages = list[Message]
+# ``Context.memo``: by name, the last lists of messages (a tuple of the very objects, or the list
+# itself) and what was made of them
+ListMemo = dict[str, list[tuple[Sequence[Message], Any]]]
 T = TypeVar("T")
 
 
@@ -151,9 +154,7 @@ class Context:
     # Per-request caches of pure derived values, shared by every rule of one request (evolve keeps
     # them). Entries hold the object they were computed from, so an id is never reused meanwhile:
     # ``derived`` values by name, ``table``s by name, message hashes by id.
-    memo: dict[str, list[tuple[Sequence[Message], Any]]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
+    memo: ListMemo = field(default_factory=dict, compare=False, repr=False)
     tables: dict[str, dict[int, tuple[Any, Any]]] = field(
         default_factory=dict, compare=False, repr=False
     )

@@ -3,13 +3,13 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import is_
 from typing import Any
 
 import orjson
 
-from rules.base import Message
+from rules.base import ListMemo, Message
 from rules.base import content_hash as content_hash  # re-exported for the rules
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
@@ -181,3 +181,34 @@ def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
         return same.index(False)
     except ValueError:
         return len(same)
+
+
+def last_where(
+    messages: Sequence[Message],
+    found: Callable[[Message], bool],
+    memo: ListMemo | None = None,
+    name: str = "",
+) -> int | None:
+    """The index of the last message ``found`` holds for, or None. ``found`` depends on the
+    message alone. ``memo`` (``Context.memo``, kept per session) under ``name``: the last list
+    looked at and its answer; only the messages after those it shares as the very same objects
+    are looked at, unless its answer lay past them (then the shared ones are, from their end)."""
+    kept = memo.get(name) if memo is not None else None
+    start = shared_prefix(kept[0][0], messages) if kept else 0
+    at = _last_in(messages, found, start, len(messages))
+    if at is None and kept and start:
+        before: int | None = kept[0][1]
+        if before is not None and before < start:  # the shared messages end with it
+            at = before
+        elif before is not None:  # it was not shared: the shared ones are looked at
+            at = _last_in(messages, found, 0, start)
+        # before is None: the last list had none, nor have the messages it shares
+    if memo is not None:
+        memo[name] = [(tuple(messages), at)]
+    return at
+
+
+def _last_in(
+    messages: Sequence[Message], found: Callable[[Message], bool], start: int, end: int
+) -> int | None:
+    return next((i for i in range(end - 1, start - 1, -1) if found(messages[i])), None)

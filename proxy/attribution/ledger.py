@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
-from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest
+from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest_sized
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
 
@@ -29,6 +29,15 @@ class _Session:
     direct: Direct | None = None
     account: payback.Account | None = None
     response_id: str | None = None  # its previous answer's id (the provider's diagnostics)
+    # the tools last seen, their digest and their bytes (charged): the same object again (the
+    # body memory's, the adapters' declarations read once) is not serialised and hashed again
+    tools: tuple[Any, bytes, int] | None = None
+
+    @property
+    def size(self) -> int:
+        return (self.sent.size if self.sent is not None else 0) + (
+            self.tools[2] if self.tools is not None else 0
+        )
 
 
 class Outcome(Protocol):
@@ -72,12 +81,17 @@ class CacheLedger:
         counts = outcome.report.get("tokens")
         before, after = (counts["before"], counts["after"]) if counts else (0, 0)
         client = ctx.original_messages
+        seen = session.tools
+        if seen is None or seen[0] is not ctx.tools:
+            digest, size = tools_digest_sized(ctx.tools)
+            self._bytes += size - (seen[2] if seen is not None else 0)
+            session.tools = seen = (ctx.tools, digest, size)
         sent = Sent(
             at=ctx.now,
             model=ctx.model,
             client=digests(outcome.history),
             forwarded=digests(outcome.hashes),
-            tools=tools_digest(ctx.tools),
+            tools=seen[1],
             client_tokens=before + tools_tokens,
             tokens=after + tools_tokens,
             decision=decision_of(outcome.report),
@@ -150,8 +164,7 @@ class CacheLedger:
             len(self._sessions) > self.max_sessions or self._bytes > self.max_bytes
         ):
             _, dropped = self._sessions.popitem(last=False)
-            if dropped.sent is not None:
-                self._bytes -= dropped.sent.size
+            self._bytes -= dropped.size
 
 
 def _reported(cache: CacheFacts) -> Usage | None:

@@ -65,13 +65,18 @@ def digests(hashes: Sequence[str]) -> bytes:
 
 
 def tools_digest(tools: Any) -> bytes:
+    return tools_digest_sized(tools)[0]
+
+
+def tools_digest_sized(tools: Any) -> tuple[bytes, int]:
+    """The tools' digest and the bytes it was taken of (what keeping them alive costs)."""
     if not tools:
-        return b""
+        return b"", 0
     try:
         data = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         data = repr(tools).encode("utf-8", "replace")
-    return hashlib.blake2b(data, digest_size=DIGEST).digest()
+    return hashlib.blake2b(data, digest_size=DIGEST).digest(), len(data)
 
 
 def first_difference(mine: bytes, theirs: bytes) -> int:

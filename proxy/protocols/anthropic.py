@@ -37,10 +37,12 @@ from proxy.protocols.kept import KeptLowerings
 from proxy.protocols.kept_lifts import KeptLifts
 from proxy.protocols.prefix import (
     PER_MESSAGE_BYTES,
+    MemberBytes,
     PrefixMemory,
     Whole,
     message_bytes,
     read_bytes,
+    read_tools,
     system_message,
     tag_index,
     with_items,
@@ -159,6 +161,7 @@ class AnthropicAdapter:
                 user_tags[i] = utags
                 user_items.append((i, utags))
             user_end.append(len(user_items))
+        tools = read_tools(body.get("tools"), prev, lowered_tools)
         if slot is not None:
             kept_datas = datas[:shared] if prev is None else prev.datas[:shared]
             kept_datas += [d if d is None else compact(d) for d in datas[shared:]]
@@ -170,10 +173,10 @@ class AnthropicAdapter:
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
                 tags, idxs, blocks, templates, calls, serial, user_items, user_end,
                 first_user, index, cost, whole=whole,
-                system=st.parts["s"].lowered if system else None,
+                system=st.parts["s"].lowered if system else None, tools=tools,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)
-        return Lowered(out, lowered_tools(body.get("tools")), repairs, st, serialised)
+        return Lowered(out, tools[1], repairs, st, serialised)
 
     def _bytes(self, source: list[Any]) -> list[bytes | None]:
         """Each message's bytes (None: not to be kept: not JSON, or too large)."""
@@ -261,12 +264,15 @@ class AnthropicAdapter:
         if system is not body.get("system"):
             forwarded["system"] = system
         if recorder is not None and hashes is not None:
-            snap = recorder.done(hashes, known)
+            array = recorder.array(out)  # each message's bytes: the body not written again
+            members: MemberBytes | None = None
+            if array is not None:  # the system prompt and tools too, when the same objects
+                members = {}
+                seen = st.prefix.members if st.prefix is not None else None
+                lowered.data = with_items(forwarded, "messages", array, seen, members)
+            snap = recorder.done(hashes, known, members)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
-            array = recorder.array(out)  # each message's bytes: the body not written again
-            if array is not None:
-                lowered.data = with_items(forwarded, "messages", array)
         return forwarded
 
     def _lift_kept(

@@ -28,6 +28,7 @@ from proxy.protocols.base import TAG
 from proxy.protocols.prefix import (
     OBJECT_COST,
     PER_MESSAGE_BYTES,
+    MemberBytes,
     Whole,
     common_prefix,
     plan_values,
@@ -83,6 +84,12 @@ class Snapshot:
     lift: LiftMemory | None = None
     whole: Whole | None = None  # the client messages as one array (``prefix.read_bytes``)
     system: Message | None = None  # the system message lowered (``prefix.system_message``)
+    # the body's other members as its lifting wrote them (``prefix.with_items``: by name, with
+    # the value itself), which the session's next body, handed the same objects, takes over
+    members: MemberBytes | None = None
+    # the tools as the rules read them, with the ``tools`` value they were read from: taken
+    # over while the body memory hands the session's next body the same object
+    tools: tuple[Any, list[Any] | None] | None = None
 
 
 def reuse_lifted(
@@ -168,7 +175,9 @@ class Recorder:
             return None
         return planned_bytes(self.plan[: len(out)], self.st.data, self.values)
 
-    def done(self, hashes: Sequence[str], known: list[Any]) -> Snapshot | None:
+    def done(
+        self, hashes: Sequence[str], known: list[Any], members: MemberBytes | None = None
+    ) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
         snap: Snapshot | None = self.st.snapshot
         if snap is None:
@@ -181,4 +190,5 @@ class Recorder:
             self.plan[:n], values, self.objects[:end], known[:n],
         )  # fmt: skip
         cost = snap.cost + OBJECT_COST * sum(map(len, values)) + PER_MESSAGE_BYTES * n
-        return replace(snap, lift=mem, cost=cost)
+        cost += sum(len(data) for _, data in members.values()) if members else 0
+        return replace(snap, lift=mem, cost=cost, members=members)

@@ -14,7 +14,9 @@ not touch as sent (``thoughtSignature``, ``inlineData``, unknown fields, ids, or
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from itertools import count, repeat
+from operator import is_
+from typing import Any, cast
 
 import orjson
 
@@ -39,7 +41,10 @@ class GeminiAdapter:
     def lower(self, body: dict[str, Any], session: str | None = None) -> Lowered:
         """``session``: a key naming the request's session (None: nothing reused or kept)."""
         messages, st = self.memory.lowered(body, session, lower_contents)
-        lowered = Lowered(messages, _tools(body.get("tools")), list(st.repairs), st)
+        tools = body.get("tools")
+        if st.tools is None or st.tools[0] is not tools:  # else the same object as last time
+            st.tools = (tools, _tools(tools))
+        lowered = Lowered(messages, st.tools[1], list(st.repairs), st)
         lowered.session_view = session_view(messages)
         return lowered
 
@@ -132,30 +137,54 @@ def session_view(messages: list[Message]) -> list[Message]:
 def _forwarded_bytes(forwarded: dict[str, Any], contents: list[Any], st: State) -> bytes | None:
     """``orjson.dumps(forwarded)`` written from each content's bytes: the client's contents'
     kept JSON, a lifted one's kept from the previous request where the lifting reused it (the
-    same object), else written now (None: the lowering kept no bytes)."""
+    same object), else written now (None: the lowering kept no bytes); the other members from
+    the previous request's where they are the same objects (``with_items``)."""
     datas = st.datas
     if datas is None:
         return None
-    index = {id(c): i for i, c in enumerate(st.contents)}
+    client = st.contents
     before = st.was_written or {}
     written: dict[int, tuple[Any, bytes]] = {}
-    pieces: list[bytes] = []
-    for content in contents:
-        i = index.get(id(content))
-        data = datas[i] if i is not None else None
-        if data is None:
-            kept = before.get(id(content))
-            if kept is not None and kept[0] is content:
-                data = kept[1]
-            else:
-                try:
-                    data = orjson.dumps(content)
-                except TypeError:
-                    return None
-            written[id(content)] = (content, data)
-        pieces.append(data)
+    if len(contents) == len(client):
+        # the common lifting: contents patched in place, none merged or dropped. Each one that
+        # is the client's at its index, compared in C, is its kept JSON
+        pieces: list[bytes | None] = list(datas)
+        for at in _positions(list(map(is_, client, contents)), False):
+            pieces[at] = None
+    else:  # merged or dropped: each looked up among the client's by identity, in C too
+        index = dict(zip(map(id, client), count()))
+        found = map(index.get, map(id, contents), repeat(len(client)))
+        pieces = list(map([*datas, None].__getitem__, found))
+    # only the others are looked at: a lifted one, or a client's whose JSON was not kept
+    for at in _positions(pieces, None):
+        content = contents[at]
+        kept = before.get(id(content))
+        if kept is not None and kept[0] is content:
+            piece = kept[1]
+        else:
+            try:
+                piece = orjson.dumps(content)
+            except TypeError:
+                return None
+        written[id(content)] = (content, piece)
+        pieces[at] = piece
     st.written = written
-    return with_items(forwarded, "contents", pieces)
+    members: dict[str, tuple[Any, bytes]] = {}
+    data = with_items(forwarded, "contents", cast("list[bytes]", pieces), st.members, members)
+    st.members = members
+    return data
+
+
+def _positions(values: list[Any], value: Any) -> list[int]:
+    """Where ``value`` is in ``values`` (each found by ``list.index``, in C)."""
+    out: list[int] = []
+    try:
+        at = values.index(value)
+        while True:
+            out.append(at)
+            at = values.index(value, at + 1)
+    except ValueError:
+        return out
 
 
 def _patched_system(system: Any, old: str, new: Message) -> Any:

@@ -54,6 +54,12 @@ class State:
     # one's (only the contents it forwards: one request's worth)
     was_written: dict[int, tuple[Any, bytes]] | None = None
     written: dict[int, tuple[Any, bytes]] | None = None
+    # the body's other members as last written (``prefix.with_items``: by name, with the value
+    # itself) and the function declarations as the rules read them, with the ``tools`` value
+    # they were read from: the session's previous request's, taken over while the body memory
+    # hands the same objects
+    members: dict[str, tuple[Any, bytes]] | None = None
+    tools: tuple[Any, list[Any] | None] | None = None
 
 
 def parts_of(content: Any) -> list[Any]:

@@ -118,8 +118,9 @@ class LoweredMemory:
             # replace them there: nothing older is held)
             st.lifted, st.checked = prev.state.lifting, prev.state.checked
             st.was_written = prev.state.written
+            st.members, st.tools = prev.state.members, prev.state.tools
             prev.state.lifted, prev.state.checked, prev.state.was_written = None, None, None
-            ends = [e + head for e in prev.ends[:shared]]
+            ends = prev.ends[:shared]  # in ``messages``: the system's not counted
             call_list = prev.calls[:shared]
             calls = call_list[-1]
             self.reused += shared
@@ -128,15 +129,13 @@ class LoweredMemory:
         for i in range(shared, len(contents)):
             start = len(out)
             calls = lower_content(st, out, i, contents[i], calls)
-            ends.append(len(out))
+            ends.append(len(out) - head)
             call_list.append(calls)
             data = _json(contents[i])
             datas.append(data)
             size = _charge(out[start:]) + (len(data) if data is not None else 0)
             charged.append((charged[-1] if charged else 0) + size)
         st.datas = datas
-        snap = Snapshot(
-            contents, [e - head for e in ends], call_list, out[head:], st, charged, datas
-        )
+        snap = Snapshot(contents, ends, call_list, out[head:], st, charged, datas)
         self._slots.put(slot, snap, charged[-1] if charged else 0)
         return out, st

@@ -349,22 +349,52 @@ def planned_bytes(
     return pieces
 
 
-def with_items(body: dict[str, Any], key: str, items: list[bytes]) -> bytes | None:
+MemberBytes = dict[str, tuple[Any, bytes]]
+
+
+def read_tools(
+    tools: Any, prev: Any, read: Callable[[Any], list[Any] | None]
+) -> tuple[Any, list[Any] | None]:
+    """``(tools, read(tools))``: the tools as the rules read them, taken from ``prev`` (the
+    session's previous snapshot, its ``tools`` field) when they were read from this very object
+    (the body memory hands a session's next body the same one), so the list is the same object
+    too and what is derived from it by identity (token counts, the cache ledger's digest) is
+    not derived again."""
+    held = prev.tools if prev is not None else None
+    if held is not None and held[0] is tools:
+        return held  # type: ignore[no-any-return]
+    return tools, read(tools)
+
+
+def with_items(
+    body: dict[str, Any],
+    key: str,
+    items: list[bytes],
+    known: MemberBytes | None = None,
+    wrote: MemberBytes | None = None,
+) -> bytes | None:
     """``orjson.dumps(body)``, ``body[key]`` being the array of the values whose JSON is
     ``items`` (its other members written; None: one is not JSON). One copy of the bytes.
     ``body`` is a validated one's rewrite: nested at most ``body.MAX_JSON_DEPTH`` levels, far
-    below orjson's limit, so its items, written alone, are written as they are inside it."""
+    below orjson's limit, so its items, written alone, are written as they are inside it.
+    ``known``: members written before, by name with the value itself; a member whose value is
+    that very object is taken from there, not written again (a session's system instruction and
+    tools: the same objects request after request, from the body memory). ``wrote``: filled
+    with the members written here, so."""
     dumps = orjson.dumps
     pieces = [b"{"]
     try:
         for k, v in body.items():
             if len(pieces) > 1:
                 pieces.append(b",")
-            pieces += (
-                (dumps(k), b":[", b",".join(items), b"]")
-                if k == key
-                else (dumps(k), b":", dumps(v))
-            )
+            if k == key:
+                pieces += (dumps(k), b":[", b",".join(items), b"]")
+                continue
+            seen = known.get(k) if known is not None else None
+            data = seen[1] if seen is not None and seen[0] is v else dumps(v)
+            if wrote is not None:
+                wrote[k] = (v, data)
+            pieces += (dumps(k), b":", data)
     except TypeError:
         return None
     pieces.append(b"}")

@@ -22,10 +22,12 @@ from typing import Any
 from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.checks import responses_checked
 from proxy.protocols.prefix import (
+    MemberBytes,
     PrefixMemory,
     Whole,
     message_bytes,
     read_bytes,
+    read_tools,
     system_message,
     with_items,
 )
@@ -117,11 +119,12 @@ class ResponsesAdapter:
                 run.append(i)
         _flush(st, lowering, run, len(items) + 1, kept)
         st.reasoning = lowering.reasoning
+        tools = read_tools(body.get("tools"), prev, _tools)
         if slot is not None:
             system = st.parts["s"].lowered if "s" in st.parts else None
-            st.snapshot = snap = lowering.snapshot(slot, datas, whole, system)
+            st.snapshot = snap = lowering.snapshot(slot, datas, whole, system, tools)
             self.prefixes.put(slot, snap, snap.cost)
-        return Lowered(out, _tools(body.get("tools")), repairs, st, serialised)
+        return Lowered(out, tools[1], repairs, st, serialised)
 
     def lift(
         self,
@@ -171,13 +174,16 @@ class ResponsesAdapter:
         else:
             forwarded["input"] = out
         if recorder is not None and hashes is not None:
-            snap = recorder.done(hashes)
+            array = recorder.array(out) if forwarded["input"] is out else None
+            members: MemberBytes | None = None
+            if array is not None:  # the items' bytes: not written again; the tools neither,
+                members = {}  # when the same objects
+                seen = st.prefix.members if st.prefix is not None else None
+                lowered.data = with_items(forwarded, "input", array, seen, members)
+            snap = recorder.done(hashes, members)
             if snap is not None:
                 self.prefixes.put(snap.slot, snap, snap.cost)
                 st.lifted = snap.lift.token  # type: ignore[union-attr]
-            array = recorder.array(out) if forwarded["input"] is out else None
-            if array is not None:  # the items' bytes: not written again
-                lowered.data = with_items(forwarded, "input", array)
         return forwarded
 
     def violations(self, forwarded: dict[str, Any], lowered: Lowered) -> list[str]:

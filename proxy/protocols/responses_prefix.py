@@ -30,6 +30,7 @@ from proxy.protocols.kept import sorted_bytes
 from proxy.protocols.prefix import (
     OBJECT_COST,
     PER_MESSAGE_BYTES,
+    MemberBytes,
     Whole,
     common_prefix,
     plan_values,
@@ -86,6 +87,12 @@ class Snapshot:
     lift: LiftMemory | None = None
     whole: Whole | None = None  # the items as one array (``prefix.read_bytes``)
     system: Message | None = None  # ``instructions`` lowered (``prefix.system_message``)
+    # the body's other members as its lifting wrote them (``prefix.with_items``: by name, with
+    # the value itself), which the session's next body, handed the same objects, takes over
+    members: MemberBytes | None = None
+    # the tools as the rules read them, with the ``tools`` value they were read from: taken
+    # over while the body memory hands the session's next body the same object
+    tools: tuple[Any, list[Any] | None] | None = None
 
 
 class Lowering:
@@ -154,6 +161,7 @@ class Lowering:
         datas: list[bytes | None],
         whole: Whole | None,
         system: Message | None = None,
+        tools: tuple[Any, list[Any] | None] | None = None,
     ) -> Snapshot:
         prev: Snapshot | None = self.st.prefix
         shared = self.st.shared
@@ -169,7 +177,7 @@ class Lowering:
         return Snapshot(
             slot, kept, self.tags, self.items, self.templates, self.serial,
             self.need, self.ends, self.call_at, self.call_ids, self.call_kinds, self.reasoning,
-            index, cost, whole=whole, system=system,
+            index, cost, whole=whole, system=system, tools=tools,
         )  # fmt: skip
 
 
@@ -256,7 +264,7 @@ class Recorder:
             return None
         return planned_bytes(self.plan, snap.datas, self.values)
 
-    def done(self, hashes: Sequence[str]) -> Snapshot | None:
+    def done(self, hashes: Sequence[str], members: MemberBytes | None = None) -> Snapshot | None:
         """This request's snapshot with its lifting (None: nothing to keep)."""
         snap: Snapshot | None = self.st.snapshot
         if snap is None:
@@ -270,4 +278,5 @@ class Recorder:
             self.objects[:end], self.asked,
         )  # fmt: skip
         cost = snap.cost + OBJECT_COST * sum(map(len, values)) + PER_MESSAGE_BYTES * n
-        return replace(snap, lift=mem, cost=cost)
+        cost += sum(len(data) for _, data in members.values()) if members else 0
+        return replace(snap, lift=mem, cost=cost, members=members)

@@ -328,7 +328,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)
     raw = ctx.state.get(sticky.NAMESPACE)
     stored = sticky.Stored.load(raw) if cfg.sticky else sticky.Stored()
-    clean = sticky.strip(messages, {b.text for b in stored.blocks})
+    clean = sticky.strip(messages, {b.text for b in stored.blocks}, ctx.memo)
     for base in _without_block(clean):  # idempotent: exactly its block is already there
         if _Plan(ctx, cfg, stored, base).messages == messages:
             return RuleResult.unchanged(ctx)

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rules.base import Message, RenderMemo, content_hash
+from rules.base import ListMemo, Message, RenderMemo, content_hash
 from rules.context.inject_text import Sections
-from rules.messages import INJECT_CLOSE, append_text, role, text_of, with_content
+from rules.messages import INJECT_CLOSE, append_text, role, shared_prefix, text_of, with_content
 
 NAMESPACE = "inject"
+HOSTLESS_MEMO = "inject_hostless"  # ``Context.memo`` name: the last messages seen without a block
 
 
 class Block(NamedTuple):
@@ -95,10 +96,11 @@ def _ends_with_block(content: Any) -> bool:
     return False
 
 
-def _first_host(messages: list[Message]) -> int | None:
-    """The first message ending with a block: mostly none, as the client never sends them back."""
+def _first_host(messages: list[Message], start: int = 0) -> int | None:
+    """The first message ending with a block (from ``start``): mostly none, as the client never
+    sends them back."""
     close = INJECT_CLOSE  # every message of every request: names bound to locals
-    for i, m in enumerate(messages):
+    for i, m in enumerate(messages[start:], start):
         content = m.get("content")
         if content.__class__ is str:
             if content.endswith(close):
@@ -114,12 +116,25 @@ def _first_host(messages: list[Message]) -> int | None:
     return None
 
 
-def strip(messages: list[Message], texts: set[str]) -> list[Message]:
+def first_host(messages: list[Message], memo: ListMemo | None = None) -> int | None:
+    """``_first_host``, past the leading messages of the last list seen without a host that are
+    the very same objects (``memo``: ``Context.memo``, kept per session; a message's content never
+    changes in place)."""
+    kept = memo.get(HOSTLESS_MEMO) if memo is not None else None
+    start = shared_prefix(kept[0][0], messages) if kept else 0
+    found = _first_host(messages, start)
+    if memo is not None:
+        memo[HOSTLESS_MEMO] = [(tuple(messages if found is None else messages[:found]), None)]
+    return found
+
+
+def strip(messages: list[Message], texts: set[str], memo: ListMemo | None = None) -> list[Message]:
     """``messages`` without the stored blocks already placed in them (a request that is this
-    rule's own output, as when a rule is applied twice): the list placing starts from."""
+    rule's own output, as when a rule is applied twice): the list placing starts from.
+    ``memo``: ``first_host``'s."""
     if not texts:
         return messages
-    start = _first_host(messages)
+    start = first_host(messages, memo)
     if start is None:
         return messages
     out: list[Message] = messages[:start]

@@ -27,12 +27,13 @@ from rules.activity.observations import (
     plan_items,
 )
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
-from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     content_hash,
+    last_where,
     text_of,
     tool_calls,
     without_harness,
@@ -45,6 +46,7 @@ NAMESPACE = "working_set"
 DIAGNOSTICS_MEMO = "open_diagnostics"  # its ``Context.table``: a ledger -> its diagnostics
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
+LAST_TURN_MEMO = "working_set_last_turn"  # ``Context.memo`` name: ``last_users_turn``'s
 MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
 
 
@@ -74,6 +76,17 @@ def _user_text(message: Message) -> str:
 def _users_own(message: Message) -> bool:
     text = _user_text(message)
     return bool(text) and not text.startswith(PLACEHOLDER_PREFIX)
+
+
+def _is_users_turn(message: Message) -> bool:
+    # role(m) == "user", inlined: every message of a request may be looked at
+    return message.get("role") == "user" and _users_own(message)
+
+
+def last_users_turn(messages: list[Message], memo: ListMemo | None = None) -> int | None:
+    """The index of the user's latest own turn (``_is_users_turn``), or None; ``memo``:
+    ``last_where``'s."""
+    return last_where(messages, _is_users_turn, memo, LAST_TURN_MEMO)
 
 
 def _clip(text: str, limit: int) -> str:
@@ -189,16 +202,18 @@ def build(
     cfg: Config,
     obs_list: list[Observation] | None = None,
     hash_of: Callable[[Message], str] = content_hash,
+    memo: ListMemo | None = None,
 ) -> dict[str, Any]:
-    """The ledger after reading ``messages``; tool results already read are skipped."""
+    """The ledger after reading ``messages``; tool results already read are skipped.
+    ``memo``: ``last_users_turn``'s."""
     ledger = {k: v for k, v in ledger.items()}
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
-    # role(m) == "user", inlined: every message of every request; the first such turn only
-    # while there is no goal yet, the latest from the end
-    last = next((m for m in reversed(messages) if m.get("role") == "user" and _users_own(m)), None)
+    # The first such turn only while there is no goal yet, the latest from the end
+    at = last_users_turn(messages, memo)
+    last = messages[at] if at is not None else None
     if last is not None and "goal" not in ledger:
-        first = next(m for m in messages if m.get("role") == "user" and _users_own(m))
+        first = next(m for m in messages if _is_users_turn(m))
         ledger["goal"] = _task_text(first, cfg.max_goal_chars)
     if last is not None:
         latest = _task_text(last, cfg.max_goal_chars)
@@ -363,7 +378,7 @@ def render_section(state: SessionState, max_tokens_hint: int | None = None) -> s
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of)
+    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of, ctx.memo)
     state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
     kept = state.get(NAMESPACE) or ledger  # the ledger inject reads (the earlier one if equal)
     return RuleResult(

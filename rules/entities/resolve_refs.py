@@ -26,7 +26,7 @@ import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
-from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import ref_memo
 from rules.entities.ref_detect import (
@@ -42,10 +42,18 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
+from rules.messages import (
+    INJECT_OPEN,
+    PLACEHOLDER_PREFIX,
+    call_id,
+    last_where,
+    text_of,
+    tool_calls,
+)
 from rules.text_cache import text_cache
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
+LATEST_MEMO = "resolve_refs_latest"  # ``Context.memo`` name: the user's latest message, found
 _FILES = ("file", "folder")
 
 
@@ -100,20 +108,26 @@ class Config(RuleConfig):
         return value
 
 
-def _latest_user_text(messages: Sequence[Message]) -> tuple[int, str] | None:
+def _latest_user_text(
+    messages: Sequence[Message], memo: ListMemo | None = None
+) -> tuple[int, str] | None:
     """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
-    result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone)."""
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user":  # role(), inlined: most of the request is read
-            text = text_of(messages[i].get("content"))
-            own = strip_injected(text) if INJECT_OPEN in text else text
-            if not own or own.isspace():
-                continue
-            if own[0].isspace():  # rare: only then is a stripped copy made
-                own = own.lstrip()
-            if not own.startswith(PLACEHOLDER_PREFIX):
-                return i, text
-    return None
+    result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone).
+    ``memo``: ``last_where``'s."""
+    at = last_where(messages, _users_own, memo, LATEST_MEMO)
+    return None if at is None else (at, text_of(messages[at].get("content")))
+
+
+def _users_own(message: Message) -> bool:
+    if message.get("role") != "user":  # role(), inlined: most of the request is read
+        return False
+    text = text_of(message.get("content"))
+    own = strip_injected(text) if INJECT_OPEN in text else text
+    if not own or own.isspace():
+        return False
+    if own[0].isspace():  # rare: only then is a stripped copy made
+        own = own.lstrip()
+    return not own.startswith(PLACEHOLDER_PREFIX)
 
 
 @text_cache(max_chars=2_000_000)
@@ -197,7 +211,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if seen is not None:
         idx, text, found = seen
     else:
-        found_user = _latest_user_text(ctx.messages)
+        found_user = _latest_user_text(ctx.messages, ctx.memo)
         if found_user is None:
             return RuleResult.unchanged(ctx)
         idx, text = found_user

@@ -83,7 +83,14 @@ def _steps(ctx: Context, window: int) -> list[Step]:
     obs = of_context(ctx)[-window:]
     if not obs:
         return []
-    calls = {ri: call for _, call, ri in ctx.derived("tool_pairs", tool_pairs) if ri is not None}
+    # the calls of these results only, from the end (the window is the last few results)
+    wanted = {o.result_index for o in obs}
+    calls: dict[int, Message] = {}
+    for _, call, ri in reversed(ctx.derived("tool_pairs", tool_pairs)):
+        if ri in wanted and ri not in calls:  # the last pair naming a result, as a dict's
+            calls[ri] = call
+            if len(calls) == len(wanted):
+                break
     table = ctx.table(STEPS_MEMO)
     out = []
     for o in obs:

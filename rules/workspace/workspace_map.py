@@ -29,7 +29,7 @@ from rules.activity.file_tools import load_tools
 from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
-from rules.base import Context, RuleConfig, RuleResult
+from rules.base import Context, ListMemo, RuleConfig, RuleResult
 from rules.messages import (
     PLACEHOLDER_PREFIX,
     call_arguments_text,
@@ -47,6 +47,7 @@ NAMESPACE = "workspace"
 BOOT_HINT = "workspace_bootstrap"  # ``Context.hints`` key of the proxy's bootstrap picture
 SEEN_WINDOW = 256  # keys of the newest calls read: where the previous request stopped
 MAX_PENDING = 64
+FIGURES_MEMO = "workspace_figures"  # ``Context.memo`` name: the last nodes object's figures
 MAX_DIRTY = 50
 MAX_BOOT_LINES = 12
 MAX_BOOT_LINE = 400
@@ -166,15 +167,34 @@ def boot_lines(picture: Any) -> list[str] | None:
     return out[:MAX_BOOT_LINES] or None
 
 
+def _figures(nodes: tree.Nodes, cwd: str | None, memo: ListMemo | None) -> tuple[str, int, int]:
+    """The map's root, how many files it holds and how many the agent changed: walked once for
+    a nodes object (``memo``: ``Context.memo``, kept per session; a stored map is never changed
+    in place, and an unchanged one is the very object again)."""
+    kept = memo.get(FIGURES_MEMO) if memo is not None else None
+    if kept and kept[0][0][0] is nodes and kept[0][1][0] == cwd:
+        return kept[0][1][1]  # type: ignore[no-any-return]
+    root = render.project_root(nodes, cwd)
+    files = sum(1 for v in nodes.values() if v[0] != "d")
+    figures = (root, files, len(tree.changed_paths(nodes)))
+    if memo is not None:
+        memo[FIGURES_MEMO] = [((nodes,), (cwd, figures))]
+    return figures
+
+
 def summary(
-    wsmap: Mapping[str, Any], cfg: Config, now: int, picture: Any, size: int | None
+    wsmap: Mapping[str, Any],
+    cfg: Config,
+    now: int,
+    picture: Any,
+    size: int | None,
+    memo: ListMemo | None = None,
 ) -> WorkspaceSummary:
     """The report's view of the map; its folded tree only when the map changed on this request
     (``size`` known): rendering it costs more than the rest of the rule, and an unchanged map's
-    tree is the one the request that last changed it shows."""
+    tree is the one the request that last changed it shows. ``memo``: ``_figures``'."""
     nodes: tree.Nodes = wsmap.get("nodes") or {}
-    root = render.project_root(nodes, wsmap.get("cwd"))
-    files = sum(1 for v in nodes.values() if v[0] != "d")
+    root, files, changed = _figures(nodes, wsmap.get("cwd"), memo)
     sources = ["observed"] if nodes or wsmap.get("git") else []
     if wsmap.get("boot"):
         sources.append("bootstrap")
@@ -184,7 +204,7 @@ def summary(
         "entries": len(nodes),
         "files": files,
         "folders": len(nodes) - files,
-        "changed": len(tree.changed_paths(nodes)),
+        "changed": changed,
         "left_out": {"evicted": int(wsmap.get("evicted") or 0)},
     }
     if size is not None:
@@ -225,5 +245,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             size = len(orjson.dumps(wsmap))
         state = ctx.state.with_value(NAMESPACE, wsmap)
     return RuleResult(
-        ctx.messages, state, {"workspace": summary(wsmap, cfg, int(ctx.now), used, size)}
+        ctx.messages,
+        state,
+        {"workspace": summary(wsmap, cfg, int(ctx.now), used, size, ctx.memo)},
     )

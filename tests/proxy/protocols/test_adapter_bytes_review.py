@@ -214,3 +214,71 @@ def test_a_body_nested_to_orjsons_limit_never_reaches_the_adapters(proto: str) -
     for read in (wire.parse, wire.memory().parse):
         with pytest.raises(BadRequest, match="nested more than 200"):
             read(raw)
+
+
+@pytest.mark.parametrize("proto", ["a", "r"])
+async def test_the_members_taken_over_are_the_forwarded_bodys(
+    engines: tuple[Engine, Engine], proto: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's system prompt, tools and other members handed again as the same objects (the
+    body memory's) are written from the previous request's bytes; replaced by new objects, equal
+    or not, under the same names, they are written anew: the bytes are always the forwarded
+    body's, which is a fresh adapter's."""
+    from proxy.protocols import anthropic, prefix, responses
+
+    module = anthropic if proto == "a" else responses
+    reused: list[str] = []
+
+    def spy(b: dict[str, Any], key: str, items: list[bytes], seen: Any, wrote: Any) -> Any:
+        reused.extend(k for k, (v, _) in (seen or {}).items() if b.get(k) is v)
+        return prefix.with_items(b, key, items, seen, wrote)
+
+    monkeypatch.setattr(module, "with_items", spy)
+    pair = Pair(*engines, proto)
+    rng = random.Random(35)
+    history = _history(proto)
+    members = {k: v for k, v in _body(proto, []).items() if k != KEY[proto]}
+    n, now = 10, 1000.0
+    for step in range(40):
+        n += rng.choice([0, 1, 1, 2])
+        items = _upto(proto, history, n)
+        if rng.random() < 0.2:  # an old message rewritten: the rules' lifting differs
+            i = rng.randrange(2, len(items))
+            items[i] = _said(proto, f"edited {step}")
+        if rng.random() < 0.3:  # new objects under the same names: changed or equal
+            fresh = copy.deepcopy(members)
+            if rng.random() < 0.5:
+                name = "system" if proto == "a" else "prompt_cache_key"
+                fresh[name] = f"changed at {step}"
+            members = fresh
+        b = {**members, KEY[proto]: items}
+        now += 5
+        await pair.send(b, now, budget=6000)
+    assert pair.known >= 15
+    assert len(reused) >= 10  # taken over, and right
+
+
+@pytest.mark.parametrize("proto", ["a", "r"])
+def test_the_tools_read_are_each_bodys_own(proto: str) -> None:
+    """A session's next body with the very same ``tools`` object is handed the same list read
+    before (what is derived from it by identity is not derived again); a new object, changed or
+    equal, is read again: each request's tools are those of its own body."""
+    from proxy.protocols.anthropic_lower import lowered_tools
+    from proxy.protocols.responses import _tools
+
+    read = lowered_tools if proto == "a" else _tools
+    adapter = _adapter(proto)
+    history = _history(proto)
+    tools = _body(proto, [])["tools"]
+    last: Any = None
+    for step in range(1, 12):
+        b = _body(proto, _upto(proto, history, 2 + step))
+        if step % 3 == 0:
+            tools = copy.deepcopy(tools)
+            if step % 2:
+                tools[0] = {**tools[0], "description": f"changed at {step}"}
+        b["tools"] = tools
+        lowered = adapter.lower(b, "s")
+        assert lowered.tools == read(b["tools"])
+        assert (lowered.tools is last) == (step % 3 != 0 and step > 1)
+        last = lowered.tools

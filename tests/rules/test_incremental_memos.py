@@ -1,0 +1,119 @@
+"""The rules' per-session shortcuts over the messages a request shares with the session's last one
+(``Context.memo``): each answer equals the same function computed on the whole list with nothing
+kept, over growing sessions with edits, resends of changed earlier messages, compactions (older
+messages replaced or dropped) and lists that are not the session's next one."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from rules.base import ListMemo, Message
+from rules.context import sticky, working_set
+from rules.entities import resolve_refs
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX
+from rules.workspace import workspace_map
+
+BLOCK = f"{INJECT_OPEN}\nRecent: a.py\n{INJECT_CLOSE}"
+
+
+def message(rng: random.Random, n: int) -> Message:
+    kind = rng.choice(["call", "result", "result", "user", "host", "host_parts", "placeholder"])
+    if kind == "call":
+        return {"role": "assistant", "content": "", "tool_calls": [{"id": f"c{n}"}]}
+    if kind == "result":
+        return {"role": "tool", "tool_call_id": f"c{n}", "content": f"out {n}"}
+    if kind == "user":
+        return {"role": "user", "content": f"do thing {n}"}
+    if kind == "host":  # a message a block was placed on (the rules' own output sent again)
+        return {"role": "user", "content": f"text {n}\n\n{BLOCK}"}
+    if kind == "host_parts":
+        return {"role": "user", "content": [{"type": "text", "text": f"t {n}"},
+                                            {"type": "text", "text": BLOCK}]}  # fmt: skip
+    return {"role": "user", "content": f"{PLACEHOLDER_PREFIX} result {n}"}
+
+
+def sessions(seed: int, steps: int = 400) -> list[list[Message]]:
+    """A session's successive message lists: mostly its next request (the same objects and one
+    to three more), sometimes an earlier message resent changed, a compaction (the oldest
+    replaced by one summary, or dropped), a resend of the same list or another session's list."""
+    rng = random.Random(seed)
+    history: list[Message] = [{"role": "system", "content": "sys"}]
+    out = []
+    for n in range(steps):
+        op = rng.random()
+        if op < 0.6:
+            history = [*history, *(message(rng, n * 10 + k) for k in range(rng.randint(1, 3)))]
+        elif op < 0.75 and len(history) > 2:
+            i = rng.randrange(1, len(history))
+            history = [*history[:i], message(rng, n * 10), *history[i + 1 :]]
+        elif op < 0.85 and len(history) > 6:
+            cut = rng.randrange(2, len(history) - 2)
+            summary = [{"role": "user", "content": f"summary {n}"}] if rng.random() < 0.5 else []
+            history = [history[0], *summary, *history[cut:]]
+        elif op < 0.9:
+            history = list(history)  # the same objects, a list of its own
+        elif op < 0.95:
+            out.append([message(rng, n * 10 + k) for k in range(rng.randint(1, 8))])  # another
+            continue
+        out.append(history)
+    return out
+
+
+def test_first_host_is_the_whole_lists() -> None:
+    for seed in range(6):
+        memo: ListMemo = {}
+        found = 0
+        for messages in sessions(seed):
+            want = sticky._first_host(messages)
+            assert sticky.first_host(messages, memo) == want
+            found += want is not None
+        assert found  # hosts were there to be found
+
+
+def test_strip_with_the_memo_is_strip_without() -> None:
+    for seed in range(3):
+        memo: ListMemo = {}
+        for messages in sessions(seed, 200):
+            assert sticky.strip(messages, {BLOCK}, memo) == sticky.strip(messages, {BLOCK})
+
+
+def test_last_users_turn_is_the_whole_lists() -> None:
+    for seed in range(6):
+        memo: ListMemo = {}
+        moved = 0
+        for messages in sessions(seed):
+            want = working_set.last_users_turn(messages)
+            got = working_set.last_users_turn(messages, memo)
+            assert got == want
+            moved += want is not None and want < len(messages) - 3
+        assert moved  # answers far from the end, taken over from the last list
+
+
+def test_latest_user_text_is_the_whole_lists() -> None:
+    for seed in range(6):
+        memo: ListMemo = {}
+        for messages in sessions(seed):
+            want = resolve_refs._latest_user_text(messages)
+            assert resolve_refs._latest_user_text(messages, memo) == want
+
+
+def test_the_maps_figures_are_the_whole_maps() -> None:
+    """Maps that change (a new nodes object, as ``build`` makes), stay the very same object, or
+    keep their nodes under another working directory."""
+    rng = random.Random(5)
+    memo: ListMemo = {}
+    nodes: dict[str, list[Any]] = {}
+    cwd: str | None = None
+    for n in range(300):
+        op = rng.random()
+        if op < 0.4:
+            nodes = {**nodes, f"/repo/src/m{n}.py": ["f", rng.choice(["r", "w", "c", "l"]), n]}
+        elif op < 0.5 and nodes:
+            nodes = {p: v for p, v in nodes.items() if p != rng.choice(list(nodes))}
+        elif op < 0.6:
+            cwd = rng.choice([None, "/repo", "/repo/src", "/elsewhere"])
+        elif op < 0.65:
+            nodes = {**nodes, f"/repo/lib{n}": ["d", "l", n]}
+        want = workspace_map._figures(nodes, cwd, None)
+        assert workspace_map._figures(nodes, cwd, memo) == want
