@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
-from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest
+from proxy.attribution.probe import Facts, Sent, ToolsDigests, decision_of, digests, observe
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
 
@@ -61,6 +61,7 @@ class CacheLedger:
     max_bytes: int = MAX_BYTES
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _bytes: int = 0
+    _tools: ToolsDigests = field(default_factory=ToolsDigests)
 
     def begin(self, ctx: Context, outcome: Outcome) -> Pending:
         """This request's facts against the session's previous one; it becomes the previous."""
@@ -77,7 +78,7 @@ class CacheLedger:
             model=ctx.model,
             client=digests(outcome.history),
             forwarded=digests(outcome.hashes),
-            tools=tools_digest(ctx.tools),
+            tools=self._tools.digest(ctx.tools),
             client_tokens=before + tools_tokens,
             tokens=after + tools_tokens,
             decision=decision_of(outcome.report),

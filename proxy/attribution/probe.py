@@ -7,6 +7,7 @@ did not. Sizes are the proxy's token counts (messages plus the tools schema)."""
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,13 +66,53 @@ def digests(hashes: Sequence[str]) -> bytes:
 
 
 def tools_digest(tools: Any) -> bytes:
+    return _tools_digest(tools)[0]
+
+
+def _tools_digest(tools: Any) -> tuple[bytes, int]:
+    """The digest of a tools schema, and the size of the bytes it was taken of."""
     if not tools:
-        return b""
+        return b"", 0
     try:
         data = orjson.dumps(tools, option=orjson.OPT_SORT_KEYS)
     except TypeError:
         data = repr(tools).encode("utf-8", "replace")
-    return hashlib.blake2b(data, digest_size=DIGEST).digest()
+    return hashlib.blake2b(data, digest_size=DIGEST).digest(), len(data)
+
+
+# The serialised size of the tools lists ``ToolsDigests`` holds (a list each agent session sends).
+TOOLS_HELD_BYTES = 2_000_000
+
+
+class ToolsDigests:
+    """``tools_digest`` by the list's identity: a session's body memory hands its requests the
+    very tools list it parsed first (tens of kB that cost ~40 µs to serialise and digest again).
+    Each entry holds its list, so an id is never reused while it is kept; bounded by the lists'
+    serialised bytes, least recently used first out. Event-loop only (not thread-safe)."""
+
+    def __init__(self, max_bytes: int = TOOLS_HELD_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self._lists: OrderedDict[int, tuple[Any, bytes, int]] = OrderedDict()
+        self.held_bytes = 0
+
+    def __len__(self) -> int:
+        return len(self._lists)
+
+    def digest(self, tools: Any) -> bytes:
+        if not tools:
+            return b""
+        key = id(tools)
+        hit = self._lists.get(key)
+        if hit is not None and hit[0] is tools:
+            self._lists.move_to_end(key)
+            return hit[1]
+        digest, size = _tools_digest(tools)
+        old = self._lists.pop(key, None)
+        self.held_bytes += size - (old[2] if old is not None else 0)
+        self._lists[key] = (tools, digest, size)
+        while self.held_bytes > self.max_bytes and self._lists:
+            self.held_bytes -= self._lists.popitem(last=False)[1][2]
+        return digest
 
 
 def first_difference(mine: bytes, theirs: bytes) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.attribution.probe import Sent, decision_of, observe
@@ -118,3 +119,24 @@ def test_a_first_request_has_nothing_to_compare() -> None:
     now = Request(["S", "u1"])
     facts = observe(None, now.sent(5.0), now.messages(), [], Tokens(), 0, {}, last_at=2.0)  # type: ignore[arg-type]
     assert (facts.changed_by, facts.compared, facts.idle_s) == (None, False, 3.0)
+
+
+def test_tools_digests_by_identity_match_the_schema_bytes_and_stay_bounded() -> None:
+    """The digest of a list seen before is its own (the same list, however often asked); an equal
+    list is an equal digest, a changed one another; the lists held stay within the bound."""
+    from proxy.attribution.probe import ToolsDigests, tools_digest
+
+    def tools(n: int) -> list[dict[str, Any]]:
+        return [{"type": "function", "function": {"name": f"t{n}", "parameters": {"x": n}}}]
+
+    memo = ToolsDigests(max_bytes=300)
+    first = tools(1)
+    assert memo.digest(first) == tools_digest(first) == memo.digest(first)
+    assert memo.digest(tools(1)) == memo.digest(first)  # equal schemas, another list
+    assert memo.digest(tools(2)) != memo.digest(first)
+    assert memo.digest([]) == memo.digest(None) == b""
+    for n in range(50):
+        memo.digest(tools(n))
+    assert 0 < memo.held_bytes <= 300
+    assert len(memo) <= 300 // len(orjson.dumps(tools(1)))
+    assert memo.digest(first) == tools_digest(first)  # evicted: digested again, the same
