@@ -6,7 +6,8 @@ them. Done while a request is being handled, that time falls on the request: the
 20-message requests were those a batch's write overlapped (``bench.overhead_stages``' slowest
 1%). So the writer, its batch window over, waits before each step for a lull (no request between
 its start and its last observer), for at most ``MAX_DEFER_S`` a batch: under steady load, where
-no lull comes, a batch is written that much later than it was, and paced as it was."""
+no lull comes, a batch is written that much later than it was, and paced as it was. A batch with
+more writes queued behind it does not wait at all (the writer is behind: its queue must drain)."""
 
 from __future__ import annotations
 

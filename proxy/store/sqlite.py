@@ -27,7 +27,7 @@ from proxy.store.batch import Statement as _Statement
 from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
-from proxy.store.lull import Lull
+from proxy.store.lull import MAX_DEFER_S, Lull
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
@@ -205,7 +205,9 @@ class SQLiteStore(SqliteReads):
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
         lost. While the database is locked by someone else, retry a few times first."""
-        pause = self.lull.pause()  # each step in a lull between requests, if one comes soon
+        # each step in a lull between requests, if one comes soon; none waited for when more
+        # writes are queued behind this batch (the writer is behind: the queue stays bounded)
+        pause = self.lull.pause(MAX_DEFER_S if self._queue.empty() else 0.0)
         groups, lost = await paced_statements(
             ops, SQLITE, self.max_state_bytes, self._written, pause=pause
         )

@@ -61,6 +61,27 @@ async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: 
         await store.close()
 
 
+async def test_a_writer_behind_its_queue_does_not_wait(tmp_path: Path) -> None:
+    """More writes queued than one batch takes: the batch is written at once, request or not;
+    the last one, with nothing behind it, waits for its lull again."""
+    from proxy.store.sqlite import MAX_BATCH
+
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()
+        for k in range(MAX_BATCH + 100):
+            await store.insert_request({"id": f"r{k}", "created_at": 1.0, "model": "m"})
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        written = (await store.fetchrow("SELECT count(*) FROM requests", ()))[0]
+        assert written == MAX_BATCH  # the first batch at once, the rest waiting for a lull
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert (await store.fetchrow("SELECT count(*) FROM requests", ()))[0] == MAX_BATCH + 100
+    finally:
+        await store.close()
+
+
 async def test_the_app_tells_the_store_of_each_request(tmp_path: Path) -> None:
     """Served through the app: the lull hears every request start and finish (none left open),
     and the rows land."""
