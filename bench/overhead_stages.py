@@ -16,6 +16,12 @@ measures over HTTP). The writer task's work (``paced_statements``: redacting and
 rows; the batch's write) comes after the request's answer, on the same loop: shown per request
 (a batch's whole time falls to the request during which it ran).
 
+Beside the wall times: each call's thread CPU time (what runs on the loop during it, the work
+after the answer included), each stage's mean over the slowest 1% of ctxproxy's requests (where
+the tail comes from), and the garbage collector's runs while measuring. Two trees compare in the
+same minutes by running this file with the other tree first on the path (``cd /tmp/base &&
+PYTHONPATH=/tmp/base python /path/to/bench/overhead_stages.py``).
+
 Wall time on a shared machine swings: read the medians, and the difference to the floor."""
 
 from __future__ import annotations
