@@ -249,6 +249,7 @@ def create_app(
         upstream = UpstreamClient(settings.limits.upstream_max_connections, errors)
         services = Services(settings, store, engine, upstream, principals)
         app.state.services = services
+        services.observers.add(store.lull)  # the store's writer works between requests
         app.state.handlers = {
             "chat": ProtocolHandler(services, CHAT_WIRE),
             "messages": ProtocolHandler(services, MESSAGES_WIRE),

@@ -364,17 +364,39 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
     return is_secret_name(name)
 
 
+# Values neither redacted nor walked, whatever their field's name (``_secret_field``): most of a
+# report's leaves (counts, timings, flags), taken as they are without a call each.
+_PLAIN = frozenset({int, float, bool, type(None)})
+
+
 def redact(value: Any) -> Any:
     """A redacted deep copy of a JSON-like value: secret-named fields and key-shaped strings."""
+    cls = value.__class__
+    if cls is dict:
+        return _redact_dict(value)
+    if cls is str:
+        return redact_text(value)
+    if cls is list:
+        return [v if v.__class__ in _PLAIN else redact(v) for v in value]
     if isinstance(value, dict):
-        return {
-            k: (REDACTED if _secret_field(k, v, value) else redact(v)) for k, v in value.items()
-        }
+        return _redact_dict(value)
     if isinstance(value, list):
         return [redact(v) for v in value]
     if isinstance(value, str):
         return redact_text(value)
     return value
+
+
+def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for k, v in value.items():
+        if v.__class__ in _PLAIN:
+            out[k] = v
+        elif _secret_field(k, v, value):
+            out[k] = REDACTED
+        else:
+            out[k] = redact(v)
+    return out
 
 
 def redact_value(value: Any) -> Any:

@@ -18,6 +18,7 @@ from rules.base import Ancestor, SessionState
 if TYPE_CHECKING:
     from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
     from proxy.store.dialect import Dialect
+    from proxy.store.lull import Lull
 
 MAX_ANCESTOR_DEPTH = 3
 
@@ -63,6 +64,12 @@ class Store(Protocol):
     def dialect(self) -> Dialect: ...
     @property
     def cache_feedback(self) -> FeedbackStore: ...
+    @property
+    def lull(self) -> Lull:
+        """The requests in flight, as the app's observers hear them: the writer's steps wait
+        for none to be (``proxy.store.lull``)."""
+        ...
+
     @property
     def applied(self) -> list[str]:
         """Migrations applied by ``open``."""

@@ -7,7 +7,7 @@ JSON columns encoded here, in the writer task, off the request's path."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -88,20 +88,28 @@ async def paced_statements(
     max_state_bytes: int | None = None,
     written: Written | None = None,
     rows_per_turn: int = ROWS_PER_TURN,
+    pause: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[Groups, int]:
-    """``statements``, giving the event loop back after every ``rows_per_turn`` rows encoded:
+    """``statements``, giving the event loop back before every ``rows_per_turn`` rows encoded:
     a batch's redaction and encoding (tens of µs a request row, a 20 ms batch holds many) is
-    spread over the loop's idle moments instead of landing on one request's time."""
+    spread over the loop's idle moments instead of landing on one request's time. ``pause``:
+    how (``proxy.store.lull``: until no request is being handled); one turn of the loop if
+    not given."""
     steps = _statements(ops, dialect, max_state_bytes, written)
+    wait = pause or _one_turn
     encoded = 0
     while True:
+        if encoded % rows_per_turn == 0:
+            await wait()
         try:
             next(steps)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
         encoded += 1
-        if encoded % rows_per_turn == 0:
-            await asyncio.sleep(0)
+
+
+async def _one_turn() -> None:
+    await asyncio.sleep(0)
 
 
 def _statements(

@@ -24,6 +24,7 @@ import asyncpg
 
 from proxy.store.batch import Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
+from proxy.store.lull import MAX_DEFER_S, Lull
 
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
@@ -93,8 +94,10 @@ class PgWriter:
         health: Health,
         buffer_rows: int,
         batch_window_s: float = BATCH_WINDOW_S,
+        lull: Lull | None = None,
     ) -> None:
         self.pool = pool
+        self.lull = lull or Lull()  # the requests in flight: a batch's steps wait for a lull
         self.health = health
         self.buffer_rows = buffer_rows
         self.batch_window_s = batch_window_s
@@ -163,9 +166,13 @@ class PgWriter:
                 return
 
     async def _write(self, ops: list[WriteOp]) -> None:
-        groups, lost = await paced_statements(ops, POSTGRES)
+        # each step in a lull between requests, if one comes soon; none waited for when more
+        # writes are queued behind this batch (the writer is behind: the buffer stays useful)
+        pause = self.lull.pause(MAX_DEFER_S if self._queue.empty() else 0.0)
+        groups, lost = await paced_statements(ops, POSTGRES, pause=pause)
         self.write_errors += lost
         if groups:
+            await pause()
             await self._write_retrying(groups)
 
     async def _write_retrying(self, groups: Groups) -> None:

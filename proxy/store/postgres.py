@@ -36,6 +36,7 @@ from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
+from proxy.store.lull import Lull
 from proxy.store.pg_deferred import DeferredSaves
 from proxy.store.pg_migrations import apply_pg_migrations
 from proxy.store.pg_parked import ParkedSessions, let_go
@@ -83,6 +84,7 @@ class PostgresStore(PgReads):
         self.instance = uuid.uuid4().hex[:16]  # this process, in its rows and heartbeat
         self.health = Health()
         self.locks = SessionLocks()
+        self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
         self.cache_feedback = FeedbackStore(self)
         self.applied: list[str] = []
         self.lock_timeouts = 0
@@ -119,7 +121,9 @@ class PostgresStore(PgReads):
         async with self._pool.acquire() as conn:
             self.applied = await apply_pg_migrations(conn)
             await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
-        self._writer = PgWriter(self._pool, self.health, self._buffer_rows, self._batch_window_s)
+        self._writer = PgWriter(
+            self._pool, self.health, self._buffer_rows, self._batch_window_s, self.lull
+        )
         self._writer.start()
         self._heartbeat = asyncio.create_task(self._beat(), name="ctxproxy-pg-heartbeat")
 

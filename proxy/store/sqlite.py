@@ -27,6 +27,7 @@ from proxy.store.batch import Statement as _Statement
 from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
+from proxy.store.lull import MAX_DEFER_S, Lull
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
@@ -93,6 +94,7 @@ class SQLiteStore(SqliteReads):
         self.cache_feedback = FeedbackStore(self)
         self.locks = SessionLocks()
         self.applied: list[str] = []
+        self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
 
     async def open(self) -> None:
         if self.path != ":memory:":
@@ -203,13 +205,19 @@ class SQLiteStore(SqliteReads):
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
         lost. While the database is locked by someone else, retry a few times first."""
-        groups, lost = await paced_statements(ops, SQLITE, self.max_state_bytes, self._written)
+        # each step in a lull between requests, if one comes soon; none waited for when more
+        # writes are queued behind this batch (the writer is behind: the queue stays bounded)
+        pause = self.lull.pause(MAX_DEFER_S if self._queue.empty() else 0.0)
+        groups, lost = await paced_statements(
+            ops, SQLITE, self.max_state_bytes, self._written, pause=pause
+        )
         self.write_errors += lost
         if not groups:
             return
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 try:
+                    await pause()  # the statements' binding takes the interpreter's lock
                     for sql, rows in groups:
                         await self.writer.executemany(sql, rows)
                     failed = 0

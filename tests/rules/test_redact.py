@@ -246,3 +246,28 @@ def test_a_command_of_kilobytes_is_redacted_once_then_remembered() -> None:
     assert secret not in first and REDACTED in first
     assert _redact_short.cache_chars() >= before + len(command)  # held: the next is a dict hit
     assert redact_text(command) is first
+
+
+def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> None:
+    """Numbers, flags and nulls stay as they are under any name (a count named ``token``), in
+    dicts and lists alike; a secret-named text and a key-shaped string do not, in a dict
+    subclass or a list of them too; the result is a copy."""
+    from collections import OrderedDict
+
+    key = "sk-" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4"
+    value = {
+        "token": 5,
+        "api_key": None,
+        "secret": True,
+        "ratio": 0.5,
+        "items": [1, 2.5, None, key, {"password": "hunter22"}],
+        "nested": OrderedDict(access_token="abcdefgh12345678", n=3),
+    }
+    out = redact(value)
+    assert out["token"] == 5 and out["api_key"] is None and out["secret"] is True
+    assert out["ratio"] == 0.5
+    assert out["items"][:3] == [1, 2.5, None]
+    assert key not in str(out) and out["items"][4] == {"password": REDACTED}
+    assert out["nested"] == {"access_token": REDACTED, "n": 3}
+    assert out is not value and out["items"] is not value["items"]
+    assert value["items"][3] == key  # the input is left as it was

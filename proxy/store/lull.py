@@ -1,0 +1,63 @@
+"""The moments no model request is being handled: where the store's writer does its work.
+
+A batch's rows are redacted and encoded on the event loop (~40 µs a 20-message request's row)
+and its statements run on the connection's thread, which takes the interpreter's lock to bind
+them. Done while a request is being handled, that time falls on the request: the slowest of the
+20-message requests were those a batch's write overlapped (``bench.overhead_stages``' slowest
+1%). So the writer, its batch window over, waits before each step for a lull (no request between
+its start and its last observer), for at most ``MAX_DEFER_S`` a batch: under steady load, where
+no lull comes, a batch is written that much later than it was, and paced as it was. A batch with
+more writes queued behind it does not wait at all (the writer is behind: its queue must drain)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+# The longest a batch waits, in all, for the requests in flight to end.
+MAX_DEFER_S = 0.2
+
+
+class Lull:
+    """An observer of the requests (``proxy.telemetry.observe``): how many are being handled,
+    and a wait for none to be. Event-loop only."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self._quiet = asyncio.Event()
+        self._quiet.set()
+
+    def started(self) -> None:
+        self.open += 1
+        self._quiet.clear()
+
+    def finished(self, row: dict[str, Any]) -> None:
+        self.open = max(0, self.open - 1)
+        if not self.open:
+            self._quiet.set()
+
+    async def wait(self, until: float) -> None:
+        """Until no request is being handled, or the loop's clock reaches ``until``; the loop
+        runs at least once either way (the writer's steps never hold it two in a row)."""
+        if self.open:
+            left = until - asyncio.get_running_loop().time()
+            if left > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._quiet.wait(), left)
+                return
+        await asyncio.sleep(0)
+
+    def pause(self, defer_s: float = MAX_DEFER_S) -> Pause:
+        """The pauses of one batch: each waits for a lull until ``defer_s`` from now."""
+        return Pause(self, asyncio.get_running_loop().time() + defer_s)
+
+
+class Pause:
+    """A batch's wait for a lull before each of its steps, all within one deadline."""
+
+    def __init__(self, lull: Lull, until: float) -> None:
+        self.lull, self.until = lull, until
+
+    async def __call__(self) -> None:
+        await self.lull.wait(self.until)

@@ -1,0 +1,114 @@
+"""The writer works between requests: once its batch window has passed, a batch waits while a
+request is being handled (the app's observers tell the store's ``lull``), is written as soon as
+none is, and never waits longer than ``MAX_DEFER_S`` however busy the server stays."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+
+from proxy.app import create_app
+from proxy.store.lull import MAX_DEFER_S, Lull
+from proxy.store.sqlite import Store
+from tests.conftest import proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import request, user
+
+
+async def test_a_pause_waits_for_the_requests_in_flight_and_no_longer_than_its_deadline() -> None:
+    lull = Lull()
+    lull.started()
+    lull.started()
+    waiting = asyncio.ensure_future(lull.pause(5.0)())
+    await asyncio.sleep(0.05)
+    lull.finished({})
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # one request still open
+    lull.finished({})
+    await asyncio.wait_for(waiting, 1.0)
+    lull.started()  # a request that never ends: the deadline stands
+    began = time.monotonic()
+    await lull.pause(0.1)()
+    assert 0.05 < time.monotonic() - began < 1.0
+    lull.finished({})
+    lull.finished({})  # heard once too often: still none open, no wait
+    began = time.monotonic()
+    await lull.pause(5.0)()
+    assert lull.open == 0 and time.monotonic() - began < 0.5
+
+
+async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: Path) -> None:
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        await asyncio.sleep(MAX_DEFER_S / 4)  # past the batch window, within the deferral
+        assert await store.get_request("r1") is None  # taken off the queue, not written
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert (await store.get_request("r1") or {}).get("model") == "m"
+        store.lull.started()  # a server never idle: each batch waits its deadline, no longer
+        began = time.monotonic()
+        await store.insert_request({"id": "r2", "created_at": 2.0, "model": "m", "report": {}})
+        await asyncio.wait_for(store.flush(), 5 * MAX_DEFER_S)
+        assert time.monotonic() - began >= MAX_DEFER_S * 0.9
+        assert await store.get_request("r2") is not None
+    finally:
+        await store.close()
+
+
+async def test_a_writer_behind_its_queue_does_not_wait(tmp_path: Path) -> None:
+    """More writes queued than one batch takes: the batch is written at once, request or not;
+    the last one, with nothing behind it, waits for its lull again."""
+    from proxy.store.sqlite import MAX_BATCH
+
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()
+        for k in range(MAX_BATCH + 100):
+            await store.insert_request({"id": f"r{k}", "created_at": 1.0, "model": "m"})
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        written = (await store.fetchrow("SELECT count(*) FROM requests", ()))[0]
+        assert written == MAX_BATCH  # the first batch at once, the rest waiting for a lull
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert (await store.fetchrow("SELECT count(*) FROM requests", ()))[0] == MAX_BATCH + 100
+    finally:
+        await store.close()
+
+
+async def test_the_app_tells_the_store_of_each_request(tmp_path: Path) -> None:
+    """Served through the app: the lull hears every request start and finish (none left open),
+    and the rows land."""
+    upstream = EdgeUpstream().start()
+    upstream.reply = Reply.json(
+        {"id": "c1", "object": "chat.completion", "choices": [{"index": 0,
+         "finish_reason": "stop", "message": {"role": "assistant", "content": "ok"}}]}
+    )  # fmt: skip
+    try:
+        app = create_app(proxy_settings(upstream.base_url), db_path=str(tmp_path / "db"))
+        async with app.router.lifespan_context(app):
+            store = app.state.services.store
+            heard: list[int] = []
+            started = store.lull.started
+            store.lull.started = lambda: (started(), heard.append(store.lull.open))[0]
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+                for _ in range(3):
+                    answer = await client.post(
+                        "/v1/chat/completions",
+                        json=request(user("hello")),
+                        headers={"x-session-id": "lull"},
+                    )
+                    assert answer.status_code == 200
+            assert heard == [1, 1, 1] and store.lull.open == 0
+            await asyncio.wait_for(store.flush(), 2.0)
+            rows = await store.list_requests()
+            assert len(rows) == 3
+    finally:
+        upstream.stop()
