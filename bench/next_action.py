@@ -164,6 +164,7 @@ class Lane:
     rule_errors: int = 0
     compacted: str = ""  # the schedule's decision when the last request was compacted
     compacted_at: int | None = None  # the request (0-based) of the session's last compaction
+    over: bool = False  # the last request forwarded was still over the budget
 
 
 _SEGMENTS: dict[str, Segments] = {}
@@ -215,6 +216,7 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
     lane.compacted = (
         str((prune.get("schedule") or {}).get("decision")) if prune.get("compacted") else ""
     )
+    lane.over = bool(prune.get("over_budget"))
     for d in outcome.report.get("pruning") or []:
         cid = d.get("tool_call_id")
         if cid:  # a drop names no call: a dropped result is missing from the output instead
@@ -254,6 +256,7 @@ def _count_compaction(tally: Counter[str], lane: Lane, request: int) -> None:
     tally[f"compactions: {lane.compacted}"] += 1
     if lane.compacted_at is not None and request - lane.compacted_at < THRASH_GAP:
         tally["compactions: thrash"] += 1
+        tally["compactions: thrash, over"] += lane.over  # the floor alone is over the budget
     lane.compacted_at = request
 
 
@@ -336,6 +339,7 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "compactions": t["compactions"],
                 "thrash": t["compactions: thrash"],
                 "forced": t["compactions: forced"],
+                "thrash_over_budget": t["compactions: thrash, over"],
             }
         )
     return rows
