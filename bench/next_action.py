@@ -32,6 +32,10 @@ than the last 10 become a one-line placeholder, no other rule.
 result's call id over the session's requests (``cap``, ``supersede``, ``mask``, ``shrink``), else
 ``mask`` for the baseline, else ``other``.
 
+**Thrash**: each configuration's compactions, and those that came fewer than ``THRASH_GAP`` (5)
+requests after the same session's previous compaction (the issue's limit: a session held at
+the budget compacts at most once per 5 requests).
+
 How much any pruning could keep at a budget (what every request must forward, and whether each
 literal's source fits beside it): ``bench/next_action_bound.py``.
 
@@ -83,6 +87,7 @@ from tests.support.traces import iter_conversations, request_prefixes
 
 DEFAULT_VARIANTS = "nomask,defaults,budget32k,share50,share30,mask10"
 TTL_S, MIN_PREFIX_TOKENS, STEP_S = 300.0, 1024, (2.0, 10.0)
+THRASH_GAP = 5  # a compaction fewer requests than this after the session's previous one: thrash
 MASK_PLACEHOLDER = f"{PLACEHOLDER_PREFIX} observation omitted]"
 
 
@@ -157,6 +162,9 @@ class Lane:
     last_at: float | None = None
     actions: dict[str, str] = field(default_factory=dict)  # call id -> latest prune decision
     rule_errors: int = 0
+    compacted: str = ""  # the schedule's decision when the last request was compacted
+    compacted_at: int | None = None  # the request (0-based) of the session's last compaction
+    over: bool = False  # the last request forwarded was still over the budget
 
 
 _SEGMENTS: dict[str, Segments] = {}
@@ -204,6 +212,11 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
     outcome = _pipeline(()).run(ctx)
     lane.state = redact_state(outcome.state, lane.state)
     lane.rule_errors += len(outcome.report.get("rule_errors") or [])
+    prune = outcome.report.get("prune") or {}
+    lane.compacted = (
+        str((prune.get("schedule") or {}).get("decision")) if prune.get("compacted") else ""
+    )
+    lane.over = bool(prune.get("over_budget"))
     for d in outcome.report.get("pruning") or []:
         cid = d.get("tool_call_id")
         if cid:  # a drop names no call: a dropped result is missing from the output instead
@@ -234,6 +247,17 @@ def _account(
         elif source is None or c.literal not in source:
             blocks = inject_blocks(text) if blocks is None else blocks
             tally["saved: inject" if c.literal in blocks else "saved: elsewhere"] += 1
+
+
+def _count_compaction(tally: Counter[str], lane: Lane, request: int) -> None:
+    """A compaction, and whether it came fewer than ``THRASH_GAP`` requests after the session's
+    previous one (thrash: a session held at the budget compacted again and again)."""
+    tally["compactions"] += 1
+    tally[f"compactions: {lane.compacted}"] += 1
+    if lane.compacted_at is not None and request - lane.compacted_at < THRASH_GAP:
+        tally["compactions: thrash"] += 1
+        tally["compactions: thrash, over"] += lane.over  # the floor alone is over the budget
+    lane.compacted_at = request
 
 
 def replay(job: Job) -> Outcome:
@@ -273,6 +297,8 @@ def replay(job: Job) -> Outcome:
         for lane in lanes:
             forwarded = _forward(lane, job, model, prefix, now)
             lane.last, lane.last_at = lane.cache.send(segments.of(forwarded), now), now
+            if lane.compacted:
+                _count_compaction(out.tally[lane.variant.name], lane, n)
             if copied:
                 _account(out, lane, copied, msgs, forwarded)
     out.rule_errors.update({lane.variant.name: lane.rule_errors for lane in lanes})
@@ -310,6 +336,10 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "losses": {k[6:]: n for k, n in t.most_common() if k.startswith("lost: ")},
                 "kept_though_elided": {k[7:]: n for k, n in t.items() if k.startswith("saved: ")},
                 "requests": total.requests,
+                "compactions": t["compactions"],
+                "thrash": t["compactions: thrash"],
+                "forced": t["compactions: forced"],
+                "thrash_over_budget": t["compactions: thrash, over"],
             }
         )
     return rows

@@ -17,6 +17,10 @@ conversation (tiktoken), at most the model's window less the output reserve. A l
 - *lines fit* when the floor plus only the source's lines holding it fit (an oracle that keeps
   single lines);
 - *infeasible* otherwise: the floor alone, or with the line, is over the budget;
+- *joint, no thrash*: the joint column with room for ``HEADROOM`` / 2 requests of the session's
+  mean growth so far left free: a schedule compacting at most once per ``HEADROOM`` (5) requests
+  holds a request that far under the budget on average (just after a compaction, 5 requests of
+  growth; just before the next, none);
 - *at depth*: in the floor, or the floor plus the whole source result fit half the budget, the
   depth a forced compaction goes down to (prune's ``target_ratio``) to leave room for growth.
 
@@ -45,6 +49,7 @@ from tests.support.traces import iter_conversations, request_prefixes
 
 COLUMNS = ("in floor", "result fits", "lines fit", "infeasible")
 DEPTH = 0.5  # prune's ``target_ratio``: a forced compaction goes down to this share of the budget
+HEADROOM = 5  # requests of growth between compactions (the issue's limit on thrash)
 
 
 def _floor(prefix: list[Message]) -> list[int]:
@@ -71,8 +76,10 @@ def judge(conv: dict[str, Any], max_requests: int, shares: tuple[float, ...]) ->
         return out
     model = model_of(conv)
     counter = _counters().for_model(model)
-    largest = max(counter.count_messages(p) for p in prefixes)
+    whole = [counter.count_messages(p) for p in prefixes]
+    largest = max(whole)
     calls = {len(p): p for p in prefixes}
+    request_of = {len(p): n for n, p in enumerate(prefixes)}
     by_call: dict[int, list[Copied]] = {}
     for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
         if c.call_index in calls:
@@ -96,6 +103,7 @@ def judge(conv: dict[str, Any], max_requests: int, shares: tuple[float, ...]) ->
                 if c.literal in floor_text:
                     out[f"{name} in floor"] += 1
                     out[f"{name} joint"] += 1
+                    out[f"{name} joint, no thrash"] += 1
                     out[f"{name} fits at depth"] += 1
                     continue
                 source = text_of(prefix[c.source].get("content"))
@@ -109,13 +117,27 @@ def judge(conv: dict[str, Any], max_requests: int, shares: tuple[float, ...]) ->
                     out[f"{name} lines fit"] += 1
                 else:
                     out[f"{name} infeasible"] += 1
-            room = budget - floor_tokens
             sizes = {s: counter.count_message(prefix[s]) for s in needed}
-            for s in sorted(needed, key=lambda s: -needed[s] / max(sizes[s], 1)):
-                if sizes[s] <= room:
-                    room -= sizes[s]
-                    out[f"{name} joint"] += needed[s]
+            out[f"{name} joint"] += _joint(needed, sizes, budget - floor_tokens)
+            # no thrash: compacting at most once per HEADROOM requests, a request sits on
+            # average HEADROOM / 2 requests of growth under the budget
+            n = request_of[k]
+            growth = (whole[n] - whole[0]) / n if n else 0.0
+            out[f"{name} joint, no thrash"] += _joint(
+                needed, sizes, budget - floor_tokens - int(HEADROOM / 2 * growth)
+            )
     return out
+
+
+def _joint(needed: dict[int, int], sizes: dict[int, int], room: int) -> int:
+    """Literals kept when the sources holding most literals per token are kept first while
+    they fit ``room``."""
+    kept = 0
+    for s in sorted(needed, key=lambda s: -needed[s] / max(sizes[s], 1)):
+        if sizes[s] <= room:
+            room -= sizes[s]
+            kept += needed[s]
+    return kept
 
 
 def _job(args: tuple[dict[str, Any], int, tuple[float, ...]]) -> Counter[str]:
@@ -142,9 +164,11 @@ def main(argv: list[str] | None = None) -> int:
             total.update(_job(job))
     reqs = f"the first {args.max_requests}" if args.max_requests else "all"
     print(f"\n{len(jobs)} conversations, {reqs} requests of each\n")
-    heads = " | ".join((*COLUMNS, "upper bound", "joint", "at depth", "floor / budget"))
+    heads = " | ".join(
+        (*COLUMNS, "upper bound", "joint", "joint, no thrash", "at depth", "floor / budget")
+    )
     print(f"| budget | literals | {heads} | floor over |")
-    print("|---|---:|" + "---:|" * (len(COLUMNS) + 5))
+    print("|---|---:|" + "---:|" * (len(COLUMNS) + 6))
     for share in shares:
         n = f"share{round(share * 100)}"
         lits = total[f"{n} literals"] or 1
@@ -154,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         over = total[f"{n} floor over budget"] / max(total[f"{n} requests"], 1)
         print(
             f"| {n} | {total[f'{n} literals']:,} | {cells} | {bound:.1%} "
-            f"| {total[f'{n} joint'] / lits:.1%} | {total[f'{n} fits at depth'] / lits:.1%} "
+            f"| {total[f'{n} joint'] / lits:.1%} | {total[f'{n} joint, no thrash'] / lits:.1%} "
+            f"| {total[f'{n} fits at depth'] / lits:.1%} "
             f"| {ratio:.2f} | {over:.1%} of requests |"
         )
     return 0

@@ -40,6 +40,21 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
             f"| {r['configuration']} | {lost:,}{cells} | {saved.get('inject', 0):,} "
             f"| {saved.get('elsewhere', 0):,} |"
         )
+    print(
+        "\nCompactions, and those fewer than 5 requests after the session's previous one "
+        "(thrash):\n"
+    )
+    print(
+        "| configuration | compactions | forced by the budget | thrash "
+        "| thrash, still over the budget after it |"
+    )
+    print("|---|---:|---:|---:|---:|")
+    for r in rows:
+        if r["compactions"]:
+            print(
+                f"| {r['configuration']} | {r['compactions']:,} | {r['forced']:,} "
+                f"| {r['thrash']:,} | {r['thrash_over_budget']:,} |"
+            )
 
 
 PACK_HEADER = """\

@@ -5,19 +5,31 @@ replay on the corpus."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import bench.copied_literals as cl
+from bench.cache_emulator import PrefixCache
 from bench.copied_literals import (
     age_bucket,
     candidates,
     copied_literals,
     request_text,
 )
-from bench.next_action import Job, kept_rows, main, mask_older, parse_variant, replay
+from bench.next_action import (
+    Job,
+    Lane,
+    Outcome,
+    _count_compaction,
+    kept_rows,
+    main,
+    mask_older,
+    parse_variant,
+    replay,
+)
 from bench.reuse_learn import need_samples, reuse_pack
 from rules.packs import slow_input
 from tests.support.traces import iter_conversations
@@ -123,12 +135,31 @@ def test_a_tiny_replay_on_the_corpus(tmp_path: Path) -> None:
         for r in rows.values():
             assert r["literals"] == rows["nomask"]["literals"] and r["kept"] <= r["literals"]
             assert r["literals"] - r["kept"] == sum(r["losses"].values())
+            assert r["compactions"] >= r["forced"] and r["compactions"] >= r["thrash"]
+            assert r["thrash"] >= r["thrash_over_budget"]
+        assert rows["nomask"]["compactions"] == rows["mask10"]["compactions"] == 0
         assert sum(out.learn.values()) > 0
     out_json = tmp_path / "out.json"
     assert (
         main(["--limit", "2", "--max-requests", "8", "--jobs", "1", "--json", str(out_json)]) == 0
     )
     assert {r["configuration"] for r in json.loads(out_json.read_text())["rows"]} >= {"mask10"}
+
+
+def test_a_compaction_within_five_requests_of_the_previous_is_thrash() -> None:
+    lane = Lane(parse_variant("share30"), 1_000, cast(PrefixCache, None))
+    tally: Counter[str] = Counter()
+    for request, decision, over in ((3, "forced", False), (7, "forced", True), (12, "paid", False)):
+        lane.compacted, lane.over = decision, over
+        _count_compaction(tally, lane, request)
+    # 7 is 4 requests after 3 (thrash, still over the budget); 12 is 5 after 7 (not thrash)
+    assert tally["compactions"] == 3 and tally["compactions: forced"] == 2
+    assert tally["compactions: thrash"] == 1 and tally["compactions: thrash, over"] == 1
+    out = Outcome(requests=12, tally={"share30": tally})
+    row = kept_rows(out, [parse_variant("share30")])[0]
+    assert (row["compactions"], row["forced"], row["thrash"], row["thrash_over_budget"]) == (
+        3, 2, 1, 1,
+    )  # fmt: skip
 
 
 def test_the_regexes_on_client_text_are_linear() -> None:

@@ -66,3 +66,14 @@ def test_a_source_that_fits_beside_the_floor_counts_and_one_that_does_not_is_lin
     assert tight["share10 result fits"] == 0
     assert tight["share10 lines fit"] == tight["share10 literals"] > 0
     assert tight["share10 fits at depth"] == 0
+
+
+def test_without_thrash_room_for_growth_stays_free() -> None:
+    # at a budget of the largest request, the read fits beside the floor; but it is most of
+    # what the session grew by, and half of 5 requests of that growth must stay free
+    roomy = judge(_conversation(200), 0, (1.0,))
+    assert roomy["share100 joint"] == roomy["share100 literals"] > 0
+    assert roomy["share100 joint, no thrash"] == roomy["share100 in floor"] == 0
+    # a budget ten times the session leaves that room and the read too
+    wide = judge(_conversation(200), 0, (10.0,))
+    assert wide["share1000 joint, no thrash"] == wide["share1000 literals"]

@@ -106,6 +106,13 @@ class Config(RuleConfig):
         description="room kept free under the budget for inject's tail block: a compaction "
         "starts once less is left (never more than the budget minus the target)",
     )
+    reserve_ratio: float = Field(
+        default=0.05,
+        ge=0,
+        le=1,
+        description="the room kept for inject is at most this share of the budget: inject fits "
+        "its block to the room left, so a small budget keeps its tokens for the conversation",
+    )
 
 
 def provider_owned(ctx: Context) -> str | None:
@@ -161,7 +168,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         info["inject_tokens"] = blocks
     if budget is not None:
         target = int(budget * cfg.target_ratio)
-        room = budget - min(cfg.reserve_tokens, budget - target)  # the rest is inject's
+        reserve = min(cfg.reserve_tokens, int(budget * cfg.reserve_ratio), budget - target)
+        room = budget - reserve  # the rest is inject's
         min_gain = (
             cfg.min_gain_tokens
             if cfg.min_gain_tokens is not None

@@ -18,7 +18,7 @@ from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
 from rules.context import evidence, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
-from rules.messages import call_arguments_text, text_of, tool_calls
+from rules.messages import text_of
 from rules.report import Pruning
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
@@ -213,24 +213,6 @@ class Run:
             "chars": str(chars),
         }
 
-    def _shrink_estimate(self, m: Message) -> int:
-        """Tokens shrinking would free, estimated from lengths (no parse: this runs often)."""
-        chars = 0
-        content = m.get("content")
-        lines, arg_chars = self.cfg.shrink_lines, self.cfg.shrink_arg_chars
-        if isinstance(content, str):
-            limit = arg_chars * lines
-            keep = min(limit, 80 * lines)
-            # a text no longer than ``keep`` frees nothing whatever its lines: not counted
-            if len(content) > keep and (len(content) > limit or content.count("\n") >= lines):
-                chars += len(content) - keep
-        if m.get("tool_calls"):  # tool_calls(m): missing, null or empty are none
-            for c in tool_calls(m):
-                args = call_arguments_text(c)
-                if len(args) > arg_chars:
-                    chars += len(args) - arg_chars
-        return chars // 4
-
     def shrink_candidates(self, protected: set[int]) -> list[int]:
         current = prune_stages.current_start(self.messages, self.evidence.first_user)
         return shrink.candidates(
@@ -251,7 +233,9 @@ class Run:
                 steps.append(Step("supersede", sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
         for i in self.shrink_candidates(protected):
             if anchors[i] not in done:
-                gain = self._shrink_estimate(self.messages[i])
+                gain = shrink.estimate(
+                    self.messages[i], self.cfg.shrink_lines, self.cfg.shrink_arg_chars
+                )
                 if gain > 0:
                     steps.append(Step("shrink", gain, i, (i,), reuse=SHRINK_REUSE))
         masks = [

@@ -14,7 +14,14 @@ import orjson
 
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.messages import PLACEHOLDER_PREFIX, call_arguments_text, role, text_of, with_content
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    call_arguments_text,
+    role,
+    text_of,
+    tool_calls,
+    with_content,
+)
 
 CLIPPED = f"{PLACEHOLDER_PREFIX} clipped "
 ARG_ELIDED = " characters elided]"
@@ -95,6 +102,24 @@ def shrink_message(message: Message, keep_lines: int, max_chars: int) -> Message
         if changed:
             out = {**out, "tool_calls": new_calls}
     return out
+
+
+def estimate(message: Message, keep_lines: int, max_chars: int) -> int:
+    """Tokens ``shrink_message`` would free, estimated from lengths (no parse: this runs often)."""
+    chars = 0
+    content = message.get("content")
+    if isinstance(content, str):
+        limit = max_chars * keep_lines
+        keep = min(limit, 80 * keep_lines)
+        # a text no longer than ``keep`` frees nothing whatever its lines: not counted
+        if len(content) > keep and (len(content) > limit or content.count("\n") >= keep_lines):
+            chars += len(content) - keep
+    if message.get("tool_calls"):  # tool_calls(m): missing, null or empty are none
+        for c in tool_calls(message):
+            args = call_arguments_text(c)
+            if len(args) > max_chars:
+                chars += len(args) - max_chars
+    return chars // 4
 
 
 def is_shrunk(message: Message) -> bool:

@@ -14,6 +14,7 @@ from proxy.rewrite.engine import Engine
 from proxy.settings import settings_from_mapping
 from proxy.store.sqlite import Store
 from rules.base import CacheFacts
+from rules.registry import default_rule_names
 from tests.proxy.attribution.test_causes import TASK, body, turns
 from tests.support.factories import system
 
@@ -53,7 +54,13 @@ async def test_a_forced_compaction_is_followed_until_it_pays_back(tmp_path: Path
     store = Store(str(tmp_path / "s.db"))
     await store.open()
     try:
-        settings = settings_from_mapping({"pipeline": {"on_rule_error": "fail"}})
+        # inject's whole cap (1,000 tokens) kept free under this small budget: the compaction
+        # then leaves room for the requests that follow, which pay it back
+        rules = [
+            {"name": n, **({"reserve_ratio": 1.0} if n == "prune" else {})}
+            for n in default_rule_names()
+        ]
+        settings = settings_from_mapping({"pipeline": {"on_rule_error": "fail"}, "rules": rules})
         engine = Engine(settings, store, budget_override=4000, strict=True)
         head = [system("Be brief."), TASK]
         steps = [

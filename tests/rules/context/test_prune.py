@@ -318,23 +318,32 @@ def test_budget_counts_the_tools_schema() -> None:
     assert apply(messages, budget, keep_last_observations=2).messages is messages
 
 
-# (room left under the budget, reserve_tokens or None for the default): prune compacts as soon
-# as fewer than the reserve (for inject's tail block) are left, never more than budget - target.
+# (room left under the budget, options): prune compacts as soon as fewer than the reserve (for
+# inject's tail block) are left: ``reserve_tokens``, at most ``reserve_ratio`` of the budget
+# (inject fits its block to the room left), never more than budget - target.
 RESERVE_CASES = [
-    pytest.param(500, None, True, id="default-reserve-is-injects-cap"),
-    pytest.param(500, 200, False, id="smaller-reserve"),
-    pytest.param(1500, None, False, id="room-enough"),
+    pytest.param(500, {"reserve_ratio": 1.0}, True, id="reserve-is-injects-cap"),
+    pytest.param(500, {"reserve_ratio": 1.0, "reserve_tokens": 200}, False, id="smaller-reserve"),
+    pytest.param(1500, {"reserve_ratio": 1.0}, False, id="room-enough"),
+    pytest.param(500, {}, False, id="small-budget-reserves-a-share"),
+    pytest.param(100, {}, True, id="less-than-the-share-left"),
 ]
 
 
-@pytest.mark.parametrize(("room", "reserve", "compacts"), RESERVE_CASES)
-def test_reserves_room_for_the_tail_block(room: int, reserve: int | None, compacts: bool) -> None:
+@pytest.mark.parametrize(("room", "options", "compacts"), RESERVE_CASES)
+def test_reserves_room_for_the_tail_block(
+    room: int, options: dict[str, Any], compacts: bool
+) -> None:
     messages = [TASK, *[m for k in range(8) for m in read(f"r{k}", f"f{k}.py")]]
     budget = TOKENS.count_messages(messages) + room
-    options = {} if reserve is None else {"reserve_tokens": reserve}
+    assert budget * 0.05 < 500 < 1_000  # the default share of this budget is under both rooms
     out = apply(messages, budget, keep_last_observations=2, **options)
     assert out.report["prune"]["compacted"] is compacts
     assert (out.messages is messages) is not compacts
+    reserve = min(
+        options.get("reserve_tokens", 1_000), int(budget * options.get("reserve_ratio", 0.05))
+    )
+    assert out.report["prune"]["reserve"] == reserve
 
 
 def test_reserve_never_exceeds_the_gap_to_the_target() -> None:
