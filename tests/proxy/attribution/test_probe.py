@@ -118,4 +118,3 @@ def test_a_first_request_has_nothing_to_compare() -> None:
     now = Request(["S", "u1"])
     facts = observe(None, now.sent(5.0), now.messages(), [], Tokens(), 0, {}, last_at=2.0)  # type: ignore[arg-type]
     assert (facts.changed_by, facts.compared, facts.idle_s) == (None, False, 3.0)
-
