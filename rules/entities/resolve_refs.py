@@ -19,6 +19,7 @@ resolved through a parent session (``ctx.hints["resolver_descriptions"]``: menti
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Sequence
 
@@ -42,6 +43,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
+from rules.entities.ref_scan import verb_groups
 from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, call_id, text_of, tool_calls
 from rules.text_cache import text_cache
 
@@ -142,12 +144,14 @@ def _scan(
 ) -> tuple[Mention, ...]:
     """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
     many times. ``present`` None: the patterns that need nothing; else only those needing what
-    is present (a session's first commit scans its question again for these alone)."""
+    is present (a session's first commit scans its question again for these alone), with the
+    object verbs of the kinds held (``_with_verbs``)."""
     kinds, _ = load_lexicons(extra_packs)
     if present is None:
         select = wanted(frozenset(), False)
     else:
-        select = wanted(frozenset(present.split("|")), True)
+        sorts, _, verbs = present.partition("#")
+        select = wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
     prep = _prepared(text, extra_packs, languages)
     return tuple(scan_prepared(prep, kinds, threshold, select))
 
@@ -187,12 +191,30 @@ def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
     return kinds, "|".join(sorted(sorts))
 
 
+@functools.lru_cache(maxsize=256)
+def _with_verbs(sorts: str, kinds: tuple[str, ...], extra_packs: tuple[str, ...]) -> str:
+    """The scan's key: the sorts present and the object verb groups the kinds held take
+    ("objects|related#drop,push,revert"): a verb of no held kind is not looked for."""
+    _, lexicons = load_lexicons(extra_packs)
+    groups = verb_groups(lexicons[0].object_kinds, kinds) if lexicons else frozenset()
+    return f"{sorts}#{','.join(sorted(groups))}"
+
+
+def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
+    """Whether a mention's verb takes a kind some session in reach holds ("stop it" with no
+    process held: never resolved, so not reported, as when its verb is not looked for)."""
+    return not verb_kinds or any(k in held or k in _FILES for k in verb_kinds)
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     held = ctx.state.data.get(entity_cache.SUMMARY)
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
     else:  # one session (most requests): its summary's key, kinds only when there is a mention
         kinds, present = None, (held or {}).get("key", "")
+    if present:
+        held_kinds = kinds if kinds is not None else (held or {}).get("kinds") or ()
+        present = _with_verbs(present, tuple(sorted(held_kinds)), cfg.extra_packs)
     seen = ref_memo.asked_again(ctx, cfg, present)  # a tool loop's next request: nothing read
     if seen is not None:
         idx, text, found = seen
@@ -210,7 +232,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)
     if kinds is None:
         kinds = set((held or {}).get("kinds") or ())
-    mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
+    mentions = [
+        m
+        for m in found
+        if (m.type is None or m.type in _FILES or m.type in kinds) and _in_reach(m.kinds, kinds)
+    ]
     mentions = mentions[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)
