@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import orjson
 from pydantic import Field, field_validator
@@ -200,6 +200,26 @@ def _with_verbs(sorts: str, kinds: tuple[str, ...], extra_packs: tuple[str, ...]
     return f"{sorts}#{','.join(sorted(groups))}"
 
 
+# the last session summary's scan key: a session's next request holds the same summary object
+_last_key: tuple[object, tuple[str, ...], str] = (None, (), "")
+
+
+def _scan_key(
+    held: object, kinds: set[str] | None, sorts: str, extra_packs: tuple[str, ...]
+) -> str:
+    """``_with_verbs`` of the kinds held (``kinds``, else the session summary ``held``'s)."""
+    global _last_key
+    if kinds is not None:
+        return _with_verbs(sorts, tuple(sorted(kinds)), extra_packs)
+    last, packs, key = _last_key  # one tuple, swapped whole: safe across threads
+    if last is held and packs is extra_packs:
+        return key
+    found = held.get("kinds") if isinstance(held, Mapping) else None
+    key = _with_verbs(sorts, tuple(sorted(found or ())), extra_packs)
+    _last_key = (held, extra_packs, key)
+    return key
+
+
 def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
     """Whether a mention's verb takes a kind some session in reach holds ("stop it" with no
     process held: never resolved, so not reported, as when its verb is not looked for)."""
@@ -213,8 +233,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     else:  # one session (most requests): its summary's key, kinds only when there is a mention
         kinds, present = None, (held or {}).get("key", "")
     if present:
-        held_kinds = kinds if kinds is not None else (held or {}).get("kinds") or ()
-        present = _with_verbs(present, tuple(sorted(held_kinds)), cfg.extra_packs)
+        present = _scan_key(held, kinds, present, cfg.extra_packs)
     seen = ref_memo.asked_again(ctx, cfg, present)  # a tool loop's next request: nothing read
     if seen is not None:
         idx, text, found = seen
