@@ -127,11 +127,21 @@ def _clipped(text: str, limit: int) -> str:
     return text[:half] + "\n" + text[-half:]
 
 
-@text_cache(max_chars=1_000_000)
+# The text last prepared: a question's two scan layers read it, and so does a session's later
+# second layer (its first entity beyond files). One slot, swapped whole (safe across threads):
+# a memo of every text would hold three times each, and filling it is what costs at a first scan.
+_last_prepared: tuple[str, tuple[str, ...], tuple[str, ...], Prepared] | None = None
+
+
 def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...]) -> Prepared:
-    """The text as both layers of ``_scan`` read it, prepared once (its entry holds about three
-    times the text: hence the smaller bound)."""
-    return prepare(text, load_lexicons(extra_packs)[1], languages)
+    """The text as both layers of ``_scan`` read it, prepared once."""
+    global _last_prepared
+    last = _last_prepared
+    if last is not None and last[0] == text and last[1] == extra_packs and last[2] == languages:
+        return last[3]
+    prep = prepare(text, load_lexicons(extra_packs)[1], languages)
+    _last_prepared = (text, extra_packs, languages, prep)
+    return prep
 
 
 @text_cache(max_chars=4_000_000)
