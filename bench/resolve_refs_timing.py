@@ -32,11 +32,7 @@ from tests.support.factories import FakeTokens
 from tests.support.traces import iter_conversations, request_prefixes
 
 LONG = 400  # messages: the long sessions, where the per-request walk shows
-MEMOISED = (
-    "_mentions",
-    "_scan",
-    "_prepared",
-)  # resolve_refs' text memos, emptied before each replay
+MEMOISED = ("_mentions", "_scan")  # resolve_refs' text memos, emptied before each replay
 
 
 def replay(
@@ -50,6 +46,8 @@ def replay(
         if hasattr(resolve_refs, name):  # another copy of rules/ may memoise less
             fresh = text_cache(max_chars=4_000_000)(getattr(resolve_refs, name).__wrapped__)
             setattr(resolve_refs, name, fresh)
+    if hasattr(resolve_refs, "_last_prepared"):
+        resolve_refs._last_prepared = None  # the text last prepared, one slot
     times: list[float] = []
     long_times: list[float] = []
     mentions = resolved = 0

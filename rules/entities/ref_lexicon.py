@@ -22,6 +22,7 @@ from rules.packs import builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
 _FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
+_VERBS = "\x00"  # where a template's object verbs stand while it is compiled
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Pattern:
     needs: str | None = None  # objects | listed | related: run only when such entities exist
     literals: tuple[str, ...] = ()  # strings every match holds: skipped when a text lacks one
     edge: str | None = None  # the relation it names: on | serves | mounts | next_to (None: in)
+    # its source before and after its object verbs ({kop}): narrowed to the verbs of the kinds a
+    # session holds (``ref_scan.narrowed``); None: it has no such slot
+    verb_split: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,7 @@ class Lexicon:
     relation_prefixes: tuple[tuple[str, Pattern], ...] = ()
     # " on port 5173", " that mounts the data folder" just after a mention: (edge, its pattern)
     relation_suffixes: tuple[tuple[str, Pattern], ...] = ()
+    space: str = r"\s++"  # a blank inside a word of a slot (``ref_grammar.alternation``)
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -126,14 +131,21 @@ def _compile_language(
                 raise ValueError(f"references pack, {lang}: unknown slot {m.group(0)}")
             seen[slot] += 1
             group = slot if seen[slot] == 1 else f"{slot}__{seen[slot]}"
+            if group == "kop":
+                return _VERBS  # split on below, then filled
             return f"(?P<{group}>{alternations[slot]})"
 
         source = _SLOT.sub(fill, source)
+        verb_split = None
+        if _VERBS in source:
+            before, after = source.split(_VERBS)
+            verb_split = (before + "(?P<kop>", ")" + after)
+            source = before + f"(?P<kop>{alternations['kop']})" + after
         # a user's template is timed on adversarial inputs (built-in ones are, by the tests)
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
         literals = required_literals(regex)
-        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge)
+        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split)
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -166,7 +178,7 @@ def _compile_language(
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement, prefixes, suffixes)  # fmt: skip
+                   relation, placement, prefixes, suffixes, space)  # fmt: skip
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:

@@ -6,14 +6,18 @@ the patterns each lexicon runs.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rules.entities import ref_grammar
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern
-from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
+from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible, required_literals
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
+
+FILE_KINDS = ("file", "folder")  # always in reach: files are not in a session's summary
 
 # Linear: every opening marker's match runs to its closing one or to the end, so none rescans.
 _INJECTED = re.compile(re.escape(INJECT_OPEN) + r".*?(?:" + re.escape(INJECT_CLOSE) + r"|\Z)", re.S)
@@ -55,11 +59,13 @@ def matches(p: Pattern, text: str) -> Any:
 @dataclass(frozen=True)
 class Wanted:
     """Which patterns a scan runs: those needing nothing (unless ``needed_only``) and those
-    whose need is ``present`` (None: every need is). A value (hashable), so the patterns it
-    selects are worked out once per lexicon."""
+    whose need is ``present`` (None: every need is), their object verbs narrowed to the groups
+    in ``verbs`` (None: all; see ``narrowed``). A value (hashable), so the patterns it selects
+    are worked out once per lexicon."""
 
     present: frozenset[str] | None
     needed_only: bool = False
+    verbs: frozenset[str] | None = None
 
     def __call__(self, p: Pattern) -> bool:
         if not p.needs:
@@ -67,8 +73,33 @@ class Wanted:
         return self.present is None or p.needs in self.present
 
 
-def wanted(present: frozenset[str] | None, needed_only: bool = False) -> Wanted:
-    return Wanted(present, needed_only)
+def wanted(
+    present: frozenset[str] | None,
+    needed_only: bool = False,
+    verbs: frozenset[str] | None = None,
+) -> Wanted:
+    return Wanted(present, needed_only, verbs)
+
+
+def verb_groups(object_kinds: Mapping[str, Sequence[str]], held: Iterable[str]) -> frozenset[str]:
+    """The object verb groups ("push", "stop" …) that take a kind in ``held`` or a file: a
+    verb of another group ("stop the server" in a session with no process) names an entity no
+    session in reach holds, so its mention is never resolved (resolve_refs drops it)."""
+    reach = {*held, *FILE_KINDS}
+    return frozenset(g for g, kinds in object_kinds.items() if reach.intersection(kinds))
+
+
+def narrowed(lex: Lexicon, p: Pattern, verbs: frozenset[str]) -> Pattern | None:
+    """``p`` with only the object verbs of the groups ``verbs`` (None: none is left). A shorter
+    alternation is scanned faster: the pattern runs at each candidate letter of the text."""
+    if p.verb_split is None:
+        return p
+    words = [w for w, group in lex.words["kop"].items() if group in verbs]
+    if not words:
+        return None
+    before, after = p.verb_split
+    regex = re.compile(before + ref_grammar.alternation(words, lex.space) + after)
+    return dataclasses.replace(p, regex=regex, literals=required_literals(regex))
 
 
 @dataclass(frozen=True)
@@ -122,7 +153,9 @@ def runnable(
         kind = kinds[p.kind]
         untyped = kinds[kind.untyped] if kind.untyped else kind
         if select(p) and max(kind.base, untyped.base) >= min_base:
-            out.append((rank, p))
+            run = p if select.verbs is None else narrowed(lex, p, select.verbs)
+            if run is not None:
+                out.append((rank, run))
     if len(_RUNNABLE) >= _RUNNABLE_MAX:
         _RUNNABLE.clear()
     _RUNNABLE[key] = (lex, kinds, out)

@@ -19,8 +19,9 @@ resolved through a parent session (``ctx.hints["resolver_descriptions"]``: menti
 
 from __future__ import annotations
 
+import functools
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import orjson
 from pydantic import Field, field_validator
@@ -42,6 +43,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
+from rules.entities.ref_scan import verb_groups
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -139,11 +141,21 @@ def _clipped(text: str, limit: int) -> str:
     return text[:half] + "\n" + text[-half:]
 
 
-@text_cache(max_chars=1_000_000)
+# The text last prepared: a question's two scan layers read it, and so does a session's later
+# second layer (its first entity beyond files). One slot, swapped whole (safe across threads):
+# a memo of every text would hold three times each, and filling it is what costs at a first scan.
+_last_prepared: tuple[str, tuple[str, ...], tuple[str, ...], Prepared] | None = None
+
+
 def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...]) -> Prepared:
-    """The text as both layers of ``_scan`` read it, prepared once (its entry holds about three
-    times the text: hence the smaller bound)."""
-    return prepare(text, load_lexicons(extra_packs)[1], languages)
+    """The text as both layers of ``_scan`` read it, prepared once."""
+    global _last_prepared
+    last = _last_prepared
+    if last is not None and last[0] == text and last[1] == extra_packs and last[2] == languages:
+        return last[3]
+    prep = prepare(text, load_lexicons(extra_packs)[1], languages)
+    _last_prepared = (text, extra_packs, languages, prep)
+    return prep
 
 
 @text_cache(max_chars=4_000_000)
@@ -156,12 +168,14 @@ def _scan(
 ) -> tuple[Mention, ...]:
     """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
     many times. ``present`` None: the patterns that need nothing; else only those needing what
-    is present (a session's first commit scans its question again for these alone)."""
+    is present (a session's first commit scans its question again for these alone), with the
+    object verbs of the kinds held (``_with_verbs``)."""
     kinds, _ = load_lexicons(extra_packs)
     if present is None:
         select = wanted(frozenset(), False)
     else:
-        select = wanted(frozenset(present.split("|")), True)
+        sorts, _, verbs = present.partition("#")
+        select = wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
     prep = _prepared(text, extra_packs, languages)
     return tuple(scan_prepared(prep, kinds, threshold, select))
 
@@ -201,12 +215,49 @@ def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
     return kinds, "|".join(sorted(sorts))
 
 
+@functools.lru_cache(maxsize=256)
+def _with_verbs(sorts: str, kinds: tuple[str, ...], extra_packs: tuple[str, ...]) -> str:
+    """The scan's key: the sorts present and the object verb groups the kinds held take
+    ("objects|related#drop,push,revert"): a verb of no held kind is not looked for."""
+    _, lexicons = load_lexicons(extra_packs)
+    groups = verb_groups(lexicons[0].object_kinds, kinds) if lexicons else frozenset()
+    return f"{sorts}#{','.join(sorted(groups))}"
+
+
+# the last session summary's scan key: a session's next request holds the same summary object
+_last_key: tuple[object, tuple[str, ...], str] = (None, (), "")
+
+
+def _scan_key(
+    held: object, kinds: set[str] | None, sorts: str, extra_packs: tuple[str, ...]
+) -> str:
+    """``_with_verbs`` of the kinds held (``kinds``, else the session summary ``held``'s)."""
+    global _last_key
+    if kinds is not None:
+        return _with_verbs(sorts, tuple(sorted(kinds)), extra_packs)
+    last, packs, key = _last_key  # one tuple, swapped whole: safe across threads
+    if last is held and packs is extra_packs:
+        return key
+    found = held.get("kinds") if isinstance(held, Mapping) else None
+    key = _with_verbs(sorts, tuple(sorted(found or ())), extra_packs)
+    _last_key = (held, extra_packs, key)
+    return key
+
+
+def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
+    """Whether a mention's verb takes a kind some session in reach holds ("stop it" with no
+    process held: never resolved, so not reported, as when its verb is not looked for)."""
+    return not verb_kinds or any(k in held or k in _FILES for k in verb_kinds)
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     held = ctx.state.data.get(entity_cache.SUMMARY)
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
     else:  # one session (most requests): its summary's key, kinds only when there is a mention
         kinds, present = None, (held or {}).get("key", "")
+    if present:
+        present = _scan_key(held, kinds, present, cfg.extra_packs)
     seen = ref_memo.asked_again(ctx, cfg, present)  # a tool loop's next request: nothing read
     if seen is not None:
         idx, text, found = seen
@@ -224,7 +275,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)
     if kinds is None:
         kinds = set((held or {}).get("kinds") or ())
-    mentions = [m for m in found if m.type is None or m.type in _FILES or m.type in kinds]
+    mentions = [
+        m
+        for m in found
+        if (m.type is None or m.type in _FILES or m.type in kinds) and _in_reach(m.kinds, kinds)
+    ]
     mentions = mentions[: cfg.max_mentions]
     if not mentions:
         return RuleResult.unchanged(ctx)

@@ -192,3 +192,18 @@ def test_the_same_question_object_is_not_read_again(scans: list[str]) -> None:
     sorts = first.state.with_value(entity_cache.SUMMARY, {"kinds": ["branch"], "key": "objects"})
     resolve_refs.apply(ctx(copy, now=1024.0, state=sorts, memo=memo), other)
     assert len(scans) == 6
+
+
+def test_the_prepared_slot_serves_only_its_own_text() -> None:
+    """The text last prepared is kept in one slot: another text, other languages or other packs
+    are prepared afresh, never served the slot's."""
+    langs = ("en", "zh", "ko", "ja")
+    first = resolve_refs._prepared("stop the dev server", (), langs)
+    assert first.original == "stop the dev server"
+    assert resolve_refs._prepared("stop the dev server", (), langs) is first
+    second = resolve_refs._prepared("删除刚创建的文件夹", (), langs)
+    assert second.original == "删除刚创建的文件夹" and "zh" in [x.lang for x in second.lexicons]
+    only_en = resolve_refs._prepared("删除刚创建的文件夹", (), ("en",))
+    assert only_en is not second and [x.lang for x in only_en.lexicons] in ([], ["en"])
+    assert resolve_refs._prepared("stop the dev server", (), langs) is not first
+    assert resolve_refs._prepared("stop the dev server", (), langs).text == first.text
