@@ -7,16 +7,29 @@ them. Done while a request is being handled, that time falls on the request: the
 1%). So the writer, its batch window over, waits before each step for a lull (no request between
 its start and its last observer), for at most ``MAX_DEFER_S`` a batch: under steady load, where
 no lull comes, a batch is written that much later than it was, and paced as it was. A batch with
-more writes queued behind it does not wait at all (the writer is behind: its queue must drain)."""
+more writes queued behind it does not wait at all (the writer is behind: its queue must drain),
+nor does one carrying a statement (``batch.Statement``: a response id another replica may look up
+within its short retry, a learned window) or nothing to write (retention's steps, shutdown)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
+
+from proxy.store.batch import Statement
 
 # The longest a batch waits, in all, for the requests in flight to end.
 MAX_DEFER_S = 0.2
+
+
+def defer_for(ops: Sequence[Any], behind: bool) -> float:
+    """How long a batch of ``ops`` may wait for a lull: not at all when the writer is behind,
+    when there is nothing to write, or when a statement others read soon is in it."""
+    if behind or not ops or any(isinstance(op, Statement) for op in ops):
+        return 0.0
+    return MAX_DEFER_S
 
 
 class Lull:

@@ -24,7 +24,7 @@ import asyncpg
 
 from proxy.store.batch import Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
-from proxy.store.lull import MAX_DEFER_S, Lull
+from proxy.store.lull import Lull, defer_for
 
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
@@ -168,7 +168,7 @@ class PgWriter:
     async def _write(self, ops: list[WriteOp]) -> None:
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the buffer stays useful)
-        pause = self.lull.pause(MAX_DEFER_S if self._queue.empty() else 0.0)
+        pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
         groups, lost = await paced_statements(ops, POSTGRES, pause=pause)
         self.write_errors += lost
         if groups:

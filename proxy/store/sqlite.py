@@ -27,7 +27,7 @@ from proxy.store.batch import Statement as _Statement
 from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
-from proxy.store.lull import MAX_DEFER_S, Lull
+from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
@@ -207,7 +207,7 @@ class SQLiteStore(SqliteReads):
         lost. While the database is locked by someone else, retry a few times first."""
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the queue stays bounded)
-        pause = self.lull.pause(MAX_DEFER_S if self._queue.empty() else 0.0)
+        pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
         groups, lost = await paced_statements(
             ops, SQLITE, self.max_state_bytes, self._written, pause=pause
         )

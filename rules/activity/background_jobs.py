@@ -35,19 +35,29 @@ def load_jobs(data: Any, compile_one: Callable[[str, str], re.Pattern[str]]) -> 
     spec: Mapping[str, Any] = data if isinstance(data, Mapping) else {}
     where = "entities pack: background_jobs"
 
-    def one(key: str) -> re.Pattern[str] | None:
-        return compile_one(str(spec[key]), f"{where}.{key}") if spec.get(key) else None
+    def grouped(source: str, at: str, group: str) -> re.Pattern[str]:
+        # a pattern without the group its reader takes would raise on every match: refused here
+        pattern = compile_one(source, at)
+        if group not in pattern.groupindex:
+            raise ValueError(f"{at}: the pattern needs a (?P<{group}>...) group")
+        return pattern
+
+    def one(key: str, group: str | None = None) -> re.Pattern[str] | None:
+        if not spec.get(key):
+            return None
+        at = f"{where}.{key}"
+        return grouped(str(spec[key]), at, group) if group else compile_one(str(spec[key]), at)
 
     return JobRules(
         detach_args=tuple(str(a) for a in spec.get("detach_args") or ()),
         started=tuple(
-            compile_one(str(s), f"{where}.started[{i}]")
+            grouped(str(s), f"{where}.started[{i}]", "job")
             for i, s in enumerate(spec.get("started") or ())
         ),
         job_args=tuple(str(a) for a in spec.get("job_args") or ()),
         stop_words=tuple(str(w).lower() for w in spec.get("stop_words") or ()),
         stopped=one("stopped"),
-        status=one("status"),
+        status=one("status", "status"),
         ended=frozenset(str(s).lower() for s in spec.get("ended") or ()),
     )
 

@@ -112,3 +112,27 @@ async def test_the_app_tells_the_store_of_each_request(tmp_path: Path) -> None:
             assert len(rows) == 3
     finally:
         upstream.stop()
+
+
+async def test_a_statement_is_written_at_once_while_a_request_is_in_flight(tmp_path: Path) -> None:
+    """A statement (a relayed response id another replica looks up within its short retry) is not
+    held for a lull, nor is a batch with nothing to write; request rows still are."""
+    from proxy.store.batch import Statement
+    from proxy.store.lull import defer_for
+
+    assert defer_for([], behind=False) == 0.0
+    assert defer_for([Statement("SELECT 1", ())], behind=False) == 0.0
+    assert defer_for([object()], behind=True) == 0.0
+    assert defer_for([object()], behind=False) == MAX_DEFER_S
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()  # never finished: a server always busy
+        await store.fetchrow("SELECT 1", ())
+        began = time.monotonic()
+        store.write_later("CREATE TABLE IF NOT EXISTS marks (k TEXT)", ())
+        await asyncio.wait_for(store.flush(), 5 * MAX_DEFER_S)
+        assert time.monotonic() - began < MAX_DEFER_S * 0.75
+    finally:
+        store.lull.finished({})
+        await store.close()
