@@ -231,14 +231,15 @@ def report(
     print(f"| what | view tokens | chat | {protocol} |")
     print("|---|---:|---:|---:|")
     view, chat, wire = weight
-    print(f"| the corpus' tool-call arguments | {view:,} | {chat / view:.3f} | {wire / view:.3f} |")
-    cells = []
+    per = (f"{chat / view:.3f} | {wire / view:.3f}") if view else "— | —"
+    print(f"| the corpus' tool-call arguments | {view:,} | {per} |")
+    prompts: list[tuple[int, str]] = []
     for name in ("chat", protocol):
         sent = sum(t[name].direct_wire for t in results.values())
         seen = sum(t[name].direct_view for t in results.values())
-        cells.append((seen, f"{sent / seen:.3f}" if seen else "—"))
-    print(f"| direct's prompts (the replay's requests) | {cells[0][0]:,} · {cells[1][0]:,} "
-          f"| {cells[0][1]} | {cells[1][1]} |")  # fmt: skip
+        prompts.append((seen, f"{sent / seen:.3f}" if seen else "—"))
+    print(f"| direct's prompts (the replay's requests) | {prompts[0][0]:,} · {prompts[1][0]:,} "
+          f"| {prompts[0][1]} | {prompts[1][1]} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
