@@ -11,6 +11,10 @@ clock), request by request, then the difference split in two.
   the same messages saves what they weigh on the wire: a tool call's arguments are a JSON string
   inside the JSON in Chat Completions (every quote and newline escaped twice), an object in
   Gemini's ``args``, so the same elision saves fewer tokens there, and the ratio ends nearer 1.
+- **What the wire weighs** (``call_weight``): every tool call's arguments in the corpus, in
+  tokens in the rules' view (the adapter's lowering of the converted body), on the chat wire and
+  on the protocol's; and the whole direct prompts, on each wire per view token. A gap the wire
+  explains is the protocol's own bytes, which no rewrite changes.
 
     .venv/bin/python -m bench.cost_protocol_diff --protocol gemini [--max-requests 40] [--jobs 2]
 """
@@ -24,13 +28,18 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network fetch on import
 
 from bench.cache_emulator import CacheUse, Pricing
 from bench.cost import spread
 from bench.cost_config import PRICES, PROTOCOLS, Job, parse_variant
 from bench.cost_lanes import Lane
+from bench.cost_rewrite import _ADAPTERS, chat_view, convert
 from bench.replay import Replay
+from proxy.tokens import TiktokenCounter
+from rules.messages import tool_calls
 from tests.support.traces import iter_conversations
 
 METHODS = (parse_variant("direct"), parse_variant("defaults"))
@@ -44,6 +53,9 @@ class Trace:
     cost: dict[str, tuple[float, float]] = field(
         default_factory=dict
     )  # price -> (defaults, direct)
+    # the direct lane's prompts: input tokens on the wire, tokens in the rules' view
+    direct_wire: int = 0
+    direct_view: int = 0
     # price -> what the compactions saved: each compacting request's saving less the previous
     # request's, in input tokens on the wire and in the rules' view
     wire_saved: dict[str, int] = field(default_factory=dict)
@@ -73,12 +85,15 @@ class _Recording(Replay):
         sent = lane.stats.prompt - prompt
         if lane.method.kind == "direct":
             self.direct_prompt = sent
+            self.trace.direct_wire += sent
             return
         assert lane.pricing is not None
         price = lane.pricing.name
         if (report.get("prune") or {}).get("compacted"):
             self.trace.compacted.setdefault(price, []).append(self.k)
         tokens = report.get("tokens") or {}
+        if lane is self.lanes[-1]:  # once a request: the view direct sent
+            self.trace.direct_view += tokens.get("before") or 0
         wire = self.direct_prompt - sent  # the lanes run direct first, then defaults
         view = (tokens.get("before") or 0) - (tokens.get("after") or 0)
         if (report.get("prune") or {}).get("compacted"):  # what this compaction added
@@ -114,6 +129,50 @@ def replay_pair(
     return conv["id"], out
 
 
+def _call_arguments(node: Any) -> Iterator[Any]:
+    """Every tool call's arguments in a body, as the wire holds them: a JSON string in Chat
+    Completions' ``function.arguments`` and a Responses ``function_call``, an object in Gemini's
+    ``functionCall.args`` and an Anthropic ``tool_use`` block's ``input``."""
+    if isinstance(node, list):
+        for item in node:
+            yield from _call_arguments(item)
+        return
+    if not isinstance(node, dict):
+        return
+    fn = node.get("function")
+    if isinstance(node.get("functionCall"), dict):
+        yield node["functionCall"].get("args")
+    elif node.get("type") == "tool_use":
+        yield node.get("input")
+    elif node.get("type") == "function_call":
+        yield node.get("arguments")
+    elif isinstance(fn, dict) and "arguments" in fn:
+        yield fn["arguments"]
+    else:
+        for value in node.values():
+            yield from _call_arguments(value)
+
+
+def call_weight(conversations: list[dict[str, Any]], protocol: str) -> tuple[int, int, int]:
+    """The corpus' tool-call arguments in tokens: in the rules' view of the protocol's body (its
+    adapter's lowering), on the chat wire and on the protocol's (each value serialised as the
+    prefix cache reads it: ``orjson``, keys sorted)."""
+    count = TiktokenCounter("o200k_base").count_text
+
+    def tokens(value: Any) -> int:
+        return count(orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode())
+
+    view = chat = wire = 0
+    for conv in conversations:
+        messages = conv["messages"]
+        body = convert(protocol, "gemini-2.5-flash", messages)
+        for m in chat_view(_ADAPTERS[protocol], body):
+            view += sum(count(str(c["function"]["arguments"])) for c in tool_calls(m))
+        chat += sum(tokens(a) for a in _call_arguments(messages))
+        wire += sum(tokens(a) for a in _call_arguments(body))
+    return view, chat, wire
+
+
 def _replayed(work: list[Any], jobs: int) -> Iterator[tuple[str, dict[str, Trace]]]:
     if jobs <= 1:
         yield from map(replay_pair, work)
@@ -125,7 +184,10 @@ def _replayed(work: list[Any], jobs: int) -> Iterator[tuple[str, dict[str, Trace
 
 
 def report(
-    results: dict[str, dict[str, Trace]], protocol: str, pricings: tuple[Pricing, ...]
+    results: dict[str, dict[str, Trace]],
+    protocol: str,
+    pricings: tuple[Pricing, ...],
+    weight: tuple[int, int, int],
 ) -> None:
     print(f"chat vs {protocol}: {len(results)} conversations, defaults on the prefix cache\n")
     print("| price | chat | " + protocol + " | conversations compacting on other requests | "
@@ -165,6 +227,19 @@ def report(
             view = sum(t[name].view_saved.get(p.name, 0) for t in alike)
             cells.append(f"{wire:,} / {view:,} = {wire / view:.3f}" if view else "—")
         print(f"| {p.name} | {len(alike)} | {cells[0]} | {cells[1]} |")
+    print("\nWhat the wire weighs: input tokens on each wire per token in the rules' view\n")
+    print(f"| what | view tokens | chat | {protocol} |")
+    print("|---|---:|---:|---:|")
+    view, chat, wire = weight
+    per = (f"{chat / view:.3f} | {wire / view:.3f}") if view else "— | —"
+    print(f"| the corpus' tool-call arguments | {view:,} | {per} |")
+    prompts: list[tuple[int, str]] = []
+    for name in ("chat", protocol):
+        sent = sum(t[name].direct_wire for t in results.values())
+        seen = sum(t[name].direct_view for t in results.values())
+        prompts.append((seen, f"{sent / seen:.3f}" if seen else "—"))
+    print(f"| direct's prompts (the replay's requests) | {prompts[0][0]:,} · {prompts[1][0]:,} "
+          f"| {prompts[0][1]} | {prompts[1][1]} |")  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -181,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus = spread(list(iter_conversations()), args.limit)
     work = [(c, args.protocol, args.max_requests, pricings) for c in corpus]
     results = dict(_replayed(work, args.jobs))
-    report(results, args.protocol, pricings)
+    report(results, args.protocol, pricings, call_weight(corpus, args.protocol))
     return 0
 
 
