@@ -70,6 +70,9 @@ def _scan(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
+# asked of every old result and recent call at each look for a compaction: the same texts come
+# back on every request of a session (held as ``_scan``'s are)
+@text_cache(max_chars=8_000_000, max_text_chars=MAX_SCAN_CHARS)
 def names(text: str) -> frozenset[str]:
     """Every path, identifier and id ``text`` shows (a path also by its last part, as a later
     call may name a file by its base name or its path from another folder)."""

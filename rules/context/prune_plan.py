@@ -12,13 +12,14 @@ names it showed (``digest``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import chain
 from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
 from rules.context import evidence, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
-from rules.messages import text_of
+from rules.messages import shared_prefix, text_of
 from rules.report import Pruning
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
@@ -29,6 +30,9 @@ _PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = 70  # a masked result's line with its digest, about
 FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
+# ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
+# within it (over it, or already edited or dropped)
+CAP_MEMO = "prune_cap"
 
 
 class Options(Protocol):
@@ -124,19 +128,31 @@ class Run:
         self.stages[action] = self.stages.get(action, 0) + freed
 
     def cap_new_results(self) -> None:
-        """Cap oversized results the first time they are seen; the decision is remembered."""
+        """Cap oversized results the first time they are seen; the decision is remembered.
+        Of the messages the session's last list shared (the very same objects), only those not
+        found within the cap then are looked at again: a message's size does not change."""
         dropped = set(self.overlay.dropped)
         edits, limit = self.overlay.edits, self.cfg.max_result_tokens
         count = self.tokens.count_message
-        for i, m in enumerate(self.messages):
-            if m.get("role") != "tool":  # role(m), inlined: every message, every request
+        messages, anchors = self.messages, self.anchors
+        kept = self.ctx.memo.get(CAP_MEMO)
+        start, again = 0, []
+        if kept and kept[0][1][0] == limit:
+            start = shared_prefix(kept[0][0], messages)
+            again = [i for i in kept[0][1][1] if i < start]
+        unproven: list[int] = []  # tool results not found within the cap: looked at next time
+        for i in chain(again, range(start, len(messages))):
+            m = messages[i]
+            if m.get("role") != "tool":  # role(m), inlined: every new message
                 continue
-            a = self.anchors[i]
+            a = anchors[i]
             if a in edits or a in dropped:
+                unproven.append(i)
                 continue
             size = count(m)
             if size <= limit:
                 continue
+            unproven.append(i)
             why = self.evidence.protected.get(i)
             if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
                 self.overlay.edits[a] = {"action": "keep", "reason": why}
@@ -144,6 +160,7 @@ class Run:
             edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
             capped = self._edited(i, edit)
             self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
+        self.ctx.memo[CAP_MEMO] = [(tuple(messages), (limit, unproven))]
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
 
