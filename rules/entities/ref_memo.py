@@ -46,20 +46,17 @@ class Question:
     found: tuple[Mention, ...]
 
 
-def asked_again(ctx: Context, cfg: object, present: str) -> tuple[int, str, Any] | None:
-    """(index, text, mentions) of the session's question when the latest user message is the
-    very one read last time (a tool loop's next request), with the same options and sorts."""
+def asked_again(ctx: Context, cfg: object, present: str, latest: Message) -> tuple[str, Any] | None:
+    """(text, mentions) of the session's question when the user's latest message (``latest``,
+    found by ``rules.messages.last_where``) is the very one read last time (a tool loop's next
+    request), with the same options and sorts."""
     kept = ctx.memo.get(QUESTION)
     if not kept:
         return None
     q = kept[0][1]
     if not isinstance(q, Question) or q.cfg is not cfg or q.present != present:
         return None
-    messages = ctx.messages
-    for i in range(len(messages) - 1, -1, -1):
-        if messages[i].get("role") == "user":
-            return (i, q.text, q.found) if messages[i] is q.message else None
-    return None
+    return (q.text, q.found) if latest is q.message else None
 
 
 def keep_question(ctx: Context, question: Question) -> None:

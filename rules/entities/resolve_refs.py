@@ -27,7 +27,7 @@ import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
-from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
+from rules.base import Context, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import ref_memo
 from rules.entities.ref_detect import (
@@ -108,16 +108,6 @@ class Config(RuleConfig):
     def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         load_lexicons(value)  # at start-up: a bad lexicon fails here, not per request
         return value
-
-
-def _latest_user_text(
-    messages: Sequence[Message], memo: ListMemo | None = None
-) -> tuple[int, str] | None:
-    """The latest message the user wrote, and its text: text the proxy wrote is skipped (an orphan
-    result turned into a user message starts with PLACEHOLDER_PREFIX; an injected block alone).
-    ``memo``: ``last_where``'s."""
-    at = last_where(messages, _users_own, memo, LATEST_MEMO)
-    return None if at is None else (at, text_of(messages[at].get("content")))
 
 
 def _users_own(message: Message) -> bool:
@@ -258,14 +248,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         kinds, present = None, (held or {}).get("key", "")
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
-    seen = ref_memo.asked_again(ctx, cfg, present)  # a tool loop's next request: nothing read
-    if seen is not None:
-        idx, text, found = seen
+    idx = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
+    if idx is None:
+        return RuleResult.unchanged(ctx)
+    seen = ref_memo.asked_again(ctx, cfg, present, ctx.messages[idx])
+    if seen is not None:  # a tool loop's next request: nothing read
+        text, found = seen
     else:
-        found_user = _latest_user_text(ctx.messages, ctx.memo)
-        if found_user is None:
-            return RuleResult.unchanged(ctx)
-        idx, text = found_user
+        text = text_of(ctx.messages[idx].get("content"))
         if len(text) > cfg.max_scan_chars:
             text = _clipped(text, cfg.max_scan_chars)
         found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)

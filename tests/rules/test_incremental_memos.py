@@ -11,7 +11,7 @@ from typing import Any
 from rules.base import ListMemo, Message
 from rules.context import sticky, working_set
 from rules.entities import resolve_refs
-from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX
+from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, last_where
 from rules.workspace import workspace_map
 
 BLOCK = f"{INJECT_OPEN}\nRecent: a.py\n{INJECT_CLOSE}"
@@ -94,8 +94,9 @@ def test_latest_user_text_is_the_whole_lists() -> None:
     for seed in range(6):
         memo: ListMemo = {}
         for messages in sessions(seed):
-            want = resolve_refs._latest_user_text(messages)
-            assert resolve_refs._latest_user_text(messages, memo) == want
+            own = resolve_refs._users_own
+            want = max((i for i, m in enumerate(messages) if own(m)), default=None)
+            assert last_where(messages, own, memo, resolve_refs.LATEST_MEMO) == want
 
 
 def test_the_maps_figures_are_the_whole_maps() -> None:
