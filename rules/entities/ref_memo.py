@@ -46,17 +46,33 @@ class Question:
     found: tuple[Mention, ...]
 
 
-def asked_again(ctx: Context, cfg: object, present: str, latest: Message) -> tuple[str, Any] | None:
-    """(text, mentions) of the session's question when the user's latest message (``latest``,
-    found by ``rules.messages.last_where``) is the very one read last time (a tool loop's next
-    request), with the same options and sorts."""
+# How far from the end the latest user-role message is looked for before the incremental search
+# (``rules.messages.last_where``): agents whose tool results are user messages keep it near the end.
+NEAR_END = 64
+
+
+def asked_again(
+    ctx: Context, cfg: object, present: str, latest: int | None = None
+) -> tuple[int, str, Any] | None:
+    """(index, text, mentions) of the session's question when the user's latest message is the
+    very one read last time (a tool loop's next request), with the same options and sorts.
+    ``latest``: its index as ``last_where`` found it; without it, the last user-role message
+    within ``NEAR_END`` of the end is taken (it can only be the question if it is that object)."""
     kept = ctx.memo.get(QUESTION)
     if not kept:
         return None
     q = kept[0][1]
     if not isinstance(q, Question) or q.cfg is not cfg or q.present != present:
         return None
-    return (q.text, q.found) if latest is q.message else None
+    messages = ctx.messages
+    if latest is None:
+        for i in range(len(messages) - 1, max(-1, len(messages) - 1 - NEAR_END), -1):
+            if messages[i].get("role") == "user":
+                latest = i
+                break
+    if latest is None or messages[latest] is not q.message:
+        return None
+    return latest, q.text, q.found
 
 
 def keep_question(ctx: Context, question: Question) -> None:

@@ -248,13 +248,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         kinds, present = None, (held or {}).get("key", "")
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
-    idx = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
-    if idx is None:
-        return RuleResult.unchanged(ctx)
-    seen = ref_memo.asked_again(ctx, cfg, present, ctx.messages[idx])
-    if seen is not None:  # a tool loop's next request: nothing read
-        text, found = seen
-    else:
+    # a tool loop's next request: the question read last time, nothing read again
+    seen = ref_memo.asked_again(ctx, cfg, present)
+    if seen is None:
+        at = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
+        if at is None:
+            return RuleResult.unchanged(ctx)
+        seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)
+    idx, text, found = seen
+    if found is None:  # a new question: read
         text = text_of(ctx.messages[idx].get("content"))
         if len(text) > cfg.max_scan_chars:
             text = _clipped(text, cfg.max_scan_chars)
