@@ -9,9 +9,8 @@ header values, and values assigned to secret names (``PGPASSWORD=…``, ``"passw
 ``prompt_tokens`` are names of numbers, not of secrets, and stay.
 
 Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
-input), and each starts with a literal or a small set of characters, so ``re`` skips ordinary text
-with a fast scan: a leading ``\\b`` or ``(?i)`` makes it try every position, 10-30x slower.
-Redacting twice changes nothing more than redacting once.
+input) and starts with a literal or a small set of characters, so ``re`` skips ordinary text with
+a fast scan (a leading ``\\b`` or ``(?i)`` tries every position, 10-30x slower). Idempotent.
 
 Bare hex strings are left alone: git SHAs, digests, UUIDs and content hashes fill tool output and
 the entity paths kept in session state. A hex run of 32+ characters is redacted only in a secret's
@@ -92,9 +91,8 @@ _KEY_SHAPES = (
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 
-# Credentials in URLs: scheme, user and host stay, the password goes (to the authority's last
-# "@": an unencoded "@" in it is common). Linear: neither part can cross a "/", so the scan from
-# one ``://`` stops before the next.
+# Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@" in it is
+# common). Linear: neither part can cross a "/", so the scan from one ``://`` stops at the next.
 _URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/?#'\"<>]+)@")
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
@@ -337,10 +335,8 @@ def redact_text(text: str) -> str:
     return _redact_text(text)
 
 
-# Report and state texts repeat from request to request (reasons, paths, ids, commands: a heredoc
-# command is kilobytes, redacted again for every log row while its diagnostics stay open): a dict
-# hit costs ~0.3 µs, where the patterns cost ~40 µs a kilobyte. Tool outputs beyond this size are
-# rarely seen twice and would crowd the memo.
+# Report and state texts repeat from request to request (a memo hit ~0.3 µs, the patterns ~40 µs
+# a kilobyte); tool outputs beyond this size are rarely seen twice and would crowd the memo.
 _MEMO_MAX_TEXT = 16_000
 
 
@@ -364,8 +360,7 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
     return is_secret_name(name)
 
 
-# Values neither redacted nor walked, whatever their field's name (``_secret_field``): most of a
-# report's leaves (counts, timings, flags), taken as they are without a call each.
+# Leaves never redacted (``_secret_field``): most of a report's, taken without a call each.
 _PLAIN = frozenset({int, float, bool, type(None)})
 
 
@@ -388,15 +383,11 @@ def redact(value: Any) -> Any:
 
 
 def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    out: dict[Any, Any] = {}
-    for k, v in value.items():
-        if v.__class__ in _PLAIN:
-            out[k] = v
-        elif _secret_field(k, v, value):
-            out[k] = REDACTED
-        else:
-            out[k] = redact(v)
-    return out
+    plain, secret = _PLAIN, _secret_field
+    return {
+        k: v if v.__class__ in plain else REDACTED if secret(k, v, value) else redact(v)
+        for k, v in value.items()
+    }
 
 
 def redact_value(value: Any) -> Any:

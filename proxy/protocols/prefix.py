@@ -1,8 +1,8 @@
 """The previous request of each session, kept so the next one reuses what was derived from the
 messages they share (the Anthropic and Responses adapters' lowerings and liftings:
-``anthropic_prefix``, ``responses_prefix``). An agent resends its whole
-conversation with every request, two messages longer than the last: walking the ~400 messages
-both share one by one (a lookup, a copy, a lifting each) costs more than the rules themselves.
+``anthropic_prefix``, ``responses_prefix``). An agent resends its whole conversation with every
+request, two messages longer: walking the ~400 messages both share one by one (a lookup, a copy,
+a lifting each) costs more than the rules themselves.
 
 Reuse is proven, never trusted: a client message counts as shared only when its bytes
 (``orjson.dumps``, key order and types included) equal the previous request's at the same index
@@ -35,8 +35,7 @@ from rules.base import Message
 # What a snapshot holds per client message beyond its bytes (its lowering's tuples and lists, the
 # liftings' plan and facts; most of it shared with the kept lowerings), charged to the bound.
 PER_MESSAGE_BYTES = 256
-# a kept JSON value is held as its bytes and as objects (~1.7× its bytes): charged this times its
-# bytes
+# a kept JSON value is held as its bytes and as objects (~1.7× its bytes): charged this × bytes
 OBJECT_COST = 3
 _STEP = 32
 # a group's values are found among its client messages by a scan up to this many, else by id
