@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from typing import Any
 
 import orjson
 import pytest
@@ -71,8 +72,9 @@ async def test_generate_content_to_an_openai_upstream(edge, client) -> None:  # 
     assert sent["temperature"] == 0.5 and "thinkingConfig" not in orjson.dumps(sent).decode()
 
 
-async def test_stream_to_an_openai_upstream_is_gemini_sse(edge, client) -> None:  # type: ignore[no-untyped-def]
-    edge.reply = sse_reply(
+def _hello_stream() -> Any:
+    """An OpenAI upstream streaming "Hello" in two chunks, then its usage."""
+    return sse_reply(
         sse(
             {**CHUNK, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
             {**CHUNK, "choices": [{"index": 0, "delta": {"content": "lo"},
@@ -80,6 +82,10 @@ async def test_stream_to_an_openai_upstream_is_gemini_sse(edge, client) -> None:
             {**CHUNK, "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}},
         )
     )  # fmt: skip
+
+
+async def test_stream_to_an_openai_upstream_is_gemini_sse(edge, client) -> None:  # type: ignore[no-untyped-def]
+    edge.reply = _hello_stream()
     r = await generate(
         client, openai_upstream(edge), route("streamGenerateContent"), orjson.dumps(BODY), {},
         "alt=sse", KEY,
@@ -113,14 +119,7 @@ async def test_count_tokens_is_estimated_here(edge, client) -> None:  # type: ig
 
 
 async def test_json_array_stream_to_an_openai_upstream_by_element(edge, client) -> None:  # type: ignore[no-untyped-def]
-    edge.reply = sse_reply(
-        sse(
-            {**CHUNK, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Hel"}}]},
-            {**CHUNK, "choices": [{"index": 0, "delta": {"content": "lo"},
-                                   "finish_reason": "stop"}]},
-            {**CHUNK, "choices": [], "usage": {"prompt_tokens": 9, "completion_tokens": 2}},
-        )
-    )  # fmt: skip
+    edge.reply = _hello_stream()
     r = await generate(
         client, openai_upstream(edge), route("streamGenerateContent"), orjson.dumps(BODY), {},
         "", KEY,
