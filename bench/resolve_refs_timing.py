@@ -32,7 +32,7 @@ from tests.support.factories import FakeTokens
 from tests.support.traces import iter_conversations, request_prefixes
 
 LONG = 400  # messages: the long sessions, where the per-request walk shows
-MEMOISED = ("_mentions", "_scan")  # resolve_refs' text memos, emptied before each replay
+MEMOISED = ("_mentions", "_scan", "_clipped")  # resolve_refs' text memos, emptied each replay
 
 
 def replay(
@@ -43,8 +43,11 @@ def replay(
     track_cfg, resolve_cfg = track_entities.Config(), resolve_refs.Config()
     # a fresh memo of detected mentions: every message is seen for the first time, as live
     for name in MEMOISED:
-        if hasattr(resolve_refs, name):  # another copy of rules/ may memoise less
-            fresh = text_cache(max_chars=4_000_000)(getattr(resolve_refs, name).__wrapped__)
+        cached: Any = getattr(resolve_refs, name, None)  # another copy of rules/ may memoise less
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()  # emptied, with its own bounds
+        elif cached is not None:  # an older text_cache, without cache_clear
+            fresh = text_cache(max_chars=4_000_000)(cached.__wrapped__)
             setattr(resolve_refs, name, fresh)
     if hasattr(resolve_refs, "_last_prepared"):
         resolve_refs._last_prepared = None  # the text last prepared, one slot
