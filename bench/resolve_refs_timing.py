@@ -27,24 +27,39 @@ from typing import Any
 import rules
 from rules.base import Context, Message, SessionState
 from rules.entities import resolve_refs, track_entities
+from rules.messages import text_of
 from rules.text_cache import text_cache
 from tests.support.factories import FakeTokens
 from tests.support.traces import iter_conversations, request_prefixes
 
 LONG = 400  # messages: the long sessions, where the per-request walk shows
-MEMOISED = ("_mentions", "_scan")  # resolve_refs' text memos, emptied before each replay
+MEMOISED = ("_mentions", "_scan", "_clipped")  # resolve_refs' text memos, emptied each replay
+
+
+def _latest_user(messages: Sequence[Message]) -> tuple[int, int]:
+    """(index, characters) of the last user-role message, (-1, 0) without one."""
+    for i in range(len(messages) - 1, -1, -1):
+        if messages[i].get("role") == "user":
+            return i, len(text_of(messages[i].get("content")))
+    return -1, 0
 
 
 def replay(
     clock: Callable[[], float] = time.perf_counter,
+    shapes: list[tuple[str, int, int, bool, int]] | None = None,
 ) -> tuple[list[float], list[float], int, int, int]:
     """Milliseconds per request (by ``clock``), those of requests of LONG messages or more,
-    requests, mentions, resolved."""
+    requests, mentions, resolved. ``shapes`` gets, for each request of LONG messages or more,
+    (session, messages, characters of the latest user message, whether that message is new
+    since the session's last request, references resolved): read outside the timed call."""
     track_cfg, resolve_cfg = track_entities.Config(), resolve_refs.Config()
     # a fresh memo of detected mentions: every message is seen for the first time, as live
     for name in MEMOISED:
-        if hasattr(resolve_refs, name):  # another copy of rules/ may memoise less
-            fresh = text_cache(max_chars=4_000_000)(getattr(resolve_refs, name).__wrapped__)
+        cached: Any = getattr(resolve_refs, name, None)  # another copy of rules/ may memoise less
+        if hasattr(cached, "cache_clear"):
+            cached.cache_clear()  # emptied, with its own bounds
+        elif cached is not None:  # an older text_cache, without cache_clear
+            fresh = text_cache(max_chars=4_000_000)(cached.__wrapped__)
             setattr(resolve_refs, name, fresh)
     if hasattr(resolve_refs, "_last_prepared"):
         resolve_refs._last_prepared = None  # the text last prepared, one slot
@@ -55,6 +70,7 @@ def replay(
     for conv in iter_conversations():
         state, now = SessionState(), 1_000_000.0
         memo: dict[str, list[tuple[Sequence[Message], Any]]] = {}  # the session memos' share
+        last_user = -1
         for prefix in request_prefixes(conv["messages"]):
             now += 10.0
             ctx = Context(
@@ -82,7 +98,13 @@ def replay(
             state = res.state  # track_entities' and resolve_refs' own (the question's time)
             refs = res.report.get("references", [])
             mentions += len(refs)
-            resolved += sum(1 for r in refs if r.get("entity"))
+            found = sum(1 for r in refs if r.get("entity"))
+            resolved += found
+            if shapes is not None:
+                at, chars = _latest_user(prefix)
+                if len(prefix) >= LONG:
+                    shapes.append((str(conv["id"]), len(prefix), chars, at != last_user, found))
+                last_user = at
     return times, long_times, len(times), mentions, resolved
 
 
@@ -101,6 +123,13 @@ def main() -> None:
         help="time by CPU time (time.process_time) and also report each request's best of the "
         "repeats: less of a shared machine's noise",
     )
+    parser.add_argument(
+        "--slowest",
+        action="store_true",
+        help=f"with --cpu: list the slowest 1%% of requests of {LONG}+ messages (each one's "
+        "best of the repeats): the latest user message's length, whether it is new (its first "
+        "scan), references resolved",
+    )
     args = parser.parse_args()
     print(f"rules from {Path(rules.__file__).parent}")
     clock = time.process_time if args.cpu else time.perf_counter
@@ -109,7 +138,8 @@ def main() -> None:
     fastest_long: list[float] = []
     for _ in range(args.repeat):
         gc.collect()
-        times, long_times, requests, mentions, resolved = replay(clock)
+        shapes: list[tuple[str, int, int, bool, int]] = []
+        times, long_times, requests, mentions, resolved = replay(clock, shapes)
         median, p99, top = _stats(times)
         print(
             f"requests {requests}, mentions {mentions}, resolved {resolved}; resolve_refs "
@@ -132,6 +162,22 @@ def main() -> None:
             f"each request's best of {args.repeat}: median {median:.4f} ms  p99 {p99:.3f} ms; "
             f"{LONG}+ messages: median {long_median:.4f} ms  p99 {long_p99:.3f} ms"
         )
+        if args.slowest:
+            _print_slowest(fastest_long, shapes)
+
+
+def _print_slowest(long_times: list[float], shapes: list[tuple[str, int, int, bool, int]]) -> None:
+    """The slowest 1% of the long requests, with their shapes (the same order: a deterministic
+    replay)."""
+    ranked = sorted(zip(long_times, shapes, strict=True), key=lambda x: -x[0])
+    top = ranked[: len(ranked) - int(len(ranked) * 0.99)]
+    for took, (session, messages, chars, new, found) in top:
+        sighting = "first scan" if new else "seen before"
+        print(f"  {took:.3f} ms  {session} ({messages} messages): question of {chars} "
+              f"characters, {sighting}, {found} resolved")  # fmt: skip
+    first = sum(1 for _, shape in top if shape[3])
+    print(f"  of these {len(top)}: {first} first scans; requests of {LONG}+ messages resolving "
+          f"any: {sum(1 for s in shapes if s[4])}")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -54,6 +54,11 @@ from rules.messages import (
 )
 from rules.text_cache import text_cache
 
+# Entries each text memo below keeps: a question is scanned once per layer and kept with its
+# session (``ref_memo``); these serve a layer another session or a later request reads again.
+# A table that stays this small is never copied whole as it grows (see ``text_cache``).
+MEMO_ENTRIES = 256
+
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
 LATEST_MEMO = "resolve_refs_latest"  # ``Context.memo`` name: the user's latest message, found
 _FILES = ("file", "folder")
@@ -122,7 +127,7 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
-@text_cache(max_chars=2_000_000)
+@text_cache(max_chars=2_000_000, max_entries=MEMO_ENTRIES)
 def _clipped(text: str, limit: int) -> str:
     """A long message's start and end, the same string object while the message is cached: the
     memos below hash it, and a new copy of thousands of characters on every request of a tool
@@ -148,7 +153,7 @@ def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...
     return prep
 
 
-@text_cache(max_chars=4_000_000)
+@text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
 def _scan(
     text: str,
     extra_packs: tuple[str, ...],
@@ -170,7 +175,7 @@ def _scan(
     return tuple(scan_prepared(prep, kinds, threshold, select))
 
 
-@text_cache(max_chars=4_000_000)
+@text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
 def _mentions(
     text: str,
     extra_packs: tuple[str, ...],

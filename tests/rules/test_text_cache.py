@@ -55,3 +55,54 @@ def test_other_arguments_are_part_of_the_key() -> None:
 
     assert tagged("a", 1) == "a:1"
     assert tagged("a", 2) == "a:2"
+
+
+def test_the_cache_holds_at_most_its_entries_least_recently_used_out_first() -> None:
+    calls: list[str] = []
+
+    @text_cache(max_chars=1_000_000, max_entries=3)
+    def length(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    for t in ("a", "b", "c"):
+        length(t)
+    length("a")  # used again: "b" is now the least recently used
+    length("d")  # a fourth entry: "b" goes
+    assert calls == ["a", "b", "c", "d"]
+    length("a")
+    length("c")
+    length("d")  # all three still held
+    assert calls == ["a", "b", "c", "d"]
+    length("b")  # dropped: computed again
+    assert calls == ["a", "b", "c", "d", "b"]
+    assert length.cache_chars() == 3 * 2  # three one-character entries (one unit each besides)
+
+
+def test_cache_clear_empties_the_cache() -> None:
+    calls: list[str] = []
+
+    @text_cache(max_chars=1_000)
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    upper("abc")
+    upper.cache_clear()
+    assert upper.cache_chars() == 0
+    assert upper("abc") == "ABC"
+    assert calls == ["abc", "abc"]
+
+
+def test_resolve_refs_text_memos_stay_within_their_entries() -> None:
+    from rules.entities import resolve_refs
+
+    memo = resolve_refs._scan
+    memo.cache_clear()
+    cfg = resolve_refs.Config()
+    texts = [f"question {i}: delete the folder you just made" for i in range(300)]
+    for text in texts:
+        memo(text, (), cfg.languages, 0.6, None)
+    held = texts[-resolve_refs.MEMO_ENTRIES :]  # the newest; each entry counts its text + 1
+    assert memo.cache_chars() == sum(len(t) + 1 for t in held)
+    memo.cache_clear()
