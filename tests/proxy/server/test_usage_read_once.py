@@ -16,7 +16,11 @@ from tests.proxy.telemetry.test_jsonlog import app_with_log, send
 from tests.support.edge_upstream import EdgeUpstream, Reply, sse
 from tests.support.factories import request, system, user
 
-USAGE = {"prompt_tokens": 30, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 16}}
+USAGE = {
+    "prompt_tokens": 30,
+    "completion_tokens": 2,
+    "prompt_tokens_details": {"cached_tokens": 16},
+}
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
