@@ -316,7 +316,8 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     # thread CPU leaves out
     calls = sum(cpu["ctxproxy"]) + sum(cpu["floor"])
     other = (process_cpu * 1000 - calls) / max(1, args.requests)
-    print(f"other threads' CPU (the store's connection, the offload worker): {other:.3f} ms a request")
+    threads = "the store's connection, the offload worker"
+    print(f"other threads' CPU ({threads}): {other:.3f} ms a request")
     print(collections.summary())
     if profile is not None:
         out = io.StringIO()
