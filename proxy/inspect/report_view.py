@@ -311,6 +311,8 @@ def freed_by_stage(report: dict[str, Any]) -> dict[str, int]:
     stage → tokens, or a list of {stage|name, tokens_freed}); else sums the ``pruning`` items."""
     prune = report.get("prune")
     stages = prune.get("stages") if isinstance(prune, dict) else None
+    if not stages and not report.get("pruning"):
+        return {}  # the common request (a metric per request): nothing was freed
     out: Counter[str] = Counter()
     if isinstance(stages, dict):
         for name, value in stages.items():
@@ -329,11 +331,15 @@ def freed_by_stage(report: dict[str, Any]) -> dict[str, int]:
 
 
 def repair_kinds(report: dict[str, Any]) -> dict[str, int]:
+    if not report.get("repairs"):
+        return {}  # the common request (a metric per request)
     return dict(Counter(str(r.get("kind") or "unknown") for r in items(report, "repairs")))
 
 
 def loop_kinds(report: dict[str, Any]) -> dict[str, int]:
     """Loops break_loops noted on the request, by kind."""
+    if not report.get("loops"):
+        return {}
     return dict(Counter(str(r.get("kind") or "unknown") for r in items(report, "loops")))
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
-from rules.context import measure
+from rules.context import measure, shrink
 from rules.loops import break_loops
 from rules.messages import content_hash
 
@@ -39,6 +39,7 @@ KEPT_TABLES = (
     observations.EXIT_MEMO,
     observations.OBSERVATION_MEMO,  # a call's: checked against its result object and indices
     break_loops.STEPS_MEMO,  # a result's step: checked against its observation
+    shrink.ESTIMATE_MEMO,  # with the options it was made with
 )
 # A session's memos are dropped past this many entries for each object its request handled
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.

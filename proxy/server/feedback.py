@@ -17,17 +17,20 @@ from proxy.attribution.ledger import CacheLedger, Pending
 from proxy.settings import UpstreamSettings
 from proxy.store.base import Store
 from proxy.store.cache_feedback import CacheFeedback
-from proxy.upstream.usage import cache_usage
+from proxy.upstream.usage import CacheUsage
 
 log = logging.getLogger("ctxproxy.handler")
 
 
-def note_cache_usage(store: Store, row: dict[str, Any], status: int, usage: Any) -> None:
-    """Keep what a successful answer's ``usage`` says of the cache, dated with the request."""
+def note_cache_usage(
+    store: Store, row: dict[str, Any], status: int, reported: CacheUsage | None
+) -> None:
+    """Keep what a successful answer's usage says of the cache (``reported``: its
+    ``cache_usage``, read once for the feedback, the row and the cache line), dated with the
+    request."""
     session = row.get("session_id")
     if status >= 400 or not session:
         return
-    reported = cache_usage(usage)
     if reported is None:
         return
     store.cache_feedback.put(
@@ -76,15 +79,15 @@ def cache_line(
     pending: Pending | None,
     row: dict[str, Any],
     status: int,
-    usage: Any,
+    reported: CacheUsage | None,
     answer: dict[str, Any] | None = None,
 ) -> dict[str, Any] | None:
     """The request's cache line once its answer is in (None for a failed one): settled in the
-    session's ledger with the usage, the provider's own diagnosis beside it when it was asked
-    for (``answer``: the answer's id and diagnosis holder)."""
+    session's ledger with the usage (``reported``: its ``cache_usage``), the provider's own
+    diagnosis beside it when it was asked for (``answer``: the answer's id and diagnosis
+    holder)."""
     if pending is None or status >= 400:
         return None
-    reported = cache_usage(usage)
     counted = None
     if reported is not None and reported.prompt_tokens is not None:
         counted = Usage(
@@ -108,12 +111,12 @@ def with_cache_line(
     pending: Pending | None,
     row: dict[str, Any],
     status: int,
-    usage: Any,
+    reported: CacheUsage | None,
     answer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A row's completion with its cache line; a failure of ours leaves the line out."""
     try:
-        line = cache_line(ledger, pending, row, status, usage, answer)
+        line = cache_line(ledger, pending, row, status, reported, answer)
     except Exception:
         log.exception("the cache line of %s failed", row.get("id"))
         return fields

@@ -49,7 +49,7 @@ from proxy.server.services import Services
 from proxy.server.stream_relay import relay_stream
 from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.usage import usage_of
+from proxy.upstream.usage import cache_usage, usage_of
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.handler")
@@ -262,18 +262,20 @@ class ProtocolHandler:
             await send({"type": "http.response.body", "body": body})
         finally:
             usage = usage_of(body) if fields is None else fields.get("usage")
-            note_cache_usage(self.s.store, row, response.status, usage)
+            reported = cache_usage(usage)  # read once: the feedback, the row, the cache line
+            note_cache_usage(self.s.store, row, response.status, reported)
             if fields is None:
                 try:
                     fields = self._fields(
-                        row, started, response.status, None, ttfb, usage, body, ready
-                    )
+                        row, started, response.status, None, ttfb, usage, body, ready,
+                        reported=reported,
+                    )  # fmt: skip
                 except Exception:  # a bug of ours: the row is still completed, without usage
                     log.exception("completing the log row of %s failed", row.get("id"))
                     fields = {"status": response.status, "ttfb_ms": round(ttfb, 3)}
             answer = whole_answer(body) if pending is not None and pending.diagnose else None
             fields = with_cache_line(
-                fields, self.s.engine.ledger, pending, row, response.status, usage, answer
+                fields, self.s.engine.ledger, pending, row, response.status, reported, answer
             )
             await self._finish(row, fields)
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from proxy.errors import ProxyError
-from proxy.upstream.usage import usage_fields
+from proxy.upstream.usage import CacheUsage, usage_fields
 from rules.redact import redact, redact_text
 
 
@@ -24,16 +24,17 @@ def completion_fields(
     response_body: bytes | None = None,
     ended: float | None = None,
     capture: bool = False,
+    reported: CacheUsage | None = None,
 ) -> dict[str, Any]:
     """The row's completion; its latency ends at ``ended`` (``perf_counter``: when the answer was
-    ready, before it was sent), else now."""
+    ready, before it was sent), else now. ``reported``: the usage's ``cache_usage``, if read."""
     end = time.perf_counter() if ended is None else ended
     fields: dict[str, Any] = {
         "status": status,
         "latency_ms": round((end - started) * 1000, 3),
         "ttfb_ms": round(ttfb, 3) if ttfb is not None else None,
         "client_disconnected": row.get("client_disconnected", 0),
-        **usage_fields(usage),
+        **usage_fields(usage, reported),
     }
     report = row.get("report")
     if isinstance(report, dict) and "breakpoints" in report:  # added after the row was queued

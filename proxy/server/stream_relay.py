@@ -23,6 +23,7 @@ from proxy.server.services import Services
 from proxy.server.wire import Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
+from proxy.upstream.usage import CacheUsage, cache_usage
 
 
 class Handler(Protocol):
@@ -62,6 +63,7 @@ async def relay_stream(
     assert response.chunks is not None
     tap = response.tap() if response.tap is not None else UsageTap()
     noted: dict[str, Any] | None = None  # the usage handed on as the cache's feedback
+    reported: CacheUsage | None = None  # what it says of the cache (``cache_usage``)
     ttfb: float | None = None
     error: ProxyError | None = None
     complete = False
@@ -88,8 +90,8 @@ async def relay_stream(
                     if ids is not None:  # until the response id is found: one chunk
                         ids.feed(chunk)
                     if tap.usage is not None and tap.usage is not noted:
-                        noted = tap.usage
-                        note_cache_usage(handler.s.store, row, status, noted)
+                        noted, reported = tap.usage, cache_usage(tap.usage)
+                        note_cache_usage(handler.s.store, row, status, reported)
                     if captured is not None:
                         captured.append(chunk)
                 answered.feed(chunk)  # sent
@@ -118,8 +120,12 @@ async def relay_stream(
         if not complete and error is None and not answered.seen():
             row["client_disconnected"] = 1
         body = b"".join(captured) if captured is not None else None
-        fields = handler._fields(row, started, status, error, ttfb, tap.usage, body)
+        if tap.usage is not noted:  # read after the last chunk noted (or never noted)
+            reported = cache_usage(tap.usage)
+        fields = handler._fields(
+            row, started, status, error, ttfb, tap.usage, body, reported=reported
+        )
         answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
         ledger = handler.s.engine.ledger
-        fields = with_cache_line(fields, ledger, pending, row, status, tap.usage, answer)
+        fields = with_cache_line(fields, ledger, pending, row, status, reported, answer)
         await handler._finish(row, fields)

@@ -71,12 +71,16 @@ def _largest(*values: Any) -> int | None:
     return max(sane) if sane else None
 
 
-def usage_fields(usage: dict[str, Any] | None) -> dict[str, Any]:
+def usage_fields(
+    usage: dict[str, Any] | None, reported: CacheUsage | None = None
+) -> dict[str, Any]:
     """Usage as logged: prompt/completion tokens and cached tokens in any provider's spelling
-    (Anthropic's prompt: input + cache reads + cache writes; Responses': ``input_tokens``)."""
+    (Anthropic's prompt: input + cache reads + cache writes; Responses': ``input_tokens``).
+    ``reported``: ``cache_usage(usage)`` when the caller read it already."""
     if not isinstance(usage, dict):
         return {}
-    reported = cache_usage(usage)
+    if reported is None:
+        reported = cache_usage(usage)
     cached = reported.cached_tokens if reported is not None else None
     prompt = _count(usage.get("prompt_tokens"))
     if prompt is None and reported is not None:  # Anthropic's or Responses' input_tokens

@@ -103,8 +103,34 @@ def recent_calls(messages: list[Message], count: int = RECENT_CALLS) -> Calls:
 
 
 def _used_after(calls: Calls, index: int, names: frozenset[str]) -> bool:
-    """Whether a recent call after message ``index`` (so not the result's own) uses a name."""
+    """Whether a recent call after message ``index`` (so not the result's own) uses a name: the
+    definition ``CallsAfter`` answers with one set test."""
     return any(i > index and not used.isdisjoint(names) for i, used in calls)
+
+
+class CallsAfter:
+    """``_used_after`` of one list of recent calls with a single set test: the names of all the
+    calls after each message index that holds one (a look asks about every candidate result)."""
+
+    def __init__(self, calls: Calls) -> None:
+        # ``recent_calls`` walks back: message indices come newest first, never rising
+        self._bounds: list[tuple[int, frozenset[str]]] = []
+        names: set[str] = set()
+        for i, used in calls:
+            names |= used
+            if self._bounds and self._bounds[-1][0] == i:
+                self._bounds[-1] = (i, frozenset(names))
+            else:
+                self._bounds.append((i, frozenset(names)))
+
+    def used_after(self, index: int, names: frozenset[str]) -> bool:
+        """Whether a call after message ``index`` uses one of ``names``."""
+        union: frozenset[str] | None = None
+        for i, after in self._bounds:  # the oldest call index still after ``index`` holds all
+            if i <= index:
+                break
+            union = after
+        return union is not None and not union.isdisjoint(names)
 
 
 def _file_names(path: str) -> frozenset[str]:
@@ -136,6 +162,7 @@ def judge(
         if o.result_index in wanted:
             by_index[o.result_index] = o
     calls = recent_calls(messages)
+    after = CallsAfter(calls)
     out: dict[int, Need] = {}
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
@@ -150,7 +177,7 @@ def judge(
             elif (
                 a.kind == "read"
                 and a.target not in written_after
-                and _used_after(calls, o.call_index, _file_names(a.target))
+                and after.used_after(o.call_index, _file_names(a.target))
             ):
                 why = "a read of a file later recent calls work on"
             elif (
@@ -159,8 +186,8 @@ def judge(
                 and a.target.removeprefix("./") in working
             ):
                 why = "a read of a file the agent works on (workspace map), unchanged since"
-            elif calls and _used_after(
-                calls, o.call_index, digest.names(text_of(messages[o.result_index].get("content")))
+            elif calls and after.used_after(
+                o.call_index, digest.names(text_of(messages[o.result_index].get("content")))
             ):
                 why = "names it showed are used by later recent calls"
             out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why), turns))

@@ -248,10 +248,11 @@ class Run:
             if anchors[i] not in done and sizes[i] > _PLACEHOLDER_TOKENS:
                 seen.add(i)
                 steps.append(Step("supersede", sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
+        estimates = self.ctx.table(shrink.ESTIMATE_MEMO)
         for i in self.shrink_candidates(protected):
             if anchors[i] not in done:
-                gain = shrink.estimate(
-                    self.messages[i], self.cfg.shrink_lines, self.cfg.shrink_arg_chars
+                gain = shrink.estimate_in(
+                    estimates, self.messages[i], self.cfg.shrink_lines, self.cfg.shrink_arg_chars
                 )
                 if gain > 0:
                     steps.append(Step("shrink", gain, i, (i,), reuse=SHRINK_REUSE))

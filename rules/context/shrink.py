@@ -122,6 +122,24 @@ def estimate(message: Message, keep_lines: int, max_chars: int) -> int:
     return chars // 4
 
 
+# ``Context.table`` name: each message's ``estimate``, with the options it was made with (kept
+# across a session's requests: a look for a compaction asks about every old assistant turn)
+ESTIMATE_MEMO = "shrink_estimate"
+
+
+def estimate_in(
+    table: dict[int, tuple[Any, Any]], message: Message, keep_lines: int, max_chars: int
+) -> int:
+    """``estimate``, once per message object and options (``table``: ``ESTIMATE_MEMO``)."""
+    options = (keep_lines, max_chars)
+    hit = table.get(id(message))
+    if hit is not None and hit[0] is message and hit[1][0] == options:
+        return int(hit[1][1])
+    gain = estimate(message, keep_lines, max_chars)
+    table[id(message)] = (message, (options, gain))
+    return gain
+
+
 def is_shrunk(message: Message) -> bool:
     """Whether ``shrink_message`` wrote this message (a client never sends these markers)."""
     if role(message) != "assistant":

@@ -274,6 +274,12 @@ def test_show_without_captured_payloads_says_so(live_proxy, capsys) -> None:
         ),
         ({"prune": {"stages": {"cap": {"tokens_freed": 40}}}}, {"cap": 40}),
         ({"pruning": "garbage", "prune": None}, {}),
+        # the rule's totals, none: nothing, whatever the items say
+        ({"pruning": [{"action": "mask", "tokens_freed": 10}], "prune": {"stages": {}}}, {}),
+        ({"pruning": [{"action": "mask", "tokens_freed": 10}], "prune": {"stages": []}}, {}),
+        ({"pruning": [{"stage": "mask", "tokens_freed": 7}], "prune": {}}, {"mask": 7}),
+        ({"pruning": [], "prune": {"stages": None}}, {}),
+        ({}, {}),
     ],
 )
 def test_freed_by_stage_is_tolerant(report: dict[str, Any], expected: dict[str, int]) -> None:
@@ -485,3 +491,24 @@ def test_show_summarises_the_cache_economics_of_a_request() -> None:
     assert pairs["injected blocks"] == "3 replayed, added: delta"
     assert pairs["cache breakpoints"] == "system, tools, previous_tail, tail"
     assert pairs["cache read ratio"] == "0.1 (litellm)"
+
+
+@pytest.mark.parametrize(
+    ("report", "repairs", "loops"),
+    [
+        ({}, {}, {}),
+        ({"repairs": [], "loops": None}, {}, {}),
+        ({"repairs": "garbage", "loops": 3}, {}, {}),
+        (
+            {"repairs": [{"kind": "orphan_result"}, {"kind": "orphan_result"}, "x"],
+             "loops": [{"kind": "repeat"}, {}]},
+            {"orphan_result": 2, "unknown": 1},
+            {"repeat": 1, "unknown": 1},
+        ),
+    ],
+)  # fmt: skip
+def test_repair_and_loop_kinds_are_counted_and_tolerant(
+    report: dict[str, Any], repairs: dict[str, int], loops: dict[str, int]
+) -> None:
+    assert rv.repair_kinds(report) == repairs
+    assert rv.loop_kinds(report) == loops

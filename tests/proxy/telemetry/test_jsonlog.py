@@ -220,3 +220,54 @@ def test_terminal_control_characters_from_clients_are_escaped(json_lines: bool) 
     assert "\\u202e" in line and "\\u009b" in line
     if json_lines:
         assert orjson.loads(line)["model"] == model  # the same JSON, only escaped
+
+
+class _CountingStream(io.StringIO):
+    """A stream that counts its flushes and what had been written at each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flushed: list[int] = []
+
+    def flush(self) -> None:
+        self.flushed.append(len(self.getvalue().splitlines()))
+        super().flush()
+
+
+async def test_request_lines_on_the_loop_are_flushed_together_soon_after() -> None:
+    """A line each request, one flush for the lines of the next ``FLUSH_AFTER_S``; an error's
+    line flushes at once (with those before it); ``flush`` (shutdown) writes what waits."""
+    import asyncio
+
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import FLUSH_AFTER_S, JsonLog
+
+    out = _CountingStream()
+    log = JsonLog(LoggingSettings(json_lines=True), stream=out)
+    for i in range(5):
+        log.finished({"id": f"r{i}", "status": 200})
+    assert out.flushed == []  # written, not flushed yet
+    await asyncio.sleep(FLUSH_AFTER_S * 2)
+    assert out.flushed == [5]  # one flush took all five
+    log.finished({"id": "r5", "status": 200})
+    log.finished({"id": "r6", "status": 502})  # an error: at once, with the line before it
+    assert out.flushed[1:] and out.flushed[-1] == 7
+    count = len(out.flushed)
+    await asyncio.sleep(FLUSH_AFTER_S * 2)
+    assert len(out.flushed) == count  # nothing left waiting: no flush
+    log.finished({"id": "r7", "status": 404})
+    log.flush()
+    assert out.flushed[-1] == 8
+    await asyncio.sleep(FLUSH_AFTER_S * 2)
+    assert out.flushed[-1] == 8 and len(out.flushed) == count + 1  # the timer was cancelled
+
+
+def test_request_lines_off_the_loop_are_flushed_each() -> None:
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import JsonLog
+
+    out = _CountingStream()
+    log = JsonLog(LoggingSettings(json_lines=True), stream=out)
+    log.finished({"id": "r1", "status": 200})
+    log.finished({"id": "r2", "status": 200})
+    assert out.flushed == [1, 2]
