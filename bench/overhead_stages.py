@@ -277,7 +277,7 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     settings = load_settings(cfg)
     configure(settings.logging)
     app = create_app(settings, db_path=str(tmp / "bench.db"))
-    app.state.log_stream = (tmp / "requests.log").open("w")  # as the bench's servers' stderr
+    app.state.log_stream = (tmp / "requests.log").open("w", buffering=1)  # line-buffered, as stderr
     app.state.setup_hooks.append(settle_heap)
     floor = create_bare_app(settings.model_copy())  # its own: the stages wrap ctxproxy's
     body = orjson.dumps(bodies(args.messages, args.stream)[args.protocol])
@@ -312,12 +312,12 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
         process_cpu = time.process_time() - process_cpu
         await app.state.services.store.flush()
     print_stages(args, body, totals, cpu, stages)
-    # the process's other threads (the store's connection, the offload worker): what the calls'
-    # thread CPU leaves out
+    # the process's CPU outside the calls: the loop between requests (the writer's batches, timers),
+    # the store's connection thread, the offload worker
     calls = sum(cpu["ctxproxy"]) + sum(cpu["floor"])
     other = (process_cpu * 1000 - calls) / max(1, args.requests)
-    threads = "the store's connection, the offload worker"
-    print(f"other threads' CPU ({threads}): {other:.3f} ms a request")
+    outside = "the loop between requests, the store's connection, the offload worker"
+    print(f"CPU outside the calls ({outside}): {other:.3f} ms a request")
     print(collections.summary())
     if profile is not None:
         out = io.StringIO()

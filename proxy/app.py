@@ -268,9 +268,6 @@ def create_app(
             yield
         finally:
             await retention.stop(pruner)
-            request_log = getattr(app.state, "request_log", None)
-            if request_log is not None:  # its lines still waiting for their flush
-                request_log.flush()
             engine.close()
             await upstream.aclose()
             await store.close()

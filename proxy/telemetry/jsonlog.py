@@ -5,8 +5,6 @@ same fields as ``key=value`` text."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
 import re
@@ -105,12 +103,6 @@ def text_value(value: Any) -> str:
     return terminal_safe(_UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", quoted))
 
 
-# Request lines written on the event loop are flushed together, at most this long after the
-# first one waiting: a flush is a write call (~8 µs of a request's time at concurrency 1), and
-# nobody reads a request's line within 50 ms of its answer. An error's line goes out at once.
-FLUSH_AFTER_S = 0.05
-
-
 class JsonLog:
     """Request observer writing one line per request to ``stream`` (stderr by default, looked up
     when writing so a redirected stderr is honoured)."""
@@ -119,14 +111,12 @@ class JsonLog:
         self.threshold = logging.getLevelName(settings.level)
         self.json_lines = use_json(settings, stream or sys.stderr)
         self.stream = stream
-        self._waiting: tuple[asyncio.TimerHandle, IO[str]] | None = None  # the flush to come
 
     def started(self) -> None:
         pass
 
     def finished(self, row: dict[str, Any]) -> None:
-        level = level_for(row.get("status"))
-        if level < self.threshold:
+        if level_for(row.get("status")) < self.threshold:
             return
         record = request_record(row, time.time())
         if self.json_lines:
@@ -135,35 +125,7 @@ class JsonLog:
             line = " ".join(f"{k}={text_value(v)}" for k, v in record.items())
         out = self.stream or sys.stderr
         out.write(line + "\n")
-        if level >= logging.ERROR:
-            self.flush()
-            out.flush()
-        else:
-            self._flush_soon(out)
-
-    def _flush_soon(self, out: IO[str]) -> None:
-        waiting = self._waiting
-        if waiting is not None and waiting[1] is out:
-            return  # the flush to come takes this line too
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not on an event loop: nothing would flush it later
-            out.flush()
-            return
-        self.flush()  # a stream redirected meanwhile: the old one's lines go now
-        self._waiting = (loop.call_later(FLUSH_AFTER_S, self._flush, out), out)
-
-    def _flush(self, out: IO[str]) -> None:
-        self._waiting = None
-        with contextlib.suppress(ValueError, OSError):  # closed, or a pipe nobody reads
-            out.flush()
-
-    def flush(self) -> None:
-        """The lines waiting, written now (at shutdown, before an error's line)."""
-        waiting = self._waiting
-        if waiting is not None:
-            waiting[0].cancel()
-            self._flush(waiting[1])
+        out.flush()
 
 
 class JsonFormatter(logging.Formatter):
@@ -205,8 +167,6 @@ def configure(settings: LoggingSettings) -> None:
 
 
 def setup(app: Any, services: Any) -> None:
-    """Setup hook: subscribe the request log; ``app.state.log_stream`` redirects it (tests). The
-    app flushes it at shutdown (``app.state.request_log``)."""
+    """Setup hook: subscribe the request log; ``app.state.log_stream`` redirects it (tests)."""
     stream = getattr(app.state, "log_stream", None)
-    app.state.request_log = JsonLog(services.settings.logging, stream)
-    services.observers.add(app.state.request_log)
+    services.observers.add(JsonLog(services.settings.logging, stream))
