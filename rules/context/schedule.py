@@ -32,13 +32,13 @@ Three cases, none of which guesses how long the session will last:
 
 from __future__ import annotations
 
-import bisect
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rules.base import CacheFacts
+from rules.context import payback
 from rules.packs import load_pack
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
@@ -139,25 +139,17 @@ def _lengths() -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The corpus' session lengths, sorted, and the sum of those from each index on."""
     pack = load_pack("horizon")
     table = tuple(sorted(int(x) for x in pack.get("lengths") or [] if int(x) > 0))
-    sums = [0]
-    for x in reversed(table):
-        sums.append(sums[-1] + x)
-    return table, tuple(reversed(sums))
+    return table, payback.suffix_sums(table)
 
 
 def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
     """Expected requests still to come after ``requests`` were made: the mean of ``L - n`` over
     corpus sessions longer than ``n``; past the longest, as many as made so far (a session that
     has lasted long tends to last as long again)."""
-    n = max(requests, 1)
     if lengths is not None:
-        table = tuple(lengths)
-        longer = table[bisect.bisect_right(table, n) :]
-        return sum(x - n for x in longer) / len(longer) if longer else float(n)
-    table, sums = _lengths()  # every request asks: a bisection and the stored sums
-    i = bisect.bisect_right(table, n)
-    count = len(table) - i
-    return (sums[i] - n * count) / count if count else float(n)
+        table = tuple(sorted(lengths))
+        return payback.mean_remaining(requests, table, payback.suffix_sums(table))
+    return payback.mean_remaining(requests, *_lengths())  # stored sums: every request asks
 
 
 @dataclass(frozen=True)
@@ -322,15 +314,17 @@ def _break_even(
     figures: dict[str, Any],
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
-    cost, since the last compaction, at least their bust plus their expected loss (see the module
-    docstring). The carrying cost is shared among the steps by the tokens they free; of the cuts
-    that have paid, the one with the most left over."""
+    cost, since the last compaction, at least their bust plus their expected loss, or once the
+    session's expected remaining requests say they pay, within ``payback``'s guard (see that
+    module). The carrying cost is shared among the steps by the tokens they free; of the cuts
+    that qualify, the one of most value over the session."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
+    ahead = payback.remaining(memory.requests)  # expected requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
-    best: tuple[float, int, float, float] | None = None  # net, how many of order, bust, loss
+    best: tuple[float, int, float, float, str] | None = None  # value, how many, bust, loss, why
     freed, lost = 0, 0.0
     whole = (0.0, 0.0)
     for n, i in enumerate(order, 1):
@@ -346,22 +340,26 @@ def _break_even(
         # (reported in the rule's tokens, as every figure; weighed in the provider's)
         bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
         share = carried * freed / everything if everything > 0 else 0.0
-        net = share - bust * scale - lost
-        if freed > 0 and net >= 0 and (best is None or net > best[0]):
-            best = (net, n, bust, lost)
-        whole = (bust, lost)  # the deepest cut's, reported when none has paid
-    figures.update(carried=round(carried), provider_scale=round(scale, 2))
+        future = r * freed * ahead
+        price = bust * scale + lost
+        why = payback.verdict(share, future, price) if freed > 0 else None
+        value = share + future - price
+        if why is not None and (best is None or value > best[0]):
+            best = (value, n, bust, lost, why)
+        whole = (bust, lost)  # the deepest cut's, reported when none qualifies
+    figures.update(carried=round(carried), provider_scale=round(scale, 2), ahead=round(ahead, 1))
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
             decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
         )
         return Choice(0, total, figures)
-    _, n, bust, lost = best
+    _, n, bust, lost, why = best
     chosen = tuple(sorted(order[:n]))
     after = total - sum(steps[i].freed for i in chosen)
+    saving = carried if why == "paid" else r * (total - after) * ahead
     figures.update(
-        decision="paid", expected_saving=round(carried), bust_cost=round(bust),
+        decision=why, expected_saving=round(saving), bust_cost=round(bust),
         expected_loss=round(lost),
     )  # fmt: skip
     return Choice(len(chosen), after, figures, chosen)
