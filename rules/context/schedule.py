@@ -325,29 +325,36 @@ def _break_even(
     ahead = payback.remaining(memory.requests)  # expected requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
-    best: tuple[float, int, float, float, str] | None = None  # value, how many, bust, loss, why
-    freed, lost = 0, 0.0
+    best: tuple[float, tuple[int, ...], float, float, str] | None = None  # value, chosen, …, why
     whole = (0.0, 0.0)
-    for n, i in enumerate(order, 1):
-        step = steps[i]
-        freed += step.freed
-        lost += step_loss(step, total, r, loss)
-        if n < len(order) and steps[order[n]].first == step.first:
-            continue  # steps on one message go together
-        first = step.first
-        cached = cached_after(first, prefix_tokens, cached0, facts)
-        after = total - freed
-        # the bust: what this request costs compacted, beyond what it costs as it is
-        # (reported in the rule's tokens, as every figure; weighed in the provider's)
-        bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
-        share = carried * freed / everything if everything > 0 else 0.0
-        future = r * freed * ahead
-        price = bust * scale + lost
-        why = payback.verdict(share, future, price) if freed > 0 else None
-        value = share + future - price
-        if why is not None and (best is None or value > best[0]):
-            best = (value, n, bust, lost, why)
-        whole = (bust, lost)  # the deepest cut's, reported when none qualifies
+    # a cut on the estimate takes only the steps whose loss is priced (a stage of weight 0,
+    # supersede by default, waits until carrying has paid for it)
+    for bet in (False, True):
+        freed, lost, first = 0, 0.0, len(prefix_tokens)
+        taken: list[int] = []
+        for n, i in enumerate(order, 1):
+            step = steps[i]
+            if not bet or loss.get(step.stage, 1.0) > 0:
+                freed += step.freed
+                lost += step_loss(step, total, r, loss)
+                first = min(first, step.first)
+                taken.append(i)
+            if n < len(order) and steps[order[n]].first == step.first:
+                continue  # steps on one message go together
+            cached = cached_after(first, prefix_tokens, cached0, facts)
+            after = total - freed
+            # the bust: what this request costs compacted, beyond what it costs as it is
+            # (reported in the rule's tokens, as every figure; weighed in the provider's)
+            bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0)
+            share = carried * freed / everything if everything > 0 else 0.0
+            future = r * freed * ahead
+            price = bust * scale + lost
+            why = payback.verdict(share, future, price) if freed > 0 else None
+            value = share + future - price
+            if why == ("expected" if bet else "paid") and (best is None or value > best[0]):
+                best = (value, tuple(sorted(taken)), bust, lost, why)
+            if not bet:
+                whole = (bust, lost)  # the deepest cut's, reported when none qualifies
     figures.update(carried=round(carried), provider_scale=round(scale, 2), ahead=round(ahead, 1))
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
@@ -355,8 +362,7 @@ def _break_even(
             decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
         )
         return Choice(0, total, figures)
-    _, n, bust, lost, why = best
-    chosen = tuple(sorted(order[:n]))
+    _, chosen, bust, lost, why = best
     after = total - sum(steps[i].freed for i in chosen)
     saving = carried if why == "paid" else r * (total - after) * ahead
     figures.update(
