@@ -20,6 +20,9 @@ once: its price ``P``. ``carried`` is what carrying its tokens has cost since th
   carrying instead of ``P``: it costs ``1 + GUARD`` times the best schedule's instead of 2 (the
   ski-rental rule with a prediction, after Purohit, Svitkina and Kumar, NeurIPS 2018).
 
+A cut on the estimate takes only the steps whose loss is priced (``schedule._break_even``): a
+stage weighed at no loss (supersede, by default) waits for break-even.
+
 Of the cuts that qualify, the one whose value over the session is largest: what carrying its
 tokens has cost and is expected to cost (``carried`` share + ``r × F × E[remaining]``) less its
 price."""

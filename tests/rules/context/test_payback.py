@@ -107,3 +107,26 @@ def test_a_session_the_estimate_says_is_ending_waits_for_break_even() -> None:
         messages, budget, 5.0, cheap, requests=20, carried={"carried": price * 0.9, "looked": 20}
     ).report["prune"]
     assert out["schedule"]["decision"] == "none" and not out["compacted"]
+
+
+def test_a_cut_on_the_estimate_leaves_superseded_reads_to_break_even() -> None:
+    """A superseded read is priced at no loss (``loss_weights.supersede: 0``): a cut on the
+    estimate leaves it for break-even (taken early, the agent's later copies from it were
+    lost), while a cut paid for in hindsight takes it with the rest."""
+    from tests.rules.context.test_schedule import step
+
+    messages = [*conversation(28), *step(0)]  # g0.py read again: its first read is stale
+    budget = 200_000
+    plain = decide(messages, budget, 5.0).report["prune"]["schedule"]
+    price = plain["bust_cost"] + plain["expected_loss"]
+
+    def actions(carried: float) -> tuple[str, set[str]]:
+        out = decide(
+            messages, budget, 5.0, requests=20, carried={"carried": carried, "looked": 20}
+        ).report
+        return out["prune"]["schedule"]["decision"], {d["action"] for d in out["pruning"]}
+
+    decision, done = actions(price * 0.6)
+    assert decision == "expected" and done and "supersede" not in done
+    decision, done = actions(price * 3)
+    assert decision == "paid" and "supersede" in done
