@@ -57,10 +57,11 @@ def oracle(at: Sequence[int]) -> Iterator[None]:
     def choose(
         steps: Sequence[schedule.Step], prefix_tokens: Sequence[int], total: int, room: int,
         floor: int, facts: Any, memory: schedule.Memory, state: str, loss: Any, min_gain: int,
+        bet: bool = False,
     ) -> schedule.Choice:  # fmt: skip
         if total > room or state == "cold":
             return original(
-                steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain
+                steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain, bet
             )
         if memory.requests in wanted and steps:
             freed = sum(s.freed for s in steps)

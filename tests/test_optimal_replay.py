@@ -39,7 +39,7 @@ def test_the_oracle_puts_prunes_schedule_back() -> None:
     choose, look = schedule.choose, prune.WARM_LOOK_EVERY
     with oracle([3]):
         assert schedule.choose is not choose and prune.WARM_LOOK_EVERY == 1
-    assert schedule.choose is choose and prune.WARM_LOOK_EVERY == look
+    assert schedule.choose is choose and look == prune.WARM_LOOK_EVERY
 
 
 def test_the_halves_split_the_corpus_by_the_id_alone() -> None:

@@ -234,8 +234,10 @@ def choose(
     state: str,
     loss: Mapping[str, float],
     min_gain: int,
+    bet: bool = False,
 ) -> Choice:
-    """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``."""
+    """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
+    ``bet``: under the budget, warm, also the cuts the session's expected length pays for."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -269,7 +271,7 @@ def choose(
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
         return Choice(len(free) if freed > 0 else 0, total - freed, figures)
     if not forced:
-        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures)
+        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet)
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
@@ -313,28 +315,29 @@ def _break_even(
     memory: Memory,
     loss: Mapping[str, float],
     figures: dict[str, Any],
+    bet: bool = False,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
-    cost, since the last compaction, at least their bust plus their expected loss, or once the
-    session's expected remaining requests say they pay, within ``payback``'s guard (see that
-    module). The carrying cost is shared among the steps by the tokens they free; of the cuts
+    cost, since the last compaction, at least their bust plus their expected loss, or (``bet``)
+    once the session's expected remaining requests say they pay, within ``payback``'s guard (see
+    that module). The carrying cost is shared among the steps by the tokens they free; of the cuts
     that qualify, the one of most value over the session."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
-    ahead = payback.remaining(memory.requests)  # expected requests still to come
+    ahead = payback.remaining(memory.requests) if bet else 0.0  # requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
     best: tuple[float, tuple[int, ...], float, float, str] | None = None  # value, chosen, …, why
     whole = (0.0, 0.0)
     # a cut on the estimate takes only the steps whose loss is priced (a stage of weight 0,
     # supersede by default, waits until carrying has paid for it)
-    for bet in (False, True):
+    for on_estimate in (False, True)[: 1 + bet]:
         freed, lost, first = 0, 0.0, len(prefix_tokens)
         taken: list[int] = []
         for n, i in enumerate(order, 1):
             step = steps[i]
-            if not bet or loss.get(step.stage, 1.0) > 0:
+            if not on_estimate or loss.get(step.stage, 1.0) > 0:
                 freed += step.freed
                 lost += step_loss(step, total, r, loss)
                 first = min(first, step.first)
@@ -351,11 +354,13 @@ def _break_even(
             price = bust * scale + lost
             why = payback.verdict(share, future, price) if freed > 0 else None
             value = share + future - price
-            if why == ("expected" if bet else "paid") and (best is None or value > best[0]):
+            if why == ("expected" if on_estimate else "paid") and (best is None or value > best[0]):
                 best = (value, tuple(sorted(taken)), bust, lost, why)
-            if not bet:
+            if not on_estimate:
                 whole = (bust, lost)  # the deepest cut's, reported when none qualifies
-    figures.update(carried=round(carried), provider_scale=round(scale, 2), ahead=round(ahead, 1))
+    figures.update(carried=round(carried), provider_scale=round(scale, 2))
+    if bet:
+        figures["ahead"] = round(ahead, 1)
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(

@@ -4,12 +4,19 @@ verdicts, the survival estimate, and the worst-case bound the guard gives whatev
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
 from rules.base import CacheFacts
 from rules.context import payback
-from tests.rules.context.test_schedule import conversation, decide
+from tests.rules.context import test_schedule
+from tests.rules.context.test_schedule import conversation
+
+
+def decide(*args: Any, **options: Any) -> Any:
+    """test_schedule's ``decide`` with prune's ``bet_on_length`` on."""
+    return test_schedule.decide(*args, bet_on_length=True, **options)
 
 
 def test_a_cut_paid_in_hindsight_is_made_whatever_the_estimate() -> None:
@@ -130,3 +137,17 @@ def test_a_cut_on_the_estimate_leaves_superseded_reads_to_break_even() -> None:
     assert decision == "expected" and done and "supersede" not in done
     decision, done = actions(price * 3)
     assert decision == "paid" and "supersede" in done
+
+
+def test_off_by_default_it_is_break_even_alone() -> None:
+    """Without ``bet_on_length`` (the default) the same half-paid cut waits, and the figures
+    carry no estimate."""
+    messages = conversation(28)
+    budget = 200_000
+    plain = test_schedule.decide(messages, budget, 5.0).report["prune"]["schedule"]
+    price = plain["bust_cost"] + plain["expected_loss"]
+    half = {"carried": price * 0.6, "looked": 20}
+    off = test_schedule.decide(messages, budget, 5.0, requests=20, carried=half).report["prune"]
+    assert off["schedule"]["decision"] == "none" and "ahead" not in off["schedule"]
+    on = decide(messages, budget, 5.0, requests=20, carried=half).report["prune"]
+    assert on["schedule"]["decision"] == "expected"
