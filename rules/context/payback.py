@@ -1,5 +1,6 @@
 """When a compaction the budget does not force is made, the cache warm: break-even, or earlier
-when the session's expected remaining requests say it pays, within a stated worst case.
+when the session's expected remaining requests say it pays, within a stated worst case (the
+latter with prune's ``bet_on_length``, off by default).
 
 A cut frees ``F`` tokens that every later request would otherwise read at ``r`` (carrying them),
 and costs its bust ``B`` (the prompt re-billed from its earliest edit on) plus its expected loss

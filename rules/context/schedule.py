@@ -18,10 +18,10 @@ Three cases:
   request; a compaction costs its bust once. The session's memory adds up what carrying them has
   cost since the last compaction (``carried``). A compaction is made once its share of that sum
   reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
-  twice the best schedule's carrying and busts whatever the session's length), or earlier, once
-  that share reaches half of it and the session's expected remaining requests (a survival
-  estimate) say the cut repays twice its price (at most 3× the best, whatever the estimate). The
-  cut may start late in the conversation (the steps from some message on), where the bust is
+  twice the best schedule's carrying and busts whatever the session's length), or (prune's
+  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
+  session's expected remaining requests (a survival estimate) say the cut repays twice its price
+  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the steps from some message on), where the bust is
   small: of the cuts that qualify, the one of most value over the session. The bust is priced in
   the provider's tokens (``provider_scale``): what a cut frees is text counted exactly, but the
   prompt it re-bills also holds what the count leaves out, and the provider's count of the
