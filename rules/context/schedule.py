@@ -21,11 +21,11 @@ Three cases:
   twice the best schedule's carrying and busts whatever the session's length), or (prune's
   ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
   session's expected remaining requests (a survival estimate) say the cut repays twice its price
-  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the steps from some message on), where the bust is
-  small: of the cuts that qualify, the one of most value over the session. The bust is priced in
-  the provider's tokens (``provider_scale``): what a cut frees is text counted exactly, but the
-  prompt it re-bills also holds what the count leaves out, and the provider's count of the
-  previous prompt says how much.
+  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
+  steps from some message on), where the bust is small: of the cuts that qualify, the one of most
+  value over the session. The bust is priced in the provider's tokens (``provider_scale``): what a
+  cut frees is text counted exactly, but the prompt it re-bills also holds what the count leaves
+  out, and the provider's count of the previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). The horizon (the corpus'
