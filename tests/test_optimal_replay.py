@@ -60,3 +60,17 @@ def test_the_survival_pack_is_the_train_halfs_lengths() -> None:
 
     assert PACK.read_text() == render(lengths("train"), "train")
     assert render(lengths("held-out"), "held-out") != PACK.read_text()
+
+
+def test_a_bet_variant_turns_prunes_option_on_and_nothing_else() -> None:
+    from bench.cost_lanes import _pipeline
+
+    bet, plain = parse_variant("defaults+bet"), parse_variant("defaults")
+    assert bet.bet and bet.kind == "ctxproxy" and bet.budget is None and not plain.bet
+    assert parse_variant("budget32k+bet").budget == 32_000
+    on, off = _pipeline((), True), _pipeline((), False)
+    configs = {s.name: s.config for s in on.steps}
+    assert configs["prune"].bet_on_length is True  # type: ignore[attr-defined]
+    assert not {s.name: s.config for s in off.steps}["prune"].bet_on_length  # type: ignore[attr-defined]
+    assert [s.name for s in on.steps] == [s.name for s in off.steps]
+    assert all(s.config == configs[s.name] for s in off.steps if s.name != "prune")
