@@ -9,6 +9,7 @@ with the offline-optimal compaction schedule as a yardstick.
                                    [--variants direct,defaults,budget32k,mask10,microcompact]
                                    [--prices 0.1,0.25,0.5,0.1w] [--rules-off inject]
                                    [--envelope-sessions 3] [--no-optimal]
+                                   [--half all|train|held-out]
 
 **The replay** (``bench/replay.py``). Each conversation is one session, replayed turn by turn:
 every request an agent would send (``tests/support/traces.request_prefixes``; with
@@ -113,7 +114,9 @@ conversation), ``cost_stats`` (sums, distributions, rows), ``cost_tables`` (prin
 ``--json`` file), ``optimal`` and ``optimal_inputs``; the names other benches use are
 re-exported here.
 
-``--limit N`` takes N conversations spread evenly over the corpus (every source represented).
+``--limit N`` takes N conversations spread evenly over the corpus (every source represented);
+``--half train|held-out`` first keeps one half of it (``bench/split.py``: prune's warm-cache
+schedule learns its survival table on ``train``).
 Runtime with ``--jobs 2`` on 2 cores (2026-11-28, where the rules read the prices, so every
 ctxproxy method runs once per price variant), start-up included: the default (40
 conversations, 2,763 requests, five methods, four prices, the optimal and envelope tables) 29 s;
@@ -166,6 +169,7 @@ from bench.cost_rewrite import (
 from bench.cost_stats import Outcome, Stats, Totals
 from bench.cost_tables import fmt_ratio, fmt_share, report
 from bench.replay import Replay, replay_job, run_jobs
+from bench.split import HALVES, in_half
 from proxy.settings import Settings
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens
@@ -303,6 +307,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-optimal", action="store_true", help="skip the offline-optimal schedule's table"
     )
+    parser.add_argument(
+        "--half",
+        default="all",
+        choices=("all", *HALVES),
+        help="the conversations of one half of the corpus (bench/split.py; default all)",
+    )
     return parser
 
 
@@ -341,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--cache anthropic reads cache_control breakpoints: --protocol anthropic")
     methods = _methods(parser, args)
     corpus = list(iter_conversations())
-    chosen = spread(corpus, args.limit)
+    chosen = spread(in_half(corpus, args.half), args.limit)
     try:
         pricings = tuple(PRICES[k.strip()] for k in args.prices.split(",") if k.strip())
     except KeyError as exc:

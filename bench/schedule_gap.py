@@ -3,6 +3,7 @@ conversation by conversation: when each compacts, and what the difference is wor
 
     .venv/bin/python -m bench.schedule_gap [--price 0.25] [--max-requests 40] [--limit N]
                                            [--variant defaults] [--jobs 2] [--top 15]
+                                           [--half all|train|held-out]
                                            [--json out.json]
 
 **The replay** is ``bench.cost``'s (``bench/replay.py``): each conversation one session, every
@@ -43,6 +44,7 @@ from bench.cost_config import PRICES, Job, budget_of, parse_variant
 from bench.optimal import direct_cost, optimal_schedule
 from bench.optimal_inputs import _prune_config, plan_inputs
 from bench.replay import Replay
+from bench.split import HALVES, in_half
 from tests.support.traces import iter_conversations, request_prefixes
 
 CLASSES = ("optimal never compacts", "online never compacts", "online later", "online not later")
@@ -180,13 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--half", default="all", choices=("all", *HALVES))
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     method = parse_variant(args.variant)
     if method.kind != "ctxproxy":
         parser.error("--variant: a ctxproxy variant")
     methods = (parse_variant("direct"), method)
-    convs = spread(list(iter_conversations()), args.limit or None)
+    convs = spread(in_half(iter_conversations(), args.half), args.limit or None)
     jobs = [
         Job(c, methods, (PRICES[args.price],), 0, cadence="every-turn",
             max_requests=args.max_requests)

@@ -144,9 +144,10 @@ class ScheduleSummary(TypedDict, total=False):
 
     cache: str  # warm | cold | unknown
     why: str
-    decision: str  # none | cold | pays | forced
+    decision: str  # none | cold | paid | expected (bet_on_length) | forced
     read_ratio: float
     horizon: float  # expected remaining requests
+    ahead: float  # bet_on_length: the survival estimate of the requests still to come
     growth: float  # tokens added per request
     bust_cost: int  # what this request pays extra for the compaction
     expected_saving: int  # over the horizon

@@ -99,6 +99,13 @@ class Config(RuleConfig):
         "prompt again at the cache price, the removed tokens fresh) times the chance it is "
         "needed again (rules/packs/reuse.yaml); 0 ignores it",
     )
+    bet_on_length: bool = Field(
+        default=False,
+        description="under the budget with a warm cache, also compact once carrying has cost "
+        "half a cut's price when the session's expected remaining requests say the cut repays "
+        "twice its price (at most 3x the best schedule whatever the session's length; "
+        "docs/rules/prune.md: its measured effect); off: break-even alone",
+    )
     # inject runs after prune; the default is inject's own cap
     reserve_tokens: int = Field(
         default=inject.Config.model_fields["max_tokens"].default,
@@ -192,7 +199,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
-            min_gain,
+            min_gain, bet=cfg.bet_on_length,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
         if choice.chosen is not None:  # a cut that is not the first steps in plan order

