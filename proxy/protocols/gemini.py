@@ -57,7 +57,7 @@ class GeminiAdapter:
     ) -> dict[str, Any]:
         st: State = lowered.state
         lowered.data = None
-        if messages is lowered.messages and not st.misnamed:
+        if messages is lowered.messages and not st.misnamed and not st.misplaced:
             return body
         contents, system = lift_contents(st, messages)
         forwarded = dict(body)

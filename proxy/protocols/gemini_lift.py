@@ -138,7 +138,7 @@ def _untouched(st: State, run: list[Message]) -> list[Any] | None:
     k = 0
     while k < len(run):
         src = _source(st, run[k])
-        if src is None or run[k] is not src.lowered or src.content in st.misnamed:
+        if src is None or run[k] is not src.lowered or src.content in st.misnamed | st.misplaced:
             return None
         tags = st.tags[src.content]
         if [m.get(TAG) for m in run[k : k + len(tags)]] != tags:
@@ -199,7 +199,7 @@ def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
 
 def _model_content(st: State, m: Message) -> list[Lifted]:
     src = _source(st, m)
-    if src is not None and m is src.lowered:
+    if src is not None and m is src.lowered and src.content not in st.misplaced:
         return [(st.contents[src.content], True)]
     return [(_model_turn(st, m), False)]
 
@@ -215,9 +215,12 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
         parts.extend(_call_part(c) for c in calls)
         return {"role": "model", "parts": parts or [make_text(" ")]}
     content = st.contents[src.content]
-    if m is src.lowered:
+    misplaced = src.content in st.misplaced
+    if m is src.lowered and not misplaced:
         return content  # type: ignore[no-any-return]
     source = parts_of(content)
+    if misplaced:  # function responses, which Gemini refuses in a model turn, left out
+        source = [p for p in source if response_of(p) is None]
     lowered_calls = tool_calls(src.lowered)
     old_text = text_of(src.lowered.get("content"))
     new_text = text_of(m.get("content"))

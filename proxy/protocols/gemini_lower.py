@@ -108,6 +108,9 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
         named.append((name if isinstance(name, str) else "", cid))
     if any(isinstance(p, dict) and p.get("thought") for p in parts):
         st.thoughts.add(i)
+    if any(response_of(p) is not None for p in parts):  # refused there: dropped when lifted
+        st.misplaced.add(i)
+        st.repairs.append({"kind": "response_in_model_turn", "index": i, "action": "dropped"})
     text = texts(parts)
     if not text and not tool_calls:
         text = opaque_note([part_kind(p) for p in parts] or ["empty"])

@@ -45,6 +45,9 @@ class State:
     # and the repairs made so (the rules' report shape)
     misnamed: set[int] = field(default_factory=set)
     repairs: list[dict[str, Any]] = field(default_factory=list)
+    # the model contents holding function responses, which Gemini refuses in a model turn: the
+    # lifting writes them without those parts (a repair, in ``repairs``)
+    misplaced: set[int] = field(default_factory=set)
     # each content's JSON (None: not JSON), kept across a session's requests: a forwarded body
     # is written from its contents' bytes, not serialised again (``GeminiAdapter.lift``)
     datas: list[bytes | None] | None = None

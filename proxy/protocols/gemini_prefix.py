@@ -113,6 +113,7 @@ class LoweredMemory:
             st.synthetic.update(prev.state.synthetic)
             st.thoughts.update(i for i in prev.state.thoughts if i < shared)
             st.misnamed.update(i for i in prev.state.misnamed if i < shared)
+            st.misplaced.update(i for i in prev.state.misplaced if i < shared)
             st.repairs.extend(r for r in prev.state.repairs if r["index"] < shared)
         if prev is not None:  # what the previous request lifted and checked (this one's own
             # replace them there: nothing older is held)

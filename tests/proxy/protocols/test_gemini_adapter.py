@@ -239,6 +239,26 @@ async def test_a_response_not_naming_its_call_is_renamed(engine: Engine) -> None
     assert [r["kind"] for r in out.report["repairs"]] == ["response_name_mismatch"]
 
 
+async def test_a_response_in_a_model_turn_is_left_out(engine: Engine) -> None:
+    """Gemini refuses a function response in a model turn: the turn goes on without it, its
+    other parts as sent, and the repair is reported; the contents around it are the client's."""
+    first = user("list the files")
+    odd = model({"text": "Listing.", "thoughtSignature": "sig=="}, response(None, "a.txt"))
+    after = user("and now?")
+    out = await rewrite(engine, body(first, odd, after))
+    fwd = out.body["contents"]
+    assert fwd[0] is first and fwd[2] is after
+    assert fwd[1] == {"role": "model", "parts": [{"text": "Listing.", "thoughtSignature": "sig=="}]}
+    assert [r["kind"] for r in out.report["repairs"]] == ["response_in_model_turn"]
+    lone = model(response("c9", "made"))  # nothing else in it: an empty text stands in
+    out = await rewrite(engine, body(user("go"), lone), now=2000.0)
+    assert responses_of(out.body["contents"][1]) == []
+    # a session's next request, grown: the lowering kept from the last one still knows the turn
+    grown = body(first, odd, after, model("Done."), user("thanks"))
+    out = await rewrite(engine, grown, now=3000.0)
+    assert responses_of(out.body["contents"][1]) == []
+
+
 def test_the_lowering_memory_reuses_a_grown_body_and_stays_within_its_bytes() -> None:
     """A session's next body, sharing its contents as objects (the body memory's), lowers only
     what is new; the snapshots kept are charged by their texts and stay within the bound, the
