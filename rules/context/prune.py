@@ -203,7 +203,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             # the compacted prompt carries no stored blocks: inject collapses them into one;
             # forced, steps past the chosen cut go on while the request does not fit (their
             # gains were estimated)
-            fit = room - schema if decision == "forced" else None
+            fit = int(choice.figures.get("goal", room)) - schema if decision == "forced" else None
             trial, trial_total = run.compact(
                 steps, choice.steps, total - blocks - schema, schema, sizes, fit
             )

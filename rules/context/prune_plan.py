@@ -17,7 +17,7 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
-from rules.context import evidence, need, overlay, prune_stages, replay, shrink
+from rules.context import evidence, forced, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import shared_prefix, text_of
 from rules.report import Pruning
@@ -265,21 +265,17 @@ class Run:
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
         )
-        needs = need.judge(self.messages, self.obs, [i for i, _ in masks], working)
-        candidates = [
+        turns = self._droppable_turns(protected) if drops and self.cfg.drop_turns else []
+        whole = {i for t in turns for i in t if i in self.by_result and anchors[i] not in done}
+        needs = need.judge(self.messages, self.obs, [i for i, _ in masks] + sorted(whole), working)
+        if drops:  # masks and drops by the least expected loss per token (``forced``)
+            steps.extend(forced.order(masks, turns, needs, sizes, whole, _DIGEST_TOKENS))
+            return steps
+        steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks
-            if drops or not needs[i].needed
-        ]
-        if drops:  # needed ones last; the least expected loss per token freed first
-            candidates.sort(key=lambda s: (needs[s.first].needed, s.loss_per_token()))
-        steps.extend(candidates)
-        if drops and self.cfg.drop_turns:
-            reuse = need.DEFAULT_REUSE[True]
-            for turn in self._droppable_turns(protected):
-                steps.append(
-                    Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
-                )
+            if not needs[i].needed
+        )
         return steps
 
     def _recent_masks(

@@ -282,7 +282,11 @@ def choose(
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
     figures["goal"] = goal
     # turns are dropped only when nothing else makes the request fit
-    usable = steps if total - sum(s.freed for s in free) > room else free
+    # (a plan whose drops come among its masks orders them by expected loss: all are usable)
+    interleaved = any(
+        a.stage == "drop" and b.stage != "drop" for a, b in zip(steps, steps[1:], strict=False)
+    )
+    usable = steps if interleaved or total - sum(s.freed for s in free) > room else free
     best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
     freed = 0
     lost = 0.0
