@@ -2,22 +2,29 @@
 
 Past the steps that cost the task nothing much (stale copies, the agent's own old prose and
 scripts), masks of tool results and drops of whole old turns are taken in one order: the least
-expected loss per token freed first. A result's loss is the probability that a later call copies
-from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a later use);
-a turn's is the sum of those of the results it still shows whole (a result elided already has
-given up what it held). So an old turn of spent output goes before a recent read the agent may
-copy an ``old_str`` from, and a large listing nobody uses before a small result in use: the depth
-the budget forces is reached losing the fewest later copies, as an oracle that knew the future
-would (``bench/next_action_bound.py``)."""
+expected cost per token freed first: the chance it is needed again times the re-read that forces
+(the prompt again at the cache price, and its own tokens). A result's chance is ranked by the probability that a later
+call copies from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a
+later use); a turn's by the sum of those of the results it still shows whole (a result elided
+already has given up what it held) plus a little for its own words. How deep the cut goes is the
+schedule's (``schedule.choose``), which charges each step the re-read it may force at the
+coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's, the cuts
+stopped at the goal and came back twice as often, for the same literals kept on the corpus. So an old turn of spent output goes
+before a recent read the agent may copy an ``old_str`` from, and a large output nobody uses
+before a small result in use: the depth the budget forces is reached losing the fewest later
+copies, as a pruning that knew the future would (``bench/next_action_bound.py``). Turns holding a
+file's latest write still go last: they say what changed."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
 
 from rules.context.need import Need
 from rules.context.schedule import Step
 
 DROP_TEXT_ODDS = 0.02  # a turn's own words and call arguments: rarely copied from again
+DIGEST_TOKENS = 70  # a masked result's line with its digest, about
 
 
 def order(
@@ -26,25 +33,54 @@ def order(
     needs: Mapping[int, Need],
     sizes: Mapping[int, int],
     whole: set[int],
-    digest_tokens: int,
+    before: Sequence[Step] = (),
+    late_turns: Collection[int] = frozenset(),
+    reread: float = 0.0,
 ) -> list[Step]:
     """Mask steps for ``masks`` (result index, reason) and drop steps for ``turns`` (message
     indices, oldest first), merged by expected loss per token freed. ``whole``: the results the
-    overlay still shows whole (a turn's loss counts those)."""
+    overlay still shows whole (a turn's loss counts those); ``before``: the steps planned ahead
+    of these (supersede, shrink), whose gains a drop of their turn does not free again;
+    ``late_turns``: the first messages of turns holding a file's latest write (dropped last);
+    ``reread``: what asking again costs beyond the result's own tokens (the prompt at the cache
+    price), so a step is ranked by its expected re-read cost per token freed."""
     steps = [
-        Step("mask", sizes[i] - digest_tokens, i, (i,), reason, needs[i].odds)
+        Step("mask", sizes[i] - DIGEST_TOKENS, i, (i,), reason, needs[i].reuse, needs[i].odds)
         for i, reason in masks
     ]
     for turn in turns:
-        odds = sum(needs[i].odds for i in turn if i in whole and i in needs)
-        steps.append(
-            Step(
-                "drop",
-                sum(sizes[i] for i in turn),
-                turn[0],
-                tuple(turn),
-                reuse=min(1.0, odds + DROP_TEXT_ODDS),
-            )
-        )
+        live = [needs[i] for i in turn if i in whole and i in needs]
+        freed = sum(sizes[i] for i in turn)
+        reuse = min(1.0, sum(n.reuse for n in live) + DROP_TEXT_ODDS)
+        odds = min(1.0, sum(n.odds for n in live) + DROP_TEXT_ODDS)
+        steps.append(Step("drop", freed, turn[0], tuple(turn), reuse=reuse, rank=odds))
+    late = {s.first for s in steps[len(masks) :] if s.first in late_turns}
+
+    def cost_per_token(s: Step) -> float:
+        return s.loss_per_token() * (reread + max(s.freed, 1))
+
     # stable: among equals, masks before drops and older turns first
-    return sorted(steps, key=Step.loss_per_token)
+    return net(sorted(steps, key=lambda s: (s.first in late, cost_per_token(s))), before)
+
+
+def net(steps: Sequence[Step], before: Sequence[Step]) -> list[Step]:
+    """``steps`` with each gain net of what earlier steps (``before`` them, then those of the
+    list) free on the same messages: a turn dropped after its prose was shrunk or its result
+    masked frees only what is left, and a mask after its turn was dropped frees nothing (it
+    goes). So the schedule's estimate of the depth a cut reaches is not counted twice."""
+    freed_on: dict[int, int] = {}
+    for s in before:
+        for i in s.messages:
+            freed_on[i] = freed_on.get(i, 0) + s.freed
+    gone: set[int] = set()
+    out = []
+    for s in steps:
+        if gone.intersection(s.messages):
+            continue
+        if s.stage == "drop":
+            s = replace(s, freed=max(s.freed - sum(freed_on.get(i, 0) for i in s.messages), 0))
+            gone.update(s.messages)
+        for i in s.messages:
+            freed_on[i] = freed_on.get(i, 0) + s.freed
+        out.append(s)
+    return out

@@ -27,7 +27,7 @@ from rules.workspace import workspace_map
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 _PLACEHOLDER_TOKENS = 30  # an elided result's line, about
-_DIGEST_TOKENS = 70  # a masked result's line with its digest, about
+_DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
 FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 # ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
@@ -269,8 +269,9 @@ class Run:
         whole = {i for t in turns for i in t if i in self.by_result and anchors[i] not in done}
         needs = need.judge(self.messages, self.obs, [i for i, _ in masks] + sorted(whole), working)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
-            steps.extend(forced.order(masks, turns, needs, sizes, whole, _DIGEST_TOKENS))
-            return steps
+            late = prune_stages.latest_write_calls(self.obs)
+            reread = self.ctx.cache.read_ratio * sum(sizes.values())
+            return steps + forced.order(masks, turns, needs, sizes, whole, steps, late, reread)
         steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks

@@ -36,6 +36,7 @@ import bisect
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from rules.base import CacheFacts
@@ -171,12 +172,14 @@ class Step:
     messages: tuple[int, ...] = ()  # what it edits (a dropped turn: all its messages)
     reason: str = ""
     reuse: float = 0.0
+    # a forced compaction's order: the chance by the feature model (``copy_odds``); None: reuse
+    rank: float | None = None
 
     def loss_per_token(self) -> float:
         """The chance that what it removes is copied from again, per token it frees: a forced
         compaction frees its tokens where the fewest later copies are lost (a large result
         unlikely to be needed goes before a small one the agent may copy from)."""
-        return self.reuse / max(self.freed, 1)
+        return (self.reuse if self.rank is None else self.rank) / max(self.freed, 1)
 
 
 @dataclass(frozen=True)
@@ -283,9 +286,7 @@ def choose(
     figures["goal"] = goal
     # turns are dropped only when nothing else makes the request fit
     # (a plan whose drops come among its masks orders them by expected loss: all are usable)
-    interleaved = any(
-        a.stage == "drop" and b.stage != "drop" for a, b in zip(steps, steps[1:], strict=False)
-    )
+    interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))
     usable = steps if interleaved or total - sum(s.freed for s in free) > room else free
     best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
     freed = 0
@@ -310,8 +311,10 @@ def choose(
     if best is None:
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
-    _, k, after, bust = best
-    figures.update(decision="forced", bust_cost=round(bust), expected_saving=0)
+    cost, k, after, bust = best
+    figures.update(
+        decision="forced", bust_cost=round(bust), expected_saving=0, expected_cost=round(cost)
+    )
     return Choice(k, after, figures)
 
 
