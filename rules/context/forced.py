@@ -2,18 +2,20 @@
 
 Past the steps that cost the task nothing much (stale copies, the agent's own old prose and
 scripts), masks of tool results and drops of whole old turns are taken in one order: the least
-expected cost per token freed first: the chance it is needed again times the re-read that forces
-(the prompt again at the cache price, and its own tokens). A result's chance is ranked by the probability that a later
+expected loss per token freed first. A result's loss is ranked by the probability that a later
 call copies from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a
 later use); a turn's by the sum of those of the results it still shows whole (a result elided
 already has given up what it held) plus a little for its own words. How deep the cut goes is the
 schedule's (``schedule.choose``), which charges each step the re-read it may force at the
-coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's, the cuts
-stopped at the goal and came back twice as often, for the same literals kept on the corpus. So an old turn of spent output goes
-before a recent read the agent may copy an ``old_str`` from, and a large output nobody uses
-before a small result in use: the depth the budget forces is reached losing the fewest later
-copies, as a pruning that knew the future would (``bench/next_action_bound.py``). Turns holding a
-file's latest write still go last: they say what changed."""
+coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's, the corpus
+kept the same literals, but forced cuts stopped at the goal and came back about twice as often
+in a long session (tests/rules/context/test_overlay.py).
+
+So an old turn of spent output goes before a recent read the agent may copy an ``old_str`` from,
+and a large output nobody uses before a small result in use: the depth the budget forces is
+reached losing the fewest later copies, as a pruning that knew the future would
+(``bench/next_action_bound.py``). Turns holding a file's latest write still go last: they say
+what changed. Each gain is net of the steps before it on the same messages (``net``)."""
 
 from __future__ import annotations
 
@@ -35,15 +37,12 @@ def order(
     whole: set[int],
     before: Sequence[Step] = (),
     late_turns: Collection[int] = frozenset(),
-    reread: float = 0.0,
 ) -> list[Step]:
     """Mask steps for ``masks`` (result index, reason) and drop steps for ``turns`` (message
     indices, oldest first), merged by expected loss per token freed. ``whole``: the results the
     overlay still shows whole (a turn's loss counts those); ``before``: the steps planned ahead
     of these (supersede, shrink), whose gains a drop of their turn does not free again;
-    ``late_turns``: the first messages of turns holding a file's latest write (dropped last);
-    ``reread``: what asking again costs beyond the result's own tokens (the prompt at the cache
-    price), so a step is ranked by its expected re-read cost per token freed."""
+    ``late_turns``: the first messages of turns holding a file's latest write (dropped last)."""
     steps = [
         Step("mask", sizes[i] - DIGEST_TOKENS, i, (i,), reason, needs[i].reuse, needs[i].odds)
         for i, reason in masks
@@ -56,11 +55,8 @@ def order(
         steps.append(Step("drop", freed, turn[0], tuple(turn), reuse=reuse, rank=odds))
     late = {s.first for s in steps[len(masks) :] if s.first in late_turns}
 
-    def cost_per_token(s: Step) -> float:
-        return s.loss_per_token() * (reread + max(s.freed, 1))
-
     # stable: among equals, masks before drops and older turns first
-    return net(sorted(steps, key=lambda s: (s.first in late, cost_per_token(s))), before)
+    return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
 
 
 def net(steps: Sequence[Step], before: Sequence[Step]) -> list[Step]:
