@@ -86,6 +86,7 @@ def test_a_result_a_later_call_uses_is_weighed_as_more_likely_copied() -> None:
     judged = need.judge(messages, run.obs, [wanted, alike])
     assert judged[wanted].needed and not judged[alike].needed
     assert judged[wanted].odds > judged[alike].odds
+
     # the step that removes it (its mask, or its turn's drop) comes later
     def removed_at(i: int) -> int:
         return next(k for k, s in enumerate(steps) if i in s.messages)
