@@ -10,8 +10,8 @@ from typing import Any
 import orjson
 import pytest
 
-from rules.chain.validator import find_violations
 from rules.base import SessionState
+from rules.chain.validator import find_violations
 from rules.context import prune, shrink
 from rules.messages import PLACEHOLDER_PREFIX, call_arguments_text, tool_calls
 from tests.support.factories import TOKENS, assistant, call, ctx, result, user
