@@ -284,8 +284,8 @@ def choose(
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
     figures["goal"] = goal
-    # turns are dropped only when nothing else makes the request fit
-    # (a plan whose drops come among its masks orders them by expected loss: all are usable)
+    # in stage order, turns are dropped only when nothing else makes the request fit; a plan
+    # whose drops come among its masks ordered them by expected loss: all are usable
     interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))
     usable = steps if interleaved or total - sum(s.freed for s in free) > room else free
     best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
