@@ -14,19 +14,24 @@ in a long session (tests/rules/context/test_overlay.py).
 So an old turn of spent output goes before a recent read the agent may copy an ``old_str`` from,
 and a large output nobody uses before a small result in use: the depth the budget forces is
 reached losing the fewest later copies, as a pruning that knew the future would
-(``bench/next_action_bound.py``). Turns holding a file's latest write still go last: they say
-what changed. Each gain is net of the steps before it on the same messages (``net``)."""
+(``bench/next_action_bound.py``). Turns holding a file's latest write go last, and only when
+nothing else makes the request fit the budget (not to reach the goal): they say what changed.
+Each gain is net of the steps before it on the same messages (``net``)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from rules.context import schedule
 from rules.context.need import Need
 from rules.context.schedule import Step
 
 DROP_TEXT_ODDS = 0.02  # a turn's own words and call arguments: rarely copied from again
 DIGEST_TOKENS = 70  # a masked result's line with its digest, about
+# the reason of a drop of a turn holding a file's latest write: taken only when nothing else makes
+# the request fit the budget (``schedule.choose``, ``prune_plan.Run.compact``)
+LAST_RESORT = schedule.LAST_RESORT
 
 
 def order(
@@ -54,6 +59,7 @@ def order(
         odds = min(1.0, sum(n.odds for n in live) + DROP_TEXT_ODDS)
         steps.append(Step("drop", freed, turn[0], tuple(turn), reuse=reuse, rank=odds))
     late = {s.first for s in steps[len(masks) :] if s.first in late_turns}
+    steps = [replace(s, reason=LAST_RESORT) if s.first in late else s for s in steps]
 
     # stable: among equals, masks before drops and older turns first
     return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)

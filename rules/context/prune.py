@@ -206,7 +206,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             # leaves room for several requests of growth (their gains were estimated)
             fit = int(choice.figures.get("goal", room)) - schema if decision == "forced" else None
             trial, trial_total = run.compact(
-                steps, choice.steps, total - blocks - schema, schema, sizes, fit
+                steps, choice.steps, total - blocks - schema, schema, sizes, fit, room - schema
             )
             if trial_total < total - blocks:  # it edited something
                 run.overlay, view, total = trial, run.view(trial), trial_total

@@ -312,10 +312,12 @@ class Run:
         fixed: int,
         sizes: dict[int, int],
         fit: int | None = None,
+        room: int | None = None,
     ) -> tuple[overlay.Overlay, int]:
         """The first ``take`` planned steps, and more after them while the request is over
-        ``fit``: a new overlay and its exact size (plus ``fixed``, the tokens outside the
-        messages, which ``total`` includes as well)."""
+        ``fit`` (a last resort only while over ``room``, the budget): a new overlay and its
+        exact size (plus ``fixed``, the tokens outside the messages, which ``total`` includes
+        as well)."""
         trial = overlay.Overlay(
             dict(self.overlay.edits),
             list(self.overlay.dropped),
@@ -327,6 +329,8 @@ class Run:
         for n, step in enumerate(steps):
             if n >= take and (fit is None or total <= fit):
                 break
+            if n >= take and step.reason == forced.LAST_RESORT and total <= (room or 0):
+                continue  # to reach the goal, not a file's latest write: only to fit
             if step.stage == "drop":
                 if any(self.anchors[i] in dropped for i in step.messages):
                     continue

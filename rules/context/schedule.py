@@ -43,6 +43,7 @@ from rules.base import CacheFacts
 from rules.packs import load_pack
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
+LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,10 @@ def choose(
     # whose drops come among its masks ordered them by expected loss: all are usable
     interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))
     usable = steps if interleaved or total - sum(s.freed for s in free) > room else free
+    # the last resorts (a turn holding a file's latest write) only when all else leaves it over
+    spare = [s for s in usable if s.reason != LAST_RESORT]
+    if total - sum(s.freed for s in spare) <= room:
+        usable = spare
     best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
     freed = 0
     lost = 0.0
