@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from rules.base import CacheFacts, SessionState
-from rules.context import forced, need, prune
+from rules.context import forced, need, prune, schedule
 from rules.context.prune_plan import Run
 from rules.context.schedule import Step
 from tests.support.factories import TOKENS, assistant, call, ctx, result, shell, user
@@ -73,6 +73,27 @@ def test_a_turn_holding_a_files_latest_write_goes_last() -> None:
     sizes = {1: 100, 2: 1_000, 3: 100, 4: 100}
     steps = forced.order([(4, "m")], [[1, 2]], judged, sizes, whole={2, 4}, late_turns={1})
     assert [s.stage for s in steps] == ["mask", "drop"]
+    assert steps[1].reason == forced.LAST_RESORT
+
+
+def test_a_latest_write_is_dropped_only_to_fit_the_budget_not_to_reach_the_goal() -> None:
+    spent = Step("drop", 100, 3, (3, 4), reuse=0.0)  # a turn of spent output, first
+    mask = Step("mask", 300, 5, (5,), reuse=0.1)
+    late = Step("drop", 2_000, 1, (1, 2), forced.LAST_RESORT, reuse=0.0)
+    prefix = [0, 100, 1_100, 2_100, 2_200, 3_500, 3_900]
+    facts = CacheFacts()
+    memory = schedule.Memory(requests=10, last_tokens=4_000, growth=400.0)
+
+    def choose(total: int, room: int) -> schedule.Choice:
+        plan = [spent, mask, late]
+        return schedule.choose(plan, prefix, total, room, 1_000, facts, memory, "warm", {}, 10)
+
+    # over the budget; the goal (room for 5 requests of growth) needs the write's turn, the
+    # budget does not: it stays
+    choice = choose(4_000, 3_800)
+    assert choice.figures["goal"] < 3_600 and choice.steps == 2
+    # the others do not fit the budget: the write goes too
+    assert choose(4_000, 3_500).steps == 3
 
 
 def test_a_result_a_later_call_uses_is_weighed_as_more_likely_copied() -> None:
