@@ -151,6 +151,7 @@ class ScheduleSummary(TypedDict, total=False):
     growth: float  # tokens added per request
     bust_cost: int  # what this request pays extra for the compaction
     expected_saving: int  # over the horizon
+    expected_cost: int  # forced: this request's bill, the expected losses and the horizon's
 
 
 class PruneSummary(TypedDict, total=False):

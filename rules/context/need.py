@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.context import digest, prune_stages
+from rules.context import copy_odds, digest, prune_stages
 from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.packs import load_pack
 
@@ -39,6 +39,10 @@ class Need:
     needed: bool
     why: str  # "" when not needed
     reuse: float  # the probability that a later call copies from it
+    # the probability by the features ``copy_odds`` weighs (a read unchanged since, the
+    # result's size, its age, a later use): what a forced compaction elides by
+    odds: float = 0.0
+    features: tuple[tuple[str, str], ...] = ()
 
 
 @functools.lru_cache(maxsize=1)
@@ -186,11 +190,18 @@ def judge(
                 and a.target.removeprefix("./") in working
             ):
                 why = "a read of a file the agent works on (workspace map), unchanged since"
-            elif calls and after.used_after(
-                o.call_index, digest.names(text_of(messages[o.result_index].get("content")))
-            ):
+            text = text_of(messages[o.result_index].get("content"))
+            if not why and calls and after.used_after(o.call_index, digest.names(text)):
                 why = "names it showed are used by later recent calls"
-            out[o.result_index] = Need(bool(why), why, reuse(a.kind, bool(why), turns))
+            changed = a.target in changed_after if a.kind == "read" else None
+            values = copy_odds.features(a.kind, changed, len(text), turns, bool(why))
+            out[o.result_index] = Need(
+                bool(why),
+                why,
+                reuse(a.kind, bool(why), turns),
+                copy_odds.odds(values),
+                tuple(values.items()),
+            )
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):

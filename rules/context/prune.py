@@ -4,14 +4,15 @@ provider's prompt-cache economics.
 Every request: a tool result over ``max_result_tokens`` is capped when it first appears (head and
 tail kept). A compaction edits older messages in stages: supersede (stale copies), shrink (old
 prose and large call arguments, every call keeping its envelope), mask (results older than the
-last M that the task no longer needs, with a digest of what they showed; forced by the budget,
-also those it may need and the recent ones but the last two, least likely needed first), drop
-whole turns. When one runs, and how deep, is ``schedule``'s choice: for free when the cache is
-cold; over the budget, the cut of least expected cost that leaves room for several requests of
-growth; under it with a warm cache, once carrying what it frees has cost its bust (break-even).
-Edits are replayed byte-for-byte on later requests (the overlay), so the prefix stays the same
-between compactions. Calls are never split from results; protected evidence (``evidence``) and
-the current turn are never touched. Provider-owned state is left alone.
+last M that the task no longer needs, with a digest of what they showed), drop whole turns;
+forced by the budget, masks (those the task may need and the recent ones too, but the last two)
+and drops go in one order, the least likely copied from per token first (``forced``). When one
+runs, and how deep, is ``schedule``'s choice: for free when the cache is cold; over the budget,
+the cut of least expected cost that leaves room for several requests of growth; under it with
+a warm cache, once carrying what it frees has cost its bust (break-even). Edits are replayed
+byte-for-byte on later requests (the overlay), so the prefix stays the same between
+compactions. Calls are never split from results; protected evidence (``evidence``) and the
+current turn are never touched. Provider-owned state is left alone.
 """
 
 from __future__ import annotations
@@ -208,11 +209,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             decision = choice.figures.get("decision")
             kept_decisions, kept_stages = list(run.decisions), dict(run.stages)
             # the compacted prompt carries no stored blocks: inject collapses them into one;
-            # forced, steps past the chosen cut go on while the request does not fit (their
-            # gains were estimated)
-            fit = room - schema if decision == "forced" else None
+            # forced, steps past the chosen cut go on while the request is above the goal that
+            # leaves room for several requests of growth (their gains were estimated)
+            fit = int(choice.figures.get("goal", room)) - schema if decision == "forced" else None
             trial, trial_total = run.compact(
-                steps, choice.steps, total - blocks - schema, schema, sizes, fit
+                steps, choice.steps, total - blocks - schema, schema, sizes, fit, room - schema
             )
             if trial_total < total - blocks:  # it edited something
                 run.overlay, view, total = trial, run.view(trial), trial_total

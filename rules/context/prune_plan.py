@@ -17,7 +17,7 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message
-from rules.context import evidence, need, overlay, prune_stages, replay, shrink
+from rules.context import evidence, forced, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import shared_prefix, text_of
 from rules.report import Pruning
@@ -27,7 +27,7 @@ from rules.workspace import workspace_map
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 _PLACEHOLDER_TOKENS = 30  # an elided result's line, about
-_DIGEST_TOKENS = 70  # a masked result's line with its digest, about
+_DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
 FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 # ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
@@ -266,21 +266,17 @@ class Run:
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
         )
-        needs = need.judge(self.messages, self.obs, [i for i, _ in masks], working)
-        candidates = [
+        turns = self._droppable_turns(protected) if drops and self.cfg.drop_turns else []
+        whole = {i for t in turns for i in t if i in self.by_result and anchors[i] not in done}
+        needs = need.judge(self.messages, self.obs, [i for i, _ in masks] + sorted(whole), working)
+        if drops:  # masks and drops by the least expected loss per token (``forced``)
+            late = prune_stages.latest_write_calls(self.obs)
+            return steps + forced.order(masks, turns, needs, sizes, whole, steps, late)
+        steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
             for i, reason in masks
-            if drops or not needs[i].needed
-        ]
-        if drops:  # needed ones last; the least expected loss per token freed first
-            candidates.sort(key=lambda s: (needs[s.first].needed, s.loss_per_token()))
-        steps.extend(candidates)
-        if drops and self.cfg.drop_turns:
-            reuse = need.DEFAULT_REUSE[True]
-            for turn in self._droppable_turns(protected):
-                steps.append(
-                    Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), reuse=reuse)
-                )
+            if not needs[i].needed
+        )
         return steps
 
     def _recent_masks(
@@ -317,10 +313,12 @@ class Run:
         fixed: int,
         sizes: dict[int, int],
         fit: int | None = None,
+        room: int | None = None,
     ) -> tuple[overlay.Overlay, int]:
         """The first ``take`` planned steps, and more after them while the request is over
-        ``fit``: a new overlay and its exact size (plus ``fixed``, the tokens outside the
-        messages, which ``total`` includes as well)."""
+        ``fit`` (a last resort only while over ``room``, the budget): a new overlay and its
+        exact size (plus ``fixed``, the tokens outside the messages, which ``total`` includes
+        as well)."""
         trial = overlay.Overlay(
             dict(self.overlay.edits),
             list(self.overlay.dropped),
@@ -332,6 +330,8 @@ class Run:
         for n, step in enumerate(steps):
             if n >= take and (fit is None or total <= fit):
                 break
+            if n >= take and step.reason == forced.LAST_RESORT and total <= (room or 0):
+                continue  # to reach the goal, not a file's latest write: only to fit
             if step.stage == "drop":
                 if any(self.anchors[i] in dropped for i in step.messages):
                     continue

@@ -247,14 +247,20 @@ def droppable_turns(
     for i, m in enumerate(messages):
         if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
             results.setdefault(m["tool_call_id"], []).append(i)
-    latest_writes: dict[str, int] = {}
-    for o in observations:
-        if o.action.kind == "write":
-            latest_writes[o.action.target] = o.call_index
-    keep_late = set(latest_writes.values())
+    keep_late = latest_write_calls(observations)
     ordered = sorted(turns(messages, first_user), key=lambda turn: turn[0] in keep_late)
     return [
         turn
         for turn in ordered
         if not any(i in dropped for i in turn) and droppable(turn, messages, protected, results)
     ]
+
+
+def latest_write_calls(observations: list[Observation]) -> set[int]:
+    """The assistant messages holding a file's latest write: their turns say what changed, so
+    they are dropped last."""
+    latest: dict[str, int] = {}
+    for o in observations:
+        if o.action.kind == "write":
+            latest[o.action.target] = o.call_index
+    return set(latest.values())

@@ -36,6 +36,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from rules.base import CacheFacts
@@ -43,6 +44,7 @@ from rules.context import payback
 from rules.packs import load_pack
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
+LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
 
 
 @dataclass(frozen=True)
@@ -164,12 +166,14 @@ class Step:
     messages: tuple[int, ...] = ()  # what it edits (a dropped turn: all its messages)
     reason: str = ""
     reuse: float = 0.0
+    # a forced compaction's order: the chance by the feature model (``copy_odds``); None: reuse
+    rank: float | None = None
 
     def loss_per_token(self) -> float:
         """The chance that what it removes is copied from again, per token it frees: a forced
         compaction frees its tokens where the fewest later copies are lost (a large result
         unlikely to be needed goes before a small one the agent may copy from)."""
-        return self.reuse / max(self.freed, 1)
+        return (self.reuse if self.rank is None else self.rank) / max(self.freed, 1)
 
 
 @dataclass(frozen=True)
@@ -276,8 +280,14 @@ def choose(
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
     figures["goal"] = goal
-    # turns are dropped only when nothing else makes the request fit
-    usable = steps if total - sum(s.freed for s in free) > room else free
+    # in stage order, turns are dropped only when nothing else makes the request fit; a plan
+    # whose drops come among its masks ordered them by expected loss: all are usable
+    interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))
+    usable = steps if interleaved or total - sum(s.freed for s in free) > room else free
+    # the last resorts (a turn holding a file's latest write) only when all else leaves it over
+    spare = [s for s in usable if s.reason != LAST_RESORT]
+    if total - sum(s.freed for s in spare) <= room:
+        usable = spare
     best: tuple[float, int, int, float] | None = None  # cost, k, after, bust
     freed = 0
     lost = 0.0
@@ -301,8 +311,10 @@ def choose(
     if best is None:
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
-    _, k, after, bust = best
-    figures.update(decision="forced", bust_cost=round(bust), expected_saving=0)
+    cost, k, after, bust = best
+    figures.update(
+        decision="forced", bust_cost=round(bust), expected_saving=0, expected_cost=round(cost)
+    )
     return Choice(k, after, figures)
 
 

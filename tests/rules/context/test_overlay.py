@@ -10,7 +10,7 @@ import pytest
 
 from rules.base import RuleResult, SessionState
 from rules.chain.validator import find_violations
-from rules.context import overlay, prune
+from rules.context import overlay, prune, schedule
 from rules.messages import PLACEHOLDER_PREFIX, text_of
 from tests.support.factories import TOKENS, assistant, call, ctx, prefix_reuse, result, user
 
@@ -53,17 +53,21 @@ def test_forwarded_prefix_is_stable_between_compactions(budget_share: float) -> 
     messages = conversation(150)
     budget = int(TOKENS.count_messages(messages) * budget_share)
     records = replay(messages, budget)
-    compactions = 0
-    for prev, cur in itertools.pairwise(records):
+    compactions: list[int] = []
+    for k, (prev, cur) in enumerate(itertools.pairwise(records), 1):
         if cur["report"]["prune"]["compacted"]:
-            compactions += 1
+            compactions.append(k)
             continue
         n = len(prev["forwarded"])
         assert cur["forwarded"][:n] == prev["forwarded"], "rewrote the middle without compaction"
-    assert 1 <= compactions <= len(records) // 15
+    # rare: never within ``HEADROOM`` requests of the last (a forced cut leaves that much room)
+    assert 1 <= len(compactions) <= len(records) // 10
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(compactions))
     assert all(TOKENS.count_messages(r["forwarded"]) <= budget for r in records)
     reuse = [r["prefix_reuse"] for r in records[1:]]
-    assert sum(reuse) / len(reuse) >= 0.9
+    # forced cuts stop at the room kept for 5 requests of growth: at 25% about one in 12
+    # requests re-bills the prompt from its first edit
+    assert sum(reuse) / len(reuse) >= 0.85
 
 
 def test_compaction_jumps_to_the_target() -> None:
@@ -127,16 +131,18 @@ def test_a_repeated_message_does_not_inherit_a_vanished_copys_drop() -> None:
     """The agent compacts its own history: the "continue" that was dropped goes, and a later
     identical "continue" must not take over its anchor and be rendered as dropped."""
     big = "\n".join(f"line {i} " + "lorem ipsum dolor " * 5 for i in range(200))
-    first = [user("Original task"), user("continue")]
+    again = "continue with the next step of the plan, as before. " * 6  # said twice, verbatim
+    first = [user("Original task"), user(again)]
     for k in range(6):
         first += [assistant(None, call(f"c{k}", "bash", command=f"python s{k}.py")),
                   result(f"c{k}", big)]  # fmt: skip
-    first.append(user("continue"))
-    r1 = run_prune(first, 7_000, keep_last_observations=10)  # masking is not enough: turns go
+    first.append(user(again))
+    # a budget only the task and the current turn fit: every earlier turn goes
+    r1 = run_prune(first, 160, keep_last_observations=10, target_ratio=0.05)
     assert 1 in dropped_lines(r1.messages)  # the first "continue" went
     second = [user("Original task"), user("Summary of earlier work: ran s0..s5"),
               assistant(None, call("c9", "bash", command="python s9.py")), result("c9", "ok"),
-              user("continue")]  # fmt: skip
+              user(again)]  # fmt: skip
     r2 = run_prune(second, 12_000, r1.state, keep_last_observations=10)
     assert r2.messages == second
 

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from rules.base import SessionState
 from rules.chain.validator import find_violations
 from rules.context import prune, shrink
 from rules.messages import PLACEHOLDER_PREFIX, call_arguments_text, tool_calls
@@ -62,7 +63,9 @@ def test_a_forced_compaction_shrinks_before_dropping_and_keeps_every_envelope() 
     messages = agent_session(12)
     size = TOKENS.count_messages(messages)
     budget = int(size * 0.8)  # shrinking alone makes it fit: no turn is dropped
-    out = prune.apply(ctx(messages, budget=budget), prune.Config())
+    # a session growing little: the room kept for its growth is small, shrinking reaches it
+    state = SessionState({prune.SESSION: {"requests": 12, "last_tokens": size, "growth": 50}})
+    out = prune.apply(ctx(messages, budget=budget, state=state), prune.Config())
     info = out.report["prune"]
     assert info["compacted"] and "shrink" in info["stages"] and "drop" not in info["stages"]
     assert info["tokens_after"] <= budget

@@ -1,0 +1,182 @@
+"""Learn ``rules/packs/copy_odds.yaml``: P(a later call copies from an old tool result) by the
+features ``rules/context/copy_odds.py`` names, fitted on one half of the corpus and checked on
+the other.
+
+    .venv/bin/python -m bench.copy_odds_learn [--max-requests 0] [--jobs 2] [--write]
+
+**Samples** (as ``bench/reuse_learn.py``): for each replayed request ``q`` (the prefix
+``messages[:q]``, the first ``--max-requests`` of each conversation; 0: all) and each tool result
+``r`` before it, the result's features as ``need.judge`` gives them on that request, and the
+label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
+ground truth).
+
+**The split**: a conversation is in the fitting half when the first byte of the SHA-256 of its id
+is even, else in the held-out half. The table is fitted on the first; the held-out half reports
+the Brier score and the log loss of the table, of the older ``reuse`` table (kind, needed, age)
+and of the base rate, and the share of later copies that come from the tenth of samples the
+table ranks most likely per character (what a forced compaction keeps first).
+
+**The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
+``MIN_SAMPLES`` fitting samples (add-one smoothed), and the base rate. ``--write`` writes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import multiprocessing as mp
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+import yaml
+
+from bench.copied_literals import copied_literals
+from rules.activity.observations import observations
+from rules.context import copy_odds, need
+from rules.messages import text_of
+from tests.support.traces import iter_conversations, request_prefixes
+
+MIN_SAMPLES = 200
+PACK_PATH = "rules/packs/copy_odds.yaml"
+HEADER = (
+    "# P(a later tool call copies a literal from an old tool result), by the features\n"
+    "# rules/context/copy_odds.py names (full key, then coarser keys). Made by the command in\n"
+    "# ``source`` (bench/copy_odds_learn.py says how), fitted on half of the corpus.\n"
+)
+
+Sample = tuple[str, float, int, bool]  # full key, old reuse figure, characters, copied later
+
+
+def fitting(conv_id: str) -> bool:
+    return hashlib.sha256(conv_id.encode()).digest()[0] % 2 == 0
+
+
+def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Sample]]:
+    msgs = conv["messages"]
+    prefixes = list(request_prefixes(msgs))
+    if max_requests:
+        prefixes = prefixes[:max_requests]
+    out: Counter[Sample] = Counter()
+    if not prefixes:
+        return fitting(str(conv["id"])), out
+    last_copy: dict[int, int] = {}
+    for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
+        last_copy[c.source] = max(last_copy.get(c.source, -1), c.call_index)
+    for prefix in prefixes:
+        q = len(prefix)
+        obs = observations(prefix)
+        judged = need.judge(prefix, obs, [o.result_index for o in obs])
+        for o in obs:
+            n = judged[o.result_index]
+            chars = len(text_of(prefix[o.result_index].get("content")))
+            k = copy_odds.key(dict(n.features))
+            out[(k, n.reuse, chars, last_copy.get(o.result_index, -1) >= q)] += 1
+    return fitting(str(conv["id"])), out
+
+
+def _job(args: tuple[dict[str, Any], int]) -> tuple[bool, Counter[Sample]]:
+    return samples(*args)
+
+
+def _coarse(full: str, fields: tuple[str, ...]) -> str:
+    values = dict(part.split("=", 1) for part in full.split("|"))
+    return copy_odds.key(values, fields)
+
+
+def fit(cells: Counter[Sample]) -> dict[str, Any]:
+    counts: dict[str, list[int]] = {}
+    total = hits = 0
+    for (full, _, _, copied), n in cells.items():
+        total, hits = total + n, hits + n * copied
+        for fields in copy_odds.BACKOFF:
+            c = counts.setdefault(_coarse(full, fields), [0, 0])
+            c[0] += n
+            c[1] += n * copied
+    odds = {
+        k: round((h + 1) / (n + 2), 4) for k, (n, h) in sorted(counts.items()) if n >= MIN_SAMPLES
+    }
+    return {"base": round(hits / max(total, 1), 4), "samples": total, "odds": odds}
+
+
+def _predict(pack: dict[str, Any], full: str) -> float:
+    for fields in copy_odds.BACKOFF:
+        p = pack["odds"].get(_coarse(full, fields))
+        if p is not None:
+            return float(p)
+    return float(pack["base"])
+
+
+def evaluate(pack: dict[str, Any], cells: Counter[Sample]) -> dict[str, float]:
+    """Brier and log loss of the table, the older reuse figures and the base rate; the share of
+    later copies in the tenth of samples ranked most likely per character."""
+    scores: dict[str, float] = Counter()
+    n_all = sum(cells.values())
+    ranked = []
+    for (full, old, chars, copied), n in cells.items():
+        for name, p in (("table", _predict(pack, full)), ("reuse", old), ("base", pack["base"])):
+            p = min(max(p, 1e-4), 1 - 1e-4)
+            scores[f"brier {name}"] += n * (p - copied) ** 2
+            scores[f"logloss {name}"] -= n * math.log(p if copied else 1 - p)
+        ranked.append((_predict(pack, full) / max(chars, 1), n, copied))
+    out = {k: v / max(n_all, 1) for k, v in scores.items()}
+    ranked.sort(key=lambda x: -x[0])
+    top, kept, positives = n_all / 10, 0, sum(n for *_, c in ranked if c)
+    seen = 0
+    for _, n, copied in ranked:
+        if seen >= top:
+            break
+        take = min(n, top - seen)
+        seen += take
+        kept += take * copied
+    out["top tenth per char"] = kept / max(positives, 1)
+    out["samples"] = n_all
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--max-requests", type=int, default=0, help="per conversation (0: all)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--write", action="store_true", help=f"write {PACK_PATH}")
+    args = parser.parse_args(argv)
+    jobs = [(c, args.max_requests) for c in iter_conversations()]
+    halves: dict[bool, Counter[Sample]] = {True: Counter(), False: Counter()}
+    convs = Counter[bool]()
+    with mp.get_context("fork").Pool(args.jobs) as pool:
+        for fit_half, cells in pool.imap_unordered(_job, jobs, chunksize=1):
+            halves[fit_half].update(cells)
+            convs[fit_half] += 1
+    pack = fit(halves[True])
+    print(f"fitting half: {convs[True]} conversations, {pack['samples']:,} samples")
+    for name, cells in (("fitting", halves[True]), ("held-out", halves[False])):
+        scores = evaluate(pack, cells)
+        print(f"\n{name} half:")
+        for k, v in scores.items():
+            print(f"  {k}: {v:.4f}" if k != "samples" else f"  samples: {int(v):,}")
+    print("\nper feature, fitting half (P copied later, samples):")
+    for fields in (("kind", "fresh"), ("kind", "size"), ("age",), ("used",)):
+        marg = fit_marginal(halves[True], fields)
+        for k, (n, h) in sorted(marg.items()):
+            print(f"  {k}: {h / max(n, 1):.3f} of {n:,}")
+    if args.write:
+        source = "python -m bench.copy_odds_learn " + " ".join(argv or sys.argv[1:])
+        body = {"source": source.strip(), "conversations": convs[True], **pack}
+        with open(PACK_PATH, "w", encoding="utf-8") as f:
+            f.write(HEADER + yaml.safe_dump(body, sort_keys=False, width=100))
+    return 0
+
+
+def fit_marginal(cells: Counter[Sample], fields: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    out: dict[str, list[int]] = {}
+    for (full, _, _, copied), n in cells.items():
+        c = out.setdefault(_coarse(full, fields), [0, 0])
+        c[0] += n
+        c[1] += n * copied
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

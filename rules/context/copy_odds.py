@@ -1,0 +1,96 @@
+"""The probability that the agent copies something from an old tool result later: a small table
+model over what prune can see of the result, learned on the trace corpus
+(``bench/copy_odds_learn.py`` writes ``rules/packs/copy_odds.yaml``; docs/rules/prune.md states
+the figures and the command).
+
+Features (``key``), each measured to matter:
+- the action kind (read, run, list, write, plan, other);
+- for a read, whether its file was changed since (an unchanged read still shows the file as it
+  is: the agent copies ``old_str`` lines from it; a changed one mostly not);
+- its size (characters: under 500, under 4,000, more): a long output holds more to copy;
+- its age in assistant turns (up to 5, 6 to 20, more);
+- whether a recent later call uses a name it showed or names the file it read (``need``'s
+  judgement).
+
+The table holds P(copied later) for the full key and for coarser keys (a feature left out, in
+``BACKOFF`` order); a lookup takes the most specific key the pack holds (one with enough
+samples), else the base rate."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+from rules.packs import load_pack
+
+PACK = "copy_odds"
+SIZES = ((500, "s"), (4_000, "m"))  # characters: under each bound, that bucket; else "l"
+AGES = ((5, "<=5"), (20, "6-20"))  # turns: up to each bound, that bucket; else ">20"
+FIELDS = ("kind", "fresh", "size", "age", "used")
+# Coarser keys tried in turn when the pack has no figure for the full one: the features whose
+# effect is smallest go first.
+BACKOFF = (
+    ("kind", "fresh", "size", "age", "used"),
+    ("kind", "fresh", "size", "age"),
+    ("kind", "fresh", "age", "used"),
+    ("kind", "fresh", "age"),
+    ("kind", "age"),
+    ("age",),
+)
+DEFAULT = 0.05  # no pack at all
+
+
+def size_bucket(chars: int) -> str:
+    return next((name for bound, name in SIZES if chars < bound), "l")
+
+
+def age_bucket(turns: int) -> str:
+    return next((name for bound, name in AGES if turns <= bound), ">20")
+
+
+def features(kind: str, changed: bool | None, chars: int, turns: int, used: bool) -> dict[str, str]:
+    """A result's features; ``changed``: None when it is not a read."""
+    fresh = "-" if changed is None else ("changed" if changed else "unchanged")
+    return {
+        "kind": kind,
+        "fresh": fresh,
+        "size": size_bucket(chars),
+        "age": age_bucket(turns),
+        "used": "used" if used else "-",
+    }
+
+
+def key(values: Mapping[str, str], fields: tuple[str, ...] = FIELDS) -> str:
+    return "|".join(f"{f}={values[f]}" for f in fields)
+
+
+@functools.lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, float], float]:
+    try:
+        pack = load_pack(PACK)
+    except (ValueError, FileNotFoundError, KeyError):
+        return {}, DEFAULT
+    rows = pack.get("odds") if isinstance(pack, Mapping) else None
+    table = {
+        str(k): float(p)
+        for k, p in (rows or {}).items()
+        if isinstance(p, (int, float)) and 0 <= p <= 1
+    }
+    base = pack.get("base") if isinstance(pack, Mapping) else None
+    return table, float(base) if isinstance(base, (int, float)) else DEFAULT
+
+
+@functools.lru_cache(maxsize=4096)
+def _odds(kind: str, fresh: str, size: str, age: str, used: str) -> float:
+    table, base = _table()
+    values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
+    for fields in BACKOFF:
+        hit = table.get(key(values, fields))
+        if hit is not None:
+            return hit
+    return base
+
+
+def odds(values: Mapping[str, str]) -> float:
+    """P(a later call copies from a result with these features)."""
+    return _odds(values["kind"], values["fresh"], values["size"], values["age"], values["used"])

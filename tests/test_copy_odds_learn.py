@@ -1,0 +1,53 @@
+"""bench/copy_odds_learn.py: the split by conversation id, the fitted table's keys and backoff,
+and the held-out scores (a table that knows the features beats the base rate)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from bench import copy_odds_learn as learn
+from rules.context import copy_odds
+
+
+def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "-") -> str:
+    values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
+    return copy_odds.key(values)
+
+
+def _cells() -> Counter[learn.Sample]:
+    cells: Counter[learn.Sample] = Counter()
+    unchanged, changed = _key("read", "unchanged"), _key("read", "changed")
+    cells[(unchanged, 0.05, 2_000, True)] = 150
+    cells[(unchanged, 0.05, 2_000, False)] = 150
+    cells[(changed, 0.05, 2_000, True)] = 10
+    cells[(changed, 0.05, 2_000, False)] = 290
+    cells[(_key("run", "-", "s", ">20"), 0.01, 100, False)] = 50  # too few for its own keys
+    return cells
+
+
+def test_the_split_is_by_a_hash_of_the_id_and_about_half() -> None:
+    ids = [f"conv/{i}" for i in range(400)]
+    halves = [learn.fitting(i) for i in ids]
+    assert halves == [learn.fitting(i) for i in ids]  # deterministic
+    assert 150 < sum(halves) < 250
+
+
+def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
+    pack = learn.fit(_cells())
+    odds = pack["odds"]
+    assert odds[_key("read", "unchanged")] == round(151 / 302, 4)  # add-one smoothed
+    assert odds[_key("read", "changed")] == round(11 / 302, 4)
+    assert _key("run", "-", "s", ">20") not in odds  # 50 samples: below MIN_SAMPLES
+    # nor has its age bucket (50 samples): the base rate
+    assert learn._predict(pack, _key("run", "-", "s", ">20")) == pack["base"]
+    assert learn._predict(pack, _key("read", "unchanged")) > learn._predict(
+        pack, _key("read", "changed")
+    )
+
+
+def test_the_table_scores_better_than_the_base_rate() -> None:
+    cells = _cells()
+    scores = learn.evaluate(learn.fit(cells), cells)
+    assert scores["brier table"] < scores["brier base"]
+    assert scores["logloss table"] < scores["logloss base"]
+    assert scores["samples"] == sum(cells.values())
