@@ -23,9 +23,12 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 
+from rules.activity.observations import Observation
+from rules.base import Message
 from rules.context import schedule
 from rules.context.need import Need
 from rules.context.schedule import Step
+from rules.messages import role
 
 DROP_TEXT_ODDS = 0.02  # a turn's own words and call arguments: rarely copied from again
 DIGEST_TOKENS = 70  # a masked result's line with its digest, about
@@ -63,6 +66,16 @@ def order(
 
     # stable: among equals, masks before drops and older turns first
     return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
+
+
+def kept_turns(
+    messages: Sequence[Message], last: Sequence[Observation], turns: Sequence[Sequence[int]]
+) -> set[int]:
+    """The first messages of turns dropped only to fit the budget, as a file's latest write's
+    are: a user's own message (an instruction the working set may not carry on) and a turn
+    holding one of the ``last`` results (what the agent acts on next)."""
+    results = {o.result_index for o in last}
+    return {t[0] for t in turns if role(messages[t[0]]) == "user" or not results.isdisjoint(t)}
 
 
 def net(steps: Sequence[Step], before: Sequence[Step]) -> list[Step]:

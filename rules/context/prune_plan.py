@@ -271,6 +271,7 @@ class Run:
         needs = need.judge(self.messages, self.obs, [i for i, _ in masks] + sorted(whole), working)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
             late = prune_stages.latest_write_calls(self.obs)
+            late |= forced.kept_turns(self.messages, self.obs[-FORCED_KEEP_LAST:], turns)
             return steps + forced.order(masks, turns, needs, sizes, whole, steps, late)
         steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)

@@ -293,13 +293,16 @@ def choose(
     lost = 0.0
     first = len(prefix_tokens)
     for k, step in enumerate(usable, 1):
+        if step.reason == LAST_RESORT and k > 1 and total - freed <= room:
+            break  # a last resort only to fit the budget, and the steps before did
         freed += step.freed
         lost += step_loss(step, total, r, loss)
         first = min(first, step.first)
         after = total - freed
         if after < floor and k > 1 and after + step.freed <= goal:
             break  # deeper than the floor, and the step before already reached the goal
-        if after > goal and k < len(usable):
+        fits_before_last = k < len(usable) and usable[k].reason == LAST_RESORT and after <= room
+        if after > goal and k < len(usable) and not fits_before_last:
             continue
         if after > room and freed < min_gain:
             continue  # it cannot fit and frees too little to be worth the bust

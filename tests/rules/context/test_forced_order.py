@@ -172,3 +172,62 @@ def test_a_forced_compaction_leaves_room_for_five_requests_of_growth() -> None:
     assert goal < budget - 4 * growth
     # not merely under the budget: down to the goal (give or take a dropped run's line)
     assert info["tokens_after"] <= budget - 4 * growth
+
+
+def _code(tag: str, n: int) -> str:
+    return "\n".join(f"def {tag}_fn_{i}(x):\n    return x + {i}" for i in range(n))
+
+
+def _forced(msgs: list[dict[str, Any]], share: float, growth: float) -> Any:
+    size = TOKENS.count_messages(msgs)
+    memory = {"requests": 12, "last_at": 9_990.0, "last_tokens": size, "growth": growth}
+    state = SessionState({prune.SESSION: {**memory, "expect_hit": True}})
+    budget = int(size * share)
+    return prune.apply(
+        ctx(msgs, now=10_000.0, state=state, budget=budget, cache=CacheFacts()), prune.Config()
+    )
+
+
+def test_the_turn_with_the_latest_result_is_dropped_only_to_fit() -> None:
+    """A user's word after the last result starts the current turn, so the turn with that result
+    is an old one: a large output is likely copied per token less than a small read, yet it is
+    what the agent acts on next, so it goes only when nothing else fits."""
+    msgs = [user("Refactor the parser module")]
+    for k in range(8):
+        read = assistant(None, call(f"r{k}", "Read", file_path=f"src/m{k}.py"))
+        msgs += [read, result(f"r{k}", _code(f"m{k}", 60))]
+    lines = "\n".join(f"tests/test_parser.py::test_case_{i} PASSED [{i}%]" for i in range(250))
+    run = assistant("Running the tests now.", shell("t", "python -m pytest -q tests/"))
+    msgs += [run, result("t", lines), user("ok, go on")]
+    for share in (0.9, 0.7):
+        out = _forced(msgs, share, 100.0)
+        assert out.report["pruning"], share  # forced: something went
+        assert msgs[-2] in out.messages and msgs[-3] in out.messages, share
+
+
+def test_a_users_earlier_instruction_is_dropped_only_to_fit() -> None:
+    """A user's message mid-session holds no result, so by chance per token it would go first;
+    the working set keeps only the goal and the latest instruction, so it goes only to fit."""
+    msgs = [user("Refactor the parser module")]
+    rule = user("Constraints: keep every public signature in src/, keep Python 3.8 support. " * 6)
+    for k in range(8):
+        read = assistant(None, call(f"r{k}", "Read", file_path=f"src/m{k}.py"))
+        msgs += [read, result(f"r{k}", _code(f"m{k}", 60))] + ([rule] if k == 3 else [])
+    msgs += [assistant(None, shell("t", "pytest -q")), result("t", "5 passed"), user("continue")]
+    out = _forced(msgs, 0.93, 50.0)
+    assert out.report["pruning"]
+    assert rule in out.messages
+
+
+def test_two_latest_writes_are_not_both_dropped_when_one_fits() -> None:
+    """Last resorts are taken only until the request fits the budget, not down to the goal."""
+    spent = Step("drop", 100, 3, (3, 4), reuse=0.0)
+    mask = Step("mask", 300, 5, (5,), reuse=0.1)
+    late1 = Step("drop", 500, 1, (1, 2), forced.LAST_RESORT, reuse=0.0)
+    late2 = Step("drop", 500, 6, (6, 7), forced.LAST_RESORT, reuse=0.0)
+    prefix = [0, 100, 600, 1100, 1200, 1500, 1800, 2300, 4000]
+    memory = schedule.Memory(requests=10, last_tokens=4_000, growth=400.0)
+    steps = [spent, mask, late1, late2]
+    choice = schedule.choose(steps, prefix, 4000, 3500, 1000, CacheFacts(), memory, "warm", {}, 10)
+    assert choice.tokens_after == 3100  # spent, mask and one latest write: 3,100 fit 3,500
+    assert sum(s.reason == forced.LAST_RESORT for s in steps[: choice.steps]) == 1
