@@ -64,20 +64,22 @@ def key(values: Mapping[str, str], fields: tuple[str, ...] = FIELDS) -> str:
     return "|".join(f"{f}={values[f]}" for f in fields)
 
 
+def _probability(value: object, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{PACK} pack: {what} is {value!r}, not a probability")
+    return float(value)
+
+
 @functools.lru_cache(maxsize=1)
 def _table() -> tuple[dict[str, float], float]:
-    try:
-        pack = load_pack(PACK)
-    except (ValueError, FileNotFoundError, KeyError):
-        return {}, DEFAULT
+    """The shipped table, checked: a bad entry fails loudly (tests) instead of reading as 0.05."""
+    pack = load_pack(PACK)
     rows = pack.get("odds") if isinstance(pack, Mapping) else None
-    table = {
-        str(k): float(p)
-        for k, p in (rows or {}).items()
-        if isinstance(p, (int, float)) and 0 <= p <= 1
-    }
-    base = pack.get("base") if isinstance(pack, Mapping) else None
-    return table, float(base) if isinstance(base, (int, float)) else DEFAULT
+    if not isinstance(rows, Mapping):
+        raise ValueError(f"{PACK} pack: no 'odds' table")
+    table = {str(k): _probability(p, f"odds[{k!r}]") for k, p in rows.items()}
+    base = pack.get("base", DEFAULT)
+    return table, _probability(base, "base")
 
 
 @functools.lru_cache(maxsize=4096)

@@ -60,8 +60,10 @@ def suffix_sums(table: Sequence[int]) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=1)
 def _survival() -> tuple[tuple[int, ...], tuple[int, ...]]:
-    pack = load_pack("survival")
-    table = tuple(sorted(int(x) for x in pack.get("lengths") or [] if int(x) > 0))
+    lengths = load_pack("survival").get("lengths")
+    if not isinstance(lengths, list) or not all(type(x) is int and x > 0 for x in lengths):
+        raise ValueError("survival pack: 'lengths' is not a list of positive request counts")
+    table = tuple(sorted(lengths))
     return table, suffix_sums(table)
 
 

@@ -55,3 +55,15 @@ def test_need_judge_gives_each_result_its_features() -> None:
     assert features["r1"]["size"] == "m" and features["r1"]["age"] == "<=5"
     r1, r2 = (next(o.result_index for o in obs if o.call_id == c) for c in ("r1", "r2"))
     assert judged[r1].odds > judged[r2].odds
+
+
+def test_the_shipped_packs_hold_what_their_readers_take() -> None:
+    """A bad entry in a shipped table fails here, not silently in a user's compaction."""
+    from rules.context import payback
+
+    copy_odds._table.cache_clear()
+    table, base = copy_odds._table()
+    assert table and all(0 <= p <= 1 for p in table.values()) and 0 <= base <= 1
+    payback._survival.cache_clear()
+    lengths, sums = payback._survival()
+    assert lengths and all(n > 0 for n in lengths) and len(sums) == len(lengths) + 1
