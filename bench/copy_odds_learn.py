@@ -10,11 +10,12 @@ the other.
 label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
 ground truth).
 
-**The split**: a conversation is in the fitting half when the first byte of the SHA-256 of its id
-is even, else in the held-out half. The table is fitted on the first; the held-out half reports
-the Brier score and the log loss of the table, of the older ``reuse`` table (kind, needed, age)
-and of the base rate, and the share of later copies that come from the tenth of samples the
-table ranks most likely per character (what a forced compaction keeps first).
+**The split**: a conversation is in the fitting half when it is in ``bench.split``'s train half
+(the first byte of the SHA-256 of its id even), else in the held-out half. The table is fitted
+on the first; the held-out half reports the Brier score and the log loss of the table, of the
+older ``reuse`` table (kind, needed, age) and of the base rate, and the share of later copies
+that come from the tenth of samples the table ranks most likely per character (what a forced
+compaction keeps first).
 
 **The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
 ``MIN_SAMPLES`` fitting samples (add-one smoothed), and the base rate. ``--write`` writes it.
@@ -23,7 +24,6 @@ table ranks most likely per character (what a forced compaction keeps first).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import math
 import multiprocessing as mp
 import os
@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from bench.copied_literals import copied_literals
+from bench.split import half_of
 from rules.activity.observations import observations
 from rules.context import copy_odds, need
 from rules.messages import text_of
@@ -51,7 +52,7 @@ Sample = tuple[str, float, int, bool]  # full key, old reuse figure, characters,
 
 
 def fitting(conv_id: str) -> bool:
-    return hashlib.sha256(conv_id.encode()).digest()[0] % 2 == 0
+    return half_of(conv_id) == "train"
 
 
 def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Sample]]:
@@ -112,19 +113,20 @@ def _predict(pack: dict[str, Any], full: str) -> float:
 def evaluate(pack: dict[str, Any], cells: Counter[Sample]) -> dict[str, float]:
     """Brier and log loss of the table, the older reuse figures and the base rate; the share of
     later copies in the tenth of samples ranked most likely per character."""
-    scores: dict[str, float] = Counter()
+    scores: dict[str, float] = {}
     n_all = sum(cells.values())
     ranked = []
     for (full, old, chars, copied), n in cells.items():
         for name, p in (("table", _predict(pack, full)), ("reuse", old), ("base", pack["base"])):
             p = min(max(p, 1e-4), 1 - 1e-4)
-            scores[f"brier {name}"] += n * (p - copied) ** 2
-            scores[f"logloss {name}"] -= n * math.log(p if copied else 1 - p)
+            brier, logloss = f"brier {name}", f"logloss {name}"
+            scores[brier] = scores.get(brier, 0.0) + n * (p - copied) ** 2
+            scores[logloss] = scores.get(logloss, 0.0) - n * math.log(p if copied else 1 - p)
         ranked.append((_predict(pack, full) / max(chars, 1), n, copied))
     out = {k: v / max(n_all, 1) for k, v in scores.items()}
     ranked.sort(key=lambda x: -x[0])
-    top, kept, positives = n_all / 10, 0, sum(n for *_, c in ranked if c)
-    seen = 0
+    top, kept, positives = n_all / 10, 0.0, sum(n for *_, c in ranked if c)
+    seen = 0.0
     for _, n, copied in ranked:
         if seen >= top:
             break

@@ -30,6 +30,7 @@ from bench.cost_config import PRICES, Job, budget_of, model_of, parse_variant
 from bench.cost_lanes import _counters
 from bench.optimal import direct_cost, optimal_schedule
 from bench.optimal_inputs import _prune_config, plan_inputs
+from bench.pool import map_jobs
 from bench.replay import Replay
 from bench.split import HALVES, in_half
 from rules.context import prune, schedule
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in prices
         for c in convs
     ]
-    rows = _map(jobs, args.jobs)
+    rows = map_jobs(conversation, jobs, args.jobs)
     print(f"{len(convs)} conversations, {args.max_requests or 'all'} requests each, every turn\n")
     print("| price | optimal saving, analytic | the same schedule, replayed | replayed ÷ analytic "
           "| compactions |\n|---|---:|---:|---:|---:|")  # fmt: skip
@@ -134,16 +135,6 @@ def main(argv: list[str] | None = None) -> int:
         ratio = replayed / analytic if analytic > 0 else float("nan")
         print(f"| {p.name} | {analytic:.1%} | {replayed:.1%} | {ratio:.2f} | {made:,} |")
     return 0
-
-
-def _map(jobs: list[Job], workers: int) -> list[Replayed]:
-    if workers <= 1:
-        return [conversation(j) for j in jobs]
-    import multiprocessing as mp
-
-    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else None)
-    with context.Pool(workers) as pool:
-        return list(pool.imap_unordered(conversation, jobs, chunksize=1))
 
 
 if __name__ == "__main__":

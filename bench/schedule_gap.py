@@ -43,6 +43,7 @@ from bench.cost import spread
 from bench.cost_config import PRICES, Job, budget_of, parse_variant
 from bench.optimal import direct_cost, optimal_schedule
 from bench.optimal_inputs import _prune_config, plan_inputs
+from bench.pool import map_jobs
 from bench.replay import Replay
 from bench.split import HALVES, in_half
 from tests.support.traces import iter_conversations, request_prefixes
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             max_requests=args.max_requests)
         for c in convs
     ]  # fmt: skip
-    gaps = sorted(_map(jobs, args.jobs), key=lambda g: g.conv_id)
+    gaps = sorted(map_jobs(conversation_gap, jobs, args.jobs), key=lambda g: g.conv_id)
     figures = summary(gaps)
     span = f"{args.max_requests or 'all'} requests each"
     gap = sum(g.gap for g in gaps)
@@ -206,17 +207,6 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.json, "w") as f:
             json.dump({"summary": figures, "conversations": [asdict(g) for g in gaps]}, f)
     return 0
-
-
-def _map(jobs: list[Job], workers: int) -> list[Gap]:
-    """``run_jobs``'s pool, with this module's task."""
-    if workers <= 1:
-        return [conversation_gap(j) for j in jobs]
-    import multiprocessing as mp
-
-    context = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else None)
-    with context.Pool(workers) as pool:
-        return list(pool.imap_unordered(conversation_gap, jobs, chunksize=1))
 
 
 if __name__ == "__main__":
