@@ -16,6 +16,9 @@ from rules.context import digest, evidence, prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
+# What a dropped run's line names: nothing; the first 8 + 2 per result (at most 48) paths, then
+# identifiers, then ids; or its names in order, sized by the run (``digest.run_digest``).
+NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER = 0, 1, 2
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
 INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
 
@@ -73,9 +76,9 @@ class Overlay:
     edits: dict[str, dict[str, str]] = field(default_factory=dict)  # anchor -> {action, reason}
     dropped: list[str] = field(default_factory=list)  # anchors of dropped messages, in order
     compactions: int = 0
-    # dropped runs' lines name what they showed; an overlay that dropped messages before lines
-    # did keeps its old lines (the bytes it forwarded)
-    names: bool = True
+    # how dropped runs' lines name what they showed (``NAMES_*``); an overlay that dropped
+    # messages under an older way keeps it (the bytes it forwarded)
+    names: int = NAMES_IN_ORDER
 
     @classmethod
     def load(cls, value: Any, present: Container[str], keep_all: bool = False) -> Overlay:
@@ -84,13 +87,16 @@ class Overlay:
         value = value if isinstance(value, dict) else {}
         edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
         dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
-        names = bool(value.get("names")) or not value.get("dropped")
+        stored = value.get("names")  # ``true``: the first way (older overlays); absent: none
+        known = isinstance(stored, int) and NAMES_NONE <= stored <= NAMES_IN_ORDER
+        names = int(stored) if known else NAMES_NONE
+        names = names if value.get("dropped") else NAMES_IN_ORDER
         return cls(edits, dropped, int(value.get("compactions", 0)), names)
 
     def to_json(self) -> dict[str, Any]:
         out = {"edits": self.edits, "dropped": self.dropped, "compactions": self.compactions}
-        if self.names and self.dropped:
-            out["names"] = True
+        if self.names and self.dropped:  # the first way was stored as ``true``
+            out["names"] = True if self.names == NAMES_FIRST else self.names
         return out
 
 
@@ -158,9 +164,9 @@ def capped_text(text: str, tokens: int, limit: int) -> str:
     return "\n".join([*head, marker, *tail])
 
 
-def dropped_text(messages: list[Message], names: bool = False) -> str:
-    """The line standing for dropped messages; with ``names``, the first paths, identifiers and
-    ids their tool results showed (``digest``), so the agent can still name them."""
+def dropped_text(messages: list[Message], names: int = NAMES_NONE) -> str:
+    """The line standing for dropped messages; with ``names``, the paths, identifiers and ids
+    their tool results showed (``NAMES_*``, ``digest``), so the agent can still name them."""
     calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
     roles = Counter(role(m) for m in messages)
     what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
@@ -168,8 +174,11 @@ def dropped_text(messages: list[Message], names: bool = False) -> str:
     shown: list[str] = []
     if names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
-        count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
-        shown = digest.digest("\n".join(texts), count, 25 * count)
+        if names == NAMES_FIRST:
+            count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
+            shown = digest.digest("\n".join(texts), count, 25 * count)
+        else:
+            shown = digest.run_digest("\n".join(texts))
     return (
         f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
         f"{'; tool calls: ' + tools if tools else ''}"
@@ -364,7 +373,7 @@ def _dropped_line(
     anchor_list: list[str],
     run: list[int],
     memo: RenderMemo | None,
-    names: bool,
+    names: int,
 ) -> Message:
     """The line standing for the dropped messages at indices ``run``. Their anchors hold their
     content hashes, all ``dropped_text`` reads: the memo's key."""

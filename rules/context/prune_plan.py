@@ -382,7 +382,7 @@ class Run:
             if edit.get("digest") and a not in self.overlay.edits:
                 trial.edits[a] = {k: v for k, v in edit.items() if k != "digest"}
         if not self.overlay.dropped:
-            trial.names = False
+            trial.names = overlay.NAMES_NONE
         return self.tokens.count_messages(self.render(trial)) + fixed
 
     def _edited(self, i: int, edit: dict[str, str]) -> Message:

@@ -163,11 +163,38 @@ def test_a_masked_result_keeps_its_digest_and_how_to_get_it_back() -> None:
 
 def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_without() -> None:
     msgs = [assistant(None, shell("c1", "ls")), result("c1", "src/app/main.py\nREADME.md")]
-    assert "they showed: src/app/main.py, README.md" in overlay.dropped_text(msgs, True)
-    assert "showed" not in overlay.dropped_text(msgs, False)
+    first = overlay.dropped_text(msgs, overlay.NAMES_FIRST)
+    assert "they showed: src/app/main.py, README.md" in first
+    assert "showed" not in overlay.dropped_text(msgs, overlay.NAMES_NONE)
     old = overlay.Overlay.load({"edits": {}, "dropped": ["a"], "compactions": 1}, {"a"})
-    assert old.names is False and "names" not in old.to_json()
-    assert overlay.Overlay.load({}, set()).names is True
+    assert old.names == overlay.NAMES_NONE and "names" not in old.to_json()
+    assert overlay.Overlay.load({}, set()).names == overlay.NAMES_IN_ORDER
+    # an overlay whose runs were named the first way keeps it, stored as before
+    stored = {"edits": {}, "dropped": ["a"], "compactions": 1, "names": True}
+    kept = overlay.Overlay.load(stored, {"a"})
+    assert kept.names == overlay.NAMES_FIRST and kept.to_json()["names"] is True
+    assert overlay.dropped_text(msgs, kept.names) == first
+    now = overlay.Overlay({}, ["a"], 1)
+    assert overlay.Overlay.load(now.to_json(), {"a"}).names == overlay.NAMES_IN_ORDER
+
+
+def test_a_dropped_runs_line_names_in_order_as_many_as_its_length_holds() -> None:
+    """Identifiers are not crowded out by the paths after them, and a longer run names more."""
+    lines = [f"def handler_{i}(request):  # in src/views_{i}.py" for i in range(300)]
+    small = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines[:6]))]
+    large = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines))]
+    named = overlay.dropped_text(small, overlay.NAMES_IN_ORDER)
+    assert "they showed: handler_0, src/views_0.py, handler_1, src/views_1.py" in named
+    old_way = overlay.dropped_text(small, overlay.NAMES_FIRST)
+    assert "handler_0" not in old_way.split("they showed: ")[1].split(", ")[:6]
+    big = overlay.dropped_text(large, overlay.NAMES_IN_ORDER)
+    assert big.count("handler_") > 2 * named.count("handler_")
+    assert big.count("handler_") > overlay.dropped_text(large, overlay.NAMES_FIRST).count(
+        "handler_"
+    )
+    # bounded: at most a twelfth of what it stands for, and never past the cap
+    shown = big.split("they showed: ")[1]
+    assert len(shown) <= digest.RUN_MAX_CHARS + 40
 
 
 def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> None:
