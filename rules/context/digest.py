@@ -27,7 +27,6 @@ _EXTENSIONS = frozenset(
 )  # fmt: skip
 _HEX = frozenset("0123456789abcdef")
 MAX_SCAN_CHARS = 200_000  # a result beyond this is named by its start (results are capped anyway)
-RUN_MAX_CHARS = 2_400  # a dropped run's names: at most this many characters (about 600 tokens)
 
 
 def _classify(word: str) -> str | None:
@@ -95,17 +94,16 @@ def sized(text: str) -> tuple[int, int]:
     return chars // 20, chars
 
 
-def run_digest(text: str) -> list[str]:
-    """The names a dropped run's line keeps of what its results showed (``text``, joined): in
-    the order they appeared, whatever their kind (paths first crowded out the identifiers, 2.7
-    times as many of the literals later calls copy as paths, and 5.6 times as many of those
-    dropped runs lost: bench/next_action_losses.py), as many as a twelfth of the run's characters
-    holds, between 240 and ``RUN_MAX_CHARS``: the more a drop frees, the more its line names."""
-    budget = min(max(len(text) // 12, 240), RUN_MAX_CHARS)
+def in_order(text: str, max_items: int, max_chars: int) -> list[str]:
+    """The paths, identifiers and ids ``text`` shows in the order they appeared, whatever their
+    kind, at most ``max_items`` of them and ``max_chars`` characters in all: a dropped run's
+    line. Paths first (``digest``) crowded out the identifiers after them, 2.7 times as many of
+    the literals later calls copy as paths, and 5.6 times as many of those dropped runs lost
+    (``bench/next_action_losses.py``)."""
     out: list[str] = []
     used = 0
     for _, word in _scan(text):
-        if used + len(word) + 2 > budget:
+        if len(out) >= max_items or used + len(word) + 2 > max_chars:
             break
         out.append(word)
         used += len(word) + 2

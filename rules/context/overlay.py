@@ -16,8 +16,8 @@ from rules.context import digest, evidence, prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
-# What a dropped run's line names: nothing; the first 8 + 2 per result (at most 48) paths, then
-# identifiers, then ids; or its names in order, sized by the run (``digest.run_digest``).
+# What a dropped run's line names, 8 + 2 per result (at most 48): nothing; the first paths, then
+# identifiers, then ids its results showed; or their names in the order shown (``digest.in_order``)
 NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER = 0, 1, 2
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
 INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
@@ -174,11 +174,9 @@ def dropped_text(messages: list[Message], names: int = NAMES_NONE) -> str:
     shown: list[str] = []
     if names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
-        if names == NAMES_FIRST:
-            count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
-            shown = digest.digest("\n".join(texts), count, 25 * count)
-        else:
-            shown = digest.run_digest("\n".join(texts))
+        count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
+        pick = digest.digest if names == NAMES_FIRST else digest.in_order
+        shown = pick("\n".join(texts), count, 25 * count)
     return (
         f"{PLACEHOLDER_PREFIX} dropped {len(messages)} earlier messages ({what}"
         f"{'; tool calls: ' + tools if tools else ''}"

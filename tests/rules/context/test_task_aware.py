@@ -176,25 +176,19 @@ def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_with
     assert overlay.dropped_text(msgs, kept.names) == first
     now = overlay.Overlay({}, ["a"], 1)
     assert overlay.Overlay.load(now.to_json(), {"a"}).names == overlay.NAMES_IN_ORDER
+    assert overlay.dropped_text(msgs, now.names).endswith("README.md) to fit the token budget]")
 
 
-def test_a_dropped_runs_line_names_in_order_as_many_as_its_length_holds() -> None:
-    """Identifiers are not crowded out by the paths after them, and a longer run names more."""
+def test_a_dropped_runs_line_names_what_it_showed_in_order_not_paths_first() -> None:
+    """Identifiers are not crowded out by the paths after them; the line stays as bounded."""
     lines = [f"def handler_{i}(request):  # in src/views_{i}.py" for i in range(300)]
-    small = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines[:6]))]
-    large = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines))]
-    named = overlay.dropped_text(small, overlay.NAMES_IN_ORDER)
-    assert "they showed: handler_0, src/views_0.py, handler_1, src/views_1.py" in named
-    old_way = overlay.dropped_text(small, overlay.NAMES_FIRST)
-    assert "handler_0" not in old_way.split("they showed: ")[1].split(", ")[:6]
-    big = overlay.dropped_text(large, overlay.NAMES_IN_ORDER)
-    assert big.count("handler_") > 2 * named.count("handler_")
-    assert big.count("handler_") > overlay.dropped_text(large, overlay.NAMES_FIRST).count(
-        "handler_"
-    )
-    # bounded: at most a twelfth of what it stands for, and never past the cap
-    shown = big.split("they showed: ")[1]
-    assert len(shown) <= digest.RUN_MAX_CHARS + 40
+    run = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines))]
+    named = overlay.dropped_text(run, overlay.NAMES_IN_ORDER).split("they showed: ")[1]
+    assert named.startswith("handler_0, src/views_0.py, handler_1, src/views_1.py")
+    old_way = overlay.dropped_text(run, overlay.NAMES_FIRST).split("they showed: ")[1]
+    assert "handler_" not in old_way  # ten paths first, the identifiers never reached
+    assert len(named.split(", ")) == len(old_way.split(", ")) == 10  # 8 + 2 per result
+    assert digest.in_order("\n".join(lines), 48, 50) == ["handler_0", "src/views_0.py", "handler_1"]
 
 
 def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> None:
