@@ -55,6 +55,7 @@ from bench.pool import map_jobs
 from bench.replay import Replay
 from bench.split import HALVES, in_half
 from proxy.tokens import ensure_offline_tiktoken
+from rules.context import prune, schedule
 from tests.support.traces import iter_conversations
 
 NEVER = -1  # the run that never compacts warm
@@ -68,6 +69,7 @@ class Track:
     segments: list[list[bytes]] = field(default_factory=list)
     uses: list[CacheUse] = field(default_factory=list)
     compacted: list[bool] = field(default_factory=list)
+    offered: list[bool] = field(default_factory=list)  # a warm look found something to elide
     direct: float = 0.0
 
 
@@ -87,6 +89,9 @@ class _Recorded(Replay):
         self.track.segments.append(self.segments.of(out))
         self.track.uses.append(lane.last_use)
         self.track.compacted.append(bool(((report or {}).get("prune") or {}).get("compacted")))
+        memory = schedule.Memory.load(lane.state.get(prune.SESSION))
+        looked = memory.looked == memory.requests - 1  # this request looked (the oracle: warm)
+        self.track.offered.append(looked and memory.reclaimable > 0)
 
 
 def price(use: CacheUse, p: Pricing) -> float:
@@ -95,12 +100,13 @@ def price(use: CacheUse, p: Pricing) -> float:
 
 def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
     """``job`` replayed with prune's warm schedule replaced by the oracle compacting at ``at``
-    (None: prune's own schedule)."""
+    (None: prune's own schedule). One compaction: prune looks only at multiples of its request
+    (a look changes nothing but the schedule's memory, which the oracle does not read)."""
     replay = _Recorded(job)
     if at is None:
         replay.run()
     else:
-        with oracle(at):
+        with oracle(at, at[0] if len(at) == 1 and at[0] > 0 else 1):
             replay.run()
     p = job.pricings[0]
     for lane in replay.lanes:
@@ -176,10 +182,12 @@ def programme(runs: dict[int, Track], p: Pricing, seg: Segments) -> tuple[float,
 
 def runs_of(job: Job, solo: Job) -> dict[int, Track]:
     """The never-compacting run (``job``'s lanes: direct's cost too) and one run compacting at
-    each request (``solo``: the ctxproxy lane alone)."""
+    each request where a warm look finds something to elide (``solo``: the ctxproxy lane alone;
+    elsewhere the oracle has nothing to compact and the run is the first one)."""
     runs = {NEVER: replay_track(job, ())}
-    for k in range(len(runs[NEVER].uses)):
-        runs[k] = replay_track(solo, (k,))
+    for k, offered in enumerate(runs[NEVER].offered):
+        if offered:  # the same session up to k: the oracle's run compacts at k only then
+            runs[k] = replay_track(solo, (k,))
     return runs
 
 
