@@ -33,8 +33,9 @@ replayed), the defaults' (online) saving, and online ÷ optimal in aggregate and
 (median, p10, share of conversations where the optimal saves at least 0.5% and online reaches
 less than 0.75 of it).
 
-Runtime with ``--jobs 2`` on 2 cores, all 186 conversations, first 40 requests, four prices:
-about 25 minutes; one price about 6."""
+Runtime with ``--jobs 2``, all 186 conversations, first 40 requests, four prices: 18 minutes
+of CPU (37 minutes on a loaded 2-core machine); whole sessions grow as the square of their
+length."""
 
 from __future__ import annotations
 
