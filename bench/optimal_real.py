@@ -95,10 +95,6 @@ class _Recorded(Replay):
         self.track.offered.append(looked and memory.reclaimable > 0)
 
 
-def price(use: CacheUse, p: Pricing) -> float:
-    return p.cost(use)
-
-
 def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
     """``job`` replayed with prune's warm schedule replaced by the oracle compacting at ``at``
     (None: prune's own schedule). One compaction: prune looks only at multiples of its request
@@ -150,7 +146,7 @@ def programme(runs: dict[int, Track], p: Pricing, seg: Segments) -> tuple[float,
     """The least-cost schedule over the runs (see the module docstring): (cost, requests)."""
     never = runs[NEVER]
     n = len(never.uses)
-    cost = {k: [price(u, p) for u in t.uses] for k, t in runs.items()}
+    cost = {k: [p.cost(u) for u in t.uses] for k, t in runs.items()}
     head = [0.0]
     for c in cost[NEVER]:
         head.append(head[-1] + c)
@@ -165,7 +161,7 @@ def programme(runs: dict[int, Track], p: Pricing, seg: Segments) -> tuple[float,
             carried = sum(cost[k][k + 1 : j])
             before = never.segments[k - 1] if k else None
             use = transition(seg, before, run_k.segments[j - 1], runs[j].segments[j])
-            total = best[k][0] + carried + price(use, p)
+            total = best[k][0] + carried + p.cost(use)
             if total < top[0]:
                 top = (total, k)
         best[j] = top
@@ -219,9 +215,9 @@ def conversation(job: Job) -> Result:
         p.name,
         n,
         online.direct,
-        sum(price(u, p) for u in online.uses),
+        sum(p.cost(u) for u in online.uses),
         optimal,
-        sum(price(u, p) for u in check.uses),
+        sum(p.cost(u) for u in check.uses),
         list(chosen),
         [k for k, c in enumerate(online.compacted) if c],
     )
