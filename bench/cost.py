@@ -85,6 +85,8 @@ computed analytically (warm cache every request; the model and its simplificatio
 module's docstring). Per price: the optimal saving against direct in that model, the replay's
 saving of the method (emulated cache), and online ÷ optimal: over the summed costs, and the
 median of the per-conversation ratio over the conversations where the optimal saves anything.
+The analytic model overstates what the real edits reach; ``bench/optimal_real.py`` is the
+optimal over the real edits, each segment of a schedule priced by a replay (slower).
 
 **Envelopes.** On the longest conversations of the corpus (tiktoken size of the last request
 replayed), at a budget of 30% of that size: the share of tool calls keeping their envelope (the

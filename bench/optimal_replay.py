@@ -49,9 +49,10 @@ class Replayed:
 
 
 @contextmanager
-def oracle(at: Sequence[int]) -> Iterator[None]:
+def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
     """prune's schedule replaced: a warm compaction the budget does not force happens exactly
-    at the requests ``at`` (0-based), with every step planned; prune looks every request."""
+    at the requests ``at`` (0-based), with every step planned; prune looks every ``every``
+    requests (each of ``at`` must be a multiple: one compaction at ``k`` looks every ``k``)."""
     wanted = frozenset(at)
     original, look = schedule.choose, prune.WARM_LOOK_EVERY
 
@@ -69,7 +70,7 @@ def oracle(at: Sequence[int]) -> Iterator[None]:
             return schedule.Choice(len(steps), total - freed, {"decision": "oracle"})
         return schedule.Choice(0, total, {"decision": "none"})
 
-    schedule.choose, prune.WARM_LOOK_EVERY = choose, 1  # type: ignore[assignment]
+    schedule.choose, prune.WARM_LOOK_EVERY = choose, max(every, 1)  # type: ignore[assignment]
     try:
         yield
     finally:

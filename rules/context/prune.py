@@ -223,6 +223,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 info["compacted_from"] = run.anchors[first]
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
+            if info["compacted"] and look is not None:  # a warm cut: what its steps left
+                cut = sum(s.freed for s in steps[: choice.steps])
+                left = float(choice.figures.get("carried_left") or 0.0)
+                look = (left, max(look[1] - cut, 0))
         info.update({"target": target, "min_gain": min_gain, "reserve": budget - room})
     over = budget is not None and total > budget
     info.update(

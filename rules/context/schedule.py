@@ -92,9 +92,10 @@ class Memory:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
         ``look``: (carried, reclaimable) when this request looked at what a compaction could
-        free (carried then counts from here at the new figure). The next request expects a cache
-        hit when this one kept its predecessor's prefix and that predecessor was long enough to
-        be cached (``min_prefix``)."""
+        free (carried then counts from here at the new figure); after a warm cut, what is left
+        of both (the steps it did not take keep what carrying them has cost). The next request
+        expects a cache hit when this one kept its predecessor's prefix and that predecessor
+        was long enough to be cached (``min_prefix``)."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = tokens - self.last_tokens
@@ -102,10 +103,10 @@ class Memory:
         if self.requests and not compacted and step >= 0:
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
         carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
-        if compacted:
-            carried, looked, reclaimable = 0.0, self.requests, 0
-        elif look is not None:
+        if look is not None:  # a look, or a warm cut that left steps (what they have cost)
             carried, looked, reclaimable = look[0], self.requests, look[1]
+        elif compacted:
+            carried, looked, reclaimable = 0.0, self.requests, 0
         return {
             "requests": self.requests + 1,
             "last_at": now,
@@ -385,8 +386,11 @@ def _break_even(
     _, chosen, bust, lost, why = best
     after = total - sum(steps[i].freed for i in chosen)
     saving = carried if why == "paid" else r * (total - after) * ahead
+    # the steps left keep their share of what carrying has cost: a small cut at the tail does
+    # not restart the count of the large stale results before it
+    left = carried * (1 - (total - after) / everything) if everything > 0 else 0.0
     figures.update(
         decision=why, expected_saving=round(saving), bust_cost=round(bust),
-        expected_loss=round(lost),
+        expected_loss=round(lost), carried_left=round(max(left, 0.0), 1),
     )  # fmt: skip
     return Choice(len(chosen), after, figures, chosen)

@@ -276,3 +276,54 @@ def test_a_provider_counting_fewer_tokens_never_cheapens_the_bust() -> None:
     assert schedule.provider_scale(CacheFacts(last_prompt_tokens=15_000), m) == 1.5
     assert schedule.provider_scale(CacheFacts(), m) == 1.0
     assert schedule.provider_scale(CacheFacts(last_prompt_tokens=500), schedule.Memory()) == 1.0
+
+
+def test_a_cut_at_the_tail_leaves_the_steps_before_it_what_carrying_them_cost() -> None:
+    """Two stale results of 900 tokens, one early (its cut re-bills 7,200 tokens after it), one
+    near the tail (900). Carrying both has cost 2,000: the tail's half pays for its cut, the
+    early one's half does not. The tail is cut, and the early one keeps its 1,000 of carrying:
+    a small cut does not restart the count of a large one."""
+    prefix = [1000 * i for i in range(11)]
+    steps = [
+        schedule.Step("mask", 900, 1, (1,), reuse=0.0),
+        schedule.Step("mask", 900, 8, (8,), reuse=0.0),
+    ]
+    memory = schedule.Memory(requests=20, last_tokens=10_000, carried=2000.0, looked=20)
+    facts = CacheFacts(read_ratio=0.1, min_prefix_tokens=1024)
+    choice = schedule.choose(
+        steps, prefix, 10_000, 200_000, 150_000, facts, memory, "warm", {"mask": 1.0}, 0
+    )
+    assert choice.figures["decision"] == "paid" and choice.chosen == (1,)
+    assert choice.figures["carried_left"] == pytest.approx(1000.0)
+    after = memory.after(1.0, 9100, compacted=True, stored=None, look=(1000.0, 900))
+    assert (after["carried"], after["reclaimable"]) == (1000.0, 900)
+    richer = schedule.Memory(requests=20, last_tokens=10_000, carried=20_000.0, looked=20)
+    both = schedule.choose(
+        steps, prefix, 10_000, 200_000, 150_000, facts, richer, "warm", {"mask": 1.0}, 0
+    )
+    assert both.chosen == (0, 1) and both.figures["carried_left"] == 0.0
+
+
+def test_prune_keeps_what_a_warm_cut_left_in_the_sessions_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """prune stores the schedule's ``carried_left`` and the reclaimable tokens the cut left as
+    the session's carrying count after a warm cut (a forced or cold one starts it again)."""
+    original = schedule.choose
+
+    def tail_only(steps: Any, *args: Any, **kwargs: Any) -> schedule.Choice:
+        choice = original(steps, *args, **kwargs)
+        if choice.figures.get("cache") != "warm" or not steps:
+            return choice
+        last = len(steps) - 1
+        figures = {**choice.figures, "decision": "paid", "carried_left": 1234.5}
+        return schedule.Choice(1, args[1] - steps[last].freed, figures, (last,))
+
+    messages = conversation(120)
+    looked = decide(messages, 200_000, 5.0, requests=20).state.get(prune.SESSION)
+    monkeypatch.setattr(schedule, "choose", tail_only)
+    out = decide(messages, 200_000, 5.0, requests=20, carried={"carried": 10.0, "looked": 20})
+    assert out.report["prune"]["compacted"]
+    session = out.state.get(prune.SESSION)
+    assert session["carried"] == 1234.5
+    assert 0 < session["reclaimable"] < looked["reclaimable"]

@@ -1,0 +1,297 @@
+"""The offline-optimal compaction schedule over the real edit operations: dynamic programming
+with the future known, each segment's cost measured by replaying the rules.
+
+    .venv/bin/python -m bench.optimal_real [--max-requests 40] [--prices 0.1,0.25,0.5,0.1w]
+                                           [--limit N] [--half all|train|held-out] [--jobs 2]
+                                           [--json out.json]
+
+``bench.optimal`` prices a compaction analytically (the planner's estimate of what each edit
+frees, no inject block, no wire weight, no cache granularity), and its own schedule replayed
+saves about half what it claims (``bench.optimal_replay``). Here every figure is the replay's
+(``bench.cost``'s: every turn, chat, the prefix cache, one price):
+
+- **Runs.** For each request ``k`` of the conversation, one replay in which prune's warm
+  schedule is replaced by an oracle that compacts exactly at ``k`` (every step the planner offers
+  then: supersede, shrink, mask) and never again under the budget with a warm cache (a cold or
+  forced compaction goes as prune decides); and one run that never compacts warm. Each run
+  records, per request, the forwarded body's segments and what the emulated cache read.
+- **Segments.** A schedule ``k1 < k2 < …`` is priced as: the never-compacting run's requests
+  before ``k1``; then, for each ``km``, run ``km``'s requests from ``km + 1`` to the next
+  compaction, exactly as that run priced them; and at each later compaction ``j`` coming from
+  ``k``, run ``j``'s request ``j`` sent to a cache holding run ``k``'s request ``j − 1`` and the
+  never-compacting run's request ``k − 1`` (the transition).
+- **The approximation.** The view after a compaction at ``j`` is taken to be the one a session
+  that never compacted before ``j`` gets (every eligible item elided, independently of earlier
+  compactions): the real chain's earlier placeholders and injected blocks are replayed instead.
+  It is checked: the chosen schedule is replayed end to end (the oracle compacting at all its
+  requests) and its cost set beside the programme's figure.
+- **The programme.** States: the last compaction (or none). ``O(n²)`` transitions, each one
+  cache lookup; the ``n + 1`` runs of ``n`` requests dominate the time.
+
+Reported per price: direct's cost, the optimal's saving (the programme's, and its schedule
+replayed), the defaults' (online) saving, and online ÷ optimal in aggregate and per conversation
+(median, p10, share of conversations where the optimal saves at least 0.5% and online reaches
+less than 0.75 of it).
+
+Runtime with ``--jobs 2``, all 186 conversations, first 40 requests, four prices: 18 minutes
+of CPU (37 minutes on a loaded 2-core machine); whole sessions grow as the square of their
+length."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bench.cache_emulator import CacheUse, PrefixCache, Pricing, Segments
+from bench.cost import spread
+from bench.cost_config import MIN_PREFIX_TOKENS, PRICES, TTL_S, Job, model_of, parse_variant
+from bench.cost_lanes import _counters
+from bench.optimal_replay import oracle
+from bench.pool import map_jobs
+from bench.replay import Replay
+from bench.split import HALVES, in_half
+from proxy.tokens import ensure_offline_tiktoken
+from rules.context import prune, schedule
+from tests.support.traces import iter_conversations
+
+NEVER = -1  # the run that never compacts warm
+
+
+@dataclass
+class Track:
+    """One run of the ctxproxy lane: per request, its segments, the cache's use, whether it
+    compacted; and direct's cost when the run had a direct lane."""
+
+    segments: list[list[bytes]] = field(default_factory=list)
+    uses: list[CacheUse] = field(default_factory=list)
+    compacted: list[bool] = field(default_factory=list)
+    offered: list[bool] = field(default_factory=list)  # a warm look found something to elide
+    direct: float = 0.0
+
+
+class _Recorded(Replay):
+    """The replay, noting the ctxproxy lane's segments and cache use on every request."""
+
+    def __init__(self, job: Job) -> None:
+        super().__init__(job)
+        self.track = Track()
+
+    def _account(
+        self, lane: Any, prefix: Any, view: Any, out: Any, report: Any, *rest: Any
+    ) -> None:
+        super()._account(lane, prefix, view, out, report, *rest)
+        if lane.method.kind != "ctxproxy":
+            return
+        self.track.segments.append(self.segments.of(out))
+        self.track.uses.append(lane.last_use)
+        self.track.compacted.append(bool(((report or {}).get("prune") or {}).get("compacted")))
+        memory = schedule.Memory.load(lane.state.get(prune.SESSION))
+        looked = memory.looked == memory.requests - 1  # this request looked (the oracle: warm)
+        self.track.offered.append(looked and memory.reclaimable > 0)
+
+
+def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
+    """``job`` replayed with prune's warm schedule replaced by the oracle compacting at ``at``
+    (None: prune's own schedule). One compaction: prune looks only at multiples of its request
+    (a look changes nothing but the schedule's memory, which the oracle does not read)."""
+    replay = _Recorded(job)
+    if at is None:
+        replay.run()
+    else:
+        with oracle(at, at[0] if len(at) == 1 and at[0] > 0 else 1):
+            replay.run()
+    p = job.pricings[0]
+    for lane in replay.lanes:
+        if lane.method.kind == "direct":
+            s = lane.stats
+            replay.track.direct = (
+                (s.prompt - s.cached) + p.read_ratio * s.cached + (p.write_ratio - 1) * s.written
+            )
+    return replay.track
+
+
+@dataclass
+class Result:
+    """One conversation at one price (costs in fresh-token units, the replay's)."""
+
+    conv_id: str
+    price: str
+    requests: int
+    direct: float
+    online: float
+    optimal: float  # the programme's figure
+    replayed: float  # its schedule replayed end to end
+    schedule: list[int]
+    online_at: list[int]
+
+
+def transition(
+    seg: Segments, before: list[bytes] | None, last: list[bytes], now: list[bytes]
+) -> CacheUse:
+    """What the cache reads of ``now`` when it holds ``before`` and ``last`` (see the module
+    docstring); one clock instant, so nothing expires."""
+    cache = PrefixCache(seg, TTL_S, MIN_PREFIX_TOKENS)
+    if before:
+        cache.send(before, 0.0)
+    cache.send(last, 0.0)
+    return cache.send(now, 0.0)
+
+
+def programme(runs: dict[int, Track], p: Pricing, seg: Segments) -> tuple[float, tuple[int, ...]]:
+    """The least-cost schedule over the runs (see the module docstring): (cost, requests)."""
+    never = runs[NEVER]
+    n = len(never.uses)
+    cost = {k: [p.cost(u) for u in t.uses] for k, t in runs.items()}
+    head = [0.0]
+    for c in cost[NEVER]:
+        head.append(head[-1] + c)
+    usable = [k for k in range(n) if k in runs and runs[k].compacted[k]]
+    best: dict[int, tuple[float, int]] = {}  # k -> (cost of requests 0..k, predecessor)
+    for j in usable:
+        top = (head[j] + cost[j][j], NEVER)
+        for k in usable:
+            if k >= j:
+                break
+            run_k = runs[k]
+            carried = sum(cost[k][k + 1 : j])
+            before = never.segments[k - 1] if k else None
+            use = transition(seg, before, run_k.segments[j - 1], runs[j].segments[j])
+            total = best[k][0] + carried + p.cost(use)
+            if total < top[0]:
+                top = (total, k)
+        best[j] = top
+    final, last = head[n], NEVER
+    for k in usable:
+        total = best[k][0] + sum(cost[k][k + 1 :])
+        if total < final:
+            final, last = total, k
+    chosen: list[int] = []
+    while last != NEVER:
+        chosen.append(last)
+        last = best[last][1]
+    return final, tuple(reversed(chosen))
+
+
+def runs_of(job: Job, solo: Job) -> dict[int, Track]:
+    """The never-compacting run (``job``'s lanes: direct's cost too) and one run compacting at
+    each request where a warm look finds something to elide (``solo``: the ctxproxy lane alone;
+    elsewhere the oracle has nothing to compact and the run is the first one)."""
+    runs = {NEVER: replay_track(job, ())}
+    for k, offered in enumerate(runs[NEVER].offered):
+        if offered:  # the same session up to k: the oracle's run compacts at k only then
+            runs[k] = replay_track(solo, (k,))
+    return runs
+
+
+def fresh_segments(job: Job) -> Segments:
+    """A segment store of the job's tokenizer, apart from the one the replays share (each
+    replay clears that one)."""
+    ensure_offline_tiktoken()
+    import tiktoken
+
+    name = _counters().for_model(model_of(job.conv)).encoding_name
+    return Segments(tiktoken.get_encoding(name).encode_ordinary)
+
+
+def conversation(job: Job) -> Result:
+    """A worker's task: one conversation at one price."""
+    p = job.pricings[0]
+    online = replay_track(job, None)
+    solo = Job(
+        job.conv, job.methods[1:], job.pricings, job.seed, cadence=job.cadence,
+        max_requests=job.max_requests,
+    )  # fmt: skip
+    runs = runs_of(job, solo)
+    n = len(online.uses)
+    optimal, chosen = programme(runs, p, fresh_segments(solo))
+    check = replay_track(solo, chosen) if chosen else runs[NEVER]
+    return Result(
+        job.conv["id"],
+        p.name,
+        n,
+        online.direct,
+        sum(p.cost(u) for u in online.uses),
+        optimal,
+        sum(p.cost(u) for u in check.uses),
+        list(chosen),
+        [k for k, c in enumerate(online.compacted) if c],
+    )
+
+
+def figures(rows: list[Result]) -> dict[str, Any]:
+    """One price's aggregate and per-conversation figures."""
+    direct = sum(r.direct for r in rows)
+    per = sorted(
+        (r.direct - r.online) / (r.direct - r.optimal)
+        for r in rows
+        if r.direct > 0 and (r.direct - r.optimal) >= 0.005 * r.direct
+    )
+    optimal_saving = 1 - sum(r.optimal for r in rows) / direct
+    online_saving = 1 - sum(r.online for r in rows) / direct
+    return {
+        "conversations": len(rows),
+        "optimal_saving": optimal_saving,
+        "replayed_saving": 1 - sum(r.replayed for r in rows) / direct,
+        "online_saving": online_saving,
+        "ratio": online_saving / optimal_saving if optimal_saving > 0 else float("nan"),
+        "saving_convs": len(per),
+        "median": statistics.median(per) if per else float("nan"),
+        "p10": per[len(per) // 10] if per else float("nan"),
+        "below_075": sum(x < 0.75 for x in per) / len(per) if per else float("nan"),
+        "optimal_compactions": sum(len(r.schedule) for r in rows),
+        "online_compactions": sum(len(r.online_at) for r in rows),
+        "online_beats": sum(r.online < r.optimal - 1e-9 for r in rows),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--max-requests", type=int, default=40, help="0: whole sessions")
+    parser.add_argument("--prices", default="0.1,0.25,0.5,0.1w")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--half", default="all", choices=("all", *HALVES))
+    parser.add_argument("--variant", default="defaults", help="the online ctxproxy variant")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    methods = (parse_variant("direct"), parse_variant(args.variant))
+    convs = spread(in_half(iter_conversations(), args.half), args.limit or None)
+    prices = [PRICES[k.strip()] for k in args.prices.split(",") if k.strip()]
+    jobs = [
+        Job(c, methods, (p,), args.seed, cadence="every-turn", max_requests=args.max_requests)
+        for p in prices
+        for c in sorted(convs, key=lambda c: -len(c["messages"]))
+    ]
+    rows = map_jobs(conversation, jobs, args.jobs)
+    span = f"{args.max_requests or 'all'} requests each"
+    print(f"{len(convs)} conversations ({args.half}), {span}, every turn, {args.variant}\n")
+    print(
+        "| price | optimal saving | its schedule replayed | online saving | online ÷ optimal "
+        "| per conversation: median · p10 · share below 0.75 (of those it saves ≥ 0.5% on) "
+        "| compactions, optimal · online |\n|---|---:|---:|---:|---:|---|---|"
+    )
+    out = {}
+    for p in prices:
+        f = figures([r for r in rows if r.price == p.name])
+        out[p.name] = f
+        print(
+            f"| {p.name} | {f['optimal_saving']:.2%} | {f['replayed_saving']:.2%} "
+            f"| {f['online_saving']:.2%} | {f['ratio']:.2f} | {f['median']:.2f} · "
+            f"{f['p10']:.2f} · {f['below_075']:.0%} ({f['saving_convs']}) "
+            f"| {f['optimal_compactions']} · {f['online_compactions']} |"
+        )
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"figures": out, "rows": [asdict(r) for r in rows]}, fh)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

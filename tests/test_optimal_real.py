@@ -1,0 +1,136 @@
+"""bench/optimal_real.py: the dynamic programme over replayed runs finds the least-cost chain of
+segments (against every schedule enumerated), and on a corpus conversation its schedule,
+replayed end to end, costs what the programme says, no more than never compacting or
+compacting once anywhere."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from bench.cache_emulator import CacheUse, Pricing, Segments
+from bench.cost_config import PRICES, Job, parse_variant
+from bench.optimal_real import (
+    NEVER,
+    Track,
+    conversation,
+    fresh_segments,
+    programme,
+    replay_track,
+    runs_of,
+    transition,
+)
+from tests.support.traces import iter_conversations
+
+CONV = "bookminder/day-012/s0"
+
+
+def _bytes_segments() -> Segments:
+    return Segments(lambda text: list(text.encode()))  # one token a byte
+
+
+def _track(requests: list[list[bytes]], seg: Segments, compact_at: int | None) -> Track:
+    """A run whose cache uses are those of sending ``requests`` in turn to one cache."""
+    from bench.cache_emulator import PrefixCache
+
+    cache = PrefixCache(seg, 300.0, 1024)
+    uses = [cache.send(r, float(t)) for t, r in enumerate(requests)]
+    return Track(requests, uses, [t == compact_at for t in range(len(requests))])
+
+
+def _synthetic(n: int, seg: Segments) -> dict[int, Track]:
+    """A system prompt, a 3,000-byte result from request 1 on that a compaction at ``k`` (from
+    request 2 on: it was cached once) replaces by a 40-byte placeholder (with a marker of ``k``,
+    as an injected block would differ), and 400 bytes of growth per request."""
+    system, result = b"s" * 1500, b"r" * 3000
+
+    def request(t: int, k: int | None) -> list[bytes]:
+        body = [system]
+        if t >= 1:
+            body.append(result if k is None or t < k else b"p" * 39 + bytes([65 + k % 26]))
+        return body + [bytes([97 + i % 26]) * 400 for i in range(t)]
+
+    runs = {NEVER: _track([request(t, None) for t in range(n)], seg, None)}
+    for k in range(2, n):
+        runs[k] = _track([request(t, k) for t in range(n)], seg, k)
+    return runs
+
+
+def _chain(runs: dict[int, Track], chosen: tuple[int, ...], p: Pricing, seg: Segments) -> float:
+    """A schedule's cost as the module docstring defines it, request by request."""
+    never = runs[NEVER]
+    total, last = 0.0, NEVER
+    for t in range(len(never.uses)):
+        if t in chosen:
+            if last == NEVER:
+                use = runs[t].uses[t]
+            else:
+                before = never.segments[last - 1] if last else None
+                use = transition(seg, before, runs[last].segments[t - 1], runs[t].segments[t])
+            last = t
+        else:
+            use = runs[last].uses[t]
+        total += p.cost(use)
+    return total
+
+
+@pytest.mark.parametrize("price", ["0.1", "0.5", "0.1w"])
+@pytest.mark.parametrize("n", [4, 9])
+def test_the_programme_is_the_least_cost_chain_of_all_schedules(price: str, n: int) -> None:
+    seg, p = _bytes_segments(), PRICES[price]
+    runs = _synthetic(n, seg)
+    cost, chosen = programme(runs, p, seg)
+    candidates = range(2, n)
+    every = [
+        (_chain(runs, s, p, seg), s)
+        for size in range(n)
+        for s in itertools.combinations(candidates, size)
+    ]
+    least = min(c for c, _ in every)
+    assert cost == pytest.approx(least)
+    assert _chain(runs, chosen, p, seg) == pytest.approx(cost)
+
+
+def test_a_long_cheap_read_sequence_compacts_and_a_short_one_does_not() -> None:
+    seg = _bytes_segments()
+    assert programme(_synthetic(3, seg), PRICES["0.1"], seg)[1] == ()
+    cost, chosen = programme(_synthetic(30, seg), PRICES["0.5"], seg)
+    assert chosen and chosen[0] == 2
+    never = sum(PRICES["0.5"].cost(u) for u in _synthetic(30, seg)[NEVER].uses)
+    assert cost < never
+
+
+def test_a_transition_reads_what_the_earlier_run_left_in_the_cache() -> None:
+    seg = _bytes_segments()
+    a, b, c = b"a" * 2048, b"b" * 1024, b"c" * 512
+    assert transition(seg, None, [a, b], [a, b, c]) == CacheUse(2048 + 1024 + 512, 3072, 512)
+    assert transition(seg, None, [a, c], [a, b, c]).cached_tokens == 2048
+    # the older prompt kept as well: the longer of the two prefixes is read
+    assert transition(seg, [a, b], [a, c], [a, b, c]).cached_tokens == 3072
+
+
+@pytest.fixture(scope="module")
+def job() -> Job:
+    conv = next((c for c in iter_conversations() if c["id"] == CONV), None)
+    if conv is None:
+        pytest.skip(f"{CONV} is not in the corpus")
+    methods = (parse_variant("direct"), parse_variant("defaults"))
+    return Job(conv, methods, (PRICES["0.5"],), 0, cadence="every-turn", max_requests=30)
+
+
+def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(job: Job) -> None:
+    row = conversation(job)
+    assert row.schedule  # this conversation pays for a compaction at r = 0.5
+    assert row.optimal < row.direct
+    assert row.replayed == pytest.approx(row.optimal, rel=0.01)
+    solo = Job(job.conv, job.methods[1:], job.pricings, 0, cadence="every-turn", max_requests=30)
+    runs = runs_of(job, solo)
+    p = job.pricings[0]
+    cost = {k: sum(p.cost(u) for u in t.uses) for k, t in runs.items()}
+    assert row.optimal <= min(cost.values()) + 1e-6  # never, or once anywhere
+    assert programme(runs, p, fresh_segments(job)) == (row.optimal, tuple(row.schedule))
+    # the oracle's run compacts where told, the never run nowhere under the budget
+    k = row.schedule[0]
+    assert runs[k].compacted[k] and not any(runs[NEVER].compacted)
+    assert replay_track(solo, (k,)).uses == runs[k].uses  # a replay is deterministic
