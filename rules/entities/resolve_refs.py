@@ -127,6 +127,16 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
+def _own_near_end(messages: Sequence[Message]) -> int | None:
+    """The user's latest own message when it is among the last ``ref_memo.NEAR_END`` (a new
+    question is the last message or near it), else None (``last_where`` looks further). A walk
+    of a few messages back costs less than comparing the whole list with the session's last."""
+    for i in range(len(messages) - 1, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
+        if _users_own(messages[i]):
+            return i
+    return None
+
+
 @text_cache(max_chars=2_000_000, max_entries=MEMO_ENTRIES)
 def _clipped(text: str, limit: int) -> str:
     """A long message's start and end, the same string object while the message is cached: the
@@ -189,7 +199,9 @@ def _mentions(
     layers = [_scan(text, extra_packs, languages, threshold, None)]
     if present:
         layers.append(_scan(text, extra_packs, languages, threshold, present))
-    found = finish(text, kinds, lexicons, merge(*layers))
+    found = finish(
+        text, kinds, lexicons, merge(*layers), lambda: _prepared(text, extra_packs, languages)
+    )
     return tuple(m for m in found if m.base >= threshold)
 
 
@@ -256,7 +268,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # a tool loop's next request: the question read last time, nothing read again
     seen = ref_memo.asked_again(ctx, cfg, present)
     if seen is None:
-        at = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
+        at = _own_near_end(ctx.messages)
+        if at is None:
+            at = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
         if at is None:
             return RuleResult.unchanged(ctx)
         seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)
