@@ -27,7 +27,7 @@ import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
-from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import ref_memo
 from rules.entities.ref_detect import (
@@ -127,14 +127,15 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
-def _own_near_end(messages: Sequence[Message]) -> int | None:
-    """The user's latest own message when it is among the last ``ref_memo.NEAR_END`` (a new
-    question is the last message or near it), else None (``last_where`` looks further). A walk
-    of a few messages back costs less than comparing the whole list with the session's last."""
+def latest_own(messages: Sequence[Message], memo: ListMemo) -> int | None:
+    """The index of the user's latest own message: looked for among the last
+    ``ref_memo.NEAR_END`` first (a new question is the last message or near it: a walk of a few
+    messages costs less than comparing the whole list with the session's last one), then by
+    ``last_where`` (a long tool loop since)."""
     for i in range(len(messages) - 1, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
         if _users_own(messages[i]):
             return i
-    return None
+    return last_where(messages, _users_own, memo, LATEST_MEMO)
 
 
 @text_cache(max_chars=2_000_000, max_entries=MEMO_ENTRIES)
@@ -268,9 +269,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # a tool loop's next request: the question read last time, nothing read again
     seen = ref_memo.asked_again(ctx, cfg, present)
     if seen is None:
-        at = _own_near_end(ctx.messages)
-        if at is None:
-            at = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
+        at = latest_own(ctx.messages, ctx.memo)
         if at is None:
             return RuleResult.unchanged(ctx)
         seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from rules.entities import ref_detect
-from rules.entities.ref_lexicon import load_lexicons
+from rules.entities.ref_lexicon import _matches_ascii, load_lexicons
 from rules.entities.ref_prefilter import possible, required_literals
 from tests.support.scenarios import load
 
 HERE = Path(__file__).resolve().parent / "scenarios"
 QUESTIONS = sorted({sc.ask for path in sorted(HERE.glob("*.yaml")) for sc in load(path) if sc.ask})
+LANGS = ("en", "zh", "ko", "ja")
 FILLER = "Some context about the project, pasted before the question. " * 6
 
 
@@ -49,3 +50,21 @@ def test_a_pattern_needing_a_missing_literal_is_skipped() -> None:
     text = ref_detect.fold("Please refactor the parser so that it handles tabs. " * 20)
     assert not possible(text, possessive.literals)
     assert possible(text + " the lead agent's config", possessive.literals)
+
+
+def test_a_script_no_ascii_character_is_in_is_not_searched_in_ascii_text() -> None:
+    _, lexicons = load_lexicons(())
+    assert {x.lang: x.script_in_ascii for x in lexicons} == {
+        "en": True,
+        "zh": False,
+        "ko": False,
+        "ja": False,
+    }
+    assert _matches_ascii(re.compile("[a-z]")) and _matches_ascii(re.compile("[\u3040-\u30ff_]"))
+    assert not _matches_ascii(re.compile("[\u3040-\u30ff]"))
+    assert _matches_ascii(re.compile("x?[\u3040-\u30ff]"))  # not one class: searched
+    ascii_only = ref_detect.prepare("delete the folder you just made", lexicons, LANGS)
+    assert [x.lang for x in ascii_only.lexicons] == ["en"]
+    mixed = ref_detect.prepare("删除你刚创建的文件夹 please", lexicons, LANGS)
+    assert [x.lang for x in mixed.lexicons] == ["en", "zh", "ja"]
+    assert [m.lang for m in _detect("删除你刚创建的文件夹 please")] == ["zh"]
