@@ -221,7 +221,10 @@ def _through(
                 ident=after.group("ident"),
             )
     lo = max(0, m.start - RELATION_WINDOW)
+    words_before = text[lo : m.start].rstrip()
     for named_edge, prefix in _prefixes(lex, m):
+        if prefix.tail and not words_before.endswith(prefix.tail):
+            continue  # not after its relation word ("on", "next to"): its search cannot match
         hit = prefix.regex.search(text, lo, m.start)
         if hit is None or (hit.start() > 0 and is_word(text[hit.start() - 1])):
             continue

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.entities import ref_grammar
-from rules.entities.ref_prefilter import required_literals
+from rules.entities.ref_prefilter import required_literals, tail_words
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
@@ -49,6 +49,9 @@ class Pattern:
     # its source before and after its object verbs ({kop}): narrowed to the verbs of the kinds a
     # session holds (``ref_scan.narrowed``); None: it has no such slot
     verb_split: tuple[str, str] | None = None
+    # what its match ends with before the blanks at the end of the text (a relation's words read
+    # before a mention: "the commit on "): the text is tested with one ``endswith`` first
+    tail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -149,7 +152,10 @@ def _compile_language(
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
         literals = required_literals(regex)
-        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split)
+        tail = tail_words(regex)
+        return Pattern(
+            kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split, tail
+        )
 
     patterns = []
     for item in spec.get("patterns") or []:

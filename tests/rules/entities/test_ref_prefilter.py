@@ -5,6 +5,7 @@ template cannot match without."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from rules.entities import ref_detect
 from rules.entities.ref_lexicon import _matches_ascii, load_lexicons
-from rules.entities.ref_prefilter import possible, required_literals
+from rules.entities.ref_prefilter import possible, required_literals, tail_words
 from tests.support.scenarios import load
 
 HERE = Path(__file__).resolve().parent / "scenarios"
@@ -68,3 +69,30 @@ def test_a_script_no_ascii_character_is_in_is_not_searched_in_ascii_text() -> No
     mixed = ref_detect.prepare("删除你刚创建的文件夹 please", lexicons, LANGS)
     assert [x.lang for x in mixed.lexicons] == ["en", "zh", "ja"]
     assert [m.lang for m in _detect("删除你刚创建的文件夹 please")] == ["zh"]
+
+
+def test_a_relations_words_are_tested_by_their_tail_first() -> None:
+    """The relation words before a mention ("the commit on [the branch you made]") are searched
+    only when the text before it ends with their last word: the same mentions as searching
+    always, over every question of the scenario sets."""
+    kinds, lexicons = load_lexicons(())
+    english = next(x for x in lexicons if x.lang == "en")
+    assert english.relation_prefix is not None
+    assert english.relation_prefix.tail == ("in", "inside", "under", "within")
+    assert dict(english.relation_prefixes)["next_to"].tail == ("alongside", "beside", "to")
+    assert tail_words(re.compile(r"a\s++(?:b|c)?\s++$")) == ()  # an optional end: no tail
+
+    def untailed(lex: ref_detect.Lexicon) -> ref_detect.Lexicon:
+        prefix = lex.relation_prefix
+        return dataclasses.replace(
+            lex,
+            relation_prefix=prefix and dataclasses.replace(prefix, tail=()),
+            relation_prefixes=tuple(
+                (edge, dataclasses.replace(p, tail=())) for edge, p in lex.relation_prefixes
+            ),
+        )
+
+    always = tuple(untailed(x) for x in lexicons)
+    found = [ref_detect.detect(q, kinds, lexicons, LANGS) for q in QUESTIONS]
+    assert found == [ref_detect.detect(q, kinds, always, LANGS) for q in QUESTIONS]
+    assert sum(m.kind == "relation" and m.lang == "en" for f in found for m in f) >= 10
