@@ -43,7 +43,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.entities.ref_scan import verb_groups
+from rules.entities.ref_scan import Wanted, verb_groups
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -177,13 +177,18 @@ def _scan(
     is present (a session's first commit scans its question again for these alone), with the
     object verbs of the kinds held (``_with_verbs``)."""
     kinds, _ = load_lexicons(extra_packs)
-    if present is None:
-        select = wanted(frozenset(), False)
-    else:
-        sorts, _, verbs = present.partition("#")
-        select = wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
     prep = _prepared(text, extra_packs, languages)
-    return tuple(scan_prepared(prep, kinds, threshold, select))
+    return tuple(scan_prepared(prep, kinds, threshold, _selection(present)))
+
+
+@functools.lru_cache(maxsize=256)
+def _selection(present: str | None) -> Wanted:
+    """The patterns a layer runs (see ``_scan``), built once per key: the same object each time,
+    so the patterns it selects are found by one lookup."""
+    if present is None:
+        return wanted(frozenset(), False)
+    sorts, _, verbs = present.partition("#")
+    return wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
 
 
 @text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
