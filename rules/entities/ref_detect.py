@@ -138,6 +138,8 @@ def merge(*layers: Sequence[Mention]) -> list[Mention]:
     """Mentions of separate scans as one scan would have found them: of overlapping ones, the
     earlier pattern's wins. Linear: a mask of claimed characters per language."""
     found = [m for layer in layers for m in layer]
+    if sum(1 for layer in layers if layer) <= 1:  # one scan's mentions never overlap
+        return sorted(found, key=lambda m: (m.rank, m.start))
     size = max((m.end for m in found), default=0)
     masks: dict[str, bytearray] = {}
     out: list[Mention] = []
