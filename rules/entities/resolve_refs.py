@@ -127,14 +127,16 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
-def latest_own(messages: Sequence[Message], memo: ListMemo) -> int | None:
-    """The index of the user's latest own message: looked for among the last
-    ``ref_memo.NEAR_END`` first (a new question is the last message or near it: a walk of a few
-    messages costs less than comparing the whole list with the session's last one), then by
-    ``last_where`` (a long tool loop since)."""
-    for i in range(len(messages) - 1, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
-        if _users_own(messages[i]):
-            return i
+def latest_own(messages: Sequence[Message], memo: ListMemo, near: int | None) -> int | None:
+    """The index of the user's latest own message: looked for from ``near``, the last user-role
+    message among the last ``ref_memo.NEAR_END`` (``last_user_near_end``), down to that bound
+    first (a new question is the last message or near it: a walk of a few messages costs less
+    than comparing the whole list with the session's last one), then by ``last_where`` (a long
+    tool loop since, or no user-role message near the end)."""
+    if near is not None:
+        for i in range(near, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
+            if _users_own(messages[i]):
+                return i
     return last_where(messages, _users_own, memo, LATEST_MEMO)
 
 
@@ -272,9 +274,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
-    seen = ref_memo.asked_again(ctx, cfg, present)
+    near = ref_memo.last_user_near_end(ctx.messages)
+    seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near)
     if seen is None:
-        at = latest_own(ctx.messages, ctx.memo)
+        at = latest_own(ctx.messages, ctx.memo, near)
         if at is None:
             return RuleResult.unchanged(ctx)
         seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)

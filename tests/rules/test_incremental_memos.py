@@ -115,7 +115,8 @@ def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
             if rng.random() < 0.01:  # a compaction
                 history = list(history[:1]) + history[rng.randrange(1, len(history)) :]
             want = max((i for i, m in enumerate(history) if own(m)), default=None)
-            assert resolve_refs.latest_own(history, memo) == want
+            last_user = ref_memo.last_user_near_end(history)
+            assert resolve_refs.latest_own(history, memo, last_user) == want
             if want is not None:
                 near += want >= len(history) - ref_memo.NEAR_END
                 far += want < len(history) - ref_memo.NEAR_END
