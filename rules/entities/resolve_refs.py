@@ -274,7 +274,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
-    near = ref_memo.last_user_near_end(ctx.messages)
+    # the last user-role message near the end, looked for once a question is kept: compared
+    # with it, else where a new question is looked for first (none kept: ``last_where``)
+    near = ref_memo.last_user_near_end(ctx.messages) if ctx.memo.get(ref_memo.QUESTION) else None
     seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near)
     if seen is None:
         at = latest_own(ctx.messages, ctx.memo, near)
