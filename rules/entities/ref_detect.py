@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
@@ -138,6 +138,8 @@ def merge(*layers: Sequence[Mention]) -> list[Mention]:
     """Mentions of separate scans as one scan would have found them: of overlapping ones, the
     earlier pattern's wins. Linear: a mask of claimed characters per language."""
     found = [m for layer in layers for m in layer]
+    if sum(1 for layer in layers if layer) <= 1:  # one scan's mentions never overlap
+        return sorted(found, key=lambda m: (m.rank, m.start))
     size = max((m.end for m in found), default=0)
     masks: dict[str, bytearray] = {}
     out: list[Mention] = []
@@ -150,15 +152,23 @@ def merge(*layers: Sequence[Mention]) -> list[Mention]:
 
 
 def finish(
-    text: str, kinds: Mapping[str, Kind], lexicons: Sequence[Lexicon], found: Sequence[Mention]
+    text: str,
+    kinds: Mapping[str, Kind],
+    lexicons: Sequence[Lexicon],
+    found: Sequence[Mention],
+    prepared: Callable[[], Prepared] | None = None,
 ) -> list[Mention]:
     """Found mentions in order of position, each read as a relation's anchor when the words
     before it say so ("the file in [the folder you just made]"); a mention within those words
-    gives way."""
+    gives way. ``prepared``: the text as the scans read it (``prepare``), when kept."""
     if not any(m.type is not None and m.anchor is None and m.ident is None for m in found):
         return sorted(found, key=lambda x: x.start)  # no anchor: nothing to read before one
-    original = strip_injected(text)
-    text = fold(original)
+    if prepared is not None:
+        prep = prepared()
+        original, text = prep.original, prep.text
+    else:
+        original = strip_injected(text)
+        text = fold(original)
     lex_of = {x.lang: x for x in lexicons}
     done = [_through(lex_of[m.lang], kinds, m, text, original) for m in found]
     prefix = bytearray(len(text) + 1)  # the words a relation read before its anchor
@@ -213,7 +223,10 @@ def _through(
                 ident=after.group("ident"),
             )
     lo = max(0, m.start - RELATION_WINDOW)
+    words_before = text[lo : m.start].rstrip()
     for named_edge, prefix in _prefixes(lex, m):
+        if prefix.tail and not words_before.endswith(prefix.tail):
+            continue  # not after its relation word ("on", "next to"): its search cannot match
         hit = prefix.regex.search(text, lo, m.start)
         if hit is None or (hit.start() > 0 and is_word(text[hit.start() - 1])):
             continue
@@ -317,6 +330,7 @@ def _mention(
         typ = "file"
     if extensions and not named:
         hint = None  # the format says more than a part of a name could
+    verb_kinds = object_kinds(lex, g, text, m.span())
     return Mention(
         text=original[m.start() : m.end()].strip(),
         start=m.start(),
@@ -333,10 +347,10 @@ def _mention(
         named=named,
         extensions=extensions,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
-        kinds=object_kinds(lex, g, text, m.span()),
+        kinds=verb_kinds,
         ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
         anchor=anchor,
-        needs_noun=needs_noun(lex, typ, action, g, text, m.span()),
+        needs_noun=needs_noun(lex, typ, action, verb_kinds),
         rank=rank,
         end=m.end(),
         edge=p.edge,

@@ -10,6 +10,7 @@ and the text is matched lower-cased, without ``re.I`` (which turns that scan off
 from __future__ import annotations
 
 import functools
+import importlib
 import re
 from collections import Counter
 from collections.abc import Mapping
@@ -17,12 +18,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rules.entities import ref_grammar
-from rules.entities.ref_prefilter import required_literals
+from rules.entities.ref_prefilter import required_literals, tail_words
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 _SLOT = re.compile(r"\{([a-z_]+)\}")
 _FRAGMENT = re.compile(r"(?<!\?P)<([a-z_]+)>")  # not a named group's (?P<name>
 _VERBS = "\x00"  # where a template's object verbs stand while it is compiled
+# re's own parser (no public API; sre_parse warns as deprecated): a script read as re reads it
+_parser: Any = importlib.import_module("re._parser")
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,9 @@ class Pattern:
     # its source before and after its object verbs ({kop}): narrowed to the verbs of the kinds a
     # session holds (``ref_scan.narrowed``); None: it has no such slot
     verb_split: tuple[str, str] | None = None
+    # what its match ends with before the blanks at the end of the text (a relation's words read
+    # before a mention: "the commit on "): the text is tested with one ``endswith`` first
+    tail: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,7 @@ class Lexicon:
     # " on port 5173", " that mounts the data folder" just after a mention: (edge, its pattern)
     relation_suffixes: tuple[tuple[str, Pattern], ...] = ()
     space: str = r"\s++"  # a blank inside a word of a slot (``ref_grammar.alternation``)
+    script_in_ascii: bool = True  # whether ``script`` can match in a text of ASCII only
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -145,7 +152,10 @@ def _compile_language(
         where = f"references pack, {lang}: template {template!r}"
         regex = compile_regex(source, 0, where, template not in builtin)
         literals = required_literals(regex)
-        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split)
+        tail = tail_words(regex)
+        return Pattern(
+            kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split, tail
+        )
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -178,7 +188,18 @@ def _compile_language(
     placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
-                   relation, placement, prefixes, suffixes, space)  # fmt: skip
+                   relation, placement, prefixes, suffixes, space,
+                   gate is None or _matches_ascii(gate))  # fmt: skip
+
+
+def _matches_ascii(script: re.Pattern[str]) -> bool:
+    """Whether ``script`` may match in a text of ASCII characters only: False only for a single
+    character class that no ASCII character is in (``[\u3040-\u30ff]``), tested per character.
+    An English question is then not searched for Chinese, Korean or Japanese at all."""
+    parsed = _parser.parse(script.pattern, script.flags)
+    if len(parsed) != 1 or str(parsed[0][0]) not in ("IN", "LITERAL", "RANGE"):
+        return True
+    return any(script.fullmatch(chr(c)) for c in range(128))
 
 
 def _groups(data: Any) -> dict[str, tuple[str, ...]]:

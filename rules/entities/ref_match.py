@@ -78,18 +78,13 @@ def object_kinds(
 
 
 def needs_noun(
-    lex: Lexicon,
-    typ: str | None,
-    action: str | None,
-    g: Mapping[str, str | None],
-    text: str,
-    span: tuple[int, int],
+    lex: Lexicon, typ: str | None, action: str | None, verb_kinds: tuple[str, ...]
 ) -> tuple[str, ...]:
     """The kinds a mention without a noun cannot mean: none when its verb is about them
-    ("the one you installed", "push it")."""
+    ("the one you installed", "push it"; ``verb_kinds``: ``object_kinds`` of the mention)."""
     if typ not in (None, "any") or (action is not None and not lex.groups.get(action, (action,))):
         return ()
-    return () if object_kinds(lex, g, text, span) else lex.needs_noun
+    return () if verb_kinds else lex.needs_noun
 
 
 def relation_anchor(

@@ -66,13 +66,18 @@ def asked_again(
         return None
     messages = ctx.messages
     if latest is None:
-        for i in range(len(messages) - 1, max(-1, len(messages) - 1 - NEAR_END), -1):
-            if messages[i].get("role") == "user":
-                latest = i
-                break
+        latest = last_user_near_end(messages)
     if latest is None or messages[latest] is not q.message:
         return None
     return latest, q.text, q.found
+
+
+def last_user_near_end(messages: Sequence[Message]) -> int | None:
+    """The index of the last user-role message among the last ``NEAR_END``, or None."""
+    for i in range(len(messages) - 1, max(-1, len(messages) - 1 - NEAR_END), -1):
+        if messages[i].get("role") == "user":
+            return i
+    return None
 
 
 def keep_question(ctx: Context, question: Question) -> None:

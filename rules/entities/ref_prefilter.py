@@ -53,3 +53,50 @@ def required_literals(regex: re.Pattern[str]) -> tuple[str, ...]:
 def possible(text: str, literals: Iterable[str]) -> bool:
     """Whether ``text`` holds every literal (a pattern needing them may match)."""
     return all(s in text for s in literals)
+
+
+def tail_words(regex: re.Pattern[str]) -> tuple[str, ...]:
+    """Strings one of which every match of ``regex`` ends with, before the blanks it ends with
+    at the end of the text (``… on\\s++$`` -> ``on``); () when its end is not of that shape. The
+    relation words read before a mention ("the commit on ") are tested by one ``endswith``."""
+    items = list(_parser.parse(regex.pattern, regex.flags))
+    if not items or str(items[-1][0]) != "AT" or str(items[-1][1]) != "AT_END":
+        return ()
+    items = items[:-1]
+    while items and _blanks(items[-1]):
+        items = items[:-1]
+    return tuple(sorted(_tails(items) or ()))
+
+
+def _blanks(item: Any) -> bool:
+    """A run of one or more blanks (``\\s++``)."""
+    op, av = item
+    if str(op) not in _REPEATS or av[0] < 1:
+        return False
+    body = list(av[2])
+    return (
+        len(body) == 1
+        and str(body[0][0]) == "IN"
+        and [(str(o), str(a)) for o, a in body[0][1]] == [("CATEGORY", "CATEGORY_SPACE")]
+    )
+
+
+def _tails(items: list[Any]) -> set[str] | None:
+    """The literal ends of a sequence: its trailing literal characters, or those of each branch
+    of a trailing alternation (a suffix of what every match ends with); None: not literal."""
+    run: list[str] = []
+    for op, av in reversed(items):
+        if str(op) == "LITERAL":
+            run.append(chr(av))
+            continue
+        if run:
+            break
+        if str(op) == "SUBPATTERN":
+            return _tails(list(av[3]))
+        if str(op) == "BRANCH":
+            ends = [_tails(list(b)) for b in av[1]]
+            if any(e is None for e in ends):
+                return None
+            return {t for e in ends if e is not None for t in e}
+        return None
+    return {"".join(reversed(run))} if run else None

@@ -116,8 +116,12 @@ class Prepared:
 def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) -> Prepared:
     original = strip_injected(text)
     folded = fold(original)
+    ascii_only = folded.isascii()  # kept by the string: no scan
     read = tuple(
-        x for x in lexicons if x.lang in languages and (not x.script or x.script.search(folded))
+        x
+        for x in lexicons
+        if x.lang in languages
+        and (not x.script or ((x.script_in_ascii or not ascii_only) and x.script.search(folded)))
     )
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.

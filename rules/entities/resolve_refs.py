@@ -27,7 +27,7 @@ import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
-from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import ref_memo
 from rules.entities.ref_detect import (
@@ -43,7 +43,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.entities.ref_scan import verb_groups
+from rules.entities.ref_scan import Wanted, verb_groups
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -127,6 +127,19 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
+def latest_own(messages: Sequence[Message], memo: ListMemo, near: int | None) -> int | None:
+    """The index of the user's latest own message: looked for from ``near``, the last user-role
+    message among the last ``ref_memo.NEAR_END`` (``last_user_near_end``), down to that bound
+    first (a new question is the last message or near it: a walk of a few messages costs less
+    than comparing the whole list with the session's last one), then by ``last_where`` (a long
+    tool loop since, or no user-role message near the end)."""
+    if near is not None:
+        for i in range(near, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
+            if _users_own(messages[i]):
+                return i
+    return last_where(messages, _users_own, memo, LATEST_MEMO)
+
+
 @text_cache(max_chars=2_000_000, max_entries=MEMO_ENTRIES)
 def _clipped(text: str, limit: int) -> str:
     """A long message's start and end, the same string object while the message is cached: the
@@ -166,13 +179,18 @@ def _scan(
     is present (a session's first commit scans its question again for these alone), with the
     object verbs of the kinds held (``_with_verbs``)."""
     kinds, _ = load_lexicons(extra_packs)
-    if present is None:
-        select = wanted(frozenset(), False)
-    else:
-        sorts, _, verbs = present.partition("#")
-        select = wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
     prep = _prepared(text, extra_packs, languages)
-    return tuple(scan_prepared(prep, kinds, threshold, select))
+    return tuple(scan_prepared(prep, kinds, threshold, _selection(present)))
+
+
+@functools.lru_cache(maxsize=256)
+def _selection(present: str | None) -> Wanted:
+    """The patterns a layer runs (see ``_scan``), built once per key: the same object each time,
+    so the patterns it selects are found by one lookup."""
+    if present is None:
+        return wanted(frozenset(), False)
+    sorts, _, verbs = present.partition("#")
+    return wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
 
 
 @text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
@@ -189,7 +207,9 @@ def _mentions(
     layers = [_scan(text, extra_packs, languages, threshold, None)]
     if present:
         layers.append(_scan(text, extra_packs, languages, threshold, present))
-    found = finish(text, kinds, lexicons, merge(*layers))
+    found = finish(
+        text, kinds, lexicons, merge(*layers), lambda: _prepared(text, extra_packs, languages)
+    )
     return tuple(m for m in found if m.base >= threshold)
 
 
@@ -254,9 +274,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
-    seen = ref_memo.asked_again(ctx, cfg, present)
+    # the last user-role message near the end, looked for once a question is kept: compared
+    # with it, else where a new question is looked for first (none kept: ``last_where``)
+    near = ref_memo.last_user_near_end(ctx.messages) if ctx.memo.get(ref_memo.QUESTION) else None
+    seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near)
     if seen is None:
-        at = last_where(ctx.messages, _users_own, ctx.memo, LATEST_MEMO)
+        at = latest_own(ctx.messages, ctx.memo, near)
         if at is None:
             return RuleResult.unchanged(ctx)
         seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)

@@ -10,7 +10,7 @@ from typing import Any
 
 from rules.base import ListMemo, Message
 from rules.context import sticky, working_set
-from rules.entities import resolve_refs
+from rules.entities import ref_memo, resolve_refs
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, last_where
 from rules.workspace import workspace_map
 
@@ -97,6 +97,36 @@ def test_latest_user_text_is_the_whole_lists() -> None:
             own = resolve_refs._users_own
             want = max((i for i, m in enumerate(messages) if own(m)), default=None)
             assert last_where(messages, own, memo, resolve_refs.LATEST_MEMO) == want
+
+
+def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
+    """resolve_refs' search for the question: among the last messages first, else past the
+    messages the list shares with the last one; long tool loops put it far from the end."""
+    own = resolve_refs._users_own
+    near = far = 0
+    for seed in range(4):
+        rng = random.Random(seed)
+        memo: ListMemo = {}
+        history: list[Message] = [{"role": "system", "content": "sys"}]
+        for n in range(300):
+            loop = rng.random() < 0.98  # mostly a tool loop: calls and results
+            kinds = ["call", "result"] if loop else ["user", "host", "placeholder", "result"]
+            history = [*history, message(rng, n) if not loop else _loop_step(rng, n, kinds)]
+            if rng.random() < 0.01:  # a compaction
+                history = list(history[:1]) + history[rng.randrange(1, len(history)) :]
+            want = max((i for i, m in enumerate(history) if own(m)), default=None)
+            last_user = ref_memo.last_user_near_end(history)
+            assert resolve_refs.latest_own(history, memo, last_user) == want
+            if want is not None:
+                near += want >= len(history) - ref_memo.NEAR_END
+                far += want < len(history) - ref_memo.NEAR_END
+    assert near and far
+
+
+def _loop_step(rng: random.Random, n: int, kinds: list[str]) -> Message:
+    if rng.choice(kinds) == "call":
+        return {"role": "assistant", "content": "", "tool_calls": [{"id": f"c{n}"}]}
+    return {"role": "tool", "tool_call_id": f"c{n}", "content": f"out {n}"}
 
 
 def test_the_maps_figures_are_the_whole_maps() -> None:

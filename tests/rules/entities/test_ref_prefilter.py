@@ -5,18 +5,20 @@ template cannot match without."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
 import pytest
 
 from rules.entities import ref_detect
-from rules.entities.ref_lexicon import load_lexicons
-from rules.entities.ref_prefilter import possible, required_literals
+from rules.entities.ref_lexicon import _matches_ascii, load_lexicons
+from rules.entities.ref_prefilter import possible, required_literals, tail_words
 from tests.support.scenarios import load
 
 HERE = Path(__file__).resolve().parent / "scenarios"
 QUESTIONS = sorted({sc.ask for path in sorted(HERE.glob("*.yaml")) for sc in load(path) if sc.ask})
+LANGS = ("en", "zh", "ko", "ja")
 FILLER = "Some context about the project, pasted before the question. " * 6
 
 
@@ -49,3 +51,48 @@ def test_a_pattern_needing_a_missing_literal_is_skipped() -> None:
     text = ref_detect.fold("Please refactor the parser so that it handles tabs. " * 20)
     assert not possible(text, possessive.literals)
     assert possible(text + " the lead agent's config", possessive.literals)
+
+
+def test_a_script_no_ascii_character_is_in_is_not_searched_in_ascii_text() -> None:
+    _, lexicons = load_lexicons(())
+    assert {x.lang: x.script_in_ascii for x in lexicons} == {
+        "en": True,
+        "zh": False,
+        "ko": False,
+        "ja": False,
+    }
+    assert _matches_ascii(re.compile("[a-z]")) and _matches_ascii(re.compile("[\u3040-\u30ff_]"))
+    assert not _matches_ascii(re.compile("[\u3040-\u30ff]"))
+    assert _matches_ascii(re.compile("x?[\u3040-\u30ff]"))  # not one class: searched
+    ascii_only = ref_detect.prepare("delete the folder you just made", lexicons, LANGS)
+    assert [x.lang for x in ascii_only.lexicons] == ["en"]
+    mixed = ref_detect.prepare("删除你刚创建的文件夹 please", lexicons, LANGS)
+    assert [x.lang for x in mixed.lexicons] == ["en", "zh", "ja"]
+    assert [m.lang for m in _detect("删除你刚创建的文件夹 please")] == ["zh"]
+
+
+def test_a_relations_words_are_tested_by_their_tail_first() -> None:
+    """The relation words before a mention ("the commit on [the branch you made]") are searched
+    only when the text before it ends with their last word: the same mentions as searching
+    always, over every question of the scenario sets."""
+    kinds, lexicons = load_lexicons(())
+    english = next(x for x in lexicons if x.lang == "en")
+    assert english.relation_prefix is not None
+    assert english.relation_prefix.tail == ("in", "inside", "under", "within")
+    assert dict(english.relation_prefixes)["next_to"].tail == ("alongside", "beside", "to")
+    assert tail_words(re.compile(r"a\s++(?:b|c)?\s++$")) == ()  # an optional end: no tail
+
+    def untailed(lex: ref_detect.Lexicon) -> ref_detect.Lexicon:
+        prefix = lex.relation_prefix
+        return dataclasses.replace(
+            lex,
+            relation_prefix=prefix and dataclasses.replace(prefix, tail=()),
+            relation_prefixes=tuple(
+                (edge, dataclasses.replace(p, tail=())) for edge, p in lex.relation_prefixes
+            ),
+        )
+
+    always = tuple(untailed(x) for x in lexicons)
+    found = [ref_detect.detect(q, kinds, lexicons, LANGS) for q in QUESTIONS]
+    assert found == [ref_detect.detect(q, kinds, always, LANGS) for q in QUESTIONS]
+    assert sum(m.kind == "relation" and m.lang == "en" for f in found for m in f) >= 10
