@@ -52,12 +52,17 @@ class Lull:
 
     async def wait(self, until: float) -> None:
         """Until no request is being handled, or the loop's clock reaches ``until``; the loop
-        runs at least once either way (the writer's steps never hold it two in a row)."""
-        if self.open:
-            left = until - asyncio.get_running_loop().time()
-            if left > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._quiet.wait(), left)
+        runs at least once either way (the writer's steps never hold it two in a row). Woken
+        by a lull, it looks again: the next request may have begun before the waiter ran (a
+        client at concurrency 1 sends it as soon as it has its answer)."""
+        loop = asyncio.get_running_loop()
+        while self.open:
+            left = until - loop.time()
+            if left <= 0:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._quiet.wait(), left)
+            if not self.open:
                 return
         await asyncio.sleep(0)
 

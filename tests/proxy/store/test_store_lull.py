@@ -40,6 +40,31 @@ async def test_a_pause_waits_for_the_requests_in_flight_and_no_longer_than_its_d
     assert lull.open == 0 and time.monotonic() - began < 0.5
 
 
+async def test_a_pause_woken_by_a_lull_a_request_ended_waits_again_if_the_next_began() -> None:
+    """A client at concurrency 1 sends its next request as soon as it has its answer: that
+    request may begin between the lull and the waiter's turn; the pause goes on waiting."""
+    lull = Lull()
+    lull.started()
+    waiting = asyncio.ensure_future(lull.pause(5.0)())
+    await asyncio.sleep(0.02)
+    lull.finished({})  # the waiter is woken, not run yet
+    lull.started()  # the next request begins first
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    lull.finished({})
+    await asyncio.wait_for(waiting, 1.0)
+    lull.started()  # and the deadline still stands across the wake-ups
+    waiting = asyncio.ensure_future(lull.pause(0.1)())
+    began = time.monotonic()
+    for _ in range(5):
+        await asyncio.sleep(0.01)
+        lull.finished({})
+        lull.started()
+    await asyncio.wait_for(waiting, 1.0)
+    assert 0.08 < time.monotonic() - began < 1.0
+    lull.finished({})
+
+
 async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "db"), batch_window_s=0.01)
     await store.open()
