@@ -184,7 +184,7 @@ def instrument(stages: Stages, app: Any) -> None:
     import proxy.store.batch as batch_mod
 
     p(batch_mod, "encode_row", "  writer: a row's redaction and encoding")
-    p(batch_mod, "redacted_json", "    writer: the report's redaction and encoding")
+    p(batch_mod, "redact", "    writer: the report's redaction")
     p(batch_mod, "stored_state", "  writer: a state's encoding")
     p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
     p(services.store, "_write_batch", "writer: batch (encode, execute, commit)")

@@ -360,9 +360,6 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
     return is_secret_name(name)
 
 
-# The test ``redact`` applies to each member of a dict (``proxy.store.redacted_json`` too).
-secret_field = _secret_field
-
 # Leaves never redacted (``_secret_field``): most of a report's, taken without a call each.
 _PLAIN = frozenset({int, float, bool, type(None)})
 

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from proxy.store.dialect import Dialect
-from proxy.store.redacted_json import redacted_json
 from proxy.store.state_bytes import stored_state
 from rules.base import SessionState
-from rules.redact import redact_text
+from rules.redact import redact, redact_text
 
 if TYPE_CHECKING:
     from _typeshed import SupportsKeysAndGetItem
@@ -200,7 +199,7 @@ def encode_row(row: dict[str, Any]) -> dict[str, Any]:
             out[col] = redact_text(out[col])
     for col in ("report", "cache"):  # rules (and a provider's diagnosis) copy client text
         if isinstance(out.get(col), dict):
-            out[col] = redacted_json(out[col])  # encoded too: a str is left as it is below
+            out[col] = redact(out[col])
     for col in JSON_COLUMNS:
         if col in out and out[col] is not None and not isinstance(out[col], str):
             out[col] = orjson.dumps(out[col]).decode()
