@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.overhead_stages [--messages 20] [--requests 2000] [--stream]
     .venv/bin/python -m bench.overhead_stages --profile 40     # cProfile's top 40 instead
+    .venv/bin/python -m bench.overhead_stages --without-writes # the writer's batches dropped
 
 The app ``ctxproxy serve`` runs (``create_app`` with its lifespan, the request log on a file, the
 garbage collector set as the server sets it) and the floor's handler (``bench.bare_relay``) are
@@ -21,6 +22,10 @@ after the answer included), each stage's mean over the slowest 1% of ctxproxy's 
 the tail comes from), and the garbage collector's runs while measuring. Two trees compare in the
 same minutes by running this file with the other tree first on the path (``cd /tmp/base &&
 PYTHONPATH=/tmp/base python /path/to/bench/overhead_stages.py``).
+
+With ``--without-writes`` the store's writer drops its batches (nothing redacted, encoded or sent
+to the connection's thread): the difference to a run with them is what the writer's work costs
+the requests, in their tail above all.
 
 Wall time on a shared machine swings: read the medians, and the difference to the floor."""
 
@@ -188,6 +193,12 @@ def instrument(stages: Stages, app: Any) -> None:
     p(batch_mod, "stored_state", "  writer: a state's encoding")
     p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
     p(services.store, "_write_batch", "writer: batch (encode, execute, commit)")
+    # each statement and the commit: sent to the connection's thread, waited for
+    p(services.store.writer, "_execute", "  writer: statements, commit (the connection's thread)")
+
+
+async def _dropped(ops: list[Any]) -> None:
+    """A batch of the writer's, not written (``--without-writes``)."""
 
 
 def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
@@ -255,6 +266,12 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--protocol", choices=list(PATHS), default="chat")
     parser.add_argument("--profile", type=int, metavar="TOP", help="cProfile's top functions")
+    parser.add_argument(
+        "--without-writes",
+        action="store_true",
+        help="the store's writer drops its batches (no encoding, no statements): what the "
+        "requests' times are without the writer's work",
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-stages-"))
@@ -289,6 +306,8 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     stages = Stages()
     async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
         instrument(stages, app)
+        if args.without_writes:
+            app.state.services.store._write_batch = _dropped
         totals: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         cpu: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         began: dict[str, list[float]] = {"ctxproxy": [], "floor": []}

@@ -86,6 +86,29 @@ async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: 
         await store.close()
 
 
+async def test_a_request_s_row_and_its_cache_report_wait_for_the_lull(tmp_path: Path) -> None:
+    """Every request queues its row, its session's state and its cache report (a keyed
+    statement): such a batch waits while a request is being handled, as the rows alone do."""
+    from proxy.store.cache_feedback import CacheFeedback
+
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        store.cache_feedback.put("s1", CacheFeedback(1.0, 100, 80, 0))
+        await asyncio.sleep(MAX_DEFER_S / 4)  # past the batch window, within the deferral
+        assert await store.get_request("r1") is None
+        select = store.dialect.feedback_select
+        assert await store.fetchrow(select, ("s1",)) is None
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert await store.get_request("r1") is not None
+        assert tuple((await store.fetchrow(select, ("s1",)))[1:3]) == (100, 80)
+    finally:
+        await store.close()
+
+
 async def test_a_writer_behind_its_queue_does_not_wait(tmp_path: Path) -> None:
     """More writes queued than one batch takes: the batch is written at once, request or not;
     the last one, with nothing behind it, waits for its lull again."""
@@ -147,6 +170,11 @@ async def test_a_statement_is_written_at_once_while_a_request_is_in_flight(tmp_p
 
     assert defer_for([], behind=False) == 0.0
     assert defer_for([Statement("SELECT 1", ())], behind=False) == 0.0
+    # a session's cache report (keyed: its newest wins) is queued by every request: it waits
+    # with the rows, else no batch would
+    keyed = Statement("SELECT 1", (), key="s", order=1.0)
+    assert defer_for([object(), keyed], behind=False) == MAX_DEFER_S
+    assert defer_for([keyed, Statement("SELECT 1", ())], behind=False) == 0.0
     assert defer_for([object()], behind=True) == 0.0
     assert defer_for([object()], behind=False) == MAX_DEFER_S
     store = Store(str(tmp_path / "db"), batch_window_s=0.01)
