@@ -66,6 +66,8 @@ class Stages:
         self.current: dict[str, float] = {}
         self.per_request: list[dict[str, float]] = []
         self.enabled = True
+        # rows the writer encoded in a lull / while a request was being handled
+        self.rows_encoded = {False: 0, True: 0}
 
     def add(self, name: str, ms: float) -> None:
         if self.enabled:
@@ -189,6 +191,14 @@ def instrument(stages: Stages, app: Any) -> None:
     import proxy.store.batch as batch_mod
 
     p(batch_mod, "encode_row", "  writer: a row's redaction and encoding")
+    lull = services.store.lull
+    encode_row = batch_mod.encode_row
+
+    def counted(row: dict[str, Any]) -> dict[str, Any]:  # where the writer's work lands
+        stages.rows_encoded[bool(lull.open)] += 1
+        return encode_row(row)  # type: ignore[no-any-return]
+
+    batch_mod.encode_row = counted
     p(batch_mod, "redact", "    writer: the report's redaction")
     p(batch_mod, "stored_state", "  writer: a state's encoding")
     p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
@@ -344,6 +354,9 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     outside = "the loop between requests, the store's connection, the offload worker"
     print(f"CPU outside the calls ({outside}): {other:.3f} ms a request")
     print(collections.summary())
+    inside, lulls = stages.rows_encoded[True], stages.rows_encoded[False]
+    during = "while a request was being handled"
+    print(f"rows the writer encoded {during}: {inside} of {inside + lulls}")
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.profile)
