@@ -68,6 +68,8 @@ class Stages:
         self.enabled = True
         # rows the writer encoded in a lull / while a request was being handled
         self.rows_encoded = {False: 0, True: 0}
+        # statements and commits the writer sent to its connection's thread, likewise
+        self.thread_calls = {False: 0, True: 0}
 
     def add(self, name: str, ms: float) -> None:
         if self.enabled:
@@ -199,6 +201,14 @@ def instrument(stages: Stages, app: Any) -> None:
         return encode_row(row)  # type: ignore[no-any-return]
 
     batch_mod.encode_row = counted
+    writer = services.store.writer
+    execute = writer._execute
+
+    async def sent(*args: Any, **kwargs: Any) -> Any:  # a statement or commit to the thread
+        stages.thread_calls[bool(lull.open)] += 1
+        return await execute(*args, **kwargs)
+
+    writer._execute = sent
     p(batch_mod, "redact", "    writer: the report's redaction")
     p(batch_mod, "stored_state", "  writer: a state's encoding")
     p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
@@ -357,6 +367,9 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     inside, lulls = stages.rows_encoded[True], stages.rows_encoded[False]
     during = "while a request was being handled"
     print(f"rows the writer encoded {during}: {inside} of {inside + lulls}")
+    inside, lulls = stages.thread_calls[True], stages.thread_calls[False]
+    print(f"statements and commits sent to the connection's thread {during}: {inside} of "
+          f"{inside + lulls}")  # fmt: skip
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.profile)

@@ -13,6 +13,7 @@ import httpx
 from proxy.app import create_app
 from proxy.store.lull import MAX_DEFER_S, Lull
 from proxy.store.sqlite import Store
+from rules.base import SessionState
 from tests.conftest import proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
@@ -105,6 +106,35 @@ async def test_a_request_s_row_and_its_cache_report_wait_for_the_lull(tmp_path: 
         await asyncio.wait_for(store.flush(), 2.0)
         assert await store.get_request("r1") is not None
         assert tuple((await store.fetchrow(select, ("s1",)))[1:3]) == (100, 80)
+    finally:
+        await store.close()
+
+
+async def test_each_statement_of_a_batch_and_its_commit_begin_in_a_lull(tmp_path: Path) -> None:
+    """A request that begins while the batch's first statement runs holds the next statement,
+    and the commit, until it ends: nothing of the batch is read before."""
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    sent: list[str] = []
+    executemany = store.writer.executemany
+
+    def counted(sql: str, rows: list[tuple[object, ...]]) -> object:
+        sent.append(sql.split("(")[0].strip())
+        if len(sent) == 1:
+            store.lull.started()  # a request begins while the first statement runs
+        return executemany(sql, rows)
+
+    store.writer.executemany = counted  # type: ignore[method-assign]
+    try:
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        await store.save_state("s1", SessionState({"k": 1}), None)
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        assert sent == ["INSERT INTO requests"]
+        assert await store.get_request("r1") is None  # not committed
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert sent == ["INSERT INTO requests", "INSERT INTO sessions"]
+        assert await store.get_request("r1") is not None
     finally:
         await store.close()
 
