@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.overhead_stages [--messages 20] [--requests 2000] [--stream]
     .venv/bin/python -m bench.overhead_stages --profile 40     # cProfile's top 40 instead
+    .venv/bin/python -m bench.overhead_stages --without-writes # the writer's batches dropped
 
 The app ``ctxproxy serve`` runs (``create_app`` with its lifespan, the request log on a file, the
 garbage collector set as the server sets it) and the floor's handler (``bench.bare_relay``) are
@@ -21,6 +22,10 @@ after the answer included), each stage's mean over the slowest 1% of ctxproxy's 
 the tail comes from), and the garbage collector's runs while measuring. Two trees compare in the
 same minutes by running this file with the other tree first on the path (``cd /tmp/base &&
 PYTHONPATH=/tmp/base python /path/to/bench/overhead_stages.py``).
+
+With ``--without-writes`` the store's writer drops its batches (nothing redacted, encoded or sent
+to the connection's thread): the difference to a run with them is what the writer's work costs
+the requests, in their tail above all.
 
 Wall time on a shared machine swings: read the medians, and the difference to the floor."""
 
@@ -61,6 +66,10 @@ class Stages:
         self.current: dict[str, float] = {}
         self.per_request: list[dict[str, float]] = []
         self.enabled = True
+        # rows the writer encoded in a lull / while a request was being handled
+        self.rows_encoded = {False: 0, True: 0}
+        # statements and commits the writer sent to its connection's thread, likewise
+        self.thread_calls = {False: 0, True: 0}
 
     def add(self, name: str, ms: float) -> None:
         if self.enabled:
@@ -184,10 +193,32 @@ def instrument(stages: Stages, app: Any) -> None:
     import proxy.store.batch as batch_mod
 
     p(batch_mod, "encode_row", "  writer: a row's redaction and encoding")
+    lull = services.store.lull
+    encode_row = batch_mod.encode_row
+
+    def counted(row: dict[str, Any]) -> dict[str, Any]:  # where the writer's work lands
+        stages.rows_encoded[bool(lull.open)] += 1
+        return encode_row(row)  # type: ignore[no-any-return]
+
+    batch_mod.encode_row = counted
+    writer = services.store.writer
+    execute = writer._execute
+
+    async def sent(*args: Any, **kwargs: Any) -> Any:  # a statement or commit to the thread
+        stages.thread_calls[bool(lull.open)] += 1
+        return await execute(*args, **kwargs)
+
+    writer._execute = sent
     p(batch_mod, "redact", "    writer: the report's redaction")
     p(batch_mod, "stored_state", "  writer: a state's encoding")
     p(sqlite_mod, "paced_statements", "writer: rows encoded, redacted (all turns)")
     p(services.store, "_write_batch", "writer: batch (encode, execute, commit)")
+    # each statement and the commit: sent to the connection's thread, waited for
+    p(services.store.writer, "_execute", "  writer: statements, commit (the connection's thread)")
+
+
+async def _dropped(ops: list[Any]) -> None:
+    """A batch of the writer's, not written (``--without-writes``)."""
 
 
 def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
@@ -218,11 +249,12 @@ def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
     }
 
 
-async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, float]:
-    """One request through ``app``: ms until its last body message was sent, and the thread CPU
-    ms of the whole call (what runs after the answer included)."""
+async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, float, float]:
+    """One request through ``app``: ms until its last body message was sent, the thread CPU ms of
+    the whole call (what runs after the answer included), and ms until its answer began (the
+    response's start: what the client waits for before the relay)."""
     sent = False
-    end = 0.0
+    end = began = 0.0
 
     async def receive() -> dict[str, Any]:
         nonlocal sent
@@ -234,14 +266,17 @@ async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, f
 
     async def send(message: dict[str, Any]) -> None:
         nonlocal end
-        if message["type"] == "http.response.start" and message["status"] != 200:
-            raise RuntimeError(f"status {message['status']}")
+        nonlocal began
+        if message["type"] == "http.response.start":
+            if message["status"] != 200:
+                raise RuntimeError(f"status {message['status']}")
+            began = time.perf_counter()
         if message["type"] == "http.response.body" and not message.get("more_body"):
             end = time.perf_counter()
 
     t0, cpu0 = time.perf_counter(), time.thread_time()
     await app(scope_for(path, body, session), receive, send)
-    return (end - t0) * 1000, (time.thread_time() - cpu0) * 1000
+    return (end - t0) * 1000, (time.thread_time() - cpu0) * 1000, (began - t0) * 1000
 
 
 def main() -> None:
@@ -251,6 +286,12 @@ def main() -> None:
     parser.add_argument("--stream", action="store_true")
     parser.add_argument("--protocol", choices=list(PATHS), default="chat")
     parser.add_argument("--profile", type=int, metavar="TOP", help="cProfile's top functions")
+    parser.add_argument(
+        "--without-writes",
+        action="store_true",
+        help="the store's writer drops its batches (no encoding, no statements): what the "
+        "requests' times are without the writer's work",
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-stages-"))
@@ -285,8 +326,11 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     stages = Stages()
     async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
         instrument(stages, app)
+        if args.without_writes:
+            app.state.services.store._write_batch = _dropped
         totals: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         cpu: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
+        began: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         warm = 50
         collections = GcWatch()
         profile = cProfile.Profile() if args.profile else None
@@ -298,12 +342,13 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
             for name, target in (("ctxproxy", app), ("floor", floor)):
                 if profile is not None and name == "ctxproxy" and r >= warm:
                     profile.enable()
-                ms, cpu_ms = await call(target, path, body, "stages")
+                ms, cpu_ms, began_ms = await call(target, path, body, "stages")
                 if profile is not None:
                     profile.disable()
                 if r >= warm:
                     totals[name].append(ms)
                     cpu[name].append(cpu_ms)
+                    began[name].append(began_ms)
             if r >= warm:
                 stages.next_request()
             if r == warm - 1:
@@ -311,7 +356,7 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
         collections.stop()
         process_cpu = time.process_time() - process_cpu
         await app.state.services.store.flush()
-    print_stages(args, body, totals, cpu, stages)
+    print_stages(args, body, totals, cpu, began, stages)
     # the process's CPU outside the calls: the loop between requests (the writer's batches, timers),
     # the store's connection thread, the offload worker
     calls = sum(cpu["ctxproxy"]) + sum(cpu["floor"])
@@ -319,6 +364,12 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     outside = "the loop between requests, the store's connection, the offload worker"
     print(f"CPU outside the calls ({outside}): {other:.3f} ms a request")
     print(collections.summary())
+    inside, lulls = stages.rows_encoded[True], stages.rows_encoded[False]
+    during = "while a request was being handled"
+    print(f"rows the writer encoded {during}: {inside} of {inside + lulls}")
+    inside, lulls = stages.thread_calls[True], stages.thread_calls[False]
+    print(f"statements and commits sent to the connection's thread {during}: {inside} of "
+          f"{inside + lulls}")  # fmt: skip
     if profile is not None:
         out = io.StringIO()
         pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(args.profile)
@@ -333,6 +384,7 @@ def print_stages(
     body: bytes,
     totals: dict[str, list[float]],
     cpu: dict[str, list[float]],
+    began: dict[str, list[float]],
     stages: Stages,
 ) -> None:
     n = len(stages.per_request)
@@ -344,19 +396,27 @@ def print_stages(
         f"\n{args.protocol}, {args.messages} messages ({len(body) / 1024:.0f} KB), {kind}, "
         f"{n} requests (wall ms, in-process, inclusive)\n"
     )
-    # the slowest 1% of ctxproxy's requests: each stage's mean there (where the tail comes from)
-    cut = percentile(totals["ctxproxy"], 0.99)
-    timed = zip(stages.per_request, totals["ctxproxy"], strict=True)
-    slow = [per for per, ms in timed if ms >= cut]
-    print("| stage | median | mean | p90 | p99 | mean, slowest 1% |")
-    print("|---|---|---|---|---|---|")
+
+    # the slowest 1% of ctxproxy's requests: each stage's mean there (where the tail comes from),
+    # by the whole request's wall time and by its thread CPU (steadier on a shared machine)
+    def slowest(values: list[float]) -> list[dict[str, float]]:
+        cut = percentile(values, 0.99)
+        return [per for per, ms in zip(stages.per_request, values, strict=True) if ms >= cut]
+
+    slow, slow_cpu = slowest(totals["ctxproxy"]), slowest(cpu["ctxproxy"])
+    print("| stage | median | mean | p90 | p99 | p99 ÷ median | mean, slowest 1% | "
+          "mean, 1% of most CPU |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for label, values in (("ctxproxy, whole request", totals["ctxproxy"]),
                           ("floor (bare relay), whole request", totals["floor"]),
+                          ("ctxproxy, to the answer's start", began["ctxproxy"]),
+                          ("floor, to the answer's start", began["floor"]),
                           ("ctxproxy, thread CPU of the call", cpu["ctxproxy"]),
                           ("floor, thread CPU of the call", cpu["floor"])):  # fmt: skip
+        median, p99 = statistics.median(values), percentile(values, 0.99)
         print(
-            f"| {label} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} | "
-            f"{percentile(values, 0.9):.3f} | {percentile(values, 0.99):.3f} | |"
+            f"| {label} | {median:.3f} | {statistics.fmean(values):.3f} | "
+            f"{percentile(values, 0.9):.3f} | {p99:.3f} | {p99 / median:.2f} | | |"
         )
     diff = statistics.median(totals["ctxproxy"]) - statistics.median(totals["floor"])
     print(f"| ctxproxy − floor (medians) | {diff:.3f} | | | | |")
@@ -365,9 +425,11 @@ def print_stages(
     for name in names:
         values = [per.get(name, 0.0) for per in stages.per_request]
         tail = statistics.fmean(per.get(name, 0.0) for per in slow) if slow else 0.0
+        tail_cpu = statistics.fmean(per.get(name, 0.0) for per in slow_cpu) if slow_cpu else 0.0
         print(
             f"| {name} | {statistics.median(values):.3f} | {statistics.fmean(values):.3f} | "
-            f"{percentile(values, 0.9):.3f} | {percentile(values, 0.99):.3f} | {tail:.3f} |"
+            f"{percentile(values, 0.9):.3f} | {percentile(values, 0.99):.3f} | | {tail:.3f} | "
+            f"{tail_cpu:.3f} |"
         )
 
 

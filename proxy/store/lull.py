@@ -8,8 +8,11 @@ them. Done while a request is being handled, that time falls on the request: the
 its start and its last observer), for at most ``MAX_DEFER_S`` a batch: under steady load, where
 no lull comes, a batch is written that much later than it was, and paced as it was. A batch with
 more writes queued behind it does not wait at all (the writer is behind: its queue must drain),
-nor does one carrying a statement (``batch.Statement``: a response id another replica may look up
-within its short retry, a learned window) or nothing to write (retention's steps, shutdown)."""
+nor does one carrying a statement others may read at once (an unkeyed ``batch.Statement``: a
+response id another replica may look up within its short retry, a learned window) or nothing to
+write (retention's steps, shutdown). A keyed statement (one session's newest value, its cache
+report, queued by every request) waits as the session's state does: were it urgent, every batch
+would be, and the writer's work would land on the requests again."""
 
 from __future__ import annotations
 
@@ -26,8 +29,8 @@ MAX_DEFER_S = 0.2
 
 def defer_for(ops: Sequence[Any], behind: bool) -> float:
     """How long a batch of ``ops`` may wait for a lull: not at all when the writer is behind,
-    when there is nothing to write, or when a statement others read soon is in it."""
-    if behind or not ops or any(isinstance(op, Statement) for op in ops):
+    when there is nothing to write, or when a statement others read soon (unkeyed) is in it."""
+    if behind or not ops or any(isinstance(op, Statement) and op.key is None for op in ops):
         return 0.0
     return MAX_DEFER_S
 
@@ -52,14 +55,25 @@ class Lull:
 
     async def wait(self, until: float) -> None:
         """Until no request is being handled, or the loop's clock reaches ``until``; the loop
-        runs at least once either way (the writer's steps never hold it two in a row)."""
-        if self.open:
-            left = until - asyncio.get_running_loop().time()
-            if left > 0:
+        runs at least once either way (the writer's steps never hold it two in a row). After
+        each turn it looks again: a request may have begun meanwhile (a client at concurrency
+        1 sends its next one as soon as it has its answer), and the step then waits for it."""
+        loop = asyncio.get_running_loop()
+        turned = False
+        while True:
+            if not self.open:
+                if turned:
+                    return
+                await asyncio.sleep(0)
+            else:
+                left = until - loop.time()
+                if left <= 0:
+                    if not turned:
+                        await asyncio.sleep(0)
+                    return
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._quiet.wait(), left)
-                return
-        await asyncio.sleep(0)
+            turned = True
 
     def pause(self, defer_s: float = MAX_DEFER_S) -> Pause:
         """The pauses of one batch: each waits for a lull until ``defer_s`` from now."""

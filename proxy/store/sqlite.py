@@ -217,13 +217,17 @@ class SQLiteStore(SqliteReads):
         for attempt in range(WRITE_ATTEMPTS):
             try:
                 try:
-                    await pause()  # the statements' binding takes the interpreter's lock
+                    # each statement, and the commit, begun in a lull: the connection's thread
+                    # takes a core and the interpreter's lock (to bind each row, and after each
+                    # row's step), so what overlaps a request slows it; one transaction still
                     for sql, rows in groups:
+                        await pause()
                         await self.writer.executemany(sql, rows)
                     failed = 0
                 except _ROW_ERRORS:
                     await self.writer.rollback()
                     failed = await self._write_rows(groups)
+                await pause()
                 await self.writer.commit()
                 self.write_errors += failed
                 return

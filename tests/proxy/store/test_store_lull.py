@@ -13,6 +13,7 @@ import httpx
 from proxy.app import create_app
 from proxy.store.lull import MAX_DEFER_S, Lull
 from proxy.store.sqlite import Store
+from rules.base import SessionState
 from tests.conftest import proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
@@ -40,6 +41,31 @@ async def test_a_pause_waits_for_the_requests_in_flight_and_no_longer_than_its_d
     assert lull.open == 0 and time.monotonic() - began < 0.5
 
 
+async def test_a_pause_woken_by_a_lull_a_request_ended_waits_again_if_the_next_began() -> None:
+    """A client at concurrency 1 sends its next request as soon as it has its answer: that
+    request may begin between the lull and the waiter's turn; the pause goes on waiting."""
+    lull = Lull()
+    lull.started()
+    waiting = asyncio.ensure_future(lull.pause(5.0)())
+    await asyncio.sleep(0.02)
+    lull.finished({})  # the waiter is woken, not run yet
+    lull.started()  # the next request begins first
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    lull.finished({})
+    await asyncio.wait_for(waiting, 1.0)
+    lull.started()  # and the deadline still stands across the wake-ups
+    waiting = asyncio.ensure_future(lull.pause(0.1)())
+    began = time.monotonic()
+    for _ in range(5):
+        await asyncio.sleep(0.01)
+        lull.finished({})
+        lull.started()
+    await asyncio.wait_for(waiting, 1.0)
+    assert 0.08 < time.monotonic() - began < 1.0
+    lull.finished({})
+
+
 async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: Path) -> None:
     store = Store(str(tmp_path / "db"), batch_window_s=0.01)
     await store.open()
@@ -57,6 +83,58 @@ async def test_a_batch_waits_for_the_request_being_handled_then_lands(tmp_path: 
         await asyncio.wait_for(store.flush(), 5 * MAX_DEFER_S)
         assert time.monotonic() - began >= MAX_DEFER_S * 0.9
         assert await store.get_request("r2") is not None
+    finally:
+        await store.close()
+
+
+async def test_a_request_s_row_and_its_cache_report_wait_for_the_lull(tmp_path: Path) -> None:
+    """Every request queues its row, its session's state and its cache report (a keyed
+    statement): such a batch waits while a request is being handled, as the rows alone do."""
+    from proxy.store.cache_feedback import CacheFeedback
+
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        store.cache_feedback.put("s1", CacheFeedback(1.0, 100, 80, 0))
+        await asyncio.sleep(MAX_DEFER_S / 4)  # past the batch window, within the deferral
+        assert await store.get_request("r1") is None
+        select = store.dialect.feedback_select
+        assert await store.fetchrow(select, ("s1",)) is None
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert await store.get_request("r1") is not None
+        assert tuple((await store.fetchrow(select, ("s1",)))[1:3]) == (100, 80)
+    finally:
+        await store.close()
+
+
+async def test_each_statement_of_a_batch_and_its_commit_begin_in_a_lull(tmp_path: Path) -> None:
+    """A request that begins while the batch's first statement runs holds the next statement,
+    and the commit, until it ends: nothing of the batch is read before."""
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    sent: list[str] = []
+    executemany = store.writer.executemany
+
+    def counted(sql: str, rows: list[tuple[object, ...]]) -> object:
+        sent.append(sql.split("(")[0].strip())
+        if len(sent) == 1:
+            store.lull.started()  # a request begins while the first statement runs
+        return executemany(sql, rows)
+
+    store.writer.executemany = counted  # type: ignore[method-assign]
+    try:
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        await store.save_state("s1", SessionState({"k": 1}), None)
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        assert sent == ["INSERT INTO requests"]
+        assert await store.get_request("r1") is None  # not committed
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert sent == ["INSERT INTO requests", "INSERT INTO sessions"]
+        assert await store.get_request("r1") is not None
     finally:
         await store.close()
 
@@ -122,6 +200,11 @@ async def test_a_statement_is_written_at_once_while_a_request_is_in_flight(tmp_p
 
     assert defer_for([], behind=False) == 0.0
     assert defer_for([Statement("SELECT 1", ())], behind=False) == 0.0
+    # a session's cache report (keyed: its newest wins) is queued by every request: it waits
+    # with the rows, else no batch would
+    keyed = Statement("SELECT 1", (), key="s", order=1.0)
+    assert defer_for([object(), keyed], behind=False) == MAX_DEFER_S
+    assert defer_for([keyed, Statement("SELECT 1", ())], behind=False) == 0.0
     assert defer_for([object()], behind=True) == 0.0
     assert defer_for([object()], behind=False) == MAX_DEFER_S
     store = Store(str(tmp_path / "db"), batch_window_s=0.01)
