@@ -1,4 +1,4 @@
-"""Entities beyond files on their scenario sets (scenarios/entities.yaml: 200 scenarios in en,
+"""Entities beyond files on their scenario sets (scenarios/entities.yaml: 201 scenarios in en,
 zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording;
 background_jobs.yaml: 21 on Claude Code's detached shell jobs) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
