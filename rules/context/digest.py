@@ -103,8 +103,10 @@ def in_order(text: str, max_items: int, max_chars: int) -> list[str]:
     out: list[str] = []
     used = 0
     for _, word in _scan(text):
-        if len(out) >= max_items or used + len(word) + 2 > max_chars:
+        if len(out) >= max_items:
             break
+        if used + len(word) + 2 > max_chars:
+            continue  # one long word does not crowd out the short ones after it
         out.append(word)
         used += len(word) + 2
     return out

@@ -16,7 +16,8 @@ Three cases:
   the task (stale copies, old prose, results no longer needed) are taken for free.
 - **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
   request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction (``carried``). A compaction is made once its share of that sum
+  cost since the last compaction; after a warm partial cut, from the share it left to the steps it
+  did not take (``carried``). A compaction is made once its share of that sum
   reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
   twice the best schedule's carrying and busts whatever the session's length), or (prune's
   ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
@@ -56,7 +57,7 @@ class Memory:
     last_tokens: int = 0  # the previous forwarded request's tokens
     growth: float = 0.0  # tokens added per request, smoothed
     expect_hit: bool = False  # the previous request kept its predecessor's prefix
-    carried: float = 0.0  # what carrying reclaimable tokens cost since the last compaction
+    carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
 
@@ -334,7 +335,8 @@ def _break_even(
     bet: bool = False,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
-    cost, since the last compaction, at least their bust plus their expected loss, or (``bet``)
+    cost, since the last compaction (a partial cut leaves the steps it did not take their share),
+    at least their bust plus their expected loss, or (``bet``)
     once the session's expected remaining requests say they pay, within ``payback``'s guard (see
     that module). The carrying cost is shared among the steps by the tokens they free; of the cuts
     that qualify, the one of most value over the session."""
@@ -385,12 +387,12 @@ def _break_even(
         return Choice(0, total, figures)
     _, chosen, bust, lost, why = best
     after = total - sum(steps[i].freed for i in chosen)
-    saving = carried if why == "paid" else r * (total - after) * ahead
     # the steps left keep their share of what carrying has cost: a small cut at the tail does
-    # not restart the count of the large stale results before it
-    left = carried * (1 - (total - after) / everything) if everything > 0 else 0.0
+    # not restart the count of the large stale results before it (nor is that share this cut's)
+    left = max(carried * (1 - (total - after) / everything), 0.0) if everything > 0 else 0.0
+    saving = carried - left if why == "paid" else r * (total - after) * ahead
     figures.update(
         decision=why, expected_saving=round(saving), bust_cost=round(bust),
-        expected_loss=round(lost), carried_left=round(max(left, 0.0), 1),
+        expected_loss=round(lost), carried_left=round(left, 1),
     )  # fmt: skip
     return Choice(len(chosen), after, figures, chosen)

@@ -295,6 +295,8 @@ def test_a_cut_at_the_tail_leaves_the_steps_before_it_what_carrying_them_cost() 
     )
     assert choice.figures["decision"] == "paid" and choice.chosen == (1,)
     assert choice.figures["carried_left"] == pytest.approx(1000.0)
+    # the share left is the early step's, not this cut's saving (else counted again later)
+    assert choice.figures["expected_saving"] == 1000
     after = memory.after(1.0, 9100, compacted=True, stored=None, look=(1000.0, 900))
     assert (after["carried"], after["reclaimable"]) == (1000.0, 900)
     richer = schedule.Memory(requests=20, last_tokens=10_000, carried=20_000.0, looked=20)

@@ -188,7 +188,20 @@ def test_a_dropped_runs_line_names_what_it_showed_in_order_not_paths_first() -> 
     old_way = overlay.dropped_text(run, overlay.NAMES_FIRST).split("they showed: ")[1]
     assert "handler_" not in old_way  # ten paths first, the identifiers never reached
     assert len(named.split(", ")) == len(old_way.split(", ")) == 10  # 8 + 2 per result
-    assert digest.in_order("\n".join(lines), 48, 50) == ["handler_0", "src/views_0.py", "handler_1"]
+    # the first way's bytes, pinned: a session whose overlay named runs so replays them unchanged
+    views = ", ".join(f"src/views_{i}.py" for i in range(10))
+    assert overlay.dropped_text(run, overlay.NAMES_FIRST) == (
+        f"{PLACEHOLDER_PREFIX} dropped 2 earlier messages (1 assistant, 1 tool; tool calls: "
+        f"bash×1; they showed: {views}) to fit the token budget]"
+    )
+    assert digest.in_order("\n".join(lines), 48, 50) == [
+        "handler_0",
+        "src/views_0.py",
+        "handler_1",
+        "handler_2",  # src/views_1.py would not fit
+    ]
+    long_first = "x" * 60 + "/blob.bin\n" + "\n".join(lines[:3])
+    assert digest.in_order(long_first, 48, 50)[0] == "handler_0"  # a long word is skipped
 
 
 def test_a_session_held_at_the_budget_compacts_once_per_several_requests() -> None:
