@@ -11,8 +11,10 @@ more writes queued behind it does not wait at all (the writer is behind: its que
 nor does one carrying a statement others may read at once (an unkeyed ``batch.Statement``: a
 response id another replica may look up within its short retry, a learned window) or nothing to
 write (retention's steps, shutdown). A keyed statement (one session's newest value, its cache
-report, queued by every request) waits as the session's state does: were it urgent, every batch
-would be, and the writer's work would land on the requests again."""
+report, queued by every request) waits as the session's state does on SQLite: were it urgent,
+every batch would be, and the writer's work would land on the requests again. On PostgreSQL the
+state is saved when the session is let go and another replica reads the report with it, so
+there a keyed statement does not wait."""
 
 from __future__ import annotations
 
@@ -27,10 +29,14 @@ from proxy.store.batch import Statement
 MAX_DEFER_S = 0.2
 
 
-def defer_for(ops: Sequence[Any], behind: bool) -> float:
+def defer_for(ops: Sequence[Any], behind: bool, shared: bool = False) -> float:
     """How long a batch of ``ops`` may wait for a lull: not at all when the writer is behind,
-    when there is nothing to write, or when a statement others read soon (unkeyed) is in it."""
-    if behind or not ops or any(isinstance(op, Statement) and op.key is None for op in ops):
+    when there is nothing to write, or when a statement others read soon is in it: an unkeyed
+    one, or (``shared``: a store other replicas read, whose session state is saved at once) a
+    keyed one too, since a session's next request may land on another replica."""
+    if behind or not ops:
+        return 0.0
+    if any(isinstance(op, Statement) and (shared or op.key is None) for op in ops):
         return 0.0
     return MAX_DEFER_S
 

@@ -168,7 +168,7 @@ class PgWriter:
     async def _write(self, ops: list[WriteOp]) -> None:
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the buffer stays useful)
-        pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
+        pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty(), shared=True))
         groups, lost = await paced_statements(ops, POSTGRES, pause=pause)
         self.write_errors += lost
         if groups:

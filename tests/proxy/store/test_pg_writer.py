@@ -96,3 +96,26 @@ async def test_a_retry_writes_only_what_was_not_written(pg_server: PgServer) -> 
         assert await count(url, "SELECT count(*) FROM requests WHERE status = 200") == 1
     finally:
         await store.close()
+
+
+async def test_a_sessions_cache_report_reaches_other_replicas_while_requests_are_in_flight(
+    pg_server: PgServer,
+) -> None:
+    """On PostgreSQL a session's state is saved when it is let go and another replica reads the
+    cache report with it: the report is not held for a lull (a busy replica may have none)."""
+    import asyncio
+
+    from proxy.store.cache_feedback import CacheFeedback
+    from proxy.store.lull import MAX_DEFER_S
+
+    store = PostgresStore(pg_server.database(), batch_window_s=0.01)
+    await store.open()
+    try:
+        store.lull.started()  # another session's request is being handled on this replica
+        store.cache_feedback.put("s1", CacheFeedback(1.0, 100, 80, 0))
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        row = await store.fetchrow(store.dialect.feedback_select, ("s1",))
+        assert row is not None and tuple(row[1:3]) == (100, 80)
+        store.lull.finished({})
+    finally:
+        await store.close()

@@ -205,6 +205,9 @@ async def test_a_statement_is_written_at_once_while_a_request_is_in_flight(tmp_p
     keyed = Statement("SELECT 1", (), key="s", order=1.0)
     assert defer_for([object(), keyed], behind=False) == MAX_DEFER_S
     assert defer_for([keyed, Statement("SELECT 1", ())], behind=False) == 0.0
+    # other replicas read a session's report with its state, saved at once: it does not wait
+    assert defer_for([object(), keyed], behind=False, shared=True) == 0.0
+    assert defer_for([object()], behind=False, shared=True) == MAX_DEFER_S
     assert defer_for([object()], behind=True) == 0.0
     assert defer_for([object()], behind=False) == MAX_DEFER_S
     store = Store(str(tmp_path / "db"), batch_window_s=0.01)
