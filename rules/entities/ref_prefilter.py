@@ -59,13 +59,16 @@ def tail_words(regex: re.Pattern[str]) -> tuple[str, ...]:
     """Strings one of which every match of ``regex`` ends with, before the blanks it ends with
     at the end of the text (``… on\\s++$`` -> ``on``); () when its end is not of that shape. The
     relation words read before a mention ("the commit on ") are tested by one ``endswith``."""
+    if regex.flags & re.IGNORECASE:
+        return ()  # the text it is tested on is folded, the words would not be
     items = list(_parser.parse(regex.pattern, regex.flags))
     if not items or str(items[-1][0]) != "AT" or str(items[-1][1]) != "AT_END":
         return ()
     items = items[:-1]
     while items and _blanks(items[-1]):
         items = items[:-1]
-    return tuple(sorted(_tails(items) or ()))
+    words = {w.rstrip() for w in _tails(items) or ()}  # the text is tested right-stripped
+    return () if "" in words else tuple(sorted(words))
 
 
 def _blanks(item: Any) -> bool:
@@ -92,6 +95,8 @@ def _tails(items: list[Any]) -> set[str] | None:
         if run:
             break
         if str(op) == "SUBPATTERN":
+            if av[1] & re.IGNORECASE:
+                return None  # (?i:…): the case of the text is not the words'
             return _tails(list(av[3]))
         if str(op) == "BRANCH":
             ends = [_tails(list(b)) for b in av[1]]

@@ -81,6 +81,11 @@ def test_a_relations_words_are_tested_by_their_tail_first() -> None:
     assert english.relation_prefix.tail == ("in", "inside", "under", "within")
     assert dict(english.relation_prefixes)["next_to"].tail == ("alongside", "beside", "to")
     assert tail_words(re.compile(r"a\s++(?:b|c)?\s++$")) == ()  # an optional end: no tail
+    # a pack's own shapes the folded, right-stripped text could not end with as written
+    assert tail_words(re.compile(r"the\s++commit\s++on $")) == ("on",)
+    assert tail_words(re.compile(r"(?i)the\s++commit\s++ON\s++$")) == ()
+    assert tail_words(re.compile(r"the\s++commit\s++(?i:ON)\s++$")) == ()
+    assert tail_words(re.compile(r"the\s++commit(?: |x)$")) == ()  # one branch is all blank
 
     def untailed(lex: ref_detect.Lexicon) -> ref_detect.Lexicon:
         prefix = lex.relation_prefix
