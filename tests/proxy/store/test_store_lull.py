@@ -222,3 +222,26 @@ async def test_a_statement_is_written_at_once_while_a_request_is_in_flight(tmp_p
     finally:
         store.lull.finished({})
         await store.close()
+
+
+async def test_a_batchs_commit_begins_in_a_lull(tmp_path: Path) -> None:
+    """A request that begins while a batch's only statement runs holds the commit until it
+    ends: the row is not read before."""
+    store = Store(str(tmp_path / "db"), batch_window_s=0.01)
+    await store.open()
+    executemany = store.writer.executemany
+
+    def started_meanwhile(sql: str, rows: list[tuple[object, ...]]) -> object:
+        store.lull.started()  # a request begins while the statement runs
+        return executemany(sql, rows)
+
+    store.writer.executemany = started_meanwhile  # type: ignore[method-assign]
+    try:
+        await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m", "report": {}})
+        await asyncio.sleep(MAX_DEFER_S / 2)
+        assert await store.get_request("r1") is None  # written, not committed
+        store.lull.finished({})
+        await asyncio.wait_for(store.flush(), 2.0)
+        assert await store.get_request("r1") is not None
+    finally:
+        await store.close()
