@@ -51,10 +51,10 @@ from bench.cache_emulator import CacheUse, PrefixCache, Pricing, Segments
 from bench.cost import spread
 from bench.cost_config import MIN_PREFIX_TOKENS, PRICES, TTL_S, Job, model_of, parse_variant
 from bench.cost_lanes import _counters
-from bench.optimal_replay import oracle
+from bench.optimal_replay import add_replay_arguments, oracle
 from bench.pool import map_jobs
 from bench.replay import Replay
-from bench.split import HALVES, in_half
+from bench.split import in_half
 from proxy.tokens import ensure_offline_tiktoken
 from rules.context import prune, schedule
 from tests.support.traces import iter_conversations
@@ -251,13 +251,9 @@ def figures(rows: list[Result]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--max-requests", type=int, default=40, help="0: whole sessions")
-    parser.add_argument("--prices", default="0.1,0.25,0.5,0.1w")
-    parser.add_argument("--limit", type=int, default=0)
-    parser.add_argument("--half", default="all", choices=("all", *HALVES))
+    add_replay_arguments(parser)
     parser.add_argument("--variant", default="defaults", help="the online ctxproxy variant")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

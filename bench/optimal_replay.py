@@ -107,13 +107,18 @@ def conversation(job: Job) -> Replayed:
     return Replayed(job.conv["id"], p.name, direct, best.cost, replay_direct, replay_optimal, made)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every replay of a schedule takes: requests, prices, corpus, half, workers."""
     parser.add_argument("--max-requests", type=int, default=40, help="0: whole sessions")
     parser.add_argument("--prices", default="0.1,0.25,0.5,0.1w")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--half", default="all", choices=("all", *HALVES))
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    add_replay_arguments(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     methods = (parse_variant("direct"), parse_variant("defaults"))

@@ -10,7 +10,7 @@ import itertools
 import pytest
 
 from bench.cache_emulator import CacheUse, Pricing, Segments
-from bench.cost_config import PRICES, Job, parse_variant
+from bench.cost_config import PRICES, Job
 from bench.optimal_real import (
     NEVER,
     Track,
@@ -21,7 +21,7 @@ from bench.optimal_real import (
     runs_of,
     transition,
 )
-from tests.support.traces import iter_conversations
+from tests.support.replay_jobs import every_turn_job
 
 CONV = "bookminder/day-012/s0"
 
@@ -112,11 +112,7 @@ def test_a_transition_reads_what_the_earlier_run_left_in_the_cache() -> None:
 
 @pytest.fixture(scope="module")
 def job() -> Job:
-    conv = next((c for c in iter_conversations() if c["id"] == CONV), None)
-    if conv is None:
-        pytest.skip(f"{CONV} is not in the corpus")
-    methods = (parse_variant("direct"), parse_variant("defaults"))
-    return Job(conv, methods, (PRICES["0.5"],), 0, cadence="every-turn", max_requests=30)
+    return every_turn_job(CONV)
 
 
 def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(job: Job) -> None:

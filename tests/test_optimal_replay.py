@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.cost_config import PRICES, Job, parse_variant
+from bench.cost_config import Job, parse_variant
 from bench.optimal_replay import conversation, oracle, replay_cost
 from bench.split import HALVES, half_of, in_half
 from rules.context import prune, schedule
+from tests.support.replay_jobs import every_turn_job
 from tests.support.traces import iter_conversations
 
 CONV = "bookminder/day-012/s0"
@@ -16,11 +17,7 @@ CONV = "bookminder/day-012/s0"
 
 @pytest.fixture(scope="module")
 def job() -> Job:
-    conv = next((c for c in iter_conversations() if c["id"] == CONV), None)
-    if conv is None:
-        pytest.skip(f"{CONV} is not in the corpus")
-    methods = (parse_variant("direct"), parse_variant("defaults"))
-    return Job(conv, methods, (PRICES["0.5"],), 0, cadence="every-turn", max_requests=30)
+    return every_turn_job(CONV)
 
 
 def test_the_oracle_compacts_where_told_and_nowhere_else(job: Job) -> None:
