@@ -57,9 +57,7 @@ def fitting(conv_id: str) -> bool:
 
 def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Sample]]:
     msgs = conv["messages"]
-    prefixes = list(request_prefixes(msgs))
-    if max_requests:
-        prefixes = prefixes[:max_requests]
+    prefixes = list(request_prefixes(msgs))[: max_requests or None]
     out: Counter[Sample] = Counter()
     if not prefixes:
         return fitting(str(conv["id"])), out

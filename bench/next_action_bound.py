@@ -68,9 +68,7 @@ def _lines_with(text: str, literal: str) -> str:
 
 def judge(conv: dict[str, Any], max_requests: int, shares: tuple[float, ...]) -> Counter[str]:
     msgs = conv["messages"]
-    prefixes = list(request_prefixes(msgs))
-    if max_requests:
-        prefixes = prefixes[:max_requests]
+    prefixes = list(request_prefixes(msgs))[: max_requests or None]
     out: Counter[str] = Counter()
     if not prefixes:
         return out
