@@ -17,7 +17,7 @@ request's report holds.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import islice
 from operator import is_
 from typing import Any
@@ -33,17 +33,23 @@ MEMO = "resolve_refs.answer"  # ``Context.memo`` name
 QUESTION = "resolve_refs.question"  # the session's latest question and its mentions
 
 
+# ``Question.summary`` of a question read with ancestor sessions in reach: never a summary
+ANCESTRAL = object()
+
+
 @dataclass(frozen=True)
 class Question:
     """The latest user message a request read, as the next one would read it again: the very
     object (kept, never edited in place), its text as scanned, the mentions found in it with
-    these options and the sorts of entities then ``present``."""
+    these options and the sorts of entities then ``present``, and the session summary those
+    sorts were read from when the session alone was in reach (else ``ANCESTRAL``)."""
 
     message: Message
     text: str
     cfg: object
     present: str
     found: tuple[Mention, ...]
+    summary: object = ANCESTRAL
 
 
 # How far from the end the latest user-role message is looked for before the incremental search
@@ -52,12 +58,19 @@ NEAR_END = 64
 
 
 def asked_again(
-    ctx: Context, cfg: object, present: str, latest: int | None = None
+    ctx: Context,
+    cfg: object,
+    present: str,
+    latest: int | None = None,
+    summary: object = ANCESTRAL,
 ) -> tuple[int, str, Any] | None:
     """(index, text, mentions) of the session's question when the user's latest message is the
     very one read last time (a tool loop's next request), with the same options and sorts.
     ``latest``: its index as ``last_where`` found it; without it, the last user-role message
-    within ``NEAR_END`` of the end is taken (it can only be the question if it is that object)."""
+    within ``NEAR_END`` of the end is taken (it can only be the question if it is that object).
+    ``summary``: what the sorts were read from now (see ``Question``), kept with the question
+    when it is another object (kinds changed, not the sorts) so ``nothing_asked_again`` knows
+    it on the next request."""
     kept = ctx.memo.get(QUESTION)
     if not kept:
         return None
@@ -69,7 +82,22 @@ def asked_again(
         latest = last_user_near_end(messages)
     if latest is None or messages[latest] is not q.message:
         return None
+    if q.summary is not summary:
+        keep_question(ctx, replace(q, summary=summary))
     return latest, q.text, q.found
+
+
+def nothing_asked_again(ctx: Context, cfg: object, summary: object, near: int) -> bool:
+    """Whether the request is a tool loop's next one, with nothing to do: the last user-role
+    message near the end (at ``near``) is the very question read last time, with the same
+    options, from the very summary (``summary``, of the session alone) and nothing was found in
+    it. The sorts present are a function of that summary and the options' packs
+    (``resolve_refs._scan_key``: state is never edited in place), so what ``asked_again`` would
+    hand back is known to be empty without working them out."""
+    if ctx.ancestors:
+        return False
+    q = ctx.memo[QUESTION][0][1]
+    return not q.found and q.cfg is cfg and q.summary is summary and ctx.messages[near] is q.message
 
 
 def last_user_near_end(messages: Sequence[Message]) -> int | None:

@@ -267,6 +267,11 @@ def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     held = ctx.state.data.get(entity_cache.SUMMARY)
+    # the last user-role message near the end, looked for once a question is kept: compared
+    # with it, else where a new question is looked for first (none kept: ``last_where``)
+    near = ref_memo.last_user_near_end(ctx.messages) if ctx.memo.get(ref_memo.QUESTION) else None
+    if near is not None and ref_memo.nothing_asked_again(ctx, cfg, held, near):
+        return RuleResult.unchanged(ctx)  # most requests of a tool loop: nothing worked out
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
     else:  # one session (most requests): its summary's key, kinds only when there is a mention
@@ -274,22 +279,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
-    # the last user-role message near the end, looked for once a question is kept: compared
-    # with it, else where a new question is looked for first (none kept: ``last_where``)
-    near = ref_memo.last_user_near_end(ctx.messages) if ctx.memo.get(ref_memo.QUESTION) else None
-    seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near)
+    summary = ref_memo.ANCESTRAL if ctx.ancestors else held  # ``present``'s source, kept
+    seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near, summary)
     if seen is None:
         at = latest_own(ctx.messages, ctx.memo, near)
         if at is None:
             return RuleResult.unchanged(ctx)
-        seen = ref_memo.asked_again(ctx, cfg, present, at) or (at, "", None)
+        seen = ref_memo.asked_again(ctx, cfg, present, at, summary) or (at, "", None)
     idx, text, found = seen
     if found is None:  # a new question: read
         text = text_of(ctx.messages[idx].get("content"))
         if len(text) > cfg.max_scan_chars:
             text = _clipped(text, cfg.max_scan_chars)
         found = _mentions(text, cfg.extra_packs, cfg.languages, cfg.threshold, present)
-        question = ref_memo.Question(ctx.messages[idx], text, cfg, present, found)
+        question = ref_memo.Question(ctx.messages[idx], text, cfg, present, found, summary)
         ref_memo.keep_question(ctx, question)
     if not found:
         return RuleResult.unchanged(ctx)
