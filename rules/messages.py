@@ -212,3 +212,36 @@ def _last_in(
     messages: Sequence[Message], found: Callable[[Message], bool], start: int, end: int
 ) -> int | None:
     return next((i for i in range(end - 1, start - 1, -1) if found(messages[i])), None)
+
+
+def last_of_role(
+    messages: Sequence[Message], role: str, near: int, memo: ListMemo, name: str
+) -> int | None:
+    """The index of the last message of ``role``, or None. Looked for among the last ``near``
+    first (most often there: a walk of a few costs less than the memo), then with ``memo``
+    (``Context.memo``, kept per session) under ``name``: an answer and the messages from it to
+    the end of a list looked at then. When the list holds the same messages at the same place,
+    none of them but the first is of ``role``, so only the messages after them are looked at:
+    an agent's tool loop resends them with a few more, however far back its user's message
+    lies (a chat tool loop: hundreds of calls and results). The slices are compared in C, the
+    very objects at once; another object counts only if it is equal (then its role is the
+    same). A memo older than the last list is as good: it holds for the messages it names."""
+    n = len(messages)
+    walked = max(0, n - near)  # from here on, none is of ``role``
+    for i in range(n - 1, walked - 1, -1):
+        if messages[i].get("role") == role:  # role(), inlined: called on every request
+            return i
+    kept = memo.get(name)
+    start, at = 0, None
+    if kept:
+        tail, before = kept[0]
+        begin = before or 0  # None: that list had none, and the tail is all of it
+        end = begin + len(tail)
+        if end <= n and messages[begin:end] == tail:
+            start, at = end, before
+    for i in range(walked - 1, start - 1, -1):
+        if messages[i].get("role") == role:
+            at = i
+            break
+    memo[name] = [(messages[at or 0 :], at)]
+    return at

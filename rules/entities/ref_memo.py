@@ -52,60 +52,42 @@ class Question:
     summary: object = ANCESTRAL
 
 
-# How far from the end the latest user-role message is looked for before the incremental search
-# (``rules.messages.last_where``): agents whose tool results are user messages keep it near the end.
-NEAR_END = 64
-
-
 def asked_again(
-    ctx: Context,
-    cfg: object,
-    present: str,
-    latest: int | None = None,
-    summary: object = ANCESTRAL,
+    ctx: Context, cfg: object, present: str, latest: int, summary: object = ANCESTRAL
 ) -> tuple[int, str, Any] | None:
-    """(index, text, mentions) of the session's question when the user's latest message is the
-    very one read last time (a tool loop's next request), with the same options and sorts.
-    ``latest``: its index as ``last_where`` found it; without it, the last user-role message
-    within ``NEAR_END`` of the end is taken (it can only be the question if it is that object).
-    ``summary``: what the sorts were read from now (see ``Question``), kept with the question
-    when it is another object (kinds changed, not the sorts) so ``nothing_asked_again`` knows
-    it on the next request."""
+    """(index, text, mentions) of the session's question when the user's latest message, at
+    ``latest`` (the last user-role message: it can only be the question if it is that object),
+    is the very one read last time (a tool loop's next request), with the same options and
+    sorts. ``summary``: what the sorts were read from now (see ``Question``), kept with the
+    question when it is another object (kinds changed, not the sorts) so
+    ``nothing_asked_again`` knows it on the next request."""
     kept = ctx.memo.get(QUESTION)
     if not kept:
         return None
     q = kept[0][1]
     if not isinstance(q, Question) or q.cfg is not cfg or q.present != present:
         return None
-    messages = ctx.messages
-    if latest is None:
-        latest = last_user_near_end(messages)
-    if latest is None or messages[latest] is not q.message:
+    if ctx.messages[latest] is not q.message:
         return None
     if q.summary is not summary:
         keep_question(ctx, replace(q, summary=summary))
     return latest, q.text, q.found
 
 
-def nothing_asked_again(ctx: Context, cfg: object, summary: object, near: int) -> bool:
+def nothing_asked_again(ctx: Context, cfg: object, summary: object, latest: int) -> bool:
     """Whether the request is a tool loop's next one, with nothing to do: the last user-role
-    message near the end (at ``near``) is the very question read last time, with the same
-    options, from the very summary (``summary``, of the session alone) and nothing was found in
-    it. The sorts present are a function of that summary and the options' packs
-    (``resolve_refs._scan_key``: state is never edited in place), so what ``asked_again`` would
-    hand back is known to be empty without working them out."""
-    if ctx.ancestors:
+    message (at ``latest``) is the very question read last time, with the same options, from
+    the very summary (``summary``, of the session alone) and nothing was found in it. The sorts
+    present are a function of that summary and the options' packs (``resolve_refs._scan_key``:
+    state is never edited in place), so what ``asked_again`` would hand back is known to be
+    empty without working them out."""
+    kept = ctx.memo.get(QUESTION)
+    if not kept or ctx.ancestors:
         return False
-    q = ctx.memo[QUESTION][0][1]
-    return not q.found and q.cfg is cfg and q.summary is summary and ctx.messages[near] is q.message
-
-
-def last_user_near_end(messages: Sequence[Message]) -> int | None:
-    """The index of the last user-role message among the last ``NEAR_END``, or None."""
-    for i in range(len(messages) - 1, max(-1, len(messages) - 1 - NEAR_END), -1):
-        if messages[i].get("role") == "user":
-            return i
-    return None
+    q = kept[0][1]
+    return (
+        not q.found and q.cfg is cfg and q.summary is summary and ctx.messages[latest] is q.message
+    )
 
 
 def keep_question(ctx: Context, question: Question) -> None:

@@ -48,6 +48,7 @@ from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
     call_id,
+    last_of_role,
     last_where,
     text_of,
     tool_calls,
@@ -61,6 +62,7 @@ MEMO_ENTRIES = 256
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
 LATEST_MEMO = "resolve_refs_latest"  # ``Context.memo`` name: the user's latest message, found
+LAST_USER_MEMO = "resolve_refs_last_user"  # and the last user-role message
 _FILES = ("file", "folder")
 
 
@@ -127,14 +129,19 @@ def _users_own(message: Message) -> bool:
     return not own.startswith(PLACEHOLDER_PREFIX)
 
 
+# How far from the end the user's latest own message is looked for before the incremental search
+# (``last_where``): agents whose tool results are user messages keep it near the end.
+NEAR_END = 64
+
+
 def latest_own(messages: Sequence[Message], memo: ListMemo, near: int | None) -> int | None:
     """The index of the user's latest own message: looked for from ``near``, the last user-role
-    message among the last ``ref_memo.NEAR_END`` (``last_user_near_end``), down to that bound
-    first (a new question is the last message or near it: a walk of a few messages costs less
-    than comparing the whole list with the session's last one), then by ``last_where`` (a long
-    tool loop since, or no user-role message near the end)."""
+    message (``last_of_role``), down to ``NEAR_END`` from the end first (a new question is the
+    last message or near it: a walk of a few messages costs less than comparing the whole list
+    with the session's last one), then by ``last_where`` (a long tool loop since, or results
+    sent as user messages)."""
     if near is not None:
-        for i in range(near, max(-1, len(messages) - 1 - ref_memo.NEAR_END), -1):
+        for i in range(near, max(-1, len(messages) - 1 - NEAR_END), -1):
             if _users_own(messages[i]):
                 return i
     return last_where(messages, _users_own, memo, LATEST_MEMO)
@@ -266,11 +273,13 @@ def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
+    # the last user-role message: compared with the question kept, else where a new question
+    # is looked for first (a user-role message the proxy wrote is not the user's own)
+    near = last_of_role(ctx.messages, "user", NEAR_END, ctx.memo, LAST_USER_MEMO)
+    if near is None:  # none at all, so none of the user's own
+        return RuleResult.unchanged(ctx)
     held = ctx.state.data.get(entity_cache.SUMMARY)
-    # the last user-role message near the end, looked for once a question is kept: compared
-    # with it, else where a new question is looked for first (none kept: ``last_where``)
-    near = ref_memo.last_user_near_end(ctx.messages) if ctx.memo.get(ref_memo.QUESTION) else None
-    if near is not None and ref_memo.nothing_asked_again(ctx, cfg, held, near):
+    if ref_memo.nothing_asked_again(ctx, cfg, held, near):
         return RuleResult.unchanged(ctx)  # most requests of a tool loop: nothing worked out
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
@@ -280,7 +289,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
     summary = ref_memo.ANCESTRAL if ctx.ancestors else held  # ``present``'s source, kept
-    seen = None if near is None else ref_memo.asked_again(ctx, cfg, present, near, summary)
+    seen = ref_memo.asked_again(ctx, cfg, present, near, summary)
     if seen is None:
         at = latest_own(ctx.messages, ctx.memo, near)
         if at is None:

@@ -8,10 +8,18 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import pytest
+
 from rules.base import ListMemo, Message
 from rules.context import sticky, working_set
-from rules.entities import ref_memo, resolve_refs
-from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, last_where
+from rules.entities import resolve_refs
+from rules.messages import (
+    INJECT_CLOSE,
+    INJECT_OPEN,
+    PLACEHOLDER_PREFIX,
+    last_of_role,
+    last_where,
+)
 from rules.workspace import workspace_map
 
 BLOCK = f"{INJECT_OPEN}\nRecent: a.py\n{INJECT_CLOSE}"
@@ -99,6 +107,42 @@ def test_latest_user_text_is_the_whole_lists() -> None:
             assert last_where(messages, own, memo, resolve_refs.LATEST_MEMO) == want
 
 
+@pytest.mark.parametrize("near", [0, 3])
+def test_last_of_role_is_the_whole_lists(near: int) -> None:
+    """The last user-role message: among the last ``near``, else looked for only past the tail
+    of an earlier list that the list still holds at the same place (changed, dropped or moved
+    messages are looked at again)."""
+    taken = 0
+    for seed in range(6):
+        memo: ListMemo = {}
+        for messages in sessions(seed):
+            want = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=None)
+            kept = memo.get("last_user")
+            assert last_of_role(messages, "user", near, memo, "last_user") == want
+            if kept and want is not None and want < len(messages) - near - 3:
+                taken += kept[0][1] == want  # far from the end, taken over from the memo
+    assert taken
+
+
+@pytest.mark.parametrize("near", [0, 4])
+def test_last_of_role_looks_again_at_a_tail_changed_in_place_of_a_message(near: int) -> None:
+    """A message of the kept tail replaced by a user-role one (another object, same place), or
+    the tail moved by a compaction: never answered from the memo."""
+    loop = [{"role": "user", "content": "go"}] + [
+        {"role": "assistant" if i % 2 else "tool", "content": f"step {i}"} for i in range(200)
+    ]
+    memo: ListMemo = {}
+    assert last_of_role(loop, "user", near, memo, "u") == 0
+    edited = [*loop[:150], {"role": "user", "content": "wait"}, *loop[151:], loop[-1]]
+    assert last_of_role(edited, "user", near, memo, "u") == 150
+    equal = [dict(m) for m in edited]  # equal messages, other objects: the same answer
+    assert last_of_role(equal, "user", near, memo, "u") == 150
+    moved = [{"role": "system", "content": "s"}, *equal[140:]]  # the question now at 11
+    assert last_of_role(moved, "user", near, memo, "u") == 11
+    assert last_of_role([m for m in moved if m["role"] != "user"], "user", near, memo, "u") is None
+    assert last_of_role(moved[:5], "user", near, memo, "u") is None
+
+
 def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
     """resolve_refs' search for the question: among the last messages first, else past the
     messages the list shares with the last one; long tool loops put it far from the end."""
@@ -115,11 +159,13 @@ def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
             if rng.random() < 0.01:  # a compaction
                 history = list(history[:1]) + history[rng.randrange(1, len(history)) :]
             want = max((i for i, m in enumerate(history) if own(m)), default=None)
-            last_user = ref_memo.last_user_near_end(history)
+            last_user = last_of_role(
+                history, "user", resolve_refs.NEAR_END, memo, resolve_refs.LAST_USER_MEMO
+            )
             assert resolve_refs.latest_own(history, memo, last_user) == want
             if want is not None:
-                near += want >= len(history) - ref_memo.NEAR_END
-                far += want < len(history) - ref_memo.NEAR_END
+                near += want >= len(history) - resolve_refs.NEAR_END
+                far += want < len(history) - resolve_refs.NEAR_END
     assert near and far
 
 
