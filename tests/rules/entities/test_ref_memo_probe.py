@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rules.base import Ancestor, Message, SessionState
+from rules.entities import cache as entity_cache
 from rules.entities import ref_memo, resolve_refs, track_entities
 from rules.messages import PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, ctx, result, shell, user
@@ -187,3 +188,25 @@ def test_sorts_made_under_the_question_read_it_again() -> None:
     assert session.request(CONFIGS[0]) == []
     refs = session.request(CONFIGS[0], command="git switch -c feat/late")
     assert refs and not refs[0].get("entity")
+
+
+def test_a_new_summary_of_the_same_sorts_is_kept_with_the_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shortcut compares summaries by identity: a new one (here equal, as a restored state
+    would hold) is kept with the question once worked out, so the loop's next request takes the
+    shortcut again."""
+    taken: list[bool] = []
+    real = ref_memo.nothing_asked_again
+    monkeypatch.setattr(
+        ref_memo, "nothing_asked_again", lambda *a: taken.append(real(*a)) or taken[-1]
+    )
+    session = Session("ok keep going")
+    session.request(CONFIGS[0], command="git switch -c feat/x")
+    session.request(CONFIGS[0])
+    assert taken[::2] == [False, True]  # (each request is also worked out with nothing kept)
+    summary = session.state.get(entity_cache.SUMMARY)
+    session.state = session.state.with_value(entity_cache.SUMMARY, dict(summary))
+    session.request(CONFIGS[0])
+    session.request(CONFIGS[0])
+    assert taken[::2] == [False, True, False, True]
