@@ -21,6 +21,9 @@ from typing import Any
 # the slot's words carry none (recency, determiners, pronouns, operations)
 Slots = dict[str, dict[str, str]]
 PLAIN_SLOTS = ("rec", "rec_adj", "det", "dem", "pron", "op")
+# a slot whose words are another's with their plurals (a head noun that may be plural: "the
+# tables the migration made"); its match is named as that slot's, and means what it means
+PLURAL_SLOTS = {"types": "type"}
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")
@@ -55,6 +58,17 @@ def english_past(base: str, rules: Sequence[Sequence[str]]) -> str:
         if re.search(str(pattern), head):
             return re.sub(str(pattern), str(replacement), head, count=1) + sep + rest
     return base
+
+
+def plural(word: str, rules: Sequence[Sequence[str]]) -> str:
+    """The plural of ``word`` by its last word: the first rule whose pattern matches it rewrites
+    it (``table`` -> ``tables``, ``branch`` -> ``branches``, ``pull request`` ->
+    ``pull requests``); a rule may leave it as it is (a word that is plural already)."""
+    head, sep, last = word.rpartition(" ")
+    for pattern, replacement in rules:
+        if re.search(str(pattern), last):
+            return head + sep + re.sub(str(pattern), str(replacement), last, count=1)
+    return word
 
 
 def conjugate(
@@ -137,6 +151,11 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         for word in _words(words or ()):
             out["type"].setdefault(word, "weak")
             out["weak"].setdefault(word, str(hint))
+    # a language that marks the plural on its nouns (``plural_rules``): a plural head noun
+    rules = list(spec.get("plural_rules") or ())
+    out["types"] = dict(out["type"])
+    for word, typ in out["type"].items():
+        out["types"].setdefault(plural(word, rules) if rules else word, typ)
     for word in _words(spec.get("subj") or ()):  # an older pack's subjects: any actor
         out["actor"].setdefault(word, "any")
     for slot in PLAIN_SLOTS:

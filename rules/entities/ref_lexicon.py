@@ -112,8 +112,12 @@ def _compile_language(
     words = ref_grammar.slots(spec, fold=True)
     for name in format_nouns:
         words["type"].setdefault(name, "format")
+        words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
     alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    for slot, named_as in ref_grammar.PLURAL_SLOTS.items():  # a plural head means what it names
+        for word, meaning in words.pop(slot).items():
+            words[named_as].setdefault(word, meaning)
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 
@@ -136,8 +140,9 @@ def _compile_language(
             slot = ref_grammar.ALIASES.get(m.group(1), m.group(1))
             if slot not in alternations:
                 raise ValueError(f"references pack, {lang}: unknown slot {m.group(0)}")
-            seen[slot] += 1
-            group = slot if seen[slot] == 1 else f"{slot}__{seen[slot]}"
+            name = ref_grammar.PLURAL_SLOTS.get(slot, slot)
+            seen[name] += 1
+            group = name if seen[name] == 1 else f"{name}__{seen[name]}"
             if group == "kop":
                 return _VERBS  # split on below, then filled
             return f"(?P<{group}>{alternations[slot]})"

@@ -1,6 +1,7 @@
 """Entities beyond files on their scenario sets (scenarios/entities.yaml: 201 scenarios in en,
 zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording;
-background_jobs.yaml: 21 on Claude Code's detached shell jobs) over
+background_jobs.yaml: 21 on Claude Code's detached shell jobs; plural_d.yaml: 9 on a relation's
+head noun in the plural) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -22,7 +23,13 @@ from tests.support.scenarios import Scenario, _Session, load, run
 HERE = Path(__file__).resolve().parent / "scenarios"
 SCENARIOS = [
     sc
-    for name in ("entities.yaml", "entities_b.yaml", "relations_c.yaml", "background_jobs.yaml")
+    for name in (
+        "entities.yaml",
+        "entities_b.yaml",
+        "relations_c.yaml",
+        "background_jobs.yaml",
+        "plural_d.yaml",
+    )
     for sc in load(HERE / name)
 ]
 

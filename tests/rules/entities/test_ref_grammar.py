@@ -10,7 +10,14 @@ from pydantic import ValidationError
 
 from rules.entities import resolve_refs
 from rules.entities.ref_detect import detect, load_lexicons
-from rules.entities.ref_grammar import alternation, conjugate, english_past, expand, slots
+from rules.entities.ref_grammar import (
+    alternation,
+    conjugate,
+    english_past,
+    expand,
+    plural,
+    slots,
+)
 from rules.packs import load_pack
 
 RULES = [["e$", "ed"], ["([^aeiou])y$", r"\1ied"], ["$", "ed"]]
@@ -23,6 +30,33 @@ RULES = [["e$", "ed"], ["([^aeiou])y$", r"\1ied"], ["$", "ed"]]
 )  # fmt: skip
 def test_the_regular_english_past(base: str, past: str) -> None:
     assert english_past(base, RULES) == past
+
+
+def _english_plural_rules() -> list[list[str]]:
+    rules: list[list[str]] = load_pack("references")["languages"]["en"]["plural_rules"]
+    return rules
+
+
+@pytest.mark.parametrize(
+    ("noun", "plural_form"),
+    [("table", "tables"), ("branch", "branches"), ("process", "processes"),
+     ("directory", "directories"), ("pull request", "pull requests"), ("key", "keys"),
+     ("box", "boxes"), ("notes", "notes"), ("results", "results")],
+)  # fmt: skip
+def test_the_regular_english_plural(noun: str, plural_form: str) -> None:
+    assert plural(noun, _english_plural_rules()) == plural_form
+
+
+def test_a_plural_head_slot_holds_the_types_and_their_plurals_where_marked() -> None:
+    en = slots({"types": {"table": ["table"]}, "plural_rules": _english_plural_rules()}, True)
+    assert en["types"] == {"table": "table", "tables": "table"}
+    unmarked = slots({"types": {"table": ["表"]}}, True)  # no plural on the noun
+    assert unmarked["types"] == unmarked["type"] == {"表": "table"}
+    kinds, lexicons = load_lexicons()
+    english = next(x for x in lexicons if x.lang == "en")
+    assert "types" not in english.words and english.words["type"]["tables"] == "table"
+    # only the relation templates read a plural head: elsewhere "those tables" stays unread
+    assert not detect("drop those tables", kinds, lexicons, ("en",))
 
 
 def test_principal_parts_give_past_and_participle() -> None:
