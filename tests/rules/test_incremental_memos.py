@@ -148,3 +148,38 @@ def test_the_maps_figures_are_the_whole_maps() -> None:
             nodes = {**nodes, f"/repo/lib{n}": ["d", "l", n]}
         want = workspace_map._figures(nodes, cwd, None)
         assert workspace_map._figures(nodes, cwd, memo) == want
+
+
+def twin(m: Message, longer: dict[int, tuple[Message, Message]]) -> Message:
+    """A user turn longer than a clip, harness text first (one twin for each object)."""
+    if id(m) not in longer:
+        text = m.get("content")
+        if m.get("role") == "user" and isinstance(text, str):
+            wrapped = f"<system-reminder>x</system-reminder>{text} " + "word " * 20
+            longer[id(m)] = (m, {**m, "content": wrapped})
+        else:
+            longer[id(m)] = (m, m)
+    return longer[id(m)][1]
+
+
+def test_the_ledger_with_kept_turn_texts_is_the_ledger_without() -> None:
+    """working_set's user turns read once per object (``TASK_TEXT_MEMO``), under the limit they
+    were read with: the ledger is the one built from every turn read afresh."""
+    wide, narrow = working_set.Config(), working_set.Config(max_goal_chars=40)
+    for seed in range(4):
+        rng = random.Random(seed)
+        longer: dict[int, tuple[Message, Message]] = {}  # each object's longer twin, once
+        memo: ListMemo = {}
+        texts: dict[int, tuple[Any, Any]] = {}
+        kept: dict[str, Any] = {}
+        fresh: dict[str, Any] = {}
+        changed = 0
+        for listed in sessions(seed, 200):
+            messages = [twin(m, longer) for m in listed]
+            cfg = narrow if rng.random() < 0.3 else wide  # the options may change between requests
+            got = working_set.build(messages, kept, cfg, memo=memo, texts=texts)
+            want = working_set.build(messages, fresh, cfg)
+            assert got == want
+            changed += got.get("instruction") != kept.get("instruction")
+            kept, fresh = got, want
+        assert changed > 20 and texts  # turns came and went, read through the table
