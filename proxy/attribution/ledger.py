@@ -2,8 +2,8 @@
 upstream's usage of it, the direct lane's last prompt and the open compaction's account. Kept in
 memory, per scoped session (``principal/name``), bounded by sessions and bytes (LRU); a session it
 no longer holds starts over (its next request is compared by the cache feedback's time and usage
-only). ``begin`` runs while the engine holds the session, ``settle`` when the answer's usage is
-known."""
+only). ``begin`` runs while the engine holds the session (it takes what the request sent),
+``settle`` when the answer's usage is known (the comparison with the previous one made then)."""
 
 from __future__ import annotations
 
