@@ -125,6 +125,25 @@ class RenderMemo(Protocol):
     def put(self, key: Hashable, message: Message) -> None: ...
 
 
+# The lists ``frozen`` froze last, newest first: (the list, its length, its tuple).
+_FROZEN: list[tuple[Any, int, tuple[Any, ...]] | None] = [None, None]
+
+
+def frozen(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """``tuple(messages)``: the very same tuple for a list frozen just before (its length the
+    same: a request's lists are not changed once handed on). The rules keep the session's last
+    list as a tuple each; one tuple for them all lets ``rules.messages.shared_prefix`` compare
+    the next request's list with it once."""
+    if messages.__class__ is tuple:
+        return messages
+    for hit in _FROZEN:
+        if hit is not None and hit[0] is messages and hit[1] == len(messages):
+            return hit[2]
+    out = tuple(messages)
+    _FROZEN[:] = [(messages, len(out), out), _FROZEN[0]]
+    return out
+
+
 DERIVED_LISTS = 4  # lists ``Context.derived`` keeps a value for, for each name (newest first)
 HASHES_MEMO = "hashes"  # ``Context.memo`` name of the lists ``hashes_of`` hashed last
 HASHED_LISTS = 2  # the client's and the forwarded
@@ -185,7 +204,7 @@ class Context:
                     return value  # type: ignore[no-any-return]
         value = compute(messages)
         # the messages as they are now (a tuple: a list changed later cannot match)
-        self.memo[name] = [(tuple(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
+        self.memo[name] = [(frozen(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
         return value
 
     def share(self, name: str, messages: Messages, value: Any) -> None:
@@ -226,7 +245,7 @@ class Context:
         for m in messages[shared:] if shared else messages:
             hit = get(id(m))
             out.append(hit[1] if hit is not None and hit[0] is m else hash_of(m))
-        self.memo[HASHES_MEMO] = [(tuple(messages), (out, self.hashes)), *kept[: HASHED_LISTS - 1]]
+        self.memo[HASHES_MEMO] = [(frozen(messages), (out, self.hashes)), *kept[: HASHED_LISTS - 1]]
         return list(out)
 
     def unhashed(self, messages: Sequence[Message]) -> list[int]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from rules.base import ListMemo, Message
+from rules.base import ListMemo, Message, frozen
 from rules.base import content_hash as content_hash  # re-exported for the rules
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
@@ -173,14 +173,25 @@ def without_harness(text: str) -> str:
     return text
 
 
+# The last answers of ``shared_prefix`` for a kept tuple: (it, the list, its length, the answer).
+_SHARED: list[tuple[Any, Any, int, int] | None] = [None, None]
+
+
 def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
     """How many leading messages are the very same objects in both lists (an agent's next
-    request resends its last one's: the runner keeps them as objects per session)."""
+    request resends its last one's: the runner keeps them as objects per session). The rules
+    keep the session's last list as one tuple (``frozen``): asked again of it and the same
+    list, the answer is not walked for again."""
+    kept = before.__class__ is tuple
+    if kept:
+        for hit in _SHARED:
+            if hit is not None and hit[0] is before and hit[1] is now and hit[2] == len(now):
+                return hit[3]
     same = list(map(is_, before, now))  # stops at the shorter list
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
+    k = same.index(False) if False in same else len(same)
+    if kept:
+        _SHARED[:] = [(before, now, len(now), k), _SHARED[0]]
+    return k
 
 
 def last_where(
@@ -204,7 +215,7 @@ def last_where(
             at = _last_in(messages, found, 0, start)
         # before is None: the last list had none, nor have the messages it shares
     if memo is not None:
-        memo[name] = [(tuple(messages), at)]
+        memo[name] = [(frozen(messages), at)]
     return at
 
 

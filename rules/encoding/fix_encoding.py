@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.base import Context, Message, RuleConfig, RuleResult, frozen
 from rules.encoding.mojibake import Fix, fix_text
 from rules.messages import shared_prefix
 from rules.report import Repair
@@ -92,6 +92,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 }
             )
     if out is None:
-        ctx.memo[CLEAN_MEMO] = [(tuple(messages), cfg)]
+        ctx.memo[CLEAN_MEMO] = [(frozen(messages), cfg)]
         return RuleResult.unchanged(ctx)
     return RuleResult(out, ctx.state, {"repairs": repairs})

@@ -6,12 +6,19 @@ messages replaced or dropped) and lists that are not the session's next one."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
-from rules.base import ListMemo, Message
+from rules.base import ListMemo, Message, frozen
 from rules.context import sticky, working_set
 from rules.entities import ref_memo, resolve_refs
-from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, last_where
+from rules.messages import (
+    INJECT_CLOSE,
+    INJECT_OPEN,
+    PLACEHOLDER_PREFIX,
+    last_where,
+    shared_prefix,
+)
 from rules.workspace import workspace_map
 
 BLOCK = f"{INJECT_OPEN}\nRecent: a.py\n{INJECT_CLOSE}"
@@ -183,3 +190,39 @@ def test_the_ledger_with_kept_turn_texts_is_the_ledger_without() -> None:
             changed += got.get("instruction") != kept.get("instruction")
             kept, fresh = got, want
         assert changed > 20 and texts  # turns came and went, read through the table
+
+
+def walked(before: Sequence[Message], now: Sequence[Message]) -> int:
+    """``shared_prefix`` without its memory: the leading messages that are the same objects."""
+    k = 0
+    for a, b in zip(before, now, strict=False):
+        if a is not b:
+            break
+        k += 1
+    return k
+
+
+def test_shared_prefix_answered_again_is_the_walk() -> None:
+    """The rules keep the session's last list as one tuple (``frozen``) and ask of it with each
+    list of the next request: an answer given again is the walk's, for lists that grew since,
+    other lists of the same objects, and other kept tuples."""
+    for seed in range(6):
+        kept: list[tuple[Message, ...]] = []
+        again = 0
+        for messages in sessions(seed):
+            grown = list(messages)  # grows between the questions below (a list of its own)
+            for before in kept[-3:]:
+                assert frozen(messages) is frozen(messages)  # one tuple for the list
+                for now in (messages, grown, messages):
+                    assert shared_prefix(before, now) == walked(before, now)
+                grown.append({"role": "user", "content": "more"})
+                assert shared_prefix(before, grown) == walked(before, grown)
+                # a list taking the kept one's messages one by one: its answer grows with it
+                taking = list(before[: len(before) // 2])
+                for m in before[len(before) // 2 :][:4]:
+                    assert shared_prefix(before, taking) == walked(before, taking)
+                    taking.append(m)
+                    assert shared_prefix(before, taking) == walked(before, taking)
+                again += 1
+            kept.append(frozen(messages))
+        assert again > 100
