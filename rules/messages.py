@@ -4,13 +4,13 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import is_
 from typing import Any
 
 import orjson
 
 from rules.base import ListMemo, Message, frozen
 from rules.base import content_hash as content_hash  # re-exported for the rules
+from rules.base import shared_prefix as shared_prefix  # re-exported for the rules
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
 # into the agent's own transcript as if the model had written it.
@@ -171,27 +171,6 @@ def without_harness(text: str) -> str:
             kept.append(text[pos:])
             text = "".join(kept)
     return text
-
-
-# The last answers of ``shared_prefix`` for a kept tuple: (it, the list, its length, the answer).
-_SHARED: list[tuple[Any, Any, int, int] | None] = [None, None]
-
-
-def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
-    """How many leading messages are the very same objects in both lists (an agent's next
-    request resends its last one's: the runner keeps them as objects per session). The rules
-    keep the session's last list as one tuple (``frozen``): asked again of it and the same
-    list, the answer is not walked for again."""
-    kept = before.__class__ is tuple
-    if kept:
-        for hit in _SHARED:
-            if hit is not None and hit[0] is before and hit[1] is now and hit[2] == len(now):
-                return hit[3]
-    same = list(map(is_, before, now))  # stops at the shorter list
-    k = same.index(False) if False in same else len(same)
-    if kept:
-        _SHARED[:] = [(before, now, len(now), k), _SHARED[0]]
-    return k
 
 
 def last_where(
