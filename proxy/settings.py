@@ -225,7 +225,11 @@ class Settings(_Strict):
     rules: list[RuleEntry] = Field(
         default_factory=lambda: [RuleEntry(name=n) for n in default_rule_names()]
     )
-    _routes: dict[str, UpstreamSettings | None] = PrivateAttr(default_factory=dict)
+    # model name -> the upstream serving it, for the upstreams list it was found in (a copy with
+    # other upstreams, ``model_copy``, shares the private values: it must not take these routes)
+    _routes: tuple[list[UpstreamSettings], dict[str, UpstreamSettings | None]] | None = PrivateAttr(
+        default=None
+    )
     # upstream name -> the environment variable its base_url came from (load_settings)
     _base_url_from: dict[str, str] = PrivateAttr(default_factory=dict)
 
@@ -284,7 +288,13 @@ class Settings(_Strict):
     def upstream_for(self, model: str) -> UpstreamSettings | None:
         """The first upstream serving ``model``; memoised per name (bounded: names come from
         clients), since glob matching every request costs more than the lookup."""
-        routes = self._routes
+        # read from pydantic's private dict directly: ``self._routes`` goes through its
+        # ``__getattr__`` (~1 µs, every request)
+        private = self.__pydantic_private__
+        memo = private["_routes"]  # type: ignore[index]
+        if memo is None or memo[0] is not self.upstreams:
+            memo = private["_routes"] = (self.upstreams, {})  # type: ignore[index]
+        routes = memo[1]
         if model in routes:
             return routes[model]
         if len(routes) >= 1024:

@@ -125,6 +125,46 @@ class RenderMemo(Protocol):
     def put(self, key: Hashable, message: Message) -> None: ...
 
 
+# The lists ``frozen`` froze last, newest first: (the list, its length, its tuple).
+_FROZEN: list[tuple[Any, int, tuple[Any, ...]] | None] = [None, None]
+
+
+def frozen(messages: Sequence[Message]) -> tuple[Message, ...]:
+    """``tuple(messages)``: the very same tuple for a list frozen just before (its length the
+    same: a request's lists are not changed once handed on). The rules keep the session's last
+    list as a tuple each; one tuple for them all lets ``rules.messages.shared_prefix`` compare
+    the next request's list with it once."""
+    if messages.__class__ is tuple:
+        return messages
+    for hit in _FROZEN:
+        if hit is not None and hit[0] is messages and hit[1] == len(messages):
+            return hit[2]
+    out = tuple(messages)
+    _FROZEN[:] = [(messages, len(out), out), _FROZEN[0]]
+    return out
+
+
+# The last answers of ``shared_prefix`` for a kept tuple: (it, the list, its length, the answer).
+_SHARED: list[tuple[Any, Any, int, int] | None] = [None] * 4
+
+
+def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
+    """How many leading messages are the very same objects in both lists (an agent's next
+    request resends its last one's: the runner keeps them as objects per session). The rules
+    keep the session's last list as one tuple (``frozen``): asked again of it and the same
+    list, the answer is not walked for again."""
+    kept = before.__class__ is tuple
+    if kept:
+        for hit in _SHARED:
+            if hit is not None and hit[0] is before and hit[1] is now and hit[2] == len(now):
+                return hit[3]
+    same = list(map(is_, before, now))  # stops at the shorter list
+    k = same.index(False) if False in same else len(same)
+    if kept:
+        _SHARED[:] = [(before, now, len(now), k), *_SHARED[:-1]]
+    return k
+
+
 DERIVED_LISTS = 4  # lists ``Context.derived`` keeps a value for, for each name (newest first)
 HASHES_MEMO = "hashes"  # ``Context.memo`` name of the lists ``hashes_of`` hashed last
 HASHED_LISTS = 2  # the client's and the forwarded
@@ -185,7 +225,7 @@ class Context:
                     return value  # type: ignore[no-any-return]
         value = compute(messages)
         # the messages as they are now (a tuple: a list changed later cannot match)
-        self.memo[name] = [(tuple(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
+        self.memo[name] = [(frozen(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
         return value
 
     def share(self, name: str, messages: Messages, value: Any) -> None:
@@ -216,8 +256,7 @@ class Context:
         kept: list[tuple[Sequence[Message], Any]] = self.memo.get(HASHES_MEMO) or []
         shared, out = 0, []
         for seen, (hashes, _) in kept:
-            same = list(map(is_, seen, messages))  # stops at the shorter list
-            k = same.index(False) if False in same else len(same)
+            k = shared_prefix(seen, messages)
             if k == len(seen) == len(messages):
                 return list(hashes)  # this very list again: nothing new to keep
             if k > shared:
@@ -226,7 +265,7 @@ class Context:
         for m in messages[shared:] if shared else messages:
             hit = get(id(m))
             out.append(hit[1] if hit is not None and hit[0] is m else hash_of(m))
-        self.memo[HASHES_MEMO] = [(tuple(messages), (out, self.hashes)), *kept[: HASHED_LISTS - 1]]
+        self.memo[HASHES_MEMO] = [(frozen(messages), (out, self.hashes)), *kept[: HASHED_LISTS - 1]]
         return list(out)
 
     def unhashed(self, messages: Sequence[Message]) -> list[int]:
@@ -236,8 +275,7 @@ class Context:
         for seen, (_, into) in self.memo.get(HASHES_MEMO) or ():
             if into is not self.hashes:
                 continue
-            same = list(map(is_, seen, messages))
-            start = max(start, same.index(False) if False in same else len(same))
+            start = max(start, shared_prefix(seen, messages))
         get = self.hashes.get
         tail = enumerate(messages[start:], start)
         return [i for i, m in tail if (h := get(id(m))) is None or h[0] is not m]

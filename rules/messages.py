@@ -4,13 +4,13 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from operator import is_
 from typing import Any
 
 import orjson
 
-from rules.base import ListMemo, Message
+from rules.base import ListMemo, Message, frozen
 from rules.base import content_hash as content_hash  # re-exported for the rules
+from rules.base import shared_prefix as shared_prefix  # re-exported for the rules
 
 # Text written by the proxy is always tagged, so it can be measured, recognised and never leaks
 # into the agent's own transcript as if the model had written it.
@@ -173,16 +173,6 @@ def without_harness(text: str) -> str:
     return text
 
 
-def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
-    """How many leading messages are the very same objects in both lists (an agent's next
-    request resends its last one's: the runner keeps them as objects per session)."""
-    same = list(map(is_, before, now))  # stops at the shorter list
-    try:
-        return same.index(False)
-    except ValueError:
-        return len(same)
-
-
 def last_where(
     messages: Sequence[Message],
     found: Callable[[Message], bool],
@@ -204,7 +194,7 @@ def last_where(
             at = _last_in(messages, found, 0, start)
         # before is None: the last list had none, nor have the messages it shares
     if memo is not None:
-        memo[name] = [(tuple(messages), at)]
+        memo[name] = [(frozen(messages), at)]
     return at
 
 

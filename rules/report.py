@@ -10,7 +10,7 @@ functional syntax."""
 
 from __future__ import annotations
 
-from typing import Any, Required, TypedDict, cast
+from typing import Any, Required, TypedDict
 
 # One repair of the tool chain (repair_tool_chain, fix_encoding, the final integrity check).
 Repair = TypedDict(
@@ -297,9 +297,13 @@ def new_report(session: str) -> Report:
 
 def merge_report(report: Report, fragment: Report) -> None:
     """``fragment`` (a partial report) into ``report``: list values appended, others set."""
-    into = cast(dict[str, Any], report)  # key by key: a TypedDict is indexed by literal keys only
+    if not fragment:  # most rules' most requests: nothing to report
+        return
+    into: dict[str, Any] = report  # type: ignore[assignment]  # a TypedDict: literal keys only
     for key, value in fragment.items():
-        if isinstance(value, list) and isinstance(into.get(key), list):
-            into[key].extend(value)
-        else:
-            into[key] = value
+        if isinstance(value, list):
+            kept = into.get(key)
+            if isinstance(kept, list):
+                kept.extend(value)
+                continue
+        into[key] = value

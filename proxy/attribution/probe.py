@@ -1,5 +1,6 @@
 """What a request changed against the session's previous one, taken while the session is held
-(so requests of a session are compared in the order they were rewritten): where the client's own
+(so requests of a session are compared in the order they were rewritten; ``ledger.Observation``
+works it out once the answer is in, off the request's way upstream): where the client's own
 bytes first differ (system prompt, tools, model, an earlier message), where the forwarded bytes
 first differ, and which of the proxy's decisions made a forwarded prefix differ where the client's
 did not. Sizes are the proxy's token counts (messages plus the tools schema)."""
@@ -101,14 +102,14 @@ def observe(
     forwarded_messages: Sequence[Message],
     tokens: TokenCounter,
     tools_tokens: int,
-    report: Report,
+    compaction: dict[str, Any] | None,
     last_at: float | None = None,
 ) -> Facts:
     """The facts of ``sent`` against ``previous``: the earliest change of each side inside the
     previous request (an append past its end changes nothing cached). Without ``previous`` (a
     restart, another replica), ``last_at`` is when the upstream last answered the session, if
-    the cache feedback knows: its time only, its bytes unknown."""
-    compaction = _compaction(report)
+    the cache feedback knows: its time only, its bytes unknown. ``compaction``: the request's
+    (``compaction_of`` its report)."""
     if previous is None:
         return Facts(
             sent.at, last_at, sent.tokens, sent.client_tokens, None, None, None, None, None, None,
@@ -186,7 +187,7 @@ def decision_of(report: Report) -> str:
     return "rewrite"
 
 
-def _compaction(report: Report) -> dict[str, Any] | None:
+def compaction_of(report: Report) -> dict[str, Any] | None:
     prune = report.get("prune") or {}
     if not prune.get("compacted"):
         return None

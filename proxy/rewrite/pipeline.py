@@ -305,8 +305,9 @@ class Pipeline:
         # the one report dict, filled in as the rules run
         renders = _Renders(self.renders, recall) if self.renders is not None else None
         ctx = ctx.evolve(report=report, renders=renders)
+        timings, clock = report["timings_ms"], time.perf_counter
         for step in self.steps:
-            started = time.perf_counter()
+            started = clock()
             try:
                 result = step.module.apply(ctx, step.config)
             except Exception as exc:  # contained per rule: the input stands, the error is reported
@@ -318,9 +319,10 @@ class Pipeline:
                     {"rule": step.name, "error": f"{type(exc).__name__}: {exc}"}
                 )
                 result = None
-            report["timings_ms"][step.name] = round((time.perf_counter() - started) * 1000, 3)
+            timings[step.name] = round((clock() - started) * 1000, 3)
             if result is not None:
-                merge_report(report, result.report)
+                if result.report:
+                    merge_report(report, result.report)
                 if result.messages is not ctx.messages or result.state is not ctx.state:
                     ctx = ctx.evolve(messages=result.messages, state=result.state)
 

@@ -27,7 +27,7 @@ from typing import Any
 from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
-from rules.context import measure, shrink
+from rules.context import measure, shrink, working_set
 from rules.loops import break_loops
 from rules.messages import content_hash
 
@@ -40,6 +40,7 @@ KEPT_TABLES = (
     observations.OBSERVATION_MEMO,  # a call's: checked against its result object and indices
     break_loops.STEPS_MEMO,  # a result's step: checked against its observation
     shrink.ESTIMATE_MEMO,  # with the options it was made with
+    working_set.TASK_TEXT_MEMO,  # a user turn's text, with the limit it was clipped to
 )
 # A session's memos are dropped past this many entries for each object its request handled
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.

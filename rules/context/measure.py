@@ -6,7 +6,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from rules.base import Context, Message, Messages, RuleConfig, RuleResult, TokenCounter
+from rules.base import (
+    Context,
+    Message,
+    Messages,
+    RuleConfig,
+    RuleResult,
+    TokenCounter,
+    frozen,
+)
 from rules.media import media_tokens
 from rules.messages import (
     INJECT_CLOSE,
@@ -163,7 +171,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         else:
             k, sums = 0, dict.fromkeys(SECTIONS, 0)
         add(sums, messages[k:])
-        ctx.memo[name] = [(tuple(messages), sums)]
+        ctx.memo[name] = [(frozen(messages), sums)]
         return dict(sums)
 
     tools = tokens.count_tools(ctx.tools)

@@ -21,7 +21,7 @@ import operator
 
 from pydantic import Field
 
-from rules.base import Context, RuleConfig, RuleResult
+from rules.base import Context, RuleConfig, RuleResult, frozen
 from rules.context import inject, schedule, sticky
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
@@ -151,7 +151,7 @@ def provider_owned(ctx: Context) -> str | None:
                     item.get("type") == "compaction" or "encrypted_content" in item
                 ):
                     return "provider compaction item"
-    ctx.memo[FREE_MEMO] = [(tuple(messages), None)]
+    ctx.memo[FREE_MEMO] = [(frozen(messages), None)]
     return None
 
 

@@ -16,7 +16,7 @@ from itertools import chain
 from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
-from rules.base import Context, Message
+from rules.base import Context, Message, frozen
 from rules.context import evidence, forced, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import shared_prefix, text_of
@@ -160,7 +160,7 @@ class Run:
             edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
             capped = self._edited(i, edit)
             self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
-        self.ctx.memo[CAP_MEMO] = [(tuple(messages), (limit, unproven))]
+        self.ctx.memo[CAP_MEMO] = [(frozen(messages), (limit, unproven))]
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
 

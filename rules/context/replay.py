@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.observations import Observation
-from rules.base import Context, Message, RenderMemo, TokenCounter
+from rules.base import Context, Message, RenderMemo, TokenCounter, frozen
 from rules.context import overlay
 from rules.messages import content_hash, shared_prefix
 
@@ -42,7 +42,7 @@ def anchors_in(ctx: Context, messages: list[Message]) -> list[str]:
     new = [ctx.hash_of(m) for m in messages[k:]]  # a few: not a list to keep
     previous = [keys[k - 1].partition(".")[0] if k else "", *new]  # a key: "{hash}.{previous}"
     keys = [*keys[:k], *(f"{h}.{p[:8]}" for h, p in zip(new, previous, strict=False))]
-    ctx.memo[ANCHORS_MEMO] = [(tuple(messages), keys)]
+    ctx.memo[ANCHORS_MEMO] = [(frozen(messages), keys)]
     return overlay.numbered(list(keys))
 
 
@@ -109,7 +109,7 @@ def render(
     positions.extend(i for i, _ in later)
     anchored.extend(a for _, a in later)
     replay = Replay(
-        tuple(messages), tuple(out), keys, values, cap, tuple(positions), tuple(anchored),
+        frozen(messages), tuple(out), keys, values, cap, tuple(positions), tuple(anchored),
         tuple(unplaced),
     )  # fmt: skip
     kept[MEMO] = [(replay.messages, replay)]

@@ -47,6 +47,7 @@ DIAGNOSTICS_MEMO = "open_diagnostics"  # its ``Context.table``: a ledger -> its 
 SEEN_WINDOW = 256  # keys of the newest results read: where the previous request stopped
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 LAST_TURN_MEMO = "working_set_last_turn"  # ``Context.memo`` name: ``last_users_turn``'s
+TASK_TEXT_MEMO = "working_set_task_text"  # its ``Context.table``: a user turn -> (limit, text)
 MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
 
 
@@ -196,6 +197,16 @@ def _redacted_clip(text: str, limit: int) -> str:
     return _clip(redact_text(text), limit)
 
 
+def _task_text_of(message: Message, limit: int, texts: dict[int, tuple[Any, Any]]) -> str:
+    """``_task_text``, kept by the very object (a tool loop's requests resend the same turn)."""
+    hit = texts.get(id(message))
+    if hit is not None and hit[0] is message and hit[1][0] == limit:
+        return hit[1][1]  # type: ignore[no-any-return]
+    text = _task_text(message, limit)
+    texts[id(message)] = (message, (limit, text))
+    return text
+
+
 def build(
     messages: list[Message],
     ledger: dict[str, Any],
@@ -203,10 +214,11 @@ def build(
     obs_list: list[Observation] | None = None,
     hash_of: Callable[[Message], str] = content_hash,
     memo: ListMemo | None = None,
+    texts: dict[int, tuple[Any, Any]] | None = None,
 ) -> dict[str, Any]:
     """The ledger after reading ``messages``; tool results already read are skipped.
-    ``memo``: ``last_users_turn``'s."""
-    ledger = {k: v for k, v in ledger.items()}
+    ``memo``: ``last_users_turn``'s; ``texts``: the user turns' texts (``_task_text_of``)."""
+    ledger, texts = {k: v for k, v in ledger.items()}, {} if texts is None else texts
     # The user's own turns: not text the proxy wrote (an orphan result turned into a user
     # message starts with PLACEHOLDER_PREFIX; an injected block alone says nothing either).
     # The first such turn only while there is no goal yet, the latest from the end
@@ -214,9 +226,9 @@ def build(
     last = messages[at] if at is not None else None
     if last is not None and "goal" not in ledger:
         first = next(m for m in messages if _is_users_turn(m))
-        ledger["goal"] = _task_text(first, cfg.max_goal_chars)
+        ledger["goal"] = _task_text_of(first, cfg.max_goal_chars, texts)
     if last is not None:
-        latest = _task_text(last, cfg.max_goal_chars)
+        latest = _task_text_of(last, cfg.max_goal_chars, texts)
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
     # Only results after the newest one already read (see ``observations.high_water``), plus
     # earlier ones that were only a placeholder then: a client may send a late result in place.
@@ -378,7 +390,8 @@ def render_section(state: SessionState, max_tokens_hint: int | None = None) -> s
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of, ctx.memo)
+    texts = ctx.table(TASK_TEXT_MEMO)
+    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of, ctx.memo, texts)
     state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
     kept = state.get(NAMESPACE) or ledger  # the ledger inject reads (the earlier one if equal)
     return RuleResult(

@@ -6,11 +6,12 @@ messages replaced or dropped) and lists that are not the session's next one."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from rules.base import ListMemo, Message
+from rules.base import ListMemo, Message, frozen
 from rules.context import sticky, working_set
 from rules.entities import resolve_refs
 from rules.messages import (
@@ -19,6 +20,7 @@ from rules.messages import (
     PLACEHOLDER_PREFIX,
     last_of_role,
     last_where,
+    shared_prefix,
 )
 from rules.workspace import workspace_map
 
@@ -194,3 +196,74 @@ def test_the_maps_figures_are_the_whole_maps() -> None:
             nodes = {**nodes, f"/repo/lib{n}": ["d", "l", n]}
         want = workspace_map._figures(nodes, cwd, None)
         assert workspace_map._figures(nodes, cwd, memo) == want
+
+
+def twin(m: Message, longer: dict[int, tuple[Message, Message]]) -> Message:
+    """A user turn longer than a clip, harness text first (one twin for each object)."""
+    if id(m) not in longer:
+        text = m.get("content")
+        if m.get("role") == "user" and isinstance(text, str):
+            wrapped = f"<system-reminder>x</system-reminder>{text} " + "word " * 20
+            longer[id(m)] = (m, {**m, "content": wrapped})
+        else:
+            longer[id(m)] = (m, m)
+    return longer[id(m)][1]
+
+
+def test_the_ledger_with_kept_turn_texts_is_the_ledger_without() -> None:
+    """working_set's user turns read once per object (``TASK_TEXT_MEMO``), under the limit they
+    were read with: the ledger is the one built from every turn read afresh."""
+    wide, narrow = working_set.Config(), working_set.Config(max_goal_chars=40)
+    for seed in range(4):
+        rng = random.Random(seed)
+        longer: dict[int, tuple[Message, Message]] = {}  # each object's longer twin, once
+        memo: ListMemo = {}
+        texts: dict[int, tuple[Any, Any]] = {}
+        kept: dict[str, Any] = {}
+        fresh: dict[str, Any] = {}
+        changed = 0
+        for listed in sessions(seed, 200):
+            messages = [twin(m, longer) for m in listed]
+            cfg = narrow if rng.random() < 0.3 else wide  # the options may change between requests
+            got = working_set.build(messages, kept, cfg, memo=memo, texts=texts)
+            want = working_set.build(messages, fresh, cfg)
+            assert got == want
+            changed += got.get("instruction") != kept.get("instruction")
+            kept, fresh = got, want
+        assert changed > 20 and texts  # turns came and went, read through the table
+
+
+def walked(before: Sequence[Message], now: Sequence[Message]) -> int:
+    """``shared_prefix`` without its memory: the leading messages that are the same objects."""
+    k = 0
+    for a, b in zip(before, now, strict=False):
+        if a is not b:
+            break
+        k += 1
+    return k
+
+
+def test_shared_prefix_answered_again_is_the_walk() -> None:
+    """The rules keep the session's last list as one tuple (``frozen``) and ask of it with each
+    list of the next request: an answer given again is the walk's, for lists that grew since,
+    other lists of the same objects, and other kept tuples."""
+    for seed in range(6):
+        kept: list[tuple[Message, ...]] = []
+        again = 0
+        for messages in sessions(seed):
+            grown = list(messages)  # grows between the questions below (a list of its own)
+            for before in kept[-3:]:
+                assert frozen(messages) is frozen(messages)  # one tuple for the list
+                for now in (messages, grown, messages):
+                    assert shared_prefix(before, now) == walked(before, now)
+                grown.append({"role": "user", "content": "more"})
+                assert shared_prefix(before, grown) == walked(before, grown)
+                # a list taking the kept one's messages one by one: its answer grows with it
+                taking = list(before[: len(before) // 2])
+                for m in before[len(before) // 2 :][:4]:
+                    assert shared_prefix(before, taking) == walked(before, taking)
+                    taking.append(m)
+                    assert shared_prefix(before, taking) == walked(before, taking)
+                again += 1
+            kept.append(frozen(messages))
+        assert again > 100

@@ -274,4 +274,18 @@ def test_routes_are_memoised_per_model_name_within_a_bound() -> None:
         assert settings.upstream_for(f"llama-{i}").name == "local"  # type: ignore[union-attr]
         assert settings.upstream_for(f"anthropic/m{i}").name == "claude"  # type: ignore[union-attr]
         assert settings.upstream_for(f"gpt-{i}") is None
-    assert len(settings._routes) <= 1024
+    routes = settings.__pydantic_private__["_routes"]  # type: ignore[index]
+    assert len(routes[1]) <= 1024
+
+
+def test_a_copy_with_other_upstreams_routes_by_its_own() -> None:
+    """A copy's private values are its original's (pydantic copies them shallowly): the routes
+    the original found must not answer for the copy's other upstreams."""
+    settings = settings_from_mapping(
+        {"upstreams": [{"name": "first", "match": ["*"], "base_url": "http://a/v1"}]}
+    )
+    assert settings.upstream_for("gpt-4o").name == "first"  # type: ignore[union-attr]
+    other = UpstreamSettings(name="other", match=["*"], kind="openai", base_url="http://b/v1")
+    copy = settings.model_copy(update={"upstreams": [other]})
+    assert copy.upstream_for("gpt-4o").name == "other"  # type: ignore[union-attr]
+    assert settings.upstream_for("gpt-4o").name == "first"  # type: ignore[union-attr]
