@@ -38,8 +38,8 @@ less than 0.75 of it).
 depend on the online variant: the oracle replaces prune's warm schedule) and replays only the
 online variant, about 30 s for all 186 conversations at the four prices: a warm rule is compared
 in that time, the same prices and requests as the earlier run. ``--look-every N``: the online
-variant looks for a warm cut every ``N`` requests instead of prune's 4 (1: the break-even rule
-counted exactly, every request's reclaimable tokens).
+variant looks for a warm cut every ``N`` requests instead of prune's every one (between looks
+the carrying is counted at the last look's figures: a lower bound).
 
 Runtime with ``--jobs 2``, all 186 conversations, first 40 requests, four prices: 18 minutes
 of CPU (37 minutes on a loaded 2-core machine); whole sessions grow as the square of their
@@ -69,6 +69,7 @@ from rules.context import prune, schedule
 from tests.support.traces import iter_conversations
 
 NEVER = -1  # the run that never compacts warm
+LOOK_EVERY = prune.WARM_LOOK_EVERY  # prune's own
 
 
 @dataclass
@@ -284,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         help="an earlier run's --json: its optimal figures, only the online variant replayed",
     )  # fmt: skip
     parser.add_argument(
-        "--look-every", type=int, default=prune.WARM_LOOK_EVERY,
+        "--look-every", type=int, default=LOOK_EVERY,
         help="the online variant's warm looks: every N requests (prune's WARM_LOOK_EVERY)",
     )  # fmt: skip
     args = parser.parse_args(argv)
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         rows = map_jobs(conversation, jobs, args.jobs)
     span = f"{args.max_requests or 'all'} requests each"
-    looks = f", warm looks every {args.look_every}" if args.look_every != 4 else ""
+    looks = f", warm looks every {args.look_every}" if args.look_every != LOOK_EVERY else ""
     print(f"{len(convs)} conversations ({args.half}), {span}, every turn, {args.variant}{looks}\n")
     print(
         "| price | optimal saving | its schedule replayed | online saving | online ÷ optimal "
