@@ -15,12 +15,13 @@ Three cases:
 - **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
   the task (stale copies, old prose, results no longer needed) are taken for free.
 - **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
-  request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction; after a warm partial cut, from the share it left to the steps it
-  did not take (``carried``). A compaction is made once its share of that sum
-  reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
-  twice the best schedule's carrying and busts whatever the session's length), or (prune's
-  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
+  request; a compaction costs its bust once. The session's memory keeps what carrying each
+  reclaimable step has cost since it was first offered (``carrying``, looked at every request),
+  and a partial cut leaves the steps it did not take their own figures (``Step.carried``). A
+  compaction is made once the carrying of its own steps reaches its bust plus its expected loss
+  (break-even, ski rental: paid for in hindsight, at most twice the best schedule's carrying and
+  busts whatever the session's length), or (prune's
+  ``bet_on_length``, off by default) earlier, once that carrying reaches half of it and the
   session's expected remaining requests (a survival estimate) say the cut repays twice its price
   (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
   steps from some message on), where the bust is small: of the cuts that qualify, the one of most
