@@ -68,6 +68,7 @@ class Memory:
     reclaimable: int = 0  # what that look found a compaction could free
     # each reclaimable step's own figures at that look (``step_key``): (carried, tokens freed)
     stale: Mapping[str, tuple[float, int]] = field(default_factory=dict)
+    last_cut: int | None = None  # the request (``requests``) of the session's last compaction
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -83,6 +84,7 @@ class Memory:
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
             _stale(v.get("stale")),
+            v["last_cut"] if type(v.get("last_cut")) is int else None,
         )
 
     def carried_now(self, read_ratio: float) -> float:
@@ -120,6 +122,7 @@ class Memory:
         elif compacted:
             carried, looked, reclaimable = 0.0, self.requests, 0
         kept = dict(stale) if stale is not None else {} if compacted else dict(self.stale)
+        cut = self.requests if compacted else self.last_cut
         return {
             "requests": self.requests + 1,
             "last_at": now,
@@ -130,4 +133,5 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             **({"stale": {k: [round(c, 1), f] for k, (c, f) in kept.items()}} if kept else {}),
+            **({"last_cut": cut} if cut is not None else {}),
         }

@@ -326,6 +326,11 @@ def _break_even(
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if bet:
         figures["ahead"] = round(ahead, 1)
+    if memory.last_cut is not None and memory.requests - memory.last_cut < HEADROOM:
+        # at most one compaction per HEADROOM requests, warm as forced: a tail cut's untaken
+        # steps (their carrying kept) wait rather than re-bill the tail again a request later
+        figures["since_compaction"] = memory.requests - memory.last_cut
+        best = None
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
