@@ -38,8 +38,9 @@ less than 0.75 of it).
 depend on the online variant: the oracle replaces prune's warm schedule) and replays only the
 online variant, about 30 s for all 186 conversations at the four prices: a warm rule is compared
 in that time, the same prices and requests as the earlier run. ``--look-every N``: the online
-variant looks for a warm cut every ``N`` requests instead of prune's every one (between looks
-the carrying is counted at the last look's figures: a lower bound).
+variant looks for a warm cut every ``N`` requests instead of prune's 4 (1: every request's
+reclaimable tokens counted, where between looks they are counted at the last look's figure, a
+lower bound).
 
 Runtime with ``--jobs 2``, all 186 conversations, first 40 requests, four prices: 18 minutes
 of CPU (37 minutes on a loaded 2-core machine); whole sessions grow as the square of their

@@ -162,17 +162,16 @@ def test_an_earlier_runs_optimal_is_set_beside_the_online_variants_own_replay(
 def test_look_every_sets_how_often_the_online_variant_looks(
     job: Job, row: Result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--look-every 4``: the online variant looks every fourth request, so its cuts fall there
-    only, unlike prune's own (every request); the optimal's figures still come from the earlier
-    run."""
+    """``--look-every 1``: the online variant looks at every request, so its cuts need not fall
+    on prune's every fourth one; the optimal's figures still come from the earlier run."""
     monkeypatch.setattr(prune, "WARM_LOOK_EVERY", prune.WARM_LOOK_EVERY)  # restored after
     earlier, out = tmp_path / "earlier.json", tmp_path / "out.json"
     earlier.write_text(json.dumps({"rows": [asdict(row)]}))
     args = ["--optimal-from", str(earlier), "--prices", "0.5", "--max-requests", "30"]
-    main([*args, "--look-every", "4", "--jobs", "1", "--json", str(out)])
+    main([*args, "--look-every", "1", "--jobs", "1", "--json", str(out)])
     (again,) = json.loads(out.read_text())["rows"]
-    assert prune.WARM_LOOK_EVERY == 4
-    every_fourth = [k for k, c in enumerate(replay_track(job, None).compacted) if c]
-    assert again["online_at"] == every_fourth != row.online_at
-    assert all(k % 4 == 0 for k in every_fourth) and any(k % 4 for k in row.online_at)
+    assert prune.WARM_LOOK_EVERY == 1
+    looked_each = [k for k, c in enumerate(replay_track(job, None).compacted) if c]
+    assert again["online_at"] == looked_each != row.online_at
+    assert all(k % 4 == 0 for k in row.online_at) and any(k % 4 for k in looked_each)
     assert (again["optimal"], again["schedule"]) == (row.optimal, row.schedule)

@@ -4,8 +4,8 @@ latter with prune's ``bet_on_length``, off by default).
 
 A cut frees ``F`` tokens that every later request would otherwise read at ``r`` (carrying them),
 and costs its bust ``B`` (the prompt re-billed from its earliest edit on) plus its expected loss
-once: its price ``P``. ``carried`` is what carrying its steps has cost since each was first
-offered (``carrying``: each step's own figure, kept across requests).
+once: its price ``P``. ``carried`` is what carrying its tokens has cost since the last compaction
+(a warm partial cut leaves the steps it did not take their share).
 
 - **Paid** (break-even, ski rental): ``carried ≥ P``. It has paid for itself in hindsight,
   whatever the session's length: at most 2× the best schedule's carrying and busts.

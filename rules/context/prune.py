@@ -17,20 +17,19 @@ current turn are never touched. Provider-owned state is left alone.
 
 from __future__ import annotations
 
-import dataclasses
 import operator
 
 from pydantic import Field
 
 from rules.base import Context, RuleConfig, RuleResult
-from rules.context import carrying, inject, schedule, sticky
+from rules.context import inject, schedule, sticky
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
 SESSION = "prune_session"  # the schedule's memory of the session's requests
-WARM_LOOK_EVERY = 1  # requests between warm looks: every one, so carrying is counted exactly
+WARM_LOOK_EVERY = 4  # requests between looks for a compaction that pays, cache warm
 FREE_MEMO = "prune_free"  # ``Context.memo`` name: the last list without provider-owned items
 
 
@@ -156,31 +155,6 @@ def provider_owned(ctx: Context) -> str | None:
     return None
 
 
-def _own_carrying(
-    steps: list[schedule.Step], anchors: list[str], memory: schedule.Memory, read_ratio: float
-) -> tuple[list[schedule.Step], dict[str, tuple[float, int]]]:
-    """The planned steps with what carrying each has cost (``carrying``), and the figures to
-    keep. Steps on one message in one stage are one (their tokens added, its figure shared)."""
-    offered: dict[str, int] = {}
-    for s in steps:
-        if s.stage != "drop":
-            key = carrying.step_key(s.stage, anchors[s.first])
-            offered[key] = offered.get(key, 0) + s.freed
-    stale = carrying.carry(
-        memory.stale, offered.items(), memory.requests - memory.looked, read_ratio
-    )
-    if not memory.stale and memory.carried_now(read_ratio) > 0:  # kept before per-step figures
-        stale = carrying.seed(memory.carried_now(read_ratio), offered.items())
-    own = []
-    for s in steps:
-        if s.stage != "drop":
-            key = carrying.step_key(s.stage, anchors[s.first])
-            share = s.freed / offered[key] if offered[key] > 0 else 0.0
-            s = dataclasses.replace(s, carried=stale[key][0] * share)
-        own.append(s)
-    return own, stale
-
-
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -195,7 +169,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
-    stale: dict[str, tuple[float, int]] | None = None
     info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
@@ -223,9 +196,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             prefix.append(prefix[-1] + sizes[i])
         steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
-            steps, stale = _own_carrying(steps, run.anchors, memory, ctx.cache.read_ratio)
             reclaimable = sum(s.freed for s in steps if s.stage != "drop")
-            look = (sum(c for c, _ in stale.values()), reclaimable)
+            look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length,
@@ -251,9 +223,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 info["compacted_from"] = run.anchors[first]
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
-            if info["compacted"] and stale is not None:  # the cut steps are gone
-                for step in steps[: choice.steps]:
-                    stale.pop(carrying.step_key(step.stage, run.anchors[step.first]), None)
             if info["compacted"] and look is not None:  # a warm cut: what its steps left
                 cut = sum(s.freed for s in steps[: choice.steps])
                 left = float(choice.figures.get("carried_left") or 0.0)
@@ -281,9 +250,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
     memo = memory.after(
-        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        stale,
-    )  # fmt: skip
+        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens
+    )
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))

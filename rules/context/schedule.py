@@ -15,13 +15,12 @@ Three cases:
 - **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
   the task (stale copies, old prose, results no longer needed) are taken for free.
 - **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
-  request; a compaction costs its bust once. The session's memory keeps what carrying each
-  reclaimable step has cost since it was first offered (``carrying``, looked at every request),
-  and a partial cut leaves the steps it did not take their own figures (``Step.carried``). A
-  compaction is made once the carrying of its own steps reaches its bust plus its expected loss
-  (break-even, ski rental: paid for in hindsight, at most twice the best schedule's carrying and
-  busts whatever the session's length), or (prune's
-  ``bet_on_length``, off by default) earlier, once that carrying reaches half of it and the
+  request; a compaction costs its bust once. The session's memory adds up what carrying them has
+  cost since the last compaction; after a warm partial cut, from the share it left to the steps it
+  did not take (``carried``). A compaction is made once its share of that sum
+  reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
+  twice the best schedule's carrying and busts whatever the session's length), or (prune's
+  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
   session's expected remaining requests (a survival estimate) say the cut repays twice its price
   (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
   steps from some message on), where the bust is small: of the cuts that qualify, the one of most
@@ -43,13 +42,82 @@ from typing import Any
 
 from rules.base import CacheFacts
 from rules.context import payback
-from rules.context.carrying import Memory
 from rules.packs import load_pack
-
-__all__ = ["Memory"]  # prune's session memory, read by the schedule (``rules.context.carrying``)
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
 LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """prune's memory of the session's requests (kept in its namespace)."""
+
+    requests: int = 0  # forwarded before this one
+    last_at: float | None = None
+    last_tokens: int = 0  # the previous forwarded request's tokens
+    growth: float = 0.0  # tokens added per request, smoothed
+    expect_hit: bool = False  # the previous request kept its predecessor's prefix
+    carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
+    looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
+    reclaimable: int = 0  # what that look found a compaction could free
+
+    @classmethod
+    def load(cls, value: Any) -> Memory:
+        v = value if isinstance(value, Mapping) else {}
+        at = v.get("last_at")
+        return cls(
+            int(v.get("requests") or 0),
+            float(at) if isinstance(at, (int, float)) else None,
+            int(v.get("last_tokens") or 0),
+            float(v.get("growth") or 0.0),
+            bool(v.get("expect_hit")),
+            float(v.get("carried") or 0.0),
+            int(v.get("looked") or 0),
+            int(v.get("reclaimable") or 0),
+        )
+
+    def carried_now(self, read_ratio: float) -> float:
+        """``carried`` once the requests since the last look are counted, at that look's
+        reclaimable tokens (between looks they only grow: a lower bound)."""
+        return self.carried + read_ratio * self.reclaimable * max(self.requests - self.looked, 0)
+
+    def after(
+        self,
+        now: float,
+        tokens: int,
+        compacted: bool,
+        stored: Any,
+        look: tuple[float, int] | None = None,
+        min_prefix: int = 0,
+    ) -> Any:
+        """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
+        when this is the very request it last saw (a rule applied twice sees one request).
+        ``look``: (carried, reclaimable) when this request looked at what a compaction could
+        free (carried then counts from here at the new figure); after a warm cut, what is left
+        of both (the steps it did not take keep what carrying them has cost). The next request
+        expects a cache hit when this one kept its predecessor's prefix and that predecessor
+        was long enough to be cached (``min_prefix``)."""
+        if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
+            return stored
+        step = tokens - self.last_tokens
+        growth = self.growth
+        if self.requests and not compacted and step >= 0:
+            growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
+        carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
+        if look is not None:  # a look, or a warm cut that left steps (what they have cost)
+            carried, looked, reclaimable = look[0], self.requests, look[1]
+        elif compacted:
+            carried, looked, reclaimable = 0.0, self.requests, 0
+        return {
+            "requests": self.requests + 1,
+            "last_at": now,
+            "last_tokens": tokens,
+            "growth": round(growth, 1),
+            "expect_hit": bool(self.requests) and not compacted and self.last_tokens >= min_prefix,
+            "carried": round(carried, 1),
+            "looked": looked,
+            "reclaimable": reclaimable,
+        }
 
 
 def cache_state(facts: CacheFacts, memory: Memory, now: float) -> tuple[str, str]:
@@ -102,9 +170,6 @@ class Step:
     reuse: float = 0.0
     # a forced compaction's order: the chance by the feature model (``copy_odds``); None: reuse
     rank: float | None = None
-    # what carrying it has cost since it was first offered (``carrying``); None: unknown, it
-    # gets a share of the session's ``carried`` by the tokens it frees
-    carried: float | None = None
 
     def loss_per_token(self) -> float:
         """The chance that what it removes is copied from again, per token it frees: a forced
@@ -258,16 +323,6 @@ def choose(
     return Choice(k, after, figures)
 
 
-def _share(
-    steps: Sequence[Step], taken: Sequence[int], carried: float, freed: int, everything: int
-) -> float:
-    """What carrying the ``taken`` steps has cost: their own figures when each has one, else a
-    share of the session's ``carried`` by the ``freed`` tokens of ``everything``."""
-    if all(steps[i].carried is not None for i in taken):
-        return sum(steps[i].carried or 0.0 for i in taken)
-    return carried * freed / everything if everything > 0 else 0.0
-
-
 def _break_even(
     steps: Sequence[Step],
     prefix_tokens: Sequence[int],
@@ -287,8 +342,6 @@ def _break_even(
     that qualify, the one of most value over the session."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     carried = memory.carried_now(r)
-    if steps and all(s.carried is not None for s in steps):  # each step's own (``carrying``)
-        carried = sum(s.carried or 0.0 for s in steps)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
     ahead = payback.remaining(memory.requests) if bet else 0.0  # requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
@@ -314,7 +367,7 @@ def _break_even(
             # the bust: what this request costs compacted, beyond what it costs as it is
             # (reported in the rule's tokens, as every figure; weighed in the provider's)
             bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0)
-            share = _share(steps, taken, carried, freed, everything)
+            share = carried * freed / everything if everything > 0 else 0.0
             future = r * freed * ahead
             price = bust * scale + lost
             why = payback.verdict(share, future, price) if freed > 0 else None
@@ -326,11 +379,6 @@ def _break_even(
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if bet:
         figures["ahead"] = round(ahead, 1)
-    if memory.last_cut is not None and memory.requests - memory.last_cut < HEADROOM:
-        # at most one compaction per HEADROOM requests, warm as forced: a tail cut's untaken
-        # steps (their carrying kept) wait rather than re-bill the tail again a request later
-        figures["since_compaction"] = memory.requests - memory.last_cut
-        best = None
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
@@ -339,10 +387,9 @@ def _break_even(
         return Choice(0, total, figures)
     _, chosen, bust, lost, why = best
     after = total - sum(steps[i].freed for i in chosen)
-    # the steps left keep what carrying them has cost: a small cut at the tail does not restart
-    # the count of the large stale results before it (nor is that this cut's)
-    untaken = [i for i in range(len(steps)) if i not in set(chosen)]
-    left = max(_share(steps, untaken, carried, everything - (total - after), everything), 0.0)
+    # the steps left keep their share of what carrying has cost: a small cut at the tail does
+    # not restart the count of the large stale results before it (nor is that share this cut's)
+    left = max(carried * (1 - (total - after) / everything), 0.0) if everything > 0 else 0.0
     saving = carried - left if why == "paid" else r * (total - after) * ahead
     figures.update(
         decision=why, expected_saving=round(saving), bust_cost=round(bust),
