@@ -6,6 +6,9 @@ compacting once anywhere."""
 from __future__ import annotations
 
 import itertools
+import json
+from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -13,14 +16,18 @@ from bench.cache_emulator import CacheUse, Pricing, Segments
 from bench.cost_config import PRICES, Job
 from bench.optimal_real import (
     NEVER,
+    Result,
     Track,
     conversation,
     fresh_segments,
+    main,
+    online_only,
     programme,
     replay_track,
     runs_of,
     transition,
 )
+from rules.context import prune
 from tests.support.replay_jobs import every_turn_job
 
 CONV = "bookminder/day-012/s0"
@@ -115,8 +122,14 @@ def job() -> Job:
     return every_turn_job(CONV)
 
 
-def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(job: Job) -> None:
-    row = conversation(job)
+@pytest.fixture(scope="module")
+def row(job: Job) -> Result:
+    return conversation(job)
+
+
+def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(
+    job: Job, row: Result
+) -> None:
     assert row.schedule  # this conversation pays for a compaction at r = 0.5
     assert row.optimal < row.direct
     assert row.replayed == pytest.approx(row.optimal, rel=0.01)
@@ -130,3 +143,35 @@ def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(job: 
     k = row.schedule[0]
     assert runs[k].compacted[k] and not any(runs[NEVER].compacted)
     assert replay_track(solo, (k,)).uses == runs[k].uses  # a replay is deterministic
+
+
+def test_an_earlier_runs_optimal_is_set_beside_the_online_variants_own_replay(
+    job: Job, row: Result
+) -> None:
+    """``--optimal-from``: the optimal's figures come from the earlier run's rows, the online
+    variant's and direct's from its own replay, which is the one ``conversation`` makes."""
+    p = job.pricings[0]
+    known = {(row.conv_id, p.name): {**asdict(row), "optimal": 1.0, "schedule": [7]}}
+    again = online_only(job, known)
+    assert (again.online, again.direct, again.online_at) == (row.online, row.direct, row.online_at)
+    assert (again.optimal, again.replayed, again.schedule) == (1.0, row.replayed, [7])
+    with pytest.raises(KeyError):
+        online_only(job, {})  # a conversation the earlier run lacks is not made up
+
+
+def test_look_every_sets_how_often_the_online_variant_looks(
+    job: Job, row: Result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--look-every 1``: the online variant looks at every request, so its cuts need not fall
+    on prune's every fourth one; the optimal's figures still come from the earlier run."""
+    monkeypatch.setattr(prune, "WARM_LOOK_EVERY", prune.WARM_LOOK_EVERY)  # restored after
+    earlier, out = tmp_path / "earlier.json", tmp_path / "out.json"
+    earlier.write_text(json.dumps({"rows": [asdict(row)]}))
+    args = ["--optimal-from", str(earlier), "--prices", "0.5", "--max-requests", "30"]
+    main([*args, "--look-every", "1", "--jobs", "1", "--json", str(out)])
+    (again,) = json.loads(out.read_text())["rows"]
+    assert prune.WARM_LOOK_EVERY == 1
+    looked_each = [k for k, c in enumerate(replay_track(job, None).compacted) if c]
+    assert again["online_at"] == looked_each != row.online_at
+    assert all(k % 4 == 0 for k in row.online_at) and any(k % 4 for k in looked_each)
+    assert (again["optimal"], again["schedule"]) == (row.optimal, row.schedule)
