@@ -21,8 +21,9 @@ import operator
 
 from pydantic import Field
 
-from rules.base import Context, RuleConfig, RuleResult
-from rules.context import inject, schedule, sticky
+from rules.base import Context, Message, RuleConfig, RuleResult
+from rules.context import inject, need, prune_stages, restore, schedule, sticky
+from rules.context.overlay import Overlay
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
@@ -87,6 +88,12 @@ class Config(RuleConfig):
         "placeholder (the JSON stays valid)",
     )
     drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
+    restore_elided: bool = Field(
+        default=True,
+        description="a compaction the budget forces re-judges the results earlier ones masked "
+        "or dropped that the task needs now: one that ranks above what is still shown comes "
+        "back verbatim, and the cut takes the other (docs/rules/prune.md: its measured effect)",
+    )
     workspace_reads: int = Field(
         default=0,
         ge=0,
@@ -155,6 +162,42 @@ def provider_owned(ctx: Context) -> str | None:
     return None
 
 
+def _swap(
+    run: Run, before: Overlay, total: int, schema: int, goal: int, room: int
+) -> tuple[list[Message], int, list[int]] | None:
+    """After a forced compaction (``run.overlay``, ``total`` tokens with the tools' ``schema``),
+    the results earlier compactions masked or dropped (``before``: the overlay it started from)
+    that the task needs now (``need``: a later call named its file or the names it showed, its
+    file is being edited) are re-judged against what is still shown (``restore``): from the
+    overlay without their elisions, the forced order is taken again down to the same depth.
+    Those that now rank above something still shown come back. The view, its size and the
+    restored messages, or None."""
+    cut = run.overlay
+    elided = restore.elided_results(run.anchors, before, run.by_result)
+    needs = need.judge(run.messages, run.obs, elided)
+    wanted = [i for i, n in needs.items() if n.needed]
+    turns = prune_stages.turns(run.messages, run.evidence.first_user)
+    base = restore.reopened(run.anchors, cut, wanted, turns)
+    if base is None:
+        return None
+    base.compactions = cut.compactions - 1  # the same compaction, taken again
+    decisions, stages = list(run.decisions), dict(run.stages)
+    run.overlay = base
+    sizes = run.sizes()
+    steps = run.plan(sizes, drops=True)
+    size = sum(sizes.values())
+    trial, _ = run.compact(steps, 0, size, schema, sizes, total - schema, room - schema)
+    restore.settle(trial, cut)
+    view = run.render(trial)
+    trial_total = run.tokens.count_messages(view) + schema
+    back = restore.restored(run.anchors, cut, trial)
+    if back and trial_total <= max(total, goal):
+        run.overlay = trial
+        return view, trial_total, back
+    run.overlay, run.decisions, run.stages = cut, decisions, stages
+    return None
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -216,9 +259,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 steps, choice.steps, total - blocks - schema, schema, sizes, fit, room - schema
             )
             if trial_total < total - blocks:  # it edited something
+                before = run.overlay
                 run.overlay, view, total = trial, run.view(trial), trial_total
                 info["compacted"] = True
                 first = min(s.first for s in steps[: choice.steps]) if choice.steps else 0
+                if decision == "forced" and cfg.restore_elided:
+                    swapped = _swap(run, before, total, schema, int(choice.figures["goal"]), room)
+                    if swapped is not None:
+                        view, total, back = swapped
+                        first = min(first, back[0])
+                        info["restored"] = len(back)
                 # inject keeps the blocks placed before it (their bytes are still the prefix)
                 info["compacted_from"] = run.anchors[first]
             else:

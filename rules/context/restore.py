@@ -1,0 +1,79 @@
+"""A way back for what earlier compactions elided (``prune``).
+
+Drops and masks are decided with what the session knew then. A compaction the budget forces
+rewrites the prompt from its cut on anyway, so it re-judges them with what the session knows
+now: it starts from the overlay without its masks and drops (``reopened``) and takes the forced
+order (``forced.order``: the least likely copied from per token freed first) down to its goal.
+A result elided before that now ranks above something still shown (a later call named its file
+again, the file is being edited, recent calls use the names it showed) comes back verbatim, and
+the cut takes the lower-ranked one instead; one that still ranks low is elided again, with the
+edit it had (``settle``: the same bytes). Caps, stale copies (supersede) and shrunk turns stay:
+they lose nothing a later call copies.
+
+Only at such a compaction: on any other request the overlay is replayed byte for byte, so the
+cached prefix stays the same."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+
+from rules.context.overlay import Overlay
+
+REOPENED = ("mask",)  # edits re-judged at a forced compaction (with drops)
+
+
+def elided_results(anchors: Sequence[str], ov: Overlay, results: Iterable[int]) -> list[int]:
+    """Of the tool results at ``results``, those ``ov`` masks or drops."""
+    gone = set(ov.dropped)
+    out = []
+    for i in results:
+        a = anchors[i]
+        edit = ov.edits.get(a)
+        if a in gone or (edit is not None and edit["action"] in REOPENED):
+            out.append(i)
+    return out
+
+
+def reopened(
+    anchors: Sequence[str], ov: Overlay, wanted: Collection[int], turns: Sequence[Sequence[int]]
+) -> Overlay | None:
+    """``ov`` without the masks of the results at ``wanted`` and the drops of the turns holding
+    them (a turn comes back whole, its calls with their results), or None when that changes
+    nothing."""
+    if not wanted:
+        return None
+    back = set(wanted)
+    for turn in turns:
+        if back.intersection(turn):
+            back.update(turn)
+    reopen = {anchors[i] for i in back}
+    edits = {a: e for a, e in ov.edits.items() if not (a in reopen and e["action"] in REOPENED)}
+    dropped = [a for a in ov.dropped if a not in reopen]
+    if len(edits) == len(ov.edits) and len(dropped) == len(ov.dropped):
+        return None
+    return Overlay(edits, dropped, ov.compactions, ov.names)
+
+
+def settle(trial: Overlay, before: Overlay) -> None:
+    """``trial`` (a compaction from the reopened overlay) keeps ``before``'s edit of a result it
+    masks again, so the result renders as it did; and ``before``'s way of naming dropped runs
+    (a run dropped again renders the same line)."""
+    for a, edit in trial.edits.items():
+        old = before.edits.get(a)
+        if old is not None and old["action"] == edit["action"] and old != edit:
+            trial.edits[a] = old
+    if before.dropped:
+        trial.names = before.names
+
+
+def restored(anchors: Sequence[str], before: Overlay, after: Overlay) -> list[int]:
+    """Indices of the messages ``before`` elided or dropped that ``after`` shows whole again."""
+    gone_before, gone_after = set(before.dropped), set(after.dropped)
+    out = []
+    for i, a in enumerate(anchors):
+        edit = before.edits.get(a)
+        was = a in gone_before or (edit is not None and edit["action"] in REOPENED)
+        now = after.edits.get(a)
+        if was and a not in gone_after and (now is None or now["action"] not in REOPENED):
+            out.append(i)
+    return out
