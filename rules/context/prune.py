@@ -22,7 +22,7 @@ import operator
 from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult
-from rules.context import inject, need, prune_stages, restore, schedule, sticky
+from rules.context import inject, prune_stages, restore, schedule, sticky
 from rules.context.overlay import Overlay
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
@@ -174,8 +174,7 @@ def _swap(
     restored messages, or None."""
     cut = run.overlay
     elided = restore.elided_results(run.anchors, before, run.by_result)
-    needs = need.judge(run.messages, run.obs, elided)
-    wanted = [i for i, n in needs.items() if n.needed]
+    wanted = restore.named_lately(run.messages, run.obs, set(elided))
     turns = prune_stages.turns(run.messages, run.evidence.first_user)
     base = restore.reopened(run.anchors, cut, wanted, turns)
     if base is None:

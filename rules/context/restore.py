@@ -17,9 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 
+from rules.activity.observations import Observation
+from rules.base import Message
+from rules.context import digest, need
 from rules.context.overlay import Overlay
+from rules.messages import text_of
 
 REOPENED = ("mask",)  # edits re-judged at a forced compaction (with drops)
+LATELY = 2  # the agent's last calls whose use of a result brings it back in question
 
 
 def elided_results(anchors: Sequence[str], ov: Overlay, results: Iterable[int]) -> list[int]:
@@ -76,4 +81,27 @@ def restored(anchors: Sequence[str], before: Overlay, after: Overlay) -> list[in
         now = after.edits.get(a)
         if was and a not in gone_after and (now is None or now["action"] not in REOPENED):
             out.append(i)
+    return out
+
+
+def named_lately(
+    messages: list[Message],
+    observations: Sequence[Observation],
+    candidates: Collection[int],
+    calls: int = LATELY,
+) -> list[int]:
+    """Of the results at ``candidates``, those the agent's last ``calls`` tool calls point at
+    again: a read whose file they name, or a result whose names (``digest.names``) they use."""
+    recent = need.CallsAfter(need.recent_calls(messages, calls))
+    out = []
+    for o in observations:
+        if o.result_index not in candidates:
+            continue
+        names = need.file_names(o.action.target) if o.action.kind == "read" else frozenset()
+        if not names or not recent.used_after(o.call_index, names):
+            text = text_of(messages[o.result_index].get("content"))
+            names = digest.names(text)
+            if not recent.used_after(o.call_index, names):
+                continue
+        out.append(o.result_index)
     return out
