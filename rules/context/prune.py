@@ -91,8 +91,8 @@ class Config(RuleConfig):
     restore_elided: bool = Field(
         default=True,
         description="a compaction the budget forces re-judges the results earlier ones masked "
-        "or dropped that the task needs now: one that ranks above what is still shown comes "
-        "back verbatim, and the cut takes the other (docs/rules/prune.md: its measured effect)",
+        "or dropped that the agent's last calls point at again: one that now ranks above what "
+        "is still shown comes back verbatim (docs/rules/prune.md: its measured effect)",
     )
     workspace_reads: int = Field(
         default=0,
@@ -167,11 +167,10 @@ def _swap(
 ) -> tuple[list[Message], int, list[int]] | None:
     """After a forced compaction (``run.overlay``, ``total`` tokens with the tools' ``schema``),
     the results earlier compactions masked or dropped (``before``: the overlay it started from)
-    that the task needs now (``need``: a later call named its file or the names it showed, its
-    file is being edited) are re-judged against what is still shown (``restore``): from the
-    overlay without their elisions, the forced order is taken again down to the same depth.
-    Those that now rank above something still shown come back. The view, its size and the
-    restored messages, or None."""
+    that the agent's last calls point at again (``restore.named_lately``) are re-judged against
+    what is still shown (``restore``): from the overlay without their elisions, the forced order
+    is taken again down to the same depth. Those that now rank above something still shown come
+    back. The view, its size and the restored messages, or None."""
     cut = run.overlay
     elided = restore.elided_results(run.anchors, before, run.by_result)
     wanted = restore.named_lately(run.messages, run.obs, set(elided))
