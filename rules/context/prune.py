@@ -167,7 +167,8 @@ def _swap(
 ) -> tuple[list[Message], int, list[int]] | None:
     """After a forced compaction (``run.overlay``, ``total`` tokens with the tools' ``schema``),
     the results earlier compactions masked or dropped (``before``: the overlay it started from)
-    that the agent's last calls point at again (``restore.named_lately``) are re-judged against
+    that the agent's last calls point at again (``restore.named_lately``), from the first message
+    the compaction changed on (nothing earlier is re-billed for them), are re-judged against
     what is still shown (``restore``): from the overlay without their elisions, the forced order
     is taken again down to the same depth. Those that now rank above something still shown come
     back. The view, its size and the restored messages, or None."""
@@ -175,7 +176,8 @@ def _swap(
     elided = restore.elided_results(run.anchors, before, run.by_result)
     wanted = restore.named_lately(run.messages, run.obs, set(elided))
     turns = prune_stages.turns(run.messages, run.evidence.first_user)
-    base = restore.reopened(run.anchors, cut, wanted, turns)
+    start = restore.first_change(run.anchors, before, cut)
+    base = restore.reopened(run.anchors, cut, wanted, turns, start)
     if base is None:
         return None
     base.compactions = cut.compactions - 1  # the same compaction, taken again
@@ -265,7 +267,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                     swapped = _swap(run, before, total, schema, int(choice.figures["goal"]), room)
                     if swapped is not None:
                         view, total, back = swapped
-                        first = min(first, back[0])
                         info["restored"] = len(back)
                 # inject keeps the blocks placed before it (their bytes are still the prefix)
                 info["compacted_from"] = run.anchors[first]

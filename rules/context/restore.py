@@ -3,8 +3,9 @@
 Drops and masks are decided with what the session knew then. A compaction the budget forces
 rewrites the prompt from its cut on anyway, so it re-judges the results they masked or dropped
 that the agent's last ``LATELY`` calls point at again (``named_lately``: a read whose file they
-name, a result whose names they use): from the overlay without those elisions (``reopened``; a
-dropped turn comes back whole) it takes the forced order (``forced.order``: the least likely
+name, a result whose names they use) and lie past the start of the rewrite (nothing earlier is
+re-billed for them): from the overlay without those elisions (``reopened``; a dropped turn comes
+back whole) it takes the forced order (``forced.order``: the least likely
 copied from per token freed first) down to the depth the compaction reached. One that now ranks
 above something still shown comes back verbatim and the cut takes the other; one that still
 ranks low is elided again, with the edit it had (``settle``: the same bytes). Caps, stale copies
@@ -40,17 +41,25 @@ def elided_results(anchors: Sequence[str], ov: Overlay, results: Iterable[int]) 
 
 
 def reopened(
-    anchors: Sequence[str], ov: Overlay, wanted: Collection[int], turns: Sequence[Sequence[int]]
+    anchors: Sequence[str],
+    ov: Overlay,
+    wanted: Collection[int],
+    turns: Sequence[Sequence[int]],
+    start: int = 0,
 ) -> Overlay | None:
     """``ov`` without the masks of the results at ``wanted`` and the drops of the turns holding
     them (a turn comes back whole, its calls with their results), or None when that changes
-    nothing."""
-    if not wanted:
-        return None
-    back = set(wanted)
+    nothing. Only what lies from message ``start`` on (where the compaction's rewrite begins:
+    bringing back anything before it would re-bill more of the prompt)."""
+    back = {i for i in wanted if i >= start}
     for turn in turns:
         if back.intersection(turn):
-            back.update(turn)
+            if turn[0] < start:
+                back.difference_update(turn)
+            else:
+                back.update(turn)
+    if not back:
+        return None
     reopen = {anchors[i] for i in back}
     edits = {a: e for a, e in ov.edits.items() if not (a in reopen and e["action"] in REOPENED)}
     dropped = [a for a in ov.dropped if a not in reopen]
@@ -105,3 +114,13 @@ def named_lately(
                 continue
         out.append(o.result_index)
     return out
+
+
+def first_change(anchors: Sequence[str], before: Overlay, after: Overlay) -> int:
+    """The first message ``after`` renders otherwise than ``before`` (its edit or its drop
+    differs), or ``len(anchors)``: where a compaction's rewrite of the prompt begins."""
+    gone_before, gone_after = set(before.dropped), set(after.dropped)
+    for i, a in enumerate(anchors):
+        if (a in gone_before) != (a in gone_after) or before.edits.get(a) != after.edits.get(a):
+            return i
+    return len(anchors)

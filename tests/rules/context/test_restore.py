@@ -14,6 +14,7 @@ from rules.messages import role, text_of, tool_calls
 from tests.support.factories import TOKENS, assistant, call, ctx, result, shell, user
 
 NOW = 10_000.0
+ENGINE_AFTER = 2  # the runs before the read: the new compaction's rewrite starts among them
 
 
 def _engine() -> str:
@@ -23,11 +24,13 @@ def _engine() -> str:
 
 
 def _session(named_again: bool) -> list[Message]:
-    """A task, a read of src/engine.py, a dozen shell runs, and a last call that names the
-    engine's file again (or another file)."""
+    """A task, a dozen shell runs with a read of src/engine.py after the first two, and a last
+    call that names the engine's file again (or another file)."""
     msgs: list[Message] = [user("Make the engine resumable")]
-    msgs += [assistant(None, call("e", "Read", file_path="src/engine.py")), result("e", _engine())]
     for k in range(12):
+        if k == ENGINE_AFTER:
+            read = call("e", "Read", file_path="src/engine.py")
+            msgs += [assistant(None, read), result("e", _engine())]
         out = "\n".join(f"log_{k}_{i}: step finished in {i * 3} ms" for i in range(60))
         msgs += [assistant(None, shell(f"s{k}", f"./bench --case {k}")), result(f"s{k}", out)]
     look = "grep -n step src/engine.py" if named_again else "grep -n resume src/other.py"
@@ -44,7 +47,8 @@ def _dropped_engine(msgs: list[Message], mask: str | None = None) -> dict[str, A
         i = next(o.result_index for o in run.obs if o.call_id == mask)
         size = TOKENS.count_text(text_of(msgs[i]["content"]))
         edits[run.anchors[i]] = {"action": "mask", "reason": "old", "tokens": str(size)}
-    return {"edits": edits, "dropped": run.anchors[1:3], "compactions": 1, "names": 2}
+    at = 1 + 2 * ENGINE_AFTER
+    return {"edits": edits, "dropped": run.anchors[at : at + 2], "compactions": 1, "names": 2}
 
 
 def _apply(
@@ -70,7 +74,8 @@ def _engine_shown(messages: list[Message]) -> bool:
 
 def _over_budget(msgs: list[Message]) -> int:
     """A budget the session is over (so the compaction is forced) with the engine dropped."""
-    return int(TOKENS.count_messages([msgs[0], *msgs[3:]]) * 0.85)
+    at = 1 + 2 * ENGINE_AFTER
+    return int(TOKENS.count_messages([*msgs[:at], *msgs[at + 2 :]]) * 0.85)
 
 
 def test_a_dropped_read_named_again_comes_back_at_a_forced_compaction() -> None:
@@ -81,7 +86,7 @@ def test_a_dropped_read_named_again_comes_back_at_a_forced_compaction() -> None:
     assert info["schedule"]["decision"] == "forced" and info["compacted"]
     assert info["restored"] >= 2  # the call and its result, verbatim
     assert _engine_shown(out.messages)
-    assert msgs[1] in out.messages  # the call's message as sent
+    assert msgs[1 + 2 * ENGINE_AFTER] in out.messages  # the call's message as sent
     assert info["tokens_after"] <= budget and TOKENS.count_messages(out.messages) <= budget
     assert _chains_valid(out.messages)
     assert out.messages[-1] is msgs[-1] and out.messages[0] is msgs[0]  # last result, task
@@ -92,6 +97,15 @@ def test_a_dropped_read_named_again_comes_back_at_a_forced_compaction() -> None:
     kept = _apply(msgs, _dropped_engine(msgs), budget, restore_elided=False)
     assert kept.report["prune"]["compacted"] and not _engine_shown(kept.messages)
     assert "restored" not in kept.report["prune"]
+
+
+def test_nothing_before_the_rewrite_starts_comes_back(monkeypatch: Any) -> None:
+    """A read older than anything this compaction changes stays dropped, named again or not:
+    bringing it back would re-bill the prompt from further back than the cut."""
+    monkeypatch.setattr(__name__ + ".ENGINE_AFTER", 0)
+    msgs = _session(named_again=True)
+    out = _apply(msgs, _dropped_engine(msgs), _over_budget(msgs))
+    assert out.report["prune"]["compacted"] and not _engine_shown(out.messages)
 
 
 def test_a_dropped_read_nobody_points_at_again_stays_dropped() -> None:
@@ -144,6 +158,10 @@ def test_reopened_brings_back_whole_turns_and_only_what_is_wanted() -> None:
     assert set(back.edits) == {"a2", "a6"}  # 4's mask goes; another mask and the cap stay
     assert back.compactions == 3
     assert restore.reopened(anchors, ov, [], turns) is None
+    # from message 3 on: the turn of 1 starts before the rewrite would, 4's mask is after it
+    late = restore.reopened(anchors, ov, [1, 4], turns, start=3)
+    assert late is not None and late.dropped == ov.dropped and set(late.edits) == {"a2", "a6"}
+    assert restore.reopened(anchors, ov, [1], turns, start=1) is None  # its turn starts at 0
     assert restore.reopened(anchors, ov, [6], turns) is None  # a cap is not re-judged
     assert restore.elided_results(anchors, ov, [1, 2, 3, 4, 6]) == [1, 2, 4]
     assert restore.restored(anchors, ov, back) == [0, 1, 4]
@@ -159,3 +177,14 @@ def test_named_lately_is_a_file_or_a_name_the_last_calls_use() -> None:
     used = [*msgs, assistant(None, shell("h", "grep -rn log_4_7 .")), result("h", "none")]
     run = Run(ctx(used), prune.Config(), prune.NAMESPACE)
     assert restore.named_lately(used, run.obs, {engine, log}, calls=1) == [log]
+
+
+def test_the_first_change_is_where_an_edit_or_a_drop_differs() -> None:
+    anchors = ["a0", "a1", "a2", "a3"]
+    before = overlay.Overlay({"a1": {"action": "mask", "reason": "r"}}, ["a0"])
+    assert restore.first_change(anchors, before, before) == 4
+    masked = overlay.Overlay({**before.edits, "a3": {"action": "mask", "reason": "r"}}, ["a0"])
+    assert restore.first_change(anchors, before, masked) == 3
+    assert restore.first_change(anchors, before, overlay.Overlay(before.edits, [])) == 0
+    shrunk = overlay.Overlay({"a1": {"action": "shrink", "reason": "r"}}, ["a0"])
+    assert restore.first_change(anchors, before, shrunk) == 1
