@@ -3,7 +3,7 @@ compaction's choices (``bench.next_action``'s replay, every lost literal classif
 
     .venv/bin/python -m bench.next_action_losses [--limit 0] [--max-requests 40]
         [--variants share50,share30] [--oracle] [--half all|train|held-out]
-        [--restore lately|all|off]
+        [--restore off|lately|all]
 
 Each literal a call copies (``bench/copied_literals.py``) that the forwarded request lost is
 counted by
@@ -25,9 +25,10 @@ the sum over the results it still shows, plus ``forced.DROP_TEXT_ODDS``). The re
 what is dropped last, the digests) is as shipped, so the row says how much of the loss a perfect
 ranking would save.
 
-``--restore`` sets which elided results a forced compaction re-judges (``restore``): ``lately``
-(as shipped: those the agent's last calls point at again), ``all`` (every masked or dropped
-result: with ``--oracle``, what any way back at forced compactions could reach), ``off``.
+``--restore`` turns prune's ``restore_elided`` on and sets which elided results a forced
+compaction re-judges (``restore``): ``off`` (as shipped), ``lately`` (those the agent's last
+calls point at again), ``all`` (every masked or dropped result past the rewrite's start: with
+``--oracle``, what a way back at forced compactions could reach).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from bench.copied_literals import request_text as forwarded_text
 from bench.split import half_of
 from rules.activity.observations import observations
 from rules.base import Message
-from rules.context import digest, forced, restore
+from rules.context import digest, forced, prune, restore
 from rules.context.need import Need
 from rules.context.schedule import Step
 from rules.messages import role, text_of
@@ -173,22 +174,34 @@ def _restore_all(
     return sorted(candidates)
 
 
+def _restoring(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``prune.apply`` with ``restore_elided`` on."""
+
+    @functools.wraps(original)
+    def apply(ctx: Any, cfg: prune.Config) -> Any:
+        return original(ctx, cfg.model_copy(update={"restore_elided": True}))
+
+    return apply
+
+
 @contextmanager
-def patched(oracle: bool, restoring: str = "lately") -> Iterator[None]:
-    """The replay with each loss classified (and the oracle's order, the results re-judged at a
-    forced compaction): set before the workers fork, undone after."""
-    saved = na._account, na._forward, forced.order, restore.named_lately
+def patched(oracle: bool, restoring: str = "off") -> Iterator[None]:
+    """The replay with each loss classified (and the oracle's order, the way back at forced
+    compactions): set before the workers fork, undone after."""
+    saved = na._account, na._forward, forced.order, restore.named_lately, prune.apply
     na._account = _account(na._account)
     na._forward = _forward_tracked(na._forward)
     if oracle:
         na._forward = _forward_knowing(na._forward)
         forced.order = _oracle_order(forced.order)  # type: ignore[assignment]
-    if restoring != "lately":
-        restore.named_lately = _restore_all if restoring == "all" else lambda *a, **k: []
+    if restoring != "off":
+        prune.apply = _restoring(prune.apply)
+    if restoring == "all":
+        restore.named_lately = _restore_all
     try:
         yield
     finally:
-        na._account, na._forward, forced.order, restore.named_lately = saved  # type: ignore[assignment]
+        na._account, na._forward, forced.order, restore.named_lately, prune.apply = saved  # type: ignore[assignment]
 
 
 def print_table(name: str, tally: Counter[str]) -> None:
@@ -213,8 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--oracle", action="store_true", help="rank forced cuts by the truth")
     parser.add_argument("--half", choices=("all", "train", "held-out"), default="all")
     parser.add_argument(
-        "--restore", choices=("lately", "all", "off"), default="lately",
-        help="which elided results a forced compaction re-judges",
+        "--restore", choices=("off", "lately", "all"), default="off",
+        help="prune's restore_elided on, and which elided results a forced compaction re-judges",
     )  # fmt: skip
     args = parser.parse_args(argv)
     variants = tuple(na.parse_variant(v.strip()) for v in args.variants.split(",") if v.strip())

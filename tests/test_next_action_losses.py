@@ -13,7 +13,7 @@ import pytest
 import bench.next_action as na
 from bench.copied_literals import Copied
 from bench.next_action_losses import classify, digest_position, literal_kind, main, patched
-from rules.context import forced, restore
+from rules.context import forced, prune, restore
 
 
 def _asks(cid: str, command: str) -> dict[str, Any]:
@@ -76,16 +76,16 @@ def test_each_lost_literal_is_counted_by_what_removed_its_source() -> None:
 
 
 def test_patched_restores_the_replay_and_the_order() -> None:
-    saved = na._account, na._forward, forced.order, restore.named_lately
+    saved = na._account, na._forward, forced.order, restore.named_lately, prune.apply
     with patched(oracle=True):
         assert (na._account, na._forward, forced.order) != saved[:3]
-        assert restore.named_lately is saved[3]  # as shipped
-    assert (na._account, na._forward, forced.order, restore.named_lately) == saved
-    with patched(oracle=False, restoring="off"):
-        assert restore.named_lately([], [], {1, 2}) == []
+        assert saved[3:] == (restore.named_lately, prune.apply)  # as shipped: no way back
+    assert (na._account, na._forward, forced.order, restore.named_lately, prune.apply) == saved
+    with patched(oracle=False, restoring="lately"):
+        assert prune.apply is not saved[4] and restore.named_lately is saved[3]
     with patched(oracle=False, restoring="all"):
         assert restore.named_lately([], [], {2, 1}) == [1, 2]
-    assert restore.named_lately is saved[3]
+    assert (restore.named_lately, prune.apply) == saved[3:]
 
 
 @pytest.mark.needs_shared
@@ -93,4 +93,4 @@ def test_a_tiny_replay_classifies_every_loss(capsys: pytest.CaptureFixture[str])
     assert main(["--limit", "3", "--max-requests", "30", "--jobs", "1", "--oracle"]) == 0
     out = capsys.readouterr().out
     assert "oracle order" in out and "## share50: kept" in out and "## share30: kept" in out
-    assert "restore: lately" in out
+    assert "restore: off" in out

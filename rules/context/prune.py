@@ -89,10 +89,11 @@ class Config(RuleConfig):
     )
     drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
     restore_elided: bool = Field(
-        default=True,
+        default=False,
         description="a compaction the budget forces re-judges the results earlier ones masked "
         "or dropped that the agent's last calls point at again: one that now ranks above what "
-        "is still shown comes back verbatim (docs/rules/prune.md: its measured effect)",
+        "is still shown comes back verbatim; off by default (docs/rules/prune.md: it raised "
+        "the 32k bill on whole sessions)",
     )
     workspace_reads: int = Field(
         default=0,

@@ -54,6 +54,7 @@ def _dropped_engine(msgs: list[Message], mask: str | None = None) -> dict[str, A
 def _apply(
     msgs: list[Message], stored: dict[str, Any], budget: int, restore_elided: bool = True
 ) -> Any:
+    """prune with the way back on (``restore_elided``, off by default), the cache warm."""
     size = TOKENS.count_messages(msgs)
     memory = {"requests": 12, "last_at": NOW - 10, "last_tokens": size, "growth": 60.0}
     state = SessionState({prune.NAMESPACE: stored, prune.SESSION: {**memory, "expect_hit": True}})
