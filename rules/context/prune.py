@@ -12,7 +12,9 @@ the cut of least expected cost that leaves room for several requests of growth; 
 a warm cache, once carrying what it frees has cost its bust (break-even). Edits are replayed
 byte-for-byte on later requests (the overlay), so the prefix stays the same between
 compactions. Calls are never split from results; protected evidence (``evidence``) and the
-current turn are never touched. Provider-owned state is left alone.
+current turn are never touched. Provider-owned state is left alone. With ``restore_elided``, a
+forced compaction also re-judges what earlier ones elided that the agent points at again
+(``restore``).
 """
 
 from __future__ import annotations

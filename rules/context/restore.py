@@ -1,15 +1,16 @@
-"""A way back for what earlier compactions elided (``prune``).
+"""A way back for what earlier compactions elided (``prune``, with ``restore_elided``).
 
 Drops and masks are decided with what the session knew then. A compaction the budget forces
-rewrites the prompt from its cut on anyway, so it re-judges the results they masked or dropped
-that the agent's last ``LATELY`` calls point at again (``named_lately``: a read whose file they
-name, a result whose names they use) and lie past the start of the rewrite (nothing earlier is
-re-billed for them): from the overlay without those elisions (``reopened``; a dropped turn comes
-back whole) it takes the forced order (``forced.order``: the least likely
-copied from per token freed first) down to the depth the compaction reached. One that now ranks
-above something still shown comes back verbatim and the cut takes the other; one that still
-ranks low is elided again, with the edit it had (``settle``: the same bytes). Caps, stale copies
-(supersede) and shrunk turns stay: they lose nothing a later call copies.
+rewrites the prompt from its first change on anyway, so it re-judges the results they masked or
+dropped that the agent's last ``LATELY`` calls point at again (``named_lately``: a read whose
+file they name, a result whose names they use) and that lie past that first change
+(``first_change``: nothing earlier is re-billed for them). From the overlay without those
+elisions (``reopened``; a dropped turn comes back whole) it takes the forced order
+(``forced.order``: the least likely copied from per token freed first) down to the depth the
+compaction reached. One that now ranks above something still shown comes back verbatim and the
+cut takes the other; one that still ranks low is elided again, with the edit it had (``settle``:
+the same bytes). Caps, stale copies (supersede) and shrunk turns stay: they lose nothing a later
+call copies.
 
 Only at such a compaction: on any other request the overlay is replayed byte for byte, so the
 cached prefix stays the same."""
