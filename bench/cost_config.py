@@ -48,24 +48,29 @@ class Method:
     rules_off: tuple[str, ...] = ()
     keep: int = 0  # mask / microcompact: the last results kept
     bet: bool = False  # ctxproxy: prune's ``bet_on_length`` on (a variant ending in ``+bet``)
+    restore: bool = False  # ctxproxy: prune's ``restore_elided`` on (``+restore``)
 
 
 def parse_variant(name: str) -> Method:
     """``direct``, ``defaults``, ``budget32k`` (or ``budget=N``), ``mask10`` (``maskN``),
     ``microcompact`` (``microcompactN``); ctxproxy ones may end in ``-no-RULE[+RULE…]``, and
-    before that in ``+bet`` (prune's ``bet_on_length`` on: ``defaults+bet``)."""
+    before that in ``+bet`` (prune's ``bet_on_length`` on: ``defaults+bet``) or ``+restore``
+    (prune's ``restore_elided`` on: ``budget32k+restore``)."""
     base, _, off = name.partition("-no-")
-    bet = base.endswith("+bet")
-    base = base.removesuffix("+bet")
+    flags = set()
+    while base.endswith(("+bet", "+restore")):
+        base, _, flag = base.rpartition("+")
+        flags.add(flag)
+    bet, restore = "bet" in flags, "restore" in flags
     rules_off = tuple(r for r in off.split("+") if r)
     if base == "direct":
         return Method(name, "direct")
     if base == "defaults":
-        return Method(name, "ctxproxy", None, rules_off, bet=bet)
+        return Method(name, "ctxproxy", None, rules_off, bet=bet, restore=restore)
     if base.startswith("budget"):
         raw = base.removeprefix("budget").lstrip("=").lower()
         number = int(float(raw.removesuffix("k")) * 1000) if raw.endswith("k") else int(raw)
-        return Method(name, "ctxproxy", number, rules_off, bet=bet)
+        return Method(name, "ctxproxy", number, rules_off, bet=bet, restore=restore)
     if base.startswith("mask"):
         return Method(name, "mask", keep=int(base.removeprefix("mask") or 10))
     if base.startswith("microcompact"):

@@ -80,7 +80,7 @@ class WatchedFacts(CacheFacts):
 
 
 _COUNTERS: TokenCounters | None = None
-_PIPELINES: dict[tuple[tuple[str, ...], bool], Pipeline] = {}
+_PIPELINES: dict[tuple[tuple[str, ...], bool, bool], Pipeline] = {}
 _SEGMENTS: dict[str, Segments] = {}
 
 
@@ -91,22 +91,23 @@ def _counters() -> TokenCounters:
     return _COUNTERS
 
 
-def _pipeline(rules_off: tuple[str, ...], bet: bool = False) -> Pipeline:
+def _pipeline(rules_off: tuple[str, ...], bet: bool = False, restore: bool = False) -> Pipeline:
     """The default rule list (minus ``rules_off``; with prune's ``bet_on_length`` on for
-    ``bet``), as the engine builds it; one per process."""
-    pipeline = _PIPELINES.get((rules_off, bet))
+    ``bet``, its ``restore_elided`` for ``restore``), as the engine builds it; one per process."""
+    pipeline = _PIPELINES.get((rules_off, bet, restore))
     if pipeline is None:
         settings = Settings()
         rules = [r for r in settings.configured_rules() if r.name not in rules_off]
-        if bet:
+        update = {k: True for k, on in (("bet_on_length", bet), ("restore_elided", restore)) if on}
+        if update:
             rules = [
-                r.model_copy(update={"config": r.config.model_copy(update={"bet_on_length": True})})
+                r.model_copy(update={"config": r.config.model_copy(update=update)})
                 if r.name == "prune"
                 else r
                 for r in rules
             ]
         pipeline = Pipeline(rules, settings.pipeline.on_rule_error)
-        _PIPELINES[(rules_off, bet)] = pipeline
+        _PIPELINES[(rules_off, bet, restore)] = pipeline
     return pipeline
 
 

@@ -3,6 +3,7 @@ compaction's choices (``bench.next_action``'s replay, every lost literal classif
 
     .venv/bin/python -m bench.next_action_losses [--limit 0] [--max-requests 40]
         [--variants share50,share30] [--oracle] [--half all|train|held-out]
+        [--restore off|lately|all]
 
 Each literal a call copies (``bench/copied_literals.py``) that the forwarded request lost is
 counted by
@@ -13,13 +14,21 @@ counted by
 - **what removed** its source result (as ``bench.next_action``: ``drop``, ``mask``, ...);
 - the **source's action** (``read``, ``run``, ...) and the literal's **age** bucket;
 - for a name lost to a drop, whether the digest **could have named it**: among the names the
-  source showed (``digest``'s scan) at position < 12, < 48 or further; or not a name at all.
+  source showed (``digest``'s scan) at position < 12, < 48 or further; or not a name at all;
+- for a literal lost to a drop, whether the session made a compaction **since** its source was
+  first dropped (up to the copying request): only then could a forced compaction have brought
+  the source back (``rules/context/restore.py``).
 
 ``--oracle`` replaces the copy model's chances in a forced compaction's order (``forced.order``)
 by the truth: 1 for a result some later call of the session copies from, else almost 0 (a turn:
 the sum over the results it still shows, plus ``forced.DROP_TEXT_ODDS``). The rest (depth, goal,
 what is dropped last, the digests) is as shipped, so the row says how much of the loss a perfect
 ranking would save.
+
+``--restore`` turns prune's ``restore_elided`` on and sets which elided results a forced
+compaction re-judges (``restore``): ``off`` (as shipped), ``lately`` (those the agent's last
+calls point at again), ``all`` (every masked or dropped result past the rewrite's start: with
+``--oracle``, what a way back at forced compactions could reach).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from bench.copied_literals import request_text as forwarded_text
 from bench.split import half_of
 from rules.activity.observations import observations
 from rules.base import Message
-from rules.context import digest, forced
+from rules.context import digest, forced, prune, restore
 from rules.context.need import Need
 from rules.context.schedule import Step
 from rules.messages import role, text_of
@@ -47,6 +56,9 @@ from tests.support.traces import iter_conversations
 
 ORACLE: dict[str, Any] = {}  # the replayed conversation's truth: {"id", "last", "request"}
 UNUSED = 1e-6  # the oracle's chance of a result no later call copies from
+# kept on each lane: the requests seen, when each result's call id was first missing (dropped),
+# the requests that compacted
+SINCE = "losses_since"
 
 
 def literal_kind(literal: str) -> str:
@@ -66,9 +78,10 @@ def digest_position(literal: str, source: str) -> str:
 
 def classify(
     tally: Counter[str], copied: list[Copied], msgs: list[Message], forwarded: list[Message],
-    actions: dict[str, str],
+    actions: dict[str, str], since: tuple[list[int], dict[str, int], list[int]] | None = None,
 ) -> None:  # fmt: skip
-    """Count each lost literal of ``copied`` by kind, cause, source action, age, position."""
+    """Count each lost literal of ``copied`` by kind, cause, source action, age, position, and
+    (``since``: the lane's requests, drops and compactions) a compaction since its drop."""
     text = forwarded_text(forwarded)
     present = {m.get("tool_call_id") for m in forwarded if role(m) == "tool"}
     lost = [c for c in copied if c.literal not in text]
@@ -82,6 +95,11 @@ def classify(
         tally[f"kind\t{cause}\t{kind}"] += 1
         tally[f"source\t{cause}\t{kinds.get(c.source, '?')}"] += 1
         tally[f"age\t{cause}\t{na.age_bucket(c.age)}"] += 1
+        if cause == "drop" and since is not None:
+            seen, gone, compactions = since
+            at = gone.get(str(cid), seen[0])
+            later = any(at < r <= seen[0] for r in compactions)
+            tally[f"since\t{cause}\t{'a compaction' if later else 'none'}"] += 1
         if cause == "drop" and kind != "line":
             source = text_of(msgs[c.source].get("content"))
             tally[f"digest\t{cause}\t{digest_position(c.literal, source)}"] += 1
@@ -92,9 +110,31 @@ def _account(original: Callable[..., None]) -> Callable[..., None]:
     def account(out: na.Outcome, lane: na.Lane, copied: list[Copied], msgs: list[Message],
                 forwarded: list[Message]) -> None:  # fmt: skip
         original(out, lane, copied, msgs, forwarded)
-        classify(out.tally[lane.variant.name], copied, msgs, forwarded, lane.actions)
+        since = vars(lane).get(SINCE)
+        classify(out.tally[lane.variant.name], copied, msgs, forwarded, lane.actions, since)
 
     return account
+
+
+def _forward_tracked(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``_forward`` noting, per lane, when each result was first dropped and which requests
+    compacted (``SINCE``, kept on the lane)."""
+
+    @functools.wraps(original)
+    def forward(lane: na.Lane, job: na.Job, model: str, prefix: list[Message], now: float) -> Any:
+        out = original(lane, job, model, prefix, now)
+        seen, gone, compactions = vars(lane).setdefault(SINCE, ([-1], {}, []))
+        seen[0] += 1
+        if lane.compacted:
+            compactions.append(seen[0])
+        shown = {m.get("tool_call_id") for m in out if role(m) == "tool"}
+        for m in prefix:
+            cid = m.get("tool_call_id")
+            if role(m) == "tool" and cid not in shown:
+                gone.setdefault(str(cid), seen[0])
+        return out
+
+    return forward
 
 
 def _oracle_order(original: Callable[..., list[Step]]) -> Callable[..., list[Step]]:
@@ -127,19 +167,41 @@ def _forward_knowing(original: Callable[..., Any]) -> Callable[..., Any]:
     return forward
 
 
+def _restore_all(
+    messages: list[Message], observations: Sequence[Any], candidates: Any, calls: int = 0
+) -> list[int]:
+    """``restore.named_lately`` for ``--restore all``: every elided result is re-judged."""
+    return sorted(candidates)
+
+
+def _restoring(original: Callable[..., Any]) -> Callable[..., Any]:
+    """``prune.apply`` with ``restore_elided`` on."""
+
+    @functools.wraps(original)
+    def apply(ctx: Any, cfg: prune.Config) -> Any:
+        return original(ctx, cfg.model_copy(update={"restore_elided": True}))
+
+    return apply
+
+
 @contextmanager
-def patched(oracle: bool) -> Iterator[None]:
-    """The replay with each loss classified (and the oracle's order): set before the workers
-    fork, undone after."""
-    saved = na._account, na._forward, forced.order
+def patched(oracle: bool, restoring: str = "off") -> Iterator[None]:
+    """The replay with each loss classified (and the oracle's order, the way back at forced
+    compactions): set before the workers fork, undone after."""
+    saved = na._account, na._forward, forced.order, restore.named_lately, prune.apply
     na._account = _account(na._account)
+    na._forward = _forward_tracked(na._forward)
     if oracle:
         na._forward = _forward_knowing(na._forward)
         forced.order = _oracle_order(forced.order)  # type: ignore[assignment]
+    if restoring != "off":
+        prune.apply = _restoring(prune.apply)
+    if restoring == "all":
+        restore.named_lately = _restore_all
     try:
         yield
     finally:
-        na._account, na._forward, forced.order = saved  # type: ignore[assignment]
+        na._account, na._forward, forced.order, restore.named_lately, prune.apply = saved  # type: ignore[assignment]
 
 
 def print_table(name: str, tally: Counter[str]) -> None:
@@ -163,18 +225,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--oracle", action="store_true", help="rank forced cuts by the truth")
     parser.add_argument("--half", choices=("all", "train", "held-out"), default="all")
+    parser.add_argument(
+        "--restore", choices=("off", "lately", "all"), default="off",
+        help="prune's restore_elided on, and which elided results a forced compaction re-judges",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     variants = tuple(na.parse_variant(v.strip()) for v in args.variants.split(",") if v.strip())
     convs = [c for c in iter_conversations() if args.half in ("all", half_of(str(c["id"])))]
     chosen = na.spread(convs, args.limit)
     jobs = [na.Job(c, variants, 0, args.max_requests, 0.1, False) for c in chosen]
     total = na.Outcome()
-    with patched(args.oracle):
+    with patched(args.oracle, args.restore):
         for outcome in na.run_jobs(jobs, args.jobs):
             total.merge(outcome)
     print(
         f"{len(chosen)} conversations ({args.half}), {total.requests:,} requests (the first "
-        f"{args.max_requests or 'all'} of each){', oracle order' if args.oracle else ''}"
+        f"{args.max_requests or 'all'} of each){', oracle order' if args.oracle else ''}, "
+        f"restore: {args.restore}"
     )
     for v in variants:
         print_table(v.name, total.tally.get(v.name, Counter()))

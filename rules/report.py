@@ -159,6 +159,7 @@ class PruneSummary(TypedDict, total=False):
     budget: int | None
     compacted: bool
     compacted_from: str  # the anchor of the earliest message the compaction changed
+    restored: int  # messages a forced compaction showed again (``rules/context/restore.py``)
     tools_tokens: int
     target: int
     min_gain: int

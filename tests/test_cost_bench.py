@@ -85,6 +85,10 @@ def test_variant_names() -> None:
     )
     assert parse_variant("mask10").keep == 10
     assert parse_variant("microcompact").keep == 5
+    both = parse_variant("budget32k+restore+bet-no-inject")
+    assert (both.budget, both.bet, both.restore) == (32_000, True, True)
+    assert both.rules_off == ("inject",)
+    assert not parse_variant("defaults+bet").restore and parse_variant("defaults+restore").restore
 
 
 def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:

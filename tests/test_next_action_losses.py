@@ -13,7 +13,7 @@ import pytest
 import bench.next_action as na
 from bench.copied_literals import Copied
 from bench.next_action_losses import classify, digest_position, literal_kind, main, patched
-from rules.context import forced
+from rules.context import forced, prune, restore
 
 
 def _asks(cid: str, command: str) -> dict[str, Any]:
@@ -65,13 +65,27 @@ def test_each_lost_literal_is_counted_by_what_removed_its_source() -> None:
     kept: Counter[str] = Counter()
     classify(kept, copied, msgs, msgs[:5], {})
     assert not kept  # nothing lost, nothing counted
+    # the source "a" was dropped at request 2; a compaction at request 4 came since, up to 5
+    for compactions, since in (([2, 4], "a compaction"), ([2, 6], "none"), ([2], "none")):
+        timed: Counter[str] = Counter()
+        classify(timed, copied, msgs, forwarded, {"b": "mask"}, ([5], {"a": 2}, compactions))
+        assert (
+            timed[f"since\tdrop\t{since}"] == 2
+            and sum(n for k, n in timed.items() if k.startswith("since")) == 2
+        ), compactions
 
 
 def test_patched_restores_the_replay_and_the_order() -> None:
-    saved = na._account, na._forward, forced.order
+    saved = na._account, na._forward, forced.order, restore.named_lately, prune.apply
     with patched(oracle=True):
-        assert (na._account, na._forward, forced.order) != saved
-    assert (na._account, na._forward, forced.order) == saved
+        assert (na._account, na._forward, forced.order) != saved[:3]
+        assert saved[3:] == (restore.named_lately, prune.apply)  # as shipped: no way back
+    assert (na._account, na._forward, forced.order, restore.named_lately, prune.apply) == saved
+    with patched(oracle=False, restoring="lately"):
+        assert prune.apply is not saved[4] and restore.named_lately is saved[3]
+    with patched(oracle=False, restoring="all"):
+        assert restore.named_lately([], [], {2, 1}) == [1, 2]
+    assert (restore.named_lately, prune.apply) == saved[3:]
 
 
 @pytest.mark.needs_shared
@@ -79,3 +93,4 @@ def test_a_tiny_replay_classifies_every_loss(capsys: pytest.CaptureFixture[str])
     assert main(["--limit", "3", "--max-requests", "30", "--jobs", "1", "--oracle"]) == 0
     out = capsys.readouterr().out
     assert "oracle order" in out and "## share50: kept" in out and "## share30: kept" in out
+    assert "restore: off" in out

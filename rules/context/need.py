@@ -137,7 +137,7 @@ class CallsAfter:
         return union is not None and not union.isdisjoint(names)
 
 
-def _file_names(path: str) -> frozenset[str]:
+def file_names(path: str) -> frozenset[str]:
     """A file's path as later calls may name it: whole, by its base name, without ``./``."""
     path = path.strip()
     base = path.rstrip("/").rsplit("/", 1)[-1]
@@ -181,7 +181,7 @@ def judge(
             elif (
                 a.kind == "read"
                 and a.target not in written_after
-                and after.used_after(o.call_index, _file_names(a.target))
+                and after.used_after(o.call_index, file_names(a.target))
             ):
                 why = "a read of a file later recent calls work on"
             elif (

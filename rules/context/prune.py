@@ -12,7 +12,9 @@ the cut of least expected cost that leaves room for several requests of growth; 
 a warm cache, once carrying what it frees has cost its bust (break-even). Edits are replayed
 byte-for-byte on later requests (the overlay), so the prefix stays the same between
 compactions. Calls are never split from results; protected evidence (``evidence``) and the
-current turn are never touched. Provider-owned state is left alone.
+current turn are never touched. Provider-owned state is left alone. With ``restore_elided``, a
+forced compaction also re-judges what earlier ones elided that the agent points at again
+(``restore``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ import operator
 
 from pydantic import Field
 
-from rules.base import Context, RuleConfig, RuleResult, frozen
-from rules.context import inject, schedule, sticky
+from rules.base import Context, Message, RuleConfig, RuleResult, frozen
+from rules.context import inject, prune_stages, restore, schedule, sticky
+from rules.context.overlay import Overlay
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
@@ -87,6 +90,13 @@ class Config(RuleConfig):
         "placeholder (the JSON stays valid)",
     )
     drop_turns: bool = Field(default=True, description="last resort: drop whole oldest turns")
+    restore_elided: bool = Field(
+        default=False,
+        description="a compaction the budget forces re-judges the results earlier ones masked "
+        "or dropped that the agent's last calls point at again: one that now ranks above what "
+        "is still shown comes back verbatim; off by default (docs/rules/prune.md: it raised "
+        "the 32k bill on whole sessions)",
+    )
     workspace_reads: int = Field(
         default=0,
         ge=0,
@@ -155,6 +165,42 @@ def provider_owned(ctx: Context) -> str | None:
     return None
 
 
+def _swap(
+    run: Run, before: Overlay, total: int, schema: int, goal: int, room: int
+) -> tuple[list[Message], int, list[int]] | None:
+    """After a forced compaction (``run.overlay``, ``total`` tokens with the tools' ``schema``),
+    the results earlier compactions masked or dropped (``before``: the overlay it started from)
+    that the agent's last calls point at again (``restore.named_lately``), from the first message
+    the compaction changed on (nothing earlier is re-billed for them), are re-judged against
+    what is still shown (``restore``): from the overlay without their elisions, the forced order
+    is taken again down to the same depth. Those that now rank above something still shown come
+    back. The view, its size and the restored messages, or None."""
+    cut = run.overlay
+    elided = restore.elided_results(run.anchors, before, run.by_result)
+    wanted = restore.named_lately(run.messages, run.obs, set(elided))
+    turns = prune_stages.turns(run.messages, run.evidence.first_user)
+    start = restore.first_change(run.anchors, before, cut)
+    base = restore.reopened(run.anchors, cut, wanted, turns, start)
+    if base is None:
+        return None
+    base.compactions = cut.compactions - 1  # the same compaction, taken again
+    decisions, stages = list(run.decisions), dict(run.stages)
+    run.overlay = base
+    sizes = run.sizes()
+    steps = run.plan(sizes, drops=True)
+    size = sum(sizes.values())
+    trial, _ = run.compact(steps, 0, size, schema, sizes, total - schema, room - schema)
+    restore.settle(trial, cut)
+    view = run.render(trial)
+    trial_total = run.tokens.count_messages(view) + schema
+    back = restore.restored(run.anchors, cut, trial)
+    if back and trial_total <= max(total, goal):
+        run.overlay = trial
+        return view, trial_total, back
+    run.overlay, run.decisions, run.stages = cut, decisions, stages
+    return None
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -216,9 +262,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 steps, choice.steps, total - blocks - schema, schema, sizes, fit, room - schema
             )
             if trial_total < total - blocks:  # it edited something
+                before = run.overlay
                 run.overlay, view, total = trial, run.view(trial), trial_total
                 info["compacted"] = True
                 first = min(s.first for s in steps[: choice.steps]) if choice.steps else 0
+                if decision == "forced" and cfg.restore_elided:
+                    swapped = _swap(run, before, total, schema, int(choice.figures["goal"]), room)
+                    if swapped is not None:
+                        view, total, back = swapped
+                        info["restored"] = len(back)
                 # inject keeps the blocks placed before it (their bytes are still the prefix)
                 info["compacted_from"] = run.anchors[first]
             else:
