@@ -24,6 +24,10 @@ PLAIN_SLOTS = ("rec", "rec_adj", "det", "dem", "pron", "op")
 # a slot whose words are another's with their plurals (a head noun that may be plural: "the
 # tables the migration made"); its match is named as that slot's, and means what it means
 PLURAL_SLOTS = {"types": "type"}
+# the plural forms alone (those no singular is spelled as), read as a test, without a group: an
+# English plural head takes no modifier, so a subject and its verb ("the bot commits on") are no
+# modifier and noun: ``<mod>(?(mod)(?!{plurals}\b)){types}``
+TEST_SLOTS = ("plurals",)
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")
@@ -154,8 +158,12 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
     # a language that marks the plural on its nouns (``plural_rules``): a plural head noun
     rules = list(spec.get("plural_rules") or ())
     out["types"] = dict(out["type"])
+    out["plurals"] = {}
     for word, typ in out["type"].items():
-        out["types"].setdefault(plural(word, rules) if rules else word, typ)
+        form = plural(word, rules) if rules else word
+        out["types"].setdefault(form, typ)
+        if form not in out["type"]:
+            out["plurals"].setdefault(form, typ)
     for word in _words(spec.get("subj") or ()):  # an older pack's subjects: any actor
         out["actor"].setdefault(word, "any")
     for slot in PLAIN_SLOTS:

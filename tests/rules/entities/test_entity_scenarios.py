@@ -29,6 +29,7 @@ SCENARIOS = [
         "relations_c.yaml",
         "background_jobs.yaml",
         "plural_d.yaml",
+        "plural_e.yaml",
     )
     for sc in load(HERE / name)
 ]
