@@ -24,10 +24,11 @@ PLAIN_SLOTS = ("rec", "rec_adj", "det", "dem", "pron", "op")
 # a slot whose words are another's with their plurals (a head noun that may be plural: "the
 # tables the migration made"); its match is named as that slot's, and means what it means
 PLURAL_SLOTS = {"types": "type"}
-# the plural forms alone (those no singular is spelled as), read as a test, without a group: an
-# English plural head takes no modifier, so a subject and its verb ("the bot commits on") are no
-# modifier and noun: ``<mod>(?(mod)(?!{plurals}\b)){types}``
-TEST_SLOTS = ("plurals",)
+# slots read as tests, without a group: the plural forms alone (those no singular is spelled
+# as), and the nouns for what a file holds (formats, weak nouns: ``ref_lexicon``). An English
+# plural head takes no modifier but one of those or a number: a subject and its verb ("the bot
+# commits on") are no modifier and noun, "the csv files", "the two tables" are
+TEST_SLOTS = ("plurals", "contents")
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")

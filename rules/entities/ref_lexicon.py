@@ -115,11 +115,14 @@ def _compile_language(
         words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
     alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    # what a file holds (a format, a weak noun): never the subject of a verb ("the csv files")
+    contents = {*formats, *(w for w, t in words["type"].items() if t in ("weak", "format"))}
+    alternations["contents"] = ref_grammar.alternation(contents, space)
     for slot, named_as in ref_grammar.PLURAL_SLOTS.items():  # a plural head means what it names
         for word, meaning in words.pop(slot).items():
             words[named_as].setdefault(word, meaning)
     for slot in ref_grammar.TEST_SLOTS:  # read in tests only, their words are others'
-        words.pop(slot)
+        words.pop(slot, None)
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 

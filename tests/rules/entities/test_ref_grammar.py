@@ -69,7 +69,8 @@ def test_a_plural_head_slot_holds_the_types_and_their_plurals_where_marked() -> 
 
 def test_a_plural_relation_head_takes_no_modifier() -> None:
     """A subject and its verb spelled as a plural noun ("the bot commits on") are no relation's
-    head with a modifier; a plural head alone and a singular one with its modifier are."""
+    head with a modifier; a plural head alone, a singular one with its modifier and a plural
+    after a format, a weak noun or a number are."""
     english = next(x for x in load_lexicons()[1] if x.lang == "en")
     on = dict(english.relation_prefixes)["on"].regex
     assert on.search("make sure the bot commits on ") is None
@@ -81,6 +82,16 @@ def test_a_plural_relation_head_takes_no_modifier() -> None:
     inside = english.relation_prefix.regex
     assert inside.search("check that the cron archives in ") is None
     assert inside.search("zip the files in ").group("type") == "files"
+    # ... but what a file holds or a number, never a verb's subject, is a plural's modifier
+    for words, mod in [
+        ("the csv files", "csv"),
+        ("the config files", "config"),
+        ("the log files", "log"),
+        ("the two files", "two"),
+        ("the 3 files", "3"),
+    ]:
+        hit = inside.search(f"zip {words} in ")
+        assert hit is not None and (hit.group("mod"), hit.group("type")) == (mod, "files")
 
 
 @pytest.mark.parametrize(
