@@ -24,6 +24,11 @@ PLAIN_SLOTS = ("rec", "rec_adj", "det", "dem", "pron", "op")
 # a slot whose words are another's with their plurals (a head noun that may be plural: "the
 # tables the migration made"); its match is named as that slot's, and means what it means
 PLURAL_SLOTS = {"types": "type"}
+# slots read as tests, without a group: the plural forms alone (those no singular is spelled
+# as), and the nouns for what a file holds (formats, weak nouns: ``ref_lexicon``). An English
+# plural head takes no modifier but one of those or a number: a subject and its verb ("the bot
+# commits on") are no modifier and noun, "the csv files", "the two tables" are
+TEST_SLOTS = ("plurals", "contents")
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")
@@ -154,8 +159,12 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
     # a language that marks the plural on its nouns (``plural_rules``): a plural head noun
     rules = list(spec.get("plural_rules") or ())
     out["types"] = dict(out["type"])
+    out["plurals"] = {}
     for word, typ in out["type"].items():
-        out["types"].setdefault(plural(word, rules) if rules else word, typ)
+        form = plural(word, rules) if rules else word
+        out["types"].setdefault(form, typ)
+        if form not in out["type"]:
+            out["plurals"].setdefault(form, typ)
     for word in _words(spec.get("subj") or ()):  # an older pack's subjects: any actor
         out["actor"].setdefault(word, "any")
     for slot in PLAIN_SLOTS:

@@ -115,9 +115,14 @@ def _compile_language(
         words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
     alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    # what a file holds (a format, a weak noun): never the subject of a verb ("the csv files")
+    contents = {*formats, *(w for w, t in words["type"].items() if t in ("weak", "format"))}
+    alternations["contents"] = ref_grammar.alternation(contents, space)
     for slot, named_as in ref_grammar.PLURAL_SLOTS.items():  # a plural head means what it names
         for word, meaning in words.pop(slot).items():
             words[named_as].setdefault(word, meaning)
+    for slot in ref_grammar.TEST_SLOTS:  # read in tests only, their words are others'
+        words.pop(slot, None)
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 
@@ -140,6 +145,8 @@ def _compile_language(
             slot = ref_grammar.ALIASES.get(m.group(1), m.group(1))
             if slot not in alternations:
                 raise ValueError(f"references pack, {lang}: unknown slot {m.group(0)}")
+            if slot in ref_grammar.TEST_SLOTS:
+                return f"(?:{alternations[slot]})"
             name = ref_grammar.PLURAL_SLOTS.get(slot, slot)
             seen[name] += 1
             group = name if seen[name] == 1 else f"{name}__{seen[name]}"
@@ -190,7 +197,14 @@ def _compile_language(
         for edge, t in (spec.get("relation_suffixes") or {}).items()
     )
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
-    placement = re.compile(r"(?:^|\W)(?:" + placing + r")\s++$") if relation else None
+    # a quantifier may stand between the verb and the article: "put all (of) the files in …"
+    quantities = ref_grammar.expand_all(spec.get("placement_quantifiers") or ())
+    quantity = r"(?:(?:" + ref_grammar.alternation(quantities, space) + r")\s++)?"
+    placement = (
+        re.compile(r"(?:^|\W)(?:" + placing + r")\s++" + (quantity if quantities else "") + "$")
+        if relation
+        else None
+    )
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
                    relation, placement, prefixes, suffixes, space,

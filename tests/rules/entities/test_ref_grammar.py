@@ -52,11 +52,60 @@ def test_a_plural_head_slot_holds_the_types_and_their_plurals_where_marked() -> 
     assert en["types"] == {"table": "table", "tables": "table"}
     unmarked = slots({"types": {"table": ["表"]}}, True)  # no plural on the noun
     assert unmarked["types"] == unmarked["type"] == {"表": "table"}
+    # the plural forms alone, for the test "no modifier before a plural head"; a word spelled
+    # the same in both numbers ("settings") is no plural-only form
+    en = slots(
+        {"types": {"table": ["table"], "config": ["settings"]},
+         "plural_rules": _english_plural_rules()},
+        True,
+    )  # fmt: skip
+    assert en["plurals"] == {"tables": "table"} and unmarked["plurals"] == {}
     kinds, lexicons = load_lexicons()
     english = next(x for x in lexicons if x.lang == "en")
     assert "types" not in english.words and english.words["type"]["tables"] == "table"
     # only the relation templates read a plural head: elsewhere "those tables" stays unread
     assert not detect("drop those tables", kinds, lexicons, ("en",))
+
+
+def test_a_plural_relation_head_takes_no_modifier() -> None:
+    """A subject and its verb spelled as a plural noun ("the bot commits on") are no relation's
+    head with a modifier; a plural head alone, a singular one with its modifier and a plural
+    after a format, a weak noun or a number are."""
+    english = next(x for x in load_lexicons()[1] if x.lang == "en")
+    on = dict(english.relation_prefixes)["on"].regex
+    assert on.search("make sure the bot commits on ") is None
+    assert on.search("check that the cron archives on ") is None
+    assert on.search("cherry-pick the commits on ").group("type") == "commits"
+    hit = on.search("cherry-pick the bot commit on ")
+    assert (hit.group("mod"), hit.group("type")) == ("bot", "commit")
+    assert english.relation_prefix is not None
+    inside = english.relation_prefix.regex
+    assert inside.search("check that the cron archives in ") is None
+    assert inside.search("zip the files in ").group("type") == "files"
+    # ... but what a file holds or a number, never a verb's subject, is a plural's modifier
+    for words, mod in [
+        ("the csv files", "csv"),
+        ("the config files", "config"),
+        ("the log files", "log"),
+        ("the two files", "two"),
+        ("the 3 files", "3"),
+    ]:
+        hit = inside.search(f"zip {words} in ")
+        assert hit is not None and (hit.group("mod"), hit.group("type")) == (mod, "files")
+
+
+@pytest.mark.parametrize(
+    ("before", "placed"),
+    [("can you put ", True), ("can you put all ", True), ("copy both of ", True),
+     ("save all of ", True), ("keep just ", True), ("move a few of ", True),
+     ("delete all ", False), ("zip ", False), ("put all the ", False)],
+)  # fmt: skip
+def test_a_placement_verb_may_take_a_quantifier_before_the_article(
+    before: str, placed: bool
+) -> None:
+    english = next(x for x in load_lexicons()[1] if x.lang == "en")
+    assert english.placement is not None
+    assert bool(english.placement.search(before)) is placed
 
 
 def test_principal_parts_give_past_and_participle() -> None:

@@ -82,7 +82,7 @@ def _step(rng: random.Random, history: list[Message], n: int) -> list[Message]:
     if op < 0.84:  # a result sent as a user message (the proxy's placeholder)
         return [*history, user(f"{PLACEHOLDER_PREFIX} result {n}]")]
     users = [i for i, m in enumerate(history) if m["role"] == "user"]
-    if op < 0.9 and users:  # the latest question resent: an equal copy or edited in place
+    if op < 0.9 and users:  # the latest question resent as a new object: equal, or another text
         i = users[-1]
         text = history[i]["content"] if rng.random() < 0.5 else rng.choice(QUESTIONS)
         return [*history[:i], user(text), *history[i + 1 :]]
