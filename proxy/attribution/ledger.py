@@ -14,15 +14,7 @@ from typing import Any, Protocol
 
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
-from proxy.attribution.probe import (
-    Facts,
-    Sent,
-    compaction_of,
-    decision_of,
-    digests,
-    observe,
-    tools_digest_sized,
-)
+from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest_sized
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
 
@@ -61,39 +53,15 @@ class Outcome(Protocol):
     def report(self) -> Report: ...
 
 
-class Observation:
-    """This request against the session's previous one (``probe.observe``), worked out when
-    first read: ``settle``, once the answer is in, so the comparison is not on the request's
-    way upstream. Its inputs are kept as they were at ``begin`` (the previous request's
-    ``Sent``, this request's lists and report, none changed after the rewrite)."""
-
-    __slots__ = ("_args", "_facts")
-
-    def __init__(self, *args: Any) -> None:
-        self._args: tuple[Any, ...] | None = args
-        self._facts: Facts | None = None
-
-    @property
-    def facts(self) -> Facts:
-        if self._facts is None:
-            assert self._args is not None
-            self._facts, self._args = observe(*self._args), None  # the lists let go
-        return self._facts
-
-
 @dataclass(frozen=True)
 class Pending:
     """A request rewritten, waiting for its usage: what ``settle`` needs."""
 
     session_id: str
-    observed: Observation
+    facts: Facts
     cache: CacheFacts
     diagnose: bool = False  # the provider was asked for its diagnosis (``diagnostics``)
     compared_with: str | None = None  # the previous answer's id it was asked against
-
-    @property
-    def facts(self) -> Facts:
-        return self.observed.facts
 
 
 @dataclass
@@ -128,17 +96,16 @@ class CacheLedger:
             tokens=after + tools_tokens,
             decision=decision_of(outcome.report),
         )
-        # the report's compaction read now (a dict: whoever holds it later may change it)
-        observed = Observation(
-            session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens,
-            compaction_of(outcome.report), ctx.cache.last_at,
+        facts = observe(
+            session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report,
+            ctx.cache.last_at,
         )  # fmt: skip
         if session.sent is not None:
             self._bytes -= session.sent.size
         session.sent = sent
         self._bytes += sent.size
         self._keep(sid, session)
-        return Pending(sid, observed, ctx.cache)
+        return Pending(sid, facts, ctx.cache)
 
     def previous_response(self, session_id: str) -> str | None:
         """The id of the session's latest answer, as its upstream named it."""

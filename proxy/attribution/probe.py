@@ -102,14 +102,14 @@ def observe(
     forwarded_messages: Sequence[Message],
     tokens: TokenCounter,
     tools_tokens: int,
-    compaction: dict[str, Any] | None,
+    report: Report,
     last_at: float | None = None,
 ) -> Facts:
     """The facts of ``sent`` against ``previous``: the earliest change of each side inside the
     previous request (an append past its end changes nothing cached). Without ``previous`` (a
     restart, another replica), ``last_at`` is when the upstream last answered the session, if
-    the cache feedback knows: its time only, its bytes unknown. ``compaction``: the request's
-    (``compaction_of`` its report)."""
+    the cache feedback knows: its time only, its bytes unknown."""
+    compaction = _compaction(report)
     if previous is None:
         return Facts(
             sent.at, last_at, sent.tokens, sent.client_tokens, None, None, None, None, None, None,
@@ -187,7 +187,7 @@ def decision_of(report: Report) -> str:
     return "rewrite"
 
 
-def compaction_of(report: Report) -> dict[str, Any] | None:
+def _compaction(report: Report) -> dict[str, Any] | None:
     prune = report.get("prune") or {}
     if not prune.get("compacted"):
         return None

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from proxy.attribution.probe import Sent, compaction_of, decision_of, observe
+from proxy.attribution.probe import Sent, decision_of, observe
 from rules.report import Report
 
 
@@ -106,7 +106,7 @@ def test_whose_change_made_the_prefix_differ(
         [],
         Tokens(),
         0,
-        compaction_of(now.report),  # type: ignore[arg-type]
+        now.report,  # type: ignore[arg-type]
     )
     assert (facts.changed_by, facts.where, facts.decision) == (by, where, decision)
     assert facts.idle_s == 30.0 and facts.compared
@@ -116,5 +116,5 @@ def test_whose_change_made_the_prefix_differ(
 
 def test_a_first_request_has_nothing_to_compare() -> None:
     now = Request(["S", "u1"])
-    facts = observe(None, now.sent(5.0), now.messages(), [], Tokens(), 0, None, last_at=2.0)  # type: ignore[arg-type]
+    facts = observe(None, now.sent(5.0), now.messages(), [], Tokens(), 0, {}, last_at=2.0)  # type: ignore[arg-type]
     assert (facts.changed_by, facts.compared, facts.idle_s) == (None, False, 3.0)
