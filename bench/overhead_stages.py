@@ -172,7 +172,7 @@ def instrument(stages: Stages, app: Any) -> None:
     p(engine_mod, "redact_state", "  state redaction")
     p(services.store, "save_state", "  state save (queued)")
     p(Engine, "_lift", "  lift, checks")
-    p(services.engine.ledger, "begin", "  cache attribution (what this request sent)")
+    p(services.engine.ledger, "begin", "  cache attribution (this request's facts)")
     p(services.store, "insert_request", "log row queued")
     handler.wire = dataclasses.replace(
         handler.wire, forward=stages.wrap("upstream call (send, wait, read)", handler.wire.forward)
@@ -186,7 +186,7 @@ def instrument(stages: Stages, app: Any) -> None:
     p(handler_mod, "usage_of", "  usage read")
     p(handler_mod, "note_cache_usage", "  cache feedback noted")
     p(handler, "_fields", "  row completion fields")
-    p(handler_mod, "with_cache_line", "  cache line (compared with the previous, settled)")
+    p(handler_mod, "with_cache_line", "  cache line (attribution settled)")
     p(services.store, "finish_request", "  row completion queued")
     for observer in services.observers.observers:
         p(observer, "finished", f"  observer {type(observer).__name__}")

@@ -165,6 +165,20 @@ def shared_prefix(before: Sequence[Message], now: Sequence[Message]) -> int:
     return k
 
 
+def release_lists() -> None:
+    """Let go of the lists ``frozen`` and ``shared_prefix`` remember. They are process-wide and
+    their hits come within one request's rules (the next request brings other lists), so the
+    pipeline calls this when a request's rules are done: nothing past it keeps a request's
+    messages alive (up to the body limit each)."""
+    _FROZEN[:] = [None] * len(_FROZEN)
+    _SHARED[:] = [None] * len(_SHARED)
+
+
+def lists_held() -> int:
+    """How many lists ``frozen`` and ``shared_prefix`` remember now."""
+    return sum(hit is not None for hit in (*_FROZEN, *_SHARED))
+
+
 DERIVED_LISTS = 4  # lists ``Context.derived`` keeps a value for, for each name (newest first)
 HASHES_MEMO = "hashes"  # ``Context.memo`` name of the lists ``hashes_of`` hashed last
 HASHED_LISTS = 2  # the client's and the forwarded

@@ -2,8 +2,9 @@
 upstream's usage of it, the direct lane's last prompt and the open compaction's account. Kept in
 memory, per scoped session (``principal/name``), bounded by sessions and bytes (LRU); a session it
 no longer holds starts over (its next request is compared by the cache feedback's time and usage
-only). ``begin`` runs while the engine holds the session (it takes what the request sent),
-``settle`` when the answer's usage is known (the comparison with the previous one made then)."""
+only). ``begin`` runs while the engine holds the session (the comparison with the previous
+request is made then: deferred, it would keep the request's lists and token counts alive until
+the answer is settled, a long stream's end), ``settle`` when the answer's usage is known."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """What a request changed against the session's previous one, taken while the session is held
-(so requests of a session are compared in the order they were rewritten; ``ledger.Observation``
-works it out once the answer is in, off the request's way upstream): where the client's own
+(so requests of a session are compared in the order they were rewritten): where the client's own
 bytes first differ (system prompt, tools, model, an earlier message), where the forwarded bytes
 first differ, and which of the proxy's decisions made a forwarded prefix differ where the client's
 did not. Sizes are the proxy's token counts (messages plus the tools schema)."""

@@ -21,7 +21,7 @@ from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations
-from rules.base import Context, Message, Messages, SessionState, TokenCounter
+from rules.base import Context, Message, Messages, SessionState, TokenCounter, release_lists
 from rules.chain import validator as chain_validator
 from rules.context import measure
 from rules.registry import load_rule
@@ -337,6 +337,7 @@ class Pipeline:
             memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes
             handled = len(ctx.original_messages) + len(messages)
             self.memos.settle(ctx.session_id, encoding, memos, handled)
+        release_lists()
         return PipelineOutcome(messages, state, report, hashes, own)
 
     def _integrity_check(self, ctx: Context, report: Report) -> Messages:

@@ -10,10 +10,10 @@ import pytest
 from proxy.rewrite.pipeline import Pipeline, RuleFailed
 from proxy.settings import ConfiguredRule
 from proxy.tokens import TiktokenCounter
-from rules.base import Context, RuleConfig, RuleResult
+from rules.base import Context, RuleConfig, RuleResult, frozen, lists_held
 from rules.chain import repair_tool_chain
 from rules.chain.validator import find_violations
-from rules.messages import append_text
+from rules.messages import append_text, shared_prefix
 from rules.report import merge_report
 from tests.support.factories import assistant, result, shell, user
 
@@ -102,3 +102,22 @@ def test_final_integrity_check_repairs_a_buggy_rules_output() -> None:
     assert ("orphan_result", None) in kinds  # the rule's own repair, on the client's input
     assert ("integrity_repair", "unanswered_call") in kinds  # the buggy rule's damage
     assert out.report["warnings"][0]["kind"] == "integrity_repair"
+
+
+def _freezing(ctx, cfg):
+    frozen(ctx.messages)  # a rule keeping the list, as prune's and measure's memos do
+    shared_prefix(frozen(ctx.original_messages), ctx.messages)
+    return None
+
+
+def test_no_request_list_is_remembered_process_wide_once_its_rules_are_done() -> None:
+    """``frozen`` and ``shared_prefix`` remember lists across rules; a request's messages (up to
+    the body limit) must not stay alive in them after its pipeline ran."""
+    modules = {"freeze": SimpleNamespace(apply=_freezing)}
+    pipeline = Pipeline(
+        [ConfiguredRule(name="freeze", config=RuleConfig())], "skip", modules=modules
+    )
+    _freezing(_ctx(user("before")), None)
+    assert lists_held() > 0
+    pipeline.run(_ctx(user("hi"), assistant("hello"), user("again")))
+    assert lists_held() == 0
