@@ -227,8 +227,8 @@ class Settings(_Strict):
     )
     # model name -> the upstream serving it, for the upstreams list it was found in (a copy with
     # other upstreams, ``model_copy``, shares the private values: it must not take these routes)
-    _routes: tuple[list[UpstreamSettings], dict[str, UpstreamSettings | None]] | None = (
-        PrivateAttr(default=None)
+    _routes: tuple[list[UpstreamSettings], dict[str, UpstreamSettings | None]] | None = PrivateAttr(
+        default=None
     )
     # upstream name -> the environment variable its base_url came from (load_settings)
     _base_url_from: dict[str, str] = PrivateAttr(default_factory=dict)
