@@ -39,6 +39,7 @@ def test_the_oracle_puts_prunes_schedule_back() -> None:
     assert schedule.choose is choose and look == prune.WARM_LOOK_EVERY
 
 
+@pytest.mark.needs_shared
 def test_the_halves_split_the_corpus_by_the_id_alone() -> None:
     corpus = list(iter_conversations())
     halves = {h: in_half(corpus, h) for h in HALVES}
@@ -50,6 +51,7 @@ def test_the_halves_split_the_corpus_by_the_id_alone() -> None:
         in_half(corpus, "other")
 
 
+@pytest.mark.needs_shared
 def test_the_survival_pack_is_the_train_halfs_lengths() -> None:
     """The pack prune's warm schedule reads is what ``bench.survival`` makes of the train half
     (rewritten with ``--write`` when the corpus changes), never of the held-out one."""
