@@ -45,6 +45,7 @@ import httpx
 import orjson
 
 from bench.overhead import only_running, percentile, start
+from bench.overhead_table import print_table
 from bench.protocol_convert import anthropic_tools, to_anthropic, to_responses
 from bench.protocol_convert_gemini import gemini_path, to_gemini
 from bench.workloads import agent_conversation
@@ -359,40 +360,16 @@ def measure_cell(
                         percentile(latencies[protocol, target], q) - base
                     )
         row["in_proxy_p50"] = statistics.median(overheads[protocol])
+        row["in_proxy_p99"] = percentile(overheads[protocol], 0.99)
+        # the tail as a client sees it, each target's whole latency (not less direct's: its p99
+        # is as noisy as the proxies')
+        for target in bases:
+            if (protocol, target) in latencies:
+                whole = latencies[protocol, target]
+                row[f"{target}_tail"] = percentile(whole, 0.99) / percentile(whole, 0.5)
         rows.append(row)
         print(orjson.dumps(row).decode(), flush=True)
     return rows
-
-
-def print_table(rows: list[dict[str, Any]], with_litellm: bool) -> None:
-    """One line per cell; the floor (``bench.bare_relay``) beside ctxproxy: its added p50 / p99,
-    and ctxproxy's added p50 less the floor's (what ctxproxy's own work adds)."""
-    head = (
-        "| protocol | workload | stream | conc | direct p50 | ctxproxy added p50 / p95 / p99 "
-        "| in-proxy p50 | floor added p50 / p99 | ctxproxy − floor (p50) |"
-    )
-    if with_litellm:
-        head += " LiteLLM added p50 / p95 / p99 | LiteLLM ÷ ctxproxy (p50) |"
-    print("\n" + head)
-    print("|" + "---|" * (head.count("|") - 1))
-    for r in rows:
-        line = (
-            f"| {r['protocol']} | {r['messages']} msgs, {r['bytes'] / 1024:.0f} KB | "
-            f"{'yes' if r['stream'] else 'no'} | {r['concurrency']} | {r['direct_p50']:.2f} ms | "
-            f"{r['ctxproxy_p50']:.2f} / {r['ctxproxy_p95']:.2f} / {r['ctxproxy_p99']:.2f} ms | "
-            f"{r['in_proxy_p50']:.2f} ms | {r['floor_p50']:.2f} / {r['floor_p99']:.2f} ms | "
-            f"{r['ctxproxy_p50'] - r['floor_p50']:+.2f} ms |"
-        )
-        if with_litellm:
-            if "litellm_p50" in r:
-                ratio = r["litellm_p50"] / max(r["ctxproxy_p50"], 0.01)
-                line += (
-                    f" {r['litellm_p50']:.2f} / {r['litellm_p95']:.2f} / "
-                    f"{r['litellm_p99']:.2f} ms | {ratio:.0f}× |"
-                )
-            else:
-                line += " — | — |"
-        print(line)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 SEPARATOR = "/"  # never in a principal's name: a scoped key splits at its first one
 # Headers that carry a client's credential, in order (Gemini's key header included).
 _KEY_HEADERS = ("x-api-key", "x-goog-api-key", "api-key")
+# Credentials whose principal is kept (newest): a client presents the same one on every request,
+# and its HMAC costs ~2.5 µs hot, ~10 µs between requests (OpenSSL's code and tables gone cold).
+KNOWN_CREDENTIALS = 256
 
 
 def scoped(principal: str, name: str) -> str:
@@ -72,6 +75,9 @@ class Principals:
             for env in envs:
                 for key in _split_keys(os.environ.get(env, "")):
                     self._keys[self._digest(key)] = name
+        # credential presented -> its principal, accepted ones only (a refused key is hashed
+        # each time, as before); a hit needs the credential itself, so it tells a caller nothing
+        self._known: dict[str, str] = {}
 
     @property
     def key_count(self) -> int:
@@ -87,11 +93,22 @@ class Principals:
     def of(self, headers: Mapping[str, str]) -> str:
         """The request's principal; raises Unauthorized in keys mode without an accepted key."""
         presented = credential(headers)
+        if not presented:
+            if self.mode == "passthrough":
+                return ANONYMOUS
+            raise Unauthorized("Invalid or missing proxy API key.")
+        known = self._known.get(presented)
+        if known is not None:
+            return known
         if self.mode == "passthrough":
-            return self._hashed("pt-", presented) if presented else ANONYMOUS
-        name = self._keys.get(self._digest(presented)) if presented else None
+            name: str | None = self._hashed("pt-", presented)
+        else:
+            name = self._keys.get(self._digest(presented))
         if name is None:
             raise Unauthorized("Invalid or missing proxy API key.")
+        if len(self._known) >= KNOWN_CREDENTIALS:
+            del self._known[next(iter(self._known))]  # the oldest kept
+        self._known[presented] = name
         return name
 
 

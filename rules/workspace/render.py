@@ -10,7 +10,9 @@ import posixpath
 from collections.abc import Mapping
 from typing import Any
 
-from rules.workspace.tree import Nodes, common_root, is_changed, relative, touched_paths
+from rules.base import ListMemo
+from rules.workspace.folded import folded
+from rules.workspace.tree import Nodes, common_root, relative, touched_paths
 
 # manifest file name -> the project type it says; "*.csproj"-style names by their extension
 MANIFESTS = {
@@ -127,50 +129,20 @@ def boot_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(BOOT_KEY, line) for line in wsmap.get("boot") or [] if isinstance(line, str)]
 
 
-def tree_lines(nodes: Nodes, root: str, now: int, max_lines: int = 40) -> list[str]:
+def tree_lines(
+    nodes: Nodes, root: str, now: int, max_lines: int = 40, memo: ListMemo | None = None
+) -> list[str]:
     """The whole map as an indented tree, folded: a folder of more than ``FOLD`` entries shows
     those the agent touched and how many others; marks: ``*`` changed, ``+`` created, ``r`` read;
-    each folder with when it was last seen. Stops at ``max_lines``."""
-    children: dict[str, dict[str, str]] = {}
-    seen_at: dict[str, int] = {}
-    cut = len(root) + 1 if root else 0
-    for path, (kind, flags, at) in nodes.items():
-        if path == root:
-            continue
-        rel = path[cut:] if cut and path.startswith(root + "/") else path
-        parent, start = "", 0
-        if rel.startswith("/"):
-            parent, start = "/", 1
-        end = rel.find("/", start)
-        while end >= 0:  # the folders on the way: a folder mark each
-            folder = rel[:end] if end else "/"
-            if end > start:
-                children.setdefault(parent, {})[rel[start:end]] = "/"
-                if seen_at.get(parent, 0) < at:
-                    seen_at[parent] = at
-            parent, start = folder, end + 1
-            end = rel.find("/", start)
-        name = rel[start:]
-        if name:
-            known = children.setdefault(parent, {})
-            if known.get(name) != "/":
-                known[name] = "/" if kind == "d" else _mark(flags)
-            if seen_at.get(parent, 0) < at:
-                seen_at[parent] = int(at)
+    each folder with when it was last seen. Stops at ``max_lines``. ``memo``: ``Context.memo``,
+    where the session's last fold is kept (``folded``)."""
+    children, seen_at = folded(nodes, root, memo)
     lines: list[str] = []
     top = "/" if "/" in children and "" not in children else ""
     _walk(children, seen_at, top, 0, lines, now, max_lines + 1)
     if len(lines) > max_lines:
         lines = [*lines[: max_lines - 1], "… more"]
     return lines
-
-
-def _mark(flags: str) -> str:
-    if "c" in flags:
-        return "+"
-    if is_changed(flags):
-        return "*"
-    return "r" if "r" in flags else ""
 
 
 def _walk(

@@ -210,7 +210,7 @@ def summary(
     if size is not None:
         out["bytes"] = size
         if cfg.report_lines:
-            out["tree"] = render.tree_lines(nodes, root, now, cfg.report_lines)
+            out["tree"] = render.tree_lines(nodes, root, now, cfg.report_lines, memo)
     else:
         out["unchanged"] = True
     if isinstance(picture, Mapping):

@@ -3,12 +3,20 @@ or a keyed hash of the proxy key in keys mode, ``anonymous`` without a credentia
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from proxy.errors import Unauthorized
-from proxy.principals import ANONYMOUS, Principals, credential, scoped, split_scoped
+from proxy.principals import (
+    ANONYMOUS,
+    KNOWN_CREDENTIALS,
+    Principals,
+    credential,
+    scoped,
+    split_scoped,
+)
 from proxy.settings import AuthSettings, SettingsError, settings_from_mapping
 from tests.conftest import in_process, proxy_settings
 
@@ -41,6 +49,34 @@ def test_keys_mode_names_keys_and_refuses_the_rest(monkeypatch: pytest.MonkeyPat
     for headers in ({}, {"authorization": "Bearer nope"}, {"x-api-key": "k-alice"}):
         with pytest.raises(Unauthorized):
             p.of(headers)
+
+
+def test_a_kept_principal_is_the_one_hashing_gives_and_the_memory_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXPROXY_KEYS", ",".join(f"k-{i}" for i in range(KNOWN_CREDENTIALS + 40)))
+    for settings in (AuthSettings(), AuthSettings(mode="keys")):
+        kept, fresh = Principals(settings, SECRET), Principals(settings, SECRET)
+        hashed: list[str] = []
+        monkeypatch.setattr(
+            kept, "_digest", lambda v, d=kept._digest, seen=hashed: seen.append(v) or d(v)
+        )
+        # more credentials than are kept, each twice in a row, then all again (the oldest gone)
+        order = [f"k-{i}" for i in range(KNOWN_CREDENTIALS + 40) for _ in (0, 1)]
+        order += [f"k-{i}" for i in range(KNOWN_CREDENTIALS + 40)]
+        for key in order:
+            headers = {"authorization": f"Bearer {key}"}
+            assert kept.of(headers) == Principals(settings, SECRET).of(headers) == fresh.of(headers)
+        # hashed on first sight only; the last pass finds each let go by the bound (the oldest
+        # goes first), so without the memory it would be three times each
+        assert len(hashed) == 2 * (KNOWN_CREDENTIALS + 40)
+        assert len(kept._known) == KNOWN_CREDENTIALS
+        # a refused key is refused every time, and never kept
+        keys_mode = settings.mode == "keys"
+        for _ in range(2):
+            with pytest.raises(Unauthorized) if keys_mode else contextlib.nullcontext():
+                kept.of({"x-api-key": "k-unknown"})
+        assert ("k-unknown" in kept._known) == (settings.mode == "passthrough")
 
 
 @pytest.mark.parametrize("name", ["anonymous", "legacy", "pt-x", "key-x", "a/b", "", "-x"])

@@ -1,0 +1,112 @@
+"""The map's tree as ``render.tree_lines`` walks it: each folder's entries with their marks, and
+when each folder was last seen. Built from every node; kept per session (``Context.memo``) and
+brought up to date from the nodes that changed since, when that is provably the same.
+
+A tool loop's next request changes a few nodes of a map of hundreds (the files its call touched,
+their time): the folders' entries and times only grow then. The walk over every node that is left
+(comparing each with the kept map's) is a dict lookup per node, not the path's split into folders.
+The whole is built again when a node went away, changed its kind or went back in time, when the
+root moved, or when a path is not absolute (two paths may then fold to one entry, where the
+order they come in decides)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.base import ListMemo
+from rules.workspace.tree import Nodes, is_changed
+
+Children = dict[str, dict[str, str]]
+SeenAt = dict[str, int]
+MEMO = "workspace_folded"  # ``Context.memo`` name: the last nodes folded, and the result
+
+
+def _mark(flags: str) -> str:
+    if "c" in flags:
+        return "+"
+    if is_changed(flags):
+        return "*"
+    return "r" if "r" in flags else ""
+
+
+def _add(children: Children, seen_at: SeenAt, path: str, node: Any, root: str, cut: int) -> None:
+    """One node into the folded tree: the folders on its way, its own entry."""
+    kind, flags, at = node
+    rel = path[cut:] if cut and path.startswith(root + "/") else path
+    parent, start = "", 0
+    if rel.startswith("/"):
+        parent, start = "/", 1
+    end = rel.find("/", start)
+    while end >= 0:  # the folders on the way: a folder mark each
+        folder = rel[:end] if end else "/"
+        if end > start:
+            children.setdefault(parent, {})[rel[start:end]] = "/"
+            if seen_at.get(parent, 0) < at:
+                seen_at[parent] = at
+        parent, start = folder, end + 1
+        end = rel.find("/", start)
+    name = rel[start:]
+    if name:
+        known = children.setdefault(parent, {})
+        if known.get(name) != "/":
+            known[name] = "/" if kind == "d" else _mark(flags)
+        if seen_at.get(parent, 0) < at:
+            seen_at[parent] = int(at)
+
+
+def fold(nodes: Nodes, root: str) -> tuple[Children, SeenAt]:
+    """Every node of the map, folded (the root itself left out)."""
+    children: Children = {}
+    seen_at: SeenAt = {}
+    cut = len(root) + 1 if root else 0
+    for path, node in nodes.items():
+        if path != root:
+            _add(children, seen_at, path, node, root, cut)
+    return children, seen_at
+
+
+def _changed(before: Nodes, nodes: Nodes) -> list[str] | None:
+    """The paths whose node is new or changed since ``before``; None when the fold of ``nodes``
+    cannot be had by adding those to ``before``'s (see the module's docstring)."""
+    if len(nodes) < len(before):
+        return None  # some node went away
+    out: list[str] = []
+    get = before.get
+    kept = 0
+    for path, node in nodes.items():
+        old = get(path)
+        if old is not None:
+            kept += 1
+            if old is node or old == node:
+                continue
+            if old[0] != node[0] or not old[2] <= node[2]:
+                return None  # its kind changed, or its time went back
+        if not path.startswith("/"):
+            return None
+        out.append(path)
+    return out if kept == len(before) else None
+
+
+def folded(nodes: Nodes, root: str, memo: ListMemo | None = None) -> tuple[Children, SeenAt]:
+    """``fold(nodes, root)``, from the session's last fold where it can (``memo``). The result is
+    the caller's to read, never to change."""
+    if memo is None:
+        return fold(nodes, root)
+    kept = memo.pop(MEMO, None)  # taken out while it changes: a failure leaves none behind
+    if kept:
+        (before,), (was_root, absolute, children, seen_at) = kept[0]
+        if before is nodes and was_root == root:
+            memo[MEMO] = kept
+            return children, seen_at
+        changed = _changed(before, nodes) if absolute and was_root == root else None
+        if changed is not None:
+            cut = len(root) + 1 if root else 0
+            for path in changed:
+                if path != root:
+                    _add(children, seen_at, path, nodes[path], root, cut)
+            memo[MEMO] = [((nodes,), (root, True, children, seen_at))]
+            return children, seen_at
+    children, seen_at = fold(nodes, root)
+    absolute = all(path.startswith("/") for path in nodes)
+    memo[MEMO] = [((nodes,), (root, absolute, children, seen_at))]
+    return children, seen_at
