@@ -78,6 +78,7 @@ from bench.copied_literals import (
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.next_action_tables import PACK_HEADER, print_learn, print_rows
+from bench.next_action_thrash import Cut, classify, print_classes, tally_row
 from bench.reuse_learn import need_samples, reuse_pack
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, ensure_offline_tiktoken
@@ -165,6 +166,8 @@ class Lane:
     compacted: str = ""  # the schedule's decision when the last request was compacted
     compacted_at: int | None = None  # the request (0-based) of the session's last compaction
     over: bool = False  # the last request forwarded was still over the budget
+    prune: dict[str, Any] = field(default_factory=dict)  # the last request's prune report
+    cut: Cut | None = None  # the session's last compaction's figures
 
 
 _SEGMENTS: dict[str, Segments] = {}
@@ -217,6 +220,7 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
         str((prune.get("schedule") or {}).get("decision")) if prune.get("compacted") else ""
     )
     lane.over = bool(prune.get("over_budget"))
+    lane.prune = prune
     for d in outcome.report.get("pruning") or []:
         cid = d.get("tool_call_id")
         if cid:  # a drop names no call: a dropped result is missing from the output instead
@@ -257,7 +261,10 @@ def _count_compaction(tally: Counter[str], lane: Lane, request: int) -> None:
     if lane.compacted_at is not None and request - lane.compacted_at < THRASH_GAP:
         tally["compactions: thrash"] += 1
         tally["compactions: thrash, over"] += lane.over  # the floor alone is over the budget
-    lane.compacted_at = request
+        if lane.cut is not None:
+            before = (lane.prune.get("schedule") or {}).get("before", lane.cut.after)
+            tally[f"thrash: {classify(lane.cut, int(before), request)}"] += 1
+    lane.compacted_at, lane.cut = request, Cut.of(request, lane.prune)
 
 
 def replay(job: Job) -> Outcome:
@@ -297,6 +304,7 @@ def replay(job: Job) -> Outcome:
         for lane in lanes:
             forwarded = _forward(lane, job, model, prefix, now)
             lane.last, lane.last_at = lane.cache.send(segments.of(forwarded), now), now
+            out.tally[lane.variant.name]["over budget"] += lane.over
             if lane.compacted:
                 _count_compaction(out.tally[lane.variant.name], lane, n)
             if copied:
@@ -340,6 +348,8 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "thrash": t["compactions: thrash"],
                 "forced": t["compactions: forced"],
                 "thrash_over_budget": t["compactions: thrash, over"],
+                "thrash_why": tally_row(t),
+                "over_budget": t["over budget"],
             }
         )
     return rows
@@ -382,6 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{seconds:.0f} s on {args.jobs} worker(s)\n"
     )
     print_rows(rows)
+    print_classes(rows)
     if +total.rule_errors:  # a rule raised: the server skips it, so these rows are not its own
         print(f"\nrule errors (the rule skipped, as the server does): {dict(+total.rule_errors)}")
     table = learn_table(total.learn) if learn else {}

@@ -60,6 +60,7 @@ class Memory:
     carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
+    cut_at: int = -1  # the request (``requests``) of the session's last compaction (-1: none)
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -74,6 +75,7 @@ class Memory:
             float(v.get("carried") or 0.0),
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
+            int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
         )
 
     def carried_now(self, read_ratio: float) -> float:
@@ -117,6 +119,7 @@ class Memory:
             "carried": round(carried, 1),
             "looked": looked,
             "reclaimable": reclaimable,
+            "cut_at": self.requests if compacted else self.cut_at,
         }
 
 
@@ -241,9 +244,11 @@ def choose(
     loss: Mapping[str, float],
     min_gain: int,
     bet: bool = False,
+    budget: int | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
-    ``bet``: under the budget, warm, also the cuts the session's expected length pays for."""
+    ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
+    ``budget``: the budget itself (``room`` less inject's reserve; default ``room``)."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -281,7 +286,19 @@ def choose(
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
-    figures["goal"] = goal
+    # the deepest any cut reaches (every step), and without the turns kept to fit only
+    deepest = total - sum(s.freed for s in steps)
+    figures.update(
+        goal=goal, before=total, deepest=deepest,
+        deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
+    )  # fmt: skip
+    limit = room if budget is None else budget
+    if deepest > limit and 0 <= memory.cut_at and memory.requests - memory.cut_at < HEADROOM:
+        # No cut fits, and the last compaction, fewer than HEADROOM requests ago, took the
+        # request to its floor then: cutting what has aged out since would re-bill the prompt
+        # on every request and still leave it over the budget. It goes over, as it would.
+        figures.update(decision="held", bust_cost=0, expected_saving=0)
+        return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan
     # whose drops come among its masks ordered them by expected loss: all are usable
     interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))
