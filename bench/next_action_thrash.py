@@ -5,11 +5,14 @@ figures (``report["prune"]["schedule"]``) and the requests since.
 - ``not forced before``: the previous compaction was a warm or cold one (under the budget), which
   leaves no room for growth by design;
 - ``floor``: the deepest cut the previous compaction could make (every step, the turns kept to
-  fit only included) left less than 5 requests of the growth seen since under the budget: no cut
-  could have held;
+  fit only included: what is left is the system prompt, the task, the protected evidence and the
+  current turn) left less than 5 requests of the growth the schedule expected under the budget:
+  no cut could have held;
 - ``protected``: the previous compaction stopped above its goal, and without the turns kept to
   fit only (a file's latest write, a user's own message, the last two results) no cut reached it;
-- ``burst``: the session grew faster than the growth the goal was set for (a big result arrived);
+- ``burst past the floor``: the session grew faster than expected (a big result arrived), so
+  fast that even the deepest cut would not have held 5 requests;
+- ``burst``: the same, where a deeper cut would have held;
 - ``shallow goal``: the goal left less than 5 requests of the estimated growth (the depth is
   bounded by ``target_ratio``);
 - ``other``: none of these (a cut that stopped short of its goal with steps left, an estimate
@@ -22,7 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 GAP = 5  # the limit: at most one compaction per this many requests
-CLASSES = ("not forced before", "floor", "protected", "burst", "shallow goal", "other")
+CLASSES = (
+    "not forced before", "floor", "protected", "burst past the floor", "burst", "shallow goal",
+    "other",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -60,12 +66,13 @@ def classify(previous: Cut, before_now: int, request: int) -> str:
         return "not forced before"
     seen = max(before_now - previous.after, 0) / max(request - previous.request, 1)
     room = previous.room
-    if previous.deepest is not None and previous.deepest + GAP * seen > room:
+    deepest = previous.deepest if previous.deepest is not None else previous.after
+    if deepest + GAP * previous.growth > room:
         return "floor"
     if previous.after > previous.goal and (previous.deepest_spare or 0) > previous.goal:
         return "protected"
     if seen > previous.growth and previous.after + GAP * seen > room:
-        return "burst"
+        return "burst past the floor" if deepest + GAP * seen > room else "burst"
     if previous.goal + GAP * previous.growth > room:
         return "shallow goal"
     return "other"

@@ -230,7 +230,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             else int(budget * cfg.min_gain_ratio)
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
-        forced = total > room
+        forced = total > schedule.trigger(room, budget, memory)
         # Warm and under the budget, what is reclaimable is looked at every few requests (the
         # break-even rule adds up its carrying cost between looks). Unknown: nothing is done.
         quiet = not forced and (

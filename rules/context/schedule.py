@@ -123,6 +123,15 @@ class Memory:
         }
 
 
+def trigger(room: int, budget: int | None, memory: Memory) -> int:
+    """The size over which the budget forces a compaction: ``room`` (the budget less the
+    reserve kept for the block inject renders at a compaction), but the budget itself fewer than
+    ``HEADROOM`` requests after the last compaction, whose block is already in the prompt (it
+    is replayed as history): the reserve would only bring the next compaction sooner."""
+    recent = 0 <= memory.cut_at and memory.requests - memory.cut_at < HEADROOM
+    return budget if recent and budget is not None else room
+
+
 def cache_state(facts: CacheFacts, memory: Memory, now: float) -> tuple[str, str]:
     """(warm | cold | unknown, why)."""
     last_at = facts.last_at if facts.last_at is not None else memory.last_at
@@ -272,7 +281,7 @@ def choose(
         "horizon": round(h, 1),
         "growth": round(g, 1),
     }
-    forced = total > room
+    forced = total > trigger(room, budget, memory)
     if state == "unknown" and not forced:  # nothing known of the cache: leave it be
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
