@@ -78,6 +78,10 @@ class Memory:
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
         )
 
+    def cut_lately(self) -> bool:
+        """Whether the session's last compaction came fewer than ``HEADROOM`` requests ago."""
+        return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
+
     def carried_now(self, read_ratio: float) -> float:
         """``carried`` once the requests since the last look are counted, at that look's
         reclaimable tokens (between looks they only grow: a lower bound)."""
@@ -128,8 +132,7 @@ def trigger(room: int, budget: int | None, memory: Memory) -> int:
     reserve kept for the block inject renders at a compaction), but the budget itself fewer than
     ``HEADROOM`` requests after the last compaction, whose block is already in the prompt (it
     is replayed as history): the reserve would only bring the next compaction sooner."""
-    recent = 0 <= memory.cut_at and memory.requests - memory.cut_at < HEADROOM
-    return budget if recent and budget is not None else room
+    return budget if memory.cut_lately() and budget is not None else room
 
 
 def cache_state(facts: CacheFacts, memory: Memory, now: float) -> tuple[str, str]:
@@ -302,10 +305,10 @@ def choose(
         deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
     )  # fmt: skip
     limit = room if budget is None else budget
-    if deepest > limit and 0 <= memory.cut_at and memory.requests - memory.cut_at < HEADROOM:
-        # No cut fits, and the last compaction, fewer than HEADROOM requests ago, took the
-        # request to its floor then: cutting what has aged out since would re-bill the prompt
-        # on every request and still leave it over the budget. It goes over, as it would.
+    if deepest > limit and memory.cut_lately():
+        # No cut fits the budget, and the session compacted fewer than HEADROOM requests ago:
+        # cutting what has aged out since would re-bill the prompt on every request and still
+        # leave it over. It goes over the budget, as it would after the cut.
         figures.update(decision="held", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan

@@ -37,7 +37,8 @@ def _replay(
     state, messages, reports = SessionState(), [user(task)], []
     for k, step in enumerate(steps):
         messages = messages + step
-        out = prune.apply(ctx(list(messages), state=state, budget=budget, now=5.0 * k), prune.Config())
+        context = ctx(list(messages), state=state, budget=budget, now=5.0 * k)
+        out = prune.apply(context, prune.Config())
         assert find_violations(out.messages) == []
         state = out.state
         reports.append({**out.report["prune"], "size": TOKENS.count_messages(out.messages)})
