@@ -78,6 +78,20 @@ def classify(previous: Cut, before_now: int, request: int) -> str:
     return "other"
 
 
+def count_compaction(tally: Counter[str], lane: Any, request: int) -> None:
+    """A compaction of ``lane`` (``bench.next_action.Lane``) at ``request``, and whether it came
+    fewer than ``GAP`` requests after the session's previous one (thrash), with its class."""
+    tally["compactions"] += 1
+    tally[f"compactions: {lane.compacted}"] += 1
+    if lane.compacted_at is not None and request - lane.compacted_at < GAP:
+        tally["compactions: thrash"] += 1
+        tally["compactions: thrash, over"] += lane.over  # the floor alone is over the budget
+        if lane.cut is not None:
+            before = (lane.prune.get("schedule") or {}).get("before", lane.cut.after)
+            tally[f"thrash: {classify(lane.cut, int(before), request)}"] += 1
+    lane.compacted_at, lane.cut = request, Cut.of(request, lane.prune)
+
+
 def tally_row(tally: Counter[str]) -> dict[str, int]:
     return {c: tally[f"thrash: {c}"] for c in CLASSES}
 

@@ -122,7 +122,8 @@ class Config(RuleConfig):
         default=inject.Config.model_fields["max_tokens"].default,
         ge=0,
         description="room kept free under the budget for inject's tail block: a compaction "
-        "starts once less is left (never more than the budget minus the target)",
+        "starts once less is left (never more than the budget minus the target); fewer than 5 "
+        "requests after a compaction, whose block the prompt already holds, only past the budget",
     )
     reserve_ratio: float = Field(
         default=0.05,
