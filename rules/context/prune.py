@@ -302,9 +302,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
+    forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
-        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens
-    )
+        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
+        forced=forced_cut,
+    )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))

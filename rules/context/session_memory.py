@@ -23,7 +23,7 @@ class Memory:
     carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
-    cut_at: int = -1  # the request (``requests``) of the session's last compaction (-1: none)
+    cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -42,7 +42,8 @@ class Memory:
         )
 
     def cut_lately(self) -> bool:
-        """Whether the session's last compaction came fewer than ``HEADROOM`` requests ago."""
+        """Whether the last compaction the budget forced came fewer than ``HEADROOM`` requests
+        ago (a warm cut under the budget leaves no room for growth by design)."""
         return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
 
     def carried_now(self, read_ratio: float) -> float:
@@ -58,6 +59,7 @@ class Memory:
         stored: Any,
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
+        forced: bool = False,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -65,7 +67,8 @@ class Memory:
         free (carried then counts from here at the new figure); after a warm cut, what is left
         of both (the steps it did not take keep what carrying them has cost). The next request
         expects a cache hit when this one kept its predecessor's prefix and that predecessor
-        was long enough to be cached (``min_prefix``)."""
+        was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
+        was one the budget forced (``cut_at``)."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = tokens - self.last_tokens
@@ -86,7 +89,7 @@ class Memory:
             "carried": round(carried, 1),
             "looked": looked,
             "reclaimable": reclaimable,
-            "cut_at": self.requests if compacted else self.cut_at,
+            "cut_at": self.requests if compacted and forced else self.cut_at,
         }
 
 
