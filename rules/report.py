@@ -145,7 +145,7 @@ class ScheduleSummary(TypedDict, total=False):
     cache: str  # warm | cold | unknown
     why: str
     # none | cold | paid | expected (bet_on_length) | forced | held (over the budget, no cut
-    # fits it, and the session compacted fewer than 5 requests ago)
+    # fits it, and the budget forced a compaction fewer than 5 requests ago)
     decision: str
     read_ratio: float
     horizon: float  # expected remaining requests

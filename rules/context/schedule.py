@@ -221,9 +221,9 @@ def choose(
     )  # fmt: skip
     limit = room if budget is None else budget
     if deepest > limit and memory.cut_lately():
-        # No cut fits the budget, and the session compacted fewer than HEADROOM requests ago:
-        # cutting what has aged out since would re-bill the prompt on every request and still
-        # leave it over. It goes over the budget, as it would after the cut.
+        # No cut fits the budget, and the budget forced a compaction fewer than HEADROOM
+        # requests ago: cutting what has aged out since would re-bill the prompt on every
+        # request and still leave it over. It goes over the budget, as it would after the cut.
         figures.update(decision="held", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan

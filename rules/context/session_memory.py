@@ -96,6 +96,6 @@ class Memory:
 def trigger(room: int, budget: int | None, memory: Memory) -> int:
     """The size over which the budget forces a compaction: ``room`` (the budget less the
     reserve kept for the block inject renders at a compaction), but the budget itself fewer than
-    ``HEADROOM`` requests after the last compaction, whose block is already in the prompt (it
-    is replayed as history): the reserve would only bring the next compaction sooner."""
+    ``HEADROOM`` requests after the last compaction it forced, whose block is already in the
+    prompt (replayed as history): the reserve would only bring the next compaction sooner."""
     return budget if memory.cut_lately() and budget is not None else room
