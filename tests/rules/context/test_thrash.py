@@ -1,6 +1,6 @@
 """A session held at the budget compacts at most once per ``schedule.HEADROOM`` (5) requests:
-the goal of a forced compaction leaves room for that much growth; fewer than 5 requests after a
-compaction the budget itself forces the next one (the reserve kept for inject's block is spent
+the goal of a forced compaction leaves room for that much growth; fewer than 5 requests after
+one, only the budget itself forces the next (the block the reserve was kept for is in the prompt
 by then); and when no cut fits, a compaction that went to the floor is not taken again on every
 request (``held``)."""
 
