@@ -32,9 +32,9 @@ than the last 10 become a one-line placeholder, no other rule.
 result's call id over the session's requests (``cap``, ``supersede``, ``mask``, ``shrink``), else
 ``mask`` for the baseline, else ``other``.
 
-**Thrash**: each configuration's compactions, and those that came fewer than ``THRASH_GAP`` (5)
-requests after the same session's previous compaction (the issue's limit: a session held at
-the budget compacts at most once per 5 requests).
+**Thrash**: each configuration's compactions, and those that came fewer than 5 requests after
+the same session's previous compaction (a session held at the budget should compact at most once
+per 5 requests), each classed by why it came (``bench/next_action_thrash.py``).
 
 How much any pruning could keep at a budget (what every request must forward, and whether each
 literal's source fits beside it): ``bench/next_action_bound.py``.
@@ -78,6 +78,7 @@ from bench.copied_literals import (
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.next_action_tables import PACK_HEADER, print_learn, print_rows
+from bench.next_action_thrash import Cut, count_compaction, print_classes, tally_row
 from bench.reuse_learn import need_samples, reuse_pack
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, ensure_offline_tiktoken
@@ -87,7 +88,6 @@ from tests.support.traces import iter_conversations, request_prefixes
 
 DEFAULT_VARIANTS = "nomask,defaults,budget32k,share50,share30,mask10"
 TTL_S, MIN_PREFIX_TOKENS, STEP_S = 300.0, 1024, (2.0, 10.0)
-THRASH_GAP = 5  # a compaction fewer requests than this after the session's previous one: thrash
 MASK_PLACEHOLDER = f"{PLACEHOLDER_PREFIX} observation omitted]"
 
 
@@ -165,6 +165,8 @@ class Lane:
     compacted: str = ""  # the schedule's decision when the last request was compacted
     compacted_at: int | None = None  # the request (0-based) of the session's last compaction
     over: bool = False  # the last request forwarded was still over the budget
+    prune: dict[str, Any] = field(default_factory=dict)  # the last request's prune report
+    cut: Cut | None = None  # the session's last compaction's figures
 
 
 _SEGMENTS: dict[str, Segments] = {}
@@ -217,6 +219,7 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
         str((prune.get("schedule") or {}).get("decision")) if prune.get("compacted") else ""
     )
     lane.over = bool(prune.get("over_budget"))
+    lane.prune = prune
     for d in outcome.report.get("pruning") or []:
         cid = d.get("tool_call_id")
         if cid:  # a drop names no call: a dropped result is missing from the output instead
@@ -247,17 +250,6 @@ def _account(
         elif source is None or c.literal not in source:
             blocks = inject_blocks(text) if blocks is None else blocks
             tally["saved: inject" if c.literal in blocks else "saved: elsewhere"] += 1
-
-
-def _count_compaction(tally: Counter[str], lane: Lane, request: int) -> None:
-    """A compaction, and whether it came fewer than ``THRASH_GAP`` requests after the session's
-    previous one (thrash: a session held at the budget compacted again and again)."""
-    tally["compactions"] += 1
-    tally[f"compactions: {lane.compacted}"] += 1
-    if lane.compacted_at is not None and request - lane.compacted_at < THRASH_GAP:
-        tally["compactions: thrash"] += 1
-        tally["compactions: thrash, over"] += lane.over  # the floor alone is over the budget
-    lane.compacted_at = request
 
 
 def replay(job: Job) -> Outcome:
@@ -297,8 +289,9 @@ def replay(job: Job) -> Outcome:
         for lane in lanes:
             forwarded = _forward(lane, job, model, prefix, now)
             lane.last, lane.last_at = lane.cache.send(segments.of(forwarded), now), now
+            out.tally[lane.variant.name]["over budget"] += lane.over
             if lane.compacted:
-                _count_compaction(out.tally[lane.variant.name], lane, n)
+                count_compaction(out.tally[lane.variant.name], lane, n)
             if copied:
                 _account(out, lane, copied, msgs, forwarded)
     out.rule_errors.update({lane.variant.name: lane.rule_errors for lane in lanes})
@@ -340,6 +333,8 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "thrash": t["compactions: thrash"],
                 "forced": t["compactions: forced"],
                 "thrash_over_budget": t["compactions: thrash, over"],
+                "thrash_why": tally_row(t),
+                "over_budget": t["over budget"],
             }
         )
     return rows
@@ -382,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{seconds:.0f} s on {args.jobs} worker(s)\n"
     )
     print_rows(rows)
+    print_classes(rows)
     if +total.rule_errors:  # a rule raised: the server skips it, so these rows are not its own
         print(f"\nrule errors (the rule skipped, as the server does): {dict(+total.rule_errors)}")
     table = learn_table(total.learn) if learn else {}

@@ -59,12 +59,13 @@ def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
     def choose(
         steps: Sequence[schedule.Step], prefix_tokens: Sequence[int], total: int, room: int,
         floor: int, facts: Any, memory: schedule.Memory, state: str, loss: Any, min_gain: int,
-        bet: bool = False,
+        bet: bool = False, budget: int | None = None,
     ) -> schedule.Choice:  # fmt: skip
-        if total > room or state == "cold":
+        if total > schedule.trigger(room, budget, memory) or state == "cold":
             return original(
-                steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain, bet
-            )
+                steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain,
+                bet, budget,
+            )  # fmt: skip
         if memory.requests in wanted and steps:
             freed = sum(s.freed for s in steps)
             return schedule.Choice(len(steps), total - freed, {"decision": "oracle"})

@@ -144,7 +144,9 @@ class ScheduleSummary(TypedDict, total=False):
 
     cache: str  # warm | cold | unknown
     why: str
-    decision: str  # none | cold | paid | expected (bet_on_length) | forced
+    # none | cold | paid | expected (bet_on_length) | forced | held (over the budget, no cut
+    # fits it, and the budget forced a compaction fewer than 5 requests ago)
+    decision: str
     read_ratio: float
     horizon: float  # expected remaining requests
     ahead: float  # bet_on_length: the survival estimate of the requests still to come
@@ -152,6 +154,10 @@ class ScheduleSummary(TypedDict, total=False):
     bust_cost: int  # what this request pays extra for the compaction
     expected_saving: int  # over the horizon
     expected_cost: int  # forced: this request's bill, the expected losses and the horizon's
+    goal: int  # over the budget: the size that leaves room for 5 requests of growth
+    before: int  # over the budget: the request's tokens before the cut
+    deepest: int  # over the budget: the tokens left were every step taken (the floor)
+    deepest_spare: int  # the same without the turns dropped only to fit the budget
 
 
 class PruneSummary(TypedDict, total=False):

@@ -23,13 +23,13 @@ from bench.next_action import (
     Job,
     Lane,
     Outcome,
-    _count_compaction,
     kept_rows,
     main,
     mask_older,
     parse_variant,
     replay,
 )
+from bench.next_action_thrash import Cut, classify, count_compaction
 from bench.reuse_learn import need_samples, reuse_pack
 from rules.packs import slow_input
 from tests.support.traces import iter_conversations
@@ -151,7 +151,7 @@ def test_a_compaction_within_five_requests_of_the_previous_is_thrash() -> None:
     tally: Counter[str] = Counter()
     for request, decision, over in ((3, "forced", False), (7, "forced", True), (12, "paid", False)):
         lane.compacted, lane.over = decision, over
-        _count_compaction(tally, lane, request)
+        count_compaction(tally, lane, request)
     # 7 is 4 requests after 3 (thrash, still over the budget); 12 is 5 after 7 (not thrash)
     assert tally["compactions"] == 3 and tally["compactions: forced"] == 2
     assert tally["compactions: thrash"] == 1 and tally["compactions: thrash, over"] == 1
@@ -160,6 +160,33 @@ def test_a_compaction_within_five_requests_of_the_previous_is_thrash() -> None:
     assert (row["compactions"], row["forced"], row["thrash"], row["thrash_over_budget"]) == (
         3, 2, 1, 1,
     )  # fmt: skip
+    assert row["thrash_why"]["not forced before"] == 1  # no figures: a cut of no known goal
+
+
+def _cut(after: int = 6_000, **figures: int | float | str) -> Cut:
+    """A forced compaction at request 10 that left ``after`` tokens, in a session with a budget
+    of 10,000 (room 9,500), its goal 6,000 for 500 tokens a request."""
+    schedule = {"decision": "forced", "goal": 6_000, "growth": 500.0, **figures}
+    return Cut.of(10, {"budget": 10_000, "reserve": 500, "tokens_after": after,
+                       "schedule": schedule})  # fmt: skip
+
+
+def test_thrash_is_classed_by_why_it_came() -> None:
+    # back at 9,600 tokens 4 requests on: 900 a request against the 500 expected
+    assert classify(_cut(deepest=2_000, deepest_spare=3_000), 9_600, 14) == "burst"
+    # the deepest cut held 5 requests of the growth expected, not of the burst seen
+    assert classify(_cut(deepest=5_500, deepest_spare=5_500), 9_600, 14) == "burst past the floor"
+    # not even 5 requests of the growth expected fit above the deepest cut
+    floor = _cut(after=7_200, deepest=7_200, deepest_spare=7_200)
+    assert classify(floor, 9_600, 14) == "floor"
+    # stopped above the goal: only the turns kept to fit would have reached it
+    assert classify(_cut(after=7_000, deepest=2_000, deepest_spare=6_500), 9_600, 14) == (
+        "protected"
+    )
+    assert classify(_cut(decision="paid"), 9_600, 14) == "not forced before"
+    shallow = _cut(goal=8_000, deepest=1_000, deepest_spare=1_000)  # 6,000 + 5 × 500 ≤ 9,500
+    assert classify(shallow, 8_400, 14) == "shallow goal"  # but 8,000 + 5 × 500 > 9,500
+    assert classify(_cut(deepest=1_000, deepest_spare=1_000), 8_000, 14) == "other"
 
 
 def test_the_regexes_on_client_text_are_linear() -> None:

@@ -122,7 +122,8 @@ class Config(RuleConfig):
         default=inject.Config.model_fields["max_tokens"].default,
         ge=0,
         description="room kept free under the budget for inject's tail block: a compaction "
-        "starts once less is left (never more than the budget minus the target)",
+        "starts once less is left (never more than the budget minus the target); fewer than 5 "
+        "requests after a forced one, whose block the prompt already holds, only past the budget",
     )
     reserve_ratio: float = Field(
         default=0.05,
@@ -230,7 +231,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             else int(budget * cfg.min_gain_ratio)
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
-        forced = total > room
+        forced = total > schedule.trigger(room, budget, memory)
         # Warm and under the budget, what is reclaimable is looked at every few requests (the
         # break-even rule adds up its carrying cost between looks). Unknown: nothing is done.
         quiet = not forced and (
@@ -246,7 +247,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
-            min_gain, bet=cfg.bet_on_length,
+            min_gain, bet=cfg.bet_on_length, budget=budget,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
         if choice.chosen is not None:  # a cut that is not the first steps in plan order
@@ -301,9 +302,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
+    forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
-        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens
-    )
+        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
+        forced=forced_cut,
+    )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))

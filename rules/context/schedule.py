@@ -42,82 +42,12 @@ from typing import Any
 
 from rules.base import CacheFacts
 from rules.context import payback
+from rules.context.session_memory import HEADROOM, Memory, trigger
+
+__all__ = ["HEADROOM", "LAST_RESORT", "Choice", "Memory", "Step", "choose", "trigger"]
 from rules.packs import load_pack
 
-HEADROOM = 5  # requests of growth a forced compaction leaves room for
 LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
-
-
-@dataclass(frozen=True)
-class Memory:
-    """prune's memory of the session's requests (kept in its namespace)."""
-
-    requests: int = 0  # forwarded before this one
-    last_at: float | None = None
-    last_tokens: int = 0  # the previous forwarded request's tokens
-    growth: float = 0.0  # tokens added per request, smoothed
-    expect_hit: bool = False  # the previous request kept its predecessor's prefix
-    carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
-    looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
-    reclaimable: int = 0  # what that look found a compaction could free
-
-    @classmethod
-    def load(cls, value: Any) -> Memory:
-        v = value if isinstance(value, Mapping) else {}
-        at = v.get("last_at")
-        return cls(
-            int(v.get("requests") or 0),
-            float(at) if isinstance(at, (int, float)) else None,
-            int(v.get("last_tokens") or 0),
-            float(v.get("growth") or 0.0),
-            bool(v.get("expect_hit")),
-            float(v.get("carried") or 0.0),
-            int(v.get("looked") or 0),
-            int(v.get("reclaimable") or 0),
-        )
-
-    def carried_now(self, read_ratio: float) -> float:
-        """``carried`` once the requests since the last look are counted, at that look's
-        reclaimable tokens (between looks they only grow: a lower bound)."""
-        return self.carried + read_ratio * self.reclaimable * max(self.requests - self.looked, 0)
-
-    def after(
-        self,
-        now: float,
-        tokens: int,
-        compacted: bool,
-        stored: Any,
-        look: tuple[float, int] | None = None,
-        min_prefix: int = 0,
-    ) -> Any:
-        """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
-        when this is the very request it last saw (a rule applied twice sees one request).
-        ``look``: (carried, reclaimable) when this request looked at what a compaction could
-        free (carried then counts from here at the new figure); after a warm cut, what is left
-        of both (the steps it did not take keep what carrying them has cost). The next request
-        expects a cache hit when this one kept its predecessor's prefix and that predecessor
-        was long enough to be cached (``min_prefix``)."""
-        if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
-            return stored
-        step = tokens - self.last_tokens
-        growth = self.growth
-        if self.requests and not compacted and step >= 0:
-            growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
-        carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
-        if look is not None:  # a look, or a warm cut that left steps (what they have cost)
-            carried, looked, reclaimable = look[0], self.requests, look[1]
-        elif compacted:
-            carried, looked, reclaimable = 0.0, self.requests, 0
-        return {
-            "requests": self.requests + 1,
-            "last_at": now,
-            "last_tokens": tokens,
-            "growth": round(growth, 1),
-            "expect_hit": bool(self.requests) and not compacted and self.last_tokens >= min_prefix,
-            "carried": round(carried, 1),
-            "looked": looked,
-            "reclaimable": reclaimable,
-        }
 
 
 def cache_state(facts: CacheFacts, memory: Memory, now: float) -> tuple[str, str]:
@@ -241,9 +171,11 @@ def choose(
     loss: Mapping[str, float],
     min_gain: int,
     bet: bool = False,
+    budget: int | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
-    ``bet``: under the budget, warm, also the cuts the session's expected length pays for."""
+    ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
+    ``budget``: the budget itself (``room`` less inject's reserve; default ``room``)."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -267,7 +199,7 @@ def choose(
         "horizon": round(h, 1),
         "growth": round(g, 1),
     }
-    forced = total > room
+    forced = total > trigger(room, budget, memory)
     if state == "unknown" and not forced:  # nothing known of the cache: leave it be
         figures.update(decision="none", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
@@ -281,7 +213,19 @@ def choose(
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
-    figures["goal"] = goal
+    # the deepest any cut reaches (every step), and without the turns kept to fit only
+    deepest = total - sum(s.freed for s in steps)
+    figures.update(
+        goal=goal, before=total, deepest=deepest,
+        deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
+    )  # fmt: skip
+    limit = room if budget is None else budget
+    if deepest > limit and memory.cut_lately():
+        # No cut fits the budget, and the budget forced a compaction fewer than HEADROOM
+        # requests ago: cutting what has aged out since would re-bill the prompt on every
+        # request and still leave it over. It goes over the budget, as it would after the cut.
+        figures.update(decision="held", bust_cost=0, expected_saving=0)
+        return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan
     # whose drops come among its masks ordered them by expected loss: all are usable
     interleaved = any(a.stage == "drop" and b.stage != "drop" for a, b in pairwise(steps))

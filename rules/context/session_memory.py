@@ -1,0 +1,101 @@
+"""prune's memory of a session's requests (its ``prune_session`` namespace), which the schedule
+(``schedule``) reads: their count and times, the growth per request, the carrying counted since
+the last compaction, and when that compaction came."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+HEADROOM = 5  # requests of growth a forced compaction leaves room for
+
+
+@dataclass(frozen=True)
+class Memory:
+    """prune's memory of the session's requests (kept in its namespace)."""
+
+    requests: int = 0  # forwarded before this one
+    last_at: float | None = None
+    last_tokens: int = 0  # the previous forwarded request's tokens
+    growth: float = 0.0  # tokens added per request, smoothed
+    expect_hit: bool = False  # the previous request kept its predecessor's prefix
+    carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
+    looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
+    reclaimable: int = 0  # what that look found a compaction could free
+    cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
+
+    @classmethod
+    def load(cls, value: Any) -> Memory:
+        v = value if isinstance(value, Mapping) else {}
+        at = v.get("last_at")
+        return cls(
+            int(v.get("requests") or 0),
+            float(at) if isinstance(at, (int, float)) else None,
+            int(v.get("last_tokens") or 0),
+            float(v.get("growth") or 0.0),
+            bool(v.get("expect_hit")),
+            float(v.get("carried") or 0.0),
+            int(v.get("looked") or 0),
+            int(v.get("reclaimable") or 0),
+            int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
+        )
+
+    def cut_lately(self) -> bool:
+        """Whether the last compaction the budget forced came fewer than ``HEADROOM`` requests
+        ago (a warm cut under the budget leaves no room for growth by design)."""
+        return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
+
+    def carried_now(self, read_ratio: float) -> float:
+        """``carried`` once the requests since the last look are counted, at that look's
+        reclaimable tokens (between looks they only grow: a lower bound)."""
+        return self.carried + read_ratio * self.reclaimable * max(self.requests - self.looked, 0)
+
+    def after(
+        self,
+        now: float,
+        tokens: int,
+        compacted: bool,
+        stored: Any,
+        look: tuple[float, int] | None = None,
+        min_prefix: int = 0,
+        forced: bool = False,
+    ) -> Any:
+        """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
+        when this is the very request it last saw (a rule applied twice sees one request).
+        ``look``: (carried, reclaimable) when this request looked at what a compaction could
+        free (carried then counts from here at the new figure); after a warm cut, what is left
+        of both (the steps it did not take keep what carrying them has cost). The next request
+        expects a cache hit when this one kept its predecessor's prefix and that predecessor
+        was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
+        was one the budget forced (``cut_at``)."""
+        if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
+            return stored
+        step = tokens - self.last_tokens
+        growth = self.growth
+        if self.requests and not compacted and step >= 0:
+            growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
+        carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
+        if look is not None:  # a look, or a warm cut that left steps (what they have cost)
+            carried, looked, reclaimable = look[0], self.requests, look[1]
+        elif compacted:
+            carried, looked, reclaimable = 0.0, self.requests, 0
+        return {
+            "requests": self.requests + 1,
+            "last_at": now,
+            "last_tokens": tokens,
+            "growth": round(growth, 1),
+            "expect_hit": bool(self.requests) and not compacted and self.last_tokens >= min_prefix,
+            "carried": round(carried, 1),
+            "looked": looked,
+            "reclaimable": reclaimable,
+            "cut_at": self.requests if compacted and forced else self.cut_at,
+        }
+
+
+def trigger(room: int, budget: int | None, memory: Memory) -> int:
+    """The size over which the budget forces a compaction: ``room`` (the budget less the
+    reserve kept for the block inject renders at a compaction), but the budget itself fewer than
+    ``HEADROOM`` requests after the last compaction it forced, whose block is already in the
+    prompt (replayed as history): the reserve would only bring the next compaction sooner."""
+    return budget if memory.cut_lately() and budget is not None else room

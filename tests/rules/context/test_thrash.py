@@ -1,0 +1,101 @@
+"""A session held at the budget compacts at most once per ``schedule.HEADROOM`` (5) requests:
+the goal of a forced compaction leaves room for that much growth; fewer than 5 requests after
+one, only the budget itself forces the next (the block the reserve was kept for is in the prompt
+by then); and when no cut fits, a compaction that went to the floor is not taken again on every
+request (``held``)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from rules.base import SessionState
+from rules.chain.validator import find_violations
+from rules.context import prune, schedule
+from tests.support.factories import TOKENS, assistant, ctx, result, shell, user
+
+BUDGET = 10_000  # reserve: 5% (500); the goal is not below half of it (target_ratio)
+
+
+def _step(k: int, lines: int, parts: int = 4) -> list[dict[str, Any]]:
+    """One agent step: ``parts`` parallel runs, each printing ``lines`` distinct lines."""
+    calls = [shell(f"c{k}_{j}", f"./probe --case {k} --part {j}") for j in range(parts)]
+    out: list[dict[str, Any]] = [assistant(f"step {k}", *calls)]
+    for j in range(parts):
+        body = "\n".join(f"case_{k}_{j}_value_{i} = {i * 31 % 97}" for i in range(lines))
+        out.append(result(f"c{k}_{j}", body))
+    return out
+
+
+def _replay(
+    steps: list[list[dict[str, Any]]], budget: int, task: str = "Find why the cache misses"
+) -> list[dict[str, Any]]:
+    """Each step sent as the next request of one session (5 s apart); prune's report of each,
+    with the forwarded request's size."""
+    state, messages, reports = SessionState(), [user(task)], []
+    for k, step in enumerate(steps):
+        messages = messages + step
+        context = ctx(list(messages), state=state, budget=budget, now=5.0 * k)
+        out = prune.apply(context, prune.Config())
+        assert find_violations(out.messages) == []
+        state = out.state
+        reports.append({**out.report["prune"], "size": TOKENS.count_messages(out.messages)})
+    return reports
+
+
+def _compactions(reports: list[dict[str, Any]]) -> list[int]:
+    return [k for k, r in enumerate(reports) if r["compacted"]]
+
+
+@pytest.mark.parametrize("lines", [46, 48])
+def test_steady_growth_at_the_budget_compacts_once_per_five_requests(lines: int) -> None:
+    # ~1,150 tokens a request: 5 requests of growth do not fit between the goal's floor (half
+    # the budget) and the budget less the reserve, but 4 fit under the budget itself
+    growth = TOKENS.count_messages(_step(0, lines))
+    assert (BUDGET // 2) + 4 * growth <= BUDGET < (BUDGET // 2) + 5 * growth
+    reports = _replay([_step(k, lines) for k in range(60)], BUDGET)
+    cuts = _compactions(reports)
+    assert len(cuts) >= 8  # held at the budget all along
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+    assert all(r["size"] <= BUDGET for r in reports)
+    assert all(not r["over_budget"] for r in reports)
+
+
+def test_a_burst_that_fits_the_budget_does_not_force_a_second_cut() -> None:
+    # small steps, then right after a compaction one large result: it takes the request past the
+    # room kept for inject's block but not past the budget
+    steps = [_step(k, 10) for k in range(40)]
+    reports = _replay(steps, BUDGET)
+    first = _compactions(reports)[0]
+    after = reports[first]["size"]
+    growth = TOKENS.count_messages(steps[0])
+    lines = (BUDGET - after - 3 * growth - 200) * 4 // 26  # ~26 characters a line
+    burst = [*steps[: first + 1], _step(first + 1, lines, parts=1), *steps[first + 2 :]]
+    reports = _replay(burst, BUDGET)
+    assert _compactions(reports)[0] == first
+    # 3 requests after the burst the session is past the room kept for inject's block (the
+    # trigger at any other time), still under the budget
+    assert BUDGET - reports[first]["reserve"] < reports[first + 3]["size"] + growth <= BUDGET
+    cuts = _compactions(reports)
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+    assert all(r["size"] <= BUDGET for r in reports)
+
+
+def test_a_floor_over_the_budget_is_cut_to_once_then_held() -> None:
+    # the task alone is over the budget: no cut fits, each request ages a result out of the last
+    # two (a gain over min_gain), and re-cutting for it would re-bill the prompt every request
+    task = "Port the importer to the new schema. " + " ".join(
+        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
+    )
+    budget = 4_000
+    assert TOKENS.count_text(task) > budget
+    reports = _replay([_step(k, 30, parts=1) for k in range(30)], budget, task=task)
+    cuts = _compactions(reports)
+    assert cuts, "the floor is cut to once"
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+    held = [r for r in reports if r.get("schedule", {}).get("decision") == "held"]
+    assert held and all(r["over_budget"] for r in held)
+    for r in held:  # the report says why: the deepest cut would still be over the budget
+        assert r["schedule"]["deepest"] > budget
