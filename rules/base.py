@@ -200,6 +200,10 @@ class Context:
     original_messages: Messages = field(default_factory=list)
     ancestors: tuple[Ancestor, ...] = ()
     budget: int | None = None
+    # What no forwarded request may pass, where known (the model's window less the output
+    # reserve, or a limit the upstream stated): a rule may leave a request over ``budget``,
+    # never over this.
+    window_room: int | None = None
     cache: CacheFacts = field(default_factory=CacheFacts)  # prices and the cache's last answer
     report: Report = field(default_factory=Report)  # fragments of earlier rules, read-only
     # Answers fetched by the proxy for a second pass (e.g. the optional resolver model's picks):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,9 +21,10 @@ from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
+from proxy.rewrite.budgets import WindowBudgets
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.integrity import IntegritySampler
-from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
+from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
 from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
@@ -32,7 +32,6 @@ from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import parent_session_key, session_key
 from proxy.settings import Settings
-from proxy.store import learned_windows
 from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
@@ -40,7 +39,6 @@ from proxy.tokens import RequestTokens, TokenCounters
 from proxy.workspace.pictures import Pictures
 from rules.base import Ancestor, CacheFacts, Context, SessionState
 from rules.messages import last_index, text_of
-from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.engine")
 
@@ -66,7 +64,7 @@ class _Request:
         return self.named_model if self.named_model is not None else str(self.body["model"])
 
 
-class Engine:
+class Engine(WindowBudgets):
     def __init__(
         self,
         settings: Settings,
@@ -84,6 +82,7 @@ class Engine:
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self._budgets: dict[str, int | None] = {}
+        self._rooms: dict[str, int | None] = {}  # window_room_for's, cleared with _budgets
         self.costs = CostModel(settings)
         self.ledger = CacheLedger()  # each session's previous request, for the cache attribution
         # windows upstreams stated in "prompt too long" errors (proxy.server.rescue)
@@ -98,72 +97,6 @@ class Engine:
 
     def close(self) -> None:
         self.offload.close()
-
-    def budget_for(self, model: str) -> int | None:
-        """min(configured budget, model window − output reserve); None when neither is known.
-        The window is the smaller of the known one and one learned from the upstream's errors.
-        Memoised per model name (bounded: names come from clients)."""
-        if model in self._budgets:
-            return self._budgets[model]
-        if len(self._budgets) >= 1024:
-            self._budgets.clear()
-        budget = self._budgets[model] = self._budget_for(model)
-        return budget
-
-    def _budget_for(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
-        configured = self.budget_override or self.settings.pipeline.budget_tokens
-        window = self._known_window(model)
-        learned = self.learned.get(*self._window_key(model))
-        for lower in (learned, stated):
-            if lower is not None:
-                window = min(window, lower) if window else lower
-        limits = [b for b in (configured,) if b]
-        if window:
-            room = max(256, window - self.settings.pipeline.output_reserve_tokens)
-            limits.append(int(room * scale))
-        return min(limits) if limits else None
-
-    def budget_under(self, model: str, stated: int, scale: float = 1.0) -> int:
-        """The model's budget were its window ``stated``, for the one request an upstream said
-        it to (the overflow rescue's retry): below the floor a learned window keeps, and the
-        window's room scaled by ``scale`` (our count of the prompt / the upstream's)."""
-        budget = self._budget_for(model, stated, scale)
-        assert budget is not None  # a window is known: the stated one
-        return budget
-
-    def _known_window(self, model: str) -> int | None:
-        return self.settings.context_window_for(model) or context_window(model)
-
-    def _window_key(self, model: str) -> tuple[str, str]:
-        """(upstream, model) as learned windows are kept: the model's name redacted."""
-        upstream = self.settings.upstream_for(model)
-        return (upstream.name if upstream is not None else "", redact_text(model))
-
-    def learn_window(self, model: str, window: int) -> int:
-        """Remember (here and in the store) the window an upstream stated for ``model``, never
-        below its ``window_floor``; its budget is worked out anew. Returns the window kept."""
-        upstream, name = self._window_key(model)
-        kept = self.learned.learn(upstream, name, window, self._floor(model))
-        self._budgets.pop(model, None)
-        learned_windows.save(self.store, upstream, name, kept, time.time())
-        return kept
-
-    def _floor(self, model: str) -> int:
-        return window_floor(self._known_window(model))
-
-    async def recall_windows(self, now: float) -> int:
-        """The windows learned before (by this process before a restart, or by another
-        replica), from the store; how many. A store that cannot be read leaves none known."""
-        try:
-            known = await learned_windows.load(self.store, now)
-        except Exception as exc:  # fail-open: the upstream's next overflow teaches it again
-            log.warning("could not read the learned context windows: %s", exc)
-            return 0
-        for upstream, model, window in known:
-            # a row stored below the floor (by an older version, or by hand) is raised to it
-            self.learned.learn(upstream, model, window, self._floor(model))
-        self._budgets.clear()
-        return len(known)
 
     async def _second_opinion(
         self,
@@ -277,6 +210,7 @@ class Engine:
                 Ancestor(split_scoped(a.session_id)[1], a.state, a.depth) for a in ancestors
             ),
             budget=self._budget(request),
+            window_room=self._hard_limit(request),
             cache=cache,
             hints=request.hints or {},
         )
@@ -286,6 +220,14 @@ class Engine:
         if request.budget is not None:
             budget = min(budget, request.budget) if budget is not None else request.budget
         return budget
+
+    def _hard_limit(self, request: _Request) -> int | None:
+        """The size no forwarded request may pass: the window's room, and this call's own lower
+        budget (the overflow rescue's retry: a limit the upstream stated)."""
+        room = self.window_room_for(request.model)
+        if request.budget is not None:
+            room = min(room, request.budget) if room is not None else request.budget
+        return room
 
     def _still_holds(
         self,
@@ -303,6 +245,7 @@ class Engine:
             and ctx.cache == cache
             and parent is None
             and ctx.budget == self._budget(request)
+            and ctx.window_room == self._hard_limit(request)
         )
 
     def _run(self, ctx: Context, lowered: Lowered) -> PipelineOutcome:

@@ -247,7 +247,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
-            min_gain, bet=cfg.bet_on_length, budget=budget,
+            min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
         if choice.chosen is not None:  # a cut that is not the first steps in plan order

@@ -38,6 +38,30 @@ async def test_budget_from_model_window(
         await store.close()
 
 
+@pytest.mark.parametrize(
+    ("model", "budget", "expected"),
+    [
+        ("gpt-4o", None, 128_000 - 8_000),  # the window's room, whatever the budget
+        ("openai/gpt-4o", 50_000, 128_000 - 8_000),
+        ("unknown-model-x", 50_000, None),  # no window known
+    ],
+)
+async def test_window_room_is_the_window_not_the_budget(
+    tmp_path: Path, model: str, budget: int | None, expected: int | None
+) -> None:
+    # what prune may never leave a request over (it may hold one over a budget below it)
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    try:
+        engine = Engine(settings_from_mapping({}), store, budget_override=budget)
+        assert engine.window_room_for(model) == expected
+        engine.learn_window(model, 64_000)  # an upstream said less: the room follows it
+        if expected is not None:
+            assert engine.window_room_for(model) == 64_000 - 8_000
+    finally:
+        await store.close()
+
+
 @pytest.mark.parametrize("on_over_budget", ["forward", "reject"])
 async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
     settings = settings_from_mapping(

@@ -30,14 +30,19 @@ def _step(k: int, lines: int, parts: int = 4) -> list[dict[str, Any]]:
 
 
 def _replay(
-    steps: list[list[dict[str, Any]]], budget: int, task: str = "Find why the cache misses"
+    steps: list[list[dict[str, Any]]],
+    budget: int,
+    task: str = "Find why the cache misses",
+    window_room: int | None = None,
 ) -> list[dict[str, Any]]:
     """Each step sent as the next request of one session (5 s apart); prune's report of each,
-    with the forwarded request's size."""
+    with the forwarded request's size (before the cut: ``before``)."""
     state, messages, reports = SessionState(), [user(task)], []
     for k, step in enumerate(steps):
         messages = messages + step
-        context = ctx(list(messages), state=state, budget=budget, now=5.0 * k)
+        context = ctx(
+            list(messages), state=state, budget=budget, now=5.0 * k, window_room=window_room
+        )
         out = prune.apply(context, prune.Config())
         assert find_violations(out.messages) == []
         state = out.state
@@ -99,3 +104,22 @@ def test_a_floor_over_the_budget_is_cut_to_once_then_held() -> None:
     assert held and all(r["over_budget"] for r in held)
     for r in held:  # the report says why: the deepest cut would still be over the budget
         assert r["schedule"]["deepest"] > budget
+
+
+def test_a_request_is_never_held_past_the_window() -> None:
+    # the same session, with the model's window leaving room for only a little more than the
+    # floor: a request the hold would leave past that room is cut as before
+    task = "Port the importer to the new schema. " + " ".join(
+        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
+    )
+    budget = 4_000
+    steps = [_step(k, 30, parts=1) for k in range(30)]
+    free = _replay(steps, budget, task=task)
+    held = [r for r in free if r.get("schedule", {}).get("decision") == "held"]
+    room = min(r["size"] for r in held) + 1  # the smallest held request fits; larger ones not
+    assert max(r["size"] for r in held) > room
+    reports = _replay(steps, budget, task=task, window_room=room)
+    for r in reports:
+        if r.get("schedule", {}).get("decision") == "held":
+            assert r["size"] <= room
+    assert len(_compactions(reports)) > len(_compactions(free))

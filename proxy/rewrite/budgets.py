@@ -1,0 +1,110 @@
+"""A model's budget and window room: the configured budget, the model's known context window,
+and the windows upstreams stated in "prompt too long" errors (learned, kept in the store). Mixed
+into ``Engine``, whose ``__init__`` sets the attributes declared here."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
+from proxy.settings import Settings
+from proxy.store import learned_windows
+from proxy.store.base import Store
+from rules.redact import redact_text
+
+log = logging.getLogger("ctxproxy.engine")
+
+
+class WindowBudgets:
+    settings: Settings
+    store: Store
+    budget_override: int | None
+    learned: LearnedWindows
+    _budgets: dict[str, int | None]
+    _rooms: dict[str, int | None]
+
+    def budget_for(self, model: str) -> int | None:
+        """min(configured budget, model window − output reserve); None when neither is known.
+        The window is the smaller of the known one and one learned from the upstream's errors.
+        Memoised per model name (bounded: names come from clients)."""
+        if model in self._budgets:
+            return self._budgets[model]
+        if len(self._budgets) >= 1024:
+            self._budgets.clear()
+        budget = self._budgets[model] = self._budget_for(model)
+        return budget
+
+    def _budget_for(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
+        configured = self.budget_override or self.settings.pipeline.budget_tokens
+        limits = [b for b in (configured,) if b]
+        room = self._window_room(model, stated, scale)
+        if room is not None:
+            limits.append(room)
+        return min(limits) if limits else None
+
+    def _window_room(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
+        """What the model's window leaves for the prompt (less the output reserve, at least 256
+        tokens); None when no window is known. The window is the smaller of the known one, one
+        learned from the upstream's errors and ``stated``."""
+        window = self._known_window(model)
+        learned = self.learned.get(*self._window_key(model))
+        for lower in (learned, stated):
+            if lower is not None:
+                window = min(window, lower) if window else lower
+        if not window:
+            return None
+        return int(max(256, window - self.settings.pipeline.output_reserve_tokens) * scale)
+
+    def window_room_for(self, model: str) -> int | None:
+        """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it)."""
+        if model in self._rooms:
+            return self._rooms[model]
+        if len(self._rooms) >= 1024:
+            self._rooms.clear()
+        room = self._rooms[model] = self._window_room(model)
+        return room
+
+    def budget_under(self, model: str, stated: int, scale: float = 1.0) -> int:
+        """The model's budget were its window ``stated``, for the one request an upstream said
+        it to (the overflow rescue's retry): below the floor a learned window keeps, and the
+        window's room scaled by ``scale`` (our count of the prompt / the upstream's)."""
+        budget = self._budget_for(model, stated, scale)
+        assert budget is not None  # a window is known: the stated one
+        return budget
+
+    def _known_window(self, model: str) -> int | None:
+        return self.settings.context_window_for(model) or context_window(model)
+
+    def _window_key(self, model: str) -> tuple[str, str]:
+        """(upstream, model) as learned windows are kept: the model's name redacted."""
+        upstream = self.settings.upstream_for(model)
+        return (upstream.name if upstream is not None else "", redact_text(model))
+
+    def learn_window(self, model: str, window: int) -> int:
+        """Remember (here and in the store) the window an upstream stated for ``model``, never
+        below its ``window_floor``; its budget is worked out anew. Returns the window kept."""
+        upstream, name = self._window_key(model)
+        kept = self.learned.learn(upstream, name, window, self._floor(model))
+        self._budgets.pop(model, None)
+        self._rooms.pop(model, None)
+        learned_windows.save(self.store, upstream, name, kept, time.time())
+        return kept
+
+    def _floor(self, model: str) -> int:
+        return window_floor(self._known_window(model))
+
+    async def recall_windows(self, now: float) -> int:
+        """The windows learned before (by this process before a restart, or by another
+        replica), from the store; how many. A store that cannot be read leaves none known."""
+        try:
+            known = await learned_windows.load(self.store, now)
+        except Exception as exc:  # fail-open: the upstream's next overflow teaches it again
+            log.warning("could not read the learned context windows: %s", exc)
+            return 0
+        for upstream, model, window in known:
+            # a row stored below the floor (by an older version, or by hand) is raised to it
+            self.learned.learn(upstream, model, window, self._floor(model))
+        self._budgets.clear()
+        self._rooms.clear()
+        return len(known)
