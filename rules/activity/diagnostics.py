@@ -10,8 +10,8 @@ from functools import lru_cache
 from typing import Any
 
 from rules.activity.agent_tools import output_header
-from rules.entities.ref_prefilter import required_literals
 from rules.packs import load_pack
+from rules.regex_literals import required_literals
 from rules.text_cache import text_cache
 
 MAX_LINES = 4000  # only the head and tail of huge outputs are scanned: diagnostics cluster there
