@@ -5,12 +5,13 @@ Python tracebacks span lines and are parsed here."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
 from rules.activity.agent_tools import output_header
 from rules.packs import load_pack
+from rules.regex_literals import required_literals
 from rules.text_cache import text_cache
 
 MAX_LINES = 4000  # only the head and tail of huge outputs are scanned: diagnostics cluster there
@@ -20,6 +21,7 @@ MAX_LINE_CHARS = 4000
 MAX_DIAGNOSTICS = 50
 MESSAGE_CHARS = 200
 
+_TB_TEXT = "Traceback (most recent call last):"  # in every traceback's first line
 _TB_START = re.compile(r"^Traceback \(most recent call last\):\s*$")
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
 _TB_EXC = re.compile(
@@ -124,6 +126,67 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _needs(regex: re.Pattern[str]) -> tuple[str, ...]:
+    """The literals every match of a pack pattern holds; none for a case-blind one (its literals
+    are read as written, the text it matches may differ in case)."""
+    if regex.flags & re.IGNORECASE or re.search(r"\(\?[a-zA-Z-]*i", regex.pattern):
+        return ()
+    return required_literals(regex)
+
+
+@lru_cache(maxsize=1)
+def _literal_needs() -> tuple[tuple[str, ...], dict[re.Pattern[str], int]]:
+    """Every literal a pack pattern needs, and each pattern's as a bit mask over them."""
+    needs = {
+        regex: _needs(regex)
+        for tc in toolchains()
+        for regex in (*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location)
+        if regex is not None
+    }
+    literals = tuple(sorted({s for n in needs.values() for s in n}))
+    bit = {s: 1 << i for i, s in enumerate(literals)}
+    return literals, {regex: sum(bit[s] for s in n) for regex, n in needs.items()}
+
+
+_LIVE: dict[int, list[_Toolchain]] = {}  # by the literals a text holds: few sets recur
+_LIVE_MAX = 1024
+
+
+def live_toolchains(text: str) -> list[_Toolchain]:
+    """The toolchains with only the patterns that may match some line of ``text``: a pattern
+    whose literals are not all in the whole text matches none of its lines (each is a part of
+    it), so dropping it changes no line's outcome. A test run's output holds one toolchain's
+    words: most patterns go, and the per-line loop runs a few instead of forty."""
+    literals, masks = _literal_needs()
+    held = sum(1 << i for i, s in enumerate(literals) if s in text)
+    live = _LIVE.get(held)
+    if live is None:
+        live = _live(held, masks)
+        if len(_LIVE) >= _LIVE_MAX:
+            _LIVE.clear()
+        _LIVE[held] = live
+    return live
+
+
+def _live(held: int, masks: dict[re.Pattern[str], int]) -> list[_Toolchain]:
+    def ok(regex: re.Pattern[str] | None) -> bool:
+        return regex is not None and masks[regex] & held == masks[regex]
+
+    out = []
+    for tc in toolchains():
+        live = replace(
+            tc,
+            patterns=tuple(filter(ok, tc.patterns)),
+            context=tc.context if ok(tc.context) else None,
+            location=tc.location if ok(tc.location) else None,
+            fail=tuple(filter(ok, tc.fail)),
+            passed=tuple(filter(ok, tc.passed)),
+        )
+        if live.patterns or live.context or live.location or live.fail or live.passed:
+            out.append(live)
+    return out
+
+
 @text_cache(max_chars=16_000_000)
 def parse(text: str, exit_code: int | None = None) -> RunOutcome:
     """Diagnostics and verdict of one tool output (cached: outputs repeat across requests).
@@ -134,14 +197,22 @@ def parse(text: str, exit_code: int | None = None) -> RunOutcome:
     if header is not None:
         text = header.body
         exit_code = header.exit_code if exit_code is None else exit_code
+    return scan(text, exit_code, live_toolchains(text))
+
+
+def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutcome:
+    """``parse`` of a text without its header, with these toolchains (``toolchains()``, or the
+    ones ``live_toolchains`` keeps: the outcome is the same)."""
     lines = _lines(text)
     diags: list[dict[str, Any]] = []
     failed: set[str] = set()
     passed = False
     current_file: dict[str, str] = {}
     for raw in lines:
+        if not chains:
+            break
         line = raw.rstrip()
-        for tc in toolchains():
+        for tc in chains:
             if tc.context:
                 cm = tc.context.match(line)
                 if cm:
@@ -168,7 +239,7 @@ def parse(text: str, exit_code: int | None = None) -> RunOutcome:
                 diags.append(_diag(tc.tool, file, g.get("line"), g.get("code"), g.get("message")))
                 failed.add(tc.category)
                 break
-    tracebacks = _tracebacks(lines)
+    tracebacks = _tracebacks(lines) if _TB_TEXT in text else []
     diags.extend(tracebacks)
     if tracebacks and (exit_code not in (0, None) or not passed):
         failed.add("runtime")

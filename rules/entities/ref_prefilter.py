@@ -15,39 +15,13 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-# re's own parser (no public API; sre_parse warns as deprecated): templates read as re reads them
-_parser: Any = importlib.import_module("re._parser")
+from rules.regex_literals import required_literals
+
+__all__ = ["PREFILTER_MIN_CHARS", "possible", "required_literals", "tail_words"]
+
+_parser: Any = importlib.import_module("re._parser")  # re's own parser, as regex_literals reads it
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
 PREFILTER_MIN_CHARS = 300  # a shorter text is scanned without tests (they would cost more)
-
-
-def _literals(items: Iterable[Any]) -> set[str]:
-    """Runs of literal characters every match of this sequence holds (two characters or more)."""
-    out: set[str] = set()
-    run: list[str] = []
-    for op, av in [*items, (None, None)]:
-        name = str(op)
-        if name == "LITERAL":
-            run.append(chr(av))
-            continue
-        if len(run) >= 2:
-            out.add("".join(run))
-        run = []
-        if name == "SUBPATTERN":
-            out |= _literals(av[3])
-        elif name == "ATOMIC_GROUP":
-            out |= _literals(av)
-        elif name in _REPEATS and av[0] >= 1:
-            out |= _literals(av[2])
-        elif name == "BRANCH":
-            branches = [_literals(b) for b in av[1]]
-            out |= set.intersection(*branches) if branches else set()
-    return out
-
-
-def required_literals(regex: re.Pattern[str]) -> tuple[str, ...]:
-    """Literal strings every match of ``regex`` holds: ``'s`` in "the lead agent's config"."""
-    return tuple(sorted(_literals(_parser.parse(regex.pattern, regex.flags))))
 
 
 def possible(text: str, literals: Iterable[str]) -> bool:

@@ -113,7 +113,9 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
     new = [*todo, *pairs[start:]]
     if not new:
         return None
-    nodes: tree.Nodes = {p: list(v) for p, v in (before.get("nodes") or {}).items()}
+    # a node is replaced, never changed in place (rules/workspace/tree.py): the entries this
+    # request leaves alone stay the very objects, which the state's redaction does not walk
+    nodes: tree.Nodes = dict(before.get("nodes") or {})
     cwd: str | None = before.get("cwd")
     git: dict[str, Any] = dict(before.get("git") or {})
     evicted = int(before.get("evicted") or 0)

@@ -1,0 +1,46 @@
+"""The literal strings every match of a regex holds, read from the compiled pattern's own parse
+tree on the path every match takes (not inside an optional group, and in every branch of an
+alternation): a pattern needs not run over a text that lacks one (one ``in`` test per literal
+costs far less than a pattern's scan). Read by the reference prefilter
+(``rules.entities.ref_prefilter``) and the diagnostics parser (``rules.activity.diagnostics``).
+The literals are as written: a case-blind pattern's caller folds or skips them."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# re's own parser (no public API; sre_parse warns as deprecated): templates read as re reads them
+_parser: Any = importlib.import_module("re._parser")
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+def _literals(items: Iterable[Any]) -> set[str]:
+    """Runs of literal characters every match of this sequence holds (two characters or more)."""
+    out: set[str] = set()
+    run: list[str] = []
+    for op, av in [*items, (None, None)]:
+        name = str(op)
+        if name == "LITERAL":
+            run.append(chr(av))
+            continue
+        if len(run) >= 2:
+            out.add("".join(run))
+        run = []
+        if name == "SUBPATTERN":
+            out |= _literals(av[3])
+        elif name == "ATOMIC_GROUP":
+            out |= _literals(av)
+        elif name in _REPEATS and av[0] >= 1:
+            out |= _literals(av[2])
+        elif name == "BRANCH":
+            branches = [_literals(b) for b in av[1]]
+            out |= set.intersection(*branches) if branches else set()
+    return out
+
+
+def required_literals(regex: re.Pattern[str]) -> tuple[str, ...]:
+    """Literal strings every match of ``regex`` holds: ``'s`` in "the lead agent's config"."""
+    return tuple(sorted(_literals(_parser.parse(regex.pattern, regex.flags))))
