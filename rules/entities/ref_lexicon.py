@@ -138,8 +138,8 @@ def _compile_language(
             template = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), template)
         return template
 
-    phrase_items, gate = _phrase(lang, spec, expand(str(spec.get("phrase") or "")), alternations,
-                                 wider, builtin)  # fmt: skip
+    phrase_items, phrase_gate = _phrase(lang, spec, expand(str(spec.get("phrase") or "")),
+                                        alternations, wider, builtin)  # fmt: skip
 
     def compile_template(
         template: str,
@@ -182,7 +182,7 @@ def _compile_language(
         literals = required_literals(regex)
         tail = tail_words(regex)
         return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge,
-                       verb_split, tail, gate if gated else None)  # fmt: skip
+                       verb_split, tail, phrase_gate if gated else None)  # fmt: skip
 
     patterns = []
     for item in spec.get("patterns") or []:
