@@ -8,8 +8,11 @@ compiles the gate, ``ref_scan`` finds where it matches and tries the patterns th
 Sound by construction: a pattern is gated only when its template's leading top-level items, made
 no stricter, are the phrase's own. Made no stricter: a lookaround dropped (it only rejects), a
 slot replaced by one holding all its words (``{type}`` by ``{types}``, ``{dem}`` by ``{det}``
-when every demonstrative is a determiner). Every match of the pattern then starts where the
-phrase matches, so trying it at those places alone finds the same matches in the same order.
+when every demonstrative is a determiner). The phrase itself must be as wide already (no
+lookaround, no slot with a wider one), and a template this module cannot read item by item (an
+alternation at the top, an escape of another length than two) is not gated. Every match of the
+pattern then starts where the phrase matches, so trying it at those places alone finds the same
+matches in the same order.
 """
 
 from __future__ import annotations
@@ -17,9 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-_QUANTIFIER = re.compile(r"(?:[*+?]|\{\d+(?:,\d*)?\})[+?]?")
+# every form Python reads as one ({,n} and {,} too): an item read with too much is only
+# compared whole, one read with too little could make an optional item look required
+_QUANTIFIER = re.compile(r"(?:[*+?]|\{\d*(?:,\d*)?\})[+?]?")
 _SLOT = re.compile(r"\{[a-z_]+\}")
 _LOOKAROUND = ("(?=", "(?!", "(?<=", "(?<!")
+_LONG_ESCAPES = frozenset("xuUN0123456789")  # \x41, \N{…}, \012, \1: not two characters
 
 
 def items(source: str) -> list[str] | None:
@@ -31,6 +37,8 @@ def items(source: str) -> list[str] | None:
         start = i
         ch = source[i]
         if ch == "\\":
+            if source[i + 1 : i + 2] in _LONG_ESCAPES:
+                return None  # its length is not read here: no leading items to share
             i += 2
         elif ch == "{" and (slot := _SLOT.match(source, i)) is not None:
             i = slot.end()

@@ -234,10 +234,11 @@ def _phrase(
     wider: Mapping[str, str],
     builtin: frozenset[str],
 ) -> tuple[list[str], re.Pattern[str] | None]:
-    """The language's phrase (``ref_gate``) as items, made no stricter, and compiled, its slots
-    filled without groups; ([], None) without one."""
+    """The language's phrase (``ref_gate``) as items and compiled, its slots filled without
+    groups; ([], None) without one, or when it is not as wide as patterns are read (a lookaround,
+    a slot with a wider one: the gate compiled from it would reject where a pattern matches)."""
     found = ref_gate.items(source) if source else None
-    if not found:
+    if not found or ref_gate.relaxed(found, wider) != found:
         return [], None
     where = f"references pack, {lang}: phrase"
 
@@ -249,7 +250,7 @@ def _phrase(
 
     filled = _SLOT.sub(fill, source)
     regex = compile_regex(filled, 0, where, str(spec.get("phrase")) not in builtin)
-    return ref_gate.relaxed(found, wider), regex
+    return found, regex
 
 
 def _matches_ascii(script: re.Pattern[str]) -> bool:

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rules.entities import ref_detect, ref_scan
 from rules.entities.ref_gate import begins_with, items, relaxed
@@ -138,3 +139,45 @@ def test_the_gate_changes_no_mention_on_the_corpus(monkeypatch: pytest.MonkeyPat
     assert sum(bool(f) for f in gated) > 50
     long_ones = [t for t in texts if len(t) >= ref_scan.PREFILTER_MIN_CHARS][:100]
     assert _every_match_starts_where_the_phrase_does(long_ones) > 0
+
+
+def test_items_read_every_quantifier_and_refuse_escapes_of_other_lengths() -> None:
+    # "{,1}" is a quantifier to Python: the noun it follows is optional, not a leading item
+    assert items(r"{det}\s++{type}{,1}x") == ["{det}", r"\s++", "{type}{,1}", "x"]
+    assert items(r"{det}{,}") == ["{det}{,}"]
+    for escape in (r"\x41", r"\N{SPACE}", r"\012", r"\1", r"\u0041"):
+        assert items(r"{det}\s++" + escape) is None
+
+
+USER_PACKS = {
+    # a phrase narrower than patterns are read with: a lookaround, a slot with a wider one
+    "lookaround": (r"{det}\s++(?!one\b)<mod>{types}", None, "Open the one from earlier."),
+    "narrow slot": (r"{dem}\s++<mod>{types}", None, "Open the config file you just made."),
+    "narrow noun": (r"{det}\s++<mod>{type}", None, "Fix the summaries the migration script made."),
+    # a pattern whose noun is optional by a "{,1}" quantifier
+    "optional noun": (
+        None,
+        r"\b{det}\s++<mod>{type}{,1}(?:from|of)\s++{rec}\b",
+        "Open the blue from earlier.",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(USER_PACKS))
+def test_a_user_packs_phrase_or_pattern_never_gates_what_it_would_miss(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    phrase, pattern, question = USER_PACKS[name]
+    en: dict[str, object] = {}
+    if phrase:
+        en["phrase"] = phrase
+    if pattern:
+        en["patterns"] = [{"kind": "recent", "re": pattern}]
+    pack = tmp_path / "pack.yaml"
+    pack.write_text(yaml.safe_dump({"references": {"languages": {"en": en}}}))
+    kinds, lexicons = load_lexicons((str(pack),))
+    text = FILLER + question  # long: the gate is used
+    gated = ref_detect.detect(text, kinds, lexicons, ("en",))
+    _ungated(monkeypatch)
+    assert gated == ref_detect.detect(text, kinds, lexicons, ("en",))
+    assert gated, "the question holds a reference"
