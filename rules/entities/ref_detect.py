@@ -35,6 +35,7 @@ from rules.entities.ref_scan import (
     fold,
     is_word,
     matches,
+    matches_at,
     prepare,
     runnable,
     strip_injected,
@@ -123,7 +124,10 @@ def scan_prepared(
         for rank, p in runnable(lex, kinds, min_base, select):
             if tested and not possible(text, p.literals):
                 continue  # a string every match holds is not in the text
-            for m in matches(p, text):
+            # a long text: a pattern beginning with the language's phrase is tried where it is
+            gate = p.gate if tested else None
+            hits = matches(p, text) if gate is None else matches_at(p, text, prep.starts(gate))
+            for m in hits:
                 start, end = m.span()
                 if start == end or taken.find(1, start, end) >= 0:
                     continue

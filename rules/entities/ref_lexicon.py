@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rules.entities import ref_grammar
+from rules.entities import ref_gate, ref_grammar
 from rules.entities.ref_prefilter import required_literals, tail_words
 from rules.packs import builtin_strings, compile_regex, load_pack
 
@@ -52,6 +52,9 @@ class Pattern:
     # what its match ends with before the blanks at the end of the text (a relation's words read
     # before a mention: "the commit on "): the text is tested with one ``endswith`` first
     tail: tuple[str, ...] = ()
+    # the language's phrase (``ref_gate``), when the template begins with it: on a long text the
+    # pattern is tried only where the phrase matches
+    gate: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ def _compile_language(
         words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
     alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    # slots holding all the words of another: a template begins with the phrase when it does
+    # with these read as their wider slots (``ref_gate``); an older pack's names as the new
+    wider = {a: b for a, b in (("type", "types"), ("dem", "det")) if set(words[a]) <= set(words[b])}
+    wider.update({old: wider.get(new, new) for old, new in ref_grammar.ALIASES.items()})
     # what a file holds (a format, a weak noun): never the subject of a verb ("the csv files")
     contents = {*formats, *(w for w, t in words["type"].items() if t in ("weak", "format"))}
     alternations["contents"] = ref_grammar.alternation(contents, space)
@@ -126,6 +133,14 @@ def _compile_language(
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 
+    def expand(template: str) -> str:
+        for _ in range(3):  # fragments may name fragments
+            template = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), template)
+        return template
+
+    phrase_items, phrase_gate = _phrase(lang, spec, expand(str(spec.get("phrase") or "")),
+                                        alternations, wider, builtin)  # fmt: skip
+
     def compile_template(
         template: str,
         kind: str,
@@ -134,11 +149,12 @@ def _compile_language(
         needs: str | None = None,
         edge: str | None = None,
     ) -> Pattern:
-        source = template
-        for _ in range(3):  # fragments may name fragments
-            source = _FRAGMENT.sub(lambda m: fragments.get(m.group(1), m.group(0)), source)
+        source = expand(template)
         word_start = source.startswith(r"\b")
         source = source[2:] if word_start else source
+        leading = ref_gate.items(source)
+        gated = bool(phrase_items) and leading is not None
+        gated = gated and ref_gate.begins_with(ref_gate.relaxed(leading or [], wider), phrase_items)
         seen: Counter[str] = Counter()
 
         def fill(m: re.Match[str]) -> str:
@@ -165,9 +181,8 @@ def _compile_language(
         regex = compile_regex(source, 0, where, template not in builtin)
         literals = required_literals(regex)
         tail = tail_words(regex)
-        return Pattern(
-            kind, regex, word_start, head, verb_head, needs, literals, edge, verb_split, tail
-        )
+        return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge,
+                       verb_split, tail, phrase_gate if gated else None)  # fmt: skip
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -209,6 +224,33 @@ def _compile_language(
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
                    relation, placement, prefixes, suffixes, space,
                    gate is None or _matches_ascii(gate))  # fmt: skip
+
+
+def _phrase(
+    lang: str,
+    spec: Mapping[str, Any],
+    source: str,
+    alternations: Mapping[str, str],
+    wider: Mapping[str, str],
+    builtin: frozenset[str],
+) -> tuple[list[str], re.Pattern[str] | None]:
+    """The language's phrase (``ref_gate``) as items and compiled, its slots filled without
+    groups; ([], None) without one, or when it is not as wide as patterns are read (a lookaround,
+    a slot with a wider one: the gate compiled from it would reject where a pattern matches)."""
+    found = ref_gate.items(source) if source else None
+    if not found or ref_gate.relaxed(found, wider) != found:
+        return [], None
+    where = f"references pack, {lang}: phrase"
+
+    def fill(m: re.Match[str]) -> str:
+        slot = ref_grammar.ALIASES.get(m.group(1), m.group(1))
+        if slot not in alternations:
+            raise ValueError(f"{where}: unknown slot {m.group(0)}")
+        return f"(?:{alternations[slot]})"
+
+    filled = _SLOT.sub(fill, source)
+    regex = compile_regex(filled, 0, where, str(spec.get("phrase")) not in builtin)
+    return found, regex
 
 
 def _matches_ascii(script: re.Pattern[str]) -> bool:

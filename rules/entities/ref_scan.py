@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from rules.entities import ref_grammar
@@ -48,6 +48,35 @@ def matches(p: Pattern, text: str) -> Any:
         m = p.regex.search(text, pos)
         if m is None:
             return
+        start, end = m.span()
+        if p.word_start and start > 0 and is_word(text[start - 1]):
+            pos = start + 1
+            continue
+        yield m
+        pos = end if end > start else end + 1
+
+
+def starts(gate: re.Pattern[str], text: str) -> list[int]:
+    """Every position where ``gate`` matches, overlapping matches included: one search each."""
+    out = []
+    m = gate.search(text)
+    while m is not None:
+        at = m.start()
+        out.append(at)
+        m = gate.search(text, at + 1)
+    return out
+
+
+def matches_at(p: Pattern, text: str, where: Sequence[int]) -> Any:
+    """``matches(p, text)`` for a pattern every match of which starts at one of ``where``
+    (ascending; ``ref_gate``): ``match`` tried there only, past the last match's end."""
+    pos = 0
+    for at in where:
+        if at < pos:
+            continue
+        m = p.regex.match(text, at)
+        if m is None:
+            continue
         start, end = m.span()
         if p.word_start and start > 0 and is_word(text[start - 1]):
             pos = start + 1
@@ -111,6 +140,14 @@ class Prepared:
     text: str
     lexicons: tuple[Lexicon, ...]
     claimed: bytes
+    # where each gate (``Pattern.gate``) matches in ``text``: found at the first scan needing it
+    gated: dict[re.Pattern[str], list[int]] = field(default_factory=dict, compare=False)
+
+    def starts(self, gate: re.Pattern[str]) -> list[int]:
+        found = self.gated.get(gate)
+        if found is None:
+            found = self.gated[gate] = starts(gate, self.text)
+        return found
 
 
 def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) -> Prepared:
