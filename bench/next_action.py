@@ -80,6 +80,7 @@ from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.next_action_tables import PACK_HEADER, print_learn, print_rows
 from bench.next_action_thrash import Cut, count_compaction, print_classes, tally_row
 from bench.reuse_learn import need_samples, reuse_pack
+from proxy.rewrite.budgets import default_window_room
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, ensure_offline_tiktoken
 from rules.base import CacheFacts, Context, Message, SessionState
@@ -209,6 +210,7 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
         state=lane.state,
         request={"model": model, "messages": prefix},
         budget=lane.budget,
+        window_room=default_window_room(model),
         cache=facts,
     )
     outcome = _pipeline(()).run(ctx)

@@ -38,6 +38,7 @@ from bench.cost_stats import Outcome
 from bench.optimal_inputs import optimal_figures
 from bench.pruning import evidence_items, kept
 from proxy.protocols.report import describe_lift
+from proxy.rewrite.budgets import default_window_room
 from proxy.rewrite.pipeline import Pipeline
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens
@@ -222,6 +223,7 @@ class Replay:
             state=state,
             request={"model": self.model, "messages": prefix},
             budget=budget,
+            window_room=default_window_room(self.model),
             cache=facts,
         )
         started = time.perf_counter()
@@ -257,6 +259,7 @@ class Replay:
             tools=lowered.tools,
             request=body,
             budget=budget,
+            window_room=default_window_room(self.model),
             cache=facts,
         )
         outcome = pipeline.run(ctx)

@@ -6,14 +6,41 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
-from proxy.settings import Settings
+from proxy.settings import PipelineSettings, Settings
 from proxy.store import learned_windows
 from proxy.store.base import Store
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.engine")
+DEFAULT_RESERVE: int = PipelineSettings.model_fields["output_reserve_tokens"].default
+# where each protocol's body asks for its longest answer (Gemini's under generationConfig)
+OUTPUT_LIMIT_KEYS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+
+
+def window_room(window: int | None, reserve: int = DEFAULT_RESERVE) -> int | None:
+    """What a window of ``window`` tokens leaves for the prompt: less the output reserve, at
+    least 256; None for an unknown window."""
+    return max(256, window - reserve) if window else None
+
+
+def default_window_room(model: str) -> int | None:
+    """``window_room`` of the model's bundled window with the default reserve (the benches build
+    their ``Context`` as the engine does)."""
+    return window_room(context_window(model))
+
+
+def asked_output(body: Mapping[str, Any]) -> int:
+    """The longest answer the request asks for (0: it does not say)."""
+    config = body.get("generationConfig")
+    values = [body.get(key) for key in OUTPUT_LIMIT_KEYS]
+    if isinstance(config, Mapping):
+        values.append(config.get("maxOutputTokens"))
+    asked = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    return max(asked, default=0)
 
 
 class WindowBudgets:
@@ -52,9 +79,8 @@ class WindowBudgets:
         for lower in (learned, stated):
             if lower is not None:
                 window = min(window, lower) if window else lower
-        if not window:
-            return None
-        return int(max(256, window - self.settings.pipeline.output_reserve_tokens) * scale)
+        room = window_room(window, self.settings.pipeline.output_reserve_tokens)
+        return None if room is None else int(room * scale)
 
     def window_room_for(self, model: str) -> int | None:
         """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it)."""

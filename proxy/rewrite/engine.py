@@ -21,7 +21,7 @@ from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
-from proxy.rewrite.budgets import WindowBudgets
+from proxy.rewrite.budgets import WindowBudgets, asked_output
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
@@ -222,9 +222,14 @@ class Engine(WindowBudgets):
         return budget
 
     def _hard_limit(self, request: _Request) -> int | None:
-        """The size no forwarded request may pass: the window's room, and this call's own lower
-        budget (the overflow rescue's retry: a limit the upstream stated)."""
+        """The size no forwarded request may pass: the window's room (less the answer the body
+        asks for, where that is more than the reserve), and this call's own lower budget (the
+        overflow rescue's retry: a limit the upstream stated). None: no window known."""
         room = self.window_room_for(request.model)
+        reserve = self.settings.pipeline.output_reserve_tokens
+        asked = asked_output(request.body)
+        if room is not None and asked > reserve:  # a longer answer asked for than reserved
+            room = max(256, room - (asked - reserve))
         if request.budget is not None:
             room = min(room, request.budget) if room is not None else request.budget
         return room

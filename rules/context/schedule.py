@@ -178,7 +178,7 @@ def choose(
     ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
     ``budget``: the budget itself (``room`` less inject's reserve; default ``room``).
     ``hard_limit``: what the request may never pass (``Context.window_room``): no cut is held
-    past it."""
+    past it, nor without it."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -223,12 +223,13 @@ def choose(
         deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
     )  # fmt: skip
     limit = room if budget is None else budget
-    within = hard_limit is None or total <= hard_limit
-    if deepest > limit and memory.cut_lately() and within:
+    within = hard_limit is not None and total <= hard_limit
+    if deepest > limit and memory.cut_lately() and within and state == "warm":
         # No cut fits the budget, and the budget forced a compaction fewer than HEADROOM
         # requests ago: cutting what has aged out since would re-bill the prompt on every
         # request and still leave it over. It goes over the budget, as it would after the cut,
-        # but never over the window (a budget the window sets is one such limit).
+        # but never past the window, nor where it is not known (a budget the window sets is
+        # one such limit), and not on a cold cache, where the whole prompt is billed anyway.
         figures.update(decision="held", bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan

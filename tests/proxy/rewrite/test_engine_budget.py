@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxy.errors import BadRequest
+from proxy.rewrite.budgets import asked_output
 from proxy.rewrite.engine import Engine
 from proxy.settings import settings_from_mapping
 from proxy.store.sqlite import Store
@@ -80,3 +81,21 @@ async def test_on_over_budget(tmp_path: Path, on_over_budget: str) -> None:
             assert any(w["kind"] == "over_budget" for w in out.report["warnings"])
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "asked"),
+    [
+        ({"max_tokens": 32_000}, 32_000),  # chat, Messages
+        ({"max_completion_tokens": 20_000, "max_tokens": 100}, 20_000),
+        ({"max_output_tokens": 16_000}, 16_000),  # Responses
+        ({"generationConfig": {"maxOutputTokens": 12_000}}, 12_000),  # Gemini
+        ({"max_tokens": "lots", "generationConfig": []}, 0),  # not a count: not read
+        ({"max_tokens": True}, 0),
+        ({}, 0),
+    ],
+)
+def test_the_answer_a_body_asks_for(body: dict[str, object], asked: int) -> None:
+    # a longer answer than the output reserve leaves less of the window for the prompt: prune
+    # never holds a request past that (Context.window_room)
+    assert asked_output(body) == asked

@@ -33,16 +33,17 @@ def _replay(
     steps: list[list[dict[str, Any]]],
     budget: int,
     task: str = "Find why the cache misses",
-    window_room: int | None = None,
+    window_room: int | None = 120_000,
+    pause: dict[int, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Each step sent as the next request of one session (5 s apart); prune's report of each,
-    with the forwarded request's size (before the cut: ``before``)."""
-    state, messages, reports = SessionState(), [user(task)], []
+    with the forwarded request's size. ``window_room``: the model's (120,000: gpt-4o's, less the
+    output reserve); ``pause``: seconds of idle time before a step (the cache cools)."""
+    state, messages, reports, now = SessionState(), [user(task)], [], 0.0
     for k, step in enumerate(steps):
         messages = messages + step
-        context = ctx(
-            list(messages), state=state, budget=budget, now=5.0 * k, window_room=window_room
-        )
+        now += 5.0 + (pause or {}).get(k, 0.0)
+        context = ctx(list(messages), state=state, budget=budget, now=now, window_room=window_room)
         out = prune.apply(context, prune.Config())
         assert find_violations(out.messages) == []
         state = out.state
@@ -123,3 +124,29 @@ def test_a_request_is_never_held_past_the_window() -> None:
         if r.get("schedule", {}).get("decision") == "held":
             assert r["size"] <= room
     assert len(_compactions(reports)) > len(_compactions(free))
+
+
+def _floor_session() -> tuple[list[list[dict[str, Any]]], int, str]:
+    task = "Port the importer to the new schema. " + " ".join(
+        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
+    )
+    return [_step(k, 30, parts=1) for k in range(30)], 4_000, task
+
+
+def test_nothing_is_held_where_the_window_is_not_known() -> None:
+    steps, budget, task = _floor_session()
+    reports = _replay(steps, budget, task=task, window_room=None)
+    assert not [r for r in reports if r.get("schedule", {}).get("decision") == "held"]
+    assert len(_compactions(reports)) > len(_compactions(_replay(steps, budget, task=task)))
+
+
+def test_a_cold_request_is_cut_not_held() -> None:
+    # the whole prompt is billed anyway on a cold cache: the cut costs nothing more
+    steps, budget, task = _floor_session()
+    warm = _replay(steps, budget, task=task)
+    held = [k for k, r in enumerate(warm) if r.get("schedule", {}).get("decision") == "held"]
+    # the held request a cut would shrink most (the first ones free less than ``min_gain``)
+    k = max(held, key=lambda k: warm[k]["schedule"]["before"] - warm[k]["schedule"]["deepest"])
+    cold = _replay(steps, budget, task=task, pause={k: 3_600.0})
+    assert cold[k]["schedule"]["cache"] == "cold"
+    assert cold[k]["compacted"] and cold[k]["schedule"]["decision"] != "held"
