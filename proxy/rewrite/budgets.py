@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from proxy.rewrite.model_windows import LearnedWindows, context_window, window_floor
@@ -33,6 +33,18 @@ def default_window_room(model: str) -> int | None:
     return window_room(context_window(model))
 
 
+def _memoised(
+    kept: dict[str, int | None], model: str, compute: Callable[[str], int | None]
+) -> int | None:
+    """``compute(model)``, kept per model name (at most 1,024: names come from clients)."""
+    if model in kept:
+        return kept[model]
+    if len(kept) >= 1024:
+        kept.clear()
+    value = kept[model] = compute(model)
+    return value
+
+
 def asked_output(body: Mapping[str, Any]) -> int:
     """The longest answer the request asks for (0: it does not say)."""
     config = body.get("generationConfig")
@@ -55,12 +67,7 @@ class WindowBudgets:
         """min(configured budget, model window − output reserve); None when neither is known.
         The window is the smaller of the known one and one learned from the upstream's errors.
         Memoised per model name (bounded: names come from clients)."""
-        if model in self._budgets:
-            return self._budgets[model]
-        if len(self._budgets) >= 1024:
-            self._budgets.clear()
-        budget = self._budgets[model] = self._budget_for(model)
-        return budget
+        return _memoised(self._budgets, model, self._budget_for)
 
     def _budget_for(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
@@ -84,12 +91,7 @@ class WindowBudgets:
 
     def window_room_for(self, model: str) -> int | None:
         """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it)."""
-        if model in self._rooms:
-            return self._rooms[model]
-        if len(self._rooms) >= 1024:
-            self._rooms.clear()
-        room = self._rooms[model] = self._window_room(model)
-        return room
+        return _memoised(self._rooms, model, self._window_room)
 
     def budget_under(self, model: str, stated: int, scale: float = 1.0) -> int:
         """The model's budget were its window ``stated``, for the one request an upstream said
