@@ -43,9 +43,9 @@ from typing import Any
 from rules.base import CacheFacts
 from rules.context import payback
 from rules.context.session_memory import HEADROOM, Memory, trigger
+from rules.packs import load_pack
 
 __all__ = ["HEADROOM", "LAST_RESORT", "Choice", "Memory", "Step", "choose", "trigger"]
-from rules.packs import load_pack
 
 LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
 
