@@ -68,7 +68,6 @@ import yaml
 
 from bench.cache_emulator import CacheUse, PrefixCache, Segments
 from bench.copied_literals import (
-    AGE_BUCKETS,
     Copied,
     age_bucket,
     copied_literals,
@@ -77,8 +76,8 @@ from bench.copied_literals import (
 )
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
-from bench.next_action_tables import PACK_HEADER, print_learn, print_rows
-from bench.next_action_thrash import Cut, count_compaction, print_classes, tally_row
+from bench.next_action_tables import PACK_HEADER, kept_rows, print_learn, print_rows
+from bench.next_action_thrash import Cut, count_compaction, print_classes
 from bench.reuse_learn import need_samples, reuse_pack
 from proxy.rewrite.budgets import default_window_room
 from proxy.store.redact_state import redact_state
@@ -315,31 +314,6 @@ def run_jobs(jobs: list[Job], workers: int) -> Iterable[Outcome]:
     results = pool.imap_unordered(replay, order, chunksize=1)
     pool.close()
     return results
-
-
-def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
-    rows = []
-    for v in variants:
-        t = total.tally.get(v.name, Counter())
-        ages = {b: {"literals": t[f"n {b}"], "kept": t[f"kept {b}"]} for b in AGE_BUCKETS}
-        rows.append(
-            {
-                "configuration": v.name,
-                "literals": sum(a["literals"] for a in ages.values()),
-                "kept": sum(a["kept"] for a in ages.values()),
-                "by_age": ages,
-                "losses": {k[6:]: n for k, n in t.most_common() if k.startswith("lost: ")},
-                "kept_though_elided": {k[7:]: n for k, n in t.items() if k.startswith("saved: ")},
-                "requests": total.requests,
-                "compactions": t["compactions"],
-                "thrash": t["compactions: thrash"],
-                "forced": t["compactions: forced"],
-                "thrash_over_budget": t["compactions: thrash, over"],
-                "thrash_why": tally_row(t),
-                "over_budget": t["over budget"],
-            }
-        )
-    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,9 +3,39 @@ what elided their source, the ``--learn`` rates; and the header of the pack it w
 
 from __future__ import annotations
 
-from typing import Any
+from collections import Counter
+from typing import TYPE_CHECKING, Any
 
 from bench.copied_literals import AGE_BUCKETS
+from bench.next_action_thrash import tally_row
+
+if TYPE_CHECKING:  # the bench's own types (it imports this module)
+    from bench.next_action import Outcome, Variant
+
+
+def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
+    rows = []
+    for v in variants:
+        t = total.tally.get(v.name, Counter())
+        ages = {b: {"literals": t[f"n {b}"], "kept": t[f"kept {b}"]} for b in AGE_BUCKETS}
+        rows.append(
+            {
+                "configuration": v.name,
+                "literals": sum(a["literals"] for a in ages.values()),
+                "kept": sum(a["kept"] for a in ages.values()),
+                "by_age": ages,
+                "losses": {k[6:]: n for k, n in t.most_common() if k.startswith("lost: ")},
+                "kept_though_elided": {k[7:]: n for k, n in t.items() if k.startswith("saved: ")},
+                "requests": total.requests,
+                "compactions": t["compactions"],
+                "thrash": t["compactions: thrash"],
+                "forced": t["compactions: forced"],
+                "thrash_over_budget": t["compactions: thrash, over"],
+                "thrash_why": tally_row(t),
+                "over_budget": t["over budget"],
+            }
+        )
+    return rows
 
 
 def _pct(kept: int, n: int) -> str:
