@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 import bench.next_action as na
-from bench.copied_literals import Copied, copied_literals
+from bench.copied_literals import AGE_BUCKETS, Copied, copied_literals
 from bench.copied_literals import request_text as forwarded_text
 from bench.split import half_of
 from rules.activity.observations import observations
@@ -205,8 +205,8 @@ def patched(oracle: bool, restoring: str = "off") -> Iterator[None]:
 
 
 def print_table(name: str, tally: Counter[str]) -> None:
-    n = sum(tally[f"n {b}"] for b in na.AGE_BUCKETS)
-    kept = sum(tally[f"kept {b}"] for b in na.AGE_BUCKETS)
+    n = sum(tally[f"n {b}"] for b in AGE_BUCKETS)
+    kept = sum(tally[f"kept {b}"] for b in AGE_BUCKETS)
     print(
         f"\n## {name}: kept {kept:,} of {n:,} ({100 * kept / max(n, 1):.1f}%), "
         f"{tally['compactions']} compactions, {tally['compactions: thrash']} thrash\n"
