@@ -1,6 +1,9 @@
 """Why a compaction came fewer than 5 requests after the session's previous one (thrash), for
 ``bench.next_action``: each is put in the first class that fits, from the previous compaction's
-figures (``report["prune"]["schedule"]``) and the requests since.
+figures (``report["prune"]["schedule"]``) and the requests since. Each is judged against the
+previous compaction's room (the budget less inject's reserve), where the compaction that followed
+it may have been forced only past the budget itself (``schedule.trigger``): the classes put a
+little more in ``floor`` and the bursts than the budget alone would.
 
 - ``not forced before``: the previous compaction was a warm or cold one (under the budget), which
   leaves no room for growth by design;
@@ -37,7 +40,7 @@ class Cut:
 
     request: int
     decision: str
-    room: int  # the budget less inject's reserve: over it, a compaction is forced
+    room: int  # the budget less inject's reserve: the classes are judged against it
     after: int  # tokens forwarded
     goal: int | None = None
     growth: float = 0.0  # the growth per request the goal was set for
