@@ -118,14 +118,14 @@ def scan_prepared(
     """``scan`` of a prepared text: several scans of one text share its preparation."""
     text, original = prep.text, prep.original
     taken = bytearray(prep.claimed)
-    tested = len(text) >= PREFILTER_MIN_CHARS
+    gated = len(text) >= PREFILTER_MIN_CHARS
     found: list[Mention] = []
     for lex in prep.lexicons:
         for rank, p in runnable(lex, kinds, min_base, select):
-            if tested and not possible(text, p.literals):
+            if not possible(text, p.literals):
                 continue  # a string every match holds is not in the text
             # a long text: a pattern beginning with the language's phrase is tried where it is
-            gate = p.gate if tested else None
+            gate = p.gate if gated else None
             hits = matches(p, text) if gate is None else matches_at(p, text, prep.starts(gate))
             for m in hits:
                 start, end = m.span()

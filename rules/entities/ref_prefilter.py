@@ -1,5 +1,5 @@
 """The literal strings a template cannot match without ("'s" in "the lead agent's config",
-"what" in "what you just deleted"): a pattern is not run over a long question that lacks one.
+"what" in "what you just deleted"): a pattern is not run over a question that lacks one.
 One ``in`` test per literal costs far less than a pattern's scan of a long text.
 
 Sound by construction: the strings are read from the compiled template's own parse tree, on the
@@ -21,7 +21,10 @@ __all__ = ["PREFILTER_MIN_CHARS", "possible", "required_literals", "tail_words"]
 
 _parser: Any = importlib.import_module("re._parser")  # re's own parser, as regex_literals reads it
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
-PREFILTER_MIN_CHARS = 300  # a shorter text is scanned without tests (they would cost more)
+# A shorter text is scanned without the phrase gates (``ref_gate``: finding the phrase first
+# costs more there); literals are tested at every length (a few ``in`` tests cost less than
+# a pattern's scan, which in a replay runs with its code and tables out of the CPU's caches).
+PREFILTER_MIN_CHARS = 300
 
 
 def possible(text: str, literals: Iterable[str]) -> bool:

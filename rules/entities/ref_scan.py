@@ -14,7 +14,7 @@ from typing import Any
 
 from rules.entities import ref_grammar
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern
-from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible, required_literals
+from rules.entities.ref_prefilter import possible, required_literals
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 FILE_KINDS = ("file", "folder")  # always in reach: files are not in a session's summary
@@ -163,10 +163,9 @@ def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) ->
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.
     taken = bytearray(len(folded))
-    tested = len(folded) >= PREFILTER_MIN_CHARS  # a short text is scanned faster than tested
     for lex in read:
         for p in lex.not_refs:
-            if tested and not possible(folded, p.literals):
+            if not possible(folded, p.literals):
                 continue
             for m in matches(p, folded):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())

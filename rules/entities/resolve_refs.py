@@ -173,21 +173,25 @@ def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...
     return prep
 
 
-@text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
-def _scan(
+def _scan_layer(
     text: str,
     extra_packs: tuple[str, ...],
     languages: tuple[str, ...],
     threshold: float,
     present: str | None,
 ) -> tuple[Mention, ...]:
-    """One layer of mentions, memoised: an agent's tool loop sends the same latest user message
-    many times. ``present`` None: the patterns that need nothing; else only those needing what
-    is present (a session's first commit scans its question again for these alone), with the
-    object verbs of the kinds held (``_with_verbs``)."""
+    """One layer of mentions. ``present`` None: the patterns that need nothing; else only those
+    needing what is present (a session's first commit scans its question again for these
+    alone), with the object verbs of the kinds held (``_with_verbs``)."""
     kinds, _ = load_lexicons(extra_packs)
     prep = _prepared(text, extra_packs, languages)
     return tuple(scan_prepared(prep, kinds, threshold, _selection(present)))
+
+
+# The first layer, memoised: an agent's tool loop sends the same latest user message many times,
+# and a question read again with other sorts present reads the second layer alone. The second
+# layer is kept by ``_mentions``' own memo, whose key holds ``present``.
+_scan = text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)(_scan_layer)
 
 
 @functools.lru_cache(maxsize=256)
@@ -213,7 +217,7 @@ def _mentions(
     kinds, lexicons = load_lexicons(extra_packs)
     layers = [_scan(text, extra_packs, languages, threshold, None)]
     if present:
-        layers.append(_scan(text, extra_packs, languages, threshold, present))
+        layers.append(_scan_layer(text, extra_packs, languages, threshold, present))
     found = finish(
         text, kinds, lexicons, merge(*layers), lambda: _prepared(text, extra_packs, languages)
     )

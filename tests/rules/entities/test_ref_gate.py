@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rules.entities import ref_detect, ref_scan
+from rules.entities import ref_detect
 from rules.entities.ref_gate import begins_with, items, relaxed
 from rules.entities.ref_lexicon import load_lexicons
 from rules.entities.ref_scan import matches, matches_at, starts
@@ -111,7 +111,7 @@ def test_matches_at_the_phrase_equals_scanning() -> None:
 
 def test_the_gate_changes_no_mention(monkeypatch: pytest.MonkeyPatch) -> None:
     texts = [FILLER + q for q in QUESTIONS] + [q + "\n" + FILLER for q in QUESTIONS]
-    assert all(len(t) >= ref_scan.PREFILTER_MIN_CHARS for t in texts)
+    assert all(len(t) >= ref_detect.PREFILTER_MIN_CHARS for t in texts)
     gated = [_detect(t) for t in texts]
     _ungated(monkeypatch)
     assert gated == [_detect(t) for t in texts]
@@ -137,7 +137,7 @@ def test_the_gate_changes_no_mention_on_the_corpus(monkeypatch: pytest.MonkeyPat
     _ungated(monkeypatch)
     assert gated == [_detect(t) for t in texts]
     assert sum(bool(f) for f in gated) > 50
-    long_ones = [t for t in texts if len(t) >= ref_scan.PREFILTER_MIN_CHARS][:100]
+    long_ones = [t for t in texts if len(t) >= ref_detect.PREFILTER_MIN_CHARS][:100]
     assert _every_match_starts_where_the_phrase_does(long_ones) > 0
 
 

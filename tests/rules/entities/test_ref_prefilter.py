@@ -1,7 +1,7 @@
 """The pattern prefilter (rules/entities/ref_prefilter.py) skips a pattern only when it could not
-have matched: every question of the scenario sets, padded past the length where the prefilter
-starts, yields the same mentions with and without it; and the literals it derives are those a
-template cannot match without."""
+have matched: every question of the scenario sets, as it is and padded past the length where the
+phrase gates start, yields the same mentions with and without it; and the literals it derives are
+those a template cannot match without."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from rules.entities import ref_detect
+from rules.entities import ref_detect, ref_scan
 from rules.entities.ref_lexicon import _matches_ascii, load_lexicons
 from rules.entities.ref_prefilter import possible, required_literals, tail_words
 from tests.support.scenarios import load
@@ -28,11 +28,14 @@ def _detect(text: str) -> list[ref_detect.Mention]:
 
 
 def test_the_prefilter_changes_no_mention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Literal tests (at every length) and phrase gates (long texts) against neither."""
     assert len(QUESTIONS) > 300
-    texts = [FILLER + q for q in QUESTIONS] + [q + "\n" + FILLER for q in QUESTIONS]
-    assert all(len(t) >= ref_detect.PREFILTER_MIN_CHARS for t in texts)
+    texts = [*QUESTIONS, *(FILLER + q for q in QUESTIONS), *(q + "\n" + FILLER for q in QUESTIONS)]
+    assert sum(len(t) < ref_detect.PREFILTER_MIN_CHARS for t in texts) >= len(QUESTIONS)
     filtered = [_detect(t) for t in texts]
     monkeypatch.setattr(ref_detect, "PREFILTER_MIN_CHARS", 10**9)
+    monkeypatch.setattr(ref_detect, "possible", lambda text, literals: True)
+    monkeypatch.setattr(ref_scan, "possible", lambda text, literals: True)
     assert filtered == [_detect(t) for t in texts]
     assert sum(bool(f) for f in filtered) > len(QUESTIONS)  # the questions were found
 
