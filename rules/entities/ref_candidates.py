@@ -39,7 +39,7 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         return []
     actions = set(mention.actions or ((mention.action,) if mention.action else ()))
     hits = [e for e in entity_cache.query(events, type=mention.type) if _fits(mention, actions, e)]
-    if not actions & {"delete", "move"}:
+    if hits and not actions & {"delete", "move"}:  # none fits: no need to know what exists
         alive = entity_cache.known_types(events)
         hits = [e for e in hits if e["path"] in alive]
     out, paths = [], set()

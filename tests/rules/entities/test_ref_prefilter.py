@@ -14,7 +14,9 @@ import pytest
 from rules.entities import ref_detect, ref_scan
 from rules.entities.ref_lexicon import _matches_ascii, load_lexicons
 from rules.entities.ref_prefilter import possible, required_literals, tail_words
+from rules.messages import text_of
 from tests.support.scenarios import load
+from tests.support.traces import iter_conversations
 
 HERE = Path(__file__).resolve().parent / "scenarios"
 QUESTIONS = sorted({sc.ask for path in sorted(HERE.glob("*.yaml")) for sc in load(path) if sc.ask})
@@ -27,17 +29,38 @@ def _detect(text: str) -> list[ref_detect.Mention]:
     return ref_detect.detect(text, kinds, lexicons, ("en", "zh", "ko", "ja"))
 
 
+def _unfiltered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every pattern run over the whole text: no literal test, no phrase gate."""
+    monkeypatch.setattr(ref_detect, "PREFILTER_MIN_CHARS", 10**9)
+    monkeypatch.setattr(ref_detect, "possible", lambda text, literals: True)
+    monkeypatch.setattr(ref_scan, "possible", lambda text, literals: True)
+
+
 def test_the_prefilter_changes_no_mention(monkeypatch: pytest.MonkeyPatch) -> None:
     """Literal tests (at every length) and phrase gates (long texts) against neither."""
     assert len(QUESTIONS) > 300
     texts = [*QUESTIONS, *(FILLER + q for q in QUESTIONS), *(q + "\n" + FILLER for q in QUESTIONS)]
     assert sum(len(t) < ref_detect.PREFILTER_MIN_CHARS for t in texts) >= len(QUESTIONS)
     filtered = [_detect(t) for t in texts]
-    monkeypatch.setattr(ref_detect, "PREFILTER_MIN_CHARS", 10**9)
-    monkeypatch.setattr(ref_detect, "possible", lambda text, literals: True)
-    monkeypatch.setattr(ref_scan, "possible", lambda text, literals: True)
+    _unfiltered(monkeypatch)
     assert filtered == [_detect(t) for t in texts]
     assert sum(bool(f) for f in filtered) > len(QUESTIONS)  # the questions were found
+
+
+@pytest.mark.needs_shared
+def test_the_prefilter_changes_no_mention_on_the_corpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: dict[str, None] = {}
+    for conv in iter_conversations():
+        for m in conv["messages"]:
+            text = text_of(m.get("content")) if m.get("role") == "user" else ""
+            if 0 < len(text) <= 8_000:
+                seen.setdefault(text, None)
+    texts = list(seen)
+    assert sum(len(t) < ref_detect.PREFILTER_MIN_CHARS for t in texts) > 500
+    filtered = [_detect(t) for t in texts]
+    _unfiltered(monkeypatch)
+    assert filtered == [_detect(t) for t in texts]
+    assert sum(bool(f) for f in filtered) > 50
 
 
 def test_required_literals_skip_optional_and_alternative_parts() -> None:
