@@ -1,6 +1,6 @@
 """The literal strings a template cannot match without ("'s" in "the lead agent's config",
 "what" in "what you just deleted"): a pattern is not run over a question that lacks one.
-One ``in`` test per literal costs far less than a pattern's scan of a long text.
+One ``in`` test per literal costs far less than a pattern's scan of the text.
 
 Sound by construction: the strings are read from the compiled template's own parse tree, on the
 path every match takes (not inside an optional group, and in every branch of an alternation).
