@@ -178,3 +178,26 @@ def test_a_cold_request_is_cut_not_held(fields: int) -> None:
     cold = _replay(steps, budget, task=task, pause={k: 3_600.0})
     assert cold[k]["schedule"]["cache"] == "cold"
     assert cold[k]["compacted"] and cold[k]["schedule"]["decision"] != "held"
+
+
+def test_a_burst_past_the_growth_held_for_is_cut_at_the_floor() -> None:
+    # a large result arrives with a request the budget cut (its current turn, kept): the next
+    # request is over the budget by more than 5 requests of the session's growth, all of it
+    # old enough to go. Held, it would stay that far over for 4 requests: it is cut instead
+    steps, budget, task = _floor_session(450)
+    cut = _compactions(_replay(steps, budget, task=task))[1]
+    steps[cut] = _step(cut, 300, parts=1)
+    reports = _replay(steps, budget, task=task)
+    assert reports[cut]["compacted"]
+    after = reports[cut + 1]
+    fig = after["schedule"]
+    reach = schedule.HEADROOM * fig["growth"]
+    assert fig["deepest"] <= budget < fig["deepest"] + reach  # the floor leaves little room
+    assert fig["before"] > budget + reach  # but it is further over than that growth
+    assert after["compacted"] and fig["decision"] == "forced"
+    for k in _held(reports):  # a request held at the floor: over by at most that growth
+        held = reports[k]["schedule"]
+        if held["held"] == "floor":
+            assert reports[k]["size"] <= budget + schedule.HEADROOM * held["growth"]
+    cuts = [k for k in _compactions(reports) if k > cut]
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
