@@ -285,10 +285,10 @@ def _hold(
     would re-bill the prompt for what aged out since and be back over within those requests:
     a compaction on nearly every request. The request goes over the budget, as it soon would
     after the cut; past ``HEADROOM`` requests it is cut to the floor again. At the floor, only
-    while it is over the budget by at most those requests' growth (more came at once: a burst
-    the cut is for). Never past the window, nor where it is not known (a
-    budget the window sets is one such limit), and not on a cold cache, where the whole prompt
-    is billed anyway and the cut costs nothing more."""
+    while it is over the budget by at most those requests' growth: further over, it holds a
+    burst that has aged since, which a cut frees. Never past the window, nor where it is not
+    known (a budget the window sets is one such limit), and not on a cold cache, where the
+    whole prompt is billed anyway and the cut costs nothing more."""
     if state != "warm" or hard_limit is None or total > hard_limit or not memory.cut_lately():
         return None
     if deepest > limit:
