@@ -224,7 +224,10 @@ def choose(
         goal=goal, before=total, deepest=deepest,
         deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
     )  # fmt: skip
-    held = _hold(total, deepest, g, room if budget is None else budget, hard_limit, memory, state)
+    # the growth measured between requests (before two, ``g`` is a whole prompt's average)
+    measured = g if memory.requests >= 2 else 0.0
+    limit = room if budget is None else budget
+    held = _hold(total, deepest, measured, limit, hard_limit, memory, state)
     if held is not None:
         figures.update(decision="held", held=held, bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
@@ -281,7 +284,8 @@ def _hold(
     """Why a request over the budget is sent as it is (``held``), or None: the budget forced a
     compaction fewer than ``HEADROOM`` requests ago, and no cut now would hold the session
     ``HEADROOM`` requests under the budget: even the deepest (``deepest``, the floor) is over it
-    (``"over"``), or leaves less than ``HEADROOM`` requests of its growth (``"floor"``). Cutting
+    (``"over"``), or leaves less than ``HEADROOM`` requests of its measured ``growth``
+    (``"floor"``; 0 before it is measured). Cutting
     would re-bill the prompt for what aged out since and be back over within those requests:
     a compaction on nearly every request. The request goes over the budget, as it soon would
     after the cut; past ``HEADROOM`` requests it is cut to the floor again. At the floor, only

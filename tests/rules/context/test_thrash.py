@@ -8,11 +8,12 @@ taken again on every request (``held``)."""
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from rules.base import SessionState
+from rules.base import CacheFacts, SessionState
 from rules.chain.validator import find_violations
 from rules.context import prune, schedule
 from tests.support.factories import TOKENS, assistant, ctx, result, shell, user
@@ -201,3 +202,26 @@ def test_a_burst_past_the_growth_held_for_is_cut_at_the_floor() -> None:
             assert reports[k]["size"] <= budget + schedule.HEADROOM * held["growth"]
     cuts = [k for k in _compactions(reports) if k > cut]
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+
+
+def test_the_floor_is_held_by_the_growth_measured_between_requests() -> None:
+    # a first request over the budget is cut; on the second, the growth per request is not yet
+    # measured (the schedule's figure is the whole prompt's average): it is cut, not held on it
+    steps = [schedule.Step("drop", 2_300, 2), schedule.Step("drop", 1_000, 4)]
+    prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
+
+    def decide(memory: schedule.Memory) -> str:
+        choice = schedule.choose(
+            steps, prefix, 5_800, 3_800, 2_000, CacheFacts(), memory, "warm", {}, 10,
+            budget=4_000, hard_limit=120_000,
+        )  # fmt: skip
+        return str(choice.figures["decision"])
+
+    # the deepest cut leaves 2,500 tokens: under the budget by 1,500
+    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0)
+    assert decide(second) == "forced"
+    # measured at 400 a request, 5 requests of it do not fit in those 1,500: held
+    later = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1)
+    assert decide(later) == "held"
+    # at 250 a request they fit: cut
+    assert decide(replace(later, growth=250.0)) == "forced"
