@@ -34,7 +34,8 @@ result's call id over the session's requests (``cap``, ``supersede``, ``mask``, 
 
 **Thrash**: each configuration's compactions, and those that came fewer than 5 requests after
 the same session's previous compaction (a session held at the budget should compact at most once
-per 5 requests), each classed by why it came (``bench/next_action_thrash.py``).
+per 5 requests), each classed by why it came (``bench/next_action_thrash.py``); and the requests
+forwarded over the budget, with the median and largest overshoot as a share of the budget.
 
 How much any pruning could keep at a budget (what every request must forward, and whether each
 literal's source fits beside it): ``bench/next_action_bound.py``.
@@ -77,7 +78,7 @@ from bench.copied_literals import (
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.next_action_tables import PACK_HEADER, kept_rows, print_learn, print_rows
-from bench.next_action_thrash import Cut, count_compaction, print_classes
+from bench.next_action_thrash import Cut, count_compaction, count_overshoot, print_classes
 from bench.reuse_learn import need_samples, reuse_pack
 from proxy.rewrite.budgets import default_window_room
 from proxy.store.redact_state import redact_state
@@ -291,6 +292,8 @@ def replay(job: Job) -> Outcome:
             forwarded = _forward(lane, job, model, prefix, now)
             lane.last, lane.last_at = lane.cache.send(segments.of(forwarded), now), now
             out.tally[lane.variant.name]["over budget"] += lane.over
+            if lane.over:
+                count_overshoot(out.tally[lane.variant.name], lane.prune)
             if lane.compacted:
                 count_compaction(out.tally[lane.variant.name], lane, n)
             if copied:

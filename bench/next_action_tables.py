@@ -7,7 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from bench.copied_literals import AGE_BUCKETS
-from bench.next_action_thrash import tally_row
+from bench.next_action_thrash import overshoot, tally_row
 
 if TYPE_CHECKING:  # the bench's own types (it imports this module)
     from bench.next_action import Outcome, Variant
@@ -33,6 +33,7 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "thrash_over_budget": t["compactions: thrash, over"],
                 "thrash_why": tally_row(t),
                 "over_budget": t["over budget"],
+                "overshoot": dict(zip(("median", "max"), overshoot(t), strict=True)),
             }
         )
     return rows
@@ -76,14 +77,17 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
     )
     print(
         "| configuration | compactions | forced by the budget | thrash "
-        "| thrash, still over the budget after it |"
+        "| thrash, still over the budget after it | requests over the budget "
+        "| by, median (share of the budget) | by, max |"
     )
-    print("|---|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         if r["compactions"]:
+            by = r["overshoot"]
             print(
                 f"| {r['configuration']} | {r['compactions']:,} | {r['forced']:,} "
-                f"| {r['thrash']:,} | {r['thrash_over_budget']:,} |"
+                f"| {r['thrash']:,} | {r['thrash_over_budget']:,} | {r['over_budget']:,} "
+                f"| {by['median']:.1%} | {by['max']:.1%} |"
             )
 
 

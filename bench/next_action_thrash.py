@@ -95,6 +95,35 @@ def count_compaction(tally: Counter[str], lane: Any, request: int) -> None:
     lane.compacted_at, lane.cut = request, Cut.of(request, lane.prune)
 
 
+OVERSHOOT = "overshoot per mille: "  # a tally key: requests over the budget by how far
+
+
+def count_overshoot(tally: Counter[str], prune: dict[str, Any]) -> None:
+    """A request forwarded over the budget: by how far, in thousandths of the budget (rounded
+    up, so a request just over counts as 1)."""
+    budget = int(prune.get("budget") or 0)
+    if budget > 0:
+        over = int(prune.get("tokens_after") or 0) - budget
+        tally[f"{OVERSHOOT}{max(-(-over * 1000 // budget), 1)}"] += 1
+
+
+def overshoot(tally: Counter[str]) -> tuple[float, float]:
+    """(median, largest) overshoot of the requests over the budget, as a share of the budget."""
+    counts = sorted(
+        (int(k[len(OVERSHOOT) :]), n) for k, n in tally.items() if k.startswith(OVERSHOOT)
+    )
+    total = sum(n for _, n in counts)
+    if not total:
+        return 0.0, 0.0
+    seen, median = 0, counts[-1][0]
+    for value, n in counts:
+        seen += n
+        if 2 * seen >= total:
+            median = value
+            break
+    return median / 1000, counts[-1][0] / 1000
+
+
 def tally_row(tally: Counter[str]) -> dict[str, int]:
     return {c: tally[f"thrash: {c}"] for c in CLASSES}
 
@@ -103,9 +132,9 @@ def print_classes(rows: list[dict[str, Any]]) -> None:
     if not any(r.get("thrash") for r in rows):
         return
     print("\nThrash by why it came (bench/next_action_thrash.py):\n")
-    print("| configuration | requests over the budget | thrash | " + " | ".join(CLASSES) + " |")
-    print("|---|---:|---:|" + "---:|" * len(CLASSES))
+    print("| configuration | thrash | " + " | ".join(CLASSES) + " |")
+    print("|---|---:|" + "---:|" * len(CLASSES))
     for r in rows:
         if r.get("thrash"):
             cells = " | ".join(f"{r['thrash_why'].get(c, 0):,}" for c in CLASSES)
-            print(f"| {r['configuration']} | {r['over_budget']:,} | {r['thrash']:,} | {cells} |")
+            print(f"| {r['configuration']} | {r['thrash']:,} | {cells} |")

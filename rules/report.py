@@ -144,9 +144,10 @@ class ScheduleSummary(TypedDict, total=False):
 
     cache: str  # warm | cold | unknown
     why: str
-    # none | cold | paid | expected (bet_on_length) | forced | held (over the budget, no cut
-    # fits it, and the budget forced a compaction fewer than 5 requests ago)
+    # none | cold | paid | expected (bet_on_length) | forced | held (over the budget, the
+    # budget forced a compaction fewer than 5 requests ago, and no cut would hold 5 requests)
     decision: str
+    held: str  # why: over (no cut fits the budget) | floor (none leaves 5 requests of growth)
     read_ratio: float
     horizon: float  # expected remaining requests
     ahead: float  # bet_on_length: the survival estimate of the requests still to come

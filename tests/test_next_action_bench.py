@@ -29,7 +29,7 @@ from bench.next_action import (
     parse_variant,
     replay,
 )
-from bench.next_action_thrash import Cut, classify, count_compaction
+from bench.next_action_thrash import Cut, classify, count_compaction, count_overshoot, overshoot
 from bench.reuse_learn import need_samples, reuse_pack
 from rules.packs import slow_input
 from tests.support.traces import iter_conversations
@@ -192,3 +192,14 @@ def test_thrash_is_classed_by_why_it_came() -> None:
 def test_the_regexes_on_client_text_are_linear() -> None:
     for pattern in (cl._TOKEN, cl._DOTTED, cl._CAMEL, cl._HEXISH, cl._LETTER):
         assert slow_input(pattern) is None, pattern.pattern
+
+
+def test_requests_over_the_budget_are_told_by_how_far() -> None:
+    tally: Counter[str] = Counter()
+    for after in (10_001, 10_500, 11_000, 12_500):  # just over, 5%, 10%, 25% of 10,000
+        count_overshoot(tally, {"budget": 10_000, "tokens_after": after})
+    count_overshoot(tally, {"budget": None, "tokens_after": 99_999})  # no budget: nothing
+    assert overshoot(tally) == (0.05, 0.25)
+    assert overshoot(Counter()) == (0.0, 0.0)
+    row = kept_rows(Outcome(requests=4, tally={"share30": tally}), [parse_variant("share30")])[0]
+    assert row["overshoot"] == {"median": 0.05, "max": 0.25}

@@ -29,7 +29,9 @@ Three cases:
   out, and the provider's count of the previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
-  then not for several requests (never a message or two each time). The horizon (the corpus'
+  then not for several requests (never a message or two each time). Fewer than ``HEADROOM``
+  requests after such a cut, a request no cut could bring that far under the budget is held
+  (``_hold``): sent as it is, within the model's window. The horizon (the corpus'
   session lengths) weighs depth against the re-bills of later forced compactions."""
 
 from __future__ import annotations
@@ -222,15 +224,12 @@ def choose(
         goal=goal, before=total, deepest=deepest,
         deepest_spare=total - sum(s.freed for s in steps if s.reason != LAST_RESORT),
     )  # fmt: skip
+    # the growth measured between requests (before two, ``g`` is a whole prompt's average)
+    measured = g if memory.requests >= 2 else 0.0
     limit = room if budget is None else budget
-    within = hard_limit is not None and total <= hard_limit
-    if deepest > limit and memory.cut_lately() and within and state == "warm":
-        # No cut fits the budget, and the budget forced a compaction fewer than HEADROOM
-        # requests ago: cutting what has aged out since would re-bill the prompt on every
-        # request and still leave it over. It goes over the budget, as it would after the cut,
-        # but never past the window, nor where it is not known (a budget the window sets is
-        # one such limit), and not on a cold cache, where the whole prompt is billed anyway.
-        figures.update(decision="held", bust_cost=0, expected_saving=0)
+    held = _hold(total, deepest, measured, limit, hard_limit, memory, state)
+    if held is not None:
+        figures.update(decision="held", held=held, bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
     # in stage order, turns are dropped only when nothing else makes the request fit; a plan
     # whose drops come among its masks ordered them by expected loss: all are usable
@@ -271,6 +270,37 @@ def choose(
         decision="forced", bust_cost=round(bust), expected_saving=0, expected_cost=round(cost)
     )
     return Choice(k, after, figures)
+
+
+def _hold(
+    total: int,
+    deepest: int,
+    growth: float,
+    limit: int,
+    hard_limit: int | None,
+    memory: Memory,
+    state: str,
+) -> str | None:
+    """Why a request over the budget is sent as it is (``held``), or None: the budget forced a
+    compaction fewer than ``HEADROOM`` requests ago, and no cut now would hold the session
+    ``HEADROOM`` requests under the budget: even the deepest (``deepest``, the floor) is over it
+    (``"over"``), or leaves less than ``HEADROOM`` requests of its measured ``growth``
+    (``"floor"``; 0 before it is measured). Cutting
+    would re-bill the prompt for what aged out since and be back over within those requests:
+    a compaction on nearly every request. The request goes over the budget, as it soon would
+    after the cut; past ``HEADROOM`` requests it is cut to the floor again. At the floor, only
+    while it is over the budget by at most those requests' growth: further over, it holds a
+    burst that has aged since, which a cut frees. Never past the window, nor where it is not
+    known (a budget the window sets is one such limit), and not on a cold cache, where the
+    whole prompt is billed anyway and the cut costs nothing more."""
+    if state != "warm" or hard_limit is None or total > hard_limit or not memory.cut_lately():
+        return None
+    if deepest > limit:
+        return "over"
+    reach = HEADROOM * growth  # what the session adds in the requests a cut is for
+    if deepest + reach > limit and total <= limit + reach:
+        return "floor"
+    return None
 
 
 def _break_even(

@@ -1,17 +1,19 @@
 """A session held at the budget compacts at most once per ``schedule.HEADROOM`` (5) requests:
 the goal of a forced compaction leaves room for that much growth; fewer than 5 requests after
 one, only the budget itself forces the next (the block the reserve was kept for is in the prompt
-by then); and when no cut fits, a compaction that went to the floor is not taken again on every
-request (``held``)."""
+by then); and when no cut would hold the session 5 requests under the budget (none fits it, or
+the deepest leaves less than 5 requests of growth), a compaction that went to the floor is not
+taken again on every request (``held``)."""
 
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from rules.base import SessionState
+from rules.base import CacheFacts, SessionState
 from rules.chain.validator import find_violations
 from rules.context import prune, schedule
 from tests.support.factories import TOKENS, assistant, ctx, result, shell, user
@@ -89,64 +91,137 @@ def test_a_burst_that_fits_the_budget_does_not_force_a_second_cut() -> None:
     assert all(r["size"] <= BUDGET for r in reports)
 
 
-def test_a_floor_over_the_budget_is_cut_to_once_then_held() -> None:
-    # the task alone is over the budget: no cut fits, each request ages a result out of the last
-    # two (a gain over min_gain), and re-cutting for it would re-bill the prompt every request
+def _floor_session(fields: int = 800) -> tuple[list[list[dict[str, Any]]], int, str]:
+    """A session whose task is large against a budget of 4,000, each request adding ~190
+    tokens: with 800 fields the task alone is over the budget (no cut fits); with 450 the
+    deepest cut fits it, but leaves room for fewer than 5 requests of growth."""
     task = "Port the importer to the new schema. " + " ".join(
-        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
-    )
-    budget = 4_000
-    assert TOKENS.count_text(task) > budget
-    reports = _replay([_step(k, 30, parts=1) for k in range(30)], budget, task=task)
-    cuts = _compactions(reports)
-    assert cuts, "the floor is cut to once"
-    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
-    held = [r for r in reports if r.get("schedule", {}).get("decision") == "held"]
-    assert held and all(r["over_budget"] for r in held)
-    for r in held:  # the report says why: the deepest cut would still be over the budget
-        assert r["schedule"]["deepest"] > budget
-
-
-def test_a_request_is_never_held_past_the_window() -> None:
-    # the same session, with the model's window leaving room for only a little more than the
-    # floor: a request the hold would leave past that room is cut as before
-    task = "Port the importer to the new schema. " + " ".join(
-        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
-    )
-    budget = 4_000
-    steps = [_step(k, 30, parts=1) for k in range(30)]
-    free = _replay(steps, budget, task=task)
-    held = [r for r in free if r.get("schedule", {}).get("decision") == "held"]
-    room = min(r["size"] for r in held) + 1  # the smallest held request fits; larger ones not
-    assert max(r["size"] for r in held) > room
-    reports = _replay(steps, budget, task=task, window_room=room)
-    for r in reports:
-        if r.get("schedule", {}).get("decision") == "held":
-            assert r["size"] <= room
-    assert len(_compactions(reports)) > len(_compactions(free))
-
-
-def _floor_session() -> tuple[list[list[dict[str, Any]]], int, str]:
-    task = "Port the importer to the new schema. " + " ".join(
-        f"field_{i} maps to column_{i * 7 % 101};" for i in range(800)
+        f"field_{i} maps to column_{i * 7 % 101};" for i in range(fields)
     )
     return [_step(k, 30, parts=1) for k in range(30)], 4_000, task
 
 
-def test_nothing_is_held_where_the_window_is_not_known() -> None:
+FLOORS = pytest.mark.parametrize("fields", [800, 450], ids=["over the budget", "low room"])
+
+
+def _held(reports: list[dict[str, Any]]) -> list[int]:
+    return [k for k, r in enumerate(reports) if r.get("schedule", {}).get("decision") == "held"]
+
+
+def test_a_floor_over_the_budget_is_cut_to_once_then_held() -> None:
+    # the task alone is over the budget: no cut fits, each request ages a result out of the last
+    # two (a gain over min_gain), and re-cutting for it would re-bill the prompt every request
     steps, budget, task = _floor_session()
+    assert TOKENS.count_text(task) > budget
+    reports = _replay(steps, budget, task=task)
+    cuts = _compactions(reports)
+    assert cuts, "the floor is cut to once"
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+    held = [reports[k] for k in _held(reports)]
+    assert held and all(r["over_budget"] for r in held)
+    for r in held:  # the report says why: the deepest cut would still be over the budget
+        assert r["schedule"]["deepest"] > budget and r["schedule"]["held"] == "over"
+
+
+def test_a_floor_with_room_for_less_than_five_requests_is_held_between_cuts() -> None:
+    # the deepest cut fits the budget, but the session's growth fills what it leaves in fewer
+    # than 5 requests: cut on each of those, it would re-bill the prompt nearly every request
+    steps, budget, task = _floor_session(450)
+    assert TOKENS.count_text(task) < budget
+    reports = _replay(steps, budget, task=task)
+    cuts = _compactions(reports)
+    assert len(cuts) >= 4  # held at the budget all along
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+    held = [reports[k] for k in _held(reports)]
+    assert held and all(r["over_budget"] for r in held)
+    for r in held:  # the figures it was held by: no cut leaves room for 5 requests of growth
+        fig = r["schedule"]
+        assert fig["held"] == "floor"
+        assert fig["deepest"] <= budget < fig["deepest"] + schedule.HEADROOM * fig["growth"]
+    # past 5 requests it is cut to the floor again: over the budget by less than that growth
+    growth = max(r["schedule"]["growth"] for r in held)
+    assert max(r["size"] for r in reports) < budget + schedule.HEADROOM * growth
+
+
+@FLOORS
+def test_a_request_is_never_held_past_the_window(fields: int) -> None:
+    # the same session, with the model's window leaving room for only a little more than the
+    # floor: a request the hold would leave past that room is cut as before
+    steps, budget, task = _floor_session(fields)
+    free = _replay(steps, budget, task=task)
+    held = [free[k] for k in _held(free)]
+    assert held
+    room = min(r["size"] for r in held) + 1  # the smallest held request fits; larger ones not
+    assert max(r["size"] for r in held) > room
+    reports = _replay(steps, budget, task=task, window_room=room)
+    for k in _held(reports):
+        assert reports[k]["size"] <= room
+    assert len(_compactions(reports)) > len(_compactions(free))
+
+
+@FLOORS
+def test_nothing_is_held_where_the_window_is_not_known(fields: int) -> None:
+    steps, budget, task = _floor_session(fields)
     reports = _replay(steps, budget, task=task, window_room=None)
-    assert not [r for r in reports if r.get("schedule", {}).get("decision") == "held"]
+    assert not _held(reports)
     assert len(_compactions(reports)) > len(_compactions(_replay(steps, budget, task=task)))
 
 
-def test_a_cold_request_is_cut_not_held() -> None:
+@FLOORS
+def test_a_cold_request_is_cut_not_held(fields: int) -> None:
     # the whole prompt is billed anyway on a cold cache: the cut costs nothing more
-    steps, budget, task = _floor_session()
+    steps, budget, task = _floor_session(fields)
     warm = _replay(steps, budget, task=task)
-    held = [k for k, r in enumerate(warm) if r.get("schedule", {}).get("decision") == "held"]
+    held = _held(warm)
+    assert held
     # the held request a cut would shrink most (the first ones free less than ``min_gain``)
     k = max(held, key=lambda k: warm[k]["schedule"]["before"] - warm[k]["schedule"]["deepest"])
     cold = _replay(steps, budget, task=task, pause={k: 3_600.0})
     assert cold[k]["schedule"]["cache"] == "cold"
     assert cold[k]["compacted"] and cold[k]["schedule"]["decision"] != "held"
+
+
+def test_a_burst_past_the_growth_held_for_is_cut_at_the_floor() -> None:
+    # a large result arrives with a request the budget cut (its current turn, kept): the next
+    # request is over the budget by more than 5 requests of the session's growth, all of it
+    # old enough to go. Held, it would stay that far over for 4 requests: it is cut instead
+    steps, budget, task = _floor_session(450)
+    cut = _compactions(_replay(steps, budget, task=task))[1]
+    steps[cut] = _step(cut, 300, parts=1)
+    reports = _replay(steps, budget, task=task)
+    assert reports[cut]["compacted"]
+    after = reports[cut + 1]
+    fig = after["schedule"]
+    reach = schedule.HEADROOM * fig["growth"]
+    assert fig["deepest"] <= budget < fig["deepest"] + reach  # the floor leaves little room
+    assert fig["before"] > budget + reach  # but it is further over than that growth
+    assert after["compacted"] and fig["decision"] == "forced"
+    for k in _held(reports):  # a request held at the floor: over by at most that growth
+        held = reports[k]["schedule"]
+        if held["held"] == "floor":
+            assert reports[k]["size"] <= budget + schedule.HEADROOM * held["growth"]
+    cuts = [k for k in _compactions(reports) if k > cut]
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+
+
+def test_the_floor_is_held_by_the_growth_measured_between_requests() -> None:
+    # a first request over the budget is cut; on the second, the growth per request is not yet
+    # measured (the schedule's figure is the whole prompt's average): it is cut, not held on it
+    steps = [schedule.Step("drop", 2_300, 2), schedule.Step("drop", 1_000, 4)]
+    prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
+
+    def decide(memory: schedule.Memory) -> str:
+        choice = schedule.choose(
+            steps, prefix, 5_800, 3_800, 2_000, CacheFacts(), memory, "warm", {}, 10,
+            budget=4_000, hard_limit=120_000,
+        )  # fmt: skip
+        return str(choice.figures["decision"])
+
+    # the deepest cut leaves 2,500 tokens: under the budget by 1,500
+    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0)
+    assert decide(second) == "forced"
+    # measured at 400 a request, 5 requests of it do not fit in those 1,500: held
+    later = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1)
+    assert decide(later) == "held"
+    # at 250 a request they fit: cut
+    assert decide(replace(later, growth=250.0)) == "forced"
