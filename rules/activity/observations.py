@@ -33,9 +33,9 @@ from rules.messages import (
     call_name,
     iter_tool_pairs,
     text_of,
-    tool_pairs,
 )
 from rules.text_cache import text_cache
+from rules.tool_pairs import pairs_of
 
 # its table in ``Context.table``: tool result message -> ``(exit_code(its text),)``
 EXIT_MEMO = "exit_code"
@@ -263,7 +263,7 @@ def of_context(ctx: Context) -> list[Observation]:
         "observations",
         lambda messages: observations(
             messages,
-            ctx.derived("tool_pairs", tool_pairs),
+            pairs_of(ctx),
             ctx.table(EXIT_MEMO),
             ctx.table(OBSERVATION_MEMO),
         ),
