@@ -24,6 +24,8 @@ class Scan:
     pairs: list[Pair]
     answered: dict[str, int]  # tool_call_id -> the first tool message carrying it
     open: tuple[tuple[int, str], ...]  # unanswered calls: their place in ``pairs``, their id
+    start: int = 0  # the messages the scan took over from its base (none: a scan of all)
+    fresh: tuple[int, ...] = ()  # with a base: the pairs added, or answered, since it
 
 
 def scan(messages: Sequence[Message], base: Scan | None = None, start: int = 0) -> Scan:
@@ -48,18 +50,23 @@ def scan(messages: Sequence[Message], base: Scan | None = None, start: int = 0) 
     find = answered.get
     pairs = list(base.pairs) if base is not None else []
     still: list[tuple[int, str]] = []
+    fresh: list[int] = []
     for at, cid in base.open if base is not None else ():
         answer = find(cid)
         if answer is None:
             still.append((at, cid))
         else:
             pairs[at] = (pairs[at][0], pairs[at][1], answer)
+            fresh.append(at)
     for i, call, cid in calls:
         answer = find(cid)
         if answer is None:
             still.append((len(pairs), cid))
+        fresh.append(len(pairs))
         pairs.append((i, call, answer))
-    return Scan(pairs, answered, tuple(still))
+    if base is None:
+        return Scan(pairs, answered, tuple(still))
+    return Scan(pairs, answered, tuple(still), start, tuple(fresh))
 
 
 def _extended(memo: ListMemo, messages: Sequence[Message]) -> Scan:
@@ -73,9 +80,13 @@ def _extended(memo: ListMemo, messages: Sequence[Message]) -> Scan:
     return scan(messages, base, start)
 
 
-def pairs_of(ctx: Context) -> list[Pair]:
-    """``messages.tool_pairs(ctx.messages)``, shared by the rules (``Context.derived``); read
-    only."""
+def scan_of(ctx: Context) -> Scan:
+    """The scan of ``ctx.messages``, shared by the rules (``Context.derived``); read only."""
     memo = ctx.memo
     found: Scan = ctx.derived(NAME, lambda messages: _extended(memo, messages))
-    return found.pairs
+    return found
+
+
+def pairs_of(ctx: Context) -> list[Pair]:
+    """``messages.tool_pairs(ctx.messages)``, shared by the rules; read only."""
+    return scan_of(ctx).pairs
