@@ -26,21 +26,22 @@ from rules.activity.agent_tools import (
     workdir,
 )
 from rules.activity.shell_lex import SimpleCommand, split_commands
-from rules.base import Context, Message
+from rules.base import Context, Message, shared_prefix
 from rules.messages import (
     call_arguments_text,
     call_id,
     call_name,
     iter_tool_pairs,
     text_of,
-    tool_pairs,
 )
 from rules.text_cache import text_cache
+from rules.tool_pairs import scan_of
 
 # its table in ``Context.table``: tool result message -> ``(exit_code(its text),)``
 EXIT_MEMO = "exit_code"
 # its table: tool call -> (its result message, call index, result index, its ``Observation``)
 OBSERVATION_MEMO = "observation"
+OBSERVATIONS = "observations"  # ``Context.derived`` name: a list's observations
 READ_TOOLS = {"read", "readfile", "open", "view", "viewfile", "cat", "openfile"}
 WRITE_TOOLS = {
     "write", "writefile", "edit", "multiedit", "replace", "create", "insert", "applypatch",
@@ -259,15 +260,26 @@ def classify(name: str, arguments: str) -> Action:
 def of_context(ctx: Context) -> list[Observation]:
     """``observations(ctx.messages)``, once per request and messages list (prune and working_set
     share it), from the tool pairs track_entities read too."""
-    return ctx.derived(
-        "observations",
-        lambda messages: observations(
-            messages,
-            ctx.derived("tool_pairs", tool_pairs),
-            ctx.table(EXIT_MEMO),
-            ctx.table(OBSERVATION_MEMO),
-        ),
-    )
+    return ctx.derived(OBSERVATIONS, lambda messages: _observed(ctx, messages))
+
+
+def _observed(ctx: Context, messages: list[Message]) -> list[Observation]:
+    """``observations(messages)``: those of a kept list these messages start with (the very
+    same objects), and those of the pairs added or answered since (``tool_pairs.Scan.fresh``):
+    a pair answered within the kept list keeps its answer, so its observation stands."""
+    found = scan_of(ctx)
+    exits, seen = ctx.table(EXIT_MEMO), ctx.table(OBSERVATION_MEMO)
+    start = found.start
+    if start:
+        for kept, value in ctx.memo.get(OBSERVATIONS) or ():
+            if len(kept) == start and shared_prefix(kept, messages) == start:
+                pairs = found.pairs
+                fresh = observations(messages, [pairs[i] for i in found.fresh], exits, seen)
+                out: list[Observation] = [*value, *fresh]
+                if fresh and value and _BY_RESULT(fresh[0]) < _BY_RESULT(value[-1]):
+                    out.sort(key=_BY_RESULT)  # a new call answered by an earlier result
+                return out
+    return observations(messages, found.pairs, exits, seen)
 
 
 def exit_code(text: str) -> int | None:

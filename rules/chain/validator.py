@@ -22,12 +22,13 @@ Each violation is ``{kind, index, tool_call_id, message}``.
 from __future__ import annotations
 
 import re
-from collections.abc import Container
+from collections.abc import Container, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import orjson
 
-from rules.base import Context, Message, Messages
+from rules.base import Context, ListMemo, Message, Messages, shared_prefix
 from rules.messages import text_of
 from rules.report import Violation
 
@@ -134,8 +135,11 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
     return _Faults(empty_array, tuple(checked), empty_assistant)
 
 
-def _replay(i: int, faults: _Faults, seen: set[str], out: list[Violation]) -> list[Any]:
-    """The violations of an assistant message with faults, at index ``i``; its call ids."""
+def _replay(
+    i: int, faults: _Faults, seen: set[str], out: list[Violation], added: list[str]
+) -> list[Any]:
+    """The violations of an assistant message with faults, at index ``i``; its call ids (those
+    new to ``seen`` also appended to ``added``)."""
     if faults.empty_array:
         out.append(_v("empty_tool_calls", i, None, "tool_calls is present but empty"))
     ids: list[Any] = []
@@ -150,9 +154,24 @@ def _replay(i: int, faults: _Faults, seen: set[str], out: list[Violation]) -> li
             out.append(_v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice"))
         else:
             seen.add(cid)
+            added.append(cid)
     if faults.empty_assistant:
         out.append(_v("empty_assistant", i, None, "assistant message has neither text nor calls"))
     return ids
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """A list's violations, and where a longer list of the same messages first may differ: the
+    last unit (an assistant message and its block of tool messages, or an orphan block) may be
+    answered or extended by messages after it; the units before it ended on a message of the
+    list."""
+
+    violations: list[Violation]
+    resume: int  # the index the last unit began at
+    kept: int  # the violations found before it
+    added: list[str]  # the call ids seen, in order
+    added_before: int  # how many of them were seen before it
 
 
 def find_violations(
@@ -161,16 +180,32 @@ def find_violations(
     """Every violation, in message order. ``memo`` (one request's table, see
     ``Context.table``) keeps each assistant message's own checks, so a second pass over mostly
     the same message objects (the final integrity check) re-checks only the new ones."""
+    return check(messages, memo).violations
+
+
+def check(
+    messages: Sequence[Message],
+    memo: dict[int, tuple[Message, Any]] | None = None,
+    base: Checked | None = None,
+) -> Checked:
+    """``find_violations``; ``base``: the check of a list these messages start with (the very
+    same objects), taken over up to its last unit."""
     if memo is None:
         memo = {}
-    out: list[Violation] = []
-    seen_ids: set[str] = set()
+    if base is None:
+        out: list[Violation] = []
+        added: list[str] = []
+        i = 0
+    else:
+        out, added, i = base.violations[: base.kept], base.added[: base.added_before], base.resume
+    seen_ids: set[str] = set(added)
     n = len(messages)
-    i = 0
+    last = (i, len(out), len(added))
     while i < n:
         m = messages[i]
         r = m.get("role")  # a role that is not a string is neither of these
         if r == "assistant":
+            last = (i, len(out), len(added))
             hit = memo.get(id(m))
             if hit is not None and hit[0] is m:
                 facts = hit[1]
@@ -186,6 +221,7 @@ def find_violations(
                         )
                     else:
                         seen_ids.add(cid)
+                        added.append(cid)
                 if len(facts) == 1 and i + 1 < n:
                     # The usual turn: one call, answered by the one tool message after it.
                     t = messages[i + 1]
@@ -199,13 +235,14 @@ def find_violations(
                         continue
                 pending: Container[str] = set(facts)  # the ids of the calls to answer
             else:
-                ids = _replay(i, facts, seen_ids, out)
+                ids = _replay(i, facts, seen_ids, out, added)
                 pending = {cid for cid in ids if isinstance(cid, str)}
             if not ids and (i + 1 >= n or messages[i + 1].get("role") != "tool"):
                 i += 1  # no calls and no block: nothing more to check here
                 continue
             j = i + 1
         elif r == "tool":
+            last = (i, len(out), len(added))
             ids = pending = ()
             j = i  # a tool message reached here is not in an assistant message's block: an orphan
         else:
@@ -238,10 +275,26 @@ def find_violations(
             elif cid not in answered:
                 out.append(_v("unanswered_call", i, cid, f"call {cid!r} has no result"))
         i = max(j, i + 1)
-    return out
+    return Checked(out, *last[:2], added, last[2])
 
 
 def violations_of(ctx: Context) -> list[Violation]:
     """``find_violations(ctx.messages)``, once per messages list (``Context.derived``: a list of
     the very same messages, as a session's next request holds, is not walked again)."""
-    return ctx.derived(VIOLATIONS, lambda messages: find_violations(messages, ctx.table(MEMO)))
+    memo, table = ctx.memo, ctx.table(MEMO)
+    found: Checked = ctx.derived(VIOLATIONS, lambda messages: _extended(memo, messages, table))
+    return found.violations
+
+
+def _extended(
+    memo: ListMemo, messages: Sequence[Message], table: dict[int, tuple[Message, Any]]
+) -> Checked:
+    """The check of ``messages`` from the longest kept list that is all at their start."""
+    base: Checked | None = None
+    longest = 0
+    for seen, kept in memo.get(VIOLATIONS) or ():
+        length = len(seen)
+        if seen.__class__ is tuple and longest < length <= len(messages):  # noqa: SIM102
+            if shared_prefix(seen, messages) == length:  # after the cheap tests
+                base, longest = kept, length
+    return check(messages, table, base)

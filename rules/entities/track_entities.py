@@ -40,6 +40,7 @@ from rules.messages import (
 )
 from rules.redact import holds_secret
 from rules.report import Entity, Report
+from rules.tool_pairs import pairs_of
 
 META = "track_entities"
 MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
@@ -135,7 +136,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # Only calls after the newest one already read, however long the history (a call read long
     # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
     pairs = (
-        ctx.derived("tool_pairs", tool_pairs)  # shared with the observations of later rules
+        pairs_of(ctx)  # shared with the observations of later rules
         if messages is ctx.messages
         else tool_pairs(messages)
     )

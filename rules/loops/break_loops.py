@@ -23,9 +23,10 @@ from rules.base import Context, Message, RuleConfig, RuleResult, content_hash
 from rules.context.overlay import anchors_of
 from rules.loops import note, receipts
 from rules.loops.detect import Loop, Step, detect, make_step
-from rules.messages import call_arguments_text, call_name, text_of, tool_pairs
+from rules.messages import call_arguments_text, call_name, text_of
 from rules.redact import redact_text
 from rules.report import LoopReport, Report
+from rules.tool_pairs import pairs_of
 
 NAMESPACE = "loops"
 # its ``Context.table``: tool result message -> (it, its ``Step``), checked against the result's
@@ -86,7 +87,7 @@ def _steps(ctx: Context, window: int) -> list[Step]:
     # the calls of these results only, from the end (the window is the last few results)
     wanted = {o.result_index for o in obs}
     calls: dict[int, Message] = {}
-    for _, call, ri in reversed(ctx.derived("tool_pairs", tool_pairs)):
+    for _, call, ri in reversed(pairs_of(ctx)):
         if ri in wanted and ri not in calls:  # the last pair naming a result, as a dict's
             calls[ri] = call
             if len(calls) == len(wanted):

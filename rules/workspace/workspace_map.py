@@ -40,6 +40,7 @@ from rules.messages import (
 )
 from rules.redact import holds_secret, redact_text
 from rules.report import WorkspaceSummary
+from rules.tool_pairs import pairs_of
 from rules.workspace import render, tree
 from rules.workspace.observe import KnownTypes, observe
 
@@ -102,9 +103,7 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
     are none (the map is ``before``). Not yet ``storable``: ``apply`` checks it once."""
     messages = ctx.messages
     pack, verbs = load_tools(), load_verbs()
-    pairs = (
-        ctx.derived("tool_pairs", tool_pairs) if messages is ctx.messages else tool_pairs(messages)
-    )
+    pairs = pairs_of(ctx) if messages is ctx.messages else tool_pairs(messages)
     seen = list(before.get("seen") or [])[-SEEN_WINDOW:]
     seen_set = set(seen)
     pending = list(before.get("pending") or [])
