@@ -224,8 +224,13 @@ class Engine(WindowBudgets):
     def _hard_limit(self, request: _Request) -> int | None:
         """The size no forwarded request may pass: the window's room (less the answer the body
         asks for, where that is more than the reserve), and this call's own lower budget (the
-        overflow rescue's retry: a limit the upstream stated). None: no window known."""
+        overflow rescue's retry: a limit the upstream stated). None: no window known. Where a
+        request over the budget is refused (``on_over_budget: reject``), the budget: a request
+        held over it would be refused on every retry, where a cut would have fitted it."""
         room = self.window_room_for(request.model)
+        if room is not None and self.settings.pipeline.on_over_budget == "reject":
+            budget = self._budget(request)
+            room = min(room, budget) if budget is not None else room
         reserve = self.settings.pipeline.output_reserve_tokens
         asked = asked_output(request.body)
         if room is not None and asked > reserve:  # a longer answer asked for than reserved

@@ -227,7 +227,8 @@ def choose(
     # the growth measured between requests (before two, ``g`` is a whole prompt's average)
     measured = g if memory.requests >= 2 else 0.0
     limit = room if budget is None else budget
-    held = _hold(total, deepest, measured, limit, hard_limit, memory, state)
+    scale = provider_scale(facts, memory)  # the window is the provider's count, not ours
+    held = _hold(total, deepest, measured, limit, hard_limit, memory, state, scale)
     if held is not None:
         figures.update(decision="held", held=held, bust_cost=0, expected_saving=0)
         return Choice(0, total, figures)
@@ -280,6 +281,7 @@ def _hold(
     hard_limit: int | None,
     memory: Memory,
     state: str,
+    scale: float = 1.0,
 ) -> str | None:
     """Why a request over the budget is sent as it is (``held``), or None: the budget forced a
     compaction fewer than ``HEADROOM`` requests ago, and no cut now would hold the session
@@ -290,10 +292,13 @@ def _hold(
     a compaction on nearly every request. The request goes over the budget, as it soon would
     after the cut; past ``HEADROOM`` requests it is cut to the floor again. At the floor, only
     while it is over the budget by at most those requests' growth: further over, it holds a
-    burst that has aged since, which a cut frees. Never past the window, nor where it is not
-    known (a budget the window sets is one such limit), and not on a cold cache, where the
-    whole prompt is billed anyway and the cut costs nothing more."""
-    if state != "warm" or hard_limit is None or total > hard_limit or not memory.cut_lately():
+    burst that has aged since, which a cut frees. Never past the window as the provider counts
+    it (``scale``: its tokens per one of ours), nor where it is not known (a budget the window
+    sets is one such limit), and not on a cold cache, where the whole prompt is billed anyway
+    and the cut costs nothing more."""
+    if state != "warm" or hard_limit is None or not memory.cut_lately():
+        return None
+    if total * scale > hard_limit:
         return None
     if deepest > limit:
         return "over"

@@ -99,3 +99,29 @@ def test_the_answer_a_body_asks_for(body: dict[str, object], asked: int) -> None
     # a longer answer than the output reserve leaves less of the window for the prompt: prune
     # never holds a request past that (Context.window_room)
     assert asked_output(body) == asked
+
+
+async def test_reject_mode_holds_nothing(tmp_path: Path) -> None:
+    # under ``reject`` a request held over the budget would be refused, and so would every
+    # retry of it, where a cut would have fitted it: the window room is the budget there
+    from tests.rules.context.test_thrash import _floor_session
+
+    steps, budget, task = _floor_session(330)
+    settings = settings_from_mapping(
+        {"pipeline": {"on_over_budget": "reject", "on_rule_error": "fail"}}
+    )
+    store = Store(str(tmp_path / "s.db"))
+    await store.open()
+    engine = Engine(settings, store, budget_override=budget, strict=True)
+    messages, now, cuts = [user(task)], 1_000.0, 0
+    try:
+        for step in steps[:12]:
+            messages, now = messages + step, now + 5.0
+            out = await engine.rewrite(
+                {"model": "gpt-4o", "messages": messages}, {}, now=now, session_id="s"
+            )
+            assert out.report["prune"].get("schedule", {}).get("decision") != "held"
+            cuts += bool(out.report["prune"]["compacted"])
+        assert cuts >= 2
+    finally:
+        await store.close()

@@ -225,3 +225,32 @@ def test_the_floor_is_held_by_the_growth_measured_between_requests() -> None:
     assert decide(later) == "held"
     # at 250 a request they fit: cut
     assert decide(replace(later, growth=250.0)) == "forced"
+
+
+@FLOORS
+def test_the_cut_comes_back_exactly_five_requests_after(fields: int) -> None:
+    # a hold ends: 5 requests after the cut the session is cut to the floor again
+    steps, budget, task = _floor_session(fields)
+    cuts = _compactions(_replay(steps, budget, task=task))
+    assert len(cuts) >= 5
+    assert all(b - a == schedule.HEADROOM for a, b in itertools.pairwise(cuts)), cuts
+
+
+def _choose_at_the_window(provider_prompt: int) -> schedule.Choice:
+    """A request of 5,800 tokens by our count, a window room of 5,900, a floor over the budget
+    (4,000) and a forced cut 2 requests ago; the provider counted ``provider_prompt`` tokens of
+    the previous request (5,400 by ours)."""
+    steps = [schedule.Step("drop", 1_000, 2), schedule.Step("drop", 500, 4)]
+    prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
+    memory = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1)
+    facts = CacheFacts(last_prompt_tokens=provider_prompt)
+    return schedule.choose(
+        steps, prefix, 5_800, 3_800, 2_000, facts, memory, "warm", {}, 10,
+        budget=4_000, hard_limit=5_900,
+    )  # fmt: skip
+
+
+def test_the_hold_counts_the_window_as_the_provider_does() -> None:
+    # the provider counts 1.3 of its tokens per one of ours: 5,800 of ours pass its 5,900
+    assert _choose_at_the_window(5_400).figures["decision"] == "held"
+    assert _choose_at_the_window(7_020).figures["decision"] != "held"
