@@ -293,8 +293,7 @@ def _extended(
     base: Checked | None = None
     longest = 0
     for seen, kept in memo.get(VIOLATIONS) or ():
-        length = len(seen)
-        if seen.__class__ is tuple and longest < length <= len(messages):  # noqa: SIM102
-            if shared_prefix(seen, messages) == length:  # after the cheap tests
-                base, longest = kept, length
+        if seen.__class__ is tuple and kept.resume >= longest:
+            if shared_prefix(seen, messages) > kept.resume:
+                base, longest = kept, kept.resume + 1
     return check(messages, table, base)
