@@ -24,6 +24,7 @@ class Memory:
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
     cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
+    cut_last: bool = False  # the previous request was compacted (inject's blocks not counted)
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -39,6 +40,7 @@ class Memory:
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
+            bool(v.get("cut_last")),
         )
 
     def cut_lately(self) -> bool:
@@ -60,6 +62,7 @@ class Memory:
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
         forced: bool = False,
+        arrived: tuple[int, int] | None = None,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -68,12 +71,18 @@ class Memory:
         of both (the steps it did not take keep what carrying them has cost). The next request
         expects a cache hit when this one kept its predecessor's prefix and that predecessor
         was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
-        was one the budget forced (``cut_at``)."""
+        was one the budget forced (``cut_at``). ``arrived``: (tokens, of which inject's stored
+        blocks) of the request as it came, the previous cuts replayed, before this one's: the
+        growth is measured from it, so also on a request that is then compacted."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
-        step = tokens - self.last_tokens
+        size, blocks = arrived if arrived is not None else (tokens, 0)
+        # after a compaction, ``last_tokens`` counts none of inject's blocks (it collapses them
+        # into one it renders after prune): those now stored are no growth of the session's
+        step = size - (blocks if self.cut_last else 0) - self.last_tokens
         growth = self.growth
-        if self.requests and not compacted and step >= 0:
+        # a negative step: the client dropped messages itself (a restart), nothing to measure
+        if self.requests and step >= 0:
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
         carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
         if look is not None:  # a look, or a warm cut that left steps (what they have cost)
@@ -90,6 +99,7 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             "cut_at": self.requests if compacted and forced else self.cut_at,
+            "cut_last": compacted,
         }
 
 
