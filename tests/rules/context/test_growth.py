@@ -4,9 +4,9 @@ sizes a forced cut's goal and the hold at the floor is the client's, not stale o
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
-from rules.base import SessionState
 from rules.context import prune, schedule, sticky
 from tests.rules.context.test_thrash import _compactions, _floor_session, _held, _replay, _step
 from tests.support.factories import TOKENS, ctx, user
@@ -38,7 +38,7 @@ def test_a_session_cut_on_every_request_gets_its_growth_measured() -> None:
 def test_the_floor_hold_applies_to_a_session_cut_from_its_first_request() -> None:
     # the window known: on the third request the growth measured on the two cut before it says
     # the floor leaves less than 5 requests of it, so the session is held, not cut again
-    reports, budget, growth = _resumed(window_room=120_000)
+    reports, budget, _ = _resumed(window_room=120_000)
     held = _held(reports)
     assert held and held[0] == 2
     first = reports[2]["schedule"]
@@ -48,7 +48,7 @@ def test_the_floor_hold_applies_to_a_session_cut_from_its_first_request() -> Non
     # 5 requests
     cuts = _compactions(reports)
     assert cuts[:2] == [0, 1] and len(cuts) >= 5
-    assert all(b - a >= schedule.HEADROOM for a, b in zip(cuts[1:], cuts[2:], strict=False))
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts[1:]))
 
 
 def test_inject_blocks_stored_after_a_cut_are_not_counted_as_growth() -> None:
