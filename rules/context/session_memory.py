@@ -99,7 +99,7 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             "cut_at": self.requests if compacted and forced else self.cut_at,
-            "cut_last": compacted,
+            **({"cut_last": True} if compacted else {}),  # kept only where it says something
         }
 
 
