@@ -213,7 +213,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     stored = ctx.state.get(NAMESPACE)
     blocks = sticky.stored_tokens(ctx.state.get(sticky.NAMESPACE))  # inject replays them
     total = ctx.tokens.count_messages(view) + schema + blocks
-    arrived = (total, blocks)  # the request as it came, the previous cuts replayed
+    arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable

@@ -24,7 +24,6 @@ class Memory:
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
     cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
-    cut_last: bool = False  # the previous request was compacted (inject's blocks not counted)
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -40,7 +39,6 @@ class Memory:
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
-            bool(v.get("cut_last")),
         )
 
     def cut_lately(self) -> bool:
@@ -62,7 +60,7 @@ class Memory:
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
         forced: bool = False,
-        arrived: tuple[int, int] | None = None,
+        arrived: int | None = None,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -71,18 +69,19 @@ class Memory:
         of both (the steps it did not take keep what carrying them has cost). The next request
         expects a cache hit when this one kept its predecessor's prefix and that predecessor
         was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
-        was one the budget forced (``cut_at``). ``arrived``: (tokens, of which inject's stored
-        blocks) of the request as it came, the previous cuts replayed, before this one's: the
-        growth is measured from it, so also on a request that is then compacted."""
+        was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
+        previous cuts replayed (before this one's): less the last forwarded, what the session
+        added since, whether or not this request is then compacted."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
-        size, blocks = arrived if arrived is not None else (tokens, 0)
-        # after a compaction, ``last_tokens`` counts none of inject's blocks (it collapses them
-        # into one it renders after prune): those now stored are no growth of the session's
-        step = size - (blocks if self.cut_last else 0) - self.last_tokens
+        step = (tokens if arrived is None else arrived) - self.last_tokens
         growth = self.growth
-        # a negative step: the client dropped messages itself (a restart), nothing to measure
-        if self.requests and step >= 0:
+        # A compacted request's step is counted only while the session has no growth measured
+        # (cut on every request from its first, it would have none, and the floor hold could
+        # never apply): counted always, a burst that came with a cut raises the growth the hold
+        # bounds its overshoot by, and on the corpus thrash fell but the bill rose (see prune.md).
+        # Negative: the client dropped messages itself (a restart); nothing to measure.
+        if self.requests and step >= 0 and (not compacted or not self.growth):
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
         carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
         if look is not None:  # a look, or a warm cut that left steps (what they have cost)
@@ -99,7 +98,6 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             "cut_at": self.requests if compacted and forced else self.cut_at,
-            **({"cut_last": True} if compacted else {}),  # kept only where it says something
         }
 
 

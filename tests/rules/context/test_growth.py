@@ -1,15 +1,15 @@
 """The session's growth per request is measured from each request as it arrived (the previous
-cuts replayed), so also in a session the budget compacts on every request: the growth that
-sizes a forced cut's goal and the hold at the floor is the client's, not stale or absent."""
+cuts replayed), so a session the budget compacts from its first request on gets one: the growth
+that sizes a forced cut's goal and the hold at the floor is the client's, not absent."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
-from rules.context import prune, schedule, sticky
+from rules.context import schedule
 from tests.rules.context.test_thrash import _compactions, _floor_session, _held, _replay, _step
-from tests.support.factories import TOKENS, ctx, user
+from tests.support.factories import TOKENS
 
 
 def _resumed(window_room: int | None) -> tuple[list[dict[str, Any]], int, int]:
@@ -49,18 +49,3 @@ def test_the_floor_hold_applies_to_a_session_cut_from_its_first_request() -> Non
     cuts = _compactions(reports)
     assert cuts[:2] == [0, 1] and len(cuts) >= 5
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts[1:]))
-
-
-def test_inject_blocks_stored_after_a_cut_are_not_counted_as_growth() -> None:
-    # the forwarded size prune remembers after a compaction counts none of inject's blocks (it
-    # renders them after prune); the next request arrives with them stored and replayed
-    steps, budget, task = _floor_session(450)
-    messages = [user(task), *[m for step in steps[:8] for m in step]]
-    first = prune.apply(ctx(list(messages), budget=budget, now=5.0), prune.Config())
-    assert first.report["prune"]["compacted"]
-    block = sticky.Block("m0", 0, "<ctxproxy-context>...</ctxproxy-context>", 300)
-    state = first.state.with_value(sticky.NAMESPACE, sticky.Stored([block]).to_json())
-    again = ctx([*first.messages, *_step(8, 30, parts=1)], budget=budget, now=10.0, state=state)
-    memory = schedule.Memory.load(prune.apply(again, prune.Config()).state.get(prune.SESSION))
-    grown = TOKENS.count_messages(_step(8, 30, parts=1))
-    assert abs(memory.growth - grown) <= 0.1 * grown
