@@ -213,6 +213,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     stored = ctx.state.get(NAMESPACE)
     blocks = sticky.stored_tokens(ctx.state.get(sticky.NAMESPACE))  # inject replays them
     total = ctx.tokens.count_messages(view) + schema + blocks
+    arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
@@ -305,7 +306,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        forced=forced_cut,
+        forced=forced_cut, arrived=arrived,
     )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)

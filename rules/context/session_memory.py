@@ -60,6 +60,7 @@ class Memory:
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
         forced: bool = False,
+        arrived: int | None = None,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -68,12 +69,19 @@ class Memory:
         of both (the steps it did not take keep what carrying them has cost). The next request
         expects a cache hit when this one kept its predecessor's prefix and that predecessor
         was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
-        was one the budget forced (``cut_at``)."""
+        was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
+        previous cuts replayed (before this one's): less the last forwarded, what the session
+        added since, whether or not this request is then compacted."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
-        step = tokens - self.last_tokens
+        step = (tokens if arrived is None else arrived) - self.last_tokens
         growth = self.growth
-        if self.requests and not compacted and step >= 0:
+        # A compacted request's step is counted only while the session has no growth measured
+        # (cut on every request from its first, it would have none, and the floor hold could
+        # never apply): counted always, a burst that came with a cut raises the growth the hold
+        # bounds its overshoot by, and on the corpus thrash fell but the bill rose (see prune.md).
+        # Negative: the client dropped messages itself (a restart); nothing to measure.
+        if self.requests and step >= 0 and (not compacted or not self.growth):
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
         carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
         if look is not None:  # a look, or a warm cut that left steps (what they have cost)
