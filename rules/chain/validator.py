@@ -289,11 +289,14 @@ def violations_of(ctx: Context) -> list[Violation]:
 def _extended(
     memo: ListMemo, messages: Sequence[Message], table: dict[int, tuple[Message, Any]]
 ) -> Checked:
-    """The check of ``messages`` from the longest kept list that is all at their start."""
+    """The check of ``messages`` from the kept list whose messages before its last unit are at
+    their start, the latest such unit first."""
     base: Checked | None = None
     longest = 0
     for seen, kept in memo.get(VIOLATIONS) or ():
-        if seen.__class__ is tuple and kept.resume >= longest:
-            if shared_prefix(seen, messages) > kept.resume:
+        if seen.__class__ is tuple and kept.resume >= longest:  # noqa: SIM102
+            # the kept check holds up to its last unit's start: the messages before it must
+            # be the same objects (the last one may come back re-lowered, as a moved marker)
+            if shared_prefix(seen, messages) > kept.resume:  # after the cheap tests
                 base, longest = kept, kept.resume + 1
     return check(messages, table, base)
