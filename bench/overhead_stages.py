@@ -175,7 +175,7 @@ def instrument(stages: Stages, app: Any) -> None:
     p(services.engine.ledger, "begin", "  cache attribution (this request's facts)")
     from proxy.rewrite.prepared import Prepared
 
-    p(Prepared, "finish", "rewrite's finish, the upstream call under way (save, attribution)")
+    p(Prepared, "_complete", "rewrite's finish, the upstream call under way (save, attribution)")
     p(services.store, "insert_request", "log row queued")
     handler.wire = dataclasses.replace(
         handler.wire, forward=stages.wrap("upstream call (send, wait, read)", handler.wire.forward)

@@ -43,7 +43,7 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
-from proxy.server.forward_first import finish_while, let_go
+from proxy.server.forward_first import finished, let_go
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -200,11 +200,13 @@ class ProtocolHandler:
                 payload = raw if rewritten.body is body else rewritten.data
                 if forwarded is not rewritten.body:
                     payload = None  # written anew, with the diagnosis asked for
-                forwarding = asyncio.ensure_future(wire.forward(call, forwarded, payload))
-                if not prepared.finished:  # finished while the upstream reads the request
-                    rewritten = await finish_while(prepared, forwarding)
+                finishing = not prepared.finished
+                if finishing:  # finished while the upstream reads the request
+                    prepared.finish_soon()
+                response = await wire.forward(call, forwarded, payload)
+                if finishing:
+                    rewritten = await finished(prepared, request_id)
                     pending = rewritten.cache
-                response = await forwarding
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 first = rewritten
                 response, rewritten = await rescue_overflow(
