@@ -1,6 +1,8 @@
 """From a raw request body to what will be forwarded: parse, validate, find the session, load its
-state and ancestors, run the pipeline, save the state. The server and ``ctxproxy rewrite`` both
-call ``Engine.rewrite``, so they run the very same pipeline. A request bringing much new work is
+state and ancestors, run the pipeline, save the state. ``ctxproxy rewrite`` calls
+``Engine.rewrite``; the server calls ``Engine.prepare``, the same steps with the save (and the
+cache attribution's note) left to ``Prepared.finish``, which runs once the upstream call has
+started: the very same pipeline either way. A request bringing much new work is
 lowered, run through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``), so
 the event loop keeps serving the others."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+from proxy.failures import STOPPING
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.rewritten import Rewritten
 
@@ -18,7 +19,9 @@ async def finished(prepared: Prepared, request_id: str) -> Rewritten:
     its cache line."""
     try:
         return await prepared.finish()
-    except Exception:
+    except STOPPING:
+        raise
+    except BaseException:  # a native panic (pyo3's is no Exception) is bookkeeping's too
         log.exception("request %s: saving the session's state failed", request_id)
         return prepared.rewritten
 

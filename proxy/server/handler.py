@@ -205,7 +205,12 @@ class ProtocolHandler:
                     prepared.finish_soon()
                 response = await wire.forward(call, forwarded, payload)
                 if finishing:
-                    rewritten = await finished(prepared, request_id)
+                    try:
+                        rewritten = await finished(prepared, request_id)
+                    except BaseException:  # cancelled meanwhile: the answer is nobody's
+                        if response.close is not None:
+                            await asyncio.shield(response.close())
+                        raise
                     pending = rewritten.cache
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 first = rewritten

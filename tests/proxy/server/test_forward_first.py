@@ -5,6 +5,7 @@ held until then, and is let go however the request ends."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 
 from proxy.rewrite.engine import Engine
 from tests.conftest import in_process, log_rows, proxy_settings
+from tests.support.asgi import chat_scope
 from tests.support.factories import request, user
 from tests.support.fake_upstream import FakeUpstream
 
@@ -134,6 +136,79 @@ async def test_the_request_body_is_written_before_the_state_is_saved(
     # their body first
     assert sorted(events[:2]) == ["body", "finish"]
     assert events[2:] == ["body", "finish", "body", "finish"]
+
+
+async def test_a_panic_in_the_finish_still_relays_the_answer(
+    tmp_path: Path, fake_upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A native panic (no ``Exception``) in the bookkeeping after the upstream has the request:
+    the answer is the client's, not a 500 that a retry would bill twice."""
+    from tests.proxy.server.test_tokenizer_failure import Panic
+
+    async with in_process(proxy_settings(fake_upstream.base_url), str(tmp_path / "db")) as client:
+        ledger = client.app.state.services.engine.ledger  # type: ignore[attr-defined]
+
+        def begin(*args: Any) -> Any:
+            raise Panic("called `Result::unwrap()` on an `Err` value")
+
+        monkeypatch.setattr(ledger, "begin", begin)
+        r = await client.post("/v1/chat/completions", content=body("hi"), headers=JSON)
+        assert r.status_code == 200 and len(fake_upstream.requests) == 1
+        assert (await log_rows(client))[0]["status"] == 200
+
+
+async def test_a_client_gone_during_the_finish_closes_the_upstream_stream(
+    tmp_path: Path, fake_upstream: FakeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upstream's stream is back before the finish is done, and the client leaves meanwhile:
+    the stream is closed (its connection released, a generating upstream stopped)."""
+    finish = Engine._finish
+
+    async def slow(self: Engine, *args: Any) -> Any:  # a save queued behind another heavy run
+        await asyncio.sleep(0.5)
+        return await finish(self, *args)
+
+    monkeypatch.setattr(Engine, "_finish", slow)
+    raw = orjson.dumps(request(user("hi"), stream=True))
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+        await asyncio.sleep(0.1)  # the client leaves while the finish runs
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        pass
+
+    closed: list[bool] = []
+    async with in_process(proxy_settings(fake_upstream.base_url), str(tmp_path / "db")) as client:
+        handler = client.app.state.handlers["chat"]  # type: ignore[attr-defined]
+        real = handler.wire.forward
+
+        async def forward(call: Any, forwarded: Any, payload: Any) -> Any:
+            response = await real(call, forwarded, payload)
+            inner = response.close
+            if inner is not None:
+
+                async def close() -> None:
+                    closed.append(True)
+                    await inner()
+
+                response.close = close
+            return response
+
+        handler.wire = dataclasses.replace(handler.wire, forward=forward)
+        fake_upstream.script.hold_after_first_chunk = True
+        scope = chat_scope(client.app)  # type: ignore[attr-defined]
+        scope["headers"] = [*scope["headers"], (b"x-session-id", b"gone")]
+        try:
+            await client.app(scope, receive, send)  # type: ignore[attr-defined]
+        finally:
+            fake_upstream.release.set()
+    assert closed == [True]
 
 
 async def test_rewrite_returns_with_the_state_saved(
