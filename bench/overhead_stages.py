@@ -158,7 +158,7 @@ def instrument(stages: Stages, app: Any) -> None:
     p(handler_mod, "redact_text", "model redaction")
     p(handler_mod, "header_session", "session header")
     p(services.settings, "upstream_for", "routing")
-    p(services.engine, "rewrite", "rewrite (all)")
+    p(services.engine, "prepare", "rewrite (all, to the body forwarded)")
     p(CHAT, "lower", "  lower")
     p(engine_mod, "session_key", "  session key")
     p(services.store, "session", "  session hold (enter)")  # the context manager's creation
@@ -173,6 +173,9 @@ def instrument(stages: Stages, app: Any) -> None:
     p(services.store, "save_state", "  state save (queued)")
     p(Engine, "_lift", "  lift, checks")
     p(services.engine.ledger, "begin", "  cache attribution (this request's facts)")
+    from proxy.rewrite.prepared import Prepared
+
+    p(Prepared, "_complete", "rewrite's finish, the upstream call under way (save, attribution)")
     p(services.store, "insert_request", "log row queued")
     handler.wire = dataclasses.replace(
         handler.wire, forward=stages.wrap("upstream call (send, wait, read)", handler.wire.forward)

@@ -1,6 +1,8 @@
 """From a raw request body to what will be forwarded: parse, validate, find the session, load its
-state and ancestors, run the pipeline, save the state. The server and ``ctxproxy rewrite`` both
-call ``Engine.rewrite``, so they run the very same pipeline. A request bringing much new work is
+state and ancestors, run the pipeline, save the state. ``ctxproxy rewrite`` calls
+``Engine.rewrite``; the server calls ``Engine.prepare``, the same steps with the save (and the
+cache attribution's note) left to ``Prepared.finish``, which runs once the upstream call has
+started: the very same pipeline either way. A request bringing much new work is
 lowered, run through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``), so
 the event loop keeps serving the others."""
 
@@ -8,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from proxy.attribution.ledger import CacheLedger
+from proxy.attribution.ledger import CacheLedger, Pending
 from proxy.errors import BadRequest
 from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
@@ -28,6 +32,7 @@ from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
 from proxy.rewrite.offload import Offload, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
+from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import parent_session_key, session_key
@@ -141,7 +146,31 @@ class Engine(WindowBudgets):
         ``fresh``: how many of the body's ``raw_size`` bytes the session's previous body did not
         have (``BodyMemory.read``; all of them when not known): with its items, the work that
         decides whether it runs in the worker thread. ``model``: the model, where the body does
-        not name it (Gemini's is the path's)."""
+        not name it (Gemini's is the path's). The session's state is saved when it returns."""
+        prepared = await self.prepare(
+            body, headers, now, session_id, parent_session_id, raw_size, budget, adapter,
+            principal, fresh, model,
+        )  # fmt: skip
+        return await prepared.finish()
+
+    async def prepare(
+        self,
+        body: dict[str, Any],
+        headers: Mapping[str, str],
+        now: float,
+        session_id: str | None = None,
+        parent_session_id: str | None = None,
+        raw_size: int = 0,
+        budget: int | None = None,
+        adapter: Adapter = CHAT,
+        principal: str = ANONYMOUS,
+        fresh: int | None = None,
+        model: str | None = None,
+    ) -> Prepared:
+        """``rewrite``'s body to forward, the session still held: ``Prepared.finish`` saves its
+        state, notes the request for the cache attribution and lets the session go. The server
+        starts the upstream call first, so that work runs while the upstream reads the request;
+        ``finish`` must be awaited once however the call ends (a failure here lets go itself)."""
         heavy = self.offload.heavy(raw_size if fresh is None else fresh, items_of(body))
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
@@ -159,14 +188,19 @@ class Engine(WindowBudgets):
         named = model if model is not None else str(body["model"])
         hints = await self.pictures.hint(sid, named) if self.pictures else None
         request = _Request(body, lowered, adapter, now, sid, budget, heavy, model, hints)
-        async with contextlib.AsyncExitStack() as stack:  # the session: serialised across replicas
+        stack = contextlib.AsyncExitStack()  # the session: serialised across replicas
+        await stack.__aenter__()
+        try:
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:
                 held = await stack.enter_async_context(self.store.session(sid))
             else:
                 held, ran = await self._hold_running_ahead(stack, request, *known)
-            return await self._rewrite_locked(held, request, parent, ran)
+            return await self._prepare_locked(stack, held, request, parent, ran)
+        except BaseException:
+            await stack.__aexit__(*sys.exc_info())
+            raise
 
     async def _hold_running_ahead(
         self,
@@ -270,13 +304,14 @@ class Engine(WindowBudgets):
         if memos is not None and memos.changed():
             raise AssertionError(f"changed in place after being memoised: {memos.changed()[:3]}")
 
-    async def _rewrite_locked(
+    async def _prepare_locked(
         self,
+        stack: contextlib.AsyncExitStack,
         held: SessionHandle,
         request: _Request,
         parent: str | None,
         ahead: tuple[Context, PipelineOutcome] | None,
-    ) -> Rewritten:
+    ) -> Prepared:
         state, stored_parent = held.state, held.parent_id
         if stored_parent is not None or state.data:
             # a session's parent is the one it was created with: no later request re-links it
@@ -309,17 +344,30 @@ class Engine(WindowBudgets):
                     param="messages",
                     code="context_over_budget",
                 )
-        offload = self.offload.maybe
-        await held.save(
-            await offload(request.heavy, redact_state, outcome.state, state, PROXY_NAMESPACES),
-            parent,
-        )
         forwarded, data = await self.offload.maybe(request.heavy, self._lift, ctx, request, outcome)
-        was = self.ledger.begin(ctx, outcome)
-        return Rewritten(
+        rewritten = Rewritten(
             forwarded, outcome.report, sid, parent, request.adapter.name, data,
-            model=request.named_model, cache=was,
+            model=request.named_model,
         )  # fmt: skip
+        finish = functools.partial(self._finish, held, state, ctx, outcome, request.heavy, parent)
+        return Prepared(rewritten, finish, stack)
+
+    async def _finish(
+        self,
+        held: SessionHandle,
+        state: SessionState,
+        ctx: Context,
+        outcome: PipelineOutcome,
+        heavy: bool,
+        parent: str | None,
+    ) -> Pending:
+        """What a request leaves once its body is known: the session's new state, saved (redacted
+        against the state it ran on), and its facts for the cache attribution."""
+        redacted = await self.offload.maybe(
+            heavy, redact_state, outcome.state, state, PROXY_NAMESPACES
+        )
+        await held.save(redacted, parent)
+        return self.ledger.begin(ctx, outcome)
 
     def _lift(
         self, ctx: Context, request: _Request, outcome: PipelineOutcome

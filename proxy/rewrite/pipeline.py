@@ -307,19 +307,18 @@ class Pipeline:
         ctx = ctx.evolve(report=report, renders=renders)
         timings, clock = report["timings_ms"], time.perf_counter
         for step in self.steps:
-            started = clock()
+            name, started = step.name, clock()
             try:
                 result = step.module.apply(ctx, step.config)
             except Exception as exc:  # contained per rule: the input stands, the error is reported
                 if self.on_rule_error == "fail":
-                    raise RuleFailed(
-                        f"rule {step.name} raised {type(exc).__name__}: {exc}"
-                    ) from exc
+                    raise RuleFailed(f"rule {name} raised {type(exc).__name__}: {exc}") from exc
                 report["rule_errors"].append(
-                    {"rule": step.name, "error": f"{type(exc).__name__}: {exc}"}
+                    {"rule": name, "error": f"{type(exc).__name__}: {exc}"}
                 )
                 result = None
-            timings[step.name] = round((clock() - started) * 1000, 3)
+            # ms to the microsecond (``round(x, 3)`` costs ~0.4 µs a rule)
+            timings[name] = int((clock() - started) * 1e6 + 0.5) / 1000
             if result is not None:
                 if result.report:
                     merge_report(report, result.report)

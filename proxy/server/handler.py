@@ -29,6 +29,7 @@ from proxy.errors import (
     require_json,
 )
 from proxy.failures import STOPPING
+from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import (
     header_dict,
@@ -42,6 +43,7 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
+from proxy.server.forward_first import finished, let_go
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -79,12 +81,22 @@ class ProtocolHandler:
         row: dict[str, Any] = {"id": new_request_id()}
         self.s.observers.started()
         self._open.add(row["id"])
+        held: list[Prepared] = []  # the rewrite whose session is held until it is finished
         try:
-            await self._serve(scope, receive, send, row)
+            await self._serve(scope, receive, send, row, held)
         finally:
+            if held:  # finished where the upstream call started, unless it never did
+                await let_go(held[0], row["id"])
             self._close(row)  # nothing left to do unless the row was never finished
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send, row: dict[str, Any]) -> None:
+    async def _serve(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        row: dict[str, Any],
+        held: list[Prepared],
+    ) -> None:
         started = time.perf_counter()
         request_id = row["id"]
         headers = header_dict(scope["headers"])
@@ -118,7 +130,7 @@ class ProtocolHandler:
                 )
             if self.response_ids is not None:  # refused before the rules see (and keep) it
                 await self.response_ids.require(principal, body)
-            rewritten = await self.s.engine.rewrite(
+            prepared = await self.s.engine.prepare(
                 body,
                 headers,
                 now=row["created_at"],
@@ -128,6 +140,8 @@ class ProtocolHandler:
                 fresh=fresh,
                 model=None if named is None else model,
             )
+            held.append(prepared)
+            rewritten = prepared.rewritten
             report = rewritten.report
             overhead_ms = (time.perf_counter() - started) * 1000
             row.update(
@@ -140,6 +154,10 @@ class ProtocolHandler:
                 report=report,
                 overhead_ms=round(overhead_ms, 3),
             )
+            # the provider asked why a miss happened: the request's facts are needed to ask
+            diagnosed = upstream.cache_diagnostics
+            if self.s.settings.store.capture_payloads or diagnosed:
+                rewritten = await prepared.finish()
             if self.s.settings.store.capture_payloads:
                 row.update(await captured(offload, len(raw), body, rewritten.body))
         except ClientGone as exc:  # the client went away while sending its body
@@ -182,7 +200,18 @@ class ProtocolHandler:
                 payload = raw if rewritten.body is body else rewritten.data
                 if forwarded is not rewritten.body:
                     payload = None  # written anew, with the diagnosis asked for
+                finishing = not prepared.finished
+                if finishing:  # finished while the upstream reads the request
+                    prepared.finish_soon()
                 response = await wire.forward(call, forwarded, payload)
+                if finishing:
+                    try:
+                        rewritten = await finished(prepared, request_id)
+                    except BaseException:  # cancelled meanwhile: the answer is nobody's
+                        if response.close is not None:
+                            await asyncio.shield(response.close())
+                        raise
+                    pending = rewritten.cache
                 # a "prompt too long" answer: compacted to the stated window, retried once
                 first = rewritten
                 response, rewritten = await rescue_overflow(

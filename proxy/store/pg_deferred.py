@@ -74,8 +74,9 @@ class DeferredSaves:
             self.go(session_id)
 
     def answering(self, request_id: str, session_id: str | None) -> None:
-        """A request's row was queued: its session's waiting save starts once it is finished."""
-        if session_id is None or session_id not in self._waiting:
+        """A request's row was queued: its session's save, waiting now or handed over later (the
+        server starts the upstream call before the save), starts once the row is finished."""
+        if session_id is None:  # its save may start after the row is queued (forward first)
             return
         if len(self._answering) >= MAX_ANSWERING:  # rows never finished: forget the oldest
             del self._answering[next(iter(self._answering))]

@@ -192,7 +192,7 @@ async def test_a_base_exception_in_a_handler_is_answered_in_its_shape(
     async with in_process(settings(edge), str(tmp_path / "db")) as client:
         if stage == "rewrite":
             engine = client.app.state.services.engine  # type: ignore[attr-defined]
-            monkeypatch.setattr(engine, "rewrite", panicking)
+            monkeypatch.setattr(engine, "prepare", panicking)  # the handler's entry
         else:
             monkeypatch.setattr(handler, "rescue_overflow", panicking)
         r = await client.post(path, content=orjson.dumps(body(1)), headers=JSON)

@@ -170,3 +170,22 @@ async def test_a_sub_agent_reads_what_its_parent_saved(url: str, long_defer: flo
             assert [a.state.get("n") for a in await store.ancestors("parent")] == [2]
     finally:
         await store.close()
+
+
+async def test_a_row_queued_before_the_save_still_starts_it_when_answered(
+    url: str, long_defer: float
+) -> None:
+    """The server queues a request's row before its session's save is handed over (the upstream
+    call starts first): the save still goes when that answer is out, not at the bound."""
+    store = PostgresStore(url, batch_window_s=0.0)
+    await store.open()
+    try:
+        await store.insert_request({"id": "r1", "created_at": time.time(), "session_id": "s"})
+        await hold_and_save(store, 1)  # handed over after the row was queued
+        assert await stored_n(url) is None  # waits for the answer
+        await store.finish_request("r1", {"status": 200})
+        async with asyncio.timeout(5):  # not the 30 s bound
+            while await stored_n(url) != 1:
+                await asyncio.sleep(0.01)
+    finally:
+        await store.close()
