@@ -44,6 +44,7 @@ from rules.tool_pairs import pairs_of
 
 META = "track_entities"
 MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
+READ_MEMO = "entities_read"  # ``Context.recall`` name: a list and a meta with nothing to read
 
 
 class Config(RuleConfig):
@@ -124,8 +125,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
 
     meta = state.get(META) or {}
     seen_list: list[str] = list(meta.get("seen") or [])[-cfg.max_seen_calls :]
-    seen = set(seen_list)
     pending: list[str] = list(meta.get("pending") or [])
+    # the very messages this meta left with nothing to read before: nothing to read again
+    unread = messages is ctx.messages and ctx.recall(READ_MEMO, (meta, cfg))[0]
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
     stored = state.get(entity_cache.NAMESPACE) or []
@@ -136,16 +138,21 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # Only calls after the newest one already read, however long the history (a call read long
     # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
     pairs = (
-        pairs_of(ctx)  # shared with the observations of later rules
+        []
+        if unread
+        else pairs_of(ctx)  # shared with the observations of later rules
         if messages is ctx.messages
         else tool_pairs(messages)
     )
+    seen = set() if unread else set(seen_list)
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
+    read = 0  # calls read, and answers waited for
     for _, call, answer in [*todo, *pairs[start:]]:
         key = call_key(call)
         if key in seen:
             continue
+        read += 1
         result = "" if answer is None else text_of(messages[answer].get("content"))
         if answer is None or result.startswith(PLACEHOLDER_PREFIX):
             # unanswered, or a result the proxy wrote for an interrupted call: read once answered
@@ -195,6 +202,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             new_events.append(event)
             entity_cache.note(known, event)  # the newest event: known stays current, linearly
 
+    if not read and not unread and messages is ctx.messages:
+        ctx.keep(READ_MEMO, (meta, cfg), True)
     if new_events:
         new_events = storable(new_events)  # lone surrogates in paths: the state must store
         events = entity_cache.add(events, new_events, cfg.max_entities)
