@@ -1,6 +1,6 @@
 """What the rules keep for a list of the very same messages with the very same state and options
 (``Context.keyed``: working_set's ledger, break_loops' loops; ``Context.recall``: prune's view,
-that track_entities has nothing to read)
+that track_entities and workspace_map have no call to read)
 gives what they work out with nothing kept, over random sessions that resend a list, grow, change
 an earlier message, drop the oldest, switch options, budgets and sessions: each request's
 messages, state and report, through the rules chained as the runner chains them."""
@@ -16,6 +16,7 @@ from rules.base import CacheFacts, Context, ListMemo, Message, RuleConfig, Sessi
 from rules.context import inject, prune, prune_settled, working_set
 from rules.entities import track_entities
 from rules.loops import break_loops
+from rules.workspace import workspace_map
 from tests.support.factories import apply_rules, assistant, ctx, result, shell, system, user
 
 COMMANDS = ["pytest -q tests/t.py", "cat src/app.py", "ls src", "python -m build"]
@@ -82,6 +83,7 @@ def _rules(options: int) -> list[tuple[Any, RuleConfig]]:
     return [
         (track_entities, track_entities.Config(max_seen_calls=10 + 200 * options)),
         (working_set, working_set.Config(max_goal_chars=200 + 100 * options)),
+        (workspace_map, workspace_map.Config(max_entries=10 + 100 * options)),
         (break_loops, break_loops.Config(min_count=2 + options)),
         (prune, prune.Config(max_result_tokens=300 + 300 * options, keep_last_observations=2)),
         (inject, inject.Config()),
@@ -122,7 +124,7 @@ class _Kept:
 def test_kept_values_are_the_rules_answers_over_random_sessions(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: dict[str, int] = {"run": 0, "ledger": 0, "loops": 0, "read": 0}
+    made: dict[str, int] = {"run": 0, "ledger": 0, "loops": 0, "read": 0, "map": 0}
     real_run, real_build, real_loops = prune_settled.run_of, working_set.build, break_loops._loops
 
     def counting(name: str, real: Any) -> Any:
@@ -136,8 +138,9 @@ def test_kept_values_are_the_rules_answers_over_random_sessions(
     monkeypatch.setattr(working_set, "build", counting("ledger", real_build))
     monkeypatch.setattr(break_loops, "_loops", counting("loops", real_loops))
     monkeypatch.setattr(track_entities, "pairs_of", counting("read", track_entities.pairs_of))
+    monkeypatch.setattr(workspace_map, "build", counting("map", workspace_map.build))
     kept, fresh = _Kept(fresh=False), _Kept(fresh=True)
-    now, requests, worked = 1000.0, 0, {k: 0 for k in made}
+    now, worked = 1000.0, {k: 0 for k in made}
     for messages, options, budget, gap, at in _session(seed, 120):
         now += gap
         got = kept.run(messages, options, budget, now, at)
@@ -148,7 +151,6 @@ def test_kept_values_are_the_rules_answers_over_random_sessions(
         assert got.messages == want.messages
         assert got.state.to_json() == want.state.to_json()
         assert got.report == want.report
-        requests += 1
     for name, count in made.items():  # the kept run took some answers from its memos
         assert count - worked[name] < worked[name], name
 
