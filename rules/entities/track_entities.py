@@ -132,7 +132,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     seq: int = int(meta.get("seq") or 0)
     stored = state.get(entity_cache.NAMESPACE) or []
     events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
-    known = entity_cache.known_types(events)
+    known: dict[str, str] | None = None  # what exists now, once a call is read
     made.load(meta.get("scripts"), events)
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
@@ -153,6 +153,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if key in seen:
             continue
         read += 1
+        if known is None:
+            known = entity_cache.known_types(events)
         result = "" if answer is None else text_of(messages[answer].get("content"))
         if answer is None or result.startswith(PLACEHOLDER_PREFIX):
             # unanswered, or a result the proxy wrote for an interrupted call: read once answered

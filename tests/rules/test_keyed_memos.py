@@ -1,6 +1,6 @@
 """What the rules keep for a list of the very same messages with the very same state and options
 (``Context.keyed``: working_set's ledger, break_loops' loops; ``Context.recall``: prune's view,
-that track_entities and workspace_map have no call to read)
+that track_entities and workspace_map have no call to read; measure's sums of a resent list)
 gives what they work out with nothing kept, over random sessions that resend a list, grow, change
 an earlier message, drop the oldest, switch options, budgets and sessions: each request's
 messages, state and report, through the rules chained as the runner chains them."""
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rules.base import CacheFacts, Context, ListMemo, Message, RuleConfig, SessionState
-from rules.context import inject, prune, prune_settled, working_set
+from rules.context import inject, measure, prune, prune_settled, working_set
 from rules.entities import track_entities
 from rules.loops import break_loops
 from rules.workspace import workspace_map
@@ -87,6 +87,7 @@ def _rules(options: int) -> list[tuple[Any, RuleConfig]]:
         (break_loops, break_loops.Config(min_count=2 + options)),
         (prune, prune.Config(max_result_tokens=300 + 300 * options, keep_last_observations=2)),
         (inject, inject.Config()),
+        (measure, measure.Config()),
     ]
 
 
