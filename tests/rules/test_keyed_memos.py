@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rules.base import CacheFacts, Context, ListMemo, Message, RuleConfig, SessionState
-from rules.context import inject, measure, prune, prune_settled, working_set
+from rules.context import inject, measure, overlay, prune, prune_settled, working_set
 from rules.entities import track_entities
 from rules.loops import break_loops
 from rules.workspace import workspace_map
@@ -178,3 +178,28 @@ def test_a_kept_value_needs_the_very_same_messages_and_objects() -> None:
         context.evolve(messages=[user(str(k))]).keyed("n", (options,), compute)
     assert context.keyed("n", (options,), compute) == 13  # let go: worked out again
     assert len(context.memo["n"]) <= 4
+
+
+def test_a_view_is_kept_with_the_anchors_it_told_and_not_without() -> None:
+    """A view other than the messages is kept only with the anchors ``Run.share_anchors`` told
+    inject (a request that tried a compaction and kept none told none): a later request that
+    takes the view tells inject the same anchors."""
+    big = "\n".join(f"line {i} " + "x" * 40 for i in range(200))
+    messages = [system(), user("go"), assistant("", shell("c1", "cat log")), result("c1", big)]
+    cfg = prune.Config(max_result_tokens=300)
+    first = prune.apply(ctx(messages, budget=20000), cfg)  # caps the result: the overlay stored
+    memo: ListMemo = {}
+    context = ctx(messages, budget=20000, state=first.state).evolve(memo=memo)
+    run, view = prune_settled.run_of(context, cfg, prune.NAMESPACE)
+    assert view != messages and not run.decisions
+    prune_settled.settle(context, prune.NAMESPACE, run, view, None)
+    assert context.recall(prune_settled.SETTLED_MEMO, (first.state.get(prune.NAMESPACE), cfg)) == (
+        False,
+        None,
+    )
+    told = run.share_anchors(view)
+    prune_settled.settle(context, prune.NAMESPACE, run, view, told)
+    again = ctx(list(messages), budget=20000, state=first.state).evolve(memo=memo)
+    kept, seen = prune_settled.begin(again, cfg, prune.NAMESPACE)
+    assert isinstance(kept, prune_settled.Kept) and seen == view and seen is not view
+    assert again.evolve(messages=seen).derived(overlay.MEMO, lambda m: ["afresh"]) == told
