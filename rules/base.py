@@ -246,6 +246,37 @@ class Context:
         self.memo[name] = [(frozen(messages), value), *(kept or [])[: DERIVED_LISTS - 1]]
         return value
 
+    def keyed(self, name: str, key: tuple[object, ...], compute: Callable[[], T]) -> T:
+        """``compute()``, a pure function of this request's messages and of the objects in
+        ``key`` (a rule's options, a namespace of the state as the session holds it): kept for
+        the last ``DERIVED_LISTS`` lists of the very same messages with the very same objects
+        (a resent body, the session's next request before a rule changed it)."""
+        found, value = self.recall(name, key)
+        if not found:
+            value = compute()
+            self.keep(name, key, value)
+        return value  # type: ignore[no-any-return]  # what ``compute`` gave
+
+    def recall(self, name: str, key: tuple[object, ...]) -> tuple[bool, Any]:
+        """(True, what ``keep`` kept under ``name`` for the very same messages and ``key``
+        objects), or (False, None)."""
+        messages = self.messages
+        n = len(messages)
+        for seen, (objects, value) in self.memo.get(name) or ():
+            if (
+                len(seen) == n
+                and all(map(is_, objects, key))
+                and shared_prefix(seen, messages) == n
+            ):
+                return True, value
+        return False, None
+
+    def keep(self, name: str, key: tuple[object, ...], value: Any) -> None:
+        """Keep ``value`` for ``recall``: the entries hold their objects, so an id is never
+        reused meanwhile; the last ``DERIVED_LISTS`` are kept."""
+        kept = self.memo.get(name) or []
+        self.memo[name] = [(frozen(self.messages), (key, value)), *kept[: DERIVED_LISTS - 1]]
+
     def share(self, name: str, messages: Messages, value: Any) -> None:
         """Take ``value`` as ``derived(name, …)`` of this very list, worked out another way (not
         from its messages alone, as prune's anchors of a view are its sources'): no other list

@@ -56,7 +56,7 @@ def normalize(s: str) -> str:
     # casefold can produce forms NFKC would change again (e.g. ß → ss is fine, but some
     # compatibility characters reappear); a second pass keeps normalize idempotent.
     folded = unicodedata.normalize("NFKC", folded)
-    return "".join(ch for ch in folded if not ch.isspace())
+    return "".join(folded.split())  # str.split: the characters str.isspace calls whitespace
 
 
 def equivalent(a: str, b: str) -> bool:

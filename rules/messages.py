@@ -3,6 +3,8 @@ text the proxy itself wrote (so ``measure`` can count it and nothing re-processe
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
@@ -235,3 +237,13 @@ def last_of_role(
             break
     memo[name] = [(messages[at or 0 :], at)]
     return at
+
+
+def lenient_hash(hash_of: Callable[[Message], str], message: Message) -> str:
+    """``hash_of(message)``, or the hash of its JSON where orjson refuses it (lone surrogates,
+    ``"\\udcff"``)."""
+    try:
+        return hash_of(message)
+    except (TypeError, UnicodeEncodeError):
+        data = json.dumps(message, sort_keys=True, ensure_ascii=True).encode()
+        return hashlib.blake2b(data, digest_size=10).hexdigest()

@@ -165,6 +165,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         kept = ctx.memo.get(name)
         last, sums = kept[0] if kept else ((), {})
         k = shared_prefix(last, messages)
+        if kept and k == len(last) == len(messages):
+            return dict(sums)  # the very same messages again (a resent body)
         if k and len(last) - k <= k:  # less to take back than to add up again
             sums = dict(sums)
             _add(sums, last[k:], sections_of, -1)

@@ -24,9 +24,10 @@ import operator
 from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
-from rules.context import inject, prune_stages, restore, schedule, sticky
+from rules.context import inject, prune_settled, prune_stages, restore, schedule, sticky
 from rules.context.overlay import Overlay
 from rules.context.prune_plan import Run
+from rules.context.schedule import Step
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
 
@@ -206,9 +207,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
         return RuleResult.unchanged(ctx, {"prune": {"skipped": owned}})
-    run = Run(ctx, cfg, NAMESPACE)
-    run.cap_new_results()
-    view = run.render(run.overlay)
+    run, view = prune_settled.begin(ctx, cfg, NAMESPACE)  # no Run: messages seen, none capped
     schema = ctx.tokens.count_tools(ctx.tools)  # sent with every request: counts against it
     stored = ctx.state.get(NAMESPACE)
     blocks = sticky.stored_tokens(ctx.state.get(sticky.NAMESPACE))  # inject replays them
@@ -238,11 +237,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         quiet = not forced and (
             state == "unknown" or (state == "warm" and memory.requests % WARM_LOOK_EVERY != 0)
         )
-        sizes: dict[int, int] = {} if quiet else run.sizes()
+        sizes: dict[int, int] = {}
+        steps: list[Step] = []
+        if not quiet:
+            if not isinstance(run, Run):  # the same view, rendered by the Run that plans
+                run, view = prune_settled.run_of(ctx, cfg, NAMESPACE)
+            sizes = run.sizes()
+            steps = run.plan(sizes, drops=forced)
         prefix = [0]
         for i in range(len(sizes)):
             prefix.append(prefix[-1] + sizes[i])
-        steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
             reclaimable = sum(s.freed for s in steps if s.stage != "drop")
             look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
@@ -253,7 +257,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
         if choice.chosen is not None:  # a cut that is not the first steps in plan order
             steps = [steps[i] for i in choice.chosen]
-        if choice.steps:
+        if choice.steps and isinstance(run, Run):  # a quiet request takes none
             decision = choice.figures.get("decision")
             kept_decisions, kept_stages = list(run.decisions), dict(run.stages)
             # the compacted prompt carries no stored blocks: inject collapses them into one;
@@ -300,7 +304,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # request: two namespaces, so the large one is not copied, compared deeply or redacted again
     # on every request.
     state_out = ctx.state
-    if run.overlay_changed(stored):
+    if isinstance(run, Run) and run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
     forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
@@ -311,7 +315,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
     unchanged = all(map(operator.is_, view, ctx.messages))
-    if len(view) == len(ctx.messages) and unchanged:
-        return RuleResult(ctx.messages, state_out, report)
-    run.share_anchors(view)
-    return RuleResult(view, state_out, report)
+    same = len(view) == len(ctx.messages) and unchanged
+    told = None if same else run.share_anchors(view)
+    if isinstance(run, Run):
+        prune_settled.settle(ctx, NAMESPACE, run, None if same else view, told)
+    return RuleResult(ctx.messages if same else view, state_out, report)

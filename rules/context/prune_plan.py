@@ -176,17 +176,17 @@ class Run:
             return True
         return stored is None and bool(self.overlay.edits or self.overlay.dropped)
 
-    def share_anchors(self, view: list[Message]) -> None:
-        """Tell the rules after prune (inject) the anchors of ``view``: each rendered message
-        keeps its source message's anchor, a dropped run's line gets one of its own. Saves them
-        hashing every edited message again, and keeps an anchor the same when its message is
-        elided later."""
+    def share_anchors(self, view: list[Message]) -> list[str] | None:
+        """Tell the rules after prune (inject) the anchors of ``view``, and return them: each
+        rendered message keeps its source message's anchor, a dropped run's line gets one of its
+        own. Saves them hashing every edited message again, and keeps an anchor the same when
+        its message is elided later."""
         if (
             self._placed is None
             or self._placed[0] is not self.overlay
             or self._placed[1] is not view
         ):
-            return  # the view is not the last rendering (a compaction tried and not kept)
+            return None  # the view is not the last rendering (a compaction tried and not kept)
         source = self._placed[2]
         if len(view) == len(self.anchors) and not self.overlay.dropped:
             anchors = self.anchors  # edits in place: the very same anchors
@@ -197,6 +197,7 @@ class Run:
                 for m, i in zip(view, source, strict=True)
             ]
         self.ctx.share(overlay.MEMO, view, anchors)
+        return anchors
 
     def sizes(self) -> dict[int, int]:
         """Tokens of each message as the overlay renders it now (dropped ones count 0)."""

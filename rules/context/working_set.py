@@ -10,8 +10,6 @@ password in a command or in test output is never stored, and the rendered sectio
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +32,7 @@ from rules.messages import (
     call_arguments_text,
     content_hash,
     last_where,
+    lenient_hash,
     text_of,
     tool_calls,
     without_harness,
@@ -48,6 +47,7 @@ SEEN_WINDOW = 256  # keys of the newest results read: where the previous request
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 LAST_TURN_MEMO = "working_set_last_turn"  # ``Context.memo`` name: ``last_users_turn``'s
 TASK_TEXT_MEMO = "working_set_task_text"  # its ``Context.table``: a user turn -> (limit, text)
+LEDGER_MEMO = "working_set_ledger"  # ``Context.keyed`` name: the ledger a list and a ledger gave
 MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
 
 
@@ -235,7 +235,7 @@ def build(
     obs_all = observations(messages) if obs_list is None else obs_list
 
     def key(obs: Observation) -> str:
-        return f"{stored_id(obs.call_id)}:{_hash(hash_of, messages[obs.result_index])[:8]}"
+        return f"{stored_id(obs.call_id)}:{lenient_hash(hash_of, messages[obs.result_index])[:8]}"
 
     seen = list(ledger.get("seen", []))[-SEEN_WINDOW:]
     seen_set = set(seen)
@@ -260,14 +260,6 @@ def build(
         ledger["pending"] = pending[-MAX_PENDING:]
     ledger["section_tokens"] = cfg.section_tokens  # read by render_section (inject's default)
     return storable(ledger)
-
-
-def _hash(hash_of: Callable[[Message], str], message: Message) -> str:
-    try:
-        return hash_of(message)
-    except (TypeError, UnicodeEncodeError):  # lone surrogates ("\udcff"): orjson refuses them
-        data = json.dumps(message, sort_keys=True, ensure_ascii=True).encode()
-        return hashlib.blake2b(data, digest_size=10).hexdigest()
 
 
 def diagnostics_of(ctx: Context, ledger: dict[str, Any]) -> list[dict[str, Any]]:
@@ -390,10 +382,13 @@ def render_section(state: SessionState, max_tokens_hint: int | None = None) -> s
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    texts = ctx.table(TASK_TEXT_MEMO)
-    ledger = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of, ctx.memo, texts)
-    state = ctx.state if ledger == before else ctx.state.with_value(NAMESPACE, ledger)
-    kept = state.get(NAMESPACE) or ledger  # the ledger inject reads (the earlier one if equal)
-    return RuleResult(
-        ctx.messages, state, {"working_set": summary(kept, diagnostics_of(ctx, kept))}
-    )
+
+    def read() -> dict[str, Any]:  # ``before`` itself when nothing new was read
+        texts = ctx.table(TASK_TEXT_MEMO)
+        new = build(ctx.messages, before, cfg, of_context(ctx), ctx.hash_of, ctx.memo, texts)
+        return before if new == before else new
+
+    ledger = ctx.keyed(LEDGER_MEMO, (before, cfg), read)  # the same messages, the same ledger
+    state = ctx.state if ledger is before else ctx.state.with_value(NAMESPACE, ledger)
+    summed = summary(ledger, diagnostics_of(ctx, ledger))  # the ledger inject reads
+    return RuleResult(ctx.messages, state, {"working_set": summed})

@@ -26,7 +26,7 @@ from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, lo
 from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
-from rules.base import Context, RuleConfig, RuleResult
+from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
 from rules.entities.track_made import MadeTracker
@@ -44,6 +44,7 @@ from rules.tool_pairs import pairs_of
 
 META = "track_entities"
 MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
+READ_MEMO = "entities_read"  # ``Context.recall`` name: a list, a meta it left as it was, unread
 
 
 class Config(RuleConfig):
@@ -107,8 +108,6 @@ def call_key(call: dict[str, Any]) -> str:
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
-    tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
-    made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
     messages, state = ctx.messages, ctx.state
     report: Report = {}
     if cfg.restore_history:
@@ -123,14 +122,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             state = state.with_value(history_restore.NAMESPACE, remembered)
 
     meta = state.get(META) or {}
+    stored = state.get(entity_cache.NAMESPACE) or []
+    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    # the very messages that left this meta as it was with no call to read: none to read again,
+    # only the events past their time to forget
+    if messages is ctx.messages and ctx.recall(READ_MEMO, (meta, cfg))[0]:
+        report["entities"] = []
+        return RuleResult(messages, _with_events(state, events, stored), report)
+    tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
+    made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
     seen_list: list[str] = list(meta.get("seen") or [])[-cfg.max_seen_calls :]
-    seen = set(seen_list)
     pending: list[str] = list(meta.get("pending") or [])
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
-    stored = state.get(entity_cache.NAMESPACE) or []
-    events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
-    known = entity_cache.known_types(events)
+    known: dict[str, str] | None = None  # what exists now, once a call is read
     made.load(meta.get("scripts"), events)
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
@@ -140,12 +145,17 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if messages is ctx.messages
         else tool_pairs(messages)
     )
+    seen = set(seen_list)
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
+    read = 0  # calls read, and answers waited for
     for _, call, answer in [*todo, *pairs[start:]]:
         key = call_key(call)
         if key in seen:
             continue
+        read += 1
+        if known is None:
+            known = entity_cache.known_types(events)
         result = "" if answer is None else text_of(messages[answer].get("content"))
         if answer is None or result.startswith(PLACEHOLDER_PREFIX):
             # unanswered, or a result the proxy wrote for an interrupted call: read once answered
@@ -200,11 +210,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         events = entity_cache.add(events, new_events, cfg.max_entities)
     if made.learned:  # a detached job's port, shown after the call that started it
         events = storable(made.updated(events))
-    if events != stored:
-        state = state.with_value(entity_cache.NAMESPACE, events)
-        held = entity_cache.summary(events)
-        if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": [], "key": ""}):
-            state = state.with_value(entity_cache.SUMMARY, held)
+    state = _with_events(state, events, stored)
     new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
     if made.scripts:
         new_meta["scripts"] = made.scripts
@@ -213,8 +219,21 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     new_meta = storable(new_meta)
     if new_meta != meta:
         state = state.with_value(META, new_meta)
+    elif not read and messages is ctx.messages:
+        ctx.keep(READ_MEMO, (meta, cfg), True)
     report["entities"] = [_reported(e) for e in new_events]
     return RuleResult(messages, state, report)
+
+
+def _with_events(state: SessionState, events: list[Any], stored: Any) -> SessionState:
+    """``state`` holding ``events`` (and their summary) where they are not ``stored``."""
+    if events == stored:
+        return state
+    state = state.with_value(entity_cache.NAMESPACE, events)
+    held = entity_cache.summary(events)
+    if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": [], "key": ""}):
+        state = state.with_value(entity_cache.SUMMARY, held)
+    return state
 
 
 def _unkept(path: str) -> bool:

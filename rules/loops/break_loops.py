@@ -33,6 +33,7 @@ NAMESPACE = "loops"
 # observation; a step is the call's and the result's content alone, so the runner keeps the table
 # across a session's requests
 STEPS_MEMO = "loop_steps"
+LOOPS_MEMO = "loops_found"  # ``Context.keyed`` name: the loops a list's tail closes
 
 
 class Config(RuleConfig):
@@ -150,10 +151,9 @@ def _new_note(
     return text, elide, item
 
 
-def apply(ctx: Context, cfg: Config) -> RuleResult:
+def _loops(ctx: Context, cfg: Config) -> list[tuple[int, Loop, list[Step]]]:
+    """The loops the results answering the last assistant turn close (those without a note)."""
     messages = ctx.messages
-    raw = ctx.state.get(NAMESPACE)
-    stored = _load(raw)
     start = _tail_start(messages)
     tail = [i for i in range(start, len(messages)) if messages[i].get("role") == "tool"]
     loops: list[tuple[int, Loop, list[Step]]] = []
@@ -167,6 +167,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             loop = detect(steps, k, cfg.min_count, cfg.min_cycles)
             if loop is not None:
                 loops.append((i, loop, steps))
+    return loops
+
+
+def apply(ctx: Context, cfg: Config) -> RuleResult:
+    messages = ctx.messages
+    raw = ctx.state.get(NAMESPACE)
+    stored = _load(raw)
+    # a function of the messages and the options alone: a resent list is not searched again
+    loops = ctx.keyed(LOOPS_MEMO, (cfg,), lambda: _loops(ctx, cfg))
     if not stored and not loops:
         return RuleResult.unchanged(ctx)  # the common case: no message hashed
     hashes = ctx.hashes_of(messages)

@@ -49,6 +49,7 @@ BOOT_HINT = "workspace_bootstrap"  # ``Context.hints`` key of the proxy's bootst
 SEEN_WINDOW = 256  # keys of the newest calls read: where the previous request stopped
 MAX_PENDING = 64
 FIGURES_MEMO = "workspace_figures"  # ``Context.memo`` name: the last nodes object's figures
+UNREAD_MEMO = "workspace_unread"  # ``Context.recall`` name: a list and a map with no call to read
 MAX_DIRTY = 50
 MAX_BOOT_LINES = 12
 MAX_BOOT_LINE = 400
@@ -222,7 +223,11 @@ def summary(
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     before = ctx.state.get(NAMESPACE) or {}
-    built = build(ctx, before, cfg)
+    # the very messages this map left with no call to read before: none to read again
+    unread = ctx.recall(UNREAD_MEMO, (before, cfg))[0]
+    built = None if unread else build(ctx, before, cfg)
+    if built is None and not unread:
+        ctx.keep(UNREAD_MEMO, (before, cfg), True)
     wsmap = before if built is None else built
     picture = ctx.hints.get(BOOT_HINT)
     used = None

@@ -28,6 +28,16 @@ def test_normalize(raw: str, expected: str) -> None:
     assert normalize(normalize(raw)) == normalize(raw)
 
 
+def test_normalize_drops_every_character_python_calls_whitespace_and_no_other() -> None:
+    import sys
+    import unicodedata
+
+    for code in range(sys.maxunicode + 1):
+        raw = f"a{chr(code)} b"
+        folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", raw).casefold())
+        assert normalize(raw) == "".join(c for c in folded if not c.isspace()), hex(code)
+
+
 @pytest.mark.parametrize(
     ("needle", "candidates", "value", "how"),
     [
