@@ -24,7 +24,7 @@ import operator
 from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
-from rules.context import inject, prune_stages, restore, schedule, sticky
+from rules.context import carrying, inject, prune_stages, restore, schedule, sticky
 from rules.context.overlay import Overlay
 from rules.context.prune_plan import Run
 from rules.messages import shared_prefix
@@ -32,7 +32,7 @@ from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
 SESSION = "prune_session"  # the schedule's memory of the session's requests
-WARM_LOOK_EVERY = 4  # requests between looks for a compaction that pays, cache warm
+WARM_LOOK_EVERY = 4  # warm, the most requests between looks (sooner when a cut may have paid)
 FREE_MEMO = "prune_free"  # ``Context.memo`` name: the last list without provider-owned items
 
 
@@ -217,6 +217,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
+    stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
+    due = -1  # the request by which the next warm look is due
     info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
@@ -233,10 +235,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
         forced = total > schedule.trigger(room, budget, memory)
-        # Warm and under the budget, what is reclaimable is looked at every few requests (the
-        # break-even rule adds up its carrying cost between looks). Unknown: nothing is done.
+        # Warm and under the budget, what is reclaimable is looked at when a cut may have paid,
+        # or every few requests (``carrying``: the figures kept add up the carrying cost
+        # between looks). Unknown: nothing is done.
         quiet = not forced and (
-            state == "unknown" or (state == "warm" and memory.requests % WARM_LOOK_EVERY != 0)
+            state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
         sizes: dict[int, int] = {} if quiet else run.sizes()
         prefix = [0]
@@ -244,13 +247,20 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             prefix.append(prefix[-1] + sizes[i])
         steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
+            r = ctx.cache.read_ratio
+            steps, stale = carrying.own(
+                steps, run.anchors, memory.steps(), memory.requests - memory.looked,
+                memory.carried_now(r), r,
+            )  # fmt: skip
             reclaimable = sum(s.freed for s in steps if s.stage != "drop")
-            look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
+            look = (sum(c for c, _ in stale.values()), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
+        if isinstance(choice.figures.get("look_in"), int):
+            due = memory.requests + int(choice.figures["look_in"])
         if choice.chosen is not None:  # a cut that is not the first steps in plan order
             steps = [steps[i] for i in choice.chosen]
         if choice.steps:
@@ -277,6 +287,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 info["compacted_from"] = run.anchors[first]
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
+            if info["compacted"] and stale is not None:  # the cut steps are gone
+                for step in steps[: choice.steps]:
+                    if step.stage != "drop":
+                        stale.pop(carrying.step_key(step.stage, run.anchors[step.first]), None)
             if info["compacted"] and look is not None:  # a warm cut: what its steps left
                 cut = sum(s.freed for s in steps[: choice.steps])
                 left = float(choice.figures.get("carried_left") or 0.0)
@@ -306,7 +320,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        forced=forced_cut, arrived=arrived,
+        forced=forced_cut, arrived=arrived, stale=stale, due=due,
     )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
