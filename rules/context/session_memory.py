@@ -65,11 +65,10 @@ class Memory:
         return carrying.load(self.stale)
 
     def look_due(self, every: int) -> bool:
-        """Whether this request looks at what a warm cut could free: ``every`` requests after
-        the last look at the latest, sooner when the kept figures say some cut may have paid
-        by now (``due``)."""
-        due = self.looked + every if self.due < 0 else min(self.due, self.looked + every)
-        return self.requests >= due
+        """Whether this request looks at what a warm cut could free: every ``every``-th request
+        at the latest, and from the request by which the last look's figures said some cut may
+        have paid (``due``)."""
+        return self.requests % every == 0 or 0 <= self.due <= self.requests
 
     def after(
         self,

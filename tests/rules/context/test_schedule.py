@@ -213,8 +213,8 @@ def test_memory_advances_once_per_request() -> None:
 
 
 def test_a_warm_cache_is_looked_at_when_a_cut_may_have_paid_or_every_few_requests() -> None:
-    """The warm check costs a pass over the session: it runs WARM_LOOK_EVERY requests after the
-    last look, or sooner, by the request the last look's figures said some cut could pay
+    """The warm check costs a pass over the session: it runs on every WARM_LOOK_EVERY-th
+    request, and from the request by which the last look's figures said some cut could pay
     (``due``); a compaction that has paid for itself is made at the next look, never between."""
     budget = 200_000
     messages = conversation(120)
@@ -229,8 +229,8 @@ def test_a_warm_cache_is_looked_at_when_a_cut_may_have_paid_or_every_few_request
         ]
 
     every = prune.WARM_LOOK_EVERY
-    assert looks() == ["paid" if n >= 4 + every else "none" for n in range(4, 12)]
-    assert looks(due=6) == ["paid" if n >= 6 else "none" for n in range(4, 12)]
+    assert looks() == ["paid" if n % every == 0 else "none" for n in range(4, 12)]
+    assert looks(due=6) == ["paid" if n % every == 0 or n >= 6 else "none" for n in range(4, 12)]
 
 
 def test_a_breakpoint_cache_rebills_all_but_the_first_message_past_its_lookback() -> None:
