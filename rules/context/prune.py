@@ -24,9 +24,9 @@ import operator
 from pydantic import Field
 
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
-from rules.context import carrying, inject, prune_stages, restore, schedule, sticky
+from rules.context import carrying, inject, prune_stages, restore, schedule, sticky, warm_cut
 from rules.context.overlay import Overlay
-from rules.context.prune_plan import Run
+from rules.context.prune_plan import PLACEHOLDER_TOKENS, Run
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
 
@@ -202,6 +202,17 @@ def _swap(
     return None
 
 
+def _superseded(run: Run, sizes: dict[int, int]) -> list[tuple[int, int]]:
+    """(message index, tokens freed) of the superseded results not elided yet (rendered, an
+    elided one is no longer than its placeholder)."""
+    protected = set(run.evidence.protected)
+    return [
+        (i, sizes[i] - PLACEHOLDER_TOKENS)
+        for i, _ in prune_stages.supersede(run.obs, protected, run.messages)
+        if sizes[i] > PLACEHOLDER_TOKENS
+    ]
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -241,10 +252,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         quiet = not forced and (
             state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
-        sizes: dict[int, int] = {} if quiet else run.sizes()
+        sizes: dict[int, int] = {} if quiet and state != "warm" else run.sizes()
         prefix = [0]
         for i in range(len(sizes)):
             prefix.append(prefix[-1] + sizes[i])
+        if quiet and state == "warm":  # between looks: a superseded result free to cut now
+            quiet = not warm_cut.free_now(_superseded(run, sizes), prefix, total, ctx.cache, memory)
         steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
             r = ctx.cache.read_ratio

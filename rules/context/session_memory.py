@@ -31,6 +31,7 @@ class Memory:
     # them); None: none kept (the session's ``carried`` is shared by size)
     stale: Any = None
     due: int = -1  # the request by which some cut may have paid (``carrying.due``); -1: unknown
+    last_cut: int = -1  # the request (``requests``) of the last compaction of any kind
 
     @classmethod
     def load(cls, value: Any) -> Memory:
@@ -48,12 +49,17 @@ class Memory:
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
             v.get("stale"),
             int(v["due"]) if isinstance(v.get("due"), int) else -1,
+            int(v["last_cut"]) if isinstance(v.get("last_cut"), int) else -1,
         )
 
     def cut_lately(self) -> bool:
         """Whether the last compaction the budget forced came fewer than ``HEADROOM`` requests
         ago (a warm cut under the budget leaves no room for growth by design)."""
         return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
+
+    def cut_within(self, requests: int) -> bool:
+        """Whether the session's last compaction came fewer than ``requests`` requests ago."""
+        return self.last_cut >= 0 and self.requests - self.last_cut < requests
 
     def carried_now(self, read_ratio: float) -> float:
         """``carried`` once the requests since the last look are counted, at that look's
@@ -117,6 +123,7 @@ class Memory:
             carried, looked, reclaimable, next_due = look[0], self.requests, look[1], due
         elif compacted:
             carried, looked, reclaimable, next_due = 0.0, self.requests, 0, -1
+        last_cut = self.requests if compacted else self.last_cut
         # between looks the stored figures go on as they are (the same object: not parsed)
         kept = carrying.dump(stale) if stale is not None else None if compacted else self.stale
         return {
@@ -131,6 +138,7 @@ class Memory:
             "cut_at": self.requests if compacted and forced else self.cut_at,
             **({"stale": kept} if kept else {}),
             **({"due": next_due} if next_due >= 0 else {}),
+            **({"last_cut": last_cut} if last_cut >= 0 else {}),
         }
 
 

@@ -66,6 +66,7 @@ def break_even(
     soon: list[_Cut] = []  # deeper cuts that would pay within HEADROOM requests
     due = 1 << 30
     whole = (0.0, 0.0)
+    recent = memory.cut_within(HEADROOM)
     # a cut on the estimate takes only the steps whose loss is priced (a stage of weight 0,
     # supersede by default, waits until carrying has paid for it)
     for on_estimate in (False, True)[: 1 + bet]:
@@ -90,6 +91,8 @@ def break_even(
             future = r * freed * ahead
             price = bust * scale + lost
             why = payback.verdict(share, future, price) if freed > 0 else None
+            if recent:
+                why = None  # HEADROOM requests after the last compaction at the soonest
             cut = _Cut(share + future - price, tuple(taken), bust, lost, why or "", share, freed,
                        price)  # fmt: skip
             if why == ("expected" if on_estimate else "paid") and (
@@ -100,7 +103,11 @@ def break_even(
                 whole = (bust, lost)  # the deepest cut's, reported when none qualifies
                 if freed > 0:
                     due = min(due, carrying.due(share, freed, price, r))
-                    if why != "paid" and payback.soon(share, r * freed * HEADROOM, price):
+                    if (
+                        why != "paid"
+                        and not recent
+                        and payback.soon(share, r * freed * HEADROOM, price)
+                    ):
                         soon.append(cut._replace(why="soon"))
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if bet:
@@ -143,3 +150,29 @@ def _deeper(paid: _Cut, soon: Sequence[_Cut], read_ratio: float) -> _Cut:
         if len(cut.chosen) > len(paid.chosen) and over_headroom(cut) > value:
             best, value = cut, over_headroom(cut)
     return best
+
+
+def free_now(
+    candidates: Sequence[tuple[int, int]],
+    prefix_tokens: Sequence[int],
+    total: int,
+    facts: CacheFacts,
+    memory: Memory,
+) -> bool:
+    """Whether one of ``candidates`` (message index, tokens its elision frees) costs nothing to
+    cut now: re-billing what the cache holds after it costs no more than it saves this request
+    (a result at the end of the cached prompt, superseded by this request's run of the same
+    command or read of the same file). Such a cut pays at once, and only while its message is
+    the last cached: the next request caches what follows it. Between looks, prune asks this of
+    the superseded results (``prune_stages.supersede``, a pass far lighter than the plan)."""
+    r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
+    cached0 = min(memory.last_tokens, total)
+    cached0 = cached0 if cached0 >= facts.min_prefix_tokens else 0
+    scale = provider_scale(facts, memory)
+    for first, freed in candidates:
+        cached = cached_after(first, prefix_tokens, cached0, facts)
+        after = total - freed
+        bust = (after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r)
+        if freed > 0 and bust * scale <= 0:
+            return True
+    return False
