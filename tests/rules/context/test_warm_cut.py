@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from rules.base import CacheFacts
-from rules.context import carrying, payback, schedule
+from rules.context import carrying, payback, prune, schedule, warm_cut
+from tests.rules.context.test_schedule import NOW, conversation, decide, memory
+from tests.support.factories import TOKENS, assistant, ctx, result, shell
 
 FACTS = CacheFacts(read_ratio=0.1, min_prefix_tokens=1024)
 SIZES = [1000, 7000] + [1000] * 8  # a large stale result at message 1, a small one at 8
@@ -86,3 +88,48 @@ def test_the_next_look_is_due_when_some_cut_could_pay_at_its_price() -> None:
         decision = _choose(later, PREFIX[-1], 20 + k).figures["decision"]
         assert (decision != "none") == (k == due)
     assert carrying.due(0.0, 0, 10.0, 0.1) > 1_000_000  # frees nothing: never
+
+
+def test_a_result_at_the_end_of_the_cached_prompt_is_free_to_cut() -> None:
+    """The previous prompt held messages 0-9 (10,000 tokens); two new messages follow. Eliding
+    message 9 re-bills only what follows it, which is new anyway: free. Eliding message 5
+    re-bills messages 6-9 fresh: not."""
+    prefix = [1000 * i for i in range(13)]
+    memory = schedule.Memory(requests=21, last_tokens=10_000)
+    assert warm_cut.free_now([(9, 970)], prefix, 12_000, FACTS, memory)
+    assert not warm_cut.free_now([(5, 970)], prefix, 12_000, FACTS, memory)
+    assert not warm_cut.free_now([(9, 0)], prefix, 12_000, FACTS, memory)
+
+
+def _rerun_session(**kept: Any) -> Any:
+    """Request 21 (no look due by the count): the agent runs the command of the previous
+    request's last result again, so that result is superseded at the end of the cached prompt."""
+    body = "\n".join(
+        f"FAILED tests/test_{i}.py::test_case - assert {i} == {i + 1}" for i in range(60)
+    )
+    before = [*conversation(12), assistant(None, shell("t1", "pytest -x")), result("t1", body)]
+    messages = [*before, assistant(None, shell("t2", "pytest -x")), result("t2", body + "\nok")]
+    state = memory(21, NOW - 5.0, TOKENS.count_messages(before), looked=20, **kept)
+    return prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), prune.Config())
+
+
+def test_between_looks_a_superseded_result_free_to_cut_is_looked_at_and_cut() -> None:
+    out = _rerun_session()
+    info = out.report["prune"]
+    assert info["compacted"] and info["schedule"]["decision"] == "paid"
+    assert info["schedule"]["bust_cost"] == 0
+    assert [d["action"] for d in out.report["pruning"]] == ["supersede"]
+
+
+def test_no_warm_cut_within_five_requests_of_the_last_compaction() -> None:
+    """Free or paid, a warm cut waits ``HEADROOM`` requests after the session's last one."""
+    held = _rerun_session(last_cut=18).report["prune"]
+    assert not held["compacted"] and held["schedule"]["decision"] == "none"
+    assert _rerun_session(last_cut=16).report["prune"]["compacted"]
+    paid_for = {"carried": 1e9, "looked": 20, "due": 20}
+    messages = conversation(120)
+    assert decide(messages, 200_000, 5.0, carried=paid_for).report["prune"]["compacted"]
+    recent = decide(messages, 200_000, 5.0, carried={**paid_for, "last_cut": 17})
+    assert recent.report["prune"]["schedule"]["decision"] == "none"
+    memory = schedule.Memory(requests=20, last_cut=-1)
+    assert memory.after(1.0, 100, compacted=True, stored=None)["last_cut"] == 20
