@@ -22,7 +22,10 @@ A look is due (``due``) by the first request at which some cut of the last look 
 at the price it had then: a cut's price only rises while it waits (the prompt behind its edit
 grows; its loss weighs the whole prompt), so no cut of that look pays sooner. A new step at the
 tail can lower a deeper cut's bust, and a result's chance of reuse falls with age: the look every
-``prune.WARM_LOOK_EVERY`` requests at the latest catches those, as it did every cut before."""
+``prune.WARM_LOOK_EVERY``-th request catches those. One cut is free only on the request it
+appears: a result at the end of the cached prompt superseded by this request's run of the same
+command (``warm_cut.free_now``); prune asks for it on every request between looks, with the
+supersede stage's pass alone."""
 
 from __future__ import annotations
 

@@ -246,9 +246,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
         forced = total > schedule.trigger(room, budget, memory)
-        # Warm and under the budget, what is reclaimable is looked at when a cut may have paid,
-        # or every few requests (``carrying``: the figures kept add up the carrying cost
-        # between looks). Unknown: nothing is done.
+        # Warm and under the budget, what is reclaimable is looked at every few requests, when
+        # a cut may have paid, or when a superseded result is free to cut (``carrying``: the
+        # figures kept add up the carrying cost between looks). Unknown: nothing is done.
         quiet = not forced and (
             state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )

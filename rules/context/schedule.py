@@ -14,19 +14,21 @@ gathers; costs are in units of one fresh input token.
 Three cases:
 - **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
   the task (stale copies, old prose, results no longer needed) are taken for free.
-- **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
-  request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction; after a warm partial cut, from the share it left to the steps it
-  did not take (``carried``). A compaction is made once its share of that sum
-  reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
-  twice the best schedule's carrying and busts whatever the session's length), or (prune's
-  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
-  session's expected remaining requests (a survival estimate) say the cut repays twice its price
-  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
-  steps from some message on), where the bust is small: of the cuts that qualify, the one of most
-  value over the session. The bust is priced in the provider's tokens (``provider_scale``): what a
-  cut frees is text counted exactly, but the prompt it re-bills also holds what the count leaves
-  out, and the provider's count of the previous prompt says how much.
+- **Warm, under the budget** (``warm_cut``, ``payback``). Carrying reclaimable tokens costs
+  ``r`` each a request; a compaction costs its bust once. The session's memory keeps what
+  carrying each step has cost since it was first offered (``carrying``), and a cut is credited
+  with its own steps' figures. A compaction is made once that reaches its bust plus its expected
+  loss (break-even, ski rental: paid for in hindsight, at most twice the best schedule's
+  carrying and busts whatever the session's length), taken deeper when the steps before it
+  would pay within ``HEADROOM`` requests (one bust, not two), or (prune's ``bet_on_length``, off
+  by default) earlier, once that reaches half of it and the session's expected remaining
+  requests (a survival estimate) say the cut repays twice its price (at most 3× the best,
+  whatever the estimate). Never within ``HEADROOM`` requests of the session's last compaction.
+  The cut may start late in the conversation (the steps from some message on), where the bust
+  is small: of the cuts that qualify, the one of most value over the session. The bust is priced
+  in the provider's tokens (``provider_scale``): what a cut frees is text counted exactly, but
+  the prompt it re-bills also holds what the count leaves out, and the provider's count of the
+  previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). Fewer than ``HEADROOM``

@@ -1,7 +1,10 @@
 """The warm cut under the budget (``schedule``'s third case): which steps, from some message on,
 have paid for themselves (``payback``), crediting each cut with what carrying its own steps has
 cost (``carrying``); a paid cut taken a little deeper when that saves a second bust soon after;
-and when the next look is due."""
+none within ``HEADROOM`` requests of the session's last compaction (a cut that qualifies then
+waits: at most ``HEADROOM - 1`` requests more of its own carrying, where a second bust, or a
+run of free ones at the tail, would make the session compact twice within those requests);
+when the next look is due; and whether a cut is free now (``free_now``)."""
 
 from __future__ import annotations
 
