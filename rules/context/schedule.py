@@ -155,8 +155,11 @@ def choose(
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
         return Choice(len(free) if freed > 0 else 0, total - freed, figures)
     if not forced:
+        # a warm cut that leaves less than HEADROOM requests of growth under the size the
+        # budget forces a compaction at is not made: the budget's would follow within them
+        ceiling = trigger(room, budget, memory) - HEADROOM * g
         return warm_cut.break_even(
-            free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet
+            free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling
         )
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.

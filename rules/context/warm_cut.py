@@ -38,6 +38,7 @@ def break_even(
     loss: Mapping[str, float],
     figures: dict[str, Any],
     bet: bool = False,
+    ceiling: float | None = None,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
     cost at least their bust plus their expected loss (``paid``), or (``bet``) once the
@@ -56,8 +57,11 @@ def break_even(
     schedule for its steps paid ``min(x, P) ≥ GUARD × P``: at most ``(1 + GUARD) / GUARD`` (3×)
     the best, whatever the session's length, as a bet on length (``payback``); should the
     session go on ``HEADROOM`` requests, it is the cut break-even would have made then, one bust
-    earlier and smaller. ``look_in`` in the figures: the requests until some cut here could pay
-    at today's price (``carrying.due``), when none is made."""
+    earlier and smaller. A cut that leaves the request above ``ceiling`` (less than
+    ``HEADROOM`` requests of growth under the size the budget forces a compaction at) is not
+    made: the budget's compaction would follow within those requests. ``look_in`` in the
+    figures: the requests until some cut here could pay at today's price (``carrying.due``),
+    when none is made."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
@@ -94,8 +98,8 @@ def break_even(
             future = r * freed * ahead
             price = bust * scale + lost
             why = payback.verdict(share, future, price) if freed > 0 else None
-            if recent:
-                why = None  # HEADROOM requests after the last compaction at the soonest
+            if recent or (ceiling is not None and after > ceiling):
+                why = None  # HEADROOM requests from the last compaction and the budget's next
             cut = _Cut(share + future - price, tuple(taken), bust, lost, why or "", share, freed,
                        price)  # fmt: skip
             if why == ("expected" if on_estimate else "paid") and (

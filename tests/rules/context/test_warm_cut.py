@@ -133,3 +133,18 @@ def test_no_warm_cut_within_five_requests_of_the_last_compaction() -> None:
     assert recent.report["prune"]["schedule"]["decision"] == "none"
     memory = schedule.Memory(requests=20, last_cut=-1)
     assert memory.after(1.0, 100, compacted=True, stored=None)["last_cut"] == 20
+
+
+def test_no_warm_cut_that_the_budget_would_follow_within_five_requests() -> None:
+    """A paid cut that leaves the request less than 5 requests of growth under the size the
+    budget forces a compaction at is not made."""
+    messages = conversation(120)
+    size = TOKENS.count_messages(messages)
+    paid_for = {"carried": 1e9, "looked": 20, "due": 20}
+    roomy = decide(messages, 4 * size, 5.0, growth=50.0, carried=paid_for).report["prune"]
+    assert roomy["compacted"]
+    after = roomy["tokens_after"]
+    # the same cut, a session growing fast enough to reach the budget within 5 requests of it
+    growth = (4 * size - after) / 5 + 100
+    tight = decide(messages, 4 * size, 5.0, growth=growth, carried=paid_for).report["prune"]
+    assert not tight["compacted"] and tight["schedule"]["decision"] == "none"
