@@ -202,13 +202,15 @@ def _swap(
     return None
 
 
-def _superseded(run: Run, sizes: dict[int, int]) -> list[tuple[int, int]]:
-    """(message index, tokens freed) of the superseded results not elided yet (rendered, an
-    elided one is no longer than its placeholder)."""
-    protected = set(run.evidence.protected)
+def _superseded(run: Run, sizes: dict[int, int], recent: int) -> list[tuple[int, int]]:
+    """(message index, tokens freed) of results among the last ``recent`` that a later one of
+    them supersedes, not elided yet (rendered, an elided one is no longer than its placeholder).
+    A free cut is of a result at the end of the cached prompt, so among the newest: neither the
+    whole list's pass nor the protected evidence is asked for (a look judges both)."""
+    obs = run.obs[-max(recent, 2) :]
     return [
         (i, sizes[i] - PLACEHOLDER_TOKENS)
-        for i, _ in prune_stages.supersede(run.obs, protected, run.messages)
+        for i, _ in prune_stages.supersede(obs, set(), run.messages)
         if sizes[i] > PLACEHOLDER_TOKENS
     ]
 
@@ -257,7 +259,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         for i in range(len(sizes)):
             prefix.append(prefix[-1] + sizes[i])
         if quiet and state == "warm":  # between looks: a superseded result free to cut now
-            quiet = not warm_cut.free_now(_superseded(run, sizes), prefix, total, ctx.cache, memory)
+            tail = _superseded(run, sizes, cfg.keep_last_observations)
+            quiet = not warm_cut.free_now(tail, prefix, total, ctx.cache, memory)
         steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
             r = ctx.cache.read_ratio
