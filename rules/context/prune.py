@@ -32,6 +32,7 @@ from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
 SESSION = "prune_session"  # the schedule's memory of the session's requests
+CARRYING = "prune_carrying"  # each reclaimable step's carrying at the last warm look
 WARM_LOOK_EVERY = 4  # warm, the most requests between looks (sooner when a cut may have paid)
 FREE_MEMO = "prune_free"  # ``Context.memo`` name: the last list without provider-owned items
 
@@ -228,7 +229,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     total = ctx.tokens.count_messages(view) + schema + blocks
     arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
-    memory = schedule.Memory.load(ctx.state.get(SESSION))
+    memory = schedule.Memory.load(ctx.state.get(SESSION), ctx.state.get(CARRYING))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
     stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
     due = -1  # the request by which the next warm look is due
@@ -336,10 +337,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        forced=forced_cut, arrived=arrived, stale=stale, due=due,
+        forced=forced_cut, arrived=arrived, due=due,
     )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
+        # the per-step figures change at a look or a compaction only: their own namespace
+        if stale is not None:
+            state_out = state_out.with_value(CARRYING, carrying.dump(stale))
+        elif info["compacted"] and memory.stale:
+            state_out = state_out.with_value(CARRYING, {})
     unchanged = all(map(operator.is_, view, ctx.messages))
     if len(view) == len(ctx.messages) and unchanged:
         return RuleResult(ctx.messages, state_out, report)

@@ -27,14 +27,16 @@ class Memory:
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
     cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
-    # each reclaimable step's own figures at the last look, as stored (``carrying.load`` reads
-    # them); None: none kept (the session's ``carried`` is shared by size)
+    # each reclaimable step's own figures at the last look, as stored in their own namespace
+    # (``carrying.load`` reads them); None: none kept (the session's ``carried`` is shared)
     stale: Any = None
     due: int = -1  # the request by which some cut may have paid (``carrying.due``); -1: unknown
     last_cut: int = -1  # the request (``requests``) of the last compaction of any kind
 
     @classmethod
-    def load(cls, value: Any) -> Memory:
+    def load(cls, value: Any, stale: Any = None) -> Memory:
+        """The memory from its namespace, and the per-step figures from theirs (``stale``: they
+        change only at a look, so they are not written again on every request)."""
         v = value if isinstance(value, Mapping) else {}
         at = v.get("last_at")
         return cls(
@@ -47,7 +49,7 @@ class Memory:
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
-            v.get("stale"),
+            stale,
             int(v["due"]) if isinstance(v.get("due"), int) else -1,
             int(v["last_cut"]) if isinstance(v.get("last_cut"), int) else -1,
         )
@@ -86,7 +88,6 @@ class Memory:
         min_prefix: int = 0,
         forced: bool = False,
         arrived: int | None = None,
-        stale: Mapping[str, tuple[float, int]] | None = None,
         due: int = -1,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
@@ -98,10 +99,8 @@ class Memory:
         was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
         was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
         previous cuts replayed (before this one's): less the last forwarded, what the session
-        added since, whether or not this request is then compacted. ``stale``: each step's
-        figures after this request's look (a warm cut's steps gone); None: as they were, or none
-        after a compaction. ``due``: the request by which the next look is due (``look_due``),
-        with ``look``; -1: unknown."""
+        added since, whether or not this request is then compacted. ``due``: the request by
+        which the next look is due (``look_due``), with ``look``; -1: unknown."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = (tokens if arrived is None else arrived) - self.last_tokens
@@ -124,8 +123,6 @@ class Memory:
         elif compacted:
             carried, looked, reclaimable, next_due = 0.0, self.requests, 0, -1
         last_cut = self.requests if compacted else self.last_cut
-        # between looks the stored figures go on as they are (the same object: not parsed)
-        kept = carrying.dump(stale) if stale is not None else None if compacted else self.stale
         return {
             "requests": self.requests + 1,
             "last_at": now,
@@ -136,7 +133,6 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             "cut_at": self.requests if compacted and forced else self.cut_at,
-            **({"stale": kept} if kept else {}),
             **({"due": next_due} if next_due >= 0 else {}),
             **({"last_cut": last_cut} if last_cut >= 0 else {}),
         }

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from rules.context import carrying, prune, schedule
-from tests.rules.context.test_schedule import conversation, decide, step
+from tests.rules.context.test_schedule import NOW, conversation, step
+from tests.rules.context.test_schedule import memory as session_memory
+from tests.support.factories import TOKENS, ctx
 
 BUDGET = 200_000
 
@@ -30,28 +32,52 @@ def test_a_session_sum_without_step_figures_is_shared_by_size() -> None:
     assert carrying.seed(900.0, []) == {}
 
 
-def test_the_figures_are_kept_until_a_compaction_and_read_back() -> None:
-    m = schedule.Memory(requests=8, looked=7, stale={"mask:a": [10.0, 500]})
-    kept = m.after(1.0, 9_000, compacted=False, stored=None)
-    assert kept["stale"] is m.stale  # between looks: the stored figures as they are
-    assert schedule.Memory.load(kept).steps() == {"mask:a": (10.0, 500)}
-    assert "stale" not in m.after(1.0, 9_000, compacted=True, stored=None)  # cold or forced
-    looked = m.after(1.0, 9_000, compacted=False, stored=None, stale={"mask:b": (3.0, 40)})
-    assert looked["stale"] == {"mask:b": [3.0, 40]}
-    bad = {"stale": {"x": "junk", "y": [1, 2, 3], "z": [1.5, 20]}}
-    assert schedule.Memory.load(bad).steps() == {"z": (1.5, 20)}
+def test_the_figures_are_read_from_their_own_namespace() -> None:
+    stored = {"mask:a": [10.0, 500]}
+    m = schedule.Memory.load({"requests": 8, "looked": 7}, stored)
+    assert m.steps() == {"mask:a": (10.0, 500)}
+    assert "stale" not in m.after(1.0, 9_000, compacted=False, stored=None)  # not in the memory
+    bad = {"x": "junk", "y": [1, 2, 3], "z": [1.5, 20], "b": [True, 2]}
+    assert schedule.Memory.load({}, bad).steps() == {"z": (1.5, 20)}
 
 
-def _session(messages: list[dict[str, Any]], **memory: Any) -> Any:
+def _state(messages: list[dict[str, Any]], stale: Any, **memory: Any) -> Any:
+    size = TOKENS.count_messages(messages)
+    state = session_memory(20, NOW - 5.0, size, 500.0, **memory)
+    return state.with_value(prune.CARRYING, stale) if stale is not None else state
+
+
+def _session(messages: list[dict[str, Any]], stale: Any = None, **memory: Any) -> Any:
     """Request 20 of a session whose last look was at 19, a look due now."""
-    return decide(messages, BUDGET, 5.0, requests=20, carried={"looked": 19, "due": 20, **memory})
+    state = _state(messages, stale, looked=19, due=20, **memory)
+    return prune.apply(ctx(messages, now=NOW, state=state, budget=BUDGET), prune.Config())
+
+
+def _kept(out: Any) -> dict[str, tuple[float, int]]:
+    memory = schedule.Memory.load(out.state.get(prune.SESSION), out.state.get(prune.CARRYING))
+    return memory.steps()
+
+
+def test_the_figures_are_written_at_a_look_and_cleared_by_a_compaction_not_warm() -> None:
+    messages = conversation(28)
+    looked = _session(messages)
+    assert _kept(looked)
+    stored = looked.state.get(prune.CARRYING)
+    # the next request, no look due: the figures' namespace is not written again
+    nxt = [*messages, *step(99, 40)]
+    state = looked.state
+    quiet = prune.apply(ctx(nxt, now=NOW + 5, state=state, budget=BUDGET), prune.Config())
+    assert schedule.Memory.load(quiet.state.get(prune.SESSION)).looked == 19 + 1
+    assert quiet.state.get(prune.CARRYING) is stored
+    cold = prune.apply(ctx(nxt, now=NOW + 900, state=state, budget=BUDGET), prune.Config())
+    assert cold.report["prune"]["compacted"] and cold.state.get(prune.CARRYING) == {}
 
 
 def test_a_look_keeps_each_steps_figure() -> None:
     out = _session(conversation(28))
     kept = out.state.get(prune.SESSION)
     assert kept["looked"] == 20 and kept["reclaimable"] > 0  # this request looked
-    stale = schedule.Memory.load(kept).steps()
+    stale = _kept(out)
     assert stale and sum(f for _, f in stale.values()) == kept["reclaimable"]
     assert all(c == 0.0 for c, _ in stale.values())  # first offered now: nothing carried yet
 
@@ -63,7 +89,7 @@ def test_a_cut_is_paid_by_its_own_steps_carrying_not_by_a_result_needed_again() 
     first = _session(messages)
     figures = first.report["prune"]["schedule"]
     price = figures["bust_cost"] + figures["expected_loss"]
-    offered = schedule.Memory.load(first.state.get(prune.SESSION)).steps()
+    offered = _kept(first)
     total = sum(f for _, f in offered.values())
     # the requests since the last look (one) at r = 0.1 add 0.1 × freed to each step
     own = {k: [2 * price * f / total, f] for k, (_, f) in offered.items()}
@@ -85,7 +111,7 @@ def test_a_partial_cut_leaves_the_other_steps_their_own_figures() -> None:
     cut ones leave the memory."""
     messages = conversation(28)
     first = _session(messages)
-    offered = schedule.Memory.load(first.state.get(prune.SESSION)).steps()
+    offered = _kept(first)
     assert len(offered) >= 2
     figures = first.report["prune"]["schedule"]
     price = figures["bust_cost"] + figures["expected_loss"]
@@ -97,7 +123,7 @@ def test_a_partial_cut_leaves_the_other_steps_their_own_figures() -> None:
     out = _session(messages, stale=own, reclaimable=sum(f for _, f in offered.values()))
     info = out.report["prune"]
     assert info["compacted"] and info["schedule"]["decision"] == "paid"
-    left = schedule.Memory.load(out.state.get(prune.SESSION)).steps()
+    left = _kept(out)
     assert keys[-1] not in left  # cut: the cheapest cut its carrying pays for is at the tail
     # not cut: its own figure, grown by one request's carrying
     assert left[keys[0]][0] == pytest.approx(1.0 + 0.1 * offered[keys[0]][1], abs=0.2)
@@ -119,7 +145,7 @@ def _growing(requests: int, monkeypatch: pytest.MonkeyPatch, every: int) -> list
         )
         assert not res.report["prune"]["compacted"]
         state = res.state
-        memory = schedule.Memory.load(state.get(prune.SESSION))
+        memory = schedule.Memory.load(state.get(prune.SESSION), state.get(prune.CARRYING))
         out.append((memory.looked == k, memory.steps()))
     return out
 
