@@ -203,17 +203,20 @@ def _swap(
     return None
 
 
-def _superseded(run: Run, sizes: dict[int, int], recent: int) -> list[tuple[int, int]]:
-    """(message index, tokens freed) of results among the last ``recent`` that a later one of
-    them supersedes, not elided yet (rendered, an elided one is no longer than its placeholder).
-    A free cut is of a result at the end of the cached prompt, so among the newest: neither the
-    whole list's pass nor the protected evidence is asked for (a look judges both)."""
+def _superseded(run: Run, recent: int) -> list[int]:
+    """Message indices of results among the last ``recent`` that a later one of them
+    supersedes. A free cut is of a result at the end of the cached prompt, so among the newest:
+    neither the whole list's pass nor the protected evidence is asked for (a look judges both)."""
     obs = run.obs[-max(recent, 2) :]
-    return [
-        (i, sizes[i] - PLACEHOLDER_TOKENS)
-        for i, _ in prune_stages.supersede(obs, set(), run.messages)
-        if sizes[i] > PLACEHOLDER_TOKENS
-    ]
+    return [i for i, _ in prune_stages.supersede(obs, set(), run.messages)]
+
+
+def _prefix(sizes: dict[int, int]) -> list[int]:
+    """Tokens before each message (one more entry: all of them)."""
+    prefix = [0]
+    for i in range(len(sizes)):
+        prefix.append(prefix[-1] + sizes[i])
+    return prefix
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
@@ -255,13 +258,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         quiet = not forced and (
             state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
-        sizes: dict[int, int] = {} if quiet and state != "warm" else run.sizes()
-        prefix = [0]
-        for i in range(len(sizes)):
-            prefix.append(prefix[-1] + sizes[i])
-        if quiet and state == "warm":  # between looks: a superseded result free to cut now
-            tail = _superseded(run, sizes, cfg.keep_last_observations)
-            quiet = not warm_cut.free_now(tail, prefix, total, ctx.cache, memory)
+        tail = _superseded(run, cfg.keep_last_observations) if quiet and state == "warm" else []
+        sizes: dict[int, int] = {} if quiet and not tail else run.sizes()
+        prefix = _prefix(sizes)
+        if tail:  # between looks: a superseded result free to cut now (an elided one is not)
+            freed = [(i, sizes[i] - PLACEHOLDER_TOKENS) for i in tail]
+            quiet = not warm_cut.free_now(freed, prefix, total, ctx.cache, memory)
         steps = [] if quiet else run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet:
             r = ctx.cache.read_ratio
