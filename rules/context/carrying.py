@@ -24,8 +24,8 @@ grows; its loss weighs the whole prompt), so no cut of that look pays sooner. A 
 tail can lower a deeper cut's bust, and a result's chance of reuse falls with age: the look every
 ``prune.WARM_LOOK_EVERY``-th request catches those. One cut is free only on the request it
 appears: a result at the end of the cached prompt superseded by this request's run of the same
-command (``warm_cut.free_now``); prune asks for it on every request between looks, with the
-supersede stage's pass alone."""
+command (``warm_cut.free_now``); prune asks for it on every warm request between looks, of the
+supersede stage over the last results alone."""
 
 from __future__ import annotations
 
