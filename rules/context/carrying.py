@@ -32,10 +32,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeVar
 
-if TYPE_CHECKING:
-    from rules.context.cut_price import Step
+
+class Planned(Protocol):
+    """A planned step as this module reads it (``cut_price.Step``, a frozen dataclass)."""
+
+    @property
+    def stage(self) -> str: ...
+    @property
+    def freed(self) -> int: ...
+    @property
+    def first(self) -> int: ...
+
+
+S = TypeVar("S", bound=Planned)
 
 
 def step_key(stage: str, anchor: str) -> str:
@@ -84,13 +95,13 @@ def dump(stale: Mapping[str, tuple[float, int]]) -> dict[str, list[float | int]]
 
 
 def own(
-    steps: Sequence[Step],
+    steps: Sequence[S],
     anchors: Sequence[str],
     kept: Mapping[str, tuple[float, int]],
     since: int,
     carried: float,
     read_ratio: float,
-) -> tuple[list[Step], dict[str, tuple[float, int]]]:
+) -> tuple[list[S], dict[str, tuple[float, int]]]:
     """The planned steps with what carrying each has cost (``Step.carried``), and the figures to
     keep: ``kept`` from the last look, ``since`` requests ago; none kept, the session's
     ``carried`` shared by size (``seed``). Steps on one message in one stage are one (their
@@ -108,7 +119,7 @@ def own(
     for s, key in zip(steps, keys, strict=True):
         if key:
             share = s.freed / offered[key] if offered[key] > 0 else 0.0
-            s = dataclasses.replace(s, carried=stale[key][0] * share)
+            s = dataclasses.replace(s, carried=stale[key][0] * share)  # type: ignore[type-var]
         out.append(s)
     return out, stale
 
