@@ -101,7 +101,7 @@ class _Recorded(Replay):
         self.track.segments.append(self.segments.of(out))
         self.track.uses.append(lane.last_use)
         self.track.compacted.append(bool(((report or {}).get("prune") or {}).get("compacted")))
-        memory = schedule.Memory.load(lane.state.get(prune.SESSION))
+        memory = schedule.Memory.load(lane.state.get(prune.SESSION), lane.state.get(prune.CARRYING))
         looked = memory.looked == memory.requests - 1  # this request looked (the oracle: warm)
         self.track.offered.append(looked and memory.reclaimable > 0)
 

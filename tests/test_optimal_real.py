@@ -163,7 +163,8 @@ def test_look_every_sets_how_often_the_online_variant_looks(
     job: Job, row: Result, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--look-every 1``: the online variant looks at every request, so its cuts need not fall
-    on prune's every fourth one; the optimal's figures still come from the earlier run."""
+    where prune's own looks (every fourth request, or when a cut may have paid) put them; the
+    optimal's figures still come from the earlier run."""
     monkeypatch.setattr(prune, "WARM_LOOK_EVERY", prune.WARM_LOOK_EVERY)  # restored after
     earlier, out = tmp_path / "earlier.json", tmp_path / "out.json"
     earlier.write_text(json.dumps({"rows": [asdict(row)]}))
@@ -173,5 +174,6 @@ def test_look_every_sets_how_often_the_online_variant_looks(
     assert prune.WARM_LOOK_EVERY == 1
     looked_each = [k for k, c in enumerate(replay_track(job, None).compacted) if c]
     assert again["online_at"] == looked_each != row.online_at
-    assert all(k % 4 == 0 for k in row.online_at) and any(k % 4 for k in looked_each)
+    # between looks prune counts a step from the look that first sees it: its cut never sooner
+    assert row.online_at[0] >= looked_each[0]
     assert (again["optimal"], again["schedule"]) == (row.optimal, row.schedule)

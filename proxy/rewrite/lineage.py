@@ -34,7 +34,7 @@ from rules.entities import history_restore
 NAMESPACE = "_lineage"
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
 # namespaces kept across branches (see above)
-SHARED = frozenset({prune.NAMESPACE, prune.SESSION, PREFIX_NAMESPACE, NAMESPACE})
+SHARED = frozenset({prune.NAMESPACE, prune.SESSION, prune.CARRYING, PREFIX_NAMESPACE, NAMESPACE})
 HISTORY = history_restore.NAMESPACE
 MAX_TIPS = 4
 MAX_TIP_BYTES = 64 * 1024

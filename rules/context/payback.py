@@ -93,3 +93,11 @@ def verdict(carried: float, future: float, price: float) -> str | None:
     if carried >= GUARD * price and future >= MARGIN * price:
         return "expected"
     return None
+
+
+def soon(carried: float, next_requests: float, price: float) -> bool:
+    """Whether a cut that has carried ``carried`` pays within the next few requests, whose
+    carrying at today's rate is ``next_requests``, and has carried at least ``GUARD`` of its
+    ``price`` (the bound of a cut made early: at most ``(1 + GUARD) / GUARD`` times the best
+    schedule, whatever the session's length; see the module docstring)."""
+    return carried >= GUARD * price and carried + next_requests >= price

@@ -23,17 +23,28 @@ import operator
 
 from pydantic import Field
 
+from rules.activity.observations import of_context
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
-from rules.context import inject, prune_settled, prune_stages, restore, schedule, sticky
+from rules.context import (
+    carrying,
+    inject,
+    prune_settled,
+    prune_stages,
+    restore,
+    schedule,
+    sticky,
+    warm_cut,
+)
 from rules.context.overlay import Overlay
-from rules.context.prune_plan import Run
+from rules.context.prune_plan import PLACEHOLDER_TOKENS, Run
 from rules.context.schedule import Step
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
 SESSION = "prune_session"  # the schedule's memory of the session's requests
-WARM_LOOK_EVERY = 4  # requests between looks for a compaction that pays, cache warm
+CARRYING = "prune_carrying"  # each reclaimable step's carrying at the last warm look
+WARM_LOOK_EVERY = 4  # warm, the most requests between looks (sooner when a cut may have paid)
 FREE_MEMO = "prune_free"  # ``Context.memo`` name: the last list without provider-owned items
 
 
@@ -203,6 +214,22 @@ def _swap(
     return None
 
 
+def _superseded(ctx: Context, recent: int) -> list[int]:
+    """Message indices of results among the last ``recent`` that a later one of them
+    supersedes. A free cut is of a result at the end of the cached prompt, so among the newest:
+    neither the whole list's pass nor the protected evidence is asked for (a look judges both)."""
+    obs = of_context(ctx)[-max(recent, 2) :]  # the Run's, which need not be built for this
+    return [i for i, _ in prune_stages.supersede(obs, set(), ctx.messages)]
+
+
+def _prefix(sizes: dict[int, int]) -> list[int]:
+    """Tokens before each message (one more entry: all of them)."""
+    prefix = [0]
+    for i in range(len(sizes)):
+        prefix.append(prefix[-1] + sizes[i])
+    return prefix
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -214,8 +241,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     total = ctx.tokens.count_messages(view) + schema + blocks
     arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
-    memory = schedule.Memory.load(ctx.state.get(SESSION))
+    memory = schedule.Memory.load(ctx.state.get(SESSION), ctx.state.get(CARRYING))
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
+    stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
+    due = -1  # the request by which the next warm look is due
     info: PruneSummary = {"budget": budget, "compacted": False}
     if schema:
         info["tools_tokens"] = schema
@@ -232,29 +261,40 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         )
         state, why = schedule.cache_state(ctx.cache, memory, ctx.now)
         forced = total > schedule.trigger(room, budget, memory)
-        # Warm and under the budget, what is reclaimable is looked at every few requests (the
-        # break-even rule adds up its carrying cost between looks). Unknown: nothing is done.
+        # Warm and under the budget, what is reclaimable is looked at every few requests, when
+        # a cut may have paid, or when a superseded result is free to cut (``carrying``: the
+        # figures kept add up the carrying cost between looks). Unknown: nothing is done.
         quiet = not forced and (
-            state == "unknown" or (state == "warm" and memory.requests % WARM_LOOK_EVERY != 0)
+            state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
+        tail = _superseded(ctx, cfg.keep_last_observations) if quiet and state == "warm" else []
         sizes: dict[int, int] = {}
         steps: list[Step] = []
-        if not quiet:
+        if not quiet or tail:
             if not isinstance(run, Run):  # the same view, rendered by the Run that plans
                 run, view = prune_settled.run_of(ctx, cfg, NAMESPACE)
             sizes = run.sizes()
+        prefix = _prefix(sizes)
+        if tail:  # between looks: a superseded result free to cut now (an elided one is not)
+            freed = [(i, sizes[i] - PLACEHOLDER_TOKENS) for i in tail]
+            quiet = not warm_cut.free_now(freed, prefix, total, ctx.cache, memory)
+        if not quiet and isinstance(run, Run):
             steps = run.plan(sizes, drops=forced)
-        prefix = [0]
-        for i in range(len(sizes)):
-            prefix.append(prefix[-1] + sizes[i])
-        if state == "warm" and not forced and not quiet:
+        if state == "warm" and not forced and not quiet and isinstance(run, Run):
+            r = ctx.cache.read_ratio
+            steps, stale = carrying.own(
+                steps, run.anchors, memory.steps(), memory.requests - memory.looked,
+                memory.carried_now(r), r,
+            )  # fmt: skip
             reclaimable = sum(s.freed for s in steps if s.stage != "drop")
-            look = (memory.carried_now(ctx.cache.read_ratio), reclaimable)
+            look = (sum(c for c, _ in stale.values()), reclaimable)
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
+        if isinstance(choice.figures.get("look_in"), int):
+            due = memory.requests + int(choice.figures["look_in"])
         if choice.chosen is not None:  # a cut that is not the first steps in plan order
             steps = [steps[i] for i in choice.chosen]
         if choice.steps and isinstance(run, Run):  # a quiet request takes none
@@ -281,6 +321,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 info["compacted_from"] = run.anchors[first]
             else:
                 run.decisions, run.stages = kept_decisions, kept_stages
+            if info["compacted"] and stale is not None:  # the cut steps are gone
+                for step in steps[: choice.steps]:
+                    if step.stage != "drop":
+                        stale.pop(carrying.step_key(step.stage, run.anchors[step.first]), None)
             if info["compacted"] and look is not None:  # a warm cut: what its steps left
                 cut = sum(s.freed for s in steps[: choice.steps])
                 left = float(choice.figures.get("carried_left") or 0.0)
@@ -310,10 +354,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        forced=forced_cut, arrived=arrived,
+        forced=forced_cut, arrived=arrived, due=due,
     )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)
+        # the per-step figures change at a look or a compaction only: their own namespace
+        if stale is not None:
+            state_out = state_out.with_value(CARRYING, carrying.dump(stale))
+        elif info["compacted"] and memory.stale:
+            state_out = state_out.with_value(CARRYING, {})
     unchanged = all(map(operator.is_, view, ctx.messages))
     same = len(view) == len(ctx.messages) and unchanged
     told = None if same else run.share_anchors(view)

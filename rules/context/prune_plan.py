@@ -26,7 +26,7 @@ from rules.workspace import workspace_map
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
-_PLACEHOLDER_TOKENS = 30  # an elided result's line, about
+PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
 FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
@@ -246,9 +246,9 @@ class Run:
         steps: list[Step] = []
         seen: set[int] = set()
         for i, reason in prune_stages.supersede(self.obs, protected, self.messages):
-            if anchors[i] not in done and sizes[i] > _PLACEHOLDER_TOKENS:
+            if anchors[i] not in done and sizes[i] > PLACEHOLDER_TOKENS:
                 seen.add(i)
-                steps.append(Step("supersede", sizes[i] - _PLACEHOLDER_TOKENS, i, (i,), reason))
+                steps.append(Step("supersede", sizes[i] - PLACEHOLDER_TOKENS, i, (i,), reason))
         estimates = self.ctx.table(shrink.ESTIMATE_MEMO)
         for i in self.shrink_candidates(protected):
             if anchors[i] not in done:

@@ -14,19 +14,21 @@ gathers; costs are in units of one fresh input token.
 Three cases:
 - **Cold**, under the budget: the prompt is billed whole anyway, so the steps that cost nothing to
   the task (stale copies, old prose, results no longer needed) are taken for free.
-- **Warm, under the budget** (``payback``). Carrying reclaimable tokens costs ``r`` each a
-  request; a compaction costs its bust once. The session's memory adds up what carrying them has
-  cost since the last compaction; after a warm partial cut, from the share it left to the steps it
-  did not take (``carried``). A compaction is made once its share of that sum
-  reaches its bust plus its expected loss (break-even, ski rental: paid for in hindsight, at most
-  twice the best schedule's carrying and busts whatever the session's length), or (prune's
-  ``bet_on_length``, off by default) earlier, once that share reaches half of it and the
-  session's expected remaining requests (a survival estimate) say the cut repays twice its price
-  (at most 3× the best, whatever the estimate). The cut may start late in the conversation (the
-  steps from some message on), where the bust is small: of the cuts that qualify, the one of most
-  value over the session. The bust is priced in the provider's tokens (``provider_scale``): what a
-  cut frees is text counted exactly, but the prompt it re-bills also holds what the count leaves
-  out, and the provider's count of the previous prompt says how much.
+- **Warm, under the budget** (``warm_cut``, ``payback``). Carrying reclaimable tokens costs
+  ``r`` each a request; a compaction costs its bust once. The session's memory keeps what
+  carrying each step has cost since it was first offered (``carrying``), and a cut is credited
+  with its own steps' figures. A compaction is made once that reaches its bust plus its expected
+  loss (break-even, ski rental: paid for in hindsight, at most twice the best schedule's
+  carrying and busts whatever the session's length), taken deeper when the steps before it
+  would pay within ``HEADROOM`` requests (one bust, not two), or (prune's ``bet_on_length``, off
+  by default) earlier, once that reaches half of it and the session's expected remaining
+  requests (a survival estimate) say the cut repays twice its price (at most 3× the best,
+  whatever the estimate). Never within ``HEADROOM`` requests of the session's last compaction.
+  The cut may start late in the conversation (the steps from some message on), where the bust
+  is small: of the cuts that qualify, the one of most value over the session. The bust is priced
+  in the provider's tokens (``provider_scale``): what a cut frees is text counted exactly, but
+  the prompt it re-bills also holds what the count leaves out, and the provider's count of the
+  previous prompt says how much.
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). Fewer than ``HEADROOM``
@@ -38,16 +40,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
 from rules.base import CacheFacts
-from rules.context import payback
+from rules.context import payback, warm_cut
+from rules.context.cut_price import Choice, Step, cached_after, provider_scale, step_loss
 from rules.context.session_memory import HEADROOM, Memory, trigger
 from rules.packs import load_pack
 
-__all__ = ["HEADROOM", "LAST_RESORT", "Choice", "Memory", "Step", "choose", "trigger"]
+__all__ = [
+    "HEADROOM", "LAST_RESORT", "Choice", "Memory", "Step", "cached_after", "choose",
+    "provider_scale", "step_loss", "trigger",
+]  # fmt: skip
 
 LAST_RESORT = "a file's latest write: only to fit the budget"  # a Step's reason (``forced``)
 
@@ -89,76 +94,12 @@ def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
     return payback.mean_remaining(requests, *_lengths())  # stored sums: every request asks
 
 
-@dataclass(frozen=True)
-class Step:
-    """One planned edit, in stage order: its stage, tokens freed, the earliest message index it
-    changes, and the probability that what it removes is needed again."""
-
-    stage: str
-    freed: int
-    first: int
-    messages: tuple[int, ...] = ()  # what it edits (a dropped turn: all its messages)
-    reason: str = ""
-    reuse: float = 0.0
-    # a forced compaction's order: the chance by the feature model (``copy_odds``); None: reuse
-    rank: float | None = None
-
-    def loss_per_token(self) -> float:
-        """The chance that what it removes is copied from again, per token it frees: a forced
-        compaction frees its tokens where the fewest later copies are lost (a large result
-        unlikely to be needed goes before a small one the agent may copy from)."""
-        return (self.reuse if self.rank is None else self.rank) / max(self.freed, 1)
-
-
-@dataclass(frozen=True)
-class Choice:
-    steps: int  # how many planned steps to take (0: none)
-    tokens_after: int
-    figures: dict[str, Any]
-    chosen: tuple[int, ...] | None = None  # which steps, when not the first ``steps``
-
-
 def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, float, float]:
     """(write price ratio, horizon, growth per request). Growth is smoothed once two requests
     were seen, else the session's average so far."""
     w = max(facts.write_ratio, facts.read_ratio)
     g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
     return w, horizon(memory.requests), g
-
-
-def cached_after(first: int, prefix_tokens: Sequence[int], cached0: int, facts: CacheFacts) -> int:
-    """Tokens still read from the cache when the prompt changes from message ``first`` on: the
-    tokens before it, or, on a breakpoint cache (``lookback_messages``) with the edit further
-    back than the lookback, only the first message's (where the system prompt's breakpoint is);
-    none when that is shorter than the provider's minimum cacheable prefix."""
-    n = len(prefix_tokens) - 1  # prefix_tokens[i]: tokens before message i; one more entry
-    if first >= n:
-        return cached0
-    lookback = facts.lookback_messages
-    if lookback is not None and n - first > lookback:
-        first = min(first, 1)  # the first message: the system prompt's breakpoint, about
-    kept = min(cached0, prefix_tokens[first])
-    # a prefix shorter than the provider's minimum is never cached: all of it is re-billed
-    return kept if kept >= facts.min_prefix_tokens else 0
-
-
-def provider_scale(facts: CacheFacts, memory: Memory) -> float:
-    """The provider's tokens per counted token of the prompt, from the previous request: the
-    provider's count of its prompt over ours (at least 1). What a compaction frees is text this
-    rule counts exactly; the prompt it re-bills also holds what the count leaves out (reasoning
-    fields, call metadata, the wire's serialisation), which the provider bills all the same."""
-    prompt = facts.last_prompt_tokens
-    if prompt is None or memory.last_tokens <= 0:
-        return 1.0
-    return max(prompt / memory.last_tokens, 1.0)
-
-
-def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:
-    """The expected cost of what ``step`` removes: the re-read it forces when needed again (the
-    prompt again at ``r``, the removed tokens fresh) times the probability of that."""
-    if step.reuse <= 0:
-        return 0.0
-    return weights.get(step.stage, 1.0) * step.reuse * (read_ratio * total + step.freed)
 
 
 def choose(
@@ -214,7 +155,12 @@ def choose(
         figures.update(decision="cold" if freed > 0 else "none", bust_cost=0)
         return Choice(len(free) if freed > 0 else 0, total - freed, figures)
     if not forced:
-        return _break_even(free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet)
+        # a warm cut that leaves less than HEADROOM requests of growth under the size the
+        # budget forces a compaction at is not made: the budget's would follow within them
+        ceiling = trigger(room, budget, memory) - HEADROOM * g
+        return warm_cut.break_even(
+            free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling
+        )
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))
@@ -306,78 +252,3 @@ def _hold(
     if deepest + reach > limit and total <= limit + reach:
         return "floor"
     return None
-
-
-def _break_even(
-    steps: Sequence[Step],
-    prefix_tokens: Sequence[int],
-    total: int,
-    cached0: int,
-    facts: CacheFacts,
-    memory: Memory,
-    loss: Mapping[str, float],
-    figures: dict[str, Any],
-    bet: bool = False,
-) -> Choice:
-    """Warm, under the budget: the steps from some message on, once carrying what they free has
-    cost, since the last compaction (a partial cut leaves the steps it did not take their share),
-    at least their bust plus their expected loss, or (``bet``)
-    once the session's expected remaining requests say they pay, within ``payback``'s guard (see
-    that module). The carrying cost is shared among the steps by the tokens they free; of the cuts
-    that qualify, the one of most value over the session."""
-    r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
-    carried = memory.carried_now(r)
-    scale = provider_scale(facts, memory)  # the bust in the provider's tokens
-    ahead = payback.remaining(memory.requests) if bet else 0.0  # requests still to come
-    order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
-    everything = sum(s.freed for s in steps)
-    best: tuple[float, tuple[int, ...], float, float, str] | None = None  # value, chosen, …, why
-    whole = (0.0, 0.0)
-    # a cut on the estimate takes only the steps whose loss is priced (a stage of weight 0,
-    # supersede by default, waits until carrying has paid for it)
-    for on_estimate in (False, True)[: 1 + bet]:
-        freed, lost, first = 0, 0.0, len(prefix_tokens)
-        taken: list[int] = []
-        for n, i in enumerate(order, 1):
-            step = steps[i]
-            if not on_estimate or loss.get(step.stage, 1.0) > 0:
-                freed += step.freed
-                lost += step_loss(step, total, r, loss)
-                first = min(first, step.first)
-                taken.append(i)
-            if n < len(order) and steps[order[n]].first == step.first:
-                continue  # steps on one message go together
-            cached = cached_after(first, prefix_tokens, cached0, facts)
-            after = total - freed
-            # the bust: what this request costs compacted, beyond what it costs as it is
-            # (reported in the rule's tokens, as every figure; weighed in the provider's)
-            bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0)
-            share = carried * freed / everything if everything > 0 else 0.0
-            future = r * freed * ahead
-            price = bust * scale + lost
-            why = payback.verdict(share, future, price) if freed > 0 else None
-            value = share + future - price
-            if why == ("expected" if on_estimate else "paid") and (best is None or value > best[0]):
-                best = (value, tuple(sorted(taken)), bust, lost, why)
-            if not on_estimate:
-                whole = (bust, lost)  # the deepest cut's, reported when none qualifies
-    figures.update(carried=round(carried), provider_scale=round(scale, 2))
-    if bet:
-        figures["ahead"] = round(ahead, 1)
-    if best is None:
-        bust, lost = whole if steps else (0.0, 0.0)
-        figures.update(
-            decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
-        )
-        return Choice(0, total, figures)
-    _, chosen, bust, lost, why = best
-    after = total - sum(steps[i].freed for i in chosen)
-    # the steps left keep their share of what carrying has cost: a small cut at the tail does
-    # not restart the count of the large stale results before it (nor is that share this cut's)
-    left = max(carried * (1 - (total - after) / everything), 0.0) if everything > 0 else 0.0
-    saving = carried - left if why == "paid" else r * (total - after) * ahead
-    figures.update(
-        decision=why, expected_saving=round(saving), bust_cost=round(bust),
-        expected_loss=round(lost), carried_left=round(left, 1),
-    )  # fmt: skip
-    return Choice(len(chosen), after, figures, chosen)

@@ -1,12 +1,15 @@
 """prune's memory of a session's requests (its ``prune_session`` namespace), which the schedule
 (``schedule``) reads: their count and times, the growth per request, the carrying counted since
-the last compaction, and when that compaction came."""
+the last compaction (in all, and step by step: ``carrying``), when that compaction came, and
+when the next warm look is due."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from rules.context import carrying
 
 HEADROOM = 5  # requests of growth a forced compaction leaves room for
 
@@ -24,9 +27,16 @@ class Memory:
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
     cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
+    # each reclaimable step's own figures at the last look, as stored in their own namespace
+    # (``carrying.load`` reads them); None: none kept (the session's ``carried`` is shared)
+    stale: Any = None
+    due: int = -1  # the request by which some cut may have paid (``carrying.due``); -1: unknown
+    last_cut: int = -1  # the request (``requests``) of the last compaction of any kind
 
     @classmethod
-    def load(cls, value: Any) -> Memory:
+    def load(cls, value: Any, stale: Any = None) -> Memory:
+        """The memory from its namespace, and the per-step figures from theirs (``stale``: they
+        change only at a look, so they are not written again on every request)."""
         v = value if isinstance(value, Mapping) else {}
         at = v.get("last_at")
         return cls(
@@ -39,6 +49,9 @@ class Memory:
             int(v.get("looked") or 0),
             int(v.get("reclaimable") or 0),
             int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
+            stale,
+            int(v["due"]) if isinstance(v.get("due"), int) else -1,
+            int(v["last_cut"]) if isinstance(v.get("last_cut"), int) else -1,
         )
 
     def cut_lately(self) -> bool:
@@ -46,10 +59,24 @@ class Memory:
         ago (a warm cut under the budget leaves no room for growth by design)."""
         return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
 
+    def cut_within(self, requests: int) -> bool:
+        """Whether the session's last compaction came fewer than ``requests`` requests ago."""
+        return self.last_cut >= 0 and self.requests - self.last_cut < requests
+
     def carried_now(self, read_ratio: float) -> float:
         """``carried`` once the requests since the last look are counted, at that look's
         reclaimable tokens (between looks they only grow: a lower bound)."""
         return self.carried + read_ratio * self.reclaimable * max(self.requests - self.looked, 0)
+
+    def steps(self) -> dict[str, tuple[float, int]]:
+        """Each reclaimable step's (carried, freed) at the last look (``carrying.load``)."""
+        return carrying.load(self.stale)
+
+    def look_due(self, every: int) -> bool:
+        """Whether this request looks at what a warm cut could free: every ``every``-th request
+        at the latest, and from the request by which the last look's figures said some cut may
+        have paid (``due``)."""
+        return self.requests % every == 0 or 0 <= self.due <= self.requests
 
     def after(
         self,
@@ -61,6 +88,7 @@ class Memory:
         min_prefix: int = 0,
         forced: bool = False,
         arrived: int | None = None,
+        due: int = -1,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -71,7 +99,8 @@ class Memory:
         was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
         was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
         previous cuts replayed (before this one's): less the last forwarded, what the session
-        added since, whether or not this request is then compacted."""
+        added since, whether or not this request is then compacted. ``due``: the request by
+        which the next look is due (``look_due``), with ``look``; -1: unknown."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = (tokens if arrived is None else arrived) - self.last_tokens
@@ -83,11 +112,17 @@ class Memory:
         # Negative: the client dropped messages itself (a restart); nothing to measure.
         if self.requests and step >= 0 and (not compacted or not self.growth):
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
-        carried, looked, reclaimable = self.carried, self.looked, self.reclaimable
+        carried, looked, reclaimable, next_due = (
+            self.carried,
+            self.looked,
+            self.reclaimable,
+            self.due,
+        )
         if look is not None:  # a look, or a warm cut that left steps (what they have cost)
-            carried, looked, reclaimable = look[0], self.requests, look[1]
+            carried, looked, reclaimable, next_due = look[0], self.requests, look[1], due
         elif compacted:
-            carried, looked, reclaimable = 0.0, self.requests, 0
+            carried, looked, reclaimable, next_due = 0.0, self.requests, 0, -1
+        last_cut = self.requests if compacted else self.last_cut
         return {
             "requests": self.requests + 1,
             "last_at": now,
@@ -98,6 +133,8 @@ class Memory:
             "looked": looked,
             "reclaimable": reclaimable,
             "cut_at": self.requests if compacted and forced else self.cut_at,
+            **({"due": next_due} if next_due >= 0 else {}),
+            **({"last_cut": last_cut} if last_cut >= 0 else {}),
         }
 
 

@@ -92,12 +92,16 @@ def test_a_long_session_compacts_on_the_estimate_before_break_even() -> None:
             budget,
             5.0,
             requests=requests,
-            carried={"carried": price * 0.6, "looked": requests},
+            carried={"carried": price * 0.6, "looked": requests, "due": requests},
         ).report["prune"]
         assert early["schedule"]["decision"] == "expected" and early["compacted"]
         assert early["schedule"]["ahead"] == pytest.approx(payback.remaining(requests), abs=0.1)
     low = decide(
-        messages, budget, 5.0, requests=20, carried={"carried": price * 0.4, "looked": 20}
+        messages,
+        budget,
+        5.0,
+        requests=20,
+        carried={"carried": price * 0.4, "looked": 20, "due": 20},
     ).report["prune"]
     assert low["schedule"]["decision"] == "none" and not low["compacted"]
 
@@ -111,7 +115,12 @@ def test_a_session_the_estimate_says_is_ending_waits_for_break_even() -> None:
     plain = decide(messages, budget, 5.0, cheap).report["prune"]["schedule"]
     price = plain["bust_cost"] + plain["expected_loss"]
     out = decide(
-        messages, budget, 5.0, cheap, requests=20, carried={"carried": price * 0.9, "looked": 20}
+        messages,
+        budget,
+        5.0,
+        cheap,
+        requests=20,
+        carried={"carried": price * 0.9, "looked": 20, "due": 20},
     ).report["prune"]
     assert out["schedule"]["decision"] == "none" and not out["compacted"]
 
@@ -129,7 +138,11 @@ def test_a_cut_on_the_estimate_leaves_superseded_reads_to_break_even() -> None:
 
     def actions(carried: float) -> tuple[str, set[str]]:
         out = decide(
-            messages, budget, 5.0, requests=20, carried={"carried": carried, "looked": 20}
+            messages,
+            budget,
+            5.0,
+            requests=20,
+            carried={"carried": carried, "looked": 20, "due": 20},
         ).report
         return out["prune"]["schedule"]["decision"], {d["action"] for d in out["pruning"]}
 
@@ -146,7 +159,7 @@ def test_off_by_default_it_is_break_even_alone() -> None:
     budget = 200_000
     plain = test_schedule.decide(messages, budget, 5.0).report["prune"]["schedule"]
     price = plain["bust_cost"] + plain["expected_loss"]
-    half = {"carried": price * 0.6, "looked": 20}
+    half = {"carried": price * 0.6, "looked": 20, "due": 20}
     off = test_schedule.decide(messages, budget, 5.0, requests=20, carried=half).report["prune"]
     assert off["schedule"]["decision"] == "none" and "ahead" not in off["schedule"]
     on = decide(messages, budget, 5.0, requests=20, carried=half).report["prune"]

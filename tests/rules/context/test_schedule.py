@@ -147,7 +147,11 @@ def test_warm_compaction_waits_until_carrying_has_cost_its_bust() -> None:
     figures = fresh.report["prune"]["schedule"]
     assert figures["decision"] == "none" and not fresh.report["prune"]["compacted"]
     assert figures["bust_cost"] > figures["carried"] == 0
-    paid_for = {"carried": (figures["bust_cost"] + figures["expected_loss"]) * 2, "looked": 20}
+    paid_for = {
+        "carried": (figures["bust_cost"] + figures["expected_loss"]) * 2,
+        "looked": 20,
+        "due": 20,
+    }
     later = decide(messages, budget, 5.0, requests=20, carried=paid_for)
     assert later.report["prune"]["schedule"]["decision"] == "paid"
     assert later.report["prune"]["compacted"]
@@ -208,19 +212,25 @@ def test_memory_advances_once_per_request() -> None:
     assert same.after(110.0, 1300, compacted=False, stored=stored) is stored
 
 
-def test_a_warm_cache_is_looked_at_every_few_requests() -> None:
+def test_a_warm_cache_is_looked_at_when_a_cut_may_have_paid_or_every_few_requests() -> None:
     """The warm check costs a pass over the session: it runs on every WARM_LOOK_EVERY-th
-    request, and a compaction that has paid for itself is made at the next look."""
+    request, and from the request by which the last look's figures said some cut could pay
+    (``due``); a compaction that has paid for itself is made at the next look, never between."""
     budget = 200_000
     messages = conversation(120)
-    paid_for = {"carried": 1e9, "looked": 0}
-    looks = [
-        decide(messages, budget, 5.0, requests=n, carried=paid_for).report["prune"]["schedule"][
-            "decision"
+
+    def looks(**kept: Any) -> list[str]:
+        paid_for = {"carried": 1e9, "looked": 4, **kept}
+        return [
+            decide(messages, budget, 5.0, requests=n, carried=paid_for).report["prune"]["schedule"][
+                "decision"
+            ]
+            for n in range(4, 12)
         ]
-        for n in range(4, 12)
-    ]
-    assert looks == ["paid" if n % prune.WARM_LOOK_EVERY == 0 else "none" for n in range(4, 12)]
+
+    every = prune.WARM_LOOK_EVERY
+    assert looks() == ["paid" if n % every == 0 else "none" for n in range(4, 12)]
+    assert looks(due=6) == ["paid" if n % every == 0 or n >= 6 else "none" for n in range(4, 12)]
 
 
 def test_a_breakpoint_cache_rebills_all_but_the_first_message_past_its_lookback() -> None:
@@ -258,7 +268,7 @@ def test_the_bust_is_priced_in_the_providers_tokens() -> None:
     plain = decide(messages, budget, 5.0).report["prune"]["schedule"]
     assert plain["provider_scale"] == 1.0  # the upstream's count unknown: ours
     price = plain["bust_cost"] + plain["expected_loss"]
-    paid_for = {"carried": price * 1.5, "looked": 20}
+    paid_for = {"carried": price * 1.5, "looked": 20, "due": 20}
     counted = decide(messages, budget, 5.0, requests=20, carried=paid_for)
     assert counted.report["prune"]["schedule"]["decision"] == "paid"
     doubled = CacheFacts(last_prompt_tokens=2 * size)
@@ -324,7 +334,9 @@ def test_prune_keeps_what_a_warm_cut_left_in_the_sessions_memory(
     messages = conversation(120)
     looked = decide(messages, 200_000, 5.0, requests=20).state.get(prune.SESSION)
     monkeypatch.setattr(schedule, "choose", tail_only)
-    out = decide(messages, 200_000, 5.0, requests=20, carried={"carried": 10.0, "looked": 20})
+    out = decide(
+        messages, 200_000, 5.0, requests=20, carried={"carried": 10.0, "looked": 20, "due": 20}
+    )
     assert out.report["prune"]["compacted"]
     session = out.state.get(prune.SESSION)
     assert session["carried"] == 1234.5
