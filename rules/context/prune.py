@@ -27,6 +27,7 @@ from rules.activity.observations import of_context
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
 from rules.context import (
     carrying,
+    evidence,
     inject,
     prune_settled,
     prune_stages,
@@ -214,12 +215,20 @@ def _swap(
     return None
 
 
-def _superseded(ctx: Context, recent: int) -> list[int]:
+def _superseded(ctx: Context, recent: int, last_writes: int) -> list[int]:
     """Message indices of results among the last ``recent`` that a later one of them
-    supersedes. A free cut is of a result at the end of the cached prompt, so among the newest:
-    neither the whole list's pass nor the protected evidence is asked for (a look judges both)."""
+    supersedes and the protected evidence does not hold. A free cut is of a result at the end of
+    the cached prompt, so among the newest: the whole list's pass is not asked for (a look
+    judges the rest). A result is protected for what comes after it (the latest failure of its
+    kind, one of the last writes, the latest listing or plan), so the evidence found in the
+    results from the first superseded one on is the whole list's for them."""
     obs = of_context(ctx)[-max(recent, 2) :]  # the Run's, which need not be built for this
-    return [i for i, _ in prune_stages.supersede(obs, set(), ctx.messages)]
+    found = prune_stages.supersede(obs, set(), ctx.messages)
+    if not found:
+        return []
+    first = next(k for k, o in enumerate(obs) if o.result_index == found[0][0])
+    protected = evidence.find(ctx.messages, obs[first:], last_writes).protected
+    return [i for i, _ in found if i not in protected]
 
 
 def _prefix(sizes: dict[int, int]) -> list[int]:
@@ -267,7 +276,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         quiet = not forced and (
             state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
-        tail = _superseded(ctx, cfg.keep_last_observations) if quiet and state == "warm" else []
+        # no warm cut comes within HEADROOM requests of the last compaction: nor a look for one
+        free = quiet and state == "warm" and not memory.cut_within(schedule.HEADROOM)
+        tail = _superseded(ctx, cfg.keep_last_observations, cfg.keep_last_writes) if free else []
         sizes: dict[int, int] = {}
         steps: list[Step] = []
         if not quiet or tail:
@@ -277,7 +288,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         prefix = _prefix(sizes)
         if tail:  # between looks: a superseded result free to cut now (an elided one is not)
             freed = [(i, sizes[i] - PLACEHOLDER_TOKENS) for i in tail]
-            quiet = not warm_cut.free_now(freed, prefix, total, ctx.cache, memory)
+            # nor one that leaves the request so near the budget that its compaction follows
+            ceiling = schedule.warm_ceiling(room, budget, memory, total)
+            quiet = total - sum(max(f, 0) for _, f in freed) > ceiling or not warm_cut.free_now(
+                freed, prefix, total, ctx.cache, memory
+            )
         if not quiet and isinstance(run, Run):
             steps = run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet and isinstance(run, Run):
