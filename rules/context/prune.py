@@ -23,10 +23,10 @@ import operator
 
 from pydantic import Field
 
-from rules.activity.observations import of_context
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
 from rules.context import (
     carrying,
+    free_cut,
     inject,
     prune_settled,
     prune_stages,
@@ -36,7 +36,7 @@ from rules.context import (
     warm_cut,
 )
 from rules.context.overlay import Overlay
-from rules.context.prune_plan import PLACEHOLDER_TOKENS, Run
+from rules.context.prune_plan import Run
 from rules.context.schedule import Step
 from rules.messages import shared_prefix
 from rules.report import PruneSummary, Report
@@ -214,22 +214,6 @@ def _swap(
     return None
 
 
-def _superseded(ctx: Context, recent: int) -> list[int]:
-    """Message indices of results among the last ``recent`` that a later one of them
-    supersedes. A free cut is of a result at the end of the cached prompt, so among the newest:
-    neither the whole list's pass nor the protected evidence is asked for (a look judges both)."""
-    obs = of_context(ctx)[-max(recent, 2) :]  # the Run's, which need not be built for this
-    return [i for i, _ in prune_stages.supersede(obs, set(), ctx.messages)]
-
-
-def _prefix(sizes: dict[int, int]) -> list[int]:
-    """Tokens before each message (one more entry: all of them)."""
-    prefix = [0]
-    for i in range(len(sizes)):
-        prefix.append(prefix[-1] + sizes[i])
-    return prefix
-
-
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -267,17 +251,27 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         quiet = not forced and (
             state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
         )
-        tail = _superseded(ctx, cfg.keep_last_observations) if quiet and state == "warm" else []
+        # no warm cut comes within HEADROOM requests of the last compaction: nor a look for one
+        free = quiet and state == "warm" and not memory.cut_within(schedule.HEADROOM)
         sizes: dict[int, int] = {}
         steps: list[Step] = []
-        if not quiet or tail:
+        prefix: list[int] | tuple[int, ...] = [0]
+        if free:  # between looks: a superseded result free to cut now (an elided one is not)
+            tail, built = free_cut.tail(ctx, cfg, NAMESPACE, run)
+            if built is not None:  # the same view, rendered by the Run that sized it
+                run, view = built, built.view(built.overlay)
+            if tail.freed:
+                # nor one that leaves the request so near the budget that its compaction follows
+                ceiling = schedule.warm_ceiling(room, budget, memory, total)
+                cut = total - sum(max(f, 0) for _, f in tail.freed)
+                quiet = cut > ceiling or not warm_cut.free_now(
+                    tail.freed, tail.prefix, total, ctx.cache, memory
+                )
+        if not quiet:
             if not isinstance(run, Run):  # the same view, rendered by the Run that plans
                 run, view = prune_settled.run_of(ctx, cfg, NAMESPACE)
             sizes = run.sizes()
-        prefix = _prefix(sizes)
-        if tail:  # between looks: a superseded result free to cut now (an elided one is not)
-            freed = [(i, sizes[i] - PLACEHOLDER_TOKENS) for i in tail]
-            quiet = not warm_cut.free_now(freed, prefix, total, ctx.cache, memory)
+            prefix = free_cut.prefix_tokens(sizes)
         if not quiet and isinstance(run, Run):
             steps = run.plan(sizes, drops=forced)
         if state == "warm" and not forced and not quiet and isinstance(run, Run):

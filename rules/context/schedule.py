@@ -94,12 +94,22 @@ def horizon(requests: int, lengths: Sequence[int] | None = None) -> float:
     return payback.mean_remaining(requests, *_lengths())  # stored sums: every request asks
 
 
+def _growth(memory: Memory, total: int) -> float:
+    """Growth per request: smoothed once two requests were seen, else the session's average so
+    far."""
+    return max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
+
+
 def _outlook(facts: CacheFacts, memory: Memory, total: int) -> tuple[float, float, float]:
-    """(write price ratio, horizon, growth per request). Growth is smoothed once two requests
-    were seen, else the session's average so far."""
+    """(write price ratio, horizon, growth per request)."""
     w = max(facts.write_ratio, facts.read_ratio)
-    g = max(memory.growth, 0.0) if memory.requests >= 2 else total / max(memory.requests, 1)
-    return w, horizon(memory.requests), g
+    return w, horizon(memory.requests), _growth(memory, total)
+
+
+def warm_ceiling(room: int, budget: int | None, memory: Memory, total: int) -> float:
+    """The size a warm cut must leave the request under: ``HEADROOM`` requests of growth below
+    the size the budget forces a compaction at (the budget's would follow within them)."""
+    return trigger(room, budget, memory) - HEADROOM * _growth(memory, total)
 
 
 def choose(
@@ -157,7 +167,7 @@ def choose(
     if not forced:
         # a warm cut that leaves less than HEADROOM requests of growth under the size the
         # budget forces a compaction at is not made: the budget's would follow within them
-        ceiling = trigger(room, budget, memory) - HEADROOM * g
+        ceiling = warm_ceiling(room, budget, memory, total)
         return warm_cut.break_even(
             free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling
         )

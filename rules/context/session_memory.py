@@ -38,21 +38,26 @@ class Memory:
         """The memory from its namespace, and the per-step figures from theirs (``stale``: they
         change only at a look, so they are not written again on every request)."""
         v = value if isinstance(value, Mapping) else {}
-        at = v.get("last_at")
-        return cls(
-            int(v.get("requests") or 0),
-            float(at) if isinstance(at, (int, float)) else None,
-            int(v.get("last_tokens") or 0),
-            float(v.get("growth") or 0.0),
-            bool(v.get("expect_hit")),
-            float(v.get("carried") or 0.0),
-            int(v.get("looked") or 0),
-            int(v.get("reclaimable") or 0),
-            int(v["cut_at"]) if isinstance(v.get("cut_at"), int) else -1,
-            stale,
-            int(v["due"]) if isinstance(v.get("due"), int) else -1,
-            int(v["last_cut"]) if isinstance(v.get("last_cut"), int) else -1,
+        at, due = v.get("last_at"), v.get("due")
+        cut_at, last_cut = v.get("cut_at"), v.get("last_cut")
+        memory = object.__new__(cls)
+        # every request loads it: the fields set at once, not one ``object.__setattr__`` each as
+        # a frozen dataclass's ``__init__`` sets them
+        memory.__dict__.update(
+            requests=int(v.get("requests") or 0),
+            last_at=float(at) if isinstance(at, (int, float)) else None,
+            last_tokens=int(v.get("last_tokens") or 0),
+            growth=float(v.get("growth") or 0.0),
+            expect_hit=bool(v.get("expect_hit")),
+            carried=float(v.get("carried") or 0.0),
+            looked=int(v.get("looked") or 0),
+            reclaimable=int(v.get("reclaimable") or 0),
+            cut_at=int(cut_at) if isinstance(cut_at, int) else -1,
+            stale=stale,
+            due=int(due) if isinstance(due, int) else -1,
+            last_cut=int(last_cut) if isinstance(last_cut, int) else -1,
         )
+        return memory
 
     def cut_lately(self) -> bool:
         """Whether the last compaction the budget forced came fewer than ``HEADROOM`` requests

@@ -124,8 +124,9 @@ def break_even(
         figures.update(
             decision="none", expected_saving=0, bust_cost=round(bust), expected_loss=round(lost)
         )
-        if due < 1 << 30:
-            figures["look_in"] = due
+        if due < 1 << 30:  # no cut before HEADROOM requests from the last one: nor a look
+            allowed = memory.last_cut + HEADROOM - memory.requests if recent else 0
+            figures["look_in"] = max(due, allowed)
         return Choice(0, total, figures)
     if best.why == "paid":
         best = _deeper(best, soon, r)

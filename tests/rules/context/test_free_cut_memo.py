@@ -1,0 +1,88 @@
+"""prune's free-cut check kept per list (``free_cut.tail``, ``Context.recall``) gives what it
+works out with nothing kept, over random warm sessions under the budget whose agent runs its
+last command again (a superseded result at the end of the cached prompt, free to cut) and
+resends its list: each request's messages, state and report, through the rules chained as the
+runner chains them (``tests/rules/test_keyed_memos.py``'s harness; break_loops, which rewrites a
+repeated command's result afresh on every request, off)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from rules.base import Message
+from rules.context import free_cut, prune
+from rules.loops import break_loops
+from tests.rules import test_keyed_memos
+from tests.rules.test_keyed_memos import COMMANDS, OUTPUTS, _Kept
+from tests.support.factories import assistant, result, shell, system, user
+
+Request = tuple[list[Message], int, int | None, float, int | None]
+
+
+def _session(seed: int, steps: int) -> list[Request]:
+    """(messages, options, budget, seconds since the last request, None) for each request: a
+    warm session (a few seconds apart) under a roomy budget that grows by a call and its result,
+    often the last command again, and resends its list (the same list or the same objects)."""
+    rng = random.Random(seed)
+    history: list[Message] = [system(), user("fix the failing test in src/app.py")]
+    last, options, out = rng.choice(COMMANDS), 0, []
+    for n in range(steps):
+        move = rng.random()
+        if move < 0.45:
+            last = last if rng.random() < 0.6 else rng.choice(COMMANDS)
+            text = rng.choice(OUTPUTS) + "\n" + "\n".join(f"row {n} {i} " * 6 for i in range(40))
+            call = shell(f"c{n}", last)
+            history = [*history, assistant(f"step {n}", call), result(call["id"], text)]
+        elif move < 0.75:
+            pass  # the very list again
+        elif move < 0.9:
+            history = list(history)  # the same objects, a list of its own
+        else:
+            options = 1 - options
+        out.append((history, options, 60_000, rng.choice([1.0, 3.0, 5.0]), None))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_kept_check_is_the_check_worked_out_afresh(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counts = {"worked": 0, "free cuts": 0}
+    real_superseded, real_apply = free_cut.superseded, prune.apply
+
+    def superseded(*args: Any) -> list[int]:
+        counts["worked"] += 1
+        return real_superseded(*args)
+
+    def apply(ctx: Any, cfg: Any) -> Any:
+        out = real_apply(ctx, cfg)
+        if any(d["action"] == "supersede" for d in out.report["pruning"]):
+            counts["free cuts"] += 1
+        return out
+
+    quiet_loops = (break_loops, break_loops.Config(enabled=False))
+    options = [
+        [quiet_loops if rule is break_loops else (rule, cfg) for rule, cfg in rules]
+        for rules in test_keyed_memos.OPTIONS
+    ]
+    monkeypatch.setattr(test_keyed_memos, "OPTIONS", options)
+    monkeypatch.setattr(free_cut, "superseded", superseded)
+    monkeypatch.setattr(prune, "apply", apply)
+    kept, fresh = _Kept(fresh=False), _Kept(fresh=True)
+    now, worked = 1000.0, {"kept": 0, "fresh": 0}
+    for messages, options, budget, gap, at in _session(seed, 120):
+        now += gap
+        before = counts["worked"]
+        got = kept.run(messages, options, budget, now, at)
+        worked["kept"] += counts["worked"] - before
+        before = counts["worked"]
+        want = fresh.run(messages, options, budget, now, at)
+        worked["fresh"] += counts["worked"] - before
+        assert got.messages == want.messages
+        assert got.state.to_json() == want.state.to_json()
+        assert got.report == want.report
+    assert counts["free cuts"] > 0  # the check found something to cut, and it was cut
+    assert worked["kept"] < worked["fresh"]  # and its answers were kept for resent lists
