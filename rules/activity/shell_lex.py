@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rules.text_cache import text_cache
+
 SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")"})
 REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">&", "<&", "<>"})
 _OPERATORS = sorted(SEPARATORS | REDIRECTS, key=len, reverse=True)
@@ -171,7 +173,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return _Lexer(text).run()
 
 
-def split_commands(text: str) -> list[SimpleCommand]:
+def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
     """The simple commands of a command line, in order, each with its redirections."""
     out: list[SimpleCommand] = []
     argv: list[str] = []
@@ -207,4 +209,10 @@ def split_commands(text: str) -> list[SimpleCommand]:
             elif value == ")":
                 depth = max(0, depth - 1)
     flush("")
-    return out
+    return tuple(out)
+
+
+# A new shell call's command is split by several readers of the same request (the entities'
+# and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
+# once. Immutable (a tuple of frozen commands), so every reader may hold it.
+split_commands = text_cache(max_chars=2_000_000, max_text_chars=100_000)(split_uncached)

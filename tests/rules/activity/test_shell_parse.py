@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.activity.shell_lex import split_commands, tokenize
+from rules.activity.shell_lex import split_commands, split_uncached, tokenize
 from rules.activity.shell_parse import analyse, load_verbs, resolve_path
 
 C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
@@ -247,3 +247,16 @@ def test_any_text_parses_without_raising(command: str) -> None:
     for e in outcome.effects:
         assert e.action in {"create", "delete", "copy", "move", "modify", "open"}
         assert e.type in {"file", "folder"} and isinstance(e.path, str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), max_size=6))
+def test_split_commands_kept_by_text_is_the_split_afresh(commands: list[str]) -> None:
+    """The readers of a request share one split per command text: the kept answer is the
+    split of the text (asked again, in any order) and cannot be changed by a reader."""
+    for command in [*commands, *reversed(commands)]:
+        kept = split_commands(command)
+        assert kept == split_uncached(command)
+        assert isinstance(kept, tuple)
+    if commands:
+        assert split_commands(commands[0]) is split_commands(commands[0])
