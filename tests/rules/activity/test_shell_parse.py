@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rules.activity import shell_parse
 from rules.activity.shell_lex import split_commands, split_uncached, tokenize
 from rules.activity.shell_parse import analyse, load_verbs, resolve_path
+from rules.workspace.observe import KnownTypes
 
 C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
 F, DIR = "file", "folder"
@@ -260,3 +264,50 @@ def test_split_commands_kept_by_text_is_the_split_afresh(commands: list[str]) ->
         assert isinstance(kept, tuple)
     if commands:
         assert split_commands(commands[0]) is split_commands(commands[0])
+
+
+class _Copied(dict[str, str]):
+    """What a command line's walk knew before it overlaid the caller's mapping: a copy."""
+
+    def __init__(self, base: Any) -> None:
+        super().__init__(base)
+
+    def remove(self, path: str) -> None:
+        self.pop(path, None)
+
+
+WORDS = ["a", "b", "a/b", "out", "x.txt", "a.txt"]
+MOVES = ["mkdir -p ", "rm -rf ", "rm ", "cd ", "cp ", "cp -r ", "mv ", "touch ", "echo x > ",
+         "git mv ", "rmdir ", "tee ", "sed -i s/a/b/ ", "cat "]  # fmt: skip
+LINE = st.lists(
+    st.tuples(st.sampled_from(MOVES), st.lists(st.sampled_from(WORDS), max_size=3)).map(
+        lambda p: p[0] + " ".join(p[1])
+    ),
+    max_size=6,
+).map(lambda parts: " && ".join(parts))
+KNOWN = st.dictionaries(
+    st.sampled_from([f"/w/{w}" for w in WORDS] + [f"/w/a/{w}" for w in WORDS]),
+    st.sampled_from(["file", "folder", "?"]),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(command=LINE, known=KNOWN, as_map=st.booleans())
+def test_the_known_paths_overlaid_are_the_known_paths_copied(
+    command: str, known: dict[str, str], as_map: bool
+) -> None:
+    """A walk reads the caller's known paths through its own additions and removals (not a
+    copy of a map of hundreds): the effects are those of a walk over a copy, for a plain
+    mapping and for the workspace map's nodes (whose "?" entries are not known to exist)."""
+    base: Any = (
+        KnownTypes({p: ["d" if t == "folder" else ("?" if t == "?" else "f"), "", 0]
+                    for p, t in known.items()})
+        if as_map
+        else {p: t for p, t in known.items() if t != "?"}
+    )  # fmt: skip
+    got = analyse(command, "/w", load_verbs(), base)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(shell_parse, "_Known", _Copied)
+        want = analyse(command, "/w", load_verbs(), base)
+    assert got == want
