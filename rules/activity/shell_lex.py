@@ -6,6 +6,7 @@ bodies skipped. It never executes or expands anything; it only splits.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from rules.text_cache import text_cache
@@ -15,6 +16,11 @@ REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">
 _OPERATORS = sorted(SEPARATORS | REDIRECTS, key=len, reverse=True)
 _OP_CHARS = frozenset(";&|<>()\n")
 _STRONG = frozenset({"&&", "||", "|", "|&", "&"})
+# Runs of characters the lexer takes one by one into the current word, taken at once (a script
+# of thousands of characters): none that starts a quote, an escape, an expansion, a comment or
+# an operator, nor a blank. ``#`` and ``$`` are in a word's run on their own steps.
+_PLAIN = re.compile(r"[^\\ \t\r#'\"$`;&|<>()\n]+")
+_QUOTED_PLAIN = re.compile(r'[^"\\$]+')  # inside double quotes
 
 
 @dataclass(frozen=True)
@@ -79,9 +85,11 @@ class _Lexer:
                 in_word = self._end_word(word, in_word)
                 self._operator()
             else:
-                word.append(c)
+                run = _PLAIN.match(text, self.i)
+                end = run.end() if run is not None else self.i + 1
+                word.append(text[self.i : end])
                 in_word = True
-                self.i += 1
+                self.i = end
         self._end_word(word, in_word)
         return self.tokens
 
@@ -103,8 +111,10 @@ class _Lexer:
             elif c == "$" and text[self.i + 1 : self.i + 2] == "(":
                 out.append(self._balanced("("))
             else:
-                out.append(c)
-                self.i += 1
+                run = _QUOTED_PLAIN.match(text, self.i)
+                end = run.end() if run is not None else self.i + 1
+                out.append(text[self.i : end])
+                self.i = end
         self.i += 1
         return "".join(out)
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.activity import shell_parse
+from rules.activity import shell_lex, shell_parse
 from rules.activity.shell_lex import split_commands, split_uncached, tokenize
 from rules.activity.shell_parse import analyse, load_verbs, resolve_path
 from rules.workspace.observe import KnownTypes
@@ -310,4 +311,23 @@ def test_the_known_paths_overlaid_are_the_known_paths_copied(
     with pytest.MonkeyPatch.context() as m:
         m.setattr(shell_parse, "_Known", _Copied)
         want = analyse(command, "/w", load_verbs(), base)
+    assert got == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(PIECES), st.text(alphabet="ab#$\\\"' \t\r\n\x0b\u00a0é")),
+        max_size=30,
+    ).map("".join)
+)
+def test_runs_of_plain_characters_are_lexed_as_one_by_one(text: str) -> None:
+    """The lexer takes a run of characters that start nothing at once: the tokens are those of
+    taking them one at a time (the same patterns without ``+``)."""
+    got = tokenize(text)
+    with pytest.MonkeyPatch.context() as m:
+        for name in ("_PLAIN", "_QUOTED_PLAIN"):
+            one = getattr(shell_lex, name).pattern.removesuffix("+")
+            m.setattr(shell_lex, name, re.compile(one))
+        want = tokenize(text)
     assert got == want
