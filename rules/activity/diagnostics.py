@@ -226,7 +226,7 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                 if lm:
                     diags[-1] = {**diags[-1], "file": lm["file"], "line": int(lm["line"])}
                     break
-            # most live toolchains keep one or two of these kinds: the empty ones cost no search
+            # most live toolchains keep one or two of these kinds: an empty one costs no generator
             if tc.fail and any(p.search(line) for p in tc.fail):
                 failed.add(tc.category)
                 break

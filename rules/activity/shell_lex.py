@@ -18,7 +18,8 @@ _OP_CHARS = frozenset(";&|<>()\n")
 _STRONG = frozenset({"&&", "||", "|", "|&", "&"})
 # Runs of characters the lexer takes one by one into the current word, taken at once (a script
 # of thousands of characters): none that starts a quote, an escape, an expansion, a comment or
-# an operator, nor a blank. ``#`` and ``$`` are in a word's run on their own steps.
+# an operator, nor a blank. ``#`` (a comment only at a word's start) and ``$`` (an expansion
+# only before ``(`` or ``{``) end a run, and go into the word on a step of their own.
 _PLAIN = re.compile(r"[^\\ \t\r#'\"$`;&|<>()\n]+")
 _QUOTED_PLAIN = re.compile(r'[^"\\$]+')  # inside double quotes
 
