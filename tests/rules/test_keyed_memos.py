@@ -3,7 +3,8 @@
 that track_entities and workspace_map have no call to read, inject's placing when nothing new
 was said; measure's sums of a resent list)
 gives what they work out with nothing kept, over random sessions that resend a list, grow, change
-an earlier message, drop the oldest, switch options, budgets and sessions: each request's
+an earlier message, drop the oldest, switch options, budgets and sessions, and bring the
+proxy's bootstrap picture now and then: each request's
 messages, state and report, through the rules chained as the runner chains them."""
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class _Kept:
         self.tables: dict[str, dict[int, tuple[Any, Any]]] = {}
         self.state = SessionState()
         self.states: list[SessionState] = []  # the state each request started from
+        self.requests = 0
 
     def run(
         self, messages: list[Message], options: int, budget: int | None, now: float, at: Any
@@ -119,7 +121,12 @@ class _Kept:
             self.memo, self.hashes = {}, {}
         last = self.state.get(prune.SESSION)
         facts = CacheFacts(last_at=last.get("last_at") if isinstance(last, dict) else None)
-        context: Context = ctx(messages, now=now, state=self.state, budget=budget, cache=facts)
+        self.requests += 1  # now and then the proxy's bootstrap picture (the map keeps it once)
+        boot = {"lines": [f"repo {self.requests}", "tests: pytest"]}
+        hints = {workspace_map.BOOT_HINT: boot} if self.requests % 7 == 3 else {}
+        context: Context = ctx(
+            messages, now=now, state=self.state, budget=budget, cache=facts, hints=hints
+        )
         context = context.evolve(memo=self.memo, hashes=self.hashes, tables=dict(self.tables))
         out = apply_rules(context, *OPTIONS[options])
         self.state = out.state
