@@ -14,15 +14,21 @@ from bench.overhead import percentile
 from bench.overhead_protocols import MODELS, bodies
 
 
-def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> None:
+def in_process(
+    sizes: list[int], reps: int, window: int, grow: bool = False, rules_cpu: bool = False
+) -> None:
     """The protocol-dependent part of a request alone, in this process, in thread CPU time (what a
     shared machine's scheduling does not inflate): parse and validate the body, ``Engine.rewrite``
     (lower, rules, lift, the final checks), serialise what is forwarded. Protocols alternate. The
     garbage collector is set as the server sets it (``proxy.server.heap``). With ``grow``, each
     request carries the previous one's messages and two more, as an agent's do, so what the
-    proxy keeps across requests is used as real traffic uses it."""
+    proxy keeps across requests is used as real traffic uses it. With ``rules_cpu``, the rules'
+    timings (the report's ``timings_ms``) are read from the thread's CPU clock: the pipeline's
+    clock is swapped for ``time.thread_time`` in this process."""
     import logging
+    import types
 
+    import proxy.rewrite.pipeline as pipeline
     from bench.golden import settings_for
     from proxy.rewrite.engine import Engine
     from proxy.server.heap import settle_heap
@@ -31,6 +37,8 @@ def in_process(sizes: list[int], reps: int, window: int, grow: bool = False) -> 
     from proxy.tokens import TokenCounters
 
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
+    if rules_cpu:
+        pipeline.time = types.SimpleNamespace(perf_counter=time.thread_time)  # type: ignore[assignment]
     # the server's own readers (each protocol's body memory: parse and validate) and adapters
     wires = {
         name: (wire.memory(), wire.adapter)

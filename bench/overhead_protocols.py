@@ -235,13 +235,19 @@ def main() -> None:
         "(an agent's turn: its call and the result), ending at --messages, instead of the same "
         "body again",
     )
+    parser.add_argument(
+        "--rules-cpu",
+        action="store_true",
+        help="with --in-process: the rules' timings in thread CPU time, not wall time (steadier "
+        "on a shared machine)",
+    )
     args = parser.parse_args()
     if args.litellm_protocols is None:
         args.litellm_protocols = ["messages"] if "messages" in args.protocols else args.protocols
     if args.in_process:
         from bench.overhead_in_process import in_process
 
-        in_process(args.messages, args.in_process, args.window, args.grow)
+        in_process(args.messages, args.in_process, args.window, args.grow, args.rules_cpu)
         return
 
     tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-bench-"))

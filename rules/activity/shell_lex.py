@@ -6,13 +6,22 @@ bodies skipped. It never executes or expands anything; it only splits.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+from rules.text_cache import text_cache
 
 SEPARATORS = frozenset({"&&", "||", ";", ";;", "|", "|&", "&", "\n", "(", ")"})
 REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">&", "<&", "<>"})
 _OPERATORS = sorted(SEPARATORS | REDIRECTS, key=len, reverse=True)
 _OP_CHARS = frozenset(";&|<>()\n")
 _STRONG = frozenset({"&&", "||", "|", "|&", "&"})
+# Runs of characters the lexer takes one by one into the current word, taken at once (a script
+# of thousands of characters): none that starts a quote, an escape, an expansion, a comment or
+# an operator, nor a blank. ``#`` (a comment only at a word's start) and ``$`` (an expansion
+# only before ``(`` or ``{``) end a run, and go into the word on a step of their own.
+_PLAIN = re.compile(r"[^\\ \t\r#'\"$`;&|<>()\n]+")
+_QUOTED_PLAIN = re.compile(r'[^"\\$]+')  # inside double quotes
 
 
 @dataclass(frozen=True)
@@ -77,9 +86,11 @@ class _Lexer:
                 in_word = self._end_word(word, in_word)
                 self._operator()
             else:
-                word.append(c)
+                run = _PLAIN.match(text, self.i)
+                end = run.end() if run is not None else self.i + 1
+                word.append(text[self.i : end])
                 in_word = True
-                self.i += 1
+                self.i = end
         self._end_word(word, in_word)
         return self.tokens
 
@@ -101,8 +112,10 @@ class _Lexer:
             elif c == "$" and text[self.i + 1 : self.i + 2] == "(":
                 out.append(self._balanced("("))
             else:
-                out.append(c)
-                self.i += 1
+                run = _QUOTED_PLAIN.match(text, self.i)
+                end = run.end() if run is not None else self.i + 1
+                out.append(text[self.i : end])
+                self.i = end
         self.i += 1
         return "".join(out)
 
@@ -171,7 +184,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return _Lexer(text).run()
 
 
-def split_commands(text: str) -> list[SimpleCommand]:
+def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
     """The simple commands of a command line, in order, each with its redirections."""
     out: list[SimpleCommand] = []
     argv: list[str] = []
@@ -207,4 +220,10 @@ def split_commands(text: str) -> list[SimpleCommand]:
             elif value == ")":
                 depth = max(0, depth - 1)
     flush("")
-    return out
+    return tuple(out)
+
+
+# A new shell call's command is split by several readers of the same request (the entities'
+# and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
+# once. Immutable (a tuple of frozen commands), so every reader may hold it.
+split_commands = text_cache(max_chars=2_000_000, max_text_chars=100_000)(split_uncached)

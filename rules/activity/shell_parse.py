@@ -125,23 +125,47 @@ def _shell_script(argv: list[str]) -> str | None:
     return None
 
 
+class _Known:
+    """The paths known to exist (path -> type) as a command line changes them: its own entries
+    and removals over the caller's mapping, which is not copied (a workspace map of hundreds of
+    paths, for a command that touches a few)."""
+
+    def __init__(self, base: Mapping[str, str]) -> None:
+        self.base = base
+        self.own: dict[str, str | None] = {}  # None: removed by the command line
+
+    def get(self, path: str) -> str | None:
+        own = self.own
+        return own[path] if path in own else self.base.get(path)
+
+    def __contains__(self, path: str) -> bool:
+        own = self.own
+        return own[path] is not None if path in own else path in self.base
+
+    def __setitem__(self, path: str, typ: str) -> None:
+        self.own[path] = typ
+
+    def remove(self, path: str) -> None:
+        self.own[path] = None
+
+
 class _Run:
     """State while walking one command line: cwd, subshell stack, what is known to exist."""
 
     def __init__(self, verbs: Verbs, cwd: str | None, known: Mapping[str, str]) -> None:
         self.verbs = verbs
         self.cwd = cwd
-        self.known = dict(known)
+        self.known = _Known(known)
         self.effects: list[Effect] = []
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
         if action == "delete":
-            self.known.pop(path, None)
+            self.known.remove(path)
         else:
             self.known[path] = typ
             if action == "move" and source:
-                self.known.pop(source, None)
+                self.known.remove(source)
 
     def walk(self, command: str, depth: int = 0) -> None:
         stack: list[str | None] = []
@@ -291,6 +315,6 @@ def analyse(
     command: str, cwd: str | None, verbs: Verbs, known: Mapping[str, str] | None = None
 ) -> ShellOutcome:
     """The effects of ``command`` run in ``cwd``; ``known`` maps paths known to exist to types."""
-    run = _Run(verbs, cwd, known or {})
+    run = _Run(verbs, cwd, {} if known is None else known)
     run.walk(command)
     return ShellOutcome(tuple(run.effects), run.cwd)

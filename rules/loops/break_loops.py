@@ -85,27 +85,37 @@ def _steps(ctx: Context, window: int) -> list[Step]:
     obs = of_context(ctx)[-window:]
     if not obs:
         return []
-    # the calls of these results only, from the end (the window is the last few results)
-    wanted = {o.result_index for o in obs}
+    messages, table = ctx.messages, ctx.table(STEPS_MEMO)
+    out: list[Step | None] = []
+    for o in obs:
+        result = messages[o.result_index]
+        hit = table.get(id(result))
+        # the kept list's observations are the very objects: compared field by field only if not
+        if hit is None or hit[0] is not result or (hit[1].obs is not o and hit[1].obs != o):
+            out.append(None)
+        else:
+            out.append(hit[1])
+    wanted = {o.result_index for o, step in zip(obs, out, strict=True) if step is None}
+    if not wanted:
+        return out  # type: ignore[return-value]  # every step known
+    # the calls of the results not read yet, from the end (mostly the last turn's few)
     calls: dict[int, Message] = {}
     for _, call, ri in reversed(pairs_of(ctx)):
         if ri in wanted and ri not in calls:  # the last pair naming a result, as a dict's
             calls[ri] = call
             if len(calls) == len(wanted):
                 break
-    table = ctx.table(STEPS_MEMO)
-    out = []
-    for o in obs:
-        result = ctx.messages[o.result_index]
-        hit = table.get(id(result))
-        if hit is None or hit[0] is not result or hit[1].obs != o:
+    steps = []
+    for o, step in zip(obs, out, strict=True):
+        if step is None:
+            result = messages[o.result_index]
             call = calls[o.result_index]
             step = make_step(
                 o, call_name(call), call_arguments_text(call), text_of(result.get("content"))
             )
-            hit = table[id(result)] = (result, step)
-        out.append(hit[1])
-    return out
+            table[id(result)] = (result, step)
+        steps.append(step)
+    return steps
 
 
 def _latest_plan(ctx: Context, observations: list[Observation]) -> str | None:

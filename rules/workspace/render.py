@@ -41,7 +41,11 @@ def manifest_type(name: str) -> str | None:
 def project_root(nodes: Nodes, cwd: str | None) -> str:
     """The folder paths are shown relative to: the one holding every file the agent touched,
     else its working directory."""
-    touched = touched_paths(nodes)
+    return root_of(touched_paths(nodes), cwd)
+
+
+def root_of(touched: list[str], cwd: str | None) -> str:
+    """``project_root`` of a map whose ``touched_paths`` are ``touched``."""
     root = common_root(touched[-200:]) if touched else ""
     if cwd and (not root or root.startswith(cwd.rstrip("/") + "/")):
         return cwd.rstrip("/") or root
@@ -157,7 +161,7 @@ def _walk(
     entries = children.get(folder, {})
     if depth == 0 and folder == "" and "/" in children:
         entries = {**entries, "/": "/"}
-    names = sorted(entries, key=lambda n: (entries[n] != "/", n))
+    names = entry_order(entries)
     shown = names if len(names) <= FOLD else [n for n in names if entries[n]][:FOLD]
     pad = "  " * depth
     for name in shown:
@@ -174,6 +178,14 @@ def _walk(
             lines.append(f"{pad}{name} {mark}".rstrip())
     if len(shown) < len(names):
         lines.append(f"{pad}… {len(names) - len(shown)} more")
+
+
+def entry_order(entries: dict[str, str]) -> list[str]:
+    """A folder's entries as the tree lists them: folders (marked ``/``) first, each kind by
+    name; two plain sorts, no key made per entry (a listing's folder holds hundreds)."""
+    names = sorted([n for n, m in entries.items() if m == "/"])
+    names += sorted([n for n, m in entries.items() if m != "/"])
+    return names
 
 
 def _age(seconds: int) -> str:

@@ -176,9 +176,21 @@ def _figures(nodes: tree.Nodes, cwd: str | None, memo: ListMemo | None) -> tuple
     kept = memo.get(FIGURES_MEMO) if memo is not None else None
     if kept and kept[0][0][0] is nodes and kept[0][1][0] == cwd:
         return kept[0][1][1]  # type: ignore[no-any-return]
-    root = render.project_root(nodes, cwd)
-    files = sum(1 for v in nodes.values() if v[0] != "d")
-    figures = (root, files, len(tree.changed_paths(nodes)))
+    # one walk for the three: ``render.project_root``'s touched files, the files, the changed
+    touched: list[str] = []
+    files = changed = 0
+    unchanged = tree.CHANGED.isdisjoint  # ``not tree.is_changed``, bound once
+    for path, v in nodes.items():
+        if v[0] == "d":
+            continue
+        files += 1
+        flags = v[1]
+        if not unchanged(flags):
+            changed += 1
+            touched.append(path)
+        elif "r" in flags:
+            touched.append(path)
+    figures = (render.root_of(touched, cwd), files, changed)
     if memo is not None:
         memo[FIGURES_MEMO] = [((nodes,), (cwd, figures))]
     return figures

@@ -1,8 +1,10 @@
 """What the rules keep for a list of the very same messages with the very same state and options
 (``Context.keyed``: working_set's ledger, break_loops' loops; ``Context.recall``: prune's view,
-that track_entities and workspace_map have no call to read; measure's sums of a resent list)
+that track_entities and workspace_map have no call to read, inject's placing when nothing new
+was said; measure's sums of a resent list)
 gives what they work out with nothing kept, over random sessions that resend a list, grow, change
-an earlier message, drop the oldest, switch options, budgets and sessions: each request's
+an earlier message, drop the oldest, switch options, budgets and sessions, and bring the
+proxy's bootstrap picture now and then: each request's
 messages, state and report, through the rules chained as the runner chains them."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from rules.activity.observations import OBSERVATION_MEMO
 from rules.base import CacheFacts, Context, ListMemo, Message, RuleConfig, SessionState
 from rules.context import inject, measure, overlay, prune, prune_settled, working_set
 from rules.entities import track_entities
@@ -102,20 +105,29 @@ class _Kept:
         self.fresh = fresh
         self.memo: ListMemo = {}
         self.hashes: dict[int, tuple[Message, str]] = {}
+        self.tables: dict[str, dict[int, tuple[Any, Any]]] = {}
         self.state = SessionState()
         self.states: list[SessionState] = []  # the state each request started from
+        self.requests = 0
 
     def run(
         self, messages: list[Message], options: int, budget: int | None, now: float, at: Any
     ) -> Any:
         self.state = self.state if at is None else self.states[at]
         self.states.append(self.state)
+        if self.fresh or not self.tables:  # the tables the runner keeps per object
+            self.tables = {name: {} for name in (break_loops.STEPS_MEMO, OBSERVATION_MEMO)}
         if self.fresh:
             self.memo, self.hashes = {}, {}
         last = self.state.get(prune.SESSION)
         facts = CacheFacts(last_at=last.get("last_at") if isinstance(last, dict) else None)
-        context: Context = ctx(messages, now=now, state=self.state, budget=budget, cache=facts)
-        context = context.evolve(memo=self.memo, hashes=self.hashes)
+        self.requests += 1  # now and then the proxy's bootstrap picture (the map keeps it once)
+        boot = {"lines": [f"repo {self.requests}", "tests: pytest"]}
+        hints = {workspace_map.BOOT_HINT: boot} if self.requests % 7 == 3 else {}
+        context: Context = ctx(
+            messages, now=now, state=self.state, budget=budget, cache=facts, hints=hints
+        )
+        context = context.evolve(memo=self.memo, hashes=self.hashes, tables=dict(self.tables))
         out = apply_rules(context, *OPTIONS[options])
         self.state = out.state
         return out
@@ -125,7 +137,7 @@ class _Kept:
 def test_kept_values_are_the_rules_answers_over_random_sessions(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: dict[str, int] = {"run": 0, "ledger": 0, "loops": 0, "read": 0, "map": 0}
+    made = dict.fromkeys(["run", "ledger", "loops", "read", "map", "plan", "step"], 0)
     real_run, real_build, real_loops = prune_settled.run_of, working_set.build, break_loops._loops
 
     def counting(name: str, real: Any) -> Any:
@@ -140,6 +152,8 @@ def test_kept_values_are_the_rules_answers_over_random_sessions(
     monkeypatch.setattr(break_loops, "_loops", counting("loops", real_loops))
     monkeypatch.setattr(track_entities, "pairs_of", counting("read", track_entities.pairs_of))
     monkeypatch.setattr(workspace_map, "build", counting("map", workspace_map.build))
+    monkeypatch.setattr(inject, "_Plan", counting("plan", inject._Plan))
+    monkeypatch.setattr(break_loops, "make_step", counting("step", break_loops.make_step))
     kept, fresh = _Kept(fresh=False), _Kept(fresh=True)
     now, worked = 1000.0, {k: 0 for k in made}
     for messages, options, budget, gap, at in _session(seed, 120):

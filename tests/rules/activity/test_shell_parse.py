@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rules.activity.shell_lex import split_commands, tokenize
+from rules.activity import shell_lex, shell_parse
+from rules.activity.shell_lex import split_commands, split_uncached, tokenize
 from rules.activity.shell_parse import analyse, load_verbs, resolve_path
+from rules.workspace.observe import KnownTypes
 
 C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
 F, DIR = "file", "folder"
@@ -247,3 +252,82 @@ def test_any_text_parses_without_raising(command: str) -> None:
     for e in outcome.effects:
         assert e.action in {"create", "delete", "copy", "move", "modify", "open"}
         assert e.type in {"file", "folder"} and isinstance(e.path, str)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), max_size=6))
+def test_split_commands_kept_by_text_is_the_split_afresh(commands: list[str]) -> None:
+    """The readers of a request share one split per command text: the kept answer is the
+    split of the text (asked again, in any order) and cannot be changed by a reader."""
+    for command in [*commands, *reversed(commands)]:
+        kept = split_commands(command)
+        assert kept == split_uncached(command)
+        assert isinstance(kept, tuple)
+    if commands:
+        assert split_commands(commands[0]) is split_commands(commands[0])
+
+
+class _Copied(dict[str, str]):
+    """What a command line's walk knew before it overlaid the caller's mapping: a copy."""
+
+    def __init__(self, base: Any) -> None:
+        super().__init__(base)
+
+    def remove(self, path: str) -> None:
+        self.pop(path, None)
+
+
+WORDS = ["a", "b", "a/b", "out", "x.txt", "a.txt"]
+MOVES = ["mkdir -p ", "rm -rf ", "rm ", "cd ", "cp ", "cp -r ", "mv ", "touch ", "echo x > ",
+         "git mv ", "rmdir ", "tee ", "sed -i s/a/b/ ", "cat "]  # fmt: skip
+LINE = st.lists(
+    st.tuples(st.sampled_from(MOVES), st.lists(st.sampled_from(WORDS), max_size=3)).map(
+        lambda p: p[0] + " ".join(p[1])
+    ),
+    max_size=6,
+).map(lambda parts: " && ".join(parts))
+KNOWN = st.dictionaries(
+    st.sampled_from([f"/w/{w}" for w in WORDS] + [f"/w/a/{w}" for w in WORDS]),
+    st.sampled_from(["file", "folder", "?"]),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(command=LINE, known=KNOWN, as_map=st.booleans())
+def test_the_known_paths_overlaid_are_the_known_paths_copied(
+    command: str, known: dict[str, str], as_map: bool
+) -> None:
+    """A walk reads the caller's known paths through its own additions and removals (not a
+    copy of a map of hundreds): the effects are those of a walk over a copy, for a plain
+    mapping and for the workspace map's nodes (whose "?" entries are not known to exist)."""
+    base: Any = (
+        KnownTypes({p: ["d" if t == "folder" else ("?" if t == "?" else "f"), "", 0]
+                    for p, t in known.items()})
+        if as_map
+        else {p: t for p, t in known.items() if t != "?"}
+    )  # fmt: skip
+    got = analyse(command, "/w", load_verbs(), base)
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(shell_parse, "_Known", _Copied)
+        want = analyse(command, "/w", load_verbs(), base)
+    assert got == want
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(PIECES), st.text(alphabet="ab#$\\\"' \t\r\n\x0b\u00a0é")),
+        max_size=30,
+    ).map("".join)
+)
+def test_runs_of_plain_characters_are_lexed_as_one_by_one(text: str) -> None:
+    """The lexer takes a run of characters that start nothing at once: the tokens are those of
+    taking them one at a time (the same patterns without ``+``)."""
+    got = tokenize(text)
+    with pytest.MonkeyPatch.context() as m:
+        for name in ("_PLAIN", "_QUOTED_PLAIN"):
+            one = getattr(shell_lex, name).pattern.removesuffix("+")
+            m.setattr(shell_lex, name, re.compile(one))
+        want = tokenize(text)
+    assert got == want

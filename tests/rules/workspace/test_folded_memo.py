@@ -1,6 +1,7 @@
 """The map's folded tree kept per session (``folded``) is the tree folded afresh, whatever the map
 went through between requests: nodes added, touched again, re-kinded, deleted, sent back in time,
-relative paths, a moved root. And the kept fold is what most requests use."""
+relative paths, a moved root. And the kept fold is what most requests use. The map's figures
+taken in one walk, and a folder's entries ordered without a key per entry, are the same."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from rules.base import ListMemo
-from rules.workspace import folded, render
+from rules.workspace import folded, render, tree, workspace_map
 from rules.workspace.tree import Nodes
 
 FOLDERS = ["/r", "/r/src", "/r/src/app", "/r/tests", "/tmp", "/r/docs/api"]
@@ -100,3 +101,27 @@ def test_a_relative_path_folding_onto_another_is_folded_afresh() -> None:
     for nodes in steps:
         assert folded.folded(nodes, "/r", memo) == folded.fold(nodes, "/r")
     assert folded.fold(steps[-1], "/r")[0][""]["a.py"] == "*"  # the later node's
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_figures_walk_is_the_three_walks(seed: int) -> None:
+    """The map's root, files and changed files in one walk: those of ``render.project_root``,
+    a count of the files and ``tree.changed_paths``, for maps of every kind of node."""
+    rng = random.Random(seed)
+    nodes: Nodes = {}
+    at = 1000
+    for _ in range(150):
+        nodes, at = _change(rng, nodes, at, relative=seed % 2 == 1)
+        cwd = rng.choice([None, "/r", "/r/src", "/tmp/", "/elsewhere"])
+        files = sum(1 for v in nodes.values() if v[0] != "d")
+        want = (render.project_root(nodes, cwd), files, len(tree.changed_paths(nodes)))
+        assert workspace_map._figures(nodes, cwd, None) == want
+
+
+def test_a_folders_entries_are_listed_folders_first_each_by_name() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        names = rng.sample([*NAMES, "Z", "_x", "a", "ab", "b/"], rng.randint(0, 10))
+        entries = {n: rng.choice(["/", "", "*", "+", "r"]) for n in names}
+        want = sorted(entries, key=lambda n: (entries[n] != "/", n))
+        assert render.entry_order(entries) == want
