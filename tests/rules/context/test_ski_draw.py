@@ -76,7 +76,8 @@ def test_the_expected_cost_is_within_the_bound_wherever_the_session_ends(
     price = 1_000.0
     bound = ski_draw.expected_ratio(floor)
     hashed = [_cut_after(ski_draw.drawn(f"cut {i}", floor), carry, price) for i in range(DRAWS)]
-    even = [_cut_after(ski_draw.share((i + 0.5) / DRAWS, floor), carry, price) for i in range(DRAWS)]
+    spaced = [ski_draw.share((i + 0.5) / DRAWS, floor) for i in range(DRAWS)]
+    even = [_cut_after(z, carry, price) for z in spaced]
     last = int(3 * price / carry) + 2
     for end in range(1, last + 1):
         best = min(carry * end, price)
