@@ -12,9 +12,9 @@ once). The rule pays ``z + 1`` when ``z < t`` (carried ``z``, then the cut), els
 
     E[cost] = ∫_g^t (z + 1) e^z dz / D + t (e - e^t) / D = (t e - g e^g) / D
 
-(``∫ (z + 1) e^z dz = z e^z``), a ratio to ``t`` that grows with ``t`` up to ``(e - g e^g) / D``
-at ``t = 1``; for ``t ≥ 1`` the cost is ``E[z] + 1 = (e - g e^g) / D`` against 1; for
-``t < g``, ``t`` against ``t``. So whatever the session's length::
+(``∫ (z + 1) e^z dz = z e^z``), a ratio to ``t`` that never falls as ``t`` grows, up to
+``(e - g e^g) / D`` at ``t = 1``; for ``t ≥ 1`` the cost is ``E[z] + 1 = (e - g e^g) / D``
+against 1; for ``t < g``, ``t`` against ``t``. So whatever the session's length::
 
     E[online] ≤ (e - g e^g) / (e - e^g) × best      (``expected_ratio``)
 
@@ -26,7 +26,9 @@ Requests come whole, so carrying grows in steps of ``c``: a cut is made at the f
 whose carrying reaches ``z P``, up to one request's carrying past it (the tests measure the
 discrete figure). Like break-even's, the bound is that of one cut at a fixed price: the price
 grows with the suffix behind the edit, so over a session it holds per cut, not for the
-schedule."""
+schedule. The bound is on cost; measured on saving against direct in the first 40 requests, the
+rule saves less than break-even (docs/rules/prune.md: a cut whose session ends before it pays
+costs nothing under break-even)."""
 
 from __future__ import annotations
 
