@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,28 +50,38 @@ class Method:
     keep: int = 0  # mask / microcompact: the last results kept
     bet: bool = False  # ctxproxy: prune's ``bet_on_length`` on (a variant ending in ``+bet``)
     restore: bool = False  # ctxproxy: prune's ``restore_elided`` on (``+restore``)
+    # ctxproxy: prune's ``warm_threshold`` and its floor (``+rand``, ``+randG``, ``+srand``)
+    threshold: str = "break_even"
+    floor: float = 0.0
 
 
 def parse_variant(name: str) -> Method:
     """``direct``, ``defaults``, ``budget32k`` (or ``budget=N``), ``mask10`` (``maskN``),
     ``microcompact`` (``microcompactN``); ctxproxy ones may end in ``-no-RULE[+RULE…]``, and
-    before that in ``+bet`` (prune's ``bet_on_length`` on: ``defaults+bet``) or ``+restore``
-    (prune's ``restore_elided`` on: ``budget32k+restore``)."""
+    before that in ``+bet`` (prune's ``bet_on_length`` on: ``defaults+bet``), ``+restore``
+    (prune's ``restore_elided`` on: ``budget32k+restore``), ``+rand`` (prune's
+    ``warm_threshold: randomised``; ``+randG``: with ``warm_threshold_floor`` G/100, as
+    ``+rand50``) or ``+srand`` (``randomised_session``; ``+srandG`` likewise)."""
     base, _, off = name.partition("-no-")
     flags = set()
-    while base.endswith(("+bet", "+restore")):
+    while "+" in base and re.fullmatch(r"bet|restore|s?rand\d*", base.rpartition("+")[2]):
         base, _, flag = base.rpartition("+")
         flags.add(flag)
-    bet, restore = "bet" in flags, "restore" in flags
+    drawn = {"threshold": "break_even", "floor": 0.0}
+    for flag in flags:
+        if (m := re.fullmatch(r"(s?)rand(\d*)", flag)) is not None:
+            mode = "randomised_session" if m.group(1) else "randomised"
+            drawn = {"threshold": mode, "floor": int(m.group(2) or 0) / 100}
+    kw: dict[str, Any] = dict(bet="bet" in flags, restore="restore" in flags, **drawn)
     rules_off = tuple(r for r in off.split("+") if r)
     if base == "direct":
         return Method(name, "direct")
     if base == "defaults":
-        return Method(name, "ctxproxy", None, rules_off, bet=bet, restore=restore)
+        return Method(name, "ctxproxy", None, rules_off, **kw)
     if base.startswith("budget"):
         raw = base.removeprefix("budget").lstrip("=").lower()
         number = int(float(raw.removesuffix("k")) * 1000) if raw.endswith("k") else int(raw)
-        return Method(name, "ctxproxy", number, rules_off, bet=bet, restore=restore)
+        return Method(name, "ctxproxy", number, rules_off, **kw)
     if base.startswith("mask"):
         return Method(name, "mask", keep=int(base.removeprefix("mask") or 10))
     if base.startswith("microcompact"):

@@ -80,7 +80,7 @@ class WatchedFacts(CacheFacts):
 
 
 _COUNTERS: TokenCounters | None = None
-_PIPELINES: dict[tuple[tuple[str, ...], bool, bool], Pipeline] = {}
+_PIPELINES: dict[tuple[tuple[str, ...], bool, bool, str, float], Pipeline] = {}
 _SEGMENTS: dict[str, Segments] = {}
 
 
@@ -91,14 +91,26 @@ def _counters() -> TokenCounters:
     return _COUNTERS
 
 
-def _pipeline(rules_off: tuple[str, ...], bet: bool = False, restore: bool = False) -> Pipeline:
+def _pipeline(
+    rules_off: tuple[str, ...],
+    bet: bool = False,
+    restore: bool = False,
+    threshold: str = "break_even",
+    floor: float = 0.0,
+) -> Pipeline:
     """The default rule list (minus ``rules_off``; with prune's ``bet_on_length`` on for
-    ``bet``, its ``restore_elided`` for ``restore``), as the engine builds it; one per process."""
-    pipeline = _PIPELINES.get((rules_off, bet, restore))
+    ``bet``, its ``restore_elided`` for ``restore``, its ``warm_threshold`` and floor), as the
+    engine builds it; one per process."""
+    key = (rules_off, bet, restore, threshold, floor)
+    pipeline = _PIPELINES.get(key)
     if pipeline is None:
         settings = Settings()
         rules = [r for r in settings.configured_rules() if r.name not in rules_off]
-        update = {k: True for k, on in (("bet_on_length", bet), ("restore_elided", restore)) if on}
+        update: dict[str, Any] = {
+            k: True for k, on in (("bet_on_length", bet), ("restore_elided", restore)) if on
+        }
+        if threshold != "break_even":
+            update.update(warm_threshold=threshold, warm_threshold_floor=floor)
         if update:
             rules = [
                 r.model_copy(update={"config": r.config.model_copy(update=update)})
@@ -107,7 +119,7 @@ def _pipeline(rules_off: tuple[str, ...], bet: bool = False, restore: bool = Fal
                 for r in rules
             ]
         pipeline = Pipeline(rules, settings.pipeline.on_rule_error)
-        _PIPELINES[(rules_off, bet, restore)] = pipeline
+        _PIPELINES[key] = pipeline
     return pipeline
 
 

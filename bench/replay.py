@@ -178,7 +178,9 @@ class Replay:
         self, method: Method, groups: list[list[Lane]], prefix: Any, now: float
     ) -> Iterator[tuple[int, tuple[Any, dict[str, Any], float]]]:
         """``prefix``: the request (chat messages, or another protocol's body)."""
-        pipeline = _pipeline(method.rules_off, method.bet, method.restore)
+        pipeline = _pipeline(
+            method.rules_off, method.bet, method.restore, method.threshold, method.floor
+        )
         budget = self.budgets[method]
         for group in list(groups):
             lead = group[0]

@@ -89,6 +89,16 @@ def test_variant_names() -> None:
     assert (both.budget, both.bet, both.restore) == (32_000, True, True)
     assert both.rules_off == ("inject",)
     assert not parse_variant("defaults+bet").restore and parse_variant("defaults+restore").restore
+    drawn = parse_variant("defaults+rand50+bet-no-inject")
+    assert (drawn.threshold, drawn.floor, drawn.bet, drawn.rules_off) == (
+        "randomised",
+        0.5,
+        True,
+        ("inject",),
+    )
+    assert parse_variant("defaults+srand").threshold == "randomised_session"
+    assert parse_variant("defaults+srand").floor == 0.0
+    assert parse_variant("defaults").threshold == "break_even"
 
 
 def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:

@@ -84,11 +84,12 @@ def remaining(requests: int, lengths: Sequence[int] | None = None) -> float:
     return sure_remaining(requests, table)
 
 
-def verdict(carried: float, future: float, price: float) -> str | None:
+def verdict(carried: float, future: float, price: float, share: float = 1.0) -> str | None:
     """``paid``, ``expected`` or None (see the module docstring): ``carried``, what carrying the
     cut's tokens has cost; ``future``, what it is expected to cost from now on; ``price``, the
-    bust plus the expected loss."""
-    if carried >= price:
+    bust plus the expected loss; ``share``, of the price carrying must reach to pay (1:
+    break-even; less: a drawn threshold, ``ski_draw``)."""
+    if carried >= share * price:
         return "paid"
     if carried >= GUARD * price and future >= MARGIN * price:
         return "expected"

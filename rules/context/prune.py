@@ -20,6 +20,7 @@ forced compaction also re-judges what earlier ones elided that the agent points 
 from __future__ import annotations
 
 import operator
+from typing import Literal
 
 from pydantic import Field
 
@@ -32,6 +33,7 @@ from rules.context import (
     prune_stages,
     restore,
     schedule,
+    ski_draw,
     sticky,
     warm_cut,
 )
@@ -128,6 +130,20 @@ class Config(RuleConfig):
         "half a cut's price when the session's expected remaining requests say the cut repays "
         "twice its price (at most 3x the best schedule whatever the session's length; "
         "docs/rules/prune.md: its measured effect); off: break-even alone",
+    )
+    warm_threshold: Literal["break_even", "randomised", "randomised_session"] = Field(
+        default="break_even",
+        description="under the budget with a warm cache, a cut is made once carrying has cost "
+        "its price (break_even: at most 2x the best schedule), or a share of it drawn by a "
+        "stable hash of the session and the cut's first message (randomised) or of the session "
+        "(randomised_session): at most e/(e-1) the best in expectation, but it saved less "
+        "than break_even in the first 40 requests (docs/rules/prune.md)",
+    )
+    warm_threshold_floor: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="randomised: the least share drawn (g; worst case (1+g)/g the best)",
     )
     # inject runs after prune; the default is inject's own cap
     reserve_tokens: int = Field(
@@ -285,6 +301,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
+            threshold=ski_draw.thresholds(
+                cfg.warm_threshold, cfg.warm_threshold_floor, ctx.session_id,
+                run.anchors if isinstance(run, Run) else [],
+            ),
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]
         if isinstance(choice.figures.get("look_in"), int):

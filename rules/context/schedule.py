@@ -39,7 +39,7 @@ Three cases:
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
@@ -126,12 +126,14 @@ def choose(
     bet: bool = False,
     budget: int | None = None,
     hard_limit: int | None = None,
+    threshold: Callable[[int], float] | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
     ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
     ``budget``: the budget itself (``room`` less inject's reserve; default ``room``).
     ``hard_limit``: what the request may never pass (``Context.window_room``): no cut is held
-    past it, nor without it."""
+    past it, nor without it. ``threshold``: warm, the share of its price a cut from message
+    ``i`` on waits for (``warm_cut``; None: break-even)."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -169,8 +171,9 @@ def choose(
         # budget forces a compaction at is not made: the budget's would follow within them
         ceiling = warm_ceiling(room, budget, memory, total)
         return warm_cut.break_even(
-            free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling
-        )
+            free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling,
+            threshold,
+        )  # fmt: skip
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.
     goal = room - int(min(HEADROOM * g, max(room - floor, 0)))

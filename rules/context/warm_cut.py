@@ -8,7 +8,7 @@ when the next look is due; and whether a cut is free now (``free_now``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from rules.base import CacheFacts
@@ -39,6 +39,7 @@ def break_even(
     figures: dict[str, Any],
     bet: bool = False,
     ceiling: float | None = None,
+    threshold: Callable[[int], float] | None = None,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
     cost at least their bust plus their expected loss (``paid``), or (``bet``) once the
@@ -61,7 +62,9 @@ def break_even(
     ``HEADROOM`` requests of growth under the size the budget forces a compaction at) is not
     made: the budget's compaction would follow within those requests. ``look_in`` in the
     figures: the requests until some cut here could pay at today's price (``carrying.due``),
-    when none is made."""
+    when none is made. ``threshold``: the share of its price the cut from message ``i`` on
+    waits for (``ski_draw``: a drawn one; None: the whole price), in ``paid``, ``soon`` and
+    ``look_in`` alike."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
@@ -97,7 +100,8 @@ def break_even(
             share = mine if own else carried * freed / everything if everything > 0 else 0.0
             future = r * freed * ahead
             price = bust * scale + lost
-            why = payback.verdict(share, future, price) if freed > 0 else None
+            z = threshold(first) if threshold is not None else 1.0  # the share it waits for
+            why = payback.verdict(share, future, price, z) if freed > 0 else None
             if recent or (ceiling is not None and after > ceiling):
                 why = None  # HEADROOM requests from the last compaction and the budget's next
             cut = _Cut(share + future - price, tuple(taken), bust, lost, why or "", share, freed,
@@ -109,11 +113,11 @@ def break_even(
             if not on_estimate:
                 whole = (bust, lost)  # the deepest cut's, reported when none qualifies
                 if freed > 0:
-                    due = min(due, carrying.due(share, freed, price, r))
+                    due = min(due, carrying.due(share, freed, z * price, r))
                     if (
                         why != "paid"
                         and not recent
-                        and payback.soon(share, r * freed * HEADROOM, price)
+                        and payback.soon(share, r * freed * HEADROOM, z * price)
                     ):
                         soon.append(cut._replace(why="soon"))
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
