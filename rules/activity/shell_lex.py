@@ -225,5 +225,8 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
 
 # A new shell call's command is split by several readers of the same request (the entities'
 # and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
-# once. Immutable (a tuple of frozen commands), so every reader may hold it.
-split_commands = text_cache(max_chars=2_000_000, max_text_chars=100_000)(split_uncached)
+# once. Immutable (a tuple of frozen commands), so every reader may hold it. A split holds up to
+# ~80 bytes a character of its text (a text of one-character commands), so the cache is bounded
+# at 250,000 characters (~20 MB at worst, ~5 MB for agents' scripts); a longer text is lexed by
+# each reader rather than kept.
+split_commands = text_cache(max_chars=250_000, max_text_chars=25_000)(split_uncached)

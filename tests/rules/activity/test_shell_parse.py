@@ -331,3 +331,18 @@ def test_runs_of_plain_characters_are_lexed_as_one_by_one(text: str) -> None:
             m.setattr(shell_lex, name, re.compile(one))
         want = tokenize(text)
     assert got == want
+
+
+def test_the_kept_splits_are_bounded_by_the_characters_they_hold() -> None:
+    """A split of one-character commands holds ~80 bytes a character: the cache keeps at most
+    250,000 characters of text, and a text over 25,000 is lexed again rather than kept."""
+    from rules.activity.shell_lex import split_commands
+
+    split_commands.cache_clear()
+    for k in range(40):  # 40 distinct texts of ~20,000 characters: 800,000 in all
+        split_commands(f"echo {k};" + "x;" * 10_000)
+    assert 0 < split_commands.cache_chars() <= 250_000
+    split_commands.cache_clear()
+    split_commands("x;" * 20_000)  # 40,000 characters: not kept
+    assert split_commands.cache_chars() == 0
+    split_commands.cache_clear()
