@@ -1,4 +1,4 @@
-"""prune's free-cut check between warm looks (``prune._superseded``, ``warm_cut.free_now``): a
+"""prune's free-cut check between warm looks (``free_cut.superseded``, ``warm_cut.free_now``): a
 full look happens only when a superseded result at the end of the cached prompt can be cut: not
 when the protected evidence holds it, not within ``HEADROOM`` requests of the last compaction,
 not when the cut would leave the request within ``HEADROOM`` requests of growth of the budget's

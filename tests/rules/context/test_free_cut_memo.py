@@ -86,3 +86,30 @@ def test_the_kept_check_is_the_check_worked_out_afresh(
         assert got.report == want.report
     assert counts["free cuts"] > 0  # the check found something to cut, and it was cut
     assert worked["kept"] < worked["fresh"]  # and its answers were kept for resent lists
+
+
+def test_the_kept_check_is_not_given_to_another_stored_overlay() -> None:
+    """The very same messages resent after a free cut elided the superseded result: the check
+    kept for the overlay before the cut must not answer for the overlay after it (its elided
+    result frees nothing more)."""
+    from rules.context import prune_settled
+    from tests.rules.context.test_free_cut import FAILED, _messages
+    from tests.rules.context.test_schedule import NOW, memory
+    from tests.support.factories import TOKENS, ctx
+
+    before, messages = _messages(FAILED, FAILED + "\nagain")
+    state = memory(21, NOW - 5.0, TOKENS.count_messages(before), looked=20)
+    cfg = prune.Config()
+    first = prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), cfg)
+    assert first.report["prune"]["compacted"]
+
+    def freed(state: Any, memo: dict[str, Any] | None) -> Any:
+        context = ctx(messages, now=NOW + 30, state=state, budget=200_000)
+        if memo is not None:
+            context = context.evolve(memo=memo)
+        run, _ = prune_settled.begin(context, cfg, prune.NAMESPACE)
+        return free_cut.tail(context, cfg, prune.NAMESPACE, run)[0].freed
+
+    shared: dict[str, Any] = {}
+    assert freed(state, shared) != freed(first.state, None)  # the cut changed what is free
+    assert freed(first.state, shared) == freed(first.state, None)
