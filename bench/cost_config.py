@@ -68,6 +68,8 @@ def parse_variant(name: str) -> Method:
         base, _, flag = base.rpartition("+")
         flags.add(flag)
     drawn = {"threshold": "break_even", "floor": 0.0}
+    if len([f for f in flags if "rand" in f]) > 1:  # one threshold a variant
+        raise ValueError(f"variant {name!r}: more than one of +rand / +srand")
     for flag in flags:
         if (m := re.fullmatch(r"(s?)rand(\d*)", flag)) is not None:
             mode = "randomised_session" if m.group(1) else "randomised"

@@ -141,3 +141,12 @@ def test_max_requests_replays_the_first_requests_only() -> None:
     assert first.stats[("direct", "")].requests == 2
     # every turn within the TTL: after the first, each request reads its predecessor
     assert full.stats[("direct", "")].cached > 0
+
+
+def test_a_variant_takes_one_drawn_threshold() -> None:
+    """Two draw flags in one variant name would be read in the set's order, which differs from
+    run to run: refused."""
+    from bench.cost_config import parse_variant
+
+    with pytest.raises(ValueError, match="more than one"):
+        parse_variant("defaults+rand+srand50")

@@ -96,9 +96,10 @@ def verdict(carried: float, future: float, price: float, share: float = 1.0) -> 
     return None
 
 
-def soon(carried: float, next_requests: float, price: float) -> bool:
+def soon(carried: float, next_requests: float, price: float, share: float = 1.0) -> bool:
     """Whether a cut that has carried ``carried`` pays within the next few requests, whose
-    carrying at today's rate is ``next_requests``, and has carried at least ``GUARD`` of its
+    carrying at today's rate is ``next_requests`` (pays: reaches ``share`` of its ``price``, the
+    share a randomised threshold waits for), and has carried at least ``GUARD`` of its whole
     ``price`` (the bound of a cut made early: at most ``(1 + GUARD) / GUARD`` times the best
-    schedule, whatever the session's length; see the module docstring)."""
-    return carried >= GUARD * price and carried + next_requests >= price
+    schedule, whatever the session's length and the share drawn; see the module docstring)."""
+    return carried >= GUARD * price and carried + next_requests >= share * price

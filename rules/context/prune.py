@@ -136,7 +136,8 @@ class Config(RuleConfig):
         description="under the budget with a warm cache, a cut is made once carrying has cost "
         "its price (break_even: at most 2x the best schedule), or a share of it drawn by a "
         "stable hash of the session and the cut's first message (randomised) or of the session "
-        "(randomised_session): at most e/(e-1) the best in expectation, but it saved less "
+        "(randomised_session): at most e/(e-1) the best in expectation with a floor of 0 "
+        "((e - g e^g)/(e - e^g) with a floor g), but it saved less "
         "than break_even in the first 40 requests (docs/rules/prune.md)",
     )
     warm_threshold_floor: float = Field(

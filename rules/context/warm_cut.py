@@ -64,7 +64,8 @@ def break_even(
     figures: the requests until some cut here could pay at today's price (``carrying.due``),
     when none is made. ``threshold``: the share of its price the cut from message ``i`` on
     waits for (``ski_draw``: a drawn one; None: the whole price), in ``paid``, ``soon`` and
-    ``look_in`` alike."""
+    ``look_in`` alike; ``soon``'s guard stays on the whole price, so its bound holds whatever
+    share is drawn."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
@@ -117,7 +118,7 @@ def break_even(
                     if (
                         why != "paid"
                         and not recent
-                        and payback.soon(share, r * freed * HEADROOM, z * price)
+                        and payback.soon(share, r * freed * HEADROOM, price, z)
                     ):
                         soon.append(cut._replace(why="soon"))
     figures.update(carried=round(carried), provider_scale=round(scale, 2))

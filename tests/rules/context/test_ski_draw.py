@@ -127,3 +127,18 @@ def test_a_cut_is_made_once_carrying_reaches_its_drawn_share() -> None:
     ]
     floored = _decide(low, carried, warm_threshold="randomised_session", warm_threshold_floor=0.5)
     assert not floored.report["prune"]["compacted"]
+
+
+def test_a_deeper_cut_keeps_its_guard_on_the_whole_price_whatever_share_is_drawn() -> None:
+    """``soon`` (one bust, not two) may take a cut before it pays, once it has carried
+    ``GUARD`` of its price: of the whole price, not of the share drawn, so its worst case stays
+    ``(1 + GUARD) / GUARD`` the best (a guard on the drawn share would allow 5x at a share of
+    1/2, and no bound at all as the share nears 0)."""
+    from rules.context import payback
+
+    price = 1000.0
+    early = payback.GUARD * price * 0.6  # carried: less than GUARD of the whole price
+    assert early >= payback.GUARD * 0.25 * price  # but more than GUARD of a drawn quarter
+    assert not payback.soon(early, 10 * price, price, 0.25)
+    assert payback.soon(payback.GUARD * price, 0.0, price, 0.5)  # the guard met, the share paid
+    assert payback.soon(payback.GUARD * price, 0.5 * price, price)  # break-even's, unchanged
