@@ -284,6 +284,19 @@ class Context:
         kept = self.memo.get(name) or []
         self.memo[name] = [(messages, value), *kept[: DERIVED_LISTS - 1]]
 
+    def told(self, name: str) -> Any:
+        """What ``share`` told of this very list that ``derived(name, …)`` gives now, or None
+        (it gives a value worked out from the messages alone): a value kept for a resent list
+        and read from a ``derived`` one keys on it."""
+        messages = self.messages
+        for seen, value in self.memo.get(name) or ():  # in ``derived``'s order: its first match
+            if seen.__class__ is tuple:
+                if len(seen) == len(messages) and all(map(is_, seen, messages)):
+                    return None
+            elif seen is messages:
+                return value
+        return None
+
     def table(self, name: str) -> dict[int, tuple[Any, Any]]:
         """One request's table ``name`` of values derived from single objects (mostly messages):
         ``id(obj) -> (obj, value)``, the object kept so its id is never reused meanwhile. Shared

@@ -32,6 +32,7 @@ from rules.context import prune
 from rules.entities import history_restore
 
 NAMESPACE = "_lineage"
+RESUME_MEMO = "lineage_resume"  # ``Context.recall`` name: a list, its stored lineage -> its key
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
 # namespaces kept across branches (see above)
 SHARED = frozenset({prune.NAMESPACE, prune.SESSION, prune.CARRYING, PREFIX_NAMESPACE, NAMESPACE})
@@ -162,6 +163,25 @@ def resume(
     if best is not None:
         resumed["tip_messages"] = best[0]
     return SessionState({**branch, **shared}), resumed, key
+
+
+def resume_of(
+    ctx: Context, hashes: Sequence[str]
+) -> tuple[SessionState, dict[str, Any] | None, list[Any]]:
+    """``resume(ctx.state, hashes, ctx.original_messages)`` for the client's messages (``hashes``
+    theirs): no fork is a function of the messages and the stored lineage alone, so its key is
+    kept (``Context.recall``) for a list of the very same messages on the very same lineage (a
+    resent body: the chained hashes are not worked out again)."""
+    lineage = ctx.state.get(NAMESPACE)
+    mine = ctx.messages is ctx.original_messages  # what ``recall`` compares
+    if mine:
+        found, key = ctx.recall(RESUME_MEMO, (lineage,))
+        if found:
+            return ctx.state, None, key
+    state, fork, key = resume(ctx.state, hashes, ctx.original_messages)
+    if mine and fork is None and state is ctx.state:
+        ctx.keep(RESUME_MEMO, (lineage,), key)
+    return state, fork, key
 
 
 def _bounded(tips: list[list[Any]]) -> list[list[Any]]:

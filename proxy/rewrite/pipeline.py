@@ -295,7 +295,7 @@ class Pipeline:
         recall = _Recall(self.records, ctx, serialised)
         # the state of this request's own branch (``lineage``): its history's hashes are known now
         own = lineage.history_hashes(ctx)
-        resumed_state, fork, key = lineage.resume(ctx.state, own, ctx.original_messages)
+        resumed_state, fork, key = lineage.resume_of(ctx, own)
         if fork is not None:
             report["lineage"] = fork
             ctx = ctx.evolve(state=resumed_state)

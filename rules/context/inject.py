@@ -47,6 +47,8 @@ from rules.report import InjectSummary, Reference, Report
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
 
+SETTLED_MEMO = "inject_settled"  # ``Context.recall`` name: a list, its blocks, the map, options
+
 __all__ = ["HEADER", "Config", "apply", "recent_lines", "reference_lines", "render"]
 
 
@@ -291,12 +293,15 @@ class _Plan:
         self.messages, self.stored = view, sticky.Stored(kept, shown)
         self.block: str | None = None
         self.warning: int | None = None
-        if role(clean[-1]) == "assistant":
+        # nothing new to say: the placing is the stored blocks' alone
+        self.settled = role(clean[-1]) == "assistant"
+        if self.settled:
             return  # a prefill: nothing may follow it
         now = _sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now
-        if said.empty():
+        self.settled = said.empty()
+        if self.settled:
             return
         block, facts, placed = _fit(ctx, cfg, view, said, is_delta)
         self.report.update(facts)
@@ -322,14 +327,40 @@ class _Plan:
                 self.warning = total
 
 
+def _quiet(ctx: Context, cfg: Config) -> bool:
+    """Whether this request's report can add nothing to say (no reference resolved, the
+    history neither cut nor cold): what a placing then makes is a function of the messages,
+    the stored blocks, the workspace map's namespace and the options, up to a new block."""
+    return (
+        cfg.working_set_when == "hidden"
+        and not ctx.report.get("references")
+        and history_hidden(ctx) is None
+    )
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     messages = ctx.messages
     if not messages:
         return RuleResult.unchanged(ctx)
     raw = ctx.state.get(sticky.NAMESPACE)
+    # a resent body on a quiet request: the placing kept for these messages, blocks, options
+    # and the anchors prune told of this very list (a view a compaction tried and did not keep
+    # is told none: its blocks' hosts are looked up by the view's own anchors)
+    key = (
+        (raw, ctx.state.get(workspace_map.NAMESPACE), cfg, ctx.told(overlay.MEMO))
+        if _quiet(ctx, cfg)
+        else None
+    )
+    if key is not None:
+        found, kept = ctx.recall(SETTLED_MEMO, key)
+        if found:
+            out, facts = kept[0], kept[1].copy()  # the report's own dict, as a fresh one is
+            report: Report = {"inject": facts} if facts else {}
+            return RuleResult(messages if out is None else list(out), ctx.state, report)
     stored = sticky.Stored.load(raw) if cfg.sticky else sticky.Stored()
     clean = sticky.strip(messages, {b.text for b in stored.blocks}, ctx.memo)
-    for base in _without_block(clean):  # idempotent: exactly its block is already there
+    bases = _without_block(clean)
+    for base in bases:  # idempotent: exactly its block is already there
         if _Plan(ctx, cfg, stored, base).messages == messages:
             return RuleResult.unchanged(ctx)
     plan = _Plan(ctx, cfg, stored, clean)
@@ -338,14 +369,17 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         value = plan.stored.to_json()
         if value != raw:
             state = state.with_value(sticky.NAMESPACE, value)
-    report: Report = {"inject": plan.report} if plan.report else {}
+    report = {"inject": plan.report} if plan.report else {}
     if plan.warning is not None:
         report["warnings"] = [
             {"kind": "over_budget", "tokens": plan.warning, "budget": ctx.budget, "rule": "inject"}
         ]
     out = plan.messages
-    if out is messages or (len(out) == len(messages) and all(map(operator.is_, out, messages))):
-        return RuleResult(messages, state, report)
-    if out == messages:
-        return RuleResult(messages, state, report)
+    if out is not messages and (
+        (len(out) == len(messages) and all(map(operator.is_, out, messages))) or out == messages
+    ):
+        out = messages
+    if key is not None and plan.settled and not bases and state is ctx.state:
+        # kept only what no budget, token count or clock decided: nothing new was said
+        ctx.keep(SETTLED_MEMO, key, (None if out is messages else tuple(out), plan.report.copy()))
     return RuleResult(out, state, report)

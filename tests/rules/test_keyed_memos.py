@@ -1,6 +1,7 @@
 """What the rules keep for a list of the very same messages with the very same state and options
 (``Context.keyed``: working_set's ledger, break_loops' loops; ``Context.recall``: prune's view,
-that track_entities and workspace_map have no call to read; measure's sums of a resent list)
+that track_entities and workspace_map have no call to read, inject's placing when nothing new
+was said; measure's sums of a resent list)
 gives what they work out with nothing kept, over random sessions that resend a list, grow, change
 an earlier message, drop the oldest, switch options, budgets and sessions, and bring the
 proxy's bootstrap picture now and then: each request's
@@ -136,7 +137,7 @@ class _Kept:
 def test_kept_values_are_the_rules_answers_over_random_sessions(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made = dict.fromkeys(["run", "ledger", "loops", "read", "map", "step"], 0)
+    made = dict.fromkeys(["run", "ledger", "loops", "read", "map", "plan", "step"], 0)
     real_run, real_build, real_loops = prune_settled.run_of, working_set.build, break_loops._loops
 
     def counting(name: str, real: Any) -> Any:
@@ -151,6 +152,7 @@ def test_kept_values_are_the_rules_answers_over_random_sessions(
     monkeypatch.setattr(break_loops, "_loops", counting("loops", real_loops))
     monkeypatch.setattr(track_entities, "pairs_of", counting("read", track_entities.pairs_of))
     monkeypatch.setattr(workspace_map, "build", counting("map", workspace_map.build))
+    monkeypatch.setattr(inject, "_Plan", counting("plan", inject._Plan))
     monkeypatch.setattr(break_loops, "make_step", counting("step", break_loops.make_step))
     kept, fresh = _Kept(fresh=False), _Kept(fresh=True)
     now, worked = 1000.0, {k: 0 for k in made}
