@@ -325,17 +325,20 @@ class RequestTokens:
     def count_messages(self, messages: Sequence[Message]) -> int:
         # the hottest loop of a request: every rule sizes its view, and a session's next
         # request holds the very same lists of messages again (the same body resent, a retry)
+        # a tool loop's next request is the last list and a call and result more: the longest
+        # list kept that these messages start with is counted already (compared in C)
         n = len(messages)
+        start, total = 0, 3
         for seen, known in self._lists:
-            if (
-                len(seen) == n
-                and (not n or seen[-1] is messages[-1])
-                and all(map(is_, seen, messages))
-            ):
-                return known
+            k = len(seen)
+            if k > n or k <= start or (k and seen[-1] is not messages[k - 1]):
+                continue
+            if all(map(is_, seen, messages)):  # ``map`` stops at the shorter: ``seen``'s length
+                if k == n:
+                    return known
+                start, total = k, known
         memo = self._memo
-        total = 3
-        for m in messages:  # memo hits inlined
+        for m in messages[start:] if start else messages:  # memo hits inlined
             hit = memo.get(id(m))
             total += hit[1] if hit is not None and hit[0] is m else self.count_message(m)
         lists = self._lists  # the session's, once adopted: changed in place

@@ -29,6 +29,8 @@ _TB_EXC = re.compile(
     r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
 )
 
+# each literal of the pack's patterns: (the literal, its bit, the bits of the literals inside it)
+Literals = tuple[tuple[str, int, int], ...]
 # Frames in the standard library, installed packages or generated code are not the fix's place.
 _LIBRARY = re.compile(r"^<|[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
 
@@ -135,17 +137,21 @@ def _needs(regex: re.Pattern[str]) -> tuple[str, ...]:
 
 
 @lru_cache(maxsize=1)
-def _literal_needs() -> tuple[tuple[str, ...], dict[re.Pattern[str], int]]:
-    """Every literal a pack pattern needs, and each pattern's as a bit mask over them."""
+def _literal_needs() -> tuple[Literals, dict[re.Pattern[str], int]]:
+    """Every literal a pack pattern needs, each (shortest first) with its bit and the bits of the
+    other literals inside it (a text without one of those has not this one either, so it is not
+    looked for); and each pattern's literals as a bit mask."""
     needs = {
         regex: _needs(regex)
         for tc in toolchains()
         for regex in (*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location)
         if regex is not None
     }
-    literals = tuple(sorted({s for n in needs.values() for s in n}))
+    literals = sorted({s for n in needs.values() for s in n}, key=lambda s: (len(s), s))
     bit = {s: 1 << i for i, s in enumerate(literals)}
-    return literals, {regex: sum(bit[s] for s in n) for regex, n in needs.items()}
+    inside = [sum(bit[t] for t in literals if t != s and t in s) for s in literals]
+    order = tuple(zip(literals, bit.values(), inside, strict=True))
+    return order, {regex: sum(bit[s] for s in n) for regex, n in needs.items()}
 
 
 _LIVE: dict[int, list[_Toolchain]] = {}  # by the literals a text holds: few sets recur
@@ -157,15 +163,23 @@ def live_toolchains(text: str) -> list[_Toolchain]:
     whose literals are not all in the whole text matches none of its lines (each is a part of
     it), so dropping it changes no line's outcome. A test run's output holds one toolchain's
     words: most patterns go, and the per-line loop runs a few instead of forty."""
-    literals, masks = _literal_needs()
-    held = sum(1 << i for i, s in enumerate(literals) if s in text)
+    held = held_literals(text)
     live = _LIVE.get(held)
     if live is None:
-        live = _live(held, masks)
+        live = _live(held, _literal_needs()[1])
         if len(_LIVE) >= _LIVE_MAX:
             _LIVE.clear()
         _LIVE[held] = live
     return live
+
+
+def held_literals(text: str) -> int:
+    """The bits of the literals ``text`` holds (``_literal_needs``' order)."""
+    held = 0
+    for literal, bit, inside in _literal_needs()[0]:
+        if held & inside == inside and literal in text:
+            held |= bit
+    return held
 
 
 def _live(held: int, masks: dict[re.Pattern[str], int]) -> list[_Toolchain]:

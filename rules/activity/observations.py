@@ -125,12 +125,16 @@ def _sed_in_place(argv: tuple[str, ...]) -> bool:
     )
 
 
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+_WRAPPERS = frozenset(("sudo", "command", "exec", "env"))
+
+
 def _verb(argv: tuple[str, ...]) -> str:
-    """The program a simple command runs: leading ``VAR=value`` words and ``sudo`` skipped."""
-    words = [w for w in argv if not re.match(r"^[A-Za-z_]\w*=", w)] if argv else []
-    while words and words[0] in ("sudo", "command", "exec", "env"):
-        words = words[1:]
-    return words[0].rsplit("/", 1)[-1] if words else ""
+    """The program a simple command runs: ``VAR=value`` words and ``sudo`` skipped."""
+    for word in argv:  # the first word neither an assignment nor a wrapper
+        if word not in _WRAPPERS and not _ASSIGNMENT.match(word):
+            return word.rsplit("/", 1)[-1]
+    return ""
 
 
 def _written(cmd: SimpleCommand) -> list[str]:

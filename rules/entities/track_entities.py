@@ -29,6 +29,7 @@ from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
+from rules.entities.seen_calls import SeenCalls
 from rules.entities.track_made import MadeTracker
 from rules.messages import (
     PLACEHOLDER_PREFIX,
@@ -131,7 +132,6 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult(messages, _with_events(state, events, stored), report)
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
     made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
-    seen_list: list[str] = list(meta.get("seen") or [])[-cfg.max_seen_calls :]
     pending: list[str] = list(meta.get("pending") or [])
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
@@ -145,7 +145,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if messages is ctx.messages
         else tool_pairs(messages)
     )
-    seen = set(seen_list)
+    calls = SeenCalls(ctx.memo, meta.get("seen"), cfg.max_seen_calls)
+    seen = calls.keys
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     read = 0  # calls read, and answers waited for
@@ -164,8 +165,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             continue
         if key in pending:
             pending.remove(key)
-        seen.add(key)
-        seen_list.append(key)
+        calls.add(key)
         name, args = call_name(call), load_arguments(call_arguments_text(call))
         is_error = messages[answer].get("is_error") is True  # Anthropic's tool_result flag
         job_made = made.of_job_call(name, args, result, is_error)
@@ -211,16 +211,24 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if made.learned:  # a detached job's port, shown after the call that started it
         events = storable(made.updated(events))
     state = _with_events(state, events, stored)
-    new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": seen_list[-cfg.max_seen_calls :]}
+    kept = calls.kept_list()
+    new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": kept}
     if made.scripts:
         new_meta["scripts"] = made.scripts
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
-    new_meta = storable(new_meta)
+    if not calls.storable_as_is({k: v for k, v in new_meta.items() if k != "seen"}):
+        new_meta = storable(new_meta)
+    as_is = new_meta["seen"] is kept  # no lone surrogate replaced: the set is the list's
     if new_meta != meta:
         state = state.with_value(META, new_meta)
-    elif not read and messages is ctx.messages:
-        ctx.keep(READ_MEMO, (meta, cfg), True)
+        if as_is:
+            calls.keep(kept)
+    else:
+        if as_is:
+            calls.keep(meta.get("seen"))  # the state keeps its list: the same keys
+        if not read and messages is ctx.messages:
+            ctx.keep(READ_MEMO, (meta, cfg), True)
     report["entities"] = [_reported(e) for e in new_events]
     return RuleResult(messages, state, report)
 

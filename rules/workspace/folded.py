@@ -29,9 +29,11 @@ def _mark(flags: str) -> str:
     return "r" if "r" in flags else ""
 
 
-def _add(children: Children, seen_at: SeenAt, path: str, node: Any, root: str, cut: int) -> None:
-    """One node into the folded tree: the folders on its way, its own entry."""
+def _add(children: Children, seen_at: SeenAt, path: str, node: Any, root: str, cut: int) -> bool:
+    """One node into the folded tree: the folders on its way, its own entry. Whether
+    ``children`` changed (a folder or an entry new, or another mark); ``seen_at`` aside."""
     kind, flags, at = node
+    changed = False
     rel = path[cut:] if cut and path.startswith(root + "/") else path
     parent, start = "", 0
     if rel.startswith("/"):
@@ -40,18 +42,31 @@ def _add(children: Children, seen_at: SeenAt, path: str, node: Any, root: str, c
     while end >= 0:  # the folders on the way: a folder mark each
         folder = rel[:end] if end else "/"
         if end > start:
-            children.setdefault(parent, {})[rel[start:end]] = "/"
+            entries = children.get(parent)
+            if entries is None:
+                entries = children[parent] = {}
+            name = rel[start:end]
+            if entries.get(name) != "/":
+                entries[name] = "/"
+                changed = True
             if seen_at.get(parent, 0) < at:
                 seen_at[parent] = at
         parent, start = folder, end + 1
         end = rel.find("/", start)
     name = rel[start:]
     if name:
-        known = children.setdefault(parent, {})
-        if known.get(name) != "/":
-            known[name] = "/" if kind == "d" else _mark(flags)
+        known = children.get(parent)
+        if known is None:
+            known = children[parent] = {}
+        old = known.get(name)
+        if old != "/":
+            mark = "/" if kind == "d" else _mark(flags)
+            if old != mark:
+                known[name] = mark
+                changed = True
         if seen_at.get(parent, 0) < at:
             seen_at[parent] = int(at)
+    return changed
 
 
 def fold(nodes: Nodes, root: str) -> tuple[Children, SeenAt]:
@@ -90,23 +105,35 @@ def _changed(before: Nodes, nodes: Nodes) -> list[str] | None:
 def folded(nodes: Nodes, root: str, memo: ListMemo | None = None) -> tuple[Children, SeenAt]:
     """``fold(nodes, root)``, from the session's last fold where it can (``memo``). The result is
     the caller's to read, never to change."""
+    children, seen_at, _ = folded_shape(nodes, root, memo)
+    return children, seen_at
+
+
+def folded_shape(
+    nodes: Nodes, root: str, memo: ListMemo | None = None
+) -> tuple[Children, SeenAt, object]:
+    """``folded``, and its shape: an object that is the same one only while ``children`` holds
+    the same entries with the same marks (only ``seen_at`` moved), so what is drawn of the
+    entries alone can be kept by it."""
     if memo is None:
-        return fold(nodes, root)
+        children, seen_at = fold(nodes, root)
+        return children, seen_at, object()
     kept = memo.pop(MEMO, None)  # taken out while it changes: a failure leaves none behind
     if kept:
-        (before,), (was_root, absolute, children, seen_at) = kept[0]
+        (before,), (was_root, absolute, children, seen_at, shape) = kept[0]
         if before is nodes and was_root == root:
             memo[MEMO] = kept
-            return children, seen_at
+            return children, seen_at, shape
         changed = _changed(before, nodes) if absolute and was_root == root else None
         if changed is not None:
             cut = len(root) + 1 if root else 0
             for path in changed:
-                if path != root:
-                    _add(children, seen_at, path, nodes[path], root, cut)
-            memo[MEMO] = [((nodes,), (root, True, children, seen_at))]
-            return children, seen_at
+                if path != root and _add(children, seen_at, path, nodes[path], root, cut):
+                    shape = object()
+            memo[MEMO] = [((nodes,), (root, True, children, seen_at, shape))]
+            return children, seen_at, shape
     children, seen_at = fold(nodes, root)
     absolute = all(path.startswith("/") for path in nodes)
-    memo[MEMO] = [((nodes,), (root, absolute, children, seen_at))]
-    return children, seen_at
+    shape = object()
+    memo[MEMO] = [((nodes,), (root, absolute, children, seen_at, shape))]
+    return children, seen_at, shape

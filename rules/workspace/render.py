@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rules.base import ListMemo
-from rules.workspace.folded import folded
+from rules.workspace.folded import folded_shape
 from rules.workspace.tree import Nodes, common_root, relative, touched_paths
 
 # manifest file name -> the project type it says; "*.csproj"-style names by their extension
@@ -133,30 +133,40 @@ def boot_items(wsmap: Mapping[str, Any]) -> list[tuple[str, str]]:
     return [(BOOT_KEY, line) for line in wsmap.get("boot") or [] if isinstance(line, str)]
 
 
+LINES_MEMO = "workspace_tree_lines"  # ``Context.memo`` name: a fold's shape and its drawing
+# a line as ``_walk`` draws it: the text, or a folder's text before its age and its path
+Drawn = str | tuple[str, str]
+
+
 def tree_lines(
     nodes: Nodes, root: str, now: int, max_lines: int = 40, memo: ListMemo | None = None
 ) -> list[str]:
     """The whole map as an indented tree, folded: a folder of more than ``FOLD`` entries shows
     those the agent touched and how many others; marks: ``*`` changed, ``+`` created, ``r`` read;
     each folder with when it was last seen. Stops at ``max_lines``. ``memo``: ``Context.memo``,
-    where the session's last fold is kept (``folded``)."""
-    children, seen_at = folded(nodes, root, memo)
-    lines: list[str] = []
-    top = "/" if "/" in children and "" not in children else ""
-    _walk(children, seen_at, top, 0, lines, now, max_lines + 1)
-    if len(lines) > max_lines:
-        lines = [*lines[: max_lines - 1], "… more"]
-    return lines
+    where the session's last fold is kept (``folded``), and its drawing while the fold's entries
+    stay the same (a tool loop's call that only saw known paths again): then only the folders'
+    ages are worked out."""
+    children, seen_at, shape = folded_shape(nodes, root, memo)
+    kept = memo.get(LINES_MEMO) if memo is not None else None
+    if kept and kept[0][1][0] is shape and kept[0][1][1] == max_lines:
+        drawn: list[Drawn] = kept[0][1][2]
+    else:
+        drawn = []
+        top = "/" if "/" in children and "" not in children else ""
+        _walk(children, top, 0, drawn, max_lines + 1)
+        if len(drawn) > max_lines:
+            drawn = [*drawn[: max_lines - 1], "… more"]
+        if memo is not None:
+            memo[LINES_MEMO] = [((), (shape, max_lines, drawn))]  # kept by its shape, no list
+    return [
+        line if isinstance(line, str) else f"{line[0]}({_age(now - seen_at.get(line[1], now))})"
+        for line in drawn
+    ]
 
 
 def _walk(
-    children: dict[str, dict[str, str]],
-    seen_at: dict[str, int],
-    folder: str,
-    depth: int,
-    lines: list[str],
-    now: int,
-    limit: int,
+    children: dict[str, dict[str, str]], folder: str, depth: int, lines: list[Drawn], limit: int
 ) -> None:
     entries = children.get(folder, {})
     if depth == 0 and folder == "" and "/" in children:
@@ -170,10 +180,9 @@ def _walk(
         mark = entries[name]
         if mark == "/":
             here = (folder.rstrip("/") + "/" + name if folder else name) if name != "/" else "/"
-            age = now - seen_at.get(here, now)
-            lines.append(f"{pad}{name.rstrip('/')}/  ({_age(age)})")
+            lines.append((f"{pad}{name.rstrip('/')}/  ", here))  # its age: at the request's clock
             if here != folder:
-                _walk(children, seen_at, here, depth + 1, lines, now, limit)
+                _walk(children, here, depth + 1, lines, limit)
         else:
             lines.append(f"{pad}{name} {mark}".rstrip())
     if len(shown) < len(names):

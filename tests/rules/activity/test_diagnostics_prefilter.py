@@ -103,6 +103,26 @@ def test_prefilter_equals_every_pattern_on_every_line(seed: int) -> None:
     assert min(len(live_toolchains(t)) for t, _ in cases) < len(toolchains()) // 2
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_the_literals_held_are_each_literal_looked_for(seed: int) -> None:
+    """A literal is not looked for when one inside it is missing: the literals found are those
+    found looking for every one, in the outputs and in texts made of pieces of the literals."""
+    order, _ = diagnostics._literal_needs()
+    literals = [literal for literal, _, _ in order]
+    assert any(inside for _, _, inside in order)  # some literal holds another
+    rng = random.Random(seed)
+    texts = [t for t, _ in outputs(seed, 500)]
+    for _ in range(500):
+        pieces = [rng.choice(literals) for _ in range(rng.randint(0, 4))]
+        texts.append(
+            "".join(p[: rng.randint(0, len(p))] + rng.choice(["", " ", "x"]) for p in pieces)
+        )
+    for text in texts:
+        want = {literal for literal in literals if literal in text}
+        held = diagnostics.held_literals(text)
+        assert {literal for literal, bit, _ in order if held & bit} == want
+
+
 def test_parse_reads_past_a_header_with_the_prefilter() -> None:
     text = "FAILED tests/test_a.py::test_x - AssertionError: boom\n== 1 failed in 0.1s =="
     outcome = diagnostics.parse(text)

@@ -125,3 +125,54 @@ def test_a_folders_entries_are_listed_folders_first_each_by_name() -> None:
         entries = {n: rng.choice(["/", "", "*", "+", "r"]) for n in names}
         want = sorted(entries, key=lambda n: (entries[n] != "/", n))
         assert render.entry_order(entries) == want
+
+
+@pytest.mark.parametrize("relative", [False, True])
+def test_a_shape_kept_is_a_fold_with_the_same_entries(relative: bool) -> None:
+    """``folded_shape`` gives the same shape object again only while the fold's entries and
+    marks are what they were (so the drawing kept by it is the one drawn afresh), and a new one
+    at least once in a while (a shape is not made on every request)."""
+    kept = 0
+    for seed in range(40):
+        rng = random.Random(seed)
+        memo: ListMemo = {}
+        nodes: Nodes = {}
+        at, last = 1_000, None
+        for _ in range(60):
+            nodes, at = _change(rng, nodes, at, relative)
+            root = "/r" if rng.random() < 0.97 else rng.choice(["", "/r/src", "/"])
+            children, _, shape = folded.folded_shape(nodes, root, memo)
+            entries = {k: dict(v) for k, v in children.items()}
+            if last is not None and last[0] is shape:
+                assert entries == last[1]
+                kept += 1
+            last = (shape, entries)
+    assert kept > 20  # of 2,400 requests
+
+
+def test_the_drawing_is_kept_while_the_entries_are_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    walks = 0
+    real = render._walk
+
+    def counted(*args: Any) -> None:
+        nonlocal walks
+        walks += 1
+        real(*args)
+
+    monkeypatch.setattr(render, "_walk", counted)
+    memo: ListMemo = {}
+    nodes: Nodes = {"/r/src/a.py": ["f", "r", 5], "/r/docs": ["d", "l", 5]}
+    first = render.tree_lines(nodes, "/r", 10, 40, memo)
+    drawn = walks
+    seen_again = {**nodes, "/r/src/a.py": ["f", "r", 70]}  # read again: a newer time only
+    again = render.tree_lines(seen_again, "/r", 100, 40, memo)
+    assert walks == drawn  # not walked again
+    assert again == render.tree_lines(seen_again, "/r", 100, 40)  # the ages of the new time
+    assert again != first
+    written = {**seen_again, "/r/src/a.py": ["f", "rw", 80]}  # a new mark: drawn again
+    assert render.tree_lines(written, "/r", 100, 40, memo) == render.tree_lines(
+        written, "/r", 100, 40
+    )
+    assert walks > drawn + 1
