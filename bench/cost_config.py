@@ -53,6 +53,7 @@ class Method:
     # ctxproxy: prune's ``warm_threshold`` and its floor (``+rand``, ``+randG``, ``+srand``)
     threshold: str = "break_even"
     floor: float = 0.0
+    risk: float | None = None  # ctxproxy: prune's ``bet_budget_share`` (``+riskN``: N/100)
 
 
 def parse_variant(name: str) -> Method:
@@ -61,10 +62,11 @@ def parse_variant(name: str) -> Method:
     before that in ``+bet`` (prune's ``bet_on_length`` on: ``defaults+bet``), ``+restore``
     (prune's ``restore_elided`` on: ``budget32k+restore``), ``+rand`` (prune's
     ``warm_threshold: randomised``; ``+randG``: with ``warm_threshold_floor`` G/100, as
-    ``+rand50``) or ``+srand`` (``randomised_session``; ``+srandG`` likewise)."""
+    ``+rand50``) or ``+srand`` (``randomised_session``; ``+srandG`` likewise), ``+riskN``
+    (prune's ``bet_budget_share`` N/100: bets paid from winnings, ``+risk`` with a share of 0)."""
     base, _, off = name.partition("-no-")
     flags = set()
-    while "+" in base and re.fullmatch(r"bet|restore|s?rand\d*", base.rpartition("+")[2]):
+    while "+" in base and re.fullmatch(r"bet|restore|s?rand\d*|risk\d*", base.rpartition("+")[2]):
         base, _, flag = base.rpartition("+")
         flags.add(flag)
     drawn = {"threshold": "break_even", "floor": 0.0}
@@ -74,7 +76,11 @@ def parse_variant(name: str) -> Method:
         if (m := re.fullmatch(r"(s?)rand(\d*)", flag)) is not None:
             mode = "randomised_session" if m.group(1) else "randomised"
             drawn = {"threshold": mode, "floor": int(m.group(2) or 0) / 100}
+    risk = [int(f.removeprefix("risk") or 0) / 100 for f in flags if f.startswith("risk")]
     kw: dict[str, Any] = dict(bet="bet" in flags, restore="restore" in flags, **drawn)
+    if len(risk) > 1:
+        raise ValueError(f"variant {name!r}: more than one +risk")
+    kw["risk"] = risk[0] if risk else None
     rules_off = tuple(r for r in off.split("+") if r)
     if base == "direct":
         return Method(name, "direct")

@@ -97,11 +97,12 @@ def _pipeline(
     restore: bool = False,
     threshold: str = "break_even",
     floor: float = 0.0,
+    risk: float | None = None,
 ) -> Pipeline:
     """The default rule list (minus ``rules_off``; with prune's ``bet_on_length`` on for
     ``bet``, its ``restore_elided`` for ``restore``, its ``warm_threshold`` and floor), as the
-    engine builds it; one per process."""
-    key = (rules_off, bet, restore, threshold, floor)
+    engine builds it (``risk``: its ``bet_budget_share``); one per process."""
+    key = (rules_off, bet, restore, threshold, floor, risk)
     pipeline = _PIPELINES.get(key)
     if pipeline is None:
         settings = Settings()
@@ -109,6 +110,8 @@ def _pipeline(
         update: dict[str, Any] = {
             k: True for k, on in (("bet_on_length", bet), ("restore_elided", restore)) if on
         }
+        if risk is not None:
+            update["bet_budget_share"] = risk
         if threshold != "break_even":
             update.update(warm_threshold=threshold, warm_threshold_floor=floor)
         if update:

@@ -179,7 +179,12 @@ class Replay:
     ) -> Iterator[tuple[int, tuple[Any, dict[str, Any], float]]]:
         """``prefix``: the request (chat messages, or another protocol's body)."""
         pipeline = _pipeline(
-            method.rules_off, method.bet, method.restore, method.threshold, method.floor
+            method.rules_off,
+            method.bet,
+            method.restore,
+            method.threshold,
+            method.floor,
+            method.risk,
         )
         budget = self.budgets[method]
         for group in list(groups):

@@ -99,6 +99,11 @@ def test_variant_names() -> None:
     assert parse_variant("defaults+srand").threshold == "randomised_session"
     assert parse_variant("defaults+srand").floor == 0.0
     assert parse_variant("defaults").threshold == "break_even"
+    assert parse_variant("defaults").risk is None
+    assert parse_variant("defaults+risk5+bet").risk == 0.05
+    assert parse_variant("defaults+risk").risk == 0.0
+    with pytest.raises(ValueError):
+        parse_variant("defaults+risk2+risk5")
 
 
 def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:

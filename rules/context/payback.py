@@ -84,14 +84,19 @@ def remaining(requests: int, lengths: Sequence[int] | None = None) -> float:
     return sure_remaining(requests, table)
 
 
-def verdict(carried: float, future: float, price: float, share: float = 1.0) -> str | None:
+def verdict(
+    carried: float, future: float, price: float, share: float = 1.0, risk: float | None = None
+) -> str | None:
     """``paid``, ``expected`` or None (see the module docstring): ``carried``, what carrying the
     cut's tokens has cost; ``future``, what it is expected to cost from now on; ``price``, the
     bust plus the expected loss; ``share``, of the price carrying must reach to pay (1:
-    break-even; less: a drawn threshold, ``ski_draw``)."""
+    break-even; less: a drawn threshold, ``ski_draw``); ``risk``: the session's risk budget
+    (``risk_budget``), which then guards a bet instead of ``GUARD``: its worst case, the whole
+    price, must fit it."""
     if carried >= share * price:
         return "paid"
-    if carried >= GUARD * price and future >= MARGIN * price:
+    guarded = carried >= GUARD * price if risk is None else price <= risk
+    if guarded and future >= MARGIN * price:
         return "expected"
     return None
 

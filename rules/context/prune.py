@@ -32,6 +32,7 @@ from rules.context import (
     prune_settled,
     prune_stages,
     restore,
+    risk_budget,
     schedule,
     ski_draw,
     sticky,
@@ -131,6 +132,14 @@ class Config(RuleConfig):
         "twice its price (at most 3x the best schedule whatever the session's length; "
         "docs/rules/prune.md: its measured effect); off: break-even alone",
     )
+    bet_budget_share: float | None = Field(
+        default=None, ge=0.0, le=1.0,
+        description="under the budget with a warm cache, also bet on the session's expected "
+        "remaining requests (as bet_on_length) when the cut's whole price fits the risk budget: "
+        "what the session's cuts saved (carrying avoided less their price) plus this share of its "
+        "bill, so bets cost it at most this share; measured, it did not raise online/optimal in "
+        "the first 40 requests (docs/rules/prune.md); off (unset): no such bet",
+    )  # fmt: skip
     warm_threshold: Literal["break_even", "randomised", "randomised_session"] = Field(
         default="break_even",
         description="under the budget with a warm cache, a cut is made once carrying has cost "
@@ -243,6 +252,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
     memory = schedule.Memory.load(ctx.state.get(SESSION), ctx.state.get(CARRYING))
+    share = cfg.bet_budget_share  # bets paid from winnings: the session's ledger
+    ledger = None if share is None else risk_budget.load(ctx.state.get(SESSION) or {})
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
     stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
     due = -1  # the request by which the next warm look is due
@@ -302,6 +313,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
+            risk=None if ledger is None else risk_budget.allowance(ledger, share or 0.0),
             threshold=ski_draw.thresholds(
                 cfg.warm_threshold, cfg.warm_threshold_floor, ctx.session_id,
                 run.anchors if isinstance(run, Run) else [],
@@ -370,6 +382,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
         forced=forced_cut, arrived=arrived, due=due,
+        ledger=risk_budget.settle(ledger, ctx.cache, memory.last_tokens, arrived, info),
     )  # fmt: skip
     if memo is not session:
         state_out = state_out.with_value(SESSION, memo)

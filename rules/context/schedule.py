@@ -127,13 +127,15 @@ def choose(
     budget: int | None = None,
     hard_limit: int | None = None,
     threshold: Callable[[int], float] | None = None,
+    risk: float | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
     ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
     ``budget``: the budget itself (``room`` less inject's reserve; default ``room``).
     ``hard_limit``: what the request may never pass (``Context.window_room``): no cut is held
     past it, nor without it. ``threshold``: warm, the share of its price a cut from message
-    ``i`` on waits for (``warm_cut``; None: break-even)."""
+    ``i`` on waits for (``warm_cut``; None: break-even). ``risk``: warm, the session's risk
+    budget, which bets on the estimate are guarded by (``risk_budget``; None: off)."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -172,7 +174,7 @@ def choose(
         ceiling = warm_ceiling(room, budget, memory, total)
         return warm_cut.break_even(
             free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling,
-            threshold,
+            threshold, risk,
         )  # fmt: skip
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.

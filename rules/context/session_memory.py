@@ -94,6 +94,7 @@ class Memory:
         forced: bool = False,
         arrived: int | None = None,
         due: int = -1,
+        ledger: Mapping[str, Any] | None = None,
     ) -> Any:
         """The memory once this request (``tokens`` forwarded) is sent; the stored one as it was
         when this is the very request it last saw (a rule applied twice sees one request).
@@ -105,7 +106,8 @@ class Memory:
         was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
         previous cuts replayed (before this one's): less the last forwarded, what the session
         added since, whether or not this request is then compacted. ``due``: the request by
-        which the next look is due (``look_due``), with ``look``; -1: unknown."""
+        which the next look is due (``look_due``), with ``look``; -1: unknown. ``ledger``: the
+        session's risk ledger (``risk_budget.dump``), kept when bets are paid from winnings."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
             return stored
         step = (tokens if arrived is None else arrived) - self.last_tokens
@@ -140,6 +142,7 @@ class Memory:
             "cut_at": self.requests if compacted and forced else self.cut_at,
             **({"due": next_due} if next_due >= 0 else {}),
             **({"last_cut": last_cut} if last_cut >= 0 else {}),
+            **(ledger or {}),
         }
 
 

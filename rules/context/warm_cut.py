@@ -40,6 +40,7 @@ def break_even(
     bet: bool = False,
     ceiling: float | None = None,
     threshold: Callable[[int], float] | None = None,
+    risk: float | None = None,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
     cost at least their bust plus their expected loss (``paid``), or (``bet``) once the
@@ -65,11 +66,13 @@ def break_even(
     when none is made. ``threshold``: the share of its price the cut from message ``i`` on
     waits for (``ski_draw``: a drawn one; None: the whole price), in ``paid``, ``soon`` and
     ``look_in`` alike; ``soon``'s guard stays on the whole price, so its bound holds whatever
-    share is drawn."""
+    share is drawn. ``risk``: the session's risk budget (``risk_budget``): cuts on the estimate
+    are made as with ``bet``, guarded by it instead of ``payback.GUARD``."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
+    bet = bet or risk is not None
     ahead = payback.remaining(memory.requests) if bet else 0.0  # requests still to come
     order = sorted(range(len(steps)), key=lambda i: -steps[i].first)  # from the tail back
     everything = sum(s.freed for s in steps)
@@ -102,7 +105,7 @@ def break_even(
             future = r * freed * ahead
             price = bust * scale + lost
             z = threshold(first) if threshold is not None else 1.0  # the share it waits for
-            why = payback.verdict(share, future, price, z) if freed > 0 else None
+            why = payback.verdict(share, future, price, z, risk) if freed > 0 else None
             if recent or (ceiling is not None and after > ceiling):
                 why = None  # HEADROOM requests from the last compaction and the budget's next
             cut = _Cut(share + future - price, tuple(taken), bust, lost, why or "", share, freed,
@@ -124,6 +127,8 @@ def break_even(
     figures.update(carried=round(carried), provider_scale=round(scale, 2))
     if bet:
         figures["ahead"] = round(ahead, 1)
+    if risk is not None:
+        figures["risk"] = round(risk, 1)
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
@@ -148,6 +153,8 @@ def break_even(
         decision=best.why, expected_saving=round(saving), bust_cost=round(best.bust),
         expected_loss=round(best.lost), carried_left=round(left, 1),
     )  # fmt: skip
+    if risk is not None:  # what the session's ledger charges the cut
+        figures.update(price=round(best.price, 1), freed=best.freed)
     return Choice(len(chosen), after, figures, chosen)
 
 

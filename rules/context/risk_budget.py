@@ -1,0 +1,96 @@
+"""Bets paid from winnings (prune's ``bet_budget_share``, off by default): a warm cut made before
+it has paid for itself, on the session's expected remaining requests (``payback``), only when its
+worst case fits the session's *risk budget*.
+
+**The ledger.** Kept in prune's memory of the session, in units of one fresh input token:
+
+- ``won``: what the session's cuts have saved by the schedule's own accounting: for each cut
+  under the budget (warm or cold), ``r`` times the tokens it freed for every request since
+  (the carrying it avoided), less its price (bust plus expected loss) when it was made;
+- ``rate``: the tokens those cuts freed (``won`` grows by ``r × rate`` a request);
+- ``billed``: what the session has been billed so far, as the schedule prices a request: the
+  tokens the previous request forwarded read at ``r``, the tokens added since written at ``w``.
+
+**The rule.** A bet of price ``P`` is made only when ``P ≤ won + ε × billed`` (``allowance``),
+``ε`` the share.
+
+**Bound.** Should the session end right after a bet, the bet cost its whole price ``P`` more than
+not cutting (what carrying its tokens cost before it is paid either way), and the ledger falls
+by exactly ``P``: so right after a bet ``won ≥ −ε × billed``. Between cuts ``won`` only grows
+(``r × rate ≥ 0`` a request) and ``billed`` only grows, so at every later request, whatever the
+session's length, ``won ≥ −ε × billed − Σ P_j`` over the cuts made at break-even (``paid``)
+since the last bet: the bets never bring the session's accounted saving against carrying
+everything (direct) below ``−ε`` of what it has been billed, beyond what break-even's own cuts
+risk (each of which has, at that point, already cost its price in carrying). A session whose
+cuts have paid may spend their winnings on bets; one with none may lose at most ``ε`` of its
+bill. The bound is in the schedule's accounting (its estimates of busts, losses and the bill),
+not in the provider's invoice."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from rules.base import CacheFacts
+
+
+class Ledger(NamedTuple):
+    won: float = 0.0
+    rate: int = 0
+    billed: float = 0.0
+
+
+def load(value: Mapping[str, Any]) -> Ledger:
+    """The ledger kept in prune's memory of the session (none kept: zeros)."""
+    won, rate, billed = value.get("won"), value.get("won_rate"), value.get("billed")
+    return Ledger(
+        float(won) if isinstance(won, (int, float)) else 0.0,
+        int(rate) if isinstance(rate, int) else 0,
+        float(billed) if isinstance(billed, (int, float)) else 0.0,
+    )
+
+
+def dump(ledger: Ledger) -> dict[str, float | int]:
+    return {"won": round(ledger.won, 1), "won_rate": ledger.rate, "billed": round(ledger.billed, 1)}
+
+
+def allowance(ledger: Ledger, share: float) -> float:
+    """The worst case a bet may have now: the session's winnings plus ``share`` of its bill."""
+    return ledger.won + share * ledger.billed
+
+
+def advance(
+    ledger: Ledger,
+    read_ratio: float,
+    write_ratio: float,
+    previous: int,
+    arrived: int,
+    cut: tuple[int, float] | None = None,
+) -> Ledger:
+    """The ledger once this request is sent: ``previous``, the tokens the previous request
+    forwarded; ``arrived``, this one's before any cut; ``cut``, (tokens freed, price) of a cut
+    under the budget made on it (its own tokens are not carried on it: the bust counts that)."""
+    r, w = read_ratio, max(write_ratio, read_ratio)
+    billed = ledger.billed + r * min(previous, arrived) + w * max(arrived - previous, 0)
+    won, rate = ledger.won + r * ledger.rate, ledger.rate
+    if cut is not None:
+        won, rate = won - cut[1], rate + max(cut[0], 0)
+    return Ledger(won, rate, billed)
+
+
+def settle(
+    ledger: Ledger | None, facts: CacheFacts, previous: int, arrived: int, info: Mapping[str, Any]
+) -> dict[str, float | int] | None:
+    """The ledger to keep (``dump``; None: none kept) once prune has sent this request
+    (``info``: its summary): a cut under the budget charged its price (``price`` in the
+    schedule's figures; a cold one nothing, the prompt is billed whole anyway) and credited the
+    tokens it freed; one the budget forced is neither (it is not the schedule's choice)."""
+    if ledger is None:
+        return None
+    figures: Mapping[str, Any] = info.get("schedule") or {}
+    cut = None
+    if info.get("compacted") and figures.get("decision") != "forced":
+        # cold: what it freed, less the stored blocks inject collapses into one
+        cold = arrived - int(info.get("inject_tokens", 0)) - int(info.get("tokens_after", arrived))
+        cut = (int(figures.get("freed", cold)), float(figures.get("price", 0.0)))
+    return dump(advance(ledger, facts.read_ratio, facts.write_ratio, previous, arrived, cut))

@@ -1,0 +1,132 @@
+"""Bets paid from winnings (prune's ``bet_budget_share``, ``risk_budget``): the session's ledger,
+the bound it gives (bets never bring the accounted saving below ``−ε`` of the bill, beyond what
+break-even's own cuts risk), and the option through prune."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from rules.base import CacheFacts
+from rules.context import payback, prune, risk_budget
+from tests.rules.context import test_schedule
+from tests.rules.context.test_schedule import conversation
+
+
+def test_the_ledger_credits_the_carrying_a_cut_avoids_and_charges_its_price() -> None:
+    ledger = risk_budget.Ledger()
+    # a request of 1,000 tokens, the previous one 800: 800 read at r, 200 written at w
+    ledger = risk_budget.advance(ledger, 0.1, 1.25, previous=800, arrived=1_000)
+    assert ledger == risk_budget.Ledger(0.0, 0, 0.1 * 800 + 1.25 * 200)
+    # a cut freeing 600 tokens at a price of 90: charged at once, credited from the next request
+    ledger = risk_budget.advance(ledger, 0.1, 1.25, 1_000, 1_100, cut=(600, 90.0))
+    assert ledger.won == pytest.approx(-90.0) and ledger.rate == 600
+    ledger = risk_budget.advance(ledger, 0.1, 1.25, 500, 600)
+    assert ledger.won == pytest.approx(-90.0 + 0.1 * 600)
+    assert risk_budget.allowance(ledger, 0.02) == pytest.approx(ledger.won + 0.02 * ledger.billed)
+    assert risk_budget.load(risk_budget.dump(ledger)) == pytest.approx(ledger)
+
+
+@pytest.mark.parametrize("share", [0.0, 0.02, 0.1])
+def test_bets_never_bring_the_ledger_below_the_share_of_the_bill(share: float) -> None:
+    """Random sessions: every request may offer a bet (made only when its price fits the
+    allowance) or a cut paid at break-even (made whatever the ledger). At every request, the
+    ledger is at least ``−share × billed`` less the prices of the paid cuts since the last bet,
+    whatever the session's length; and the bound is reached (it is not vacuous)."""
+    rng = random.Random(7)
+    closest = 0.0
+    for _ in range(300):
+        ledger, paid_since = risk_budget.Ledger(), 0.0
+        r = rng.choice([0.1, 0.25, 0.5])
+        tokens = 0
+        for _ in range(rng.randint(1, 60)):
+            previous, tokens = tokens, tokens + rng.randint(100, 3_000)
+            cut = None
+            price = rng.uniform(10, 20_000)
+            freed = rng.randint(0, tokens)
+            if rng.random() < 0.3 and price <= risk_budget.allowance(ledger, share):
+                cut, paid_since = (freed, price), 0.0  # a bet
+            elif rng.random() < 0.05:
+                cut, paid_since = (freed, price), paid_since + price  # break-even's own
+            ledger = risk_budget.advance(ledger, r, 1.0, previous, tokens, cut)
+            tokens -= freed if cut else 0
+            floor = -share * ledger.billed - paid_since
+            assert ledger.won >= floor - 1e-6
+            if paid_since == 0 and ledger.billed > 0:
+                closest = min(closest, ledger.won / ledger.billed)
+    if share > 0:
+        assert closest < -share / 2  # some bet spent most of what it was allowed
+
+
+def decide(*args: Any, **options: Any) -> Any:
+    """test_schedule's ``decide`` with bets paid from winnings on."""
+    return test_schedule.decide(*args, **options)
+
+
+def _price() -> float:
+    messages = conversation(28)
+    plain = test_schedule.decide(messages, 200_000, 5.0).report["prune"]["schedule"]
+    return float(plain["bust_cost"] + plain["expected_loss"])
+
+
+def test_a_bet_is_made_only_when_its_price_fits_the_risk_budget() -> None:
+    """A cut far from break-even (a tenth of its price carried, below ``bet_on_length``'s guard)
+    that the estimate says pays: with no winnings and a share of 0 it waits; with winnings
+    covering its price it is made, and the session's ledger is charged its price."""
+    messages = conversation(28)
+    price = _price()
+    carried = {"carried": price * 0.1, "looked": 20, "due": 20}
+    broke = decide(
+        messages, 200_000, 5.0, requests=20, carried=carried, bet_budget_share=0.0
+    ).report["prune"]
+    assert broke["schedule"]["decision"] == "none" and not broke["compacted"]
+    assert broke["schedule"]["risk"] == 0.0
+    rich = {**carried, "won": price * 1.5, "won_rate": 100, "billed": 50_000.0}
+    out = decide(messages, 200_000, 5.0, requests=20, carried=rich, bet_budget_share=0.0)
+    report = out.report["prune"]
+    assert report["schedule"]["decision"] == "expected" and report["compacted"]
+    assert report["schedule"]["price"] == pytest.approx(price, rel=0.05)
+    # the bet needs its whole price: winnings a little short of it, that cut is not made (a
+    # smaller one whose price fits may be)
+    short = {**rich, "won": report["schedule"]["price"] * 0.95}
+    other = decide(messages, 200_000, 5.0, requests=20, carried=short, bet_budget_share=0.0)
+    figures = other.report["prune"]["schedule"]
+    assert figures.get("freed") != report["schedule"]["freed"]
+    assert figures["decision"] == "none" or figures["price"] <= short["won"]
+    kept = out.state.get(prune.SESSION)
+    # charged its price, credited the carrying earlier cuts avoided on this request
+    assert kept["won"] == pytest.approx(price * 1.5 + 0.1 * 100 - report["schedule"]["price"], 1)
+    assert kept["won_rate"] == 100 + report["schedule"]["freed"]
+    assert kept["billed"] > 50_000.0
+
+
+def test_the_share_of_the_bill_funds_a_bet_without_winnings() -> None:
+    messages = conversation(28)
+    price = _price()
+    carried = {"carried": price * 0.1, "looked": 20, "due": 20, "billed": 10 * price}
+    low = decide(messages, 200_000, 5.0, requests=20, carried=carried, bet_budget_share=0.05)
+    assert low.report["prune"]["schedule"]["decision"] == "none"
+    high = decide(messages, 200_000, 5.0, requests=20, carried=carried, bet_budget_share=0.2)
+    assert high.report["prune"]["schedule"]["decision"] == "expected"
+
+
+def test_a_session_the_estimate_says_is_ending_does_not_bet_whatever_its_winnings() -> None:
+    messages = conversation(28)
+    cheap = CacheFacts(read_ratio=0.001)
+    rich = {"carried": 0.0, "looked": 20, "due": 20, "won": 1e9}
+    out = decide(messages, 200_000, 5.0, cheap, requests=20, carried=rich, bet_budget_share=0.0)
+    assert out.report["prune"]["schedule"]["decision"] == "none"
+    assert payback.MARGIN > 1  # the estimate must still say it repays its price twice
+
+
+def test_off_by_default_no_ledger_is_kept_nor_bet_made() -> None:
+    messages = conversation(28)
+    price = _price()
+    rich = {"carried": price * 0.1, "looked": 20, "due": 20, "won": price * 10}
+    out = test_schedule.decide(messages, 200_000, 5.0, requests=20, carried=rich)
+    assert out.report["prune"]["schedule"]["decision"] == "none"
+    assert "risk" not in out.report["prune"]["schedule"]
+    kept = out.state.get(prune.SESSION)
+    assert "billed" not in kept and "won_rate" not in kept
