@@ -17,14 +17,15 @@ worst case fits the session's *risk budget*.
 **Bound.** Should the session end right after a bet, the bet cost its whole price ``P`` more than
 not cutting (what carrying its tokens cost before it is paid either way), and the ledger falls
 by exactly ``P``: so right after a bet ``won ≥ −ε × billed``. Between cuts ``won`` only grows
-(``r × rate ≥ 0`` a request) and ``billed`` only grows, so at every later request, whatever the
+(``r × rate ≥ 0`` a request; the rate falls to 0 when the client drops messages itself or the
+budget forces a compaction) and ``billed`` only grows, so at every later request, whatever the
 session's length, ``won ≥ −ε × billed − Σ P_j`` over the cuts made at break-even (``paid``)
-since the last bet: the bets never bring the session's accounted saving against carrying
-everything (direct) below ``−ε`` of what it has been billed, beyond what break-even's own cuts
-risk (each of which has, at that point, already cost its price in carrying). A session whose
-cuts have paid may spend their winnings on bets; one with none may lose at most ``ε`` of its
-bill. The bound is in the schedule's accounting (its estimates of busts, losses and the bill),
-not in the provider's invoice."""
+since the last bet, and the deeper ``soon`` cuts (``warm_cut``: made once carrying has cost half
+their price): the bets never bring the session's accounted saving against carrying everything
+(direct) below ``−ε`` of what it has been billed, beyond what break-even's own cuts risk. A
+session whose cuts have paid may spend their winnings on bets; one with none may lose at most
+``ε`` of its bill. The bound is in the schedule's accounting (its estimates of busts, losses
+and the bill), not in the provider's invoice."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ class Ledger(NamedTuple):
     billed: float = 0.0
 
 
-def load(value: Mapping[str, Any]) -> Ledger:
-    """The ledger kept in prune's memory of the session (none kept: zeros)."""
+def load(value: object) -> Ledger:
+    """The ledger kept in prune's memory of the session (none kept, or not a mapping: zeros)."""
+    if not isinstance(value, Mapping):
+        return Ledger()
     won, rate, billed = value.get("won"), value.get("won_rate"), value.get("billed")
     return Ledger(
         float(won) if isinstance(won, (int, float)) else 0.0,
@@ -66,13 +69,19 @@ def advance(
     previous: int,
     arrived: int,
     cut: tuple[int, float] | None = None,
+    forced: bool = False,
 ) -> Ledger:
     """The ledger once this request is sent: ``previous``, the tokens the previous request
     forwarded; ``arrived``, this one's before any cut; ``cut``, (tokens freed, price) of a cut
-    under the budget made on it (its own tokens are not carried on it: the bust counts that)."""
+    under the budget made on it (its own tokens are not carried on it: the bust counts that);
+    ``forced``, a compaction the budget forced was made on it."""
     r, w = read_ratio, max(write_ratio, read_ratio)
     billed = ledger.billed + r * min(previous, arrived) + w * max(arrived - previous, 0)
-    won, rate = ledger.won + r * ledger.rate, ledger.rate
+    # What earlier cuts freed stops earning when no world carries it any more: the client
+    # dropped messages itself (fewer tokens than were forwarded: a restart, a rewind), or the
+    # budget forced a compaction, which might have taken those tokens anyway.
+    rate = 0 if forced or arrived < previous else ledger.rate
+    won = ledger.won + r * rate
     if cut is not None:
         won, rate = won - cut[1], rate + max(cut[0], 0)
     return Ledger(won, rate, billed)
@@ -89,8 +98,10 @@ def settle(
         return None
     figures: Mapping[str, Any] = info.get("schedule") or {}
     cut = None
-    if info.get("compacted") and figures.get("decision") != "forced":
+    forced = bool(info.get("compacted")) and figures.get("decision") == "forced"
+    if info.get("compacted") and not forced:
         # cold: what it freed, less the stored blocks inject collapses into one
         cold = arrived - int(info.get("inject_tokens", 0)) - int(info.get("tokens_after", arrived))
         cut = (int(figures.get("freed", cold)), float(figures.get("price", 0.0)))
-    return dump(advance(ledger, facts.read_ratio, facts.write_ratio, previous, arrived, cut))
+    r, w = facts.read_ratio, facts.write_ratio
+    return dump(advance(ledger, r, w, previous, arrived, cut, forced))
