@@ -28,6 +28,7 @@ from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
 from rules.context import measure, shrink, working_set
+from rules.entities import seen_calls
 from rules.loops import break_loops
 from rules.messages import content_hash
 
@@ -70,8 +71,10 @@ class ObjectMemos:
     taken_bytes: int = 0  # ``records.OBJECT_FACTOR`` × the JSON of the messages taken in so far
 
     def charge(self) -> int:
-        """The bytes these memos are charged: their entries and the messages they took in."""
-        return ENTRY_BYTES * self.entries() + self.taken_bytes
+        """The bytes these memos are charged: their entries, the messages they took in and the
+        keys of the calls track_entities read (a set the size of the state's list, not of the
+        request: not counted as entries, which would drop a small request's memos)."""
+        return ENTRY_BYTES * self.entries() + self.taken_bytes + seen_calls.held_bytes(self.derived)
 
     def entries(self) -> int:
         tables = sum(len(t) for t in self.tables.values())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -29,6 +30,7 @@ from proxy.settings import ConfiguredRule, Settings, settings_from_mapping
 from proxy.store.sqlite import Store
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from rules.entities import seen_calls, track_entities
 from tests.proxy.rewrite.test_rendered_messages import _agent_run
 
 COUNTERS = TokenCounters()
@@ -170,6 +172,30 @@ def test_the_messages_taken_in_are_charged_by_their_bytes() -> None:
         pipeline.run(_ctx(messages, SessionState(), 1.0, session=f"s{s}"))
         assert pipeline.memos.held_bytes <= bound
     assert 1 <= len(pipeline.memos) <= 3  # each session is charged ~6 × 3 × 22 KB and more
+
+
+def test_the_keys_of_calls_read_kept_as_a_set_are_charged() -> None:
+    """A session whose state holds thousands of keys of calls read (they outlive the agent's
+    own truncation of its history) keeps a set of them after one small request: the memos are
+    charged for it, though its request holds four messages."""
+    pipeline = Pipeline(RULES, "fail")
+    seen = [f"call_{k:024d}:abcdef012345" for k in range(5_000)]
+    state = SessionState({track_entities.META: {"cwd": None, "seq": 0, "seen": seen}})
+    call = {"id": "new", "type": "function",
+            "function": {"name": "bash", "arguments": '{"command": "ls"}'}}  # fmt: skip
+    messages = [
+        {"role": "system", "content": "s"},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "new", "content": "a.txt"},
+    ]
+    pipeline.run(_ctx(messages, state, 1.0))
+    held = pipeline.memos.peek("s", "o200k_base")
+    assert held is not None
+    kept = held.derived[seen_calls.MEMO][0][1][1]
+    assert len(kept) == 5_000  # the cap: the oldest key made room for the new call
+    assert pipeline.memos.held_bytes >= sys.getsizeof(kept) + sum(map(sys.getsizeof, seen))
+    assert len(pipeline.memos) == 1  # charged, not counted as entries: the memos stay
 
 
 def test_concurrent_requests_of_one_session_agree() -> None:
