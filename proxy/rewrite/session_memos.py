@@ -27,7 +27,7 @@ from typing import Any
 from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
-from rules.context import measure, shrink, working_set
+from rules.context import measure, overlay, shrink, working_set
 from rules.entities import seen_calls
 from rules.loops import break_loops
 from rules.messages import content_hash
@@ -43,6 +43,11 @@ KEPT_TABLES = (
     shrink.ESTIMATE_MEMO,  # with the options it was made with
     working_set.TASK_TEXT_MEMO,  # a user turn's text, with the limit it was clipped to
 )
+# ``Context.share``'s names: prune tells inject the anchors of its view, a list it made. Told for
+# one request, kept across would mislead a later one sent that very list as the client's (the
+# overflow rescue retries the forwarded body: chat's messages are the pipeline's own list), where
+# a run with nothing kept works the list's own anchors out.
+SHARED = (overlay.MEMO,)
 # A session's memos are dropped past this many entries for each object its request handled
 # (about 6 for a message: hash, count, its texts' counts, sections, checks), plus a floor.
 ENTRIES_PER_OBJECT = 16
@@ -87,6 +92,10 @@ class ObjectMemos:
 
     def attach(self, ctx: Context) -> Context:
         """``ctx`` with these memos as its request's (its other tables made afresh)."""
+        for name in SHARED:  # what a request told of a very list is that request's alone
+            kept = self.derived.get(name)
+            if kept and any(seen.__class__ is list for seen, _ in kept):
+                self.derived[name] = [e for e in kept if e[0].__class__ is not list]
         adopt = getattr(ctx.tokens, "adopt", None)
         if adopt is not None:
             adopt(self.counts, self.texts, self.counted)

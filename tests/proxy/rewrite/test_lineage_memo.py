@@ -18,10 +18,12 @@ from tests.support.factories import assistant, ctx, user
 def _session(seed: int, steps: int) -> list[list[Message]]:
     rng = random.Random(seed)
     history: list[Message] = [user("start")]
-    out = []
+    out: list[list[Message]] = []
     for n in range(steps):
         move = rng.random()
-        if move < 0.3:
+        if out and move < 0.08:  # back to a list sent before (its head now a tip, or the head)
+            history = rng.choice(out[-10:])
+        elif move < 0.3:
             history = [*history, assistant(f"a{n}"), user(f"u{n}")]
         elif move < 0.55:
             pass  # the very list again

@@ -30,8 +30,10 @@ from proxy.settings import ConfiguredRule, Settings, settings_from_mapping
 from proxy.store.sqlite import Store
 from proxy.tokens import RequestTokens, TokenCounters
 from rules.base import Context, Message, RuleConfig, RuleResult, SessionState
+from rules.context import prune
 from rules.entities import seen_calls, track_entities
 from tests.proxy.rewrite.test_rendered_messages import _agent_run
+from tests.support.factories import assistant, result, shell, system, user
 
 COUNTERS = TokenCounters()
 RULES = Settings().configured_rules()
@@ -344,3 +346,28 @@ async def test_the_sampled_check_runs_one_request_in_n(tmp_path: Path) -> None:
     finally:
         engine.close()
         await store.close()
+
+
+def test_a_view_sent_back_as_the_client_s_list_runs_as_without_the_memos() -> None:
+    """The overflow rescue retries the forwarded body, under a lower budget at the same clock:
+    chat's messages are then the very list the pipeline forwarded, for which prune told inject
+    its view's anchors (inject left out here: it forwards prune's view itself, as inject does
+    whenever it places nothing). The retry runs as a runner without the memos runs (the list's
+    own anchors), not on what the first request told."""
+    messages: list[Message] = [system(), user("fix the failing test in src/app.py")]
+    for n in range(14):
+        call = shell(f"c{n}", f"cat src/f{n}.py")
+        text = "\n".join(f"line {i} {n} " + "x" * 40 for i in range(30))
+        messages += [assistant(f"step {n}", call), result(call["id"], text)]
+    small = prune.Config(max_result_tokens=300, keep_last_observations=2)
+    rules = [r if r.name != "prune" else ConfiguredRule(name="prune", config=small) for r in RULES]
+    rules = [r for r in rules if r.name != "inject"]
+    remembering, forgetting = Pipeline(rules, "fail"), Pipeline(rules, "fail")
+    forgetting.memos = None
+    first = remembering.run(_ctx(messages, SessionState(), 1_000.0, budget=3_000))
+    assert first.report["prune"]["dropped"]  # a dropped run's line: its anchor is told
+    outs = []
+    for pipeline in (remembering, forgetting):
+        retry = _ctx(first.messages, first.state, 1_000.0, budget=2_000)
+        outs.append(_outcome_bytes(pipeline.run(retry)))
+    assert outs[0] == outs[1]
