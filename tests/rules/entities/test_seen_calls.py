@@ -107,3 +107,15 @@ def test_a_state_whose_list_is_not_the_kept_one_makes_its_own_set() -> None:
     calls = seen_calls.SeenCalls(memo, copied.get(track_entities.META)["seen"], 5000)
     assert not calls.known and calls.keys == set(meta["seen"])
     assert seen_calls.MEMO not in memo  # taken out while in use
+
+
+def test_a_kept_set_is_not_taken_for_a_list_longer_than_the_cap() -> None:
+    """The cap lowered while a set is kept (another configuration on the same memos): the kept
+    set holds keys past the new cap, so the list is cut to the cap and its own set made."""
+    stored = [f"k{n}" for n in range(10)]
+    memo: ListMemo = {seen_calls.MEMO: [((), (stored, set(stored)))]}
+    calls = seen_calls.SeenCalls(memo, stored, cap=4)
+    assert not calls.known
+    assert list(calls.stored) == stored[-4:] and calls.keys == set(stored[-4:])
+    kept = seen_calls.SeenCalls({seen_calls.MEMO: [((), (stored, set(stored)))]}, stored, cap=10)
+    assert kept.known and kept.keys == set(stored)
