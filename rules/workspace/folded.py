@@ -102,19 +102,13 @@ def _changed(before: Nodes, nodes: Nodes) -> list[str] | None:
     return out if kept == len(before) else None
 
 
-def folded(nodes: Nodes, root: str, memo: ListMemo | None = None) -> tuple[Children, SeenAt]:
-    """``fold(nodes, root)``, from the session's last fold where it can (``memo``). The result is
-    the caller's to read, never to change."""
-    children, seen_at, _ = folded_shape(nodes, root, memo)
-    return children, seen_at
-
-
-def folded_shape(
+def folded(
     nodes: Nodes, root: str, memo: ListMemo | None = None
 ) -> tuple[Children, SeenAt, object]:
-    """``folded``, and its shape: an object that is the same one only while ``children`` holds
-    the same entries with the same marks (only ``seen_at`` moved), so what is drawn of the
-    entries alone can be kept by it."""
+    """``fold(nodes, root)``, from the session's last fold where it can (``memo``), and its shape:
+    an object that is the same one only while ``children`` holds the same entries with the same
+    marks (only ``seen_at`` moved), so what is drawn of the entries alone can be kept by it. The
+    result is the caller's to read, never to change."""
     if memo is None:
         children, seen_at = fold(nodes, root)
         return children, seen_at, object()

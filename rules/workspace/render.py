@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rules.base import ListMemo
-from rules.workspace.folded import folded_shape
+from rules.workspace.folded import folded
 from rules.workspace.tree import Nodes, common_root, relative, touched_paths
 
 # manifest file name -> the project type it says; "*.csproj"-style names by their extension
@@ -147,7 +147,7 @@ def tree_lines(
     where the session's last fold is kept (``folded``), and its drawing while the fold's entries
     stay the same (a tool loop's call that only saw known paths again): then only the folders'
     ages are worked out."""
-    children, seen_at, shape = folded_shape(nodes, root, memo)
+    children, seen_at, shape = folded(nodes, root, memo)
     kept = memo.get(LINES_MEMO) if memo is not None else None
     if kept and kept[0][1][0] is shape and kept[0][1][1] == max_lines:
         drawn: list[Drawn] = kept[0][1][2]

@@ -67,7 +67,7 @@ def test_the_kept_fold_is_the_fold_afresh_after_any_change(
         for _ in range(60):
             nodes, at = _change(rng, nodes, at, relative)
             root = "/r" if rng.random() < 0.97 else rng.choice(["", "/r/src", "/"])
-            got = folded.folded(nodes, root, memo)
+            got = folded.folded(nodes, root, memo)[:2]
             assert got == real(nodes, root)
             now = at + rng.choice([0, 5, 90, 7200])
             lines = rng.choice([3, 12, 40])
@@ -83,9 +83,9 @@ def test_the_kept_fold_is_the_fold_afresh_after_any_change(
 def test_the_same_map_again_is_not_folded_again(monkeypatch: pytest.MonkeyPatch) -> None:
     nodes: Nodes = {"/r/a.py": ["f", "r", 5], "/r/src": ["d", "l", 5]}
     memo: ListMemo = {}
-    first = folded.folded(nodes, "/r", memo)
+    first = folded.folded(nodes, "/r", memo)[:2]
     monkeypatch.setattr(folded, "fold", lambda *_: pytest.fail("folded again"))
-    again = folded.folded(nodes, "/r", memo)
+    again = folded.folded(nodes, "/r", memo)[:2]
     assert again[0] is first[0] and again[1] is first[1]
 
 
@@ -99,7 +99,7 @@ def test_a_relative_path_folding_onto_another_is_folded_afresh() -> None:
         {"/r/a.py": ["f", "c", 7], "a.py": ["f", "w", 6]},  # the same order, a new mark
     ]
     for nodes in steps:
-        assert folded.folded(nodes, "/r", memo) == folded.fold(nodes, "/r")
+        assert folded.folded(nodes, "/r", memo)[:2] == folded.fold(nodes, "/r")
     assert folded.fold(steps[-1], "/r")[0][""]["a.py"] == "*"  # the later node's
 
 
@@ -129,7 +129,7 @@ def test_a_folders_entries_are_listed_folders_first_each_by_name() -> None:
 
 @pytest.mark.parametrize("relative", [False, True])
 def test_a_shape_kept_is_a_fold_with_the_same_entries(relative: bool) -> None:
-    """``folded_shape`` gives the same shape object again only while the fold's entries and
+    """``folded`` gives the same shape object again only while the fold's entries and
     marks are what they were (so the drawing kept by it is the one drawn afresh), and a new one
     at least once in a while (a shape is not made on every request)."""
     kept = 0
@@ -141,7 +141,7 @@ def test_a_shape_kept_is_a_fold_with_the_same_entries(relative: bool) -> None:
         for _ in range(60):
             nodes, at = _change(rng, nodes, at, relative)
             root = "/r" if rng.random() < 0.97 else rng.choice(["", "/r/src", "/"])
-            children, _, shape = folded.folded_shape(nodes, root, memo)
+            children, _, shape = folded.folded(nodes, root, memo)
             entries = {k: dict(v) for k, v in children.items()}
             if last is not None and last[0] is shape:
                 assert entries == last[1]
