@@ -17,7 +17,7 @@ def test_auc_ranks_the_positives_above_the_negatives() -> None:
     assert math.isnan(auc([0.3], [1]))
 
 
-def test_survival_end_is_the_share_of_sessions_that_got_this_far_and_end_within_the_payback() -> None:
+def test_survival_end_is_the_share_of_sessions_this_far_that_end_within_the_payback() -> None:
     table = (3, 10, 20, 100)
     # request index 5 (6 requests made): 10, 20 and 100 got this far; 10 ends within 10 more
     assert survival_end(5, 10.0, table) == (1 + 0.5) / (3 + 1)
