@@ -17,7 +17,7 @@ cuts predicted to end (p > 1/2) would have saved on held-out: the sum, over the 
 of the price less the carrying the cut would have avoided until the session's end (positive:
 the deferral saves; a deferred cut is counted as never made, the bound on both sides).
 
-    .venv/bin/python -m bench.end_points --out points.json     # ~10 min
+    .venv/bin/python -m bench.end_points --out points.json     # ~3 min, 1 core
     .venv/bin/python -m bench.end_odds points.json"""
 
 from __future__ import annotations
