@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
 from collections import defaultdict
 from typing import Any
 
@@ -197,6 +198,22 @@ def _bill_change(p: dict[str, Any]) -> float:
     return -p["scale"] * (p["bust"] - p["r"] * p["freed"] * p["remaining"])
 
 
+def bootstrap_gain(held: list[dict[str, Any]], draws: int = 300) -> tuple[float, float]:
+    """The 90% interval of the held-out AUC gain of survival + features (``q``) over survival
+    alone, resampling conversations (a session's cuts are not independent), seeded."""
+    convs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for p in held:
+        convs[p["id"]].append(p)
+    ids, rng, gains = sorted(convs), random.Random(0), []
+    for _ in range(draws):
+        sample = [p for i in (rng.choice(ids) for _ in ids) for p in convs[i]]
+        y = [p["ends"] for p in sample]
+        if 0 < sum(y) < len(y):
+            gains.append(auc([p["q"] for p in sample], y) - auc([p["survival"] for p in sample], y))
+    gains.sort()
+    return gains[int(0.05 * len(gains))], gains[int(0.95 * len(gains))]
+
+
 THRESHOLDS = (0.1, 0.2, 0.3, 0.5)  # the guards tried: defer when the prediction is above
 
 
@@ -206,11 +223,16 @@ def upside(points: list[dict[str, Any]], model: Any, cap: float = 1.02) -> None:
     with the cuts deferred whose prediction (survival + features, ``model``) is above each of
     ``THRESHOLDS`` (a deferred cut counted as never made: the bound on both sides), with those
     conversations' bill ÷ direct."""
+    for p in points:
+        p["q"] = predict(model, [_logit(p["survival"]), *p["x"]])
+    held = [p for p in points if p["half"] == "held-out"]
+    for name, sub in (("all", held), ("r = 0.1", [p for p in held if p["r"] == 0.1])):
+        low, high = bootstrap_gain(sub)
+        print(f"  held-out AUC gain of the features, {name}: 90% interval {low:+.3f} .. {high:+.3f}"
+              " (conversations resampled)")  # fmt: skip
     print(f"\nconversations with a warm cut, above {cap} x direct (a deferred cut counted as never")
     print("made): as replayed, and with every cut ending within its payback left out (oracle);")
     print("held-out: above, and bill / direct, as replayed and with the guard p > t")
-    for p in points:
-        p["q"] = predict(model, [_logit(p["survival"]), *p["x"]])
     for r in sorted({p["r"] for p in points}):
         convs: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for p in points:
