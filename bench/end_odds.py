@@ -15,7 +15,11 @@ Reported: AUC (the chance a session that ends within the payback scores above on
 not), the Brier score, calibration by quartile of the prediction, and what a guard deferring the
 cuts predicted to end (p > 1/2) would have saved on held-out: the sum, over the cuts it defers,
 of the price less the carrying the cut would have avoided until the session's end (positive:
-the deferral saves; a deferred cut is counted as never made, the bound on both sides).
+the deferral saves; a deferred cut is counted as never made, the bound on both sides). Then the
+features' AUC gain with a 90% interval over resampled held-out conversations, and the
+conversations above 1.02 of direct per price: as replayed, with every cut that ends within its
+payback left out (the oracle: what no guard can beat), and on held-out with a guard at each of
+``THRESHOLDS``.
 
     .venv/bin/python -m bench.end_points --out points.json     # ~3 min, 1 core
     .venv/bin/python -m bench.end_odds points.json"""
