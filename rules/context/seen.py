@@ -12,7 +12,7 @@ Each item is judged by the evidence it states:
 - an open diagnostic: its message appears in a tool result forwarded whole (an elided, capped
   or dropped result does not count: its placeholder only names what it showed);
 - the next repair target: the place of the first open diagnostic, readable where that is;
-- a folder touched: a path in it appears in the agent's forwarded calls.
+- a folder touched: a forwarded call names a file the agent touched in it.
 
 Said whatever the view holds: plan items (their state is the sum of several updates), the
 project, git and bootstrap lines (the proxy's own reading of the workspace, which no message
@@ -24,6 +24,7 @@ view's texts, no regex on client text, and only on a request that renders a bloc
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -34,10 +35,13 @@ from rules.messages import INJECT_OPEN, call_arguments_text, role, text_of, tool
 from rules.redact import redact_text
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
+from rules.workspace.tree import relative, touched_paths
 
 MAX_SCAN_CHARS = 2_000_000  # of each kind of text searched (results, the agent's calls)
 MAX_USER_TURNS = 64  # user turns compared with the goal and the instruction, newest first
 MAX_NEEDLE_CHARS = 200  # of a diagnostic's message searched for
+MAX_TOUCHED = 400  # newest files touched, looked up for "Folders touched"
+MAX_FILES_A_FOLDER = 20  # of them searched for in the calls, newest first
 _TASK_KEYS = ("Goal", "Latest instruction")
 _PATH_KEYS = ("Changed files", "Latest writes")
 _DIAG_KEYS = ("Open", "Next repair target")
@@ -123,11 +127,24 @@ def _diag_items(diags: list[dict[str, Any]], results: list[str]) -> set[tuple[st
     return seen
 
 
-def _folder_seen(folder: str, root: str, calls: list[str]) -> bool:
-    """Whether a call names a path in ``folder`` (relative to ``root``; "." is the root)."""
-    root_dir = root.rstrip("/") + "/" if root else ""
-    needle = root_dir if folder == "." else folder + "/"  # inside an absolute path too
-    return bool(needle) and any(needle in text for text in calls)
+def _touched_by_folder(wsmap: Mapping[str, Any]) -> tuple[dict[str, list[str]], str]:
+    """The files the agent touched (the newest ``MAX_TOUCHED``), by their folder as "Folders
+    touched" names it, relative to the project's root; and that root."""
+    nodes = wsmap.get("nodes") or {}
+    touched = touched_paths(nodes)
+    root = workspace_render.root_of(touched, wsmap.get("cwd"))
+    by_folder: dict[str, list[str]] = {}
+    for path in reversed(touched[-MAX_TOUCHED:]):
+        folder = posixpath.dirname(path)
+        name = relative(folder, root) if root != folder else "."
+        by_folder.setdefault(name, []).append(relative(path, root))
+    return by_folder, root
+
+
+def _folder_seen(files: list[str], calls: list[str]) -> bool:
+    """Whether a call names one of ``files`` (touched in a folder; relative to the root, which
+    an absolute path ends with too)."""
+    return any(f in text for f in files[:MAX_FILES_A_FOLDER] for text in calls)
 
 
 def visible(
@@ -151,9 +168,12 @@ def visible(
         out.update(_diag_items(diagnostics(), _results(view)) & set(items))
     if _FOLDERS_KEY in keys:
         calls = _calls(view)
-        nodes = wsmap.get("nodes") or {}
-        root = workspace_render.project_root(nodes, wsmap.get("cwd"))
-        out.update((k, v) for k, v in items if k == _FOLDERS_KEY and _folder_seen(v, root, calls))
+        by_folder, _ = _touched_by_folder(wsmap)
+        out.update(
+            (k, v)
+            for k, v in items
+            if k == _FOLDERS_KEY and _folder_seen(by_folder.get(v) or [], calls)
+        )
     return out
 
 

@@ -162,9 +162,12 @@ def test_same_view_same_block_and_the_client_request_untouched() -> None:
     assert one.messages == two.messages and view == before
 
 
-def test_a_folder_touched_is_in_view_where_a_call_names_a_path_in_it() -> None:
-    calls = ["cat /srv/app/pkg/core.py", "ls"]
-    assert seen._folder_seen("pkg", "/srv/app", calls)
-    assert not seen._folder_seen("docs", "/srv/app", calls)
-    assert seen._folder_seen(".", "/srv/app", calls)  # a path under the root
-    assert not seen._folder_seen(".", "/srv/app", ["ls", "cd /srv/app"])
+def test_a_folder_touched_is_in_view_where_a_call_names_a_file_touched_in_it() -> None:
+    paths = ("/srv/app/pkg/core.py", "/srv/app/setup.py", "/srv/app/docs/a.md")
+    nodes = {p: ["f", "r"] for p in paths}
+    by_folder, root = seen._touched_by_folder({"nodes": nodes, "cwd": "/srv/app"})
+    assert root == "/srv/app" and by_folder["."] == ["setup.py"]
+    calls = ["cd /srv/app && cat pkg/core.py", "python setup.py test"]
+    assert seen._folder_seen(by_folder["pkg"], calls)
+    assert seen._folder_seen(by_folder["."], calls)
+    assert not seen._folder_seen(by_folder["docs"], calls)  # docs/a.md: no call names it
