@@ -15,7 +15,8 @@ Only what the model can no longer see (design section 4): with the history intac
 warm, a working-set section repeats what is in front of the model and only adds uncached tokens.
 So "Working set" (and entities shown without a reference) is said only where the history was cut
 (the request prune compacted, when the prefix is re-billed anyway) or the cache is cold (the
-prompt is billed whole either way). A resolved reference is always said: its pointer line is
+prompt is billed whole either way), and then without the lines the model can still read in the
+forwarded messages (``seen``). A resolved reference is always said: its pointer line is
 new to the model. A block is redacted as it is rendered, so the bytes stored are the bytes
 forwarded, and a stored block is replayed as stored (never rendered or redacted again).
 """
