@@ -15,7 +15,8 @@ Only what the model can no longer see (design section 4): with the history intac
 warm, a working-set section repeats what is in front of the model and only adds uncached tokens.
 So "Working set" (and entities shown without a reference) is said only where the history was cut
 (the request prune compacted, when the prefix is re-billed anyway) or the cache is cold (the
-prompt is billed whole either way). A resolved reference is always said: its pointer line is
+prompt is billed whole either way), and then without the lines the model can still read in the
+forwarded messages (``seen``). A resolved reference is always said: its pointer line is
 new to the model. A block is redacted as it is rendered, so the bytes stored are the bytes
 forwarded, and a stored block is replayed as stored (never rendered or redacted again).
 """
@@ -29,7 +30,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rules.base import Context, Messages, RuleConfig, RuleResult
-from rules.context import overlay, replay, sticky, working_set
+from rules.context import overlay, replay, seen, sticky, working_set
 from rules.context.inject_text import (
     DELTA_HEADER,
     HEADER,
@@ -85,6 +86,11 @@ class Config(RuleConfig):
         description="`hidden`: the working set (and recent context with no reference) only where "
         "the model can no longer see it: the request a compaction cut the history, or a cold "
         "cache; `always`: whenever it changed",
+    )
+    say_visible: bool = Field(
+        default=False,
+        description="false: a working-set line the model can still read in the messages "
+        "forwarded with the block (its evidence not elided) is left out; true: said anyway",
     )
     max_blocks: int = Field(
         default=32,
@@ -300,6 +306,8 @@ class _Plan:
         now = _sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now
+        if said.ws and not cfg.say_visible:  # left out, yet known: ``shown`` takes ``now.ws``
+            said = Sections(said.recent, said.refs, seen.unseen(ctx, clean, said.ws))
         self.settled = said.empty()
         if self.settled:
             return

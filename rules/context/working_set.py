@@ -185,7 +185,7 @@ def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
     return {k: redact_text(v) if isinstance(v, str) else v for k, v in diagnostic.items()}
 
 
-def _task_text(message: Message, limit: int) -> str:
+def task_text(message: Message, limit: int) -> str:
     """A user turn as the ledger keeps it: redacted, then clipped. Only a prefix is redacted,
     with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more."""
     return _redacted_clip(_user_text(message)[: 4 * limit + 256], limit)
@@ -198,11 +198,11 @@ def _redacted_clip(text: str, limit: int) -> str:
 
 
 def _task_text_of(message: Message, limit: int, texts: dict[int, tuple[Any, Any]]) -> str:
-    """``_task_text``, kept by the very object (a tool loop's requests resend the same turn)."""
+    """``task_text``, kept by the very object (a tool loop's requests resend the same turn)."""
     hit = texts.get(id(message))
     if hit is not None and hit[0] is message and hit[1][0] == limit:
         return hit[1][1]  # type: ignore[no-any-return]
-    text = _task_text(message, limit)
+    text = task_text(message, limit)
     texts[id(message)] = (message, (limit, text))
     return text
 
@@ -332,16 +332,20 @@ def section_items(
     items.extend(("Changed files", path) for path in reversed(ledger.get("changed") or []))
     items.extend(("Latest writes", w["path"]) for w in reversed(ledger.get("writes") or []))
     diags = open_of(ledger)  # ``open_diagnostics``, or a request's memo of it
-    for d in diags[:8]:
-        where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
-        parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
-        items.append(("Open", " ".join(str(p) for p in parts)))
+    items.extend(("Open", open_item(d)) for d in diags[:8])
     if len(diags) > 8:
         items.append(("Open", f"… {len(diags) - 8} more"))
     target = _first_target(diags)
     if target:
         items.append(("Next repair target", target))
     return items
+
+
+def open_item(d: dict[str, Any]) -> str:
+    """The "Open" item of a diagnostic: its tool, place, code and message (clipped)."""
+    where = f"{d['file']}:{d['line']}" if d.get("file") and d.get("line") else d.get("file")
+    parts = [p for p in (d["tool"], where, d.get("code"), _clip(d["message"], 160)) if p]
+    return " ".join(str(p) for p in parts)
 
 
 GROUPED = ("Changed files", "Latest writes", "Folders touched")  # one line each, joined

@@ -31,10 +31,10 @@ from tests.proxy.protocols.test_anthropic_adapter import (
 )
 from tests.support.twin_engines import through_both, twin_engines
 
-# inject says the working set on every request that changes it, so most requests are rewritten
-# (at the tail) and the lifting's reuse is exercised on each
+# inject says the working set (every line, in view or not) on every request that changes it, so
+# most requests are rewritten (at the tail) and the lifting's reuse is exercised on each
 RULES = [
-    {"name": n, **({"working_set_when": "always"} if n == "inject" else {})}
+    {"name": n, **({"working_set_when": "always", "say_visible": True} if n == "inject" else {})}
     for n in default_rule_names()
 ]
 SETTINGS = {

@@ -187,7 +187,8 @@ def test_working_set_only_in_requests_long_enough_to_lose_it() -> None:
         assistant("e"),
         user("go on"),
     ]
-    assert "ship the release" in block_of(run(long, state=state).messages)
+    said = inject.Config(say_visible=True)  # the goal is in view: said only when asked to
+    assert "ship the release" in block_of(run(long, cfg=said, state=state).messages)
 
 
 def test_moves_show_where_from() -> None:

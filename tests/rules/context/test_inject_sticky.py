@@ -14,7 +14,7 @@ from tests.support.factories import assistant, ctx, result, shell, user
 
 # the working set said whenever it changes: what this file checks is how blocks are replayed and
 # added (when a block is worth adding is test_task_aware's)
-CFG = inject.Config(working_set_when="always")
+CFG = inject.Config(working_set_when="always", say_visible=True)  # the blocks' mechanics alone
 
 
 def ledger(changed: list[str], diags: list[dict[str, Any]] | None = None) -> dict[str, Any]:

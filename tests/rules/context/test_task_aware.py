@@ -17,11 +17,12 @@ from tests.support.factories import TOKENS, assistant, call, ctx, result, shell,
 NOW = 10_000.0
 LONG = [user("ship the release"), *[assistant(f"step {k}") for k in range(6)], user("go on")]
 GOAL = {"working_set": {"goal": "ship the release"}}
+SAY_ALL = inject.Config(say_visible=True)  # when a block goes, not which lines it leaves out
 
 
 def _inject(facts: CacheFacts, report: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     context = ctx(LONG, now=NOW, state=SessionState(GOAL), cache=facts, report=report or {})
-    return inject.apply(context, inject.Config()).messages
+    return inject.apply(context, SAY_ALL).messages
 
 
 def _has_block(messages: list[dict[str, Any]]) -> bool:
@@ -38,7 +39,9 @@ def test_working_set_only_where_the_model_cannot_see_it() -> None:
     warm_report = {"prune": {"compacted": False, "schedule": {"cache": "warm"}}}
     assert _inject(CacheFacts(last_at=NOW - 900), warm_report) == LONG  # prune's view wins
     always = ctx(LONG, now=NOW, state=SessionState(GOAL), cache=warm)
-    assert _has_block(inject.apply(always, inject.Config(working_set_when="always")).messages)
+    assert _has_block(
+        inject.apply(always, inject.Config(working_set_when="always", say_visible=True)).messages
+    )
 
 
 def test_a_block_is_stored_as_forwarded_and_never_redacted_again() -> None:
@@ -252,10 +255,10 @@ def test_a_warm_request_replays_the_block_and_says_nothing_of_the_working_set() 
     "closed" for not being said)."""
     first = inject.apply(
         ctx(LONG, now=NOW, state=SessionState(GOAL), cache=CacheFacts(last_at=0.0)),
-        inject.Config(),
+        SAY_ALL,
     )
     assert _has_block(first.messages)
     warm = CacheFacts(last_at=NOW)
-    second = inject.apply(ctx(LONG, now=NOW + 5, state=first.state, cache=warm), inject.Config())
+    second = inject.apply(ctx(LONG, now=NOW + 5, state=first.state, cache=warm), SAY_ALL)
     assert second.messages == first.messages
     assert "changed since" not in text_of(second.messages[-1]["content"])

@@ -224,7 +224,8 @@ def _hidden_request(state: SessionState | None = None, more: tuple[str, ...] = (
         messages += [assistant("read it"), user("and now?")]
     cold = CacheFacts(last_at=0.0, ttl_s=300.0)
     c = ctx(messages, now=10_000.0 * (1 + len(more)), cache=cold, state=state)
-    return apply_rules(c, (workspace_map, CFG), (inject, inject.Config()))
+    # the lines said whatever the view shows (``seen``'s tests judge which the model can read)
+    return apply_rules(c, (workspace_map, CFG), (inject, inject.Config(say_visible=True)))
 
 
 def test_inject_says_project_and_folders_where_the_history_is_hidden() -> None:
