@@ -54,6 +54,7 @@ class Method:
     threshold: str = "break_even"
     floor: float = 0.0
     risk: float | None = None  # ctxproxy: prune's ``bet_budget_share`` (``+riskN``: N/100)
+    guard: float | None = None  # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100)
 
 
 def parse_variant(name: str) -> Method:
@@ -63,10 +64,12 @@ def parse_variant(name: str) -> Method:
     (prune's ``restore_elided`` on: ``budget32k+restore``), ``+rand`` (prune's
     ``warm_threshold: randomised``; ``+randG``: with ``warm_threshold_floor`` G/100, as
     ``+rand50``) or ``+srand`` (``randomised_session``; ``+srandG`` likewise), ``+riskN``
-    (prune's ``bet_budget_share`` N/100: bets paid from winnings, ``+risk`` with a share of 0)."""
+    (prune's ``bet_budget_share`` N/100: bets paid from winnings, ``+risk`` with a share of 0),
+    ``+guardN`` (prune's ``warm_risk_share`` N/100: every warm cut paid from the risk budget)."""
     base, _, off = name.partition("-no-")
     flags = set()
-    while "+" in base and re.fullmatch(r"bet|restore|s?rand\d*|risk\d*", base.rpartition("+")[2]):
+    flag_pattern = r"bet|restore|s?rand\d*|risk\d*|guard\d*"
+    while "+" in base and re.fullmatch(flag_pattern, base.rpartition("+")[2]):
         base, _, flag = base.rpartition("+")
         flags.add(flag)
     drawn = {"threshold": "break_even", "floor": 0.0}
@@ -81,6 +84,10 @@ def parse_variant(name: str) -> Method:
     if len(risk) > 1:
         raise ValueError(f"variant {name!r}: more than one +risk")
     kw["risk"] = risk[0] if risk else None
+    guard = [int(f.removeprefix("guard") or 0) / 100 for f in flags if f.startswith("guard")]
+    if len(guard) > 1:
+        raise ValueError(f"variant {name!r}: more than one +guard")
+    kw["guard"] = guard[0] if guard else None
     rules_off = tuple(r for r in off.split("+") if r)
     if base == "direct":
         return Method(name, "direct")

@@ -98,11 +98,13 @@ def _pipeline(
     threshold: str = "break_even",
     floor: float = 0.0,
     risk: float | None = None,
+    guard: float | None = None,
 ) -> Pipeline:
     """The default rule list (minus ``rules_off``; with prune's ``bet_on_length`` on for
     ``bet``, its ``restore_elided`` for ``restore``, its ``warm_threshold`` and floor), as the
-    engine builds it (``risk``: its ``bet_budget_share``); one per process."""
-    key = (rules_off, bet, restore, threshold, floor, risk)
+    engine builds it (``risk``: its ``bet_budget_share``; ``guard``: its ``warm_risk_share``);
+    one per process."""
+    key = (rules_off, bet, restore, threshold, floor, risk, guard)
     pipeline = _PIPELINES.get(key)
     if pipeline is None:
         settings = Settings()
@@ -112,6 +114,8 @@ def _pipeline(
         }
         if risk is not None:
             update["bet_budget_share"] = risk
+        if guard is not None:
+            update["warm_risk_share"] = guard
         if threshold != "break_even":
             update.update(warm_threshold=threshold, warm_threshold_floor=floor)
         if update:

@@ -26,7 +26,8 @@ litellm does not know it, minus the output reserve). ``budget32k``: the same wit
 32,000. ``share50`` / ``share30``: a budget of 50% / 30% of the largest replayed request of that
 conversation (tiktoken, as ``bench.cost`` counts). ``mask10``: every request, tool results older
 than the last 10 become a one-line placeholder, no other rule. A ctxproxy configuration ending
-in ``+riskN``: with prune's ``bet_budget_share`` N/100 (``defaults+risk2``).
+in ``+riskN``: with prune's ``bet_budget_share`` N/100 (``defaults+risk2``); ``+guardN``: with
+its ``warm_risk_share`` N/100 (``defaults+guard2``).
 
 **Losses** are attributed to what elided the lost literal's source result in that configuration:
 ``drop`` (the result is not forwarded), else the latest ``report["pruning"]`` decision naming the
@@ -100,9 +101,16 @@ class Variant:
     budget: int | None = None  # ctxproxy: configured budget
     share: float | None = None  # ctxproxy: budget as this share of the largest request
     risk: float | None = None  # ctxproxy: prune's ``bet_budget_share`` (``+riskN``: N/100)
+    guard: float | None = None  # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100)
 
 
 def parse_variant(name: str) -> Variant:
+    base, plus, guard = name.partition("+guard")
+    if plus and (guard.isdigit() or not guard):
+        v = parse_variant(base)
+        if v.kind != "ctxproxy":
+            raise ValueError(f"{name!r}: +guard on a configuration without prune")
+        return Variant(name, v.kind, v.budget, v.share, v.risk, int(guard or 0) / 100)
     base, plus, risk = name.partition("+risk")
     if plus and (risk.isdigit() or not risk):
         v = parse_variant(base)
@@ -221,7 +229,7 @@ def _forward(lane: Lane, job: Job, model: str, prefix: list[Message], now: float
         window_room=default_window_room(model),
         cache=facts,
     )
-    outcome = _pipeline((), risk=v.risk).run(ctx)
+    outcome = _pipeline((), risk=v.risk, guard=v.guard).run(ctx)
     lane.state = redact_state(outcome.state, lane.state)
     lane.rule_errors += len(outcome.report.get("rule_errors") or [])
     prune = outcome.report.get("prune") or {}

@@ -60,12 +60,12 @@ def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
         steps: Sequence[schedule.Step], prefix_tokens: Sequence[int], total: int, room: int,
         floor: int, facts: Any, memory: schedule.Memory, state: str, loss: Any, min_gain: int,
         bet: bool = False, budget: int | None = None, hard_limit: int | None = None,
-        threshold: Any = None, risk: float | None = None,
+        threshold: Any = None, risk: float | None = None, guard: float | None = None,
     ) -> schedule.Choice:  # fmt: skip
         if total > schedule.trigger(room, budget, memory) or state == "cold":
             return original(
                 steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain,
-                bet, budget, hard_limit, threshold, risk,
+                bet, budget, hard_limit, threshold, risk, guard,
             )  # fmt: skip
         if memory.requests in wanted and steps:
             freed = sum(s.freed for s in steps)

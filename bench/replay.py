@@ -185,6 +185,7 @@ class Replay:
             method.threshold,
             method.floor,
             method.risk,
+            method.guard,
         )
         budget = self.budgets[method]
         for group in list(groups):

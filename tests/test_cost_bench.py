@@ -104,6 +104,11 @@ def test_variant_names() -> None:
     assert parse_variant("defaults+risk").risk == 0.0
     with pytest.raises(ValueError):
         parse_variant("defaults+risk2+risk5")
+    assert parse_variant("defaults").guard is None
+    guarded = parse_variant("defaults+guard2+risk5")
+    assert (guarded.guard, guarded.risk) == (0.02, 0.05)
+    with pytest.raises(ValueError):
+        parse_variant("defaults+guard1+guard2")
 
 
 def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:

@@ -203,3 +203,11 @@ def test_requests_over_the_budget_are_told_by_how_far() -> None:
     assert overshoot(Counter()) == (0.0, 0.0)
     row = kept_rows(Outcome(requests=4, tally={"share30": tally}), [parse_variant("share30")])[0]
     assert row["overshoot"] == {"median": 0.05, "max": 0.25}
+
+
+def test_a_guard_variant_sets_prune_s_warm_risk_share() -> None:
+    assert parse_variant("defaults+guard2").guard == 0.02
+    assert parse_variant("defaults+guard2").kind == "ctxproxy"
+    assert parse_variant("defaults").guard is None
+    with pytest.raises(ValueError):
+        parse_variant("nomask+guard2")

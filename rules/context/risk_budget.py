@@ -25,7 +25,20 @@ their price): the bets never bring the session's accounted saving against carryi
 (direct) below ``−ε`` of what it has been billed, beyond what break-even's own cuts risk. A
 session whose cuts have paid may spend their winnings on bets; one with none may lose at most
 ``ε`` of its bill. The bound is in the schedule's accounting (its estimates of busts, losses
-and the bill), not in the provider's invoice."""
+and the bill), not in the provider's invoice.
+
+**Every warm cut** (prune's ``warm_risk_share``, ``ε'``, off by default): the same ledger, and
+every cut under the budget with a warm cache (break-even's ``paid``, the deeper ``soon``, a free
+one, a bet) waits until ``P ≤ won + ε' × billed``. Then right after any cut ``won ≥ −ε' ×
+billed``, and between cuts neither term falls, so at every request, whatever the session's
+length, ``won ≥ −ε' × billed``: the schedule's accounting bills the session at most ``ε'`` of
+its bill more than never cutting (``bill ≤ direct / (1 − ε')``), with no term left for
+break-even's own cuts. A cold cut is charged nothing (the prompt is billed whole anyway); a
+compaction the budget forces is never held (it is the budget's, not a bet) and stops what
+earlier cuts freed from earning. Not charged: the block inject adds at a compaction (its size
+is inject's, known after prune; ``billed`` counts it once it is replayed) and the wire's weight
+beyond the rule's count in ``billed`` (the price already weighs the bust in the provider's
+tokens, ``provider_scale``): both make the bound the schedule's, not the invoice's."""
 
 from __future__ import annotations
 
@@ -55,6 +68,19 @@ def load(value: object) -> Ledger:
 
 def dump(ledger: Ledger) -> dict[str, float | int]:
     return {"won": round(ledger.won, 1), "won_rate": ledger.rate, "billed": round(ledger.billed, 1)}
+
+
+def allowances(
+    value: object, bet_share: float | None, cut_share: float | None
+) -> tuple[Ledger | None, float | None, float | None]:
+    """The session's ledger (kept in prune's memory ``value``; None when neither share is set)
+    and the risk budgets it allows now: bets' (``bet_share``) and every warm cut's
+    (``cut_share``), each None when its share is unset."""
+    if bet_share is None and cut_share is None:
+        return None, None, None
+    ledger = load(value)
+    bet = None if bet_share is None else allowance(ledger, bet_share)
+    return ledger, bet, None if cut_share is None else allowance(ledger, cut_share)
 
 
 def allowance(ledger: Ledger, share: float) -> float:

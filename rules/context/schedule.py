@@ -128,6 +128,7 @@ def choose(
     hard_limit: int | None = None,
     threshold: Callable[[int], float] | None = None,
     risk: float | None = None,
+    guard: float | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
     ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
@@ -135,7 +136,9 @@ def choose(
     ``hard_limit``: what the request may never pass (``Context.window_room``): no cut is held
     past it, nor without it. ``threshold``: warm, the share of its price a cut from message
     ``i`` on waits for (``warm_cut``; None: break-even). ``risk``: warm, the session's risk
-    budget, which bets on the estimate are guarded by (``risk_budget``; None: off)."""
+    budget, which bets on the estimate are guarded by (``risk_budget``; None: off); ``guard``:
+    warm, the session's risk budget every cut under the budget waits for (None: off). Neither
+    holds a compaction the budget forces."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -174,7 +177,7 @@ def choose(
         ceiling = warm_ceiling(room, budget, memory, total)
         return warm_cut.break_even(
             free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling,
-            threshold, risk,
+            threshold, risk, guard,
         )  # fmt: skip
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.

@@ -41,6 +41,7 @@ def break_even(
     ceiling: float | None = None,
     threshold: Callable[[int], float] | None = None,
     risk: float | None = None,
+    guard: float | None = None,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
     cost at least their bust plus their expected loss (``paid``), or (``bet``) once the
@@ -67,7 +68,10 @@ def break_even(
     waits for (``ski_draw``: a drawn one; None: the whole price), in ``paid``, ``soon`` and
     ``look_in`` alike; ``soon``'s guard stays on the whole price, so its bound holds whatever
     share is drawn. ``risk``: the session's risk budget (``risk_budget``): cuts on the estimate
-    are made as with ``bet``, guarded by it instead of ``payback.GUARD``."""
+    are made as with ``bet``, guarded by it instead of ``payback.GUARD``. ``guard``: the
+    session's risk budget every cut here waits for (``risk_budget``, prune's
+    ``warm_risk_share``): one whose whole price is above it qualifies for nothing (nor counts
+    toward the next look: it is looked at again at prune's regular cadence)."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
@@ -108,6 +112,8 @@ def break_even(
             why = payback.verdict(share, future, price, z, risk) if freed > 0 else None
             if recent or (ceiling is not None and after > ceiling):
                 why = None  # HEADROOM requests from the last compaction and the budget's next
+            held = guard is not None and price > guard  # its price does not fit the risk budget
+            why = None if held else why
             cut = _Cut(share + future - price, tuple(taken), bust, lost, why or "", share, freed,
                        price)  # fmt: skip
             if why == ("expected" if on_estimate else "paid") and (
@@ -116,7 +122,7 @@ def break_even(
                 best = cut
             if not on_estimate:
                 whole = (bust, lost)  # the deepest cut's, reported when none qualifies
-                if freed > 0:
+                if freed > 0 and not held:
                     due = min(due, carrying.due(share, freed, z * price, r))
                     if (
                         why != "paid"
@@ -129,6 +135,8 @@ def break_even(
         figures["ahead"] = round(ahead, 1)
     if risk is not None:
         figures["risk"] = round(risk, 1)
+    if guard is not None:
+        figures["guard"] = round(guard, 1)
     if best is None:
         bust, lost = whole if steps else (0.0, 0.0)
         figures.update(
@@ -153,7 +161,7 @@ def break_even(
         decision=best.why, expected_saving=round(saving), bust_cost=round(best.bust),
         expected_loss=round(best.lost), carried_left=round(left, 1),
     )  # fmt: skip
-    if risk is not None:  # what the session's ledger charges the cut
+    if risk is not None or guard is not None:  # what the session's ledger charges the cut
         figures.update(price=round(best.price, 1), freed=best.freed)
     return Choice(len(chosen), after, figures, chosen)
 
