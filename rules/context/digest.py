@@ -86,6 +86,11 @@ def names(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+def paths_in(text: str) -> list[str]:
+    """The paths ``text`` names, each without its line anchor (or pytest's ``::name``)."""
+    return [word.partition(":")[0] for kind, word in _scan(text) if kind == "path"]
+
+
 def sized(text: str) -> tuple[int, int]:
     """(items, characters) of a digest of ``text``: a twelfth of its length, between 12 items
     in 240 characters and 48 in 960 (a longer result showed more worth naming, and eliding it

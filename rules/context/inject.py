@@ -306,8 +306,13 @@ class _Plan:
         now = _sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now
-        if said.ws and not cfg.say_visible:  # left out, yet known: ``shown`` takes ``now.ws``
-            said = Sections(said.recent, said.refs, seen.unseen(ctx, clean, said.ws))
+        ws_now = now.ws
+        if said.ws and not cfg.say_visible:
+            unseen = seen.unseen(ctx, clean, said.ws)
+            if len(unseen) < len(said.ws):  # left out, not said: the next block judges it again
+                left_out = set(said.ws).difference(unseen)
+                ws_now = [i for i in now.ws if i not in left_out]
+            said = Sections(said.recent, said.refs, unseen)
         self.settled = said.empty()
         if self.settled:
             return
@@ -325,7 +330,7 @@ class _Plan:
         said_ws = ws_text(said.ws, is_delta, _ws_hint(ctx))
         self.stored = sticky.Stored(
             [*kept, sticky.Block(host, where, block, tokens)],
-            _shown_after(shown, said, now.ws, block, said_ws),
+            _shown_after(shown, said, ws_now, block, said_ws),
         )
         self.messages, self.block = out, block
         if ctx.budget is not None:

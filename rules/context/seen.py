@@ -7,20 +7,28 @@ Each item is judged by the evidence it states:
 
 - the goal and the latest instruction: a user turn of the view still reads as that text (the
   ledger's own clipping of it gives the same string: the turn is forwarded, not elided);
-- a changed file or a latest write: a call of the view that wrote that path (the call the
-  ledger learnt it from, or another write of it) is forwarded;
-- an open diagnostic: its message appears in a tool result forwarded whole (an elided, capped
-  or dropped result does not count: its placeholder only names what it showed);
+- a changed file or a latest write: a call of the view that wrote that path and did not fail
+  (the call the ledger learnt it from, or another write of it) is forwarded;
+- an open diagnostic: its message, with its code, appears in a forwarded whole result of the
+  very command that failed (an elided, capped or dropped result does not count: its placeholder
+  only names what it showed; the same text in a source file or another command's output is not
+  that failure);
 - the next repair target: the place of the first open diagnostic, readable where that is;
-- a folder touched: a forwarded call names a file the agent touched in it.
+- a folder touched: a forwarded call's arguments name a file the agent touched in it, by its
+  path from the root (or ``./`` and it) or its absolute path.
+
+A line left out is not recorded as said (``inject``): the next request that renders a block
+judges it again, so a line whose evidence the client itself cleared since is said then.
 
 Said whatever the view holds: plan items (their state is the sum of several updates), the
 project, git and bootstrap lines (the proxy's own reading of the workspace, which no message
 states), a closed diagnostic and "no repair target" (news of a change), and, outside this
 module, entity lines (shown with a reference, for resolving it) and resolved references.
 
-Pure and deterministic. Bounded: a few substring searches over at most ``MAX_SCAN_CHARS`` of the
-view's texts, no regex on client text, and only on a request that renders a block."""
+Pure and deterministic. Bounded, and only on a request that renders a block: at most
+``MAX_SCAN_CHARS`` of results (each diagnostic searched for in its own command's alone) and of
+call arguments (scanned once, linearly, into a set of the paths they name: a file is a lookup),
+and ``MAX_USER_TURNS`` user turns."""
 
 from __future__ import annotations
 
@@ -28,10 +36,10 @@ import posixpath
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rules.activity.observations import EXIT_MEMO, OBSERVATION_MEMO, observations
+from rules.activity.observations import EXIT_MEMO, OBSERVATION_MEMO, Observation, observations
 from rules.base import Context, Messages
-from rules.context import overlay, working_set
-from rules.messages import INJECT_OPEN, call_arguments_text, role, text_of, tool_calls
+from rules.context import digest, overlay, working_set
+from rules.messages import call_arguments_text, role, text_of, tool_calls
 from rules.redact import redact_text
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
@@ -48,41 +56,22 @@ _DIAG_KEYS = ("Open", "Next repair target")
 _FOLDERS_KEY = workspace_render.FOLDERS_KEY
 
 
-def _own_text(text: str) -> str:
-    """``text`` without a block ctxproxy appended to it."""
-    cut = text.find(INJECT_OPEN)
-    return text if cut < 0 else text[:cut]
-
-
-def _capped(texts: list[str]) -> list[str]:
-    out, total = [], 0
-    for text in texts:
-        if total >= MAX_SCAN_CHARS:
-            break
-        out.append(text[: MAX_SCAN_CHARS - total])
-        total += len(out[-1])
-    return out
-
-
-def _results(view: Messages) -> list[str]:
-    """Tool results forwarded whole, newest first."""
-    texts = [
-        text_of(m.get("content"))
-        for m in reversed(view)
-        if role(m) == "tool" and not overlay.is_rendered(m)
-    ]
-    return _capped(texts)
-
-
-def _calls(view: Messages) -> list[str]:
-    """The agent's turns as forwarded (its prose and its calls' arguments), newest first."""
-    texts = []
+def _named_paths(view: Messages) -> set[str]:
+    """The paths the agent's forwarded calls name in their arguments (not its prose), a line
+    anchor dropped; newest calls first, at most ``MAX_SCAN_CHARS`` of them. One linear scan of
+    each text (``digest.paths_in``, kept per text), then a set lookup a file."""
+    out: set[str] = set()
+    total = 0
     for m in reversed(view):
         if role(m) != "assistant":
             continue
-        texts.append(_own_text(text_of(m.get("content"))))
-        texts.extend(call_arguments_text(c) for c in tool_calls(m))
-    return _capped(texts)
+        for call in tool_calls(m):
+            if total >= MAX_SCAN_CHARS:
+                return out
+            text = call_arguments_text(call)[: MAX_SCAN_CHARS - total]
+            total += len(text)
+            out.update(digest.paths_in(text))
+    return out
 
 
 def _task_seen(view: Messages, values: set[str]) -> set[str]:
@@ -99,25 +88,59 @@ def _task_seen(view: Messages, values: set[str]) -> set[str]:
     return seen
 
 
-def _written(ctx: Context, view: Messages) -> set[str]:
-    """The paths the view's calls wrote, as the ledger records them (redacted)."""
+def _observed(ctx: Context, view: Messages) -> list[Observation]:
+    return observations(view, None, ctx.table(EXIT_MEMO), ctx.table(OBSERVATION_MEMO))
+
+
+def _written(ctx: Context, view: Messages, observed: list[Observation]) -> set[str]:
+    """The paths the view's calls wrote, as the ledger records them (redacted): a failed write
+    is no evidence of a change, as the ledger does not count it (``working_set._record``)."""
     paths: set[str] = set()
-    for obs in observations(view, None, ctx.table(EXIT_MEMO), ctx.table(OBSERVATION_MEMO)):
+    for obs in observed:
         action = obs.action
-        if action.kind == "write":
+        said_error = text_of(view[obs.result_index].get("content")).lstrip().lower()
+        if said_error.startswith("error"):
+            continue
+        if action.kind == "write" and not obs.failed and obs.exit_code in (None, 0):
             paths.update(action.writes or (action.target,))
         elif action.kind == "run":
             paths.update(action.writes)
     return {redact_text(p) for p in paths}
 
 
-def _diag_items(diags: list[dict[str, Any]], results: list[str]) -> set[tuple[str, str]]:
-    """The "Open" and "Next repair target" items whose diagnostic a forwarded result shows."""
+def _runs_shown(view: Messages, observed: list[Observation]) -> dict[str, list[str]]:
+    """Each command's results forwarded whole (elided, capped or dropped ones are not), newest
+    first, by the command as the ledger keys its runs (redacted)."""
+    out: dict[str, list[str]] = {}
+    total = 0
+    for obs in reversed(observed):
+        if obs.action.kind != "run" or total >= MAX_SCAN_CHARS:
+            continue
+        message = view[obs.result_index]
+        if overlay.is_rendered(message):
+            continue
+        text = text_of(message.get("content"))[: MAX_SCAN_CHARS - total]
+        total += len(text)
+        out.setdefault(redact_text(obs.action.target), []).append(text)
+    return out
+
+
+def _shows(d: dict[str, Any], texts: list[str]) -> bool:
+    """Whether one of ``texts`` (its own command's whole results) shows diagnostic ``d``: its
+    message, and its code (an exception's type) with it, as a failing run prints them."""
+    needle = str(d.get("message") or "")[:MAX_NEEDLE_CHARS]
+    code = str(d.get("code") or "")
+    return bool(needle) and any(needle in t and code in t for t in texts)
+
+
+def _diag_items(diags: list[dict[str, Any]], runs: Mapping[str, list[str]]) -> set[tuple[str, str]]:
+    """The "Open" and "Next repair target" items whose diagnostic a forwarded whole result of
+    the very command that failed shows (its text elsewhere, in a source file or another
+    command's output, is not that failure)."""
     seen: set[tuple[str, str]] = set()
     target_seen: bool | None = None
     for d in diags[:8]:
-        needle = str(d.get("message") or "")[:MAX_NEEDLE_CHARS]
-        shown = bool(needle) and any(needle in text for text in results)
+        shown = _shows(d, runs.get(str(d.get("command") or "")) or [])
         if shown:
             seen.add(("Open", working_set.open_item(d)))
         if target_seen is None and d.get("file") and d.get("line"):
@@ -141,10 +164,14 @@ def _touched_by_folder(wsmap: Mapping[str, Any]) -> tuple[dict[str, list[str]], 
     return by_folder, root
 
 
-def _folder_seen(files: list[str], calls: list[str]) -> bool:
-    """Whether a call names one of ``files`` (touched in a folder; relative to the root, which
-    an absolute path ends with too)."""
-    return any(f in text for f in files[:MAX_FILES_A_FOLDER] for text in calls)
+def _folder_seen(files: list[str], named: set[str], root: str) -> bool:
+    """Whether a call names one of ``files`` (touched in a folder, relative to the root) by that
+    path, as ``./`` and it, or by its absolute path: a file of the same name in another folder
+    is another file."""
+    return any(
+        f in named or "./" + f in named or posixpath.join(root, f) in named
+        for f in files[:MAX_FILES_A_FOLDER]
+    )
 
 
 def visible(
@@ -161,18 +188,21 @@ def visible(
     if keys & set(_TASK_KEYS):
         values = {v for k, v in items if k in _TASK_KEYS}
         out.update((k, v) for k, v in items if k in _TASK_KEYS and v in _task_seen(view, values))
+    observed: list[Observation] | None = None
     if keys & set(_PATH_KEYS):
-        written = _written(ctx, view)
+        observed = _observed(ctx, view)
+        written = _written(ctx, view, observed)
         out.update((k, v) for k, v in items if k in _PATH_KEYS and v in written)
     if keys & set(_DIAG_KEYS):
-        out.update(_diag_items(diagnostics(), _results(view)) & set(items))
+        observed = observed if observed is not None else _observed(ctx, view)
+        out.update(_diag_items(diagnostics(), _runs_shown(view, observed)) & set(items))
     if _FOLDERS_KEY in keys:
-        calls = _calls(view)
-        by_folder, _ = _touched_by_folder(wsmap)
+        named = _named_paths(view)
+        by_folder, root = _touched_by_folder(wsmap)
         out.update(
             (k, v)
             for k, v in items
-            if k == _FOLDERS_KEY and _folder_seen(by_folder.get(v) or [], calls)
+            if k == _FOLDERS_KEY and _folder_seen(by_folder.get(v) or [], named, root)
         )
     return out
 

@@ -124,13 +124,15 @@ def test_a_cold_cache_block_leaves_out_what_is_in_view() -> None:
     assert _run(history, ledger, cache=COLD).messages == history  # nothing hidden: no block
 
 
-def test_a_left_out_line_counts_as_said_and_a_later_delta_does_not_repeat_it() -> None:
+def test_a_left_out_line_is_judged_again_and_a_later_delta_says_it_only_once_hidden() -> None:
     history = _history()
     ledger = _ledger(history)
     first = _run(_elide(history, 6), ledger, cache=COLD)
     assert "src/a.py" not in _block(first.messages)
     shown = first.state.get(inject.sticky.NAMESPACE)["shown"]["ws"]
-    assert ["Goal", TASK] in shown and ["Changed files", "src/a.py"] in shown
+    assert ["Open", f"python src/parse.py:7 ValueError {MESSAGE}"] in shown  # said: recorded
+    # left out: not recorded as said, so the next block judges it against its own view
+    assert ["Goal", TASK] not in shown and ["Changed files", "src/a.py"] not in shown
     later = [
         *first.messages,
         assistant(None, call("w3", "write_file", path="src/c.py", content="z = 3\n")),
@@ -167,7 +169,14 @@ def test_a_folder_touched_is_in_view_where_a_call_names_a_file_touched_in_it() -
     nodes = {p: ["f", "r"] for p in paths}
     by_folder, root = seen._touched_by_folder({"nodes": nodes, "cwd": "/srv/app"})
     assert root == "/srv/app" and by_folder["."] == ["setup.py"]
-    calls = ["cd /srv/app && cat pkg/core.py", "python setup.py test"]
-    assert seen._folder_seen(by_folder["pkg"], calls)
-    assert seen._folder_seen(by_folder["."], calls)
-    assert not seen._folder_seen(by_folder["docs"], calls)  # docs/a.md: no call names it
+    view = [
+        user(TASK),
+        assistant(None, shell("c1", "cd /srv/app && cat pkg/core.py")),
+        result("c1", "x = 1"),
+        assistant(None, shell("c2", "python setup.py test")),
+        result("c2", "ok"),
+    ]
+    named = seen._named_paths(view)
+    assert seen._folder_seen(by_folder["pkg"], named, root)
+    assert seen._folder_seen(by_folder["."], named, root)
+    assert not seen._folder_seen(by_folder["docs"], named, root)  # docs/a.md: no call names it
