@@ -9,15 +9,15 @@ Each item is judged by the evidence it states:
   ledger's own clipping of it gives the same string: the turn is forwarded, not elided);
 - a changed file or a latest write: a call of the view that wrote that path and did not fail
   (the call the ledger learnt it from, or another write of it) is forwarded;
-- an open diagnostic: its message, with its code, appears in a forwarded whole result of the
-  very command that failed (an elided, capped or dropped result does not count: its placeholder
-  only names what it showed; the same text in a source file or another command's output is not
-  that failure);
+- an open diagnostic: its message, with its code, appears in the result of the very run the
+  ledger took it from (its call id), forwarded whole (an elided, capped or dropped result does
+  not count: its placeholder only names what it showed; the same text in a source file, another
+  command's output or an older run of the same command is not that failure);
 - the next repair target: the place of the first open diagnostic, readable where that is;
 - a folder touched: a forwarded call's arguments name a file the agent touched in it, by its
   path from the root (or ``./`` and it) or its absolute path.
 
-A line left out is not recorded as said (``inject``): the next request that renders a block
+A line left out is not recorded as said (``inject``): the next request whose history is hidden
 judges it again, so a line whose evidence the client itself cleared since is said then.
 
 Said whatever the view holds: plan items (their state is the sum of several updates), the
@@ -25,18 +25,21 @@ project, git and bootstrap lines (the proxy's own reading of the workspace, whic
 states), a closed diagnostic and "no repair target" (news of a change), and, outside this
 module, entity lines (shown with a reference, for resolving it) and resolved references.
 
-Pure and deterministic. Bounded, and only on a request that renders a block: at most
-``MAX_SCAN_CHARS`` of results (each diagnostic searched for in its own command's alone) and of
-call arguments (scanned once, linearly, into a set of the paths they name: a file is a lookup),
-and ``MAX_USER_TURNS`` user turns."""
+Pure and deterministic. Bounded, and only on a request whose history is hidden while a line is
+to be judged: the start of each writing call's result, at most ``MAX_SCAN_CHARS`` of the failing
+runs' results and of call arguments (scanned once, linearly, into a set of the paths they name:
+a file is a lookup), ``MAX_USER_TURNS`` user turns, and the view's calls classified (kept per
+message across requests)."""
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any
 
 from rules.activity.observations import EXIT_MEMO, OBSERVATION_MEMO, Observation, observations
+from rules.activity.storable import stored_id
 from rules.base import Context, Messages
 from rules.context import digest, overlay, working_set
 from rules.messages import call_arguments_text, role, text_of, tool_calls
@@ -94,12 +97,15 @@ def _observed(ctx: Context, view: Messages) -> list[Observation]:
 
 def _written(ctx: Context, view: Messages, observed: list[Observation]) -> set[str]:
     """The paths the view's calls wrote, as the ledger records them (redacted): a failed write
-    is no evidence of a change, as the ledger does not count it (``working_set._record``)."""
+    is no evidence of a change, as the ledger does not count it (``working_set._record``).
+    Only a writing call's result is read, and only its start."""
     paths: set[str] = set()
     for obs in observed:
         action = obs.action
-        said_error = text_of(view[obs.result_index].get("content")).lstrip().lower()
-        if said_error.startswith("error"):
+        if action.kind != "write" and not (action.kind == "run" and action.writes):
+            continue
+        head = text_of(view[obs.result_index].get("content"))[:256].lstrip()[:5]
+        if head.lower() == "error":
             continue
         if action.kind == "write" and not obs.failed and obs.exit_code in (None, 0):
             paths.update(action.writes or (action.target,))
@@ -108,20 +114,29 @@ def _written(ctx: Context, view: Messages, observed: list[Observation]) -> set[s
     return {redact_text(p) for p in paths}
 
 
-def _runs_shown(view: Messages, observed: list[Observation]) -> dict[str, list[str]]:
-    """Each command's results forwarded whole (elided, capped or dropped ones are not), newest
-    first, by the command as the ledger keys its runs (redacted)."""
+def _failing_runs_shown(
+    view: Messages, observed: list[Observation], runs: Mapping[str, Any]
+) -> dict[str, list[str]]:
+    """By command (as the ledger keys its runs), the result of the very run the ledger took
+    its diagnostics from (its stored call id), when the view forwards it whole: an older run
+    of the same command is not that failure, and an elided, capped or dropped one shows only
+    what its placeholder names."""
+    wanted = {
+        str(run.get("call_id")): command
+        for command, run in runs.items()
+        if isinstance(run, Mapping) and run.get("call_id")
+    }
     out: dict[str, list[str]] = {}
     total = 0
-    for obs in reversed(observed):
-        if obs.action.kind != "run" or total >= MAX_SCAN_CHARS:
+    for obs in observed:
+        command = wanted.get(stored_id(obs.call_id)) if obs.action.kind == "run" else None
+        if command is None or total >= MAX_SCAN_CHARS:
             continue
         message = view[obs.result_index]
-        if overlay.is_rendered(message):
-            continue
-        text = text_of(message.get("content"))[: MAX_SCAN_CHARS - total]
-        total += len(text)
-        out.setdefault(redact_text(obs.action.target), []).append(text)
+        if not overlay.is_rendered(message):
+            text = text_of(message.get("content"))[: MAX_SCAN_CHARS - total]
+            total += len(text)
+            out[command] = [text]
     return out
 
 
@@ -180,6 +195,7 @@ def visible(
     items: list[tuple[str, str]],
     diagnostics: Callable[[], list[dict[str, Any]]],
     wsmap: Mapping[str, Any],
+    runs: Mapping[str, Any],
 ) -> set[tuple[str, str]]:
     """Those of ``items`` (working-set items a block would say) the model can still read in
     ``view``. ``diagnostics``: the ledger's open diagnostics, asked only when an item is one."""
@@ -195,7 +211,8 @@ def visible(
         out.update((k, v) for k, v in items if k in _PATH_KEYS and v in written)
     if keys & set(_DIAG_KEYS):
         observed = observed if observed is not None else _observed(ctx, view)
-        out.update(_diag_items(diagnostics(), _runs_shown(view, observed)) & set(items))
+        shown = _failing_runs_shown(view, observed, runs)
+        out.update(_diag_items(diagnostics(), shown) & set(items))
     if _FOLDERS_KEY in keys:
         named = _named_paths(view)
         by_folder, root = _touched_by_folder(wsmap)
@@ -214,5 +231,7 @@ def unseen(ctx: Context, view: Messages, items: list[tuple[str, str]]) -> list[t
         return items
     ledger = ctx.state.get(working_set.NAMESPACE) or {}
     wsmap = ctx.state.get(workspace_map.NAMESPACE) or {}
-    shown = visible(ctx, view, items, lambda: working_set.diagnostics_of(ctx, ledger), wsmap)
+    runs = ledger.get("runs") or {}
+    diagnostics = partial(working_set.diagnostics_of, ctx, ledger)
+    shown = visible(ctx, view, items, diagnostics, wsmap, runs)
     return [i for i in items if i not in shown] if shown else items

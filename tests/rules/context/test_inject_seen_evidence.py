@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from rules.base import SessionState
-from rules.context import inject, seen, working_set
+from rules.context import seen, working_set
 from tests.rules.context.test_inject_seen import (
     COLD,
     COMPACTED,
@@ -147,10 +147,52 @@ def test_a_left_out_line_whose_evidence_the_client_cleared_is_said_again() -> No
     ledger2 = {**ledger, "plan": [{"text": "fix parse", "status": "completed"}]}
     again = _run(cleared, ledger2, cache=COLD, state=first.state.to_json())
     text = "\n".join(str(m.get("content")) for m in again.messages)
-    say = inject.Config(say_visible=True)  # control: with every line said it is still there
-    first_all = _run(history, ledger, cache=COLD, cfg=say)
-    tail = cleared[len(first.messages) :]
-    cleared_all = [*first_all.messages[:2], cleared[2], *first_all.messages[3:], *tail]
-    again_all = _run(cleared_all, ledger2, cache=COLD, state=first_all.state.to_json(), cfg=say)
-    assert message in "\n".join(str(m.get("content")) for m in again_all.messages)
     assert message in text, _block(again.messages)  # nowhere in the request: the model lost it
+
+
+# the run the ledger took a diagnostic from, not an older run of the same command
+CMD = "python -m pytest tests/test_parse.py"
+MSG = "empty input is not allowed here"
+
+
+def _tb(line: int) -> str:
+    where = f'  File "src/parse.py", line {line}, in parse\n'
+    return f"Traceback (most recent call last):\n{where}    raise ValueError\nValueError: {MSG}\n"
+
+
+def test_target_moved_by_an_edit_is_said_when_the_new_run_is_elided() -> None:
+    history = [
+        user(TASK),
+        assistant(None, shell("t1", CMD)),
+        result("t1", _fail(_tb(7))),  # whole, in view: line 7
+        assistant(None, call("w1", "write_file", path="src/parse.py", content="# moved\n" * 5)),
+        result("w1", "wrote src/parse.py"),
+        assistant(None, shell("t2", CMD)),
+        result("t2", _fail(_tb(12) + "x\n" * 3000)),  # the same failure, now at line 12
+        assistant("still failing"),
+        user("go on"),
+    ]
+    ledger = _ledger_of(history)
+    view = _elide(history, 6)  # the newer (large) run elided, the older stays whole
+    block = _block(_run(view, ledger, COMPACTED).messages)
+    # nowhere in the view does line 12 appear: the target must be said
+    assert "Next repair target: src/parse.py:12" in block, block
+
+
+def test_failure_back_after_a_pass_is_said_when_its_run_is_elided() -> None:
+    history = [
+        user(TASK),
+        assistant(None, shell("t1", CMD)),
+        result("t1", _fail(_tb(7))),
+        assistant(None, shell("t2", CMD)),
+        result("t2", "<returncode>0</returncode>\n<output>\n1 passed\n</output>"),
+        assistant(None, shell("t3", CMD)),
+        result("t3", _fail(_tb(7) + "x\n" * 3000)),
+        assistant("hm"),
+        user("go on"),
+    ]
+    ledger = _ledger_of(history)
+    assert ledger["runs"], ledger
+    view = _elide(history, 6)  # the model reads: failed, then passed; the newest failure elided
+    block = _block(_run(view, ledger, COMPACTED).messages)
+    assert MSG in block, block
