@@ -116,7 +116,7 @@ def parse_variant(name: str) -> Variant:
         v = parse_variant(base)
         if v.kind != "ctxproxy":
             raise ValueError(f"{name!r}: +risk on a configuration without prune")
-        return Variant(name, v.kind, v.budget, v.share, int(risk or 0) / 100)
+        return Variant(name, v.kind, v.budget, v.share, int(risk or 0) / 100, v.guard)
     if name in ("nomask", "defaults"):
         return Variant(name, "ctxproxy" if name == "defaults" else "nomask")
     if name.startswith("budget"):

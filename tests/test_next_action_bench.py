@@ -211,3 +211,9 @@ def test_a_guard_variant_sets_prune_s_warm_risk_share() -> None:
     assert parse_variant("defaults").guard is None
     with pytest.raises(ValueError):
         parse_variant("nomask+guard2")
+
+
+def test_a_guard_and_a_risk_share_are_both_kept_in_either_order() -> None:
+    for name in ("defaults+guard2+risk5", "defaults+risk5+guard2"):
+        v = parse_variant(name)
+        assert (v.guard, v.risk) == (0.02, 0.05), name
