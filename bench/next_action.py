@@ -13,21 +13,19 @@ recent tool result holding it) and age (assistant turns since that result).
 **The replay.** ``--limit`` conversations spread evenly over the corpus (0: all), the first
 ``--max-requests`` requests of each (``tests/support/traces.request_prefixes``; 0: all). Every
 configuration replays them one by one with its session state carried between requests, at an
-every-turn cadence with a warm cache: a clock advancing uniform(2, 10) s per request (seeded per
-conversation by ``--seed`` and its id), no idle gaps. Each configuration has its emulated prefix
-cache (``bench/cache_emulator.py``: TTL 300 s, 1,024-token minimum, the model's tiktoken
-encoding); before each request ``Context.cache`` holds ``--read-ratio`` and the emulated
+every-turn cadence, warm: a clock advancing uniform(2, 10) s per request (seeded by ``--seed``
+and the conversation's id). Each configuration has its emulated prefix cache (TTL 300 s,
+1,024-token minimum, the model's tiktoken encoding); before each request ``Context.cache`` holds ``--read-ratio`` and the emulated
 upstream's answer to the previous one, as a real upstream would report it. A literal copied by
 the call at index k is checked against the request forwarded for ``messages[:k]``.
 
 **Configurations.** ``nomask``: the request unmodified (every literal kept: a check of the
 rule). ``defaults``: the engine's default rules and budget (the model's window, gpt-4o's when
 litellm does not know it, minus the output reserve). ``budget32k``: the same with a budget of
-32,000. ``share50`` / ``share30``: a budget of 50% / 30% of the largest replayed request of that
-conversation (tiktoken, as ``bench.cost`` counts). ``mask10``: every request, tool results older
-than the last 10 become a one-line placeholder, no other rule. A ctxproxy configuration ending
-in ``+riskN``: with prune's ``bet_budget_share`` N/100 (``defaults+risk2``); ``+guardN``: with
-its ``warm_risk_share`` N/100 (``defaults+guard2``).
+32,000. ``share50`` / ``share30``: 50% / 30% of the largest replayed request of that conversation
+(tiktoken, as ``bench.cost`` counts). ``mask10``: tool results older than the last 10 become a
+one-line placeholder, no other rule. ``+riskN`` / ``+guardN`` after a ctxproxy configuration:
+prune's ``bet_budget_share`` / ``warm_risk_share`` N/100 (``defaults+guard2+risk5``).
 
 **Losses** are attributed to what elided the lost literal's source result in that configuration:
 ``drop`` (the result is not forwarded), else the latest ``report["pruning"]`` decision naming the
@@ -63,7 +61,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -105,18 +103,13 @@ class Variant:
 
 
 def parse_variant(name: str) -> Variant:
-    base, plus, guard = name.partition("+guard")
-    if plus and (guard.isdigit() or not guard):
+    base, plus, flag = name.rpartition("+")
+    kind = flag.rstrip("0123456789")
+    if plus and kind in ("guard", "risk"):  # the last flag; the ones before it, recursively
         v = parse_variant(base)
         if v.kind != "ctxproxy":
-            raise ValueError(f"{name!r}: +guard on a configuration without prune")
-        return Variant(name, v.kind, v.budget, v.share, v.risk, int(guard or 0) / 100)
-    base, plus, risk = name.partition("+risk")
-    if plus and (risk.isdigit() or not risk):
-        v = parse_variant(base)
-        if v.kind != "ctxproxy":
-            raise ValueError(f"{name!r}: +risk on a configuration without prune")
-        return Variant(name, v.kind, v.budget, v.share, int(risk or 0) / 100, v.guard)
+            raise ValueError(f"{name!r}: +{kind} on a configuration without prune")
+        return replace(v, name=name, **{kind: int(flag.removeprefix(kind) or 0) / 100})
     if name in ("nomask", "defaults"):
         return Variant(name, "ctxproxy" if name == "defaults" else "nomask")
     if name.startswith("budget"):
