@@ -15,9 +15,10 @@ recent tool result holding it) and age (assistant turns since that result).
 configuration replays them one by one with its session state carried between requests, at an
 every-turn cadence, warm: a clock advancing uniform(2, 10) s per request (seeded by ``--seed``
 and the conversation's id). Each configuration has its emulated prefix cache (TTL 300 s,
-1,024-token minimum, the model's tiktoken encoding); before each request ``Context.cache`` holds ``--read-ratio`` and the emulated
-upstream's answer to the previous one, as a real upstream would report it. A literal copied by
-the call at index k is checked against the request forwarded for ``messages[:k]``.
+1,024-token minimum, the model's tiktoken encoding); before each request ``Context.cache`` holds
+``--read-ratio`` and the emulated upstream's answer to the previous one, as a real upstream would
+report it. A literal copied by the call at index k is checked against the request forwarded for
+``messages[:k]``.
 
 **Configurations.** ``nomask``: the request unmodified (every literal kept: a check of the
 rule). ``defaults``: the engine's default rules and budget (the model's window, gpt-4o's when
