@@ -95,28 +95,20 @@ def _observed(ctx: Context, view: Messages) -> list[Observation]:
     return observations(view, None, ctx.table(EXIT_MEMO), ctx.table(OBSERVATION_MEMO))
 
 
-def _written(ctx: Context, view: Messages, observed: list[Observation]) -> set[str]:
-    """The paths the view's calls wrote, as the ledger records them (redacted): a failed write
-    is no evidence of a change, as the ledger does not count it (``working_set._record``).
-    Only a writing call's result is read, and only its start."""
+def _written(view: Messages, observed: list[Observation]) -> set[str]:
+    """The paths the view's calls wrote, as the ledger counts them (redacted): a failed write
+    is no evidence of a change (``working_set.written_paths``)."""
     paths: set[str] = set()
     for obs in observed:
-        action = obs.action
-        if action.kind != "write" and not (action.kind == "run" and action.writes):
-            continue
-        head = text_of(view[obs.result_index].get("content"))[:256].lstrip()[:5]
-        if head.lower() == "error":
-            continue
-        if action.kind == "write" and not obs.failed and obs.exit_code in (None, 0):
-            paths.update(action.writes or (action.target,))
-        elif action.kind == "run":
-            paths.update(action.writes)
+        if obs.action.kind in ("write", "run"):
+            text = text_of(view[obs.result_index].get("content"))
+            paths.update(working_set.written_paths(obs, text))
     return {redact_text(p) for p in paths}
 
 
 def _failing_runs_shown(
     view: Messages, observed: list[Observation], runs: Mapping[str, Any]
-) -> dict[str, list[str]]:
+) -> dict[str, str]:
     """By command (as the ledger keys its runs), the result of the very run the ledger took
     its diagnostics from (its stored call id), when the view forwards it whole: an older run
     of the same command is not that failure, and an elided, capped or dropped one shows only
@@ -126,7 +118,7 @@ def _failing_runs_shown(
         for command, run in runs.items()
         if isinstance(run, Mapping) and run.get("call_id")
     }
-    out: dict[str, list[str]] = {}
+    out: dict[str, str] = {}
     total = 0
     for obs in observed:
         command = wanted.get(stored_id(obs.call_id)) if obs.action.kind == "run" else None
@@ -136,26 +128,25 @@ def _failing_runs_shown(
         if not overlay.is_rendered(message):
             text = text_of(message.get("content"))[: MAX_SCAN_CHARS - total]
             total += len(text)
-            out[command] = [text]
+            out[command] = text
     return out
 
 
-def _shows(d: dict[str, Any], texts: list[str]) -> bool:
-    """Whether one of ``texts`` (its own command's whole results) shows diagnostic ``d``: its
-    message, and its code (an exception's type) with it, as a failing run prints them."""
+def _shows(d: dict[str, Any], text: str) -> bool:
+    """Whether ``text`` (the failing run's whole result) shows diagnostic ``d``: its message,
+    and its code (an exception's type) with it, as a failing run prints them."""
     needle = str(d.get("message") or "")[:MAX_NEEDLE_CHARS]
-    code = str(d.get("code") or "")
-    return bool(needle) and any(needle in t and code in t for t in texts)
+    return bool(needle) and needle in text and str(d.get("code") or "") in text
 
 
-def _diag_items(diags: list[dict[str, Any]], runs: Mapping[str, list[str]]) -> set[tuple[str, str]]:
+def _diag_items(diags: list[dict[str, Any]], runs: Mapping[str, str]) -> set[tuple[str, str]]:
     """The "Open" and "Next repair target" items whose diagnostic a forwarded whole result of
     the very command that failed shows (its text elsewhere, in a source file or another
     command's output, is not that failure)."""
     seen: set[tuple[str, str]] = set()
     target_seen: bool | None = None
     for d in diags[:8]:
-        shown = _shows(d, runs.get(str(d.get("command") or "")) or [])
+        shown = _shows(d, runs.get(str(d.get("command") or ""), ""))
         if shown:
             seen.add(("Open", working_set.open_item(d)))
         if target_seen is None and d.get("file") and d.get("line"):
@@ -207,7 +198,7 @@ def visible(
     observed: list[Observation] | None = None
     if keys & set(_PATH_KEYS):
         observed = _observed(ctx, view)
-        written = _written(ctx, view, observed)
+        written = _written(view, observed)
         out.update((k, v) for k, v in items if k in _PATH_KEYS and v in written)
     if keys & set(_DIAG_KEYS):
         observed = observed if observed is not None else _observed(ctx, view)

@@ -147,6 +147,18 @@ def _record_writes(
         ledger["writes"] = [*writes, entry][-3:]
 
 
+def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
+    """The paths a call wrote, as the ledger counts them: none when its result starts with
+    "error", nor for a write that failed (``is_error``, an apply_patch without success, an exit
+    code); a run that wrote (``cat <<EOF``, ``| tee``) did, whatever its exit code."""
+    kind, said_error = obs.action.kind, result_text[:256].lstrip()[:5].lower() == "error"
+    if kind == "run" and not said_error:
+        return obs.action.writes
+    if kind != "write" or said_error or obs.failed or obs.exit_code not in (None, 0):
+        return ()
+    return obs.action.writes or (obs.action.target,)
+
+
 def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:
     action = obs.action
     result_text = text_of(messages[obs.result_index].get("content"))
@@ -154,19 +166,9 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     if action.kind == "plan":
         call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
         _update_plan(ledger, call_arguments_text(call))
-    elif action.kind == "write":
-        failed = (
-            obs.failed  # is_error, or an apply_patch without success
-            or obs.exit_code not in (None, 0)
-            or result_text.lstrip().lower().startswith("error")
-        )
-        if not failed:
-            _record_writes(ledger, action.writes or (action.target,), obs, cfg)
-    elif action.kind == "run":
-        # A run that also wrote (a heredoc then ``python t.py``, ``pytest | tee log``): its
-        # files were written whatever the run's own exit code says.
-        if action.writes and not result_text.lstrip().lower().startswith("error"):
-            _record_writes(ledger, action.writes, obs, cfg)
+        return
+    _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote
+    if action.kind == "run":
         outcome = diagnostics.parse(result_text, obs.exit_code)
         command = redact_text(action.target)
         runs = {k: v for k, v in ledger.get("runs", {}).items() if k != command}
