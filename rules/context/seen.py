@@ -194,6 +194,20 @@ def _project_seen(wsmap: Mapping[str, Any], named: set[str]) -> bool:
     return bool(paths) and all(_named_file(p, named, root) for p in paths)
 
 
+def calls_in_view(ctx: Context, view: Messages) -> set[str]:
+    """The calls (stored ids) forwarded in ``view`` with their results whole: an entity line
+    (``inject_text.recent_lines``) whose action one of them took is in front of the model."""
+    return _forwarded_whole(view, _observed(ctx, view))
+
+
+def _forwarded_whole(view: Messages, observed: list[Observation]) -> set[str]:
+    return {
+        stored_id(obs.call_id)
+        for obs in observed
+        if not overlay.is_rendered(view[obs.result_index])
+    }
+
+
 def _git_seen(view: Messages, observed: list[Observation], git: Mapping[str, Any]) -> bool:
     """Whether the calls the map took the "Git" line's facts from (the branch's, the dirty
     files' or a clean tree's) are forwarded with their results whole: a placeholder names no
@@ -205,12 +219,7 @@ def _git_seen(view: Messages, observed: list[Observation], git: Mapping[str, Any
         wanted.add(str(git.get("dirty_call") or ""))
     if not wanted or "" in wanted:
         return False  # a fact with no call known (a map stored before calls were)
-    shown = {
-        stored_id(obs.call_id)
-        for obs in observed
-        if not overlay.is_rendered(view[obs.result_index])
-    }
-    return wanted <= shown
+    return wanted <= _forwarded_whole(view, observed)
 
 
 def visible(

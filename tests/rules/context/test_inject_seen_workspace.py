@@ -1,7 +1,9 @@
-"""The workspace map's "Project" and "Git" lines are judged by their evidence like the ledger's
-lines (``seen``): "Git" is left out while the very ``git status`` the map took it from is
-forwarded whole, "Project" while a forwarded call names its manifest. Each case has its control:
-the line said once that evidence is elided, dropped or another call's."""
+"""The workspace map's "Project" and "Git" lines and the entity lines of "Recent context" are
+judged by their evidence like the ledger's lines (``seen``): "Git" is left out while the very
+``git status`` the map took it from is forwarded whole, "Project" while a forwarded call names
+its manifest, an entity line while the call that took its action is forwarded whole. Each case
+has its control: the line said once that evidence is elided, dropped or another call's, or with
+``say_visible``."""
 
 from __future__ import annotations
 
@@ -10,8 +12,10 @@ from typing import Any
 from rules.base import SessionState
 from rules.context import inject, working_set
 from rules.workspace import workspace_map
+from tests.rules.context.test_inject import FILE, FOLDER, REF, block_of
+from tests.rules.context.test_inject import run as run_refs
 from tests.rules.context.test_inject_seen import COMPACTED, NOW, _block, _elide, _run
-from tests.support.factories import assistant, call, ctx, result, user
+from tests.support.factories import assistant, call, ctx, result, shell, user
 
 ROOT = "/home/u/app"
 LISTING = "- /home/u/app/\n  - pyproject.toml\n  - src/\n    - app/\n      - main.py\n"
@@ -88,3 +92,33 @@ def test_project_line_is_said_when_no_forwarded_call_names_its_manifest() -> Non
     # a listing shows pyproject.toml, but no call of the view names it
     history = _history(cat_manifest=False)
     assert "Project: python (pyproject.toml) in /home/u/app" in _said(history, history)
+
+
+def test_an_entity_line_whose_call_is_forwarded_whole_is_left_out() -> None:
+    # the folder was created by call c1, forwarded with its result; the file's call c2 is not
+    msgs = [
+        user("make a folder"),
+        assistant(None, shell("c1", "mkdir ~/Desktop/123")),
+        result("c1", ""),
+        assistant("done"),
+        user("删除刚创建的文件夹"),
+    ]
+    block = block_of(run_refs(msgs, [FOLDER, FILE], [REF]).messages)
+    assert "- modified file /w/a.py" in block  # its call is not in view: said
+    assert "created folder ~/Desktop/123" not in block.split("Resolved references")[0]
+    assert '"刚创建的文件夹" means the folder ~/Desktop/123 (created)' in block  # always said
+    said = run_refs(msgs, [FOLDER, FILE], [REF], inject.Config(say_visible=True))
+    assert "- modified file /w/a.py\n- created folder ~/Desktop/123" in block_of(said.messages)
+
+
+def test_an_entity_line_whose_result_is_elided_is_said() -> None:
+    msgs = [
+        user("make a folder"),
+        assistant(None, shell("c1", "mkdir ~/Desktop/123")),
+        result("c1", "created"),
+        assistant("done"),
+        user("删除刚创建的文件夹"),
+    ]
+    view = _elide(msgs, 2)
+    block = block_of(run_refs(view, [FOLDER, FILE], [REF]).messages)
+    assert "- modified file /w/a.py\n- created folder ~/Desktop/123" in block
