@@ -63,6 +63,24 @@ class Stored:
         }
 
 
+def tokens_from(value: Any, anchors: Sequence[str]) -> list[int] | None:
+    """``out[i]``: the tokens of the stored blocks placed on message ``i`` of ``anchors`` or
+    after it (one more entry: 0), which a compaction from message ``i`` on takes out of the
+    prompt (inject collapses them); None when no block is stored."""
+    blocks = Stored.load(value).blocks
+    if not blocks:
+        return None
+    index = {a: i for i, a in enumerate(anchors)}
+    out = [0] * (len(anchors) + 1)
+    for b in blocks:
+        i = index.get(b.at)
+        if i is not None:
+            out[i] += b.tokens
+    for i in range(len(anchors) - 1, -1, -1):
+        out[i] += out[i + 1]
+    return out
+
+
 def stored_tokens(value: Any) -> int:
     """Tokens of the blocks replayed on every request (prune counts them against the budget)."""
     tokens = value.get("tokens") if isinstance(value, dict) else None
