@@ -26,8 +26,9 @@ judges it again, so a line whose evidence the client itself cleared since is sai
 
 Said whatever the view holds: plan items (their state is the sum of several updates), the
 bootstrap lines (the proxy's own reading of the workspace, which no message states), a closed
-diagnostic and "no repair target" (news of a change), and, outside this module, entity lines
-(shown with a reference, for resolving it) and resolved references.
+diagnostic and "no repair target" (news of a change), and, outside this module, resolved
+references. An entity line shown with a reference is left out by ``inject_text.recent_lines``
+while its call is one of ``calls_in_view``.
 
 Pure and deterministic. Bounded, and only on a request whose history is hidden while a line is
 to be judged: the start of each writing call's result, at most ``MAX_SCAN_CHARS`` of the failing
