@@ -315,7 +315,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
             risk=risk, guard=guard,
-            collapsed=sticky.tokens_from(ctx.state.get(sticky.NAMESPACE), anchors),
+            collapsed=sticky.tokens_from(ctx, anchors) if steps and state == "warm" else None,
             threshold=ski_draw.thresholds(
                 cfg.warm_threshold, cfg.warm_threshold_floor, ctx.session_id, anchors
             ),

@@ -7,8 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from rules.base import SessionState
 from rules.context import schedule, sticky
 from tests.rules.context.test_warm_cut import FACTS, PREFIX
+from tests.support.factories import ctx, user
 
 BLOCKS = 300  # tokens of stored blocks, counted in the request's total as prune counts them
 TOTAL = PREFIX[-1] + BLOCKS
@@ -46,14 +48,15 @@ def test_a_cut_pays_once_carrying_covers_the_price_without_the_blocks() -> None:
     assert _choose(between, _hosted_at(9))["decision"] == "paid"
 
 
+def _stored(*blocks: tuple[str, int]) -> Any:
+    """A context whose state holds inject's blocks, as ``sticky.Stored`` saves them."""
+    stored = sticky.Stored([sticky.Block(at, "append", f"b{at}", n) for at, n in blocks])
+    return ctx([user("x")], state=SessionState({sticky.NAMESPACE: stored.to_json()}))
+
+
 def test_tokens_from_sums_the_blocks_placed_on_each_message_or_after() -> None:
-    value = {
-        "blocks": [
-            {"at": "a1", "where": "append", "text": "x", "tokens": 40},
-            {"at": "a3", "where": "message", "text": "y", "tokens": 60},
-            {"at": "gone", "where": "append", "text": "z", "tokens": 500},  # host not here
-        ]
-    }
-    assert sticky.tokens_from(value, ["a0", "a1", "a2", "a3"]) == [100, 100, 60, 60, 0]
-    assert sticky.tokens_from({"blocks": []}, ["a0"]) is None
-    assert sticky.tokens_from(None, ["a0"]) is None
+    anchors = ["a0", "a1", "a2", "a3"]
+    context = _stored(("a1", 40), ("a3", 60), ("gone", 500))  # "gone": its host is not here
+    assert sticky.tokens_from(context, anchors) == [100, 100, 60, 60, 0]
+    assert sticky.tokens_from(_stored(), anchors) is None  # no block stored
+    assert sticky.tokens_from(ctx([user("x")]), anchors) is None
