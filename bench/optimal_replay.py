@@ -61,11 +61,12 @@ def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
         floor: int, facts: Any, memory: schedule.Memory, state: str, loss: Any, min_gain: int,
         bet: bool = False, budget: int | None = None, hard_limit: int | None = None,
         threshold: Any = None, risk: float | None = None, guard: float | None = None,
+        collapsed: Sequence[int] | None = None,
     ) -> schedule.Choice:  # fmt: skip
         if total > schedule.trigger(room, budget, memory) or state == "cold":
             return original(
                 steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain,
-                bet, budget, hard_limit, threshold, risk, guard,
+                bet, budget, hard_limit, threshold, risk, guard, collapsed,
             )  # fmt: skip
         if memory.requests in wanted and steps:
             freed = sum(s.freed for s in steps)

@@ -224,7 +224,9 @@ def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) ->
         events = entity_cache.fresh(
             ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
         )
-        recent = recent_lines(events, cfg.max_entities)
+        # an entity line whose call the model can still read is left out, as the working set's
+        in_view = seen.calls_in_view(ctx, messages) if events and not cfg.say_visible else set()
+        recent = recent_lines(events, cfg.max_entities, in_view)
     # the workspace picture a proxy read at the session's start: new to the model, said once,
     # from the session's second request (the first user message is never altered)
     wsmap = ctx.state.get(workspace_map.NAMESPACE) or {}

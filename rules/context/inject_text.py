@@ -4,6 +4,7 @@ in the history (a delta), and the block itself, capped to a token limit. Pure fu
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,14 +42,19 @@ def _entity_line(e: Mapping[str, Any]) -> str:
     return line
 
 
-def recent_lines(events: Sequence[Mapping[str, Any]], limit: int) -> list[str]:
-    """Newest first, one line per path (its latest action)."""
-    lines, paths = [], set()
+def recent_lines(
+    events: Sequence[Mapping[str, Any]], limit: int, in_view: AbstractSet[str] = frozenset()
+) -> list[str]:
+    """Newest first, one line per path (its latest action), of the newest ``limit`` paths;
+    less those whose latest action's call (``call_id``) is one of ``in_view``."""
+    lines: list[str] = []
+    paths: set[Any] = set()
     for e in entity_cache.query(events):
-        if e["path"] not in paths:
+        if e["path"] not in paths and len(paths) < limit:
             paths.add(e["path"])
-            lines.append(_entity_line(e))
-    return lines[:limit]
+            if not e.get("call_id") or e.get("call_id") not in in_view:
+                lines.append(_entity_line(e))
+    return lines
 
 
 def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -310,13 +310,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             )  # fmt: skip
             reclaimable = sum(s.freed for s in steps if s.stage != "drop")
             look = (sum(c for c, _ in stale.values()), reclaimable)
+        anchors = run.anchors if isinstance(run, Run) else []
         choice = schedule.choose(
             steps, prefix, total, room, target, ctx.cache, memory, state, cfg.loss_weights,
             min_gain, bet=cfg.bet_on_length, budget=budget, hard_limit=ctx.window_room,
             risk=risk, guard=guard,
+            collapsed=sticky.tokens_from(ctx, anchors) if steps and state == "warm" else None,
             threshold=ski_draw.thresholds(
-                cfg.warm_threshold, cfg.warm_threshold_floor, ctx.session_id,
-                run.anchors if isinstance(run, Run) else [],
+                cfg.warm_threshold, cfg.warm_threshold_floor, ctx.session_id, anchors
             ),
         )  # fmt: skip
         info["schedule"] = {"why": why, **choice.figures}  # type: ignore[typeddict-item]

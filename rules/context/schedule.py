@@ -129,6 +129,7 @@ def choose(
     threshold: Callable[[int], float] | None = None,
     risk: float | None = None,
     guard: float | None = None,
+    collapsed: Sequence[int] | None = None,
 ) -> Choice:
     """How many of ``steps`` to take. ``prefix_tokens[i]``: tokens before message ``i``.
     ``bet``: under the budget, warm, also the cuts the session's expected length pays for.
@@ -138,7 +139,8 @@ def choose(
     ``i`` on waits for (``warm_cut``; None: break-even). ``risk``: warm, the session's risk
     budget, which bets on the estimate are guarded by (``risk_budget``; None: off); ``guard``:
     warm, the session's risk budget every cut under the budget waits for (None: off). Neither
-    holds a compaction the budget forces."""
+    holds a compaction the budget forces. ``collapsed[i]``: warm, the tokens of inject's stored
+    blocks a cut from message ``i`` on takes out of the prompt (``sticky.tokens_from``)."""
     r = facts.read_ratio
     w, h, g = _outlook(facts, memory, total)
     # Unknown (no earlier request seen): the prompt may be cached all the same, as far as we
@@ -177,7 +179,7 @@ def choose(
         ceiling = warm_ceiling(room, budget, memory, total)
         return warm_cut.break_even(
             free, prefix_tokens, total, cached0, facts, memory, loss, figures, bet, ceiling,
-            threshold, risk, guard,
+            threshold, risk, guard, collapsed,
         )  # fmt: skip
     # Over the budget: room for HEADROOM requests of growth (not below the floor), so the
     # session does not come back over the budget on the next request.

@@ -15,15 +15,20 @@ Each item is judged by the evidence it states:
   command's output or an older run of the same command is not that failure);
 - the next repair target: the place of the first open diagnostic, readable where that is;
 - a folder touched: a forwarded call's arguments name a file the agent touched in it, by its
-  path from the root (or ``./`` and it) or its absolute path.
+  path from the root (or ``./`` and it) or its absolute path;
+- the project: a forwarded call's arguments name each manifest the line names, as a folder's
+  file is named;
+- git: the calls the map took the line's facts from (``git status``, ``git branch``: the
+  branch's, the dirty files'), by call id, forwarded with their results whole.
 
 A line left out is not recorded as said (``inject``): the next request whose history is hidden
 judges it again, so a line whose evidence the client itself cleared since is said then.
 
 Said whatever the view holds: plan items (their state is the sum of several updates), the
-project, git and bootstrap lines (the proxy's own reading of the workspace, which no message
-states), a closed diagnostic and "no repair target" (news of a change), and, outside this
-module, entity lines (shown with a reference, for resolving it) and resolved references.
+bootstrap lines (the proxy's own reading of the workspace, which no message states), a closed
+diagnostic and "no repair target" (news of a change), and, outside this module, resolved
+references. An entity line shown with a reference is left out by ``inject_text.recent_lines``
+while its call is one of ``calls_in_view``.
 
 Pure and deterministic. Bounded, and only on a request whose history is hidden while a line is
 to be judged: the start of each writing call's result, at most ``MAX_SCAN_CHARS`` of the failing
@@ -57,6 +62,7 @@ _TASK_KEYS = ("Goal", "Latest instruction")
 _PATH_KEYS = ("Changed files", "Latest writes")
 _DIAG_KEYS = ("Open", "Next repair target")
 _FOLDERS_KEY = workspace_render.FOLDERS_KEY
+_PROJECT_KEY, _GIT_KEY = "Project", "Git"
 
 
 def _named_paths(view: Messages) -> set[str]:
@@ -170,14 +176,51 @@ def _touched_by_folder(wsmap: Mapping[str, Any]) -> tuple[dict[str, list[str]], 
     return by_folder, root
 
 
+def _named_file(f: str, named: set[str], root: str) -> bool:
+    """Whether a call names ``f`` (relative to the root) by that path, as ``./`` and it, or by
+    its absolute path: a file of the same name in another folder is another file."""
+    return f in named or "./" + f in named or posixpath.join(root, f) in named
+
+
 def _folder_seen(files: list[str], named: set[str], root: str) -> bool:
-    """Whether a call names one of ``files`` (touched in a folder, relative to the root) by that
-    path, as ``./`` and it, or by its absolute path: a file of the same name in another folder
-    is another file."""
-    return any(
-        f in named or "./" + f in named or posixpath.join(root, f) in named
-        for f in files[:MAX_FILES_A_FOLDER]
-    )
+    """Whether a call names one of ``files`` (touched in a folder, relative to the root)."""
+    return any(_named_file(f, named, root) for f in files[:MAX_FILES_A_FOLDER])
+
+
+def _project_seen(wsmap: Mapping[str, Any], named: set[str]) -> bool:
+    """Whether a call names every manifest the "Project" line names (``render.manifests``)."""
+    nodes = wsmap.get("nodes") or {}
+    root = workspace_render.project_root(nodes, wsmap.get("cwd"))
+    paths = workspace_render.manifests(nodes, root)
+    return bool(paths) and all(_named_file(p, named, root) for p in paths)
+
+
+def calls_in_view(ctx: Context, view: Messages) -> set[str]:
+    """The calls (stored ids) forwarded in ``view`` with their results whole: an entity line
+    (``inject_text.recent_lines``) whose action one of them took is in front of the model."""
+    return _forwarded_whole(view, _observed(ctx, view))
+
+
+def _forwarded_whole(view: Messages, observed: list[Observation]) -> set[str]:
+    return {
+        stored_id(obs.call_id)
+        for obs in observed
+        if not overlay.is_rendered(view[obs.result_index])
+    }
+
+
+def _git_seen(view: Messages, observed: list[Observation], git: Mapping[str, Any]) -> bool:
+    """Whether the calls the map took the "Git" line's facts from (the branch's, the dirty
+    files' or a clean tree's) are forwarded with their results whole: a placeholder names no
+    branch, and another ``git status`` is another state of the tree."""
+    wanted = set()
+    if git.get("branch"):
+        wanted.add(str(git.get("branch_call") or ""))
+    if "dirty" in git:
+        wanted.add(str(git.get("dirty_call") or ""))
+    if not wanted or "" in wanted:
+        return False  # a fact with no call known (a map stored before calls were)
+    return wanted <= _forwarded_whole(view, observed)
 
 
 def visible(
@@ -204,14 +247,20 @@ def visible(
         observed = observed if observed is not None else _observed(ctx, view)
         shown = _failing_runs_shown(view, observed, runs)
         out.update(_diag_items(diagnostics(), shown) & set(items))
+    named = _named_paths(view) if keys & {_FOLDERS_KEY, _PROJECT_KEY} else set()
     if _FOLDERS_KEY in keys:
-        named = _named_paths(view)
         by_folder, root = _touched_by_folder(wsmap)
         out.update(
             (k, v)
             for k, v in items
             if k == _FOLDERS_KEY and _folder_seen(by_folder.get(v) or [], named, root)
         )
+    if _PROJECT_KEY in keys and _project_seen(wsmap, named):
+        out.update(i for i in items if i[0] == _PROJECT_KEY)
+    if _GIT_KEY in keys:
+        observed = observed if observed is not None else _observed(ctx, view)
+        if _git_seen(view, observed, wsmap.get("git") or {}):
+            out.update(i for i in items if i[0] == _GIT_KEY)
     return out
 
 

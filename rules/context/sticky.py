@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from rules.base import ListMemo, Message, RenderMemo, content_hash
+from rules.base import Context, ListMemo, Message, RenderMemo, content_hash
+from rules.context import overlay
 from rules.context.inject_text import Sections
 from rules.messages import INJECT_CLOSE, append_text, role, shared_prefix, text_of, with_content
 
@@ -61,6 +62,24 @@ class Stored:
             "shown": self.shown.to_json(),
             "tokens": sum(b.tokens for b in self.blocks),  # read by prune: they count
         }
+
+
+def tokens_from(ctx: Context, anchors: list[str]) -> list[int] | None:
+    """``out[i]``: the tokens of the stored blocks (``ctx.state``) placed on message ``i`` of
+    ``anchors`` or after it (one more entry: 0), which a compaction from message ``i`` on takes
+    out of the prompt (inject collapses them); None when no block is stored."""
+    value = ctx.state.get(NAMESPACE)
+    if not stored_tokens(value):
+        return None
+    index = overlay.anchor_index(ctx, anchors)  # prune's own, once per request
+    out = [0] * (len(anchors) + 1)
+    for b in Stored.load(value).blocks:
+        i = index.get(b.at)
+        if i is not None:
+            out[i] += b.tokens
+    for i in range(len(anchors) - 1, -1, -1):
+        out[i] += out[i + 1]
+    return out
 
 
 def stored_tokens(value: Any) -> int:

@@ -42,6 +42,7 @@ def break_even(
     threshold: Callable[[int], float] | None = None,
     risk: float | None = None,
     guard: float | None = None,
+    collapsed: Sequence[int] | None = None,
 ) -> Choice:
     """Warm, under the budget: the steps from some message on, once carrying what they free has
     cost at least their bust plus their expected loss (``paid``), or (``bet``) once the
@@ -71,8 +72,12 @@ def break_even(
     are made as with ``bet``, guarded by it instead of ``payback.GUARD``. ``guard``: the
     session's risk budget every cut here waits for (``risk_budget``, prune's
     ``warm_risk_share``): one whose whole price is above it qualifies for nothing (nor counts
-    toward the next look: it is looked at again at prune's regular cadence)."""
+    toward the next look: it is looked at again at prune's regular cadence). ``collapsed[i]``:
+    the tokens of inject's stored blocks placed on message ``i`` or after it, which inject
+    collapses when the compaction's first edit is at or before them: the cut takes them out of
+    the prompt, so they are not re-billed (the whole block inject then adds is not priced)."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
+    gone: Sequence[int] = collapsed or ()
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens
@@ -101,7 +106,8 @@ def break_even(
             if n < len(order) and steps[order[n]].first == step.first:
                 continue  # steps on one message go together
             cached = cached_after(first, prefix_tokens, cached0, facts)
-            after = total - freed
+            # inject's blocks placed from ``first`` on leave with the cut: not re-billed
+            after = total - freed - (gone[first] if first < len(gone) else 0)
             # the bust: what this request costs compacted, beyond what it costs as it is
             # (reported in the rule's tokens, as every figure; weighed in the provider's)
             bust = max((after - cached) * w + cached * r - ((total - cached0) * w + cached0 * r), 0)

@@ -142,12 +142,15 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
         for fact in facts.facts:
             _apply_fact(nodes, fact, at)
         cwd = facts.cwd if facts.cwd is None or len(facts.cwd) <= MAX_PATH_CHARS else None
+        # the call each fact came from: its result, forwarded whole, shows the model the same
+        # (``seen``)
         if facts.branch is not None:
             git["branch"] = redact_text(facts.branch)[:200]
-            git["at"] = at
+            git["at"], git["branch_call"] = at, stored_id(call_id(call))
         if facts.dirty is not None:
             dirty = [[c, p] for c, p in facts.dirty if _kept(p)]
             git["dirty"], git["at"] = dirty[:MAX_DIRTY], at
+            git["dirty_call"] = stored_id(call_id(call))
     evicted += tree.bound(nodes, cfg.max_entries)
     out: dict[str, Any] = {**before, "nodes": nodes, "cwd": cwd, "seen": seen[-SEEN_WINDOW:]}
     out["max_folders"] = cfg.max_folders  # read by render.section_items (inject's section)
