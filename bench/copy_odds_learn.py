@@ -123,7 +123,7 @@ def evaluate(pack: dict[str, Any], cells: Counter[Sample]) -> dict[str, float]:
         ranked.append((_predict(pack, full) / max(chars, 1), n, copied))
     out = {k: v / max(n_all, 1) for k, v in scores.items()}
     ranked.sort(key=lambda x: -x[0])
-    top, kept, positives = n_all / 10, 0.0, sum(n for *_, c in ranked if c)
+    top, kept, positives = n_all / 10, 0.0, sum(n for _, n, copied in ranked if copied)
     seen = 0.0
     for _, n, copied in ranked:
         if seen >= top:
@@ -157,7 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         for k, v in scores.items():
             print(f"  {k}: {v:.4f}" if k != "samples" else f"  samples: {int(v):,}")
     print("\nper feature, fitting half (P copied later, samples):")
-    for fields in (("kind", "fresh"), ("kind", "size"), ("age",), ("used",)):
+    marginals = (
+        ("kind", "fresh"), ("kind", "size"), ("age",), ("used",), ("kind", "does"), ("new",),
+    )  # fmt: skip
+    for fields in marginals:
         marg = fit_marginal(halves[True], fields)
         for k, (n, h) in sorted(marg.items()):
             print(f"  {k}: {h / max(n, 1):.3f} of {n:,}")

@@ -11,7 +11,7 @@ from rules.context import copy_odds
 
 def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "-") -> str:
     values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
-    return copy_odds.key(values)
+    return copy_odds.key(values | {"does": "-", "new": "5+"})
 
 
 def _cells() -> Counter[learn.Sample]:
