@@ -38,7 +38,7 @@ FIELDS = ("kind", "fresh", "size", "age", "used", "does", "new")
 # effect is smallest go first. Each level that knows a read's freshness with what a run does and
 # the new names, then the kind, freshness and new names alone (a read's freshness matters more
 # than its age), then the levels without them.
-_LEVELS = (
+BASE_LEVELS = (
     ("kind", "fresh", "size", "age", "used"),
     ("kind", "fresh", "size", "age"),
     ("kind", "fresh", "age", "used"),
@@ -47,9 +47,9 @@ _LEVELS = (
     ("age",),
 )
 BACKOFF = (
-    *((*level, "does", "new") for level in _LEVELS[:4]),
+    *((*level, "does", "new") for level in BASE_LEVELS[:4]),
     ("kind", "fresh", "new"),
-    *_LEVELS,
+    *BASE_LEVELS,
 )
 DEFAULT = 0.05  # no pack at all
 
