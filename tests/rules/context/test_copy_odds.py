@@ -104,3 +104,23 @@ def test_the_shipped_packs_hold_what_their_readers_take() -> None:
     payback._survival.cache_clear()
     lengths, sums = payback._survival()
     assert lengths and all(n > 0 for n in lengths) and len(sums) == len(lengths) + 1
+
+
+def test_a_result_whose_names_came_back_later_is_less_likely_copied_from() -> None:
+    """The same search output, its names shown again by a later run or not: the first is the
+    likelier elided (a literal is copied from the latest result that shows it)."""
+    hits = "\n".join(f"src/mod_{i}.py:{i}: def handler_{i}(request):" for i in range(30))
+
+    def odds_of_the_search(later_output: str) -> float:
+        messages = [
+            user("Find the handlers"),
+            assistant(None, shell("g", "grep -rn 'def handler_' src")),
+            result("g", hits),
+            assistant(None, shell("p", "python -m pytest -q tests")),
+            result("p", later_output),
+        ]
+        obs = observations(messages)
+        return need.judge(messages, obs, [obs[0].result_index])[obs[0].result_index].odds
+
+    shown_again = hits.replace(": def", ": FAILED def")  # every name of the search, again
+    assert odds_of_the_search(shown_again) < odds_of_the_search("30 passed in 0.4s") / 10
