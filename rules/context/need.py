@@ -41,7 +41,8 @@ class Need:
     why: str  # "" when not needed
     reuse: float  # the probability that a later call copies from it
     # the probability by the features ``copy_odds`` weighs (a read unchanged since, the
-    # result's size, its age, a later use): what a forced compaction elides by
+    # result's size, its age, a later use, what a run does, the names no later result shows):
+    # what a forced compaction elides by
     odds: float = 0.0
     features: tuple[tuple[str, str], ...] = ()
 
