@@ -215,17 +215,18 @@ def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) ->
     working set stays as the blocks last said it (``shown``): nothing about it is new to say."""
     refs: list[Reference] = list(ctx.report.get("references") or [])
     hidden = cfg.working_set_when == "always" or history_hidden(ctx) is not None
-    referred = any(r.get("entity") or r.get("abstained") == "ambiguous" for r in refs)
+    ambiguous = any(r.get("abstained") == "ambiguous" for r in refs)
+    referred = ambiguous or any(r.get("entity") for r in refs)
     show_recent = (cfg.recent_context == "always" and hidden) or (
         cfg.recent_context == "on_reference" and referred
     )
     recent: list[str] = []
     if show_recent:
-        events = entity_cache.fresh(
-            ctx.state.get(entity_cache.NAMESPACE) or [], ctx.now, cfg.ttl_seconds
-        )
-        # an entity line whose call the model can still read is left out, as the working set's
-        in_view = seen.calls_in_view(ctx, messages) if events and not cfg.say_visible else set()
+        stored = ctx.state.get(entity_cache.NAMESPACE) or []
+        events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+        # lines whose call the model still reads are left out (not for an ambiguous reference)
+        look = events and not (cfg.say_visible or ambiguous)
+        in_view = seen.calls_in_view(ctx, messages) if look else set()
         recent = recent_lines(events, cfg.max_entities, in_view)
     # the workspace picture a proxy read at the session's start: new to the model, said once,
     # from the session's second request (the first user message is never altered)

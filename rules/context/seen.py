@@ -209,18 +209,34 @@ def _forwarded_whole(view: Messages, observed: list[Observation]) -> set[str]:
     }
 
 
+# the start of a git call's result searched for the line's facts (git status is short)
+_MAX_GIT_CHARS = 200_000
+
+
 def _git_seen(view: Messages, observed: list[Observation], git: Mapping[str, Any]) -> bool:
     """Whether the calls the map took the "Git" line's facts from (the branch's, the dirty
-    files' or a clean tree's) are forwarded with their results whole: a placeholder names no
-    branch, and another ``git status`` is another state of the tree."""
-    wanted = set()
+    files' or a clean tree's) are forwarded with results whole that still show those facts (the
+    branch, each dirty file's name, "clean"): a placeholder, prune's or the client's own, names
+    none of them, and another ``git status`` is another state of the tree."""
+    wanted: dict[str, list[str]] = {}  # call → the words its result shows
     if git.get("branch"):
-        wanted.add(str(git.get("branch_call") or ""))
+        wanted.setdefault(str(git.get("branch_call") or ""), []).append(str(git["branch"]))
     if "dirty" in git:
-        wanted.add(str(git.get("dirty_call") or ""))
+        names = [posixpath.basename(str(p).rstrip("/")) for _, p in git.get("dirty") or []]
+        wanted.setdefault(str(git.get("dirty_call") or ""), []).extend(names or ["clean"])
     if not wanted or "" in wanted:
         return False  # a fact with no call known (a map stored before calls were)
-    return wanted <= _forwarded_whole(view, observed)
+    results = {
+        stored_id(obs.call_id): view[obs.result_index]
+        for obs in observed
+        if not overlay.is_rendered(view[obs.result_index])
+    }
+    for call, words in wanted.items():
+        result = results.get(call)
+        text = text_of(result.get("content"))[:_MAX_GIT_CHARS] if result is not None else ""
+        if not text or not all(w in text for w in words):
+            return False
+    return True
 
 
 def visible(

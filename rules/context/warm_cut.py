@@ -78,6 +78,10 @@ def break_even(
     the prompt, so they are not re-billed (the whole block inject then adds is not priced)."""
     r, w = facts.read_ratio, max(facts.write_ratio, facts.read_ratio)
     gone: Sequence[int] = collapsed or ()
+    if gone:  # the blocks before a message stay in its cached prefix
+        prefix_tokens = [
+            p + gone[0] - (gone[i] if i < len(gone) else 0) for i, p in enumerate(prefix_tokens)
+        ]
     own = bool(steps) and all(s.carried is not None for s in steps)
     carried = sum(s.carried or 0.0 for s in steps) if own else memory.carried_now(r)
     scale = provider_scale(facts, memory)  # the bust in the provider's tokens

@@ -12,7 +12,7 @@ from typing import Any
 from rules.base import SessionState
 from rules.context import inject, working_set
 from rules.workspace import workspace_map
-from tests.rules.context.test_inject import FILE, FOLDER, REF, block_of
+from tests.rules.context.test_inject import FILE, FOLDER, REF, block_of, ev
 from tests.rules.context.test_inject import run as run_refs
 from tests.rules.context.test_inject_seen import COMPACTED, NOW, _block, _elide, _run
 from tests.support.factories import assistant, call, ctx, result, shell, user
@@ -122,3 +122,38 @@ def test_an_entity_line_whose_result_is_elided_is_said() -> None:
     view = _elide(msgs, 2)
     block = block_of(run_refs(view, [FOLDER, FILE], [REF]).messages)
     assert "- modified file /w/a.py\n- created folder ~/Desktop/123" in block
+
+
+def test_a_git_line_is_said_when_the_client_cleared_its_status_in_place() -> None:
+    """An agent's own context editing replaces an old result with a placeholder (Claude Code's
+    "[Old tool result content cleared]"): the call is still forwarded, its facts are not."""
+    history = _history()
+    i = _index(history, "t4")
+    view = list(history)
+    view[i] = {**history[i], "content": "[Old tool result content cleared]"}
+    assert "Git:" in _said(view, history)
+    assert "Git:" not in _said(list(history), history)  # control: the status forwarded whole
+
+
+def test_an_ambiguous_reference_keeps_every_candidate_in_recent_context() -> None:
+    """No reference line is written for it: "Recent context (newest first)" is what the model
+    chooses by, so the newest folder stays listed though its call is in view."""
+    ambiguous = {
+        "mention": "it", "entity": None, "confidence": 0.5, "chain": [], "abstained": "ambiguous",
+    }  # fmt: skip
+    msgs = [
+        user("make two folders"),
+        assistant(None, shell("c1", "mkdir ~/Desktop/old")),
+        result("c1", "created ~/Desktop/old"),
+        assistant(None, shell("c2", "mkdir ~/Desktop/new")),
+        result("c2", ""),
+        assistant("done"),
+        user("delete it"),
+    ]
+    msgs = _elide(msgs, 2)  # the older mkdir's result elided, the newer one's in view
+    old = ev("~/Desktop/old", "folder", "create", 1)
+    new = ev("~/Desktop/new", "folder", "create", 2)
+    assert "~/Desktop/new" in block_of(run_refs(msgs, [old, new], [ambiguous]).messages)
+    resolved = {**ambiguous, "abstained": None, "entity": "~/Desktop/old"}
+    control = block_of(run_refs(msgs, [old, new], [resolved]).messages)
+    assert "created folder ~/Desktop/new" not in control  # resolved: the call in view is left out

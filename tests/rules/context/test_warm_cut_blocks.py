@@ -36,7 +36,9 @@ def test_blocks_after_the_first_edit_are_not_rebilled() -> None:
     plain = _choose(0.0, None)["bust_cost"]
     assert _choose(0.0, _hosted_at(9))["bust_cost"] == plain - BLOCKS  # they leave with the cut
     assert _choose(0.0, _hosted_at(8))["bust_cost"] == plain - BLOCKS  # on the edited message
-    assert _choose(0.0, _hosted_at(7))["bust_cost"] == plain  # before the edit: still cached
+    # before the edit: still cached, read at the cache's price where the plain count re-bills
+    kept = BLOCKS * (max(FACTS.write_ratio, FACTS.read_ratio) - FACTS.read_ratio)
+    assert _choose(0.0, _hosted_at(7))["bust_cost"] == round(plain - kept)
 
 
 def test_a_cut_pays_once_carrying_covers_the_price_without_the_blocks() -> None:
@@ -60,3 +62,19 @@ def test_tokens_from_sums_the_blocks_placed_on_each_message_or_after() -> None:
     assert sticky.tokens_from(context, anchors) == [100, 100, 60, 60, 0]
     assert sticky.tokens_from(_stored(), anchors) is None  # no block stored
     assert sticky.tokens_from(ctx([user("x")]), anchors) is None
+
+
+def test_blocks_before_the_first_edit_add_nothing_to_the_bust() -> None:
+    """They stay in the cached prefix: the bust is that of the same request without them."""
+    step = schedule.Step("mask", 900, 8, (8,), carried=0.0)
+
+    def bust(total: int, collapsed: Sequence[int] | None) -> Any:
+        memory = schedule.Memory(requests=20, last_tokens=total)
+        choice = schedule.choose(
+            [step], PREFIX, total, 200_000, 150_000, FACTS, memory, "warm", {"mask": 1.0}, 0,
+            collapsed=collapsed,
+        )  # fmt: skip
+        return choice.figures["bust_cost"]
+
+    on_three = [BLOCKS if k <= 3 else 0 for k in range(len(PREFIX))]
+    assert bust(PREFIX[-1] + BLOCKS, on_three) == bust(PREFIX[-1], None)
