@@ -24,13 +24,13 @@ forwarded, and a stored block is replayed as stored (never rendered or redacted 
 from __future__ import annotations
 
 import operator
-from functools import partial
 from typing import Any, Literal
 
 from pydantic import Field
 
 from rules.base import Context, Messages, RuleConfig, RuleResult
 from rules.context import overlay, replay, seen, sticky, working_set
+from rules.context.inject_sections import history_hidden, sections
 from rules.context.inject_text import (
     DELTA_HEADER,
     HEADER,
@@ -41,11 +41,9 @@ from rules.context.inject_text import (
     render,
     ws_text,
 )
-from rules.entities import cache as entity_cache
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 from rules.redact import redact_text
-from rules.report import InjectSummary, Reference, Report
-from rules.workspace import render as workspace_render
+from rules.report import InjectSummary, Report
 from rules.workspace import workspace_map
 
 SETTLED_MEMO = "inject_settled"  # ``Context.recall`` name: a list, its blocks, the map, options
@@ -195,58 +193,6 @@ def _fit(
     return None, facts, None
 
 
-def history_hidden(ctx: Context) -> str | None:
-    """Why a working set is worth saying (``compacted``: the model can no longer see what it
-    sums up; ``cold``: the prompt is billed whole anyway), or None: the history is intact and
-    read from a warm cache, or nothing is known of the cache (a first request: assumed cached,
-    as prune does, and its history is intact)."""
-    pruned = ctx.report.get("prune") or {}
-    if pruned.get("compacted"):
-        return "compacted"
-    cache = (pruned.get("schedule") or {}).get("cache")
-    if cache is None:  # no budget, or no prune: the upstream's last answer alone
-        last = ctx.cache.last_at
-        cache = "cold" if last is not None and ctx.now - last > ctx.cache.ttl_s else None
-    return "cold" if cache == "cold" else None
-
-
-def _sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) -> Sections:
-    """What a whole block would say for this request. While the model can see the history, the
-    working set stays as the blocks last said it (``shown``): nothing about it is new to say."""
-    refs: list[Reference] = list(ctx.report.get("references") or [])
-    hidden = cfg.working_set_when == "always" or history_hidden(ctx) is not None
-    ambiguous = any(r.get("abstained") == "ambiguous" for r in refs)
-    referred = ambiguous or any(r.get("entity") for r in refs)
-    show_recent = (cfg.recent_context == "always" and hidden) or (
-        cfg.recent_context == "on_reference" and referred
-    )
-    recent: list[str] = []
-    if show_recent:
-        stored = ctx.state.get(entity_cache.NAMESPACE) or []
-        events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
-        # lines whose call the model still reads are left out (not for an ambiguous reference)
-        look = events and not (cfg.say_visible or ambiguous)
-        in_view = seen.calls_in_view(ctx, messages) if look else set()
-        recent = recent_lines(events, cfg.max_entities, in_view)
-    # the workspace picture a proxy read at the session's start: new to the model, said once,
-    # from the session's second request (the first user message is never altered)
-    wsmap = ctx.state.get(workspace_map.NAMESPACE) or {}
-    boot = workspace_render.boot_items(wsmap) if _answered(messages) else []
-    if not hidden:
-        ws = shown.ws + [i for i in boot if i not in shown.ws] if boot else shown.ws
-    elif len(messages) >= cfg.working_set_min_messages:
-        ws = working_set.section_items(ctx.state, partial(working_set.diagnostics_of, ctx))
-        ws = boot + ws + workspace_render.section_items(wsmap)
-    else:
-        ws = boot
-    return Sections(recent, reference_lines(refs), ws)
-
-
-def _answered(messages: Messages) -> bool:
-    """Whether the model has answered in this conversation: not its first request."""
-    return any(m.get("role") == "assistant" for m in messages)
-
-
 def _shown_after(
     shown: Sections, said: Sections, ws_now: list[tuple[str, str]], block: str, ws_text_: str | None
 ) -> Sections:
@@ -306,7 +252,7 @@ class _Plan:
         self.settled = role(clean[-1]) == "assistant"
         if self.settled:
             return  # a prefill: nothing may follow it
-        now = _sections(ctx, cfg, clean, shown)
+        now = sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now
         ws_now = now.ws

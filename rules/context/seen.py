@@ -45,7 +45,7 @@ from typing import Any
 
 from rules.activity.observations import EXIT_MEMO, OBSERVATION_MEMO, Observation, observations
 from rules.activity.storable import stored_id
-from rules.base import Context, Messages
+from rules.base import Context, Message, Messages
 from rules.context import digest, overlay, working_set
 from rules.messages import call_arguments_text, role, text_of, tool_calls
 from rules.redact import redact_text
@@ -198,12 +198,13 @@ def _project_seen(wsmap: Mapping[str, Any], named: set[str]) -> bool:
 def calls_in_view(ctx: Context, view: Messages) -> set[str]:
     """The calls (stored ids) forwarded in ``view`` with their results whole: an entity line
     (``inject_text.recent_lines``) whose action one of them took is in front of the model."""
-    return _forwarded_whole(view, _observed(ctx, view))
+    return set(_forwarded_whole(view, _observed(ctx, view)))
 
 
-def _forwarded_whole(view: Messages, observed: list[Observation]) -> set[str]:
+def _forwarded_whole(view: Messages, observed: list[Observation]) -> dict[str, Message]:
+    """The results forwarded whole in ``view`` (not a placeholder of prune's), by stored call id."""
     return {
-        stored_id(obs.call_id)
+        stored_id(obs.call_id): view[obs.result_index]
         for obs in observed
         if not overlay.is_rendered(view[obs.result_index])
     }
@@ -226,11 +227,7 @@ def _git_seen(view: Messages, observed: list[Observation], git: Mapping[str, Any
         wanted.setdefault(str(git.get("dirty_call") or ""), []).extend(names or ["clean"])
     if not wanted or "" in wanted:
         return False  # a fact with no call known (a map stored before calls were)
-    results = {
-        stored_id(obs.call_id): view[obs.result_index]
-        for obs in observed
-        if not overlay.is_rendered(view[obs.result_index])
-    }
+    results = _forwarded_whole(view, observed)
     for call, words in wanted.items():
         result = results.get(call)
         text = text_of(result.get("content"))[:_MAX_GIT_CHARS] if result is not None else ""
