@@ -5,7 +5,7 @@ sums up, or the prompt is billed whole anyway on a cold cache."""
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from rules.base import Context, Messages
 from rules.context import seen, working_set
@@ -15,8 +15,22 @@ from rules.report import Reference
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
 
-if TYPE_CHECKING:
-    from rules.context.inject import Config
+
+class Options(Protocol):
+    """What of inject's options (``inject.Config``) a block's sections read."""
+
+    @property
+    def recent_context(self) -> str: ...
+    @property
+    def max_entities(self) -> int: ...
+    @property
+    def ttl_seconds(self) -> float: ...
+    @property
+    def working_set_min_messages(self) -> int: ...
+    @property
+    def working_set_when(self) -> str: ...
+    @property
+    def say_visible(self) -> bool: ...
 
 
 def history_hidden(ctx: Context) -> str | None:
@@ -34,7 +48,7 @@ def history_hidden(ctx: Context) -> str | None:
     return "cold" if cache == "cold" else None
 
 
-def sections(ctx: Context, cfg: Config, messages: Messages, shown: Sections) -> Sections:
+def sections(ctx: Context, cfg: Options, messages: Messages, shown: Sections) -> Sections:
     """What a whole block would say for this request. While the model can see the history, the
     working set stays as the blocks last said it (``shown``): nothing about it is new to say."""
     refs: list[Reference] = list(ctx.report.get("references") or [])
