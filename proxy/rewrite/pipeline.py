@@ -96,9 +96,11 @@ class _Recall:
         records: MessageRecords,
         ctx: Context,
         serialised: Sequence[bytes | None] | None = None,
+        encoding: str | None = None,  # ``_encoding(ctx.tokens)``, when the caller has it
     ) -> None:
         self.ctx = ctx
-        encoding = _encoding(ctx.tokens)
+        if encoding is None:
+            encoding = _encoding(ctx.tokens)
         self.tokens = ctx.tokens if isinstance(ctx.tokens, RequestTokens) else None
         self.count_key = f"tokens:{encoding}" if encoding and self.tokens else None
         self.sections_key = f"sections:{encoding}" if encoding else None
@@ -110,6 +112,15 @@ class _Recall:
         # the messages the session's memos do not know yet (the others are the very objects an
         # earlier request of the session handled): only those are serialised and looked up
         new = ctx.unhashed(every)
+        counts = self.tokens.table() if self.tokens is not None and self.count_key else None
+        self.counts = counts  # RequestTokens' table, filled here and by ``know``
+        # The records ``keep`` completes: those new to this request and those missing a value
+        # every request computes (sections, count); the others learnt on their first request
+        # all they will. Rendered messages are added as the rules get them.
+        self.pairs: list[tuple[Message, dict[str, Any]]] = []
+        if every and not new:  # the same body again (a retry, a resend): nothing to look up
+            self.taken_bytes, self.original_tokens = 0, None
+            return
         if len(new) == len(every):
             source, source_bytes = every, serialised
         else:
@@ -133,12 +144,6 @@ class _Recall:
         self.hashes.update(
             zip(ids, zip(originals, map(_HASH, found), strict=True), strict=True)
         )  # remember_hash
-        counts = self.tokens.table() if self.tokens is not None and self.count_key else None
-        self.counts = counts  # RequestTokens' table, filled here and by ``know``
-        # The records ``keep`` completes: those new to this request and those missing a value
-        # every request computes (sections, count); the others learnt on their first request
-        # all they will. Rendered messages are added as the rules get them.
-        self.pairs: list[tuple[Message, dict[str, Any]]] = []
         revisit = self.pairs.append
         chain, sections, exits = self.chain, self.sections, self.exits
         sections_key, count_key = self.sections_key, self.count_key
@@ -292,7 +297,7 @@ class Pipeline:
         memos = self.memos.take(ctx.session_id, encoding) if self.memos is not None else None
         if memos is not None:
             ctx = memos.attach(ctx)
-        recall = _Recall(self.records, ctx, serialised)
+        recall = _Recall(self.records, ctx, serialised, encoding)
         # the state of this request's own branch (``lineage``): its history's hashes are known now
         own = lineage.history_hashes(ctx)
         resumed_state, fork, key = lineage.resume_of(ctx, own)
@@ -378,19 +383,17 @@ class Pipeline:
         messages' sizes plus the 3 tokens that prime the reply, as both counters define it)."""
         previous = ctx.state.get(PREFIX_NAMESPACE) or {}
         prev_hashes: list[str] = previous.get("hashes", [])
-        shared = 0
-        for mine, theirs in zip(hashes, prev_hashes, strict=False):
-            if mine != theirs:
-                break
-            shared += 1
+        same = list(map(operator.eq, hashes, prev_hashes))  # stops at the shorter list
+        shared = same.index(False) if False in same else len(same)
         reuse = None
         if prev_hashes:
             if tokens is None:
                 tokens = ctx.tokens.count_messages(messages)
             total = tokens - 3
             if total:
-                # the shared prefix is most of the request: size the rest (no priming tokens)
-                rest = ctx.tokens.count_messages(messages[shared:]) - 3
+                # the shared prefix is most of the request: size the rest, message by message
+                # (no priming tokens; not a list for the counter to keep)
+                rest = sum(map(ctx.tokens.count_message, messages[shared:]))
                 reuse = round((total - rest) / total, 4)
         report["prefix_reuse"] = reuse
         report["prefix_shared_messages"] = shared

@@ -3,13 +3,14 @@ and the final integrity check repairing what a buggy rule broke."""
 
 from __future__ import annotations
 
+import operator
 from types import SimpleNamespace
 
 import pytest
 
 from proxy.rewrite.pipeline import Pipeline, RuleFailed
 from proxy.settings import ConfiguredRule
-from proxy.tokens import TiktokenCounter
+from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.base import Context, RuleConfig, RuleResult, frozen, lists_held
 from rules.chain import repair_tool_chain
 from rules.chain.validator import find_violations
@@ -70,6 +71,43 @@ def test_tokens_before_and_after_and_prefix_reuse() -> None:
     second_ctx = _ctx(user("hello world")).evolve(state=first.state)
     second = p.run(second_ctx)
     assert second.report["prefix_reuse"] == 1.0
+
+
+def _session_ctx(messages, state=None):
+    ctx = _ctx().evolve(
+        messages=messages, original_messages=messages, tokens=RequestTokens(_COUNTER)
+    )
+    return ctx if state is None else ctx.evolve(state=state)
+
+
+_COUNTER = TiktokenCounter("o200k_base")
+
+
+def test_prefix_reuse_sizes_the_new_tail_and_keeps_no_list_of_it() -> None:
+    """A tool loop's next request: the last one's messages (the same objects) and a call and its
+    result. The reuse is the share of the tokens before the tail; the tail is sized message by
+    message, so the session's kept running totals (``RequestTokens``' four lists) hold the
+    request's own lists, never the tail (a resent body would otherwise push one a request and
+    the whole list be counted again)."""
+    p = Pipeline([])
+    first = [user("fix the failing test"), assistant(None, shell("c1", "pytest -x"))]
+    first.append(result("c1", "1 failed: test_parse\n" * 40))
+    out = p.run(_session_ctx(first))
+    grown = [*first, assistant(None, shell("c2", "cat parse.py")), result("c2", "def parse(): ...")]
+    ctx = _session_ctx(grown, out.state)
+    again = p.run(ctx)
+    tail = _COUNTER.count_messages(grown[3:]) - 3
+    total = again.report["tokens"]["after"] - 3
+    assert again.report["prefix_shared_messages"] == 3
+    assert again.report["prefix_reuse"] == round((total - tail) / total, 4) < 1.0
+    out = again
+    for _ in range(5):  # the same body resent: the same objects
+        out = p.run(_session_ctx(grown, out.state))
+        assert out.report["prefix_reuse"] == 1.0
+    counted = p.memos_of(ctx).counted  # type: ignore[union-attr]
+    # the lists counted are the session's requests (the first, the grown one): never a tail
+    assert [len(seen) for seen, _ in counted] == [len(grown), len(first)]
+    assert all(all(map(operator.is_, seen, grown)) for seen, _ in counted)
 
 
 def test_merge_report_appends_lists_and_sets_others() -> None:
