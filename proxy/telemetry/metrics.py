@@ -176,6 +176,9 @@ class Metrics:
         self.in_flight = Gauge(
             "ctxproxy_in_flight_requests", "Requests being handled now.", registry=r
         )
+        # counted in a plain int, read at scrape time: the gauge's inc and dec take its lock
+        self._in_flight = 0
+        self.in_flight.set_function(lambda: self._in_flight)
         self._models: set[str] = set()
         # labelled children by (metric, label values): ``labels()`` checks and locks each call
         self._children: dict[tuple[Any, ...], Any] = {}
@@ -203,10 +206,10 @@ class Metrics:
         return child
 
     def started(self) -> None:
-        self.in_flight.inc()
+        self._in_flight += 1
 
     def finished(self, row: dict[str, Any]) -> None:
-        self.in_flight.dec()
+        self._in_flight -= 1
         self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc()
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)

@@ -140,6 +140,15 @@ def test_model_label_cardinality_is_bounded() -> None:
     assert value(m, "ctxproxy_requests_total", status="404", model="other") == 5
 
 
+def test_in_flight_gauge_counts_requests_started_and_not_finished() -> None:
+    metrics = Metrics()
+    metrics.started()
+    metrics.started()
+    assert value(samples(metrics.exposition().decode()), "ctxproxy_in_flight_requests") == 2
+    metrics.finished({"status": 200, "model": "x"})
+    assert value(samples(metrics.exposition().decode()), "ctxproxy_in_flight_requests") == 1
+
+
 def test_each_app_has_its_own_registry() -> None:
     a, b = Metrics(), Metrics()
     a.finished({"status": 200, "model": "x"})
