@@ -158,13 +158,13 @@ def _varied_rows() -> list[dict[str, Any]]:
 
 def test_updates_applied_when_read_are_those_made_at_once(monkeypatch) -> None:
     """Updates wait until the registry is read: what a scrape shows is what updating each as
-    its request finished shows (``MAX_DUE`` 1)."""
+    its request finished shows (``MAX_DUE`` 0)."""
     waited = Metrics()
     for row in _varied_rows():
         waited.started()
         waited.finished(row)
     assert waited._due  # nothing applied yet
-    monkeypatch.setattr("proxy.telemetry.metrics.MAX_DUE", 1)
+    monkeypatch.setattr("proxy.telemetry.metrics.MAX_DUE", 0)
     at_once = Metrics()
     for row in _varied_rows():
         at_once.started()
@@ -181,10 +181,18 @@ def test_updates_due_are_bounded_and_seen_by_any_read_of_the_registry(monkeypatc
     metrics = Metrics()
     for _ in range(7):
         metrics.finished(_row())
-    assert 0 < len(metrics._due) < 10  # applied each time ten were due
+    assert len(metrics._due) == 10  # past ten, each new update applied the oldest
     # a direct read of the registry (not only the exposition) applies what is due first
     count = metrics.registry.get_sample_value("ctxproxy_upstream_latency_seconds_count")
     assert count == 7 and not metrics._due
+
+
+def test_an_update_refused_is_lost_alone_and_the_scrape_answers() -> None:
+    metrics = Metrics()
+    metrics.finished(_row(report={"prune": {"stages": {"cap": -5, "mask": 7}}}))
+    m = samples(metrics.exposition().decode())  # the counter refuses -5: logged, not raised
+    assert value(m, "ctxproxy_tokens_freed_total", stage="mask") == 7
+    assert value(m, "ctxproxy_requests_total", status="200", model="gpt-4o") == 1
 
 
 def test_in_flight_gauge_counts_requests_started_and_not_finished() -> None:
