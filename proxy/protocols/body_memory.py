@@ -154,7 +154,10 @@ class BodyMemory:
         end = kept.ends[shared - 1]
         if raw[end] not in b",]":
             return None
-        suffix = kept.raw[kept.close :] if kept.close >= 0 else None
+        # a view, not a copy: the members after the array (the tools) are often half the body
+        suffix: bytes | memoryview | None = (
+            memoryview(kept.raw)[kept.close :] if kept.close >= 0 else None
+        )
         rest = kept.rest
         changed = suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end
         # counted before any of it is parsed; the members after the array too when they changed

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import sys
 from collections.abc import Awaitable, Callable
 
@@ -66,7 +65,7 @@ class Prepared:
             self._done = self.rewritten
             await self._held.__aexit__(*sys.exc_info())
             raise
-        self._done = dataclasses.replace(self.rewritten, cache=pending)
+        self._done = self.rewritten.with_cache(pending)
         await self._held.__aexit__(None, None, None)
         return self._done
 

@@ -22,6 +22,14 @@ class Rewritten:
     model: str | None = None  # the model, where the body does not name it (Gemini's path)
     cache: Pending | None = None  # against the session's previous request, for its cache line
 
+    def with_cache(self, cache: Pending) -> Rewritten:
+        """A copy with its ``cache`` set: ``dataclasses.replace`` without its generic pass over
+        the fields and ``__init__`` (~6 µs of a request's CPU); nothing here derives a field."""
+        new = object.__new__(Rewritten)
+        new.__dict__.update(self.__dict__)
+        new.__dict__["cache"] = cache
+        return new
+
     @property
     def principal(self) -> str:
         return split_scoped(self.session_id)[0]

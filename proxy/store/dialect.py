@@ -4,7 +4,7 @@ and the values PostgreSQL's typed columns need (SQLite stores what it gets)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 # PostgreSQL's types of the request log's columns (proxy.store.pg_migrations builds them).
@@ -18,7 +18,8 @@ _INT_COLUMNS = frozenset(
 
 
 class Dialect:
-    """SQLite's SQL; ``PostgresDialect`` overrides what differs."""
+    """SQLite's SQL; ``PostgresDialect`` overrides what differs. A statement's text is written
+    once, on first use (the cache report's upsert is queued with every request)."""
 
     name = "sqlite"
 
@@ -39,7 +40,7 @@ class Dialect:
     def update_request(self, columns: tuple[str, ...]) -> str:
         return _update_request(self, columns)
 
-    @property
+    @cached_property
     def upsert_session(self) -> str:
         m = self.marks(5)
         return (
@@ -49,7 +50,7 @@ class Dialect:
             "version=sessions.version + 1"
         )
 
-    @property
+    @cached_property
     def feedback_upsert(self) -> str:
         m = self.marks(5)
         return (
@@ -60,7 +61,7 @@ class Dialect:
             "WHERE excluded.at >= session_cache.at"
         )
 
-    @property
+    @cached_property
     def feedback_select(self) -> str:
         return (
             "SELECT at, prompt_tokens, cached_tokens, cache_write_tokens FROM session_cache "
@@ -86,7 +87,7 @@ class Dialect:
             "excluded.window_tokens) END, learned_at = excluded.learned_at"
         )
 
-    @property
+    @cached_property
     def learned_windows_select(self) -> str:
         """The windows learned since ``$1``, newest last, at most ``$2``."""
         return (
@@ -94,11 +95,11 @@ class Dialect:
             f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at LIMIT {self.mark(2)}"
         )
 
-    @property
+    @cached_property
     def learned_windows_expire(self) -> str:
         return f"DELETE FROM learned_windows WHERE learned_at < {self.mark(1)}"
 
-    @property
+    @cached_property
     def get_request(self) -> str:
         return f"SELECT * FROM requests WHERE id = {self.mark(1)}"
 
@@ -135,12 +136,12 @@ class Dialect:
         """A row's tools schema tokens (``sections``' ``tools`` section; 0 without one)."""
         return f"COALESCE(json_extract(sections, '$.tools.{when}'), 0)"
 
-    @property
+    @cached_property
     def loops_count(self) -> str:
         """How many loops break_loops noted on a row (its report's ``loops``; 0 without)."""
         return "COALESCE(json_array_length(report, '$.loops'), 0)"
 
-    @property
+    @cached_property
     def billed_sums(self) -> str:
         """The billed input (messages plus the tools schema) summed, as the pages show it."""
         return ", ".join(
@@ -148,7 +149,7 @@ class Dialect:
             for w in ("before", "after")
         )
 
-    @property
+    @cached_property
     def list_sessions(self) -> str:
         """A scoped session id has one principal: MAX picks it."""
         return (
@@ -199,7 +200,7 @@ class PostgresDialect(Dialect):
     def tools_tokens(self, when: str) -> str:
         return f"COALESCE((sections::jsonb #>> '{{tools,{when}}}')::numeric, 0)"
 
-    @property
+    @cached_property
     def loops_count(self) -> str:
         return (
             "COALESCE(CASE WHEN jsonb_typeof(report::jsonb -> 'loops') = 'array' "

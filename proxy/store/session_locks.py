@@ -6,8 +6,6 @@ one still goes first, so a process holds at most one database connection per ses
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 from rules.base import Ancestor, SessionState
@@ -42,14 +40,6 @@ class SessionLocks:
             del self._locks[session_id]
         else:
             self._locks[session_id] = (lock, users - 1)
-
-    @contextlib.asynccontextmanager
-    async def hold(self, session_id: str) -> AsyncIterator[None]:
-        await self.acquire(session_id)
-        try:
-            yield
-        finally:
-            self.release(session_id)
 
     def __len__(self) -> int:
         return len(self._locks)

@@ -42,7 +42,11 @@ def settings(edge: EdgeUpstream) -> Settings:
 
 
 def in_flight(client: httpx.AsyncClient) -> float:
-    return client.app.state.metrics.in_flight._value.get()  # type: ignore[attr-defined]
+    value = client.app.state.metrics.registry.get_sample_value(  # type: ignore[attr-defined]
+        "ctxproxy_in_flight_requests"
+    )
+    assert value is not None
+    return float(value)
 
 
 def chat_body(turns: int) -> dict[str, Any]:

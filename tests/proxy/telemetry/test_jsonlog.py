@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import io
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,8 +12,11 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.app import create_app
+from proxy.telemetry import jsonlog
 from tests.conftest import proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, system, user
@@ -220,3 +224,24 @@ def test_terminal_control_characters_from_clients_are_escaped(json_lines: bool) 
     assert "\\u202e" in line and "\\u009b" in line
     if json_lines:
         assert orjson.loads(line)["model"] == model  # the same JSON, only escaped
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        st.floats(min_value=0, max_value=4e9, allow_nan=False),
+        # the half-microsecond boundaries, where the rounding to microseconds decides the digits
+        st.integers(min_value=0, max_value=4 * 10**15).map(lambda us: us / 1e6 + 5e-7),
+        st.integers(min_value=0, max_value=4 * 10**9).map(lambda s: s + 0.9999995),
+    )
+)
+def test_line_times_are_what_datetime_writes(now: float) -> None:
+    """The log line's time, its second's text kept: ``datetime``'s, digit for digit."""
+    seconds = jsonlog._Seconds()
+    want = dt.datetime.fromtimestamp(now, dt.UTC).isoformat(timespec="milliseconds")
+    assert seconds.iso(now) == want
+    assert seconds.iso(now) == want  # the second's text kept
+    later = now + 0.25
+    assert seconds.iso(later) == dt.datetime.fromtimestamp(later, dt.UTC).isoformat(
+        timespec="milliseconds"
+    )
