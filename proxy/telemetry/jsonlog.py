@@ -50,7 +50,7 @@ class _Seconds:
     of a request's CPU (cold code), this a fraction of that."""
 
     def __init__(self) -> None:
-        self._second = -1.0
+        self._second = math.nan  # no second yet (NaN equals none; -1.0 is 1969-12-31T23:59:59)
         self._prefix = ""
 
     def iso(self, now: float) -> str:

@@ -1,14 +1,11 @@
 """``GET /metrics``: Prometheus text format from the official client. Each app gets its own
 ``CollectorRegistry`` (no process-global metrics), fed by the request observers: ``started`` and
-``finished(row)`` with the completed log row. A request's updates are applied when the registry
-is next read (bounded: ``MAX_DUE``): a scrape shows what updating each at once would."""
+``finished(row)`` with the completed log row."""
 
 from __future__ import annotations
 
-import logging
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -23,8 +20,6 @@ from proxy.inspect import report_view as rv
 from proxy.inspect import usage_view
 from proxy.store.base import Store
 
-log = logging.getLogger("ctxproxy.metrics")
-
 # The proxy adds milliseconds; upstream calls take seconds. Buckets in seconds.
 ADDED_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 UPSTREAM_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -32,32 +27,6 @@ MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardi
 RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_window", "no_gain"})
 CACHE_CAUSES = frozenset({"expiry", "client", "proxy", "unexplained", "unknown"})
 PAYBACK_OUTCOMES = frozenset({"paid_back", "not_paid_back"})
-# The requests' updates (a counter's inc, a histogram's observe) wait in a queue and are applied
-# when the registry is read (a scrape): each update through the client library takes its lock, and
-# made as the request finished they cost ~6 µs of its CPU (cold code). Past this many waiting (no
-# scrape for a while), each new update applies the oldest: bounded, and no request pays for many.
-MAX_DUE = 4096
-
-
-def _apply(update: Callable[[float], None], amount: float) -> None:
-    """One update; one the client library refuses (a counter's negative amount) is logged and
-    lost alone, and never fails the scrape that applies it."""
-    try:
-        update(amount)
-    except ValueError:
-        log.exception("metrics: an update of %r was refused", amount)
-
-
-class _Due:
-    """Registered first: reading the registry applies the updates due before any metric is read
-    (the registry reads its collectors in the order they were registered)."""
-
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
-
-    def collect(self) -> Iterator[Metric]:
-        self.metrics.apply_due()
-        return iter(())
 
 
 class _StoreCollector:
@@ -139,8 +108,6 @@ class Metrics:
     ) -> None:
         self.registry = CollectorRegistry()
         r = self.registry
-        self._due: deque[tuple[Callable[[float], None], float]] = deque()
-        r.register(_Due(self))
         self.requests = Counter(
             "ctxproxy_requests",
             "Requests by HTTP status and model.",
@@ -238,48 +205,34 @@ class Metrics:
             child = self._children[key] = metric.labels(*values)
         return child
 
-    def _later(self, update: Callable[[float], None], amount: float = 1.0) -> None:
-        """``update(amount)`` when the registry is next read (``apply_due``). The labelled child
-        is looked up now, so each is created (its ``_created`` time) when first seen."""
-        due = self._due
-        due.append((update, amount))
-        if len(due) > MAX_DUE:
-            _apply(*due.popleft())
-
-    def apply_due(self) -> None:
-        due, self._due = self._due, deque()
-        for update, amount in due:
-            _apply(update, amount)
-
     def started(self) -> None:
         self._in_flight += 1
 
     def finished(self, row: dict[str, Any]) -> None:
         self._in_flight -= 1
-        later = self._later
-        later(self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc)
+        self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc()
         if row.get("overhead_ms") is not None:
-            later(self.added.observe, float(row["overhead_ms"]) / 1000)
+            self.added.observe(float(row["overhead_ms"]) / 1000)
         up = usage_view.upstream_ms(row)
         if up is not None:
-            later(self.upstream.observe, up / 1000)
+            self.upstream.observe(up / 1000)
         for when in ("before", "after"):
             billed = rv.billed(row, when)  # the messages plus the tools schema
             if billed:
-                later(self._child(self.tokens, when).inc, billed)
+                self._child(self.tokens, when).inc(billed)
         if row.get("cached_tokens"):
-            later(self.cached.inc, row["cached_tokens"])
+            self.cached.inc(row["cached_tokens"])
         report = rv.report_of(row)
         for stage, freed in rv.freed_by_stage(report).items():
-            later(self._child(self.freed, stage).inc, freed)
+            self._child(self.freed, stage).inc(freed)
         for kind, n in rv.repair_kinds(report).items():
-            later(self._child(self.repairs, kind).inc, n)
+            self._child(self.repairs, kind).inc(n)
         for kind, n in rv.loop_kinds(report).items():
-            later(self._child(self.loops, kind).inc, n)
+            self._child(self.loops, kind).inc(n)
         self._cache(row.get("cache"))
         rescue = report.get("rescue")
         if isinstance(rescue, dict) and rescue.get("outcome") in RESCUE_OUTCOMES:
-            later(self._child(self.rescues, rescue["outcome"]).inc)
+            self._child(self.rescues, rescue["outcome"]).inc()
 
     def _cache(self, line: Any) -> None:
         """The request's cache line (``proxy.attribution``): its re-bill and settled accounts."""
@@ -287,13 +240,13 @@ class Metrics:
             return
         cause = line.get("cause")
         if cause in CACHE_CAUSES:
-            self._later(self._child(self.busts, cause).inc)
+            self._child(self.busts, cause).inc()
             rebilled = line.get("rebilled")
             if isinstance(rebilled, int) and rebilled > 0:
-                self._later(self._child(self.rebilled, cause).inc, rebilled)
+                self._child(self.rebilled, cause).inc(rebilled)
         for outcome in line.get("decided") or ():
             if outcome in PAYBACK_OUTCOMES:
-                self._later(self._child(self.compactions, outcome).inc)
+                self._child(self.compactions, outcome).inc()
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

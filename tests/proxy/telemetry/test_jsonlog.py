@@ -229,7 +229,8 @@ def test_terminal_control_characters_from_clients_are_escaped(json_lines: bool) 
 @settings(max_examples=3000, deadline=None)
 @given(
     st.one_of(
-        st.floats(min_value=0, max_value=4e9, allow_nan=False),
+        st.floats(min_value=-4e9, max_value=4e9, allow_nan=False),
+        st.sampled_from([-1.0, -1.0000004, -0.5, 0.0]),  # before 1970, and the second -1 itself
         # the half-microsecond boundaries, where the rounding to microseconds decides the digits
         st.integers(min_value=0, max_value=4 * 10**15).map(lambda us: us / 1e6 + 5e-7),
         st.integers(min_value=0, max_value=4 * 10**9).map(lambda s: s + 0.9999995),
