@@ -11,7 +11,7 @@ from rules.context import copy_odds
 
 def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "-") -> str:
     values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
-    return copy_odds.key(values)
+    return copy_odds.key(values | {"does": "-", "new": "5+"})
 
 
 def _cells() -> Counter[learn.Sample]:
@@ -51,3 +51,17 @@ def test_the_table_scores_better_than_the_base_rate() -> None:
     assert scores["brier table"] < scores["brier base"]
     assert scores["logloss table"] < scores["logloss base"]
     assert scores["samples"] == sum(cells.values())
+
+
+def test_the_plain_table_has_no_key_with_the_run_class_or_new_names() -> None:
+    plain = learn.fit(_cells(), copy_odds.BASE_LEVELS)
+    assert plain["odds"] and not any("new=" in k or "does=" in k for k in plain["odds"])
+    scores = learn.evaluate(learn.fit(_cells()), _cells(), plain)
+    assert {"brier plain", "logloss plain", "top tenth per char plain"} <= set(scores)
+
+
+def test_the_top_tenth_is_a_share_of_the_copied_samples() -> None:
+    assert learn._top_tenth([(1.0, 10, True), (0.5, 90, False)], 100) == 1.0
+    assert learn._top_tenth([(1.0, 10, False), (0.5, 40, True), (0.1, 50, True)], 100) == 0.0
+    # the tenth ends inside the second cell: 5 + 5 of the 15 copied samples
+    assert learn._top_tenth([(0.9, 10, True), (1.0, 5, True), (0.1, 85, False)], 100) == 2 / 3

@@ -4,12 +4,13 @@ Past the steps that cost the task nothing much (stale copies, the agent's own ol
 scripts), masks of tool results and drops of whole old turns are taken in one order: the least
 expected loss per token freed first. A result's loss is ranked by the probability that a later
 call copies from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a
-later use); a turn's by the sum of those of the results it still shows whole (a result elided
-already has given up what it held) plus a little for its own words. How deep the cut goes is the
-schedule's (``schedule.choose``), which charges each step the re-read it may force at the
-coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's, the corpus
-kept the same literals, but forced cuts stopped at the goal and came back about twice as often
-in a long session (tests/rules/context/test_overlay.py).
+later use, what a run does, the names no later result shows); a turn's by the sum of those of
+the results it still shows whole (a result elided already has given up what it held) plus a
+little for its own words. How deep the cut goes is the schedule's (``schedule.choose``), which
+charges each step the re-read it may force at the coarser ``need.reuse`` figures (kind, needed,
+age): charged at the feature model's, the corpus kept the same literals, but forced cuts stopped
+at the goal and came back about twice as often in a long session
+(tests/rules/context/test_overlay.py).
 
 So an old turn of spent output goes before a recent read the agent may copy an ``old_str`` from,
 and a large output nobody uses before a small result in use: the depth the budget forces is

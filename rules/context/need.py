@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from rules.activity.observations import Observation
+from rules.activity.run_class import run_class
 from rules.base import Message
 from rules.context import copy_odds, digest, prune_stages
 from rules.messages import call_arguments_text, text_of, tool_calls
@@ -40,7 +41,8 @@ class Need:
     why: str  # "" when not needed
     reuse: float  # the probability that a later call copies from it
     # the probability by the features ``copy_odds`` weighs (a read unchanged since, the
-    # result's size, its age, a later use): what a forced compaction elides by
+    # result's size, its age, a later use, what a run does, the names no later result shows):
+    # what a forced compaction elides by
     odds: float = 0.0
     features: tuple[tuple[str, str], ...] = ()
 
@@ -170,10 +172,13 @@ def judge(
     out: dict[int, Need] = {}
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
+    later_names: set[str] = set()  # the names the results after the one looked at show
     for o in reversed(observations):
         if o.call_index != last_call:
             turns, last_call = turns + 1, o.call_index
         a = o.action
+        text = text_of(messages[o.result_index].get("content"))
+        shown = digest.names(text)
         if o.result_index in by_index:
             why = ""
             if a.kind == "read" and a.target in edited and a.target not in written_after:
@@ -190,11 +195,12 @@ def judge(
                 and a.target.removeprefix("./") in working
             ):
                 why = "a read of a file the agent works on (workspace map), unchanged since"
-            text = text_of(messages[o.result_index].get("content"))
-            if not why and calls and after.used_after(o.call_index, digest.names(text)):
+            if not why and calls and after.used_after(o.call_index, shown):
                 why = "names it showed are used by later recent calls"
             changed = a.target in changed_after if a.kind == "read" else None
-            values = copy_odds.features(a.kind, changed, len(text), turns, bool(why))
+            does = run_class(a.command) if a.kind == "run" else "-"
+            new = len(shown.difference(later_names))
+            values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
             out[o.result_index] = Need(
                 bool(why),
                 why,
@@ -202,6 +208,7 @@ def judge(
                 copy_odds.odds(values),
                 tuple(values.items()),
             )
+        later_names.update(shown)
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):
