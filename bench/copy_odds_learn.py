@@ -96,6 +96,8 @@ def fit(
     for (full, _, _, copied), n in cells.items():
         total, hits = total + n, hits + n * copied
         for fields in levels:
+            if "|new=-" in full and "new" in fields:
+                continue  # as copy_odds._odds: no names shown, the levels without the new names
             c = counts.setdefault(_coarse(full, fields), [0, 0])
             c[0] += n
             c[1] += n * copied
@@ -107,6 +109,8 @@ def fit(
 
 def _predict(pack: dict[str, Any], full: str) -> float:
     for fields in copy_odds.BACKOFF:
+        if "|new=-" in full and "new" in fields:
+            continue
         p = pack["odds"].get(_coarse(full, fields))
         if p is not None:
             return float(p)

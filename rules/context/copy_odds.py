@@ -73,7 +73,7 @@ def features(
     turns: int,
     used: bool,
     does: str,
-    new_names: int,
+    new_names: int | None,
 ) -> dict[str, str]:
     """A result's features; ``changed``: None when it is not a read; ``does``: a run's
     ``run_class``; ``new_names``: how many names it shows that no later result shows."""
@@ -85,7 +85,7 @@ def features(
         "age": age_bucket(turns),
         "used": "used" if used else "-",
         "does": does if kind == "run" else "-",
-        "new": new_names_bucket(new_names),
+        "new": "-" if new_names is None else new_names_bucket(new_names),
     }
 
 
@@ -116,6 +116,8 @@ def _odds(values: tuple[str, ...]) -> float:
     table, base = _table()
     named = dict(zip(FIELDS, values, strict=True))
     for fields in BACKOFF:
+        if named["new"] == "-" and "new" in fields:
+            continue  # no names shown: the levels without the new names
         hit = table.get(key(named, fields))
         if hit is not None:
             return hit

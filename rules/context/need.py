@@ -173,7 +173,10 @@ def judge(
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
     later_names: set[str] = set()  # the names the results after the one looked at show
+    oldest = min(by_index, default=-1)
     for o in reversed(observations):
+        if o.result_index < oldest:
+            break  # nothing older is judged: its names and writes matter to none
         if o.call_index != last_call:
             turns, last_call = turns + 1, o.call_index
         a = o.action
@@ -199,7 +202,8 @@ def judge(
                 why = "names it showed are used by later recent calls"
             changed = a.target in changed_after if a.kind == "read" else None
             does = run_class(a.command) if a.kind == "run" else "-"
-            new = len(shown.difference(later_names))
+            # a result that shows no names at all: unknown, not 'all came back later'
+            new = len(shown.difference(later_names)) if shown or len(text) < 500 else None
             values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
             out[o.result_index] = Need(
                 bool(why),

@@ -124,3 +124,39 @@ def test_a_result_whose_names_came_back_later_is_less_likely_copied_from() -> No
 
     shown_again = hits.replace(": def", ": FAILED def")  # every name of the search, again
     assert odds_of_the_search(shown_again) < odds_of_the_search("30 passed in 0.4s") / 10
+
+
+def test_a_read_that_shows_no_names_is_not_ranked_spent() -> None:
+    """A long prose read (no paths or identifiers) the agent may edit with its lines: it shows
+    no names, so "none came back later" says nothing; it is judged by the levels without them."""
+    doc = "\n".join(
+        f"Paragraph {i}: Install the tool with the package manager of your system, then run it "
+        "once so that it can write its settings."
+        for i in range(60)
+    )
+    msgs = [
+        user("Rewrite the install section of the guide"),
+        assistant(None, call("r", "Read", file_path="docs/guide.md")),
+        result("r", doc),
+    ]
+    for k in range(3):
+        msgs += [
+            assistant(None, shell(f"t{k}", "python -m pytest -q")),
+            result(f"t{k}", "3 passed"),
+        ]
+    obs = observations(msgs)
+    i = obs[0].result_index
+    judged = need.judge(msgs, obs, [i])[i]
+    assert dict(judged.features)["new"] == "-"
+    table, base = copy_odds._table()
+    plain = next(
+        (
+            table[k]
+            for f in copy_odds.BASE_LEVELS
+            if (k := copy_odds.key(dict(judged.features), f)) in table
+        ),
+        base,
+    )
+    assert judged.odds == plain  # the levels without the new names
+    short = need.judge([*msgs[:2], result("r", "ok"), *msgs[3:]], obs, [i])[i]
+    assert dict(short.features)["new"] == "0"  # control: a short result without names is spent
