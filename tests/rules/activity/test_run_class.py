@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 import time
 
 import pytest
 
-from rules.activity.run_class import MAX_COMMAND_CHARS, run_class
+from rules.activity.run_class import MAX_COMMAND_CHARS, MAX_NESTING, run_class
 
 
 @pytest.mark.parametrize(
@@ -19,14 +20,57 @@ from rules.activity.run_class import MAX_COMMAND_CHARS, run_class
         ("export PYTHONPATH=. ; python -m pytest -q", "build"),
         ("FOO=1 sudo make test", "build"),  # assignments and wrappers skipped
         ("source .venv/bin/activate && pytest tests/test_x.py", "build"),
-        ("git log --oneline | head", "other"),
-        ("timeout 60 pytest", "other"),  # the first program is timeout
+        ("git log --oneline | head", "view"),  # a pipeline: its first program
+        ("git status --short", "other"),
         ("", "other"),
         ('echo "unterminated', "other"),
     ],
 )
 def test_the_first_program_past_the_setup_names_the_class(command: str, expected: str) -> None:
     assert run_class(command) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("bash -lc 'grep -rn foo src'", "search"),
+        ('sh -c "cd x && cat a.py"', "view"),
+        ("bash -c \"sh -c 'rg foo'\"", "search"),  # one shell's string inside another's
+        ("bash run_tests.sh", "build"),  # a script, not a -c string
+        ("powershell -NoProfile -Command Get-Content a.py", "view"),
+        ("cmd.exe /c findstr foo *.py", "search"),
+        ("timeout 60 pytest -q", "build"),
+        ("timeout -s KILL 5m make test", "build"),
+        ("time python t.py", "build"),
+        ("sudo -u www cat /etc/app.conf", "view"),
+        ("env -u HOME A=1 B=2 grep x y", "search"),
+        ("nice -n 5 cargo test", "build"),
+        ("find . -name '*.py' | xargs -I {} grep -l foo {}", "search"),
+        ("xargs -n 1 cat < files.txt", "view"),
+        ("set -e; echo start && cd repo && git diff HEAD~1", "view"),
+        ("git -C repo --no-pager show HEAD:a.py", "view"),
+        ("git grep -n parse_expr", "search"),
+        ("if grep -q x f; then echo y; fi", "search"),
+        ("for f in *.py; do head -5 $f; done", "view"),
+        ("conda activate env && npm test", "build"),
+        ("npx jest src", "build"),
+        ("./gradlew test", "build"),
+        ("python3.11 -m pytest", "build"),
+        ("go test ./...", "build"),
+        ("cp a b && rm c", "other"),
+        ("bash -c", "other"),  # no string to read
+    ],
+)
+def test_setup_wrappers_and_shell_strings_are_read_past(command: str, expected: str) -> None:
+    assert run_class(command) == expected
+
+
+def test_nested_shell_strings_are_read_to_a_bound() -> None:
+    wrapped = ["grep x y"]
+    for _ in range(MAX_NESTING + 1):
+        wrapped.append("bash -c " + shlex.quote(wrapped[-1]))
+    assert run_class(wrapped[MAX_NESTING]) == "search"  # within the bound: read
+    assert run_class(wrapped[MAX_NESTING + 1]) == "other"  # past it: not read
 
 
 def test_only_the_start_of_a_long_command_is_read() -> None:
