@@ -151,9 +151,12 @@ def judge(
     observations: list[Observation],
     candidates: Iterable[int],
     working: Collection[str] = frozenset(),
+    forwarded: Mapping[int, str] | None = None,
 ) -> dict[int, Need]:
     """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
-    the files the workspace map shows being worked on."""
+    the files the workspace map shows being worked on; ``forwarded``: the text a result is
+    forwarded as when it is not its own (capped: its head and tail; elided: its placeholder;
+    dropped: ""), as the names a later result shows are those the model is shown."""
     wanted = set(candidates)
     if not wanted:
         return {}
@@ -173,6 +176,7 @@ def judge(
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
     later_names: set[str] = set()  # the names the results after the one looked at show
+    as_sent = forwarded or {}
     oldest = min(by_index, default=-1)
     for o in reversed(observations):
         if o.result_index < oldest:
@@ -180,9 +184,10 @@ def judge(
         if o.call_index != last_call:
             turns, last_call = turns + 1, o.call_index
         a = o.action
-        text = text_of(messages[o.result_index].get("content"))
-        shown = digest.names(text)
+        sent = as_sent.get(o.result_index)
         if o.result_index in by_index:
+            text = text_of(messages[o.result_index].get("content"))
+            shown = digest.names(text)
             why = ""
             if a.kind == "read" and a.target in edited and a.target not in written_after:
                 why = "a read of a file being edited, unchanged since"
@@ -212,7 +217,15 @@ def judge(
                 copy_odds.odds(values),
                 tuple(values.items()),
             )
-        later_names.update(shown)
+        # as forwarded: a name only in what a cap or an elision cut is not shown later. A
+        # result not judged is scanned only when forwarded whole (the last few and the evidence;
+        # an elided one is a placeholder of a line): a look's scans stay with its candidates
+        if sent is not None:
+            later_names.update(digest.names(sent))
+        elif o.result_index in by_index:
+            later_names.update(shown)
+        else:
+            later_names.update(digest.names(text_of(messages[o.result_index].get("content"))))
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):
