@@ -8,7 +8,9 @@ the other.
 ``messages[:q]``, the first ``--max-requests`` of each conversation; 0: all) and each tool result
 ``r`` before it, the result's features as ``need.judge`` gives them on that request, and the
 label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
-ground truth).
+ground truth). Later results' names are counted as every configuration forwards them: a result
+over prune's ``max_result_tokens`` by its cap's head and tail (``capped``; the compactions a
+budget forces on top differ by configuration and are not replayed here).
 
 **The split**: a conversation is in the fitting half when it is in ``bench.split``'s train half
 (the first byte of the SHA-256 of its id even), else in the held-out half. The table is fitted
@@ -35,10 +37,14 @@ from typing import Any
 import yaml
 
 from bench.copied_literals import copied_literals
+from bench.cost_config import model_of
+from bench.cost_lanes import _counters
 from bench.split import half_of
+from proxy.tokens import ensure_offline_tiktoken
 from rules.activity.observations import observations
-from rules.context import copy_odds, need
-from rules.messages import text_of
+from rules.base import Message
+from rules.context import copy_odds, need, overlay, prune
+from rules.messages import role, text_of
 from tests.support.traces import iter_conversations, request_prefixes
 
 MIN_SAMPLES = 200
@@ -65,16 +71,30 @@ def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Samp
     last_copy: dict[int, int] = {}
     for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
         last_copy[c.source] = max(last_copy.get(c.source, -1), c.call_index)
+    forwarded = capped(msgs[: len(prefixes[-1])], model_of(conv))
     for prefix in prefixes:
         q = len(prefix)
         obs = observations(prefix)
-        judged = need.judge(prefix, obs, [o.result_index for o in obs])
+        judged = need.judge(prefix, obs, [o.result_index for o in obs], forwarded=forwarded)
         for o in obs:
             n = judged[o.result_index]
             chars = len(text_of(prefix[o.result_index].get("content")))
             k = copy_odds.key(dict(n.features))
             out[(k, n.reuse, chars, last_copy.get(o.result_index, -1) >= q)] += 1
     return fitting(str(conv["id"])), out
+
+
+def capped(messages: list[Message], model: str) -> dict[int, str]:
+    """The text of each tool result prune caps when it first appears (over the default
+    ``max_result_tokens``), as it forwards it: head and tail (``overlay.capped_text``)."""
+    ensure_offline_tiktoken()
+    tokens, limit = _counters().for_model(model), prune.Config().max_result_tokens
+    out: dict[int, str] = {}
+    for i, m in enumerate(messages):
+        if role(m) == "tool" and tokens.count_message(m) > limit:
+            text = text_of(m.get("content"))
+            out[i] = overlay.capped_text(text, tokens.count_text(text), limit)
+    return out
 
 
 def _job(args: tuple[dict[str, Any], int]) -> tuple[bool, Counter[Sample]]:
