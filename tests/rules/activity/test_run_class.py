@@ -20,7 +20,7 @@ from rules.activity.run_class import MAX_COMMAND_CHARS, MAX_NESTING, run_class
         ("export PYTHONPATH=. ; python -m pytest -q", "build"),
         ("FOO=1 sudo make test", "build"),  # assignments and wrappers skipped
         ("source .venv/bin/activate && pytest tests/test_x.py", "build"),
-        ("git log --oneline | head", "view"),  # a pipeline: its first program
+        ("git log --oneline | grep fix", "other"),  # a pipeline: its first program
         ("git status --short", "other"),
         ("", "other"),
         ('echo "unterminated', "other"),
@@ -47,8 +47,9 @@ def test_the_first_program_past_the_setup_names_the_class(command: str, expected
         ("nice -n 5 cargo test", "build"),
         ("find . -name '*.py' | xargs -I {} grep -l foo {}", "search"),
         ("xargs -n 1 cat < files.txt", "view"),
-        ("set -e; echo start && cd repo && git diff HEAD~1", "view"),
-        ("git -C repo --no-pager show HEAD:a.py", "view"),
+        ("set -e; echo start && cd repo && git grep -n foo", "search"),
+        ("git -C repo --no-pager ls-files src", "search"),
+        ("git diff HEAD~1", "other"),
         ("git grep -n parse_expr", "search"),
         ("if grep -q x f; then echo y; fi", "search"),
         ("for f in *.py; do head -5 $f; done", "view"),
