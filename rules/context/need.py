@@ -146,17 +146,34 @@ def file_names(path: str) -> frozenset[str]:
     return frozenset(x for x in (path, path.removeprefix("./"), base) if len(x) >= 4)
 
 
+def new_names(
+    shown: frozenset[str], later: set[str], enough: int = copy_odds.NEW_NAMES[-1][0]
+) -> int:
+    """How many of ``shown`` are not in ``later``, counted up to ``enough`` (the top bucket of
+    ``copy_odds.NEW_NAMES``): a result showing many new names stops early."""
+    count = 0
+    for name in shown:
+        if name not in later:
+            count += 1
+            if count >= enough:
+                break
+    return count
+
+
 def judge(
     messages: list[Message],
     observations: list[Observation],
     candidates: Iterable[int],
     working: Collection[str] = frozenset(),
     forwarded: Mapping[int, str] | None = None,
+    odds: bool = True,
 ) -> dict[int, Need]:
     """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
     the files the workspace map shows being worked on; ``forwarded``: the text a result is
     forwarded as when it is not its own (capped: its head and tail; elided: its placeholder;
-    dropped: ""), as the names a later result shows are those the model is shown."""
+    dropped: ""), as the names a later result shows are those the model is shown; ``odds``:
+    whether to give each its copy model features and odds (a forced compaction's order), else
+    only the need and ``reuse``."""
     wanted = set(candidates)
     if not wanted:
         return {}
@@ -205,27 +222,31 @@ def judge(
                 why = "a read of a file the agent works on (workspace map), unchanged since"
             if not why and calls and after.used_after(o.call_index, shown):
                 why = "names it showed are used by later recent calls"
-            changed = a.target in changed_after if a.kind == "read" else None
-            does = run_class(a.command) if a.kind == "run" else "-"
-            # a result that shows no names at all: unknown, not 'all came back later'
-            new = len(shown.difference(later_names)) if shown or len(text) < 500 else None
-            values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
+            chance, values = 0.0, None
+            if odds:
+                changed = a.target in changed_after if a.kind == "read" else None
+                does = run_class(a.command) if a.kind == "run" else "-"
+                # a result that shows no names at all: unknown, not 'all came back later'
+                new = new_names(shown, later_names) if shown or len(text) < 500 else None
+                values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
+                chance = copy_odds.odds(values)
             out[o.result_index] = Need(
                 bool(why),
                 why,
                 reuse(a.kind, bool(why), turns),
-                copy_odds.odds(values),
-                tuple(values.items()),
+                chance,
+                tuple(values.items()) if values else (),
             )
         # as forwarded: a name only in what a cap or an elision cut is not shown later. A
         # result not judged is scanned only when forwarded whole (the last few and the evidence;
         # an elided one is a placeholder of a line): a look's scans stay with its candidates
-        if sent is not None:
-            later_names.update(digest.names(sent))
-        elif o.result_index in by_index:
-            later_names.update(shown)
-        else:
-            later_names.update(digest.names(text_of(messages[o.result_index].get("content"))))
+        if odds and o.result_index != oldest:  # (nothing older counts the oldest's names)
+            if sent is not None:
+                later_names.update(digest.names(sent))
+            elif o.result_index in by_index:
+                later_names.update(shown)
+            else:
+                later_names.update(digest.names(text_of(messages[o.result_index].get("content"))))
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):

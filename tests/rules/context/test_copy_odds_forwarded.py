@@ -7,7 +7,7 @@ from typing import Any
 
 from rules.activity.observations import observations
 from rules.base import SessionState
-from rules.context import forced, need, prune
+from rules.context import copy_odds, forced, need, prune
 from rules.context.overlay import PLACEHOLDER_PREFIX
 from rules.context.prune_plan import Run
 from rules.messages import text_of
@@ -82,3 +82,25 @@ def test_prune_judges_later_names_as_its_overlay_forwards_them(monkeypatch: Any)
     rank = next(s.rank for s in steps if g in s.messages)  # the search's turn
     assert rank == judged[0][g].odds + forced.DROP_TEXT_ODDS
     assert judged[0][g].odds > judge(msgs, run.obs, [g])[g].odds  # as sent: less spent
+
+
+def test_new_names_are_counted_up_to_the_top_bucket() -> None:
+    shown = frozenset(f"name_{i}" for i in range(40))
+    later = {f"name_{i}" for i in range(37)}
+    assert need.new_names(shown, later) == 3  # exact below the top bucket
+    assert need.new_names(shown, set()) == copy_odds.NEW_NAMES[-1][0]  # 40 new: the top bucket
+    assert need.new_names(shown, later | shown) == 0
+
+
+def test_a_look_that_is_not_forced_judges_the_need_alone() -> None:
+    """The copy model orders forced compactions only: an unforced look's judgement is the same
+    need and reuse, without the features' walk over later results."""
+    msgs = _session()
+    obs = observations(msgs)
+    every = [o.result_index for o in obs]
+    full, plain = need.judge(msgs, obs, every), need.judge(msgs, obs, every, odds=False)
+    assert [(n.needed, n.why, n.reuse) for n in full.values()] == [
+        (n.needed, n.why, n.reuse) for n in plain.values()
+    ]
+    assert all(n.odds == 0.0 and n.features == () for n in plain.values())
+    assert all(n.odds > 0 and n.features for n in full.values())
