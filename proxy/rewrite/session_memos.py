@@ -89,12 +89,6 @@ class ObjectMemos:
         tables = sum(len(t) for t in self.tables.values())
         return len(self.hashes) + tables + len(self.counts) + len(self.texts)
 
-    def shed_names(self) -> None:
-        """Drop the names of results a forced look memoised (a dense listing's take several
-        times its JSON): refilled by the next look, while the session's other memos stay."""
-        for name in (need.NAMES_MEMO, need.SENT_NAMES_MEMO):
-            self.tables[name].clear()
-
     def changed(self) -> list[Message]:
         """The objects whose content is no longer what it was when memoised: something edited
         them in place (a bug; the strict engine of the tests looks after every request)."""
@@ -143,9 +137,6 @@ class SessionMemos:
         hold, drop them when far larger than the request needs, then keep the bound."""
         key = (session, encoding)
         entries, held = memos.entries(), memos.charge()
-        if held > self.max_bytes and need.names_held(memos.tables):
-            memos.shed_names()  # over the bound alone: its results' names go, not all its memos
-            entries, held = memos.entries(), memos.charge()
         with self._lock:
             if self._memos.get(key) is not memos:
                 return  # dropped meanwhile: nothing to charge
