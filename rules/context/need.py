@@ -97,15 +97,14 @@ def reuse(kind: str, needed: bool, age: int | None = None) -> float:
 # is forwarded as (with that text: a cap or an elision of the same message may change)
 NAMES_MEMO = "result_names"
 SENT_NAMES_MEMO = "result_sent_names"
-# What a memoised name costs (its string, set slot and characters: 118 bytes a name measured on a
-# grep listing), charged to the session's memos (``names_held``): a dense listing's names take
-# several times its JSON
-NAME_BYTES = 120
+# What a memoised name costs beyond its characters (its string object and set slot): charged to
+# the session's memos (``names_held``), as a result's names may take more than its JSON
+NAME_BYTES = 90
 Table = dict[int, tuple[Any, Any]]
 
 
 def _held(names: frozenset[str]) -> int:
-    return NAME_BYTES * len(names)
+    return NAME_BYTES * len(names) + sum(map(len, names))
 
 
 def names_of(message: Message, table: Table | None) -> frozenset[str]:

@@ -123,7 +123,7 @@ def test_one_entry_per_result_message_charged_by_its_names() -> None:
     assert 0 < len(memos[need.SENT_NAMES_MEMO]) <= results
     held = need.names_held(memos)
     names = [v[1][0] for v in memos[need.NAMES_MEMO].values()]
-    assert held >= sum(need.NAME_BYTES * len(n) for n in names) > 0
+    assert held >= sum(need.NAME_BYTES * len(n) + sum(map(len, n)) for n in names)
     kept = ObjectMemos()
     kept.tables.update(memos)
     assert kept.charge() == 160 * kept.entries() + held  # ENTRY_BYTES each, and the names
