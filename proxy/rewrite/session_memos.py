@@ -27,7 +27,7 @@ from typing import Any
 from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
-from rules.context import measure, need, overlay, shrink, working_set
+from rules.context import measure, overlay, shrink, working_set
 from rules.entities import seen_calls
 from rules.loops import break_loops
 from rules.messages import content_hash
@@ -42,8 +42,6 @@ KEPT_TABLES = (
     break_loops.STEPS_MEMO,  # a result's step: checked against its observation
     shrink.ESTIMATE_MEMO,  # with the options it was made with
     working_set.TASK_TEXT_MEMO,  # a user turn's text, with the limit it was clipped to
-    need.NAMES_MEMO,  # a result's names (charged by their bytes: ``need.names_held``)
-    need.SENT_NAMES_MEMO,  # a result's names as forwarded, with the text it was forwarded as
 )
 # ``Context.share``'s names: prune tells inject the anchors of its view, a list it made. Told for
 # one request, kept across would mislead a later one sent that very list as the client's (the
@@ -78,12 +76,10 @@ class ObjectMemos:
     taken_bytes: int = 0  # ``records.OBJECT_FACTOR`` × the JSON of the messages taken in so far
 
     def charge(self) -> int:
-        """The bytes these memos are charged: their entries, the messages they took in, the keys
-        of the calls track_entities read (a set the size of the state's list, not of the
-        request: not counted as entries, which would drop a small request's memos) and the
-        names of results a forced look scanned (a dense listing's take more than its JSON)."""
-        held = seen_calls.held_bytes(self.derived) + need.names_held(self.tables)
-        return ENTRY_BYTES * self.entries() + self.taken_bytes + held
+        """The bytes these memos are charged: their entries, the messages they took in and the
+        keys of the calls track_entities read (a set the size of the state's list, not of the
+        request: not counted as entries, which would drop a small request's memos)."""
+        return ENTRY_BYTES * self.entries() + self.taken_bytes + seen_calls.held_bytes(self.derived)
 
     def entries(self) -> int:
         tables = sum(len(t) for t in self.tables.values())

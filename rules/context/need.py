@@ -21,7 +21,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from rules.activity.observations import Observation
 from rules.activity.run_class import run_class
@@ -90,55 +89,6 @@ def reuse(kind: str, needed: bool, age: int | None = None) -> float:
         factor = next((f for bound, f in factors if age <= bound), factors[-1][1] if factors else 1)
         hit = min(1.0, hit * factor)
     return hit
-
-
-# ``Context.table`` names (kept across a session's requests, as a forced look scans every result
-# after its oldest candidate): a result message's ``digest.names`` of its text, and of the text it
-# is forwarded as (with that text: a cap or an elision of the same message may change)
-NAMES_MEMO = "result_names"
-SENT_NAMES_MEMO = "result_sent_names"
-# What a memoised name costs beyond its characters (its string object and set slot): charged to
-# the session's memos (``names_held``), as a result's names may take more than its JSON
-NAME_BYTES = 90
-Table = dict[int, tuple[Any, Any]]
-
-
-def _held(names: frozenset[str]) -> int:
-    return NAME_BYTES * len(names) + sum(map(len, names))
-
-
-def names_of(message: Message, table: Table | None) -> frozenset[str]:
-    """``digest.names`` of a message's text, once per message object (``table``: ``NAMES_MEMO``;
-    None: not memoised)."""
-    hit = table.get(id(message)) if table is not None else None
-    if hit is not None and hit[0] is message:
-        return hit[1][0]  # type: ignore[no-any-return]
-    names = digest.names(text_of(message.get("content")))
-    if table is not None:
-        table[id(message)] = (message, (names, _held(names)))
-    return names
-
-
-def sent_names_of(message: Message, sent: str, table: Table | None) -> frozenset[str]:
-    """``digest.names`` of ``sent``, the text ``message`` is forwarded as, once per message object
-    and text (``table``: ``SENT_NAMES_MEMO``): the same text again (the same string object, or an
-    equal one rendered afresh) is not scanned again; another replaces it."""
-    hit = table.get(id(message)) if table is not None else None
-    if hit is not None and hit[0] is message and hit[1][0] == sent:
-        return hit[1][1]  # type: ignore[no-any-return]
-    names = digest.names(sent)
-    if table is not None:
-        table[id(message)] = (message, (sent, names, _held(names) + len(sent)))
-    return names
-
-
-def names_held(tables: Mapping[str, Table]) -> int:
-    """The bytes the ``NAMES_MEMO`` and ``SENT_NAMES_MEMO`` tables' names (and texts) take."""
-    held = 0
-    for name in (NAMES_MEMO, SENT_NAMES_MEMO):
-        for _, value in (tables.get(name) or {}).values():
-            held += value[-1]
-    return held
 
 
 Calls = list[tuple[int, frozenset[str]]]  # (message index, the names a call's arguments use)
@@ -217,15 +167,13 @@ def judge(
     working: Collection[str] = frozenset(),
     forwarded: Mapping[int, str] | None = None,
     odds: bool = True,
-    memos: Mapping[str, Table] | None = None,
 ) -> dict[int, Need]:
     """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
     the files the workspace map shows being worked on; ``forwarded``: the text a result is
     forwarded as when it is not its own (capped: its head and tail; elided: its placeholder;
     dropped: ""), as the names a later result shows are those the model is shown; ``odds``:
     whether to give each its copy model features and odds (a forced compaction's order), else
-    only the need and ``reuse``; ``memos``: the request's tables (``Context.table``) holding
-    ``NAMES_MEMO`` and ``SENT_NAMES_MEMO``, or None (nothing memoised)."""
+    only the need and ``reuse``."""
     wanted = set(candidates)
     if not wanted:
         return {}
@@ -247,8 +195,6 @@ def judge(
     later_names: set[str] = set()  # the names the results after the one looked at show
     as_sent = forwarded or {}
     oldest = min(by_index, default=-1)
-    whole = memos.get(NAMES_MEMO) if memos is not None else None
-    as_forwarded = memos.get(SENT_NAMES_MEMO) if memos is not None else None
     for o in reversed(observations):
         if o.result_index < oldest:
             break  # nothing older is judged: its names and writes matter to none
@@ -258,7 +204,7 @@ def judge(
         sent = as_sent.get(o.result_index)
         if o.result_index in by_index:
             text = text_of(messages[o.result_index].get("content"))
-            shown = names_of(messages[o.result_index], whole)
+            shown = digest.names(text)
             why = ""
             if a.kind == "read" and a.target in edited and a.target not in written_after:
                 why = "a read of a file being edited, unchanged since"
@@ -296,11 +242,11 @@ def judge(
         # an elided one is a placeholder of a line): a look's scans stay with its candidates
         if odds and o.result_index != oldest:  # (nothing older counts the oldest's names)
             if sent is not None:
-                later_names.update(sent_names_of(messages[o.result_index], sent, as_forwarded))
+                later_names.update(digest.names(sent))
             elif o.result_index in by_index:
                 later_names.update(shown)
             else:
-                later_names.update(names_of(messages[o.result_index], whole))
+                later_names.update(digest.names(text_of(messages[o.result_index].get("content"))))
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):

@@ -282,8 +282,7 @@ class Run:
         whole = {i for t in turns for i in t if i in self.by_result and anchors[i] not in done}
         judged = [i for i, _ in masks] + sorted(whole)
         sent = self.forwarded() if drops else None  # the copy model orders forced cuts alone
-        memos = {name: self.ctx.table(name) for name in (need.NAMES_MEMO, need.SENT_NAMES_MEMO)}
-        needs = need.judge(self.messages, self.obs, judged, working, sent, drops, memos)
+        needs = need.judge(self.messages, self.obs, judged, working, sent, odds=drops)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
             late = prune_stages.latest_write_calls(self.obs)
             late |= forced.kept_turns(self.messages, self.obs[-FORCED_KEEP_LAST:], turns)
