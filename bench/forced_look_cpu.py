@@ -1,7 +1,8 @@
 """Thread CPU of a forced look (``Run.plan(sizes, drops=True)``) on a synthetic session of greps,
 reads, test logs and ``git status`` runs: the first look (nothing elided yet) and the look after
 a compaction elided what it chose, each with the session's tables fresh and warm (filled by a
-look of the same messages: ``need``'s names memos). The best and median of ``reps`` looks.
+look of the same messages; ``digest.names``' memo, by text, is warm in both). The best and
+median of ``reps`` looks.
 
     PYTHONPATH=. python -m bench.forced_look_cpu 800 30000 9
 """
