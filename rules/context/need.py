@@ -171,7 +171,8 @@ def judge(
     """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
     the files the workspace map shows being worked on; ``forwarded``: the text a result is
     forwarded as when it is not its own (capped: its head and tail; elided: its placeholder;
-    dropped: ""), as the names a later result shows are those the model is shown; ``odds``:
+    dropped: "", the last of a dropped run: the run's line, which can list the names the run
+    showed), as the names a later result shows are those the model is shown; ``odds``:
     whether to give each its copy model features and odds (a forced compaction's order), else
     only the need and ``reuse``."""
     wanted = set(candidates)

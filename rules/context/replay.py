@@ -126,10 +126,22 @@ def forwarded_results(
 ) -> dict[int, str]:
     """The text each of the tool results ``results`` (indices into ``messages``) is forwarded
     as in ``view`` (``source``: the message each of its messages renders), for those not
-    forwarded as they came: capped or elided (the rendering), dropped (""). One identity test
-    per message: the untouched ones are the very objects."""
+    forwarded as they came: capped or elided (the rendering), dropped (""), except the last
+    result of a dropped run, which is given the run's line (``overlay.dropped_text``: it can list
+    the names the run's results showed). One identity test per message: the untouched ones are
+    the very objects."""
     out = dict.fromkeys(results, "")  # dropped unless placed
-    for m, i in zip(view, source, strict=True):
+    line, last = "", -1  # a dropped run's line, and the message placed before the run
+    for m, i in zip([*view, {}], [*source, len(messages)], strict=True):
+        if i < 0:  # a run's line comes right after the run (``overlay.render``)
+            line = text_of(m.get("content"))
+            continue
+        if line:
+            run = [j for j in range(i - 1, last, -1) if j in out]
+            if run:
+                out[run[0]] = line
+            line = ""
+        last = i
         if i in out:
             if m is messages[i]:
                 del out[i]

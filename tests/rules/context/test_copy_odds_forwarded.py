@@ -7,7 +7,7 @@ from typing import Any
 
 from rules.activity.observations import observations
 from rules.base import SessionState
-from rules.context import copy_odds, forced, need, prune
+from rules.context import copy_odds, forced, need, overlay, prune, replay
 from rules.context.overlay import PLACEHOLDER_PREFIX
 from rules.context.prune_plan import Run
 from rules.messages import text_of
@@ -104,3 +104,53 @@ def test_a_look_that_is_not_forced_judges_the_need_alone() -> None:
     ]
     assert all(n.odds == 0.0 and n.features == () for n in plain.values())
     assert all(n.odds > 0 and n.features for n in full.values())
+
+
+def _dropped_later_search(names: int) -> tuple[list[dict[str, Any]], int, dict[int, str]]:
+    """An older search, then a later one over the same handlers whose turn is dropped, its line
+    listing the names its result showed when ``names`` says so (``overlay.NAMES_*``)."""
+    hits = "\n".join(f"src/mod_{i}.py:{i}: def handler_{i}(request):" for i in range(4))
+    msgs = [
+        user("Find the handlers"),
+        assistant(None, shell("g", "grep -rn 'def handler_' src")),
+        result("g", hits),
+        user("now look again"),
+        assistant(None, shell("b", "grep -rn handler_ src | head -4")),
+        result("b", hits.replace("def ", "")),
+    ]
+    for k in range(6):
+        msgs += [assistant(None, shell(f"s{k}", f"git status {k}")), result(f"s{k}", f"M f{k}")]
+    msgs.append(user("continue"))
+    b = _index(msgs, "b")
+    anchors = Run(ctx(msgs, state=SessionState()), prune.Config(), prune.NAMESPACE).anchors
+    stored = {"edits": {}, "dropped": [anchors[b - 1], anchors[b]], "compactions": 1}
+    stored["names"] = names
+    state = SessionState().with_value(prune.NAMESPACE, stored)
+    run = Run(ctx(msgs, state=state), prune.Config(), prune.NAMESPACE)
+    run.cap_new_results()
+    run.sizes()
+    return msgs, b, run.forwarded()
+
+
+def test_a_dropped_run_s_line_is_what_its_last_result_is_forwarded_as() -> None:
+    msgs, b, forwarded = _dropped_later_search(overlay.NAMES_IN_ORDER)
+    assert forwarded[b].startswith(f"{PLACEHOLDER_PREFIX} dropped 2 earlier messages")
+    assert "handler_3" in forwarded[b]  # the line lists the names the dropped search showed
+    assert _new(msgs, forwarded) == "0"  # the older search's names are all shown later
+    msgs, b, forwarded = _dropped_later_search(overlay.NAMES_NONE)  # a line without names
+    assert "handler_3" not in forwarded[b]
+    assert _new(msgs, forwarded) == "5+"
+
+
+def test_only_the_last_result_of_a_dropped_run_is_given_its_line() -> None:
+    msgs = [user("u")]
+    for k in range(3):
+        msgs += [assistant(None, shell(f"c{k}", f"ls {k}")), result(f"c{k}", f"f{k}.py")]
+    line = {"role": "user", "content": "[dropped 4 earlier messages]"}
+    results = [2, 4, 6]
+    view = [msgs[0], line, msgs[5], msgs[6]]  # messages 1-4 dropped as one run
+    got = replay.forwarded_results(msgs, view, [0, -1, 5, 6], results)
+    assert got == {2: "", 4: "[dropped 4 earlier messages]"}
+    view = [msgs[0], msgs[1], msgs[2], msgs[3], msgs[4], line]  # a run at the very end
+    got = replay.forwarded_results(msgs, view, [0, 1, 2, 3, 4, -1], results)
+    assert got == {6: "[dropped 4 earlier messages]"}
