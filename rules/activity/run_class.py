@@ -49,9 +49,9 @@ BUILD = frozenset(
     }
 )  # fmt: skip
 # ``git``'s subcommands that search; its others are ``other``: what ``git diff`` / ``show`` /
-# ``log`` / ``blame`` showed is copied from about a quarter as often as a view's output, about as
-# often as a build's (1.4%, bench/copy_odds_learn.py), and taken as views they lowered the
-# held-out share of copies the model ranks in its top tenth (52.5% to 51.2%)
+# ``log`` / ``blame`` showed is copied from far less often than a view's output, and taken as
+# views they lowered the held-out share of copies the model ranks in its top tenth
+# (bench/copy_odds_learn.py with them in ``VIEW``)
 GIT = dict.fromkeys(("grep", "ls-files", "ls-tree"), "search")
 SCRIPTS = (".sh", ".bash", ".py", ".js", ".rb", ".pl")  # a script run by its path: code runs
 # words that set up the shell or print nothing worth copying, before the program that runs
@@ -82,6 +82,7 @@ WRAPPERS: dict[str, tuple[frozenset[str], int]] = {
     "xargs": (frozenset({"-I", "-n", "-P", "-L", "-d", "-s", "-a", "-E"}), 0),
 }
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})  # a shell's long options with a value
 POWERSHELLS = frozenset({"powershell", "pwsh"})
 
 
@@ -146,13 +147,22 @@ def _assignment(word: str) -> bool:
 def shell_string(verb: str, argv: Sequence[str]) -> str | None:
     """The command a shell runs from its ``-c`` string (``bash -lc 'x'``, ``powershell
     -Command x``, ``cmd /c x``), or None when ``argv`` is no such call."""
-    if verb in SHELLS:
-        for i, word in enumerate(argv[1:], 1):
-            if not word.startswith("-"):
-                return None  # a script: ``bash run.sh``
-            if "c" in word[1:] and not word.startswith("--"):
-                return argv[i + 1] if i + 1 < len(argv) else ""
-        return None
+    if verb in SHELLS:  # the string is the first word past the options, with ``-c`` among them
+        string, i = False, 1
+        while i < len(argv) and len(argv[i]) > 1 and argv[i][0] in "-+":
+            word = argv[i]
+            i += 1
+            if word == "--":
+                break
+            if word.startswith("--"):
+                i += word in SHELL_LONG_VALUES  # ``--rcfile f``
+                continue
+            string = string or "c" in word[1:]
+            if word[-1] in "oO":  # ``-o pipefail``, ``-euo pipefail``, ``-O extglob``, ``+o posix``
+                i += 1
+        if not string:
+            return None  # a script: ``bash run.sh``, ``bash -o pipefail run.sh``
+        return argv[i] if i < len(argv) else ""
     flags = ("-command", "-c") if verb in POWERSHELLS else ("/c", "/k") if verb == "cmd" else ()
     for i, word in enumerate(argv[1:], 1):
         if word.lower() in flags:

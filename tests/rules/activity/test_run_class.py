@@ -60,6 +60,14 @@ def test_the_first_program_past_the_setup_names_the_class(command: str, expected
         ("go test ./...", "build"),
         ("cp a b && rm c", "other"),
         ("bash -c", "other"),  # no string to read
+        # a shell's options with a value before its string: the value is not the string
+        ("bash -o pipefail -c 'grep -rn foo src | head'", "search"),
+        ("bash -euo pipefail -c 'cat a.py'", "view"),
+        ("bash -O extglob -c 'ls src'", "search"),
+        ("bash +o posix -c 'rg foo'", "search"),
+        ("bash --rcfile env.sh -c 'cat a.py'", "view"),
+        ("bash -x -c 'grep foo a.py'", "search"),  # -c takes the first word past the options
+        ("bash -o pipefail run_tests.sh", "build"),  # options, then a script
     ],
 )
 def test_setup_wrappers_and_shell_strings_are_read_past(command: str, expected: str) -> None:
@@ -81,3 +89,12 @@ def test_only_the_start_of_a_long_command_is_read() -> None:
     started = time.thread_time()
     assert run_class(script) == "view"
     assert time.thread_time() - started < 0.5  # the lexer never sees the whole script
+
+
+def test_a_script_written_by_a_heredoc_then_run_is_a_view() -> None:
+    # The class is the first program's, not the one whose output the result shows: ``cat > f
+    # <<EOF`` is ``cat``, so a script written then run is a view. It stays one on purpose: the
+    # pack's view odds are learned with these runs among them, and classing a view whose output
+    # goes to a file as setup ranked held-out copies worse (docs/rules/prune.md)
+    assert run_class("cat > check.py <<'EOF'\nprint(1)\nEOF\npython check.py") == "view"
+    assert run_class("python check.py") == "build"  # the same run without the heredoc
