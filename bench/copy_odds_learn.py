@@ -8,13 +8,16 @@ the other.
 ``messages[:q]``, the first ``--max-requests`` of each conversation; 0: all) and each tool result
 ``r`` before it, the result's features as ``need.judge`` gives them on that request, and the
 label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
-ground truth).
+ground truth). Later results' names are counted as every configuration forwards them: a result
+over prune's ``max_result_tokens`` by its cap's head and tail (``capped``; the compactions a
+budget forces on top differ by configuration and are not replayed here).
 
 **The split**: a conversation is in the fitting half when it is in ``bench.split``'s train half
 (the first byte of the SHA-256 of its id even), else in the held-out half. The table is fitted
 on the first; the held-out half reports the Brier score and the log loss of the table, of the
-older ``reuse`` table (kind, needed, age) and of the base rate, and the share of later copies
-that come from the tenth of samples the table ranks most likely per character (what a forced
+same table without what a run does and the new names (``plain``: ``copy_odds.BASE_LEVELS``), of
+the older ``reuse`` table (kind, needed, age) and of the base rate, and the share of later copies
+that come from the tenth of samples each table ranks most likely per character (what a forced
 compaction keeps first).
 
 **The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
@@ -34,10 +37,14 @@ from typing import Any
 import yaml
 
 from bench.copied_literals import copied_literals
+from bench.cost_config import model_of
+from bench.cost_lanes import _counters
 from bench.split import half_of
+from proxy.tokens import ensure_offline_tiktoken
 from rules.activity.observations import observations
-from rules.context import copy_odds, need
-from rules.messages import text_of
+from rules.base import Message
+from rules.context import copy_odds, need, overlay, prune
+from rules.messages import role, text_of
 from tests.support.traces import iter_conversations, request_prefixes
 
 MIN_SAMPLES = 200
@@ -64,16 +71,30 @@ def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Samp
     last_copy: dict[int, int] = {}
     for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
         last_copy[c.source] = max(last_copy.get(c.source, -1), c.call_index)
+    forwarded = capped(msgs[: len(prefixes[-1])], model_of(conv))
     for prefix in prefixes:
         q = len(prefix)
         obs = observations(prefix)
-        judged = need.judge(prefix, obs, [o.result_index for o in obs])
+        judged = need.judge(prefix, obs, [o.result_index for o in obs], forwarded=forwarded)
         for o in obs:
             n = judged[o.result_index]
             chars = len(text_of(prefix[o.result_index].get("content")))
             k = copy_odds.key(dict(n.features))
             out[(k, n.reuse, chars, last_copy.get(o.result_index, -1) >= q)] += 1
     return fitting(str(conv["id"])), out
+
+
+def capped(messages: list[Message], model: str) -> dict[int, str]:
+    """The text of each tool result prune caps when it first appears (over the default
+    ``max_result_tokens``), as it forwards it: head and tail (``overlay.capped_text``)."""
+    ensure_offline_tiktoken()
+    tokens, limit = _counters().for_model(model), prune.Config().max_result_tokens
+    out: dict[int, str] = {}
+    for i, m in enumerate(messages):
+        if role(m) == "tool" and tokens.count_message(m) > limit:
+            text = text_of(m.get("content"))
+            out[i] = overlay.capped_text(text, tokens.count_text(text), limit)
+    return out
 
 
 def _job(args: tuple[dict[str, Any], int]) -> tuple[bool, Counter[Sample]]:
@@ -85,12 +106,18 @@ def _coarse(full: str, fields: tuple[str, ...]) -> str:
     return copy_odds.key(values, fields)
 
 
-def fit(cells: Counter[Sample]) -> dict[str, Any]:
+def fit(
+    cells: Counter[Sample], levels: tuple[tuple[str, ...], ...] = copy_odds.BACKOFF
+) -> dict[str, Any]:
+    """The pack: every key of ``levels`` with enough samples (``copy_odds.BASE_LEVELS``: the
+    table without what a run does and the new names, the held-out comparison)."""
     counts: dict[str, list[int]] = {}
     total = hits = 0
     for (full, _, _, copied), n in cells.items():
         total, hits = total + n, hits + n * copied
-        for fields in copy_odds.BACKOFF:
+        for fields in levels:
+            if "|new=-" in full and "new" in fields:
+                continue  # as copy_odds._odds: no names shown, the levels without the new names
             c = counts.setdefault(_coarse(full, fields), [0, 0])
             c[0] += n
             c[1] += n * copied
@@ -102,38 +129,52 @@ def fit(cells: Counter[Sample]) -> dict[str, Any]:
 
 def _predict(pack: dict[str, Any], full: str) -> float:
     for fields in copy_odds.BACKOFF:
+        if "|new=-" in full and "new" in fields:
+            continue
         p = pack["odds"].get(_coarse(full, fields))
         if p is not None:
             return float(p)
     return float(pack["base"])
 
 
-def evaluate(pack: dict[str, Any], cells: Counter[Sample]) -> dict[str, float]:
-    """Brier and log loss of the table, the older reuse figures and the base rate; the share of
-    later copies in the tenth of samples ranked most likely per character."""
+def evaluate(
+    pack: dict[str, Any], cells: Counter[Sample], plain: dict[str, Any] | None = None
+) -> dict[str, float]:
+    """Brier and log loss of the table (and of ``plain``, a table without some features), the
+    older reuse figures and the base rate; the share of later copies in the tenth of samples
+    each table ranks most likely per character."""
+    tables = {"table": pack, **({"plain": plain} if plain else {})}
     scores: dict[str, float] = {}
     n_all = sum(cells.values())
-    ranked = []
+    ranked: dict[str, list[tuple[float, int, bool]]] = {name: [] for name in tables}
     for (full, old, chars, copied), n in cells.items():
-        for name, p in (("table", _predict(pack, full)), ("reuse", old), ("base", pack["base"])):
+        chances = {name: _predict(t, full) for name, t in tables.items()}
+        for name, p in (*chances.items(), ("reuse", old), ("base", pack["base"])):
             p = min(max(p, 1e-4), 1 - 1e-4)
             brier, logloss = f"brier {name}", f"logloss {name}"
             scores[brier] = scores.get(brier, 0.0) + n * (p - copied) ** 2
             scores[logloss] = scores.get(logloss, 0.0) - n * math.log(p if copied else 1 - p)
-        ranked.append((_predict(pack, full) / max(chars, 1), n, copied))
+        for name, p in chances.items():
+            ranked[name].append((p / max(chars, 1), n, copied))
     out = {k: v / max(n_all, 1) for k, v in scores.items()}
-    ranked.sort(key=lambda x: -x[0])
-    top, kept, positives = n_all / 10, 0.0, sum(n for *_, c in ranked if c)
+    for name, scored in ranked.items():
+        out[f"top tenth per char {name}"] = _top_tenth(scored, n_all)
+    out["samples"] = n_all
+    return out
+
+
+def _top_tenth(scored: list[tuple[float, int, bool]], n_all: int) -> float:
+    """The share of the copied samples among the tenth of all ranked first."""
+    scored.sort(key=lambda x: -x[0])
+    top, kept, positives = n_all / 10, 0.0, sum(n for _, n, copied in scored if copied)
     seen = 0.0
-    for _, n, copied in ranked:
+    for _, n, copied in scored:
         if seen >= top:
             break
         take = min(n, top - seen)
         seen += take
         kept += take * copied
-    out["top tenth per char"] = kept / max(positives, 1)
-    out["samples"] = n_all
-    return out
+    return kept / max(positives, 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,14 +191,18 @@ def main(argv: list[str] | None = None) -> int:
             halves[fit_half].update(cells)
             convs[fit_half] += 1
     pack = fit(halves[True])
+    plain = fit(halves[True], copy_odds.BASE_LEVELS)
     print(f"fitting half: {convs[True]} conversations, {pack['samples']:,} samples")
     for name, cells in (("fitting", halves[True]), ("held-out", halves[False])):
-        scores = evaluate(pack, cells)
+        scores = evaluate(pack, cells, plain)
         print(f"\n{name} half:")
         for k, v in scores.items():
             print(f"  {k}: {v:.4f}" if k != "samples" else f"  samples: {int(v):,}")
     print("\nper feature, fitting half (P copied later, samples):")
-    for fields in (("kind", "fresh"), ("kind", "size"), ("age",), ("used",)):
+    marginals = (
+        ("kind", "fresh"), ("kind", "size"), ("age",), ("used",), ("kind", "does"), ("new",),
+    )  # fmt: skip
+    for fields in marginals:
         marg = fit_marginal(halves[True], fields)
         for k, (n, h) in sorted(marg.items()):
             print(f"  {k}: {h / max(n, 1):.3f} of {n:,}")

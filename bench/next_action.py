@@ -3,14 +3,15 @@ its next tool call is still in the request ctxproxy forwards.
 
     .venv/bin/python -m bench.next_action [--limit 40] [--max-requests 40] [--jobs J] [--seed S]
         [--variants nomask,defaults,budget32k,share50,share30,mask10] [--read-ratio 0.1]
-        [--json out.json] [--learn] [--learn-out rules/packs/reuse.json]
+        [--json out.json] [--learn] [--learn-out rules/packs/reuse.json] [--half held-out]
 
 **Ground truth** (``bench/copied_literals.py``, where the rule is written out): the literals each
 assistant tool call copies from earlier tool results alone (a line it read, a path ``find``
 printed, an identifier grep showed, an id from a JSON result), each with its source (the most
 recent tool result holding it) and age (assistant turns since that result).
 
-**The replay.** ``--limit`` conversations spread evenly over the corpus (0: all), the first
+**The replay.** ``--limit`` conversations spread evenly over the corpus (0: all; ``--half``: of
+one half of it, ``bench/split.py``, as prune's packs are learned on the other), the first
 ``--max-requests`` requests of each (``tests/support/traces.request_prefixes``; 0: all). Every
 configuration replays them one by one with its session state carried between requests, at an
 every-turn cadence, warm: a clock advancing uniform(2, 10) s per request (seeded by ``--seed``
@@ -69,18 +70,13 @@ import orjson
 import yaml
 
 from bench.cache_emulator import CacheUse, PrefixCache, Segments
-from bench.copied_literals import (
-    Copied,
-    age_bucket,
-    copied_literals,
-    inject_blocks,
-    learn_table,
-)
+from bench.copied_literals import Copied, age_bucket, copied_literals, inject_blocks, learn_table
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.next_action_tables import PACK_HEADER, kept_rows, print_learn, print_rows
 from bench.next_action_thrash import Cut, count_compaction, count_overshoot, print_classes
 from bench.reuse_learn import need_samples, reuse_pack
+from bench.split import HALVES, in_half
 from proxy.rewrite.budgets import default_window_room
 from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, ensure_offline_tiktoken
@@ -338,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variants", default=DEFAULT_VARIANTS)
     parser.add_argument("--read-ratio", type=float, default=0.1, help="cached token price ratio")
     parser.add_argument("--json", default=None, help="also write the figures to this file")
+    parser.add_argument("--half", choices=("all", *HALVES), default="all", help="bench/split.py")
     parser.add_argument("--learn", action="store_true", help="P(copied later | bucket) table")
     parser.add_argument("--learn-out", default=None, help="write the --learn rates as a pack")
     args = parser.parse_args(argv)
@@ -348,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         parser.error(str(exc))
     learn = args.learn or bool(args.learn_out)
-    chosen = spread(list(iter_conversations()), args.limit)
+    chosen = spread(in_half(iter_conversations(), args.half), args.limit)
     jobs = [
         Job(c, tuple(variants), args.seed, args.max_requests, args.read_ratio, learn)
         for c in chosen

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections import Counter
 
 from bench import copy_odds_learn as learn
-from rules.context import copy_odds
+from rules.activity.observations import observations
+from rules.context import copy_odds, need
+from tests.support.factories import assistant, result, shell, user
 
 
 def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "-") -> str:
     values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
-    return copy_odds.key(values)
+    return copy_odds.key(values | {"does": "-", "new": "5+"})
 
 
 def _cells() -> Counter[learn.Sample]:
@@ -51,3 +53,52 @@ def test_the_table_scores_better_than_the_base_rate() -> None:
     assert scores["brier table"] < scores["brier base"]
     assert scores["logloss table"] < scores["logloss base"]
     assert scores["samples"] == sum(cells.values())
+
+
+def test_the_plain_table_has_no_key_with_the_run_class_or_new_names() -> None:
+    plain = learn.fit(_cells(), copy_odds.BASE_LEVELS)
+    assert plain["odds"] and not any("new=" in k or "does=" in k for k in plain["odds"])
+    scores = learn.evaluate(learn.fit(_cells()), _cells(), plain)
+    assert {"brier plain", "logloss plain", "top tenth per char plain"} <= set(scores)
+
+
+def test_the_top_tenth_is_a_share_of_the_copied_samples() -> None:
+    assert learn._top_tenth([(1.0, 10, True), (0.5, 90, False)], 100) == 1.0
+    assert learn._top_tenth([(1.0, 10, False), (0.5, 40, True), (0.1, 50, True)], 100) == 0.0
+    # the tenth ends inside the second cell: 5 + 5 of the 15 copied samples
+    assert learn._top_tenth([(0.9, 10, True), (1.0, 5, True), (0.1, 85, False)], 100) == 2 / 3
+
+
+def test_later_names_are_counted_as_a_cap_forwards_the_later_result() -> None:
+    """A search, then a test log over prune's ``max_result_tokens`` that names every handler
+    only in its middle: prune forwards the log's head and tail, so the search's names are not
+    shown later (``capped``); counting the log whole would say they are."""
+    hits = "\n".join(f"src/mod_{i}.py:{i}: def handler_{i}(request):" for i in range(30))
+    log = "\n".join(
+        [f"tests/test_a.py::test_setup_{i} PASSED" for i in range(1500)]
+        + [f"src/mod_{i}.py:{i}: in handler_{i}: warning deprecated" for i in range(30)]
+        + [f"tests/test_b.py::test_teardown_{i} PASSED" for i in range(1500)]
+    )
+    msgs = [
+        user("Find the handlers"),
+        assistant(None, shell("g", "grep -rn 'def handler_' src")),
+        result("g", hits),
+        assistant(None, shell("p", "python -m pytest -v")),
+        result("p", log),
+        assistant(None, shell("s", "git status --short")),
+        result("s", "M a.txt"),
+    ]
+    conv = {"id": "conv/capped", "messages": msgs}
+    g = 2
+    forwarded = learn.capped(msgs, learn.model_of(conv))
+    assert list(forwarded) == [4]  # the log alone is over the cap
+    assert "handler_7" not in forwarded[4]
+    _, cells = learn.samples(conv, 0)
+    as_capped = need.judge(msgs, observations(msgs), [g], forwarded=forwarded)[g]
+    whole = need.judge(msgs, observations(msgs), [g])[g]
+    assert dict(as_capped.features)["new"] == "5+"
+    assert dict(whole.features)["new"] == "0"
+    # the last request's sample of the search has the features judged as the cap forwards
+    keys = {k for k, *_ in cells}
+    assert copy_odds.key(dict(as_capped.features)) in keys
+    assert copy_odds.key(dict(whole.features)) not in keys

@@ -10,7 +10,13 @@ Features (``key``), each measured to matter:
 - its size (characters: under 500, under 4,000, more): a long output holds more to copy;
 - its age in assistant turns (up to 5, 6 to 20, more);
 - whether a recent later call uses a name it showed or names the file it read (``need``'s
-  judgement).
+  judgement);
+- for a run, what it does (``rules/activity/run_class.py``: shows files, searches, builds or
+  tests, other);
+- how many of the names it shows (paths, identifiers, ids: ``digest.names``) no later result
+  shows (none, 1 to 4, more): a literal is copied from the latest result that shows it, so a
+  result whose names all came back later (a re-run, a re-read, a narrower search) has given up
+  what it held.
 
 The table holds P(copied later) for the full key and for coarser keys (a feature left out, in
 ``BACKOFF`` order); a lookup takes the most specific key the pack holds (one with enough
@@ -26,16 +32,24 @@ from rules.packs import load_pack
 PACK = "copy_odds"
 SIZES = ((500, "s"), (4_000, "m"))  # characters: under each bound, that bucket; else "l"
 AGES = ((5, "<=5"), (20, "6-20"))  # turns: up to each bound, that bucket; else ">20"
-FIELDS = ("kind", "fresh", "size", "age", "used")
+NEW_NAMES = ((1, "0"), (5, "1-4"))  # names no later result shows: under each bound; else "5+"
+FIELDS = ("kind", "fresh", "size", "age", "used", "does", "new")
 # Coarser keys tried in turn when the pack has no figure for the full one: the features whose
-# effect is smallest go first.
-BACKOFF = (
+# effect is smallest go first. Each level that knows a read's freshness with what a run does and
+# the new names, then the kind, freshness and new names alone (a read's freshness matters more
+# than its age), then the levels without them.
+BASE_LEVELS = (
     ("kind", "fresh", "size", "age", "used"),
     ("kind", "fresh", "size", "age"),
     ("kind", "fresh", "age", "used"),
     ("kind", "fresh", "age"),
     ("kind", "age"),
     ("age",),
+)
+BACKOFF = (
+    *((*level, "does", "new") for level in BASE_LEVELS[:4]),
+    ("kind", "fresh", "new"),
+    *BASE_LEVELS,
 )
 DEFAULT = 0.05  # no pack at all
 
@@ -48,8 +62,21 @@ def age_bucket(turns: int) -> str:
     return next((name for bound, name in AGES if turns <= bound), ">20")
 
 
-def features(kind: str, changed: bool | None, chars: int, turns: int, used: bool) -> dict[str, str]:
-    """A result's features; ``changed``: None when it is not a read."""
+def new_names_bucket(count: int) -> str:
+    return next((name for bound, name in NEW_NAMES if count < bound), "5+")
+
+
+def features(
+    kind: str,
+    changed: bool | None,
+    chars: int,
+    turns: int,
+    used: bool,
+    does: str,
+    new_names: int | None,
+) -> dict[str, str]:
+    """A result's features; ``changed``: None when it is not a read; ``does``: a run's
+    ``run_class``; ``new_names``: how many names it shows that no later result shows."""
     fresh = "-" if changed is None else ("changed" if changed else "unchanged")
     return {
         "kind": kind,
@@ -57,6 +84,8 @@ def features(kind: str, changed: bool | None, chars: int, turns: int, used: bool
         "size": size_bucket(chars),
         "age": age_bucket(turns),
         "used": "used" if used else "-",
+        "does": does if kind == "run" else "-",
+        "new": "-" if new_names is None else new_names_bucket(new_names),
     }
 
 
@@ -83,11 +112,13 @@ def _table() -> tuple[dict[str, float], float]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _odds(kind: str, fresh: str, size: str, age: str, used: str) -> float:
+def _odds(values: tuple[str, ...]) -> float:
     table, base = _table()
-    values = {"kind": kind, "fresh": fresh, "size": size, "age": age, "used": used}
+    named = dict(zip(FIELDS, values, strict=True))
     for fields in BACKOFF:
-        hit = table.get(key(values, fields))
+        if named["new"] == "-" and "new" in fields:
+            continue  # no names shown: the levels without the new names
+        hit = table.get(key(named, fields))
         if hit is not None:
             return hit
     return base
@@ -95,4 +126,4 @@ def _odds(kind: str, fresh: str, size: str, age: str, used: str) -> float:
 
 def odds(values: Mapping[str, str]) -> float:
     """P(a later call copies from a result with these features)."""
-    return _odds(values["kind"], values["fresh"], values["size"], values["age"], values["used"])
+    return _odds(tuple(values[f] for f in FIELDS))

@@ -4,12 +4,13 @@ Past the steps that cost the task nothing much (stale copies, the agent's own ol
 scripts), masks of tool results and drops of whole old turns are taken in one order: the least
 expected loss per token freed first. A result's loss is ranked by the probability that a later
 call copies from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a
-later use); a turn's by the sum of those of the results it still shows whole (a result elided
-already has given up what it held) plus a little for its own words. How deep the cut goes is the
-schedule's (``schedule.choose``), which charges each step the re-read it may force at the
-coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's, the corpus
-kept the same literals, but forced cuts stopped at the goal and came back about twice as often
-in a long session (tests/rules/context/test_overlay.py).
+later use, what a run does, the names no later result shows); a turn's by the sum of those of
+the results it still shows whole (a result elided already has given up what it held) plus a
+little for its own words. How deep the cut goes is the schedule's (``schedule.choose``), which
+charges each step the re-read it may force at the coarser ``need.reuse`` figures (kind, needed,
+age): charged at the feature model's, the corpus kept the same literals, but forced cuts stopped
+at the goal and came back about twice as often in a long session
+(tests/rules/context/test_overlay.py).
 
 So an old turn of spent output goes before a recent read the agent may copy an ``old_str`` from,
 and a large output nobody uses before a small result in use: the depth the budget forces is
@@ -20,7 +21,7 @@ Each gain is net of the steps before it on the same messages (``net``)."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 
 from rules.activity.observations import Observation
@@ -30,6 +31,7 @@ from rules.context.need import Need
 from rules.context.schedule import Step
 from rules.messages import role
 
+KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
 DROP_TEXT_ODDS = 0.02  # a turn's own words and call arguments: rarely copied from again
 DIGEST_TOKENS = 70  # a masked result's line with its digest, about
 # the reason of a drop of a turn holding a file's latest write: taken only when nothing else makes
@@ -66,6 +68,21 @@ def order(
 
     # stable: among equals, masks before drops and older turns first
     return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
+
+
+def recent_masks(
+    observations: Sequence[Observation], keep_last: int, maskable: Callable[[int], bool]
+) -> list[tuple[int, str]]:
+    """Forced, before any turn is dropped: the last ``keep_last`` results (those the mask stage
+    keeps whole) but the last ``KEEP_LAST``, each that ``maskable`` lets go (masked, a result
+    keeps its digest; dropped, its turn keeps only a line)."""
+    recent = observations[max(0, len(observations) - keep_last) :]
+    reason = f"the budget: older than the last {KEEP_LAST} tool results"
+    return [
+        (o.result_index, reason)
+        for o in recent[: max(0, len(recent) - KEEP_LAST)]
+        if maskable(o.result_index)
+    ]
 
 
 def kept_turns(

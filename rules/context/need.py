@@ -23,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from rules.activity.observations import Observation
+from rules.activity.run_class import run_class
 from rules.base import Message
 from rules.context import copy_odds, digest, prune_stages
 from rules.messages import call_arguments_text, text_of, tool_calls
@@ -40,7 +41,8 @@ class Need:
     why: str  # "" when not needed
     reuse: float  # the probability that a later call copies from it
     # the probability by the features ``copy_odds`` weighs (a read unchanged since, the
-    # result's size, its age, a later use): what a forced compaction elides by
+    # result's size, its age, a later use, what a run does, the names no later result shows):
+    # what a forced compaction elides by
     odds: float = 0.0
     features: tuple[tuple[str, str], ...] = ()
 
@@ -144,14 +146,35 @@ def file_names(path: str) -> frozenset[str]:
     return frozenset(x for x in (path, path.removeprefix("./"), base) if len(x) >= 4)
 
 
+def new_names(
+    shown: frozenset[str], later: set[str], enough: int = copy_odds.NEW_NAMES[-1][0]
+) -> int:
+    """How many of ``shown`` are not in ``later``, counted up to ``enough`` (the top bucket of
+    ``copy_odds.NEW_NAMES``): a result showing many new names stops early."""
+    count = 0
+    for name in shown:
+        if name not in later:
+            count += 1
+            if count >= enough:
+                break
+    return count
+
+
 def judge(
     messages: list[Message],
     observations: list[Observation],
     candidates: Iterable[int],
     working: Collection[str] = frozenset(),
+    forwarded: Mapping[int, str] | None = None,
+    odds: bool = True,
 ) -> dict[int, Need]:
     """A ``Need`` for each candidate result index (results of ``observations``); ``working``:
-    the files the workspace map shows being worked on."""
+    the files the workspace map shows being worked on; ``forwarded``: the text a result is
+    forwarded as when it is not its own (capped: its head and tail; elided: its placeholder;
+    dropped: "", the last of a dropped run: the run's line, which can list the names the run
+    showed), as the names a later result shows are those the model is shown; ``odds``:
+    whether to give each its copy model features and odds (a forced compaction's order), else
+    only the need and ``reuse``."""
     wanted = set(candidates)
     if not wanted:
         return {}
@@ -170,11 +193,19 @@ def judge(
     out: dict[int, Need] = {}
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
+    later_names: set[str] = set()  # the names the results after the one looked at show
+    as_sent = forwarded or {}
+    oldest = min(by_index, default=-1)
     for o in reversed(observations):
+        if o.result_index < oldest:
+            break  # nothing older is judged: its names and writes matter to none
         if o.call_index != last_call:
             turns, last_call = turns + 1, o.call_index
         a = o.action
+        sent = as_sent.get(o.result_index)
         if o.result_index in by_index:
+            text = text_of(messages[o.result_index].get("content"))
+            shown = digest.names(text)
             why = ""
             if a.kind == "read" and a.target in edited and a.target not in written_after:
                 why = "a read of a file being edited, unchanged since"
@@ -190,18 +221,33 @@ def judge(
                 and a.target.removeprefix("./") in working
             ):
                 why = "a read of a file the agent works on (workspace map), unchanged since"
-            text = text_of(messages[o.result_index].get("content"))
-            if not why and calls and after.used_after(o.call_index, digest.names(text)):
+            if not why and calls and after.used_after(o.call_index, shown):
                 why = "names it showed are used by later recent calls"
-            changed = a.target in changed_after if a.kind == "read" else None
-            values = copy_odds.features(a.kind, changed, len(text), turns, bool(why))
+            chance, values = 0.0, None
+            if odds:
+                changed = a.target in changed_after if a.kind == "read" else None
+                does = run_class(a.command) if a.kind == "run" else "-"
+                # a result that shows no names at all: unknown, not 'all came back later'
+                new = new_names(shown, later_names) if shown or len(text) < 500 else None
+                values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
+                chance = copy_odds.odds(values)
             out[o.result_index] = Need(
                 bool(why),
                 why,
                 reuse(a.kind, bool(why), turns),
-                copy_odds.odds(values),
-                tuple(values.items()),
+                chance,
+                tuple(values.items()) if values else (),
             )
+        # as forwarded: a name only in what a cap or an elision cut is not shown later. A
+        # result not judged is scanned only when forwarded whole (the last few and the evidence;
+        # an elided one is a placeholder of a line): a look's scans stay with its candidates
+        if odds and o.result_index != oldest:  # (nothing older counts the oldest's names)
+            if sent is not None:
+                later_names.update(digest.names(sent))
+            elif o.result_index in by_index:
+                later_names.update(shown)
+            else:
+                later_names.update(digest.names(text_of(messages[o.result_index].get("content"))))
         if a.kind == "write":
             changed_after.update(a.writes or (a.target,))
             if prune_stages.full_write(messages, o):

@@ -28,7 +28,7 @@ VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
-FORCED_KEEP_LAST = 2  # a forced compaction masks recent results too, but never these
+FORCED_KEEP_LAST = forced.KEEP_LAST
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 # ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
 # within it (over it, or already edited or dropped)
@@ -214,6 +214,12 @@ class Run:
                 sizes[i] = count(m)
         return sizes
 
+    def forwarded(self) -> dict[int, str]:
+        """``replay.forwarded_results`` of the overlay's rendering (the one ``sizes`` counted)."""
+        view = self.view(self.overlay)
+        assert self._placed is not None
+        return replay.forwarded_results(self.messages, view, self._placed[2], self.by_result)
+
     def _elided(self) -> set[str]:
         """Anchors of the messages a compaction has nothing left to do with: dropped, elided or
         shrunk already (a set, as the plan asks about every candidate)."""
@@ -263,13 +269,20 @@ class Run:
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
         if drops:  # forced: the recent results too (but the last few), before any turn goes
-            masks += self._recent_masks(protected, done, sizes, {i for i, _ in masks} | seen)
+            planned = {i for i, _ in masks} | seen | protected
+            masks += forced.recent_masks(
+                self.obs,
+                self.cfg.keep_last_observations,
+                lambda i: i not in planned and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS,
+            )
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
         )
         turns = self._droppable_turns(protected) if drops and self.cfg.drop_turns else []
         whole = {i for t in turns for i in t if i in self.by_result and anchors[i] not in done}
-        needs = need.judge(self.messages, self.obs, [i for i, _ in masks] + sorted(whole), working)
+        judged = [i for i, _ in masks] + sorted(whole)
+        sent = self.forwarded() if drops else None  # the copy model orders forced cuts alone
+        needs = need.judge(self.messages, self.obs, judged, working, sent, odds=drops)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
             late = prune_stages.latest_write_calls(self.obs)
             late |= forced.kept_turns(self.messages, self.obs[-FORCED_KEEP_LAST:], turns)
@@ -280,23 +293,6 @@ class Run:
             if not needs[i].needed
         )
         return steps
-
-    def _recent_masks(
-        self, protected: set[int], done: set[str], sizes: dict[int, int], planned: set[int]
-    ) -> list[tuple[int, str]]:
-        """Forced, before any turn is dropped: the results the mask stage keeps whole, but the
-        last ``FORCED_KEEP_LAST`` (masked, a result keeps its digest; dropped, its turn keeps
-        only a line)."""
-        recent = self.obs[max(0, len(self.obs) - self.cfg.keep_last_observations) :]
-        reason = f"the budget: older than the last {FORCED_KEEP_LAST} tool results"
-        return [
-            (o.result_index, reason)
-            for o in recent[: max(0, len(recent) - FORCED_KEEP_LAST)]
-            if o.result_index not in protected
-            and o.result_index not in planned
-            and self.anchors[o.result_index] not in done
-            and sizes[o.result_index] > _DIGEST_TOKENS
-        ]
 
     def _droppable_turns(self, protected: set[int]) -> list[list[int]]:
         gone = set(self.overlay.dropped)

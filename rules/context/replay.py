@@ -20,14 +20,14 @@ session's messages."""
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter, frozen
 from rules.context import overlay
-from rules.messages import content_hash, shared_prefix
+from rules.messages import content_hash, shared_prefix, text_of
 
 MEMO = "prune_replay"  # ``Context.memo`` name of the session's last replay
 ANCHORS_MEMO = "anchors_last"  # and of its last list of messages and their anchors' keys
@@ -115,4 +115,36 @@ def render(
     kept[MEMO] = [(replay.messages, replay)]
     if placed is not None:
         placed.extend(range(len(messages)))
+    return out
+
+
+def forwarded_results(
+    messages: Sequence[Message],
+    view: Sequence[Message],
+    source: Sequence[int],
+    results: Collection[int],
+) -> dict[int, str]:
+    """The text each of the tool results ``results`` (indices into ``messages``) is forwarded
+    as in ``view`` (``source``: the message each of its messages renders), for those not
+    forwarded as they came: capped or elided (the rendering), dropped (""), except the last
+    result of a dropped run, which is given the run's line (``overlay.dropped_text``: it can list
+    the names the run's results showed). One identity test per message: the untouched ones are
+    the very objects."""
+    out = dict.fromkeys(results, "")  # dropped unless placed
+    line, last = "", -1  # a dropped run's line, and the message placed before the run
+    for m, i in zip([*view, {}], [*source, len(messages)], strict=True):
+        if i < 0:  # a run's line comes right after the run (``overlay.render``)
+            line = text_of(m.get("content"))
+            continue
+        if line:
+            run = [j for j in range(i - 1, last, -1) if j in out]
+            if run:
+                out[run[0]] = line
+            line = ""
+        last = i
+        if i in out:
+            if m is messages[i]:
+                del out[i]
+            else:
+                out[i] = text_of(m.get("content"))
     return out
