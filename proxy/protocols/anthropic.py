@@ -90,7 +90,9 @@ class AnthropicAdapter:
         shapes = (prev.shapes[:shared] if prev else []) + [
             e[2] if e else shape(m) for m, e in zip(source[shared:], found[shared:], strict=True)
         ]
-        if needs_mending(shapes):  # the shapes of known messages come with their lowerings
+        # the shapes of known messages come with their lowerings; the previous request's were
+        # checked (a request that needed mending is not kept), up to its last message
+        if needs_mending(shapes, max(shared - 1, 0)):
             source, repairs = mend(source)
             datas = self._bytes(source)
             found = self._look_up(source, datas, [])
