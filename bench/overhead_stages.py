@@ -7,7 +7,8 @@
 The app ``ctxproxy serve`` runs (``create_app`` with its lifespan, the request log on a file, the
 garbage collector set as the server sets it) and the floor's handler (``bench.bare_relay``) are
 called as ASGI apps in this process, in alternation, with the bench's chat body
-(``bench.overhead_protocols.bodies``: 20 messages and Claude Code's tools, one session); the
+(``bench.overhead_protocols.bodies``: 20 messages and Claude Code's tools, one session; with
+``--protocol``, that protocol's, through its own handler and adapter); the
 upstream is ``bench.upstream_server`` on loopback, called through the real upstream client. The
 stages are the functions the handler calls, wrapped with ``perf_counter`` (inclusive: a stage's
 time holds the stages it calls), one request at a time as a client at concurrency 1 sends them
