@@ -1,6 +1,7 @@
 """Where the common request's added time goes: each stage of one request, timed in-process.
 
     .venv/bin/python -m bench.overhead_stages [--messages 20] [--requests 2000] [--stream]
+    .venv/bin/python -m bench.overhead_stages --protocol gemini   # messages, responses, chat
     .venv/bin/python -m bench.overhead_stages --profile 40     # cProfile's top 40 instead
     .venv/bin/python -m bench.overhead_stages --without-writes # the writer's batches dropped
 
