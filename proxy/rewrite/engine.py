@@ -175,12 +175,12 @@ class Engine(WindowBudgets):
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
-        named = session_id or named_session(headers, body)
+        given = session_id or named_session(headers, body)
         hint = (
-            None if adapter is CHAT else scoped(principal, named or session_key(headers, body, []))
+            None if adapter is CHAT else scoped(principal, given or session_key(headers, body, []))
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        sid = scoped(principal, named or session_key(headers, body, lowered.conversation()))
+        sid = scoped(principal, given or session_key(headers, body, lowered.conversation()))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])
