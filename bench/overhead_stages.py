@@ -1,13 +1,15 @@
 """Where the common request's added time goes: each stage of one request, timed in-process.
 
     .venv/bin/python -m bench.overhead_stages [--messages 20] [--requests 2000] [--stream]
+    .venv/bin/python -m bench.overhead_stages --protocol gemini   # messages, responses, chat
     .venv/bin/python -m bench.overhead_stages --profile 40     # cProfile's top 40 instead
     .venv/bin/python -m bench.overhead_stages --without-writes # the writer's batches dropped
 
 The app ``ctxproxy serve`` runs (``create_app`` with its lifespan, the request log on a file, the
 garbage collector set as the server sets it) and the floor's handler (``bench.bare_relay``) are
 called as ASGI apps in this process, in alternation, with the bench's chat body
-(``bench.overhead_protocols.bodies``: 20 messages and Claude Code's tools, one session); the
+(``bench.overhead_protocols.bodies``: 20 messages and Claude Code's tools, one session; with
+``--protocol``, that protocol's, through its own handler and adapter); the
 upstream is ``bench.upstream_server`` on loopback, called through the real upstream client. The
 stages are the functions the handler calls, wrapped with ``perf_counter`` (inclusive: a stage's
 time holds the stages it calls), one request at a time as a client at concurrency 1 sends them
@@ -53,7 +55,7 @@ import orjson
 
 from bench.bare_relay import create_bare_app
 from bench.overhead import percentile, start
-from bench.overhead_protocols import PATHS, bodies, ctxproxy_config
+from bench.overhead_protocols import PATHS, bodies, ctxproxy_config, path_of
 from tests.support.live import free_port
 
 WINDOW = 128_000
@@ -138,18 +140,17 @@ class GcWatch:
         return "garbage collections while measuring: " + "; ".join(parts)
 
 
-def instrument(stages: Stages, app: Any) -> None:
-    """Wrap the stages of the chat handler and of what it calls."""
+def instrument(stages: Stages, app: Any, protocol: str = "chat") -> None:
+    """Wrap the stages of the protocol's handler and of what it calls."""
     import proxy.rewrite.engine as engine_mod
     import proxy.server.handler as handler_mod
     import proxy.server.stream_relay as stream_relay_mod
     import proxy.store.sqlite as sqlite_mod
-    from proxy.protocols.chat import CHAT
     from proxy.rewrite.engine import Engine
     from proxy.server.handler import ProtocolHandler
 
     services = app.state.services
-    handler = app.state.handlers["chat"]
+    handler = app.state.handlers[protocol]
     p = stages.patch
     p(handler_mod, "header_dict", "headers")
     p(services.principals, "of", "auth")
@@ -159,7 +160,8 @@ def instrument(stages: Stages, app: Any) -> None:
     p(handler_mod, "header_session", "session header")
     p(services.settings, "upstream_for", "routing")
     p(services.engine, "prepare", "rewrite (all, to the body forwarded)")
-    p(CHAT, "lower", "  lower")
+    adapter = handler.wire.adapter
+    p(adapter, "lower", "  lower")
     p(engine_mod, "session_key", "  session key")
     p(services.store, "session", "  session hold (enter)")  # the context manager's creation
     p(services.store, "load_state", "  session lookup")
@@ -224,8 +226,10 @@ async def _dropped(ops: list[Any]) -> None:
     """A batch of the writer's, not written (``--without-writes``)."""
 
 
-def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
+def scope_for(target: str, body: bytes, session: str) -> dict[str, Any]:
     from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
+
+    path, _, query = target.partition("?")  # Gemini's streaming path asks ``alt=sse``
 
     headers = [
         (b"host", b"127.0.0.1"),
@@ -243,7 +247,7 @@ def scope_for(path: str, body: bytes, session: str) -> dict[str, Any]:
         "path": path,
         "raw_path": path.encode(),
         "root_path": "",
-        "query_string": b"",
+        "query_string": query.encode(),
         "headers": headers,
         "client": ("127.0.0.1", 50000),
         "server": ("127.0.0.1", 8080),
@@ -325,10 +329,10 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     app.state.setup_hooks.append(settle_heap)
     floor = create_bare_app(settings.model_copy())  # its own: the stages wrap ctxproxy's
     body = orjson.dumps(bodies(args.messages, args.stream)[args.protocol])
-    path = PATHS[args.protocol]
+    path = path_of(args.protocol, args.stream)
     stages = Stages()
     async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
-        instrument(stages, app)
+        instrument(stages, app, args.protocol)
         if args.without_writes:
             app.state.services.store._write_batch = _dropped
         totals: dict[str, list[float]] = {"ctxproxy": [], "floor": []}

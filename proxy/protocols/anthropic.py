@@ -15,6 +15,7 @@ it belongs to."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from functools import partial
 from typing import Any, cast
@@ -90,7 +91,9 @@ class AnthropicAdapter:
         shapes = (prev.shapes[:shared] if prev else []) + [
             e[2] if e else shape(m) for m, e in zip(source[shared:], found[shared:], strict=True)
         ]
-        if needs_mending(shapes):  # the shapes of known messages come with their lowerings
+        # the shapes of known messages come with their lowerings; the previous request's were
+        # checked (a request that needed mending is not kept), up to its last message
+        if needs_mending(shapes, max(shared - 1, 0)):
             source, repairs = mend(source)
             datas = self._bytes(source)
             found = self._look_up(source, datas, [])
@@ -99,6 +102,11 @@ class AnthropicAdapter:
         st = State(source, Parts(), {}, bool(repairs), first_user, datas, [], shared, prev)
         if not repairs:
             st.shapes = shapes
+            # those of the shared prefix kept with it: only the new messages' shapes are read
+            known = prev.hidden if prev is not None else None
+            start = shared if known is not None else 0
+            st.hidden = known[: bisect_left(known, shared)] if known is not None else []
+            st.hidden += [i for i in range(start, len(shapes)) if shapes[i] & F_HIDDEN]
         out: list[Message] = []
         serialised: list[bytes | None] = []
         system = body.get("system")
@@ -173,7 +181,7 @@ class AnthropicAdapter:
                 slot, kept_datas, cast("list[Lowering]", found), shapes, list(st.facts), spec_end,
                 tags, idxs, blocks, templates, calls, serial, user_items, user_end,
                 first_user, index, cost, whole=whole,
-                system=st.parts["s"].lowered if system else None, tools=tools,
+                system=st.parts["s"].lowered if system else None, tools=tools, hidden=st.hidden,
             )  # fmt: skip
             self.prefixes.put(slot, snap, cost)
         return Lowered(out, tools[1], repairs, st, serialised)
@@ -311,7 +319,7 @@ class AnthropicAdapter:
         st: State | None = lowered.state if lowered is not None else None
         if st is not None and st.shapes and len(st.shapes) == len(st.source):
             if messages is st.source:
-                messages = [m for m, s in zip(messages, st.shapes, strict=True) if s & F_HIDDEN]
+                messages = [messages[i] for i in st.hidden]
             elif isinstance(messages, list):  # forwarded: the client's objects with none skipped
                 shapes = zip(st.source, st.shapes, strict=True)
                 plain = {id(m) for m, s in shapes if not s & F_HIDDEN}

@@ -131,10 +131,13 @@ def shape(m: Any) -> int:
     return flags
 
 
-def needs_mending(shapes: list[int]) -> bool:
-    """Whether ``mend`` has anything to do, from each message's ``shape``."""
+def needs_mending(shapes: list[int], start: int = 0) -> bool:
+    """Whether ``mend`` has anything to do, from each message's ``shape``. ``start``: the
+    messages before it are known sound, each with its next one (a previous request's prefix that
+    needed nothing, less its last message, whose next one may be new)."""
     last = len(shapes) - 1
-    for i, flags in enumerate(shapes):
+    for i in range(start, len(shapes)):
+        flags = shapes[i]
         if not flags & _BREAKS:
             continue
         if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM):

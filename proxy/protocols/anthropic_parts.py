@@ -44,6 +44,8 @@ class State:
     snapshot: Any = None
     # each client message's ``anthropic_mend.shape`` (empty when mended: they are the sent ones')
     shapes: list[int] = field(default_factory=list)
+    # the indexes of the shapes with ``F_HIDDEN`` (a thinking block), in order
+    hidden: list[int] = field(default_factory=list)
 
 
 def is_text(block: Any) -> bool:

@@ -90,6 +90,7 @@ class Snapshot:
     # the tools as the rules read them, with the ``tools`` value they were read from: taken
     # over while the body memory hands the session's next body the same object
     tools: tuple[Any, list[Any] | None] | None = None
+    hidden: list[int] | None = None  # ``State.hidden``: which shapes hold a thinking block
 
 
 def reuse_lifted(

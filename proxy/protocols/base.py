@@ -9,7 +9,7 @@ own bytes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -40,8 +40,13 @@ class Lowered:
     data: bytes | None = None
     # what names the session when nothing else does (``session_key``'s hash of the first system
     # and user text), where it is not ``messages``: Gemini CLI regenerates the environment it
-    # puts before the first prompt on every resume (None: ``messages``)
-    session_view: list[Message] | None = None
+    # puts before the first prompt on every resume (None: ``messages``). Made from ``messages``
+    # only when asked for (``conversation``): most requests name their session otherwise
+    session_view: Callable[[list[Message]], list[Message]] | None = None
+
+    def conversation(self) -> list[Message]:
+        """The messages that name the session when nothing else does (``session_view``)."""
+        return self.messages if self.session_view is None else self.session_view(self.messages)
 
 
 class Adapter(Protocol):

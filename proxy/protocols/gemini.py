@@ -45,7 +45,7 @@ class GeminiAdapter:
         if st.tools is None or st.tools[0] is not tools:  # else the same object as last time
             st.tools = (tools, _tools(tools))
         lowered = Lowered(messages, st.tools[1], list(st.repairs), st)
-        lowered.session_view = session_view(messages)
+        lowered.session_view = session_view
         return lowered
 
     def lift(

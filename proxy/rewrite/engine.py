@@ -35,7 +35,7 @@ from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
-from proxy.rewrite.session_key import parent_session_key, session_key
+from proxy.rewrite.session_key import named_session, parent_session_key, session_key
 from proxy.settings import Settings
 from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
@@ -175,14 +175,12 @@ class Engine(WindowBudgets):
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
+        given = session_id or named_session(headers, body)
         hint = (
-            None
-            if adapter is CHAT
-            else scoped(principal, session_id or session_key(headers, body, []))
+            None if adapter is CHAT else scoped(principal, given or session_key(headers, body, []))
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        keyed = lowered.messages if lowered.session_view is None else lowered.session_view
-        sid = scoped(principal, session_id or session_key(headers, body, keyed))
+        sid = scoped(principal, given or session_key(headers, body, lowered.conversation()))
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])

@@ -34,8 +34,7 @@ async def forwarded_body(
     heavy = engine.offload.heavy(raw_size, items_of(body))
     hint = scoped(principal, session_key(headers, body, []))
     lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
-    keyed = lowered.messages if lowered.session_view is None else lowered.session_view
-    sid = scoped(principal, session_key(headers, body, keyed))
+    sid = scoped(principal, session_key(headers, body, lowered.conversation()))
     state, parent = await engine.store.load_state(sid)
     ancestors = await engine.store.ancestors(parent) if parent else []
     request = _Request(body, lowered, adapter, now, sid, None, heavy, model)

@@ -27,7 +27,19 @@ def session_key(
     headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None = None
 ) -> str:
     """``messages``: the conversation in the chat view, when the body is another protocol's."""
-    return _unsecret(_session_key(headers, body, messages))
+    named = _named(headers, body)
+    if named is not None:
+        return _unsecret(named)
+    if messages is None:
+        messages = body.get("messages") or []
+    return _unsecret("conv:" + conversation_hash(messages))
+
+
+def named_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+    """``session_key`` where the headers or the body name the session; None where only the
+    conversation's hash does (its messages are then needed)."""
+    named = _named(headers, body)
+    return None if named is None else _unsecret(named)
 
 
 def _unsecret(key: str) -> str:
@@ -45,9 +57,7 @@ def header_session(headers: Mapping[str, str]) -> str | None:
     return None
 
 
-def _session_key(
-    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None
-) -> str:
+def _named(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     named = header_session(headers)
     if named is not None:
         return named
@@ -64,9 +74,7 @@ def _session_key(
     user = body.get("user")
     if isinstance(user, str) and user.strip():
         return "user:" + user.strip()[:200]
-    if messages is None:
-        messages = body.get("messages") or []
-    return "conv:" + conversation_hash(messages)
+    return None
 
 
 def _user_id_session(user_id: Any) -> str | None:

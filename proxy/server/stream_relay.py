@@ -90,8 +90,13 @@ async def relay_stream(
                     if ids is not None:  # until the response id is found: one chunk
                         ids.feed(chunk)
                     if tap.usage is not None and tap.usage is not noted:
-                        noted, reported = tap.usage, cache_usage(tap.usage)
-                        note_cache_usage(handler.s.store, row, status, reported)
+                        # Gemini repeats its usage in every chunk: noted again only if changed
+                        if tap.usage != noted:
+                            reading = cache_usage(tap.usage)
+                            if reading != reported:
+                                note_cache_usage(handler.s.store, row, status, reading)
+                            reported = reading
+                        noted = tap.usage
                     if captured is not None:
                         captured.append(chunk)
                 answered.feed(chunk)  # sent

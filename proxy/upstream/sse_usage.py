@@ -56,6 +56,31 @@ class UsageTap:
         if self._skip_lf and chunk[:1] == b"\n":
             chunk = chunk[1:]
         self._skip_lf = chunk[-1:] == b"\r"
+        if self._line or self._data or self._mid_line or self._oversized:
+            self._lines(chunk)  # an event (or a line) begun in an earlier chunk
+            return
+        # At a line's start with no data held: each whole event without a ``"usage`` is only
+        # counted (nothing of it is read), found by its blank line in C, not line by line.
+        # Every line end made LF (``\r\n`` first: one line end; a CR ending the chunk is one
+        # too, its LF skipped above when it comes), the lines are those ``_LINE_END`` splits.
+        text = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        *events, rest = text.split(b"\n\n")
+        for event in events:
+            if b'"usage' not in event:
+                if event.startswith(b"data:") or b"\ndata:" in event:
+                    self.events += 1  # a blank line after data: an event (without usage)
+            elif len(event) > MAX_PENDING:
+                self._lines(event + b"\n\n")  # its tail kept, as any event this large
+            else:
+                data = [line[5:] for line in event.split(b"\n") if line.startswith(b"data:")]
+                if data:
+                    self.events += 1
+                    self._dispatch(data)
+        if rest:
+            self._lines(rest)
+
+    def _lines(self, chunk: bytes) -> None:
+        """``chunk`` read line by line, from where the previous one left off."""
         *complete, rest = _LINE_END.split(chunk)
         for i, line in enumerate(complete):
             if i == 0 and (self._line or self._mid_line):

@@ -3,6 +3,8 @@ log row's cached tokens and the cache line all take the one reading."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -11,6 +13,8 @@ import pytest
 from proxy.server import feedback as feedback_mod
 from proxy.server import handler as handler_mod
 from proxy.server import stream_relay as stream_relay_mod
+from proxy.server.stream_relay import relay_stream
+from proxy.upstream import UpstreamResponse
 from proxy.upstream import usage as usage_mod
 from tests.proxy.telemetry.test_jsonlog import app_with_log, send
 from tests.support.edge_upstream import EdgeUpstream, Reply, sse
@@ -70,3 +74,44 @@ async def test_the_usage_is_read_once_and_feeds_all_three(
     assert cache["outcome"]  # the cache line was settled with the usage
     (line,) = log.getvalue().splitlines()
     assert orjson.loads(line)["cached_tokens"] == 16
+
+
+async def test_a_usage_repeated_in_each_chunk_is_read_and_noted_once_a_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gemini repeats its usage in every chunk: a reading equal to the last one is not read or
+    noted again; one that changes is, and the last one is what the row's fields take."""
+    later = {**USAGE, "prompt_tokens_details": {"cached_tokens": 24}}
+    chunk = {"id": "c1", "object": "chat.completion.chunk", "choices": []}
+    events = sse(*({**chunk, "usage": u} for u in (USAGE, USAGE, USAGE, later, later)))
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for event in events:  # each its own chunk, as an upstream's reads may come
+            yield event
+
+    calls = _counting(monkeypatch)
+    noted: list[Any] = []
+    fields: list[Any] = []
+    store = SimpleNamespace(cache_feedback=SimpleNamespace(put=lambda s, f: noted.append(f)))
+    settings = SimpleNamespace(store=SimpleNamespace(capture_payloads=False))
+    services = SimpleNamespace(store=store, settings=settings, engine=SimpleNamespace(ledger=None))
+
+    async def finish(row: dict[str, Any], done: dict[str, Any]) -> None:
+        fields.append(done)
+
+    handler = SimpleNamespace(
+        s=services, _fields=lambda *a, reported=None, **k: {"reported": reported}, _finish=finish
+    )
+    sent: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message.get("body", b""))
+
+    response = UpstreamResponse(200, {"content-type": "text/event-stream"}, chunks=chunks())
+    row = {"id": "r1", "session_id": "s1", "created_at": 1.0}
+    watch = SimpleNamespace(stop=lambda: None, ours=lambda: False)
+    await relay_stream(handler, send, response, row, 0.0, {}, watch)  # type: ignore[arg-type]
+    assert b"".join(sent) == b"".join(events)
+    assert calls == [USAGE, later]
+    assert [f.cached_tokens for f in noted] == [16, 24]
+    assert fields[0]["reported"].cached_tokens == 24

@@ -3,6 +3,7 @@ in time linear in the stream and memory bounded however the upstream behaves."""
 
 from __future__ import annotations
 
+import random
 import time
 
 import pytest
@@ -69,3 +70,53 @@ def test_memory_stays_bounded_without_event_boundaries() -> None:
 def test_one_json_object_per_data_line_is_read_too() -> None:
     data = b'data: {"choices": []}\ndata: {"usage": {"prompt_tokens": 2}}\n\n'
     assert fed(data, 3).usage == {"prompt_tokens": 2}
+
+
+class LineByLine(UsageTap):
+    """The tap reading every line one by one (no event skipped whole): the reference."""
+
+    def feed(self, chunk: bytes) -> None:
+        if self._skip_lf and chunk[:1] == b"\n":
+            chunk = chunk[1:]
+        self._skip_lf = chunk[-1:] == b"\r"
+        self._lines(chunk)
+
+
+def _state(tap: UsageTap) -> tuple[object, ...]:
+    return (tap.usage, tap.events, tap.answer_id, tap.diagnostics, bytes(tap._line),
+            list(tap._data), tap._data_size, tap._oversized, bytes(tap._tail), tap._mid_line,
+            tap._skip_lf)  # fmt: skip
+
+
+_PIECES = [
+    b'data: {"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3}}}',
+    b'data: {"choices":[{"delta":{"content":"hi"}}]}',
+    b'data: {"type":"message_delta","usage":{"output_tokens":2}}',
+    b'data: {"usage": null}',
+    b'data: {"usageMetadata": {"promptTokenCount": 5}}',
+    b'data: {"response": {"id": "r1", "usage": {"input_tokens": 9}, "diagnostics": null}}',
+    b"event: message_stop",
+    b": a comment",
+    b"data: [DONE]",
+    b'data: {"usage":',
+    b'data: {"prompt_tokens": 1}}',
+    b"data:" + b"x" * 40_000 + b'"usage": {"prompt_tokens": 8}}',  # over the cap, two of them
+    b"",  # a blank line: events end
+]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_events_skipped_whole_read_as_line_by_line(seed: int) -> None:
+    """Whole events without usage are only counted: after every chunk, of any stream, line
+    ending and chunking, the tap holds what reading each line one by one holds."""
+    rng = random.Random(seed)
+    eols = [b"\n", b"\r\n", b"\r"]
+    data = b"".join(rng.choice(_PIECES) + rng.choice(eols) for _ in range(60))
+    fast, slow = UsageTap(), LineByLine()
+    i = 0
+    while i < len(data):
+        size = rng.choice([1, 2, 5, 40, 300, 5_000, 100_000])
+        fast.feed(data[i : i + size])
+        slow.feed(data[i : i + size])
+        assert _state(fast) == _state(slow)
+        i += size
