@@ -19,9 +19,10 @@ counted by
   first dropped (up to the copying request): only then could a forced compaction have brought
   the source back (``rules/context/restore.py``).
 
-``--oracle`` replaces the copy model's chances in a forced compaction's order (``forced.order``)
-by the truth: 1 for a result some later call of the session copies from, else almost 0 (a turn:
-the sum over the results it still shows, plus ``forced.DROP_TEXT_ODDS``). The rest (depth, goal,
+``--oracle`` replaces the copy model's figures in a forced compaction's order (``forced.order``)
+by the truth: 1 for a result some later call of the session copies from, else almost 0, times
+the literals a copy gives on average (a turn: the sum over the results it still shows, plus its
+own words' ``forced.DROP_TEXT_ODDS`` at the same rate). The rest (depth, goal,
 what is dropped last, the digests) is as shipped, so the row says how much of the loss a perfect
 ranking would save.
 
@@ -48,7 +49,7 @@ from bench.copied_literals import request_text as forwarded_text
 from bench.split import half_of
 from rules.activity.observations import observations
 from rules.base import Message
-from rules.context import digest, forced, prune, restore
+from rules.context import copy_odds, digest, forced, prune, restore
 from rules.context.need import Need
 from rules.context.schedule import Step
 from rules.messages import role, text_of
@@ -138,14 +139,17 @@ def _forward_tracked(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _oracle_order(original: Callable[..., list[Step]]) -> Callable[..., list[Step]]:
-    """``forced.order`` with each result's chance (``Need.odds``) the truth (``ORACLE``)."""
+    """``forced.order`` with each result's figure (``Need.literals``) the truth (``ORACLE``):
+    copied from later or not, worth the literals a copy gives on average (so a turn's own words
+    weigh what they weigh in the shipped order)."""
 
     @functools.wraps(original)
     def order(masks: Sequence[tuple[int, str]], turns: Sequence[Sequence[int]],
               needs: Mapping[int, Need], *args: Any, **kwargs: Any) -> list[Step]:  # fmt: skip
         last, request = ORACLE.get("last", {}), ORACLE.get("request", 0)
+        per_copy = copy_odds.literals_per_copy()
         truth = {
-            i: replace(n, odds=1.0 if last.get(i, -1) >= request else UNUSED)
+            i: replace(n, literals=per_copy * (1.0 if last.get(i, -1) >= request else UNUSED))
             for i, n in needs.items()
         }
         return original(masks, turns, truth, *args, **kwargs)
