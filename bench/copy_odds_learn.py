@@ -235,7 +235,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {k}: {h / max(n, 1):.3f} of {n:,}")
     if args.write:
         source = "python -m bench.copy_odds_learn " + " ".join(argv or sys.argv[1:])
-        body = {"source": source.strip(), "conversations": convs[True], **pack}
+        shipped = {k: v for k, v in pack.items() if k not in ("literals", "base_literals")}
+        body = {"source": source.strip(), "conversations": convs[True], **shipped}
         with open(PACK_PATH, "w", encoding="utf-8") as f:
             f.write(HEADER + yaml.safe_dump(body, sort_keys=False, width=100))
     return 0

@@ -20,10 +20,7 @@ Features (``key``), each measured to matter:
 
 The table holds P(copied later) for the full key and for coarser keys (a feature left out, in
 ``BACKOFF`` order); a lookup takes the most specific key the pack holds (one with enough
-samples), else the base rate. A second table, by the same keys, holds the number of literals
-later calls copy from such a result (``literals``: each call's copy of a literal once, the unit
-a compaction loses): a read the agent copies a hundred ``old_str`` lines from weighs a hundred
-times a search that gives it one name, which the probability alone does not say."""
+samples), else the base rate."""
 
 from __future__ import annotations
 
@@ -102,30 +99,21 @@ def _probability(value: object, what: str) -> float:
     return float(value)
 
 
-def _count(value: object, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{PACK} pack: {what} is {value!r}, not a count")
-    return float(value)
-
-
-@functools.lru_cache(maxsize=2)
-def _table(name: str = "odds") -> tuple[dict[str, float], float]:
-    """A shipped table (``odds`` or ``literals``) and its base, checked: a bad entry fails
-    loudly (tests) instead of reading as the default."""
+@functools.lru_cache(maxsize=1)
+def _table() -> tuple[dict[str, float], float]:
+    """The shipped table, checked: a bad entry fails loudly (tests) instead of reading as 0.05."""
     pack = load_pack(PACK)
-    rows = pack.get(name) if isinstance(pack, Mapping) else None
+    rows = pack.get("odds") if isinstance(pack, Mapping) else None
     if not isinstance(rows, Mapping):
-        raise ValueError(f"{PACK} pack: no {name!r} table")
-    if name == "odds":
-        table = {str(k): _probability(p, f"odds[{k!r}]") for k, p in rows.items()}
-        return table, _probability(pack.get("base", DEFAULT), "base")
-    table = {str(k): _count(c, f"{name}[{k!r}]") for k, c in rows.items()}
-    return table, _count(pack.get("base_literals"), "base_literals")
+        raise ValueError(f"{PACK} pack: no 'odds' table")
+    table = {str(k): _probability(p, f"odds[{k!r}]") for k, p in rows.items()}
+    base = pack.get("base", DEFAULT)
+    return table, _probability(base, "base")
 
 
-@functools.lru_cache(maxsize=8192)
-def _lookup(name: str, values: tuple[str, ...]) -> float:
-    table, base = _table(name)
+@functools.lru_cache(maxsize=4096)
+def _odds(values: tuple[str, ...]) -> float:
+    table, base = _table()
     named = dict(zip(FIELDS, values, strict=True))
     for fields in BACKOFF:
         if named["new"] == "-" and "new" in fields:
@@ -138,15 +126,4 @@ def _lookup(name: str, values: tuple[str, ...]) -> float:
 
 def odds(values: Mapping[str, str]) -> float:
     """P(a later call copies from a result with these features)."""
-    return _lookup("odds", tuple(values[f] for f in FIELDS))
-
-
-def literals(values: Mapping[str, str]) -> float:
-    """The literals later calls copy from a result with these features, expected."""
-    return _lookup("literals", tuple(values[f] for f in FIELDS))
-
-
-def literals_per_copy() -> float:
-    """The literals a result copied from gives, on average (the base figures' ratio): what a
-    probability of a copy is worth in literals."""
-    return _table("literals")[1] / max(_table("odds")[1], 1e-6)
+    return _odds(tuple(values[f] for f in FIELDS))

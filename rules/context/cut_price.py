@@ -23,18 +23,16 @@ class Step:
     messages: tuple[int, ...] = ()  # what it edits (a dropped turn: all its messages)
     reason: str = ""
     reuse: float = 0.0
-    # a forced compaction's order: the literals the feature model (``copy_odds``) expects later
-    # calls to copy from what it removes; None: reuse
+    # a forced compaction's order: the chance by the feature model (``copy_odds``); None: reuse
     rank: float | None = None
     # what carrying it has cost since it was first offered (``carrying``); None: unknown (it
     # gets a share of the session's ``carried`` by the tokens it frees)
     carried: float | None = None
 
     def loss_per_token(self) -> float:
-        """What it removes is expected to lose (the chance it is copied from again, or the
-        literals copied from it: ``rank``), per token it frees: a forced compaction frees its
-        tokens where the fewest later copies are lost (a large result unlikely to be needed
-        goes before a small one the agent may copy from)."""
+        """The chance that what it removes is copied from again, per token it frees: a forced
+        compaction frees its tokens where the fewest later copies are lost (a large result
+        unlikely to be needed goes before a small one the agent may copy from)."""
         return (self.reuse if self.rank is None else self.rank) / max(self.freed, 1)
 
 

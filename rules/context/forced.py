@@ -1,17 +1,16 @@
 """What a compaction the budget forces elides, and in which order (``prune_plan.Run.plan``).
 
 Past the steps that cost the task nothing much (stale copies, the agent's own old prose and
-scripts), masks of tool results and drops of whole old turns are taken in one order: the fewest
-literals lost per token freed first. A result's loss is the number of literals later calls are
-expected to copy from it (``copy_odds.literals``, by its features: a read unchanged since, its
-size, its age, a later use, what a run does, the names no later result shows), not the
-probability of one copy: a read the agent copies many ``old_str`` lines from outweighs a search
-that gives it one name. A turn's loss is the sum of those of the results it still shows whole (a
-result elided already has given up what it held) plus a little for its own words. How deep the
-cut goes is the schedule's (``schedule.choose``), which charges each step the re-read it may
-force at the coarser ``need.reuse`` figures (kind, needed, age): charged at the feature model's,
-the corpus kept the same literals, but forced cuts stopped at the goal and came back about twice
-as often in a long session (tests/rules/context/test_overlay.py).
+scripts), masks of tool results and drops of whole old turns are taken in one order: the least
+expected loss per token freed first. A result's loss is ranked by the probability that a later
+call copies from it (``copy_odds``, by its features: a read unchanged since, its size, its age, a
+later use, what a run does, the names no later result shows); a turn's by the sum of those of
+the results it still shows whole (a result elided already has given up what it held) plus a
+little for its own words. How deep the cut goes is the schedule's (``schedule.choose``), which
+charges each step the re-read it may force at the coarser ``need.reuse`` figures (kind, needed,
+age): charged at the feature model's, the corpus kept the same literals, but forced cuts stopped
+at the goal and came back about twice as often in a long session
+(tests/rules/context/test_overlay.py).
 
 So an old turn of spent output goes before a recent read the agent may copy an ``old_str`` from,
 and a large output nobody uses before a small result in use: the depth the budget forces is
@@ -27,7 +26,7 @@ from dataclasses import replace
 
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.context import copy_odds, schedule
+from rules.context import schedule
 from rules.context.need import Need
 from rules.context.schedule import Step
 from rules.messages import role
@@ -55,16 +54,15 @@ def order(
     of these (supersede, shrink), whose gains a drop of their turn does not free again;
     ``late_turns``: the first messages of turns holding a file's latest write (dropped last)."""
     steps = [
-        Step("mask", sizes[i] - DIGEST_TOKENS, i, (i,), reason, needs[i].reuse, needs[i].literals)
+        Step("mask", sizes[i] - DIGEST_TOKENS, i, (i,), reason, needs[i].reuse, needs[i].odds)
         for i, reason in masks
     ]
-    own_words = DROP_TEXT_ODDS * copy_odds.literals_per_copy()  # in literals
     for turn in turns:
         live = [needs[i] for i in turn if i in whole and i in needs]
         freed = sum(sizes[i] for i in turn)
         reuse = min(1.0, sum(n.reuse for n in live) + DROP_TEXT_ODDS)
-        lost = sum(n.literals for n in live) + own_words
-        steps.append(Step("drop", freed, turn[0], tuple(turn), reuse=reuse, rank=lost))
+        odds = min(1.0, sum(n.odds for n in live) + DROP_TEXT_ODDS)
+        steps.append(Step("drop", freed, turn[0], tuple(turn), reuse=reuse, rank=odds))
     late = {s.first for s in steps[len(masks) :] if s.first in late_turns}
     steps = [replace(s, reason=LAST_RESORT) if s.first in late else s for s in steps]
 

@@ -45,9 +45,6 @@ class Need:
     # what a forced compaction elides by
     odds: float = 0.0
     features: tuple[tuple[str, str], ...] = ()
-    # the literals later calls copy from it, expected, by the same features: what a forced
-    # compaction elides by (it loses literals, one by one)
-    literals: float = 0.0
 
 
 @functools.lru_cache(maxsize=1)
@@ -226,21 +223,20 @@ def judge(
                 why = "a read of a file the agent works on (workspace map), unchanged since"
             if not why and calls and after.used_after(o.call_index, shown):
                 why = "names it showed are used by later recent calls"
-            chance, expected, values = 0.0, 0.0, None
+            chance, values = 0.0, None
             if odds:
                 changed = a.target in changed_after if a.kind == "read" else None
                 does = run_class(a.command) if a.kind == "run" else "-"
                 # a result that shows no names at all: unknown, not 'all came back later'
                 new = new_names(shown, later_names) if shown or len(text) < 500 else None
                 values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
-                chance, expected = copy_odds.odds(values), copy_odds.literals(values)
+                chance = copy_odds.odds(values)
             out[o.result_index] = Need(
                 bool(why),
                 why,
                 reuse(a.kind, bool(why), turns),
                 chance,
                 tuple(values.items()) if values else (),
-                expected,
             )
         # as forwarded: a name only in what a cap or an elision cut is not shown later. A
         # result not judged is scanned only when forwarded whole (the last few and the evidence;

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from rules.activity.observations import observations
 from rules.base import SessionState
 from rules.context import copy_odds, forced, need, overlay, prune, replay
@@ -82,10 +80,8 @@ def test_prune_judges_later_names_as_its_overlay_forwards_them(monkeypatch: Any)
     steps = run.plan(run.sizes(), drops=True)
     assert dict(judged[0][g].features)["new"] == "5+"  # the log's cut middle is not shown
     rank = next(s.rank for s in steps if g in s.messages)  # the search's turn
-    own_words = forced.DROP_TEXT_ODDS * copy_odds.literals_per_copy()
-    assert rank == pytest.approx(judged[0][g].literals + own_words)
+    assert rank == judged[0][g].odds + forced.DROP_TEXT_ODDS
     assert judged[0][g].odds > judge(msgs, run.obs, [g])[g].odds  # as sent: less spent
-    assert judged[0][g].literals > judge(msgs, run.obs, [g])[g].literals
 
 
 def test_new_names_are_counted_up_to_the_top_bucket() -> None:

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from rules.base import CacheFacts, SessionState
-from rules.context import copy_odds, forced, need, prune, schedule
+from rules.context import forced, need, prune, schedule
 from rules.context.prune_plan import Run
 from rules.context.schedule import Step
 from tests.support.factories import TOKENS, assistant, call, ctx, result, shell, user
@@ -51,20 +49,17 @@ def test_masks_and_drops_come_in_one_order_of_loss_per_token() -> None:
     assert stages.index("drop") < max(i for i, s in enumerate(stages) if s == "mask")
 
 
-def test_the_order_is_by_literals_per_token_and_gains_are_not_counted_twice() -> None:
-    judged = {
-        i: need.Need(False, "", 0.01, odds=0.5, literals=p)
-        for i, p in ((2, 0.01), (4, 0.05), (6, 0.2))
-    }
+def test_the_order_is_by_chance_per_token_and_gains_are_not_counted_twice() -> None:
+    judged = {i: need.Need(False, "", 0.01, odds=p) for i, p in ((2, 0.01), (4, 0.05), (6, 0.2))}
     sizes = {1: 100, 2: 1_000, 3: 100, 4: 1_000, 5: 100, 6: 400}
     masks = [(2, "old"), (6, "recent")]
     turns = [[1, 2], [3, 4]]
     shrunk = Step("shrink", 60, 3, (3,))
     steps = forced.order(masks, turns, judged, sizes, whole={2, 4}, before=[shrunk])
     assert [(s.stage, s.first) for s in steps] == [
-        ("mask", 2),  # 0.01 literal for 930 tokens
-        ("drop", 1),  # 0 + its own words' for 1,100
-        ("drop", 3),  # 0.05 + its own words' for 1,100
+        ("mask", 2),  # 0.01 for 930 tokens
+        ("drop", 1),  # 0.03 for 1,100
+        ("drop", 3),  # 0.07 for 1,100
         ("mask", 6),  # 0.2 for 330
     ]
     by = {(s.stage, s.first): s.freed for s in steps}
@@ -74,24 +69,6 @@ def test_the_order_is_by_literals_per_token_and_gains_are_not_counted_twice() ->
     big_turn = {**sizes, 3: 2_000, 4: 100}  # its prose is the bulk: the drop goes first
     after = forced.order([(4, "old")], [[3, 4]], judged, big_turn, whole={4})
     assert [s.stage for s in after] == ["drop"]
-
-
-def test_a_result_giving_many_literals_outlasts_a_likelier_one_giving_few() -> None:
-    """A read the agent may copy many ``old_str`` lines from (a copy less likely, more literals
-    expected) and a search that gives one name if any: the search's mask goes first, though
-    ranked by the chance of a copy the read's would."""
-    judged = {
-        2: need.Need(False, "", 0.01, odds=0.1, literals=3.0),  # the read
-        4: need.Need(False, "", 0.01, odds=0.4, literals=0.5),  # the search
-    }
-    sizes = {2: 1_000, 4: 1_000}
-    steps = forced.order([(2, "read"), (4, "search")], [], judged, sizes, whole={2, 4})
-    assert [s.first for s in steps] == [4, 2]
-    by_odds = {
-        i: need.Need(False, "", 0.01, odds=n.odds, literals=n.odds) for i, n in judged.items()
-    }
-    flipped = forced.order([(2, "read"), (4, "search")], [], by_odds, sizes, whole={2, 4})
-    assert [s.first for s in flipped] == [2, 4]  # control: by the chance alone
 
 
 def test_a_turn_holding_a_files_latest_write_goes_last() -> None:
@@ -162,16 +139,15 @@ def test_a_turn_whose_result_is_spent_goes_before_a_read_the_agent_may_copy_from
 
 def test_a_turn_is_charged_for_the_results_it_still_shows_whole() -> None:
     judged = {
-        2: need.Need(False, "", 0.01, odds=0.3, literals=0.9),
-        4: need.Need(False, "", 0.01, odds=0.2, literals=0.6),
+        2: need.Need(False, "", 0.01, odds=0.3),
+        4: need.Need(False, "", 0.01, odds=0.2),
     }
     sizes = {1: 50, 2: 400, 3: 50, 4: 400}
     steps = forced.order([], [[1, 2], [3, 4]], judged, sizes, whole={2})
     by_first = {s.first: s for s in steps}
-    own_words = forced.DROP_TEXT_ODDS * copy_odds.literals_per_copy()  # in literals
-    assert by_first[1].rank == pytest.approx(0.9 + own_words)
+    assert by_first[1].rank == 0.3 + forced.DROP_TEXT_ODDS
     assert by_first[1].reuse == 0.01 + forced.DROP_TEXT_ODDS  # the schedule's charge
-    assert by_first[3].rank == pytest.approx(own_words)  # its result was elided already
+    assert by_first[3].rank == forced.DROP_TEXT_ODDS  # its result was elided already
     assert [s.first for s in steps] == [3, 1]
 
 
