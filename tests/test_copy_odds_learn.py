@@ -23,7 +23,7 @@ def _cells() -> Counter[learn.Sample]:
     cells[(unchanged, 0.05, 2_000, False, 0)] = 150
     cells[(changed, 0.05, 2_000, True, 1)] = 10
     cells[(changed, 0.05, 2_000, False, 0)] = 290
-    cells[(_key("run", "-", "s", ">20"), 0.01, 100, False, 0)] = 50  # too few for its own keys
+    cells[(_key("run", "-", "s", ">50"), 0.01, 100, False, 0)] = 50  # too few for its own keys
     return cells
 
 
@@ -44,9 +44,9 @@ def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
     assert pack["base_literals"] == round(mean, 4)
     assert pack["literals"][_key("read", "unchanged")] == round((900 + mean) / 301, 4)
     assert pack["literals"][_key("read", "changed")] == round((10 + mean) / 301, 4)
-    assert _key("run", "-", "s", ">20") not in odds  # 50 samples: below MIN_SAMPLES
+    assert _key("run", "-", "s", ">50") not in odds  # 50 samples: below MIN_SAMPLES
     # nor has its age bucket (50 samples): the base rate
-    assert learn._predict(pack, _key("run", "-", "s", ">20")) == pack["base"]
+    assert learn._predict(pack, _key("run", "-", "s", ">50")) == pack["base"]
     assert learn._predict(pack, _key("read", "unchanged")) > learn._predict(
         pack, _key("read", "changed")
     )
