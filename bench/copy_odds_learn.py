@@ -8,7 +8,9 @@ the other.
 ``messages[:q]``, the first ``--max-requests`` of each conversation; 0: all) and each tool result
 ``r`` before it, the result's features as ``need.judge`` gives them on that request, and the
 label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
-ground truth). Later results' names are counted as every configuration forwards them: a result
+ground truth), and how many such literals (each call's copy of a literal once, as
+``bench.next_action`` counts a lost one; a literal an earlier call's arguments hold is no copy).
+Later results' names are counted as every configuration forwards them: a result
 over prune's ``max_result_tokens`` by its cap's head and tail (``capped``; the compactions a
 budget forces on top differ by configuration and are not replayed here).
 
@@ -18,7 +20,10 @@ on the first; the held-out half reports the Brier score and the log loss of the 
 same table without what a run does and the new names (``plain``: ``copy_odds.BASE_LEVELS``), of
 the older ``reuse`` table (kind, needed, age) and of the base rate, and the share of later copies
 that come from the tenth of samples each table ranks most likely per character (what a forced
-compaction keeps first).
+compaction keeps first), and the share of the literals copied later in that tenth; and the same
+share in the tenth a table of the mean literals copied later ranks first (``literals``, by the
+same keys, smoothed by one sample at the mean of all; a comparison: measured on the support
+bench, ranking by it kept fewer literals on the held-out half, docs/rules/prune.md).
 
 **The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
 ``MIN_SAMPLES`` fitting samples (add-one smoothed), and the base rate. ``--write`` writes it.
