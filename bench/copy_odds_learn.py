@@ -8,7 +8,9 @@ the other.
 ``messages[:q]``, the first ``--max-requests`` of each conversation; 0: all) and each tool result
 ``r`` before it, the result's features as ``need.judge`` gives them on that request, and the
 label: a call at or after ``q`` copies a literal whose source is ``r`` (``copied_literals``, the
-ground truth). Later results' names are counted as every configuration forwards them: a result
+ground truth), and how many such literals (each call's copy of a literal once, as
+``bench.next_action`` counts a lost one; a literal an earlier call's arguments hold is no copy).
+Later results' names are counted as every configuration forwards them: a result
 over prune's ``max_result_tokens`` by its cap's head and tail (``capped``; the compactions a
 budget forces on top differ by configuration and are not replayed here).
 
@@ -18,7 +20,10 @@ on the first; the held-out half reports the Brier score and the log loss of the 
 same table without what a run does and the new names (``plain``: ``copy_odds.BASE_LEVELS``), of
 the older ``reuse`` table (kind, needed, age) and of the base rate, and the share of later copies
 that come from the tenth of samples each table ranks most likely per character (what a forced
-compaction keeps first).
+compaction keeps first), and the share of the literals copied later in that tenth; and the same
+share in the tenth a table of the mean literals copied later ranks first (``literals``, by the
+same keys, smoothed by one sample at the mean of all; a comparison: measured on the support
+bench, ranking by it kept fewer literals on the held-out half, docs/rules/prune.md).
 
 **The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
 ``MIN_SAMPLES`` fitting samples (add-one smoothed), and the base rate. ``--write`` writes it.
@@ -27,11 +32,13 @@ compaction keeps first).
 from __future__ import annotations
 
 import argparse
+import bisect
 import math
 import multiprocessing as mp
 import os
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -55,7 +62,9 @@ HEADER = (
     "# ``source`` (bench/copy_odds_learn.py says how), fitted on half of the corpus.\n"
 )
 
-Sample = tuple[str, float, int, bool]  # full key, old reuse figure, characters, copied later
+# full key, old reuse figure, characters, copied later, literals copied later (each call's copy of
+# a literal once, as ``bench.next_action`` counts a lost one)
+Sample = tuple[str, float, int, bool, int]
 
 
 def fitting(conv_id: str) -> bool:
@@ -68,9 +77,9 @@ def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Samp
     out: Counter[Sample] = Counter()
     if not prefixes:
         return fitting(str(conv["id"])), out
-    last_copy: dict[int, int] = {}
+    copies: dict[int, list[int]] = {}  # source result -> the call index of each copy, ascending
     for c in copied_literals(msgs, until=len(prefixes[-1]) + 1):
-        last_copy[c.source] = max(last_copy.get(c.source, -1), c.call_index)
+        copies.setdefault(c.source, []).append(c.call_index)
     forwarded = capped(msgs[: len(prefixes[-1])], model_of(conv))
     for prefix in prefixes:
         q = len(prefix)
@@ -80,7 +89,9 @@ def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Samp
             n = judged[o.result_index]
             chars = len(text_of(prefix[o.result_index].get("content")))
             k = copy_odds.key(dict(n.features))
-            out[(k, n.reuse, chars, last_copy.get(o.result_index, -1) >= q)] += 1
+            at = copies.get(o.result_index, [])
+            later = len(at) - bisect.bisect_left(at, q)
+            out[(k, n.reuse, chars, later > 0, later)] += 1
     return fitting(str(conv["id"])), out
 
 
@@ -110,31 +121,40 @@ def fit(
     cells: Counter[Sample], levels: tuple[tuple[str, ...], ...] = copy_odds.BACKOFF
 ) -> dict[str, Any]:
     """The pack: every key of ``levels`` with enough samples (``copy_odds.BASE_LEVELS``: the
-    table without what a run does and the new names, the held-out comparison)."""
+    table without what a run does and the new names, the held-out comparison): the rate of a
+    later copy (``odds``, add-one smoothed) and the mean of the literals copied later
+    (``literals``, smoothed by one sample at the mean of all)."""
     counts: dict[str, list[int]] = {}
-    total = hits = 0
-    for (full, _, _, copied), n in cells.items():
-        total, hits = total + n, hits + n * copied
+    total = hits = copies = 0
+    for (full, _, _, copied, literals), n in cells.items():
+        total, hits, copies = total + n, hits + n * copied, copies + n * literals
         for fields in levels:
             if "|new=-" in full and "new" in fields:
                 continue  # as copy_odds._odds: no names shown, the levels without the new names
-            c = counts.setdefault(_coarse(full, fields), [0, 0])
+            c = counts.setdefault(_coarse(full, fields), [0, 0, 0])
             c[0] += n
             c[1] += n * copied
-    odds = {
-        k: round((h + 1) / (n + 2), 4) for k, (n, h) in sorted(counts.items()) if n >= MIN_SAMPLES
+            c[2] += n * literals
+    mean = copies / max(total, 1)
+    kept = {k: c for k, c in sorted(counts.items()) if c[0] >= MIN_SAMPLES}
+    return {
+        "base": round(hits / max(total, 1), 4),
+        "base_literals": round(mean, 4),
+        "samples": total,
+        "odds": {k: round((h + 1) / (n + 2), 4) for k, (n, h, _) in kept.items()},
+        "literals": {k: round((c + mean) / (n + 1), 4) for k, (n, _, c) in kept.items()},
     }
-    return {"base": round(hits / max(total, 1), 4), "samples": total, "odds": odds}
 
 
-def _predict(pack: dict[str, Any], full: str) -> float:
+def _predict(pack: dict[str, Any], full: str, table: str = "odds") -> float:
+    """A key's figure of ``table`` (``odds`` or ``literals``) by ``copy_odds``'s backoff."""
     for fields in copy_odds.BACKOFF:
         if "|new=-" in full and "new" in fields:
             continue
-        p = pack["odds"].get(_coarse(full, fields))
+        p = pack[table].get(_coarse(full, fields))
         if p is not None:
             return float(p)
-    return float(pack["base"])
+    return float(pack["base" if table == "odds" else "base_literals"])
 
 
 def evaluate(
@@ -142,12 +162,15 @@ def evaluate(
 ) -> dict[str, float]:
     """Brier and log loss of the table (and of ``plain``, a table without some features), the
     older reuse figures and the base rate; the share of later copies in the tenth of samples
-    each table ranks most likely per character."""
+    each table ranks most likely per character; and the share of the literals copied later in
+    the tenth each ranks first per character, by its odds or (``literals``) by its expected
+    literals (what a forced compaction keeps: the bench loses one literal per literal)."""
     tables = {"table": pack, **({"plain": plain} if plain else {})}
     scores: dict[str, float] = {}
     n_all = sum(cells.values())
-    ranked: dict[str, list[tuple[float, int, bool]]] = {name: [] for name in tables}
-    for (full, old, chars, copied), n in cells.items():
+    ranked: dict[str, list[tuple[float, int, int]]] = {name: [] for name in tables}
+    by_literals: dict[str, list[tuple[float, int, int]]] = {}
+    for (full, old, chars, copied, literals), n in cells.items():
         chances = {name: _predict(t, full) for name, t in tables.items()}
         for name, p in (*chances.items(), ("reuse", old), ("base", pack["base"])):
             p = min(max(p, 1e-4), 1 - 1e-4)
@@ -155,25 +178,34 @@ def evaluate(
             scores[brier] = scores.get(brier, 0.0) + n * (p - copied) ** 2
             scores[logloss] = scores.get(logloss, 0.0) - n * math.log(p if copied else 1 - p)
         for name, p in chances.items():
-            ranked[name].append((p / max(chars, 1), n, copied))
+            ranked[name].append((p / max(chars, 1), n, literals))
+        for name, t in tables.items():
+            expected = _predict(t, full, "literals")
+            by_literals.setdefault(name, []).append((expected / max(chars, 1), n, literals))
     out = {k: v / max(n_all, 1) for k, v in scores.items()}
     for name, scored in ranked.items():
-        out[f"top tenth per char {name}"] = _top_tenth(scored, n_all)
+        out[f"top tenth per char {name}"] = _top_tenth(
+            [(r, n, lit > 0) for r, n, lit in scored], n_all
+        )
+        out[f"literals in top tenth, by odds, {name}"] = _top_tenth(scored, n_all)
+    for name, scored in by_literals.items():
+        out[f"literals in top tenth, by literals, {name}"] = _top_tenth(scored, n_all)
     out["samples"] = n_all
     return out
 
 
-def _top_tenth(scored: list[tuple[float, int, bool]], n_all: int) -> float:
-    """The share of the copied samples among the tenth of all ranked first."""
-    scored.sort(key=lambda x: -x[0])
-    top, kept, positives = n_all / 10, 0.0, sum(n for _, n, copied in scored if copied)
+def _top_tenth(scored: Sequence[tuple[float, int, int | bool]], n_all: int) -> float:
+    """The share of the weight (copied: 1 or 0; or the literals copied later) of all samples
+    among the tenth of them ranked first."""
+    ordered = sorted(scored, key=lambda x: -x[0])
+    top, kept, positives = n_all / 10, 0.0, sum(n * w for _, n, w in ordered)
     seen = 0.0
-    for _, n, copied in scored:
+    for _, n, weight in ordered:
         if seen >= top:
             break
         take = min(n, top - seen)
         seen += take
-        kept += take * copied
+        kept += take * weight
     return kept / max(positives, 1)
 
 
@@ -208,7 +240,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {k}: {h / max(n, 1):.3f} of {n:,}")
     if args.write:
         source = "python -m bench.copy_odds_learn " + " ".join(argv or sys.argv[1:])
-        body = {"source": source.strip(), "conversations": convs[True], **pack}
+        shipped = {k: v for k, v in pack.items() if k not in ("literals", "base_literals")}
+        body = {"source": source.strip(), "conversations": convs[True], **shipped}
         with open(PACK_PATH, "w", encoding="utf-8") as f:
             f.write(HEADER + yaml.safe_dump(body, sort_keys=False, width=100))
     return 0
@@ -216,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def fit_marginal(cells: Counter[Sample], fields: tuple[str, ...]) -> dict[str, tuple[int, int]]:
     out: dict[str, list[int]] = {}
-    for (full, _, _, copied), n in cells.items():
+    for (full, _, _, copied, _), n in cells.items():
         c = out.setdefault(_coarse(full, fields), [0, 0])
         c[0] += n
         c[1] += n * copied

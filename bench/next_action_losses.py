@@ -25,6 +25,10 @@ the sum over the results it still shows, plus ``forced.DROP_TEXT_ODDS``). The re
 what is dropped last, the digests) is as shipped, so the row says how much of the loss a perfect
 ranking would save.
 
+``--oracle literals`` ranks them instead by the literals later calls of the session copy from
+each result (in copies: over the literals a result copied from gives in that conversation), as
+the copy model would were it to predict the literals a result gives and predict them exactly.
+
 ``--restore`` turns prune's ``restore_elided`` on and sets which elided results a forced
 compaction re-judges (``restore``): ``off`` (as shipped), ``lately`` (those the agent's last
 calls point at again), ``all`` (every masked or dropped result past the rewrite's start: with
@@ -34,10 +38,11 @@ calls point at again), ``all`` (every masked or dropped result past the rewrite'
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import sys
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
@@ -153,14 +158,55 @@ def _oracle_order(original: Callable[..., list[Step]]) -> Callable[..., list[Ste
     return order
 
 
+def _literal_order(
+    masks: Sequence[tuple[int, str]],
+    turns: Sequence[Sequence[int]],
+    needs: Mapping[int, Need],
+    sizes: Mapping[int, int],
+    whole: set[int],
+    before: Sequence[Step] = (),
+    late_turns: Collection[int] = frozenset(),
+) -> list[Step]:
+    """``forced.order`` (the same steps and rules) ranked by the literals later calls copy from
+    each result (the truth, ``ORACLE``), in copies' units (over the literals a result copied
+    from gives in that conversation, ``ORACLE["per_copy"]``) so a turn's own words weigh what
+    they weigh in the shipped order: the order by expected literals, were the expectation
+    exact."""
+    copies, request = ORACLE.get("copies", {}), ORACLE.get("request", 0)
+    per_copy = ORACLE.get("per_copy", 1.0)
+
+    def truth(i: int) -> float:
+        at = copies.get(i, [])
+        later = len(at) - bisect.bisect_left(at, request)
+        return later / per_copy if later else UNUSED
+
+    steps = [
+        Step("mask", sizes[i] - forced.DIGEST_TOKENS, i, (i,), reason, needs[i].reuse, truth(i))
+        for i, reason in masks
+    ]
+    for turn in turns:
+        live = [i for i in turn if i in whole and i in needs]
+        reuse = min(1.0, sum(needs[i].reuse for i in live) + forced.DROP_TEXT_ODDS)
+        lost = sum(truth(i) for i in live) + forced.DROP_TEXT_ODDS
+        steps.append(
+            Step("drop", sum(sizes[i] for i in turn), turn[0], tuple(turn), "", reuse, lost)
+        )
+    late = {s.first for s in steps[len(masks) :] if s.first in late_turns}
+    steps = [replace(s, reason=forced.LAST_RESORT) if s.first in late else s for s in steps]
+    return forced.net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
+
+
 def _forward_knowing(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def forward(lane: na.Lane, job: na.Job, model: str, prefix: list[Message], now: float) -> Any:
         if ORACLE.get("id") != job.conv["id"]:
             last: dict[int, int] = {}
+            copies: dict[int, list[int]] = {}  # source -> each copy's call index, ascending
             for c in copied_literals(job.conv["messages"]):
                 last[c.source] = max(last.get(c.source, -1), c.call_index)
-            ORACLE.update(id=job.conv["id"], last=last)
+                copies.setdefault(c.source, []).append(c.call_index)
+            per_copy = sum(map(len, copies.values())) / max(len(copies), 1)
+            ORACLE.update(id=job.conv["id"], last=last, copies=copies, per_copy=per_copy)
         ORACLE["request"] = len(prefix)
         return original(lane, job, model, prefix, now)
 
@@ -185,7 +231,7 @@ def _restoring(original: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @contextmanager
-def patched(oracle: bool, restoring: str = "off") -> Iterator[None]:
+def patched(oracle: bool | str, restoring: str = "off") -> Iterator[None]:
     """The replay with each loss classified (and the oracle's order, the way back at forced
     compactions): set before the workers fork, undone after."""
     saved = na._account, na._forward, forced.order, restore.named_lately, prune.apply
@@ -193,7 +239,10 @@ def patched(oracle: bool, restoring: str = "off") -> Iterator[None]:
     na._forward = _forward_tracked(na._forward)
     if oracle:
         na._forward = _forward_knowing(na._forward)
-        forced.order = _oracle_order(forced.order)  # type: ignore[assignment]
+        if oracle == "literals":
+            forced.order = _literal_order
+        else:
+            forced.order = _oracle_order(forced.order)  # type: ignore[assignment]
     if restoring != "off":
         prune.apply = _restoring(prune.apply)
     if restoring == "all":
@@ -223,7 +272,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-requests", type=int, default=40, help="per conversation (0: all)")
     parser.add_argument("--variants", default="share50,share30")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--oracle", action="store_true", help="rank forced cuts by the truth")
+    parser.add_argument(
+        "--oracle", nargs="?", const="copied", choices=("copied", "literals"), default=None,
+        help="rank forced cuts by the truth: copied later or not, or the literals copied later",
+    )  # fmt: skip
     parser.add_argument("--half", choices=("all", "train", "held-out"), default="all")
     parser.add_argument(
         "--restore", choices=("off", "lately", "all"), default="off",
@@ -238,9 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     with patched(args.oracle, args.restore):
         for outcome in na.run_jobs(jobs, args.jobs):
             total.merge(outcome)
+    oracle = f", oracle order ({args.oracle})" if args.oracle else ""
     print(
         f"{len(chosen)} conversations ({args.half}), {total.requests:,} requests (the first "
-        f"{args.max_requests or 'all'} of each){', oracle order' if args.oracle else ''}, "
+        f"{args.max_requests or 'all'} of each){oracle}, "
         f"restore: {args.restore}"
     )
     for v in variants:

@@ -8,7 +8,7 @@ from collections import Counter
 from bench import copy_odds_learn as learn
 from rules.activity.observations import observations
 from rules.context import copy_odds, need
-from tests.support.factories import assistant, result, shell, user
+from tests.support.factories import assistant, call, result, shell, user
 
 
 def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "-") -> str:
@@ -19,11 +19,11 @@ def _key(kind: str, fresh: str, size: str = "m", age: str = "<=5", used: str = "
 def _cells() -> Counter[learn.Sample]:
     cells: Counter[learn.Sample] = Counter()
     unchanged, changed = _key("read", "unchanged"), _key("read", "changed")
-    cells[(unchanged, 0.05, 2_000, True)] = 150
-    cells[(unchanged, 0.05, 2_000, False)] = 150
-    cells[(changed, 0.05, 2_000, True)] = 10
-    cells[(changed, 0.05, 2_000, False)] = 290
-    cells[(_key("run", "-", "s", ">20"), 0.01, 100, False)] = 50  # too few for its own keys
+    cells[(unchanged, 0.05, 2_000, True, 6)] = 150  # six literals copied later from each
+    cells[(unchanged, 0.05, 2_000, False, 0)] = 150
+    cells[(changed, 0.05, 2_000, True, 1)] = 10
+    cells[(changed, 0.05, 2_000, False, 0)] = 290
+    cells[(_key("run", "-", "s", ">50"), 0.01, 100, False, 0)] = 50  # too few for its own keys
     return cells
 
 
@@ -39,9 +39,14 @@ def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
     odds = pack["odds"]
     assert odds[_key("read", "unchanged")] == round(151 / 302, 4)  # add-one smoothed
     assert odds[_key("read", "changed")] == round(11 / 302, 4)
-    assert _key("run", "-", "s", ">20") not in odds  # 50 samples: below MIN_SAMPLES
+    # literals: 900 and 10 over 300 samples each, smoothed by one sample at the mean of all
+    mean = 910 / 650
+    assert pack["base_literals"] == round(mean, 4)
+    assert pack["literals"][_key("read", "unchanged")] == round((900 + mean) / 301, 4)
+    assert pack["literals"][_key("read", "changed")] == round((10 + mean) / 301, 4)
+    assert _key("run", "-", "s", ">50") not in odds  # 50 samples: below MIN_SAMPLES
     # nor has its age bucket (50 samples): the base rate
-    assert learn._predict(pack, _key("run", "-", "s", ">20")) == pack["base"]
+    assert learn._predict(pack, _key("run", "-", "s", ">50")) == pack["base"]
     assert learn._predict(pack, _key("read", "unchanged")) > learn._predict(
         pack, _key("read", "changed")
     )
@@ -67,6 +72,52 @@ def test_the_top_tenth_is_a_share_of_the_copied_samples() -> None:
     assert learn._top_tenth([(1.0, 10, False), (0.5, 40, True), (0.1, 50, True)], 100) == 0.0
     # the tenth ends inside the second cell: 5 + 5 of the 15 copied samples
     assert learn._top_tenth([(0.9, 10, True), (1.0, 5, True), (0.1, 85, False)], 100) == 2 / 3
+
+
+def test_the_literal_share_weighs_each_sample_by_its_literals() -> None:
+    """Two keys: a likely one whose results give one literal, an unlikelier one whose give
+    nine. The tenth ranked first by odds is the first's, by literals the second's."""
+    one, many = _key("run", "-", "s"), _key("read", "unchanged", "s")
+    cells: Counter[learn.Sample] = Counter()
+    cells[(one, 0.0, 100, True, 1)] = 10
+    cells[(many, 0.0, 100, True, 9)] = 10
+    cells[(_key("write", "-", "s"), 0.0, 100, False, 0)] = 80  # the base figures
+    pack = {
+        "base": 0.2,
+        "base_literals": 1.0,
+        "odds": {one: 0.9, many: 0.3},
+        "literals": {one: 0.9, many: 2.3},
+    }
+    scores = learn.evaluate(pack, cells)
+    assert scores["top tenth per char table"] == 10 / 20  # the ten of ``one``: half the copies
+    assert scores["literals in top tenth, by odds, table"] == 10 / 100
+    assert scores["literals in top tenth, by literals, table"] == 90 / 100  # ``many``'s ten
+
+
+def test_samples_count_the_literals_copied_at_or_after_each_request() -> None:
+    """A read; a later edit copies two of its lines, the next one line again and a new one: a
+    literal an earlier call's arguments hold is no copy (its origin is no longer tool output
+    alone), so three literals follow the read's first request and one its second."""
+    body = "\n".join(f"total = price + tax + {i} more" for i in range(8))
+    lines = body.splitlines()
+
+    def edit(call_id: str, old: str) -> dict[str, object]:
+        return assistant(None, call(call_id, "Edit", file_path="a.txt", old_str=old, new_str="x"))
+
+    msgs = [
+        user("Tidy the file"),
+        assistant(None, call("r", "Read", file_path="a.txt")),
+        result("r", body),
+        edit("e1", f"{lines[0]}\n{lines[1]}"),
+        result("e1", "ok"),
+        edit("e2", f"{lines[1]}\n{lines[2]}"),
+        result("e2", "ok"),
+    ]
+    _, cells = learn.samples({"id": "conv/lines", "messages": msgs}, 0)
+    read = [(copied, literals) for (_, _, chars, copied, literals) in cells if chars == len(body)]
+    # the requests msgs[:3] (before e1: 2 + 1 literals later), msgs[:5] (before e2: 1) and the
+    # whole conversation (none later)
+    assert sorted(read) == [(False, 0), (True, 1), (True, 3)]
 
 
 def test_later_names_are_counted_as_a_cap_forwards_the_later_result() -> None:

@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 import bench.next_action as na
+import bench.next_action_losses as losses
 from bench.copied_literals import Copied
 from bench.next_action_losses import classify, digest_position, literal_kind, main, patched
 from rules.context import forced, prune, restore
+from rules.context.need import Need
 
 
 def _asks(cid: str, command: str) -> dict[str, Any]:
@@ -81,11 +83,40 @@ def test_patched_restores_the_replay_and_the_order() -> None:
         assert (na._account, na._forward, forced.order) != saved[:3]
         assert saved[3:] == (restore.named_lately, prune.apply)  # as shipped: no way back
     assert (na._account, na._forward, forced.order, restore.named_lately, prune.apply) == saved
+    with patched(oracle="literals"):
+        assert forced.order is losses._literal_order
+    assert forced.order is saved[2]
     with patched(oracle=False, restoring="lately"):
         assert prune.apply is not saved[4] and restore.named_lately is saved[3]
     with patched(oracle=False, restoring="all"):
         assert restore.named_lately([], [], {2, 1}) == [1, 2]
     assert (restore.named_lately, prune.apply) == saved[3:]
+
+
+def test_the_literal_oracle_ranks_by_the_literals_copied_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two results of one size: six literals are copied from the first after request 10, one
+    from the second. The first is kept longer by the literal oracle, whatever the copy model
+    says; once past the copies, neither counts (the older first, as shipped)."""
+    copies = {2: [10, 11, 11, 12, 14, 15], 4: [10]}
+    monkeypatch.setitem(losses.ORACLE, "copies", copies)
+    monkeypatch.setitem(losses.ORACLE, "per_copy", 3.5)
+    needs = {2: Need(False, "", 0.01, odds=0.001), 4: Need(False, "", 0.01, odds=0.9)}
+    masks, sizes = [(2, "old"), (4, "old")], {2: 500, 4: 500}
+    monkeypatch.setitem(losses.ORACLE, "request", 10)
+    steps = losses._literal_order(masks, [], needs, sizes, whole={2, 4})
+    assert [s.first for s in steps] == [4, 2]
+    assert [s.rank for s in steps] == [1 / 3.5, 6 / 3.5]  # in copies' units
+    monkeypatch.setitem(losses.ORACLE, "request", 12)  # two of the first's copies are past
+    assert [s.rank for s in losses._literal_order(masks, [], needs, sizes, {2, 4})] == [
+        losses.UNUSED,
+        3 / 3.5,
+    ]
+    monkeypatch.setitem(losses.ORACLE, "request", 16)
+    steps = losses._literal_order(masks, [[1, 2]], needs, {**sizes, 1: 100}, whole={2, 4})
+    assert steps[0].rank == losses.UNUSED  # no copy left: a mask first
+    assert steps[-1].stage == "drop" and steps[-1].rank == losses.UNUSED + forced.DROP_TEXT_ODDS
 
 
 @pytest.mark.needs_shared

@@ -8,9 +8,11 @@ Features (``key``), each measured to matter:
 - for a read, whether its file was changed since (an unchanged read still shows the file as it
   is: the agent copies ``old_str`` lines from it; a changed one mostly not);
 - its size (characters: under 500, under 4,000, more): a long output holds more to copy;
-- its age in assistant turns (up to 5, 6 to 20, more);
-- whether a recent later call uses a name it showed or names the file it read (``need``'s
-  judgement);
+- its age in assistant turns (up to 5, 6 to 20, 21 to 50, more: most results of a long
+  session are over 20 turns old, and those over 50 are copied from five times less often);
+- how recently a later call used it: one of the agent's last ``need.LATE_CALLS`` calls uses a
+  name it showed or names the file it read (``lately``), else ``need``'s judgement (a recent
+  call among the last 20 does, or it is a read of a file being edited: ``used``), else not;
 - for a run, what it does (``rules/activity/run_class.py``: shows files, searches, builds or
   tests, other);
 - how many of the names it shows (paths, identifiers, ids: ``digest.names``) no later result
@@ -31,7 +33,7 @@ from rules.packs import load_pack
 
 PACK = "copy_odds"
 SIZES = ((500, "s"), (4_000, "m"))  # characters: under each bound, that bucket; else "l"
-AGES = ((5, "<=5"), (20, "6-20"))  # turns: up to each bound, that bucket; else ">20"
+AGES = ((5, "<=5"), (20, "6-20"), (50, "21-50"))  # turns: up to each bound; else ">50"
 NEW_NAMES = ((1, "0"), (5, "1-4"))  # names no later result shows: under each bound; else "5+"
 FIELDS = ("kind", "fresh", "size", "age", "used", "does", "new")
 # Coarser keys tried in turn when the pack has no figure for the full one: the features whose
@@ -59,7 +61,7 @@ def size_bucket(chars: int) -> str:
 
 
 def age_bucket(turns: int) -> str:
-    return next((name for bound, name in AGES if turns <= bound), ">20")
+    return next((name for bound, name in AGES if turns <= bound), ">50")
 
 
 def new_names_bucket(count: int) -> str:
@@ -74,16 +76,19 @@ def features(
     used: bool,
     does: str,
     new_names: int | None,
+    lately: bool = False,
 ) -> dict[str, str]:
-    """A result's features; ``changed``: None when it is not a read; ``does``: a run's
-    ``run_class``; ``new_names``: how many names it shows that no later result shows."""
+    """A result's features; ``changed``: None when it is not a read; ``used``: need's
+    judgement; ``does``: a run's ``run_class``; ``new_names``: how many names it shows that no
+    later result shows; ``lately``: one of the agent's last few calls uses a name it shows or
+    names the file it read."""
     fresh = "-" if changed is None else ("changed" if changed else "unchanged")
     return {
         "kind": kind,
         "fresh": fresh,
         "size": size_bucket(chars),
         "age": age_bucket(turns),
-        "used": "used" if used else "-",
+        "used": "lately" if lately else ("used" if used else "-"),
         "does": does if kind == "run" else "-",
         "new": "-" if new_names is None else new_names_bucket(new_names),
     }

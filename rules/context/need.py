@@ -30,6 +30,7 @@ from rules.messages import call_arguments_text, text_of, tool_calls
 from rules.packs import load_pack
 
 RECENT_CALLS = 20  # "the agent's recent calls": the names used by the last this many tool calls
+LATE_CALLS = 5  # the copy model's "used lately": by one of the agent's last this many tool calls
 # Used when the pack holds no figure for a kind: a needed result is copied from often, another
 # rarely (the measured figures are in rules/packs/reuse.yaml).
 DEFAULT_REUSE = {True: 0.3, False: 0.05}
@@ -190,6 +191,7 @@ def judge(
             by_index[o.result_index] = o
     calls = recent_calls(messages)
     after = CallsAfter(calls)
+    late = CallsAfter(calls[:LATE_CALLS]) if odds else after
     out: dict[int, Need] = {}
     turns = 0  # assistant messages with calls after the one looked at
     last_call = None
@@ -229,7 +231,12 @@ def judge(
                 does = run_class(a.command) if a.kind == "run" else "-"
                 # a result that shows no names at all: unknown, not 'all came back later'
                 new = new_names(shown, later_names) if shown or len(text) < 500 else None
-                values = copy_odds.features(a.kind, changed, len(text), turns, bool(why), does, new)
+                lately = late.used_after(o.call_index, shown) or (
+                    a.kind == "read" and late.used_after(o.call_index, file_names(a.target))
+                )
+                values = copy_odds.features(
+                    a.kind, changed, len(text), turns, bool(why), does, new, lately
+                )
                 chance = copy_odds.odds(values)
             out[o.result_index] = Need(
                 bool(why),

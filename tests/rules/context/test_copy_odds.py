@@ -27,15 +27,19 @@ def test_buckets() -> None:
     assert [copy_odds.new_names_bucket(n) for n in (0, 1, 4, 5, 900)] == [
         "0", "1-4", "1-4", "5+", "5+",
     ]  # fmt: skip
-    assert [copy_odds.age_bucket(n) for n in (1, 5, 6, 20, 21)] == [
-        "<=5", "<=5", "6-20", "6-20", ">20",
+    assert [copy_odds.age_bucket(n) for n in (1, 5, 6, 20, 21, 50, 51)] == [
+        "<=5", "<=5", "6-20", "6-20", "21-50", "21-50", ">50",
     ]  # fmt: skip
 
 
 def test_the_shipped_pack_points_the_measured_way() -> None:
     assert _odds("read", "unchanged") > 2 * _odds("read", "changed")
     assert _odds("run", size="l", does="view") > _odds("run", size="s", does="view")
-    assert _odds("run", age="<=5", does="search") > _odds("run", age=">20", does="search")
+    assert _odds("run", age="<=5", does="search") > _odds("run", age=">50", does="search")
+    assert _odds("run", age="21-50", does="search") > _odds("run", age=">50", does="search")
+    for age in ("21-50", ">50"):  # an old result one of the last calls used: still in play
+        lately, unused = (_odds("run", age=age, used=u, does="search") for u in ("lately", "-"))
+        assert lately > 2 * unused
     assert _odds("plan") < 0.01
     # a result whose names all came back in later results: its literals are copied from those
     assert _odds("run", does="search") > 10 * _odds("run", does="search", new="0")
@@ -48,14 +52,14 @@ def test_the_shipped_pack_points_the_measured_way() -> None:
 
 def test_a_key_the_pack_lacks_backs_off_to_kind_freshness_and_new_names() -> None:
     table, _ = copy_odds._table()
-    values = {"kind": "run", "fresh": "-", "size": "m", "age": ">20", "used": "-", "new": "0"}
+    values = {"kind": "run", "fresh": "-", "size": "m", "age": ">50", "used": "-", "new": "0"}
     assert copy_odds.odds(values | {"does": "no-such-class"}) == table["kind=run|fresh=-|new=0"]
     assert copy_odds.odds(values | {"does": "search"}) != table["kind=run|fresh=-|new=0"]
 
 
 def test_an_unknown_kind_backs_off_to_its_age() -> None:
     table, base = copy_odds._table()
-    assert _odds("no-such-kind", age=">20") == table["age=>20"]
+    assert _odds("no-such-kind", age=">50") == table["age=>50"]
     assert 0 < base < 1
 
 
@@ -92,6 +96,40 @@ def test_need_judge_gives_each_result_its_features() -> None:
     assert features["r2"]["new"] == "5+" and features["t"]["new"] == "0"
     r1, r2 = (next(o.result_index for o in obs if o.call_id == c) for c in ("r1", "r2"))
     assert judged[r1].odds > judged[r2].odds
+
+
+def test_how_recently_a_later_call_used_a_result() -> None:
+    """A search whose handler a call uses, then idle runs: while the using call is among the
+    agent's last ``LATE_CALLS`` calls the search is used lately; after, only used (need's
+    recent calls still hold it); a read whose file one of the last calls names is used lately
+    though no call uses a name it shows."""
+    hits = "\n".join(f"src/mod_{i}.py:{i}: def handler_{i}(request):" for i in range(3))
+    messages = [
+        user("Fix the handlers"),
+        assistant(None, shell("g", "grep -rn 'def handler_' src")),
+        result("g", hits),
+        assistant(None, call("r", "Read", file_path="docs/notes.txt")),
+        result("r", "Remember to keep the request objects immutable."),
+        assistant(None, shell("u", "sed -n 1,40p src/mod_1.py | grep -n handler_1")),
+        result("u", "None"),
+    ]
+
+    def used(msgs: list[dict[str, object]]) -> dict[str, str]:
+        obs = observations(msgs)
+        judged = need.judge(msgs, obs, [o.result_index for o in obs])
+        return {o.call_id: dict(judged[o.result_index].features)["used"] for o in obs}
+
+    assert used(messages)["g"] == "lately"
+    idle = []
+    for k in range(need.LATE_CALLS):
+        idle += [assistant(None, shell(f"t{k}", "python -m pytest -q")), result(f"t{k}", "ok")]
+    # four idle calls: the using call is the fifth last; five: the sixth
+    assert used(messages + idle[:-2])["g"] == "lately"
+    assert used(messages + idle)["g"] == "used"
+    assert used(messages + idle)["r"] == "-"
+    named = [assistant(None, shell("c", "wc -l docs/notes.txt")), result("c", "1")]
+    assert used(messages + idle + named)["r"] == "lately"  # its file named by the last call
+    assert used(messages + idle + named)["g"] == "used"
 
 
 def test_the_shipped_packs_hold_what_their_readers_take() -> None:

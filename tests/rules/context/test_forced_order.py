@@ -100,7 +100,9 @@ def test_a_latest_write_is_dropped_only_to_fit_the_budget_not_to_reach_the_goal(
 
 
 def test_a_result_a_later_call_uses_is_weighed_as_more_likely_copied() -> None:
-    sizes = [40] * 25
+    # 6 to 20 turns old (the pack's cells of older builds and tests are sparse: at 21 to 50
+    # turns it holds 3.0% for one used lately, 5.1% for one not used)
+    sizes = [40] * 18
     messages = _runs(sizes)
     # a recent call names what the second run printed
     messages += [assistant(None, shell("s", "grep -n c_1_timer_3 log")), result("s", "hit")]
