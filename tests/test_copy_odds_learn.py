@@ -27,7 +27,9 @@ def _cells() -> Counter[learn.Sample]:
     return cells
 
 
-def _spread(cells: Counter[learn.Sample], n: int = 10) -> dict[str, Counter[learn.Sample]]:
+def _spread(
+    cells: Counter[learn.Sample], n: int = 2 * learn.MIN_CONVERSATIONS
+) -> dict[str, Counter[learn.Sample]]:
     """``cells`` as the samples of ``n`` conversations, each cell's samples split evenly."""
     out = {f"conv/{i}": Counter[learn.Sample]() for i in range(n)}
     for sample, count in cells.items():
@@ -62,7 +64,7 @@ def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
 
 
 def test_a_key_from_fewer_conversations_is_not_kept_however_many_its_samples() -> None:
-    """The same samples, from ten conversations or all from too few: a key's samples of one
+    """The same samples, from many conversations or from too few: a key's samples of one
     conversation are far from independent, so many of them from a few stand for those few."""
     changed = _key("read", "changed")
     few = learn.MIN_CONVERSATIONS - 1
@@ -78,7 +80,7 @@ def test_a_key_from_fewer_conversations_is_not_kept_however_many_its_samples() -
     assert changed in learn.fit(spread)["odds"]
     kept = learn.fit(narrow)["odds"]
     assert changed not in kept
-    assert _key("read", "unchanged") in kept  # ten conversations: kept
+    assert _key("read", "unchanged") in kept  # from all the conversations: kept
     # one sample from one conversation more, and the key is kept
     narrow[f"conv/{few}"][(changed, 0.05, 2_000, False, 0)] += 1
     assert changed in learn.fit(narrow)["odds"]
