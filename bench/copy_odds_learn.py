@@ -26,7 +26,10 @@ same keys, smoothed by one sample at the mean of all; a comparison: measured on 
 bench, ranking by it kept fewer literals on the held-out half, docs/rules/prune.md).
 
 **The pack**: the rate of each key of every ``copy_odds.BACKOFF`` level with at least
-``MIN_SAMPLES`` fitting samples (add-one smoothed), and the base rate. ``--write`` writes it.
+``MIN_SAMPLES`` fitting samples from at least ``MIN_CONVERSATIONS`` conversations (add-one
+smoothed), and the base rate. ``--write`` writes it. The samples of one conversation are far
+from independent (each result is a sample at every later request), so a key's samples can be
+many and still come from one or two conversations: its rate is then that conversation's.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import multiprocessing as mp
 import os
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -55,6 +58,10 @@ from rules.messages import role, text_of
 from tests.support.traces import iter_conversations, request_prefixes
 
 MIN_SAMPLES = 200
+# a key's rate stands for agents in general, not for the few conversations that filled it;
+# 5, not 10: at 10 a kind few agents produce (a plan) loses every key and falls back to its
+# age's rate (docs/rules/prune.md)
+MIN_CONVERSATIONS = 5
 PACK_PATH = "rules/packs/copy_odds.yaml"
 HEADER = (
     "# P(a later tool call copies a literal from an old tool result), by the features\n"
@@ -108,8 +115,8 @@ def capped(messages: list[Message], model: str) -> dict[int, str]:
     return out
 
 
-def _job(args: tuple[dict[str, Any], int]) -> tuple[bool, Counter[Sample]]:
-    return samples(*args)
+def _job(args: tuple[dict[str, Any], int]) -> tuple[str, bool, Counter[Sample]]:
+    return str(args[0]["id"]), *samples(*args)
 
 
 def _coarse(full: str, fields: tuple[str, ...]) -> str:
@@ -118,25 +125,35 @@ def _coarse(full: str, fields: tuple[str, ...]) -> str:
 
 
 def fit(
-    cells: Counter[Sample], levels: tuple[tuple[str, ...], ...] = copy_odds.BACKOFF
+    conversations: Mapping[str, Counter[Sample]],
+    levels: tuple[tuple[str, ...], ...] = copy_odds.BACKOFF,
 ) -> dict[str, Any]:
-    """The pack: every key of ``levels`` with enough samples (``copy_odds.BASE_LEVELS``: the
-    table without what a run does and the new names, the held-out comparison): the rate of a
-    later copy (``odds``, add-one smoothed) and the mean of the literals copied later
-    (``literals``, smoothed by one sample at the mean of all)."""
+    """The pack of the samples of each conversation (by id): every key of ``levels`` with
+    enough samples from enough conversations (``copy_odds.BASE_LEVELS``: the table without what
+    a run does and the new names, the held-out comparison): the rate of a later copy (``odds``,
+    add-one smoothed) and the mean of the literals copied later (``literals``, smoothed by one
+    sample at the mean of all)."""
     counts: dict[str, list[int]] = {}
+    sources: dict[str, set[str]] = {}  # key -> the conversations its samples come from
     total = hits = copies = 0
-    for (full, _, _, copied, literals), n in cells.items():
-        total, hits, copies = total + n, hits + n * copied, copies + n * literals
-        for fields in levels:
-            if "|new=-" in full and "new" in fields:
-                continue  # as copy_odds._odds: no names shown, the levels without the new names
-            c = counts.setdefault(_coarse(full, fields), [0, 0, 0])
-            c[0] += n
-            c[1] += n * copied
-            c[2] += n * literals
+    for conv_id, cells in conversations.items():
+        for (full, _, _, copied, literals), n in cells.items():
+            total, hits, copies = total + n, hits + n * copied, copies + n * literals
+            for fields in levels:
+                if "|new=-" in full and "new" in fields:
+                    continue  # as copy_odds._odds: no names shown, the levels without them
+                k = _coarse(full, fields)
+                c = counts.setdefault(k, [0, 0, 0])
+                c[0] += n
+                c[1] += n * copied
+                c[2] += n * literals
+                sources.setdefault(k, set()).add(conv_id)
     mean = copies / max(total, 1)
-    kept = {k: c for k, c in sorted(counts.items()) if c[0] >= MIN_SAMPLES}
+    kept = {
+        k: c
+        for k, c in sorted(counts.items())
+        if c[0] >= MIN_SAMPLES and len(sources[k]) >= MIN_CONVERSATIONS
+    }
     return {
         "base": round(hits / max(total, 1), 4),
         "base_literals": round(mean, 4),
@@ -217,13 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     jobs = [(c, args.max_requests) for c in iter_conversations()]
     halves: dict[bool, Counter[Sample]] = {True: Counter(), False: Counter()}
+    fitting_convs: dict[str, Counter[Sample]] = {}
     convs = Counter[bool]()
     with mp.get_context("fork").Pool(args.jobs) as pool:
-        for fit_half, cells in pool.imap_unordered(_job, jobs, chunksize=1):
+        for conv_id, fit_half, cells in pool.imap_unordered(_job, jobs, chunksize=1):
             halves[fit_half].update(cells)
             convs[fit_half] += 1
-    pack = fit(halves[True])
-    plain = fit(halves[True], copy_odds.BASE_LEVELS)
+            if fit_half:
+                fitting_convs.setdefault(conv_id, Counter()).update(cells)
+    pack = fit(fitting_convs)
+    plain = fit(fitting_convs, copy_odds.BASE_LEVELS)
     print(f"fitting half: {convs[True]} conversations, {pack['samples']:,} samples")
     for name, cells in (("fitting", halves[True]), ("held-out", halves[False])):
         scores = evaluate(pack, cells, plain)

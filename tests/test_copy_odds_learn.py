@@ -27,6 +27,17 @@ def _cells() -> Counter[learn.Sample]:
     return cells
 
 
+def _spread(
+    cells: Counter[learn.Sample], n: int = 2 * learn.MIN_CONVERSATIONS
+) -> dict[str, Counter[learn.Sample]]:
+    """``cells`` as the samples of ``n`` conversations, each cell's samples split evenly."""
+    out = {f"conv/{i}": Counter[learn.Sample]() for i in range(n)}
+    for sample, count in cells.items():
+        for i in range(n):
+            out[f"conv/{i}"][sample] = count // n + (i < count % n)
+    return out
+
+
 def test_the_split_is_by_a_hash_of_the_id_and_about_half() -> None:
     ids = [f"conv/{i}" for i in range(400)]
     halves = [learn.fitting(i) for i in ids]
@@ -35,7 +46,7 @@ def test_the_split_is_by_a_hash_of_the_id_and_about_half() -> None:
 
 
 def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
-    pack = learn.fit(_cells())
+    pack = learn.fit(_spread(_cells()))
     odds = pack["odds"]
     assert odds[_key("read", "unchanged")] == round(151 / 302, 4)  # add-one smoothed
     assert odds[_key("read", "changed")] == round(11 / 302, 4)
@@ -52,18 +63,41 @@ def test_the_fit_keeps_keys_with_enough_samples_and_backs_off() -> None:
     )
 
 
+def test_a_key_from_fewer_conversations_is_not_kept_however_many_its_samples() -> None:
+    """The same samples, from many conversations or from too few: a key's samples of one
+    conversation are far from independent, so many of them from a few stand for those few."""
+    changed = _key("read", "changed")
+    few = learn.MIN_CONVERSATIONS - 1
+    spread = _spread(_cells())
+    # the changed read's samples from ``few`` conversations alone, the others' as before
+    narrow = {
+        conv: Counter({s: n for s, n in c.items() if s[0] != changed}) for conv, c in spread.items()
+    }
+    for sample, count in ((s, n) for s, n in _cells().items() if s[0] == changed):
+        for j in range(few):
+            narrow[f"conv/{j}"][sample] = count // few + (j < count % few)
+    assert sum(sum(c.values()) for c in narrow.values()) == sum(_cells().values())
+    assert changed in learn.fit(spread)["odds"]
+    kept = learn.fit(narrow)["odds"]
+    assert changed not in kept
+    assert _key("read", "unchanged") in kept  # from all the conversations: kept
+    # one sample from one conversation more, and the key is kept
+    narrow[f"conv/{few}"][(changed, 0.05, 2_000, False, 0)] += 1
+    assert changed in learn.fit(narrow)["odds"]
+
+
 def test_the_table_scores_better_than_the_base_rate() -> None:
     cells = _cells()
-    scores = learn.evaluate(learn.fit(cells), cells)
+    scores = learn.evaluate(learn.fit(_spread(cells)), cells)
     assert scores["brier table"] < scores["brier base"]
     assert scores["logloss table"] < scores["logloss base"]
     assert scores["samples"] == sum(cells.values())
 
 
 def test_the_plain_table_has_no_key_with_the_run_class_or_new_names() -> None:
-    plain = learn.fit(_cells(), copy_odds.BASE_LEVELS)
+    plain = learn.fit(_spread(_cells()), copy_odds.BASE_LEVELS)
     assert plain["odds"] and not any("new=" in k or "does=" in k for k in plain["odds"])
-    scores = learn.evaluate(learn.fit(_cells()), _cells(), plain)
+    scores = learn.evaluate(learn.fit(_spread(_cells())), _cells(), plain)
     assert {"brier plain", "logloss plain", "top tenth per char plain"} <= set(scores)
 
 

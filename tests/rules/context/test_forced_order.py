@@ -100,8 +100,8 @@ def test_a_latest_write_is_dropped_only_to_fit_the_budget_not_to_reach_the_goal(
 
 
 def test_a_result_a_later_call_uses_is_weighed_as_more_likely_copied() -> None:
-    # 6 to 20 turns old (the pack's cells of older builds and tests are sparse: at 21 to 50
-    # turns it holds 3.0% for one used lately, 5.1% for one not used)
+    # 6 to 20 turns old (at 21 to 50 turns the pack holds 3.0% for a build used lately, 5.1%
+    # for one not used: both keys from over 25 conversations, the second's copies from 5)
     sizes = [40] * 18
     messages = _runs(sizes)
     # a recent call names what the second run printed
