@@ -28,7 +28,6 @@ VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
-FORCED_KEEP_LAST = forced.KEEP_LAST
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
 # ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
 # within it (over it, or already edited or dropped)
@@ -285,7 +284,7 @@ class Run:
         needs = need.judge(self.messages, self.obs, judged, working, sent, odds=drops)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
             late = prune_stages.latest_write_calls(self.obs)
-            late |= forced.kept_turns(self.messages, self.obs[-FORCED_KEEP_LAST:], turns)
+            late |= forced.kept_turns(self.messages, self.obs[-forced.KEEP_LAST :], turns)
             return steps + forced.order(masks, turns, needs, sizes, whole, steps, late)
         steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)
