@@ -256,10 +256,13 @@ def scope_for(target: str, body: bytes, session: str) -> dict[str, Any]:
     }
 
 
-async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, float, float]:
+async def call(
+    app: Any, path: str, body: bytes, session: str
+) -> tuple[float, float, float, float]:
     """One request through ``app``: ms until its last body message was sent, the thread CPU ms of
-    the whole call (what runs after the answer included), and ms until its answer began (the
-    response's start: what the client waits for before the relay)."""
+    the whole call (what runs after the answer included), ms until its answer began (the
+    response's start: what the client waits for before the relay), and the thread CPU ms until its
+    upstream call began (``note_forward``)."""
     sent = False
     end = began = 0.0
 
@@ -282,8 +285,27 @@ async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, f
             end = time.perf_counter()
 
     t0, cpu0 = time.perf_counter(), time.thread_time()
+    FORWARDED.clear()
     await app(scope_for(path, body, session), receive, send)
-    return (end - t0) * 1000, (time.thread_time() - cpu0) * 1000, (began - t0) * 1000
+    presend = (FORWARDED[0] - cpu0) * 1000 if FORWARDED else 0.0
+    return (end - t0) * 1000, (time.thread_time() - cpu0) * 1000, (began - t0) * 1000, presend
+
+
+# the thread CPU time when the call's upstream request began (``wire.forward``): what ran before
+# it is what the client waits on; the rest of the rewrite's work runs while the upstream reads
+FORWARDED: list[float] = []
+
+
+def note_forward(handler: Any) -> None:
+    """``handler``'s wire with its ``forward`` noting the thread CPU time it is entered at."""
+    forward = handler.wire.forward
+
+    async def noted(*args: Any, **kwargs: Any) -> Any:
+        if not FORWARDED:
+            FORWARDED.append(time.thread_time())
+        return await forward(*args, **kwargs)
+
+    handler.wire = dataclasses.replace(handler.wire, forward=noted)
 
 
 def main() -> None:
@@ -333,11 +355,14 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     stages = Stages()
     async with app.router.lifespan_context(app), floor.router.lifespan_context(floor):
         instrument(stages, app, args.protocol)
+        note_forward(app.state.handlers[args.protocol])
+        note_forward(floor.state.handlers[args.protocol])
         if args.without_writes:
             app.state.services.store._write_batch = _dropped
         totals: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         cpu: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         began: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
+        presend: dict[str, list[float]] = {"ctxproxy": [], "floor": []}
         warm = 50
         collections = GcWatch()
         profile = cProfile.Profile() if args.profile else None
@@ -349,13 +374,14 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
             for name, target in (("ctxproxy", app), ("floor", floor)):
                 if profile is not None and name == "ctxproxy" and r >= warm:
                     profile.enable()
-                ms, cpu_ms, began_ms = await call(target, path, body, "stages")
+                ms, cpu_ms, began_ms, presend_ms = await call(target, path, body, "stages")
                 if profile is not None:
                     profile.disable()
                 if r >= warm:
                     totals[name].append(ms)
                     cpu[name].append(cpu_ms)
                     began[name].append(began_ms)
+                    presend[name].append(presend_ms)
             if r >= warm:
                 stages.next_request()
             if r == warm - 1:
@@ -363,7 +389,7 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
         collections.stop()
         process_cpu = time.process_time() - process_cpu
         await app.state.services.store.flush()
-    print_stages(args, body, totals, cpu, began, stages)
+    print_stages(args, body, totals, cpu, began, presend, stages)
     # the process's CPU outside the calls: the loop between requests (the writer's batches, timers),
     # the store's connection thread, the offload worker
     calls = sum(cpu["ctxproxy"]) + sum(cpu["floor"])
@@ -392,6 +418,7 @@ def print_stages(
     totals: dict[str, list[float]],
     cpu: dict[str, list[float]],
     began: dict[str, list[float]],
+    presend: dict[str, list[float]],
     stages: Stages,
 ) -> None:
     n = len(stages.per_request)
@@ -419,7 +446,9 @@ def print_stages(
                           ("ctxproxy, to the answer's start", began["ctxproxy"]),
                           ("floor, to the answer's start", began["floor"]),
                           ("ctxproxy, thread CPU of the call", cpu["ctxproxy"]),
-                          ("floor, thread CPU of the call", cpu["floor"])):  # fmt: skip
+                          ("floor, thread CPU of the call", cpu["floor"]),
+                          ("ctxproxy, thread CPU to the upstream call", presend["ctxproxy"]),
+                          ("floor, thread CPU to the upstream call", presend["floor"])):  # fmt: skip
         median, p99 = statistics.median(values), percentile(values, 0.99)
         print(
             f"| {label} | {median:.3f} | {statistics.fmean(values):.3f} | "
@@ -429,6 +458,8 @@ def print_stages(
     print(f"| ctxproxy − floor (medians) | {diff:.3f} | | | | |")
     diff = statistics.median(cpu["ctxproxy"]) - statistics.median(cpu["floor"])
     print(f"| ctxproxy − floor, thread CPU (medians) | {diff:.3f} | | | | |")
+    diff = statistics.median(presend["ctxproxy"]) - statistics.median(presend["floor"])
+    print(f"| ctxproxy − floor, thread CPU to the upstream call (medians) | {diff:.3f} | | | | |")
     for name in names:
         values = [per.get(name, 0.0) for per in stages.per_request]
         tail = statistics.fmean(per.get(name, 0.0) for per in slow) if slow else 0.0
