@@ -19,11 +19,13 @@ measures over HTTP). The writer task's work (``paced_statements``: redacting and
 rows; the batch's write) comes after the request's answer, on the same loop: shown per request
 (a batch's whole time falls to the request during which it ran).
 
-Beside the wall times: each call's thread CPU time (what runs on the loop during it, the work
-after the answer included), each stage's mean over the slowest 1% of ctxproxy's requests (where
-the tail comes from), and the garbage collector's runs while measuring. Two trees compare in the
-same minutes by running this file with the other tree first on the path (``cd /tmp/base &&
-PYTHONPATH=/tmp/base python /path/to/bench/overhead_stages.py``).
+Beside the wall times: each call's thread CPU time (what runs on the loop during it, the work after
+the answer included) and its thread CPU until its upstream call began (``wire.forward``: what the
+client waits on; the rewrite's finish runs while the upstream reads the request), each stage's mean
+over the slowest 1% of ctxproxy's requests (where the tail comes from), and the garbage collector's
+runs while measuring. Two trees compare in the same minutes by running this file with the other tree
+first on the path (``cd /tmp/base && PYTHONPATH=/tmp/base python
+/path/to/bench/overhead_stages.py``).
 
 With ``--without-writes`` the store's writer drops its batches (nothing redacted, encoded or sent
 to the connection's thread): the difference to a run with them is what the writer's work costs
@@ -256,9 +258,7 @@ def scope_for(target: str, body: bytes, session: str) -> dict[str, Any]:
     }
 
 
-async def call(
-    app: Any, path: str, body: bytes, session: str
-) -> tuple[float, float, float, float]:
+async def call(app: Any, path: str, body: bytes, session: str) -> tuple[float, float, float, float]:
     """One request through ``app``: ms until its last body message was sent, the thread CPU ms of
     the whole call (what runs after the answer included), ms until its answer began (the
     response's start: what the client waits for before the relay), and the thread CPU ms until its
@@ -441,14 +441,15 @@ def print_stages(
     print("| stage | median | mean | p90 | p99 | p99 ÷ median | mean, slowest 1% | "
           "mean, 1% of most CPU |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
+    presend_rows = (("ctxproxy, thread CPU to the upstream call", presend["ctxproxy"]),
+                    ("floor, thread CPU to the upstream call", presend["floor"]))  # fmt: skip
     for label, values in (("ctxproxy, whole request", totals["ctxproxy"]),
                           ("floor (bare relay), whole request", totals["floor"]),
                           ("ctxproxy, to the answer's start", began["ctxproxy"]),
                           ("floor, to the answer's start", began["floor"]),
                           ("ctxproxy, thread CPU of the call", cpu["ctxproxy"]),
                           ("floor, thread CPU of the call", cpu["floor"]),
-                          ("ctxproxy, thread CPU to the upstream call", presend["ctxproxy"]),
-                          ("floor, thread CPU to the upstream call", presend["floor"])):  # fmt: skip
+                          *presend_rows):  # fmt: skip
         median, p99 = statistics.median(values), percentile(values, 0.99)
         print(
             f"| {label} | {median:.3f} | {statistics.fmean(values):.3f} | "
