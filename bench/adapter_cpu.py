@@ -5,10 +5,17 @@ and the pipeline's run, for one session resending the bench body
 (``bench.overhead_protocols.bodies``) of each protocol.
 
     .venv/bin/python -m bench.adapter_cpu [--messages 20] [--requests 1500] [--protocols ...]
+                                          [--evict-mb 32]
 
 No HTTP, no upstream, no log row (``bench.overhead_stages`` has those): the work an adapter adds
 to chat's path, steadier than the whole request's CPU on a shared machine. Two trees compare by
-running this file with the other tree first on the path."""
+running this file with the other tree first on the path.
+
+``--evict-mb N`` writes N MB of memory before each request, outside the time measured: the request
+then finds the CPU's caches as after other work (a proxy whose agent waits seconds on the model
+between requests, other processes running), not warm from the same request a moment before.
+``floor parse``: the bare relay's one pass over the body (``orjson.loads``), timed alike in a loop
+of its own."""
 
 from __future__ import annotations
 
@@ -65,7 +72,9 @@ class Timed:
         self.now.clear()
 
 
-async def measure(protocol: str, messages: int, requests: int) -> dict[str, float]:
+async def measure(
+    protocol: str, messages: int, requests: int, evict_mb: int = 0
+) -> dict[str, float]:
     store = Store(":memory:", batch_window_s=0)
     await store.open()
     settings = settings_for({"pipeline": {"context_windows": {"*": 128_000}}})
@@ -83,8 +92,11 @@ async def measure(protocol: str, messages: int, requests: int) -> dict[str, floa
         timed.wrap(engine_mod, "describe_lift", "protocol lines"),
         timed.wrap(adapter, "hidden_text", "hidden text"),
     ]
+    evict = bytearray(evict_mb << 20)
     try:
         for r in range(requests):
+            if evict:
+                evict[:] = bytes(len(evict))  # the caches as other work leaves them
             t0 = time.thread_time()
             read = memory.read(raw, "bench", "anonymous")
             assert read is not None
@@ -103,7 +115,16 @@ async def measure(protocol: str, messages: int, requests: int) -> dict[str, floa
         engine.close()
         await store.close()
     skip = requests // 10  # the first requests fill the memos
-    return {name: statistics.median(ms[skip:]) for name, ms in timed.per.items()}
+    out = {name: statistics.median(ms[skip:]) for name, ms in timed.per.items()}
+    parses = []
+    for _ in range(requests):
+        if evict:
+            evict[:] = bytes(len(evict))
+        t0 = time.thread_time()
+        orjson.loads(raw)
+        parses.append((time.thread_time() - t0) * 1000)
+    out["floor parse"] = statistics.median(parses[skip:])
+    return out
 
 
 def main() -> None:
@@ -111,14 +132,16 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=20)
     parser.add_argument("--requests", type=int, default=1500)
     parser.add_argument("--protocols", nargs="+", default=list(PATHS), choices=list(PATHS))
+    parser.add_argument("--evict-mb", type=int, default=0, help="memory written between requests")
     args = parser.parse_args()
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
-    names = ["all", "lower", "pipeline", "lift", "protocol lines", "hidden text"]
-    print(f"{args.messages} messages, thread CPU ms a request (medians)\n")
+    names = ["all", "lower", "pipeline", "lift", "protocol lines", "hidden text", "floor parse"]
+    evicted = f", {args.evict_mb} MB written between requests" if args.evict_mb else ""
+    print(f"{args.messages} messages, thread CPU ms a request (medians){evicted}\n")
     print("| protocol | " + " | ".join(names) + " |")
     print("|---" * (len(names) + 1) + "|")
     for protocol in args.protocols:
-        got = asyncio.run(measure(protocol, args.messages, args.requests))
+        got = asyncio.run(measure(protocol, args.messages, args.requests, args.evict_mb))
         cells = [f"{got[n]:.3f}" if n in got else "–" for n in names]
         print(f"| {protocol} | " + " | ".join(cells) + " |")
 
