@@ -6,19 +6,20 @@ edit always give the same bytes. Anchors that vanish from the conversation drop 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
-from rules.context import digest, evidence, prune_stages, shrink
+from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
 # What a dropped run's line names, 8 + 2 per result (at most 48): nothing; the first paths, then
-# identifiers, then ids its results showed; or their names in the order shown (``digest.in_order``)
-NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER = 0, 1, 2
+# identifiers, then ids its results showed; their names in the order shown (``digest.in_order``);
+# or those of them the rest of the prompt no longer showed when it was dropped (``drop_names``)
+NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER, NAMES_CHOSEN = 0, 1, 2, 3
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
 INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
 
@@ -78,7 +79,9 @@ class Overlay:
     compactions: int = 0
     # how dropped runs' lines name what they showed (``NAMES_*``); an overlay that dropped
     # messages under an older way keeps it (the bytes it forwarded)
-    names: int = NAMES_IN_ORDER
+    names: int = NAMES_CHOSEN
+    # NAMES_CHOSEN: each dropped result's chosen names, as positions in its ``digest._scan``
+    chosen: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
     def load(cls, value: Any, present: Container[str], keep_all: bool = False) -> Overlay:
@@ -88,15 +91,18 @@ class Overlay:
         edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
         dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
         stored = value.get("names")  # ``true``: the first way (older overlays); absent: none
-        known = isinstance(stored, int) and NAMES_NONE <= stored <= NAMES_IN_ORDER
+        known = isinstance(stored, int) and NAMES_NONE <= stored <= NAMES_CHOSEN
         names = int(stored) if known else NAMES_NONE
-        names = names if value.get("dropped") else NAMES_IN_ORDER
-        return cls(edits, dropped, int(value.get("compactions", 0)), names)
+        names = names if value.get("dropped") else NAMES_CHOSEN
+        chosen = drop_names.load(value.get("chosen"), dropped) if names == NAMES_CHOSEN else {}
+        return cls(edits, dropped, int(value.get("compactions", 0)), names, chosen)
 
     def to_json(self) -> dict[str, Any]:
         out = {"edits": self.edits, "dropped": self.dropped, "compactions": self.compactions}
         if self.names and self.dropped:  # the first way was stored as ``true``
             out["names"] = True if self.names == NAMES_FIRST else self.names
+        if self.chosen and self.dropped:
+            out["chosen"] = {a: list(p) for a, p in self.chosen.items()}
         return out
 
 
@@ -164,15 +170,20 @@ def capped_text(text: str, tokens: int, limit: int) -> str:
     return "\n".join([*head, marker, *tail])
 
 
-def dropped_text(messages: list[Message], names: int = NAMES_NONE) -> str:
+def dropped_text(
+    messages: list[Message], names: int = NAMES_NONE, chosen: Sequence[str] = ()
+) -> str:
     """The line standing for dropped messages; with ``names``, the paths, identifiers and ids
-    their tool results showed (``NAMES_*``, ``digest``), so the agent can still name them."""
+    their tool results showed (``NAMES_*``, ``digest``), so the agent can still name them:
+    ``NAMES_CHOSEN``'s are ``chosen`` (``drop_names.names_of``)."""
     calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
     roles = Counter(role(m) for m in messages)
     what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
     tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))
     shown: list[str] = []
-    if names:
+    if names == NAMES_CHOSEN:
+        shown = list(chosen)
+    elif names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
         count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
         pick = digest.digest if names == NAMES_FIRST else digest.in_order
@@ -317,7 +328,7 @@ def render(
             run.append(i)
             continue
         if run:
-            out.append(_dropped_line(messages, anchor_list, run, memo, overlay.names))
+            out.append(_dropped_line(messages, anchor_list, run, memo, overlay))
             if placed is not None:
                 placed.append(-1)
             run = []
@@ -328,7 +339,7 @@ def render(
         if placed is not None:
             placed.append(i)
     if run:
-        out.append(_dropped_line(messages, anchor_list, run, memo, overlay.names))
+        out.append(_dropped_line(messages, anchor_list, run, memo, overlay))
         if placed is not None:
             placed.append(-1)
     return out
@@ -371,16 +382,21 @@ def _dropped_line(
     anchor_list: list[str],
     run: list[int],
     memo: RenderMemo | None,
-    names: int,
+    overlay: Overlay,
 ) -> Message:
     """The line standing for the dropped messages at indices ``run``. Their anchors hold their
-    content hashes, all ``dropped_text`` reads: the memo's key."""
-    key = ("dropped", names, *(anchor_list[i] for i in run)) if memo is not None else None
+    content hashes, all ``dropped_text`` reads with the names chosen of them: the memo's key."""
+    names, anchors = overlay.names, [anchor_list[i] for i in run]
+    chosen = overlay.chosen if names == NAMES_CHOSEN else {}
+    picked = tuple(chosen.get(a, ()) for a in anchors) if chosen else ()
+    key = ("dropped", names, *anchors, picked) if memo is not None else None
     if key is not None and memo is not None:
         hit = memo.get(key)
         if hit is not None:
             return hit
-    line = {"role": "user", "content": dropped_text([messages[i] for i in run], names)}
+    run_messages = [messages[i] for i in run]
+    shown = drop_names.names_of(run_messages, anchors, chosen) if chosen else []
+    line = {"role": "user", "content": dropped_text(run_messages, names, shown)}
     if key is not None and memo is not None:
         memo.put(key, line)
     return line

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message, frozen
-from rules.context import evidence, forced, need, overlay, prune_stages, replay, shrink
+from rules.context import drop_names, evidence, forced, need, overlay, prune_stages, replay, shrink
 from rules.context.schedule import Step
 from rules.messages import shared_prefix, text_of
 from rules.report import Pruning
@@ -321,6 +321,7 @@ class Run:
             list(self.overlay.dropped),
             self.overlay.compactions + 1,
             self.overlay.names,
+            dict(self.overlay.chosen),
         )
         sizes = dict(sizes)
         dropped = set(trial.dropped)
@@ -364,7 +365,16 @@ class Run:
                 self._decide(trial, i, step.stage, edit, freed)
                 sizes[i], total = sizes[i] - freed, total - freed
         trial.dropped = [a for a in self.anchors if a in dropped]
+        kept = set(trial.dropped)  # an own-output overlay's drops of messages no longer sent go
+        trial.chosen = {a: p for a, p in trial.chosen.items() if a in kept}
         view = self.render(trial)
+        if trial.names == overlay.NAMES_CHOSEN and not dropped.issubset(self.overlay.dropped):
+            assert self._placed is not None and self._placed[1] is view  # the runs: not placed
+            gone, placed, chosen = set(self.overlay.dropped), self._placed[2], trial.chosen
+            chosen.update(
+                drop_names.chosen_for(self.messages, self.anchors, view, placed, gone, chosen)
+            )
+            view = self.render(trial)  # the new runs' lines with their names
         size = self.tokens.count_messages(view) + fixed
         if fit is not None and size > fit + fixed:
             size = self._without_names(trial, fixed)
@@ -378,7 +388,7 @@ class Run:
             if edit.get("digest") and a not in self.overlay.edits:
                 trial.edits[a] = {k: v for k, v in edit.items() if k != "digest"}
         if not self.overlay.dropped:
-            trial.names = overlay.NAMES_NONE
+            trial.names, trial.chosen = overlay.NAMES_NONE, {}
         return self.tokens.count_messages(self.render(trial)) + fixed
 
     def _edited(self, i: int, edit: dict[str, str]) -> Message:

@@ -66,7 +66,8 @@ def reopened(
     dropped = [a for a in ov.dropped if a not in reopen]
     if len(edits) == len(ov.edits) and len(dropped) == len(ov.dropped):
         return None
-    return Overlay(edits, dropped, ov.compactions, ov.names)
+    chosen = {a: p for a, p in ov.chosen.items() if a not in reopen}
+    return Overlay(edits, dropped, ov.compactions, ov.names, chosen)
 
 
 def settle(trial: Overlay, before: Overlay) -> None:
@@ -79,6 +80,11 @@ def settle(trial: Overlay, before: Overlay) -> None:
             trial.edits[a] = old
     if before.dropped:
         trial.names = before.names
+        for a in set(trial.dropped).intersection(before.dropped):  # dropped again: as it was
+            if a in before.chosen:
+                trial.chosen[a] = before.chosen[a]
+            else:
+                trial.chosen.pop(a, None)
 
 
 def restored(anchors: Sequence[str], before: Overlay, after: Overlay) -> list[int]:
