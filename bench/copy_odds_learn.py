@@ -53,7 +53,8 @@ from bench.split import half_of
 from proxy.tokens import ensure_offline_tiktoken
 from rules.activity.observations import observations
 from rules.base import Message
-from rules.context import copy_odds, need, overlay, prune
+from rules.context import copy_odds, need, prune
+from rules.context.capped import capped_text
 from rules.messages import role, text_of
 from tests.support.traces import iter_conversations, request_prefixes
 
@@ -104,14 +105,14 @@ def samples(conv: dict[str, Any], max_requests: int) -> tuple[bool, Counter[Samp
 
 def capped(messages: list[Message], model: str) -> dict[int, str]:
     """The text of each tool result prune caps when it first appears (over the default
-    ``max_result_tokens``), as it forwards it: head and tail (``overlay.capped_text``)."""
+    ``max_result_tokens``), as it forwards it: head and tail (``rules.context.capped``)."""
     ensure_offline_tiktoken()
     tokens, limit = _counters().for_model(model), prune.Config().max_result_tokens
     out: dict[int, str] = {}
     for i, m in enumerate(messages):
         if role(m) == "tool" and tokens.count_message(m) > limit:
             text = text_of(m.get("content"))
-            out[i] = overlay.capped_text(text, tokens.count_text(text), limit)
+            out[i] = capped_text(text, tokens.count_text(text), limit)
     return out
 
 

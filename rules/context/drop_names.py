@@ -1,4 +1,4 @@
-"""The names a dropped run's line keeps (``overlay.NAMES_CHOSEN``): chosen at the compaction that
+"""The names a dropped run's line keeps (``NAMES_CHOSEN``): chosen at the compaction that
 drops the run, among those its results showed that the rest of the forwarded prompt no longer
 shows, and kept in the overlay as positions, so every later request renders the same line.
 
@@ -16,15 +16,33 @@ nothing of the client's text is stored, so nothing stored needs redacting, and t
 rebuilt from the client's message itself): the line is a pure function of the run's messages and
 those positions. A run that later grows (a compaction drops the turns beside it) names what each
 compaction chose for its own results. The session's first compaction to drop, when it cannot fit
-with the names, names nothing, nor do its later runs (``prune_plan._without_names``)."""
+with the names, names nothing, nor do its later runs (``take_back``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from rules.base import Message
 from rules.context import digest
 from rules.messages import call_arguments_text, role, text_of, tool_calls
+
+# What a dropped run's line names, 8 + 2 per result (at most 48): nothing; the first paths, then
+# identifiers, then ids its results showed; their names in the order shown (``digest.in_order``);
+# or those of them the rest of the prompt no longer showed when it was dropped (this module)
+NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER, NAMES_CHOSEN = 0, 1, 2, 3
+
+
+class Named(Protocol):
+    """What this module reads and sets of an overlay (``overlay.Overlay``, which imports it)."""
+
+    edits: dict[str, dict[str, str]]
+    dropped: list[str]
+    names: int
+    chosen: dict[str, tuple[int, ...]]
+
+
+Ov = TypeVar("Ov", bound=Named)
 
 MAX_NAMES = 48  # a run's line names at most this many (``overlay.dropped_text``'s count)
 CHARS_PER_NAME = 25
@@ -76,6 +94,39 @@ def choose(
             used += len(word) + 2
         out.append(tuple(picked))
     return out
+
+
+def named_view(
+    trial: Ov,
+    before: Ov,
+    dropped: set[str],
+    present: Container[str],
+    messages: Sequence[Message],
+    anchors: Sequence[str],
+    render: Callable[[Ov], tuple[list[Message], Sequence[int]]],
+) -> list[Message]:
+    """``trial``, a compaction of ``before`` whose drops are ``dropped``, rendered (``render``:
+    the view and the message each of its messages renders), its new runs named first: only the
+    drops still sent (``present``) keep their positions (an own-output overlay keeps drops of
+    messages no longer sent), and what is new is told by set, not by count."""
+    trial.chosen = {a: p for a, p in trial.chosen.items() if a in dropped and a in present}
+    view, placed = render(trial)
+    if trial.names != NAMES_CHOSEN or dropped.issubset(before.dropped):
+        return view
+    gone = set(before.dropped)
+    trial.chosen.update(chosen_for(messages, anchors, view, placed, gone, trial.chosen))
+    return render(trial)[0]
+
+
+def take_back(trial: Named, before: Named) -> None:
+    """A compaction still over its goal with every step taken: the digests it added to masked
+    results go (what they name is worth less than fitting), and when it is the session's first
+    to drop messages, its runs' lines name nothing, nor do the session's later ones."""
+    for a, edit in trial.edits.items():
+        if edit.get("digest") and a not in before.edits:
+            trial.edits[a] = {k: v for k, v in edit.items() if k != "digest"}
+    if not before.dropped:
+        trial.names, trial.chosen = NAMES_NONE, {}
 
 
 def chosen_for(

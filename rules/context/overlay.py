@@ -13,13 +13,11 @@ from typing import Any
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
+from rules.context.capped import capped_text
+from rules.context.drop_names import NAMES_CHOSEN, NAMES_FIRST, NAMES_NONE
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
-# What a dropped run's line names, 8 + 2 per result (at most 48): nothing; the first paths, then
-# identifiers, then ids its results showed; their names in the order shown (``digest.in_order``);
-# or those of them the rest of the prompt no longer showed when it was dropped (``drop_names``)
-NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER, NAMES_CHOSEN = 0, 1, 2, 3
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
 INDEX_MEMO = "anchor_index"  # its ``Context.table``: an anchor list -> ``anchor_index``
 
@@ -132,44 +130,6 @@ def elided_text(
     return f"{PLACEHOLDER_PREFIX} elided {tool} result ({', '.join(facts)}); {reason}{showed}]"
 
 
-def capped_text(text: str, tokens: int, limit: int) -> str:
-    """Head and tail lines of an oversized result around a marker with the counts.
-
-    Lines are chosen by characters at the text's own characters-per-token ratio, so the cost is
-    one pass over the text; the tail gets more room because errors and summaries end outputs."""
-    chars_per_token = len(text) / max(tokens, 1)
-    head_room = int(limit * 0.35 * chars_per_token)
-    tail_room = int(limit * 0.55 * chars_per_token)
-    lines = text.split("\n")
-    head: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > head_room:
-            break
-        head.append(line)
-        used += len(line) + 1
-    tail: list[str] = []
-    used = 0
-    for line in reversed(lines[len(head) :]):
-        if used + len(line) + 1 > tail_room:
-            break
-        tail.append(line)
-        used += len(line) + 1
-    tail.reverse()
-    if not head and not tail:  # one giant line: keep characters instead
-        head, tail = [text[:head_room]], [text[-tail_room:]]
-        omitted_lines = 0
-    else:
-        omitted_lines = len(lines) - len(head) - len(tail)
-    omitted_chars = len(text) - sum(len(x) for x in head) - sum(len(x) for x in tail)
-    marker = (
-        f"{PLACEHOLDER_PREFIX} capped: kept the first {len(head)} and last {len(tail)} of "
-        f"{len(lines)} lines; {omitted_lines:,} lines ({omitted_chars:,} characters) elided, "
-        f"{tokens:,} tokens in all]"
-    )
-    return "\n".join([*head, marker, *tail])
-
-
 def dropped_text(
     messages: list[Message], names: int = NAMES_NONE, chosen: Sequence[str] = ()
 ) -> str:
@@ -185,7 +145,7 @@ def dropped_text(
         shown = list(chosen)
     elif names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
-        count = min(8 + 2 * len(texts), 48)  # a longer run showed more worth naming
+        count = drop_names.count_for(len(texts))  # a longer run showed more worth naming
         pick = digest.digest if names == NAMES_FIRST else digest.in_order
         shown = pick("\n".join(texts), count, 25 * count)
     return (

@@ -365,31 +365,20 @@ class Run:
                 self._decide(trial, i, step.stage, edit, freed)
                 sizes[i], total = sizes[i] - freed, total - freed
         trial.dropped = [a for a in self.anchors if a in dropped]
-        kept = set(trial.dropped)  # an own-output overlay's drops of messages no longer sent go
-        trial.chosen = {a: p for a, p in trial.chosen.items() if a in kept}
-        view = self.render(trial)
-        if trial.names == overlay.NAMES_CHOSEN and not dropped.issubset(self.overlay.dropped):
-            assert self._placed is not None and self._placed[1] is view  # the runs: not placed
-            gone, placed, chosen = set(self.overlay.dropped), self._placed[2], trial.chosen
-            chosen.update(
-                drop_names.chosen_for(self.messages, self.anchors, view, placed, gone, chosen)
-            )
-            view = self.render(trial)  # the new runs' lines with their names
+        view = drop_names.named_view(
+            trial, self.overlay, dropped, self.index, self.messages, self.anchors, self._rendered
+        )
         size = self.tokens.count_messages(view) + fixed
-        if fit is not None and size > fit + fixed:
-            size = self._without_names(trial, fixed)
+        if fit is not None and size > fit + fixed:  # still over: the names it added go
+            drop_names.take_back(trial, self.overlay)
+            size = self.tokens.count_messages(self.render(trial)) + fixed
         return trial, size
 
-    def _without_names(self, trial: overlay.Overlay, fixed: int) -> int:
-        """Still over the budget with every step taken: the digests this compaction added go
-        (what they name is worth less than fitting), and its dropped runs' lines name nothing
-        when no earlier compaction dropped messages. The new size."""
-        for a, edit in trial.edits.items():
-            if edit.get("digest") and a not in self.overlay.edits:
-                trial.edits[a] = {k: v for k, v in edit.items() if k != "digest"}
-        if not self.overlay.dropped:
-            trial.names, trial.chosen = overlay.NAMES_NONE, {}
-        return self.tokens.count_messages(self.render(trial)) + fixed
+    def _rendered(self, ov: overlay.Overlay) -> tuple[list[Message], list[int]]:
+        """``ov`` rendered, and the message each of its messages renders (-1: a run's line)."""
+        view = self.render(ov)
+        assert self._placed is not None
+        return view, self._placed[2]
 
     def _edited(self, i: int, edit: dict[str, str]) -> Message:
         return overlay.apply_edit(

@@ -7,7 +7,7 @@ from typing import Any
 
 from rules.activity.observations import observations
 from rules.base import SessionState
-from rules.context import copy_odds, forced, need, overlay, prune, replay
+from rules.context import copy_odds, drop_names, forced, need, prune, replay
 from rules.context.overlay import PLACEHOLDER_PREFIX
 from rules.context.prune_plan import Run
 from rules.messages import text_of
@@ -108,7 +108,7 @@ def test_a_look_that_is_not_forced_judges_the_need_alone() -> None:
 
 def _dropped_later_search(names: int) -> tuple[list[dict[str, Any]], int, dict[int, str]]:
     """An older search, then a later one over the same handlers whose turn is dropped, its line
-    listing the names its result showed when ``names`` says so (``overlay.NAMES_*``)."""
+    listing the names its result showed when ``names`` says so (``drop_names.NAMES_*``)."""
     hits = "\n".join(f"src/mod_{i}.py:{i}: def handler_{i}(request):" for i in range(4))
     msgs = [
         user("Find the handlers"),
@@ -133,11 +133,11 @@ def _dropped_later_search(names: int) -> tuple[list[dict[str, Any]], int, dict[i
 
 
 def test_a_dropped_run_s_line_is_what_its_last_result_is_forwarded_as() -> None:
-    msgs, b, forwarded = _dropped_later_search(overlay.NAMES_IN_ORDER)
+    msgs, b, forwarded = _dropped_later_search(drop_names.NAMES_IN_ORDER)
     assert forwarded[b].startswith(f"{PLACEHOLDER_PREFIX} dropped 2 earlier messages")
     assert "handler_3" in forwarded[b]  # the line lists the names the dropped search showed
     assert _new(msgs, forwarded) == "0"  # the older search's names are all shown later
-    msgs, b, forwarded = _dropped_later_search(overlay.NAMES_NONE)  # a line without names
+    msgs, b, forwarded = _dropped_later_search(drop_names.NAMES_NONE)  # a line without names
     assert "handler_3" not in forwarded[b]
     assert _new(msgs, forwarded) == "5+"
 

@@ -54,7 +54,7 @@ def test_a_dropped_runs_line_names_only_what_the_rest_of_the_prompt_no_longer_sh
     assert not {"func_0_0", "func_0_3"} & set(named)
     # the old way spends the line's first places on names the task prompt still shows
     results = [m for m in messages if m["role"] == "tool"]
-    assert _named(overlay.dropped_text(results[:25], overlay.NAMES_IN_ORDER))[:2] == [
+    assert _named(overlay.dropped_text(results[:25], drop_names.NAMES_IN_ORDER))[:2] == [
         "func_0_0",
         "func_0_1",
     ]
@@ -79,7 +79,7 @@ def test_the_line_is_replayed_byte_for_byte_however_the_conversation_goes_on() -
     assert _lines(again.messages) == [line]
     # what is stored is positions, never the client's text
     stored = out.state.get(prune.NAMESPACE)
-    assert stored["names"] == overlay.NAMES_CHOSEN and stored["chosen"]
+    assert stored["names"] == drop_names.NAMES_CHOSEN and stored["chosen"]
     for positions in stored["chosen"].values():
         assert positions and all(type(n) is int and n >= 0 for n in positions)
 
@@ -108,16 +108,16 @@ def test_stored_positions_are_checked_and_an_older_overlay_keeps_its_lines() -> 
     # an overlay that dropped messages naming them in order goes on doing so
     run = [assistant(None, shell("c1", "ls")), result("c1", "src/app/main.py\nREADME.md")]
     old = overlay.Overlay.load({"edits": {}, "dropped": ["a"], "compactions": 1, "names": 2}, {"a"})
-    assert old.names == overlay.NAMES_IN_ORDER and not old.chosen
+    assert old.names == drop_names.NAMES_IN_ORDER and not old.chosen
     assert overlay.dropped_text(run, old.names).endswith(
         "they showed: src/app/main.py, README.md) to fit the token budget]"
     )
     # the chosen way names exactly what was chosen, nothing when nothing was
-    now = overlay.Overlay({}, ["a"], 1, overlay.NAMES_CHOSEN, {"a": (1,)})
+    now = overlay.Overlay({}, ["a"], 1, drop_names.NAMES_CHOSEN, {"a": (1,)})
     back = overlay.Overlay.load(now.to_json(), {"a"})
-    assert back.names == overlay.NAMES_CHOSEN and back.chosen == {"a": (1,)}
+    assert back.names == drop_names.NAMES_CHOSEN and back.chosen == {"a": (1,)}
     assert drop_names.names_of(run, ["x", "a"], back.chosen) == ["README.md"]
-    assert "showed" not in overlay.dropped_text(run, overlay.NAMES_CHOSEN, [])
+    assert "showed" not in overlay.dropped_text(run, drop_names.NAMES_CHOSEN, [])
     state = SessionState({prune.NAMESPACE: now.to_json()})
     assert state.get(prune.NAMESPACE)["chosen"] == {"a": [1]}
 
@@ -125,10 +125,12 @@ def test_stored_positions_are_checked_and_an_older_overlay_keeps_its_lines() -> 
 def test_a_way_back_keeps_what_a_result_dropped_again_named() -> None:
     from rules.context import restore
 
-    before = overlay.Overlay({}, ["a", "b", "c"], 2, overlay.NAMES_CHOSEN, {"a": (0,), "b": (3,)})
+    before = overlay.Overlay(
+        {}, ["a", "b", "c"], 2, drop_names.NAMES_CHOSEN, {"a": (0,), "b": (3,)}
+    )
     back = restore.reopened(["a", "b", "c"], before, {1}, [[0], [1], [2]])
     assert back is not None and back.dropped == ["a", "c"] and back.chosen == {"a": (0,)}
-    trial = overlay.Overlay({}, ["a", "b", "c"], 3, overlay.NAMES_CHOSEN, {"b": (5,), "c": (1,)})
+    trial = overlay.Overlay({}, ["a", "b", "c"], 3, drop_names.NAMES_CHOSEN, {"b": (5,), "c": (1,)})
     restore.settle(trial, before)
     # a run dropped again renders the same line: "c" named nothing before, and names nothing
     assert trial.chosen == {"a": (0,), "b": (3,)}

@@ -8,7 +8,17 @@ import itertools
 from typing import Any
 
 from rules.base import CacheFacts, SessionState
-from rules.context import digest, evidence, inject, need, overlay, prune, prune_stages, sticky
+from rules.context import (
+    digest,
+    drop_names,
+    evidence,
+    inject,
+    need,
+    overlay,
+    prune,
+    prune_stages,
+    sticky,
+)
 from rules.context.prune_plan import Run
 from rules.messages import INJECT_OPEN, PLACEHOLDER_PREFIX, text_of
 from rules.redact import REDACTED
@@ -166,36 +176,36 @@ def test_a_masked_result_keeps_its_digest_and_how_to_get_it_back() -> None:
 
 def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_without() -> None:
     msgs = [assistant(None, shell("c1", "ls")), result("c1", "src/app/main.py\nREADME.md")]
-    first = overlay.dropped_text(msgs, overlay.NAMES_FIRST)
+    first = overlay.dropped_text(msgs, drop_names.NAMES_FIRST)
     assert "they showed: src/app/main.py, README.md" in first
-    assert "showed" not in overlay.dropped_text(msgs, overlay.NAMES_NONE)
+    assert "showed" not in overlay.dropped_text(msgs, drop_names.NAMES_NONE)
     old = overlay.Overlay.load({"edits": {}, "dropped": ["a"], "compactions": 1}, {"a"})
-    assert old.names == overlay.NAMES_NONE and "names" not in old.to_json()
-    assert overlay.Overlay.load({}, set()).names == overlay.NAMES_CHOSEN
+    assert old.names == drop_names.NAMES_NONE and "names" not in old.to_json()
+    assert overlay.Overlay.load({}, set()).names == drop_names.NAMES_CHOSEN
     # an overlay whose runs were named the first way keeps it, stored as before
     stored = {"edits": {}, "dropped": ["a"], "compactions": 1, "names": True}
     kept = overlay.Overlay.load(stored, {"a"})
-    assert kept.names == overlay.NAMES_FIRST and kept.to_json()["names"] is True
+    assert kept.names == drop_names.NAMES_FIRST and kept.to_json()["names"] is True
     assert overlay.dropped_text(msgs, kept.names) == first
-    now = overlay.Overlay({}, ["a"], 1, overlay.NAMES_IN_ORDER)
-    assert overlay.Overlay.load(now.to_json(), {"a"}).names == overlay.NAMES_IN_ORDER
+    now = overlay.Overlay({}, ["a"], 1, drop_names.NAMES_IN_ORDER)
+    assert overlay.Overlay.load(now.to_json(), {"a"}).names == drop_names.NAMES_IN_ORDER
     assert overlay.dropped_text(msgs, now.names).endswith("README.md) to fit the token budget]")
     # a new overlay names what its compactions chose (``test_drop_names``)
-    assert overlay.Overlay({}, ["a"], 1).names == overlay.NAMES_CHOSEN
+    assert overlay.Overlay({}, ["a"], 1).names == drop_names.NAMES_CHOSEN
 
 
 def test_a_dropped_runs_line_names_what_it_showed_in_order_not_paths_first() -> None:
     """Identifiers are not crowded out by the paths after them; the line stays as bounded."""
     lines = [f"def handler_{i}(request):  # in src/views_{i}.py" for i in range(300)]
     run = [assistant(None, shell("c1", "grep -rn def src")), result("c1", "\n".join(lines))]
-    named = overlay.dropped_text(run, overlay.NAMES_IN_ORDER).split("they showed: ")[1]
+    named = overlay.dropped_text(run, drop_names.NAMES_IN_ORDER).split("they showed: ")[1]
     assert named.startswith("handler_0, src/views_0.py, handler_1, src/views_1.py")
-    old_way = overlay.dropped_text(run, overlay.NAMES_FIRST).split("they showed: ")[1]
+    old_way = overlay.dropped_text(run, drop_names.NAMES_FIRST).split("they showed: ")[1]
     assert "handler_" not in old_way  # ten paths first, the identifiers never reached
     assert len(named.split(", ")) == len(old_way.split(", ")) == 10  # 8 + 2 per result
     # the first way's bytes, pinned: a session whose overlay named runs so replays them unchanged
     views = ", ".join(f"src/views_{i}.py" for i in range(10))
-    assert overlay.dropped_text(run, overlay.NAMES_FIRST) == (
+    assert overlay.dropped_text(run, drop_names.NAMES_FIRST) == (
         f"{PLACEHOLDER_PREFIX} dropped 2 earlier messages (1 assistant, 1 tool; tool calls: "
         f"bash×1; they showed: {views}) to fit the token budget]"
     )

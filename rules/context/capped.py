@@ -1,0 +1,44 @@
+"""An oversized tool result as prune forwards it when it first caps it (``max_result_tokens``):
+its head and tail lines around one marker line with the counts (``overlay``'s ``cap`` edit)."""
+
+from __future__ import annotations
+
+from rules.messages import PLACEHOLDER_PREFIX
+
+
+def capped_text(text: str, tokens: int, limit: int) -> str:
+    """Head and tail lines of an oversized result around a marker with the counts.
+
+    Lines are chosen by characters at the text's own characters-per-token ratio, so the cost is
+    one pass over the text; the tail gets more room because errors and summaries end outputs."""
+    chars_per_token = len(text) / max(tokens, 1)
+    head_room = int(limit * 0.35 * chars_per_token)
+    tail_room = int(limit * 0.55 * chars_per_token)
+    lines = text.split("\n")
+    head: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > head_room:
+            break
+        head.append(line)
+        used += len(line) + 1
+    tail: list[str] = []
+    used = 0
+    for line in reversed(lines[len(head) :]):
+        if used + len(line) + 1 > tail_room:
+            break
+        tail.append(line)
+        used += len(line) + 1
+    tail.reverse()
+    if not head and not tail:  # one giant line: keep characters instead
+        head, tail = [text[:head_room]], [text[-tail_room:]]
+        omitted_lines = 0
+    else:
+        omitted_lines = len(lines) - len(head) - len(tail)
+    omitted_chars = len(text) - sum(len(x) for x in head) - sum(len(x) for x in tail)
+    marker = (
+        f"{PLACEHOLDER_PREFIX} capped: kept the first {len(head)} and last {len(tail)} of "
+        f"{len(lines)} lines; {omitted_lines:,} lines ({omitted_chars:,} characters) elided, "
+        f"{tokens:,} tokens in all]"
+    )
+    return "\n".join([*head, marker, *tail])
