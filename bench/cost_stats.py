@@ -125,6 +125,8 @@ class Totals:
     stats: dict[tuple[str, str], Stats] = field(default_factory=dict)
     # (method, price name) -> each conversation's cost relative to direct's
     ratios: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # each conversation's id and requests replayed, in the order of ``ratios``' lists
+    order: list[tuple[str, int]] = field(default_factory=list)
     optimal: list[Outcome] = field(default_factory=list)  # outcomes carrying optimal figures
 
     def add(self, o: Outcome, methods: Sequence[Method], pricings: Sequence[Pricing]) -> None:
@@ -137,6 +139,7 @@ class Totals:
         for key, s in o.stats.items():
             self.stats.setdefault(key, Stats()).merge(s)
         direct = o.stats[("direct", "")]
+        self.order.append((o.conv_id, o.requests))
         for m in methods:
             for p in pricings:
                 mine = o.stats.get((m.name, p.name if m.kind == "ctxproxy" else ""))

@@ -153,6 +153,7 @@ def report(
             "rows": rows,
             "lanes": {f"{m}|{p}": lane_json(s) for (m, p), s in stats.items()},
             "per_conversation": {f"{m}|{p}": v for (m, p), v in totals.ratios.items()},
+            "per_conversation_ids": [{"id": c, "requests": n} for c, n in totals.order],
             "optimal": optimal,
             "envelopes": env_rows,
             "shared_runs": shared,
