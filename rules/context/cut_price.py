@@ -65,10 +65,15 @@ def provider_scale(facts: CacheFacts, memory: Memory) -> float:
     provider's count of its prompt over ours (at least 1). What a compaction frees is text this
     rule counts exactly; the prompt it re-bills also holds what the count leaves out (reasoning
     fields, call metadata, the wire's serialisation), which the provider bills all the same."""
+    return prompt_scale(facts, memory.last_tokens)
+
+
+def prompt_scale(facts: CacheFacts, counted: int) -> float:
+    """``provider_scale`` of a previous request of ``counted`` tokens by the rule's count."""
     prompt = facts.last_prompt_tokens
-    if prompt is None or memory.last_tokens <= 0:
+    if prompt is None or counted <= 0:
         return 1.0
-    return max(prompt / memory.last_tokens, 1.0)
+    return max(prompt / counted, 1.0)
 
 
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:

@@ -9,7 +9,9 @@ worst case fits the session's *risk budget*.
   (the carrying it avoided), less its price (bust plus expected loss) when it was made;
 - ``rate``: the tokens those cuts freed (``won`` grows by ``r × rate`` a request);
 - ``billed``: what the session has been billed so far, as the schedule prices a request: the
-  tokens the previous request forwarded read at ``r``, the tokens added since written at ``w``.
+  tokens the previous request forwarded read at ``r``, the tokens added since written at ``w``,
+  in the provider's tokens (times ``cut_price.prompt_scale``, the provider's count of the
+  previous prompt over the rule's), as a cut's price weighs its bust.
 
 **The rule.** A bet of price ``P`` is made only when ``P ≤ won + ε × billed`` (``allowance``),
 ``ε`` the share.
@@ -27,7 +29,7 @@ session whose cuts have paid may spend their winnings on bets; one with none may
 ``ε`` of its bill. The bound is in the schedule's accounting (its estimates of busts, losses
 and the bill), not in the provider's invoice.
 
-**Every warm cut** (prune's ``warm_risk_share``, ``ε'``, off by default): the same ledger, and
+**Every warm cut** (prune's ``warm_risk_share``, ``ε'``, 0.05 by default): the same ledger, and
 every cut under the budget with a warm cache (break-even's ``paid``, the deeper ``soon``, a free
 one, a bet) waits until ``P ≤ won + ε' × billed``. Then right after any cut ``won ≥ −ε' ×
 billed``, and between cuts neither term falls, so at every request, whatever the session's
@@ -36,9 +38,9 @@ its bill more than never cutting (``bill ≤ direct / (1 − ε')``), with no te
 break-even's own cuts. A cold cut is charged nothing (the prompt is billed whole anyway); a
 compaction the budget forces is never held (it is the budget's, not a bet) and stops what
 earlier cuts freed from earning. Not charged: the block inject adds at a compaction (its size
-is inject's, known after prune; ``billed`` counts it once it is replayed) and the wire's weight
-beyond the rule's count in ``billed`` (the price already weighs the bust in the provider's
-tokens, ``provider_scale``): both make the bound the schedule's, not the invoice's."""
+is inject's, known after prune; ``billed`` counts it once it is replayed), and the bill and the
+bust are weighed by the previous prompt's scale, not each request's own: both make the bound the
+schedule's, not the invoice's."""
 
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from rules.base import CacheFacts
+from rules.context.cut_price import prompt_scale
 
 
 class Ledger(NamedTuple):
@@ -96,13 +99,17 @@ def advance(
     arrived: int,
     cut: tuple[int, float] | None = None,
     forced: bool = False,
+    scale: float = 1.0,
 ) -> Ledger:
     """The ledger once this request is sent: ``previous``, the tokens the previous request
     forwarded; ``arrived``, this one's before any cut; ``cut``, (tokens freed, price) of a cut
     under the budget made on it (its own tokens are not carried on it: the bust counts that);
-    ``forced``, a compaction the budget forced was made on it."""
+    ``forced``, a compaction the budget forced was made on it; ``scale``, the provider's tokens
+    per counted one (``cut_price.prompt_scale``): the bill is in the provider's tokens, as a
+    cut's price weighs its bust, so the share of it a cut may risk is the same on every wire."""
     r, w = read_ratio, max(write_ratio, read_ratio)
-    billed = ledger.billed + r * min(previous, arrived) + w * max(arrived - previous, 0)
+    fresh = max(arrived - previous, 0)
+    billed = ledger.billed + scale * (r * min(previous, arrived) + w * fresh)
     # What earlier cuts freed stops earning when no world carries it any more: the client
     # dropped messages itself (fewer tokens than were forwarded: a restart, a rewind), or the
     # budget forced a compaction, which might have taken those tokens anyway.
@@ -130,4 +137,5 @@ def settle(
         cold = arrived - int(info.get("inject_tokens", 0)) - int(info.get("tokens_after", arrived))
         cut = (int(figures.get("freed", cold)), float(figures.get("price", 0.0)))
     r, w = facts.read_ratio, facts.write_ratio
-    return dump(advance(ledger, r, w, previous, arrived, cut, forced))
+    scale = prompt_scale(facts, previous)
+    return dump(advance(ledger, r, w, previous, arrived, cut, forced, scale))

@@ -14,6 +14,9 @@ from tests.rules.context.test_schedule import NOW, conversation, step
 from tests.rules.context.test_schedule import memory as session_memory
 from tests.support.factories import TOKENS, ctx
 
+# break-even alone: the default's wait for the risk budget is test_warm_risk's
+BREAK_EVEN = prune.Config(warm_risk_share=None)
+
 BUDGET = 200_000
 
 
@@ -50,7 +53,7 @@ def _state(messages: list[dict[str, Any]], stale: Any, **memory: Any) -> Any:
 def _session(messages: list[dict[str, Any]], stale: Any = None, **memory: Any) -> Any:
     """Request 20 of a session whose last look was at 19, a look due now."""
     state = _state(messages, stale, looked=19, due=20, **memory)
-    return prune.apply(ctx(messages, now=NOW, state=state, budget=BUDGET), prune.Config())
+    return prune.apply(ctx(messages, now=NOW, state=state, budget=BUDGET), BREAK_EVEN)
 
 
 def _kept(out: Any) -> dict[str, tuple[float, int]]:
@@ -66,10 +69,10 @@ def test_the_figures_are_written_at_a_look_and_cleared_by_a_compaction_not_warm(
     # the next request, no look due: the figures' namespace is not written again
     nxt = [*messages, *step(99, 40)]
     state = looked.state
-    quiet = prune.apply(ctx(nxt, now=NOW + 5, state=state, budget=BUDGET), prune.Config())
+    quiet = prune.apply(ctx(nxt, now=NOW + 5, state=state, budget=BUDGET), BREAK_EVEN)
     assert schedule.Memory.load(quiet.state.get(prune.SESSION)).looked == 19 + 1
     assert quiet.state.get(prune.CARRYING) is stored
-    cold = prune.apply(ctx(nxt, now=NOW + 900, state=state, budget=BUDGET), prune.Config())
+    cold = prune.apply(ctx(nxt, now=NOW + 900, state=state, budget=BUDGET), BREAK_EVEN)
     assert cold.report["prune"]["compacted"] and cold.state.get(prune.CARRYING) == {}
 
 
@@ -140,9 +143,7 @@ def _growing(requests: int, monkeypatch: pytest.MonkeyPatch, every: int) -> list
     state, messages, out = SessionState(), [user("Refactor the parser")], []
     for k in range(requests):
         messages = messages + step(k, 40)
-        res = prune.apply(
-            ctx(list(messages), state=state, budget=BUDGET, now=5.0 * k), prune.Config()
-        )
+        res = prune.apply(ctx(list(messages), state=state, budget=BUDGET, now=5.0 * k), BREAK_EVEN)
         assert not res.report["prune"]["compacted"]
         state = res.state
         memory = schedule.Memory.load(state.get(prune.SESSION), state.get(prune.CARRYING))

@@ -18,6 +18,9 @@ from rules.context.prune_plan import Run
 from tests.rules.context.test_schedule import NOW, conversation, decide, memory
 from tests.support.factories import TOKENS, assistant, ctx, result, shell
 
+# break-even alone: the default's wait for the risk budget is test_warm_risk's
+BREAK_EVEN = prune.Config(warm_risk_share=None)
+
 FAILED = "\n".join(
     f"FAILED tests/test_{i}.py::test_case - assert {i} == {i + 1}" for i in range(60)
 )
@@ -46,7 +49,7 @@ def _request(
     monkeypatch.setattr(Run, "plan", counted)
     before, messages = _messages(first, second)
     state = memory(21, NOW - 5.0, TOKENS.count_messages(before), looked=20, **kept)
-    out = prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), prune.Config())
+    out = prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), BREAK_EVEN)
     return out, built[0]
 
 

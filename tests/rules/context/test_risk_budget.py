@@ -122,7 +122,7 @@ def test_a_session_the_estimate_says_is_ending_does_not_bet_whatever_its_winning
     assert payback.MARGIN > 1  # the estimate must still say it repays its price twice
 
 
-def test_off_by_default_no_ledger_is_kept_nor_bet_made() -> None:
+def test_without_either_share_no_ledger_is_kept_nor_bet_made() -> None:
     messages = conversation(28)
     price = _price()
     rich = {"carried": price * 0.1, "looked": 20, "due": 20, "won": price * 10}
@@ -164,6 +164,22 @@ def test_a_compaction_the_budget_forces_ends_what_earlier_cuts_earn() -> None:
     info: dict[str, Any] = {"compacted": True, "schedule": {"decision": "forced"}}
     kept = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), 9_000, 9_500, info)
     assert kept is not None and kept["won"] == -50.0 and kept["won_rate"] == 0
+
+
+def test_the_bill_is_kept_in_the_provider_s_tokens_as_a_cut_s_price_is() -> None:
+    """A wire the provider counts at 1.5 tokens a counted one (tool schemas, call metadata) bills
+    1.5 times the rule's count; a cut's price weighs its bust so, so the bill does too: the share
+    of it a cut may risk is the same on every wire."""
+    ledger = risk_budget.Ledger()
+    plain = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), 1_000, 1_200, {})
+    assert plain is not None and plain["billed"] == pytest.approx(0.1 * 1_000 + 1.0 * 200)
+    facts = CacheFacts(read_ratio=0.1, last_prompt_tokens=1_500)
+    heavy = risk_budget.settle(ledger, facts, 1_000, 1_200, {})
+    assert heavy is not None and heavy["billed"] == pytest.approx(1.5 * plain["billed"])
+    # a provider counting less than the rule (none seen) never shrinks the bill
+    light = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1, last_prompt_tokens=700), 1_000,
+                               1_200, {})  # fmt: skip
+    assert light == plain
 
 
 def test_a_kept_memory_that_is_not_a_mapping_reads_as_no_ledger() -> None:

@@ -48,6 +48,24 @@ def decide(
     carried: dict[str, Any] | None = None,
     **options: Any,
 ) -> Any:
+    context = context_for(messages, budget, idle, facts, requests, growth, carried)
+    # break-even alone unless a test asks: the default's wait for the risk budget is
+    # test_warm_risk's
+    options.setdefault("warm_risk_share", None)
+    return prune.apply(context, prune.Config(**options))
+
+
+def context_for(
+    messages: list[dict[str, Any]],
+    budget: int,
+    idle: float | None,
+    facts: CacheFacts | None = None,
+    requests: int = 20,
+    growth: float = 500.0,
+    carried: dict[str, Any] | None = None,
+) -> Any:
+    """The request ``decide`` gives prune: ``idle`` seconds after the session's last request
+    (None: a new session), with prune's memory of it."""
     from tests.support.factories import TOKENS
 
     size = TOKENS.count_messages(messages)
@@ -56,8 +74,7 @@ def decide(
         if idle is None
         else memory(requests, NOW - idle, size, growth, **(carried or {}))
     )
-    context = ctx(messages, now=NOW, state=state, budget=budget, cache=facts or CacheFacts())
-    return prune.apply(context, prune.Config(**options))
+    return ctx(messages, now=NOW, state=state, budget=budget, cache=facts or CacheFacts())
 
 
 # (case, idle seconds or None for no earlier request, facts, budget share of the request,

@@ -103,6 +103,7 @@ def _decide(session: str, carried: float | None = None, **options: Any) -> Any:
     state = test_schedule.memory(20, test_schedule.NOW - 5.0, size, 500.0, **kept)
     context = ctx(messages, now=test_schedule.NOW, state=state, budget=200_000,
                   cache=CacheFacts(), session_id=session)  # fmt: skip
+    options.setdefault("warm_risk_share", None)  # the thresholds alone, without the risk wait
     return prune.apply(context, prune.Config(**options))
 
 

@@ -13,6 +13,9 @@ from rules.context import carrying, payback, prune, schedule, warm_cut
 from tests.rules.context.test_schedule import NOW, conversation, decide, memory
 from tests.support.factories import TOKENS, assistant, ctx, result, shell
 
+# break-even alone: the default's wait for the risk budget is test_warm_risk's
+BREAK_EVEN = prune.Config(warm_risk_share=None)
+
 FACTS = CacheFacts(read_ratio=0.1, min_prefix_tokens=1024)
 SIZES = [1000, 7000] + [1000] * 8  # a large stale result at message 1, a small one at 8
 PREFIX = [sum(SIZES[:i]) for i in range(len(SIZES) + 1)]
@@ -110,7 +113,7 @@ def _rerun_session(**kept: Any) -> Any:
     before = [*conversation(12), assistant(None, shell("t1", "pytest -x")), result("t1", body)]
     messages = [*before, assistant(None, shell("t2", "pytest -x")), result("t2", body + "\nok")]
     state = memory(21, NOW - 5.0, TOKENS.count_messages(before), looked=20, **kept)
-    return prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), prune.Config())
+    return prune.apply(ctx(messages, now=NOW, state=state, budget=200_000), BREAK_EVEN)
 
 
 def test_between_looks_a_superseded_result_free_to_cut_is_looked_at_and_cut() -> None:

@@ -91,6 +91,22 @@ def test_a_cut_paid_at_break_even_waits_until_its_price_fits() -> None:
     assert kept["won"] >= -0.02 * kept["billed"]
 
 
+def test_by_default_a_cut_paid_at_break_even_waits_for_five_percent_of_the_bill() -> None:
+    """The default (``warm_risk_share`` 0.05): with no winnings a cut that has paid for itself
+    waits while 5% of the session's bill is short of its price, and is made once it covers it."""
+    assert prune.Config().warm_risk_share == 0.05
+    messages = conversation(28)
+    price = _price()
+    short = {"carried": price * 1.2, "looked": 20, "due": 20, "billed": 15 * price}
+    context = test_schedule.context_for(messages, 200_000, 5.0, requests=20, carried=short)
+    held = prune.apply(context, prune.Config()).report["prune"]
+    assert held["schedule"]["decision"] == "none" and not held["compacted"]
+    covered = {**short, "billed": 25 * price}
+    context = test_schedule.context_for(messages, 200_000, 5.0, requests=20, carried=covered)
+    made = prune.apply(context, prune.Config()).report["prune"]
+    assert made["schedule"]["decision"] == "paid" and made["compacted"]
+
+
 def test_winnings_of_earlier_cuts_fund_a_cut_paid_at_break_even() -> None:
     messages = conversation(28)
     price = _price()
