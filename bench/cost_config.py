@@ -8,7 +8,7 @@ import math
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from bench.cache_emulator import Pricing
 from proxy.rewrite.model_windows import context_window
@@ -54,7 +54,9 @@ class Method:
     threshold: str = "break_even"
     floor: float = 0.0
     risk: float | None = None  # ctxproxy: prune's ``bet_budget_share`` (``+riskN``: N/100)
-    guard: float | None = None  # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100)
+    # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100; ``+guardoff``: unset, break-even
+    # alone; None: the default)
+    guard: float | Literal["off"] | None = None
 
 
 def parse_variant(name: str) -> Method:
@@ -65,10 +67,11 @@ def parse_variant(name: str) -> Method:
     ``warm_threshold: randomised``; ``+randG``: with ``warm_threshold_floor`` G/100, as
     ``+rand50``) or ``+srand`` (``randomised_session``; ``+srandG`` likewise), ``+riskN``
     (prune's ``bet_budget_share`` N/100: bets paid from winnings, ``+risk`` with a share of 0),
-    ``+guardN`` (prune's ``warm_risk_share`` N/100: every warm cut paid from the risk budget)."""
+    ``+guardN`` (prune's ``warm_risk_share`` N/100: every warm cut paid from the risk budget;
+    ``+guardoff``: unset, break-even alone)."""
     base, _, off = name.partition("-no-")
     flags = set()
-    flag_pattern = r"bet|restore|s?rand\d*|risk\d*|guard\d*"
+    flag_pattern = r"bet|restore|s?rand\d*|risk\d*|guard(?:\d*|off)"
     while "+" in base and re.fullmatch(flag_pattern, base.rpartition("+")[2]):
         base, _, flag = base.rpartition("+")
         flags.add(flag)
@@ -84,7 +87,7 @@ def parse_variant(name: str) -> Method:
     if len(risk) > 1:
         raise ValueError(f"variant {name!r}: more than one +risk")
     kw["risk"] = risk[0] if risk else None
-    guard = [int(f.removeprefix("guard") or 0) / 100 for f in flags if f.startswith("guard")]
+    guard = [guard_share(f.removeprefix("guard")) for f in flags if f.startswith("guard")]
     if len(guard) > 1:
         raise ValueError(f"variant {name!r}: more than one +guard")
     kw["guard"] = guard[0] if guard else None
@@ -102,6 +105,11 @@ def parse_variant(name: str) -> Method:
     if base.startswith("microcompact"):
         return Method(name, "microcompact", keep=int(base.removeprefix("microcompact") or 5))
     raise ValueError(f"unknown variant {name!r}")
+
+
+def guard_share(flag: str) -> float | Literal["off"]:
+    """prune's ``warm_risk_share`` a ``+guard…`` flag names: ``off`` (unset), else N/100."""
+    return "off" if flag == "off" else int(flag or 0) / 100
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from bench.breakpoint_cache import BreakpointCache
 from bench.cache_emulator import CacheUse, PrefixCache, Pricing, Segments
@@ -98,7 +98,7 @@ def _pipeline(
     threshold: str = "break_even",
     floor: float = 0.0,
     risk: float | None = None,
-    guard: float | None = None,
+    guard: float | Literal["off"] | None = None,
 ) -> Pipeline:
     """The default rule list (minus ``rules_off``; with prune's ``bet_on_length`` on for
     ``bet``, its ``restore_elided`` for ``restore``, its ``warm_threshold`` and floor), as the
@@ -114,8 +114,8 @@ def _pipeline(
         }
         if risk is not None:
             update["bet_budget_share"] = risk
-        if guard is not None:
-            update["warm_risk_share"] = guard
+        if guard is not None:  # "off": unset, break-even alone
+            update["warm_risk_share"] = None if guard == "off" else guard
         if threshold != "break_even":
             update.update(warm_threshold=threshold, warm_threshold_floor=floor)
         if update:

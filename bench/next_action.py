@@ -27,7 +27,8 @@ litellm does not know it, minus the output reserve). ``budget32k``: the same wit
 32,000. ``share50`` / ``share30``: 50% / 30% of the largest replayed request of that conversation
 (tiktoken, as ``bench.cost`` counts). ``mask10``: tool results older than the last 10 become a
 one-line placeholder, no other rule. ``+riskN`` / ``+guardN`` after a ctxproxy configuration:
-prune's ``bet_budget_share`` / ``warm_risk_share`` N/100 (``defaults+guard2+risk5``).
+prune's ``bet_budget_share`` / ``warm_risk_share`` N/100 (``defaults+guard2+risk5``);
+``+guardoff``: ``warm_risk_share`` unset (break-even alone).
 
 **Losses** are attributed to what elided the lost literal's source result in that configuration:
 ``drop`` (the result is not forwarded), else the latest ``report["pruning"]`` decision naming the
@@ -64,7 +65,7 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 import yaml
@@ -73,6 +74,7 @@ from bench.cache_emulator import CacheUse, PrefixCache, Segments
 from bench.copied_literals import Copied, age_bucket, copied_literals, inject_blocks, learn_table
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
+from bench.cost_config import guard_share
 from bench.next_action_tables import PACK_HEADER, kept_rows, print_learn, print_rows
 from bench.next_action_thrash import Cut, count_compaction, count_overshoot, print_classes
 from bench.reuse_learn import need_samples, reuse_pack
@@ -96,17 +98,21 @@ class Variant:
     budget: int | None = None  # ctxproxy: configured budget
     share: float | None = None  # ctxproxy: budget as this share of the largest request
     risk: float | None = None  # ctxproxy: prune's ``bet_budget_share`` (``+riskN``: N/100)
-    guard: float | None = None  # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100)
+    # ctxproxy: prune's ``warm_risk_share`` (``+guardN``: N/100; ``+guardoff``: unset)
+    guard: float | Literal["off"] | None = None
 
 
 def parse_variant(name: str) -> Variant:
     base, plus, flag = name.rpartition("+")
-    kind = flag.rstrip("0123456789")
+    kind = flag.removesuffix("off").rstrip("0123456789")
     if plus and kind in ("guard", "risk"):  # the last flag; the ones before it, recursively
         v = parse_variant(base)
         if v.kind != "ctxproxy":
             raise ValueError(f"{name!r}: +{kind} on a configuration without prune")
-        return replace(v, name=name, **{kind: int(flag.removeprefix(kind) or 0) / 100})
+        value = flag.removeprefix(kind)
+        if kind == "guard":
+            return replace(v, name=name, guard=guard_share(value))
+        return replace(v, name=name, risk=int(value or 0) / 100)
     if name in ("nomask", "defaults"):
         return Variant(name, "ctxproxy" if name == "defaults" else "nomask")
     if name.startswith("budget"):

@@ -109,6 +109,20 @@ def test_variant_names() -> None:
     assert (guarded.guard, guarded.risk) == (0.02, 0.05)
     with pytest.raises(ValueError):
         parse_variant("defaults+guard1+guard2")
+    assert parse_variant("budget32k+guardoff").guard == "off"  # unset: break-even alone
+
+
+def test_guardoff_builds_prune_with_no_risk_wait() -> None:
+    from bench.cost_lanes import _pipeline
+
+    def prune_config(guard: object) -> object:
+        pipeline = _pipeline((), guard=guard)  # type: ignore[arg-type]
+        (step,) = [s for s in pipeline.steps if s.name == "prune"]
+        return step.config
+
+    assert prune_config(None).warm_risk_share == 0.05  # type: ignore[attr-defined]
+    assert prune_config("off").warm_risk_share is None  # type: ignore[attr-defined]
+    assert prune_config(0.02).warm_risk_share == 0.02  # type: ignore[attr-defined]
 
 
 def test_every_turn_and_even_cadences_have_no_idle_gaps() -> None:

@@ -211,6 +211,8 @@ def test_a_guard_variant_sets_prune_s_warm_risk_share() -> None:
     assert parse_variant("defaults").guard is None
     with pytest.raises(ValueError):
         parse_variant("nomask+guard2")
+    assert parse_variant("share50+guardoff").guard == "off"  # unset: break-even alone
+    assert parse_variant("share50+guardoff").share == 0.5
 
 
 def test_a_guard_and_a_risk_share_are_both_kept_in_either_order() -> None:
