@@ -1,8 +1,12 @@
-"""The warm cuts the defaults make on whole sessions (every turn, chat, the prefix cache), each
-with what it cost and freed and how many requests its session went on for: the points where
+"""The warm cuts a ctxproxy variant makes on whole sessions (every turn, chat, the prefix cache),
+each with what it cost and freed and how many requests its session went on for: the points where
 ``bench.end_odds`` asks whether a rule could tell that the session ends before the cut repays.
 
     .venv/bin/python -m bench.end_points [--prices 0.1,0.25,0.5] [--jobs 1] [--out FILE]
+                                         [--variant defaults+guardoff]
+
+The variant is break-even alone by default (``defaults+guardoff``: prune's ``warm_risk_share``
+unset), whose cuts the study is of; ``--variant defaults`` takes the shipped rule's.
 
 A point is a request whose prune report says ``compacted`` with a warm decision under the budget
 (``paid``, ``soon``, ``expected``). Its payback: its price (``bust_cost`` × ``provider_scale`` +
@@ -64,9 +68,10 @@ class _Points(Replay):
 
 def conversation_points(job: Job) -> list[dict[str, Any]]:
     """The warm cuts of ``job``'s conversation, each with the conversation's bills: direct's and
-    the defaults' at the cut's price (``bills``)."""
+    the ctxproxy variant's at the cut's price (``bills``)."""
     replay = _Points(job)
     outcome = replay.run()
+    variant = next(m.name for m in job.methods if m.kind == "ctxproxy")
     direct = outcome.stats[("direct", "")]
     for p in replay.points:
         p.update(
@@ -76,7 +81,7 @@ def conversation_points(job: Job) -> list[dict[str, Any]]:
             length=outcome.requests,
             remaining=outcome.requests - 1 - p["k"],
             direct_bill=direct.cost(PRICE_BY_NAME[p["price_key"]]),
-            bill=outcome.stats[("defaults", p["price_key"])].cost(PRICE_BY_NAME[p["price_key"]]),
+            bill=outcome.stats[(variant, p["price_key"])].cost(PRICE_BY_NAME[p["price_key"]]),
         )
     return replay.points
 
@@ -86,9 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--prices", default="0.1,0.25,0.5")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", default="end_points.json")
+    parser.add_argument("--variant", default="defaults+guardoff", help="the ctxproxy variant")
     args = parser.parse_args(argv)
     pricings = tuple(PRICES[p] for p in args.prices.split(","))
-    methods = (parse_variant("direct"), parse_variant("defaults"))
+    methods = (parse_variant("direct"), parse_variant(args.variant))
     jobs = [Job(c, methods, pricings, 0, cadence="every-turn") for c in iter_conversations()]
     if args.jobs > 1:
         import multiprocessing as mp

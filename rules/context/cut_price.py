@@ -64,16 +64,15 @@ def provider_scale(facts: CacheFacts, memory: Memory) -> float:
     """The provider's tokens per counted token of the prompt, from the previous request: the
     provider's count of its prompt over ours (at least 1). What a compaction frees is text this
     rule counts exactly; the prompt it re-bills also holds what the count leaves out (reasoning
-    fields, call metadata, the wire's serialisation), which the provider bills all the same."""
-    return prompt_scale(facts, memory.last_tokens)
-
-
-def prompt_scale(facts: CacheFacts, counted: int) -> float:
-    """``provider_scale`` of a previous request of ``counted`` tokens by the rule's count."""
-    prompt = facts.last_prompt_tokens
-    if prompt is None or counted <= 0:
+    fields, call metadata, the wire's serialisation), which the provider bills all the same.
+    1 when the provider's count is of another request than the one the rule last saw (its answer
+    failed, or the rule was skipped), which would scale this one by a prompt of another size."""
+    prompt, at = facts.last_prompt_tokens, facts.last_at
+    if prompt is None or memory.last_tokens <= 0:
         return 1.0
-    return max(prompt / counted, 1.0)
+    if at is not None and memory.last_at is not None and at != memory.last_at:
+        return 1.0
+    return max(prompt / memory.last_tokens, 1.0)
 
 
 def step_loss(step: Step, total: int, read_ratio: float, weights: Mapping[str, float]) -> float:

@@ -10,7 +10,7 @@ worst case fits the session's *risk budget*.
 - ``rate``: the tokens those cuts freed (``won`` grows by ``r × rate`` a request);
 - ``billed``: what the session has been billed so far, as the schedule prices a request: the
   tokens the previous request forwarded read at ``r``, the tokens added since written at ``w``,
-  in the provider's tokens (times ``cut_price.prompt_scale``, the provider's count of the
+  in the provider's tokens (times ``cut_price.provider_scale``, the provider's count of the
   previous prompt over the rule's), as a cut's price weighs its bust.
 
 **The rule.** A bet of price ``P`` is made only when ``P ≤ won + ε × billed`` (``allowance``),
@@ -48,7 +48,8 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from rules.base import CacheFacts
-from rules.context.cut_price import prompt_scale
+from rules.context.cut_price import provider_scale
+from rules.context.session_memory import Memory
 
 
 class Ledger(NamedTuple):
@@ -105,7 +106,7 @@ def advance(
     forwarded; ``arrived``, this one's before any cut; ``cut``, (tokens freed, price) of a cut
     under the budget made on it (its own tokens are not carried on it: the bust counts that);
     ``forced``, a compaction the budget forced was made on it; ``scale``, the provider's tokens
-    per counted one (``cut_price.prompt_scale``): the bill is in the provider's tokens, as a
+    per counted one (``cut_price.provider_scale``): the bill is in the provider's tokens, as a
     cut's price weighs its bust, so the share of it a cut may risk is the same on every wire."""
     r, w = read_ratio, max(write_ratio, read_ratio)
     fresh = max(arrived - previous, 0)
@@ -121,7 +122,7 @@ def advance(
 
 
 def settle(
-    ledger: Ledger | None, facts: CacheFacts, previous: int, arrived: int, info: Mapping[str, Any]
+    ledger: Ledger | None, facts: CacheFacts, memory: Memory, arrived: int, info: Mapping[str, Any]
 ) -> dict[str, float | int] | None:
     """The ledger to keep (``dump``; None: none kept) once prune has sent this request
     (``info``: its summary): a cut under the budget charged its price (``price`` in the
@@ -136,6 +137,6 @@ def settle(
         # cold: what it freed, less the stored blocks inject collapses into one
         cold = arrived - int(info.get("inject_tokens", 0)) - int(info.get("tokens_after", arrived))
         cut = (int(figures.get("freed", cold)), float(figures.get("price", 0.0)))
-    r, w = facts.read_ratio, facts.write_ratio
-    scale = prompt_scale(facts, previous)
+    r, w, previous = facts.read_ratio, facts.write_ratio, memory.last_tokens
+    scale = provider_scale(facts, memory)
     return dump(advance(ledger, r, w, previous, arrived, cut, forced, scale))

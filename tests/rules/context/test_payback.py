@@ -152,7 +152,7 @@ def test_a_cut_on_the_estimate_leaves_superseded_reads_to_break_even() -> None:
     assert decision == "paid" and "supersede" in done
 
 
-def test_off_by_default_it_is_break_even_alone() -> None:
+def test_without_bet_on_length_a_half_paid_cut_waits_for_break_even() -> None:
     """Without ``bet_on_length`` (the default) the same half-paid cut waits, and the figures
     carry no estimate."""
     messages = conversation(28)

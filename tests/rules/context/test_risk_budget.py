@@ -5,12 +5,15 @@ break-even's own cuts risk), and the option through prune."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from rules.base import CacheFacts
 from rules.context import payback, prune, risk_budget
+from rules.context.cut_price import provider_scale
+from rules.context.session_memory import Memory
 from tests.rules.context import test_schedule
 from tests.rules.context.test_schedule import conversation
 
@@ -162,7 +165,8 @@ def test_a_compaction_the_budget_forces_ends_what_earlier_cuts_earn() -> None:
     forced = risk_budget.advance(ledger, 0.1, 1.0, 9_000, 9_500, forced=True)
     assert forced.won == pytest.approx(-50.0) and forced.rate == 0
     info: dict[str, Any] = {"compacted": True, "schedule": {"decision": "forced"}}
-    kept = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), 9_000, 9_500, info)
+    kept = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), Memory(last_tokens=9_000), 9_500,
+                              info)  # fmt: skip
     assert kept is not None and kept["won"] == -50.0 and kept["won_rate"] == 0
 
 
@@ -170,16 +174,20 @@ def test_the_bill_is_kept_in_the_provider_s_tokens_as_a_cut_s_price_is() -> None
     """A wire the provider counts at 1.5 tokens a counted one (tool schemas, call metadata) bills
     1.5 times the rule's count; a cut's price weighs its bust so, so the bill does too: the share
     of it a cut may risk is the same on every wire."""
-    ledger = risk_budget.Ledger()
-    plain = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), 1_000, 1_200, {})
+    ledger, seen = risk_budget.Ledger(), Memory(last_at=100.0, last_tokens=1_000)
+    plain = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1), seen, 1_200, {})
     assert plain is not None and plain["billed"] == pytest.approx(0.1 * 1_000 + 1.0 * 200)
-    facts = CacheFacts(read_ratio=0.1, last_prompt_tokens=1_500)
-    heavy = risk_budget.settle(ledger, facts, 1_000, 1_200, {})
+    facts = CacheFacts(read_ratio=0.1, last_at=100.0, last_prompt_tokens=1_500)
+    heavy = risk_budget.settle(ledger, facts, seen, 1_200, {})
     assert heavy is not None and heavy["billed"] == pytest.approx(1.5 * plain["billed"])
-    # a provider counting less than the rule (none seen) never shrinks the bill
-    light = risk_budget.settle(ledger, CacheFacts(read_ratio=0.1, last_prompt_tokens=700), 1_000,
-                               1_200, {})  # fmt: skip
-    assert light == plain
+    assert provider_scale(facts, seen) == 1.5  # as the price's bust is weighed
+    # a provider counting less than the rule never shrinks the bill
+    light = replace(facts, last_prompt_tokens=700)
+    assert risk_budget.settle(ledger, light, seen, 1_200, {}) == plain
+    # the provider's count of another request (the last one's answer failed): not this scale
+    other = replace(facts, last_at=90.0, last_prompt_tokens=3_000)
+    assert risk_budget.settle(ledger, other, seen, 1_200, {}) == plain
+    assert provider_scale(other, seen) == 1.0
 
 
 def test_a_kept_memory_that_is_not_a_mapping_reads_as_no_ledger() -> None:

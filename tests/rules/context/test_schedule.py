@@ -125,6 +125,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(
+    "wait", [None, prune.Config().warm_risk_share], ids=["break-even", "default"]
+)
+@pytest.mark.parametrize(
     ("idle", "facts", "share", "state", "decision", "compacts"),
     [c[1:] for c in CASES],
     ids=[c[0] for c in CASES],
@@ -136,12 +139,15 @@ def test_cold_and_warm_decisions(
     state: str,
     decision: str,
     compacts: bool,
+    wait: float | None,
 ) -> None:
+    """Each case alike with break-even alone and with the default's wait for the risk budget,
+    which holds no cold, forced or first request's compaction."""
     from tests.support.factories import TOKENS
 
     messages = conversation(14)  # four results past the last ten: a cold cache masks them
     budget = int(TOKENS.count_messages(messages) * share)
-    out = decide(messages, budget, idle, facts)
+    out = decide(messages, budget, idle, facts, warm_risk_share=wait)
     info = out.report["prune"]
     figures = info["schedule"]
     assert (figures["cache"], figures["decision"], info["compacted"]) == (state, decision, compacts)
