@@ -48,13 +48,15 @@ def redact_changed(value: Any, before: Any) -> Any:
         out: dict[Any, Any] | None = None
         for i, (k, v) in enumerate(value.items()):
             key = redact_text(k) if isinstance(k, str) and k not in prior else k
-            if (
+            if v is None or isinstance(v, (int, float)):  # a number or a flag: no text in it
+                new_v: Any = v
+            elif (
                 isinstance(k, str)
                 and v
                 and not isinstance(v, (bool, int, float, dict, list))
                 and (is_secret_name(k))
             ):
-                new_v: Any = REDACTED
+                new_v = REDACTED
             else:
                 new_v = redact_changed(v, prior.get(k))
             if out is None and (key is not k or new_v is not v):

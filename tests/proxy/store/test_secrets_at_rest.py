@@ -150,3 +150,27 @@ def test_the_proxys_own_namespaces_are_not_walked_but_the_rules_are() -> None:
     assert key not in out.data["working_set"]["goal"]
     walked = redact_state(new, old)  # without ``own``, that namespace is walked like the others
     assert key not in walked.data["_prefix"]["hashes"]
+
+
+def test_numbers_beside_new_text_are_kept_as_they_are() -> None:
+    """A rule's numbers (prune's memory of the session: counts, its ledger's floats) carry no text:
+    kept as the very objects, while a new string beside them is redacted, and a number under a
+    secret-sounding name is not mistaken for a secret."""
+    from proxy.store.redact_state import redact_state
+    from rules.base import SessionState
+
+    key = "sk-ant-" + "Q1w2E3r4" * 6
+    billed, won = 12_345.6, -7.5
+    new = SessionState(
+        {"prune_session": {"billed": billed, "won": won, "requests": 9, "expect_hit": True,
+                           "token_count": 3, "note": f"use {key}", "due": None}}
+    )  # fmt: skip
+    out = redact_state(new, SessionState()).data["prune_session"]
+    assert out["billed"] is billed and out["won"] is won
+    assert (out["requests"], out["expect_hit"], out["token_count"], out["due"]) == (
+        9,
+        True,
+        3,
+        None,
+    )
+    assert key not in out["note"]
