@@ -6,6 +6,7 @@ for the budget, a compaction the budget forces does not."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -13,7 +14,8 @@ from rules.base import CacheFacts
 from rules.context import prune, risk_budget
 from tests.rules.context import test_schedule
 from tests.rules.context.test_risk_budget import _price
-from tests.rules.context.test_schedule import conversation
+from tests.rules.context.test_schedule import NOW, conversation
+from tests.support.factories import TOKENS
 
 
 @pytest.mark.parametrize("share", [0.0, 0.01, 0.05])
@@ -132,3 +134,20 @@ def test_a_compaction_the_budget_forces_is_never_held() -> None:
     assert info["tokens_after"] <= budget
     kept = out.state.get(prune.SESSION)
     assert kept["won"] == pytest.approx(-1e9) and kept["won_rate"] == 0  # not charged
+
+
+def test_the_wait_weighs_the_bill_and_a_cut_s_price_by_the_same_scale() -> None:
+    """Through prune: the provider counting twice the rule's tokens doubles both what a cut's bust
+    is priced at (``provider_scale`` in the figures) and what the ledger bills the request; a
+    count of another request (its last_at not the one prune saw) scales neither."""
+    messages = conversation(28)
+    size = TOKENS.count_messages(messages)
+    kept = {"carried": 1.0, "looked": 20, "due": 20, "billed": 1_000.0}
+    facts = CacheFacts(last_at=NOW - 5, last_prompt_tokens=2 * size, last_cached_tokens=size)
+    for seen, scale in ((facts, 2.0), (replace(facts, last_at=NOW - 50), 1.0)):
+        context = test_schedule.context_for(messages, 200_000, 5.0, seen, carried=kept)
+        out = prune.apply(context, prune.Config())
+        assert out.report["prune"]["schedule"]["provider_scale"] == scale
+        billed = out.state.get(prune.SESSION)["billed"]
+        # the same messages again: all of the previous request read at r, nothing new
+        assert billed == pytest.approx(1_000.0 + scale * 0.1 * size, abs=0.1)
