@@ -18,6 +18,7 @@ import hashlib
 import logging
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +67,7 @@ def settings_for(overrides: dict[str, Any]) -> Settings:
     return settings_from_mapping(data)
 
 
-def _report_bytes(report: dict[str, Any]) -> bytes:
+def _report_bytes(report: Mapping[str, Any]) -> bytes:
     stable = {k: v for k, v in report.items() if k != "timings_ms"}
     return orjson.dumps(stable, option=orjson.OPT_SORT_KEYS)
 
