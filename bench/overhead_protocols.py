@@ -24,11 +24,11 @@ latency and as ctxproxy's less it.
 Measured as ``bench.overhead`` measures chat (each target alone, the other proxies paused; added =
 target − direct at the same percentile), with two differences: the requests of a cell are sent in
 ``--rounds`` rounds alternating protocols and targets, so a slow spell of a shared machine lands
-on all of them alike; and each (protocol, workload, stream) cell has its own sessions. In each
-round a target's first request per client is sent and not measured: the first request after a
-paused process resumes takes 5–15 ms (its timers, and a writer's batch deferred past the pause,
-fire at once), which no server left running sees; measured, those 5 of a cell's 300 requests
-were its p99."""
+on all of them alike; and each (protocol, workload, stream) cell has its own sessions. Each
+client's first request after a target resumes is sent and not measured: the first request after
+a paused process resumes can take 5–15 ms (its timers, and a writer's batch deferred past the
+pause, fire at once), which no server left running sees; measured, those 5 of a 20-message
+cell's 300 requests at concurrency 1 were its p99."""
 
 from __future__ import annotations
 
@@ -348,7 +348,7 @@ def measure_cell(
                     extra = overheads[protocol] if r and target == "ctxproxy" else None
                     with only_running(servers, target):
                         count = max(conc, per_round // 3) if r == 0 else per_round
-                        if r:  # each client's first request after the resume is not measured
+                        if r:  # each client's first request after a resume is not measured
                             await run_load(client, url, encoded[protocol], conc, sessions, [], None)
                         await run_load(client, url, encoded[protocol], count, sessions, sink, extra)
 
