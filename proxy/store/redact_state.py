@@ -50,12 +50,7 @@ def redact_changed(value: Any, before: Any) -> Any:
             key = redact_text(k) if isinstance(k, str) and k not in prior else k
             if v is None or isinstance(v, (int, float)):  # a number or a flag: no text in it
                 new_v: Any = v
-            elif (
-                isinstance(k, str)
-                and v
-                and not isinstance(v, (bool, int, float, dict, list))
-                and (is_secret_name(k))
-            ):
+            elif isinstance(k, str) and v and not isinstance(v, (dict, list)) and is_secret_name(k):
                 new_v = REDACTED
             else:
                 new_v = redact_changed(v, prior.get(k))
