@@ -80,7 +80,7 @@ class WatchedFacts(CacheFacts):
 
 
 _COUNTERS: TokenCounters | None = None
-_PIPELINES: dict[tuple[tuple[str, ...], bool, bool, str, float], Pipeline] = {}
+_PIPELINES: dict[tuple[Any, ...], Pipeline] = {}  # by the arguments of `_pipeline`
 _SEGMENTS: dict[str, Segments] = {}
 
 

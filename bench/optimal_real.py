@@ -49,6 +49,7 @@ length."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import os
@@ -61,7 +62,7 @@ from bench.cache_emulator import CacheUse, PrefixCache, Pricing, Segments
 from bench.cost import spread
 from bench.cost_config import MIN_PREFIX_TOKENS, PRICES, TTL_S, Job, model_of, parse_variant
 from bench.cost_lanes import _counters
-from bench.optimal_replay import add_replay_arguments, oracle
+from bench.optimal_replay import HANDED_ON, add_replay_arguments, oracle
 from bench.pool import map_jobs
 from bench.replay import Replay
 from bench.split import in_half
@@ -86,29 +87,34 @@ class Track:
 
 
 class _Recorded(Replay):
-    """The replay, noting the ctxproxy lane's segments and cache use on every request."""
+    """The replay, noting each ctxproxy lane's segments and cache use on every request (a lane
+    per price; while no rule reads the prices they share one run)."""
 
     def __init__(self, job: Job) -> None:
         super().__init__(job)
-        self.track = Track()
+        self.tracks = {p.name: Track() for p in job.pricings}
 
     def _account(
         self, lane: Any, prefix: Any, view: Any, out: Any, report: Any, *rest: Any
     ) -> None:
         super()._account(lane, prefix, view, out, report, *rest)
-        if lane.method.kind != "ctxproxy":
+        if lane.method.kind != "ctxproxy" or lane.pricing is None:
             return
-        self.track.segments.append(self.segments.of(out))
-        self.track.uses.append(lane.last_use)
-        self.track.compacted.append(bool(((report or {}).get("prune") or {}).get("compacted")))
+        track = self.tracks[lane.pricing.name]
+        track.segments.append(self.segments.of(out))
+        track.uses.append(lane.last_use)
+        track.compacted.append(bool(((report or {}).get("prune") or {}).get("compacted")))
         memory = schedule.Memory.load(lane.state.get(prune.SESSION), lane.state.get(prune.CARRYING))
         looked = memory.looked == memory.requests - 1  # this request looked (the oracle: warm)
-        self.track.offered.append(looked and memory.reclaimable > 0)
+        track.offered.append(looked and memory.reclaimable > 0)
 
 
-def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
+def replay_tracks(
+    job: Job, at: tuple[int, ...] | None, prices: tuple[Pricing, ...] = ()
+) -> dict[str, Track]:
     """``job`` replayed with prune's warm schedule replaced by the oracle compacting at ``at``
-    (None: prune's own schedule). One compaction: prune looks only at multiples of its request
+    (None: prune's own schedule), a track per price of the job; direct's cost at ``prices``
+    too (default: the job's). One compaction: prune looks only at multiples of its request
     (a look changes nothing but the schedule's memory, which the oracle does not read)."""
     replay = _Recorded(job)
     if at is None:
@@ -116,14 +122,35 @@ def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
     else:
         with oracle(at, at[0] if len(at) == 1 and at[0] > 0 else 1):
             replay.run()
-    p = job.pricings[0]
+    tracks = replay.tracks
+    for p in prices:
+        if p.name not in tracks:
+            tracks[p.name] = dataclasses.replace(tracks[job.pricings[0].name])
     for lane in replay.lanes:
         if lane.method.kind == "direct":
             s = lane.stats
-            replay.track.direct = (
-                (s.prompt - s.cached) + p.read_ratio * s.cached + (p.write_ratio - 1) * s.written
-            )
-    return replay.track
+            for p in prices or job.pricings:
+                fresh, read = s.prompt - s.cached, p.read_ratio * s.cached
+                tracks[p.name].direct = fresh + read + (p.write_ratio - 1) * s.written
+    return tracks
+
+
+def replay_track(job: Job, at: tuple[int, ...] | None) -> Track:
+    """``replay_tracks`` of a job at one price."""
+    return replay_tracks(job, at)[job.pricings[0].name]
+
+
+def oracle_tracks(job: Job, at: tuple[int, ...]) -> dict[str, Track]:
+    """The oracle's run at each price of ``job``. The oracle decides every warm choice whatever
+    the price, so a run in which it never handed a choice to prune's own schedule (over the
+    budget's trigger, or cold) forwards the same bytes at every price and is replayed once;
+    any other is replayed at each price."""
+    first = dataclasses.replace(job, pricings=job.pricings[:1])
+    handed = HANDED_ON[0]
+    tracks = replay_tracks(first, at, job.pricings)
+    if HANDED_ON[0] == handed:
+        return tracks
+    return replay_tracks(job, at)
 
 
 @dataclass
@@ -188,14 +215,18 @@ def programme(runs: dict[int, Track], p: Pricing, seg: Segments) -> tuple[float,
     return final, tuple(reversed(chosen))
 
 
-def runs_of(job: Job, solo: Job) -> dict[int, Track]:
-    """The never-compacting run (``job``'s lanes: direct's cost too) and one run compacting at
-    each request where a warm look finds something to elide (``solo``: the ctxproxy lane alone;
-    elsewhere the oracle has nothing to compact and the run is the first one)."""
-    runs = {NEVER: replay_track(job, ())}
-    for k, offered in enumerate(runs[NEVER].offered):
-        if offered:  # the same session up to k: the oracle's run compacts at k only then
-            runs[k] = replay_track(solo, (k,))
+def runs_of(job: Job, solo: Job) -> dict[str, dict[int, Track]]:
+    """Per price of ``job``: the never-compacting run (``job``'s lanes: direct's cost too) and
+    one run compacting at each request where a warm look finds something to elide (``solo``:
+    the ctxproxy lanes alone; elsewhere the oracle has nothing to compact and the run is the
+    first one). The prices share each run where they can (``oracle_tracks``): four prices cost
+    about one."""
+    never = oracle_tracks(job, ())
+    runs = {name: {NEVER: track} for name, track in never.items()}
+    offered = sorted({k for t in never.values() for k, o in enumerate(t.offered) if o})
+    for k in offered:  # the same session up to k: the oracle's run compacts at k only then
+        for name, track in oracle_tracks(solo, (k,)).items():
+            runs[name][k] = track
     return runs
 
 
@@ -209,29 +240,38 @@ def fresh_segments(job: Job) -> Segments:
     return Segments(tiktoken.get_encoding(name).encode_ordinary)
 
 
-def conversation(job: Job) -> Result:
-    """A worker's task: one conversation at one price."""
-    p = job.pricings[0]
-    online = replay_track(job, None)
+def conversation(job: Job) -> list[Result]:
+    """A worker's task: one conversation at each of the job's prices."""
+    online = replay_tracks(job, None)
     solo = Job(
         job.conv, job.methods[1:], job.pricings, job.seed, cadence=job.cadence,
         max_requests=job.max_requests,
     )  # fmt: skip
     runs = runs_of(job, solo)
-    n = len(online.uses)
-    optimal, chosen = programme(runs, p, fresh_segments(solo))
-    check = replay_track(solo, chosen) if chosen else runs[NEVER]
-    return Result(
-        job.conv["id"],
-        p.name,
-        n,
-        online.direct,
-        sum(p.cost(u) for u in online.uses),
-        optimal,
-        sum(p.cost(u) for u in check.uses),
-        list(chosen),
-        [k for k, c in enumerate(online.compacted) if c],
-    )
+    seg = fresh_segments(solo)
+    results = []
+    for p in job.pricings:
+        mine = online[p.name]
+        optimal, chosen = programme(runs[p.name], p, seg)
+        at_p = Job(
+            job.conv, job.methods[1:], (p,), job.seed, cadence=job.cadence,
+            max_requests=job.max_requests,
+        )  # fmt: skip
+        check = replay_track(at_p, chosen) if chosen else runs[p.name][NEVER]
+        results.append(
+            Result(
+                job.conv["id"],
+                p.name,
+                len(mine.uses),
+                mine.direct,
+                sum(p.cost(u) for u in mine.uses),
+                optimal,
+                sum(p.cost(u) for u in check.uses),
+                list(chosen),
+                [k for k, c in enumerate(mine.compacted) if c],
+            )
+        )
+    return results
 
 
 def online_only(job: Job, known: dict[tuple[str, str], dict[str, Any]]) -> Result:
@@ -295,18 +335,24 @@ def main(argv: list[str] | None = None) -> int:
     methods = (parse_variant("direct"), parse_variant(args.variant))
     convs = spread(in_half(iter_conversations(), args.half), args.limit or None)
     prices = [PRICES[k.strip()] for k in args.prices.split(",") if k.strip()]
-    jobs = [
-        Job(c, methods, (p,), args.seed, cadence="every-turn", max_requests=args.max_requests)
-        for p in prices
-        for c in sorted(convs, key=lambda c: -len(c["messages"]))
-    ]
+    longest_first = sorted(convs, key=lambda c: -len(c["messages"]))
     if args.optimal_from:
         with open(args.optimal_from) as fh:
             known = {(r["conv_id"], r["price"]): r for r in json.load(fh)["rows"]}
-        jobs = [j for j in jobs if (str(j.conv["id"]), j.pricings[0].name) in known]
+        jobs = [
+            Job(c, methods, (p,), args.seed, cadence="every-turn", max_requests=args.max_requests)
+            for p in prices
+            for c in longest_first
+            if (str(c["id"]), p.name) in known
+        ]
         rows = map_jobs(functools.partial(online_only, known=known), jobs, args.jobs)
-    else:
-        rows = map_jobs(conversation, jobs, args.jobs)
+    else:  # a job a conversation, at every price: the optimal's runs are shared by the prices
+        every = tuple(prices)
+        jobs = [
+            Job(c, methods, every, args.seed, cadence="every-turn", max_requests=args.max_requests)
+            for c in longest_first
+        ]
+        rows = [r for rs in map_jobs(conversation, jobs, args.jobs) for r in rs]
     span = f"{args.max_requests or 'all'} requests each"
     looks = f", warm looks every {args.look_every}" if args.look_every != LOOK_EVERY else ""
     print(f"{len(convs)} conversations ({args.half}), {span}, every turn, {args.variant}{looks}\n")

@@ -48,6 +48,11 @@ class Replayed:
     compactions: int
 
 
+# How many choices the oracle has handed to prune's own schedule (over the budget's trigger, or a
+# cold cache): only those can make a run's bytes depend on the price (``bench.optimal_real``)
+HANDED_ON = [0]
+
+
 @contextmanager
 def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
     """prune's schedule replaced: a warm compaction the budget does not force happens exactly
@@ -64,6 +69,7 @@ def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
         collapsed: Sequence[int] | None = None,
     ) -> schedule.Choice:  # fmt: skip
         if total > schedule.trigger(room, budget, memory) or state == "cold":
+            HANDED_ON[0] += 1
             return original(
                 steps, prefix_tokens, total, room, floor, facts, memory, state, loss, min_gain,
                 bet, budget, hard_limit, threshold, risk, guard, collapsed,

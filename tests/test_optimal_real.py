@@ -5,6 +5,7 @@ compacting once anywhere."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from dataclasses import asdict
@@ -22,11 +23,13 @@ from bench.optimal_real import (
     fresh_segments,
     main,
     online_only,
+    oracle_tracks,
     programme,
     replay_track,
     runs_of,
     transition,
 )
+from bench.optimal_replay import HANDED_ON
 from rules.context import prune
 from tests.support.replay_jobs import every_turn_job
 
@@ -124,7 +127,8 @@ def job() -> Job:
 
 @pytest.fixture(scope="module")
 def row(job: Job) -> Result:
-    return conversation(job)
+    (result,) = conversation(job)
+    return result
 
 
 def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(
@@ -134,8 +138,8 @@ def test_on_the_corpus_the_schedule_replayed_costs_what_the_programme_says(
     assert row.optimal < row.direct
     assert row.replayed == pytest.approx(row.optimal, rel=0.01)
     solo = Job(job.conv, job.methods[1:], job.pricings, 0, cadence="every-turn", max_requests=30)
-    runs = runs_of(job, solo)
     p = job.pricings[0]
+    runs = runs_of(job, solo)[p.name]
     cost = {k: sum(p.cost(u) for u in t.uses) for k, t in runs.items()}
     assert row.optimal <= min(cost.values()) + 1e-6  # never, or once anywhere
     assert programme(runs, p, fresh_segments(job)) == (row.optimal, tuple(row.schedule))
@@ -177,3 +181,41 @@ def test_look_every_sets_how_often_the_online_variant_looks(
     # between looks prune counts a step from the look that first sees it: its cut never sooner
     assert row.online_at[0] >= looked_each[0]
     assert (again["optimal"], again["schedule"]) == (row.optimal, row.schedule)
+
+
+def test_the_prices_share_the_oracle_s_runs_and_get_the_rows_each_price_alone_gets(
+    job: Job, row: Result
+) -> None:
+    """One job at several prices (what ``main`` runs): the oracle's runs are replayed once and
+    priced at each, so each price's row is the one a job at that price alone gets."""
+    prices = (PRICES["0.1"], job.pricings[0])
+    together = conversation(dataclasses.replace(job, pricings=prices))
+    assert [r.price for r in together] == [p.name for p in prices]
+    assert together[1] == row
+    (alone,) = conversation(dataclasses.replace(job, pricings=prices[:1]))
+    assert together[0] == alone
+    assert alone.online != row.online  # the online schedule reads the price: its own replay
+    handed = HANDED_ON[0]
+    never = oracle_tracks(dataclasses.replace(job, pricings=prices), ())
+    assert HANDED_ON[0] == handed  # under the budget the oracle decides every choice ...
+    assert never["r=0.1"].uses is never[row.price].uses  # ... so the run is replayed once
+    assert never["r=0.1"].direct != never[row.price].direct  # and priced at each
+
+
+def test_a_run_prune_s_own_schedule_decided_in_is_replayed_at_each_price(job: Job) -> None:
+    """Over the budget's trigger the oracle hands the choice to prune's schedule, which may read
+    the price: that run is replayed at every price, not shared."""
+    prices = (PRICES["0.1"], PRICES["0.5"])
+    small = dataclasses.replace(
+        job,
+        methods=(dataclasses.replace(job.methods[1], budget=6000),),
+        pricings=prices,
+    )
+    handed = HANDED_ON[0]
+    tracks = oracle_tracks(small, ())
+    assert HANDED_ON[0] > handed  # the budget forced a compaction
+    assert set(tracks) == {p.name for p in prices}
+    assert tracks["r=0.1"].uses is not tracks["r=0.5"].uses  # two replays
+    for p in prices:
+        alone = dataclasses.replace(small, pricings=(p,))
+        assert oracle_tracks(alone, ())[p.name].uses == tracks[p.name].uses
