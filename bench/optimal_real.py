@@ -42,9 +42,12 @@ variant looks for a warm cut every ``N`` requests instead of prune's 4 (1: every
 reclaimable tokens counted, where between looks they are counted at the last look's figure, a
 lower bound).
 
-Runtime with ``--jobs 2``, all 186 conversations, first 40 requests, four prices: 18 minutes
-of CPU (37 minutes on a loaded 2-core machine); whole sessions grow as the square of their
-length."""
+The prices share the oracle's runs (``oracle_tracks``): one job a conversation, each run
+replayed once and priced at every price unless prune's own schedule decided in it. Runtime, all
+186 conversations, four prices: the first 40 requests about 11 minutes on one core, the first
+80 about 13 minutes with ``--jobs 2``; a window's time grows as its cube (a run a request, each
+of the window's length, each request longer), so whole sessions take many hours. Each
+conversation's time is printed on stderr."""
 
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ import json
 import os
 import statistics
 import sys
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -241,7 +245,9 @@ def fresh_segments(job: Job) -> Segments:
 
 
 def conversation(job: Job) -> list[Result]:
-    """A worker's task: one conversation at each of the job's prices."""
+    """A worker's task: one conversation at each of the job's prices (its time on stderr: a
+    whole-session run takes an hour)."""
+    started = time.perf_counter()
     online = replay_tracks(job, None)
     solo = Job(
         job.conv, job.methods[1:], job.pricings, job.seed, cadence=job.cadence,
@@ -271,6 +277,8 @@ def conversation(job: Job) -> list[Result]:
                 [k for k, c in enumerate(mine.compacted) if c],
             )
         )
+    took, count = time.perf_counter() - started, len(runs[job.pricings[0].name])
+    print(f"{job.conv['id']}: {count} runs, {took:.0f} s", file=sys.stderr)
     return results
 
 
