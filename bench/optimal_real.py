@@ -45,9 +45,9 @@ lower bound).
 The prices share the oracle's runs (``oracle_tracks``): one job a conversation, each run
 replayed once and priced at every price unless prune's own schedule decided in it. Runtime, all
 186 conversations, four prices: the first 40 requests about 11 minutes on one core, the first
-80 about 13 minutes with ``--jobs 2``; a window's time grows as its cube (a run a request, each
-of the window's length, each request longer), so whole sessions take many hours. Each
-conversation's time is printed on stderr."""
+80 about 13 minutes and the first 120 about 24 with ``--jobs 2``. A window's time grows as its
+cube (a run a request, each of the window's length, each request longer), so whole sessions
+take many hours. Each conversation's time is printed on stderr."""
 
 from __future__ import annotations
 
