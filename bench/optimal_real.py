@@ -45,9 +45,11 @@ lower bound).
 The prices share the oracle's runs (``oracle_tracks``): one job a conversation, each run
 replayed once and priced at every price unless prune's own schedule decided in it. Runtime, all
 186 conversations, four prices: the first 40 requests about 11 minutes on one core, the first
-80 about 13 minutes and the first 120 about 24 with ``--jobs 2``. A window's time grows as its
-cube (a run a request, each of the window's length, each request longer), so whole sessions
-take many hours. Each conversation's time is printed on stderr."""
+80 about 13 minutes and the first 120 about 24 with ``--jobs 2``. One conversation's time grows
+as the cube of its length (a run a request, each as long as the conversation, each request
+longer), so the longest dominate: a whole-session run had not finished its two longest (546
+and 459 requests) after 25 minutes of CPU a worker. Each conversation's time is printed on
+stderr; a job holds every price's runs at once."""
 
 from __future__ import annotations
 
@@ -230,7 +232,8 @@ def runs_of(job: Job, solo: Job) -> dict[str, dict[int, Track]]:
     offered = sorted({k for t in never.values() for k, o in enumerate(t.offered) if o})
     for k in offered:  # the same session up to k: the oracle's run compacts at k only then
         for name, track in oracle_tracks(solo, (k,)).items():
-            runs[name][k] = track
+            if never[name].offered[k]:  # each price's own offers, as a run per price had them
+                runs[name][k] = track
     return runs
 
 
