@@ -134,10 +134,8 @@ def replay_tracks(
             tracks[p.name] = dataclasses.replace(tracks[job.pricings[0].name])
     for lane in replay.lanes:
         if lane.method.kind == "direct":
-            s = lane.stats
             for p in prices or job.pricings:
-                fresh, read = s.prompt - s.cached, p.read_ratio * s.cached
-                tracks[p.name].direct = fresh + read + (p.write_ratio - 1) * s.written
+                tracks[p.name].direct = lane.stats.cost(p)
     return tracks
 
 
@@ -262,10 +260,7 @@ def conversation(job: Job) -> list[Result]:
     for p in job.pricings:
         mine = online[p.name]
         optimal, chosen = programme(runs[p.name], p, seg)
-        at_p = Job(
-            job.conv, job.methods[1:], (p,), job.seed, cadence=job.cadence,
-            max_requests=job.max_requests,
-        )  # fmt: skip
+        at_p = dataclasses.replace(solo, pricings=(p,))
         check = replay_track(at_p, chosen) if chosen else runs[p.name][NEVER]
         results.append(
             Result(
