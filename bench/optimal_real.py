@@ -5,6 +5,7 @@ with the future known, each segment's cost measured by replaying the rules.
                                            [--limit N] [--half all|train|held-out] [--jobs 2]
                                            [--json out.json] [--variant defaults]
                                            [--optimal-from earlier.json] [--look-every 4]
+                                           [--fork [--horizon H]]
 
 ``bench.optimal`` prices a compaction analytically (the planner's estimate of what each edit
 frees, no inject block, no wire weight, no cache granularity), and its own schedule replayed
@@ -49,7 +50,12 @@ replayed once and priced at every price unless prune's own schedule decided in i
 as the cube of its length (a run a request, each as long as the conversation, each request
 longer), so the longest dominate: a whole-session run had not finished its two longest (546
 and 459 requests) after 25 minutes of CPU a worker. Each conversation's time is printed on
-stderr; a job holds every price's runs at once."""
+stderr; a job holds every price's runs at once.
+
+``--fork`` (``bench.optimal_fork``): the same runs and rows, each run forked from the
+never-compacting replay at its compaction instead of replayed from the first request, so whole
+sessions take about an hour (``--max-requests 0 --fork --jobs 2``); ``--horizon H`` bounds each
+run to ``H`` requests, and the optimal to schedules whose compactions are at most ``H`` apart."""
 
 from __future__ import annotations
 
@@ -95,6 +101,8 @@ class Track:
 class _Recorded(Replay):
     """The replay, noting each ctxproxy lane's segments and cache use on every request (a lane
     per price; while no rule reads the prices they share one run)."""
+
+    costs_only = True  # the runs' costs: the chain and evidence are bench.cost's
 
     def __init__(self, job: Job) -> None:
         super().__init__(job)
@@ -245,23 +253,38 @@ def fresh_segments(job: Job) -> Segments:
     return Segments(tiktoken.get_encoding(name).encode_ordinary)
 
 
-def conversation(job: Job) -> list[Result]:
+def conversation(job: Job, fork: bool = False, horizon: int | None = None) -> list[Result]:
     """A worker's task: one conversation at each of the job's prices (its time on stderr: a
-    whole-session run takes an hour)."""
+    whole-session run takes an hour). ``fork``: the runs by ``bench.optimal_fork`` (each from
+    the never-compacting run's state, at most ``horizon`` requests long)."""
+    from bench import optimal_fork
+
     started = time.perf_counter()
     online = replay_tracks(job, None)
     solo = Job(
         job.conv, job.methods[1:], job.pricings, job.seed, cadence=job.cadence,
         max_requests=job.max_requests,
     )  # fmt: skip
-    runs = runs_of(job, solo)
-    seg = fresh_segments(solo)
+    found: dict[str, tuple[float, tuple[int, ...], list[CacheUse]]] = {}
+    if fork:
+        for name, (cost, chosen, never_uses) in optimal_fork.schedules(
+            solo, horizon, fresh_segments
+        ).items():
+            found[name] = (cost, chosen, list(never_uses))
+        count = 0
+    else:
+        runs = runs_of(job, solo)
+        seg = fresh_segments(solo)
+        for p in job.pricings:
+            cost, chosen = programme(runs[p.name], p, seg)
+            found[p.name] = (cost, chosen, runs[p.name][NEVER].uses)
+        count = len(runs[job.pricings[0].name])
     results = []
     for p in job.pricings:
         mine = online[p.name]
-        optimal, chosen = programme(runs[p.name], p, seg)
+        optimal, chosen, never_uses = found[p.name]
         at_p = dataclasses.replace(solo, pricings=(p,))
-        check = replay_track(at_p, chosen) if chosen else runs[p.name][NEVER]
+        check = replay_track(at_p, chosen).uses if chosen else never_uses
         results.append(
             Result(
                 job.conv["id"],
@@ -270,13 +293,14 @@ def conversation(job: Job) -> list[Result]:
                 mine.direct,
                 sum(p.cost(u) for u in mine.uses),
                 optimal,
-                sum(p.cost(u) for u in check.uses),
+                sum(p.cost(u) for u in check),
                 list(chosen),
                 [k for k, c in enumerate(mine.compacted) if c],
             )
         )
-    took, count = time.perf_counter() - started, len(runs[job.pricings[0].name])
-    print(f"{job.conv['id']}: {count} runs, {took:.0f} s", file=sys.stderr)
+    took = time.perf_counter() - started
+    runs_note = f"{count} runs" if not fork else f"{len(mine.uses)} requests forked"
+    print(f"{job.conv['id']}: {runs_note}, {took:.0f} s", file=sys.stderr)
     return results
 
 
@@ -332,6 +356,14 @@ def main(argv: list[str] | None = None) -> int:
         help="an earlier run's --json: its optimal figures, only the online variant replayed",
     )  # fmt: skip
     parser.add_argument(
+        "--fork", action="store_true",
+        help="the runs forked from the never-compacting replay (bench.optimal_fork)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--horizon", type=int, default=None,
+        help="with --fork: compactions at most this many requests apart (bench.optimal_fork)",
+    )  # fmt: skip
+    parser.add_argument(
         "--look-every", type=int, default=LOOK_EVERY,
         help="the online variant's warm looks: every N requests (prune's WARM_LOOK_EVERY)",
     )  # fmt: skip
@@ -358,9 +390,14 @@ def main(argv: list[str] | None = None) -> int:
             Job(c, methods, every, args.seed, cadence="every-turn", max_requests=args.max_requests)
             for c in longest_first
         ]
-        rows = [r for rs in map_jobs(conversation, jobs, args.jobs) for r in rs]
+        task = functools.partial(
+            conversation, fork=args.fork or args.horizon is not None, horizon=args.horizon
+        )
+        rows = [r for rs in map_jobs(task, jobs, args.jobs) for r in rs]
     span = f"{args.max_requests or 'all'} requests each"
     looks = f", warm looks every {args.look_every}" if args.look_every != LOOK_EVERY else ""
+    if args.horizon is not None and not args.optimal_from:
+        looks += f", the optimal's compactions at most {args.horizon} requests apart"
     print(f"{len(convs)} conversations ({args.half}), {span}, every turn, {args.variant}{looks}\n")
     print(
         "| price | optimal saving | its schedule replayed | online saving | online ÷ optimal "

@@ -54,11 +54,12 @@ HANDED_ON = [0]
 
 
 @contextmanager
-def oracle(at: Sequence[int], every: int = 1) -> Iterator[None]:
+def oracle(at: Sequence[int] | set[int], every: int = 1) -> Iterator[None]:
     """prune's schedule replaced: a warm compaction the budget does not force happens exactly
     at the requests ``at`` (0-based), with every step planned; prune looks every ``every``
-    requests (each of ``at`` must be a multiple: one compaction at ``k`` looks every ``k``)."""
-    wanted = frozenset(at)
+    requests (each of ``at`` must be a multiple: one compaction at ``k`` looks every ``k``). A
+    set is read at each choice, so its owner may add to it (``bench.optimal_fork``)."""
+    wanted = at if isinstance(at, set) else frozenset(at)
     original, look = schedule.choose, prune.WARM_LOOK_EVERY
 
     def choose(

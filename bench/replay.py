@@ -50,6 +50,9 @@ from tests.support.traces import request_prefixes
 class Replay:
     """One conversation through every method, request by request, on one clock."""
 
+    # what each request cost only: no chain, evidence or call checks (the optimal's runs)
+    costs_only = False
+
     def __init__(self, job: Job) -> None:
         self.job = job
         self.conv = job.conv
@@ -136,10 +139,14 @@ class Replay:
         # the validator's checks of the client's messages serve every later request; the rest
         # (rewritten copies, made anew per request) are let go
         client = {id(m) for m in view}
-        self.checks = {k: v for k, v in self.checks.items() if k in client}
-        before = _signatures(view, self.checks)
-        items = None if before else evidence_items(view)
-        calls = {call_id(c) for m in view for c in tool_calls(m)} if self.job.envelope else None
+        before: set[tuple[str, str]] = set()
+        items: dict[str, Any] | None = None
+        calls: set[str] | None = None
+        if not self.costs_only:
+            self.checks = {k: v for k, v in self.checks.items() if k in client}
+            before = _signatures(view, self.checks)
+            items = None if before else evidence_items(view)
+            calls = {call_id(c) for m in view for c in tool_calls(m)} if self.job.envelope else None
         outs: dict[int, tuple[Any, dict[str, Any] | None, float | None]] = {}
         for lane in self.lanes:
             method = lane.method
@@ -319,6 +326,8 @@ class Replay:
             )
         if ms is not None:
             s.ms.append(ms)
+        if self.costs_only:
+            return
         # lanes sharing a run share its output: check it once
         known = checked.get(id(out))
         if known is None:
