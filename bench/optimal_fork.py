@@ -35,12 +35,13 @@ import dataclasses
 import gc
 import os
 import pickle
+import signal
 import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from bench.cache_emulator import CacheUse, Pricing, Segments
 from bench.cost_config import Job, timeline
@@ -67,29 +68,53 @@ class Runs:
     handed_on: int = 0  # choices the oracle handed to prune's own schedule in them
 
 
+def _die_with_parent() -> None:
+    """On Linux, the child is killed when its parent dies (a pool terminated, a bench stopped):
+    no orphan goes on replaying a whole session."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
 def in_child(work: Callable[[], T]) -> T:
     """``work()`` run in a forked child of this process; its result, pickled back. An exception
     in the child is raised here with the child's traceback."""
     sys.stdout.flush()
     sys.stderr.flush()
     read, write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the child: never returns
         status = 0
         try:
             os.close(read)
+            _die_with_parent()
+            gc.freeze()  # what it inherited is not scanned, so its pages stay shared
             try:
-                payload: Any = ("ok", work())
+                data = pickle.dumps(("ok", work()), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException:
-                payload = ("error", traceback.format_exc())
+                data = pickle.dumps(("error", traceback.format_exc()))
             with os.fdopen(write, "wb") as out:
-                pickle.dump(payload, out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.write(data)
         except BaseException:
             status = 1
         os._exit(status)
     os.close(write)
-    with os.fdopen(read, "rb") as source:
-        data = source.read()
+    try:
+        with os.fdopen(read, "rb") as source:
+            data = source.read()
+    except BaseException:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        raise
     _, status = os.waitpid(pid, 0)
     if status != 0 or not data:
         raise RuntimeError(f"a forked replay died (wait status {status})")
@@ -129,14 +154,13 @@ def _looking_every_request(at: set[int]) -> Iterator[None]:
         yield
 
 
-def _first_pass(
-    job: Job, seg: Segments
-) -> tuple[Track, dict[int, tuple[CacheUse, list[bytes]]], int]:
+def _first_pass(job: Job, seg: Segments) -> tuple[Track, dict[int, list[bytes]], int]:
     """The never-compacting run (its track) and, per request where the oracle's compaction
-    edited something, that request compacted: its cache use and segments (counted in ``seg``
-    here, so the second pass's children inherit the counts)."""
+    edited something, that request compacted: its segments (counted in ``seg`` here, so the
+    second pass's children inherit the counts). A child is forked at every request: whether
+    the never-compacting run's look there finds something is known only once it is made."""
     at: set[int] = set()
-    firsts: dict[int, tuple[CacheUse, list[bytes]]] = {}
+    firsts: dict[int, list[bytes]] = {}
     interned: dict[bytes, bytes] = {}
     handed = HANDED_ON[0]
     with _looking_every_request(at):
@@ -144,26 +168,20 @@ def _first_pass(
         for k in range(len(driven)):
             if k:
 
-                def compacted_here(k: int = k) -> tuple[bool, CacheUse, list[bytes], int]:
+                def compacted_here(k: int = k) -> tuple[bool, list[bytes], int]:
                     at.add(k)
                     before = HANDED_ON[0]
                     driven.step(k)
-                    track = driven.track
-                    cut = track.compacted[k]
-                    return (
-                        cut,
-                        track.uses[k],
-                        track.segments[k] if cut else [],
-                        HANDED_ON[0] - before,
-                    )
+                    cut = driven.track.compacted[k]
+                    return cut, driven.track.segments[k] if cut else [], HANDED_ON[0] - before
 
-                cut, use, segments, child_handed = in_child(compacted_here)
+                cut, segments, child_handed = in_child(compacted_here)
                 HANDED_ON[0] += child_handed
                 if cut:
                     kept = [interned.setdefault(s, s) for s in segments]
                     for s in kept:
                         seg.count(s)
-                    firsts[k] = (use, kept)
+                    firsts[k] = kept
             driven.step(k)
             for s in driven.track.segments[k]:
                 seg.count(interned.setdefault(s, s))
@@ -175,50 +193,45 @@ def collect(job: Job, horizon: int | None, seg: Segments) -> tuple[Track, Runs]:
     the programme's figures (see the module docstring)."""
     from bench.optimal_real import transition
 
-    gc.collect()
-    gc.freeze()  # the children do not touch the parent's objects for the collector
-    try:
-        never, firsts, handed = _first_pass(job, seg)
-        n = len(never.uses)
-        usable = sorted(k for k in firsts if never.offered[k])
-        runs = Runs(list(never.uses), handed_on=handed)
-        at: set[int] = set()
-        with _looking_every_request(at):
-            driven = _Driven(job)
-            for k in range(n):
-                if k in firsts and never.offered[k]:
-                    end = n if horizon is None else min(n, k + horizon)
-                    later = [j for j in usable if k < j <= min(end, n - 1)]
+    never, firsts, handed = _first_pass(job, seg)
+    n = len(never.uses)
+    usable = sorted(k for k in firsts if never.offered[k])
+    runs = Runs(list(never.uses), handed_on=handed)
+    at: set[int] = set()
+    with _looking_every_request(at):
+        driven = _Driven(job)
+        for k in range(n):
+            if k in firsts and never.offered[k]:
+                end = n if horizon is None else min(n, k + horizon)
+                later = [j for j in usable if k < j <= min(end, n - 1)]
 
-                    def run_k(
-                        k: int = k, end: int = end, later: list[int] = later
-                    ) -> tuple[list[CacheUse], dict[int, CacheUse], int]:
-                        at.add(k)
-                        before_handed = HANDED_ON[0]
-                        mine = driven.track
-                        before = never.segments[k - 1] if k else None
-                        into: dict[int, CacheUse] = {}
-                        wanted = set(later)
-                        for i in range(k, end):
-                            driven.step(i)
-                            if i == k:
-                                prune.WARM_LOOK_EVERY = NEVER_AGAIN
-                            if i + 1 in wanted:
-                                into[i + 1] = transition(seg, before, mine.segments[i],
-                                                         firsts[i + 1][1])  # fmt: skip
-                        return list(mine.uses[k:end]), into, HANDED_ON[0] - before_handed
+                def run_k(
+                    k: int = k, end: int = end, later: list[int] = later
+                ) -> tuple[list[CacheUse], dict[int, CacheUse], int]:
+                    at.add(k)
+                    before_handed = HANDED_ON[0]
+                    mine = driven.track
+                    before = never.segments[k - 1] if k else None
+                    into: dict[int, CacheUse] = {}
+                    wanted = set(later)
+                    for i in range(k, end):
+                        driven.step(i)
+                        if i == k:
+                            prune.WARM_LOOK_EVERY = NEVER_AGAIN
+                        if i + 1 in wanted:
+                            into[i + 1] = transition(seg, before, mine.segments[i],
+                                                     firsts[i + 1])  # fmt: skip
+                    return list(mine.uses[k:end]), into, HANDED_ON[0] - before_handed
 
-                    uses, into, child_handed = in_child(run_k)
-                    runs.handed_on += child_handed
-                    if uses:
-                        runs.first[k] = uses[0]
-                        runs.after[k] = uses[1:]
-                        runs.into[k] = into
-                        if k + len(uses) == n:
-                            runs.ends.add(k)
-                driven.step(k)
-    finally:
-        gc.unfreeze()
+                uses, into, child_handed = in_child(run_k)
+                runs.handed_on += child_handed
+                if uses:
+                    runs.first[k] = uses[0]
+                    runs.after[k] = uses[1:]
+                    runs.into[k] = into
+                    if k + len(uses) == n:
+                        runs.ends.add(k)
+            driven.step(k)
     return never, runs
 
 

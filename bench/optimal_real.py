@@ -54,8 +54,10 @@ stderr; a job holds every price's runs at once.
 
 ``--fork`` (``bench.optimal_fork``): the same runs and rows, each run forked from the
 never-compacting replay at its compaction instead of replayed from the first request, so whole
-sessions take about an hour (``--max-requests 0 --fork --jobs 2``); ``--horizon H`` bounds each
-run to ``H`` requests, and the optimal to schedules whose compactions are at most ``H`` apart."""
+sessions fit in about an hour (``--max-requests 0 --fork --jobs 2``). ``--horizon H`` bounds each
+run to ``H`` requests, and so the optimal to schedules whose compactions are at most ``H`` apart,
+the last at most ``H`` before the end: a lower bound on the optimal's saving, recorded in the
+``--json`` (and read back with ``--optimal-from``)."""
 
 from __future__ import annotations
 
@@ -361,22 +363,28 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument(
         "--horizon", type=int, default=None,
-        help="with --fork: compactions at most this many requests apart (bench.optimal_fork)",
+        help="--fork, the optimal's compactions at most this many requests apart and the last "
+        "at most this many before the end: a lower bound on its saving (bench.optimal_fork)",
     )  # fmt: skip
     parser.add_argument(
         "--look-every", type=int, default=LOOK_EVERY,
         help="the online variant's warm looks: every N requests (prune's WARM_LOOK_EVERY)",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.horizon is not None and args.horizon < 1:
+        parser.error("--horizon: at least 1 request")
     prune.WARM_LOOK_EVERY = max(args.look_every, 1)  # the workers are forked after this
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     methods = (parse_variant("direct"), parse_variant(args.variant))
     convs = spread(in_half(iter_conversations(), args.half), args.limit or None)
     prices = [PRICES[k.strip()] for k in args.prices.split(",") if k.strip()]
     longest_first = sorted(convs, key=lambda c: -len(c["messages"]))
+    horizon = args.horizon
     if args.optimal_from:
         with open(args.optimal_from) as fh:
-            known = {(r["conv_id"], r["price"]): r for r in json.load(fh)["rows"]}
+            earlier = json.load(fh)
+        known = {(r["conv_id"], r["price"]): r for r in earlier["rows"]}
+        horizon = earlier.get("horizon")  # the optimal's, whatever this run was given
         jobs = [
             Job(c, methods, (p,), args.seed, cadence="every-turn", max_requests=args.max_requests)
             for p in prices
@@ -396,8 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         rows = [r for rs in map_jobs(task, jobs, args.jobs) for r in rs]
     span = f"{args.max_requests or 'all'} requests each"
     looks = f", warm looks every {args.look_every}" if args.look_every != LOOK_EVERY else ""
-    if args.horizon is not None and not args.optimal_from:
-        looks += f", the optimal's compactions at most {args.horizon} requests apart"
+    if horizon is not None:
+        looks += f", the optimal's compactions at most {horizon} requests apart"
     print(f"{len(convs)} conversations ({args.half}), {span}, every turn, {args.variant}{looks}\n")
     print(
         "| price | optimal saving | its schedule replayed | online saving | online ÷ optimal "
@@ -416,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"figures": out, "rows": [asdict(r) for r in rows]}, fh)
+            json.dump({"figures": out, "horizon": horizon, "rows": [asdict(r) for r in rows]}, fh)
     return 0
 
 

@@ -14,8 +14,16 @@ import pytest
 from bench import optimal_fork
 from bench.cache_emulator import Pricing, Segments
 from bench.cost_config import PRICES, Job
-from bench.optimal_fork import Runs, in_child
-from bench.optimal_real import NEVER, Track, conversation, programme, transition
+from bench.optimal_fork import Runs, collect, in_child, runs_at_prices
+from bench.optimal_real import (
+    NEVER,
+    Track,
+    conversation,
+    fresh_segments,
+    programme,
+    runs_of,
+    transition,
+)
 from bench.optimal_replay import HANDED_ON
 from tests.support.replay_jobs import every_turn_job
 from tests.test_optimal_real import CONV, _bytes_segments, _chain, _synthetic
@@ -98,7 +106,11 @@ def test_a_horizon_that_binds_costs_more() -> None:
 
 @pytest.fixture(scope="module")
 def job() -> Job:
-    return every_turn_job(CONV, max_requests=30)
+    return every_turn_job(CONV, max_requests=24)
+
+
+def _solo(job: Job) -> Job:
+    return dataclasses.replace(job, methods=job.methods[1:])
 
 
 def test_the_forked_runs_give_the_rows_of_runs_replayed_from_the_start(job: Job) -> None:
@@ -108,27 +120,37 @@ def test_the_forked_runs_give_the_rows_of_runs_replayed_from_the_start(job: Job)
     forked = conversation(both, fork=True)
     assert HANDED_ON[0] == handed  # under the budget: the runs are shared by the prices
     assert forked == conversation(both)
-    assert any(r.schedule for r in forked)  # the comparison is of something
-    held = conversation(both, fork=True, horizon=5)
+    assert all(r.schedule for r in forked)  # the comparison is of something
+    held = conversation(both, fork=True, horizon=3)
     for free, bound in zip(forked, held, strict=True):
-        assert _allowed(tuple(bound.schedule), bound.requests, 5)
+        assert _allowed(tuple(bound.schedule), bound.requests, 3)
         assert bound.optimal >= free.optimal - 1e-6
         assert (bound.online, bound.direct) == (free.online, free.direct)
 
 
+@pytest.mark.parametrize("horizon", [None, 1, 4])
+def test_the_collected_runs_are_the_replayed_runs_within_the_horizon(
+    job: Job, horizon: int | None
+) -> None:
+    """What the children send back is what runs replayed from the start give, transitions and
+    ends cut at the horizon."""
+    solo = _solo(job)
+    seg = fresh_segments(solo)
+    tracks = runs_of(job, solo)[job.pricings[0].name]
+    assert collect(solo, horizon, fresh_segments(solo))[1] == _as_runs(tracks, seg, horizon)
+
+
 def test_a_run_prune_s_own_schedule_decided_in_is_collected_at_each_price(job: Job) -> None:
     """Over the budget's trigger the oracle hands the choice on: each price gets its own runs,
-    each those of a job at that price alone."""
+    and the rows are those of runs replayed at each price from the start."""
     prices = (PRICES["0.1"], PRICES["0.5"])
     small = dataclasses.replace(
         job,
-        methods=(dataclasses.replace(job.methods[1], budget=6000),),
+        methods=(job.methods[0], dataclasses.replace(job.methods[1], budget=9000)),
         pricings=prices,
     )
-    from bench.optimal_real import fresh_segments
-
-    runs = optimal_fork.runs_at_prices(small, None, fresh_segments)
+    runs = runs_at_prices(_solo(small), None, fresh_segments)
     assert runs["r=0.1"] is not runs["r=0.5"] and runs["r=0.1"].handed_on
-    for p in prices:
-        alone = dataclasses.replace(small, pricings=(p,))
-        assert optimal_fork.collect(alone, None, fresh_segments(alone))[1] == runs[p.name]
+    rows = conversation(small, fork=True)
+    assert rows == conversation(small)
+    assert all(r.schedule for r in rows)
