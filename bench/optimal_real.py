@@ -77,7 +77,7 @@ from bench.cost import spread
 from bench.cost_config import MIN_PREFIX_TOKENS, PRICES, TTL_S, Job, model_of, parse_variant
 from bench.cost_lanes import _counters
 from bench.optimal_replay import HANDED_ON, add_replay_arguments, oracle
-from bench.pool import map_jobs
+from bench.pool import iter_jobs, map_jobs
 from bench.replay import Replay
 from bench.split import in_half
 from proxy.tokens import ensure_offline_tiktoken
@@ -401,7 +401,11 @@ def main(argv: list[str] | None = None) -> int:
         task = functools.partial(
             conversation, fork=args.fork or args.horizon is not None, horizon=args.horizon
         )
-        rows = [r for rs in map_jobs(task, jobs, args.jobs) for r in rs]
+        rows = []
+        for done in iter_jobs(task, jobs, args.jobs):
+            rows.extend(done)
+            if args.json:  # the conversations done so far, should the run be stopped
+                _save(args.json, {}, horizon, rows)
     span = f"{args.max_requests or 'all'} requests each"
     looks = f", warm looks every {args.look_every}" if args.look_every != LOOK_EVERY else ""
     if horizon is not None:
@@ -423,9 +427,13 @@ def main(argv: list[str] | None = None) -> int:
             f"| {f['optimal_compactions']} · {f['online_compactions']} |"
         )
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"figures": out, "horizon": horizon, "rows": [asdict(r) for r in rows]}, fh)
+        _save(args.json, out, horizon, rows)
     return 0
+
+
+def _save(path: str, figures: dict[str, Any], horizon: int | None, rows: list[Result]) -> None:
+    with open(path, "w") as fh:
+        json.dump({"figures": figures, "horizon": horizon, "rows": [asdict(r) for r in rows]}, fh)
 
 
 if __name__ == "__main__":
