@@ -1,5 +1,5 @@
 """``bench.optimal_real``'s runs by forking the never-compacting replay, so whole sessions fit in
-an hour: ``python -m bench.optimal_real --max-requests 0 --horizon 120``.
+under an hour at one price: ``python -m bench.optimal_real --max-requests 0 --fork --prices 0.1``.
 
 ``bench.optimal_real`` replays each run from the conversation's first request, though every run
 is the never-compacting one until its compaction at ``k``; and it replays each to the end. Here:

@@ -48,13 +48,15 @@ replayed once and priced at every price unless prune's own schedule decided in i
 186 conversations, four prices: the first 40 requests about 11 minutes on one core, the first
 80 about 13 minutes and the first 120 about 24 with ``--jobs 2``. One conversation's time grows
 as the cube of its length (a run a request, each as long as the conversation, each request
-longer), so the longest dominate: a whole-session run had not finished its two longest (546
-and 459 requests) after 25 minutes of CPU a worker. Each conversation's time is printed on
-stderr; a job holds every price's runs at once.
+longer), so the longest dominate: replayed so, whole sessions take hours. Each conversation's
+time is printed on stderr; a job holds every price's runs at once.
 
 ``--fork`` (``bench.optimal_fork``): the same runs and rows, each run forked from the
 never-compacting replay at its compaction instead of replayed from the first request, so whole
-sessions fit in about an hour (``--max-requests 0 --fork --jobs 2``). ``--horizon H`` bounds each
+sessions fit in under an hour at one price (``--max-requests 0 --fork --prices 0.1 --jobs 2``:
+the longest conversation 15 minutes). Over whole sessions the oracle hands choices on in the
+sessions that reach the budget's trigger, whose runs are then collected again at each price, so
+four prices take up to four times as long on them. ``--horizon H`` bounds each
 run to ``H`` requests, and so the optimal to schedules whose compactions are at most ``H`` apart,
 the last at most ``H`` before the end: a lower bound on the optimal's saving, recorded in the
 ``--json`` (and read back with ``--optimal-from``)."""
@@ -256,8 +258,8 @@ def fresh_segments(job: Job) -> Segments:
 
 
 def conversation(job: Job, fork: bool = False, horizon: int | None = None) -> list[Result]:
-    """A worker's task: one conversation at each of the job's prices (its time on stderr: a
-    whole-session run takes an hour). ``fork``: the runs by ``bench.optimal_fork`` (each from
+    """A worker's task: one conversation at each of the job's prices (its time on stderr).
+    ``fork``: the runs by ``bench.optimal_fork`` (each from
     the never-compacting run's state, at most ``horizon`` requests long)."""
     from bench import optimal_fork
 
