@@ -120,7 +120,7 @@ def test_guardoff_builds_prune_with_no_risk_wait() -> None:
         (step,) = [s for s in pipeline.steps if s.name == "prune"]
         return step.config
 
-    assert prune_config(None).warm_risk_share == 0.05  # type: ignore[attr-defined]
+    assert prune_config(None).warm_risk_share == 0.10  # type: ignore[attr-defined]
     assert prune_config("off").warm_risk_share is None  # type: ignore[attr-defined]
     assert prune_config(0.02).warm_risk_share == 0.02  # type: ignore[attr-defined]
 

@@ -29,7 +29,7 @@ session whose cuts have paid may spend their winnings on bets; one with none may
 ``ε`` of its bill. The bound is in the schedule's accounting (its estimates of busts, losses
 and the bill), not in the provider's invoice.
 
-**Every warm cut** (prune's ``warm_risk_share``, ``ε'``, 0.05 by default): the same ledger, and
+**Every warm cut** (prune's ``warm_risk_share``, ``ε'``, 0.10 by default): the same ledger, and
 every cut under the budget with a warm cache (break-even's ``paid``, the deeper ``soon``, a free
 one, a bet) waits until ``P ≤ won + ε' × billed``. Then right after any cut ``won ≥ −ε' ×
 billed``, and between cuts neither term falls, so at every request, whatever the session's

@@ -93,17 +93,18 @@ def test_a_cut_paid_at_break_even_waits_until_its_price_fits() -> None:
     assert kept["won"] >= -0.02 * kept["billed"]
 
 
-def test_by_default_a_cut_paid_at_break_even_waits_for_five_percent_of_the_bill() -> None:
-    """The default (``warm_risk_share`` 0.05): with no winnings a cut that has paid for itself
-    waits while 5% of the session's bill is short of its price, and is made once it covers it."""
-    assert prune.Config().warm_risk_share == 0.05
+def test_by_default_a_cut_paid_at_break_even_waits_for_ten_percent_of_the_bill() -> None:
+    """The default (``warm_risk_share`` 0.10): with no winnings a cut that has paid for itself
+    waits while 10% of the session's bill is short of its price, and is made once it covers it."""
+    share = prune.Config().warm_risk_share
+    assert share == 0.10
     messages = conversation(28)
     price = _price()
-    short = {"carried": price * 1.2, "looked": 20, "due": 20, "billed": 15 * price}
+    short = {"carried": price * 1.2, "looked": 20, "due": 20, "billed": 0.8 * price / share}
     context = test_schedule.context_for(messages, 200_000, 5.0, requests=20, carried=short)
     held = prune.apply(context, prune.Config()).report["prune"]
     assert held["schedule"]["decision"] == "none" and not held["compacted"]
-    covered = {**short, "billed": 25 * price}
+    covered = {**short, "billed": 1.25 * price / share}
     context = test_schedule.context_for(messages, 200_000, 5.0, requests=20, carried=covered)
     made = prune.apply(context, prune.Config()).report["prune"]
     assert made["schedule"]["decision"] == "paid" and made["compacted"]
