@@ -136,9 +136,8 @@ class Config(RuleConfig):
         "(bet_budget_share's ledger, with this share of the bill): the schedule's accounting "
         "then bills at most this share more than never cutting, whatever the session's length "
         "(docs/rules/prune.md: the bound and its measured effect); null: break-even alone. "
-        "On whole sessions at r = 0.1 (chat) 0.10 bills 0.870 of direct with 17 of 186 "
-        "conversations above 1.02x it and saves 0.81 of what the offline optimum saves; "
-        "0.05: 0.888, 10, 0.70; break-even alone: 0.869, 19, 0.82",
+        "Whole sessions, r = 0.1, chat: 0.10 bills 0.870 of direct, 17 of 186 above 1.02x, "
+        "0.81 of the optimum's saving (0.05: 0.888, 10, 0.70; null: 0.869, 19, 0.82)",
     )  # fmt: skip
     warm_threshold: Literal["break_even", "randomised", "randomised_session"] = Field(
         default="break_even",
