@@ -93,7 +93,7 @@ def markdown_default(value: Any) -> str:
 
 
 def markdown_table(rule: str) -> str:
-    module = BUILTIN_RULES[rule].replace(".", "/")
+    module = load_rule(rule).Config.__module__.replace(".", "/")  # where its options are written
     lines = [
         f"<!-- generated from {module}.py's Config by `{COMMAND}` -->",
         "| option | default | description |",
