@@ -44,10 +44,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from bench.cache_emulator import CacheUse, Pricing, Segments
-from bench.cost_config import Job, timeline
+from bench.cost_config import Job
 from bench.optimal_replay import HANDED_ON, oracle
 from rules.context import prune
-from tests.support.traces import request_prefixes
 
 if TYPE_CHECKING:
     from bench.optimal_real import Track
@@ -133,10 +132,7 @@ class _Driven:
 
         self.replay = _Recorded(job)
         self.track = self.replay.tracks[job.pricings[0].name]
-        prefixes = list(request_prefixes(self.replay.conv["messages"]))
-        self.prefixes = prefixes[: job.max_requests or None]
-        self.times = timeline(str(job.conv["id"]), self.prefixes, job.seed, job.cadence,
-                              job.interval)  # fmt: skip
+        self.prefixes, self.times = self.replay.requests()
 
     def __len__(self) -> int:
         return len(self.prefixes)

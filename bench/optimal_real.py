@@ -270,12 +270,9 @@ def conversation(job: Job, fork: bool = False, horizon: int | None = None) -> li
         max_requests=job.max_requests,
     )  # fmt: skip
     found: dict[str, tuple[float, tuple[int, ...], list[CacheUse]]] = {}
+    count = 0  # the runs replayed from the start (none forked)
     if fork:
-        for name, (cost, chosen, never_uses) in optimal_fork.schedules(
-            solo, horizon, fresh_segments
-        ).items():
-            found[name] = (cost, chosen, list(never_uses))
-        count = 0
+        found = optimal_fork.schedules(solo, horizon, fresh_segments)
     else:
         runs = runs_of(job, solo)
         seg = fresh_segments(solo)

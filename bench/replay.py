@@ -91,13 +91,18 @@ class Replay:
         self.lanes.append(lane)
         return lane
 
+    def requests(self) -> tuple[list[list[Message]], list[float]]:
+        """Each request's messages (the first ``max_requests``) and the time it is sent at."""
+        job = self.job
+        prefixes = list(request_prefixes(self.conv["messages"]))
+        if job.max_requests:
+            prefixes = prefixes[: job.max_requests]
+        return prefixes, timeline(self.conv["id"], prefixes, job.seed, job.cadence, job.interval)
+
     def run(self) -> Outcome:
         full = self.conv["messages"]
-        prefixes = list(request_prefixes(full))
-        if self.job.max_requests:
-            prefixes = prefixes[: self.job.max_requests]
         job = self.job
-        times = timeline(self.conv["id"], prefixes, job.seed, job.cadence, job.interval)
+        prefixes, times = self.requests()
         user_turns = idle = 0
         for k, (prefix, now) in enumerate(zip(prefixes, times, strict=True)):
             if k and role(prefix[-1]) == "user":
