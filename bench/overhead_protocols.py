@@ -3,6 +3,7 @@
 
     .venv/bin/python -m bench.overhead_protocols [--litellm /path/to/litellm] [--scale 1.0]
     .venv/bin/python -m bench.overhead_protocols --in-process 200   # CPU time, no HTTP
+    .venv/bin/python -m bench.overhead_protocols --rules            # ctxproxy with no rule
 
 The same conversation (``bench.workloads.agent_conversation``: 20 and 400 chat messages of real
 agent turns) goes out in each protocol (``bench.protocol_convert``), with Claude Code's 12 tools
@@ -120,7 +121,11 @@ def bodies(n_messages: int, stream: bool) -> dict[str, dict[str, Any]]:
     return {"chat": chat, "messages": anthropic, "responses": responses, "gemini": gemini}
 
 
-def ctxproxy_config(upstream_root: str, window: int) -> str:
+def ctxproxy_config(upstream_root: str, window: int, rules: list[str] | None = None) -> str:
+    """ctxproxy's config: every upstream on the fake's root; ``rules``: the rules it runs, in
+    the order given (None: the configured defaults, every rule on)."""
+    chosen = "" if rules is None else "rules: []\n" if not rules else "rules:\n"
+    chosen += "".join(f"  - name: {name}\n" for name in rules or [])
     return (
         "upstreams:\n"
         "  - name: anthropic-bench\n"
@@ -137,6 +142,7 @@ def ctxproxy_config(upstream_root: str, window: int) -> str:
         f"    base_url: {upstream_root}/v1\n"
         "pipeline:\n"
         f'  context_windows: {{"*": {window}}}\n'
+        f"{chosen}"
     )
 
 
@@ -227,6 +233,13 @@ def main() -> None:
         help="every model's context window (128k: the 400-message body is compacted)",
     )
     parser.add_argument(
+        "--rules",
+        nargs="*",
+        metavar="RULE",
+        help="the rules ctxproxy's server runs, in order (no name: none; default: every rule on): "
+        "what the rules cost against the proxy's own work (not read by --in-process)",
+    )
+    parser.add_argument(
         "--in-process",
         type=int,
         metavar="REPS",
@@ -262,7 +275,7 @@ def main() -> None:
         start([sys.executable, "-m", "bench.upstream_server", str(up_port)], f"{root}/v1/models")
     ]
     cfg = tmp / "ctxproxy.yaml"
-    cfg.write_text(ctxproxy_config(root, args.window))
+    cfg.write_text(ctxproxy_config(root, args.window, args.rules))
     ctxproxy = start(
         [sys.executable, "-m", "proxy.cli", "serve", "--config", str(cfg), "--port", str(px_port),
          "--db", str(tmp / "bench.db")],
