@@ -237,7 +237,7 @@ def main() -> None:
         nargs="*",
         metavar="RULE",
         help="the rules ctxproxy's server runs, in order (no name: none; default: every rule on): "
-        "what the rules cost against the proxy's own work (not read by --in-process)",
+        "what the rules cost against the proxy's own work (HTTP only: refused with --in-process)",
     )
     parser.add_argument(
         "--in-process",
@@ -262,6 +262,8 @@ def main() -> None:
     if args.litellm_protocols is None:
         args.litellm_protocols = ["messages"] if "messages" in args.protocols else args.protocols
     if args.in_process:
+        if args.rules is not None:  # the in-process loop runs every rule: refused, not ignored
+            parser.error("--rules is read by the HTTP runs only, not with --in-process")
         from bench.overhead_in_process import in_process
 
         in_process(args.messages, args.in_process, args.window, args.grow, args.rules_cpu)
