@@ -107,21 +107,26 @@ def count_overshoot(tally: Counter[str], prune: dict[str, Any]) -> None:
         tally[f"{OVERSHOOT}{max(-(-over * 1000 // budget), 1)}"] += 1
 
 
-def overshoot(tally: Counter[str]) -> tuple[float, float]:
-    """(median, largest) overshoot of the requests over the budget, as a share of the budget."""
+def overshoot(tally: Counter[str]) -> tuple[float, float, float]:
+    """(median, 90th percentile, largest) overshoot of the requests over the budget, as a share
+    of the budget (the lower value at a percentile that falls between two)."""
     counts = sorted(
         (int(k[len(OVERSHOOT) :]), n) for k, n in tally.items() if k.startswith(OVERSHOOT)
     )
     total = sum(n for _, n in counts)
     if not total:
-        return 0.0, 0.0
-    seen, median = 0, counts[-1][0]
+        return 0.0, 0.0, 0.0
+    return _at(counts, total, 0.5), _at(counts, total, 0.9), counts[-1][0] / 1000
+
+
+def _at(counts: list[tuple[int, int]], total: int, share: float) -> float:
+    """The value at ``share`` of ``total`` in ``counts`` (value, how many), in thousandths."""
+    seen = 0
     for value, n in counts:
         seen += n
-        if 2 * seen >= total:
-            median = value
-            break
-    return median / 1000, counts[-1][0] / 1000
+        if seen >= share * total:
+            return value / 1000
+    return counts[-1][0] / 1000
 
 
 def tally_row(tally: Counter[str]) -> dict[str, int]:

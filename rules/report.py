@@ -145,9 +145,11 @@ class ScheduleSummary(TypedDict, total=False):
     cache: str  # warm | cold | unknown
     why: str
     # none | cold | paid | expected (bet_on_length) | forced | held (over the budget, the
-    # budget forced a compaction fewer than 5 requests ago, and no cut would hold 5 requests)
+    # session's last compaction fewer than 5 requests ago)
     decision: str
-    held: str  # why: over (no cut fits the budget) | floor (none leaves 5 requests of growth)
+    # what a cut would have done: over (none fits the budget) | floor (none leaves 5 requests
+    # of growth) | spacing (one would, the session having grown faster than the last cut left)
+    held: str
     read_ratio: float
     horizon: float  # expected remaining requests
     ahead: float  # bet_on_length: the survival estimate of the requests still to come

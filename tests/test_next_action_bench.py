@@ -199,10 +199,13 @@ def test_requests_over_the_budget_are_told_by_how_far() -> None:
     for after in (10_001, 10_500, 11_000, 12_500):  # just over, 5%, 10%, 25% of 10,000
         count_overshoot(tally, {"budget": 10_000, "tokens_after": after})
     count_overshoot(tally, {"budget": None, "tokens_after": 99_999})  # no budget: nothing
-    assert overshoot(tally) == (0.05, 0.25)
-    assert overshoot(Counter()) == (0.0, 0.0)
+    assert overshoot(tally) == (0.05, 0.25, 0.25)
+    for after in range(10_100, 11_000, 100):  # 1% to 9%: 13 requests over, the p90 at 10%
+        count_overshoot(tally, {"budget": 10_000, "tokens_after": after})
+    assert overshoot(tally) == (0.05, 0.1, 0.25)
+    assert overshoot(Counter()) == (0.0, 0.0, 0.0)
     row = kept_rows(Outcome(requests=4, tally={"share30": tally}), [parse_variant("share30")])[0]
-    assert row["overshoot"] == {"median": 0.05, "max": 0.25}
+    assert row["overshoot"] == {"median": 0.05, "p90": 0.1, "max": 0.25}
 
 
 def test_a_guard_variant_sets_prune_s_warm_risk_share() -> None:

@@ -249,26 +249,25 @@ def _hold(
     state: str,
     scale: float = 1.0,
 ) -> str | None:
-    """Why a request over the budget is sent as it is (``held``), or None: the budget forced a
-    compaction fewer than ``HEADROOM`` requests ago, and no cut now would hold the session
-    ``HEADROOM`` requests under the budget: even the deepest (``deepest``, the floor) is over it
-    (``"over"``), or leaves less than ``HEADROOM`` requests of its measured ``growth``
-    (``"floor"``; 0 before it is measured). Cutting
-    would re-bill the prompt for what aged out since and be back over within those requests:
-    a compaction on nearly every request. The request goes over the budget, as it soon would
-    after the cut; past ``HEADROOM`` requests it is cut to the floor again. At the floor, only
-    while it is over the budget by at most those requests' growth: further over, it holds a
-    burst that has aged since, which a cut frees. Never past the window as the provider counts
-    it (``scale``: its tokens per one of ours), nor where it is not known (a budget the window
-    sets is one such limit), and not on a cold cache, where the whole prompt is billed anyway
-    and the cut costs nothing more."""
-    if state != "warm" or hard_limit is None or not memory.cut_lately():
+    """Why a request over the budget is sent as it is (``held``), or None: the session's last
+    compaction (the budget's or a warm cut) came fewer than ``HEADROOM`` requests ago, and a cut
+    now would be its second within them. The request goes over the budget; ``HEADROOM``
+    requests after the last compaction it is cut again, so a session held at the budget
+    compacts at most once per ``HEADROOM`` requests. The reason says what a cut would have
+    done: even the deepest (``deepest``, the floor) is over the budget (``"over"``); it fits,
+    but leaves less than ``HEADROOM`` requests of the measured ``growth`` (``"floor"``; 0
+    before it is measured), so the session would be back over within them; or it would hold
+    them, the session having grown faster than the last compaction left room for (a burst,
+    ``"spacing"``). Never past the window as the provider counts it (``scale``: its tokens per
+    one of ours), nor where it is not known (a budget the window sets is one such limit), and
+    not on a cold cache, where the whole prompt is billed anyway and the cut costs nothing
+    more."""
+    if state != "warm" or hard_limit is None or not memory.cut_within(HEADROOM):
         return None
     if total * scale > hard_limit:
         return None
     if deepest > limit:
         return "over"
-    reach = HEADROOM * growth  # what the session adds in the requests a cut is for
-    if deepest + reach > limit and total <= limit + reach:
+    if deepest + HEADROOM * growth > limit:  # what the session adds in the requests a cut is for
         return "floor"
-    return None
+    return "spacing"

@@ -35,17 +35,16 @@ def test_a_session_cut_on_every_request_gets_its_growth_measured() -> None:
         assert abs(r["schedule"]["growth"] - growth) <= 0.05 * growth
 
 
-def test_the_floor_hold_applies_to_a_session_cut_from_its_first_request() -> None:
-    # the window known: on the third request the growth measured on the two cut before it says
-    # the floor leaves less than 5 requests of it, so the session is held, not cut again
-    reports, budget, _ = _resumed(window_room=120_000)
+def test_a_session_cut_from_its_first_request_is_held_by_its_measured_growth() -> None:
+    # the window known: cut on its first request, then held until 5 requests after; from the
+    # third on, the hold's figures use the growth measured between the held requests
+    reports, budget, growth = _resumed(window_room=120_000)
     held = _held(reports)
-    assert held and held[0] == 2
-    first = reports[2]["schedule"]
-    assert first["held"] == "floor"
-    assert first["deepest"] <= budget < first["deepest"] + schedule.HEADROOM * first["growth"]
-    # cut on its first two requests (the growth is measured from the second on), then once per
-    # 5 requests
+    assert held[:4] == [1, 2, 3, 4]
+    for r in reports[2:5]:
+        fig = r["schedule"]
+        assert fig["held"] == "floor" and abs(fig["growth"] - growth) <= 0.05 * growth
+        assert fig["deepest"] <= budget < fig["deepest"] + schedule.HEADROOM * fig["growth"]
     cuts = _compactions(reports)
-    assert cuts[:2] == [0, 1] and len(cuts) >= 5
-    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts[1:]))
+    assert cuts[0] == 0 and len(cuts) >= 5
+    assert all(b - a == schedule.HEADROOM for a, b in itertools.pairwise(cuts))

@@ -1,9 +1,10 @@
 """A session held at the budget compacts at most once per ``schedule.HEADROOM`` (5) requests:
 the goal of a forced compaction leaves room for that much growth; fewer than 5 requests after
 one, only the budget itself forces the next (the block the reserve was kept for is in the prompt
-by then); and when no cut would hold the session 5 requests under the budget (none fits it, or
-the deepest leaves less than 5 requests of growth), a compaction that went to the floor is not
-taken again on every request (``held``)."""
+by then); and fewer than 5 requests after any compaction, a request over the budget is not cut
+again (``held``, with why: no cut fits, the deepest leaves less than 5 requests of growth, or
+the session grew faster than the last cut left room for), within the model's window, on a warm
+cache."""
 
 from __future__ import annotations
 
@@ -181,10 +182,10 @@ def test_a_cold_request_is_cut_not_held(fields: int) -> None:
     assert cold[k]["compacted"] and cold[k]["schedule"]["decision"] != "held"
 
 
-def test_a_burst_past_the_growth_held_for_is_cut_at_the_floor() -> None:
+def test_a_burst_past_the_growth_held_for_waits_five_requests() -> None:
     # a large result arrives with a request the budget cut (its current turn, kept): the next
-    # request is over the budget by more than 5 requests of the session's growth, all of it
-    # old enough to go. Held, it would stay that far over for 4 requests: it is cut instead
+    # request is over the budget by more than 5 requests of the session's growth. A cut now
+    # would be the session's second within 5 requests: it is held, and cut 5 requests after
     steps, budget, task = _floor_session(450)
     cut = _compactions(_replay(steps, budget, task=task))[1]
     steps[cut] = _step(cut, 300, parts=1)
@@ -194,37 +195,62 @@ def test_a_burst_past_the_growth_held_for_is_cut_at_the_floor() -> None:
     fig = after["schedule"]
     reach = schedule.HEADROOM * fig["growth"]
     assert fig["deepest"] <= budget < fig["deepest"] + reach  # the floor leaves little room
-    assert fig["before"] > budget + reach  # but it is further over than that growth
-    assert after["compacted"] and fig["decision"] == "forced"
-    for k in _held(reports):  # a request held at the floor: over by at most that growth
-        held = reports[k]["schedule"]
-        if held["held"] == "floor":
-            assert reports[k]["size"] <= budget + schedule.HEADROOM * held["growth"]
-    cuts = [k for k in _compactions(reports) if k > cut]
+    assert fig["before"] > budget + reach  # and it is further over than that growth
+    assert not after["compacted"] and fig["decision"] == "held" and fig["held"] == "floor"
+    assert all(k in _held(reports) for k in range(cut + 1, cut + schedule.HEADROOM))
+    assert reports[cut + schedule.HEADROOM]["compacted"]
+    cuts = _compactions(reports)
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
 
 
-def test_the_floor_is_held_by_the_growth_measured_between_requests() -> None:
-    # a first request over the budget is cut; on the second, the growth per request is not yet
-    # measured (the schedule's figure is the whole prompt's average): it is cut, not held on it
-    steps = [schedule.Step("drop", 2_300, 2), schedule.Step("drop", 1_000, 4)]
+def test_a_burst_a_deeper_cut_would_hold_is_held_too() -> None:
+    # steady small steps, then right after a compaction a result that takes the request past
+    # the budget, where a deeper cut would leave room for 5 requests: not cut again until 5
+    # requests after the last compaction (``spacing``)
+    steps = [_step(k, 10) for k in range(40)]
+    first = _compactions(_replay(steps, BUDGET))[0]
+    steps[first + 1] = _step(first + 1, 800, parts=1)
+    reports = _replay(steps, BUDGET)
+    assert reports[first]["compacted"] and reports[first + 1]["over_budget"]
+    fig = reports[first + 1]["schedule"]
+    assert fig["decision"] == "held" and fig["held"] == "spacing"
+    assert fig["deepest"] + schedule.HEADROOM * fig["growth"] <= BUDGET  # a cut would hold
+    cuts = _compactions(reports)
+    assert first + schedule.HEADROOM in cuts
+    assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
+
+
+def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
+    # over the budget (4,000) by 1,800, a cut 2 requests ago: held whatever a cut would leave,
+    # the reason saying what that is; 5 requests after the cut, cut
     prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
 
-    def decide(memory: schedule.Memory) -> str:
+    def decide(
+        memory: schedule.Memory, freed: tuple[int, int] = (2_300, 1_000)
+    ) -> tuple[str, str | None]:
+        steps = [schedule.Step("drop", freed[0], 2), schedule.Step("drop", freed[1], 4)]
         choice = schedule.choose(
             steps, prefix, 5_800, 3_800, 2_000, CacheFacts(), memory, "warm", {}, 10,
             budget=4_000, hard_limit=120_000,
         )  # fmt: skip
-        return str(choice.figures["decision"])
+        return str(choice.figures["decision"]), choice.figures.get("held")
 
     # the deepest cut leaves 2,500 tokens: under the budget by 1,500
-    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0)
-    assert decide(second) == "forced"
-    # measured at 400 a request, 5 requests of it do not fit in those 1,500: held
-    later = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1)
-    assert decide(later) == "held"
-    # at 250 a request they fit: cut
-    assert decide(replace(later, growth=250.0)) == "forced"
+    later = schedule.Memory(
+        requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1, last_cut=1
+    )
+    assert decide(later) == ("held", "floor")  # 5 requests of 400 do not fit in 1,500
+    assert decide(replace(later, growth=250.0)) == ("held", "spacing")  # they fit
+    assert decide(later, (1_000, 500)) == ("held", "over")  # the deepest is over the budget
+    # the growth not measured yet (the second request): held all the same
+    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0, last_cut=0)
+    assert decide(second)[0] == "held"
+    # a warm cut 2 requests ago holds it as a forced one does
+    assert decide(replace(later, cut_at=-1)) == ("held", "floor")
+    # 5 requests after the last compaction: cut
+    assert decide(replace(later, requests=6))[0] == "forced"
+    # no compaction yet: cut
+    assert decide(replace(later, cut_at=-1, last_cut=-1))[0] == "forced"
 
 
 @FLOORS
@@ -242,7 +268,9 @@ def _choose_at_the_window(provider_prompt: int) -> schedule.Choice:
     the previous request (5,400 by ours)."""
     steps = [schedule.Step("drop", 1_000, 2), schedule.Step("drop", 500, 4)]
     prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
-    memory = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1)
+    memory = schedule.Memory(
+        requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1, last_cut=1
+    )
     facts = CacheFacts(last_prompt_tokens=provider_prompt)
     return schedule.choose(
         steps, prefix, 5_800, 3_800, 2_000, facts, memory, "warm", {}, 10,
