@@ -4,6 +4,7 @@ replay on the corpus."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -144,6 +145,21 @@ def test_a_tiny_replay_on_the_corpus(tmp_path: Path) -> None:
         main(["--limit", "2", "--max-requests", "8", "--jobs", "1", "--json", str(out_json)]) == 0
     )
     assert {r["configuration"] for r in json.loads(out_json.read_text())["rows"]} >= {"mask10"}
+
+
+@pytest.mark.needs_shared
+def test_no_session_of_the_corpus_compacts_twice_within_five_requests() -> None:
+    # the first 12 conversations, 40 requests each, at half and 30% of their largest request:
+    # held at the budget, not re-cut within 5 requests of a compaction (7 of them did before)
+    variants = (parse_variant("share50"), parse_variant("share30"))
+    compactions = 0
+    for conv in itertools.islice(iter_conversations(), 12):
+        out = replay(Job(conv, variants, seed=0, max_requests=40, read_ratio=0.1, learn=False))
+        assert not +out.rule_errors
+        for r in kept_rows(out, list(variants)):
+            assert r["thrash"] == 0, (conv["id"], r["configuration"])
+            compactions += r["compactions"]
+    assert compactions >= 50
 
 
 def test_a_compaction_within_five_requests_of_the_previous_is_thrash() -> None:
