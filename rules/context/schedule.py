@@ -32,9 +32,9 @@ Three cases:
 - **Over the budget.** The cut of least expected cost that leaves room for ``HEADROOM`` requests
   of the session's observed growth under the budget, so a session at the budget compacts once and
   then not for several requests (never a message or two each time). Fewer than ``HEADROOM``
-  requests after such a cut, a request no cut could bring that far under the budget is held
-  (``_hold``): sent as it is, within the model's window. The horizon (the corpus'
-  session lengths) weighs depth against the re-bills of later forced compactions."""
+  requests after the session's last compaction a request over the budget is held (``_hold``):
+  sent as it is, on a warm cache, within the model's window. The horizon (the corpus' session
+  lengths) weighs depth against the re-bills of later forced compactions."""
 
 from __future__ import annotations
 
@@ -256,7 +256,8 @@ def _hold(
     compacts at most once per ``HEADROOM`` requests. The reason says what a cut would have
     done: even the deepest (``deepest``, the floor) is over the budget (``"over"``); it fits,
     but leaves less than ``HEADROOM`` requests of the measured ``growth`` (``"floor"``; 0
-    before it is measured), so the session would be back over within them; or it would hold
+    before it is measured, so ``"spacing"`` then), so the session would be back over within
+    them; or it would hold
     them, the session having grown faster than the last compaction left room for (a burst,
     ``"spacing"``). Never past the window as the provider counts it (``scale``: its tokens per
     one of ours), nor where it is not known (a budget the window sets is one such limit), and

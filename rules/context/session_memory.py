@@ -59,11 +59,6 @@ class Memory:
         )
         return memory
 
-    def cut_lately(self) -> bool:
-        """Whether the last compaction the budget forced came fewer than ``HEADROOM`` requests
-        ago (a warm cut under the budget leaves no room for growth by design)."""
-        return self.cut_at >= 0 and self.requests - self.cut_at < HEADROOM
-
     def cut_within(self, requests: int) -> bool:
         """Whether the session's last compaction came fewer than ``requests`` requests ago."""
         return self.last_cut >= 0 and self.requests - self.last_cut < requests
@@ -113,9 +108,9 @@ class Memory:
         step = (tokens if arrived is None else arrived) - self.last_tokens
         growth = self.growth
         # A compacted request's step is counted only while the session has no growth measured
-        # (cut on every request from its first, it would have none, and the floor hold could
-        # never apply): counted always, a burst that came with a cut raises the growth the hold
-        # bounds its overshoot by, and on the corpus thrash fell but the bill rose (see prune.md).
+        # (cut on every request from its first, it would have none): counted always, a burst
+        # that came with a cut raised the growth a forced cut leaves room for, and on the corpus
+        # support and the bill got worse (see prune.md). A held request's step is counted.
         # Negative: the client dropped messages itself (a restart); nothing to measure.
         if self.requests and step >= 0 and (not compacted or not self.growth):
             growth = step if not self.growth else 0.7 * self.growth + 0.3 * step
@@ -149,6 +144,6 @@ class Memory:
 def trigger(room: int, budget: int | None, memory: Memory) -> int:
     """The size over which the budget forces a compaction: ``room`` (the budget less the
     reserve kept for the block inject renders at a compaction), but the budget itself fewer than
-    ``HEADROOM`` requests after the last compaction it forced, whose block is already in the
+    ``HEADROOM`` requests after the session's last compaction, whose block is already in the
     prompt (replayed as history): the reserve would only bring the next compaction sooner."""
-    return budget if memory.cut_lately() and budget is not None else room
+    return budget if memory.cut_within(HEADROOM) and budget is not None else room

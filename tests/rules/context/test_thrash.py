@@ -220,6 +220,43 @@ def test_a_burst_a_deeper_cut_would_hold_is_held_too() -> None:
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
 
 
+def _burst_session() -> tuple[list[list[dict[str, Any]]], int]:
+    """Steady small steps, and right after the first compaction a large result; the
+    compaction's request."""
+    steps = [_step(k, 10) for k in range(40)]
+    first = _compactions(_replay(steps, BUDGET))[0]
+    steps[first + 1] = _step(first + 1, 800, parts=1)
+    return steps, first
+
+
+def test_a_burst_is_cut_past_the_window_when_cold_or_with_no_window_known() -> None:
+    steps, first = _burst_session()
+    held = _replay(steps, BUDGET)[first + 1]
+    assert held["schedule"]["held"] == "spacing"
+    # a window that leaves no room for it: cut, never sent past the window
+    tight = _replay(steps, BUDGET, window_room=held["size"] - 1)[first + 1]
+    assert tight["compacted"] and tight["size"] < held["size"]
+    # the cache cold (a pause past its TTL): the prompt is billed whole anyway, so cut
+    cold = _replay(steps, BUDGET, pause={first + 1: 3_600.0})[first + 1]
+    assert cold["schedule"]["cache"] == "cold" and cold["compacted"]
+    # no window known: nothing is held
+    unknown = _replay(steps, BUDGET, window_room=None)[first + 1]
+    assert unknown["compacted"] and unknown["schedule"]["decision"] != "held"
+
+
+def test_within_five_requests_of_any_compaction_only_the_budget_forces_one() -> None:
+    # the reserve under the budget is for the block inject renders at a compaction: fewer than
+    # 5 requests after one (a warm cut as well as a forced one) that block is in the prompt
+    room, budget = 9_500, 10_000
+    after_warm = schedule.Memory(requests=3, last_cut=1)
+    after_forced = schedule.Memory(requests=3, cut_at=1, last_cut=1)
+    assert schedule.trigger(room, budget, after_warm) == budget
+    assert schedule.trigger(room, budget, after_forced) == budget
+    assert schedule.trigger(room, budget, replace(after_warm, requests=6)) == room
+    assert schedule.trigger(room, budget, schedule.Memory(requests=3)) == room
+    assert schedule.trigger(room, None, after_warm) == room
+
+
 def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
     # over the budget (4,000) by 1,800, a cut 2 requests ago: held whatever a cut would leave,
     # the reason saying what that is; 5 requests after the cut, cut
@@ -242,9 +279,9 @@ def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
     assert decide(later) == ("held", "floor")  # 5 requests of 400 do not fit in 1,500
     assert decide(replace(later, growth=250.0)) == ("held", "spacing")  # they fit
     assert decide(later, (1_000, 500)) == ("held", "over")  # the deepest is over the budget
-    # the growth not measured yet (the second request): held all the same
+    # the growth not measured yet (the second request): held all the same, as a burst
     second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0, last_cut=0)
-    assert decide(second)[0] == "held"
+    assert decide(second) == ("held", "spacing")
     # a warm cut 2 requests ago holds it as a forced one does
     assert decide(replace(later, cut_at=-1)) == ("held", "floor")
     # 5 requests after the last compaction: cut
