@@ -64,7 +64,7 @@ async def test_a_forced_compaction_is_followed_until_it_pays_back(tmp_path: Path
         engine = Engine(settings, store, budget_override=4000, strict=True)
         head = [system("Be brief."), TASK]
         steps = [
-            (body(*head, *turns(2)), 0.0, Usage(2200, 0)),
+            (body(*head, *turns(1)), 0.0, Usage(2200, 0)),  # under the budget's room
             (body(*head, *turns(6)), 20.0, Usage(2000, 128)),  # compacts: re-bills
         ]
         lines, decided = [], []
