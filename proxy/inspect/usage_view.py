@@ -69,10 +69,12 @@ def _cost_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
     prune = report.get("prune")
     plan = prune.get("schedule") if isinstance(prune, dict) else None
     if isinstance(plan, dict):
+        held = plan.get("held")  # over the budget, not cut: what a cut would have done
+        decision = f"{plan.get('decision')}: {held}" if held else plan.get("decision")
         pairs.append(
             (
                 "compaction",
-                f"{plan.get('decision')} (cache {plan.get('cache')}: {plan.get('why')}; "
+                f"{decision} (cache {plan.get('cache')}: {plan.get('why')}; "
                 f"bust {plan.get('bust_cost')}, saving {plan.get('expected_saving')}, "
                 f"horizon {plan.get('horizon')} requests)",
             )

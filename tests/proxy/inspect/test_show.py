@@ -491,6 +491,11 @@ def test_show_summarises_the_cache_economics_of_a_request() -> None:
     assert pairs["injected blocks"] == "3 replayed, added: delta"
     assert pairs["cache breakpoints"] == "system, tools, previous_tail, tail"
     assert pairs["cache read ratio"] == "0.1 (litellm)"
+    # a request held over the budget says why
+    held = {"decision": "held", "held": "spacing", "cache": "warm", "why": "idle 5 s"}
+    report["prune"]["schedule"].update(held)
+    pairs = dict(usage_view.usage_summary({"report": report}))
+    assert pairs["compaction"].startswith("held: spacing (cache warm: idle 5 s;")
 
 
 @pytest.mark.parametrize(
