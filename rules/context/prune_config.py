@@ -120,7 +120,7 @@ class Config(RuleConfig):
         ge=0,
         description="room kept free under the budget for inject's tail block: a compaction "
         "starts once less is left (never more than the budget minus the target); fewer than 5 "
-        "requests after a forced one, whose block the prompt already holds, only past the budget",
+        "requests after any compaction, whose block the prompt already holds, only past the budget",
     )
     reserve_ratio: float = Field(
         default=0.05,

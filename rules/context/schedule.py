@@ -250,7 +250,8 @@ def _hold(
     scale: float = 1.0,
 ) -> str | None:
     """Why a request over the budget is sent as it is (``held``), or None: the session's last
-    compaction (the budget's or a warm cut) came fewer than ``HEADROOM`` requests ago, and a cut
+    compaction (any: the budget's, a warm cut, a cold one) came fewer than ``HEADROOM`` requests
+    ago, and a cut
     now would be its second within them. The request goes over the budget; ``HEADROOM``
     requests after the last compaction it is cut again, so a session held at the budget
     compacts at most once per ``HEADROOM`` requests. The reason says what a cut would have

@@ -26,7 +26,9 @@ class Memory:
     carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
-    cut_at: int = -1  # the request (``requests``) of the last compaction the budget forced
+    # the request (``requests``) of the last compaction the budget forced: kept in the state for
+    # the record (the schedule reads ``last_cut``, any compaction's)
+    cut_at: int = -1
     # each reclaimable step's own figures at the last look, as stored in their own namespace
     # (``carrying.load`` reads them); None: none kept (the session's ``carried`` is shared)
     stale: Any = None

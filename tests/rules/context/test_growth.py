@@ -1,6 +1,6 @@
 """The session's growth per request is measured from each request as it arrived (the previous
 cuts replayed), so a session the budget compacts from its first request on gets one: the growth
-that sizes a forced cut's goal and the hold at the floor is the client's, not absent."""
+that sizes a forced cut's goal and the hold's reason is the client's, not absent."""
 
 from __future__ import annotations
 
@@ -41,6 +41,7 @@ def test_a_session_cut_from_its_first_request_is_held_by_its_measured_growth() -
     reports, budget, growth = _resumed(window_room=120_000)
     held = _held(reports)
     assert held[:4] == [1, 2, 3, 4]
+    assert reports[1]["schedule"]["held"] == "spacing"  # no growth measured yet
     for r in reports[2:5]:
         fig = r["schedule"]
         assert fig["held"] == "floor" and abs(fig["growth"] - growth) <= 0.05 * growth

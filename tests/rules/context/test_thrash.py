@@ -203,13 +203,20 @@ def test_a_burst_past_the_growth_held_for_waits_five_requests() -> None:
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
 
 
+def _burst_session() -> tuple[list[list[dict[str, Any]]], int]:
+    """Steady small steps, and right after the first compaction a large result; the
+    compaction's request."""
+    steps = [_step(k, 10) for k in range(40)]
+    first = _compactions(_replay(steps, BUDGET))[0]
+    steps[first + 1] = _step(first + 1, 800, parts=1)
+    return steps, first
+
+
 def test_a_burst_a_deeper_cut_would_hold_is_held_too() -> None:
     # steady small steps, then right after a compaction a result that takes the request past
     # the budget, where a deeper cut would leave room for 5 requests: not cut again until 5
     # requests after the last compaction (``spacing``)
-    steps = [_step(k, 10) for k in range(40)]
-    first = _compactions(_replay(steps, BUDGET))[0]
-    steps[first + 1] = _step(first + 1, 800, parts=1)
+    steps, first = _burst_session()
     reports = _replay(steps, BUDGET)
     assert reports[first]["compacted"] and reports[first + 1]["over_budget"]
     fig = reports[first + 1]["schedule"]
@@ -218,15 +225,6 @@ def test_a_burst_a_deeper_cut_would_hold_is_held_too() -> None:
     cuts = _compactions(reports)
     assert first + schedule.HEADROOM in cuts
     assert all(b - a >= schedule.HEADROOM for a, b in itertools.pairwise(cuts))
-
-
-def _burst_session() -> tuple[list[list[dict[str, Any]]], int]:
-    """Steady small steps, and right after the first compaction a large result; the
-    compaction's request."""
-    steps = [_step(k, 10) for k in range(40)]
-    first = _compactions(_replay(steps, BUDGET))[0]
-    steps[first + 1] = _step(first + 1, 800, parts=1)
-    return steps, first
 
 
 def test_a_burst_is_cut_past_the_window_when_cold_or_with_no_window_known() -> None:
@@ -263,12 +261,14 @@ def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
     prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
 
     def decide(
-        memory: schedule.Memory, freed: tuple[int, int] = (2_300, 1_000)
+        memory: schedule.Memory,
+        freed: tuple[int, int] = (2_300, 1_000),
+        hard_limit: int = 120_000,
     ) -> tuple[str, str | None]:
         steps = [schedule.Step("drop", freed[0], 2), schedule.Step("drop", freed[1], 4)]
         choice = schedule.choose(
             steps, prefix, 5_800, 3_800, 2_000, CacheFacts(), memory, "warm", {}, 10,
-            budget=4_000, hard_limit=120_000,
+            budget=4_000, hard_limit=hard_limit,
         )  # fmt: skip
         return str(choice.figures["decision"]), choice.figures.get("held")
 
@@ -284,6 +284,8 @@ def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
     assert decide(second) == ("held", "spacing")
     # a warm cut 2 requests ago holds it as a forced one does
     assert decide(replace(later, cut_at=-1)) == ("held", "floor")
+    # a limit under the request (the overflow rescue's retry, a window the upstream stated): cut
+    assert decide(later, hard_limit=5_000)[0] == "forced"
     # 5 requests after the last compaction: cut
     assert decide(replace(later, requests=6))[0] == "forced"
     # no compaction yet: cut
