@@ -89,7 +89,8 @@ async def replay_variant(
                 now += STEP_SECONDS
                 body = {"model": model, "messages": prefix}
                 done = await engine.rewrite(body, {}, now=now, session_id=sid)
-                state, _ = await store.load_state(sid)
+                # stored under the principal's scope (``done.session_id``), not the bare name
+                state, _ = await store.load_state(done.session_id)
                 digest.update(orjson.dumps(done.body, option=orjson.OPT_SORT_KEYS))
                 digest.update(_report_bytes(done.report))
                 digest.update(orjson.dumps(state.to_json(), option=orjson.OPT_SORT_KEYS))

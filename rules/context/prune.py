@@ -256,10 +256,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if isinstance(run, Run) and run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
     session = ctx.state.get(SESSION)
-    forced_cut = info["compacted"] and info.get("schedule", {}).get("decision") == "forced"
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        forced=forced_cut, arrived=arrived, due=due,
+        arrived=arrived, due=due,
         ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
     )  # fmt: skip
     if memo is not session:

@@ -251,19 +251,17 @@ def _hold(
 ) -> str | None:
     """Why a request over the budget is sent as it is (``held``), or None: the session's last
     compaction (any: the budget's, a warm cut, a cold one) came fewer than ``HEADROOM`` requests
-    ago, and a cut
-    now would be its second within them. The request goes over the budget; ``HEADROOM``
-    requests after the last compaction it is cut again, so a session held at the budget
-    compacts at most once per ``HEADROOM`` requests. The reason says what a cut would have
-    done: even the deepest (``deepest``, the floor) is over the budget (``"over"``); it fits,
-    but leaves less than ``HEADROOM`` requests of the measured ``growth`` (``"floor"``; 0
+    ago, and a cut now would be its second within them. The request goes over the budget;
+    ``HEADROOM`` requests after the last compaction it is cut again, so a session held at the
+    budget compacts at most once per ``HEADROOM`` requests. The reason says what a cut would
+    have done: even the deepest (``deepest``, the floor) is over the budget (``"over"``); it
+    fits, but leaves less than ``HEADROOM`` requests of the measured ``growth`` (``"floor"``; 0
     before it is measured, so ``"spacing"`` then), so the session would be back over within
-    them; or it would hold
-    them, the session having grown faster than the last compaction left room for (a burst,
-    ``"spacing"``). Never past the window as the provider counts it (``scale``: its tokens per
-    one of ours), nor where it is not known (a budget the window sets is one such limit), and
-    not on a cold cache, where the whole prompt is billed anyway and the cut costs nothing
-    more."""
+    them; or it would hold them, the session having grown faster than the last compaction left
+    room for (a burst, ``"spacing"``). Never past the window as the provider counts it
+    (``scale``: its tokens per one of ours), nor where it is not known (a budget the window sets
+    is one such limit), and not on a cold cache, where the whole prompt is billed anyway and the
+    cut costs nothing more."""
     if state != "warm" or hard_limit is None or not memory.cut_within(HEADROOM):
         return None
     if total * scale > hard_limit:

@@ -26,9 +26,6 @@ class Memory:
     carried: float = 0.0  # carrying's cost since the last compaction (or partial cut's share left)
     looked: int = 0  # the request (``requests``) of the last look at what is reclaimable
     reclaimable: int = 0  # what that look found a compaction could free
-    # the request (``requests``) of the last compaction the budget forced: kept in the state for
-    # the record (the schedule reads ``last_cut``, any compaction's)
-    cut_at: int = -1
     # each reclaimable step's own figures at the last look, as stored in their own namespace
     # (``carrying.load`` reads them); None: none kept (the session's ``carried`` is shared)
     stale: Any = None
@@ -41,7 +38,7 @@ class Memory:
         change only at a look, so they are not written again on every request)."""
         v = value if isinstance(value, Mapping) else {}
         at, due = v.get("last_at"), v.get("due")
-        cut_at, last_cut = v.get("cut_at"), v.get("last_cut")
+        last_cut = v.get("last_cut")
         memory = object.__new__(cls)
         # every request loads it: the fields set at once, not one ``object.__setattr__`` each as
         # a frozen dataclass's ``__init__`` sets them
@@ -54,7 +51,6 @@ class Memory:
             carried=float(v.get("carried") or 0.0),
             looked=int(v.get("looked") or 0),
             reclaimable=int(v.get("reclaimable") or 0),
-            cut_at=int(cut_at) if isinstance(cut_at, int) else -1,
             stale=stale,
             due=int(due) if isinstance(due, int) else -1,
             last_cut=int(last_cut) if isinstance(last_cut, int) else -1,
@@ -88,7 +84,6 @@ class Memory:
         stored: Any,
         look: tuple[float, int] | None = None,
         min_prefix: int = 0,
-        forced: bool = False,
         arrived: int | None = None,
         due: int = -1,
         ledger: Mapping[str, Any] | None = None,
@@ -99,10 +94,9 @@ class Memory:
         free (carried then counts from here at the new figure); after a warm cut, what is left
         of both (the steps it did not take keep what carrying them has cost). The next request
         expects a cache hit when this one kept its predecessor's prefix and that predecessor
-        was long enough to be cached (``min_prefix``). ``forced``: this request's compaction
-        was one the budget forced (``cut_at``). ``arrived``: this request's tokens as it came, the
-        previous cuts replayed (before this one's): less the last forwarded, what the session
-        added since, whether or not this request is then compacted. ``due``: the request by
+        was long enough to be cached (``min_prefix``). ``arrived``: this request's tokens as it
+        came, the previous cuts replayed (before this one's): less the last forwarded, what the
+        session added since, whether or not this request is then compacted. ``due``: the request by
         which the next look is due (``look_due``), with ``look``; -1: unknown. ``ledger``: the
         session's risk ledger (``risk_budget.dump``), kept when bets are paid from winnings."""
         if self.last_at == now and self.last_tokens == tokens and isinstance(stored, dict):
@@ -136,7 +130,6 @@ class Memory:
             "carried": round(carried, 1),
             "looked": looked,
             "reclaimable": reclaimable,
-            "cut_at": self.requests if compacted and forced else self.cut_at,
             **({"due": next_due} if next_due >= 0 else {}),
             **({"last_cut": last_cut} if last_cut >= 0 else {}),
             **(ledger or {}),

@@ -247,7 +247,7 @@ def test_within_five_requests_of_any_compaction_only_the_budget_forces_one() -> 
     # 5 requests after one (a warm cut as well as a forced one) that block is in the prompt
     room, budget = 9_500, 10_000
     after_warm = schedule.Memory(requests=3, last_cut=1)
-    after_forced = schedule.Memory(requests=3, cut_at=1, last_cut=1)
+    after_forced = schedule.Memory(requests=3, last_cut=1)
     assert schedule.trigger(room, budget, after_warm) == budget
     assert schedule.trigger(room, budget, after_forced) == budget
     assert schedule.trigger(room, budget, replace(after_warm, requests=6)) == room
@@ -273,23 +273,19 @@ def test_a_request_is_held_within_five_requests_of_a_cut_with_why() -> None:
         return str(choice.figures["decision"]), choice.figures.get("held")
 
     # the deepest cut leaves 2,500 tokens: under the budget by 1,500
-    later = schedule.Memory(
-        requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1, last_cut=1
-    )
+    later = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, last_cut=1)
     assert decide(later) == ("held", "floor")  # 5 requests of 400 do not fit in 1,500
     assert decide(replace(later, growth=250.0)) == ("held", "spacing")  # they fit
     assert decide(later, (1_000, 500)) == ("held", "over")  # the deepest is over the budget
     # the growth not measured yet (the second request): held all the same, as a burst
-    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, cut_at=0, last_cut=0)
+    second = schedule.Memory(requests=1, last_at=0.0, last_tokens=3_000, last_cut=0)
     assert decide(second) == ("held", "spacing")
-    # a warm cut 2 requests ago holds it as a forced one does
-    assert decide(replace(later, cut_at=-1)) == ("held", "floor")
     # a limit under the request (the overflow rescue's retry, a window the upstream stated): cut
     assert decide(later, hard_limit=5_000)[0] == "forced"
     # 5 requests after the last compaction: cut
     assert decide(replace(later, requests=6))[0] == "forced"
     # no compaction yet: cut
-    assert decide(replace(later, cut_at=-1, last_cut=-1))[0] == "forced"
+    assert decide(replace(later, last_cut=-1))[0] == "forced"
 
 
 @FLOORS
@@ -307,9 +303,7 @@ def _choose_at_the_window(provider_prompt: int) -> schedule.Choice:
     the previous request (5,400 by ours)."""
     steps = [schedule.Step("drop", 1_000, 2), schedule.Step("drop", 500, 4)]
     prefix = [0, 500, 1_000, 2_500, 4_000, 5_000, 5_800]
-    memory = schedule.Memory(
-        requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, cut_at=1, last_cut=1
-    )
+    memory = schedule.Memory(requests=3, last_at=0.0, last_tokens=5_400, growth=400.0, last_cut=1)
     facts = CacheFacts(last_prompt_tokens=provider_prompt)
     return schedule.choose(
         steps, prefix, 5_800, 3_800, 2_000, facts, memory, "warm", {}, 10,
