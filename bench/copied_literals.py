@@ -77,6 +77,11 @@ def _token_shape(token: str) -> bool:
     return bool(_HEXISH.fullmatch(token)) and any(c.isdigit() for c in token)
 
 
+def is_name(literal: str) -> bool:
+    """A candidate of the *tokens* kind (a path, identifier or id), not a line."""
+    return _TOKEN.fullmatch(literal) is not None and _token_shape(literal)
+
+
 def _tokens(text: str) -> Iterator[str]:
     for m in _TOKEN.finditer(text):
         token = m.group().lstrip(":@+~").rstrip(".,:;")

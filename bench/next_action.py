@@ -33,7 +33,8 @@ prune's ``bet_budget_share`` / ``warm_risk_share`` N/100 (``defaults+guard2+risk
 **Losses** are attributed to what elided the lost literal's source result in that configuration:
 ``drop`` (the result is not forwarded), else the latest ``report["pruning"]`` decision naming the
 result's call id over the session's requests (``cap``, ``supersede``, ``mask``, ``shrink``), else
-``mask`` for the baseline, else ``other``.
+``mask`` for the baseline, else ``other``; and by kind: a *name* (a path, identifier or id, what
+a dropped run's line can name: ``copied_literals.is_name``) or a *line*.
 
 **Thrash**: each configuration's compactions, and those that came fewer than 5 requests after
 the same session's previous compaction (a session held at the budget should compact at most once
@@ -71,7 +72,14 @@ import orjson
 import yaml
 
 from bench.cache_emulator import CacheUse, PrefixCache, Segments
-from bench.copied_literals import Copied, age_bucket, copied_literals, inject_blocks, learn_table
+from bench.copied_literals import (
+    Copied,
+    age_bucket,
+    copied_literals,
+    inject_blocks,
+    is_name,
+    learn_table,
+)
 from bench.copied_literals import request_text as forwarded_text
 from bench.cost import _counters, _pipeline, budget_of, model_of, spread
 from bench.cost_config import guard_share
@@ -261,6 +269,7 @@ def _account(
             fallback = "mask" if lane.variant.kind == "mask" else "other"
             stage = "drop" if source is None else lane.actions.get(str(cid), fallback)
             tally[f"lost: {stage}"] += 1
+            tally["lost kind: name" if is_name(c.literal) else "lost kind: line"] += 1
         elif source is None or c.literal not in source:
             blocks = inject_blocks(text) if blocks is None else blocks
             tally["saved: inject" if c.literal in blocks else "saved: elsewhere"] += 1

@@ -25,6 +25,7 @@ def kept_rows(total: Outcome, variants: list[Variant]) -> list[dict[str, Any]]:
                 "kept": sum(a["kept"] for a in ages.values()),
                 "by_age": ages,
                 "losses": {k[6:]: n for k, n in t.most_common() if k.startswith("lost: ")},
+                "lost_names": t["lost kind: name"],
                 "kept_though_elided": {k[7:]: n for k, n in t.items() if k.startswith("saved: ")},
                 "requests": total.requests,
                 "compactions": t["compactions"],
@@ -60,15 +61,19 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
         "\nLost literals by what elided their source result; kept ones whose source result was "
         "elided, by where they survived:\n"
     )
-    print("| configuration | lost | " + " | ".join(f"lost: {s}" for s in stages), end="")
+    print(
+        "| configuration | lost | names · lines | " + " | ".join(f"lost: {s}" for s in stages),
+        end="",
+    )
     print(" | kept, source elided: in inject's block | elsewhere |")
-    print("|---|---:|" + "---:|" * (len(stages) + 2))
+    print("|---|---:|---:|" + "---:|" * (len(stages) + 2))
     for r in rows:
         lost = r["literals"] - r["kept"]
+        kinds = f"{r['lost_names']:,} · {lost - r['lost_names']:,}"
         cells = "".join(f" | {r['losses'].get(s, 0):,}" for s in stages)
         saved = r["kept_though_elided"]
         print(
-            f"| {r['configuration']} | {lost:,}{cells} | {saved.get('inject', 0):,} "
+            f"| {r['configuration']} | {lost:,} | {kinds}{cells} | {saved.get('inject', 0):,} "
             f"| {saved.get('elsewhere', 0):,} |"
         )
     print(

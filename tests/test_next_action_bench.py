@@ -24,6 +24,7 @@ from bench.next_action import (
     Job,
     Lane,
     Outcome,
+    _account,
     kept_rows,
     main,
     mask_older,
@@ -108,6 +109,24 @@ def test_kept_until_a_placeholder_replaces_the_source_result() -> None:
     assert "src/pkg/parser.py" in request_text(mask_older(messages[:8], 0))  # b's arguments
 
 
+def test_a_lost_literal_is_a_name_or_a_line() -> None:
+    """What a dropped run's line can name (a path, identifier or id) against a copied line."""
+    assert cl.is_name("src/pkg/parser.py") and cl.is_name("parse_args") and cl.is_name("getValue")
+    assert not cl.is_name("def parse_args(argv):") and not cl.is_name("return value + 1")
+    assert not cl.is_name("--verbose") and not cl.is_name("12345678")
+    mask = Lane(parse_variant("mask10"), None, cast(PrefixCache, None))
+    messages = _conversation()
+    out = Outcome()
+    copied = copied_literals(messages)
+    for c in copied:  # each in the request that produced its call, every result masked
+        _account(out, mask, [c], messages, mask_older(messages[: c.call_index], 0))
+    tally = out.tally["mask10"]
+    lost = sum(n for k, n in tally.items() if k.startswith("lost: "))
+    assert tally["lost kind: name"] and tally["lost kind: line"]
+    assert tally["lost kind: name"] + tally["lost kind: line"] == lost
+    assert tally["lost kind: name"] == sum(cl.is_name(c.literal) for c in copied)
+
+
 def test_need_samples_pair_each_request_with_each_earlier_result() -> None:
     messages = _conversation()
     samples = need_samples(messages, [4, 7], copied_literals(messages))
@@ -135,7 +154,7 @@ def test_a_tiny_replay_on_the_corpus(tmp_path: Path) -> None:
         assert rows["nomask"]["kept"] == rows["nomask"]["literals"]
         for r in rows.values():
             assert r["literals"] == rows["nomask"]["literals"] and r["kept"] <= r["literals"]
-            assert r["literals"] - r["kept"] == sum(r["losses"].values())
+            assert r["literals"] - r["kept"] == sum(r["losses"].values()) >= r["lost_names"]
             assert r["compactions"] >= r["forced"] and r["compactions"] >= r["thrash"]
             assert r["thrash"] >= r["thrash_over_budget"]
         assert rows["nomask"]["compactions"] == rows["mask10"]["compactions"] == 0

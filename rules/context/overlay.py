@@ -145,7 +145,7 @@ def dropped_text(
         shown = list(chosen)
     elif names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
-        count = drop_names.count_for(len(texts))  # a longer run showed more worth naming
+        count = drop_names.legacy_count_for(len(texts))  # a longer run showed more worth naming
         pick = digest.digest if names == NAMES_FIRST else digest.in_order
         shown = pick("\n".join(texts), count, 25 * count)
     return (

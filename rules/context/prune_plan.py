@@ -365,10 +365,15 @@ class Run:
                 self._decide(trial, i, step.stage, edit, freed)
                 sizes[i], total = sizes[i] - freed, total - freed
         trial.dropped = [a for a in self.anchors if a in dropped]
-        view = drop_names.named_view(
-            trial, self.overlay, dropped, self.index, self.messages, self.anchors, self._rendered
-        )
+        chosen = dict(trial.chosen)
+        named = (trial, self.overlay, dropped, self.index, self.messages, self.anchors)
+        view = drop_names.named_view(*named, self._rendered)
         size = self.tokens.count_messages(view) + fixed
+        if fit is not None and size > fit + fixed and trial.chosen != chosen:
+            # still over: its new runs name as many as the older ways did, before naming none
+            trial.chosen = chosen
+            view = drop_names.named_view(*named, self._rendered, drop_names.legacy_count_for)
+            size = self.tokens.count_messages(view) + fixed
         if fit is not None and size > fit + fixed:  # still over: the names it added go
             drop_names.take_back(trial, self.overlay)
             size = self.tokens.count_messages(self.render(trial)) + fixed

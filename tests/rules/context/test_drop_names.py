@@ -58,9 +58,23 @@ def test_a_dropped_runs_line_names_only_what_the_rest_of_the_prompt_no_longer_sh
         "func_0_0",
         "func_0_1",
     ]
-    # as many names as the run's size allows, in the order its 25 results showed them
+    # as many names as the run's size allows, in the order its 25 results showed them: at this
+    # budget the line does not fit the compaction's goal with ``count_for``'s 96, so it names
+    # the older ways' count rather than nothing
     assert named[:5] == ["func_1_0", "func_1_1", "func_1_2", "func_1_3", "func_2_0"]
-    assert len(named) == len(set(named)) == drop_names.count_for(25) == 48
+    assert len(named) == len(set(named)) == drop_names.legacy_count_for(25) == 48
+
+
+def test_a_dropped_runs_line_names_up_to_its_full_count_where_it_fits() -> None:
+    messages = _session(30)
+    budget = int(TOKENS.count_messages(messages) * 0.6)
+    out = prune.apply(ctx(messages, budget=budget, now=NOW), prune.Config())
+    (line,) = _lines(out.messages)
+    named = _named(line)
+    # every name of the run's results (4 each), past the older ways' 48
+    run = int(line.split("dropped ")[1].split(" ")[0]) // 2
+    assert len(named) == len(set(named)) == 4 * run > drop_names.legacy_count_for(run)
+    assert len(named) <= drop_names.count_for(run)
 
 
 def test_the_line_is_replayed_byte_for_byte_however_the_conversation_goes_on() -> None:
@@ -94,15 +108,16 @@ def test_choose_skips_what_is_shown_elsewhere_and_names_each_once_within_its_siz
     ]
     many = [" ".join(f"name_{k}_{i}" for i in range(40)) for k in range(3)]
     chosen = drop_names.choose(many, set())
-    assert sum(map(len, chosen)) == drop_names.count_for(3) == 14
-    long = ["x_" + "a" * 290 + " short_name another_name"]
+    assert sum(map(len, chosen)) == drop_names.count_for(3) == 28
+    # 20 names, 500 characters: the second long name does not fit, the short ones after it do
+    long = [" ".join(f"{c}_" + c * 290 for c in "xyzw") + " short_name another_name"]
     (only,) = drop_names.choose(long, set())
-    assert [digest._scan(long[0])[n][1] for n in only] == ["short_name", "another_name"]
+    assert [digest._scan(long[0])[n][1][:2] for n in only] == ["x_", "sh", "an"]
 
 
 def test_stored_positions_are_checked_and_an_older_overlay_keeps_its_lines() -> None:
     assert drop_names.load(
-        {"a": [0, 2], "b": ["x"], "c": [-1], "d": [], "e": list(range(49))}, "abcde"
+        {"a": [0, 2], "b": ["x"], "c": [-1], "d": [], "e": list(range(97))}, "abcde"
     ) == {"a": (0, 2)}
     assert drop_names.load("nonsense", ["a"]) == {}
     # an overlay that dropped messages naming them in order goes on doing so
