@@ -1,4 +1,4 @@
-"""The names a dropped run's line keeps (``NAMES_CHOSEN``): chosen at the compaction that
+"""The names a dropped run's line keeps (``NAMES_WIDE``): chosen at the compaction that
 drops the run, among those its results showed that the rest of the forwarded prompt no longer
 shows, and kept in the overlay as positions, so every later request renders the same line.
 
@@ -11,7 +11,8 @@ shows (``digest.names`` of each message's text and its calls' arguments), and ea
 names, in the order its results showed them, the first of the others within its size (``16 + 4``
 a result, at most 96, ``25`` characters each on average; a compaction whose line does not fit its
 goal so names as many as the older ways, then none). The older ways (``NAMES_FIRST``,
-``NAMES_IN_ORDER``) name ``8 + 2`` a result, at most 48 (``legacy_count_for``), as they did.
+``NAMES_IN_ORDER``, and ``NAMES_CHOSEN``: this module's at that count) name ``8 + 2`` a result,
+at most 48 (``legacy_count_for``), as they did: an overlay keeps its way.
 
 What is kept is each dropped result's chosen positions in its own ``digest._scan`` (integers:
 nothing of the client's text is stored, so nothing stored needs redacting, and the line is
@@ -31,8 +32,10 @@ from rules.messages import call_arguments_text, role, text_of, tool_calls
 
 # What a dropped run's line names: nothing; the first paths, then identifiers, then ids its
 # results showed; their names in the order shown (``digest.in_order``); or those of them the rest
-# of the prompt no longer showed when it was dropped (this module)
-NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER, NAMES_CHOSEN = 0, 1, 2, 3
+# of the prompt no longer showed when it was dropped (this module), at most ``legacy_count_for``
+# (``NAMES_CHOSEN``) or ``count_for`` (``NAMES_WIDE``) of them
+NAMES_NONE, NAMES_FIRST, NAMES_IN_ORDER, NAMES_CHOSEN, NAMES_WIDE = 0, 1, 2, 3, 4
+CHOSEN_WAYS = frozenset({NAMES_CHOSEN, NAMES_WIDE})  # the ways kept as positions (``chosen``)
 
 
 class Named(Protocol):
@@ -59,9 +62,15 @@ def count_for(results: int) -> int:
 
 
 def legacy_count_for(results: int) -> int:
-    """The count of the older ways (``NAMES_FIRST``, ``NAMES_IN_ORDER``), which render from the
-    run's texts each request: kept, so a session whose overlay named runs so replays its bytes."""
+    """The count of the older ways (``NAMES_FIRST``, ``NAMES_IN_ORDER``, ``NAMES_CHOSEN``): kept,
+    so a session whose overlay named runs so replays its bytes (a run a client's trimmed history
+    shortens renders under its own way's count)."""
     return min(8 + 2 * results, 48)
+
+
+def count_of_way(names: int) -> Callable[[int], int]:
+    """The count a way of naming (``NAMES_*``) names a run's results within."""
+    return count_for if names == NAMES_WIDE else legacy_count_for
 
 
 def shown_in(messages: Iterable[Message]) -> set[str]:
@@ -118,7 +127,7 @@ def named_view(
     messages: Sequence[Message],
     anchors: Sequence[str],
     render: Callable[[Ov], tuple[list[Message], Sequence[int]]],
-    count_of: Callable[[int], int] = count_for,
+    count_of: Callable[[int], int] | None = None,
 ) -> list[Message]:
     """``trial``, a compaction of ``before`` whose drops are ``dropped``, rendered (``render``:
     the view and the message each of its messages renders), its new runs named first: only the
@@ -126,10 +135,11 @@ def named_view(
     messages no longer sent), and what is new is told by set, not by count."""
     trial.chosen = {a: p for a, p in trial.chosen.items() if a in dropped and a in present}
     view, placed = render(trial)
-    if trial.names != NAMES_CHOSEN or dropped.issubset(before.dropped):
+    if trial.names not in CHOSEN_WAYS or dropped.issubset(before.dropped):
         return view
     gone = set(before.dropped)
-    trial.chosen.update(chosen_for(messages, anchors, view, placed, gone, trial.chosen, count_of))
+    count = count_of or count_of_way(trial.names)
+    trial.chosen.update(chosen_for(messages, anchors, view, placed, gone, trial.chosen, count))
     return render(trial)[0]
 
 
@@ -169,7 +179,7 @@ def chosen_for(
         results = [j for j in run if role(messages[j]) == "tool"]
         fresh = [j for j in results if anchors[j] not in before]
         texts = [text_of(messages[j].get("content")) for j in fresh]
-        named = names_of([messages[j] for j in run], [anchors[j] for j in run], chosen)
+        named = names_of([messages[j] for j in run], [anchors[j] for j in run], chosen, count_of)
         picks = choose(texts, visible, len(results), named, count_of)
         for j, picked in zip(fresh, picks, strict=True):
             if picked:
@@ -179,13 +189,16 @@ def chosen_for(
 
 
 def names_of(
-    messages: Sequence[Message], anchors: Sequence[str], chosen: Mapping[str, Sequence[int]]
+    messages: Sequence[Message],
+    anchors: Sequence[str],
+    chosen: Mapping[str, Sequence[int]],
+    count_of: Callable[[int], int] = count_for,
 ) -> list[str]:
     """The names a run's line keeps: each of its results' chosen positions (by its anchor),
-    in order, each name once, at most ``count_for`` the run's results."""
+    in order, each name once, at most ``count_of`` the run's results (its way's count)."""
     out: list[str] = []
     seen: set[str] = set()
-    limit = count_for(sum(role(m) == "tool" for m in messages))
+    limit = count_of(sum(role(m) == "tool" for m in messages))
     for m, a in zip(messages, anchors, strict=True):
         positions = chosen.get(a)
         if not positions or role(m) != "tool":

@@ -14,7 +14,7 @@ from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.context.capped import capped_text
-from rules.context.drop_names import NAMES_CHOSEN, NAMES_FIRST, NAMES_NONE
+from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
 from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
 
 ELIDE_ACTIONS = ("supersede", "mask")
@@ -77,8 +77,9 @@ class Overlay:
     compactions: int = 0
     # how dropped runs' lines name what they showed (``NAMES_*``); an overlay that dropped
     # messages under an older way keeps it (the bytes it forwarded)
-    names: int = NAMES_CHOSEN
-    # NAMES_CHOSEN: each dropped result's chosen names, as positions in its ``digest._scan``
+    names: int = NAMES_WIDE
+    # NAMES_CHOSEN, NAMES_WIDE: each dropped result's chosen names, as positions in its
+    # ``digest._scan``
     chosen: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
     @classmethod
@@ -89,10 +90,10 @@ class Overlay:
         edits = {a: e for a, e in (value.get("edits") or {}).items() if keep_all or a in present}
         dropped = [a for a in value.get("dropped") or [] if keep_all or a in present]
         stored = value.get("names")  # ``true``: the first way (older overlays); absent: none
-        known = isinstance(stored, int) and NAMES_NONE <= stored <= NAMES_CHOSEN
+        known = isinstance(stored, int) and NAMES_NONE <= stored <= NAMES_WIDE
         names = int(stored) if known else NAMES_NONE
-        names = names if value.get("dropped") else NAMES_CHOSEN
-        chosen = drop_names.load(value.get("chosen"), dropped) if names == NAMES_CHOSEN else {}
+        names = names if value.get("dropped") else NAMES_WIDE
+        chosen = drop_names.load(value.get("chosen"), dropped) if names in CHOSEN_WAYS else {}
         return cls(edits, dropped, int(value.get("compactions", 0)), names, chosen)
 
     def to_json(self) -> dict[str, Any]:
@@ -135,13 +136,13 @@ def dropped_text(
 ) -> str:
     """The line standing for dropped messages; with ``names``, the paths, identifiers and ids
     their tool results showed (``NAMES_*``, ``digest``), so the agent can still name them:
-    ``NAMES_CHOSEN``'s are ``chosen`` (``drop_names.names_of``)."""
+    ``NAMES_CHOSEN``'s and ``NAMES_WIDE``'s are ``chosen`` (``drop_names.names_of``)."""
     calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
     roles = Counter(role(m) for m in messages)
     what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
     tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))
     shown: list[str] = []
-    if names == NAMES_CHOSEN:
+    if names in CHOSEN_WAYS:
         shown = list(chosen)
     elif names:
         texts = [text_of(m.get("content")) for m in messages if role(m) == "tool"]
@@ -347,7 +348,7 @@ def _dropped_line(
     """The line standing for the dropped messages at indices ``run``. Their anchors hold their
     content hashes, all ``dropped_text`` reads with the names chosen of them: the memo's key."""
     names, anchors = overlay.names, [anchor_list[i] for i in run]
-    chosen = overlay.chosen if names == NAMES_CHOSEN else {}
+    chosen = overlay.chosen if names in CHOSEN_WAYS else {}
     picked = tuple(chosen.get(a, ()) for a in anchors) if chosen else ()
     key = ("dropped", names, *anchors, picked) if memo is not None else None
     if key is not None and memo is not None:
@@ -355,7 +356,8 @@ def _dropped_line(
         if hit is not None:
             return hit
     run_messages = [messages[i] for i in run]
-    shown = drop_names.names_of(run_messages, anchors, chosen) if chosen else []
+    count = drop_names.count_of_way(names)
+    shown = drop_names.names_of(run_messages, anchors, chosen, count) if chosen else []
     line = {"role": "user", "content": dropped_text(run_messages, names, shown)}
     if key is not None and memo is not None:
         memo.put(key, line)

@@ -369,7 +369,8 @@ class Run:
         named = (trial, self.overlay, dropped, self.index, self.messages, self.anchors)
         view = drop_names.named_view(*named, self._rendered)
         size = self.tokens.count_messages(view) + fixed
-        if fit is not None and size > fit + fixed and trial.chosen != chosen:
+        wide = trial.names == drop_names.NAMES_WIDE and trial.chosen.keys() - chosen.keys()
+        if fit is not None and size > fit + fixed and wide:
             # still over: its new runs name as many as the older ways did, before naming none
             trial.chosen = chosen
             view = drop_names.named_view(*named, self._rendered, drop_names.legacy_count_for)

@@ -93,7 +93,7 @@ def test_the_line_is_replayed_byte_for_byte_however_the_conversation_goes_on() -
     assert _lines(again.messages) == [line]
     # what is stored is positions, never the client's text
     stored = out.state.get(prune.NAMESPACE)
-    assert stored["names"] == drop_names.NAMES_CHOSEN and stored["chosen"]
+    assert stored["names"] == drop_names.NAMES_WIDE and stored["chosen"]
     for positions in stored["chosen"].values():
         assert positions and all(type(n) is int and n >= 0 for n in positions)
 
@@ -117,8 +117,9 @@ def test_choose_skips_what_is_shown_elsewhere_and_names_each_once_within_its_siz
 
 def test_stored_positions_are_checked_and_an_older_overlay_keeps_its_lines() -> None:
     assert drop_names.load(
-        {"a": [0, 2], "b": ["x"], "c": [-1], "d": [], "e": list(range(97))}, "abcde"
-    ) == {"a": (0, 2)}
+        {"a": [0, 2], "b": ["x"], "c": [-1], "d": [], "e": list(range(97)), "f": [*range(96)]},
+        "abcdef",
+    ) == {"a": (0, 2), "f": tuple(range(96))}
     assert drop_names.load("nonsense", ["a"]) == {}
     # an overlay that dropped messages naming them in order goes on doing so
     run = [assistant(None, shell("c1", "ls")), result("c1", "src/app/main.py\nREADME.md")]
@@ -135,6 +136,29 @@ def test_stored_positions_are_checked_and_an_older_overlay_keeps_its_lines() -> 
     assert "showed" not in overlay.dropped_text(run, drop_names.NAMES_CHOSEN, [])
     state = SessionState({prune.NAMESPACE: now.to_json()})
     assert state.get(prune.NAMESPACE)["chosen"] == {"a": [1]}
+
+
+def test_an_older_chosen_overlay_keeps_its_count_when_the_client_trims_its_run() -> None:
+    """``NAMES_CHOSEN`` (the count before ``NAMES_WIDE``) renders within ``legacy_count_for``:
+    a run its client's trimmed history shortens names what it named before, not more."""
+    messages = _session(30)
+    results = [m for m in messages if m["role"] == "tool"]
+    # 4 names chosen of each of the first 12 results: under the older count a run of 12 names 32
+    chosen = {f"r{k}": (0, 1, 2, 3) for k in range(12)}
+    run = [m for k in range(12) for m in (messages[1 + 2 * k], results[k])]
+    anchors = [a for k in range(12) for a in (f"c{k}", f"r{k}")]
+    older = drop_names.names_of(run, anchors, chosen, drop_names.count_of_way(3))
+    assert len(older) == drop_names.legacy_count_for(12) == 32
+    wide = drop_names.names_of(run, anchors, chosen, drop_names.count_of_way(4))
+    assert len(wide) == 48 and wide[:32] == older
+    every = ["t", *(a for k in range(30) for a in (f"c{k}", f"r{k}"))]
+    stored = {a: list(p) for a, p in chosen.items()}  # as the session's state holds them
+    for way, named in ((drop_names.NAMES_CHOSEN, older), (drop_names.NAMES_WIDE, wide)):
+        ov = overlay.Overlay.load(
+            {"dropped": anchors, "compactions": 1, "names": way, "chosen": stored}, set(every)
+        )
+        (line,) = _lines(overlay.render(messages, every, ov, {}, TOKENS, 8_000))
+        assert ov.names == way and line.startswith(f"{LINE}24 ") and _named(line) == named
 
 
 def test_a_way_back_keeps_what_a_result_dropped_again_named() -> None:

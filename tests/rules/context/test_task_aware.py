@@ -181,7 +181,7 @@ def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_with
     assert "showed" not in overlay.dropped_text(msgs, drop_names.NAMES_NONE)
     old = overlay.Overlay.load({"edits": {}, "dropped": ["a"], "compactions": 1}, {"a"})
     assert old.names == drop_names.NAMES_NONE and "names" not in old.to_json()
-    assert overlay.Overlay.load({}, set()).names == drop_names.NAMES_CHOSEN
+    assert overlay.Overlay.load({}, set()).names == drop_names.NAMES_WIDE
     # an overlay whose runs were named the first way keeps it, stored as before
     stored = {"edits": {}, "dropped": ["a"], "compactions": 1, "names": True}
     kept = overlay.Overlay.load(stored, {"a"})
@@ -191,7 +191,7 @@ def test_dropped_runs_name_what_they_showed_unless_an_older_overlay_dropped_with
     assert overlay.Overlay.load(now.to_json(), {"a"}).names == drop_names.NAMES_IN_ORDER
     assert overlay.dropped_text(msgs, now.names).endswith("README.md) to fit the token budget]")
     # a new overlay names what its compactions chose (``test_drop_names``)
-    assert overlay.Overlay({}, ["a"], 1).names == drop_names.NAMES_CHOSEN
+    assert overlay.Overlay({}, ["a"], 1).names == drop_names.NAMES_WIDE
 
 
 def test_a_dropped_runs_line_names_what_it_showed_in_order_not_paths_first() -> None:
