@@ -94,7 +94,7 @@ def choose(
 ) -> list[tuple[int, ...]]:
     """For the results ``texts`` a compaction drops in one run, in order: the positions (in
     each text's ``digest._scan``) of the names its line keeps: in the order shown, not shown
-    elsewhere (``visible``), each once, within ``count_for(results)`` names (``results``: the
+    elsewhere (``visible``), each once, within ``count_of(results)`` names (``results``: the
     run's results, those dropped before included; all of them ``texts`` when None) and 25
     characters a name, ``named`` (what the run's line names already) counted in both; a name
     too long for what is left does not crowd out the shorter ones after it. ``count_of``: the
