@@ -83,12 +83,15 @@ def read_range(messages: list[Message], obs: Observation) -> Range | str:
     if obs.action.command:
         return _shell_range(obs.action.command)
     args = _arguments(messages, obs)
-    view = args.get("view_range")
-    if isinstance(view, list) and len(view) == 2:
+    given = args.get("view_range")
+    view = _view_range(given)
+    if view is not None:
         first, last = _int(view[0]), _int(view[1])
         if first is None or last is None:
             return f"{obs.action.tool} {view}"
         return (max(first, 1), None if last < 0 else last)
+    if given is not None and given != []:  # a range it cannot read: some part, not the whole
+        return f"{obs.action.tool} {str(given)[:80]}"
     offset, limit = _int(args.get("offset")), _int(args.get("limit"))
     if offset is not None or limit is not None:
         first = max(offset or 1, 1)
@@ -96,7 +99,24 @@ def read_range(messages: list[Message], obs: Observation) -> Range | str:
     start, end = _int(args.get("start_line")), _int(args.get("end_line"))
     if start is not None or end is not None:
         return (max(start or 1, 1), end if end and end > 0 else None)
+    unread = [k for k in _RANGE_KEYS if args.get(k) is not None]
+    if unread:  # bounds it cannot read: some part, not the whole
+        return f"{obs.action.tool} " + " ".join(f"{k}={str(args[k])[:40]}" for k in unread)
     return FULL
+
+
+_RANGE_KEYS = ("offset", "limit", "start_line", "end_line")
+
+
+def _view_range(value: Any) -> list[Any] | None:
+    """An editor's ``view_range``: two numbers, as a list or as that list written in a string
+    (``"[360, -1]"``: models send both, and the editor reads both)."""
+    if isinstance(value, str) and len(value) <= 64:
+        try:
+            value = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value if isinstance(value, list) and len(value) == 2 else None
 
 
 _CONTENT_KEYS = ("content", "file_text", "contents", "text", "new_content")

@@ -372,6 +372,22 @@ PARTIAL_CASES = [
                  id="then-full-read"),
     pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range=[1, 40])], set(),
                  id="full-then-partial"),
+    # the range written as a string, as some models send it: still a part of the file
+    pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range="[360, -1]")],
+                 set(), id="full-then-partial-as-a-string"),
+    pytest.param([view("v1", "/r/big.py", view_range="[10, 20]"),
+                  view("v2", "/r/big.py", view_range="[1, 40]")], {0}, id="covered-as-strings"),
+    # a range it cannot read is some part of the file: it supersedes no other read, and only
+    # the same read again supersedes it
+    pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range="lines 5 to 9")],
+                 set(), id="unreadable-range"),
+    pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range=[360])], set(),
+                 id="one-number-range"),
+    pytest.param([view("v1", "/r/big.py", view_range="x"), view("v2", "/r/big.py", view_range="x")],
+                 {0}, id="same-unreadable-range-again"),
+    pytest.param([assistant(None, call("r1", "Read", file_path="a.py")),
+                  assistant(None, call("r2", "Read", file_path="a.py", offset="the end"))],
+                 set(), id="unreadable-offset"),
     pytest.param([assistant(None, call("r1", "Read", file_path="a.py", offset=100, limit=50)),
                   assistant(None, call("r2", "Read", file_path="a.py", offset=1, limit=20))],
                  set(), id="read-offset-limit"),
