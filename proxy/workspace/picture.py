@@ -86,8 +86,8 @@ def _manifest_facts(name: str, text: str) -> str:
                 end = text.find(f"</{tag}>", start)
                 if 0 <= start < end and end - start < 200:
                     facts.append(f"{tag} {text[start + len(tag) + 2 : end].strip()}")
-    except (ValueError, tomllib.TOMLDecodeError, AttributeError):
-        return "unreadable"
+    except (ValueError, tomllib.TOMLDecodeError, AttributeError, RecursionError):
+        return "unreadable"  # RecursionError: nested deeper than the parsers go
     return ", ".join(facts)
 
 

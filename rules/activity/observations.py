@@ -179,7 +179,8 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
 
 def load_arguments(arguments: str) -> dict[str, Any]:
     """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
-    (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
+    (``"\\udcff"``), which orjson refuses, are read by the standard parser; nesting deeper than
+    orjson reads is not (the standard parser would recurse as deep)."""
     if not arguments:
         return {}
     try:
@@ -187,7 +188,7 @@ def load_arguments(arguments: str) -> dict[str, Any]:
     except orjson.JSONDecodeError:
         try:
             args = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past orjson's 1,024 levels: not read
             return {}
     return args if isinstance(args, dict) else {}
 

@@ -3,13 +3,14 @@ tool observations and the protected evidence; ``prune`` applies them until the t
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shlex
 from typing import Any
 
 import orjson
 
-from rules.activity.observations import Observation
+from rules.activity.observations import Observation, load_arguments
 from rules.base import Message
 from rules.messages import call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
@@ -20,15 +21,18 @@ FULL: Range = (1, None)
 _FULL_READ_VERBS = {"cat", "nl", "less", "more", "bat", "open", "view"}
 
 
-def _arguments(messages: list[Message], obs: Observation) -> dict[str, Any]:
+def _arguments_text(messages: list[Message], obs: Observation) -> str:
     for c in tool_calls(messages[obs.call_index]):
         if call_id(c) == obs.call_id:
-            try:
-                args = orjson.loads(call_arguments_text(c) or "{}")
-            except orjson.JSONDecodeError:
-                return {}
-            return args if isinstance(args, dict) else {}
-    return {}
+            return call_arguments_text(c)
+    return ""
+
+
+def _arguments(messages: list[Message], obs: Observation) -> dict[str, Any]:
+    return load_arguments(_arguments_text(messages, obs))
+
+
+_INT = re.compile(r"\s{0,20}(-?[0-9]{1,18})\s{0,20}")  # what ``int`` reads, and bounded
 
 
 def _int(value: Any) -> int | None:
@@ -36,8 +40,9 @@ def _int(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+    if isinstance(value, str):
+        m = _INT.fullmatch(value)
+        return int(m.group(1)) if m else None
     return None
 
 
@@ -82,30 +87,44 @@ def read_range(messages: list[Message], obs: Observation) -> Range | str:
     command."""
     if obs.action.command:
         return _shell_range(obs.action.command)
-    args = _arguments(messages, obs)
-    given = args.get("view_range")
-    view = _view_range(given)
-    if view is not None:
-        first, last = _int(view[0]), _int(view[1])
+    text = _arguments_text(messages, obs)
+    args = load_arguments(text)
+    given = _given(args.get("view_range"))
+    if given is not None:
+        view = _view_range(given)
+        first, last = (_int(view[0]), _int(view[1])) if view is not None else (None, None)
         if first is None or last is None:
-            return f"{obs.action.tool} {view}"
+            return _part(obs, text)
         return (max(first, 1), None if last < 0 else last)
-    if given is not None and given != []:  # a range it cannot read: some part, not the whole
-        return f"{obs.action.tool} {str(given)[:80]}"
-    offset, limit = _int(args.get("offset")), _int(args.get("limit"))
+    bounds = {k: _given(args.get(k)) for k in _RANGE_KEYS}
+    if any(v is not None and _int(v) is None for v in bounds.values()):
+        return _part(obs, text)  # a bound it cannot read: some part, not the whole
+    offset, limit = _int(bounds["offset"]), _int(bounds["limit"])
     if offset is not None or limit is not None:
         first = max(offset or 1, 1)
         return (first, first + limit - 1 if limit else None)
-    start, end = _int(args.get("start_line")), _int(args.get("end_line"))
+    start, end = _int(bounds["start_line"]), _int(bounds["end_line"])
     if start is not None or end is not None:
         return (max(start or 1, 1), end if end and end > 0 else None)
-    unread = [k for k in _RANGE_KEYS if args.get(k) is not None]
-    if unread:  # bounds it cannot read: some part, not the whole
-        return f"{obs.action.tool} " + " ".join(f"{k}={str(args[k])[:40]}" for k in unread)
     return FULL
 
 
 _RANGE_KEYS = ("offset", "limit", "start_line", "end_line")
+
+
+def _given(value: Any) -> Any:
+    """An argument as given, None when it says nothing (absent, null, ``""``, ``[]``, or
+    ``"null"`` / ``"[]"`` written as a string)."""
+    if value is None or value == "" or value == [] or value in ("null", "[]"):
+        return None
+    return value
+
+
+def _part(obs: Observation, arguments: str) -> str:
+    """The key of a read of some part of its file that ``read_range`` cannot tell: the same
+    arguments again are the same read (a digest: bounded, whatever the arguments hold)."""
+    digest = hashlib.blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=10)
+    return f"{obs.action.tool} {digest.hexdigest()}"
 
 
 def _view_range(value: Any) -> list[Any] | None:

@@ -111,6 +111,13 @@ def test_a_binary_file_named_like_a_manifest_is_not_read(tmp_path: Path) -> None
     assert "ELF" not in text_of(pic)
 
 
+def test_a_manifest_nested_past_what_the_parsers_read_is_unreadable(tmp_path: Path) -> None:
+    root = project(tmp_path / "p")
+    (root / "package.json").write_text("[" * 30_000 + "]" * 30_000)
+    pic = take_picture(CFG, str(root))
+    assert "package.json (unreadable)" in text_of(pic)
+
+
 def test_a_huge_tree_is_cut_within_bounds(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
     wide = root / "data"

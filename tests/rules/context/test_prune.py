@@ -377,6 +377,9 @@ PARTIAL_CASES = [
                  set(), id="full-then-partial-as-a-string"),
     pytest.param([view("v1", "/r/big.py", view_range="[10, 20]"),
                   view("v2", "/r/big.py", view_range="[1, 40]")], {0}, id="covered-as-strings"),
+    pytest.param([view("v1", "/r/big.py", view_range="[1, 40]"),
+                  view("v2", "/r/big.py", view_range="[900, 940]")], set(),
+                 id="disjoint-as-strings"),
     # a range it cannot read is some part of the file: it supersedes no other read, and only
     # the same read again supersedes it
     pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range="lines 5 to 9")],
@@ -385,6 +388,20 @@ PARTIAL_CASES = [
                  id="one-number-range"),
     pytest.param([view("v1", "/r/big.py", view_range="x"), view("v2", "/r/big.py", view_range="x")],
                  {0}, id="same-unreadable-range-again"),
+    pytest.param([view("v1", "/r/big.py", view_range="x"), view("v2", "/r/big.py", view_range="y")],
+                 set(), id="other-unreadable-range"),
+    pytest.param([view("v1", "/r/big.py", view_range='["²", 1]'),
+                  view("v2", "/r/big.py", view_range='["²", 1]')], {0}, id="digits-int-refuses"),
+    # one bound it cannot read makes the pair unreadable, not a wider range
+    pytest.param([assistant(None, call("r1", "Read", file_path="a.py", offset=100, limit=100)),
+                  assistant(None, call("r2", "Read", file_path="a.py", offset=10, limit=5.0))],
+                 set(), id="half-readable-offset"),
+    pytest.param([view("v1", "/r/big.py"),
+                  assistant(None, call("r2", "Read", file_path="/r/big.py", start_line="x",
+                                       end_line=5))], set(), id="half-readable-lines"),
+    # empty bounds say nothing: a full read
+    pytest.param([view("v1", "/r/big.py", view_range=[10, 20]),
+                  view("v2", "/r/big.py", view_range="")], {0}, id="empty-range-is-full"),
     pytest.param([assistant(None, call("r1", "Read", file_path="a.py")),
                   assistant(None, call("r2", "Read", file_path="a.py", offset="the end"))],
                  set(), id="unreadable-offset"),
@@ -398,6 +415,26 @@ PARTIAL_CASES = [
                   assistant(None, shell("t2", "head -5 a.py"))], set(), id="tail-then-head"),
     pytest.param([assistant(None, shell("t1", "tail -5 a.py")),
                   assistant(None, shell("t2", "tail -5 a.py"))], {0}, id="same-tail-again"),
+]  # fmt: skip
+
+
+def _raw_view(cid: str, arguments: str) -> dict[str, Any]:
+    """A view call whose arguments are ``arguments`` as sent (not written by a JSON encoder)."""
+    out = view(cid, "/r/big.py")
+    out["tool_calls"][0]["function"]["arguments"] = arguments
+    return out
+
+
+DEEP = "[" * 1_500 + "]" * 1_500  # deeper than orjson reads: the standard parser would recurse
+PARTIAL_CASES += [
+    pytest.param([view("v1", "/r/big.py"),
+                  _raw_view("v2", '{"command": "view", "path": "/r/big.py", "view_range": '
+                            '[360, -1], "note": "\\udcff"}')], set(), id="lone-surrogate"),
+    pytest.param([view("v1", "/r/big.py"), view("v2", "/r/big.py", view_range=[[[[1]]], 2])],
+                 set(), id="nested-range"),
+    pytest.param([view("v1", "/r/big.py", view_range=[1, 40]),
+                  _raw_view("v2", '{"command": "view", "path": "/r/big.py", "view_range": '
+                            + DEEP + "}")], set(), id="nested-past-orjson"),
 ]  # fmt: skip
 
 
