@@ -179,8 +179,7 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
 
 def load_arguments(arguments: str) -> dict[str, Any]:
     """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
-    (``"\\udcff"``), which orjson refuses, are read by the standard parser; nesting deeper than
-    orjson reads is not (the standard parser would recurse as deep)."""
+    (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
     if not arguments:
         return {}
     try:

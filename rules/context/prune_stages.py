@@ -3,7 +3,6 @@ tool observations and the protected evidence; ``prune`` applies them until the t
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shlex
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import orjson
 
 from rules.activity.observations import Observation, load_arguments
-from rules.base import Message
+from rules.base import Message, hash_bytes
 from rules.messages import call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
 from rules.text_cache import text_cache
@@ -115,16 +114,13 @@ _RANGE_KEYS = ("offset", "limit", "start_line", "end_line")
 def _given(value: Any) -> Any:
     """An argument as given, None when it says nothing (absent, null, ``""``, ``[]``, or
     ``"null"`` / ``"[]"`` written as a string)."""
-    if value is None or value == "" or value == [] or value in ("null", "[]"):
-        return None
-    return value
+    return None if value in (None, "", [], "null", "[]") else value
 
 
 def _part(obs: Observation, arguments: str) -> str:
     """The key of a read of some part of its file that ``read_range`` cannot tell: the same
     arguments again are the same read (a digest: bounded, whatever the arguments hold)."""
-    digest = hashlib.blake2b(arguments.encode("utf-8", "surrogatepass"), digest_size=10)
-    return f"{obs.action.tool} {digest.hexdigest()}"
+    return f"{obs.action.tool} {hash_bytes(arguments.encode('utf-8', 'surrogatepass'))}"
 
 
 def _view_range(value: Any) -> list[Any] | None:
