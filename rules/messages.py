@@ -19,6 +19,10 @@ from rules.base import shared_prefix as shared_prefix  # re-exported for the rul
 INJECT_OPEN = "<ctxproxy-context>"
 INJECT_CLOSE = "</ctxproxy-context>"
 PLACEHOLDER_PREFIX = "[ctxproxy:"
+# On a tool message (set by a protocol adapter, never forwarded): it answers a call the provider
+# holds in its own history, not one of the messages (a Responses request continuing a stored
+# response or conversation, or after an ``item_reference``). It stands without a visible call.
+HELD = "ctxproxy_held"
 
 
 def text_of(content: Any) -> str:

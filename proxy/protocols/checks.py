@@ -23,6 +23,8 @@ from itertools import repeat
 from operator import is_
 from typing import Any
 
+from proxy.protocols.responses_parts import provider_history, referenced
+
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
@@ -219,6 +221,7 @@ class ItemsChecked:
     calls: dict[Any, int]
     outputs: dict[Any, int]
     out: tuple[str, ...]
+    held: bool  # found for a body continuing the provider's history: only such a body resumes it
 
 
 def responses_checked(
@@ -230,7 +233,8 @@ def responses_checked(
     if not isinstance(items, list):
         return [], None
     last = len(items) - 1
-    if resume is not None and resume.count <= last:
+    held = provider_history(body)
+    if resume is not None and resume.count <= last and resume.held == held:
         start, out = resume.count, list(resume.out)
         calls, outputs = dict(resume.calls), dict(resume.outputs)
     else:
@@ -238,14 +242,14 @@ def responses_checked(
     checked = None
     for i in range(start, last + 1):
         if i == keep:  # every item before it had a next one
-            checked = ItemsChecked(i, dict(calls), dict(outputs), tuple(out))
+            checked = ItemsChecked(i, dict(calls), dict(outputs), tuple(out), held)
         item = items[i]
         kind = item.get("type") if isinstance(item, dict) else None
         if kind in ("function_call", "custom_tool_call"):
             calls.setdefault(item.get("call_id"), i)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             outputs.setdefault(item.get("call_id"), i)
-            if item.get("call_id") not in calls:
+            if item.get("call_id") not in calls and not (held or referenced(items, i)):
                 out.append(f"input[{i}]: output for call_id not called before")
         elif kind == "reasoning":
             nxt = items[i + 1] if i < last else None

@@ -2,7 +2,10 @@
 
 Lowering, item by item (``input[i]``; a string ``input`` is one user message):
 - ``instructions``: a system message; message items (user, system, developer): a message each;
-- ``function_call_output`` / ``custom_tool_call_output``: a tool message each;
+- ``function_call_output`` / ``custom_tool_call_output``: a tool message each; one whose call
+  no earlier item makes, in a request continuing the provider's own history
+  (``previous_response_id``, ``conversation``) or after an ``item_reference``, answers a call
+  the provider holds: marked so (``rules.messages.HELD``), it is neither repaired nor pruned;
 - every other run of items (reasoning, assistant messages, ``function_call``,
   ``custom_tool_call``, server-side calls …) up to the next of those: ONE assistant message, its
   text the assistant messages' text, its ``tool_calls`` the calls (a custom call's raw input as
@@ -42,10 +45,12 @@ from proxy.protocols.responses_parts import (
     call_of,
     kind,
     message_text,
+    provider_history,
+    referenced,
 )
 from proxy.protocols.responses_prefix import Lowering, Recorder, Snapshot, reuse_lifted
 from rules.base import Message
-from rules.messages import text_of
+from rules.messages import HELD, text_of
 
 # an item over this many bytes is lowered on every request, not kept
 MAX_ITEM_BYTES = 262_144
@@ -71,9 +76,10 @@ class ResponsesAdapter:
         datas: list[bytes | None] = []
         whole: Whole | None = None
         shared = 0
+        held = provider_history(body)
         first = message_bytes(items[:1], MAX_ITEM_BYTES) if session is not None else []
         if first and first[0] is not None:  # names the session's previous request
-            slot = (session, first[0])
+            slot = (session, first[0], held)  # its lowerings hold for the same history only
             prev = self.prefixes.get(slot)
             if prev is not None:
                 slot = prev.slot  # its bytes compact
@@ -112,8 +118,11 @@ class ResponsesAdapter:
                 lowering.add(f"{i}", Part((i,), msg, i + 1), kept)
             elif k in OUTPUTS:
                 _flush(st, lowering, run, i + 1, kept)
-                msg = {"role": "tool", "tool_call_id": item.get("call_id"),
+                cid = item.get("call_id")
+                msg = {"role": "tool", "tool_call_id": cid,
                        "content": text_of(item.get("output"))}  # fmt: skip
+                if cid not in st.call_kinds and (held or referenced(items, i)):
+                    msg[HELD] = True
                 lowering.add(f"{i}", Part((i,), msg, i + 1), kept)
             else:
                 run.append(i)

@@ -93,3 +93,14 @@ def call_of(item: dict[str, Any]) -> dict[str, Any]:
         arguments = raw if isinstance(raw, str) else orjson.dumps(raw or {}).decode()
     fn = {"name": item.get("name"), "arguments": arguments}
     return {"id": cid, "type": "function", "function": fn}
+
+
+def provider_history(body: dict[str, Any]) -> bool:
+    """The request continues history the provider keeps: a stored response or conversation."""
+    return bool(body.get("previous_response_id") or body.get("conversation"))
+
+
+def referenced(items: list[Any], end: int) -> bool:
+    """An ``item_reference`` (an item the provider stored) among ``items[:end]``. Asked only of
+    an output whose call no earlier item makes, which is rare, so the walk is not kept."""
+    return any(kind(items[i]) == "item_reference" for i in range(min(end, len(items))))

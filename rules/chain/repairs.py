@@ -24,7 +24,7 @@ from rules.chain.text import (
 )
 from rules.chain.validator import empty_content, find_violations
 from rules.matching import Budget, Matcher
-from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
+from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, role, text_of
 from rules.report import Repair
 
 Repairs = list[Repair]
@@ -202,8 +202,12 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
     owners = _block_owners(messages)
     assigner = _Assigner(messages, slots, drift)
     assigned: set[int] = set()
+    held: set[int] = set()  # results of calls the provider holds: kept where they stand
     for j, m in enumerate(messages):
         if role(m) != "tool":
+            continue
+        if m.get(HELD) is True and m.get("tool_call_id") not in assigner.by_raw:
+            held.add(j)
             continue
         slot = assigner.assign(j, owners.get(j), reps)
         if slot is None:
@@ -218,7 +222,12 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
     for j, m in enumerate(messages):
         r = role(m)
         if r == "tool":
-            if j not in assigned:
+            if j in held:
+                if orphans:
+                    out.append(_orphans_out(orphans, messages, reps))
+                    orphans = []
+                out.append(m)
+            elif j not in assigned:
                 orphans.append(j)
             continue
         if orphans:

@@ -4,7 +4,9 @@ nothing), by the pipeline's final integrity check, and by the tests.
 It checks what providers enforce (design section 5):
 
 - ``orphan_result``: a ``tool`` message that does not answer a call of the assistant message
-  directly before its block of tool messages (or has no string ``tool_call_id``);
+  directly before its block of tool messages (or has no string ``tool_call_id``), unless it is
+  marked as answering a call the provider holds (``rules.messages.HELD``) that no message
+  before it makes;
 - ``unanswered_call``: a call not answered before the next non-tool message (or the end);
 - ``duplicate_result``: a call answered twice in its block;
 - ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and match
@@ -29,7 +31,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from rules.base import Context, ListMemo, Message, Messages, shared_prefix
-from rules.messages import text_of
+from rules.messages import HELD, text_of
 from rules.report import Violation
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -264,6 +266,8 @@ def check(
                 out.append(_v("duplicate_result", j, tid, f"call {tid!r} is answered twice"))
             elif tid in pending:
                 answered.add(tid)
+            elif t.get(HELD) is True and tid not in seen_ids:
+                answered.add(tid)  # its call is in the provider's own history
             else:
                 out.append(
                     _v("orphan_result", j, tid, "tool message answers no call directly before it")

@@ -38,7 +38,7 @@ from rules.context.overlay import Overlay
 from rules.context.prune_config import Config as Config  # the registry reads it here
 from rules.context.prune_plan import Run
 from rules.context.schedule import Step
-from rules.messages import shared_prefix
+from rules.messages import HELD, shared_prefix
 from rules.report import PruneSummary, Report
 
 NAMESPACE = "prune"
@@ -69,6 +69,8 @@ def provider_owned(ctx: Context) -> str | None:
     for m in messages[shared_prefix(kept[0][0], messages) :] if kept else messages:
         if m.get("type") == "compaction" or "encrypted_content" in m:
             return "provider compaction item"
+        if HELD in m:  # its call is an item only the provider can read (``item_reference``)
+            return "provider-held call"
         parts = m.get("content")
         if parts.__class__ is not str and isinstance(parts, list):  # text: most messages
             for item in parts:

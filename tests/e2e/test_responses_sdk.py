@@ -192,6 +192,80 @@ def test_codex_headers_and_state_pass_through(agent_proxy, responses_upstream) -
     assert all(r["protocol"] == "responses" and r["session_id"] for r in rows)
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_stored_responses_call_is_answered_as_sent(
+    agent_proxy, responses_upstream, stream
+) -> None:  # type: ignore[no-untyped-def]
+    """The OpenAI Agents SDK's loop: the call lives in the stored response, and the next
+    request sends only its output with ``previous_response_id``. The output is forwarded as
+    sent, not taken for an orphan and rewritten into user text (which the provider refuses:
+    "No tool output found for function call")."""
+    proxy = agent_proxy()
+    client = client_for(proxy)
+    responses_upstream.queue(Turn([tool("exec_command", cmd="mkdir a")]), Turn([text("Made.")]))
+    first = client.responses.create(model=MODEL, input="make a folder", tools=[EXEC], store=True)
+    (call,) = first.output
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": "exit 0"}
+    ask = {"type": "message", "role": "user", "content": "now list it"}
+    kw = {"model": MODEL, "tools": [EXEC], "previous_response_id": first.id}
+    if stream:
+        with client.responses.stream(input=[output, ask], **kw) as events:
+            second = events.get_final_response()
+    else:
+        second = client.responses.create(input=[output, ask], **kw)
+    assert second.output_text == "Made."
+    got = responses_upstream.responses[-1].json
+    assert got["input"] == [output, ask]
+    assert got["previous_response_id"] == first.id
+    report = proxy.row(completed_rows(proxy, 2)[1]["id"])["report"]
+    assert report["repairs"] == [] and report["warnings"] == []
+    assert report["prune"].get("skipped") == "previous_response_id"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"conversation": "conv_123"},
+        {"conversation": {"id": "conv_123"}},
+        {"input_before": [{"type": "item_reference", "id": "fc_stored"}]},
+    ],
+    ids=["conversation", "conversation-object", "item_reference"],
+)
+def test_outputs_of_calls_the_provider_holds_are_forwarded_as_sent(  # type: ignore[no-untyped-def]
+    agent_proxy, responses_upstream, extra
+) -> None:
+    proxy = agent_proxy()
+    responses_upstream.queue(Turn([text("Done.")]))
+    before = extra.pop("input_before", [])
+    items = [
+        {"type": "message", "role": "user", "content": "go"},
+        *before,
+        {"type": "function_call_output", "call_id": "call_held1", "output": "done"},
+    ]
+    client_for(proxy).responses.create(model=MODEL, input=items, tools=[EXEC], extra_body=extra)
+    assert responses_upstream.responses[-1].json["input"] == items
+    report = proxy.row(completed_rows(proxy, 1)[0]["id"])["report"]
+    assert report["repairs"] == [] and report["warnings"] == []
+
+
+def test_an_output_without_its_call_and_without_stored_history_is_still_repaired(  # type: ignore[no-untyped-def]
+    agent_proxy, responses_upstream
+) -> None:
+    """Nothing stored to answer it: the orphan output is kept as readable user text."""
+    proxy = agent_proxy()
+    responses_upstream.queue(Turn([text("Done.")]))
+    items = [
+        {"type": "message", "role": "user", "content": "go"},
+        {"type": "function_call_output", "call_id": "call_gone1", "output": "done"},
+    ]
+    client_for(proxy).responses.create(model=MODEL, input=items, tools=[EXEC])
+    sent = responses_upstream.responses[-1].json["input"]
+    assert [item.get("type") for item in sent] == ["message", "message"]
+    assert "call_gone1" in orjson.dumps(sent[1]).decode()
+    report = proxy.row(completed_rows(proxy, 1)[0]["id"])["report"]
+    assert [r["kind"] for r in report["repairs"]] == ["orphan_result"]
+
+
 def test_upstream_error_keeps_openai_shape(agent_proxy, responses_upstream) -> None:  # type: ignore[no-untyped-def]
     proxy = agent_proxy()
     responses_upstream.queue(Turn(status=500))

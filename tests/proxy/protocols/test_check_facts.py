@@ -237,26 +237,35 @@ def _random_items(rng: random.Random) -> list[Any]:
     out: list[Any] = []
     for _ in range(rng.randint(0, 8)):
         kind = rng.choice(["function_call", "custom_tool_call", "function_call_output",
-                           "custom_tool_call_output", "reasoning", "message", None])  # fmt: skip
+                           "custom_tool_call_output", "reasoning", "message", "item_reference",
+                           None])  # fmt: skip
         if kind is None:
             out.append(rng.choice(["loose", 3]))
         elif kind == "message":
             out.append({"type": "message", "role": rng.choice(["user", "assistant", "system"])})
+        elif kind == "item_reference":
+            out.append({"type": kind, "id": "fc_1"})
         else:
             out.append({"type": kind, "call_id": rng.choice(ids)})
     return out
+
+
+def _history(rng: random.Random) -> dict[str, Any]:
+    """The provider's own history the body continues, if any."""
+    return rng.choice([{}, {}, {}, {"previous_response_id": "resp_1"}, {"conversation": "c"}])
 
 
 def test_a_resumed_items_check_finds_what_a_whole_one_finds() -> None:
     """The Responses check resumed from a state kept before item ``count`` gives what checking
     every item gives, on items whose first ``count + 1`` are the same JSON values (what the
     adapter's reused lifting vouches for) and go on differently, with or without
-    ``previous_response_id``."""
+    ``previous_response_id`` or ``conversation`` (an output may answer a call the provider
+    holds), and with ``item_reference`` items."""
     rng = random.Random(31)
     resumed = 0
     for _ in range(3000):
         a = _random_items(rng) + _random_items(rng)
-        extra = {"previous_response_id": "resp_1"} if rng.random() < 0.2 else {}
+        extra = _history(rng)
         keep = rng.randint(-1, len(a) + 1)
         found, state = responses_checked({"input": a, **extra}, None, keep)
         assert found == responses_violations({"input": a, **extra})
@@ -265,7 +274,7 @@ def test_a_resumed_items_check_finds_what_a_whole_one_finds() -> None:
             continue
         cut = rng.choice([keep, keep + 1, keep + 2, rng.randint(0, len(a))])
         b = orjson.loads(orjson.dumps(a[:cut])) + _random_items(rng)
-        extra = {"previous_response_id": "resp_2"} if rng.random() < 0.2 else {}
+        extra = _history(rng)
         if state.count < cut:  # the caller's condition
             resumed += 1
             assert responses_checked({"input": b, **extra}, state)[0] == responses_violations(

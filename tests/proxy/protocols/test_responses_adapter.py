@@ -18,6 +18,7 @@ from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine, Rewritten
 from proxy.settings import settings_from_mapping
 from proxy.store.sqlite import Store
+from rules.messages import HELD
 
 EXEC = {
     "type": "function",
@@ -253,3 +254,58 @@ async def test_server_side_items_alone_are_not_an_empty_turn(engine: Engine) -> 
     out = await rewrite(engine, b)
     assert out.body is b
     assert not out.report.get("repairs")
+
+
+def held_marker_absent(out: Rewritten) -> None:
+    assert HELD.encode() not in orjson.dumps(out.body)
+
+
+@pytest.mark.parametrize(
+    "history",
+    [{"previous_response_id": "resp_1"}, {"conversation": "conv_1"}, {}],
+    ids=["previous_response_id", "conversation", "item_reference"],
+)
+async def test_outputs_of_calls_the_provider_holds_are_neither_repaired_nor_pruned(
+    engine: Engine, history: dict[str, Any]
+) -> None:
+    """The call an output answers is in the provider's own history (a stored response or
+    conversation, or the item an ``item_reference`` stands for): the output is forwarded as
+    sent, under a budget that would otherwise cut, and nothing is reported repaired."""
+    engine.budget_override = 500
+    engine._budgets.clear()
+    items: list[Any] = [] if history else [{"type": "item_reference", "id": "fc_stored"}]
+    items += [output("call_held", "y\n" * 400), msg("user", "go"), call("c1", "cat a")]
+    items += [output("c1", "z\n" * 400), msg("user", "next", 1)]
+    b = body(*items, **history)
+    out = await rewrite(engine, b)
+    assert out.body["input"] == items
+    assert out.report["repairs"] == []
+    assert out.report["prune"]["skipped"] in ("previous_response_id", "conversation",
+                                              "provider-held call")  # fmt: skip
+    held_marker_absent(out)
+
+
+async def test_an_output_is_held_only_where_the_provider_keeps_history(engine: Engine) -> None:
+    """The same items in one session, with and without a stored response to continue: the
+    lowering kept from one request is not the other's (the output is repaired without one)."""
+    items = [output("call_held", "done"), msg("user", "go")]
+    plain = await rewrite(engine, body(*items), now=1000.0)
+    assert [r["kind"] for r in plain.report["repairs"]] == ["orphan_result"]
+    stored = await rewrite(engine, body(*items, previous_response_id="resp_1"), now=1001.0)
+    assert stored.body["input"] == items and stored.report["repairs"] == []
+    again = await rewrite(engine, body(*items, msg("user", "more", 2)), now=1002.0)
+    assert [r["kind"] for r in again.report["repairs"]] == ["orphan_result"]
+    for out in (plain, stored, again):
+        held_marker_absent(out)
+
+
+async def test_an_output_after_an_item_reference_in_a_later_request_is_held(
+    engine: Engine,
+) -> None:
+    """The reference comes in one request, the output in the session's next: what the first
+    lowered is taken over, and the output still counts the reference before it."""
+    first = [msg("user", "go"), {"type": "item_reference", "id": "fc_stored"}]
+    await rewrite(engine, body(*first), now=1000.0)
+    items = [*first, output("call_held", "done"), msg("user", "next", 1)]
+    out = await rewrite(engine, body(*items), now=1001.0)
+    assert out.body["input"] == items and out.report["repairs"] == []

@@ -13,7 +13,7 @@ import pytest
 from rules.chain import repair_tool_chain
 from rules.chain.repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
 from rules.chain.validator import find_violations
-from rules.messages import PLACEHOLDER_PREFIX
+from rules.messages import HELD, PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
 repair = repair_tool_chain.repair_messages
@@ -409,3 +409,49 @@ def test_one_id_reused_for_every_call_of_a_long_history() -> None:
         a, r = out[1 + 2 * k], out[2 + 2 * k]
         assert r["tool_call_id"] == a["tool_calls"][0]["id"] and r["content"] == f"out {k}"
     assert sum(r["kind"] == "duplicate_call_id" for r in reps) == 499
+
+
+def held(cid: str, text: str) -> dict[str, Any]:
+    """A result of a call the provider holds (a Responses adapter's lowering marks it)."""
+    return {**result(cid, text), HELD: True}
+
+
+def test_results_of_calls_the_provider_holds_stand_as_they_are() -> None:
+    """A stored response's call answered in the next request: valid alone, the same list."""
+    for messages in (
+        [S, held("call_A", "exit 0"), U],
+        [S, held("call_A", "a"), held("call_B", "b")],
+        [S, U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), held("call_A", "b")],
+    ):
+        assert find_violations(messages) == []
+        out, reps = repair(messages)
+        assert out is messages and reps == []
+
+
+def test_a_repair_around_them_keeps_them_in_place() -> None:
+    """Another break is repaired; the held result keeps its dict and its place, and an orphan
+    next to it is still kept as user text, after it."""
+    h = held("call_A", "exit 0")
+    messages = [S, h, result("call_gone", "lost"), U, assistant(None, shell("c1", "ls"))]
+    out, reps = repair(copy.deepcopy(messages))
+    assert out[1] == h and out[1][HELD] is True
+    assert out[2]["role"] == "user" and "call_gone" in out[2]["content"]
+    assert out[3:5] == [U, messages[4]] and out[5] == synth("c1")
+    assert sorted(r["kind"] for r in reps) == ["orphan_result", "unanswered_call"]
+    assert find_violations(out) == []
+
+
+def test_a_held_result_whose_call_is_in_the_messages_answers_that_call() -> None:
+    """The marker says only where the call may be: a call in the messages is its call."""
+    messages = [S, U, assistant(None, shell("c1", "ls")), user("wait"), held("c1", "a.py")]
+    out, reps = repair(messages)
+    assert [r["kind"] for r in reps] == ["misplaced_result"]
+    assert out[3]["tool_call_id"] == "c1" and out[4] == user("wait")
+
+
+def test_a_held_result_is_not_matched_to_a_drifted_id() -> None:
+    """Drift matching is for results of the messages' calls; a held one is left to the provider."""
+    messages = [S, U, assistant(None, shell("call_a", "ls")), held("CALL_A ", "x")]
+    out, reps = repair(messages)
+    assert out[3] == synth("call_a") and out[4] == messages[3]
+    assert [r["kind"] for r in reps] == ["unanswered_call"]

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rules.chain.validator import empty_content, find_violations
+from rules.messages import HELD
 from tests.rules.chain.test_chain_properties import damaged_real_histories, mutated_chains
 from tests.support.factories import assistant, result, shell, user
 
@@ -101,6 +102,8 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.append(_v("duplicate_result", j, tid, f"call {tid!r} is answered twice"))
             elif isinstance(tid, str) and tid in pending:
                 answered.add(tid)
+            elif isinstance(tid, str) and t.get(HELD) is True and tid not in seen:
+                answered.add(tid)  # answers a call the provider holds
             else:
                 out.append(
                     _v("orphan_result", j, tid, "tool message answers no call directly before it")
@@ -123,6 +126,10 @@ def _agree(messages: list[dict[str, Any]]) -> None:
     assert find_violations(messages, memo) == expected  # all from the memo
     shuffled = list(reversed(messages))  # the same objects elsewhere, the memo reused
     assert find_violations(shuffled, memo) == reference(shuffled)
+
+
+def held(tid: str, text: str) -> dict[str, Any]:
+    return {**result(tid, text), HELD: True}
 
 
 ODD: list[list[dict[str, Any]]] = [
@@ -165,6 +172,16 @@ ODD: list[list[dict[str, Any]]] = [
     [user("x"), assistant(None, shell("c1", "ls"))],
     [result("c1", "a"), assistant([{"type": "text", "text": " "}])],
     [user("x"), assistant(None, shell("c1", "ls"), shell("c2", "ls")), result("c2", "b")],
+    # results of calls the provider holds (``HELD``): valid where no message makes the call
+    [held("h1", "a"), user("x")],
+    [held("h1", "a"), held("h1", "b"), user("x")],
+    [user("x"), held("h1", "a"), held("h2", "b"), assistant(None, shell("c1", "ls"))],
+    [user("x"), assistant(None, shell("c1", "ls")), result("c1", "a"), held("h1", "b")],
+    [user("x"), assistant(None, shell("c1", "ls")), held("c1", "a")],
+    [user("x"), assistant(None, shell("c1", "ls")), result("c1", "a"), held("c1", "b")],
+    [held("c1", "a"), assistant(None, shell("c1", "ls")), result("c1", "b")],
+    [user("x"), {"role": "tool", "tool_call_id": 7, "content": "a", HELD: True}],
+    [user("x"), {"role": "tool", "tool_call_id": "h1", "content": "a", HELD: "yes"}],
 ]
 
 
