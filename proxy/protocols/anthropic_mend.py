@@ -22,6 +22,15 @@ def _empty_text(block: Any) -> bool:
     return isinstance(text, str) and not text.strip()
 
 
+def _blank(content: Any) -> bool:
+    """Empty content, or a string of whitespace only (Anthropic reads a string as one text block:
+    "text content blocks must contain non-whitespace text")."""
+    if content.__class__ is str:
+        # most texts start with a visible character: no strip (a copy) needed
+        return not content or (content[0].isspace() and not content.strip())
+    return content == []
+
+
 def _thinking_only(message: Any) -> bool:
     content = message.get("content") if isinstance(message, dict) else None
     return (
@@ -87,7 +96,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             else:
                 m = {**m, "content": [{"type": "text", "text": EMPTY_TEXT}]}
             repairs.append(_repair("empty_text_block", i, "dropped_empty_text"))
-        elif content in ("", []) and not (i == last and m.get("role") == "assistant"):
+        elif _blank(content) and not (i == last and m.get("role") == "assistant"):
             m = {**m, "content": EMPTY_TEXT}
             repairs.append(_repair("empty_text_block", i, "filled_empty_message"))
         out.append(m)
@@ -112,7 +121,7 @@ def shape(m: Any) -> int:
         return 0
     flags = F_ASSISTANT if m.get("role") == "assistant" else 0
     content = m.get("content")
-    if content in ("", []):
+    if _blank(content):
         return flags | F_EMPTY
     if isinstance(content, list):
         if m.get("role") == "system" and _has_chain(content):

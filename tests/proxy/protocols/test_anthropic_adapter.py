@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.anthropic_mend import EMPTY_TEXT
 from proxy.protocols.base import TAG
 from proxy.protocols.checks import anthropic_violations
 from proxy.rewrite.engine import Engine, Rewritten
@@ -275,3 +277,32 @@ async def test_a_system_message_loses_its_calls_and_results(engine: Engine) -> N
     assert isinstance(system["content"][0]["text"], str)
     kinds = {r["kind"] for r in out.report["repairs"]}
     assert "misplaced_block" in kinds
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\n\t", [text("")], [text(" \n")]], ids=repr)
+async def test_a_blank_user_turn_after_an_unanswered_call_is_forwarded_valid(
+    engine: Engine, blank: Any
+) -> None:
+    """The interrupted call gets its result, and the blank words beside it say "(empty)" in any
+    form they came: a whitespace-only string is one text block to Anthropic, which it refuses."""
+    b = body(
+        user("go"), assistant(tool_use("toolu_1", "mkdir -p a")), {"role": "user", "content": blank}
+    )
+    out = await rewrite(engine, b)
+    last = out.body["messages"][-1]["content"]
+    assert last[0]["type"] == "tool_result" and last[0]["tool_use_id"] == "toolu_1"
+    assert last[1:] == [text(EMPTY_TEXT)]
+
+
+async def test_a_whitespace_only_user_turn_is_filled_like_an_empty_one(engine: Engine) -> None:
+    b = body(user("go"), assistant(text("Yes?")), user(" \n"), assistant(text("Ok.")), user("on"))
+    out = await rewrite(engine, b)
+    assert out.body["messages"][2] == {"role": "user", "content": EMPTY_TEXT}
+    assert [same(a, c) for a, c in zip(b["messages"], out.body["messages"], strict=True)] == [
+        True,
+        True,
+        False,
+        True,
+        True,
+    ]
+    assert [r["kind"] for r in out.report["repairs"]] == ["empty_text_block"]
