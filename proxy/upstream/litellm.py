@@ -105,19 +105,29 @@ _MAX_KEPT_NAME = 256
 def model_uses_provider(provider: str, model: str) -> bool:
     """Whether ``model`` names no provider but ``provider``: by its prefix, or (a bare name) by
     litellm's model lists, allowing the variant litellm itself picks within the provider
-    (``claude-2`` is anthropic_text either way). Memoised per name, within a bound."""
+    (``claude-2`` is anthropic_text either way) and a name the provider's own list holds though
+    litellm places the bare name elsewhere (``gemini-2.5-pro``: vertex_ai by itself, listed as
+    ``gemini/gemini-2.5-pro``). Memoised per name, within a bound."""
     key = (provider, model)
     verdict = _VERDICTS.get(key)
     if verdict is None:
         named = provider_of(model)
         verdict = named is None or named == provider
         if not verdict and "/" not in model:
-            verdict = named == _pinned_provider(provider, model)
+            verdict = named == _pinned_provider(provider, model) or _listed(provider, model)
         if len(model) <= _MAX_KEPT_NAME:
             if len(_VERDICTS) >= _MAX_VERDICTS:
                 _VERDICTS.clear()
             _VERDICTS[key] = verdict
     return verdict
+
+
+def _listed(provider: str, model: str) -> bool:
+    """Whether litellm's bundled model list holds ``model`` for ``provider``."""
+    litellm = load_litellm()
+    return f"{provider}/{model}" in litellm.model_cost or model in litellm.models_by_provider.get(
+        provider, ()
+    )
 
 
 def _pinned_provider(provider: str, model: str) -> str | None:

@@ -298,3 +298,29 @@ async def test_a_workspace_root_takes_its_picture_for_a_gemini_session(
         rows = await logged(client)
     assert "gemini-demo" in edge.last.body.decode()
     assert rows[0]["report"]["workspace"]["source"] == "bootstrap"
+
+
+@pytest.mark.parametrize(
+    ("path", "model"),
+    [
+        ("/v1/chat/completions", "gemini-2.5-pro"),
+        ("/v1/messages", "gemini-2.5-flash"),
+        ("/v1/chat/completions", "gemini-2.5-flash-lite"),
+        ("/v1/chat/completions", "gemini-2.0-flash"),
+    ],
+)
+async def test_the_other_protocols_reach_the_gemini_upstream_for_its_models(
+    edge: EdgeUpstream, tmp_path: Path, path: str, model: str
+) -> None:
+    """Through litellm as the ``gemini`` provider, for every Gemini name its list holds: also
+    those litellm by itself would place on Vertex AI (the Gemini 2.5 models)."""
+    edge.reply = Reply.json(answer("Bonjour"))
+    sent: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+    if path == "/v1/messages":
+        sent["max_tokens"] = 50
+    headers = {"content-type": "application/json", "authorization": f"Bearer {KEY}"}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(path, json=sent, headers=headers)
+    assert got.status_code == 200, got.text
+    assert "Bonjour" in got.text
+    assert f"models/{model}:generateContent" in edge.last.target

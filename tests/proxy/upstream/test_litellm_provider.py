@@ -154,6 +154,10 @@ def test_provider_verdicts_are_memoised_within_a_bound() -> None:
     assert model_uses_provider("anthropic", "claude-x")  # litellm cannot place it
     assert model_uses_provider("anthropic", "anthropic/claude-2")  # anthropic_text, within it
     assert not model_uses_provider("anthropic", "gpt-4o")
+    # litellm places the bare name on vertex_ai, but the gemini list holds it
+    assert model_uses_provider("gemini", "gemini-2.5-pro")
+    assert not model_uses_provider("gemini", "gpt-4o")
+    assert not model_uses_provider("openai", "gemini-2.5-pro")
     # a known prefix is not looked up (github_copilot's lookup would start an OAuth flow)
     assert not model_uses_provider("anthropic", "github_copilot/gpt-4o")
 
