@@ -37,6 +37,7 @@ _NOT_FORWARDED = frozenset(
         "upgrade",
         "host",
         "content-length",
+        "content-encoding",  # the body goes decoded (``proxy.server.body_encoding``)
         "accept-encoding",
         "x-session-id",
         "x-parent-session-id",
