@@ -15,6 +15,10 @@ MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what errors and logs echo
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
+# The proxy's own marks on the messages the rules read (``proxy.protocols.base.TAG``,
+# ``rules.messages.HELD``): set by a protocol adapter, never sent by a client, whose chat
+# messages the rules read as they are
+RESERVED_KEYS = ("ctxproxy_src", "ctxproxy_held")
 
 
 def echo(value: Any) -> str:
@@ -92,6 +96,12 @@ def validate_body(body: Mapping[str, Any], start: int = 0) -> None:
                 f"'messages[{i}].role' must be one of {sorted(VALID_ROLES)}; got {echo(r)}.",
                 param=f"messages[{i}].role",
             )
+        for key in RESERVED_KEYS:
+            if key in m:
+                raise BadRequest(
+                    f"'messages[{i}].{key}' is a name the proxy keeps for itself.",
+                    param=f"messages[{i}].{key}",
+                )
         content = m.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise BadRequest(

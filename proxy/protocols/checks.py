@@ -23,7 +23,7 @@ from itertools import repeat
 from operator import is_
 from typing import Any
 
-from proxy.protocols.responses_parts import provider_history, referenced
+from proxy.protocols.responses_parts import References, provider_history
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 
@@ -234,6 +234,7 @@ def responses_checked(
         return [], None
     last = len(items) - 1
     held = provider_history(body)
+    references = References(items)
     if resume is not None and resume.count <= last and resume.held == held:
         start, out = resume.count, list(resume.out)
         calls, outputs = dict(resume.calls), dict(resume.outputs)
@@ -249,7 +250,7 @@ def responses_checked(
             calls.setdefault(item.get("call_id"), i)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             outputs.setdefault(item.get("call_id"), i)
-            if item.get("call_id") not in calls and not (held or referenced(items, i)):
+            if item.get("call_id") not in calls and not (held or references.before(i)):
                 out.append(f"input[{i}]: output for call_id not called before")
         elif kind == "reasoning":
             nxt = items[i + 1] if i < last else None

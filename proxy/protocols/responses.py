@@ -41,12 +41,12 @@ from proxy.protocols.responses_parts import (
     OWN_ROLES,
     Part,
     Parts,
+    References,
     State,
     call_of,
     kind,
     message_text,
     provider_history,
-    referenced,
 )
 from proxy.protocols.responses_prefix import Lowering, Recorder, Snapshot, reuse_lifted
 from rules.base import Message
@@ -77,6 +77,7 @@ class ResponsesAdapter:
         whole: Whole | None = None
         shared = 0
         held = provider_history(body)
+        references = References(items)
         first = message_bytes(items[:1], MAX_ITEM_BYTES) if session is not None else []
         if first and first[0] is not None:  # names the session's previous request
             slot = (session, first[0], held)  # its lowerings hold for the same history only
@@ -121,7 +122,11 @@ class ResponsesAdapter:
                 cid = item.get("call_id")
                 msg = {"role": "tool", "tool_call_id": cid,
                        "content": text_of(item.get("output"))}  # fmt: skip
-                if cid not in st.call_kinds and (held or referenced(items, i)):
+                if (
+                    isinstance(cid, str)
+                    and cid not in st.call_kinds
+                    and (held or references.before(i))
+                ):
                     msg[HELD] = True
                 lowering.add(f"{i}", Part((i,), msg, i + 1), kept)
             else:

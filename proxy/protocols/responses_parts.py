@@ -100,7 +100,20 @@ def provider_history(body: dict[str, Any]) -> bool:
     return bool(body.get("previous_response_id") or body.get("conversation"))
 
 
-def referenced(items: list[Any], end: int) -> bool:
-    """An ``item_reference`` (an item the provider stored) among ``items[:end]``. Asked only of
-    an output whose call no earlier item makes, which is rare, so the walk is not kept."""
-    return any(kind(items[i]) == "item_reference" for i in range(min(end, len(items))))
+class References:
+    """Where ``items``' first ``item_reference`` (an item the provider stored) is: looked for
+    once, when first asked (of an output whose call no earlier item makes), so a body of
+    thousands of such outputs is walked once, not once each."""
+
+    __slots__ = ("first", "items")
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.first: int | None = None
+
+    def before(self, end: int) -> bool:
+        """Whether one comes before ``items[end]``."""
+        if self.first is None:
+            found = (i for i, item in enumerate(self.items) if kind(item) == "item_reference")
+            self.first = next(found, len(self.items))
+        return self.first < end

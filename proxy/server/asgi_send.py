@@ -10,7 +10,7 @@ from urllib.parse import quote
 from starlette.types import Receive, Scope, Send
 
 from proxy.errors import ClientGone, PayloadTooLarge, RequestTimeout
-from proxy.server.body_encoding import codings, decode
+from proxy.server.body_encoding import coding_of, decoded
 from proxy.settings import LimitSettings
 
 
@@ -54,14 +54,10 @@ def request_id() -> str:
 
 async def read_body(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:
     """The request body, read to its end within ``limits`` (size, time) and decoded if it came
-    compressed (``body_encoding``, in a worker thread: zlib lets go of the GIL, and a body may
-    expand to the limit); a client leaving is ``ClientGone``."""
+    compressed (``body_encoding``); a client leaving is ``ClientGone``."""
+    coding = coding_of(headers.get("content-encoding"))  # refused before reading
     raw = await _read_raw(receive, headers, limits)
-    encoding = headers.get("content-encoding")
-    if codings(encoding):
-        assert encoding is not None
-        return await asyncio.to_thread(decode, raw, encoding, limits.max_body_bytes)
-    return raw
+    return raw if coding is None else await decoded(raw, coding, limits.max_body_bytes)
 
 
 async def _read_raw(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:

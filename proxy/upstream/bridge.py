@@ -139,6 +139,20 @@ async def bridged_messages(
     return UpstreamResponse(200, dict(_SSE), chunks=_anthropic_sse(result, target))
 
 
+def _stored_history(data: dict[str, Any]) -> tuple[str, str] | None:
+    """What in a Responses body stands for history only OpenAI keeps (as named to the client,
+    and its parameter), or None."""
+    for name in ("previous_response_id", "conversation"):
+        if data.get(name):
+            return name, name
+    items = data.get("input")
+    if isinstance(items, list) and any(
+        isinstance(item, dict) and item.get("type") == "item_reference" for item in items
+    ):
+        return "An item_reference", "input"
+    return None
+
+
 async def bridged_responses(
     upstream: UpstreamSettings, body: bytes, key: str | None
 ) -> UpstreamResponse:
@@ -149,11 +163,13 @@ async def bridged_responses(
     model = data.get("model")
     if not isinstance(model, str):
         raise BadRequest("model must be a string.", param="model")
-    if data.get("previous_response_id") is not None:
+    stored = _stored_history(data)
+    if stored is not None:
+        what, param = stored
         raise BadRequest(
-            f"previous_response_id needs an OpenAI upstream: {upstream.name} is reached through "
-            "litellm, which keeps no responses. Send the whole input instead.",
-            param="previous_response_id",
+            f"{what} needs an OpenAI upstream: {upstream.name} is reached through litellm, "
+            "which keeps no responses. Send the whole input instead.",
+            param=param,
         )
     target, provider, base = _route(upstream, model, key)
     load_litellm()

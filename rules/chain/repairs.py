@@ -196,18 +196,30 @@ def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Messa
     return {"role": "user", "content": "\n\n".join(orphan_text(messages[j]) for j in indices)}
 
 
+def _held(messages: Messages, calls_at: dict[str, list[int]]) -> set[int]:
+    """The results of calls the provider holds (``HELD``) kept where they stand, as the
+    validator takes them: the first with its id, where no call before it has that id."""
+    held: set[int] = set()
+    ids: set[str] = set()
+    for j, m in enumerate(messages):
+        if role(m) != "tool" or m.get(HELD) is not True:
+            continue
+        tid = m.get("tool_call_id")
+        if isinstance(tid, str) and tid not in ids and calls_at.get(tid, (j + 1,))[0] > j:
+            held.add(j)
+            ids.add(tid)
+    return held
+
+
 def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messages, Repairs]:
     reps: Repairs = []
     slots = collect_slots(messages, reps)
     owners = _block_owners(messages)
     assigner = _Assigner(messages, slots, drift)
     assigned: set[int] = set()
-    held: set[int] = set()  # results of calls the provider holds: kept where they stand
+    held = _held(messages, assigner.keys)
     for j, m in enumerate(messages):
-        if role(m) != "tool":
-            continue
-        if m.get(HELD) is True and m.get("tool_call_id") not in assigner.by_raw:
-            held.add(j)
+        if role(m) != "tool" or j in held:
             continue
         slot = assigner.assign(j, owners.get(j), reps)
         if slot is None:

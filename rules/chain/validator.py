@@ -5,8 +5,8 @@ It checks what providers enforce (design section 5):
 
 - ``orphan_result``: a ``tool`` message that does not answer a call of the assistant message
   directly before its block of tool messages (or has no string ``tool_call_id``), unless it is
-  marked as answering a call the provider holds (``rules.messages.HELD``) that no message
-  before it makes;
+  marked as answering a call the provider holds (``rules.messages.HELD``) whose id no call
+  and no such result before it has;
 - ``unanswered_call``: a call not answered before the next non-tool message (or the end);
 - ``duplicate_result``: a call answered twice in its block;
 - ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and match
@@ -174,6 +174,8 @@ class Checked:
     kept: int  # the violations found before it
     added: list[str]  # the call ids seen, in order
     added_before: int  # how many of them were seen before it
+    held: list[str]  # the ids of results of calls the provider holds (``HELD``), in order
+    held_before: int  # how many of them were seen before it
 
 
 def find_violations(
@@ -198,16 +200,19 @@ def check(
         out: list[Violation] = []
         added: list[str] = []
         i = 0
+        held: list[str] = []
     else:
         out, added, i = base.violations[: base.kept], base.added[: base.added_before], base.resume
+        held = base.held[: base.held_before]
     seen_ids: set[str] = set(added)
     n = len(messages)
-    last = (i, len(out), len(added))
+    held_ids: set[str] = set(held)
+    last = (i, len(out), len(added), len(held))
     while i < n:
         m = messages[i]
         r = m.get("role")  # a role that is not a string is neither of these
         if r == "assistant":
-            last = (i, len(out), len(added))
+            last = (i, len(out), len(added), len(held))
             hit = memo.get(id(m))
             if hit is not None and hit[0] is m:
                 facts = hit[1]
@@ -244,7 +249,7 @@ def check(
                 continue
             j = i + 1
         elif r == "tool":
-            last = (i, len(out), len(added))
+            last = (i, len(out), len(added), len(held))
             ids = pending = ()
             j = i  # a tool message reached here is not in an assistant message's block: an orphan
         else:
@@ -266,8 +271,10 @@ def check(
                 out.append(_v("duplicate_result", j, tid, f"call {tid!r} is answered twice"))
             elif tid in pending:
                 answered.add(tid)
-            elif t.get(HELD) is True and tid not in seen_ids:
+            elif t.get(HELD) is True and tid not in seen_ids and tid not in held_ids:
                 answered.add(tid)  # its call is in the provider's own history
+                held_ids.add(tid)
+                held.append(tid)
             else:
                 out.append(
                     _v("orphan_result", j, tid, "tool message answers no call directly before it")
@@ -279,7 +286,7 @@ def check(
             elif cid not in answered:
                 out.append(_v("unanswered_call", i, cid, f"call {cid!r} has no result"))
         i = max(j, i + 1)
-    return Checked(out, *last[:2], added, last[2])
+    return Checked(out, last[0], last[1], added, last[2], held, last[3])
 
 
 def violations_of(ctx: Context) -> list[Violation]:

@@ -69,7 +69,7 @@ def provider_owned(ctx: Context) -> str | None:
     for m in messages[shared_prefix(kept[0][0], messages) :] if kept else messages:
         if m.get("type") == "compaction" or "encrypted_content" in m:
             return "provider compaction item"
-        if HELD in m:  # its call is an item only the provider can read (``item_reference``)
+        if m.get(HELD) is True:  # its call is an item only the provider can read
             return "provider-held call"
         parts = m.get("content")
         if parts.__class__ is not str and isinstance(parts, list):  # text: most messages

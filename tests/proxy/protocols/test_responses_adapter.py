@@ -309,3 +309,34 @@ async def test_an_output_after_an_item_reference_in_a_later_request_is_held(
     items = [*first, output("call_held", "done"), msg("user", "next", 1)]
     out = await rewrite(engine, body(*items), now=1001.0)
     assert out.body["input"] == items and out.report["repairs"] == []
+
+
+async def test_odd_outputs_with_stored_history_are_repaired_not_flattened(engine: Engine) -> None:
+    """A second output for one held call, and an output whose call_id is not a string: each
+    repaired as before (kept as text), the rest of the chain forwarded as sent."""
+    items = [msg("user", "go"), call("c1", "ls"), output("c1", "a")]
+    items += [output("call_held", "x"), output("call_held", "x2")]
+    items += [{**output("c9"), "call_id": ["not", "a", "string"]}, msg("user", "next", 1)]
+    out = await rewrite(engine, body(*items, previous_response_id="resp_1"))
+    fwd = out.body["input"]
+    assert fwd[:4] == items[:4]
+    assert [r["kind"] for r in out.report["repairs"]] == ["orphan_result", "orphan_result"]
+    assert "x2" in orjson.dumps(fwd[4]).decode() and fwd[4]["type"] == "message"
+    held_marker_absent(out)
+
+
+def test_a_body_of_many_outputs_without_calls_looks_for_references_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each output whose call no earlier item makes asks whether an item_reference came
+    before it: the items are walked once for all of them, not once each."""
+    import proxy.protocols.responses_parts as parts
+
+    looked = []
+    real = parts.kind
+    monkeypatch.setattr(parts, "kind", lambda item: looked.append(1) or real(item))
+    n = 2_000
+    items = [msg("user", "go"), *(output(f"call_{i}") for i in range(n))]
+    RESPONSES.lower(body(*items))
+    responses_violations(body(*items))
+    assert len(looked) <= 2 * (n + 1)

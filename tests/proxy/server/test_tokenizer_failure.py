@@ -130,7 +130,8 @@ async def test_a_tokenizer_panic_leaves_the_conversation_working(
 async def test_count_tokens_estimates_what_the_tokenizer_fails_on(
     tmp_path: Path, edge: EdgeUpstream
 ) -> None:
-    body = {"model": CHAT_MODEL, "messages": [{"role": "user", "content": SPACES}]}
+    # words around the run: a turn of whitespace alone is forwarded as "(empty)"
+    body = {"model": CHAT_MODEL, "messages": [{"role": "user", "content": f"start{SPACES}end"}]}
     async with in_process(settings(edge), str(tmp_path / "db")) as client:
         for _ in range(2):
             r = await client.post("/v1/messages/count_tokens", content=orjson.dumps(body),

@@ -178,9 +178,20 @@ async def test_responses_stream_to_an_anthropic_upstream(edge, client) -> None:
     assert usage_fields(tap.usage)["prompt_tokens"] == 130
 
 
-async def test_previous_response_id_is_refused(edge, client) -> None:
-    body = orjson.dumps({**RESPONSES_BODY, "previous_response_id": "resp_0"})
-    with pytest.raises(BadRequest, match="previous_response_id"):
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({"previous_response_id": "resp_0"}, "previous_response_id"),
+        ({"conversation": "conv_1"}, "conversation"),
+        ({"conversation": {"id": "conv_1"}}, "conversation"),
+        ({"input": [{"type": "item_reference", "id": "fc_1"}]}, "item_reference"),
+    ],
+)
+async def test_history_only_openai_keeps_is_refused(edge, client, extra, named) -> None:  # type: ignore[no-untyped-def]
+    """litellm keeps no responses: a body standing on stored ones is refused, not sent without
+    them (an output of a stored call would reach the provider with no call)."""
+    body = orjson.dumps({**RESPONSES_BODY, **extra})
+    with pytest.raises(BadRequest, match=named):
         await responses(client, anthropic_upstream(edge), body, {}, KEY)
     assert edge.seen == []
 

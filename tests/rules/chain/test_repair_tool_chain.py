@@ -455,3 +455,33 @@ def test_a_held_result_is_not_matched_to_a_drifted_id() -> None:
     out, reps = repair(messages)
     assert out[3] == synth("call_a") and out[4] == messages[3]
     assert [r["kind"] for r in reps] == ["unanswered_call"]
+
+
+def test_a_second_result_for_a_held_call_is_kept_as_text_and_nothing_is_flattened() -> None:
+    """Only the first result of a held call stands; a second is an orphan, as for any call."""
+    messages = [S, U, assistant(None, shell("c1", "ls")), result("c1", "ok")]
+    messages += [held("h1", "a"), held("h1", "b"), user("y")]
+    out, reps = repair(copy.deepcopy(messages))
+    assert [r["kind"] for r in reps] == ["orphan_result"]
+    assert out[:5] == messages[:5] and out[5]["role"] == "user" and "b" in out[5]["content"]
+    assert find_violations(out) == []
+
+
+def test_a_held_mark_without_a_string_id_is_an_orphan_as_before() -> None:
+    bad = {"role": "tool", "tool_call_id": None, "content": "x", HELD: True}
+    messages = [S, U, assistant(None, shell("c1", "ls")), bad]
+    out, reps = repair(messages)
+    assert sorted(r["kind"] for r in reps) == ["orphan_result", "unanswered_call"]
+    assert find_violations(out) == []
+
+
+def test_a_held_result_before_a_later_call_of_its_id_stays_and_the_call_keeps_its_own() -> None:
+    """The validator takes the held result where no call before it has its id; so does the
+    repair when another break makes it rebuild (not the later call's result merged into it)."""
+    h = held("c1", "held")
+    messages = [U, h, user("y"), assistant(None, shell("c1", "ls")), result("c1", "b")]
+    messages.append(result("ghost", "g"))
+    out, reps = repair(copy.deepcopy(messages))
+    assert [r["kind"] for r in reps] == ["orphan_result"]
+    assert out[:5] == messages[:5] and out[5]["role"] == "user"
+    assert find_violations(out) == []

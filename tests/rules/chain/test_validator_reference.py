@@ -53,6 +53,7 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """find_violations as first written (before memos and fast paths)."""
     out: list[dict[str, Any]] = []
     seen: set[str] = set()
+    held: set[str] = set()
     n, i = len(messages), 0
     while i < n:
         m = messages[i]
@@ -102,8 +103,9 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 out.append(_v("duplicate_result", j, tid, f"call {tid!r} is answered twice"))
             elif isinstance(tid, str) and tid in pending:
                 answered.add(tid)
-            elif isinstance(tid, str) and t.get(HELD) is True and tid not in seen:
-                answered.add(tid)  # answers a call the provider holds
+            elif isinstance(tid, str) and t.get(HELD) is True and tid not in seen | held:
+                answered.add(tid)  # answers a call the provider holds, the first with its id
+                held.add(tid)
             else:
                 out.append(
                     _v("orphan_result", j, tid, "tool message answers no call directly before it")
@@ -180,6 +182,8 @@ ODD: list[list[dict[str, Any]]] = [
     [user("x"), assistant(None, shell("c1", "ls")), held("c1", "a")],
     [user("x"), assistant(None, shell("c1", "ls")), result("c1", "a"), held("c1", "b")],
     [held("c1", "a"), assistant(None, shell("c1", "ls")), result("c1", "b")],
+    [held("c1", "a"), user("y"), assistant(None, shell("c1", "ls")), result("c1", "b")],
+    [held("h1", "a"), user("y"), held("h1", "b"), held("h2", "c")],
     [user("x"), {"role": "tool", "tool_call_id": 7, "content": "a", HELD: True}],
     [user("x"), {"role": "tool", "tool_call_id": "h1", "content": "a", HELD: "yes"}],
 ]
