@@ -90,9 +90,11 @@ class Principals:
     def _hashed(self, prefix: str, value: str) -> str:
         return prefix + self._digest(value).hex()[:16]
 
-    def of(self, headers: Mapping[str, str]) -> str:
-        """The request's principal; raises Unauthorized in keys mode without an accepted key."""
-        presented = credential(headers)
+    def of(self, headers: Mapping[str, str], presented: str | None = None) -> str:
+        """The request's principal; raises Unauthorized in keys mode without an accepted key.
+        ``presented``: the credential as the protocol reads it, where it reads one ``credential``
+        does not (Gemini's ``?key=``, its key header before a bearer token)."""
+        presented = presented or credential(headers)
         if not presented:
             if self.mode == "passthrough":
                 return ANONYMOUS

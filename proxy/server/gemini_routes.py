@@ -23,6 +23,7 @@ from proxy.rewrite.offload import items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
+from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
 
 if TYPE_CHECKING:
@@ -59,7 +60,8 @@ class GeminiCountTokens:
         headers = header_dict(scope["headers"])
         path = scope["path"]
         try:
-            principal = self.s.principals.of(headers)
+            query = scope.get("query_string", b"").decode("latin-1")
+            principal = self.s.principals.of(headers, client_key(headers, query))
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
             raw = await read_body(receive, headers, self.s.settings.limits)
@@ -113,7 +115,7 @@ async def gemini_models(request: Request) -> Response:
     services: Services = request.app.state.services
     headers = {k.lower(): v for k, v in request.headers.items()}
     try:
-        services.principals.of(headers)
+        services.principals.of(headers, client_key(headers, request.url.query))
     except ProxyError as exc:
         return Response(gemini_body(exc), exc.status, media_type="application/json")
     names = sorted(

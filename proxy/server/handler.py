@@ -109,7 +109,7 @@ class ProtocolHandler:
             principal="-",  # not known yet: a request refused before it names nobody
         )
         try:
-            principal = self.s.principals.of(headers)
+            principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
@@ -362,3 +362,11 @@ class ProtocolHandler:
         if row["id"] in self._open:
             self._open.discard(row["id"])
             self.s.observers.finished(row)
+
+
+def _presented(wire: Wire, headers: dict[str, str], scope: Scope) -> str | None:
+    """The credential as the wire's upstream reads it (None: as ``principals.credential``)."""
+    if wire.credential is None:
+        return None
+    query = scope.get("query_string", b"").decode("latin-1")
+    return wire.credential(headers, query)

@@ -22,6 +22,7 @@ from proxy.protocols.responses import RESPONSES
 from proxy.protocols.validate import validate_anthropic, validate_gemini, validate_responses
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.gemini import client_key
 from proxy.upstream.openai import upstream_api_key
 
 if TYPE_CHECKING:
@@ -65,6 +66,10 @@ class Wire:
     # ``previous_response_id``): each kept to its principal (``proxy.server.response_ids``)
     response_ids: bool = False
     target: Target | None = None
+    # the credential the client presents as this protocol's upstream reads it (headers, query
+    # string), where that differs from ``principals.credential``: the request's principal is
+    # the credential that goes upstream, so two keys never share one
+    credential: Callable[[Mapping[str, str], str], str | None] | None = None
 
     def parse(self, raw: bytes) -> dict[str, Any]:
         """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""
@@ -185,4 +190,5 @@ GEMINI_WIRE = Wire(
     shapes.gemini_stream_error,
     array="contents",
     target=gemini_target,
+    credential=client_key,
 )
