@@ -264,12 +264,16 @@ class RescueSummary(TypedDict, total=False):
     status: int  # the retry's status
 
 
+MAX_REPORTED_ENTITIES = 200  # a log row's list is bounded, whatever one call makes
+
+
 class Report(TypedDict, total=False):
     session: str
     tokens: Tokens
     sections: dict[str, Section]
     repairs: list[Repair]
-    entities: list[Entity]
+    entities: list[Entity]  # at most ``MAX_REPORTED_ENTITIES``, the first of the request's
+    entities_more: int  # the request's other entity events, not listed
     references: list[Reference]
     working_set: WorkingSetSummary
     workspace: WorkspaceSummary

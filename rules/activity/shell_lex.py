@@ -16,6 +16,7 @@ REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<", "<<", "<<-", "<<<", ">
 _OPERATORS = sorted(SEPARATORS | REDIRECTS, key=len, reverse=True)
 _OP_CHARS = frozenset(";&|<>()\n")
 _STRONG = frozenset({"&&", "||", "|", "|&", "&"})
+MAX_COMMAND_CHARS = 50_000  # of a command line read for its commands (``split_commands``)
 # Runs of characters the lexer takes one by one into the current word, taken at once (a script
 # of thousands of characters): none that starts a quote, an escape, an expansion, a comment or
 # an operator, nor a blank. ``#`` (a comment only at a word's start) and ``$`` (an expansion
@@ -227,6 +228,16 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
 # and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
 # once. Immutable (a tuple of frozen commands), so every reader may hold it. A split holds up to
 # ~80 bytes a character of its text (a text of one-character commands), so the cache is bounded
-# at 250,000 characters (~20 MB at worst, ~5 MB for agents' scripts); a longer text is lexed by
-# each reader rather than kept.
-split_commands = text_cache(max_chars=250_000, max_text_chars=25_000)(split_uncached)
+# at 250,000 characters (~20 MB at worst, ~5 MB for agents' scripts).
+_split_kept = text_cache(max_chars=250_000, max_text_chars=MAX_COMMAND_CHARS)(split_uncached)
+
+
+def split_commands(text: str) -> tuple[SimpleCommand, ...]:
+    """``split_uncached``, kept. A command line over ``MAX_COMMAND_CHARS`` is read up to its last
+    line or ``;`` within them: the work a call costs is bounded whatever a client sends (a
+    million ``; rm x`` took seconds of every reader, on every request of the session), and an
+    agent's longer command is a heredoc whose body says nothing."""
+    if len(text) > MAX_COMMAND_CHARS:
+        head = text[:MAX_COMMAND_CHARS]
+        text = head[: max(head.rfind("\n"), head.rfind(";"), 0)]
+    return _split_kept(text)

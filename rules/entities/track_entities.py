@@ -40,7 +40,7 @@ from rules.messages import (
     tool_pairs,
 )
 from rules.redact import holds_secret
-from rules.report import Entity, Report
+from rules.report import MAX_REPORTED_ENTITIES, Entity, Report
 from rules.tool_pairs import pairs_of
 
 META = "track_entities"
@@ -229,7 +229,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             calls.keep(meta.get("seen"))  # the state keeps its list: the same keys
         if not read and messages is ctx.messages:
             ctx.keep(READ_MEMO, (meta, cfg), True)
-    report["entities"] = [_reported(e) for e in new_events]
+    report["entities"] = [_reported(e) for e in new_events[:MAX_REPORTED_ENTITIES]]
+    if len(new_events) > MAX_REPORTED_ENTITIES:  # the row is redacted, stored and shown whole
+        report["entities_more"] = len(new_events) - MAX_REPORTED_ENTITIES
     return RuleResult(messages, state, report)
 
 

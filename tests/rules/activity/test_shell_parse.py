@@ -335,14 +335,14 @@ def test_runs_of_plain_characters_are_lexed_as_one_by_one(text: str) -> None:
 
 def test_the_kept_splits_are_bounded_by_the_characters_they_hold() -> None:
     """A split of one-character commands holds ~80 bytes a character: the cache keeps at most
-    250,000 characters of text, and a text over 25,000 is lexed again rather than kept."""
-    from rules.activity.shell_lex import split_commands
+    250,000 characters of text, and a text is read (and kept) within ``MAX_COMMAND_CHARS``."""
+    from rules.activity.shell_lex import MAX_COMMAND_CHARS, _split_kept, split_commands
 
-    split_commands.cache_clear()
+    _split_kept.cache_clear()
     for k in range(40):  # 40 distinct texts of ~20,000 characters: 800,000 in all
         split_commands(f"echo {k};" + "x;" * 10_000)
-    assert 0 < split_commands.cache_chars() <= 250_000
-    split_commands.cache_clear()
-    split_commands("x;" * 20_000)  # 40,000 characters: not kept
-    assert split_commands.cache_chars() == 0
-    split_commands.cache_clear()
+    assert 0 < _split_kept.cache_chars() <= 250_000
+    _split_kept.cache_clear()
+    split_commands("x;" * 200_000)  # 400,000 characters: read within the bound
+    assert 0 < _split_kept.cache_chars() <= MAX_COMMAND_CHARS + 1
+    _split_kept.cache_clear()

@@ -10,8 +10,10 @@ import pytest
 from pydantic import ValidationError
 
 from rules.activity.file_tools import file_tool_effect, load_tools, succeeded
+from rules.activity.shell_lex import MAX_COMMAND_CHARS, split_commands
 from rules.base import SessionState
 from rules.entities import resolve_refs, track_entities
+from rules.report import MAX_REPORTED_ENTITIES
 from tests.support.cpu_clock import cpu_timer
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
@@ -345,3 +347,27 @@ def test_lone_surrogates_are_tolerated() -> None:
     out = run(msgs)
     orjson.dumps(out.state.to_json())  # storable
     assert [p for _, _, p in paths(out.state)] == ["dir?", "raw?", "f.py"]
+
+
+def test_one_call_making_thousands_reports_a_bounded_list() -> None:
+    """The log row's list is bounded whatever one call makes: the first, and how many more."""
+    command = " && ".join(f"mkdir -p /w/d{i}" for i in range(1_000))
+    out = run([user("go"), assistant(None, shell("c1", command)), result("c1", "")])
+    assert len(out.report["entities"]) == MAX_REPORTED_ENTITIES
+    assert out.report["entities"][0]["path"] == "/w/d0"
+    assert out.report["entities_more"] == 1_000 - MAX_REPORTED_ENTITIES
+
+
+def test_a_command_line_is_read_within_a_bound() -> None:
+    """Past ``MAX_COMMAND_CHARS`` a command line is read up to its last separator within them:
+    a million ``; rm -rf b`` costs what 50,000 characters do, on every request that holds it."""
+    head = "mkdir -p /w/first"
+    tail = "; rm -rf b" * (MAX_COMMAND_CHARS // 10 + 10) + "; mkdir -p /w/past_the_bound"
+    commands = split_commands(head + tail)
+    assert commands[0].argv == ("mkdir", "-p", "/w/first")
+    assert len(commands) < MAX_COMMAND_CHARS // 10 + 1
+    assert all("/w/past_the_bound" not in c.argv for c in commands)
+    unbroken = "echo " + "x" * MAX_COMMAND_CHARS  # no separator within the bound: nothing read
+    assert split_commands(unbroken) == ()
+    out = run([user("go"), assistant(None, shell("c1", head + tail)), result("c1", "")])
+    assert ("create", "folder", "/w/first") in paths(out.state)
