@@ -3,7 +3,9 @@
 
 The admin views (``/ui``, ``/metrics``) follow their own rule, in every mode: with an admin key
 set they need it (bearer, or the /ui session cookie derived from it); without one they answer
-loopback clients only, unless ``ui.public`` opens them."""
+loopback clients only, unless ``ui.public`` opens them. In ``keys`` mode (a gateway several
+tenants reach) they are closed without an admin key: a tenant on the host, or every client
+through a front proxy on it that is not a trusted proxy, is a loopback client."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from proxy.errors import Forbidden, Unauthorized
 from proxy.settings import AuthSettings
 
 COOKIE = "ctxproxy_admin"
-Access = Literal["key", "loopback", "public"]
+Access = Literal["key", "loopback", "public", "closed"]
 
 
 def bearer(headers: Mapping[str, str]) -> str | None:
@@ -86,7 +88,9 @@ def is_loopback(client: Sequence[Any] | None) -> bool:
 def admin_access(settings: AuthSettings, public: bool) -> Access:
     if admin_key(settings):
         return "key"
-    return "public" if public else "loopback"
+    if public:
+        return "public"
+    return "closed" if settings.mode == "keys" else "loopback"
 
 
 def access_line(settings: AuthSettings, public: bool) -> str:
@@ -99,6 +103,7 @@ def access_line(settings: AuthSettings, public: bool) -> str:
             "set ui.public: true to open them)"
         ),
         "public": f"/ui and /metrics: PUBLIC, no key (ui.public: true and no admin key in {var})",
+        "closed": f"/ui and /metrics: closed (keys mode: set an admin key in {var} to open them)",
     }[admin_access(settings, public)]
 
 
@@ -120,7 +125,14 @@ def check_admin(
         if cookie and session_valid(key, cookie, now, session_seconds(settings)):
             return
         raise Unauthorized("This page needs the admin key.")
-    if public or is_loopback(client):
+    if public:
+        return
+    if settings.mode == "keys":
+        raise Forbidden(
+            "In keys mode this page needs an admin key: set one "
+            f"({settings.admin_key_env}) to open it."
+        )
+    if is_loopback(client):
         return
     raise Forbidden(
         "This page answers loopback clients only: set an admin key "

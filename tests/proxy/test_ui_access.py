@@ -96,10 +96,11 @@ async def test_without_a_key_remote_clients_are_refused(
         metrics = await client.get("/metrics")
         assert metrics.headers["content-type"] == "application/json"
         error = metrics.json()["error"]
-        assert error["code"] == "forbidden" and "loopback" in error["message"]
+        said = "admin key" if settings.auth.mode == "keys" else "loopback"
+        assert error["code"] == "forbidden" and said in error["message"]
         page = await client.get("/ui")
         assert page.headers["content-type"].startswith("text/html")
-        assert "loopback" in page.text and 'id="requests"' not in page.text
+        assert said in page.text and 'id="requests"' not in page.text
         # Logging in opens nothing when there is no key to log in with.
         login = await client.post("/ui/login", data={"key": "x", "next": "/ui"})
         assert "set-cookie" not in login.headers
@@ -113,6 +114,21 @@ async def test_without_a_key_loopback_clients_are_let_in(
     monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
     async with client_from(proxy_settings(UPSTREAM), str(tmp_path / "db"), peer) as client:
         assert await statuses(client) == {**OPEN, "/metrics": 200}
+
+
+@pytest.mark.parametrize("peer", [("127.0.0.1", 1), ("::1", 1)])
+async def test_keys_mode_without_a_key_refuses_loopback_clients_too(
+    tmp_path: Path, monkeypatch, peer: tuple[str, int]
+) -> None:
+    """A gateway's tenants may share its host, and a front proxy on it that is not a trusted
+    proxy makes every client loopback: its tenants' requests are not for them to read."""
+    monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
+    monkeypatch.setenv("CTXPROXY_KEYS", "client-key")
+    async with client_from(keys_mode(), str(tmp_path / "db"), peer) as client:
+        assert set((await statuses(client)).values()) == {403}
+        tenant = {"authorization": "Bearer client-key"}
+        assert (await client.get("/metrics", headers=tenant)).status_code == 403
+    assert "closed" in access_line(keys_mode().auth, False)
 
 
 async def test_ui_public_opens_them_to_anyone(tmp_path: Path, monkeypatch) -> None:
