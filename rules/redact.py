@@ -56,9 +56,13 @@ _KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partiti
 
 def _boundary(prefix: str, rest: str, before: str = r"\w") -> re.Pattern[str]:
     """``\\b{prefix}{rest}`` with the literal first (found by a fast scan), the boundary before it
-    checked behind it: no character of class ``before`` (``\\w``: every prefix starts with one)."""
+    checked behind it: no character of class ``before`` (``\\w``: every prefix starts with one),
+    or one that ends an escape of a line break or tab (``\\n``: a file's next line inside a JSON
+    string, as in a call's arguments) or of ``=`` or ``:`` in a URL (``%3D``). Fixed-width
+    looks behind: linear."""
     lit = re.escape(prefix)
-    return re.compile(f"{lit}(?<!{before}{lit}){rest}")
+    after_escape = rf"(?<=\\[nrt]{lit})|(?<=%3[DdAa]{lit})"
+    return re.compile(f"{lit}(?:(?<!{before}{lit})|{after_escape}){rest}")
 
 
 # Key-shaped tokens, wherever they appear.

@@ -198,6 +198,13 @@ def test_ordinary_text_stays(text: str) -> None:
             "glpat-",
             " and ",
         ),
+        # a file's next line inside a JSON string (a call's arguments, a JSON tool output): the
+        # "n" of the escape is no word the key runs on from
+        ('{"content": "# keys\\nsk-proj-ESCAPEDabcdefgh"}', "sk-proj", '"# keys\\n[REDACTED]"'),
+        ('{"stdout": "wrote\\nAKIAABCDEFGHIJKLMNOP"}', "AKIA", "wrote\\n[REDACTED]"),
+        ("a\\tghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_", "a\\t[REDACTED]"),
+        ("x\\r\\neyJhbGciOiJIUzI1.eyJzdWIiOiIx.SflKxwRJSMeK", "eyJ", "x\\r\\n[REDACTED]"),
+        ("https://x/cb?api_key%3Dsk-abcdefghijklmnop", "sk-abc", "api_key%3D[REDACTED]"),
     ],
 )
 def test_secrets_that_used_to_pass(text: str, leaked: str, kept: str) -> None:
@@ -220,6 +227,8 @@ def test_secrets_that_used_to_pass(text: str, leaked: str, kept: str) -> None:
         "if password == 'abc':",
         '"max_tokens": 1000, "prompt_tokens": 12',
         'headers = {"Authorization": f"Bearer {token}"}',
+        "ask-questions-first and task-abcdefghijklmnop",  # a word ending "sk-"
+        "C:\\Users\\ana\\risk-assessment-2026-final",
     ],
 )
 def test_lookalikes_stay(text: str) -> None:
