@@ -55,18 +55,14 @@ _KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partiti
 
 
 def _boundary(prefix: str, rest: str, before: str = r"\w") -> re.Pattern[str]:
-    """``\\b{prefix}{rest}`` with the literal first (found by a fast scan), the boundary before it
-    checked behind it: no character of class ``before`` (``\\w``: every prefix starts with one),
-    or one that ends an escape of a line break or tab (``\\n``: a file's next line inside a JSON
-    string, as in a call's arguments) or of ``=`` or ``:`` in a URL (``%3D``). Fixed-width
-    looks behind: linear."""
+    """``\\b{prefix}{rest}`` with the literal first (found by a fast scan), the boundary checked
+    behind it (fixed widths: linear): no character of class ``before`` (``\\w``), or the end of
+    an escaped line break or tab (``\\n`` in a JSON string) or URL-encoded ``=`` / ``:``."""
     lit = re.escape(prefix)
-    after_escape = rf"(?<=\\[nrt]{lit})|(?<=%3[DdAa]{lit})"
-    return re.compile(f"{lit}(?:(?<!{before}{lit})|{after_escape}){rest}")
+    return re.compile(f"{lit}(?:(?<!{before}{lit})|(?<=\\\\[nrt]{lit})|(?<=%3[DdAa]{lit})){rest}")
 
 
-# Key-shaped tokens, wherever they appear.
-_KEY_SHAPES = (
+_KEY_SHAPES = (  # key-shaped tokens, wherever they appear
     _boundary("sk-", r"[A-Za-z0-9_\-]{8,}"),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
     _boundary("sk_", r"(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe secret keys
     _boundary("rk_", r"(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe restricted keys

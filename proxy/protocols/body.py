@@ -10,15 +10,16 @@ from typing import Any
 import orjson
 
 from proxy.errors import BadRequest
+from proxy.protocols.base import TAG
+from rules.messages import HELD
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what errors and logs echo
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
-# The proxy's own marks on the messages the rules read (``proxy.protocols.base.TAG``,
-# ``rules.messages.HELD``): set by a protocol adapter, never sent by a client, whose chat
-# messages the rules read as they are
-RESERVED_KEYS = ("ctxproxy_src", "ctxproxy_held")
+# The proxy's own marks on the messages the rules read: set by a protocol adapter, never sent by
+# a client, whose chat messages the rules read as they are
+RESERVED_KEYS = (TAG, HELD)
 
 
 def echo(value: Any) -> str:
