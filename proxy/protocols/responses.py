@@ -77,7 +77,6 @@ class ResponsesAdapter:
         whole: Whole | None = None
         shared = 0
         held = provider_history(body)
-        references = References(items)
         first = message_bytes(items[:1], MAX_ITEM_BYTES) if session is not None else []
         if first and first[0] is not None:  # names the session's previous request
             slot = (session, first[0], held)  # its lowerings hold for the same history only
@@ -87,6 +86,7 @@ class ResponsesAdapter:
             old, old_datas = (prev.whole, prev.datas) if prev is not None else (None, [])
             datas, shared, whole = read_bytes(old, old_datas, items, MAX_ITEM_BYTES)
         items, repairs = mend(items, max(shared - 1, 0))
+        references = References(items)  # of the items as lowered: a mend may drop some
         if repairs:  # mended: neither reused nor kept
             slot, prev, shared = None, None, 0
         st = State(items, Parts(), {}, bool(repairs), shared, prev)

@@ -89,3 +89,25 @@ async def test_generated_inputs(tmp_path: Path, items: list[Any], history: dict[
     kept = forwarded["input"] if isinstance(forwarded["input"], list) else []
     for i in held_outputs(items, bool(history)):
         assert any(item == items[i] for item in kept), items[i]
+
+
+async def test_a_reference_is_found_among_the_items_as_mended(tmp_path: Path) -> None:
+    """A reasoning item cut from its call goes before lowering: the reference after it still
+    comes before the output that follows it (found by the generated inputs above)."""
+    items = [
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"},
+        _output("c1"),
+        {"type": "item_reference", "id": "fc_stored"},
+        _output("c1"),
+    ]
+    store = Store(str(tmp_path / "db"))
+    await store.open()
+    engine = Engine(settings_from_mapping({"upstreams": [{"name": "o"}]}), store, strict=True)
+    try:
+        out = await engine.rewrite(
+            {"model": "gpt-5", "input": items}, {"session-id": "s"}, now=1000.0, adapter=RESPONSES
+        )
+    finally:
+        engine.close()
+        await store.close()
+    assert out.body["input"][-1] == items[3]
