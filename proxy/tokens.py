@@ -1,7 +1,8 @@
 """Token counting with tiktoken, offline, with counts cached per text so a conversation that grows
 by two messages costs two messages of counting. Media parts (images, audio, documents) count the
-providers' published estimates (``rules.media``). A tokenizer that fails on a text, however it
-fails (tiktoken panics on about a million spaces), leaves that text an estimate of
+providers' published estimates (``rules.media``). A long text is counted in windows
+(``proxy.token_windows``), which bounds the tokenizer's time and memory on a run without
+whitespace. A tokenizer that fails on a text, however it fails, leaves that text an estimate of
 ``CHARS_PER_TOKEN`` characters a token (``count_guarded``): counting never fails a request."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import orjson
 
 from proxy.failures import STOPPING
 from proxy.generations import Generations, compact
+from proxy.token_windows import windows
 from rules.base import Message
 from rules.media import media_tokens
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
@@ -99,11 +101,11 @@ def estimate_tokens(text: str) -> int:
 
 
 def count_guarded(encode: Callable[[str], Any], text: str, encoding: str) -> tuple[int, bool]:
-    """(tokens, counted): ``len(encode(text))``, or the estimate when the tokenizer failed in any
-    way but the process or task being stopped (pyo3's ``PanicException`` is a
+    """(tokens, counted): the tokens of ``text``'s ``windows``, or the estimate when the tokenizer
+    failed in any way but the process or task being stopped (pyo3's ``PanicException`` is a
     ``BaseException``). The first failure of each encoding is logged as a warning."""
     try:
-        return len(encode(text)), True
+        return sum(len(encode(window)) for window in windows(text)), True
     except STOPPING:
         raise
     except BaseException as exc:

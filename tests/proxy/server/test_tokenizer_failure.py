@@ -1,13 +1,17 @@
-"""A tokenizer failure is no request's failure: tiktoken's ``o200k_base`` panics (pyo3's
-``PanicException``, a ``BaseException``) on about a million consecutive spaces. Such a text is
-estimated instead, and the request goes on: every model endpoint relays the upstream's 200 and
+"""A tokenizer failure is no request's failure. A tokenizer that raises, however it raises (a
+native panic is pyo3's ``PanicException``, a ``BaseException``: tiktoken's ``o200k_base`` panicked
+on about a million consecutive spaces when it was handed such a run whole), leaves that text
+estimated, and the request goes on: every model endpoint relays the upstream's 200 and
 ``count_tokens`` answers its count, each with a finished log row and the in-flight gauge back at
-0, and the conversation's next request succeeds too. A failure that does escape into a handler
-is answered in the protocol's shape, with its log row."""
+0, and the conversation's next request succeeds too. The failure is injected here: tiktoken now
+sees only windows of a text (``proxy.token_windows``), and a million spaces are counted for
+real. A failure that does escape into a handler is answered in the protocol's shape, with its
+log row."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +19,42 @@ import httpx
 import orjson
 import pytest
 
+from proxy import tokens
 from proxy.settings import Settings, settings_from_mapping
+from proxy.token_windows import windows
 from proxy.tokens import TiktokenCounter, estimate_tokens
 from tests.conftest import in_process, log_rows
 from tests.proxy.tenancy.serving import RESPONSE
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import anthropic_message, chat_completion
 
-SPACES = " " * 1_000_000  # what tiktoken's o200k_base panics on
+POISON = "\u2620"  # the character the injected tokenizer fails on
+SPACES = " " * 1_000_000 + POISON  # a long text the tokenizer fails on, in its last window
+
+
+class Panic(BaseException):
+    """What pyo3 raises for a panic in native code: no ``Exception``."""
+
+
+class PanickingEncoding:
+    """A real encoding that panics on any text holding ``POISON``."""
+
+    def __init__(self, real: Any) -> None:
+        self.real = real
+
+    def encode_ordinary(self, text: str) -> Any:
+        if POISON in text:
+            raise Panic("called `Result::unwrap()` on an `Err` value")
+        return self.real.encode_ordinary(text)
+
+
+@pytest.fixture(autouse=True)
+def panicking_tokenizer(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    real = tokens._encoding
+    monkeypatch.setattr(tokens, "_encoding", lambda name: PanickingEncoding(real(name)))
+    yield
+
+
 JSON = {"content-type": "application/json", "authorization": "Bearer sk-test-client"}
 # o200k_base models: gpt-4o to the OpenAI-shaped upstream, gpt-4o-messages to the Anthropic one
 CHAT_MODEL, MESSAGES_MODEL = "gpt-4o", "gpt-4o-messages"
@@ -142,8 +174,9 @@ async def test_count_tokens_estimates_what_the_tokenizer_fails_on(
 
 
 def test_the_counter_estimates_and_remembers_a_failed_text(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(tokens, "_warned", set())  # logged once per process: not yet here
     counter = TiktokenCounter("o200k_base", cache_chars=0)  # nothing cached: only the memo
     calls = []
     encode = counter._encode
@@ -154,10 +187,13 @@ def test_the_counter_estimates_and_remembers_a_failed_text(
 
     counter._encode = counted
     with caplog.at_level("WARNING", logger="ctxproxy.tokens"):
-        assert counter.count_text(SPACES) == estimate_tokens(SPACES) == 250_000
-        assert counter.count_text(SPACES) == 250_000
+        assert counter.count_text(SPACES) == estimate_tokens(SPACES) == 250_001
+        tried = len(calls)  # the windows up to the one that failed
+        assert tried == len(list(windows(SPACES)))
+        assert counter.count_text(SPACES) == 250_001
         assert counter.count_text("hello world") == 2  # other texts: the tokenizer's count
-    assert calls == [len(SPACES), len("hello world")]  # the failed text never again
+    assert calls[tried:] == [len("hello world")]  # the failed text never again
+    assert "tokenizer failed (Panic)" in caplog.text
 
 
 def test_an_encoding_that_cannot_be_loaded_leaves_every_text_estimated(
@@ -172,10 +208,6 @@ def test_an_encoding_that_cannot_be_loaded_leaves_every_text_estimated(
     counter = TiktokenCounter("o200k_base")
     assert counter.count_text("twelve chars") == 3
     assert counter.count_message({"role": "user", "content": "twelve chars"}) == 3 + 4
-
-
-class Panic(BaseException):
-    """What pyo3 raises for a panic in native code: no ``Exception``."""
 
 
 async def panicking(*args: Any, **kwargs: Any) -> Any:
