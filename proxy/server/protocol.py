@@ -9,7 +9,8 @@ it once the headers are complete; when it fires, the connection is closed (with 
 of a request had arrived). Header bytes are counted as they are parsed: over
 ``server.max_header_bytes`` the request gets 431. Each response's head goes out with its first
 body bytes in one write (``head_hold``), and each request is told when its connection is lost
-(``disconnect_watch.DisconnectSignal``, in the scope's extensions)."""
+(``disconnect_watch.DisconnectSignal``, in the scope's extensions): the socket is read again once
+a request's body is complete, however large, so that a hang-up is seen while it waits upstream."""
 
 from __future__ import annotations
 
@@ -106,6 +107,14 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             cycle.scope.setdefault("extensions", {})[SIGNAL_KEY] = {"signal": signal}
             self._signals = [(c, s) for c, s in self._signals if not c.response_complete]
             self._signals.append((cycle, signal))
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        # uvicorn stops reading past 64 KiB of body held, and reads again only in ``receive``,
+        # which the proxy does not call after the body: a client that hangs up while its large
+        # request waits upstream would not be noticed (``connection_lost``) until the answer.
+        # A pipelined request's arrival pauses reading again (uvicorn's ``on_headers_complete``).
+        self.flow.resume_reading()
 
     def handle_websocket_upgrade(self) -> None:
         """Refuse every websocket upgrade with 426, so the client falls back to HTTP at once."""

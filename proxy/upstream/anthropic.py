@@ -35,6 +35,7 @@ _NOT_FORWARDED = frozenset(
         "trailer",
         "transfer-encoding",
         "upgrade",
+        "expect",  # ``100-continue``: uvicorn answered it; aiohttp would wait, unbounded, for one
         "host",
         "content-length",
         "content-encoding",  # the body goes decoded (``proxy.server.body_encoding``)

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import aiohttp
 from yarl import URL
 
-from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import UpstreamFailed, UpstreamTimeout, UpstreamUnreachable
 from proxy.upstream import UpstreamResponse
 from rules.redact import redact_text
 
@@ -30,6 +30,11 @@ RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "a
 ANTHROPIC_RELAYED_NAMES = RELAYED_NAMES | {"request-id"}
 # Errors aiohttp raises for a connection that failed or broke (TimeoutError is caught before).
 CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
+# A whole answer is read into memory, and an error answer is parsed and redacted: bounded. A
+# success answer over its bound is refused (502); an error answer is cut to its bound (its status
+# and its start are what a client reads).
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+MAX_ERROR_ANSWER_BYTES = 1024 * 1024
 
 
 def relay_headers(
@@ -102,6 +107,12 @@ async def answer(
     """``response`` as relayed: an event stream (when ``stream`` was asked for and the upstream
     answered one with success) piece by piece; with ``json_array``, a JSON answer to a stream
     asked for (Gemini's JSON-array stream) element by element; anything else read whole."""
+    status = response.status
+    if not (200 <= status < 300 or 400 <= status < 600):
+        # a redirect (not followed: the request carries the client's key), an upgrade, a status
+        # HTTP has no class for: no answer a client of this API can use
+        response.close()
+        raise UpstreamFailed(f"Upstream {name} answered HTTP {status}, which is not relayed.")
     headers = relay_headers(response.raw_headers, names)
     if stream and response.status < 400 and is_event_stream(headers):
         return UpstreamResponse(
@@ -112,15 +123,41 @@ async def answer(
 
         chunks = raw_chunks(response, name)
         return array_stream(response.status, headers, chunks, closer(response))
+    error = status >= 400
+    limit = MAX_ERROR_ANSWER_BYTES if error else MAX_ANSWER_BYTES
     try:
-        content = await response.read()  # closes the connection itself if this fails
+        content, whole = await _read_bounded(response, limit)
     except TimeoutError:
+        response.close()
         raise UpstreamTimeout(f"Upstream {name} timed out reading the body") from None
     except CONNECTION_ERRORS as exc:
+        response.close()
         raise unreachable(name, "broke off", exc) from None
-    finally:
+    if whole:
         response.release()
+    else:  # the rest is not read: the connection cannot be reused
+        response.close()
+        if not error:
+            raise UpstreamFailed(
+                f"Upstream {name}'s answer is larger than {limit >> 20} MiB, which is not relayed."
+            )
+        log.warning("upstream %s: an error answer over %d bytes was cut", name, limit)
     return UpstreamResponse(response.status, headers, body=content)
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """The body up to ``limit`` bytes, and whether that was all of it."""
+    length = response.content_length
+    if length is not None and length <= limit:
+        return await response.read(), True  # the common case: one read, as it was
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in response.content.iter_any():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return b"".join(parts)[:limit], False
+    return b"".join(parts), True
 
 
 async def raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterator[bytes]:

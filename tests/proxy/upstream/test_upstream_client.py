@@ -15,7 +15,7 @@ import httpx
 import orjson
 import pytest
 
-from proxy.errors import UpstreamTimeout, UpstreamUnreachable
+from proxy.errors import UpstreamFailed, UpstreamTimeout, UpstreamUnreachable
 from proxy.settings import UpstreamSettings
 from proxy.upstream.openai import UpstreamClient
 from tests.conftest import in_process, log_rows, proxy_settings
@@ -194,9 +194,12 @@ async def test_a_client_user_agent_passes_through_the_app(edge, tmp_path: Path) 
 
 
 async def test_redirects_are_not_followed(edge, client) -> None:
+    """Nor relayed: the request carries the client's key, and a client of these APIs has no use
+    for a redirect it cannot follow (its ``location`` is not relayed)."""
     edge.reply = Reply(status=307, headers=[("location", edge.base_url + "/elsewhere")], body=b"")
-    r = await client.chat(upstream(edge.base_url), body(), {}, KEY)
-    assert r.status == 307
+    with pytest.raises(UpstreamFailed, match="answered HTTP 307") as raised:
+        await client.chat(upstream(edge.base_url), body(), {}, KEY)
+    assert raised.value.status == 502
     assert len(edge.seen) == 1
 
 
