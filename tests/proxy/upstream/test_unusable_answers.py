@@ -17,7 +17,10 @@ from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 from tests.support.factories import chat_completion
 
 JSON = {"content-type": "application/json", "authorization": "Bearer sk-test-client"}
-CHAT = ("/v1/chat/completions", {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+CHAT = (
+    "/v1/chat/completions",
+    {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+)
 MESSAGES = (
     "/v1/messages",
     {"model": "claude-x", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]},
