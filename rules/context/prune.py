@@ -30,6 +30,7 @@ from rules.context import (
     restore,
     risk_budget,
     schedule,
+    session_roots,
     ski_draw,
     sticky,
     warm_cut,
@@ -129,9 +130,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     total = ctx.tokens.count_messages(view) + schema + blocks
     arrived = total  # the request as it came, the previous cuts replayed
     budget = ctx.budget
-    memory = schedule.Memory.load(ctx.state.get(SESSION), ctx.state.get(CARRYING))
+    # the memory of this conversation's requests (a sub-agent's under one session: its own)
+    root = ctx.hash_of(ctx.messages[0]) if ctx.messages else ""
+    stored_memo = ctx.state.get(SESSION)
+    session = session_roots.mine(stored_memo, root)
+    other = session_roots.switched(stored_memo, root)
+    memory = schedule.Memory.load(session, None if other else ctx.state.get(CARRYING))
     ledger, risk, guard = risk_budget.allowances(  # the session's risk ledger, when kept
-        ctx.state.get(SESSION), cfg.bet_budget_share, cfg.warm_risk_share
+        session, cfg.bet_budget_share, cfg.warm_risk_share
     )
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
     stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
@@ -256,15 +262,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # on every request.
     state_out = ctx.state
     if isinstance(run, Run) and run.overlay_changed(stored):
-        state_out = state_out.with_value(NAMESPACE, run.overlay.to_json())
-    session = ctx.state.get(SESSION)
+        state_out = state_out.with_value(NAMESPACE, run.stored_json())
     memo = memory.after(
         ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
         arrived=arrived, due=due,
         ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
     )  # fmt: skip
     if memo is not session:
-        state_out = state_out.with_value(SESSION, memo)
+        state_out = state_out.with_value(SESSION, session_roots.kept(stored_memo, memo, root))
         # the per-step figures change at a look or a compaction only: their own namespace
         if stale is not None:
             state_out = state_out.with_value(CARRYING, carrying.dump(stale))

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import chain
-from typing import Protocol
+from typing import Any, Protocol
 
 from rules.activity.observations import Observation, of_context
 from rules.base import Context, Message, frozen
 from rules.context import drop_names, evidence, forced, need, overlay, prune_stages, replay, shrink
+from rules.context.overlay_away import AWAY, load_split
 from rules.context.schedule import Step
 from rules.messages import shared_prefix, text_of
 from rules.report import Pruning
@@ -63,14 +64,8 @@ class Run:
         own_output = overlay.anchors_missing(stored, self.index) and any(
             overlay.is_rendered(m) for m in self.messages
         )
-        self.overlay = overlay.Overlay.load(stored, self.index, keep_all=own_output)
-        raw = stored if isinstance(stored, dict) else {}
-        # what was stored, to tell a change without comparing the whole overlay
-        self._loaded = (
-            int(raw.get("compactions", 0)),
-            (raw.get("edits") or {}).keys(),
-            len(raw.get("dropped") or []),
-        )
+        # another conversation's entries under this session (a sub-agent's) are kept away
+        self.overlay, self.away, self._loaded = load_split(stored, self.index, own_output)
         self.obs: list[Observation] = of_context(ctx)
         self.by_result = {o.result_index: o for o in self.obs}
         self.decisions: list[Pruning] = []
@@ -164,9 +159,9 @@ class Run:
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
 
     def overlay_changed(self, stored: object) -> bool:
-        """Whether the overlay differs from the stored one: a decision was made this request,
-        or loading it left edits of vanished messages behind. Cheap (no deep comparison)."""
-        if self.decisions or self.overlay.compactions != self._loaded[0]:
+        """Whether the overlay differs from the stored one: a decision was made this request, or
+        loading it moved entries of absent messages away or back (``overlay_away``). Cheap."""
+        if self.decisions or self.overlay.compactions != self._loaded[0] or self._loaded[3]:
             return True
         if (
             self.overlay.edits.keys() != self._loaded[1]
@@ -174,6 +169,13 @@ class Run:
         ):
             return True
         return stored is None and bool(self.overlay.edits or self.overlay.dropped)
+
+    def stored_json(self) -> dict[str, Any]:
+        """The overlay as stored: this request's, and what is kept away."""
+        out = self.overlay.to_json()
+        if self.away:
+            out[AWAY] = self.away
+        return out
 
     def share_anchors(self, view: list[Message]) -> list[str] | None:
         """Tell the rules after prune (inject) the anchors of ``view``, and return them: each
