@@ -12,8 +12,10 @@ resumes from the longest checkpoint that is a prefix of its own history, head or
 it starts from nothing, and the rules derive the branch's state from the history it carries.
 
 What is kept session-wide, whatever the branch: what is anchored to message content and so
-applies only where that content is in the request (prune's overlay and its schedule), and the
-proxy's view of the provider's cache (``_prefix``). A lone user turn (a stateless client) keeps
+applies only where that content is in the request (prune's overlay, which keeps another
+conversation's edits aside: ``rules.context.overlay_away``), prune's schedule (kept per
+conversation root: ``rules.context.session_roots``), and the proxy's view of the provider's cache
+(``_prefix``). A lone user turn (a stateless client) keeps
 the stored turns (``history``), which history restore puts before it.
 
 Bounded: at most ``MAX_TIPS`` tips of at most ``MAX_TIP_BYTES`` (serialised) each, newest kept."""
