@@ -63,7 +63,8 @@ def split(stored: Any, present: Mapping[str, int]) -> tuple[Any, dict[str, Any] 
     here_edits = {a: e for a, e in edits.items() if a in present}
     back_edits = {a: e for a, e in away_edits.items() if a in present and a not in here_edits}
     here_dropped = [a for a in dropped if a in present]
-    back_dropped = [a for a in away_dropped if a in present and a not in here_dropped]
+    here = set(here_dropped)
+    back_dropped = [a for a in away_dropped if a in present and a not in here]
     moved = (
         len(here_edits) != len(edits)
         or len(here_dropped) != len(dropped)
