@@ -16,6 +16,7 @@ from rich.text import Text
 
 from proxy.inspect.report_view import billed, for_terminal
 from rules.context.measure import SECTIONS
+from rules.report import listed_count
 
 if TYPE_CHECKING:
     from proxy.store.base import Store
@@ -107,7 +108,7 @@ def detail_lines(r: dict[str, Any]) -> list[Text]:
     rules did, the latency; then the sections (tokens) that are not empty."""
     r = for_terminal(r)
     report = found if isinstance(found := r.get("report"), dict) else {}
-    repairs, pruned = len(report.get("repairs") or []), len(report.get("pruning") or [])
+    repairs, pruned = listed_count(report, "repairs"), listed_count(report, "pruning")
     first = Text.assemble(
         " " * 9,
         "session ",

@@ -113,6 +113,15 @@ def with_billed(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def listed_title(report: dict[str, Any], key: str, title: str) -> str:
+    """A list's heading, saying when the stored report kept only its first items."""
+    more = report.get(f"{key}_more")
+    if not isinstance(more, int) or more <= 0:
+        return title
+    shown = len(items(report, key))
+    return f"{title} (the first {shown:,} of {shown + more:,})"
+
+
 def items(report: dict[str, Any], key: str) -> list[dict[str, Any]]:
     value = report.get(key)
     if not isinstance(value, list):

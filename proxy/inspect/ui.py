@@ -30,6 +30,7 @@ from proxy.inspect.cache_chart import cache_chart
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
+from rules.report import listed_count
 
 MAX_LIST = 500
 SESSION_TURNS = 1000
@@ -213,10 +214,8 @@ class UI:
         )
         for r in rows:
             report = rv.report_of(rv.with_billed(r))
-            r["n_repairs"], r["n_pruned"] = (
-                len(rv.items(report, "repairs")),
-                len(rv.items(report, "pruning")),
-            )
+            r["n_repairs"] = listed_count(report, "repairs")
+            r["n_pruned"] = listed_count(report, "pruning")
         sessions = await recent_sessions(store, principal=principal)
         return self._page("index.html", rows=rows, sessions=sessions, filters=filters)
 
@@ -229,7 +228,7 @@ class UI:
         report = rv.report_of(row)
         row = await cost_view.with_account_now(request.app.state.services.store, row)
         lists = [
-            (title, rv.items(report, key))
+            (rv.listed_title(report, key, title), rv.items(report, key))
             for key, title in (
                 ("repairs", "Repairs"),
                 ("pruning", "Pruning decisions"),
@@ -240,7 +239,11 @@ class UI:
         ]
         entities = [
             ("Entities the references point to", "referenced", rv.referenced_entities(report)),
-            ("New entities (this request's tool calls)", "new", rv.items(report, "entities")),
+            (
+                rv.listed_title(report, "entities", "New entities (this request's tool calls)"),
+                "new",
+                rv.items(report, "entities"),
+            ),
         ]
         timings = rv.timings(report)
         return self._page(

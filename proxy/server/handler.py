@@ -53,6 +53,7 @@ from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.usage import cache_usage, usage_of
 from rules.redact import redact_text
+from rules.report import bounded_report
 
 log = logging.getLogger("ctxproxy.handler")
 # Errors raised before the body was read to its end.
@@ -151,7 +152,7 @@ class ProtocolHandler:
                 tokens_before=report["tokens"]["before"],
                 tokens_after=report["tokens"]["after"],
                 sections=report.get("sections"),
-                report=report,
+                report=bounded_report(report),
                 overhead_ms=round(overhead_ms, 3),
             )
             # the provider asked why a miss happened: the request's facts are needed to ask

@@ -23,7 +23,7 @@ from proxy.rewrite.engine import Rewritten
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
 from rules.redact import redact
-from rules.report import Report, RescueSummary
+from rules.report import Report, RescueSummary, bounded_report
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -157,7 +157,7 @@ async def _record(
     """The rescue on the log row: the report of what was forwarded last, with ``rescue``."""
     report: Report = {**rewritten.report, "rescue": info}
     fields: dict[str, Any] = {
-        "report": report,
+        "report": bounded_report(report),
         "tokens_after": report["tokens"]["after"],
         "sections": report.get("sections"),
     }

@@ -16,6 +16,7 @@ from typing import IO, Any
 import orjson
 
 from proxy.settings import LoggingSettings
+from rules.report import listed_count
 
 # Fields copied from the log row: ids, sizes, usage, timings. Bodies and error text stay out.
 ROW_FIELDS = {
@@ -78,8 +79,8 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     for out, col in ROW_FIELDS.items():
         if row.get(col) is not None:
             record[out] = row[col]
-    record["repairs"] = len(report.get("repairs") or [])
-    record["pruned"] = len(report.get("pruning") or [])
+    record["repairs"] = listed_count(report, "repairs")
+    record["pruned"] = listed_count(report, "pruning")
     errors = [e.get("rule") for e in report.get("rule_errors") or [] if isinstance(e, dict)]
     if errors:
         record["rule_errors"] = errors
