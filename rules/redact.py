@@ -2,10 +2,13 @@
 
 Two nets: fields whose *name* says secret (``authorization``, ``openai_api_key``,
 ``client_secret``, ``accessToken`` …, in any case or separator style) lose their value, and
-secrets inside *strings* are replaced wherever they appear: key-shaped tokens of common providers,
-private key blocks, passwords in URLs (``postgres://user:[REDACTED]@host``), ``Authorization``
-header values, and values assigned to secret names (``PGPASSWORD=…``, ``"password": "1234"``,
-``AWS_SECRET_ACCESS_KEY=…``, ``<password>1234</password>``). Counts such as ``max_tokens`` or
+secrets inside *strings* are replaced wherever they appear: key-shaped tokens of common providers
+(``rules.redact_shapes``), private key blocks, passwords in URLs
+(``postgres://user:[REDACTED]@host``), ``Authorization`` header values, ``Cookie`` and
+``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to secret names
+(``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
+``<password>1234</password>``), and passwords given on a command line (``mysql -p…``,
+``curl -u user:…``, ``sshpass -p …``: ``rules.redact_flags``). Counts such as ``max_tokens`` or
 ``prompt_tokens`` are names of numbers, not of secrets, and stay.
 
 Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
@@ -14,7 +17,9 @@ a fast scan (a leading ``\\b`` or ``(?i)`` tries every position, 10-30x slower).
 
 Bare hex strings are left alone: git SHAs, digests, UUIDs and content hashes fill tool output and
 the entity paths kept in session state. A hex run of 32+ characters is redacted only in a secret's
-context: assigned to a secret name, or within 32 characters after one (``API key: 9f86…``).
+context: assigned to a secret name, or within 32 characters after one (``API key: 9f86…``);
+so is a 40-character AWS secret access key (base64 with both cases) printed without ``=``
+(``SecretAccessKey |  wJalr…`` in a table), or beside its access key id on a line.
 """
 
 from __future__ import annotations
@@ -26,9 +31,10 @@ import re
 import string
 from typing import Any
 
+from rules.redact_flags import redact_flags
+from rules.redact_shapes import AWS_SECRET, redact_key_shapes
+from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
-
-REDACTED = "[REDACTED]"
 
 # Names: split into lowercase words (snake, kebab, dotted and camelCase alike).
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -54,37 +60,6 @@ _SECRET_LAST = frozenset({"key", "token"})
 _KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partition", "foreign"})
 
 
-def _boundary(prefix: str, rest: str, before: str = r"\w") -> re.Pattern[str]:
-    """``\\b{prefix}{rest}`` with the literal first (found by a fast scan), the boundary checked
-    behind it (fixed widths: linear): no character of class ``before`` (``\\w``), or the end of
-    an escaped line break or tab (``\\n`` in a JSON string) or URL-encoded ``=`` / ``:``."""
-    lit = re.escape(prefix)
-    return re.compile(f"{lit}(?:(?<!{before}{lit})|(?<=\\\\[nrt]{lit})|(?<=%3[DdAa]{lit})){rest}")
-
-
-_KEY_SHAPES = (  # key-shaped tokens, wherever they appear
-    _boundary("sk-", r"[A-Za-z0-9_\-]{8,}"),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
-    _boundary("sk_", r"(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe secret keys
-    _boundary("rk_", r"(?:live|test)_[A-Za-z0-9]{16,}"),  # Stripe restricted keys
-    _boundary("AKIA", r"[0-9A-Z]{16}\b"),  # AWS access key ids (long-term)
-    _boundary("ASIA", r"[0-9A-Z]{16}\b"),  # AWS access key ids (temporary)
-    _boundary("AIza", r"[0-9A-Za-z_\-]{30,}"),  # Google API keys
-    _boundary("ya29.", r"[0-9A-Za-z_\-]{20,}"),  # Google OAuth access tokens
-    _boundary("gh", r"[pousr]_[A-Za-z0-9]{30,}"),  # GitHub tokens
-    _boundary("github_pat_", r"[A-Za-z0-9_]{22,}"),  # GitHub fine-grained tokens
-    _boundary("gl", r"(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-[A-Za-z0-9_\-]{20,}"),  # GitLab
-    _boundary("xox", r"[abposr]-[A-Za-z0-9\-]{10,}"),  # Slack tokens
-    _boundary("hooks.slack.com/services/", r"T\w+/B\w+/\w+"),  # Slack webhooks
-    _boundary("hf_", r"[A-Za-z0-9]{30,}"),  # Hugging Face tokens
-    _boundary("npm_", r"[A-Za-z0-9]{36}\b"),  # npm tokens
-    _boundary("pypi-AgE", r"[A-Za-z0-9_\-]{50,}"),  # PyPI upload tokens
-    _boundary("SG.", r"[\w\-]{22}\.[\w\-]{43}"),  # SendGrid keys
-    _boundary("sq0", r"(?:csp|atp)-[\w\-]{22,}"),  # Square secrets and access tokens
-    _boundary("SK", r"[0-9a-f]{32}\b"),  # Twilio API keys
-    # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
-    _boundary("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", r"[\w\-]"),
-)
-
 # Private key blocks: from BEGIN to its END, or to the end of the text when the END is missing
 # (a truncated key is still a key). Found with two scans, not ``BEGIN.*?END``: that one rescans to
 # the end of the text from every BEGIN that has no END (2.6 s on 117 KiB of BEGIN markers).
@@ -99,12 +74,13 @@ _URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/?#'\"<>]+)@"
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
 # lowercased, such as one with "İ", uses the regex.)
 _TRIGGER_WORDS = (
-    *("pass", "secret", "token", "key", "credential"),  # names
-    *("authorization", "bearer", "basic"),  # auth headers and schemes
+    *("pass", "secret", "token", "key", "credential", "pwd"),  # names
+    *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
 )
 _TRIGGER_TAILS = {"pass": ("word", "wd", "phrase"), "credential": ("s",)}
 _TRIGGER = re.compile(
-    r"(?i:pass(?:word|wd|phrase)?|secret|token|key|credentials?|authorization|bearer|basic)"
+    r"(?i:pass(?:word|wd|phrase)?|secret|token|key|credentials?|authorization|bearer|basic"
+    r"|cookie|pwd)"
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
@@ -121,10 +97,15 @@ _AUTH_VALUE = re.compile(
 # ``<password>…</password>`` (also with attributes, ``<ns:password>`` or in any case): the element's
 # text. Bounded: at most 256 characters of attributes and 512 of text, with no tag inside.
 _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512})</""")
+# ``Cookie: name=value; …`` to the end of the line or quote (a Set-Cookie's to its first ";").
+_COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
+_COOKIE_VALUE = {"cookie": re.compile(_COOKIE + "]*)"), "set-cookie": re.compile(_COOKIE + ";]*)")}
 _BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
-# A 32+ hex run up to 32 characters further on the line, as a whole run.
-_NEAR_HEX = re.compile(r"[^\n]{0,32}?(?<![0-9A-Za-z])(?P<cred>[0-9a-fA-F]{32,})(?![0-9A-Za-z])")
+# A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
+_NEAR_HEX = re.compile(
+    rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
+)
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 _SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
@@ -167,10 +148,13 @@ def _name_ending(text: str, start: int, end: int) -> str:
 
 def _min_chars(name: str) -> int | None:
     """How long a value assigned to ``name`` must be to be redacted; None: not a secret name.
-    A bare ``key`` is code (``sorted(x, key=…)``), not a secret; ``DB_PASS`` is one."""
+    A bare ``key`` is code (``sorted(x, key=…)``), not a secret; ``DB_PASS`` is one, and so is
+    ``MYSQL_PWD`` (a bare ``PWD`` is a folder)."""
     words = _words(name)
     last = words[-1] if words else ""
     if last.endswith(_PASSWORD_ENDS) or (last == "pass" and len(words) > 1):
+        return 1
+    if words[-2:] == ["mysql", "pwd"]:
         return 1
     if words == ["key"]:
         return None
@@ -206,6 +190,12 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if m and (word == "bearer" or _is_basic_credentials(m["cred"])):
             return m.start("cred"), m.end("cred"), m.end()
         return None
+    if word == "cookie" and (header := _header_name(text, start, end)) is not None:
+        m = _COOKIE_VALUE[header].match(text, end)
+        if m is None or m["cred"].startswith(REDACTED):
+            return None  # "the cookie: a small file", a value already redacted
+        cred = m["cred"].rstrip()
+        return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
     needed = _min_chars(_name_ending(text, start, end))
     if needed is None:
         return None
@@ -223,6 +213,16 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if not value.startswith(REDACTED) and len(value) >= needed:
             return m.start(group), m.end(group), m.end()
     return None
+
+
+def _header_name(text: str, start: int, end: int) -> str | None:
+    """``cookie`` or ``set-cookie`` when the name ending at ``end`` is one of those headers (also
+    after an escaped line break: ``\\r\\nSet-Cookie`` in a JSON string), else None."""
+    name = _name_ending(text, start, end).lower()
+    at = end - len(name)
+    if at and text[at - 1] == "\\" and name[:1] in ("n", "r", "t"):
+        name = name[1:]
+    return name if name in ("cookie", "set-cookie") else None
 
 
 def _opens_element(text: str, start: int, end: int) -> bool:
@@ -286,12 +286,11 @@ def _triggers(text: str) -> list[tuple[int, int]]:
 
 
 def _redact_after_triggers(text: str) -> str:
-    """Values after secret names and auth schemes, in one left-to-right pass; then, on that
-    text, hex runs near secret names (measured after the values went, so a second pass finds
-    them as far away as the first did)."""
+    """Passwords on command lines (again after the values, which may hold a command's name or a
+    ``;`` between two commands); values after secret names and auth schemes, in one pass; then
+    hex runs near secret names (measured after the values went: a second pass finds the same)."""
+    text = redact_flags(text)
     triggers = _triggers(text)
-    if not triggers:
-        return text
     spans: list[tuple[int, int]] = []
     pos = 0
     for start, end in triggers:
@@ -302,7 +301,7 @@ def _redact_after_triggers(text: str) -> str:
             spans.append(found[:2])
             pos = found[2]
     if spans:
-        text = _replace(text, spans)
+        text = redact_flags(_replace(text, spans))
         triggers = _triggers(text)
     seen: set[int] = set()
     hexes = [span for start, end in triggers for span in _hex_spans(text, start, end, seen)]
@@ -341,9 +340,7 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = _redact_private_keys(text)
-    for pattern in _KEY_SHAPES:
-        text = pattern.sub(REDACTED, text)
+    text = redact_key_shapes(_redact_private_keys(text))
     if "://" in text:
         text = _URL_CREDENTIALS.sub(_redact_url_password, text)
     return _redact_after_triggers(text)

@@ -1,7 +1,7 @@
 """Fuzzing the redactor and the pack patterns with text built from adversarial blocks (blank
-lines, key markers, ``password=``, ``://``, ``sk-``, hex runs … repeated up to thousands of
-times): each finishes within a time budget per example, redaction is idempotent, and a secret
-placed in such text never survives it."""
+lines, key markers, ``password=``, ``://``, ``sk-``, hex runs, command names and their password
+flags, cookie headers … repeated up to thousands of times): each finishes within a time budget
+per example, redaction is idempotent, and a secret placed in such text never survives it."""
 
 from __future__ import annotations
 
@@ -36,6 +36,10 @@ BLOCKS = [
     *("dXNlcjpwYXNz", REDACTED, "<ctxproxy-context>", "Error", "(Current directory: ", "it "),
     *("<password>", "</password>", "<ns:api_key a='1'>", "<", ">", "</"),
     *("= 1 failed", "  1:1  error  ", " [a", "the new file ", "that file", "刚创建的"),
+    *("mysql ", "mariadb-dump ", " -p", " -pS3", "curl ", " -u ", " -ku ", "u:p", " -b ", "a=b"),
+    *("sshpass ", " -p ", "\\\n", " | ", "; ", "&", "'a b'", '\\"', "Cookie: ", "Set-Cookie: "),
+    *("dop_v1_", "AGE-SECRET-KEY-1" + "Q" * 57, "QPZRY9X8", "xapp-1-", "_sk_live_", "AKIA" * 5),
+    *("SecretAccessKey | ", "wJalrXUtnFEMI/K7MDENG", "aB3/"),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
 noise = st.lists(st.tuples(block, st.integers(1, 3000)), min_size=1, max_size=6).map(
@@ -49,6 +53,9 @@ ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 word = st.text(alphabet=ALNUM, min_size=1, max_size=12)
 long_word = st.text(alphabet=ALNUM, min_size=20, max_size=40)
 hex32 = st.text(alphabet="0123456789abcdef", min_size=32, max_size=48)
+hex64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
+bech32 = st.text(alphabet="QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", min_size=58, max_size=58)
+aws_secret = st.text(alphabet=ALNUM + "/+", min_size=38, max_size=38).map(lambda s: "aZ" + s)
 
 
 def _timed(f: object, *args: object) -> tuple[object, float]:
@@ -99,6 +106,17 @@ secrets = st.one_of(
     ),
     hex32.map(lambda h: _same(f"API key: {h}")),
     hex32.map(lambda h: _same(f"api_key={h}")),
+    word.map(lambda w: (f"mysql -uroot -p{w}x db", f"-p{w}x")),
+    word.map(lambda w: (f"curl -u user:{w}x https://x", f"user:{w}x")),
+    word.map(lambda w: (f"curl -b 'sid={w}x' https://x", f"sid={w}x")),
+    word.map(lambda w: (f"sshpass -p '{w} x' ssh -p 22 host", f"{w} x")),
+    word.map(lambda w: (f"Cookie: sid={w}x; b=1", f"sid={w}x")),
+    word.map(lambda w: (f"Set-Cookie: sid={w}x; Path=/", f"sid={w}x")),
+    hex64.map(lambda h: _same(f"dop_v1_{h}")),
+    bech32.map(lambda b: _same(f"AGE-SECRET-KEY-1{b}")),
+    long_word.map(lambda w: _same(f"build_sk_live_{w}")),
+    aws_secret.map(lambda s: (f"AKIAABCDEFGHIJKLMNOP,{s}", s)),
+    aws_secret.map(lambda s: (f"||  SecretAccessKey |  {s}  ||", s)),  # --output table
 )
 
 

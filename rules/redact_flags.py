@@ -1,0 +1,143 @@
+"""Passwords given on a command line, for ``rules.redact``: read among the words of the command
+that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run -p 8080:80`` or
+``-u 1000:1000``, ``mkdir -p``).
+
+- ``mysql -pSECRET`` (attached: ``-p`` alone prompts), in every MySQL and MariaDB client
+  (``mysqldump``, ``mariadb-dump`` …); a port mapping (``-p3306:3306``) stays;
+- ``curl -u user:SECRET`` (``--user``, ``-U`` / ``--proxy-user``; ``-u user`` prompts) and
+  ``curl -b name=SECRET`` (``--cookie``; ``-b file`` names a file);
+- ``sshpass -p SECRET`` (among sshpass's own options, before the command it runs).
+
+A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
+``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
+Linear: each word is read once, since the search for the next command resumes after the words
+read (a command named among them, ``mysql -e "… mysql …"``, is not read again)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+from rules.redact_shapes import REDACTED
+
+# A word after blanks or a continued line: quoted parts (closed on the line, within 512
+# characters: an unclosed quote is a character of the word) may hold blanks, | ; and &.
+_NEXT_WORD = re.compile(
+    r"""(?:[ \t]|\\\r?\n)++(?P<word>(?:[^\s\\'"]|\\(?!\r?\n)|'[^'\r\n]{0,512}'"""
+    r"""|"[^"\r\n]{0,512}"|['"])++)"""
+)
+_CLOSING = {"'": re.compile(r"[^'\r\n]{0,512}'"), '"': re.compile(r'[^"\r\n]{0,512}"')}
+_BARE_END = re.compile(r"""["'\\]""")
+_PORTS = re.compile(r"[0-9.:]*:[0-9]+(?:/[a-z]+)?")  # -p3306:3306, -p127.0.0.1:80:80/tcp
+# Short options curl takes without a value, before ``u`` or ``U`` in one word (``-ku user:pw``).
+_CURL_USER = re.compile(r"-[sSkLvifgjlnqOJZN46]*[uU]|--user|--proxy-user")
+
+Span = tuple[int, int]
+
+
+def _words(text: str, pos: int) -> Iterator[Span]:
+    """(start, end) of each word of the command whose name ends at ``pos``, to a word that starts
+    with ``|``, ``;`` or ``&`` or after one that ends with one (which is left out of it)."""
+    while (m := _NEXT_WORD.match(text, pos)) is not None and text[m.start("word")] not in "|;&":
+        start, pos = m.span("word")
+        end = pos
+        while text[end - 1] in "|;&":
+            end -= 1
+        yield start, end
+        if end < pos:
+            return
+
+
+def _value(text: str, start: int, end: int) -> Span | None:
+    """The value that starts at ``start`` in a word ending at ``end``: inside its quotes (``'…'``,
+    ``"…"``, ``\\"…\\"`` in a JSON string), or up to a quote or backslash (the string's end)."""
+    escaped = text.startswith('\\"', start)
+    quote = '"' if escaped else text[start : start + 1]
+    close = _CLOSING[quote].match(text, start + 1 + escaped) if quote in _CLOSING else None
+    if close is not None:
+        start, end = start + 1 + escaped, close.end() - 1 - escaped
+    elif (cut := _BARE_END.search(text, start, end)) is not None:
+        end = cut.start()
+    return (start, end) if start < end else None
+
+
+def _after(text: str, start: int, end: int, sep: str) -> list[Span]:
+    """The part after the first ``sep`` of the value at ``start`` (``user:SECRET``,
+    ``name=SECRET``, ``user:"SECRET"``)."""
+    value = _value(text, start, end)
+    at = -1 if value is None else text.find(sep, *value)
+    if value is None or at < 0:
+        return []
+    rest = (at + 1, value[1]) if at + 1 < value[1] else _value(text, at + 1, end)
+    return [rest] if rest is not None else []
+
+
+def _mysql(text: str, words: list[Span]) -> Iterator[Span]:
+    for start, end in words:
+        value = _value(text, start + 2, end) if text.startswith("-p", start) else None
+        if value is not None and not _PORTS.fullmatch(text, *value):
+            yield value
+
+
+def _curl(text: str, words: list[Span]) -> Iterator[Span]:
+    for i, (start, end) in enumerate(words):
+        word, nxt = text[start:end], words[i + 1] if i + 1 < len(words) else None
+        if nxt is not None and _CURL_USER.fullmatch(word):
+            yield from _after(text, *nxt, ":")
+        elif word[:2] in ("-u", "-U") and len(word) > 2:
+            yield from _after(text, start + 2, end, ":")
+        elif nxt is not None and word in ("-b", "--cookie"):
+            yield from _after(text, *nxt, "=")  # -b FILE names a file: no "="
+        elif word[:2] == "-b" and len(word) > 2:
+            yield from _after(text, start + 2, end, "=")
+
+
+def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
+    """Among sshpass's own options: the command it runs, from the first other word, has its own
+    (``sshpass -p SECRET ssh -p 22 host``) until a word names sshpass again."""
+    options, i = True, 0
+    while i < len(words):
+        start, end = words[i]
+        word, i = text[start:end], i + 1
+        if word == "sshpass" or word.endswith("/sshpass"):
+            options = True
+        elif not options or word[:1] != "-":
+            options = False
+        elif word == "-p" and i < len(words):
+            yield from filter(None, [_value(text, *words[i])])
+        elif word.startswith("-p"):
+            yield from filter(None, [_value(text, start + 2, end)])
+        i += word in ("-p", "-f", "-d", "-P")  # options with a value
+
+
+_Reader = Callable[[str, list[Span]], Iterator[Span]]
+# (a literal the text must hold, where the command is named, its flags' reader)
+_COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
+    ("mysql", re.compile(r"mysql(?<![\w\-.]mysql)[a-z_]*+"), _mysql),
+    ("mariadb", re.compile(r"mariadb(?<![\w\-.]mariadb)(?:-[a-z]+)?+"), _mysql),
+    ("curl", re.compile(r"curl(?<![\w\-.]curl)(?:\.exe)?+"), _curl),
+    ("sshpass", re.compile(r"sshpass(?<![\w\-.]sshpass)"), _sshpass),
+)
+
+
+def redact_flags(text: str) -> str:
+    """``text`` with the passwords given to the commands above replaced by REDACTED."""
+    spans: list[Span] = []
+    for literal, named, reader in _COMMANDS:
+        if literal not in text:
+            continue
+        pos = 0
+        while (m := named.search(text, pos)) is not None:
+            words = list(_words(text, m.end()))
+            pos = words[-1][1] if words else m.end()
+            spans += [s for s in reader(text, words) if not text.startswith(REDACTED, s[0])]
+    if not spans:
+        return text
+    out: list[str] = []
+    done = 0
+    for start, end in sorted(set(spans)):
+        if start >= done:
+            out += [text[done:start], REDACTED]
+            done = end
+    out.append(text[done:])
+    return "".join(out)

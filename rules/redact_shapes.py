@@ -1,0 +1,84 @@
+"""The key shapes ``rules.redact`` replaces wherever they appear: tokens whose form alone says
+secret (``sk-…``, ``ghp_…``, ``AKIA…``, ``dop_v1_…``, JWTs …), one pattern per provider.
+
+Each pattern starts with its literal prefix, so ``re`` finds candidates with a fast scan, and checks
+the boundary behind it with a fixed-width lookbehind (linear). The boundary keeps a prefix inside
+an identifier from being taken for a key (``task-abcdefgh`` is no ``sk-``); a Stripe key may follow
+a ``_`` (``build_sk_live_…``): ``sk_live_`` and ``rk_test_`` are no words' endings."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+REDACTED = "[REDACTED]"
+
+
+def _boundary(prefix: str, rest: str, before: str = r"\w") -> re.Pattern[str]:
+    """``\\b{prefix}{rest}`` with the literal first (found by a fast scan), the boundary checked
+    behind it (fixed widths: linear): no character of class ``before`` (``\\w``), or the end of
+    an escaped line break or tab (``\\n`` in a JSON string) or URL-encoded ``=`` / ``:``."""
+    lit = re.escape(prefix)
+    return re.compile(f"{lit}(?:(?<!{before}{lit})|(?<=\\\\[nrt]{lit})|(?<=%3[DdAa]{lit})){rest}")
+
+
+# An AWS secret access key: a whole run of 40 base64 characters with both cases in it (a git SHA
+# or a path of 40 has not). Bounded lookaheads: linear.
+AWS_SECRET = (
+    r"(?<![A-Za-z0-9/+=])(?=[0-9a-z/+]{0,39}[A-Z])(?=[0-9A-Z/+]{0,39}[a-z])"
+    r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+# An access key id, and the secret printed up to 64 characters after it on its line (``aws iam
+# create-access-key --output text``, the console's CSV), but not past another key id.
+_AWS_KEY_ID = (
+    r"[0-9A-Z]{16}\b"
+    rf"(?:(?P<gap>(?:(?!A[KS]IA)[^\n]){{0,64}}?)(?P<secret>{AWS_SECRET}))?"
+)
+
+
+def _aws_key(m: re.Match[str]) -> str:
+    return REDACTED if m["secret"] is None else REDACTED + m["gap"] + REDACTED
+
+
+_STRIPE = r"(?:live|test)_[A-Za-z0-9]{16,}"
+
+KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
+    (_boundary("sk-", r"[A-Za-z0-9_\-]{8,}"), REDACTED),  # OpenAI (sk-, sk-proj-), Anthropic
+    (_boundary("sk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe secret keys
+    (_boundary("rk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe restricted keys
+    (_boundary("AKIA", _AWS_KEY_ID), _aws_key),  # AWS access key ids (long-term)
+    (_boundary("ASIA", _AWS_KEY_ID), _aws_key),  # AWS access key ids (temporary)
+    (_boundary("AIza", r"[0-9A-Za-z_\-]{30,}"), REDACTED),  # Google API keys
+    (_boundary("ya29.", r"[0-9A-Za-z_\-]{20,}"), REDACTED),  # Google OAuth access tokens
+    (_boundary("gh", r"[pousr]_[A-Za-z0-9]{30,}"), REDACTED),  # GitHub tokens
+    (_boundary("github_pat_", r"[A-Za-z0-9_]{22,}"), REDACTED),  # GitHub fine-grained tokens
+    (
+        _boundary("gl", r"(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-[A-Za-z0-9_\-]{20,}"),
+        REDACTED,
+    ),  # GitLab tokens
+    (_boundary("xox", r"[abposre]-[A-Za-z0-9\-]{10,}"), REDACTED),  # Slack tokens
+    (_boundary("xapp-", r"\d+-[A-Za-z0-9\-]{20,}"), REDACTED),  # Slack app-level tokens
+    (_boundary("hooks.slack.com/services/", r"T\w+/B\w+/\w+"), REDACTED),  # Slack webhooks
+    (_boundary("hf_", r"[A-Za-z0-9]{30,}"), REDACTED),  # Hugging Face tokens
+    (_boundary("npm_", r"[A-Za-z0-9]{36}\b"), REDACTED),  # npm tokens
+    (_boundary("pypi-AgE", r"[A-Za-z0-9_\-]{50,}"), REDACTED),  # PyPI upload tokens
+    (_boundary("SG.", r"[\w\-]{22}\.[\w\-]{43}"), REDACTED),  # SendGrid keys
+    (_boundary("sq0", r"(?:csp|atp)-[\w\-]{22,}"), REDACTED),  # Square secrets, access tokens
+    (_boundary("SK", r"[0-9a-f]{32}\b"), REDACTED),  # Twilio API keys
+    # DigitalOcean personal, OAuth and refresh tokens: 64 hex, no fewer
+    (_boundary("do", r"[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])"), REDACTED),
+    # age secret keys (bech32, upper case), post-quantum ones too
+    (_boundary("AGE-SECRET-KEY-", r"(?:PQ-)?1[02-9AC-HJ-NP-Z]{58,}"), REDACTED),
+    # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
+    (
+        _boundary("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", r"[\w\-]"),
+        REDACTED,
+    ),
+)
+
+
+def redact_key_shapes(text: str) -> str:
+    """``text`` with every key-shaped token replaced by REDACTED (an AWS key id's secret too)."""
+    for pattern, replacement in KEY_SHAPES:
+        text = pattern.sub(replacement, text)
+    return text

@@ -1,0 +1,196 @@
+"""Redaction of passwords given on a command line (``mysql -pSECRET``, ``curl -u user:SECRET``,
+``sshpass -p SECRET``), of ``Cookie`` / ``Set-Cookie`` header values, and of the key shapes and
+AWS secret access keys printed without a name; with the lookalikes that must stay: ports
+(``ssh -p 22``, ``docker run -p 8080:80``), users (``-u 1000:1000``), prompts (``mysql -p``,
+``curl -u user``), the word "cookie" in prose, short or hex-only runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.redact import REDACTED, redact, redact_text
+
+DO_HEX = "5a4fd12aabfe228f219e9cb0eb53f16947ccf25ec84d8dbc74254770f58904db"
+AGE_KEY = "AGE-SECRET-KEY-15FERYXHRDZ9M6Y09MR8WRERWZGJ6F8NTXVHXYRDLM5AAHN0T09NL4UJY86"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked", "kept"),
+    [
+        ("mysql -pS3cretPw db", "S3cretPw", "mysql -p[REDACTED] db"),
+        (
+            "mysql -h db.internal -u root -pS3cretPw -e 'SELECT 1'",
+            "S3cretPw",
+            "-u root -p[REDACTED] -e 'SELECT 1'",
+        ),
+        ("mysqldump -uroot -p'S3cret Pw' app > d.sql", "S3cret", "-p'[REDACTED]' app > d.sql"),
+        ('mariadb-dump -u app -p"S3cret" app', "S3cret", '-p"[REDACTED]" app'),
+        ("docker exec db mysql -uroot -p123456 shop", "123456", "-p[REDACTED] shop"),
+        ("/usr/bin/mysqladmin -u root -pS3cret status", "S3cret", "-p[REDACTED] status"),
+        ('{"command": "mysql -uroot -pS3cretPw app"}', "S3cretPw", '-p[REDACTED] app"}'),
+        ("mysql --password=S3cret db", "S3cret", "--password=[REDACTED] db"),
+        ("PGPASSWORD=S3cret psql -h db app", "S3cret", "PGPASSWORD=[REDACTED] psql"),
+        ("MYSQL_PWD=S3cret mysql -u root app", "S3cret", "MYSQL_PWD=[REDACTED] mysql -u root"),
+        ("export MYSQL_PWD='S3cret'", "S3cret", "MYSQL_PWD='[REDACTED]'"),
+        ("curl -u user:S3cretPw https://x.io", "S3cretPw", "curl -u user:[REDACTED] https://x.io"),
+        (
+            "curl --user 'admin:S3cret Pw' https://x",
+            "S3cret",
+            "--user 'admin:[REDACTED]' https://x",
+        ),
+        ('curl --user "admin:pw" https://x', ":pw", '--user "admin:[REDACTED]" https://x'),
+        (
+            "curl -s -X POST -H 'Content-Type: application/json' -d '{\"a\": 1}' "
+            "-uadmin:S3cretPw https://x",
+            "S3cretPw",
+            "-uadmin:[REDACTED] https://x",
+        ),
+        ("curl -sS \\\n  -u user:S3cretPw \\\n  https://x", "S3cretPw", "-u user:[REDACTED] \\"),
+        ("curl -ku user:S3cretPw https://x", "S3cretPw", "-ku user:[REDACTED]"),
+        ("curl --proxy-user proxy:S3cretPw https://x", "S3cretPw", "proxy:[REDACTED] https://x"),
+        ("curl -U proxy:S3cretPw https://x", "S3cretPw", "-U proxy:[REDACTED] https://x"),
+        ("curl 'https://x/?a=1&b=2' -u u:S3cretPw", "S3cretPw", "-u u:[REDACTED]"),
+        ("curl -b 'session=abc123def456' https://x", "abc123def456", "-b 'session=[REDACTED]'"),
+        ("curl --cookie sid=abc123def456 https://x", "abc123def456", "--cookie sid=[REDACTED] "),
+        ('{"cmd": "curl -u \\"user:S3cretPw\\" https://x"}', "S3cretPw", '\\"user:[REDACTED]\\"'),
+        ("sshpass -p S3cret ssh -p 22 u@host", "S3cret", "sshpass -p [REDACTED] ssh -p 22 u@host"),
+        ("sshpass -pS3cret scp f host:", "S3cret", "sshpass -p[REDACTED] scp f host:"),
+        ("sshpass -v -p 'S3cret Pw' rsync a h:b", "S3cret", "sshpass -v -p '[REDACTED]' rsync"),
+        ("ls && sshpass -p S3cret ssh h", "S3cret", "ls && sshpass -p [REDACTED] ssh h"),
+    ],
+)
+def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
+    out = redact_text(text)
+    assert leaked not in out and REDACTED in out
+    assert kept in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("Cookie: session=abc123def456ghi", "Cookie: [REDACTED]"),
+        ("> Cookie: a=b; c=d\r\n> Accept: */*", "> Cookie: [REDACTED]\r\n> Accept: */*"),
+        (
+            "< Set-Cookie: sid=abc123def456; Path=/; HttpOnly",
+            "< Set-Cookie: [REDACTED]; Path=/; HttpOnly",
+        ),
+        ("< set-cookie: __Host-sid=xyz987; Secure", "< set-cookie: [REDACTED]; Secure"),
+        ('curl -H "Cookie: sid=abc123def456" https://x', '-H "Cookie: [REDACTED]" https://x'),
+        ('{"Cookie": "sid=abc123; theme=dark"}', '{"Cookie": "[REDACTED]"}'),
+        ('"HTTP/1.1 200 OK\\r\\nSet-Cookie: sid=abc123\\r\\n"', "Set-Cookie: [REDACTED]\\r\\n"),
+    ],
+)
+def test_cookie_header_values_are_redacted(text: str, kept: str) -> None:
+    out = redact_text(text)
+    assert kept in out
+    assert "abc123" not in out and "xyz987" not in out and "a=b" not in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "xapp-1-A0123ABCDEF-1234567890123-0123456789abcdef0123456789abcdef",
+        "xoxe-1-My0xLTEyMzQ1Njc4OTAxMi0xMjM0NTY3ODkwMTIz",
+        f"dop_v1_{DO_HEX}",
+        f"doo_v1_{DO_HEX}",
+        f"dor_v1_{DO_HEX}",
+        AGE_KEY,
+        "build_sk_live_abcdefghijklmnop1234",  # a "_" before a Stripe key: still the key's shape
+        "prefix_rk_live_abcdefghijklmnop1234",
+    ],
+)
+def test_more_key_shapes_are_redacted(secret: str) -> None:
+    for text in (f"token is {secret} ok", f'{{"value": "{secret}"}}', secret):
+        out = redact_text(text)
+        assert secret not in out and REDACTED in out
+        assert secret[-12:] not in out
+        assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        (f"aws_secret_access_key = {AWS_SECRET}", "aws_secret_access_key = [REDACTED]"),
+        (f'{{"SecretAccessKey": "{AWS_SECRET}"}}', '"SecretAccessKey": "[REDACTED]"'),
+        (f"||  SecretAccessKey |  {AWS_SECRET} ||", "SecretAccessKey |  [REDACTED] ||"),
+        (f"Secret access key: {AWS_SECRET}", "Secret access key: [REDACTED]"),
+        (
+            f"ACCESSKEY\tAKIAIOSFODNN7EXAMPLE\t2015-03-09T18:39:23.411Z\t{AWS_SECRET}\tActive\tBob",
+            "ACCESSKEY\t[REDACTED]\t2015-03-09T18:39:23.411Z\t[REDACTED]\tActive\tBob",
+        ),
+        (f"AKIAIOSFODNN7EXAMPLE,{AWS_SECRET}\n", "[REDACTED],[REDACTED]\n"),
+    ],
+)
+def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
+    out = redact_text(text)
+    assert AWS_SECRET not in out and kept in out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mysql -h host -u root",
+        "mysql -h host -u root -p mydb",  # -p alone: mysql prompts
+        "mysql -P 3306 -u root app",
+        "psql -h db -U app --password app_db",  # psql's --password only forces a prompt
+        "docker run --name mysql -p 3306:3306 -d mysql:8",
+        "docker run --name mysql -p3306:3306 mysql:8",
+        "mkdir -p /var/lib/mysql && chown -R mysql:mysql /var/lib/mysql",
+        "docker run -p 8080:80 nginx",
+        "ssh -p 22 user@host",
+        "git log -p -3",
+        "docker run -u 1000:1000 img",
+        "sudo -u www-data:www-data ls",
+        "curl -u user https://x.io",  # curl prompts for the password
+        "curl -u user: https://x.io",
+        "curl --user-agent 'a:b' https://x.io",
+        "curl -b cookies.txt -c cookies.txt https://x.io",
+        "curl https://x.io; ps -u root:root",
+        "sshpass -f ~/.pw ssh -p 22 host",
+        "sshpass -e ssh -p 2222 host",
+        "a cookie with coffee; the Cookie header carries the session",
+        "Cookie: a small piece of data the browser keeps",
+        "cookie-based sessions, cookies: 3",
+        "SESSION_COOKIE_NAME = 'sessionid'",
+        "cd /srv && pwd && PWD=/tmp OLDPWD=/srv ls",
+        f"dop_v1_{DO_HEX[:40]} is too short",
+        "AGE-SECRET-KEY-1 is where the key goes",
+        "task-abcdefgh and task-abcdefghijklmnop",
+        "risk_test_abcdefghijklmnop1234 and desk_live_abcdefghijklmnop1234",
+        "AKIAIOSFODNN7EXAMPLE commit 0123456789abcdef0123456789abcdef01234567",
+        "commit 0123456789abcdef0123456789abcdef01234567 by xapp",
+    ],
+)
+def test_lookalikes_stay(text: str) -> None:
+    out = redact_text(text)
+    if text.startswith("AKIA"):  # the key id goes, the git SHA beside it stays
+        assert out == REDACTED + text[len("AKIAIOSFODNN7EXAMPLE") :]
+    else:
+        assert out == text
+
+
+def test_a_captured_payload_loses_command_line_passwords() -> None:
+    body = {
+        "messages": [
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {
+                        "function": {
+                            "arguments": (
+                                '{"command": "mysql -uroot -pS3cretPw -e \\"show tables\\" shop"}'
+                            )
+                        }
+                    }
+                ],
+            },
+            {"role": "tool", "content": "< Set-Cookie: sid=abc123def456; Path=/"},
+        ]
+    }
+    out = str(redact(body))
+    assert "S3cretPw" not in out and "abc123def456" not in out
+    assert "show tables" in out and "Path=/" in out
