@@ -97,9 +97,10 @@ _AUTH_VALUE = re.compile(
 # ``<password>…</password>`` (also with attributes, ``<ns:password>`` or in any case): the element's
 # text. Bounded: at most 256 characters of attributes and 512 of text, with no tag inside.
 _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512})</""")
-# ``Cookie: name=value; …`` to the end of the line or quote (a Set-Cookie's to its first ";").
+# After a name ending in cookie: ``name=value; …`` to the end of the line or quote (a
+# Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
 _COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
-_COOKIE_VALUE = {"cookie": re.compile(_COOKIE + "]*)"), "set-cookie": re.compile(_COOKIE + ";]*)")}
+_COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
 _BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
@@ -190,8 +191,9 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if m and (word == "bearer" or _is_basic_credentials(m["cred"])):
             return m.start("cred"), m.end("cred"), m.end()
         return None
-    if word == "cookie" and (header := _header_name(text, start, end)) is not None:
-        m = _COOKIE_VALUE[header].match(text, end)
+    if word == "cookie":  # a header's value, or a name=value one (``raw_cookie = f(x)`` is code)
+        set_cookie = _name_ending(text, start, end).lower().endswith("set-cookie")
+        m = _COOKIE_VALUE[set_cookie].match(text, end)
         if m is None or m["cred"].startswith(REDACTED):
             return None  # "the cookie: a small file", a value already redacted
         cred = m["cred"].rstrip()
@@ -213,16 +215,6 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if not value.startswith(REDACTED) and len(value) >= needed:
             return m.start(group), m.end(group), m.end()
     return None
-
-
-def _header_name(text: str, start: int, end: int) -> str | None:
-    """``cookie`` or ``set-cookie`` when the name ending at ``end`` is one of those headers (also
-    after an escaped line break: ``\\r\\nSet-Cookie`` in a JSON string), else None."""
-    name = _name_ending(text, start, end).lower()
-    at = end - len(name)
-    if at and text[at - 1] == "\\" and name[:1] in ("n", "r", "t"):
-        name = name[1:]
-    return name if name in ("cookie", "set-cookie") else None
 
 
 def _opens_element(text: str, start: int, end: int) -> bool:

@@ -80,6 +80,8 @@ def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: 
         ('curl -H "Cookie: sid=abc123def456" https://x', '-H "Cookie: [REDACTED]" https://x'),
         ('{"Cookie": "sid=abc123; theme=dark"}', '{"Cookie": "[REDACTED]"}'),
         ('"HTTP/1.1 200 OK\\r\\nSet-Cookie: sid=abc123\\r\\n"', "Set-Cookie: [REDACTED]\\r\\n"),
+        ("session_cookie = 'sid=abc123def'", "session_cookie = '[REDACTED]'"),
+        ('document.cookie = "a=b; sid=abc123"', 'document.cookie = "[REDACTED]"'),
     ],
 )
 def test_cookie_header_values_are_redacted(text: str, kept: str) -> None:
@@ -156,6 +158,8 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "Cookie: a small piece of data the browser keeps",
         "cookie-based sessions, cookies: 3",
         "SESSION_COOKIE_NAME = 'sessionid'",
+        "raw_cookie = get_str_from_wsgi(self.environ, 'HTTP_COOKIE', '')",  # code, not a cookie
+        "cookie = request.COOKIES.get('sessionid')",
         "cd /srv && pwd && PWD=/tmp OLDPWD=/srv ls",
         f"dop_v1_{DO_HEX[:40]} is too short",
         "AGE-SECRET-KEY-1 is where the key goes",
