@@ -120,6 +120,12 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
 )
 
 
+def names_a_command(text: str) -> bool:
+    """Whether ``text`` names one of the commands above: else ``redact_flags`` has nothing to do
+    (a text with its secrets replaced by REDACTED names none either)."""
+    return any(literal in text for literal, _, _ in _COMMANDS)
+
+
 def redact_flags(text: str) -> str:
     """``text`` with the passwords given to the commands above replaced by REDACTED."""
     spans: list[Span] = []

@@ -110,8 +110,8 @@ secrets = st.one_of(
     word.map(lambda w: (f"curl -u user:{w}x https://x", f"user:{w}x")),
     word.map(lambda w: (f"curl -b 'sid={w}x' https://x", f"sid={w}x")),
     word.map(lambda w: (f"sshpass -p '{w} x' ssh -p 22 host", f"{w} x")),
-    word.map(lambda w: (f"Cookie: sid={w}x; b=1", f"sid={w}x")),
-    word.map(lambda w: (f"Set-Cookie: sid={w}x; Path=/", f"sid={w}x")),
+    word.map(lambda w: (f"> Cookie: sid={w}x; b=1", f"sid={w}x")),  # curl -v
+    word.map(lambda w: (f"< Set-Cookie: sid={w}x; Path=/", f"sid={w}x")),
     hex64.map(lambda h: _same(f"dop_v1_{h}")),
     bech32.map(lambda b: _same(f"AGE-SECRET-KEY-1{b}")),
     long_word.map(lambda w: _same(f"build_sk_live_{w}")),
