@@ -11,7 +11,10 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
 Linear: each word is read once, since the search for the next command resumes after the words
-read (a command named among them, ``mysql -e "… mysql …"``, is not read again)."""
+read (a command named among them, ``mysql -e "… mysql …"``, is not read again), and at most once
+more: when the first of them that holds the command's name holds a quote, its words are read
+again from that name to where the first reading ended. A quote may pair across two commands
+(``curl ' curl -b 'sid=X'``: the second is read as an argument of the first)."""
 
 from __future__ import annotations
 
@@ -35,10 +38,13 @@ _CURL_USER = re.compile(r"-[sSkLvifgjlnqOJZN46]*[uU]|--user|--proxy-user")
 Span = tuple[int, int]
 
 
-def _words(text: str, pos: int) -> Iterator[Span]:
+def _words(text: str, pos: int, until: int | None = None) -> Iterator[Span]:
     """(start, end) of each word of the command whose name ends at ``pos``, to a word that starts
-    with ``|``, ``;`` or ``&`` or after one that ends with one (which is left out of it)."""
+    with ``|``, ``;`` or ``&`` or after one that ends with one (which is left out of it), or to
+    one that starts at ``until`` or later."""
     while (m := _NEXT_WORD.match(text, pos)) is not None and text[m.start("word")] not in "|;&":
+        if until is not None and m.start("word") >= until:
+            return
         start, pos = m.span("word")
         end = pos
         while text[end - 1] in "|;&":
@@ -126,6 +132,16 @@ def names_a_command(text: str) -> bool:
     return any(literal in text for literal, _, _ in _COMMANDS)
 
 
+def _quoted_name(text: str, words: list[Span], named: re.Pattern[str]) -> int | None:
+    """Where the command's name ends in the first of ``words`` that names it, when that word
+    holds a quote: the words after it are read again from there."""
+    for start, end in words:
+        if (m := named.search(text, start, end)) is not None:
+            word = text[start:end]
+            return m.end() if "'" in word or '"' in word else None
+    return None
+
+
 def redact_flags(text: str) -> str:
     """``text`` with the passwords given to the commands above replaced by REDACTED."""
     spans: list[Span] = []
@@ -136,7 +152,10 @@ def redact_flags(text: str) -> str:
         while (m := named.search(text, pos)) is not None:
             words = list(_words(text, m.end()))
             pos = words[-1][1] if words else m.end()
-            spans += [s for s in reader(text, words) if not text.startswith(REDACTED, s[0])]
+            found = list(reader(text, words))
+            if (inner := _quoted_name(text, words, named)) is not None:
+                found += reader(text, list(_words(text, inner, pos)))
+            spans += [s for s in found if not text.startswith(REDACTED, s[0])]
     if not spans:
         return text
     out: list[str] = []

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from rules.redact import REDACTED, redact, redact_text
+from tests.support.cpu_clock import cpu_timer
 
 DO_HEX = "5a4fd12aabfe228f219e9cb0eb53f16947ccf25ec84d8dbc74254770f58904db"
 AGE_KEY = "AGE-SECRET-KEY-15FERYXHRDZ9M6Y09MR8WRERWZGJ6F8NTXVHXYRDLM5AAHN0T09NL4UJY86"
@@ -58,6 +59,10 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("sshpass -pS3cret scp f host:", "S3cret", "sshpass -p[REDACTED] scp f host:"),
         ("sshpass -v -p 'S3cret Pw' rsync a h:b", "S3cret", "sshpass -v -p '[REDACTED]' rsync"),
         ("ls && sshpass -p S3cret ssh h", "S3cret", "ls && sshpass -p [REDACTED] ssh h"),
+        # a quote paired across two commands: the second is read as an argument of the first
+        ("curl ' curl -b 'sid=S3cretx' https://x", "S3cretx", "-b 'sid=[REDACTED]' https://x"),
+        ("sshpass ' sshpass -p 'S3cret x' ssh h", "S3cret", "-p '[REDACTED]' ssh h"),
+        ('ssh h "mysql -e \'1\'" "mysql -pS3cret db"', "S3cret", '"mysql -p[REDACTED] db"'),
     ],
 )
 def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
@@ -198,3 +203,16 @@ def test_a_captured_payload_loses_command_line_passwords() -> None:
     out = str(redact(body))
     assert "S3cretPw" not in out and "abc123def456" not in out
     assert "show tables" in out and "Path=/" in out
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["curl 'curl ", "curl 'curl ';", "'curl' ", 'sshpass -p X ssh h "mysql -pY" ', "mysql -pX "],
+)
+def test_command_lines_are_read_in_linear_time(unit: str) -> None:
+    # each word is read at most twice: 256 KiB of one of these took 4-5 s when a quoted name's
+    # words were read again each time (a chain), ~0.1 s now
+    text = unit * ((256 << 10) // len(unit))
+    with cpu_timer() as took:
+        redact_text(text)
+    assert took.seconds < 1.5, f"{took.seconds:.2f} s"
