@@ -28,6 +28,21 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TRACES = CORPUS
 
 
+# Files whose tests time the event loop or a live server against wall-clock bounds (the list
+# bin/test runs alone, after the rest).
+SERIAL_FILES = frozenset(
+    line
+    for line in (Path(__file__).parent / "serial.txt").read_text().splitlines()
+    if line and not line.startswith("#")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.partition("::")[0] in SERIAL_FILES:
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """``@pytest.mark.needs_shared``: skipped, with the reason, when ../shared is not beside

@@ -274,7 +274,9 @@ def test_reference_detection_is_linear_in_mentions() -> None:
     text = "it " * 100_000  # each mention was tested against every earlier one
     with cpu_timer() as took:
         found = detect(text, kinds, lexicons, ("en",))
-    assert took.seconds < 3.0  # ~0.65 s alone; it was quadratic in the mentions
+    # ~1.6-2.8 s alone on 2 cores (200,000 mentions: twice that); it was quadratic in the
+    # mentions, 5e9 comparisons here
+    assert took.seconds < 8.0
     assert len(found) == 100_000
 
 
