@@ -28,8 +28,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 TRACES = CORPUS
 
 
-# Files whose tests time the event loop or a live server against wall-clock bounds (the list
-# bin/test runs alone, after the rest).
+# Files (or single tests) that time the event loop, a live server or a replay against
+# wall-clock bounds: the list bin/test runs alone, after the rest.
 SERIAL_FILES = frozenset(
     line
     for line in (Path(__file__).parent / "serial.txt").read_text().splitlines()
@@ -39,7 +39,7 @@ SERIAL_FILES = frozenset(
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.nodeid.partition("::")[0] in SERIAL_FILES:
+        if item.nodeid in SERIAL_FILES or item.nodeid.partition("::")[0] in SERIAL_FILES:
             item.add_marker(pytest.mark.serial)
 
 
