@@ -24,6 +24,7 @@ from proxy.server.wire import Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
 from proxy.upstream.usage import CacheUsage, cache_usage
+from rules.redact import redact_text
 
 
 class Handler(Protocol):
@@ -130,6 +131,8 @@ async def relay_stream(
         fields = handler._fields(
             row, started, status, error, ttfb, tap.usage, body, reported=reported
         )
+        if error is None and tap.error is not None:  # the provider's own error event, relayed
+            fields.update(error_type="upstream_stream_error", error=redact_text(tap.error))
         answer = {"id": tap.answer_id, **(tap.diagnostics or {})}
         ledger = handler.s.engine.ledger
         fields = with_cache_line(fields, ledger, pending, row, status, reported, answer)

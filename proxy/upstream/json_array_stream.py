@@ -131,7 +131,7 @@ class ElementUsageTap(UsageTap):
     separators around it); Gemini puts ``usageMetadata`` in each, the last one final."""
 
     def feed(self, chunk: bytes) -> None:
-        if b'"usageMetadata"' not in chunk:
+        if b'"usageMetadata"' not in chunk and b'"error"' not in chunk:
             return
         try:
             obj = orjson.loads(chunk.lstrip(_SEPARATORS).rstrip(_CLOSING))

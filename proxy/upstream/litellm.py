@@ -252,8 +252,8 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     try:
         async for chunk in stream:
             yield b"data: " + orjson.dumps(chunk.model_dump(exclude_none=True)) + b"\n\n"
-    except Exception as exc:  # mid-stream provider failure: say so in the stream, then end it
-        yield b"data: " + _failure(upstream, exc, mid_stream=True).body_bytes() + b"\n\n"
+    except Exception as exc:  # mid-stream provider failure: the relay tells the client and logs it
+        raise _failure(upstream, exc, mid_stream=True) from None
     yield b"data: [DONE]\n\n"
 
 

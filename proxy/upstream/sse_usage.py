@@ -2,7 +2,9 @@
 each protocol's spelling: Chat Completions (a chunk's ``usage``), Anthropic Messages
 (``message_start``'s ``message.usage``, then ``message_delta``'s ``usage`` merged over it),
 Responses (``response.completed``'s ``response.usage``) and Gemini (each chunk's
-``usageMetadata``).
+``usageMetadata``). It also notes the first error event a provider sends inside a stream it
+began as a success (``error``: Anthropic's ``overloaded_error``, a chat chunk's ``error``, a
+Responses ``error`` or ``response.failed``, Gemini's ``error``), so the log row says so.
 
 Lines end in LF, CRLF or CR (the SSE spec allows all three); a blank line ends an event. Each
 chunk is scanned once, so a stream costs time linear in its size, and what is held between
@@ -47,6 +49,7 @@ class UsageTap:
         # provider's cache diagnosis where an event carries one (``proxy.attribution``)
         self.answer_id: Any = None
         self.diagnostics: dict[str, Any] | None = None
+        self.error: str | None = None  # the first error event: "<its type or code>: <message>"
 
     @property
     def pending_bytes(self) -> int:
@@ -66,7 +69,7 @@ class UsageTap:
         text = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
         *events, rest = text.split(b"\n\n")
         for event in events:
-            if b'"usage' not in event:
+            if b'"usage' not in event and b'"error' not in event:
                 if event.startswith(b"data:") or b"\ndata:" in event:
                     self.events += 1  # a blank line after data: an event (without usage)
             elif len(event) > MAX_PENDING:
@@ -155,7 +158,8 @@ class UsageTap:
             self.usage = found
 
     def _dispatch(self, lines: list[bytes]) -> None:
-        if not any(b'"usage' in line for line in lines):  # "usage", Gemini's "usageMetadata"
+        # "usage", Gemini's "usageMetadata"; "error", "error_type" (an error event)
+        if not any(b'"usage' in line or b'"error' in line for line in lines):
             return
         # The spec joins an event's data lines into one payload; some upstreams put one JSON
         # object on each data line instead: read those one by one when the whole is no JSON.
@@ -170,6 +174,8 @@ class UsageTap:
 
     def _note(self, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
+        if self.error is None:
+            self.error = error_event(obj)
         holder = obj.get("message") if kind == "message_start" else obj.get("response")
         if not isinstance(holder, dict):  # a chat chunk, a message_delta: usage at the top
             holder = obj
@@ -189,3 +195,20 @@ class UsageTap:
             self.usage = {**self.usage, **usage}
         else:
             self.usage = usage
+
+
+def error_event(obj: dict[str, Any]) -> str | None:
+    """``"<type or code>: <message>"`` when ``obj`` is a stream's error event, else None."""
+    kind = obj.get("type")
+    if kind == "error" and not isinstance(obj.get("error"), dict):
+        found: Any = obj  # Responses: the error's fields on the event itself
+    elif kind == "response.failed":
+        response = obj.get("response")
+        found = response.get("error") if isinstance(response, dict) else None
+    else:
+        found = obj.get("error")  # chat, Gemini, Anthropic's {"type": "error", "error": {...}}
+    if not isinstance(found, dict):
+        return None
+    name = found.get("type") if found.get("type") not in (None, "error") else None
+    name = name or found.get("code") or found.get("status") or "error"
+    return f"{name}: {found.get('message') or ''}"[:2000]

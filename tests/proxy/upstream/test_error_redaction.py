@@ -206,7 +206,11 @@ async def test_an_error_event_inside_a_stream_is_redacted(
     edge.reply = sse_reply([*answer, *tail])
     async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
         r = await c.post(path, json={**body, "stream": True}, headers=CLIENT)
+        (row,) = await log_rows(c)
     assert r.status_code == 200
+    # the log row is the failure the provider reported, not a success, and redacted too
+    assert row["status"] == 200 and row["error_type"] == "upstream_stream_error"
+    assert REDACTED in row["error"] and key not in row["error"]
     relayed = b"".join(answer)
     assert r.content.startswith(relayed)  # the answer so far byte for byte, key and all
     rest = r.content[len(relayed) :]
@@ -239,7 +243,10 @@ async def test_a_success_stream_passes_byte_for_byte(
     edge.reply = sse_reply([*chunks, error])
     async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
         r = await c.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=CLIENT)
+        (row,) = await log_rows(c)
     assert r.content.startswith(joined)
+    # the word "error" in the answer's text is no error event; the event after it is
+    assert row["error_type"] == "upstream_stream_error" and OPENAI_KEY not in row["error"]
     assert_no_key(r.content[len(joined) :].decode(), OPENAI_KEY)
 
 

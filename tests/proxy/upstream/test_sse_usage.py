@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from proxy.upstream.json_array_stream import ElementUsageTap
 from proxy.upstream.sse_usage import MAX_PENDING, UsageTap
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}
@@ -120,3 +121,44 @@ def test_events_skipped_whole_read_as_line_by_line(seed: int) -> None:
         slow.feed(data[i : i + size])
         assert _state(fast) == _state(slow)
         i += size
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+         b'"message":"Overloaded"}}\n\n', "overloaded_error: Overloaded"),  # Anthropic
+        (b'data: {"error":{"message":"boom","type":"server_error","code":null}}\n\n',
+         "server_error: boom"),  # a chat chunk
+        (b'data: {"type":"error","code":"rate_limit_exceeded","message":"slow down"}\n\n',
+         "rate_limit_exceeded: slow down"),  # Responses
+        (b'data: {"type":"response.failed","response":{"id":"r","error":{"code":"server_error",'
+         b'"message":"failed"}}}\n\n', "server_error: failed"),
+        (b'data: {"error":{"code":500,"message":"internal","status":"INTERNAL"}}\n\n',
+         "500: internal"),  # Gemini's SSE
+    ],
+)  # fmt: skip
+def test_a_providers_error_event_is_noted(event: bytes, said: str) -> None:
+    for pieces in ([event], [event[:7], event[7:20], event[20:]]):
+        tap = UsageTap()
+        tap.feed(b'data: {"choices":[{"delta":{"content":"\\"error\\": null"}}]}\n\n')
+        for piece in pieces:
+            tap.feed(piece)
+        assert tap.error == said
+
+
+def test_text_about_errors_is_no_error_event() -> None:
+    tap = UsageTap()
+    for chunk in (
+        b'data: {"choices":[{"delta":{"content":"the \\"error\\" key"}}],"error":null}\n\n',
+        b'data: {"type":"response.completed","response":{"error":null,"usage":{"x":1}}}\n\n',
+    ):
+        tap.feed(chunk)
+    assert tap.error is None and tap.usage == {"x": 1}
+
+
+def test_a_gemini_array_element_with_an_error_is_noted() -> None:
+    tap = ElementUsageTap()
+    tap.feed(b'[{"candidates":[],"usageMetadata":{"promptTokenCount":3}}')
+    tap.feed(b',\n{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}]')
+    assert tap.error == "503: overloaded" and tap.usage == {"promptTokenCount": 3}

@@ -169,6 +169,8 @@ async def test_litellm_unreachable_base_url_is_502_without_address(
 async def test_litellm_stream_breaking_off_is_an_error_event_without_detail(
     tmp_path: Path, real: EdgeUpstream, monkeypatch: pytest.MonkeyPatch, caplog
 ) -> None:
+    """Told in the stream as on the native path (no ``[DONE]`` after it: the answer did not
+    end), and logged as the failure it is, not as a success."""
     first = anthropic_events(MESSAGE_START, TEXT_START, TEXT_DELTA)
     real.reply = Reply(
         headers=[("content-type", "text/event-stream")],
@@ -179,14 +181,16 @@ async def test_litellm_stream_breaking_off_is_an_error_event_without_detail(
     async with in_process(litellm_settings(real.url, monkeypatch), str(tmp_path / "db")) as c:
         body = request(user("hi"), model=MODEL, stream=True)
         r = await c.post("/v1/chat/completions", json=body)
+        (row,) = await log_rows(c)
     assert r.status_code == 200
     events = [e.removeprefix(b"data: ") for e in r.content.split(b"\n\n") if e]
-    assert b"first words" in b"".join(events) and events[-1] == b"[DONE]"
-    error = orjson.loads(events[-2])["error"]
+    assert b"first words" in b"".join(events) and b"[DONE]" not in r.content
+    error = orjson.loads(events[-1])["error"]
     assert error["code"] in ("upstream_connection_error", "upstream_error")
     assert error["message"].startswith("Upstream claude")
     assert_no_internals(r.text, real.url.removeprefix("http://"))
     assert "Traceback" in logged(caplog)
+    assert row["status"] == 200 and row["error_type"] == error["code"]
 
 
 async def test_openai_unreachable_base_url_hides_the_address(tmp_path: Path, caplog) -> None:
