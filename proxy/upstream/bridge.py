@@ -43,7 +43,7 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.litellm import _checked, _failure
+from proxy.upstream.litellm import _checked, _failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -129,6 +129,7 @@ async def bridged_messages(
             custom_llm_provider=provider,
             timeout=target.timeout_s,
             _skip_mcp_handler=True,
+            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
             litellm_router=_NO_ROUTER,
             **kwargs,
         )
@@ -196,6 +197,7 @@ async def bridged_responses(
             api_base=base,
             timeout=target.timeout_s,
             _skip_mcp_handler=True,
+            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
             **extra,
         )
     except Exception as exc:
@@ -244,8 +246,8 @@ def _route(
 def _failed(upstream: UpstreamSettings, exc: Exception) -> UpstreamResponse:
     error = _failure(upstream, exc)
     if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
-        body = error.body_bytes()
-        return UpstreamResponse(error.status, dict(_JSON), body=body, extra={"error": error})
+        body, headers = error.body_bytes(), {**_JSON, **provider_headers(exc)}
+        return UpstreamResponse(error.status, headers, body=body, extra={"error": error})
     raise error from None
 
 

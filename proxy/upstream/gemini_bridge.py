@@ -67,6 +67,7 @@ async def bridged_gemini(
             api_key=key,
             api_base=base,
             _skip_mcp_handler=True,
+            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
             **kwargs,
         )
     except Exception as exc:

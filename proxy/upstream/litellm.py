@@ -43,6 +43,7 @@ from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
+from proxy.upstream.transport import relay_headers
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -230,14 +231,14 @@ async def _completion(
             # never litellm's MCP gateway (tools naming a server it would call); importing it
             # needs the ``mcp`` extra and fails every request with tools without it
             _skip_mcp_handler=True,
+            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
             **kwargs,
         )
     except Exception as exc:
         error = _failure(upstream, exc)
         if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
-            return UpstreamResponse(
-                error.status, {"content-type": "application/json"}, body=error.body_bytes()
-            )
+            headers = {"content-type": "application/json", **provider_headers(exc)}
+            return UpstreamResponse(error.status, headers, body=error.body_bytes())
         raise error from None
     if not stream:
         return UpstreamResponse(
@@ -280,6 +281,22 @@ def _failure(upstream: UpstreamSettings, exc: Exception, mid_stream: bool = Fals
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
         return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
     return UpstreamFailed(f"Upstream {name} failed ({kind}).")
+
+
+def provider_headers(exc: BaseException) -> dict[str, str]:
+    """The provider's ``retry-after``, rate-limit and request-id headers on a failure litellm
+    raised (its ``litellm_response_headers``, else the httpx response it wraps), as the native
+    path relays them: a client backs off as the provider asked."""
+    for e in _chain(exc):
+        found = getattr(e, "litellm_response_headers", None)
+        if found is None:
+            found = getattr(getattr(e, "response", None), "headers", None)
+        if found:
+            try:
+                return relay_headers(dict(found.items()), names=frozenset())
+            except (AttributeError, TypeError, ValueError):  # not a mapping of strings
+                return {}
+    return {}
 
 
 def _where(upstream: UpstreamSettings) -> str:

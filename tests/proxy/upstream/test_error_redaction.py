@@ -287,6 +287,37 @@ async def test_litellm_paths_redact_the_server_key(
     assert_no_key(r.text, CUSTOM_KEY)
 
 
+@pytest.mark.parametrize("endpoint", LITELLM)
+async def test_litellm_paths_relay_the_providers_retry_headers(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str
+) -> None:
+    """A provider's 429 through each path litellm serves goes back at once (the provider's SDK
+    under litellm retried it twice, waiting 17 s each time, before the client saw it), with
+    ``retry-after`` and its rate-limit headers (the client's SDK waits that long), and only
+    those."""
+    path, body, kind = LITELLM[endpoint]
+    spec: dict[str, Any] = {"name": "up", "kind": kind, "match": ["*"]}
+    spec["api_key_env"] = "CLAUDE_SERVER_KEY"
+    spec["base_url"] = edge.base_url if kind == "openai" else edge.url
+    if kind == "litellm":
+        spec["provider"] = "anthropic"
+    settings = proxy_settings(edge.base_url, auth={"mode": "keys"}, upstreams=[spec])
+    error = anthropic_401 if kind != "openai" else openai_401
+    limits = {"x_ratelimit_remaining_requests": "0", "anthropic_ratelimit_tokens_remaining": "0"}
+    edge.reply = Reply.json(error("x"), status=429, retry_after="17", x_route="internal", **limits)
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers=CLIENT)
+    assert r.status_code == 429, r.text
+    assert len(edge.seen) == 1  # no retry of the proxy's own: the client waits as told, once
+    assert r.headers["retry-after"] == "17" and "x-route" not in r.headers
+    limit = (
+        "anthropic-ratelimit-tokens-remaining"
+        if kind != "openai"
+        else "x-ratelimit-remaining-requests"
+    )
+    assert r.headers[limit] == "0"
+
+
 # The redactor itself
 
 
