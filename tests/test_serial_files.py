@@ -1,12 +1,9 @@
 """bin/test runs the files tests/serial.txt lists alone, after the rest: each exists (a renamed
-one would run on the two workers, beside other tests, or not at all), and its tests are marked
-``serial``, so the parallel run leaves them out."""
+one would run on the two workers, beside other tests, or not at all)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.conftest import SERIAL_FILES
 
@@ -21,10 +18,3 @@ def test_the_listed_files_exist_and_bin_test_runs_them() -> None:
     for entry in SERIAL_FILES:  # a single test: named in its file
         path, _, name = entry.partition("::")
         assert not name or f"def {name}(" in (ROOT / path).read_text(), entry
-
-
-def test_their_tests_are_marked_serial(request: pytest.FixtureRequest) -> None:
-    session = request.session
-    marked = {i.nodeid.partition("::")[0] for i in session.items if i.get_closest_marker("serial")}
-    assert marked <= {f.partition("::")[0] for f in SERIAL_FILES}
-    assert request.node.get_closest_marker("serial") is None
