@@ -20,7 +20,7 @@ def _open_log(args: argparse.Namespace) -> Store:
     creates a SQLite file (a typo in --db would otherwise read as an empty log)."""
     from proxy.store.factory import create_store, is_postgres, store_url
 
-    settings = load_settings(args.config).store
+    settings = load_settings(args.config, check_rules=False).store
     url = store_url(settings, args.db)
     if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")

@@ -22,7 +22,7 @@ class CliError(Exception):
 async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
     from proxy.store.factory import is_postgres, store_url, vacuum
 
-    settings = load_settings(args.config).store
+    settings = load_settings(args.config, check_rules=False).store
     url = store_url(settings, args.db)
     if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")
@@ -54,7 +54,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
 async def _migrate(args: argparse.Namespace) -> tuple[str, list[str]]:
     from proxy.store.factory import create_store
 
-    store = create_store(load_settings(args.config).store, db=args.db)
+    store = create_store(load_settings(args.config, check_rules=False).store, db=args.db)
     await store.open()  # applies what is missing (PostgreSQL: under an advisory lock)
     try:
         return store.describe(), store.applied

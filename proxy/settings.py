@@ -320,13 +320,16 @@ def _format_errors(exc: ValidationError) -> str:
     return "invalid configuration:\n  " + "\n  ".join(lines)
 
 
-def settings_from_mapping(data: dict[str, Any]) -> Settings:
+def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Settings:
+    """``check_rules``: validate each rule's options now (compiling its packs: seconds), as
+    ``serve`` and ``rewrite`` need; the commands that only read the store skip it."""
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
         raise SettingsError(_format_errors(exc)) from None
     settings.check_keys_mode()
-    settings.configured_rules()  # validate rule options now, at start-up
+    if check_rules:
+        settings.configured_rules()  # validate rule options now, at start-up
     return settings
 
 
@@ -343,10 +346,15 @@ def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
     return {**data, "store": store}
 
 
-def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = None) -> Settings:
+def load_settings(
+    path: str | Path | None,
+    environ: Mapping[str, str] | None = None,
+    check_rules: bool = True,
+) -> Settings:
     """Settings from a YAML file, or the built-in defaults (every rule on) when ``path`` is None;
     an upstream's base_url from ``CTXPROXY_UPSTREAM_<NAME>_BASE_URL`` in ``environ`` (the
-    process environment by default) when that is set (``base_url_variable``)."""
+    process environment by default) when that is set (``base_url_variable``). ``check_rules``:
+    as ``settings_from_mapping``'s."""
     environ = os.environ if environ is None else environ
     if path is None:
         data: Any = {}
@@ -363,7 +371,7 @@ def load_settings(path: str | Path | None, environ: Mapping[str, str] | None = N
     except EnvSettingsError as exc:
         raise SettingsError(str(exc)) from None
     try:
-        settings = settings_from_mapping(data)
+        settings = settings_from_mapping(data, check_rules)
     except SettingsError as exc:
         if not applied:
             raise

@@ -1,0 +1,46 @@
+"""The commands that only read the store start without the engine, the rules or their packs:
+``ctxproxy logs`` answers in a fraction of a second, not the seconds compiling the reference
+packs takes (``serve`` and ``rewrite`` still validate every rule's options at start-up)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from proxy.cli import main
+from proxy.settings import Settings, SettingsError, load_settings
+
+
+def test_importing_the_command_loads_neither_the_engine_nor_the_rules() -> None:
+    heavy = ("proxy.rewrite", "proxy.server", "rules.context", "rules.entities", "rules.packs")
+    code = f"import sys, proxy.cli; print(sorted(m for m in sys.modules if m.startswith({heavy})))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_store_commands_do_not_validate_the_rules(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def refuse(self: Settings) -> None:
+        raise AssertionError("the rules were validated")
+
+    monkeypatch.setattr(Settings, "configured_rules", refuse)
+    db = tmp_path / "log.db"
+    assert main(["vacuum", "--db", str(db)]) == 2  # no such log: said without the rules
+    assert main(["logs", "--db", str(db)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(AssertionError, match="validated"):
+        load_settings(None)  # serve and rewrite: every rule's options, at start-up
+
+
+def test_serve_and_rewrite_still_refuse_a_bad_rule_option(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("rules:\n  - name: prune\n    target_ratio: lots\n")
+    with pytest.raises(SettingsError, match=r"rules\[0\]\.target_ratio"):
+        load_settings(cfg)
+    assert load_settings(cfg, check_rules=False).store is not None
