@@ -64,8 +64,17 @@ def call_id(call: dict[str, Any]) -> str:
     return cid if isinstance(cid, str) else ""
 
 
+def custom_call(call: dict[str, Any]) -> dict[str, Any] | None:
+    """A custom tool's call (Chat Completions' ``{"type": "custom", "custom": {"name", "input"}}``,
+    free-form input for a tool with no JSON schema): its ``custom`` object, else None."""
+    custom = call.get("custom")
+    return custom if call.get("type") == "custom" and isinstance(custom, dict) else None
+
+
 def call_name(call: dict[str, Any]) -> str:
     fn = call.get("function")
+    if not isinstance(fn, dict):
+        fn = custom_call(call)
     if isinstance(fn, dict):
         name = fn.get("name")
         if isinstance(name, str):
@@ -74,7 +83,13 @@ def call_name(call: dict[str, Any]) -> str:
 
 
 def call_arguments_text(call: dict[str, Any]) -> str:
+    """The call's arguments as JSON text; a custom call's input as ``{"input": …}``, as the
+    Responses adapter lowers a ``custom_tool_call``."""
     fn = call.get("function")
+    custom = custom_call(call) if not isinstance(fn, dict) else None
+    if custom is not None:
+        raw = custom.get("input")
+        return orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
     if isinstance(fn, dict):
         args = fn.get("arguments")
         if isinstance(args, str):

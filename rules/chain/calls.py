@@ -13,7 +13,7 @@ import orjson
 
 from rules.base import Messages
 from rules.chain.validator import arguments_ok, call_shape_ok, valid_id
-from rules.messages import role
+from rules.messages import call_name, custom_call, role
 from rules.report import Repair
 
 _INVALID_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
@@ -33,8 +33,7 @@ class Slot:
 
     @property
     def name(self) -> str:
-        fn = self.call.get("function")
-        return fn.get("name", "") if isinstance(fn, dict) else ""
+        return call_name(self.call)
 
 
 def sanitize_id(raw: str) -> str:
@@ -63,6 +62,16 @@ def fix_call(call: dict[str, Any], index: int, repairs: list[Repair]) -> dict[st
     if shape_ok and args_ok:
         return call
     new = dict(call)
+    custom = custom_call(call)
+    if shape_ok and custom is not None:  # a custom tool's input that is no string
+        raw = custom.get("input")
+        text = "" if raw is None else raw if isinstance(raw, str) else orjson.dumps(raw).decode()
+        new["custom"] = {**custom, "input": text}
+        repairs.append(
+            {"kind": "invalid_arguments", "index": index, "tool_call_id": cid,
+             "action": "input_to_string"}
+        )  # fmt: skip
+        return new
     fn = dict(call["function"]) if isinstance(call.get("function"), dict) else {}
     if not shape_ok:
         new["type"] = "function"

@@ -22,7 +22,7 @@ from rules.chain.text import (
     orphan_text,
     runaway_note,
 )
-from rules.chain.validator import empty_content, find_violations
+from rules.chain.validator import answered_otherwise, empty_content, find_violations
 from rules.matching import Budget, Matcher
 from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, role, text_of
 from rules.report import Repair
@@ -159,7 +159,7 @@ def _assistant_out(
     if dropped:
         out = append_text(out, runaway_note(dropped))
         reps.append(_rep("runaway_turn", i, None, "collapsed_into_one_note", count=len(dropped)))
-    if not new_calls and empty_content(out.get("content")):
+    if not new_calls and empty_content(out.get("content")) and not answered_otherwise(out):
         out = {**out, "content": EMPTY_ASSISTANT}
         reps.append(_rep("empty_assistant", i, None, "placeholder_content"))
     return out

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from rules.base import Message, Messages
-from rules.chain.validator import empty_content
+from rules.chain.validator import answered_otherwise, empty_content
 from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ def flatten(messages: Messages) -> Messages:
             flat = {k: v for k, v in m.items() if k != "tool_calls"}
             flat = append_text(flat, f"{PLACEHOLDER_PREFIX} tool calls: {calls}]")
             out.append(flat)
-        elif r == "assistant" and empty_content(m.get("content")):
+        elif r == "assistant" and empty_content(m.get("content")) and not answered_otherwise(m):
             out.append({**m, "content": EMPTY_ASSISTANT})
         else:
             out.append(m)

@@ -12,10 +12,13 @@ It checks what providers enforce (design section 5):
 - ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and match
   ``^[a-zA-Z0-9_-]+$``;
 - ``invalid_call``: a call that is not an object with a ``function`` holding a string ``name``
-  and ``type: "function"``;
-- ``invalid_arguments``: ``arguments`` not a string holding a JSON object;
+  and ``type: "function"`` (or a ``custom`` holding one and ``type: "custom"``: a custom
+  tool's call);
+- ``invalid_arguments``: ``arguments`` not a string holding a JSON object (a custom call's
+  ``input``: not a string);
 - ``empty_tool_calls``: ``tool_calls`` present but an empty array (or not an array);
-- ``empty_assistant``: an assistant message with neither text nor calls;
+- ``empty_assistant``: an assistant message with neither text nor calls (nor a refusal, audio
+  or a legacy ``function_call``, which answer without either);
 - ``null_tool_content``: a tool message whose content is null/missing.
 
 Each violation is ``{kind, index, tool_call_id, message}``.
@@ -31,7 +34,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from rules.base import Context, ListMemo, Message, Messages, shared_prefix
-from rules.messages import HELD, text_of
+from rules.messages import HELD, custom_call, text_of
 from rules.report import Violation
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
@@ -44,7 +47,11 @@ def valid_id(value: Any) -> bool:
 
 
 def arguments_ok(call: dict[str, Any]) -> bool:
-    """``function.arguments`` is a string holding a JSON object."""
+    """``function.arguments`` is a string holding a JSON object; a custom call's ``input`` is
+    a string (free-form: no JSON to hold)."""
+    custom = custom_call(call)
+    if custom is not None:
+        return isinstance(custom.get("input"), str)
     fn = call.get("function")
     args = fn.get("arguments") if isinstance(fn, dict) else None
     if not isinstance(args, str):
@@ -56,10 +63,15 @@ def arguments_ok(call: dict[str, Any]) -> bool:
 
 
 def call_shape_ok(call: Any) -> bool:
-    if not isinstance(call, dict) or call.get("type") != "function":
+    """A function call (``type: "function"``, a ``function`` with a name) or a custom tool's
+    (``type: "custom"``, a ``custom`` with a name)."""
+    if not isinstance(call, dict):
         return False
-    fn = call.get("function")
-    return isinstance(fn, dict) and isinstance(fn.get("name"), str) and bool(fn["name"])
+    kind = call.get("type")
+    fn = call.get("function") if kind == "function" else call.get("custom")
+    if kind not in ("function", "custom") or not isinstance(fn, dict):
+        return False
+    return isinstance(fn.get("name"), str) and bool(fn["name"])
 
 
 def empty_content(content: Any) -> bool:
@@ -73,6 +85,17 @@ def empty_content(content: Any) -> bool:
             text_of(content).strip()
         )
     return False
+
+
+def answered_otherwise(message: Message) -> bool:
+    """An assistant turn whose answer is not its content: a refusal, audio (its ``id`` stands for
+    what was said), or a legacy ``function_call``. No text, and still not an empty turn."""
+    refusal = message.get("refusal")
+    return (
+        (isinstance(refusal, str) and bool(refusal.strip()))
+        or isinstance(message.get("audio"), dict)
+        or isinstance(message.get("function_call"), dict)
+    )
 
 
 def _v(kind: str, index: int, tool_call_id: Any, message: str) -> Violation:
@@ -127,11 +150,13 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
                                 bad = None
                         except orjson.JSONDecodeError:
                             pass
+            elif call.get("type") == "custom" and call_shape_ok(call):
+                bad = None if arguments_ok(call) else "invalid_arguments"
         id_ok = isinstance(cid, str) and ID_PATTERN.match(cid) is not None
         if bad is not None or not id_ok:
             clean = False
         checked.append((cid, bad, id_ok))
-    empty_assistant = not calls and empty_content(m.get("content"))
+    empty_assistant = not calls and empty_content(m.get("content")) and not answered_otherwise(m)
     if clean and not empty_assistant:
         return tuple([c[0] for c in checked])
     return _Faults(empty_array, tuple(checked), empty_assistant)

@@ -15,7 +15,15 @@ from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.context.capped import capped_text
 from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
-from rules.messages import PLACEHOLDER_PREFIX, content_hash, role, text_of, tool_calls, with_content
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    call_name,
+    content_hash,
+    role,
+    text_of,
+    tool_calls,
+    with_content,
+)
 
 ELIDE_ACTIONS = ("supersede", "mask")
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
@@ -137,7 +145,7 @@ def dropped_text(
     """The line standing for dropped messages; with ``names``, the paths, identifiers and ids
     their tool results showed (``NAMES_*``, ``digest``), so the agent can still name them:
     ``NAMES_CHOSEN``'s and ``NAMES_WIDE``'s are ``chosen`` (``drop_names.names_of``)."""
-    calls = Counter(c.get("function", {}).get("name", "?") for m in messages for c in tool_calls(m))
+    calls = Counter(call_name(c) or "?" for m in messages for c in tool_calls(m))
     roles = Counter(role(m) for m in messages)
     what = ", ".join(f"{n} {r}" for r, n in sorted(roles.items()))
     tools = ", ".join(f"{name}×{n}" for name, n in sorted(calls.items()))

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
+from proxy.protocols.errors import gemini_error, reshaped_as_gemini
 from proxy.upstream import transport
 from tests.conftest import in_process, log_rows
 from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
@@ -85,8 +86,30 @@ async def test_an_error_answer_over_its_bound_is_cut(
     r, row = await post(edge, tmp_path, MESSAGES)
     assert r.status_code == 529  # the provider's status, and the start of what it said
     assert r.json()["error"]["message"].startswith("<html>overloaded overloaded")
+    assert r.headers["content-type"] == "application/json"  # the body is JSON now, not HTML
     assert len(r.content) <= 4096 + 100  # in Anthropic's error shape
     assert row["status"] == 529
+
+
+@pytest.mark.parametrize(
+    ("said", "message"),
+    [
+        ({"detail": "Model is loading"}, "Model is loading"),
+        ({"error": "rate limited"}, "rate limited"),
+        ({"message": "no capacity"}, "no capacity"),
+        ({"error": {"message": "bad key", "type": "x"}}, "bad key"),
+        ({"unknown": 1}, "Upstream error."),
+    ],
+)
+async def test_an_error_in_another_shape_keeps_what_it_says(
+    edge: EdgeUpstream, tmp_path: Path, said: dict[str, Any], message: str
+) -> None:
+    edge.reply = Reply(status=503, headers=[("content-type", "application/json")],
+                       body=orjson.dumps(said))  # fmt: skip
+    r, _ = await post(edge, tmp_path, MESSAGES)
+    assert r.status_code == 503
+    assert r.json()["type"] == "error" and r.json()["error"]["message"] == message
+    assert reshaped_as_gemini(503, orjson.dumps(said)) == gemini_error(503, message)
 
 
 @pytest.mark.parametrize("route", [CHAT, MESSAGES], ids=["chat", "messages"])

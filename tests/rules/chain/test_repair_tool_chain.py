@@ -29,6 +29,12 @@ def raw_call(cid: Any, args: Any, name: Any = "bash") -> dict[str, Any]:
     return {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
 
 
+CUSTOM = {
+    "id": "c1",
+    "type": "custom",
+    "custom": {"name": "apply_patch", "input": "*** Begin Patch\n*** Add File: a.py\n+x\n"},
+}
+
 VALID = {
     "plain": [S, U, assistant("Hi")],
     "one_call": [S, U, assistant(None, shell("c1", "ls")), result("c1", "a.py")],
@@ -44,6 +50,24 @@ VALID = {
     "null_tool_calls": [U, {"role": "assistant", "content": "x", "tool_calls": None}],
     "empty_string_result": [U, assistant(None, shell("c1", "true")), result("c1", "")],
     "list_content": [U, {"role": "assistant", "content": [{"type": "text", "text": "hi"}]}],
+    # a custom tool's call (free-form input, no JSON schema) and its result
+    "custom_call": [
+        U,
+        {"role": "assistant", "content": None, "tool_calls": [CUSTOM]},
+        result("c1", "Done!"),
+    ],
+    # an answer that is a refusal, audio, or a legacy function call is not an empty turn
+    "refusal": [U, {"role": "assistant", "content": None, "refusal": "I can't help with that."}],
+    "audio": [U, {"role": "assistant", "content": None, "audio": {"id": "audio_abc"}}],
+    "legacy_function_call": [
+        U,
+        {
+            "role": "assistant",
+            "content": None,
+            "function_call": {"name": "bash", "arguments": "{}"},
+        },
+        {"role": "function", "name": "bash", "content": "ok"},
+    ],
 }
 
 

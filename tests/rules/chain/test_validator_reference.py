@@ -27,13 +27,15 @@ def _role(m: dict[str, Any]) -> str:
 
 
 def _shape_ok(call: Any) -> bool:
-    if not isinstance(call, dict) or call.get("type") != "function":
+    if not isinstance(call, dict) or call.get("type") not in ("function", "custom"):
         return False
-    fn = call.get("function")
+    fn = call.get(call["type"])  # "function", or a custom tool's "custom"
     return isinstance(fn, dict) and isinstance(fn.get("name"), str) and bool(fn["name"])
 
 
 def _args_ok(call: dict[str, Any]) -> bool:
+    if call.get("type") == "custom":
+        return isinstance(call["custom"].get("input"), str)
     fn = call.get("function")
     args = fn.get("arguments") if isinstance(fn, dict) else None
     if not isinstance(args, str):
@@ -87,7 +89,12 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     out.append(_v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice"))
                 else:
                     seen.add(cid)
-            if not calls and empty_content(m.get("content")):
+            other = (
+                (isinstance(m.get("refusal"), str) and m["refusal"].strip())
+                or isinstance(m.get("audio"), dict)
+                or isinstance(m.get("function_call"), dict)
+            )  # fmt: skip
+            if not calls and empty_content(m.get("content")) and not other:
                 out.append(
                     _v("empty_assistant", i, None, "assistant message has neither text nor calls")
                 )
@@ -186,6 +193,29 @@ ODD: list[list[dict[str, Any]]] = [
     [held("h1", "a"), user("y"), held("h1", "b"), held("h2", "c")],
     [user("x"), {"role": "tool", "tool_call_id": 7, "content": "a", HELD: True}],
     [user("x"), {"role": "tool", "tool_call_id": "h1", "content": "a", HELD: "yes"}],
+    # custom tools' calls, whole and broken; answers without content
+    [
+        user("x"),
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "custom", "custom": {"name": "apply_patch", "input": "p"}},
+                {"id": "c2", "type": "custom", "custom": {"name": "t", "input": {"a": 1}}},
+                {"id": "c3", "type": "custom", "custom": {"name": "", "input": "p"}},
+                {"id": "c4", "type": "custom", "function": {"name": "t", "arguments": "{}"}},
+                {"id": "c5", "type": "function", "custom": {"name": "t", "input": "p"}},
+            ],
+        },
+        result("c1", "a"),
+        result("c2", "b"),
+        result("c3", "c"),
+        result("c4", "d"),
+        result("c5", "e"),
+    ],
+    [user("x"), {"role": "assistant", "content": None, "refusal": "no"}],
+    [user("x"), {"role": "assistant", "content": "", "refusal": " "}],
+    [user("x"), {"role": "assistant", "content": None, "audio": {"id": "a1"}}],
+    [user("x"), {"role": "assistant", "content": None, "function_call": {"name": "f"}}],
 ]
 
 
