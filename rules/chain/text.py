@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rules.base import Message, Messages
 from rules.chain.validator import answered_otherwise, empty_content
-from rules.messages import PLACEHOLDER_PREFIX, append_text, role, text_of
+from rules.messages import PLACEHOLDER_PREFIX, append_text, call_arguments_text, role, text_of
 
 if TYPE_CHECKING:
     from rules.chain.calls import Slot
@@ -23,9 +23,7 @@ def runaway_note(dropped: list[Slot]) -> str:
     names = Counter(s.name or "unknown_tool" for s in dropped)
     top = sorted(names.items(), key=lambda x: (-x[1], x[0]))[:5]
     summary = ", ".join(f"{n} ×{c}" for n, c in top)
-    first = "; ".join(
-        f"{s.name}({str(s.call['function'].get('arguments', ''))[:120]})" for s in dropped[:3]
-    )
+    first = "; ".join(f"{s.name}({call_arguments_text(s.call)[:120]})" for s in dropped[:3])
     return (
         f"{PLACEHOLDER_PREFIX} {len(dropped)} tool calls in this turn were interrupted before any "
         f"result was recorded and are left out ({summary}); the first: {first}]"

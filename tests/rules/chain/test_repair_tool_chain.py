@@ -334,6 +334,13 @@ def test_runaway_turn_is_bounded() -> None:
     assert note.startswith(PLACEHOLDER_PREFIX) and "300 tool calls" in note
 
 
+def test_a_runaway_turn_of_custom_calls_names_their_input() -> None:
+    calls = [{**CUSTOM, "id": f"c{k}"} for k in range(300)]
+    out, reps = repair([U, assistant(None, *calls)])
+    assert [r["kind"] for r in reps] == ["runaway_turn"] and find_violations(out) == []
+    assert 'apply_patch({"input":"*** Begin Patch' in out[1]["content"]
+
+
 def test_few_unanswered_calls_are_not_a_runaway() -> None:
     calls = [shell(f"c{k}", "x") for k in range(16)]
     out, reps = repair([U, assistant(None, *calls)])
