@@ -73,9 +73,19 @@ def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
         return anthropic_error(status, body[:2000].decode("utf-8", "replace"))
     if isinstance(value, dict) and value.get("type") == "error":
         return body
-    error = value.get("error") if isinstance(value, dict) else None
-    message = error.get("message") if isinstance(error, dict) else None
-    return anthropic_error(status, message if isinstance(message, str) else "Upstream error.")
+    return anthropic_error(status, _message_of(value))
+
+
+def _message_of(value: object) -> str:
+    """What an error body in another shape says: ``error.message`` (OpenAI's, litellm's), an
+    ``error`` or ``detail`` or ``message`` that is text (FastAPI's and other gateways')."""
+    if isinstance(value, dict):
+        error = value.get("error")
+        for said in (error.get("message") if isinstance(error, dict) else None, error,
+                     value.get("detail"), value.get("message")):  # fmt: skip
+            if isinstance(said, str) and said.strip():
+                return said[:2000]
+    return "Upstream error."
 
 
 # Google's canonical error codes by HTTP status (cloud.google.com/apis/design/errors).
@@ -126,5 +136,4 @@ def reshaped_as_gemini(status: int, body: bytes) -> bytes:
     error = value.get("error") if isinstance(value, dict) else None
     if isinstance(error, dict) and isinstance(error.get("status"), str) and "code" in error:
         return body
-    message = error.get("message") if isinstance(error, dict) else None
-    return gemini_error(status, message if isinstance(message, str) else "Upstream error.")
+    return gemini_error(status, _message_of(value))

@@ -111,7 +111,7 @@ async def _messages(call: Call, body: dict[str, Any], raw: bytes | None) -> Upst
         call.key(),
     )
     if response.status >= 400 and response.body is not None:
-        response.body = shapes.reshaped_as_anthropic(response.status, response.body)
+        _reshaped(response, shapes.reshaped_as_anthropic(response.status, response.body))
     return response
 
 
@@ -165,8 +165,16 @@ async def _gemini(call: Call, body: dict[str, Any], raw: bytes | None) -> Upstre
         gemini_key(call),
     )
     if response.status >= 400 and response.body is not None:
-        response.body = shapes.reshaped_as_gemini(response.status, response.body)
+        _reshaped(response, shapes.reshaped_as_gemini(response.status, response.body))
     return response
+
+
+def _reshaped(response: UpstreamResponse, body: bytes) -> None:
+    """An error body written anew in the client's shape: JSON, whatever the upstream's was (an
+    HTML page from a gateway in front of it, plain text)."""
+    if body is not response.body:
+        response.body = body
+        response.headers = {**response.headers, "content-type": "application/json"}
 
 
 CHAT_WIRE = Wire(CHAT, validate_body, _chat, shapes.openai_body, shapes.chat_stream_error)
