@@ -132,22 +132,27 @@ def part_kind(part: Any) -> str:
 
 # The fields a function response's text is read from, in this order, when it has others too
 # (Gemini CLI's ``output``, the ``output`` / ``error`` Gemini's documentation names, MCP's
-# ``content``, a shell's ``stdout``)
-TEXT_FIELDS = ("output", "content", "result", "text", "stdout", "error")
+# ``content``, a shell's ``stdout`` and ``stderr``)
+TEXT_FIELDS = ("output", "content", "result", "text", "stdout", "stderr", "error")
 
 
 def text_field(value: Any) -> str | None:
     """The field of a function response's ``response`` that holds its text: its only field when
-    that is a string, else the first of ``TEXT_FIELDS`` holding a string (None: none)."""
+    that is a string, else the first of ``TEXT_FIELDS`` holding a string that is not empty, else
+    the first holding one (None: none)."""
     if not isinstance(value, dict):
         return None
     if len(value) == 1:
         key, only = next(iter(value.items()))
         return key if isinstance(only, str) else None
+    empty = None
     for key in TEXT_FIELDS:
-        if isinstance(value.get(key), str):
-            return key
-    return None
+        text = value.get(key)
+        if isinstance(text, str):
+            if text:
+                return key
+            empty = empty or key
+    return empty
 
 
 def _header(value: dict[str, Any], key: str) -> str:

@@ -13,8 +13,9 @@ import pytest
 from proxy.protocols.base import TAG
 from proxy.protocols.gemini import GEMINI
 from proxy.protocols.gemini_parts import response_text, response_value
+from proxy.rewrite.engine import Engine
 from rules.messages import PLACEHOLDER_PREFIX
-from tests.proxy.protocols.test_gemini_adapter import body, call, model, user
+from tests.proxy.protocols.test_gemini_adapter import MODEL, body, call, model, user
 
 NOTE = "<ctxproxy-context>\nthis command failed the same way 3 times\n</ctxproxy-context>"
 BIG = "\n".join(f"line {i}: lorem ipsum" for i in range(200))
@@ -114,3 +115,28 @@ def test_without_a_text_field_a_note_is_an_output_field_of_its_own() -> None:
 )
 def test_a_response_read_back_unchanged_is_itself(value: dict[str, Any]) -> None:
     assert response_value(value, response_text({"response": value})) == value
+
+
+def test_the_text_field_is_the_first_known_one_with_text() -> None:
+    value = {"stdout": "", "stderr": "Traceback\nboom", "exit_code": 1}
+    assert _lowered_text(value) == '{"stdout":"","exit_code":1}\n\nTraceback\nboom'
+    assert _lowered_text({"stdout": "", "exit_code": 0}) == '{"exit_code":0}\n\n'
+
+
+async def test_a_loop_note_through_the_engine_keeps_the_fields(engine: Engine) -> None:
+    err = "Traceback (most recent call last):\n  File run.py\nModuleNotFoundError: foo"
+    contents = [user("run the script")]
+    for i in range(4):
+        contents.append(model(call(f"c{i}", "python run.py")))
+        value = {"output": f"{err}\n[Exit Code: 1]", "exitCode": 1, "meta": {"ms": 5}}
+        fr = {"id": f"c{i}", "name": "run_shell_command", "response": value}
+        contents.append(user({"functionResponse": fr}))
+    b = body(*contents)
+    out = await engine.rewrite(b, {}, now=1000.0, adapter=GEMINI, model=MODEL)
+    responses = [p["functionResponse"]["response"] for c in out.body["contents"]
+                 for p in c["parts"] if "functionResponse" in p]  # fmt: skip
+    assert len(responses) == 4
+    assert any("<ctxproxy-context>" in r["output"] for r in responses), responses  # a note
+    for r in responses:
+        assert r["exitCode"] == 1 and r["meta"] == {"ms": 5}, r
+        assert r["output"].startswith(("Traceback", PLACEHOLDER_PREFIX)), r
