@@ -11,7 +11,7 @@ import orjson
 
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
-from proxy.protocols.patching import appended, patch_blocks, patch_parts
+from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
 from rules.base import Message
 from rules.messages import PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
@@ -236,7 +236,7 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         old, new = part.lowered.get("content") or "", text_of(content)
         inner = result.get("content")
         if isinstance(inner, list):
-            inner = patch_blocks(inner, old, new, is_text, text_block)
+            inner = patch_texts(inner, old, new, is_text, text_block)
         else:
             inner = new
         patched = {**result, "content": inner}

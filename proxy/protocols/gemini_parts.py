@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols.patching import appended
 from rules.base import Message
 from rules.messages import HARNESS_TAGS
 
@@ -129,16 +130,48 @@ def part_kind(part: Any) -> str:
     return "unknown"
 
 
+# The fields a function response's text is read from, in this order, when it has others too
+# (Gemini CLI's ``output``, the ``output`` / ``error`` Gemini's documentation names, MCP's
+# ``content``, a shell's ``stdout`` and ``stderr``)
+TEXT_FIELDS = ("output", "content", "result", "text", "stdout", "stderr", "error")
+
+
+def text_field(value: Any) -> str | None:
+    """The field of a function response's ``response`` that holds its text: its only field when
+    that is a string, else the first of ``TEXT_FIELDS`` holding a string that is not empty, else
+    the first holding one (None: none)."""
+    if not isinstance(value, dict):
+        return None
+    if len(value) == 1:
+        key, only = next(iter(value.items()))
+        return key if isinstance(only, str) else None
+    empty = None
+    for key in TEXT_FIELDS:
+        text = value.get(key)
+        if isinstance(text, str):
+            if text:
+                return key
+            empty = empty or key
+    return empty
+
+
+def _header(value: dict[str, Any], key: str) -> str:
+    """The JSON of a response's fields other than its text field (one line)."""
+    return orjson.dumps({k: v for k, v in value.items() if k != key}).decode()
+
+
 def response_text(response: dict[str, Any]) -> str:
-    """A function response as the chat view's tool result: its ``output`` (or ``result``,
-    ``error``) when that is all it says as a string, else its JSON."""
+    """A function response as the chat view's tool result. With a text field (``text_field``):
+    that field's text, after a line with the JSON of the other fields and a blank line when
+    there are others (so the rules read its lines, and the fields too). Else its JSON."""
     value = response.get("response")
-    if isinstance(value, dict) and len(value) == 1:
-        only = next(iter(value.values()))
-        if isinstance(only, str):
-            return only
     if value is None:
         return ""
+    key = text_field(value)
+    if key is not None:
+        if len(value) == 1:
+            return value[key]  # type: ignore[no-any-return]
+        return f"{_header(value, key)}\n\n{value[key]}"
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -146,20 +179,49 @@ def response_text(response: dict[str, Any]) -> str:
 
 
 def response_value(old: Any, text: str) -> Any:
-    """``old`` (a function response's ``response``) now saying ``text``: its one string field
-    rewritten, else the text as ``output`` (or the JSON object it spells)."""
-    if isinstance(old, dict) and len(old) == 1:
-        key, only = next(iter(old.items()))
-        if isinstance(only, str):
+    """``old`` (a function response's ``response``) now saying ``text`` (``response_text`` of it
+    as the rules changed it). With a text field, the edited text goes back into that field and
+    the other fields stay fields: as sent while the header line is, as the rules rewrote it
+    while it still reads as a JSON object, as sent when the rules replaced the whole text (which
+    then is the field's). Without one: the JSON object the text spells; an appended note as an
+    ``output`` field when the response has none; else the text as ``output``."""
+    key = text_field(old)
+    if key is not None:
+        if len(old) == 1:
             return {key: text}
-    if text.startswith("{"):
+        header, sep, rest = text.partition("\n")
+        rest = rest.removeprefix("\n")  # the blank line (an elision may have taken it)
+        if header == _header(old, key):
+            return {**old, key: rest}
+        fields = _object(header) if sep else None
+        if fields is None:
+            return {**old, key: text}
+        out = {k: rest if k == key else fields[k] for k in old if k == key or k in fields}
+        out.update((k, v) for k, v in fields.items() if k not in out)
+        return out
+    value = _object(text)
+    if value is not None:
+        return value
+    if isinstance(old, dict) and "output" not in old:
         try:
-            value = orjson.loads(text)
-        except orjson.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
+            before = orjson.dumps(old).decode()
+        except TypeError:
+            before = None
+        note = appended(before, text) if before is not None else None
+        if note is not None:
+            return {**old, "output": note}
     return {"output": text}
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    """The JSON object ``text`` spells (None: it spells none)."""
+    if not text.startswith("{"):
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def arguments_of(call: dict[str, Any]) -> str:

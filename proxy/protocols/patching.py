@@ -5,12 +5,18 @@ A lowered text stands for one or more text blocks (Anthropic ``text``, Responses
 - an appended text (inject's block, a note) becomes a block of its own after the client's, so
   their bytes and any ``cache_control`` on them stay as sent;
 - a replaced text (an elided result, clipped prose) takes the first text block's place, with
-  that block's other keys; the other text blocks go; non-text blocks stay where they were."""
+  that block's other keys; the other text blocks go; non-text blocks stay where they were.
+
+A tool result's blocks are lowered as their texts joined by line breaks (``text_of``), and a
+change to that text goes back block by block (``patch_texts``): each text block takes its own
+lines of the new text, in place, with its other keys; non-text blocks stay where they were."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from rules.messages import text_of
 
 Block = dict[str, Any]
 NewBlock = Callable[[str], Block]
@@ -65,4 +71,94 @@ def patch_parts(
                 out.append({**blocks[k], "text": text})
         elif isinstance(text, str) and text.strip():
             out.append(make(text))
+    return out
+
+
+def patch_texts(
+    blocks: list[Any], old: str, new: str, is_text: Callable[[Any], bool], make: NewBlock
+) -> list[Any]:
+    """``blocks`` (the client's), lowered as ``old`` (``text_of``: their texts joined by line
+    breaks), with that text changed to ``new``. An appended text is a block of its own after
+    theirs. Otherwise each block takes its lines of ``new``: line for line when the number of
+    lines is the same (an encoding fix, a redaction), else the lines the two texts share at the
+    start and at the end stay in their blocks and the lines between (an elision's, a cut's) go
+    to the block where the change begins. A text block left without lines goes, its
+    ``cache_control`` taken by the text block before it (the breakpoint stays after the text
+    that now stands there). Where the blocks do not spell ``old``, or the change touches text
+    that is not a text block's own, it is ``patch_blocks``."""
+    if new == old:
+        return blocks
+    suffix = appended(old, new)
+    if suffix is not None:
+        return [*blocks, make(suffix)] if suffix.strip() else blocks
+    spans = [(k, t) for k, b in enumerate(blocks) if (t := _segment(b)) is not None]
+    if not spans or "\n".join(t for _, t in spans) != old:
+        return patch_blocks(blocks, old, new, is_text, make)
+    lines = _lines_by_segment([t.count("\n") + 1 for _, t in spans], old, new)
+    texts: dict[int, str | None] = {}
+    for (k, t), mine in zip(spans, lines, strict=True):
+        text = None if mine is None else "\n".join(mine)
+        if text != t:
+            if not is_text(blocks[k]):
+                return patch_blocks(blocks, old, new, is_text, make)
+            texts[k] = text if text is not None and text.strip() else None
+    out: list[Any] = []
+    last_text: int | None = None  # the place in ``out`` of the last text block kept
+    for k, b in enumerate(blocks):
+        if k not in texts:
+            if is_text(b):
+                last_text = len(out)
+            out.append(b)
+            continue
+        text = texts[k]
+        if text is not None:
+            last_text = len(out)
+            out.append({**b, "text": text})
+        elif (
+            "cache_control" in b and last_text is not None and "cache_control" not in out[last_text]
+        ):
+            out[last_text] = {**out[last_text], "cache_control": b["cache_control"]}
+    return out
+
+
+def _segment(block: Any) -> str | None:
+    """What ``text_of`` reads of one block (None: nothing)."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict):
+        text = block.get("text")
+        if isinstance(text, str):
+            return text
+        if isinstance(block.get("content"), (str, list)):
+            return text_of(block["content"])
+    return None
+
+
+def _lines_by_segment(counts: list[int], old: str, new: str) -> list[list[str] | None]:
+    """The lines of ``new`` each segment of ``old`` (``counts``: its segments' line counts, in
+    order) takes; None: none."""
+    new_lines = new.split("\n")
+    n_old, n_new = sum(counts), len(new_lines)
+    starts = [sum(counts[:i]) for i in range(len(counts))]
+    if n_old == n_new:
+        return [new_lines[a : a + c] for a, c in zip(starts, counts, strict=True)]
+    old_lines = old.split("\n")
+    most = min(n_old, n_new)
+    head = 0
+    while head < most and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < most - head and old_lines[n_old - 1 - tail] == new_lines[n_new - 1 - tail]:
+        tail += 1
+    cut_end = n_old - tail  # old lines [head, cut_end) became new lines [head, n_new - tail)
+    at = head if head < cut_end else max(head - 1, 0)  # the line the change begins at
+    out: list[list[str] | None] = []
+    for a, c in zip(starts, counts, strict=True):
+        b = a + c
+        mine = new_lines[a : min(b, head)] if a < head else []
+        if a <= at < b:
+            mine.extend(new_lines[head : n_new - tail])
+        if b > cut_end:
+            mine.extend(new_lines[max(a, cut_end) - n_old + n_new : b - n_old + n_new])
+        out.append(mine or None)
     return out

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from proxy.protocols.patching import appended, patch_blocks, patch_parts
+from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
 from proxy.protocols.responses_parts import (
     CALLS,
     OUTPUTS,
@@ -97,7 +97,7 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
         old, new = part.lowered.get("content") or "", text_of(m.get("content"))
         output = item.get("output")
         if isinstance(output, list):
-            output = patch_blocks(output, old, new, is_text, part_maker("user"))
+            output = patch_texts(output, old, new, is_text, part_maker("user"))
         else:
             output = new
         patched = {**item, "output": output}

@@ -1,0 +1,179 @@
+"""A tool result holding several blocks (Anthropic ``tool_result.content``, Responses
+``function_call_output.output``) is lowered as its texts joined by line breaks; an edit of that
+text goes back block by block: each text block keeps its own text, edited in place, and its other
+keys (``cache_control``); the non-text blocks stay where they were. Driven through the adapters
+directly, the edit made by hand as a rule makes it (a copy with new content)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import TAG
+from proxy.protocols.patching import patch_texts
+from proxy.protocols.responses import RESPONSES
+from proxy.rewrite.engine import Engine
+from rules.messages import text_of
+
+MOJ = "Ã¼berprÃ¼fen done"
+FIXED = "überprüfen done"
+IMG = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBO="}}
+CC = {"type": "ephemeral"}
+
+
+def _edit(messages: list[Any], change: Any) -> list[Any]:
+    """The chat view with its tool message's content changed by ``change`` (a copy, tag kept)."""
+    out = []
+    for m in messages:
+        if m.get("role") == "tool":
+            m = {**m, "content": change(m["content"])}
+        out.append(m)
+    return out
+
+
+def _anthropic(blocks: list[Any], change: Any) -> list[Any]:
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "read"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/a"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
+        ],
+    }  # fmt: skip
+    lowered = ANTHROPIC.lower(body)
+    fwd = ANTHROPIC.lift(body, lowered, _edit(lowered.messages, change))
+    assert TAG not in str(fwd)
+    result = fwd["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
+    return result["content"]  # type: ignore[no-any-return]
+
+
+def _responses(blocks: list[Any], change: Any) -> list[Any]:
+    body = {
+        "model": "gpt-5",
+        "input": [
+            {"role": "user", "content": "read"},
+            {"type": "function_call", "call_id": "call_1", "name": "read", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "call_1", "output": blocks},
+        ],
+    }
+    lowered = RESPONSES.lower(body)
+    fwd = RESPONSES.lift(body, lowered, _edit(lowered.messages, change))
+    item = fwd["input"][2]
+    assert item["type"] == "function_call_output" and item["call_id"] == "call_1"
+    return item["output"]  # type: ignore[no-any-return]
+
+
+def test_an_encoding_fix_stays_in_its_block_before_the_image_with_its_breakpoint() -> None:
+    blocks = [{"type": "text", "text": "first part"}, IMG,
+              {"type": "text", "text": MOJ, "cache_control": CC}]  # fmt: skip
+    out = _anthropic(blocks, lambda t: t.replace(MOJ, FIXED))
+    assert out[0] is blocks[0]  # untouched: the client's own block
+    assert out[1] is IMG
+    assert out[2] == {"type": "text", "text": FIXED, "cache_control": CC}
+    assert len(out) == 3
+
+
+def test_responses_output_parts_keep_their_places() -> None:
+    image = {"type": "input_image", "image_url": "data:image/png;base64,AAAA"}
+    blocks = [{"type": "input_text", "text": "first part"}, image,
+              {"type": "input_text", "text": MOJ}]  # fmt: skip
+    out = _responses(blocks, lambda t: t.replace(MOJ, FIXED))
+    assert out == [blocks[0], image, {"type": "input_text", "text": FIXED}]
+    assert out[0] is blocks[0] and out[1] is image
+
+
+def test_edits_in_two_blocks_each_stay_in_theirs() -> None:
+    blocks = [{"type": "text", "text": f"a {MOJ}\nsecond line", "cache_control": CC}, IMG,
+              {"type": "text", "text": f"x\n{MOJ}", "cache_control": CC}]  # fmt: skip
+    out = _anthropic(blocks, lambda t: t.replace(MOJ, FIXED))
+    assert out == [
+        {"type": "text", "text": f"a {FIXED}\nsecond line", "cache_control": CC},
+        IMG,
+        {"type": "text", "text": f"x\n{FIXED}", "cache_control": CC},
+    ]
+
+
+def test_a_cut_spanning_blocks_keeps_the_head_and_tail_in_theirs() -> None:
+    head = "\n".join(f"head {i}" for i in range(50))
+    tail = "\n".join(f"tail {i}" for i in range(50))
+    blocks = [{"type": "text", "text": "header"}, IMG,
+              {"type": "text", "text": f"{head}\n{tail}", "cache_control": CC}]  # fmt: skip
+
+    def cut(text: str) -> str:  # keeps the first 3 and last 3 lines, as a size cap does
+        lines = text.split("\n")
+        return "\n".join([*lines[:3], "[... 95 lines elided ...]", *lines[-3:]])
+
+    out = _anthropic(blocks, cut)
+    assert out[0] is blocks[0] and out[1] is IMG
+    kept = "head 0\nhead 1\n[... 95 lines elided ...]\ntail 47\ntail 48\ntail 49"
+    assert out[2] == {"type": "text", "text": kept, "cache_control": CC}
+    assert text_of(out) == cut(text_of(blocks))
+
+
+def test_a_block_left_without_text_hands_its_breakpoint_to_the_one_before() -> None:
+    blocks = [{"type": "text", "text": "one\ntwo"}, IMG,
+              {"type": "text", "text": "three\nfour", "cache_control": CC},
+              {"type": "text", "text": "five"}]  # fmt: skip
+    out = _anthropic(blocks, lambda t: "one\n[elided]\nfive")
+    assert out == [
+        {"type": "text", "text": "one\n[elided]", "cache_control": CC},
+        IMG,
+        blocks[3],
+    ]
+
+
+def test_an_appended_note_is_a_block_of_its_own_after_the_clients() -> None:
+    blocks = [
+        {"type": "text", "text": "out"},
+        IMG,
+        {"type": "text", "text": "end", "cache_control": CC},
+    ]
+    out = _anthropic(blocks, lambda t: f"{t}\n\n<note>looping</note>")
+    assert out[:3] == blocks and all(a is b for a, b in zip(out, blocks, strict=False))
+    assert out[3] == {"type": "text", "text": "<note>looping</note>"}
+
+
+@pytest.mark.parametrize(
+    ("old_texts", "new"),
+    [
+        (["a\nb", "c"], "a\nB\nc"),
+        (["a", "b", "c"], "x"),
+        (["a", "b", "c"], "a\nnew\nnew2\nb\nc"),
+        (["", "b"], "z\nb"),
+        (["a\nb\nc", "d\ne"], "a\ne"),
+        (["a", "b"], "q\nr\ns\nt"),
+    ],
+)
+def test_the_blocks_always_spell_the_new_text(old_texts: list[str], new: str) -> None:
+    blocks: list[Any] = []
+    for t in old_texts:
+        blocks += [{"type": "text", "text": t}, IMG]
+    out = patch_texts(blocks, text_of(blocks), new, lambda b: b.get("type") == "text",
+                      lambda t: {"type": "text", "text": t})  # fmt: skip
+    assert text_of(out) == new
+    assert [b for b in out if b is IMG] == [IMG] * len(old_texts)
+
+
+async def test_the_encoding_fix_through_the_engine_keeps_the_blocks(engine: Engine) -> None:
+    blocks = [{"type": "text", "text": "first part"}, IMG,
+              {"type": "text", "text": MOJ, "cache_control": CC}]  # fmt: skip
+    body = {
+        "model": "claude-x",
+        "max_tokens": 10,
+        "messages": [
+            {"role": "user", "content": "read"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/a"}}]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
+        ],
+    }  # fmt: skip
+    out = await engine.rewrite(body, {}, now=1000.0, adapter=ANTHROPIC, model="claude-x")
+    inner = out.body["messages"][2]["content"][0]["content"]
+    assert inner == [blocks[0], IMG, {"type": "text", "text": FIXED, "cache_control": CC}]
