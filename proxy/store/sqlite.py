@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import aiosqlite
 import orjson
@@ -31,6 +31,7 @@ from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
+from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
 from proxy.store.sqlite_reads import SqliteReads
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
@@ -39,8 +40,6 @@ from proxy.store.state_bytes import (
     StateCache,
 )
 from rules.base import Ancestor, SessionState
-
-T = TypeVar("T")
 
 WRITE_ATTEMPTS = 4
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
@@ -99,14 +98,18 @@ class SQLiteStore(SqliteReads):
     async def open(self) -> None:
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._writer = await aiosqlite.connect(self.path)
-        await self._writer.execute("PRAGMA busy_timeout=2000")
-        self.applied = await _retry_locked(self._prepare_writer)
-        if self.path == ":memory:":
-            self._reader = self._writer
-        else:
-            self._reader = await aiosqlite.connect(self.path)
-            await self._reader.execute("PRAGMA busy_timeout=5000")
+        try:
+            self._writer = await aiosqlite.connect(self.path)
+            await self._writer.execute("PRAGMA busy_timeout=2000")
+            self.applied = await _retry_locked(self._prepare_writer)
+            if self.path == ":memory:":
+                self._reader = self._writer
+            else:
+                self._reader = await aiosqlite.connect(self.path)
+                await self._reader.execute("PRAGMA busy_timeout=5000")
+        except BaseException:  # not a database, read-only, …: no connection's thread left behind
+            await self._stop_connections()
+            raise
         self._reader.row_factory = aiosqlite.Row
         self._writer_task = asyncio.create_task(self._write_loop())
 
@@ -119,15 +122,20 @@ class SQLiteStore(SqliteReads):
         return await apply_migrations(self._writer)
 
     async def close(self) -> None:
-        if self._writer_task is not None:
-            await self._queue.put(None)
-            await self._writer_task
-            self._writer_task = None
-        if self._reader is not None and self._reader is not self._writer:
-            await self._reader.close()
-        if self._writer is not None:
-            await self._writer.close()
+        try:
+            if self._writer_task is not None:
+                task, self._writer_task = self._writer_task, None
+                await self._queue.put(None)
+                await task  # raises if it was cancelled (a second Ctrl-C): the finally still runs
+        finally:
+            await self._stop_connections()
+
+    async def _stop_connections(self) -> None:
+        """Close both connections: each one's worker thread (not a daemon) is told to end before
+        anything is awaited, so the process can exit even if this await is cancelled."""
+        conns = [c for c in dict.fromkeys((self._reader, self._writer)) if c is not None]
         self._writer = self._reader = None
+        await asyncio.gather(*[f for f in (c.stop() for c in conns) if f], return_exceptions=True)
 
     @property
     def writer(self) -> aiosqlite.Connection:
@@ -381,18 +389,3 @@ def _state_of(known: _Known) -> SessionState:
 
 
 Store = SQLiteStore  # the name callers used before there were two stores
-
-
-async def _retry_locked(step: Callable[[], Awaitable[T]], *, deadline_s: float = 20.0) -> T:
-    """Run a start-up step again while another process holds the file: switching to WAL takes an
-    exclusive lock that SQLite may refuse at once, without waiting out the busy timeout."""
-    loop = asyncio.get_running_loop()
-    end, pause = loop.time() + deadline_s, 0.02
-    while True:
-        try:
-            return await step()
-        except aiosqlite.OperationalError as exc:
-            if "locked" not in str(exc) or loop.time() + pause > end:
-                raise
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, 0.5)
