@@ -10,11 +10,14 @@ feedback is never replaced by an older one's (requests of a session may finish o
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from proxy.store.dialect import Dialect
+
+log = logging.getLogger("ctxproxy.store")
 
 
 class _Database(Protocol):
@@ -51,7 +54,14 @@ class FeedbackStore:
         if session_id in self._known:
             self._known.move_to_end(session_id)
             return self._known[session_id]
-        row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
+        try:
+            row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
+        except Exception as exc:
+            if not self._store.dialect.unreadable(exc):
+                raise
+            log.error("store: a session's cache feedback cannot be read (%s: %s); none is used",
+                      type(exc).__name__, exc)  # fmt: skip
+            return None
         found = CacheFeedback(float(row[0]), row[1], row[2], row[3]) if row else None
         # a put may have landed while we read: it is newer than the row
         if session_id not in self._known:

@@ -4,6 +4,7 @@ and the values PostgreSQL's typed columns need (SQLite stores what it gets)."""
 
 from __future__ import annotations
 
+import sqlite3
 from functools import cached_property, lru_cache
 from typing import Any
 
@@ -33,6 +34,12 @@ class Dialect:
     def coerce(self, row: dict[str, Any]) -> dict[str, Any]:
         """A row's values as the database's columns take them."""
         return row
+
+    def unreadable(self, exc: BaseException) -> bool:
+        """Whether a read failed because the data cannot be read (a table missing, a damaged
+        file), not for a while (a lock): a session's own state then reads as empty, so traffic
+        goes on and the error is logged. PostgreSQL's faults are handled where they arise."""
+        return isinstance(exc, sqlite3.DatabaseError) and not _transient(exc)
 
     def insert_request(self, columns: tuple[str, ...]) -> str:
         return _insert_request(self, columns)
@@ -190,9 +197,17 @@ class Dialect:
         )
 
 
+def _transient(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text or "interrupted" in text
+
+
 class PostgresDialect(Dialect):
     name = "postgresql"
     least = "LEAST"
+
+    def unreadable(self, exc: BaseException) -> bool:
+        return False
 
     def mark(self, i: int) -> str:
         return f"${i}"

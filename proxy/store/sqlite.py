@@ -33,6 +33,7 @@ from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
 from proxy.store.sqlite_reads import SqliteReads
+from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
     DEFAULT_CACHE_ENTRIES,
@@ -46,17 +47,6 @@ WRITE_ATTEMPTS = 4
 # batching them saves a commit and two thread hops per request.
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
-# What one row can raise (a taken primary key, a value SQLite cannot hold): that row is lost, the
-# others are written. OperationalError (a locked database) is not among them: it is retried.
-_ROW_ERRORS = (
-    sqlite3.IntegrityError,
-    sqlite3.InterfaceError,
-    sqlite3.ProgrammingError,
-    sqlite3.DataError,
-    OverflowError,
-    TypeError,
-    ValueError,
-)
 log = logging.getLogger("ctxproxy.store")
 
 
@@ -232,32 +222,24 @@ class SQLiteStore(SqliteReads):
                         await pause()
                         await self.writer.executemany(sql, rows)
                     failed = 0
-                except _ROW_ERRORS:
+                except ROW_ERRORS:
                     await self.writer.rollback()
-                    failed = await self._write_rows(groups)
+                    failed = await write_rows(self.writer, groups)
                 await pause()
                 await self.writer.commit()
                 self.write_errors += failed
                 return
-            except aiosqlite.OperationalError:  # "database is locked" past busy_timeout
+            except aiosqlite.OperationalError as exc:  # "database is locked" past busy_timeout
                 with contextlib.suppress(aiosqlite.Error):
                     await self.writer.rollback()
+                if SQLITE.unreadable(exc):  # a table gone, a damaged file: waiting mends nothing
+                    self.write_errors += await write_apart(self.writer, groups)
+                    return
                 if attempt + 1 < WRITE_ATTEMPTS:
                     await asyncio.sleep(0.2 * (attempt + 1))
         count = sum(len(rows) for _, rows in groups)
         log.error("store: %d writes lost, the database stayed locked", count)
         self.write_errors += count
-
-    async def _write_rows(self, groups: list[tuple[str, list[tuple[Any, ...]]]]) -> int:
-        """The slow path: each row on its own; returns how many could not be written."""
-        failed = 0
-        for sql, rows in groups:
-            for params in rows:
-                try:
-                    await self.writer.execute(sql, params)
-                except _ROW_ERRORS:
-                    failed += 1
-        return failed
 
     def describe(self) -> str:
         return self.path if self.path == ":memory:" else str(Path(self.path).resolve())
@@ -288,10 +270,17 @@ class SQLiteStore(SqliteReads):
             self._remember(session_id, found)
             return found
         # The reader: a lookup must not queue behind the writer's backlog or its lock waits.
-        async with self.reader.execute(
-            "SELECT state, parent_id FROM sessions WHERE id = ?", (session_id,)
-        ) as cur:
-            row = await cur.fetchone()
+        try:
+            async with self.reader.execute(
+                "SELECT state, parent_id FROM sessions WHERE id = ?", (session_id,)
+            ) as cur:
+                row = await cur.fetchone()
+        except sqlite3.DatabaseError as exc:
+            if not SQLITE.unreadable(exc):
+                raise
+            log.error("store: session state cannot be read (%s: %s); it starts empty",
+                      type(exc).__name__, exc)  # fmt: skip
+            return SessionState(), None
         found = (SessionState(orjson.loads(row[0])), row[1]) if row else (SessionState(), None)
         self._remember(session_id, found, len(row[0]) if row else 2)
         return found
