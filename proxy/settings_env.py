@@ -7,13 +7,14 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from proxy.upstream_settings import HTTP_URL
+
 
 class EnvSettingsError(ValueError):
     """A base-URL variable naming no upstream, two, or holding no http(s) URL."""
 
 
 BASE_URL_VARIABLE = re.compile(r"CTXPROXY_UPSTREAM_([A-Z0-9_]+)_BASE_URL")
-_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)
 
 
 def base_url_variable(name: str) -> str:
@@ -51,7 +52,7 @@ def env_base_urls(
             names = ", ".join(repr(e["name"]) for e in entries if isinstance(e, dict)) or "none"
             what = "no upstream" if not where else "more than one upstream"
             problems.append(f"{variable}: {what} has that name (upstreams: {names})")
-        elif not _URL.fullmatch(url):
+        elif not HTTP_URL.fullmatch(url):
             problems.append(f"{variable}: not an http:// or https:// URL")
         else:
             entry = entries[where[0]]

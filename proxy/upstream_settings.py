@@ -12,6 +12,8 @@ from pydantic import Field, ValidationInfo, field_validator
 from proxy.pricing import PriceOverride
 from proxy.strict_model import Strict
 
+HTTP_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)  # linear: no nesting
+
 
 class UpstreamSettings(Strict):
     name: str
@@ -55,6 +57,8 @@ class UpstreamSettings(Strict):
     @field_validator("base_url")
     @classmethod
     def _base_url(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and not HTTP_URL.fullmatch(value):
+            raise ValueError("not an http:// or https:// URL")
         # Anthropic's paths carry /v1 (/v1/messages), as in its SDKs' ANTHROPIC_BASE_URL
         anthropic = info.data.get("kind") == "anthropic"
         if anthropic and value is not None and value.rstrip("/").endswith("/v1"):

@@ -158,6 +158,15 @@ def test_a_bad_anthropic_upstream_fails_with_its_path(spec: dict, where: str) ->
         settings_from_mapping({"upstreams": [{"name": "u", **spec}]})
 
 
+@pytest.mark.parametrize(
+    "base_url", ["htp:/bad url", "ftp://files.example/v1", "api.openai.com/v1", "http://", ""]
+)
+@pytest.mark.parametrize("kind", ["openai", "anthropic", "gemini", "litellm"])
+def test_a_base_url_that_is_no_http_url_fails_at_start_up(kind: str, base_url: str) -> None:
+    with pytest.raises(SettingsError, match=r"upstreams\[0\]\.base_url: .*http://"):
+        settings_from_mapping({"upstreams": [{"name": "u", "kind": kind, "base_url": base_url}]})
+
+
 def test_an_openai_base_url_may_end_in_v1() -> None:
     assert _upstream(base_url="https://api.openai.com/v1").base_url == "https://api.openai.com/v1"
 
