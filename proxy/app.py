@@ -4,6 +4,8 @@ lifespan and hangs off ``app.state.services``; there is no module-level mutable 
 from __future__ import annotations
 
 import contextlib
+import logging
+import os
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -30,6 +32,7 @@ from proxy.server.services import Services
 from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
+from proxy.startup import unset_key_variables
 from proxy.store import retention
 from proxy.store.factory import create_store
 from proxy.store.secrets import server_secret
@@ -39,6 +42,8 @@ from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.openai import UpstreamClient, upstream_api_key
 from rules import packs
+
+log = logging.getLogger("ctxproxy.app")
 
 
 def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -241,6 +246,8 @@ def create_app(
                 f"${settings.auth.proxy_keys_env} (comma-separated) or name them under "
                 "auth.principals; without one every request would be refused"
             )
+        for warning in unset_key_variables(settings, os.environ):
+            log.warning(warning)
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         packs.preload()  # and the rules' packs, not in the first request that reads one

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from proxy.settings import Settings
@@ -65,3 +66,15 @@ def _from_env(settings: Settings, upstream: str) -> str:
     """Where an upstream's base_url came from when not the file: the variable, never its value."""
     variable = settings.base_url_variable_of(upstream)
     return f", base_url from {variable}" if variable else ""
+
+
+def unset_key_variables(settings: Settings, environ: Mapping[str, str]) -> list[str]:
+    """What to warn of at start-up: each upstream whose key variable (``api_key_env``) is unset
+    or empty. Its key is read from there and nowhere else (never the client's, in keys mode),
+    so each of its requests would go without one and be refused by the provider."""
+    return [
+        f"upstream {u.name!r}: its key variable {u.api_key_env} is not set; its requests go "
+        "without a key"
+        for u in settings.upstreams
+        if u.api_key_env and not environ.get(u.api_key_env, "").strip()
+    ]

@@ -1,0 +1,41 @@
+"""An upstream whose key variable is unset is said at start-up: its requests would go without a
+key (in keys mode the client's bearer is the proxy key and never goes upstream), and each would
+be refused by the provider, with nothing at start-up to say why."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from proxy.settings import settings_from_mapping
+from proxy.startup import unset_key_variables
+from tests.conftest import in_process
+
+UPSTREAMS = [
+    {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "api_key_env": "KEY_A"},
+    {"name": "openai", "match": ["*"], "api_key_env": "KEY_B"},
+]
+
+
+def test_each_unset_or_empty_variable_is_named() -> None:
+    settings = settings_from_mapping({"upstreams": UPSTREAMS})
+    assert unset_key_variables(settings, {"KEY_A": "sk-a", "KEY_B": "sk-b"}) == []
+    said = unset_key_variables(settings, {"KEY_A": " \n"})
+    assert len(said) == 2 and "KEY_A" in said[0] and "'openai'" in said[1]
+    passthrough = settings_from_mapping({"upstreams": [{"name": "o", "match": ["*"]}]})
+    assert unset_key_variables(passthrough, {}) == []  # the client's own key goes upstream
+
+
+async def test_the_server_warns_at_start_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("KEY_A", "sk-a")
+    monkeypatch.delenv("KEY_B", raising=False)
+    settings = settings_from_mapping({"upstreams": UPSTREAMS})
+    with caplog.at_level(logging.WARNING, logger="ctxproxy.app"):
+        async with in_process(settings, str(tmp_path / "db")):
+            pass
+    assert "its key variable KEY_B is not set" in caplog.text
+    assert "KEY_A" not in caplog.text
