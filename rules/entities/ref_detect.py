@@ -188,6 +188,15 @@ def finish(
 
 
 RELATION_WINDOW = 80  # characters before a mention read for "the file in ", "the commit on "
+ANTECEDENT_WINDOW = 160  # characters before "delete it" read for what "it" stands for
+
+
+def _named_before(lex: Lexicon, text: str, start: int) -> bool:
+    """Whether the words just before a pronoun name what it may stand for (``antecedent``: a
+    noun of a kind, a path, a file name): "the old migration 0003_auto.py is broken; delete it"."""
+    if lex.antecedent is None:
+        return False
+    return lex.antecedent.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
 
 
 def _prefixes(lex: Lexicon, m: Mention) -> list[tuple[str | None, Pattern]]:
@@ -320,6 +329,8 @@ def _mention(
         kind_name = "pronoun_op"  # "push it"
     elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
+    if kind_name == "pronoun_op" and _named_before(lex, text, m.start()):
+        return None  # "if the cache directory exists, delete it": "it" is that directory
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]

@@ -27,8 +27,9 @@ PLURAL_SLOTS = {"types": "type"}
 # slots read as tests, without a group: the plural forms alone (those no singular is spelled
 # as), and the nouns for what a file holds (formats, weak nouns: ``ref_lexicon``). An English
 # plural head takes no modifier but one of those or a number: a subject and its verb ("the bot
-# commits on") are no modifier and noun, "the csv files", "the two tables" are
-TEST_SLOTS = ("plurals", "contents")
+# commits on") are no modifier and noun, "the csv files", "the two tables" are; and every noun
+# naming an entity of some kind ("one", "thing" aside: ``antecedent``)
+TEST_SLOTS = ("plurals", "contents", "nouns_named")
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")
