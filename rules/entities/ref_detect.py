@@ -21,6 +21,7 @@ from rules.entities.ref_match import (
     FILE_TYPES,
     OBJECT_WINDOW,
     Anchor,
+    file_kind,
     name_hint,
     needs_noun,
     noun_type,
@@ -74,6 +75,7 @@ class Mention:
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
+    paths: tuple[str, ...] = ()  # a kind of file was named ("the Dockerfile"): words its path holds
     rank: int = 0  # the pattern's place in its language's list: of two overlapping, the first wins
     end: int = 0  # where its match ended
     entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
@@ -268,6 +270,7 @@ def _related_mention(
 ) -> Mention:
     hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
+    extensions, paths = file_kind(lex, g.get("type"))
     return Mention(
         text=original[start : m.start + len(m.text)].strip(),
         start=start,
@@ -279,6 +282,8 @@ def _related_mention(
         recency=False,
         hint=hint,
         named=named,
+        extensions=extensions,
+        paths=paths,
         kinds=object_kinds(lex, {}, text, (start, m.start + len(m.text))),
         ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
         anchor=anchor,
@@ -345,6 +350,10 @@ def _mention(
         typ = "file"
     if extensions and not named:
         hint = None  # the format says more than a part of a name could
+    # "the script": files of that kind; "the python script": the format says more
+    paths: tuple[str, ...] = ()
+    if not extensions:
+        extensions, paths = file_kind(lex, noun)
     verb_kinds = object_kinds(lex, g, text, m.span())
     return Mention(
         text=original[m.start() : m.end()].strip(),
@@ -361,6 +370,7 @@ def _mention(
         hint=hint,
         named=named,
         extensions=extensions,
+        paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
         kinds=verb_kinds,
         ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,

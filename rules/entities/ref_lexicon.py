@@ -9,6 +9,7 @@ and the text is matched lower-cased, without ``re.I`` (which turns that scan off
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import re
@@ -58,6 +59,15 @@ class Pattern:
 
 
 @dataclass(frozen=True)
+class FileKind:
+    """What a noun for a kind of file keeps ("the script", "the Dockerfile"): files with one of
+    these extensions, or whose path holds one of these words."""
+
+    extensions: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Lexicon:
     lang: str
     patterns: tuple[Pattern, ...]
@@ -84,6 +94,7 @@ class Lexicon:
     # what names the thing a pronoun may stand for ("the cache directory", "data.zip"): searched
     # just before "delete it"; None: never looked for
     antecedent: re.Pattern[str] | None = None
+    file_kinds: Mapping[str, FileKind] = field(default_factory=dict)  # "script" -> .py, .sh …
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -293,6 +304,13 @@ def load_lexicons(
     }
     entity_groups = _groups(data.get("entity_action_groups"))
     object_kinds = _groups(data.get("object_kinds"))
+    file_kinds = {
+        str(name): FileKind(
+            tuple(str(e).lower() for e in spec.get("extensions") or ()),
+            tuple(str(w).lower() for w in spec.get("paths") or ()),
+        )
+        for name, spec in (data.get("file_kinds") or {}).items()
+    }
     langs = tuple(
         _compile_language(
             str(lang),
@@ -308,4 +326,4 @@ def load_lexicons(
         )
         for lang, spec in (data.get("languages") or {}).items()
     )
-    return kinds, langs
+    return kinds, tuple(dataclasses.replace(lex, file_kinds=file_kinds) for lex in langs)
