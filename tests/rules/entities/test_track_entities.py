@@ -56,6 +56,14 @@ def paths(state: SessionState) -> list[tuple[str, str, str]]:
         ("File created successfully at: /w/a.py", True),
         ("(No content)", True),
         ("Exit code: 1", False),
+        ("fatal: a branch named 'feat/x' already exists", False),
+        ('docker: Error response from daemon: Conflict. The name "/web" is in use', False),
+        ("[1] 4242\nOSError: [Errno 98] Address already in use", False),
+        ('Traceback (most recent call last):\n  File "x.py", line 1', False),
+        ("npm ERR! code E404", False),
+        ("Error: listen EADDRINUSE: address already in use :::3000", False),
+        ('def f(x):\n    """Raises:\n        ValueError: if x is bad."""', True),  # a docstring
+        ("Switched to a new branch 'feat/x'", True),
     ],
 )
 def test_success_detection(text: str, ok: bool) -> None:
