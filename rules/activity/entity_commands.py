@@ -94,6 +94,8 @@ def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
             return _positionals([a for a in args if a not in flags], skip) if present else []
         value = _flag_value(args, flags)
         return [value] if value else []
+    if spec.get("words"):
+        return list(args)  # every word, options too: `lsof -ti:8000` (its id_re picks the port)
     pos = _positionals(args, skip)
     if spec.get("args"):
         return pos
@@ -175,6 +177,9 @@ def _apply_rule(
     if printed is not None and printed.groupdict().get("id"):
         attrs += ((f"{kind}_id", printed.group("id")),)  # docker run --name web: its id too
     id_attr = rule.spec.get("id_attr")
+    if rule.spec.get("match"):  # `pkill -f http.server`: a pattern the process's command matches
+        full = any(a in (rule.spec.get("full") or ()) for a in args)
+        attrs += (("ends", "command" if full else str(rule.spec["match"])),)
     for raw in _rule_ids(rule, args):
         ident = _identifier(rule, raw, cwd)
         if ident is None:
@@ -186,6 +191,43 @@ def _apply_rule(
 
 def _matches(rule: CommandRule, argv: Sequence[str]) -> bool:
     return len(argv) >= len(rule.argv) and tuple(argv[: len(rule.argv)]) == rule.argv
+
+
+def _fed(rule: CommandRule, consumer: str | None) -> bool:
+    """Whether a rule applies given the program its command's output feeds: a rule with
+    ``feeds`` (`lsof -ti:8000`) only when that is one of them (`| xargs kill`, `kill $(…)`)."""
+    wanted = rule.spec.get("feeds")
+    return not wanted or consumer in wanted
+
+
+_XARGS_VALUES = frozenset(("-n", "-I", "-i", "-P", "-L", "-l", "-d", "-s", "-E", "-a"))
+
+
+def _consumer(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> str | None:
+    """The program a piped command is (`| xargs kill -9`: kill)."""
+    argv = _words(cmd, pack, verbs)
+    if argv[:1] == ["xargs"]:
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2 if argv[i] in _XARGS_VALUES else 1
+        argv = argv[i:]
+    return posixpath.basename(argv[0]) if argv else None
+
+
+def _substituted(cmd: SimpleCommand) -> Iterator[SimpleCommand]:
+    """The commands inside a word substituted by their output: `$(lsof -t -i:8000)`."""
+    for word in cmd.argv:
+        if word.startswith("$(") and word.endswith(")") and "$(" not in word[2:]:
+            yield from split_commands(word[2:-1])
+        elif len(word) > 2 and word[0] == word[-1] == "`":
+            yield from split_commands(word[1:-1])
+
+
+def program_of(command: str, pack: EntityPack, verbs: Verbs) -> str:
+    """The program a remembered command line runs (`nohup python3 -m http.server`: python)."""
+    cmds = split_commands(command[:MAX_BY_CHARS])
+    argv = _words(cmds[0], pack, verbs) if cmds else []
+    return argv[0] if argv else ""
 
 
 def script_statements(pack: EntityPack, text: str) -> list[Statement]:
@@ -243,7 +285,9 @@ def _servers(
     pid = pid_m.group("pid") if pid_m else None
     if port is None and pid is None:
         return
-    attrs = tuple((k, v) for k, v in (("pid", pid), ("port", port)) if v)
+    number = pid_m.groupdict().get("job") if pid_m else None  # `[1] 4242`: `kill %1` ends it
+    spec = f"%{number}" if number else None
+    attrs = tuple((k, v) for k, v in (("pid", pid), ("port", port), ("jobspec", spec)) if v)
     if port:
         attrs += (("url", f"http://localhost:{port}"),)
     rel = (("serves", f"port:{port}"),) if port else ()
@@ -274,7 +318,7 @@ def command_entities(
     after = [c.connector for c in cmds[1:]] + [""]
     jobs = [" ".join(c.argv) for c, nxt in zip(cmds, after, strict=True) if nxt == "&"]
     job = jobs[0] if jobs else (" ".join(cmds[-1].argv) if cmds else "")
-    for cmd in cmds:
+    for i, cmd in enumerate(cmds):
         argv = _words(cmd, pack, verbs)
         if not argv:
             continue
@@ -282,9 +326,16 @@ def command_entities(
         if argv[0] == "cd" and len(argv) > 1 and "$" not in argv[1]:
             here = resolve_path(argv[1], here)
             continue
+        piped = cmds[i + 1] if i + 1 < len(cmds) and cmds[i + 1].connector == "|" else None
+        feeds = _consumer(piped, pack, verbs) if piped is not None else None
         for rule in pack.by_program.get(argv[0], ()):
-            if _matches(rule, argv):
+            if _matches(rule, argv) and _fed(rule, feeds):
                 facts.made.extend(_apply_rule(rule, argv, output, here, pack))
+        for inner in _substituted(cmd):  # `kill $(lsof -t -i:8000)`: what lsof prints is killed
+            inner_argv = _words(inner, pack, verbs)
+            for rule in pack.by_program.get(inner_argv[0], ()) if inner_argv else ():
+                if rule.spec.get("feeds") and _matches(rule, inner_argv) and _fed(rule, argv[0]):
+                    facts.made.extend(_apply_rule(rule, inner_argv, "", here, pack))
         ran = [resolve_path(w, here) for w in argv[1:] if not w.startswith("-")]
         ran += [resolve_path(t, here) for op, t in cmd.redirects if op == "<"]
         for path in ran:

@@ -1,5 +1,6 @@
 """The per-session memory of recent entities: a list of events, oldest first (newest last),
-kept in state namespace ``entities``. Bounded by count (newest N) and age (TTL from first seen).
+kept in state namespace ``entities``. Bounded by count (the newest N of each kind, 8 N in all)
+and age (TTL from first seen).
 
 An event: ``{"type", "name", "path", "action", "first_seen", "call_id", "seq", "tool"}`` plus
 ``"from"`` for copy/move. ``seq`` orders events seen at the same ``ctx.now``. ``type`` is the
@@ -128,16 +129,32 @@ def still_fresh(now: float, ttl: float, oldest: float, newest_gone: float) -> bo
     return now - oldest <= ttl and now - newest_gone > ttl
 
 
+KINDS_KEPT = 8  # the events kept in all: ``capacity`` times this
+
+
 def add(events: Sequence[Event], new: Iterable[Event], capacity: int) -> list[Event]:
     """Append ``new`` (a repeat of the same path and action replaces the older one), keep the
-    newest ``capacity``. Linear: one dict keyed by (path, action), in insertion order."""
+    newest ``capacity`` of each kind (files, folders, branches, processes … each apart), and the
+    newest ``capacity * KINDS_KEPT`` in all: a command touching thirty files does not push out
+    the branch made before it. Linear: one dict keyed by (path, action), in insertion order."""
     out: dict[tuple[Any, Any], Event] = {}
     for e in [*events, *new]:
         key = (e["path"], e["action"])
         out.pop(key, None)  # the repeat moves to the end
         out[key] = e
-    kept = list(out.values())
-    return kept[-capacity:] if capacity > 0 else []
+    if capacity <= 0:
+        return []
+    per_kind: dict[Any, int] = {}
+    kept: list[Event] = []
+    for e in reversed(out.values()):
+        n = per_kind.get(e.get("type"), 0)
+        if n < capacity:
+            per_kind[e.get("type")] = n + 1
+            kept.append(e)
+            if len(kept) >= capacity * KINDS_KEPT:
+                break
+    kept.reverse()
+    return kept
 
 
 def query(

@@ -29,12 +29,21 @@ def _fits(mention: Mention, actions: set[str], e: Mapping[str, Any]) -> bool:
     return not mention.action or e.get("action") in mention.entity_actions
 
 
+def _of_kind(e: Mapping[str, Any], ends: tuple[str, ...], paths: tuple[str, ...]) -> bool:
+    """Whether a file has one of the extensions ``ends``, or its path holds one of ``paths``."""
+    if str(e.get("name", "")).lower().endswith(ends):
+        return True
+    path = str(e.get("path", "")).lower()
+    return any(word in path for word in paths)
+
+
 def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Events that fit the mention, newest first, one per path. Only things that still exist
     fit, unless the verb is about their end ("the folder you deleted"): "delete it" cannot mean
     a folder already deleted, nor "the branch you made" one deleted since. A word before the noun
     that some candidates' names hold ("the backup folder") keeps those only; a file name there
-    ("the day-8.md file") keeps that file only, and a format ("the csv") files of that format."""
+    ("the day-8.md file") keeps that file only, and a format ("the csv") or a kind of file ("the
+    script", "the Dockerfile") files of that format or kind."""
     if kind_mismatch(mention):
         return []
     actions = set(mention.actions or ((mention.action,) if mention.action else ()))
@@ -47,9 +56,9 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         if e["path"] not in paths:
             paths.add(e["path"])
             out.append(e)
-    if mention.extensions:  # "the csv": files of that format or none
+    if mention.extensions or mention.paths:  # "the csv", "the script": files of that kind or none
         ends = tuple(f".{ext}" for ext in mention.extensions)
-        out = [e for e in out if str(e.get("name", "")).lower().endswith(ends)]
+        out = [e for e in out if _of_kind(e, ends, mention.paths)]
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]

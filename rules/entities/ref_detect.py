@@ -21,6 +21,7 @@ from rules.entities.ref_match import (
     FILE_TYPES,
     OBJECT_WINDOW,
     Anchor,
+    file_kind,
     name_hint,
     needs_noun,
     noun_type,
@@ -74,6 +75,7 @@ class Mention:
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")
+    paths: tuple[str, ...] = ()  # a kind of file was named ("the Dockerfile"): words its path holds
     rank: int = 0  # the pattern's place in its language's list: of two overlapping, the first wins
     end: int = 0  # where its match ended
     entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
@@ -188,6 +190,15 @@ def finish(
 
 
 RELATION_WINDOW = 80  # characters before a mention read for "the file in ", "the commit on "
+ANTECEDENT_WINDOW = 160  # characters before "delete it" read for what "it" stands for
+
+
+def _named_before(lex: Lexicon, text: str, start: int) -> bool:
+    """Whether the words just before a pronoun name what it may stand for (``antecedent``: a
+    noun of a kind, a path, a file name): "the old migration 0003_auto.py is broken; delete it"."""
+    if lex.antecedent is None:
+        return False
+    return lex.antecedent.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
 
 
 def _prefixes(lex: Lexicon, m: Mention) -> list[tuple[str | None, Pattern]]:
@@ -259,6 +270,7 @@ def _related_mention(
 ) -> Mention:
     hint, named = name_hint(g.get("mod"))
     anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
+    extensions, paths = file_kind(lex, g.get("type"))
     return Mention(
         text=original[start : m.start + len(m.text)].strip(),
         start=start,
@@ -270,6 +282,8 @@ def _related_mention(
         recency=False,
         hint=hint,
         named=named,
+        extensions=extensions,
+        paths=paths,
         kinds=object_kinds(lex, {}, text, (start, m.start + len(m.text))),
         ordinal=int(lex.words["ord"][o]) if (o := g.get("ord")) else None,
         anchor=anchor,
@@ -320,6 +334,8 @@ def _mention(
         kind_name = "pronoun_op"  # "push it"
     elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
+    if kind_name == "pronoun_op" and _named_before(lex, text, m.start()):
+        return None  # "if the cache directory exists, delete it": "it" is that directory
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]
@@ -334,6 +350,10 @@ def _mention(
         typ = "file"
     if extensions and not named:
         hint = None  # the format says more than a part of a name could
+    # "the script": files of that kind; "the python script": the format says more
+    paths: tuple[str, ...] = ()
+    if not extensions:
+        extensions, paths = file_kind(lex, noun)
     verb_kinds = object_kinds(lex, g, text, m.span())
     return Mention(
         text=original[m.start() : m.end()].strip(),
@@ -350,6 +370,7 @@ def _mention(
         hint=hint,
         named=named,
         extensions=extensions,
+        paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
         kinds=verb_kinds,
         ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,

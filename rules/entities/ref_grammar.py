@@ -27,8 +27,9 @@ PLURAL_SLOTS = {"types": "type"}
 # slots read as tests, without a group: the plural forms alone (those no singular is spelled
 # as), and the nouns for what a file holds (formats, weak nouns: ``ref_lexicon``). An English
 # plural head takes no modifier but one of those or a number: a subject and its verb ("the bot
-# commits on") are no modifier and noun, "the csv files", "the two tables" are
-TEST_SLOTS = ("plurals", "contents")
+# commits on") are no modifier and noun, "the csv files", "the two tables" are; and every noun
+# naming an entity of some kind ("one", "thing" aside: ``antecedent``)
+TEST_SLOTS = ("plurals", "contents", "nouns_named")
 ALIASES = {"action": "verb", "subj": "actor", "art": "det"}  # slot names of older packs
 _BRACES = re.compile(r"\{([^{}]*,[^{}]*)\}")  # an alternative group: it holds a comma
 _PART = re.compile(r"\{(\d+)\}")
@@ -134,7 +135,8 @@ def _inverse(groups: Mapping[str, Iterable[Any]]) -> dict[str, str]:
 def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
     """Every slot's words for one language of the pack, lower-cased when the language folds.
     Weak nouns (``types: weak``: what a file holds, "summary", "ダンプ") are listed as words, or
-    as ``{english word: [words]}`` so a name can be matched ("ダンプ" finds shop_dump.sql)."""
+    as ``{english word: [words]}`` so a name can be matched ("ダンプ" finds shop_dump.sql); nouns
+    for a kind of file (``file_kinds``: ``{kind: [words]}``) are file nouns naming their kind."""
     verbs, bases = _verbs(spec)
     types = dict(spec.get("types") or {})
     weak = types.pop("weak", None) or {}
@@ -156,6 +158,12 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         for word in _words(words or ()):
             out["type"].setdefault(word, "weak")
             out["weak"].setdefault(word, str(hint))
+    # nouns for a kind of file ("script", "脚本"): file nouns, each naming its kind
+    out["file_kind"] = {}
+    for name, words in (spec.get("file_kinds") or {}).items():
+        for word in _words(words or ()):
+            out["type"].setdefault(word, "file")
+            out["file_kind"].setdefault(word, str(name))
     # a language that marks the plural on its nouns (``plural_rules``): a plural head noun
     rules = list(spec.get("plural_rules") or ())
     out["types"] = dict(out["type"])

@@ -9,6 +9,7 @@ and the text is matched lower-cased, without ``re.I`` (which turns that scan off
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import re
@@ -58,6 +59,15 @@ class Pattern:
 
 
 @dataclass(frozen=True)
+class FileKind:
+    """What a noun for a kind of file keeps ("the script", "the Dockerfile"): files with one of
+    these extensions, or whose path holds one of these words."""
+
+    extensions: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Lexicon:
     lang: str
     patterns: tuple[Pattern, ...]
@@ -81,6 +91,10 @@ class Lexicon:
     relation_suffixes: tuple[tuple[str, Pattern], ...] = ()
     space: str = r"\s++"  # a blank inside a word of a slot (``ref_grammar.alternation``)
     script_in_ascii: bool = True  # whether ``script`` can match in a text of ASCII only
+    # what names the thing a pronoun may stand for ("the cache directory", "data.zip"): searched
+    # just before "delete it"; None: never looked for
+    antecedent: re.Pattern[str] | None = None
+    file_kinds: Mapping[str, FileKind] = field(default_factory=dict)  # "script" -> .py, .sh …
 
 
 def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
@@ -125,6 +139,8 @@ def _compile_language(
     # what a file holds (a format, a weak noun): never the subject of a verb ("the csv files")
     contents = {*formats, *(w for w, t in words["type"].items() if t in ("weak", "format"))}
     alternations["contents"] = ref_grammar.alternation(contents, space)
+    named = (w for w, t in words["types"].items() if t != "any")  # "the cache directory"
+    alternations["nouns_named"] = ref_grammar.alternation(named, space)
     for slot, named_as in ref_grammar.PLURAL_SLOTS.items():  # a plural head means what it names
         for word, meaning in words.pop(slot).items():
             words[named_as].setdefault(word, meaning)
@@ -211,6 +227,8 @@ def _compile_language(
         (str(edge), compile_template(str(t), "relation", edge=str(edge)))
         for edge, t in (spec.get("relation_suffixes") or {}).items()
     )
+    found = spec.get("antecedent")
+    antecedent = compile_template(str(found), "").regex if found else None
     placing = ref_grammar.alternation(ref_grammar.expand_all(spec.get("placement_verbs") or ()))
     # a quantifier may stand between the verb and the article: "put all (of) the files in …"
     quantities = ref_grammar.expand_all(spec.get("placement_quantifiers") or ())
@@ -223,7 +241,7 @@ def _compile_language(
     return Lexicon(lang, tuple(patterns), words, not_refs, gate, groups, formats,
                    entity_groups, object_kinds, before, after, needs_noun, op_kinds,
                    relation, placement, prefixes, suffixes, space,
-                   gate is None or _matches_ascii(gate))  # fmt: skip
+                   gate is None or _matches_ascii(gate), antecedent)  # fmt: skip
 
 
 def _phrase(
@@ -286,6 +304,13 @@ def load_lexicons(
     }
     entity_groups = _groups(data.get("entity_action_groups"))
     object_kinds = _groups(data.get("object_kinds"))
+    file_kinds = {
+        str(name): FileKind(
+            tuple(str(e).lower() for e in spec.get("extensions") or ()),
+            tuple(str(w).lower() for w in spec.get("paths") or ()),
+        )
+        for name, spec in (data.get("file_kinds") or {}).items()
+    }
     langs = tuple(
         _compile_language(
             str(lang),
@@ -301,4 +326,4 @@ def load_lexicons(
         )
         for lang, spec in (data.get("languages") or {}).items()
     )
-    return kinds, langs
+    return kinds, tuple(dataclasses.replace(lex, file_kinds=file_kinds) for lex in langs)

@@ -48,6 +48,13 @@ def name_hint(word: str | None) -> tuple[str | None, bool]:
     return (word if plain else None), False
 
 
+def file_kind(lex: Lexicon, noun: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(extensions, path words) of the files a noun for a kind of file keeps ("the script":
+    .py, .sh …; "the Dockerfile": a path holding "dockerfile"); ((), ()) for another noun."""
+    kind = lex.file_kinds.get(lex.words["file_kind"].get(noun or "", ""))
+    return (kind.extensions, kind.paths) if kind is not None else ((), ())
+
+
 def noun_type(lex: Lexicon, noun: str | None) -> str | None:
     typ = lex.words["type"].get(noun or "")
     if typ == "project":

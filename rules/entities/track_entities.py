@@ -53,7 +53,10 @@ class Config(RuleConfig):
         default=20,
         ge=1,
         le=10_000,
-        description="newest N file/folder events remembered per session",
+        description=(
+            "newest N events of each kind (files, folders, branches, processes …) remembered"
+            " per session, 8 N in all"
+        ),
     )
     ttl_seconds: float = Field(
         default=300.0,

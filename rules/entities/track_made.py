@@ -8,6 +8,7 @@ secret is not remembered at all.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -18,9 +19,10 @@ from rules.activity.entity_commands import (
     Statement,
     clip,
     command_entities,
+    program_of,
     script_statements,
 )
-from rules.activity.entity_pack import EntityPack, Made
+from rules.activity.entity_pack import MAX_BY_CHARS, EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.observations import exit_code
@@ -248,7 +250,16 @@ class MadeTracker:
 
     def _ended(self, m: Made) -> list[Made]:
         """The entities an end names: by key, else by an identifier among their attributes
-        (``kill 4242``: the server whose PID is 4242)."""
+        (``kill 4242``: the server whose PID is 4242, ``kill %1`` the job's, ``lsof -ti:8000 |
+        xargs kill`` the one serving port 8000), or by a pattern their command line or program
+        matches (``pkill -f http.server``, ``killall python3``: none matching, nothing ends)."""
+        ends = dict(m.attrs).get("ends")
+        if ends is not None:
+            return [
+                Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
+                for e in self.alive.values()
+                if e.get("type") == m.kind and self._matched(e, m.id, ends)
+            ]
         if m.key in self.alive:
             return [m]
         hits = [
@@ -263,3 +274,42 @@ class MadeTracker:
             Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
             for e in hits
         ]
+
+    def _matched(self, e: Mapping[str, Any], pattern: str, ends: str) -> bool:
+        """Whether a pattern names a process by its command line (``command``: `pkill -f`), its
+        program (``program``: `pkill`, a part of it) or its program's name (``name``: `killall`);
+        program names as the pack writes them (python3 is python)."""
+        command = str(e.get("name") or "")
+        if ends == "command":
+            regex = pattern_regex(pattern)
+            return regex is not None and regex.search(command) is not None
+        program = posixpath.basename(program_of(command, self.pack, self.verbs))
+        names = {pattern, self.pack.programs.get(pattern, pattern)}
+        if ends == "name":
+            return bool(program) and program in names
+        regexes = [pattern_regex(p) for p in names]
+        return bool(program) and any(r is not None and r.search(program) for r in regexes)
+
+
+_GLOB = re.compile(r"\.\*|[.^$]|[^.^$]+")
+_SPECIAL = frozenset("[](){}|+?*\\")
+
+
+def pattern_regex(pattern: str) -> re.Pattern[str] | None:
+    """A `pkill` pattern as a regex, when it holds only literal text, `.`, `.*` (three at most)
+    and anchors: what most are (`http.server`, `^node`, `python.*serve`); None otherwise."""
+    if (
+        not pattern
+        or len(pattern) > MAX_BY_CHARS
+        or any(c in _SPECIAL for c in pattern.replace(".*", ""))
+    ):
+        return None
+    if pattern.count(".*") > 3:
+        return None
+    parts = []
+    for i, m in enumerate(_GLOB.finditer(pattern)):
+        tok = m.group(0)
+        if (tok == "^" and i > 0) or (tok == "$" and m.end() < len(pattern)):
+            return None
+        parts.append(tok if tok in (".*", ".", "^", "$") else re.escape(tok))
+    return re.compile("".join(parts))

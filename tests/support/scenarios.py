@@ -17,7 +17,8 @@ requests carry the parent's state as a ``rules.base.Ancestor`` (``X-Parent-Sessi
 ``expect: {kind, id}`` when every one points to the entity of that kind and identifier (a
 branch, a commit's short SHA, a PID, a customer id …); ``expect: {abstain: true, why}`` passes
 when no reference resolves. A tool step's ``output`` may be a mapping or a list: the result is
-its JSON (a structured result); a shell step's ``exit`` may be -1 (still running).
+its JSON (a structured result); a shell step's ``exit`` may be -1 (still running), or null
+(no exit code shown).
 """
 
 from __future__ import annotations
@@ -150,8 +151,12 @@ class _Session:
         if "shell" in step:
             tool_call = call(cid, "bash", command=str(step["shell"]))
             output = str(step.get("output") or "")
-            code = int(step.get("exit", 0))
-            content = f"{output}\n[Command finished with exit code {code}]".lstrip("\n")
+            code = step.get("exit", 0)
+            content = (
+                output  # `exit: null`: plain output, no footer (a shell tool that shows none)
+                if code is None
+                else f"{output}\n[Command finished with exit code {int(code)}]".lstrip("\n")
+            )
         else:
             name = str(step["tool"])
             tool_call = call(cid, name, **dict(step.get("args") or {}))

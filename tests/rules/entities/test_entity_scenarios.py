@@ -2,7 +2,8 @@
 zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by wording;
 background_jobs.yaml: 21 on Claude Code's detached shell jobs; plural_d.yaml: 9 on a relation's
 head noun in the plural; plural_e.yaml: 22 on relation words that are no relation, a quantifier
-after a placement verb and a verb spelled as a plural noun) over
+after a placement verb and a verb spelled as a plural noun; probes_f.yaml: wrong resolutions a
+prober found, each read in general) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -31,6 +32,7 @@ SCENARIOS = [
         "background_jobs.yaml",
         "plural_d.yaml",
         "plural_e.yaml",
+        "probes_f.yaml",
     )
     for sc in load(HERE / name)
 ]

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 from rules.activity.file_tools import file_tool_effect, load_tools, succeeded
 from rules.activity.shell_lex import MAX_COMMAND_CHARS, split_commands
 from rules.base import SessionState
+from rules.entities import cache as entity_cache
 from rules.entities import resolve_refs, track_entities
 from rules.report import MAX_REPORTED_ENTITIES
 from tests.support.cpu_clock import cpu_timer
@@ -55,6 +56,14 @@ def paths(state: SessionState) -> list[tuple[str, str, str]]:
         ("File created successfully at: /w/a.py", True),
         ("(No content)", True),
         ("Exit code: 1", False),
+        ("fatal: a branch named 'feat/x' already exists", False),
+        ('docker: Error response from daemon: Conflict. The name "/web" is in use', False),
+        ("[1] 4242\nOSError: [Errno 98] Address already in use", False),
+        ('Traceback (most recent call last):\n  File "x.py", line 1', False),
+        ("npm ERR! code E404", False),
+        ("Error: listen EADDRINUSE: address already in use :::3000", False),
+        ('def f(x):\n    """Raises:\n        ValueError: if x is bad."""', True),  # a docstring
+        ("Switched to a new branch 'feat/x'", True),
     ],
 )
 def test_success_detection(text: str, ok: bool) -> None:
@@ -202,6 +211,30 @@ def test_default_capacity_is_20() -> None:
     steps = [(f"c{i}", f"touch f{i}", "") for i in range(25)]
     out = run(_convo(*steps))
     assert len(paths(out.state)) == 20
+
+
+def test_capacity_is_per_kind_a_burst_of_files_keeps_the_branch() -> None:
+    files = " ".join(f"f{i}.txt" for i in range(25))
+    steps = [
+        ("c0", "git checkout -b feat/x", "Switched to a new branch 'feat/x'"),
+        ("c1", "mkdir out", ""),
+        ("c2", f"touch {files}", ""),
+    ]
+    kept = paths(run(_convo(*steps)).state)
+    assert ("create", "branch", "branch:feat/x") in kept
+    assert ("create", "folder", "out") in kept
+    assert [p for _, t, p in kept if t == "file"] == [f"f{i}.txt" for i in range(5, 25)]
+
+
+def test_capacity_bounds_all_kinds_together() -> None:
+    events = [
+        {"path": f"k{k}:{i}", "action": "create", "type": f"k{k}", "id": str(i)}
+        for k in range(20)
+        for i in range(5)
+    ]
+    kept = entity_cache.add([], events, 3)
+    assert len(kept) == 3 * entity_cache.KINDS_KEPT
+    assert kept == [e for e in events if int(e["id"]) >= 2][-len(kept) :]  # the newest, in order
 
 
 def test_same_call_id_with_new_arguments_is_a_new_call() -> None:

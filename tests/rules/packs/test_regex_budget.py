@@ -56,6 +56,8 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         ]
         if lex.script is not None:
             out.append((f"references.{lex.lang}.script", lex.script))
+        if lex.antecedent is not None:
+            out.append((f"references.{lex.lang}.antecedent", lex.antecedent))
     out += entity_pack_patterns(load_entity_pack())
     for lex in lexicons:
         for label, p in (("object_before", lex.object_before), ("object_after", lex.object_after)):
