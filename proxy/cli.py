@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -260,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args))
     except (SettingsError, CliError) as exc:
         sys.stderr.write(f"ctxproxy: {exc}\n")
+        return 2
+    except sqlite3.DatabaseError as exc:  # not a database, a table gone: said, not a traceback
+        sys.stderr.write(f"ctxproxy: the request log cannot be read: {exc}\n")
         return 2
     except BrokenPipeError:  # ``ctxproxy logs --json | head -1``: the reader has what it wanted
         _quiet_stdout()

@@ -44,3 +44,14 @@ def test_serve_and_rewrite_still_refuse_a_bad_rule_option(tmp_path: Path) -> Non
     with pytest.raises(SettingsError, match=r"rules\[0\]\.target_ratio"):
         load_settings(cfg)
     assert load_settings(cfg, check_rules=False).store is not None
+
+
+def test_a_file_that_is_no_database_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "garbage.db"
+    db.write_bytes(b"not a database " * 600)
+    for command in (["logs"], ["show", "last"], ["vacuum"]):
+        assert main([*command, "--db", str(db)]) == 2
+        err = capsys.readouterr().err
+        assert err == "ctxproxy: the request log cannot be read: file is not a database\n"
