@@ -70,7 +70,8 @@ class StoreSettings(_Strict):
     # CTXPROXY_STORE_URL environment variable wins); unset, the SQLite file ``path``.
     url: str | None = None
     pool_size: int = Field(default=20, ge=2, le=1000)  # PostgreSQL connections per replica
-    # Log writes held while PostgreSQL is unreachable; beyond, new ones are dropped (counted).
+    # Writes held while PostgreSQL is unreachable (or SQLite's file locked); beyond, new ones are
+    # dropped (counted).
     buffer_rows: int = Field(default=100_000, ge=100)
     # How long a request waits for its session held by another replica before going on without
     # saving (its state then is read-only for that request).

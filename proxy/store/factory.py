@@ -43,7 +43,7 @@ def create_store(settings: StoreSettings, db: str | None = None, **options: Any)
         )
     from proxy.store.sqlite import SQLiteStore
 
-    return SQLiteStore(url, **options)
+    return SQLiteStore(url, buffer_rows=settings.buffer_rows, **options)
 
 
 async def vacuum(

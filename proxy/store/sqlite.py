@@ -62,8 +62,11 @@ class SQLiteStore(SqliteReads):
         batch_window_s: float = BATCH_WINDOW_S,
         max_state_bytes: int = DEFAULT_MAX_STATE_BYTES,
         state_cache_bytes: int = DEFAULT_CACHE_BYTES,
+        buffer_rows: int = 100_000,
     ) -> None:
         self.path = path
+        # writes queued while the database is slow or locked; beyond, new ones are dropped
+        self.buffer_rows, self._last_drop_log = buffer_rows, -1e9
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
         # (state, parent id) by session; bounded by entries and bytes (``state_bytes``)
@@ -139,7 +142,18 @@ class SQLiteStore(SqliteReads):
 
     def _enqueue(self, op: _Op | _Call) -> None:
         """Queue a write for the single writer task: off the request's critical path, ordered,
-        coalesced and committed in batches. ``flush`` waits until everything queued is written."""
+        coalesced and committed in batches. ``flush`` waits until everything queued is written.
+        Past ``buffer_rows`` queued (the database locked for long), a write is dropped and
+        counted, so memory stays bounded; a call run in the writer never is (it is awaited)."""
+        if self._queue.qsize() >= self.buffer_rows and not isinstance(op, _Call):
+            self.write_errors += 1
+            if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
+                del self._unwritten[op.session_id]  # the cache still holds it, for this process
+            if (now := time.monotonic()) - self._last_drop_log >= 10.0:
+                self._last_drop_log = now
+                said = "store: %d writes queued, the most store.buffer_rows allows; dropping new"
+                log.error(said + " ones (%d lost so far)", self._queue.qsize(), self.write_errors)
+            return
         self._queue.put_nowait(op)
 
     def write_later(
