@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import logging
 import re
+import sqlite3
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -36,6 +39,8 @@ MAX_LIST = 500
 SESSION_TURNS = 1000
 RECENT_SCAN = 2000  # the session list looks at sessions seen in the latest N requests
 MAX_LOGIN_BODY = 8192  # the login form: a key and where to go next
+
+log = logging.getLogger("ctxproxy.ui")
 
 
 def _when(ts: float | None) -> str:
@@ -106,13 +111,32 @@ class UI:
     def routes(self) -> list[BaseRoute]:
         static = Path(__file__).parent / "static"
         return [
-            Route("/ui", self.index, methods=["GET"]),
-            Route("/ui/", self.index, methods=["GET"]),
+            Route("/ui", self._readable(self.index), methods=["GET"]),
+            Route("/ui/", self._readable(self.index), methods=["GET"]),
             Route("/ui/login", self.login, methods=["POST"]),
-            Route("/ui/requests/{request_id}", self.request_page, methods=["GET"]),
-            Route("/ui/sessions/{session_id:path}", self.session_page, methods=["GET"]),
+            Route("/ui/requests/{request_id}", self._readable(self.request_page), methods=["GET"]),
+            Route(
+                "/ui/sessions/{session_id:path}",
+                self._readable(self.session_page),
+                methods=["GET"],
+            ),
             Mount("/ui/static", StaticFiles(directory=static), name="ui-static"),
         ]
+
+    def _readable(
+        self, page: Callable[[Request], Awaitable[Response]]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """``page``, or a 503 that says so when the request log cannot be read (a table gone, a
+        damaged file): a page, not a 500 with a traceback in the server's log."""
+
+        async def read(request: Request) -> Response:
+            try:
+                return await page(request)
+            except sqlite3.DatabaseError as exc:
+                log.error("ui: the request log cannot be read (%s: %s)", type(exc).__name__, exc)
+                return self._refused(503, "The request log cannot be read", str(exc))
+
+        return read
 
     def _page(self, name: str, status: int = 200, **context: Any) -> HTMLResponse:
         return HTMLResponse(self.env.get_template(name).render(**context), status)

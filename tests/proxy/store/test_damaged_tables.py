@@ -93,6 +93,8 @@ async def test_a_missing_log_table_loses_the_rows_not_the_sessions(
                                            "x-session-id": "kept"})  # fmt: skip
             assert r.status_code == 200, r.text
             await client.app.state.services.store.flush()  # type: ignore[attr-defined]
+            page = await client.get("/ui")  # the log's pages say so, not a 500
+            assert page.status_code == 503 and "no such table: requests" in page.text
     assert "no such table: requests" in caplog.text
     assert "stayed locked" not in caplog.text
     with sqlite3.connect(path) as db:
