@@ -16,6 +16,7 @@ from proxy.store.sqlite import Store
 from proxy.tokens import TokenCounters
 from rules.messages import call_arguments, call_name
 
+DONE = "Success. Updated the following files:\nA src/report.py"
 PATCH = "*** Begin Patch\n*** Add File: src/report.py\n+print('hi')\n*** End Patch\n"
 
 
@@ -35,7 +36,7 @@ async def test_a_custom_call_is_forwarded_as_sent_and_its_patch_tracked() -> Non
         {"role": "system", "content": "You are a coding agent."},
         {"role": "user", "content": "add a report script"},
         {"role": "assistant", "content": None, "tool_calls": [custom("c1", "apply_patch", PATCH)]},
-        {"role": "tool", "tool_call_id": "c1", "content": "Success. Updated the following files:\nA src/report.py"},
+        {"role": "tool", "tool_call_id": "c1", "content": DONE},
         {"role": "assistant", "content": "Added src/report.py."},
         {"role": "user", "content": "now delete the file you just created"},
     ]  # fmt: skip
