@@ -33,8 +33,9 @@ def _edit(messages: list[Any], change: Any) -> list[Any]:
     return out
 
 
-def _anthropic(blocks: list[Any], change: Any) -> list[Any]:
-    body = {
+def _anthropic_body(blocks: list[Any]) -> dict[str, Any]:
+    """A Messages request whose one tool result holds ``blocks``."""
+    return {
         "model": "claude-x",
         "max_tokens": 10,
         "messages": [
@@ -45,6 +46,10 @@ def _anthropic(blocks: list[Any], change: Any) -> list[Any]:
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
         ],
     }  # fmt: skip
+
+
+def _anthropic(blocks: list[Any], change: Any) -> list[Any]:
+    body = _anthropic_body(blocks)
     lowered = ANTHROPIC.lower(body)
     fwd = ANTHROPIC.lift(body, lowered, _edit(lowered.messages, change))
     assert TAG not in str(fwd)
@@ -163,17 +168,7 @@ def test_the_blocks_always_spell_the_new_text(old_texts: list[str], new: str) ->
 async def test_the_encoding_fix_through_the_engine_keeps_the_blocks(engine: Engine) -> None:
     blocks = [{"type": "text", "text": "first part"}, IMG,
               {"type": "text", "text": MOJ, "cache_control": CC}]  # fmt: skip
-    body = {
-        "model": "claude-x",
-        "max_tokens": 10,
-        "messages": [
-            {"role": "user", "content": "read"},
-            {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/a"}}]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
-        ],
-    }  # fmt: skip
+    body = _anthropic_body(blocks)
     out = await engine.rewrite(body, {}, now=1000.0, adapter=ANTHROPIC, model="claude-x")
     inner = out.body["messages"][2]["content"][0]["content"]
     assert inner == [blocks[0], IMG, {"type": "text", "text": FIXED, "cache_control": CC}]
