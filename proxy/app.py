@@ -20,7 +20,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from proxy.errors import ProxyError
 from proxy.inspect import ui
-from proxy.principals import Principals
+from proxy.principals import Principals, no_keys_problem
 from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
@@ -239,13 +239,9 @@ def create_app(
         )
         await store.open()
         principals = Principals(settings.auth, await server_secret(store))
-        if settings.auth.mode == "keys" and not principals.key_count:
+        if (problem := no_keys_problem(settings.auth)) is not None:
             await store.close()
-            raise SettingsError(
-                "auth.mode: keys, but no proxy key is set: put keys in "
-                f"${settings.auth.proxy_keys_env} (comma-separated) or name them under "
-                "auth.principals; without one every request would be refused"
-            )
+            raise SettingsError(problem)
         for warning in unset_key_variables(settings, os.environ):
             log.warning(warning)
         counters = TokenCounters()

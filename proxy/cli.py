@@ -63,6 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from proxy.app import create_app
     from proxy.auth import access_line
+    from proxy.principals import no_keys_problem
     from proxy.server.heap import settle_heap
     from proxy.server.protocol import server_config
     from proxy.startup import announce, startup_line
@@ -70,6 +71,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
+    if (problem := no_keys_problem(settings.auth)) is not None:
+        raise SettingsError(problem)  # said as one line, before anything starts
     configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port

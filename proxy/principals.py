@@ -114,6 +114,21 @@ class Principals:
         return name
 
 
+def no_keys_problem(settings: AuthSettings) -> str | None:
+    """Keys mode with no proxy key set anywhere: what to say, refusing to start (every request
+    would be refused); None otherwise."""
+    if settings.mode != "keys" or proxy_keys(settings):
+        return None
+    if any(_split_keys(os.environ.get(env, "")) for envs in settings.principals.values()
+           for env in envs):  # fmt: skip
+        return None
+    return (
+        "auth.mode: keys, but no proxy key is set: put keys in "
+        f"${settings.proxy_keys_env} (comma-separated) or name them under "
+        "auth.principals; without one every request would be refused"
+    )
+
+
 def proxy_keys(settings: AuthSettings) -> list[str]:
     """The unnamed proxy keys, comma-separated in ``auth.proxy_keys_env``."""
     return _split_keys(os.environ.get(settings.proxy_keys_env, ""))

@@ -55,3 +55,19 @@ def test_a_file_that_is_no_database_is_one_line_and_exit_2(
         assert main([*command, "--db", str(db)]) == 2
         err = capsys.readouterr().err
         assert err == "ctxproxy: the request log cannot be read: file is not a database\n"
+
+
+def test_keys_mode_without_a_key_is_one_line_before_anything_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "auth: {mode: keys, principals: {alice: [ALICE_KEY]}}\n"
+        "upstreams: [{name: o, match: ['*'], api_key_env: UPSTREAM_KEY}]\n"
+    )
+    monkeypatch.delenv("CTXPROXY_KEYS", raising=False)
+    monkeypatch.delenv("ALICE_KEY", raising=False)
+    assert main(["serve", "--config", str(cfg), "--db", str(tmp_path / "db")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ctxproxy: auth.mode: keys, but no proxy key is set") and err[-1] == "\n"
+    assert err.count("\n") == 1 and not (tmp_path / "db").exists()  # nothing was started
