@@ -26,6 +26,7 @@ from proxy.generations import Generations, compact
 from proxy.token_windows import windows
 from rules.base import Message
 from rules.media import media_tokens
+from rules.memo_scope import memo_scope
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
 log = logging.getLogger("ctxproxy.tokens")
@@ -123,6 +124,12 @@ def _digest(text: str) -> bytes:
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+def _scoped_digest(key: tuple[str, str | bytes], text: str) -> tuple[str, bytes]:
+    """A failed text's entry: its key's scope and the text's digest (the key's, when it is one)."""
+    scope, kept = key
+    return scope, kept if isinstance(kept, bytes) else _digest(text)
+
+
 # Texts up to this length are their own cache key (str hashing is the cheapest key there is, and
 # the cache is bounded by the characters it holds); a longer one is keyed by a digest, so one huge
 # tool output never pins megabytes.
@@ -143,9 +150,9 @@ class TiktokenCounter:
         self.encoding_name = encoding_name
         self._encode: Callable[[str], Any] = _loaded(encoding_name)
         # digests of the texts the tokenizer failed on: never handed to it again (bounded)
-        self._failed: OrderedDict[bytes, int] = OrderedDict()
+        self._failed: OrderedDict[tuple[str, bytes], int] = OrderedDict()
         self._failed_chars = 0  # the length of the shortest text that failed (once one has)
-        self._cache: OrderedDict[str | bytes, int] = OrderedDict()
+        self._cache: OrderedDict[tuple[str, str | bytes], int] = OrderedDict()
         self._cache_chars = cache_chars
         self._held = 0
         self._schemas = _Schemas(min(cache_chars, 4_000_000))
@@ -158,9 +165,12 @@ class TiktokenCounter:
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        key: str | bytes = text
-        if len(text) > _INLINE_KEY_CHARS:
-            key = _digest(text)
+        # within the principal's own entries (``rules.memo_scope``): a hit on another tenant's
+        # text would answer faster than a miss
+        key: tuple[str, str | bytes] = (
+            memo_scope(),
+            text if len(text) <= _INLINE_KEY_CHARS else _digest(text),
+        )
         cached = self._cache.get(key)  # a C-level OrderedDict call: atomic, no lock needed to read
         if cached is not None:
             # evicted by another thread meanwhile: fine. (contextlib.suppress would cost more than
@@ -174,26 +184,26 @@ class TiktokenCounter:
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = n
-                self._held += len(key)
+                self._held += len(key[1])
                 while self._held > self._cache_chars and self._cache:
                     old, _ = self._cache.popitem(last=False)
-                    self._held -= len(old)
+                    self._held -= len(old[1])
         return n
 
-    def _count(self, text: str, key: str | bytes) -> int:
+    def _count(self, text: str, key: tuple[str, str | bytes]) -> int:
         """The tokenizer's count, or the estimate for a text it failed on (then or before)."""
         failed = self._failed
         # only texts as long as one that failed can be one: no digest to pay for the others
         digest = None
         if failed and len(text) >= self._failed_chars:
-            digest = key if isinstance(key, bytes) else _digest(text)
+            digest = _scoped_digest(key, text)
             known = failed.get(digest)
             if known is not None:
                 return known
         n, counted = count_guarded(self._encode, text, self.encoding_name)
         if not counted:
             with self._lock:
-                failed[digest or (key if isinstance(key, bytes) else _digest(text))] = n
+                failed[digest or _scoped_digest(key, text)] = n
                 shortest = self._failed_chars
                 self._failed_chars = min(shortest, len(text)) if shortest else len(text)
                 while len(failed) > _MAX_FAILED:
@@ -236,15 +246,16 @@ class _Schemas(Generations[int]):
     """Token counts of tool schemas by their serialised bytes, bounded by the bytes held."""
 
     def lookup(self, data: bytes) -> int | None:
-        n = self._young.get(data)
+        key = (memo_scope(), data)  # the principal's own entries (``rules.memo_scope``)
+        n = self._young.get(key)
         if n is None:
-            n = self._old.get(data)
+            n = self._old.get(key)
             if n is not None:
                 self.keep(data, n)  # used again: into the newer generation
         return n
 
     def keep(self, data: bytes, n: int) -> None:
-        self._keep(compact(data), n, len(data) + 100)
+        self._keep((memo_scope(), compact(data)), n, len(data) + 100)
 
 
 COUNTED_LISTS = 4  # lists ``RequestTokens.count_messages`` keeps running totals of

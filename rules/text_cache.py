@@ -13,6 +13,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any, Protocol, TypeVar, cast
 
+from rules.memo_scope import memo_scope
+
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
@@ -29,25 +31,26 @@ class TextCached(Protocol[R_co]):
 def text_cache(
     max_chars: int, max_text_chars: int = 1_000_000, max_entries: int = 1 << 20
 ) -> Callable[[Callable[..., R]], TextCached[R]]:
-    """Cache ``f(*args)`` by its arguments; the size of an entry is the length of its string
-    arguments. Least recently used entries go first once ``max_chars`` are held, or
-    ``max_entries`` entries."""
+    """Cache ``f(*args)`` by its arguments, within the current principal's entries
+    (``rules.memo_scope``); the size of an entry is the length of its string arguments. Least
+    recently used entries go first once ``max_chars`` are held, or ``max_entries`` entries."""
 
     def decorate(f: Callable[..., R]) -> TextCached[R]:
-        entries: OrderedDict[tuple[Any, ...], R] = OrderedDict()
-        sizes: dict[tuple[Any, ...], int] = {}
+        entries: OrderedDict[tuple[str, tuple[Any, ...]], R] = OrderedDict()
+        sizes: dict[tuple[str, tuple[Any, ...]], int] = {}
         held = 0
         lock = threading.Lock()
 
         @wraps(f)
         def cached(*args: Any) -> R:
             nonlocal held
-            hit = entries.get(args)
+            key = (memo_scope(), args)
+            hit = entries.get(key)
             if hit is not None:
                 # one C call, atomic: no lock (a hit is most calls, once per tool call of every
                 # request); evicted by another thread meanwhile is fine
                 try:  # noqa: SIM105 (contextlib.suppress costs more than the rest of a hit)
-                    entries.move_to_end(args)
+                    entries.move_to_end(key)
                 except KeyError:
                     pass
                 return hit
@@ -56,9 +59,9 @@ def text_cache(
             if size > max_text_chars:
                 return value
             with lock:
-                if args not in entries:
-                    entries[args] = value
-                    sizes[args] = size
+                if key not in entries:
+                    entries[key] = value
+                    sizes[key] = size
                     held += size
                     while (held > max_chars or len(entries) > max_entries) and entries:
                         old, _ = entries.popitem(last=False)

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from proxy.generations import Generations, compact
+from rules.memo_scope import memo_scope
 
 # What an entry holds beyond the bytes charged for it (its tuples, Part specs, dicts), so the
 # bound holds for traffic of many short messages too.
@@ -31,6 +32,8 @@ class KeptLowerings(Generations[tuple[Any, int, Hashable]]):
         self.max_key_bytes = max_key_bytes
 
     def get(self, key: Hashable) -> Any | None:
+        """The lowering kept for ``key`` in the principal's own entries (``rules.memo_scope``)."""
+        key = (memo_scope(), key)
         hit = self._young.get(key)
         if hit is not None:
             return hit[0]
@@ -45,7 +48,7 @@ class KeptLowerings(Generations[tuple[Any, int, Hashable]]):
         ``position`` (looked up as ``(data, position)``), charged its bytes, ``cost`` more and
         ``ENTRY_OVERHEAD_BYTES``."""
         charged = len(data) + cost + ENTRY_OVERHEAD_BYTES
-        key = (compact(data), position)
+        key = (memo_scope(), (compact(data), position))
         self._keep(key, (entry, charged, key), charged)
 
 

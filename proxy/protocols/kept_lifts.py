@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from proxy.generations import Generations, compact
+from rules.memo_scope import memo_scope
 
 # What an entry holds beyond the bytes charged for it: its tuples and containers, and per lifted
 # value its key's content hash and what was derived from it (the final check's facts)
@@ -72,7 +73,8 @@ class KeptLifts(Generations[_Entry]):
 
     def get(self, key: Hashable) -> tuple[list[Any], tuple[Any, ...] | None] | None:
         """New copies of the values kept for ``key`` and what was derived from them; None when
-        unknown."""
+        unknown. Within the principal's own entries (``rules.memo_scope``)."""
+        key = (memo_scope(), key)
         hit = self._young.get(key)
         if hit is None:
             hit = self._old.get(key)
@@ -99,7 +101,7 @@ class KeptLifts(Generations[_Entry]):
             return None
         derived = tuple(derive(v) for v in copies) if derive is not None else None
         cost = len(data) + key_bytes + ENTRY_OVERHEAD_BYTES + PER_VALUE_BYTES * len(values)
-        kept_key = _compact_key(key)
+        kept_key = (memo_scope(), _compact_key(key))
         self._keep(kept_key, (compact(data), derived, cost, kept_key), cost)
         return derived
 

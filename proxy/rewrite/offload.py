@@ -15,6 +15,7 @@ behind one another rather than each holding its body's working memory at once.""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -53,9 +54,11 @@ class Offload:
         return fresh_bytes + ITEM_WORK_BYTES * items >= self.threshold
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in the worker (queued behind the heavy requests before it)."""
+        """``fn(*args)`` in the worker (queued behind the heavy requests before it), in a copy of
+        the caller's context: the request's memo scope (``rules.memo_scope``) goes with it."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        call = contextvars.copy_context().run
+        return await loop.run_in_executor(self._executor, call, fn, *args)
 
     async def maybe(self, heavy: bool, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in the worker when ``heavy``, else here and now."""

@@ -133,7 +133,7 @@ class _Recall:
         originals, datas = _serialise(source, source_bytes)
         self.taken_bytes = sum(map(len, datas))  # the messages new to the session's memos
         # a hit in the newer generation (most messages), else ``lookup``
-        hits = list(map(records._young.get, datas))
+        hits = records.newer(datas)
         found: list[dict[str, Any]] = (
             [r if r is not None else records.lookup(d) for r, d in zip(hits, datas, strict=True)]
             if None in hits

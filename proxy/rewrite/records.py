@@ -5,13 +5,14 @@ resends the same messages with every request; these make the second sight of one
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 import orjson
 
 from proxy.generations import Generations, compact
 from rules.base import Message, hash_bytes
+from rules.memo_scope import memo_scope
 
 # What a record holds beyond its key (its dict, hash, counts and section sizes for up to two
 # encodings, validator checks), measured with tracemalloc: charged so the bound holds for
@@ -37,16 +38,24 @@ class MessageRecords(Generations[dict[str, Any]]):
 
     def lookup(self, data: bytes) -> dict[str, Any]:
         """The record of the message serialised as ``data`` (a new one, holding just its hash, the
-        first time)."""
-        record = self._young.get(data)
+        first time), within the principal's own entries (``rules.memo_scope``)."""
+        scope = memo_scope()
+        record = self._young.get((scope, data))
         if record is not None:
             return record
-        record = self._old.get(data)
+        record = self._old.get((scope, data))
         if record is None:
             record = {"hash": hash_bytes(data)}
         if len(data) <= self._max_key_bytes:
-            self._keep(compact(data), record, len(data) + RECORD_OVERHEAD_BYTES)
+            self._keep((scope, compact(data)), record, len(data) + RECORD_OVERHEAD_BYTES)
         return record
+
+    def newer(self, datas: Sequence[bytes]) -> list[dict[str, Any] | None]:
+        """The records of the newer generation for these messages' bytes (None where none is),
+        within the principal's own entries: the lookup most messages of a request end at."""
+        scope = memo_scope()
+        young = self._young
+        return [young.get((scope, d)) for d in datas]
 
 
 # What an entry of ``RenderedMessages`` holds beyond its message (its key, the entry tuple, its
@@ -81,13 +90,15 @@ class RenderedMessages(Generations[_Rendering]):
         self._max_entry_bytes = max_entry_bytes
 
     def get(self, key: Hashable) -> tuple[Message, dict[str, Any]] | None:
-        """The message stored for ``key``, and its record; None when unknown."""
-        entry = self._young.get(key)
+        """The message stored for ``key``, and its record; None when unknown. Within the
+        principal's own entries (``rules.memo_scope``)."""
+        scoped = (memo_scope(), key)
+        entry = self._young.get(scoped)
         if entry is None:
-            entry = self._old.get(key)
+            entry = self._old.get(scoped)
             if entry is None:
                 return None
-            self.promote(key, entry)
+            self._keep(scoped, entry, entry[2])  # used again: into the newer generation
         return entry[0], entry[1]
 
     def put(self, key: Hashable, message: Message) -> dict[str, Any] | None:
@@ -101,9 +112,5 @@ class RenderedMessages(Generations[_Rendering]):
             return None
         record: dict[str, Any] = {}
         charged = OBJECT_FACTOR * size + RENDER_OVERHEAD_BYTES
-        self._keep(key, (message, record, charged), charged)
+        self._keep((memo_scope(), key), (message, record, charged), charged)
         return record
-
-    def promote(self, key: Hashable, entry: _Rendering) -> None:
-        """An entry found in the older generation, used again: into the newer."""
-        self._keep(key, entry, entry[2])

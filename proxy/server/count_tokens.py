@@ -34,6 +34,7 @@ from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
+from rules.memo_scope import enter_scope
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -49,6 +50,7 @@ class CountTokens:
         headers = header_dict(scope["headers"])
         try:
             principal = self.s.principals.of(headers)
+            enter_scope(principal)  # the memos' entries this request may hit: its principal's
             require_json(headers.get("content-type"))
             limits = self.s.settings.limits
             raw = await read_body(receive, headers, limits)

@@ -25,6 +25,7 @@ from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_jso
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
+from rules.memo_scope import enter_scope
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -62,6 +63,7 @@ class GeminiCountTokens:
         try:
             query = scope.get("query_string", b"").decode("latin-1")
             principal = self.s.principals.of(headers, client_key(headers, query))
+            enter_scope(principal)  # the memos' entries this request may hit: its principal's
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
             raw = await read_body(receive, headers, self.s.settings.limits)

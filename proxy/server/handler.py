@@ -52,6 +52,7 @@ from proxy.server.stream_relay import relay_stream
 from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.usage import cache_usage, usage_of
+from rules.memo_scope import enter_scope
 from rules.redact import redact_text
 from rules.report import bounded_report
 
@@ -112,6 +113,7 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
+            enter_scope(principal)  # the memos' entries this request may hit: its principal's
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))

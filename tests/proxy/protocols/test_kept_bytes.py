@@ -32,7 +32,8 @@ def test_kept_liftings_hold_copies_of_their_key_and_value_bytes() -> None:
     kept.put(key, [{"role": "user", "content": "hi there"}], len(raw))
     for _ in range(2):  # as put, then as moved to the newer generation by a hit
         ((stored, entry),) = kept._young.items()
-        assert stored == key and all(b is not raw for b in _bytes_in(stored))
+        # keyed within the principal's entries (outside a request: "")
+        assert stored == ("", key) and all(b is not raw for b in _bytes_in(stored))
         assert entry[3] is stored  # the compact key, kept for the next move
         _age(kept)
         assert kept.get(key) == ([{"role": "user", "content": "hi there"}], None)
@@ -46,5 +47,6 @@ def test_kept_lowerings_move_under_their_own_key() -> None:
     looked_up = orjson.dumps({"role": "user", "content": "hi"})  # the next request's bytes
     assert kept.get((looked_up, 3)) == "lowering"
     ((stored, entry),) = kept._young.items()
-    assert stored[0] is not looked_up and stored[0] is not raw
+    assert stored[0] == ""  # the principal's entries (outside a request: "")
+    assert stored[1][0] is not looked_up and stored[1][0] is not raw
     assert entry[2] is stored
