@@ -9,16 +9,26 @@ What counts is the work a request brings that nothing cached already did: the by
 that the session's previous request did not have (``BodyMemory.read`` says how many) plus a
 little for each item, which every request walks. Below ``OFFLOAD_BYTES`` of it a request runs
 inline: an agent's next request, a message or two longer than its last, costs a millisecond,
-less than a thread hop and the lock's handovers would add. One worker: heavy requests queue
-behind one another rather than each holding its body's working memory at once."""
+less than a thread hop and the lock's handovers would add.
+
+``WORKERS`` threads, each principal (``rules.memo_scope``, which the server sets per request)
+running one job at a time, in the order it queued them: a tenant's stream of heavy bodies runs as
+if it had one worker to itself, and another tenant's job takes the other worker rather than
+queueing behind it (its jobs are short steps of a request, and each waited out a whole step of
+the other's: a parse, a pipeline run of a second or more). Among principals waiting, each free
+worker takes them in turn. At most ``WORKERS`` bodies' working memory at once."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
+
+from rules.memo_scope import memo_scope
 
 T = TypeVar("T")
 
@@ -29,6 +39,9 @@ OFFLOAD_BYTES = 64 * 1024
 # Each item (message, input item) counts as this many bytes of work: every request walks all of
 # them (~3 µs each when the session's memos know them).
 ITEM_WORK_BYTES = 32
+# Worker threads: the interpreter lock shares one core among them, so more would add only memory
+# held at once; two let one principal's job run while another's long one does.
+WORKERS = 2
 
 
 def items_of(body: Any) -> int:
@@ -42,29 +55,121 @@ def items_of(body: Any) -> int:
     return 0
 
 
-class Offload:
-    """The worker thread, and which requests go to it."""
+_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
 
-    def __init__(self, threshold: int = OFFLOAD_BYTES) -> None:
+
+class Offload:
+    """The worker threads, their queue (a line per principal), and which requests go to them."""
+
+    def __init__(self, threshold: int = OFFLOAD_BYTES, workers: int = WORKERS) -> None:
         self.threshold = threshold
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxproxy-body")
+        self._workers = workers
+        self._lines: OrderedDict[str, deque[_Job]] = OrderedDict()  # principal -> its jobs
+        self._running: set[str] = set()  # principals with a job in a worker now
+        self._ready = threading.Condition()
+        self._closed = False
+        self._threads: list[threading.Thread] = []
 
     def heavy(self, fresh_bytes: int, items: int = 0) -> bool:
         """Whether a request with this much new body and this many items goes to the worker."""
         return fresh_bytes + ITEM_WORK_BYTES * items >= self.threshold
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in the worker (queued behind the heavy requests before it), in a copy of
-        the caller's context: the request's memo scope (``rules.memo_scope``) goes with it."""
+        """``fn(*args)`` in a worker, in a copy of the caller's context (the request's memo scope
+        goes with it), once the principal's earlier jobs are done and a worker is free."""
         loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
         call = contextvars.copy_context().run
-        return await loop.run_in_executor(self._executor, call, fn, *args)
+        principal = memo_scope()
+        with self._ready:
+            if self._closed:
+                raise RuntimeError("the offload worker is closed")
+            line = self._lines.get(principal)
+            if line is None:
+                line = self._lines[principal] = deque()
+            line.append((loop, future, lambda: call(fn, *args)))
+            if len(self._threads) < self._workers:  # started on use: an engine that never
+                thread = threading.Thread(  # offloads (the tests' many) holds no thread
+                    target=self._work, name="ctxproxy-body", daemon=True
+                )
+                self._threads.append(thread)
+                thread.start()
+            self._ready.notify()
+        return await future
 
     async def maybe(self, heavy: bool, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(*args)`` in the worker when ``heavy``, else here and now."""
+        """``fn(*args)`` in a worker when ``heavy``, else here and now."""
         if heavy:
             return await self.run(fn, *args)
         return fn(*args)
 
+    def queued(self) -> dict[str, int]:
+        """How many jobs each principal has waiting (not those running)."""
+        with self._ready:
+            return {p: len(line) for p, line in self._lines.items()}
+
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Stop taking jobs; those still queued are cancelled, the running ones finish."""
+        with self._ready:
+            self._closed = True
+            jobs = [job for line in self._lines.values() for job in line]
+            self._lines.clear()
+            self._ready.notify_all()
+        for loop, future, _ in jobs:
+            _settle(loop, future, cancel=True)
+
+    def _take(self) -> tuple[str, _Job] | None:
+        """The first job of the first principal with none running (its line then goes to the
+        back); None once closed."""
+        with self._ready:
+            while not self._closed:
+                for principal, line in self._lines.items():
+                    if principal not in self._running:
+                        job = line.popleft()
+                        if line:
+                            self._lines.move_to_end(principal)
+                        else:
+                            del self._lines[principal]
+                        self._running.add(principal)
+                        return principal, job
+                self._ready.wait()
+            return None
+
+    def _work(self) -> None:
+        while (taken := self._take()) is not None:
+            principal, (loop, future, call) = taken
+            try:
+                if not future.cancelled():  # else its request went away while it waited
+                    try:
+                        value = call()
+                    except BaseException as exc:  # any: handed to the request awaiting it
+                        _settle(loop, future, error=exc)
+                    else:
+                        _settle(loop, future, value=value)
+            finally:
+                with self._ready:
+                    self._running.discard(principal)
+                    self._ready.notify_all()  # its next job, or another's, may go now
+
+
+def _settle(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    value: Any = None,
+    error: BaseException | None = None,
+    cancel: bool = False,
+) -> None:
+    """Hand a job's outcome to its future, on its loop (which may be gone at shutdown)."""
+
+    def settle() -> None:
+        if future.done():
+            return
+        if cancel:
+            future.cancel()
+        elif error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits it any more
+        loop.call_soon_threadsafe(settle)

@@ -87,7 +87,8 @@ def test_token_cache_keys_large_texts_by_digest_and_is_bounded() -> None:
     counter = TiktokenCounter("o200k_base", cache_chars=10_000)
     big = "word " * 60_000
     assert counter.count_text(big) == counter.count_text(big) > 0
-    assert all(isinstance(k, bytes) for k in counter._cache)  # the 300 kB text is not a key
+    # the 300 kB text is not a key (each key: the principal's scope, then the text or digest)
+    assert all(isinstance(k, bytes) for _, k in counter._cache)
     for i in range(2_000):
         counter.count_text(f"short text number {i}")
     assert counter._held <= 10_000
