@@ -59,12 +59,11 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from proxy.app import create_app
     from proxy.auth import access_line
     from proxy.principals import no_keys_problem
     from proxy.server.heap import settle_heap
+    from proxy.server.listen import AnnouncingServer, BindError, bind, bound_port
     from proxy.server.protocol import server_config
     from proxy.startup import announce, startup_line
     from proxy.store.factory import store_url
@@ -77,11 +76,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     db_path = store_url(settings.store, args.db)
+    try:  # before the store opens: a taken port is said at once, and nothing is started
+        sockets = bind(host, port)
+    except BindError as exc:
+        raise CliError(str(exc)) from None
+    port = bound_port(sockets, port)
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
     app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
     access = access_line(settings.auth, settings.ui.public)
-    announce(f"{startup_line(settings, host, port, db_path)} · {access}")
-    uvicorn.Server(server_config(app, settings.server, host, port)).run()
+    line = f"{startup_line(settings, host, port, db_path)} · {access}"
+    config = server_config(app, settings.server, host, port)
+    try:  # "listening" only once it is: the store open, the rules loaded, the sockets listening
+        AnnouncingServer(config, lambda: announce(line)).run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
     return 0
 
 
