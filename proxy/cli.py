@@ -67,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.server.protocol import server_config
     from proxy.startup import announce, startup_line
     from proxy.store.factory import store_url
+    from proxy.store.serve_lock import ServeLockError, hold
     from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
@@ -76,9 +77,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     db_path = store_url(settings.store, args.db)
-    try:  # before the store opens: a taken port is said at once, and nothing is started
+    try:  # before the store opens: another server on the file, or a taken port, said at once
+        lock = hold(db_path)  # held until this process ends
+    except ServeLockError as exc:
+        raise CliError(str(exc)) from None
+    try:
         sockets = bind(host, port)
     except BindError as exc:
+        if lock is not None:
+            lock.close()
         raise CliError(str(exc)) from None
     port = bound_port(sockets, port)
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
@@ -91,6 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     finally:
         for sock in sockets:
             sock.close()
+        if lock is not None:
+            lock.close()
     return 0
 
 

@@ -21,11 +21,18 @@ class CliError(Exception):
 
 async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
     from proxy.store.factory import is_postgres, store_url, vacuum
+    from proxy.store.serve_lock import serving
 
     settings = load_settings(args.config, check_rules=False).store
     url = store_url(settings, args.db)
     if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")
+    if args.full and serving(url):  # VACUUM holds the write lock for as long as it rewrites
+        raise CliError(
+            f"a ctxproxy serve is using {url}: --full would hold its write lock while it rewrites "
+            "the file, and the server's writes would be lost; stop the server, or vacuum without "
+            "--full"
+        )
     days = settings.retention_days if args.retention_days is None else args.retention_days
     ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
     return await vacuum(settings, url, days, ttl, full=args.full)

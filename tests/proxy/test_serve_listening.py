@@ -4,41 +4,19 @@ opened or anything else started."""
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 from tests.support.live import free_port
-
-
-def _serve(tmp_path: Path, port: int, db: Path) -> tuple[subprocess.Popen[str], list[str]]:
-    config = tmp_path / "config.yaml"
-    config.write_text("logging:\n  json_lines: false\n")
-    args = ["serve", "--config", str(config), "--port", str(port), "--db", str(db)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proxy.cli", *args],
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: list[str] = []
-    threading.Thread(target=lambda: lines.extend(proc.stderr or []), daemon=True).start()
-    return proc, lines
+from tests.support.serve_cli import serve, wait_listening
 
 
 def test_listening_is_said_once_the_port_accepts(tmp_path: Path) -> None:
     port = free_port()
-    proc, lines = _serve(tmp_path, port, tmp_path / "log.db")
+    proc, lines = serve(tmp_path, port, tmp_path / "log.db")
     try:
-        deadline = time.time() + 60
-        while not any("listening on" in line for line in lines):
-            assert proc.poll() is None and time.time() < deadline, lines
-            time.sleep(0.01)
+        wait_listening(proc, lines)
         with socket.create_connection(("127.0.0.1", port), timeout=5):
             pass  # refused, had the line come before the server listened
     finally:
@@ -52,7 +30,7 @@ def test_a_taken_port_is_one_line_and_exit_2_before_the_store_opens(tmp_path: Pa
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        proc, lines = _serve(tmp_path, port, db)
+        proc, lines = serve(tmp_path, port, db)
         assert proc.wait(timeout=60) == 2
     time.sleep(0.1)  # the reader thread has the last lines
     assert lines == [f"ctxproxy: cannot listen on 127.0.0.1:{port}: address already in use\n"]
