@@ -73,7 +73,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = _settings(args)
     if (problem := no_keys_problem(settings.auth)) is not None:
         raise SettingsError(problem)  # said as one line, before anything starts
-    configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     db_path = store_url(settings.store, args.db)
@@ -81,13 +80,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         lock = hold(db_path)  # held until this process ends
     except ServeLockError as exc:
         raise CliError(str(exc)) from None
+    bound = False
     try:
-        sockets = bind(host, port)
+        if lock is not None:  # SQLite: a file that is no database said as one line, not in a
+            _readable(db_path)  # traceback from inside the app's start
+        sockets, bound = bind(host, port), True
     except BindError as exc:
-        if lock is not None:
-            lock.close()
         raise CliError(str(exc)) from None
+    finally:
+        if lock is not None and not bound:  # refused: the lock goes now
+            lock.close()
     port = bound_port(sockets, port)
+    configure(settings.logging)  # the process's logging is taken over once it is sure to serve
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
     app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
     access = access_line(settings.auth, settings.ui.public)
@@ -101,6 +105,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         if lock is not None:
             lock.close()
     return 0
+
+
+def _readable(db: str) -> None:
+    """Raise SQLite's error if ``db`` exists and is no database (``main`` says it in one line)."""
+    if Path(db).is_file():
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("PRAGMA schema_version").fetchone()
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
