@@ -60,3 +60,28 @@ def test_the_lock_is_the_files_not_the_working_directorys(
         held.close()
     assert not serving("log.db")
     assert hold(":memory:") is None and hold("postgresql://u@h/db") is None
+
+
+def test_an_older_file_is_not_rewritten_under_a_running_server(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    from proxy.store.serve_lock import hold
+
+    db = tmp_path / "log.db"
+    with sqlite3.connect(db) as conn:  # a file from before auto_vacuum was set
+        conn.execute("CREATE TABLE t (x)")
+    held = hold(str(db))  # as a running server holds it
+    try:
+        assert main(["vacuum", "--db", str(db)]) == 0
+        assert "not compacted: the file predates incremental vacuum" in capsys.readouterr().out
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("PRAGMA auto_vacuum").fetchone() == (0,)  # not rewritten
+    finally:
+        assert held is not None
+        held.close()
+    assert main(["vacuum", "--db", str(db)]) == 0
+    assert "vacuum: " in capsys.readouterr().out  # converted, once the server has stopped
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)
