@@ -1,9 +1,13 @@
 """``ctxproxy serve``'s sockets and its "listening on" line. The address is bound before the app
 starts (a taken port is one line and exit 2, before the store is opened or anything loaded), and
-the line is said once uvicorn accepts connections on it: whoever reads "listening" can connect."""
+the line is said once uvicorn accepts connections on it: whoever reads "listening" can connect.
+A request cut by the shutdown's bound is not told as a traceback (uvicorn has said it cut them,
+and each request's log line says how it ended)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 from collections.abc import Callable
 
@@ -57,8 +61,14 @@ class AnnouncingServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
         super().__init__(config)
         self._on_started = on_started
+        logging.getLogger("uvicorn.error").addFilter(_not_a_cancel)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)  # exits the process if the lifespan fails
         if self.started:
             self._on_started()
+
+
+def _not_a_cancel(record: logging.LogRecord) -> bool:
+    """Keep a record unless it is a request's cancellation (``timeout_graceful_shutdown``)."""
+    return not (record.exc_info and isinstance(record.exc_info[1], asyncio.CancelledError))

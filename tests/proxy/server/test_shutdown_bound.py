@@ -95,6 +95,7 @@ def test_sigterm_cuts_an_endless_stream_after_the_bound(tmp_path: Path, endless:
             proc.wait(timeout=10)
     assert 1.0 <= took < 6.0, took  # the bound, then the lifespan's close
     assert any("timeout graceful shutdown exceeded" in line for line in lines)
+    assert not any("Traceback" in line for line in lines), lines  # said once, not as a trace
     with sqlite3.connect(db) as log:  # the cut stream's row is finished, and says why
         (row,) = log.execute("SELECT status, error_type, client_disconnected FROM requests")
     assert row == (200, "shutting_down", 0)
