@@ -59,30 +59,59 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from proxy.app import create_app
     from proxy.auth import access_line
     from proxy.principals import no_keys_problem
     from proxy.server.heap import settle_heap
+    from proxy.server.listen import AnnouncingServer, BindError, bind, bound_port
     from proxy.server.protocol import server_config
     from proxy.startup import announce, startup_line
     from proxy.store.factory import store_url
+    from proxy.store.serve_lock import ServeLockError, hold
     from proxy.telemetry.jsonlog import configure
 
     settings = _settings(args)
     if (problem := no_keys_problem(settings.auth)) is not None:
         raise SettingsError(problem)  # said as one line, before anything starts
-    configure(settings.logging)
     host = args.host or settings.server.host
     port = args.port or settings.server.port
     db_path = store_url(settings.store, args.db)
+    try:  # before the store opens: another server on the file, or a taken port, said at once
+        lock = hold(db_path)  # held until this process ends
+    except ServeLockError as exc:
+        raise CliError(str(exc)) from None
+    bound = False
+    try:
+        if lock is not None:  # SQLite: a file that is no database said as one line, not in a
+            _readable(db_path)  # traceback from inside the app's start
+        sockets, bound = bind(host, port), True
+    except BindError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        if lock is not None and not bound:  # refused: the lock goes now
+            lock.close()
+    port = bound_port(sockets, port)
+    configure(settings.logging)  # the process's logging is taken over once it is sure to serve
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
     app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
     access = access_line(settings.auth, settings.ui.public)
-    announce(f"{startup_line(settings, host, port, db_path)} · {access}")
-    uvicorn.Server(server_config(app, settings.server, host, port)).run()
+    line = f"{startup_line(settings, host, port, db_path)} · {access}"
+    config = server_config(app, settings.server, host, port)
+    try:  # "listening" only once it is: the store open, the rules loaded, the sockets listening
+        AnnouncingServer(config, lambda: announce(line)).run(sockets=sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+        if lock is not None:
+            lock.close()
     return 0
+
+
+def _readable(db: str) -> None:
+    """Raise SQLite's error if ``db`` exists and is no database (``main`` says it in one line)."""
+    if Path(db).is_file():
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            conn.execute("PRAGMA schema_version").fetchone()
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:

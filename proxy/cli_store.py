@@ -21,14 +21,22 @@ class CliError(Exception):
 
 async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
     from proxy.store.factory import is_postgres, store_url, vacuum
+    from proxy.store.serve_lock import serving
 
     settings = load_settings(args.config, check_rules=False).store
     url = store_url(settings, args.db)
     if not is_postgres(url) and url != ":memory:" and not Path(url).is_file():
         raise CliError(f"the request log {url} does not exist (check --db or store.path)")
+    live = serving(url)
+    if args.full and live:  # VACUUM holds the write lock for as long as it rewrites
+        raise CliError(
+            f"a ctxproxy serve is using {url}: --full would hold its write lock while it rewrites "
+            "the file, and the server's writes would be lost; stop the server, or vacuum without "
+            "--full"
+        )
     days = settings.retention_days if args.retention_days is None else args.retention_days
     ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
-    return await vacuum(settings, url, days, ttl, full=args.full)
+    return await vacuum(settings, url, days, ttl, full=args.full, live=live)
 
 
 def cmd_vacuum(args: argparse.Namespace) -> int:
@@ -42,7 +50,12 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
         f"0 = kept), {d['sessions']} sessions and {d['session_cache']} cache reports (idle "
         f"{out['session_ttl_days']:g} days; 0 = kept)\n"
     )
-    if "bytes_before" in out:
+    if out["compaction"] == "none":
+        sys.stdout.write(
+            "not compacted: the file predates incremental vacuum, and its one full VACUUM (which "
+            "converts it) waits until no ctxproxy serve uses it\n"
+        )
+    elif "bytes_before" in out:
         sys.stdout.write(
             f"{out['compaction']}: {out['bytes_before']:,} -> {out['bytes_after']:,} bytes\n"
         )

@@ -16,7 +16,8 @@ ProxyError                 500 internal_error: a bug of ours (``InternalError`` 
  ├── UpstreamFailed        the provider's status (502 if none) upstream_error or the provider's
  │                         error class (litellm path); the provider's message, shortened
  ├── UpstreamUnreachable   502 upstream_connection_error
- ├── ShuttingDown          503 shutting_down: logged for a request cancelled before forwarding
+ ├── ShuttingDown          503 shutting_down: logged for a request cancelled before forwarding,
+ │                         or a stream cut at server.shutdown_timeout_s (its status stays)
  └── UpstreamTimeout       504 upstream_timeout
 
 Upstream errors name the upstream as configured (``upstreams[].name``), never its URL, host or a
@@ -159,14 +160,17 @@ class ClientGone(ProxyError):
 
 
 class ShuttingDown(ProxyError):
-    """Logged when the server cancels a request it had not forwarded yet (shutdown)."""
+    """Logged when the server cancels a request it had not forwarded yet, or a stream still
+    running when ``server.shutdown_timeout_s`` has passed (shutdown)."""
 
     status = 503
     error_type = "server_error"
     code = "shutting_down"
 
-    def __init__(self) -> None:
-        super().__init__("The proxy shut down before the request was forwarded.")
+    def __init__(
+        self, message: str = "The proxy shut down before the request was forwarded."
+    ) -> None:
+        super().__init__(message)
 
 
 class UpstreamMisconfigured(ProxyError):

@@ -46,6 +46,9 @@ class ServerSettings(_Strict):
     max_connections: int = Field(default=1000, ge=1)
     # Request line plus headers at most (431 beyond); httptools itself has no limit.
     max_header_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
+    # On SIGTERM (or Ctrl-C) requests under way get this long to finish; streams still running
+    # then are cut (each logged) and the process exits: a stream that never ends cannot hold it.
+    shutdown_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     # Front proxies (addresses or networks) whose X-Forwarded-For / X-Forwarded-Proto are
     # believed; none by default, so the client is the socket's peer and the scheme its own.
     trusted_proxies: list[str] = Field(default_factory=list)

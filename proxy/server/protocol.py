@@ -177,6 +177,8 @@ def server_config(
         "http": protocol_class(settings),
         "timeout_keep_alive": settings.keep_alive_s,  # any number works (call_later)
         "limit_concurrency": settings.max_connections,
+        # after SIGTERM: then the requests still running are cancelled, and the process exits
+        "timeout_graceful_shutdown": settings.shutdown_timeout_s,
         # Without trusted proxies the client is the socket's peer and the scheme its own; with
         # them, uvicorn's ProxyHeadersMiddleware reads X-Forwarded-For/-Proto from those only
         # (never from $FORWARDED_ALLOW_IPS or its loopback default).

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from starlette.types import Send
 
 from proxy.attribution.ledger import Pending
-from proxy.errors import InternalError, ProxyError
+from proxy.errors import InternalError, ProxyError, ShuttingDown
 from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
@@ -47,6 +47,7 @@ class Handler(Protocol):
 
 
 log = logging.getLogger("ctxproxy.handler")
+CUT = "The proxy shut down while the answer streamed (server.shutdown_timeout_s passed)."
 
 
 async def relay_stream(
@@ -112,7 +113,8 @@ async def relay_stream(
         watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
         await send({"type": "http.response.body", "body": b""})
     except asyncio.CancelledError:
-        if not watch.ours():
+        if not watch.ours():  # the server's: its shutdown bound passed with the stream running
+            error = ShuttingDown(CUT)
             raise
     except BaseException as exc:  # the response could not be sent (e.g. the server refused)
         if ttfb is None and not complete and error is None:

@@ -47,10 +47,16 @@ def create_store(settings: StoreSettings, db: str | None = None, **options: Any)
 
 
 async def vacuum(
-    settings: StoreSettings, url: str, retention_days: float, session_ttl_days: float, full: bool
+    settings: StoreSettings,
+    url: str,
+    retention_days: float,
+    session_ttl_days: float,
+    full: bool,
+    live: bool = False,
 ) -> dict[str, Any]:
-    """``ctxproxy vacuum``: the retention applied now, then (SQLite) the file compacted;
-    PostgreSQL's autovacuum reclaims the space on its own."""
+    """``ctxproxy vacuum``: the retention applied now, then (SQLite) the file compacted, never
+    rewritten while a server uses it (``live``); PostgreSQL's autovacuum reclaims the space on
+    its own."""
     from proxy.store.sqlite import SQLiteStore
 
     store = create_store(settings, db=url)
@@ -60,7 +66,7 @@ async def vacuum(
         out["session_ttl_days"] = session_ttl_days
         out["deleted"] = await retention.prune_now(store, retention_days, session_ttl_days)
         if isinstance(store, SQLiteStore):
-            out.update(await retention.compact_sqlite(store, full=full))
+            out.update(await retention.compact_sqlite(store, full=full, live=live))
         else:
             out["compaction"] = "autovacuum"
         return out

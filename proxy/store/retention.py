@@ -276,16 +276,20 @@ async def ping_sqlite(store: SQLite) -> bool:
         return False
 
 
-async def compact_sqlite(store: SQLite, full: bool = False) -> dict[str, Any]:
+async def compact_sqlite(store: SQLite, full: bool = False, live: bool = False) -> dict[str, Any]:
     """Give freed pages back to the file system: ``PRAGMA incremental_vacuum`` on a file made
     with ``auto_vacuum=INCREMENTAL`` (new files are), else (or with ``full``) ``VACUUM``, which
-    rewrites the file and converts it to incremental auto-vacuum. Then the WAL is truncated."""
+    rewrites the file and converts it to incremental auto-vacuum. Then the WAL is truncated.
+    ``live``: a server writes to the file, so no ``VACUUM`` (it would hold the write lock for as
+    long as it rewrites, and the server's writes would be lost)."""
 
     async def compact(db: aiosqlite.Connection) -> dict[str, Any]:
         before = _file_bytes(store.path)
         mode = await _pragma(db, "auto_vacuum")
         freed = await _pragma(db, "freelist_count")
-        if full or mode != 2:
+        if (full or mode != 2) and live:
+            how = "none"  # an older file's conversion waits until no server uses it
+        elif full or mode != 2:
             await db.execute("PRAGMA auto_vacuum=INCREMENTAL")  # applied by the VACUUM
             await db.execute("VACUUM")
             how = "vacuum"

@@ -4,8 +4,8 @@ an upstream may quote back the key it was sent, and in ``auth.mode: keys`` (or w
 
 Redacted: an error answer's body (status >= 400; JSON has its strings redacted and is written back
 only when something changed, anything else is redacted as text), the error events of a relayed
-event stream (``event: error``, ``event: response.failed``, a ``data:`` object whose first key is
-``error`` or whose ``type``/``object`` is ``"error"``), and the message of a ``ProxyError`` raised
+event stream (what ``error_events`` calls one: what the request's log row records as the
+provider's error), and the message of a ``ProxyError`` raised
 mid-stream (litellm's, built from the provider's exception text). Besides the redactor's key
 shapes, the exact values of every upstream's ``api_key_env`` (read once, when the app starts)
 go, with any run of text sharing 8 characters with one of them, or masked like one
@@ -29,6 +29,7 @@ import orjson
 from proxy.errors import ProxyError
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.error_events import ERROR_START, HEAD_BYTES, is_error_head
 from rules.redact import MIN_SECRET_CHARS, REDACTED, redact, redact_text
 
 _GRAM = 8  # characters a run of text must share with a configured key to be taken for part of it
@@ -50,11 +51,8 @@ _UNREADABLE = orjson.dumps(
 # Streams
 _MARK = b"error"
 _KEEP = len(_MARK) - 1  # bytes kept of the last relayed chunk: a mark may straddle two chunks
-_HEAD = 512  # bytes of an event's start that tell whether it is an error event
-_DATA_DECIDES = 64  # bytes of an unfinished first data line enough to tell
+_HEAD = HEAD_BYTES  # bytes of an event's start that tell whether it is an error event
 _MAX_HELD = 1 << 20  # an error event longer than this is redacted as text in pieces
-_ERROR_EVENTS = frozenset({b"error", b"response.failed"})
-_ERROR_DATA = re.compile(rb'[ \t]*\{\s*"(?:error"|(?:type|object)"\s*:\s*"error")')
 _ARRAY_SEPARATORS = b"[, \t\r\n"  # around a JSON-array stream's element
 _ARRAY_CLOSING = b"] \t\r\n"
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")  # a blank line ends an event (LF, CRLF or CR)
@@ -141,7 +139,7 @@ class ErrorRedactor:
         try:
             async for piece in chunks:
                 start = len(piece) - len(piece.lstrip(_ARRAY_SEPARATORS))
-                if _ERROR_DATA.match(piece, start) is None:
+                if ERROR_START.match(piece, start) is None:
                     yield piece
                     continue
                 end = len(piece.rstrip(_ARRAY_CLOSING))
@@ -249,23 +247,6 @@ def _first_end(data: bytes, start: int) -> int:
     return min(found) if found else -1
 
 
-def _is_error_event(head: bytes, final: bool = False) -> bool | None:
-    """Whether the event starting with ``head`` is an error event; None: not known yet."""
-    lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
-    for line in lines[:-1]:
-        if not line:
-            return False  # the event ended without saying
-        if line.startswith(b"event:"):
-            if line[6:].strip() in _ERROR_EVENTS:
-                return True
-        elif line.startswith(b"data:"):
-            return _ERROR_DATA.match(line, 5) is not None
-    last = lines[-1]
-    if last.startswith(b"data:") and (final or len(last) >= _DATA_DECIDES):
-        return _ERROR_DATA.match(last, 5) is not None
-    return False if final or len(head) >= _HEAD else None
-
-
 class _EventScanner:
     """Relays an event stream's bytes, holding back only an event whose bytes hold ``error``
     until its head says what it is, and redacting it if it is an error event."""
@@ -305,7 +286,7 @@ class _EventScanner:
         """What is held when the stream ends (an unfinished event)."""
         out: list[bytes] = []
         if self.held:
-            if self.error or _is_error_event(self._head(), final=True):
+            if self.error or is_error_head(self._head(), final=True):
                 out.append(self.redactor.event(self.held, whole=not (self.sent or self.cut)))
             else:
                 out.append(self.held)
@@ -349,7 +330,7 @@ class _EventScanner:
         """Decide on the held event as far as its bytes allow; returns the bytes after it (the
         next events), to be scanned again."""
         if not self.error:
-            verdict = _is_error_event(self._head())
+            verdict = is_error_head(self._head())
             end = _first_end(self.held, 0)
             if verdict is None and end < 0:
                 return b""  # its head has not come yet

@@ -4,7 +4,8 @@ each protocol's spelling: Chat Completions (a chunk's ``usage``), Anthropic Mess
 Responses (``response.completed``'s ``response.usage``) and Gemini (each chunk's
 ``usageMetadata``). It also notes the first error event a provider sends inside a stream it
 began as a success (``error``: Anthropic's ``overloaded_error``, a chat chunk's ``error``, a
-Responses ``error`` or ``response.failed``, Gemini's ``error``), so the log row says so.
+Responses ``error`` or ``response.failed``, Gemini's ``error``; ``error_events`` says which are),
+so the log row says so.
 
 Lines end in LF, CRLF or CR (the SSE spec allows all three); a blank line ends an event. Each
 chunk is scanned once, so a stream costs time linear in its size, and what is held between
@@ -20,6 +21,8 @@ import re
 from typing import Any
 
 import orjson
+
+from proxy.upstream.error_events import error_event
 
 MAX_PENDING = 64 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -195,20 +198,3 @@ class UsageTap:
             self.usage = {**self.usage, **usage}
         else:
             self.usage = usage
-
-
-def error_event(obj: dict[str, Any]) -> str | None:
-    """``"<type or code>: <message>"`` when ``obj`` is a stream's error event, else None."""
-    kind = obj.get("type")
-    if kind == "error" and not isinstance(obj.get("error"), dict):
-        found: Any = obj  # Responses: the error's fields on the event itself
-    elif kind == "response.failed":
-        response = obj.get("response")
-        found = response.get("error") if isinstance(response, dict) else None
-    else:
-        found = obj.get("error")  # chat, Gemini, Anthropic's {"type": "error", "error": {...}}
-    if not isinstance(found, dict):
-        return None
-    name = found.get("type") if found.get("type") not in (None, "error") else None
-    name = name or found.get("code") or found.get("status") or "error"
-    return f"{name}: {found.get('message') or ''}"[:2000]

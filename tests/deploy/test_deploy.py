@@ -56,6 +56,7 @@ def test_compose_wires_postgres_replicas_and_nginx() -> None:
     pg = services["postgres"]
     assert pg["image"] == "postgres:15"
     assert "pg_isready" in " ".join(pg["healthcheck"]["test"])
+    bound = load_settings(DEPLOY / "ctxproxy.yaml").server.shutdown_timeout_s
     for name in REPLICAS:
         replica = services[name]
         build = replica["build"]
@@ -69,6 +70,8 @@ def test_compose_wires_postgres_replicas_and_nginx() -> None:
         assert "/readyz" in " ".join(replica["healthcheck"]["test"])
         assert replica["depends_on"]["postgres"]["condition"] == "service_healthy"
         assert "./ctxproxy.yaml:/config/config.yaml:ro" in replica["volumes"]
+        # SIGTERM's bound for the streams under way, and time to close, before Docker kills it
+        assert float(replica["stop_grace_period"].removesuffix("s")) >= bound + 5
     nginx = services["nginx"]
     assert nginx["ports"] == ["${CTXPROXY_PORT:-8787}:80"]
     assert "./nginx.conf:/etc/nginx/nginx.conf:ro" in nginx["volumes"]

@@ -4,6 +4,7 @@ packs takes (``serve`` and ``rewrite`` still validate every rule's options at st
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,15 +47,19 @@ def test_serve_and_rewrite_still_refuse_a_bad_rule_option(tmp_path: Path) -> Non
     assert load_settings(cfg, check_rules=False).store is not None
 
 
-def test_a_file_that_is_no_database_is_one_line_and_exit_2(
+def test_a_file_that_is_no_database_is_one_line_and_exit_2_for_each_command(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "garbage.db"
     db.write_bytes(b"not a database " * 600)
-    for command in (["logs"], ["show", "last"], ["vacuum"]):
-        assert main([*command, "--db", str(db)]) == 2
-        err = capsys.readouterr().err
-        assert err == "ctxproxy: the request log cannot be read: file is not a database\n"
+    with socket.socket() as taken:  # serve: said before it binds (or starts anything)
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        serve = ["serve", "--port", str(taken.getsockname()[1])]
+        for command in (["logs"], ["show", "last"], ["vacuum"], serve):
+            assert main([*command, "--db", str(db)]) == 2
+            err = capsys.readouterr().err
+            assert err == "ctxproxy: the request log cannot be read: file is not a database\n"
 
 
 def test_keys_mode_without_a_key_is_one_line_before_anything_starts(

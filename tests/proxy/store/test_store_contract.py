@@ -268,3 +268,9 @@ async def test_prune_and_ping(store: Any) -> None:
     counts = await store.prune(older_than=3.0, idle_before=0.0)
     assert counts["requests"] == 3 and counts["sessions"] == 0
     assert [r["id"] for r in await store.list_requests()] == ["r4", "r3"]
+
+
+async def test_readiness_reads_every_table_a_request_writes(store: Any) -> None:
+    from proxy.telemetry.health import not_ready
+
+    assert await not_ready(store) is None  # the readiness probe's SQL runs on both databases

@@ -1,0 +1,37 @@
+"""``ctxproxy serve`` says "listening on" only once it is: the store open, the rules loaded and the
+port accepting connections. A port already taken is one line and exit 2, before the store is
+opened or anything else started."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from tests.support.live import free_port
+from tests.support.serve_cli import serve, wait_listening
+
+
+def test_listening_is_said_once_the_port_accepts(tmp_path: Path) -> None:
+    port = free_port()
+    proc, lines = serve(tmp_path, port, tmp_path / "log.db")
+    try:
+        wait_listening(proc, lines)
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            pass  # refused, had the line come before the server listened
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_a_taken_port_is_one_line_and_exit_2_before_the_store_opens(tmp_path: Path) -> None:
+    db = tmp_path / "log.db"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc, lines = serve(tmp_path, port, db)
+        assert proc.wait(timeout=60) == 2
+    time.sleep(0.1)  # the reader thread has the last lines
+    assert lines == [f"ctxproxy: cannot listen on 127.0.0.1:{port}: address already in use\n"]
+    assert not db.exists()  # the store was never opened
