@@ -210,7 +210,8 @@ def _tools(tools: Any) -> list[Any] | None:
             if not isinstance(d, dict) or not isinstance(d.get("name"), str):
                 continue
             fn: dict[str, Any] = {"name": d["name"], "description": d.get("description", "")}
-            schema = d.get("parametersJsonSchema", d.get("parameters"))
+            schema = d.get("parametersJsonSchema", d.get("parameters_json_schema"))
+            schema = schema if schema is not None else d.get("parameters")
             if isinstance(schema, dict):
                 fn["parameters"] = schema
             out.append({"type": "function", "function": fn})

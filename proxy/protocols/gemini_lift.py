@@ -24,10 +24,12 @@ from proxy.protocols.gemini_parts import (
     SYNTHETIC_PREFIX,
     Part,
     State,
+    call_key,
     call_of,
     is_text,
     make_text,
     parts_of,
+    response_key,
     response_of,
     response_value,
 )
@@ -171,7 +173,7 @@ def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, An
             _set_id(response, cid)
         if renamed:
             response["name"] = called
-        return {**part, "functionResponse": response}
+        return {**part, response_key(part): response}
     name = called or m.get("name") or ""
     response = {"name": name, "response": {"output": text}}
     _set_id(response, cid)
@@ -265,7 +267,7 @@ def _patched_call(
         patched["args"] = _args(fn.get("arguments"))
     if call_id(new) != call_id(old or {}):
         _set_id(patched, call_id(new))
-    return {**part, "functionCall": patched}
+    return {**part, call_key(part): patched}
 
 
 def _call_part(call: dict[str, Any]) -> dict[str, Any]:
