@@ -5,15 +5,17 @@ first in the user message after their call."""
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from typing import Any
 
 import orjson
 
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
+from proxy.protocols.media_blocks import absorbed_blocks
 from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
 from rules.base import Message
-from rules.messages import PLACEHOLDER_PREFIX, role, text_of, tool_calls
+from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
 
 def _unchanged(st: State, m: Message) -> Part | None:
@@ -215,6 +217,10 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
     part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
     content = m.get("content")
     if part is None:
+        if ABSORBED in m:  # orphan results kept as user text: their images after it
+            text = text_of(content)
+            head = [text_block(text)] if text.strip() else []
+            return [*head, *absorbed_blocks(m, partial(_result_blocks, st), is_text)]
         if role(m) == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"),
                                      "content": text_of(content)}  # fmt: skip
@@ -239,6 +245,9 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
             inner = patch_texts(inner, old, new, is_text, text_block)
         else:
             inner = new
+        if ABSORBED in m:  # duplicates merged into it: their images after their text
+            more = absorbed_blocks(m, partial(_result_blocks, st), is_text)
+            inner = [*(inner if isinstance(inner, list) else [text_block(inner)]), *more]
         patched = {**result, "content": inner}
         if m.get("tool_call_id") != result.get("tool_use_id"):
             patched["tool_use_id"] = m.get("tool_call_id")
@@ -248,3 +257,12 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         return patch_parts(mine, old_content, content, is_text, text_block)
     old_text = old_content if isinstance(old_content, str) else text_of(old_content)
     return patch_blocks(mine, old_text, text_of(content), is_text, text_block)
+
+
+def _result_blocks(st: State, m: Message) -> Any:
+    """The client's blocks of the tool result ``m`` was lowered from (None: not one)."""
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    if part is None or not part.blocks:
+        return None
+    result = as_list(st.source[part.index].get("content"))[part.blocks[0]]
+    return result.get("content") if isinstance(result, dict) else None

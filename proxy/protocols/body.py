@@ -11,7 +11,7 @@ import orjson
 
 from proxy.errors import BadRequest
 from proxy.protocols.base import TAG
-from rules.messages import HELD
+from rules.messages import ABSORBED, HELD, MEDIA
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -19,7 +19,7 @@ MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what erro
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
 # The proxy's own marks on the messages the rules read: set by a protocol adapter, never sent by
 # a client, whose chat messages the rules read as they are
-RESERVED_KEYS = (TAG, HELD)
+RESERVED_KEYS = (TAG, HELD, MEDIA, ABSORBED)
 
 
 def echo(value: Any) -> str:
