@@ -13,7 +13,7 @@ import orjson
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks
-from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
+from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from rules.base import Message
 from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
@@ -31,7 +31,7 @@ def lift_system(system: Any, part: Part, m: Message) -> Any:
     new = text_of(m.get("content"))
     if isinstance(system, str):
         return new
-    return patch_blocks(as_list(system), part.lowered["content"], new, is_text, text_block)
+    return patch_joined(as_list(system), part.lowered["content"], new, is_text, text_block)
 
 
 def lift_system_message(st: State, m: Message) -> Any:
@@ -45,7 +45,7 @@ def lift_system_message(st: State, m: Message) -> Any:
     content = src.get("content")
     if isinstance(content, str):
         return {**src, "content": new}
-    blocks = patch_blocks(as_list(content), part.lowered["content"], new, is_text, text_block)
+    blocks = patch_joined(as_list(content), part.lowered["content"], new, is_text, text_block)
     return {**src, "content": blocks}
 
 
@@ -70,26 +70,30 @@ def lift_assistant(st: State, m: Message) -> Any:
         return {**src, "content": new_text}
     blocks = as_list(content)
     matched = _match_calls(part.calls, calls)
-    text_blocks = patch_blocks(
-        [b for b in blocks if is_text(b)], old_text, new_text, is_text, text_block
-    )
+    at = {id(b): j for j, b in enumerate(blocks)}  # the calls' blocks, kept as objects below
+    suffix = appended(old_text, new_text)
+    if new_text == old_text:
+        patched = blocks
+    elif suffix is not None or not any(is_text(b) for b in blocks):
+        # text the source had none of, or a note: a block of its own after the texts, before
+        # the calls
+        added = new_text if suffix is None else suffix
+        last = max((j for j, b in enumerate(blocks) if is_text(b)), default=-1)
+        if last < 0:
+            last = next((j for j, b in enumerate(blocks) if _kind(b) == "tool_use"), len(blocks))
+            last -= 1
+        new_blocks = [text_block(added)] if added.strip() else []
+        patched = [*blocks[: last + 1], *new_blocks, *blocks[last + 1 :]]
+    else:  # each text block edited in its place, with its keys
+        patched = patch_joined(blocks, old_text, new_text, is_text, text_block)
     out: list[Any] = []
-    texts_placed = False
-    for j, b in enumerate(blocks):
-        kind = b.get("type") if isinstance(b, dict) else None
-        if kind == "text":
-            if not texts_placed:
-                texts_placed = True
-                out.extend(text_blocks)
-        elif kind == "tool_use":
-            call = matched.get(j)
+    for b in patched:
+        if _kind(b) == "tool_use" and id(b) in at:
+            call = matched.get(at[id(b)])
             if call is not None:
                 out.append(_patched_tool_use(b, call))
         else:
             out.append(b)
-    if not texts_placed and text_blocks:  # text the source had none of: before the calls
-        first_call = next((n for n, b in enumerate(out) if _kind(b) == "tool_use"), len(out))
-        out[first_call:first_call] = text_blocks
     known = {id(c) for c in matched.values()}
     out.extend(_tool_use(c) for c in calls if id(c) not in known)
     return {**src, "content": out or [text_block("(no content)")]}
@@ -256,7 +260,7 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
     if isinstance(old_content, list) and isinstance(content, list):
         return patch_parts(mine, old_content, content, is_text, text_block)
     old_text = old_content if isinstance(old_content, str) else text_of(old_content)
-    return patch_blocks(mine, old_text, text_of(content), is_text, text_block)
+    return patch_joined(mine, old_text, text_of(content), is_text, text_block)
 
 
 def _result_blocks(st: State, m: Message) -> Any:

@@ -33,7 +33,7 @@ from proxy.protocols.gemini_parts import (
     response_of,
     response_value,
 )
-from proxy.protocols.patching import patch_blocks
+from proxy.protocols.patching import patch_joined, patch_parts
 from proxy.protocols.prefix import same_objects
 from rules.base import Message
 from rules.messages import call_id, call_name, role, text_of, tool_calls
@@ -195,8 +195,11 @@ def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
     source = [parts_of(st.contents[src.content])[j] for j in src.parts]
     if m is src.lowered or new == src.lowered.get("content"):
         return source
-    old_text = text_of(src.lowered.get("content"))
-    return patch_blocks(source, old_text, text_of(new), is_text, make_text)
+    old = src.lowered.get("content")
+    if isinstance(old, list) and isinstance(new, list):  # text and other parts: part for part
+        return patch_parts(source, old, new, is_text, make_text)
+    sep = "\n\n" if isinstance(old, str) else "\n"  # how the lowering joined the texts
+    return patch_joined(source, text_of(old), text_of(new), is_text, make_text, sep)
 
 
 def _model_content(st: State, m: Message) -> list[Lifted]:
@@ -229,7 +232,7 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
     parts = (
         source
         if old_text == new_text
-        else patch_blocks(source, old_text, new_text, is_text, make_text)
+        else patch_joined(source, old_text, new_text, is_text, make_text)
     )
     by_old = {call_id(c): c for c in calls}
     if len(calls) == len(lowered_calls) and not all(call_id(c) in by_old for c in lowered_calls):

@@ -11,7 +11,7 @@ import orjson
 
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks
-from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
+from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from proxy.protocols.responses_parts import (
     CALLS,
     OUTPUTS,
@@ -134,7 +134,7 @@ def _patched_message(item: dict[str, Any], old: Any, new: Any) -> dict[str, Any]
                 kept.append({**p, "text": text_of(new)})
         return {**item, "content": kept if placed else [*kept, make(text_of(new))]}
     old_text = old if isinstance(old, str) else text_of(old)
-    return {**item, "content": patch_blocks(content, old_text, text_of(new), is_text, make)}
+    return {**item, "content": patch_joined(content, old_text, text_of(new), is_text, make)}
 
 
 def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
