@@ -25,6 +25,7 @@ import orjson
 
 from proxy.errors import ProxyError
 from proxy.protocols.gemini_parts import camel
+from proxy.protocols.validate import gemini_count_request
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
@@ -106,7 +107,9 @@ async def _array(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 def _count_tokens(model: str, data: dict[str, Any]) -> UpstreamResponse:
-    """An estimate: tiktoken over the prompt's JSON (system instruction, contents, tools)."""
+    """An estimate: tiktoken over the prompt's JSON (system instruction, contents, tools), of
+    the wrapped request (``generateContentRequest``) where the body is that form."""
+    data = gemini_count_request(data)
     counter = TiktokenCounter(encoding_name_for(model), cache_chars=0)
     system = data.get("systemInstruction") or data.get("system_instruction")
     parts = (system, data.get("contents"), data.get("tools"))
