@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks
@@ -122,14 +123,14 @@ def _patched_tool_use(block: dict[str, Any], call: dict[str, Any]) -> dict[str, 
         out = {**out, "id": new_id}
     if isinstance(arguments, str) and arguments != orjson.dumps(block.get("input", {})).decode():
         with contextlib.suppress(orjson.JSONDecodeError):
-            out = {**out, "input": orjson.loads(arguments)}
+            out = {**out, "input": exact_json.loads(arguments)}  # integers past 64 bits too
     return out
 
 
 def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     fn = call.get("function") or {}
     try:
-        value = orjson.loads(fn.get("arguments") or "{}")
+        value = exact_json.loads(fn.get("arguments") or "{}")
     except orjson.JSONDecodeError:
         value = {}
     return {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"),

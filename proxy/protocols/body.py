@@ -11,6 +11,7 @@ import orjson
 
 from proxy.errors import BadRequest
 from proxy.protocols.base import TAG
+from proxy.protocols.exact_json import LossyNumber, exact_loads, exact_within_depth
 from rules.messages import ABSORBED, HELD, MEDIA
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
@@ -38,7 +39,13 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.", code="invalid_json")
-    check_depth(body)  # walks containers only: cheaper than counting brackets in the bytes
+    try:  # walks containers only: cheaper than counting brackets in the bytes
+        shallow = exact_within_depth(body, MAX_JSON_DEPTH - 1)
+    except LossyNumber:  # an integer past 64 bits: parsed again, kept exactly (rare)
+        check_depth(body)  # first: the standard library's parser recurses
+        return exact_loads(raw)  # type: ignore[no-any-return]
+    if not shallow:
+        check_depth(body)
     return body
 
 

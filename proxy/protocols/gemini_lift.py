@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.base import TAG
 from proxy.protocols.gemini_parts import (
     SYNTHETIC_PREFIX,
@@ -284,7 +285,7 @@ def _args(arguments: Any) -> Any:
     if isinstance(arguments, dict):
         return arguments
     try:
-        value = orjson.loads(arguments or "{}")
+        value = exact_json.loads(arguments or "{}")  # integers past 64 bits kept
     except (orjson.JSONDecodeError, TypeError):
         return {"input": str(arguments)}
     return value if isinstance(value, dict) else {"input": value}

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.patching import appended
 from rules.base import Message
 from rules.messages import HARNESS_TAGS
@@ -249,7 +250,7 @@ def _object(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        value = orjson.loads(text)
+        value = exact_json.loads(text)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
