@@ -23,6 +23,13 @@ PLACEHOLDER_PREFIX = "[ctxproxy:"
 # holds in its own history, not one of the messages (a Responses request continuing a stored
 # response or conversation, or after an ``item_reference``). It stands without a visible call.
 HELD = "ctxproxy_held"
+# On a tool message (set by a protocol adapter whose chat view reads a result's text only, never
+# forwarded): the result also holds other blocks (images, documents), named by a digest of them
+# that tells two results' blocks apart. A message the chain repair writes from such results (a
+# duplicate merged into the first, orphans kept as user text) lists them under ``ABSORBED``, so
+# the adapter writes their blocks back.
+MEDIA = "ctxproxy_media"
+ABSORBED = "ctxproxy_absorbed"
 
 
 def text_of(content: Any) -> str:

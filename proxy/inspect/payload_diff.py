@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols.gemini_parts import call_of, response_of
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
 MAX_DIFF_LINES = 60  # per changed entry: a pruned 5,000-line log must not flood the view
@@ -212,7 +213,7 @@ def _part_lines(part: Any) -> list[str]:
     """One Gemini part as lines."""
     if not isinstance(part, dict):
         return [_json(part)]
-    call, answer = part.get("functionCall"), part.get("functionResponse")
+    call, answer = call_of(part), response_of(part)  # either spelling
     if isinstance(call, dict):
         return [f"→ {_str(call.get('name'))}({_json(call.get('args'))}) [{call.get('id', '')}]"]
     if isinstance(answer, dict):
@@ -239,8 +240,7 @@ def _gemini_entries(body: dict[str, Any]) -> list[Entry] | None:
         role = _str(c.get("role") or "user")
         value = c.get("parts")
         parts: list[Any] = value if isinstance(value, list) else []
-        ids = [_str(p["functionResponse"].get("id")) for p in parts
-               if isinstance(p, dict) and isinstance(p.get("functionResponse"), dict)]  # fmt: skip
+        ids = [_str(r.get("id")) for r in map(response_of, parts) if r is not None]
         lines = [line for p in parts for line in _part_lines(p)]
         slot = (role, ",".join(dict.fromkeys(ids)))  # a response restored twice: one slot
         out.append(Entry("content", i, role, slot, _key(c), lines))

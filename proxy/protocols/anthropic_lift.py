@@ -5,15 +5,18 @@ first in the user message after their call."""
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
-from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
+from proxy.protocols.media_blocks import absorbed_blocks
+from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from rules.base import Message
-from rules.messages import PLACEHOLDER_PREFIX, role, text_of, tool_calls
+from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
 
 def _unchanged(st: State, m: Message) -> Part | None:
@@ -29,7 +32,7 @@ def lift_system(system: Any, part: Part, m: Message) -> Any:
     new = text_of(m.get("content"))
     if isinstance(system, str):
         return new
-    return patch_blocks(as_list(system), part.lowered["content"], new, is_text, text_block)
+    return patch_joined(as_list(system), part.lowered["content"], new, is_text, text_block)
 
 
 def lift_system_message(st: State, m: Message) -> Any:
@@ -43,7 +46,7 @@ def lift_system_message(st: State, m: Message) -> Any:
     content = src.get("content")
     if isinstance(content, str):
         return {**src, "content": new}
-    blocks = patch_blocks(as_list(content), part.lowered["content"], new, is_text, text_block)
+    blocks = patch_joined(as_list(content), part.lowered["content"], new, is_text, text_block)
     return {**src, "content": blocks}
 
 
@@ -68,26 +71,30 @@ def lift_assistant(st: State, m: Message) -> Any:
         return {**src, "content": new_text}
     blocks = as_list(content)
     matched = _match_calls(part.calls, calls)
-    text_blocks = patch_blocks(
-        [b for b in blocks if is_text(b)], old_text, new_text, is_text, text_block
-    )
+    at = {id(b): j for j, b in enumerate(blocks)}  # the calls' blocks, kept as objects below
+    suffix = appended(old_text, new_text)
+    if new_text == old_text:
+        patched = blocks
+    elif suffix is not None or not any(is_text(b) for b in blocks):
+        # text the source had none of, or a note: a block of its own after the texts, before
+        # the calls
+        added = new_text if suffix is None else suffix
+        last = max((j for j, b in enumerate(blocks) if is_text(b)), default=-1)
+        if last < 0:
+            last = next((j for j, b in enumerate(blocks) if _kind(b) == "tool_use"), len(blocks))
+            last -= 1
+        new_blocks = [text_block(added)] if added.strip() else []
+        patched = [*blocks[: last + 1], *new_blocks, *blocks[last + 1 :]]
+    else:  # each text block edited in its place, with its keys
+        patched = patch_joined(blocks, old_text, new_text, is_text, text_block)
     out: list[Any] = []
-    texts_placed = False
-    for j, b in enumerate(blocks):
-        kind = b.get("type") if isinstance(b, dict) else None
-        if kind == "text":
-            if not texts_placed:
-                texts_placed = True
-                out.extend(text_blocks)
-        elif kind == "tool_use":
-            call = matched.get(j)
+    for b in patched:
+        if _kind(b) == "tool_use" and id(b) in at:
+            call = matched.get(at[id(b)])
             if call is not None:
                 out.append(_patched_tool_use(b, call))
         else:
             out.append(b)
-    if not texts_placed and text_blocks:  # text the source had none of: before the calls
-        first_call = next((n for n, b in enumerate(out) if _kind(b) == "tool_use"), len(out))
-        out[first_call:first_call] = text_blocks
     known = {id(c) for c in matched.values()}
     out.extend(_tool_use(c) for c in calls if id(c) not in known)
     return {**src, "content": out or [text_block("(no content)")]}
@@ -116,14 +123,14 @@ def _patched_tool_use(block: dict[str, Any], call: dict[str, Any]) -> dict[str, 
         out = {**out, "id": new_id}
     if isinstance(arguments, str) and arguments != orjson.dumps(block.get("input", {})).decode():
         with contextlib.suppress(orjson.JSONDecodeError):
-            out = {**out, "input": orjson.loads(arguments)}
+            out = {**out, "input": exact_json.loads(arguments)}  # integers past 64 bits too
     return out
 
 
 def _tool_use(call: dict[str, Any]) -> dict[str, Any]:
     fn = call.get("function") or {}
     try:
-        value = orjson.loads(fn.get("arguments") or "{}")
+        value = exact_json.loads(fn.get("arguments") or "{}")
     except orjson.JSONDecodeError:
         value = {}
     return {"type": "tool_use", "id": call.get("id"), "name": fn.get("name"),
@@ -215,6 +222,10 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
     part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
     content = m.get("content")
     if part is None:
+        if ABSORBED in m:  # orphan results kept as user text: their images after it
+            text = text_of(content)
+            head = [text_block(text)] if text.strip() else []
+            return [*head, *absorbed_blocks(m, partial(_result_blocks, st), is_text)]
         if role(m) == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"),
                                      "content": text_of(content)}  # fmt: skip
@@ -239,6 +250,9 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
             inner = patch_texts(inner, old, new, is_text, text_block)
         else:
             inner = new
+        if ABSORBED in m:  # duplicates merged into it: their images after their text
+            more = absorbed_blocks(m, partial(_result_blocks, st), is_text)
+            inner = [*(inner if isinstance(inner, list) else [text_block(inner)]), *more]
         patched = {**result, "content": inner}
         if m.get("tool_call_id") != result.get("tool_use_id"):
             patched["tool_use_id"] = m.get("tool_call_id")
@@ -247,4 +261,13 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
     if isinstance(old_content, list) and isinstance(content, list):
         return patch_parts(mine, old_content, content, is_text, text_block)
     old_text = old_content if isinstance(old_content, str) else text_of(old_content)
-    return patch_blocks(mine, old_text, text_of(content), is_text, text_block)
+    return patch_joined(mine, old_text, text_of(content), is_text, text_block)
+
+
+def _result_blocks(st: State, m: Message) -> Any:
+    """The client's blocks of the tool result ``m`` was lowered from (None: not one)."""
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    if part is None or not part.blocks:
+        return None
+    result = as_list(st.source[part.index].get("content"))[part.blocks[0]]
+    return result.get("content") if isinstance(result, dict) else None

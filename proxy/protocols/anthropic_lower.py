@@ -13,6 +13,7 @@ from proxy.protocols.anthropic_parts import Part, as_list, is_text, text_block, 
 from proxy.protocols.base import TAG, opaque_note
 from proxy.protocols.checks import Facts, kept_facts
 from proxy.protocols.kept import sorted_bytes
+from proxy.protocols.media_blocks import mark_media
 from rules.base import Message
 from rules.messages import text_of
 
@@ -69,6 +70,7 @@ def _lower_user(i: int, blocks: list[Any]) -> tuple[Spec, ...]:
                             "content": text_of(b.get("content"))}  # fmt: skip
             if b.get("is_error") is True:
                 msg["is_error"] = True
+            mark_media(msg, b.get("content"), is_text)  # its images, for the chain repair
             specs.append(_spec(f"{i}.{j}", Part(i, (j,), msg)))
         else:
             run.append(j)

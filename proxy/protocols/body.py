@@ -11,7 +11,8 @@ import orjson
 
 from proxy.errors import BadRequest
 from proxy.protocols.base import TAG
-from rules.messages import HELD
+from proxy.protocols.exact_json import LossyNumber, exact_loads, exact_within_depth
+from rules.messages import ABSORBED, HELD, MEDIA
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -19,7 +20,7 @@ MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what erro
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
 # The proxy's own marks on the messages the rules read: set by a protocol adapter, never sent by
 # a client, whose chat messages the rules read as they are
-RESERVED_KEYS = (TAG, HELD)
+RESERVED_KEYS = (TAG, HELD, MEDIA, ABSORBED)
 
 
 def echo(value: Any) -> str:
@@ -38,7 +39,13 @@ def parse_json(raw: bytes) -> dict[str, Any]:
         raise BadRequest(f"Request body is not valid JSON: {exc}", code="invalid_json") from None
     if not isinstance(body, dict):
         raise BadRequest("Request body must be a JSON object.", code="invalid_json")
-    check_depth(body)  # walks containers only: cheaper than counting brackets in the bytes
+    try:  # walks containers only: cheaper than counting brackets in the bytes
+        shallow = exact_within_depth(body, MAX_JSON_DEPTH - 1)
+    except LossyNumber:  # an integer past 64 bits: parsed again, kept exactly (rare)
+        check_depth(body)  # first: the standard library's parser recurses
+        return exact_loads(raw)  # type: ignore[no-any-return]
+    if not shallow:
+        check_depth(body)
     return body
 
 

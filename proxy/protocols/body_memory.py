@@ -39,8 +39,9 @@ from typing import Any
 
 import orjson
 
-from proxy.protocols.body import MAX_JSON_DEPTH, parse_json, within_depth
+from proxy.protocols.body import MAX_JSON_DEPTH, parse_json
 from proxy.protocols.body_limits import check_body, check_containers, check_items
+from proxy.protocols.exact_json import LossyNumber, exact_within_depth
 
 # A body names its slot by its first bytes when no session header does (the model and the start
 # of the first message); a slot keeps this many bodies (sub-agents sharing a session header, or
@@ -174,7 +175,7 @@ class BodyMemory:
             suffix = _suffix(rest)
             if suffix is None or not raw.endswith(suffix) or len(raw) - len(suffix) < end:
                 return None
-            if not within_depth(dict(rest), MAX_JSON_DEPTH - 1):
+            if not _exact_within_depth(dict(rest), MAX_JSON_DEPTH - 1):
                 return None
         assert suffix is not None
         close = len(raw) - len(suffix)
@@ -186,7 +187,7 @@ class BodyMemory:
                 new = orjson.loads(b"[" + raw[end + 1 : close] + b"]")
             except orjson.JSONDecodeError:
                 return None
-            if not new or not within_depth(new, MAX_JSON_DEPTH - 2):
+            if not new or not _exact_within_depth(new, MAX_JSON_DEPTH - 2):
                 return None
         if self.max_items is not None:
             check_items(shared + len(new), self.key, self.max_items)
@@ -314,3 +315,12 @@ def _proven_items(raw: bytes, items: Any, pos: int, ends: list[int]) -> list[int
             break
         pos += 1
     return ends
+
+
+def _exact_within_depth(value: dict[str, Any] | list[Any], remaining: int) -> bool:
+    """``exact_within_depth``, False on an integer past 64 bits (the body is then parsed whole,
+    which keeps it exactly)."""
+    try:
+        return exact_within_depth(value, remaining)
+    except LossyNumber:
+        return False

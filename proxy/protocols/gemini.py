@@ -26,7 +26,7 @@ from proxy.protocols.gemini_lift import lift_contents
 from proxy.protocols.gemini_lower import lower_contents
 from proxy.protocols.gemini_parts import State, harness_tag, is_text, make_text, parts_of
 from proxy.protocols.gemini_prefix import LoweredMemory
-from proxy.protocols.patching import patch_blocks
+from proxy.protocols.patching import patch_joined
 from proxy.protocols.prefix import same_objects, with_items
 from rules.base import Message
 from rules.messages import text_of, without_harness
@@ -191,7 +191,7 @@ def _patched_system(system: Any, old: str, new: Message) -> Any:
     text = text_of(new.get("content"))
     if isinstance(system, str):
         return text
-    parts = patch_blocks(parts_of(system), old, text, is_text, make_text)
+    parts = patch_joined(parts_of(system), old, text, is_text, make_text)
     return {**system, "parts": parts}
 
 
@@ -210,7 +210,8 @@ def _tools(tools: Any) -> list[Any] | None:
             if not isinstance(d, dict) or not isinstance(d.get("name"), str):
                 continue
             fn: dict[str, Any] = {"name": d["name"], "description": d.get("description", "")}
-            schema = d.get("parametersJsonSchema", d.get("parameters"))
+            schema = d.get("parametersJsonSchema", d.get("parameters_json_schema"))
+            schema = schema if schema is not None else d.get("parameters")
             if isinstance(schema, dict):
                 fn["parameters"] = schema
             out.append({"type": "function", "function": fn})

@@ -19,19 +19,22 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.base import TAG
 from proxy.protocols.gemini_parts import (
     SYNTHETIC_PREFIX,
     Part,
     State,
+    call_key,
     call_of,
     is_text,
     make_text,
     parts_of,
+    response_key,
     response_of,
     response_value,
 )
-from proxy.protocols.patching import patch_blocks
+from proxy.protocols.patching import patch_joined, patch_parts
 from proxy.protocols.prefix import same_objects
 from rules.base import Message
 from rules.messages import call_id, call_name, role, text_of, tool_calls
@@ -171,7 +174,7 @@ def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, An
             _set_id(response, cid)
         if renamed:
             response["name"] = called
-        return {**part, "functionResponse": response}
+        return {**part, response_key(part): response}
     name = called or m.get("name") or ""
     response = {"name": name, "response": {"output": text}}
     _set_id(response, cid)
@@ -193,8 +196,11 @@ def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
     source = [parts_of(st.contents[src.content])[j] for j in src.parts]
     if m is src.lowered or new == src.lowered.get("content"):
         return source
-    old_text = text_of(src.lowered.get("content"))
-    return patch_blocks(source, old_text, text_of(new), is_text, make_text)
+    old = src.lowered.get("content")
+    if isinstance(old, list) and isinstance(new, list):  # text and other parts: part for part
+        return patch_parts(source, old, new, is_text, make_text)
+    sep = "\n\n" if isinstance(old, str) else "\n"  # how the lowering joined the texts
+    return patch_joined(source, text_of(old), text_of(new), is_text, make_text, sep)
 
 
 def _model_content(st: State, m: Message) -> list[Lifted]:
@@ -227,7 +233,7 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
     parts = (
         source
         if old_text == new_text
-        else patch_blocks(source, old_text, new_text, is_text, make_text)
+        else patch_joined(source, old_text, new_text, is_text, make_text)
     )
     by_old = {call_id(c): c for c in calls}
     if len(calls) == len(lowered_calls) and not all(call_id(c) in by_old for c in lowered_calls):
@@ -265,7 +271,7 @@ def _patched_call(
         patched["args"] = _args(fn.get("arguments"))
     if call_id(new) != call_id(old or {}):
         _set_id(patched, call_id(new))
-    return {**part, "functionCall": patched}
+    return {**part, call_key(part): patched}
 
 
 def _call_part(call: dict[str, Any]) -> dict[str, Any]:
@@ -279,7 +285,7 @@ def _args(arguments: Any) -> Any:
     if isinstance(arguments, dict):
         return arguments
     try:
-        value = orjson.loads(arguments or "{}")
+        value = exact_json.loads(arguments or "{}")  # integers past 64 bits kept
     except (orjson.JSONDecodeError, TypeError):
         return {"input": str(arguments)}
     return value if isinstance(value, dict) else {"input": value}

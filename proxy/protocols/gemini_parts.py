@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from proxy.protocols import exact_json
 from proxy.protocols.patching import appended
 from rules.base import Message
 from rules.messages import HARNESS_TAGS
@@ -104,14 +105,44 @@ def texts(parts: list[Any]) -> str:
     return "\n\n".join(p["text"] for p in parts if is_text(p) and p["text"])
 
 
+# Gemini's REST API reads proto-JSON names in snake_case too: a part may spell its call
+# ``function_call`` (its answer ``function_response``); both are read, and a patched part keeps
+# the client's spelling (``call_key``, ``response_key``)
+CALL_KEYS = ("functionCall", "function_call")
+RESPONSE_KEYS = ("functionResponse", "function_response")
+
+
 def call_of(part: Any) -> dict[str, Any] | None:
-    call = part.get("functionCall") if isinstance(part, dict) else None
+    if not isinstance(part, dict):
+        return None
+    call = part.get("functionCall")
+    if call is None:
+        call = part.get("function_call")
     return call if isinstance(call, dict) else None
 
 
 def response_of(part: Any) -> dict[str, Any] | None:
-    response = part.get("functionResponse") if isinstance(part, dict) else None
+    if not isinstance(part, dict):
+        return None
+    response = part.get("functionResponse")
+    if response is None:
+        response = part.get("function_response")
     return response if isinstance(response, dict) else None
+
+
+def call_key(part: dict[str, Any]) -> str:
+    """The name ``part`` spells its call with (camelCase when it has none)."""
+    return "function_call" if "function_call" in part else "functionCall"
+
+
+def response_key(part: dict[str, Any]) -> str:
+    return "function_response" if "function_response" in part else "functionResponse"
+
+
+def camel(name: str) -> str:
+    """A snake_case field name in camelCase (``inline_data``: ``inlineData``)."""
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
 
 
 def part_kind(part: Any) -> str:
@@ -126,7 +157,8 @@ def part_kind(part: Any) -> str:
         return tag
     for key in part:
         if key not in ("thoughtSignature", "thought_signature", "thought"):
-            return str(key)[:40]
+            name = str(key)[:40]
+            return camel(name) if "_" in name else name  # one kind whatever the spelling
     return "unknown"
 
 
@@ -218,7 +250,7 @@ def _object(text: str) -> dict[str, Any] | None:
     if not text.startswith("{"):
         return None
     try:
-        value = orjson.loads(text)
+        value = exact_json.loads(text)
     except orjson.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None

@@ -39,15 +39,20 @@ def patch_blocks(
     if suffix is not None:
         return [*blocks, make(suffix)] if suffix.strip() else blocks
     out: list[Any] = []
-    placed = False
+    placed: int | None = None  # where the first text block's replacement stands in ``out``
     for b in blocks:
         if not is_text(b):
             out.append(b)
-        elif not placed:
-            placed = True
+        elif placed is None:
+            placed = len(out)
             if new.strip():
                 out.append({**b, "text": new})
-    if not placed and new.strip():
+            else:
+                placed = -1
+        elif "cache_control" in b and placed >= 0 and "cache_control" not in out[placed]:
+            # a later block's breakpoint stays after the text now standing for it
+            out[placed] = {**out[placed], "cache_control": b["cache_control"]}
+    if placed is None and new.strip():
         out.append(make(new))
     return out
 
@@ -92,15 +97,64 @@ def patch_texts(
     if suffix is not None:
         return [*blocks, make(suffix)] if suffix.strip() else blocks
     spans = [(k, t) for k, b in enumerate(blocks) if (t := _segment(b)) is not None]
-    if not spans or "\n".join(t for _, t in spans) != old:
-        return patch_blocks(blocks, old, new, is_text, make)
-    lines = _lines_by_segment([t.count("\n") + 1 for _, t in spans], old, new)
+    out = _per_block(blocks, spans, old, new, is_text, "\n")
+    return out if out is not None else patch_blocks(blocks, old, new, is_text, make)
+
+
+def patch_joined(
+    blocks: list[Any],
+    old: str,
+    new: str,
+    is_text: Callable[[Any], bool],
+    make: NewBlock,
+    sep: str = "\n\n",
+) -> list[Any]:
+    """``blocks`` (the client's), lowered as ``old``: their text blocks' texts joined by ``sep``
+    (a system prompt's, a turn's text blocks), with that text changed to ``new``, block by block
+    as ``patch_texts`` does: each text block keeps its place and its keys (``cache_control``);
+    an appended text is a block of its own after theirs. Where a change spans the line breaks
+    between two blocks, or the blocks do not spell ``old``, it is ``patch_blocks``."""
+    if new == old:
+        return blocks
+    suffix = appended(old, new)
+    if suffix is not None:
+        return [*blocks, make(suffix)] if suffix.strip() else blocks
+    spans = [(k, b["text"]) for k, b in enumerate(blocks) if is_text(b)]
+    out = _per_block(blocks, spans, old, new, is_text, sep)
+    if out is None and any(not t for _, t in spans):  # a reading that skips empty blocks
+        out = _per_block(blocks, [(k, t) for k, t in spans if t], old, new, is_text, sep)
+    return out if out is not None else patch_blocks(blocks, old, new, is_text, make)
+
+
+def _per_block(
+    blocks: list[Any],
+    spans: list[tuple[int, str]],
+    old: str,
+    new: str,
+    is_text: Callable[[Any], bool],
+    sep: str,
+) -> list[Any] | None:
+    """``blocks`` with each span's block (``spans``: index and text, joined by ``sep``, a run of
+    line breaks, spelling ``old``) given its lines of ``new`` (None: it cannot be done so)."""
+    if not spans or sep.strip("\n") or sep.join(t for _, t in spans) != old:
+        return None
+    gap = len(sep) - 1  # the empty lines between two spans
+    counts: list[int] = []
+    for n, (_, t) in enumerate(spans):
+        if n and gap:
+            counts.append(gap)
+        counts.append(t.count("\n") + 1)
+    lines = _lines_by_segment(counts, old, new)
+    if gap:  # the blank lines between blocks must stay blank lines, else the change spans them
+        if any(lines[at] != [""] * gap for at in range(1, len(lines), 2)):
+            return None
+        lines = lines[::2]
     texts: dict[int, str | None] = {}
     for (k, t), mine in zip(spans, lines, strict=True):
         text = None if mine is None else "\n".join(mine)
         if text != t:
             if not is_text(blocks[k]):
-                return patch_blocks(blocks, old, new, is_text, make)
+                return None
             texts[k] = text if text is not None and text.strip() else None
     out: list[Any] = []
     last_text: int | None = None  # the place in ``out`` of the last text block kept

@@ -24,6 +24,7 @@ from typing import Any
 
 from proxy.protocols.base import TAG, Lowered, opaque_note
 from proxy.protocols.checks import responses_checked
+from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import (
     MemberBytes,
     PrefixMemory,
@@ -44,6 +45,7 @@ from proxy.protocols.responses_parts import (
     References,
     State,
     call_of,
+    is_text,
     kind,
     message_text,
     provider_history,
@@ -122,6 +124,7 @@ class ResponsesAdapter:
                 cid = item.get("call_id")
                 msg = {"role": "tool", "tool_call_id": cid,
                        "content": text_of(item.get("output"))}  # fmt: skip
+                mark_media(msg, item.get("output"), is_text)  # its images, for the chain repair
                 if (
                     isinstance(cid, str)
                     and cid not in st.call_kinds

@@ -4,11 +4,14 @@ mending of a reasoning item cut from the item it led to, before lowering."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import orjson
 
-from proxy.protocols.patching import appended, patch_blocks, patch_parts, patch_texts
+from proxy.protocols.base import TAG
+from proxy.protocols.media_blocks import absorbed_blocks
+from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from proxy.protocols.responses_parts import (
     CALLS,
     OUTPUTS,
@@ -22,7 +25,7 @@ from proxy.protocols.responses_parts import (
     part_maker,
 )
 from rules.base import Message
-from rules.messages import role, text_of, tool_calls
+from rules.messages import ABSORBED, role, text_of, tool_calls
 
 
 def mend(items: list[Any], start: int = 0) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -84,8 +87,11 @@ def new_items(st: State, m: Message) -> list[Any]:
                         "arguments": fn.get("arguments") or "{}"})  # fmt: skip
         return out
     text = text_of(m.get("content"))
+    parts = [{"type": "input_text", "text": text}]
+    if ABSORBED in m:  # orphan results kept as user text: their images after it
+        parts.extend(absorbed_blocks(m, partial(_output_parts, st), is_text))
     return [{"type": "message", "role": r if r in OWN_ROLES else "user",
-             "content": [{"type": "input_text", "text": text}]}]  # fmt: skip
+             "content": parts}]  # fmt: skip
 
 
 def patched_items(st: State, part: Part, m: Message) -> list[Any]:
@@ -100,6 +106,10 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
             output = patch_texts(output, old, new, is_text, part_maker("user"))
         else:
             output = new
+        if ABSORBED in m:  # duplicates merged into it: their images after their text
+            more = absorbed_blocks(m, partial(_output_parts, st), is_text)
+            head = output if isinstance(output, list) else [part_maker("user")(output)]
+            output = [*head, *more]
         patched = {**item, "output": output}
         if m.get("tool_call_id") != item.get("call_id"):
             patched["call_id"] = m.get("tool_call_id")
@@ -124,7 +134,7 @@ def _patched_message(item: dict[str, Any], old: Any, new: Any) -> dict[str, Any]
                 kept.append({**p, "text": text_of(new)})
         return {**item, "content": kept if placed else [*kept, make(text_of(new))]}
     old_text = old if isinstance(old, str) else text_of(old)
-    return {**item, "content": patch_blocks(content, old_text, text_of(new), is_text, make)}
+    return {**item, "content": patch_joined(content, old_text, text_of(new), is_text, make)}
 
 
 def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
@@ -193,3 +203,12 @@ def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
         else:
             out = {**out, "arguments": arguments}
     return out
+
+
+def _output_parts(st: State, m: Message) -> Any:
+    """The client's output parts of the tool output ``m`` was lowered from (None: not one)."""
+    part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
+    if part is None or not part.items:
+        return None
+    item = st.items[part.items[0]]
+    return item.get("output") if isinstance(item, dict) else None

@@ -103,6 +103,25 @@ def validate_responses(body: dict[str, Any], start: int = 0) -> None:
 
 
 GEMINI_ROLES = frozenset({"user", "model"})
+# ``:countTokens`` takes the request it would count wrapped under this name, instead of contents
+GEMINI_WRAPPED = "generateContentRequest"
+
+
+def gemini_count_request(body: dict[str, Any]) -> dict[str, Any]:
+    """A ``:countTokens`` body as the ``generateContent`` body it counts: the wrapped request
+    (``generateContentRequest``) when it has no ``contents`` of its own, else itself."""
+    if "contents" in body or GEMINI_WRAPPED not in body:
+        return body
+    inner = body[GEMINI_WRAPPED]
+    if not isinstance(inner, dict):
+        raise BadRequest(f"'{GEMINI_WRAPPED}' must be an object.", param=GEMINI_WRAPPED)
+    return inner
+
+
+def validate_gemini_count(body: dict[str, Any], start: int = 0) -> None:
+    """``validate_gemini`` on a ``:countTokens`` body, in either form."""
+    inner = gemini_count_request(body)
+    validate_gemini(inner, start if inner is body else 0)
 
 
 def validate_gemini(body: dict[str, Any], start: int = 0) -> None:

@@ -47,10 +47,10 @@ def _memoised(
 
 def asked_output(body: Mapping[str, Any]) -> int:
     """The longest answer the request asks for (0: it does not say)."""
-    config = body.get("generationConfig")
+    config = body.get("generationConfig") or body.get("generation_config")  # proto-JSON's too
     values = [body.get(key) for key in OUTPUT_LIMIT_KEYS]
     if isinstance(config, Mapping):
-        values.append(config.get("maxOutputTokens"))
+        values.append(config.get("maxOutputTokens") or config.get("max_output_tokens"))
     asked = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
     return max(asked, default=0)
 

@@ -17,8 +17,10 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.errors import ClientGone, InternalError, ModelNotFound, ProxyError, require_json
 from proxy.failures import STOPPING
+from proxy.protocols.body_limits import check_body
 from proxy.protocols.errors import gemini_body, gemini_error
 from proxy.protocols.gemini import GEMINI
+from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, validate_gemini_count
 from proxy.rewrite.offload import items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
@@ -55,7 +57,7 @@ class GeminiCountTokens:
 
     def __init__(self, services: Services) -> None:
         self.s = services
-        self.bodies = GEMINI_WIRE.memory(services.settings.limits)
+        self.bodies = GEMINI_WIRE.memory(services.settings.limits, validate_gemini_count)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
@@ -68,7 +70,10 @@ class GeminiCountTokens:
             model, _ = gemini_target(path)
             raw = await read_body(receive, headers, self.s.settings.limits)
             offload = self.s.engine.offload
-            body = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)
+            outer = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)
+            body = gemini_count_request(outer)  # the wrapped request, read as a plain one
+            if body is not outer:
+                check_body(body, "contents", self.s.settings.limits.max_items)
             upstream = self.s.settings.upstream_for(model)
             if upstream is None:
                 raise ModelNotFound(
@@ -80,6 +85,9 @@ class GeminiCountTokens:
             if upstream.kind == "gemini":
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path)
+                if body is not outer:  # sent as the client wrote it: wrapped
+                    forwarded = outer if forwarded is body else {**outer, GEMINI_WRAPPED: forwarded}
+                    body = outer
                 sent = raw if forwarded is body else orjson.dumps(forwarded)
                 response = await GEMINI_WIRE.forward(call, forwarded, sent)
                 content = response.body or b""

@@ -77,14 +77,18 @@ class Wire:
         self.validate(body, 0)
         return body
 
-    def memory(self, limits: LimitSettings | None = None) -> BodyMemory:
+    def memory(
+        self, limits: LimitSettings | None = None, validate: Validate | None = None
+    ) -> BodyMemory:
         """A memory of the bodies read (a server's own, one per protocol), holding each body to
-        ``limits`` (items, JSON objects and arrays) before it is parsed."""
+        ``limits`` (items, JSON objects and arrays) before it is parsed. ``validate``: another
+        validation than the protocol's (a path's own body)."""
+        validate = validate or self.validate
         if limits is None:
-            return BodyMemory(self.array, self.validate)
+            return BodyMemory(self.array, validate)
         return BodyMemory(
             self.array,
-            self.validate,
+            validate,
             max_items=limits.max_items,
             max_containers=limits.max_json_containers,
         )

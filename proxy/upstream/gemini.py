@@ -19,11 +19,12 @@ from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.openai import UpstreamClient
-from proxy.upstream.transport import RELAYED_NAMES
+from proxy.upstream.transport import RELAYED_NAMES, REQUEST_CONTEXT_HEADERS
 
 # The client's headers the upstream sees: who is calling (Google's SDKs name themselves in
-# ``x-goog-api-client``), and the user project a key may bill (the client's key only).
-_FORWARDED = frozenset({"user-agent", "x-goog-api-client"})
+# ``x-goog-api-client``), the request's context (every protocol's), and the user project a key
+# may bill (the client's key only).
+_FORWARDED = frozenset({"user-agent", "x-goog-api-client", *REQUEST_CONTEXT_HEADERS})
 _ACCOUNT = frozenset({"x-goog-user-project"})
 # Google names its request id and its server timing in these
 GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}

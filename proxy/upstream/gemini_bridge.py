@@ -24,6 +24,8 @@ from typing import Any
 import orjson
 
 from proxy.errors import ProxyError
+from proxy.protocols.gemini_parts import camel
+from proxy.protocols.validate import gemini_count_request
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
@@ -50,8 +52,9 @@ async def bridged_gemini(
     load_litellm()
     from litellm.google_genai import agenerate_content, agenerate_content_stream
 
-    config = data.get("generationConfig")
-    kept = {k: v for k, v in config.items() if k in _CONFIG} if isinstance(config, dict) else {}
+    config = data.get("generationConfig") or data.get("generation_config")
+    config = config if isinstance(config, dict) else {}
+    kept = {camel(k): v for k, v in config.items() if camel(k) in _CONFIG}  # either spelling
     system = data.get("systemInstruction") or data.get("system_instruction")
     kwargs: dict[str, Any] = {"systemInstruction": system} if system else {}
     call = agenerate_content_stream if route.stream else agenerate_content
@@ -104,9 +107,12 @@ async def _array(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 def _count_tokens(model: str, data: dict[str, Any]) -> UpstreamResponse:
-    """An estimate: tiktoken over the prompt's JSON (system instruction, contents, tools)."""
+    """An estimate: tiktoken over the prompt's JSON (system instruction, contents, tools), of
+    the wrapped request (``generateContentRequest``) where the body is that form."""
+    data = gemini_count_request(data)
     counter = TiktokenCounter(encoding_name_for(model), cache_chars=0)
-    parts = (data.get("systemInstruction"), data.get("contents"), data.get("tools"))
+    system = data.get("systemInstruction") or data.get("system_instruction")
+    parts = (system, data.get("contents"), data.get("tools"))
     text = "\n".join(orjson.dumps(p).decode() for p in parts if p)
     answer = {"totalTokens": counter.count_text(text)}
     return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))

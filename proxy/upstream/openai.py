@@ -34,6 +34,7 @@ from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.transport import (
     CONNECTION_ERRORS,
     RELAYED_NAMES,
+    REQUEST_CONTEXT_HEADERS,
     answer,
     encoded_query,
     unreachable,
@@ -42,7 +43,13 @@ from proxy.upstream.transport import env_proxy as _env_proxy
 from proxy.upstream.transport import relay_headers as relay_headers
 
 # Request headers a client may send that the upstream should see too.
-_FORWARDED_HEADERS = ("openai-organization", "openai-project", "openai-beta", "user-agent")
+_FORWARDED_HEADERS = (
+    "openai-organization",
+    "openai-project",
+    "openai-beta",
+    "user-agent",
+    *REQUEST_CONTEXT_HEADERS,
+)
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
 _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})

@@ -21,6 +21,9 @@ from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.upstream")
 
+# Request headers every protocol forwards to its upstream (as Messages forwards all but a few):
+# a retry's idempotency key and W3C trace context. None chooses an upstream, a URL or a key.
+REQUEST_CONTEXT_HEADERS = ("idempotency-key", "traceparent", "tracestate")
 # Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not.
 # content-encoding: the body is relayed as the upstream encoded it (we ask for identity, but an
 # upstream may compress anyway), so the client must be told how to read it.

@@ -14,17 +14,17 @@ from typing import Any
 
 from rules.base import Message, Messages
 from rules.chain.calls import Slot, collect_slots
+from rules.chain.kept_parts import identity, merged, orphans_message
 from rules.chain.text import (
     EMPTY_ASSISTANT,
     NULL_RESULT,
     SYNTHETIC_RESULT,
     flatten,
-    orphan_text,
     runaway_note,
 )
 from rules.chain.validator import answered_otherwise, empty_content, find_violations
 from rules.matching import Budget, Matcher
-from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, role, text_of
+from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, role
 from rules.report import Repair
 
 Repairs = list[Repair]
@@ -174,14 +174,17 @@ def _result_out(slot: Slot, messages: Messages, reps: Repairs) -> Message:
     if t.get("content") is None:
         t = {**t, "content": NULL_RESULT}
         reps.append(_rep("null_tool_content", j, slot.new_id, "placeholder_content"))
-    seen = {text_of(t.get("content"))}
+    seen = [identity(t)]  # a call's results are few: compared one by one
     for d in slot.answers[1:]:
-        text = text_of(messages[d].get("content"))
-        if text in seen or not text:
+        dup = messages[d]
+        found = identity(dup)
+        text, parts, media = found
+        if found in seen or not (text or parts or media is not None):
             reps.append(_rep("duplicate_result", d, slot.new_id, "dropped_identical_copy"))
             continue
-        seen.add(text)
-        t = append_text(t, f"{PLACEHOLDER_PREFIX} another result for this call follows]\n{text}")
+        seen.append(found)
+        note = f"{PLACEHOLDER_PREFIX} another result for this call follows]\n{text}"
+        t = merged(t, dup, note, parts)  # its images kept after its text
         reps.append(_rep("duplicate_result", d, slot.new_id, "merged_into_first"))
     return t
 
@@ -193,7 +196,7 @@ def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Messa
         reps.append(
             _rep("orphan_result", j, tid if isinstance(tid, str) else None, "kept_as_user_text")
         )
-    return {"role": "user", "content": "\n\n".join(orphan_text(messages[j]) for j in indices)}
+    return orphans_message([messages[j] for j in indices])
 
 
 def _held(messages: Messages, calls_at: dict[str, list[int]]) -> set[int]:
