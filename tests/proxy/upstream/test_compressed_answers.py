@@ -236,3 +236,13 @@ async def test_an_answer_in_a_coding_the_proxy_cannot_decode_is_a_clear_502(
         body = request(user("hi"), stream=streamed)
         r = await c.post("/v1/chat/completions", json=body, headers=KEYS)
     assert r.status_code == 502 and "cannot decode" in r.text
+
+
+async def test_a_compressed_model_list_is_read(tmp_path: Path, edge: EdgeUpstream) -> None:
+    """``/v1/models`` merges the upstream's list with the configured names: it must read it."""
+    listed = orjson.dumps({"object": "list", "data": [{"id": "up-model", "object": "model"}]})
+    edge.reply = Reply(headers=[JSON, ("content-encoding", "gzip")], body=gzip.compress(listed))
+    async with in_process(settings(edge), str(tmp_path / "db")) as c:
+        r = await c.get("/v1/models", headers=KEYS)
+    assert r.status_code == 200 and "ctxproxy_unlisted" not in r.json()
+    assert "up-model" in {m["id"] for m in r.json()["data"]}
