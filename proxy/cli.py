@@ -20,6 +20,7 @@ import orjson
 from proxy.cli_log import cmd_logs, cmd_show
 from proxy.cli_store import CliError, add_store_commands
 from proxy.settings import Settings, SettingsError, UpstreamSettings, load_settings
+from proxy.store.pg_unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
     from proxy.server.wire import Wire
@@ -66,7 +67,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.server.listen import AnnouncingServer, BindError, bind, bound_port
     from proxy.server.protocol import server_config
     from proxy.startup import announce, startup_line
-    from proxy.store.factory import store_url
+    from proxy.store.factory import is_postgres, store_url
+    from proxy.store.pg_unavailable import check_reachable
     from proxy.store.serve_lock import ServeLockError, hold
     from proxy.telemetry.jsonlog import configure
 
@@ -84,6 +86,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         if lock is not None:  # SQLite: a file that is no database said as one line, not in a
             _readable(db_path)  # traceback from inside the app's start
+        elif is_postgres(db_path):  # PostgreSQL: away, a login refused, no such database
+            asyncio.run(check_reachable(db_path))
         sockets, bound = bind(host, port), True
     except BindError as exc:
         raise CliError(str(exc)) from None
@@ -292,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except (SettingsError, CliError) as exc:
+        sys.stderr.write(f"ctxproxy: {exc}\n")
+        return 2
+    except StoreUnavailable as exc:  # PostgreSQL away, a login refused: one line, as SQLite's
         sys.stderr.write(f"ctxproxy: {exc}\n")
         return 2
     except sqlite3.DatabaseError as exc:  # not a database, a table gone: said, not a traceback

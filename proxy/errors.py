@@ -133,6 +133,14 @@ class UpstreamTimeout(ProxyError):
     code = "upstream_timeout"
 
 
+class StreamTooLong(ProxyError):
+    """A streamed answer still running when ``limits.stream_max_s`` passed: cut."""
+
+    status = 504
+    error_type = "upstream_error"
+    code = "stream_max_exceeded"
+
+
 class InternalError(ProxyError):
     """A bug of ours or a library's: the client learns only the exception's class."""
 

@@ -20,6 +20,7 @@ from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.server.feedback import note_cache_usage, with_cache_line
 from proxy.server.response_ids import Recorder
 from proxy.server.services import Services
+from proxy.server.stream_deadline import bounded
 from proxy.server.wire import Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
@@ -82,7 +83,8 @@ async def relay_stream(
     try:
         await send({"type": "http.response.start", "status": status, "headers": head})
         try:
-            async for chunk in response.chunks:
+            limit_s = handler.s.settings.limits.stream_max_s
+            async for chunk in bounded(response.chunks, limit_s):
                 if ttfb is None:
                     ttfb = (time.perf_counter() - started) * 1000
                 try:

@@ -47,6 +47,7 @@ from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import ancestors as _ancestors
 from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import session_lock_key
+from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
 from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
 from proxy.store.session_locks import SessionLocks
 from proxy.store.state_bytes import (
@@ -57,7 +58,6 @@ from proxy.store.state_bytes import (
 )
 from rules.base import Ancestor, SessionState
 
-CONNECT_TIMEOUT_S = 5.0
 log = logging.getLogger("ctxproxy.store")
 
 
@@ -118,9 +118,14 @@ class PostgresStore(PgReads):
             server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
         )
         self._pool.on_wait = self._on_pool_wait
-        async with self._pool.acquire() as conn:
-            self.applied = await apply_pg_migrations(conn)
-            await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
+        try:
+            async with self._pool.acquire() as conn:
+                self.applied = await apply_pg_migrations(conn)
+                await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
+        except open_errors() as exc:  # one line for the command to say, not a traceback
+            self._pool.terminate()
+            self._pool = None
+            raise unavailable(self.url, exc) from None
         self._writer = PgWriter(
             self._pool, self.health, self._buffer_rows, self._batch_window_s, self.lull
         )

@@ -8,7 +8,8 @@ CPU. Measured in-process against a local upstream (per call, 20-message body): h
 0.37 ms CPU, aiohttp's ``ClientSession`` (HTTP parser in C) 0.11 ms.
 
 The session is set up the way a proxy needs it: no cookie jar (it would replay one client's upstream
-cookies to the next), no redirects followed, nothing decompressed (bytes go back as they came), no
+cookies to the next), no redirects followed, an answer compressed despite our ``Accept-Encoding:
+identity`` decoded (gzip, deflate; br and zstd where their modules are installed), no
 ``User-Agent``/``Accept``/``Accept-Encoding`` of aiohttp's own. Proxies from the environment
 (``HTTP(S)_PROXY``, ``NO_PROXY``) are honoured, looked up once per upstream rather than through
 aiohttp's ``trust_env``, which reads the environment and ``~/.netrc`` in a worker thread on every
@@ -37,6 +38,8 @@ from proxy.upstream.transport import (
     REQUEST_CONTEXT_HEADERS,
     answer,
     encoded_query,
+    undecodable,
+    undecodable_answer,
     unreachable,
 )
 from proxy.upstream.transport import env_proxy as _env_proxy
@@ -135,7 +138,7 @@ class UpstreamClient:
             session = self._session = aiohttp.ClientSession(
                 connector=connector,
                 cookie_jar=aiohttp.DummyCookieJar(),
-                auto_decompress=False,
+                auto_decompress=True,  # relayed decoded: see transport.RELAYED_NAMES
                 trust_env=False,  # env proxies: see _target (no per-request netrc/env reads)
                 skip_auto_headers=_SKIP_AUTO_HEADERS,
                 timeout=aiohttp.ClientTimeout(total=None),
@@ -259,6 +262,8 @@ class UpstreamClient:
                 f"Upstream {upstream.name} timed out: {type(exc).__name__}"
             ) from None
         except CONNECTION_ERRORS as exc:
+            if undecodable(exc):
+                raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
         return self.errors.response(relayed_answer)

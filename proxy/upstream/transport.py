@@ -24,10 +24,11 @@ log = logging.getLogger("ctxproxy.upstream")
 # Request headers every protocol forwards to its upstream (as Messages forwards all but a few):
 # a retry's idempotency key and W3C trace context. None chooses an upstream, a URL or a key.
 REQUEST_CONTEXT_HEADERS = ("idempotency-key", "traceparent", "tracestate")
-# Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not.
-# content-encoding: the body is relayed as the upstream encoded it (we ask for identity, but an
-# upstream may compress anyway), so the client must be told how to read it.
-RELAYED_NAMES = frozenset({"content-type", "content-encoding"})
+# Response headers worth relaying (rate limits, request ids); hop-by-hop and length are not, nor
+# content-encoding: we ask for identity, and what an upstream (or a gateway before it) compresses
+# anyway is decoded as it arrives (the session's ``auto_decompress``), since the proxy reads the
+# answer (usage, error events, ids) and the client gets it decoded.
+RELAYED_NAMES = frozenset({"content-type"})
 RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-")
 # Anthropic names its request id plainly ("request-id"); its SDKs show it in errors.
 ANTHROPIC_RELAYED_NAMES = RELAYED_NAMES | {"request-id"}
@@ -38,6 +39,9 @@ CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
 # and its start are what a client reads).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 MAX_ERROR_ANSWER_BYTES = 1024 * 1024
+# The codings aiohttp decodes (br and zstd only with their modules: else it fails the answer, see
+# ``undecodable``); any other is refused rather than relayed undecoded under no header.
+DECODED = frozenset({"", "identity", "gzip", "deflate", "br", "zstd"})
 
 
 def relay_headers(
@@ -116,6 +120,10 @@ async def answer(
         # HTTP has no class for: no answer a client of this API can use
         response.close()
         raise UpstreamFailed(f"Upstream {name} answered HTTP {status}, which is not relayed.")
+    coding = response.headers.get("content-encoding", "").strip().lower()
+    if coding not in DECODED:
+        response.close()
+        raise undecodable_answer(name)
     headers = relay_headers(response.raw_headers, names)
     if stream and response.status < 400 and is_event_stream(headers):
         return UpstreamResponse(
@@ -149,9 +157,10 @@ async def answer(
 
 
 async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
-    """The body up to ``limit`` bytes, and whether that was all of it."""
+    """The body (decoded) up to ``limit`` bytes, and whether that was all of it."""
     length = response.content_length
-    if length is not None and length <= limit:
+    # a compressed body's length says nothing of its decoded size: that is counted as it comes
+    if length is not None and length <= limit and not _compressed(response):
         return await response.read(), True  # the common case: one read, as it was
     parts: list[bytes] = []
     size = 0
@@ -163,8 +172,12 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[b
     return b"".join(parts), True
 
 
+def _compressed(response: aiohttp.ClientResponse) -> bool:
+    return response.headers.get("content-encoding", "identity").strip().lower() != "identity"
+
+
 async def raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterator[bytes]:
-    """The body as it arrives: de-chunked, not decompressed, one piece per socket read."""
+    """The body as it arrives: de-chunked and decoded, one piece per socket read."""
     try:
         async for chunk in response.content.iter_any():
             yield chunk
@@ -172,6 +185,19 @@ async def raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterat
         raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
     except CONNECTION_ERRORS as exc:
         raise unreachable(name, "broke off mid-stream", exc) from None
+
+
+def undecodable_answer(name: str) -> UpstreamFailed:
+    return UpstreamFailed(
+        f"Upstream {name} answered in a Content-Encoding the proxy cannot decode "
+        "(it asks for identity)."
+    )
+
+
+def undecodable(exc: BaseException) -> bool:
+    """aiohttp's failure for an answer in a coding it cannot decode (br or zstd without their
+    modules), raised with the head: an answer the upstream gave, not a network failure."""
+    return isinstance(exc, aiohttp.ClientResponseError) and "content-encoding" in exc.message
 
 
 def unreachable(name: str, what: str, exc: BaseException) -> UpstreamUnreachable:

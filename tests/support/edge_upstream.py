@@ -26,6 +26,7 @@ class Reply:
     # Streaming (chunked): ``chunks`` are sent one by one instead of ``body``.
     chunks: list[bytes] | None = None
     header_delay_s: float = 0.0  # wait this long before the status line
+    chunk_delay_s: float = 0.0  # wait this long before each chunk after the first (a drip)
     # After the first chunk: "stall" sends nothing more (until the client hangs up or 10 s pass);
     # "break" closes the connection without the terminating chunk.
     after_first_chunk: str | None = None
@@ -142,6 +143,8 @@ class EdgeUpstream:
         head.append("transfer-encoding: chunked")
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1"))
         for i, chunk in enumerate(reply.chunks):
+            if i and reply.chunk_delay_s:
+                await asyncio.sleep(reply.chunk_delay_s)
             writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
             await writer.drain()
             if i == 0 and reply.after_first_chunk == "break":

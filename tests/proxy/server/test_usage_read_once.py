@@ -93,7 +93,9 @@ async def test_a_usage_repeated_in_each_chunk_is_read_and_noted_once_a_change(
     noted: list[Any] = []
     fields: list[Any] = []
     store = SimpleNamespace(cache_feedback=SimpleNamespace(put=lambda s, f: noted.append(f)))
-    settings = SimpleNamespace(store=SimpleNamespace(capture_payloads=False))
+    settings = SimpleNamespace(
+        store=SimpleNamespace(capture_payloads=False), limits=SimpleNamespace(stream_max_s=60.0)
+    )
     services = SimpleNamespace(store=store, settings=settings, engine=SimpleNamespace(ledger=None))
 
     async def finish(row: dict[str, Any], done: dict[str, Any]) -> None:
