@@ -1,6 +1,7 @@
 """What a shell command line did to files and folders: ``mkdir -p a b``, ``rm -rf``, ``rmdir``,
 ``cp``, ``mv``, ``touch``, redirections ``>``/``>>``, ``tee``, ``sed -i``, heredocs, ``cd`` (for
-the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'`` (``-lc``, ``-ic`` too). The verbs
+the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'`` (``-lc``, ``-ic`` too); brace lists
+expanded (``mkdir -p app/{src,tests}``: ``brace_expand``). The verbs
 come from the ``shell_verbs`` pack. Paths resolve against the working directory as it stands at
 each command; ``~`` is kept as written (rules do not read the environment) and counts as
 absolute.
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rules.activity.brace_expand import expand
 from rules.activity.shell_lex import split_commands
 from rules.packs import load_pack
 
@@ -215,6 +217,7 @@ class _Run:
         if spec is None:
             return
         flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
+        ops = [word for op in ops for word in expand(op)]  # mkdir -p app/{src,tests}
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
 
     def _cd(
