@@ -291,6 +291,28 @@ class _Run:
     ) -> None:
         self._copy(spec, flags, ops, values, action="move")
 
+    def _scaffold(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        """A project's folder: `git clone URL [dir]`, `cargo new x`, `npm create vite@latest x`."""
+        package = spec.get("package")
+        if package:  # npx create-react-app my-app: only a scaffolder's package, then its words
+            if not ops or not posixpath.basename(ops[0]).startswith(str(package)):
+                return
+            ops = ops[1:]
+        n, dest = int(spec.get("arg", 1)), spec.get("dest")
+        if dest is not None and len(ops) >= int(dest):
+            name = ops[int(dest) - 1]
+        elif len(ops) >= n:
+            name = ops[n - 1]
+            if spec.get("url"):  # the repository's name: …/repo.git, host:owner/repo
+                name = name.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+                name = name[:-4] if name.endswith(".git") else name
+        else:
+            return
+        if name and name not in (".", "..") and not name.startswith("-"):
+            self.add("create", "folder", resolve_path(name, self.cwd))
+
     def _write(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
