@@ -159,6 +159,9 @@ class _Run:
         self.cwd = cwd
         self.known = _Known(known)
         self.effects: list[Effect] = []
+        # `cd -` and `popd` return to these; set by this command line's `cd` and `pushd` only
+        self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
+        self.pushed: list[str | None] = []
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -227,8 +230,29 @@ class _Run:
             self.cwd = None  # cd "$(dirname $0)": from here on the directory is unknown
             return
         target = ops[0] if ops else "~"
-        if target != "-":
-            self.cwd = resolve_path(target, self.cwd)
+        if target == "-":  # back to the previous directory; one from before this line: unknown
+            back = self.oldpwd[0] if self.oldpwd else None
+            self.oldpwd = [self.cwd]
+            self.cwd = back
+            return
+        self.oldpwd = [self.cwd]
+        self.cwd = resolve_path(target, self.cwd)
+
+    def _pushd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        if not ops or ops[0].startswith(("+", "-")) or EXPANDED in values:
+            self.cwd = None  # a rotation of the stack, or a directory only the shell knows
+            return
+        self.pushed.append(self.cwd)
+        self._cd(spec, flags, ops, values)
+
+    def _popd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        # back to the directory the last `pushd` of this line left; pushed before it: unknown
+        self.oldpwd = [self.cwd]
+        self.cwd = self.pushed.pop() if self.pushed and not ops else None
 
     def _typed(self, action: str, spec: Mapping[str, Any], ops: list[str], recursive: bool) -> None:
         for op in ops:
