@@ -156,6 +156,9 @@ def _apply_rule(
         kind = pack.resource_kinds.get(word, "")
         if not kind:
             return
+    if rule.spec.get("rename"):  # `git branch -m old new`: the old key moves to the new one
+        yield from _renamed(rule, args, cwd, by)
+        return
     named = _rule_ids(rule, args) if "flag" in rule.spec else []
     if rule.output is not None and not named:  # `docker run` without --name: its printed id
         for m in rule.output.finditer(output[:MAX_SCAN]):
@@ -187,6 +190,18 @@ def _apply_rule(
         name = posixpath.basename(ident) if rule.spec.get("path") else ident
         extra = ((str(id_attr), ident),) if id_attr else ()
         yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
+
+
+def _renamed(rule: CommandRule, args: Sequence[str], cwd: str | None, by: str) -> Iterator[Made]:
+    """A rename: its first two words that are no option, old and new (with one of ``flag``
+    given, when the rule names some); one word alone renames what is not known (none)."""
+    flags = rule.spec.get("flag") or ()
+    if flags and not any(a in flags for a in args):
+        return
+    pos = _positionals(args, frozenset(rule.spec.get("skip_values") or ()))
+    ids = [_identifier(rule, raw, cwd) for raw in pos[:2]]
+    if len(ids) == 2 and ids[0] and ids[1] and ids[0] != ids[1]:
+        yield Made(rule.kind, ids[1], "move", ids[1], (), (), by, f"{rule.kind}:{ids[0]}")
 
 
 def _matches(rule: CommandRule, argv: Sequence[str]) -> bool:
@@ -266,6 +281,9 @@ def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) 
         elif kind == "row":
             table = str(g.get("table", "")).lower()
             yield Made("row", f"{table}#{ident}", action, ident, (("table", table),), (), by)
+        elif action == "move":  # ALTER TABLE x RENAME TO y
+            was = f"{kind}:{str(g.get('from', '')).lower()}"
+            yield Made(kind, ident, action, ident, (), (), by, was)
         else:
             yield Made(kind, ident, action, ident, (), rel if action == "create" else (), by)
 

@@ -36,6 +36,7 @@ class Made:
     attrs: tuple[tuple[str, str], ...] = ()
     rel: tuple[tuple[str, str], ...] = ()  # (relation, the other entity's key or path)
     by: str = ""  # the command or tool call that did it
+    source: str = ""  # a rename (``move``): the key it was known by before
 
     @property
     def key(self) -> str:

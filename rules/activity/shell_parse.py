@@ -1,6 +1,7 @@
 """What a shell command line did to files and folders: ``mkdir -p a b``, ``rm -rf``, ``rmdir``,
 ``cp``, ``mv``, ``touch``, redirections ``>``/``>>``, ``tee``, ``sed -i``, heredocs, ``cd`` (for
-the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'`` (``-lc``, ``-ic`` too). The verbs
+the rest of the chain), ``git mv``/``git rm``, ``bash -c '…'`` (``-lc``, ``-ic`` too); brace lists
+expanded (``mkdir -p app/{src,tests}``: ``brace_expand``). The verbs
 come from the ``shell_verbs`` pack. Paths resolve against the working directory as it stands at
 each command; ``~`` is kept as written (rules do not read the environment) and counts as
 absolute.
@@ -16,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rules.activity.brace_expand import expand
 from rules.activity.shell_lex import split_commands
 from rules.packs import load_pack
 
@@ -157,6 +159,9 @@ class _Run:
         self.cwd = cwd
         self.known = _Known(known)
         self.effects: list[Effect] = []
+        # `cd -` and `popd` return to these; set by this command line's `cd` and `pushd` only
+        self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
+        self.pushed: list[str | None] = []
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -215,6 +220,7 @@ class _Run:
         if spec is None:
             return
         flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
+        ops = [word for op in ops for word in expand(op)]  # mkdir -p app/{src,tests}
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
 
     def _cd(
@@ -224,8 +230,29 @@ class _Run:
             self.cwd = None  # cd "$(dirname $0)": from here on the directory is unknown
             return
         target = ops[0] if ops else "~"
-        if target != "-":
-            self.cwd = resolve_path(target, self.cwd)
+        if target == "-":  # back to the previous directory; one from before this line: unknown
+            back = self.oldpwd[0] if self.oldpwd else None
+            self.oldpwd = [self.cwd]
+            self.cwd = back
+            return
+        self.oldpwd = [self.cwd]
+        self.cwd = resolve_path(target, self.cwd)
+
+    def _pushd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        if not ops or ops[0].startswith(("+", "-")) or EXPANDED in values:
+            self.cwd = None  # a rotation of the stack, or a directory only the shell knows
+            return
+        self.pushed.append(self.cwd)
+        self._cd(spec, flags, ops, values)
+
+    def _popd(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        # back to the directory the last `pushd` of this line left; pushed before it: unknown
+        self.oldpwd = [self.cwd]
+        self.cwd = self.pushed.pop() if self.pushed and not ops else None
 
     def _typed(self, action: str, spec: Mapping[str, Any], ops: list[str], recursive: bool) -> None:
         for op in ops:
@@ -287,6 +314,28 @@ class _Run:
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
         self._copy(spec, flags, ops, values, action="move")
+
+    def _scaffold(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        """A project's folder: `git clone URL [dir]`, `cargo new x`, `npm create vite@latest x`."""
+        package = spec.get("package")
+        if package:  # npx create-react-app my-app: only a scaffolder's package, then its words
+            if not ops or not posixpath.basename(ops[0]).startswith(str(package)):
+                return
+            ops = ops[1:]
+        n, dest = int(spec.get("arg", 1)), spec.get("dest")
+        if dest is not None and len(ops) >= int(dest):
+            name = ops[int(dest) - 1]
+        elif len(ops) >= n:
+            name = ops[n - 1]
+            if spec.get("url"):  # the repository's name: …/repo.git, host:owner/repo
+                name = name.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+                name = name[:-4] if name.endswith(".git") else name
+        else:
+            return
+        if name and name not in (".", "..") and not name.startswith("-"):
+            self.add("create", "folder", resolve_path(name, self.cwd))
 
     def _write(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

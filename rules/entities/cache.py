@@ -57,6 +57,8 @@ def made_event(made: Made, now: float, call_id: str, seq: int, tool: str) -> Eve
         event["attrs"] = dict(made.attrs)
     if made.rel:
         event["rel"] = [list(r) for r in made.rel]
+    if made.source:  # renamed: ``note`` ends the old key
+        event["from"] = made.source
     return event
 
 

@@ -37,6 +37,40 @@ def _of_kind(e: Mapping[str, Any], ends: tuple[str, ...], paths: tuple[str, ...]
     return any(word in path for word in paths)
 
 
+def _order(e: Mapping[str, Any]) -> tuple[Any, Any]:
+    return (e.get("first_seen", 0), e.get("seq", 0))
+
+
+def _renames(events: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    """Old path or key -> the moves away from it (renames), oldest first."""
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for e in sorted(events, key=_order):
+        if e.get("action") == "move" and isinstance(e.get("from"), str):
+            out.setdefault(e["from"], []).append(e)
+    return out
+
+
+def _now_known_as(
+    e: Mapping[str, Any], alive: Mapping[str, str], renames: Mapping[str, list[Mapping[str, Any]]]
+) -> Mapping[str, Any] | None:
+    """``e`` as it exists now: itself, or under the name later renames gave it ("the branch you
+    made", renamed since, is the new branch); None when it is gone. Each step is a later move,
+    so the walk ends (at most one step per move)."""
+    path, when, last = e["path"], _order(e), None
+    while path not in alive:
+        nxt = next((m for m in renames.get(path, ()) if _order(m) > when), None)
+        if nxt is None:
+            return None
+        path, when, last = nxt["path"], _order(nxt), nxt
+    if last is None:
+        return e
+    now = {**e, "path": path, "name": last.get("name") or path}
+    if "id" in e:  # beyond files: its new identifier, and the one it had
+        now["id"] = last.get("id", path)
+        now["attrs"] = {**(e.get("attrs") or {}), "was": e["id"]}
+    return now
+
+
 def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Events that fit the mention, newest first, one per path. Only things that still exist
     fit, unless the verb is about their end ("the folder you deleted"): "delete it" cannot mean
@@ -50,7 +84,9 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
     hits = [e for e in entity_cache.query(events, type=mention.type) if _fits(mention, actions, e)]
     if hits and not actions & {"delete", "move"}:  # none fits: no need to know what exists
         alive = entity_cache.known_types(events)
-        hits = [e for e in hits if e["path"] in alive]
+        if not all(e["path"] in alive for e in hits):  # most often all do: no rename to follow
+            renames = _renames(events)
+            hits = [r for e in hits if (r := _now_known_as(e, alive, renames)) is not None]
     out, paths = [], set()
     for e in hits:
         if e["path"] not in paths:

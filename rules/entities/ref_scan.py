@@ -1,7 +1,7 @@
 """The text side of detecting references: a user's text made ready for the ``references``
 pack's patterns (injected blocks dropped, folded to lower case keeping positions, the ``not_refs``
-spans claimed) and the patterns a scan runs. Used by ``ref_detect``; pure, but for a small memo of
-the patterns each lexicon runs.
+spans and quoted text claimed: ``ref_quoted``) and the patterns a scan runs. Used by
+``ref_detect``; pure, but for a small memo of the patterns each lexicon runs.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 from rules.entities import ref_grammar
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern
 from rules.entities.ref_prefilter import possible, required_literals
+from rules.entities.ref_quoted import quoted_spans
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
 
 FILE_KINDS = ("file", "folder")  # always in reach: files are not in a session's summary
@@ -169,6 +170,8 @@ def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) ->
                 continue
             for m in matches(p, folded):
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
+    for start, end in quoted_spans(folded):  # a pasted log, a quote: not the user's request
+        taken[start:end] = b"\x01" * (end - start)
     return Prepared(original, folded, read, bytes(taken))
 
 

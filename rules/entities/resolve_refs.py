@@ -41,6 +41,7 @@ from rules.entities.ref_detect import (
     strip_injected,
     wanted,
 )
+from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
@@ -352,10 +353,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         later = {stored_id(call_id(c)) for m in ctx.messages[idx + 1 :] for c in tool_calls(m)}
         mine = [e for e in events if e.get("call_id") not in later]
     own: Pool = (ctx.session_id, 0, mine)
-    ancestors: list[Pool] = [
-        (session, depth, found)
-        for (session, depth, _), found in zip(sources[1:], fresh[1:], strict=True)
-    ]
+    ancestors: list[Pool] = []
+    ends = ends_of(mine)  # what the nearer sessions ended: gone for the ancestors too
+    for (session, depth, _), found in zip(sources[1:], fresh[1:], strict=True):
+        ancestors.append((session, depth, with_ends(found, ends)))
+        ends += ends_of(found)
     refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:

@@ -29,6 +29,7 @@ from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
+from rules.entities.folder_ends import FolderEnds
 from rules.entities.seen_calls import SeenCalls
 from rules.entities.track_made import MadeTracker
 from rules.messages import (
@@ -197,7 +198,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         cwd = cwd_hint(tools, result) or cwd
         if cwd is not None and len(cwd) > MAX_PATH_CHARS:  # not a directory one can be in
             cwd = None
-        for effect in effects:
+        ends, now_known = FolderEnds(), known if known is not None else {}
+        # lazily: a folder's contents are what is known once the effects before it are noted
+        for effect in (e for own in effects for e in (own, *ends.inside(own, now_known))):
             if _unkept(effect.path) or (effect.source and _unkept(effect.source)):
                 # a path holding a key is never remembered: stored redacted it would make a
                 # pointer to a path that does not exist, and a wrong pointer is worse than none
@@ -206,7 +209,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             seq += 1
             event = entity_cache.make_event(effect, ctx.now, stored_id(call_id(call)), seq, name)
             new_events.append(event)
-            entity_cache.note(known, event)  # the newest event: known stays current, linearly
+            entity_cache.note(now_known, event)  # the newest event: known stays current, linearly
 
     if new_events:
         new_events = storable(new_events)  # lone surrogates in paths: the state must store

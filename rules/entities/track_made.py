@@ -64,6 +64,8 @@ class MadeTracker:
         if e.get("action") == "delete":
             self.alive.pop(str(e.get("path")), None)
         else:
+            if e.get("action") == "move" and e.get("from"):  # renamed: known by its new key
+                self.alive.pop(str(e.get("from")), None)
             self.alive[str(e.get("path"))] = e
 
     def note_events(self, events: Iterable[Mapping[str, Any]]) -> None:
@@ -239,13 +241,14 @@ class MadeTracker:
                 tuple((k, redact_text(v)) for k, v in m.attrs),
                 m.rel,
                 redact_text(m.by),
+                m.source if not holds_secret(m.source) else "",
             )
             for target in self._ended(m) if m.action == "delete" else [m]:
                 out[(target.key, target.action)] = target
         kept = list(out.values())
         for m in kept:
             self._note({"id": m.id, "path": m.key, "action": m.action, "type": m.kind,
-                        "name": m.name, "attrs": dict(m.attrs)})  # fmt: skip
+                        "name": m.name, "attrs": dict(m.attrs), "from": m.source})  # fmt: skip
         return kept
 
     def _ended(self, m: Made) -> list[Made]:

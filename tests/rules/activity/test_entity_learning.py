@@ -49,7 +49,19 @@ def _made(command: str, output: str = "", cwd: str = "/w") -> set[tuple[str, str
         ),
         ("docker run -d --name cache redis:7", "f" * 64, ("container", "cache", "create")),
         ("docker run -d nginx", "ab12" * 16, ("container", "ab12ab12ab12", "create")),
-        ("docker stop cache", "cache", ("container", "cache", "delete")),
+        ("docker stop cache", "cache", ("container", "cache", "modify")),  # stopped, still there
+        ("docker rm -f cache", "cache", ("container", "cache", "delete")),
+        (
+            "docker compose stop",
+            " ✔ Container app-db-1  Stopped",
+            ("container", "app-db-1", "modify"),
+        ),
+        (
+            "docker compose down",
+            " ✔ Container app-db-1  Removed",
+            ("container", "app-db-1", "delete"),
+        ),
+        ("git branch -m old new", "", ("branch", "new", "move")),  # a rename, no new branch
         ("docker build -t api:1 .", "", ("image", "api:1", "create")),
         ("python3.12 -m venv env", "", ("virtualenv", "/w/env", "create")),
         ("pip install 'Django>=4.2'", "", ("package", "django", "create")),
@@ -85,7 +97,6 @@ def test_commands_and_outputs_make_entities(
     "command",
     [
         "git branch --list",  # lists, makes nothing
-        "git branch -m old new",  # a rename is no new branch from `arg 1`
         # written, not run
         "cat > make_db.py <<'EOF'\ncursor.execute('CREATE TABLE t (a int)')\nEOF",
         "python -c 'print(\"Serving HTTP on port 8000\")'",  # a foreground banner is no server

@@ -86,7 +86,7 @@ CASES = [
     ("cd sub; touch f", "/w", [(C, F, "/w/sub/f")], "/w/sub"),
     ("cd .. && mkdir up", "/w/a", [(C, DIR, "/w/up")], "/w"),
     ("cd && mkdir home_dir", "/w", [(C, DIR, "~/home_dir")], "~"),
-    ("cd ~/proj && touch README.md && cd - ", "/w", [(C, F, "~/proj/README.md")], "~/proj"),
+    ("cd ~/proj && touch README.md && cd - ", "/w", [(C, F, "~/proj/README.md")], "/w"),
     ("(cd sub && touch f) && touch g", "/w", [(C, F, "/w/sub/f"), (C, F, "/w/g")], "/w"),
     ("mkdir -p a && cd a && mkdir b", None, [(C, DIR, "a"), (C, DIR, "a/b")], "a"),
     ("ls missing || mkdir missing", "/w", [], "/w"),

@@ -3,7 +3,8 @@ zh, ko, ja; entities_b.yaml: 68 more; relations_c.yaml: 36 on relations named by
 background_jobs.yaml: 21 on Claude Code's detached shell jobs; plural_d.yaml: 9 on a relation's
 head noun in the plural; plural_e.yaml: 22 on relation words that are no relation, a quantifier
 after a placement verb and a verb spelled as a plural noun; probes_f.yaml: wrong resolutions a
-prober found, each read in general) over
+prober found, each read in general; probes_g.yaml: more of them, on folders, renames, brace
+lists, stops, quoted text, scaffolders and working directories) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -33,6 +34,7 @@ SCENARIOS = [
         "plural_d.yaml",
         "plural_e.yaml",
         "probes_f.yaml",
+        "probes_g.yaml",
     )
     for sc in load(HERE / name)
 ]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rules.activity import diagnostics, observations
+from rules.activity import brace_expand, diagnostics, observations
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
@@ -66,6 +66,7 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics._LIBRARY, *observations._EXIT]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
+    out.append(("code.brace_range", brace_expand._RANGE))
     return out
 
 

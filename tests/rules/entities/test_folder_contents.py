@@ -1,0 +1,64 @@
+"""A folder's delete or move ends or moves what track_entities knew inside it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rules.base import SessionState
+from rules.entities import track_entities
+from rules.entities.cache import known_types
+from tests.support.factories import assistant, ctx, result, shell, system, user
+
+
+def _tracked(*commands: str) -> SessionState:
+    msgs: list[dict[str, Any]] = [system(), user("go")]
+    for i, cmd in enumerate(commands):
+        msgs += [assistant(None, shell(f"c{i}", cmd)), result(f"c{i}", "")]
+    msgs.append(user("thanks"))
+    return track_entities.apply(ctx(msgs, now=1000.0), track_entities.Config()).state
+
+
+def _alive(state: SessionState) -> dict[str, str]:
+    return known_types(state.get("entities") or [])
+
+
+@pytest.mark.parametrize(
+    "commands",
+    [
+        ("mkdir -p /w/build && touch /w/build/a.txt /w/build/b.txt", "rm -rf /w/build/"),
+        ("mkdir -p /w/build/sub && touch /w/build/sub/a.txt /w/build/b.txt && rm -r /w/build",),
+        ("echo x > /w/build/a.txt", "echo y > /w/build/b.txt", "rmdir /w/build"),
+    ],
+)
+def test_deleting_a_folder_ends_what_it_held(commands: tuple[str, ...]) -> None:
+    alive = _alive(_tracked("touch /w/keep.txt", *commands))
+    assert alive == {"/w/keep.txt": "file"}
+
+
+def test_a_sibling_sharing_the_folder_name_as_a_prefix_stays() -> None:
+    alive = _alive(_tracked("mkdir /w/build /w/build2 && touch /w/build2/a.txt", "rm -rf /w/build"))
+    assert alive == {"/w/build2": "folder", "/w/build2/a.txt": "file"}
+
+
+def test_moving_a_folder_moves_what_it_held() -> None:
+    state = _tracked("mkdir -p /w/src/pkg && touch /w/src/pkg/a.py /w/src/b.py", "mv /w/src /w/lib")
+    assert _alive(state) == {
+        "/w/lib": "folder",
+        "/w/lib/pkg": "folder",
+        "/w/lib/pkg/a.py": "file",
+        "/w/lib/b.py": "file",
+    }
+    moved = [(e["path"], e.get("from")) for e in state.get("entities") if e["action"] == "move"]
+    assert ("/w/lib/pkg/a.py", "/w/src/pkg/a.py") in moved
+
+
+def test_moving_a_folder_into_another_keeps_its_name() -> None:
+    state = _tracked("mkdir -p /w/src /w/old && touch /w/src/a.py", "mv /w/src /w/old/")
+    assert "/w/old/src/a.py" in _alive(state) and "/w/src/a.py" not in _alive(state)
+
+
+def test_deleting_a_file_leaves_the_rest_alone() -> None:
+    alive = _alive(_tracked("mkdir /w/d && touch /w/d/a /w/d/b", "rm /w/d/a"))
+    assert alive == {"/w/d": "folder", "/w/d/b": "file"}
