@@ -248,7 +248,7 @@ class Engine(WindowBudgets):
         )
 
     def _budget(self, request: _Request) -> int | None:
-        budget = self.budget_for(request.model)
+        budget = self.budget_for(request.model, split_scoped(request.sid)[0])
         if request.budget is not None:
             budget = min(budget, request.budget) if budget is not None else request.budget
         return budget
@@ -259,7 +259,7 @@ class Engine(WindowBudgets):
         overflow rescue's retry: a limit the upstream stated). None: no window known. Where a
         request over the budget is refused (``on_over_budget: reject``), the budget: a request
         held over it would be refused on every retry, where a cut would have fitted it."""
-        room = self.window_room_for(request.model)
+        room = self.window_room_for(request.model, split_scoped(request.sid)[0])
         if room is not None and self.settings.pipeline.on_over_budget == "reject":
             budget = self._budget(request)
             room = min(room, budget) if budget is not None else room
