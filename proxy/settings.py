@@ -102,6 +102,9 @@ class LimitSettings(_Strict):
     body_read_timeout_s: float = Field(default=60.0, gt=0)
     # Open upstream connections at most (streams hold one each); beyond, requests queue for one.
     upstream_max_connections: int = Field(default=200, ge=1)
+    # Requests one principal may have in flight at once (429 beyond, before its body is read);
+    # unset: half of upstream_max_connections, so one tenant's streams never hold them all.
+    max_in_flight_per_principal: int | None = Field(default=None, ge=1)
     # Messages (Chat Completions, Anthropic Messages) or input items (Responses API) in one body
     # at most (400 beyond): the rules' time and memory grow with them. Real agents' longest
     # conversations hold a few thousand.

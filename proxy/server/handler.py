@@ -25,6 +25,7 @@ from proxy.errors import (
     ProxyError,
     RequestTimeout,
     ShuttingDown,
+    TooManyInFlight,
     UnsupportedMediaType,
     require_json,
 )
@@ -58,7 +59,7 @@ from rules.report import bounded_report
 
 log = logging.getLogger("ctxproxy.handler")
 # Errors raised before the body was read to its end.
-_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)
+_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType, TooManyInFlight)
 
 
 class ProtocolHandler:
@@ -84,9 +85,12 @@ class ProtocolHandler:
         self.s.observers.started()
         self._open.add(row["id"])
         held: list[Prepared] = []  # the rewrite whose session is held until it is finished
+        counted: list[str] = []  # the principal, once this request counts as its in flight
         try:
-            await self._serve(scope, receive, send, row, held)
+            await self._serve(scope, receive, send, row, held, counted)
         finally:
+            if counted:
+                self.s.in_flight.leave(counted[0])
             if held:  # finished where the upstream call started, unless it never did
                 await let_go(held[0], row["id"])
             self._close(row)  # nothing left to do unless the row was never finished
@@ -98,6 +102,7 @@ class ProtocolHandler:
         send: Send,
         row: dict[str, Any],
         held: list[Prepared],
+        counted: list[str],
     ) -> None:
         started = time.perf_counter()
         request_id = row["id"]
@@ -113,6 +118,8 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
+            self.s.in_flight.enter(principal)  # 429 past its bound: its body is left unread
+            counted.append(principal)
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
@@ -353,6 +360,8 @@ class ProtocolHandler:
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
+        if isinstance(error, TooManyInFlight):
+            headers["retry-after"] = str(error.retry_after_s)
         await self._answer_error(send, error, row, started, headers)
 
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:

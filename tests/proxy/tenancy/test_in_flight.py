@@ -1,0 +1,113 @@
+"""One principal's requests in flight are bounded (by default half the upstream connections):
+however many long answers a tenant keeps waiting, another tenant's request neither queues behind
+them for an upstream connection nor is refused. Past its bound a tenant's next request is answered
+429 with ``retry-after`` at once, its body unread, and its count comes down as each request ends,
+however it ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from proxy.app import create_app
+from tests.proxy.tenancy.conftest import tenancy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import chat_completion
+from tests.support.live import serve_in_thread, stop
+
+SLOW_S = 3.0
+CONNECTIONS = 4  # so each principal may have 2 in flight
+
+
+def slow() -> Reply:
+    reply = Reply.json(chat_completion("a long answer"))
+    reply.header_delay_s = SLOW_S
+    return reply
+
+
+@pytest.fixture
+def proxy(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, EdgeUpstream, Any]]:
+    """The proxy's URL, its upstream and the app."""
+    limits = {"upstream_max_connections": CONNECTIONS}
+    settings = tenancy_settings(upstream, "passthrough", limits=limits)
+    app = create_app(settings, db_path=str(tmp_path / "db"))
+    server, base = serve_in_thread(app)
+    try:
+        yield base, upstream, app
+    finally:
+        stop(server)
+
+
+def post(base: str, key: str, text: str = "hi") -> httpx.Response:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
+    headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+    return httpx.post(
+        base + "/v1/chat/completions", content=orjson.dumps(body), headers=headers, timeout=30
+    )
+
+
+def test_a_tenants_long_answers_never_hold_another_tenants_request(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, _ = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    edge.replies = [slow() for _ in range(CONNECTIONS)]
+    seen = len(edge.seen)
+    answers: list[int] = []
+    waiting = [
+        threading.Thread(target=lambda i=i: answers.append(post(base, "sk-a", f"a{i}").status_code))
+        for i in range(CONNECTIONS)
+    ]
+    for thread in waiting:
+        thread.start()
+    deadline = time.monotonic() + SLOW_S
+    while len(edge.seen) < seen + CONNECTIONS // 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the rest of A's requests arrive (and are refused, or queue)
+    edge.replies.clear()
+
+    started = time.monotonic()
+    other = post(base, "sk-b")
+    took = time.monotonic() - started
+    assert other.status_code == 200 and other.json()["choices"][0]["message"]["content"] == "quick"
+    assert took < SLOW_S / 2, f"B waited {took:.2f} s behind A's requests"
+
+    refused = post(base, "sk-a")
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["error"]["code"] == "too_many_requests_in_flight"
+    for thread in waiting:
+        thread.join()
+    assert sorted(answers) == [200] * (CONNECTIONS // 2) + [429] * (CONNECTIONS // 2)
+    # each ended request gave its place back: A is served again
+    assert post(base, "sk-a").status_code == 200
+
+
+def test_a_request_refused_or_failed_gives_its_place_back(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, app = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    json = {"content-type": "application/json", "authorization": "Bearer sk-a"}
+    url = base + "/v1/chat/completions"
+    assert httpx.post(url, content=b"{", headers=json).status_code == 400
+    text = {**json, "content-type": "text/plain"}
+    assert httpx.post(url, content=b"{}", headers=text).status_code == 415
+    unknown = orjson.dumps({"model": "x", "messages": []})
+    assert httpx.post(url, content=unknown, headers=json).status_code in (400, 404)
+    edge.reply = Reply.json({"error": {"message": "overloaded"}}, status=529)
+    assert post(base, "sk-a").status_code == 529
+    assert app.state.services.in_flight.of(principal_of(app, "sk-a")) == 0
+    edge.reply = Reply.json(chat_completion("quick"))
+    assert post(base, "sk-a").status_code == 200
+
+
+def principal_of(app: Any, key: str) -> str:
+    return str(app.state.services.principals.of({"authorization": f"Bearer {key}"}, None))
