@@ -29,6 +29,9 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 SEPARATOR = "/"  # never in a principal's name: a scoped key splits at its first one
 # Headers that carry a client's credential, in order (Gemini's key header included).
 _KEY_HEADERS = ("x-api-key", "x-goog-api-key", "api-key")
+# Every header a client's credential may come in: none of them is forwarded where the upstream
+# gets the server's key (in keys mode the credential is the proxy key).
+CREDENTIAL_HEADERS = frozenset({"authorization", *_KEY_HEADERS})
 # Credentials whose principal is kept (newest): a client presents the same one on every request,
 # and its HMAC costs ~2.5 µs hot, ~10 µs between requests (OpenSSL's code and tables gone cold).
 KNOWN_CREDENTIALS = 256
