@@ -27,6 +27,7 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.budgets import WindowBudgets, asked_output
 from proxy.rewrite.cost_model import CostModel
+from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
@@ -95,6 +96,7 @@ class Engine(WindowBudgets):
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
+        self.hold_slots = HoldSlots(hold_bound(store.kind, settings.store.pool_size))
         # the sampled production check that nothing memoised was changed in place (its failures
         # read at scrape time); the strict engine checks every request in ``_check``
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
@@ -189,6 +191,8 @@ class Engine(WindowBudgets):
         stack = contextlib.AsyncExitStack()  # the session: serialised across replicas
         await stack.__aenter__()
         try:
+            # a principal's holds at once are bounded: each takes a shared pooled connection
+            await stack.enter_async_context(self.hold_slots.slot(principal))
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:
