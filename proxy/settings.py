@@ -105,6 +105,9 @@ class LimitSettings(_Strict):
     # Requests one principal may have in flight at once (429 beyond, before its body is read);
     # unset: half of upstream_max_connections, so one tenant's streams never hold them all.
     max_in_flight_per_principal: int | None = Field(default=None, ge=1)
+    # Body bytes one principal's requests in flight may carry in all (429 beyond; a declared
+    # content-length is refused before the body is read); unset: 8 times max_body_bytes.
+    max_body_bytes_in_flight_per_principal: int | None = Field(default=None, ge=1)
     # Messages (Chat Completions, Anthropic Messages) or input items (Responses API) in one body
     # at most (400 beyond): the rules' time and memory grow with them. Real agents' longest
     # conversations hold a few thousand.

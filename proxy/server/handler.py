@@ -45,6 +45,7 @@ from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
+from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -85,7 +86,7 @@ class ProtocolHandler:
         self.s.observers.started()
         self._open.add(row["id"])
         held: list[Prepared] = []  # the rewrite whose session is held until it is finished
-        counted: list[str] = []  # the principal, once this request counts as its in flight
+        counted: list[Ticket] = []  # once this request counts among its principal's in flight
         try:
             await self._serve(scope, receive, send, row, held, counted)
         finally:
@@ -102,7 +103,7 @@ class ProtocolHandler:
         send: Send,
         row: dict[str, Any],
         held: list[Prepared],
-        counted: list[str],
+        counted: list[Ticket],
     ) -> None:
         started = time.perf_counter()
         request_id = row["id"]
@@ -118,13 +119,15 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
-            self.s.in_flight.enter(principal)  # 429 past its bound: its body is left unread
-            counted.append(principal)
+            # 429 past the principal's bounds, for a declared length before the body is read
+            counted.append(ticket := self.s.in_flight.enter(principal))
+            self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
+            self.s.in_flight.size(ticket, len(raw))  # as read (decoded)
             offload = self.s.engine.offload  # a heavy body is read off the event loop
             hint = header_session(headers)
             body, fresh = await read_body_json(self.bodies, offload, raw, hint, principal)

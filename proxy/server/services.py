@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from proxy.principals import Principals
 from proxy.rewrite.engine import Engine
-from proxy.server.in_flight import InFlight, principal_bound
+from proxy.server.in_flight import InFlight, principal_bound, principal_byte_bound
 from proxy.settings import Settings
 from proxy.store.base import Store
 from proxy.telemetry.observe import Observers
@@ -26,4 +26,5 @@ class Services:
     in_flight: InFlight = field(init=False)  # each principal's requests in flight, bounded
 
     def __post_init__(self) -> None:
-        self.in_flight = InFlight(principal_bound(self.settings.limits))
+        limits = self.settings.limits
+        self.in_flight = InFlight(principal_bound(limits), principal_byte_bound(limits))

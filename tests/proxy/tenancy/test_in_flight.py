@@ -1,8 +1,9 @@
-"""One principal's requests in flight are bounded (by default half the upstream connections):
-however many long answers a tenant keeps waiting, another tenant's request neither queues behind
-them for an upstream connection nor is refused. Past its bound a tenant's next request is answered
-429 with ``retry-after`` at once, its body unread, and its count comes down as each request ends,
-however it ends."""
+"""One principal's requests in flight are bounded (by default half the upstream connections), and
+so are the bytes of their bodies (by default 8 of the largest): however many long answers a tenant
+keeps waiting, another tenant's request neither queues behind them for an upstream connection nor
+is refused, and a tenant's large bodies cannot take the server's memory. Past a bound a tenant's
+next request is answered 429 with ``retry-after`` at once (a declared length before its body is
+read), and its counts come down as each request ends, however it ends."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tests.support.live import serve_in_thread, stop
 
 SLOW_S = 3.0
 CONNECTIONS = 4  # so each principal may have 2 in flight
+BODY_LIMIT = 256 * 1024  # so each principal's bodies in flight may carry 2 MiB
 
 
 def slow() -> Reply:
@@ -35,7 +37,7 @@ def slow() -> Reply:
 @pytest.fixture
 def proxy(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, EdgeUpstream, Any]]:
     """The proxy's URL, its upstream and the app."""
-    limits = {"upstream_max_connections": CONNECTIONS}
+    limits = {"upstream_max_connections": CONNECTIONS, "max_body_bytes": BODY_LIMIT}
     settings = tenancy_settings(upstream, "passthrough", limits=limits)
     app = create_app(settings, db_path=str(tmp_path / "db"))
     server, base = serve_in_thread(app)
@@ -104,10 +106,45 @@ def test_a_request_refused_or_failed_gives_its_place_back(
     assert httpx.post(url, content=unknown, headers=json).status_code in (400, 404)
     edge.reply = Reply.json({"error": {"message": "overloaded"}}, status=529)
     assert post(base, "sk-a").status_code == 529
-    assert app.state.services.in_flight.of(principal_of(app, "sk-a")) == 0
+    assert app.state.services.in_flight.of(principal_of(app, "sk-a")) == (0, 0)
     edge.reply = Reply.json(chat_completion("quick"))
     assert post(base, "sk-a").status_code == 200
 
 
 def principal_of(app: Any, key: str) -> str:
     return str(app.state.services.principals.of({"authorization": f"Bearer {key}"}, None))
+
+
+def big(text: str, size: int) -> bytes:
+    content = text + " " + "word " * (size // 5)
+    return orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": content}]})
+
+
+def test_a_tenants_bodies_in_flight_are_bounded_in_bytes(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, app = proxy
+    url = base + "/v1/chat/completions"
+    edge.reply = Reply.json(chat_completion("quick"))
+    in_flight = app.state.services.in_flight
+    a = principal_of(app, "sk-a")
+    in_flight.bound = 100  # only the bytes bound is under test here
+    held = [in_flight.enter(a) for _ in range(8)]
+    for ticket in held:  # eight requests of 250 KiB waiting on long answers
+        in_flight.size(ticket, 250 * 1024)
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-a"}
+    body = big("one more", 100 * 1024)
+    refused = httpx.post(url, content=body, headers=headers)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert "max_body_bytes_in_flight_per_principal" in refused.json()["error"]["message"]
+    assert len(edge.seen) == 0 or b"one more" not in edge.seen[-1].body
+    # another tenant's body of the same size goes through
+    other = httpx.post(url, content=body, headers={**headers, "authorization": "Bearer sk-b"})
+    assert other.status_code == 200
+    for ticket in held[:2]:
+        in_flight.leave(ticket)
+    assert httpx.post(url, content=body, headers=headers).status_code == 200
+    assert in_flight.of(a) == (6, 6 * 250 * 1024)
+    for ticket in held[2:]:
+        in_flight.leave(ticket)
+    assert in_flight.of(a) == (0, 0)
