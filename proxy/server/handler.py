@@ -30,6 +30,7 @@ from proxy.errors import (
     require_json,
 )
 from proxy.failures import STOPPING
+from proxy.rewrite.offload import enter_lane
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import (
@@ -119,8 +120,10 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
-            # 429 past the principal's bounds, for a declared length before the body is read
-            counted.append(ticket := self.s.in_flight.enter(principal))
+            lane = self.s.principals.lane(principal)  # its turn in what tenants share
+            enter_lane(lane)
+            # 429 past the lane's bounds, for a declared length before the body is read
+            counted.append(ticket := self.s.in_flight.enter(lane))
             self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
@@ -232,6 +235,8 @@ class ProtocolHandler:
                 )
                 if rewritten is not first:
                     pending = rewritten.cache
+                if response.status < 400:  # its credential works: a lane of its own from now
+                    self.s.principals.accepted(principal)
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
