@@ -31,7 +31,7 @@ from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
-from proxy.rewrite.offload import Offload, items_of
+from proxy.rewrite.offload import Offload, current_lane, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
@@ -191,8 +191,9 @@ class Engine(WindowBudgets):
         stack = contextlib.AsyncExitStack()  # the session: serialised across replicas
         await stack.__aenter__()
         try:
-            # a principal's holds at once are bounded: each takes a shared pooled connection
-            await stack.enter_async_context(self.hold_slots.slot(principal))
+            # a lane's holds at once are bounded (its principal's, or in passthrough all those no
+            # upstream answered yet: ``Principals.lane``): each takes a shared pooled connection
+            await stack.enter_async_context(self.hold_slots.slot(current_lane(principal)))
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:

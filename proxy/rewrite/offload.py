@@ -54,6 +54,11 @@ def enter_lane(lane: str) -> None:
     _LANE.set(lane)
 
 
+def current_lane(default: str) -> str:
+    """The lane ``enter_lane`` set for the current request, else ``default``."""
+    return _LANE.get() or default
+
+
 def items_of(body: Any) -> int:
     """How many messages or input items a body holds (its conversation's array)."""
     if not isinstance(body, dict):
@@ -90,7 +95,7 @@ class Offload:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         call = contextvars.copy_context().run
-        principal = _LANE.get() or memo_scope()
+        principal = current_lane(memo_scope())
         with self._ready:
             if self._closed:
                 raise RuntimeError("the offload worker is closed")

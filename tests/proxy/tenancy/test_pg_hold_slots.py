@@ -2,7 +2,9 @@
 as the request's rules run, and a heavy request's rules wait their turn in the worker thread while
 it holds. One principal holds at most half the pool: a tenant's 30 heavy requests on 30 sessions
 wait for its own to finish, not in the pool's queue, so another tenant's request finds a
-connection at once and no hold times out (a timed-out hold serves read-only: its state unsaved)."""
+connection at once and no hold times out (a timed-out hold serves read-only: its state unsaved).
+So do 30 requests under 30 made-up keys: in passthrough, principals no upstream has answered yet
+share one lane (``Principals.lane``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from proxy.app import create_app
 from tests.proxy.tenancy.serving import tenancy_settings
@@ -48,9 +51,12 @@ def post(base: str, key: str, session: str, body: dict[str, Any]) -> float:
     return time.monotonic() - started
 
 
+@pytest.mark.parametrize("made_up", [False, True], ids=["one-key", "made-up-keys"])
 def test_a_tenants_heavy_requests_never_take_the_whole_pool(
-    pg_server: Any, tmp_path: Path, upstream: EdgeUpstream
+    pg_server: Any, tmp_path: Path, upstream: EdgeUpstream, made_up: bool
 ) -> None:
+    """``made_up``: each of A's requests under a key of its own that no upstream answered yet
+    (in passthrough, all such share one lane)."""
     upstream.reply = Reply.json(chat_completion("ok"))
     url = pg_server.database()
     store = {"url": url, "pool_size": 2, "lock_timeout_s": LOCK_TIMEOUT_S}
@@ -61,7 +67,9 @@ def test_a_tenants_heavy_requests_never_take_the_whole_pool(
         post(base, "sk-b", "b1", small)
         bodies = [heavy(i) for i in range(HEAVY)]
         threads = [
-            threading.Thread(target=post, args=(base, "sk-a", f"a{i}", bodies[i]))
+            threading.Thread(
+                target=post, args=(base, f"sk-a{i}" if made_up else "sk-a", f"a{i}", bodies[i])
+            )
             for i in range(HEAVY)
         ]
         for thread in threads:
