@@ -10,6 +10,8 @@ ProxyError                 500 internal_error: a bug of ours (``InternalError`` 
  ├── RequestTimeout        408 request_timeout (body not received within limits.body_read_timeout_s)
  ├── PayloadTooLarge       413 request_too_large (over limits.max_body_bytes)
  ├── UnsupportedMediaType  415 unsupported_media_type (a chat body not sent as application/json)
+ ├── TooManyInFlight       429 too_many_requests_in_flight (limits.max_in_flight_per_principal,
+ │                         limits.max_body_bytes_in_flight_per_principal)
  ├── ClientGone            499 client_disconnected: logged, never sent (nobody is left)
  ├── UpstreamMisconfigured 500 upstream_misconfigured (config names a provider litellm lacks)
  ├── UpstreamKeyMissing    500 upstream_key_missing (an upstream's api_key_env is empty)
@@ -154,6 +156,16 @@ class Forbidden(ProxyError):
     status = 403
     error_type = "invalid_request_error"
     code = "forbidden"
+
+
+class TooManyInFlight(ProxyError):
+    """The principal already has its bound of requests, or of body bytes, in flight
+    (``proxy.server.in_flight``); answered with ``retry-after``."""
+
+    status = 429
+    error_type = "rate_limit_error"
+    code = "too_many_requests_in_flight"
+    retry_after_s = 1
 
 
 CLIENT_CLOSED = 499  # nginx's status for "client closed the request", as logged, never sent

@@ -106,6 +106,12 @@ class LimitSettings(_Strict):
     stream_max_s: float = Field(default=3600.0, ge=0)
     # Open upstream connections at most (streams hold one each); beyond, requests queue for one.
     upstream_max_connections: int = Field(default=200, ge=1)
+    # Requests one principal may have in flight at once (429 beyond, before its body is read);
+    # unset: half of upstream_max_connections, so one tenant's streams never hold them all.
+    max_in_flight_per_principal: int | None = Field(default=None, ge=1)
+    # Body bytes one principal's requests in flight may carry in all (429 beyond; a declared
+    # content-length is refused before the body is read); unset: 8 times max_body_bytes.
+    max_body_bytes_in_flight_per_principal: int | None = Field(default=None, ge=1)
     # Messages (Chat Completions, Anthropic Messages) or input items (Responses API) in one body
     # at most (400 beyond): the rules' time and memory grow with them. Real agents' longest
     # conversations hold a few thousand.

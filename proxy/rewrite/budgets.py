@@ -1,5 +1,6 @@
 """A model's budget and window room: the configured budget, the model's known context window,
-and the windows upstreams stated in "prompt too long" errors (learned, kept in the store). Mixed
+and the windows upstreams stated in "prompt too long" errors to a principal's requests (learned
+for that principal only, kept in the store). Mixed
 into ``Engine``, whose ``__init__`` sets the attributes declared here."""
 
 from __future__ import annotations
@@ -63,41 +64,77 @@ class WindowBudgets:
     _budgets: dict[str, int | None]
     _rooms: dict[str, int | None]
 
-    def budget_for(self, model: str) -> int | None:
+    def budget_for(self, model: str, principal: str | None = None) -> int | None:
         """min(configured budget, model window − output reserve); None when neither is known.
-        The window is the smaller of the known one and one learned from the upstream's errors.
-        Memoised per model name (bounded: names come from clients)."""
-        return _memoised(self._budgets, model, self._budget_for)
+        The window is the smaller of the known one and one learned from the upstream's errors
+        to ``principal``'s requests (None: none learned counts). Memoised per model name
+        (bounded: names come from clients); a learned window is applied after the memo."""
+        budget = _memoised(self._budgets, model, self._budget_for)
+        learned = self._learned_room(model, principal)
+        if learned is None:
+            return budget
+        return min(budget, learned) if budget is not None else learned
 
-    def _budget_for(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
+    def _budget_for(
+        self,
+        model: str,
+        stated: int | None = None,
+        scale: float = 1.0,
+        principal: str | None = None,
+    ) -> int | None:
         configured = self.budget_override or self.settings.pipeline.budget_tokens
         limits = [b for b in (configured,) if b]
-        room = self._window_room(model, stated, scale)
+        room = self._window_room(model, stated, scale, principal)
         if room is not None:
             limits.append(room)
         return min(limits) if limits else None
 
-    def _window_room(self, model: str, stated: int | None = None, scale: float = 1.0) -> int | None:
+    def _window_room(
+        self,
+        model: str,
+        stated: int | None = None,
+        scale: float = 1.0,
+        principal: str | None = None,
+    ) -> int | None:
         """What the model's window leaves for the prompt (less the output reserve, at least 256
         tokens); None when no window is known. The window is the smaller of the known one, one
-        learned from the upstream's errors and ``stated``."""
+        learned from the upstream's errors to ``principal``'s requests and ``stated``."""
         window = self._known_window(model)
-        learned = self.learned.get(*self._window_key(model))
+        learned = self._learned_window(model, principal)
         for lower in (learned, stated):
             if lower is not None:
                 window = min(window, lower) if window else lower
         room = window_room(window, self.settings.pipeline.output_reserve_tokens)
         return None if room is None else int(room * scale)
 
-    def window_room_for(self, model: str) -> int | None:
-        """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it)."""
-        return _memoised(self._rooms, model, self._window_room)
+    def window_room_for(self, model: str, principal: str | None = None) -> int | None:
+        """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it);
+        a window learned from ``principal``'s requests applied after the memo."""
+        room = _memoised(self._rooms, model, self._window_room)
+        learned = self._learned_room(model, principal)
+        if learned is None:
+            return room
+        return min(room, learned) if room is not None else learned
 
-    def budget_under(self, model: str, stated: int, scale: float = 1.0) -> int:
+    def _learned_window(self, model: str, principal: str | None) -> int | None:
+        if principal is None or not self.learned.knows(principal):
+            return None
+        return self.learned.get(principal, *self._window_key(model))
+
+    def _learned_room(self, model: str, principal: str | None) -> int | None:
+        """The room of a window learned for ``principal`` (window_room is monotonic, so the
+        room of the smaller window is the smaller of the two rooms)."""
+        learned = self._learned_window(model, principal)
+        reserve = self.settings.pipeline.output_reserve_tokens
+        return None if learned is None else window_room(learned, reserve)
+
+    def budget_under(
+        self, model: str, stated: int, scale: float = 1.0, principal: str | None = None
+    ) -> int:
         """The model's budget were its window ``stated``, for the one request an upstream said
         it to (the overflow rescue's retry): below the floor a learned window keeps, and the
         window's room scaled by ``scale`` (our count of the prompt / the upstream's)."""
-        budget = self._budget_for(model, stated, scale)
+        budget = self._budget_for(model, stated, scale, principal)
         assert budget is not None  # a window is known: the stated one
         return budget
 
@@ -109,14 +146,13 @@ class WindowBudgets:
         upstream = self.settings.upstream_for(model)
         return (upstream.name if upstream is not None else "", redact_text(model))
 
-    def learn_window(self, model: str, window: int) -> int:
-        """Remember (here and in the store) the window an upstream stated for ``model``, never
-        below its ``window_floor``; its budget is worked out anew. Returns the window kept."""
+    def learn_window(self, model: str, window: int, principal: str) -> int:
+        """Remember (here and in the store) the window an upstream stated for ``model`` to one
+        of ``principal``'s requests, for that principal's requests only, never below the
+        model's ``window_floor``. Returns the window kept."""
         upstream, name = self._window_key(model)
-        kept = self.learned.learn(upstream, name, window, self._floor(model))
-        self._budgets.pop(model, None)
-        self._rooms.pop(model, None)
-        learned_windows.save(self.store, upstream, name, kept, time.time())
+        kept = self.learned.learn(principal, upstream, name, window, self._floor(model))
+        learned_windows.save(self.store, principal, upstream, name, kept, time.time())
         return kept
 
     def _floor(self, model: str) -> int:
@@ -130,9 +166,7 @@ class WindowBudgets:
         except Exception as exc:  # fail-open: the upstream's next overflow teaches it again
             log.warning("could not read the learned context windows: %s", exc)
             return 0
-        for upstream, model, window in known:
+        for principal, upstream, model, window in known:
             # a row stored below the floor (by an older version, or by hand) is raised to it
-            self.learned.learn(upstream, model, window, self._floor(model))
-        self._budgets.clear()
-        self._rooms.clear()
+            self.learned.learn(principal, upstream, model, window, self._floor(model))
         return len(known)

@@ -27,10 +27,11 @@ from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
 from proxy.rewrite.budgets import WindowBudgets, asked_output
 from proxy.rewrite.cost_model import CostModel
+from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
-from proxy.rewrite.offload import Offload, items_of
+from proxy.rewrite.offload import Offload, current_lane, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
@@ -95,6 +96,7 @@ class Engine(WindowBudgets):
         # one worker: the pipeline holds the GIL, so more threads would only take turns with it;
         # the server parses heavy bodies (and counts their tokens) there too
         self.offload = Offload()
+        self.hold_slots = HoldSlots(hold_bound(store.kind, settings.store.pool_size))
         # the sampled production check that nothing memoised was changed in place (its failures
         # read at scrape time); the strict engine checks every request in ``_check``
         self.integrity = IntegritySampler(settings.memory.integrity_sample, self.pipeline)
@@ -189,6 +191,9 @@ class Engine(WindowBudgets):
         stack = contextlib.AsyncExitStack()  # the session: serialised across replicas
         await stack.__aenter__()
         try:
+            # a lane's holds at once are bounded (its principal's, or in passthrough all those no
+            # upstream answered yet: ``Principals.lane``): each takes a shared pooled connection
+            await stack.enter_async_context(self.hold_slots.slot(current_lane(principal)))
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
             if known is None:
@@ -248,7 +253,7 @@ class Engine(WindowBudgets):
         )
 
     def _budget(self, request: _Request) -> int | None:
-        budget = self.budget_for(request.model)
+        budget = self.budget_for(request.model, split_scoped(request.sid)[0])
         if request.budget is not None:
             budget = min(budget, request.budget) if budget is not None else request.budget
         return budget
@@ -259,7 +264,7 @@ class Engine(WindowBudgets):
         overflow rescue's retry: a limit the upstream stated). None: no window known. Where a
         request over the budget is refused (``on_over_budget: reject``), the budget: a request
         held over it would be refused on every retry, where a cut would have fitted it."""
-        room = self.window_room_for(request.model)
+        room = self.window_room_for(request.model, split_scoped(request.sid)[0])
         if room is not None and self.settings.pipeline.on_over_budget == "reject":
             budget = self._budget(request)
             room = min(room, budget) if budget is not None else room

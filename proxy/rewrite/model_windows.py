@@ -2,7 +2,8 @@
 straight from the installed package folder (importing litellm costs seconds; the request path
 must not pay that). The 3 MB file is parsed once, into the few numbers the proxy uses. Config
 ``pipeline.context_windows`` wins over this table (see ``Engine.budget_for``); windows learned from
-an upstream's overflow errors (``LearnedWindows``) lower it further, down to a floor."""
+an upstream's overflow errors (``LearnedWindows``) lower it further for the principal whose request
+met the error, down to a floor."""
 
 from __future__ import annotations
 
@@ -111,25 +112,40 @@ def window_floor(known: int | None) -> int:
 
 
 class LearnedWindows:
-    """Windows an upstream stated in its overflow errors, per (upstream, model): the window as
-    stated (never scaled by a count of the proxy's), at least the model's ``window_floor``.
-    Bounded (model names come from clients): the oldest entries go first."""
+    """Windows an upstream stated in its overflow errors, per (principal, upstream, model): the
+    window as stated (never scaled by a count of the proxy's), at least the model's
+    ``window_floor``. Kept per principal: an error answer can quote client text (OpenAI's
+    "Unrecognized request argument supplied: …" names the argument), so one tenant could
+    otherwise state a window for every other tenant's requests. Bounded (model names and, in
+    passthrough, principals come from clients): the oldest entries go first."""
 
     def __init__(self, max_entries: int = 1024) -> None:
-        self._windows: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._windows: OrderedDict[tuple[str, str, str], int] = OrderedDict()
+        self._per_principal: dict[str, int] = {}  # how many each principal has: the hot check
         self._max = max_entries
 
-    def get(self, upstream: str, model: str) -> int | None:
-        return self._windows.get((upstream, model))
+    def knows(self, principal: str) -> bool:
+        """Whether ``principal`` has any window learned (most requests' only look-up)."""
+        return principal in self._per_principal
 
-    def learn(self, upstream: str, model: str, window: int, floor: int = 0) -> int:
+    def get(self, principal: str, upstream: str, model: str) -> int | None:
+        return self._windows.get((principal, upstream, model))
+
+    def learn(self, principal: str, upstream: str, model: str, window: int, floor: int = 0) -> int:
         """Keep ``window`` (or a smaller one learned before), never below ``floor``; returns the
         one kept."""
-        key = (upstream, model)
+        key = (principal, upstream, model)
         known = self._windows.get(key)
         kept = max(floor, window if known is None else min(known, window))
+        if known is None:
+            self._per_principal[principal] = self._per_principal.get(principal, 0) + 1
         self._windows[key] = kept
         self._windows.move_to_end(key)
         while len(self._windows) > self._max:
-            self._windows.popitem(last=False)
+            (dropped, _, _), _ = self._windows.popitem(last=False)
+            left = self._per_principal[dropped] - 1
+            if left:
+                self._per_principal[dropped] = left
+            else:
+                del self._per_principal[dropped]
         return kept

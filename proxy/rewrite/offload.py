@@ -44,6 +44,21 @@ ITEM_WORK_BYTES = 32
 WORKERS = 2
 
 
+# Whose line a job joins: the lane the server set for the request (``Principals.lane``: in
+# passthrough, principals no upstream accepted yet share one), else its memo scope.
+_LANE: contextvars.ContextVar[str | None] = contextvars.ContextVar("offload_lane", default=None)
+
+
+def enter_lane(lane: str) -> None:
+    """The current request's jobs join ``lane``'s line (in this context and its copies)."""
+    _LANE.set(lane)
+
+
+def current_lane(default: str) -> str:
+    """The lane ``enter_lane`` set for the current request, else ``default``."""
+    return _LANE.get() or default
+
+
 def items_of(body: Any) -> int:
     """How many messages or input items a body holds (its conversation's array)."""
     if not isinstance(body, dict):
@@ -80,7 +95,7 @@ class Offload:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         call = contextvars.copy_context().run
-        principal = memo_scope()
+        principal = current_lane(memo_scope())
         with self._ready:
             if self._closed:
                 raise RuntimeError("the offload worker is closed")

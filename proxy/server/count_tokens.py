@@ -29,7 +29,7 @@ from proxy.protocols.body import parse_json
 from proxy.protocols.body_limits import check_body, check_containers
 from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
 from proxy.protocols.validate import validate_count_tokens
-from proxy.rewrite.offload import items_of
+from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import Call
@@ -51,6 +51,7 @@ class CountTokens:
         try:
             principal = self.s.principals.of(headers)
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
+            enter_lane(self.s.principals.lane(principal))  # its turn of the workers
             require_json(headers.get("content-type"))
             limits = self.s.settings.limits
             raw = await read_body(receive, headers, limits)

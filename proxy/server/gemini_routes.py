@@ -21,7 +21,7 @@ from proxy.protocols.body_limits import check_body
 from proxy.protocols.errors import gemini_body, gemini_error
 from proxy.protocols.gemini import GEMINI
 from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, validate_gemini_count
-from proxy.rewrite.offload import items_of
+from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
@@ -66,6 +66,7 @@ class GeminiCountTokens:
             query = scope.get("query_string", b"").decode("latin-1")
             principal = self.s.principals.of(headers, client_key(headers, query))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
+            enter_lane(self.s.principals.lane(principal))  # its turn of the workers
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
             raw = await read_body(receive, headers, self.s.settings.limits)

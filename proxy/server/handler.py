@@ -25,10 +25,12 @@ from proxy.errors import (
     ProxyError,
     RequestTimeout,
     ShuttingDown,
+    TooManyInFlight,
     UnsupportedMediaType,
     require_json,
 )
 from proxy.failures import STOPPING
+from proxy.rewrite.offload import enter_lane
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import (
@@ -44,6 +46,7 @@ from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
+from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
@@ -58,7 +61,7 @@ from rules.report import bounded_report
 
 log = logging.getLogger("ctxproxy.handler")
 # Errors raised before the body was read to its end.
-_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType)
+_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType, TooManyInFlight)
 
 
 class ProtocolHandler:
@@ -84,9 +87,12 @@ class ProtocolHandler:
         self.s.observers.started()
         self._open.add(row["id"])
         held: list[Prepared] = []  # the rewrite whose session is held until it is finished
+        counted: list[Ticket] = []  # once this request counts among its principal's in flight
         try:
-            await self._serve(scope, receive, send, row, held)
+            await self._serve(scope, receive, send, row, held, counted)
         finally:
+            if counted:
+                self.s.in_flight.leave(counted[0])
             if held:  # finished where the upstream call started, unless it never did
                 await let_go(held[0], row["id"])
             self._close(row)  # nothing left to do unless the row was never finished
@@ -98,6 +104,7 @@ class ProtocolHandler:
         send: Send,
         row: dict[str, Any],
         held: list[Prepared],
+        counted: list[Ticket],
     ) -> None:
         started = time.perf_counter()
         request_id = row["id"]
@@ -113,11 +120,17 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
+            lane = self.s.principals.lane(principal)  # its turn in what tenants share
+            enter_lane(lane)
+            # 429 past the lane's bounds, for a declared length before the body is read
+            counted.append(ticket := self.s.in_flight.enter(lane))
+            self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
             raw = await self._read_body(receive, headers)
+            self.s.in_flight.size(ticket, len(raw))  # as read (decoded)
             offload = self.s.engine.offload  # a heavy body is read off the event loop
             hint = header_session(headers)
             body, fresh = await read_body_json(self.bodies, offload, raw, hint, principal)
@@ -222,6 +235,8 @@ class ProtocolHandler:
                 )
                 if rewritten is not first:
                     pending = rewritten.cache
+                if response.status < 400:  # its credential works: a lane of its own from now
+                    self.s.principals.accepted(principal)
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
@@ -353,6 +368,8 @@ class ProtocolHandler:
             "x-ctxproxy-request-id": row["id"],
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
         }
+        if isinstance(error, TooManyInFlight):
+            headers["retry-after"] = str(error.retry_after_s)
         await self._answer_error(send, error, row, started, headers)
 
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:

@@ -1,9 +1,9 @@
 """Upstream overflow rescue: when the upstream answers that the prompt is too long, learn the
-window it states (as stated, never below its floor: ``Engine.learn_window``), rewrite the request
-again under that lower budget, scaled into the proxy's count for this request only (prune
-compacts, down to dropping whole turns but never the protected floor) and retry once. The client
-sees the upstream's error only when even the compacted request cannot fit, or the retry fails
-again.
+window it states, for the principal's requests (as stated, never below its floor:
+``Engine.learn_window``), rewrite the request again under that lower budget, scaled into the
+proxy's count for this request only (prune compacts, down to dropping whole turns but never the
+protected floor) and retry once. The client sees the upstream's error only when even the
+compacted request cannot fit, or the retry fails again.
 
 Overflow answers come with a status before any streamed byte, so streaming requests are rescued
 alike. A failure inside the rescue itself leaves the upstream's answer standing: never a 5xx of
@@ -111,15 +111,16 @@ async def _compacted(
     body = rewritten.body
     model = rewritten.model if rewritten.model is not None else body["model"]
     engine = s.engine
-    # what every later request of the model is held to: the window as stated, at least the floor
-    learned = engine.learn_window(model, overflow.window)
+    # what the principal's later requests of the model are held to: the window as stated, at
+    # least the floor (another principal's are not: the answer may quote this one's text)
+    learned = engine.learn_window(model, overflow.window, rewritten.principal)
     # The upstream's count can run higher than ours (media, another tokenizer): this request's
     # retry is scaled into our count. Only this one's: a ratio of one request says nothing of
     # another's, and an image-heavy one would shrink every client's window.
     scale = 1.0
     if overflow.prompt_tokens and before and overflow.prompt_tokens > before:
         scale = before / overflow.prompt_tokens
-    budget = engine.budget_under(model, overflow.window, scale)
+    budget = engine.budget_under(model, overflow.window, scale, rewritten.principal)
     if overflow.completion_tokens and overflow.completion_tokens < overflow.window:
         budget = min(budget, int((overflow.window - overflow.completion_tokens) * scale))
     if budget >= before:  # by our count it fitted already: our count falls short

@@ -83,12 +83,14 @@ class Dialect:
         return f"+{column}"
 
     def learned_window_upsert(self, keep_s: float) -> str:
-        """A window learned for (upstream, model): the smaller of the stored one and this one,
-        unless the stored one is older than ``keep_s`` (a provider may have raised it)."""
-        m = self.marks(4)
+        """A window learned for (principal, upstream, model): the smaller of the stored one and
+        this one, unless the stored one is older than ``keep_s`` (a provider may have raised
+        it)."""
+        m = self.marks(5)
         return (
-            "INSERT INTO learned_windows (upstream, model, window_tokens, learned_at) "
-            f"VALUES ({m}) ON CONFLICT(upstream, model) DO UPDATE SET window_tokens = CASE "
+            "INSERT INTO learned_windows (principal, upstream, model, window_tokens, learned_at) "
+            f"VALUES ({m}) ON CONFLICT(principal, upstream, model) DO UPDATE SET "
+            "window_tokens = CASE "
             f"WHEN learned_windows.learned_at < excluded.learned_at - {float(keep_s)!r} "
             f"THEN excluded.window_tokens ELSE {self.least}(learned_windows.window_tokens, "
             "excluded.window_tokens) END, learned_at = excluded.learned_at"
@@ -98,7 +100,7 @@ class Dialect:
     def learned_windows_select(self) -> str:
         """The windows learned since ``$1``, newest last, at most ``$2``."""
         return (
-            "SELECT upstream, model, window_tokens FROM learned_windows "
+            "SELECT principal, upstream, model, window_tokens FROM learned_windows "
             f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at LIMIT {self.mark(2)}"
         )
 

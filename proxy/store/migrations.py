@@ -198,6 +198,24 @@ migration(
     """,
 )
 
+migration(
+    "m015_learned_windows_principal",
+    """
+    -- a learned window is the principal's whose request met the overflow: an error answer can
+    -- quote client text, so a shared one let a tenant shrink every tenant's window. The shared
+    -- rows are dropped (no principal to give them); each principal's next overflow relearns.
+    DROP TABLE learned_windows;
+    CREATE TABLE learned_windows (
+        principal TEXT NOT NULL,
+        upstream TEXT NOT NULL,
+        model TEXT NOT NULL,
+        window_tokens INTEGER NOT NULL,
+        learned_at REAL NOT NULL,
+        PRIMARY KEY (principal, upstream, model)
+    );
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

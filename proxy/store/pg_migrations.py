@@ -235,6 +235,22 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE requests ADD COLUMN cache TEXT;
         """,
     ),
+    (
+        "m015_learned_windows_principal",
+        """
+        -- a learned window is the principal's whose request met the overflow (an error answer
+        -- can quote client text); the shared rows are dropped: each principal relearns
+        DROP TABLE learned_windows;
+        CREATE TABLE learned_windows (
+            principal TEXT NOT NULL,
+            upstream TEXT NOT NULL,
+            model TEXT NOT NULL,
+            window_tokens BIGINT NOT NULL,
+            learned_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (principal, upstream, model)
+        );
+        """,
+    ),
 ]
 
 

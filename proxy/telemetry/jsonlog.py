@@ -171,6 +171,26 @@ class JsonFormatter(logging.Formatter):
         return terminal_safe(orjson.dumps(out).decode())
 
 
+def printable(text: str) -> str:
+    """``text`` with line breaks, control characters and bidi marks written as ``\\uXXXX``
+    escapes: one line, nothing a terminal acts on."""
+    if text.isprintable() and text.isascii():
+        return text
+    escaped = _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return _TERMINAL_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", escaped)
+
+
+class TextFormatter(logging.Formatter):
+    """The proxy's own log records as text (a person at a terminal): the message made
+    ``printable``. A message may carry a client's text (a session name held too long, a
+    provider's error quoting the request): its line breaks would forge lines, its escape
+    sequences act on the reader's terminal. A traceback (ours) keeps its lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = printable(record.message)
+        return super().formatMessage(record)
+
+
 def use_json(settings: LoggingSettings, stream: IO[str]) -> bool:
     """JSON lines when asked, or (``auto``) when nobody reads ``stream`` on a terminal."""
     if settings.json_lines == "auto":
@@ -183,8 +203,8 @@ def configure(settings: LoggingSettings) -> None:
     """For ``ctxproxy serve`` (the process owns its logging): the ``ctxproxy`` loggers go to
     stderr at the configured level, as JSON lines when ``json_lines`` is on."""
     handler = logging.StreamHandler(sys.stderr)
-    if use_json(settings, sys.stderr):
-        handler.setFormatter(JsonFormatter())
+    json_lines = use_json(settings, sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     root = logging.getLogger("ctxproxy")
     root.handlers[:] = [handler]
     root.setLevel(settings.level)

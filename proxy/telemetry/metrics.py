@@ -189,9 +189,19 @@ class Metrics:
         if engine is not None:
             r.register(_EngineCollector(engine))
 
-    def _model(self, model: Any) -> str:
-        name = str(model or "none")
-        if name not in self._models and len(self._models) >= MAX_MODEL_LABELS:
+    def _model(self, model: Any, status: Any) -> str:
+        """The model's label: its name once a request of it ended other than refused (a 4xx
+        status: an unknown model, a bad request), at most ``MAX_MODEL_LABELS`` names; else
+        ``other``. Names come from clients: were every name labelled, one tenant's requests of
+        100 made-up models (each refused) would leave every other tenant's real models under
+        ``other`` until the proxy restarts."""
+        if not model:
+            return "none"
+        name = str(model)
+        if name in self._models:
+            return name
+        served = isinstance(status, int) and not 400 <= status < 500
+        if not served or len(self._models) >= MAX_MODEL_LABELS:
             return "other"
         self._models.add(name)
         return name
@@ -210,7 +220,8 @@ class Metrics:
 
     def finished(self, row: dict[str, Any]) -> None:
         self._in_flight -= 1
-        self._child(self.requests, str(row.get("status")), self._model(row.get("model"))).inc()
+        status = row.get("status")
+        self._child(self.requests, str(status), self._model(row.get("model"), status)).inc()
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)
         up = usage_view.upstream_ms(row)

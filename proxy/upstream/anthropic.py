@@ -14,6 +14,7 @@ import logging
 from collections.abc import Mapping
 
 from proxy.errors import UpstreamKeyMissing
+from proxy.principals import CREDENTIAL_HEADERS
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient
@@ -45,7 +46,6 @@ _NOT_FORWARDED = frozenset(
         "cookie",  # the proxy's /ui session cookie is not the provider's
     }
 )
-_CLIENT_KEYS = ("x-api-key", "authorization")
 
 
 async def messages(
@@ -60,10 +60,11 @@ async def messages(
     """Send a Messages request (``path``: ``MESSAGES_PATH`` or ``COUNT_TOKENS_PATH``) to
     ``upstream``. ``client_headers``: names lower-cased, repeated headers joined with ", ".
     ``key``: ``openai.upstream_api_key(…)``; with ``api_key_env`` set it is the only credential
-    sent (as ``x-api-key``); without, the client's ``x-api-key``/``authorization`` go as sent
-    (settings require ``api_key_env`` in ``auth.mode: keys``). Raises ``ProxyError``s; an
-    upstream's error status comes back as an answer, its body as the upstream wrote it but
-    redacted (``UpstreamClient.errors``), as are a stream's error events."""
+    sent (as ``x-api-key``: none of the client's credential headers goes, ``api-key`` and
+    ``x-goog-api-key`` included, which in keys mode hold the proxy key); without, the client's
+    headers go as sent (settings require ``api_key_env`` in ``auth.mode: keys``). Raises
+    ``ProxyError``s; an upstream's error status comes back as an answer, its body as the
+    upstream wrote it but redacted (``UpstreamClient.errors``), as are a stream's error events."""
     if upstream.kind != "anthropic":
         from proxy.upstream.bridge import bridged_messages
 
@@ -86,7 +87,7 @@ def anthropic_headers(
     for name, value in client_headers.items():
         if name in _NOT_FORWARDED or name.startswith("x-ctxproxy-"):
             continue
-        if server_key and name in _CLIENT_KEYS:
+        if server_key and name in CREDENTIAL_HEADERS:  # any the proxy may have read a key from
             continue
         headers[name] = value
     headers["accept-encoding"] = "identity"

@@ -55,10 +55,11 @@ async def test_window_room_is_the_window_not_the_budget(
     await store.open()
     try:
         engine = Engine(settings_from_mapping({}), store, budget_override=budget)
-        assert engine.window_room_for(model) == expected
-        engine.learn_window(model, 64_000)  # an upstream said less: the room follows it
+        assert engine.window_room_for(model, "alice") == expected
+        engine.learn_window(model, 64_000, "alice")  # an upstream said less: the room follows it
         if expected is not None:
-            assert engine.window_room_for(model) == 64_000 - 8_000
+            assert engine.window_room_for(model, "alice") == 64_000 - 8_000
+            assert engine.window_room_for(model, "bob") == expected  # alice's only
     finally:
         await store.close()
 

@@ -51,7 +51,7 @@ def test_serve_adds_the_hook_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
     seen = {}
 
-    def fake_run(self: uvicorn.Server) -> None:
+    def fake_run(self: uvicorn.Server, sockets: object = None) -> None:
         seen["hooks"] = list(self.config.app.state.setup_hooks)
 
     monkeypatch.setattr(uvicorn.Server, "run", fake_run)

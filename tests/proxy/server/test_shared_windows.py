@@ -1,6 +1,8 @@
-"""A window learned from one client's "prompt too long" answer is shared by every client of the
-model (and every replica, through the store), so it is bounded: the window as the upstream stated
-it, never scaled by one request's count, and never below the floor (half the model's known
+"""A window learned from a "prompt too long" answer holds the principal's later requests of the
+model (and on every replica, through the store), never another principal's: an upstream's error
+can quote the request's own text (OpenAI's "Unrecognized request argument supplied: …" names the
+argument), so a tenant could state any window. It is bounded too: the window as the upstream
+stated it, never scaled by one request's count, and never below the floor (half the model's known
 window, else ``MIN_LEARNED_WINDOW``), also when read back from the store. The proxy's own count
 sees media parts (``rules.media``). The model's name is stored redacted."""
 
@@ -12,6 +14,7 @@ from typing import Any
 import httpx
 import orjson
 
+from proxy.principals import split_scoped
 from proxy.rewrite.engine import Engine
 from proxy.rewrite.model_windows import MIN_LEARNED_WINDOW
 from proxy.settings import Settings, settings_from_mapping
@@ -70,6 +73,10 @@ async def stored(client: httpx.AsyncClient) -> list[tuple[str, str, int]]:
     await store.flush()
     rows = await store.fetchall("SELECT upstream, model, window_tokens FROM learned_windows", ())
     return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
+
+async def principal_of(client: httpx.AsyncClient, response: httpx.Response) -> str:
+    return split_scoped((await row(client, response))["session_id"])[0]
 
 
 async def test_a_normal_conversation_is_forwarded_whole_after_an_image_heavy_overflow(
@@ -131,18 +138,57 @@ async def test_windows_below_the_floor_are_raised_when_learned_and_when_loaded(
     await store.open()
     try:
         # rows an older version stored from one image-heavy request: 7 tokens
-        learned_windows.save(store, "fake", MODEL, 7, NOW)
-        learned_windows.save(store, "fake", "my-local-model", 7, NOW)
+        learned_windows.save(store, "alice", "fake", MODEL, 7, NOW)
+        learned_windows.save(store, "alice", "fake", "my-local-model", 7, NOW)
         await store.flush()
         engine = Engine(_settings(), store)
         assert await engine.recall_windows(NOW + 1) == 2
-        assert engine.learned.get("fake", MODEL) == STATED // 2  # half the known window
-        assert engine.learned.get("fake", "my-local-model") == MIN_LEARNED_WINDOW
-        assert engine.budget_for(MODEL) == STATED // 2 - RESERVE
-        # and when learned now: the floor, for every client; only a retry goes below it
+        assert engine.learned.get("alice", "fake", MODEL) == STATED // 2  # half the known window
+        assert engine.learned.get("alice", "fake", "my-local-model") == MIN_LEARNED_WINDOW
+        assert engine.budget_for(MODEL, "alice") == STATED // 2 - RESERVE
+        # and when learned now: the floor, for the principal; only a retry goes below it
         fresh = Engine(_settings(), store)
-        assert fresh.learn_window(MODEL, 7) == STATED // 2
-        assert fresh.budget_for(MODEL) == STATED // 2 - RESERVE
-        assert fresh.budget_under(MODEL, 3_000) == 256  # the stated 3,000 less the reserve
+        assert fresh.learn_window(MODEL, 7, "alice") == STATED // 2
+        assert fresh.budget_for(MODEL, "alice") == STATED // 2 - RESERVE
+        assert fresh.budget_under(MODEL, 3_000, 1.0, "alice") == 256  # 3,000 less the reserve
+        assert fresh.budget_for(MODEL, "bob") == STATED - RESERVE
     finally:
         await store.close()
+
+
+def quoting(argument: str) -> Reply:
+    """OpenAI's answer to a request carrying an argument it does not know: it names it."""
+    message = f"Unrecognized request argument supplied: {argument}"
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return Reply.json({"error": error}, status=400)
+
+
+async def test_a_window_stated_in_a_tenants_own_text_never_holds_another_tenant(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    injected = "maximum context length is 4096 tokens"
+    big = [system(), user("word " * 85_000), *conversation()[1:]]  # ~89k tokens
+    edge.reply = Reply.json(chat_completion("ok"))
+    settings = proxy_settings(edge.base_url)
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        edge.replies = [quoting(injected)]  # nothing to compact: no retry
+        tiny = {"model": MODEL, "messages": [user("hi")], injected: 1}
+        attack = await post(client, "sk-client-a", tiny)
+        assert attack.status_code == 400 and injected.encode() in edge.seen[-1].body
+        attacker = await principal_of(client, attack)
+        assert await stored(client) == [("fake", MODEL, STATED // 2)]  # its own, at the floor
+
+        victim = await post(client, "sk-client-b", {"model": MODEL, "messages": big})
+        assert victim.status_code == 200
+        report = (await row(client, victim))["report"]
+        assert report["tokens"]["budget"] == STATED - RESERVE
+        assert edge.seen[-1].json()["messages"][:-1] == big[:-1]  # nothing pruned
+
+        again = await post(client, "sk-client-a", {"model": MODEL, "messages": big})
+        assert (await row(client, again))["report"]["tokens"]["budget"] == STATED // 2 - RESERVE
+    # and read back from the store (a restart, another replica): still the attacker's only
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        engine = client.app.state.services.engine  # type: ignore[attr-defined]
+        assert engine.budget_for(MODEL, attacker) == STATED // 2 - RESERVE
+        victim = await post(client, "sk-client-b", {"model": MODEL, "messages": big})
+        assert (await row(client, victim))["report"]["tokens"]["budget"] == STATED - RESERVE

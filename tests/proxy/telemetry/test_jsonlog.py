@@ -177,6 +177,37 @@ def test_configure_sends_the_proxy_loggers_to_stderr(capsys, json_lines, level) 
         assert lines[0] == "observer failed" and "quiet unless INFO" not in lines
 
 
+def test_the_proxys_own_text_lines_escape_a_clients_line_breaks_and_escapes(capsys) -> None:
+    """A message may quote a client's text (a session name, a provider's error quoting the
+    request): in text mode too it stays one line, with nothing a terminal acts on."""
+    import logging
+
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import configure
+
+    logger = logging.getLogger("ctxproxy")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    session = "s\nERROR store: PostgreSQL is unreachable\x1b[2J\x9b31m\u202eevil\r\x7f"
+    try:
+        configure(LoggingSettings(level="INFO", json_lines=False))
+        logging.getLogger("ctxproxy.store").warning("store: session %s held too long", session)
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            logging.getLogger("ctxproxy.handler").exception("request %s failed", "a\nb")
+        err = capsys.readouterr().err
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    lines = err.splitlines()
+    assert lines[0] == (
+        "store: session s\\u000aERROR store: PostgreSQL is unreachable\\u001b[2J\\u009b31m"
+        "\\u202eevil\\u000d\\u007f held too long"
+    )
+    assert lines[1] == "request a\\u000ab failed" and "ValueError: boom" in err
+    for raw in ("\x1b", "\x9b", "\u202e", "\r", "\x7f"):
+        assert raw not in err
+
+
 @pytest.mark.parametrize(
     "session",
     [

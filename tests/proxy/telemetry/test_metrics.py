@@ -113,7 +113,8 @@ def _row(**over: Any) -> dict[str, Any]:
         (
             [_row(report=None, upstream=None, latency_ms=2.0, status=401, tokens_before=None)],
             {
-                ("ctxproxy_requests_total", (("model", "gpt-4o"), ("status", "401"))): 1,
+                # refused, of a model never served: not a label of its own
+                ("ctxproxy_requests_total", (("model", "other"), ("status", "401"))): 1,
                 ("ctxproxy_upstream_latency_seconds_count", ()): 0,
                 ("ctxproxy_tokens_total", (("when", "before"),)): 0,
             },
@@ -133,11 +134,26 @@ def test_metrics_from_report_rows(rows: list[dict[str, Any]], expected: dict) ->
 def test_model_label_cardinality_is_bounded() -> None:
     metrics = Metrics()
     for i in range(MAX_MODEL_LABELS + 5):
-        metrics.finished({"status": 404, "model": f"junk-{i}"})
+        metrics.finished({"status": 200, "model": f"model-{i}"})
     m = samples(metrics.exposition().decode())
     models = {dict(labels)["model"] for name, labels in m if name == "ctxproxy_requests_total"}
     assert len(models) == MAX_MODEL_LABELS + 1 and "other" in models
-    assert value(m, "ctxproxy_requests_total", status="404", model="other") == 5
+    assert value(m, "ctxproxy_requests_total", status="200", model="other") == 5
+
+
+def test_made_up_model_names_never_take_the_labels_of_served_models() -> None:
+    metrics = Metrics()
+    metrics.finished({"status": 200, "model": "gpt-4o"})
+    for i in range(MAX_MODEL_LABELS + 5):  # one tenant's requests of models nobody serves
+        metrics.finished({"status": 404, "model": f"junk-{i}"})
+        metrics.finished({"status": 400, "model": f"junk-{i}"})
+    metrics.finished({"status": 200, "model": "claude-sonnet-4-5"})
+    metrics.finished({"status": 429, "model": "gpt-4o"})  # a served model's errors: its label
+    m = samples(metrics.exposition().decode())
+    models = {dict(labels)["model"] for name, labels in m if name == "ctxproxy_requests_total"}
+    assert models == {"gpt-4o", "claude-sonnet-4-5", "other"}
+    assert value(m, "ctxproxy_requests_total", status="404", model="other") == MAX_MODEL_LABELS + 5
+    assert value(m, "ctxproxy_requests_total", status="429", model="gpt-4o") == 1
 
 
 def test_in_flight_gauge_counts_requests_started_and_not_finished() -> None:

@@ -37,7 +37,8 @@ def serve(
         env.setenv("CTXPROXY_KEYS", KEYS)
         env.setenv(UPSTREAM_KEY_ENV, "sk-upstream")
         server, base = serve_in_thread(
-            create_app(tenancy_settings(edge, mode, url), db_path=db, strict=True)
+            # a db_path wins over store.url: the PostgreSQL runs name the database there
+            create_app(tenancy_settings(edge, mode, url), db_path=url or db, strict=True)
         )
         proxy = Served(base, edge, f"{store}-{mode}")
         try:

@@ -126,6 +126,20 @@ async def test_the_configured_key_replaces_the_clients(edge, client, monkeypatch
     assert seen.header("anthropic-beta") == BETA
 
 
+async def test_no_credential_header_of_the_client_goes_with_the_configured_key(
+    edge, client, monkeypatch
+) -> None:
+    """The proxy reads a client's key from any of these (in keys mode: its proxy key)."""
+    monkeypatch.setenv("CLAUDE_TEST_KEY", "sk-ant-config-1111")
+    edge.reply = Reply.json(anthropic_message())
+    up = upstream(edge.url, api_key_env="CLAUDE_TEST_KEY")
+    for name in ("api-key", "x-goog-api-key", "x-api-key", "authorization"):
+        headers = {**CLIENT, name: "proxy-key-of-a-client"}
+        await messages(client, up, BODY, headers, "", "sk-ant-config-1111")
+        assert edge.last.header("x-api-key") == "sk-ant-config-1111"
+        assert b"proxy-key-of-a-client" not in repr(edge.last.headers).encode(), name
+
+
 async def test_an_empty_key_variable_sends_nothing(edge, client, monkeypatch) -> None:
     monkeypatch.delenv("CLAUDE_TEST_KEY", raising=False)
     up = upstream(edge.url, api_key_env="CLAUDE_TEST_KEY")

@@ -1,0 +1,165 @@
+"""One principal's requests in flight are bounded (by default half the upstream connections), and
+so are the bytes of their bodies (by default 8 of the largest): however many long answers a tenant
+keeps waiting, another tenant's request neither queues behind them for an upstream connection nor
+is refused, and a tenant's large bodies cannot take the server's memory. Past a bound a tenant's
+next request is answered 429 with ``retry-after`` at once (a declared length before its body is
+read), and its counts come down as each request ends, however it ends."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from proxy.app import create_app
+from tests.proxy.tenancy.conftest import tenancy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import chat_completion
+from tests.support.live import serve_in_thread, stop
+
+SLOW_S = 3.0
+CONNECTIONS = 4  # so each principal may have 2 in flight
+BODY_LIMIT = 256 * 1024  # so each principal's bodies in flight may carry 2 MiB
+
+
+def slow() -> Reply:
+    reply = Reply.json(chat_completion("a long answer"))
+    reply.header_delay_s = SLOW_S
+    return reply
+
+
+@pytest.fixture
+def proxy(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, EdgeUpstream, Any]]:
+    """The proxy's URL, its upstream and the app."""
+    limits = {"upstream_max_connections": CONNECTIONS, "max_body_bytes": BODY_LIMIT}
+    settings = tenancy_settings(upstream, "passthrough", limits=limits)
+    app = create_app(settings, db_path=str(tmp_path / "db"))
+    server, base = serve_in_thread(app)
+    try:
+        yield base, upstream, app
+    finally:
+        stop(server)
+
+
+def post(base: str, key: str, text: str = "hi") -> httpx.Response:
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": text}]}
+    headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+    return httpx.post(
+        base + "/v1/chat/completions", content=orjson.dumps(body), headers=headers, timeout=30
+    )
+
+
+def test_a_tenants_long_answers_never_hold_another_tenants_request(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, _ = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    for key in ("sk-a", "sk-b"):  # tenants whose keys the upstream has accepted
+        assert post(base, key).status_code == 200
+    edge.replies = [slow() for _ in range(CONNECTIONS)]
+    seen = len(edge.seen)
+    answers: list[int] = []
+    waiting = [
+        threading.Thread(target=lambda i=i: answers.append(post(base, "sk-a", f"a{i}").status_code))
+        for i in range(CONNECTIONS)
+    ]
+    for thread in waiting:
+        thread.start()
+    deadline = time.monotonic() + SLOW_S
+    while len(edge.seen) < seen + CONNECTIONS // 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # the rest of A's requests arrive (and are refused, or queue)
+    edge.replies.clear()
+
+    started = time.monotonic()
+    other = post(base, "sk-b")
+    took = time.monotonic() - started
+    assert other.status_code == 200 and other.json()["choices"][0]["message"]["content"] == "quick"
+    assert took < SLOW_S / 2, f"B waited {took:.2f} s behind A's requests"
+
+    refused = post(base, "sk-a")
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["error"]["code"] == "too_many_requests_in_flight"
+    for thread in waiting:
+        thread.join()
+    assert sorted(answers) == [200] * (CONNECTIONS // 2) + [429] * (CONNECTIONS // 2)
+    # each ended request gave its place back: A is served again
+    assert post(base, "sk-a").status_code == 200
+
+
+def test_a_request_refused_or_failed_gives_its_place_back(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, app = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    assert post(base, "sk-a").status_code == 200
+    json = {"content-type": "application/json", "authorization": "Bearer sk-a"}
+    url = base + "/v1/chat/completions"
+    assert httpx.post(url, content=b"{", headers=json).status_code == 400
+    text = {**json, "content-type": "text/plain"}
+    assert httpx.post(url, content=b"{}", headers=text).status_code == 415
+    unknown = orjson.dumps({"model": "x", "messages": []})
+    assert httpx.post(url, content=unknown, headers=json).status_code in (400, 404)
+    edge.reply = Reply.json({"error": {"message": "overloaded"}}, status=529)
+    assert post(base, "sk-a").status_code == 529
+    in_flight = app.state.services.in_flight
+    assert settled(in_flight, principal_of(app, "sk-a"), (0, 0)) == (0, 0)
+    edge.reply = Reply.json(chat_completion("quick"))
+    assert post(base, "sk-a").status_code == 200
+
+
+def settled(in_flight: Any, principal: str, expected: tuple[int, int]) -> tuple[int, int]:
+    """What ``principal`` has in flight, once it is ``expected`` or 5 s have passed (a request
+    ends just after its answer is sent)."""
+    deadline = time.monotonic() + 5
+    while in_flight.of(principal) != expected and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return in_flight.of(principal)  # type: ignore[no-any-return]
+
+
+def principal_of(app: Any, key: str) -> str:
+    return str(app.state.services.principals.of({"authorization": f"Bearer {key}"}, None))
+
+
+def big(text: str, size: int) -> bytes:
+    content = text + " " + "word " * (size // 5)
+    return orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": content}]})
+
+
+def test_a_tenants_bodies_in_flight_are_bounded_in_bytes(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    base, edge, app = proxy
+    url = base + "/v1/chat/completions"
+    edge.reply = Reply.json(chat_completion("quick"))
+    for key in ("sk-a", "sk-b"):
+        assert post(base, key).status_code == 200
+    in_flight = app.state.services.in_flight
+    a = principal_of(app, "sk-a")
+    in_flight.bound = 100  # only the bytes bound is under test here
+    held = [in_flight.enter(a) for _ in range(8)]
+    for ticket in held:  # eight requests of 250 KiB waiting on long answers
+        in_flight.size(ticket, 250 * 1024)
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-a"}
+    body = big("one more", 100 * 1024)
+    refused = httpx.post(url, content=body, headers=headers)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert "max_body_bytes_in_flight_per_principal" in refused.json()["error"]["message"]
+    assert len(edge.seen) == 0 or b"one more" not in edge.seen[-1].body
+    # another tenant's body of the same size goes through
+    other = httpx.post(url, content=body, headers={**headers, "authorization": "Bearer sk-b"})
+    assert other.status_code == 200
+    for ticket in held[:2]:
+        in_flight.leave(ticket)
+    assert httpx.post(url, content=body, headers=headers).status_code == 200
+    assert settled(in_flight, a, (6, 6 * 250 * 1024)) == (6, 6 * 250 * 1024)
+    for ticket in held[2:]:
+        in_flight.leave(ticket)
+    assert in_flight.of(a) == (0, 0)

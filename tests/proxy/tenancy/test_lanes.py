@@ -1,0 +1,90 @@
+"""In passthrough a principal is any credential a client presents, made up or not, and the rules
+run before the upstream refuses a made-up one. So what tenants share turn by turn (the worker
+threads, the in-flight bounds) is shared by lane: a principal whose requests an upstream has
+answered has its own, every other shares one. Ten made-up keys sending heavy bodies queue in that
+one lane, not in ten, and a tenant the upstream knows keeps its turn; in keys mode every
+principal has its own lane from the start."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from proxy.app import create_app
+from proxy.principals import UNVERIFIED, Principals
+from proxy.settings import AuthSettings
+from tests.proxy.tenancy.conftest import tenancy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import chat_completion
+from tests.support.live import serve_in_thread, stop
+
+
+def test_a_principal_has_its_own_lane_once_an_upstream_answered_it() -> None:
+    passthrough = Principals(AuthSettings(mode="passthrough"), b"secret")
+    a = passthrough.of({"authorization": "Bearer sk-a"})
+    assert passthrough.lane(a) == UNVERIFIED
+    passthrough.accepted(a)
+    assert passthrough.lane(a) == a
+    assert passthrough.lane(passthrough.of({"authorization": "Bearer sk-made-up"})) == UNVERIFIED
+    keys = Principals(AuthSettings(mode="keys"), b"secret")
+    assert keys.lane("alice") == "alice"
+
+
+def heavy(tag: str) -> bytes:
+    """A 1.1 MB conversation: its work runs in the worker threads."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are a coding agent."}]
+    for j in range(300):
+        text = f"{tag}-{j} " + f"lorem ipsum dolor sit amet {j} " * 120
+        messages += [{"role": "user", "content": text}, {"role": "assistant", "content": f"a{j}"}]
+    return orjson.dumps({"model": "gpt-4o", "messages": messages})
+
+
+@pytest.fixture
+def served(tmp_path: Path, upstream: EdgeUpstream) -> Iterator[tuple[str, Any]]:
+    app = create_app(tenancy_settings(upstream, "passthrough"), db_path=str(tmp_path / "db"))
+    server, base = serve_in_thread(app)
+    try:
+        yield base, app
+    finally:
+        stop(server)
+
+
+def post(base: str, key: str, body: bytes) -> int:
+    headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
+    url = base + "/v1/chat/completions"
+    return httpx.post(url, content=body, headers=headers, timeout=120).status_code
+
+
+def test_made_up_keys_queue_in_one_lane(served: tuple[str, Any], upstream: EdgeUpstream) -> None:
+    base, app = served
+    upstream.reply = Reply.json(chat_completion("ok"))
+    small = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    assert post(base, "sk-known", small) == 200  # the upstream answered: its own lane
+    offload = app.state.services.engine.offload
+    bodies = [heavy(f"m{i}") for i in range(10)]
+    made_up = [
+        threading.Thread(target=post, args=(base, f"sk-made-up-{i}", bodies[i])) for i in range(10)
+    ]
+    for thread in made_up:
+        thread.start()
+    time.sleep(0.5)  # their jobs queue
+    known = threading.Thread(target=post, args=(base, "sk-known", heavy("known")))
+    known.start()
+    lanes: set[str] = set()
+    while known.is_alive() or any(t.is_alive() for t in made_up):
+        lanes |= set(offload.queued())
+        time.sleep(0.01)
+    known.join()
+    assert lanes and lanes <= {UNVERIFIED, app.state.services.principals.lane(known_principal(app))}
+    assert UNVERIFIED in lanes
+
+
+def known_principal(app: Any) -> str:
+    return str(app.state.services.principals.of({"authorization": "Bearer sk-known"}))
