@@ -3,8 +3,8 @@ tests}`` is ``project/src`` and ``project/tests``, ``file{,.bak}`` is ``file`` a
 ``file.bak``, ``day{1..3}.md`` three files. Bounded: at most ``MAX_WORDS`` words per word, a
 range of at most that many steps, words of at most ``MAX_CHARS`` characters; each group is
 found in one pass over the word (a stack of open braces), so the work is linear in the output.
-Quotes are gone by the time a word gets here (``shell_lex``): a quoted ``'{a,b}'`` expands too,
-which names with braces and commas rarely need.
+A word whose braces were quoted (``sed '/a/,/b/{p}'``, ``jq '{a,b}'``) is not expanded: the
+lexer marks it (``SimpleCommand.literal``).
 """
 
 from __future__ import annotations

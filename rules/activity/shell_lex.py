@@ -33,13 +33,17 @@ class SimpleCommand:
     redirects: tuple[tuple[str, str], ...] = ()
     connector: str = ""  # "", "&&", "||", ";", "|", "&", "\n", "(", ")"
     depth: int = 0  # subshell nesting: a ``cd`` inside ( … ) ends with the subshell
+    # words whose braces were quoted: the shell does not brace-expand them (a sed or jq script)
+    literal: frozenset[str] = frozenset()
 
 
 @dataclass
 class _Lexer:
     text: str
     i: int = 0
-    tokens: list[tuple[str, str]] = field(default_factory=list)  # ("w", word) | ("op", op)
+    # ("w", word) | ("wl", a word with quoted braces) | ("op", op)
+    tokens: list[tuple[str, str]] = field(default_factory=list)
+    quoted_brace: bool = False  # the word being read has a brace inside quotes
     pending_heredocs: list[tuple[str, bool]] = field(default_factory=list)
 
     def run(self) -> list[tuple[str, str]]:
@@ -65,10 +69,12 @@ class _Lexer:
                 end = text.find("'", self.i + 1)
                 end = len(text) if end < 0 else end
                 word.append(text[self.i + 1 : end])
+                self.quoted_brace = self.quoted_brace or "{" in word[-1]
                 in_word = True
                 self.i = end + 1
             elif c == '"':
                 word.append(self._double_quoted())
+                self.quoted_brace = self.quoted_brace or "{" in word[-1]
                 in_word = True
             elif c == "$" and text[self.i + 1 : self.i + 2] in ("(", "{"):
                 word.append(self._balanced(text[self.i + 1]))
@@ -97,8 +103,9 @@ class _Lexer:
 
     def _end_word(self, word: list[str], in_word: bool) -> bool:
         if in_word:
-            self.tokens.append(("w", "".join(word)))
+            self.tokens.append(("wl" if self.quoted_brace else "w", "".join(word)))
             word.clear()
+        self.quoted_brace = False
         return False
 
     def _double_quoted(self) -> str:
@@ -181,7 +188,8 @@ class _Lexer:
 
 
 def tokenize(text: str) -> list[tuple[str, str]]:
-    """``[("w", word) | ("op", operator)]`` for a command line; heredoc bodies are left out."""
+    """``[("w", word) | ("wl", word) | ("op", operator)]`` for a command line (``wl``: a word with
+    quoted braces, which the shell does not brace-expand); heredoc bodies are left out."""
     return _Lexer(text).run()
 
 
@@ -189,6 +197,7 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
     """The simple commands of a command line, in order, each with its redirections."""
     out: list[SimpleCommand] = []
     argv: list[str] = []
+    literal: set[str] = set()
     redirects: list[tuple[str, str]] = []
     connector = ""
     depth = 0
@@ -197,8 +206,11 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
     def flush(next_connector: str) -> None:
         nonlocal connector
         if argv or redirects:
-            out.append(SimpleCommand(tuple(argv), tuple(redirects), connector, depth))
+            out.append(
+                SimpleCommand(tuple(argv), tuple(redirects), connector, depth, frozenset(literal))
+            )
             argv.clear()
+            literal.clear()
             redirects.clear()
             connector = next_connector
         elif next_connector in _STRONG or not connector:
@@ -206,12 +218,14 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
             connector = next_connector
 
     for kind, value in tokenize(text):
-        if kind == "w":
+        if kind != "op":
             if pending_redirect is not None:
                 redirects.append((pending_redirect, value))
                 pending_redirect = None
             else:
                 argv.append(value)
+                if kind == "wl":
+                    literal.add(value)
         elif value in REDIRECTS:
             pending_redirect = value
         else:

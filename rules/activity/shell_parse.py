@@ -183,7 +183,7 @@ class _Run:
                 continue
             for op, target in cmd.redirects:
                 self.redirect(op, target)
-            self.command(list(cmd.argv), depth)
+            self.command(list(cmd.argv), depth, cmd.literal)
         if stack:
             self.cwd = stack[0]
 
@@ -197,7 +197,7 @@ class _Run:
         path = resolve_path(target, self.cwd)
         self.add("modify" if path in self.known else "create", "file", path)
 
-    def command(self, argv: list[str], depth: int) -> None:
+    def command(self, argv: list[str], depth: int, literal: frozenset[str] = frozenset()) -> None:
         v = self.verbs
         while argv and (
             argv[0] in v.prefixes
@@ -220,7 +220,8 @@ class _Run:
         if spec is None:
             return
         flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
-        ops = [word for op in ops for word in expand(op)]  # mkdir -p app/{src,tests}
+        # mkdir -p app/{src,tests}; not a word whose braces were quoted (a sed script)
+        ops = [word for op in ops for word in (expand(op) if op not in literal else (op,))]
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
 
     def _cd(

@@ -54,3 +54,24 @@ def test_a_backup_copy_with_an_empty_alternative() -> None:
     assert [(e.action, e.path, e.source) for e in effects] == [
         ("copy", "/w/config.yaml.bak", "/w/config.yaml")
     ]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        # a sed script's braces are quoted: the shell passes it whole (a SWE agent's run)
+        "sed -i '/def check/,/^def/ { /^def check/,/^def/ s/^\\(if a:\\)/"
+        "print(\"x:\", [s.raw for s in xs])\\n\\1/ }' src/fix.py",
+        'mkdir -p "app/{src,tests}"',
+        "mkdir -p 'app/{src,tests}'",
+    ],
+)
+def test_a_word_whose_braces_are_quoted_is_not_expanded(command: str) -> None:
+    effects = analyse(command, "/w", load_verbs()).effects
+    assert all(",/" not in e.path and "app/src" not in e.path for e in effects), effects
+    assert len(effects) <= 1
+
+
+def test_quoted_and_bare_braces_on_one_line() -> None:
+    effects = analyse("mkdir -p 'a/{x,y}' b/{x,y}", "/w", load_verbs()).effects
+    assert [e.path for e in effects] == ["/w/a/{x,y}", "/w/b/x", "/w/b/y"]
