@@ -61,7 +61,7 @@ def test_a_backup_copy_with_an_empty_alternative() -> None:
     [
         # a sed script's braces are quoted: the shell passes it whole (a SWE agent's run)
         "sed -i '/def check/,/^def/ { /^def check/,/^def/ s/^\\(if a:\\)/"
-        "print(\"x:\", [s.raw for s in xs])\\n\\1/ }' src/fix.py",
+        'print("x:", [s.raw for s in xs])\\n\\1/ }\' src/fix.py',
         'mkdir -p "app/{src,tests}"',
         "mkdir -p 'app/{src,tests}'",
     ],
