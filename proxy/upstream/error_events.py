@@ -12,6 +12,7 @@ fields on the event itself (the Responses API; vLLM and other OpenAI-compatible 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -45,16 +46,23 @@ def error_event(obj: dict[str, Any]) -> str | None:
     return f"{name}: {found.get('message') or ''}"[:2000]
 
 
-def data_error(lines: list[bytes]) -> str | None:
-    """``error_event`` of an event's data lines: joined, as the spec says, or (when that is no
-    JSON) one object per line, as some upstreams send them."""
+def data_objects(lines: list[bytes]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an event's data lines: the lines joined, as the spec says, or (when
+    that is no JSON) one object per line, as some upstreams send them."""
     candidates = [b"\n".join(lines)] if len(lines) == 1 else [b"\n".join(lines), *lines]
     for payload in candidates:
         try:
             obj = orjson.loads(payload)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(obj, dict) and (said := error_event(obj)) is not None:
+        if isinstance(obj, dict):
+            yield obj
+
+
+def data_error(lines: list[bytes]) -> str | None:
+    """``error_event`` of an event's data lines (``data_objects``)."""
+    for obj in data_objects(lines):
+        if (said := error_event(obj)) is not None:
             return said
     return None
 

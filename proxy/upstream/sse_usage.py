@@ -20,9 +20,7 @@ import json
 import re
 from typing import Any
 
-import orjson
-
-from proxy.upstream.error_events import error_event
+from proxy.upstream.error_events import data_objects, error_event
 
 MAX_PENDING = 64 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -164,16 +162,10 @@ class UsageTap:
         # "usage", Gemini's "usageMetadata"; "error", "error_type" (an error event)
         if not any(b'"usage' in line or b'"error' in line for line in lines):
             return
-        # The spec joins an event's data lines into one payload; some upstreams put one JSON
-        # object on each data line instead: read those one by one when the whole is no JSON.
-        candidates = [b"\n".join(lines)] if len(lines) == 1 else [b"\n".join(lines), *lines]
-        for payload in candidates:
-            try:
-                obj = orjson.loads(payload)
-            except orjson.JSONDecodeError:
-                continue
-            if isinstance(obj, dict):
-                self._note(obj)
+        # the spec joins an event's data lines into one payload; some upstreams put one JSON
+        # object on each data line instead: read those one by one when the whole is no JSON
+        for obj in data_objects(lines):
+            self._note(obj)
 
     def _note(self, obj: dict[str, Any]) -> None:
         kind = obj.get("type")
