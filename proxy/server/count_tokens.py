@@ -32,6 +32,7 @@ from proxy.protocols.validate import validate_count_tokens
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
 from rules.memo_scope import enter_scope
@@ -48,13 +49,19 @@ class CountTokens:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
+        ticket: Ticket | None = None
         try:
             principal = self.s.principals.of(headers)
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
-            enter_lane(self.s.principals.lane(principal))  # its turn of the workers
-            require_json(headers.get("content-type"))
+            lane = self.s.principals.lane(principal)
+            enter_lane(lane)  # its turn of the workers
             limits = self.s.settings.limits
+            # among its principal's requests in flight, as a message's: 429 past the bounds
+            ticket = self.s.in_flight.enter(lane)
+            self.s.in_flight.size(ticket, declared_length(headers, limits))
+            require_json(headers.get("content-type"))
             raw = await read_body(receive, headers, limits)
+            self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
             body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
             upstream = self.s.settings.upstream_for(body["model"])
@@ -92,13 +99,16 @@ class CountTokens:
         except ClientGone:
             return
         except ProxyError as exc:
-            await send_json(send, exc.status, anthropic_body(exc), {})
+            await send_json(send, exc.status, anthropic_body(exc), retry_headers(exc))
         except STOPPING:
             raise
         except BaseException as exc:  # a bug of ours or a native panic: Anthropic's shape
             log.exception("count_tokens failed inside the proxy")
             error = InternalError(exc)
             await send_json(send, error.status, anthropic_body(error), {})
+        finally:
+            if ticket is not None:
+                self.s.in_flight.leave(ticket)
 
     def _count(self, body: dict[str, Any]) -> int:
         lowered = ANTHROPIC.lower(body)

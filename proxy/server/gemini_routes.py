@@ -24,6 +24,7 @@ from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, valid
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
@@ -62,14 +63,20 @@ class GeminiCountTokens:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
         path = scope["path"]
+        ticket: Ticket | None = None
         try:
             query = scope.get("query_string", b"").decode("latin-1")
             principal = self.s.principals.of(headers, client_key(headers, query))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
-            enter_lane(self.s.principals.lane(principal))  # its turn of the workers
+            lane = self.s.principals.lane(principal)
+            enter_lane(lane)  # its turn of the workers
+            # among its principal's requests in flight, as a generation's: 429 past the bounds
+            ticket = self.s.in_flight.enter(lane)
+            self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
             raw = await read_body(receive, headers, self.s.settings.limits)
+            self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
             outer = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)
             body = gemini_count_request(outer)  # the wrapped request, read as a plain one
@@ -106,13 +113,16 @@ class GeminiCountTokens:
         except ClientGone:
             return
         except ProxyError as exc:
-            await send_json(send, exc.status, gemini_body(exc), {})
+            await send_json(send, exc.status, gemini_body(exc), retry_headers(exc))
         except STOPPING:
             raise
         except BaseException as exc:  # a bug of ours or a native panic: Gemini's shape
             log.exception("countTokens failed inside the proxy")
             error = InternalError(exc)
             await send_json(send, error.status, gemini_body(error), {})
+        finally:
+            if ticket is not None:
+                self.s.in_flight.leave(ticket)
 
     def _count(self, body: dict[str, Any], model: str) -> int:
         lowered = GEMINI.lower(body)

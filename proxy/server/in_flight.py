@@ -104,3 +104,10 @@ def declared_length(headers: dict[str, str], limits: LimitSettings) -> int:
     return (
         limits.max_body_bytes if len(declared) > 18 else min(int(declared), limits.max_body_bytes)
     )
+
+
+def retry_headers(error: Exception) -> dict[str, str]:
+    """The headers an error answer carries: ``retry-after`` for ``TooManyInFlight``."""
+    if isinstance(error, TooManyInFlight):
+        return {"retry-after": str(error.retry_after_s)}
+    return {}

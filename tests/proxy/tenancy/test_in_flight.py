@@ -163,3 +163,40 @@ def test_a_tenants_bodies_in_flight_are_bounded_in_bytes(
     for ticket in held[2:]:
         in_flight.leave(ticket)
     assert in_flight.of(a) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "body"),
+    [
+        (
+            "/v1/messages/count_tokens",
+            {"x-api-key": "sk-a", "anthropic-version": "2023-06-01"},
+            {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]},
+        ),
+        (
+            "/v1beta/models/gemini-2.5-pro:countTokens",
+            {"x-goog-api-key": "sk-a"},
+            {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        ),
+    ],
+)
+def test_a_count_of_tokens_counts_among_the_requests_in_flight(
+    proxy: tuple[str, EdgeUpstream, Any], path: str, headers: dict[str, str], body: Any
+) -> None:
+    base, edge, app = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    assert post(base, "sk-a").status_code == 200  # a key the upstream accepted: its own lane
+    services = app.state.services
+    lane = services.principals.lane(principal_of(app, "sk-a"))
+    held = [services.in_flight.enter(lane) for _ in range(CONNECTIONS // 2)]
+    sent = {"content-type": "application/json", **headers}
+    try:
+        refused = httpx.post(base + path, content=orjson.dumps(body), headers=sent)
+        assert refused.status_code == 429, refused.text
+        assert refused.headers["retry-after"] == "1"
+    finally:
+        for ticket in held:
+            services.in_flight.leave(ticket)
+    counted = httpx.post(base + path, content=orjson.dumps(body), headers=sent)
+    assert counted.status_code == 200, counted.text
+    assert settled(services.in_flight, lane, (0, 0)) == (0, 0)  # its place given back
