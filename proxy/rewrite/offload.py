@@ -16,7 +16,9 @@ running one job at a time, in the order it queued them: a tenant's stream of hea
 if it had one worker to itself, and another tenant's job takes the other worker rather than
 queueing behind it (its jobs are short steps of a request, and each waited out a whole step of
 the other's: a parse, a pipeline run of a second or more). Among principals waiting, each free
-worker takes them in turn. At most ``WORKERS`` bodies' working memory at once."""
+worker takes them in turn. At most ``WORKERS`` bodies' working memory at once. While a job runs,
+the collector's full collections wait (``full_collections``): one over a heavy body's objects
+would stop the loop for a quarter of a second."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from proxy.rewrite import full_collections
 from rules.memo_scope import memo_scope
 
 T = TypeVar("T")
@@ -156,7 +159,8 @@ class Offload:
             try:
                 if not future.cancelled():  # else its request went away while it waited
                     try:
-                        value = call()
+                        with full_collections.held():  # its objects would make one long
+                            value = call()
                     except BaseException as exc:  # any: handed to the request awaiting it
                         _settle(loop, future, error=exc)
                     else:
