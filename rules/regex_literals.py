@@ -7,6 +7,7 @@ The literals are as written: a case-blind pattern's caller folds or skips them."
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 from collections.abc import Iterable
@@ -15,6 +16,14 @@ from typing import Any
 # re's own parser (no public API; sre_parse warns as deprecated): templates read as re reads them
 _parser: Any = importlib.import_module("re._parser")
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
+
+
+@functools.lru_cache(maxsize=1)
+def parse_tree(pattern: str, flags: int) -> Any:
+    """re's parse of a pattern, kept for the next reader of the same pattern (a template's
+    literals, then its tail words): parsing a lexicon's long word alternations is most of what
+    loading it costs. The tree is shared: readers must not change it."""
+    return _parser.parse(pattern, flags)
 
 
 def _literals(items: Iterable[Any]) -> set[str]:
@@ -43,4 +52,4 @@ def _literals(items: Iterable[Any]) -> set[str]:
 
 def required_literals(regex: re.Pattern[str]) -> tuple[str, ...]:
     """Literal strings every match of ``regex`` holds: ``'s`` in "the lead agent's config"."""
-    return tuple(sorted(_literals(_parser.parse(regex.pattern, regex.flags))))
+    return tuple(sorted(_literals(parse_tree(regex.pattern, regex.flags))))

@@ -10,16 +10,14 @@ present, and testing a few dozen of them costs more than the scan it would save.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Iterable
 from typing import Any
 
-from rules.regex_literals import required_literals
+from rules.regex_literals import parse_tree, required_literals
 
 __all__ = ["PREFILTER_MIN_CHARS", "possible", "required_literals", "tail_words"]
 
-_parser: Any = importlib.import_module("re._parser")  # re's own parser, as regex_literals reads it
 _REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT")
 # A shorter text is scanned without the phrase gates (``ref_gate``: finding the phrase first
 # costs more there); literals are tested at every length (a few ``in`` tests cost less than
@@ -38,7 +36,7 @@ def tail_words(regex: re.Pattern[str]) -> tuple[str, ...]:
     relation words read before a mention ("the commit on ") are tested by one ``endswith``."""
     if regex.flags & re.IGNORECASE:
         return ()  # the text it is tested on is folded, the words would not be
-    items = list(_parser.parse(regex.pattern, regex.flags))
+    items = list(parse_tree(regex.pattern, regex.flags))
     if not items or str(items[-1][0]) != "AT" or str(items[-1][1]) != "AT_END":
         return ()
     items = items[:-1]

@@ -41,6 +41,8 @@ START = 1_700_000_000.0
 FILE_TOOLS = {"write_file", "edit_file", "read_file", "delete_file", "list_dir"}
 TRACK = (track_entities, track_entities.Config())
 RESOLVE = (resolve_refs, resolve_refs.Config())
+# libyaml's loader where PyYAML has it: the scenario files are read at collection, in every worker
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,7 @@ class Outcome:
 
 
 def load(path: str | Path) -> list[Scenario]:
-    data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data = yaml.load(Path(path).read_text(encoding="utf-8"), Loader=_SAFE_LOADER)
     items = data.get("scenarios", data) if isinstance(data, dict) else data
     out = []
     for item in items or ():
