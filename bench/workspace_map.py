@@ -66,10 +66,15 @@ class Truth:
         self.deleted: set[str] = set()  # resolved, as call_effects gives them
         self.cwd: str | None = None
         self.read_calls = 0
+        # ``observations``' memos: each request resends the earlier turns, classified once
+        self._exits: dict[int, tuple[Any, Any]] = {}
+        self._seen: dict[int, tuple[Any, Any]] = {}
 
     def add(self, messages: list[dict[str, Any]], start: int) -> int:
         pack, verbs = load_tools(), load_verbs()
-        results = {o.result_index: o for o in observations(messages)}
+        results = {
+            o.result_index: o for o in observations(messages, memo=self._exits, seen=self._seen)
+        }
         pairs = [p for p in tool_pairs(messages) if p[2] is not None and p[2] >= start]
         for _, call, answer in sorted(pairs, key=lambda p: p[2] or 0):
             assert answer is not None
