@@ -4,18 +4,15 @@ any content type (a JSON one is never refused; any other gets 415, unread)."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import in_process, proxy_settings
+from tests.conftest import proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.fuzz_proxy import FuzzProxy, fuzz_proxy
 
 OK = {
     "id": "c",
@@ -114,6 +111,12 @@ def edge() -> Iterator[EdgeUpstream]:
     server.stop()
 
 
+@pytest.fixture(scope="module")
+def proxy(edge: EdgeUpstream) -> Iterator[FuzzProxy]:
+    with fuzz_proxy(proxy_settings(edge.base_url), edge) as served:
+        yield served
+
+
 JSON_TYPES = [
     "application/json",
     "application/json; charset=utf-8",
@@ -133,19 +136,11 @@ content_types = st.one_of(
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=bodies, content_type=content_types)
 def test_no_body_makes_the_proxy_answer_500(
-    edge: EdgeUpstream, body: object, content_type: str | None
+    proxy: FuzzProxy, body: object, content_type: str | None
 ) -> None:
     headers = {} if content_type is None else {"content-type": content_type}
-
-    async def run() -> int:
-        with tempfile.TemporaryDirectory() as tmp:
-            async with in_process(proxy_settings(edge.base_url), str(Path(tmp) / "db")) as client:
-                r = await client.post(
-                    "/v1/chat/completions", content=json.dumps(body), headers=headers
-                )
-                if r.status_code != 200:
-                    assert set(r.json()["error"]) == {"message", "type", "param", "code"}
-                return r.status_code
-
-    status = asyncio.run(run())
+    answer, _ = proxy.post("/v1/chat/completions", body, headers)
+    status = answer.status_code
+    if status != 200:
+        assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
     assert status in ((200, 400) if content_type in JSON_TYPES else (200, 400, 415)), status

@@ -5,22 +5,17 @@ what reaches the upstream passes Gemini's pairing rule."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.protocols.gemini_checks import pairing_violations
 from proxy.settings import settings_from_mapping
-from tests.conftest import in_process
 from tests.proxy.server.test_fuzz_protocols import ids, json_values, texts
 from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.fuzz_proxy import FuzzProxy, fuzz_proxy
 
 names = st.sampled_from(["run_shell_command", "read_file", "x"])
 signatures = st.sampled_from(["sig==", "skip_thought_signature_validator"])
@@ -71,7 +66,8 @@ def edge() -> Iterator[EdgeUpstream]:
     server.stop()
 
 
-def _post(edge: EdgeUpstream, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
+@pytest.fixture(scope="module")
+def proxy(edge: EdgeUpstream) -> Iterator[FuzzProxy]:
     cfg = settings_from_mapping(
         {
             "upstreams": [{"name": "g", "kind": "gemini", "match": ["gemini-*"],
@@ -79,26 +75,20 @@ def _post(edge: EdgeUpstream, body: object) -> tuple[int, dict, object]:  # type
             "pipeline": {"on_rule_error": "fail"},
         }
     )  # fmt: skip
+    with fuzz_proxy(cfg, edge) as served:
+        yield served
 
-    async def run() -> tuple[int, dict, object]:  # type: ignore[type-arg]
-        edge.seen.clear()
-        with tempfile.TemporaryDirectory() as tmp:
-            async with in_process(cfg, str(Path(tmp) / "db")) as client:
-                r = await client.post(
-                    PATH,
-                    content=json.dumps(body),
-                    headers={"content-type": "application/json", "x-goog-api-key": "k"},
-                )
-                forwarded = orjson.loads(edge.seen[-1].body) if edge.seen else None
-                return r.status_code, r.json(), forwarded
 
-    return asyncio.run(run())
+def _post(proxy: FuzzProxy, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
+    headers = {"content-type": "application/json", "x-goog-api-key": "k"}
+    answer, forwarded = proxy.post(PATH, body, headers)
+    return answer.status_code, answer.json(), forwarded
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=bodies)
-def test_no_gemini_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
-    status, answer, forwarded = _post(edge, body)
+def test_no_gemini_body_gets_a_5xx(proxy: FuzzProxy, body: object) -> None:
+    status, answer, forwarded = _post(proxy, body)
     assert status in (200, 400), (status, answer)
     if status != 200:
         assert set(answer["error"]) == {"code", "message", "status"}

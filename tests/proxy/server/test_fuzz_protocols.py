@@ -5,20 +5,15 @@ the protocol's own shape; what reaches the upstream passes the protocol's integr
 
 from __future__ import annotations
 
-import asyncio
-import json
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
-import orjson
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.protocols.checks import anthropic_violations, responses_violations
-from tests.conftest import in_process
 from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
+from tests.support.fuzz_proxy import FuzzProxy, fuzz_proxy
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20))
 json_values = st.recursive(
@@ -110,24 +105,21 @@ def edge() -> Iterator[EdgeUpstream]:
     server.stop()
 
 
-def _post(edge: EdgeUpstream, path: str, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
-    async def run() -> tuple[int, dict, object]:  # type: ignore[type-arg]
-        edge.seen.clear()
-        with tempfile.TemporaryDirectory() as tmp:
-            async with in_process(protocol_settings(edge), str(Path(tmp) / "db")) as client:
-                r = await client.post(
-                    path, content=json.dumps(body), headers={"content-type": "application/json"}
-                )
-                forwarded = orjson.loads(edge.seen[-1].body) if edge.seen else None
-                return r.status_code, r.json(), forwarded
+@pytest.fixture(scope="module")
+def proxy(edge: EdgeUpstream) -> Iterator[FuzzProxy]:
+    with fuzz_proxy(protocol_settings(edge), edge) as served:
+        yield served
 
-    return asyncio.run(run())
+
+def _post(proxy: FuzzProxy, path: str, body: object) -> tuple[int, dict, object]:  # type: ignore[type-arg]
+    answer, forwarded = proxy.post(path, body)
+    return answer.status_code, answer.json(), forwarded
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=anthropic_bodies)
-def test_no_messages_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
-    status, answer, forwarded = _post(edge, "/v1/messages", body)
+def test_no_messages_body_gets_a_5xx(proxy: FuzzProxy, body: object) -> None:
+    status, answer, forwarded = _post(proxy, "/v1/messages", body)
     # 401: a valid body for a model another kind serves (through litellm), whose upstream has no
     # key configured here and the request sent none
     assert status in (200, 400, 401, 404), (status, answer)
@@ -139,8 +131,8 @@ def test_no_messages_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
 @given(body=responses_bodies)
-def test_no_responses_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
-    status, answer, forwarded = _post(edge, "/v1/responses", body)
+def test_no_responses_body_gets_a_5xx(proxy: FuzzProxy, body: object) -> None:
+    status, answer, forwarded = _post(proxy, "/v1/responses", body)
     assert status in (200, 400, 404), (status, answer)
     if status != 200:
         assert set(answer["error"]) == {"message", "type", "param", "code"}
@@ -148,10 +140,10 @@ def test_no_responses_body_gets_a_5xx(edge: EdgeUpstream, body: object) -> None:
         assert responses_violations(forwarded) == []
 
 
-def test_an_empty_messages_array_is_a_400_in_anthropics_shape(edge: EdgeUpstream) -> None:
+def test_an_empty_messages_array_is_a_400_in_anthropics_shape(proxy: FuzzProxy) -> None:
     # it was forwarded as it came (or met the upstream's key check first, through litellm)
     for model in ("claude-x", "0"):
-        status, answer, forwarded = _post(edge, "/v1/messages", {"model": model, "messages": []})
+        status, answer, forwarded = _post(proxy, "/v1/messages", {"model": model, "messages": []})
         assert status == 400, answer
         assert answer["type"] == "error"
         assert answer["error"]["type"] == "invalid_request_error"
