@@ -213,3 +213,35 @@ def decode_row(row: SupportsKeysAndGetItem[str, Any]) -> dict[str, Any]:
         if isinstance(out.get(col), str):
             out[col] = orjson.loads(out[col])
     return out
+
+
+class BatchWindow:
+    """The writer's wait for what the next few ms bring, cut short once the store closes: what
+    is queued is then written at once, and a shutdown does not wait out the window. As cheap as
+    ``asyncio.sleep`` (one future, one timer), which it replaces."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._waiting: asyncio.Future[None] | None = None
+
+    async def wait(self, seconds: float) -> None:
+        if self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        waiting = self._waiting = loop.create_future()
+        timer = loop.call_later(seconds, _end, waiting)
+        try:
+            await waiting
+        finally:
+            timer.cancel()
+            self._waiting = None
+
+    def close(self) -> None:
+        self.closed = True
+        if self._waiting is not None:
+            _end(self._waiting)
+
+
+def _end(waiting: asyncio.Future[None]) -> None:
+    if not waiting.done():
+        waiting.set_result(None)

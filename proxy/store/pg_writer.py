@@ -22,7 +22,7 @@ from typing import Any
 
 import asyncpg
 
-from proxy.store.batch import Groups, WriteOp, paced_statements
+from proxy.store.batch import BatchWindow, Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
 from proxy.store.lull import Lull, defer_for
 
@@ -101,6 +101,7 @@ class PgWriter:
         self.health = health
         self.buffer_rows = buffer_rows
         self.batch_window_s = batch_window_s
+        self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         self.write_errors = 0
         self.rows_dropped = 0
         self._queue: asyncio.Queue[WriteOp | None] = asyncio.Queue()
@@ -139,6 +140,7 @@ class PgWriter:
         if self._task is None:
             return
         self._closing_at = time.monotonic()
+        self._window.close()
         await self._queue.put(None)
         await self._task
         self._task = None
@@ -148,7 +150,7 @@ class PgWriter:
             batch: list[WriteOp | None] = [await self._queue.get()]
             self._in_hand = 1
             if self.batch_window_s and batch[0] is not None:
-                await asyncio.sleep(self.batch_window_s)
+                await self._window.wait(self.batch_window_s)
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             ops = [op for op in batch if op is not None]

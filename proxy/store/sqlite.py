@@ -20,11 +20,11 @@ import orjson
 
 from proxy.store import retention
 from proxy.store.base import MAX_ANCESTOR_DEPTH
+from proxy.store.batch import BatchWindow, paced_statements
 from proxy.store.batch import Finish as _Finish
 from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
-from proxy.store.batch import paced_statements
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
 from proxy.store.lull import Lull, defer_for
@@ -82,6 +82,7 @@ class SQLiteStore(SqliteReads):
         # The latest queued save per session, until written: the cache may evict it first.
         self._unwritten: dict[str, _SaveState] = {}
         self._writer_task: asyncio.Task[None] | None = None
+        self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         # the upstream's cache report per session (proxy.store.cache_feedback)
         self.cache_feedback = FeedbackStore(self)
         self.locks = SessionLocks()
@@ -118,6 +119,7 @@ class SQLiteStore(SqliteReads):
         try:
             if self._writer_task is not None:
                 task, self._writer_task = self._writer_task, None
+                self._window.close()
                 await self._queue.put(None)
                 await task  # raises if it was cancelled (a second Ctrl-C): the finally still runs
         finally:
@@ -191,7 +193,7 @@ class SQLiteStore(SqliteReads):
             if self.batch_window_s and batch[0] is not None:
                 # gather what the next few ms bring: a request's insert, its finish and its
                 # session's state then land in one statement each, and one commit serves all
-                await asyncio.sleep(self.batch_window_s)
+                await self._window.wait(self.batch_window_s)
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
             stop = None in batch

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 from proxy.store.sqlite import Store
 from rules.base import SessionState
+from tests.proxy.store.conftest import StoreFactory
 
 
 async def open_store(path: Path, window: float = 0.05) -> Store:
@@ -149,3 +151,23 @@ async def test_a_batch_is_encoded_a_few_rows_at_a_time_with_the_same_statements(
     assert turns >= 5  # 11 rows and states encoded, the loop's turn after every 2
     insert_rows = next(rows for sql, rows in paced[0] if sql.startswith("INSERT INTO requests"))
     assert all("sk-abc" not in str(row) for row in insert_rows)
+
+
+async def test_closing_ends_the_batch_window_and_writes_what_is_queued(
+    make_store: StoreFactory,
+) -> None:
+    """A store closed while its writer waits out the batch window writes what is queued at once:
+    a shutdown (and every short-lived app) does not wait the window out."""
+    store = make_store(batch_window_s=30.0)
+    await store.open()
+    await store.insert_request({"id": "r1", "created_at": 1.0, "model": "m"})
+    await asyncio.sleep(0.05)  # the writer has the insert and sits in its window
+    started = time.monotonic()
+    await store.close()
+    assert time.monotonic() - started < 5.0
+    reopened = make_store()
+    await reopened.open()
+    try:
+        assert (await reopened.get_request("r1"))["model"] == "m"
+    finally:
+        await reopened.close()
