@@ -146,7 +146,10 @@ def _source_env(root: Path, extras: str) -> tuple[list[str], str]:
     )
     assert done.returncode == 0, done.stderr
     lines = log.read_text().splitlines() if log.exists() else []
-    return [line for line in lines if "--upgrade pip" not in line], done.stderr
+    # pip's own upgrade and the installer uv (which the stand-in cannot run: pip installs then)
+    return [
+        line for line in lines if "--upgrade pip" not in line and "uv==" not in line
+    ], done.stderr
 
 
 def test_serve_installs_no_test_extras_and_test_adds_them(env_root: Path) -> None:
