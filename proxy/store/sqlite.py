@@ -105,6 +105,7 @@ class SQLiteStore(SqliteReads):
             await self._stop_connections()
             raise
         self._reader.row_factory = aiosqlite.Row
+        self._window = BatchWindow()  # a store opened again batches again
         self._writer_task = asyncio.create_task(self._write_loop())
 
     async def _prepare_writer(self) -> list[str]:
