@@ -338,6 +338,7 @@ def main() -> None:
 
 async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     from proxy.app import create_app
+    from proxy.server.collector import install_collector
     from proxy.server.heap import settle_heap
     from proxy.settings import load_settings
     from proxy.telemetry.jsonlog import configure
@@ -349,6 +350,7 @@ async def run(args: argparse.Namespace, tmp: Path, root: str) -> None:
     app = create_app(settings, db_path=str(tmp / "bench.db"))
     app.state.log_stream = (tmp / "requests.log").open("w", buffering=1)  # line-buffered, as stderr
     app.state.setup_hooks.append(settle_heap)
+    app.state.setup_hooks.append(install_collector)
     floor = create_bare_app(settings.model_copy())  # its own: the stages wrap ctxproxy's
     body = orjson.dumps(bodies(args.messages, args.stream)[args.protocol])
     path = path_of(args.protocol, args.stream)

@@ -63,6 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from proxy.app import create_app
     from proxy.auth import access_line
     from proxy.principals import no_keys_problem
+    from proxy.server.collector import install_collector
     from proxy.server.heap import settle_heap
     from proxy.server.listen import AnnouncingServer, BindError, bind, bound_port
     from proxy.server.protocol import server_config
@@ -98,6 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure(settings.logging)  # the process's logging is taken over once it is sure to serve
     app = create_app(settings, db_path=db_path, budget_override=args.budget)
     app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
+    app.state.setup_hooks.append(install_collector)  # then each collection's survivors frozen
     access = access_line(settings.auth, settings.ui.public)
     line = f"{startup_line(settings, host, port, db_path)} · {access}"
     config = server_config(app, settings.server, host, port)

@@ -10,7 +10,8 @@ So, for ``ctxproxy serve`` only (tests and library users keep the defaults): wha
 is collected once and frozen (``gc.freeze``: never scanned again), and young collections wait for
 ``YOUNG_THRESHOLD`` net new objects. Garbage in reference cycles is still collected, later: what
 cycles a failed request leaves (an exception's frames holding its body) lives a little longer, and
-a cycle among objects made before the freeze is never collected (one-off start-up objects)."""
+a cycle among objects made before the freeze is never collected (one-off start-up objects).
+What later collections leave is frozen too (``proxy.server.collector``, the next setup hook)."""
 
 from __future__ import annotations
 

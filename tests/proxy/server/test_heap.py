@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from proxy.server.collector import install_collector
 from proxy.server.heap import YOUNG_THRESHOLD, settle_heap
 
 
@@ -44,7 +45,7 @@ def test_cycles_made_after_settling_are_still_collected_unasked(restored_gc: Non
     assert ref() is None
 
 
-def test_serve_adds_the_hook_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_serve_adds_the_hooks_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import uvicorn
 
     from proxy import cli
@@ -60,4 +61,4 @@ def test_serve_adds_the_hook_last(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
         "upstreams:\n  - name: u\n    match: ['*']\n    base_url: http://127.0.0.1:9\n"
     )
     cli.main(["serve", "--config", str(config), "--db", str(tmp_path / "x.db")])
-    assert seen["hooks"][-1] is settle_heap
+    assert seen["hooks"][-2:] == [settle_heap, install_collector]

@@ -3,7 +3,8 @@ validation, lowering, rules, lifting and token count run in the worker thread (o
 refused from its bytes), and the loop keeps answering within ~100 ms (the bound here allows a
 slow 2-core CI machine: 250 ms; the proxy held it for 1–150 s before). The heap is settled as
 ``ctxproxy serve`` settles it (``proxy.server.heap``): start-up's objects are never walked by the
-collector again. One live-server check polls ``/healthz`` from outside as a client would."""
+collector again, nor what a collection leaves (``proxy.server.collector``). One live-server
+check polls ``/healthz`` from outside as a client would."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import orjson
 import pytest
 
 from proxy.app import create_app
+from proxy.server.collector import Collector, install_collector
 from proxy.server.heap import settle_heap
 from tests.conftest import in_process
 from tests.support.edge_upstream import EdgeUpstream, protocol_settings
@@ -32,7 +34,10 @@ def settled() -> Iterator[None]:
     """The heap as ``ctxproxy serve`` has it, for this test only."""
     threshold = gc.get_threshold()
     settle_heap()
+    collector = Collector()  # the live server's observes its requests (``install_collector``)
+    collector.install()
     yield
+    collector.uninstall()
     gc.unfreeze()
     gc.set_threshold(*threshold)
 
@@ -111,6 +116,7 @@ def test_healthz_answers_while_huge_bodies_go_through(edge: EdgeUpstream, tmp_pa
     16 MiB Responses body, one of 20,000 one-word items and an 8 MiB count_tokens body go
     through (the last two held it 0.3–0.7 s before)."""
     app = create_app(protocol_settings(edge), db_path=str(tmp_path / "live.db"), strict=True)
+    app.state.setup_hooks.append(install_collector)
     server, url = serve_in_thread(app)
     # serialised before the polling starts: the client shares this process (and its GIL) with
     # the server and the poller, and what is timed is the server
@@ -132,3 +138,4 @@ def test_healthz_answers_while_huge_bodies_go_through(edge: EdgeUpstream, tmp_pa
         assert poller.max_s < STALL_S, f"/healthz took {poller.max_ms} ms"
     finally:
         stop(server)
+        app.state.collector.uninstall()
