@@ -1,6 +1,7 @@
 """The garbage collector's pauses in a long-running server, with the collector and without it.
 
     .venv/bin/python -m bench.collector_pauses [--rounds 2] [--max-requests 60] [--variants V,…]
+    .venv/bin/python -m bench.collector_pauses --app 500   # cycles kept, through the app
 
 Each variant runs in a fresh process: the corpus's conversations replayed request by request
 through the real engine (chat, every turn, each conversation a session; ``--rounds`` times, each
@@ -11,7 +12,13 @@ start to its stop, in the thread's CPU time (a shared machine's preemption left 
 generation, how many, the longest, the 99th percentile and the sum; the reclaims; what is frozen
 and tracked at the end and the session memos' size (bounded at 64 MB). Last, one full collection
 of everything (unfrozen first): what a full collection costs over that heap, and how much of it
-was garbage that freezing had kept (cycles)."""
+was garbage that freezing had kept (cycles).
+
+``--app N``: instead, N requests of each protocol, streamed and not, through the app as ``ctxproxy
+serve`` sets it up (its setup hooks, the collector observing its requests), called as an ASGI app
+in this process with ``bench.upstream_server`` on loopback, 50 sessions each (the bench's
+20-message bodies): then everything unfrozen and collected once, to count the cycles freezing
+kept."""
 
 from __future__ import annotations
 
@@ -133,6 +140,61 @@ def run_variant(variant: str, rounds: int, max_requests: int) -> dict[str, Any]:
     return asyncio.run(replay())
 
 
+def run_app(n: int) -> None:
+    """``--app``: cycles the collector's freezing keeps from requests through the whole app."""
+    import tempfile
+    from pathlib import Path
+
+    import orjson
+
+    from bench.overhead import start
+    from bench.overhead_protocols import bodies, ctxproxy_config, path_of
+    from bench.overhead_stages import WINDOW, call
+    from tests.support.live import free_port
+
+    async def through(tmp: Path, root: str) -> None:
+        from proxy.app import create_app
+        from proxy.server.collector import install_collector
+        from proxy.server.heap import settle_heap
+        from proxy.settings import load_settings
+
+        cfg = tmp / "ctxproxy.yaml"
+        cfg.write_text(ctxproxy_config(root, WINDOW))
+        app = create_app(load_settings(cfg), db_path=str(tmp / "bench.db"))
+        app.state.log_stream = (tmp / "requests.log").open("w", buffering=1)
+        app.state.setup_hooks += [settle_heap, install_collector]
+        async with app.router.lifespan_context(app):
+            frozen = gc.get_freeze_count()
+            for protocol in ("chat", "messages", "responses", "gemini"):
+                for stream in (False, True):
+                    body = orjson.dumps(bodies(20, stream)[protocol])
+                    for r in range(n):
+                        await call(app, path_of(protocol, stream), body, f"{protocol}-{r % 50}")
+            await app.state.services.store.flush()
+            collector = app.state.collector
+            collector.uninstall()
+            after = gc.get_freeze_count()
+            gc.unfreeze()
+            garbage = gc.collect()
+            print(
+                f"{8 * n:,} requests: frozen {frozen:,} → {after:,}, {collector.reclaims} "
+                f"reclaims; one full collection of everything then: {garbage:,} unreachable"
+            )
+
+    logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
+    tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-collector-"))
+    port = free_port()
+    root = f"http://127.0.0.1:{port}"
+    upstream = start(
+        [sys.executable, "-m", "bench.upstream_server", str(port)], f"{root}/v1/models"
+    )
+    try:
+        asyncio.run(through(tmp, root))
+    finally:
+        upstream.terminate()
+        upstream.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
@@ -140,8 +202,12 @@ def main() -> None:
     parser.add_argument(
         "--variants", default="base,collector", help="base, collector, freeze-only (no lulls)"
     )
+    parser.add_argument("--app", type=int, help="requests of each protocol through the app")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a variant, in this process
     args = parser.parse_args()
+    if args.app:
+        run_app(args.app)
+        return
     if args.one:
         print(json.dumps(run_variant(args.one, args.rounds, args.max_requests)))
         return

@@ -20,11 +20,12 @@ So, for ``ctxproxy serve``:
 
 A frozen object is still freed by reference counting once let go (the parsed bodies, the caches'
 evicted entries); only reference cycles among frozen objects are never collected (none were found
-in the replay, nor over 4,000 requests of the four protocols through the app). Those are
-reclaimed: once the process's small-object blocks (``sys.getallocatedblocks``, read at most every
-``CHECK_S``) are more than twice what they were after the last reclaim, plus ``RECLAIM_FLOOR``, a
-reclaim (unfreeze, one full collection, freeze again) runs at the next request's end with no other
-in flight, or at any request's end once ``MAX_WAIT_S`` have passed. So a leak of cycles grows the
+in the replay, nor over 4,000 requests of the four protocols through the app: the bench's
+``--app``). Those are reclaimed: once the process's small-object blocks
+(``sys.getallocatedblocks``, read at most every ``CHECK_S``) are more than twice what they were
+after the last reclaim, plus ``RECLAIM_FLOOR``, a reclaim (unfreeze, one full collection, freeze
+again) runs at the next request's end with no other in flight, or at any request's end once
+``MAX_WAIT_S`` have passed. So a leak of cycles grows the
 heap to at most twice its size at the last reclaim (and the floor) before it is collected."""
 
 from __future__ import annotations
