@@ -142,15 +142,12 @@ def run_variant(variant: str, rounds: int, max_requests: int) -> dict[str, Any]:
 
 def run_app(n: int) -> None:
     """``--app``: cycles the collector's freezing keeps from requests through the whole app."""
-    import tempfile
     from pathlib import Path
 
     import orjson
 
-    from bench.overhead import start
     from bench.overhead_protocols import bodies, ctxproxy_config, path_of
-    from bench.overhead_stages import WINDOW, call
-    from tests.support.live import free_port
+    from bench.overhead_stages import WINDOW, beside_upstream, call
 
     async def through(tmp: Path, root: str) -> None:
         from proxy.app import create_app
@@ -182,17 +179,7 @@ def run_app(n: int) -> None:
             )
 
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
-    tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-collector-"))
-    port = free_port()
-    root = f"http://127.0.0.1:{port}"
-    upstream = start(
-        [sys.executable, "-m", "bench.upstream_server", str(port)], f"{root}/v1/models"
-    )
-    try:
-        asyncio.run(through(tmp, root))
-    finally:
-        upstream.terminate()
-        upstream.wait(10)
+    beside_upstream("ctxproxy-collector-", through)
 
 
 def main() -> None:

@@ -49,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -323,14 +323,20 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="ctxproxy-stages-"))
+    beside_upstream("ctxproxy-stages-", functools.partial(run, args))
+
+
+def beside_upstream(prefix: str, main: Callable[[Path, str], Coroutine[Any, Any, None]]) -> None:
+    """``main(a temporary folder, the fake upstream's root URL)``, run with the fake upstream
+    (``bench.upstream_server``) on a free loopback port, stopped after."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
     port = free_port()
     root = f"http://127.0.0.1:{port}"
     upstream = start(
         [sys.executable, "-m", "bench.upstream_server", str(port)], f"{root}/v1/models"
     )
     try:
-        asyncio.run(run(args, tmp, root))
+        asyncio.run(main(tmp, root))
     finally:
         upstream.terminate()
         upstream.wait(10)
