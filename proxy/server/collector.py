@@ -63,20 +63,36 @@ class Collector:
         self.checked = time.monotonic()
         self.due_since: float | None = None
         self.reclaims = 0
+        # for /metrics: each collection's pause (any thread's: the interpreter lock orders them)
+        self.collections = 0
+        self.pause_s = 0.0
+        self.longest_s = 0.0
+        self._began = 0.0
 
     def install(self) -> None:
+        global _ACTIVE
         if self._callback not in gc.callbacks:
             gc.callbacks.append(self._callback)
+        _ACTIVE = self
 
     def uninstall(self) -> None:
+        global _ACTIVE
         if self._callback in gc.callbacks:
             gc.callbacks.remove(self._callback)
+        if _ACTIVE is self:
+            _ACTIVE = None
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         """After each collection, on the thread that ran it: freeze what survived it."""
-        if phase == "stop":
-            gc.freeze()
-            self.ended = 0
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        gc.freeze()
+        self.ended = 0
+        pause = time.perf_counter() - self._began
+        self.collections += 1
+        self.pause_s += pause
+        self.longest_s = max(self.longest_s, pause)
 
     # the observer
     def started(self) -> None:
@@ -111,6 +127,14 @@ class Collector:
             "collector: a full collection found %d unreachable objects in %.0f ms",
             collected, (time.perf_counter() - started) * 1000,
         )  # fmt: skip
+
+
+_ACTIVE: Collector | None = None
+
+
+def active() -> Collector | None:
+    """The collector this process runs, if any (``/metrics`` reads its counts)."""
+    return _ACTIVE
 
 
 def install_collector(app: Any = None, services: Any = None) -> Collector:

@@ -54,6 +54,36 @@ class _StoreCollector:
         yield backlog
 
 
+class _GcCollector:
+    """Reads the process's garbage collections at scrape time, where ``ctxproxy serve`` runs its
+    collector (``proxy.server.collector``): how many, how long they held the interpreter."""
+
+    def collect(self) -> Iterator[Metric]:
+        from proxy.server.collector import active
+
+        collector = active()
+        if collector is None:
+            return
+        yield CounterMetricFamily(
+            "ctxproxy_gc_collections", "Garbage collections run.", value=collector.collections
+        )
+        yield CounterMetricFamily(
+            "ctxproxy_gc_pause_seconds",
+            "Time garbage collections held the interpreter (every request waited meanwhile).",
+            value=collector.pause_s,
+        )
+        yield GaugeMetricFamily(
+            "ctxproxy_gc_longest_pause_seconds",
+            "The longest garbage collection since the server started.",
+            value=collector.longest_s,
+        )
+        yield CounterMetricFamily(
+            "ctxproxy_gc_reclaims",
+            "Full collections run to collect the cycles among frozen objects.",
+            value=collector.reclaims,
+        )
+
+
 class _BodyCollector:
     """Reads each protocol's body memory at scrape time (``proxy.protocols.body_memory``): how
     many bodies were read from the session's last one, and what it holds."""
@@ -188,6 +218,7 @@ class Metrics:
             r.register(_BodyCollector(handlers))
         if engine is not None:
             r.register(_EngineCollector(engine))
+        r.register(_GcCollector())  # empty where no collector runs (tests, an app in-process)
 
     def _model(self, model: Any, status: Any) -> str:
         """The model's label: its name once a request of it ended other than refused (a 4xx

@@ -142,3 +142,27 @@ def test_the_heap_is_counted_only_every_check(
     collector.checked = -1e9
     requests(collector, 20)
     assert len(counted) == 1
+
+
+def test_metrics_show_the_collections_while_the_collector_runs(collector: Collector) -> None:
+    from prometheus_client import generate_latest
+
+    from proxy.telemetry.metrics import Metrics
+
+    metrics = Metrics()
+    gc.collect(0)
+    gc.collect(0)
+    text = generate_latest(metrics.registry).decode()
+    counted = {
+        line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line[:1] != "#"
+    }
+    assert counted["ctxproxy_gc_collections_total"] == collector.collections >= 2
+    assert counted["ctxproxy_gc_pause_seconds_total"] > 0
+    assert (
+        0
+        < counted["ctxproxy_gc_longest_pause_seconds"]
+        <= counted["ctxproxy_gc_pause_seconds_total"]
+    )
+    assert counted["ctxproxy_gc_reclaims_total"] == 0
+    collector.uninstall()
+    assert "ctxproxy_gc" not in generate_latest(metrics.registry).decode()  # none runs
