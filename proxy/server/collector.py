@@ -70,17 +70,12 @@ class Collector:
         self._began = 0.0
 
     def install(self) -> None:
-        global _ACTIVE
         if self._callback not in gc.callbacks:
             gc.callbacks.append(self._callback)
-        _ACTIVE = self
 
     def uninstall(self) -> None:
-        global _ACTIVE
         if self._callback in gc.callbacks:
             gc.callbacks.remove(self._callback)
-        if _ACTIVE is self:
-            _ACTIVE = None
 
     def _callback(self, phase: str, info: dict[str, Any]) -> None:
         """After each collection, on the thread that ran it: freeze what survived it."""
@@ -129,22 +124,17 @@ class Collector:
         )  # fmt: skip
 
 
-_ACTIVE: Collector | None = None
-
-
-def active() -> Collector | None:
-    """The collector this process runs, if any (``/metrics`` reads its counts)."""
-    return _ACTIVE
-
-
 def install_collector(app: Any = None, services: Any = None) -> Collector:
     """Setup hook (``app.state.setup_hooks``, after ``settle_heap``): freeze what each collection
     leaves, collect what requests leave at lulls, reclaim between the requests ``services``
-    observes."""
+    observes; its counts served at ``/metrics``."""
     collector = Collector()
     collector.install()
     if services is not None:
         services.observers.add(collector)
     if app is not None:
         app.state.collector = collector
+        metrics = getattr(app.state, "metrics", None)  # ``proxy.telemetry.metrics.setup``'s
+        if metrics is not None:
+            metrics.count_collections(collector)
     return collector

@@ -55,32 +55,32 @@ class _StoreCollector:
 
 
 class _GcCollector:
-    """Reads the process's garbage collections at scrape time, where ``ctxproxy serve`` runs its
-    collector (``proxy.server.collector``): how many, how long they held the interpreter."""
+    """Reads the process's garbage collections at scrape time from the collector ``ctxproxy
+    serve`` runs (``proxy.server.collector``, which hands itself over: ``count_collections``):
+    how many, how long they held the interpreter."""
+
+    def __init__(self, counts: Any) -> None:
+        self.counts = counts
 
     def collect(self) -> Iterator[Metric]:
-        from proxy.server.collector import active
-
-        collector = active()
-        if collector is None:
-            return
+        counts = self.counts
         yield CounterMetricFamily(
-            "ctxproxy_gc_collections", "Garbage collections run.", value=collector.collections
+            "ctxproxy_gc_collections", "Garbage collections run.", value=counts.collections
         )
         yield CounterMetricFamily(
             "ctxproxy_gc_pause_seconds",
             "Time garbage collections held the interpreter (every request waited meanwhile).",
-            value=collector.pause_s,
+            value=counts.pause_s,
         )
         yield GaugeMetricFamily(
             "ctxproxy_gc_longest_pause_seconds",
             "The longest garbage collection since the server started.",
-            value=collector.longest_s,
+            value=counts.longest_s,
         )
         yield CounterMetricFamily(
             "ctxproxy_gc_reclaims",
             "Full collections run to collect the cycles among frozen objects.",
-            value=collector.reclaims,
+            value=counts.reclaims,
         )
 
 
@@ -218,7 +218,10 @@ class Metrics:
             r.register(_BodyCollector(handlers))
         if engine is not None:
             r.register(_EngineCollector(engine))
-        r.register(_GcCollector())  # empty where no collector runs (tests, an app in-process)
+
+    def count_collections(self, counts: Any) -> None:
+        """Serve the garbage collections ``counts`` (the process's collector) keeps."""
+        self.registry.register(_GcCollector(counts))
 
     def _model(self, model: Any, status: Any) -> str:
         """The model's label: its name once a request of it ended other than refused (a 4xx

@@ -150,6 +150,8 @@ def test_metrics_show_the_collections_while_the_collector_runs(collector: Collec
     from proxy.telemetry.metrics import Metrics
 
     metrics = Metrics()
+    assert "ctxproxy_gc" not in generate_latest(metrics.registry).decode()  # none handed over
+    metrics.count_collections(collector)
     gc.collect(0)
     gc.collect(0)
     text = generate_latest(metrics.registry).decode()
@@ -164,5 +166,26 @@ def test_metrics_show_the_collections_while_the_collector_runs(collector: Collec
         <= counted["ctxproxy_gc_pause_seconds_total"]
     )
     assert counted["ctxproxy_gc_reclaims_total"] == 0
-    collector.uninstall()
-    assert "ctxproxy_gc" not in generate_latest(metrics.registry).decode()  # none runs
+
+
+def test_the_setup_hook_observes_the_requests_and_serves_its_counts() -> None:
+    from types import SimpleNamespace
+
+    from prometheus_client import generate_latest
+
+    from proxy.server.collector import install_collector
+    from proxy.telemetry.metrics import Metrics
+    from proxy.telemetry.observe import Observers
+
+    app = SimpleNamespace(state=SimpleNamespace(metrics=Metrics()))
+    services = SimpleNamespace(observers=Observers())
+    made = install_collector(app, services)
+    try:
+        assert app.state.collector is made
+        assert made in services.observers.observers
+        assert (
+            "ctxproxy_gc_collections_total" in generate_latest(app.state.metrics.registry).decode()
+        )
+    finally:
+        made.uninstall()
+        gc.unfreeze()
