@@ -49,7 +49,7 @@ def run_variant(variant: str, rounds: int, max_requests: int) -> dict[str, Any]:
     from proxy.server.wire import CHAT_WIRE
     from proxy.store.sqlite import Store
     from proxy.tokens import TokenCounters
-    from tests.support.traces import iter_conversations
+    from tests.support.traces import iter_conversations, request_prefixes
 
     logging.getLogger("ctxproxy").setLevel(logging.CRITICAL)
     pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
@@ -77,17 +77,10 @@ def run_variant(variant: str, rounds: int, max_requests: int) -> dict[str, Any]:
         try:
             for round_ in range(rounds):
                 for conv in conversations:
-                    msgs = conv["messages"]
-                    ends = [
-                        i + 1
-                        for i, m in enumerate(msgs)
-                        if m.get("role") in ("user", "tool")
-                        and i + 1 < len(msgs)
-                        and msgs[i + 1].get("role") == "assistant"
-                    ]
+                    prefixes = list(request_prefixes(conv["messages"]))
                     sid = f"{conv['id']}#{round_}"
-                    for end in ends[:max_requests] if max_requests else ends:
-                        raw = orjson.dumps({"model": "gpt-4o", "messages": msgs[:end]})
+                    for prefix in prefixes[:max_requests] if max_requests else prefixes:
+                        raw = orjson.dumps({"model": "gpt-4o", "messages": prefix})
                         if collector is not None:
                             collector.started()
                         await engine.rewrite(
