@@ -1,9 +1,10 @@
 """Token counting with tiktoken, offline, with counts cached per text so a conversation that grows
-by two messages costs two messages of counting. Media parts (images, audio, documents) count the
-providers' published estimates (``rules.media``). A long text is counted in windows
-(``proxy.token_windows``), which bounds the tokenizer's time and memory on a run without
-whitespace. A tokenizer that fails on a text, however it fails, leaves that text an estimate of
-``CHARS_PER_TOKEN`` characters a token (``count_guarded``): counting never fails a request."""
+by two messages costs two messages of counting. Media parts (images, audio, documents), a tool
+result's too, count the providers' published estimates (``rules.media``). A long text is counted
+in windows (``proxy.token_windows``), which bounds the tokenizer's time and memory on a run
+without whitespace. A tokenizer that fails on a text, however it fails, leaves that text an
+estimate of ``CHARS_PER_TOKEN`` characters a token (``count_guarded``): counting never fails a
+request."""
 
 from __future__ import annotations
 
@@ -25,9 +26,16 @@ from proxy.failures import STOPPING
 from proxy.generations import Generations, compact
 from proxy.token_windows import windows
 from rules.base import Message
-from rules.media import media_tokens
+from rules.media import marked_media_tokens, media_tokens
 from rules.memo_scope import memo_scope
-from rules.messages import call_arguments_text, call_name, text_of, tool_calls
+from rules.messages import (
+    ABSORBED,
+    MEDIA_TOKENS,
+    call_arguments_text,
+    call_name,
+    text_of,
+    tool_calls,
+)
 
 log = logging.getLogger("ctxproxy.tokens")
 
@@ -213,6 +221,8 @@ class TiktokenCounter:
     def count_message(self, message: Message) -> int:
         content = message.get("content")
         n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(content)) + media_tokens(content)
+        if MEDIA_TOKENS in message or ABSORBED in message:  # a result's blocks its adapter holds
+            n += marked_media_tokens(message)
         for call in tool_calls(message):
             n += 3 + self.count_text(call_name(call)) + self.count_text(call_arguments_text(call))
         return n
@@ -313,6 +323,8 @@ class RequestTokens:
             n = PER_MESSAGE_OVERHEAD + self.count_text(content)
         else:  # parts: their text, and the media among them at the providers' estimates
             n = PER_MESSAGE_OVERHEAD + self.count_text(text_of(content)) + media_tokens(content)
+        if MEDIA_TOKENS in message or ABSORBED in message:  # a result's blocks its adapter holds
+            n += marked_media_tokens(message)
         if message.get("tool_calls"):  # missing, null or empty: no calls
             count = self.count_text
             for call in tool_calls(message):

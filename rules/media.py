@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rules.messages import ABSORBED, MEDIA_TOKENS
+
 # A full-size image: Anthropic's ~1,600 tokens (width × height / 750, for the largest image sent
 # unscaled, about 1.15 megapixels). OpenAI's high detail is 85 + 170 per 512-pixel tile: 765 for a
 # 1024 × 1024 image, 1,105 for the largest layout.
@@ -17,6 +19,8 @@ IMAGE_LOW_DETAIL_TOKENS = 85
 AUDIO_TOKENS = 960
 # A document or file of one page, at the top of Anthropic's 1,500-3,000 tokens a PDF page.
 DOCUMENT_TOKENS = 3_000
+# A clip of 30 seconds at Gemini's 263 tokens a second (its frames and its sound).
+VIDEO_TOKENS = 7_890
 
 # By the part's ``type``, in every protocol the proxy speaks (the adapters' chat view keeps the
 # type of a part the rules cannot read).
@@ -29,6 +33,7 @@ ESTIMATES: dict[str, int] = {
     "document": DOCUMENT_TOKENS,  # Anthropic Messages (PDF, text, content sources)
     "file": DOCUMENT_TOKENS,  # Chat Completions
     "input_file": DOCUMENT_TOKENS,  # Responses API
+    "video": VIDEO_TOKENS,  # Gemini's video parts (its adapter names a part by its MIME type)
 }
 
 
@@ -57,4 +62,29 @@ def media_tokens(content: Any) -> int:
             inner = part.get("content")
             if inner.__class__ is list:
                 n += media_tokens(inner)
+    return n
+
+
+def marked_media_tokens(message: dict[str, Any]) -> int:
+    """The tokens of the media an adapter holds for a tool message outside its content
+    (``rules.messages.MEDIA_TOKENS``), its own and those of the results merged into it
+    (``ABSORBED``)."""
+    n = message.get(MEDIA_TOKENS)
+    total = n if n.__class__ is int and n > 0 else 0
+    absorbed = message.get(ABSORBED)
+    if absorbed.__class__ is list:
+        for m in absorbed:
+            k = m.get(MEDIA_TOKENS) if m.__class__ is dict else None
+            if k.__class__ is int and k > 0:
+                total += k
+    return total
+
+
+def message_media_tokens(message: dict[str, Any]) -> int:
+    """The estimated tokens of all the media a message stands for: the parts of its content and
+    the blocks its adapter holds (``marked_media_tokens``)."""
+    content = message.get("content")
+    n = 0 if content.__class__ is str else media_tokens(content)
+    if MEDIA_TOKENS in message or ABSORBED in message:
+        n += marked_media_tokens(message)
     return n

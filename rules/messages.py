@@ -30,6 +30,11 @@ HELD = "ctxproxy_held"
 # the adapter writes their blocks back.
 MEDIA = "ctxproxy_media"
 ABSORBED = "ctxproxy_absorbed"
+# Beside ``MEDIA``: the estimated tokens of those blocks (``rules.media``), so the proxy's count
+# of the request sees them. An elision takes both marks off, and the adapter then leaves the
+# blocks out of the result it writes.
+MEDIA_TOKENS = "ctxproxy_media_tokens"
+MEDIA_MARKS = (MEDIA, MEDIA_TOKENS, ABSORBED)
 
 
 def text_of(content: Any) -> str:

@@ -13,7 +13,7 @@ import orjson
 from proxy.protocols import exact_json
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
-from proxy.protocols.media_blocks import absorbed_blocks
+from proxy.protocols.media_blocks import absorbed_blocks, media_elided
 from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from rules.base import Message
 from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
@@ -246,9 +246,9 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         result = mine[0]
         old, new = part.lowered.get("content") or "", text_of(content)
         inner = result.get("content")
-        if isinstance(inner, list):
+        if isinstance(inner, list) and not media_elided(m, part.lowered):
             inner = patch_texts(inner, old, new, is_text, text_block)
-        else:
+        else:  # a text, or a result elided with its images
             inner = new
         if ABSORBED in m:  # duplicates merged into it: their images after their text
             more = absorbed_blocks(m, partial(_result_blocks, st), is_text)

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
 
 from proxy.protocols import exact_json
 from proxy.protocols.base import TAG
+from proxy.protocols.gemini_media import response_parts
 from proxy.protocols.gemini_parts import (
     SYNTHETIC_PREFIX,
     Part,
@@ -34,10 +36,11 @@ from proxy.protocols.gemini_parts import (
     response_of,
     response_value,
 )
+from proxy.protocols.media_blocks import absorbed_blocks, media_elided
 from proxy.protocols.patching import patch_joined, patch_parts
 from proxy.protocols.prefix import same_objects
 from rules.base import Message
-from rules.messages import call_id, call_name, role, text_of, tool_calls
+from rules.messages import ABSORBED, call_id, call_name, role, text_of, tool_calls
 
 # A content as lifted, and whether it is the client's own object (untouched)
 Lifted = tuple[Any, bool]
@@ -170,6 +173,11 @@ def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, An
         response = dict(old)
         if not same_text:
             response["response"] = response_value(response.get("response"), text)
+        if media_elided(m, src.lowered):  # elided with its images
+            response.pop("parts", None)
+        elif ABSORBED in m:  # duplicates merged into it: their images after its own
+            more = absorbed_blocks(m, partial(_response_media, st), is_text)
+            response["parts"] = [*(response_parts(response) or ()), *more]
         if cid != src.lowered.get("tool_call_id"):
             _set_id(response, cid)
         if renamed:
@@ -188,11 +196,22 @@ def _set_id(holder: dict[str, Any], cid: Any) -> None:
         holder.pop("id", None)
 
 
+def _response_media(st: State, m: Message) -> list[Any] | None:
+    """The media of the function response ``m`` was lowered from (None: not one, or none)."""
+    src = _source(st, m)
+    if src is None or not src.parts:
+        return None
+    return response_parts(response_of(parts_of(st.contents[src.content])[src.parts[0]]))
+
+
 def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
     new = m.get("content")
     if src is None:
         text = text_of(new)
-        return [make_text(text)] if text.strip() else []
+        head = [make_text(text)] if text.strip() else []
+        if ABSORBED in m:  # orphan results kept as user text: their images after it
+            return [*head, *absorbed_blocks(m, partial(_response_media, st), is_text)]
+        return head
     source = [parts_of(st.contents[src.content])[j] for j in src.parts]
     if m is src.lowered or new == src.lowered.get("content"):
         return source

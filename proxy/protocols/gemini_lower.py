@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from proxy.protocols.base import TAG, opaque_note
+from proxy.protocols.gemini_media import media_estimate, media_type, response_parts
 from proxy.protocols.gemini_parts import (
     SYNTHETIC_PREFIX,
     Part,
@@ -28,6 +29,7 @@ from proxy.protocols.gemini_parts import (
     response_text,
     texts,
 )
+from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import system_message
 from rules.base import Message
 from rules.messages import HARNESS_TAGS
@@ -137,7 +139,9 @@ def _lower_user(
                 value: Any = "\n\n".join(p["text"] for p in chosen)
             else:
                 value = [
-                    {"type": "text", "text": p["text"]} if is_text(p) else {"type": part_kind(p)}
+                    {"type": "text", "text": p["text"]}
+                    if is_text(p)
+                    else {"type": media_type(p) or part_kind(p)}  # media by type: counted
                     for p in chosen
                 ]
             msg: Message = {"role": "user", "content": value}
@@ -172,6 +176,8 @@ def _lower_user(
         msg = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
         if isinstance(name, str):
             msg["name"] = name
+        # its own media (Gemini 3's images of a read file), for the count and the chain repair
+        mark_media(msg, response_parts(response), is_text, media_estimate)
         _add(st, out, f"{i}.{j}", Part(i, (j,), msg))
     flush()
     if not parts:  # an empty content: a message all the same, so the turn is not lost

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from proxy.protocols.base import TAG
-from proxy.protocols.media_blocks import absorbed_blocks
+from proxy.protocols.media_blocks import absorbed_blocks, media_elided
 from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
 from proxy.protocols.responses_parts import (
     CALLS,
@@ -102,9 +102,9 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
     if r == "tool":
         old, new = part.lowered.get("content") or "", text_of(m.get("content"))
         output = item.get("output")
-        if isinstance(output, list):
+        if isinstance(output, list) and not media_elided(m, part.lowered):
             output = patch_texts(output, old, new, is_text, part_maker("user"))
-        else:
+        else:  # a text, or a result elided with its images
             output = new
         if ABSORBED in m:  # duplicates merged into it: their images after their text
             more = absorbed_blocks(m, partial(_output_parts, st), is_text)

@@ -15,10 +15,12 @@ from rules.base import (
     TokenCounter,
     frozen,
 )
-from rules.media import media_tokens
+from rules.media import marked_media_tokens, media_tokens
 from rules.messages import (
+    ABSORBED,
     INJECT_CLOSE,
     INJECT_OPEN,
+    MEDIA_TOKENS,
     PLACEHOLDER_PREFIX,
     call_arguments_text,
     call_name,
@@ -88,6 +90,8 @@ def message_sections(m: Message, tokens: TokenCounter) -> list[tuple[str, int]]:
         text, media = content, 0
     else:
         text, media = text_of(content), media_tokens(content)
+    if MEDIA_TOKENS in m or ABSORBED in m:  # a result's blocks its adapter holds
+        media += marked_media_tokens(m)
     if r == "user" or r == "tool":
         own, injected = _split_injected(text)
         if injected:

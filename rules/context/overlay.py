@@ -16,6 +16,7 @@ from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.context.capped import capped_text
 from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
 from rules.messages import (
+    MEDIA_MARKS,
     PLACEHOLDER_PREFIX,
     call_name,
     content_hash,
@@ -248,7 +249,10 @@ def _apply_edit(
         stored = edit.get("tokens")  # counted when decided (older overlays lack it)
         size = int(stored) if stored else tokens.count_text(text_of(message.get("content")))
         names = bool(edit.get("digest"))
-        return with_content(message, elided_text(message, obs, edit["reason"], size, names))
+        out = with_content(message, elided_text(message, obs, edit["reason"], size, names))
+        for mark in MEDIA_MARKS:  # its images and documents are elided with it
+            out.pop(mark, None)
+        return out
     text = text_of(message.get("content"))
     if edit["action"] == "cap":
         return with_content(message, capped_text(text, tokens.count_text(text), cap))

@@ -99,6 +99,7 @@ def test_tools_and_output_limit_are_read_in_snake_case() -> None:
 
 
 def test_a_snake_case_image_part_is_the_same_kind_as_a_camel_case_one() -> None:
-    image = {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}
-    lowered = GEMINI.lower(snake_body(user("what is this?", image)))
-    assert lowered.messages[-1]["content"][1] == {"type": "inlineData"}
+    snake = {"inline_data": {"mime_type": "image/png", "data": "iVBORw0KGgo="}}
+    camel = {"inlineData": {"mimeType": "image/png", "data": "iVBORw0KGgo="}}
+    lowered = [GEMINI.lower(snake_body(user("what is this?", p))) for p in (snake, camel)]
+    assert [low.messages[-1]["content"][1] for low in lowered] == [{"type": "image"}] * 2

@@ -1,0 +1,218 @@
+"""Images inside tool results, on the three protocols whose chat view reads a result's text only
+(Anthropic ``tool_result``, Responses ``function_call_output`` parts, Gemini's
+``functionResponse.parts``, as Gemini 3 takes a function's images): the proxy's count sees
+them at the providers' estimate, a result the budget elides goes without its images, and the
+chain repair keeps a Gemini result's images as it keeps the others'."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from proxy.protocols.anthropic import ANTHROPIC
+from proxy.protocols.base import TAG, Adapter
+from proxy.protocols.gemini import GEMINI
+from proxy.protocols.responses import RESPONSES
+from proxy.rewrite.engine import Engine
+from rules.media import AUDIO_TOKENS, DOCUMENT_TOKENS, IMAGE_TOKENS, VIDEO_TOKENS
+from rules.messages import MEDIA_MARKS
+
+DATA = "iVBORw0KGgo" + "Q" * 400  # what each image's bytes are, in the body
+WORDS = "word " * 40
+
+
+def anthropic(n: int, images: bool = True) -> dict[str, Any]:
+    msgs: list[Any] = [{"role": "user", "content": "look at the screenshots"}]
+    for i in range(n):
+        use = {
+            "type": "tool_use",
+            "id": f"t{i}",
+            "name": "Read",
+            "input": {"file_path": f"/{i}.png"},
+        }
+        content: list[Any] = [{"type": "text", "text": f"shot {i} {WORDS}"}]
+        if images:
+            source = {"type": "base64", "media_type": "image/png", "data": DATA}
+            content.append({"type": "image", "source": source})
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": content}
+        msgs += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    msgs += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    return {"model": "claude-sonnet-4-5", "max_tokens": 10, "messages": msgs}
+
+
+def responses(n: int, images: bool = True) -> dict[str, Any]:
+    items: list[Any] = [{"role": "user", "content": "look at the screenshots"}]
+    for i in range(n):
+        args = json.dumps({"path": f"/{i}.png"})
+        output: list[Any] = [{"type": "input_text", "text": f"shot {i} {WORDS}"}]
+        if images:
+            output.append({"type": "input_image", "image_url": f"data:image/png;base64,{DATA}"})
+        items += [
+            {"type": "function_call", "call_id": f"c{i}", "name": "view_image", "arguments": args},
+            {"type": "function_call_output", "call_id": f"c{i}", "output": output},
+        ]
+    items += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    return {"model": "gpt-4o", "input": items}
+
+
+def image_part(mime: str = "image/png") -> dict[str, Any]:
+    return {"inlineData": {"mimeType": mime, "data": DATA}}
+
+
+def function_response(cid: str, text: str, *media: dict[str, Any]) -> dict[str, Any]:
+    response: dict[str, Any] = {"id": cid, "name": "read_file", "response": {"output": text}}
+    if media:
+        response["parts"] = list(media)
+    return {"functionResponse": response}
+
+
+def gemini(n: int, images: bool = True) -> dict[str, Any]:
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "look at the screenshots"}]}]
+    for i in range(n):
+        call = {"id": f"c{i}", "name": "read_file", "args": {"file_path": f"/{i}.png"}}
+        media = [image_part()] if images else []
+        contents += [
+            {"role": "model", "parts": [{"functionCall": call}]},
+            {"role": "user", "parts": [function_response(f"c{i}", f"shot {i} {WORDS}", *media)]},
+        ]
+    contents += [
+        {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"text": "next"}]},
+    ]
+    return {"contents": contents}
+
+
+PROTOCOLS: list[tuple[str, Callable[..., dict[str, Any]], Adapter, str]] = [
+    ("anthropic", anthropic, ANTHROPIC, "claude-sonnet-4-5"),
+    ("responses", responses, RESPONSES, "gpt-4o"),
+    ("gemini", gemini, GEMINI, "gemini-3-pro-preview"),
+]
+
+
+def forwarded(out: Any) -> str:
+    data = json.dumps(out.body)
+    for key in (TAG, *MEDIA_MARKS):
+        assert key not in data
+    return data
+
+
+async def sent(
+    engine: Engine, body: dict[str, Any], adapter: Adapter, model: str, session: str, **kw: Any
+) -> Any:
+    return await engine.rewrite(
+        body, {}, now=1000.0, session_id=session, adapter=adapter, model=model, **kw
+    )
+
+
+@pytest.mark.parametrize(("name", "make", "adapter", "model"), PROTOCOLS)
+async def test_images_in_results_count(
+    engine: Engine, name: str, make: Callable[..., dict[str, Any]], adapter: Adapter, model: str
+) -> None:
+    with_images = await sent(engine, make(6), adapter, model, f"{name}-a")
+    without = await sent(engine, make(6, images=False), adapter, model, f"{name}-b")
+    before = with_images.report["tokens"]["before"] - without.report["tokens"]["before"]
+    assert before == 6 * IMAGE_TOKENS
+    after = with_images.report["prune"]["tokens_after"] - without.report["prune"]["tokens_after"]
+    assert after == 6 * IMAGE_TOKENS
+    sections, bare = with_images.report["sections"], without.report["sections"]
+    assert sections["tool_results"]["before"] - bare["tool_results"]["before"] == 6 * IMAGE_TOKENS
+    assert forwarded(with_images).count(DATA) == 6  # nothing elided: all of it forwarded
+
+
+@pytest.mark.parametrize(("name", "make", "adapter", "model"), PROTOCOLS)
+async def test_an_elided_result_goes_without_its_images(
+    engine: Engine, name: str, make: Callable[..., dict[str, Any]], adapter: Adapter, model: str
+) -> None:
+    # 12 screenshots of ~1,650 tokens each under a budget of 3,000: what stays must be elided
+    out = await sent(engine, make(12), adapter, model, f"{name}-c", budget=3000)
+    data = forwarded(out)
+    assert out.report["prune"]["compacted"] is True
+    assert out.report["prune"]["stages"].get("mask", 0) > 10 * IMAGE_TOKENS
+    assert 1 <= data.count(DATA) < 12
+    assert out.report["prune"]["tokens_after"] <= 3000
+    # the last screenshot is whole, with its text
+    assert "shot 11 " in data and data.rindex(DATA) > data.index("shot 11 ")
+    # each placeholder stands alone: no image follows it within its result
+    for chunk in data.split("[ctxproxy: elided")[1:]:
+        result = chunk.split("shot ", 1)[0]
+        assert DATA not in result
+    # resent, the session's elisions are replayed to the byte
+    again = await sent(engine, make(12), adapter, model, f"{name}-c", budget=3000)
+    assert forwarded(again) == data
+
+
+async def test_gemini_media_parts_count_by_their_type(engine: Engine) -> None:
+    def body(*media: dict[str, Any]) -> dict[str, Any]:
+        parts = [{"text": "what is in these?"}, *media]
+        return {"contents": [{"role": "user", "parts": parts}]}
+
+    bare = await sent(engine, body(), GEMINI, "gemini-2.5-pro", "g-bare")
+    media = (
+        image_part(),
+        image_part("audio/mp3"),
+        image_part("video/mp4"),
+        {"fileData": {"mimeType": "application/pdf", "fileUri": "gs://b/f.pdf"}},
+        {"file_data": {"mime_type": "image/jpeg", "file_uri": "gs://b/f.jpg"}},
+    )
+    out = await sent(engine, body(*media), GEMINI, "gemini-2.5-pro", "g-media")
+    extra = out.report["tokens"]["before"] - bare.report["tokens"]["before"]
+    assert extra == 2 * IMAGE_TOKENS + AUDIO_TOKENS + VIDEO_TOKENS + DOCUMENT_TOKENS
+    forwarded(out)
+
+
+def call(cid: str) -> dict[str, Any]:
+    return {"functionCall": {"id": cid, "name": "read_file", "args": {"file_path": "/a.png"}}}
+
+
+def nested(part: dict[str, Any]) -> list[Any]:
+    return [m["inlineData"]["mimeType"] for m in part["functionResponse"].get("parts", [])]
+
+
+async def test_gemini_merged_duplicate_keeps_both_results_images(engine: Engine) -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "read it"}]},
+            {"role": "model", "parts": [call("c1")]},
+            {
+                "role": "user",
+                "parts": [
+                    function_response("c1", "one", image_part("image/png")),
+                    function_response("c1", "two", image_part("image/gif")),
+                ],
+            },
+        ]
+    }
+    out = await sent(engine, body, GEMINI, "gemini-3-pro-preview", "g-dup")
+    forwarded(out)
+    assert [r["kind"] for r in out.report["repairs"]] == ["duplicate_result"]
+    parts = out.body["contents"][2]["parts"]
+    assert len(parts) == 1
+    assert nested(parts[0]) == ["image/png", "image/gif"]
+    assert "two" in json.dumps(parts[0]["functionResponse"]["response"])
+
+
+async def test_gemini_orphan_keeps_its_image(engine: Engine) -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"text": "ok"}]},
+            {
+                "role": "user",
+                "parts": [
+                    function_response("c_gone", "the shot", image_part("image/webp")),
+                    {"text": "what is it?"},
+                ],
+            },
+        ]
+    }
+    out = await sent(engine, body, GEMINI, "gemini-3-pro-preview", "g-orphan")
+    forwarded(out)
+    assert "orphan_result" in [r["kind"] for r in out.report["repairs"]]
+    parts = [p for c in out.body["contents"][2:] for p in c["parts"]]
+    assert not any("functionResponse" in p for p in parts)
+    assert [p["inlineData"]["mimeType"] for p in parts if "inlineData" in p] == ["image/webp"]
+    texts = [p["text"] for p in parts if "text" in p]
+    assert any("the shot" in t for t in texts) and "what is it?" in texts
