@@ -15,6 +15,7 @@ from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.context.capped import capped_text
 from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
+from rules.media import marked_media_tokens
 from rules.messages import (
     MEDIA_MARKS,
     PLACEHOLDER_PREFIX,
@@ -240,6 +241,11 @@ def apply_edit(
     return out
 
 
+def result_size(message: Message, tokens: TokenCounter) -> int:
+    """A result's tokens as its elision states them: its text's and its media's."""
+    return tokens.count_text(text_of(message.get("content"))) + marked_media_tokens(message)
+
+
 def _apply_edit(
     message: Message, edit: dict[str, str], obs: Observation | None, tokens: TokenCounter, cap: int
 ) -> Message:
@@ -247,7 +253,7 @@ def _apply_edit(
         return shrink.shrink_message(message, int(edit["lines"]), int(edit["chars"]))
     if edit["action"] in ELIDE_ACTIONS:
         stored = edit.get("tokens")  # counted when decided (older overlays lack it)
-        size = int(stored) if stored else tokens.count_text(text_of(message.get("content")))
+        size = int(stored) if stored else result_size(message, tokens)
         names = bool(edit.get("digest"))
         out = with_content(message, elided_text(message, obs, edit["reason"], size, names))
         for mark in MEDIA_MARKS:  # its images and documents are elided with it

@@ -20,7 +20,7 @@ from rules.base import Context, Message, frozen
 from rules.context import drop_names, evidence, forced, need, overlay, prune_stages, replay, shrink
 from rules.context.overlay_away import AWAY, load_split
 from rules.context.schedule import Step
-from rules.messages import shared_prefix, text_of
+from rules.messages import shared_prefix
 from rules.report import Pruning
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
@@ -356,9 +356,9 @@ class Run:
             if step.stage == "shrink":
                 edit = self._shrink_edit()
             else:
-                # the result's size goes with the edit: its replay need not count the whole
-                # text again on every later request
-                size = self.tokens.count_text(text_of(self.messages[i].get("content")))
+                # the result's size (its media's too) goes with the edit: its replay need not
+                # count the whole text again on every later request
+                size = overlay.result_size(self.messages[i], self.tokens)
                 edit = {"action": step.stage, "reason": step.reason, "tokens": str(size)}
                 if step.stage == "mask":
                     edit["digest"] = "1"  # the names it showed stay (``overlay.elided_text``)

@@ -7,6 +7,7 @@ chain repair keeps a Gemini result's images as it keeps the others'."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -126,21 +127,25 @@ async def test_images_in_results_count(
 async def test_an_elided_result_goes_without_its_images(
     engine: Engine, name: str, make: Callable[..., dict[str, Any]], adapter: Adapter, model: str
 ) -> None:
-    # 12 screenshots of ~1,650 tokens each under a budget of 3,000: what stays must be elided
-    out = await sent(engine, make(12), adapter, model, f"{name}-c", budget=3000)
+    # 12 screenshots of ~1,650 tokens each (~20,000) under a budget of 10,000: all but the
+    # last two are masked, and nothing else need go
+    out = await sent(engine, make(12), adapter, model, f"{name}-c", budget=10_000)
     data = forwarded(out)
     assert out.report["prune"]["compacted"] is True
-    assert out.report["prune"]["stages"].get("mask", 0) > 10 * IMAGE_TOKENS
-    assert 1 <= data.count(DATA) < 12
-    assert out.report["prune"]["tokens_after"] <= 3000
+    assert out.report["prune"]["stages"] == {"mask": pytest.approx(16_100, abs=100)}
+    assert data.count(DATA) == 2 and data.count("[ctxproxy: elided") == 10
+    assert out.report["prune"]["tokens_after"] <= 5000
     # the last screenshot is whole, with its text
     assert "shot 11 " in data and data.rindex(DATA) > data.index("shot 11 ")
-    # each placeholder stands alone: no image follows it within its result
+    # each placeholder stands alone (no image follows it within its result) and states what
+    # the elision took, the image's estimate with the text's tokens
     for chunk in data.split("[ctxproxy: elided")[1:]:
         result = chunk.split("shot ", 1)[0]
         assert DATA not in result
+        stated = re.search(r"([\d,]+) tokens", result)
+        assert stated is not None and int(stated.group(1).replace(",", "")) > IMAGE_TOKENS
     # resent, the session's elisions are replayed to the byte
-    again = await sent(engine, make(12), adapter, model, f"{name}-c", budget=3000)
+    again = await sent(engine, make(12), adapter, model, f"{name}-c", budget=10_000)
     assert forwarded(again) == data
 
 
