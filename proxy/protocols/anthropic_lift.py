@@ -246,9 +246,11 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         result = mine[0]
         old, new = part.lowered.get("content") or "", text_of(content)
         inner = result.get("content")
-        if isinstance(inner, list) and not media_elided(m, part.lowered):
+        if isinstance(inner, list) and media_elided(m, part.lowered):
+            inner = _elided_blocks(inner, new)
+        elif isinstance(inner, list):
             inner = patch_texts(inner, old, new, is_text, text_block)
-        else:  # a text, or a result elided with its images
+        else:
             inner = new
         if ABSORBED in m:  # duplicates merged into it: their images after their text
             more = absorbed_blocks(m, partial(_result_blocks, st), is_text)
@@ -262,6 +264,14 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         return patch_parts(mine, old_content, content, is_text, text_block)
     old_text = old_content if isinstance(old_content, str) else text_of(old_content)
     return patch_joined(mine, old_text, text_of(content), is_text, text_block)
+
+
+def _elided_blocks(blocks: list[Any], text: str) -> Any:
+    """A result's ``blocks`` elided with their images: its placeholder ``text``, as one text
+    block keeping the last ``cache_control`` breakpoint among them (a client's marker is not
+    lost with the block it was on)."""
+    marks = [b["cache_control"] for b in blocks if isinstance(b, dict) and "cache_control" in b]
+    return [{**text_block(text), "cache_control": marks[-1]}] if marks else text
 
 
 def _result_blocks(st: State, m: Message) -> Any:

@@ -221,3 +221,18 @@ async def test_gemini_orphan_keeps_its_image(engine: Engine) -> None:
     assert [p["inlineData"]["mimeType"] for p in parts if "inlineData" in p] == ["image/webp"]
     texts = [p["text"] for p in parts if "text" in p]
     assert any("the shot" in t for t in texts) and "what is it?" in texts
+
+
+async def test_an_elided_anthropic_result_keeps_the_clients_breakpoint(engine: Engine) -> None:
+    body = anthropic(12)
+    mark = {"type": "ephemeral"}
+    first = body["messages"][2]["content"][0]  # the first screenshot's result: elided
+    first["content"][-1]["cache_control"] = mark
+    out = await sent(engine, body, ANTHROPIC, "claude-sonnet-4-5", "a-mark", budget=10_000)
+    data = forwarded(out)
+    assert data.count(DATA) == 2
+    result = out.body["messages"][2]["content"][0]
+    assert result["content"] == [
+        {"type": "text", "text": result["content"][0]["text"], "cache_control": mark}
+    ]
+    assert result["content"][0]["text"].startswith("[ctxproxy: elided Read result")
