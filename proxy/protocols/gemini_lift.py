@@ -254,10 +254,15 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
         if old_text == new_text
         else patch_joined(source, old_text, new_text, is_text, make_text)
     )
-    by_old = {call_id(c): c for c in calls}
-    if len(calls) == len(lowered_calls) and not all(call_id(c) in by_old for c in lowered_calls):
-        by_old = {call_id(o): c for o, c in zip(lowered_calls, calls, strict=True)}  # renamed ids
     lowered_ids = [call_id(c) for c in lowered_calls]
+    by_id: dict[str, dict[str, Any]] = {}
+    for c in calls:
+        by_id.setdefault(call_id(c), c)
+    # the rules renamed ids in place (one of a turn's calls sharing an id, a malformed one): each
+    # call is the one in its place
+    in_place = len(calls) == len(lowered_calls) and (
+        len(set(lowered_ids)) < len(lowered_ids) or not all(i in by_id for i in lowered_ids)
+    )
     out: list[Any] = []
     used: set[int] = set()
     k = 0
@@ -266,11 +271,10 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
         if call is None:
             out.append(p)
             continue
-        old_id = lowered_ids[k] if k < len(lowered_ids) else ""
         old = lowered_calls[k] if k < len(lowered_calls) else None
+        new = None if old is None else calls[k] if in_place else by_id.get(lowered_ids[k])
         k += 1
-        new = by_old.get(old_id)
-        if new is None:
+        if new is None or id(new) in used:
             continue  # the rules dropped the call
         used.add(id(new))
         out.append(_patched_call(p, call, old, new))

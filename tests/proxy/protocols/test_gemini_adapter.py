@@ -172,6 +172,15 @@ async def test_drifted_and_reused_ids_are_unified(engine: Engine) -> None:
     assert all(c["parts"][0]["thoughtSignature"] == SIG for c in signed)
 
 
+async def test_two_calls_of_one_turn_sharing_an_id_stay_two(engine: Engine) -> None:
+    twice = model(call("dup", "ls a"), call("dup", "ls b", sig=None))
+    out = await rewrite(engine, body(user("go"), twice, user(response("dup", "a.txt"))))
+    calls = [p["functionCall"] for p in out.body["contents"][1]["parts"]]
+    assert [(c["id"], c["args"]["command"]) for c in calls] == [("dup", "ls a"), ("dup_2", "ls b")]
+    assert out.body["contents"][1]["parts"][0]["thoughtSignature"] == SIG
+    assert [r["id"] for r in responses_of(out.body["contents"][2])] == ["dup", "dup_2"]
+
+
 async def test_two_user_turns_in_a_row_stay_two(engine: Engine) -> None:
     """The CLI's routing classifier sends the preamble and the prompt as two user contents: the
     API accepts that, so they are not merged for nothing."""
