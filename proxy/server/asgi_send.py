@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable
 from urllib.parse import quote
 
 from starlette.types import Receive, Scope, Send
@@ -52,15 +53,27 @@ def request_id() -> str:
     return "req_" + os.urandom(12).hex()  # 96 random bits (uuid4's object and hex cost ~4x)
 
 
-async def read_body(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:
+async def read_body(
+    receive: Receive,
+    headers: dict[str, str],
+    limits: LimitSettings,
+    charge: Callable[[int], None] | None = None,
+) -> bytes:
     """The request body, read to its end within ``limits`` (size, time) and decoded if it came
-    compressed (``body_encoding``); a client leaving is ``ClientGone``."""
+    compressed (``body_encoding``); a client leaving is ``ClientGone``. ``charge`` is told the
+    bytes read so far as they grow, and may refuse them by raising (``InFlight.grower``). A
+    decoded body is counted by the caller once decoded: one is decoded at a time."""
     coding = coding_of(headers.get("content-encoding"))  # refused before reading
-    raw = await _read_raw(receive, headers, limits)
+    raw = await _read_raw(receive, headers, limits, charge)
     return raw if coding is None else await decoded(raw, coding, limits.max_body_bytes)
 
 
-async def _read_raw(receive: Receive, headers: dict[str, str], limits: LimitSettings) -> bytes:
+async def _read_raw(
+    receive: Receive,
+    headers: dict[str, str],
+    limits: LimitSettings,
+    charge: Callable[[int], None] | None,
+) -> bytes:
     limit = limits.max_body_bytes
     declared = headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
@@ -76,6 +89,8 @@ async def _read_raw(receive: Receive, headers: dict[str, str], limits: LimitSett
                 size += len(chunk)
                 if size > limit:
                     raise PayloadTooLarge(f"Request body exceeds the limit of {limit} bytes.")
+                if charge is not None:  # a body with no declared length is counted as it comes
+                    charge(size)
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     return chunks[0] if len(chunks) == 1 else b"".join(chunks)

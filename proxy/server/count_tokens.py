@@ -60,7 +60,7 @@ class CountTokens:
             ticket = self.s.in_flight.enter(lane)
             self.s.in_flight.size(ticket, declared_length(headers, limits))
             require_json(headers.get("content-type"))
-            raw = await read_body(receive, headers, limits)
+            raw = await read_body(receive, headers, limits, self.s.in_flight.grower(ticket))
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
             body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)

@@ -75,7 +75,8 @@ class GeminiCountTokens:
             self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
-            raw = await read_body(receive, headers, self.s.settings.limits)
+            grow = self.s.in_flight.grower(ticket)
+            raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
             outer = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)

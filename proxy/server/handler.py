@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -129,7 +130,7 @@ class ProtocolHandler:
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
-            raw = await self._read_body(receive, headers)
+            raw = await self._read_body(receive, headers, self.s.in_flight.grower(ticket))
             self.s.in_flight.size(ticket, len(raw))  # as read (decoded)
             offload = self.s.engine.offload  # a heavy body is read off the event loop
             hint = header_session(headers)
@@ -354,8 +355,10 @@ class ProtocolHandler:
         finally:
             await self._finish(row, fields)
 
-    async def _read_body(self, receive: Receive, headers: dict[str, str]) -> bytes:
-        return await read_body(receive, headers, self.s.settings.limits)
+    async def _read_body(
+        self, receive: Receive, headers: dict[str, str], charge: Callable[[int], None]
+    ) -> bytes:
+        return await read_body(receive, headers, self.s.settings.limits, charge)
 
     async def _fail_early(
         self, send: Send, error: ProxyError, row: dict[str, Any], started: float

@@ -6,10 +6,12 @@ upstream connection and every other tenant's request queues behind them (eight h
 connections made another principal's 0.4 s request take 5.8 s), and its large bodies take the
 memory (six 26 MB bodies waiting on the upstream held ~600 MB of the server's; a hundred, 10 GB).
 Past a bound a request is answered 429 with ``retry-after``: for the count and a declared
-``content-length``, before its body is read. The agents' SDKs retry a 429."""
+``content-length``, before its body is read; for a body sent without one, as soon as the bytes
+read pass the bound. The agents' SDKs retry a 429."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxy.errors import TooManyInFlight
@@ -72,6 +74,18 @@ class InFlight:
             )
         self._set_bytes(ticket.principal, others + size)
         ticket.size = size
+
+    def grower(self, ticket: Ticket) -> Callable[[int], None]:
+        """A body reader's ``charge`` (``asgi_send.read_body``): the ticket counts the bytes read
+        once they pass what it counts (a body sent with no declared length, as it is read),
+        ``TooManyInFlight`` past the byte bound as for ``size``. Without it such a body counted
+        nothing until read whole: one tenant's hundred uploads held a hundred bodies' memory."""
+
+        def grow(size: int) -> None:
+            if size > ticket.size:
+                self.size(ticket, size)
+
+        return grow
 
     def leave(self, ticket: Ticket) -> None:
         principal = ticket.principal

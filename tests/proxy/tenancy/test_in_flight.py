@@ -7,6 +7,7 @@ read), and its counts come down as each request ends, however it ends."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -200,3 +201,38 @@ def test_a_count_of_tokens_counts_among_the_requests_in_flight(
     counted = httpx.post(base + path, content=orjson.dumps(body), headers=sent)
     assert counted.status_code == 200, counted.text
     assert settled(services.in_flight, lane, (0, 0)) == (0, 0)  # its place given back
+
+
+def test_a_body_sent_without_a_length_counts_as_it_is_read(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    """Chunked, with no ``content-length``: its bytes count among its tenant's as they arrive,
+    and the tenant is answered 429 once they pass the bound, before the rest is read (counted
+    only once read whole, a hundred such uploads held a hundred bodies' memory)."""
+    base, edge, app = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    assert post(base, "sk-a").status_code == 200
+    in_flight = app.state.services.in_flight
+    a = principal_of(app, "sk-a")
+    held = [in_flight.enter(a) for _ in range(CONNECTIONS // 2 - 1)]
+    in_flight.size(held[0], 1900 * 1024)  # of the 2 MiB bound, 148 KiB left
+    host, port = base.removeprefix("http://").split(":")
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Authorization: Bearer sk-a\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    piece = 64 * 1024
+    chunk = f"{piece:x}\r\n".encode() + b" " * piece + b"\r\n"
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(head.encode() + chunk * 2)
+        reading = (2, 1900 * 1024 + 2 * piece)
+        assert settled(in_flight, a, reading) == reading  # counted while it is still coming
+        sock.sendall(chunk)  # past the bound (not past one body's): refused before its end
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            answer += sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 429"), answer[:200]
+    assert b"max_body_bytes_in_flight_per_principal" in answer
+    assert settled(in_flight, a, (1, 1900 * 1024)) == (1, 1900 * 1024)
+    for ticket in held:
+        in_flight.leave(ticket)
