@@ -28,16 +28,18 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from proxy.errors import UpstreamTimeout
+from proxy.errors import UpstreamFailed, UpstreamTimeout
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.transport import (
     CONNECTION_ERRORS,
+    MAX_ERROR_ANSWER_BYTES,
     RELAYED_NAMES,
     REQUEST_CONTEXT_HEADERS,
     answer,
     encoded_query,
+    read_bounded,
     undecodable,
     undecodable_answer,
     unreachable,
@@ -56,6 +58,9 @@ _FORWARDED_HEADERS = (
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
 _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
+# A model list is read whole to be merged with the configured names: bounded (OpenAI's is some
+# 20 KB, OpenRouter's about a megabyte).
+MAX_MODEL_LIST_BYTES = 8 * 1024 * 1024
 # Where each kind of upstream is when config gives no base_url.
 DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -284,12 +289,23 @@ class UpstreamClient:
                 proxy_auth=target.proxy_auth,
                 ssl=target.ssl,
             )
+            error = response.status >= 400
+            whole = False
             try:
-                content = await response.read()
+                limit = MAX_ERROR_ANSWER_BYTES if error else MAX_MODEL_LIST_BYTES
+                content, whole = await read_bounded(response, limit)
             finally:
-                response.release()
+                if whole:
+                    response.release()
+                else:  # unread past the bound (or broken off): closed, not pooled
+                    response.close()
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             raise unreachable(upstream.name, "could not be reached", exc) from None
-        if response.status >= 400:
+        if error:
             content = self.errors.body(content)
+        elif not whole:
+            raise UpstreamFailed(
+                f"Upstream {upstream.name}'s model list is larger than "
+                f"{MAX_MODEL_LIST_BYTES >> 20} MiB, which is not read."
+            )
         return response.status, content

@@ -137,7 +137,7 @@ async def answer(
     error = status >= 400
     limit = MAX_ERROR_ANSWER_BYTES if error else MAX_ANSWER_BYTES
     try:
-        content, whole = await _read_bounded(response, limit)
+        content, whole = await read_bounded(response, limit)
     except TimeoutError:
         response.close()
         raise UpstreamTimeout(f"Upstream {name} timed out reading the body") from None
@@ -156,7 +156,7 @@ async def answer(
     return UpstreamResponse(response.status, headers, body=content)
 
 
-async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
     """The body (decoded) up to ``limit`` bytes, and whether that was all of it."""
     length = response.content_length
     # a compressed body's length says nothing of its decoded size: that is counted as it comes

@@ -106,3 +106,14 @@ async def test_a_listed_upstream_carries_no_warning(tmp_path: Path, edge) -> Non
         r = await client.get("/v1/models")
     assert "ctxproxy_unlisted" not in r.json()
     assert "x-ctxproxy-upstream-unlisted" not in r.headers
+
+
+async def test_a_model_list_past_its_bound_is_not_read(tmp_path: Path, edge) -> None:
+    entries = [{"id": f"model-{i:07d}-" + "x" * 90} for i in range(90_000)]  # ~9.5 MiB
+    edge.reply = Reply.json({"object": "list", "data": entries})
+    async with in_process(settings(edge.base_url), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models")
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["id"] for m in body["data"]] == ["local-model"]
+    assert "larger than 8 MiB" in body["ctxproxy_unlisted"]["error"]
