@@ -13,19 +13,13 @@ import orjson
 from rules.media import IMAGE_TOKENS
 from tests.support.agent_clis import Claude
 from tests.support.agent_proxy import completed_rows, section
+from tests.support.pictures import PNG, picture
 from tests.support.protocol_upstreams import tool, tool_then_text
-
-# a 1 × 1 red PNG
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
 
 
 def test_a_read_image_is_forwarded_and_counted(agent_proxy, anthropic_upstream, tmp_path) -> None:  # type: ignore[no-untyped-def]
     proxy = agent_proxy()
-    shot = tmp_path / "work" / "shot.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    shot.write_bytes(PNG)
+    shot = picture(tmp_path / "work")
     anthropic_upstream.responder = tool_then_text(
         tool("Read", file_path=str(shot)), "A red square.", preface="Let me look."
     )

@@ -17,12 +17,8 @@ from rules.media import IMAGE_TOKENS
 from tests.support.agent_clis import Gemini
 from tests.support.agent_proxy import completed_rows
 from tests.support.gemini_upstream import last_has_response
+from tests.support.pictures import PNG, picture
 from tests.support.protocol_upstreams import Block, Seen, Turn, text
-
-# a 1 × 1 red PNG
-PNG = base64.b64decode(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
-)
 
 
 def read_then_text(path: Path, final: str) -> Any:
@@ -38,9 +34,7 @@ def read_then_text(path: Path, final: str) -> Any:
 def test_a_read_image_is_forwarded_and_counted(gemini_proxy, gemini_upstream, tmp_path):  # type: ignore[no-untyped-def]
     proxy = gemini_proxy()
     gemini_upstream.reset()
-    shot = tmp_path / "work" / "shot.png"
-    shot.parent.mkdir(parents=True, exist_ok=True)
-    shot.write_bytes(PNG)
+    shot = picture(tmp_path / "work")
     gemini_upstream.responder = read_then_text(shot, "A red square.")
     cli = Gemini(proxy.url, tmp_path / "home", tmp_path / "work")
     run = cli.run("what is in shot.png?", "-m", "gemini-2.5-flash")
