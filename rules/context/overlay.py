@@ -15,7 +15,7 @@ from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
 from rules.context.capped import capped_text
 from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
-from rules.media import marked_media_tokens
+from rules.media import message_media_tokens
 from rules.messages import (
     MEDIA_MARKS,
     PLACEHOLDER_PREFIX,
@@ -243,7 +243,12 @@ def apply_edit(
 
 def result_size(message: Message, tokens: TokenCounter) -> int:
     """A result's tokens as its elision states them: its text's and its media's."""
-    return tokens.count_text(text_of(message.get("content"))) + marked_media_tokens(message)
+    return tokens.count_text(text_of(message.get("content"))) + message_media_tokens(message)
+
+
+def capped_size(message: Message, tokens: TokenCounter) -> int:
+    """A result's tokens as its size cap weighs them: without its media, which a cap keeps."""
+    return tokens.count_message(message) - message_media_tokens(message)
 
 
 def _apply_edit(

@@ -127,7 +127,6 @@ class Run:
         found within the cap then are looked at again: a message's size does not change."""
         dropped = set(self.overlay.dropped)
         edits, limit = self.overlay.edits, self.cfg.max_result_tokens
-        count = self.tokens.count_message
         messages, anchors = self.messages, self.anchors
         kept = self.ctx.memo.get(CAP_MEMO)
         start, again = 0, []
@@ -143,7 +142,7 @@ class Run:
             if a in edits or a in dropped:
                 unproven.append(i)
                 continue
-            size = count(m)
+            size = overlay.capped_size(m, self.tokens)  # its text: a cap keeps its images
             if size <= limit:
                 continue
             unproven.append(i)
@@ -152,8 +151,8 @@ class Run:
                 self.overlay.edits[a] = {"action": "keep", "reason": why}
                 continue
             edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
-            capped = self._edited(i, edit)
-            self._decide(self.overlay, i, "cap", edit, size - self.tokens.count_message(capped))
+            freed = size - overlay.capped_size(self._edited(i, edit), self.tokens)
+            self._decide(self.overlay, i, "cap", edit, freed)
         self.ctx.memo[CAP_MEMO] = [(frozen(messages), (limit, unproven))]
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------

@@ -15,6 +15,7 @@ import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import TAG, Adapter
+from proxy.protocols.chat import CHAT
 from proxy.protocols.gemini import GEMINI
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
@@ -59,6 +60,26 @@ def responses(n: int, images: bool = True) -> dict[str, Any]:
     return {"model": "gpt-4o", "input": items}
 
 
+def chat(n: int, images: bool = True) -> dict[str, Any]:
+    """Chat Completions, where a provider takes a tool message's parts as they are."""
+    msgs: list[Any] = [{"role": "user", "content": "look at the screenshots"}]
+    for i in range(n):
+        fn = {"name": "view_image", "arguments": json.dumps({"path": f"/{i}.png"})}
+        content: list[Any] = [{"type": "text", "text": f"shot {i} {WORDS}"}]
+        if images:
+            url = f"data:image/png;base64,{DATA}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        msgs += [
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": fn}],
+            },
+            {"role": "tool", "tool_call_id": f"c{i}", "content": content},
+        ]
+    msgs += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "next"}]
+    return {"model": "gpt-4o", "messages": msgs}
+
+
 def image_part(mime: str = "image/png") -> dict[str, Any]:
     return {"inlineData": {"mimeType": mime, "data": DATA}}
 
@@ -90,6 +111,7 @@ PROTOCOLS: list[tuple[str, Callable[..., dict[str, Any]], Adapter, str]] = [
     ("anthropic", anthropic, ANTHROPIC, "claude-sonnet-4-5"),
     ("responses", responses, RESPONSES, "gpt-4o"),
     ("gemini", gemini, GEMINI, "gemini-3-pro-preview"),
+    ("chat", chat, CHAT, "gpt-4o"),
 ]
 
 
@@ -236,3 +258,28 @@ async def test_an_elided_anthropic_result_keeps_the_clients_breakpoint(engine: E
         {"type": "text", "text": result["content"][0]["text"], "cache_control": mark}
     ]
     assert result["content"][0]["text"].startswith("[ctxproxy: elided Read result")
+
+
+@pytest.mark.parametrize(("name", "make", "adapter", "model"), PROTOCOLS)
+async def test_a_result_of_images_and_little_text_is_not_capped(
+    engine: Engine, name: str, make: Callable[..., dict[str, Any]], adapter: Adapter, model: str
+) -> None:
+    # six screenshots in one result: 9,600 tokens, over the 8,000 a result's text is capped at
+    body = make(1)
+    if name == "gemini":
+        response = body["contents"][2]["parts"][0]["functionResponse"]
+        response["parts"] = response["parts"] * 6
+    else:
+        key, at = {
+            "anthropic": ("messages", 2),
+            "responses": ("input", 2),
+            "chat": ("messages", 2),
+        }[name]
+        item = body[key][at]
+        inner = item["content"][0] if name == "anthropic" else item
+        field = "output" if name == "responses" else "content"
+        inner[field] = [inner[field][0], *[inner[field][1]] * 6]
+    out = await sent(engine, body, adapter, model, f"{name}-cap")
+    assert out.report["prune"]["stages"] == {}
+    assert "capped" not in forwarded(out) and forwarded(out).count(DATA) == 6
+    assert out.body == body
