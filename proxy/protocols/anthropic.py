@@ -50,7 +50,7 @@ from proxy.protocols.prefix import (
 )
 from rules.base import Message
 
-_HIDDEN = frozenset({"thinking", "redacted_thinking"})
+_HIDDEN = ("thinking", "redacted_thinking")  # a tuple: a type that is a list is no error
 # The final check's state is kept this many messages before the end (those an agent's next
 # request changes: the last user message, a moved cache breakpoint), charged per message
 CHECK_BACK = 4

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-_THINKING = frozenset({"thinking", "redacted_thinking"})
-_CHAIN = frozenset({"tool_use", "tool_result"})
+_THINKING = ("thinking", "redacted_thinking")  # tuples: a client's list as a type is no error
+_CHAIN = ("tool_use", "tool_result")
 EMPTY_TEXT = "(empty)"  # what an emptied message says instead (Anthropic refuses empty content)
 
 

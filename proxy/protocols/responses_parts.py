@@ -11,7 +11,7 @@ import orjson
 from proxy.protocols.prefix import SharedParts
 from rules.base import Message
 
-TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
+TEXT_PARTS = ("input_text", "output_text", "text")  # a tuple: a list as a type is no error
 CALLS = frozenset({"function_call", "custom_tool_call"})
 OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
 OWN_ROLES = frozenset({"user", "system", "developer"})
