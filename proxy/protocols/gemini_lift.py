@@ -123,7 +123,7 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
     order = {call_id(c): i for i, c in enumerate(calls)}
     results.sort(key=lambda m: order.get(str(m.get("tool_call_id")), len(order)))
     names = {call_id(c): call_name(c) for c in calls}
-    parts: list[Any] = [_response_part(st, m, names) for m in results]
+    parts: list[Any] = [p for m in results for p in _response_parts(st, m, names)]
     base: dict[str, Any] | None = None
     for m in run:
         src = _source(st, m)
@@ -158,35 +158,42 @@ def _untouched(st: State, run: list[Message]) -> list[Any] | None:
     return out
 
 
-def _response_part(st: State, m: Message, names: dict[str, str]) -> dict[str, Any]:
+def _response_parts(st: State, m: Message, names: dict[str, str]) -> list[Any]:
+    """The function response part for the result ``m``, and the media parts that came right
+    after it (gone with an elision)."""
     cid = m.get("tool_call_id")
     text = text_of(m.get("content"))
     src = _source(st, m)
     called = names.get(str(cid))  # the name of the call it answers, where known
     if src is not None:
-        part = parts_of(st.contents[src.content])[src.parts[0]]
+        source = parts_of(st.contents[src.content])
+        part = source[src.parts[0]]
+        elided = media_elided(m, src.lowered)
+        after = [] if elided else [source[k] for k in src.parts[1:]]
         old = response_of(part) or {}
         renamed = called is not None and old.get("name") != called
         same_text = m is src.lowered or text == src.lowered.get("content")
         if same_text and cid == src.lowered.get("tool_call_id") and not renamed:
-            return part  # type: ignore[no-any-return]
+            return [part, *after]
         response = dict(old)
         if not same_text:
             response["response"] = response_value(response.get("response"), text)
-        if media_elided(m, src.lowered):  # elided with its images
+        if elided:  # elided with its images
             response.pop("parts", None)
-        elif ABSORBED in m:  # duplicates merged into it: their images after its own
-            more = absorbed_blocks(m, partial(_response_media, st), is_text)
-            response["parts"] = [*(response_parts(response) or ()), *more]
+        elif ABSORBED in m:  # duplicates merged into it: their images after its own, as sent
+            nested = absorbed_blocks(m, partial(_nested_media, st), is_text)
+            if nested:
+                response["parts"] = [*(response_parts(response) or ()), *nested]
+            after += absorbed_blocks(m, partial(_media_after, st), is_text)
         if cid != src.lowered.get("tool_call_id"):
             _set_id(response, cid)
         if renamed:
             response["name"] = called
-        return {**part, response_key(part): response}
+        return [{**part, response_key(part): response}, *after]
     name = called or m.get("name") or ""
     response = {"name": name, "response": {"output": text}}
     _set_id(response, cid)
-    return {"functionResponse": response}
+    return [{"functionResponse": response}]
 
 
 def _set_id(holder: dict[str, Any], cid: Any) -> None:
@@ -196,12 +203,21 @@ def _set_id(holder: dict[str, Any], cid: Any) -> None:
         holder.pop("id", None)
 
 
-def _response_media(st: State, m: Message) -> list[Any] | None:
-    """The media of the function response ``m`` was lowered from (None: not one, or none)."""
+def _nested_media(st: State, m: Message) -> list[Any] | None:
+    """The media nested in the function response ``m`` was lowered from (None: none)."""
     src = _source(st, m)
     if src is None or not src.parts:
         return None
     return response_parts(response_of(parts_of(st.contents[src.content])[src.parts[0]]))
+
+
+def _media_after(st: State, m: Message) -> list[Any] | None:
+    """The media parts that came right after the function response ``m`` was lowered from."""
+    src = _source(st, m)
+    if src is None or len(src.parts) < 2:
+        return None
+    source = parts_of(st.contents[src.content])
+    return [source[k] for k in src.parts[1:]]
 
 
 def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
@@ -210,7 +226,8 @@ def _user_parts(st: State, m: Message, src: Part | None) -> list[Any]:
         text = text_of(new)
         head = [make_text(text)] if text.strip() else []
         if ABSORBED in m:  # orphan results kept as user text: their images after it
-            return [*head, *absorbed_blocks(m, partial(_response_media, st), is_text)]
+            nested = absorbed_blocks(m, partial(_nested_media, st), is_text)
+            return [*head, *nested, *absorbed_blocks(m, partial(_media_after, st), is_text)]
         return head
     source = [parts_of(st.contents[src.content])[j] for j in src.parts]
     if m is src.lowered or new == src.lowered.get("content"):

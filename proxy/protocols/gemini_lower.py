@@ -4,9 +4,10 @@
 - a ``model`` content: one assistant message, its visible text parts joined, its
   ``functionCall`` parts as ``tool_calls`` (a call sent without an id gets one named by its place,
   never written back); ``thought`` and ``inlineData`` parts are the adapter's to keep;
-- a ``user`` content: each ``functionResponse`` part a tool message, the other parts (in runs
-  between them) a user message. A response without an id answers the previous model turn's
-  next unanswered call of its name, as Gemini pairs them.
+- a ``user`` content: each ``functionResponse`` part a tool message (with the media parts
+  right after it, the result's as Gemini CLI sends them), the other parts (in runs between them)
+  a user message. A response without an id answers the previous model turn's next unanswered
+  call of its name, as Gemini pairs them.
 
 Tags: ``s`` for the system instruction, ``{content}.{first part}`` for the others."""
 
@@ -148,8 +149,11 @@ def _lower_user(
             _add(st, out, f"{i}.{run[0]}", Part(i, tuple(run), msg))
             run.clear()
 
+    beside: set[int] = set()  # media parts that go with the response before them
     for j, p in enumerate(parts):
         response = response_of(p)
+        if j in beside:
+            continue
         if response is None:
             run.append(j)
             continue
@@ -176,9 +180,24 @@ def _lower_user(
         msg = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
         if isinstance(name, str):
             msg["name"] = name
-        # its own media (Gemini 3's images of a read file), for the count and the chain repair
-        mark_media(msg, response_parts(response), is_text, media_estimate)
-        _add(st, out, f"{i}.{j}", Part(i, (j,), msg))
+        # its media, for the count, the chain repair and an elision: its own (Gemini 3's images
+        # of a read file) and those right after it (Gemini CLI's to other models)
+        after = _media_after(parts, j)
+        beside.update(after)
+        media = [*(response_parts(response) or ()), *(parts[k] for k in after)]
+        mark_media(msg, media, is_text, media_estimate)
+        _add(st, out, f"{i}.{j}", Part(i, (j, *after), msg))
     flush()
     if not parts:  # an empty content: a message all the same, so the turn is not lost
         _add(st, out, f"{i}.0", Part(i, (), {"role": "user", "content": ""}))
+
+
+def _media_after(parts: list[Any], j: int) -> list[int]:
+    """The media parts right after the function response ``parts[j]``, up to the next part of
+    another kind: how Gemini CLI sends a read image to a model it does not nest it for."""
+    out: list[int] = []
+    k = j + 1
+    while k < len(parts) and response_of(parts[k]) is None and media_type(parts[k]) is not None:
+        out.append(k)
+        k += 1
+    return out

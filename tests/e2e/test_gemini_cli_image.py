@@ -1,7 +1,7 @@
 """Tier 3, a real agent: Gemini CLI 0.61.0 reads a picture through a live proxy. To Gemini 2.5 the
-CLI sends the image as an ``inlineData`` part beside the function response, which the proxy
-forwards as sent and counts at an image's estimate (to a Gemini 3 model this CLI sends the
-response's text alone: its ``functionResponse.parts`` do not reach the wire).
+CLI sends the image as an ``inlineData`` part right after the function response, which the proxy
+forwards as sent and counts at an image's estimate, as the result's (to a Gemini 3 model this CLI
+sends the response's text alone: its ``functionResponse.parts`` do not reach the wire).
 
 Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 
@@ -46,5 +46,6 @@ def test_a_read_image_is_forwarded_and_counted(gemini_proxy, gemini_upstream, tm
     assert base64.b64decode(last[1]["inlineData"]["data"]) == PNG
     rows = completed_rows(proxy, 2)  # the two turns (the CLI's countTokens call has no row)
     main = [r["report"]["sections"] for r in rows if r["path"].endswith(":streamGenerateContent")]
-    grown = main[1]["user"]["before"] - main[0]["user"]["before"]
-    assert IMAGE_TOKENS <= grown < IMAGE_TOKENS + 50, main
+    # the image right after the response is the result's
+    assert IMAGE_TOKENS <= main[1]["tool_results"]["before"] < IMAGE_TOKENS + 50, main
+    assert main[1]["user"]["before"] == main[0]["user"]["before"], main

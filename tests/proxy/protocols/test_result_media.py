@@ -107,10 +107,29 @@ def gemini(n: int, images: bool = True) -> dict[str, Any]:
     return {"contents": contents}
 
 
+def gemini_beside(n: int, images: bool = True) -> dict[str, Any]:
+    """As Gemini CLI sends a read image to a model it does not nest it for: the image part right
+    after the function response, in the same content."""
+    contents: list[Any] = [{"role": "user", "parts": [{"text": "look at the screenshots"}]}]
+    for i in range(n):
+        call = {"id": f"c{i}", "name": "read_file", "args": {"file_path": f"/{i}.png"}}
+        media = [image_part()] if images else []
+        contents += [
+            {"role": "model", "parts": [{"functionCall": call}]},
+            {"role": "user", "parts": [function_response(f"c{i}", f"shot {i} {WORDS}"), *media]},
+        ]
+    contents += [
+        {"role": "model", "parts": [{"text": "ok"}]},
+        {"role": "user", "parts": [{"text": "next"}]},
+    ]
+    return {"contents": contents}
+
+
 PROTOCOLS: list[tuple[str, Callable[..., dict[str, Any]], Adapter, str]] = [
     ("anthropic", anthropic, ANTHROPIC, "claude-sonnet-4-5"),
     ("responses", responses, RESPONSES, "gpt-4o"),
     ("gemini", gemini, GEMINI, "gemini-3-pro-preview"),
+    ("gemini-beside", gemini_beside, GEMINI, "gemini-2.5-flash"),
     ("chat", chat, CHAT, "gpt-4o"),
 ]
 
@@ -269,6 +288,9 @@ async def test_a_result_of_images_and_little_text_is_not_capped(
     if name == "gemini":
         response = body["contents"][2]["parts"][0]["functionResponse"]
         response["parts"] = response["parts"] * 6
+    elif name == "gemini-beside":
+        parts = body["contents"][2]["parts"]
+        parts[1:] = parts[1:] * 6
     else:
         key, at = {
             "anthropic": ("messages", 2),
@@ -283,3 +305,30 @@ async def test_a_result_of_images_and_little_text_is_not_capped(
     assert out.report["prune"]["stages"] == {}
     assert "capped" not in forwarded(out) and forwarded(out).count(DATA) == 6
     assert out.body == body
+
+
+async def test_gemini_images_beside_their_responses_stay_beside_them(engine: Engine) -> None:
+    body = {
+        "contents": [
+            {"role": "user", "parts": [{"text": "read it"}]},
+            {"role": "model", "parts": [call("c1")]},
+            {
+                "role": "user",
+                "parts": [
+                    function_response("c1", "one"),
+                    image_part("image/png"),
+                    function_response("c1", "two"),
+                    image_part("image/gif"),
+                    {"text": "and?"},
+                ],
+            },
+        ]
+    }
+    out = await sent(engine, body, GEMINI, "gemini-2.5-flash", "g-beside")
+    forwarded(out)
+    assert [r["kind"] for r in out.report["repairs"]] == ["duplicate_result"]
+    parts = out.body["contents"][2]["parts"]
+    kinds = [next(iter(p)) for p in parts]
+    assert kinds == ["functionResponse", "inlineData", "inlineData", "text"]
+    assert [p["inlineData"]["mimeType"] for p in parts[1:3]] == ["image/png", "image/gif"]
+    assert out.report["sections"]["tool_results"]["before"] > 2 * IMAGE_TOKENS
