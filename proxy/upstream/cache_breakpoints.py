@@ -26,7 +26,8 @@ messages, or that message), and never before a client mark with a longer TTL tha
 rejects a long TTL after a short one). ``cache_breakpoints: off`` on the upstream turns this off.
 
 A mark whose prefix is below the model's minimum cacheable prompt (1,024 tokens; 2,048 for Haiku;
-estimated as characters / 4) would cache nothing and is not placed; nor is one on empty content.
+estimated as characters / 4, an image as its estimated tokens) would cache nothing and is not
+placed; nor is one on empty content.
 
 In litellm's OpenAI-format input, the marks it carries to Anthropic are: a content part's
 ``cache_control`` (text, image, file, document), a message's own for string content and for tool
@@ -43,6 +44,7 @@ from typing import Any
 import orjson
 
 from proxy.settings import UpstreamSettings
+from rules.media import media_tokens
 from rules.messages import role, text_of, tool_calls
 
 MAX_BREAKPOINTS = 4  # Anthropic's limit per request, the client's included
@@ -213,7 +215,9 @@ def _ttl(holder: dict[str, Any]) -> Any:
 def _chars(message: dict[str, Any]) -> int:
     calls = tool_calls(message)
     extra = sum(len(orjson.dumps(c.get("function"))) for c in calls) if calls else 0
-    return len(text_of(message.get("content"))) + extra
+    content = message.get("content")
+    # an image is as long as the text of its estimated tokens (``rules.media``)
+    return len(text_of(content)) + extra + 4 * media_tokens(content)
 
 
 def _previous_tail(messages: list[dict[str, Any]], tail: int) -> int | None:

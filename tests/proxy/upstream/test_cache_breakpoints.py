@@ -154,6 +154,14 @@ def test_a_mark_is_placed_only_where_its_prefix_reaches_the_minimum() -> None:
     assert placed(body) == {"placed": ["tail"], "client": 0}
 
 
+def test_an_image_counts_toward_the_minimum() -> None:
+    """A short question about a screenshot is a prompt of ~1,600 tokens: cacheable."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    shot = [{"type": "text", "text": "What is wrong here?"}, image]
+    body = request({"role": "system", "content": "Be brief."}, user(shot), model=MODEL)
+    assert placed(body) == {"placed": ["tail"], "client": 0}
+
+
 def test_a_section_the_client_marked_is_left_to_it() -> None:
     """A mark on the first tool: the client chose how to cache the tools, so the last one gets
     none from us; its system prompt and tail still do."""
