@@ -15,10 +15,12 @@ Rows stored before principals existed belong to ``legacy``, which no request is 
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import os
 import re
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from proxy.errors import Unauthorized
 from proxy.settings import AuthSettings
@@ -39,6 +41,22 @@ CREDENTIAL_HEADERS = frozenset({"authorization", *_KEY_HEADERS})
 # Credentials whose principal is kept (newest): a client presents the same one on every request,
 # and its HMAC costs ~2.5 µs hot, ~10 µs between requests (OpenSSL's code and tables gone cold).
 KNOWN_CREDENTIALS = 256
+
+
+def unverified_lane(client: Sequence[Any] | None) -> str:
+    """The lane of unverified principals from ``client``'s network (the ASGI scope's client: the
+    socket's peer, or what a trusted proxy said): its IPv4 address, its IPv6 /64 (what one host
+    holds); without a readable address, the one lane of them all."""
+    try:
+        ip = ipaddress.ip_address(str(client[0])) if client else None
+    except ValueError:
+        ip = None
+    if ip is None:
+        return UNVERIFIED
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped  # an IPv4 client on a dual-stack socket
+        ip = mapped or ipaddress.ip_network((ip, 64), strict=False).network_address
+    return f"{UNVERIFIED}@{ip}"
 
 
 def scoped(principal: str, name: str) -> str:
@@ -87,15 +105,18 @@ class Principals:
         self._known: dict[str, str] = {}
         self._accepted: OrderedDict[str, None] = OrderedDict()
 
-    def lane(self, principal: str) -> str:
+    def lane(self, principal: str, client: Sequence[Any] | None = None) -> str:
         """Whose turn a request takes in what tenants share (the worker threads, the in-flight
         bounds): its principal's, except in passthrough for a principal no upstream has accepted
-        a request of yet, which shares one lane with every such principal. A made-up key is a
+        a request of yet, which shares one lane with every such principal from its client's
+        network (``client``: the ASGI scope's, ``unverified_lane``). A made-up key is a
         new principal for free, and the rules run before the upstream refuses it: ten made-up
-        keys took ten turns of the workers, and a real tenant's request waited 5.2 s, not 1.3."""
+        keys took ten turns of the workers, and a real tenant's request waited 5.2 s, not 1.3;
+        in one lane for all, a new user's first request waited behind (or got the 429 of) a
+        flood of made-up keys from anywhere."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
-        return UNVERIFIED
+        return unverified_lane(client)
 
     def accepted(self, principal: str) -> None:
         """An upstream answered a request of ``principal`` (below 400): its own lane from now."""

@@ -53,7 +53,7 @@ class CountTokens:
         try:
             principal = self.s.principals.of(headers)
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
-            lane = self.s.principals.lane(principal)
+            lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)  # its turn of the workers
             limits = self.s.settings.limits
             # among its principal's requests in flight, as a message's: 429 past the bounds

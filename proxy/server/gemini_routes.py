@@ -68,7 +68,7 @@ class GeminiCountTokens:
             query = scope.get("query_string", b"").decode("latin-1")
             principal = self.s.principals.of(headers, client_key(headers, query))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
-            lane = self.s.principals.lane(principal)
+            lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)  # its turn of the workers
             # among its principal's requests in flight, as a generation's: 429 past the bounds
             ticket = self.s.in_flight.enter(lane)

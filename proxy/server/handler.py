@@ -121,7 +121,8 @@ class ProtocolHandler:
         try:
             principal = self.s.principals.of(headers, _presented(wire, headers, scope))
             row["principal"] = principal
-            lane = self.s.principals.lane(principal)  # its turn in what tenants share
+            # its turn in what tenants share (an unverified key: its network's, with the others)
+            lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)
             # 429 past the lane's bounds, for a declared length before the body is read
             counted.append(ticket := self.s.in_flight.enter(lane))

@@ -236,3 +236,39 @@ def test_a_body_sent_without_a_length_counts_as_it_is_read(
     assert settled(in_flight, a, (1, 1900 * 1024)) == (1, 1900 * 1024)
     for ticket in held:
         in_flight.leave(ticket)
+
+
+def test_a_flood_of_made_up_keys_from_one_network_spares_another_networks_new_key(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    """Unverified keys share a lane by the client's network (here as a trusted proxy says it,
+    ``X-Forwarded-For`` from the loopback): one address's made-up keys, waiting on long answers,
+    fill theirs, and a new key from elsewhere is served."""
+    base, edge, _ = proxy
+    edge.reply = slow()
+    body = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    codes: dict[str, int] = {}
+
+    def first(key: str, address: str) -> None:
+        headers = {
+            "content-type": "application/json",
+            "authorization": f"Bearer {key}",
+            "x-forwarded-for": address,
+        }
+        url = base + "/v1/chat/completions"
+        codes[key] = httpx.post(url, content=body, headers=headers, timeout=30).status_code
+
+    flood = [
+        threading.Thread(target=first, args=(f"sk-made-up-{i}", "10.0.0.1"))
+        for i in range(CONNECTIONS // 2)  # the lane's bound
+    ]
+    for thread in flood:
+        thread.start()
+    time.sleep(1.0)  # both wait on their answers
+    first("sk-new-1", "10.0.0.1")
+    first("sk-new-2", "10.0.0.2")
+    for thread in flood:
+        thread.join()
+    assert codes["sk-new-1"] == 429  # its network's unverified lane is full
+    assert codes["sk-new-2"] == 200
+    assert [codes[f"sk-made-up-{i}"] for i in range(CONNECTIONS // 2)] == [200, 200]

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from proxy.app import create_app
-from proxy.principals import UNVERIFIED, Principals
+from proxy.principals import UNVERIFIED, Principals, unverified_lane
 from proxy.settings import AuthSettings
 from tests.proxy.tenancy.conftest import tenancy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
@@ -35,6 +35,35 @@ def test_a_principal_has_its_own_lane_once_an_upstream_answered_it() -> None:
     assert passthrough.lane(passthrough.of({"authorization": "Bearer sk-made-up"})) == UNVERIFIED
     keys = Principals(AuthSettings(mode="keys"), b"secret")
     assert keys.lane("alice") == "alice"
+
+
+def test_unverified_principals_share_a_lane_by_their_clients_network() -> None:
+    passthrough = Principals(AuthSettings(mode="passthrough"), b"secret")
+    a = passthrough.of({"authorization": "Bearer sk-a"})
+    lanes = {
+        client: passthrough.lane(a, client)
+        for client in (
+            ("10.0.0.1", 5000),
+            ("10.0.0.2", 5000),
+            ("::ffff:10.0.0.1", 6000),  # an IPv4 client on a dual-stack socket
+            ("2001:db8::1", 1),
+            ("2001:db8::ffff:2", 2),  # the same /64
+            ("2001:db8:0:1::1", 1),
+            ("not an address", 1),
+        )
+    }
+    assert list(lanes.values()) == [
+        f"{UNVERIFIED}@10.0.0.1",
+        f"{UNVERIFIED}@10.0.0.2",
+        f"{UNVERIFIED}@10.0.0.1",
+        f"{UNVERIFIED}@2001:db8::",
+        f"{UNVERIFIED}@2001:db8::",
+        f"{UNVERIFIED}@2001:db8:0:1::",
+        UNVERIFIED,
+    ]
+    assert passthrough.lane(a, None) == UNVERIFIED  # no client known: the one lane
+    passthrough.accepted(a)
+    assert passthrough.lane(a, ("10.0.0.1", 5000)) == a
 
 
 def heavy(tag: str) -> bytes:
@@ -82,8 +111,9 @@ def test_made_up_keys_queue_in_one_lane(served: tuple[str, Any], upstream: EdgeU
         lanes |= set(offload.queued())
         time.sleep(0.01)
     known.join()
-    assert lanes and lanes <= {UNVERIFIED, app.state.services.principals.lane(known_principal(app))}
-    assert UNVERIFIED in lanes
+    made_up = unverified_lane(("127.0.0.1", 0))  # the loopback's unverified keys, all ten
+    assert lanes and lanes <= {made_up, app.state.services.principals.lane(known_principal(app))}
+    assert made_up in lanes
 
 
 def known_principal(app: Any) -> str:
