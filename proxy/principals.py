@@ -15,7 +15,6 @@ Rows stored before principals existed belong to ``legacy``, which no request is 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import re
 from collections import OrderedDict
@@ -23,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from proxy.errors import Unauthorized
+from proxy.networks import network_of
 from proxy.settings import AuthSettings
 
 ANONYMOUS = "anonymous"
@@ -45,18 +45,10 @@ KNOWN_CREDENTIALS = 256
 
 def unverified_lane(client: Sequence[Any] | None) -> str:
     """The lane of unverified principals from ``client``'s network (the ASGI scope's client: the
-    socket's peer, or what a trusted proxy said): its IPv4 address, its IPv6 /64 (what one host
-    holds); without a readable address, the one lane of them all."""
-    try:
-        ip = ipaddress.ip_address(str(client[0])) if client else None
-    except ValueError:
-        ip = None
-    if ip is None:
-        return UNVERIFIED
-    if isinstance(ip, ipaddress.IPv6Address):
-        mapped = ip.ipv4_mapped  # an IPv4 client on a dual-stack socket
-        ip = mapped or ipaddress.ip_network((ip, 64), strict=False).network_address
-    return f"{UNVERIFIED}@{ip}"
+    socket's peer, or what a trusted proxy said; ``proxy.networks``): without a readable
+    address, the one lane of them all."""
+    network = network_of(str(client[0])) if client else None
+    return UNVERIFIED if network is None else f"{UNVERIFIED}@{network}"
 
 
 def scoped(principal: str, name: str) -> str:

@@ -44,6 +44,11 @@ class ServerSettings(_Strict):
     keep_alive_s: float = Field(default=5.0, gt=0, le=3600)
     # Connections (or requests in progress) at most; beyond, requests are answered 503.
     max_connections: int = Field(default=1000, ge=1)
+    # Connections from one client address (its IPv4 address, its IPv6 /64) at most; beyond, a
+    # new one is answered 503 and closed. Unset: half of max_connections, so one host holding
+    # connections open (slow headers, idle keep-alives) leaves the other half to everyone else.
+    # The trusted proxies' connections are not counted (they carry many clients).
+    max_connections_per_address: int | None = Field(default=None, ge=1)
     # Request line plus headers at most (431 beyond); httptools itself has no limit.
     max_header_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     # On SIGTERM (or Ctrl-C) requests under way get this long to finish; streams still running

@@ -7,7 +7,10 @@ here (httptools', a dependency of ours: uvicorn's h11 fallback is never used) st
 when the connection is made (and when a kept-alive connection's next request begins) and cancels
 it once the headers are complete; when it fires, the connection is closed (with a 408 when part
 of a request had arrived). Header bytes are counted as they are parsed: over
-``server.max_header_bytes`` the request gets 431. Each response's head goes out with its first
+``server.max_header_bytes`` the request gets 431. A connection beyond its client network's share
+(``server.max_connections_per_address``) is answered 503 and closed at once: connections are
+taken before a header is read, so one host holding them open would fill ``max_connections`` for
+every tenant. Each response's head goes out with its first
 body bytes in one write (``head_hold``), and each request is told when its connection is lost
 (``disconnect_watch.DisconnectSignal``, in the scope's extensions): the socket is read again once
 a request's body is complete, however large, so that a hang-up is seen while it waits upstream."""
@@ -15,11 +18,12 @@ a request's body is complete, however large, so that a hang-up is seen while it 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from proxy.networks import network_of, within
 from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
 from proxy.server.head_hold import HeadHold
 from proxy.settings import ServerSettings
@@ -50,6 +54,8 @@ NO_WEBSOCKETS = (
     + WS_MESSAGE
 )
 TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
+BUSY_ADDRESS = _refusal(503, "Service Unavailable", "Too many connections from this address.")
+REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
 class _HeaderTooLarge(Exception):
@@ -61,9 +67,16 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
 
     header_timeout_s: float = 10.0
     max_header_bytes: int = 64 * 1024
+    # connections from one network at most (None: no bound), the trusted proxies' not counted;
+    # ``by_network``: each network's open connections, one dict per server (``protocol_class``)
+    per_address: int | None = None
+    trusted: tuple[str, ...] = ()
+    by_network: ClassVar[dict[str, int]] = {}  # one of its own per server (``protocol_class``)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._network: str | None = None  # counted in ``by_network`` while open
+        self._refused = False  # past its network's share: answered 503, closing
         self._header_timer: asyncio.TimerHandle | None = None
         self._header_bytes = 0
         self._request_begun = False
@@ -73,14 +86,52 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self._over_address_bound(transport):
+            # answered, then what the client sends is read and dropped until it closes (closing
+            # on unread bytes would reset the connection before the client reads the answer)
+            self._refused = True
+            transport.write(BUSY_ADDRESS)
+            if transport.can_write_eof():
+                transport.write_eof()
+            self.loop.call_later(REFUSED_LINGER_S, transport.close)
+            return
         self._arm_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        if self._network is not None:
+            left = self.by_network[self._network] - 1
+            if left:
+                self.by_network[self._network] = left
+            else:
+                del self.by_network[self._network]
+            self._network = None
         super().connection_lost(exc)
         signals, self._signals = self._signals, []
         for _, signal in signals:
             signal.fire()
+
+    def _over_address_bound(self, transport: asyncio.Transport) -> bool:
+        """Whether this connection is one more than its network may hold (else it is counted).
+        Connections are taken before any header is read, so one host holding them open (slow
+        headers, idle keep-alives) would fill ``server.max_connections`` for every tenant."""
+        if self.per_address is None:
+            return False
+        peer = transport.get_extra_info("peername")
+        host = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        network = network_of(host)
+        if network is None or (self.trusted and within(host, self.trusted)):
+            return False
+        count = self.by_network.get(network, 0)
+        if count >= self.per_address:
+            return True
+        self.by_network[network] = count + 1
+        self._network = network
+        return False
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -159,9 +210,13 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
 
 def protocol_class(settings: ServerSettings) -> type[asyncio.Protocol]:
     """The protocol class for uvicorn's ``http=``, bound to these settings."""
+    per_address = settings.max_connections_per_address
     attrs = {
         "header_timeout_s": settings.header_timeout_s,
         "max_header_bytes": settings.max_header_bytes,
+        "per_address": per_address or max(1, settings.max_connections // 2),
+        "trusted": tuple(settings.trusted_proxies),
+        "by_network": {},
     }
     return type("HeaderLimitedHttpTools", (HeaderLimitedHttpTools,), attrs)
 

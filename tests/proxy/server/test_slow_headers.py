@@ -197,7 +197,9 @@ def test_idle_connections_end(fake_upstream: FakeUpstream, tmp_path: Path) -> No
 
 
 def test_max_connections_bounds_what_is_served(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
-    settings = proxy_settings(fake_upstream.base_url, server={"max_connections": 4})
+    # the whole share to one address: the server's own bound is under test here
+    server = {"max_connections": 4, "max_connections_per_address": 5}
+    settings = proxy_settings(fake_upstream.base_url, server=server)
     server, url = serve_like_cli(settings, str(tmp_path / "db"))
     host, port = url.removeprefix("http://").split(":")
     held = [socket.create_connection((host, int(port))) for _ in range(4)]
@@ -221,6 +223,7 @@ def test_max_connections_bounds_what_is_served(fake_upstream: FakeUpstream, tmp_
         ({"header_timeout_s": 0}, "server.header_timeout_s"),
         ({"keep_alive_s": -1}, "server.keep_alive_s"),
         ({"max_connections": 0}, "server.max_connections"),
+        ({"max_connections_per_address": 0}, "server.max_connections_per_address"),
         ({"max_header_bytes": 100}, "server.max_header_bytes"),
         ({"header_timeout": 5}, "server.header_timeout"),
     ],
