@@ -91,14 +91,23 @@ def function_response(cid: str, text: str, *media: dict[str, Any]) -> dict[str, 
     return {"functionResponse": response}
 
 
-def gemini(n: int, images: bool = True) -> dict[str, Any]:
+def gemini(n: int, images: bool = True, beside: bool = False) -> dict[str, Any]:
+    """Each read image in its function response's own ``parts`` (Gemini 3's way), or with
+    ``beside`` as the part right after it in the same content (as Gemini CLI sends a read image
+    to a model it does not nest it for)."""
     contents: list[Any] = [{"role": "user", "parts": [{"text": "look at the screenshots"}]}]
     for i in range(n):
         call = {"id": f"c{i}", "name": "read_file", "args": {"file_path": f"/{i}.png"}}
         media = [image_part()] if images else []
+        text = f"shot {i} {WORDS}"
+        answer = (
+            [function_response(f"c{i}", text), *media]
+            if beside
+            else [function_response(f"c{i}", text, *media)]
+        )
         contents += [
             {"role": "model", "parts": [{"functionCall": call}]},
-            {"role": "user", "parts": [function_response(f"c{i}", f"shot {i} {WORDS}", *media)]},
+            {"role": "user", "parts": answer},
         ]
     contents += [
         {"role": "model", "parts": [{"text": "ok"}]},
@@ -108,21 +117,7 @@ def gemini(n: int, images: bool = True) -> dict[str, Any]:
 
 
 def gemini_beside(n: int, images: bool = True) -> dict[str, Any]:
-    """As Gemini CLI sends a read image to a model it does not nest it for: the image part right
-    after the function response, in the same content."""
-    contents: list[Any] = [{"role": "user", "parts": [{"text": "look at the screenshots"}]}]
-    for i in range(n):
-        call = {"id": f"c{i}", "name": "read_file", "args": {"file_path": f"/{i}.png"}}
-        media = [image_part()] if images else []
-        contents += [
-            {"role": "model", "parts": [{"functionCall": call}]},
-            {"role": "user", "parts": [function_response(f"c{i}", f"shot {i} {WORDS}"), *media]},
-        ]
-    contents += [
-        {"role": "model", "parts": [{"text": "ok"}]},
-        {"role": "user", "parts": [{"text": "next"}]},
-    ]
-    return {"contents": contents}
+    return gemini(n, images, beside=True)
 
 
 PROTOCOLS: list[tuple[str, Callable[..., dict[str, Any]], Adapter, str]] = [
@@ -217,20 +212,22 @@ def nested(part: dict[str, Any]) -> list[Any]:
     return [m["inlineData"]["mimeType"] for m in part["functionResponse"].get("parts", [])]
 
 
-async def test_gemini_merged_duplicate_keeps_both_results_images(engine: Engine) -> None:
-    body = {
+def answered_twice(*parts: dict[str, Any]) -> dict[str, Any]:
+    """One call, and a user content answering it with ``parts`` (two responses and more)."""
+    return {
         "contents": [
             {"role": "user", "parts": [{"text": "read it"}]},
             {"role": "model", "parts": [call("c1")]},
-            {
-                "role": "user",
-                "parts": [
-                    function_response("c1", "one", image_part("image/png")),
-                    function_response("c1", "two", image_part("image/gif")),
-                ],
-            },
+            {"role": "user", "parts": list(parts)},
         ]
     }
+
+
+async def test_gemini_merged_duplicate_keeps_both_results_images(engine: Engine) -> None:
+    body = answered_twice(
+        function_response("c1", "one", image_part("image/png")),
+        function_response("c1", "two", image_part("image/gif")),
+    )
     out = await sent(engine, body, GEMINI, "gemini-3-pro-preview", "g-dup")
     forwarded(out)
     assert [r["kind"] for r in out.report["repairs"]] == ["duplicate_result"]
@@ -308,22 +305,13 @@ async def test_a_result_of_images_and_little_text_is_not_capped(
 
 
 async def test_gemini_images_beside_their_responses_stay_beside_them(engine: Engine) -> None:
-    body = {
-        "contents": [
-            {"role": "user", "parts": [{"text": "read it"}]},
-            {"role": "model", "parts": [call("c1")]},
-            {
-                "role": "user",
-                "parts": [
-                    function_response("c1", "one"),
-                    image_part("image/png"),
-                    function_response("c1", "two"),
-                    image_part("image/gif"),
-                    {"text": "and?"},
-                ],
-            },
-        ]
-    }
+    body = answered_twice(
+        function_response("c1", "one"),
+        image_part("image/png"),
+        function_response("c1", "two"),
+        image_part("image/gif"),
+        {"text": "and?"},
+    )
     out = await sent(engine, body, GEMINI, "gemini-2.5-flash", "g-beside")
     forwarded(out)
     assert [r["kind"] for r in out.report["repairs"]] == ["duplicate_result"]
