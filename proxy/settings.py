@@ -107,7 +107,8 @@ class LimitSettings(_Strict):
     body_read_timeout_s: float = Field(default=60.0, gt=0)
     # A streamed answer may last this long at most (from its first byte on), then it is cut with
     # an error event: an upstream sending a keep-alive every few seconds forever (which no read
-    # timeout catches) would hold the client, the session and an upstream connection. 0: no bound.
+    # timeout catches) would hold the client, the session and an upstream connection. The wait
+    # for an answer not streamed is held to it too (504). 0: no bound.
     stream_max_s: float = Field(default=3600.0, ge=0)
     # Open upstream connections at most (streams hold one each); beyond, requests queue for one.
     upstream_max_connections: int = Field(default=200, ge=1)

@@ -52,6 +52,7 @@ from proxy.server.log_fields import completion_fields
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import Recorder, response_ids_for
 from proxy.server.services import Services
+from proxy.server.stream_deadline import answer_bound
 from proxy.server.stream_relay import relay_stream
 from proxy.server.wire import Call, Wire
 from proxy.upstream import UpstreamResponse
@@ -221,7 +222,8 @@ class ProtocolHandler:
                 finishing = not prepared.finished
                 if finishing:  # finished while the upstream reads the request
                     prepared.finish_soon()
-                response = await wire.forward(call, forwarded, payload)
+                async with answer_bound(self.s.settings.limits.stream_max_s):
+                    response = await wire.forward(call, forwarded, payload)
                 if finishing:
                     try:
                         rewritten = await finished(prepared, request_id)

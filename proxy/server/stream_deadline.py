@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterable, AsyncIterator
+from contextlib import asynccontextmanager
 
 from proxy.errors import StreamTooLong
 
@@ -63,3 +64,22 @@ async def bounded(chunks: AsyncIterable[bytes], limit_s: float) -> AsyncIterator
     raise StreamTooLong(
         f"The answer streamed longer than limits.stream_max_s ({limit_s:g} s) and was cut."
     )
+
+
+@asynccontextmanager
+async def answer_bound(limit_s: float) -> AsyncIterator[None]:
+    """The wait for an answer (a whole answer when not streamed, a stream's head) within
+    ``limit_s``, else ``StreamTooLong``: a non-streamed answer dripped a byte at a time (a
+    gateway's whitespace keep-alive) never trips the per-read timeout either. 0: no bound."""
+    if not limit_s:
+        yield
+        return
+    try:
+        async with asyncio.timeout(limit_s) as bound:
+            yield
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        raise StreamTooLong(
+            f"The upstream's answer was still coming after {limit_s:g} s (limits.stream_max_s)."
+        ) from None

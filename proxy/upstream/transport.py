@@ -5,6 +5,7 @@ relayed as it arrives. ``UpstreamClient`` (``openai``) owns the session; this mo
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import urllib.request
@@ -144,6 +145,9 @@ async def answer(
     except CONNECTION_ERRORS as exc:
         response.close()
         raise unreachable(name, "broke off", exc) from None
+    except asyncio.CancelledError:  # the answer's bound, or the client gone: not pooled half-read
+        response.close()
+        raise
     if whole:
         response.release()
     else:  # the rest is not read: the connection cannot be reused

@@ -120,6 +120,26 @@ async def test_a_dripping_stream_is_cut_at_the_bound(
     assert row["status"] == 200
 
 
+async def test_a_whole_answer_dripped_slowly_is_cut_at_the_bound_too(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """Not streamed: a gateway's whitespace while the model works, forever, no per-read timeout
+    catches; answered 504 in the protocol's shape at the bound."""
+    chunks = [b'{"id": "c1",'] + [b" "] * 200
+    edge.reply = Reply(headers=[("content-type", "application/json")], chunks=chunks,
+                       chunk_delay_s=DRIP_S)  # fmt: skip
+    async with in_process(settings(edge, 0.6), str(tmp_path / "db")) as c:
+        started = time.monotonic()
+        r = await c.post("/v1/chat/completions", json=request(user("hi")),
+                         headers={"authorization": "Bearer k"})  # fmt: skip
+        took = time.monotonic() - started
+        (row,) = await log_rows(c)
+    assert 0.6 <= took < 3, took
+    assert r.status_code == 504
+    assert "stream_max_s" in r.json()["error"]["message"]
+    assert row["error_type"] == "stream_max_exceeded" and row["status"] == 504
+
+
 async def test_no_bound_with_0(tmp_path: Path, edge: EdgeUpstream) -> None:
     path, body, first, _ = CASES["chat"]
     edge.reply = drip(first, 1.0)
