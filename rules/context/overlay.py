@@ -264,10 +264,19 @@ def _apply_edit(
         for mark in MEDIA_MARKS:  # its images and documents are elided with it
             out.pop(mark, None)
         return out
-    text = text_of(message.get("content"))
+    content = message.get("content")
+    text = text_of(content)
     if edit["action"] == "cap":
-        return with_content(message, capped_text(text, tokens.count_text(text), cap))
+        capped = capped_text(text, tokens.count_text(text), cap)
+        # a cap cuts text: a result's images and files given as parts stay after it
+        media = [p for p in content if not _is_text_part(p)] if isinstance(content, list) else []
+        kept = [{"type": "text", "text": capped}, *media] if media else capped
+        return with_content(message, kept)
     return message  # "keep": decided once, never capped later
+
+
+def _is_text_part(part: Any) -> bool:
+    return isinstance(part, dict) and isinstance(part.get("text"), str)
 
 
 def render(

@@ -320,3 +320,14 @@ async def test_gemini_images_beside_their_responses_stay_beside_them(engine: Eng
     assert kinds == ["functionResponse", "inlineData", "inlineData", "text"]
     assert [p["inlineData"]["mimeType"] for p in parts[1:3]] == ["image/png", "image/gif"]
     assert out.report["sections"]["tool_results"]["before"] > 2 * IMAGE_TOKENS
+
+
+async def test_a_capped_chat_result_keeps_its_image(engine: Engine) -> None:
+    body = chat(1)
+    text = body["messages"][2]["content"][0]
+    text["text"] = "\n".join(f"line {i}: " + "lorem ipsum " * 8 for i in range(1500))  # ~25k
+    out = await sent(engine, body, CHAT, "gpt-4o", "c-cap")
+    content = out.body["messages"][2]["content"]
+    assert "capped" in content[0]["text"] and len(content[0]["text"]) < len(text["text"]) / 2
+    assert [p["type"] for p in content] == ["text", "image_url"]
+    assert content[1] == body["messages"][2]["content"][1]
