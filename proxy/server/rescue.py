@@ -20,6 +20,7 @@ import orjson
 from proxy.errors import ProxyError
 from proxy.failures import STOPPING
 from proxy.rewrite.engine import Rewritten
+from proxy.server.stream_deadline import answer_bound
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
 from rules.redact import redact
@@ -69,8 +70,9 @@ async def rescue_overflow(
         await _record(s, row, rewritten, info)
         return response, rewritten
     info["retried"] = True
-    try:
-        retry = await wire.forward(call, second.body, None)
+    try:  # the retry's answer waits within the same bound as the first's
+        async with answer_bound(s.settings.limits.stream_max_s):
+            retry = await wire.forward(call, second.body, None)
     except ProxyError as exc:
         info["outcome"], info["status"] = "failed_again", exc.status
         await _record(s, row, second, info)

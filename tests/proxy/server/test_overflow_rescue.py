@@ -7,6 +7,7 @@ cannot fit gets the upstream's own 400, in OpenAI's shape, after a single upstre
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,27 @@ def test_an_error_stating_no_window_is_relayed_untouched(live_proxy, edge: EdgeU
     assert len(edge.seen) == 1
     rescue = proxy.row(info.value.response.headers["x-ctxproxy-request-id"])["report"]["rescue"]
     assert rescue["outcome"] == "no_window"
+
+
+def test_a_retry_dripped_slowly_is_cut_at_the_answer_bound(
+    live_proxy, edge: EdgeUpstream
+) -> None:
+    """The retry's answer waits within ``limits.stream_max_s`` as the first's does: a gateway's
+    whitespace dripped forever on the retry is a 504 at the bound, the rescue recorded."""
+    drip = Reply(chunks=[b'{"id": "c1",'] + [b" "] * 200, chunk_delay_s=0.1)
+    edge.replies = [openai_overflow(count(conversation())), drip]
+    proxy = live_proxy(settings_for(edge, limits={"stream_max_s": 0.6}))
+    started = time.monotonic()
+    with pytest.raises(openai.APIStatusError) as info:
+        client_for(proxy).chat.completions.create(model=MODEL, messages=conversation())
+    took = time.monotonic() - started
+    assert 0.6 <= took < 3, took
+    assert info.value.status_code == 504 and "stream_max_s" in str(info.value.body)
+    assert len(edge.seen) == 2
+    row = proxy.row(info.value.response.headers["x-ctxproxy-request-id"])
+    assert row["error_type"] == "stream_max_exceeded"
+    rescue = row["report"]["rescue"]
+    assert (rescue["outcome"], rescue["retried"], rescue["status"]) == ("failed_again", True, 504)
 
 
 ANTHROPIC_MESSAGE = anthropic_message(
