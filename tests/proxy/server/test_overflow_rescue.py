@@ -227,9 +227,7 @@ def test_an_error_stating_no_window_is_relayed_untouched(live_proxy, edge: EdgeU
     assert rescue["outcome"] == "no_window"
 
 
-def test_a_retry_dripped_slowly_is_cut_at_the_answer_bound(
-    live_proxy, edge: EdgeUpstream
-) -> None:
+def test_a_retry_dripped_slowly_is_cut_at_the_answer_bound(live_proxy, edge: EdgeUpstream) -> None:
     """The retry's answer waits within ``limits.stream_max_s`` as the first's does: a gateway's
     whitespace dripped forever on the retry is a 504 at the bound, the rescue recorded."""
     drip = Reply(chunks=[b'{"id": "c1",'] + [b" "] * 200, chunk_delay_s=0.1)
