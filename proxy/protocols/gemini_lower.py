@@ -33,7 +33,7 @@ from proxy.protocols.gemini_parts import (
 from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import system_message
 from rules.base import Message
-from rules.messages import HARNESS_TAGS
+from rules.messages import HARNESS_TAGS, MEDIA_TOKENS
 
 
 def system_key(body: dict[str, Any]) -> str | None:
@@ -120,6 +120,9 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
     msg: Message = {"role": "assistant", "content": text or None}
     if tool_calls:
         msg["tool_calls"] = tool_calls
+    media = [p for p in parts if media_type(p) is not None]
+    if media:  # an image model's own images: counted, and kept by a changed turn's lifting
+        msg[MEDIA_TOKENS] = media_estimate(media)
     _add(st, out, f"{i}.0", Part(i, tuple(range(len(parts))), msg))
     return named
 

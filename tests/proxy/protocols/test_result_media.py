@@ -204,6 +204,29 @@ async def test_gemini_media_parts_count_by_their_type(engine: Engine) -> None:
     forwarded(out)
 
 
+async def test_an_image_models_own_images_count_in_its_turn(engine: Engine) -> None:
+    """A model turn's media (an image model's output, resent in the history) counts in the
+    assistant's section; a changed turn's lifting keeps it where it was."""
+
+    def body(*media: dict[str, Any]) -> dict[str, Any]:
+        said = {"role": "model", "parts": [{"text": "here it is " + WORDS}, *media]}
+        return {
+            "contents": [
+                {"role": "user", "parts": [{"text": "draw a cat"}]},
+                said,
+                {"role": "user", "parts": [{"text": "make it blue"}]},
+            ]
+        }
+
+    model = "gemini-2.5-flash-image"
+    bare = await sent(engine, body(), GEMINI, model, "g-drawn-bare")
+    out = await sent(engine, body(image_part(), image_part()), GEMINI, model, "g-drawn")
+    assert out.report["tokens"]["before"] - bare.report["tokens"]["before"] == 2 * IMAGE_TOKENS
+    sections, plain = out.report["sections"], bare.report["sections"]
+    assert sections["assistant"]["before"] - plain["assistant"]["before"] == 2 * IMAGE_TOKENS
+    assert forwarded(out).count(DATA) == 2
+
+
 def call(cid: str) -> dict[str, Any]:
     return {"functionCall": {"id": cid, "name": "read_file", "args": {"file_path": "/a.png"}}}
 
