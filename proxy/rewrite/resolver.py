@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from proxy.settings import ResolverSettings
+from rules.memo_scope import memo_scope
 from rules.redact import redact_text
 
 PROMPT = (
@@ -99,8 +100,10 @@ class Resolver:
 
     def _key(self, task: str, content: str) -> str:
         """Keyed by all the model is shown, so an answer is reused only for the very same
-        question (never another tenant's or session's entity behind the same words)."""
-        raw = orjson.dumps([self.settings.model, task, content])
+        question (never another session's entity behind the same words), and by whose request
+        asks (``memo_scope``): a hit answers in microseconds where the model takes a round trip,
+        so a shared entry would tell a tenant that another asked its guessed question."""
+        raw = orjson.dumps([memo_scope(), self.settings.model, task, content])
         return hashlib.blake2b(raw, digest_size=16).hexdigest()
 
     async def consult(

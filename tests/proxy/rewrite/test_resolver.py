@@ -48,3 +48,38 @@ def test_a_cached_answer_serves_only_the_very_same_question() -> None:
     assert theirs["the customer"]["description"] == "the one Bob, VIP"
     assert (info["asked"], info_again["cached"]) == (1, 1)
     assert again == mine and len(shown) == 2
+
+
+def test_a_cached_answer_serves_only_the_principal_that_asked() -> None:
+    """Another tenant asking the very same question is asked anew: a hit answers in
+    microseconds where the model takes a round trip, which would tell it the first asked."""
+    import asyncio
+    import contextvars
+
+    from proxy.rewrite.resolver import Resolver
+    from proxy.settings import ResolverSettings
+    from rules.memo_scope import enter_scope
+
+    asked: list[str] = []
+
+    class Edge(Resolver):  # the model's call, the network edge
+        async def _complete(self, prompt: str, content: str, max_tokens: int) -> str:
+            asked.append(content)
+            return json.dumps({"path": "/w/beta", "confidence": 0.9})
+
+    question = {"mention": "the folder", "candidates": ["/w/alpha", "/w/beta"]}
+    resolver = Edge(ResolverSettings(enabled=True))
+
+    def ask(principal: str) -> dict[str, object]:
+        async def run() -> dict[str, object]:
+            enter_scope(principal)
+            picks, info = await resolver.picks([question], "delete the folder")
+            return {"picks": picks, **info}
+
+        return contextvars.copy_context().run(asyncio.run, run())
+
+    first, theirs, again = ask("tenant-a"), ask("tenant-b"), ask("tenant-a")
+    assert first["picks"] == theirs["picks"] == again["picks"]
+    assert (first["asked"], theirs["asked"], theirs["cached"]) == (1, 1, 0)
+    assert (again["asked"], again["cached"]) == (0, 1)
+    assert len(asked) == 2
