@@ -133,8 +133,34 @@ def check_admin(
             f"({settings.admin_key_env}) to open it."
         )
     if is_loopback(client):
-        return
+        if loopback_host(headers.get("host")):
+            return
+        # a page whose own name was rebound to 127.0.0.1 (DNS rebinding) reads it from the
+        # user's browser, a loopback client, under the page's name
+        raise Forbidden(
+            "Without an admin key this page answers requests to a loopback name only "
+            "(localhost, 127.0.0.1, [::1])."
+        )
     raise Forbidden(
         "This page answers loopback clients only: set an admin key "
         f"({settings.admin_key_env}) or ui.public: true to open it."
     )
+
+
+def loopback_host(host: str | None) -> bool:
+    """Whether a ``Host`` header names this machine: ``localhost`` (or a name under it, which
+    resolves to loopback by RFC 6761) or a loopback address, with or without a port. No header
+    (HTTP/1.0) is let in: a browser always sends one."""
+    if host is None:
+        return True
+    name = host.strip().lower()
+    if name.startswith("["):  # [v6 address]:port
+        name = name[1 : name.find("]")] if "]" in name else ""
+    elif name.count(":") == 1:  # name:port
+        name = name.partition(":")[0]
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False

@@ -132,7 +132,7 @@ async def in_process(settings: Settings, db_path: str) -> AsyncIterator[httpx.As
     app = create_app(settings, db_path=db_path, strict=True)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             client.app = app  # type: ignore[attr-defined]
             yield client
 

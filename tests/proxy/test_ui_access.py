@@ -34,7 +34,7 @@ async def client_from(
     app = create_app(settings, db_path=db, strict=True)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, client=peer)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             yield client
 
 
@@ -114,6 +114,32 @@ async def test_without_a_key_loopback_clients_are_let_in(
     monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
     async with client_from(proxy_settings(UPSTREAM), str(tmp_path / "db"), peer) as client:
         assert await statuses(client) == {**OPEN, "/metrics": 200}
+
+
+@pytest.mark.parametrize(
+    "host", ["localhost:8787", "LOCALHOST", "127.0.0.1:8787", "127.3.4.5", "[::1]:8787",
+             "app.localhost:8787"],
+)  # fmt: skip
+async def test_loopback_names_are_let_in(tmp_path: Path, monkeypatch, host: str) -> None:
+    monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
+    async with client_from(proxy_settings(UPSTREAM), str(tmp_path / "db"), ("127.0.0.1", 1)) as c:
+        assert await statuses(c, headers={"host": host}) == {**OPEN, "/metrics": 200}
+
+
+@pytest.mark.parametrize(
+    "host", ["attacker.example:8787", "attacker.example", "localhost.attacker.example",
+             "10.0.0.5:8787", "[2001:db8::1]:8787", "[::1", ""],
+)  # fmt: skip
+async def test_a_rebound_name_is_refused_on_loopback(
+    tmp_path: Path, monkeypatch, host: str
+) -> None:
+    """DNS rebinding: a page whose own name now resolves to 127.0.0.1 asks from the user's
+    browser (a loopback client) under that name; without an admin key, refused."""
+    monkeypatch.delenv("CTXPROXY_ADMIN_KEY", raising=False)
+    async with client_from(proxy_settings(UPSTREAM), str(tmp_path / "db"), ("127.0.0.1", 1)) as c:
+        assert set((await statuses(c, headers={"host": host})).values()) == {403}
+        error = (await c.get("/metrics", headers={"host": host})).json()["error"]
+        assert error["code"] == "forbidden" and "loopback name" in error["message"]
 
 
 @pytest.mark.parametrize("peer", [("127.0.0.1", 1), ("::1", 1)])

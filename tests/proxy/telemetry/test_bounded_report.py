@@ -58,7 +58,7 @@ async def test_a_request_pruned_message_by_message_has_a_bounded_row(
     messages = [{"role": "user", "content": f"{i} " + "word " * 60} for i in range(MESSAGES)]
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             answer = await client.post(
                 "/v1/chat/completions",
                 json={"model": "gpt-4o", "messages": messages},

@@ -36,7 +36,7 @@ async def app_with_log(
     app.state.log_stream = stream
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             client.app = app  # type: ignore[attr-defined]
             yield client, stream
 

@@ -121,7 +121,7 @@ async def test_chat_routes_under_a_root_path(tmp_path: Path, edge) -> None:
     app = create_app(proxy_settings(edge.base_url), db_path=str(tmp_path / "db"), strict=True)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app, root_path="/llm")
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             r = await client.post(
                 "/llm/v1/chat/completions",
                 content=orjson.dumps(request(user("hi"))),
