@@ -56,7 +56,7 @@ def validate_anthropic(body: dict[str, Any], start: int = 0) -> None:
         if not isinstance(m, dict):
             raise BadRequest(f"'messages[{i}]' must be an object.", param=f"messages[{i}]")
         r = m.get("role")
-        if r not in ANTHROPIC_ROLES:
+        if not isinstance(r, str) or r not in ANTHROPIC_ROLES:  # a list or object: unhashable
             raise BadRequest(
                 f"'messages[{i}].role' must be one of {sorted(ANTHROPIC_ROLES)}; got {echo(r)}.",
                 param=f"messages[{i}].role",
@@ -88,6 +88,11 @@ def validate_responses(body: dict[str, Any], start: int = 0) -> None:
         item = items[i]
         if not isinstance(item, dict):
             raise BadRequest(f"'input[{i}]' must be an object.", param=f"input[{i}]")
+        r = item.get("role")
+        if r is not None and not isinstance(r, str):
+            raise BadRequest(
+                f"'input[{i}].role' must be a string; got {echo(r)}.", param=f"input[{i}].role"
+            )
         content = item.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise BadRequest(

@@ -4,6 +4,7 @@ answered 500)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from proxy.protocols.base import Adapter
 from proxy.protocols.body import BadRequest
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
+from tests.conftest import in_process, proxy_settings
 
 ODD = (["input_image"], {"a": 1})
 
@@ -45,3 +47,27 @@ async def test_a_part_typed_with_a_list_or_an_object_is_no_crash(
     except BadRequest:
         return  # refused in the client's protocol: as good
     assert out.body
+
+
+ROUTES = {
+    "/v1/messages": {"model": "claude-x", "max_tokens": 16},
+    "/v1/messages/count_tokens": {"model": "claude-x"},
+    "/v1/responses": {"model": "gpt-4o"},
+}
+
+
+@pytest.mark.parametrize("odd", ODD)
+@pytest.mark.parametrize("path", ROUTES)
+async def test_a_role_given_as_a_list_or_an_object_is_a_400(
+    tmp_path: Path, path: str, odd: Any
+) -> None:
+    """Refused in the protocol's own shape, naming the field (a set lookup raised TypeError:
+    500 and a traceback)."""
+    array = "input" if path == "/v1/responses" else "messages"
+    body = {**ROUTES[path], array: [{"role": odd, "content": "hi"}]}
+    settings = proxy_settings("http://127.0.0.1:9/v1")  # never reached
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        r = await client.post(path, json=body, headers={"authorization": "Bearer k"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert f"{array}[0].role" in error["message"]
