@@ -255,13 +255,15 @@ def _first(pair: tuple[int, Kept]) -> int:
 
 
 def _fresh(kept: Kept, raw: bytes, end: int) -> int:
-    """The bytes of ``raw`` after ``end`` (where the prefix it shares with ``kept`` ends), but
-    for the members after the array when they are ``kept``'s, unchanged."""
+    """The bytes of ``raw`` after ``end`` (where the prefix it shares with ``kept`` ends) when
+    the members after the array are ``kept``'s, unchanged; else all of them. Those members may
+    name another session (``user``, ``metadata``) or model (another token encoding), whose rules
+    know nothing of the shared messages: their work is the whole body's."""
     if kept.close >= 0:
         suffix = len(kept.raw) - kept.close
         if len(raw) - suffix >= end and raw.endswith(memoryview(kept.raw)[kept.close :]):
             return len(raw) - suffix - end
-    return len(raw) - end
+    return len(raw)
 
 
 def _shared(kept: Kept, raw: bytes) -> int:

@@ -183,6 +183,8 @@ class Engine(WindowBudgets):
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
         sid = scoped(principal, given or session_key(headers, body, lowered.conversation()))
+        if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
+            heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
         named_parent = parent_session_id or parent_session_key(headers)
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])
@@ -204,6 +206,17 @@ class Engine(WindowBudgets):
         except BaseException:
             await stack.__aexit__(*sys.exc_info())
             raise
+
+    def _cold(self, sid: str, model: str, lowered: Lowered, raw_size: int, body: Any) -> bool:
+        """Whether a body the body memory had mostly seen goes to the worker all the same: the
+        session's memos do not know its messages (another session sent it, or its memos were let
+        go), so the rules would work through them cold, on the event loop."""
+        items = items_of(body)
+        if not self.offload.heavy(raw_size, items):
+            return False  # inline however cold
+        tokens = self.counters.for_model(model)
+        share = self.pipeline.unknown_share(sid, tokens, lowered.messages)
+        return self.offload.heavy(int(raw_size * share), items)
 
     async def _hold_running_ahead(
         self,

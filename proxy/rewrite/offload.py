@@ -7,9 +7,10 @@ single C calls on a body (a parse, a write) are bounded by the body limits
 
 What counts is the work a request brings that nothing cached already did: the bytes of its body
 that the session's previous request did not have (``BodyMemory.read`` says how many) plus a
-little for each item, which every request walks. Below ``OFFLOAD_BYTES`` of it a request runs
-inline: an agent's next request, a message or two longer than its last, costs a millisecond,
-less than a thread hop and the lock's handovers would add.
+little for each item, which every request walks. A body's bytes seen before count as new when its
+session's memos do not know its messages (``Engine._cold``): its rules start cold. Below
+``OFFLOAD_BYTES`` of it a request runs inline: an agent's next request, a message or two longer
+than its last, costs a millisecond, less than a thread hop and the lock's handovers would add.
 
 ``WORKERS`` threads, each principal (``rules.memo_scope``, which the server sets per request)
 running one job at a time, in the order it queued them: a tenant's stream of heavy bodies runs as

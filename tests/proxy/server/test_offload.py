@@ -93,3 +93,88 @@ async def test_a_heavy_body_is_read_lowered_and_lifted_in_the_worker(
     assert response.is_success, response.text[:300]
     assert threads == {"lower": threads["lower"], "lift": threads["lift"]}
     assert all(name.startswith("ctxproxy-body") for name in threads.values()), threads
+
+
+@pytest.mark.parametrize(
+    "again",
+    [
+        {"user": "another-session"},  # a member after the array names another session
+        {"model": "gpt-4"},  # another model: another token encoding, its memos apart
+        {"headers": {"x-session-id": "another"}},  # a session header: a slot of its own
+    ],
+    ids=["user", "model", "header"],
+)
+async def test_a_kept_body_resent_for_another_session_is_worked_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, again: dict[str, Any]
+) -> None:
+    """The body memory had seen the bytes, but the rules of the session they now name know
+    nothing of its messages: worked on the event loop, a 4 MB body held it for seconds."""
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        offload = client.app.state.services.engine.offload  # type: ignore[attr-defined]
+        calls: list[str] = []
+        monkeypatch.setattr(offload, "run", counting(offload, calls))
+        body: dict[str, Any] = {"messages": conversation(200), "model": "gpt-4o"}  # SDK order
+        headers = {"content-type": "application/json"}  # the session: the conversation's
+        assert (await client.post("/v1/chat/completions", json=body, headers=headers)).is_success
+        assert "Engine._run" in calls
+        calls.clear()
+        headers.update(again.get("headers", {}))
+        body.update({k: v for k, v in again.items() if k != "headers"})
+        response = await client.post("/v1/chat/completions", json=body, headers=headers)
+        assert response.is_success
+        assert "Engine._run" in calls, calls
+
+
+async def test_a_session_whose_memos_were_let_go_is_worked_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its body kept, its memos dropped (others' pushed them out): the rules start cold."""
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        engine = client.app.state.services.engine  # type: ignore[attr-defined]
+        calls: list[str] = []
+        monkeypatch.setattr(engine.offload, "run", counting(engine.offload, calls))
+        raw = orjson.dumps({"model": "gpt-4o", "messages": conversation(200)})
+        assert (await client.post("/v1/chat/completions", content=raw, headers=JSON)).is_success
+        calls.clear()
+        assert (await client.post("/v1/chat/completions", content=raw, headers=JSON)).is_success
+        assert calls == []  # the same body again: known, inline
+        assert engine.pipeline.memos is not None
+        for key in list(engine.pipeline.memos._memos):
+            engine.pipeline.memos.forget(key[0])
+        assert (await client.post("/v1/chat/completions", content=raw, headers=JSON)).is_success
+        assert "Engine._run" in calls, calls
+
+
+async def test_claude_codes_body_resent_for_another_session_is_lowered_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session Claude Code names in ``metadata``, after the messages: its lowering is not
+    kept either, so the body counts as all new from the read on."""
+    from proxy.protocols.anthropic import ANTHROPIC
+
+    threads: list[str] = []
+    lower = ANTHROPIC.lower
+
+    def lowered(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return lower(*args)
+
+    monkeypatch.setattr(ANTHROPIC, "lower", lowered)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "fix the tests"}]
+    for i in range(200):
+        use = {"type": "tool_use", "id": f"t{i}", "name": "Bash", "input": {"command": "ls"}}
+        out = {"type": "tool_result", "tool_use_id": f"t{i}", "content": f"{i} " * 400}
+        messages += [{"role": "assistant", "content": [use]}, {"role": "user", "content": [out]}]
+
+    def body(session: str) -> dict[str, Any]:
+        user_id = orjson.dumps({"device_id": "d", "session_id": session}).decode()
+        return {"model": "claude-x", "messages": messages, "max_tokens": 64,
+                "metadata": {"user_id": user_id}}  # fmt: skip
+
+    headers = {"content-type": "application/json"}
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        assert (await client.post("/v1/messages", json=body("one"), headers=headers)).is_success
+        assert (await client.post("/v1/messages", json=body("one"), headers=headers)).is_success
+        assert (await client.post("/v1/messages", json=body("two"), headers=headers)).is_success
+    worker = [name.startswith("ctxproxy-body") for name in threads]
+    assert worker == [True, False, True], threads  # new; the same session's again; another's
