@@ -49,8 +49,9 @@ from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer,
 from proxy.server.forward_first import finished, let_go
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields
+from proxy.server.provider_refs import AnswerReader, container_reader, kept_ids_for, require_own
 from proxy.server.rescue import rescue_overflow
-from proxy.server.response_ids import Recorder, response_ids_for
+from proxy.server.response_ids import response_ids_for
 from proxy.server.services import Services
 from proxy.server.stream_deadline import answer_bound
 from proxy.server.stream_relay import relay_stream
@@ -78,6 +79,8 @@ class ProtocolHandler:
         # the Responses API's: a previous_response_id must be one relayed to the same principal
         ids = response_ids_for(services.settings, services.store) if wire.response_ids else None
         self.response_ids = ids
+        # containers relayed to each principal (beside its response ids): for it alone
+        self.kept_ids = kept_ids_for(wire.adapter.name, ids, services)
         # what completes a log row (``log_fields``), answers captured as configured
         self._fields = partial(completion_fields, capture=services.settings.store.capture_payloads)
         self._open: set[str] = set()  # the requests the observers heard start and not finish
@@ -149,6 +152,7 @@ class ProtocolHandler:
                 )
             if self.response_ids is not None:  # refused before the rules see (and keep) it
                 await self.response_ids.require(principal, body)
+            await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream)
             prepared = await self.s.engine.prepare(
                 body,
                 headers,
@@ -265,9 +269,11 @@ class ProtocolHandler:
             if "breakpoints" in response.extra:  # cache marks the litellm path placed
                 # written with the row's completion (``_fields``), not in a write of its own
                 row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
-            ids = None  # what notes the answer's response id, for its principal
+            ids: AnswerReader | None = None  # notes the answer's ids, for its principal
             if self.response_ids is not None:
                 ids = self.response_ids.recorder(principal, rewritten.body, response.status)
+            ids = container_reader(self.kept_ids, principal, wire.adapter.name, rewritten.body,
+                                   response.status, upstream, ids)  # fmt: skip
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
@@ -282,7 +288,7 @@ class ProtocolHandler:
         row: dict[str, Any],
         started: float,
         out_headers: dict[str, str],
-        ids: Recorder | None = None,
+        ids: AnswerReader | None = None,
         pending: Pending | None = None,
     ) -> None:
         """A whole (non-streaming) upstream answer: relay it, then read its usage (the cache's

@@ -18,7 +18,7 @@ from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.server.feedback import note_cache_usage, with_cache_line
-from proxy.server.response_ids import Recorder
+from proxy.server.provider_refs import AnswerReader
 from proxy.server.services import Services
 from proxy.server.stream_deadline import bounded
 from proxy.server.wire import Wire
@@ -59,7 +59,7 @@ async def relay_stream(
     started: float,
     out_headers: dict[str, str],
     watch: DisconnectWatch,
-    ids: Recorder | None = None,
+    ids: AnswerReader | None = None,
     pending: Pending | None = None,
 ) -> None:
     """Relay upstream bytes as they come; complete the log row however the stream ends."""

@@ -1,0 +1,179 @@
+"""Provider-side state a request names by id, kept to its principal where the upstream call goes
+with the server's key (an upstream with ``api_key_env``: every upstream in ``auth.mode: keys``).
+The provider then cannot tell one tenant's state from another's, so an id learned from another
+tenant would reach theirs:
+
+- a code-execution **container** (Anthropic's ``container``, a Responses ``code_interpreter``
+  tool's ``container``) runs code over the files another tenant's calls left in it. One is
+  forwarded only if the proxy relayed it to the same principal: read from the answers to
+  requests that may open one (``ContainerReader``), kept beside the response ids
+  (``proxy.server.response_ids``, under ``CONTAINER``), refused otherwise with the protocol's
+  own 400, never forwarded;
+- a Gemini **cachedContent** and a Responses **conversation** are made by calls the proxy does
+  not relay (``cachedContents``, ``conversations``): with the server's key, none can be the
+  principal's own, so a request naming one is refused.
+
+With the client's own key going upstream the provider keeps each key's state apart itself, and
+every id passes as sent."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Protocol
+
+from proxy.errors import BadRequest
+from proxy.server.response_ids import ResponseIds
+
+if TYPE_CHECKING:
+    from proxy.server.services import Services
+    from proxy.settings import UpstreamSettings
+
+# the protocols whose requests may name provider-side state by id
+OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
+CONTAINER = "container:"  # a container id's key among the ids kept (the response ids' table)
+_ID = rb'"([^"\\\s\x00-\x1f\x7f]{1,200})"'
+# Anthropic's ``"container": {"id": …, "expires_at": …}`` (a whole message, a stream's events);
+# OpenAI's ``"container_id": …`` on a code interpreter call
+_CONTAINER_IDS = re.compile(
+    rb'"container"\s{0,8}:\s{0,8}\{[^{}]{0,512}?"id"\s{0,8}:\s{0,8}' + _ID
+    + rb'|"container_id"\s{0,8}:\s{0,8}' + _ID
+)  # fmt: skip
+_CARRY = 1024  # bytes kept between chunks: an id cut by a chunk's end is still found
+
+
+class AnswerReader(Protocol):
+    """What reads ids from an answer as it is relayed: whole, or chunk by chunk."""
+
+    def answer(self, body: bytes) -> None: ...
+
+    def feed(self, chunk: bytes) -> None: ...
+
+
+def shared_key(upstream: UpstreamSettings) -> bool:
+    """Whether the upstream is called with the server's key, whoever the client is."""
+    return bool(upstream.api_key_env)
+
+
+def _named_containers(protocol: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(param, id) of the containers ``body`` names (ids that are not strings are the
+    provider's to refuse)."""
+    out: list[tuple[str, str]] = []
+    if protocol == "anthropic":
+        named = body.get("container")
+        if isinstance(named, dict):
+            named = named.get("id")
+        if isinstance(named, str):
+            out.append(("container", named))
+    elif protocol == "responses":
+        tools = body.get("tools")
+        for i, tool in enumerate(tools if isinstance(tools, list) else ()):
+            if isinstance(tool, dict) and tool.get("type") == "code_interpreter":
+                named = tool.get("container")
+                if isinstance(named, str):
+                    out.append((f"tools[{i}].container", named))
+    return out
+
+
+def _opens_containers(protocol: str, body: dict[str, Any]) -> bool:
+    """Whether the answer to ``body`` may name a container: it names one, or a tool runs code
+    in one (Anthropic's ``code_execution_*``, a Responses ``code_interpreter``)."""
+    if protocol == "anthropic" and "container" in body:
+        return True
+    tools = body.get("tools")
+    for tool in tools if isinstance(tools, list) else ():
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and (
+            kind.startswith("code_execution") or kind == "code_interpreter"
+        ):
+            return True
+    return False
+
+
+def kept_ids_for(protocol: str, ids: ResponseIds | None, services: Services) -> ResponseIds | None:
+    """Where a protocol's handler keeps the containers relayed (its response ids' keeper, or one
+    of its own on the same table); None for a protocol that names no provider-side state."""
+    if protocol not in OWN_STATE:
+        return None
+    return ids or ResponseIds(services.store, services.settings.store.retention_days)
+
+
+async def require_own(
+    ids: ResponseIds | None, principal: str, protocol: str, body: dict[str, Any], upstream: Any
+) -> None:
+    """Raise the protocol's own 400 (``BadRequest``) when ``body`` names provider-side state
+    that is not ``principal``'s, the upstream being called with the server's key."""
+    if ids is None or not shared_key(upstream):
+        return
+    for param, cid in _named_containers(protocol, body):
+        if not await ids.known(principal, CONTAINER + cid):
+            shown = cid if len(cid) <= 80 else cid[:79] + "…"
+            raise BadRequest(
+                f"Container '{shown}' not found for this client.",
+                param=param,
+                code="container_not_found",
+            )
+    if protocol == "gemini" and body.get("cachedContent") is not None:
+        raise BadRequest(
+            "cachedContent cannot be used through this proxy: the upstream is called with the "
+            "server's key, and a cached content is made by a call the proxy does not relay.",
+            param="cachedContent",
+        )
+    if protocol == "responses" and body.get("conversation") is not None:
+        raise BadRequest(
+            "conversation cannot be used through this proxy: the upstream is called with the "
+            "server's key, and a conversation is made by a call the proxy does not relay.",
+            param="conversation",
+        )
+
+
+def container_reader(
+    ids: ResponseIds | None,
+    principal: str,
+    protocol: str,
+    body: dict[str, Any],
+    status: int,
+    upstream: Any,
+    then: AnswerReader | None = None,
+) -> AnswerReader | None:
+    """What reads the containers the answer to ``body`` names, beside ``then`` (another reader
+    of the same answer); ``then`` alone when there are none to keep."""
+    if ids is None or not 200 <= status < 300 or not shared_key(upstream):
+        return then
+    if not _opens_containers(protocol, body):
+        return then
+    return ContainerReader(ids, principal, then)
+
+
+class ContainerReader:
+    """Notes every container id an answer names, for its principal (all of the answer: an id
+    may come in its last event)."""
+
+    __slots__ = ("_carry", "_ids", "_principal", "_seen", "_then")
+
+    def __init__(self, ids: ResponseIds, principal: str, then: AnswerReader | None) -> None:
+        self._ids = ids
+        self._principal = principal
+        self._then = then
+        self._carry = b""
+        self._seen: set[bytes] = set()
+
+    def answer(self, body: bytes) -> None:
+        if self._then is not None:
+            self._then.answer(body)
+        self._scan(body)
+
+    def feed(self, chunk: bytes) -> None:
+        if self._then is not None:
+            self._then.feed(chunk)
+        data = self._carry + chunk if self._carry else chunk
+        self._scan(data)
+        self._carry = data[-_CARRY:]
+
+    def _scan(self, data: bytes) -> None:
+        if b"container" not in data:
+            return
+        for found in _CONTAINER_IDS.finditer(data):
+            cid = found.group(1) or found.group(2)
+            if cid not in self._seen:
+                self._seen.add(cid)
+                self._ids.note(self._principal, CONTAINER + cid.decode("utf-8", "replace"))
