@@ -35,6 +35,10 @@ ABSORBED = "ctxproxy_absorbed"
 # blocks out of the result it writes.
 MEDIA_TOKENS = "ctxproxy_media_tokens"
 MEDIA_MARKS = (MEDIA, MEDIA_TOKENS, ABSORBED)
+# On a message (set by a protocol adapter, never forwarded): it loads the definitions of deferred
+# tools (Anthropic's tool search: a ``tool_reference`` block in a tool result, a server
+# ``tool_search_tool_result``). Gone, the tools it loaded are gone for the model: pruning keeps it.
+LOADS_TOOLS = "ctxproxy_loads_tools"
 
 
 def text_of(content: Any) -> str:

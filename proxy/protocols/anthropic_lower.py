@@ -15,7 +15,7 @@ from proxy.protocols.checks import Facts, kept_facts
 from proxy.protocols.kept import sorted_bytes
 from proxy.protocols.media_blocks import mark_media
 from rules.base import Message
-from rules.messages import text_of
+from rules.messages import LOADS_TOOLS, text_of
 
 # One lowered message, as kept: (tag, content block indices, the message (tag included), its
 # calls by block, its bytes with sorted keys for the runner's records)
@@ -71,6 +71,8 @@ def _lower_user(i: int, blocks: list[Any]) -> tuple[Spec, ...]:
             if b.get("is_error") is True:
                 msg["is_error"] = True
             mark_media(msg, b.get("content"), is_text)  # its images, for the chain repair
+            if _loads_tools(b.get("content"), "tool_reference"):
+                msg[LOADS_TOOLS] = True
             specs.append(_spec(f"{i}.{j}", Part(i, (j,), msg)))
         else:
             run.append(j)
@@ -106,7 +108,16 @@ def _assistant_part(i: int, content: Any) -> Part:
     msg: Message = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
         msg["tool_calls"] = [c for _, c in calls]
+    if _loads_tools(blocks, "tool_search_tool_result"):  # the server's tool search
+        msg[LOADS_TOOLS] = True
     return Part(i, tuple(range(len(blocks))), msg, calls)
+
+
+def _loads_tools(blocks: Any, kind: str) -> bool:
+    """Whether ``blocks`` hold one of ``kind``: tool references, which load deferred tools."""
+    if not isinstance(blocks, list):
+        return False
+    return any(isinstance(b, dict) and b.get("type") == kind for b in blocks)
 
 
 def lowered_tools(tools: Any) -> list[Any] | None:

@@ -1,8 +1,9 @@
 """Protected evidence: the tool results pruning must never elide or drop. The latest failing test
 output, the latest build error (and the latest crash), the plan, the latest folder tree, the last
-few write results, and the original task: the first user message that is the client's request,
-not a harness's wrapper around the environment (Codex's ``<environment_context>``, a
-``<system-reminder>``, an ``AGENTS.md`` preamble), which is protected as well."""
+few write results, the messages loading deferred tools (``LOADS_TOOLS``), and the original task:
+the first user message that is the client's request, not a harness's wrapper around the
+environment (Codex's ``<environment_context>``, a ``<system-reminder>``, an ``AGENTS.md``
+preamble), which is protected as well."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from rules.activity import diagnostics
 from rules.activity.observations import Observation
 from rules.base import Message
-from rules.messages import role, text_of
+from rules.messages import LOADS_TOOLS, role, text_of
 
 
 @dataclass(frozen=True)
@@ -118,4 +119,7 @@ def find(
     for found, why in named:
         if found is not None:
             protected[found] = why
+    for i, m in enumerate(messages):  # the deferred tools they load: gone, the model loses them
+        if LOADS_TOOLS in m:
+            protected[i] = "loaded tools"
     return Evidence(protected, test, build, task)
