@@ -1,7 +1,7 @@
-"""Claude Code's tool search: deferred tools (``defer_loading``) are loaded by the ``tool_reference``
-blocks a ToolSearch result holds (or the server's ``tool_search_tool_result``). Gone, the model
-loses the tools it loaded, and a later call of one stands without its definition: pruning keeps
-such messages whatever the budget, and drops the turns around them."""
+"""Claude Code's tool search: deferred tools (``defer_loading``) are loaded by the
+``tool_reference`` blocks a ToolSearch result holds (or the server's ``tool_search_tool_result``).
+Gone, the model loses the tools it loaded, and a later call of one stands without its definition:
+pruning keeps such messages whatever the budget, and drops the turns around them."""
 
 from __future__ import annotations
 
