@@ -45,6 +45,7 @@ from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
+from rules.memo_scope import memo_scope
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -160,17 +161,24 @@ def _clipped(text: str, limit: int) -> str:
 # The text last prepared: a question's two scan layers read it, and so does a session's later
 # second layer (its first entity beyond files). One slot, swapped whole (safe across threads):
 # a memo of every text would hold three times each, and filling it is what costs at a first scan.
-_last_prepared: tuple[str, tuple[str, ...], tuple[str, ...], Prepared] | None = None
+# Whose request prepared it is part of the key: a hit on another tenant's text would be timed.
+_last_prepared: tuple[str, str, tuple[str, ...], tuple[str, ...], Prepared] | None = None
 
 
 def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...]) -> Prepared:
     """The text as both layers of ``_scan`` read it, prepared once."""
     global _last_prepared
-    last = _last_prepared
-    if last is not None and last[0] == text and last[1] == extra_packs and last[2] == languages:
-        return last[3]
+    last, scope = _last_prepared, memo_scope()
+    if (
+        last is not None
+        and last[0] == scope
+        and last[1] == text
+        and last[2] == extra_packs
+        and last[3] == languages
+    ):
+        return last[4]
     prep = prepare(text, load_lexicons(extra_packs)[1], languages)
-    _last_prepared = (text, extra_packs, languages, prep)
+    _last_prepared = (scope, text, extra_packs, languages, prep)
     return prep
 
 

@@ -61,6 +61,31 @@ def test_a_text_memo_serves_each_principal_its_own_entries() -> None:
     assert upper.cache_chars() == 2 * (len("secret plan") + 1)
 
 
+def test_the_reference_scans_last_text_is_its_principals(monkeypatch: pytest.MonkeyPatch) -> None:
+    """resolve_refs keeps the text it last prepared (one slot): another principal's same text is
+    prepared anew, never the first's entry."""
+    from rules.entities import resolve_refs
+
+    prepared: list[str] = []
+    real = resolve_refs.prepare
+
+    def spy(text: str, *args: Any) -> Any:
+        prepared.append(text)
+        return real(text, *args)
+
+    monkeypatch.setattr(resolve_refs, "prepare", spy)
+    monkeypatch.setattr(resolve_refs, "_last_prepared", None)
+    text = "delete the folder I just created for the alpha launch"
+
+    def prep() -> Any:
+        return resolve_refs._prepared(text, (), ("en",))
+
+    first = in_scope("pt-a", prep)
+    assert in_scope("pt-a", prep) is first and prepared == [text]
+    in_scope("pt-b", prep)
+    assert prepared == [text, text]
+
+
 def test_a_token_count_is_memoised_per_principal(monkeypatch: pytest.MonkeyPatch) -> None:
     counted: list[str] = []
     real = proxy.tokens.count_guarded
