@@ -13,6 +13,7 @@ from proxy.errors import BadRequest
 from proxy.protocols.base import TAG
 from proxy.protocols.exact_json import LossyNumber, exact_loads, exact_within_depth
 from rules.messages import ABSORBED, HELD, LOADS_TOOLS, MEDIA, MEDIA_TOKENS
+from rules.redact import redact_text
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
 VALID_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -24,9 +25,16 @@ RESERVED_KEYS = (TAG, HELD, MEDIA, MEDIA_TOKENS, ABSORBED, LOADS_TOOLS)
 
 
 def echo(value: Any) -> str:
-    """``repr(value)``, clipped: an error never echoes unbounded client text."""
-    text = repr(value)
+    """``repr(value)``, redacted and clipped: an error never echoes a secret or unbounded client
+    text (redacted before the cut, which could leave a secret unrecognisable)."""
+    text = redact_text(repr(value)[: ECHO_CHARS + 2_000])
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
+
+
+def echo_id(value: str, limit: int = 80) -> str:
+    """An id the client sent, as an error quotes it: redacted, then clipped."""
+    text = redact_text(value[: limit + 2_000])
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def parse_json(raw: bytes) -> dict[str, Any]:

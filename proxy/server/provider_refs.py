@@ -22,6 +22,7 @@ import re
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
+from proxy.protocols.body import echo_id
 from proxy.server.response_ids import ResponseIds
 
 if TYPE_CHECKING:
@@ -106,7 +107,7 @@ async def require_own(
         return
     for param, cid in _named_containers(protocol, body):
         if not await ids.known(principal, CONTAINER + cid):
-            shown = cid if len(cid) <= 80 else cid[:79] + "…"
+            shown = echo_id(cid)
             raise BadRequest(
                 f"Container '{shown}' not found for this client.",
                 param=param,

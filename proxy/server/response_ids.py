@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from proxy.errors import BadRequest, ProxyError
+from proxy.protocols.body import echo_id
 
 if TYPE_CHECKING:
     from proxy.settings import Settings
@@ -180,7 +181,7 @@ class ResponseIds:
         if not isinstance(rid, str):
             raise BadRequest(f"'{PARAM}' must be a string.", param=PARAM)
         if not await self.known(principal, rid):
-            shown = rid if len(rid) <= 80 else rid[:79] + "…"
+            shown = echo_id(rid)
             raise BadRequest(
                 f"Previous response with id '{shown}' not found for this client.",
                 param=PARAM,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from rules.redact import redact_text
 from rules.text_cache import text_cache
 
 # A word: what a path, an identifier or an id is made of; bounded, so a scan is linear.
@@ -54,8 +55,7 @@ def _classify(word: str) -> str | None:
     return None
 
 
-@text_cache(max_chars=8_000_000, max_text_chars=MAX_SCAN_CHARS)
-def _scan(text: str) -> tuple[tuple[str, str], ...]:
+def _words(text: str) -> tuple[tuple[str, str], ...]:
     """(kind, word) of each path, identifier and id in ``text``, first appearance order."""
     seen: set[str] = set()
     out: list[tuple[str, str]] = []
@@ -68,6 +68,23 @@ def _scan(text: str) -> tuple[tuple[str, str], ...]:
         if kind is not None:
             out.append((kind, word))
     return tuple(out)
+
+
+_scan = text_cache(max_chars=8_000_000, max_text_chars=MAX_SCAN_CHARS)(_words)
+# the redactor reads this far past the scan's end: a secret cut there is still known as one
+_REDACT_MARGIN = 2_000
+
+
+@text_cache(max_chars=8_000_000, max_text_chars=MAX_SCAN_CHARS + _REDACT_MARGIN)
+def _shown_words(text: str) -> tuple[tuple[str, str], ...]:
+    return _words(redact_text(text))
+
+
+def _shown(text: str) -> tuple[tuple[str, str], ...]:
+    """``_scan`` of the text as a digest shows it: redacted first, so that a secret the redactor
+    knows by its context (a password's value after its key) is never named bare, where the
+    stored copy's redaction could no longer tell it."""
+    return _shown_words(text[: MAX_SCAN_CHARS + _REDACT_MARGIN])
 
 
 # asked of every old result and recent call at each look for a compaction: the same texts come
@@ -107,7 +124,7 @@ def in_order(text: str, max_items: int, max_chars: int) -> list[str]:
     (``bench/next_action_losses.py``)."""
     out: list[str] = []
     used = 0
-    for _, word in _scan(text):
+    for _, word in _shown(text):
         if len(out) >= max_items:
             break
         if used + len(word) + 2 > max_chars:
@@ -120,7 +137,7 @@ def in_order(text: str, max_items: int, max_chars: int) -> list[str]:
 def digest(text: str, max_items: int = 12, max_chars: int = 240) -> list[str]:
     """The first paths (line anchors kept), then identifiers, then ids ``text`` shows, at most
     ``max_items`` of them and ``max_chars`` characters in all."""
-    found = _scan(text)
+    found = _shown(text)
     out: list[str] = []
     used = 0
     for wanted in ("path", "ident", "id"):

@@ -26,6 +26,7 @@ from rules.messages import (
     tool_calls,
     with_content,
 )
+from rules.redact import redact_text
 
 ELIDE_ACTIONS = ("supersede", "mask")
 MEMO = "anchors"  # ``Context.derived`` name: prune and inject share one list's anchors
@@ -121,6 +122,8 @@ def key_args(obs: Observation | None) -> str:
     a = obs.action
     if a.kind == "run" or (a.command and a.kind != "read"):
         cmd = a.command or a.target
+        if len(cmd) > 80:  # redacted before the cut, which could leave a secret unrecognisable
+            cmd = redact_text(cmd)
         return f"cmd: {cmd if len(cmd) <= 80 else cmd[:79] + '…'}"
     return f"path: {a.target}" if a.target else ""
 

@@ -22,10 +22,12 @@ from rules.messages import (
     tool_calls,
     with_content,
 )
+from rules.redact import redact_text
 
 CLIPPED = f"{PLACEHOLDER_PREFIX} clipped "
 ARG_ELIDED = " characters elided]"
 _HEAD_CHARS = 80  # of an elided argument's first line
+_REDACT_MARGIN = 200  # read past the cut by the redactor: a secret cut there is still known
 _SHRUNK_SCAN = 8_000  # arguments longer than this were not shrunk (each string is <= ~130)
 
 
@@ -44,6 +46,8 @@ def clip_prose(text: str, keep_lines: int, max_chars: int) -> str | None:
 
 def _elided(value: str) -> str:
     first = value.lstrip().split("\n", 1)[0]
+    if len(first) > _HEAD_CHARS:  # redacted before the cut, which could hide a secret's shape
+        first = redact_text(first[: _HEAD_CHARS + _REDACT_MARGIN])
     head = first if len(first) <= _HEAD_CHARS else first[: _HEAD_CHARS - 1] + "…"
     return f"{head} {PLACEHOLDER_PREFIX} {len(value):,}{ARG_ELIDED}"
 

@@ -24,6 +24,7 @@ import orjson
 from rules.activity.observations import Observation, load_arguments
 from rules.matching import normalize
 from rules.messages import PLACEHOLDER_PREFIX
+from rules.redact import redact_text
 
 LINE_CHARS = 300  # a line is clipped to this before any pattern sees it
 EDGE_LINES = 8  # an error line is looked for among the first and last lines of a result
@@ -122,6 +123,8 @@ def label(name: str, arguments: str, obs: Observation) -> str:
         shown = f"{sub} {a.target}" if isinstance(sub, str) and len(sub) <= 20 else a.target
     else:
         shown = " ".join(arguments.split())
+    if len(shown) > 120:  # redacted before the cut, which could leave a secret unrecognisable
+        shown = redact_text(shown)
     return f"{name} {shown if len(shown) <= 120 else shown[:119] + '…'}".strip()
 
 

@@ -15,6 +15,7 @@ from rules.base import Message
 from rules.loops.detect import Loop
 from rules.loops.receipts import Receipts, difference
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, PLACEHOLDER_PREFIX, text_of, with_content
+from rules.redact import redact_text
 
 HEAD = "Loop detected"
 MARK = f"{INJECT_OPEN}\n{HEAD}"
@@ -57,7 +58,9 @@ def level(count: int, first: int) -> int:
 
 
 def _quote(text: str, limit: int = 200) -> str:
-    one = " ".join(text.split())
+    # redacted before the cut (and before lines are joined), which could leave a secret
+    # unrecognisable to the note's own redaction
+    one = " ".join(redact_text(text).split())
     one = one if len(one) <= limit else one[: limit - 1] + "…"
     return "`" + one.replace("`", "'") + "`"
 
