@@ -39,6 +39,12 @@ MEDIA_MARKS = (MEDIA, MEDIA_TOKENS, ABSORBED)
 # tools (Anthropic's tool search: a ``tool_reference`` block in a tool result, a server
 # ``tool_search_tool_result``). Gone, the tools it loaded are gone for the model: pruning keeps it.
 LOADS_TOOLS = "ctxproxy_loads_tools"
+# On an assistant message (set by a protocol adapter, never forwarded): the ids of calls and of
+# their outputs among its items that the chat view cannot show (a Responses ``local_shell_call``,
+# ``computer_call``, ``shell_call`` and their ``*_output``, an MCP approval request and response),
+# as ``{"calls": [...], "outputs": [...]}``. An output can lie in a later turn than its call (made
+# beside a function call, answered after its output): such turns go together or not at all.
+OPAQUE_PAIRS = "ctxproxy_opaque_pairs"
 
 
 def text_of(content: Any) -> str:

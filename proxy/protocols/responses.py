@@ -48,11 +48,12 @@ from proxy.protocols.responses_parts import (
     is_text,
     kind,
     message_text,
+    opaque_side,
     provider_history,
 )
 from proxy.protocols.responses_prefix import Lowering, Recorder, Snapshot, reuse_lifted
 from rules.base import Message
-from rules.messages import HELD, text_of
+from rules.messages import HELD, OPAQUE_PAIRS, text_of
 
 # an item over this many bytes is lowered on every request, not kept
 MAX_ITEM_BYTES = 262_144
@@ -249,6 +250,7 @@ def _flush(st: State, lowering: Lowering, run: list[int], need: int, kept: bool)
         return
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
+    opaque: dict[str, list[str]] = {}
     items = st.items
     for i in run:
         item = items[i]
@@ -258,12 +260,18 @@ def _flush(st: State, lowering: Lowering, run: list[int], need: int, kept: bool)
             texts.append(text if isinstance(text, str) else text_of(text))
         elif k in CALLS:
             calls.append(call_of(item))
+        else:
+            side = opaque_side(item, k)
+            if side is not None:
+                opaque.setdefault(side[0], []).append(side[1])
     text = "\n\n".join(t for t in texts if t)
     if not text and not calls:
         text = opaque_note([kind(items[i]) for i in run])
     msg: Message = {"role": "assistant", "content": text or None}
     if calls:
         msg["tool_calls"] = calls
+    if opaque:
+        msg[OPAQUE_PAIRS] = opaque
     lowering.add(f"{run[0]}", Part(tuple(run), msg, need), kept)
     run.clear()
 

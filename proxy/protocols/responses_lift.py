@@ -171,8 +171,9 @@ def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
             if i == last_message and suffix is not None:
                 item = _patched_message(item, message_text(item), f"{message_text(item)}{suffix}")
             elif suffix is None:
-                if text_done:
-                    continue  # replaced: the first message holds the new text
+                if text_done:  # replaced: the first message holds the new text
+                    waiting.clear()  # the reasoning that led to this one goes with it
+                    continue
                 text_done = True
                 item = _patched_message(item, None, new_text)
         out.extend(waiting)

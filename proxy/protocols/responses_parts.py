@@ -48,6 +48,25 @@ class State:
     lifted: object | None = None
 
 
+def opaque_side(item: dict[str, Any], k: str) -> tuple[str, str] | None:
+    """("calls" or "outputs", its id) for a call or an output the chat view cannot show (not a
+    function's or a custom tool's): a ``*_call`` and its ``*_call_output`` by ``call_id``, an MCP
+    approval request (``id``) and its response (``approval_request_id``)."""
+    if k.endswith("_call_output") and k not in OUTPUTS:
+        cid = item.get("call_id")
+        return ("outputs", cid) if isinstance(cid, str) else None
+    if k.endswith("_call") and k not in CALLS:
+        cid = item.get("call_id")
+        return ("calls", cid) if isinstance(cid, str) else None
+    if k == "mcp_approval_request":
+        rid = item.get("id")
+        return ("calls", rid) if isinstance(rid, str) else None
+    if k == "mcp_approval_response":
+        rid = item.get("approval_request_id")
+        return ("outputs", rid) if isinstance(rid, str) else None
+    return None
+
+
 def kind(item: Any) -> str:
     if not isinstance(item, dict):
         return ""

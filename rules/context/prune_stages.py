@@ -11,7 +11,7 @@ import orjson
 
 from rules.activity.observations import Observation, load_arguments
 from rules.base import Message, hash_bytes
-from rules.messages import call_arguments_text, call_id, role, tool_calls
+from rules.messages import OPAQUE_PAIRS, call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
 from rules.text_cache import text_cache
 
@@ -283,12 +283,50 @@ def droppable_turns(
         if role(m) == "tool" and isinstance(m.get("tool_call_id"), str):
             results.setdefault(m["tool_call_id"], []).append(i)
     keep_late = latest_write_calls(observations)
-    ordered = sorted(turns(messages, first_user), key=lambda turn: turn[0] in keep_late)
+    linked = linked_turns(turns(messages, first_user), messages)
+    ordered = sorted(linked, key=lambda turn: turn[0] in keep_late)
     return [
         turn
         for turn in ordered
         if not any(i in dropped for i in turn) and droppable(turn, messages, protected, results)
     ]
+
+
+def linked_turns(found: list[list[int]], messages: list[Message]) -> list[list[int]]:
+    """``found`` with the turns whose calls and outputs the chat view cannot show
+    (``OPAQUE_PAIRS``) answer each other joined into one, and those with a partner outside
+    every turn left out: either would leave an output without its call, or a call unanswered."""
+    if not any(OPAQUE_PAIRS in messages[i] for turn in found for i in turn):
+        return found
+    parent = list(range(len(found)))
+
+    def root(t: int) -> int:
+        while parent[t] != t:
+            parent[t] = parent[parent[t]]
+            t = parent[t]
+        return t
+
+    sides: dict[tuple[str, Any], int] = {}
+    for t, turn in enumerate(found):
+        for i in turn:
+            pairs = messages[i].get(OPAQUE_PAIRS)
+            if not isinstance(pairs, dict):
+                continue
+            for side in ("calls", "outputs"):
+                for cid in pairs.get(side) or ():
+                    sides[(side, cid)] = t
+    pinned: set[int] = set()
+    for (side, cid), t in sides.items():
+        other = sides.get(("outputs" if side == "calls" else "calls", cid))
+        if other is None:
+            pinned.add(t)  # its partner is in no turn: in the current one, or before the task
+        else:
+            parent[root(t)] = root(other)
+    groups: dict[int, list[int]] = {}
+    for t, turn in enumerate(found):
+        groups.setdefault(root(t), []).extend(turn)
+    out_pinned = {root(t) for t in pinned}
+    return [sorted(g) for r, g in groups.items() if r not in out_pinned]
 
 
 def latest_write_calls(observations: list[Observation]) -> set[int]:
