@@ -7,8 +7,9 @@ secrets inside *strings* are replaced wherever they appear: key-shaped tokens of
 (``postgres://user:[REDACTED]@host``), ``Authorization`` header values, ``Cookie`` and
 ``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to secret names
 (``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
-``<password>1234</password>``), and passwords given on a command line (``mysql -p…``,
-``curl -u user:…``, ``sshpass -p …``: ``rules.redact_flags``). Counts such as ``max_tokens`` or
+``<password>1234</password>``, a long flag's ``--password 1234``), and passwords given on a
+command line (``mysql -p…``, ``curl -u user:…``, ``sshpass -p …``, ``docker login -p …``:
+``rules.redact_flags``). Counts such as ``max_tokens`` or
 ``prompt_tokens`` are names of numbers, not of secrets, and stay.
 
 Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
@@ -66,9 +67,10 @@ _KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partiti
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 
-# Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@" in it is
-# common). Linear: neither part can cross a "/", so the scan from one ``://`` stops at the next.
-_URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/?#'\"<>]+)@")
+# Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or
+# "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
+# at the next.
+_URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -101,6 +103,17 @@ _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512
 # Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
 _COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
 _COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
+# After a long flag named as a secret (``--password X``, ``--api-key "X"``): blanks, then its
+# value, quoted (to its quote) or bare (to a blank, a quote or a shell separator).
+_FLAG_VALUE = re.compile(
+    r"""[ \t]++(?:"(?P<dq>[^"\\\r\n]+)"|'(?P<sq>[^'\\\r\n]+)'"""
+    r"""|(?P<bare>[^\s"',;&|\\\-][^\s"',;&|\\]*+))"""  # not another flag
+)
+# The clients whose ``--password`` asks for it (its next word is a database or an argument)
+_PROMPTING = re.compile(
+    r"(?<![\w\-.])(?:psql|pg_[a-z]+|pgbench|createdb|dropdb|createuser|dropuser|vacuumdb"
+    r"|reindexdb|clusterdb|mysql[a-z_]*|mariadb(?:-[a-z]+)?)(?![\w\-.])"
+)
 _BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
@@ -208,6 +221,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
     m = _ASSIGNED.match(text, end)
+    if m is None and _name_ending(text, start, end).startswith("--") and not _prompts(text, start):
+        m = _FLAG_VALUE.match(text, end)  # a command line's ``--password X``
     if m:
         group = "dq" if m["dq"] is not None else "sq" if m["sq"] is not None else "bare"
         value: str = m[group]
@@ -215,6 +230,13 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if not value.startswith(REDACTED) and len(value) >= needed:
             return m.start(group), m.end(group), m.end()
     return None
+
+
+def _prompts(text: str, start: int) -> bool:
+    """Whether the command on the line before ``start`` (256 characters back at most) takes a bare
+    ``--password`` as "ask for it" (PostgreSQL's and MySQL's clients): what follows is no value."""
+    line = max(text.rfind("\n", max(0, start - 256), start) + 1, start - 256, 0)
+    return _PROMPTING.search(text, line, start) is not None
 
 
 def _opens_element(text: str, start: int, end: int) -> bool:

@@ -6,7 +6,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   (``mysqldump``, ``mariadb-dump`` …); a port mapping (``-p3306:3306``) stays;
 - ``curl -u user:SECRET`` (``--user``, ``-U`` / ``--proxy-user``; ``-u user`` prompts) and
   ``curl -b name=SECRET`` (``--cookie``; ``-b file`` names a file);
-- ``sshpass -p SECRET`` (among sshpass's own options, before the command it runs).
+- ``sshpass -p SECRET`` (among sshpass's own options, before the command it runs);
+- ``login -p SECRET`` (``docker login``, ``podman login``, ``helm registry login``, ``az login``).
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -98,6 +99,14 @@ def _curl(text: str, words: list[Span]) -> Iterator[Span]:
             yield from _after(text, start + 2, end, "=")
 
 
+def _login(text: str, words: list[Span]) -> Iterator[Span]:
+    """A registry or cloud login's ``-p SECRET`` (``docker login -u me -p …``, ``podman``,
+    ``helm registry``, ``az login``), up to the next command."""
+    for i, (start, end) in enumerate(words):
+        if text[start:end] == "-p" and i + 1 < len(words):
+            yield from filter(None, [_value(text, *words[i + 1])])
+
+
 def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
     """Among sshpass's own options: the command it runs, from the first other word, has its own
     (``sshpass -p SECRET ssh -p 22 host``) until a word names sshpass again."""
@@ -123,6 +132,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ("mariadb", re.compile(r"mariadb(?<![\w\-.]mariadb)(?:-[a-z]+)?+"), _mysql),
     ("curl", re.compile(r"curl(?<![\w\-.]curl)(?:\.exe)?+"), _curl),
     ("sshpass", re.compile(r"sshpass(?<![\w\-.]sshpass)"), _sshpass),
+    ("login", re.compile(r"login(?<![\w\-.]login)(?![\w\-.])"), _login),
 )
 
 

@@ -69,6 +69,13 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("do", r"[opr]_v1_[0-9a-f]{64}(?![0-9A-Za-z])"), REDACTED),
     # age secret keys (bech32, upper case), post-quantum ones too
     (_boundary("AGE-SECRET-KEY-", r"(?:PQ-)?1[02-9AC-HJ-NP-Z]{58,}"), REDACTED),
+    (_boundary("hv", r"[sbr]\.[A-Za-z0-9_\-]{24,}"), REDACTED),  # HashiCorp Vault tokens
+    (_boundary("whsec_", r"[A-Za-z0-9+/=]{24,}"), REDACTED),  # Stripe and Svix webhook secrets
+    (_boundary("dapi", r"[0-9a-f]{32}(?:-\d)?\b"), REDACTED),  # Databricks tokens
+    (_boundary("shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"), REDACTED),  # Shopify tokens
+    (_boundary("lin_api_", r"[A-Za-z0-9]{40}\b"), REDACTED),  # Linear API keys
+    (_boundary(".atlasv1.", r"[A-Za-z0-9_\-]{60,}", r"[^\w]"), REDACTED),  # Terraform Cloud
+    (_boundary("sig=", r"[A-Za-z0-9%+/]{30,}={0,2}"), REDACTED),  # Azure SAS signatures
     # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
     (
         _boundary("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", r"[\w\-]"),

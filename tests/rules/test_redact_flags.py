@@ -58,6 +58,12 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("sshpass -p S3cret ssh -p 22 u@host", "S3cret", "sshpass -p [REDACTED] ssh -p 22 u@host"),
         ("sshpass -pS3cret scp f host:", "S3cret", "sshpass -p[REDACTED] scp f host:"),
         ("sshpass -v -p 'S3cret Pw' rsync a h:b", "S3cret", "sshpass -v -p '[REDACTED]' rsync"),
+        ("docker login -u me -p S3cretPw ghcr.io", "S3cretPw", "-p [REDACTED] ghcr.io"),
+        ("az login -u a@b.c -p 'S3cret Pw'", "S3cret", "-p '[REDACTED]'"),
+        ("mongosh --password S3cretPw --host db", "S3cretPw", "--password [REDACTED] --host"),
+        ('deploy --api-key "abcdefgh1234" run', "abcdefgh1234", '--api-key "[REDACTED]" run'),
+        ("vault-cli --client-secret abcdefgh1234", "abcdefgh1234", "--client-secret [REDACTED]"),
+        ("psql postgres://admin:pa#ss?w@h/db", "pa#ss", "admin:[REDACTED]@h/db"),
         ("ls && sshpass -p S3cret ssh h", "S3cret", "ls && sshpass -p [REDACTED] ssh h"),
         # a quote paired across two commands: the second is read as an argument of the first
         ("curl ' curl -b 'sid=S3cretx' https://x", "S3cretx", "-b 'sid=[REDACTED]' https://x"),
@@ -107,6 +113,12 @@ def test_cookie_header_values_are_redacted(text: str, kept: str) -> None:
         AGE_KEY,
         "build_sk_live_abcdefghijklmnop1234",  # a "_" before a Stripe key: still the key's shape
         "prefix_rk_live_abcdefghijklmnop1234",
+        "hvs.CAESIJ1234567890abcdefghijklmnop",  # HashiCorp Vault
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",  # Stripe webhooks
+        "dapi0123456789abcdef0123456789abcdef",  # Databricks
+        "shpat_0123456789abcdef0123456789abcdef",  # Shopify
+        "lin_api_" + "a1B2" * 10,  # Linear
+        "sig=abcdefghijklmnopqrstuvwxyz0123456789%2B%3D",  # Azure SAS
     ],
 )
 def test_more_key_shapes_are_redacted(secret: str) -> None:
@@ -141,6 +153,10 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
     "text",
     [
         "mysql -h host -u root",
+        "psql -h db -U app --password app_db",  # asks for it: the next word is the database
+        "mysql -u root --password shop",
+        "gh auth login --with-token --token-file /tmp/t",
+        "ssh -p 2222 host && docker login ghcr.io",
         "mysql -h host -u root -p mydb",  # -p alone: mysql prompts
         "mysql -P 3306 -u root app",
         "psql -h db -U app --password app_db",  # psql's --password only forces a prompt
