@@ -7,7 +7,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
 - ``curl -u user:SECRET`` (``--user``, ``-U`` / ``--proxy-user``; ``-u user`` prompts) and
   ``curl -b name=SECRET`` (``--cookie``; ``-b file`` names a file);
 - ``sshpass -p SECRET`` (among sshpass's own options, before the command it runs);
-- ``login -p SECRET`` (``docker login``, ``podman login``, ``helm registry login``, ``az login``).
+- ``login -p SECRET`` (``docker login``, ``podman login``, ``helm registry login``, ``az login``,
+  ``oc login``; not ``gh auth login -p https``, a git protocol).
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -132,7 +133,15 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ("mariadb", re.compile(r"mariadb(?<![\w\-.]mariadb)(?:-[a-z]+)?+"), _mysql),
     ("curl", re.compile(r"curl(?<![\w\-.]curl)(?:\.exe)?+"), _curl),
     ("sshpass", re.compile(r"sshpass(?<![\w\-.]sshpass)"), _sshpass),
-    ("login", re.compile(r"login(?<![\w\-.]login)(?![\w\-.])"), _login),
+    # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
+    (
+        "login",
+        re.compile(
+            r"(?<![\w\-.])(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
+            r"(?:\.exe)?[ \t]+login(?![\w\-.])"
+        ),
+        _login,
+    ),
 )
 
 

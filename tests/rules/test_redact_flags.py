@@ -157,6 +157,7 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "mysql -u root --password shop",
         "gh auth login --with-token --token-file /tmp/t",
         "ssh -p 2222 host && docker login ghcr.io",
+        "gh auth login -p https -h github.com -w",  # gh's -p: the git protocol
         "mysql -h host -u root -p mydb",  # -p alone: mysql prompts
         "mysql -P 3306 -u root app",
         "psql -h db -U app --password app_db",  # psql's --password only forces a prompt
