@@ -14,6 +14,7 @@ import orjson
 import pytest
 from rich.console import Console
 
+from proxy.inspect import payload_diff
 from proxy.inspect import report_view as rv
 from proxy.inspect.show import render
 
@@ -215,3 +216,23 @@ def test_gemini_contents_read_as_lines() -> None:
     assert "-(result of run_shell_command c1)" in diff[1]["lines"]  # the copy the proxy dropped
     model_lines = rv.message_diff({**row, "forwarded_body": row["request_body"]}) or []
     assert model_lines[0]["op"] == "same"
+
+
+def test_a_long_body_of_equal_messages_is_aligned_in_linear_time() -> None:
+    """20,000 equal messages, the forwarded body changed in its middle: a matcher over all of
+    them took 45 s on the event loop (its time grows with the product of the two lengths)."""
+    import time
+
+    client = [{"role": "user", "content": "x"}] * 20_000
+    forwarded = [*client[:9_000], {"role": "user", "content": "[ctxproxy: dropped]"},
+                 *client[11_000:]]  # fmt: skip
+    row = {"protocol": "chat", "request_body": orjson.dumps({"messages": client}).decode(),
+           "forwarded_body": orjson.dumps({"messages": forwarded}).decode()}  # fmt: skip
+    started = time.perf_counter()
+    found = payload_diff.diff(row)
+    assert time.perf_counter() - started < 3
+    assert found is not None
+    ops = [d["op"] for d in found]
+    assert ops[0] == "same" and ops[-1] == "same" and ops.count("removed") == 1_999
+    shown = sum(1 for d in found if d["op"] != "same")
+    assert shown < 4_000  # the shared start and end are runs, not entries
