@@ -15,11 +15,12 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Route, request_response
 from starlette.types import Message, Receive, Scope, Send
 
 from proxy.errors import ProxyError
 from proxy.inspect import ui
+from proxy.inspect.page_headers import PageHeaders
 from proxy.principals import Principals, no_keys_problem
 from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.rewrite.engine import Engine
@@ -283,7 +284,7 @@ def create_app(
         Route("/v1beta/models", gemini_models, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics.metrics_endpoint, methods=["GET"]),
+        Route("/metrics", PageHeaders(request_response(metrics.metrics_endpoint)), methods=["GET"]),
         *ui.routes(),
     ]
     app = ProxyApp(

@@ -22,7 +22,7 @@ from urllib.parse import parse_qs, quote
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Mount, Route, request_response
 from starlette.staticfiles import StaticFiles
 
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
@@ -30,6 +30,7 @@ from proxy.errors import Forbidden, Unauthorized
 from proxy.inspect import cost_view, usage_view
 from proxy.inspect import report_view as rv
 from proxy.inspect.cache_chart import cache_chart
+from proxy.inspect.page_headers import PageHeaders
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
@@ -110,17 +111,22 @@ class UI:
 
     def routes(self) -> list[BaseRoute]:
         static = Path(__file__).parent / "static"
-        return [
-            Route("/ui", self._readable(self.index), methods=["GET"]),
-            Route("/ui/", self._readable(self.index), methods=["GET"]),
-            Route("/ui/login", self.login, methods=["POST"]),
-            Route("/ui/requests/{request_id}", self._readable(self.request_page), methods=["GET"]),
+        page = self._readable
+        return [  # each answer with the pages' headers (``page_headers``)
+            Route("/ui", PageHeaders(request_response(page(self.index))), methods=["GET"]),
+            Route("/ui/", PageHeaders(request_response(page(self.index))), methods=["GET"]),
+            Route("/ui/login", PageHeaders(request_response(self.login)), methods=["POST"]),
             Route(
-                "/ui/sessions/{session_id:path}",
-                self._readable(self.session_page),
+                "/ui/requests/{request_id}",
+                PageHeaders(request_response(page(self.request_page))),
                 methods=["GET"],
             ),
-            Mount("/ui/static", StaticFiles(directory=static), name="ui-static"),
+            Route(
+                "/ui/sessions/{session_id:path}",
+                PageHeaders(request_response(page(self.session_page))),
+                methods=["GET"],
+            ),
+            Mount("/ui/static", PageHeaders(StaticFiles(directory=static)), name="ui-static"),
         ]
 
     def _readable(

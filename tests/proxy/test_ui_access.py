@@ -217,3 +217,29 @@ def test_trusted_proxies_are_normalised_as_uvicorn_reads_them() -> None:
         {"server": {"trusted_proxies": ["127.0.0.1", " 10.0.0.1/8", "::1", "fd00::/8"]}}
     ).server
     assert server.trusted_proxies == ["127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"]
+
+
+async def test_every_page_carries_the_pages_headers(tmp_path: Path, monkeypatch) -> None:
+    """Not kept by the browser, never framed by another site, read as the type it says, and
+    allowed nothing but its own stylesheet: the refusals, the login form and /metrics too."""
+    monkeypatch.setenv("CTXPROXY_ADMIN_KEY", ADMIN)
+    async with client_from(proxy_settings(UPSTREAM), str(tmp_path / "db"), REMOTE) as client:
+        login = await client.post("/ui/login", data={"key": ADMIN, "next": "/ui"})
+        bearer = {"authorization": f"Bearer {ADMIN}"}
+        answers = [
+            login,
+            await client.get("/ui"),  # the login form (401)
+            await client.get("/ui", headers=bearer),
+            await client.get("/ui/requests/req_x", headers=bearer),  # 404
+            await client.get("/ui/static/ui.css", headers=bearer),
+            await client.get("/metrics", headers=bearer),
+            await client.get("/metrics"),  # 401
+        ]
+    for answer in answers:
+        headers = answer.headers
+        assert headers["cache-control"] == "no-store", answer.url
+        assert headers["x-frame-options"] == "DENY"
+        assert headers["x-content-type-options"] == "nosniff"
+        policy = headers["content-security-policy"]
+        assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
+        assert headers["referrer-policy"] == "no-referrer"
