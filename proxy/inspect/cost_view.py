@@ -93,7 +93,7 @@ async def with_account_now(store: Any, row: dict[str, Any]) -> dict[str, Any]:
     opened = line.get("compaction")
     if not isinstance(opened, dict) or not row.get("session_id"):
         return row
-    rows = await store.list_requests(session=row["session_id"], limit=SESSION_ROWS)
+    rows = await store.list_requests(session=row["session_id"], limit=SESSION_ROWS, bodies=False)
     for later in rows:  # newest first
         account = (line_of(later) or {}).get("payback")
         if isinstance(account, dict) and account.get("request_id") == opened.get("request_id"):
@@ -194,7 +194,9 @@ async def session_costs(
         ids = [s["session_id"] for s in await store.recent_sessions(SCAN, limit, principal)]
     out = []
     for sid in ids:
-        rows = await store.list_requests(session=sid, principal=principal, limit=SESSION_ROWS)
+        rows = await store.list_requests(
+            session=sid, principal=principal, limit=SESSION_ROWS, bodies=False
+        )
         if rows:
             out.append((sid, rows[0].get("model"), session_cost(rows)))
     return out

@@ -198,7 +198,7 @@ async def follow(
         # Never moves back, so an id forgotten below cannot be printed twice.
         lower = max(lower, min(cursor, pending_from or cursor) - LOOKBACK_S)
         rows = await store.list_requests(
-            session=session, principal=principal, after_created=lower, limit=1000
+            session=session, principal=principal, after_created=lower, limit=1000, bodies=False
         )
         rows.reverse()  # oldest first
         for r in rows:

@@ -241,6 +241,7 @@ class UI:
             model=filters["model"] or None,
             status=status,
             limit=min(MAX_LIST, limit),
+            bodies=False,
         )
         for r in rows:
             report = rv.report_of(rv.with_billed(r))
@@ -299,7 +300,7 @@ class UI:
             return denied
         sid = request.path_params["session_id"]
         rows = await request.app.state.services.store.list_requests(
-            session=sid, limit=SESSION_TURNS
+            session=sid, limit=SESSION_TURNS, bodies=False
         )
         if not rows:
             return self._page("missing.html", 404, what="session")

@@ -118,6 +118,7 @@ class Store(Protocol):
         limit: int = 50,
         after_created: float | None = None,
         principal: str | None = None,
+        bodies: bool = True,
     ) -> list[dict[str, Any]]:
         """Newest first; each filter given narrows (``principal``: a principal's name)."""
         ...

@@ -18,6 +18,17 @@ _INT_COLUMNS = frozenset(
 )  # fmt: skip
 
 
+# The request log's columns but the captured payloads (``capture_payloads``), for the pages that
+# list rows (tests/proxy/store/test_listed_columns.py holds it to the table's)
+PAYLOAD_COLUMNS = ("request_body", "forwarded_body", "response_body")
+LISTED_COLUMNS = (
+    "id", "created_at", "session_id", "parent_session_id", "path", "model", "upstream", "stream",
+    "status", "error_type", "error", "tokens_before", "tokens_after", "sections", "report",
+    "overhead_ms", "latency_ms", "ttfb_ms", "usage", "prompt_tokens", "completion_tokens",
+    "cached_tokens", "client_disconnected", "protocol", "instance", "principal", "cache",
+)  # fmt: skip
+
+
 class Dialect:
     """SQLite's SQL; ``PostgresDialect`` overrides what differs. A statement's text is written
     once, on first use (the cache report's upsert is queued with every request)."""
@@ -120,9 +131,11 @@ class Dialect:
         limit: int,
         after_created: float | None,
         principal: str | None = None,
+        bodies: bool = True,
     ) -> tuple[str, list[Any]]:
         """Newest first, by the (session_id, created_at), (principal, created_at) or created_at
-        index: a session's rows by its own (a scoped id has one principal)."""
+        index: a session's rows by its own (a scoped id has one principal). Without ``bodies``,
+        the captured payloads stay in the table (a page of rows would read up to 32 MiB each)."""
         where: list[str] = []
         params: list[Any] = []
         who = "principal" if session is None else self.unindexed("principal")
@@ -134,7 +147,7 @@ class Dialect:
         if after_created is not None:
             params.append(after_created)
             where.append(f"created_at > {self.mark(len(params))}")
-        sql = "SELECT * FROM requests"
+        sql = f"SELECT {'*' if bodies else ', '.join(LISTED_COLUMNS)} FROM requests"
         if where:
             sql += " WHERE " + " AND ".join(where)
         params.append(limit)

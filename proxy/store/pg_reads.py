@@ -35,9 +35,10 @@ class PgReads:
         limit: int = 50,
         after_created: float | None = None,
         principal: str | None = None,
+        bodies: bool = True,
     ) -> list[dict[str, Any]]:
         sql, params = POSTGRES.list_requests(
-            session, model, status, limit, after_created, principal
+            session, model, status, limit, after_created, principal, bodies
         )
         return [decode_row(r) for r in await self._pool.fetch(sql, *params)]
 

@@ -38,8 +38,11 @@ class SqliteReads:
         limit: int = 50,
         after_created: float | None = None,
         principal: str | None = None,
+        bodies: bool = True,
     ) -> list[dict[str, Any]]:
-        sql, params = SQLITE.list_requests(session, model, status, limit, after_created, principal)
+        sql, params = SQLITE.list_requests(
+            session, model, status, limit, after_created, principal, bodies
+        )
         return [_decode_row(r) for r in await self._fetch(sql, params)]
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:

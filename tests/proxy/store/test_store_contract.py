@@ -274,3 +274,16 @@ async def test_readiness_reads_every_table_a_request_writes(store: Any) -> None:
     from proxy.telemetry.health import not_ready
 
     assert await not_ready(store) is None  # the readiness probe's SQL runs on both databases
+
+
+async def test_rows_listed_without_their_payloads(store: Any) -> None:
+    """The pages' lists leave the captured payloads in the table (``bodies=False``)."""
+    row = {"id": "b1", "created_at": 1.0, "session_id": "p/b", "request_body": "x" * 100,
+           "forwarded_body": "y" * 100, "response_body": "z" * 100}  # fmt: skip
+    await store.insert_request(row)
+    await store.flush()
+    [listed] = await store.list_requests(session="p/b", bodies=False)
+    [whole] = await store.list_requests(session="p/b")
+    payloads = {"request_body", "forwarded_body", "response_body"}
+    assert not payloads & set(listed) and whole["forwarded_body"] == "y" * 100
+    assert listed == {k: v for k, v in whole.items() if k not in payloads}
