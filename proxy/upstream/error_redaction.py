@@ -235,16 +235,34 @@ def _decoded(body: bytes, encoding: str) -> bytes | None:
     return None if decoder.unconsumed_tail else out
 
 
-def _last_end(data: bytes, limit: int) -> int:
-    """Just after the last blank line inside ``data[:limit]``, or -1."""
-    found = [i + len(end) for end in _ENDS if (i := data.rfind(end, 0, limit)) >= 0]
-    return max(found) if found else -1
+def _last_end(data: bytes, limit: int, ends: tuple[bytes, ...] = _ENDS) -> int:
+    """Just after the last blank line inside ``data[:limit]``, or -1. ``ends``: the ways of
+    ending one, the stream's own first; each next one is looked for only after the best found
+    so far, so a way the stream does not use is not searched for through all of it, once for
+    every event."""
+    best = -1
+    for end in ends:
+        i = data.rfind(end, 0 if best < 0 else max(0, best - len(end) + 1), limit)
+        if i >= 0 and i + len(end) > best:
+            best = i + len(end)
+    return best
 
 
-def _first_end(data: bytes, start: int) -> int:
-    """Just after the first blank line ending in ``data[start:]``, or -1."""
-    found = [i + len(end) for end in _ENDS if (i := data.find(end, start)) >= 0]
-    return min(found) if found else -1
+def _first_end(data: bytes, start: int, ends: tuple[bytes, ...] = _ENDS) -> int:
+    """Just after the first blank line ending in ``data[start:]``, or -1 (``ends`` as for
+    ``_last_end``: each next one looked for only before the best found so far)."""
+    best = -1
+    for end in ends:
+        i = data.find(end, start) if best < 0 else data.find(end, start, best - 1)
+        if i >= 0:
+            best = i + len(end)
+    return best
+
+
+def _ends_first(found: bytes) -> tuple[bytes, ...]:
+    """The ways of ending an event, the one ``found`` ends with first."""
+    own = next((e for e in _ENDS if found.endswith(e)), _ENDS[0])
+    return (own, *(e for e in _ENDS if e != own))
 
 
 class _EventScanner:
@@ -259,28 +277,49 @@ class _EventScanner:
         self.error = False  # the held event is an error event
         self.cut = False  # part of it was redacted and relayed already (it is that long)
         self.searched = 0  # how far the held event was searched for its end
+        self.ends: tuple[bytes, ...] = _ENDS  # the ways of ending an event, its own first
 
     def feed(self, chunk: bytes) -> bytes:
         if not (self.held or self.error or _MARK in chunk or self._straddles(chunk)):
             self._note(chunk)  # the common case: relayed as it came
             return chunk
         out: list[bytes] = []
-        while chunk:
+        pos = 0  # where the chunk's bytes not yet relayed or held start (an event's start)
+        while pos < len(chunk):
             if self.held or self.error:
-                self.held += chunk
-                chunk = self._settle(out)
+                self.held += chunk[pos:] if pos else chunk
+                chunk, pos = self._settle(out), 0
                 continue
             # a mark straddling the two chunks first: a later one would let this chunk's start by
-            at = 0 if self._straddles(chunk) else chunk.find(_MARK)
+            at = 0 if not pos and self._straddles(chunk) else chunk.find(_MARK, pos)
             if at < 0:
-                self._relay(chunk, out)
+                self._relay(chunk[pos:] if pos else chunk, out)
                 break
-            start = self._event_start(chunk, at)
-            if start > 0:
-                self._relay(chunk[:start], out)
+            # at ``pos`` an event starts (one ended there, or the stream starts): the one holding
+            # the mark starts there or later
+            if pos or self._between_events():
+                start = max(pos, _last_end(chunk, at, self.ends))
+            else:
+                start = self._event_start(chunk, at)
+            if start > pos:
+                self._relay(chunk[pos:start], out)
+            if start >= 0 and (end := self._relayed_whole(chunk, start, out)) >= 0:
+                pos = end  # no error event: decided within the chunk, nothing held or copied
+                continue
             self.held, self.searched = chunk[max(start, 0) :], 0
-            chunk = self._settle(out)
+            chunk, pos = self._settle(out), 0
         return b"".join(out)
+
+    def _relayed_whole(self, chunk: bytes, start: int, out: list[bytes]) -> int:
+        """The event starting at ``chunk[start]`` relayed when it ends within the chunk and its
+        head says it is no error event: where it ends; else -1 (it is held)."""
+        end = _first_end(chunk, start, self.ends)
+        if end < 0 or is_error_head(chunk[start : start + _HEAD]) is not False:
+            return -1
+        if not chunk.startswith(self.ends[0], end - len(self.ends[0])):
+            self.ends = _ends_first(chunk[max(start, end - 4) : end])
+        self._relay(chunk[start:end], out)
+        return end
 
     def finish(self) -> bytes:
         """What is held when the stream ends (an unfinished event)."""
@@ -298,13 +337,17 @@ class _EventScanner:
 
     def _event_start(self, data: bytes, limit: int) -> int:
         """Where the event holding ``data[limit]`` starts in ``data``; -1: before it."""
-        end = _last_end(data, limit)
+        end = _last_end(data, limit, self.ends)
         if end < 0 and self.tail:  # a blank line across the two chunks
             joint = self.tail + data[: min(limit, _KEEP)]
             found = _last_end(joint, len(joint))
             if found > len(self.tail):
                 end = found - len(self.tail)
         return end
+
+    def _between_events(self) -> bool:
+        """Whether the bytes relayed so far end an event (or there are none)."""
+        return not self.tail or any(self.tail.endswith(end) for end in self.ends)
 
     def _straddles(self, chunk: bytes) -> bool:
         """Whether a mark begins in the last chunk and ends in ``chunk``."""
@@ -331,7 +374,7 @@ class _EventScanner:
         next events), to be scanned again."""
         if not self.error:
             verdict = is_error_head(self._head())
-            end = _first_end(self.held, 0)
+            end = _first_end(self.held, 0, self.ends)
             if verdict is None and end < 0:
                 return b""  # its head has not come yet
             if not verdict:  # relayed as it came
@@ -340,7 +383,7 @@ class _EventScanner:
                 self._relay(data, out)
                 return rest
             self.error = True
-        end = _first_end(self.held, max(0, self.searched - 3))
+        end = _first_end(self.held, max(0, self.searched - 3), self.ends)
         if end < 0:
             self.searched = len(self.held)
             if len(self.held) > _MAX_HELD:

@@ -442,3 +442,24 @@ def test_a_stream_that_breaks_off_keeps_its_unfinished_event_redacted() -> None:
         b'event: error\ndata: {"type": "error", "message": "' + CUSTOM_KEY.encode()
     )
     assert first == b"" and CUSTOM_KEY.encode() not in scanner.finish()
+
+
+@pytest.mark.parametrize("blank", [b"\n\n", b"\r\n\r\n"])
+def test_a_read_of_many_events_holding_error_is_scanned_in_linear_time(blank: bytes) -> None:
+    """A gateway's ``"error":null`` in every chunk, 13,000 events in one 1 MiB read: each event
+    held back copied the rest of the read, and each search for its end looked for the ways of
+    ending one the stream does not use through all of it (11 s on the event loop). Relayed as it
+    came, and the time each event costs does not grow with the read."""
+    import time
+
+    event = b'data: {"id":"c1","choices":[{"delta":{"content":"a"}}],"error":null}' + blank
+
+    def seconds(events: int) -> float:
+        read = event * events
+        scanner = _EventScanner(ErrorRedactor())
+        started = time.perf_counter()
+        assert scanner.feed(read) + scanner.finish() == read
+        return time.perf_counter() - started
+
+    small, large = seconds(1_600), seconds(12_800)  # 8 times as many
+    assert large < 3.0 and large < 24 * max(small, 1e-4), (small, large)
