@@ -17,6 +17,7 @@ from proxy.errors import InternalError, ProxyError, ShuttingDown
 from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
+from proxy.server.event_aligned import event_aligned
 from proxy.server.feedback import note_cache_usage, with_cache_line
 from proxy.server.provider_refs import AnswerReader
 from proxy.server.services import Services
@@ -84,7 +85,10 @@ async def relay_stream(
         await send({"type": "http.response.start", "status": status, "headers": head})
         try:
             limit_s = handler.s.settings.limits.stream_max_s
-            async for chunk in bounded(response.chunks, limit_s):
+            chunks = bounded(response.chunks, limit_s)
+            # an SSE stream cut at event ends: an error event after a break is read as one
+            aligned = chunks if response.error_tail is not None else event_aligned(chunks)
+            async for chunk in aligned:
                 if ttfb is None:
                     ttfb = (time.perf_counter() - started) * 1000
                 try:

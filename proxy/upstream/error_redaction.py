@@ -235,7 +235,7 @@ def _decoded(body: bytes, encoding: str) -> bytes | None:
     return None if decoder.unconsumed_tail else out
 
 
-def _last_end(data: bytes, limit: int, ends: tuple[bytes, ...] = _ENDS) -> int:
+def last_event_end(data: bytes, limit: int, ends: tuple[bytes, ...] = _ENDS) -> int:
     """Just after the last blank line inside ``data[:limit]``, or -1. ``ends``: the ways of
     ending one, the stream's own first; each next one is looked for only after the best found
     so far, so a way the stream does not use is not searched for through all of it, once for
@@ -250,7 +250,7 @@ def _last_end(data: bytes, limit: int, ends: tuple[bytes, ...] = _ENDS) -> int:
 
 def _first_end(data: bytes, start: int, ends: tuple[bytes, ...] = _ENDS) -> int:
     """Just after the first blank line ending in ``data[start:]``, or -1 (``ends`` as for
-    ``_last_end``: each next one looked for only before the best found so far)."""
+    ``last_event_end``: each next one looked for only before the best found so far)."""
     best = -1
     for end in ends:
         i = data.find(end, start) if best < 0 else data.find(end, start, best - 1)
@@ -298,7 +298,7 @@ class _EventScanner:
             # at ``pos`` an event starts (one ended there, or the stream starts): the one holding
             # the mark starts there or later
             if pos or self._between_events():
-                start = max(pos, _last_end(chunk, at, self.ends))
+                start = max(pos, last_event_end(chunk, at, self.ends))
             else:
                 start = self._event_start(chunk, at)
             if start > pos:
@@ -337,10 +337,10 @@ class _EventScanner:
 
     def _event_start(self, data: bytes, limit: int) -> int:
         """Where the event holding ``data[limit]`` starts in ``data``; -1: before it."""
-        end = _last_end(data, limit, self.ends)
+        end = last_event_end(data, limit, self.ends)
         if end < 0 and self.tail:  # a blank line across the two chunks
             joint = self.tail + data[: min(limit, _KEEP)]
-            found = _last_end(joint, len(joint))
+            found = last_event_end(joint, len(joint))
             if found > len(self.tail):
                 end = found - len(self.tail)
         return end

@@ -198,3 +198,49 @@ async def test_the_bound_passing_during_a_send_ends_the_stream_at_the_next_read(
             got.append(chunk)
             await asyncio.sleep(0.3)  # a slow send: not cut itself
     assert got == [KEEP_ALIVE]
+
+
+PARTIAL = {  # the start of an event the upstream broke off in
+    "chat": b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hal',
+    "messages": b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"te',
+    "responses": b'event: response.output_text.delta\ndata: {"type":"response.output_text.de',
+    "gemini": b'data: {"candidates":[{"content":{"parts":[{"text":"hal',
+}
+
+
+def sse_events(body: bytes) -> list[tuple[bytes | None, bytes]]:
+    """(name, data) of each event, as a client's SSE parser reads them."""
+    out: list[tuple[bytes | None, bytes]] = []
+    name, data = None, []
+    for line in body.replace(b"\r\n", b"\n").split(b"\n"):
+        if not line:
+            if data:
+                out.append((name, b"\n".join(data)))
+            name, data = None, []
+        elif line.startswith(b"event:"):
+            name = line[6:].strip()
+        elif line.startswith(b"data:"):
+            data.append(line[5:].lstrip(b" "))
+    return out
+
+
+@pytest.mark.parametrize("case", PARTIAL)
+async def test_a_break_inside_an_event_leaves_the_error_event_readable(
+    tmp_path: Path, edge: EdgeUpstream, case: str
+) -> None:
+    """The half-sent event is not relayed: every event the client reads is JSON, the last the
+    proxy's error (glued onto the half-sent line, a client read neither)."""
+    path, body, first, _ = CASES[case]
+    chunks = [first + PARTIAL[case], b'"}}]}\n\n']
+    edge.reply = Reply(
+        headers=[("content-type", "text/event-stream")], chunks=chunks, after_first_chunk="break"
+    )
+    async with in_process(settings(edge, 30), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
+        (row,) = await log_rows(c)
+    events = sse_events(r.content)
+    assert r.content.startswith(first) and len(events) >= 2
+    for _, data in events:
+        orjson.loads(data)  # each one JSON
+    assert b"broke off" in events[-1][1] and b"hal" not in r.content
+    assert row["error_type"] == "upstream_connection_error"
