@@ -20,7 +20,7 @@ import json
 import re
 from typing import Any
 
-from proxy.upstream.error_events import data_objects, error_event
+from proxy.upstream.error_events import ERROR_NAMES, data_objects, error_event
 
 MAX_PENDING = 64 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -29,6 +29,17 @@ _USAGE_KEY = re.compile(rb'"usage"\s*:\s*\{')
 _DECODER = json.JSONDecoder()
 _TAIL_KEPT = MAX_PENDING // 2
 _DIAGNOSTICS = ("diagnostics", "prompt_cache_diagnostics")  # Anthropic's, OpenAI Responses'
+# An oversized event's start that says it is an error event (its whole cannot be read): a type
+# naming one, or a non-null ``error`` object first
+_ERROR_START = re.compile(
+    rb'\s*\{\s*(?:"(?:type|object)"\s*:\s*"(?:error|response\.failed)"|"error"\s*:\s*\{)'
+)
+# its kind: the error object's own code or type, else the event's type
+_ERROR_KINDS = (
+    re.compile(rb'"error"\s*:\s*\{[^{}]{0,256}?"(?:code|type)"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"'),
+    re.compile(rb'"type"\s*:\s*"([A-Za-z0-9_.\-]{1,64})"'),
+)
+_START_KEPT = 512  # bytes of an oversized event's data kept from its start
 
 
 class UsageTap:
@@ -44,6 +55,8 @@ class UsageTap:
         self._tail = bytearray()  # an oversized event's last bytes (raw lines, not joined)
         self._mid_line = False  # an oversized line was cut: the next bytes still belong to it
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF belongs to it
+        self._name = b""  # the current event's name (its ``event:`` line)
+        self._start = b""  # an oversized event's first data bytes: whether it is an error
         self.usage: dict[str, Any] | None = None
         self.events = 0
         # the answer's id (``message_start``'s message, a Responses event's response) and the
@@ -96,8 +109,9 @@ class UsageTap:
                     continue
             self._take(line)
         if self.pending_bytes + len(rest) > MAX_PENDING:
-            self._overflow()
-            self._keep_tail(bytes(self._line) + rest)
+            line = bytes(self._line) + rest
+            self._overflow(line[5:] if line.startswith(b"data:") else b"")
+            self._keep_tail(line)
             self._line.clear()
             self._mid_line = True
         else:
@@ -109,33 +123,49 @@ class UsageTap:
                 self.events += 1
             if self._oversized:
                 self._read_tail()
+                self._note_oversized_error()
             elif self._data:
                 self._dispatch(self._data)
             self._data.clear()
             self._data_size = 0
             self._oversized = False
             self._tail.clear()
+            self._name = self._start = b""
             return
         if not line.startswith(b"data:"):
+            if line.startswith(b"event:"):
+                self._name = line[6:].strip()[:64]
             return
         if self._oversized:
             self._keep_tail(line[5:])
             return
         if self._data_size + len(line) > MAX_PENDING:
-            self._overflow()
+            self._overflow(line[5:])
             self._keep_tail(line[5:])
             return
         self._data.append(line[5:])
         self._data_size += len(line)
 
-    def _overflow(self) -> None:
-        """The current event is too large to keep whole: from here on keep its tail only."""
+    def _overflow(self, more: bytes = b"") -> None:
+        """The current event is too large to keep whole: from here on keep its tail only (and
+        its start, which says whether it is an error event). ``more``: the data coming next."""
         if not self._oversized:
             self._oversized = True
+            self._start = (b"".join(self._data) + more[:_START_KEPT])[:_START_KEPT]
             for part in self._data:
                 self._keep_tail(part)
             self._data.clear()
             self._data_size = 0
+
+    def _note_oversized_error(self) -> None:
+        """An error event too large to read whole (a ``response.failed`` echoing the request)
+        is still one: the row records its kind, as its start or name says."""
+        if self.error is not None:
+            return
+        if self._name in ERROR_NAMES or _ERROR_START.match(self._start):
+            found = next((m[1] for p in _ERROR_KINDS if (m := p.search(self._start))), None)
+            named = (found or self._name or b"error").decode("utf-8", "replace")
+            self.error = f"{named}: (an error event too large to read whole)"
 
     def _keep_tail(self, data: bytes) -> None:
         # trimmed to half the cap once past it, so each byte is moved a bounded number of times

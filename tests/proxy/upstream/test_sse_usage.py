@@ -162,3 +162,32 @@ def test_a_gemini_array_element_with_an_error_is_noted() -> None:
     tap.feed(b'[{"candidates":[],"usageMetadata":{"promptTokenCount":3}}')
     tap.feed(b',\n{"error":{"code":503,"message":"overloaded","status":"UNAVAILABLE"}}]')
     assert tap.error == "503: overloaded" and tap.usage == {"promptTokenCount": 3}
+
+
+@pytest.mark.parametrize("size", [1_000, 70_000, 300_000])
+@pytest.mark.parametrize("chunk", [4096, 1 << 20])
+def test_an_error_event_too_large_to_read_whole_is_still_one(size: int, chunk: int) -> None:
+    """A ``response.failed`` echoing its request, an Anthropic error with a long message: past
+    ``MAX_PENDING`` only the event's tail was kept, and the row recorded no error."""
+    failed = (
+        b'event: response.failed\ndata: {"type":"response.failed","response":{"id":"r1",'
+        b'"status":"failed","error":{"code":"server_error","message":"The model failed."},'
+        b'"instructions":"' + b"i" * size + b'"}}\n\n'
+    )
+    overloaded = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"'
+        + b"o" * size + b'"}}\n\n'
+    )
+    completed = (  # as large, no error: none recorded
+        b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r2",'
+        b'"error":null,"instructions":"' + b"i" * size + b'","usage":{"input_tokens":5}}}\n\n'
+    )
+    for stream, wanted in ((failed, "server_error"), (overloaded, "overloaded_error")):
+        tap = UsageTap()
+        for i in range(0, len(stream), chunk):
+            tap.feed(stream[i : i + chunk])
+        assert tap.error is not None and tap.error.startswith(wanted), (size, tap.error)
+    tap = UsageTap()
+    for i in range(0, len(completed), chunk):
+        tap.feed(completed[i : i + chunk])
+    assert tap.error is None and tap.usage == {"input_tokens": 5}
