@@ -42,6 +42,8 @@ class ArraySplitter:
         self._depth = 0  # 1 inside the array, 2 and more inside an element
         self._string = False
         self._escape = False
+        self._open = bytearray()  # the brackets open inside the current element, in order
+        self._partly = False  # part of the current element went as it came (it was too large)
         self.elements = 0  # elements relayed whole
         self.relayed = False  # any byte went to the client
         self.closed = False  # the array's closing bracket was relayed
@@ -79,12 +81,17 @@ class ArraySplitter:
                 self._string = True
             elif byte in (_OPEN_BRACE, _OPEN_BRACKET):
                 self._depth += 1
+                if self._depth >= 2:
+                    self._open.append(byte)
             else:
                 self._depth -= 1
+                if self._open:
+                    self._open.pop()
                 if self._depth == 1:  # an element ended: relay it with what led up to it
                     pieces.append(bytes(held[cut:i]))
                     cut = i
                     self.elements += 1
+                    self._partly = False
                 elif self._depth <= 0:  # the array ended
                     pieces.append(bytes(held[cut:i]))
                     cut = i
@@ -93,6 +100,7 @@ class ArraySplitter:
         if (self.closed and cut < end) or end - cut > self.max_element:
             pieces.append(bytes(held[cut:]))
             cut = end
+            self._partly = self._depth >= 2
         del held[:cut]
         self._scanned = max(i - cut, 0)
         if pieces:
@@ -113,7 +121,16 @@ class ArraySplitter:
         self._held.clear()  # an unfinished element is dropped, never half relayed
         if not self.relayed:
             return b"[" + error_body + b"]"
-        return b",\r\n" + error_body + b"\r\n]"
+        return self._closing() + b",\r\n" + error_body + b"\r\n]"
+
+    def _closing(self) -> bytes:
+        """What ends an element too large to hold that went partly as it came: its string and
+        brackets closed (the break falls inside its long string of inline data, almost always;
+        elsewhere the array may still not parse)."""
+        if not self._partly:
+            return b""
+        text = (b"\\" if self._escape else b"") + (b'"' if self._string else b"")
+        return text + b"".join(b"}" if b == _OPEN_BRACE else b"]" for b in reversed(self._open))
 
     async def elements_of(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """``chunks`` (the upstream's reads) relayed as whole elements."""

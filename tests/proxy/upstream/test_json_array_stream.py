@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import orjson
+import pytest
 
 from proxy.upstream.json_array_stream import ArraySplitter, ElementUsageTap
 from tests.conftest import in_process
@@ -127,3 +128,23 @@ async def test_an_error_element_is_redacted(edge: EdgeUpstream, tmp_path: Path) 
     assert secret not in got.text
     elements = orjson.loads(got.content)
     assert elements[0] == answer("Do") and elements[1]["error"]["code"] == 500
+
+
+@pytest.mark.parametrize("where", ["data", "escape", "nested"])
+def test_a_break_inside_an_element_too_large_to_hold_still_ends_a_valid_array(where: str) -> None:
+    """Past ``max_element`` an element goes as it comes; a break inside it left the client a
+    body that was no JSON (the error's element after a half-sent one)."""
+    inline = "A" * 150 + "\\" + "B" * 60  # one backslash: written as an escape
+    parts = [{"inlineData": {"data": inline}}, {"t": [1, 2]}]
+    element = orjson.dumps({"candidates": [{"content": {"parts": parts}}]})
+    cut = {
+        "data": element.index(b"AAAA") + 5,
+        "escape": element.index(b"\\\\") + 1,  # between the escape's two bytes
+        "nested": element.index(b'{"t"') + 9,
+    }[where]
+    stream = b"[" + orjson.dumps({"candidates": []}) + b",\r\n" + element
+    splitter = ArraySplitter(max_element=32)
+    sent = b"".join(splitter.feed(stream[: len(stream) - len(element) + cut]))
+    sent += splitter.error_tail(b'{"error":{"code":502}}')
+    parsed = orjson.loads(sent)
+    assert parsed[0] == {"candidates": []} and parsed[-1] == {"error": {"code": 502}}

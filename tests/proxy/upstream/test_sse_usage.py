@@ -176,7 +176,8 @@ def test_an_error_event_too_large_to_read_whole_is_still_one(size: int, chunk: i
     )
     overloaded = (
         b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"'
-        + b"o" * size + b'"}}\n\n'
+        + b"o" * size
+        + b'"}}\n\n'
     )
     completed = (  # as large, no error: none recorded
         b'event: response.completed\ndata: {"type":"response.completed","response":{"id":"r2",'
