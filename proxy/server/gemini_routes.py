@@ -25,6 +25,7 @@ from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.provider_refs import require_own
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
@@ -92,6 +93,8 @@ class GeminiCountTokens:
                 self.s.engine, body, headers, time.time(), principal, GEMINI, len(raw), model
             )
             if upstream.kind == "gemini":
+                # a cachedContent counted with the server's key: another's size (provider_refs)
+                await require_own(None, principal, "gemini", body, upstream)
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path)
                 if body is not outer:  # sent as the client wrote it: wrapped

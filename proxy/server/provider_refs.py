@@ -102,11 +102,12 @@ async def require_own(
     ids: ResponseIds | None, principal: str, protocol: str, body: dict[str, Any], upstream: Any
 ) -> None:
     """Raise the protocol's own 400 (``BadRequest``) when ``body`` names provider-side state
-    that is not ``principal``'s, the upstream being called with the server's key."""
-    if ids is None or not shared_key(upstream):
+    that is not ``principal``'s, the upstream being called with the server's key (``ids``: the
+    containers relayed; None where none can be named, as for a Gemini ``countTokens``)."""
+    if not shared_key(upstream):
         return
     for param, cid in _named_containers(protocol, body):
-        if not await ids.known(principal, CONTAINER + cid):
+        if ids is None or not await ids.known(principal, CONTAINER + cid):
             shown = echo_id(cid)
             raise BadRequest(
                 f"Container '{shown}' not found for this client.",

@@ -171,3 +171,17 @@ async def test_with_the_clients_own_key_every_id_passes(tmp_path: Path, edge) ->
                               headers={"x-goog-api-key": "AIza-own-key-0001"})  # fmt: skip
         assert r.status_code == 200
         assert orjson.loads(edge.last.body)["cachedContent"] == "cachedContents/mine"
+
+
+async def test_a_cached_contents_tokens_are_not_counted_with_the_servers_key(
+    tmp_path: Path, edge
+) -> None:
+    """``countTokens`` relayed to Gemini would tell another's cached content's size."""
+    count = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+             "cachedContent": "cachedContents/someone-elses"}  # fmt: skip
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post(
+            "/v1beta/models/gemini-2.5-pro:countTokens", json=count, headers=ALICE
+        )
+    assert r.status_code == 400 and "cachedContent" in r.json()["error"]["message"]
+    assert edge.seen == []
