@@ -254,27 +254,37 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
+# A migration's statements (and the wait for another replica's) may take long on a large table:
+# not bound by the connection's statement timeout
+MIGRATION_TIMEOUT_S = 24 * 3600.0
+
+
 async def apply_pg_migrations(conn: Any) -> list[str]:
     """Apply the migrations not applied yet (an asyncpg connection); returns their names. Two
     replicas starting together serialise here: the second finds them applied."""
-    await conn.execute("SELECT pg_advisory_lock($1, $2)", *MIGRATION_LOCK)
+    wait = MIGRATION_TIMEOUT_S
+    await conn.execute("SELECT pg_advisory_lock($1, $2)", *MIGRATION_LOCK, timeout=wait)
     try:
         await conn.execute(
             "CREATE TABLE IF NOT EXISTS schema_migrations "
-            "(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            "(name TEXT PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())",
+            timeout=wait,
         )
-        done = {r["name"] for r in await conn.fetch("SELECT name FROM schema_migrations")}
+        rows = await conn.fetch("SELECT name FROM schema_migrations", timeout=wait)
+        done = {r["name"] for r in rows}
         applied = []
         for name, sql in PG_MIGRATIONS:
             if name in done:
                 continue
             async with conn.transaction():
-                await conn.execute(sql)
-                await conn.execute("INSERT INTO schema_migrations (name) VALUES ($1)", name)
+                await conn.execute(sql, timeout=wait)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (name) VALUES ($1)", name, timeout=wait
+                )
             applied.append(name)
         return applied
     finally:
-        await conn.execute("SELECT pg_advisory_unlock($1, $2)", *MIGRATION_LOCK)
+        await conn.execute("SELECT pg_advisory_unlock($1, $2)", *MIGRATION_LOCK, timeout=wait)
 
 
 def names_match() -> bool:

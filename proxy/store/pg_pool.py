@@ -42,10 +42,15 @@ class Connections:
         size: int,
         connect_timeout: float,
         server_settings: dict[str, str] | None = None,
+        command_timeout: float | None = None,
     ) -> None:
         self.url = url
         self.size = size
         self._connect_timeout = connect_timeout
+        # each statement's answer waited for at most this long (asyncpg's default for the
+        # connection): a database that stops answering with its connections open (a frozen host,
+        # a failover without a reset) held every request that had one, with no end
+        self._command_timeout = command_timeout
         self._settings = server_settings or {}
         self._idle: list[tuple[Any, float]] = []  # (connection, when it was given back)
         self._open = 0  # connections open or being opened, idle or not: at most ``size``
@@ -161,7 +166,12 @@ class Connections:
         """A new connection in a place already counted in ``_open`` (given up on failure)."""
         wait = self._connect_timeout if timeout is None else min(timeout, self._connect_timeout)
         try:
-            return await asyncpg.connect(self.url, timeout=wait, server_settings=self._settings)
+            return await asyncpg.connect(
+                self.url,
+                timeout=wait,
+                server_settings=self._settings,
+                command_timeout=self._command_timeout,
+            )
         except BaseException:
             self._hand_over(None)
             raise

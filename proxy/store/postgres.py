@@ -59,6 +59,9 @@ from proxy.store.state_bytes import (
 from rules.base import Ancestor, SessionState
 
 log = logging.getLogger("ctxproxy.store")
+# how much longer than the lock timeout a statement may take before the database is taken for
+# one that stopped answering
+STATEMENT_MARGIN_S = 5.0
 
 
 class PostgresStore(PgReads):
@@ -116,6 +119,9 @@ class PostgresStore(PgReads):
             CONNECT_TIMEOUT_S,
             # no commit waits for the WAL flush: one lost in a crash of the database itself is as
             server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
+            # a session's hold waits up to the lock timeout on the server: past that and a margin
+            # the database is not answering (``_hold``: it goes offline, as when it is away)
+            command_timeout=self.lock_timeout_ms / 1000 + STATEMENT_MARGIN_S,
         )
         self._pool.on_wait = self._on_pool_wait
         try:
@@ -276,6 +282,10 @@ class PostgresStore(PgReads):
                     self._pool.give(conn)  # it waited and never got the lock
                 else:  # the lock may be held: only closing the connection surely frees it
                     self._pool.discard(conn)
+            if conn is not None and isinstance(exc, TimeoutError):
+                # no answer past the server's own lock timeout: it stopped answering
+                self.health.failed(exc)
+                return self._offline(session_id, cached)
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
                 self.lock_timeouts += 1
                 log.warning("store: session %s held elsewhere too long; read-only", session_id)

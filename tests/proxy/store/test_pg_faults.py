@@ -80,3 +80,47 @@ async def test_beyond_the_buffer_rows_are_dropped_and_counted(
     server.start()
     await asyncio.wait_for(store.flush(), 30)
     assert await count_rows(store.url) == 200
+
+
+def _processes(server: PgServer) -> list[int]:
+    """The server's processes: the postmaster (its pid file's first line) and its children."""
+    import subprocess
+
+    main = int((server.data / "postmaster.pid").read_text().split()[0])
+    children = subprocess.run(["pgrep", "-P", str(main)], capture_output=True, text=True)
+    return [main, *(int(p) for p in children.stdout.split())]
+
+
+async def test_a_database_that_stops_answering_holds_no_request(
+    own_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Frozen with its connections open (a frozen host, a failover without a reset): a request
+    holding a pooled connection waited for the hold's answer with no end. Now its statement is
+    given up past the lock timeout and a margin, and the store serves from memory."""
+    import os
+    import signal
+
+    import proxy.store.postgres as pg_store
+
+    monkeypatch.setattr(pg_store, "STATEMENT_MARGIN_S", 0.5)
+    store = PostgresStore(own_server.database(), lock_timeout_s=0.5, batch_window_s=0.005)
+    await store.open()
+    frozen: list[int] = []
+    try:
+        async with store.session("s") as held:  # a pooled connection, idle and open
+            await held.save(SessionState({"n": 1}), None)
+        frozen = _processes(own_server)
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        async with store.session("s") as held:
+            await held.save(SessionState({"n": held.state.get("n") + 1}), None)
+        assert time.monotonic() - started < 5.0  # the statement's bound: 1 s, then offline
+        started = time.monotonic()
+        async with store.session("t") as held:  # the next is offline at once
+            assert held.state.get("n") is None
+        assert time.monotonic() - started < 0.5
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        await store.close()
