@@ -43,7 +43,7 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.litellm import _checked, _failure, provider_headers
+from proxy.upstream.litellm import _checked, _failure, gemini_api_base, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -240,7 +240,10 @@ def _route(
         return target, "openai", upstream.base_url or _OPENAI_BASE
     if upstream.kind in ("anthropic", "gemini"):
         upstream = upstream.model_copy(update={"provider": upstream.kind})
-    return upstream, _checked(upstream, model, key), upstream.base_url
+    base = upstream.base_url
+    if upstream.kind == "gemini" and base is not None:
+        base = gemini_api_base(base)
+    return upstream, _checked(upstream, model, key), base
 
 
 def _failed(upstream: UpstreamSettings, exc: Exception) -> UpstreamResponse:

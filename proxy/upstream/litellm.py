@@ -226,7 +226,7 @@ async def _completion(
             stream=stream,
             api_key=key,
             custom_llm_provider=provider,  # the model's prefix must not pick another
-            base_url=upstream.base_url,
+            base_url=litellm_base(upstream),
             timeout=upstream.timeout_s,
             # never litellm's MCP gateway (tools naming a server it would call); importing it
             # needs the ``mcp`` extra and fails every request with tools without it
@@ -380,3 +380,23 @@ def _json_message(text: str) -> str | None:
         if isinstance(holder, dict) and isinstance(holder.get("message"), str):
             return holder["message"].split("\n", 1)[0].strip()
     return None
+
+
+def litellm_base(upstream: UpstreamSettings) -> str | None:
+    """The base URL litellm is given: a Gemini upstream's with the API's version
+    (``gemini_api_base``), the others' as configured."""
+    if upstream.kind == "gemini" and upstream.base_url:
+        return gemini_api_base(upstream.base_url)
+    return upstream.base_url
+
+
+# a base URL that ends with the API's version already: /v1, /v1beta, /v1alpha
+_API_VERSION = re.compile(r"/v1(?:beta|alpha)?$")
+
+
+def gemini_api_base(base: str) -> str:
+    """A Gemini upstream's base URL as litellm takes it: with the API's version, which the native
+    relay takes from the client's path (litellm writes ``{base}/models/{model}:…``; without the
+    version, the shipped config's Google URL has no such path)."""
+    base = base.rstrip("/")
+    return base if _API_VERSION.search(base) else base + "/v1beta"

@@ -140,3 +140,34 @@ async def test_json_array_stream_to_an_openai_upstream_by_element(edge, client) 
     for piece in pieces:
         tap.feed(piece)
     assert tap.usage is not None and tap.usage["promptTokenCount"] == 9
+
+
+@pytest.mark.parametrize(
+    ("base", "wanted"),
+    [("", "/v1beta/models"), ("/", "/v1beta/models")],  # (the settings refuse a version)
+)  # fmt: skip
+async def test_chat_to_a_gemini_upstream_goes_to_its_versioned_path(
+    tmp_path: Any, edge: Any, base: str, wanted: str
+) -> None:
+    """Chat Completions for a ``gemini-*`` model, through litellm to a Gemini upstream given as
+    the shipped config gives Google's (no version in it): litellm wrote ``{base}/models/…``, a
+    path Google has not (the native relay takes the version from the client's path)."""
+    from tests.conftest import in_process, proxy_settings
+
+    answer = {
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "hello"}]},
+                        "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 1, "totalTokenCount": 4},
+    }  # fmt: skip
+    edge.reply = Reply.json(answer)
+    upstream = {"name": "gem", "kind": "gemini", "match": ["gemini-*"], "base_url": edge.url + base}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    body = {"model": "gemini-2.5-flash", "messages": [{"role": "user", "content": "hi"}]}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(
+            "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {KEY}"}
+        )
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"] == "hello"
+    sent = edge.last.target
+    assert sent.startswith(f"{wanted}/gemini-2.5-flash:generateContent"), sent
