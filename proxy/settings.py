@@ -25,7 +25,7 @@ from proxy.serving_settings import LimitSettings as LimitSettings  # re-exported
 from proxy.serving_settings import ServerSettings as ServerSettings  # re-exported
 from proxy.settings_env import EnvSettingsError, env_base_urls
 from proxy.strict_model import Strict as _Strict
-from proxy.upstream_settings import UpstreamSettings
+from proxy.upstream_settings import UpstreamSettings, env_name
 from proxy.workspace_settings import WorkspaceSettings
 from rules.base import RuleConfig
 from rules.registry import default_rule_names, load_rule
@@ -90,6 +90,14 @@ class AuthSettings(_Strict):
                 raise ValueError(f"principal name {name!r} is reserved")
             if not envs:
                 raise ValueError(f"principal {name!r}: list the environment variables of its keys")
+            for env in envs:
+                env_name(env)
+        return value
+
+    @field_validator("proxy_keys_env", "admin_key_env")
+    @classmethod
+    def _key_variables(cls, value: str) -> str:
+        env_name(value)
         return value
 
 
@@ -115,6 +123,12 @@ class ResolverSettings(_Strict):
     base_url: str | None = None
     api_key_env: str | None = "OPENAI_API_KEY"
     timeout_s: float = Field(default=5.0, gt=0)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_variable(cls, value: str | None) -> str | None:
+        return env_name(value)
+
     ttl_seconds: float = Field(default=300.0, ge=0)
     describe_pointers: bool = Field(
         default=False,

@@ -15,6 +15,21 @@ from proxy.strict_model import Strict
 HTTP_URL = re.compile(r"https?://[^\s/?#]+(?:[/?#]\S*)?", re.IGNORECASE)  # linear: no nesting
 
 
+# An environment variable's name, as a shell exports one
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+
+
+def env_name(value: str | None) -> str | None:
+    """``value`` when it names an environment variable; a key pasted in its place is refused
+    without being shown (the error is printed, and logged)."""
+    if value and not _ENV_NAME.fullmatch(value):  # empty: none, as unset
+        raise ValueError(
+            "must name an environment variable (letters, digits and '_'), not hold a key "
+            "(the value is not shown)"
+        )
+    return value
+
+
 class UpstreamSettings(Strict):
     name: str
     match: list[str] = Field(default_factory=lambda: ["*"])  # model names, exact or glob
@@ -53,6 +68,11 @@ class UpstreamSettings(Strict):
         description="prices and cache rules for every model this upstream serves "
         "(proxy.pricing); a matching top-level `pricing:` entry wins key by key",
     )
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _key_variable(cls, value: str | None) -> str | None:
+        return env_name(value)
 
     @field_validator("base_url")
     @classmethod
