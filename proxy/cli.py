@@ -77,7 +77,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if (problem := no_keys_problem(settings.auth)) is not None:
         raise SettingsError(problem)  # said as one line, before anything starts
     host = args.host or settings.server.host
-    port = args.port or settings.server.port
+    port = settings.server.port if args.port is None else args.port  # 0: any free port
+    if not 0 <= port <= 65535:  # else the socket layer takes it modulo 65536, silently
+        raise CliError(f"--port {port}: a port is 0 to 65535")
     db_path = store_url(settings.store, args.db)
     try:  # before the store opens: another server on the file, or a taken port, said at once
         lock = hold(db_path)  # held until this process ends
@@ -105,6 +107,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = server_config(app, settings.server, host, port)
     try:  # "listening" only once it is: the store open, the rules loaded, the sockets listening
         AnnouncingServer(config, lambda: announce(line)).run(sockets=sockets)
+    except KeyboardInterrupt:  # Ctrl-C: uvicorn shut down, then raised the signal again
+        return 130
     finally:
         for sock in sockets:
             sock.close()

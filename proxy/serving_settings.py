@@ -13,7 +13,7 @@ from proxy.strict_model import Strict as _Strict
 
 class ServerSettings(_Strict):
     host: str = "127.0.0.1"
-    port: int = 8787
+    port: int = Field(default=8787, ge=0, le=65535)
     # A request's line and headers must arrive within this time, counted from the connection (or
     # from a kept-alive connection's next byte): slow-header senders cannot hold connections.
     header_timeout_s: float = Field(default=10.0, gt=0, le=3600)

@@ -35,3 +35,45 @@ def test_a_taken_port_is_one_line_and_exit_2_before_the_store_opens(tmp_path: Pa
     time.sleep(0.1)  # the reader thread has the last lines
     assert lines == [f"ctxproxy: cannot listen on 127.0.0.1:{port}: address already in use\n"]
     assert not db.exists()  # the store was never opened
+
+
+def test_ctrl_c_stops_it_without_a_traceback(tmp_path: Path) -> None:
+    """Ctrl-C: shut down as for SIGTERM, exit 130, and no ``KeyboardInterrupt`` traceback (uvicorn
+    raises the signal again once it has stopped)."""
+    import signal
+
+    port = free_port()
+    proc, lines = serve(tmp_path, port, tmp_path / "log.db")
+    try:
+        wait_listening(proc, lines)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    time.sleep(0.2)  # the reader thread's last lines
+    said = "\n".join(lines)
+    assert "Traceback" not in said and "KeyboardInterrupt" not in said, said[-2000:]
+
+
+def test_a_port_out_of_range_is_refused_not_wrapped(tmp_path: Path) -> None:
+    """``--port 70000`` listened on 4464 (the socket layer took it modulo 65536)."""
+    import subprocess
+    import sys
+
+    from proxy.settings import SettingsError, settings_from_mapping
+
+    done = subprocess.run(
+        [sys.executable, "-m", "proxy.cli", "serve", "--port", "70000", "--db",
+         str(tmp_path / "log.db")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2 and "a port is 0 to 65535" in done.stderr
+    assert "Traceback" not in done.stderr
+    try:
+        settings_from_mapping({"server": {"port": 70000}})
+    except SettingsError as exc:
+        assert "server.port" in str(exc)
+    else:
+        raise AssertionError("server.port 70000 accepted")
