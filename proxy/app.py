@@ -33,7 +33,7 @@ from proxy.server.services import Services
 from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
-from proxy.startup import unset_key_variables
+from proxy.startup import unreachable_upstreams, unset_key_variables
 from proxy.store import retention
 from proxy.store.factory import create_store
 from proxy.store.secrets import server_secret
@@ -243,7 +243,8 @@ def create_app(
         if (problem := no_keys_problem(settings.auth)) is not None:
             await store.close()
             raise SettingsError(problem)
-        for warning in unset_key_variables(settings, os.environ):
+        warnings = unset_key_variables(settings, os.environ) + unreachable_upstreams(settings)
+        for warning in warnings:
             log.warning(warning)
         counters = TokenCounters()
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)

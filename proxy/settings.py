@@ -27,6 +27,7 @@ from proxy.settings_env import EnvSettingsError, env_base_urls
 from proxy.strict_model import Strict as _Strict
 from proxy.upstream_settings import UpstreamSettings, env_name
 from proxy.workspace_settings import WorkspaceSettings
+from proxy.yaml_unique import load_unique
 from rules.base import RuleConfig
 from rules.registry import default_rule_names, load_rule
 
@@ -326,7 +327,7 @@ def load_settings(
         data: Any = {}
     else:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+            data = load_unique(Path(path).read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise SettingsError(f"cannot read configuration {path}: {exc}") from None
         if not isinstance(data, dict):

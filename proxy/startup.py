@@ -78,3 +78,16 @@ def unset_key_variables(settings: Settings, environ: Mapping[str, str]) -> list[
         for u in settings.upstreams
         if u.api_key_env and not environ.get(u.api_key_env, "").strip()
     ]
+
+
+def unreachable_upstreams(settings: Settings) -> list[str]:
+    """What to warn of at start-up: the upstreams after one that matches every model (``*``):
+    the first match wins, so none of their models ever reaches them."""
+    for i, upstream in enumerate(settings.upstreams[:-1]):
+        if "*" in upstream.match:
+            return [
+                f"upstream {u.name!r} is never used: {upstream.name!r} before it matches every "
+                'model ("*"); put the catch-all last'
+                for u in settings.upstreams[i + 1 :]
+            ]
+    return []

@@ -75,3 +75,16 @@ def test_memory_restore_history_turns_on_the_rule_option() -> None:
         for r in load_settings(None).configured_rules()
         if getattr(r.config, "restore_history", False)
     ]
+
+
+def test_a_key_given_twice_in_the_config_is_refused(tmp_path: Path) -> None:
+    """A second ``upstreams:`` appended to the shipped config replaced its upstreams with no
+    word (YAML keeps the last): every model went where only the appended block said."""
+    shipped = (Path(__file__).parents[2] / "config.example.yaml").read_text()
+    path = tmp_path / "config.yaml"
+    path.write_text(shipped + '\nupstreams:\n  - {name: local, match: ["llama-*"]}\n')
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    assert "'upstreams' is given twice" in str(info.value)
+    path.write_text(shipped)
+    assert len(load_settings(path).upstreams) == 3

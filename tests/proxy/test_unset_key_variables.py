@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxy.settings import settings_from_mapping
+from proxy.settings import UpstreamSettings, load_settings, settings_from_mapping
 from proxy.startup import unset_key_variables
 from tests.conftest import in_process
 
@@ -39,3 +39,16 @@ async def test_the_server_warns_at_start_up(
             pass
     assert "its key variable KEY_B is not set" in caplog.text
     assert "KEY_A" not in caplog.text
+
+
+def test_an_upstream_after_the_catch_all_is_said_to_be_never_used() -> None:
+    """The first match wins: one appended after the shipped config's ``*`` never got a model,
+    while the start-up line listed it."""
+    from proxy.startup import unreachable_upstreams
+
+    shipped = load_settings(Path(__file__).parents[2] / "config.example.yaml")
+    assert unreachable_upstreams(shipped) == []
+    local = UpstreamSettings(name="local", match=["llama-*"], base_url="http://127.0.0.1:9/v1")
+    appended = shipped.model_copy(update={"upstreams": [*shipped.upstreams, local]})
+    (said,) = unreachable_upstreams(appended)
+    assert "'local' is never used" in said and "'openai'" in said

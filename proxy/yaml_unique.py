@@ -1,0 +1,33 @@
+"""YAML read as ``yaml.safe_load`` reads it, but a key given twice in one mapping is an error:
+safe_load keeps the last one, so a second ``upstreams:`` appended to a config replaced the first
+(every model then went where only the appended block said) with no word of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+
+class DuplicateKey(yaml.YAMLError):
+    pass
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, (str, int, float, bool)) or key is None:
+                if key in seen:
+                    line = key_node.start_mark.line + 1
+                    first = seen[key].start_mark.line + 1
+                    said = f"line {line}: {key!r} is given twice (first at line {first})"
+                    raise DuplicateKey(said)
+                seen[key] = key_node
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_unique(text: str) -> Any:
+    """``text`` as YAML; raises ``DuplicateKey`` (a ``yaml.YAMLError``) for a key given twice."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)
