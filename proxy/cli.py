@@ -54,7 +54,10 @@ def _settings(args: argparse.Namespace) -> Settings:
     settings = load_settings(args.config)
     upstream = getattr(args, "upstream", None)
     if upstream:
-        catch_all = UpstreamSettings(name="cli", match=["*"], kind="openai", base_url=upstream)
+        try:
+            catch_all = UpstreamSettings(name="cli", match=["*"], kind="openai", base_url=upstream)
+        except ValueError:  # pydantic's ValidationError: said in one line, not a traceback
+            raise CliError(f"--upstream {upstream!r}: not an http:// or https:// URL") from None
         settings = settings.model_copy(update={"upstreams": [catch_all]})
     return settings
 
@@ -81,6 +84,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if not 0 <= port <= 65535:  # else the socket layer takes it modulo 65536, silently
         raise CliError(f"--port {port}: a port is 0 to 65535")
     db_path = store_url(settings.store, args.db)
+    if not is_postgres(db_path) and (not db_path or Path(db_path).is_dir()):
+        # said before its lock file is made beside it; else the store's open failed inside
+        # uvicorn's start-up, a traceback
+        raise CliError(f"store.path {db_path!r}: the log is a file, and this names a folder")
     try:  # before the store opens: another server on the file, or a taken port, said at once
         lock = hold(db_path)  # held until this process ends
     except ServeLockError as exc:

@@ -26,18 +26,22 @@ def open_errors() -> tuple[type[BaseException], ...]:
     """What opening a store may fail with that is the database's or the URL's doing."""
     import asyncpg
 
-    return (OSError, TimeoutError, ValueError, asyncpg.PostgresError, asyncpg.InterfaceError)
+    # (OverflowError: a port past 65535 in the URL, from the socket layer)
+    return (
+        OSError, TimeoutError, ValueError, OverflowError, asyncpg.PostgresError,
+        asyncpg.InterfaceError,
+    )  # fmt: skip
 
 
 def unavailable(url: str, exc: BaseException) -> StoreUnavailable:
-    line = f"the PostgreSQL store {masked(url)} cannot be opened: {_reason(exc)}"
+    reason = _reason(exc)
     try:
         password = urlsplit(url).password
     except ValueError:  # a malformed URL (its port): masked() has already hidden its password
         password = None
-    if password:  # a driver's message might quote the URL it was given
-        line = line.replace(password, "***")
-    return StoreUnavailable(line)
+    if password:  # a driver's message might quote the URL it was given: its password there
+        reason = reason.replace(f":{password}@", ":***@")  # (not the same letters elsewhere)
+    return StoreUnavailable(f"the PostgreSQL store {masked(url)} cannot be opened: {reason}")
 
 
 def _reason(exc: BaseException) -> str:

@@ -104,3 +104,24 @@ def test_a_refused_password_is_said_without_it() -> None:
         'password authentication failed for user "bob"'
     )
     assert PASSWORD not in str(unavailable(url, quoted))
+
+
+def test_a_port_past_65535_and_a_common_password_are_said_plainly() -> None:
+    """A port the socket layer refuses (``OverflowError``) was a traceback; a password such as
+    ``postgres`` was masked wherever its letters stood ("***ql://***:***@…")."""
+    import asyncio
+
+    from proxy.store.pg_unavailable import StoreUnavailable, check_reachable
+
+    try:
+        asyncio.run(check_reachable("postgresql://u:p@127.0.0.1:99999/db"))
+    except StoreUnavailable as exc:
+        assert str(exc) == (
+            "the PostgreSQL store postgresql://u:***@127.0.0.1:99999/db cannot be opened: "
+            "connect(): port must be 0-65535."
+        )
+    else:
+        raise AssertionError("opened")
+    common = "postgresql://postgres:postgres@127.0.0.1:9/postgres"
+    said = str(unavailable(common, ConnectionRefusedError(111, "Connection refused")))
+    assert said.startswith("the PostgreSQL store postgresql://postgres:***@127.0.0.1:9/postgres")

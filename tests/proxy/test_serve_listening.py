@@ -77,3 +77,25 @@ def test_a_port_out_of_range_is_refused_not_wrapped(tmp_path: Path) -> None:
         assert "server.port" in str(exc)
     else:
         raise AssertionError("server.port 70000 accepted")
+
+
+def test_a_folder_for_the_log_or_an_upstream_without_scheme_is_one_line(tmp_path: Path) -> None:
+    """Each was a traceback: the store's open inside uvicorn's start-up (a lock file left beside
+    the folder), pydantic's error for ``--upstream``."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for args, said in (
+        (["--db", str(folder)], "the log is a file, and this names a folder"),
+        (["--upstream", "api.openai.com/v1", "--db", str(tmp_path / "l.db")],
+         "not an http:// or https:// URL"),
+    ):  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "proxy.cli", "serve", "--port", "0", *args],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 2 and said in done.stderr, done.stderr[-1500:]
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "logs.lock").exists()
