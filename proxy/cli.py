@@ -50,7 +50,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+MIN_BUDGET = 256  # tokens: pipeline.budget_tokens' least (the settings' Field)
+
+
 def _settings(args: argparse.Namespace) -> Settings:
+    budget = getattr(args, "budget", None)
+    if budget is not None and budget < MIN_BUDGET:  # as pipeline.budget_tokens is held to it
+        raise CliError(f"--budget {budget}: at least {MIN_BUDGET} tokens")
     settings = load_settings(args.config)
     upstream = getattr(args, "upstream", None)
     if upstream:

@@ -50,7 +50,7 @@ class ServerSettings(_Strict):
 
 
 class LimitSettings(_Strict):
-    max_body_bytes: int = 32 * 1024 * 1024
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
     # A client must send its whole body within this time (408 otherwise): a slow or stalled
     # sender cannot hold a connection and its buffers forever.
     body_read_timeout_s: float = Field(default=60.0, gt=0)

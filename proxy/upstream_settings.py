@@ -51,8 +51,8 @@ class UpstreamSettings(Strict):
     provider: str | None = Field(default=None, validate_default=True)
     # Headers set on every upstream request (after the client's account headers are dropped).
     headers: dict[str, str] = Field(default_factory=dict)
-    timeout_s: float = 600.0
-    connect_timeout_s: float = 10.0
+    timeout_s: float = Field(default=600.0, gt=0)
+    connect_timeout_s: float = Field(default=10.0, gt=0)
     # Claude models through litellm (kind litellm, and chat completions to kind anthropic): place
     # prompt-cache breakpoints the client left out (``proxy.upstream.cache_breakpoints``); off
     # sends the client's marks only.

@@ -144,3 +144,28 @@ def test_rewrite_of_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     out = ctxproxy("rewrite", str(tmp_path / "missing.json"))
     assert out.returncode == 2
     assert b"Traceback" not in out.stderr and b"missing.json" in out.stderr
+
+
+def test_a_budget_or_a_limit_out_of_range_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--budget 5`` skipped ``budget_tokens``' least of 256; a negative body limit or upstream
+    timeout was taken, and every request then refused ("the limit is -1 bytes")."""
+    from proxy.cli import main
+    from proxy.settings import SettingsError, settings_from_mapping
+
+    body = tmp_path / "body.json"
+    body.write_text('{"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}')
+    assert main(["rewrite", str(body), "--budget", "5", "--db", str(tmp_path / "l.db")]) == 2
+    assert "--budget 5: at least 256 tokens" in capsys.readouterr().err
+    for config, field in (
+        ({"limits": {"max_body_bytes": -1}}, "limits.max_body_bytes"),
+        ({"upstreams": [{"name": "o", "timeout_s": -1}]}, "upstreams[0].timeout_s"),
+        ({"upstreams": [{"name": "o", "connect_timeout_s": 0}]}, "upstreams[0].connect_timeout_s"),
+    ):
+        try:
+            settings_from_mapping(config)
+        except SettingsError as exc:
+            assert field in str(exc)
+        else:
+            raise AssertionError(f"{config} accepted")
