@@ -39,8 +39,10 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
         f": {', '.join(u.match)}{_url_of(settings, u)}"
         for u in settings.upstreams
     )
+    if not routes:  # every model would be a 404: say how to give it somewhere to go
+        routes = "none (every model is refused: start it with --config FILE or --upstream URL)"
     return (
-        f"ctxproxy {__version__} listening on {base} · upstreams: {routes or 'none'} · "
+        f"ctxproxy {__version__} listening on {base} · upstreams: {routes} · "
         f"database: {database} · "
         f"ui: {base}/ui"
     )

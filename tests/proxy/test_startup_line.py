@@ -150,3 +150,14 @@ def test_bin_ctxproxy_reads_the_database_bin_serve_writes(tmp_path: Path) -> Non
     )
     assert out.returncode == 0, out.stderr
     assert "req_from_serve" in out.stdout
+
+
+def test_no_upstream_says_how_to_give_the_models_somewhere_to_go() -> None:
+    """``ctxproxy serve`` without a config listened with "upstreams: none", and every model then
+    got a 404 with no hint."""
+    from proxy.settings import settings_from_mapping
+    from proxy.startup import startup_line
+
+    line = startup_line(settings_from_mapping({}, check_rules=False), "127.0.0.1", 8787, ":memory:")
+    hint = "upstreams: none (every model is refused: start it with --config FILE or --upstream"
+    assert hint in line
