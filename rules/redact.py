@@ -32,7 +32,7 @@ import re
 import string
 from typing import Any
 
-from rules.redact_flags import names_a_command, redact_flags
+from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
@@ -103,17 +103,6 @@ _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512
 # Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
 _COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
 _COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
-# After a long flag named as a secret (``--password X``, ``--api-key "X"``): blanks, then its
-# value, quoted (to its quote) or bare (to a blank, a quote or a shell separator).
-_FLAG_VALUE = re.compile(
-    r"""[ \t]++(?:"(?P<dq>[^"\\\r\n]+)"|'(?P<sq>[^'\\\r\n]+)'"""
-    r"""|(?P<bare>[^\s"',;&|\\\-][^\s"',;&|\\]*+))"""  # not another flag
-)
-# The clients whose ``--password`` asks for it (its next word is a database or an argument)
-_PROMPTING = re.compile(
-    r"(?<![\w\-.])(?:psql|pg_[a-z]+|pgbench|createdb|dropdb|createuser|dropuser|vacuumdb"
-    r"|reindexdb|clusterdb|mysql[a-z_]*|mariadb(?:-[a-z]+)?)(?![\w\-.])"
-)
 _BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
@@ -221,8 +210,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
     m = _ASSIGNED.match(text, end)
-    if m is None and _name_ending(text, start, end).startswith("--") and not _prompts(text, start):
-        m = _FLAG_VALUE.match(text, end)  # a command line's ``--password X``
+    if m is None and _name_ending(text, start, end).startswith("--"):
+        m = flag_value(text, start, end)  # a command line's ``--password X``
     if m:
         group = "dq" if m["dq"] is not None else "sq" if m["sq"] is not None else "bare"
         value: str = m[group]
@@ -230,13 +219,6 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if not value.startswith(REDACTED) and len(value) >= needed:
             return m.start(group), m.end(group), m.end()
     return None
-
-
-def _prompts(text: str, start: int) -> bool:
-    """Whether the command on the line before ``start`` (256 characters back at most) takes a bare
-    ``--password`` as "ask for it" (PostgreSQL's and MySQL's clients): what follows is no value."""
-    line = max(text.rfind("\n", max(0, start - 256), start) + 1, start - 256, 0)
-    return _PROMPTING.search(text, line, start) is not None
 
 
 def _opens_element(text: str, start: int, end: int) -> bool:

@@ -185,3 +185,29 @@ def redact_flags(text: str) -> str:
             done = end
     out.append(text[done:])
     return "".join(out)
+
+
+# After a long flag named as a secret (``--password X``, ``--api-key "X"``): blanks, then its
+# value, quoted (to its quote) or bare (to a blank, a quote or a shell separator).
+_FLAG_VALUE = re.compile(
+    r"""[ \t]++(?:"(?P<dq>[^"\\\r\n]+)"|'(?P<sq>[^'\\\r\n]+)'"""
+    r"""|(?P<bare>[^\s"',;&|\\\-][^\s"',;&|\\]*+))"""  # not another flag
+)
+# The clients whose ``--password`` asks for it (its next word is a database or an argument)
+_PROMPTING = re.compile(
+    r"(?<![\w\-.])(?:psql|pg_[a-z]+|pgbench|createdb|dropdb|createuser|dropuser|vacuumdb"
+    r"|reindexdb|clusterdb|mysql[a-z_]*|mariadb(?:-[a-z]+)?)(?![\w\-.])"
+)
+
+
+def _prompts(text: str, start: int) -> bool:
+    """Whether the command on the line before ``start`` (256 characters back at most) takes a bare
+    ``--password`` as "ask for it" (PostgreSQL's and MySQL's clients): what follows is no value."""
+    line = max(text.rfind("\n", max(0, start - 256), start) + 1, start - 256, 0)
+    return _PROMPTING.search(text, line, start) is not None
+
+
+def flag_value(text: str, start: int, end: int) -> re.Match[str] | None:
+    """The value after the long flag named as a secret at ``text[start:end]`` (``--password
+    X``): its ``dq``, ``sq`` or ``bare`` group; None after a client's ``--password`` that asks."""
+    return None if _prompts(text, start) else _FLAG_VALUE.match(text, end)

@@ -17,14 +17,11 @@ from typing import Any
 
 import orjson
 
+from proxy.inspect.payload_align import aligned
 from proxy.protocols.gemini_parts import call_of, response_of
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
 MAX_DIFF_LINES = 60  # per changed entry: a pruned 5,000-line log must not flood the view
-# Entries aligned by a matcher at most this many pairs (its time grows with their product; 20,000
-# equal messages took 45 s on the event loop): past it, after the shared start and end, the
-# client's entries are shown removed and the forwarded ones added
-MAX_ALIGNED_PAIRS = 1_000_000
 MAX_LINE_CHARS = 2000  # one line of an opaque part (JSON of an unknown item)
 
 
@@ -301,13 +298,13 @@ def diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
     if client is None or forwarded is None:
         return None
     out: list[dict[str, Any]] = []
-    for op, a1, a2, b1, b2 in _aligned([e.key for e in client], [e.key for e in forwarded]):
+    for op, a1, a2, b1, b2 in aligned([e.key for e in client], [e.key for e in forwarded]):
         if op == "equal":
             out.append(_same(client[a1:a2], forwarded[b1:b2]))
             continue
         # Inside a changed run, pair entries in the same slot (role and call id), so an inserted
         # synthetic result is "added" rather than a rewrite of the next user turn.
-        inner = _aligned([e.slot for e in client[a1:a2]], [e.slot for e in forwarded[b1:b2]])
+        inner = aligned([e.slot for e in client[a1:a2]], [e.slot for e in forwarded[b1:b2]])
         for op2, i1, i2, j1, j2 in inner:
             if op2 == "equal":
                 pairs = zip(client[a1 + i1 : a1 + i2], forwarded[b1 + j1 : b1 + j2], strict=True)
@@ -315,33 +312,6 @@ def diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
                 continue
             out.extend(_one("removed", e) for e in client[a1 + i1 : a1 + i2])
             out.extend(_one("added", e) for e in forwarded[b1 + j1 : b1 + j2])
-    return out
-
-
-Opcode = tuple[str, int, int, int, int]
-
-
-def _aligned(a: list[Any], b: list[Any]) -> list[Opcode]:
-    """``SequenceMatcher``'s opcodes for ``a`` against ``b``, within ``MAX_ALIGNED_PAIRS``: the
-    shared start and end are found first (an agent's history changes in its middle), and a
-    middle too large to align is one replaced run."""
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end = 0
-    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
-        end += 1
-    out: list[Opcode] = [("equal", 0, start, 0, start)] if start else []
-    ma, mb = a[start : len(a) - end], b[start : len(b) - end]
-    if ma or mb:
-        if len(ma) * len(mb) <= MAX_ALIGNED_PAIRS:
-            matcher = difflib.SequenceMatcher(None, ma, mb, autojunk=False)
-            out += [(op, i1 + start, i2 + start, j1 + start, j2 + start)
-                    for op, i1, i2, j1, j2 in matcher.get_opcodes()]  # fmt: skip
-        else:
-            out.append(("replace", start, len(a) - end, start, len(b) - end))
-    if end:
-        out.append(("equal", len(a) - end, len(a), len(b) - end, len(b)))
     return out
 
 

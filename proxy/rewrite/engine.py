@@ -214,8 +214,9 @@ class Engine(WindowBudgets):
         items = items_of(body)
         if not self.offload.heavy(raw_size, items):
             return False  # inline however cold
-        tokens = self.counters.for_model(model)
-        share = self.pipeline.unknown_share(sid, tokens, lowered.messages)
+        memos = self.pipeline.memos
+        encoding = getattr(self.counters.for_model(model), "encoding_name", None)
+        share = memos.unknown_share(sid, encoding, lowered.messages) if memos else 1.0
         return self.offload.heavy(int(raw_size * share), items)
 
     async def _hold_running_ahead(

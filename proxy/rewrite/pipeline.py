@@ -48,10 +48,6 @@ class _Step:
     config: Any
 
 
-# the messages ``unknown_share`` reads (spread over the list): ~1 µs, where all 400 took 23
-SAMPLES = 16
-
-
 def _encoding(tokens: TokenCounter) -> str | None:
     """The encoding a counter counts with, when it is one of ours (counts are kept per encoding)."""
     if isinstance(tokens, RequestTokens):
@@ -278,18 +274,6 @@ class Pipeline:
     def memos_of(self, ctx: Context) -> ObjectMemos | None:
         """The per-object memos kept for ``ctx``'s session, if any."""
         return self.memos.peek(ctx.session_id, _encoding(ctx.tokens)) if self.memos else None
-
-    def unknown_share(self, session: str, tokens: TokenCounter, messages: list[Message]) -> float:
-        """The share of ``messages`` the session's memos (for the counter's encoding) do not know
-        as objects: what of them the rules would work cold (all of them, with no memos). Read
-        from ``SAMPLES`` spread over the list: the body memory hands back one kept body's
-        objects, which the session's memos know all of (its own) or none of (another's)."""
-        memos = self.memos.peek(session, _encoding(tokens)) if self.memos else None
-        if memos is None or not messages:
-            return 1.0
-        sample = messages[:: max(1, len(messages) // SAMPLES)]
-        known = sum(map(memos.hashes.__contains__, map(id, sample)))  # in C
-        return 1.0 - known / len(sample)
 
     def forget(self, session: str) -> None:
         """Drop what is kept of ``session``'s messages as objects: its per-object memos, and

@@ -57,6 +57,8 @@ ENTRIES_FLOOR = 4096
 # bound holds for large tool results too, whose objects the memos may keep after the byte-bounded
 # stores (body memory, kept lowerings) let them go.
 ENTRY_BYTES = 160
+# the messages ``unknown_share`` reads (spread over the list): ~3 µs, where all 400 took 23
+SAMPLES = 16
 
 
 @dataclass
@@ -127,6 +129,18 @@ class SessionMemos:
     def peek(self, session: str, encoding: str | None) -> ObjectMemos | None:
         with self._lock:
             return self._memos.get((session, encoding))
+
+    def unknown_share(self, session: str, encoding: str | None, messages: list[Message]) -> float:
+        """The share of ``messages`` the session's memos (for ``encoding``) do not know as
+        objects: what of them the rules would work cold (all of them, with no memos). Read from
+        ``SAMPLES`` spread over the list: the body memory hands back one kept body's objects,
+        which the session's memos know all of (its own) or none of (another's)."""
+        memos = self.peek(session, encoding)
+        if memos is None or not messages:
+            return 1.0
+        sample = messages[:: max(1, len(messages) // SAMPLES)]
+        known = sum(map(memos.hashes.__contains__, map(id, sample)))  # in C
+        return 1.0 - known / len(sample)
 
     def settle(self, session: str, encoding: str | None, memos: ObjectMemos, objects: int) -> None:
         """After a request that handled ``objects`` messages: charge the session what its memos

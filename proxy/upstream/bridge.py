@@ -43,7 +43,8 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.litellm import _checked, _failure, gemini_api_base, provider_headers
+from proxy.upstream.litellm import _checked, _failure, provider_headers
+from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_messages import streamed_messages
 
 log = logging.getLogger("ctxproxy.litellm")

@@ -43,6 +43,7 @@ from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
+from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.transport import relay_headers
 from rules.redact import redact_text
 
@@ -380,23 +381,3 @@ def _json_message(text: str) -> str | None:
         if isinstance(holder, dict) and isinstance(holder.get("message"), str):
             return holder["message"].split("\n", 1)[0].strip()
     return None
-
-
-def litellm_base(upstream: UpstreamSettings) -> str | None:
-    """The base URL litellm is given: a Gemini upstream's with the API's version
-    (``gemini_api_base``), the others' as configured."""
-    if upstream.kind == "gemini" and upstream.base_url:
-        return gemini_api_base(upstream.base_url)
-    return upstream.base_url
-
-
-# a base URL that ends with the API's version already: /v1, /v1beta, /v1alpha
-_API_VERSION = re.compile(r"/v1(?:beta|alpha)?$")
-
-
-def gemini_api_base(base: str) -> str:
-    """A Gemini upstream's base URL as litellm takes it: with the API's version, which the native
-    relay takes from the client's path (litellm writes ``{base}/models/{model}:…``; without the
-    version, the shipped config's Google URL has no such path)."""
-    base = base.rstrip("/")
-    return base if _API_VERSION.search(base) else base + "/v1beta"
