@@ -1,13 +1,15 @@
 """Telling that a relayed stream carried the answer's last event: Responses'
 ``response.completed`` (or ``.incomplete``, ``.failed``), Anthropic's ``message_stop``, Chat
-Completions' ``data: [DONE]``. A client may close the connection as soon as it has that event
-(Codex stops reading at ``response.completed``), before the upstream ends its stream: that is a
-whole answer, not a client that went away (``client_disconnected`` stays 0).
+Completions' ``data: [DONE]`` (or a chunk with its ``finish_reason``, which some compatible
+servers end on), Gemini's ``finishReason``. A client may close the connection as soon as it has
+that event (Codex stops reading at ``response.completed``), before the upstream ends its stream:
+that is a whole answer, not a client that went away (``client_disconnected`` stays 0). An
+upstream that ends its stream without it broke off (``stream_relay``).
 
 Nothing is searched while the stream flows: the relay hands each chunk it sent to ``feed``, which
-keeps references to the last ``WINDOW`` bytes of them; only a relay that stopped before the
-upstream's end asks ``seen()``, which searches those bytes once. Nothing legitimate follows the
-last event, so it lies in the window unless that one event is larger than the window."""
+keeps references to the last ``WINDOW`` bytes of them; ``seen()`` searches those bytes once. A
+chunk leaving the window is searched as it leaves (only a stream longer than the window pays), so
+a last event larger than the window is found by its start."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ WINDOW = 256 * 1024  # bytes of the latest chunks kept (a response.completed ech
 # its ``event:`` line, or the chat stream's terminator line.
 _LAST = re.compile(
     rb'"type": ?"(?:response\.(?:completed|incomplete|failed)|message_stop)"'
+    rb'|"(?:finish_reason|finishReason|stop_reason)": ?"'
     rb"|(?:^|\n)(?:event: ?(?:response\.(?:completed|incomplete|failed)|message_stop)\r?\n"
     rb"|data: ?\[DONE\])"
 )
@@ -29,18 +32,24 @@ class AnswerEnd:
     """Fed each chunk once it was sent to the client; ``seen()``: whether the answer's last event
     was among them."""
 
-    __slots__ = ("_recent", "_size")
+    __slots__ = ("_left_with_it", "_recent", "_size")
 
     def __init__(self) -> None:
         self._recent: deque[bytes] = deque()
         self._size = 0
+        self._left_with_it = False  # a chunk that left the window held the last event
+
+    def _leaves(self, chunk: bytes) -> None:
+        self._size -= len(chunk)
+        if not self._left_with_it and _LAST.search(chunk) is not None:
+            self._left_with_it = True
 
     def feed(self, chunk: bytes) -> None:
         recent = self._recent
         recent.append(chunk)
         self._size += len(chunk)
         while self._size > WINDOW and len(recent) > 1:
-            self._size -= len(recent.popleft())
+            self._leaves(recent.popleft())
 
     def seen(self) -> bool:
-        return _LAST.search(b"".join(self._recent)) is not None
+        return self._left_with_it or _LAST.search(b"".join(self._recent)) is not None

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from starlette.types import Send
 
 from proxy.attribution.ledger import Pending
-from proxy.errors import InternalError, ProxyError, ShuttingDown
+from proxy.errors import InternalError, ProxyError, ShuttingDown, UpstreamUnreachable
 from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
@@ -25,6 +25,7 @@ from proxy.server.stream_deadline import bounded
 from proxy.server.wire import Wire
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
+from proxy.upstream.transport import is_event_stream
 from proxy.upstream.usage import CacheUsage, cache_usage
 from rules.redact import redact_text
 
@@ -50,6 +51,21 @@ class Handler(Protocol):
 
 log = logging.getLogger("ctxproxy.handler")
 CUT = "The proxy shut down while the answer streamed (server.shutdown_timeout_s passed)."
+UNFINISHED = "The upstream ended its stream before the answer's last event: the answer is cut."
+
+
+def unfinished(response: UpstreamResponse, tap: UsageTap, answered: AnswerEnd) -> bool:
+    """An event stream that ended without its answer's last event, and without an error event
+    of the provider's saying why: the upstream broke off (a connection closed mid-answer reads as
+    an end of a body that had no length), and a client taking it for a whole answer would act
+    on a cut tool call."""
+    return (
+        response.status < 400
+        and response.error_tail is None
+        and is_event_stream(response.headers)
+        and tap.error is None
+        and not answered.seen()
+    )
 
 
 async def relay_stream(
@@ -109,6 +125,8 @@ async def relay_stream(
                         captured.append(chunk)
                 answered.feed(chunk)  # sent
             complete = True
+            if unfinished(response, tap, answered):
+                raise UpstreamUnreachable(UNFINISHED)
         except ProxyError as exc:  # upstream broke off: tell the client in the stream, end
             error = exc
             if response.error_tail is not None:  # not SSE: the stream's own ending

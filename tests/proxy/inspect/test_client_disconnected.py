@@ -220,14 +220,18 @@ def test_answer_end_finds_the_last_event_across_chunks(chunks: list[bytes], ende
     assert end.seen() is ended
 
 
-def test_answer_end_keeps_a_bounded_window() -> None:
+@pytest.mark.parametrize("last", [b'data: {"type":"response.completed"}\n\n', b"x"])
+def test_answer_end_keeps_a_bounded_window(last: bytes) -> None:
+    """The last event found after it left the window (a ``response.completed`` echoing a long
+    answer is larger than the window), the window's bytes bounded all along."""
     from proxy.server.answer_end import WINDOW, AnswerEnd
 
     end = AnswerEnd()
-    end.feed(b'data: {"type":"response.completed"}\n\n')
+    end.feed(b'data: {"type":"response.created"}\n\n' + last)
     for _ in range(WINDOW // 1000 + 2):
         end.feed(b"x" * 1000)
-    assert not end.seen()  # out of the window: nothing legitimate follows the last event
+        assert end._size <= WINDOW + 1000
+    assert end.seen() is (last != b"x")
 
 
 class LingeringResponses(ResponsesUpstream):

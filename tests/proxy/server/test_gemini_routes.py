@@ -29,11 +29,13 @@ HEADERS = {
 USAGE = {"promptTokenCount": 30, "candidatesTokenCount": 5, "cachedContentTokenCount": 12}
 
 
-def answer(text: str = "Done.", usage: dict[str, int] | None = None) -> dict[str, Any]:
-    return {
-        "candidates": [{"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}],
-        "usageMetadata": usage or USAGE,
-    }
+def answer(
+    text: str = "Done.", usage: dict[str, int] | None = None, last: bool = True
+) -> dict[str, Any]:
+    candidate = {"content": {"parts": [{"text": text}], "role": "model"}, "index": 0}
+    if last:
+        candidate["finishReason"] = "STOP"
+    return {"candidates": [candidate], "usageMetadata": usage or USAGE}
 
 
 def settings(edge: EdgeUpstream, **upstream: Any) -> Settings:
@@ -117,7 +119,7 @@ async def test_sse_stream_is_relayed_and_its_usage_logged(
 ) -> None:
     events = b"".join(
         b"data: " + orjson.dumps(chunk) + b"\r\n\r\n"
-        for chunk in (answer("Do", {"promptTokenCount": 30}), answer("ne.", USAGE))
+        for chunk in (answer("Do", {"promptTokenCount": 30}, last=False), answer("ne.", USAGE))
     )
     edge.reply = Reply.event_stream(events)
     async with in_process(settings(edge), str(tmp_path / "db")) as client:

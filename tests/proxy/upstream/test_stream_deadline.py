@@ -143,10 +143,11 @@ async def test_a_whole_answer_dripped_slowly_is_cut_at_the_bound_too(
 async def test_no_bound_with_0(tmp_path: Path, edge: EdgeUpstream) -> None:
     path, body, first, _ = CASES["chat"]
     edge.reply = drip(first, 1.0)
+    edge.reply.chunks.append(b"data: [DONE]\n\n")
     async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
         r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
         (row,) = await log_rows(c)
-    assert r.content == first + KEEP_ALIVE * 10
+    assert r.content == first + KEEP_ALIVE * 10 + b"data: [DONE]\n\n"
     assert row["error_type"] is None
 
 
