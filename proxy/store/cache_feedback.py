@@ -57,6 +57,8 @@ class FeedbackStore:
         try:
             row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
         except Exception as exc:
+            if self._store.dialect.unreachable(exc):  # the store's outage is logged where seen
+                return None
             if not self._store.dialect.unreadable(exc):
                 raise
             log.error("store: a session's cache feedback cannot be read (%s: %s); none is used",

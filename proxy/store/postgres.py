@@ -315,6 +315,9 @@ class PostgresStore(PgReads):
         self._parked.release_all()
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
+        # its cache feedback is what this process knows (none for a session it never saw): the
+        # engine's read of it must not go to the database either
+        self.cache_feedback.offer(session_id, None)
         return _Held(self, session_id, *self._known(cached))
 
     @staticmethod
