@@ -8,7 +8,6 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
 
 import orjson
 from starlette.applications import Starlette
@@ -18,7 +17,6 @@ from starlette.responses import Response
 from starlette.routing import Route, request_response
 from starlette.types import Message, Receive, Scope, Send
 
-from proxy.errors import ProxyError
 from proxy.inspect import ui
 from proxy.inspect.page_headers import PageHeaders
 from proxy.principals import Principals, no_keys_problem
@@ -29,6 +27,7 @@ from proxy.server.asgi_send import route_path as route_path
 from proxy.server.count_tokens import CountTokens
 from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint, gemini_models
 from proxy.server.handler import ProtocolHandler
+from proxy.server.model_lists import models
 from proxy.server.services import Services
 from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
@@ -41,7 +40,7 @@ from proxy.telemetry import jsonlog, metrics
 from proxy.telemetry.health import readyz
 from proxy.tokens import TokenCounters, ensure_offline_tiktoken
 from proxy.upstream.error_redaction import ErrorRedactor
-from proxy.upstream.openai import UpstreamClient, upstream_api_key
+from proxy.upstream.openai import UpstreamClient
 from rules import packs
 
 log = logging.getLogger("ctxproxy.app")
@@ -53,50 +52,6 @@ def _json(data: object, status: int = 200, headers: dict[str, str] | None = None
 
 async def healthz(request: Request) -> Response:
     return _json({"status": "ok"})
-
-
-async def models(request: Request) -> Response:
-    services: Services = request.app.state.services
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    try:
-        services.principals.of(headers)
-    except ProxyError as exc:
-        return Response(exc.body_bytes(), exc.status, media_type="application/json")
-    names = sorted(
-        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
-    )
-    catch_all = next(
-        (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
-    )
-    overhead: dict[str, str] = {}  # the time before the upstream call, when there is one
-    unlisted: dict[str, str] | None = None  # the catch-all upstream's list could not be had
-    if catch_all is not None:
-        started = request.scope.get("state", {}).get("overhead_started")
-        if started is not None:
-            overhead["x-ctxproxy-overhead-ms"] = f"{(time.perf_counter() - started) * 1000:.3f}"
-        try:
-            status, content = await services.upstream.models(
-                catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
-            )
-            if status in (401, 403):  # the key is refused: say so, not a made-up list
-                return Response(content, status, overhead, media_type="application/json")
-            listed = orjson.loads(content) if status == 200 else None
-            if isinstance(listed, dict) and isinstance(listed.get("data"), list):
-                have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
-                listed["data"].extend(_model_entry(n) for n in names if n not in have)
-                return _json(listed, headers=overhead)
-            why = f"it answered {status} without a model list"
-        except ProxyError as exc:
-            why = exc.message
-        except orjson.JSONDecodeError:
-            why = "its answer was not JSON"
-        # said, not hidden: a list of the configured names alone reads as "no models"
-        unlisted = {"upstream": catch_all.name, "error": f"could not list its models: {why}"}
-    answer: dict[str, Any] = {"object": "list", "data": [_model_entry(n) for n in names]}
-    if unlisted is not None:
-        answer["ctxproxy_unlisted"] = unlisted
-        overhead["x-ctxproxy-upstream-unlisted"] = unlisted["upstream"]
-    return _json(answer, headers=overhead)
 
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
@@ -218,10 +173,6 @@ def error_response(
 def _clip(text: str, limit: int = 80) -> str:
     """Client text quoted in an error, bounded."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _model_entry(name: str) -> dict[str, object]:
-    return {"id": name, "object": "model", "created": 0, "owned_by": "ctxproxy"}
 
 
 def create_app(

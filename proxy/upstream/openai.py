@@ -273,16 +273,24 @@ class UpstreamClient:
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
         return self.errors.response(relayed_answer)
 
-    async def models(self, upstream: UpstreamSettings, key: str | None) -> tuple[int, bytes]:
+    async def models(
+        self,
+        upstream: UpstreamSettings,
+        key: str | None,
+        path: str = "/models",
+        headers: Mapping[str, str] | None = None,
+        query: str = "",
+    ) -> tuple[int, bytes]:
         """GET the upstream's model list through the same pooled session as chat (so no cookie
         jar carrying one client's upstream cookies to the next); every wait bounded by the
-        upstream's connect timeout. An error answer's body comes back redacted."""
+        upstream's connect timeout. An error answer's body comes back redacted. ``headers``: all
+        that is sent (Anthropic's own), else OpenAI's with ``key``."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
                 "GET",
-                target.url("/models"),
-                headers=self._headers(upstream, {}, key),
+                target.url(path, query),
+                headers=dict(headers) if headers is not None else self._headers(upstream, {}, key),
                 timeout=target.models_timeout,
                 allow_redirects=False,
                 proxy=target.proxy,

@@ -117,3 +117,68 @@ async def test_a_model_list_past_its_bound_is_not_read(tmp_path: Path, edge) -> 
     body = r.json()
     assert [m["id"] for m in body["data"]] == ["local-model"]
     assert "larger than 8 MiB" in body["ctxproxy_unlisted"]["error"]
+
+
+def _both(edge) -> object:
+    """Claude models natively to ``edge`` as Anthropic, ``local-model`` and the rest to it as
+    OpenAI's: one fake for both, so where each list request went is in ``edge.seen``."""
+    return proxy_settings(
+        edge.base_url,
+        upstreams=[
+            {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url},
+            {"name": "named", "match": ["local-model"], "base_url": edge.base_url},
+            {"name": "all", "match": ["*"], "base_url": edge.base_url},
+        ],
+    )
+
+
+ANTHROPIC_LIST = {
+    "data": [{"type": "model", "id": "claude-x", "display_name": "Claude X",
+              "created_at": "2025-01-01T00:00:00Z"}],
+    "has_more": False, "first_id": "claude-x", "last_id": "claude-x",
+}  # fmt: skip
+
+
+def test_the_anthropic_sdk_gets_the_anthropic_upstreams_list(tmp_path: Path, edge) -> None:
+    """The Anthropic SDK's ``models.list()``: its key went to the OpenAI upstream, and the list
+    that came back was OpenAI's."""
+    import anthropic
+
+    from proxy.app import create_app
+    from tests.support.live import serve_in_thread, stop
+
+    edge.reply = Reply.json(ANTHROPIC_LIST)
+    server, base = serve_in_thread(create_app(_both(edge), db_path=str(tmp_path / "db")))
+    try:
+        sdk = anthropic.Anthropic(api_key="sk-ant-secret", base_url=base, max_retries=0)
+        page = sdk.models.list(limit=5)
+    finally:
+        stop(server)
+    assert [m.id for m in page.data] == ["claude-x"]
+    (seen,) = edge.seen
+    assert seen.target == "/v1/models?limit=5"  # the Anthropic upstream's path, its page asked
+    assert seen.header("authorization") == "Bearer sk-ant-secret"  # as the SDK sent it
+
+
+async def test_without_an_anthropic_upstream_the_names_come_in_anthropics_shape(
+    tmp_path: Path,
+) -> None:
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models", headers={"anthropic-version": "2023-06-01",
+                                                    "x-api-key": "sk-ant-secret"})  # fmt: skip
+    assert r.status_code == 200
+    assert r.json() == {
+        "data": [{"type": "model", "id": "local-model", "display_name": "local-model",
+                  "created_at": "1970-01-01T00:00:00Z"}],
+        "has_more": False, "first_id": "local-model", "last_id": "local-model",
+    }  # fmt: skip
+
+
+async def test_googles_sdk_on_v1_gets_geminis_shape_and_no_upstream_sees_its_key(
+    tmp_path: Path, edge
+) -> None:
+    async with in_process(_both(edge), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/models", headers={"x-goog-api-key": "AIza-secret"})
+    assert r.status_code == 200
+    assert r.json()["models"][0]["name"] == "models/local-model"
+    assert edge.seen == []

@@ -1,0 +1,128 @@
+"""``GET /v1/models`` (and ``/models``), answered in the shape of the client that asks: the
+Anthropic SDK and Claude Code send ``anthropic-version``, Google's SDK on its ``v1`` API sends
+``x-goog-api-key`` (or ``?key=``), the OpenAI SDK neither. Each client's key goes only to an
+upstream of its own provider: an Anthropic key sent to the OpenAI upstream would show it to
+another provider, and the list that came back was one the client could not read."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import Response
+
+from proxy.errors import ProxyError
+from proxy.protocols.errors import anthropic_body
+from proxy.server.gemini_routes import gemini_models
+from proxy.server.services import Services
+from proxy.settings import UpstreamSettings
+from proxy.upstream.anthropic import anthropic_headers
+from proxy.upstream.openai import upstream_api_key
+
+ANTHROPIC_MODELS_PATH = "/v1/models"
+
+
+def _json(data: object, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(data), status, headers, media_type="application/json")
+
+
+def configured_names(services: Services) -> list[str]:
+    """The model names the upstreams match exactly (a glob names no model)."""
+    return sorted(
+        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
+    )
+
+
+async def models(request: Request) -> Response:
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if "anthropic-version" in headers:
+        return await anthropic_models(request, headers)
+    if "x-goog-api-key" in headers or "key" in request.query_params:
+        return await gemini_models(request)
+    return await openai_models(request, headers)
+
+
+def _overhead(request: Request) -> dict[str, str]:
+    """The time before the upstream call (``x-ctxproxy-overhead-ms``), when it is known."""
+    started = request.scope.get("state", {}).get("overhead_started")
+    if started is None:
+        return {}
+    return {"x-ctxproxy-overhead-ms": f"{(time.perf_counter() - started) * 1000:.3f}"}
+
+
+async def anthropic_models(request: Request, headers: dict[str, str]) -> Response:
+    """The Anthropic upstream's own list, relayed as it answered (its pages: ``after_id``,
+    ``limit``); with no Anthropic upstream, the configured names in Anthropic's shape."""
+    services: Services = request.app.state.services
+    try:
+        services.principals.of(headers)
+        upstream = _anthropic_upstream(services)
+        if upstream is not None:
+            key = upstream_api_key(upstream, headers, services.settings.auth.mode)
+            sent = anthropic_headers(upstream, headers, key)
+            overhead = _overhead(request)
+            status, content = await services.upstream.models(
+                upstream, key, ANTHROPIC_MODELS_PATH, sent, request.url.query
+            )
+            return Response(content, status, overhead, media_type="application/json")
+    except ProxyError as exc:
+        return Response(anthropic_body(exc), exc.status, media_type="application/json")
+    names = configured_names(services)
+    data = [
+        {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
+        for n in names
+    ]
+    first, last = (names[0], names[-1]) if names else (None, None)
+    return _json({"data": data, "has_more": False, "first_id": first, "last_id": last})
+
+
+def _anthropic_upstream(services: Services) -> UpstreamSettings | None:
+    """The upstream Claude models go to natively: the first of Anthropic's kind."""
+    return next((u for u in services.settings.upstreams if u.kind == "anthropic"), None)
+
+
+async def openai_models(request: Request, headers: dict[str, str]) -> Response:
+    """The catch-all OpenAI upstream's list with the configured names added, or those names
+    alone with why the upstream's could not be had."""
+    services: Services = request.app.state.services
+    try:
+        services.principals.of(headers)
+    except ProxyError as exc:
+        return Response(exc.body_bytes(), exc.status, media_type="application/json")
+    names = configured_names(services)
+    catch_all = next(
+        (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
+    )
+    overhead: dict[str, str] = {}  # the time before the upstream call, when there is one
+    unlisted: dict[str, str] | None = None  # the catch-all upstream's list could not be had
+    if catch_all is not None:
+        overhead = _overhead(request)
+        try:
+            status, content = await services.upstream.models(
+                catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
+            )
+            if status in (401, 403):  # the key is refused: say so, not a made-up list
+                return Response(content, status, overhead, media_type="application/json")
+            listed = orjson.loads(content) if status == 200 else None
+            if isinstance(listed, dict) and isinstance(listed.get("data"), list):
+                have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
+                listed["data"].extend(_model_entry(n) for n in names if n not in have)
+                return _json(listed, headers=overhead)
+            why = f"it answered {status} without a model list"
+        except ProxyError as exc:
+            why = exc.message
+        except orjson.JSONDecodeError:
+            why = "its answer was not JSON"
+        # said, not hidden: a list of the configured names alone reads as "no models"
+        unlisted = {"upstream": catch_all.name, "error": f"could not list its models: {why}"}
+    answer: dict[str, Any] = {"object": "list", "data": [_model_entry(n) for n in names]}
+    if unlisted is not None:
+        answer["ctxproxy_unlisted"] = unlisted
+        overhead["x-ctxproxy-upstream-unlisted"] = unlisted["upstream"]
+    return _json(answer, headers=overhead)
+
+
+def _model_entry(name: str) -> dict[str, object]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "ctxproxy"}
