@@ -22,9 +22,12 @@ from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.transport import RELAYED_NAMES, REQUEST_CONTEXT_HEADERS
 
 # The client's headers the upstream sees: who is calling (Google's SDKs name themselves in
-# ``x-goog-api-client``), the request's context (every protocol's), and the user project a key
-# may bill (the client's key only).
-_FORWARDED = frozenset({"user-agent", "x-goog-api-client", *REQUEST_CONTEXT_HEADERS})
+# ``x-goog-api-client``), the request's context (every protocol's), the deadline google-genai
+# asks the server to keep (``x-server-timeout``, seconds), and the user project a key may bill
+# (the client's key only).
+_FORWARDED = frozenset(
+    {"user-agent", "x-goog-api-client", "x-server-timeout", *REQUEST_CONTEXT_HEADERS}
+)
 _ACCOUNT = frozenset({"x-goog-user-project"})
 # Google names its request id and its server timing in these
 GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}

@@ -30,7 +30,11 @@ REQUEST_CONTEXT_HEADERS = ("idempotency-key", "traceparent", "tracestate")
 # anyway is decoded as it arrives (the session's ``auto_decompress``), since the proxy reads the
 # answer (usage, error events, ids) and the client gets it decoded.
 RELAYED_NAMES = frozenset({"content-type"})
-RELAYED_PREFIXES = ("x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-")
+# ``x-should-retry``: the provider's word on retrying, which OpenAI's and Anthropic's SDKs obey
+# over their own rule (a 500 it says not to retry, a 400 it says to)
+RELAYED_PREFIXES = (
+    "x-ratelimit-", "openai-", "x-request-id", "retry-after", "anthropic-", "x-should-retry",
+)  # fmt: skip
 # Anthropic names its request id plainly ("request-id"); its SDKs show it in errors.
 ANTHROPIC_RELAYED_NAMES = RELAYED_NAMES | {"request-id"}
 # Errors aiohttp raises for a connection that failed or broke (TimeoutError is caught before).

@@ -25,6 +25,7 @@ HEADERS = {
     "x-goog-api-key": KEY,
     "user-agent": "GeminiCLI/0.61.0/gemini-3.1-pro-preview (linux; x64; terminal)",
     "x-goog-api-client": "google-genai-sdk/1.30.0 gl-node/v20.20.2",
+    "x-server-timeout": "30",  # google-genai's, given a timeout: the server's own deadline
 }
 USAGE = {"promptTokenCount": 30, "candidatesTokenCount": 5, "cachedContentTokenCount": 12}
 
@@ -86,6 +87,7 @@ async def test_generate_content_relays_the_clients_bytes_and_key(
     assert seen.header("x-goog-api-key") == KEY
     assert seen.header("x-goog-api-client") == HEADERS["x-goog-api-client"]
     assert seen.header("user-agent") == HEADERS["user-agent"]
+    assert seen.header("x-server-timeout") == "30"
     assert seen.header("authorization") is None and seen.header("x-api-key") is None
 
 

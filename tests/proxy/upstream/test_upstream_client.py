@@ -228,7 +228,12 @@ async def test_upstream_error_status_is_read_whole(edge, client) -> None:
     err = b'{"error": {"message": "slow down"}}'
     edge.reply = Reply(
         status=429,
-        headers=[*EVENT_STREAM, ("retry-after", "3"), ("x-ratelimit-remaining", "0")],
+        headers=[
+            *EVENT_STREAM,
+            ("retry-after", "3"),
+            ("x-ratelimit-remaining", "0"),
+            ("x-should-retry", "false"),  # the SDKs obey it over their own rule
+        ],
         body=err,
     )
     r = await client.chat(upstream(edge.base_url), body(stream=True), {}, None)
@@ -237,6 +242,7 @@ async def test_upstream_error_status_is_read_whole(edge, client) -> None:
         "content-type": "text/event-stream",
         "retry-after": "3",
         "x-ratelimit-remaining": "0",
+        "x-should-retry": "false",
     }
 
 
