@@ -128,11 +128,15 @@ def gemini_stream_error(error: ProxyError) -> bytes:
 
 def reshaped_as_gemini(status: int, body: bytes) -> bytes:
     """An error body in another shape (litellm's path, OpenAI's, Anthropic's) in Gemini's; one
-    already in Gemini's shape is kept, as is its message."""
+    already in Gemini's shape is kept, as is its message: alone, or as the one element of the
+    array Google answers a JSON-array stream's request with (its ``details`` too: a 429's
+    ``RetryInfo``, a key's ``ErrorInfo``)."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
         return gemini_error(status, body[:2000].decode("utf-8", "replace"))
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
     error = value.get("error") if isinstance(value, dict) else None
     if isinstance(error, dict) and isinstance(error.get("status"), str) and "code" in error:
         return body

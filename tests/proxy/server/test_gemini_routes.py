@@ -328,3 +328,25 @@ async def test_the_other_protocols_reach_the_gemini_upstream_for_its_models(
     assert got.status_code == 200, got.text
     assert "Bonjour" in got.text
     assert f"models/{model}:generateContent" in edge.last.target
+
+
+async def test_an_error_answered_as_a_json_array_goes_as_google_wrote_it(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """Without ``alt=sse`` Google answers an error as a one-element array: it was rewritten as
+    an object saying "Upstream error.", its message and its details lost."""
+    error = {
+        "error": {
+            "code": 400,
+            "message": "API key not valid. Please pass a valid API key.",
+            "status": "INVALID_ARGUMENT",
+            "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                         "reason": "API_KEY_INVALID"}],
+        }
+    }  # fmt: skip
+    sent = orjson.dumps([error])
+    edge.reply = Reply(status=400, headers=[("content-type", "application/json")], body=sent)
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(STREAM, json=body(), headers=HEADERS)
+    assert got.status_code == 400
+    assert got.content == sent
