@@ -15,6 +15,9 @@ class EnvSettingsError(ValueError):
 
 
 BASE_URL_VARIABLE = re.compile(r"CTXPROXY_UPSTREAM_([A-Z0-9_]+)_BASE_URL")
+# one in another case: the environment's names are case-sensitive, so it would go unread, and
+# the requests it meant to keep from the provider would go there
+ANY_CASE = re.compile(r"ctxproxy_upstream_(.+)_base_url", re.IGNORECASE)
 
 
 def base_url_variable(name: str) -> str:
@@ -35,6 +38,13 @@ def env_base_urls(
     wanted = {
         k: v.strip() for k, v in environ.items() if BASE_URL_VARIABLE.fullmatch(k) and v.strip()
     }
+    cased = [
+        f"{k}: the variable's name is upper case ({base_url_variable(m.group(1))})"
+        for k, v in sorted(environ.items())
+        if (m := ANY_CASE.fullmatch(k)) and not BASE_URL_VARIABLE.fullmatch(k) and v.strip()
+    ]
+    if cased:
+        raise EnvSettingsError("invalid configuration:\n  " + "\n  ".join(cased))
     if not wanted:
         return data, {}
     upstreams = data.get("upstreams")

@@ -101,3 +101,13 @@ def test_the_start_up_line_names_the_variable_never_its_value() -> None:
     assert "claude (anthropic, base_url from CTXPROXY_UPSTREAM_CLAUDE_BASE_URL): claude-*" in line
     assert "openai (openai): *" in line
     assert "secret-in-url" not in line and "9001" not in line
+
+
+def test_a_variable_in_another_case_fails_start_up() -> None:
+    """``CTXPROXY_UPSTREAM_claude_BASE_URL``: the environment's names are case-sensitive, so it
+    went unread and the requests went to the provider's own URL."""
+    env = {"CTXPROXY_UPSTREAM_claude_BASE_URL": "http://127.0.0.1:1"}
+    with pytest.raises(SettingsError) as raised:
+        load_settings(EXAMPLE, environ=env)
+    assert "CTXPROXY_UPSTREAM_claude_BASE_URL" in str(raised.value)
+    assert "CTXPROXY_UPSTREAM_CLAUDE_BASE_URL" in str(raised.value)
