@@ -19,8 +19,22 @@ URL_ENV = "CTXPROXY_STORE_URL"
 
 def store_url(settings: StoreSettings, db: str | None = None) -> str:
     """The store to open: ``db`` (a command's ``--db``: a path or a URL), else
-    ``CTXPROXY_STORE_URL``, else ``store.url``, else the SQLite file ``store.path``."""
-    return db or os.environ.get(URL_ENV) or settings.url or settings.path
+    ``CTXPROXY_STORE_URL``, else ``store.url``, else the SQLite file ``store.path``. A URL that
+    is not PostgreSQL's (``postgresql+asyncpg://``, ``mysql://``), and ``CTXPROXY_STORE_URL``
+    holding anything else, is refused: it was opened as a SQLite file of that name, and the
+    error that followed printed its password."""
+    from proxy.settings import SettingsError
+    from proxy.store.base import masked
+
+    env = os.environ.get(URL_ENV, "").strip()
+    url = db or env or settings.url or settings.path
+    if not is_postgres(url) and (("://" in url) or (url == env and not db)):
+        source = "--db" if db else URL_ENV if url == env else "store.url"
+        raise SettingsError(
+            f"{source}: {masked(url)[:200]!r} is not a postgresql:// URL"
+            + ("" if source == "--db" else " (a SQLite file is store.path or --db)")
+        )
+    return url
 
 
 def is_postgres(url: str) -> bool:

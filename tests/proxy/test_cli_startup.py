@@ -76,3 +76,35 @@ def test_keys_mode_without_a_key_is_one_line_before_anything_starts(
     err = capsys.readouterr().err
     assert err.startswith("ctxproxy: auth.mode: keys, but no proxy key is set") and err[-1] == "\n"
     assert err.count("\n") == 1 and not (tmp_path / "db").exists()  # nothing was started
+
+
+@pytest.mark.parametrize(
+    ("env", "db", "said"),
+    [
+        # a driver's scheme: it was opened as a SQLite file of that name, and the lock file's
+        # error printed the password
+        ("postgresql+asyncpg://ctxproxy:s3cret@db:5432/ctxproxy", None, "CTXPROXY_STORE_URL"),
+        ("pg.db", None, "CTXPROXY_STORE_URL"),  # served a SQLite file wherever the shell was
+        (None, "mysql://u:s3cret@h/db", "--db"),
+    ],
+)
+def test_a_store_url_that_is_not_postgresqls_is_one_line_without_its_password(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    env: str | None,
+    db: str | None,
+    said: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    if env is None:
+        monkeypatch.delenv("CTXPROXY_STORE_URL", raising=False)
+    else:
+        monkeypatch.setenv("CTXPROXY_STORE_URL", env)
+    extra = ["--db", db] if db else []
+    for command in (["logs"], ["vacuum"], ["serve", "--port", "0"]):
+        assert main([*command, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"ctxproxy: {said}: ") and "is not a postgresql:// URL" in err
+        assert "s3cret" not in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []  # nothing was made
