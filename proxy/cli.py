@@ -24,6 +24,7 @@ from proxy.store.pg_unavailable import StoreUnavailable
 
 if TYPE_CHECKING:
     from proxy.server.wire import Wire
+    from proxy.store.base import Store
 
 # ``rewrite --protocol``: the names of the protocols a body may be read as (``_wire``). The
 # engine, the rules and the wires are imported by the commands that use them: ``logs``,
@@ -138,47 +139,59 @@ def _readable(db: str) -> None:
 
 
 async def _rewrite(args: argparse.Namespace, raw: bytes) -> dict[str, Any]:
-    from proxy.errors import ModelNotFound, PayloadTooLarge
-    from proxy.rewrite.engine import Engine
     from proxy.store.factory import create_store
+    from proxy.store.serve_lock import serving
 
     settings = _settings(args)
-    db = args.db or str(Path(tempfile.mkdtemp(prefix="ctxproxy-")) / "rewrite.db")
-    store = create_store(settings.store, db=db)
-    await store.open()
-    try:
-        engine = Engine(settings, store, budget_override=args.budget)
-        if len(raw) > settings.limits.max_body_bytes:  # the server's reader checks as it reads
-            raise PayloadTooLarge(
-                f"Request body is {len(raw)} bytes; the limit is "
-                f"{settings.limits.max_body_bytes} bytes."
-            )
-        wire = _wire(args.protocol)
-        parse, adapter = wire.parse, wire.adapter
-        body = parse(raw)
-        named = None  # Gemini's model is the path's: --model
-        if wire.target is not None:
-            named = wire.target(f"/v1beta/models/{args.model or ''}:generateContent")[0]
-        model = named if named is not None else body["model"]
-        if settings.upstreams and settings.upstream_for(model) is None:
-            raise ModelNotFound(
-                f"The model '{model}' is not served by any configured upstream.",
-                param="model",
-            )
-        now = args.now if args.now is not None else time.time()
-        result = await engine.rewrite(
-            body,
-            {},
-            now=now,
-            session_id=args.session,
-            parent_session_id=args.parent_session,
-            adapter=adapter,
-            principal=args.principal,
-            model=named,
+    with tempfile.TemporaryDirectory(prefix="ctxproxy-") as scratch:
+        db = args.db or str(Path(scratch) / "rewrite.db")
+        store = create_store(settings.store, db=db)
+        await store.open()
+        try:
+            # a log a server is using is read, never written: its state is the server's to save
+            return await _rewrite_on(args, raw, settings, store, save=not serving(db))
+        finally:
+            await store.close()
+
+
+async def _rewrite_on(
+    args: argparse.Namespace, raw: bytes, settings: Settings, store: Store, save: bool
+) -> dict[str, Any]:
+    from proxy.errors import ModelNotFound, PayloadTooLarge
+    from proxy.rewrite.engine import Engine
+
+    engine = Engine(settings, store, budget_override=args.budget)
+    if len(raw) > settings.limits.max_body_bytes:  # the server's reader checks as it reads
+        raise PayloadTooLarge(
+            f"Request body is {len(raw)} bytes; the limit is "
+            f"{settings.limits.max_body_bytes} bytes."
         )
-        return {"request": result.body, "report": result.report}
-    finally:
-        await store.close()
+    wire = _wire(args.protocol)
+    parse, adapter = wire.parse, wire.adapter
+    body = parse(raw)
+    named = None  # Gemini's model is the path's: --model
+    if wire.target is not None:
+        if not args.model:
+            raise CliError("--protocol gemini needs --model (Gemini names it in the path)")
+        named = wire.target(f"/v1beta/models/{args.model}:generateContent")[0]
+    model = named if named is not None else body["model"]
+    if settings.upstreams and settings.upstream_for(model) is None:
+        raise ModelNotFound(
+            f"The model '{model}' is not served by any configured upstream.", param="model"
+        )
+    now = args.now if args.now is not None else time.time()
+    prepared = await engine.prepare(
+        body,
+        {},
+        now=now,
+        session_id=args.session,
+        parent_session_id=args.parent_session,
+        adapter=adapter,
+        principal=args.principal,
+        model=named,
+    )
+    result = await (prepared.finish() if save else prepared.let_go())
+    return {"request": result.body, "report": result.report}
 
 
 def cmd_rewrite(args: argparse.Namespace) -> int:
@@ -218,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def common(p: argparse.ArgumentParser) -> None:
+    def common(p: argparse.ArgumentParser, db: str | None = None) -> None:
         p.add_argument(
             "--config",
             default=os.environ.get("CTXPROXY_CONFIG") or None,
@@ -226,7 +239,8 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--db",
-            help="SQLite path or postgresql:// URL (default: CTXPROXY_STORE_URL, store.url, "
+            help=db
+            or "SQLite path or postgresql:// URL (default: CTXPROXY_STORE_URL, store.url, "
             "store.path)",
         )
 
@@ -239,7 +253,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(func=cmd_serve)
 
     rewrite = sub.add_parser("rewrite", help="print what would be forwarded for one request body")
-    common(rewrite)
+    common(
+        rewrite,
+        db="the log whose session the body continues, and whose state it saves unless a "
+        "ctxproxy serve is using it (SQLite path or postgresql:// URL; default: a new session, "
+        "nothing kept)",
+    )
     rewrite.add_argument("file", nargs="?", help="request body JSON (default: stdin)")
     rewrite.add_argument("--session")
     rewrite.add_argument("--parent-session")

@@ -56,6 +56,14 @@ class Prepared:
             return await self._complete()
         return self._done
 
+    async def let_go(self) -> Rewritten:
+        """The session let go with nothing saved or noted (``ctxproxy rewrite``: what would be
+        forwarded, the log it read left as it was)."""
+        if self._done is None and self._task is None:
+            self._done = self.rewritten
+            await self._held.__aexit__(None, None, None)
+        return await self.finish()
+
     async def _complete(self, yield_first: bool = False) -> Rewritten:
         if yield_first:
             await asyncio.sleep(0)

@@ -169,3 +169,49 @@ def test_a_budget_or_a_limit_out_of_range_is_refused(
             assert field in str(exc)
         else:
             raise AssertionError(f"{config} accepted")
+
+
+def test_rewrite_reads_a_served_log_without_writing_it(tmp_path: Path) -> None:
+    """A log a ``ctxproxy serve`` holds (its lock) is the server's to write: rewrite continues
+    its session and saves nothing, where it saved a state under the server's feet."""
+    import sqlite3
+
+    from proxy.store.serve_lock import hold
+
+    f = tmp_path / "body.json"
+    f.write_bytes(orjson.dumps(request(user("hello"))))
+    db = str(tmp_path / "state.db")
+    args = ("rewrite", "--db", db, "--session", "s1", "--now", "1000", str(f))
+    assert ctxproxy(*args).returncode == 0  # a log no server uses: its state kept
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT id, version FROM sessions ORDER BY id").fetchall()
+    lock = hold(db)  # as serve holds it
+    try:
+        served = ctxproxy("rewrite", "--db", db, "--session", "s2", str(f))
+        again = orjson.loads(ctxproxy(*args).stdout)
+    finally:
+        assert lock is not None
+        lock.close()
+    assert served.returncode == 0, served.stderr
+    assert again["report"]["prefix_reuse"] is not None  # the server's session, read
+    with sqlite3.connect(db) as conn:
+        after = conn.execute("SELECT id, version FROM sessions ORDER BY id").fetchall()
+    assert after == before
+
+
+def test_rewrite_without_a_log_leaves_no_file_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    out = ctxproxy("rewrite", "-", stdin=orjson.dumps(request(user("hello"))))
+    assert out.returncode == 0, out.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_rewrite_of_gemini_without_a_model_says_to_name_it() -> None:
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    out = ctxproxy("rewrite", "--protocol", "gemini", "-", stdin=orjson.dumps(body))
+    assert out.returncode == 2
+    assert b"--model" in out.stderr
