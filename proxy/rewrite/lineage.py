@@ -18,7 +18,15 @@ conversation root: ``rules.context.session_roots``), and the proxy's view of the
 (``_prefix``). A lone user turn (a stateless client) keeps
 the stored turns (``history``), which history restore puts before it.
 
-Bounded: at most ``MAX_TIPS`` tips of at most ``MAX_TIP_BYTES`` (serialised) each, newest kept."""
+A sibling of the head (the head's history but its last message: a regenerated or edited last
+turn, two calls an agent makes from one context) carries what was forwarded inside the history
+they share: inject's blocks and break_loops' notes, anchored to the messages they were placed on.
+Those bytes are the provider's cached prefix, and the rules replay each one whose message the
+request holds (the head's last message, which the sibling does not hold, takes its own along).
+
+Bounded: at most ``MAX_TIPS`` tips of at most ``MAX_TIP_BYTES`` (serialised) each: the newest
+``MAX_TIPS // 2``, then the longest of the rest (a conversation's tip outlives a burst of one-turn
+side calls under its name: Claude Code's helper calls, a sub-agent's)."""
 
 from __future__ import annotations
 
@@ -30,8 +38,9 @@ import orjson
 
 from proxy.protocols.base import TAG
 from rules.base import Context, Message, SessionState, content_hash, hash_bytes
-from rules.context import prune
+from rules.context import prune, sticky
 from rules.entities import history_restore
+from rules.loops import break_loops
 
 NAMESPACE = "_lineage"
 RESUME_MEMO = "lineage_resume"  # ``Context.recall`` name: a list, its stored lineage -> its key
@@ -39,6 +48,8 @@ PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded reque
 # namespaces kept across branches (see above)
 SHARED = frozenset({prune.NAMESPACE, prune.SESSION, prune.CARRYING, PREFIX_NAMESPACE, NAMESPACE})
 HISTORY = history_restore.NAMESPACE
+# what a sibling carries, and the key its entries are told apart by
+ANCHORED = {sticky.NAMESPACE: "blocks", break_loops.NAMESPACE: "notes"}
 MAX_TIPS = 4
 MAX_TIP_BYTES = 64 * 1024
 
@@ -157,6 +168,11 @@ def resume(
     if left:
         tips.append([head[0], head[1], left])
     branch: dict[str, Any] = dict(best[2]) if best is not None else {}
+    if _sibling(hashes, head) and (best is None or int(best[0]) < head[0] - 1):
+        for name, entries in ANCHORED.items():
+            carried = _carried(state.data.get(name), branch.get(name), entries)
+            if carried is not None:
+                branch[name] = carried
     if HISTORY in state.data and history_restore.is_lone_turn(messages):
         branch[HISTORY] = state.data[HISTORY]
     shared = {k: v for k, v in state.data.items() if k in SHARED}
@@ -165,6 +181,37 @@ def resume(
     if best is not None:
         resumed["tip_messages"] = best[0]
     return SessionState({**branch, **shared}), resumed, key
+
+
+def _sibling(hashes: Sequence[str], head: Sequence[Any]) -> bool:
+    """Whether the history holds all of the head's but its last message (``_last_facts``)."""
+    n = head[0]
+    return (
+        len(head) >= 4
+        and isinstance(n, int)
+        and 2 <= n <= len(hashes) + 1
+        and chain(hashes, n - 1) == head[2]
+    )
+
+
+def _carried(head: Any, branch: Any, entries: str) -> dict[str, Any] | None:
+    """The head's anchored entries (``entries``: a list in each namespace's value) beside the
+    branch's own, each once; None when the head has none to add."""
+    theirs = head.get(entries) if isinstance(head, dict) else None
+    if not isinstance(theirs, list) or not theirs:
+        return None
+    mine = branch.get(entries) if isinstance(branch, dict) else None
+    if not isinstance(mine, list) or not mine:
+        return dict(head)  # the head's whole value: what it says it showed is judged by the rule
+    have = {orjson.dumps(e) for e in mine}
+    extra = [e for e in theirs if orjson.dumps(e) not in have]
+    if not extra:
+        return None
+    merged = [*mine, *extra]
+    value = {**branch, entries: merged}
+    if "tokens" in value:  # inject's: what its blocks weigh, read by prune
+        value["tokens"] = sum(int(e.get("tokens", 0)) for e in merged if isinstance(e, dict))
+    return value
 
 
 def resume_of(
@@ -187,15 +234,19 @@ def resume_of(
 
 
 def _bounded(tips: list[list[Any]]) -> list[list[Any]]:
-    """The newest ``MAX_TIPS`` tips that fit ``MAX_TIP_BYTES`` each (sized at each fork)."""
-    kept: list[list[Any]] = []
-    for tip in reversed(tips):
-        if len(kept) == MAX_TIPS:
-            break
-        if len(orjson.dumps(tip[2])) <= MAX_TIP_BYTES:
-            kept.append(tip)
-    kept.reverse()
-    return kept
+    """At most ``MAX_TIPS`` tips that fit ``MAX_TIP_BYTES`` each (sized at each fork): the newest
+    ``MAX_TIPS // 2``, then the longest histories of the rest (the newer of two alike), in the
+    order they came."""
+    fitting = [i for i, tip in enumerate(tips) if len(orjson.dumps(tip[2])) <= MAX_TIP_BYTES]
+    newest = fitting[-(MAX_TIPS // 2) :] if MAX_TIPS // 2 else []
+    rest = [i for i in fitting if i not in newest]
+    rest.sort(key=lambda i: (_length(tips[i]), i), reverse=True)
+    chosen = set(newest) | set(rest[: MAX_TIPS - len(newest)])
+    return [tip for i, tip in enumerate(tips) if i in chosen]
+
+
+def _length(tip: list[Any]) -> int:
+    return tip[0] if isinstance(tip[0], int) else 0
 
 
 def record(state: SessionState, key: list[Any]) -> SessionState:
