@@ -224,17 +224,17 @@ class Metrics:
         self.registry.register(_GcCollector(counts))
 
     def _model(self, model: Any, status: Any) -> str:
-        """The model's label: its name once a request of it ended other than refused (a 4xx
-        status: an unknown model, a bad request), at most ``MAX_MODEL_LABELS`` names; else
-        ``other``. Names come from clients: were every name labelled, one tenant's requests of
-        100 made-up models (each refused) would leave every other tenant's real models under
-        ``other`` until the proxy restarts."""
+        """The model's label: its name once a request of it was answered (a 2xx status), at
+        most ``MAX_MODEL_LABELS`` names; else ``other``. Names come from clients: were every
+        name labelled, one tenant's requests of 100 made-up models (each refused, or failed by
+        an upstream that is down or answers 5xx to names it does not know) would leave every
+        other tenant's real models under ``other`` until the proxy restarts."""
         if not model:
             return "none"
         name = str(model)
         if name in self._models:
             return name
-        served = isinstance(status, int) and not 400 <= status < 500
+        served = isinstance(status, int) and 200 <= status < 300
         if not served or len(self._models) >= MAX_MODEL_LABELS:
             return "other"
         self._models.add(name)

@@ -45,7 +45,8 @@ def test_metrics_after_a_few_requests(live_proxy, fake_upstream) -> None:
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     m = samples(r.text)
     assert value(m, "ctxproxy_requests_total", status="200", model="gpt-4o") == 2
-    assert value(m, "ctxproxy_requests_total", status="500", model="gpt-4o-mini") == 1
+    # never answered yet: not labelled (an upstream's 5xx to made-up names takes no label)
+    assert value(m, "ctxproxy_requests_total", status="500", model="other") == 1
     assert value(m, "ctxproxy_requests_total", status="400", model="none") == 1
     assert value(m, "ctxproxy_in_flight_requests") == 0
     assert value(m, "ctxproxy_added_latency_seconds_count") == 4
@@ -147,6 +148,8 @@ def test_made_up_model_names_never_take_the_labels_of_served_models() -> None:
     for i in range(MAX_MODEL_LABELS + 5):  # one tenant's requests of models nobody serves
         metrics.finished({"status": 404, "model": f"junk-{i}"})
         metrics.finished({"status": 400, "model": f"junk-{i}"})
+        metrics.finished({"status": 502, "model": f"down-{i}"})  # the upstream away, or 5xx
+        metrics.finished({"status": 500, "model": f"down-{i}"})
     metrics.finished({"status": 200, "model": "claude-sonnet-4-5"})
     metrics.finished({"status": 429, "model": "gpt-4o"})  # a served model's errors: its label
     m = samples(metrics.exposition().decode())
