@@ -217,6 +217,12 @@ class Dialect:
         )
 
 
+def transient(exc: BaseException) -> bool:
+    """A SQLite error that waiting mends: the file locked or busy (another process's
+    transaction), a statement interrupted."""
+    return _transient(exc)
+
+
 def _transient(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text or "interrupted" in text

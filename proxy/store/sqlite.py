@@ -26,7 +26,7 @@ from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
 from proxy.store.cache_feedback import FeedbackStore
-from proxy.store.dialect import SQLITE
+from proxy.store.dialect import SQLITE, transient
 from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
@@ -219,7 +219,10 @@ class SQLiteStore(SqliteReads):
     async def _write_batch(self, ops: list[_Op]) -> None:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
-        lost. While the database is locked by someone else, retry a few times first."""
+        lost. While the database is locked by someone else (a backup, a ``sqlite3`` shell left
+        in a transaction), the batch is retried until the lock goes: the writes behind it queue,
+        bounded by ``buffer_rows`` as while the file is away. Closing, it gives up after
+        ``WRITE_ATTEMPTS``."""
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the queue stays bounded)
         pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
@@ -229,7 +232,8 @@ class SQLiteStore(SqliteReads):
         self.write_errors += lost
         if not groups:
             return
-        for attempt in range(WRITE_ATTEMPTS):
+        attempt = 0
+        while True:
             try:
                 try:
                     # each statement, and the commit, begun in a lull: the connection's thread
@@ -252,10 +256,19 @@ class SQLiteStore(SqliteReads):
                 if SQLITE.unreadable(exc):  # a table gone, a damaged file: waiting mends nothing
                     self.write_errors += await write_apart(self.writer, groups)
                     return
-                if attempt + 1 < WRITE_ATTEMPTS:
-                    await asyncio.sleep(0.2 * (attempt + 1))
+                attempt += 1
+                held = transient(exc) and self._writer_task is not None  # locked, not closing
+                if attempt >= WRITE_ATTEMPTS and not held:
+                    break
+                if attempt == WRITE_ATTEMPTS:
+                    log.warning(
+                        "store: the database is locked by another process; %d writes held, "
+                        "retried until it lets go (queued behind: %d)",
+                        sum(len(rows) for _, rows in groups), self._queue.qsize(),
+                    )  # fmt: skip
+                await asyncio.sleep(min(0.2 * attempt, 2.0))
         count = sum(len(rows) for _, rows in groups)
-        log.error("store: %d writes lost, the database stayed locked", count)
+        log.error("store: %d writes lost, the database could not be written", count)
         self.write_errors += count
 
     def describe(self) -> str:
