@@ -36,6 +36,7 @@ from rules.messages import (
     text_of,
     tool_calls,
 )
+from rules.text_cache import ENTRY_CHARS
 
 log = logging.getLogger("ctxproxy.tokens")
 
@@ -192,10 +193,10 @@ class TiktokenCounter:
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = n
-                self._held += len(key[1])
+                self._held += len(key[1]) + ENTRY_CHARS
                 while self._held > self._cache_chars and self._cache:
                     old, _ = self._cache.popitem(last=False)
-                    self._held -= len(old[1])
+                    self._held -= len(old[1]) + ENTRY_CHARS
         return n
 
     def _count(self, text: str, key: tuple[str, str | bytes]) -> int:

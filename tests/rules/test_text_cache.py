@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rules.text_cache import text_cache
+from rules.text_cache import ENTRY_CHARS, charge, text_cache
 
 
 def test_hits_are_answered_from_the_cache() -> None:
@@ -20,15 +20,17 @@ def test_hits_are_answered_from_the_cache() -> None:
 def test_the_cache_holds_at_most_its_characters_oldest_out_first() -> None:
     calls: list[str] = []
 
-    @text_cache(max_chars=100)
+    bound = 3 * (30 + ENTRY_CHARS) + 10  # three entries of 30 characters and their own cost
+
+    @text_cache(max_chars=bound)
     def length(text: str) -> int:
         calls.append(text)
         return len(text)
 
-    texts = [str(i) * 30 for i in range(5)]  # 31 "chars" each with the entry's own unit
+    texts = [str(i) * 30 for i in range(5)]
     for t in texts:
         length(t)
-    assert length.cache_chars() <= 100  # type: ignore[attr-defined]
+    assert length.cache_chars() <= bound  # type: ignore[attr-defined]
     length(texts[-1])  # the newest is still held
     length(texts[0])  # the oldest was dropped: computed again
     assert calls == [*texts, texts[0]]
@@ -76,7 +78,7 @@ def test_the_cache_holds_at_most_its_entries_least_recently_used_out_first() -> 
     assert calls == ["a", "b", "c", "d"]
     length("b")  # dropped: computed again
     assert calls == ["a", "b", "c", "d", "b"]
-    assert length.cache_chars() == 3 * 2  # three one-character entries (one unit each besides)
+    assert length.cache_chars() == 3 * (1 + ENTRY_CHARS)  # three one-character entries
 
 
 def test_cache_clear_empties_the_cache() -> None:
@@ -103,6 +105,45 @@ def test_resolve_refs_text_memos_stay_within_their_entries() -> None:
     texts = [f"question {i}: delete the folder you just made" for i in range(300)]
     for text in texts:
         memo(text, (), cfg.languages, 0.6, None)
-    held = texts[-resolve_refs.MEMO_ENTRIES :]  # the newest; each entry counts its text + 1
-    assert memo.cache_chars() == sum(len(t) + 1 for t in held)
+    held = texts[-resolve_refs.MEMO_ENTRIES :]  # the newest; each its text, value and own cost
+    values = [memo(t, (), cfg.languages, 0.6, None) for t in held]
+    assert memo.cache_chars() == sum(
+        len(t) + ENTRY_CHARS + charge(v) for t, v in zip(held, values, strict=True)
+    )
     memo.cache_clear()
+
+
+def test_a_value_is_charged_what_it_holds() -> None:
+    @text_cache(max_chars=10_000_000)
+    def words(text: str) -> list[str]:
+        return text.split()
+
+    text = " ".join(f"w{i}" for i in range(1000))
+    words(text)
+    held = words.cache_chars()  # type: ignore[attr-defined]
+    assert held == len(text) + ENTRY_CHARS + charge(text.split())
+    assert charge(text.split()) > 1000 * 50  # each word an object, not only its characters
+
+
+def test_short_texts_hold_a_few_bytes_a_unit_charged() -> None:
+    """One tenant's many distinct short texts: charged their characters alone, the memo held
+    16-44 bytes a character, and a gigabyte past its stated bound."""
+    import gc
+    import tracemalloc
+
+    @text_cache(max_chars=2_000_000)
+    def kind(text: str) -> tuple[str, int]:
+        return ("word", len(text))
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        for i in range(40_000):
+            kind(f"t{i}")
+        gc.collect()
+        used = tracemalloc.get_traced_memory()[0] - base
+    finally:
+        tracemalloc.stop()
+    assert kind.cache_chars() <= 2_000_000  # type: ignore[attr-defined]
+    assert used <= 2 * kind.cache_chars(), used  # type: ignore[attr-defined]
