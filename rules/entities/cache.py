@@ -74,10 +74,27 @@ SUMMARY = "entity_kinds"  # state: the kinds and sorts the events hold, kept wit
 
 def summary(events: Iterable[Any]) -> dict[str, Any]:
     """What resolve_refs reads on every request instead of the events: the kinds beyond files
-    they hold and their ``sorts`` (also as one string, ``key``, the memo key of the scan)."""
+    they hold and their ``sorts`` (also as one string, ``joined``, the memo key of the scan).
+    No field is named like a secret: the state's redaction blanks a ``key``'s value, and the
+    patterns needing what it said never ran on a stored state."""
     kinds = {str(e.get("type")) for e in events if isinstance(e, dict) and "id" in e}
     held = sorted(sorts(events))
-    return {"kinds": sorted(kinds), "sorts": held, "key": "|".join(held)}
+    return {"kinds": sorted(kinds), "sorts": held, "joined": "|".join(held)}
+
+
+EMPTY_SUMMARY = {"kinds": [], "sorts": [], "joined": ""}
+
+
+def joined_sorts(held: Any) -> str:
+    """The summary's sorts as one string (a summary stored under the older name ``key``, which
+    the state's redaction blanked, is read from its ``sorts``)."""
+    if not isinstance(held, dict):
+        return ""
+    joined = held.get("joined")
+    if isinstance(joined, str):
+        return joined
+    found = held.get("sorts")
+    return "|".join(sorted(str(s) for s in found)) if isinstance(found, list) else ""
 
 
 def sorts(events: Iterable[Any]) -> frozenset[str]:

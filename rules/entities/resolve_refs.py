@@ -296,8 +296,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         return RuleResult.unchanged(ctx)  # most requests of a tool loop: nothing worked out
     if ctx.ancestors:
         kinds, present = _held(ctx, cfg.use_ancestors)
-    else:  # one session (most requests): its summary's key, kinds only when there is a mention
-        kinds, present = None, (held or {}).get("key", "")
+    else:  # one session (most requests): its summary's sorts, kinds only when there is a mention
+        kinds, present = None, entity_cache.joined_sorts(held)
     if present:
         present = _scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again

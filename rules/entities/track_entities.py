@@ -247,7 +247,7 @@ def _with_events(state: SessionState, events: list[Any], stored: Any) -> Session
         return state
     state = state.with_value(entity_cache.NAMESPACE, events)
     held = entity_cache.summary(events)
-    if held != (state.get(entity_cache.SUMMARY) or {"kinds": [], "sorts": [], "key": ""}):
+    if held != (state.get(entity_cache.SUMMARY) or entity_cache.EMPTY_SUMMARY):
         state = state.with_value(entity_cache.SUMMARY, held)
     return state
 

@@ -189,7 +189,7 @@ def test_the_same_question_object_is_not_read_again(scans: list[str]) -> None:
     resolve_refs.apply(ctx(copy, now=1016.0, state=first.state, memo=memo), CFG)
     other = resolve_refs.Config(threshold=0.5)
     resolve_refs.apply(ctx(copy, now=1020.0, state=first.state, memo=memo), other)
-    sorts = first.state.with_value(entity_cache.SUMMARY, {"kinds": ["branch"], "key": "objects"})
+    sorts = first.state.with_value(entity_cache.SUMMARY, {"kinds": ["branch"], "joined": "objects"})
     resolve_refs.apply(ctx(copy, now=1024.0, state=sorts, memo=memo), other)
     assert len(scans) == 6
 
