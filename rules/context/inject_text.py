@@ -29,17 +29,27 @@ DELTA_HEADER = "Context noted by ctxproxy (not written by the user), changed sin
 _NOT_IN_DELTA = ("Latest writes",)
 # Items whose disappearance is news (a diagnostic closed); others are replaced or just age out.
 _CLOSED = {"Open": "Closed"}
+# A line break inside a path, a name or a mention (a file the agent made may be named so) would
+# start a line of the block's own: a forged reference, a closing tag, a "SYSTEM:" line.
+_FOLDED = str.maketrans({c: "⏎" for c in "\n\r\x0b\x0c\x85\u2028\u2029"})
+_TAG = "ctxproxy-context"
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line, the block's own tag in it made inert (``<`` as ``‹``)."""
+    text = text.translate(_FOLDED)
+    return text.replace("<", "‹") if _TAG in text else text
 
 
 def _entity_line(e: Mapping[str, Any]) -> str:
     verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
     if "id" in e:  # beyond files: "- created git branch feat/x", "- listed customer Globex"
         verb = {"delete": "ended", "list": "listed"}.get(str(e.get("action")), verb)
-        return f"- {verb} {named(e)}"
+        return one_line(f"- {verb} {named(e)}")
     line = f"- {verb} {e.get('type')} {e.get('path')}"
     if e.get("from"):
         line += f" (from {e['from']})"
-    return line
+    return one_line(line)
 
 
 def recent_lines(
@@ -73,7 +83,7 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
         source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
         if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)
             line += f", from parent session {source.get('session')}"
-        lines.append(line)
+        lines.append(one_line(line))
     return lines
 
 
