@@ -27,6 +27,7 @@ from rules.context import (
     free_cut,
     prune_settled,
     prune_stages,
+    resend,
     restore,
     risk_budget,
     schedule,
@@ -127,17 +128,24 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     schema = ctx.tokens.count_tools(ctx.tools)  # sent with every request: counts against it
     stored = ctx.state.get(NAMESPACE)
     blocks = sticky.stored_tokens(ctx.state.get(sticky.NAMESPACE))  # inject replays them
-    total = ctx.tokens.count_messages(view) + schema + blocks
-    arrived = total  # the request as it came, the previous cuts replayed
-    budget = ctx.budget
+    own = ctx.tokens.count_messages(view) + schema
     # the memory of this conversation's requests (a sub-agent's under one session: its own)
     root = ctx.hash_of(ctx.messages[0]) if ctx.messages else ""
     stored_memo = ctx.state.get(SESSION)
     session = session_roots.mine(stored_memo, root)
     other = session_roots.switched(stored_memo, root)
-    memory = schedule.Memory.load(session, None if other else ctx.state.get(CARRYING))
+    print_ = resend.fingerprint(ctx, own)
+    repeated = resend.repeated(session, print_)  # a resend: what its first attempt ran on
+    ran_on = session if repeated is None else repeated.memory
+    if repeated is not None:  # the blocks as the first attempt counted them (not its own new one)
+        blocks = repeated.blocks
+    total = own + blocks
+    arrived = total  # the request as it came, the previous cuts replayed
+    budget = ctx.budget
+    steps_in = resend.steps_read(repeated, ctx.state.get(CARRYING))
+    memory = schedule.Memory.load(ran_on, None if other else steps_in)
     ledger, risk, guard = risk_budget.allowances(  # the session's risk ledger, when kept
-        session, cfg.bet_budget_share, cfg.warm_risk_share
+        ran_on, cfg.bet_budget_share, cfg.warm_risk_share
     )
     look: tuple[float, int] | None = None  # a warm look at what is reclaimable
     stale: dict[str, tuple[float, int]] | None = None  # each step's carrying, at a warm look
@@ -269,6 +277,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
     )  # fmt: skip
     if memo is not session:
+        replaced = stale is not None or bool(info["compacted"] and memory.stale)
+        memo = resend.noted(
+            memo, print_, ran_on, blocks, steps_in if replaced else resend.UNCHANGED
+        )
         state_out = state_out.with_value(SESSION, session_roots.kept(stored_memo, memo, root))
         # the per-step figures change at a look or a compaction only: their own namespace
         if stale is not None:

@@ -1,0 +1,50 @@
+"""A request sent again as it was (a client's retry after a 429, a 5xx or a timeout) is forwarded
+as its first attempt was: prune's memory, saved while the upstream read the first attempt,
+counted it as one more request (its growth, a warm look's figures, the block inject placed at
+its tail), and a retry could be compacted where the first attempt was not, re-billing the prompt
+from the cut on."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from proxy.rewrite.engine import Engine
+from proxy.settings import load_settings
+from proxy.store.sqlite import SQLiteStore
+from tests.support.traces import iter_conversations, request_prefixes
+
+CONVERSATIONS = ((24, 12000), (5, 12000), (60, 12000), (10, 8000))  # where retries had differed
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SQLiteStore]:
+    kept = SQLiteStore(str(tmp_path / "db"))
+    await kept.open()
+    yield kept
+    await kept.close()
+
+
+@pytest.mark.parametrize(("index", "budget"), CONVERSATIONS)
+async def test_every_retry_of_a_corpus_session_is_forwarded_as_its_first_attempt(
+    traces_path: Path, store: SQLiteStore, index: int, budget: int
+) -> None:
+    conversation = next(itertools.islice(iter_conversations(), index, index + 1))
+    engine = Engine(load_settings(None), store, budget_override=budget, strict=True)
+    try:
+        compactions = 0
+        for i, messages in enumerate(
+            itertools.islice(request_prefixes(conversation["messages"]), 60)
+        ):
+            body = {"model": "gpt-4o", "messages": messages}
+            first = await engine.rewrite(body, {}, 1000.0 + 15 * i, session_id="s")
+            again = await engine.rewrite(body, {}, 1002.0 + 15 * i, session_id="s")
+            assert orjson.dumps(again.body) == orjson.dumps(first.body), i
+            compactions += bool(first.report["prune"].get("compacted"))
+        assert compactions  # the schedule did cut in these sessions
+    finally:
+        engine.close()
