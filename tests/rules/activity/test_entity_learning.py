@@ -186,3 +186,19 @@ def test_structured_results_kind_from_shape_not_from_tool_names() -> None:
     assert made("get_weather", {}, {"temp": 3}) == []  # no id: no entity
     assert made("read_file", {}, "not json") == []
     assert singular("companies") == "company" and singular("addresses") == "address"
+
+
+GEMINI_SHELL = (
+    "Command: python3 -m http.server 8000 &\nDirectory: (root)\nOutput: (empty)\n"
+    "Error: (none)\nExit Code: 0\nSignal: (none)\nBackground PIDs: 31337\n"
+    "Process Group PGID: 31330"
+)
+
+
+def test_gemini_clis_background_pid_is_the_servers() -> None:
+    """Gemini CLI's run_shell_command reports a backgrounded job as ``Background PIDs: N``: the
+    server it started was never tracked, and "stop the server you started" found nothing."""
+    made = _made("python3 -m http.server 8000 &", GEMINI_SHELL)
+    assert ("process", "31337", "create") in made
+    listed = GEMINI_SHELL.replace("31337", "31337, 31338")
+    assert ("process", "31337", "create") in _made("python3 -m http.server 8000 &", listed)
