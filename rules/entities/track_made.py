@@ -33,6 +33,7 @@ from rules.activity.storable import MAX_PATH_CHARS
 from rules.redact import holds_secret, redact_text
 
 MAX_SCRIPTS = 50
+MAX_GONE = 64  # entities a deleted path ends, per call
 _BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")  # `cmd &`, not `&&`, `2>&1`, `&>`
 _SCRIPTS = (".sql", ".psql", ".ddl")  # files whose statements run when a command runs them
 _CONTENT_KEYS = ("content", "file_text", "text", "contents", "new_string", "code")
@@ -168,8 +169,9 @@ class MadeTracker:
         effects: Sequence[Effect],
         call: str,
     ) -> list[Made]:
-        """What a successful call made beyond files."""
+        """What a successful call made beyond files, and what ended with a path it deleted."""
         command = shell_command(self.tools, name, args)
+        gone = self._gone_with(effects, command or name)
         written = [
             e.path
             for e in effects
@@ -177,14 +179,16 @@ class MadeTracker:
         ]
         if command is not None:
             if not self._may_make(command, written):
-                return []
+                return self._kept(gone) if gone else []
             facts = command_entities(
                 self.pack, self.verbs, command, result, cwd, self._statements(), written
             )
             for path, statements in facts.scripts.items():
                 self._remember_script(path, statements)
             made = facts.made or self._printed_json(command, result, call)
-            return self._kept(made)
+            return self._kept([*made, *gone])
+        if gone:
+            return self._kept(gone)
         if effects:  # a file tool: a SQL script's content is remembered
             content = next((args[k] for k in _CONTENT_KEYS if isinstance(args.get(k), str)), None)
             if content and written:
@@ -206,6 +210,23 @@ class MadeTracker:
             if found and body:
                 return result_entities(self.pack, found[0], found[1], body, call)
         return []
+
+    def _gone_with(self, effects: Sequence[Effect], by: str) -> list[Made]:
+        """The entities beyond files whose identifier is a path a deleted file or folder held
+        (``rm -rf .venv`` ends the virtualenv ``python -m venv .venv`` made): a pointer to one
+        would name what is gone. At most ``MAX_GONE`` a call."""
+        deleted = [e.path.rstrip("/") for e in effects if e.action == "delete" and e.path]
+        if not deleted or not self.alive:
+            return []
+        out: list[Made] = []
+        for e in self.alive.values():
+            ident = str(e.get("id") or "")
+            if ident[:1] not in ("/", "~") or len(out) >= MAX_GONE:
+                continue
+            if any(ident == d or ident.startswith(d + "/") for d in deleted):
+                out.append(Made(str(e.get("type")), ident, "delete", str(e.get("name") or ""),
+                                (), (), clip(by)))  # fmt: skip
+        return out
 
     def _may_make(self, command: str, written: Sequence[str]) -> bool:
         """Whether a command line can make anything beyond files: it names a program the pack

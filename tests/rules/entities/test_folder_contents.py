@@ -62,3 +62,18 @@ def test_moving_a_folder_into_another_keeps_its_name() -> None:
 def test_deleting_a_file_leaves_the_rest_alone() -> None:
     alive = _alive(_tracked("mkdir /w/d && touch /w/d/a /w/d/b", "rm /w/d/a"))
     assert alive == {"/w/d": "folder", "/w/d/b": "file"}
+
+
+@pytest.mark.parametrize("delete", ["rm -rf /w/.venv", "rm -rf /w", "rm -r /w/.venv/"])
+def test_deleting_a_path_ends_what_it_named_beyond_files(delete: str) -> None:
+    """A virtualenv is known by its folder: deleted with it, "activate the virtualenv you
+    created" pointed at one gone."""
+    state = _tracked("python -m venv /w/.venv", delete)
+    made = [e for e in state.get("entities") or [] if e.get("id") == "/w/.venv"]
+    assert [e["action"] for e in made] == ["create", "delete"]
+
+
+def test_a_path_beside_the_deleted_one_stays_beyond_files_too() -> None:
+    state = _tracked("python -m venv /w/.venv2", "rm -rf /w/.venv")
+    made = [e for e in state.get("entities") or [] if e.get("id") == "/w/.venv2"]
+    assert [e["action"] for e in made] == ["create"]
