@@ -77,3 +77,20 @@ def test_a_path_beside_the_deleted_one_stays_beyond_files_too() -> None:
     state = _tracked("python -m venv /w/.venv2", "rm -rf /w/.venv")
     made = [e for e in state.get("entities") or [] if e.get("id") == "/w/.venv2"]
     assert [e["action"] for e in made] == ["create"]
+
+
+@pytest.mark.parametrize(
+    ("delete", "left"),
+    [
+        ("rm -rf /w/tmp*", {"/w/keep.txt": "file", "/w/other": "folder"}),
+        ("rm /w/tmp?/a.log", {"/w/keep.txt": "file", "/w/other": "folder", "/w/tmp1": "folder",
+                              "/w/tmp2": "folder"}),
+        ("rm -r /w/t*p1", {"/w/keep.txt": "file", "/w/other": "folder", "/w/tmp2": "folder",
+                           "/w/tmp2/a.log": "file"}),
+    ],
+)  # fmt: skip
+def test_a_deleted_pattern_ends_the_paths_it_names(delete: str, left: dict[str, str]) -> None:
+    """The shell expands ``rm -rf tmp*``: the folders it named, and what they held, are gone
+    ("delete the folder you just created" pointed at one)."""
+    made = "mkdir -p /w/tmp1 /w/tmp2 /w/other && touch /w/tmp1/a.log /w/tmp2/a.log"
+    assert _alive(_tracked("touch /w/keep.txt", made, delete)) == left
