@@ -21,6 +21,8 @@ from rules.activity.brace_expand import expand
 from rules.activity.shell_lex import split_commands
 from rules.packs import load_pack
 
+MAX_EXPANDED = 1_024  # words brace expansion makes on one command line; past it, as written
+
 
 @dataclass(frozen=True)
 class Effect:
@@ -162,6 +164,7 @@ class _Run:
         # `cd -` and `popd` return to these; set by this command line's `cd` and `pushd` only
         self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
         self.pushed: list[str | None] = []
+        self.expanded = 0  # words brace expansion made on this line (``MAX_EXPANDED``)
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -221,8 +224,21 @@ class _Run:
             return
         flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
         # mkdir -p app/{src,tests}; not a word whose braces were quoted (a sed script)
-        ops = [word for op in ops for word in (expand(op) if op not in literal else (op,))]
+        ops = self._expanded(ops, literal)
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
+
+    def _expanded(self, ops: list[str], literal: frozenset[str]) -> list[str]:
+        """``ops`` brace-expanded, up to ``MAX_EXPANDED`` words a line (then as written): a
+        41 KB line of ``{a,b}{a,b}…`` words made 42,000 effects, a second of the event loop."""
+        out: list[str] = []
+        for op in ops:
+            if op in literal or self.expanded >= MAX_EXPANDED or "{" not in op:
+                out.append(op)
+                continue
+            words = expand(op)
+            self.expanded += len(words)
+            out += words
+        return out
 
     def _cd(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

@@ -350,3 +350,16 @@ def test_the_kept_splits_are_bounded_by_what_they_hold() -> None:
     split_commands("x;" * 200_000)  # 400,000 characters: read, its split far over the bound
     assert _split_kept.cache_chars() == 0
     _split_kept.cache_clear()
+
+
+def test_brace_expansion_is_bounded_per_line() -> None:
+    """A 41 KB line of ``{a,b}{a,b}…`` words expanded each 32 ways: 42,000 effects and a second
+    of the event loop in the request that first carried it. Past ``MAX_EXPANDED`` words a line,
+    a word goes as written."""
+    from rules.activity.shell_parse import MAX_EXPANDED
+
+    words = 700
+    outcome = analyse("mkdir " + " ".join(["{a,b}" * 6] * words), "/w", load_verbs())
+    assert len(outcome.effects) <= MAX_EXPANDED + words
+    assert outcome.effects[0].path == "/w/aaaaaa"  # the first words expanded as bash does
+    assert outcome.effects[-1].path == "/w/" + "{a,b}" * 6  # the last as written
