@@ -15,22 +15,32 @@ _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 async def event_aligned(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
-    """``chunks`` cut at event ends; a failure of ``chunks`` drops the unfinished event."""
-    held = b""
+    """``chunks`` cut at event ends; a failure of ``chunks`` drops the unfinished event. The
+    unfinished event is held as its pieces, and each read is searched alone (with the few bytes
+    before it an end may begin in): an event that never ends, read 256 bytes at a time, was
+    copied and searched whole at every read, 2.6 s of the event loop a MiB."""
+    held: list[bytes] = []
+    size = 0
     async for chunk in chunks:
-        data = held + chunk if held else chunk
-        if data.endswith(_ENDS):  # a read of whole events (most upstreams)
-            held = b""
-            yield data
+        if not held and chunk.endswith(_ENDS):  # a read of whole events (most upstreams)
+            yield chunk
             continue
-        cut = last_event_end(data, len(data))
+        # an end may begin in the held bytes' last three (each piece holds one at least)
+        before = b"".join(held[-3:])[-3:] if held else b""
+        window = before + chunk if before else chunk
+        cut = last_event_end(window, len(window)) - len(before)
         if cut > 0:
-            held = data[cut:]
-            yield data[:cut]
-        elif len(data) > MAX_HELD:
-            held = b""
-            yield data
-        else:
-            held = data
+            out = b"".join([*held, chunk[:cut]]) if held else chunk[:cut]
+            held, size = [], 0
+            yield out
+            chunk = chunk[cut:]
+            if not chunk:
+                continue
+        held.append(chunk)
+        size += len(chunk)
+        if size > MAX_HELD:
+            out = b"".join(held)
+            held, size = [], 0
+            yield out
     if held:
-        yield held
+        yield b"".join(held)
