@@ -225,7 +225,7 @@ class Settings(_Strict):
     def configured_rules(self) -> list[ConfiguredRule]:
         """Each rule's options validated by its own Config; raises SettingsError with paths."""
         out: list[ConfiguredRule] = []
-        problems: list[str] = []
+        problems: list[str] = _order_problems([entry.name for entry in self.rules])
         for i, entry in enumerate(self.rules):
             try:
                 module = load_rule(entry.name)
@@ -311,6 +311,31 @@ def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
     if isinstance(path, str) and path != ":memory:" and not Path(path).is_absolute():
         store["path"] = str(config.resolve().parent / path)
     return {**data, "store": store}
+
+
+def _order_problems(names: list[str]) -> list[str]:
+    """A rule listed twice, or out of the rules' order (each reads what the ones before it made:
+    ``measure`` sizes what the others forwarded, ``repair_tool_chain`` mends what they read)."""
+    order = {name: i for i, name in enumerate(default_rule_names())}
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    last = -1
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.append(f"rules[{i}].name: {name!r} is listed twice (rules[{seen[name]}])")
+            continue
+        seen[name] = i
+        at = order.get(name)
+        if at is None:
+            continue
+        if at < last:
+            problems.append(
+                f"rules[{i}].name: {name!r} out of order; the rules run as "
+                + ", ".join(default_rule_names())
+                + " (leave out any, keep that order)"
+            )
+        last = max(last, at)
+    return problems
 
 
 def load_settings(

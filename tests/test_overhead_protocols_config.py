@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.overhead_protocols import ctxproxy_config
-from proxy.settings import load_settings, settings_from_mapping
+from proxy.settings import SettingsError, load_settings, settings_from_mapping
 
 ROOT = "http://127.0.0.1:9"
 
@@ -25,11 +25,17 @@ def test_by_default_every_rule_runs(tmp_path: Path) -> None:
     assert _rules(tmp_path, None) == defaults
 
 
-@pytest.mark.parametrize(
-    "rules", [[], ["prune"], ["measure", "repair_tool_chain"], ["repair_tool_chain", "measure"]]
-)
+@pytest.mark.parametrize("rules", [[], ["prune"], ["repair_tool_chain", "measure"]])
 def test_the_rules_named_run_in_their_order(tmp_path: Path, rules: list[str]) -> None:
     assert _rules(tmp_path, rules) == rules
+
+
+@pytest.mark.parametrize("rules", [["measure", "repair_tool_chain"], ["prune", "prune"]])
+def test_rules_out_of_their_order_or_twice_are_refused(tmp_path: Path, rules: list[str]) -> None:
+    """``measure`` first sized what the client sent, not what went upstream; a rule listed twice
+    ran twice."""
+    with pytest.raises(SettingsError, match="out of order|listed twice"):
+        _rules(tmp_path, rules)
 
 
 def test_every_model_gets_the_window(tmp_path: Path) -> None:
