@@ -34,7 +34,7 @@ def test_the_rules_named_run_in_their_order(tmp_path: Path, rules: list[str]) ->
 def test_rules_out_of_their_order_or_twice_are_refused(tmp_path: Path, rules: list[str]) -> None:
     """``measure`` first sized what the client sent, not what went upstream; a rule listed twice
     ran twice."""
-    with pytest.raises(SettingsError, match="out of order|listed twice"):
+    with pytest.raises(SettingsError, match=r"out of order|listed twice"):
         _rules(tmp_path, rules)
 
 
