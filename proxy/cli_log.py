@@ -83,7 +83,7 @@ async def _follow(args: argparse.Namespace) -> int:
 
 
 async def _costs(args: argparse.Namespace) -> list[str]:
-    from proxy.inspect.cost_view import session_cost_line, session_costs
+    from proxy.inspect.cost_view import cost_record, session_cost_line, session_costs
 
     store = _open_log(args)
     await store.open()
@@ -91,6 +91,10 @@ async def _costs(args: argparse.Namespace) -> list[str]:
         found = await session_costs(store, **_log_filters(args), limit=args.limit)
     finally:
         await store.close()
+    if args.json:  # one JSON object a session, as ``logs --json`` writes one a request
+        from proxy.inspect.report_view import json_for_terminal
+
+        return [json_for_terminal(cost_record(*item)) for item in found]
     return [session_cost_line(*item) for item in found] or ["no sessions logged"]
 
 
@@ -98,7 +102,11 @@ def cmd_logs(args: argparse.Namespace) -> int:
     if args.cost:
         from proxy.inspect.report_view import for_terminal
 
-        sys.stdout.write("".join(for_terminal(line) + "\n" for line in asyncio.run(_costs(args))))
+        if args.follow:
+            raise CliError("--follow does not apply to --cost (each run adds up the sessions now)")
+        lines = asyncio.run(_costs(args))
+        show = (lambda line: line) if args.json else for_terminal
+        sys.stdout.write("".join(show(line) + "\n" for line in lines))
         return 0
     if args.follow:
         with contextlib.suppress(KeyboardInterrupt):

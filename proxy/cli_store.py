@@ -34,6 +34,10 @@ async def _vacuum(args: argparse.Namespace) -> dict[str, Any]:
             "the file, and the server's writes would be lost; stop the server, or vacuum without "
             "--full"
         )
+    for flag, value in (("--retention-days", args.retention_days),
+                        ("--session-ttl-days", args.session_ttl_days)):  # fmt: skip
+        if value is not None and not 0 <= value <= 36_500:
+            raise CliError(f"{flag} must be between 0 and 36500 (got {value:g})")
     days = settings.retention_days if args.retention_days is None else args.retention_days
     ttl = settings.session_ttl_days if args.session_ttl_days is None else args.session_ttl_days
     return await vacuum(settings, url, days, ttl, full=args.full, live=live)

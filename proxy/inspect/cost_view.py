@@ -202,6 +202,24 @@ async def session_costs(
     return out
 
 
+def cost_record(session: str, model: str | None, cost: SessionCost) -> dict[str, object]:
+    """``logs --cost --json``: one session's figures (costs in fresh input tokens)."""
+    return {
+        "session": session,
+        "model": model,
+        "requests": cost.requests,
+        "cost_tokens": round(cost.cost, 1),
+        "direct_tokens": round(cost.direct, 1),
+        "saving": cost.saving,
+        "usd": cost.usd,
+        "direct_usd": cost.direct_usd,
+        "rebilled_tokens": dict(cost.rebilled),
+        "busts": dict(cost.busts),
+        "paid_back": cost.paid_back,
+        "not_paid_back": cost.not_paid_back,
+    }
+
+
 def session_cost_line(session: str, model: str | None, cost: SessionCost) -> str:
     """``logs --cost``: one session on one line."""
     return f"{session}  {cost_text(cost, model)}"

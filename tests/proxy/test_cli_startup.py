@@ -108,3 +108,19 @@ def test_a_store_url_that_is_not_postgresqls_is_one_line_without_its_password(
         assert err.startswith(f"ctxproxy: {said}: ") and "is not a postgresql:// URL" in err
         assert "s3cret" not in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []  # nothing was made
+
+
+def test_flags_that_would_be_ignored_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``logs --cost --follow`` printed once and exited; ``vacuum --retention-days -1`` ran as
+    "older than -1 days"."""
+    import sqlite3
+
+    db = tmp_path / "log.db"
+    sqlite3.connect(db).close()
+    assert main(["logs", "--cost", "--follow", "--db", str(db)]) == 2
+    assert "--follow does not apply to --cost" in capsys.readouterr().err
+    for flag in ("--retention-days", "--session-ttl-days"):
+        assert main(["vacuum", flag, "-1", "--db", str(db)]) == 2
+        assert f"{flag} must be between 0 and 36500" in capsys.readouterr().err

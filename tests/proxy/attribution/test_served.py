@@ -95,3 +95,9 @@ def test_cache_lines_are_stored_counted_and_shown(live_proxy, fake_upstream, str
     assert session_line.startswith(f"{busted['session_id']}  input $")
     assert "direct" in session_line and "at gpt-4o's prices over 3 requests" in session_line
     assert "cache busts: client 1;" in session_line
+    import orjson
+
+    (record_line,) = ctxproxy("logs", "--cost", "--json", "--db", proxy.db_path).splitlines()
+    costed = orjson.loads(record_line)  # --json was ignored: the text line came out
+    assert costed["session"] == busted["session_id"] and costed["requests"] == 3
+    assert costed["busts"] == {"client": 1} and costed["rebilled_tokens"]["client"] == 1400
