@@ -117,7 +117,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     app.state.setup_hooks.append(settle_heap)  # last: once everything startup loads is loaded
     app.state.setup_hooks.append(install_collector)  # then each collection's survivors frozen
     access = access_line(settings.auth, settings.ui.public)
-    line = f"{startup_line(settings, host, port, db_path)} · {access}"
+    line = f"{startup_line(settings, host, port, db_path, args.config)} · {access}"
     config = server_config(app, settings.server, host, port)
     try:  # "listening" only once it is: the store open, the rules loaded, the sockets listening
         AnnouncingServer(config, lambda: announce(line)).run(sockets=sockets)

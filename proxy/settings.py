@@ -3,9 +3,12 @@ with its path (``rules[4].keep_last_observations``), never per request."""
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import functools
 import os
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -240,7 +243,13 @@ class Settings(_Strict):
             except ValidationError as exc:
                 for err in exc.errors():
                     loc = ".".join(str(p) for p in err["loc"])
-                    problems.append(f"rules[{i}].{loc}: {err['msg']}")
+                    said = f"rules[{i}].{loc}: {err['msg']}"
+                    if err["type"] == "extra_forbidden":
+                        near = difflib.get_close_matches(
+                            str(err["loc"][-1]), list(module.Config.model_fields), n=1, cutoff=0.75
+                        )
+                        said += f" (did you mean {near[0]!r}?)" if near else ""
+                    problems.append(said)
                 continue
             if cfg.enabled:
                 out.append(ConfiguredRule(name=entry.name, config=cfg))
@@ -283,8 +292,32 @@ def _format_errors(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-        lines.append(f"{loc}: {err['msg']}")
+        message = f"{loc}: {err['msg']}"
+        if err["type"] == "extra_forbidden" and err["loc"] and isinstance(err["loc"][-1], str):
+            near = difflib.get_close_matches(err["loc"][-1], _known_keys(), n=1, cutoff=0.75)
+            if near:  # a typo (apikey_env): the key it likely meant
+                message += f" (did you mean {near[0]!r}?)"
+        lines.append(message)
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+@functools.cache
+def _known_keys() -> tuple[str, ...]:
+    """Every key the settings' sections take, at any depth."""
+    found: set[str] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        for name, info in model.model_fields.items():
+            if name in found:
+                continue
+            found.add(name)
+            for kind in (info.annotation, *typing.get_args(info.annotation)):
+                for inner in (kind, *typing.get_args(kind)):
+                    if isinstance(inner, type) and issubclass(inner, BaseModel):
+                        walk(inner)
+
+    walk(Settings)
+    return tuple(sorted(found))
 
 
 def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Settings:

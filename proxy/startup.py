@@ -21,7 +21,9 @@ def announce(message: str) -> None:
         handler.handle(record)
 
 
-def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
+def startup_line(
+    settings: Settings, host: str, port: int, db_path: str, config: str | None = None
+) -> str:
     """What a newcomer needs in the first minute: version, address, where each model goes (match
     patterns and kind, never a key), the database, the /ui address."""
     from proxy import __version__
@@ -39,7 +41,10 @@ def startup_line(settings: Settings, host: str, port: int, db_path: str) -> str:
         f": {', '.join(u.match)}{_url_of(settings, u)}"
         for u in settings.upstreams
     )
-    if not routes:  # every model would be a 404: say how to give it somewhere to go
+    if not routes and config:  # every model would be a 404: say how to give it somewhere to go
+        routes = f"none (every model is refused: {config} has no upstreams: section; add one, or "
+        routes += "start it with --upstream URL)"
+    elif not routes:
         routes = "none (every model is refused: start it with --config FILE or --upstream URL)"
     return (
         f"ctxproxy {__version__} listening on {base} · upstreams: {routes} · "

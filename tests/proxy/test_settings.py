@@ -88,3 +88,23 @@ def test_a_key_given_twice_in_the_config_is_refused(tmp_path: Path) -> None:
     assert "'upstreams' is given twice" in str(info.value)
     path.write_text(shipped)
     assert len(load_settings(path).upstreams) == 3
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"upstreams": [{"name": "o", "match": ["*"], "apikey_env": "X"}]},
+         "upstreams[0].apikey_env: Extra inputs are not permitted (did you mean 'api_key_env'?)"),
+        ({"pipline": {}}, "pipline: Extra inputs are not permitted (did you mean 'pipeline'?)"),
+        ({"rules": [{"name": "prune", "keep_last_turn": 2}]},
+         "rules[0].keep_last_turn: Extra inputs are not permitted "
+         "(did you mean 'keep_last_turns'?)"),
+        ({"zzz": 1}, "zzz: Extra inputs are not permitted"),
+    ],
+)  # fmt: skip
+def test_a_mistyped_key_says_the_key_it_likely_meant(data: dict, said: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(SettingsError) as raised:
+        settings_from_mapping(data)
+    assert said in str(raised.value)
+    if "did you mean" not in said:
+        assert "did you mean" not in str(raised.value)

@@ -161,3 +161,13 @@ def test_no_upstream_says_how_to_give_the_models_somewhere_to_go() -> None:
     line = startup_line(settings_from_mapping({}, check_rules=False), "127.0.0.1", 8787, ":memory:")
     hint = "upstreams: none (every model is refused: start it with --config FILE or --upstream"
     assert hint in line
+
+
+def test_a_config_without_upstreams_says_so() -> None:
+    """Given ``--config``, the hint said to start it with ``--config FILE``."""
+    from proxy.settings import settings_from_mapping
+    from proxy.startup import startup_line
+
+    settings = settings_from_mapping({}, check_rules=False)
+    line = startup_line(settings, "127.0.0.1", 8787, ":memory:", "team.yaml")
+    assert "team.yaml has no upstreams: section; add one, or start it with --upstream URL" in line
