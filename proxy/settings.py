@@ -225,6 +225,18 @@ class Settings(_Strict):
         if problems:
             raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
 
+    def check_workspace_roots(self) -> None:
+        """``workspace.roots`` keyed by upstream names: a key naming none (a typo) would never
+        be used, and that upstream's sessions would picture ``workspace.root`` or nothing."""
+        names = [u.name for u in self.upstreams]
+        problems = [
+            f"workspace.roots.{key}: names no upstream (upstreams: {', '.join(names) or 'none'})"
+            for key in self.workspace.roots
+            if key not in names
+        ]
+        if problems and names:
+            raise SettingsError("invalid configuration:\n  " + "\n  ".join(problems))
+
     def configured_rules(self) -> list[ConfiguredRule]:
         """Each rule's options validated by its own Config; raises SettingsError with paths."""
         out: list[ConfiguredRule] = []
@@ -328,6 +340,7 @@ def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Set
     except ValidationError as exc:
         raise SettingsError(_format_errors(exc)) from None
     settings.check_keys_mode()
+    settings.check_workspace_roots()
     if check_rules:
         settings.configured_rules()  # validate rule options now, at start-up
     return settings

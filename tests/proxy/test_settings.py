@@ -108,3 +108,11 @@ def test_a_mistyped_key_says_the_key_it_likely_meant(data: dict, said: str) -> N
     assert said in str(raised.value)
     if "did you mean" not in said:
         assert "did you mean" not in str(raised.value)
+
+
+def test_a_workspace_root_for_no_upstream_is_refused() -> None:
+    """A key of ``workspace.roots`` naming no upstream was never used, silently."""
+    upstreams = [{"name": "openai", "match": ["*"]}]
+    settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openai": "/w"}}})
+    with pytest.raises(SettingsError, match="workspace.roots.openia: names no upstream"):
+        settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openia": "/w"}}})
