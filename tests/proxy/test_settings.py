@@ -114,5 +114,5 @@ def test_a_workspace_root_for_no_upstream_is_refused() -> None:
     """A key of ``workspace.roots`` naming no upstream was never used, silently."""
     upstreams = [{"name": "openai", "match": ["*"]}]
     settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openai": "/w"}}})
-    with pytest.raises(SettingsError, match="workspace.roots.openia: names no upstream"):
+    with pytest.raises(SettingsError, match=r"workspace\.roots\.openia: names no upstream"):
         settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openia": "/w"}}})
