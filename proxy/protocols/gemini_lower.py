@@ -33,7 +33,7 @@ from proxy.protocols.gemini_parts import (
 from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import system_message
 from rules.base import Message
-from rules.messages import HARNESS_TAGS, MEDIA_TOKENS
+from rules.messages import HARNESS_TAGS, HELD, MEDIA_TOKENS
 
 
 def system_key(body: dict[str, Any]) -> str | None:
@@ -73,10 +73,16 @@ def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Ca
     return []
 
 
+def held_history(body: dict[str, Any]) -> bool:
+    """Whether the body continues a conversation a ``cachedContent`` holds."""
+    cached = body.get("cachedContent", body.get("cached_content"))
+    return isinstance(cached, str) and bool(cached)
+
+
 def lower_contents(body: dict[str, Any]) -> tuple[list[Message], State]:
     """The whole body lowered, nothing reused."""
     contents: list[Any] = body.get("contents") or []
-    st = State(contents)
+    st = State(contents, held_history=held_history(body))
     out: list[Message] = []
     lower_system(body, st, out)
     calls: Calls = []
@@ -163,8 +169,10 @@ def _lower_user(
         flush()
         cid = response.get("id")
         name = response.get("name")
+        held = False  # answering a call the cached content holds
         if isinstance(cid, str) and cid:
             answered = next((c for c in open_calls if c[1] == cid), None)
+            held = answered is None and st.held_history
             if answered is not None:
                 open_calls.remove(answered)
                 if answered[0] != name:  # Gemini refuses a response not naming its call
@@ -180,9 +188,14 @@ def _lower_user(
             else:
                 cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
                 st.synthetic.add(cid)
-        msg = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
+                held = st.held_history
+        msg: dict[str, Any] = {
+            "role": "tool", "tool_call_id": cid, "content": response_text(response)
+        }  # fmt: skip
         if isinstance(name, str):
             msg["name"] = name
+        if held:
+            msg[HELD] = True
         # its media, for the count, the chain repair and an elision: its own (Gemini 3's images
         # of a read file) and those right after it (Gemini CLI's to other models)
         after = _media_after(parts, j)

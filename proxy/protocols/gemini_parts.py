@@ -36,6 +36,9 @@ class State:
     # each content's lowered messages' tags, in order (a content kept whole when all are untouched)
     tags: dict[int, list[str]] = field(default_factory=dict)
     synthetic: set[str] = field(default_factory=set)  # ids made for calls sent without one
+    # the body names a ``cachedContent``: the conversation begins in it (the provider's), so a
+    # response to a call the body does not hold answers one there (``rules.messages.HELD``)
+    held_history: bool = False
     system_key: str | None = None  # ``systemInstruction`` or ``system_instruction``
     # the lifting of the session's previous request, and this one's (``gemini_lift.Lifting``)
     lifted: Any = None

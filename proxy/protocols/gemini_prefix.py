@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from proxy.generations import compact
-from proxy.protocols.gemini_lower import Calls, lower_content, lower_system
+from proxy.protocols.gemini_lower import Calls, held_history, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
 from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory, same_objects
 from rules.base import Message
@@ -97,9 +97,9 @@ class LoweredMemory:
         slot = (session, id(contents[0]))
         prev: Snapshot | None = self._slots.get(slot)
         shared = 0
-        if prev is not None:
+        if prev is not None and prev.state.held_history == held_history(body):
             shared = same_objects(prev.contents, contents)
-        st = State(contents)
+        st = State(contents, held_history=held_history(body))
         out: list[Message] = []
         kept = prev.state.parts.get("s") if prev is not None else None
         lower_system(body, st, out, kept.lowered if kept is not None else None)

@@ -56,6 +56,8 @@ def provider_owned(ctx: Context) -> str | None:
         return "previous_response_id"
     if ctx.request.get("conversation"):  # the Responses API's server-side conversation
         return "conversation"
+    if ctx.request.get("cachedContent") or ctx.request.get("cached_content"):  # Gemini's
+        return "cachedContent"
     # The Responses API's items the chat view does not show: a provider compaction item stands
     # for history only the provider can read. Encrypted reasoning does not: it is the adapter's
     # to keep, with the call it led to (dropped only with it), so pruning goes on around it.

@@ -350,3 +350,24 @@ async def test_an_error_answered_as_a_json_array_goes_as_google_wrote_it(
         got = await client.post(STREAM, json=body(), headers=HEADERS)
     assert got.status_code == 400
     assert got.content == sent
+
+
+async def test_a_response_to_a_call_the_cached_content_holds_goes_as_sent(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """With the client's own key a ``cachedContent`` passes, and the conversation begins in it:
+    a function response to a call it holds was rewritten as text saying it had no call."""
+    sent = {
+        "cachedContent": "cachedContents/abc123",
+        "contents": [
+            {"role": "user", "parts": [{"functionResponse": {
+                "id": "c1", "name": "get_weather", "response": {"output": "sunny"}}}]},
+            {"role": "user", "parts": [{"text": "and tomorrow?"}]},
+        ],
+    }  # fmt: skip
+    raw = orjson.dumps(sent)
+    edge.reply = Reply.json(answer())
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(PATH, content=raw, headers=HEADERS)
+    assert got.status_code == 200, got.text
+    assert edge.last.body == raw  # the client's own bytes
