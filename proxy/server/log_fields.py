@@ -25,9 +25,11 @@ def completion_fields(
     ended: float | None = None,
     capture: bool = False,
     reported: CacheUsage | None = None,
+    response_total: int | None = None,
 ) -> dict[str, Any]:
     """The row's completion; its latency ends at ``ended`` (``perf_counter``: when the answer was
-    ready, before it was sent), else now. ``reported``: the usage's ``cache_usage``, if read."""
+    ready, before it was sent), else now. ``reported``: the usage's ``cache_usage``, if read.
+    ``response_total``: the answer's bytes, where ``response_body`` kept its start only."""
     end = time.perf_counter() if ended is None else ended
     fields: dict[str, Any] = {
         "status": status,
@@ -46,8 +48,23 @@ def completion_fields(
         fields["error_type"] = "upstream_status"
         fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
     if response_body is not None and capture:
-        fields["response_body"] = redacted_text(response_body)
+        fields["response_body"] = captured_text(response_body, response_total)
     return fields
+
+
+# An answer is captured up to this size: its redaction runs on the event loop, and a stream kept
+# whole grew for as long as it lasted (``limits.stream_max_s``, an hour)
+CAPTURE_MAX_BYTES = 2 << 20
+
+
+def captured_text(body: bytes, total: int | None = None) -> str:
+    """The answer as the log keeps it: redacted, its first ``CAPTURE_MAX_BYTES`` only (``total``:
+    its whole size, where ``body`` is its start)."""
+    whole = max(len(body), total or 0)
+    if whole <= CAPTURE_MAX_BYTES:
+        return redacted_text(body)
+    kept = redacted_text(body[:CAPTURE_MAX_BYTES])
+    return kept + f"\n[ctxproxy: {whole - CAPTURE_MAX_BYTES} more bytes not captured]"
 
 
 def redacted_text(body: bytes) -> str:

@@ -19,6 +19,7 @@ from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
 from proxy.server.event_aligned import event_aligned
 from proxy.server.feedback import note_cache_usage, with_cache_line
+from proxy.server.log_fields import CAPTURE_MAX_BYTES
 from proxy.server.provider_refs import AnswerReader
 from proxy.server.services import Services
 from proxy.server.stream_deadline import bounded
@@ -90,6 +91,7 @@ async def relay_stream(
     answered = AnswerEnd()  # the answer's last event was sent: the client may close early
     status = response.status
     captured: list[bytes] | None = [] if handler.s.settings.store.capture_payloads else None
+    captured_bytes = 0  # all the answer's: past CAPTURE_MAX_BYTES the log says how many more
     try:
         head = raw_headers({**response.headers, **out_headers}, None)
     except Exception as exc:
@@ -122,7 +124,9 @@ async def relay_stream(
                             reported = reading
                         noted = tap.usage
                     if captured is not None:
-                        captured.append(chunk)
+                        captured_bytes += len(chunk)
+                        if captured_bytes <= CAPTURE_MAX_BYTES + len(chunk):  # what the log keeps
+                            captured.append(chunk)
                 answered.feed(chunk)  # sent
             complete = True
             if unfinished(response, tap, answered):
@@ -155,8 +159,9 @@ async def relay_stream(
         if tap.usage is not noted:  # read after the last chunk noted (or never noted)
             reported = cache_usage(tap.usage)
         fields = handler._fields(
-            row, started, status, error, ttfb, tap.usage, body, reported=reported
-        )
+            row, started, status, error, ttfb, tap.usage, body, reported=reported,
+            response_total=captured_bytes,
+        )  # fmt: skip
         if error is None and tap.error is not None:  # the provider's own error event, relayed
             fields.update(error_type="upstream_stream_error", error=redact_text(tap.error))
         answer = {"id": tap.answer_id, **(tap.diagnostics or {})}

@@ -289,3 +289,33 @@ def test_a_copy_with_other_upstreams_routes_by_its_own() -> None:
     copy = settings.model_copy(update={"upstreams": [other]})
     assert copy.upstream_for("gpt-4o").name == "other"  # type: ignore[union-attr]
     assert settings.upstream_for("gpt-4o").name == "first"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_captured_answer_is_kept_to_its_bound(tmp_path: Path, edge, stream: bool) -> None:
+    """With ``capture_payloads`` a streamed answer was kept whole in memory for as long as it
+    lasted (an hour at most), then redacted whole on the event loop: the log keeps its first
+    ``CAPTURE_MAX_BYTES`` and says how many more there were."""
+    from proxy.server.log_fields import CAPTURE_MAX_BYTES
+
+    event = (
+        b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"' + b"x" * 4000 + b'"}}]}\n\n'
+    )
+    chunks = [event] * (CAPTURE_MAX_BYTES // len(event) + 200)  # about 2.8 MB
+    total = sum(map(len, chunks)) + len(b"data: [DONE]\n\n")
+    if stream:
+        edge.reply = Reply(headers=[("content-type", "text/event-stream")],
+                           chunks=[*chunks, b"data: [DONE]\n\n"])  # fmt: skip
+    else:
+        edge.reply = Reply(headers=[("content-type", "application/json")],
+                           body=b"".join([*chunks, b"data: [DONE]\n\n"]))  # fmt: skip
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        r = await client.post("/v1/chat/completions", json=request(user("hi"), stream=stream))
+        assert r.status_code == 200 and len(r.content) == total
+        store = client.app.state.services.store  # type: ignore[attr-defined]
+        await store.flush()
+        (row,) = await store.list_requests()
+    kept = row["response_body"]
+    assert len(kept) < CAPTURE_MAX_BYTES + 200
+    assert kept.endswith(f"[ctxproxy: {total - CAPTURE_MAX_BYTES} more bytes not captured]")
