@@ -218,7 +218,8 @@ def edit_key(
             a.target, obs.exit_code,
         )  # fmt: skip
     if action == "cap":  # its count depends on the encoding: in the key
-        return ("cap", hash_of(message), tokens.count_text(text_of(message.get("content"))), cap)
+        count = tokens.count_text(text_of(message.get("content")))
+        return ("cap", hash_of(message), count, _cap_of(edit, cap))
     return None
 
 
@@ -270,12 +271,21 @@ def _apply_edit(
     content = message.get("content")
     text = text_of(content)
     if edit["action"] == "cap":
-        capped = capped_text(text, tokens.count_text(text), cap)
+        capped = capped_text(text, tokens.count_text(text), _cap_of(edit, cap))
         # a cap cuts text: a result's images and files given as parts stay after it
         media = [p for p in content if not _is_text_part(p)] if isinstance(content, list) else []
         kept = [{"type": "text", "text": capped}, *media] if media else capped
         return with_content(message, kept)
     return message  # "keep": decided once, never capped later
+
+
+def _cap_of(edit: Mapping[str, Any], cap: int) -> int:
+    """The cap a result was forwarded under: stored with the edit, so a later change of
+    ``max_result_tokens`` leaves what was forwarded as it was (an older overlay's: ``cap``)."""
+    stored = edit.get("cap")
+    if isinstance(stored, str) and stored.isdigit() and int(stored) > 0:
+        return int(stored)
+    return cap
 
 
 def _is_text_part(part: Any) -> bool:

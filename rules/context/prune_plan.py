@@ -150,7 +150,8 @@ class Run:
             if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
                 self.overlay.edits[a] = {"action": "keep", "reason": why}
                 continue
-            edit = {"action": "cap", "reason": f"over {self.cfg.max_result_tokens:,} tokens"}
+            cap = self.cfg.max_result_tokens  # stored: the replay renders it as it was forwarded
+            edit = {"action": "cap", "reason": f"over {cap:,} tokens", "cap": str(cap)}
             freed = size - overlay.capped_size(self._edited(i, edit), self.tokens)
             self._decide(self.overlay, i, "cap", edit, freed)
         self.ctx.memo[CAP_MEMO] = [(frozen(messages), (limit, unproven))]
