@@ -146,10 +146,14 @@ async def http_error(request: Request, exc: Exception) -> Response:
     else:
         message, code = str(exc.detail), None
     path = route_path(request.scope)
-    if path.startswith("/v1beta/"):  # Gemini's API: its clients read its error shape
+    headers = request.headers
+    # the client's own error shape: Gemini's API (google-genai also calls /v1/… with its key),
+    # Anthropic's (its SDK sends anthropic-version on every path), else OpenAI's
+    gemini = path.startswith("/v1beta/") or "x-goog-api-key" in headers
+    if gemini and "anthropic-version" not in headers:
         content = gemini_error(exc.status_code, message)
         return Response(content, exc.status_code, dict(exc.headers or {}), "application/json")
-    anthropic = path.startswith("/v1/messages")
+    anthropic = path.startswith("/v1/messages") or "anthropic-version" in headers
     return error_response(exc.status_code, message, code, exc.headers, anthropic=anthropic)
 
 

@@ -182,3 +182,27 @@ async def test_googles_sdk_on_v1_gets_geminis_shape_and_no_upstream_sees_its_key
     assert r.status_code == 200
     assert r.json()["models"][0]["name"] == "models/local-model"
     assert edge.seen == []
+
+
+@pytest.mark.parametrize(
+    ("headers", "shape"),
+    [
+        ({"anthropic-version": "2023-06-01"}, "anthropic"),  # models.retrieve, files
+        ({"x-goog-api-key": "AIza-x"}, "gemini"),  # google-genai on its v1 API
+        ({}, "openai"),
+    ],
+)
+async def test_an_unknown_path_answers_in_the_asking_clients_shape(
+    tmp_path: Path, headers: dict[str, str], shape: str
+) -> None:
+    """The SDKs read their own error shape: an Anthropic or Gemini client got OpenAI's."""
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        r = await client.get("/v1/files/f1", headers=headers)
+    assert r.status_code == 404
+    body = r.json()
+    if shape == "anthropic":
+        assert body["type"] == "error" and body["error"]["type"] == "not_found_error"
+    elif shape == "gemini":
+        assert body["error"]["status"] == "NOT_FOUND" and body["error"]["code"] == 404
+    else:
+        assert body["error"]["code"] == "not_found"
