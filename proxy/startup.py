@@ -79,12 +79,20 @@ def unset_key_variables(settings: Settings, environ: Mapping[str, str]) -> list[
     """What to warn of at start-up: each upstream whose key variable (``api_key_env``) is unset
     or empty. Its key is read from there and nowhere else (never the client's, in keys mode),
     so each of its requests would go without one and be refused by the provider."""
-    return [
+    out = [
         f"upstream {u.name!r}: its key variable {u.api_key_env} is not set; its requests go "
         "without a key"
         for u in settings.upstreams
         if u.api_key_env and not environ.get(u.api_key_env, "").strip()
     ]
+    if settings.auth.mode == "keys":  # a principal's key variable unset: that principal is out
+        out += [
+            f"principal {name!r}: its key variable {var} is not set; that key is not accepted"
+            for name, variables in settings.auth.principals.items()
+            for var in variables
+            if not environ.get(var, "").strip()
+        ]
+    return out
 
 
 def unreachable_upstreams(settings: Settings) -> list[str]:

@@ -52,3 +52,16 @@ def test_an_upstream_after_the_catch_all_is_said_to_be_never_used() -> None:
     appended = shipped.model_copy(update={"upstreams": [*shipped.upstreams, local]})
     (said,) = unreachable_upstreams(appended)
     assert "'local' is never used" in said and "'openai'" in said
+
+
+def test_a_principals_unset_key_variable_is_named() -> None:
+    """Keys mode: a principal whose key variable is unset cannot get in, and start-up said
+    nothing."""
+    settings = settings_from_mapping(
+        {"upstreams": UPSTREAMS,
+         "auth": {"mode": "keys", "principals": {"alice": ["ALICE_KEY"], "bob": ["BOB_KEY"]}}}
+    )  # fmt: skip
+    environ = {"KEY_A": "sk-a", "KEY_B": "sk-b", "BOB_KEY": "pk-bob"}
+    said = unset_key_variables(settings, environ)
+    assert said == ["principal 'alice': its key variable ALICE_KEY is not set; that key is not "
+                    "accepted"]  # fmt: skip
