@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -45,8 +46,16 @@ class CacheFeedback:
 class FeedbackStore:
     """Per session, its latest feedback (None cached too: a session with none costs one read)."""
 
-    def __init__(self, store: _Database, max_entries: int = 10_000) -> None:
+    def __init__(
+        self,
+        store: _Database,
+        max_entries: int = 10_000,
+        unreachable: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
         self._store = store
+        # whether a read failed because the database is away (PostgreSQL's outage: the feedback
+        # is done without, the outage logged where it is seen); an embedded file is never away
+        self._unreachable = unreachable
         self._known: OrderedDict[str, CacheFeedback | None] = OrderedDict()
         self._max = max_entries
 
@@ -57,7 +66,7 @@ class FeedbackStore:
         try:
             row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
         except Exception as exc:
-            if self._store.dialect.unreachable(exc):  # the store's outage is logged where seen
+            if self._unreachable(exc):
                 return None
             if not self._store.dialect.unreadable(exc):
                 raise

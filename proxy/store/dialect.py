@@ -52,11 +52,6 @@ class Dialect:
         goes on and the error is logged. PostgreSQL's faults are handled where they arise."""
         return isinstance(exc, sqlite3.DatabaseError) and not _transient(exc)
 
-    def unreachable(self, exc: BaseException) -> bool:
-        """Whether a read failed because the database is away: a read that can do without it
-        (a session's cache feedback) goes on without it. An embedded file is never away."""
-        return False
-
     def insert_request(self, columns: tuple[str, ...]) -> str:
         return _insert_request(self, columns)
 
@@ -234,11 +229,6 @@ class PostgresDialect(Dialect):
 
     def unreadable(self, exc: BaseException) -> bool:
         return False
-
-    def unreachable(self, exc: BaseException) -> bool:
-        from proxy.store.pg_writer import is_connection_error  # asyncpg only where it is used
-
-        return isinstance(exc, TimeoutError) or is_connection_error(exc)
 
     def mark(self, i: int) -> str:
         return f"${i}"

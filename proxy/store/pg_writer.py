@@ -43,6 +43,11 @@ _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def unanswered(exc: BaseException) -> bool:
+    """A read the database did not answer: it is away, or its statement's bound passed."""
+    return isinstance(exc, TimeoutError) or is_connection_error(exc)
+
+
 def is_connection_error(exc: BaseException) -> bool:
     """The database is away (or going), as opposed to refusing what we sent."""
     if isinstance(exc, _CONNECTION_ERRORS):

@@ -48,7 +48,13 @@ from proxy.store.pg_session import ancestors as _ancestors
 from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import session_lock_key
 from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
-from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
+from proxy.store.pg_writer import (
+    BATCH_WINDOW_S,
+    Health,
+    PgWriter,
+    is_connection_error,
+    unanswered,
+)
 from proxy.store.session_locks import SessionLocks
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
@@ -88,7 +94,7 @@ class PostgresStore(PgReads):
         self.health = Health()
         self.locks = SessionLocks()
         self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
-        self.cache_feedback = FeedbackStore(self)
+        self.cache_feedback = FeedbackStore(self, unreachable=unanswered)
         self.applied: list[str] = []
         self.lock_timeouts = 0
         self._buffer_rows = buffer_rows

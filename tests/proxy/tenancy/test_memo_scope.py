@@ -22,7 +22,7 @@ from proxy.app import create_app
 from proxy.rewrite.engine import OFFLOAD_BYTES
 from proxy.tokens import TiktokenCounter
 from rules.memo_scope import enter_scope, memo_scope
-from rules.text_cache import text_cache
+from rules.text_cache import ENTRY_CHARS, charge, text_cache
 from tests.proxy.tenancy.conversations import MODELS, PROTOCOLS
 from tests.proxy.tenancy.serving import KEY_A, KEY_B, Served, tenancy_settings
 from tests.support.edge_upstream import EdgeUpstream
@@ -58,7 +58,8 @@ def test_a_text_memo_serves_each_principal_its_own_entries() -> None:
     assert calls == ["secret plan"]  # A's second call: a hit
     assert in_scope("pt-b", lambda: upper("secret plan")) == "SECRET PLAN"
     assert calls == ["secret plan", "secret plan"]  # B's: computed again, not A's entry
-    assert upper.cache_chars() == 2 * (len("secret plan") + 1)
+    entry = len("secret plan") + ENTRY_CHARS + charge("SECRET PLAN")  # text, itself, value
+    assert upper.cache_chars() == 2 * entry
 
 
 def test_the_reference_scans_last_text_is_its_principals(monkeypatch: pytest.MonkeyPatch) -> None:
