@@ -6,18 +6,15 @@ nothing, and "the table the migration created" pointed at the migration's file."
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
 from proxy.rewrite.engine import Engine
-from proxy.settings import load_settings
-from proxy.store.sqlite import SQLiteStore
 from rules.entities import cache as entity_cache
 from rules.redact import is_secret_name
+from tests.proxy.tenancy.test_forks import engine  # noqa: F401  (the fixture)
 from tests.support.factories import assistant, call, result, system, user
 
 OK = "[Command finished with exit code 0]"
@@ -36,16 +33,6 @@ CASES = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
-    store = SQLiteStore(str(tmp_path / "db"))
-    await store.open()
-    eng = Engine(load_settings(None), store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
-
-
 def test_no_field_of_the_summary_is_named_like_a_secret() -> None:
     events = [{"id": "process:1", "type": "process", "rel": [["listed_in", "x"]]}]
     assert not [k for k in entity_cache.summary(events) if is_secret_name(k)]
@@ -53,7 +40,12 @@ def test_no_field_of_the_summary_is_named_like_a_secret() -> None:
 
 @pytest.mark.parametrize(("tool", "args", "output", "question", "target"), CASES)
 async def test_a_question_after_the_tool_loop_resolves_on_the_stored_state(
-    engine: Engine, tool: str, args: dict[str, Any], output: str, question: str, target: str
+    engine: Engine,  # noqa: F811
+    tool: str,
+    args: dict[str, Any],
+    output: str,
+    question: str,
+    target: str,
 ) -> None:
     loop = [
         system(),

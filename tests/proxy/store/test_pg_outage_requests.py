@@ -4,29 +4,18 @@ database on its own, and its connection error went up as a 500 to every new sess
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.conftest import in_process
+from tests.proxy.store.test_pg_faults import own_server  # noqa: F401  (the fixture)
 from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 from tests.support.factories import anthropic_message, chat_completion
-from tests.support.postgres import PgServer, start_server, unavailable
+from tests.support.postgres import PgServer
 
 CHAT = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
 MESSAGES = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
-
-
-@pytest.fixture(scope="module")
-def own_server() -> Iterator[PgServer]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    server = start_server()
-    yield server
-    server.destroy()
 
 
 def _headers(session: str) -> dict[str, str]:
@@ -39,7 +28,9 @@ def _headers(session: str) -> dict[str, str]:
 
 
 async def test_new_sessions_are_served_while_the_database_is_away(
-    own_server: PgServer, edge: EdgeUpstream, tmp_path: Path
+    own_server: PgServer,  # noqa: F811
+    edge: EdgeUpstream,
+    tmp_path: Path,
 ) -> None:
     settings = protocol_settings(edge)
     url = own_server.database()
