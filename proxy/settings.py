@@ -3,12 +3,9 @@ with its path (``rules[4].keep_last_observations``), never per request."""
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
-import functools
 import os
 import re
-import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -27,6 +24,7 @@ from proxy.pricing import PricingEntry
 from proxy.serving_settings import LimitSettings as LimitSettings  # re-exported
 from proxy.serving_settings import ServerSettings as ServerSettings  # re-exported
 from proxy.settings_env import EnvSettingsError, env_base_urls
+from proxy.settings_problems import did_you_mean, format_errors, order_problems
 from proxy.strict_model import Strict as _Strict
 from proxy.upstream_settings import UpstreamSettings, env_name
 from proxy.workspace_settings import WorkspaceSettings
@@ -240,7 +238,7 @@ class Settings(_Strict):
     def configured_rules(self) -> list[ConfiguredRule]:
         """Each rule's options validated by its own Config; raises SettingsError with paths."""
         out: list[ConfiguredRule] = []
-        problems: list[str] = _order_problems([entry.name for entry in self.rules])
+        problems: list[str] = order_problems([entry.name for entry in self.rules])
         for i, entry in enumerate(self.rules):
             try:
                 module = load_rule(entry.name)
@@ -257,10 +255,7 @@ class Settings(_Strict):
                     loc = ".".join(str(p) for p in err["loc"])
                     said = f"rules[{i}].{loc}: {err['msg']}"
                     if err["type"] == "extra_forbidden":
-                        near = difflib.get_close_matches(
-                            str(err["loc"][-1]), list(module.Config.model_fields), n=1, cutoff=0.75
-                        )
-                        said += f" (did you mean {near[0]!r}?)" if near else ""
+                        said += did_you_mean(err["loc"][-1], module.Config.model_fields)
                     problems.append(said)
                 continue
             if cfg.enabled:
@@ -300,45 +295,13 @@ class Settings(_Strict):
         return None
 
 
-def _format_errors(exc: ValidationError) -> str:
-    lines = []
-    for err in exc.errors():
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-        message = f"{loc}: {err['msg']}"
-        if err["type"] == "extra_forbidden" and err["loc"] and isinstance(err["loc"][-1], str):
-            near = difflib.get_close_matches(err["loc"][-1], _known_keys(), n=1, cutoff=0.75)
-            if near:  # a typo (apikey_env): the key it likely meant
-                message += f" (did you mean {near[0]!r}?)"
-        lines.append(message)
-    return "invalid configuration:\n  " + "\n  ".join(lines)
-
-
-@functools.cache
-def _known_keys() -> tuple[str, ...]:
-    """Every key the settings' sections take, at any depth."""
-    found: set[str] = set()
-
-    def walk(model: type[BaseModel]) -> None:
-        for name, info in model.model_fields.items():
-            if name in found:
-                continue
-            found.add(name)
-            for kind in (info.annotation, *typing.get_args(info.annotation)):
-                for inner in (kind, *typing.get_args(kind)):
-                    if isinstance(inner, type) and issubclass(inner, BaseModel):
-                        walk(inner)
-
-    walk(Settings)
-    return tuple(sorted(found))
-
-
 def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Settings:
     """``check_rules``: validate each rule's options now (compiling its packs: seconds), as
     ``serve`` and ``rewrite`` need; the commands that only read the store skip it."""
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
-        raise SettingsError(_format_errors(exc)) from None
+        raise SettingsError(format_errors(exc, Settings)) from None
     settings.check_keys_mode()
     settings.check_workspace_roots()
     if check_rules:
@@ -357,31 +320,6 @@ def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
     if isinstance(path, str) and path != ":memory:" and not Path(path).is_absolute():
         store["path"] = str(config.resolve().parent / path)
     return {**data, "store": store}
-
-
-def _order_problems(names: list[str]) -> list[str]:
-    """A rule listed twice, or out of the rules' order (each reads what the ones before it made:
-    ``measure`` sizes what the others forwarded, ``repair_tool_chain`` mends what they read)."""
-    order = {name: i for i, name in enumerate(default_rule_names())}
-    problems: list[str] = []
-    seen: dict[str, int] = {}
-    last = -1
-    for i, name in enumerate(names):
-        if name in seen:
-            problems.append(f"rules[{i}].name: {name!r} is listed twice (rules[{seen[name]}])")
-            continue
-        seen[name] = i
-        at = order.get(name)
-        if at is None:
-            continue
-        if at < last:
-            problems.append(
-                f"rules[{i}].name: {name!r} out of order; the rules run as "
-                + ", ".join(default_rule_names())
-                + " (leave out any, keep that order)"
-            )
-        last = max(last, at)
-    return problems
 
 
 def load_settings(

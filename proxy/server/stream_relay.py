@@ -124,9 +124,9 @@ async def relay_stream(
                             reported = reading
                         noted = tap.usage
                     if captured is not None:
-                        captured_bytes += len(chunk)
-                        if captured_bytes <= CAPTURE_MAX_BYTES + len(chunk):  # what the log keeps
+                        if captured_bytes < CAPTURE_MAX_BYTES:  # what the log keeps, at most
                             captured.append(chunk)
+                        captured_bytes += len(chunk)
                 answered.feed(chunk)  # sent
             complete = True
             if unfinished(response, tap, answered):

@@ -50,7 +50,7 @@ class Dialect:
         """Whether a read failed because the data cannot be read (a table missing, a damaged
         file), not for a while (a lock): a session's own state then reads as empty, so traffic
         goes on and the error is logged. PostgreSQL's faults are handled where they arise."""
-        return isinstance(exc, sqlite3.DatabaseError) and not _transient(exc)
+        return isinstance(exc, sqlite3.DatabaseError) and not transient(exc)
 
     def insert_request(self, columns: tuple[str, ...]) -> str:
         return _insert_request(self, columns)
@@ -215,10 +215,6 @@ class Dialect:
 def transient(exc: BaseException) -> bool:
     """A SQLite error that waiting mends: the file locked or busy (another process's
     transaction), a statement interrupted."""
-    return _transient(exc)
-
-
-def _transient(exc: BaseException) -> bool:
     text = str(exc).lower()
     return "locked" in text or "busy" in text or "interrupted" in text
 

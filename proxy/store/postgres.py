@@ -48,13 +48,8 @@ from proxy.store.pg_session import ancestors as _ancestors
 from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import session_lock_key
 from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
-from proxy.store.pg_writer import (
-    BATCH_WINDOW_S,
-    Health,
-    PgWriter,
-    is_connection_error,
-    unanswered,
-)
+from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
+from proxy.store.pg_writer import unanswered as _unanswered
 from proxy.store.session_locks import SessionLocks
 from proxy.store.state_bytes import (
     DEFAULT_CACHE_BYTES,
@@ -94,7 +89,7 @@ class PostgresStore(PgReads):
         self.health = Health()
         self.locks = SessionLocks()
         self.lull = Lull()  # the requests in flight (subscribed by the app): the writer waits
-        self.cache_feedback = FeedbackStore(self, unreachable=unanswered)
+        self.cache_feedback = FeedbackStore(self, unreachable=_unanswered)
         self.applied: list[str] = []
         self.lock_timeouts = 0
         self._buffer_rows = buffer_rows
@@ -321,8 +316,7 @@ class PostgresStore(PgReads):
         self._parked.release_all()
 
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
-        # its cache feedback is what this process knows (none for a session it never saw): the
-        # engine's read of it must not go to the database either
+        # its cache feedback as known here (none if never seen): not read from the database
         self.cache_feedback.offer(session_id, None)
         return _Held(self, session_id, *self._known(cached))
 

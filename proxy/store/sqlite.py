@@ -26,12 +26,13 @@ from proxy.store.batch import Insert as _Insert
 from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
 from proxy.store.cache_feedback import FeedbackStore
-from proxy.store.dialect import SQLITE, transient
+from proxy.store.dialect import SQLITE
 from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
+from proxy.store.sqlite_locked import tried_again
 from proxy.store.sqlite_reads import SqliteReads
 from proxy.store.sqlite_rows import ROW_ERRORS, write_apart, write_rows
 from proxy.store.state_bytes import (
@@ -42,7 +43,6 @@ from proxy.store.state_bytes import (
 )
 from rules.base import Ancestor, SessionState
 
-WRITE_ATTEMPTS = 4
 # Rows reach the database at most this long after they were queued (a crash loses at most that);
 # batching them saves a commit and two thread hops per request.
 BATCH_WINDOW_S = 0.02
@@ -219,10 +219,7 @@ class SQLiteStore(SqliteReads):
     async def _write_batch(self, ops: list[_Op]) -> None:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
-        lost. While the database is locked by someone else (a backup, a ``sqlite3`` shell left
-        in a transaction), the batch is retried until the lock goes: the writes behind it queue,
-        bounded by ``buffer_rows`` as while the file is away. Closing, it gives up after
-        ``WRITE_ATTEMPTS``."""
+        lost. A lock held by another process is waited for (``sqlite_locked``)."""
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the queue stays bounded)
         pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
@@ -257,17 +254,9 @@ class SQLiteStore(SqliteReads):
                     self.write_errors += await write_apart(self.writer, groups)
                     return
                 attempt += 1
-                held = transient(exc) and self._writer_task is not None  # locked, not closing
-                if attempt >= WRITE_ATTEMPTS and not held:
+                count, closing = sum(len(rows) for _, rows in groups), self._writer_task is None
+                if not await tried_again(attempt, exc, closing, count, self._queue.qsize()):
                     break
-                if attempt == WRITE_ATTEMPTS:
-                    log.warning(
-                        "store: the database is locked by another process; %d writes held, "
-                        "retried until it lets go (queued behind: %d)",
-                        sum(len(rows) for _, rows in groups), self._queue.qsize(),
-                    )  # fmt: skip
-                await asyncio.sleep(min(0.2 * attempt, 2.0))
-        count = sum(len(rows) for _, rows in groups)
         log.error("store: %d writes lost, the database could not be written", count)
         self.write_errors += count
 

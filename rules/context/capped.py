@@ -3,7 +3,19 @@ its head and tail lines around one marker line with the counts (``overlay``'s ``
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rules.messages import PLACEHOLDER_PREFIX
+
+
+def cap_of(edit: Mapping[str, Any], cap: int) -> int:
+    """The cap a result was forwarded under: stored with its edit, so a later change of
+    ``max_result_tokens`` leaves what was forwarded as it was (an older overlay's: ``cap``)."""
+    stored = edit.get("cap")
+    if isinstance(stored, str) and stored.isdigit() and int(stored) > 0:
+        return int(stored)
+    return cap
 
 
 def capped_text(text: str, tokens: int, limit: int) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from rules.activity.observations import Observation
 from rules.base import Context, Message, RenderMemo, TokenCounter
 from rules.context import digest, drop_names, evidence, prune_stages, shrink
-from rules.context.capped import capped_text
+from rules.context.capped import cap_of, capped_text
 from rules.context.drop_names import CHOSEN_WAYS, NAMES_FIRST, NAMES_NONE, NAMES_WIDE
 from rules.media import message_media_tokens
 from rules.messages import (
@@ -219,7 +219,7 @@ def edit_key(
         )  # fmt: skip
     if action == "cap":  # its count depends on the encoding: in the key
         count = tokens.count_text(text_of(message.get("content")))
-        return ("cap", hash_of(message), count, _cap_of(edit, cap))
+        return ("cap", hash_of(message), count, cap_of(edit, cap))
     return None
 
 
@@ -271,21 +271,12 @@ def _apply_edit(
     content = message.get("content")
     text = text_of(content)
     if edit["action"] == "cap":
-        capped = capped_text(text, tokens.count_text(text), _cap_of(edit, cap))
+        capped = capped_text(text, tokens.count_text(text), cap_of(edit, cap))
         # a cap cuts text: a result's images and files given as parts stay after it
         media = [p for p in content if not _is_text_part(p)] if isinstance(content, list) else []
         kept = [{"type": "text", "text": capped}, *media] if media else capped
         return with_content(message, kept)
     return message  # "keep": decided once, never capped later
-
-
-def _cap_of(edit: Mapping[str, Any], cap: int) -> int:
-    """The cap a result was forwarded under: stored with the edit, so a later change of
-    ``max_result_tokens`` leaves what was forwarded as it was (an older overlay's: ``cap``)."""
-    stored = edit.get("cap")
-    if isinstance(stored, str) and stored.isdigit() and int(stored) > 0:
-        return int(stored)
-    return cap
 
 
 def _is_text_part(part: Any) -> bool:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import proxy.store.sqlite as sqlite_store
+import proxy.store.sqlite_locked as sqlite_locked
 from proxy.store.sqlite import SQLiteStore
 from rules.base import SessionState
 
@@ -32,7 +32,7 @@ def _hold_locked(path: Path, seconds: float, locked: threading.Event) -> None:
 async def test_a_lock_longer_than_the_tries_delays_the_writes_and_loses_none(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sqlite_store, "WRITE_ATTEMPTS", 1)  # give up after one try, as before
+    monkeypatch.setattr(sqlite_locked, "WRITE_ATTEMPTS", 1)  # give up after one try, as before
     path = tmp_path / "log.db"
     store = SQLiteStore(str(path), batch_window_s=0.001)
     await store.open()

@@ -1,0 +1,76 @@
+"""What a configuration's problems say: each with its path, a typo with the key it likely meant,
+and rules listed twice or out of their order."""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import typing
+from collections.abc import Iterable
+
+from pydantic import BaseModel, ValidationError
+
+from rules.registry import default_rule_names
+
+
+def did_you_mean(name: object, candidates: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the candidate ``name`` likely misspells; else nothing."""
+    near = difflib.get_close_matches(str(name), list(candidates), n=1, cutoff=0.75)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
+def format_errors(exc: ValidationError, model: type[BaseModel]) -> str:
+    """``exc``'s errors as ``invalid configuration:`` lines, an unknown key of ``model``'s with
+    the one it likely meant (``upstreams[0].apikey_env``: ``api_key_env``)."""
+    lines = []
+    for err in exc.errors():
+        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
+        message = f"{loc}: {err['msg']}"
+        if err["type"] == "extra_forbidden" and err["loc"] and isinstance(err["loc"][-1], str):
+            message += did_you_mean(err["loc"][-1], known_keys(model))
+        lines.append(message)
+    return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+@functools.cache
+def known_keys(model: type[BaseModel]) -> tuple[str, ...]:
+    """Every key ``model`` and the sections it holds take, at any depth."""
+    found: set[str] = set()
+
+    def walk(section: type[BaseModel]) -> None:
+        for name, info in section.model_fields.items():
+            if name in found:
+                continue
+            found.add(name)
+            for kind in (info.annotation, *typing.get_args(info.annotation)):
+                for inner in (kind, *typing.get_args(kind)):
+                    if isinstance(inner, type) and issubclass(inner, BaseModel):
+                        walk(inner)
+
+    walk(model)
+    return tuple(sorted(found))
+
+
+def order_problems(names: list[str]) -> list[str]:
+    """A rule listed twice, or out of the rules' order (each reads what the ones before it made:
+    ``measure`` sizes what the others forwarded, ``repair_tool_chain`` mends what they read)."""
+    order = {name: i for i, name in enumerate(default_rule_names())}
+    problems: list[str] = []
+    seen: dict[str, int] = {}
+    last = -1
+    for i, name in enumerate(names):
+        if name in seen:
+            problems.append(f"rules[{i}].name: {name!r} is listed twice (rules[{seen[name]}])")
+            continue
+        seen[name] = i
+        at = order.get(name)
+        if at is None:
+            continue
+        if at < last:
+            problems.append(
+                f"rules[{i}].name: {name!r} out of order; the rules run as "
+                + ", ".join(default_rule_names())
+                + " (leave out any, keep that order)"
+            )
+        last = max(last, at)
+    return problems
