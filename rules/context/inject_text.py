@@ -68,7 +68,9 @@ def recent_lines(
 
 
 def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
-    lines = []
+    """One line per resolved reference; a mention repeated in the turn ("the folder … the
+    folder") resolves the same way, and says so once."""
+    lines: list[str] = []
     for r in refs:
         ent = r.get("entity")
         if not isinstance(ent, Mapping):
@@ -83,7 +85,9 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
         source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
         if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)
             line += f", from parent session {source.get('session')}"
-        lines.append(one_line(line))
+        line = one_line(line)
+        if line not in lines:
+            lines.append(line)
     return lines
 
 

@@ -297,3 +297,11 @@ def test_idempotent_on_an_empty_last_message() -> None:
     once = run(msgs, [FOLDER], [REF])
     assert text_of(once.messages[-1]["content"]).startswith(INJECT_OPEN)
     assert run(once.messages, [FOLDER], [REF]).messages is once.messages
+
+
+def test_a_mention_repeated_in_the_turn_is_said_once() -> None:
+    text = "zip the folder I just created, then delete the folder I just created"
+    twice = [{**REF, "mention": "the folder I just created"}] * 2
+    out = run([user("make it"), assistant("done"), user(text)], [FOLDER], twice)
+    block = block_of(out.messages)
+    assert block.count('"the folder I just created" means the folder ~/Desktop/123') == 1
