@@ -46,22 +46,39 @@ def openai_body(error: ProxyError) -> bytes:
     return error.body_bytes()
 
 
-def chat_stream_error(error: ProxyError) -> bytes:
+_SEQUENCE = b'"sequence_number":'
+
+
+def chat_stream_error(error: ProxyError, before: bytes = b"") -> bytes:
     return b"data: " + error.body_bytes() + b"\n\n"
 
 
-def anthropic_stream_error(error: ProxyError) -> bytes:
+def anthropic_stream_error(error: ProxyError, before: bytes = b"") -> bytes:
     return b"event: error\ndata: " + anthropic_body(error) + b"\n\n"
 
 
-def responses_stream_error(error: ProxyError) -> bytes:
+def responses_stream_error(error: ProxyError, before: bytes = b"") -> bytes:
+    """The Responses API's ``error`` event, numbered after the last event relayed (``before``,
+    the stream's last piece sent): every event of that stream carries its ``sequence_number``."""
     event: dict[str, Any] = {
         "type": "error",
         "code": error.code,
         "message": error.message,
         "param": error.param,
+        "sequence_number": _next_sequence(before),
     }
     return b"event: error\ndata: " + orjson.dumps(event) + b"\n\n"
+
+
+def _next_sequence(before: bytes) -> int:
+    """One past the last ``"sequence_number":N`` in ``before`` (a key: a string's quotes are
+    escaped), 0 if there is none."""
+    at = before.rfind(_SEQUENCE)
+    if at < 0:
+        return 0
+    digits = before[at + len(_SEQUENCE) : at + len(_SEQUENCE) + 24].lstrip(b" ")
+    end = next((i for i, c in enumerate(digits) if not 48 <= c <= 57), len(digits))
+    return int(digits[:end]) + 1 if end else 0
 
 
 def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
@@ -121,7 +138,7 @@ def gemini_body(error: ProxyError) -> bytes:
     return gemini_error(error.status, error.message)
 
 
-def gemini_stream_error(error: ProxyError) -> bytes:
+def gemini_stream_error(error: ProxyError, before: bytes = b"") -> bytes:
     """An error inside an SSE answer (``alt=sse``): one more ``data:`` event, as Google's own."""
     return b"data: " + gemini_body(error) + b"\n\n"
 

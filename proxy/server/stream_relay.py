@@ -89,6 +89,7 @@ async def relay_stream(
     error: ProxyError | None = None
     complete = False
     answered = AnswerEnd()  # the answer's last event was sent: the client may close early
+    last = b""  # the last piece relayed: an error event after it follows its numbering
     status = response.status
     captured: list[bytes] | None = [] if handler.s.settings.store.capture_payloads else None
     captured_bytes = 0  # all the answer's: past CAPTURE_MAX_BYTES the log says how many more
@@ -128,6 +129,7 @@ async def relay_stream(
                             captured.append(chunk)
                         captured_bytes += len(chunk)
                 answered.feed(chunk)  # sent
+                last = chunk
             complete = True
             if unfinished(response, tap, answered):
                 raise UpstreamUnreachable(UNFINISHED)
@@ -136,7 +138,7 @@ async def relay_stream(
             if response.error_tail is not None:  # not SSE: the stream's own ending
                 event = response.error_tail(handler.wire.error_body(exc))
             else:
-                event = handler.wire.stream_error(exc)
+                event = handler.wire.stream_error(exc, last)
             await send({"type": "http.response.body", "body": event, "more_body": True})
         watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
         await send({"type": "http.response.body", "body": b""})

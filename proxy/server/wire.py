@@ -60,7 +60,8 @@ class Wire:
     validate: Validate
     forward: Forward
     error_body: Callable[[ProxyError], bytes]
-    stream_error: Callable[[ProxyError], bytes]
+    # an error event in a stream, given the last piece relayed before it (a number to follow)
+    stream_error: Callable[[ProxyError, bytes], bytes]
     array: str = "messages"  # the body's conversation (``body_memory`` reuses its prefix)
     # its answers carry ids a later request may continue (the Responses API's
     # ``previous_response_id``): each kept to its principal (``proxy.server.response_ids``)

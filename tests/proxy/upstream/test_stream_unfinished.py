@@ -146,3 +146,23 @@ async def test_a_whole_stream_bridged_through_litellm_is_whole(
     assert r.status_code == 200
     assert b"event: error" not in r.content and b"last event" not in r.content
     assert row["error_type"] is None, row["error"]
+
+
+@pytest.mark.parametrize("numbered", [True, False])
+async def test_the_responses_error_event_follows_the_streams_numbering(
+    tmp_path: Path, edge: EdgeUpstream, numbered: bool
+) -> None:
+    """Every Responses stream event carries a ``sequence_number``; the error event is the next."""
+    cut = [
+        orjson.loads(c.split(b"data: ", 1)[1]) for c in response_events('a "sequence_number":99')
+    ][:-1]
+    chunks = [
+        b"event: " + e["type"].encode() + b"\ndata: " + orjson.dumps(
+            {**e, "sequence_number": n} if numbered else e
+        ) + b"\n\n"
+        for n, e in enumerate(cut)
+    ]  # fmt: skip
+    r, _ = await _relayed(edge, tmp_path, "responses", chunks)
+    error = orjson.loads(r.content[len(b"".join(chunks)) :].split(b"data: ", 1)[1])
+    assert error["type"] == "error"
+    assert error["sequence_number"] == (len(cut) if numbered else 0)
