@@ -21,6 +21,7 @@ from rules.activity.agent_tools import (
     patch_succeeded,
     workdir,
 )
+from rules.activity.refused_paths import refused_names, without_refused
 from rules.activity.shell_parse import Effect, Verbs, analyse, guess_type, resolve_path
 from rules.packs import builtin_strings, compile_regex, load_pack
 
@@ -196,6 +197,9 @@ def call_effects(
     patch = patch_in_argv(raw) or patch_in_script(command)
     if patch is not None:  # ["apply_patch", patch], or `apply_patch <<'EOF'` in a script
         effects += patch_effects(parse_patch(patch), outcome.cwd, known)
+    refused = refused_names(scanned(result)) if effects else frozenset()
+    if refused:  # `mkdir a; echo ok`: the chain exited 0, mkdir did not make a
+        effects = without_refused(effects, refused)
     return effects, (outcome.cwd if persist_cwd and wd is None else cwd)
 
 
