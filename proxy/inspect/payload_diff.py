@@ -11,12 +11,12 @@ hide the very repairs the diff is there to show."""
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from proxy.inspect.line_diff import Budget, diff_lines
 from proxy.inspect.payload_align import aligned
 from proxy.protocols.gemini_parts import call_of, response_of
 from rules.messages import call_arguments_text, call_name, text_of, tool_calls
@@ -298,6 +298,7 @@ def diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
     if client is None or forwarded is None:
         return None
     out: list[dict[str, Any]] = []
+    budget = Budget()
     for op, a1, a2, b1, b2 in aligned([e.key for e in client], [e.key for e in forwarded]):
         if op == "equal":
             out.append(_same(client[a1:a2], forwarded[b1:b2]))
@@ -308,7 +309,7 @@ def diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
         for op2, i1, i2, j1, j2 in inner:
             if op2 == "equal":
                 pairs = zip(client[a1 + i1 : a1 + i2], forwarded[b1 + j1 : b1 + j2], strict=True)
-                out.extend(_changed(a, b) for a, b in pairs)
+                out.extend(_changed(a, b, budget) for a, b in pairs)
                 continue
             out.extend(_one("removed", e) for e in client[a1 + i1 : a1 + i2])
             out.extend(_one("added", e) for e in forwarded[b1 + j1 : b1 + j2])
@@ -351,12 +352,8 @@ def _one(op: str, e: Entry) -> dict[str, Any]:
     }
 
 
-def _changed(a: Entry, b: Entry) -> dict[str, Any]:
-    lines = [
-        x
-        for x in difflib.unified_diff(a.lines, b.lines, lineterm="", n=1)
-        if not x.startswith(("---", "+++"))
-    ]
+def _changed(a: Entry, b: Entry, budget: Budget) -> dict[str, Any]:
+    lines, total = diff_lines(a.lines, b.lines, budget, MAX_DIFF_LINES)
     if not lines:  # the same text, other fields (e.g. a re-serialised id): show the fields
         lines = [f"- {_clip(a.key)}", f"+ {_clip(b.key)}"]
     if a.noun and a.noun == b.noun:
@@ -369,11 +366,13 @@ def _changed(a: Entry, b: Entry) -> dict[str, Any]:
         "forwarded": b.index,
         "role": b.role,
         "title": f"~ {where} ({b.role})",
-        "lines": _cap(lines),
+        "lines": _cap(lines, total),
     }
 
 
-def _cap(lines: list[str]) -> list[str]:
-    if len(lines) <= MAX_DIFF_LINES:
+def _cap(lines: list[str], total: int | None = None) -> list[str]:
+    """The first ``MAX_DIFF_LINES`` of ``lines`` (of ``total``, when only those were made)."""
+    total = len(lines) if total is None else total
+    if total <= MAX_DIFF_LINES:
         return lines
-    return [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines"]
+    return [*lines[:MAX_DIFF_LINES], f"… {total - MAX_DIFF_LINES} more lines"]
