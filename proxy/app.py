@@ -190,7 +190,8 @@ def create_app(
             settings.store, db_path, max_state_bytes=settings.limits.max_state_bytes
         )
         await store.open()
-        principals = Principals(settings.auth, await server_secret(store))
+        secret = await server_secret(store)
+        principals = Principals(settings.auth, secret)
         if (problem := no_keys_problem(settings.auth)) is not None:
             await store.close()
             raise SettingsError(problem)
@@ -201,6 +202,7 @@ def create_app(
         counters.preload()  # load the encodings now, not on the first request (~0.5 s each)
         packs.preload()  # and the rules' packs, not in the first request that reads one
         engine = Engine(settings, store, counters, budget_override, strict=strict)
+        engine.session_salt = secret
         await engine.recall_windows(time.time())
         # the server-side keys, read once: redacted from the upstreams' errors to the client
         errors = ErrorRedactor.for_upstreams(settings.upstreams)

@@ -159,8 +159,10 @@ async def _rewrite_on(
 ) -> dict[str, Any]:
     from proxy.errors import ModelNotFound, PayloadTooLarge
     from proxy.rewrite.engine import Engine
+    from proxy.store.secrets import server_secret
 
     engine = Engine(settings, store, budget_override=args.budget)
+    engine.session_salt = await server_secret(store)  # names a session as the server does
     if len(raw) > settings.limits.max_body_bytes:  # the server's reader checks as it reads
         raise PayloadTooLarge(
             f"Request body is {len(raw)} bytes; the limit is "

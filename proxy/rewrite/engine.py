@@ -84,6 +84,9 @@ class Engine(WindowBudgets):
         self.counters = counters or TokenCounters()
         self.budget_override = budget_override
         self.strict = strict  # tests: a rule's error fails the request; the adapters' bytes checked
+        # keys the hash of a session name that looks like a secret (``session_key``): the server
+        # secret, set by the server (and by ``ctxproxy rewrite`` on a store) once read
+        self.session_salt = b""
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
@@ -177,15 +180,18 @@ class Engine(WindowBudgets):
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
-        given = session_id or named_session(headers, body)
+        salt = self.session_salt
+        given = session_id or named_session(headers, body, salt)
         hint = (
-            None if adapter is CHAT else scoped(principal, given or session_key(headers, body, []))
+            None
+            if adapter is CHAT
+            else scoped(principal, given or session_key(headers, body, [], salt))
         )
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        sid = scoped(principal, given or session_key(headers, body, lowered.conversation()))
+        sid = scoped(principal, given or session_key(headers, body, lowered.conversation(), salt))
         if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
             heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
-        named_parent = parent_session_id or parent_session_key(headers)
+        named_parent = parent_session_id or parent_session_key(headers, salt)
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])
         hints = await self.pictures.hint(sid, named) if self.pictures else None

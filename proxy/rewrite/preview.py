@@ -32,9 +32,9 @@ async def forwarded_body(
     from proxy.rewrite.engine import _Request
 
     heavy = engine.offload.heavy(raw_size, items_of(body))
-    hint = scoped(principal, session_key(headers, body, []))
+    hint = scoped(principal, session_key(headers, body, [], engine.session_salt))
     lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
-    sid = scoped(principal, session_key(headers, body, lowered.conversation()))
+    sid = scoped(principal, session_key(headers, body, lowered.conversation(), engine.session_salt))
     state, parent = await engine.store.load_state(sid)
     ancestors = await engine.store.ancestors(parent) if parent else []
     request = _Request(body, lowered, adapter, now, sid, None, heavy, model)

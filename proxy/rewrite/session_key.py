@@ -5,7 +5,10 @@ metadata.session_id > the ``session_id`` inside Claude Code's ``metadata.user_id
 the turns of one conversation).
 
 A session id is stored, logged and shown; one that looks like a secret (a client that puts its
-API key in ``user``) is replaced by a hash of itself, so it still names one session."""
+API key in ``user``), or one longer than ``MAX_NAME_CHARS`` (whose cut could keep most of a key
+the whole would be redacted for), is replaced by a hash of itself, so it still names one
+session. The hash is keyed with the server secret (``salt``), as principals' names are: a plain
+hash of a short password put in ``user`` could be guessed from the log."""
 
 from __future__ import annotations
 
@@ -21,31 +24,38 @@ from rules.redact import redact_text
 # Agents' own session headers, in order of preference.
 _SESSION_HEADERS = ("x-session-id", "x-claude-code-session-id", "session-id", "thread-id")
 _MAX_USER_ID_CHARS = 4096  # a metadata.user_id longer than this is not parsed for a session
+MAX_NAME_CHARS = 200  # a session name kept as the client wrote it; a longer one is hashed
 
 
 def session_key(
-    headers: Mapping[str, str], body: Mapping[str, Any], messages: list[Any] | None = None
+    headers: Mapping[str, str],
+    body: Mapping[str, Any],
+    messages: list[Any] | None = None,
+    salt: bytes = b"",
 ) -> str:
     """``messages``: the conversation in the chat view, when the body is another protocol's."""
     named = _named(headers, body)
     if named is not None:
-        return _unsecret(named)
+        return _unsecret(named, salt)
     if messages is None:
         messages = body.get("messages") or []
-    return _unsecret("conv:" + conversation_hash(messages))
+    return _unsecret("conv:" + conversation_hash(messages), salt)
 
 
-def named_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
+def named_session(
+    headers: Mapping[str, str], body: Mapping[str, Any], salt: bytes = b""
+) -> str | None:
     """``session_key`` where the headers or the body name the session; None where only the
     conversation's hash does (its messages are then needed)."""
     named = _named(headers, body)
-    return None if named is None else _unsecret(named)
+    return None if named is None else _unsecret(named, salt)
 
 
-def _unsecret(key: str) -> str:
-    if redact_text(key) == key:
+def _unsecret(key: str, salt: bytes) -> str:
+    if len(key) <= MAX_NAME_CHARS + 5 and redact_text(key) == key:  # 5: "user:"
         return key
-    return "hashed:" + hashlib.blake2b(key.encode(), digest_size=12).hexdigest()
+    digest = hashlib.blake2b(key.encode(errors="surrogatepass"), digest_size=12, key=salt[:64])
+    return "hashed:" + digest.hexdigest()
 
 
 def header_session(headers: Mapping[str, str]) -> str | None:
@@ -53,7 +63,7 @@ def header_session(headers: Mapping[str, str]) -> str | None:
     for name in _SESSION_HEADERS:
         value = headers.get(name)
         if value and value.strip():
-            return value.strip()[:200]
+            return value.strip()
     return None
 
 
@@ -64,16 +74,16 @@ def _named(headers: Mapping[str, str], body: Mapping[str, Any]) -> str | None:
     metadata = body.get("metadata")
     meta_id = metadata.get("session_id") if isinstance(metadata, dict) else None
     if isinstance(meta_id, str) and meta_id.strip():
-        return meta_id.strip()[:200]
+        return meta_id.strip()
     inner = _user_id_session(metadata.get("user_id") if isinstance(metadata, dict) else None)
     if inner:
         return inner
     cache_key = body.get("prompt_cache_key")
     if isinstance(cache_key, str) and cache_key.strip():
-        return cache_key.strip()[:200]
+        return cache_key.strip()
     user = body.get("user")
     if isinstance(user, str) and user.strip():
-        return "user:" + user.strip()[:200]
+        return "user:" + user.strip()
     return None
 
 
@@ -88,7 +98,7 @@ def _user_id_session(user_id: Any) -> str | None:
     except orjson.JSONDecodeError:
         return None
     sid = value.get("session_id") if isinstance(value, dict) else None
-    return sid.strip()[:200] if isinstance(sid, str) and sid.strip() else None
+    return sid.strip() if isinstance(sid, str) and sid.strip() else None
 
 
 def conversation_hash(messages: list[Any]) -> str:
@@ -102,6 +112,6 @@ def conversation_hash(messages: list[Any]) -> str:
     return hashlib.blake2b(seed, digest_size=12).hexdigest()
 
 
-def parent_session_key(headers: Mapping[str, str]) -> str | None:
+def parent_session_key(headers: Mapping[str, str], salt: bytes = b"") -> str | None:
     parent = headers.get("x-parent-session-id")
-    return _unsecret(parent.strip()[:200]) if parent and parent.strip() else None
+    return _unsecret(parent.strip(), salt) if parent and parent.strip() else None
