@@ -204,8 +204,6 @@ def _user_message(st: State, key: Any, members: list[Message]) -> Any:
         tags = [m.get(TAG) for m in members]
         if tags == st.user_tags.get(key) and all(_unchanged(st, m) for m in members):
             return src
-        if isinstance(src.get("content"), str) and len(members) == 1 and role(members[0]) == "user":
-            return {**src, "content": text_of(members[0].get("content"))}
     results: list[Any] = []
     others: list[Any] = []
     for m in members:

@@ -45,9 +45,9 @@ def _lowered(i: int, m: Message) -> tuple[tuple[Spec, ...], list[str] | None]:
     if r == "system":
         text = content if isinstance(content, str) else texts(as_list(content))
         return (_spec(f"{i}", Part(i, (), {"role": "system", "content": text})),), None
-    if isinstance(content, str):
-        part = Part(i, (), {"role": "user", "content": content})
-        return (_spec(f"{i}", part),), [f"{i}"]
+    # a string is lowered as the one text block it stands for: a client that moves its cache
+    # mark resends its last turn's block as a string, and the rules must see the same message
+    # (its hash anchors the blocks forwarded on it)
     specs = _lower_user(i, as_list(content))
     return specs, [s[0] for s in specs]
 
