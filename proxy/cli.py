@@ -41,13 +41,18 @@ def _wire(protocol: str) -> Wire:
     return wires[protocol]
 
 
+MAX_LISTED = 1_000_000  # rows one ``logs --limit`` asks for (a store's integer holds 2**63 - 1)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive number, not {text!r}")
+    if not 1 <= value <= MAX_LISTED:
+        raise argparse.ArgumentTypeError(
+            f"must be a number from 1 to {MAX_LISTED:,}, not {text[:40]!r}"
+        )
     return value
 
 

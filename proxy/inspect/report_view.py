@@ -34,11 +34,12 @@ def terminal_safe(text: str) -> str:
     return _UNSAFE.sub(_visible, text.replace("\r\n", "\n"))
 
 
-def for_terminal(value: Any) -> Any:
+def for_terminal(value: Any, top: bool = True) -> Any:
     """A copy of a log row (or any part of one) with every string in it, keys included,
     terminal-safe: what ``show`` and ``logs`` print all comes from a request. Captured bodies
     are JSON text, whose escapes (``\\u001b``) decode to the raw characters: they are decoded
-    first, then made safe."""
+    first, then made safe. A row's own text fields (``top``: its model, session, error) keep
+    no line break either (``\\n`` shown): a model named with one forged a request's line."""
     if isinstance(value, str):
         return terminal_safe(value)
     if isinstance(value, dict):
@@ -47,10 +48,13 @@ def for_terminal(value: Any) -> Any:
             if isinstance(k, str) and k.endswith("_body") and isinstance(v, (str, bytes)):
                 with contextlib.suppress(orjson.JSONDecodeError):
                     v = orjson.loads(v)
-            out[for_terminal(k)] = for_terminal(v)
+            elif isinstance(v, str) and top:  # a row's field is printed on its line: a line
+                out[for_terminal(k)] = terminal_safe(v).replace("\n", "\\n")  # break forges one
+                continue
+            out[for_terminal(k, False)] = for_terminal(v, False)
         return out
     if isinstance(value, (list, tuple)):
-        return [for_terminal(v) for v in value]
+        return [for_terminal(v, False) for v in value]
     return value
 
 

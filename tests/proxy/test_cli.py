@@ -131,7 +131,7 @@ def test_read_commands_do_not_create_a_missing_log(tmp_path: Path, capsys, argv)
     assert list(tmp_path.iterdir()) == []  # nothing created
 
 
-@pytest.mark.parametrize("limit", ["-1", "0", "x"])
+@pytest.mark.parametrize("limit", ["-1", "0", "x", "99999999999999999999", "1000001"])
 def test_logs_limit_must_be_positive(tmp_path: Path, capsys, limit: str) -> None:
     from proxy.cli import main
 

@@ -152,3 +152,20 @@ async def test_show_and_logs_commands_print_no_escapes(tmp_path: Path) -> None:
     assert shown["model"] == EVIL  # the same data, only escaped
     listed = orjson.loads(runs[("logs", "--json")].stdout.splitlines()[0])
     assert listed["session_id"] == EVIL
+
+
+FORGED = "gpt-4o\n15:35:28 req_00000000000000000000dead admin 200 gpt-4o 99999 → 1 0.1ms"
+
+
+@pytest.mark.parametrize("field", ["model", "session_id", "error_type"])
+def test_a_line_break_in_a_rows_field_forges_no_line(field: str) -> None:
+    row = realistic_row()
+    row[field] = FORGED
+    row["status"] = 502
+    c, out = console()
+    c.print(logs_view.format_line(row))
+    for line in logs_view.detail_lines(row):
+        c.print(line)
+    printed = out.getvalue()
+    assert "\nreq_" not in printed and "\n15:35:28" not in printed
+    assert "gpt-4o\\n15:35:28" in printed or field != "model"
