@@ -300,7 +300,7 @@ def _servers(
                 port = m.group("port")
                 break
     pid_m = pack.background_pid.search(output[:2_000]) if background else None
-    pid = pid_m.group("pid") if pid_m else None
+    pid = (pid_m.group("pid") or pid_m.groupdict().get("moved")) if pid_m else None
     if port is None and pid is None:
         return
     number = pid_m.groupdict().get("job") if pid_m else None  # `[1] 4242`: `kill %1` ends it
@@ -322,13 +322,15 @@ def command_entities(
     scripts: Mapping[str, Sequence[Statement]],
     written: Sequence[str] = (),
     running: bool = False,
+    detached: bool = False,
 ) -> CommandFacts:
     """What ``command`` made beyond files. ``written``: files it wrote (SQL in its text is then
     a script's content, not run); ``running``: the call is still running (a server's banner
-    then makes a process even in the foreground)."""
+    then makes a process even in the foreground); ``detached``: the tool ran it in the
+    background (Gemini CLI's ``is_background``), as ``&`` would."""
     facts = CommandFacts()
     ops = [v for k, v in tokenize(command[:MAX_SCAN]) if k == "op"]
-    background = "&" in ops
+    background = "&" in ops or detached
     programs: list[str] = []
     here = cwd
     cmds = split_commands(command[:MAX_SCAN])

@@ -180,9 +180,11 @@ class MadeTracker:
         if command is not None:
             if not self._may_make(command, written):
                 return self._kept(gone) if gone else []
+            detached = any(args.get(a) is True for a in self.pack.jobs.detach_args)
             facts = command_entities(
-                self.pack, self.verbs, command, result, cwd, self._statements(), written
-            )
+                self.pack, self.verbs, command, result, cwd, self._statements(), written,
+                detached=detached,
+            )  # fmt: skip
             for path, statements in facts.scripts.items():
                 self._remember_script(path, statements)
             made = facts.made or self._printed_json(command, result, call)

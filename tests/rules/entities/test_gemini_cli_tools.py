@@ -36,3 +36,19 @@ CASES: list[tuple[str, list[Step], list[tuple[str, ...]]]] = [
 @pytest.mark.parametrize(("steps", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_tracking(steps: list[Step], expected: list[tuple[str, ...]]) -> None:
     assert tracked(*steps) == expected
+
+
+MOVED = (
+    "<untrusted_context>\nCommand moved to background (PID: 16540). Output hidden. Press Ctrl+B "
+    "to view.\n</untrusted_context>"
+)
+
+
+def test_its_own_background_mode_tracks_the_process() -> None:
+    """Gemini CLI's ``is_background: true`` answers with the PID it moved the command to: the
+    server it started was never tracked, and "stop the server you started" found nothing."""
+    args = {"command": "python3 -m http.server 8000", "is_background": True}
+    assert tracked(("run_shell_command", args, MOVED)) == [(C, "process", "process:16540")]
+    # the same words printed by a command not put in the background are its output
+    plain = {"command": "cat notes.txt"}
+    assert tracked(("run_shell_command", plain, MOVED)) == []
