@@ -35,6 +35,11 @@ import asyncpg
 MAX_IDLE_S = 300.0
 
 
+class ConnectTimeout(ConnectionError):
+    """A new connection not made within its time: the server is away (frozen, unreachable), not
+    busy. Not a ``TimeoutError``: a wait for a pooled connection or a lock is that."""
+
+
 class Connections:
     def __init__(
         self,
@@ -172,6 +177,9 @@ class Connections:
                 server_settings=self._settings,
                 command_timeout=self._command_timeout,
             )
+        except TimeoutError as exc:  # the server took no new connection in time: it is away
+            self._hand_over(None)
+            raise ConnectTimeout(f"no connection to PostgreSQL within {wait:g} s") from exc
         except BaseException:
             self._hand_over(None)
             raise

@@ -31,6 +31,7 @@ MAX_BATCH = 500
 RETRY_MAX_S = 2.0
 CLOSE_WAIT_S = 5.0  # at shutdown, how long to wait for an unreachable database
 log = logging.getLogger("ctxproxy.store")
+PROBE_S = 12.0  # the longest one caller's try of an away database keeps the others from trying
 
 _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
     OSError,
@@ -67,19 +68,35 @@ def is_connection_error(exc: BaseException) -> bool:
 
 
 class Health:
-    """Whether to skip the database for now; the outage logged once when it starts and ends."""
+    """Whether to skip the database for now; the outage logged once when it starts and ends.
+    While it is away, past each wait one caller at a time tries it (``PROBE_S`` at most) and the
+    others go on without it: a server that stopped answering with its connections open would
+    otherwise hold every request for a connection's whole timeout."""
 
     def __init__(self) -> None:
         self.failures = 0
         self.down_since: float | None = None
         self._skip_until = 0.0
+        self._probe_until = 0.0
 
     def skip(self) -> bool:
-        return time.monotonic() < self._skip_until
+        now = time.monotonic()
+        if now < self._skip_until:
+            return True
+        if self.down_since is not None:  # away: this caller tries it, unless one is trying
+            if now < self._probe_until:
+                return True
+            self._probe_until = now + PROBE_S
+        return False
+
+    def away(self) -> bool:
+        """Whether the database is skipped or was found away (no caller's try is claimed)."""
+        return self.down_since is not None or time.monotonic() < self._skip_until
 
     def failed(self, exc: BaseException) -> None:
         self.failures += 1
         now = time.monotonic()
+        self._probe_until = 0.0
         self._skip_until = now + min(RETRY_MAX_S, 0.1 * 2 ** min(self.failures, 5))
         if self.down_since is None:
             self.down_since = now
@@ -89,7 +106,7 @@ class Health:
         if self.down_since is not None:
             away = time.monotonic() - self.down_since
             log.warning("store: PostgreSQL answers again after %.1f s", away)
-        self.failures, self.down_since, self._skip_until = 0, None, 0.0
+        self.failures, self.down_since, self._skip_until, self._probe_until = 0, None, 0.0, 0.0
 
 
 class PgWriter:

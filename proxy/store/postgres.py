@@ -255,7 +255,7 @@ class PostgresStore(PgReads):
         cached = self._states.get(session_id)
         parked = self._parked.take(session_id)
         if parked is not None:
-            if parked.conn.is_closed() or self.health.skip():
+            if parked.conn.is_closed() or self.health.away():
                 self._pool.discard(parked.conn)
                 parked = None
             elif cached is not None and cached.version == parked.version:
@@ -348,7 +348,7 @@ class PostgresStore(PgReads):
                 return None
             state, parent = saving.saved
         known, feedback = self.cache_feedback.peek(session_id)
-        if parent is not None or not known or self.health.skip():
+        if parent is not None or not known or self.health.away():
             return None
         return state, feedback
 
