@@ -19,13 +19,13 @@ from rules.activity import diagnostics
 from rules.activity.observations import (
     Observation,
     high_water,
-    load_arguments,
     observations,
     of_context,
-    plan_items,
 )
+from rules.activity.run_key import call_run_key, covers, run_key
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
+from rules.context.plan_ledger import update_plan
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -48,7 +48,6 @@ MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 LAST_TURN_MEMO = "working_set_last_turn"  # ``Context.memo`` name: ``last_users_turn``'s
 TASK_TEXT_MEMO = "working_set_task_text"  # its ``Context.table``: a user turn -> (limit, text)
 LEDGER_MEMO = "working_set_ledger"  # ``Context.keyed`` name: the ledger a list and a ledger gave
-MAX_PLAN_ITEMS = 30  # single-step updates that match no item are appended, up to this many
 
 
 class Config(RuleConfig):
@@ -103,37 +102,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _update_plan(ledger: dict[str, Any], arguments: str) -> None:
-    items = plan_items(arguments)
-    if items is not None:
-        ledger["plan"] = [{**item, "text": redact_text(item["text"])} for item in items]
-        return
-    # A single-step update citing a step in other words or another width: match it tolerantly.
-    args = load_arguments(arguments)
-    keys = ("step", "content", "title", "text")
-    step = redact_text(next((args[k] for k in keys if isinstance(args.get(k), str)), ""))
-    status = args.get("status") if isinstance(args.get("status"), str) else None
-    if not step or not status:
-        return
-    plan = [dict(p) for p in ledger.get("plan", [])]
-    index = _match_step(step, [p["text"] for p in plan])
-    if index is None:
-        plan.append({"text": step, "status": status})
-        while len(plan) > MAX_PLAN_ITEMS:  # the oldest finished item goes first
-            done = [i for i, p in enumerate(plan) if p["status"] in ("completed", "done")]
-            plan.pop(done[0] if done else 0)
-    else:
-        plan[index]["status"] = status
-    ledger["plan"] = plan
-
-
-def _match_step(step: str, candidates: list[str]) -> int | None:
-    from rules import matching  # tolerant: width, case and whitespace drift, unique containment
-
-    found = matching.match(step, candidates)
-    return candidates.index(found.value) if found.value is not None else None
-
-
 def _record_writes(
     ledger: dict[str, Any], paths: tuple[str, ...], obs: Observation, cfg: Config
 ) -> None:
@@ -165,13 +133,22 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     ledger["seq"] = ledger.get("seq", 0) + 1
     if action.kind == "plan":
         call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
-        _update_plan(ledger, call_arguments_text(call))
+        update_plan(ledger, call_arguments_text(call))
         return
     _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote
     if action.kind == "run":
         outcome = diagnostics.parse(result_text, obs.exit_code)
-        command = redact_text(action.target)
-        runs = {k: v for k, v in ledger.get("runs", {}).items() if k != command}
+        # a rerun of what ran (the same tests or script, other flags or filters) replaces it;
+        # a pass closes what it covers too
+        calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
+        key = call_run_key(call_arguments_text(calls[0])) if calls else None
+        command = redact_text(key or run_key(action.target))
+        passed = outcome.verdict == "pass"
+        runs = {
+            k: v
+            for k, v in ledger.get("runs", {}).items()
+            if k != command and not (passed and covers(command, k))
+        }
         if outcome.verdict == "fail" and outcome.diagnostics:
             runs[command] = {
                 "seq": ledger["seq"],

@@ -11,7 +11,7 @@ import pytest
 
 from rules.activity import diagnostics
 from rules.base import SessionState
-from rules.context import working_set
+from rules.context import plan_ledger, working_set
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
 CFG = working_set.Config()
@@ -458,7 +458,7 @@ def test_plan_updates_matching_no_item_are_bounded() -> None:
         messages += [assistant(None, call(f"p{i}", "update_plan", step=step, status="completed"))]
         messages += [result(f"p{i}", "ok")]
     plan = ledger_of(*messages)["plan"]
-    assert len(plan) <= working_set.MAX_PLAN_ITEMS
+    assert len(plan) <= plan_ledger.MAX_PLAN_ITEMS
     assert plan[-1]["text"] == "unrelated step 199 done"
 
 

@@ -1,0 +1,118 @@
+"""What a run ran, to tell a rerun of the same test or script from another run: the last program
+of the line that builds, tests or runs code (else the last one), past the shell's setup and
+wrappers (as ``run_class`` reads them; a shell's ``-c`` string read as its command), with its
+operands, the directory a ``cd`` before it chose, its flags left out (``-x``, ``--tb=short``), a
+tool run with ``python -m`` named as the tool (``python -m pytest``: ``pytest``), and nothing of
+a pipeline after it (``| tail -30``) or of its redirections (``2>&1``). So ``pytest t/a.py -xvs
+2>&1 | tail -30`` and ``python -m pytest t/a.py -x | tail -20`` are one run: a pass of the
+second closes what the first failed. A passing run also covers the runs of the same program in
+the same directory on paths under its operands (``pytest tests`` covers ``pytest
+tests/a.py::test_b``), or on any, with none."""
+
+from __future__ import annotations
+
+from rules.activity.agent_tools import command_value, workdir
+from rules.activity.observations import WORKDIR_KEYS, load_arguments
+from rules.activity.run_class import (
+    BUILD,
+    MAX_COMMAND_CHARS,
+    MAX_COMMANDS,
+    MAX_NESTING,
+    SETUP,
+    SETUP_SUBCOMMANDS,
+    class_of,
+    name_of,
+    program,
+    shell_string,
+)
+from rules.activity.shell_lex import split_commands
+from rules.text_cache import text_cache
+
+_PYTHONS = frozenset({"python", "py"})
+MAX_KEY_CHARS = 400
+
+
+@text_cache(max_chars=2_000_000, max_text_chars=MAX_COMMAND_CHARS)
+def run_key(command: str) -> str:
+    """The run's key; the command itself when no program is found in it."""
+    return _key(command[:MAX_COMMAND_CHARS], 0) or command
+
+
+def call_run_key(arguments: str) -> str | None:
+    """The run key of a shell call's raw arguments (its command as sent: a heredoc's lines), in
+    the directory it names (Codex's ``workdir``); None without a command."""
+    args = load_arguments(arguments)
+    raw = args.get("command")
+    command = raw if isinstance(raw, str) else command_value(raw) or command_value(args.get("cmd"))
+    if not command:
+        return None
+    key = run_key(command)
+    wd = workdir(args, WORKDIR_KEYS)
+    return f"cd {wd} && {key}" if wd and not key.startswith("cd ") else key
+
+
+def _key(command: str, nesting: int) -> str:
+    """The key of the last program the line runs that builds, tests or runs code (else the
+    last one), past setup and taking no pipe's input (``cat > t.py <<EOF … EOF && python t.py``:
+    the script's run, not its writing; ``pytest x; cat log``: the tests)."""
+    found, built, where = "", "", ""
+    for cmd in split_commands(command)[:MAX_COMMANDS]:
+        if cmd.connector == "|":
+            continue
+        argv = list(program(cmd.argv))
+        if argv[:1] == ["cd"]:  # tests in /a are not those in /b
+            where = f"cd {argv[1]} && " if len(argv) > 1 else ""
+            continue
+        key = _program_key(argv, nesting)
+        if key:
+            found = where + key
+            if class_of(name_of(argv[0]), argv) == "build" or shell_string(name_of(argv[0]), argv):
+                built = found
+    return built or found
+
+
+def _program_key(argv: list[str], nesting: int) -> str:
+    """One simple command's key: "" for setup (``cd``, ``echo``, ``source``) or no program."""
+    if not argv:
+        return ""
+    verb = name_of(argv[0])
+    if verb in SETUP or (verb, name_of(argv[1]) if len(argv) > 1 else "") in SETUP_SUBCOMMANDS:
+        return ""
+    inner = shell_string(verb, argv)
+    if inner is not None:
+        return _key(inner, nesting + 1) if nesting < MAX_NESTING else ""
+    if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m" and name_of(argv[2]) in BUILD:
+        verb, argv = name_of(argv[2]), argv[2:]  # python -m pytest: pytest
+    head = [verb]
+    if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
+        head, argv = [verb, "-m", argv[2]], argv[2:]
+    operands = [w for w in argv[1:] if w and not w.startswith("-")]
+    return " ".join([*head, *operands])[:MAX_KEY_CHARS]
+
+
+def covers(passed: str, failed: str) -> bool:
+    """Whether a passing run ``passed`` (a key) ran what the failing run ``failed`` ran: the
+    same program, on everything (no operands) or on paths holding each of its operands."""
+    where, passed = _where(passed)
+    there, failed = _where(failed)
+    program, _, scope = passed.partition(" ")
+    other, _, targets = failed.partition(" ")
+    if program != other or where != there:
+        return False
+    if not scope:
+        return True
+    within = scope.split(" ")
+    return all(
+        any(t == w or t.startswith((w.rstrip("/") + "/", w + "::")) for w in within)
+        for t in targets.split(" ")
+        if t
+    )
+
+
+def _where(key: str) -> tuple[str, str]:
+    """(the ``cd`` a key starts with, the rest)."""
+    if key.startswith("cd "):
+        where, sep, rest = key.partition(" && ")
+        if sep:
+            return where, rest
+    return "", key

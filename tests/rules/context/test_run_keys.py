@@ -1,0 +1,81 @@
+"""An open diagnostic closes when what failed runs again and passes, whatever the command line
+around it: other flags, another ``| tail -N``, ``python -m pytest`` for ``pytest``, the script
+rewritten by a heredoc before it runs. A pass of a wider run (the whole suite, the folder) closes
+the narrower one's failures. In the corpus 19 diagnostics stayed open after a clean rerun under
+another command line, and the block kept pointing the agent at a fixed failure."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.activity.run_key import covers, run_key
+from rules.context import working_set
+from tests.rules.context.test_working_set import TASK, TRACEBACK, ledger_of
+from tests.support.factories import assistant, result, shell
+
+FAILED = "FAILED test/core/file_helpers_test.py::test_x - AssertionError: boom\n1 failed in 0.2s"
+PASSED = "6 passed in 0.31s"
+
+
+@pytest.mark.parametrize(
+    ("first", "again"),
+    [
+        (
+            "pytest test/core/file_helpers_test.py -xvs 2>&1 | tail -30",
+            "pytest test/core/file_helpers_test.py -x 2>&1 | tail -20",
+        ),
+        (
+            "pytest test/core/file_helpers_test.py",
+            "python -m pytest test/core/file_helpers_test.py",
+        ),
+        ("cd /repo && pytest test/core", "cd /repo && timeout 60 pytest test/core -q"),
+        ("pytest test/core/file_helpers_test.py::test_x", "pytest test/core"),  # wider
+        ("pytest test/core/file_helpers_test.py", "pytest"),  # the whole suite
+    ],
+)
+def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", first)), result("a", FAILED + "\nExit code: 1")],
+        *[assistant(None, shell("b", again)), result("b", PASSED + "\nExit code: 0")],
+    )
+    assert working_set.open_diagnostics(ledger) == []
+
+
+@pytest.mark.parametrize(
+    "again",
+    [
+        "pytest test/other_test.py",  # other tests
+        "cd /elsewhere && pytest test/core/file_helpers_test.py",  # another checkout
+        "python other.py",
+    ],
+)
+def test_another_run_passing_leaves_it_open(again: str) -> None:
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "pytest test/core/file_helpers_test.py")),
+          result("a", FAILED + "\nExit code: 1")],
+        *[assistant(None, shell("b", again)), result("b", PASSED + "\nExit code: 0")],
+    )  # fmt: skip
+    assert len(working_set.open_diagnostics(ledger)) == 1
+
+
+def test_a_script_rewritten_then_run_is_the_same_run() -> None:
+    write_and_run = "cat > reproduce.py <<'EOF'\nprint('fixed')\nEOF\npython reproduce.py"
+    assert run_key(write_and_run) == run_key("python reproduce.py 2>&1 | head -50")
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "python reproduce.py")), result("a", TRACEBACK)],
+        *[assistant(None, shell("b", write_and_run)), result("b", "fixed\nExit code: 0")],
+    )
+    assert working_set.open_diagnostics(ledger) == []
+
+
+def test_keys() -> None:
+    assert run_key("bash -lc 'cd /t && python3 repro.py --fast'") == "cd /t && python repro.py"
+    assert run_key("python -m pkg.core") == "python -m pkg.core"
+    assert run_key("python t.py && cat out.log") == "python t.py"
+    assert run_key("cd x") == "cd x"  # no program: the command itself
+    assert covers("pytest tests", "pytest tests/a.py::test_b")
+    assert not covers("pytest tests/b.py", "pytest tests/a.py")
+    assert not covers("cd /a && pytest", "cd /b && pytest tests")
