@@ -32,7 +32,8 @@ _TB_EXC = re.compile(
 # each literal of the pack's patterns: (the literal, its bit, the bits of the literals inside it)
 Literals = tuple[tuple[str, int, int], ...]
 # Frames in the standard library, installed packages or generated code are not the fix's place.
-_LIBRARY = re.compile(r"^<|[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
+# an installed package's or the interpreter's own file, or none (``<frozen …>``, ``<string>``)
+LIBRARY = re.compile(r"^<|[/\\](?:site-packages|dist-packages|lib[/\\]python\d[\d.]*)[/\\]")
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
             fm = _TB_FRAME.match(lines[j])
             if fm:
                 frame = (fm["file"], fm["line"])
-                if not _LIBRARY.search(fm["file"]):
+                if not LIBRARY.search(fm["file"]):
                     own = frame
             elif not lines[j].startswith((" ", "\t")) and lines[j].strip():
                 em = _TB_EXC.match(lines[j].strip())

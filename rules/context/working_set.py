@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from rules.activity import diagnostics
+from rules.activity.diagnostics import LIBRARY
 from rules.activity.observations import (
     Observation,
     high_water,
@@ -271,9 +272,11 @@ def next_target(ledger: dict[str, Any]) -> str | None:
 
 
 def _first_target(diagnostics: list[dict[str, Any]]) -> str | None:
-    """``next_target`` of the ledger whose ``open_diagnostics`` these are."""
+    """``next_target`` of the ledger whose ``open_diagnostics`` these are: a place in the
+    project's code, not in an installed package or the interpreter's (a ``pip install`` that
+    timed out raised in ``ssl.py``: nothing there for the agent to repair)."""
     for d in diagnostics:
-        if d.get("file") and d.get("line"):
+        if d.get("file") and d.get("line") and not LIBRARY.search(str(d["file"])):
             return f"{d['file']}:{d['line']}"
     return None
 

@@ -79,3 +79,22 @@ def test_keys() -> None:
     assert covers("pytest tests", "pytest tests/a.py::test_b")
     assert not covers("pytest tests/b.py", "pytest tests/a.py")
     assert not covers("cd /a && pytest", "cd /b && pytest tests")
+
+
+PIP_TIMEOUT = """Traceback (most recent call last):
+  File "/opt/miniconda3/lib/python3.11/site-packages/pip/_internal/cli/main.py", line 80, in main
+    return command.main(cmd_args)
+  File "/opt/miniconda3/lib/python3.11/ssl.py", line 1167, in read
+    return self._sslobj.read(len, buffer)
+TimeoutError: The read operation timed out
+"""
+
+
+def test_no_repair_target_in_an_installed_package_or_the_interpreter() -> None:
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "python reproduce.py")), result("a", TRACEBACK)],
+        *[assistant(None, shell("b", "pip install requests")), result("b", PIP_TIMEOUT)],
+    )
+    assert len(working_set.open_diagnostics(ledger)) == 2  # both still open
+    assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"  # the project's, not ssl.py
