@@ -27,6 +27,7 @@ from rules.activity.run_key import call_run_key, covers, run_key
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
 from rules.context.plan_ledger import update_plan
+from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
@@ -137,6 +138,12 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         update_plan(ledger, call_arguments_text(call))
         return
     _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote
+    if action.command and obs.exit_code in (None, 0) and not obs.failed and ledger.get("changed"):
+        undone = undone_paths(action.command)  # a file deleted or reverted: changed no longer
+        if undone:
+            ledger["changed"] = without(ledger["changed"], undone)
+            kept = set(ledger["changed"])
+            ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
     if action.kind == "run":
         outcome = diagnostics.parse(result_text, obs.exit_code)
         # a rerun of what ran (the same tests or script, other flags or filters) replaces it;

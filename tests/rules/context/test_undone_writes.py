@@ -1,0 +1,62 @@
+"""A file the agent changed and then deleted or reverted is changed no longer: the scratch
+``reproduce.py`` removed at the end stayed listed in "Changed files" beside the real fix (21 of
+160 corpus conversations), and so did a file put back with ``git checkout --``."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.context.undone_writes import undone_paths
+from tests.rules.context.test_working_set import TASK, ledger_of
+from tests.support.factories import assistant, call, result, shell
+
+
+def _edits(*paths: str) -> list:
+    out = []
+    for i, p in enumerate(paths):
+        out += [
+            assistant(None, call(f"e{i}", "Write", file_path=p, content="x")),
+            result(f"e{i}", "ok"),
+        ]
+    return out
+
+
+@pytest.mark.parametrize(
+    ("command", "left"),
+    [
+        ("rm /testbed/reproduce.py /testbed/edge_cases.py", ["/testbed/fix.py"]),
+        ("cd /testbed && rm reproduce.py edge_cases.py", ["/testbed/fix.py"]),
+        ("git checkout -- /testbed/fix.py", ["/testbed/reproduce.py", "/testbed/edge_cases.py"]),
+        ("cd /testbed && git restore fix.py", ["/testbed/reproduce.py", "/testbed/edge_cases.py"]),
+        (
+            "git restore --staged /testbed/fix.py",
+            ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"],
+        ),
+        ("ls /testbed", ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+    ],
+)
+def test_a_deleted_or_reverted_file_leaves_the_changed_files(command: str, left: list[str]) -> None:
+    ledger = ledger_of(
+        TASK,
+        *_edits("/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"),
+        assistant(None, shell("r", command)),
+        result("r", "Exit code: 0"),
+    )
+    assert sorted(ledger["changed"]) == sorted(left)
+    assert all(w["path"] in left for w in ledger["writes"])
+
+
+def test_a_failed_removal_takes_nothing_back() -> None:
+    ledger = ledger_of(
+        TASK,
+        *_edits("/testbed/reproduce.py"),
+        assistant(None, shell("r", "rm /testbed/reproduce.py")),
+        result("r", "rm: cannot remove '/testbed/reproduce.py': Permission denied\nExit code: 1"),
+    )
+    assert ledger["changed"] == ["/testbed/reproduce.py"]
+
+
+def test_a_move_takes_its_source() -> None:
+    assert undone_paths("mv a.py.new a.py") == ("a.py.new",)
+    assert undone_paths("git checkout HEAD -- x.py y.py") == ("x.py", "y.py")
+    assert undone_paths("git checkout main") == ()
