@@ -31,6 +31,9 @@ class HeadHold:
         self._started = False  # the head has been written (or is held)
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
+        if self._transport.is_closing():  # the client is gone: nothing to send it
+            self._head = None
+            return
         head = self._head
         if head is not None:  # the body's first bytes: one write for both
             self._head = None

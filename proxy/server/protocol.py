@@ -18,6 +18,7 @@ a request's body is complete, however large, so that a hang-up is seen while it 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any, ClassVar
 
 import uvicorn
@@ -55,6 +56,7 @@ NO_WEBSOCKETS = (
 )
 TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
 BUSY_ADDRESS = _refusal(503, "Service Unavailable", "Too many connections from this address.")
+MAX_PIPELINED = 8  # requests a connection may queue behind the one being answered
 REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
@@ -82,7 +84,8 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._request_begun = False
         self._too_large = False
         # the requests of this connection not answered yet (more than one only when pipelined)
-        self._signals: list[tuple[Any, DisconnectSignal]] = []
+        # the requests not yet answered, in order (a pipelined one behind the one answered)
+        self._signals: deque[tuple[Any, DisconnectSignal]] = deque()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -111,8 +114,12 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
                 del self.by_network[self._network]
             self._network = None
         super().connection_lost(exc)
-        signals, self._signals = self._signals, []
-        for _, signal in signals:
+        signals, self._signals = self._signals, deque()
+        for cycle, signal in signals:
+            # uvicorn marks only its newest cycle: an earlier one still answering (pipelined
+            # behind it: a newer request arrived) would be sent a 500 on the closed transport
+            if not cycle.response_complete:
+                cycle.disconnected = True
             signal.fire()
 
     def _over_address_bound(self, transport: asyncio.Transport) -> bool:
@@ -156,16 +163,21 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             cycle.transport = HeadHold(self.transport, self.loop)  # type: ignore[assignment]
             signal = DisconnectSignal()
             cycle.scope.setdefault("extensions", {})[SIGNAL_KEY] = {"signal": signal}
-            self._signals = [(c, s) for c, s in self._signals if not c.response_complete]
-            self._signals.append((cycle, signal))
+            signals = self._signals  # answered in order: the answered ones are at the front
+            while signals and signals[0][0].response_complete:
+                signals.popleft()
+            signals.append((cycle, signal))
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         # uvicorn stops reading past 64 KiB of body held, and reads again only in ``receive``,
         # which the proxy does not call after the body: a client that hangs up while its large
         # request waits upstream would not be noticed (``connection_lost``) until the answer.
-        # A pipelined request's arrival pauses reading again (uvicorn's ``on_headers_complete``).
-        self.flow.resume_reading()
+        # A pipelined request's arrival pauses reading again (uvicorn's ``on_headers_complete``);
+        # past MAX_PIPELINED queued, reading waits for the answers (uvicorn resumes it with each),
+        # so a client cannot queue requests without bound (99,000 held the loop for minutes).
+        if len(self.pipeline) < MAX_PIPELINED:
+            self.flow.resume_reading()
 
     def handle_websocket_upgrade(self) -> None:
         """Refuse every websocket upgrade with 426, so the client falls back to HTTP at once."""
