@@ -44,6 +44,7 @@ CONNECTION_ERRORS = (aiohttp.ClientError, OSError)
 # and its start are what a client reads).
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 MAX_ERROR_ANSWER_BYTES = 1024 * 1024
+YIELD_BYTES = 256 * 1024  # a body relayed this far without a wait lets the loop go
 # The codings aiohttp decodes (br and zstd only with their modules: else it fails the answer, see
 # ``undecodable``); any other is refused rather than relayed undecoded under no header.
 DECODED = frozenset({"", "identity", "gzip", "deflate", "br", "zstd"})
@@ -185,10 +186,17 @@ def _compressed(response: aiohttp.ClientResponse) -> bool:
 
 
 async def raw_chunks(response: aiohttp.ClientResponse, name: str) -> AsyncIterator[bytes]:
-    """The body as it arrives: de-chunked and decoded, one piece per socket read."""
+    """The body as it arrives: de-chunked and decoded, one piece per socket read. A compressed
+    body decodes while data is at hand, with no wait for the socket between pieces: the loop is
+    let go every ``YIELD_BYTES`` (a 1 MB gzip of a 256 MiB event stream held it for 7 s)."""
+    since = 0
     try:
         async for chunk in response.content.iter_any():
             yield chunk
+            since += len(chunk)
+            if since >= YIELD_BYTES:
+                since = 0
+                await asyncio.sleep(0)
     except TimeoutError:
         raise UpstreamTimeout(f"Upstream {name} timed out mid-stream") from None
     except CONNECTION_ERRORS as exc:
