@@ -32,6 +32,7 @@ _NOT_FORWARDED = frozenset(
         "keep-alive",
         "proxy-authenticate",
         "proxy-authorization",
+        "proxy-connection",
         "te",
         "trailer",
         "transfer-encoding",
@@ -80,15 +81,23 @@ async def messages(
 def anthropic_headers(
     upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
 ) -> dict[str, str]:
-    """The client's headers minus ``_NOT_FORWARDED`` and ``x-ctxproxy-*``; the key as
+    """The client's headers minus ``_NOT_FORWARDED``, those ``Connection`` names and
+    ``x-ctxproxy-*``; the key as
     ``messages`` says; then config's ``headers``, which win."""
     server_key = bool(upstream.api_key_env)
     headers = {"content-type": "application/json"}
+    # the names ``Connection`` lists are this hop's too (RFC 9110, 7.6.1)
+    hop = {n.strip().lower() for n in client_headers.get("connection", "").split(",")}
     for name, value in client_headers.items():
-        if name in _NOT_FORWARDED or name.startswith("x-ctxproxy-"):
+        if name in _NOT_FORWARDED or name in hop or name.startswith("x-ctxproxy-"):
             continue
         if server_key and name in CREDENTIAL_HEADERS:  # any the proxy may have read a key from
             continue
+        if not value.isascii():  # read as Latin-1, sent as UTF-8: the client's bytes again
+            try:
+                value = value.encode("latin-1").decode("utf-8")
+            except UnicodeError:
+                continue  # not text in either: not sent
         headers[name] = value
     headers["accept-encoding"] = "identity"
     headers.update(upstream.headers)

@@ -51,3 +51,27 @@ async def test_a_chat_completion_carries_them_upstream(tmp_path: Path, edge: Edg
     assert r.status_code == 200, r.text
     for name, value in CONTEXT.items():
         assert edge.last.header(name) == value, name
+
+
+def test_the_hops_own_headers_stay_on_this_hop() -> None:
+    """``Proxy-Connection`` and the names ``Connection`` lists are this connection's, not the
+    upstream's (RFC 9110, 7.6.1): a client's ``X-Hop-Secret`` named there stays here."""
+    client = {
+        "connection": "close, X-Hop-Secret",
+        "x-hop-secret": "s3cret",
+        "proxy-connection": "keep-alive",
+        "anthropic-version": "2023-06-01",
+    }
+    headers = anthropic_headers(upstream("anthropic"), client, "k")
+    assert "x-hop-secret" not in headers and "proxy-connection" not in headers
+    assert headers["anthropic-version"] == "2023-06-01"
+
+
+def test_a_non_ascii_value_goes_as_the_client_sent_it() -> None:
+    """The server reads header bytes as Latin-1 and the upstream client sends text as UTF-8:
+    a client's ``é`` arrived as ``Ã\\x83Â©``."""
+    sent = "é-beta".encode().decode("latin-1")  # as the server hands it over
+    headers = anthropic_headers(upstream("anthropic"), {"anthropic-beta": sent}, "k")
+    assert headers["anthropic-beta"].encode() == "é-beta".encode()
+    bad = b"\xff\xfe".decode("latin-1")
+    assert "x-odd" not in anthropic_headers(upstream("anthropic"), {"x-odd": bad}, "k")
