@@ -107,7 +107,8 @@ async def openai_models(request: Request, headers: dict[str, str]) -> Response:
                 return Response(content, status, overhead, media_type="application/json")
             listed = orjson.loads(content) if status == 200 else None
             if isinstance(listed, dict) and isinstance(listed.get("data"), list):
-                have = {m.get("id") for m in listed["data"] if isinstance(m, dict)}
+                ids = (m.get("id") for m in listed["data"] if isinstance(m, dict))
+                have = {i for i in ids if isinstance(i, str)}  # an id of another type: none
                 listed["data"].extend(_model_entry(n) for n in names if n not in have)
                 return _json(listed, headers=overhead)
             why = f"it answered {status} without a model list"

@@ -297,6 +297,12 @@ class UpstreamClient:
                 proxy_auth=target.proxy_auth,
                 ssl=target.ssl,
             )
+            if not (200 <= response.status < 300 or 400 <= response.status < 600):
+                response.close()  # a redirect (not followed: it carries the key): no list
+                raise UpstreamFailed(
+                    f"Upstream {upstream.name} answered HTTP {response.status}, which is not "
+                    "relayed."
+                )
             error = response.status >= 400
             whole = False
             try:

@@ -47,6 +47,7 @@ async def test_upstream_cookies_are_not_replayed_to_other_clients(tmp_path: Path
         [1, 2],
         "text",
         {"object": "list", "data": [5, None, {"id": 7}, {"id": "m1"}]},
+        {"object": "list", "data": [{"id": ["x"]}, {"id": {"a": 1}}, {"id": "m1"}]},  # unhashable
     ],
 )
 async def test_malformed_upstream_lists_fall_back(tmp_path: Path, edge, listed) -> None:
@@ -206,3 +207,23 @@ async def test_an_unknown_path_answers_in_the_asking_clients_shape(
         assert body["error"]["status"] == "NOT_FOUND" and body["error"]["code"] == 404
     else:
         assert body["error"]["code"] == "not_found"
+
+
+@pytest.mark.parametrize("anthropic", [False, True])
+async def test_a_redirect_is_no_list(tmp_path: Path, edge, anthropic: bool) -> None:
+    """A redirect is not followed (it carries the key) and is not relayed either: the chat
+    paths answer 502 for it, and so does the model list (it relayed a 302 with no Location)."""
+    edge.reply = Reply(status=302, headers=[("location", "http://elsewhere.test/")], body=b"")
+    upstreams = [{"name": "all", "match": ["*"], "base_url": edge.base_url}]
+    if anthropic:
+        upstreams.insert(0, {"name": "a", "match": ["claude-*"], "kind": "anthropic",
+                             "base_url": edge.base_url.removesuffix("/v1")})  # fmt: skip
+    headers = {"anthropic-version": "2023-06-01"} if anthropic else {}
+    async with in_process(
+        proxy_settings(edge.base_url, upstreams=upstreams), str(tmp_path / "db")
+    ) as client:
+        r = await client.get("/v1/models", headers=headers)
+    if anthropic:
+        assert r.status_code == 502 and r.json()["type"] == "error"
+    else:
+        assert r.status_code == 200 and "302" in r.json()["ctxproxy_unlisted"]["error"]
