@@ -37,13 +37,13 @@ from rules.base import Context, ListMemo, Message, Messages, shared_prefix
 from rules.messages import HELD, custom_call, text_of
 from rules.report import Violation
 
-ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]+$")
+ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # whole: fullmatch (a "$" lets a final newline in)
 MEMO = "chain_validator"  # the name of its table in ``Context.table``
 VIOLATIONS = "chain_violations"  # ``Context.derived``: a messages list's violations
 
 
 def valid_id(value: Any) -> bool:
-    return isinstance(value, str) and ID_PATTERN.match(value) is not None
+    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
 
 
 def arguments_ok(call: dict[str, Any]) -> bool:
@@ -152,7 +152,7 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
                             pass
             elif call.get("type") == "custom" and call_shape_ok(call):
                 bad = None if arguments_ok(call) else "invalid_arguments"
-        id_ok = isinstance(cid, str) and ID_PATTERN.match(cid) is not None
+        id_ok = isinstance(cid, str) and ID_PATTERN.fullmatch(cid) is not None
         if bad is not None or not id_ok:
             clean = False
         checked.append((cid, bad, id_ok))

@@ -226,6 +226,11 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [U, assistant(None, shell("call_1_x", "a")), result("call_1_x", "A")],
         [("invalid_call_id", "sanitised")],
     ),
+    "id_ending_in_a_newline_sanitised": (  # a "$" match let it through; providers refuse it
+        [U, assistant(None, shell("toolu_1\n", "a")), result("toolu_1\n", "A")],
+        [U, assistant(None, shell("toolu_1", "a")), result("toolu_1", "A")],
+        [("invalid_call_id", "sanitised")],
+    ),
     "truncated_arguments": (
         [U, assistant(None, raw_call("c1", '{"command": "ls -l')), result("c1", "x")],
         [

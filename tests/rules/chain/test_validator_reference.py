@@ -81,7 +81,7 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     out.append(
                         _v("invalid_arguments", i, cid, "arguments are not a JSON object string")
                     )
-                if not (isinstance(cid, str) and _ID.match(cid)):
+                if not (isinstance(cid, str) and _ID.fullmatch(cid)):
                     out.append(
                         _v("invalid_call_id", i, cid, f"call id {cid!r} does not match pattern")
                     )
