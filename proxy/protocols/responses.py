@@ -180,7 +180,7 @@ class ResponsesAdapter:
             elif tag == "u" and part is not None:
                 out.append({"role": "user", "content": text_of(m.get("content"))})
             elif part is None:
-                out.extend(new_items(st, m))
+                out.extend(new_items(st, m, out))
             elif m is part.lowered or m == part.lowered:
                 out.extend([items[i] for i in part.items])
             else:

@@ -4,6 +4,7 @@ mending of a reasoning item cut from the item it led to, before lowering."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
@@ -65,12 +66,16 @@ def _orphans(items: list[Any], start: int) -> list[int]:
     return drop
 
 
-def new_items(st: State, m: Message) -> list[Any]:
-    """Items for a message the rules wrote."""
+def new_items(st: State, m: Message, before: Sequence[Any] = ()) -> list[Any]:
+    """Items for a message the rules wrote; ``before``: the items forwarded ahead of it."""
     r = role(m)
     if r == "tool":
         cid = m.get("tool_call_id")
-        call_kind = st.call_kinds.get(cid) if isinstance(cid, str) else None
+        # the output's type is its call's as forwarded: the repair may have renamed the call
+        # (its client's id reused, or shared by a function and a custom call)
+        call_kind = _forwarded_kind(before, cid)
+        if call_kind is None and isinstance(cid, str):
+            call_kind = st.call_kinds.get(cid)
         out_kind = (
             "custom_tool_call_output" if call_kind == "custom_tool_call" else "function_call_output"
         )
@@ -92,6 +97,14 @@ def new_items(st: State, m: Message) -> list[Any]:
         parts.extend(absorbed_blocks(m, partial(_output_parts, st), is_text))
     return [{"type": "message", "role": r if r in OWN_ROLES else "user",
              "content": parts}]  # fmt: skip
+
+
+def _forwarded_kind(before: Sequence[Any], cid: Any) -> str | None:
+    """The type of the nearest call item ``before`` holds with ``call_id`` ``cid``."""
+    for item in reversed(before):
+        if isinstance(item, dict) and item.get("call_id") == cid and kind(item) in CALLS:
+            return str(kind(item))
+    return None
 
 
 def patched_items(st: State, part: Part, m: Message) -> list[Any]:

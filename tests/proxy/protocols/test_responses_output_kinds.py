@@ -1,0 +1,70 @@
+"""A result the repair writes for an unanswered Responses call has its call's type as forwarded:
+a ``custom_tool_call`` (Codex's ``apply_patch``) the repair renamed got a
+``function_call_output``, and of a function and a custom call sharing one id each got the other's
+type; the upstream answers such a body 400 ("No tool output found for custom tool call"). The
+final check now says so too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.protocols.checks import responses_violations
+from proxy.rewrite.engine import Engine
+from tests.proxy.protocols.test_responses_adapter import engine, rewrite  # noqa: F401
+
+PATCH = "*** Begin Patch\n*** End Patch"
+
+
+def _custom(item_id: str, cid: str) -> dict[str, Any]:
+    return {"type": "custom_tool_call", "id": item_id, "call_id": cid, "name": "apply_patch",
+            "input": PATCH}  # fmt: skip
+
+
+def _function(item_id: str, cid: str) -> dict[str, Any]:
+    return {"type": "function_call", "id": item_id, "call_id": cid, "name": "shell",
+            "arguments": '{"cmd":"ls"}'}  # fmt: skip
+
+
+def _out(cid: str, kind: str = "function_call_output") -> dict[str, Any]:
+    return {"type": kind, "call_id": cid, "output": "ok"}
+
+
+CASES = {
+    "a renamed custom call": [
+        {"role": "user", "content": "go"},
+        _function("fc_1", "call_1"),
+        _out("call_1"),
+        _custom("ctc_2", "call_1"),  # its id reused: renamed, then unanswered
+        {"role": "user", "content": "stop"},
+    ],
+    "a function and a custom call sharing an id": [
+        {"role": "user", "content": "go"},
+        _function("fc_1", "call_1"),
+        _custom("ctc_2", "call_1"),
+        {"role": "user", "content": "stop"},
+    ],
+}
+
+
+@pytest.mark.parametrize("items", CASES.values(), ids=CASES.keys())
+async def test_a_written_result_has_its_calls_type(engine: Engine, items: list[Any]) -> None:  # noqa: F811
+    out = await rewrite(engine, {"model": "gpt-5", "input": items})
+    sent = out.body["input"]
+    kinds = {
+        i["call_id"]: i["type"]
+        for i in sent
+        if i.get("type") in ("function_call", "custom_tool_call")
+    }
+    for item in sent:
+        if item.get("type", "").endswith("_output"):
+            custom = kinds[item["call_id"]] == "custom_tool_call"
+            assert item["type"] == ("custom_tool_call_output" if custom else "function_call_output")
+
+
+def test_the_final_check_names_a_mismatched_output() -> None:
+    body = {"model": "gpt-5", "input": [_custom("ctc_1", "c1"), _out("c1")]}
+    assert any("another type" in v for v in responses_violations(body))
+    body["input"][1] = _out("c1", "custom_tool_call_output")
+    assert responses_violations(body) == []
