@@ -121,7 +121,12 @@ def _patched_tool_use(block: dict[str, Any], call: dict[str, Any]) -> dict[str, 
     out = block
     if new_id != block.get("id"):
         out = {**out, "id": new_id}
-    if isinstance(arguments, str) and arguments != orjson.dumps(block.get("input", {})).decode():
+    name = fn.get("name")
+    if isinstance(name, str) and name != block.get("name"):  # one the repair filled in
+        out = {**out, "name": name}
+    if isinstance(arguments, str) and (
+        "input" not in block or arguments != orjson.dumps(block.get("input", {})).decode()
+    ):  # (Anthropic requires ``input``: one missing is written, ``{}`` or as repaired)
         with contextlib.suppress(orjson.JSONDecodeError):
             out = {**out, "input": exact_json.loads(arguments)}  # integers past 64 bits too
     return out
