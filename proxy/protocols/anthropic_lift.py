@@ -151,11 +151,15 @@ def lift_user_run(st: State, run: list[Message]) -> list[Any]:
     first_src = next((p.index for m in run if (p := st.parts.get(m.get(TAG))) is not None), None)  # type: ignore[arg-type]
     groups: dict[Any, list[Message]] = {}
     tool_key: Any = first_src if first_src is not None else ("new", 0)
+    results = False
     for n, m in enumerate(run):
         part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
         key = tool_key if role(m) == "tool" else part.index if part is not None else ("new", n + 1)
+        results = results or key == tool_key and role(m) == "tool"
         groups.setdefault(key, []).append(m)
-    order = sorted(groups, key=lambda g: g != tool_key)  # the results' message first
+    # the results' message first, the others where they stand (an orphan result the repair
+    # made text stays before the user's words after it, as the chat view has it)
+    order = sorted(groups, key=lambda g: g != tool_key or not results)
     out: list[Any] = []
     for key in order:
         members = groups[key]
