@@ -155,7 +155,7 @@ def lift_user_run(st: State, run: list[Message]) -> list[Any]:
     for n, m in enumerate(run):
         part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
         key = tool_key if role(m) == "tool" else part.index if part is not None else ("new", n + 1)
-        results = results or key == tool_key and role(m) == "tool"
+        results = results or role(m) == "tool"
         groups.setdefault(key, []).append(m)
     # the results' message first, the others where they stand (an orphan result the repair
     # made text stays before the user's words after it, as the chat view has it)
