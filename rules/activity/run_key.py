@@ -38,16 +38,21 @@ def run_key(command: str) -> str:
     return _key(command[:MAX_COMMAND_CHARS], 0) or command
 
 
-def call_run_key(arguments: str) -> str | None:
-    """The run key of a shell call's raw arguments (its command as sent: a heredoc's lines), in
-    the directory it names (Codex's ``workdir``); None without a command."""
+def raw_command(arguments: str) -> str | None:
+    """A shell call's command as sent (a heredoc's lines kept), from its raw arguments."""
     args = load_arguments(arguments)
     raw = args.get("command")
-    command = raw if isinstance(raw, str) else command_value(raw) or command_value(args.get("cmd"))
+    return raw if isinstance(raw, str) else command_value(raw) or command_value(args.get("cmd"))
+
+
+def call_run_key(arguments: str) -> str | None:
+    """The run key of a shell call's raw arguments, in the directory it names (Codex's
+    ``workdir``); None without a command."""
+    command = raw_command(arguments)
     if not command:
         return None
     key = run_key(command)
-    wd = workdir(args, WORKDIR_KEYS)
+    wd = workdir(load_arguments(arguments), WORKDIR_KEYS)
     return f"cd {wd} && {key}" if wd and not key.startswith("cd ") else key
 
 

@@ -23,10 +23,11 @@ from rules.activity.observations import (
     observations,
     of_context,
 )
-from rules.activity.run_key import call_run_key, covers, run_key
+from rules.activity.run_key import call_run_key, covers, raw_command, run_key
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
 from rules.context.plan_ledger import update_plan
+from rules.context.script_ledger import script_targets
 from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
     INJECT_OPEN,
@@ -138,7 +139,12 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         update_plan(ledger, call_arguments_text(call))
         return
     _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote
-    if action.command and obs.exit_code in (None, 0) and not obs.failed and ledger.get("changed"):
+    calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
+    arguments = call_arguments_text(calls[0]) if calls and action.command else None
+    ran = obs.exit_code in (None, 0) and not obs.failed
+    if arguments is not None and ran:  # what Python scripts it wrote or ran wrote
+        _record_writes(ledger, script_targets(ledger, raw_command(arguments) or ""), obs, cfg)
+    if action.command and ran and ledger.get("changed"):
         undone = undone_paths(action.command)  # a file deleted or reverted: changed no longer
         if undone:
             ledger["changed"] = without(ledger["changed"], undone)
@@ -148,8 +154,7 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
         outcome = diagnostics.parse(result_text, obs.exit_code)
         # a rerun of what ran (the same tests or script, other flags or filters) replaces it;
         # a pass closes what it covers too
-        calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
-        key = call_run_key(call_arguments_text(calls[0])) if calls else None
+        key = call_run_key(arguments) if arguments is not None else None
         command = redact_text(key or run_key(action.target))
         passed = outcome.verdict == "pass"
         runs = {

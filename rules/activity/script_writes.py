@@ -1,0 +1,118 @@
+"""Files a Python script an agent wrote and ran writes: the commonest way mini-swe-agent and its
+kin change a file is ``cat > fix.py <<'EOF' … open('pkg/mod.py', 'w') … EOF`` then ``python
+fix.py`` (or ``python -c "…"``, ``python - <<'EOF'``), and a working set that read only
+redirections, ``tee`` and ``sed -i`` left the fixed file out of "Changed files" in 61 of 104
+such runs of the corpus, listing the scratch scripts instead.
+
+Read from a script's text: ``open(P, 'w')`` (any mode that writes: ``w``, ``a``, ``x``, ``+``),
+``Path(P).write_text(…)`` / ``.write_bytes(…)``, with ``P`` a string literal or a name bound to
+one (``path = 'pkg/mod.py'``). Every pattern is bounded and anchored on a literal: linear."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from rules.activity.shell_lex import split_commands
+
+MAX_SCRIPT_CHARS = 200_000  # of a script read for what it writes
+MAX_TARGETS = 8  # files one script is taken to write
+_STR = r"(?P<q>['\"])(?P<lit>[^'\"\n]{1,300})(?P=q)"
+_OPEN = re.compile(
+    r"\bopen\(\s{0,4}(?:" + _STR + r"|(?P<name>[A-Za-z_]\w{0,40}))\s{0,4},\s{0,4}"
+    r"(?:mode\s{0,2}=\s{0,2})?(?P<q2>['\"])(?P<mode>[rwxabt+]{1,4})(?P=q2)"
+)
+_PATH_WRITE = re.compile(
+    r"\bPath\(\s{0,4}(?:" + _STR + r"|(?P<name>[A-Za-z_]\w{0,40}))\s{0,4}\)\s{0,4}"
+    r"\.write_(?:text|bytes)\("
+)
+_BOUND = re.compile(r"^[ \t]{0,40}(?P<name>[A-Za-z_]\w{0,40})[ \t]{0,4}=[ \t]{0,4}" + _STR, re.M)
+# a heredoc's head: `cat > f.py <<'EOF'`, `cat <<EOF > f.py`, `python - <<'EOF'`, `python3 <<EOF`
+_HEREDOC = re.compile(r"<<-?[ \t]{0,4}(?P<dq>['\"]?)(?P<delim>[A-Za-z_]\w{0,40})(?P=dq)")
+_PYTHON = re.compile(r"^python(?:3(?:\.\d{1,2})?)?$")
+
+
+def script_writes(script: str) -> list[str]:
+    """The files ``script`` (Python) opens for writing, as it names them."""
+    script = script[:MAX_SCRIPT_CHARS]
+    if "open(" not in script and ".write_" not in script:
+        return []
+    bound: dict[str, str] = {}
+    for m in _BOUND.finditer(script):
+        bound.setdefault(m["name"], m["lit"])
+    out: list[str] = []
+    for m in _OPEN.finditer(script):
+        mode = m["mode"]
+        if any(c in mode for c in "wax+"):
+            out.append(m["lit"] or bound.get(m["name"] or "", ""))
+    for m in _PATH_WRITE.finditer(script):
+        out.append(m["lit"] or bound.get(m["name"] or "", ""))
+    return [p for p in dict.fromkeys(out) if p and not p.startswith("/dev/")][:MAX_TARGETS]
+
+
+def heredocs(command: str) -> list[tuple[str, str]]:
+    """Each heredoc of ``command`` as (its line's head, its body): the head is the text before
+    ``<<`` on its line (``cat > fix.py``, ``python -``)."""
+    out: list[tuple[str, str]] = []
+    at = 0
+    while len(out) < 16:
+        m = _HEREDOC.search(command, at)
+        if m is None:
+            break
+        line_start = command.rfind("\n", 0, m.start()) + 1
+        line_end = command.find("\n", m.end())
+        if line_end < 0:
+            break
+        head = command[line_start : m.start()] + " " + command[m.end() : line_end]
+        delim = m["delim"]
+        end = command.find("\n" + delim + "\n", line_end)
+        if end < 0:
+            end = len(command) if command.rstrip().endswith("\n" + delim) else -1
+        if end < 0:
+            break
+        out.append((head.strip(), command[line_end + 1 : end]))
+        at = end + 1
+    return out
+
+
+def written_scripts(command: str) -> dict[str, list[str]]:
+    """The Python scripts ``command`` writes by heredoc (``cat > fix.py <<'EOF'``), each with
+    the files it writes when run."""
+    out: dict[str, list[str]] = {}
+    for head, body in heredocs(command):
+        words = head.replace(">", " > ").split()
+        if "cat" not in words:  # `cd /repo && cat > fix.py <<'EOF'`
+            continue
+        words = words[len(words) - words[::-1].index("cat") :]
+        if ">" not in words:
+            continue
+        after = words[words.index(">") + 1 :]
+        if after and after[0].endswith(".py"):
+            out[posixpath.normpath(after[0])] = script_writes(body)
+    return out
+
+
+def ran_scripts(command: str) -> list[str]:
+    """The script files ``command`` runs with Python (``python fix.py``), normalised."""
+    out = []
+    for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
+        argv = cmd.argv
+        if len(argv) > 1 and _PYTHON.match(posixpath.basename(argv[0])):
+            script = next((a for a in argv[1:] if not a.startswith("-")), None)
+            if script is not None and script.endswith(".py") and "-c" not in argv[1:2]:
+                out.append(posixpath.normpath(script))
+    return out
+
+
+def inline_writes(command: str) -> list[str]:
+    """Files Python run inline by ``command`` writes: ``python -c "…"``, ``python - <<'EOF'``."""
+    out: list[str] = []
+    for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
+        argv = cmd.argv
+        if len(argv) > 2 and _PYTHON.match(posixpath.basename(argv[0])) and argv[1] == "-c":
+            out += script_writes(argv[2])
+    for head, body in heredocs(command):
+        words = head.split()
+        if any(_PYTHON.match(posixpath.basename(w)) for w in words[:8]):  # `cd x && python -`
+            out += script_writes(body)
+    return list(dict.fromkeys(out))[:MAX_TARGETS]

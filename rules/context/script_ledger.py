@@ -1,0 +1,32 @@
+"""The working set's memory of the Python scripts a session wrote (``cat > fix.py <<'EOF'``):
+for each, the files it writes when run (``rules/activity/script_writes.py``), so a later
+``python fix.py`` counts them as changed. Bounded: the newest ``MAX_SCRIPTS`` scripts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.activity.script_writes import inline_writes, ran_scripts, written_scripts
+from rules.activity.storable import MAX_PATH_CHARS
+from rules.redact import redact_text
+
+MAX_SCRIPTS = 16
+
+
+def script_targets(ledger: dict[str, Any], command: str) -> tuple[str, ...]:
+    """The files ``command`` (run, and successful) wrote through Python: inline (``python -c``,
+    ``python - <<'EOF'``) or by running a script the session wrote, this command included.
+    Notes the scripts it writes in ``ledger["scripts"]``."""
+    if "python" not in command and "<<" not in command:
+        return ()
+    scripts: dict[str, list[str]] = dict(ledger.get("scripts") or {})
+    written = written_scripts(command)
+    for path, targets in written.items():
+        path = redact_text(path)
+        if len(path) <= MAX_PATH_CHARS:
+            scripts.pop(path, None)
+            scripts[path] = [redact_text(t) for t in targets if len(t) <= MAX_PATH_CHARS]
+    if written:
+        ledger["scripts"] = dict(list(scripts.items())[-MAX_SCRIPTS:])
+    ran = [t for s in ran_scripts(command) for t in scripts.get(redact_text(s), [])]
+    return tuple(dict.fromkeys([*inline_writes(command), *ran]))
