@@ -189,9 +189,35 @@ def last_index(messages: list[Message], roles: Iterable[str]) -> int | None:
 
 
 # Text an agent harness wraps into the user's turn, not the user's words: Claude Code's
-# ``<system-reminder>`` blocks, Codex's ``<environment_context>`` and ``<user_instructions>``,
-# Gemini CLI's ``<session_context>`` (date, OS, workspace and its listing, before the prompt).
-HARNESS_TAGS = ("system-reminder", "environment_context", "user_instructions", "session_context")
+# ``<system-reminder>`` blocks and its slash commands' echo and output (``/model opus``:
+# ``<command-name>``, ``<command-message>``, ``<command-args>``, ``<local-command-stdout>``; a
+# custom command's expanded prompt, outside them, stays), Codex's ``<environment_context>`` and
+# ``<user_instructions>``, Gemini CLI's ``<session_context>`` (date, OS, workspace and its
+# listing, before the prompt).
+HARNESS_TAGS = (
+    "system-reminder",
+    "environment_context",
+    "user_instructions",
+    "session_context",
+    "command-name",
+    "command-message",
+    "command-args",
+    "local-command-stdout",
+    "local-command-stderr",
+)
+# A harness's worked example ahead of the task in the first user turn (OpenHands' "--- START OF
+# EXAMPLE --- … --- END OF EXAMPLE ---", SWE-agent's "--- DEMONSTRATION --- … --- END OF
+# DEMONSTRATION ---"): the task is what follows its end line.
+_EXAMPLE_ENDS = ("END OF EXAMPLE", "END OF DEMONSTRATION")
+
+
+def after_examples(text: str) -> str:
+    """``text`` from the line after its last worked example's end line (all of it when none)."""
+    at = max(text.rfind(end) for end in _EXAMPLE_ENDS)
+    if at < 0:
+        return text
+    line_end = text.find("\n", at)
+    return "" if line_end < 0 else text[line_end + 1 :]
 
 
 def without_harness(text: str) -> str:

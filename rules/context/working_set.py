@@ -32,6 +32,7 @@ from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
+    after_examples,
     call_arguments_text,
     content_hash,
     last_where,
@@ -73,7 +74,7 @@ class Config(RuleConfig):
 def _user_text(message: Message) -> str:
     text = text_of(message.get("content"))
     cut = text.find(INJECT_OPEN)
-    return without_harness(text[:cut] if cut >= 0 else text).strip()
+    return after_examples(without_harness(text[:cut] if cut >= 0 else text)).strip()
 
 
 def _users_own(message: Message) -> bool:
