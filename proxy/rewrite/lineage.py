@@ -259,3 +259,22 @@ def record(state: SessionState, key: list[Any]) -> SessionState:
     if value == lineage:
         return state
     return state.with_value(NAMESPACE, value)
+
+
+def lead_of(
+    stored: SessionState, resumed: SessionState, messages: Sequence[Message]
+) -> SessionState | None:
+    """The branch a side conversation under the same session id left (Claude Code runs its
+    sub-agents under the lead's session id, with no ``X-Parent-Session-Id``): the stored head's
+    own state, when this request forked off it as a new conversation's first request does (its
+    system messages and one user message: a sub-agent's prompt). Its references then search
+    what the lead made, as a sub-agent's named parent's would be; None otherwise (an edited or
+    regenerated turn of the conversation forks with its history, and keeps to its branch)."""
+    lineage = stored.get(NAMESPACE)
+    head = lineage.get("head") if isinstance(lineage, dict) else None
+    if not isinstance(head, list) or not head or not isinstance(head[0], int):
+        return None
+    if resumed is stored or len(messages) >= head[0] or not history_restore.is_lone_turn(messages):
+        return None
+    left = {k: v for k, v in stored.data.items() if k not in SHARED}
+    return SessionState(left) if left else None

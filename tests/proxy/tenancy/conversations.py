@@ -187,15 +187,20 @@ def conversation(proto: str, tag: str, opener: str = OPENER, **extra: Any) -> li
 
 def user_turn(proto: str, text: str, reshaped: bool = False) -> dict[str, Any]:
     """One user message. ``reshaped``: the same text in another shape than the conversations'
-    messages (one text part; for the Responses API, whose adapter reads text parts as plain
-    text, with a screenshot attached): the same conversation hash, but another message."""
+    messages (one text part; for the Responses API and Anthropic Messages, whose adapters read a
+    text part as the plain text it holds, with a screenshot attached): the same conversation
+    hash, but another message."""
     if not reshaped:
         return _RENDER[proto](("user", text))
     if proto == "responses":
         image = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
         item = _item("user", text)
         return {**item, "content": [*item["content"], image]}
-    return {"role": "user", "content": [{"type": "text", "text": text}]}
+    part = {"type": "text", "text": text}
+    if proto == "messages":
+        png = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+        return {"role": "user", "content": [part, {"type": "image", "source": png}]}
+    return {"role": "user", "content": [part]}
 
 
 def lone(proto: str, tag: str, text: str = DELETE, reshaped: bool = False, **extra: Any) -> dict:
