@@ -25,7 +25,7 @@ from rules.activity.agent_tools import (
     patch_succeeded,
     workdir,
 )
-from rules.activity.shell_lex import SimpleCommand, split_commands
+from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.base import Context, Message, shared_prefix
 from rules.messages import (
     call_arguments_text,
@@ -139,7 +139,7 @@ def _verb(argv: tuple[str, ...]) -> str:
 
 def _written(cmd: SimpleCommand) -> list[str]:
     """Files a simple command writes: output redirections, ``tee`` operands, ``sed -i``."""
-    out = [t for op, t in cmd.redirects if op in _WRITE_OPS and t and not t.startswith("/dev/")]
+    out = [t for op, t in cmd.redirects if op in _WRITE_OPS and file_like(t) and t[:5] != "/dev/"]
     verb = _verb(cmd.argv)
     operands = [w for w in cmd.argv[1:] if not w.startswith("-")]
     if verb == "tee":

@@ -255,3 +255,10 @@ def split_commands(text: str) -> tuple[SimpleCommand, ...]:
         head = text[:MAX_COMMAND_CHARS]
         text = head[: max(head.rfind("\n"), head.rfind(";"), 0)]
     return _split_kept(text)
+
+
+def file_like(word: str) -> bool:
+    """Whether a redirection's target can name a file a command made: not a word ending in a
+    colon, nor one without a letter or digit. Text that is no shell (SWE-agent's ``edit 4:4``
+    body, ``def f(a: float) -> float:``) lexed as a command line gave ``> float:`` and ``> =``."""
+    return not word.endswith(":") and any(c.isalnum() for c in word)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.brace_expand import expand
-from rules.activity.shell_lex import split_commands
+from rules.activity.shell_lex import file_like, split_commands
 from rules.packs import load_pack
 
 MAX_EXPANDED = 1_024  # words brace expansion makes on one command line; past it, as written
@@ -191,7 +191,9 @@ class _Run:
             self.cwd = stack[0]
 
     def redirect(self, op: str, target: str) -> None:
-        if op not in (">", ">>", ">|", "&>", "&>>") or not target or target.startswith("&"):
+        if op not in (">", ">>", ">|", "&>", "&>>") or target.startswith("&"):
+            return
+        if not file_like(target):  # `-> float:` in text that is no shell
             return
         if target in self.verbs.ignore_targets or (
             "$" in target and not target.startswith(("$HOME/", "${HOME}/"))
