@@ -26,6 +26,7 @@ from rules.activity.observations import (
 from rules.activity.run_key import call_run_key, covers, raw_command, run_key
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
+from rules.context.installs import installed, without_installed
 from rules.context.plan_ledger import update_plan
 from rules.context.script_ledger import script_targets
 from rules.context.undone_writes import undone_paths, without
@@ -163,6 +164,8 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
             for k, v in ledger.get("runs", {}).items()
             if k != command and not (passed and covers(command, k))
         }
+        if ran and outcome.verdict != "fail" and (names := installed(action.command)):
+            runs = without_installed(runs, names)
         if outcome.verdict == "fail" and outcome.diagnostics:
             runs[command] = {
                 "seq": ledger["seq"],
