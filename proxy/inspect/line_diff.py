@@ -12,6 +12,8 @@ import difflib
 import re
 from collections.abc import Iterator
 
+from proxy.inspect.payload_align import shared_ends
+
 MAX_LINE_PAIRS = 250_000  # one entry's middle matched by difflib at most this many line pairs
 PAGE_LINE_PAIRS = 2_000_000  # all the entries of one page together
 _HUNK = re.compile(r"@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
@@ -27,12 +29,7 @@ class Budget:
 def diff_lines(a: list[str], b: list[str], budget: Budget, keep: int) -> tuple[list[str], int]:
     """(the first ``keep`` lines of ``a`` against ``b`` as a unified diff without its file
     headers, how many lines the whole diff has)."""
-    start = 0
-    while start < len(a) and start < len(b) and a[start] == b[start]:
-        start += 1
-    end = 0
-    while end < len(a) - start and end < len(b) - start and a[-1 - end] == b[-1 - end]:
-        end += 1
+    start, end = shared_ends(a, b)
     mid_a, mid_b = len(a) - start - end, len(b) - start - end
     if mid_a == 0 and mid_b == 0:
         return [], 0

@@ -6,30 +6,14 @@ tool result at the tail, and the prompt was re-billed from the turn on."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.rewrite.engine import Engine
-from proxy.settings import load_settings
-from proxy.store.sqlite import SQLiteStore
 from tests.proxy.protocols.test_anthropic_adapter import assistant, body, result, text, tool_use
 
 MARK = {"type": "ephemeral"}
 ASK = "delete the folder you just created"
-
-
-@pytest.fixture
-async def engine(tmp_path: Path) -> AsyncIterator[Engine]:
-    store = SQLiteStore(str(tmp_path / "db"))
-    await store.open()
-    eng = Engine(load_settings(None), store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
 
 
 def _start() -> list[dict[str, Any]]:
