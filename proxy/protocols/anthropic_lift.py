@@ -14,7 +14,13 @@ from proxy.protocols import exact_json
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks, media_elided
-from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
+from proxy.protocols.patching import (
+    appended,
+    matched_by_id,
+    patch_joined,
+    patch_parts,
+    patch_texts,
+)
 from rules.base import Message
 from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
@@ -108,11 +114,11 @@ def _match_calls(
     lowered: list[tuple[int, dict[str, Any]]], calls: list[dict[str, Any]]
 ) -> dict[int, dict[str, Any]]:
     """Source block index -> the output call standing for it: by position when the rules kept
-    every call (a repaired id still maps), else by id."""
+    every call (a repaired id still maps), else by id, each output call standing for one block
+    (a runaway turn whose calls share one id keeps one of them, not all)."""
     if len(lowered) == len(calls):
         return {j: c for (j, _), c in zip(lowered, calls, strict=True)}
-    by_id = {c.get("id"): c for c in calls}
-    return {j: by_id[c.get("id")] for j, c in lowered if c.get("id") in by_id}
+    return dict(matched_by_id(lowered, calls))
 
 
 def _patched_tool_use(block: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:

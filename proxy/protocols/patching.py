@@ -13,10 +13,12 @@ lines of the new text, in place, with its other keys; non-text blocks stay where
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from typing import Any, TypeVar
 
 from rules.messages import text_of
+
+K = TypeVar("K", bound=Hashable)
 
 Block = dict[str, Any]
 NewBlock = Callable[[str], Block]
@@ -216,3 +218,22 @@ def _lines_by_segment(counts: list[int], old: str, new: str) -> list[list[str] |
             mine.extend(new_lines[max(a, cut_end) - n_old + n_new : b - n_old + n_new])
         out.append(mine or None)
     return out
+
+
+def matched_by_id(
+    sources: Iterable[tuple[K, dict[str, Any]]], calls: list[dict[str, Any]]
+) -> Iterator[tuple[K, dict[str, Any]]]:
+    """Each source call (a key, its lowered call) with the first output call of its id not
+    taken yet: a call the rules kept stands for one source call, however many share its id."""
+    free: dict[str, list[dict[str, Any]]] = {}
+    for c in calls:
+        free.setdefault(_id_key(c.get("id")), []).append(c)
+    for key, call in sources:
+        queue = free.get(_id_key(call.get("id")))
+        if queue:
+            yield key, queue.pop(0)
+
+
+def _id_key(value: Any) -> str:
+    """An id as a dict key (a client's may be any JSON value)."""
+    return value if isinstance(value, str) else repr(value)

@@ -12,7 +12,13 @@ import orjson
 
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks, media_elided
-from proxy.protocols.patching import appended, patch_joined, patch_parts, patch_texts
+from proxy.protocols.patching import (
+    appended,
+    matched_by_id,
+    patch_joined,
+    patch_parts,
+    patch_texts,
+)
 from proxy.protocols.responses_parts import (
     CALLS,
     OUTPUTS,
@@ -157,9 +163,8 @@ def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
     if len(calls) == len(lowered_calls):
         matched = dict(zip(call_items, calls, strict=True))
     else:
-        by_id = {c.get("id"): c for c in calls}
-        matched = {i: by_id[cid] for i in call_items
-                   if (cid := st.items[i].get("call_id")) in by_id}  # fmt: skip
+        # each kept call stands for one item (a runaway turn's calls may share one id)
+        matched = dict(matched_by_id(((i, call_of(st.items[i])) for i in call_items), calls))
     old_text = text_of(part.lowered.get("content"))
     new_text = text_of(m.get("content"))
     added = appended(old_text, new_text)
