@@ -106,6 +106,9 @@ def lift_assistant(st: State, m: Message) -> Any:
     return {**src, "content": out or [text_block("(no content)")]}
 
 
+_RESULT_ONLY = frozenset({"tool_reference"})  # blocks valid in a tool_result's content only
+
+
 def _kind(block: Any) -> Any:
     return block.get("type") if isinstance(block, dict) else None
 
@@ -238,7 +241,10 @@ def _user_blocks(st: State, m: Message) -> list[Any]:
         if ABSORBED in m:  # orphan results kept as user text: their images after it
             text = text_of(content)
             head = [text_block(text)] if text.strip() else []
-            return [*head, *absorbed_blocks(m, partial(_result_blocks, st), is_text)]
+            kept = absorbed_blocks(m, partial(_result_blocks, st), is_text)
+            # a tool search's tool references load tools only inside a tool_result: in a user
+            # message Anthropic refuses them (the text says what the result was)
+            return [*head, *(b for b in kept if _kind(b) not in _RESULT_ONLY)]
         if role(m) == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": m.get("tool_call_id"),
                                      "content": text_of(content)}  # fmt: skip
