@@ -291,6 +291,12 @@ def _related_mention(
     )
 
 
+def _name_goes_on(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` goes on as a file or module name (``library.py``,
+    ``config/settings``, ``test_utils``)."""
+    return text[end : end + 1] in (".", "/", "_", "-") and text[end + 1 : end + 2].isalnum()
+
+
 def _mention(
     lex: Lexicon,
     p: Pattern,
@@ -325,6 +331,8 @@ def _mention(
         return None  # "the last commit in that file": nothing is inside a file
     if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
         return None  # "issues that require user input": "that" is a relative pronoun there
+    if kind_name in ("demonstrative", "recent") and _name_goes_on(text, m.end()):
+        return None  # "it looks to me that library.py is …": the noun is a name's start
     weak = typ == "weak"
     if weak:
         if action is None:

@@ -49,6 +49,9 @@ DETECT = [
     ("delete the new file", ("file", None, True, "recent")),
     ("move the new folder into src", ("folder", None, True, "recent")),
     ("add a test for the parser", None),
+    # "that" before a name ("library.py") is a conjunction, and the noun a name's start
+    ("it looks to me that library.py is having uncommitted changes", None),
+    ("I think that config/settings.py is stale", None),
     ("用中文回答", None),
     ("테스트를 실행해", None),
     ("テストを実行して", None),
