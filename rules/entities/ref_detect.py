@@ -344,6 +344,8 @@ def _mention(
         return None  # "open the file": a verb and a noun alone name no file (too common)
     if kind_name == "pronoun_op" and _named_before(lex, text, m.start()):
         return None  # "if the cache directory exists, delete it": "it" is that directory
+    if kind_name == "demonstrative" and typ in FILE_TYPES and _named_before(lex, text, m.start()):
+        return None  # "… notes in apple_books.md … he described it in that file": that one
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:
         kind_name, kind = kind.untyped, kinds[kind.untyped]

@@ -52,6 +52,8 @@ DETECT = [
     # "that" before a name ("library.py") is a conjunction, and the noun a name's start
     ("it looks to me that library.py is having uncommitted changes", None),
     ("I think that config/settings.py is stale", None),
+    # the file "that file" stands for is named just before it, in the user's own words
+    ("read the docs in apple_books.md: he described the UI based on them in that file", None),
     ("用中文回答", None),
     ("테스트를 실행해", None),
     ("テストを実行して", None),
