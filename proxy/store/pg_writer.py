@@ -31,6 +31,7 @@ MAX_BATCH = 500
 RETRY_MAX_S = 2.0
 CLOSE_WAIT_S = 5.0  # at shutdown, how long to wait for an unreachable database
 log = logging.getLogger("ctxproxy.store")
+PROBE_ANSWER_S = 1.0  # a write timed out: the database answers a trivial query in this, or is away
 PROBE_S = 12.0  # the longest one caller's try of an away database keeps the others from trying
 
 _CONNECTION_ERRORS: tuple[type[BaseException], ...] = (
@@ -211,7 +212,10 @@ class PgWriter:
             except Exception as exc:
                 if not is_connection_error(exc):
                     raise
-                self.health.failed(exc)
+                # a write that timed out on a table someone locked (an operator's ALTER, a
+                # VACUUM FULL) is not the database away: the sessions' path still has it
+                if not (isinstance(exc, TimeoutError) and await self._answers()):
+                    self.health.failed(exc)
                 if self._closing_at is not None and (
                     time.monotonic() - self._closing_at > CLOSE_WAIT_S
                 ):
@@ -221,6 +225,15 @@ class PgWriter:
                     return
                 await asyncio.sleep(pause)
                 pause = min(RETRY_MAX_S, pause * 2)
+
+    async def _answers(self) -> bool:
+        """Whether the database answers a trivial query within ``PROBE_ANSWER_S``."""
+        try:
+            async with self.pool.acquire(timeout=PROBE_ANSWER_S) as conn:
+                await conn.fetchval("SELECT 1", timeout=PROBE_ANSWER_S)
+        except Exception:
+            return False
+        return True
 
     async def _write_groups(self, groups: Groups) -> None:
         """Each group in one ``executemany`` (atomic); a group a row breaks, row by row (the
