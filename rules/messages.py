@@ -205,6 +205,12 @@ HARNESS_TAGS = (
     "local-command-stdout",
     "local-command-stderr",
 )
+# A user turn a harness writes, not the user: Claude Code's summary after a compaction of its
+# own, OpenHands' nudge when the model answered without a tool call. Read from the turn's start.
+HARNESS_TURNS = (
+    "This session is being continued from a previous conversation",
+    "Please continue working on the task on whatever approach you think is suitable",
+)
 # A harness's worked example ahead of the task in the first user turn (OpenHands' "--- START OF
 # EXAMPLE --- … --- END OF EXAMPLE ---", SWE-agent's "--- DEMONSTRATION --- … --- END OF
 # DEMONSTRATION ---"): the task is what follows its end line.

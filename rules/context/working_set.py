@@ -31,6 +31,7 @@ from rules.context.plan_ledger import update_plan
 from rules.context.script_ledger import script_targets
 from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
+    HARNESS_TURNS,
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
     after_examples,
@@ -80,7 +81,7 @@ def _user_text(message: Message) -> str:
 
 def _users_own(message: Message) -> bool:
     text = _user_text(message)
-    return bool(text) and not text.startswith(PLACEHOLDER_PREFIX)
+    return bool(text) and not text.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
 
 
 def _is_users_turn(message: Message) -> bool:

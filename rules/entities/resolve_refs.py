@@ -47,6 +47,7 @@ from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
 from rules.memo_scope import memo_scope
 from rules.messages import (
+    HARNESS_TURNS,
     INJECT_OPEN,
     PLACEHOLDER_PREFIX,
     call_id,
@@ -128,7 +129,8 @@ def _users_own(message: Message) -> bool:
         return False
     if own[0].isspace():  # rare: only then is a stripped copy made
         own = own.lstrip()
-    return not own.startswith(PLACEHOLDER_PREFIX)
+    # nor a turn the harness wrote (a compaction's summary retells the session's references)
+    return not own.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
 
 
 # How far from the end the user's latest own message is looked for before the incremental search

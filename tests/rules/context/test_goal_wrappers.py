@@ -42,3 +42,17 @@ def test_a_slash_commands_echo_and_output_are_not_the_users_words() -> None:
     said = "<local-command-stdout>Set model to Opus</local-command-stdout>"
     ledger = ledger_of(user("Add a --verbose flag"), assistant("done"), user(model), user(said))
     assert ledger["goal"] == "Add a --verbose flag" and ledger.get("instruction") is None
+
+
+def test_a_harness_written_turn_is_no_instruction() -> None:
+    """Claude Code's summary after its own compaction and OpenHands' nudge are the harness's
+    words: the latest instruction stays the user's."""
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The conversation is summarized below: …"
+    )
+    nudge = "Please continue working on the task on whatever approach you think is suitable."
+    for turn in (summary, nudge):
+        ledger = ledger_of(user("Fix the parser"), assistant("ok"), user("Also add tests"),
+                           assistant("done"), user(turn))  # fmt: skip
+        assert ledger["goal"] == "Fix the parser" and ledger["instruction"] == "Also add tests"

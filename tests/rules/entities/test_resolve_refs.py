@@ -275,3 +275,14 @@ def test_text_the_proxy_wrote_is_not_scanned_as_the_users_message() -> None:
 def test_a_file_to_be_created_is_not_resolved_to_an_old_one() -> None:
     res = run("Now write the new file utils.py with the helpers", [FILE_A])
     assert "references" not in res.report
+
+
+def test_a_compactions_summary_is_not_the_users_question() -> None:
+    """Claude Code's summary after its own compaction retells what the session said ("delete
+    the folder I just created" among it): it is the harness's turn, not a question now."""
+    summary = (
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The user asked: delete the folder I just created"
+    )
+    res = run(summary, [FOLDER])
+    assert res.report.get("references", []) == []
