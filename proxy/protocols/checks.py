@@ -250,13 +250,8 @@ def responses_checked(
             calls.setdefault(item.get("call_id"), i)
         elif kind in ("function_call_output", "custom_tool_call_output"):
             outputs.setdefault(item.get("call_id"), i)
-            at = calls.get(item.get("call_id"))
-            if at is None and not (held or references.before(i)):
+            if item.get("call_id") not in calls and not (held or references.before(i)):
                 out.append(f"input[{i}]: output for call_id not called before")
-            elif at is not None and (kind == "custom_tool_call_output") != (
-                items[at].get("type") == "custom_tool_call"
-            ):
-                out.append(f"input[{i}]: {kind} answers a call of another type")
         elif kind == "reasoning":
             nxt = items[i + 1] if i < last else None
             if (
