@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import Field
 
 from rules.activity import diagnostics
+from rules.activity.aci_edits import aci_written
 from rules.activity.diagnostics import LIBRARY
 from rules.activity.observations import (
     Observation,
@@ -125,6 +126,9 @@ def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
     """The paths a call wrote, as the ledger counts them: none when its result starts with
     "error", nor for a write that failed (``is_error``, an apply_patch without success, an exit
     code); a run that wrote (``cat <<EOF``, ``| tee``) did, whatever its exit code."""
+    edited = aci_written(obs.action.command, result_text)  # SWE-agent's `edit 4:4` …
+    if edited:
+        return edited
     kind, said_error = obs.action.kind, result_text[:256].lstrip()[:5].lower() == "error"
     if kind == "run" and not said_error:
         return obs.action.writes
