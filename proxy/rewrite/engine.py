@@ -84,9 +84,7 @@ class Engine(WindowBudgets):
         self.counters = counters or TokenCounters()
         self.budget_override = budget_override
         self.strict = strict  # tests: a rule's error fails the request; the adapters' bytes checked
-        # keys the hash of a session name that looks like a secret (``session_key``): the server
-        # secret, set by the server (and by ``ctxproxy rewrite`` on a store) once read
-        self.session_salt = b""
+        self.session_salt = b""  # keys a secret-like session name's hash: the server secret
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
@@ -182,13 +180,10 @@ class Engine(WindowBudgets):
         # adapter tells conversations apart by their first message)
         salt = self.session_salt
         given = session_id or named_session(headers, body, salt)
-        hint = (
-            None
-            if adapter is CHAT
-            else scoped(principal, given or session_key(headers, body, [], salt))
-        )
+        key = functools.partial(session_key, headers, body, salt=salt)  # of a conversation
+        hint = None if adapter is CHAT else scoped(principal, given or key([]))
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
-        sid = scoped(principal, given or session_key(headers, body, lowered.conversation(), salt))
+        sid = scoped(principal, given or key(lowered.conversation()))
         if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
             heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
         named_parent = parent_session_id or parent_session_key(headers, salt)

@@ -36,8 +36,9 @@ from typing import Any
 
 import orjson
 
+from proxy.principals import split_scoped
 from proxy.protocols.base import TAG
-from rules.base import Context, Message, SessionState, content_hash, hash_bytes
+from rules.base import Ancestor, Context, Message, SessionState, content_hash, hash_bytes
 from rules.context import prune, sticky
 from rules.entities import history_restore
 from rules.loops import break_loops
@@ -259,6 +260,17 @@ def record(state: SessionState, key: list[Any]) -> SessionState:
     if value == lineage:
         return state
     return state.with_value(NAMESPACE, value)
+
+
+def forked(ctx: Context, resumed: SessionState) -> Context:
+    """``ctx`` on its branch's state after a fork; a side conversation's (``lead_of``) with the
+    branch it left as its nearest ancestor, ``<session> (lead)``, its own ancestors behind it."""
+    lead = lead_of(ctx.state, resumed, ctx.original_messages)
+    if lead is None:
+        return ctx.evolve(state=resumed)
+    name = f"{split_scoped(ctx.session_id)[1]} (lead)"
+    parents = tuple(Ancestor(a.session_id, a.state, a.depth + 1) for a in ctx.ancestors)
+    return ctx.evolve(state=resumed, ancestors=(Ancestor(name, lead, 1), *parents))
 
 
 def lead_of(

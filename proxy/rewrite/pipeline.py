@@ -14,7 +14,6 @@ from typing import Any, Literal, cast
 import orjson
 
 from proxy.generations import compact
-from proxy.principals import split_scoped
 from proxy.rewrite import lineage
 from proxy.rewrite.lineage import PREFIX_NAMESPACE
 from proxy.rewrite.records import OBJECT_FACTOR, MessageRecords, RenderedMessages
@@ -22,15 +21,7 @@ from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TiktokenCounter
 from rules.activity import observations
-from rules.base import (
-    Ancestor,
-    Context,
-    Message,
-    Messages,
-    SessionState,
-    TokenCounter,
-    release_lists,
-)
+from rules.base import Context, Message, Messages, SessionState, TokenCounter, release_lists
 from rules.chain import validator as chain_validator
 from rules.context import measure
 from rules.registry import load_rule
@@ -312,13 +303,7 @@ class Pipeline:
         resumed_state, fork, key = lineage.resume_of(ctx, own)
         if fork is not None:
             report["lineage"] = fork
-            lead = lineage.lead_of(ctx.state, resumed_state, ctx.original_messages)
-            if lead is not None:  # a side conversation: the lead's is searched as a parent's
-                name = f"{split_scoped(ctx.session_id)[1]} (lead)"
-                parents = tuple(Ancestor(a.session_id, a.state, a.depth + 1) for a in ctx.ancestors)
-                ctx = ctx.evolve(state=resumed_state, ancestors=(Ancestor(name, lead, 1), *parents))
-            else:
-                ctx = ctx.evolve(state=resumed_state)
+            ctx = lineage.forked(ctx, resumed_state)
         tokens_before = recall.original_tokens
         if tokens_before is None:
             tokens_before = ctx.tokens.count_messages(ctx.original_messages)

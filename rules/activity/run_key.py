@@ -11,8 +11,11 @@ tests/a.py::test_b``), or on any, with none."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rules.activity.agent_tools import command_value, workdir
-from rules.activity.observations import WORKDIR_KEYS, load_arguments
+from rules.activity.observations import WORKDIR_KEYS
 from rules.activity.run_class import (
     BUILD,
     MAX_COMMAND_CHARS,
@@ -38,21 +41,20 @@ def run_key(command: str) -> str:
     return _key(command[:MAX_COMMAND_CHARS], 0) or command
 
 
-def raw_command(arguments: str) -> str | None:
-    """A shell call's command as sent (a heredoc's lines kept), from its raw arguments."""
-    args = load_arguments(arguments)
+def raw_command(args: Mapping[str, Any]) -> str | None:
+    """A shell call's command as sent (a heredoc's lines kept), from its parsed arguments."""
     raw = args.get("command")
     return raw if isinstance(raw, str) else command_value(raw) or command_value(args.get("cmd"))
 
 
-def call_run_key(arguments: str) -> str | None:
-    """The run key of a shell call's raw arguments, in the directory it names (Codex's
+def call_run_key(args: Mapping[str, Any]) -> str | None:
+    """The run key of a shell call's parsed arguments, in the directory they name (Codex's
     ``workdir``); None without a command."""
-    command = raw_command(arguments)
+    command = raw_command(args)
     if not command:
         return None
     key = run_key(command)
-    wd = workdir(load_arguments(arguments), WORKDIR_KEYS)
+    wd = workdir(args, WORKDIR_KEYS)
     return f"cd {wd} && {key}" if wd and not key.startswith("cd ") else key
 
 

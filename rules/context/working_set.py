@@ -15,20 +15,20 @@ from typing import Any
 
 from pydantic import Field
 
-from rules.activity import diagnostics
 from rules.activity.aci_edits import aci_written
 from rules.activity.diagnostics import LIBRARY
 from rules.activity.observations import (
     Observation,
     high_water,
+    load_arguments,
     observations,
     of_context,
 )
-from rules.activity.run_key import call_run_key, covers, raw_command, run_key
+from rules.activity.run_key import raw_command
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
-from rules.context.installs import installed, without_installed
 from rules.context.plan_ledger import update_plan
+from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
 from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
@@ -141,16 +141,18 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     action = obs.action
     result_text = text_of(messages[obs.result_index].get("content"))
     ledger["seq"] = ledger.get("seq", 0) + 1
+    calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
+    arguments = call_arguments_text(calls[0]) if calls else None
     if action.kind == "plan":
-        call = next(c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id)
-        update_plan(ledger, call_arguments_text(call))
+        if arguments is not None:
+            update_plan(ledger, arguments)
         return
     _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote
-    calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
-    arguments = call_arguments_text(calls[0]) if calls and action.command else None
     ran = obs.exit_code in (None, 0) and not obs.failed
-    if arguments is not None and ran:  # what Python scripts it wrote or ran wrote
-        _record_writes(ledger, script_targets(ledger, raw_command(arguments) or ""), obs, cfg)
+    # a shell call's arguments, read once (its raw command: a heredoc's lines kept)
+    args = load_arguments(arguments) if action.command and arguments is not None else None
+    if args is not None and ran:  # what Python scripts it wrote or ran wrote
+        _record_writes(ledger, script_targets(ledger, raw_command(args) or ""), obs, cfg)
     if action.command and ran and ledger.get("changed"):
         undone = undone_paths(action.command)  # a file deleted or reverted: changed no longer
         if undone:
@@ -158,32 +160,7 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
     if action.kind == "run":
-        outcome = diagnostics.parse(result_text, obs.exit_code)
-        # a rerun of what ran (the same tests or script, other flags or filters) replaces it;
-        # a pass closes what it covers too
-        key = call_run_key(arguments) if arguments is not None else None
-        command = redact_text(key or run_key(action.target))
-        passed = outcome.verdict == "pass"
-        runs = {
-            k: v
-            for k, v in ledger.get("runs", {}).items()
-            if k != command and not (passed and covers(command, k))
-        }
-        if ran and outcome.verdict != "fail" and (names := installed(action.command)):
-            runs = without_installed(runs, names)
-        if outcome.verdict == "fail" and outcome.diagnostics:
-            runs[command] = {
-                "seq": ledger["seq"],
-                "call_id": stored_id(obs.call_id),
-                "diagnostics": [_redacted(d) for d in outcome.diagnostics],
-            }
-        # Keep the newest commands only (insertion order is recency order).
-        ledger["runs"] = dict(list(runs.items())[-cfg.max_runs :])
-
-
-def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
-    """A diagnostic with its texts redacted (test output prints passwords, connection URLs)."""
-    return {k: redact_text(v) if isinstance(v, str) else v for k, v in diagnostic.items()}
+        record_run(ledger, obs, result_text, args, ran, cfg.max_runs)
 
 
 def task_text(message: Message, limit: int) -> str:

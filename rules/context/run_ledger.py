@@ -1,0 +1,53 @@
+"""The working set's failing runs: each run's diagnostics kept under what it ran
+(``rules/activity/run_key.py``), so a rerun of the same tests or script replaces them, a passing
+wider run closes those it covers, and an install closes the "No module named" failures of what it
+installed (``installs``). The newest ``max_runs`` runs are kept."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rules.activity import diagnostics
+from rules.activity.observations import Observation
+from rules.activity.run_key import call_run_key, covers, run_key
+from rules.activity.storable import stored_id
+from rules.context.installs import installed, without_installed
+from rules.redact import redact_text
+
+
+def record_run(
+    ledger: dict[str, Any],
+    obs: Observation,
+    result_text: str,
+    args: Mapping[str, Any] | None,
+    ran: bool,
+    max_runs: int,
+) -> None:
+    """Note a run's outcome in ``ledger["runs"]``; ``args``: its call's parsed arguments;
+    ``ran``: it succeeded by its exit code and result."""
+    action = obs.action
+    outcome = diagnostics.parse(result_text, obs.exit_code)
+    key = call_run_key(args) if args is not None else None
+    command = redact_text(key or run_key(action.target))
+    passed = outcome.verdict == "pass"
+    runs = {
+        k: v
+        for k, v in ledger.get("runs", {}).items()
+        if k != command and not (passed and covers(command, k))
+    }
+    if ran and outcome.verdict != "fail" and (names := installed(action.command)):
+        runs = without_installed(runs, names)
+    if outcome.verdict == "fail" and outcome.diagnostics:
+        runs[command] = {
+            "seq": ledger["seq"],
+            "call_id": stored_id(obs.call_id),
+            "diagnostics": [_redacted(d) for d in outcome.diagnostics],
+        }
+    # Keep the newest commands only (insertion order is recency order).
+    ledger["runs"] = dict(list(runs.items())[-max_runs:])
+
+
+def _redacted(diagnostic: dict[str, Any]) -> dict[str, Any]:
+    """A diagnostic with its texts redacted (test output prints passwords, connection URLs)."""
+    return {k: redact_text(v) if isinstance(v, str) else v for k, v in diagnostic.items()}
