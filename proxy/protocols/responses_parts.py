@@ -103,7 +103,7 @@ def message_text(item: dict[str, Any]) -> Any:
 
 def call_of(item: dict[str, Any]) -> dict[str, Any]:
     """A call item as a ``tool_calls`` entry (a custom call's raw input as ``{"input": …}``)."""
-    cid = item.get("call_id") or item.get("id")
+    cid = item.get("call_id")
     if kind(item) == "custom_tool_call":
         raw = item.get("input")
         arguments = orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
