@@ -171,11 +171,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         # Warm and under the budget, what is reclaimable is looked at every few requests, when
         # a cut may have paid, or when a superseded result is free to cut (``carrying``: the
         # figures kept add up the carrying cost between looks). Unknown: nothing is done.
+        # A resend whose first attempt did not compact is forwarded as that one was: its warm
+        # look (on the same memory and messages) found no cut worth it, so none is looked for
+        # again (a client resending one body would otherwise plan a look on every request).
+        resent = repeated is not None and state == "warm"
         quiet = not forced and (
-            state == "unknown" or (state == "warm" and not memory.look_due(WARM_LOOK_EVERY))
+            state == "unknown"
+            or (state == "warm" and (resent or not memory.look_due(WARM_LOOK_EVERY)))
         )
         # no warm cut comes within HEADROOM requests of the last compaction: nor a look for one
-        free = quiet and state == "warm" and not memory.cut_within(schedule.HEADROOM)
+        free = quiet and not resent and state == "warm" and not memory.cut_within(schedule.HEADROOM)
         sizes: dict[int, int] = {}
         steps: list[Step] = []
         prefix: list[int] | tuple[int, ...] = [0]
