@@ -94,7 +94,7 @@ class GeminiCountTokens:
             )
             if upstream.kind == "gemini":
                 # a cachedContent counted with the server's key: another's size (provider_refs)
-                await require_own(None, principal, "gemini", body, upstream)
+                await require_own(None, principal, "gemini", body, upstream, raw)
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path)
                 if body is not outer:  # sent as the client wrote it: wrapped

@@ -152,7 +152,7 @@ class ProtocolHandler:
                 )
             if self.response_ids is not None:  # refused before the rules see (and keep) it
                 await self.response_ids.require(principal, body)
-            await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream)
+            await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw)
             prepared = await self.s.engine.prepare(
                 body,
                 headers,

@@ -9,9 +9,14 @@ tenant would reach theirs:
   requests that may open one (``ContainerReader``), kept beside the response ids
   (``proxy.server.response_ids``, under ``CONTAINER``), refused otherwise with the protocol's
   own 400, never forwarded;
-- a Gemini **cachedContent** and a Responses **conversation** are made by calls the proxy does
-  not relay (``cachedContents``, ``conversations``): with the server's key, none can be the
-  principal's own, so a request naming one is refused.
+- a **file** a code execution wrote (``provider_files``: where each protocol names one) holds
+  that tenant's output: kept as containers are, from the same answers (their ``file_id``s), and
+  a file named that was not relayed to the principal is refused (an upload the proxy did not
+  relay included: with the server's key it is not the principal's either);
+- a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
+  Responses **conversation** and a ``file_search`` tool's **vector stores** are made by calls
+  the proxy does not relay (``cachedContents``, ``conversations``, ``vector_stores``): with the
+  server's key, none can be the principal's own, so a request naming one is refused.
 
 With the client's own key going upstream the provider keeps each key's state apart itself, and
 every id passes as sent."""
@@ -23,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
+from proxy.server.provider_files import may_name_files, named_files, named_stores
 from proxy.server.response_ids import ResponseIds
 
 if TYPE_CHECKING:
@@ -32,12 +38,14 @@ if TYPE_CHECKING:
 # the protocols whose requests may name provider-side state by id
 OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
 CONTAINER = "container:"  # a container id's key among the ids kept (the response ids' table)
+FILE = "file:"  # a file id's, likewise
 _ID = rb'"([^"\\\s\x00-\x1f\x7f]{1,200})"'
 # Anthropic's ``"container": {"id": …, "expires_at": …}`` (a whole message, a stream's events);
-# OpenAI's ``"container_id": …`` on a code interpreter call
+# OpenAI's ``"container_id": …`` on a code interpreter call; a file one wrote, ``"file_id": …``
 _CONTAINER_IDS = re.compile(
     rb'"container"\s{0,8}:\s{0,8}\{[^{}]{0,512}?"id"\s{0,8}:\s{0,8}' + _ID
     + rb'|"container_id"\s{0,8}:\s{0,8}' + _ID
+    + rb'|"file_id"\s{0,8}:\s{0,8}' + _ID
 )  # fmt: skip
 _CARRY = 1024  # bytes kept between chunks: an id cut by a chunk's end is still found
 
@@ -99,11 +107,17 @@ def kept_ids_for(protocol: str, ids: ResponseIds | None, services: Services) -> 
 
 
 async def require_own(
-    ids: ResponseIds | None, principal: str, protocol: str, body: dict[str, Any], upstream: Any
+    ids: ResponseIds | None,
+    principal: str,
+    protocol: str,
+    body: dict[str, Any],
+    upstream: Any,
+    raw: bytes | None = None,
 ) -> None:
     """Raise the protocol's own 400 (``BadRequest``) when ``body`` names provider-side state
     that is not ``principal``'s, the upstream being called with the server's key (``ids``: the
-    containers relayed; None where none can be named, as for a Gemini ``countTokens``)."""
+    containers and files relayed; None where none can be named, as for a Gemini
+    ``countTokens``; ``raw``: the body's bytes, which say when no file can be named)."""
     if not shared_key(upstream):
         return
     for param, cid in _named_containers(protocol, body):
@@ -114,7 +128,11 @@ async def require_own(
                 param=param,
                 code="container_not_found",
             )
-    if protocol == "gemini" and body.get("cachedContent") is not None:
+    if may_name_files(raw):
+        await _require_own_files(ids, principal, protocol, body)
+    if protocol == "gemini" and (
+        body.get("cachedContent") is not None or body.get("cached_content") is not None
+    ):
         raise BadRequest(
             "cachedContent cannot be used through this proxy: the upstream is called with the "
             "server's key, and a cached content is made by a call the proxy does not relay.",
@@ -125,6 +143,26 @@ async def require_own(
             "conversation cannot be used through this proxy: the upstream is called with the "
             "server's key, and a conversation is made by a call the proxy does not relay.",
             param="conversation",
+        )
+
+
+async def _require_own_files(
+    ids: ResponseIds | None, principal: str, protocol: str, body: dict[str, Any]
+) -> None:
+    for param, fid in named_files(protocol, body):
+        if not isinstance(fid, str):
+            continue  # not an id: the provider's to refuse
+        if ids is None or not await ids.known(principal, FILE + fid):
+            raise BadRequest(
+                f"File '{echo_id(fid)}' not found for this client.",
+                param=param,
+                code="file_not_found",
+            )
+    for param in named_stores(protocol, body):
+        raise BadRequest(
+            "vector_store_ids cannot be used through this proxy: the upstream is called with "
+            "the server's key, and a vector store is made by a call the proxy does not relay.",
+            param=param,
         )
 
 
@@ -157,7 +195,7 @@ class ContainerReader:
         self._principal = principal
         self._then = then
         self._carry = b""
-        self._seen: set[bytes] = set()
+        self._seen: set[str] = set()
 
     def answer(self, body: bytes) -> None:
         if self._then is not None:
@@ -172,10 +210,15 @@ class ContainerReader:
         self._carry = data[-_CARRY:]
 
     def _scan(self, data: bytes) -> None:
-        if b"container" not in data:
+        if b"container" not in data and b"file_id" not in data:
             return
         for found in _CONTAINER_IDS.finditer(data):
-            cid = found.group(1) or found.group(2)
-            if cid not in self._seen:
-                self._seen.add(cid)
-                self._ids.note(self._principal, CONTAINER + cid.decode("utf-8", "replace"))
+            cid, fid = found.group(1) or found.group(2), found.group(3)
+            named = FILE + _text(fid) if fid else CONTAINER + _text(cid)
+            if named not in self._seen:
+                self._seen.add(named)
+                self._ids.note(self._principal, named)
+
+
+def _text(found: bytes) -> str:
+    return found.decode("utf-8", "replace")

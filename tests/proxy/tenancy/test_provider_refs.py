@@ -185,3 +185,108 @@ async def test_a_cached_contents_tokens_are_not_counted_with_the_servers_key(
         )
     assert r.status_code == 400 and "cachedContent" in r.json()["error"]["message"]
     assert edge.seen == []
+
+
+async def test_gemini_refuses_cached_content_in_either_spelling(tmp_path: Path, edge) -> None:
+    """Gemini reads ``cached_content`` as it reads ``cachedContent``."""
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "cached_content": "cachedContents/someone-elses"}  # fmt: skip
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for verb, sent in (("generateContent", body),
+                           ("countTokens", {"generateContentRequest": body})):  # fmt: skip
+            r = await client.post(f"/v1beta/models/gemini-2.5-pro:{verb}", json=sent, headers=ALICE)
+            assert r.status_code == 400 and "cachedContent" in r.json()["error"]["message"]
+    assert edge.seen == []
+
+
+def document(fid: str) -> dict[str, Any]:
+    return {"type": "document", "source": {"type": "file", "file_id": fid}}
+
+
+def with_file(fid: str) -> dict[str, Any]:
+    """An answer whose code execution wrote ``fid``."""
+    output = {"type": "bash_code_execution_result", "stdout": "", "stderr": "", "return_code": 0,
+              "content": [{"type": "bash_code_execution_output", "file_id": fid}]}  # fmt: skip
+    result = {"type": "bash_code_execution_tool_result", "tool_use_id": "srvtoolu_1",
+              "content": output}  # fmt: skip
+    answer = with_container("container_alice_2")
+    return {**answer, "content": [result, *answer["content"]]}
+
+
+async def test_a_file_a_code_execution_wrote_is_its_principals_alone(tmp_path: Path, edge) -> None:
+    edge.replies = [Reply.json(with_file("file_alice_plot"))]
+    edge.reply = Reply.json(anthropic_message("ok", model="claude-sonnet-4-5"))
+
+    def naming(*blocks: dict[str, Any]) -> dict[str, Any]:
+        body = messages()
+        content = [*blocks, {"type": "text", "text": "read"}]
+        return {**body, "messages": [{"role": "user", "content": content}]}
+
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/messages", json=messages(), headers=ALICE)
+        assert r.status_code == 200
+        upload = {"type": "container_upload", "file_id": "file_alice_plot"}
+        for block in (document("file_alice_plot"), upload):
+            r = await client.post("/v1/messages", json=naming(block), headers=ALICE)
+            assert r.status_code == 200, r.text
+        assert len(edge.seen) == 3
+        r = await client.post("/v1/messages", json=naming(document("file_alice_plot")),
+                              headers=BOB)  # fmt: skip
+        assert_refused(r, "error", "File 'file_alice_plot' not")  # Anthropic's: no param
+        # in a tool result, and an upload the proxy never relayed
+        result = {"type": "tool_result", "tool_use_id": "t1", "content": [upload]}
+        r = await client.post("/v1/messages", json=naming(result), headers=BOB)
+        assert_refused(r, "error", "File 'file_alice_plot' not found for this")
+        r = await client.post("/v1/messages", json=naming(document("file_uploaded_elsewhere")),
+                              headers=ALICE)  # fmt: skip
+        assert_refused(r, "error", "File 'file_uploaded_elsewhere' not found")
+        # the key spelled with an escape is the same key to the provider's parser
+        escaped = orjson.dumps(naming(document("file_alice_plot"))).replace(
+            b'"file_id"', b'"file\\u005fid"'
+        )
+        r = await client.post("/v1/messages", content=escaped,
+                              headers={**BOB, "content-type": "application/json"})  # fmt: skip
+        assert r.status_code == 400
+        assert len(edge.seen) == 3
+        rows = [row for row in await log_rows(client) if row["status"] == 400]
+        assert {row["error_type"] for row in rows} == {"file_not_found"}
+
+
+async def test_responses_and_chat_files_and_stores_with_the_servers_key(
+    tmp_path: Path, edge
+) -> None:
+    cite = {"type": "container_file_citation", "container_id": "cntr_alice_3",
+            "file_id": "cfile_alice_csv", "filename": "out.csv", "start_index": 0,
+            "end_index": 1}  # fmt: skip
+    answer = response_object(id="resp_1")
+    message = answer["output"][-1]
+    part = {**message["content"][0], "annotations": [cite]}
+    edge.replies = [Reply.json({**answer, "output": [{**message, "content": [part]}]})]
+    edge.reply = Reply.json(response_object(id="resp_2"))
+
+    def body(container: Any, content: Any = "plot it") -> dict[str, Any]:
+        tool = {"type": "code_interpreter", "container": container}
+        return {"model": "gpt-5", "tools": [tool],
+                "input": [{"role": "user", "content": content}]}  # fmt: skip
+
+    mine = {"type": "auto", "file_ids": ["cfile_alice_csv"]}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/responses", json=body({"type": "auto"}), headers=ALICE)
+        assert r.status_code == 200
+        r = await client.post("/v1/responses", json=body(mine), headers=ALICE)
+        assert r.status_code == 200, r.text
+        r = await client.post("/v1/responses", json=body(mine), headers=BOB)
+        assert_refused(r, "tools[0].container.file_ids[0]", "File 'cfile_alice_csv' not found")
+        part_file = [{"type": "input_file", "file_id": "file-uploaded"}]
+        r = await client.post("/v1/responses", json=body({"type": "auto"}, part_file),
+                              headers=ALICE)  # fmt: skip
+        assert_refused(r, "input[0].content[0].file_id", "File 'file-uploaded' not found")
+        stores = {"type": "file_search", "vector_store_ids": ["vs_someone"]}
+        search = {"model": "gpt-5", "input": "find it", "tools": [stores]}
+        r = await client.post("/v1/responses", json=search, headers=ALICE)
+        assert_refused(r, "tools[0].vector_store_ids", "vector_store_ids cannot be used")
+        chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": [
+            {"type": "file", "file": {"file_id": "file-uploaded"}}]}]}  # fmt: skip
+        r = await client.post("/v1/chat/completions", json=chat, headers=ALICE)
+        assert_refused(r, "messages[0].content[0].file.file_id", "not found for this client")
+        assert len(edge.seen) == 2

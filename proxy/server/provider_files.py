@@ -1,0 +1,96 @@
+"""The provider-side files a request names by id (``provider_refs`` keeps them to their principal).
+
+With the server's key every tenant's files live in one provider account: a file a tenant's code
+execution wrote (Anthropic's ``code_execution_output``, a Responses code interpreter's
+``container_file_citation``) is named by id in that tenant's answer, and another tenant who
+learned the id could read it back as a document or load it into a container of their own. The
+places each protocol lets a request name a file:
+
+- Anthropic: an ``image`` or ``document`` block whose ``source`` is ``{"type": "file",
+  "file_id": …}``, a ``container_upload`` block's ``file_id``, in a message or a tool result;
+- Responses: an ``input_file`` or ``input_image`` part's ``file_id`` (in a message or a
+  function call's output), a ``code_interpreter`` tool's ``container.file_ids``;
+- Chat Completions: a ``file`` part's ``file.file_id``.
+
+Vector stores (a Responses ``file_search`` tool's ``vector_store_ids``) are made by calls the
+proxy does not relay, so none can be the principal's own (``stores``). A tool's own arguments
+(Anthropic's ``input``, Gemini's ``args``) are the client's schema, never a provider reference."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+# the raw body holds a name looked for, or an escape that could spell one in a key (orjson
+# decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
+_MARKS = (b"file_id", b"vector_store_ids", b"\\u")
+
+
+def may_name_files(raw: bytes | None) -> bool:
+    """Whether a body read from ``raw`` may name a file or a vector store (None: unknown)."""
+    return raw is None or any(mark in raw for mark in _MARKS)
+
+
+def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(param, id) of each file ``body`` names (an id that is not a string is the provider's to
+    refuse, and is yielded as it is)."""
+    if protocol == "anthropic":
+        for i, message in _items(body.get("messages")):
+            yield from _anthropic_blocks(message.get("content"), f"messages[{i}].content")
+    elif protocol == "responses":
+        source = body.get("input")
+        for i, item in _items(source):
+            yield from _responses_parts(item.get("content"), f"input[{i}].content")
+            yield from _responses_parts(item.get("output"), f"input[{i}].output")
+        for i, tool in _items(body.get("tools")):
+            container = tool.get("container") if tool.get("type") == "code_interpreter" else None
+            if isinstance(container, dict):
+                for j, fid in _values(container.get("file_ids")):
+                    yield f"tools[{i}].container.file_ids[{j}]", fid
+    elif protocol == "chat":
+        for i, message in _items(body.get("messages")):
+            for j, part in _items(message.get("content")):
+                file = part.get("file") if part.get("type") == "file" else None
+                if isinstance(file, dict) and "file_id" in file:
+                    yield f"messages[{i}].content[{j}].file.file_id", file["file_id"]
+
+
+def named_stores(protocol: str, body: dict[str, Any]) -> Iterator[str]:
+    """The params of the vector stores ``body`` names (a Responses ``file_search`` tool's)."""
+    if protocol != "responses":
+        return
+    for i, tool in _items(body.get("tools")):
+        if tool.get("type") == "file_search" and tool.get("vector_store_ids"):
+            yield f"tools[{i}].vector_store_ids"
+
+
+def _anthropic_blocks(content: Any, at: str) -> Iterator[tuple[str, Any]]:
+    for j, block in _items(content):
+        kind = block.get("type")
+        if kind == "container_upload" and "file_id" in block:
+            yield f"{at}[{j}].file_id", block["file_id"]
+        elif kind in ("image", "document"):
+            source = block.get("source")
+            if isinstance(source, dict) and source.get("type") == "file" and "file_id" in source:
+                yield f"{at}[{j}].source.file_id", source["file_id"]
+        elif kind == "tool_result":
+            yield from _anthropic_blocks(block.get("content"), f"{at}[{j}].content")
+
+
+def _responses_parts(parts: Any, at: str) -> Iterator[tuple[str, Any]]:
+    for j, part in _items(parts):
+        if part.get("type") in ("input_file", "input_image") and part.get("file_id") is not None:
+            yield f"{at}[{j}].file_id", part["file_id"]
+
+
+def _items(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a list (anything else: none; the protocol's validation says what)."""
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            if isinstance(item, dict):
+                yield i, item
+
+
+def _values(value: Any) -> Iterator[tuple[int, Any]]:
+    if isinstance(value, list):
+        yield from enumerate(value)
