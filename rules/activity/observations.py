@@ -177,8 +177,12 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
     return "run", cmd, tuple(writes)
 
 
+_WRITABLE_DEPTH = 250  # orjson refuses to write an object nested deeper than 255
+
+
 def load_arguments(arguments: str) -> dict[str, Any]:
-    """A call's arguments as a JSON object; {} when they are not one. Lone surrogates
+    """A call's arguments as a JSON object; {} when they are not one, or are nested deeper than
+    orjson writes (255 levels: the rules serialise what they read). Lone surrogates
     (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
     if not arguments:
         return {}
@@ -189,7 +193,14 @@ def load_arguments(arguments: str) -> dict[str, Any]:
             args = json.loads(arguments)
         except (ValueError, RecursionError):  # nested past orjson's 1,024 levels: not read
             return {}
-    return args if isinstance(args, dict) else {}
+    if not isinstance(args, dict):
+        return {}
+    if arguments.count("{") + arguments.count("[") > _WRITABLE_DEPTH:  # may be too deep
+        try:
+            orjson.dumps(args)
+        except orjson.JSONEncodeError:
+            return {}
+    return args
 
 
 def _patch_action(name: str, patch: str) -> Action:

@@ -77,10 +77,10 @@ def shrink_arguments(arguments: str, max_chars: int) -> str | None:
         return None
     try:
         parsed = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        return None
-    shrunk, changed = _shrink_value(parsed, max_chars)
-    return orjson.dumps(shrunk).decode() if changed else None
+        shrunk, changed = _shrink_value(parsed, max_chars)
+        return orjson.dumps(shrunk).decode() if changed else None
+    except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
+        return None  # not JSON, or nested deeper than orjson writes back (255 levels)
 
 
 def shrink_message(message: Message, keep_lines: int, max_chars: int) -> Message:
