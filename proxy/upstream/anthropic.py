@@ -1,8 +1,11 @@
 """Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``) to an upstream.
 
 ``kind: anthropic``: relayed natively on the pooled session of ``openai.UpstreamClient``: the
-body's bytes as the handler hands them over, the client's query (Claude Code's ``?beta=true``),
-every client header but the hop-by-hop ones and ours, and the answer's bytes (SSE as it arrives).
+body's bytes as the handler hands them over, the client's ``beta`` query parameter (Claude
+Code's ``?beta=true``; no other: a parameter is the upstream's to read, not a client's to steer),
+every client header but the hop-by-hop ones, ours, and those a gateway upstream would read as
+where the request came from or what it asks (``Forwarded``, ``X-Forwarded-*``, method
+overrides), and the answer's bytes (SSE as it arrives).
 Anthropic's beta features live in ``anthropic-beta`` and the body relies on them (role "system"
 messages, ``context_management``, adaptive thinking), so that header passes whole.
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from urllib.parse import parse_qsl, urlencode
 
 from proxy.errors import UpstreamKeyMissing
 from proxy.principals import CREDENTIAL_HEADERS
@@ -45,8 +49,20 @@ _NOT_FORWARDED = frozenset(
         "x-session-id",
         "x-parent-session-id",
         "cookie",  # the proxy's /ui session cookie is not the provider's
+        # what a gateway in front of the provider would trust as the request's origin or verb
+        "forwarded",
+        "x-real-ip",
+        "x-client-ip",
+        "true-client-ip",
+        "x-original-url",
+        "x-rewrite-url",
+        "x-original-host",
+        "x-http-method-override",
+        "x-http-method",
+        "x-method-override",
     }
 )
+_RELAYED_PARAMS = frozenset({"beta"})  # the query parameters the Messages API reads
 
 
 async def messages(
@@ -74,8 +90,17 @@ async def messages(
         )
     headers = anthropic_headers(upstream, client_headers, key)
     return await client.post(
-        upstream, path, body, headers, stream=True, query=query, relayed=ANTHROPIC_RELAYED_NAMES
-    )
+        upstream, path, body, headers, stream=True, query=relayed_query(query),
+        relayed=ANTHROPIC_RELAYED_NAMES,
+    )  # fmt: skip
+
+
+def relayed_query(query: str) -> str:
+    """The client's query string with only ``_RELAYED_PARAMS``, encoded anew."""
+    if not query:
+        return query
+    pairs = parse_qsl(query, keep_blank_values=True)
+    return urlencode([(k, v) for k, v in pairs if k in _RELAYED_PARAMS])
 
 
 def anthropic_headers(
@@ -89,7 +114,11 @@ def anthropic_headers(
     # the names ``Connection`` lists are this hop's too (RFC 9110, 7.6.1)
     hop = {n.strip().lower() for n in client_headers.get("connection", "").split(",")}
     for name, value in client_headers.items():
-        if name in _NOT_FORWARDED or name in hop or name.startswith("x-ctxproxy-"):
+        if (
+            name in _NOT_FORWARDED
+            or name in hop
+            or name.startswith(("x-ctxproxy-", "x-forwarded-"))
+        ):
             continue
         if server_key and name in CREDENTIAL_HEADERS:  # any the proxy may have read a key from
             continue

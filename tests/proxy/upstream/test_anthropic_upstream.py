@@ -1,5 +1,6 @@
 """The native Anthropic relay (``proxy.upstream.anthropic``) against a socket-level upstream: the
-body and query go as sent, every client header but hop-by-hop ones and ours passes (the whole
+body goes as sent and the query's ``beta`` alone, every client header but hop-by-hop ones, ours
+and a gateway's forwarding and method-override ones passes (the whole
 ``anthropic-beta`` list, either auth style), a configured key replaces the client's, the SSE comes
 back chunk by chunk byte for byte, and its usage is read."""
 
@@ -157,10 +158,24 @@ async def test_count_tokens_goes_to_its_path(edge, client) -> None:
     assert edge.last.target == "/v1/messages/count_tokens?beta=true"
 
 
-async def test_an_odd_query_is_encoded_not_broken(edge, client) -> None:
+async def test_the_query_keeps_beta_alone(edge, client) -> None:
+    """A parameter is the upstream's to read: a client's others could steer a gateway there."""
     edge.reply = Reply.json(anthropic_message())
-    await messages(client, upstream(edge.url), BODY, {}, "beta=true&x=a b%2Fc", None)
-    assert edge.last.target == "/v1/messages?beta=true&x=a%20b%2Fc"
+    odd = "beta=true&x=a b%2Fc&target=https://evil.example&key=x"
+    await messages(client, upstream(edge.url), BODY, {}, odd, None)
+    assert edge.last.target == "/v1/messages?beta=true"
+    await messages(client, upstream(edge.url), BODY, {}, "api-version=2099", None)
+    assert edge.last.target == "/v1/messages"
+
+
+async def test_forwarding_and_method_override_headers_stay_here(edge, client) -> None:
+    edge.reply = Reply.json(anthropic_message())
+    steering = {"x-forwarded-for": "10.0.0.9", "x-forwarded-host": "admin.internal",
+                "forwarded": "for=10.0.0.9", "x-real-ip": "10.0.0.9",
+                "x-http-method-override": "DELETE", "x-original-url": "/admin"}  # fmt: skip
+    await messages(client, upstream(edge.url), BODY, {**CLIENT, **steering}, "", None)
+    assert not set(steering) & set(edge.last.names)
+    assert edge.last.header("anthropic-beta") == BETA
 
 
 async def test_the_stream_comes_back_chunk_by_chunk_untouched(edge, client) -> None:
