@@ -24,6 +24,7 @@ from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, valid
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.duplicate_members import require_once
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.provider_refs import require_own
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
@@ -95,6 +96,7 @@ class GeminiCountTokens:
             if upstream.kind == "gemini":
                 # a cachedContent counted with the server's key: another's size (provider_refs)
                 await require_own(None, principal, "gemini", body, upstream, raw)
+                await require_once(raw, upstream, offload)
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path)
                 if body is not outer:  # sent as the client wrote it: wrapped

@@ -45,6 +45,7 @@ from proxy.server.asgi_send import (
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
+from proxy.server.duplicate_members import require_once
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
 from proxy.server.in_flight import Ticket, declared_length
@@ -153,6 +154,7 @@ class ProtocolHandler:
             if self.response_ids is not None:  # refused before the rules see (and keep) it
                 await self.response_ids.require(principal, body)
             await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw)
+            await require_once(raw, upstream, offload)  # what was checked is what goes
             prepared = await self.s.engine.prepare(
                 body,
                 headers,
