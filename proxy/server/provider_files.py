@@ -13,7 +13,8 @@ places each protocol lets a request name a file:
 - Chat Completions: a ``file`` part's ``file.file_id``.
 
 Vector stores (a Responses ``file_search`` tool's ``vector_store_ids``) are made by calls the
-proxy does not relay, so none can be the principal's own (``stores``). A tool's own arguments
+proxy does not relay, so none can be the principal's own (``stores``). A Responses
+``item_reference`` names a stored response's item (``named_items``). A tool's own arguments
 (Anthropic's ``input``, Gemini's ``args``) are the client's schema, never a provider reference."""
 
 from __future__ import annotations
@@ -24,11 +25,25 @@ from typing import Any
 # the raw body holds a name looked for, or an escape that could spell one in a key (orjson
 # decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
 _MARKS = (b"file_id", b"vector_store_ids", b"\\u")
+_ITEM_MARKS = (b"item_reference", b"\\u")
 
 
 def may_name_files(raw: bytes | None) -> bool:
     """Whether a body read from ``raw`` may name a file or a vector store (None: unknown)."""
     return raw is None or any(mark in raw for mark in _MARKS)
+
+
+def may_name_items(raw: bytes | None) -> bool:
+    """Whether a Responses body read from ``raw`` may hold an ``item_reference``."""
+    return raw is None or any(mark in raw for mark in _ITEM_MARKS)
+
+
+def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(param, id) of each stored item a Responses ``body`` names (``item_reference``; an id
+    that is not a string is the provider's to refuse)."""
+    for i, item in _items(body.get("input")):
+        if item.get("type") == "item_reference" and isinstance(item.get("id"), str):
+            yield f"input[{i}].id", item["id"]
 
 
 def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:

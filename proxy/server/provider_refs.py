@@ -13,6 +13,9 @@ tenant would reach theirs:
   that tenant's output: kept as containers are, from the same answers (their ``file_id``s), and
   a file named that was not relayed to the principal is refused (an upload the proxy did not
   relay included: with the server's key it is not the principal's either);
+- a Responses **item_reference** names an item of a stored response: forwarded only if the
+  proxy relayed that item to the same principal (every ``"id"`` an answer to a request it may
+  store writes, kept as containers are);
 - a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
   Responses **conversation** and a ``file_search`` tool's **vector stores** are made by calls
   the proxy does not relay (``cachedContents``, ``conversations``, ``vector_stores``): with the
@@ -28,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
-from proxy.server.provider_files import may_name_files, named_files, named_stores
+from proxy.server.provider_files import (
+    may_name_files,
+    may_name_items,
+    named_files,
+    named_items,
+    named_stores,
+)
 from proxy.server.response_ids import ResponseIds
 
 if TYPE_CHECKING:
@@ -39,6 +48,7 @@ if TYPE_CHECKING:
 OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
 CONTAINER = "container:"  # a container id's key among the ids kept (the response ids' table)
 FILE = "file:"  # a file id's, likewise
+ITEM = "item:"  # a stored response item's, likewise
 _ID = rb'"([^"\\\s\x00-\x1f\x7f]{1,200})"'
 # Anthropic's ``"container": {"id": …, "expires_at": …}`` (a whole message, a stream's events);
 # OpenAI's ``"container_id": …`` on a code interpreter call; a file one wrote, ``"file_id": …``
@@ -47,7 +57,10 @@ _CONTAINER_IDS = re.compile(
     + rb'|"container_id"\s{0,8}:\s{0,8}' + _ID
     + rb'|"file_id"\s{0,8}:\s{0,8}' + _ID
 )  # fmt: skip
+# any id an answer writes: the response's, its output items' (what an ``item_reference`` names)
+_ITEM_IDS = re.compile(rb'"id"\s{0,8}:\s{0,8}' + _ID)
 _CARRY = 1024  # bytes kept between chunks: an id cut by a chunk's end is still found
+MAX_ITEMS = 512  # item ids kept of one answer at most
 
 
 class AnswerReader(Protocol):
@@ -130,6 +143,14 @@ async def require_own(
             )
     if may_name_files(raw):
         await _require_own_files(ids, principal, protocol, body)
+    if protocol == "responses" and may_name_items(raw):
+        for param, iid in named_items(body):
+            if ids is None or not await ids.known(principal, ITEM + iid):
+                raise BadRequest(
+                    f"Item with id '{echo_id(iid)}' not found for this client.",
+                    param=param,
+                    code="item_not_found",
+                )
     if protocol == "gemini" and (
         body.get("cachedContent") is not None or body.get("cached_content") is not None
     ):
@@ -179,21 +200,26 @@ def container_reader(
     of the same answer); ``then`` alone when there are none to keep."""
     if ids is None or not 200 <= status < 300 or not shared_key(upstream):
         return then
-    if not _opens_containers(protocol, body):
+    items = protocol == "responses" and body.get("store") is not False
+    if not items and not _opens_containers(protocol, body):
         return then
-    return ContainerReader(ids, principal, then)
+    return ContainerReader(ids, principal, then, items)
 
 
 class ContainerReader:
-    """Notes every container id an answer names, for its principal (all of the answer: an id
-    may come in its last event)."""
+    """Notes every container and file id an answer names, for its principal, and with ``items``
+    every id it writes (a stored response's items; at most ``MAX_ITEMS``): all of the answer,
+    as an id may come in its last event."""
 
-    __slots__ = ("_carry", "_ids", "_principal", "_seen", "_then")
+    __slots__ = ("_carry", "_ids", "_items", "_principal", "_seen", "_then")
 
-    def __init__(self, ids: ResponseIds, principal: str, then: AnswerReader | None) -> None:
+    def __init__(
+        self, ids: ResponseIds, principal: str, then: AnswerReader | None, items: bool = False
+    ) -> None:
         self._ids = ids
         self._principal = principal
         self._then = then
+        self._items = items
         self._carry = b""
         self._seen: set[str] = set()
 
@@ -210,14 +236,20 @@ class ContainerReader:
         self._carry = data[-_CARRY:]
 
     def _scan(self, data: bytes) -> None:
-        if b"container" not in data and b"file_id" not in data:
-            return
-        for found in _CONTAINER_IDS.finditer(data):
-            cid, fid = found.group(1) or found.group(2), found.group(3)
-            named = FILE + _text(fid) if fid else CONTAINER + _text(cid)
-            if named not in self._seen:
-                self._seen.add(named)
-                self._ids.note(self._principal, named)
+        if b"container" in data or b"file_id" in data:
+            for found in _CONTAINER_IDS.finditer(data):
+                cid, fid = found.group(1) or found.group(2), found.group(3)
+                self._note(FILE + _text(fid) if fid else CONTAINER + _text(cid))
+        if self._items and b'"id"' in data:
+            for found in _ITEM_IDS.finditer(data):
+                if len(self._seen) >= MAX_ITEMS:
+                    break
+                self._note(ITEM + _text(found.group(1)))
+
+    def _note(self, named: str) -> None:
+        if named not in self._seen:
+            self._seen.add(named)
+            self._ids.note(self._principal, named)
 
 
 def _text(found: bytes) -> str:

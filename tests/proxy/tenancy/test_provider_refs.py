@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from tests.conftest import in_process, log_rows, proxy_settings
-from tests.support.anthropic_upstream import event, response_object, sse_reply
+from tests.support.anthropic_upstream import event, response_events, response_object, sse_reply
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import anthropic_message
 
@@ -290,3 +290,38 @@ async def test_responses_and_chat_files_and_stores_with_the_servers_key(
         r = await client.post("/v1/chat/completions", json=chat, headers=ALICE)
         assert_refused(r, "messages[0].content[0].file.file_id", "not found for this client")
         assert len(edge.seen) == 2
+
+
+async def test_a_stored_item_is_referenced_by_its_principal_alone(tmp_path: Path, edge) -> None:
+    """An ``item_reference`` names an item of a stored response: Alice's, streamed or whole."""
+    whole = response_object(id="resp_a1")
+    whole["output"][0]["id"] = "msg_alice_whole"
+    streamed = response_events(id="resp_a2")
+    edge.replies = [Reply.json(whole), sse_reply(
+        [e.replace(b"msg_r1", b"msg_alice_streamed") for e in streamed])]  # fmt: skip
+    edge.reply = Reply.json(response_object(id="resp_next"))
+
+    def referring(iid: str) -> dict[str, Any]:
+        return {"model": "gpt-5", "input": [{"type": "item_reference", "id": iid},
+                                            {"role": "user", "content": "go on"}]}  # fmt: skip
+
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/responses", json={"model": "gpt-5", "input": "a"},
+                              headers=ALICE)  # fmt: skip
+        assert r.status_code == 200
+        r = await client.post("/v1/responses", json={"model": "gpt-5", "input": "b",
+                              "stream": True}, headers=ALICE)  # fmt: skip
+        assert r.status_code == 200 and b"msg_alice_streamed" in r.content
+        for iid in ("msg_alice_whole", "msg_alice_streamed"):
+            r = await client.post("/v1/responses", json=referring(iid), headers=ALICE)
+            assert r.status_code == 200, r.text
+            r = await client.post("/v1/responses", json=referring(iid), headers=BOB)
+            assert_refused(r, "input[0].id", f"Item with id '{iid}' not found for this client")
+        r = await client.post("/v1/responses", json=referring("msg_never"), headers=ALICE)
+        assert_refused(r, "input[0].id", "not found for this client")
+        assert len(edge.seen) == 4
+    # with the client's own key the provider keeps each key's items apart
+    async with in_process(settings(edge, shared=False), str(tmp_path / "db2")) as client:
+        own = {"authorization": "Bearer sk-own-key-0000000001"}
+        r = await client.post("/v1/responses", json=referring("msg_made_elsewhere"), headers=own)
+        assert r.status_code == 200
