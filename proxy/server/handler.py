@@ -153,7 +153,8 @@ class ProtocolHandler:
                 )
             if self.response_ids is not None:  # refused before the rules see (and keep) it
                 await self.response_ids.require(principal, body)
-            await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw)
+            await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw,
+                              items=self.response_ids is not None)  # fmt: skip
             await require_once(raw, upstream, offload)  # what was checked is what goes
             prepared = await self.s.engine.prepare(
                 body,
@@ -275,7 +276,8 @@ class ProtocolHandler:
             if self.response_ids is not None:
                 ids = self.response_ids.recorder(principal, rewritten.body, response.status)
             ids = container_reader(self.kept_ids, principal, wire.adapter.name, rewritten.body,
-                                   response.status, upstream, ids)  # fmt: skip
+                                   response.status, upstream, ids,
+                                   items=self.response_ids is not None)  # fmt: skip
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:

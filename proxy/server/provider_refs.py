@@ -126,11 +126,13 @@ async def require_own(
     body: dict[str, Any],
     upstream: Any,
     raw: bytes | None = None,
+    items: bool = False,
 ) -> None:
     """Raise the protocol's own 400 (``BadRequest``) when ``body`` names provider-side state
     that is not ``principal``'s, the upstream being called with the server's key (``ids``: the
     containers and files relayed; None where none can be named, as for a Gemini
-    ``countTokens``; ``raw``: the body's bytes, which say when no file can be named)."""
+    ``countTokens``; ``raw``: the body's bytes, which say when no file can be named; ``items``:
+    stored responses' items are kept to their principal, ``auth.check_previous_response_id``)."""
     if not shared_key(upstream):
         return
     for param, cid in _named_containers(protocol, body):
@@ -143,7 +145,7 @@ async def require_own(
             )
     if may_name_files(raw):
         await _require_own_files(ids, principal, protocol, body)
-    if protocol == "responses" and may_name_items(raw):
+    if items and protocol == "responses" and may_name_items(raw):
         for param, iid in named_items(body):
             if ids is None or not await ids.known(principal, ITEM + iid):
                 raise BadRequest(
@@ -195,12 +197,14 @@ def container_reader(
     status: int,
     upstream: Any,
     then: AnswerReader | None = None,
+    items: bool = False,
 ) -> AnswerReader | None:
     """What reads the containers the answer to ``body`` names, beside ``then`` (another reader
-    of the same answer); ``then`` alone when there are none to keep."""
+    of the same answer), and with ``items`` the ids of a response it may store; ``then`` alone
+    when there are none to keep."""
     if ids is None or not 200 <= status < 300 or not shared_key(upstream):
         return then
-    items = protocol == "responses" and body.get("store") is not False
+    items = items and protocol == "responses" and body.get("store") is not False
     if not items and not _opens_containers(protocol, body):
         return then
     return ContainerReader(ids, principal, then, items)
