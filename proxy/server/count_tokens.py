@@ -33,6 +33,7 @@ from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.provider_refs import what_was_read
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
 from rules.memo_scope import enter_scope
@@ -76,7 +77,11 @@ class CountTokens:
             if upstream.kind == "anthropic":
                 from proxy.upstream import anthropic
 
-                sent = raw if forwarded is body else orjson.dumps(forwarded)
+                sent = (
+                    raw
+                    if forwarded is body and not what_was_read(upstream)
+                    else orjson.dumps(forwarded)
+                )
 
                 call = Call(self.s, upstream, headers, scope.get("query_string", b"").decode())
                 response = await anthropic.messages(

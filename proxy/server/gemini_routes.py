@@ -24,9 +24,8 @@ from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, valid
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
-from proxy.server.duplicate_members import require_once
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
-from proxy.server.provider_refs import require_own
+from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
@@ -96,13 +95,16 @@ class GeminiCountTokens:
             if upstream.kind == "gemini":
                 # a cachedContent counted with the server's key: another's size (provider_refs)
                 await require_own(None, principal, "gemini", body, upstream, raw)
-                await require_once(raw, upstream, offload)
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path)
                 if body is not outer:  # sent as the client wrote it: wrapped
                     forwarded = outer if forwarded is body else {**outer, GEMINI_WRAPPED: forwarded}
                     body = outer
-                sent = raw if forwarded is body else orjson.dumps(forwarded)
+                sent = (
+                    raw
+                    if forwarded is body and not what_was_read(upstream)
+                    else orjson.dumps(forwarded)
+                )
                 response = await GEMINI_WIRE.forward(call, forwarded, sent)
                 content = response.body or b""
                 head = raw_headers(

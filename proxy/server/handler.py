@@ -45,12 +45,17 @@ from proxy.server.asgi_send import (
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
-from proxy.server.duplicate_members import require_once
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields
-from proxy.server.provider_refs import AnswerReader, container_reader, kept_ids_for, require_own
+from proxy.server.provider_refs import (
+    AnswerReader,
+    container_reader,
+    kept_ids_for,
+    require_own,
+    what_was_read,
+)
 from proxy.server.rescue import rescue_overflow
 from proxy.server.response_ids import response_ids_for
 from proxy.server.services import Services
@@ -155,7 +160,6 @@ class ProtocolHandler:
                 await self.response_ids.require(principal, body)
             await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw,
                               items=self.response_ids is not None)  # fmt: skip
-            await require_once(raw, upstream, offload)  # what was checked is what goes
             prepared = await self.s.engine.prepare(
                 body,
                 headers,
@@ -222,10 +226,11 @@ class ProtocolHandler:
         call = Call(self.s, upstream, upstream_headers, query, path)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
-                # the client's own bytes, or the rewrite's where the adapter had them
+                # the client's own bytes, or the rewrite's where the adapter had them; with the
+                # server's key, the body as read (``what_was_read``)
                 payload = raw if rewritten.body is body else rewritten.data
-                if forwarded is not rewritten.body:
-                    payload = None  # written anew, with the diagnosis asked for
+                if forwarded is not rewritten.body or what_was_read(upstream):
+                    payload = None  # written anew (and with the diagnosis asked for)
                 finishing = not prepared.finished
                 if finishing:  # finished while the upstream reads the request
                     prepared.finish_soon()

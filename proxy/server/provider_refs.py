@@ -76,6 +76,15 @@ def shared_key(upstream: UpstreamSettings) -> bool:
     return bool(upstream.api_key_env)
 
 
+def what_was_read(upstream: UpstreamSettings) -> bool:
+    """Whether the upstream gets the body as the proxy read it (written anew), not the client's
+    bytes: with the server's key. The checks here read a body as orjson does (the last of a
+    repeated member winning, escapes decoded); a parser there that keeps the first of two
+    ``previous_response_id``s, or a ``type`` repeated to hide a container, would act on what no
+    check saw. Written anew, a body holds once what was checked, and nothing else."""
+    return shared_key(upstream)
+
+
 def _named_containers(protocol: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     """(param, id) of the containers ``body`` names (ids that are not strings are the
     provider's to refuse)."""
