@@ -9,7 +9,10 @@ A lowered text stands for one or more text blocks (Anthropic ``text``, Responses
 
 A tool result's blocks are lowered as their texts joined by line breaks (``text_of``), and a
 change to that text goes back block by block (``patch_texts``): each text block takes its own
-lines of the new text, in place, with its other keys; non-text blocks stay where they were."""
+lines of the new text, in place, with its other keys; non-text blocks stay where they were. A
+block read for the text of its own ``content`` (Anthropic's ``search_result``) takes its lines
+there, in its nested text blocks, so its text is never sent twice (once as it was, once edited
+beside it)."""
 
 from __future__ import annotations
 
@@ -43,6 +46,22 @@ def patch_blocks(
     out: list[Any] = []
     placed: int | None = None  # where the first text block's replacement stands in ``out``
     for b in blocks:
+        if _nested(b) and not is_text(b) and placed is None and new.strip():
+            # a search result's text is in ``new``: a text block stands for it, in its place
+            placed = len(out)
+            out.append(
+                make(new) | ({"cache_control": b["cache_control"]} if "cache_control" in b else {})
+            )
+            continue
+        if _nested(b) and not is_text(b):
+            if (
+                "cache_control" in b
+                and placed is not None
+                and placed >= 0
+                and "cache_control" not in out[placed]
+            ):
+                out[placed] = {**out[placed], "cache_control": b["cache_control"]}
+            continue
         if not is_text(b):
             out.append(b)
         elif placed is None:
@@ -151,30 +170,64 @@ def _per_block(
         if any(lines[at] != [""] * gap for at in range(1, len(lines), 2)):
             return None
         lines = lines[::2]
-    texts: dict[int, str | None] = {}
+    texts: dict[int, Any] = {}  # a changed block's replacement (None: it goes)
     for (k, t), mine in zip(spans, lines, strict=True):
         text = None if mine is None else "\n".join(mine)
         if text != t:
-            if not is_text(blocks[k]):
+            block = blocks[k]
+            if text is None or not text.strip():
+                texts[k] = None
+            elif is_text(block):
+                texts[k] = {**block, "text": text}
+            elif _nested(block):  # a search result's text: written back into its content
+                inner = block["content"]
+                if isinstance(inner, str):
+                    texts[k] = {**block, "content": text}
+                else:
+                    texts[k] = {**block, "content": _patch_nested(inner, t, text, is_text)}
+                    if texts[k]["content"] is None:
+                        return None
+            else:
                 return None
-            texts[k] = text if text is not None and text.strip() else None
     out: list[Any] = []
     last_text: int | None = None  # the place in ``out`` of the last text block kept
     for k, b in enumerate(blocks):
         if k not in texts:
-            if is_text(b):
+            if is_text(b) or _nested(b):
                 last_text = len(out)
             out.append(b)
             continue
-        text = texts[k]
-        if text is not None:
+        replaced = texts[k]
+        if replaced is not None:
             last_text = len(out)
-            out.append({**b, "text": text})
+            out.append(replaced)
         elif (
             "cache_control" in b and last_text is not None and "cache_control" not in out[last_text]
         ):
             out[last_text] = {**out[last_text], "cache_control": b["cache_control"]}
     return out
+
+
+def _nested(block: Any) -> bool:
+    """Whether ``block`` is read for the text of its own ``content`` (Anthropic's
+    ``search_result``), not a ``text`` of its own."""
+    return (
+        isinstance(block, dict)
+        and not isinstance(block.get("text"), str)
+        and isinstance(block.get("content"), (str, list))
+    )
+
+
+def _patch_nested(
+    inner: list[Any], old: str, new: str, is_text: Callable[[Any], bool]
+) -> list[Any] | None:
+    """A nested content list's blocks with their text changed from ``old`` to ``new``, each
+    keeping its own lines; None when that cannot be done in place (no block is added there)."""
+    spans = [(k, t) for k, b in enumerate(inner) if (t := _segment(b)) is not None]
+    patched = _per_block(inner, spans, old, new, is_text, "\n")
+    if not patched:  # nothing left, or not placeable: a search result holds text blocks only
+        return None
+    return patched
 
 
 def _segment(block: Any) -> str | None:

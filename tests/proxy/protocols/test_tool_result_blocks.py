@@ -12,7 +12,7 @@ import pytest
 
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import TAG
-from proxy.protocols.patching import patch_texts
+from proxy.protocols.patching import patch_blocks, patch_texts
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
 from rules.messages import text_of
@@ -172,3 +172,42 @@ async def test_the_encoding_fix_through_the_engine_keeps_the_blocks(engine: Engi
     out = await engine.rewrite(body, {}, now=1000.0, adapter=ANTHROPIC, model="claude-x")
     inner = out.body["messages"][2]["content"][0]["content"]
     assert inner == [blocks[0], IMG, {"type": "text", "text": FIXED, "cache_control": CC}]
+
+
+def _search_result(text: str, **kw: Any) -> dict[str, Any]:
+    inner = [{"type": "text", "text": text}]
+    return {"type": "search_result", "source": "https://kb/x", "title": "KB", "content": inner,
+            "citations": {"enabled": True}, **kw}  # fmt: skip
+
+
+@pytest.mark.parametrize("lead", [[], [{"type": "text", "text": "Results:"}]])
+def test_a_search_results_text_is_edited_in_its_own_content(lead: list[Any]) -> None:
+    """A ``search_result`` is read for its nested content: the edit goes there, not beside it
+    (a copy beside it sent its text twice)."""
+    blocks = [*lead, _search_result(MOJ, cache_control=CC)]
+    out = _anthropic(blocks, lambda t: t.replace(MOJ, FIXED))
+    assert out == [*lead, _search_result(FIXED, cache_control=CC)]
+    assert text_of(out).count(FIXED) == 1
+
+
+def test_a_cut_of_a_search_result_shrinks_it() -> None:
+    text = "\n".join(f"line {i} lorem ipsum" for i in range(400))
+    out = _anthropic([_search_result(text)], lambda t: "\n".join(t.split("\n")[:3]) + "\n[cut]")
+    assert len(out) == 1 and out[0]["type"] == "search_result"
+    assert out[0]["content"] == [{"type": "text", "text": "line 0 lorem ipsum\nline 1 lorem "
+                                  "ipsum\nline 2 lorem ipsum\n[cut]"}]  # fmt: skip
+
+
+def test_a_rewrite_of_all_of_it_keeps_the_first_search_result_and_the_image() -> None:
+    blocks = [_search_result("a\nb", cache_control=CC), IMG, _search_result("c")]
+    out = _anthropic(blocks, lambda t: "entirely new")
+    assert out == [_search_result("entirely new", cache_control=CC), IMG]
+
+
+def test_a_whole_rewrite_stands_in_a_search_results_place_not_beside_it() -> None:
+    """``patch_blocks`` (where blocks do not spell the old text): the new text replaces the
+    search result, which held the text it stands for."""
+    blocks = [_search_result("old", cache_control=CC), IMG]
+    out = patch_blocks(blocks, "old text", "new", lambda b: b.get("type") == "text",
+                       lambda t: {"type": "text", "text": t})  # fmt: skip
+    assert out == [{"type": "text", "text": "new", "cache_control": CC}, IMG]
