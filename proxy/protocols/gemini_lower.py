@@ -133,6 +133,16 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
     return named
 
 
+def _in_order(st: State, i: int, at: int, last: int) -> int:
+    """Note content ``i`` as one to write anew when its response to the call at ``at`` comes
+    after one to a later call (Gemini pairs a turn's calls with the next turn's responses in
+    order; the lifting writes them in the calls' order); the place now last."""
+    if at < last and i not in st.misnamed:
+        st.misnamed.add(i)
+        st.repairs.append({"kind": "response_order", "index": i, "action": "reordered_to_calls"})
+    return max(at, last)
+
+
 def _lower_user(
     st: State, out: list[Message], i: int, content: dict[str, Any], calls: Calls
 ) -> None:
@@ -159,6 +169,8 @@ def _lower_user(
             run.clear()
 
     beside: set[int] = set()  # media parts that go with the response before them
+    last = -1  # the place among ``calls`` of the last call answered
+    place = {c: k for k, c in enumerate(calls)}
     for j, p in enumerate(parts):
         response = response_of(p)
         if j in beside:
@@ -175,6 +187,7 @@ def _lower_user(
             held = answered is None and st.held_history
             if answered is not None:
                 open_calls.remove(answered)
+                last = _in_order(st, i, place[answered], last)
                 if answered[0] != name:  # Gemini refuses a response not naming its call
                     st.misnamed.add(i)
                     action = "renamed_to_call"
@@ -185,6 +198,7 @@ def _lower_user(
             if match is not None:
                 open_calls.remove(match)
                 cid = match[1]
+                last = _in_order(st, i, place[match], last)
             else:
                 cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
                 st.synthetic.add(cid)

@@ -46,8 +46,9 @@ class State:
     # the contents holding a ``thought`` part or a harness block (``hidden_text`` reads those)
     thoughts: set[int] = field(default_factory=set)
     checked: Any = None  # the session's last final check (``GeminiAdapter.violations``)
-    # the contents holding a response that does not name the call it answers (lifted renamed),
-    # and the repairs made so (the rules' report shape)
+    # the contents holding a response that does not name the call it answers (lifted renamed)
+    # or that answers the calls out of their order (lifted in order), and the repairs made so
+    # (the rules' report shape)
     misnamed: set[int] = field(default_factory=set)
     repairs: list[dict[str, Any]] = field(default_factory=list)
     # the model contents holding function responses, which Gemini refuses in a model turn: the

@@ -248,6 +248,28 @@ async def test_a_response_not_naming_its_call_is_renamed(engine: Engine) -> None
     assert [r["kind"] for r in out.report["repairs"]] == ["response_name_mismatch"]
 
 
+async def test_responses_out_of_their_calls_order_are_put_in_it(engine: Engine) -> None:
+    """Gemini pairs a turn's calls with the next turn's responses in order: answered in another
+    order (by id, or by name without ids) they are written in the calls' order, each part as
+    sent; a later turn answered in order stays the client's own."""
+    read = {"functionCall": {"id": "r", "name": "read_file", "args": {"path": "a"}}}
+    for ids in (True, False):
+        calls = model(call("s" if ids else None, "ls"), read if ids else
+                      {"functionCall": {"name": "read_file", "args": {"path": "a"}}})  # fmt: skip
+        shell = response("s" if ids else None, "a.txt")
+        file = response("r" if ids else None, "text", name="read_file")
+        later = model(call("t" if ids else None, "pwd"))
+        answered = user(response("t" if ids else None, "/w"))
+        b = body(
+            user("look"), calls, user(file, shell), later, answered, model("Done."), user("ok")
+        )
+        out = await rewrite(engine, b)
+        fwd = out.body["contents"]
+        assert fwd[2]["parts"] == [shell, file]
+        assert fwd[1] is calls and fwd[4] is answered
+        assert [r["kind"] for r in out.report["repairs"]] == ["response_order"]
+
+
 async def test_a_response_in_a_model_turn_is_left_out(engine: Engine) -> None:
     """Gemini refuses a function response in a model turn: the turn goes on without it, its
     other parts as sent, and the repair is reported; the contents around it are the client's."""
