@@ -15,6 +15,37 @@ _CHAIN = ("tool_use", "tool_result")
 EMPTY_TEXT = "(empty)"  # what an emptied message says instead (Anthropic refuses empty content)
 
 
+# blocks Anthropic takes no ``cache_control`` on
+_NO_BREAKPOINT = frozenset({"thinking", "redacted_thinking"})
+
+
+def without_empty_text(content: list[Any]) -> list[Any]:
+    """``content`` without its empty text blocks; a dropped block's ``cache_control`` goes to
+    the block before it (or, first, after it) that can carry one and has none: the client's
+    breakpoint still ends the cached prefix there, else the request is not cached."""
+    kept: list[Any] = []
+    pending: Any = None  # a breakpoint dropped before any block could take it
+    for b in content:
+        if _empty_text(b):
+            mark = b.get("cache_control")
+            if mark is None:
+                continue
+            at = next((k for k in range(len(kept) - 1, -1, -1) if _can_mark(kept[k])), None)
+            if at is not None and "cache_control" not in kept[at]:
+                kept[at] = {**kept[at], "cache_control": mark}
+            elif at is None and pending is None:
+                pending = mark
+            continue
+        if pending is not None and _can_mark(b) and "cache_control" not in b:
+            b, pending = {**b, "cache_control": pending}, None
+        kept.append(b)
+    return kept
+
+
+def _can_mark(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") not in _NO_BREAKPOINT
+
+
 def _empty_text(block: Any) -> bool:
     if not isinstance(block, dict) or block.get("type") != "text":
         return False
@@ -68,7 +99,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
         if carried and m.get("role") == "assistant":
             content = m.get("content")
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
-            m = {**m, "content": carried + [b for b in blocks if not _empty_text(b)]}
+            m = {**m, "content": carried + without_empty_text(blocks)}
             carried = []
             repairs.append(_repair("thinking_rejoined", i, "moved_thinking_into_turn"))
         elif carried:  # no turn followed: the thinking stays where it was
@@ -89,12 +120,16 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             m = {**m, "content": content}
             repairs.append(_repair("misplaced_block", i, "dropped_call_or_result_from_system"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
-            kept = [b for b in content if not _empty_text(b)]
+            kept = without_empty_text(content)
             final_assistant = i == last and m.get("role") == "assistant"
             if kept or final_assistant:
                 m = {**m, "content": kept}
             else:
-                m = {**m, "content": [{"type": "text", "text": EMPTY_TEXT}]}
+                filler: dict[str, Any] = {"type": "text", "text": EMPTY_TEXT}
+                marks = [b["cache_control"] for b in content if "cache_control" in b]
+                if marks:  # the client's breakpoint stays on the turn
+                    filler["cache_control"] = marks[-1]
+                m = {**m, "content": [filler]}
             repairs.append(_repair("empty_text_block", i, "dropped_empty_text"))
         elif _blank(content) and not (i == last and m.get("role") == "assistant"):
             m = {**m, "content": EMPTY_TEXT}

@@ -266,6 +266,25 @@ async def test_a_message_of_empty_text_only_gets_the_placeholder_text(engine: En
     assert all(isinstance(t, str) and t.strip() for t in texts)
 
 
+async def test_a_dropped_empty_blocks_breakpoint_stays_on_the_turn(engine: Engine) -> None:
+    """The client's ``cache_control`` ends its cached prefix: an empty text block dropped hands
+    it to the block before it (after it, first; never a thinking block), or to the placeholder."""
+    cc = {"type": "ephemeral"}
+    b = body(
+        user("hi"),
+        assistant(thinking(), text("said"), text("", cache_control=cc)),
+        user(text(" ", cache_control=cc), text("next")),
+        assistant(text("ok")),
+        user(text("", cache_control=cc)),
+    )
+    out = await rewrite(engine, b)
+    assert anthropic_violations(out.body) == []
+    fwd = out.body["messages"]
+    assert fwd[1]["content"][1:] == [text("said", cache_control=cc)]
+    assert fwd[2]["content"] == [text("next", cache_control=cc)]
+    assert fwd[4]["content"] == [text(EMPTY_TEXT, cache_control=cc)]
+
+
 async def test_a_system_message_loses_its_calls_and_results(engine: Engine) -> None:
     stray = {"role": "system", "content": [text(""), {"type": "tool_result", "tool_use_id": "t9"}]}
     b = body(user("hi"), stray, user("go on"))
