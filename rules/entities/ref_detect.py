@@ -352,6 +352,10 @@ def _mention(
     if kind.actor is not None and actor != kind.actor:
         return None
     hint, named = name_hint(g.get("mod"))
+    ordinal = lex.words["ord"].get(o) if (o := g.get("ord")) else None
+    mod = (g.get("mod") or "").strip().lower()
+    if ordinal is None and mod in lex.words["ord"]:  # "the first file you created": a place
+        ordinal, hint = lex.words["ord"][mod], None
     if weak and hint is None:
         # "the summary you saved": summary.md, if there is one
         hint = name_hint(lex.words["weak"].get(noun, noun))[0]
@@ -383,7 +387,7 @@ def _mention(
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
         kinds=verb_kinds,
-        ordinal=int(lex.words["ord"][ordinal]) if (ordinal := g.get("ord")) else None,
+        ordinal=int(ordinal) if ordinal is not None else None,
         anchor=anchor,
         needs_noun=needs_noun(lex, typ, action, verb_kinds),
         rank=rank,

@@ -101,10 +101,16 @@ def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event]
 
 
 def _by_position(mention: Mention, events: Sequence[Event]) -> list[Event]:
-    """The entity at the mention's position in the newest list that showed entities of its
-    kind (the list a call returned)."""
+    """The entity at the mention's position: with a verb of making or writing ("the first file
+    you created"), in the order they were made or written; else in the newest list that showed
+    entities of its kind (the list a call returned). None there: none (never the newest)."""
     plain = dataclasses.replace(mention, ordinal=None, anchor=None)
-    listed = [e for e in candidates(plain, events) if _list_of(e)]
+    fitting = candidates(plain, events)
+    if mention.action in ("create", "write"):  # what the verb fits, oldest first
+        made = list(reversed(fitting))
+        at = (mention.ordinal or 0) - 1
+        return [made[at]] if 0 <= at < len(made) else []
+    listed = [e for e in fitting if _list_of(e)]
     if not listed:
         return []
     newest = _list_of(listed[0])

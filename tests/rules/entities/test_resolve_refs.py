@@ -121,6 +121,9 @@ FILE_A = ev("/w/a.py", "file", "create", 2)
 FILE_B = ev("/w/b.py", "file", "modify", 3)
 GONE = ev("/w/old", "folder", "delete", 4)
 
+MADE = [ev(f"/w/{n}.py", "file", "create", k, seen=1000.0 + k) for k, n in
+        enumerate(["alpha", "beta", "gamma"], 1)]  # fmt: skip
+
 # (text, events, expected path or abstention reason)
 RESOLVE = [
     ("删除刚创建的文件夹", [FOLDER], "~/Desktop/123"),
@@ -149,6 +152,12 @@ RESOLVE = [
         [ev("/w/x", "folder", "create", 1, seen=600.0)],
         "no_candidate",
     ),  # older than the TTL
+    # a place among the things made: in the order they were made, never the newest instead
+    ("delete the first file you created", MADE, "/w/alpha.py"),
+    ("delete the second file you created", MADE, "/w/beta.py"),
+    ("open the 2nd file you wrote", MADE, "/w/beta.py"),
+    ("remove the third file you just created", MADE, "/w/gamma.py"),
+    ("delete the fourth file you created", MADE, "no_candidate"),
 ]
 
 
