@@ -327,6 +327,9 @@ def _mention(
         if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
+    recent = slot_word(g, "rec") or slot_word(g, "rec_adj")
+    if typ == "branch" and action != "create" and recent in lex.words["prior"]:
+        return None  # "the previous branch": the one before the current, not the newest made
     if anchor is not None and not p.verb_head and anchor.type == "file" and p.edge is None:
         return None  # "the last commit in that file": nothing is inside a file
     if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
@@ -377,7 +380,7 @@ def _mention(
         base=kind.base,
         type=None if typ == "any" else typ,
         action=action,
-        recency=bool(slot_word(g, "rec") or slot_word(g, "rec_adj")),
+        recency=bool(recent),
         actions=tuple(lex.groups.get(action, (action,))) if action else (),
         actor=None if actor in (None, "any") else actor,
         crowd=kind.crowd,

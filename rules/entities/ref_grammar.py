@@ -152,6 +152,9 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "kop": _inverse(spec.get("object_verbs") or {}),
         # a file's verbs, looked for around a mention ("cat that thing")
         "fop": dict.fromkeys(_words(spec.get("file_verbs") or ()), "file"),
+        # recency words that, of the kinds one is on at a time, name the one before the current
+        # ("the previous branch"): not the newest made
+        "prior": dict.fromkeys(_words(spec.get("prior") or ()), "prior"),
     }
     pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
     for hint, words in pairs:
