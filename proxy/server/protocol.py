@@ -57,6 +57,9 @@ NO_WEBSOCKETS = (
 TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
 BUSY_ADDRESS = _refusal(503, "Service Unavailable", "Too many connections from this address.")
 MAX_PIPELINED = 8  # requests a connection may queue behind the one being answered
+# A read (256 KiB) is parsed this much at a time outside a body, so a full pipeline stops the
+# parse within a few hundred requests; a body's known rest is parsed in one piece.
+FEED_SLICE = 4096
 REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
@@ -86,6 +89,9 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         # the requests of this connection not answered yet (more than one only when pipelined)
         # the requests not yet answered, in order (a pipelined one behind the one answered)
         self._signals: deque[tuple[Any, DisconnectSignal]] = deque()
+        # bytes read but not parsed while MAX_PIPELINED requests wait (at most one read)
+        self._held: bytearray | None = None
+        self._body_left = 0  # the current request's declared body bytes not yet parsed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -101,8 +107,47 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._arm_header_timer()
 
     def data_received(self, data: bytes) -> None:
-        if not self._refused:
-            super().data_received(data)
+        if self._refused:
+            return
+        if self._held is not None:  # read before the pause took: behind what is held, in order
+            self._held += data
+            self.flow.pause_reading()
+            return
+        self._feed(memoryview(data))
+
+    def _feed(self, data: memoryview) -> None:
+        """Parse ``data`` in slices, holding the rest once MAX_PIPELINED requests wait: httptools
+        parses all it is given, and one read of back-to-back requests queued 7,000 of them
+        (0.5 s of the event loop in one call; 40,000 cycles held)."""
+        start, end = 0, len(data)
+        while start < end:
+            if len(self.pipeline) >= MAX_PIPELINED:
+                self._held = bytearray(data[start:])
+                self.flow.pause_reading()
+                self._disarm_header_timer()  # the client sent them: the wait is ours
+                return
+            size = max(FEED_SLICE, self._body_left)
+            super().data_received(data[start : start + size])  # type: ignore[arg-type]
+            if self.transport.is_closing():
+                return
+            start += size
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # starts the next pipelined request, reads again
+        if self._held is not None and not self.transport.is_closing():
+            self.flow.pause_reading()
+            if len(self.pipeline) < MAX_PIPELINED:
+                self.loop.call_soon(self._feed_held)
+
+    def _feed_held(self) -> None:
+        held, self._held = self._held, None
+        if held is None or self.transport.is_closing():
+            return
+        if self._request_begun and self._header_timer is None:
+            self._arm_header_timer()
+        self._feed(memoryview(held))
+        if self._held is None and len(self.pipeline) < MAX_PIPELINED:
+            self.flow.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
@@ -113,6 +158,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             else:
                 del self.by_network[self._network]
             self._network = None
+        self._held = None
         super().connection_lost(exc)
         signals, self._signals = self._signals, deque()
         for cycle, signal in signals:
@@ -157,6 +203,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
         self._request_begun = False
+        self._body_left = _content_length(self.headers)
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle.transport is self.transport:  # a new cycle (not an upgrade)
@@ -168,7 +215,12 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
                 signals.popleft()
             signals.append((cycle, signal))
 
+    def on_body(self, body: bytes) -> None:
+        self._body_left -= len(body)
+        super().on_body(body)
+
     def on_message_complete(self) -> None:
+        self._body_left = 0
         super().on_message_complete()
         # uvicorn stops reading past 64 KiB of body held, and reads again only in ``receive``,
         # which the proxy does not call after the body: a client that hangs up while its large
@@ -218,6 +270,14 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         if self._request_begun:
             self.transport.write(TIMED_OUT)
         self.transport.close()
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int:
+    """The declared body length (0 when chunked, absent or not a plain number)."""
+    for name, value in headers:
+        if name == b"content-length":
+            return int(value) if value.isdigit() and len(value) <= 18 else 0
+    return 0
 
 
 def protocol_class(settings: ServerSettings) -> type[asyncio.Protocol]:
