@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import uvicorn
+from uvicorn.protocols.http.flow_control import FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from proxy.networks import network_of, within
@@ -67,6 +69,20 @@ class _HeaderTooLarge(Exception):
     """Raised from a parser callback to stop parsing (httptools wraps it in its own error)."""
 
 
+class _HoldingFlow(FlowControl):
+    """uvicorn's flow control, reading kept paused while a connection holds bytes unparsed: a
+    request's ``receive`` and each answer resume it, and each resumption added a read to what
+    was held (32 MB within seconds of pipelined small POSTs)."""
+
+    def __init__(self, transport: asyncio.Transport, holding: Callable[[], bool]) -> None:
+        super().__init__(transport)
+        self._holding = holding
+
+    def resume_reading(self) -> None:
+        if not self._holding():
+            super().resume_reading()
+
+
 class HeaderLimitedHttpTools(HttpToolsProtocol):
     """httptools' protocol (uvicorn's default) with a header timeout and a header size limit."""
 
@@ -89,12 +105,14 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         # the requests of this connection not answered yet (more than one only when pipelined)
         # the requests not yet answered, in order (a pipelined one behind the one answered)
         self._signals: deque[tuple[Any, DisconnectSignal]] = deque()
-        # bytes read but not parsed while MAX_PIPELINED requests wait (at most one read)
+        # bytes read but not parsed while MAX_PIPELINED requests wait (reading paused meanwhile:
+        # one read, 256 KiB, and what was in flight)
         self._held: bytearray | None = None
         self._body_left = 0  # the current request's declared body bytes not yet parsed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.flow = _HoldingFlow(transport, lambda: self._held is not None)
         if self._over_address_bound(transport):
             # answered, then what the client sends is read and dropped until it closes (closing
             # on unread bytes would reset the connection before the client reads the answer)
@@ -133,11 +151,10 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             start += size
 
     def on_response_complete(self) -> None:
-        super().on_response_complete()  # starts the next pipelined request, reads again
-        if self._held is not None and not self.transport.is_closing():
-            self.flow.pause_reading()
-            if len(self.pipeline) < MAX_PIPELINED:
-                self.loop.call_soon(self._feed_held)
+        super().on_response_complete()  # starts the next pipelined request
+        held = self._held is not None and not self.transport.is_closing()
+        if held and len(self.pipeline) < MAX_PIPELINED:
+            self.loop.call_soon(self._feed_held)
 
     def _feed_held(self) -> None:
         held, self._held = self._held, None

@@ -98,6 +98,38 @@ def test_pipelined_requests_with_bodies_reach_upstream_whole_and_in_order(
         stop(server)
 
 
+def test_what_a_pipelining_client_sends_ahead_is_held_within_a_read(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """Answering a request resumes reading: behind a full pipeline each answer added a read to
+    the bytes held unparsed (32 MB within seconds of small POSTs)."""
+    server, url = serve_like_cli(proxy_settings(fake_upstream.base_url), str(tmp_path / "db"))
+    host, port = url.removeprefix("http://").split(":")
+    body = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: p\r\nContent-Type: application/json\r\n"
+    one = head + f"Content-Length: {len(body)}\r\n\r\n".encode() + body
+    flood = socket.create_connection((host, int(port)))
+    try:
+        threading.Thread(target=lambda: _send(flood, one * 100_000), daemon=True).start()
+        threading.Thread(target=lambda: _drain(flood), daemon=True).start()
+        held = [0]
+        deadline = time.monotonic() + 3.0
+        while time.monotonic() < deadline:
+            for conn in list(server.server_state.connections):
+                held.append(len(getattr(conn, "_held", None) or b""))
+            time.sleep(0.02)
+        assert 0 < max(held) <= 512 * 1024, max(held)
+    finally:
+        flood.close()
+        stop(server)
+
+
+def _drain(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while sock.recv(1 << 20):
+            pass
+
+
 def _send(sock: socket.socket, data: bytes) -> None:
     with contextlib.suppress(OSError):  # closed by the test's end
         sock.sendall(data)
