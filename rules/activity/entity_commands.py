@@ -291,7 +291,7 @@ def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) 
 def _servers(
     pack: EntityPack, output: str, command: str, background: bool, job: str
 ) -> Iterator[Made]:
-    """A background job: its printed PID, the port its banner names."""
+    """A background job: its printed PID, the port its banner (or else its command) names."""
     port = None
     for rule in pack.outputs:
         if rule.kind == "process":
@@ -303,6 +303,9 @@ def _servers(
     pid = (pid_m.group("pid") or pid_m.groupdict().get("moved")) if pid_m else None
     if port is None and pid is None:
         return
+    if port is None:  # no banner (sent to a file): the port its command line names, if any
+        named = pack.command_port.search((job or command)[:MAX_SCAN])
+        port = named.group("port") if named else None
     number = pid_m.groupdict().get("job") if pid_m else None  # `[1] 4242`: `kill %1` ends it
     spec = f"%{number}" if number else None
     attrs = tuple((k, v) for k, v in (("pid", pid), ("port", port), ("jobspec", spec)) if v)

@@ -72,6 +72,7 @@ class EntityPack:
     sql_clients: frozenset[str]
     background_pid: re.Pattern[str]
     returned_id: re.Pattern[str]
+    command_port: re.Pattern[str]
     results: Mapping[str, Any] = field(default_factory=dict)
     result_verbs: Mapping[str, str] = field(default_factory=dict)  # word -> action
     by_program: Mapping[str, tuple[CommandRule, ...]] = field(default_factory=dict)
@@ -159,6 +160,7 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         sql_clients=frozenset(str(w) for w in data.get("sql_clients") or ()),
         background_pid=_regex(str(data["background_pid"]), re.M, "entities pack", builtin),
         returned_id=_regex(str(data["returned_id"]), re.M, "entities pack", builtin),
+        command_port=_regex(str(data["command_port"]), 0, "entities pack", builtin),
         results=results,
         result_verbs=verbs,
         by_program={k: tuple(v) for k, v in by_program.items()},
@@ -182,5 +184,6 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
         ("entities.python_module", _PY_MODULE),
         ("entities.background_pid", pack.background_pid),
         ("entities.returned_id", pack.returned_id),
+        ("entities.command_port", pack.command_port),
         *((f"entities.background_jobs[{i}]", p) for i, p in enumerate(pack.jobs.patterns())),
     ]

@@ -4,7 +4,8 @@ background_jobs.yaml: 21 on Claude Code's detached shell jobs; plural_d.yaml: 9 
 head noun in the plural; plural_e.yaml: 22 on relation words that are no relation, a quantifier
 after a placement verb and a verb spelled as a plural noun; probes_f.yaml: wrong resolutions a
 prober found, each read in general; probes_g.yaml: more of them, on folders, renames, brace
-lists, stops, quoted text, scaffolders and working directories) over
+lists, stops, quoted text, scaffolders, working directories and ports named by a
+server's command line) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
