@@ -14,7 +14,7 @@ import functools
 import importlib
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +112,19 @@ def _kinds(data: Mapping[str, Any]) -> dict[str, Kind]:
     return out
 
 
+def _mixed_alternation(words: Iterable[str], space: str) -> str:
+    """``ref_grammar.alternation`` for a language written without spaces: a word ending in a
+    Latin letter is neither part of a longer word nor its end ("的 pr" is a pull request,
+    "的prompt" none; "的tag" a tag, "的tagline" none; "的profile" no file). Digits may follow
+    ("pr12")."""
+    latin = {w for w in words if w[-1:].isascii() and w[-1:].isalpha()}
+    if not latin:
+        return ref_grammar.alternation(words, space)
+    rest = set(words) - latin
+    bounded = f"(?<![a-z])(?:{ref_grammar.alternation(latin, space)})(?![a-z])"
+    return f"(?:{ref_grammar.alternation(rest, space)}|{bounded})" if rest else bounded
+
+
 def _compile_language(
     lang: str,
     spec: Mapping[str, Any],
@@ -131,7 +144,10 @@ def _compile_language(
         words["type"].setdefault(name, "format")
         words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
-    alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
+    if spec.get("script"):  # an English word among CJK ones ends where its letters do
+        alternations = {slot: _mixed_alternation(ws, space) for slot, ws in words.items()}
+    else:
+        alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}
     # slots holding all the words of another: a template begins with the phrase when it does
     # with these read as their wider slots (``ref_gate``); an older pack's names as the new
     wider = {a: b for a, b in (("type", "types"), ("dem", "det")) if set(words[a]) <= set(words[b])}
