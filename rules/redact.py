@@ -8,7 +8,8 @@ secrets inside *strings* are replaced wherever they appear: key-shaped tokens of
 ``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to secret names
 (``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
 ``<password>1234</password>``, a long flag's ``--password 1234``), and passwords given on a
-command line (``mysql -p…``, ``curl -u user:…``, ``sshpass -p …``, ``docker login -p …``:
+command line (``mysql -p…``, ``curl -u user:…``, ``sshpass -p …``, ``redis-cli -a …``,
+``docker login -p …``:
 ``rules.redact_flags``). Counts such as ``max_tokens`` or
 ``prompt_tokens`` are names of numbers, not of secrets, and stay.
 
@@ -345,6 +346,26 @@ def _redact_text(text: str) -> str:
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)
+
+
+# Characters a cut text is read past before it is redacted: a secret the cut would split is
+# found whole (a longer one only in part, and its beginning is then redacted: ``_CUT_KEY``).
+PREFIX_MARGIN = 2048
+
+
+def redacted_prefix(text: str, limit: int) -> str:
+    """``text``'s first ``limit`` characters, redacted as ``text`` is: read ``PREFIX_MARGIN``
+    past the cut, so a key the cut would split is not kept in part (29 of a GitHub token's 30
+    characters were, cut to a command's 100 and then redacted). Where redaction shrank the window
+    so much that its far end (which may hold a key's part) comes near the cut, more is read."""
+    if len(text) <= limit:
+        return redact_text(text)
+    reach = limit + PREFIX_MARGIN
+    while True:
+        out = redact_text(text[:reach])
+        if reach >= len(text) or len(out) >= limit + PREFIX_MARGIN // 2:
+            return out[:limit]
+        reach *= 2
 
 
 def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:

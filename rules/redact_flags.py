@@ -126,18 +126,34 @@ def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
         i += word in ("-p", "-f", "-d", "-P")  # options with a value
 
 
+def _redis(text: str, words: list[Span]) -> Iterator[Span]:
+    """redis-cli's ``-a PASSWORD`` and ``--pass PASSWORD`` (``--askpass`` takes none), among the
+    words up to its command (the first word no option: ``redis-cli -a X GET k``)."""
+    for i, (start, end) in enumerate(words[:-1]):
+        word = text[start:end]
+        if word in ("-a", "--pass"):
+            yield from filter(None, [_value(text, *words[i + 1])])
+
+
 _Reader = Callable[[str, list[Span]], Iterator[Span]]
-# (a literal the text must hold, where the command is named, its flags' reader)
+# (a literal the text must hold, where the command is named, its flags' reader); a name starts
+# a word, or a line in a JSON string (after an escaped ``\n``: a tool call's arguments)
 _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
-    ("mysql", re.compile(r"mysql(?<![\w\-.]mysql)[a-z_]*+"), _mysql),
-    ("mariadb", re.compile(r"mariadb(?<![\w\-.]mariadb)(?:-[a-z]+)?+"), _mysql),
-    ("curl", re.compile(r"curl(?<![\w\-.]curl)(?:\.exe)?+"), _curl),
-    ("sshpass", re.compile(r"sshpass(?<![\w\-.]sshpass)"), _sshpass),
+    ("mysql", re.compile(r"mysql(?:(?<![\w\-.]mysql)|(?<=\\[nrt]mysql))[a-z_]*+"), _mysql),
+    (
+        "mariadb",
+        re.compile(r"mariadb(?:(?<![\w\-.]mariadb)|(?<=\\[nrt]mariadb))(?:-[a-z]+)?+"),
+        _mysql,
+    ),
+    ("curl", re.compile(r"curl(?:(?<![\w\-.]curl)|(?<=\\[nrt]curl))(?:\.exe)?+"), _curl),
+    ("sshpass", re.compile(r"sshpass(?:(?<![\w\-.]sshpass)|(?<=\\[nrt]sshpass))"), _sshpass),
+    ("redis-cli", re.compile(r"redis-cli(?:(?<![\w\-.]redis-cli)|(?<=\\[nrt]redis-cli))"), _redis),
     # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
     (
         "login",
         re.compile(
-            r"(?<![\w\-.])(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
+            r"(?:(?<![\w\-.])|(?<=\\[nrt]))"
+            r"(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
             r"(?:\.exe)?[ \t]+login(?![\w\-.])"
         ),
         _login,

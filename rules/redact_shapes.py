@@ -71,6 +71,18 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("AGE-SECRET-KEY-", r"(?:PQ-)?1[02-9AC-HJ-NP-Z]{58,}"), REDACTED),
     (_boundary("hv", r"[sbr]\.[A-Za-z0-9_\-]{24,}"), REDACTED),  # HashiCorp Vault tokens
     (_boundary("whsec_", r"[A-Za-z0-9+/=]{24,}"), REDACTED),  # Stripe and Svix webhook secrets
+    (_boundary("gsk_", r"[A-Za-z0-9]{40,}"), REDACTED),  # Groq API keys
+    (_boundary("xai-", r"[A-Za-z0-9]{60,}"), REDACTED),  # xAI API keys
+    (_boundary("pplx-", r"[A-Za-z0-9]{40,}"), REDACTED),  # Perplexity API keys
+    (_boundary("r8_", r"[A-Za-z0-9]{30,}"), REDACTED),  # Replicate API tokens
+    (_boundary("ntn_", r"[A-Za-z0-9]{40,}"), REDACTED),  # Notion integration tokens
+    (_boundary("secret_", r"[A-Za-z0-9]{43}\b"), REDACTED),  # Notion tokens (older)
+    (_boundary("ATATT", r"[A-Za-z0-9_\-=]{100,}"), REDACTED),  # Atlassian API tokens
+    (_boundary("PMAK-", r"[0-9a-f]{24}-[0-9a-f]{34}"), REDACTED),  # Postman API keys
+    (_boundary("sntry", r"[su]_[A-Za-z0-9+/=_\-]{40,}"), REDACTED),  # Sentry auth tokens
+    (_boundary("gls", r"a_[A-Za-z0-9]{32}_[0-9a-f]{8}"), REDACTED),  # Grafana service tokens
+    (_boundary("key-", r"[0-9a-f]{32}\b"), REDACTED),  # Mailgun API keys
+    (_boundary("/api/webhooks/", r"\d{5,30}/[A-Za-z0-9_\-]{40,}", r"[^\w]"), REDACTED),  # Discord
     (_boundary("dapi", r"[0-9a-f]{32}(?:-\d)?\b"), REDACTED),  # Databricks tokens
     (_boundary("shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"), REDACTED),  # Shopify tokens
     (_boundary("lin_api_", r"[A-Za-z0-9]{40}\b"), REDACTED),  # Linear API keys
@@ -84,8 +96,24 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
 )
 
 
+# A key's prefix at the very end of a text (an ellipsis may follow), with fewer characters after
+# it than its shape needs: a key cut short by a clip before the text was redacted. Searched only
+# in a text's last CUT_TAIL characters.
+CUT_TAIL = 160
+_CUT_KEY = re.compile(
+    r"(?<![\w\-])(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
+    r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-|xox[abposre]-|xapp-|hf_|npm_|pypi-|SG\.|"
+    r"sq0(?:csp|atp)-|do[opr]_v1_|hv[sbr]\.|whsec_|dapi|shp(?:at|ss|ca|pa)_|lin_api_|gsk_|"
+    r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ)"
+    # a key has a digit among its first characters, a word cut after a prefix has none
+    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}(?:…|\.\.\.)?[ \t]*\Z"
+)
+
+
 def redact_key_shapes(text: str) -> str:
-    """``text`` with every key-shaped token replaced by REDACTED (an AWS key id's secret too)."""
+    """``text`` with every key-shaped token replaced by REDACTED (an AWS key id's secret too),
+    and a key's beginning left at its end by a cut."""
     for pattern, replacement in KEY_SHAPES:
         text = pattern.sub(replacement, text)
-    return text
+    cut = _CUT_KEY.search(text, max(0, len(text) - CUT_TAIL))
+    return text if cut is None else text[: cut.start()] + REDACTED

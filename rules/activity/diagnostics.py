@@ -11,6 +11,7 @@ from typing import Any
 
 from rules.activity.agent_tools import output_header
 from rules.packs import load_pack
+from rules.redact import redacted_prefix
 from rules.regex_literals import required_literals
 from rules.text_cache import text_cache
 
@@ -89,7 +90,8 @@ def _diag(tool: str, file: Any, line: Any, code: Any, message: Any) -> dict[str,
         "file": file or None,
         "line": int(line) if line else None,
         "code": code or None,
-        "message": (message or "").strip()[:MESSAGE_CHARS],
+        # redacted before the cut: a key the cut split would be kept in part
+        "message": redacted_prefix((message or "").strip(), MESSAGE_CHARS),
     }
 
 

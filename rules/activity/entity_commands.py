@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
+from rules.redact import redacted_prefix
 
 MAX_SCAN = 50_000  # characters of a command line or output read for patterns
 MAX_STATEMENTS = 20  # per script or command
@@ -32,8 +33,9 @@ class CommandFacts:
 
 
 def clip(text: str) -> str:
+    """A command as an entity keeps it; cut, redacted before the cut (a key it split was kept)."""
     text = " ".join(text.split())
-    return text if len(text) <= MAX_BY_CHARS else text[: MAX_BY_CHARS - 1] + "…"
+    return text if len(text) <= MAX_BY_CHARS else redacted_prefix(text, MAX_BY_CHARS - 1) + "…"
 
 
 def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:

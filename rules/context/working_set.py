@@ -44,7 +44,7 @@ from rules.messages import (
     tool_calls,
     without_harness,
 )
-from rules.redact import redact_text
+from rules.redact import PREFIX_MARGIN, redact_text, redacted_prefix
 from rules.report import WorkingSetSummary
 from rules.text_cache import text_cache
 
@@ -165,14 +165,19 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
 
 def task_text(message: Message, limit: int) -> str:
     """A user turn as the ledger keeps it: redacted, then clipped. Only a prefix is redacted,
-    with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more."""
-    return _redacted_clip(_user_text(message)[: 4 * limit + 256], limit)
+    with room to spare beyond what ``_clip`` reads, so a long pasted task costs no more; it is
+    read past its cut (``redacted_prefix``), so a key the cut would split is not kept in part."""
+    return _redacted_clip(_user_text(message)[: 4 * (_prefix(limit) + PREFIX_MARGIN)], limit)
+
+
+def _prefix(limit: int) -> int:
+    return 4 * limit + 256
 
 
 # the latest user turn is the same on every request of an agent's tool loop
 @text_cache(max_chars=1_000_000, max_text_chars=100_000)
 def _redacted_clip(text: str, limit: int) -> str:
-    return _clip(redact_text(text), limit)
+    return _clip(redacted_prefix(text, _prefix(limit)), limit)
 
 
 def _task_text_of(message: Message, limit: int, texts: dict[int, tuple[Any, Any]]) -> str:

@@ -87,6 +87,17 @@ def test_logprob_tokens_are_text_not_secrets() -> None:
         "hf_abcdefghijklmnopqrstuvwxyzABCDEF",
         "sk_live_abcdefghijklmnop1234",
         "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "gsk_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4Cd5Ef6Gh7I",  # Groq
+        "xai-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3" * 2,  # xAI
+        "pplx-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4C",  # Perplexity
+        "r8_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1W",  # Replicate
+        "ntn_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4Cd5E",  # Notion
+        "PMAK-0123456789abcdef01234567-0123456789abcdef0123456789abcdef01",  # Postman
+        "sntrys_" + "eyJpYXQiOjE3MDAwMDAwMDAuMCwidXJsIjoiaHR0cHM6Ly9zZW50cnkuaW8ifQ",  # Sentry
+        "glsa_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv_0a1b2c3d",  # Grafana
+        "key-0123456789abcdef0123456789abcdef",  # Mailgun
+        "https://discord.com/api/webhooks/123456789012345678/"
+        + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4Cd5Ef6Gh7Ij8Kl9Mn0Op",
     ],
 )
 def test_key_shaped_strings_are_redacted(secret: str) -> None:

@@ -69,6 +69,15 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("curl ' curl -b 'sid=S3cretx' https://x", "S3cretx", "-b 'sid=[REDACTED]' https://x"),
         ("sshpass ' sshpass -p 'S3cret x' ssh h", "S3cret", "-p '[REDACTED]' ssh h"),
         ('ssh h "mysql -e \'1\'" "mysql -pS3cret db"', "S3cret", '"mysql -p[REDACTED] db"'),
+        # a line of a command held in a JSON string (a tool call's arguments): the name follows
+        # an escaped line break, whose ``n`` had read as part of a longer word
+        ('{"command": "cd app\\nmysql -uroot -pS3cret db"}', "S3cret", "-p[REDACTED]"),
+        ('{"command": "ls\\nsshpass -p S3cret ssh h"}', "S3cret", "-p [REDACTED] ssh h"),
+        ('{"command": "set -e\\ncurl -u me:S3cretPw https://x"}', "S3cretPw", "-u me:[REDACTED]"),
+        ('{"command": "ls\\tcurl -b \'sid=S3cretx\' https://x"}', "S3cretx", "sid=[REDACTED]"),
+        ('{"command": "ls\\ndocker login -u me -p S3cretPw"}', "S3cretPw", "-p [REDACTED]"),
+        ("redis-cli -h cache -a S3cretPw FLUSHALL", "S3cretPw", "-a [REDACTED] FLUSHALL"),
+        ("redis-cli --pass 'S3cret Pw' ping", "S3cret", "--pass '[REDACTED]' ping"),
     ],
 )
 def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
