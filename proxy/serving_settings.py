@@ -26,6 +26,10 @@ class ServerSettings(_Strict):
     # connections open (slow headers, idle keep-alives) leaves the other half to everyone else.
     # The trusted proxies' connections are not counted (they carry many clients).
     max_connections_per_address: int | None = Field(default=None, ge=1)
+    # A client that takes none of its answer for this long (the socket's send buffer full) is cut
+    # off: it would hold its request, an upstream connection and its in-flight slot with no end
+    # (an answer's bound, limits.stream_max_s, covers the waits for the upstream only).
+    write_stall_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     # Request line plus headers at most (431 beyond); httptools itself has no limit.
     max_header_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * 1024 * 1024)
     # On SIGTERM (or Ctrl-C) requests under way get this long to finish; streams still running

@@ -18,6 +18,7 @@ a request's body is complete, however large, so that a hang-up is seen while it 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -30,6 +31,8 @@ from proxy.networks import network_of, within
 from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
 from proxy.server.head_hold import HeadHold
 from proxy.settings import ServerSettings
+
+log = logging.getLogger("ctxproxy.server")
 
 
 def _refusal(status: int, reason: str, text: str) -> bytes:
@@ -88,6 +91,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
 
     header_timeout_s: float = 10.0
     max_header_bytes: int = 64 * 1024
+    write_stall_s: float = 30.0  # the send buffer full this long: the client is cut off
     # connections from one network at most (None: no bound), the trusted proxies' not counted;
     # ``by_network``: each network's open connections, one dict per server (``protocol_class``)
     per_address: int | None = None
@@ -109,6 +113,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         # one read, 256 KiB, and what was in flight)
         self._held: bytearray | None = None
         self._body_left = 0  # the current request's declared body bytes not yet parsed
+        self._write_timer: asyncio.TimerHandle | None = None  # armed while writing is paused
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -168,6 +173,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
+        self._disarm_write_timer()
         if self._network is not None:
             left = self.by_network[self._network] - 1
             if left:
@@ -202,6 +208,28 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self.by_network[network] = count + 1
         self._network = network
         return False
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._write_timer is None:
+            self._write_timer = self.loop.call_later(self.write_stall_s, self._write_stalled)
+
+    def resume_writing(self) -> None:
+        self._disarm_write_timer()
+        super().resume_writing()
+
+    def _disarm_write_timer(self) -> None:
+        if self._write_timer is not None:
+            self._write_timer.cancel()
+            self._write_timer = None
+
+    def _write_stalled(self) -> None:
+        """The client took nothing of its answer for ``write_stall_s``: the send waiting on it
+        had no end, and a close would wait for the unsent bytes; abort, so the request's
+        disconnect ends it (its upstream connection let go) and the socket is freed."""
+        self._write_timer = None
+        log.warning("a client took none of its answer for %g s: connection cut", self.write_stall_s)
+        self.transport.abort()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -303,6 +331,7 @@ def protocol_class(settings: ServerSettings) -> type[asyncio.Protocol]:
     attrs = {
         "header_timeout_s": settings.header_timeout_s,
         "max_header_bytes": settings.max_header_bytes,
+        "write_stall_s": settings.write_stall_timeout_s,
         "per_address": per_address or max(1, settings.max_connections // 2),
         "trusted": tuple(settings.trusted_proxies),
         "by_network": {},

@@ -2,7 +2,8 @@
 per read: an upstream that sends a keep-alive comment or a few bytes every few seconds, forever,
 never trips it, and would hold the client's connection, the session and an upstream connection
 with no end. Only the waits for the upstream's next bytes are cut, not a send to the client (a
-slow reader is the server's flow control's to handle): past the bound, the next wait ends it."""
+client taking none of its answer is cut off by the server's protocol: ``server.
+write_stall_timeout_s``): past the bound, the next wait ends it."""
 
 from __future__ import annotations
 
