@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import uvicorn
-from uvicorn.protocols.http.flow_control import FlowControl
+from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, FlowControl
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from proxy.networks import network_of, within
@@ -65,6 +65,8 @@ MAX_PIPELINED = 8  # requests a connection may queue behind the one being answer
 # A read (256 KiB) is parsed this much at a time outside a body, so a full pipeline stops the
 # parse within a few hundred requests; a body's known rest is parsed in one piece.
 FEED_SLICE = 4096
+FEED_TURN = 64 * 1024  # parsed in one turn of the event loop at most, a body's known rest aside
+BODY_HELD = HIGH_WATER_LIMIT  # a request's body unread past this: uvicorn pauses reading
 REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
@@ -75,14 +77,20 @@ class _HeaderTooLarge(Exception):
 class _HoldingFlow(FlowControl):
     """uvicorn's flow control, reading kept paused while a connection holds bytes unparsed: a
     request's ``receive`` and each answer resume it, and each resumption added a read to what
-    was held (32 MB within seconds of pipelined small POSTs)."""
+    was held (32 MB within seconds of pipelined small POSTs). Such a resumption asks for what
+    is held to be parsed instead (``wanted``)."""
 
-    def __init__(self, transport: asyncio.Transport, holding: Callable[[], bool]) -> None:
+    def __init__(
+        self, transport: asyncio.Transport, holding: Callable[[], bool], wanted: Callable[[], None]
+    ) -> None:
         super().__init__(transport)
         self._holding = holding
+        self._wanted = wanted
 
     def resume_reading(self) -> None:
-        if not self._holding():
+        if self._holding():
+            self._wanted()
+        else:
             super().resume_reading()
 
 
@@ -113,11 +121,13 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         # one read, 256 KiB, and what was in flight)
         self._held: bytearray | None = None
         self._body_left = 0  # the current request's declared body bytes not yet parsed
+        self._body_parts: list[bytes] = []  # parsed body pieces, added to the body per slice
+        self._feed_due = False  # ``_feed_held`` is scheduled
         self._write_timer: asyncio.TimerHandle | None = None  # armed while writing is paused
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.flow = _HoldingFlow(transport, lambda: self._held is not None)
+        self.flow = _HoldingFlow(transport, lambda: self._held is not None, self._want_held)
         if self._over_address_bound(transport):
             # answered, then what the client sends is read and dropped until it closes (closing
             # on unread bytes would reset the connection before the client reads the answer)
@@ -139,36 +149,47 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._feed(memoryview(data))
 
     def _feed(self, data: memoryview) -> None:
-        """Parse ``data`` in slices, holding the rest once MAX_PIPELINED requests wait: httptools
-        parses all it is given, and one read of back-to-back requests queued 7,000 of them
-        (0.5 s of the event loop in one call; 40,000 cycles held)."""
+        """Parse ``data`` in slices, holding the rest while MAX_PIPELINED requests wait or a
+        request's body waits unread past uvicorn's 64 KiB: httptools parses all it is given,
+        and one read of back-to-back requests queued 7,000 of them (0.5 s of the event loop in
+        one call; 40,000 cycles held)."""
         start, end = 0, len(data)
         while start < end:
-            if len(self.pipeline) >= MAX_PIPELINED:
+            turn_over = start >= FEED_TURN  # the rest in a later turn of the loop
+            if turn_over or self._backlogged():
                 self._held = bytearray(data[start:])
                 self.flow.pause_reading()
                 self._disarm_header_timer()  # the client sent them: the wait is ours
+                if turn_over:
+                    self._want_held()
                 return
             size = max(FEED_SLICE, self._body_left)
             super().data_received(data[start : start + size])  # type: ignore[arg-type]
+            self._flush_body()
             if self.transport.is_closing():
                 return
             start += size
 
-    def on_response_complete(self) -> None:
-        super().on_response_complete()  # starts the next pipelined request
-        held = self._held is not None and not self.transport.is_closing()
-        if held and len(self.pipeline) < MAX_PIPELINED:
+    def _backlogged(self) -> bool:
+        if len(self.pipeline) >= MAX_PIPELINED:
+            return True
+        cycle = self.cycle
+        return cycle is not None and not cycle.response_complete and len(cycle.body) > BODY_HELD
+
+    def _want_held(self) -> None:
+        if not self._feed_due:
+            self._feed_due = True
             self.loop.call_soon(self._feed_held)
 
     def _feed_held(self) -> None:
+        self._feed_due = False
         held, self._held = self._held, None
         if held is None or self.transport.is_closing():
             return
         if self._request_begun and self._header_timer is None:
             self._arm_header_timer()
         self._feed(memoryview(held))
-        if self._held is None and len(self.pipeline) < MAX_PIPELINED:
+        if self._held is None and not self._backlogged():
             self.flow.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -261,11 +282,30 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             signals.append((cycle, signal))
 
     def on_body(self, body: bytes) -> None:
+        """uvicorn's, gathered per slice: it adds each piece to the request's body (``bytes +=``),
+        and a body sent in 1-byte chunks made that quadratic (a 256 KiB read held the event
+        loop 33 ms; four such clients, 0.8 s)."""
         self._body_left -= len(body)
-        super().on_body(body)
+        cycle = self.cycle
+        if not cycle.response_complete and not (
+            self.parser.should_upgrade() and self._should_upgrade()
+        ):
+            self._body_parts.append(body)
+
+    def _flush_body(self) -> None:
+        if not self._body_parts:
+            return
+        data = b"".join(self._body_parts)
+        self._body_parts.clear()
+        cycle = self.cycle
+        cycle.body += data
+        if len(cycle.body) > BODY_HELD:
+            self.flow.pause_reading()
+        cycle.message_event.set()
 
     def on_message_complete(self) -> None:
         self._body_left = 0
+        self._flush_body()
         super().on_message_complete()
         # uvicorn stops reading past 64 KiB of body held, and reads again only in ``receive``,
         # which the proxy does not call after the body: a client that hangs up while its large
