@@ -20,16 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import uvicorn
-from uvicorn.protocols.http.flow_control import HIGH_WATER_LIMIT, FlowControl
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from proxy.networks import network_of, within
 from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
 from proxy.server.head_hold import HeadHold
+from proxy.server.paced_reading import MAX_PIPELINED, PacedHttpTools
 from proxy.settings import ServerSettings
 
 log = logging.getLogger("ctxproxy.server")
@@ -61,12 +59,6 @@ NO_WEBSOCKETS = (
 )
 TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
 BUSY_ADDRESS = _refusal(503, "Service Unavailable", "Too many connections from this address.")
-MAX_PIPELINED = 8  # requests a connection may queue behind the one being answered
-# A read (256 KiB) is parsed this much at a time outside a body, so a full pipeline stops the
-# parse within a few hundred requests; a body's known rest is parsed in one piece.
-FEED_SLICE = 4096
-FEED_TURN = 64 * 1024  # parsed in one turn of the event loop at most, a body's known rest aside
-BODY_HELD = HIGH_WATER_LIMIT  # a request's body unread past this: uvicorn pauses reading
 REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
@@ -74,27 +66,7 @@ class _HeaderTooLarge(Exception):
     """Raised from a parser callback to stop parsing (httptools wraps it in its own error)."""
 
 
-class _HoldingFlow(FlowControl):
-    """uvicorn's flow control, reading kept paused while a connection holds bytes unparsed: a
-    request's ``receive`` and each answer resume it, and each resumption added a read to what
-    was held (32 MB within seconds of pipelined small POSTs). Such a resumption asks for what
-    is held to be parsed instead (``wanted``)."""
-
-    def __init__(
-        self, transport: asyncio.Transport, holding: Callable[[], bool], wanted: Callable[[], None]
-    ) -> None:
-        super().__init__(transport)
-        self._holding = holding
-        self._wanted = wanted
-
-    def resume_reading(self) -> None:
-        if self._holding():
-            self._wanted()
-        else:
-            super().resume_reading()
-
-
-class HeaderLimitedHttpTools(HttpToolsProtocol):
+class HeaderLimitedHttpTools(PacedHttpTools):
     """httptools' protocol (uvicorn's default) with a header timeout and a header size limit."""
 
     header_timeout_s: float = 10.0
@@ -117,17 +89,10 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         # the requests of this connection not answered yet (more than one only when pipelined)
         # the requests not yet answered, in order (a pipelined one behind the one answered)
         self._signals: deque[tuple[Any, DisconnectSignal]] = deque()
-        # bytes read but not parsed while MAX_PIPELINED requests wait (reading paused meanwhile:
-        # one read, 256 KiB, and what was in flight)
-        self._held: bytearray | None = None
-        self._body_left = 0  # the current request's declared body bytes not yet parsed
-        self._body_parts: list[bytes] = []  # parsed body pieces, added to the body per slice
-        self._feed_due = False  # ``_feed_held`` is scheduled
         self._write_timer: asyncio.TimerHandle | None = None  # armed while writing is paused
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.flow = _HoldingFlow(transport, lambda: self._held is not None, self._want_held)
         if self._over_address_bound(transport):
             # answered, then what the client sends is read and dropped until it closes (closing
             # on unread bytes would reset the connection before the client reads the answer)
@@ -140,57 +105,15 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         self._arm_header_timer()
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        if self._held is not None:  # read before the pause took: behind what is held, in order
-            self._held += data
-            self.flow.pause_reading()
-            return
-        self._feed(memoryview(data))
+        if not self._refused:
+            super().data_received(data)
 
-    def _feed(self, data: memoryview) -> None:
-        """Parse ``data`` in slices, holding the rest while MAX_PIPELINED requests wait or a
-        request's body waits unread past uvicorn's 64 KiB: httptools parses all it is given,
-        and one read of back-to-back requests queued 7,000 of them (0.5 s of the event loop in
-        one call; 40,000 cycles held)."""
-        start, end = 0, len(data)
-        while start < end:
-            turn_over = start >= FEED_TURN  # the rest in a later turn of the loop
-            if turn_over or self._backlogged():
-                self._held = bytearray(data[start:])
-                self.flow.pause_reading()
-                self._disarm_header_timer()  # the client sent them: the wait is ours
-                if turn_over:
-                    self._want_held()
-                return
-            size = max(FEED_SLICE, self._body_left)
-            super().data_received(data[start : start + size])  # type: ignore[arg-type]
-            self._flush_body()
-            if self.transport.is_closing():
-                return
-            start += size
+    def _holding(self) -> None:
+        self._disarm_header_timer()  # the client sent them: the wait is ours
 
-    def _backlogged(self) -> bool:
-        if len(self.pipeline) >= MAX_PIPELINED:
-            return True
-        cycle = self.cycle
-        return cycle is not None and not cycle.response_complete and len(cycle.body) > BODY_HELD
-
-    def _want_held(self) -> None:
-        if not self._feed_due:
-            self._feed_due = True
-            self.loop.call_soon(self._feed_held)
-
-    def _feed_held(self) -> None:
-        self._feed_due = False
-        held, self._held = self._held, None
-        if held is None or self.transport.is_closing():
-            return
+    def _releasing(self) -> None:
         if self._request_begun and self._header_timer is None:
             self._arm_header_timer()
-        self._feed(memoryview(held))
-        if self._held is None and not self._backlogged():
-            self.flow.resume_reading()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm_header_timer()
@@ -202,7 +125,6 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
             else:
                 del self.by_network[self._network]
             self._network = None
-        self._held = None
         super().connection_lost(exc)
         signals, self._signals = self._signals, deque()
         for cycle, signal in signals:
@@ -269,7 +191,6 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._disarm_header_timer()
         self._request_begun = False
-        self._body_left = _content_length(self.headers)
         super().on_headers_complete()
         cycle = self.cycle
         if cycle is not None and cycle.transport is self.transport:  # a new cycle (not an upgrade)
@@ -281,31 +202,7 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
                 signals.popleft()
             signals.append((cycle, signal))
 
-    def on_body(self, body: bytes) -> None:
-        """uvicorn's, gathered per slice: it adds each piece to the request's body (``bytes +=``),
-        and a body sent in 1-byte chunks made that quadratic (a 256 KiB read held the event
-        loop 33 ms; four such clients, 0.8 s)."""
-        self._body_left -= len(body)
-        cycle = self.cycle
-        if not cycle.response_complete and not (
-            self.parser.should_upgrade() and self._should_upgrade()
-        ):
-            self._body_parts.append(body)
-
-    def _flush_body(self) -> None:
-        if not self._body_parts:
-            return
-        data = b"".join(self._body_parts)
-        self._body_parts.clear()
-        cycle = self.cycle
-        cycle.body += data
-        if len(cycle.body) > BODY_HELD:
-            self.flow.pause_reading()
-        cycle.message_event.set()
-
     def on_message_complete(self) -> None:
-        self._body_left = 0
-        self._flush_body()
         super().on_message_complete()
         # uvicorn stops reading past 64 KiB of body held, and reads again only in ``receive``,
         # which the proxy does not call after the body: a client that hangs up while its large
@@ -355,14 +252,6 @@ class HeaderLimitedHttpTools(HttpToolsProtocol):
         if self._request_begun:
             self.transport.write(TIMED_OUT)
         self.transport.close()
-
-
-def _content_length(headers: list[tuple[bytes, bytes]]) -> int:
-    """The declared body length (0 when chunked, absent or not a plain number)."""
-    for name, value in headers:
-        if name == b"content-length":
-            return int(value) if value.isdigit() and len(value) <= 18 else 0
-    return 0
 
 
 def protocol_class(settings: ServerSettings) -> type[asyncio.Protocol]:
