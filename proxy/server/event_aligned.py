@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator
 
-from proxy.upstream.error_redaction import last_event_end
+from proxy.upstream.error_scan import last_event_end
 
 MAX_HELD = 1 << 20  # bytes of an unfinished event held back at most
 _ENDS = (b"\n\n", b"\r\n\r\n", b"\r\r")

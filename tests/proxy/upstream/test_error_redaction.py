@@ -24,7 +24,8 @@ import pytest
 from proxy.errors import UpstreamFailed
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.error_redaction import ErrorRedactor, _EventScanner
+from proxy.upstream.error_redaction import ErrorRedactor
+from proxy.upstream.error_scan import EventScanner
 from rules.redact import REDACTED
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.anthropic_upstream import event, message_events, response_events, sse_reply
@@ -409,7 +410,7 @@ def test_a_stream_cut_anywhere() -> None:
                 parts = [p.replace(b"\n", b"\r\n") for p in parts]
             joined = b"".join(parts)
             cuts = sorted(rng.sample(range(1, len(joined)), rng.randint(1, 40)))
-            scanner = _EventScanner(REDACTOR)
+            scanner = EventScanner(REDACTOR)
             out = b"".join(
                 scanner.feed(joined[a:b])
                 for a, b in zip([0, *cuts], [*cuts, len(joined)], strict=True)
@@ -437,7 +438,7 @@ def test_the_keys_are_read_once_from_the_upstreams_variables(
 
 
 def test_a_stream_that_breaks_off_keeps_its_unfinished_event_redacted() -> None:
-    scanner = _EventScanner(REDACTOR)
+    scanner = EventScanner(REDACTOR)
     first = scanner.feed(
         b'event: error\ndata: {"type": "error", "message": "' + CUSTOM_KEY.encode()
     )
@@ -456,7 +457,7 @@ def test_a_read_of_many_events_holding_error_is_scanned_in_linear_time(blank: by
 
     def seconds(events: int) -> float:
         read = event * events
-        scanner = _EventScanner(ErrorRedactor())
+        scanner = EventScanner(ErrorRedactor())
         started = time.perf_counter()
         assert scanner.feed(read) + scanner.finish() == read
         return time.perf_counter() - started
