@@ -80,9 +80,12 @@ _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]
 class Offload:
     """The worker threads, their queue (a line per principal), and which requests go to them."""
 
-    def __init__(self, threshold: int = OFFLOAD_BYTES, workers: int = WORKERS) -> None:
+    def __init__(
+        self, threshold: int = OFFLOAD_BYTES, workers: int = WORKERS, name: str = "ctxproxy-body"
+    ) -> None:
         self.threshold = threshold
         self._workers = workers
+        self._name = name  # of its threads
         self._lines: OrderedDict[str, deque[_Job]] = OrderedDict()  # principal -> its jobs
         self._running: set[str] = set()  # principals with a job in a worker now
         self._ready = threading.Condition()
@@ -109,7 +112,7 @@ class Offload:
             line.append((loop, future, lambda: call(fn, *args)))
             if len(self._threads) < self._workers:  # started on use: an engine that never
                 thread = threading.Thread(  # offloads (the tests' many) holds no thread
-                    target=self._work, name="ctxproxy-body", daemon=True
+                    target=self._work, name=self._name, daemon=True
                 )
                 self._threads.append(thread)
                 thread.start()
