@@ -5,12 +5,16 @@ relayed as it came unless it is one, which is redacted."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from proxy.upstream.error_events import HEAD_BYTES, is_error_head
 
-if TYPE_CHECKING:
-    from proxy.upstream.error_redaction import ErrorRedactor
+
+class EventRedactor(Protocol):
+    """What redacts an error event (``ErrorRedactor``)."""
+
+    def event(self, event: bytes, whole: bool) -> bytes: ...
+
 
 _MARK = b"error"
 _KEEP = len(_MARK) - 1  # bytes kept of the last relayed chunk: a mark may straddle two chunks
@@ -53,7 +57,7 @@ class EventScanner:
     """Relays an event stream's bytes, holding back only an event whose bytes hold ``error``
     until its head says what it is, and redacting it if it is an error event."""
 
-    def __init__(self, redactor: ErrorRedactor) -> None:
+    def __init__(self, redactor: EventRedactor) -> None:
         self.redactor = redactor
         self.sent = b""  # the open event's first bytes, relayed already (at most _HEAD)
         self.tail = b""  # the last bytes relayed (a mark or a blank line may straddle chunks)
