@@ -8,7 +8,10 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   ``curl -b name=SECRET`` (``--cookie``; ``-b file`` names a file);
 - ``sshpass -p SECRET`` (among sshpass's own options, before the command it runs);
 - ``login -p SECRET`` (``docker login``, ``podman login``, ``helm registry login``, ``az login``,
-  ``oc login``; not ``gh auth login -p https``, a git protocol).
+  ``oc login``; not ``gh auth login -p https``, a git protocol);
+- ``redis-cli -a SECRET``, ``mongosh -p SECRET`` (and the other MongoDB tools), ``twine -p``,
+  ``ldapsearch -w`` (and the other LDAP tools), ``keytool -storepass``/``-keypass``,
+  ``openssl -passin pass:SECRET`` (``-passout``, ``-pass``), ``smbclient -U user%SECRET``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -126,13 +129,35 @@ def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
         i += word in ("-p", "-f", "-d", "-P")  # options with a value
 
 
-def _redis(text: str, words: list[Span]) -> Iterator[Span]:
-    """redis-cli's ``-a PASSWORD`` and ``--pass PASSWORD`` (``--askpass`` takes none), among the
-    words up to its command (the first word no option: ``redis-cli -a X GET k``)."""
-    for i, (start, end) in enumerate(words[:-1]):
-        word = text[start:end]
-        if word in ("-a", "--pass"):
-            yield from filter(None, [_value(text, *words[i + 1])])
+def _flags(
+    *names: str, prefix: str = "", sep: str = ""
+) -> Callable[[str, list[Span]], Iterator[Span]]:
+    """A reader of the value after any of ``names`` (the next word): whole, or only after
+    ``prefix`` (``openssl -passin pass:SECRET``: ``env:VAR`` and ``file:path`` name no secret)
+    or after ``sep`` (``smbclient -U user%SECRET``)."""
+    wanted = frozenset(names)
+
+    def read(text: str, words: list[Span]) -> Iterator[Span]:
+        for i, (start, end) in enumerate(words[:-1]):
+            if text[start:end] not in wanted:
+                continue
+            value = _value(text, *words[i + 1])
+            if value is None:
+                continue
+            if sep:
+                yield from _after(text, *words[i + 1], sep)
+            elif not prefix:
+                yield value
+            elif text.startswith(prefix, value[0]) and value[0] + len(prefix) < value[1]:
+                yield value[0] + len(prefix), value[1]
+
+    return read
+
+
+def _named(names: str) -> re.Pattern[str]:
+    """Where one of ``names`` (a regex alternation) is named: a word's start, or a line's in a
+    JSON string (after an escaped ``\\n``)."""
+    return re.compile(rf"(?:(?<![\w\-.])|(?<=\\[nrt]))(?:{names})(?![\w\-.])")
 
 
 _Reader = Callable[[str, list[Span]], Iterator[Span]]
@@ -147,7 +172,25 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ),
     ("curl", re.compile(r"curl(?:(?<![\w\-.]curl)|(?<=\\[nrt]curl))(?:\.exe)?+"), _curl),
     ("sshpass", re.compile(r"sshpass(?:(?<![\w\-.]sshpass)|(?<=\\[nrt]sshpass))"), _sshpass),
-    ("redis-cli", re.compile(r"redis-cli(?:(?<![\w\-.]redis-cli)|(?<=\\[nrt]redis-cli))"), _redis),
+    ("redis-cli", _named("redis-cli"), _flags("-a", "--pass")),
+    ("mongo", _named("mongo(?:sh|dump|restore|export|import|stat|top|files)?"), _flags("-p")),
+    ("twine", _named("twine"), _flags("-p")),
+    ("ldap", _named("ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)"), _flags("-w")),
+    (
+        "keytool",
+        _named("keytool"),
+        _flags(
+            "-storepass",
+            "-keypass",
+            "-srcstorepass",
+            "-deststorepass",
+            "-srckeypass",
+            "-destkeypass",
+        ),
+    ),
+    ("openssl", _named("openssl"), _flags("-passin", "-passout", "-pass", prefix="pass:")),
+    ("smbclient", _named("smbclient"), _flags("-U", "--user", sep="%")),
+    ("rpcclient", _named("rpcclient"), _flags("-U", "--user", sep="%")),
     # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
     (
         "login",

@@ -78,6 +78,13 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ('{"command": "ls\\ndocker login -u me -p S3cretPw"}', "S3cretPw", "-p [REDACTED]"),
         ("redis-cli -h cache -a S3cretPw FLUSHALL", "S3cretPw", "-a [REDACTED] FLUSHALL"),
         ("redis-cli --pass 'S3cret Pw' ping", "S3cret", "--pass '[REDACTED]' ping"),
+        ("mongosh --host db -u admin -p S3cretPw", "S3cretPw", "-u admin -p [REDACTED]"),
+        ("mongodump -u admin -p 'S3cret Pw' --out d", "S3cret", "-p '[REDACTED]' --out d"),
+        ("twine upload -u __token__ -p S3cretPw dist/*", "S3cretPw", "-p [REDACTED] dist/*"),
+        ("ldapsearch -x -D cn=admin -w S3cretPw -b dc=x", "S3cretPw", "-w [REDACTED] -b"),
+        ("keytool -list -keystore k.jks -storepass S3cretPw", "S3cretPw", "-storepass [REDACTED]"),
+        ("openssl pkcs12 -export -passout pass:S3cretPw -out a", "S3cretPw", "pass:[REDACTED]"),
+        ("smbclient //h/share -U admin%S3cretPw", "S3cretPw", "-U admin%[REDACTED]"),
     ],
 )
 def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
@@ -198,6 +205,11 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "risk_test_abcdefghijklmnop1234 and desk_live_abcdefghijklmnop1234",
         "AKIAIOSFODNN7EXAMPLE commit 0123456789abcdef0123456789abcdef01234567",
         "commit 0123456789abcdef0123456789abcdef01234567 by xapp",
+        "openssl rsa -in k.pem -passin env:KEY_PASS -out k2.pem",  # names where it is
+        "openssl enc -aes256 -pass file:pw.txt -in a -out b",
+        "mongod --port 27017 -p 1 && mongorestore --drop dump/",  # mongod is no client
+        "ldapsearch -x -W -b dc=example,dc=com",  # -W prompts
+        "smbclient -L //h -U admin",  # prompts
     ],
 )
 def test_lookalikes_stay(text: str) -> None:
