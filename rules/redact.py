@@ -110,6 +110,12 @@ _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 _NEAR_HEX = re.compile(
     rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
 )
+# A password said in prose (``the redis password is hunter2``, ``password was "x9y8"``): the next
+# word, when it holds a digit or a symbol (``is too short``, ``is incorrect`` hold none).
+_SAID = re.compile(
+    r"""[ \t]++(?:is|was)[ \t]++[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
+)
+_LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 _SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
@@ -213,6 +219,10 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     m = _ASSIGNED.match(text, end)
     if m is None and _name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
+    if m is None and needed == 1 and (said := _SAID.match(text, end)) is not None:
+        if _LOOKS_SET.search(said["bare"]):  # "the password is hunter2", not "… is too short"
+            return said.start("bare"), said.end("bare"), said.end()
+        return None
     if m:
         group = "dq" if m["dq"] is not None else "sq" if m["sq"] is not None else "bare"
         value: str = m[group]

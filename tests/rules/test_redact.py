@@ -292,3 +292,18 @@ def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> 
     assert out["nested"] == {"access_token": REDACTED, "n": 3}
     assert out is not value and out["items"] is not value["items"]
     assert value["items"][3] == key  # the input is left as it was
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("the redis password is RedisCliPw_123", "the redis password is [REDACTED]"),
+        ("the password is hunter2, keep it", "the password is [REDACTED], keep it"),
+        ('my DB password was "x9y8z7" yesterday', 'my DB password was "[REDACTED]" yesterday'),
+        ("password is too short", "password is too short"),  # no digit nor symbol: no password
+        ("the password is incorrect!", "the password is incorrect!"),
+        ("Password is required", "Password is required"),
+    ],
+)
+def test_a_password_said_in_prose(text: str, kept: str) -> None:
+    assert redact_text(text) == kept
