@@ -28,39 +28,17 @@ from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import re
 import string
 from typing import Any
 
 from rules.redact_flags import flag_value, names_a_command, redact_flags
+from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
+from rules.redact_names import is_secret_name as is_secret_name
+from rules.redact_names import min_chars, name_words
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
-
-# Names: split into lowercase words (snake, kebab, dotted and camelCase alike).
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
-# Anywhere in the name.
-_SECRET_WORDS = frozenset(
-    {
-        "authorization",
-        "secret",
-        "secrets",
-        "password",
-        "passwd",
-        "passphrase",
-        "credential",
-        "credentials",
-        "apikey",
-        "cookie",
-    }
-)
-# Only as the name's last word (``api_key``, ``access_token``; not ``key_points``).
-_SECRET_LAST = frozenset({"key", "token"})
-# ``…_key`` names that are identifiers, not secrets.
-_KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partition", "foreign"})
-
 
 # Private key blocks: from BEGIN to its END, or to the end of the text when the END is missing
 # (a truncated key is still a key). Found with two scans, not ``BEGIN.*?END``: that one rescans to
@@ -117,34 +95,6 @@ _SAID = re.compile(
 )
 _LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
-_PASSWORD_ENDS = ("password", "passwd", "passphrase")
-_SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
-MIN_SECRET_CHARS = 8  # a value assigned to a key or token name; passwords have no minimum
-
-
-def _words(name: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(_CAMEL.sub("_", name).lower()) if w]
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a field named ``name`` holds a secret (``api_key``, ``clientSecret`` …)."""
-    if len(name) <= 64:  # field names repeat in every body: remembered, within a bound
-        return _secret_name_memo(name)
-    return _is_secret_name(name)
-
-
-def _is_secret_name(name: str) -> bool:
-    words = _words(name)
-    if not words:
-        return False
-    if any(w in _SECRET_WORDS for w in words):
-        return True
-    if words[-1] in _SECRET_LAST:
-        return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
-    return False
-
-
-_secret_name_memo = functools.lru_cache(maxsize=8192)(_is_secret_name)
 
 
 def _name_ending(text: str, start: int, end: int) -> str:
@@ -154,23 +104,6 @@ def _name_ending(text: str, start: int, end: int) -> str:
     while i > low and text[i - 1] in _NAME_CHARS:
         i -= 1
     return text[i:end]
-
-
-def _min_chars(name: str) -> int | None:
-    """How long a value assigned to ``name`` must be to be redacted; None: not a secret name.
-    A bare ``key`` is code (``sorted(x, key=…)``), not a secret; ``DB_PASS`` is one, and so is
-    ``MYSQL_PWD`` (a bare ``PWD`` is a folder)."""
-    words = _words(name)
-    last = words[-1] if words else ""
-    if last.endswith(_PASSWORD_ENDS) or (last == "pass" and len(words) > 1):
-        return 1
-    if words[-2:] == ["mysql", "pwd"]:
-        return 1
-    if words == ["key"]:
-        return None
-    if last.endswith(_SECRET_ENDS) or is_secret_name(name):
-        return MIN_SECRET_CHARS
-    return None
 
 
 def _is_basic_credentials(value: str) -> bool:
@@ -207,7 +140,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return None  # "the cookie: a small file", a value already redacted
         cred = m["cred"].rstrip()
         return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
-    needed = _min_chars(_name_ending(text, start, end))
+    needed = min_chars(_name_ending(text, start, end))
     if needed is None:
         return None
     if _opens_element(text, start, end):
@@ -245,7 +178,7 @@ def _hex_spans(text: str, start: int, end: int, seen: set[int]) -> list[tuple[in
     on its line, then each within 32 of the one before (so that redacting one never brings the
     next within reach of a second pass)."""
     name = _name_ending(text, start, end)
-    if _min_chars(name) is None and _words(name) != ["key"]:  # "API key: 9f86…" is one
+    if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
         return []
     spans = []
     while (m := _NEAR_HEX.match(text, end)) is not None and m.start("cred") not in seen:

@@ -103,14 +103,6 @@ def _curl(text: str, words: list[Span]) -> Iterator[Span]:
             yield from _after(text, start + 2, end, "=")
 
 
-def _login(text: str, words: list[Span]) -> Iterator[Span]:
-    """A registry or cloud login's ``-p SECRET`` (``docker login -u me -p …``, ``podman``,
-    ``helm registry``, ``az login``), up to the next command."""
-    for i, (start, end) in enumerate(words):
-        if text[start:end] == "-p" and i + 1 < len(words):
-            yield from filter(None, [_value(text, *words[i + 1])])
-
-
 def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
     """Among sshpass's own options: the command it runs, from the first other word, has its own
     (``sshpass -p SECRET ssh -p 22 host``) until a word names sshpass again."""
@@ -199,7 +191,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
             r"(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
             r"(?:\.exe)?[ \t]+login(?![\w\-.])"
         ),
-        _login,
+        _flags("-p"),  # up to the next command
     ),
 )
 

@@ -30,14 +30,14 @@ class _HoldingFlow(FlowControl):
     is held to be parsed instead (``wanted``)."""
 
     def __init__(
-        self, transport: asyncio.Transport, holding: Callable[[], bool], wanted: Callable[[], None]
+        self, transport: asyncio.Transport, held: Callable[[], bool], wanted: Callable[[], None]
     ) -> None:
         super().__init__(transport)
-        self._holding = holding
+        self._held = held
         self._wanted = wanted
 
     def resume_reading(self) -> None:
-        if self._holding():
+        if self._held():
             self._wanted()
         else:
             super().resume_reading()

@@ -4,7 +4,6 @@ folder, run a command, update a plan. Shared by working_set and prune (and by th
 
 from __future__ import annotations
 
-import json
 import operator
 import posixpath
 import re
@@ -12,8 +11,6 @@ import shlex
 from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
-
-import orjson
 
 from rules.activity.agent_tools import (
     command_value,
@@ -25,6 +22,7 @@ from rules.activity.agent_tools import (
     patch_succeeded,
     workdir,
 )
+from rules.activity.call_arguments import load_arguments as load_arguments  # read from here too
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.base import Context, Message, shared_prefix
 from rules.messages import (
@@ -175,32 +173,6 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
         if verb == "find" and not re.search(r"-exec|-delete", cmd):
             return "list", cmd, ()
     return "run", cmd, tuple(writes)
-
-
-_WRITABLE_DEPTH = 250  # orjson refuses to write an object nested deeper than 255
-
-
-def load_arguments(arguments: str) -> dict[str, Any]:
-    """A call's arguments as a JSON object; {} when they are not one, or are nested deeper than
-    orjson writes (255 levels: the rules serialise what they read). Lone surrogates
-    (``"\\udcff"``), which orjson refuses, are read by the standard parser."""
-    if not arguments:
-        return {}
-    try:
-        args = orjson.loads(arguments)
-    except orjson.JSONDecodeError:
-        try:
-            args = json.loads(arguments)
-        except (ValueError, RecursionError):  # nested past orjson's 1,024 levels: not read
-            return {}
-    if not isinstance(args, dict):
-        return {}
-    if arguments.count("{") + arguments.count("[") > _WRITABLE_DEPTH:  # may be too deep
-        try:
-            orjson.dumps(args)
-        except orjson.JSONEncodeError:
-            return {}
-    return args
 
 
 def _patch_action(name: str, patch: str) -> Action:
