@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+JOINED_MAX = 64 * 1024  # a first body write larger than this goes after the head, not joined
+
 
 class HeadHold:
     """A transport proxy for one request/response cycle: ``write`` holds the head, ``close``
@@ -37,7 +39,11 @@ class HeadHold:
         head = self._head
         if head is not None:  # the body's first bytes: one write for both
             self._head = None
-            self._transport.write(b"".join((head, data)))  # data may be any bytes-like
+            if len(data) > JOINED_MAX:  # not copied to be joined (a 60 MB answer: ~25 ms)
+                self._transport.write(head)
+                self._transport.write(data)
+            else:
+                self._transport.write(b"".join((head, data)))  # data may be any bytes-like
         elif not self._started and _is_final_head(data):
             self._started = True
             self._head = bytes(data)

@@ -16,17 +16,14 @@ object sits (near the end), and that object is read from there."""
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from proxy.upstream.error_events import ERROR_NAMES, data_objects, error_event
+from proxy.upstream.usage import last_usage
 
 MAX_PENDING = 64 * 1024
 _LINE_END = re.compile(rb"\r\n|\r|\n")
-# A "usage" key opening an object (a quote inside a JSON string is escaped, so this is a key).
-_USAGE_KEY = re.compile(rb'"usage"\s*:\s*\{')
-_DECODER = json.JSONDecoder()
 _TAIL_KEPT = MAX_PENDING // 2
 _DIAGNOSTICS = ("diagnostics", "prompt_cache_diagnostics")  # Anthropic's, OpenAI Responses'
 # An oversized event's start that says it is an error event (its whole cannot be read): a type
@@ -174,18 +171,9 @@ class UsageTap:
             del self._tail[: len(self._tail) - _TAIL_KEPT]
 
     def _read_tail(self) -> None:
-        """The last ``"usage": {…}`` object in an oversized event's tail, if it is whole there."""
-        last = None
-        for last in _USAGE_KEY.finditer(self._tail):  # noqa: B007 (the last one is wanted)
-            pass
-        if last is None:
-            return
-        text = self._tail[last.end() - 1 :].decode("utf-8", "replace")
-        try:
-            found, _ = _DECODER.raw_decode(text)
-        except ValueError:
-            return
-        if isinstance(found, dict):
+        """The last usage object in an oversized event's tail, if it is whole there."""
+        found = last_usage(self._tail)
+        if found is not None:
             self.usage = found
 
     def _dispatch(self, lines: list[bytes]) -> None:

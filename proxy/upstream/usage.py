@@ -3,6 +3,8 @@ and only values an INTEGER column can hold; and what it says about the prompt ca
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,13 @@ import orjson
 
 # A token count larger than this is no count (no prompt is ten billion tokens long).
 MAX_SANE_TOKENS = 10**10
+# A whole answer larger than this is not parsed for its usage (60 MB held the event loop 0.14 s):
+# the usage object sits near its end in every protocol, and is read from its last ``TAIL_BYTES``.
+WHOLE_PARSE_MAX = 1024 * 1024
+TAIL_BYTES = 64 * 1024
+# A usage key opening an object (a quote inside a JSON string is escaped, so this is a key).
+_USAGE_KEY = re.compile(rb'"(?:usage|usageMetadata)"\s*:\s*\{')
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,8 @@ def usage_of(body: bytes | None) -> dict[str, Any] | None:
     """The ``usage`` object of a whole JSON answer, if it has one."""
     if not body:
         return None
+    if len(body) > WHOLE_PARSE_MAX:
+        return last_usage(body[-TAIL_BYTES:])
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -122,3 +133,18 @@ def usage_of(body: bytes | None) -> dict[str, Any] | None:
     if usage is None:
         usage = obj.get("usageMetadata")  # Gemini's
     return usage if isinstance(usage, dict) else None
+
+
+def last_usage(data: bytes | bytearray) -> dict[str, Any] | None:
+    """The last ``"usage": {…}`` (or ``usageMetadata``) object in ``data``, if it is whole there."""
+    last = None
+    for last in _USAGE_KEY.finditer(data):  # noqa: B007 (the last one is wanted)
+        pass
+    if last is None:
+        return None
+    text = bytes(data[last.end() - 1 :]).decode("utf-8", "replace")
+    try:
+        found, _ = _DECODER.raw_decode(text)
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None

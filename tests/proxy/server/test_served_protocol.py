@@ -21,7 +21,7 @@ from proxy.server.disconnect_watch import (
     DisconnectWatch,
     disconnect_signal,
 )
-from proxy.server.head_hold import HeadHold
+from proxy.server.head_hold import JOINED_MAX, HeadHold
 from proxy.server.protocol import server_config
 from proxy.settings import ServerSettings
 from tests.conftest import LiveProxy, proxy_settings
@@ -81,6 +81,17 @@ async def test_a_body_of_any_bytes_like_type_joins_the_head() -> None:
     hold.write(b"HTTP/1.1 200 OK\r\n\r\n")
     hold.write(memoryview(b"ok"))
     assert transport.writes == [b"HTTP/1.1 200 OK\r\n\r\nok"]
+
+
+async def test_a_large_first_body_goes_after_the_head_not_copied_into_it() -> None:
+    """Joining costs a copy of the body (a 60 MB answer: ~25 ms of the loop); past
+    ``JOINED_MAX`` the head and the body are two writes, the same bytes in the same order."""
+    transport = FakeTransport()
+    hold = HeadHold(transport, asyncio.get_running_loop())  # type: ignore[arg-type]
+    body = b"x" * (JOINED_MAX + 1)
+    hold.write(b"HTTP/1.1 200 OK\r\n\r\n")
+    hold.write(body)
+    assert transport.writes == [b"HTTP/1.1 200 OK\r\n\r\n", body]
 
 
 async def test_a_head_alone_is_flushed_on_the_next_turn_of_the_loop() -> None:
