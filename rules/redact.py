@@ -55,18 +55,24 @@ _URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
 # lowercased, such as one with "İ", uses the regex.)
 _TRIGGER_WORDS = (
-    *("pass", "secret", "token", "key", "credential", "mysql_pwd"),  # names
+    *("pass", "secret", "token", "key", "credential", "mysql_pwd", ";pwd"),  # names (ODBC's Pwd)
+    "identified",  # SQL's IDENTIFIED BY 'secret'
+    '"auth"',  # a Docker config.json's base64 of user:password
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
 )
-_TRIGGER_TAILS = {"pass": ("word", "wd", "phrase"), "credential": ("s",)}
+_TRIGGER_TAILS = {
+    "pass": ("word", "wd", "phrase"),
+    "credential": ("s",),
+    "key": ("-data", "_data"),  # a kubeconfig's client-key-data
+}
 _TRIGGER = re.compile(
-    r"(?i:pass(?:word|wd|phrase)?|secret|token|key|credentials?|authorization|bearer|basic"
-    r"|cookie|mysql_pwd)"
+    r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
+    r'|bearer|basic|cookie|mysql_pwd|;pwd|identified|"auth")'
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
 _ASSIGNED = re.compile(
-    r"""\\?["']?[ \t]*+(?:=>|:=|[:=])(?!=)[ \t]*+"""
+    r"""\\?["']?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""
     r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\]+))"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
@@ -94,6 +100,19 @@ _SAID = re.compile(
     r"""[ \t]++(?:is|was)[ \t]++[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
 )
 _LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
+# SQL's ``PASSWORD 'secret'`` (``CREATE ROLE … WITH PASSWORD``), and MySQL's ``IDENTIFIED [WITH
+# plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
+_QUOTED_AFTER = re.compile(
+    r"""[ \t]++(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")"""
+)
+_IDENTIFIED_BY = re.compile(
+    r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
+    r"""'(?P<sq>[^'\\\r\n]{1,256})'"""
+)
+_AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2})"')
+# A .netrc's ``machine HOST login USER password SECRET``: the password's word, after a login's
+_NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
+_NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
 
 
@@ -140,7 +159,20 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return None  # "the cookie: a small file", a value already redacted
         cred = m["cred"].rstrip()
         return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
-    needed = min_chars(_name_ending(text, start, end))
+    if word == ";pwd":  # the name starts after the separator
+        start, word = start + 1, "pwd"
+    if word == '"auth"':
+        m = _AUTH_MEMBER.match(text, end)
+        if m is None or not _is_basic_credentials(m["cred"]):
+            return None
+        return m.start("cred"), m.end("cred"), m.end()
+    if word == "identified":
+        m = _IDENTIFIED_BY.match(text, end)
+        return None if m is None else (m.start("sq"), m.end("sq"), m.end())
+    name = _name_ending(text, start, end)
+    needed = min_chars(name)
+    if needed is None and name.lower() == "pwd" and text[start - 1 : start] == ";":
+        needed = 1  # an ODBC connection string's ``;Pwd=secret`` (a bare PWD is a folder)
     if needed is None:
         return None
     if _opens_element(text, start, end):
@@ -152,12 +184,18 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     m = _ASSIGNED.match(text, end)
     if m is None and _name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
+    if m is None and needed == 1:
+        m = _QUOTED_AFTER.match(text, end)
+        if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
+            m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
+            m = m if m is not None and _LOOKS_SET.search(m["bare"]) else None
     if m is None and needed == 1 and (said := _SAID.match(text, end)) is not None:
         if _LOOKS_SET.search(said["bare"]):  # "the password is hunter2", not "… is too short"
             return said.start("bare"), said.end("bare"), said.end()
         return None
     if m:
-        group = "dq" if m["dq"] is not None else "sq" if m["sq"] is not None else "bare"
+        groups = m.groupdict()
+        group = next(g for g in ("dq", "sq", "bare") if groups.get(g) is not None)
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
         if not value.startswith(REDACTED) and len(value) >= needed:
@@ -316,6 +354,8 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
         return False
     if name == "token" and "logprob" in siblings:  # a logprobs entry: the token is text
         return False
+    if name == "auth":  # a Docker config's base64 of user:password, not any "auth"
+        return isinstance(value, str) and _is_basic_credentials(value)
     return is_secret_name(name)
 
 

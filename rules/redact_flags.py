@@ -41,6 +41,7 @@ _PORTS = re.compile(r"[0-9.:]*:[0-9]+(?:/[a-z]+)?")  # -p3306:3306, -p127.0.0.1:
 _CURL_USER = re.compile(r"-[sSkLvifgjlnqOJZN46]*[uU]|--user|--proxy-user")
 
 Span = tuple[int, int]
+_Reader = Callable[[str, list[Span]], Iterator[Span]]
 
 
 def _words(text: str, pos: int, until: int | None = None) -> Iterator[Span]:
@@ -146,13 +147,45 @@ def _flags(
     return read
 
 
+def _positional(*path: str, at: int) -> Callable[[str, list[Span]], Iterator[Span]]:
+    """A reader of the ``at``-th word (from 0) that is no option after the words ``path``
+    (``rabbitmqctl add_user USER SECRET``: ``_positional("add_user", at=1)``)."""
+
+    def read(text: str, words: list[Span]) -> Iterator[Span]:
+        named = [text[s:e] for s, e in words[: len(path)]]
+        if tuple(named) != path:
+            return
+        args = [w for w in words[len(path) :] if text[w[0]] != "-"]
+        if len(args) > at:
+            yield from filter(None, [_value(text, *args[at])])
+
+    return read
+
+
+def _htpasswd(text: str, words: list[Span]) -> Iterator[Span]:
+    """``htpasswd -b FILE USER SECRET`` (``-nb USER SECRET``: no file)."""
+    options = "".join(text[s + 1 : e] for s, e in words if text[s] == "-")
+    if "b" in options:
+        args = [w for w in words if text[w[0]] != "-"]
+        at = 1 if "n" in options else 2
+        if len(args) > at:
+            yield from filter(None, [_value(text, *args[at])])
+
+
+def _either(*readers: _Reader) -> _Reader:
+    def read(text: str, words: list[Span]) -> Iterator[Span]:
+        for reader in readers:
+            yield from reader(text, words)
+
+    return read
+
+
 def _named(names: str) -> re.Pattern[str]:
     """Where one of ``names`` (a regex alternation) is named: a word's start, or a line's in a
     JSON string (after an escaped ``\\n``)."""
     return re.compile(rf"(?:(?<![\w\-.])|(?<=\\[nrt]))(?:{names})(?![\w\-.])")
 
 
-_Reader = Callable[[str, list[Span]], Iterator[Span]]
 # (a literal the text must hold, where the command is named, its flags' reader); a name starts
 # a word, or a line in a JSON string (after an escaped ``\n``: a tool call's arguments)
 _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
@@ -183,6 +216,21 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ("openssl", _named("openssl"), _flags("-passin", "-passout", "-pass", prefix="pass:")),
     ("smbclient", _named("smbclient"), _flags("-U", "--user", sep="%")),
     ("rpcclient", _named("rpcclient"), _flags("-U", "--user", sep="%")),
+    ("sqlcmd", _named("sqlcmd"), _flags("-P")),  # SQL Server's -P is the password
+    ("bcp", _named("bcp"), _flags("-P")),
+    ("influx", _named("influx"), _flags("-p")),
+    ("htpasswd", _named("htpasswd"), _htpasswd),
+    (
+        "rabbitmqctl",
+        _named("rabbitmqctl"),
+        _either(_positional("add_user", at=1), _positional("change_password", at=1)),
+    ),
+    # MinIO's client: ``mc alias set NAME URL ACCESS_KEY SECRET_KEY`` (``config host add``)
+    (
+        "mc",
+        _named("mc"),
+        _either(_positional("alias", "set", at=3), _positional("config", "host", "add", at=3)),
+    ),
     # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
     (
         "login",
@@ -191,7 +239,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
             r"(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
             r"(?:\.exe)?[ \t]+login(?![\w\-.])"
         ),
-        _flags("-p"),  # up to the next command
+        _either(_flags("-p"), _flags("<<<")),  # ``--password-stdin <<< SECRET`` too
     ),
 )
 

@@ -53,7 +53,7 @@ def _is_secret_name(name: str) -> bool:
         return True
     if words[-1] in _SECRET_LAST:
         return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
-    return False
+    return words[-2:] == ["key", "data"]  # a kubeconfig's client-key-data (a private key)
 
 
 _secret_name_memo = functools.lru_cache(maxsize=8192)(_is_secret_name)

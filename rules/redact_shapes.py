@@ -88,6 +88,8 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("lin_api_", r"[A-Za-z0-9]{40}\b"), REDACTED),  # Linear API keys
     (_boundary(".atlasv1.", r"[A-Za-z0-9_\-]{60,}", r"[^\w]"), REDACTED),  # Terraform Cloud
     (_boundary("sig=", r"[A-Za-z0-9%+/]{30,}={0,2}"), REDACTED),  # Azure SAS signatures
+    # Telegram bot tokens (the bot's id, then 33-35 characters from AA), in a bot API URL too
+    (re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{31,33}(?![\w\-])"), REDACTED),
     # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
     (
         _boundary("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", r"[\w\-]"),

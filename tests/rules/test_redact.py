@@ -307,3 +307,60 @@ def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> 
 )
 def test_a_password_said_in_prose(text: str, kept: str) -> None:
     assert redact_text(text) == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("CREATE ROLE app WITH LOGIN PASSWORD 'S3cretPw';", "PASSWORD '[REDACTED]';"),
+        ('ALTER USER postgres PASSWORD "pg";', 'PASSWORD "[REDACTED]";'),
+        ("CREATE USER 'bob'@'%' IDENTIFIED BY 'MyS3cret';", "IDENTIFIED BY '[REDACTED]';"),
+        (
+            "ALTER USER root@localhost IDENTIFIED WITH mysql_native_password BY 'R00tPw';",
+            "mysql_native_password BY '[REDACTED]';",
+        ),
+        ("machine api.x.io login bob password hunter2xyz", "login bob password [REDACTED]"),
+        ("machine h\n  login bob\n  password S3cret!\n", "password [REDACTED]\n"),
+        ("Driver={ODBC Driver 18};Server=db;Uid=sa;Pwd=MyOdbcPw1;", "Uid=sa;Pwd=[REDACTED];"),
+        ("https://x.io/login?user=bob&password%3Dhunter2xyz", "password%3D[REDACTED]"),
+        (
+            "curl https://api.telegram.org/bot123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/getMe",
+            "/bot[REDACTED]/getMe",
+        ),
+        ("TELEGRAM_TOKEN=7012345678:AAE1a2b3c4d5e6f7g8h9i0jKLMNOPQRSTUVWX", "TOKEN=[REDACTED]"),
+        ("    client-key-data: LS0tLS1CRUdJTiBSU0EgUFJJVkFURSBLRVktLS0t", "client-key-data: [R"),
+        (
+            '{"auths": {"ghcr.io": {"auth": "Ym9iOmdocF9hYmNkZWYxMjM0NTY="}}}',
+            '"auth": "[REDACTED]"',
+        ),
+    ],
+)
+def test_passwords_in_sql_netrc_odbc_urls_and_configs(text: str, kept: str) -> None:
+    out = redact_text(text)
+    assert kept in out, out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "your login and password are required",  # no digit nor symbol after "password"
+        "the password reset link expired",
+        "PWD=/home/bob OLDPWD=/srv",  # a folder
+        "cd $PWD; ls",
+        '{"auth": "required", "type": "oauth"}',  # no base64 of user:password
+        "the key-data section lists certificates",
+        "order 12345678:AAB is ready",  # too short for a bot token
+    ],
+)
+def test_lookalikes_of_those_stay(text: str) -> None:
+    assert redact_text(text) == text
+
+
+def test_a_docker_configs_auth_field_is_redacted_only_as_credentials() -> None:
+    config = {"auths": {"ghcr.io": {"auth": "Ym9iOmdocF9hYmNkZWYxMjM0NTY=", "email": "b@x"}}}
+    assert redact(config) == {"auths": {"ghcr.io": {"auth": REDACTED, "email": "b@x"}}}
+    assert redact({"auth": "bearer", "client-key-data": "LS0tLS1CRUdJTg=="}) == {
+        "auth": "bearer",
+        "client-key-data": REDACTED,
+    }

@@ -85,6 +85,17 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("keytool -list -keystore k.jks -storepass S3cretPw", "S3cretPw", "-storepass [REDACTED]"),
         ("openssl pkcs12 -export -passout pass:S3cretPw -out a", "S3cretPw", "pass:[REDACTED]"),
         ("smbclient //h/share -U admin%S3cretPw", "S3cretPw", "-U admin%[REDACTED]"),
+        ("sqlcmd -S db -U sa -P 'S3cret Pw!' -Q 'SELECT 1'", "S3cret", "-P '[REDACTED]' -Q"),
+        ("bcp t out f.dat -S db -U sa -P S3cretPw -c", "S3cretPw", "-P [REDACTED] -c"),
+        ("influx setup -u admin -p S3cretPw -o org -b b -f", "S3cretPw", "-p [REDACTED] -o"),
+        ("htpasswd -b -c /etc/nginx/.htpasswd admin S3cretPw", "S3cretPw", "admin [REDACTED]"),
+        ("htpasswd -bc .htpasswd admin 'S3cret Pw'", "S3cret", "admin '[REDACTED]'"),
+        ("htpasswd -nbB admin S3cretPw > users", "S3cretPw", "admin [REDACTED] > users"),
+        ("rabbitmqctl add_user app S3cretPw", "S3cretPw", "add_user app [REDACTED]"),
+        ("rabbitmqctl change_password app S3cretPw", "S3cretPw", "app [REDACTED]"),
+        ("mc alias set local http://h:9000 minio S3cretPw", "S3cretPw", "minio [REDACTED]"),
+        ("mc config host add s3 https://s3 AKEY S3cretPw", "S3cretPw", "AKEY [REDACTED]"),
+        ("docker login -u me --password-stdin <<< 'S3cretPw'", "S3cretPw", "<<< '[REDACTED]'"),
     ],
 )
 def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
@@ -210,6 +221,12 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "mongod --port 27017 -p 1 && mongorestore --drop dump/",  # mongod is no client
         "ldapsearch -x -W -b dc=example,dc=com",  # -W prompts
         "smbclient -L //h -U admin",  # prompts
+        "htpasswd -c .htpasswd admin",  # no -b: htpasswd prompts
+        "htpasswd -B /etc/.htpasswd admin",
+        "rabbitmqctl list_users && rabbitmqctl add_vhost app",
+        "mc alias list && mc cp a local/bucket",
+        "sqlcmd -S db -E -Q 'SELECT 1'",  # Windows authentication
+        "influx bucket list -o org",
     ],
 )
 def test_lookalikes_stay(text: str) -> None:
