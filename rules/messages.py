@@ -204,12 +204,20 @@ HARNESS_TAGS = (
     "command-args",
     "local-command-stdout",
     "local-command-stderr",
+    "local-command-caveat",  # Claude Code's note before a local command's output
+    "bash-input",  # Claude Code's ``!`` command and what it printed
+    "bash-stdout",
+    "bash-stderr",
+    "INSTRUCTIONS",  # Codex's AGENTS.md, under its "# AGENTS.md instructions for …" heading
 )
 # A user turn a harness writes, not the user: Claude Code's summary after a compaction of its
-# own, OpenHands' nudge when the model answered without a tool call. Read from the turn's start.
+# own and its mark of an interruption, OpenHands' nudge when the model answered without a tool
+# call, Codex's AGENTS.md. Read from the turn's start.
 HARNESS_TURNS = (
     "This session is being continued from a previous conversation",
     "Please continue working on the task on whatever approach you think is suitable",
+    "# AGENTS.md instructions for ",  # Codex, ahead of the <INSTRUCTIONS> block
+    "[Request interrupted by user",  # Claude Code's marker, the user's words come after it
 )
 # A harness's worked example ahead of the task in the first user turn (OpenHands' "--- START OF
 # EXAMPLE --- … --- END OF EXAMPLE ---", SWE-agent's "--- DEMONSTRATION --- … --- END OF

@@ -143,8 +143,8 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     ledger["seq"] = ledger.get("seq", 0) + 1
     calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
     arguments = call_arguments_text(calls[0]) if calls else None
-    if action.kind == "plan":
-        if arguments is not None:
+    if action.kind == "plan":  # a plan the harness refused (is_error, a validation error) is none
+        if arguments is not None and not obs.failed and obs.exit_code in (None, 0):
             update_plan(ledger, arguments)
         return
     _record_writes(ledger, written_paths(obs, result_text), obs, cfg)  # none unless it wrote

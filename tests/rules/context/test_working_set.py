@@ -247,6 +247,32 @@ def test_ledger(messages: list[dict[str, Any]], expected: dict[str, Any]) -> Non
     assert {k: ledger.get(k) for k in expected} == expected
 
 
+def test_a_plan_the_harness_refused_leaves_the_plan_as_it_was() -> None:
+    """Claude Code answers a TodoWrite that fails its schema with ``is_error``: nothing was
+    written, so the plan stays (it had become ``[Find bug: completed]``, "Fix bug" gone)."""
+    todos = [
+        {"content": "Find bug", "status": "in_progress", "activeForm": "Finding"},
+        {"content": "Fix bug", "status": "pending", "activeForm": "Fixing"},
+    ]
+    refused = {
+        **result("p2", "<tool_use_error>InputValidationError: `todos[0].activeForm` is missing"),
+        "is_error": True,
+    }
+    ledger = ledger_of(
+        TASK,
+        assistant(None, call("p1", "TodoWrite", todos=todos)),
+        result("p1", "Todos have been modified successfully."),
+        assistant(
+            None, call("p2", "TodoWrite", todos=[{"content": "Find bug", "status": "completed"}])
+        ),
+        refused,
+    )
+    assert ledger["plan"] == [
+        {"text": "Find bug", "status": "in_progress"},
+        {"text": "Fix bug", "status": "pending"},
+    ]
+
+
 def test_plan_step_cited_in_another_width_updates_the_item() -> None:
     plan = assistant(
         None,
