@@ -45,15 +45,16 @@ def merged(t: Message, dup: Message, note: str, parts: list[Any]) -> Message:
     return t
 
 
-def orphans_message(orphans: list[Message]) -> Message:
-    """Results whose call is gone as one user message: their texts (a string, as long as none
-    has non-text parts), each followed by its non-text parts."""
+def orphans_message(orphans: list[Message], late: bool = False) -> Message:
+    """Results whose call is gone (``late``: answered by later turns) as one user message: their
+    texts (a string, as long as none has non-text parts), each followed by its non-text parts."""
     if not any(non_text(m.get("content")) for m in orphans):
-        out: Message = {"role": "user", "content": "\n\n".join(map(orphan_text, orphans))}
+        texts = (orphan_text(m, late) for m in orphans)
+        out: Message = {"role": "user", "content": "\n\n".join(texts)}
     else:
         content: list[Any] = []
         for m in orphans:
-            content.append({"type": "text", "text": orphan_text(m)})
+            content.append({"type": "text", "text": orphan_text(m, late)})
             content.extend(non_text(m.get("content")))
         out = {"role": "user", "content": content}
     absorbed = [m for m in orphans if m.get(MEDIA) is not None]

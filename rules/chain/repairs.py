@@ -17,6 +17,7 @@ from rules.chain.calls import Slot, collect_slots
 from rules.chain.kept_parts import identity, merged, orphans_message
 from rules.chain.text import (
     EMPTY_ASSISTANT,
+    LATE_RESULT,
     NULL_RESULT,
     SYNTHETIC_RESULT,
     flatten,
@@ -220,6 +221,7 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
     owners = _block_owners(messages)
     assigner = _Assigner(messages, slots, drift)
     assigned: set[int] = set()
+    slot_of: dict[int, Slot] = {}
     held = _held(messages, assigner.keys)
     for j, m in enumerate(messages):
         if role(m) != "tool" or j in held:
@@ -229,9 +231,11 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
             continue
         slot.answers.append(j)
         assigned.add(j)
+        slot_of[j] = slot
         if owners.get(j) != slot.index and len(slot.answers) == 1:
             reps.append(_rep("misplaced_result", j, slot.new_id, "moved_next_to_call"))
 
+    late = _late_results(messages, slot_of, assigned, reps)
     out: Messages = []
     orphans: list[int] = []
     for j, m in enumerate(messages):
@@ -242,7 +246,7 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
                     out.append(_orphans_out(orphans, messages, reps))
                     orphans = []
                 out.append(m)
-            elif j not in assigned:
+            elif j not in assigned and j not in late:
                 orphans.append(j)
             continue
         if orphans:
@@ -260,6 +264,9 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
         for s in kept:
             if s.answers:
                 block.append((s.answers[0], s.pos, _result_out(s, messages, reps)))
+            elif s.new_id in late.values():
+                synthetic = {"role": "tool", "tool_call_id": s.new_id, "content": LATE_RESULT}
+                block.append((float("inf"), s.pos, synthetic))
             else:
                 synthetic = {"role": "tool", "tool_call_id": s.new_id, "content": SYNTHETIC_RESULT}
                 block.append((float("inf"), s.pos, synthetic))
@@ -267,7 +274,35 @@ def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messa
         out.extend(msg for _, _, msg in sorted(block, key=lambda b: (b[0], b[1])))
     if orphans:
         out.append(_orphans_out(orphans, messages, reps))
+    if late:
+        out.append(orphans_message([messages[j] for j in late], late=True))
     return out, reps
+
+
+def _late_results(
+    messages: Messages, slot_of: dict[int, Slot], assigned: set[int], reps: Repairs
+) -> dict[int, str]:
+    """The results ending the conversation whose calls lie before its last assistant turn:
+    moved back beside their calls, they would leave that turn last (a request ending on the
+    model's own turn is a prefill, which newer models refuse). They stay last, as user text
+    (index -> the call's id), and each call gets a note that its result comes there."""
+    last = len(messages) - 1
+    while last >= 0 and role(messages[last]) == "tool":
+        last -= 1
+    final = [j for j in range(last + 1, len(messages)) if j in assigned]
+    if last < 0 or role(messages[last]) != "assistant" or len(final) < len(messages) - last - 1:
+        return {}  # ends on a user turn, or a result there stays (an orphan, a held one)
+    if not final or any(slot_of[j].index == last for j in final):
+        return {}  # the last turn's own results end the conversation
+    late: dict[int, str] = {}
+    for j in final:
+        slot = slot_of[j]
+        slot.answers.remove(j)
+        assigned.discard(j)
+        late[j] = slot.new_id
+        reps[:] = [r for r in reps if not (r["kind"] == "misplaced_result" and r["index"] == j)]
+        reps.append(_rep("late_result", j, slot.new_id, "kept_last_as_user_text"))
+    return late
 
 
 def repair_messages(

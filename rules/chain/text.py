@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 SYNTHETIC_RESULT = f"{PLACEHOLDER_PREFIX} the call was interrupted; no result was recorded]"
 NULL_RESULT = f"{PLACEHOLDER_PREFIX} the tool returned no content]"
 EMPTY_ASSISTANT = f"{PLACEHOLDER_PREFIX} empty assistant turn]"
+LATE_RESULT = f"{PLACEHOLDER_PREFIX} this call's result came later; it ends the conversation]"
 
 
 def runaway_note(dropped: list[Slot]) -> str:
@@ -30,13 +31,15 @@ def runaway_note(dropped: list[Slot]) -> str:
     )
 
 
-def orphan_text(t: Message) -> str:
-    """A result whose call is gone, as readable text with a prefix that says so."""
+def orphan_text(t: Message, late: bool = False) -> str:
+    """A result whose call is gone (``late``: whose call was answered by later turns), as
+    readable text with a prefix that says so."""
     tid = t.get("tool_call_id")
     name = f" ({t['name']})" if isinstance(t.get("name"), str) and t["name"] else ""
+    why = "came after later turns" if late else "had no matching call"
     return (
         f"{PLACEHOLDER_PREFIX} tool result for call {tid if isinstance(tid, str) else '?'}"
-        f"{name} had no matching call]\n{text_of(t.get('content'))}"
+        f"{name} {why}]\n{text_of(t.get('content'))}"
     )
 
 

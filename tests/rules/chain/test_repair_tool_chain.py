@@ -12,6 +12,7 @@ import pytest
 
 from rules.chain import repair_tool_chain
 from rules.chain.repairs import EMPTY_ASSISTANT, NULL_RESULT, SYNTHETIC_RESULT
+from rules.chain.text import LATE_RESULT
 from rules.chain.validator import find_violations
 from rules.messages import HELD, PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
@@ -175,10 +176,30 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), user("hurry")],
         [("misplaced_result", "moved_next_to_call")],
     ),
+    # moved back, the result would leave the model's own turn last (a prefill, which newer
+    # models refuse): it stays last, as text, and its call gets a note saying so
     "result_after_assistant_message": (
         [U, assistant(None, shell("c1", "ls")), assistant("thinking"), result("c1", "a.py")],
-        [U, assistant(None, shell("c1", "ls")), result("c1", "a.py"), assistant("thinking")],
-        [("misplaced_result", "moved_next_to_call")],
+        [
+            U,
+            assistant(None, shell("c1", "ls")),
+            {"role": "tool", "tool_call_id": "c1", "content": LATE_RESULT},
+            assistant("thinking"),
+            user(f"{PLACEHOLDER_PREFIX} tool result for call c1 came after later turns]\na.py"),
+        ],
+        [("late_result", "kept_last_as_user_text")],
+    ),
+    "result_after_the_users_words_and_a_reply": (
+        [U, assistant(None, shell("c1", "ls")), user("hurry"), assistant("ok"), result("c1", "a")],
+        [
+            U,
+            assistant(None, shell("c1", "ls")),
+            {"role": "tool", "tool_call_id": "c1", "content": LATE_RESULT},
+            user("hurry"),
+            assistant("ok"),
+            user(f"{PLACEHOLDER_PREFIX} tool result for call c1 came after later turns]\na"),
+        ],
+        [("late_result", "kept_last_as_user_text")],
     ),
     "result_before_its_call": (
         [U, result("c1", "a.py"), assistant(None, shell("c1", "ls")), user("go on")],

@@ -1,0 +1,43 @@
+"""A result the client sends last whose call lies before the model's last turn (a client that
+split one streamed turn in two; a user who typed while the tool ran) is not moved back beside its
+call: the request would end on the model's own turn, a prefill, which Claude 4.6 and later refuse
+with a 400 on every retry. It stays last, as the user's text; its call gets a note."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.rewrite.engine import Engine
+from rules.messages import text_of
+from tests.proxy.protocols.test_anthropic_adapter import body, result, rewrite, text
+
+TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+THINKING = {"type": "thinking", "thinking": "list the files", "signature": "sig"}
+
+
+@pytest.mark.parametrize(
+    "middle",
+    [
+        [{"role": "assistant", "content": [THINKING, TOOL_USE]},
+         {"role": "assistant", "content": [text("Let me look.")]}],
+        [{"role": "assistant", "content": [TOOL_USE]}, {"role": "user", "content": "hurry"},
+         {"role": "assistant", "content": [text("ok")]}],
+    ],
+)  # fmt: skip
+async def test_a_late_result_keeps_the_request_ending_on_a_user_turn(
+    engine: Engine, middle: list[dict[str, object]]
+) -> None:
+    b = body(
+        {"role": "user", "content": "fix the bug"},
+        *middle,
+        {"role": "user", "content": [result("toolu_1", "a.py")]},
+    )
+    out = await rewrite(engine, b)
+    messages = out.body["messages"]
+    assert messages[-1]["role"] == "user"
+    assert "a.py" in text_of(messages[-1]["content"])
+    blocks = [(i, b) for i, m in enumerate(messages) if isinstance(m["content"], list)
+              for b in m["content"]]  # fmt: skip
+    uses = [i for i, blk in blocks if blk["type"] == "tool_use"]
+    answer = messages[uses[0] + 1]["content"][0]  # the call is answered right after it
+    assert answer["type"] == "tool_result" and answer["tool_use_id"] == "toolu_1"
