@@ -309,6 +309,8 @@ def _patched_call(
     old_fn = (old or {}).get("function") or {}
     if fn.get("arguments") != old_fn.get("arguments"):
         patched["args"] = _args(fn.get("arguments"))
+    if fn.get("name") != old_fn.get("name") and isinstance(fn.get("name"), str):
+        patched["name"] = fn["name"]  # filled for a call without one: its response names it so
     if call_id(new) != call_id(old or {}):
         _set_id(patched, call_id(new))
     return {**part, call_key(part): patched}

@@ -211,6 +211,9 @@ def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     out = item
     if call.get("id") != lowered["id"]:
         out = {**out, "call_id": call.get("id")}
+    name = fn.get("name")
+    if isinstance(name, str) and name != lowered["function"].get("name"):
+        out = {**out, "name": name}  # filled for a call without one
     if isinstance(arguments, str) and arguments != lowered["function"]["arguments"]:
         if kind(item) == "custom_tool_call":
             try:
