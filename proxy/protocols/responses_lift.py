@@ -171,20 +171,27 @@ def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
     suffix = f"\n\n{added}" if added else None
     last_message = max((i for i in part.items if kind(st.items[i]) == "message"), default=-1)
     out: list[Any] = []
-    waiting: list[Any] = []  # reasoning, until the item it led to is kept or dropped
+    waiting: list[int] = []  # reasoning, until the item it led to is kept or dropped
     text_done = False
     for i in part.items:
         item = st.items[i]
         k = kind(item)
         if k == "reasoning":
-            waiting.append(item)
+            waiting.append(i)
             continue
         if k in CALLS:
             call = matched.get(i)
             if call is None:
                 waiting.clear()  # the call is gone: the reasoning that led to it goes too
                 continue
-            item = _patched_call(item, call)
+            patched = _patched_call(item, call)
+            if patched.get("call_id") != item.get("call_id") and _repeats_an_id(st, i):
+                # a turn sent twice (a retry appending its items again): the repair renamed the
+                # call; ids said twice are refused (400), so the copy goes without its own and
+                # without the reasoning items that repeat the first's
+                patched = {k: v for k, v in patched.items() if k != "id"}
+                waiting = [r for r in waiting if not _repeats_an_id(st, r)]
+            item = patched
         elif k == "message" and new_text != old_text:
             if i == last_message and suffix is not None:
                 item = _patched_message(item, message_text(item), f"{message_text(item)}{suffix}")
@@ -194,14 +201,24 @@ def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
                     continue
                 text_done = True
                 item = _patched_message(item, None, new_text)
-        out.extend(waiting)
+        out.extend(st.items[r] for r in waiting)
         waiting.clear()
         out.append(item)
-    out.extend(waiting)
+    out.extend(st.items[r] for r in waiting)
     known = {id(c) for c in matched.values()}
     out.extend(new_items(st, {"role": "assistant", "content": None,
                               "tool_calls": [c for c in calls if id(c) not in known]}))  # fmt: skip
     return out
+
+
+def _repeats_an_id(st: State, at: int) -> bool:
+    """Whether the ``id`` of the item at ``at`` is an earlier item's (looked for only on a
+    renamed call)."""
+    item = st.items[at]
+    own = item.get("id") if isinstance(item, dict) else None
+    return own is not None and any(
+        isinstance(x, dict) and x.get("id") == own for x in st.items[:at]
+    )
 
 
 def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
