@@ -99,12 +99,13 @@ def _program_key(argv: list[str], nesting: int) -> str:
 
 def covers(passed: str, failed: str) -> bool:
     """Whether a passing run ``passed`` (a key) ran what the failing run ``failed`` ran: the
-    same program, on everything (no operands) or on paths holding each of its operands."""
+    same program, on everything (no operands) or on paths holding each of its operands, in the
+    same place (``passed`` with no ``cd``: where the agent's shell is, as ``same_run`` says)."""
     where, passed = _where(passed)
     there, failed = _where(failed)
     program, _, scope = passed.partition(" ")
     other, _, targets = failed.partition(" ")
-    if program != other or where != there:
+    if program != other or (where and where != there):
         return False
     if not scope:
         return True
@@ -114,6 +115,14 @@ def covers(passed: str, failed: str) -> bool:
         for t in targets.split(" ")
         if t
     )
+
+
+def same_run(earlier: str, later: str) -> bool:
+    """Whether ``later`` runs again what ``earlier`` ran: the same key, or ``later`` without the
+    ``cd`` ``earlier`` began with. An agent's shell keeps its directory between calls, so after
+    ``cd /repo && pytest t.py`` a ``pytest t.py`` runs there; a run with a ``cd`` after one
+    without may be elsewhere (another checkout), and stays another run."""
+    return earlier == later or (not _where(later)[0] and _where(earlier)[1] == later)
 
 
 def _where(key: str) -> tuple[str, str]:

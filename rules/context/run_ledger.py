@@ -10,7 +10,7 @@ from typing import Any
 
 from rules.activity import diagnostics
 from rules.activity.observations import Observation
-from rules.activity.run_key import call_run_key, covers, run_key
+from rules.activity.run_key import call_run_key, covers, run_key, same_run
 from rules.activity.storable import stored_id
 from rules.context.installs import installed, without_installed
 from rules.redact import redact_text
@@ -34,7 +34,7 @@ def record_run(
     runs = {
         k: v
         for k, v in ledger.get("runs", {}).items()
-        if k != command and not (passed and covers(command, k))
+        if not same_run(k, command) and not (passed and covers(command, k))
     }
     if ran and outcome.verdict != "fail" and (names := installed(action.command)):
         runs = without_installed(runs, names)

@@ -31,6 +31,12 @@ PASSED = "6 passed in 0.31s"
         ("cd /repo && pytest test/core", "cd /repo && timeout 60 pytest test/core -q"),
         ("pytest test/core/file_helpers_test.py::test_x", "pytest test/core"),  # wider
         ("pytest test/core/file_helpers_test.py", "pytest"),  # the whole suite
+        # the agent's shell stayed where the cd took it
+        ("cd /repo && pytest test/core/file_helpers_test.py", "pytest test/core"),
+        (
+            "cd /repo && pytest test/core/file_helpers_test.py -x",
+            "pytest test/core/file_helpers_test.py",
+        ),
     ],
 )
 def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
@@ -58,6 +64,19 @@ def test_another_run_passing_leaves_it_open(again: str) -> None:
         *[assistant(None, shell("b", again)), result("b", PASSED + "\nExit code: 0")],
     )  # fmt: skip
     assert len(working_set.open_diagnostics(ledger)) == 1
+
+
+def test_a_failing_rerun_without_the_cd_replaces_the_failure() -> None:
+    first, again = (
+        "cd /repo && pytest test/core/file_helpers_test.py",
+        "pytest test/core/file_helpers_test.py",
+    )
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", first)), result("a", FAILED + "\nExit code: 1")],
+        *[assistant(None, shell("b", again)), result("b", FAILED + "\nExit code: 1")],
+    )
+    assert list(ledger["runs"]) == [again]
 
 
 def test_a_script_rewritten_then_run_is_the_same_run() -> None:
