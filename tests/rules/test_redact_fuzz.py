@@ -40,7 +40,8 @@ BLOCKS = [
     *("sshpass ", " -p ", "\\\n", " | ", "; ", "&", "'a b'", '\\"', "Cookie: ", "Set-Cookie: "),
     *("dop_v1_", "AGE-SECRET-KEY-1" + "Q" * 57, "QPZRY9X8", "xapp-1-", "_sk_live_", "AKIA" * 5),
     *("SecretAccessKey | ", "wJalrXUtnFEMI/K7MDENG", "aB3/"),
-    *(" password is ", " was ", "x9_", "ghp_Aa1", "gsk_", "\\nmongosh -p ", " pass:", "…"),    *(" PASSWORD '", " IDENTIFIED BY '", " login u ", ";Pwd=", "%3D", '"auth": "', "key-data: "),
+    *(" password is ", " was ", "x9_", "ghp_Aa1", "gsk_", "\\nmongosh -p ", " pass:", "…"),
+    *(" PASSWORD '", " IDENTIFIED BY '", " login u ", ";Pwd=", "%3D", '"auth": "', "key-data: "),
     *("htpasswd -b ", "rabbitmqctl add_user ", "mc alias set ", " <<< ", "123456789:AA", "x" * 33),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
