@@ -1,7 +1,8 @@
 """Breaks of Anthropic's own shape, mended before the chat view is made (the chain itself is the
 rules' to repair): Anthropic answers 400 to "text content blocks must be non-empty", and with
 thinking on, to a turn whose ``tool_use`` lost the thinking block that came before it (a client
-or a trimmer that split one assistant turn into two). A ``system`` message inside ``messages``
+or a trimmer that split one assistant turn into two), and to a ``tool_use`` without its
+``input`` (given ``{}``). A ``system`` message inside ``messages``
 (accepted, lowered to its text) loses any ``tool_use`` / ``tool_result`` block: no call can be
 answered, nor a result placed, there. Each mend is reported as a repair; the
 messages it does not touch are the client's own objects."""
@@ -71,6 +72,10 @@ def _thinking_only(message: Any) -> bool:
     )
 
 
+def _no_input(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_use" and "input" not in block
+
+
 def _chain_block(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") in _CHAIN
 
@@ -115,6 +120,10 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             carried = list(m["content"])
             continue
         content = m.get("content")
+        if isinstance(content, list) and any(_no_input(b) for b in content):
+            content = [{**b, "input": {}} if _no_input(b) else b for b in content]
+            m = {**m, "content": content}
+            repairs.append(_repair("tool_use_without_input", i, "filled_empty_input"))
         if m.get("role") == "system" and isinstance(content, list) and _has_chain(content):
             content = [b for b in content if not _chain_block(b)]
             m = {**m, "content": content}
@@ -146,7 +155,8 @@ F_EMPTY, F_EMPTY_TEXT, F_THINKING_ONLY, F_ASSISTANT, F_CHAIN_IN_SYSTEM = 1, 2, 4
 # not a break: the message holds a thinking or redacted thinking block (``hidden_text`` reads
 # only those messages)
 F_HIDDEN = 32
-_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM
+F_NO_INPUT = 64  # a ``tool_use`` without its ``input`` (Anthropic requires one)
+_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT
 
 
 def shape(m: Any) -> int:
@@ -162,12 +172,16 @@ def shape(m: Any) -> int:
         if m.get("role") == "system" and _has_chain(content):
             flags |= F_CHAIN_IN_SYSTEM
         for b in content:
-            if isinstance(b, dict) and b.get("type") == "text":
+            if not isinstance(b, dict):
+                continue
+            kind = b.get("type")
+            if kind == "text":
                 text = b.get("text")
                 # most texts start with a visible character: no strip (a copy) needed
                 if isinstance(text, str) and (not text or text[0].isspace()) and not text.strip():
                     flags |= F_EMPTY_TEXT
-                    break
+            elif kind == "tool_use" and "input" not in b:
+                flags |= F_NO_INPUT
         if any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
             flags |= F_HIDDEN
             if _thinking_only(m):
@@ -184,7 +198,7 @@ def needs_mending(shapes: list[int], start: int = 0) -> bool:
         flags = shapes[i]
         if not flags & _BREAKS:
             continue
-        if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM):
+        if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM | F_NO_INPUT):
             return True
         if flags & F_EMPTY and not (i == last and flags & F_ASSISTANT):
             return True

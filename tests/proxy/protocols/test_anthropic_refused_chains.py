@@ -1,7 +1,8 @@
-"""A result the client sends last whose call lies before the model's last turn (a client that
-split one streamed turn in two; a user who typed while the tool ran) is not moved back beside its
-call: the request would end on the model's own turn, a prefill, which Claude 4.6 and later refuse
-with a 400 on every retry. It stays last, as the user's text; its call gets a note."""
+"""Chains Anthropic would refuse. A result the client sends last whose call lies before the
+model's last turn (a client that split one streamed turn in two; a user who typed while the tool
+ran) is not moved back beside its call: the request would end on the model's own turn, a
+prefill, which Claude 4.6 and later refuse with a 400 on every retry. It stays last, as the
+user's text; its call gets a note. A ``tool_use`` without its ``input`` gets an empty one."""
 
 from __future__ import annotations
 
@@ -41,3 +42,17 @@ async def test_a_late_result_keeps_the_request_ending_on_a_user_turn(
     uses = [i for i, blk in blocks if blk["type"] == "tool_use"]
     answer = messages[uses[0] + 1]["content"][0]  # the call is answered right after it
     assert answer["type"] == "tool_result" and answer["tool_use_id"] == "toolu_1"
+
+
+async def test_a_tool_use_without_its_input_is_given_an_empty_one(engine: Engine) -> None:
+    """Anthropic requires a ``tool_use``'s ``input``: one sent without it is given ``{}``."""
+    call = {"type": "tool_use", "id": "toolu_2", "name": "Bash"}
+    b = body(
+        {"role": "user", "content": "fix the bug"},
+        {"role": "assistant", "content": [call]},
+        {"role": "user", "content": [result("toolu_2", "done")]},
+    )
+    out = await rewrite(engine, b)
+    forwarded = out.body["messages"][1]["content"][0]
+    assert forwarded["type"] == "tool_use" and forwarded["input"] == {}
+    assert "input" not in call  # the client's block is left as it came
