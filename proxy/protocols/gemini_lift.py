@@ -42,6 +42,8 @@ from proxy.protocols.prefix import same_objects
 from rules.base import Message
 from rules.messages import ABSORBED, call_id, call_name, role, text_of, tool_calls
 
+EMPTY_USER_TURN = "(empty)"  # what a user content sent without parts says (as Anthropic's mend)
+
 # A content as lifted, and whether it is the client's own object (untouched)
 Lifted = tuple[Any, bool]
 
@@ -131,8 +133,10 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
             base = st.contents[src.content]
         if role(m) != "tool":
             parts.extend(_user_parts(st, m, src))
-    if not parts:
+    if not parts and (base is None or parts_of(base)):
         return []
+    if not parts:  # the client's content had none (Gemini refuses that)
+        parts = [make_text(EMPTY_USER_TURN)]
     content: dict[str, Any] = dict(base) if base is not None else {"role": "user"}
     content["parts"] = parts
     return [(content, False)]
@@ -296,7 +300,7 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
         used.add(id(new))
         out.append(_patched_call(p, call, old, new))
     out.extend(_call_part(c) for c in calls if id(c) not in used)
-    return {**content, "parts": out or [make_text(" ")]}
+    return {**content, "parts": out or [make_text(text_of(m.get("content")) or " ")]}
 
 
 def _patched_call(

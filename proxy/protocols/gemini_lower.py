@@ -33,7 +33,9 @@ from proxy.protocols.gemini_parts import (
 from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import system_message
 from rules.base import Message
-from rules.messages import HARNESS_TAGS, HELD, MEDIA_TOKENS
+from rules.messages import HARNESS_TAGS, HELD, MEDIA_TOKENS, PLACEHOLDER_PREFIX
+
+EMPTY_MODEL_TURN = f"{PLACEHOLDER_PREFIX} empty model turn]"
 
 
 def system_key(body: dict[str, Any]) -> str | None:
@@ -120,9 +122,14 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
     if any(response_of(p) is not None for p in parts):  # refused there: dropped when lifted
         st.misplaced.add(i)
         st.repairs.append({"kind": "response_in_model_turn", "index": i, "action": "dropped"})
+    if not parts:  # Gemini refuses a content without parts: the lifting writes the note below
+        st.misplaced.add(i)
+        st.repairs.append({"kind": "empty_content", "index": i, "action": "filled"})
     text = texts(parts)
-    if not text and not tool_calls:
-        text = opaque_note([part_kind(p) for p in parts] or ["empty"])
+    if not parts:
+        text = EMPTY_MODEL_TURN
+    elif not text and not tool_calls:
+        text = opaque_note([part_kind(p) for p in parts])
     msg: Message = {"role": "assistant", "content": text or None}
     if tool_calls:
         msg["tool_calls"] = tool_calls
@@ -218,8 +225,11 @@ def _lower_user(
         mark_media(msg, media, is_text, media_estimate)
         _add(st, out, f"{i}.{j}", Part(i, (j, *after), msg))
     flush()
-    if not parts:  # an empty content: a message all the same, so the turn is not lost
+    if not parts:  # an empty content: a message all the same, so the turn is not lost; Gemini
+        # refuses a content without parts, so the lifting gives it one
         _add(st, out, f"{i}.0", Part(i, (), {"role": "user", "content": ""}))
+        st.misplaced.add(i)
+        st.repairs.append({"kind": "empty_content", "index": i, "action": "filled"})
 
 
 def _media_after(parts: list[Any], j: int) -> list[int]:

@@ -51,8 +51,10 @@ class State:
     # (the rules' report shape)
     misnamed: set[int] = field(default_factory=set)
     repairs: list[dict[str, Any]] = field(default_factory=list)
-    # the model contents holding function responses, which Gemini refuses in a model turn: the
-    # lifting writes them without those parts (a repair, in ``repairs``)
+    # the contents the lifting writes anew (a repair each, in ``repairs``): a model content
+    # holding function responses, which Gemini refuses in a model turn (written without them),
+    # and a content without parts, which Gemini refuses too (a model turn's says it was empty, a
+    # user turn's is left out)
     misplaced: set[int] = field(default_factory=set)
     # each content's JSON (None: not JSON), kept across a session's requests: a forwarded body
     # is written from its contents' bytes, not serialised again (``GeminiAdapter.lift``)
