@@ -148,27 +148,44 @@ def _flags(
 
 
 def _positional(*path: str, at: int) -> Callable[[str, list[Span]], Iterator[Span]]:
-    """A reader of the ``at``-th word (from 0) that is no option after the words ``path``
-    (``rabbitmqctl add_user USER SECRET``: ``_positional("add_user", at=1)``)."""
+    """A reader of the ``at``-th word (from 0) that is no option after the words ``path``, the
+    last such word (``rabbitmqctl add_user USER SECRET``: ``_positional("add_user", at=1)``):
+    more words are no such command line, and reading them would make what a value's redaction
+    shifts (a command's name taken for a value) change a second reading."""
 
     def read(text: str, words: list[Span]) -> Iterator[Span]:
         named = [text[s:e] for s, e in words[: len(path)]]
         if tuple(named) != path:
             return
-        args = [w for w in words[len(path) :] if text[w[0]] != "-"]
-        if len(args) > at:
+        args = _operands(text, words[len(path) :])
+        if len(args) == at + 1:
             yield from filter(None, [_value(text, *args[at])])
 
     return read
+
+
+_REDIRECT = re.compile(r"[0-9]*[<>]")
+
+
+def _operands(text: str, words: list[Span]) -> list[Span]:
+    """The words that are no option, up to a redirection (``> out``, ``2>&1``) or an option
+    after them (``--api S3v4``: an option's value is no operand)."""
+    out: list[Span] = []
+    for start, end in words:
+        if _REDIRECT.match(text, start, end) or (out and text[start] == "-"):
+            break
+        if text[start] != "-":
+            out.append((start, end))
+    return out
 
 
 def _htpasswd(text: str, words: list[Span]) -> Iterator[Span]:
     """``htpasswd -b FILE USER SECRET`` (``-nb USER SECRET``: no file)."""
     options = "".join(text[s + 1 : e] for s, e in words if text[s] == "-")
     if "b" in options:
-        args = [w for w in words if text[w[0]] != "-"]
+        args = _operands(text, words)
         at = 1 if "n" in options else 2
-        if len(args) > at:
+        if len(args) == at + 1:  # the password is the last word (as ``_positional`` reads)
             yield from filter(None, [_value(text, *args[at])])
 
 

@@ -271,3 +271,15 @@ def test_command_lines_are_read_in_linear_time(unit: str) -> None:
     with cpu_timer() as took:
         redact_text(text)
     assert took.seconds < 1.5, f"{took.seconds:.2f} s"
+
+
+def test_positional_passwords_are_read_only_where_the_command_ends_with_them() -> None:
+    """``mc alias set NAME URL KEY SECRET`` ends with its secret: a longer run of words is no
+    such command line. Read anyway, redacting one command's value (``mongosh -p mc``) shifted
+    the others' words, and a second redaction changed the first's output."""
+    text = "x \\nmongosh -p mc alias set mc alias set mc alias set mc alias set "
+    once = redact_text(text)
+    assert redact_text(once) == once
+    assert redact_text("mc alias set s3 https://s3 AKEY S3cretPw --api S3v4") == (
+        "mc alias set s3 https://s3 AKEY [REDACTED] --api S3v4"
+    )
