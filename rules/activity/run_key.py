@@ -32,6 +32,9 @@ from rules.activity.shell_lex import split_commands
 from rules.text_cache import text_cache
 
 _PYTHONS = frozenset({"python", "py"})
+_INTERPRETERS = frozenset(
+    {*_PYTHONS, "ipython", "node", "deno", "bun", "ruby", "php", "perl", "java"}
+)
 MAX_KEY_CHARS = 400
 
 
@@ -107,8 +110,8 @@ def covers(passed: str, failed: str) -> bool:
     other, _, targets = failed.partition(" ")
     if program != other or (where and where != there):
         return False
-    if not scope:
-        return True
+    if not scope:  # the whole suite; an interpreter on nothing (``python3 --version``) ran none
+        return program not in _INTERPRETERS
     within = scope.split(" ")
     return all(
         any(t == w or t.startswith((w.rstrip("/") + "/", w + "::")) for w in within)

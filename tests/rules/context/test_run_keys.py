@@ -79,6 +79,19 @@ def test_a_failing_rerun_without_the_cd_replaces_the_failure() -> None:
     assert list(ledger["runs"]) == [again]
 
 
+@pytest.mark.parametrize("again", ["python3 --version", "cd /repo && python -V", "node -v"])
+def test_an_interpreter_run_on_nothing_closes_no_script_run(again: str) -> None:
+    """``python3 --version`` passing runs no script: the failure of ``python repro.py`` (in
+    the place a cd chose, where a run with no cd is taken to be) stays open."""
+    first = "cd /repo && python repro.py" if "node" not in again else "node repro.js"
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", first)), result("a", TRACEBACK + "\nExit code: 1")],
+        *[assistant(None, shell("b", again)), result("b", "Python 3.11.2\nExit code: 0")],
+    )
+    assert working_set.open_diagnostics(ledger) != []
+
+
 def test_a_script_rewritten_then_run_is_the_same_run() -> None:
     write_and_run = "cat > reproduce.py <<'EOF'\nprint('fixed')\nEOF\npython reproduce.py"
     assert run_key(write_and_run) == run_key("python reproduce.py 2>&1 | head -50")
