@@ -36,6 +36,7 @@ from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
+from rules.redact_prose import LOOKS_SET, said_value, spaced_key
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
@@ -94,12 +95,6 @@ _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 _NEAR_HEX = re.compile(
     rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
 )
-# A password said in prose (``the redis password is hunter2``, ``password was "x9y8"``): the next
-# word, when it holds a digit or a symbol (``is too short``, ``is incorrect`` hold none).
-_SAID = re.compile(
-    r"""[ \t]++(?:is|was)[ \t]++[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
-)
-_LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
 # SQL's ``PASSWORD 'secret'`` (``CREATE ROLE … WITH PASSWORD``), and MySQL's ``IDENTIFIED [WITH
 # plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
 _QUOTED_AFTER = re.compile(
@@ -171,6 +166,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         return None if m is None else (m.start("sq"), m.end("sq"), m.end())
     name = _name_ending(text, start, end)
     needed = min_chars(name)
+    if needed is None and name.lower() == "key" and spaced_key(text, start):
+        needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
     if needed is None and name.lower() == "pwd" and text[start - 1 : start] == ";":
         needed = 1  # an ODBC connection string's ``;Pwd=secret`` (a bare PWD is a folder)
     if needed is None:
@@ -188,11 +185,9 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         m = _QUOTED_AFTER.match(text, end)
         if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
-            m = m if m is not None and _LOOKS_SET.search(m["bare"]) else None
-    if m is None and needed == 1 and (said := _SAID.match(text, end)) is not None:
-        if _LOOKS_SET.search(said["bare"]):  # "the password is hunter2", not "… is too short"
-            return said.start("bare"), said.end("bare"), said.end()
-        return None
+            m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
+    if m is None:
+        return said_value(text, end, needed)
     if m:
         groups = m.groupdict()
         group = next(g for g in ("dq", "sq", "bare") if groups.get(g) is not None)

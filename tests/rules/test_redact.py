@@ -303,6 +303,14 @@ def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> 
         ("password is too short", "password is too short"),  # no digit nor symbol: no password
         ("the password is incorrect!", "the password is incorrect!"),
         ("Password is required", "Password is required"),
+        ("the API key is abc123XYZ456, use it", "the API key is [REDACTED], use it"),
+        ("my token was ghx9d8s7f6", "my token was [REDACTED]"),
+        ("api key: Zx9-1234abcd", "api key: [REDACTED]"),
+        ("Access Key = Zx9-1234abcd", "Access Key = [REDACTED]"),
+        ("the token is expired", "the token is expired"),  # no digit nor symbol
+        ("the token was ab12", "the token was ab12"),  # shorter than a token
+        ("sorted(rows, key=len2x_abcdef)", "sorted(rows, key=len2x_abcdef)"),  # a bare key: code
+        ("primary key: user_id_1234", "primary key: user_id_1234"),
     ],
 )
 def test_a_password_said_in_prose(text: str, kept: str) -> None:

@@ -1,0 +1,36 @@
+"""Secrets said in words rather than assigned, for ``rules.redact``: "the redis password is
+hunter2", "my API key is ab12…". A value counts only when it looks set (a digit or a symbol), so
+"the password is too short" and "the token is expired" stay."""
+
+from __future__ import annotations
+
+import re
+
+# After a secret's name: ``is``/``was``, then the next word (maybe quoted).
+_SAID = re.compile(
+    r"""[ \t]++(?:is|was)[ \t]++[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
+)
+LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
+_LETTER = re.compile(r"[A-Za-z]")
+# "API key", "access key" (two words, as said in prose or a console's label) before a bare "key".
+_SPACED_KEY = re.compile(r"(?i:\b(?:api|access|auth|client|app)[ \t])\Z")
+
+
+def spaced_key(text: str, start: int) -> bool:
+    """Whether the bare ``key`` at ``start`` is the second word of "API key", "access key"…"""
+    return _SPACED_KEY.search(text, max(0, start - 8), start) is not None
+
+
+def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
+    """(start, end, where the scan goes on) of a value said after the name ending at ``end``;
+    ``needed``: the name's shortest value (1: a password, any word that looks set; more: a key
+    or token, which also holds a letter)."""
+    said = _SAID.match(text, end)
+    if said is None:
+        return None
+    value = said["bare"]
+    if not LOOKS_SET.search(value):
+        return None
+    if needed > 1 and (len(value) < needed or not _LETTER.search(value)):
+        return None
+    return said.start("bare"), said.end("bare"), said.end()
