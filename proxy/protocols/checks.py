@@ -207,6 +207,12 @@ def checked_violations(
     return out + unknown, checked
 
 
+# the calls a client answers with an output of the same id (a computer's and a local shell's
+# are not checked: the repair writes none of them)
+_CALL_KINDS = frozenset({"function_call", "custom_tool_call", "shell_call", "apply_patch_call"})
+_OUTPUT_KINDS = frozenset(f"{k}_output" for k in _CALL_KINDS)
+
+
 def responses_violations(body: dict[str, Any], known: Any = None) -> list[str]:
     return responses_checked(body)[0]
 
@@ -246,9 +252,9 @@ def responses_checked(
             checked = ItemsChecked(i, dict(calls), dict(outputs), tuple(out), held)
         item = items[i]
         kind = item.get("type") if isinstance(item, dict) else None
-        if kind in ("function_call", "custom_tool_call"):
+        if kind in _CALL_KINDS:
             calls.setdefault(item.get("call_id"), i)
-        elif kind in ("function_call_output", "custom_tool_call_output"):
+        elif kind in _OUTPUT_KINDS:
             outputs.setdefault(item.get("call_id"), i)
             if item.get("call_id") not in calls and not (held or references.before(i)):
                 out.append(f"input[{i}]: output for call_id not called before")

@@ -36,6 +36,7 @@ from proxy.protocols.prefix import (
     with_items,
 )
 from proxy.protocols.responses_lift import mend, new_items, patched_items
+from proxy.protocols.responses_opaque import pair_opaque_calls
 from proxy.protocols.responses_parts import (
     CALLS,
     OUTPUTS,
@@ -88,7 +89,10 @@ class ResponsesAdapter:
                 slot = prev.slot  # its bytes compact
             old, old_datas = (prev.whole, prev.datas) if prev is not None else (None, [])
             datas, shared, whole = read_bytes(old, old_datas, items, MAX_ITEM_BYTES)
-        items, repairs = mend(items, max(shared - 1, 0))
+        start = max(shared - 1, 0)
+        items, paired = pair_opaque_calls(items, start, held)
+        items, repairs = mend(items, 0 if paired else start)
+        repairs = paired + repairs
         references = References(items)  # of the items as lowered: a mend may drop some
         if repairs:  # mended: neither reused nor kept
             slot, prev, shared = None, None, 0

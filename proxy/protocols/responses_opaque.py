@@ -1,0 +1,121 @@
+"""The Responses calls a client runs that the chat view cannot show (``shell_call``,
+``apply_patch_call``: the shell and patch tools), paired as the chain repair pairs functions.
+Responses refuses a call without its output and an output without its call, and a client that
+was interrupted between the two (a run cancelled, an approval never given) resends that history
+on every retry. A call left unanswered gets an output saying so, after its turn; an output whose
+call is gone becomes the user's text. A ``computer_call`` needs a screenshot, and a
+``local_shell_call``'s output is named by an id whose meaning clients disagree on: neither is
+written, the body goes as sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.protocols.responses_parts import References, kind
+from rules.chain.text import SYNTHETIC_RESULT
+from rules.messages import PLACEHOLDER_PREFIX
+
+OUTPUT_OF = {"shell_call": "shell_call_output", "apply_patch_call": "apply_patch_call_output"}
+CALL_OF = {v: k for k, v in OUTPUT_OF.items()}
+# items of the model's turn: a call's output goes after the last of them
+_TURN = frozenset({"reasoning", "function_call", "custom_tool_call", *OUTPUT_OF})
+
+
+def pair_opaque_calls(
+    items: list[Any], start: int, held: bool
+) -> tuple[list[Any], list[dict[str, Any]]]:
+    """``items`` with every shell or patch call answered and every such output called (a new
+    list, or ``items`` itself when nothing was needed), and the repairs made. ``start``: the
+    items before it are a request's that needed nothing; ``held``: the request continues the
+    provider's history, where an output's call may be there."""
+    found = _scan(items, start)
+    if found is None:
+        return items, []
+    if start and found[1]:  # an output whose call may come before ``start``
+        found = _scan(items, 0)
+        if found is None:
+            return items, []
+    calls, outputs = found
+    orphans = {i for i in outputs if not (held or References(items).before(i))}
+    if not calls and not orphans:
+        return items, []
+    after: dict[int, list[Any]] = {}
+    repairs: list[dict[str, Any]] = []
+    for i, cid in calls:
+        end = _turn_end(items, i)
+        after.setdefault(end, []).append(_interrupted(kind(items[i]), cid))
+        repairs.append({"kind": "unanswered_call", "index": i, "tool_call_id": cid,
+                        "action": "synthetic_output"})  # fmt: skip
+    out: list[Any] = []
+    for i, item in enumerate(items):
+        if i in orphans:
+            out.append(_as_user_text(item))
+            cid = item.get("call_id")
+            repairs.append({"kind": "orphan_result", "index": i, "tool_call_id": cid,
+                            "action": "output_as_user_text"})  # fmt: skip
+        else:
+            out.append(item)
+        out.extend(after.get(i, ()))
+    return out, repairs
+
+
+def _scan(items: list[Any], start: int) -> tuple[list[tuple[int, str]], list[int]] | None:
+    """(the unanswered calls, the outputs with no call before them) among ``items[start:]``;
+    None when there is neither."""
+    open_calls: dict[str, int] = {}
+    answered: set[str] = set()
+    lone: list[int] = []
+    for i in range(start, len(items)):
+        item = items[i]
+        if not isinstance(item, dict):
+            continue
+        k = item.get("type")
+        if k in OUTPUT_OF or k in CALL_OF:
+            cid = item.get("call_id")
+            if not isinstance(cid, str):
+                continue
+            if k in OUTPUT_OF:
+                open_calls.setdefault(cid, i)
+            elif cid in open_calls:
+                answered.add(cid)
+            else:
+                lone.append(i)
+    calls = [(i, cid) for cid, i in open_calls.items() if cid not in answered]
+    return (calls, lone) if calls or lone else None
+
+
+def _turn_end(items: list[Any], i: int) -> int:
+    """The last item of the model's turn holding item ``i``."""
+    while i + 1 < len(items) and kind(items[i + 1]) in _TURN:
+        i += 1
+    return i
+
+
+def _interrupted(call_kind: str, cid: str) -> dict[str, Any]:
+    if call_kind == "shell_call":
+        outcome = {"type": "exit", "exit_code": 1}
+        chunk = {"stdout": "", "stderr": SYNTHETIC_RESULT, "outcome": outcome}
+        return {"type": "shell_call_output", "call_id": cid, "output": [chunk]}
+    return {"type": "apply_patch_call_output", "call_id": cid, "status": "failed",
+            "output": SYNTHETIC_RESULT}  # fmt: skip
+
+
+def _as_user_text(item: dict[str, Any]) -> dict[str, Any]:
+    """An output whose call is gone, as the user's message saying so, with what it held."""
+    cid = item.get("call_id")
+    head = f"{PLACEHOLDER_PREFIX} {kind(item)} for call {cid} had no matching call]"
+    text = "\n".join([head, *_output_texts(item)])
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def _output_texts(item: dict[str, Any]) -> list[str]:
+    output = item.get("output")
+    if isinstance(output, str):
+        return [output]
+    texts: list[str] = []
+    for chunk in output if isinstance(output, list) else []:
+        for stream in ("stdout", "stderr") if isinstance(chunk, dict) else ():
+            text = chunk.get(stream)
+            if isinstance(text, str) and text:
+                texts.append(text)
+    return texts

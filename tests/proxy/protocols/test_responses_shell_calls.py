@@ -1,0 +1,93 @@
+"""The shell and patch tools' calls in a Responses input (``shell_call``, ``apply_patch_call``)
+are paired as functions are: Responses refuses a call without its output and an output without
+its call, so a run interrupted between the two (cancelled, an approval never given) failed on
+every retry. An unanswered call gets an output saying so after its turn; an output whose call is
+gone becomes the user's text; the rest of the input is forwarded as sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from proxy.protocols.checks import responses_violations
+from proxy.rewrite.engine import Engine
+from tests.proxy.protocols.test_responses_adapter import engine, rewrite  # noqa: F401
+
+
+def _shell(cid: str) -> dict[str, Any]:
+    return {"type": "shell_call", "id": f"sh_{cid}", "call_id": cid, "status": "completed",
+            "action": {"commands": ["ls -la"], "timeout_ms": 1000}}  # fmt: skip
+
+
+def _shell_out(cid: str, stdout: str = "a.txt\n") -> dict[str, Any]:
+    chunk = {"stdout": stdout, "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+    return {"type": "shell_call_output", "call_id": cid, "output": [chunk]}
+
+
+def _patch(cid: str) -> dict[str, Any]:
+    op = {"type": "update_file", "path": "a.py", "diff": "@@\n-a\n+b\n"}
+    return {"type": "apply_patch_call", "id": f"ap_{cid}", "call_id": cid,
+            "status": "completed", "operation": op}  # fmt: skip
+
+
+def _reasoning() -> dict[str, Any]:
+    return {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAAA"}
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def _body(*items: Any) -> dict[str, Any]:
+    return {"model": "gpt-5.1", "input": list(items)}
+
+
+async def test_unanswered_shell_and_patch_calls_get_an_output_after_their_turn(
+    engine: Engine,  # noqa: F811
+) -> None:
+    items = [_user("list, then patch"), _reasoning(), _shell("c1"), _patch("c2"), _user("stop")]
+    before = responses_violations(_body(*items))
+    assert any("has no output" in v for v in before)  # what the provider refuses
+    out = await rewrite(engine, _body(*items))  # asserts the forwarded body has no violation
+    sent = out.body["input"]
+    assert [i.get("type", "message") for i in sent] == [
+        "message", "reasoning", "shell_call", "apply_patch_call",
+        "shell_call_output", "apply_patch_call_output", "message",
+    ]  # fmt: skip
+    assert sent[1:4] == items[1:4] and sent[6] == items[4]
+    shell_out, patch_out = sent[4], sent[5]
+    assert shell_out["call_id"] == "c1" and shell_out["output"][0]["outcome"]["type"] == "exit"
+    assert "interrupted" in shell_out["output"][0]["stderr"]
+    assert patch_out == {"type": "apply_patch_call_output", "call_id": "c2", "status": "failed",
+                         "output": patch_out["output"]}  # fmt: skip
+    kinds = {r["kind"] for r in out.report["repairs"]}
+    assert kinds == {"unanswered_call"}
+
+
+async def test_an_output_whose_call_is_gone_is_the_users_text(engine: Engine) -> None:  # noqa: F811
+    items = [_user("go"), _shell_out("gone", stdout="build ok\n"), _user("next?")]
+    out = await rewrite(engine, _body(*items))
+    sent = out.body["input"]
+    assert sent[0] == items[0] and sent[2] == items[2]
+    text = sent[1]["content"][0]["text"]
+    assert sent[1]["role"] == "user" and "shell_call_output for call gone" in text
+    assert "build ok" in text
+
+
+async def test_an_output_answering_the_providers_history_goes_as_sent(
+    engine: Engine,  # noqa: F811
+) -> None:
+    items = [_shell_out("c9"), _user("more")]  # its call is in the stored response
+    b = {**_body(*items), "previous_response_id": "resp_abc"}
+    out = await rewrite(engine, b)
+    assert orjson.dumps(out.body["input"]) == orjson.dumps(items)
+
+
+async def test_a_paired_history_goes_as_sent(engine: Engine) -> None:  # noqa: F811
+    items = [_user("list"), _shell("c1"), _shell_out("c1"), _patch("c2"),
+             {"type": "apply_patch_call_output", "call_id": "c2", "status": "completed"},
+             _user("thanks")]  # fmt: skip
+    out = await rewrite(engine, _body(*items))
+    assert orjson.dumps(out.body["input"]) == orjson.dumps(items)
+    assert not out.report.get("repairs")
