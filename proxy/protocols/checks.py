@@ -23,7 +23,7 @@ from itertools import repeat
 from operator import is_
 from typing import Any
 
-from proxy.protocols.responses_parts import References, provider_history
+from proxy.protocols.responses_parts import References, output_call_id, provider_history
 
 _ID = re.compile(r"[a-zA-Z0-9_-]+")
 
@@ -207,9 +207,11 @@ def checked_violations(
     return out + unknown, checked
 
 
-# the calls a client answers with an output of the same id (a computer's and a local shell's
-# are not checked: the repair writes none of them)
-_CALL_KINDS = frozenset({"function_call", "custom_tool_call", "shell_call", "apply_patch_call"})
+# the calls a client answers with an output of the same id (a computer's is not checked: the
+# repair writes none of its outputs)
+_CALL_KINDS = frozenset(
+    {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call"}
+)
 _OUTPUT_KINDS = frozenset(f"{k}_output" for k in _CALL_KINDS)
 
 
@@ -255,8 +257,9 @@ def responses_checked(
         if kind in _CALL_KINDS:
             calls.setdefault(item.get("call_id"), i)
         elif kind in _OUTPUT_KINDS:
-            outputs.setdefault(item.get("call_id"), i)
-            if item.get("call_id") not in calls and not (held or references.before(i)):
+            cid = output_call_id(item)
+            outputs.setdefault(cid, i)
+            if cid not in calls and not (held or references.before(i)):
                 out.append(f"input[{i}]: output for call_id not called before")
         elif kind == "reasoning":
             nxt = items[i + 1] if i < last else None

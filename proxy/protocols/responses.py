@@ -50,6 +50,7 @@ from proxy.protocols.responses_parts import (
     kind,
     message_text,
     opaque_side,
+    output_call_id,
     provider_history,
 )
 from proxy.protocols.responses_prefix import Lowering, Recorder, Snapshot, reuse_lifted
@@ -126,7 +127,7 @@ class ResponsesAdapter:
                 lowering.add(f"{i}", Part((i,), msg, i + 1), kept)
             elif k in OUTPUTS:
                 _flush(st, lowering, run, i + 1, kept)
-                cid = item.get("call_id")
+                cid = output_call_id(item)
                 msg = {"role": "tool", "tool_call_id": cid,
                        "content": text_of(item.get("output"))}  # fmt: skip
                 mark_media(msg, item.get("output"), is_text)  # its images, for the chain repair

@@ -29,6 +29,7 @@ from proxy.protocols.responses_parts import (
     is_text,
     kind,
     message_text,
+    output_call_id,
     part_maker,
 )
 from rules.base import Message
@@ -130,8 +131,9 @@ def patched_items(st: State, part: Part, m: Message) -> list[Any]:
             head = output if isinstance(output, list) else [part_maker("user")(output)]
             output = [*head, *more]
         patched = {**item, "output": output}
-        if m.get("tool_call_id") != item.get("call_id"):
-            patched["call_id"] = m.get("tool_call_id")
+        if m.get("tool_call_id") != output_call_id(item):
+            named_by_id = "call_id" not in item and kind(item) == "local_shell_call_output"
+            patched["id" if named_by_id else "call_id"] = m.get("tool_call_id")
         return [patched]
     return [_patched_message(item, part.lowered.get("content"), m.get("content"))]
 
@@ -228,6 +230,8 @@ def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     out = item
     if call.get("id") != lowered["id"]:
         out = {**out, "call_id": call.get("id")}
+    if kind(item) == "local_shell_call":  # its action is as sent: only its id is the repair's
+        return out
     name = fn.get("name")
     if isinstance(name, str) and name != lowered["function"].get("name"):
         out = {**out, "name": name}  # filled for a call without one

@@ -3,9 +3,9 @@
 Responses refuses a call without its output and an output without its call, and a client that
 was interrupted between the two (a run cancelled, an approval never given) resends that history
 on every retry. A call left unanswered gets an output saying so, after its turn; an output whose
-call is gone becomes the user's text. A ``computer_call`` needs a screenshot, and a
-``local_shell_call``'s output is named by an id whose meaning clients disagree on: neither is
-written, the body goes as sent."""
+call is gone becomes the user's text. A ``computer_call``'s output needs a screenshot: none is
+written, the body goes as sent. (A ``local_shell_call`` is a call the chat view shows:
+``responses_parts.CALLS``.)"""
 
 from __future__ import annotations
 

@@ -12,8 +12,17 @@ from proxy.protocols.prefix import SharedParts
 from rules.base import Message
 
 TEXT_PARTS = ("input_text", "output_text", "text")  # a tuple: a list as a type is no error
-CALLS = frozenset({"function_call", "custom_tool_call"})
-OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call"}
+# The calls the chat view shows. A local shell call (``codex-mini``'s ``local_shell`` tool) reads
+# as a call of ``local_shell`` with its action as arguments; Codex answers it with a
+# ``function_call_output``, other clients with a ``local_shell_call_output`` (named by ``call_id``
+# or, as the API reference words it, by ``id``).
+CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
+OUTPUTS = {
+    "function_call_output": "function_call",
+    "custom_tool_call_output": "custom_tool_call",
+    "local_shell_call_output": "local_shell_call",
+}
+LOCAL_SHELL = "local_shell"
 OWN_ROLES = frozenset({"user", "system", "developer"})
 
 
@@ -33,7 +42,7 @@ Parts = SharedParts[Part]
 class State:
     items: list[Any]
     parts: Parts
-    call_kinds: dict[str, str]  # call_id -> function_call | custom_tool_call
+    call_kinds: dict[str, str]  # call_id -> its call's kind (``CALLS``)
     mended: bool
     # how many input items are the session's previous request's, its snapshot, and this
     # request's (None: not kept; ``responses_prefix``)
@@ -104,14 +113,28 @@ def message_text(item: dict[str, Any]) -> Any:
 def call_of(item: dict[str, Any]) -> dict[str, Any]:
     """A call item as a ``tool_calls`` entry (a custom call's raw input as ``{"input": …}``)."""
     cid = item.get("call_id")
-    if kind(item) == "custom_tool_call":
+    k = kind(item)
+    if k == "custom_tool_call":
         raw = item.get("input")
         arguments = orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
+    elif k == "local_shell_call":
+        action = item.get("action")
+        arguments = orjson.dumps(action if isinstance(action, dict) else {}).decode()
     else:
         raw = item.get("arguments")
         arguments = raw if isinstance(raw, str) else orjson.dumps(raw or {}).decode()
-    fn = {"name": item.get("name"), "arguments": arguments}
+    name = LOCAL_SHELL if k == "local_shell_call" else item.get("name")
+    fn = {"name": name, "arguments": arguments}
     return {"id": cid, "type": "function", "function": fn}
+
+
+def output_call_id(item: dict[str, Any]) -> Any:
+    """The call an output answers: its ``call_id`` (a local shell call's output may name it by
+    ``id`` instead)."""
+    cid = item.get("call_id")
+    if cid is None and item.get("type") == "local_shell_call_output":
+        return item.get("id")
+    return cid
 
 
 def provider_history(body: dict[str, Any]) -> bool:

@@ -1,6 +1,6 @@
 """What pruning leaves of a Responses input stays a valid one:
 
-- a call the chat view cannot show (``local_shell_call``, ``computer_call``, ``shell_call``) made
+- a call the chat view cannot show (``computer_call``, ``shell_call``) made
   beside a function call is answered after that call's output, so its output is lowered into the
   next turn: the two turns go together or not at all (an output forwarded without its call is a
   400);
@@ -20,10 +20,12 @@ from proxy.rewrite.engine import Engine
 BIG = "\n".join(f"src/m/f_{k}.rs:{k}: fn f{k}() -> u32 {{ {k * 7919} }}" for k in range(300))
 EXEC = [{"type": "function", "name": "exec_command", "parameters": {"type": "object"}}]
 OPAQUE = {
-    "local_shell": (
-        {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_B", "status": "completed",
-         "action": {"type": "exec", "command": ["ls"], "env": {}}},
-        {"type": "local_shell_call_output", "call_id": "call_B", "output": "total 0\n" + BIG},
+    "shell": (
+        {"type": "shell_call", "id": "sh_1", "call_id": "call_B", "status": "completed",
+         "action": {"commands": ["ls"], "timeout_ms": 1000}},
+        {"type": "shell_call_output", "call_id": "call_B",
+         "output": [{"stdout": "total 0\n" + BIG, "stderr": "",
+                     "outcome": {"type": "exit", "exit_code": 0}}]},
     ),
     "computer": (
         {"type": "computer_call", "id": "cu_1", "call_id": "call_B", "status": "completed",

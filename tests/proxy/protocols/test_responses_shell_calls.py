@@ -91,3 +91,42 @@ async def test_a_paired_history_goes_as_sent(engine: Engine) -> None:  # noqa: F
     out = await rewrite(engine, _body(*items))
     assert orjson.dumps(out.body["input"]) == orjson.dumps(items)
     assert not out.report.get("repairs")
+
+
+def _local_shell(cid: str, *argv: str) -> dict[str, Any]:
+    action = {"type": "exec", "command": list(argv), "env": {}, "working_directory": "/repo"}
+    return {"type": "local_shell_call", "id": f"lsh_{cid}", "call_id": cid, "status": "completed",
+            "action": action}  # fmt: skip
+
+
+async def test_a_local_shell_call_answered_as_codex_answers_it_goes_as_sent(
+    engine: Engine,  # noqa: F811
+) -> None:
+    # Codex answers codex-mini's local shell calls with a function_call_output; before, the
+    # output read as an orphan, became user text, and left the call unanswered (a 400)
+    codex_output = {"type": "function_call_output", "call_id": "c1",
+                    "output": '{"output":"a.txt\\n","metadata":{"exit_code":0}}'}  # fmt: skip
+    by_id = {"type": "local_shell_call_output", "id": "c2", "output": "b.txt\n"}
+    items = [_user("list"), _local_shell("c1", "ls"), codex_output,
+             _local_shell("c2", "ls", "b"), by_id, _user("thanks")]  # fmt: skip
+    out = await rewrite(engine, _body(*items))
+    assert orjson.dumps(out.body["input"]) == orjson.dumps(items)
+    assert not out.report.get("repairs")
+
+
+async def test_an_unanswered_local_shell_call_gets_a_function_output(engine: Engine) -> None:  # noqa: F811
+    items = [_user("list"), _local_shell("c1", "ls"), _user("stop, do something else")]
+    out = await rewrite(engine, _body(*items))
+    sent = out.body["input"]
+    assert sent[:2] == items[:2] and sent[-1] == items[-1]
+    assert sent[2]["type"] == "function_call_output" and sent[2]["call_id"] == "c1"
+    assert [r["kind"] for r in out.report["repairs"]] == ["unanswered_call"]
+
+
+async def test_what_a_local_shell_call_made_is_known(engine: Engine) -> None:  # noqa: F811
+    made = {"type": "function_call_output", "call_id": "c1",
+            "output": '{"output":"","metadata":{"exit_code":0}}'}  # fmt: skip
+    items = [_user("make a folder build_out"), _local_shell("c1", "mkdir", "build_out"), made,
+             _user("now delete the folder you just created")]  # fmt: skip
+    out = await rewrite(engine, _body(*items))
+    assert "build_out" in orjson.dumps(out.body["input"][-1]).decode()
