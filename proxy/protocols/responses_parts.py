@@ -59,12 +59,13 @@ class State:
 
 def opaque_side(item: dict[str, Any], k: str) -> tuple[str, str] | None:
     """("calls" or "outputs", its id) for a call or an output the chat view cannot show (not a
-    function's or a custom tool's): a ``*_call`` and its ``*_call_output`` by ``call_id``, an MCP
+    function's or a custom tool's): a ``*_call`` (or a ``program``) and its output
+    (``*_call_output``, ``tool_search_output``, ``program_output``) by ``call_id``, an MCP
     approval request (``id``) and its response (``approval_request_id``)."""
-    if k.endswith("_call_output") and k not in OUTPUTS:
+    if k.endswith("_output") and k not in OUTPUTS:  # a shell's, a tool search's, a program's
         cid = item.get("call_id")
         return ("outputs", cid) if isinstance(cid, str) else None
-    if k.endswith("_call") and k not in CALLS:
+    if (k.endswith("_call") or k == "program") and k not in CALLS:
         cid = item.get("call_id")
         return ("calls", cid) if isinstance(cid, str) else None
     if k == "mcp_approval_request":

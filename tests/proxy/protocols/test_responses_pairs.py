@@ -1,6 +1,6 @@
 """What pruning leaves of a Responses input stays a valid one:
 
-- a call the chat view cannot show (``computer_call``, ``shell_call``) made
+- a call the chat view cannot show (``computer_call``, ``shell_call``, ``tool_search_call``) made
   beside a function call is answered after that call's output, so its output is lowered into the
   next turn: the two turns go together or not at all (an output forwarded without its call is a
   400);
@@ -26,6 +26,13 @@ OPAQUE = {
         {"type": "shell_call_output", "call_id": "call_B",
          "output": [{"stdout": "total 0\n" + BIG, "stderr": "",
                      "outcome": {"type": "exit", "exit_code": 0}}]},
+    ),
+    "tool_search": (
+        {"type": "tool_search_call", "call_id": "call_B", "execution": "client",
+         "arguments": {"query": "deploy"}, "status": "completed"},
+        {"type": "tool_search_output", "call_id": "call_B", "execution": "client",
+         "status": "completed", "tools": [{"type": "function", "name": "deploy",
+                                           "description": BIG, "parameters": {}}]},
     ),
     "computer": (
         {"type": "computer_call", "id": "cu_1", "call_id": "call_B", "status": "completed",
@@ -66,7 +73,7 @@ def unpaired(items: list[dict[str, Any]]) -> list[str]:
     for item in items:
         kind = str(item.get("type", "message"))
         cid = item.get("call_id")
-        if kind.endswith("_call_output"):
+        if kind.endswith("_output"):
             if cid not in calls:
                 wrong.append(f"{kind} {cid} without its call before it")
             outputs.add(cid)
