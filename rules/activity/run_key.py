@@ -18,7 +18,6 @@ from rules.activity.agent_tools import command_value, workdir
 from rules.activity.observations import WORKDIR_KEYS
 from rules.activity.run_class import (
     BUILD,
-    MAX_COMMAND_CHARS,
     MAX_COMMANDS,
     MAX_NESTING,
     SETUP,
@@ -28,7 +27,7 @@ from rules.activity.run_class import (
     program,
     shell_string,
 )
-from rules.activity.shell_lex import split_commands
+from rules.activity.shell_lex import MAX_COMMAND_CHARS, split_commands
 from rules.text_cache import text_cache
 
 _PYTHONS = frozenset({"python", "py"})
@@ -40,8 +39,11 @@ MAX_KEY_CHARS = 400
 
 @text_cache(max_chars=2_000_000, max_text_chars=MAX_COMMAND_CHARS)
 def run_key(command: str) -> str:
-    """The run's key; the command itself when no program is found in it."""
-    return _key(command[:MAX_COMMAND_CHARS], 0) or command
+    """The run's key; the command itself when no program is found in it. Read as far as the
+    shell lexer reads (not ``run_class``'s first words): the run is the *last* program, after a
+    heredoc that writes the script (``cat > t.py <<EOF`` … thousands of characters … ``python
+    t.py``)."""
+    return _key(command, 0) or command
 
 
 def raw_command(args: Mapping[str, Any]) -> str | None:
@@ -112,6 +114,8 @@ def covers(passed: str, failed: str) -> bool:
         return False
     if not scope:  # the whole suite; an interpreter on nothing (``python3 --version``) ran none
         return program not in _INTERPRETERS
+    if not targets:  # a run on everything is not covered by one on some paths
+        return False
     within = scope.split(" ")
     return all(
         any(t == w or t.startswith((w.rstrip("/") + "/", w + "::")) for w in within)

@@ -103,6 +103,24 @@ def test_a_script_rewritten_then_run_is_the_same_run() -> None:
     assert working_set.open_diagnostics(ledger) == []
 
 
+def test_a_long_script_written_by_a_heredoc_is_keyed_by_its_run() -> None:
+    body = "\n".join(f"print('step {i}', {'x' * 40!r})" for i in range(120))  # ~7,000 characters
+    write_and_run = f"cd /testbed && cat > repro.py << 'EOF'\n{body}\nEOF\n\npython repro.py"
+    assert run_key(write_and_run) == "cd /testbed && python repro.py"
+
+
+def test_a_pass_on_some_paths_leaves_a_failure_on_everything_open() -> None:
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "cd /repo && pytest")), result("a", TRACEBACK)],
+        *[assistant(None, shell("b", "pytest tests/a.py")), result("b", "1 passed\nExit code: 0")],
+        *[assistant(None, shell("c", "cat notes.txt")), result("c", "ok\nExit code: 0")],
+    )
+    assert [d["code"] for d in working_set.open_diagnostics(ledger)] != []
+    assert not covers("pytest tests/a.py", "cd /repo && pytest")
+    assert covers("pytest", "cd /repo && pytest tests/a.py")
+
+
 def test_keys() -> None:
     assert run_key("bash -lc 'cd /t && python3 repro.py --fast'") == "cd /t && python repro.py"
     assert run_key("python -m pkg.core") == "python -m pkg.core"
