@@ -265,7 +265,7 @@ def responses_checked(
             nxt = items[i + 1] if i < last else None
             if (
                 not isinstance(nxt, dict)
-                or nxt.get("type") in ("function_call_output", "custom_tool_call_output")
+                or str(nxt.get("type")).endswith("_output")
                 or (nxt.get("role") in ("user", "system", "developer"))
             ):
                 out.append(f"input[{i}]: reasoning item without the item that followed it")

@@ -21,7 +21,6 @@ from proxy.protocols.patching import (
 )
 from proxy.protocols.responses_parts import (
     CALLS,
-    OUTPUTS,
     OWN_ROLES,
     Part,
     State,
@@ -64,7 +63,7 @@ def _orphans(items: list[Any], start: int) -> list[int]:
             next_kind = kind(nxt)
             if (
                 nxt is None
-                or next_kind in OUTPUTS
+                or next_kind.endswith("_output")  # any tool's (a shell's, a patch's …)
                 or (next_kind == "message" and nxt.get("role") in OWN_ROLES)
             ):
                 drop.append(i)

@@ -130,3 +130,13 @@ async def test_what_a_local_shell_call_made_is_known(engine: Engine) -> None:  #
              _user("now delete the folder you just created")]  # fmt: skip
     out = await rewrite(engine, _body(*items))
     assert "build_out" in orjson.dumps(out.body["input"][-1]).decode()
+
+
+async def test_no_reasoning_item_is_left_before_an_output(engine: Engine) -> None:  # noqa: F811
+    # a reasoning item cut from what it led to, before the output written for the turn's call,
+    # and before a client's shell output: each goes (Responses refuses reasoning before an output)
+    cut = [_user("go"), _shell("c1"), _reasoning()]
+    before_output = [_user("go"), _shell("c2"), {**_reasoning(), "id": "rs_2"}, _shell_out("c2")]
+    for items in (cut, before_output):
+        out = await rewrite(engine, _body(*items))  # asserts the forwarded body has no violation
+        assert all(i.get("type") != "reasoning" for i in out.body["input"])
