@@ -1,5 +1,6 @@
 """The Responses calls a client runs that the chat view cannot show (``shell_call``,
-``apply_patch_call``: the shell and patch tools), paired as the chain repair pairs functions.
+``apply_patch_call``: the shell and patch tools; a ``tool_search_call`` the client executes, as
+Codex does), paired as the chain repair pairs functions.
 Responses refuses a call without its output and an output without its call, and a client that
 was interrupted between the two (a run cancelled, an approval never given) resends that history
 on every retry. A call left unanswered gets an output saying so, after its turn; an output whose
@@ -15,10 +16,19 @@ from proxy.protocols.responses_parts import References, kind
 from rules.chain.text import SYNTHETIC_RESULT
 from rules.messages import PLACEHOLDER_PREFIX
 
-OUTPUT_OF = {"shell_call": "shell_call_output", "apply_patch_call": "apply_patch_call_output"}
+OUTPUT_OF = {
+    "shell_call": "shell_call_output",
+    "apply_patch_call": "apply_patch_call_output",
+    "tool_search_call": "tool_search_output",
+}
 CALL_OF = {v: k for k, v in OUTPUT_OF.items()}
-# items of the model's turn: a call's output goes after the last of them
-_TURN = frozenset({"reasoning", "function_call", "custom_tool_call", *OUTPUT_OF})
+_CLIENT_RUN = "tool_search"  # its items' ``execution`` says who ran it: paired when the client
+
+
+def _turn_item(k: str) -> bool:
+    """Whether an item of kind ``k`` is of the model's turn (a call's output goes after the last
+    of them)."""
+    return k == "reasoning" or k == "program" or k.endswith("_call")
 
 
 def pair_opaque_calls(
@@ -74,6 +84,8 @@ def _scan(items: list[Any], start: int) -> tuple[list[tuple[int, str]], list[int
             cid = item.get("call_id")
             if not isinstance(cid, str):
                 continue
+            if k.startswith(_CLIENT_RUN) and item.get("execution") != "client":
+                continue  # the server's search: its output is the server's too
             if k in OUTPUT_OF:
                 open_calls.setdefault(cid, i)
             elif cid in open_calls:
@@ -86,12 +98,15 @@ def _scan(items: list[Any], start: int) -> tuple[list[tuple[int, str]], list[int
 
 def _turn_end(items: list[Any], i: int) -> int:
     """The last item of the model's turn holding item ``i``."""
-    while i + 1 < len(items) and kind(items[i + 1]) in _TURN:
+    while i + 1 < len(items) and _turn_item(kind(items[i + 1])):
         i += 1
     return i
 
 
 def _interrupted(call_kind: str, cid: str) -> dict[str, Any]:
+    if call_kind == "tool_search_call":  # the search found nothing: no tool is loaded
+        return {"type": "tool_search_output", "call_id": cid, "execution": "client",
+                "status": "completed", "tools": []}  # fmt: skip
     if call_kind == "shell_call":
         outcome = {"type": "exit", "exit_code": 1}
         chunk = {"stdout": "", "stderr": SYNTHETIC_RESULT, "outcome": outcome}
@@ -112,7 +127,9 @@ def _output_texts(item: dict[str, Any]) -> list[str]:
     output = item.get("output")
     if isinstance(output, str):
         return [output]
-    texts: list[str] = []
+    tools = item.get("tools")
+    names = [t.get("name") for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    texts = [f"tools found: {', '.join(n for n in names if isinstance(n, str))}"] if names else []
     for chunk in output if isinstance(output, list) else []:
         for stream in ("stdout", "stderr") if isinstance(chunk, dict) else ():
             text = chunk.get(stream)

@@ -17,6 +17,7 @@ from tests.proxy.protocols.test_responses_adapter import engine  # noqa: F401
 
 CALLS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call"}
 OUTPUTS = {f"{k}_output" for k in CALLS}
+SEARCH = ("tool_search_call", "tool_search_output")  # paired when the client runs the search
 
 
 def _item(rng: random.Random, cid: str, n: int) -> dict[str, Any]:
@@ -42,6 +43,7 @@ def _item(rng: random.Random, cid: str, n: int) -> dict[str, Any]:
         {"type": "reasoning", "id": f"rs_{n}", "summary": [], "encrypted_content": "gAAAA"},
         {"type": "tool_search_call", "call_id": cid, "execution": "client", "arguments": {}},
         {"type": "tool_search_output", "call_id": cid, "execution": "client", "tools": []},
+        {"type": "tool_search_call", "call_id": cid, "execution": "server", "arguments": {}},
     ])  # fmt: skip
 
 
@@ -53,6 +55,8 @@ def _broken(body: dict[str, Any]) -> list[str]:
     found: list[str] = []
     for i, item in enumerate(items):
         k = item.get("type")
+        if k in SEARCH and item.get("execution") == "client":
+            k = "function_call" if k == SEARCH[0] else "function_call_output"
         if k in CALLS:
             called[item.get("call_id")] = i
         elif k in OUTPUTS:

@@ -140,3 +140,16 @@ async def test_no_reasoning_item_is_left_before_an_output(engine: Engine) -> Non
     for items in (cut, before_output):
         out = await rewrite(engine, _body(*items))  # asserts the forwarded body has no violation
         assert all(i.get("type") != "reasoning" for i in out.body["input"])
+
+
+async def test_a_search_the_client_runs_is_answered(engine: Engine) -> None:  # noqa: F811
+    # Codex runs its tool_search tool itself: an interrupted search gets an empty output, a
+    # server's search is the server's to answer
+    client = {"type": "tool_search_call", "call_id": "ts1", "execution": "client",
+              "arguments": {"query": "deploy"}, "status": "completed"}  # fmt: skip
+    server = {**client, "call_id": "ts2", "execution": "server"}
+    out = await rewrite(engine, _body(_user("deploy it"), client, server, _user("stop")))
+    sent = out.body["input"]
+    answers = [i for i in sent if i.get("type") == "tool_search_output"]
+    assert [(a["call_id"], a["tools"]) for a in answers] == [("ts1", [])]
+    assert sent.index(answers[0]) == 3  # after the turn
