@@ -15,6 +15,7 @@ from typing import Any
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine  # noqa: F401
+from tests.support.random_histories import histories, turn_roles
 
 MARK = {"type": "ephemeral"}
 
@@ -82,12 +83,9 @@ def _broken(messages: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_random_histories_are_forwarded_valid(engine: Engine) -> None:  # noqa: F811
-    rng = random.Random(20261203)
-    for n in range(400):
-        ids = [f"toolu_{j}" for j in range(rng.randint(1, 3))]
+    for n, rng, ids in histories("toolu_"):
         messages: list[dict[str, Any]] = [{"role": "user", "content": "the task"}]
-        for t in range(rng.randint(1, 6)):
-            role = "assistant" if (t % 2 == 0) != (rng.random() < 0.15) else "user"
+        for t, role in enumerate(turn_roles(rng, "assistant", "user")):
             blocks = [
                 _assistant_block(rng, rng.choice(ids), n * 100 + t * 10 + j)
                 if role == "assistant"

@@ -15,6 +15,7 @@ from typing import Any
 from proxy.protocols.gemini import GEMINI
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine  # noqa: F401
+from tests.support.random_histories import histories, turn_roles
 
 TOOLS = ("read_file", "run_shell_command")
 
@@ -74,12 +75,9 @@ def _broken(contents: list[dict[str, Any]]) -> list[str]:
 
 
 async def test_random_histories_are_forwarded_paired(engine: Engine) -> None:  # noqa: F811
-    rng = random.Random(20261203)
-    for n in range(400):
-        ids = [f"call-{j}" for j in range(rng.randint(1, 3))]
+    for n, rng, ids in histories("call-"):
         contents: list[dict[str, Any]] = [{"role": "user", "parts": [{"text": "the task"}]}]
-        for t in range(rng.randint(1, 6)):
-            role = "model" if (t % 2 == 0) != (rng.random() < 0.15) else "user"
+        for role in turn_roles(rng, "model", "user"):
             make = _model_part if role == "model" else _user_part
             parts = [make(rng, rng.choice(ids)) for _ in range(rng.randint(0, 3))]
             contents.append({"role": role, "parts": parts})

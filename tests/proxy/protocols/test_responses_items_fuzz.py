@@ -14,6 +14,7 @@ from typing import Any
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine  # noqa: F401
+from tests.support.random_histories import histories
 
 CALLS = {"function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call"}
 OUTPUTS = {f"{k}_output" for k in CALLS}
@@ -74,9 +75,7 @@ def _broken(body: dict[str, Any]) -> list[str]:
 
 
 async def test_random_inputs_are_forwarded_paired(engine: Engine) -> None:  # noqa: F811
-    rng = random.Random(20261203)
-    for n in range(400):
-        ids = [f"call_{j}" for j in range(rng.randint(1, 4))]
+    for n, rng, ids in histories("call_"):
         items = [{"role": "user", "content": "the task"}]
         items += [_item(rng, rng.choice(ids), n * 100 + j) for j in range(rng.randint(1, 10))]
         body: dict[str, Any] = {"model": "gpt-5", "input": items}
