@@ -55,14 +55,14 @@ def pair_opaque_calls(
         end = _turn_end(items, i)
         after.setdefault(end, []).append(_interrupted(kind(items[i]), cid))
         repairs.append({"kind": "unanswered_call", "index": i, "tool_call_id": cid,
-                        "action": "synthetic_output"})  # fmt: skip
+                        "action": "synthesized_result"})  # fmt: skip
     out: list[Any] = []
     for i, item in enumerate(items):
         if i in orphans:
             out.append(_as_user_text(item))
             cid = item.get("call_id")
             repairs.append({"kind": "orphan_result", "index": i, "tool_call_id": cid,
-                            "action": "output_as_user_text"})  # fmt: skip
+                            "action": "kept_as_user_text"})  # fmt: skip
         else:
             out.append(item)
         out.extend(after.get(i, ()))
