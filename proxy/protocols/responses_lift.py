@@ -229,22 +229,30 @@ def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
     out = item
     if call.get("id") != lowered["id"]:
         out = {**out, "call_id": call.get("id")}
-    if kind(item) == "local_shell_call":  # its action is as sent: only its id is the repair's
+    if kind(item) == "local_shell_call":  # its action is its arguments (shrunk, say); no name
+        if isinstance(arguments, str) and arguments != lowered["function"]["arguments"]:
+            action = _json_object(arguments)
+            out = out if action is None else {**out, "action": action}
         return out
     name = fn.get("name")
     if isinstance(name, str) and name != lowered["function"].get("name"):
         out = {**out, "name": name}  # filled for a call without one
     if isinstance(arguments, str) and arguments != lowered["function"]["arguments"]:
         if kind(item) == "custom_tool_call":
-            try:
-                value = orjson.loads(arguments)
-            except orjson.JSONDecodeError:
-                value = None
-            if isinstance(value, dict) and isinstance(value.get("input"), str):
+            value = _json_object(arguments)
+            if value is not None and isinstance(value.get("input"), str):
                 out = {**out, "input": value["input"]}
         else:
             out = {**out, "arguments": arguments}
     return out
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _output_parts(st: State, m: Message) -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from proxy.protocols.checks import responses_violations
+from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine, rewrite  # noqa: F401
 
@@ -153,3 +154,27 @@ async def test_a_search_the_client_runs_is_answered(engine: Engine) -> None:  # 
     answers = [i for i in sent if i.get("type") == "tool_search_output"]
     assert [(a["call_id"], a["tools"]) for a in answers] == [("ts1", [])]
     assert sent.index(answers[0]) == 3  # after the turn
+
+
+async def test_an_old_local_shell_script_shrinks_in_the_body_forwarded(engine: Engine) -> None:  # noqa: F811
+    # pruning shrinks an executed script in a call's arguments; a local shell call's arguments
+    # are its action, so the shrunk action is what goes (before, the rules counted the saving
+    # and the 10 KB script went as sent)
+    big = "\n".join(f"src/m/f_{k}.rs:{k}: fn f{k}() -> u32 {{ {k * 7919} }}" for k in range(300))
+    lines = "\n".join(f"print('line {k}', {k * 31})" for k in range(400))
+    script = f"cat > /tmp/gen.py <<'EOF'\n{lines}\nEOF\npython /tmp/gen.py"  # written and run
+    made = {"type": "function_call_output", "call_id": "c0", "output": "ok"}
+    items: list[Any] = [_user("fix the build"), _local_shell("c0", "bash", "-lc", script), made]
+    for t in range(10):
+        items += [
+            {"type": "function_call", "call_id": f"f{t}", "name": "exec_command",
+             "arguments": orjson.dumps({"cmd": f"cat src/{t}.rs"}).decode()},
+            {"type": "function_call_output", "call_id": f"f{t}",
+             "output": big.replace("fn", f"fn{t}")},
+        ]  # fmt: skip
+    out = await engine.rewrite(_body(*items), {}, now=1000.0, adapter=RESPONSES,
+                               session_id="shrink", model="gpt-5", budget=40_000)  # fmt: skip
+    call = next(i for i in out.body["input"] if i.get("type") == "local_shell_call")
+    assert len(orjson.dumps(call["action"])) < 1_000 < len(script)
+    assert call["action"]["type"] == "exec" and call["action"]["command"][:2] == ["bash", "-lc"]
+    assert {k for k in call if k != "action"} == {"type", "id", "call_id", "status"}
