@@ -46,14 +46,15 @@ def pair_opaque_calls(
         if found is None:
             return items, []
     calls, outputs = found
-    orphans = {i for i in outputs if not (held or References(items).before(i))}
+    references = References(items)  # walked once, when first asked
+    orphans = {i for i in outputs if not (held or references.before(i))}
     if not calls and not orphans:
         return items, []
     after: dict[int, list[Any]] = {}
     repairs: list[dict[str, Any]] = []
+    ends = _turn_ends(items, {i for i, _ in calls})
     for i, cid in calls:
-        end = _turn_end(items, i)
-        after.setdefault(end, []).append(_interrupted(kind(items[i]), cid))
+        after.setdefault(ends[i], []).append(_interrupted(kind(items[i]), cid))
         repairs.append({"kind": "unanswered_call", "index": i, "tool_call_id": cid,
                         "action": "synthesized_result"})  # fmt: skip
     out: list[Any] = []
@@ -96,11 +97,17 @@ def _scan(items: list[Any], start: int) -> tuple[list[tuple[int, str]], list[int
     return (calls, lone) if calls or lone else None
 
 
-def _turn_end(items: list[Any], i: int) -> int:
-    """The last item of the model's turn holding item ``i``."""
-    while i + 1 < len(items) and _turn_item(kind(items[i + 1])):
-        i += 1
-    return i
+def _turn_ends(items: list[Any], at: set[int]) -> dict[int, int]:
+    """For each index in ``at``: the last item of the model's turn holding it, in one walk back
+    (a turn of thousands of calls is walked once, not once a call)."""
+    ends: dict[int, int] = {}
+    end = last = len(items) - 1
+    for i in range(last, min(at, default=last) - 1, -1):
+        if i < last and not _turn_item(kind(items[i + 1])):
+            end = i
+        if i in at:
+            ends[i] = end
+    return ends
 
 
 def _interrupted(call_kind: str, cid: str) -> dict[str, Any]:

@@ -6,12 +6,14 @@ gone becomes the user's text; the rest of the input is forwarded as sent."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import orjson
 
 from proxy.protocols.checks import responses_violations
 from proxy.protocols.responses import RESPONSES
+from proxy.protocols.responses_opaque import pair_opaque_calls
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols.test_responses_adapter import engine, rewrite  # noqa: F401
 
@@ -178,3 +180,16 @@ async def test_an_old_local_shell_script_shrinks_in_the_body_forwarded(engine: E
     assert len(orjson.dumps(call["action"])) < 1_000 < len(script)
     assert call["action"]["type"] == "exec" and call["action"]["command"][:2] == ["bash", "-lc"]
     assert {k for k in call if k != "action"} == {"type", "id", "call_id", "status"}
+
+
+def test_thousands_of_unpaired_items_are_paired_in_one_walk() -> None:
+    # each output's look for a stored item and each call's look for its turn's end walked the
+    # whole input: 20,000 calls and 20,000 outputs took 220 s of the proxy's CPU; now 0.2 s
+    n = 20_000
+    items = [_user("go"), *(_shell(f"c{i}") for i in range(n)),
+             *(_shell_out(f"gone{i}") for i in range(n))]  # fmt: skip
+    started = time.process_time()
+    out, repairs = pair_opaque_calls(items, 0, held=False)
+    assert time.process_time() - started < 5.0
+    assert len(repairs) == 2 * n and len(out) == 3 * n + 1
+    assert out[n]["call_id"] == f"c{n - 1}" and out[n + 1]["call_id"] == "c0"  # after the turn
