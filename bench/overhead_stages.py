@@ -156,7 +156,7 @@ def instrument(stages: Stages, app: Any, protocol: str = "chat") -> None:
     p = stages.patch
     p(handler_mod, "header_dict", "headers")
     p(services.principals, "of", "auth")
-    p(ProtocolHandler, "_read_body", "receive (ASGI)")
+    p(handler_mod, "read_body", "receive (ASGI)")
     p(handler_mod, "read_body_json", "body memory (parse, validate)")
     p(handler_mod, "redact_text", "model redaction")
     p(handler_mod, "header_session", "session header")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -51,7 +50,7 @@ from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.log_fields import completion_fields
 from proxy.server.provider_refs import (
     AnswerReader,
-    container_reader,
+    answer_reader,
     kept_ids_for,
     require_own,
     what_was_read,
@@ -122,6 +121,7 @@ class ProtocolHandler:
         headers = header_dict(scope["headers"])
         wire = self.wire
         path = route_path(scope)
+        query = scope.get("query_string", b"").decode("latin-1")
         row.update(
             created_at=time.time(),
             path=scope["path"],
@@ -129,7 +129,7 @@ class ProtocolHandler:
             principal="-",  # not known yet: a request refused before it names nobody
         )
         try:
-            principal = self.s.principals.of(headers, _presented(wire, headers, scope))
+            principal = self.s.principals.of(headers, wire.presented(headers, query))
             row["principal"] = principal
             # its turn in what tenants share (an unverified key: its network's, with the others)
             lane = self.s.principals.lane(principal, scope.get("client"))
@@ -141,7 +141,8 @@ class ProtocolHandler:
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
-            raw = await self._read_body(receive, headers, self.s.in_flight.grower(ticket))
+            grow = self.s.in_flight.grower(ticket)
+            raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))  # as read (decoded)
             offload = self.s.engine.offload  # a heavy body is read off the event loop
             hint = header_session(headers)
@@ -217,7 +218,6 @@ class ProtocolHandler:
             "x-ctxproxy-overhead-ms": f"{overhead_ms:.3f}",
             "x-ctxproxy-session-id": header_value(rewritten.client_session),
         }
-        query = scope.get("query_string", b"").decode("latin-1")
         # with the upstream's cache_diagnostics: the provider asked why a miss happened
         pending, forwarded, upstream_headers = ask_diagnosis(
             self.s.engine.ledger, rewritten.cache, upstream, wire.adapter.name, rewritten.body,
@@ -277,12 +277,8 @@ class ProtocolHandler:
             if "breakpoints" in response.extra:  # cache marks the litellm path placed
                 # written with the row's completion (``_fields``), not in a write of its own
                 row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
-            ids: AnswerReader | None = None  # notes the answer's ids, for its principal
-            if self.response_ids is not None:
-                ids = self.response_ids.recorder(principal, rewritten.body, response.status)
-            ids = container_reader(self.kept_ids, principal, wire.adapter.name, rewritten.body,
-                                   response.status, upstream, ids,
-                                   items=self.response_ids is not None)  # fmt: skip
+            ids = answer_reader(self.response_ids, self.kept_ids, principal, wire.adapter.name,
+                                rewritten.body, response.status, upstream)  # fmt: skip
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:
@@ -373,11 +369,6 @@ class ProtocolHandler:
         finally:
             await self._finish(row, fields)
 
-    async def _read_body(
-        self, receive: Receive, headers: dict[str, str], charge: Callable[[int], None]
-    ) -> bytes:
-        return await read_body(receive, headers, self.s.settings.limits, charge)
-
     async def _fail_early(
         self, send: Send, error: ProxyError, row: dict[str, Any], started: float
     ) -> None:
@@ -403,11 +394,3 @@ class ProtocolHandler:
         if row["id"] in self._open:
             self._open.discard(row["id"])
             self.s.observers.finished(row)
-
-
-def _presented(wire: Wire, headers: dict[str, str], scope: Scope) -> str | None:
-    """The credential as the wire's upstream reads it (None: as ``principals.credential``)."""
-    if wire.credential is None:
-        return None
-    query = scope.get("query_string", b"").decode("latin-1")
-    return wire.credential(headers, query)

@@ -219,6 +219,22 @@ def container_reader(
     return ContainerReader(ids, principal, then, items)
 
 
+def answer_reader(
+    stored: ResponseIds | None,
+    kept: ResponseIds | None,
+    principal: str,
+    protocol: str,
+    body: dict[str, Any],
+    status: int,
+    upstream: Any,
+) -> AnswerReader | None:
+    """Every reader of the ids an answer gives its principal: a response it may continue
+    (``stored``: the Responses API's ids), and the containers, files and items it names."""
+    first = stored.recorder(principal, body, status) if stored is not None else None
+    return container_reader(kept, principal, protocol, body, status, upstream, first,
+                            items=stored is not None)  # fmt: skip
+
+
 class ContainerReader:
     """Notes every container and file id an answer names, for its principal, and with ``items``
     every id it writes (a stored response's items; at most ``MAX_ITEMS``): all of the answer,

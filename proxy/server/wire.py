@@ -72,6 +72,11 @@ class Wire:
     # the credential that goes upstream, so two keys never share one
     credential: Callable[[Mapping[str, str], str], str | None] | None = None
 
+    def presented(self, headers: Mapping[str, str], query: str) -> str | None:
+        """The credential as this protocol's upstream reads it (None: as
+        ``principals.credential`` reads it)."""
+        return None if self.credential is None else self.credential(headers, query)
+
     def parse(self, raw: bytes) -> dict[str, Any]:
         """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""
         body = parse_json(raw)
