@@ -107,6 +107,33 @@ class WindowBudgets:
         room = window_room(window, self.settings.pipeline.output_reserve_tokens)
         return None if room is None else int(room * scale)
 
+    def call_budget(self, model: str, principal: str, budget: int | None) -> int | None:
+        """``budget_for``, and a lower ``budget`` for this call only (None: none)."""
+        known = self.budget_for(model, principal)
+        if budget is None:
+            return known
+        return min(known, budget) if known is not None else budget
+
+    def hard_limit(
+        self, model: str, principal: str, budget: int | None, body: Mapping[str, Any]
+    ) -> int | None:
+        """The size no forwarded request may pass: the window's room (less the answer ``body``
+        asks for, where that is more than the reserve), and this call's own lower ``budget``
+        (the overflow rescue's retry: a limit the upstream stated). None: no window known.
+        Where a request over the budget is refused (``on_over_budget: reject``), the budget: a
+        request held over it would be refused on every retry, where a cut would have fitted."""
+        room = self.window_room_for(model, principal)
+        if room is not None and self.settings.pipeline.on_over_budget == "reject":
+            limit = self.call_budget(model, principal, budget)
+            room = min(room, limit) if limit is not None else room
+        reserve = self.settings.pipeline.output_reserve_tokens
+        asked = asked_output(body)
+        if room is not None and asked > reserve:  # a longer answer asked for than reserved
+            room = max(256, room - (asked - reserve))
+        if budget is not None:
+            room = min(room, budget) if room is not None else budget
+        return room
+
     def window_room_for(self, model: str, principal: str | None = None) -> int | None:
         """``_window_room`` memoised per model name, as ``budget_for`` is (and cleared with it);
         a window learned from ``principal``'s requests applied after the memo."""

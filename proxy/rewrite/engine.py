@@ -25,7 +25,7 @@ from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
 from proxy.protocols.report import describe_lift
-from proxy.rewrite.budgets import WindowBudgets, asked_output
+from proxy.rewrite.budgets import WindowBudgets
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
@@ -268,28 +268,11 @@ class Engine(WindowBudgets):
         )
 
     def _budget(self, request: _Request) -> int | None:
-        budget = self.budget_for(request.model, split_scoped(request.sid)[0])
-        if request.budget is not None:
-            budget = min(budget, request.budget) if budget is not None else request.budget
-        return budget
+        return self.call_budget(request.model, split_scoped(request.sid)[0], request.budget)
 
     def _hard_limit(self, request: _Request) -> int | None:
-        """The size no forwarded request may pass: the window's room (less the answer the body
-        asks for, where that is more than the reserve), and this call's own lower budget (the
-        overflow rescue's retry: a limit the upstream stated). None: no window known. Where a
-        request over the budget is refused (``on_over_budget: reject``), the budget: a request
-        held over it would be refused on every retry, where a cut would have fitted it."""
-        room = self.window_room_for(request.model, split_scoped(request.sid)[0])
-        if room is not None and self.settings.pipeline.on_over_budget == "reject":
-            budget = self._budget(request)
-            room = min(room, budget) if budget is not None else room
-        reserve = self.settings.pipeline.output_reserve_tokens
-        asked = asked_output(request.body)
-        if room is not None and asked > reserve:  # a longer answer asked for than reserved
-            room = max(256, room - (asked - reserve))
-        if request.budget is not None:
-            room = min(room, request.budget) if room is not None else request.budget
-        return room
+        principal = split_scoped(request.sid)[0]
+        return self.hard_limit(request.model, principal, request.budget, request.body)
 
     def _still_holds(
         self,

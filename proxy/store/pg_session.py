@@ -32,6 +32,17 @@ class Cached:
     size: int = 0  # its JSON's bytes, as stored or read (0: not known)
 
 
+def state_of(cached: Cached) -> SessionState:
+    return cached.state
+
+
+def known(cached: Cached | None) -> tuple[SessionState, str | None, int]:
+    """(state, parent id, version) as cached here: an empty state when nothing is."""
+    if cached is None:
+        return SessionState(), None, 0
+    return cached.state, cached.parent_id, cached.version
+
+
 class Owner(Protocol):
     """What of ``proxy.store.postgres.PostgresStore`` a held session uses (named here, not
     imported: the store imports this module)."""

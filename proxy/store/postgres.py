@@ -46,7 +46,9 @@ from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
 from proxy.store.pg_session import ancestors as _ancestors
 from proxy.store.pg_session import found as _found
+from proxy.store.pg_session import known as _known
 from proxy.store.pg_session import session_lock_key
+from proxy.store.pg_session import state_of as _state_of
 from proxy.store.pg_unavailable import CONNECT_TIMEOUT_S, open_errors, unavailable
 from proxy.store.pg_writer import BATCH_WINDOW_S, Health, PgWriter, is_connection_error
 from proxy.store.pg_writer import unanswered as _unanswered
@@ -290,7 +292,7 @@ class PostgresStore(PgReads):
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
                 self.lock_timeouts += 1
                 log.warning("store: session %s held elsewhere too long; read-only", session_id)
-                return _Held(self, session_id, *self._known(cached), read_only=True)
+                return _Held(self, session_id, *_known(cached), read_only=True)
             if not isinstance(exc, Exception) or not is_connection_error(exc):
                 raise
             self.health.failed(exc)
@@ -318,13 +320,7 @@ class PostgresStore(PgReads):
     def _offline(self, session_id: str, cached: _Cached | None) -> _Held:
         # its cache feedback as known here (none if never seen): not read from the database
         self.cache_feedback.offer(session_id, None)
-        return _Held(self, session_id, *self._known(cached))
-
-    @staticmethod
-    def _known(cached: _Cached | None) -> tuple[SessionState, str | None, int]:
-        if cached is None:
-            return SessionState(), None, 0
-        return cached.state, cached.parent_id, cached.version
+        return _Held(self, session_id, *_known(cached))
 
     def _remember(self, session_id: str, value: _Cached) -> None:
         self._states.put(session_id, value, value.size or None)
@@ -400,7 +396,3 @@ class PostgresStore(PgReads):
             self._states.pop(session_id, None)
             self.cache_feedback._known.pop(session_id, None)
         return counts
-
-
-def _state_of(cached: _Cached) -> SessionState:
-    return cached.state
