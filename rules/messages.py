@@ -30,6 +30,13 @@ HELD = "ctxproxy_held"
 # the adapter writes their blocks back.
 MEDIA = "ctxproxy_media"
 ABSORBED = "ctxproxy_absorbed"
+# On a message a protocol adapter lowered (never forwarded): which part of the client's body it
+# stands for (``proxy.protocols.base.TAG``).
+SOURCE_TAG = "ctxproxy_src"
+# On a message the chain repair wrote from tool results whose calls are gone (orphans kept as the
+# user's text) that an adapter lowered (they carry ``SOURCE_TAG``): those results, so the adapter
+# keeps what the chat view does not hold of their blocks (Anthropic's cache breakpoint).
+ORPHANS = "ctxproxy_orphans"
 # Beside ``MEDIA``: the estimated tokens of those blocks (``rules.media``), so the proxy's count
 # of the request sees them. An elision takes both marks off, and the adapter then leaves the
 # blocks out of the result it writes.

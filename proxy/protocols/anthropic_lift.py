@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from proxy.protocols import exact_json
+from proxy.protocols.anthropic_mend import can_mark
 from proxy.protocols.anthropic_parts import Part, State, as_list, is_text, text_block
 from proxy.protocols.base import TAG
 from proxy.protocols.media_blocks import absorbed_blocks, media_elided
@@ -22,7 +23,7 @@ from proxy.protocols.patching import (
     patch_texts,
 )
 from rules.base import Message
-from rules.messages import ABSORBED, PLACEHOLDER_PREFIX, role, text_of, tool_calls
+from rules.messages import ABSORBED, ORPHANS, PLACEHOLDER_PREFIX, role, text_of, tool_calls
 
 
 def _unchanged(st: State, m: Message) -> Part | None:
@@ -228,13 +229,40 @@ def _user_message(st: State, key: Any, members: list[Message]) -> Any:
         (results if role(m) == "tool" else others).extend(_user_blocks(st, m))
     content = results + others
     if src is None:
-        if not results and len(others) == 1 and is_text(others[0]):
-            return {"role": "user", "content": others[0]["text"]}
+        if not results and len(others) == 1 and is_text(others[0]) and len(others[0]) == 2:
+            return {"role": "user", "content": others[0]["text"]}  # a text block and no mark
         return {"role": "user", "content": content or [text_block("(no content)")]}
     return {**src, "content": content or [text_block("(no content)")]}
 
 
 def _user_blocks(st: State, m: Message) -> list[Any]:
+    blocks = _blocks_of(st, m)
+    mark = _orphans_mark(st, m) if ORPHANS in m else None
+    if mark is not None and blocks and can_mark(blocks[-1]) and "cache_control" not in blocks[-1]:
+        # the client's breakpoint was on a result the repair made text: it ends the prefix there
+        blocks = [*blocks[:-1], {**blocks[-1], "cache_control": mark}]
+    return blocks
+
+
+def _orphans_mark(st: State, m: Message) -> Any:
+    """The last cache breakpoint the client put on the results ``m`` was written from."""
+    marks = []
+    for orphan in m.get(ORPHANS) or ():
+        block = _result_block(st, orphan) if isinstance(orphan, dict) else None
+        if block is None:
+            continue
+        inner = block.get("content")
+        marks += [
+            b["cache_control"]
+            for b in as_list(inner)
+            if isinstance(b, dict) and "cache_control" in b
+        ]
+        if "cache_control" in block:
+            marks.append(block["cache_control"])
+    return marks[-1] if marks else None
+
+
+def _blocks_of(st: State, m: Message) -> list[Any]:
     part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
     content = m.get("content")
     if part is None:
@@ -295,8 +323,14 @@ def _elided_blocks(blocks: list[Any], text: str) -> Any:
 
 def _result_blocks(st: State, m: Message) -> Any:
     """The client's blocks of the tool result ``m`` was lowered from (None: not one)."""
+    result = _result_block(st, m)
+    return None if result is None else result.get("content")
+
+
+def _result_block(st: State, m: Message) -> dict[str, Any] | None:
+    """The client's ``tool_result`` block ``m`` was lowered from (None: not one)."""
     part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
     if part is None or not part.blocks:
         return None
     result = as_list(st.source[part.index].get("content"))[part.blocks[0]]
-    return result.get("content") if isinstance(result, dict) else None
+    return result if isinstance(result, dict) else None

@@ -31,19 +31,19 @@ def without_empty_text(content: list[Any]) -> list[Any]:
             mark = b.get("cache_control")
             if mark is None:
                 continue
-            at = next((k for k in range(len(kept) - 1, -1, -1) if _can_mark(kept[k])), None)
+            at = next((k for k in range(len(kept) - 1, -1, -1) if can_mark(kept[k])), None)
             if at is not None and "cache_control" not in kept[at]:
                 kept[at] = {**kept[at], "cache_control": mark}
             elif at is None and pending is None:
                 pending = mark
             continue
-        if pending is not None and _can_mark(b) and "cache_control" not in b:
+        if pending is not None and can_mark(b) and "cache_control" not in b:
             b, pending = {**b, "cache_control": pending}, None
         kept.append(b)
     return kept
 
 
-def _can_mark(block: Any) -> bool:
+def can_mark(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") not in _NO_BREAKPOINT
 
 

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from rules.base import Message
-from rules.messages import PLACEHOLDER_PREFIX
+from rules.messages import PLACEHOLDER_PREFIX, SOURCE_TAG
 
-TAG = "ctxproxy_src"  # the provenance tag on lowered messages (never forwarded)
+TAG = SOURCE_TAG  # the provenance tag on lowered messages (never forwarded)
 
 
 @dataclass

@@ -12,7 +12,15 @@ import orjson
 from proxy.errors import BadRequest
 from proxy.protocols.base import TAG
 from proxy.protocols.exact_json import LossyNumber, exact_loads, exact_within_depth
-from rules.messages import ABSORBED, HELD, LOADS_TOOLS, MEDIA, MEDIA_TOKENS, OPAQUE_PAIRS
+from rules.messages import (
+    ABSORBED,
+    HELD,
+    LOADS_TOOLS,
+    MEDIA,
+    MEDIA_TOKENS,
+    OPAQUE_PAIRS,
+    ORPHANS,
+)
 from rules.redact import redact_text
 
 MAX_JSON_DEPTH = 200  # below orjson's serialisation limit of 255, with room for wrapping
@@ -21,7 +29,7 @@ MAX_MODEL_CHARS = 256  # longer than any provider's model name; bounds what erro
 ECHO_CHARS = 40  # client text quoted back in an error is clipped to this
 # The proxy's own marks on the messages the rules read: set by a protocol adapter, never sent by
 # a client, whose chat messages the rules read as they are
-RESERVED_KEYS = (TAG, HELD, MEDIA, MEDIA_TOKENS, ABSORBED, LOADS_TOOLS, OPAQUE_PAIRS)
+RESERVED_KEYS = (TAG, HELD, MEDIA, MEDIA_TOKENS, ABSORBED, ORPHANS, LOADS_TOOLS, OPAQUE_PAIRS)
 
 
 def echo(value: Any) -> str:

@@ -9,7 +9,15 @@ from typing import Any
 
 from rules.base import Message
 from rules.chain.text import orphan_text
-from rules.messages import ABSORBED, MEDIA, append_text, text_of, with_content
+from rules.messages import (
+    ABSORBED,
+    MEDIA,
+    ORPHANS,
+    SOURCE_TAG,
+    append_text,
+    text_of,
+    with_content,
+)
 
 # What tells two results of one call apart: their text, their non-text parts, their MEDIA digest
 Identity = tuple[str, list[Any], Any]
@@ -60,6 +68,9 @@ def orphans_message(orphans: list[Message], late: bool = False) -> Message:
     absorbed = [m for m in orphans if m.get(MEDIA) is not None]
     if absorbed:
         out[ABSORBED] = absorbed
+    lowered = [m for m in orphans if SOURCE_TAG in m]  # by an adapter: it reads them back
+    if lowered:
+        out[ORPHANS] = lowered
     return out
 
 

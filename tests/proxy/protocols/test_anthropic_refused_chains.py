@@ -56,3 +56,30 @@ async def test_a_tool_use_without_its_input_is_given_an_empty_one(engine: Engine
     forwarded = out.body["messages"][1]["content"][0]
     assert forwarded["type"] == "tool_use" and forwarded["input"] == {}
     assert "input" not in call  # the client's block is left as it came
+
+
+MARK = {"type": "ephemeral"}
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        [result("toolu_gone", "file_a", cache_control=MARK)],  # the mark on the result
+        [text("go on"), result("toolu_gone", [text("file_a", cache_control=MARK)])],  # inside it
+    ],
+)
+async def test_an_orphan_result_made_text_keeps_the_clients_breakpoint(
+    engine: Engine, last: list[dict[str, object]]
+) -> None:
+    # Claude Code marks its last block for the cache; a result whose call is gone becomes the
+    # user's text, and the mark goes with it (before, the request went with no breakpoint on its
+    # turn: nothing written to the cache, the next request billed it all again)
+    b = body({"role": "user", "content": "list the files"},
+             {"role": "assistant", "content": [text("ok")]},
+             {"role": "user", "content": last})  # fmt: skip
+    out = await rewrite(engine, b)
+    final = out.body["messages"][-1]["content"]
+    assert "file_a" in text_of(final) and final[-1]["cache_control"] == MARK
+    marks = [blk for m in out.body["messages"] if isinstance(m["content"], list)
+             for blk in m["content"] if "cache_control" in blk]  # fmt: skip
+    assert len(marks) == 1

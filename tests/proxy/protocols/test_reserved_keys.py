@@ -11,13 +11,21 @@ import pytest
 
 from proxy.protocols.base import TAG
 from proxy.protocols.body import RESERVED_KEYS
-from rules.messages import ABSORBED, HELD, LOADS_TOOLS, MEDIA, MEDIA_TOKENS, OPAQUE_PAIRS
+from rules.messages import (
+    ABSORBED,
+    HELD,
+    LOADS_TOOLS,
+    MEDIA,
+    MEDIA_TOKENS,
+    OPAQUE_PAIRS,
+    ORPHANS,
+)
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream
 
 
 def test_the_reserved_names_are_the_marks() -> None:
-    marks = {TAG, HELD, MEDIA, MEDIA_TOKENS, ABSORBED, LOADS_TOOLS, OPAQUE_PAIRS}
+    marks = {TAG, HELD, MEDIA, MEDIA_TOKENS, ABSORBED, ORPHANS, LOADS_TOOLS, OPAQUE_PAIRS}
     assert set(RESERVED_KEYS) == marks
 
 
