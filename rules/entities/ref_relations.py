@@ -100,13 +100,18 @@ def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event]
     return [], []
 
 
+# the verbs whose objects were made, in an order of their own (``_by_position``)
+_MAKING = frozenset({"create", "write", "start", "copy", "commit"})
+
+
 def _by_position(mention: Mention, events: Sequence[Event]) -> list[Event]:
-    """The entity at the mention's position: with a verb of making or writing ("the first file
-    you created"), in the order they were made or written; else in the newest list that showed
-    entities of its kind (the list a call returned). None there: none (never the newest)."""
+    """The entity at the mention's position: with a verb of making, writing or starting ("the
+    first file you created", "the second container you started"), in the order they were made;
+    else in the newest list that showed entities of its kind (the list a call returned). None
+    there: none (never the newest)."""
     plain = dataclasses.replace(mention, ordinal=None, anchor=None)
     fitting = candidates(plain, events)
-    if mention.action in ("create", "write"):  # what the verb fits, oldest first
+    if mention.action in _MAKING:  # what the verb fits, oldest first
         made = list(reversed(fitting))
         at = (mention.ordinal or 0) - 1
         return [made[at]] if 0 <= at < len(made) else []
