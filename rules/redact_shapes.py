@@ -70,6 +70,17 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     # age secret keys (bech32, upper case), post-quantum ones too
     (_boundary("AGE-SECRET-KEY-", r"(?:PQ-)?1[02-9AC-HJ-NP-Z]{58,}"), REDACTED),
     (_boundary("hv", r"[sbr]\.[A-Za-z0-9_\-]{24,}"), REDACTED),  # HashiCorp Vault tokens
+    # Vault's older service tokens: s. and 24 base62 characters, a digit and both cases among
+    # them (a method call, ``s.getElementsByTagNameNS``, holds no digit)
+    (
+        _boundary(
+            "s.",
+            r"(?=[A-Za-z]{0,23}[0-9])(?=[0-9a-z]{0,23}[A-Z])(?=[0-9A-Z]{0,23}[a-z])"
+            r"[A-Za-z0-9]{24}(?![\w.\-])",
+            r"[\w.]",
+        ),
+        REDACTED,
+    ),
     (_boundary("whsec_", r"[A-Za-z0-9+/=]{24,}"), REDACTED),  # Stripe and Svix webhook secrets
     (_boundary("gsk_", r"[A-Za-z0-9]{40,}"), REDACTED),  # Groq API keys
     (_boundary("xai-", r"[A-Za-z0-9]{60,}"), REDACTED),  # xAI API keys

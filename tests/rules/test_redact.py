@@ -96,6 +96,7 @@ def test_logprob_tokens_are_text_not_secrets() -> None:
         "sntrys_" + "eyJpYXQiOjE3MDAwMDAwMDAuMCwidXJsIjoiaHR0cHM6Ly9zZW50cnkuaW8ifQ",  # Sentry
         "glsa_" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv_0a1b2c3d",  # Grafana
         "key-0123456789abcdef0123456789abcdef",  # Mailgun
+        "s.Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8",  # Vault's older service tokens
         "https://discord.com/api/webhooks/123456789012345678/"
         + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8Qr9St0Uv1Wx2Yz3Ab4Cd5Ef6Gh7Ij8Kl9Mn0Op",
     ],
@@ -239,6 +240,7 @@ def test_secrets_that_used_to_pass(text: str, leaked: str, kept: str) -> None:
         '"max_tokens": 1000, "prompt_tokens": 12',
         'headers = {"Authorization": f"Bearer {token}"}',
         "ask-questions-first and task-abcdefghijklmnop",  # a word ending "sk-"
+        "s.getElementsByTagNameNS(ns) and this.s.Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8",  # calls, members
         "C:\\Users\\ana\\risk-assessment-2026-final",
     ],
 )
