@@ -36,6 +36,7 @@ from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
+from rules.redact_pgpass import redact_pgpass
 from rules.redact_prose import LOOKS_SET, said_value, spaced_key
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
@@ -315,7 +316,7 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = redact_key_shapes(_redact_private_keys(text))
+    text = redact_pgpass(redact_key_shapes(_redact_private_keys(text)))
     if "://" in text:
         text = _URL_CREDENTIALS.sub(_redact_url_password, text)
     return _redact_after_triggers(text)

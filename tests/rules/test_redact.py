@@ -343,6 +343,8 @@ def test_a_password_said_in_prose(text: str, kept: str) -> None:
             '{"auths": {"ghcr.io": {"auth": "Ym9iOmdocF9hYmNkZWYxMjM0NTY="}}}',
             '"auth": "[REDACTED]"',
         ),
+        ("$ cat ~/.pgpass\nlocalhost:5432:*:postgres:S3cretPw", "postgres:[REDACTED]"),
+        ("echo '*:*:appdb:app:an0ther!' >> ~/.pgpass", "'*:*:appdb:app:[REDACTED]'"),
     ],
 )
 def test_passwords_in_sql_netrc_odbc_urls_and_configs(text: str, kept: str) -> None:
@@ -361,6 +363,8 @@ def test_passwords_in_sql_netrc_odbc_urls_and_configs(text: str, kept: str) -> N
         '{"auth": "required", "type": "oauth"}',  # no base64 of user:password
         "the key-data section lists certificates",
         "order 12345678:AAB is ready",  # too short for a bot token
+        "localhost:5432:app:me:trust",  # five fields, but no password file named
+        "see ~/.pgpass; flake8: src/a.py:12:3:E501:long",  # a path's field holds a slash
     ],
 )
 def test_lookalikes_of_those_stay(text: str) -> None:
