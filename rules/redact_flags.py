@@ -11,7 +11,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   ``oc login``; not ``gh auth login -p https``, a git protocol);
 - ``redis-cli -a SECRET``, ``mongosh -p SECRET`` (and the other MongoDB tools), ``twine -p``,
   ``ldapsearch -w`` (and the other LDAP tools), ``keytool -storepass``/``-keypass``,
-  ``openssl -passin pass:SECRET`` (``-passout``, ``-pass``), ``smbclient -U user%SECRET``.
+  ``openssl -passin pass:SECRET`` (``-passout``, ``-pass``), ``smbclient -U user%SECRET``;
+- Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -189,6 +190,22 @@ def _htpasswd(text: str, words: list[Span]) -> Iterator[Span]:
             yield from filter(None, [_value(text, *args[at])])
 
 
+def _net(text: str, words: list[Span]) -> Iterator[Span]:
+    """Windows' ``net use [DEVICE] \\\\HOST\\SHARE SECRET /user:NAME`` and ``net user NAME
+    SECRET /add``: the password, the last word that is no ``/`` option (``*`` asks for it)."""
+    if not words:
+        return
+    verb = text[words[0][0] : words[0][1]].lower()
+    args = [w for w in words[1:] if text[w[0]] != "/"]
+    if verb == "use":
+        share = next((k for k, w in enumerate(args) if text.startswith("\\\\", w[0])), None)
+        at = None if share is None else share + 1
+    else:
+        at = 1 if verb == "user" else None
+    if at is not None and at == len(args) - 1 and text[args[at][0] : args[at][1]] != "*":
+        yield from filter(None, [_value(text, *args[at])])
+
+
 def _either(*readers: _Reader) -> _Reader:
     def read(text: str, words: list[Span]) -> Iterator[Span]:
         for reader in readers:
@@ -237,6 +254,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ("bcp", _named("bcp"), _flags("-P")),
     ("influx", _named("influx"), _flags("-p")),
     ("htpasswd", _named("htpasswd"), _htpasswd),
+    ("net", _named("net(?:\\.exe)?"), _net),  # Windows' net use / net user
     (
         "rabbitmqctl",
         _named("rabbitmqctl"),

@@ -91,6 +91,13 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("htpasswd -b -c /etc/nginx/.htpasswd admin S3cretPw", "S3cretPw", "admin [REDACTED]"),
         ("htpasswd -bc .htpasswd admin 'S3cret Pw'", "S3cret", "admin '[REDACTED]'"),
         ("htpasswd -nbB admin S3cretPw > users", "S3cretPw", "admin [REDACTED] > users"),
+        (
+            r"net use Z: \\srv\share P@ssw0rd1 /user:CORP\bob",
+            "P@ssw0rd1",
+            r"share [REDACTED] /user",
+        ),
+        ("net user bob S3cret! /add", "S3cret!", "bob [REDACTED] /add"),
+        (r'cmd /c "net.exe use \\fs\data Passw0rd /persistent:no"', "Passw0rd", "[REDACTED] /p"),
         ("rabbitmqctl add_user app S3cretPw", "S3cretPw", "add_user app [REDACTED]"),
         ("rabbitmqctl change_password app S3cretPw", "S3cretPw", "app [REDACTED]"),
         ("mc alias set local http://h:9000 minio S3cretPw", "S3cretPw", "minio [REDACTED]"),
@@ -222,6 +229,9 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "ldapsearch -x -W -b dc=example,dc=com",  # -W prompts
         "smbclient -L //h -U admin",  # prompts
         "htpasswd -c .htpasswd admin",  # no -b: htpasswd prompts
+        r"net use \\srv\share /user:bob *",  # * asks for it
+        "net user bob /delete",
+        "the net use of caching is clear",  # no share named
         "htpasswd -B /etc/.htpasswd admin",
         "rabbitmqctl list_users && rabbitmqctl add_vhost app",
         "mc alias list && mc cp a local/bucket",
