@@ -44,6 +44,8 @@ _STRIPE = r"(?:live|test)_[A-Za-z0-9]{16,}"
 
 KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     (_boundary("sk-", r"[A-Za-z0-9_\-]{8,}"), REDACTED),  # OpenAI (sk-, sk-proj-), Anthropic
+    # their longer prefixes say key even glued after a ``_`` (``resp_sk-proj-…``, ``KEY_sk-ant-…``)
+    (_boundary("sk-", r"(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,}", "[A-Za-z0-9]"), REDACTED),
     (_boundary("sk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe secret keys
     (_boundary("rk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe restricted keys
     (_boundary("AKIA", _AWS_KEY_ID), _aws_key),  # AWS access key ids (long-term)

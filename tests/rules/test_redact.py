@@ -72,6 +72,17 @@ def test_logprob_tokens_are_text_not_secrets() -> None:
 
 
 @pytest.mark.parametrize(
+    "text",
+    [
+        "resp_sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD",
+        "KEY_sk-ant-api03-AbCdEf1234567890_xyz",
+    ],
+)
+def test_a_long_prefixed_key_glued_after_an_underscore_is_redacted(text: str) -> None:
+    assert redact_text(text) == text[: text.index("sk-")] + REDACTED
+
+
+@pytest.mark.parametrize(
     "secret",
     [
         "sk-abcdefghijklmnop1234",
@@ -240,6 +251,7 @@ def test_secrets_that_used_to_pass(text: str, leaked: str, kept: str) -> None:
         '"max_tokens": 1000, "prompt_tokens": 12',
         'headers = {"Authorization": f"Bearer {token}"}',
         "ask-questions-first and task-abcdefghijklmnop",  # a word ending "sk-"
+        "task-proj-abcdefghijklmnopqrstuvwxyz and disk-admin-panel-configuration-tool",
         "s.getElementsByTagNameNS(ns) and this.s.Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8",  # calls, members
         "C:\\Users\\ana\\risk-assessment-2026-final",
     ],
