@@ -22,7 +22,7 @@ OUTPUT_OF = {
     "tool_search_call": "tool_search_output",
 }
 CALL_OF = {v: k for k, v in OUTPUT_OF.items()}
-_CLIENT_RUN = "tool_search"  # its items' ``execution`` says who ran it: paired when the client
+_CLIENT_RUN = "tool_search"  # its items' ``execution`` says who ran it: paired when the client did
 
 
 def _turn_item(k: str) -> bool:
@@ -34,7 +34,7 @@ def _turn_item(k: str) -> bool:
 def pair_opaque_calls(
     items: list[Any], start: int, held: bool
 ) -> tuple[list[Any], list[dict[str, Any]]]:
-    """``items`` with every shell or patch call answered and every such output called (a new
+    """``items`` with every such call (``OUTPUT_OF``) answered and every such output called (a new
     list, or ``items`` itself when nothing was needed), and the repairs made. ``start``: the
     items before it are a request's that needed nothing; ``held``: the request continues the
     provider's history, where an output's call may be there."""
