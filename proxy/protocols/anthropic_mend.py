@@ -1,11 +1,14 @@
 """Breaks of Anthropic's own shape, mended before the chat view is made (the chain itself is the
 rules' to repair): Anthropic answers 400 to "text content blocks must be non-empty", and with
 thinking on, to a turn whose ``tool_use`` lost the thinking block that came before it (a client
-or a trimmer that split one assistant turn into two), and to a ``tool_use`` without its
-``input`` (given ``{}``). A ``system`` message inside ``messages``
-(accepted, lowered to its text) loses any ``tool_use`` / ``tool_result`` block: no call can be
-answered, nor a result placed, there. Each mend is reported as a repair; the
-messages it does not touch are the client's own objects."""
+or a trimmer that split one assistant turn into two), to a ``tool_use`` without its
+``input`` (given ``{}``), and to a ``tool_result`` in a user message that follows another user
+message ("each tool_result block must have a corresponding tool_use block in the previous
+message": a client that sent each of a turn's results as its own message; the run of user
+messages is merged into one, whose results the lowering puts first). A ``system`` message
+inside ``messages`` (accepted, lowered to its text) loses any ``tool_use`` / ``tool_result``
+block: no call can be answered, nor a result placed, there. Each mend is reported as a repair;
+the messages it does not touch are the client's own objects."""
 
 from __future__ import annotations
 
@@ -88,16 +91,66 @@ def _repair(kind: str, index: int, action: str) -> dict[str, Any]:
     return {"kind": kind, "index": index, "tool_call_id": None, "action": action}
 
 
+def _user(m: Any) -> bool:
+    return isinstance(m, dict) and m.get("role") == "user"
+
+
+def _holds_result(m: Any) -> bool:
+    content = m.get("content") if _user(m) else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _as_blocks(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if isinstance(content, str) else []
+
+
+def merged_result_runs(
+    messages: list[Any],
+) -> tuple[list[Any], list[int], list[dict[str, Any]]]:
+    """``messages`` with each run of user messages after a model's turn merged into its first
+    where a later one of the run holds a ``tool_result`` (the results may answer that turn's
+    calls; any other is an orphan the chain repair makes text, and the task's first message is
+    never merged into); the client's index of each message out, and the repairs."""
+    out: list[Any] = []
+    origin: list[int] = []
+    repairs: list[dict[str, Any]] = []
+    i = 0
+    while i < len(messages):
+        end = i + 1
+        while _user(messages[i]) and end < len(messages) and _user(messages[end]):
+            end += 1
+        after_model = (
+            i > 0
+            and isinstance(messages[i - 1], dict)
+            and (messages[i - 1].get("role") == "assistant")
+        )
+        if after_model and any(_holds_result(m) for m in messages[i + 1 : end]):
+            blocks = [b for m in messages[i:end] for b in _as_blocks(m.get("content"))]
+            out.append({**messages[i], "content": blocks})
+            origin.append(i)
+            repairs.append(_repair("results_split", i, f"merged_{end - i}_user_messages"))
+        else:
+            out.extend(messages[i:end])
+            origin.extend(range(i, end))
+        i = end
+    return out, origin, repairs
+
+
 def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     """The messages with Anthropic's own breaks mended, and the repairs made (indices are the
     client's). The list is ``messages`` itself when nothing needed mending."""
     if not needs_mending([shape(m) for m in messages]):
         return messages, []
+    messages, origin, repairs = merged_result_runs(messages)
     out: list[Any] = []
-    repairs: list[dict[str, Any]] = []
     carried: list[Any] = []  # thinking blocks waiting for the turn they belong to
     last = len(messages) - 1
-    for i, m in enumerate(messages):
+    for at, m in enumerate(messages):
+        i = origin[at]
         if not isinstance(m, dict):
             out.append(m)
             continue
@@ -112,10 +165,10 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             carried = []
         if (
             m.get("role") == "assistant"
-            and i < last
+            and at < last
             and _thinking_only(m)
-            and isinstance(messages[i + 1], dict)
-            and messages[i + 1].get("role") == "assistant"
+            and isinstance(messages[at + 1], dict)
+            and messages[at + 1].get("role") == "assistant"
         ):
             carried = list(m["content"])
             continue
@@ -130,7 +183,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             repairs.append(_repair("misplaced_block", i, "dropped_call_or_result_from_system"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = without_empty_text(content)
-            final_assistant = i == last and m.get("role") == "assistant"
+            final_assistant = at == last and m.get("role") == "assistant"
             if kept or final_assistant:
                 m = {**m, "content": kept}
             else:
@@ -140,7 +193,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
                     filler["cache_control"] = marks[-1]
                 m = {**m, "content": [filler]}
             repairs.append(_repair("empty_text_block", i, "dropped_empty_text"))
-        elif _blank(content) and not (i == last and m.get("role") == "assistant"):
+        elif _blank(content) and not (at == last and m.get("role") == "assistant"):
             m = {**m, "content": EMPTY_TEXT}
             repairs.append(_repair("empty_text_block", i, "filled_empty_message"))
         out.append(m)
@@ -156,7 +209,9 @@ F_EMPTY, F_EMPTY_TEXT, F_THINKING_ONLY, F_ASSISTANT, F_CHAIN_IN_SYSTEM = 1, 2, 4
 # only those messages)
 F_HIDDEN = 32
 F_NO_INPUT = 64  # a ``tool_use`` without its ``input`` (Anthropic requires one)
-_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT
+F_USER = 128  # a user's message
+F_RESULT = 256  # a user's message holding a ``tool_result`` (a break after another user's)
+_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT | F_RESULT
 
 
 def shape(m: Any) -> int:
@@ -164,7 +219,9 @@ def shape(m: Any) -> int:
     system message holding a call or a result, a thinking block."""
     if not isinstance(m, dict):
         return 0
-    flags = F_ASSISTANT if m.get("role") == "assistant" else 0
+    flags = F_ASSISTANT if m.get("role") == "assistant" else F_USER if _user(m) else 0
+    if _holds_result(m):
+        flags |= F_RESULT
     content = m.get("content")
     if _blank(content):
         return flags | F_EMPTY
@@ -202,6 +259,8 @@ def needs_mending(shapes: list[int], start: int = 0) -> bool:
             return True
         if flags & F_EMPTY and not (i == last and flags & F_ASSISTANT):
             return True
+        if flags & F_RESULT and i > 1 and shapes[i - 1] & F_USER:
+            return True  # (``mend`` then merges only a run after a model's turn)
         split_turn = i < last and shapes[i + 1] & F_ASSISTANT
         if flags & F_THINKING_ONLY and flags & F_ASSISTANT and split_turn:
             return True

@@ -66,13 +66,14 @@ Calls = list[tuple[str, str]]
 
 
 def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Calls) -> Calls:
-    """``contents[i]`` onto ``out``; the calls the next content answers."""
+    """``contents[i]`` onto ``out``; the calls the next content answers: a model turn's, or the
+    ones a user content left open (a next user content's responses answer them: the lifting
+    writes the run as one content, as Gemini pairs a turn's calls with the next content only)."""
     if not isinstance(content, dict):
         return []
     if content.get("role") == "model":
         return _lower_model(st, out, i, content)
-    _lower_user(st, out, i, content, calls)
-    return []
+    return _lower_user(st, out, i, content, calls)
 
 
 def held_history(body: dict[str, Any]) -> bool:
@@ -150,11 +151,21 @@ def _in_order(st: State, i: int, at: int, last: int) -> int:
     return max(at, last)
 
 
+def _split_from_calls(st: State, i: int) -> None:
+    """Note content ``i`` as one to write anew: it answers calls of a model turn that another
+    user content follows (a client that sent each response as its own content)."""
+    if i not in st.misnamed:
+        st.misnamed.add(i)
+        st.repairs.append({"kind": "responses_split", "index": i, "action": "merged_into_turn"})
+
+
 def _lower_user(
     st: State, out: list[Message], i: int, content: dict[str, Any], calls: Calls
-) -> None:
+) -> Calls:
     parts = parts_of(content)
     open_calls = list(calls)
+    before = st.contents[i - 1] if i else None
+    carried = bool(calls) and not (isinstance(before, dict) and before.get("role") == "model")
     run: list[int] = []
     if any(part_kind(p) in HARNESS_TAGS for p in parts):
         st.thoughts.add(i)
@@ -195,6 +206,8 @@ def _lower_user(
             if answered is not None:
                 open_calls.remove(answered)
                 last = _in_order(st, i, place[answered], last)
+                if carried:
+                    _split_from_calls(st, i)
                 if answered[0] != name:  # Gemini refuses a response not naming its call
                     st.misnamed.add(i)
                     action = "renamed_to_call"
@@ -206,6 +219,8 @@ def _lower_user(
                 open_calls.remove(match)
                 cid = match[1]
                 last = _in_order(st, i, place[match], last)
+                if carried:
+                    _split_from_calls(st, i)
             else:
                 cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
                 st.synthetic.add(cid)
@@ -230,6 +245,7 @@ def _lower_user(
         _add(st, out, f"{i}.0", Part(i, (), {"role": "user", "content": ""}))
         st.misplaced.add(i)
         st.repairs.append({"kind": "empty_content", "index": i, "action": "filled"})
+    return open_calls
 
 
 def _media_after(parts: list[Any], j: int) -> list[int]:

@@ -83,3 +83,46 @@ async def test_an_orphan_result_made_text_keeps_the_clients_breakpoint(
     marks = [blk for m in out.body["messages"] if isinstance(m["content"], list)
              for blk in m["content"] if "cache_control" in blk]  # fmt: skip
     assert len(marks) == 1
+
+
+USE_2 = {"type": "tool_use", "id": "toolu_2", "name": "Bash", "input": {"command": "pwd"}}
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        [[result("toolu_1", "a.py")], [result("toolu_2", "/tmp")]],
+        [[result("toolu_1", "a.py")], "and then", [result("toolu_2", "/tmp")]],
+        [[result("toolu_1", "a.py"), text("see")], [result("toolu_2", "/tmp"), text("go on")]],
+    ],
+)
+async def test_results_split_over_user_messages_are_merged_into_the_first(
+    engine: Engine, run: list[object]
+) -> None:
+    """Anthropic reads each ``tool_result`` against the message just before it ("each
+    tool_result block must have a corresponding tool_use block in the previous message"): a
+    client that sends each of a turn's results as its own user message gets a 400 on every
+    retry. The run of user messages is merged into one, its results first."""
+    b = body(
+        {"role": "user", "content": "fix the bug"},
+        {"role": "assistant", "content": [TOOL_USE, USE_2]},
+        *({"role": "user", "content": c} for c in run),
+    )
+    out = await rewrite(engine, b)  # checks the forwarded chain
+    messages = out.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    blocks = messages[2]["content"]
+    assert [blk.get("tool_use_id") for blk in blocks[:2]] == ["toolu_1", "toolu_2"]
+    words = [str(c) for c in run if isinstance(c, str)] + ["see", "go on"] * (len(run[0]) == 2)
+    assert all(w in text_of(blocks) for w in words)  # nothing the user said is lost
+    assert messages[0] is b["messages"][0] and messages[1] is b["messages"][1]
+
+
+async def test_a_user_message_after_the_task_is_not_merged_into_it(engine: Engine) -> None:
+    # a result after the task answers nothing: it becomes text, and the task's message (Claude
+    # Code derives a check from it) stays as sent
+    b = body({"role": "user", "content": "fix the bug"},
+             {"role": "user", "content": [result("toolu_9", "a.py")]})  # fmt: skip
+    out = await rewrite(engine, b)
+    assert out.body["messages"][0] is b["messages"][0]
+    assert "a.py" in text_of(out.body["messages"][-1]["content"])
