@@ -114,6 +114,18 @@ class Connections:
         else:
             self._hand_over(conn)
 
+    async def give_unlocked(self, conn: Any, timeout: float) -> None:
+        """``give``, first letting go of any session lock ``conn`` may hold (a pooled connection
+        holds none); closed when that cannot be made sure of."""
+        try:
+            await conn.fetchval("SELECT pg_advisory_unlock_all()", timeout=timeout)
+        except BaseException as exc:
+            self.discard(conn)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self.give(conn)
+
     def discard(self, conn: Any) -> None:
         """Closed at once, never pooled: it may hold a session's advisory lock."""
         with contextlib.suppress(Exception):

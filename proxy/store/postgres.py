@@ -282,7 +282,9 @@ class PostgresStore(PgReads):
         except BaseException as exc:
             if conn is not None:
                 if isinstance(exc, asyncpg.LockNotAvailableError):
-                    self._pool.give(conn)  # it waited and never got the lock
+                    # a wait timed out: for the session's lock, or after it, for a table an
+                    # operator locked (VACUUM FULL, ALTER) with the session's lock already held
+                    await self._pool.give_unlocked(conn, self.lock_timeout_ms / 1000 + 1)
                 else:  # the lock may be held: only closing the connection surely frees it
                     self._pool.discard(conn)
             if conn is not None and isinstance(exc, TimeoutError):

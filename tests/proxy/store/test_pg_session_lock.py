@@ -69,6 +69,30 @@ async def test_a_wait_past_the_timeout_is_read_only(
     assert await advisory_locks(url) == 0
 
 
+async def test_a_table_an_operator_locked_leaves_no_session_lock(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    """The hold takes the session's lock, then reads the tables: a wait there past the timeout
+    (an operator's VACUUM FULL, REINDEX or ALTER) comes after the lock was taken. The connection
+    went back to the pool holding it, and every other replica served the session read-only."""
+    a, b = two
+    locker = await asyncpg.connect(url)
+    try:
+        async with locker.transaction():
+            await locker.execute("LOCK TABLE session_cache IN ACCESS EXCLUSIVE MODE")
+            async with a.session("s") as held:
+                assert held.read_only
+    finally:
+        await locker.close()
+    assert await advisory_locks(url) == 0
+    async with b.session("s") as held:
+        assert not held.read_only
+        await held.save(SessionState({"n": 2}), None)
+    await b.flush()
+    assert b.lock_timeouts == 0
+    assert (await a.load_state("s"))[0].get("n") == 2
+
+
 async def test_a_save_the_database_refuses_frees_the_lock(
     two: tuple[PostgresStore, PostgresStore], url: str
 ) -> None:
