@@ -6,9 +6,11 @@ the turns of one conversation).
 
 A session id is stored, logged and shown; one that looks like a secret (a client that puts its
 API key in ``user``), or one longer than ``MAX_NAME_CHARS`` (whose cut could keep most of a key
-the whole would be redacted for), is replaced by a hash of itself, so it still names one
-session. The hash is keyed with the server secret (``salt``), as principals' names are: a plain
-hash of a short password put in ``user`` could be guessed from the log."""
+the whole would be redacted for), or one holding a character that is not printable (a NUL,
+which PostgreSQL refuses in text, a control character a terminal would act on, a lone
+surrogate), is replaced by a hash of itself, so it still names one session. The hash is keyed
+with the server secret (``salt``), as principals' names are: a plain hash of a short password
+put in ``user`` could be guessed from the log."""
 
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ def named_session(
 
 
 def _unsecret(key: str, salt: bytes) -> str:
-    if len(key) <= MAX_NAME_CHARS + 5 and redact_text(key) == key:  # 5: "user:"
+    # MAX_NAME_CHARS + 5: a "user:" name
+    if len(key) <= MAX_NAME_CHARS + 5 and key.isprintable() and redact_text(key) == key:
         return key
     digest = hashlib.blake2b(key.encode(errors="surrogatepass"), digest_size=12, key=salt[:64])
     return "hashed:" + digest.hexdigest()
