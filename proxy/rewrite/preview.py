@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from proxy.principals import scoped
 from proxy.protocols.base import Adapter
-from proxy.rewrite.offload import items_of
+from proxy.rewrite.offload import current_lane, items_of
 from proxy.rewrite.session_key import session_key
 
 if TYPE_CHECKING:
@@ -35,10 +35,14 @@ async def forwarded_body(
     hint = scoped(principal, session_key(headers, body, [], engine.session_salt))
     lowered = await engine.offload.maybe(heavy, adapter.lower, body, hint)
     sid = scoped(principal, session_key(headers, body, lowered.conversation(), engine.session_salt))
-    state, parent = await engine.store.load_state(sid)
-    ancestors = await engine.store.ancestors(parent) if parent else []
+    # the reads take pooled connections (a snapshot waits out another replica's save), within
+    # the principal's share of the pool, as a request's hold does (``hold_slots``)
+    async with engine.hold_slots.slot(current_lane(principal)):
+        state, parent = await engine.store.load_state(sid)
+        ancestors = await engine.store.ancestors(parent) if parent else []
+        feedback = await engine.store.cache_feedback.get(sid)
     request = _Request(body, lowered, adapter, now, sid, None, heavy, model)
-    cache = engine.costs.facts(request.model, await engine.store.cache_feedback.get(sid))
+    cache = engine.costs.facts(request.model, feedback)
     ctx = engine._context(request, state, ancestors, cache)
     outcome = await engine.offload.maybe(heavy, engine._run, ctx, lowered)
     forwarded, _ = await engine.offload.maybe(heavy, engine._lift, ctx, request, outcome)
