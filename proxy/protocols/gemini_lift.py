@@ -117,10 +117,10 @@ def _source(st: State, m: Message) -> Part | None:
 def _user_contents(st: State, run: list[Message], before: Message | None) -> list[Lifted]:
     """A run of user-side messages (``before``: the model turn just before, whose calls they
     answer) as user contents: the client's own when untouched, else one content."""
-    whole = _untouched(st, run)
+    calls = tool_calls(before) if before is not None else []
+    whole = _untouched(st, run) if _named_as_called(run, calls) else None
     if whole is not None:
         return [(c, True) for c in whole]
-    calls = tool_calls(before) if before is not None else []
     results = [m for m in run if role(m) == "tool"]
     order = {call_id(c): i for i, c in enumerate(calls)}
     results.sort(key=lambda m: order.get(str(m.get("tool_call_id")), len(order)))
@@ -140,6 +140,20 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
     content: dict[str, Any] = dict(base) if base is not None else {"role": "user"}
     content["parts"] = parts
     return [(content, False)]
+
+
+def _named_as_called(run: list[Message], calls: list[dict[str, Any]]) -> bool:
+    """Whether each response in ``run`` names the call it answers: one the chain repair moved
+    next to its call (it came before it) may name another tool, which Gemini refuses."""
+    if not calls:
+        return True
+    names = {call_id(c): call_name(c) for c in calls}
+    for m in run:
+        if role(m) == "tool":
+            called = names.get(str(m.get("tool_call_id")))
+            if called is not None and m.get("name") != called:
+                return False
+    return True
 
 
 def _untouched(st: State, run: list[Message]) -> list[Any] | None:

@@ -23,7 +23,9 @@ def call_ids(rng: random.Random, prefix: str) -> list[str]:
 
 
 def turn_roles(rng: random.Random, model: str, user: str) -> list[str]:
-    """One to six turns after the task, the model's first, one in seven breaking the alternation."""
+    """One to six turns after the task, the model's first, about one in four breaking the
+    alternation (a client that sends each result as its own message, a user who types while a
+    tool runs)."""
     return [
-        model if (t % 2 == 0) != (rng.random() < 0.15) else user for t in range(rng.randint(1, 6))
+        model if (t % 2 == 0) != (rng.random() < 0.25) else user for t in range(rng.randint(1, 6))
     ]

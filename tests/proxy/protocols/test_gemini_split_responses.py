@@ -2,7 +2,8 @@
 calls with the N responses of the content right after it, so a client that sends each response
 as its own content would get a 400 on every retry; before, the later responses were taken for
 orphans (made text) and their calls marked interrupted, losing what the tools returned. The
-run of user contents is now forwarded as one, its responses first, in the calls' order."""
+run of user contents is now forwarded as one, its responses first, in the calls' order. A
+response the chain repair moves next to its call is written naming that call."""
 
 from __future__ import annotations
 
@@ -62,3 +63,15 @@ async def test_responses_after_the_turn_answered_are_still_orphans(engine: Engin
     contents = out.body["contents"]
     assert [r["response"]["output"] for c in contents for r in responses_of(c)] == ["a.py"]
     assert any("b.py" in t for c in contents for t in _texts(c))
+
+
+async def test_a_response_moved_next_to_its_call_names_it(engine: Engine) -> None:
+    # a response sent before the call its id names is moved after that call by the chain
+    # repair; Gemini refuses a response that names another tool than its call
+    early = {"functionResponse": {"id": "call-0", "name": "run_shell_command",
+                                  "response": {"output": "x"}}}  # fmt: skip
+    late_call = {"functionCall": {"id": "call-0", "name": "read_file", "args": {"path": "a"}}}
+    b = body(user("the task"), user(early), model(late_call), user("continue"))
+    out = await rewrite(engine, b)  # checks the forwarded pairing (names included)
+    answers = [r for c in out.body["contents"] for r in responses_of(c)]
+    assert [(r["id"], r["name"]) for r in answers] == [("call-0", "read_file")]
