@@ -129,7 +129,8 @@ async def relay_stream(
                             captured.append(chunk)
                         captured_bytes += len(chunk)
                 answered.feed(chunk)  # sent
-                last = chunk
+                if not _comment_only(chunk):  # what an error event is numbered after
+                    last = chunk
             complete = True
             if unfinished(response, tap, answered):
                 raise UpstreamUnreachable(UNFINISHED)
@@ -170,3 +171,8 @@ async def relay_stream(
         ledger = handler.s.engine.ledger
         fields = with_cache_line(fields, ledger, pending, row, status, reported, answer)
         await handler._finish(row, fields)
+
+
+def _comment_only(chunk: bytes) -> bool:
+    """A read of keep-alive comments only (``: ping``): no event to number an error after."""
+    return chunk[:1] == b":" and all(not line or line[:1] == b":" for line in chunk.splitlines())

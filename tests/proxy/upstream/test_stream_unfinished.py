@@ -79,9 +79,12 @@ CASES: dict[str, tuple[str, dict[str, Any], list[bytes], list[bytes], bytes]] = 
 }
 
 
-async def _relayed(edge: EdgeUpstream, tmp_path: Path, case: str, chunks: list[bytes]) -> Any:
+async def _relayed(
+    edge: EdgeUpstream, tmp_path: Path, case: str, chunks: list[bytes], drip: float = 0.0
+) -> Any:
     path, body = CASES[case][:2]
     edge.reply = sse_reply(chunks)
+    edge.reply.chunk_delay_s = drip
     async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
         r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
         (row,) = await log_rows(c)
@@ -148,11 +151,13 @@ async def test_a_whole_stream_bridged_through_litellm_is_whole(
     assert row["error_type"] is None, row["error"]
 
 
+@pytest.mark.parametrize("keepalive", [False, True])
 @pytest.mark.parametrize("numbered", [True, False])
 async def test_the_responses_error_event_follows_the_streams_numbering(
-    tmp_path: Path, edge: EdgeUpstream, numbered: bool
+    tmp_path: Path, edge: EdgeUpstream, numbered: bool, keepalive: bool
 ) -> None:
-    """Every Responses stream event carries a ``sequence_number``; the error event is the next."""
+    """Every Responses stream event carries a ``sequence_number``; the error event is the next,
+    also after a keep-alive comment (the numbering was read from the last read alone: 0)."""
     cut = [
         orjson.loads(c.split(b"data: ", 1)[1]) for c in response_events('a "sequence_number":99')
     ][:-1]
@@ -162,7 +167,9 @@ async def test_the_responses_error_event_follows_the_streams_numbering(
         ) + b"\n\n"
         for n, e in enumerate(cut)
     ]  # fmt: skip
-    r, _ = await _relayed(edge, tmp_path, "responses", chunks)
+    if keepalive:  # a read of its own (chunks dripped apart)
+        chunks.append(b": keepalive\n\n")
+    r, _ = await _relayed(edge, tmp_path, "responses", chunks, drip=0.05 if keepalive else 0.0)
     error = orjson.loads(r.content[len(b"".join(chunks)) :].split(b"data: ", 1)[1])
     assert error["type"] == "error"
     assert error["sequence_number"] == (len(cut) if numbered else 0)
