@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.protocols.anthropic_parts import as_list
+
 _THINKING = ("thinking", "redacted_thinking")  # tuples: a client's list as a type is no error
 _CHAIN = ("tool_use", "tool_result")
 EMPTY_TEXT = "(empty)"  # what an emptied message says instead (Anthropic refuses empty content)
@@ -102,12 +104,6 @@ def _holds_result(m: Any) -> bool:
     )
 
 
-def _as_blocks(content: Any) -> list[Any]:
-    if isinstance(content, list):
-        return content
-    return [{"type": "text", "text": content}] if isinstance(content, str) else []
-
-
 def merged_result_runs(
     messages: list[Any],
 ) -> tuple[list[Any], list[int], list[dict[str, Any]]]:
@@ -129,7 +125,7 @@ def merged_result_runs(
             and (messages[i - 1].get("role") == "assistant")
         )
         if after_model and any(_holds_result(m) for m in messages[i + 1 : end]):
-            blocks = [b for m in messages[i:end] for b in _as_blocks(m.get("content"))]
+            blocks = [b for m in messages[i:end] for b in as_list(m.get("content"))]
             out.append({**messages[i], "content": blocks})
             origin.append(i)
             repairs.append(_repair("results_split", i, f"merged_{end - i}_user_messages"))

@@ -118,13 +118,13 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
     """A run of user-side messages (``before``: the model turn just before, whose calls they
     answer) as user contents: the client's own when untouched, else one content."""
     calls = tool_calls(before) if before is not None else []
-    whole = _untouched(st, run) if _named_as_called(run, calls) else None
+    names = {call_id(c): call_name(c) for c in calls}
+    whole = _untouched(st, run) if _named_as_called(run, names) else None
     if whole is not None:
         return [(c, True) for c in whole]
     results = [m for m in run if role(m) == "tool"]
     order = {call_id(c): i for i, c in enumerate(calls)}
     results.sort(key=lambda m: order.get(str(m.get("tool_call_id")), len(order)))
-    names = {call_id(c): call_name(c) for c in calls}
     parts: list[Any] = [p for m in results for p in _response_parts(st, m, names)]
     base: dict[str, Any] | None = None
     for m in run:
@@ -142,12 +142,10 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
     return [(content, False)]
 
 
-def _named_as_called(run: list[Message], calls: list[dict[str, Any]]) -> bool:
-    """Whether each response in ``run`` names the call it answers: one the chain repair moved
-    next to its call (it came before it) may name another tool, which Gemini refuses."""
-    if not calls:
-        return True
-    names = {call_id(c): call_name(c) for c in calls}
+def _named_as_called(run: list[Message], names: dict[str, str]) -> bool:
+    """Whether each response in ``run`` names the call it answers (``names``: each call's, by
+    id): one the chain repair moved next to its call (it came before it) may name another tool,
+    which Gemini refuses."""
     for m in run:
         if role(m) == "tool":
             called = names.get(str(m.get("tool_call_id")))
