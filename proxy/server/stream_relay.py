@@ -8,8 +8,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
+import orjson
 from starlette.types import Send
 
 from proxy.attribution.ledger import Pending
@@ -17,7 +19,7 @@ from proxy.errors import InternalError, ProxyError, ShuttingDown, UpstreamUnreac
 from proxy.server.answer_end import AnswerEnd
 from proxy.server.asgi_send import raw_headers
 from proxy.server.disconnect_watch import DisconnectWatch
-from proxy.server.event_aligned import event_aligned
+from proxy.server.event_aligned import EventAligned, event_end
 from proxy.server.feedback import note_cache_usage, with_cache_line
 from proxy.server.log_fields import CAPTURE_MAX_BYTES
 from proxy.server.provider_refs import AnswerReader
@@ -106,8 +108,11 @@ async def relay_stream(
             limit_s = handler.s.settings.limits.stream_max_s
             chunks = bounded(response.chunks, limit_s)
             # an SSE stream cut at event ends: an error event after a break is read as one
-            aligned = chunks if response.error_tail is not None else event_aligned(chunks)
-            async for chunk in aligned:
+            aligner = None
+            if response.error_tail is None:
+                judge = partial(_tail_sent, response)
+                aligner = EventAligned(chunks, judge)
+            async for chunk in chunks if aligner is None else aligner:
                 if ttfb is None:
                     ttfb = (time.perf_counter() - started) * 1000
                 try:
@@ -140,6 +145,8 @@ async def relay_stream(
                 event = response.error_tail(handler.wire.error_body(exc))
             else:
                 event = handler.wire.stream_error(exc, last)
+                if aligner is not None and aligner.torn:  # an event's start went: end it first
+                    event = event_end(last) + event
             await send({"type": "http.response.body", "body": event, "more_body": True})
         watch.stop()  # from here on, uvicorn reports the end of the response as a disconnect
         await send({"type": "http.response.body", "body": b""})
@@ -176,3 +183,30 @@ async def relay_stream(
 def _comment_only(chunk: bytes) -> bool:
     """A read of keep-alive comments only (``: ping``): no event to number an error after."""
     return chunk[:1] == b":" and all(not line or line[:1] == b":" for line in chunk.splitlines())
+
+
+def _tail_sent(response: UpstreamResponse, tail: bytes, ended: bytes, torn: bool) -> bytes | None:
+    """What is sent of an event the upstream ended its stream in without its blank line: the
+    event, ended, if only the blank line is missing (its data is whole: a client's parser reads
+    it once ended), or its start went already; nothing if it was cut (the answer's end judges
+    whether an error event follows, and it follows an event's end). The body of an error status,
+    or one not an event stream, goes as it came."""
+    if response.status >= 400 or not is_event_stream(response.headers):
+        return tail
+    if torn or _comment_only(ended) or _data_whole(ended):
+        return ended
+    return None
+
+
+def _data_whole(event: bytes) -> bool:
+    """Whether an event's data is whole: JSON that parses, or the chat stream's ``[DONE]`` (every
+    protocol relayed sends JSON). Read once a stream, of at most ``MAX_HELD`` bytes."""
+    lines = [line for line in event.splitlines() if line[:4] == b"data"]
+    data = b"\n".join(line[6:] if line[5:6] == b" " else line[5:] for line in lines)
+    if not data.strip() or data == b"[DONE]":
+        return bool(lines)
+    try:
+        orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return True

@@ -1,25 +1,31 @@
-"""``event_aligned``: an event stream passed on at event ends, whatever the reads; an event that
+"""``EventAligned``: an event stream passed on at event ends, whatever the reads; an event that
 never ends costs time linear in its bytes (it was copied and searched whole at every read: 2.6 s
-of the event loop a MiB read 256 bytes at a time), and goes as it came past ``MAX_HELD``."""
+of the event loop a MiB read 256 bytes at a time), and goes as it came past ``MAX_HELD``. An
+event the stream ends in without its blank line goes as its judge says: as it came, ended in the
+stream's own line ends, or not at all."""
 
 from __future__ import annotations
 
 import asyncio
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 import pytest
 
-from proxy.server.event_aligned import MAX_HELD, event_aligned
+from proxy.server.event_aligned import MAX_HELD, EventAligned, event_end
 
 
-async def _out(chunks: list[bytes]) -> list[bytes]:
+def _as_came(tail: bytes, ended: bytes, torn: bool) -> bytes:
+    return tail
+
+
+async def _out(chunks: list[bytes], at_end: Callable[..., bytes | None] = _as_came) -> list[bytes]:
     async def gen() -> AsyncIterator[bytes]:
         for chunk in chunks:
             yield chunk
 
-    return [piece async for piece in event_aligned(gen())]
+    return [piece async for piece in EventAligned(gen(), at_end)]
 
 
 def _cuts(data: bytes, rng: random.Random) -> list[bytes]:
@@ -56,3 +62,44 @@ def test_an_event_that_never_ends_costs_linear_time() -> None:
     small, large = seconds(1024), seconds(8192)  # 8 times the bytes, past MAX_HELD
     assert MAX_HELD < 8192 * 256
     assert large < 1.0 and large < 24 * max(small, 1e-3), (small, large)
+
+
+@pytest.mark.parametrize(
+    ("events", "tail", "ended"),
+    [
+        (b"data: a\n\n", b"data: b", b"data: b\n\n"),
+        (b"data: a\r\n\r\n", b"data: b", b"data: b\r\n\r\n"),  # the stream's own ends
+        (b"data: a\r\r", b"data: b", b"data: b\r\r"),
+        (b"", b"event: x\r\ndata: b", b"event: x\r\ndata: b\r\n\r\n"),  # its first line's
+        (b"data: a\n\n", b"data: b\n", b"data: b\n\n"),  # only the blank line missing
+        (b"data: a\r\n\r\n", b"data: b\r\n", b"data: b\r\n\r\n"),
+    ],
+)
+def test_the_unfinished_event_is_judged_ended_in_the_streams_line_ends(
+    events: bytes, tail: bytes, ended: bytes
+) -> None:
+    judged: list[tuple[bytes, bytes, bool]] = []
+
+    def judge(got: bytes, got_ended: bytes, torn: bool) -> bytes | None:
+        judged.append((got, got_ended, torn))
+        return None
+
+    pieces = asyncio.run(_out([events, tail[:3], tail[3:]] if events else [tail], judge))
+    assert judged == [(tail, ended, False)]
+    assert b"".join(pieces) == events  # dropped
+    assert event_end(tail, events) == ended[len(tail) :]
+
+
+def test_a_torn_event_says_so_until_an_event_ends() -> None:
+    async def run(chunks: list[bytes]) -> list[bool]:
+        async def gen() -> AsyncIterator[bytes]:
+            for chunk in chunks:
+                yield chunk
+
+        aligner = EventAligned(gen(), lambda tail, ended, torn: ended)
+        return [aligner.torn async for _ in aligner] + [aligner.torn]
+
+    big = b"data: " + b"x" * MAX_HELD
+    assert asyncio.run(run([big, b"y\n\n"])) == [True, False, False]
+    assert asyncio.run(run([big, b"y"])) == [True, False, False]  # its end, judged, went
+    assert asyncio.run(run([b"data: a\n\n", b"data: b"])) == [False, False, False]

@@ -2,7 +2,8 @@
 mid-answer reads as the end of a body that had no length) is a break, not an answer: the client
 is told with an error event in its protocol's stream shape, so it does not act on a cut tool
 call, and the row says so. A whole stream, and one ending in the provider's own error event, go
-as they came."""
+as they came. An event the upstream ends its stream in without its blank line is dropped if the
+answer is cut (the error event would be glued onto it), and sent, ended, if it ends the answer."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import orjson
 import pytest
 
 from proxy.providers import load_litellm
+from proxy.server.event_aligned import MAX_HELD
 from tests.conftest import in_process, log_rows
 from tests.proxy.upstream.test_stream_deadline import settings
 from tests.support.anthropic_upstream import event, message_events, response_events, sse_reply
@@ -108,6 +110,72 @@ async def test_a_stream_cut_before_its_last_event_ends_in_an_error(
     assert row["client_disconnected"] == 0
 
 
+def _unended(chunk: bytes, keep: int) -> bytes:
+    """``chunk`` without its blank line: ``keep`` bytes of its line ends kept."""
+    body = chunk.rstrip(b"\r\n")
+    return chunk[: len(body) + keep]
+
+
+@pytest.mark.parametrize("whole_data", [False, True])
+@pytest.mark.parametrize("case", CASES)
+async def test_a_stream_ended_mid_event_drops_a_cut_event_before_the_error(
+    tmp_path: Path, edge: EdgeUpstream, case: str, whole_data: bool
+) -> None:
+    """The upstream ends its stream cleanly in the middle of an event that is not the answer's
+    last. A cut event's start went on to the client, and the error event was glued onto it, so
+    the client read neither: it is dropped. An event whose data is whole, without only its blank
+    line, goes ended, and the error event follows it."""
+    whole, cut, starts = CASES[case][2], CASES[case][3], CASES[case][4]
+    if whole_data:  # its line ends are the stream's, or LF in a stream of one event
+        chunks = [*cut[:-1], _unended(cut[-1], 0)]
+        sent = b"".join(chunks) + (b"\n\n" if len(cut) == 1 else cut[-1][len(chunks[-1]) :])
+    else:
+        half = whole[len(cut)][: len(whole[len(cut)]) // 2]
+        chunks, sent = [*cut, half], b"".join(cut)
+    r, row = await _relayed(edge, tmp_path, case, chunks)
+    assert r.content.startswith(sent)
+    error = r.content[len(sent) :]
+    assert error.startswith(starts), error[:80]
+    assert "last event" in orjson.dumps(orjson.loads(error.split(b"data: ", 1)[1])).decode()
+    assert row["error_type"] == "upstream_connection_error"
+
+
+@pytest.mark.parametrize("keep", [0, 1])
+@pytest.mark.parametrize("case", CASES)
+async def test_a_last_event_without_its_blank_line_goes_ended(
+    tmp_path: Path, edge: EdgeUpstream, case: str, keep: int
+) -> None:
+    """A whole answer whose last event lacks its blank line (or only the blank line) is whole:
+    no error follows, and the event is ended in the stream's own line ends, as a client's
+    parser needs to read it."""
+    whole = CASES[case][2]
+    r, row = await _relayed(edge, tmp_path, case, [*whole[:-1], _unended(whole[-1], keep)])
+    assert r.content == b"".join(whole)
+    assert row["error_type"] is None and row["error"] is None
+
+
+async def test_the_providers_own_error_event_without_its_blank_line_goes_ended(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    overloaded = {"type": "overloaded_error", "message": "Overloaded"}
+    chunks = [*message_events()[:3], event("error", error=overloaded)]
+    r, row = await _relayed(edge, tmp_path, "messages", [*chunks[:-1], _unended(chunks[-1], 0)])
+    assert r.content == b"".join(chunks)
+    assert row["error_type"] == "upstream_stream_error"
+    assert "Overloaded" in row["error"]
+
+
+async def test_gemini_usage_in_a_last_chunk_without_its_blank_line_is_read(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    *first, last = _gemini(True)
+    usage = {"promptTokenCount": 11, "candidatesTokenCount": 2, "cachedContentTokenCount": 4}
+    with_usage = last.replace(b"}\r\n", b',"usageMetadata":' + orjson.dumps(usage) + b"}\r\n")
+    r, row = await _relayed(edge, tmp_path, "gemini", [*first, _unended(with_usage, 0)])
+    assert r.content == b"".join([*first, with_usage])
+    assert (row["prompt_tokens"], row["cached_tokens"]) == (11, 4)
+
+
 @pytest.mark.parametrize("case", CASES)
 async def test_a_whole_stream_goes_as_it_came(
     tmp_path: Path, edge: EdgeUpstream, case: str
@@ -173,3 +241,23 @@ async def test_the_responses_error_event_follows_the_streams_numbering(
     error = orjson.loads(r.content[len(b"".join(chunks)) :].split(b"data: ", 1)[1])
     assert error["type"] == "error"
     assert error["sequence_number"] == (len(cut) if numbered else 0)
+
+
+@pytest.mark.parametrize("broken", [False, True])
+async def test_an_event_too_long_to_hold_is_ended_before_the_error(
+    tmp_path: Path, edge: EdgeUpstream, broken: bool
+) -> None:
+    """An event longer than ``MAX_HELD`` goes on as it comes: when the stream ends or breaks in
+    it, the proxy ends it (a blank line) before its error event, which a client then reads."""
+    huge = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"' + b"x" * (MAX_HELD + 4096)
+    edge.reply = sse_reply([huge, b"y" * 10])
+    edge.reply.after_first_chunk = "break" if broken else None
+    path, body = CASES["chat"][:2]
+    async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
+        (row,) = await log_rows(c)
+    start, error = r.content.rsplit(b"\n\ndata: ", 1)
+    assert huge.startswith(start[: len(huge)]) and len(start) > MAX_HELD
+    assert b"\n" not in start  # the event's own bytes, then the blank line
+    assert orjson.loads(error)["error"]
+    assert row["error_type"] == "upstream_connection_error"
