@@ -294,6 +294,9 @@ class PostgresStore(PgReads):
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
                 self.lock_timeouts += 1
                 log.warning("store: session %s held elsewhere too long; read-only", session_id)
+                # its cache report as known here, too: reading it would wait for a connection
+                # again (unbounded, on a full pool), after the lock timeout already spent
+                self.cache_feedback.offer(session_id, None)
                 return _Held(self, session_id, *_known(cached), read_only=True)
             if not isinstance(exc, Exception) or not is_connection_error(exc):
                 raise
@@ -358,9 +361,48 @@ class PostgresStore(PgReads):
     async def ancestors(
         self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
     ) -> list[Ancestor]:
+        """Read without holding the session (a count's): while the database is away, what this
+        process knows, as a request's offline hold reads them."""
+        if self.health.skip():
+            return self.known_ancestors(parent_id, depth)
         await self.settled(parent_id)
-        async with self._pool.acquire() as conn:
-            return await _ancestors(conn, parent_id, depth)
+        try:  # as a hold waits: a full pool for the lock timeout at most
+            conn = await self._pool.take(self.lock_timeout_ms / 1000)
+        except TimeoutError:
+            return self.known_ancestors(parent_id, depth)
+        except Exception as exc:
+            if not is_connection_error(exc):
+                raise
+            self.health.failed(exc)
+            return self.known_ancestors(parent_id, depth)
+        try:
+            rows = await _ancestors(conn, parent_id, depth)
+        except BaseException as exc:
+            self._pool.discard(conn)  # it may be mid-statement
+            if not isinstance(exc, Exception):
+                raise
+            if not is_connection_error(exc) and not isinstance(exc, TimeoutError):
+                raise
+            self.health.failed(exc)
+            return self.known_ancestors(parent_id, depth)
+        self._pool.give(conn)
+        self.health.ok()
+        return rows
+
+    def known_ancestors(
+        self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
+    ) -> list[Ancestor]:
+        """Up to ``depth`` ancestors as this process knows them (an unknown one's state empty)."""
+        out: list[Ancestor] = []
+        seen: set[str] = set()
+        current = parent_id
+        while current and len(out) < depth and current not in seen:
+            seen.add(current)
+            known = self._states.get(current)
+            state, parent = (known.state, known.parent_id) if known else (None, None)
+            out.append(Ancestor(current, state or SessionState(), len(out) + 1))
+            current = parent
+        return out
 
     # ----- request log -----
 

@@ -124,3 +124,39 @@ async def test_a_database_that_stops_answering_holds_no_request(
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
         await store.close()
+
+
+async def test_a_sub_agents_ancestors_are_read_from_memory_while_the_database_is_away(
+    pg: tuple[PgServer, PostgresStore],
+) -> None:
+    """A count reads a session's ancestors without holding it: while the database was away
+    that read still took a connection, and its error went up to the client."""
+    server, store = pg
+    async with store.session("parent") as held:
+        await held.save(SessionState({"n": 1}), None)
+    async with store.session("child") as held:
+        await held.save(SessionState({"m": 1}), "parent")
+    await store.flush()
+    server.stop()
+    for _ in range(2):  # found away by the read itself, then known away
+        state, parent = await store.load_state("child")
+        assert parent == "parent"
+        (ancestor,) = await store.ancestors(parent)
+        assert (ancestor.session_id, ancestor.state.get("n")) == ("parent", 1)
+    assert store.health.away()
+
+
+async def test_ancestors_wait_for_a_full_pool_no_longer_than_a_hold(own_server: PgServer) -> None:
+    store = PostgresStore(own_server.database(), pool_size=1, batch_window_s=0.0,
+                          lock_timeout_s=0.3)  # fmt: skip
+    await store.open()
+    try:
+        async with store.session("parent") as held:
+            await held.save(SessionState({"n": 1}), None)
+        await store.flush()
+        async with store.session("busy"):  # the pool's one connection
+            async with asyncio.timeout(1.0):
+                (ancestor,) = await store.ancestors("parent")
+        assert ancestor.state.get("n") == 1 and not store.health.away()
+    finally:
+        await store.close()

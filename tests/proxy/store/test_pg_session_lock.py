@@ -141,3 +141,19 @@ def test_a_connection_the_server_ended_while_idle_counts_as_gone() -> None:
         "cannot switch to state 12; another operation (2) is in progress"
     )
     assert is_connection_error(exc)
+
+
+async def test_a_full_pool_serves_read_only_without_waiting_again(url: str) -> None:
+    """A hold that timed out waiting for a pooled connection serves the session read-only; the
+    request then reads the session's cache report, and that read waited for a connection with no
+    bound (as long as the other sessions held them), after the lock timeout already spent."""
+    store = PostgresStore(url, pool_size=1, batch_window_s=0.0, lock_timeout_s=0.3)
+    await store.open()
+    try:
+        async with store.session("busy"):  # the pool's one connection
+            async with store.session("s") as held:
+                assert held.read_only
+                async with asyncio.timeout(1.0):
+                    assert await store.cache_feedback.get("s") is None
+    finally:
+        await store.close()
