@@ -10,7 +10,12 @@ places each protocol lets a request name a file:
   "file_id": …}``, a ``container_upload`` block's ``file_id``, in a message or a tool result;
 - Responses: an ``input_file`` or ``input_image`` part's ``file_id`` (in a message or a
   function call's output), a ``code_interpreter`` tool's ``container.file_ids``;
-- Chat Completions: a ``file`` part's ``file.file_id``.
+- Chat Completions: a ``file`` part's ``file.file_id``;
+- Gemini: a ``fileData`` part (``file_data`` alike) whose ``fileUri`` names the provider's own
+  storage: a Files API file (``files/…``, or a URL on ``generativelanguage.googleapis.com``) or a
+  Cloud Storage object (``gs://…``), which Google reads with the server's credentials; in a
+  content's parts, a function response's parts and the system instruction's. Other URLs (a
+  public page, a video) are fetched from the web, as the client could fetch them.
 
 Vector stores (a Responses ``file_search`` tool's ``vector_store_ids``) are made by calls the
 proxy does not relay, so none can be the principal's own (``stores``). A Responses
@@ -24,7 +29,7 @@ from typing import Any
 
 # the raw body holds a name looked for, or an escape that could spell one in a key (orjson
 # decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
-_MARKS = (b"file_id", b"vector_store_ids", b"\\u")
+_MARKS = (b"file_id", b"vector_store_ids", b"fileUri", b"file_uri", b"\\u")
 _ITEM_MARKS = (b"item_reference", b"\\u")
 
 
@@ -62,6 +67,13 @@ def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]
             if isinstance(container, dict):
                 for j, fid in _values(container.get("file_ids")):
                     yield f"tools[{i}].container.file_ids[{j}]", fid
+    elif protocol == "gemini":
+        for i, content in _items(body.get("contents")):
+            yield from _gemini_parts(content.get("parts"), f"contents[{i}].parts")
+        for key in ("systemInstruction", "system_instruction"):
+            system = body.get(key)
+            if isinstance(system, dict):
+                yield from _gemini_parts(system.get("parts"), f"{key}.parts")
     elif protocol == "chat":
         for i, message in _items(body.get("messages")):
             for j, part in _items(message.get("content")):
@@ -96,6 +108,36 @@ def _responses_parts(parts: Any, at: str) -> Iterator[tuple[str, Any]]:
     for j, part in _items(parts):
         if part.get("type") in ("input_file", "input_image") and part.get("file_id") is not None:
             yield f"{at}[{j}].file_id", part["file_id"]
+
+
+def _gemini_parts(parts: Any, at: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    for j, part in _items(parts):
+        for key in ("fileData", "file_data"):
+            data = part.get(key)
+            if isinstance(data, dict):
+                for uri_key in ("fileUri", "file_uri"):
+                    uri = data.get(uri_key)
+                    if not isinstance(uri, str) or provider_storage(uri):
+                        yield f"{at}[{j}].{key}.{uri_key}", uri
+        for key in ("functionResponse", "function_response"):
+            response = part.get(key)
+            if isinstance(response, dict) and depth < 1:
+                yield from _gemini_parts(response.get("parts"), f"{at}[{j}].{key}.parts", 1)
+
+
+def provider_storage(uri: str) -> bool:
+    """Whether a Gemini ``fileUri`` names the provider's storage (a Files API file, a Cloud
+    Storage object), read with the credentials of the key the call goes with."""
+    text = uri.strip().lower()
+    if text.startswith(("files/", "gs://")):
+        return True
+    scheme, sep, rest = text.partition("://")
+    if not sep or scheme not in ("http", "https"):
+        return "://" not in text and "/files/" in f"/{text}"  # a relative name of one
+    host = rest.split("/", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0].rstrip(".")
+    return host == "generativelanguage.googleapis.com" or host.endswith(
+        ".generativelanguage.googleapis.com"
+    )
 
 
 def _items(value: Any) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -325,3 +325,57 @@ async def test_a_stored_item_is_referenced_by_its_principal_alone(tmp_path: Path
         own = {"authorization": "Bearer sk-own-key-0000000001"}
         r = await client.post("/v1/responses", json=referring("msg_made_elsewhere"), headers=own)
         assert r.status_code == 200
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://generativelanguage.googleapis.com/v1beta/files/abc-123",
+        "files/abc-123",
+        " HTTPS://GenerativeLanguage.googleapis.com./v1beta/files/abc-123",
+        "gs://the-operators-bucket/report.pdf",
+    ],
+)
+async def test_a_gemini_file_in_the_providers_storage_is_refused_with_the_servers_key(
+    tmp_path: Path, edge, uri: str
+) -> None:
+    """A Files API file or a Cloud Storage object is read with the server's credentials: no
+    relayed call made it for the principal (the proxy relays no upload). A URL on the web passes;
+    with the client's own key every URI does."""
+
+    def gemini(file: dict[str, Any], where: str = "contents") -> dict[str, Any]:
+        parts = [{"text": "sum up"}, file]
+        if where == "system":
+            return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                    "system_instruction": {"parts": parts}}  # fmt: skip
+        if where == "function":
+            call = {"functionCall": {"name": "read", "args": {}}}
+            result = {"functionResponse": {"name": "read", "response": {}, "parts": [file]}}
+            return {"contents": [{"role": "user", "parts": [{"text": "read it"}]},
+                                 {"role": "model", "parts": [call]},
+                                 {"role": "user", "parts": [result]}]}  # fmt: skip
+        return {"contents": [{"role": "user", "parts": parts}]}
+
+    edge.reply = Reply.json({"candidates": []})
+    path = "/v1beta/models/gemini-2.5-pro"
+    spellings = [{"fileData": {"fileUri": uri, "mimeType": "application/pdf"}},
+                 {"file_data": {"file_uri": uri, "mime_type": "application/pdf"}}]  # fmt: skip
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for file in spellings:
+            for where in ("contents", "system", "function"):
+                body = gemini(file, where)
+                r = await client.post(f"{path}:generateContent", json=body, headers=ALICE)
+                assert r.status_code == 400, (where, r.text)
+                assert r.json()["error"]["status"] == "INVALID_ARGUMENT"
+                assert "not found for this client" in r.json()["error"]["message"]
+            r = await client.post(f"{path}:countTokens", json=gemini(file), headers=ALICE)
+            assert r.status_code == 400, r.text
+        assert edge.seen == []
+        web = {"fileData": {"fileUri": "https://www.youtube.com/watch?v=x", "mimeType": "video/*"}}
+        r = await client.post(f"{path}:generateContent", json=gemini(web), headers=ALICE)
+        assert r.status_code == 200, r.text
+    async with in_process(settings(edge, shared=False), str(tmp_path / "db2")) as client:
+        r = await client.post(f"{path}:generateContent", json=gemini(spellings[0]),
+                              headers={"x-goog-api-key": "AIza-own-key-0001"})  # fmt: skip
+        assert r.status_code == 200
+        assert uri in edge.last.body.decode()
