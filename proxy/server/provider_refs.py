@@ -17,9 +17,10 @@ tenant would reach theirs:
   proxy relayed that item to the same principal (every ``"id"`` an answer to a request it may
   store writes, kept as containers are);
 - a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
-  Responses **conversation** and a ``file_search`` tool's **vector stores** are made by calls
-  the proxy does not relay (``cachedContents``, ``conversations``, ``vector_stores``): with the
-  server's key, none can be the principal's own, so a request naming one is refused.
+  Responses **conversation**, a ``file_search`` tool's **vector stores** and an Anthropic
+  container's **custom skills** are made by calls the proxy does not relay (``cachedContents``,
+  ``conversations``, ``vector_stores``, ``skills``): with the server's key, none can be the
+  principal's own, so a request naming one is refused.
 
 With the client's own key going upstream the provider keeps each key's state apart itself, and
 every id passes as sent."""
@@ -105,6 +106,18 @@ def _named_containers(protocol: str, body: dict[str, Any]) -> list[tuple[str, st
     return out
 
 
+def _custom_skills(protocol: str, body: dict[str, Any]) -> list[str]:
+    """The params of the custom skills an Anthropic ``body`` loads into its container (made by
+    the Skills API, which the proxy does not relay; Anthropic's own skills are anyone's)."""
+    container = body.get("container") if protocol == "anthropic" else None
+    skills = container.get("skills") if isinstance(container, dict) else None
+    return [
+        f"container.skills[{i}]"
+        for i, skill in enumerate(skills if isinstance(skills, list) else ())
+        if isinstance(skill, dict) and skill.get("type") != "anthropic"
+    ]
+
+
 def _opens_containers(protocol: str, body: dict[str, Any]) -> bool:
     """Whether the answer to ``body`` may name a container: it names one, or a tool runs code
     in one (Anthropic's ``code_execution_*``, a Responses ``code_interpreter``)."""
@@ -169,6 +182,12 @@ async def require_own(
             "cachedContent cannot be used through this proxy: the upstream is called with the "
             "server's key, and a cached content is made by a call the proxy does not relay.",
             param="cachedContent",
+        )
+    for param in _custom_skills(protocol, body):
+        raise BadRequest(
+            f"A custom skill ({param}) cannot be used through this proxy: the upstream is called "
+            "with the server's key, and a custom skill is made by a call the proxy does not relay.",
+            param=param,
         )
     if protocol == "responses" and body.get("conversation") is not None:
         raise BadRequest(

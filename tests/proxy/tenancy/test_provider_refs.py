@@ -379,3 +379,19 @@ async def test_a_gemini_file_in_the_providers_storage_is_refused_with_the_server
                               headers={"x-goog-api-key": "AIza-own-key-0001"})  # fmt: skip
         assert r.status_code == 200
         assert uri in edge.last.body.decode()
+
+
+async def test_a_custom_skill_is_refused_with_the_servers_key(tmp_path: Path, edge) -> None:
+    """A custom skill is made by the Skills API, which the proxy does not relay: with the
+    server's key it may be anyone's. Anthropic's own skills pass."""
+    edge.reply = Reply.json(anthropic_message("ok", model="claude-sonnet-4-5"))
+    custom = {"type": "custom", "skill_id": "skill_01someone", "version": "latest"}
+    own = {"type": "anthropic", "skill_id": "xlsx", "version": "latest"}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/messages", json=messages({"skills": [own, custom]}),
+                              headers=ALICE)  # fmt: skip
+        assert_refused(r, "container.skills[1]", "custom skill (container.skills[1]) cannot")
+        assert edge.seen == []
+        r = await client.post("/v1/messages", json=messages({"skills": [own]}), headers=ALICE)
+        assert r.status_code == 200, r.text
+        assert edge.last.json()["container"] == {"skills": [own]}
