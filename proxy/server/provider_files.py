@@ -9,7 +9,8 @@ places each protocol lets a request name a file:
 - Anthropic: an ``image`` or ``document`` block whose ``source`` is ``{"type": "file",
   "file_id": …}``, a ``container_upload`` block's ``file_id``, in a message or a tool result;
 - Responses: an ``input_file`` or ``input_image`` part's ``file_id`` (in a message or a
-  function call's output), a ``code_interpreter`` tool's ``container.file_ids``;
+  function call's output), a ``code_interpreter`` tool's ``container.file_ids``, an
+  ``image_generation`` tool's ``input_image_mask.file_id``;
 - Chat Completions: a ``file`` part's ``file.file_id``;
 - Gemini: a ``fileData`` part (``file_data`` alike) whose ``fileUri`` names the provider's own
   storage: a Files API file (``files/…``, or a URL on ``generativelanguage.googleapis.com``) or a
@@ -67,6 +68,9 @@ def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]
             if isinstance(container, dict):
                 for j, fid in _values(container.get("file_ids")):
                     yield f"tools[{i}].container.file_ids[{j}]", fid
+            mask = tool.get("input_image_mask") if tool.get("type") == "image_generation" else None
+            if isinstance(mask, dict) and mask.get("file_id") is not None:
+                yield f"tools[{i}].input_image_mask.file_id", mask["file_id"]
     elif protocol == "gemini":
         for i, content in _items(body.get("contents")):
             yield from _gemini_parts(content.get("parts"), f"contents[{i}].parts")

@@ -285,6 +285,9 @@ async def test_responses_and_chat_files_and_stores_with_the_servers_key(
         search = {"model": "gpt-5", "input": "find it", "tools": [stores]}
         r = await client.post("/v1/responses", json=search, headers=ALICE)
         assert_refused(r, "tools[0].vector_store_ids", "vector_store_ids cannot be used")
+        mask = {"type": "image_generation", "input_image_mask": {"file_id": "file-uploaded"}}
+        r = await client.post("/v1/responses", json={**search, "tools": [mask]}, headers=ALICE)
+        assert_refused(r, "tools[0].input_image_mask.file_id", "not found for this client")
         chat = {"model": "gpt-4o", "messages": [{"role": "user", "content": [
             {"type": "file", "file": {"file_id": "file-uploaded"}}]}]}  # fmt: skip
         r = await client.post("/v1/chat/completions", json=chat, headers=ALICE)
