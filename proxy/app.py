@@ -210,11 +210,13 @@ def create_app(
         services = Services(settings, store, engine, upstream, principals)
         app.state.services = services
         services.observers.add(store.lull)  # the store's writer works between requests
+        messages = ProtocolHandler(services, MESSAGES_WIRE)
         app.state.handlers = {
             "chat": ProtocolHandler(services, CHAT_WIRE),
-            "messages": ProtocolHandler(services, MESSAGES_WIRE),
+            "messages": messages,
             "responses": ProtocolHandler(services, RESPONSES_WIRE),
-            "count_tokens": CountTokens(services),
+            # a count names files as a message does: those relayed to the principal alone
+            "count_tokens": CountTokens(services, messages.kept_ids),
             "gemini": ProtocolHandler(services, GEMINI_WIRE),
             "gemini_count": GeminiCountTokens(services),
         }

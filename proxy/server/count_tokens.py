@@ -33,7 +33,8 @@ from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
-from proxy.server.provider_refs import what_was_read
+from proxy.server.provider_refs import require_own, what_was_read
+from proxy.server.response_ids import ResponseIds
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
 from rules.memo_scope import enter_scope
@@ -45,8 +46,11 @@ log = logging.getLogger("ctxproxy.count_tokens")
 
 
 class CountTokens:
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, kept_ids: ResponseIds | None = None) -> None:
         self.s = services
+        # the containers and files relayed to each principal (the Messages handler's): a count
+        # with the server's key naming another's file would tell its size
+        self.kept_ids = kept_ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = header_dict(scope["headers"])
@@ -76,6 +80,8 @@ class CountTokens:
             )
             if upstream.kind == "anthropic":
                 from proxy.upstream import anthropic
+
+                await require_own(self.kept_ids, principal, "anthropic", body, upstream, raw)
 
                 sent = (
                     raw

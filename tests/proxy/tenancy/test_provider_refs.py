@@ -398,3 +398,25 @@ async def test_a_custom_skill_is_refused_with_the_servers_key(tmp_path: Path, ed
         r = await client.post("/v1/messages", json=messages({"skills": [own]}), headers=ALICE)
         assert r.status_code == 200, r.text
         assert edge.last.json()["container"] == {"skills": [own]}
+
+
+async def test_a_count_names_files_as_a_message_does(tmp_path: Path, edge) -> None:
+    """``count_tokens`` relayed to Anthropic with the server's key would tell the size of a
+    file another tenant's code execution wrote, or of an upload the proxy never relayed."""
+    edge.replies = [Reply.json(with_file("file_alice_plot"))]
+
+    def count(file_id: str) -> dict[str, Any]:
+        content = [document(file_id), {"type": "text", "text": "read"}]
+        return {"model": "claude-sonnet-4-5", "messages": [{"role": "user", "content": content}]}
+
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/messages", json=messages(), headers=ALICE)
+        assert r.status_code == 200
+        edge.reply = Reply.json({"input_tokens": 1234})
+        path = "/v1/messages/count_tokens"
+        r = await client.post(path, json=count("file_alice_plot"), headers=ALICE)
+        assert r.status_code == 200 and r.json() == {"input_tokens": 1234}, r.text
+        for who, file_id in ((BOB, "file_alice_plot"), (ALICE, "file_uploaded_elsewhere")):
+            r = await client.post(path, json=count(file_id), headers=who)
+            assert_refused(r, "error", f"File '{file_id}' not found for this client")
+        assert len(edge.seen) == 2
