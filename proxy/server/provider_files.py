@@ -18,8 +18,9 @@ places each protocol lets a request name a file:
   content's parts, a function response's parts and the system instruction's. Other URLs (a
   public page, a video) are fetched from the web, as the client could fetch them.
 
-Vector stores (a Responses ``file_search`` tool's ``vector_store_ids``) are made by calls the
-proxy does not relay, so none can be the principal's own (``stores``). A Responses
+Search stores (a Responses ``file_search`` tool's ``vector_store_ids``, a Gemini ``fileSearch``
+tool's stores, a ``retrieval`` tool's source) are made by calls the proxy does not relay, so none
+can be the principal's own (``stores``). A Responses
 ``item_reference`` names a stored response's item (``named_items``). A tool's own arguments
 (Anthropic's ``input``, Gemini's ``args``) are the client's schema, never a provider reference."""
 
@@ -30,7 +31,10 @@ from typing import Any
 
 # the raw body holds a name looked for, or an escape that could spell one in a key (orjson
 # decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
-_MARKS = (b"file_id", b"vector_store_ids", b"fileUri", b"file_uri", b"\\u")
+_MARKS = (
+    b"file_id", b"vector_store_ids", b"fileUri", b"file_uri", b'"fileSearch"', b'"file_search"',
+    b'"retrieval"', b"\\u",
+)  # fmt: skip
 _ITEM_MARKS = (b"item_reference", b"\\u")
 
 
@@ -86,13 +90,23 @@ def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]
                     yield f"messages[{i}].content[{j}].file.file_id", file["file_id"]
 
 
-def named_stores(protocol: str, body: dict[str, Any]) -> Iterator[str]:
-    """The params of the vector stores ``body`` names (a Responses ``file_search`` tool's)."""
-    if protocol != "responses":
-        return
+def named_stores(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(param, what it names) of each search store ``body`` names: a Responses ``file_search``
+    tool's vector stores, a Gemini ``fileSearch`` tool's stores and a ``retrieval`` tool's source
+    (Vertex AI Search, a RAG corpus: the project's own data)."""
     for i, tool in _items(body.get("tools")):
-        if tool.get("type") == "file_search" and tool.get("vector_store_ids"):
-            yield f"tools[{i}].vector_store_ids"
+        if protocol == "responses":
+            if tool.get("type") == "file_search" and tool.get("vector_store_ids"):
+                yield f"tools[{i}].vector_store_ids", "a vector store"
+        elif protocol == "gemini":
+            for key in ("fileSearch", "file_search"):
+                search = tool.get(key)
+                if isinstance(search, dict):
+                    for names in ("fileSearchStoreNames", "file_search_store_names"):
+                        if search.get(names):
+                            yield f"tools[{i}].{key}.{names}", "a file search store"
+            if tool.get("retrieval") is not None:
+                yield f"tools[{i}].retrieval", "a retrieval source"
 
 
 def _anthropic_blocks(content: Any, at: str) -> Iterator[tuple[str, Any]]:

@@ -209,10 +209,10 @@ async def _require_own_files(
                 param=param,
                 code="file_not_found",
             )
-    for param in named_stores(protocol, body):
+    for param, what in named_stores(protocol, body):
         raise BadRequest(
-            "vector_store_ids cannot be used through this proxy: the upstream is called with "
-            "the server's key, and a vector store is made by a call the proxy does not relay.",
+            f"{param} cannot be used through this proxy: the upstream is called with the "
+            f"server's key, and {what} is made by a call the proxy does not relay.",
             param=param,
         )
 

@@ -420,3 +420,29 @@ async def test_a_count_names_files_as_a_message_does(tmp_path: Path, edge) -> No
             r = await client.post(path, json=count(file_id), headers=who)
             assert_refused(r, "error", f"File '{file_id}' not found for this client")
         assert len(edge.seen) == 2
+
+
+@pytest.mark.parametrize(
+    ("tool", "param"),
+    [
+        ({"fileSearch": {"fileSearchStoreNames": ["fileSearchStores/someone"]}},
+         "tools[0].fileSearch.fileSearchStoreNames"),
+        ({"file_search": {"file_search_store_names": ["fileSearchStores/someone"]}},
+         "tools[0].file_search.file_search_store_names"),
+        ({"retrieval": {"vertexAiSearch": {"datastore": "projects/p/dataStores/d"}}},
+         "tools[0].retrieval"),
+    ],
+)  # fmt: skip
+async def test_a_gemini_search_store_is_refused_with_the_servers_key(
+    tmp_path: Path, edge, tool: dict[str, Any], param: str
+) -> None:
+    """A Gemini file search store, or a retrieval tool's source, is made by calls the proxy
+    does not relay: with the server's key it is the project's, not the principal's."""
+    body = {"contents": [{"role": "user", "parts": [{"text": "find it"}]}], "tools": [tool]}
+    path = "/v1beta/models/gemini-2.5-pro"
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for verb in ("generateContent", "countTokens"):
+            r = await client.post(f"{path}:{verb}", json=body, headers=ALICE)
+            assert r.status_code == 400, r.text
+            assert r.json()["error"]["message"].startswith(f"{param} cannot be used")
+    assert edge.seen == []
