@@ -7,7 +7,8 @@ A verb entry is the lemma's principal parts separated by ``/``. Its class says h
 become forms: ``principal`` (English: ``base[/past[/participle]]``, a regular past made by the
 language's ``past_rules``), ``word`` (the entry as written: Chinese, which does not inflect), or a
 class of the language's ``conjugation`` table, whose templates name the parts as ``{0}``, ``{1}``
-… (a template naming a part the entry lacks is skipped). A word may hold ``{a,b}`` alternatives,
+… (a template naming a part the entry lacks is skipped); ``conjugation_bases`` gives a class's
+base forms the same way (the ``verb_base`` slot). A word may hold ``{a,b}`` alternatives,
 expanded like a shell's braces: ``{the ,}{lead,main} agent``.
 """
 
@@ -107,6 +108,9 @@ def _verbs(spec: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
     packs' ``actions`` as words). Base forms ("create", "write") are the first principal part:
     "the file I asked you to write"."""
     table = dict(spec.get("conjugation") or {})
+    # a class's base forms (``conjugation_bases``: the infinitive of a Spanish verb, "acabo de
+    # crear"), as a principal verb's first part is
+    base_table = dict(spec.get("conjugation_bases") or {})
     rules = list(spec.get("past_rules") or ())
     default = str(spec.get("verb_class", "word"))
     out: dict[str, str] = {}
@@ -121,6 +125,9 @@ def _verbs(spec: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
                         out.setdefault(form, str(group))
                     if cls == "principal":
                         bases.setdefault(entry.split("/")[0].strip(), str(group))
+                    elif cls in base_table:
+                        for form in conjugate(entry, str(cls), base_table, rules):
+                            bases.setdefault(form, str(group))
     return out, bases
 
 

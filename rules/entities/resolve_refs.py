@@ -80,7 +80,8 @@ class Config(RuleConfig):
         default=300.0, gt=0, description="entities older than this are not candidates"
     )
     languages: tuple[str, ...] = Field(
-        default=("en", "zh", "ko", "ja"), description="languages whose references are detected"
+        default=("en", "zh", "ko", "ja", "es"),
+        description="languages whose references are detected",
     )
     use_ancestors: bool = Field(
         default=True,

@@ -139,7 +139,7 @@ async def test_a_sub_agents_ancestors_are_read_from_memory_while_the_database_is
     await store.flush()
     server.stop()
     for _ in range(2):  # found away by the read itself, then known away
-        state, parent = await store.load_state("child")
+        _, parent = await store.load_state("child")
         assert parent == "parent"
         (ancestor,) = await store.ancestors(parent)
         assert (ancestor.session_id, ancestor.state.get("n")) == ("parent", 1)

@@ -150,10 +150,10 @@ async def test_a_full_pool_serves_read_only_without_waiting_again(url: str) -> N
     store = PostgresStore(url, pool_size=1, batch_window_s=0.0, lock_timeout_s=0.3)
     await store.open()
     try:
-        async with store.session("busy"):  # the pool's one connection
-            async with store.session("s") as held:
-                assert held.read_only
-                async with asyncio.timeout(1.0):
-                    assert await store.cache_feedback.get("s") is None
+        # the pool's one connection held, then a hold waiting for it
+        async with store.session("busy"), store.session("s") as held:
+            assert held.read_only
+            async with asyncio.timeout(1.0):
+                assert await store.cache_feedback.get("s") is None
     finally:
         await store.close()
