@@ -73,6 +73,20 @@ def test_delete_the_folder_i_just_created(live_proxy, fake_upstream) -> None:  #
     assert ref["confidence"] >= 0.6
 
 
+def test_the_same_story_in_spanish(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
+    proxy = live_proxy()
+    client = client_for(proxy, "seed-story-es")
+    history = _mkdir_turn(client, fake_upstream)
+    ask = "borra la carpeta que acabas de crear"
+    history.append({"role": "user", "content": ask})
+    client.chat.completions.create(model="gpt-4o", messages=history, tools=TOOLS)
+    sent = fake_upstream.last["messages"]
+    assert sent[:-1] == history[:-1]
+    last = sent[-1]["content"]
+    assert last.startswith(ask + "\n\n" + INJECT_OPEN) and last.endswith(INJECT_CLOSE)
+    assert '"la carpeta que acabas de crear" means the folder ~/Desktop/123 (created)' in last
+
+
 def test_sub_agent_resolves_through_its_parent(live_proxy, fake_upstream) -> None:  # type: ignore[no-untyped-def]
     proxy = live_proxy()
     _mkdir_turn(client_for(proxy, "parent-1"), fake_upstream)
