@@ -1,6 +1,6 @@
 """Detecting vague references to files and folders in a user's text, in English, Chinese, Korean,
-Japanese, Spanish, French and German: "the folder I just created", "the directory that got
-made", "that thing from a bit ago", "主代理建的那个目录", "방금 생성된 파일",
+Japanese, Spanish, French, German and Portuguese: "the folder I just created", "the directory
+that got made", "that thing from a bit ago", "主代理建的那个目录", "방금 생성된 파일",
 "親エージェントが消したディレクトリ", "la carpeta que acabas de crear", "le dossier que tu viens de
 créer". The grammar
 and word lists come from the ``references`` pack (expanded by ``ref_grammar``, compiled by

@@ -80,7 +80,7 @@ class Config(RuleConfig):
         default=300.0, gt=0, description="entities older than this are not candidates"
     )
     languages: tuple[str, ...] = Field(
-        default=("en", "zh", "ko", "ja", "es", "fr", "de"),
+        default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt"),
         description="languages whose references are detected",
     )
     use_ancestors: bool = Field(

@@ -89,6 +89,7 @@ def test_a_script_no_ascii_character_is_in_is_not_searched_in_ascii_text() -> No
         "es": True,  # their scripts are words: these languages are mostly ASCII
         "fr": True,
         "de": True,
+        "pt": True,
     }
     assert _matches_ascii(re.compile("[a-z]")) and _matches_ascii(re.compile("[\u3040-\u30ff_]"))
     assert not _matches_ascii(re.compile("[\u3040-\u30ff]"))
