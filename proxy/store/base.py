@@ -10,6 +10,7 @@ state another replica has replaced since."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -21,6 +22,24 @@ if TYPE_CHECKING:
     from proxy.store.lull import Lull
 
 MAX_ANCESTOR_DEPTH = 3
+
+
+async def walk_ancestors(
+    parent_id: str | None,
+    depth: int,
+    lookup: Callable[[str], Awaitable[tuple[SessionState, str | None]]],
+) -> list[Ancestor]:
+    """Up to ``depth`` ancestor sessions, nearest first, stopping at cycles: each one's (state,
+    parent) as ``lookup`` reads it."""
+    out: list[Ancestor] = []
+    seen: set[str] = set()
+    current = parent_id
+    while current and len(out) < depth and current not in seen:
+        seen.add(current)
+        state, next_parent = await lookup(current)
+        out.append(Ancestor(current, state, len(out) + 1))
+        current = next_parent
+    return out
 
 
 class SessionHandle(Protocol):

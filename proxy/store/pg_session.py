@@ -56,7 +56,7 @@ class Owner(Protocol):
     async def settled(self, session_id: str | None) -> None: ...
     def _park(self, session_id: str, conn: Any, key: int, version: int | None) -> None: ...
     def _remember(self, session_id: str, value: Cached) -> None: ...
-    def known_ancestors(self, parent_id: str | None) -> list[Ancestor]: ...
+    async def known_ancestors(self, parent_id: str | None) -> list[Ancestor]: ...
 
 
 class Held:
@@ -94,7 +94,7 @@ class Held:
 
     async def ancestors(self, parent_id: str | None) -> list[Ancestor]:
         if self.conn is None:  # offline: what this process knows
-            return self.store.known_ancestors(parent_id)
+            return await self.store.known_ancestors(parent_id)
         await self.store.settled(parent_id)  # a save of theirs under way here: done first
         return await ancestors(self.conn, parent_id, MAX_ANCESTOR_DEPTH)
 

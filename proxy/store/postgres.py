@@ -32,7 +32,7 @@ import asyncpg
 
 from proxy.store import pg_parked
 from proxy.store import pg_queries as q
-from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
+from proxy.store.base import MAX_ANCESTOR_DEPTH, masked, walk_ancestors
 from proxy.store.batch import Finish, Insert, Statement
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
@@ -364,17 +364,17 @@ class PostgresStore(PgReads):
         """Read without holding the session (a count's): while the database is away, what this
         process knows, as a request's offline hold reads them."""
         if self.health.skip():
-            return self.known_ancestors(parent_id, depth)
+            return await self.known_ancestors(parent_id, depth)
         await self.settled(parent_id)
         try:  # as a hold waits: a full pool for the lock timeout at most
             conn = await self._pool.take(self.lock_timeout_ms / 1000)
         except TimeoutError:
-            return self.known_ancestors(parent_id, depth)
+            return await self.known_ancestors(parent_id, depth)
         except Exception as exc:
             if not is_connection_error(exc):
                 raise
             self.health.failed(exc)
-            return self.known_ancestors(parent_id, depth)
+            return await self.known_ancestors(parent_id, depth)
         try:
             rows = await _ancestors(conn, parent_id, depth)
         except BaseException as exc:
@@ -384,25 +384,21 @@ class PostgresStore(PgReads):
             if not is_connection_error(exc) and not isinstance(exc, TimeoutError):
                 raise
             self.health.failed(exc)
-            return self.known_ancestors(parent_id, depth)
+            return await self.known_ancestors(parent_id, depth)
         self._pool.give(conn)
         self.health.ok()
         return rows
 
-    def known_ancestors(
+    async def known_ancestors(
         self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
     ) -> list[Ancestor]:
         """Up to ``depth`` ancestors as this process knows them (an unknown one's state empty)."""
-        out: list[Ancestor] = []
-        seen: set[str] = set()
-        current = parent_id
-        while current and len(out) < depth and current not in seen:
-            seen.add(current)
-            known = self._states.get(current)
-            state, parent = (known.state, known.parent_id) if known else (None, None)
-            out.append(Ancestor(current, state or SessionState(), len(out) + 1))
-            current = parent
-        return out
+
+        async def known(session_id: str) -> tuple[SessionState, str | None]:
+            cached = self._states.get(session_id)
+            return (cached.state, cached.parent_id) if cached else (SessionState(), None)
+
+        return await walk_ancestors(parent_id, depth, known)
 
     # ----- request log -----
 

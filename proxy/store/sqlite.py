@@ -19,7 +19,7 @@ import aiosqlite
 import orjson
 
 from proxy.store import retention
-from proxy.store.base import MAX_ANCESTOR_DEPTH
+from proxy.store.base import MAX_ANCESTOR_DEPTH, walk_ancestors
 from proxy.store.batch import BatchWindow, paced_statements
 from proxy.store.batch import Finish as _Finish
 from proxy.store.batch import Insert as _Insert
@@ -327,15 +327,7 @@ class SQLiteStore(SqliteReads):
         self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
     ) -> list[Ancestor]:
         """Up to ``depth`` ancestor sessions, nearest first, stopping at cycles."""
-        out: list[Ancestor] = []
-        seen: set[str] = set()
-        current = parent_id
-        while current and len(out) < depth and current not in seen:
-            seen.add(current)
-            state, next_parent = await self.load_state(current)
-            out.append(Ancestor(current, state, len(out) + 1))
-            current = next_parent
-        return out
+        return await walk_ancestors(parent_id, depth, self.load_state)
 
     # ----- request log -----
 

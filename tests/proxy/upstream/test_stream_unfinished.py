@@ -154,17 +154,6 @@ async def test_a_last_event_without_its_blank_line_goes_ended(
     assert row["error_type"] is None and row["error"] is None
 
 
-async def test_the_providers_own_error_event_without_its_blank_line_goes_ended(
-    tmp_path: Path, edge: EdgeUpstream
-) -> None:
-    overloaded = {"type": "overloaded_error", "message": "Overloaded"}
-    chunks = [*message_events()[:3], event("error", error=overloaded)]
-    r, row = await _relayed(edge, tmp_path, "messages", [*chunks[:-1], _unended(chunks[-1], 0)])
-    assert r.content == b"".join(chunks)
-    assert row["error_type"] == "upstream_stream_error"
-    assert "Overloaded" in row["error"]
-
-
 async def test_gemini_usage_in_a_last_chunk_without_its_blank_line_is_read(
     tmp_path: Path, edge: EdgeUpstream
 ) -> None:
@@ -186,13 +175,17 @@ async def test_a_whole_stream_goes_as_it_came(
     assert row["error_type"] is None and row["error"] is None
 
 
+@pytest.mark.parametrize("unended", [False, True])
 async def test_the_providers_own_error_event_is_not_followed_by_ours(
-    tmp_path: Path, edge: EdgeUpstream
+    tmp_path: Path, edge: EdgeUpstream, unended: bool
 ) -> None:
+    """Sent as it came; without its blank line (the stream ended there), ended."""
     overloaded = {"type": "overloaded_error", "message": "Overloaded"}
     chunks = [*message_events()[:3], event("error", error=overloaded)]
-    r, row = await _relayed(edge, tmp_path, "messages", chunks)
+    sent = [*chunks[:-1], _unended(chunks[-1], 0)] if unended else chunks
+    r, row = await _relayed(edge, tmp_path, "messages", sent)
     assert r.content == b"".join(chunks)
+    assert "Overloaded" in row["error"]
     assert row["error_type"] == "upstream_stream_error"
 
 
