@@ -52,6 +52,9 @@ _KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 # "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
 # at the next.
 _URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
+# A token given as a URL's user, with no password (``https://<40 hex>@github.com``, as git
+# accepts one): 32+ hex, or 40+ characters of a token's alphabet.
+_URL_USER_TOKEN = re.compile(r"://(?P<user>[0-9a-fA-F]{32,256}|[A-Za-z0-9_\-]{40,256})@")
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -74,8 +77,30 @@ _TRIGGER = re.compile(
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
 _ASSIGNED = re.compile(
-    r"""\\?["']?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""
+    r"""\\?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""  # ``env["KEY"] = …`` too
     r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\]+))"""
+)
+# A secret name given as another field's value (``- name: DB_PASSWORD`` then ``value: …`` in a
+# Kubernetes env list, ``{"name": "API_TOKEN", "value": …}``, ``<add key="ApiSecret" value=…``,
+# ``ParameterKey=DbPassword,ParameterValue=…``): the name field, right before the name, and the
+# value field after it in the same object (200 characters at most, no bracket or list item
+# between).
+_PAIR_NAME = re.compile(
+    r"""(?<!\w)(?i:name|key|parameterkey|parametername)\\?["']?[ \t]*+[:=][ \t]*+\\?["']?\Z"""
+)
+_PAIR_VALUE = re.compile(
+    r"""(?:(?![{}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){0,200}?(?<!\w)(?i:(?:parameter)?value)"""
+    r"""\\?["']?[ \t]*+[:=][ \t]*+"""
+    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\{}<>]+))"""
+)
+# A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
+# "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
+# quoted (a list of names, ``["password", "email"]``, is no call).
+_SETTER = re.compile(
+    r"""(?i:set(?:env|default|item|_?secret)?|putenv|put|add|store)[ \t]*+\([ \t]*+\\?["']\Z"""
+)
+_ARGUMENT = re.compile(
+    r"""\\?["'][ \t]*+,[ \t]*+(?:\\?"(?P<dq>[^"\\\r\n]{1,512})\\?"|'(?P<sq>[^'\\\r\n]{1,512})')"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
 _AUTH_VALUE = re.compile(
@@ -110,15 +135,44 @@ _AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2}
 _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]{0,64}")
+# How a name judged whole ends: in a trigger word (``_TRIGGER``'s), or Rails' ``SECRET_KEY_BASE``.
+_NAME_ENDINGS = (
+    *("pass", "password", "passwd", "passphrase", "secret", "token", "key", "key-data"),
+    *("key_data", "credential", "credentials", "mysql_pwd", "key_base"),
+)
+# The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
+# part of an identifier: the identifier's other words are still judged after them.
+_OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
+
+
+def _name_start(text: str, start: int) -> int:
+    """Where the identifier holding ``text[start]`` starts (64 characters back at most)."""
+    i, low = start, max(0, start - 64)
+    while i > low and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    return i
 
 
 def _name_ending(text: str, start: int, end: int) -> str:
     """The identifier that ends at ``end``, its last word starting at ``start`` (64 chars at
     most): ``AWS_SECRET_ACCESS_KEY`` for its ``KEY``, ``PGPASSWORD`` for ``PASSWORD``."""
-    i, low = start, max(0, start - 64)
-    while i > low and text[i - 1] in _NAME_CHARS:
-        i -= 1
-    return text[i:end]
+    return text[_name_start(text, start) : end]
+
+
+def _name_end(text: str, end: int) -> int:
+    """Where the identifier going on at ``end`` ends (64 characters on at most)."""
+    return _NAME_RUN.match(text, end).end()  # type: ignore[union-attr]  # matches the empty run
+
+
+def _judged_end(text: str, start: int, end: int) -> int:
+    """Where the name a trigger word at ``text[start:end]`` is judged by ends: the whole
+    identifier's end when a trigger word ends it too (``DB_TOKEN_SECRET``, ``SECRET_KEY_BASE``),
+    else the word's (``PASSWORD_RESET_TIMEOUT`` assigns no password)."""
+    whole = _name_end(text, end)
+    if whole > end and not text[start:whole].lower().endswith(_NAME_ENDINGS):
+        return end
+    return whole
 
 
 def _is_basic_credentials(value: str) -> bool:
@@ -165,6 +219,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     if word == "identified":
         m = _IDENTIFIED_BY.match(text, end)
         return None if m is None else (m.start("sq"), m.end("sq"), m.end())
+    end = _judged_end(text, start, end)
     name = _name_ending(text, start, end)
     needed = min_chars(name)
     if needed is None and name.lower() == "key" and spaced_key(text, start):
@@ -179,7 +234,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
-    m = _ASSIGNED.match(text, end)
+    m = _paired_value(text, start, end) or _ASSIGNED.match(text, end)
     if m is None and _name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
@@ -199,6 +254,17 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     return None
 
 
+def _paired_value(text: str, start: int, end: int) -> re.Match[str] | None:
+    """The value of the secret name ending at ``end`` when the name is itself a value: a name
+    field's (``_PAIR_NAME``), or a setter's first argument (``_SETTER``)."""
+    i = _name_start(text, start)
+    if _PAIR_NAME.search(text, max(0, i - 48), i) is not None:
+        return _PAIR_VALUE.match(text, end)
+    if _SETTER.search(text, max(0, i - 32), i) is not None:
+        return _ARGUMENT.match(text, end)
+    return None
+
+
 def _opens_element(text: str, start: int, end: int) -> bool:
     """Whether the name ending at ``end`` is an XML start tag's (``<password``, ``<ns:api_key``)."""
     i, low = start, max(0, start - 64)
@@ -207,11 +273,11 @@ def _opens_element(text: str, start: int, end: int) -> bool:
     return i > 0 and text[i - 1] == "<"
 
 
-def _hex_spans(text: str, start: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
-    """32+ hex runs after the secret name ``text[start:end]``: the first within 32 characters
+def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
+    """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
     on its line, then each within 32 of the one before (so that redacting one never brings the
     next within reach of a second pass)."""
-    name = _name_ending(text, start, end)
+    name = text[max(begin, end - 64) : end]  # as ``_name_ending`` reads it: 64 at most
     if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
         return []
     spans = []
@@ -270,17 +336,24 @@ def _redact_after_triggers(text: str) -> str:
     pos = 0
     for start, end in triggers:
         if start < pos:
-            continue  # inside a value already redacted
+            continue  # inside a value already redacted, or a name already judged whole
         found = _value_span(text, start, end)
         if found is not None:
             spans.append(found[:2])
             pos = found[2]
+        elif text[start:end].lower() not in _OWN_WORDS:
+            pos = _name_end(text, end)  # the identifier's other trigger words: judged with it
     if spans:
         text = _replace(text, spans)
         text = redact_flags(text) if commands else text
         triggers = _triggers(text)
     seen: set[int] = set()
-    hexes = [span for start, end in triggers for span in _hex_spans(text, start, end, seen)]
+    hexes: list[tuple[int, int]] = []
+    begin = ends = -1  # the identifier last read: its words share its start (read once)
+    for start, end in triggers:
+        if start >= ends:
+            begin, ends = _name_start(text, start), _name_end(text, end)
+        hexes += _hex_spans(text, begin, end, seen)
     return _replace(text, hexes)
 
 
@@ -319,6 +392,7 @@ def _redact_text(text: str) -> str:
     text = redact_pgpass(redact_key_shapes(_redact_private_keys(text)))
     if "://" in text:
         text = _URL_CREDENTIALS.sub(_redact_url_password, text)
+        text = _URL_USER_TOKEN.sub(f"://{REDACTED}@", text)
     return _redact_after_triggers(text)
 
 
@@ -378,11 +452,23 @@ def redact(value: Any) -> Any:
 
 
 def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    plain, secret = _PLAIN, _secret_field
+    plain, secret, name = _PLAIN, _secret_field, _redact_key
     return {
-        k: v if v.__class__ in plain else REDACTED if secret(k, v, value) else redact(v)
+        name(k): v if v.__class__ in plain else REDACTED if secret(k, v, value) else redact(v)
         for k, v in value.items()
     }
+
+
+# No secret the texts' net finds is shorter (``pw=x`` is, and is no name a field is given).
+_MIN_SECRET_KEY = 10
+
+
+def _redact_key(key: Any) -> Any:
+    """A field's name, redacted as a text when it could hold a secret (a map keyed by tokens,
+    ``{"sk-…": {…}}``); two names redacted alike are then one field."""
+    if key.__class__ is not str or len(key) < _MIN_SECRET_KEY:
+        return key
+    return redact_text(key)
 
 
 def redact_value(value: Any) -> Any:

@@ -12,6 +12,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
 - ``redis-cli -a SECRET``, ``mongosh -p SECRET`` (and the other MongoDB tools), ``twine -p``,
   ``ldapsearch -w`` (and the other LDAP tools), ``keytool -storepass``/``-keypass``,
   ``openssl -passin pass:SECRET`` (``-passout``, ``-pass``), ``smbclient -U user%SECRET``;
+- a secret store's value: ``aws ssm put-parameter --value SECRET``, ``az keyvault secret set
+  --value SECRET``, ``gh secret set NAME --body SECRET`` (``-b``; ``--value=SECRET`` too);
 - Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
@@ -130,10 +132,15 @@ def _flags(
     ``prefix`` (``openssl -passin pass:SECRET``: ``env:VAR`` and ``file:path`` name no secret)
     or after ``sep`` (``smbclient -U user%SECRET``)."""
     wanted = frozenset(names)
+    attached = tuple(f"{name}=" for name in names if name.startswith("--"))
 
     def read(text: str, words: list[Span]) -> Iterator[Span]:
-        for i, (start, end) in enumerate(words[:-1]):
-            if text[start:end] not in wanted:
+        for i, (start, end) in enumerate(words):
+            word = text[start:end]
+            if attached and word.startswith(attached):  # ``--value=SECRET``
+                yield from filter(None, [_value(text, text.index("=", start) + 1, end)])
+                continue
+            if word not in wanted or i + 1 == len(words):
                 continue
             value = _value(text, *words[i + 1])
             if value is None:
@@ -146,6 +153,16 @@ def _flags(
                 yield value[0] + len(prefix), value[1]
 
     return read
+
+
+def _command(pattern: str, literal: str) -> re.Pattern[str]:
+    """Where a command of several words is named (``gh secret set``): ``pattern`` starts with
+    ``literal``, the name's first word, found by a fast scan; a word's start, or a line's in a
+    JSON string."""
+    lit = re.escape(literal)
+    return re.compile(
+        rf"{lit}(?:(?<![\w\-.]{lit})|(?<=\\[nrt]{lit})){pattern[len(literal) :]}(?![\w\-.])"
+    )
 
 
 def _positional(*path: str, at: int) -> Callable[[str, list[Span]], Iterator[Span]]:
@@ -266,6 +283,18 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
         _named("mc"),
         _either(_positional("alias", "set", at=3), _positional("config", "host", "add", at=3)),
     ),
+    # secret stores set from a command line: the value is the secret, whatever its name
+    (
+        "put-parameter",
+        _command(r"aws[ \t]++ssm[ \t]++put-parameter", "aws"),
+        _flags("--value"),
+    ),
+    (
+        "keyvault",
+        _command(r"az[ \t]++keyvault[ \t]++secret[ \t]++set", "az"),
+        _flags("--value"),
+    ),
+    ("secret", _command(r"gh[ \t]++secret[ \t]++set", "gh"), _flags("--body", "-b")),
     # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
     (
         "login",

@@ -28,7 +28,9 @@ _SECRET_WORDS = frozenset(
 # Only as the name's last word (``api_key``, ``access_token``; not ``key_points``).
 _SECRET_LAST = frozenset({"key", "token"})
 # ``…_key`` names that are identifiers, not secrets.
-_KEY_NOT_SECRET = frozenset({"cache", "idempotency", "primary", "sort", "partition", "foreign"})
+_KEY_NOT_SECRET = frozenset(
+    {"cache", "idempotency", "primary", "sort", "partition", "foreign", "parameter"}
+)
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 _SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
 MIN_SECRET_CHARS = 8  # a value assigned to a key or token name; passwords have no minimum
@@ -60,6 +62,12 @@ _secret_name_memo = functools.lru_cache(maxsize=8192)(_is_secret_name)
 
 
 def min_chars(name: str) -> int | None:
+    """``_min_chars``, remembered for names of 64 characters at most (a text dense in trigger
+    words asks about the same few names thousands of times)."""
+    return _min_chars_memo(name) if len(name) <= 64 else _min_chars(name)
+
+
+def _min_chars(name: str) -> int | None:
     """How long a value assigned to ``name`` must be to be redacted; None: not a secret name.
     A bare ``key`` is code (``sorted(x, key=…)``), not a secret; ``DB_PASS`` is one, and so is
     ``MYSQL_PWD`` (a bare ``PWD`` is a folder)."""
@@ -67,10 +75,13 @@ def min_chars(name: str) -> int | None:
     last = words[-1] if words else ""
     if last.endswith(_PASSWORD_ENDS) or (last == "pass" and len(words) > 1):
         return 1
-    if words[-2:] == ["mysql", "pwd"]:
+    if words[-2:] == ["mysql", "pwd"] or name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
         return 1
     if words == ["key"]:
         return None
     if last.endswith(_SECRET_ENDS) or is_secret_name(name):
         return MIN_SECRET_CHARS
     return None
+
+
+_min_chars_memo = functools.lru_cache(maxsize=8192)(_min_chars)

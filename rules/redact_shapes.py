@@ -101,6 +101,21 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("lin_api_", r"[A-Za-z0-9]{40}\b"), REDACTED),  # Linear API keys
     (_boundary(".atlasv1.", r"[A-Za-z0-9_\-]{60,}", r"[^\w]"), REDACTED),  # Terraform Cloud
     (_boundary("sig=", r"[A-Za-z0-9%+/]{30,}={0,2}"), REDACTED),  # Azure SAS signatures
+    (_boundary("GOCSPX-", r"[A-Za-z0-9_\-]{24,}"), REDACTED),  # Google OAuth client secrets
+    (_boundary("sbp_", r"[0-9a-f]{40}\b"), REDACTED),  # Supabase access tokens
+    (_boundary("HRKU-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Heroku API keys
+    # Doppler tokens: personal, service, service account, CLI, SCIM, audit
+    (_boundary("dp.", r"(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9_.\-]{40,}", r"[\w.]"), REDACTED),
+    (_boundary("nfp_", r"[A-Za-z0-9]{36,}"), REDACTED),  # Netlify access tokens
+    (_boundary("fo1_", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Fly.io tokens
+    (_boundary("fm", r"[12]_[A-Za-z0-9+/=_\-]{50,}"), REDACTED),  # Fly.io macaroons (FlyV1 fm2_)
+    (_boundary("dckr_pat_", r"[A-Za-z0-9_\-]{27,}"), REDACTED),  # Docker Hub tokens
+    (_boundary("pscale_", r"(?:tkn|pw|oauth)_[A-Za-z0-9_.\-]{32,}"), REDACTED),  # PlanetScale
+    (_boundary("rnd_", r"[A-Za-z0-9]{32,}"), REDACTED),  # Render API keys
+    (_boundary("nvapi-", r"[A-Za-z0-9_\-]{60,}"), REDACTED),  # NVIDIA API keys
+    (_boundary("tvly-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Tavily API keys
+    (_boundary("glc_", r"[A-Za-z0-9+/=_\-]{32,}"), REDACTED),  # Grafana Cloud tokens
+    (_boundary("ops_", r"eyJ[A-Za-z0-9+/=_\-]{50,}"), REDACTED),  # 1Password service accounts
     # Telegram bot tokens (the bot's id, then 33-35 characters from AA), in a bot API URL too
     (re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{31,33}(?![\w\-])"), REDACTED),
     # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
@@ -119,7 +134,9 @@ _CUT_KEY = re.compile(
     r"(?<![\w\-])(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
     r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-|xox[abposre]-|xapp-|hf_|npm_|pypi-|SG\.|"
     r"sq0(?:csp|atp)-|do[opr]_v1_|hv[sbr]\.|whsec_|dapi|shp(?:at|ss|ca|pa)_|lin_api_|gsk_|"
-    r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ)"
+    r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ|GOCSPX-|sbp_|HRKU-|"
+    r"dp\.(?:pt|st|sa|ct|scim|audit)\.|nfp_|fo1_|fm[12]_|dckr_pat_|pscale_|rnd_|nvapi-|"
+    r"tvly-|glc_|ops_)"
     # a key has a digit among its first characters, a word cut after a prefix has none
     r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}(?:…|\.\.\.)?[ \t]*\Z"
 )

@@ -10,6 +10,7 @@ import orjson
 
 from proxy.protocols.body_memory import BodyMemory
 from proxy.rewrite.offload import Offload
+from proxy.server.log_fields import CAPTURE_INLINE_BYTES
 from rules.redact import redact
 
 
@@ -36,5 +37,5 @@ async def captured(
     offload: Offload, size: int, body: dict[str, Any], forwarded: dict[str, Any]
 ) -> dict[str, str]:
     """The log row's copies of the request and forwarded bodies, redacted (``size``: the
-    body's bytes, which decide where the work runs)."""
-    return await offload.maybe(offload.heavy(size), _captured, body, forwarded)
+    body's bytes, which decide where the work runs: a worker unless small, as for an answer)."""
+    return await offload.maybe(size > CAPTURE_INLINE_BYTES, _captured, body, forwarded)

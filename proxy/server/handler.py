@@ -47,7 +47,7 @@ from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
 from proxy.server.in_flight import Ticket, declared_length
-from proxy.server.log_fields import completion_fields
+from proxy.server.log_fields import completion_fields, with_captured_answer
 from proxy.server.provider_refs import (
     AnswerReader,
     answer_reader,
@@ -311,11 +311,13 @@ class ProtocolHandler:
             return
         fields = None
         if self.s.settings.store.capture_payloads:
-            # storing the answer may fail (a bug of ours): then the client gets a 500 instead
+            # redacted before it is sent (off the event loop when large), so that the row is
+            # complete once the client has the answer (a failure there leaves the copy out)
             try:
                 fields = self._fields(
                     row, started, response.status, None, ttfb, usage_of(body), body, ready
                 )
+                fields = await with_captured_answer(self.s.engine.offload, fields)
             except Exception as exc:
                 await self._unsendable(send, exc, row, started)
                 return
@@ -385,6 +387,7 @@ class ProtocolHandler:
         await self._answer_error(send, error, row, started, headers)
 
     async def _finish(self, row: dict[str, Any], fields: dict[str, Any]) -> None:
+        fields = await with_captured_answer(self.s.engine.offload, fields)
         await self.s.store.finish_request(row["id"], fields)
         row.update(fields)
         self._close(row)

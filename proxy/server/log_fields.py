@@ -4,14 +4,20 @@ answer's body, redacted."""
 
 from __future__ import annotations
 
+import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from proxy.errors import ProxyError
+from proxy.rewrite.offload import Offload
+from proxy.server.captured_stream import redact_split_secrets
 from proxy.upstream.usage import CacheUsage, usage_fields
 from rules.redact import redact, redact_text
+
+log = logging.getLogger("ctxproxy.handler")
 
 
 def completion_fields(
@@ -47,9 +53,37 @@ def completion_fields(
     elif status >= 400 and response_body:  # an upstream's error may echo the key it got
         fields["error_type"] = "upstream_status"
         fields["error"] = redact_text(response_body[:2000].decode("utf-8", "replace"))
-    if response_body is not None and capture:
-        fields["response_body"] = captured_text(response_body, response_total)
+    if response_body is not None and capture:  # redacted when the row is finished
+        fields["response_body"] = CapturedAnswer(response_body, response_total)
     return fields
+
+
+@dataclass(frozen=True)
+class CapturedAnswer:
+    """An answer the log keeps, not yet redacted: ``with_captured_answer`` redacts it."""
+
+    body: bytes
+    total: int | None
+
+
+# A captured text's redaction costs up to ~2 µs a character when it is dense in secret names
+# (50 µs a kilobyte of prose): past this size it runs in a worker, not on the event loop.
+CAPTURE_INLINE_BYTES = 1024
+
+
+async def with_captured_answer(offload: Offload, fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` with its captured answer redacted (off the event loop unless small); a failure
+    of ours leaves the answer out of the row, which still completes."""
+    answer = fields.get("response_body")
+    if not isinstance(answer, CapturedAnswer):
+        return fields
+    heavy = len(answer.body) > CAPTURE_INLINE_BYTES
+    try:
+        text = await offload.maybe(heavy, captured_text, answer.body, answer.total)
+    except Exception:
+        log.exception("capturing the answer failed")
+        text = None
+    return {**fields, "response_body": text}
 
 
 # An answer is captured up to this size: its redaction runs on the event loop, and a stream kept
@@ -71,5 +105,6 @@ def redacted_text(body: bytes) -> str:
     try:
         return orjson.dumps(redact(orjson.loads(body))).decode()
     except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
-        # not JSON, or JSON nested too deep to write back: stored as redacted text
-        return str(redact(body.decode("utf-8", "replace")))
+        # not JSON (an event stream), or JSON nested too deep to write back: stored as redacted
+        # text, a secret split across a stream's events too
+        return redact_text(redact_split_secrets(body.decode("utf-8", "replace")))

@@ -164,7 +164,11 @@ async def _record(
         "tokens_after": report["tokens"]["after"],
         "sections": report.get("sections"),
     }
-    if s.settings.store.capture_payloads:
-        fields["forwarded_body"] = orjson.dumps(redact(rewritten.body)).decode()
+    if s.settings.store.capture_payloads:  # in a worker: redaction can take long (body_work)
+        fields["forwarded_body"] = await s.engine.offload.run(_captured_body, rewritten.body)
     row.update(fields)
     await s.store.finish_request(row["id"], fields)
+
+
+def _captured_body(body: dict[str, Any]) -> str:
+    return orjson.dumps(redact(body)).decode()
