@@ -228,6 +228,7 @@ class ItemsChecked:
     count: int
     calls: dict[Any, int]
     outputs: dict[Any, int]
+    ids: dict[str, int]  # each item's own id, where first said
     out: tuple[str, ...]
     held: bool  # found for a body continuing the provider's history: only such a body resumes it
 
@@ -245,15 +246,23 @@ def responses_checked(
     references = References(items)
     if resume is not None and resume.count <= last and resume.held == held:
         start, out = resume.count, list(resume.out)
-        calls, outputs = dict(resume.calls), dict(resume.outputs)
+        calls, outputs, ids = dict(resume.calls), dict(resume.outputs), dict(resume.ids)
     else:
-        start, out, calls, outputs = 0, [], {}, {}
+        start, out, calls, outputs, ids = 0, [], {}, {}, {}
     checked = None
     for i in range(start, last + 1):
         if i == keep:  # every item before it had a next one
-            checked = ItemsChecked(i, dict(calls), dict(outputs), tuple(out), held)
+            checked = ItemsChecked(i, dict(calls), dict(outputs), dict(ids), tuple(out), held)
         item = items[i]
         kind = item.get("type") if isinstance(item, dict) else None
+        own = (
+            item.get("id") if kind != "local_shell_call_output" and isinstance(item, dict) else None
+        )
+        if isinstance(own, str):  # a local shell output's id names its call
+            if own in ids:
+                out.append(f"input[{i}]: id {own[:40]!r} said again (first at input[{ids[own]}])")
+            else:
+                ids[own] = i
         if kind in _CALL_KINDS:
             calls.setdefault(item.get("call_id"), i)
         elif kind in _OUTPUT_KINDS:

@@ -54,6 +54,7 @@ from proxy.protocols.responses_parts import (
     provider_history,
 )
 from proxy.protocols.responses_prefix import Lowering, Recorder, Snapshot, reuse_lifted
+from proxy.protocols.responses_repeats import drop_repeated
 from rules.base import Message
 from rules.messages import HELD, OPAQUE_PAIRS, text_of
 
@@ -91,9 +92,10 @@ class ResponsesAdapter:
             old, old_datas = (prev.whole, prev.datas) if prev is not None else (None, [])
             datas, shared, whole = read_bytes(old, old_datas, items, MAX_ITEM_BYTES)
         start = max(shared - 1, 0)
-        items, paired = pair_opaque_calls(items, start, held)
-        items, repairs = mend(items, 0 if paired else start)
-        repairs = paired + repairs
+        items, repeats = drop_repeated(items, start)
+        items, paired = pair_opaque_calls(items, 0 if repeats else start, held)
+        items, repairs = mend(items, 0 if paired or repeats else start)
+        repairs = repeats + paired + repairs
         references = References(items)  # of the items as lowered: a mend may drop some
         if repairs:  # mended: neither reused nor kept
             slot, prev, shared = None, None, 0

@@ -173,39 +173,58 @@ def _patched_assistant(st: State, part: Part, m: Message) -> list[Any]:
     last_message = max((i for i in part.items if kind(st.items[i]) == "message"), default=-1)
     out: list[Any] = []
     waiting: list[int] = []  # reasoning, until the item it led to is kept or dropped
-    text_done = False
+    led_to_dropped = False  # what ``waiting`` led to is gone: it goes if more reasoning comes
+    text_done = placed = False
     for i in part.items:
         item = st.items[i]
         k = kind(item)
         if k == "reasoning":
+            if led_to_dropped:  # the reasoning that led to a dropped call goes with it
+                waiting.clear()
+                led_to_dropped = False
             waiting.append(i)
             continue
         if k in CALLS:
             call = matched.get(i)
             if call is None:
-                waiting.clear()  # the call is gone: the reasoning that led to it goes too
+                # gone (a runaway turn's call): its reasoning stays for the turn's next kept
+                # call, which it led to as well (parallel calls follow one reasoning item, and
+                # Responses refuses a call without the reasoning it came with)
+                led_to_dropped = True
                 continue
             patched = _patched_call(item, call)
             if patched.get("call_id") != item.get("call_id") and _repeats_an_id(st, i):
-                # a turn sent twice (a retry appending its items again): the repair renamed the
-                # call; ids said twice are refused (400), so the copy goes without its own and
-                # without the reasoning items that repeat the first's
+                # a turn sent twice whose tool ran again (``responses_repeats`` drops a whole
+                # copy): the repair renamed the call; ids said twice are refused (400), so the
+                # copy goes without its own and without the reasoning items that repeat the
+                # first's
+                own = patched.get("id")
                 patched = {k: v for k, v in patched.items() if k != "id"}
+                if k == "local_shell_call":  # its id is required: one of the copy's own
+                    patched["id"] = f"{own}_{patched.get('call_id')}"
                 waiting = [r for r in waiting if not _repeats_an_id(st, r)]
             item = patched
         elif k == "message" and new_text != old_text:
             if i == last_message and suffix is not None:
                 item = _patched_message(item, message_text(item), f"{message_text(item)}{suffix}")
+                placed = True
             elif suffix is None:
                 if text_done:  # replaced: the first message holds the new text
                     waiting.clear()  # the reasoning that led to this one goes with it
+                    led_to_dropped = False
                     continue
-                text_done = True
+                text_done = placed = True
                 item = _patched_message(item, None, new_text)
         out.extend(st.items[r] for r in waiting)
         waiting.clear()
+        led_to_dropped = False
         out.append(item)
-    out.extend(st.items[r] for r in waiting)
+    if not led_to_dropped:
+        out.extend(st.items[r] for r in waiting)
+    if new_text != old_text and not placed and new_text.strip():
+        # a turn of calls alone given text (a runaway turn's note): a message of its own, first,
+        # as the chat view's text comes before its calls
+        out.insert(0, new_items(st, {"role": "assistant", "content": new_text})[0])
     known = {id(c) for c in matched.values()}
     out.extend(new_items(st, {"role": "assistant", "content": None,
                               "tool_calls": [c for c in calls if id(c) not in known]}))  # fmt: skip

@@ -98,14 +98,20 @@ def _scan(items: list[Any], start: int) -> tuple[list[tuple[int, str]], list[int
 
 
 def _turn_ends(items: list[Any], at: set[int]) -> dict[int, int]:
-    """For each index in ``at``: the last item of the model's turn holding it, in one walk back
-    (a turn of thousands of calls is walked once, not once a call)."""
+    """For each index in ``at``: the last item of the model's turn holding it that is no
+    reasoning, in one walk back (a turn of thousands of calls is walked once, not once a call).
+    A reasoning item leads to the item after it: an output put after the turn's last reasoning
+    would part it from the message it led to."""
     ends: dict[int, int] = {}
-    end = last = len(items) - 1
-    for i in range(last, min(at, default=last) - 1, -1):
-        if i < last and not _turn_item(kind(items[i + 1])):
+    end: int | None = None  # the current turn's last item that is no reasoning
+    for i in range(len(items) - 1, min(at, default=len(items)) - 1, -1):
+        k = kind(items[i])
+        if not _turn_item(k):
+            end = None
+            continue
+        if end is None and k != "reasoning":
             end = i
-        if i in at:
+        if i in at and end is not None:
             ends[i] = end
     return ends
 

@@ -6,6 +6,8 @@ copy says none of the first's item ids again."""
 
 from __future__ import annotations
 
+import pytest
+
 from proxy.rewrite.engine import Engine
 from tests.proxy.protocols import test_gemini_adapter as gemini
 from tests.proxy.protocols import test_responses_adapter as responses
@@ -33,19 +35,25 @@ async def test_responses_a_nameless_function_call_gets_its_name(
     assert call["type"] == "function_call" and call["name"] == "unknown_tool"
 
 
-async def test_responses_a_turn_sent_twice_says_no_item_id_twice(engine: Engine) -> None:
-    """A retry that appended its turn's items again: the repair renames the second call, and its
-    copy goes without the item ids the first holds (OpenAI refuses "Duplicate item found with
-    id rs_1" with a 400)."""
+@pytest.mark.parametrize("ran_again", [False, True], ids=["same-output", "ran-again"])
+async def test_responses_a_turn_sent_twice_says_no_item_id_twice(
+    engine: Engine, ran_again: bool
+) -> None:
+    """A retry that appended its turn's items again (OpenAI refuses "Duplicate item found with
+    id rs_1" with a 400): a whole copy goes; a copy whose tool ran again (another output) stays,
+    its call renamed by the repair, without the item ids the first holds."""
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}
     call = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "exec_command",
             "arguments": '{"cmd": "ls"}'}  # fmt: skip
     output = {"type": "function_call_output", "call_id": "c1", "output": "a.py"}
-    turn = [reasoning, call, output]
-    b = responses.body(responses.msg("user", "fix"), *turn, *[dict(x) for x in turn])
+    again = {**output, "output": "a.py b.py"} if ran_again else dict(output)
+    b = responses.body(responses.msg("user", "fix"), reasoning, call, output,
+                       dict(reasoning), dict(call), again)  # fmt: skip
     out = await responses.rewrite(engine, b)
     ids = [x["id"] for x in out.body["input"] if isinstance(x, dict) and "id" in x]
     assert len(ids) == len(set(ids)) and {"fc_1", "rs_1"} <= set(ids)
     calls = [x["call_id"] for x in out.body["input"] if x.get("type") == "function_call"]
     outputs = [x["call_id"] for x in out.body["input"] if x.get("type") == "function_call_output"]
-    assert len(set(calls)) == 2 and sorted(calls) == sorted(outputs)
+    assert len(set(calls)) == (2 if ran_again else 1) and sorted(calls) == sorted(outputs)
+    if not ran_again:
+        assert out.body["input"][1:] == [reasoning, call, output]

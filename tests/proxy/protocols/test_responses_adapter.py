@@ -6,6 +6,7 @@ rules' edits land as patches on the items."""
 from __future__ import annotations
 
 import copy
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,11 @@ def body(*items: Any, **extra: Any) -> dict[str, Any]:
 
 
 def msg(role: str, text: str, n: int = 0) -> dict[str, Any]:
+    """A message item; its id names its text (an id said twice is a turn sent twice)."""
     kind = "output_text" if role == "assistant" else "input_text"
     return {
         "type": "message",
-        "id": f"msg_{role}_{n}",
+        "id": f"msg_{role}_{n or zlib.crc32(text.encode()):x}",
         "role": role,
         "content": [{"type": kind, "text": text}],
     }

@@ -193,3 +193,22 @@ def test_thousands_of_unpaired_items_are_paired_in_one_walk() -> None:
     assert time.process_time() - started < 5.0
     assert len(repairs) == 2 * n and len(out) == 3 * n + 1
     assert out[n]["call_id"] == f"c{n - 1}" and out[n + 1]["call_id"] == "c0"  # after the turn
+
+
+async def test_the_output_goes_before_the_reasoning_that_led_to_the_turns_message(
+    engine: Engine,  # noqa: F811
+) -> None:
+    """A turn that ends in reasoning and the message it led to: the output after that reasoning
+    parted it from its message, and the reasoning was then dropped as cut off."""
+    second = {**_reasoning(), "id": "rs_2", "encrypted_content": "gBBBB"}
+    said = {"type": "message", "role": "assistant", "id": "msg_1",
+            "content": [{"type": "output_text", "text": "I will stop here."}]}  # fmt: skip
+    items = [_user("list"), _reasoning(), _shell("c1"), second, said, _user("go on")]
+    out = await rewrite(engine, _body(*items))
+    sent = out.body["input"]
+    assert [i.get("type", "message") for i in sent] == [
+        "message", "reasoning", "shell_call", "shell_call_output", "reasoning", "message",
+        "message",
+    ]  # fmt: skip
+    assert sent[4] == second and sent[5] == said
+    assert {r["kind"] for r in out.report["repairs"]} == {"unanswered_call"}
