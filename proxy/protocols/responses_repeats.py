@@ -25,13 +25,16 @@ def drop_repeated(items: list[Any], start: int) -> tuple[list[Any], list[dict[st
     """``items`` without the copies of earlier items (a new list, or ``items`` itself when none
     is repeated), and the repairs made. ``start``: the items before it were forwarded before
     and held no repeat; only an id from ``start`` on can repeat one."""
-    if not any(_own_id(items[i]) is not None for i in range(start, len(items))):
+    fresh = [iid for i in range(start, len(items)) if (iid := _own_id(items[i])) is not None]
+    if not fresh:
         return items, []
+    ids = [x.get("id") if x.__class__ is dict else None for x in items]  # one pass, no call
+    if len(set(fresh)) == len(fresh) and set(ids[:start]).isdisjoint(fresh):
+        return items, []  # the common case: new ids, each said once
     first: dict[str, int] = {}
     repeated: list[int] = []
-    for i, item in enumerate(items):
-        iid = _own_id(item)
-        if iid is None:
+    for i, iid in enumerate(ids):
+        if iid.__class__ is not str or _own_id(items[i]) is None:
             continue
         if iid in first:
             repeated.append(i)
