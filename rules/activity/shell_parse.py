@@ -284,7 +284,10 @@ class _Run:
     def _create(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
-        self._typed("create", spec, ops, False)
+        """``mkdir``, ``touch``: a path known to exist is not made again (``mkdir -p`` leaves a
+        folder as it is, ``touch`` only dates a file: its content is not changed either)."""
+        fresh = [op for op in ops if resolve_path(op, self.cwd) not in self.known]
+        self._typed("create", spec, fresh, False)
 
     def _delete(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
@@ -317,7 +320,8 @@ class _Run:
         dest = resolve_path(target, self.cwd)
         into = (
             len(ops) > 1
-            or target.endswith("/")
+            or guess_type(target, False) == "folder"  # a/, ., .., ~
+            or self._holds_cwd(dest)
             or self.known.get(dest) == "folder"
             or "-t" in values
             or "--target-directory" in values
@@ -328,6 +332,11 @@ class _Run:
             typ = self.known.get(source) or guess_type(op, recursive)
             path = posixpath.join(dest, posixpath.basename(source)) if into else dest
             self.add(action, typ, path, source)
+
+    def _holds_cwd(self, path: str) -> bool:
+        """Whether ``path`` is the working directory or one that holds it: a folder."""
+        cwd = self.cwd
+        return cwd is not None and (cwd == path or cwd.startswith(path.rstrip("/") + "/"))
 
     def _move(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

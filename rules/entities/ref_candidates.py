@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rules.entities import cache as entity_cache
+from rules.entities.ref_by import made_by
 from rules.entities.ref_detect import Mention
 
 
@@ -92,6 +93,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         if e["path"] not in paths:
             paths.add(e["path"])
             out.append(e)
+    if mention.by is not None:  # "the folder created by npm install": what it made or none
+        out = made_by(mention.by, out)
     if mention.extensions or mention.paths:  # "the csv", "the script": files of that kind or none
         ends = tuple(f".{ext}" for ext in mention.extensions)
         out = [e for e in out if _of_kind(e, ends, mention.paths)]

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from rules.entities.ref_by import by_command
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
     FILE_TYPES,
@@ -87,6 +88,7 @@ class Mention:
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
     edge: str | None = None  # the relation named: on | serves | mounts | next_to (None: in, any)
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
+    by: str | None = None  # the command named as its maker: "created by npm install" (ref_by)
 
 
 def detect(
@@ -399,4 +401,5 @@ def _mention(
         end=m.end(),
         edge=p.edge,
         ident=ident.strip() if (ident := g.get("ident")) else None,
+        by=by_command(lex.lang, text, m.end()) if kind_name == "described" else None,
     )

@@ -363,3 +363,30 @@ def test_brace_expansion_is_bounded_per_line() -> None:
     assert len(outcome.effects) <= MAX_EXPANDED + words
     assert outcome.effects[0].path == "/w/aaaaaa"  # the first words expanded as bash does
     assert outcome.effects[-1].path == "/w/" + "{a,b}" * 6  # the last as written
+
+
+@pytest.mark.parametrize(
+    ("command", "cwd", "expected"),
+    [
+        ("mv tmp/notes.txt .", "/w/app", [(MV, F, "/w/app/notes.txt", "/w/app/tmp/notes.txt")]),
+        ("cp -r tmp/lib ..", "/w/app", [(CP, DIR, "/w/lib", "/w/app/tmp/lib")]),
+        ("mv tmp/a.txt ~", "/w/app", [(MV, F, "~/a.txt", "/w/app/tmp/a.txt")]),
+        ("mv tmp/a.txt /w", "/w/app", [(MV, F, "/w/a.txt", "/w/app/tmp/a.txt")]),
+        ("cp tmp/a.txt /w/app", "/w/app", [(CP, F, "/w/app/a.txt", "/w/app/tmp/a.txt")]),
+    ],
+    ids=["dot", "dotdot", "home", "a-parent-of-cwd", "cwd-by-name"],
+)
+def test_a_copy_into_the_working_folder_or_one_that_holds_it_goes_inside(
+    command: str, cwd: str, expected: list[tuple[str, ...]]
+) -> None:
+    """``mv notes.txt .`` was recorded as moving the file onto the working folder itself, so
+    "the file I just moved" pointed at the folder."""
+    outcome = analyse(command, cwd, load_verbs())
+    assert _tuples(outcome.effects) == expected
+
+
+def test_making_what_exists_makes_nothing() -> None:
+    """``mkdir -p`` on a folder there, ``touch`` on a file there: neither was made by it."""
+    known = {"/w/src": "folder", "/w/a.txt": "file"}
+    outcome = analyse("mkdir -p src out && touch a.txt b.txt", "/w", load_verbs(), known=known)
+    assert _tuples(outcome.effects) == [(C, DIR, "/w/out"), (C, F, "/w/b.txt")]
