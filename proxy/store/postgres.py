@@ -32,11 +32,12 @@ import asyncpg
 
 from proxy.store import pg_parked
 from proxy.store import pg_queries as q
-from proxy.store.base import MAX_ANCESTOR_DEPTH, masked, walk_ancestors
+from proxy.store.base import MAX_ANCESTOR_DEPTH, masked
 from proxy.store.batch import Finish, Insert, Statement
 from proxy.store.cache_feedback import CacheFeedback, FeedbackStore
 from proxy.store.dialect import POSTGRES
 from proxy.store.lull import Lull
+from proxy.store.pg_ancestors import PgAncestors
 from proxy.store.pg_deferred import DeferredSaves
 from proxy.store.pg_migrations import apply_pg_migrations
 from proxy.store.pg_parked import ParkedSessions, let_go
@@ -44,7 +45,6 @@ from proxy.store.pg_pool import Connections
 from proxy.store.pg_reads import PgReads, prune_rows
 from proxy.store.pg_session import Cached as _Cached
 from proxy.store.pg_session import Held as _Held
-from proxy.store.pg_session import ancestors as _ancestors
 from proxy.store.pg_session import found as _found
 from proxy.store.pg_session import known as _known
 from proxy.store.pg_session import session_lock_key
@@ -59,7 +59,7 @@ from proxy.store.state_bytes import (
     DEFAULT_MAX_STATE_BYTES,
     StateCache,
 )
-from rules.base import Ancestor, SessionState
+from rules.base import SessionState
 
 log = logging.getLogger("ctxproxy.store")
 # how much longer than the lock timeout a statement may take before the database is taken for
@@ -67,7 +67,7 @@ log = logging.getLogger("ctxproxy.store")
 STATEMENT_MARGIN_S = 5.0
 
 
-class PostgresStore(PgReads):
+class PostgresStore(PgReads, PgAncestors):
     kind = "postgresql"
     dialect = POSTGRES
 
@@ -357,48 +357,6 @@ class PostgresStore(PgReads):
         """The stored (state, parent id) as of now, without holding the session."""
         async with self.session(session_id) as held:
             return held.state, held.parent_id
-
-    async def ancestors(
-        self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
-    ) -> list[Ancestor]:
-        """Read without holding the session (a count's): while the database is away, what this
-        process knows, as a request's offline hold reads them."""
-        if self.health.skip():
-            return await self.known_ancestors(parent_id, depth)
-        await self.settled(parent_id)
-        try:  # as a hold waits: a full pool for the lock timeout at most
-            conn = await self._pool.take(self.lock_timeout_ms / 1000)
-        except TimeoutError:
-            return await self.known_ancestors(parent_id, depth)
-        except Exception as exc:
-            if not is_connection_error(exc):
-                raise
-            self.health.failed(exc)
-            return await self.known_ancestors(parent_id, depth)
-        try:
-            rows = await _ancestors(conn, parent_id, depth)
-        except BaseException as exc:
-            self._pool.discard(conn)  # it may be mid-statement
-            if not isinstance(exc, Exception):
-                raise
-            if not is_connection_error(exc) and not isinstance(exc, TimeoutError):
-                raise
-            self.health.failed(exc)
-            return await self.known_ancestors(parent_id, depth)
-        self._pool.give(conn)
-        self.health.ok()
-        return rows
-
-    async def known_ancestors(
-        self, parent_id: str | None, depth: int = MAX_ANCESTOR_DEPTH
-    ) -> list[Ancestor]:
-        """Up to ``depth`` ancestors as this process knows them (an unknown one's state empty)."""
-
-        async def known(session_id: str) -> tuple[SessionState, str | None]:
-            cached = self._states.get(session_id)
-            return (cached.state, cached.parent_id) if cached else (SessionState(), None)
-
-        return await walk_ancestors(parent_id, depth, known)
 
     # ----- request log -----
 
