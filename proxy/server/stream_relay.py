@@ -201,7 +201,7 @@ def _tail_sent(response: UpstreamResponse, tail: bytes, ended: bytes, torn: bool
 def _data_whole(event: bytes) -> bool:
     """Whether an event's data is whole: JSON that parses, or the chat stream's ``[DONE]`` (every
     protocol relayed sends JSON). Read once a stream, of at most ``MAX_HELD`` bytes."""
-    lines = [line for line in event.splitlines() if line[:4] == b"data"]
+    lines = [line for line in event.splitlines() if line == b"data" or line[:5] == b"data:"]
     data = b"\n".join(line[6:] if line[5:6] == b" " else line[5:] for line in lines)
     if not data.strip() or data == b"[DONE]":
         return bool(lines)

@@ -254,3 +254,22 @@ async def test_an_event_too_long_to_hold_is_ended_before_the_error(
     assert b"\n" not in start  # the event's own bytes, then the blank line
     assert orjson.loads(error)["error"]
     assert row["error_type"] == "upstream_connection_error"
+
+
+@pytest.mark.parametrize(
+    ("event", "whole"),
+    [
+        (b'data: {"a": 1}', True),
+        (b'data:{"a": 1}', True),
+        (b"data: [DONE]", True),
+        (b'event: x\ndata: {"a":\ndata: 1}', True),
+        (b'data: {"a": ', False),
+        (b'datax: {"a": 1}', False),  # another field: no data at all
+        (b'metadata: {"a": 1}', False),
+        (b": ping", False),
+    ],
+)
+def test_an_events_data_is_read_from_its_data_lines_only(event: bytes, whole: bool) -> None:
+    from proxy.server.stream_relay import _data_whole
+
+    assert _data_whole(event) is whole
