@@ -12,6 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
@@ -82,11 +83,29 @@ def _positionals(args: Sequence[str], skip: frozenset[str]) -> list[str]:
     return out
 
 
+def _removed_on_exit(spec: Mapping[str, Any], args: Sequence[str]) -> bool:
+    """``docker run --rm`` not detached: the call returned once the container had exited, and
+    it was removed then (``removed_on_exit``; ``detach``: the options that keep it running,
+    a short one also among others, ``-dit``)."""
+    flag = spec.get("removed_on_exit")
+    if flag is None or flag not in args:
+        return False
+    detach = tuple(spec.get("detach") or ())
+    letters = "".join(d[1] for d in detach if len(d) == 2 and d[0] == "-")
+    return not any(
+        a in detach
+        or (a[:1] == "-" and a[1:2] != "-" and a[1:].isalpha() and set(letters) & set(a[1:]))
+        for a in args
+    )
+
+
 def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
     """The identifiers a command rule takes from the words after its ``argv``."""
     spec = rule.spec
     unless = spec.get("unless") or ()
     if any(a == u or a.startswith(f"{u}=") for a in args for u in unless):
+        return []
+    if _removed_on_exit(spec, args):
         return []
     skip = frozenset(spec.get("skip_values") or ())
     if "flag" in spec:

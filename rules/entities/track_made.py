@@ -32,6 +32,9 @@ from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.storable import MAX_PATH_CHARS
 from rules.redact import holds_secret, redact_text
 
+# a container's or an image's id, or a unique prefix of it (``docker rm 9a8b``)
+_HEX_ID = re.compile(r"[0-9a-f]{4,64}")
+
 MAX_SCRIPTS = 50
 MAX_GONE = 64  # entities a deleted path ends, per call
 _BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")  # `cmd &`, not `&&`, `2>&1`, `&>`
@@ -294,6 +297,17 @@ class MadeTracker:
             if e.get("type") == m.kind
             and (m.id in (e.get("attrs") or {}).values() or str(e.get("id")) == f":{m.id}")
         ]
+        if not hits and _HEX_ID.fullmatch(m.id):
+            # `docker rm 9a8b7c` or by its full 64-digit id: the one container (or image) whose
+            # short id that begins, or begins with; more than one, and the command was refused
+            hits = [
+                e
+                for e in self.alive.values()
+                if e.get("type") == m.kind
+                and _HEX_ID.fullmatch(eid := str(e.get("id")))
+                and (eid.startswith(m.id) or m.id.startswith(eid))
+            ]
+            hits = hits if len(hits) == 1 else []
         if not hits:
             return [m]
         return [
