@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 import string
 from typing import Any
@@ -452,9 +453,13 @@ def redact(value: Any) -> Any:
 
 
 def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    plain, secret, name = _PLAIN, _secret_field, _redact_key
+    plain, secret, name, short = _PLAIN, _secret_field, _redact_key, _MIN_SECRET_KEY
     return {
-        name(k): v if v.__class__ in plain else REDACTED if secret(k, v, value) else redact(v)
+        (k if len(k) < short else name(k)) if k.__class__ is str else k: v
+        if v.__class__ in plain
+        else REDACTED
+        if secret(k, v, value)
+        else redact(v)
         for k, v in value.items()
     }
 
@@ -463,12 +468,16 @@ def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
 _MIN_SECRET_KEY = 10
 
 
-def _redact_key(key: Any) -> Any:
-    """A field's name, redacted as a text when it could hold a secret (a map keyed by tokens,
-    ``{"sk-…": {…}}``); two names redacted alike are then one field."""
-    if key.__class__ is not str or len(key) < _MIN_SECRET_KEY:
-        return key
+def _redact_key(key: str) -> str:
+    """A field's name of ``_MIN_SECRET_KEY`` characters or more, redacted as a text (a map keyed
+    by tokens, ``{"sk-…": {…}}``); two names redacted alike are then one field."""
+    if len(key) <= _MEMO_MAX_KEY:  # names repeat in every report and body: remembered
+        return _redact_short_key(key)
     return redact_text(key)
+
+
+_MEMO_MAX_KEY = 128
+_redact_short_key = functools.lru_cache(maxsize=8192)(redact_text)
 
 
 def redact_value(value: Any) -> Any:
