@@ -123,7 +123,12 @@ def test_a_secret_as_an_objects_key_is_redacted() -> None:
 
 
 @pytest.mark.parametrize(
-    "block", ["Key", "key ", "password ", "--password ", "key=a ", "token token=", "basic "]
+    "block",
+    [
+        *("Key", "key ", "password ", "--password ", "key=a ", "token token=", "basic "),
+        *("- name: DB_PASSWORD\n  ", 'setenv("password", ', 'x["password"]', "name=password "),
+        "gh secret set X --body ",
+    ],
 )
 def test_a_text_dense_in_secret_names_is_redacted_in_bounded_time(block: str) -> None:
     """64 KiB of one trigger word, repeated: ``KeyKeyKey…`` took 1.3 s, each word walking back
