@@ -21,6 +21,7 @@ from rules.activity.agent_tools import (
     patch_succeeded,
     workdir,
 )
+from rules.activity.printed_paths import printed_effects
 from rules.activity.refused_paths import refused_names, without_refused
 from rules.activity.shell_parse import Effect, Verbs, analyse, guess_type, resolve_path
 from rules.packs import builtin_strings, compile_regex, load_pack
@@ -192,7 +193,7 @@ def call_effects(
         effect = file_tool_effect(pack, name, args, result, cwd, known)
         return ((effect,) if effect else ()), cwd
     outcome = analyse(command, here, verbs, known)
-    effects = outcome.effects
+    effects = outcome.effects + printed_effects(command, scanned(result), here)
     raw = next((args[k] for k in pack.command_keys if k in args), None)
     patch = patch_in_argv(raw) or patch_in_script(command)
     if patch is not None:  # ["apply_patch", patch], or `apply_patch <<'EOF'` in a script
