@@ -30,6 +30,7 @@ from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
 from rules.entities import history_restore
 from rules.entities.folder_ends import FolderEnds
+from rules.entities.known_paths import KnownPaths
 from rules.entities.seen_calls import SeenCalls
 from rules.entities.track_made import MadeTracker
 from rules.messages import (
@@ -43,6 +44,8 @@ from rules.messages import (
 from rules.redact import holds_secret
 from rules.report import MAX_REPORTED_ENTITIES, Entity, Report
 from rules.tool_pairs import pairs_of
+from rules.workspace.observe import KnownTypes
+from rules.workspace.workspace_map import NAMESPACE as WORKSPACE
 
 META = "track_entities"
 MAX_PENDING = 100  # keys of calls seen unanswered, read once their result arrives
@@ -140,6 +143,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
     known: dict[str, str] | None = None  # what exists now, once a call is read
+    exists = KnownPaths({}, {})  # and what the workspace map listed (``known_paths``)
+    workspace = state.get(WORKSPACE) or {}
     made.load(meta.get("scripts"), events)
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
@@ -161,6 +166,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         read += 1
         if known is None:
             known = entity_cache.known_types(events)
+            exists = KnownPaths(known, KnownTypes(workspace.get("nodes") or {}))
         result = "" if answer is None else text_of(messages[answer].get("content"))
         if answer is None or result.startswith(PLACEHOLDER_PREFIX):
             # unanswered, or a result the proxy wrote for an interrupted call: read once answered
@@ -189,7 +195,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 )
             continue
         before = cwd
-        effects, cwd = call_effects(tools, verbs, name, args, result, cwd, known, cfg.persist_cwd)
+        effects, cwd = call_effects(tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd)
         for m in made.of_call(name, args, result, before, effects, call_id(call)):
             seq += 1
             new_events.append(
@@ -210,6 +216,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             event = entity_cache.make_event(effect, ctx.now, stored_id(call_id(call)), seq, name)
             new_events.append(event)
             entity_cache.note(now_known, event)  # the newest event: known stays current, linearly
+            exists.noted(event)
 
     if new_events:
         new_events = storable(new_events)  # lone surrogates in paths: the state must store

@@ -34,6 +34,7 @@ import yaml
 
 from rules.base import Ancestor, SessionState
 from rules.entities import resolve_refs, track_entities
+from rules.workspace import workspace_map
 from tests.support.factories import apply_rules, assistant, call, ctx, result, system, user
 
 STEP_SECONDS = 4.0
@@ -41,6 +42,9 @@ START = 1_700_000_000.0
 FILE_TOOLS = {"write_file", "edit_file", "read_file", "delete_file", "list_dir"}
 TRACK = (track_entities, track_entities.Config())
 RESOLVE = (resolve_refs, resolve_refs.Config())
+# the workspace map, as the default pipeline runs it after track_entities: what it listed is
+# what exists for the next request's tracking (``rules.entities.known_paths``)
+WORKSPACE = (workspace_map, workspace_map.Config())
 # libyaml's loader where PyYAML has it: the scenario files are read at collection, in every worker
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -115,10 +119,15 @@ class _Session:
 
     def __post_init__(self) -> None:
         self.messages = [system("You are a coding agent working in a terminal.")]
-        self.state = SessionState({track_entities.META: {"cwd": self.cwd, "seq": 0, "seen": []}})
+        self.state = SessionState(
+            {
+                track_entities.META: {"cwd": self.cwd, "seq": 0, "seen": []},
+                workspace_map.NAMESPACE: {"cwd": self.cwd},
+            }
+        )
 
     def send(self, resolve: bool = False) -> Mapping[str, Any]:
-        rules = [TRACK, RESOLVE] if resolve else [TRACK]
+        rules = [TRACK, WORKSPACE, RESOLVE] if resolve else [TRACK, WORKSPACE]
         context = ctx(
             list(self.messages),
             now=self.now,
