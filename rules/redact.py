@@ -3,15 +3,15 @@
 Two nets: fields whose *name* says secret (``authorization``, ``openai_api_key``,
 ``client_secret``, ``accessToken`` …, in any case or separator style) lose their value, and
 secrets inside *strings* are replaced wherever they appear: key-shaped tokens of common providers
-(``rules.redact_shapes``), private key blocks, passwords in URLs
-(``postgres://user:[REDACTED]@host``), ``Authorization`` header values, ``Cookie`` and
-``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to secret names
-(``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
-``<password>1234</password>``, a long flag's ``--password 1234``), and passwords given on a
-command line (``mysql -p…``, ``curl -u user:…``, ``sshpass -p …``, ``redis-cli -a …``,
-``docker login -p …``:
-``rules.redact_flags``). Counts such as ``max_tokens`` or
-``prompt_tokens`` are names of numbers, not of secrets, and stay.
+(``rules.redact_shapes``), private key blocks and passwords in URLs
+(``postgres://user:[REDACTED]@host``: ``rules.redact_blocks``), ``Authorization`` header values,
+``Cookie`` and ``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to
+secret names (``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
+``<password>1234</password>``, a long flag's ``--password 1234``, a name given as a value:
+``rules.redact_idents``), and passwords given on a command line (``mysql -p…``, ``curl -u
+user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``).
+Counts such as ``max_tokens`` or ``prompt_tokens`` are names of numbers, not of secrets, and
+stay.
 
 Every pattern is linear in the text (tests/rules/test_redact_fuzz.py times them on adversarial
 input) and starts with a literal or a small set of characters, so ``re`` skips ordinary text with
@@ -30,10 +30,18 @@ import base64
 import binascii
 import functools
 import re
-import string
 from typing import Any
 
+from rules.redact_blocks import redact_private_keys, redact_url_credentials
 from rules.redact_flags import flag_value, names_a_command, redact_flags
+from rules.redact_idents import (
+    judged_end,
+    name_end,
+    name_ending,
+    name_start,
+    opens_element,
+    paired_value,
+)
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
@@ -42,20 +50,6 @@ from rules.redact_prose import LOOKS_SET, said_value, spaced_key
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
-
-# Private key blocks: from BEGIN to its END, or to the end of the text when the END is missing
-# (a truncated key is still a key). Found with two scans, not ``BEGIN.*?END``: that one rescans to
-# the end of the text from every BEGIN that has no END (2.6 s on 117 KiB of BEGIN markers).
-_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
-
-# Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or
-# "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
-# at the next.
-_URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
-# A token given as a URL's user, with no password (``https://<40 hex>@github.com``, as git
-# accepts one): 32+ hex, or 40+ characters of a token's alphabet.
-_URL_USER_TOKEN = re.compile(r"://(?P<user>[0-9a-fA-F]{32,256}|[A-Za-z0-9_\-]{40,256})@")
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -80,28 +74,6 @@ _TRIGGER = re.compile(
 _ASSIGNED = re.compile(
     r"""\\?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""  # ``env["KEY"] = …`` too
     r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\]+))"""
-)
-# A secret name given as another field's value (``- name: DB_PASSWORD`` then ``value: …`` in a
-# Kubernetes env list, ``{"name": "API_TOKEN", "value": …}``, ``<add key="ApiSecret" value=…``,
-# ``ParameterKey=DbPassword,ParameterValue=…``): the name field, right before the name, and the
-# value field after it in the same object (200 characters at most, no bracket or list item
-# between).
-_PAIR_NAME = re.compile(
-    r"""(?<!\w)(?i:name|key|parameterkey|parametername)\\?["']?[ \t]*+[:=][ \t]*+\\?["']?\Z"""
-)
-_PAIR_VALUE = re.compile(
-    r"""(?:(?![{}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){0,200}?(?<!\w)(?i:(?:parameter)?value)"""
-    r"""\\?["']?[ \t]*+[:=][ \t]*+"""
-    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\{}<>]+))"""
-)
-# A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
-# "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
-# quoted (a list of names, ``["password", "email"]``, is no call).
-_SETTER = re.compile(
-    r"""(?i:set(?:env|default|item|_?secret)?|putenv|put|add|store)[ \t]*+\([ \t]*+\\?["']\Z"""
-)
-_ARGUMENT = re.compile(
-    r"""\\?["'][ \t]*+,[ \t]*+(?:\\?"(?P<dq>[^"\\\r\n]{1,512})\\?"|'(?P<sq>[^'\\\r\n]{1,512})')"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
 _AUTH_VALUE = re.compile(
@@ -135,45 +107,9 @@ _AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2}
 # A .netrc's ``machine HOST login USER password SECRET``: the password's word, after a login's
 _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
-_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
-_NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]{0,64}")
-# How a name judged whole ends: in a trigger word (``_TRIGGER``'s), or Rails' ``SECRET_KEY_BASE``.
-_NAME_ENDINGS = (
-    *("pass", "password", "passwd", "passphrase", "secret", "token", "key", "key-data"),
-    *("key_data", "credential", "credentials", "mysql_pwd", "key_base"),
-)
 # The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
 # part of an identifier: the identifier's other words are still judged after them.
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
-
-
-def _name_start(text: str, start: int) -> int:
-    """Where the identifier holding ``text[start]`` starts (64 characters back at most)."""
-    i, low = start, max(0, start - 64)
-    while i > low and text[i - 1] in _NAME_CHARS:
-        i -= 1
-    return i
-
-
-def _name_ending(text: str, start: int, end: int) -> str:
-    """The identifier that ends at ``end``, its last word starting at ``start`` (64 chars at
-    most): ``AWS_SECRET_ACCESS_KEY`` for its ``KEY``, ``PGPASSWORD`` for ``PASSWORD``."""
-    return text[_name_start(text, start) : end]
-
-
-def _name_end(text: str, end: int) -> int:
-    """Where the identifier going on at ``end`` ends (64 characters on at most)."""
-    return _NAME_RUN.match(text, end).end()  # type: ignore[union-attr]  # matches the empty run
-
-
-def _judged_end(text: str, start: int, end: int) -> int:
-    """Where the name a trigger word at ``text[start:end]`` is judged by ends: the whole
-    identifier's end when a trigger word ends it too (``DB_TOKEN_SECRET``, ``SECRET_KEY_BASE``),
-    else the word's (``PASSWORD_RESET_TIMEOUT`` assigns no password)."""
-    whole = _name_end(text, end)
-    if whole > end and not text[start:whole].lower().endswith(_NAME_ENDINGS):
-        return end
-    return whole
 
 
 def _is_basic_credentials(value: str) -> bool:
@@ -204,7 +140,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return m.start("cred"), m.end("cred"), m.end()
         return None
     if word == "cookie":  # a header's value, or a name=value one (``raw_cookie = f(x)`` is code)
-        set_cookie = _name_ending(text, start, end).lower().endswith("set-cookie")
+        set_cookie = name_ending(text, start, end).lower().endswith("set-cookie")
         m = _COOKIE_VALUE[set_cookie].match(text, end)
         if m is None or m["cred"].startswith(REDACTED):
             return None  # "the cookie: a small file", a value already redacted
@@ -220,8 +156,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     if word == "identified":
         m = _IDENTIFIED_BY.match(text, end)
         return None if m is None else (m.start("sq"), m.end("sq"), m.end())
-    end = _judged_end(text, start, end)
-    name = _name_ending(text, start, end)
+    end = judged_end(text, start, end)
+    name = name_ending(text, start, end)
     needed = min_chars(name)
     if needed is None and name.lower() == "key" and spaced_key(text, start):
         needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
@@ -229,14 +165,14 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         needed = 1  # an ODBC connection string's ``;Pwd=secret`` (a bare PWD is a folder)
     if needed is None:
         return None
-    if _opens_element(text, start, end):
+    if opens_element(text, start, end):
         xml = _XML_VALUE.match(text, end)
         inner = xml["xml"].rstrip() if xml else ""
         if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
-    m = _paired_value(text, start, end) or _ASSIGNED.match(text, end)
-    if m is None and _name_ending(text, start, end).startswith("--"):
+    m = paired_value(text, start, end) or _ASSIGNED.match(text, end)
+    if m is None and name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
         m = _QUOTED_AFTER.match(text, end)
@@ -255,30 +191,11 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     return None
 
 
-def _paired_value(text: str, start: int, end: int) -> re.Match[str] | None:
-    """The value of the secret name ending at ``end`` when the name is itself a value: a name
-    field's (``_PAIR_NAME``), or a setter's first argument (``_SETTER``)."""
-    i = _name_start(text, start)
-    if _PAIR_NAME.search(text, max(0, i - 48), i) is not None:
-        return _PAIR_VALUE.match(text, end)
-    if _SETTER.search(text, max(0, i - 32), i) is not None:
-        return _ARGUMENT.match(text, end)
-    return None
-
-
-def _opens_element(text: str, start: int, end: int) -> bool:
-    """Whether the name ending at ``end`` is an XML start tag's (``<password``, ``<ns:api_key``)."""
-    i, low = start, max(0, start - 64)
-    while i > low and (text[i - 1] in _NAME_CHARS or text[i - 1] == ":"):
-        i -= 1
-    return i > 0 and text[i - 1] == "<"
-
-
 def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
     """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
     on its line, then each within 32 of the one before (so that redacting one never brings the
     next within reach of a second pass)."""
-    name = text[max(begin, end - 64) : end]  # as ``_name_ending`` reads it: 64 at most
+    name = text[max(begin, end - 64) : end]  # as ``name_ending`` reads it: 64 at most
     if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
         return []
     spans = []
@@ -343,7 +260,7 @@ def _redact_after_triggers(text: str) -> str:
             spans.append(found[:2])
             pos = found[2]
         elif text[start:end].lower() not in _OWN_WORDS:
-            pos = _name_end(text, end)  # the identifier's other trigger words: judged with it
+            pos = name_end(text, end)  # the identifier's other trigger words: judged with it
     if spans:
         text = _replace(text, spans)
         text = redact_flags(text) if commands else text
@@ -353,28 +270,9 @@ def _redact_after_triggers(text: str) -> str:
     begin = ends = -1  # the identifier last read: its words share its start (read once)
     for start, end in triggers:
         if start >= ends:
-            begin, ends = _name_start(text, start), _name_end(text, end)
+            begin, ends = name_start(text, start), name_end(text, end)
         hexes += _hex_spans(text, begin, end, seen)
     return _replace(text, hexes)
-
-
-def _redact_private_keys(text: str) -> str:
-    if "PRIVATE KEY" not in text:
-        return text
-    out: list[str] = []
-    pos = 0
-    while (begin := _KEY_BEGIN.search(text, pos)) is not None:
-        out += [text[pos : begin.start()], REDACTED]
-        end = _KEY_END.search(text, begin.end())
-        pos = len(text) if end is None else end.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def _redact_url_password(m: re.Match[str]) -> str:
-    if m["pw"] == REDACTED:
-        return m[0]
-    return m[0][: m.start("pw") - m.start()] + REDACTED + "@"
 
 
 def redact_text(text: str) -> str:
@@ -390,11 +288,8 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = redact_pgpass(redact_key_shapes(_redact_private_keys(text)))
-    if "://" in text:
-        text = _URL_CREDENTIALS.sub(_redact_url_password, text)
-        text = _URL_USER_TOKEN.sub(f"://{REDACTED}@", text)
-    return _redact_after_triggers(text)
+    text = redact_pgpass(redact_key_shapes(redact_private_keys(text)))
+    return _redact_after_triggers(redact_url_credentials(text))
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)

@@ -12,8 +12,13 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from rules.activity.command_words import (
+    container_extras,
+    flag_value,
+    positionals,
+    removed_on_exit,
+)
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
@@ -57,67 +62,25 @@ def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
     return argv
 
 
-def _flag_value(args: Sequence[str], flags: Sequence[str]) -> str | None:
-    for i, a in enumerate(args):
-        for f in flags:
-            if a == f and i + 1 < len(args):
-                return args[i + 1]
-            if f.startswith("--") and a.startswith(f + "="):
-                return a[len(f) + 1 :]
-    return None
-
-
-def _positionals(args: Sequence[str], skip: frozenset[str]) -> list[str]:
-    out, i = [], 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            out += list(args[i + 1 :])
-            break
-        if a.startswith("-") and len(a) > 1:
-            i += 2 if a in skip else 1
-            continue
-        if a and "$" not in a and "`" not in a:
-            out.append(a)
-        i += 1
-    return out
-
-
-def _removed_on_exit(spec: Mapping[str, Any], args: Sequence[str]) -> bool:
-    """``docker run --rm`` not detached: the call returned once the container had exited, and
-    it was removed then (``removed_on_exit``; ``detach``: the options that keep it running,
-    a short one also among others, ``-dit``)."""
-    flag = spec.get("removed_on_exit")
-    if flag is None or flag not in args:
-        return False
-    detach = tuple(spec.get("detach") or ())
-    letters = "".join(d[1] for d in detach if len(d) == 2 and d[0] == "-")
-    return not any(
-        a in detach
-        or (a[:1] == "-" and a[1:2] != "-" and a[1:].isalpha() and set(letters) & set(a[1:]))
-        for a in args
-    )
-
-
 def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
     """The identifiers a command rule takes from the words after its ``argv``."""
     spec = rule.spec
     unless = spec.get("unless") or ()
     if any(a == u or a.startswith(f"{u}=") for a in args for u in unless):
         return []
-    if _removed_on_exit(spec, args):
+    if removed_on_exit(spec, args):
         return []
     skip = frozenset(spec.get("skip_values") or ())
     if "flag" in spec:
         flags = list(spec["flag"])
         if spec.get("all_values"):
             present = any(a in flags for a in args)
-            return _positionals([a for a in args if a not in flags], skip) if present else []
-        value = _flag_value(args, flags)
+            return positionals([a for a in args if a not in flags], skip) if present else []
+        value = flag_value(args, flags)
         return [value] if value else []
     if spec.get("words"):
         return list(args)  # every word, options too: `lsof -ti:8000` (its id_re picks the port)
-    pos = _positionals(args, skip)
+    pos = positionals(args, skip)
     if spec.get("args"):
         return pos
     if "arg" in spec:
@@ -146,24 +109,6 @@ def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     return raw or None
 
 
-def _container_extras(
-    rule: CommandRule, args: Sequence[str], cwd: str | None
-) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
-    """(attributes, relations) of ``docker run``: published ports, mounted folders."""
-    attrs: list[tuple[str, str]] = []
-    rel: list[tuple[str, str]] = []
-    for flag in rule.spec.get("ports") or ():
-        value = _flag_value(args, [flag])
-        if value:
-            attrs.append(("port", value.split(":")[0] if ":" in value else value))
-    for flag in rule.spec.get("mounts") or ():
-        value = _flag_value(args, [flag])
-        host = value.split(":", 1)[0] if value else ""
-        if host.startswith(("/", ".", "~")) and "$" not in host:
-            rel.append(("mounts", resolve_path(host, cwd)))
-    return tuple(attrs), tuple(rel)
-
-
 def _apply_rule(
     rule: CommandRule, argv: Sequence[str], output: str, cwd: str | None, pack: EntityPack
 ) -> Iterator[Made]:
@@ -171,7 +116,7 @@ def _apply_rule(
     by = clip(" ".join(argv))
     kind = rule.kind
     if "kind_arg" in rule.spec:
-        pos = _positionals(args, frozenset(rule.spec.get("skip_values") or ()))
+        pos = positionals(args, frozenset(rule.spec.get("skip_values") or ()))
         n = int(rule.spec["kind_arg"])
         word = pos[n - 1].lower() if len(pos) >= n else ""
         kind = pack.resource_kinds.get(word, "")
@@ -196,7 +141,7 @@ def _apply_rule(
             name = (groups.get("name") or "").strip()
             yield Made(kind, str(ident), rule.action, name, attrs, rel, by)
         return
-    attrs, rel = _container_extras(rule, args, cwd) if kind == "container" else ((), ())
+    attrs, rel = container_extras(rule, args, cwd) if kind == "container" else ((), ())
     printed = rule.output.search(output[:MAX_SCAN]) if rule.output is not None else None
     if printed is not None and printed.groupdict().get("id"):
         attrs += ((f"{kind}_id", printed.group("id")),)  # docker run --name web: its id too
@@ -219,7 +164,7 @@ def _renamed(rule: CommandRule, args: Sequence[str], cwd: str | None, by: str) -
     flags = rule.spec.get("flag") or ()
     if flags and not any(a in flags for a in args):
         return
-    pos = _positionals(args, frozenset(rule.spec.get("skip_values") or ()))
+    pos = positionals(args, frozenset(rule.spec.get("skip_values") or ()))
     ids = [_identifier(rule, raw, cwd) for raw in pos[:2]]
     if len(ids) == 2 and ids[0] and ids[1] and ids[0] != ids[1]:
         yield Made(rule.kind, ids[1], "move", ids[1], (), (), by, f"{rule.kind}:{ids[0]}")

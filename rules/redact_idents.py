@@ -1,0 +1,89 @@
+"""Names in a text, for ``rules.redact``: where the identifier holding a secret word starts and
+ends (``AWS_SECRET_ACCESS_KEY`` for its ``KEY``), which name it is judged by (its last word:
+``DB_TOKEN_SECRET`` is one, ``PASSWORD_RESET_TIMEOUT`` assigns no password), whether it opens an
+XML element, and a secret name given as a value rather than assigned one: a name field's value
+(``- name: DB_PASSWORD`` then ``value: …``) or a setter's first argument (``os.Setenv("DB_PASSWORD",
+"…")``). Each search is bounded (64 characters of a name, 200 to a pair's value): linear."""
+
+from __future__ import annotations
+
+import re
+import string
+
+# A secret name given as another field's value (``- name: DB_PASSWORD`` then ``value: …`` in a
+# Kubernetes env list, ``{"name": "API_TOKEN", "value": …}``, ``<add key="ApiSecret" value=…``,
+# ``ParameterKey=DbPassword,ParameterValue=…``): the name field, right before the name, and the
+# value field after it in the same object (200 characters at most, no bracket or list item
+# between).
+_PAIR_NAME = re.compile(
+    r"""(?<!\w)(?i:name|key|parameterkey|parametername)\\?["']?[ \t]*+[:=][ \t]*+\\?["']?\Z"""
+)
+_PAIR_VALUE = re.compile(
+    r"""(?:(?![{}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){0,200}?(?<!\w)(?i:(?:parameter)?value)"""
+    r"""\\?["']?[ \t]*+[:=][ \t]*+"""
+    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\{}<>]+))"""
+)
+# A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
+# "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
+# quoted (a list of names, ``["password", "email"]``, is no call).
+_SETTER = re.compile(
+    r"""(?i:set(?:env|default|item|_?secret)?|putenv|put|add|store)[ \t]*+\([ \t]*+\\?["']\Z"""
+)
+_ARGUMENT = re.compile(
+    r"""\\?["'][ \t]*+,[ \t]*+(?:\\?"(?P<dq>[^"\\\r\n]{1,512})\\?"|'(?P<sq>[^'\\\r\n]{1,512})')"""
+)
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_-.")
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]{0,64}")
+# How a name judged whole ends: in one of ``rules.redact``'s trigger words, or SECRET_KEY_BASE.
+_NAME_ENDINGS = (
+    *("pass", "password", "passwd", "passphrase", "secret", "token", "key", "key-data"),
+    *("key_data", "credential", "credentials", "mysql_pwd", "key_base"),
+)
+
+
+def name_start(text: str, start: int) -> int:
+    """Where the identifier holding ``text[start]`` starts (64 characters back at most)."""
+    i, low = start, max(0, start - 64)
+    while i > low and text[i - 1] in _NAME_CHARS:
+        i -= 1
+    return i
+
+
+def name_ending(text: str, start: int, end: int) -> str:
+    """The identifier that ends at ``end``, its last word starting at ``start`` (64 chars at
+    most): ``AWS_SECRET_ACCESS_KEY`` for its ``KEY``, ``PGPASSWORD`` for ``PASSWORD``."""
+    return text[name_start(text, start) : end]
+
+
+def name_end(text: str, end: int) -> int:
+    """Where the identifier going on at ``end`` ends (64 characters on at most)."""
+    return _NAME_RUN.match(text, end).end()  # type: ignore[union-attr]  # matches the empty run
+
+
+def judged_end(text: str, start: int, end: int) -> int:
+    """Where the name a trigger word at ``text[start:end]`` is judged by ends: the whole
+    identifier's end when a trigger word ends it too (``DB_TOKEN_SECRET``, ``SECRET_KEY_BASE``),
+    else the word's (``PASSWORD_RESET_TIMEOUT`` assigns no password)."""
+    whole = name_end(text, end)
+    if whole > end and not text[start:whole].lower().endswith(_NAME_ENDINGS):
+        return end
+    return whole
+
+
+def paired_value(text: str, start: int, end: int) -> re.Match[str] | None:
+    """The value of the secret name ending at ``end`` when the name is itself a value: a name
+    field's (``_PAIR_NAME``), or a setter's first argument (``_SETTER``)."""
+    i = name_start(text, start)
+    if _PAIR_NAME.search(text, max(0, i - 48), i) is not None:
+        return _PAIR_VALUE.match(text, end)
+    if _SETTER.search(text, max(0, i - 32), i) is not None:
+        return _ARGUMENT.match(text, end)
+    return None
+
+
+def opens_element(text: str, start: int, end: int) -> bool:
+    """Whether the name ending at ``end`` is an XML start tag's (``<password``, ``<ns:api_key``)."""
+    i, low = start, max(0, start - 64)
+    while i > low and (text[i - 1] in _NAME_CHARS or text[i - 1] == ":"):
+        i -= 1
+    return i > 0 and text[i - 1] == "<"
