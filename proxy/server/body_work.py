@@ -26,11 +26,13 @@ async def read_body_json(
     return read
 
 
+def captured_json(body: dict[str, Any]) -> str:
+    """A body as the log keeps it: redacted JSON text."""
+    return orjson.dumps(redact(body)).decode()
+
+
 def _captured(body: dict[str, Any], forwarded: dict[str, Any]) -> dict[str, str]:
-    return {
-        "request_body": orjson.dumps(redact(body)).decode(),
-        "forwarded_body": orjson.dumps(redact(forwarded)).decode(),
-    }
+    return {"request_body": captured_json(body), "forwarded_body": captured_json(forwarded)}
 
 
 async def captured(

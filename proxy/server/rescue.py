@@ -15,15 +15,13 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from proxy.errors import ProxyError
 from proxy.failures import STOPPING
 from proxy.rewrite.engine import Rewritten
+from proxy.server.body_work import captured_json
 from proxy.server.stream_deadline import answer_bound
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.overflow import Overflow, overflow_of
-from rules.redact import redact
 from rules.report import Report, RescueSummary, bounded_report
 
 if TYPE_CHECKING:
@@ -165,10 +163,6 @@ async def _record(
         "sections": report.get("sections"),
     }
     if s.settings.store.capture_payloads:  # in a worker: redaction can take long (body_work)
-        fields["forwarded_body"] = await s.engine.offload.run(_captured_body, rewritten.body)
+        fields["forwarded_body"] = await s.engine.offload.run(captured_json, rewritten.body)
     row.update(fields)
     await s.store.finish_request(row["id"], fields)
-
-
-def _captured_body(body: dict[str, Any]) -> str:
-    return orjson.dumps(redact(body)).decode()

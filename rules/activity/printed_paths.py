@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 
 from rules.activity.shell_lex import split_commands
-from rules.activity.shell_parse import Effect, resolve_path
+from rules.activity.shell_parse import Effect, has_short, resolve_path
 
 _ABSOLUTE = re.compile(r"^(/[^\s\x00]{1,4095})[ \t]*$", re.M)
 _REMOVING = re.compile(r"^Removing[ \t]++([^\n\x00]{1,4096})$", re.M)
@@ -31,22 +31,17 @@ def _effects(command: str, output: str, cwd: str | None) -> Iterator[Effect]:
             continue
         program = argv[0].rsplit("/", 1)[-1]
         flags = [a for a in argv[1:] if a.startswith("-")]
-        if program == "mktemp" and not _short(flags, "u") and "--dry-run" not in flags:
+        if program == "mktemp" and not has_short(flags, "u") and "--dry-run" not in flags:
             made = _ABSOLUTE.search(output)
             if made is not None:
-                folder = _short(flags, "d") or "--directory" in flags
+                folder = has_short(flags, "d") or "--directory" in flags
                 yield Effect("create", "folder" if folder else "file", made.group(1))
-        elif argv[:2] == ["git", "clean"] and _short(flags, "f") and not _dry(flags):
+        elif argv[:2] == ["git", "clean"] and has_short(flags, "f") and not _dry(flags):
             for found in list(_REMOVING.finditer(output))[:MAX_REMOVED]:
                 path = found.group(1).rstrip()
                 typ = "folder" if path.endswith("/") else "file"
                 yield Effect("delete", typ, resolve_path(path.rstrip("/"), cwd))
 
 
-def _short(flags: list[str], letter: str) -> bool:
-    """Whether a short option ``letter`` is among ``flags`` (alone or with others: ``-fd``)."""
-    return any(f[:1] == "-" and f[1:2] != "-" and letter in f[1:] for f in flags)
-
-
 def _dry(flags: list[str]) -> bool:
-    return _short(flags, "n") or "--dry-run" in flags
+    return has_short(flags, "n") or "--dry-run" in flags

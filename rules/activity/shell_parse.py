@@ -114,7 +114,7 @@ def _operands(
 EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
 
 
-def _has_short(flags: list[str], letters: str) -> bool:
+def has_short(flags: list[str], letters: str) -> bool:
     return any(
         f.startswith("-") and not f.startswith("--") and set(letters) & set(f[1:]) for f in flags
     )
@@ -294,7 +294,7 @@ class _Run:
     ) -> None:
         if "--cached" in flags:
             return  # git rm --cached: untracked, not deleted
-        recursive = _has_short(flags, "rR") or "--recursive" in flags
+        recursive = has_short(flags, "rR") or "--recursive" in flags
         self._typed("delete", spec, ops, recursive)
 
     def _open(
@@ -326,7 +326,7 @@ class _Run:
             or "-t" in values
             or "--target-directory" in values
         )
-        recursive = action == "move" or _has_short(flags, "rRa") or "--recursive" in flags
+        recursive = action == "move" or has_short(flags, "rRa") or "--recursive" in flags
         for op in ops:
             source = resolve_path(op, self.cwd)
             typ = self.known.get(source) or guess_type(op, recursive)
