@@ -20,6 +20,7 @@ from rules.activity.command_words import (
     removed_on_exit,
 )
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
+from rules.activity.git_head import GitHead
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
 from rules.redact import redacted_prefix
@@ -36,6 +37,7 @@ class CommandFacts:
 
     made: list[Made] = field(default_factory=list)
     scripts: dict[str, list[Statement]] = field(default_factory=dict)
+    head: str | None = None  # the git branch checked out after it ran, when known
 
 
 def clip(text: str) -> str:
@@ -110,7 +112,12 @@ def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
 
 
 def _apply_rule(
-    rule: CommandRule, argv: Sequence[str], output: str, cwd: str | None, pack: EntityPack
+    rule: CommandRule,
+    argv: Sequence[str],
+    output: str,
+    cwd: str | None,
+    pack: EntityPack,
+    head: GitHead | None = None,
 ) -> Iterator[Made]:
     args = argv[len(rule.argv) :]
     by = clip(" ".join(argv))
@@ -123,7 +130,8 @@ def _apply_rule(
         if not kind:
             return
     if rule.spec.get("rename"):  # `git branch -m old new`: the old key moves to the new one
-        yield from _renamed(rule, args, cwd, by)
+        current = head.renamed(args) if head is not None and rule.spec.get("current") else None
+        yield from _renamed(rule, args, cwd, by, current)
         return
     named = _rule_ids(rule, args) if "flag" in rule.spec else []
     if rule.output is not None and not named:  # `docker run` without --name: its printed id
@@ -158,13 +166,18 @@ def _apply_rule(
         yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
 
 
-def _renamed(rule: CommandRule, args: Sequence[str], cwd: str | None, by: str) -> Iterator[Made]:
+def _renamed(
+    rule: CommandRule, args: Sequence[str], cwd: str | None, by: str, current: str | None
+) -> Iterator[Made]:
     """A rename: its first two words that are no option, old and new (with one of ``flag``
-    given, when the rule names some); one word alone renames what is not known (none)."""
+    given, when the rule names some); one word alone renames ``current`` (``git branch -m
+    new``: the branch checked out), or nothing when that is not known."""
     flags = rule.spec.get("flag") or ()
     if flags and not any(a in flags for a in args):
         return
     pos = positionals(args, frozenset(rule.spec.get("skip_values") or ()))
+    if len(pos) == 1 and current is not None:
+        pos = [current, pos[0]]
     ids = [_identifier(rule, raw, cwd) for raw in pos[:2]]
     if len(ids) == 2 and ids[0] and ids[1] and ids[0] != ids[1]:
         yield Made(rule.kind, ids[1], "move", ids[1], (), (), by, f"{rule.kind}:{ids[0]}")
@@ -292,12 +305,15 @@ def command_entities(
     written: Sequence[str] = (),
     running: bool = False,
     detached: bool = False,
+    head: str | None = None,
 ) -> CommandFacts:
     """What ``command`` made beyond files. ``written``: files it wrote (SQL in its text is then
     a script's content, not run); ``running``: the call is still running (a server's banner
     then makes a process even in the foreground); ``detached``: the tool ran it in the
-    background (Gemini CLI's ``is_background``), as ``&`` would."""
-    facts = CommandFacts()
+    background (Gemini CLI's ``is_background``), as ``&`` would. ``head``: the git branch
+    checked out before it ran."""
+    facts = CommandFacts(head=head)
+    git: GitHead | None = None  # read once a git command is met
     ops = [v for k, v in tokenize(command[:MAX_SCAN]) if k == "op"]
     background = "&" in ops or detached
     programs: list[str] = []
@@ -317,9 +333,13 @@ def command_entities(
             continue
         piped = cmds[i + 1] if i + 1 < len(cmds) and cmds[i + 1].connector == "|" else None
         feeds = _consumer(piped, pack, verbs) if piped is not None else None
+        if argv[0] == "git" and git is None:
+            git = GitHead(head, output[:MAX_SCAN])
         for rule in pack.by_program.get(argv[0], ()):
             if _matches(rule, argv) and _fed(rule, feeds):
-                facts.made.extend(_apply_rule(rule, argv, output, here, pack))
+                facts.made.extend(_apply_rule(rule, argv, output, here, pack, git))
+        if git is not None:
+            git.step(argv)
         for inner in _substituted(cmd):  # `kill $(lsof -t -i:8000)`: what lsof prints is killed
             inner_argv = _words(inner, pack, verbs)
             for rule in pack.by_program.get(inner_argv[0], ()) if inner_argv else ():
@@ -350,6 +370,8 @@ def command_entities(
             facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, job))
+    if git is not None:
+        facts.head = git.head
     return facts
 
 

@@ -145,7 +145,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     known: dict[str, str] | None = None  # what exists now, once a call is read
     exists = KnownPaths({}, {})  # and what the workspace map listed (``known_paths``)
     workspace = state.get(WORKSPACE) or {}
-    made.load(meta.get("scripts"), events)
+    made.load(meta.get("scripts"), events, meta.get("head"))
     new_events: list[dict[str, Any]] = []
     # Only calls after the newest one already read, however long the history (a call read long
     # ago is never read again with a new first_seen), plus earlier ones unanswered back then.
@@ -228,6 +228,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     new_meta: dict[str, Any] = {"cwd": cwd, "seq": seq, "seen": kept}
     if made.scripts:
         new_meta["scripts"] = made.scripts
+    if made.head is not None:
+        new_meta["head"] = made.head
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
     if not calls.storable_as_is({k: v for k, v in new_meta.items() if k != "seen"}):

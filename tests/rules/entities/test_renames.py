@@ -74,9 +74,69 @@ def test_a_rename_ends_the_old_name_and_keeps_the_new(
     assert moved["from"] == old
 
 
-def test_renaming_the_current_branch_alone_names_no_old_one() -> None:
-    events = _tracked(("git checkout -b a", ""), ("git branch -m b", ""))
-    assert [e["path"] for e in events] == ["branch:a"]
+@pytest.mark.parametrize(
+    "steps",
+    [
+        [("git checkout -b a", ""), ("git branch -m b", "")],
+        [("git checkout -b a && git branch -M b", "Switched to a new branch 'a'")],
+        [("git branch a", ""), ("git switch a", "Switched to branch 'a'"), ("git branch -m b", "")],
+        [
+            ("git checkout -b a", ""),
+            ("git checkout -- src/x.py", "Updated 1 path from the index"),
+            ("git checkout src/y.py", "Updated 1 path from the index"),
+            ("git branch -m b", ""),
+        ],
+        [
+            ("git switch -c a", ""),
+            ("git checkout main", "Switched to branch 'main'"),
+            ("git checkout -", "Switched to branch 'a'"),
+            ("git branch --move b", ""),
+        ],
+        [
+            ("git checkout -b a", ""),
+            ("git status", "On branch a\nnothing to commit"),
+            ("git branch -m b", ""),
+        ],
+    ],
+)
+def test_renaming_the_current_branch_alone_renames_the_branch_checked_out(
+    steps: list[tuple[str, str]],
+) -> None:
+    events = _tracked(*steps)
+    alive = known_types(events)
+    assert "branch:b" in alive and "branch:a" not in alive
+    (moved,) = [e for e in events if e["action"] == "move"]
+    assert moved["from"] == "branch:a"
+
+
+@pytest.mark.parametrize(
+    "steps",
+    [
+        # another branch checked out since: the rename is of that one
+        [
+            ("git checkout -b a", ""),
+            ("git checkout main", "Switched to branch 'main'"),
+            ("git branch -m b", ""),
+        ],
+        # checked out elsewhere with nothing printed: which one is renamed is not known
+        [("git checkout -b a", ""), ("git checkout main", ""), ("git branch -m b", "")],
+        [("git checkout -b a", ""), ("git switch --detach HEAD~1", ""), ("git branch -m b", "")],
+        # made, never checked out
+        [("git branch a", ""), ("git branch -m b", "")],
+    ],
+)
+def test_renaming_the_current_branch_alone_leaves_a_branch_not_checked_out(
+    steps: list[tuple[str, str]],
+) -> None:
+    events = _tracked(*steps)
+    assert "branch:a" in known_types(events)
+    assert not any(e.get("from") == "branch:a" for e in events)
+
+
+def test_renaming_the_current_branch_a_second_time_follows_the_first_rename() -> None:
+    events = _tracked(("git checkout -b a", ""), ("git branch -m a b", ""), ("git branch -m c", ""))
+    alive = known_types(events)
+    assert "branch:c" in alive and "branch:a" not in alive and "branch:b" not in alive
 
 
 def test_a_renamed_column_is_no_renamed_table() -> None:
@@ -117,3 +177,13 @@ def test_a_name_reused_after_a_rename_is_the_new_thing() -> None:
     agent.step({"shell": "git checkout -b a", "output": ""})
     (ref,) = _ask(agent, "push the branch you just made")
     assert ref["pointer"]["id"] == "a"
+
+
+def test_the_pointer_follows_a_rename_of_the_branch_checked_out() -> None:
+    # across requests: the branch checked out is kept in the session's state
+    agent = _Session("a", "/w", 1_700_000_000.0)
+    agent.step({"shell": "git checkout -b feat/x", "output": "Switched to a new branch 'feat/x'"})
+    agent.send()
+    agent.step({"shell": "git branch -m feat/y", "output": ""})
+    (ref,) = _ask(agent, "push the branch you just made")
+    assert ref["pointer"]["id"] == "feat/y"

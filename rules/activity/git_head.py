@@ -1,0 +1,81 @@
+"""The git branch checked out, as a shell call's words and what git printed show it, so that
+``git branch -m new`` (one word: the current branch renamed) ends the branch it renames. When
+a command may have moved HEAD and its output does not say where, the branch is unknown: a
+rename then names no old branch, since a wrong one would be worse than none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from rules.activity.command_words import flag_value, positionals
+
+MAX_BRANCH_CHARS = 200
+# what checkout and switch print (to stderr, which agents' shells capture with stdout)
+_SWITCHED = re.compile(
+    r"^(?:Switched to (?:a new )?branch|Reset branch|Already on) '([^'\n]{1,200})'[ \t]*$", re.M
+)
+_ON_BRANCH = re.compile(r"^On branch (\S{1,200})[ \t]*$", re.M)  # git status
+_PATHS = re.compile(r"^Updated \d{1,9} paths? from ", re.M)  # `git checkout f`: files restored
+_CREATES = ("-b", "-B", "--orphan", "-c", "-C", "--create", "--force-create")
+_DETACHES = ("--detach", "-d")
+_RENAMES = ("-m", "-M", "--move")
+
+
+class GitHead:
+    """The branch checked out, stepped through a command line's git commands in order.
+    ``output`` is the whole call's: a checkout or switch takes the next branch it says it
+    checked out under that command's name."""
+
+    def __init__(self, head: str | None, output: str) -> None:
+        self.head = head
+        self._printed = [m.group(1) for m in _SWITCHED.finditer(output)]
+        self._on = _ON_BRANCH.search(output)
+        self._paths = _PATHS.search(output) is not None
+
+    def step(self, argv: Sequence[str]) -> None:
+        """HEAD after ``argv`` (the command's words, prefixes removed) ran."""
+        if len(argv) < 2 or argv[0] != "git":
+            return
+        sub, args = argv[1], argv[2:]
+        if sub in ("checkout", "switch"):
+            self._moved(sub, args)
+        elif sub == "status" and self._on is not None:
+            self.head = self._on.group(1)
+        elif sub == "branch" and any(a in _RENAMES for a in args):
+            words = positionals(args, frozenset())
+            if len(words) == 1 or (len(words) == 2 and words[0] == self.head):
+                self.head = words[-1]
+
+    def renamed(self, args: Sequence[str]) -> str | None:
+        """The branch ``git branch -m new`` renames (the current one), when known."""
+        return self.head if len(positionals(args, frozenset())) == 1 else None
+
+    def _moved(self, sub: str, args: Sequence[str]) -> None:
+        made = flag_value(args, _CREATES)
+        if made:
+            self._take(made)
+            self.head = made
+        elif any(a in _DETACHES for a in args):
+            self.head = None
+        elif not (sub == "checkout" and "--" in args):  # `checkout -- f`: files restored
+            words = positionals(args, frozenset())
+            if not words:
+                return  # `git checkout` alone moves nothing
+            printed = self._take(None if words[0] == "-" else words[0])
+            if printed is not None or sub == "switch" or not self._paths:
+                self.head = printed  # None: it may have moved, and nothing says where
+
+    def _take(self, name: str | None) -> str | None:
+        """The next branch the output says was checked out (``name``, when given), consumed."""
+        for i, printed in enumerate(self._printed):
+            if name is None or printed == name:
+                del self._printed[: i + 1]
+                return printed
+        return None
+
+
+def stored_head(head: object) -> str | None:
+    """A branch name as state keeps it: a string of a branch's length, else none."""
+    return head if isinstance(head, str) and 0 < len(head) <= MAX_BRANCH_CHARS else None
