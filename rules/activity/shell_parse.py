@@ -19,6 +19,7 @@ from typing import Any
 
 from rules.activity.brace_expand import expand
 from rules.activity.shell_lex import file_like, split_commands
+from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
 
 MAX_EXPANDED = 1_024  # words brace expansion makes on one command line; past it, as written
@@ -200,7 +201,8 @@ class _Run:
         ):
             return
         path = resolve_path(target, self.cwd)
-        self.add("modify" if path in self.known else "create", "file", path)
+        appended = op in (">>", "&>>") and appended_file_was_there(path, self.cwd)
+        self.add("modify" if path in self.known or appended else "create", "file", path)
 
     def command(self, argv: list[str], depth: int, literal: frozenset[str] = frozenset()) -> None:
         v = self.verbs
@@ -323,6 +325,7 @@ class _Run:
             or guess_type(target, False) == "folder"  # a/, ., .., ~
             or self._holds_cwd(dest)
             or self.known.get(dest) == "folder"
+            or system_folder(dest)
             or "-t" in values
             or "--target-directory" in values
         )

@@ -390,3 +390,43 @@ def test_making_what_exists_makes_nothing() -> None:
     known = {"/w/src": "folder", "/w/a.txt": "file"}
     outcome = analyse("mkdir -p src out && touch a.txt b.txt", "/w", load_verbs(), known=known)
     assert _tuples(outcome.effects) == [(C, DIR, "/w/out"), (C, F, "/w/b.txt")]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("mv out /tmp", [(MV, DIR, "/tmp/out", "/w/app/out")]),
+        ("mv out /var/tmp/", [(MV, DIR, "/var/tmp/out", "/w/app/out")]),
+        ("cp -r src /tmp", [(CP, DIR, "/tmp/src", "/w/app/src")]),
+        ("cp run.sh /usr/local/bin", [(CP, F, "/usr/local/bin/run.sh", "/w/app/run.sh")]),
+        ("mv notes.txt /home/dev", [(MV, F, "/home/dev/notes.txt", "/w/app/notes.txt")]),
+        # a path below them is named as written: a rename
+        ("mv out /tmp/out2", [(MV, DIR, "/tmp/out2", "/w/app/out")]),
+    ],
+)
+def test_a_copy_into_a_folder_every_system_has_goes_inside(
+    command: str, expected: list[tuple[str, ...]]
+) -> None:
+    """``mv out /tmp`` was read as renaming ``out`` to ``/tmp``, so "the folder you just
+    created" pointed at /tmp."""
+    outcome = analyse(command, "/w/app", load_verbs())
+    assert _tuples(outcome.effects) == expected
+
+
+@pytest.mark.parametrize(
+    ("command", "action"),
+    [
+        ("echo 'export PATH=$PATH:/opt/bin' >> /home/u/.bashrc", M),
+        ("echo 'export A=1' >> ~/.zshrc", M),
+        ("echo '*.log' >> .gitignore", M),
+        ("echo x >> /etc/hosts", M),
+        ("echo done >> results.log", C),  # a new log in the project: made by the append
+        ("echo x > /home/u/new.txt", C),  # no append: made
+    ],
+)
+def test_an_append_to_a_dotfile_or_outside_the_project_changes_a_file_that_was_there(
+    command: str, action: str
+) -> None:
+    """``>> ~/.bashrc`` was read as making .bashrc, so "the file you created" pointed at it."""
+    (effect,) = analyse(command, "/w/app", load_verbs()).effects
+    assert effect.action == action

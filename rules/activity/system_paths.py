@@ -1,0 +1,64 @@
+"""Paths whose kind is known without looking: the folders every system has (``mv out /tmp``
+moves ``out`` into /tmp, it does not rename it /tmp), and the files an append goes to that were
+there before it (``>> ~/.bashrc``)."""
+
+from __future__ import annotations
+
+import posixpath
+
+# folders every Unix system has: `mv out /tmp` moves out into /tmp, it does not rename it /tmp
+_SYSTEM_FOLDERS = frozenset(
+    [
+        "/",
+        "/tmp",
+        "/var/tmp",
+        "/dev/shm",
+        "/opt",
+        "/srv",
+        "/mnt",
+        "/media",
+        "/etc",
+        "/root",
+        "/home",
+        "/Users",
+        "/usr",
+        "/usr/local",
+        "/usr/local/bin",
+        "/usr/local/lib",
+        "/usr/local/share",
+        "/usr/local/src",
+        "/usr/bin",
+        "/usr/lib",
+        "/usr/share",
+        "/usr/src",
+        "/bin",
+        "/sbin",
+        "/var",
+        "/var/log",
+        "/var/lib",
+        "/var/www",
+        "/var/cache",
+        "/var/backups",
+    ]
+)
+
+
+def system_folder(path: str) -> bool:
+    """Whether ``path`` is a folder every system has, or a user's home (``/home/u``)."""
+    path = path.rstrip("/") or "/"
+    if path in _SYSTEM_FOLDERS:
+        return True
+    parent, _, name = path.rpartition("/")
+    return parent in ("/home", "/Users") and bool(name)
+
+
+def appended_file_was_there(path: str, cwd: str | None) -> bool:
+    """Whether an append to ``path`` is to a file that was there: a dotfile (`.gitignore`,
+    `~/.bashrc`) or one outside the project in a home or /etc. "The file you created" pointing
+    at one would be wrong; an append to a new log in the project still makes it."""
+    base = posixpath.basename(path)
+    if base.startswith(".") and base not in (".", ".."):
+        return True
+    if cwd is not None and path.startswith(cwd.rstrip("/") + "/"):
+        return False  # within the working tree
+    return path.startswith(("~/", "/root/", "/home/", "/Users/", "/etc/"))
