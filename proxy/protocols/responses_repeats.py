@@ -4,14 +4,19 @@
 An item that repeats an earlier item whole, id and all, adds nothing: it goes (a reasoning item,
 a message, a call of any kind with its output). A call repeated whole whose output differs (the
 tool ran again) stays, for the chain repair to tell the two apart by renaming the copy's call id
-(``responses_lift``). A message that repeats an id with other content loses the copy's id (it
-is optional on input). A ``local_shell_call_output``'s ``id`` names its call, not itself."""
+(``responses_lift``). A message or a function call that repeats an id with other content loses
+the copy's id (it is optional on input); a kind that requires one gets its own, after its call
+id. A ``local_shell_call_output``'s ``id`` names its call, not itself."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from proxy.protocols.responses_parts import kind, output_call_id
+
+# the kinds whose ``id`` is optional on input: a copy said again with other content loses it
+_OPTIONAL_ID = frozenset({"message", "function_call", "function_call_output", "custom_tool_call",
+                          "custom_tool_call_output"})  # fmt: skip
 
 
 def _own_id(item: Any) -> str | None:
@@ -57,10 +62,17 @@ def drop_repeated(items: list[Any], start: int) -> tuple[list[Any], list[dict[st
                 drop.update(j for j in outputs.get(cid, ())[1:] if j > i)
             repairs.append({"kind": "repeated_item", "index": i, "tool_call_id": cid,
                             "action": "dropped_copy"})  # fmt: skip
-        elif kind(item) == "message":
+        elif kind(item).endswith("_output") and cid == earlier.get("call_id"):
+            continue  # a second output of one call: the chain repair keeps it as text
+        elif kind(item) in _OPTIONAL_ID:
             renamed[i] = {k: v for k, v in item.items() if k != "id"}
-            repairs.append({"kind": "repeated_item", "index": i, "tool_call_id": None,
+            repairs.append({"kind": "repeated_item", "index": i, "tool_call_id": cid,
                             "action": "dropped_repeated_id"})  # fmt: skip
+        elif isinstance(cid, str) and f"{item['id']}_{cid}" not in first:
+            # an id the kind requires: one of its own, named after its call
+            renamed[i] = {**item, "id": f"{item['id']}_{cid}"}
+            repairs.append({"kind": "repeated_item", "index": i, "tool_call_id": cid,
+                            "action": "renamed_repeated_id"})  # fmt: skip
     if not drop and not renamed:
         return items, []
     out = [renamed.get(i, item) for i, item in enumerate(items) if i not in drop]

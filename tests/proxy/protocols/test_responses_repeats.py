@@ -80,3 +80,35 @@ async def test_a_local_shell_call_that_ran_again_keeps_an_id_of_its_own(
     assert len(calls) == 2 and all(isinstance(c.get("id"), str) for c in calls)
     assert len(set(_ids(out.body))) == len(_ids(out.body))
     assert not responses_violations(out.body)
+
+
+def _call(call_id: str, item_id: str = "fc_1", kind: str = "function_call") -> dict[str, Any]:
+    return {"type": kind, "id": item_id, "call_id": call_id, "name": "exec", "arguments": "{}"}
+
+
+def _output(call_id: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": f"out {call_id}"}
+
+
+async def test_a_function_call_that_says_an_id_again_for_another_call_loses_it(
+    engine: Engine,  # noqa: F811
+) -> None:
+    """Two calls sharing an item id (``fc_1``) with their own call ids were forwarded as sent,
+    though the check of the forwarded body flagged them."""
+    body = _body(_call("c1"), _output("c1"), _call("c2"), _output("c2"))
+    out = await rewrite(engine, body)  # asserts the forwarded body has no violation
+    items = out.body["input"][1:-1]
+    assert items[0] == _call("c1")
+    assert items[2] == {k: v for k, v in _call("c2").items() if k != "id"}
+    assert [x.get("output") for x in items[1::2]] == ["out c1", "out c2"]
+
+
+async def test_a_shell_call_that_says_an_id_again_for_another_call_gets_its_own(
+    engine: Engine,  # noqa: F811
+) -> None:
+    second = {**LOCAL, "call_id": "c9", "action": {"type": "exec", "command": ["pwd"], "env": {}}}
+    out_9 = {"type": "local_shell_call_output", "id": "c9", "output": "/w"}
+    out_2 = {"type": "local_shell_call_output", "id": "c2", "output": "x"}
+    body = _body(LOCAL, out_2, second, out_9)
+    out = await rewrite(engine, body)
+    assert _ids(out.body) == ["ls_1", "ls_1_c9"]
