@@ -88,11 +88,11 @@ def validate_responses(body: dict[str, Any], start: int = 0) -> None:
         item = items[i]
         if not isinstance(item, dict):
             raise BadRequest(f"'input[{i}]' must be an object.", param=f"input[{i}]")
-        r = item.get("role")
-        if r is not None and not isinstance(r, str):
-            raise BadRequest(
-                f"'input[{i}].role' must be a string; got {echo(r)}.", param=f"input[{i}].role"
-            )
+        for name in ("role", "type"):
+            value = item.get(name)
+            if value is not None and not isinstance(value, str):
+                where = f"input[{i}].{name}"
+                raise BadRequest(f"'{where}' must be a string; got {echo(value)}.", param=where)
         content = item.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise BadRequest(

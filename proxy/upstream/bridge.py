@@ -46,6 +46,7 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.litellm import _checked, _failure, provider_headers
 from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_messages import streamed_messages
+from proxy.upstream.litellm_sent import Watch
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -120,22 +121,24 @@ async def bridged_messages(
         kwargs["extra_headers"] = dict(target.headers)
     # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server
     call = streamed_messages if stream else litellm.anthropic_messages
+    watch = Watch()
     try:
-        result = await call(
-            model=model,
-            messages=data.get("messages"),
-            stream=stream,
-            api_key=key,
-            api_base=base,
-            custom_llm_provider=provider,
-            timeout=target.timeout_s,
-            _skip_mcp_handler=True,
-            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
-            litellm_router=_NO_ROUTER,
-            **kwargs,
-        )
+        with watch:
+            result = await call(
+                model=model,
+                messages=data.get("messages"),
+                stream=stream,
+                api_key=key,
+                api_base=base,
+                custom_llm_provider=provider,
+                timeout=target.timeout_s,
+                _skip_mcp_handler=True,
+                max_retries=0,  # a failure goes back at once, retry-after with it
+                litellm_router=_NO_ROUTER,
+                **kwargs,
+            )
     except Exception as exc:
-        return _failed(target, exc)
+        return _failed(target, exc, unsent=not watch.sent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
     return UpstreamResponse(200, dict(_SSE), chunks=_anthropic_sse(result, target))
@@ -185,24 +188,26 @@ async def bridged_responses(
     if isinstance(data.get("prompt_cache_key"), str):
         extra["prompt_cache_key"] = data["prompt_cache_key"]
     handler: Any = LiteLLMCompletionTransformationHandler()  # typed for its sync mode only
+    watch = Watch()
     try:
-        result = await handler.response_api_handler(
-            model=model,
-            input=data.get("input", ""),
-            responses_api_request=params,
-            custom_llm_provider=provider,
-            _is_async=True,
-            stream=stream,
-            extra_headers=dict(target.headers) or None,
-            api_key=key,
-            api_base=base,
-            timeout=target.timeout_s,
-            _skip_mcp_handler=True,
-            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
-            **extra,
-        )
+        with watch:
+            result = await handler.response_api_handler(
+                model=model,
+                input=data.get("input", ""),
+                responses_api_request=params,
+                custom_llm_provider=provider,
+                _is_async=True,
+                stream=stream,
+                extra_headers=dict(target.headers) or None,
+                api_key=key,
+                api_base=base,
+                timeout=target.timeout_s,
+                _skip_mcp_handler=True,
+                max_retries=0,  # a failure goes back at once, retry-after with it
+                **extra,
+            )
     except Exception as exc:
-        return _failed(target, exc)
+        return _failed(target, exc, unsent=not watch.sent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(_plain(result)))
     return UpstreamResponse(200, dict(_SSE), chunks=_responses_sse(result, target))
@@ -247,8 +252,8 @@ def _route(
     return upstream, _checked(upstream, model, key), base
 
 
-def _failed(upstream: UpstreamSettings, exc: Exception) -> UpstreamResponse:
-    error = _failure(upstream, exc)
+def _failed(upstream: UpstreamSettings, exc: Exception, unsent: bool = False) -> UpstreamResponse:
+    error = _failure(upstream, exc, unsent=unsent)
     if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
         body, headers = error.body_bytes(), {**_JSON, **provider_headers(exc)}
         return UpstreamResponse(error.status, headers, body=body, extra={"error": error})

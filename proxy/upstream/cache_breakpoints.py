@@ -267,4 +267,4 @@ def _part_markable(message_role: str, part: dict[str, Any]) -> bool:
     kind = part.get("type")
     if kind == "text":
         return isinstance(part.get("text"), str) and bool(part["text"])
-    return message_role == "user" and kind in _USER_PARTS
+    return message_role == "user" and isinstance(kind, str) and kind in _USER_PARTS

@@ -33,6 +33,7 @@ from proxy.upstream.bridge import _failed, _object, _plain, _route
 from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm import _failure
+from proxy.upstream.litellm_sent import Watch
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
@@ -58,23 +59,25 @@ async def bridged_gemini(
     system = data.get("systemInstruction") or data.get("system_instruction")
     kwargs: dict[str, Any] = {"systemInstruction": system} if system else {}
     call = agenerate_content_stream if route.stream else agenerate_content
+    watch = Watch()
     try:
-        result: Any = await call(
-            model=route.model,
-            contents=data.get("contents") or [],
-            config=kept or None,
-            tools=data.get("tools"),
-            extra_headers=dict(target.headers) or None,
-            timeout=target.timeout_s,
-            custom_llm_provider=provider,
-            api_key=key,
-            api_base=base,
-            _skip_mcp_handler=True,
-            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
-            **kwargs,
-        )
+        with watch:
+            result: Any = await call(
+                model=route.model,
+                contents=data.get("contents") or [],
+                config=kept or None,
+                tools=data.get("tools"),
+                extra_headers=dict(target.headers) or None,
+                timeout=target.timeout_s,
+                custom_llm_provider=provider,
+                api_key=key,
+                api_base=base,
+                _skip_mcp_handler=True,
+                max_retries=0,  # a failure goes back at once, retry-after with it
+                **kwargs,
+            )
     except Exception as exc:
-        return _failed(target, exc)
+        return _failed(target, exc, unsent=not watch.sent)
     if not route.stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
     if upstream_query(query) == "alt=sse":

@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from proxy.errors import (
+    BadRequest,
     ModelNotFound,
     ProxyError,
     Unauthorized,
@@ -44,6 +45,7 @@ from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
 from proxy.upstream.litellm_base import litellm_base
+from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.transport import relay_headers
 from rules.redact import redact_text
 
@@ -220,23 +222,25 @@ async def _completion(
         names = ", ".join(repr(name[:64]) for name in sorted(dropped)[:50])
         log.debug("upstream %s: not passed to litellm: %s", upstream.name, redact_text(names))
     stream = bool(body.get("stream"))
+    watch = Watch()
     try:
-        result = await litellm.acompletion(
-            model=body["model"],
-            messages=body["messages"],
-            stream=stream,
-            api_key=key,
-            custom_llm_provider=provider,  # the model's prefix must not pick another
-            base_url=litellm_base(upstream),
-            timeout=upstream.timeout_s,
-            # never litellm's MCP gateway (tools naming a server it would call); importing it
-            # needs the ``mcp`` extra and fails every request with tools without it
-            _skip_mcp_handler=True,
-            max_retries=0,  # a failure goes back at once, retry-after with it: the client retries
-            **kwargs,
-        )
+        with watch:
+            result = await litellm.acompletion(
+                model=body["model"],
+                messages=body["messages"],
+                stream=stream,
+                api_key=key,
+                custom_llm_provider=provider,  # the model's prefix must not pick another
+                base_url=litellm_base(upstream),
+                timeout=upstream.timeout_s,
+                # never litellm's MCP gateway (tools naming a server it would call); importing it
+                # needs the ``mcp`` extra and fails every request with tools without it
+                _skip_mcp_handler=True,
+                max_retries=0,  # a failure goes back at once, retry-after with it: the client
+                **kwargs,  # retries
+            )
     except Exception as exc:
-        error = _failure(upstream, exc)
+        error = _failure(upstream, exc, unsent=not watch.sent)
         if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
             headers = {"content-type": "application/json", **provider_headers(exc)}
             return UpstreamResponse(error.status, headers, body=error.body_bytes())
@@ -259,8 +263,11 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
-def _failure(upstream: UpstreamSettings, exc: Exception, mid_stream: bool = False) -> ProxyError:
-    """What the client is told about ``exc``; the whole of it goes to the server log."""
+def _failure(
+    upstream: UpstreamSettings, exc: Exception, mid_stream: bool = False, unsent: bool = False
+) -> ProxyError:
+    """What the client is told about ``exc``; the whole of it goes to the server log.
+    ``unsent``: litellm failed before sending anything (``litellm_sent``)."""
     litellm = load_litellm()
     name = upstream.name
     detail = "".join(traceback.format_exception(exc))[-_MAX_LOGGED_CHARS:]
@@ -271,12 +278,19 @@ def _failure(upstream: UpstreamSettings, exc: Exception, mid_stream: bool = Fals
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
     kind = type(exc).__name__
+    found = getattr(exc, "status_code", None)
+    status = found if type(exc).__module__.startswith("litellm") and isinstance(found, int) else 0
+    if unsent and not mid_stream and not 400 <= status < 500:
+        # litellm failed translating the body before sending anything: the body's fault
+        return BadRequest(
+            f"The request could not be translated for upstream {name} ({_cause(exc)}); "
+            "check the types of its fields."
+        )
     if isinstance(exc, litellm.APIConnectionError):
         # litellm's catch-all for whatever broke on its side (e.g. an answer it could not
         # parse): its message is a traceback of its own, so the client gets the class only
         return UpstreamFailed(f"Upstream {name} failed ({kind}); details are in the proxy's log.")
-    status = getattr(exc, "status_code", None)
-    if type(exc).__module__.startswith("litellm") and isinstance(status, int) and status >= 400:
+    if status >= 400:
         # a provider's error, mapped by litellm to a class named as in OpenAI's SDK
         text = _short_message(str(getattr(exc, "message", "") or exc), upstream)
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
@@ -306,6 +320,16 @@ def _where(upstream: UpstreamSettings) -> str:
         return "litellm's default for the provider"
     url = urlsplit(upstream.base_url)
     return f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost failure not of litellm's own wrapping, as its class name: what about the
+    body the translation could not take (an AttributeError, a TypeError …)."""
+    found = exc
+    for e in _chain(exc):
+        if not type(e).__module__.startswith("litellm"):
+            found = e
+    return type(found).__name__
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
