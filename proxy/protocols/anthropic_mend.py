@@ -5,7 +5,9 @@ or a trimmer that split one assistant turn into two), to a ``tool_use`` without 
 ``input`` (given ``{}``), and to a ``tool_result`` in a user message that follows another user
 message ("each tool_result block must have a corresponding tool_use block in the previous
 message": a client that sent each of a turn's results as its own message; the run of user
-messages is merged into one, whose results the lowering puts first). A ``system`` message
+messages is merged into one, whose results the lowering puts first), and to a ``tool_result``
+in an assistant's turn (moved to a user's message where it stood, the turn split around it). A
+``system`` message
 inside ``messages`` (accepted, lowered to its text) loses any ``tool_use`` / ``tool_result``
 block: no call can be answered, nor a result placed, there. Each mend is reported as a repair;
 the messages it does not touch are the client's own objects."""
@@ -136,12 +138,51 @@ def merged_result_runs(
     return out, origin, repairs
 
 
+def _result_in_turn(m: Any) -> bool:
+    content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" else None
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def results_out_of_turns(
+    messages: list[Any],
+) -> tuple[list[Any], list[int], list[dict[str, Any]]]:
+    """``messages`` with each ``tool_result`` an assistant's turn holds (Anthropic takes them in
+    a user's message only) put in a user's message of its own, where it stood: the turn split
+    around it, so a result after the turn's call still answers it. The client's index of each
+    message out, and the repairs."""
+    out: list[Any] = []
+    origin: list[int] = []
+    repairs: list[dict[str, Any]] = []
+    for i, m in enumerate(messages):
+        if not _result_in_turn(m):
+            out.append(m)
+            origin.append(i)
+            continue
+        runs: list[tuple[bool, list[Any]]] = []
+        for b in m["content"]:
+            result = isinstance(b, dict) and b.get("type") == "tool_result"
+            if runs and runs[-1][0] == result:
+                runs[-1][1].append(b)
+            else:
+                runs.append((result, [b]))
+        for result, blocks in runs:
+            out.append({"role": "user", "content": blocks} if result else {**m, "content": blocks})
+            origin.append(i)
+        repairs.append(_repair("misplaced_block", i, "moved_result_out_of_assistant_turn"))
+    return out, origin, repairs
+
+
 def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     """The messages with Anthropic's own breaks mended, and the repairs made (indices are the
     client's). The list is ``messages`` itself when nothing needed mending."""
     if not needs_mending([shape(m) for m in messages]):
         return messages, []
-    messages, origin, repairs = merged_result_runs(messages)
+    messages, moved, repairs = results_out_of_turns(messages)
+    messages, merged, merges = merged_result_runs(messages)
+    origin = [moved[j] for j in merged]
+    repairs += [{**r, "index": moved[r["index"]]} for r in merges]
     out: list[Any] = []
     carried: list[Any] = []  # thinking blocks waiting for the turn they belong to
     last = len(messages) - 1
@@ -207,7 +248,9 @@ F_HIDDEN = 32
 F_NO_INPUT = 64  # a ``tool_use`` without its ``input`` (Anthropic requires one)
 F_USER = 128  # a user's message
 F_RESULT = 256  # a user's message holding a ``tool_result`` (a break after another user's)
-_BREAKS = F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT | F_RESULT
+F_RESULT_IN_TURN = 512  # an assistant's turn holding a ``tool_result``
+_BREAKS = (F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT | F_RESULT
+           | F_RESULT_IN_TURN)  # fmt: skip
 
 
 def shape(m: Any) -> int:
@@ -218,6 +261,8 @@ def shape(m: Any) -> int:
     flags = F_ASSISTANT if m.get("role") == "assistant" else F_USER if _user(m) else 0
     if _holds_result(m):
         flags |= F_RESULT
+    elif _result_in_turn(m):
+        flags |= F_RESULT_IN_TURN
     content = m.get("content")
     if _blank(content):
         return flags | F_EMPTY
@@ -251,7 +296,7 @@ def needs_mending(shapes: list[int], start: int = 0) -> bool:
         flags = shapes[i]
         if not flags & _BREAKS:
             continue
-        if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM | F_NO_INPUT):
+        if flags & (F_EMPTY_TEXT | F_CHAIN_IN_SYSTEM | F_NO_INPUT | F_RESULT_IN_TURN):
             return True
         if flags & F_EMPTY and not (i == last and flags & F_ASSISTANT):
             return True

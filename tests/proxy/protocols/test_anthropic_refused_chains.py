@@ -126,3 +126,30 @@ async def test_a_user_message_after_the_task_is_not_merged_into_it(engine: Engin
     out = await rewrite(engine, b)
     assert out.body["messages"][0] is b["messages"][0]
     assert "a.py" in text_of(out.body["messages"][-1]["content"])
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        # the result sent in a turn of its own after the call's
+        [{"role": "assistant", "content": [TOOL_USE]},
+         {"role": "assistant", "content": [result("toolu_1", "REAL-OUT"), text("x")]}],
+        # the result in the very turn that made the call
+        [{"role": "assistant", "content": [TOOL_USE, result("toolu_1", "REAL-OUT"), text("x")]}],
+    ],
+    ids=["own-turn", "same-turn"],
+)  # fmt: skip
+async def test_a_result_in_the_models_turn_is_moved_to_a_users_message_and_answers_its_call(
+    engine: Engine, turns: list[dict[str, object]]
+) -> None:
+    """Anthropic takes a ``tool_result`` in a user's message only. One in an assistant's turn
+    was forwarded there, and the call got a note that it was interrupted instead of its
+    output."""
+    b = body({"role": "user", "content": "go"}, *turns, {"role": "user", "content": "next"})
+    out = await rewrite(engine, b)  # asserts the forwarded body passes the protocol's check
+    messages = out.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert messages[1]["content"] == [TOOL_USE]
+    assert messages[2]["content"] == [result("toolu_1", "REAL-OUT")]
+    assert messages[3]["content"] == [text("x")]
+    assert "misplaced_block" in {r["kind"] for r in out.report["repairs"]}
