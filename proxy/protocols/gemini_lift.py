@@ -138,6 +138,8 @@ def _user_contents(st: State, run: list[Message], before: Message | None) -> lis
     if not parts:  # the client's content had none (Gemini refuses that)
         parts = [make_text(EMPTY_USER_TURN)]
     content: dict[str, Any] = dict(base) if base is not None else {"role": "user"}
+    if content.get("role") == "model":  # responses a model turn held (Gemini refuses them there)
+        content["role"] = "user"
     content["parts"] = parts
     return [(content, False)]
 

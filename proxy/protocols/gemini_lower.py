@@ -72,7 +72,10 @@ def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Ca
     if not isinstance(content, dict):
         return []
     if content.get("role") == "model":
-        return _lower_model(st, out, i, content)
+        before = st.contents[i - 1] if i else None
+        if not (isinstance(before, dict) and before.get("role") == "model"):
+            calls = []  # a turn after a turn: the next content may answer both turns' calls
+        return _lower_model(st, out, i, content, calls)
     return _lower_user(st, out, i, content, calls)
 
 
@@ -102,7 +105,11 @@ def _add(st: State, out: list[Message], tag: str, part: Part) -> None:
     out.append(part.lowered)
 
 
-def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any]) -> Calls:
+def _lower_model(
+    st: State, out: list[Message], i: int, content: dict[str, Any], calls: Calls
+) -> Calls:
+    """``contents[i]``, a model turn, onto ``out``; ``calls``: those of a model turn just
+    before, still open. The calls open after it."""
     parts = parts_of(content)
     tool_calls: list[dict[str, Any]] = []
     named: Calls = []
@@ -120,9 +127,13 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
         named.append((name if isinstance(name, str) else "", cid))
     if any(isinstance(p, dict) and p.get("thought") for p in parts):
         st.thoughts.add(i)
-    if any(response_of(p) is not None for p in parts):  # refused there: dropped when lifted
+    answers = [j for j, p in enumerate(parts) if response_of(p) is not None]
+    if answers:  # refused there: lifted into a user's content after the turn
         st.misplaced.add(i)
-        st.repairs.append({"kind": "response_in_model_turn", "index": i, "action": "dropped"})
+        st.repairs.append({"kind": "response_in_model_turn", "index": i,
+                           "action": "moved_to_user_turn"})  # fmt: skip
+        if len(answers) == len(parts):  # nothing but responses: the turn is theirs alone
+            return _answered(st, out, i, parts, answers, [*calls, *named])
     if not parts:  # Gemini refuses a content without parts: the lifting writes the note below
         st.misplaced.add(i)
         st.repairs.append({"kind": "empty_content", "index": i, "action": "filled"})
@@ -138,7 +149,32 @@ def _lower_model(st: State, out: list[Message], i: int, content: dict[str, Any])
     if media:  # an image model's own images: counted, and kept by a changed turn's lifting
         msg[MEDIA_TOKENS] = media_estimate(media)
     _add(st, out, f"{i}.0", Part(i, tuple(range(len(parts))), msg))
-    return named
+    return _answered(st, out, i, parts, answers, [*calls, *named]) if answers else [*calls, *named]
+
+
+def _answered(
+    st: State, out: list[Message], i: int, parts: list[Any], answers: list[int], calls: Calls
+) -> Calls:
+    """The function responses ``parts[j]`` (``answers``) of a model turn as results after it,
+    each answering the open call its id, else its name, names (none: an orphan, which the chain
+    repair keeps as text); the calls still open."""
+    open_calls = list(calls)
+    for j in answers:
+        response = response_of(parts[j]) or {}
+        cid, name = response.get("id"), response.get("name")
+        match = next((c for c in open_calls if isinstance(cid, str) and c[1] == cid), None)
+        match = match or next((c for c in open_calls if c[0] == name), None)
+        if match is not None:
+            open_calls.remove(match)
+            cid = match[1]
+        else:
+            cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
+            st.synthetic.add(cid)
+        msg: Message = {"role": "tool", "tool_call_id": cid, "content": response_text(response)}
+        if isinstance(name, str):
+            msg["name"] = name
+        _add(st, out, f"{i}.{j}", Part(i, (j,), msg))
+    return open_calls
 
 
 def _in_order(st: State, i: int, at: int, last: int) -> int:

@@ -270,24 +270,48 @@ async def test_responses_out_of_their_calls_order_are_put_in_it(engine: Engine) 
         assert [r["kind"] for r in out.report["repairs"]] == ["response_order"]
 
 
-async def test_a_response_in_a_model_turn_is_left_out(engine: Engine) -> None:
-    """Gemini refuses a function response in a model turn: the turn goes on without it, its
-    other parts as sent, and the repair is reported; the contents around it are the client's."""
+async def test_a_response_in_a_model_turn_is_moved_to_a_users_content(engine: Engine) -> None:
+    """Gemini refuses a function response in a model turn. It was left out, its output lost,
+    and a turn of nothing else said "[ctxproxy: functionResponse kept as sent]". The turn now
+    goes on without it, its other parts as sent, and the response goes to the user's content
+    after it: kept as text when it answers no call, the answer of the call it names otherwise."""
     first = user("list the files")
     odd = model({"text": "Listing.", "thoughtSignature": "sig=="}, response(None, "a.txt"))
     after = user("and now?")
     out = await rewrite(engine, body(first, odd, after))
     fwd = out.body["contents"]
-    assert fwd[0] is first and fwd[2] is after
+    assert fwd[0] is first
     assert fwd[1] == {"role": "model", "parts": [{"text": "Listing.", "thoughtSignature": "sig=="}]}
-    assert [r["kind"] for r in out.report["repairs"]] == ["response_in_model_turn"]
-    lone = model(response("c9", "made"))  # nothing else in it: an empty text stands in
-    out = await rewrite(engine, body(user("go"), lone), now=2000.0)
-    assert responses_of(out.body["contents"][1]) == []
+    assert fwd[2]["role"] == "user" and "a.txt" in orjson.dumps(fwd[2]).decode()
+    assert "response_in_model_turn" in [r["kind"] for r in out.report["repairs"]]
+    # a turn of nothing but the answer to the call before it: the answer, in a user's content
+    asked = model(call("c9", "make"))
+    lone = model(response("c9", "made"))
+    out = await rewrite(engine, body(user("go"), asked, lone, user("next")), now=2000.0)
+    fwd = out.body["contents"]
+    assert [c["role"] for c in fwd] == ["user", "model", "user"]
+    assert responses_of(fwd[2]) == [response("c9", "made")["functionResponse"]]
+    assert "kept as sent" not in orjson.dumps(fwd).decode()
     # a session's next request, grown: the lowering kept from the last one still knows the turn
     grown = body(first, odd, after, model("Done."), user("thanks"))
     out = await rewrite(engine, grown, now=3000.0)
     assert responses_of(out.body["contents"][1]) == []
+
+
+async def test_a_turn_after_a_turn_is_answered_with_both_in_the_next_content(
+    engine: Engine,
+) -> None:
+    """Two model turns, each with a call, answered in one user content: the first call's
+    response was taken for an orphan and the call said interrupted."""
+    first = model({"functionCall": {"name": "ls", "args": {}}})
+    second = model({"functionCall": {"name": "cat", "args": {}}})
+    both = user(response(None, "LS-OUT", "ls"), response(None, "CAT-OUT", "cat"))
+    out = await rewrite(engine, body(user("go"), first, second, both, model("done"), user("n")))
+    fwd = out.body["contents"]
+    assert [c["role"] for c in fwd] == ["user", "model", "user", "model", "user", "model", "user"]
+    assert [r["response"]["output"] for r in responses_of(fwd[2])] == ["LS-OUT"]
+    assert [r["response"]["output"] for r in responses_of(fwd[4])] == ["CAT-OUT"]
+    assert "interrupted" not in orjson.dumps(fwd).decode()
 
 
 def test_the_lowering_memory_reuses_a_grown_body_and_stays_within_its_bytes() -> None:
