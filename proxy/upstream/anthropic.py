@@ -85,9 +85,8 @@ async def messages(
     if upstream.kind != "anthropic":
         from proxy.upstream.bridge import bridged_messages
 
-        return client.errors.response(
-            await bridged_messages(upstream, body, client_headers, key, path)
-        )
+        errors = client.errors.with_credentials(client_headers, key)
+        return errors.response(await bridged_messages(upstream, body, client_headers, key, path))
     headers = anthropic_headers(upstream, client_headers, key)
     return await client.post(
         upstream, path, body, headers, stream=True, query=relayed_query(query),

@@ -9,6 +9,7 @@ event stream (what ``error_events`` calls one: what the request's log row record
 provider's error), and the message of a ``ProxyError`` raised
 mid-stream (litellm's, built from the provider's exception text). Besides the redactor's key
 shapes, the exact values of every upstream's ``api_key_env`` (read once, when the app starts)
+and of the credential the request itself sent upstream (a client's own key, in passthrough)
 go, with any run of text sharing 8 characters with one of them, or masked like one
 (``sk-proj-****cdef``, ``mysec...y123``).
 
@@ -19,10 +20,11 @@ as it came unless it is one."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import zlib
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -41,6 +43,8 @@ from rules.redact import (
     redacted_prefix,
 )
 
+# the headers a credential goes upstream in (OpenAI's, Azure's, Anthropic's, Google's)
+_CREDENTIAL_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key")
 _GRAM = 8  # characters a run of text must share with a configured key to be taken for part of it
 _SHOWN = 4  # characters of a key's start or end beside a mask that make it recognisable
 _RUN = re.compile(r"[A-Za-z0-9_\-+/=.~*\u2026\u2022]{5,}")
@@ -74,7 +78,23 @@ class ErrorRedactor:
     def __init__(self, keys: Iterable[str] = ()) -> None:
         kept = sorted({k for k in keys if len(k) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self.keys = tuple(kept)
-        self._grams = frozenset(k[i : i + _GRAM] for k in kept for i in range(len(k) - _GRAM + 1))
+
+    @functools.cached_property
+    def _grams(self) -> frozenset[str]:
+        """Every run of ``_GRAM`` characters of a key (made when an error is first redacted)."""
+        return frozenset(k[i : i + _GRAM] for k in self.keys for i in range(len(k) - _GRAM + 1))
+
+    def with_credentials(self, headers: Mapping[str, str], key: str | None) -> ErrorRedactor:
+        """This redactor, also knowing the credential one request sent upstream (``key``, and
+        the credential headers of ``headers``): an upstream quoting back a client's own key
+        (a gateway's key of no known shape) had it relayed and logged."""
+        sent = [key] if key else []
+        for name in _CREDENTIAL_HEADERS:
+            value = headers.get(name)
+            if value:
+                sent.append(value[7:] if value[:7].lower() == "bearer " else value)
+        fresh = {k.strip() for k in sent if len(k.strip()) >= MIN_SECRET_CHARS} - set(self.keys)
+        return ErrorRedactor((*self.keys, *fresh)) if fresh else self
 
     @classmethod
     def for_upstreams(cls, upstreams: Iterable[UpstreamSettings]) -> ErrorRedactor:

@@ -75,7 +75,8 @@ async def generate(
     if upstream.kind != "gemini":
         from proxy.upstream.gemini_bridge import bridged_gemini
 
-        return client.errors.response(await bridged_gemini(upstream, route, body, query, key))
+        errors = client.errors.with_credentials({}, key)
+        return errors.response(await bridged_gemini(upstream, route, body, query, key))
     headers = gemini_headers(upstream, client_headers, key)
     return await client.post(
         upstream,

@@ -211,7 +211,8 @@ class UpstreamClient:
 
             if upstream.kind in ("anthropic", "gemini"):
                 upstream = upstream.model_copy(update={"provider": upstream.kind})
-            return self.errors.response(await litellm_chat(upstream, body, passthrough_key))
+            errors = self.errors.with_credentials({}, passthrough_key)
+            return errors.response(await litellm_chat(upstream, body, passthrough_key))
         headers = self._headers(upstream, client_headers, passthrough_key)
         data = raw if raw is not None else orjson.dumps(body)
         return await self.post(
@@ -271,7 +272,7 @@ class UpstreamClient:
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
-        return self.errors.response(relayed_answer)
+        return self.errors.with_credentials(headers, None).response(relayed_answer)
 
     async def models(
         self,
@@ -316,7 +317,8 @@ class UpstreamClient:
         except (TimeoutError, *CONNECTION_ERRORS) as exc:
             raise unreachable(upstream.name, "could not be reached", exc) from None
         if error:
-            content = self.errors.body(content)
+            sent = headers if headers is not None else self._headers(upstream, {}, key)
+            content = self.errors.with_credentials(sent, key).body(content)
         elif not whole:
             raise UpstreamFailed(
                 f"Upstream {upstream.name}'s model list is larger than "

@@ -36,7 +36,8 @@ async def responses(
     if upstream.kind != "openai":
         from proxy.upstream.bridge import bridged_responses
 
-        return client.errors.response(await bridged_responses(upstream, body, key))
+        errors = client.errors.with_credentials({}, key)
+        return errors.response(await bridged_responses(upstream, body, key))
     headers = responses_headers(upstream, client_headers, key)
     return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
 

@@ -168,6 +168,54 @@ async def test_a_key_of_no_known_shape_is_redacted_by_its_value(
     assert models.status_code == 401 and "mysec" not in models.text
 
 
+# a gateway's or a virtual key: no shape the redactor knows
+CLIENT_KEY = "team-7f3a9c2e41d84b6f9a0c5e7d3b1f2a68"
+
+
+def passthrough_settings(edge: EdgeUpstream) -> Any:
+    """Passthrough: the client's own key goes upstream; Claude natively, Gemini through
+    litellm's bridge (a Chat request), the rest as OpenAI."""
+    claude = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    gemini = {"name": "g", "kind": "gemini", "match": ["gemini-*"], "base_url": edge.url}
+    openai = {"name": "openai", "match": ["*"], "base_url": edge.base_url}
+    return proxy_settings(edge.base_url, upstreams=[claude, gemini, openai])
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "headers"),
+    [
+        ("/v1/chat/completions", CHAT, {"authorization": f"Bearer {CLIENT_KEY}"}),
+        ("/v1/responses", RESPONSES, {"authorization": f"Bearer {CLIENT_KEY}"}),
+        ("/v1/messages", MESSAGES, {"x-api-key": CLIENT_KEY}),
+        ("/v1/chat/completions", {**CHAT, "model": "gemini-2.5-flash"},
+         {"authorization": f"Bearer {CLIENT_KEY}"}),
+    ],
+    ids=["chat", "responses", "messages", "chat-to-gemini-through-litellm"],
+)  # fmt: skip
+async def test_an_error_quoting_the_clients_own_key_is_redacted(
+    tmp_path: Path, edge: EdgeUpstream, path: str, body: dict[str, Any], headers: dict[str, str]
+) -> None:
+    """In passthrough the key sent upstream is the client's. An upstream quoting it back
+    ("Authentication failed for <key>") had it relayed and written to the request log, where
+    the server's own key was redacted by its value."""
+    said = {
+        "error": {
+            "message": f"Authentication failed for {CLIENT_KEY}: key expired",
+            "type": "invalid_request_error",
+            "code": 401,
+            "status": "UNAUTHENTICATED",
+        }
+    }
+    edge.reply = Reply.json(said, status=401)
+    async with in_process(passthrough_settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers=headers)
+        rows = await log_rows(c)
+    assert any(CLIENT_KEY in value for _, value in edge.last.headers)  # the key went upstream
+    assert r.status_code == 401
+    assert_no_key(r.text, CLIENT_KEY)
+    assert all(CLIENT_KEY[:12] not in orjson.dumps(row).decode() for row in rows)
+
+
 def chat_chunk(content: str) -> bytes:
     choice = {"index": 0, "delta": {"content": content}, "finish_reason": None}
     return (
