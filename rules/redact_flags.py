@@ -27,69 +27,31 @@ again from that name to where the first reading ended. A quote may pair across t
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from rules.redact_shapes import REDACTED
-
-# A word after blanks or a continued line: quoted parts (closed on the line, within 512
-# characters: an unclosed quote is a character of the word) may hold blanks, | ; and &.
-_NEXT_WORD = re.compile(
-    r"""(?:[ \t]|\\\r?\n)++(?P<word>(?:[^\s\\'"]|\\(?!\r?\n)|'[^'\r\n]{0,512}'"""
-    r"""|"[^"\r\n]{0,512}"|['"])++)"""
+from rules.redact_words import (
+    Reader,
+    Span,
+    command_named,
+    command_words,
+    either,
+    flag_reader,
+    named_command,
+    operands,
+    positional_reader,
+    value_after,
+    word_value,
 )
-_CLOSING = {"'": re.compile(r"[^'\r\n]{0,512}'"), '"': re.compile(r'[^"\r\n]{0,512}"')}
-_BARE_END = re.compile(r"""["'\\]""")
+
 _PORTS = re.compile(r"[0-9.:]*:[0-9]+(?:/[a-z]+)?")  # -p3306:3306, -p127.0.0.1:80:80/tcp
 # Short options curl takes without a value, before ``u`` or ``U`` in one word (``-ku user:pw``).
 _CURL_USER = re.compile(r"-[sSkLvifgjlnqOJZN46]*[uU]|--user|--proxy-user")
 
-Span = tuple[int, int]
-_Reader = Callable[[str, list[Span]], Iterator[Span]]
-
-
-def _words(text: str, pos: int, until: int | None = None) -> Iterator[Span]:
-    """(start, end) of each word of the command whose name ends at ``pos``, to a word that starts
-    with ``|``, ``;`` or ``&`` or after one that ends with one (which is left out of it), or to
-    one that starts at ``until`` or later."""
-    while (m := _NEXT_WORD.match(text, pos)) is not None and text[m.start("word")] not in "|;&":
-        if until is not None and m.start("word") >= until:
-            return
-        start, pos = m.span("word")
-        end = pos
-        while text[end - 1] in "|;&":
-            end -= 1
-        yield start, end
-        if end < pos:
-            return
-
-
-def _value(text: str, start: int, end: int) -> Span | None:
-    """The value that starts at ``start`` in a word ending at ``end``: inside its quotes (``'…'``,
-    ``"…"``, ``\\"…\\"`` in a JSON string), or up to a quote or backslash (the string's end)."""
-    escaped = text.startswith('\\"', start)
-    quote = '"' if escaped else text[start : start + 1]
-    close = _CLOSING[quote].match(text, start + 1 + escaped) if quote in _CLOSING else None
-    if close is not None:
-        start, end = start + 1 + escaped, close.end() - 1 - escaped
-    elif (cut := _BARE_END.search(text, start, end)) is not None:
-        end = cut.start()
-    return (start, end) if start < end else None
-
-
-def _after(text: str, start: int, end: int, sep: str) -> list[Span]:
-    """The part after the first ``sep`` of the value at ``start`` (``user:SECRET``,
-    ``name=SECRET``, ``user:"SECRET"``)."""
-    value = _value(text, start, end)
-    at = -1 if value is None else text.find(sep, *value)
-    if value is None or at < 0:
-        return []
-    rest = (at + 1, value[1]) if at + 1 < value[1] else _value(text, at + 1, end)
-    return [rest] if rest is not None else []
-
 
 def _mysql(text: str, words: list[Span]) -> Iterator[Span]:
     for start, end in words:
-        value = _value(text, start + 2, end) if text.startswith("-p", start) else None
+        value = word_value(text, start + 2, end) if text.startswith("-p", start) else None
         if value is not None and not _PORTS.fullmatch(text, *value):
             yield value
 
@@ -98,13 +60,13 @@ def _curl(text: str, words: list[Span]) -> Iterator[Span]:
     for i, (start, end) in enumerate(words):
         word, nxt = text[start:end], words[i + 1] if i + 1 < len(words) else None
         if nxt is not None and _CURL_USER.fullmatch(word):
-            yield from _after(text, *nxt, ":")
+            yield from value_after(text, *nxt, ":")
         elif word[:2] in ("-u", "-U") and len(word) > 2:
-            yield from _after(text, start + 2, end, ":")
+            yield from value_after(text, start + 2, end, ":")
         elif nxt is not None and word in ("-b", "--cookie"):
-            yield from _after(text, *nxt, "=")  # -b FILE names a file: no "="
+            yield from value_after(text, *nxt, "=")  # -b FILE names a file: no "="
         elif word[:2] == "-b" and len(word) > 2:
-            yield from _after(text, start + 2, end, "=")
+            yield from value_after(text, start + 2, end, "=")
 
 
 def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
@@ -119,92 +81,20 @@ def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
         elif not options or word[:1] != "-":
             options = False
         elif word == "-p" and i < len(words):
-            yield from filter(None, [_value(text, *words[i])])
+            yield from filter(None, [word_value(text, *words[i])])
         elif word.startswith("-p"):
-            yield from filter(None, [_value(text, start + 2, end)])
+            yield from filter(None, [word_value(text, start + 2, end)])
         i += word in ("-p", "-f", "-d", "-P")  # options with a value
-
-
-def _flags(
-    *names: str, prefix: str = "", sep: str = ""
-) -> Callable[[str, list[Span]], Iterator[Span]]:
-    """A reader of the value after any of ``names`` (the next word): whole, or only after
-    ``prefix`` (``openssl -passin pass:SECRET``: ``env:VAR`` and ``file:path`` name no secret)
-    or after ``sep`` (``smbclient -U user%SECRET``)."""
-    wanted = frozenset(names)
-    attached = tuple(f"{name}=" for name in names if name.startswith("--"))
-
-    def read(text: str, words: list[Span]) -> Iterator[Span]:
-        for i, (start, end) in enumerate(words):
-            word = text[start:end]
-            if attached and word.startswith(attached):  # ``--value=SECRET``
-                yield from filter(None, [_value(text, text.index("=", start) + 1, end)])
-                continue
-            if word not in wanted or i + 1 == len(words):
-                continue
-            value = _value(text, *words[i + 1])
-            if value is None:
-                continue
-            if sep:
-                yield from _after(text, *words[i + 1], sep)
-            elif not prefix:
-                yield value
-            elif text.startswith(prefix, value[0]) and value[0] + len(prefix) < value[1]:
-                yield value[0] + len(prefix), value[1]
-
-    return read
-
-
-def _command(pattern: str, literal: str) -> re.Pattern[str]:
-    """Where a command of several words is named (``gh secret set``): ``pattern`` starts with
-    ``literal``, the name's first word, found by a fast scan; a word's start, or a line's in a
-    JSON string."""
-    lit = re.escape(literal)
-    return re.compile(
-        rf"{lit}(?:(?<![\w\-.]{lit})|(?<=\\[nrt]{lit})){pattern[len(literal) :]}(?![\w\-.])"
-    )
-
-
-def _positional(*path: str, at: int) -> Callable[[str, list[Span]], Iterator[Span]]:
-    """A reader of the ``at``-th word (from 0) that is no option after the words ``path``, the
-    last such word (``rabbitmqctl add_user USER SECRET``: ``_positional("add_user", at=1)``):
-    more words are no such command line, and reading them would make what a value's redaction
-    shifts (a command's name taken for a value) change a second reading."""
-
-    def read(text: str, words: list[Span]) -> Iterator[Span]:
-        named = [text[s:e] for s, e in words[: len(path)]]
-        if tuple(named) != path:
-            return
-        args = _operands(text, words[len(path) :])
-        if len(args) == at + 1:
-            yield from filter(None, [_value(text, *args[at])])
-
-    return read
-
-
-_REDIRECT = re.compile(r"[0-9]*[<>]")
-
-
-def _operands(text: str, words: list[Span]) -> list[Span]:
-    """The words that are no option, up to a redirection (``> out``, ``2>&1``) or an option
-    after them (``--api S3v4``: an option's value is no operand)."""
-    out: list[Span] = []
-    for start, end in words:
-        if _REDIRECT.match(text, start, end) or (out and text[start] == "-"):
-            break
-        if text[start] != "-":
-            out.append((start, end))
-    return out
 
 
 def _htpasswd(text: str, words: list[Span]) -> Iterator[Span]:
     """``htpasswd -b FILE USER SECRET`` (``-nb USER SECRET``: no file)."""
     options = "".join(text[s + 1 : e] for s, e in words if text[s] == "-")
     if "b" in options:
-        args = _operands(text, words)
+        args = operands(text, words)
         at = 1 if "n" in options else 2
-        if len(args) == at + 1:  # the password is the last word (as ``_positional`` reads)
-            yield from filter(None, [_value(text, *args[at])])
+        if len(args) == at + 1:  # the password is the last word (as ``positional_reader`` reads)
+            yield from filter(None, [word_value(text, *args[at])])
 
 
 def _net(text: str, words: list[Span]) -> Iterator[Span]:
@@ -220,26 +110,12 @@ def _net(text: str, words: list[Span]) -> Iterator[Span]:
     else:
         at = 1 if verb == "user" else None
     if at is not None and at == len(args) - 1 and text[args[at][0] : args[at][1]] != "*":
-        yield from filter(None, [_value(text, *args[at])])
-
-
-def _either(*readers: _Reader) -> _Reader:
-    def read(text: str, words: list[Span]) -> Iterator[Span]:
-        for reader in readers:
-            yield from reader(text, words)
-
-    return read
-
-
-def _named(names: str) -> re.Pattern[str]:
-    """Where one of ``names`` (a regex alternation) is named: a word's start, or a line's in a
-    JSON string (after an escaped ``\\n``)."""
-    return re.compile(rf"(?:(?<![\w\-.])|(?<=\\[nrt]))(?:{names})(?![\w\-.])")
+        yield from filter(None, [word_value(text, *args[at])])
 
 
 # (a literal the text must hold, where the command is named, its flags' reader); a name starts
 # a word, or a line in a JSON string (after an escaped ``\n``: a tool call's arguments)
-_COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
+_COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
     ("mysql", re.compile(r"mysql(?:(?<![\w\-.]mysql)|(?<=\\[nrt]mysql))[a-z_]*+"), _mysql),
     (
         "mariadb",
@@ -248,14 +124,22 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
     ),
     ("curl", re.compile(r"curl(?:(?<![\w\-.]curl)|(?<=\\[nrt]curl))(?:\.exe)?+"), _curl),
     ("sshpass", re.compile(r"sshpass(?:(?<![\w\-.]sshpass)|(?<=\\[nrt]sshpass))"), _sshpass),
-    ("redis-cli", _named("redis-cli"), _flags("-a", "--pass")),
-    ("mongo", _named("mongo(?:sh|dump|restore|export|import|stat|top|files)?"), _flags("-p")),
-    ("twine", _named("twine"), _flags("-p")),
-    ("ldap", _named("ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)"), _flags("-w")),
+    ("redis-cli", named_command("redis-cli"), flag_reader("-a", "--pass")),
+    (
+        "mongo",
+        named_command("mongo(?:sh|dump|restore|export|import|stat|top|files)?"),
+        flag_reader("-p"),
+    ),
+    ("twine", named_command("twine"), flag_reader("-p")),
+    (
+        "ldap",
+        named_command("ldap(?:search|modify|add|delete|whoami|passwd|compare|modrdn)"),
+        flag_reader("-w"),
+    ),
     (
         "keytool",
-        _named("keytool"),
-        _flags(
+        named_command("keytool"),
+        flag_reader(
             "-storepass",
             "-keypass",
             "-srcstorepass",
@@ -264,37 +148,44 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
             "-destkeypass",
         ),
     ),
-    ("openssl", _named("openssl"), _flags("-passin", "-passout", "-pass", prefix="pass:")),
-    ("smbclient", _named("smbclient"), _flags("-U", "--user", sep="%")),
-    ("rpcclient", _named("rpcclient"), _flags("-U", "--user", sep="%")),
-    ("sqlcmd", _named("sqlcmd"), _flags("-P")),  # SQL Server's -P is the password
-    ("bcp", _named("bcp"), _flags("-P")),
-    ("influx", _named("influx"), _flags("-p")),
-    ("htpasswd", _named("htpasswd"), _htpasswd),
-    ("net", _named("net(?:\\.exe)?"), _net),  # Windows' net use / net user
+    (
+        "openssl",
+        named_command("openssl"),
+        flag_reader("-passin", "-passout", "-pass", prefix="pass:"),
+    ),
+    ("smbclient", named_command("smbclient"), flag_reader("-U", "--user", sep="%")),
+    ("rpcclient", named_command("rpcclient"), flag_reader("-U", "--user", sep="%")),
+    ("sqlcmd", named_command("sqlcmd"), flag_reader("-P")),  # SQL Server's -P is the password
+    ("bcp", named_command("bcp"), flag_reader("-P")),
+    ("influx", named_command("influx"), flag_reader("-p")),
+    ("htpasswd", named_command("htpasswd"), _htpasswd),
+    ("net", named_command("net(?:\\.exe)?"), _net),  # Windows' net use / net user
     (
         "rabbitmqctl",
-        _named("rabbitmqctl"),
-        _either(_positional("add_user", at=1), _positional("change_password", at=1)),
+        named_command("rabbitmqctl"),
+        either(positional_reader("add_user", at=1), positional_reader("change_password", at=1)),
     ),
     # MinIO's client: ``mc alias set NAME URL ACCESS_KEY SECRET_KEY`` (``config host add``)
     (
         "mc",
-        _named("mc"),
-        _either(_positional("alias", "set", at=3), _positional("config", "host", "add", at=3)),
+        named_command("mc"),
+        either(
+            positional_reader("alias", "set", at=3),
+            positional_reader("config", "host", "add", at=3),
+        ),
     ),
     # secret stores set from a command line: the value is the secret, whatever its name
     (
         "put-parameter",
-        _command(r"aws[ \t]++ssm[ \t]++put-parameter", "aws"),
-        _flags("--value"),
+        command_named(r"aws[ \t]++ssm[ \t]++put-parameter", "aws"),
+        flag_reader("--value"),
     ),
     (
         "keyvault",
-        _command(r"az[ \t]++keyvault[ \t]++secret[ \t]++set", "az"),
-        _flags("--value"),
+        command_named(r"az[ \t]++keyvault[ \t]++secret[ \t]++set", "az"),
+        flag_reader("--value"),
     ),
-    ("secret", _command(r"gh[ \t]++secret[ \t]++set", "gh"), _flags("--body", "-b")),
+    ("secret", command_named(r"gh[ \t]++secret[ \t]++set", "gh"), flag_reader("--body", "-b")),
     # the logins whose -p is the password (``gh auth login -p`` names a git protocol)
     (
         "login",
@@ -303,7 +194,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], _Reader], ...] = (
             r"(?:docker|podman|nerdctl|buildah|skopeo|oras|az|oc|cf|helm[ \t]+registry)"
             r"(?:\.exe)?[ \t]+login(?![\w\-.])"
         ),
-        _either(_flags("-p"), _flags("<<<")),  # ``--password-stdin <<< SECRET`` too
+        either(flag_reader("-p"), flag_reader("<<<")),  # ``--password-stdin <<< SECRET`` too
     ),
 )
 
@@ -332,11 +223,11 @@ def redact_flags(text: str) -> str:
             continue
         pos = 0
         while (m := named.search(text, pos)) is not None:
-            words = list(_words(text, m.end()))
+            words = list(command_words(text, m.end()))
             pos = words[-1][1] if words else m.end()
             found = list(reader(text, words))
             if (inner := _quoted_name(text, words, named)) is not None:
-                found += reader(text, list(_words(text, inner, pos)))
+                found += reader(text, list(command_words(text, inner, pos)))
             spans += [s for s in found if not text.startswith(REDACTED, s[0])]
     if not spans:
         return text
