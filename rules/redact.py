@@ -46,7 +46,8 @@ from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
 from rules.redact_pgpass import redact_pgpass
-from rules.redact_prose import LOOKS_SET, said_value, spaced_key
+from rules.redact_piped import redact_piped
+from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
@@ -171,7 +172,11 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
-    m = paired_value(text, start, end) or _ASSIGNED.match(text, end)
+    m = (
+        paired_value(text, start, end)
+        or _ASSIGNED.match(text, end)
+        or env_value(text, name_start(text, start), end)
+    )
     if m is None and name_ending(text, start, end).startswith("--"):
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
@@ -288,7 +293,7 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = redact_pgpass(redact_key_shapes(redact_private_keys(text)))
+    text = redact_piped(redact_pgpass(redact_key_shapes(redact_private_keys(text))))
     return _redact_after_triggers(redact_url_credentials(text))
 
 

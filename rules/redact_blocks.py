@@ -1,5 +1,6 @@
 """Secrets marked by where they stand rather than by their own shape, for ``rules.redact``:
-private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END) and credentials in URLs
+private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END; a PuTTY key's private lines
+and MAC) and credentials in URLs
 (``postgres://user:[REDACTED]@host``, a token as a URL's user). Linear, as ``rules.redact``
 requires of every pattern."""
 
@@ -14,6 +15,11 @@ from rules.redact_shapes import REDACTED
 # the end of the text from every BEGIN that has no END (2.6 s on 117 KiB of BEGIN markers).
 _KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 _KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
+# PuTTY's key file (.ppk): its private lines, and the MAC over them
+_PPK_PRIVATE = re.compile(
+    r"Private-Lines:[ \t]*+[0-9]{1,5}(?:\r?\n|\\r?\\n)(?:[A-Za-z0-9+/=]++(?:\r?\n|\\r?\\n|\Z))++"
+    r"|Private-(?:MAC|Hash):[ \t]*+[0-9a-fA-F]++"
+)
 
 # Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or
 # "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
@@ -27,6 +33,8 @@ _URL_USER_TOKEN = re.compile(r"://(?P<user>[0-9a-fA-F]{32,256}|[A-Za-z0-9_\-]{40
 def redact_private_keys(text: str) -> str:
     """``text`` with each private key block replaced, from its BEGIN to its END (or the text's
     end)."""
+    if "Private-" in text:
+        text = _PPK_PRIVATE.sub(REDACTED, text)
     if "PRIVATE KEY" not in text:
         return text
     out: list[str] = []

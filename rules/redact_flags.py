@@ -14,7 +14,11 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   ``openssl -passin pass:SECRET`` (``-passout``, ``-pass``), ``smbclient -U user%SECRET``;
 - a secret store's value: ``aws ssm put-parameter --value SECRET``, ``az keyvault secret set
   --value SECRET``, ``gh secret set NAME --body SECRET`` (``-b``; ``--value=SECRET`` too);
-- Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``.
+- Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``;
+- ``zip -P SECRET`` (``unzip``), ``7z -pSECRET``, ``openssl enc -k SECRET``, ``sqlplus
+  user/SECRET@db`` (``expdp``, ``impdp``), ``mongo -pSECRET``, ``mysqladmin password SECRET``,
+  ``rclone config create … secret_access_key SECRET``, ``useradd -p SECRET``, ``xfreerdp
+  /p:SECRET``, ``rdesktop -p SECRET``, ``vault login TOKEN``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -29,6 +33,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from rules.redact_names import is_secret_name
 from rules.redact_shapes import REDACTED
 from rules.redact_words import (
     Reader,
@@ -67,6 +72,48 @@ def _curl(text: str, words: list[Span]) -> Iterator[Span]:
             yield from value_after(text, *nxt, "=")  # -b FILE names a file: no "="
         elif word[:2] == "-b" and len(word) > 2:
             yield from value_after(text, start + 2, end, "=")
+
+
+def _attached(prefix: str) -> Reader:
+    """A reader of the value given in the option's own word (``7z -pSECRET``, ``mongo
+    -pSECRET``, ``xfreerdp /p:SECRET``; ``-p`` alone prompts)."""
+
+    def read(text: str, words: list[Span]) -> Iterator[Span]:
+        for start, end in words:
+            if text.startswith(prefix, start) and end - start > len(prefix):
+                yield from filter(None, [word_value(text, start + len(prefix), end)])
+
+    return read
+
+
+def _slash_login(text: str, words: list[Span]) -> Iterator[Span]:
+    """Oracle's ``sqlplus user/SECRET@db`` (``expdp``, ``impdp``): the first word that is no
+    option, between its ``/`` and ``@`` (``sqlplus / as sysdba`` names none)."""
+    first = next(((s, e) for s, e in words if text[s] != "-"), None)
+    value = word_value(text, *first) if first is not None else None
+    if value is None or text[value[0]] == "/":
+        return
+    slash = text.find("/", *value)
+    at = text.find("@", slash, value[1]) if slash >= 0 else -1
+    end = at if at >= 0 else value[1]
+    if slash >= 0 and slash + 1 < end:
+        yield slash + 1, end
+
+
+def _named_values(text: str, words: list[Span]) -> Iterator[Span]:
+    """The word after each word named as a secret (``mysqladmin password SECRET``, ``rclone
+    config create r s3 secret_access_key SECRET``)."""
+    for i in range(len(words) - 1):
+        name = text[words[i][0] : words[i][1]]
+        if name[:1] != "-" and is_secret_name(name):
+            yield from filter(None, [word_value(text, *words[i + 1])])
+
+
+def _token_operand(text: str, words: list[Span]) -> Iterator[Span]:
+    """``vault login TOKEN``: its one operand, unless it is a ``name=value`` pair."""
+    args = operands(text, words)
+    if len(args) == 1 and "=" not in text[args[0][0] : args[0][1]]:
+        yield from filter(None, [word_value(text, *args[0])])
 
 
 def _sshpass(text: str, words: list[Span]) -> Iterator[Span]:
@@ -128,8 +175,25 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
     (
         "mongo",
         named_command("mongo(?:sh|dump|restore|export|import|stat|top|files)?"),
-        flag_reader("-p"),
+        either(flag_reader("-p"), _attached("-p")),
     ),
+    ("zip", named_command("zip|unzip"), flag_reader("-P")),  # zip's -P is the password
+    ("7z", named_command("7za?|7zr"), _attached("-p")),
+    ("openssl", named_command("openssl"), flag_reader("-k")),  # ``enc -k SECRET``
+    ("sqlplus", named_command("sqlplus"), _slash_login),
+    ("expdp", named_command("expdp"), _slash_login),
+    ("impdp", named_command("impdp"), _slash_login),
+    ("mysqladmin", named_command("mysqladmin"), _named_values),
+    (
+        "rclone",
+        command_named(r"rclone[ \t]++config[ \t]++(?:create|update)", "rclone"),
+        _named_values,
+    ),
+    ("useradd", named_command("useradd"), flag_reader("-p", "--password")),
+    ("usermod", named_command("usermod"), flag_reader("-p", "--password")),
+    ("vault", command_named(r"vault[ \t]++login", "vault"), _token_operand),
+    ("rdesktop", named_command("rdesktop"), flag_reader("-p")),
+    ("freerdp", named_command("[xw]freerdp3?"), _attached("/p:")),
     ("twine", named_command("twine"), flag_reader("-p")),
     (
         "ldap",

@@ -1,15 +1,33 @@
 """Secrets said in words rather than assigned, for ``rules.redact``: "the redis password is
-hunter2", "my API key is ab12…". A value counts only when it looks set (a digit or a symbol), so
+hunter2", "my API key is ab12…", "the password for admin is …", "password for root: …", and a
+Dockerfile's ``ENV DB_PASSWORD value``. A value counts only when it looks set (a digit or a
+symbol), so
 "the password is too short" and "the token is expired" stay."""
 
 from __future__ import annotations
 
 import re
 
-# After a secret's name: ``is``/``was``, then the next word (maybe quoted).
+# After a secret's name, maybe what it is for ("the password for admin", "… of the db user"):
+# ``is``/``was`` or a colon, then the next word (maybe quoted).
 _SAID = re.compile(
-    r"""[ \t]++(?:is|was)[ \t]++[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
+    r"""(?:[ \t]++(?:for|of|on|to)[ \t]++(?:the[ \t]++)?[\w.@\-]{1,64}"""
+    r"""(?:[ \t]++(?:user|account|database|db|server|host|admin))?)?+"""
+    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)"""
+    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
 )
+# A Dockerfile's ``ENV NAME value`` (the form without ``=``): the rest of the line is the value.
+_ENV_LINE = re.compile(r"(?:^|[\r\n]|\\n)[ \t]*+ENV[ \t]++\Z")
+_ENV_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s=\\][^\r\n\\]{0,255})")
+
+
+def env_value(text: str, start: int, end: int) -> re.Match[str] | None:
+    """The value of a Dockerfile's ``ENV NAME value`` whose name is ``text[start:end]``."""
+    if _ENV_LINE.search(text, max(0, start - 16), start) is None:
+        return None
+    return _ENV_VALUE.match(text, end)
+
+
 LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
 _LETTER = re.compile(r"[A-Za-z]")
 # "API key", "access key" (two words, as said in prose or a console's label) before a bare "key".
