@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.brace_expand import expand
+from rules.activity.line_known import LineKnown
 from rules.activity.shell_lex import file_like, split_commands
 from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
@@ -130,37 +131,13 @@ def _shell_script(argv: list[str]) -> str | None:
     return None
 
 
-class _Known:
-    """The paths known to exist (path -> type) as a command line changes them: its own entries
-    and removals over the caller's mapping, which is not copied (a workspace map of hundreds of
-    paths, for a command that touches a few)."""
-
-    def __init__(self, base: Mapping[str, str]) -> None:
-        self.base = base
-        self.own: dict[str, str | None] = {}  # None: removed by the command line
-
-    def get(self, path: str) -> str | None:
-        own = self.own
-        return own[path] if path in own else self.base.get(path)
-
-    def __contains__(self, path: str) -> bool:
-        own = self.own
-        return own[path] is not None if path in own else path in self.base
-
-    def __setitem__(self, path: str, typ: str) -> None:
-        self.own[path] = typ
-
-    def remove(self, path: str) -> None:
-        self.own[path] = None
-
-
 class _Run:
     """State while walking one command line: cwd, subshell stack, what is known to exist."""
 
     def __init__(self, verbs: Verbs, cwd: str | None, known: Mapping[str, str]) -> None:
         self.verbs = verbs
         self.cwd = cwd
-        self.known = _Known(known)
+        self.known = LineKnown(known)
         self.effects: list[Effect] = []
         # `cd -` and `popd` return to these; set by this command line's `cd` and `pushd` only
         self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
@@ -202,7 +179,7 @@ class _Run:
             return
         path = resolve_path(target, self.cwd)
         appended = op in (">>", "&>>") and appended_file_was_there(path, self.cwd)
-        self.add("modify" if path in self.known or appended else "create", "file", path)
+        self.add("modify" if self.known.exists(path) or appended else "create", "file", path)
 
     def command(self, argv: list[str], depth: int, literal: frozenset[str] = frozenset()) -> None:
         v = self.verbs
@@ -288,7 +265,7 @@ class _Run:
     ) -> None:
         """``mkdir``, ``touch``: a path known to exist is not made again (``mkdir -p`` leaves a
         folder as it is, ``touch`` only dates a file: its content is not changed either)."""
-        fresh = [op for op in ops if resolve_path(op, self.cwd) not in self.known]
+        fresh = [op for op in ops if not self.known.exists(resolve_path(op, self.cwd))]
         self._typed("create", spec, fresh, False)
 
     def _delete(
@@ -326,6 +303,7 @@ class _Run:
             or self._holds_cwd(dest)
             or self.known.get(dest) == "folder"
             or system_folder(dest)
+            or self.known.listed_folder(dest)
             or "-t" in values
             or "--target-directory" in values
         )

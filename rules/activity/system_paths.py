@@ -1,10 +1,11 @@
 """Paths whose kind is known without looking: the folders every system has (``mv out /tmp``
-moves ``out`` into /tmp, it does not rename it /tmp), and the files an append goes to that were
-there before it (``>> ~/.bashrc``)."""
+moves ``out`` into /tmp, it does not rename it /tmp), the files an append goes to that were
+there before it (``>> ~/.bashrc``), and what a listing showed with its kind unknown."""
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 
 # folders every Unix system has: `mv out /tmp` moves out into /tmp, it does not rename it /tmp
 _SYSTEM_FOLDERS = frozenset(
@@ -62,3 +63,10 @@ def appended_file_was_there(path: str, cwd: str | None) -> bool:
     if cwd is not None and path.startswith(cwd.rstrip("/") + "/"):
         return False  # within the working tree
     return path.startswith(("~/", "/root/", "/home/", "/Users/", "/etc/"))
+
+
+def listed_exists(known: Mapping[str, str], path: str) -> bool:
+    """Whether ``known`` holds ``path``, or says it exists with its kind unknown (its
+    ``exists``: a name a plain ``ls`` listed)."""
+    probe = getattr(known, "exists", None)
+    return bool(probe(path)) if probe is not None else path in known

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from rules.activity.system_paths import listed_exists
+
 
 class KnownPaths(Mapping[str, str]):
     """``own`` (the entity events' ``known_types``, kept current by the caller) over ``listed``
@@ -34,6 +36,12 @@ class KnownPaths(Mapping[str, str]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
+
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` is known to exist, its kind known or not."""
+        if path in self.own:
+            return True
+        return path not in self.gone and listed_exists(self.listed, path)
 
     def noted(self, event: Mapping[str, Any]) -> None:
         """An event read now: a path it removed is gone from the listed paths too."""

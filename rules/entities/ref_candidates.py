@@ -102,6 +102,27 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
     if mention.hint:
-        holding = [e for e in out if mention.hint in str(e.get("name", "")).lower()]
-        out = holding or out
+        holding = [e for e in out if _holds(e, mention.hint)]
+        # a word no candidate holds: what it names is none of them ("the logs folder" when the
+        # agent made only "cache"), unless it describes rather than names ("the temp folder")
+        out = holding if holding or mention.hint not in _DESCRIBING else out
     return out
+
+
+# words before a noun that say what a thing is like, not what it is called
+_DESCRIBING = frozenset(
+    (
+        "temp", "tmp", "temporary", "dev", "development", "local", "running", "live", "background",
+        "foreground", "new", "old", "empty", "scratch", "throwaway", "default", "current", "test",
+        "testing", "staging", "main", "primary", "spare", "extra", "other", "same", "first",
+        "last", "previous", "big", "small", "large",
+    )
+)  # fmt: skip
+
+
+def _holds(e: Mapping[str, Any], hint: str) -> bool:
+    """Whether the event's name, path, command or attributes hold ``hint`` ("the postgres
+    container": its image)."""
+    attrs = e.get("attrs") or {}
+    texts = (e.get("name"), e.get("path"), e.get("by"), *attrs.values())
+    return any(hint in str(t).lower() for t in texts if t)

@@ -69,6 +69,10 @@ class KnownTypes(Mapping[str, str]):
     def __iter__(self) -> Iterator[str]:
         return (p for p, v in self._nodes.items() if v[0] != "?")
 
+    def exists(self, path: str) -> bool:
+        """Whether the map lists ``path``, its kind known or not (a plain ``ls``)."""
+        return path in self._nodes
+
     def __len__(self) -> int:
         return sum(1 for _ in self)
 

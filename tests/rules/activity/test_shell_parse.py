@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from rules.activity import shell_lex, shell_parse
 from rules.activity.shell_lex import split_commands, split_uncached, tokenize
 from rules.activity.shell_parse import analyse, load_verbs, resolve_path
+from rules.activity.system_paths import listed_exists
 from rules.workspace.observe import KnownTypes
 
 C, D, M, MV, CP, OP = "create", "delete", "modify", "move", "copy", "open"
@@ -267,14 +268,33 @@ def test_split_commands_kept_by_text_is_the_split_afresh(commands: list[str]) ->
         assert split_commands(commands[0]) is split_commands(commands[0])
 
 
-class _Copied(dict[str, str]):
-    """What a command line's walk knew before it overlaid the caller's mapping: a copy."""
+class _Copied:
+    """What a command line's walk knew before it overlaid the caller's mapping: a copy, of the
+    paths of known kind and of those listed with their kind unknown ("?")."""
 
     def __init__(self, base: Any) -> None:
-        super().__init__(base)
+        self.types: dict[str, str] = dict(base)
+        self.untyped = {p for p in PATHS if p not in self.types and listed_exists(base, p)}
+
+    def get(self, path: str) -> str | None:
+        return self.types.get(path)
+
+    def __contains__(self, path: str) -> bool:
+        return path in self.types
+
+    def exists(self, path: str) -> bool:
+        return path in self.types or path in self.untyped
+
+    def listed_folder(self, path: str) -> bool:
+        return self.get(path) is None and self.exists(path) and "." not in path.rsplit("/")[-1]
+
+    def __setitem__(self, path: str, typ: str) -> None:
+        self.types[path] = typ
+        self.untyped.discard(path)
 
     def remove(self, path: str) -> None:
-        self.pop(path, None)
+        self.types.pop(path, None)
+        self.untyped.discard(path)
 
 
 WORDS = ["a", "b", "a/b", "out", "x.txt", "a.txt"]
@@ -286,8 +306,9 @@ LINE = st.lists(
     ),
     max_size=6,
 ).map(lambda parts: " && ".join(parts))
+PATHS = [f"/w/{w}" for w in WORDS] + [f"/w/a/{w}" for w in WORDS]
 KNOWN = st.dictionaries(
-    st.sampled_from([f"/w/{w}" for w in WORDS] + [f"/w/a/{w}" for w in WORDS]),
+    st.sampled_from(PATHS),
     st.sampled_from(["file", "folder", "?"]),
     max_size=8,
 )
@@ -300,7 +321,7 @@ def test_the_known_paths_overlaid_are_the_known_paths_copied(
 ) -> None:
     """A walk reads the caller's known paths through its own additions and removals (not a
     copy of a map of hundreds): the effects are those of a walk over a copy, for a plain
-    mapping and for the workspace map's nodes (whose "?" entries are not known to exist)."""
+    mapping and for the workspace map's nodes (whose "?" entries exist, their kind unknown)."""
     base: Any = (
         KnownTypes({p: ["d" if t == "folder" else ("?" if t == "?" else "f"), "", 0]
                     for p, t in known.items()})
@@ -309,7 +330,7 @@ def test_the_known_paths_overlaid_are_the_known_paths_copied(
     )  # fmt: skip
     got = analyse(command, "/w", load_verbs(), base)
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(shell_parse, "_Known", _Copied)
+        m.setattr(shell_parse, "LineKnown", _Copied)
         want = analyse(command, "/w", load_verbs(), base)
     assert got == want
 

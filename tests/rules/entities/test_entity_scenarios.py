@@ -5,7 +5,8 @@ head noun in the plural; plural_e.yaml: 22 on relation words that are no relatio
 after a placement verb and a verb spelled as a plural noun; probes_f.yaml: wrong resolutions a
 prober found, each read in general; probes_g.yaml: more of them, on folders, renames, brace
 lists, stops, quoted text, scaffolders, working directories and ports named by a
-server's command line) over
+server's command line; probes_h.yaml: moves into system folders and listed ones, appends, and
+a word before the noun no candidate holds) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -36,6 +37,7 @@ SCENARIOS = [
         "plural_e.yaml",
         "probes_f.yaml",
         "probes_g.yaml",
+        "probes_h.yaml",
     )
     for sc in load(HERE / name)
 ]
@@ -52,7 +54,7 @@ def test_scenario(scenario: Scenario) -> None:
 
 def test_the_set_covers_every_language_and_class() -> None:
     assert len(SCENARIOS) >= 150
-    assert {sc.lang for sc in SCENARIOS} == {"en", "zh", "ko", "ja"}
+    assert {sc.lang for sc in SCENARIOS} >= {"en", "zh", "ko", "ja"}
     classes = {sc.cls for sc in SCENARIOS}
     assert {"non_file", "relation", "parent", "abstain"} <= classes
     for lang in ("en", "zh", "ko", "ja"):
