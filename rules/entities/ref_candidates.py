@@ -101,6 +101,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
+    if mention.serving:  # "the server you started": of the jobs, those that serve a port
+        out = [e for e in out if _serves(e)] or out
     if mention.hint:
         holding = [e for e in out if _holds(e, mention.hint)]
         # a word no candidate holds: what it names is none of them ("the logs folder" when the
@@ -118,6 +120,11 @@ _DESCRIBING = frozenset(
         "last", "previous", "big", "small", "large",
     )
 )  # fmt: skip
+
+
+def _serves(e: Mapping[str, Any]) -> bool:
+    rel = e.get("rel") or ()
+    return "port" in (e.get("attrs") or {}) or any(r and r[0] == "serves" for r in rel)
 
 
 def _holds(e: Mapping[str, Any], hint: str) -> bool:

@@ -368,6 +368,7 @@ def _mention(
         ordinal=int(ordinal) if ordinal is not None else None,
         anchor=anchor,
         needs_noun=needs_noun(lex, typ, action, verb_kinds),
+        serving=typ == "process" and noun in lex.words["serving"],
         rank=rank,
         end=m.end(),
         edge=p.edge,

@@ -162,6 +162,8 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         # recency words that, of the kinds one is on at a time, name the one before the current
         # ("the previous branch"): not the newest made
         "prior": dict.fromkeys(_words(spec.get("prior") or ()), "prior"),
+        # the process nouns that name what serves ("the server", "the port"): not a watcher
+        "serving": dict.fromkeys(_words(spec.get("serving") or ()), "serving"),
     }
     pairs = weak.items() if isinstance(weak, Mapping) else ((w, [w]) for w in _words(weak))
     for hint, words in pairs:

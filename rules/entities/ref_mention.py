@@ -35,3 +35,4 @@ class Mention:
     edge: str | None = None  # the relation named: on | serves | mounts | next_to (None: in, any)
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
     by: str | None = None  # the command named as its maker: "created by npm install" (ref_by)
+    serving: bool = False  # its noun names what serves ("the server"): a process with a port
