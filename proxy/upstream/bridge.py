@@ -138,7 +138,7 @@ async def bridged_messages(
                 **kwargs,
             )
     except Exception as exc:
-        return _failed(target, exc, unsent=not watch.sent)
+        return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
     return UpstreamResponse(200, dict(_SSE), chunks=_anthropic_sse(result, target))
@@ -207,7 +207,7 @@ async def bridged_responses(
                 **extra,
             )
     except Exception as exc:
-        return _failed(target, exc, unsent=not watch.sent)
+        return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(_plain(result)))
     return UpstreamResponse(200, dict(_SSE), chunks=_responses_sse(result, target))

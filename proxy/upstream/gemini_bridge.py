@@ -77,7 +77,7 @@ async def bridged_gemini(
                 **kwargs,
             )
     except Exception as exc:
-        return _failed(target, exc, unsent=not watch.sent)
+        return _failed(target, exc, unsent=watch.unsent)
     if not route.stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
     if upstream_query(query) == "alt=sse":

@@ -240,7 +240,7 @@ async def _completion(
                 **kwargs,  # retries
             )
     except Exception as exc:
-        error = _failure(upstream, exc, unsent=not watch.sent)
+        error = _failure(upstream, exc, unsent=watch.unsent)
         if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
             headers = {"content-type": "application/json", **provider_headers(exc)}
             return UpstreamResponse(error.status, headers, body=error.body_bytes())

@@ -13,6 +13,8 @@ runs some steps in a thread with the caller's context copied) is seen by the cal
 
 from __future__ import annotations
 
+import functools
+import sys
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import Any
@@ -23,9 +25,17 @@ class Watch:
 
     def __init__(self) -> None:
         self.sent = False
+        self.watching = False  # the mark is among litellm's callbacks: ``sent`` tells
         self._token: Token[Watch | None] | None = None
 
+    @property
+    def unsent(self) -> bool:
+        """Whether the call failed before it was sent (False when that cannot be told)."""
+        return self.watching and not self.sent
+
     def __enter__(self) -> Watch:
+        litellm = sys.modules.get("litellm")
+        self.watching = litellm is not None and install(litellm)
         self._token = _WATCH.set(self)
         return self
 
@@ -49,13 +59,23 @@ def _marked() -> None:
         watch.sent = True
 
 
-def install(litellm: Any) -> None:
-    """Adds the mark to litellm's pre-call callbacks (once; ``load_litellm`` calls it)."""
+def install(litellm: Any) -> bool:
+    """Adds the mark to litellm's pre-call callbacks unless it is there (``load_litellm``, and
+    each watch: a reload or a reassignment of the list drops it); whether it is there now."""
+    callbacks = getattr(litellm, "input_callback", None)
+    if not isinstance(callbacks, list):
+        return False
+    if not any(isinstance(c, _mark_class()) for c in callbacks):
+        callbacks.append(_mark_class()())
+    return True
+
+
+@functools.cache
+def _mark_class() -> type:
     from litellm.integrations.custom_logger import CustomLogger
 
-    class _SentMark(CustomLogger):  # type: ignore[misc]
+    class SentMark(CustomLogger):  # type: ignore[misc]
         def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
             _marked()
 
-    if not any(type(c).__name__ == "_SentMark" for c in litellm.input_callback):
-        litellm.input_callback.append(_SentMark())
+    return SentMark

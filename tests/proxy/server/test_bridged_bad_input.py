@@ -95,11 +95,15 @@ WRONG = [None, [None], {"x": 1}]
 
 
 class _Upstream(EdgeUpstream):
-    """Answers in the protocol of the path it is called on."""
+    """Answers in the protocol of the path it is called on (``failing``: a 500)."""
+
+    failing = False
 
     @property
     def reply(self) -> Reply:
         target = self.seen[-1].target if self.seen else ""
+        if self.failing:
+            return Reply.json({"error": {"message": "overloaded", "type": "server_error"}}, 500)
         if "/messages" in target:
             return Reply.json(ANTHROPIC_OK)
         return Reply.json(GEMINI_OK if "generateContent" in target else CHAT_OK)
@@ -215,3 +219,31 @@ def test_a_body_the_translation_refuses_is_a_400_and_nothing_is_sent(
     assert answer.status_code == 400, answer.text
     assert "could not be translated" in _protocol_error(path, answer)
     assert not edge.seen
+
+
+def test_a_provider_failure_stays_the_providers_when_the_callbacks_were_reset(
+    proxy: tuple[httpx.Client, _Upstream],
+) -> None:
+    """The mark that tells a failed translation from a failed call is one of litellm's
+    callbacks: a list reset (a reload, a library's own setup) dropped it, and every failure
+    of the provider became a 400 blaming the client's body."""
+    import litellm
+
+    client, edge = proxy
+    litellm.input_callback = []
+    edge.failing = True
+    try:
+        failed = client.post(CHAT, json={"model": "claude-x", "messages": CHAT_HISTORY[1:2]})
+    finally:
+        edge.failing = False
+    assert failed.status_code >= 500, failed.text
+    refused = client.post(
+        MESSAGES,
+        json={
+            "model": "gpt-4o",
+            "max_tokens": 10,
+            "tools": [None],
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    )
+    assert refused.status_code == 400 and "could not be translated" in refused.text
