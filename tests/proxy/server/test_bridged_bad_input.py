@@ -17,6 +17,7 @@ import pytest
 
 from proxy.app import create_app
 from proxy.settings import settings_from_mapping
+from proxy.upstream.litellm_sent import _mark_class
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.live import serve_in_thread, stop
 
@@ -237,6 +238,7 @@ def test_a_provider_failure_stays_the_providers_when_the_callbacks_were_reset(
     finally:
         edge.failing = False
     assert failed.status_code >= 500, failed.text
+    assert any(isinstance(c, _mark_class()) for c in litellm.input_callback)  # put back
     refused = client.post(
         MESSAGES,
         json={
