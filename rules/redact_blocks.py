@@ -18,7 +18,7 @@ _KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
 # PuTTY's key file (.ppk): its private lines, and the MAC over them
 _PPK_PRIVATE = re.compile(
     r"Private-Lines:[ \t]*+[0-9]{1,5}(?:\r?\n|\\r?\\n)(?:[A-Za-z0-9+/=]++(?:\r?\n|\\r?\\n|\Z))++"
-    r"|Private-(?:MAC|Hash):[ \t]*+[0-9a-fA-F]++"
+    r"|Private-(?:MAC|Hash):[ \t]*+[0-9a-fA-F]{16,128}+(?![\w-])"
 )
 
 # Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or

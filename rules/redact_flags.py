@@ -86,18 +86,22 @@ def _attached(prefix: str) -> Reader:
     return read
 
 
+_ORACLE_LOGIN = re.compile(r"[A-Za-z][\w$#]{0,127}/")  # a user's name, then its password
+
+
 def _slash_login(text: str, words: list[Span]) -> Iterator[Span]:
     """Oracle's ``sqlplus user/SECRET@db`` (``expdp``, ``impdp``): the first word that is no
-    option, between its ``/`` and ``@`` (``sqlplus / as sysdba`` names none)."""
+    option, between its ``/`` and ``@``, when a user's name comes before the ``/`` (``sqlplus
+    / as sysdba``, ``hr@host/XEPDB1``, ``@scripts/a.sql`` and ``parfile=/x`` name none)."""
     first = next(((s, e) for s, e in words if text[s] != "-"), None)
     value = word_value(text, *first) if first is not None else None
-    if value is None or text[value[0]] == "/":
+    login = _ORACLE_LOGIN.match(text, value[0], value[1]) if value is not None else None
+    if value is None or login is None:
         return
-    slash = text.find("/", *value)
-    at = text.find("@", slash, value[1]) if slash >= 0 else -1
+    at = text.find("@", login.end(), value[1])
     end = at if at >= 0 else value[1]
-    if slash >= 0 and slash + 1 < end:
-        yield slash + 1, end
+    if login.end() < end:
+        yield login.end(), end
 
 
 def _named_values(text: str, words: list[Span]) -> Iterator[Span]:

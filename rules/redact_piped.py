@@ -20,6 +20,8 @@ _LAST_WORD = re.compile(
     r"(?:'(?P<sq>[^'\r\n]{1,256})'|\"(?P<dq>[^\"\r\n]{1,256})\"|(?P<bare>\S{1,256}))\Z"
 )
 _READERS = ("sudo", "chpasswd", "passwd", "password-stdin")
+# a variable, a command's output or a CI template (``${{ secrets.PAT }}``): a name, no secret
+_REFERENCES = ("$", "`", "{{", "}}")
 
 
 def redact_piped(text: str) -> str:
@@ -36,8 +38,8 @@ def _redacted(m: re.Match[str]) -> str:
     if last is None:
         return m[0]
     group = next(g for g in ("sq", "dq", "bare") if last[g] is not None)
-    if last[group] == REDACTED or last[group].startswith("$"):
-        return m[0]  # redacted already, or a variable's name
+    if last[group] == REDACTED or any(mark in args for mark in _REFERENCES):
+        return m[0]  # redacted already, or what names a secret kept elsewhere
     start = m.start("args") - m.start() + last.start(group)
     end = m.start("args") - m.start() + last.end(group)
     return m[0][:start] + REDACTED + m[0][end:]

@@ -20,7 +20,7 @@ from rules.activity.command_words import (
     removed_on_exit,
 )
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
-from rules.activity.git_head import GitHead
+from rules.activity.git_head import GitHead, Head, switched_elsewhere
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
 from rules.redact import redacted_prefix
@@ -37,7 +37,7 @@ class CommandFacts:
 
     made: list[Made] = field(default_factory=list)
     scripts: dict[str, list[Statement]] = field(default_factory=dict)
-    head: str | None = None  # the git branch checked out after it ran, when known
+    head: Head | None = None  # the git branch checked out after it ran, when known
 
 
 def clip(text: str) -> str:
@@ -130,7 +130,7 @@ def _apply_rule(
         if not kind:
             return
     if rule.spec.get("rename"):  # `git branch -m old new`: the old key moves to the new one
-        current = head.renamed(args) if head is not None and rule.spec.get("current") else None
+        current = head.renamed(args, cwd) if head is not None and rule.spec.get("current") else None
         yield from _renamed(rule, args, cwd, by, current)
         return
     named = _rule_ids(rule, args) if "flag" in rule.spec else []
@@ -305,7 +305,7 @@ def command_entities(
     written: Sequence[str] = (),
     running: bool = False,
     detached: bool = False,
-    head: str | None = None,
+    head: Head | None = None,
 ) -> CommandFacts:
     """What ``command`` made beyond files. ``written``: files it wrote (SQL in its text is then
     a script's content, not run); ``running``: the call is still running (a server's banner
@@ -339,7 +339,7 @@ def command_entities(
             if _matches(rule, argv) and _fed(rule, feeds):
                 facts.made.extend(_apply_rule(rule, argv, output, here, pack, git))
         if git is not None:
-            git.step(argv)
+            git.step(argv, here)
         for inner in _substituted(cmd):  # `kill $(lsof -t -i:8000)`: what lsof prints is killed
             inner_argv = _words(inner, pack, verbs)
             for rule in pack.by_program.get(inner_argv[0], ()) if inner_argv else ():
@@ -371,7 +371,9 @@ def command_entities(
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, job))
     if git is not None:
-        facts.head = git.head
+        facts.head = git.finished()
+    elif head is not None and switched_elsewhere(output[:MAX_SCAN]):
+        facts.head = None  # ``gh pr checkout 42``: checked out, by no git command
     return facts
 
 

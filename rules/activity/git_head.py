@@ -23,34 +23,54 @@ _DETACHES = ("--detach", "-d")
 _RENAMES = ("-m", "-M", "--move")
 
 
+# the branch checked out, and the working folder it was checked out from (the repository: a
+# checkout in another folder is another repository's)
+Head = tuple[str, str | None]
+
+
 class GitHead:
     """The branch checked out, stepped through a command line's git commands in order.
     ``output`` is the whole call's: a checkout or switch takes the next branch it says it
-    checked out under that command's name."""
+    checked out under that command's name, a ``git status`` the next "On branch" line."""
 
-    def __init__(self, head: str | None, output: str) -> None:
-        self.head = head
+    def __init__(self, head: Head | None, output: str) -> None:
+        self.head: str | None = head[0] if head is not None else None
+        self.where: str | None = head[1] if head is not None else None
         self._printed = [m.group(1) for m in _SWITCHED.finditer(output)]
-        self._on = _ON_BRANCH.search(output)
+        self._on = [m.group(1) for m in _ON_BRANCH.finditer(output)]
         self._paths = _PATHS.search(output) is not None
 
-    def step(self, argv: Sequence[str]) -> None:
-        """HEAD after ``argv`` (the command's words, prefixes removed) ran."""
+    def step(self, argv: Sequence[str], here: str | None) -> None:
+        """HEAD after ``argv`` (the command's words, prefixes removed) ran in ``here``."""
         if len(argv) < 2 or argv[0] != "git":
             return
         sub, args = argv[1], argv[2:]
+        before = self.head
         if sub in ("checkout", "switch"):
             self._moved(sub, args)
-        elif sub == "status" and self._on is not None:
-            self.head = self._on.group(1)
+        elif sub == "status" and self._on:
+            self.head = self._on.pop(0)
         elif sub == "branch" and any(a in _RENAMES for a in args):
             words = positionals(args, frozenset())
-            if len(words) == 1 or (len(words) == 2 and words[0] == self.head):
+            if len(words) == 1 or (len(words) == 2 and words[0] == self.current(here)):
                 self.head = words[-1]
+        if self.head != before or sub == "status":
+            self.where = here
 
-    def renamed(self, args: Sequence[str]) -> str | None:
+    def current(self, here: str | None) -> str | None:
+        """The branch checked out in ``here``, when known (one checked out elsewhere is not)."""
+        return self.head if self.where == here else None
+
+    def renamed(self, args: Sequence[str], here: str | None) -> str | None:
         """The branch ``git branch -m new`` renames (the current one), when known."""
-        return self.head if len(positionals(args, frozenset())) == 1 else None
+        return self.current(here) if len(positionals(args, frozenset())) == 1 else None
+
+    def finished(self) -> Head | None:
+        """HEAD after the command line: unknown when its output says a branch was checked out
+        that no git command of it did (``gh pr checkout 42``)."""
+        if self._printed or self.head is None:
+            return None
+        return self.head, self.where
 
     def _moved(self, sub: str, args: Sequence[str]) -> None:
         made = flag_value(args, _CREATES)
@@ -76,6 +96,16 @@ class GitHead:
         return None
 
 
-def stored_head(head: object) -> str | None:
-    """A branch name as state keeps it: a string of a branch's length, else none."""
-    return head if isinstance(head, str) and 0 < len(head) <= MAX_BRANCH_CHARS else None
+def switched_elsewhere(output: str) -> bool:
+    """Whether ``output`` says a branch was checked out (by a command that is no git's)."""
+    return _SWITCHED.search(output) is not None
+
+
+def stored_head(head: object) -> Head | None:
+    """HEAD as state keeps it (a branch of a branch's length, and its folder), else none."""
+    if not (isinstance(head, list) and len(head) == 2):
+        return None
+    branch, where = head
+    if not (isinstance(branch, str) and 0 < len(branch) <= MAX_BRANCH_CHARS):
+        return None
+    return branch, where if isinstance(where, str) else None

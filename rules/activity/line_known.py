@@ -40,3 +40,8 @@ class LineKnown:
         """Listed with its kind unknown, and its name has no extension: a folder, most likely
         (``mv notes.txt docs`` after a plain ``ls`` showed ``docs``)."""
         return self.get(path) is None and self.exists(path) and "." not in posixpath.basename(path)
+
+    def made(self, path: str) -> bool:
+        """Whether this command line made or moved ``path`` there (``mkdir out && … >> out/f``:
+        a file in it is new)."""
+        return self.own.get(path) is not None

@@ -179,6 +179,7 @@ class _Run:
             return
         path = resolve_path(target, self.cwd)
         appended = op in (">>", "&>>") and appended_file_was_there(path, self.cwd)
+        appended = appended and not self.known.made(posixpath.dirname(path))
         self.add("modify" if self.known.exists(path) or appended else "create", "file", path)
 
     def command(self, argv: list[str], depth: int, literal: frozenset[str] = frozenset()) -> None:

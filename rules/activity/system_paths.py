@@ -57,11 +57,14 @@ def appended_file_was_there(path: str, cwd: str | None) -> bool:
     """Whether an append to ``path`` is to a file that was there: a dotfile (`.gitignore`,
     `~/.bashrc`) or one outside the project in a home or /etc. "The file you created" pointing
     at one would be wrong; an append to a new log in the project still makes it."""
+    home = _home_of(cwd)
+    if home is not None and path.startswith("~/"):
+        path = home + path[1:]  # ``~/proj/run.log`` from within /home/u/proj
+    if cwd is not None and path.startswith(cwd.rstrip("/") + "/"):
+        return posixpath.basename(path).startswith(".")  # in the tree, a dotfile was there
     base = posixpath.basename(path)
     if base.startswith(".") and base not in (".", ".."):
         return True
-    if cwd is not None and path.startswith(cwd.rstrip("/") + "/"):
-        return False  # within the working tree
     return path.startswith(("~/", "/root/", "/home/", "/Users/", "/etc/"))
 
 
@@ -70,3 +73,13 @@ def listed_exists(known: Mapping[str, str], path: str) -> bool:
     ``exists``: a name a plain ``ls`` listed)."""
     probe = getattr(known, "exists", None)
     return bool(probe(path)) if probe is not None else path in known
+
+
+def _home_of(cwd: str | None) -> str | None:
+    """The home a working folder lies in (``/home/u``, ``/Users/u``, ``/root``), if one."""
+    if cwd is None:
+        return None
+    parts = cwd.split("/")
+    if len(parts) >= 3 and parts[1] in ("home", "Users") and parts[2]:
+        return "/".join(parts[:3])
+    return "/root" if cwd == "/root" or cwd.startswith("/root/") else None

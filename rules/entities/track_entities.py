@@ -229,7 +229,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if made.scripts:
         new_meta["scripts"] = made.scripts
     if made.head is not None:
-        new_meta["head"] = made.head
+        new_meta["head"] = list(made.head)
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
     if not calls.storable_as_is({k: v for k, v in new_meta.items() if k != "seen"}):

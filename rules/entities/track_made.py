@@ -25,7 +25,7 @@ from rules.activity.entity_commands import (
 from rules.activity.entity_pack import MAX_BY_CHARS, EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
-from rules.activity.git_head import stored_head
+from rules.activity.git_head import Head, stored_head
 from rules.activity.observations import exit_code
 from rules.activity.shell_json import api_request, printed_json
 from rules.activity.shell_lex import split_commands
@@ -49,7 +49,7 @@ class MadeTracker:
     def __init__(self, pack: EntityPack, tools: ToolPack, verbs: Verbs) -> None:
         self.pack, self.tools, self.verbs = pack, tools, verbs
         self.scripts: dict[str, list[list[str]]] = {}
-        self.head: str | None = None  # the git branch checked out, when known
+        self.head: Head | None = None  # the git branch checked out (and where), when known
         self.alive: dict[str, Mapping[str, Any]] = {}  # key -> its newest event, existing now
         # a background job's process -> what later results showed of it (attrs, relations)
         self.learned: dict[str, tuple[dict[str, str], list[list[str]]]] = {}
@@ -191,7 +191,9 @@ class MadeTracker:
                 self.pack, self.verbs, command, result, cwd, self._statements(), written,
                 detached=detached, head=self.head,
             )  # fmt: skip
-            self.head = facts.head if facts.head is None or not holds_secret(facts.head) else None
+            self.head = (
+                facts.head if facts.head is None or not holds_secret(facts.head[0]) else None
+            )
             for path, statements in facts.scripts.items():
                 self._remember_script(path, statements)
             made = facts.made or self._printed_json(command, result, call)

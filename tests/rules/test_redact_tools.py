@@ -59,7 +59,12 @@ def test_each_form_loses_the_password(text: str) -> None:
         "echo hello | grep h", "echo done | sudo tee /etc/motd", "echo $PASS | sudo -S ls",
         "the password is too short", "the password for this account is stored in vault",
         "ENV PATH /usr/local/bin", "ENV PASSWORD_RESET_TIMEOUT 3600",
-        "Public-Lines: 6\nAAAAB3NzaC1yc2E",
+        "Public-Lines: 6\nAAAAB3NzaC1yc2E", "Private-Hash: deprecated since v3",
+        "see Private-MAC: field in the docs", "sqlplus -L hr@localhost/XEPDB1 @setup.sql",
+        "sqlplus scott@//db.example.com:1521/ORCLPDB1", "sqlplus -S @scripts/create.sql",
+        "impdp parfile=/home/oracle/import.par",
+        "echo ${{ secrets.GHCR_PAT }} | docker login ghcr.io -u me --password-stdin",
+        "echo `cat token.txt` | docker login -u me --password-stdin",
     ],
 )  # fmt: skip
 def test_lookalikes_stay(text: str) -> None:

@@ -275,6 +275,7 @@ class _Copied:
     def __init__(self, base: Any) -> None:
         self.types: dict[str, str] = dict(base)
         self.untyped = {p for p in PATHS if p not in self.types and listed_exists(base, p)}
+        self.set_here: set[str] = set()
 
     def get(self, path: str) -> str | None:
         return self.types.get(path)
@@ -291,6 +292,10 @@ class _Copied:
     def __setitem__(self, path: str, typ: str) -> None:
         self.types[path] = typ
         self.untyped.discard(path)
+        self.set_here.add(path)
+
+    def made(self, path: str) -> bool:
+        return path in self.set_here and path in self.types
 
     def remove(self, path: str) -> None:
         self.types.pop(path, None)
@@ -299,6 +304,7 @@ class _Copied:
 
 WORDS = ["a", "b", "a/b", "out", "x.txt", "a.txt"]
 MOVES = ["mkdir -p ", "rm -rf ", "rm ", "cd ", "cp ", "cp -r ", "mv ", "touch ", "echo x > ",
+         "echo x >> ",
          "git mv ", "rmdir ", "tee ", "sed -i s/a/b/ ", "cat "]  # fmt: skip
 LINE = st.lists(
     st.tuples(st.sampled_from(MOVES), st.lists(st.sampled_from(WORDS), max_size=3)).map(
@@ -441,6 +447,8 @@ def test_a_copy_into_a_folder_every_system_has_goes_inside(
         ("echo 'export A=1' >> ~/.zshrc", M),
         ("echo '*.log' >> .gitignore", M),
         ("echo x >> /etc/hosts", M),
+        ("mkdir out && echo x >> out/.keep", C),  # its folder made by the same line
+        ("echo started >> ~/app/logs/run.log", C),  # ~ is the home the project lies in
         ("echo done >> results.log", C),  # a new log in the project: made by the append
         ("echo x > /home/u/new.txt", C),  # no append: made
     ],
@@ -449,5 +457,5 @@ def test_an_append_to_a_dotfile_or_outside_the_project_changes_a_file_that_was_t
     command: str, action: str
 ) -> None:
     """``>> ~/.bashrc`` was read as making .bashrc, so "the file you created" pointed at it."""
-    (effect,) = analyse(command, "/w/app", load_verbs()).effects
+    effect = analyse(command, "/home/u/app", load_verbs()).effects[-1]
     assert effect.action == action

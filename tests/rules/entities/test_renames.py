@@ -187,3 +187,28 @@ def test_the_pointer_follows_a_rename_of_the_branch_checked_out() -> None:
     agent.step({"shell": "git branch -m feat/y", "output": ""})
     (ref,) = _ask(agent, "push the branch you just made")
     assert ref["pointer"]["id"] == "feat/y"
+
+
+@pytest.mark.parametrize(
+    ("steps", "renamed"),
+    [
+        # another tool checked out a branch: which one is renamed is not known
+        ([("git checkout -b a", ""), ("gh pr checkout 42", "Switched to a new branch 'fix'"),
+          ("git branch -m b", "")], None),
+        # checked out in another folder (another repository): not the one renamed here
+        ([("cd /w && git checkout -b a", ""), ("cd /tmp/other && git checkout -b x", ""),
+          ("cd /w && git branch -m b", "")], None),
+        # each git status reads its own "On branch" line
+        ([("git checkout -b a", ""),
+          ("git status && git checkout main && git status",
+           "On branch a\nSwitched to branch 'main'\nOn branch main"),
+          ("git branch -m trunk", "")], "branch:main"),
+    ],
+    ids=["another-tool", "another-folder", "two-statuses"],
+)  # fmt: skip
+def test_renaming_the_current_branch_names_no_branch_checked_out_elsewhere(
+    steps: list[tuple[str, str]], renamed: str | None
+) -> None:
+    events = _tracked(*steps)
+    moves = [e["from"] for e in events if e["action"] == "move"]
+    assert moves == ([renamed] if renamed else [])
