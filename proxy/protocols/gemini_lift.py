@@ -367,7 +367,11 @@ def _alternating(
             out[-1] = last
     for group in values[reused:]:
         for c, own in group:
-            if out and not (own and own_last) and _role(out[-1]) == _role(c):
+            # a model turn's calls must follow a user's turn (Gemini's 400 "function call turn
+            # comes immediately after a user turn or after a function response turn"): a turn
+            # of calls after the model's own turn joins it, the client's own or not
+            joined = _calls_in(c) and _role(c) == "model"
+            if out and (joined or not (own and own_last)) and _role(out[-1]) == _role(c):
                 prev_content = out[-1]
                 out[-1] = {**prev_content, "parts": [*parts_of(prev_content), *parts_of(c)]}
                 own_last = False
@@ -376,6 +380,10 @@ def _alternating(
             own_last = own
         marks.append((len(out), out[-1] if out else None, own_last))
     return out, marks
+
+
+def _calls_in(content: Any) -> bool:
+    return any(call_of(p) is not None for p in parts_of(content))
 
 
 def _role(content: Any) -> Any:

@@ -73,8 +73,14 @@ def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Ca
         return []
     if content.get("role") == "model":
         before = st.contents[i - 1] if i else None
-        if not (isinstance(before, dict) and before.get("role") == "model"):
+        after_model = isinstance(before, dict) and before.get("role") == "model"
+        if not after_model:
             calls = []  # a turn after a turn: the next content may answer both turns' calls
+        elif not calls and any(call_of(p) is not None for p in parts_of(content)):
+            # calls right after the model's own turn, which Gemini refuses: the lifting joins
+            # this turn to that one
+            st.misplaced.add(i)
+            st.repairs.append({"kind": "call_turn_order", "index": i, "action": "joined_turns"})
         return _lower_model(st, out, i, content, calls)
     return _lower_user(st, out, i, content, calls)
 

@@ -419,3 +419,17 @@ def test_a_reused_lifting_gives_the_contents_a_whole_lifting_gives() -> None:
     assert texts(lifted(changed)[1]) == ["a", "c2", " (shortened)"]
     grown = {**changed, "contents": [*changed["contents"], user("f"), model("g")]}
     assert len(lifted(grown)) == 5  # "d3" and "f", both the client's own, stay two
+
+
+async def test_a_turn_of_calls_after_the_models_own_turn_is_joined_to_it(engine: Engine) -> None:
+    """Gemini refuses a turn of calls that follows no user's turn ("function call turn comes
+    immediately after a user turn or after a function response turn"): a model turn of text,
+    then one of calls, was forwarded as sent. The calls now join the turn before them."""
+    said = model("let me look")
+    asked = model({"functionCall": {"name": "ls", "args": {}}})
+    answered = user(response(None, "x", "ls"))
+    out = await rewrite(engine, body(user("go"), said, asked, answered, model("k"), user("n")))
+    fwd = out.body["contents"]
+    assert [c["role"] for c in fwd] == ["user", "model", "user", "model", "user"]
+    assert fwd[1]["parts"] == [*said["parts"], *asked["parts"]]
+    assert "call_turn_order" in [r["kind"] for r in out.report["repairs"]]
