@@ -107,6 +107,9 @@ class _Assigner:
         self.local: dict[int | None, Matcher] = {}
         self.everywhere: Matcher | None = None
 
+    def _only_open(self, candidates: tuple[str, ...]) -> str | None:
+        return _only_open_of(self.by_raw, candidates)
+
     def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
         tid = self.messages[j].get("tool_call_id")
         if not isinstance(tid, str):
@@ -125,13 +128,22 @@ class _Assigner:
             if self.everywhere is None:
                 self.everywhere = Matcher(self.by_raw, self.budget)
             found = self.everywhere.match(tid)
-        if not found.matched:
+        raw = found.value
+        if raw is None and found.ambiguous:  # of the near misses, the one call still open
+            raw = self._only_open(found.candidates)
+        if raw is None:
             return None
-        raw = found.value or ""
         slot = _pick(self.by_raw[raw], self.keys[raw], j)
         if slot is not None:
             repairs.append(_rep("id_drift", j, slot.new_id, "id_unified", drifted_from=tid))
         return slot
+
+
+def _only_open_of(by_raw: dict[str, list[Slot]], candidates: tuple[str, ...]) -> str | None:
+    """Of the ids an ambiguous match found, the one whose call alone is still unanswered
+    (``call_a`` answered, ``CALL_A`` then answers ``call_A``); None when not exactly one."""
+    open_ids = [c for c in candidates if any(not s.answers for s in by_raw.get(c, ()))]
+    return open_ids[0] if len(open_ids) == 1 else None
 
 
 def _assistant_out(

@@ -388,6 +388,23 @@ def test_ambiguous_drift_is_not_guessed() -> None:
     assert "?" in out[-1]["content"]
 
 
+def test_ambiguous_drift_takes_the_one_call_still_open() -> None:
+    """``call_a`` answered by its own id, ``CALL_A`` is near both ``call_a`` and ``call_A``: only
+    one of them can still take a result. It was kept as an orphan's text and ``call_A`` told it
+    was interrupted."""
+    messages = [
+        U,
+        assistant(None, shell("call_a", "x"), shell("call_A", "y")),
+        result("call_a", "1"),
+        result("CALL_A", "2"),
+    ]
+    out, reps = repair(messages)
+    assert find_violations(out) == []
+    assert [r["kind"] for r in reps] == ["id_drift"]
+    answers = [(m["tool_call_id"], m["content"]) for m in out[2:]]
+    assert answers == [("call_a", "1"), ("call_A", "2")]
+
+
 def test_drift_can_be_turned_off() -> None:
     messages = [U, assistant(None, shell("call_1", "x")), result("CALL_1", "out")]
     out, reps = repair(messages, match_drifted_ids=False)
