@@ -371,6 +371,8 @@ def _alternating(
             # comes immediately after a user turn or after a function response turn"): a turn
             # of calls after the model's own turn joins it, the client's own or not
             joined = _calls_in(c) and _role(c) == "model"
+            if joined and not out:  # the history starts with calls: a user's turn before them
+                out.append({"role": "user", "parts": [make_text(EMPTY_USER_TURN)]})
             if out and (joined or not (own and own_last)) and _role(out[-1]) == _role(c):
                 prev_content = out[-1]
                 out[-1] = {**prev_content, "parts": [*parts_of(prev_content), *parts_of(c)]}

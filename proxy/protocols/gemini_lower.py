@@ -74,14 +74,15 @@ def lower_content(st: State, out: list[Message], i: int, content: Any, calls: Ca
     if content.get("role") == "model":
         before = st.contents[i - 1] if i else None
         after_model = isinstance(before, dict) and before.get("role") == "model"
-        if not after_model:
-            calls = []  # a turn after a turn: the next content may answer both turns' calls
-        elif not calls and any(call_of(p) is not None for p in parts_of(content)):
-            # calls right after the model's own turn, which Gemini refuses: the lifting joins
-            # this turn to that one
+        if (i == 0 or (after_model and not calls)) and any(
+            call_of(p) is not None for p in parts_of(content)
+        ):
+            # calls first, or right after the model's own turn, which Gemini refuses: the
+            # lifting puts a user's turn before them, or joins them to that turn
             st.misplaced.add(i)
             st.repairs.append({"kind": "call_turn_order", "index": i, "action": "joined_turns"})
-        return _lower_model(st, out, i, content, calls)
+        # a turn after a turn: the next content may answer both turns' calls
+        return _lower_model(st, out, i, content, calls if after_model else [])
     return _lower_user(st, out, i, content, calls)
 
 

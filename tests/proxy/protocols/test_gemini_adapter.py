@@ -433,3 +433,13 @@ async def test_a_turn_of_calls_after_the_models_own_turn_is_joined_to_it(engine:
     assert [c["role"] for c in fwd] == ["user", "model", "user", "model", "user"]
     assert fwd[1]["parts"] == [*said["parts"], *asked["parts"]]
     assert "call_turn_order" in [r["kind"] for r in out.report["repairs"]]
+
+
+async def test_a_history_that_starts_with_calls_gets_a_users_turn_before_them(
+    engine: Engine,
+) -> None:
+    asked = model({"functionCall": {"name": "ls", "args": {}}})
+    out = await rewrite(engine, body(asked, user(response(None, "x", "ls")), model("k"), user("n")))
+    fwd = out.body["contents"]
+    assert [c["role"] for c in fwd] == ["user", "model", "user", "model", "user"]
+    assert fwd[1] == asked
