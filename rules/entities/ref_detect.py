@@ -176,6 +176,18 @@ def _named_before(lex: Lexicon, text: str, start: int) -> bool:
     return lex.antecedent.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
 
 
+# A name a pronoun may stand for in any language: snake_case ("node_modules is corrupted, remove
+# it", "node_modulesが壊れているので、それを削除") or backticked. Not for "that file": a variable
+# named before it ("about the `runner`, … in this spec file") is no file.
+_THING_NAMED = re.compile(
+    r"(?<![A-Za-z0-9_-])_*+[A-Za-z0-9]++(?:_++[A-Za-z0-9]++)++_*+(?![A-Za-z0-9_-])|`[^`\s]{1,64}`"
+)
+
+
+def _thing_named_before(text: str, start: int) -> bool:
+    return _THING_NAMED.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
+
+
 def _prefixes(lex: Lexicon, m: Mention) -> list[tuple[str | None, Pattern]]:
     """The relation words that may stand before ``m``: "in" before a folder only."""
     found: list[tuple[str | None, Pattern]] = []
@@ -320,7 +332,9 @@ def _mention(
         kind_name = "pronoun_op"  # "push it"
     elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
-    if kind_name == "pronoun_op" and _named_before(lex, text, m.start()):
+    if kind_name == "pronoun_op" and (
+        _named_before(lex, text, m.start()) or _thing_named_before(text, m.start())
+    ):
         return None  # "if the cache directory exists, delete it": "it" is that directory
     if kind_name == "demonstrative" and typ in FILE_TYPES and _named_before(lex, text, m.start()):
         return None  # "… notes in apple_books.md … he described it in that file": that one
