@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import sys
 from contextvars import ContextVar, Token
-from types import TracebackType
 from typing import Any
 
 
@@ -39,12 +38,7 @@ class Watch:
         self._token = _WATCH.set(self)
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._token is not None:
             _WATCH.reset(self._token)
             self._token = None

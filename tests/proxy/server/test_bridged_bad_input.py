@@ -169,20 +169,12 @@ def _protocol_error(path: str, answer: httpx.Response) -> str:
 
 
 @pytest.mark.parametrize("bridge", list(BRIDGES))
-def test_a_well_formed_body_goes_through(
-    proxy: tuple[httpx.Client, _Upstream], bridge: str
-) -> None:
-    client, _ = proxy
-    path, body = BRIDGES[bridge]
-    assert client.post(path, json=body).status_code == 200
-
-
-@pytest.mark.parametrize("bridge", list(BRIDGES))
 def test_no_field_of_the_wrong_type_gets_a_5xx(
     proxy: tuple[httpx.Client, _Upstream], bridge: str
 ) -> None:
     client, _ = proxy
     path, body = BRIDGES[bridge]
+    assert client.post(path, json=body).status_code == 200  # well formed, it goes through
     failed = []
     for at in _paths(body):
         if at == ("model",):
