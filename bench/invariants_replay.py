@@ -29,6 +29,7 @@ from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.base import Adapter, strip_tag
 from proxy.protocols.chat import CHAT
 from proxy.protocols.gemini import GEMINI
+from proxy.protocols.gemini_lift import EMPTY_USER_TURN
 from proxy.protocols.responses import RESPONSES as RESPONSES_ADAPTER
 from proxy.protocols.validate import validate_anthropic, validate_gemini, validate_responses
 from proxy.rewrite.engine import Engine
@@ -37,6 +38,7 @@ from proxy.tokens import TokenCounters
 from tests.support.traces import request_prefixes
 
 STEP_SECONDS = 7.0
+_FILLER = {"role": "user", "parts": [{"text": EMPTY_USER_TURN}]}
 
 
 class Replayer:
@@ -121,7 +123,10 @@ class Replayer:
         if protocol == "anthropic":  # consecutive turns read as one, as Anthropic reads them
             lowered = ANTHROPIC.lower({**body, "messages": merged_turns(body["messages"])})
         elif protocol == "gemini":  # likewise, consecutive contents of a role as one
-            lowered = GEMINI.lower({**body, "contents": gemini_view(body["contents"])})
+            contents = body["contents"]
+            if contents and contents[0] == _FILLER:  # before a history that starts with calls
+                contents = contents[1:]  # (``call_turn_order``): no turn of the conversation
+            lowered = GEMINI.lower({**body, "contents": gemini_view(contents)})
         else:
             lowered = RESPONSES_ADAPTER.lower({**body, "input": joined_items(body["input"])})
         return [strip_tag(m) for m in lowered.messages]

@@ -16,7 +16,13 @@ from rules.chain.validator import find_violations
 MODEL = "gpt-4o"
 # Repairs only an adapter makes, of its protocol's own shape (no chat counterpart).
 ADAPTER_ONLY_REPAIRS = frozenset(
-    {"empty_text_block", "thinking_rejoined", "reasoning_orphaned", "response_name_mismatch"}
+    {
+        "empty_text_block",
+        "thinking_rejoined",
+        "reasoning_orphaned",
+        "response_name_mismatch",
+        "call_turn_order",
+    }
 )
 DIMENSIONS = ("repairs", "entities", "pruning", "integrity")  # the invariants
 # ... and the forwarded body against the chat replay's, converted (a stronger look at the lift)

@@ -23,9 +23,6 @@ def load_litellm() -> Any:
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
-    from proxy.upstream.litellm_sent import install  # imports nothing of the proxy either
-
-    install(litellm)  # tells a failed translation from a failed call
     return litellm
 
 

@@ -54,8 +54,8 @@ def _marked() -> None:
 
 
 def install(litellm: Any) -> bool:
-    """Adds the mark to litellm's pre-call callbacks unless it is there (``load_litellm``, and
-    each watch: a reload or a reassignment of the list drops it); whether it is there now."""
+    """Adds the mark to litellm's pre-call callbacks unless it is there (each watch does: a
+    reload or a reassignment of the list drops it); whether it is there now."""
     callbacks = getattr(litellm, "input_callback", None)
     if not isinstance(callbacks, list):
         return False
