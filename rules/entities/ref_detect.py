@@ -184,6 +184,18 @@ _THING_NAMED = re.compile(
 )
 
 
+# English: a thing said to be in some state just before the pronoun ("the pip cache is stale,
+# delete it", "my venv looks broken; remove it"): "it" is that thing, not one the agent made
+_SUBJECT_SAID = re.compile(
+    r"(?i:\b(?:the|my|your|our|this|that)[ \t]++[a-z][\w.-]{0,40}(?:[ \t]++[a-z][\w.-]{0,40})?"
+    r"[ \t]++(?:is|are|was|were|seems|looks|got|has|keeps)\b)"
+)
+
+
+def _subject_said_before(text: str, start: int) -> bool:
+    return _SUBJECT_SAID.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
+
+
 def _thing_named_before(text: str, start: int) -> bool:
     return _THING_NAMED.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
 
@@ -333,7 +345,9 @@ def _mention(
     elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
     if kind_name == "pronoun_op" and (
-        _named_before(lex, text, m.start()) or _thing_named_before(text, m.start())
+        _named_before(lex, text, m.start())
+        or _thing_named_before(text, m.start())
+        or (lex.lang == "en" and _subject_said_before(text, m.start()))
     ):
         return None  # "if the cache directory exists, delete it": "it" is that directory
     if kind_name == "demonstrative" and typ in FILE_TYPES and _named_before(lex, text, m.start()):
