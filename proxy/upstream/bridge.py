@@ -43,8 +43,9 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.litellm import _checked, _failure, provider_headers
+from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
+from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 
@@ -253,7 +254,7 @@ def _route(
 
 
 def _failed(upstream: UpstreamSettings, exc: Exception, unsent: bool = False) -> UpstreamResponse:
-    error = _failure(upstream, exc, unsent=unsent)
+    error = failure(upstream, exc, unsent=unsent)
     if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
         body, headers = error.body_bytes(), {**_JSON, **provider_headers(exc)}
         return UpstreamResponse(error.status, headers, body=body, extra={"error": error})
@@ -285,7 +286,7 @@ async def _anthropic_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterat
     except ProxyError:
         raise
     except Exception as exc:  # mid-stream provider failure: the handler tells the client
-        raise _failure(upstream, exc, mid_stream=True) from None
+        raise failure(upstream, exc, mid_stream=True) from None
 
 
 async def _responses_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
@@ -295,7 +296,7 @@ async def _responses_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterat
     except ProxyError:
         raise
     except Exception as exc:
-        raise _failure(upstream, exc, mid_stream=True) from None
+        raise failure(upstream, exc, mid_stream=True) from None
 
 
 def _as_dict(event: Any) -> dict[str, Any]:

@@ -32,7 +32,7 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge import _failed, _object, _plain, _route
 from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.json_array_stream import array_stream
-from proxy.upstream.litellm import _failure
+from proxy.upstream.litellm_errors import failure
 from proxy.upstream.litellm_sent import Watch
 
 _JSON = {"content-type": "application/json"}
@@ -95,7 +95,7 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     except ProxyError:
         raise
     except Exception as exc:  # mid-stream provider failure: the handler tells the client
-        raise _failure(upstream, exc, mid_stream=True) from None
+        raise failure(upstream, exc, mid_stream=True) from None
 
 
 async def _array(events: AsyncIterator[bytes]) -> AsyncIterator[bytes]:

@@ -20,33 +20,26 @@ the server log."""
 from __future__ import annotations
 
 import logging
-import re
-import traceback
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from functools import cache
 from typing import Any
-from urllib.parse import urlsplit
 
 import orjson
 
 from proxy.errors import (
-    BadRequest,
     ModelNotFound,
-    ProxyError,
     Unauthorized,
     UpstreamFailed,
     UpstreamKeyMissing,
     UpstreamMisconfigured,
-    UpstreamTimeout,
-    UpstreamUnreachable,
 )
 from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
 from proxy.upstream.litellm_base import litellm_base
+from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
-from proxy.upstream.transport import relay_headers
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -96,8 +89,6 @@ ALLOWED_PARAMS = frozenset(
 )
 # Body fields the proxy passes to litellm by name.
 _OWN_FIELDS = frozenset({"model", "messages", "stream"})
-_MAX_MESSAGE_CHARS = 300
-_MAX_LOGGED_CHARS = 20_000
 _MAX_SHOWN_MODEL = 100  # characters of a refused model name in the answer
 # Per (provider, model name): may litellm call that name as that provider. Bounded: names come
 # from clients; longer names are not kept at all.
@@ -240,7 +231,7 @@ async def _completion(
                 **kwargs,  # retries
             )
     except Exception as exc:
-        error = _failure(upstream, exc, unsent=watch.unsent)
+        error = failure(upstream, exc, unsent=watch.unsent)
         if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
             headers = {"content-type": "application/json", **provider_headers(exc)}
             return UpstreamResponse(error.status, headers, body=error.body_bytes())
@@ -259,149 +250,5 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
         async for chunk in stream:
             yield b"data: " + orjson.dumps(chunk.model_dump(exclude_none=True)) + b"\n\n"
     except Exception as exc:  # mid-stream provider failure: the relay tells the client and logs it
-        raise _failure(upstream, exc, mid_stream=True) from None
+        raise failure(upstream, exc, mid_stream=True) from None
     yield b"data: [DONE]\n\n"
-
-
-def _failure(
-    upstream: UpstreamSettings, exc: Exception, mid_stream: bool = False, unsent: bool = False
-) -> ProxyError:
-    """What the client is told about ``exc``; the whole of it goes to the server log.
-    ``unsent``: litellm failed before sending anything (``litellm_sent``)."""
-    litellm = load_litellm()
-    name = upstream.name
-    detail = "".join(traceback.format_exception(exc))[-_MAX_LOGGED_CHARS:]
-    log.warning("upstream %s (litellm, %s) failed: %s", name, _where(upstream), redact_text(detail))
-    if _timed_out(exc, litellm.Timeout):
-        return UpstreamTimeout(f"Upstream {name} timed out.")
-    if _network_failure(exc):
-        what = "broke off mid-stream" if mid_stream else "could not be reached"
-        return UpstreamUnreachable(f"Upstream {name} {what}.")
-    kind = type(exc).__name__
-    found = getattr(exc, "status_code", None)
-    status = found if type(exc).__module__.startswith("litellm") and isinstance(found, int) else 0
-    if unsent and not mid_stream and not 400 <= status < 500:
-        # litellm failed translating the body before sending anything: the body's fault
-        return BadRequest(
-            f"The request could not be translated for upstream {name} ({_cause(exc)}); "
-            "check the types of its fields."
-        )
-    if isinstance(exc, litellm.APIConnectionError):
-        # litellm's catch-all for whatever broke on its side (e.g. an answer it could not
-        # parse): its message is a traceback of its own, so the client gets the class only
-        return UpstreamFailed(f"Upstream {name} failed ({kind}); details are in the proxy's log.")
-    if status >= 400:
-        # a provider's error, mapped by litellm to a class named as in OpenAI's SDK
-        text = _short_message(str(getattr(exc, "message", "") or exc), upstream)
-        message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
-        return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
-    return UpstreamFailed(f"Upstream {name} failed ({kind}).")
-
-
-def provider_headers(exc: BaseException) -> dict[str, str]:
-    """The provider's ``retry-after``, rate-limit and request-id headers on a failure litellm
-    raised (its ``litellm_response_headers``, else the httpx response it wraps), as the native
-    path relays them: a client backs off as the provider asked."""
-    for e in _chain(exc):
-        found = getattr(e, "litellm_response_headers", None)
-        if found is None:
-            found = getattr(getattr(e, "response", None), "headers", None)
-        if found:
-            try:
-                return relay_headers(dict(found.items()), names=frozenset())
-            except (AttributeError, TypeError, ValueError):  # not a mapping of strings
-                return {}
-    return {}
-
-
-def _where(upstream: UpstreamSettings) -> str:
-    """The upstream's address for the server log, without credentials in it."""
-    if not upstream.base_url:
-        return "litellm's default for the provider"
-    url = urlsplit(upstream.base_url)
-    return f"{url.scheme}://{url.netloc.rpartition('@')[2]}{url.path}"
-
-
-def _cause(exc: BaseException) -> str:
-    """The innermost failure not of litellm's own wrapping, as its class name: what about the
-    body the translation could not take (an AttributeError, a TypeError …)."""
-    found = exc
-    for e in _chain(exc):
-        if not type(e).__module__.startswith("litellm"):
-            found = e
-    return type(found).__name__
-
-
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """``exc`` and its causes, each once."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen and len(seen) < 16:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
-def _timed_out(exc: BaseException, litellm_timeout: type[BaseException]) -> bool:
-    import httpx
-
-    kinds = (litellm_timeout, TimeoutError, httpx.TimeoutException)
-    return any(isinstance(e, kinds) for e in _chain(exc))
-
-
-def _network_failure(exc: BaseException) -> bool:
-    """A connection that failed or broke, wherever litellm wrapped it (its own
-    ``APIConnectionError``, or an ``InternalServerError`` around httpx's or aiohttp's error)."""
-    import aiohttp
-    import httpx
-
-    kinds = (
-        httpx.TransportError,
-        aiohttp.ClientConnectionError,
-        aiohttp.ClientPayloadError,  # the body broke off
-        ConnectionError,
-    )
-    return any(isinstance(e, kinds) for e in _chain(exc))
-
-
-# litellm's wording around a provider's message: "litellm.BadRequestError: AnthropicException - …
-# Handle with `litellm.BadRequestError`."
-_LITELLM_PREFIX = re.compile(r"^\s*litellm\.\w+:\s*(?:\w+Exception\s*-\s*)?")
-_LITELLM_SUFFIX = re.compile(r"\.?\s*Handle with `litellm\.\w+`\.?\s*$")
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
-_PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")
-_HOST_PORT = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9a-fA-F:]+\](?::\d+)?")
-
-
-def _short_message(text: str, upstream: UpstreamSettings) -> str:
-    """A provider's error message for the client: its own ``message`` when the text is JSON,
-    else the first line that is not part of a traceback; without URLs, paths, addresses or our
-    upstream's host; redacted; at most ``_MAX_MESSAGE_CHARS``."""
-    text = _LITELLM_SUFFIX.sub("", _LITELLM_PREFIX.sub("", text, count=1))
-    found = _json_message(text)
-    if found is None:
-        lines = (line.strip() for line in text.splitlines() if line[:1] not in (" ", "\t"))
-        found = next((s for s in lines if s and not s.startswith("Traceback")), "")
-    host = urlsplit(upstream.base_url or "").netloc
-    if host:
-        found = found.replace(host, upstream.name)
-    found = _HOST_PORT.sub("<host>", _PATH.sub("<path>", _URL.sub("<url>", found)))
-    found = redact_text(found)
-    if len(found) > _MAX_MESSAGE_CHARS:
-        found = found[: _MAX_MESSAGE_CHARS - 1] + "…"
-    return found
-
-
-def _json_message(text: str) -> str | None:
-    """``error.message`` (or ``message``) of a JSON error body, as most providers send one."""
-    start, end = text.find("{"), text.rfind("}")
-    if not 0 <= start < end:
-        return None
-    try:
-        data = orjson.loads(text[start : end + 1])
-    except orjson.JSONDecodeError:
-        return None
-    for holder in (data.get("error") if isinstance(data, dict) else None, data):
-        if isinstance(holder, dict) and isinstance(holder.get("message"), str):
-            return holder["message"].split("\n", 1)[0].strip()
-    return None

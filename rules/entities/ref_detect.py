@@ -17,6 +17,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from rules.entities.ref_antecedent import named_before, pronoun_stands_for_named
 from rules.entities.ref_by import by_command
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
@@ -165,39 +166,6 @@ def finish(
 
 
 RELATION_WINDOW = 80  # characters before a mention read for "the file in ", "the commit on "
-ANTECEDENT_WINDOW = 160  # characters before "delete it" read for what "it" stands for
-
-
-def _named_before(lex: Lexicon, text: str, start: int) -> bool:
-    """Whether the words just before a pronoun name what it may stand for (``antecedent``: a
-    noun of a kind, a path, a file name): "the old migration 0003_auto.py is broken; delete it"."""
-    if lex.antecedent is None:
-        return False
-    return lex.antecedent.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
-
-
-# A name a pronoun may stand for in any language: snake_case ("node_modules is corrupted, remove
-# it", "node_modulesが壊れているので、それを削除") or backticked. Not for "that file": a variable
-# named before it ("about the `runner`, … in this spec file") is no file.
-_THING_NAMED = re.compile(
-    r"(?<![A-Za-z0-9_-])_*+[A-Za-z0-9]++(?:_++[A-Za-z0-9]++)++_*+(?![A-Za-z0-9_-])|`[^`\s]{1,64}`"
-)
-
-
-# English: a thing said to be in some state just before the pronoun ("the pip cache is stale,
-# delete it", "my venv looks broken; remove it"): "it" is that thing, not one the agent made
-_SUBJECT_SAID = re.compile(
-    r"(?i:\b(?:the|my|your|our|this|that)[ \t]++[a-z][\w.-]{0,40}(?:[ \t]++[a-z][\w.-]{0,40})?"
-    r"[ \t]++(?:is|are|was|were|seems|looks|got|has|keeps)\b)"
-)
-
-
-def _subject_said_before(text: str, start: int) -> bool:
-    return _SUBJECT_SAID.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
-
-
-def _thing_named_before(text: str, start: int) -> bool:
-    return _THING_NAMED.search(text, max(0, start - ANTECEDENT_WINDOW), start) is not None
 
 
 def _prefixes(lex: Lexicon, m: Mention) -> list[tuple[str | None, Pattern]]:
@@ -344,13 +312,9 @@ def _mention(
         kind_name = "pronoun_op"  # "push it"
     elif kind_name == "object" and typ in FILE_TYPES:
         return None  # "open the file": a verb and a noun alone name no file (too common)
-    if kind_name == "pronoun_op" and (
-        _named_before(lex, text, m.start())
-        or _thing_named_before(text, m.start())
-        or (lex.lang == "en" and _subject_said_before(text, m.start()))
-    ):
+    if kind_name == "pronoun_op" and pronoun_stands_for_named(lex, text, m.start()):
         return None  # "if the cache directory exists, delete it": "it" is that directory
-    if kind_name == "demonstrative" and typ in FILE_TYPES and _named_before(lex, text, m.start()):
+    if kind_name == "demonstrative" and typ in FILE_TYPES and named_before(lex, text, m.start()):
         return None  # "… notes in apple_books.md … he described it in that file": that one
     kind = kinds[kind_name]
     if typ in (None, "any") and kind.untyped:

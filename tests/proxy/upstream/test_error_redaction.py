@@ -300,7 +300,7 @@ async def test_a_success_stream_passes_byte_for_byte(
 
 
 # litellm: a provider's 401 through each path litellm serves (its message is shortened and
-# redacted by litellm._failure; the configured key must go too).
+# redacted by litellm_errors.failure; the configured key must go too).
 LITELLM = {
     # chat completions to a litellm upstream (anthropic)
     "chat": ("/v1/chat/completions", request(user("hi"), model="anthropic/claude-x"), "litellm"),

@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from proxy.settings import UpstreamSettings
-from proxy.upstream.litellm import _short_message
+from proxy.upstream.litellm_errors import short_message as _short_message
 from tests.conftest import in_process, log_rows, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import request, user
