@@ -154,6 +154,8 @@ def _apply_rule(
     if printed is not None and printed.groupdict().get("id"):
         attrs += ((f"{kind}_id", printed.group("id")),)  # docker run --name web: its id too
     id_attr = rule.spec.get("id_attr")
+    if rule.spec.get("state"):  # `docker stop web`: it still exists, stopped
+        attrs += (("state", str(rule.spec["state"])),)
     if rule.spec.get("match"):  # `pkill -f http.server`: a pattern the process's command matches
         full = any(a in (rule.spec.get("full") or ()) for a in args)
         attrs += (("ends", "command" if full else str(rule.spec["match"])),)

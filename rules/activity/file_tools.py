@@ -177,8 +177,11 @@ def call_effects(
     cwd: str | None,
     known: Mapping[str, str],
     persist_cwd: bool = True,
+    unknown: list[tuple[str, str | None]] | None = None,
 ) -> tuple[tuple[Effect, ...], str | None]:
-    """(effects, working directory after) of a call whose result showed success.
+    """(effects, working directory after) of a call whose result showed success; what a shell
+    command made that only the shell could name is added to ``unknown``, when given
+    (``ShellOutcome.unknown``).
 
     A ``workdir`` argument (Codex) sets the directory of that call only: such tools start each
     command in a fresh shell, so its ``cd`` does not carry over either. Without one, a ``cd``
@@ -193,6 +196,8 @@ def call_effects(
         effect = file_tool_effect(pack, name, args, result, cwd, known)
         return ((effect,) if effect else ()), cwd
     outcome = analyse(command, here, verbs, known)
+    if unknown is not None:
+        unknown += outcome.unknown
     effects = outcome.effects + printed_effects(command, scanned(result), here)
     raw = next((args[k] for k in pack.command_keys if k in args), None)
     patch = patch_in_argv(raw) or patch_in_script(command)

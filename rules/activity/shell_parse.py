@@ -19,7 +19,8 @@ from typing import Any
 
 from rules.activity.brace_expand import expand
 from rules.activity.line_known import LineKnown
-from rules.activity.shell_lex import file_like, split_commands
+from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
+from rules.activity.shell_loops import loop_runs
 from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
 
@@ -38,6 +39,9 @@ class Effect:
 class ShellOutcome:
     effects: tuple[Effect, ...]
     cwd: str | None  # the working directory after the command line
+    # what the line made that only the shell could name (`mkdir out-$(date +%s)`): (action,
+    # type or None for either), so "the folder you just created" is not taken for an older one
+    unknown: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,7 @@ class _Run:
         self.cwd = cwd
         self.known = LineKnown(known)
         self.effects: list[Effect] = []
+        self.unknown: list[tuple[str, str | None]] = []  # made, named only by the shell
         # `cd -` and `popd` return to these; set by this command line's `cd` and `pushd` only
         self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
         self.pushed: list[str | None] = []
@@ -155,27 +160,33 @@ class _Run:
 
     def walk(self, command: str, depth: int = 0) -> None:
         stack: list[str | None] = []
-        for cmd in split_commands(command):
+        # a `for` loop over words written out runs its body once per word (``shell_loops``)
+        for cmd in loop_runs(split_commands(command), MAX_EXPANDED):
             while cmd.depth > len(stack):
                 stack.append(self.cwd)
             while cmd.depth < len(stack):
                 self.cwd = stack.pop()
             if cmd.connector == "||":
                 continue
-            for op, target in cmd.redirects:
-                self.redirect(op, target)
-            self.command(list(cmd.argv), depth, cmd.literal)
+            self.simple(cmd, depth)
         if stack:
             self.cwd = stack[0]
+
+    def simple(self, cmd: SimpleCommand, depth: int) -> None:
+        for op, target in cmd.redirects:
+            self.redirect(op, target)
+        self.command(list(cmd.argv), depth, cmd.literal)
 
     def redirect(self, op: str, target: str) -> None:
         if op not in (">", ">>", ">|", "&>", "&>>") or target.startswith("&"):
             return
         if not file_like(target):  # `-> float:` in text that is no shell
             return
-        if target in self.verbs.ignore_targets or (
-            "$" in target and not target.startswith(("$HOME/", "${HOME}/"))
-        ):
+        if target in self.verbs.ignore_targets:
+            return
+        if ("$" in target or "`" in target) and not target.startswith(("$HOME/", "${HOME}/")):
+            if op in (">", ">|", "&>"):  # `> out-$(date +%s).log`: a file only the shell names
+                self.unknown.append(("create", "file"))
             return
         path = resolve_path(target, self.cwd)
         appended = op in (">>", "&>>") and appended_file_was_there(path, self.cwd)
@@ -268,6 +279,9 @@ class _Run:
         folder as it is, ``touch`` only dates a file: its content is not changed either)."""
         fresh = [op for op in ops if not self.known.exists(resolve_path(op, self.cwd))]
         self._typed("create", spec, fresh, False)
+        if EXPANDED in values:
+            typ = spec.get("type")
+            self.unknown.append(("create", typ if typ in ("file", "folder") else None))
 
     def _delete(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
@@ -290,8 +304,9 @@ class _Run:
         values: dict[str, str],
         action: str = "copy",
     ) -> None:
-        if EXPANDED in values:
-            return  # `cp a b $DEST`: which operand is the destination is unknown
+        if EXPANDED in values:  # `cp a b $DEST`: which operand is the destination is unknown
+            self.unknown.append((action, None))
+            return
         target = values.get("-t") or values.get("--target-directory")
         if target is None:
             if len(ops) < 2:
@@ -355,6 +370,8 @@ class _Run:
                 continue
             path = resolve_path(op, self.cwd)
             self.add("modify" if path in self.known else "create", "file", path)
+        if EXPANDED in values and not has_short(flags, "a") and "--append" not in flags:
+            self.unknown.append(("create", "file"))  # `tee "$out"`
 
     def _in_place(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
@@ -376,4 +393,4 @@ def analyse(
     """The effects of ``command`` run in ``cwd``; ``known`` maps paths known to exist to types."""
     run = _Run(verbs, cwd, {} if known is None else known)
     run.walk(command)
-    return ShellOutcome(tuple(run.effects), run.cwd)
+    return ShellOutcome(tuple(run.effects), run.cwd, tuple(run.unknown))

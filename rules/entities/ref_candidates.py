@@ -103,6 +103,10 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
     if mention.serving:  # "the server you started": of the jobs, those that serve a port
         out = [e for e in out if _serves(e)] or out
+    if mention.verb == "stop" and (not mention.action or "create" in mention.entity_actions):
+        # "stop the container you started": not one stopped since, when another still runs
+        stopped = _stopped(events)
+        out = [e for e in out if e["path"] not in stopped] or out
     if mention.hint:
         holding = [e for e in out if _holds(e, mention.hint)]
         # a word no candidate holds: what it names is none of them ("the logs folder" when the
@@ -120,6 +124,17 @@ _DESCRIBING = frozenset(
         "last", "previous", "big", "small", "large",
     )
 )  # fmt: skip
+
+
+def _stopped(events: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The paths whose newest event that says a state (``docker stop``: stopped, ``docker
+    start``: running) says stopped."""
+    state: dict[str, str] = {}
+    for e in sorted(events, key=_order):
+        said = (e.get("attrs") or {}).get("state")
+        if isinstance(said, str):
+            state[str(e.get("path"))] = said
+    return {path for path, said in state.items() if said == "stopped"}
 
 
 def _serves(e: Mapping[str, Any]) -> bool:

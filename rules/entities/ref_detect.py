@@ -29,6 +29,7 @@ from rules.entities.ref_match import (
     needs_noun,
     noun_type,
     object_kinds,
+    object_verb,
     relation_anchor,
     slot_word,
 )
@@ -339,6 +340,7 @@ def _mention(
     if not extensions:
         extensions, paths = file_kind(lex, noun)
     verb_kinds = object_kinds(lex, g, text, m.span())
+    verb = object_verb(lex, g, text, m.span()) if verb_kinds else None
     return Mention(
         text=original[m.start() : m.end()].strip(),
         start=m.start(),
@@ -357,6 +359,7 @@ def _mention(
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
         kinds=verb_kinds,
+        verb=verb,
         ordinal=int(ordinal) if ordinal is not None else None,
         anchor=anchor,
         needs_noun=needs_noun(lex, typ, action, verb_kinds),

@@ -62,11 +62,18 @@ def noun_type(lex: Lexicon, noun: str | None) -> str | None:
     return "file" if typ in ("weak", "format") else (None if typ == "any" else typ)
 
 
-def object_kinds(
+def object_verb(
     lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
-) -> tuple[str, ...]:
-    """The kinds the mention's verb takes: its own ``{kop}`` slot, else an object verb just
-    before it ("push the branch …") or just after it (CJK: "那个分支推送", "ブランチをプッシュ")."""
+) -> str | None:
+    """The group of the object verb the mention is the object of ("stop", "push" …): its own
+    ``{kop}`` slot, else one just before it ("push the branch …") or just after it (CJK:
+    "那个分支推送", "ブランチをプッシュ")."""
+    return lex.words["kop"].get(_object_word(lex, g, text, span) or "")
+
+
+def _object_word(
+    lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
+) -> str | None:
     word = g.get("kop")
     if not word and lex.object_before is not None and lex.object_after is not None:
         start, end = span
@@ -74,6 +81,15 @@ def object_kinds(
             lex.object_after.search(text[end : end + OBJECT_WINDOW])
         )
         word = found.group("kop") if found else None
+    return word
+
+
+def object_kinds(
+    lex: Lexicon, g: Mapping[str, str | None], text: str, span: tuple[int, int]
+) -> tuple[str, ...]:
+    """The kinds the mention's verb takes (``object_verb``'s group's kinds), or the file kinds
+    for a file operation on a pronoun ("delete it") or a file verb ("cat that thing")."""
+    word = _object_word(lex, g, text, span)
     group = lex.words["kop"].get(word or "")
     if group:
         return lex.object_kinds.get(group, ())

@@ -29,6 +29,7 @@ class Mention:
     end: int = 0  # where its match ended
     entity_actions: tuple[str, ...] = ()  # actions of entities beyond files the verb fits
     kinds: tuple[str, ...] = ()  # kinds its verb takes ("push it": branch, tag …; empty: any)
+    verb: str | None = None  # that verb's group ("stop", "restart", "push" …)
     ordinal: int | None = None  # a position in a list: "the second customer"
     anchor: Anchor | None = None  # a relation: the entity it is named through
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none

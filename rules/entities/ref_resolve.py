@@ -13,6 +13,7 @@ from rules.entities.ref_candidates import kind_mismatch
 from rules.entities.ref_detect import Mention
 from rules.entities.ref_pointer import describe, pointer
 from rules.entities.ref_relations import pick
+from rules.entities.unknown_made import Marker, newer_than
 from rules.report import ChainStep, EntityRef, Reference
 
 # The entities a search may pick from: (session id, depth up the ancestors, its events).
@@ -52,10 +53,16 @@ def entity_ref(event: Mapping[str, Any]) -> EntityRef:
 
 
 def resolve(
-    mention: Mention, pools: Sequence[Pool], cfg: Weights, asked_at: float | None = None
+    mention: Mention,
+    pools: Sequence[Pool],
+    cfg: Weights,
+    asked_at: float | None = None,
+    unknown: Mapping[str, Sequence[Marker]] | None = None,
 ) -> Reference:
     """The first session (in ``pools``' order) with a fitting entity decides: its newest one,
-    unless the confidence falls below the threshold or another from the same call fits as well."""
+    unless the confidence falls below the threshold, another from the same call fits as well, or
+    the session made something newer that only the shell named (``unknown``, per session) that
+    the mention may mean."""
     chain: list[ChainStep] = []
     ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
     if kind_mismatch(mention):
@@ -77,6 +84,10 @@ def resolve(
             ref["entity"] = None
             ref["abstained"] = "ambiguous"
             ref["candidates"] = [c["path"] for c in [top, *ties]][:5]
+        elif unknown and newer_than(mention, top, unknown.get(session, ())):
+            ref["entity"] = None
+            ref["abstained"] = "newer_unnamed"
+            ref["candidates"] = [c["path"] for c in cands][:5]
         elif confidence < cfg.threshold:
             ref["entity"] = None
             ref["abstained"] = "low_confidence"

@@ -29,7 +29,7 @@ from pydantic import Field, field_validator
 from rules.activity.storable import stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
-from rules.entities import ref_memo
+from rules.entities import ref_memo, unknown_made
 from rules.entities.ref_detect import (
     Mention,
     Prepared,
@@ -45,6 +45,7 @@ from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
+from rules.entities.track_entities import META as TRACK_META
 from rules.memo_scope import memo_scope
 from rules.messages import (
     HARNESS_TURNS,
@@ -355,6 +356,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # Only what existed when the user wrote: calls made after the message cannot be meant. Seen
     # before, the question's time says it (events first seen later came after it); at its first
     # sighting the calls after it in the request are read (a long tool loop: once per question).
+    later: set[str] = set()
     if seen_before:
         asked_at, state = float(asked["at"]), ctx.state
         mine = [e for e in events if float(e.get("first_seen", 0)) <= asked_at]
@@ -369,7 +371,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     for (session, depth, _), found in zip(sources[1:], fresh[1:], strict=True):
         ancestors.append((session, depth, with_ends(found, ends)))
         ends += ends_of(found)
-    refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at) for m in mentions]
+    unnamed = unknown_made.in_reach(
+        ctx, TRACK_META, cfg.ttl_seconds, cfg.use_ancestors, cfg.max_ancestor_depth,
+        asked_at if seen_before else None, later,
+    )  # fmt: skip
+    refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed) for m in mentions]
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]

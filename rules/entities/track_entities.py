@@ -17,6 +17,7 @@ Events live in state namespace ``entities`` (oldest first, newest last; see
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -28,7 +29,7 @@ from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
-from rules.entities import history_restore
+from rules.entities import history_restore, unknown_made
 from rules.entities.folder_ends import FolderEnds
 from rules.entities.known_paths import KnownPaths
 from rules.entities.seen_calls import SeenCalls
@@ -142,6 +143,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     pending: list[str] = list(meta.get("pending") or [])
     cwd: str | None = meta.get("cwd")
     seq: int = int(meta.get("seq") or 0)
+    unknown: Sequence[unknown_made.Marker] = unknown_made.markers(meta)
     known: dict[str, str] | None = None  # what exists now, once a call is read
     exists = KnownPaths({}, {})  # and what the workspace map listed (``known_paths``)
     workspace = state.get(WORKSPACE) or {}
@@ -194,8 +196,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                     entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
                 )
             continue
-        before = cwd
-        effects, cwd = call_effects(tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd)
+        before, shell_named = cwd, list[tuple[str, str | None]]()
+        effects, cwd = call_effects(
+            tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd, shell_named
+        )
+        if shell_named:  # made, but named only by the shell: "just created" may mean it
+            unknown, seq = unknown_made.remember(
+                unknown, shell_named, seq, ctx.now, stored_id(call_id(call))
+            )
         for m in made.of_call(name, args, result, before, effects, call_id(call)):
             seq += 1
             new_events.append(
@@ -230,6 +238,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         new_meta["scripts"] = made.scripts
     if made.head is not None:
         new_meta["head"] = list(made.head)
+    if unknown:
+        new_meta[unknown_made.KEY] = unknown
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
     if not calls.storable_as_is({k: v for k, v in new_meta.items() if k != "seen"}):

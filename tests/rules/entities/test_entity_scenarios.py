@@ -6,7 +6,8 @@ after a placement verb and a verb spelled as a plural noun; probes_f.yaml: wrong
 prober found, each read in general; probes_g.yaml: more of them, on folders, renames, brace
 lists, stops, quoted text, scaffolders, working directories and ports named by a
 server's command line; probes_h.yaml: moves into system folders and listed ones, appends, and
-a word before the noun no candidate holds) over
+a word before the noun no candidate holds; probes_i.yaml: makings only the shell named, and loops
+over written-out words) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -38,6 +39,7 @@ SCENARIOS = [
         "probes_f.yaml",
         "probes_g.yaml",
         "probes_h.yaml",
+        "probes_i.yaml",
     )
     for sc in load(HERE / name)
 ]
@@ -107,3 +109,23 @@ def test_a_kind_that_does_not_fit_is_never_resolved() -> None:
     agent.messages.append(assistant("No."))
     agent.messages.append(user("drop the bucket you just made"))
     assert agent.send(resolve=True).get("references", []) == []
+
+
+def test_a_making_only_the_shell_named_holds_through_the_tool_loop_and_is_bounded() -> None:
+    agent = _Session("a", "/w", 1_700_000_000.0)
+    agent.step({"shell": "mkdir out"})
+    for n in range(6):  # more than are kept: the newest count
+        agent.step({"shell": f"mkdir backup{n}-$(date +%s)"})
+    agent.messages.append(assistant("Done."))
+    agent.messages.append(user("delete the folder you just created"))
+    agent.now += 10
+    (first,) = agent.send(resolve=True)["references"]
+    assert first["entity"] is None and first["abstained"] == "newer_unnamed"
+    assert first["candidates"] == ["/w/out"]
+    # the tool loop: a folder made after the question is not what it meant
+    agent.step({"shell": "mkdir later"})
+    agent.now += 60
+    (again,) = agent.send(resolve=True)["references"]
+    assert again == first
+    kept = agent.state.get("track_entities")["unknown"]
+    assert len(kept) == 4 and [m[1:3] for m in kept] == [["create", "folder"]] * 4
