@@ -20,7 +20,7 @@ from rules.activity.command_words import (
     removed_on_exit,
 )
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
-from rules.activity.git_head import GitHead, Head, switched_elsewhere
+from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
 from rules.redact import redacted_prefix
@@ -335,13 +335,15 @@ def command_entities(
             continue
         piped = cmds[i + 1] if i + 1 < len(cmds) and cmds[i + 1].connector == "|" else None
         feeds = _consumer(piped, pack, verbs) if piped is not None else None
-        if argv[0] == "git" and git is None:
-            git = GitHead(head, output[:MAX_SCAN])
+        where = here  # the folder this command runs in (`git -C app …`: app)
+        if argv[0] == "git":
+            argv, where = without_globals(argv, here)
+            git = GitHead(head, output[:MAX_SCAN]) if git is None else git
         for rule in pack.by_program.get(argv[0], ()):
             if _matches(rule, argv) and _fed(rule, feeds):
-                facts.made.extend(_apply_rule(rule, argv, output, here, pack, git))
+                facts.made.extend(_apply_rule(rule, argv, output, where, pack, git))
         if git is not None:
-            git.step(argv, here)
+            git.step(argv, where)
         for inner in _substituted(cmd):  # `kill $(lsof -t -i:8000)`: what lsof prints is killed
             inner_argv = _words(inner, pack, verbs)
             for rule in pack.by_program.get(inner_argv[0], ()) if inner_argv else ():

@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from rules.activity.command_words import flag_value, positionals
+from rules.activity.shell_parse import resolve_path
 
 MAX_BRANCH_CHARS = 200
 # what checkout and switch print (to stderr, which agents' shells capture with stdout)
@@ -109,3 +110,42 @@ def stored_head(head: object) -> Head | None:
     if not (isinstance(branch, str) and 0 < len(branch) <= MAX_BRANCH_CHARS):
         return None
     return branch, where if isinstance(where, str) else None
+
+
+# git's options before its command: those taking the next word as their value (the long ones
+# also as `--git-dir=x`), and those alone
+_GLOBAL_VALUED = frozenset(("--git-dir", "--work-tree", "--namespace", "--config-env"))
+_GLOBAL_ALONE = frozenset(
+    (
+        "--no-pager",
+        "-P",
+        "-p",
+        "--paginate",
+        "--bare",
+        "--no-replace-objects",
+        "--literal-pathspecs",
+    )
+)
+
+
+def without_globals(argv: Sequence[str], cwd: str | None) -> tuple[list[str], str | None]:
+    """(``git`` and its command's words, less git's options before the command; the folder it
+    runs in): ``git -C app checkout -b x`` runs ``checkout -b x`` in ``app``. A ``-C`` whose
+    folder only the shell knows leaves the folder unknown (None)."""
+    where, i = cwd, 1
+    while i < len(argv) and argv[i].startswith("-"):
+        word = argv[i]
+        if word in ("-C", "-c"):
+            if i + 1 >= len(argv):
+                break
+            value = argv[i + 1]
+            if word == "-C":
+                where = None if "$" in value or "`" in value else resolve_path(value, where)
+            i += 2
+        elif word.split("=", 1)[0] in _GLOBAL_VALUED:
+            i += 1 if "=" in word else 2
+        elif word in _GLOBAL_ALONE:
+            i += 1
+        else:
+            break
+    return [argv[0], *argv[i:]], where
