@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from rules.activity.system_paths import listed_exists
 
@@ -27,6 +27,16 @@ class LineKnown:
 
     def __setitem__(self, path: str, typ: str) -> None:
         self.own[path] = typ
+
+    def items(self) -> Iterator[tuple[str, str | None]]:
+        """(path, kind or None when unknown) of each path known to exist, in no set order."""
+        own = self.own
+        for path in self.base:
+            if path not in own:
+                yield path, self.base.get(path)
+        for path, typ in own.items():
+            if typ is not None:
+                yield path, typ
 
     def remove(self, path: str) -> None:
         self.own[path] = None

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.brace_expand import expand
+from rules.activity.find_deletes import find_deletes
 from rules.activity.line_known import LineKnown
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
@@ -211,6 +212,10 @@ class _Run:
             outer = self.cwd
             self.walk(script, depth + 1)
             self.cwd = outer  # a child shell's cd does not change ours
+            return
+        if verb == "find":  # `find . -name x -delete`: what it removed of what is known
+            for path, typ in find_deletes(argv, self.cwd, self.known.items()):
+                self.add("delete", typ or guess_type(path, True), path)
             return
         spec = v.verbs.get(verb)
         if spec is None:
