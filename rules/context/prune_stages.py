@@ -222,10 +222,18 @@ def current_start(messages: list[Message], first_user: int | None) -> int:
     """Where the current task turn begins; nothing from there on is ever dropped. That is the
     latest user message when it came after the original task, else the last turn (the last
     assistant message and its results, or the last user message), trailing system messages aside.
+    A user message that came with tool results (Claude Code's `<system-reminder>` beside a
+    `tool_result`, or words the user typed while a call ran) leaves the call it answers in the
+    current turn: the assistant message that made it, and its results.
     """
     last_user = next((i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "user"),
                      None)  # fmt: skip
     if last_user is not None and first_user is not None and last_user > first_user:
+        j = last_user
+        while j > first_user + 1 and role(messages[j - 1]) == "tool":
+            j -= 1
+        if j < last_user and role(messages[j - 1]) == "assistant":
+            return j - 1
         return last_user
     j = len(messages) - 1
     while j >= 0 and role(messages[j]) == "system":
