@@ -61,6 +61,29 @@ def _empty_text(block: Any) -> bool:
     return isinstance(text, str) and not text.strip()
 
 
+def _blank_in_result(block: Any) -> bool:
+    """A ``tool_result`` whose content holds an empty or blank text block (a tool's empty
+    output): Anthropic reads the blocks inside as it reads a message's."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return False
+    inner = block.get("content")
+    return isinstance(inner, list) and any(_empty_text(b) for b in inner)
+
+
+def _result_mended(block: dict[str, Any]) -> dict[str, Any]:
+    """``block`` without its blank text blocks; with none left, one saying it was empty (the
+    client's breakpoint, if one was dropped, on it)."""
+    inner = block["content"]
+    kept = without_empty_text(inner)
+    if not kept:
+        filler: dict[str, Any] = {"type": "text", "text": EMPTY_TEXT}
+        marks = [b["cache_control"] for b in inner if "cache_control" in b]
+        if marks:
+            filler["cache_control"] = marks[-1]
+        kept = [filler]
+    return {**block, "content": kept}
+
+
 def _blank(content: Any) -> bool:
     """Empty content, or a string of whitespace only (Anthropic reads a string as one text block:
     "text content blocks must contain non-whitespace text")."""
@@ -218,6 +241,10 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             content = [b for b in content if not _chain_block(b)]
             m = {**m, "content": content}
             repairs.append(_repair("misplaced_block", i, "dropped_call_or_result_from_system"))
+        if isinstance(content, list) and any(_blank_in_result(b) for b in content):
+            content = [_result_mended(b) if _blank_in_result(b) else b for b in content]
+            m = {**m, "content": content}
+            repairs.append(_repair("empty_text_block", i, "dropped_empty_text_in_result"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = without_empty_text(content)
             final_assistant = at == last and m.get("role") == "assistant"
@@ -280,6 +307,8 @@ def shape(m: Any) -> int:
                     flags |= F_EMPTY_TEXT
             elif kind == "tool_use" and "input" not in b:
                 flags |= F_NO_INPUT
+            elif kind == "tool_result" and _blank_in_result(b):
+                flags |= F_EMPTY_TEXT
         if any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
             flags |= F_HIDDEN
             if _thinking_only(m):

@@ -325,3 +325,30 @@ async def test_a_whitespace_only_user_turn_is_filled_like_an_empty_one(engine: E
         True,
     ]
     assert [r["kind"] for r in out.report["repairs"]] == ["empty_text_block"]
+
+
+@pytest.mark.parametrize(
+    ("inner", "mended"),
+    [
+        ([text("made a"), text("  ")], [text("made a")]),
+        ([text(""), text("\n")], [text(EMPTY_TEXT)]),
+        ([text(" ", cache_control={"type": "ephemeral"})],
+         [text(EMPTY_TEXT, cache_control={"type": "ephemeral"})]),
+    ],
+    ids=["one-blank", "all-blank", "blank-with-breakpoint"],
+)  # fmt: skip
+async def test_a_blank_text_inside_a_tool_result_is_mended(
+    engine: Engine, inner: list[Any], mended: list[Any]
+) -> None:
+    """A tool's empty output as a blank text block inside its ``tool_result``: Anthropic reads
+    those blocks as a message's ("text content blocks must contain non-whitespace text")."""
+    b = body(
+        user("go"),
+        assistant(tool_use("toolu_1", "mkdir -p a")),
+        user(result("toolu_1", inner), text("on")),
+    )
+    out = await rewrite(engine, b)
+    sent = out.body["messages"][2]["content"]
+    assert sent[0] == result("toolu_1", mended)
+    assert same(out.body["messages"][0], b["messages"][0])
+    assert "empty_text_block" in [r["kind"] for r in out.report["repairs"]]
