@@ -19,10 +19,12 @@ from collections.abc import AsyncIterator, Callable
 
 import orjson
 
+from proxy.errors import UpstreamUnreachable
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
 
 MAX_ELEMENT = 8 * 1024 * 1024
+CUT_ARRAY = "The upstream ended its stream before the array's end: the answer is cut."
 # Outside a string: what opens or closes a value or a string. Inside one: its end or an escape.
 _STRUCTURE = re.compile(rb'["{}\[\]]')
 _IN_STRING = re.compile(rb'["\\]')
@@ -133,14 +135,15 @@ class ArraySplitter:
         return text + b"".join(b"}" if b == _OPEN_BRACE else b"]" for b in reversed(self._open))
 
     async def elements_of(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """``chunks`` (the upstream's reads) relayed as whole elements."""
+        """``chunks`` (the upstream's reads) relayed as whole elements. A body that ended before
+        its array did was cut (a connection closed mid-answer reads as the end of a body without
+        a length): the relay then ends the array with an error element (``error_tail``), never
+        with half an element a client cannot parse."""
         async for chunk in chunks:
             for piece in self.feed(chunk):
                 yield piece
-        rest = self.rest()
-        if rest:
-            self.relayed = True
-            yield rest
+        if not self.closed:
+            raise UpstreamUnreachable(CUT_ARRAY)
 
 
 class ElementUsageTap(UsageTap):

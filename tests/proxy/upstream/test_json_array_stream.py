@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from proxy.errors import UpstreamUnreachable
 from proxy.upstream.json_array_stream import ArraySplitter, ElementUsageTap
 from tests.conftest import in_process
 from tests.proxy.server.test_gemini_routes import HEADERS, STREAM, USAGE, answer, body, settings
@@ -98,10 +99,39 @@ async def _pieces(*chunks: bytes) -> AsyncIterator[bytes]:
         yield chunk
 
 
-async def test_elements_of_relays_what_follows_an_unclosed_array() -> None:
-    splitter = ArraySplitter()
-    got = [p async for p in splitter.elements_of(_pieces(b'[{"a": 1}, {"b"', b": 2"))]
-    assert got == [b'[{"a": 1}', b', {"b": 2']
+async def test_an_array_the_body_ended_before_is_a_cut_stream() -> None:
+    """A connection closed mid-answer reads as the end of a body without a length: what was
+    whole goes, the half element does not, and the relay is told the stream was cut."""
+    for cut in (b'[{"a": 1}, {"b"', b'[{"a": 1}', b""):
+        splitter = ArraySplitter()
+        got: list[bytes] = []
+        with pytest.raises(UpstreamUnreachable):
+            async for p in splitter.elements_of(_pieces(cut, b"")):
+                got.append(p)
+        assert got == ([b'[{"a": 1}'] if cut else [])
+        tail = splitter.error_tail(b'{"error": {}}')
+        assert orjson.loads(b"".join(got) + tail)[-1] == {"error": {}}
+
+
+FIRST = b"[" + orjson.dumps(answer("Do", {"promptTokenCount": 30}))
+SECOND = b",\r\n" + orjson.dumps(answer("ne.", USAGE))
+
+
+@pytest.mark.parametrize(
+    ("sent", "whole"),
+    [(FIRST[:-5], 0), (FIRST + SECOND[:20], 1), (FIRST + SECOND, 2)],
+    ids=["in-the-first", "in-the-second", "no-closing-bracket"],
+)
+async def test_a_stream_that_ends_before_its_array_reaches_the_client_as_a_valid_array(
+    edge: EdgeUpstream, tmp_path: Path, sent: bytes, whole: int
+) -> None:
+    edge.reply = Reply(chunks=[sent])  # the body ends there, as a closed connection ends it
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(STREAM, json=body(), headers=HEADERS)
+    assert got.status_code == 200
+    elements = orjson.loads(got.content)
+    assert elements[-1]["error"]["status"] == "UNAVAILABLE"
+    assert elements[:-1] == [answer("Do", {"promptTokenCount": 30}), answer("ne.", USAGE)][:whole]
 
 
 async def test_a_stream_broken_off_upstream_reaches_the_client_as_a_valid_array(
