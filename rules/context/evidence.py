@@ -47,6 +47,11 @@ def _texts(message: Message) -> list[str]:
     return [text_of(content)]
 
 
+def users_own(message: Message) -> bool:
+    """Whether a user's message holds some words of the user: a text that is no wrapper."""
+    return any(t.strip() and not is_wrapper(t) for t in _texts(message))
+
+
 def task_index(messages: list[Message], first_user: int | None) -> int | None:
     """The first user message holding the client's own words (some text that is not a
     wrapper), from ``first_user`` on; None when there is none."""
@@ -54,7 +59,7 @@ def task_index(messages: list[Message], first_user: int | None) -> int | None:
         return None
     for i in range(first_user, len(messages)):
         m = messages[i]
-        if role(m) == "user" and any(t.strip() and not is_wrapper(t) for t in _texts(m)):
+        if role(m) == "user" and users_own(m):
             return i
         if role(m) == "assistant":
             break  # the agent answered: whatever came before was the request

@@ -11,6 +11,7 @@ import orjson
 
 from rules.activity.observations import Observation, load_arguments
 from rules.base import Message, hash_bytes
+from rules.context.evidence import users_own
 from rules.messages import OPAQUE_PAIRS, call_arguments_text, call_id, role, tool_calls
 from rules.redact import redact_text
 from rules.text_cache import text_cache
@@ -222,25 +223,34 @@ def current_start(messages: list[Message], first_user: int | None) -> int:
     """Where the current task turn begins; nothing from there on is ever dropped. That is the
     latest user message when it came after the original task, else the last turn (the last
     assistant message and its results, or the last user message), trailing system messages aside.
-    A user message that came with tool results (Claude Code's `<system-reminder>` beside a
-    `tool_result`, or words the user typed while a call ran) leaves the call it answers in the
-    current turn: the assistant message that made it, and its results.
+    A user message of a harness's wrappers only (Claude Code's `<system-reminder>` sent beside a
+    `tool_result`) starts no turn: the call those results answer stays in the current one.
     """
-    last_user = next((i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "user"),
-                     None)  # fmt: skip
+    last_user = next(
+        (i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "user"
+         and (i == first_user or not _wrapper_only(messages[i]))),
+        None,
+    )  # fmt: skip
     if last_user is not None and first_user is not None and last_user > first_user:
-        j = last_user
-        while j > first_user + 1 and role(messages[j - 1]) == "tool":
-            j -= 1
-        if j < last_user and role(messages[j - 1]) == "assistant":
-            return j - 1
         return last_user
     j = len(messages) - 1
-    while j >= 0 and role(messages[j]) == "system":
+    while j >= 0 and (role(messages[j]) == "system" or _wrapper_only(messages[j])):
         j -= 1
     while j > 0 and role(messages[j]) == "tool":
         j -= 1
     return max(j, 0)
+
+
+def _wrapper_only(m: Message) -> bool:
+    """A user's message of text that is all wrappers or blank (an image is the user's own)."""
+    if role(m) != "user":
+        return False
+    content = m.get("content")
+    if isinstance(content, list) and any(
+        not isinstance(p, dict) or p.get("type") != "text" for p in content
+    ):
+        return False
+    return not users_own(m)
 
 
 def turns(messages: list[Message], first_user: int | None) -> list[list[int]]:

@@ -238,18 +238,17 @@ def test_two_latest_writes_are_not_both_dropped_when_one_fits() -> None:
     assert sum(s.reason == forced.LAST_RESORT for s in steps[: choice.steps]) == 1
 
 
-def test_a_user_message_that_came_with_the_results_leaves_their_call_in_the_current_turn() -> None:
-    """Claude Code sends a `<system-reminder>` beside a `tool_result` (and words typed while a
-    call ran arrive the same way): lowered, a user message after the results. The call those
-    results answer is what the model acts on next; no budget drops it."""
+def test_a_reminder_that_came_with_the_results_leaves_their_call_in_the_current_turn() -> None:
+    """Claude Code sends a `<system-reminder>` beside a `tool_result`: lowered, a user message
+    of wrappers only after the results. It starts no turn: the call those results answer, what
+    the model acts on next, stays in the current turn, as it does with no reminder."""
     reminder = "<system-reminder>\nThe task tools haven't been used recently.\n</system-reminder>"
-    for said in (reminder, "also look at docs/spec.md"):
-        msgs = [user("Refactor the parser module")]
-        for k in range(10):  # the last read the largest: only its drop would fit the budget
-            read = assistant(None, call(f"r{k}", "Read", file_path=f"src/m{k}.py"))
-            msgs += [read, result(f"r{k}", _code(f"m{k}", 400 if k == 9 else 30))]
-        msgs.append(user(said))
+    msgs = [user("Refactor the parser module")]
+    for k in range(10):  # the last read the largest: only its drop would fit the budget
+        read = assistant(None, call(f"r{k}", "Read", file_path=f"src/m{k}.py"))
+        msgs += [read, result(f"r{k}", _code(f"m{k}", 400 if k == 9 else 30))]
+    for tail in ([user(reminder)], []):
         for share in (0.5, 0.3):
-            out = _forced(msgs, share, 50.0)
-            assert out.report["pruning"], (said, share)
-            assert msgs[-3] in out.messages and msgs[-2] in out.messages, (said, share)
+            out = _forced(msgs + tail, share, 50.0)
+            assert out.report["pruning"], share
+            assert msgs[-2] in out.messages and msgs[-1] in out.messages, (tail, share)
