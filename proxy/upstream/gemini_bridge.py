@@ -18,12 +18,13 @@ its chunks (``json_array_stream``)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
 
-from proxy.errors import ProxyError
+from proxy.errors import ProxyError, UpstreamTimeout
 from proxy.protocols.gemini_parts import camel
 from proxy.protocols.validate import gemini_count_request
 from proxy.settings import UpstreamSettings
@@ -34,6 +35,7 @@ from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm_errors import failure
 from proxy.upstream.litellm_sent import Watch
+from proxy.upstream.litellm_streams import opened
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
@@ -61,21 +63,30 @@ async def bridged_gemini(
     call = agenerate_content_stream if route.stream else agenerate_content
     watch = Watch()
     try:
-        with watch:
-            result: Any = await call(
-                model=route.model,
-                contents=data.get("contents") or [],
-                config=kept or None,
-                tools=data.get("tools"),
-                extra_headers=dict(target.headers) or None,
-                timeout=target.timeout_s,
-                custom_llm_provider=provider,
-                api_key=key,
-                api_base=base,
-                _skip_mcp_handler=True,
-                max_retries=0,  # a failure goes back at once, retry-after with it
-                **kwargs,
-            )
+        # google_genai's calls do not apply ``timeout``: bounded here (a stream's reads by
+        # ``opened``)
+        async with asyncio.timeout(target.timeout_s):
+            with watch:
+                result: Any = await call(
+                    model=route.model,
+                    contents=data.get("contents") or [],
+                    config=kept or None,
+                    tools=data.get("tools"),
+                    extra_headers=dict(target.headers) or None,
+                    timeout=target.timeout_s,
+                    custom_llm_provider=provider,
+                    api_key=key,
+                    api_base=base,
+                    _skip_mcp_handler=True,
+                    max_retries=0,  # a failure goes back at once, retry-after with it
+                    **kwargs,
+                )
+                if route.stream:  # its first read is the call: a failure there has its status
+                    result = await opened(result, target)
+    except TimeoutError:
+        raise UpstreamTimeout(f"Upstream {target.name} timed out.") from None
+    except ProxyError:
+        raise
     except Exception as exc:
         return _failed(target, exc, unsent=watch.unsent)
     if not route.stream:

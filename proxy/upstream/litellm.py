@@ -28,6 +28,7 @@ import orjson
 
 from proxy.errors import (
     ModelNotFound,
+    ProxyError,
     Unauthorized,
     UpstreamFailed,
     UpstreamKeyMissing,
@@ -40,6 +41,7 @@ from proxy.upstream.cache_breakpoints import with_breakpoints
 from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
+from proxy.upstream.litellm_streams import opened
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -230,6 +232,10 @@ async def _completion(
                 max_retries=0,  # a failure goes back at once, retry-after with it: the client
                 **kwargs,  # retries
             )
+            if stream:  # its first read may be the call: a failure there has its status
+                result = await opened(result, upstream)
+    except ProxyError:
+        raise
     except Exception as exc:
         error = failure(upstream, exc, unsent=watch.unsent)
         if isinstance(error, UpstreamFailed):  # the provider answered: relay its status
@@ -249,6 +255,8 @@ async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     try:
         async for chunk in stream:
             yield b"data: " + orjson.dumps(chunk.model_dump(exclude_none=True)) + b"\n\n"
+    except ProxyError:  # the upstream's silence (``opened``)
+        raise
     except Exception as exc:  # mid-stream provider failure: the relay tells the client and logs it
         raise failure(upstream, exc, mid_stream=True) from None
     yield b"data: [DONE]\n\n"
