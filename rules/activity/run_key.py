@@ -11,7 +11,7 @@ tests/a.py::test_b``), or on any, with none."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rules.activity.agent_tools import command_value, workdir
@@ -52,13 +52,16 @@ def raw_command(args: Mapping[str, Any]) -> str | None:
     return raw if isinstance(raw, str) else command_value(raw) or command_value(args.get("cmd"))
 
 
-def call_run_key(args: Mapping[str, Any]) -> str | None:
+def call_run_key(
+    args: Mapping[str, Any], cleaned: Callable[[str], str] | None = None
+) -> str | None:
     """The run key of a shell call's parsed arguments, in the directory they name (Codex's
-    ``workdir``); None without a command."""
+    ``workdir``); None without a command. ``cleaned``: applied to the command before it is
+    keyed (a redaction)."""
     command = raw_command(args)
     if not command:
         return None
-    key = run_key(command)
+    key = run_key(cleaned(command) if cleaned is not None else command)
     wd = workdir(args, WORKDIR_KEYS)
     return f"cd {wd} && {key}" if wd and not key.startswith("cd ") else key
 

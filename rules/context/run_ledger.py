@@ -28,8 +28,10 @@ def record_run(
     ``ran``: it succeeded by its exit code and result."""
     action = obs.action
     outcome = diagnostics.parse(result_text, obs.exit_code)
-    key = call_run_key(args) if args is not None else None
-    command = redact_text(key or run_key(action.target))
+    # keyed as redacted: the key drops flags (``--password``), and a value left alone past its
+    # flag's name is no longer recognised as a secret
+    key = call_run_key(args, redact_text) if args is not None else None
+    command = redact_text(key or run_key(redact_text(action.target)))
     passed = outcome.verdict == "pass"
     runs = {
         k: v

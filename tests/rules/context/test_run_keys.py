@@ -148,3 +148,23 @@ def test_no_repair_target_in_an_installed_package_or_the_interpreter() -> None:
     )
     assert len(working_set.open_diagnostics(ledger)) == 2  # both still open
     assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"  # the project's, not ssl.py
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "python load.py --password hunter2pass",
+        "python load.py --db-password hunter2pass --verbose",
+        "python x.py --api-key 9f8e7d6c5b4a39281706f5e4d3c2b1a0",
+    ],
+)
+def test_a_secret_given_to_a_failing_run_is_not_kept_in_its_key(command: str) -> None:
+    """The key drops a flag's name (``--password``); keyed before redaction, the value left
+    alone was no longer known for a secret and was stored, logged and shown."""
+    ledger = ledger_of(
+        TASK, assistant(None, shell("a", command)), result("a", TRACEBACK + "\nExit code: 1")
+    )
+    (found,) = working_set.open_diagnostics(ledger)
+    stored = str(ledger)
+    assert "hunter2pass" not in stored and "9f8e7d6c5b4a" not in stored
+    assert found["command"].startswith("python load.py" if "load" in command else "python x.py")
