@@ -11,6 +11,7 @@ password in a command or in test output is never stored, and the rendered sectio
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from pydantic import Field
@@ -27,6 +28,7 @@ from rules.activity.observations import (
 from rules.activity.run_key import raw_command
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
+from rules.context.assent import answered, is_assent
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
@@ -210,8 +212,11 @@ def build(
     if last is not None and "goal" not in ledger:
         first = next(m for m in messages if _is_users_turn(m))
         ledger["goal"] = _task_text_of(first, cfg.max_goal_chars, texts)
-    if last is not None:
+    if last is not None and at is not None:
         latest = _task_text_of(last, cfg.max_goal_chars, texts)
+        if is_assent(latest):  # "yes" answers the agent: the instruction it answered stands
+            turn_text = partial(_task_text_of, limit=cfg.max_goal_chars, texts=texts)
+            latest = answered(messages, at, _is_users_turn, turn_text) or ""
         ledger["instruction"] = latest if latest and latest != ledger.get("goal") else None
     # Only results after the newest one already read (see ``observations.high_water``), plus
     # earlier ones that were only a placeholder then: a client may send a late result in place.

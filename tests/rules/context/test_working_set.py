@@ -193,6 +193,30 @@ TASK = user("Fix the division bug in calc.py")
             [TASK, assistant("ok"), user("Also add a test")],
             {"goal": "Fix the division bug in calc.py", "instruction": "Also add a test"},
         ),
+        # A turn that only says yes answers the agent: the instruction it answered stands.
+        *[
+            (
+                [
+                    TASK,
+                    assistant("ok"),
+                    user("Migrate the config loader to TOML"),
+                    assistant("Should I keep JSON support?"),
+                    user(yes),
+                ],
+                {
+                    "goal": "Fix the division bug in calc.py",
+                    "instruction": "Migrate the config loader to TOML",
+                },
+            )
+            for yes in ("yes", "ok, go ahead", "sí, adelante", "はい、続けて", "好的", "네 계속해")
+        ],
+        (
+            [TASK, assistant("Shall I?"), user("yes, but keep JSON support too")],
+            {
+                "goal": "Fix the division bug in calc.py",
+                "instruction": "yes, but keep JSON support too",
+            },
+        ),
         # An agent harness's own text in the user's turn is not the goal: Claude Code's
         # <system-reminder> block before the prompt, Codex's <environment_context> turn.
         (
