@@ -98,11 +98,57 @@ def _program_key(argv: list[str], nesting: int) -> str:
         return _key(inner, nesting + 1) if nesting < MAX_NESTING else ""
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m" and name_of(argv[2]) in BUILD:
         verb, argv = name_of(argv[2]), argv[2:]  # python -m pytest: pytest
+    launched = _launched(verb, argv)
+    if launched is not argv:  # uv run pytest x: pytest x
+        return _program_key(list(launched), nesting) if nesting < MAX_NESTING else ""
     head = [verb]
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
         head, argv = [verb, "-m", argv[2]], argv[2:]
-    operands = [w for w in argv[1:] if w and not w.startswith("-")]
-    return " ".join([*head, *operands])[:MAX_KEY_CHARS]
+    return " ".join([*head, *_operands(argv[1:])])[:MAX_KEY_CHARS]
+
+
+# runners that run a program from a project's environment: ``uv run pytest``, ``npx jest``
+_RUN_SUBCOMMANDS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda"})
+_RUNNERS = frozenset({"npx", "bunx", "pnpx"})
+# a runner's options that take the next word (``uv run --with x``, ``conda run -n env``)
+_RUNNER_VALUES = frozenset({"--with", "--python", "-p", "-n", "--name", "--env", "-e", "--package"})
+# options of test runners and interpreters whose value is the next word, not a path to run:
+# ``pytest -k test_div``, ``pytest -p no:cacheprovider``, ``go test -run TestX``, ``cargo test
+# -p crate``, ``python -W ignore``
+_VALUE_OPTIONS = frozenset(
+    {"-k", "-m", "-p", "-o", "-n", "-W", "-X", "--deselect", "--ignore", "--rootdir", "--maxfail",
+     "--tb", "--durations", "--junitxml", "--log-level", "-run", "-bench", "-count", "-timeout",
+     "-tags", "-parallel", "--package", "--features", "--bin", "--test", "--target", "-t",
+     "--testNamePattern", "--testPathPattern", "--config", "--reporter"}
+)  # fmt: skip
+
+
+def _launched(verb: str, argv: list[str]) -> list[str]:
+    """The program a runner runs, from its name on (``argv`` itself when it is no runner)."""
+    if verb in _RUN_SUBCOMMANDS and len(argv) > 2 and argv[1] == "run":
+        i = 2
+    elif verb in _RUNNERS or (
+        verb in ("pnpm", "yarn") and len(argv) > 2 and argv[1] in ("exec", "dlx")
+    ):
+        i = 1 if verb in _RUNNERS else 2
+    else:
+        return argv
+    while i < len(argv) and argv[i].startswith("-"):
+        i += 2 if argv[i] in _RUNNER_VALUES else 1
+    return argv[i:] if i < len(argv) else argv
+
+
+def _operands(words: list[str]) -> list[str]:
+    """The words that are no option nor an option's value (``_VALUE_OPTIONS``)."""
+    out, skip = [], False
+    for w in words:
+        if skip:
+            skip = False
+        elif w.startswith("-"):
+            skip = w in _VALUE_OPTIONS
+        elif w:
+            out.append(w)
+    return out
 
 
 def covers(passed: str, failed: str) -> bool:
@@ -121,7 +167,12 @@ def covers(passed: str, failed: str) -> bool:
         return False
     within = scope.split(" ")
     return all(
-        any(t == w or t.startswith((w.rstrip("/") + "/", w + "::")) for w in within)
+        any(
+            t == w
+            or t.startswith((w.rstrip("/") + "/", w + "::"))
+            or (w.endswith("/...") and t.startswith(w[:-3]))  # go test ./...: every package
+            for w in within
+        )
         for t in targets.split(" ")
         if t
     )

@@ -37,6 +37,14 @@ PASSED = "6 passed in 0.31s"
             "cd /repo && pytest test/core/file_helpers_test.py -x",
             "pytest test/core/file_helpers_test.py",
         ),
+        # an option's value is no path to run: `-k test_x`, `-p no:cacheprovider`, `-run TestX`
+        ("pytest test/core/file_helpers_test.py -k test_x", "pytest test/core"),
+        ("pytest -p no:cacheprovider test/core/file_helpers_test.py", "pytest test/core -q"),
+        ("go test -run TestX ./pkg/parse/", "go test ./..."),
+        # a runner of the project's environment runs the program it names
+        ("uv run pytest test/core/file_helpers_test.py", "uv run pytest"),
+        ("poetry run pytest test/core/file_helpers_test.py", "pytest test/core"),
+        ("npx jest src/a.test.js", "npx jest"),
     ],
 )
 def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
@@ -168,3 +176,22 @@ def test_a_secret_given_to_a_failing_run_is_not_kept_in_its_key(command: str) ->
     stored = str(ledger)
     assert "hunter2pass" not in stored and "9f8e7d6c5b4a" not in stored
     assert found["command"].startswith("python load.py" if "load" in command else "python x.py")
+
+
+def test_pytests_quiet_summary_is_a_pass_without_an_exit_code() -> None:
+    """``pytest -q`` prints no ``=====`` banner, and Claude Code's Bash result no exit code: the
+    bare summary line says the run passed."""
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "pytest test/core/file_helpers_test.py")),
+          result("a", FAILED)],
+        *[assistant(None, shell("b", "pytest -q")), result("b", "...\n3 passed in 0.02s")],
+    )  # fmt: skip
+    assert working_set.open_diagnostics(ledger) == []
+    still = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", "pytest test/core/file_helpers_test.py")),
+          result("a", FAILED)],
+        *[assistant(None, shell("b", "pytest -q")), result("b", "F..\n1 failed, 2 passed in 0.1s")],
+    )  # fmt: skip
+    assert len(working_set.open_diagnostics(still)) == 1
