@@ -5,6 +5,7 @@ sent (``litellm_sent``), the body's own fault as a 400."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import traceback
@@ -48,6 +49,11 @@ def failure(
     kind = type(exc).__name__
     found = getattr(exc, "status_code", None)
     status = found if type(exc).__module__.startswith("litellm") and isinstance(found, int) else 0
+    answered = _provider_status(exc)
+    if answered is not None:  # the provider's own (Anthropic's 529, which litellm calls 500)
+        status = answered
+    elif not unsent and _unreadable(exc):  # a 200 whose body litellm could not read: not a 422
+        return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
     if unsent and not mid_stream and not 400 <= status < 500:
         # litellm failed translating the body before sending anything: the body's fault
         return BadRequest(
@@ -80,6 +86,26 @@ def provider_headers(exc: BaseException) -> dict[str, str]:
             except (AttributeError, TypeError, ValueError):  # not a mapping of strings
                 return {}
     return {}
+
+
+def _provider_status(exc: BaseException) -> int | None:
+    """The status of the HTTP answer a failure came from (httpx's or aiohttp's error, innermost
+    in litellm's wrapping), or None when no answer had an error status."""
+    import aiohttp
+    import httpx
+
+    found = None
+    for e in _chain(exc):
+        if isinstance(e, httpx.HTTPStatusError):
+            found = e.response.status_code
+        elif isinstance(e, aiohttp.ClientResponseError):
+            found = e.status
+    return found if isinstance(found, int) and 400 <= found < 600 else None
+
+
+def _unreadable(exc: BaseException) -> bool:
+    """Whether the failure is an answer that was no JSON (an HTML page, a body cut short)."""
+    return any(isinstance(e, json.JSONDecodeError) for e in _chain(exc))
 
 
 def _where(upstream: UpstreamSettings) -> str:

@@ -1,0 +1,59 @@
+"""A bridged request's failure keeps the provider's own status (``litellm_errors.failure``):
+Anthropic's 529 "overloaded", which litellm calls a 500, reaches the client as 529; an answer of
+status 200 that is no JSON (a maintenance page, a body cut short), which litellm calls a 422,
+is the upstream's fault, a 502, never a client error that tells the client not to retry."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import in_process, proxy_settings
+from tests.proxy.upstream.test_bridge_stream_open import KEY, fresh_clients  # noqa: F401
+from tests.support.edge_upstream import EdgeUpstream, Reply
+
+os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"  # litellm on httpx, as the other bridge tests
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Accessing the 'model_\w+' attribute on the instance"
+)
+ASK = [{"role": "user", "content": "hi"}]
+OVERLOADED = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_anthropics_529_is_relayed_as_529(
+    tmp_path: Path, edge: EdgeUpstream, stream: bool
+) -> None:
+    edge.reply = Reply.json(OVERLOADED, 529, retry_after="3")
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"],
+                "base_url": edge.url}  # fmt: skip
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    body = {"model": "claude-sonnet-4-5", "messages": ASK, "stream": stream}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/chat/completions", json=body, headers={"x-api-key": "sk-ant-test"})
+    assert r.status_code == 529, r.text
+    assert r.headers.get("retry-after") == "3"
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/chat/completions", {"model": "gemini-2.5-flash", "messages": ASK}),
+        ("/v1/responses", {"model": "gemini-2.5-flash", "input": "hi"}),
+        ("/v1/messages", {"model": "gemini-2.5-flash", "messages": ASK, "max_tokens": 64}),
+    ],
+)
+@pytest.mark.parametrize("answer", [b"<html>maintenance</html>", b'{"candidates": [{"conte'])
+async def test_an_unreadable_answer_is_a_502(
+    tmp_path: Path, edge: EdgeUpstream, path: str, body: dict[str, object], answer: bytes
+) -> None:
+    edge.reply = Reply(200, [("content-type", "text/html")], answer)
+    upstream = {"name": "gem", "kind": "gemini", "match": ["gemini-*"], "base_url": edge.url}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    headers = {"authorization": f"Bearer {KEY}", "x-api-key": KEY}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers=headers)
+    assert r.status_code == 502, r.text
+    assert "could not be read" in r.text
