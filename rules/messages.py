@@ -225,7 +225,9 @@ HARNESS_TURNS = (
     "Please continue working on the task on whatever approach you think is suitable",
     "# AGENTS.md instructions for ",  # Codex, ahead of the <INSTRUCTIONS> block
     "[Request interrupted by user",  # Claude Code's marker, the user's words come after it
+    "Tool call error:",  # mini-swe-agent's answer to a call it could not parse
 )
+INTERRUPTED = "[Request interrupted by user"
 # A harness's worked example ahead of the task in the first user turn (OpenHands' "--- START OF
 # EXAMPLE --- … --- END OF EXAMPLE ---", SWE-agent's "--- DEMONSTRATION --- … --- END OF
 # DEMONSTRATION ---"): the task is what follows its end line.

@@ -188,3 +188,29 @@ def git_subcommand(argv: Sequence[str]) -> str:
 
 
 CLASSES = (("view", VIEW), ("search", SEARCH), ("build", BUILD))
+
+
+_GIT_VIEWS = frozenset(("show", "log", "diff", "blame", "status", "grep", "ls-files", "ls-tree"))
+
+
+@text_cache(max_chars=4_000_000, max_text_chars=MAX_COMMAND_CHARS)
+def only_shows(command: str) -> bool:
+    """Whether every program ``command`` runs only shows what exists (views and searches: ``awk
+    'NR<80' ci.log``, ``jq . report.json``, ``git show HEAD:log.txt``): a failure it prints was
+    a run's before, not its own."""
+    found = False
+    for cmd in split_commands(command[:MAX_COMMAND_CHARS])[:MAX_COMMANDS]:
+        argv = program(cmd.argv)
+        if not argv:
+            continue
+        verb = name_of(argv[0])
+        if verb in SETUP:
+            continue
+        if verb == "git":
+            sub = next((w for w in argv[1:] if not w.startswith("-")), "")
+            if sub not in _GIT_VIEWS:
+                return False
+        elif verb not in VIEW and verb not in SEARCH:
+            return False
+        found = True
+    return found

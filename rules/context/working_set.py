@@ -25,6 +25,7 @@ from rules.activity.observations import (
     observations,
     of_context,
 )
+from rules.activity.run_class import only_shows
 from rules.activity.run_key import raw_command
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
@@ -36,6 +37,7 @@ from rules.context.undone_writes import undone_paths, without
 from rules.messages import (
     HARNESS_TURNS,
     INJECT_OPEN,
+    INTERRUPTED,
     PLACEHOLDER_PREFIX,
     after_examples,
     call_arguments_text,
@@ -79,7 +81,11 @@ class Config(RuleConfig):
 def _user_text(message: Message) -> str:
     text = text_of(message.get("content"))
     cut = text.find(INJECT_OPEN)
-    return after_examples(without_harness(text[:cut] if cut >= 0 else text)).strip()
+    text = after_examples(without_harness(text[:cut] if cut >= 0 else text)).strip()
+    if text.startswith(INTERRUPTED):  # Claude Code's mark; the user's words, if any, follow it
+        end = text.find("]")
+        text = text[end + 1 :].strip() if end >= 0 else ""
+    return text
 
 
 def _users_own(message: Message) -> bool:
@@ -161,7 +167,8 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
-    if action.kind == "run":
+    sent = raw_command(args) if args is not None else None  # its lines as sent (heredocs)
+    if action.kind == "run" and not (sent and only_shows(sent)):  # a log shown is no run
         record_run(ledger, obs, result_text, args, ran, cfg.max_runs)
 
 
@@ -316,7 +323,8 @@ def section_items(
         items.append(("Goal", ledger["goal"]))
     if ledger.get("instruction"):
         items.append(("Latest instruction", ledger["instruction"]))
-    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~"}
+    marks = {"completed": "x", "done": "x", "in_progress": "~", "in-progress": "~",
+             "cancelled": "-", "canceled": "-"}  # fmt: skip
     for item in ledger.get("plan", [])[:12]:
         items.append(("Plan", f"[{marks.get(item['status'], ' ')}] {_clip(item['text'], 120)}"))
     items.extend(("Changed files", path) for path in reversed(ledger.get("changed") or []))

@@ -195,3 +195,16 @@ def test_pytests_quiet_summary_is_a_pass_without_an_exit_code() -> None:
         *[assistant(None, shell("b", "pytest -q")), result("b", "F..\n1 failed, 2 passed in 0.1s")],
     )  # fmt: skip
     assert len(working_set.open_diagnostics(still)) == 1
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["awk 'NR<80' ci.log", "git show HEAD:ci/last_run.txt", "jq -r .log report.json",
+     "strings app.log | tail -40", "cd /repo && grep -n FAILED ci.log"],
+)  # fmt: skip
+def test_a_failure_a_log_shows_is_no_run_of_ours(command: str) -> None:
+    """A view of an old log or a file that quotes a failure: nothing ran, nothing opens."""
+    ledger = ledger_of(
+        TASK, assistant(None, shell("a", command)), result("a", FAILED + "\nExit code: 0")
+    )
+    assert working_set.open_diagnostics(ledger) == []

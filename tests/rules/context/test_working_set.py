@@ -210,6 +210,31 @@ TASK = user("Fix the division bug in calc.py")
             )
             for yes in ("yes", "ok, go ahead", "sí, adelante", "はい、続けて", "好的", "네 계속해")
         ],
+        # Claude Code's interruption mark, then the user's correction: the correction counts
+        (
+            [
+                TASK,
+                assistant("Editing cli.py"),
+                user("[Request interrupted by user for tool use]\nNo - put the flag in export.py"),
+            ],
+            {
+                "goal": "Fix the division bug in calc.py",
+                "instruction": "No - put the flag in export.py",
+            },
+        ),
+        (
+            [TASK, assistant("Editing cli.py"), user("[Request interrupted by user]")],
+            {"goal": "Fix the division bug in calc.py", "instruction": None},
+        ),
+        # mini-swe-agent's answer to a call it could not parse is no instruction
+        (
+            [
+                TASK,
+                assistant("bad call"),
+                user("Tool call error:\n\n<error>\nError parsing tool call arguments\n</error>"),
+            ],
+            {"goal": "Fix the division bug in calc.py", "instruction": None},
+        ),
         (
             [TASK, assistant("Shall I?"), user("yes, but keep JSON support too")],
             {
@@ -526,3 +551,13 @@ def test_lone_surrogates_are_tolerated() -> None:
     )
     orjson.dumps(ledger)  # storable
     assert working_set.next_target(ledger) == "/repo/pkg/core.py:41"
+
+
+def test_a_cancelled_plan_item_is_not_shown_pending() -> None:
+    todos = [{"content": "Fix division", "status": "completed"},
+             {"content": "Port to Rust", "status": "cancelled"},
+             {"content": "Add tests", "status": "pending"}]  # fmt: skip
+    state = run(TASK, assistant(None, call("p1", "TodoWrite", todos=todos)),
+                result("p1", "Todos have been modified successfully.")).state  # fmt: skip
+    text = working_set.render_section(state) or ""
+    assert "[x] Fix division" in text and "[-] Port to Rust" in text and "[ ] Add tests" in text
