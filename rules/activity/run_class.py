@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rules.activity.shell_lex import MAX_COMMAND_CHARS as MAX_LINE_CHARS
 from rules.activity.shell_lex import split_commands
 from rules.text_cache import text_cache
 
@@ -193,13 +194,18 @@ CLASSES = (("view", VIEW), ("search", SEARCH), ("build", BUILD))
 _GIT_VIEWS = frozenset(("show", "log", "diff", "blame", "status", "grep", "ls-files", "ls-tree"))
 
 
-@text_cache(max_chars=4_000_000, max_text_chars=MAX_COMMAND_CHARS)
 def only_shows(command: str) -> bool:
     """Whether every program ``command`` runs only shows what exists (views and searches: ``awk
     'NR<80' ci.log``, ``jq . report.json``, ``git show HEAD:log.txt``): a failure it prints was
-    a run's before, not its own."""
+    a run's before, not its own. Read whole (a heredoc's script, then ``python`` runs it), at
+    most ``MAX_COMMANDS`` commands; a longer line is no view."""
+    if len(command) > MAX_LINE_CHARS:
+        return False
     found = False
-    for cmd in split_commands(command[:MAX_COMMAND_CHARS])[:MAX_COMMANDS]:
+    cmds = split_commands(command)
+    if len(cmds) > MAX_COMMANDS:
+        return False
+    for cmd in cmds:
         argv = program(cmd.argv)
         if not argv:
             continue

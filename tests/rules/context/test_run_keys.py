@@ -208,3 +208,14 @@ def test_a_failure_a_log_shows_is_no_run_of_ours(command: str) -> None:
         TASK, assistant(None, shell("a", command)), result("a", FAILED + "\nExit code: 0")
     )
     assert working_set.open_diagnostics(ledger) == []
+
+
+def test_a_long_heredoc_then_its_run_is_a_run() -> None:
+    """``cat > fix.py <<'EOF'`` … thousands of characters … ``EOF`` then ``python fix.py``: the
+    line runs code after the view of its first program."""
+    body = "\n".join(f"line_{i} = {i}" for i in range(400))
+    command = f"cat > fix.py << 'EOF'\n{body}\nEOF\n\npython fix.py"
+    ledger = ledger_of(
+        TASK, assistant(None, shell("a", command)), result("a", TRACEBACK + "\nExit code: 1")
+    )
+    assert len(working_set.open_diagnostics(ledger)) == 1
