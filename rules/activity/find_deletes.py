@@ -1,11 +1,12 @@
 """What ``find … -delete`` (or ``-exec rm -rf {} +``) removed: of the paths known to exist,
 those under its starting folders whose name matches its ``-name``/``-iname`` patterns and whose
-kind its ``-type`` allows. Only the plain form is read: an expression with ``-o``, ``!``,
-``-not``, parentheses, ``-path`` or ``-regex``, or a start only the shell names, removes nothing
-the reader can tell (it is left out: a wrong end is worse than none).
+kind its ``-type`` allows. Only the plain form is read: an expression with any other
+predicate or option (``-o``, ``!``, parentheses, ``-path``, ``-empty``, ``-maxdepth``, ``-mtime``,
+``-size`` …), or a start only the shell names, removes nothing the reader can tell (it is left
+out: a wrong end is worse than none).
 
 Bounded: patterns of at most ``MAX_PATTERN`` characters, at most ``MAX_REMOVED`` paths a
-command, and each known path is looked at once.
+command, and ``MAX_VISITS`` known paths looked at by all the finds of a line.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from collections.abc import Iterable, Sequence
 
 MAX_PATTERN = 100
 MAX_REMOVED = 64
+MAX_VISITS = 20_000  # known paths looked at by the finds of one command line, all of them
 _REMOVERS = frozenset(("rm", "unlink", "rmdir"))
-_UNREAD = frozenset(
-    ("-o", "-or", "!", "-not", "(", ")", "-path", "-wholename", "-ipath", "-regex", "-iregex",
-     "-prune", "-newer", "-links", "-samefile", "-inum")
+# the predicates and options read; any other (`-o`, `!`, `-path`, `-empty`, `-maxdepth`,
+# `-mtime`, `-size` …) narrows or widens what is found in a way not followed: nothing is ended
+_READ = frozenset(
+    ("-name", "-iname", "-type", "-delete", "-exec", "-execdir", "-print", "-depth", "-xdev",
+     "-mount", "-P", "-L", "-H", "-ignore_readdir_race")
 )  # fmt: skip
 _TYPES = {"f": "file", "d": "folder"}
 
@@ -34,17 +38,40 @@ def _removes(words: Sequence[str]) -> bool:
     return False
 
 
+def _unread(words: Sequence[str]) -> bool:
+    """Whether the expression holds a predicate or option not read (``_READ``); the words of an
+    ``-exec`` up to its ``;`` or ``+`` are its command's, and values follow their option."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in ("-exec", "-execdir"):
+            while i < len(words) and words[i] not in (";", "+", "\\;"):
+                i += 1
+        elif word in ("-name", "-iname", "-type"):
+            i += 1
+        elif (word.startswith("-") or word in ("!", "(", ")")) and word not in _READ:
+            return True
+        i += 1
+    return False
+
+
 def find_deletes(
-    argv: Sequence[str], cwd: str | None, known: Iterable[tuple[str, str | None]]
+    argv: Sequence[str],
+    cwd: str | None,
+    known: Iterable[tuple[str, str | None]],
+    left: list[int] | None = None,
 ) -> list[tuple[str, str | None]]:
     """(path, kind) of each known path ``find`` with ``argv`` (its words, ``find`` first)
-    deleted; ``known``: (path, kind or None) of what is known to exist, resolved."""
+    deleted; ``known``: (path, kind or None) of what is known to exist, resolved. ``left``: the
+    known paths the line's finds may still look at (``MAX_VISITS``), shared by them; past it,
+    nothing more is ended."""
     words = list(argv[1:])
-    if not _removes(words) or any(w in _UNREAD for w in words):
+    if not _removes(words):
         return []
-    starts: list[str] = []
-    while words and not words[0].startswith("-"):
-        starts.append(words.pop(0))
+    first = next((k for k, w in enumerate(words) if w[:1] in ("-", "!", "(")), len(words))
+    starts, words = words[:first], words[first:]
+    if _unread(words):
+        return []
     names: list[tuple[str, bool]] = []  # (pattern, case-insensitive)
     kinds: set[str] = set()
     for i, word in enumerate(words[:-1]):
@@ -66,7 +93,11 @@ def find_deletes(
         else:
             return []
     out: list[tuple[str, str | None]] = []
+    left = [MAX_VISITS] if left is None else left
     for path, typ in known:
+        if left[0] <= 0:
+            break
+        left[0] -= 1
         if not any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots):
             continue
         if kinds and typ not in kinds:

@@ -4,8 +4,9 @@ the shell knows. The body runs once per word with ``$d`` and ``${d}`` replaced. 
 anything else (``*.txt``, ``$(ls)``, ``"$@"``, a C-style ``for ((…))``) and ``while``/``until``
 loops are left as written: their words stay unknown to the reader.
 
-Bounded: the unrolled commands of a line are at most ``budget`` (the caller's cap on the words
-brace expansion makes); a loop past it stays as written. Every pattern is anchored: linear.
+Bounded: the words unrolling adds to a line are at most the caller's budget, shared by its
+nested loops and the shell strings it runs; a loop past it stays as written. Every pattern is
+anchored: linear.
 """
 
 from __future__ import annotations
@@ -66,14 +67,11 @@ def _substituted(cmd: SimpleCommand, pattern: re.Pattern[str], value: str) -> Si
     )
 
 
-def loop_runs(cmds: Sequence[SimpleCommand], budget: int) -> Iterator[SimpleCommand]:
-    """``cmds`` with each loop over written-out words unrolled, within ``budget`` commands."""
-    yield from _unrolled(cmds, [budget])
-
-
-def _unrolled(cmds: Sequence[SimpleCommand], left: list[int]) -> Iterator[SimpleCommand]:
-    """``loop_runs``; ``left`` holds the commands unrolling may still add, shared by nested
-    loops, so the whole line's unrolling stays within the budget."""
+def loop_runs(cmds: Sequence[SimpleCommand], left: list[int]) -> Iterator[SimpleCommand]:
+    """``cmds`` with each loop over written-out words unrolled. ``left`` holds the words
+    unrolling may still add to the line (every word of every command it makes counts), shared
+    by nested loops and by the shell strings the line runs (``bash -c '…'``): a line costs at
+    most its length plus that budget, however its loops nest."""
     i = 0
     while i < len(cmds):
         cmd = cmds[i]
@@ -88,12 +86,13 @@ def _unrolled(cmds: Sequence[SimpleCommand], left: list[int]) -> Iterator[Simple
             return
         name, items = loop
         body = cmds[i + 1 : end]
-        if len(items) * len(body) > left[0]:
+        cost = len(items) * sum(len(c.argv) + len(c.redirects) for c in body)
+        if cost > left[0]:
             yield from cmds[i : end + 1]
         else:
-            left[0] -= len(items) * len(body)
+            left[0] -= cost
             pattern = re.compile(r"\$(?:\{" + name + r"\}|" + name + r"(?![A-Za-z0-9_]))")
             for item in items:  # nested loops in the body unroll in turn, from what is left
-                yield from _unrolled([_substituted(c, pattern, item) for c in body], left)
+                yield from loop_runs([_substituted(c, pattern, item) for c in body], left)
             yield cmds[end]  # `done > log`: its redirections, once
         i = end + 1

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rules.activity.brace_expand import expand
-from rules.activity.find_deletes import find_deletes
+from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
@@ -26,6 +26,7 @@ from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
 
 MAX_EXPANDED = 1_024  # words brace expansion makes on one command line; past it, as written
+MAX_UNROLLED = 4_096  # words unrolled loops add to one command line; past it, as written
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,8 @@ class _Run:
         self.oldpwd: list[str | None] = []  # empty: the previous directory is not known
         self.pushed: list[str | None] = []
         self.expanded = 0  # words brace expansion made on this line (``MAX_EXPANDED``)
+        self.unrolled = [MAX_UNROLLED]  # words loops may still add to it, nested shells too
+        self.visits = [MAX_VISITS]  # known paths its finds may still look at (``find_deletes``)
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -162,7 +165,7 @@ class _Run:
     def walk(self, command: str, depth: int = 0) -> None:
         stack: list[str | None] = []
         # a `for` loop over words written out runs its body once per word (``shell_loops``)
-        for cmd in loop_runs(split_commands(command), MAX_EXPANDED):
+        for cmd in loop_runs(split_commands(command), self.unrolled):
             while cmd.depth > len(stack):
                 stack.append(self.cwd)
             while cmd.depth < len(stack):
@@ -214,7 +217,7 @@ class _Run:
             self.cwd = outer  # a child shell's cd does not change ours
             return
         if verb == "find":  # `find . -name x -delete`: what it removed of what is known
-            for path, typ in find_deletes(argv, self.cwd, self.known.items()):
+            for path, typ in find_deletes(argv, self.cwd, self.known.items(), self.visits):
                 self.add("delete", typ or guess_type(path, True), path)
             return
         spec = v.verbs.get(verb)

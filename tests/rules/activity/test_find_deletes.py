@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from rules.activity.find_deletes import find_deletes
 from rules.activity.shell_parse import analyse, load_verbs
 
 KNOWN = {
@@ -46,6 +47,12 @@ def _deleted(command: str) -> list[tuple[str, str]]:
         ("find . ! -name old -type d -delete", []),
         ("find . -path './new/*' -delete", []),
         ("find $DIR -name '*.pyc' -delete", []),
+        # a predicate not followed narrows or widens what is found: nothing is ended
+        ("find . -type d -empty -delete", []),
+        ("find . -mindepth 1 -name new -delete", []),
+        ("find . -maxdepth 1 -name '*.pyc' -delete", []),
+        ("find src -name '*.pyc' -mtime +30 -delete", []),
+        ("find src -name '*.pyc' -size +1M -delete", []),
         ('find . -name "$PAT" -delete', []),
     ],
 )
@@ -57,3 +64,11 @@ def test_a_deletion_ends_at_most_its_cap() -> None:
     known = {f"/w/t{i}.tmp": "file" for i in range(500)}
     effects = analyse("find . -name '*.tmp' -delete", "/w", load_verbs(), known).effects
     assert len(effects) == 64
+
+
+def test_the_finds_of_a_line_share_one_bound_on_the_paths_they_look_at() -> None:
+    known = [(f"/w/t{i}.tmp", "file") for i in range(100)]
+    left = [10]
+    found = find_deletes(["find", ".", "-name", "*.tmp", "-delete"], "/w", known, left)
+    assert len(found) == 10 and left == [0]
+    assert find_deletes(["find", ".", "-name", "*.tmp", "-delete"], "/w", known, left) == []

@@ -85,7 +85,24 @@ def test_what_only_the_shell_names(command: str, unknown: tuple[object, ...]) ->
 def test_unrolling_stays_within_its_budget() -> None:
     words = " ".join(f"w{i}" for i in range(50))
     line = f"for a in {words}; do for b in {words}; do touch $a$b; done; done"
-    cmds = list(loop_runs(split_commands(line), 1_024))
-    assert 50 <= len(cmds) <= 1_024 + 10
+    cmds = list(loop_runs(split_commands(line), [1_024]))
+    assert sum(len(c.argv) for c in cmds) <= len(split_commands(line)) * 60 + 1_024
     # past the budget, the inner loops stay as written: their words are unknown
     assert any("$b" in " ".join(c.argv) for c in cmds)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # a body of many words over many items: the budget counts words, not commands
+        "for x in " + " ".join(f"i{i}" for i in range(1_000)) + "; do mkdir "
+        + " ".join(f"$x/{n}" for n in range(2_000)) + "; done",
+        # a shell string inside the body does not get a budget of its own
+        "for a in " + " ".join(f"a{i}" for i in range(300)) + "; do bash -c 'for b in "
+        + " ".join(f"b{i}" for i in range(300)) + "; do mkdir $b; done'; done",
+    ],
+    ids=["wide-body", "nested-shell"],
+)  # fmt: skip
+def test_a_line_costs_its_length_and_the_budget_at_most(line: str) -> None:
+    effects = analyse(line, CWD, load_verbs()).effects
+    assert len(effects) <= 4_096
