@@ -55,7 +55,7 @@ from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_errors import failure, provider_headers, short_message
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
-from proxy.upstream.litellm_streams import opened
+from proxy.upstream.litellm_streams import close, opened
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -155,7 +155,8 @@ async def bridged_messages(
         return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
-    return UpstreamResponse(200, dict(_SSE), chunks=_anthropic_sse(result, target))
+    chunks, shut = _anthropic_sse(result, target), partial(close, result)
+    return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
 
 def _message_start(event: Any) -> bool:
@@ -261,7 +262,8 @@ async def bridged_responses(
         return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(_plain(result)))
-    return UpstreamResponse(200, dict(_SSE), chunks=_responses_sse(result, target))
+    chunks, shut = _responses_sse(result, target), partial(close, result)
+    return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
 
 _JSON = {"content-type": "application/json"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import orjson
@@ -35,7 +36,7 @@ from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm_errors import failure
 from proxy.upstream.litellm_sent import Watch
-from proxy.upstream.litellm_streams import opened
+from proxy.upstream.litellm_streams import close, opened
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
@@ -92,8 +93,9 @@ async def bridged_gemini(
     if not route.stream:
         return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
     if upstream_query(query) == "alt=sse":
-        return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target))
-    return array_stream(200, dict(_JSON), _array(_sse(result, target)))
+        shut = partial(close, result)  # the relay closes litellm's stream, however it ends
+        return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target), close=shut)
+    return array_stream(200, dict(_JSON), _array(_sse(result, target)), partial(close, result))
 
 
 async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:

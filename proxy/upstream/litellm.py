@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import orjson
@@ -41,7 +41,7 @@ from proxy.upstream.cache_breakpoints import with_breakpoints
 from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
-from proxy.upstream.litellm_streams import opened
+from proxy.upstream.litellm_streams import close, opened
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -247,7 +247,10 @@ async def _completion(
             200, {"content-type": "application/json"}, body=orjson.dumps(result.model_dump())
         )
     return UpstreamResponse(
-        200, {"content-type": "text/event-stream"}, chunks=_sse(result, upstream)
+        200,
+        {"content-type": "text/event-stream"},
+        chunks=_sse(result, upstream),
+        close=partial(close, result),  # the relay closes litellm's stream, however it ends
     )
 
 

@@ -6,7 +6,7 @@ bounded between its reads.
   client got an error event in a successful stream and no ``retry-after``. The first item is read
   before the status is chosen (``opened``), within the caller's handling of litellm's failures.
 - **Bounded.** Not every litellm call applies the upstream's ``timeout_s`` (Gemini's
-  ``google_genai`` path does not): each read waits at most that long (``idle_bounded``), so a
+  ``google_genai`` path does not): each read waits at most that long (``opened``), so a
   silent upstream ends in a timeout, not after ``stream_max_s``.
 """
 
@@ -50,30 +50,51 @@ async def opened(
     except StopAsyncIteration:
         pass
     except TimeoutError:
+        await close(reads)
         raise _silent(upstream) from None
+    except BaseException:
+        await close(reads)
+        raise
     error = failed(held[-1]) if failed is not None and held else None
     if error is not None:
+        await close(reads)
         raise error
-    return _rest(held, reads, upstream)
+    return _Rest(held, reads, upstream)
 
 
-async def _rest(
-    held: list[Any], reads: AsyncIterator[Any], upstream: UpstreamSettings
-) -> AsyncIterator[Any]:
-    for item in held:
-        yield item
-    async for item in idle_bounded(reads, upstream):
-        yield item
+async def close(reads: Any) -> None:
+    """litellm's stream closed (its HTTP response let go), whatever ended the relay of it."""
+    shut = getattr(reads, "aclose", None)
+    if shut is None:
+        return
+    try:
+        await shut()
+    except Exception:  # closing a stream that failed: nothing more to tell
+        return
 
 
-async def idle_bounded(reads: AsyncIterator[Any], upstream: UpstreamSettings) -> AsyncIterator[Any]:
-    """``reads``, each waited for at most the upstream's ``timeout_s``."""
-    while True:
+class _Rest:
+    """What ``opened`` read first, then the rest of the stream, each read bounded; closing it
+    (the relay does, however it ends) closes litellm's stream, read from or not."""
+
+    def __init__(self, held: list[Any], reads: Any, upstream: UpstreamSettings) -> None:
+        self._held, self._reads, self._upstream = held, reads, upstream
+
+    def __aiter__(self) -> _Rest:
+        return self
+
+    async def __anext__(self) -> Any:
+        if self._held:
+            return self._held.pop(0)
         try:
-            async with asyncio.timeout(upstream.timeout_s):
-                item = await reads.__anext__()
-        except StopAsyncIteration:
-            return
+            async with asyncio.timeout(self._upstream.timeout_s):
+                return await self._reads.__anext__()
         except TimeoutError:
-            raise _silent(upstream) from None
-        yield item
+            await self.aclose()
+            raise _silent(self._upstream) from None
+        except StopAsyncIteration:
+            await self.aclose()
+            raise
+
+    async def aclose(self) -> None:
+        await close(self._reads)

@@ -7,6 +7,7 @@ scripted upstream on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from pathlib import Path
@@ -14,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from proxy.errors import UpstreamTimeout
+from proxy.settings import UpstreamSettings
+from proxy.upstream.litellm_streams import close, opened
 from tests.conftest import in_process, proxy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
 
@@ -86,3 +90,41 @@ async def test_a_gemini_request_bridged_to_a_silent_upstream_times_out(
     assert r.status_code == 504, r.text
     assert r.json()["error"]["status"] == "DEADLINE_EXCEEDED"
     assert took < 6.0
+
+
+class _Stream:
+    """A stand-in for litellm's stream: ``aclose`` lets its HTTP response go."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode, self.closed = mode, False
+
+    def __aiter__(self) -> _Stream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        if self.mode == "raise":
+            raise RuntimeError("429 from the provider")
+        if self.mode == "hang":
+            await asyncio.sleep(10)
+        return b"chunk"
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("mode", ["raise", "hang"])
+async def test_a_stream_that_fails_to_open_is_closed(mode: str) -> None:
+    stream = _Stream(mode)
+    with pytest.raises((RuntimeError, UpstreamTimeout)):
+        await opened(stream, UpstreamSettings(name="gem", timeout_s=0.2))
+    assert stream.closed
+
+
+@pytest.mark.parametrize("read", [0, 1])
+async def test_closing_an_opened_stream_closes_litellms(read: int) -> None:
+    stream = _Stream("ok")
+    body = await opened(stream, UpstreamSettings(name="gem", timeout_s=0.2))
+    for _ in range(read):
+        await body.__anext__()
+    await close(body)  # as the relay does, the answer read or not
+    assert stream.closed
