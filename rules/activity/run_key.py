@@ -104,14 +104,18 @@ def _program_key(argv: list[str], nesting: int) -> str:
     head = [verb]
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
         head, argv = [verb, "-m", argv[2]], argv[2:]
-    return " ".join([*head, *_operands(argv[1:])])[:MAX_KEY_CHARS]
+    return " ".join([*head, *_operands(verb, argv[1:])])[:MAX_KEY_CHARS]
 
 
 # runners that run a program from a project's environment: ``uv run pytest``, ``npx jest``
 _RUN_SUBCOMMANDS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda"})
 _RUNNERS = frozenset({"npx", "bunx", "pnpx"})
 # a runner's options that take the next word (``uv run --with x``, ``conda run -n env``)
-_RUNNER_VALUES = frozenset({"--with", "--python", "-p", "-n", "--name", "--env", "-e", "--package"})
+_RUNNER_VALUES = frozenset(
+    {"--with", "--python", "-p", "-n", "--name", "--env", "-e", "--package", "--extra",
+     "--directory", "--group", "--only-group", "--project", "--with-requirements", "--index",
+     "--env-file"}
+)  # fmt: skip
 # options of test runners and interpreters whose value is the next word, not a path to run:
 # ``pytest -k test_div``, ``pytest -p no:cacheprovider``, ``go test -run TestX``, ``cargo test
 # -p crate``, ``python -W ignore``
@@ -138,17 +142,29 @@ def _launched(verb: str, argv: list[str]) -> list[str]:
     return argv[i:] if i < len(argv) else argv
 
 
-def _operands(words: list[str]) -> list[str]:
-    """The words that are no option nor an option's value (``_VALUE_OPTIONS``)."""
-    out, skip = [], False
+# of those, the ones that choose which tests run: kept in the key, as ``-k=test_x``, so two runs
+# of other tests stay two runs (``pytest -k login`` is not ``pytest -k signup``)
+_SELECTORS = frozenset(
+    {"-k", "-m", "-run", "-bench", "--package", "--test", "--bin", "-t", "--testNamePattern",
+     "--testPathPattern"}
+)  # fmt: skip
+_SELECTS_PACKAGE = frozenset({"cargo"})  # whose ``-p`` names the package tested
+
+
+def _operands(verb: str, words: list[str]) -> list[str]:
+    """The words that are no option nor an option's value (``_VALUE_OPTIONS``), then the
+    selectors as ``option=value`` (blanks in a value as ``+``)."""
+    out, chosen, option = [], [], ""
     for w in words:
-        if skip:
-            skip = False
+        if option:
+            if option in _SELECTORS or (option == "-p" and verb in _SELECTS_PACKAGE):
+                chosen.append(f"{option}={'+'.join(w.split())}")
+            option = ""
         elif w.startswith("-"):
-            skip = w in _VALUE_OPTIONS
+            option = w if w in _VALUE_OPTIONS else ""
         elif w:
             out.append(w)
-    return out
+    return out + chosen
 
 
 def covers(passed: str, failed: str) -> bool:
@@ -161,11 +177,15 @@ def covers(passed: str, failed: str) -> bool:
     other, _, targets = failed.partition(" ")
     if program != other or (where and where != there):
         return False
-    if not scope:  # the whole suite; an interpreter on nothing (``python3 --version``) ran none
-        return program not in _INTERPRETERS
-    if not targets:  # a run on everything is not covered by one on some paths
+    paths, chose = _split(scope)
+    failed_paths, failed_chose = _split(targets)
+    if not chose <= failed_chose:  # a pass of some tests says nothing of others
         return False
-    within = scope.split(" ")
+    if not paths:  # the whole suite; an interpreter on nothing (``python3 --version``) ran none
+        return program not in _INTERPRETERS
+    if not failed_paths:  # a run on everything is not covered by one on some paths
+        return False
+    within, targets = paths, " ".join(failed_paths)
     return all(
         any(
             t == w
@@ -176,6 +196,12 @@ def covers(passed: str, failed: str) -> bool:
         for t in targets.split(" ")
         if t
     )
+
+
+def _split(operands: str) -> tuple[list[str], set[str]]:
+    """(the paths, the selectors ``-k=…``) of a key's operands."""
+    words = [w for w in operands.split(" ") if w]
+    return [w for w in words if not w.startswith("-")], {w for w in words if w.startswith("-")}
 
 
 def same_run(earlier: str, later: str) -> bool:

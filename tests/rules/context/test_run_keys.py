@@ -219,3 +219,23 @@ def test_a_long_heredoc_then_its_run_is_a_run() -> None:
         TASK, assistant(None, shell("a", command)), result("a", TRACEBACK + "\nExit code: 1")
     )
     assert len(working_set.open_diagnostics(ledger)) == 1
+
+
+@pytest.mark.parametrize(
+    ("failed", "passed", "closes"),
+    [
+        ("pytest -k test_login", "pytest -k test_signup", False),
+        ("pytest -k test_login", "pytest", True),  # the whole suite ran it too
+        ("pytest tests/a.py -k 'login or signup'", "pytest tests -k 'login or signup'", True),
+        ("cargo test -p billing", "cargo test -p auth", False),
+        ("cargo test --test api_integration", "cargo test --test unit_smoke", False),
+        ("go test -run TestParse ./...", "go test -run TestFormat ./...", False),
+        ("npx jest --testPathPattern checkout", "npx jest --testPathPattern cart", False),
+        ("uv run --extra test pytest tests/a.py", "uv run pytest tests/a.py", True),
+    ],
+)
+def test_a_selector_of_tests_keeps_runs_of_other_tests_apart(
+    failed: str, passed: str, closes: bool
+) -> None:
+    a, b = run_key(failed), run_key(passed)
+    assert (a == b or covers(b, a)) is closes, (a, b)
