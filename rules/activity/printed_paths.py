@@ -10,7 +10,8 @@ import re
 from collections.abc import Iterator
 
 from rules.activity.shell_lex import split_commands
-from rules.activity.shell_parse import Effect, has_short, resolve_path
+from rules.activity.shell_parse import Effect, resolve_path
+from rules.activity.shell_words import has_short
 
 _ABSOLUTE = re.compile(r"^(/[^\s\x00]{1,4095})[ \t]*$", re.M)
 _REMOVING = re.compile(r"^Removing[ \t]++([^\n\x00]{1,4096})$", re.M)

@@ -191,7 +191,7 @@ def git_subcommand(argv: Sequence[str]) -> str:
 CLASSES = (("view", VIEW), ("search", SEARCH), ("build", BUILD))
 
 
-_GIT_VIEWS = frozenset(("show", "log", "diff", "blame", "status", "grep", "ls-files", "ls-tree"))
+_GIT_VIEWS = frozenset(("show", "log", "diff", "blame", "status", *GIT))  # and its searches
 
 
 def only_shows(command: str) -> bool:

@@ -100,7 +100,7 @@ def _program_key(argv: list[str], nesting: int) -> str:
         verb, argv = name_of(argv[2]), argv[2:]  # python -m pytest: pytest
     launched = _launched(verb, argv)
     if launched is not argv:  # uv run pytest x: pytest x
-        return _program_key(list(launched), nesting) if nesting < MAX_NESTING else ""
+        return _program_key(list(launched), nesting + 1) if nesting < MAX_NESTING else ""
     head = [verb]
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
         head, argv = [verb, "-m", argv[2]], argv[2:]

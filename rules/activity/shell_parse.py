@@ -22,6 +22,7 @@ from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
+from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
 from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
 
@@ -86,55 +87,6 @@ def guess_type(path: str, recursive: bool) -> str:
         return "file"
     base = posixpath.basename(path).lstrip(".")
     return "file" if "." in base else "folder"
-
-
-def _operands(
-    args: tuple[str, ...], value_options: frozenset[str]
-) -> tuple[list[str], list[str], dict[str, str]]:
-    """(flags, operands, option values). Empty strings are dropped (``sed -i '' …`` on macOS)."""
-    flags: list[str] = []
-    operands: list[str] = []
-    values: dict[str, str] = {}
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a == "--":
-            operands.extend(x for x in args[i + 1 :] if x)
-            break
-        if a.startswith("-") and len(a) > 1:
-            name, eq, inline = a.partition("=")
-            if name in value_options:
-                if eq:
-                    values[name] = inline
-                elif i + 1 < len(args):
-                    values[name] = args[i + 1]
-                    i += 1
-            else:
-                flags.append(a)
-        elif (a and "$" not in a and "`" not in a) or a.startswith(("$HOME/", "${HOME}/")):
-            operands.append(a)
-        elif a:
-            values[EXPANDED] = a  # an operand only the shell could expand: left out, noted
-        i += 1
-    return flags, operands, values
-
-
-EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
-
-
-def has_short(flags: list[str], letters: str) -> bool:
-    return any(
-        f.startswith("-") and not f.startswith("--") and set(letters) & set(f[1:]) for f in flags
-    )
-
-
-def _shell_script(argv: list[str]) -> str | None:
-    """The script of ``bash -c SCRIPT`` (also ``-lc``, ``-ic``: short options together), or
-    None."""
-    for i, arg in enumerate(argv[1:-1], 1):
-        if arg.startswith("-") and arg.endswith("c") and arg[1:].isalpha():
-            return argv[i + 1]  # -c, -lc, -ic; not --rcfile (a second "-" is not a letter)
-    return None
 
 
 class _Run:
@@ -210,7 +162,7 @@ class _Run:
         verb = posixpath.basename(argv[0])
         if verb in v.subcommands and len(argv) > 1 and argv[1] in v.subcommands[verb]:
             verb, argv = v.subcommands[verb][argv[1]], argv[1:]
-        script = _shell_script(argv) if verb in v.shells and depth < 3 else None
+        script = shell_script(argv) if verb in v.shells and depth < 3 else None
         if script is not None:
             outer = self.cwd
             self.walk(script, depth + 1)
@@ -223,7 +175,7 @@ class _Run:
         spec = v.verbs.get(verb)
         if spec is None:
             return
-        flags, ops, values = _operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
+        flags, ops, values = operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
         # mkdir -p app/{src,tests}; not a word whose braces were quoted (a sed script)
         ops = self._expanded(ops, literal)
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)

@@ -239,3 +239,10 @@ def test_a_selector_of_tests_keeps_runs_of_other_tests_apart(
 ) -> None:
     a, b = run_key(failed), run_key(passed)
     assert (a == b or covers(b, a)) is closes, (a, b)
+
+
+def test_runners_within_runners_are_read_to_a_bound() -> None:
+    """``npx npx … jest``: each runner read through is a level, as a shell string is (a line of
+    thousands of them recursed past the interpreter's limit)."""
+    assert run_key("uv run npx jest src/a.test.js") == "jest src/a.test.js"
+    assert run_key("npx " * 3_000 + "jest").startswith("npx npx")  # no key: the line itself
