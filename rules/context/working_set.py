@@ -33,7 +33,7 @@ from rules.context.assent import answered, is_assent
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
-from rules.context.undone_writes import undone_paths, without
+from rules.context.undone_writes import moved_to, undone_paths, without
 from rules.messages import (
     HARNESS_TURNS,
     INJECT_OPEN,
@@ -167,6 +167,8 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
+    if action.command and ran:
+        _record_writes(ledger, moved_to(action.command), obs, cfg)  # a rename's new name
     sent = raw_command(args) if args is not None else None  # its lines as sent (heredocs)
     if action.kind == "run" and not (sent and only_shows(sent)):  # a log shown is no run
         record_run(ledger, obs, result_text, args, ran, cfg.max_runs)

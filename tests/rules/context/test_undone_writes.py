@@ -60,3 +60,55 @@ def test_a_move_takes_its_source() -> None:
     assert undone_paths("mv a.py.new a.py") == ("a.py.new",)
     assert undone_paths("git checkout HEAD -- x.py y.py") == ("x.py", "y.py")
     assert undone_paths("git checkout main") == ()
+
+
+FILES = ("/testbed/pkg/a.py", "/testbed/pkg/sub/b.py", "/testbed/reproduce.py")
+
+
+@pytest.mark.parametrize(
+    ("command", "left"),
+    [
+        ("git checkout .", []),
+        ("cd /testbed && git checkout -- .", []),
+        ("git reset --hard", []),
+        ("git reset --hard HEAD~1", []),
+        ("cd /testbed && git restore pkg", ["/testbed/reproduce.py"]),
+        ("git checkout HEAD -- /testbed/pkg/", ["/testbed/reproduce.py"]),
+        ("cd /testbed/pkg && git checkout .", ["/testbed/reproduce.py"]),
+        ("git checkout pkg/sub/b.py", ["/testbed/pkg/a.py", "/testbed/reproduce.py"]),
+        (
+            "cd /testbed && git checkout ./pkg/a.py",
+            ["/testbed/pkg/sub/b.py", "/testbed/reproduce.py"],
+        ),
+        ("rm -rf /testbed/pkg/sub", ["/testbed/pkg/a.py", "/testbed/reproduce.py"]),
+        ("git checkout main", list(FILES)),  # a branch switched to, no path
+        ("git checkout -b fix/pkg", list(FILES)),
+        ("git reset --soft HEAD~1", list(FILES)),
+        ("git restore --staged .", list(FILES)),
+    ],
+)
+def test_a_folder_or_the_tree_taken_back_takes_the_files_under_it(
+    command: str, left: list[str]
+) -> None:
+    ledger = ledger_of(
+        TASK, *_edits(*FILES), assistant(None, shell("r", command)), result("r", "Exit code: 0")
+    )
+    assert sorted(ledger["changed"]) == sorted(left)
+    assert all(w["path"] in left for w in ledger["writes"])
+
+
+@pytest.mark.parametrize(
+    ("command", "now"),
+    [
+        ("mv /testbed/pkg/a.py /testbed/pkg/c.py", "/testbed/pkg/c.py"),
+        ("cd /testbed && git mv pkg/a.py pkg/sub/", "/testbed/pkg/sub/a.py"),
+        ("mv /testbed/setup.cfg /testbed/pyproject.cfg", "/testbed/pyproject.cfg"),
+    ],
+)
+def test_a_moved_file_is_changed_under_its_new_name(command: str, now: str) -> None:
+    ledger = ledger_of(
+        TASK, *_edits(*FILES), assistant(None, shell("r", command)), result("r", "Exit code: 0")
+    )
+    assert now in ledger["changed"]
+    assert "/testbed/pkg/a.py" not in ledger["changed"] or "setup.cfg" in command
+    assert ledger["writes"][-1]["path"] == now
