@@ -1,8 +1,8 @@
 """Secrets said in words rather than assigned, for ``rules.redact``: "the redis password is
-hunter2", "my API key is ab12…", "the password for admin is …", "password for root: …", and a
-Dockerfile's ``ENV DB_PASSWORD value``. A value counts only when it looks set (a digit or a
-symbol), so
-"the password is too short" and "the token is expired" stay."""
+hunter2", "my API key is ab12…", "the password for admin is …", "password for root: …", "set
+the password to …", and a Dockerfile's ``ENV DB_PASSWORD value``. A value counts only when it
+looks set (a digit or a symbol), so "the password is too short" and "the token is expired"
+stay; it runs to the blank after it ("S3cret!x." is all secret but the full stop)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import re
 
 # After a secret's name, maybe what it is for ("the password for admin", "… of the db user"):
 # ``is``/``was`` or a colon, then the next word (maybe quoted).
+# Or set to it: "change the admin password to S3cret!x" (a value still has to look set).
 _SAID = re.compile(
-    r"""(?:[ \t]++(?:for|of|on|to)[ \t]++(?:the[ \t]++)?[\w.@\-]{1,64}"""
+    r"""(?:(?:[ \t]++(?:for|of|on|to)[ \t]++(?:the[ \t]++)?[\w.@\-]{1,64}"""
     r"""(?:[ \t]++(?:user|account|database|db|server|host|admin))?)?+"""
-    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)"""
-    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[\s.,;!?)]|$)"""
+    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)|[ \t]++to[ \t]++)"""
+    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[.,;!?)]*+(?:\s|$))"""
 )
 # A Dockerfile's ``ENV NAME value`` (the form without ``=``): the rest of the line is the value.
 _ENV_LINE = re.compile(r"(?:^|[\r\n]|\\n)[ \t]*+ENV[ \t]++\Z")

@@ -325,6 +325,13 @@ def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> 
         ("the token was ab12", "the token was ab12"),  # shorter than a token
         ("sorted(rows, key=len2x_abcdef)", "sorted(rows, key=len2x_abcdef)"),  # a bare key: code
         ("primary key: user_id_1234", "primary key: user_id_1234"),
+        ("set the db password to hunter2x", "set the db password to [REDACTED]"),
+        ("Change the admin password to S3cret!x.", "Change the admin password to [REDACTED]."),
+        ("set API key to sk-live-abc123def456", "set API key to [REDACTED]"),
+        ("reset the password to default", "reset the password to default"),  # nothing set
+        ("a password to access the db", "a password to access the db"),
+        ("the password is S3cret!x, keep it", "the password is [REDACTED], keep it"),  # all of it
+        ("the token is abc1!def!ghi now", "the token is [REDACTED] now"),
     ],
 )
 def test_a_password_said_in_prose(text: str, kept: str) -> None:
