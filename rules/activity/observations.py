@@ -47,7 +47,9 @@ WRITE_TOOLS = {
 }  # fmt: skip
 EDITOR_TOOLS = {"strreplaceeditor", "strreplacebasededittool", "texteditor"}
 LIST_TOOLS = {"ls", "listdirectory", "listdir", "glob", "listfiles"}
-PLAN_TOOLS = {"todowrite", "todoread", "updateplan", "plan", "writetodos", "todo", "todolist"}
+# OpenHands' ``task_tracker`` carries its plan as ``task_list`` ({id, title, status, notes})
+PLAN_TOOLS = {"todowrite", "todoread", "updateplan", "plan", "writetodos", "todo", "todolist",
+              "tasktracker"}  # fmt: skip
 SHELL_TOOLS = {
     "bash", "executebash", "runshellcommand", "shell", "terminal", "execcommand", "localshell",
     "runcommand", "runterminalcmd", "executecommand", "run", "shellcommand", "exec",
@@ -366,7 +368,7 @@ def high_water(count: int, key_at: Callable[[int], str], seen: Container[str]) -
 def plan_items(arguments: str) -> list[dict[str, str]] | None:
     """A full plan ({text, status} items) when the call's arguments carry one, else None."""
     args = load_arguments(arguments)
-    for key in ("todos", "plan", "items", "steps", "tasks"):
+    for key in ("todos", "plan", "items", "steps", "tasks", "task_list"):
         items = args.get(key)
         if isinstance(items, list) and all(isinstance(i, dict) for i in items):
             out = []

@@ -561,3 +561,19 @@ def test_a_cancelled_plan_item_is_not_shown_pending() -> None:
                 result("p1", "Todos have been modified successfully.")).state  # fmt: skip
     text = working_set.render_section(state) or ""
     assert "[x] Fix division" in text and "[-] Port to Rust" in text and "[ ] Add tests" in text
+
+
+def test_openhands_task_tracker_plan_is_the_plan() -> None:
+    tasks = [{"id": "1", "title": "Reproduce the bug", "status": "done"},
+             {"id": "2", "title": "Fix the parser", "status": "in_progress", "notes": "x"},
+             {"id": "3", "title": "Run the tests", "status": "todo"}]  # fmt: skip
+    state = run(
+        TASK,
+        assistant(None, call("p1", "task_tracker", command="plan", task_list=tasks)),
+        result("p1", "Task list has been updated with 3 items."),
+        assistant(None, call("p2", "task_tracker", command="view")),
+        result("p2", "# Task List\n1. [x] Reproduce the bug"),
+    ).state
+    text = working_set.render_section(state) or ""
+    assert "[x] Reproduce the bug" in text and "[~] Fix the parser" in text
+    assert "[ ] Run the tests" in text
