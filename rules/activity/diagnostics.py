@@ -30,6 +30,11 @@ _TB_EXC = re.compile(
     r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
 )
 
+# ruff's full form: the code and message, then the place on the next line (" --> t.py:1:8")
+_RUFF_HEAD = re.compile(r"^(?P<code>[A-Z]{1,5}\d{1,4})(?: \[\*\])? (?P<message>\S.*)$")
+_RUFF_AT = re.compile(r"^\s*--> (?P<file>[^\s:]+\.pyi?):(?P<line>\d+):\d+$")
+_RUFF_TEXT = "--> "
+
 # each literal of the pack's patterns: (the literal, its bit, the bits of the literals inside it)
 Literals = tuple[tuple[str, int, int], ...]
 # Frames in the standard library, installed packages or generated code are not the fix's place.
@@ -128,6 +133,17 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
                 break
             j += 1
         i = j + 1
+    return out
+
+
+def _placed_after(lines: list[str]) -> list[dict[str, Any]]:
+    """ruff's full form: a rule's code and message, its file:line on the line after."""
+    out = []
+    for i in range(1, len(lines)):
+        at = _RUFF_AT.match(lines[i]) if _RUFF_TEXT in lines[i] else None
+        head = _RUFF_HEAD.match(lines[i - 1]) if at else None
+        if at and head:
+            out.append(_diag("ruff", at["file"], at["line"], head["code"], head["message"]))
     return out
 
 
@@ -261,6 +277,10 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                 diags.append(_diag(tc.tool, file, g.get("line"), g.get("code"), g.get("message")))
                 failed.add(tc.category)
                 break
+    placed = _placed_after(lines) if _RUFF_TEXT in text else []
+    if placed:
+        diags.extend(placed)
+        failed.add("lint")
     tracebacks = _tracebacks(lines) if _TB_TEXT in text else []
     diags.extend(tracebacks)
     if tracebacks and (exit_code not in (0, None) or not passed):

@@ -64,7 +64,8 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
             if p is not None:
                 out.append((f"references.{lex.lang}.{label}", p))
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
-            diagnostics.LIBRARY, *observations._EXIT]  # fmt: skip
+            diagnostics.LIBRARY, diagnostics._RUFF_HEAD, diagnostics._RUFF_AT,
+            *observations._EXIT]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
     out.append(("code.brace_range", brace_expand._RANGE))
     return out

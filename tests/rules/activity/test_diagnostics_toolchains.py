@@ -1,0 +1,140 @@
+"""The diagnostics of linters, type checkers and test runners beyond the first toolchains, each
+from the output the tool prints: a failure opens a diagnostic at its place, a clean run is a
+pass, and a line that only looks alike (an id in a log, a numbered list) opens nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rules.activity import diagnostics
+
+MYPY = """src/app/core.py:12: error: Incompatible types in assignment (expression has type "str", variable has type "int")  [assignment]
+src/app/core.py:30:5: error: Name "foo" is not defined  [name-defined]
+src/app/core.py:31: note: See https://mypy.rtfd.io
+Found 2 errors in 1 file (checked 5 source files)
+"""
+MYPY_PASS = "Success: no issues found in 5 source files\n"
+RUFF_CONCISE = """app/views.py:1:8: F401 [*] `os` imported but unused
+app/views.py:22:101: E501 Line too long (120 > 100)
+Found 2 errors.
+[*] 1 fixable with the `--fix` option.
+"""
+RUFF_FULL = """F401 [*] `os` imported but unused
+ --> app/views.py:1:8
+  |
+1 | import os
+  |        ^^
+  |
+help: Remove unused import: `os`
+
+E501 Line too long (120 > 100)
+  --> app/views.py:22:101
+   |
+
+Found 2 errors.
+"""
+RUFF_PASS = "All checks passed!\n"
+FLAKE8 = "./pkg/util.py:7:1: E302 expected 2 blank lines, found 1\n"
+VITEST = """ ❯ src/sum.test.ts (2 tests | 1 failed) 5ms
+   × adds 1 + 2 to equal 4 3ms
+
+ FAIL  src/sum.test.ts > math > adds 1 + 2 to equal 4
+AssertionError: expected 3 to be 4 // Object.is equality
+ ❯ src/sum.test.ts:5:15
+      3|
+
+ Test Files  1 failed (1)
+      Tests  1 failed | 1 passed (2)
+"""
+VITEST_PASS = """ ✓ src/sum.test.ts (2 tests) 3ms
+
+ Test Files  1 passed (1)
+      Tests  2 passed (2)
+"""
+RSPEC = """Failures:
+
+  1) Calculator adds numbers
+     Failure/Error: expect(calc.add(1, 2)).to eq(4)
+
+Finished in 0.01 seconds (files took 0.1 seconds to load)
+2 examples, 1 failure
+
+Failed examples:
+
+rspec ./spec/calculator_spec.rb:4 # Calculator adds numbers
+"""
+RSPEC_PASS = "Finished in 0.01 seconds\n2 examples, 0 failures\n"
+PHPUNIT = """PHPUnit 10.5.0 by Sebastian Bergmann and contributors.
+
+There was 1 failure:
+
+1) Tests\\CalculatorTest::testAdd
+Failed asserting that 3 matches expected 4.
+
+/app/tests/CalculatorTest.php:12
+
+FAILURES!
+Tests: 2, Assertions: 2, Failures: 1.
+"""
+PHPUNIT_PASS = "OK (2 tests, 2 assertions)\n"
+JAVAC = """src/main/java/App.java:5: error: cannot find symbol
+        foo();
+        ^
+1 error
+"""
+MAVEN = """[ERROR] /repo/src/main/java/App.java:[5,9] cannot find symbol
+[INFO] BUILD FAILURE
+"""
+MAVEN_PASS = "[INFO] BUILD SUCCESS\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "exit_code", "first"),
+    [
+        (MYPY, 1, {"tool": "mypy", "file": "src/app/core.py", "line": 12, "code": "assignment"}),
+        (RUFF_CONCISE, 1, {"tool": "ruff", "file": "app/views.py", "line": 1, "code": "F401"}),
+        (RUFF_FULL, 1, {"tool": "ruff", "file": "app/views.py", "line": 1, "code": "F401"}),
+        (FLAKE8, 1, {"tool": "ruff", "file": "./pkg/util.py", "line": 7, "code": "E302"}),
+        (VITEST, 1, {"tool": "vitest", "file": "src/sum.test.ts", "line": 5}),
+        (RSPEC, 1, {"tool": "rspec", "file": "spec/calculator_spec.rb", "line": 4}),
+        (PHPUNIT, 1, {"tool": "phpunit", "file": "/app/tests/CalculatorTest.php", "line": 12}),
+        (JAVAC, 1, {"tool": "javac", "file": "src/main/java/App.java", "line": 5}),
+        (MAVEN, 1, {"tool": "javac", "file": "/repo/src/main/java/App.java", "line": 5}),
+    ],
+)
+def test_a_failure_opens_a_diagnostic_at_its_place(
+    text: str, exit_code: int, first: dict[str, Any]
+) -> None:
+    outcome = diagnostics.parse(text, exit_code)
+    assert outcome.verdict == "fail"
+    assert {k: outcome.diagnostics[0][k] for k in first} == first
+
+
+def test_each_failure_is_one_diagnostic() -> None:
+    assert len(diagnostics.parse(MYPY, 1).diagnostics) == 2  # the note is none
+    assert [d["code"] for d in diagnostics.parse(RUFF_FULL, 1).diagnostics] == ["F401", "E501"]
+    assert diagnostics.parse(MYPY, 1).diagnostics[1]["line"] == 30
+    assert diagnostics.parse(VITEST, 1).diagnostics[0]["message"] == "math > adds 1 + 2 to equal 4"
+
+
+@pytest.mark.parametrize(
+    "text", [MYPY_PASS, RUFF_PASS, VITEST_PASS, RSPEC_PASS, PHPUNIT_PASS, MAVEN_PASS]
+)
+def test_a_clean_run_passes_without_an_exit_code(text: str) -> None:
+    outcome = diagnostics.parse(text, None)
+    assert (outcome.verdict, outcome.diagnostics) == ("pass", ())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ABC123 received at 10:02\n --> see the docs\n",  # a place that is no Python file
+        "Steps:\n1) open the app\n2) click save\n",  # a numbered list, not a test
+        "report.py:3: note: checked\n",
+        "E501 is the rule for long lines\n",  # a rule named in prose, with no place after
+    ],
+)
+def test_lines_that_only_look_alike_open_nothing(text: str) -> None:
+    assert diagnostics.parse(text, 0).diagnostics == ()
