@@ -58,7 +58,7 @@ LINES = [
     '  File "app/main.py", line 3, in <module>',
     '  File "/usr/lib/python3.11/json/__init__.py", line 346, in loads',
     "ValueError: bad value",
-    'src/app/core.py:12: error: Incompatible types  [assignment]',
+    "src/app/core.py:12: error: Incompatible types  [assignment]",
     "Found 2 errors in 1 file (checked 5 source files)",
     "Success: no issues found in 5 source files",
     "app/views.py:1:8: F401 [*] `os` imported but unused",
