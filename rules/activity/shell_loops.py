@@ -67,6 +67,17 @@ def _substituted(cmd: SimpleCommand, pattern: re.Pattern[str], value: str) -> Si
     )
 
 
+def _rebinds(body: Sequence[SimpleCommand], name: str) -> int:
+    """Where the body's own loop over ``name`` starts its body (``for d in x y; do`` inside a
+    loop over ``d``): past it ``$d`` is that loop's, then its last word's (the shell's), so the
+    outer word is put in up to there only (the inner loop's words are the outer scope's)."""
+    for i, cmd in enumerate(body):
+        words = _words(cmd.argv)
+        if len(words) > 1 and words[0] in ("for", "select") and words[1] == name:
+            return i + 1
+    return len(body)
+
+
 def loop_runs(cmds: Sequence[SimpleCommand], left: list[int]) -> Iterator[SimpleCommand]:
     """``cmds`` with each loop over written-out words unrolled. ``left`` holds the words
     unrolling may still add to the line (every word of every command it makes counts), shared
@@ -92,7 +103,9 @@ def loop_runs(cmds: Sequence[SimpleCommand], left: list[int]) -> Iterator[Simple
         else:
             left[0] -= cost
             pattern = re.compile(r"\$(?:\{" + name + r"\}|" + name + r"(?![A-Za-z0-9_]))")
+            bound = _rebinds(body, name)
             for item in items:  # nested loops in the body unroll in turn, from what is left
-                yield from loop_runs([_substituted(c, pattern, item) for c in body], left)
+                made = [_substituted(c, pattern, item) for c in body[:bound]]
+                yield from loop_runs([*made, *body[bound:]], left)
             yield cmds[end]  # `done > log`: its redirections, once
         i = end + 1

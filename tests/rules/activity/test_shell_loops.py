@@ -35,6 +35,11 @@ def _made(command: str) -> list[tuple[str, str]]:
         ),
         # `$dir` is another variable than `$d`
         ("for d in a; do mkdir $dir; done", []),
+        # an inner loop over the same name: its own words inside it (the outer ones before)
+        (
+            "for d in a b; do mkdir $d; for d in x; do touch $d.txt; done; done",
+            [("create", f"/w/{n}") for n in ("a", "x.txt", "b")],
+        ),
         # if the loop is the body of a condition
         ("if true; then for d in a; do mkdir $d; done; fi", [("create", "/w/a")]),
     ],
