@@ -81,7 +81,7 @@ class Config(RuleConfig):
         default=300.0, gt=0, description="entities older than this are not candidates"
     )
     languages: tuple[str, ...] = Field(
-        default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt"),
+        default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt", "ru"),
         description="languages whose references are detected",
     )
     use_ancestors: bool = Field(
