@@ -29,7 +29,7 @@ _PATH_WRITE = re.compile(
 _BOUND = re.compile(r"^[ \t]{0,40}(?P<name>[A-Za-z_]\w{0,40})[ \t]{0,4}=[ \t]{0,4}" + _STR, re.M)
 # a heredoc's head: `cat > f.py <<'EOF'`, `cat <<EOF > f.py`, `python - <<'EOF'`, `python3 <<EOF`
 _HEREDOC = re.compile(r"<<-?[ \t]{0,4}(?P<dq>['\"]?)(?P<delim>[A-Za-z_]\w{0,40})(?P=dq)")
-_PYTHON = re.compile(r"^python(?:3(?:\.\d{1,2})?)?$")
+PYTHON = re.compile(r"^python(?:3(?:\.\d{1,2})?)?$")
 
 
 def script_writes(script: str) -> list[str]:
@@ -66,8 +66,9 @@ def heredocs(command: str) -> list[tuple[str, str]]:
         head = command[line_start : m.start()] + " " + command[m.end() : line_end]
         delim = m["delim"]
         end = command.find("\n" + delim + "\n", line_end)
-        if end < 0:
-            end = len(command) if command.rstrip().endswith("\n" + delim) else -1
+        if end < 0:  # the last line: the delimiter ends the command
+            stripped = command.rstrip()
+            end = len(stripped) - len(delim) - 1 if stripped.endswith("\n" + delim) else -1
         if end < 0:
             break
         out.append((head.strip(), command[line_end + 1 : end]))
@@ -97,7 +98,7 @@ def ran_scripts(command: str) -> list[str]:
     out = []
     for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
         argv = cmd.argv
-        if len(argv) > 1 and _PYTHON.match(posixpath.basename(argv[0])):
+        if len(argv) > 1 and PYTHON.match(posixpath.basename(argv[0])):
             script = next((a for a in argv[1:] if not a.startswith("-")), None)
             if script is not None and script.endswith(".py") and "-c" not in argv[1:2]:
                 out.append(posixpath.normpath(script))
@@ -109,10 +110,10 @@ def inline_writes(command: str) -> list[str]:
     out: list[str] = []
     for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
         argv = cmd.argv
-        if len(argv) > 2 and _PYTHON.match(posixpath.basename(argv[0])) and argv[1] == "-c":
+        if len(argv) > 2 and PYTHON.match(posixpath.basename(argv[0])) and argv[1] == "-c":
             out += script_writes(argv[2])
     for head, body in heredocs(command):
         words = head.split()
-        if any(_PYTHON.match(posixpath.basename(w)) for w in words[:8]):  # `cd x && python -`
+        if any(PYTHON.match(posixpath.basename(w)) for w in words[:8]):  # `cd x && python -`
             out += script_writes(body)
     return list(dict.fromkeys(out))[:MAX_TARGETS]

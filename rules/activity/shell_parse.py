@@ -20,6 +20,9 @@ from typing import Any
 from rules.activity.brace_expand import expand
 from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
+from rules.activity.python_effects import heredoc_code, inline_code, python_effects, reads_stdin
+from rules.activity.rsync_copies import rsync_copies
+from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
 from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
@@ -104,6 +107,8 @@ class _Run:
         self.expanded = 0  # words brace expansion made on this line (``MAX_EXPANDED``)
         self.unrolled = [MAX_UNROLLED]  # words loops may still add to it, nested shells too
         self.visits = [MAX_VISITS]  # known paths its finds may still look at (``find_deletes``)
+        self.stdin_code: list[str] = []  # heredocs fed to Python (``python - <<EOF``), in order
+        self.scripts: dict[str, str] = {}  # Python scripts the line writes by heredoc, as named
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -172,6 +177,9 @@ class _Run:
             for path, typ in find_deletes(argv, self.cwd, self.known.items(), self.visits):
                 self.add("delete", typ or guess_type(path, True), path)
             return
+        if PYTHON.match(verb):
+            self._python(argv)
+            return
         spec = v.verbs.get(verb)
         if spec is None:
             return
@@ -223,6 +231,34 @@ class _Run:
         # back to the directory the last `pushd` of this line left; pushed before it: unknown
         self.oldpwd = [self.cwd]
         self.cwd = self.pushed.pop() if self.pushed and not ops else None
+
+    def _python(self, argv: list[str]) -> None:
+        """What Python run inline (``-c``, a heredoc on its input, a script the line wrote)
+        does to files and folders (``python_effects``)."""
+        code = inline_code(argv)
+        if code is None and reads_stdin(argv):
+            code = self.stdin_code.pop(0) if self.stdin_code else None
+        elif code is None:
+            script = next((a for a in argv[1:] if not a.startswith("-")), "")
+            code = self.scripts.get(posixpath.normpath(script)) if script else None
+        for action, typ, target, origin in python_effects(code or ""):
+            path = resolve_path(target, self.cwd)
+            source = resolve_path(origin, self.cwd) if origin is not None else None
+            if action == "create" and self.known.exists(path):
+                action = "modify" if typ == "file" else ""  # os.makedirs(exist_ok=True)
+            if typ == "guess":
+                typ = (self.known.get(source) if source else None) or guess_type(target, True)
+            if action:
+                self.add(action, typ, path, source)
+
+    def _rsync(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        for typ, path, source in rsync_copies(ops, self._resolved, self.known.get):
+            self.add("copy", typ, path, source)
+
+    def _resolved(self, path: str) -> str:
+        return resolve_path(path, self.cwd)
 
     def _typed(self, action: str, spec: Mapping[str, Any], ops: list[str], recursive: bool) -> None:
         for op in ops:
@@ -352,5 +388,7 @@ def analyse(
 ) -> ShellOutcome:
     """The effects of ``command`` run in ``cwd``; ``known`` maps paths known to exist to types."""
     run = _Run(verbs, cwd, {} if known is None else known)
+    if "<<" in command:  # Python's code, where a heredoc holds it
+        run.stdin_code, run.scripts = heredoc_code(command)
     run.walk(command)
     return ShellOutcome(tuple(run.effects), run.cwd, tuple(run.unknown))

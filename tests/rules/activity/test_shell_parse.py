@@ -103,7 +103,8 @@ CASES = [
     ('echo "a && mkdir no" > "q.txt"', "/w", [(C, F, "/w/q.txt")], "/w"),
     ("mkdir a # mkdir b", "/w", [(C, DIR, "/w/a")], "/w"),
     ("grep -r foo . | head", "/w", [], "/w"),
-    ("python -c 'import os; os.mkdir(\"x\")'", "/w", [], "/w"),
+    ("python -c 'import os; os.mkdir(\"x\")'", "/w", [(C, DIR, "/w/x")], "/w"),  # Python's
+    ("python -c 'print(\"mkdir x\")'", "/w", [], "/w"),
     ("echo $(mkdir inside) > out", "/w", [(C, F, "/w/out")], "/w"),
     (
         "mkdir a && touch a/b && cp a/b a/c && mv a/c a/d && rm a/b",

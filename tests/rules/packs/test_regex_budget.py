@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rules.activity import brace_expand, diagnostics, observations
+from rules.activity import brace_expand, diagnostics, observations, python_effects
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
@@ -65,7 +65,8 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
                 out.append((f"references.{lex.lang}.{label}", p))
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics.LIBRARY, diagnostics._RUFF_HEAD, diagnostics._RUFF_AT,
-            *observations._EXIT]  # fmt: skip
+            *observations._EXIT, python_effects._BOUND,
+            *(p for _, _, p in python_effects._CALLS)]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
     out.append(("code.brace_range", brace_expand._RANGE))
     return out
