@@ -9,6 +9,7 @@ import os
 from functools import cache
 from typing import Any
 
+from proxy import litellm_logs
 from proxy.tokens import ensure_offline_tiktoken
 
 
@@ -19,7 +20,10 @@ def load_litellm() -> Any:
     # streamed Messages request, from GitHub, blocking the event loop): its bundled copies
     os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
     ensure_offline_tiktoken()
+    litellm_logs.before_import()  # its records are redacted by ours, cut first
     import litellm
+
+    litellm_logs.after_import()
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place

@@ -24,11 +24,12 @@ from proxy.errors import (
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.transport import relay_headers
-from rules.redact import redact_text
+from rules.redact import redact_text, redacted_prefix
 
 log = logging.getLogger("ctxproxy.litellm")
 
 _MAX_MESSAGE_CHARS = 300
+_READ_CHARS = 16 * _MAX_MESSAGE_CHARS  # of a message, read for the part shown
 _MAX_LOGGED_CHARS = 20_000
 
 
@@ -176,11 +177,14 @@ def short_message(text: str, upstream: UpstreamSettings) -> str:
     if found is None:
         lines = (line.strip() for line in text.splitlines() if line[:1] not in (" ", "\t"))
         found = next((s for s in lines if s and not s.startswith("Traceback")), "")
+    # a provider quoting MiBs of the request back: only what can be shown is read (redacted
+    # past the cut, so a key the cut splits is not kept in part)
+    found = found[:_READ_CHARS]
     host = urlsplit(upstream.base_url or "").netloc
     if host:
         found = found.replace(host, upstream.name)
     found = _HOST_PORT.sub("<host>", _PATH.sub("<path>", _URL.sub("<url>", found)))
-    found = redact_text(found)
+    found = redacted_prefix(found, _MAX_MESSAGE_CHARS + 1)
     if len(found) > _MAX_MESSAGE_CHARS:
         found = found[: _MAX_MESSAGE_CHARS - 1] + "…"
     return found

@@ -18,9 +18,12 @@ import posixpath
 import re
 
 from rules.activity.script_writes import PYTHON, heredocs
+from rules.activity.shell_lex import MAX_COMMAND_CHARS
+from rules.text_cache import text_cache
 
-MAX_CODE_CHARS = 200_000  # of a script read for what it does
+MAX_CODE_CHARS = MAX_COMMAND_CHARS  # of a script read for what it does: what a line's read of
 MAX_EFFECTS = 16  # effects one script is taken to have
+MAX_RUNS = 32  # Python runs of one command line read (``python f.py; python f.py; …``)
 
 _STR = r"(?P<q{n}>['\"])(?P<lit{n}>[^'\"\n]{{1,300}})(?P=q{n})"
 _ARG = r"(?:" + _STR + r"|(?P<name{n}>[A-Za-z_]\w{{0,40}}))"
@@ -70,11 +73,13 @@ _BOUND = re.compile(
 PyEffect = tuple[str, str, str, str | None]
 
 
-def python_effects(code: str) -> list[PyEffect]:
-    """What ``code`` (Python) does to files and folders it names, in the order it says it."""
+@text_cache(max_chars=4_000_000, max_text_chars=MAX_CODE_CHARS)
+def python_effects(code: str) -> tuple[PyEffect, ...]:
+    """What ``code`` (Python) does to files and folders it names, in the order it says it
+    (cached: a script run again, in a line or a later request, is not read again)."""
     code = code[:MAX_CODE_CHARS]
     if not any(n in code for n in _NEEDS):
-        return []
+        return ()
     bound: dict[str, str] = {}
     for m in _BOUND.finditer(code):
         bound.setdefault(m["name"], m["lit"])
@@ -91,7 +96,7 @@ def python_effects(code: str) -> list[PyEffect]:
             else:
                 found.append((m.start(), (action, typ, first, None)))
     found.sort(key=lambda x: x[0])
-    return [e for _, e in found][:MAX_EFFECTS]
+    return tuple(e for _, e in found)[:MAX_EFFECTS]
 
 
 def inline_code(argv: list[str]) -> str | None:
@@ -115,7 +120,7 @@ def heredoc_code(command: str) -> tuple[list[str], dict[str, str]]:
     in order, and the scripts written by ``cat > fix.py <<'EOF'``, by name as written."""
     fed: list[str] = []
     scripts: dict[str, str] = {}
-    for head, body in heredocs(command):
+    for head, body in heredocs(command[:MAX_COMMAND_CHARS]):  # as far as the line is read
         words = head.replace(">", " > ").split()
         if any(PYTHON.match(posixpath.basename(w)) for w in words[:8]):
             fed.append(body)

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rules.activity import python_effects as py
 from rules.activity.brace_expand import expand
 from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
-from rules.activity.python_effects import heredoc_code, inline_code, python_effects, reads_stdin
 from rules.activity.rsync_copies import rsync_copies
 from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
@@ -109,6 +109,7 @@ class _Run:
         self.visits = [MAX_VISITS]  # known paths its finds may still look at (``find_deletes``)
         self.stdin_code: list[str] = []  # heredocs fed to Python (``python - <<EOF``), in order
         self.scripts: dict[str, str] = {}  # Python scripts the line writes by heredoc, as named
+        self.python_runs = 0  # of them read (``MAX_RUNS``)
 
     def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
         self.effects.append(Effect(action, typ, path, source))
@@ -235,13 +236,16 @@ class _Run:
     def _python(self, argv: list[str]) -> None:
         """What Python run inline (``-c``, a heredoc on its input, a script the line wrote)
         does to files and folders (``python_effects``)."""
-        code = inline_code(argv)
-        if code is None and reads_stdin(argv):
+        if self.python_runs >= py.MAX_RUNS:
+            return
+        self.python_runs += 1
+        code = py.inline_code(argv)
+        if code is None and py.reads_stdin(argv):
             code = self.stdin_code.pop(0) if self.stdin_code else None
         elif code is None:
             script = next((a for a in argv[1:] if not a.startswith("-")), "")
             code = self.scripts.get(posixpath.normpath(script)) if script else None
-        for action, typ, target, origin in python_effects(code or ""):
+        for action, typ, target, origin in py.python_effects(code or ""):
             path = resolve_path(target, self.cwd)
             source = resolve_path(origin, self.cwd) if origin is not None else None
             if action == "create" and self.known.exists(path):
@@ -389,6 +393,6 @@ def analyse(
     """The effects of ``command`` run in ``cwd``; ``known`` maps paths known to exist to types."""
     run = _Run(verbs, cwd, {} if known is None else known)
     if "<<" in command:  # Python's code, where a heredoc holds it
-        run.stdin_code, run.scripts = heredoc_code(command)
+        run.stdin_code, run.scripts = py.heredoc_code(command)
     run.walk(command)
     return ShellOutcome(tuple(run.effects), run.cwd, tuple(run.unknown))
