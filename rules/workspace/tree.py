@@ -40,8 +40,10 @@ def note(nodes: Nodes, path: str, kind: str, flag: str, at: int) -> None:
         nodes[parent] = ["d", nodes[parent][1], nodes[parent][2]]
 
 
-def delete(nodes: Nodes, path: str) -> int:
-    """Remove ``path`` and what is under it; how many entries went."""
+def delete(nodes: Nodes, path: str, whole: bool = True) -> int:
+    """Remove ``path`` and (``whole``) what is under it; how many entries went."""
+    if not whole:
+        return 0 if nodes.pop(path, None) is None else 1
     prefix = path.rstrip("/") + "/"
     gone = [p for p in nodes if p == path or p.startswith(prefix)]
     for p in gone:
@@ -49,12 +51,21 @@ def delete(nodes: Nodes, path: str) -> int:
     return len(gone)
 
 
-def move(nodes: Nodes, source: str, target: str, kind: str, at: int, keep: bool = False) -> None:
-    """``source`` (and its subtree) now at ``target``; ``keep``: a copy (the source stays)."""
+def move(
+    nodes: Nodes,
+    source: str,
+    target: str,
+    kind: str,
+    at: int,
+    keep: bool = False,
+    whole: bool = True,
+) -> None:
+    """``source`` (and, ``whole``, its subtree) now at ``target``; ``keep``: a copy (the source
+    stays). A folder copied into itself (``cp -r a a/c``) copies what was under it before."""
     prefix = source.rstrip("/") + "/"
-    under = [(p, v) for p, v in nodes.items() if p.startswith(prefix)]
+    under = [(p, v) for p, v in nodes.items() if p.startswith(prefix)] if whole else []
     if not keep:
-        delete(nodes, source)
+        delete(nodes, source, whole)
     note(nodes, target, kind, "m", at)
     for p, v in under:
         note(nodes, target + p[len(source) :], v[0], "m", at)

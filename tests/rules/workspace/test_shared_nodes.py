@@ -13,7 +13,7 @@ import pytest
 
 from proxy.store.redact_state import redact_changed
 from rules.workspace import tree
-from rules.workspace.workspace_map import _apply_fact
+from rules.workspace.workspace_map import MAX_SUBTREE_VISITS, _apply_fact
 
 PATHS = ["src", "src/a.py", "src/b.py", "src/lib", "src/lib/c.py", "docs", "docs/x.md", "t.py"]
 
@@ -40,8 +40,8 @@ def test_shared_entries_are_never_changed_in_place(seed: int) -> None:
         facts = [fact(rng) for _ in range(rng.randint(1, 4))]
         shared, deep = dict(before), copy.deepcopy(before)
         for f in facts:
-            _apply_fact(shared, f, step)
-            _apply_fact(deep, f, step)
+            _apply_fact(shared, f, step, [MAX_SUBTREE_VISITS])
+            _apply_fact(deep, f, step, [MAX_SUBTREE_VISITS])
         limit = rng.randint(3, 8)
         assert tree.bound(shared, limit) == tree.bound(deep, limit)
         assert before == frozen_before  # nothing the last map holds was changed
