@@ -2,7 +2,8 @@
 tests}`` is ``project/src`` and ``project/tests``, ``file{,.bak}`` is ``file`` and
 ``file.bak``, ``day{1..3}.md`` three files. Bounded: at most ``MAX_WORDS`` words per word, a
 range of at most that many steps, words of at most ``MAX_CHARS`` characters; each group is
-found in one pass over the word (a stack of open braces), so the work is linear in the output.
+found in one pass over the word (a stack of open braces), and the passes read ``MAX_SCANNED``
+characters at most: a word's expansion costs at most a few times its bound, whatever it makes.
 A word whose braces were quoted (``sed '/a/,/b/{p}'``, ``jq '{a,b}'``) is not expanded: the
 lexer marks it (``SimpleCommand.literal``).
 """
@@ -14,6 +15,7 @@ import re
 
 MAX_WORDS = 32  # words one word expands to
 MAX_CHARS = 4_096  # a longer word is left as written
+MAX_SCANNED = 8 * MAX_CHARS  # characters one word's expansion reads, its partial words too
 _RANGE = re.compile(r"(-?\d{1,6})\.\.(-?\d{1,6})|([a-zA-Z])\.\.([a-zA-Z])")
 
 
@@ -59,10 +61,13 @@ def expand(word: str) -> list[str]:
         return [word]
     out: list[str] = []
     todo = [word]  # a stack: depth first keeps bash's order
-    steps = 0
+    steps = scanned = 0
     while todo and len(out) < MAX_WORDS and steps < 8 * MAX_WORDS:
         steps += 1
         w = todo.pop()
+        scanned += len(w)
+        if scanned > MAX_SCANNED:  # `{,}` × 1,365: 256 rescans of 4 KB made no word
+            return out or [word]
         found = _group(w) if len(w) <= MAX_CHARS else None
         if found is None:
             out.append(w)
