@@ -26,6 +26,7 @@ from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
 from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
+from rules.activity.storable import placeable
 from rules.activity.system_paths import appended_file_was_there, system_folder
 from rules.packs import load_pack
 
@@ -215,7 +216,8 @@ class _Run:
             self.cwd = back
             return
         self.oldpwd = [self.cwd]
-        self.cwd = resolve_path(target, self.cwd)
+        cwd = resolve_path(target, self.cwd)
+        self.cwd = cwd if placeable(cwd) else None  # `cd d` × 2,000: no place worth keeping
 
     def _pushd(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

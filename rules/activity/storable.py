@@ -15,6 +15,14 @@ import orjson
 MAX_ID_CHARS = 64
 # A path longer than any file system takes (Linux's PATH_MAX) is not a path worth remembering.
 MAX_PATH_CHARS = 4096
+# Folders on a path (no project nests 64 deep; a line of `cd d && mkdir x` nested 2,000, and
+# reading each path's folders was quadratic): a deeper working directory is taken as unknown.
+MAX_PATH_DEPTH = 64
+
+
+def placeable(path: str) -> bool:
+    """Whether ``path`` is one the rules keep: within ``MAX_PATH_CHARS`` and ``MAX_PATH_DEPTH``."""
+    return len(path) <= MAX_PATH_CHARS and path.count("/") <= MAX_PATH_DEPTH
 
 
 def stored_id(value: str) -> str:

@@ -28,7 +28,7 @@ from pydantic import Field
 from rules.activity.file_tools import load_tools
 from rules.activity.observations import high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
-from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
+from rules.activity.storable import placeable, storable, stored_id
 from rules.base import Context, ListMemo, RuleConfig, RuleResult
 from rules.messages import (
     PLACEHOLDER_PREFIX,
@@ -82,7 +82,7 @@ def call_key(call: Mapping[str, Any]) -> str:
 
 
 def _kept(path: str) -> bool:
-    return bool(path) and len(path) <= MAX_PATH_CHARS and not holds_secret(path)
+    return bool(path) and placeable(path) and not holds_secret(path)
 
 
 def _apply_fact(nodes: tree.Nodes, fact: tuple[str, ...], at: int, visits: list[int]) -> None:
@@ -152,7 +152,7 @@ def build(ctx: Context, before: Mapping[str, Any], cfg: Config) -> dict[str, Any
             _apply_fact(nodes, fact, at, visits)
             if len(nodes) > 2 * cfg.max_entries:  # a copy into itself doubles it: bound now
                 evicted += tree.bound(nodes, cfg.max_entries)
-        cwd = facts.cwd if facts.cwd is None or len(facts.cwd) <= MAX_PATH_CHARS else None
+        cwd = facts.cwd if facts.cwd is None or placeable(facts.cwd) else None
         # the call each fact came from: its result, forwarded whole, shows the model the same
         # (``seen``)
         if facts.branch is not None:

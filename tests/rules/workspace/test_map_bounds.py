@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import time
 
+from rules.activity.shell_parse import analyse, load_verbs
+from rules.activity.storable import MAX_PATH_DEPTH
 from rules.workspace import tree, workspace_map
 from tests.rules.workspace.test_workspace_map import nodes, ok, run
 from tests.support.factories import shell
@@ -43,3 +45,15 @@ def test_moves_past_the_visits_act_on_their_own_path() -> None:
         (shell("c2", f"cd /p && {many}"), ok()),
     )
     assert time.thread_time() - started < 1.5  # 3.5 s for a 45 KiB line, before
+
+
+def test_paths_nested_past_the_depth_are_not_kept() -> None:
+    line = "cd /p && " + "cd d && mkdir x && " * 2_000 + "true"
+    outcome = analyse(line, None, load_verbs())
+    # past the depth the working directory is unknown: what the line makes stays that shallow
+    assert outcome.cwd is None or outcome.cwd.count("/") <= MAX_PATH_DEPTH
+    assert all(e.path.count("/") <= MAX_PATH_DEPTH + 1 for e in outcome.effects)
+    started = time.thread_time()
+    wsmap = run((shell("c1", line), ok()))
+    assert time.thread_time() - started < 1.5  # 2.4 s, and each later request 1 s, before
+    assert all(p.count("/") <= MAX_PATH_DEPTH for p in nodes(wsmap))
