@@ -94,6 +94,8 @@ def text_cache(
             if texts > max_text_chars:
                 return value
             size = texts + ENTRY_CHARS + charge(value)
+            if size > max_chars:  # held, it would push every other entry out, then itself
+                return value
             with lock:
                 if key not in entries:
                     entries[key] = value

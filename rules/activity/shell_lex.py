@@ -241,9 +241,10 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
 # A new shell call's command is split by several readers of the same request (the entities'
 # and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
 # once. Immutable (a tuple of frozen commands), so every reader may hold it. A split holds up to
-# ~80 bytes a character of its text (a text of one-character commands), so the cache is bounded
-# at 250,000 characters (~20 MB at worst, ~5 MB for agents' scripts).
-_split_kept = text_cache(max_chars=250_000, max_text_chars=MAX_COMMAND_CHARS)(split_uncached)
+# ~80 bytes a character of its text (a text of one-character commands), charged as it holds
+# (``text_cache.charge``): a line of 50,000 characters of short commands is charged ~1.4 M, so
+# the cache holds 4 M (a few such lines, read by every rule once, not each rule again).
+_split_kept = text_cache(max_chars=4_000_000, max_text_chars=MAX_COMMAND_CHARS)(split_uncached)
 
 
 def split_commands(text: str) -> tuple[SimpleCommand, ...]:

@@ -147,3 +147,26 @@ def test_short_texts_hold_a_few_bytes_a_unit_charged() -> None:
         tracemalloc.stop()
     assert kind.cache_chars() <= 2_000_000  # type: ignore[attr-defined]
     assert used <= 2 * kind.cache_chars(), used  # type: ignore[attr-defined]
+
+
+def test_a_value_larger_than_the_cache_is_not_held_and_pushes_nothing_out() -> None:
+    calls: list[str] = []
+
+    @text_cache(max_chars=2_000)
+    def upper(text: str) -> str:
+        calls.append(text)
+        return text.upper()
+
+    upper("a small one")
+    upper("x" * 5_000)  # held, it would have pushed every entry out, then itself
+    upper("a small one")
+    assert calls == ["a small one", "x" * 5_000]
+    assert upper.cache_chars() < 2_000
+
+
+def test_a_long_command_line_is_split_once_for_every_reader() -> None:
+    from rules.activity import shell_lex
+
+    line = "mv a b && mv b a && " * 2_000 + "true"
+    first = shell_lex.split_commands(line)
+    assert shell_lex.split_commands(line) is first  # a 40 KB line was split again by each rule
