@@ -241,10 +241,11 @@ def split_uncached(text: str) -> tuple[SimpleCommand, ...]:
 # A new shell call's command is split by several readers of the same request (the entities'
 # and the workspace map's ``call_effects``, the observations, the map's printed paths): lexed
 # once. Immutable (a tuple of frozen commands), so every reader may hold it. A split holds up to
-# ~80 bytes a character of its text (a text of one-character commands), charged as it holds
-# (``text_cache.charge``): a line of 50,000 characters of short commands is charged ~1.4 M, so
-# the cache holds 4 M (a few such lines, read by every rule once, not each rule again).
-_split_kept = text_cache(max_chars=4_000_000, max_text_chars=MAX_COMMAND_CHARS)(split_uncached)
+# ~150 bytes a character of its text (a text of one-character commands), charged as it holds
+# (``text_cache.charge``, a unit about a byte): the longest line read, 50,000 characters of
+# one-character commands, is charged 7.6 M (9.7 MB), a line of `mv a b && …` 2.1 M; the cache
+# holds 8 M, so any line read is split once for every rule that reads it, not by each again.
+_split_kept = text_cache(max_chars=8_000_000, max_text_chars=MAX_COMMAND_CHARS)(split_uncached)
 
 
 def split_commands(text: str) -> tuple[SimpleCommand, ...]:

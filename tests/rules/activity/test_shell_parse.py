@@ -363,20 +363,21 @@ def test_runs_of_plain_characters_are_lexed_as_one_by_one(text: str) -> None:
 
 def test_the_kept_splits_are_bounded_by_what_they_hold() -> None:
     """A split of one-character commands holds ~80 bytes a character: each is charged its text
-    and what its split holds, the cache at most 250,000; a split larger than that is never kept,
-    and a text is read within ``MAX_COMMAND_CHARS``."""
-    from rules.activity.shell_lex import _split_kept, split_commands
+    and what its split holds, the cache at most 8 M; a split larger than that is never kept, and
+    a text is read within ``MAX_COMMAND_CHARS``."""
+    from rules.activity.shell_lex import MAX_COMMAND_CHARS, _split_kept, split_commands
     from rules.text_cache import charge
 
     _split_kept.cache_clear()
-    for k in range(40):  # 40 distinct texts of ~200 characters, each split ~30,000 held
-        split_commands(f"echo {k};" + "x;" * 100)
+    for k in range(20):  # 20 distinct texts of ~20,000 characters, each split ~3 M held
+        split_commands(f"echo {k};" + "x;" * 10_000)
     held = _split_kept.cache_chars()
-    assert 0 < held <= 250_000
-    assert held >= charge(split_commands("echo 39;" + "x;" * 100))  # the newest is kept
+    assert 0 < held <= 8_000_000
+    assert held >= charge(split_commands("echo 19;" + "x;" * 10_000))  # the newest is kept
     _split_kept.cache_clear()
-    split_commands("x;" * 200_000)  # 400,000 characters: read, its split far over the bound
-    assert _split_kept.cache_chars() == 0
+    longest = "x;" * (MAX_COMMAND_CHARS // 2 - 1)
+    split_commands(longest)  # the longest text read: its split is kept, within the bound
+    assert 0 < _split_kept.cache_chars() <= 8_000_000
     _split_kept.cache_clear()
 
 
