@@ -30,8 +30,8 @@ from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
+from proxy.rewrite.offload import COMMAND_WORK, Offload, command_bytes, current_lane, items_of
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
-from proxy.rewrite.offload import Offload, current_lane, items_of
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
@@ -184,6 +184,10 @@ class Engine(WindowBudgets):
         hint = None if adapter is CHAT else scoped(principal, given or key([]))
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
         sid = scoped(principal, given or key(lowered.conversation()))
+        new = raw_size if fresh is None else fresh
+        if not heavy:  # few new bytes, but commands cost the rules more a byte (``COMMAND_WORK``)
+            extra = (COMMAND_WORK - 1) * command_bytes(lowered.messages, new)
+            heavy = self.offload.heavy(new + extra, items_of(body))
         if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
             heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
         named_parent = parent_session_id or parent_session_key(headers, salt)

@@ -43,6 +43,12 @@ OFFLOAD_BYTES = 64 * 1024
 # Each item (message, input item) counts as this many bytes of work: every request walks all of
 # them (~3 µs each when the session's memos know them).
 ITEM_WORK_BYTES = 32
+# A tool call's arguments (a shell command) cost the rules about ten times what a tool's output
+# does, byte for byte: each command is read for what it ran, made, moved, deleted and reverted
+# (~8–10 ms a KiB of dense command lines, ~0.8 of output): a request's newest arguments count
+# this many times (a 45 KiB line of `mv` held the loop 0.2–0.6 s below the threshold).
+COMMAND_WORK = 10
+_LOOKBACK = 64  # newest messages looked at for their arguments
 # Worker threads: the interpreter lock shares one core among them, so more would add only memory
 # held at once; two let one principal's job run while another's long one does.
 WORKERS = 2
@@ -72,6 +78,25 @@ def items_of(body: Any) -> int:
         if isinstance(value, list):
             return len(value)
     return 0
+
+
+def command_bytes(messages: list[Any], fresh: int) -> int:
+    """The characters of tool-call arguments among the newest ``messages`` (chat's view), as
+    far back as their texts make up ``fresh`` bytes: what the rules read as commands."""
+    seen = found = 0
+    for message in reversed(messages[-_LOOKBACK:]):
+        if not isinstance(message, dict):
+            continue
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") if isinstance(call, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if isinstance(arguments, str):
+                found += len(arguments)
+        content = message.get("content")
+        seen += len(content) if isinstance(content, str) else 0
+        if seen + found >= fresh:
+            break
+    return found
 
 
 _Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]

@@ -178,3 +178,27 @@ async def test_claude_codes_body_resent_for_another_session_is_lowered_in_the_wo
         assert (await client.post("/v1/messages", json=body("two"), headers=headers)).is_success
     worker = [name.startswith("ctxproxy-body") for name in threads]
     assert worker == [True, False, True], threads  # new; the same session's again; another's
+
+
+async def test_a_next_request_bringing_a_long_command_is_worked_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A few KiB of new body, but of shell commands, which cost the rules ~10× a byte of
+    output (``COMMAND_WORK``): a 45 KiB line of `mv` held the loop 0.2–0.6 s inline."""
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        offload = client.app.state.services.engine.offload  # type: ignore[attr-defined]
+        calls: list[str] = []
+        monkeypatch.setattr(offload, "run", counting(offload, calls))
+        messages = conversation(20)
+        first = orjson.dumps({"model": "gpt-4o", "messages": messages})
+        assert (await client.post("/v1/chat/completions", content=first, headers=JSON)).is_success
+        line = "mv a b && mv b a && " * 400  # 8 KB: under the threshold as bytes
+        for command, worked in (("ls src", False), (line, True)):
+            calls.clear()
+            messages = [*messages, assistant(None, shell("call_long", command))]
+            messages.append(result("call_long", "ok"))
+            body = orjson.dumps({"model": "gpt-4o", "messages": messages})
+            assert (
+                await client.post("/v1/chat/completions", content=body, headers=JSON)
+            ).is_success
+            assert ("Engine._run" in calls) is worked, (command[:20], calls)
