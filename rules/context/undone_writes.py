@@ -1,51 +1,98 @@
-"""Files a run took back: deleted (``rm``, ``git rm``, ``rmdir``, a folder's files with it; a
-move's source) or reverted (``git checkout -- f``, ``git checkout f`` of a changed file, ``git
-restore f``, a folder or ``.`` for the files under it, ``git reset --hard``). The working set
-lists the files the agent changed; one it removed or reverted since is changed no longer (a
-scratch ``reproduce.py`` deleted at the end stayed listed beside the real fix). A move's
-destination is changed (``moved_to``): the change went there."""
+"""Files a run took back: deleted (``rm``, ``git rm``, ``rmdir``, Python's ``os.remove``; a move's
+source) or reverted (``git checkout -- f``, ``git checkout f`` of a changed file, ``git restore
+f``). The working set lists the files the agent changed; one it removed or reverted since is
+changed no longer (a scratch ``reproduce.py`` deleted at the end stayed listed beside the real
+fix). A folder takes back the files under it where the line says which folder it is: an absolute
+path (``rm -rf /testbed/build``, ``cd /testbed && git checkout .``) or a path git reads from the
+line's folder, as it stands (``git checkout -- src/``); ``git reset --hard`` takes back them all.
+A ``.`` in a folder the line does not name (a shell that kept an earlier call's ``cd``) takes back
+nothing: a list kept too long is better than the agent's work forgotten. A merge's side chosen
+(``git checkout --theirs f``) is still a change. A move's destination is changed when its source
+was (``moved_to``), or when git moved it (a rename is a change)."""
 
 from __future__ import annotations
 
 import posixpath
+from dataclasses import dataclass
 
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import analyse, load_verbs
 
 MAX_COMMAND_CHARS = 20_000  # a command line read for what it took back
-EVERYTHING = "."  # a revert of the whole work tree, where the shell left no folder to name
+MAX_UNDONE = 256  # paths one command line is taken to take back
+EVERYTHING = "."  # a revert of the whole work tree
 _BRANCHING = frozenset({"-b", "-B", "--orphan", "-c", "-C"})  # checkout/switch making a branch
+# a merge's side or a part of a file chosen: the file is still changed
+_CHOOSING = frozenset({"--theirs", "--ours", "-m", "--merge", "-p", "--patch", "--conflict"})
 _RESTORE_VALUES = frozenset({"-s", "--source"})
+_TOUCHES = ("rm", "mv", "git", "python")  # a line without one of these takes nothing back
 
 
-def undone_paths(command: str) -> tuple[str, ...]:
-    """The paths (as written, normalised; ``cd`` followed) ``command`` deleted or reverted; a
-    folder stands for the files under it."""
+@dataclass(frozen=True)
+class Undone:
+    """What a line took back: ``files`` name a changed path as written or as its end (a relative
+    ``reproduce.py`` names ``/testbed/reproduce.py``); ``folders`` take back the paths under
+    them too."""
+
+    files: tuple[str, ...] = ()
+    folders: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.files or self.folders)
+
+
+def undone_paths(command: str) -> Undone:
+    """What ``command`` deleted or reverted (as written, normalised; ``cd`` followed)."""
     command = command[:MAX_COMMAND_CHARS]
-    if not any(w in command for w in ("rm", "mv", "git")):
-        return ()
-    out = [
-        (e.source if e.action == "move" else e.path) or ""
-        for e in analyse(command, None, load_verbs()).effects
-        if e.action == "delete" or e.action == "move"
-    ]
+    if not any(w in command for w in _TOUCHES):
+        return Undone()
+    files: list[str] = []
+    folders: list[str] = []
+    for e in analyse(command, None, load_verbs()).effects:
+        if e.action in ("delete", "move"):
+            path = (e.source if e.action == "move" else e.path) or ""
+            files.append(path)
+            if path.startswith("/"):  # a folder named whole: what is under it goes with it
+                folders.append(path)
     cwd: str | None = None
     for cmd in split_commands(command):
         argv = list(cmd.argv)
         if argv[:1] == ["cd"]:
             cwd = _joined(cwd, argv[1]) if len(argv) > 1 else None
             continue
-        out += [_joined(cwd, p) for p in _reverted(argv)]
-    return tuple(p for p in dict.fromkeys(out) if p)
+        for path in _reverted(argv):
+            if path == EVERYTHING and argv[1] != "reset":
+                if cwd is None:
+                    continue  # `.` of a folder only an earlier call named: unknown
+                path = cwd
+            else:
+                path = _joined(cwd, path)
+            files.append(path)
+            folders.append(path)
+    return Undone(_bounded(files), _bounded(folders))
 
 
-def moved_to(command: str) -> tuple[str, ...]:
-    """Where ``command`` moved files to (``mv``, ``git mv``): each a changed file now."""
+def _bounded(paths: list[str]) -> tuple[str, ...]:
+    return tuple(p for p in dict.fromkeys(paths) if p)[:MAX_UNDONE]
+
+
+def moved_to(command: str, changed: list[str]) -> tuple[str, ...]:
+    """Where ``command`` moved a changed file to (``mv``, ``git mv``), or any file git moved."""
     command = command[:MAX_COMMAND_CHARS]
     if "mv" not in command:
         return ()
+    by_git = "git mv" in command
     effects = analyse(command, None, load_verbs()).effects
-    return tuple(dict.fromkeys(e.path for e in effects if e.action == "move" and e.path))
+    out = [
+        e.path
+        for e in effects
+        if e.action == "move" and e.path and (by_git or _any_named(changed, e.source or ""))
+    ]
+    return tuple(dict.fromkeys(out))[:MAX_UNDONE]
+
+
+def _any_named(paths: list[str], source: str) -> bool:
+    return bool(source) and len(without(paths, Undone(files=(source,)))) < len(paths)
 
 
 def _joined(cwd: str | None, path: str) -> str:
@@ -60,6 +107,8 @@ def _reverted(argv: list[str]) -> list[str]:
     sub, rest = argv[1], argv[2:]
     if sub == "reset" and "--hard" in rest:  # the tracked files as committed, all of them
         return [EVERYTHING]
+    if sub in ("checkout", "restore") and _CHOOSING.intersection(rest):
+        return []
     if sub == "checkout" and "--" in rest:  # git checkout [REV] -- f: the file as committed
         return [a for a in rest[rest.index("--") + 1 :] if a]
     if sub == "checkout" and not _BRANCHING.intersection(rest):
@@ -79,23 +128,32 @@ def _reverted(argv: list[str]) -> list[str]:
     return []
 
 
-def without(paths: list[str], undone: tuple[str, ...]) -> list[str]:
-    """``paths`` less those ``undone`` names (a relative one names the path it ends), and
-    those under a folder it names."""
-    gone = {g.rstrip("/") or "/" for g in undone}
-    if EVERYTHING in gone:
+def without(paths: list[str], undone: Undone) -> list[str]:
+    """``paths`` less those ``undone`` names (a relative file names the path it ends) and those
+    under a folder it names (a relative folder: under it wherever it stands in the path)."""
+    folders = [f.rstrip("/") or "/" for f in undone.folders]
+    if EVERYTHING in folders:
         return []
-    return [p for p in paths if not _named(p, gone)]
+    files = set(undone.files)
+    return [p for p in paths if not (_file_named(p, files) or _under(p, folders))]
 
 
-def _named(path: str, gone: set[str]) -> bool:
-    if path in gone:
+def _file_named(path: str, files: set[str]) -> bool:
+    if path in files:
         return True
-    parts = path.split("/")
-    if any("/".join(parts[i:]) in gone for i in range(1, len(parts))):
+    parts = path.split("/")[-64:]  # a path's last 64 names: no deeper one is kept
+    if any("/".join(parts[i:]) in files for i in range(1, len(parts))):
         return True  # /testbed/reproduce.py, deleted as reproduce.py
-    if any(g.endswith("/" + path) for g in gone):  # reproduce.py, deleted as /testbed/…
-        return True
-    # under a folder taken back: /testbed/pkg/a.py under /testbed/pkg, or under pkg
-    folders = ("/".join(parts[:i]) for i in range(1, len(parts)))
-    return any(f in gone or any(f.endswith("/" + g) for g in gone) for f in folders if f)
+    return any(f.endswith("/" + path) for f in files)  # reproduce.py, deleted as /testbed/…
+
+
+def _under(path: str, folders: list[str]) -> bool:
+    """Whether ``path`` is under one of ``folders`` (each a substring test: linear)."""
+    slashed = "/" + path.lstrip("/")
+    for folder in folders:
+        if folder.startswith("/"):
+            if path.startswith(folder + "/") or folder == "/":
+                return True
+        elif "/" + folder + "/" in slashed:
+            return True
+    return False

@@ -161,14 +161,14 @@ def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, c
     args = load_arguments(arguments) if action.command and arguments is not None else None
     if args is not None and ran:  # what Python scripts it wrote or ran wrote
         _record_writes(ledger, script_targets(ledger, raw_command(args) or ""), obs, cfg)
-    if action.command and ran and ledger.get("changed"):
-        undone = undone_paths(action.command)  # a file deleted or reverted: changed no longer
-        if undone:
+    if action.command and ran:
+        moved = moved_to(action.command, ledger.get("changed") or [])  # a change's new name
+        undone = undone_paths(action.command) if ledger.get("changed") else None
+        if undone:  # a file deleted or reverted: changed no longer
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
-    if action.command and ran:
-        _record_writes(ledger, moved_to(action.command), obs, cfg)  # a rename's new name
+        _record_writes(ledger, moved, obs, cfg)
     sent = raw_command(args) if args is not None else None  # its lines as sent (heredocs)
     if action.kind == "run" and not (sent and only_shows(sent)):  # a log shown is no run
         record_run(ledger, obs, result_text, args, ran, cfg.max_runs)

@@ -57,9 +57,9 @@ def test_a_failed_removal_takes_nothing_back() -> None:
 
 
 def test_a_move_takes_its_source() -> None:
-    assert undone_paths("mv a.py.new a.py") == ("a.py.new",)
-    assert undone_paths("git checkout HEAD -- x.py y.py") == ("x.py", "y.py")
-    assert undone_paths("git checkout main") == ()
+    assert undone_paths("mv a.py.new a.py").files == ("a.py.new",)
+    assert undone_paths("git checkout HEAD -- x.py y.py").files == ("x.py", "y.py")
+    assert not undone_paths("git checkout main")
 
 
 FILES = ("/testbed/pkg/a.py", "/testbed/pkg/sub/b.py", "/testbed/reproduce.py")
@@ -68,7 +68,7 @@ FILES = ("/testbed/pkg/a.py", "/testbed/pkg/sub/b.py", "/testbed/reproduce.py")
 @pytest.mark.parametrize(
     ("command", "left"),
     [
-        ("git checkout .", []),
+        ("git checkout .", list(FILES)),  # a folder an earlier call's cd may have chosen
         ("cd /testbed && git checkout -- .", []),
         ("git reset --hard", []),
         ("git reset --hard HEAD~1", []),
@@ -85,6 +85,10 @@ FILES = ("/testbed/pkg/a.py", "/testbed/pkg/sub/b.py", "/testbed/reproduce.py")
         ("git checkout -b fix/pkg", list(FILES)),
         ("git reset --soft HEAD~1", list(FILES)),
         ("git restore --staged .", list(FILES)),
+        ("cd /testbed && git checkout --theirs pkg/a.py", list(FILES)),  # a merge's side chosen
+        ("git restore --ours /testbed/pkg/a.py", list(FILES)),
+        ("rm -rf pkg", list(FILES)),  # a relative folder of a folder the line does not name
+        ("cd /testbed && python -c \"import os; os.remove('reproduce.py')\"", list(FILES[:2])),
     ],
 )
 def test_a_folder_or_the_tree_taken_back_takes_the_files_under_it(
@@ -102,13 +106,35 @@ def test_a_folder_or_the_tree_taken_back_takes_the_files_under_it(
     [
         ("mv /testbed/pkg/a.py /testbed/pkg/c.py", "/testbed/pkg/c.py"),
         ("cd /testbed && git mv pkg/a.py pkg/sub/", "/testbed/pkg/sub/a.py"),
-        ("mv /testbed/setup.cfg /testbed/pyproject.cfg", "/testbed/pyproject.cfg"),
+        ("cd /testbed && git mv setup.cfg pyproject.cfg", "/testbed/pyproject.cfg"),  # git's rename
     ],
 )
-def test_a_moved_file_is_changed_under_its_new_name(command: str, now: str) -> None:
+def test_a_moved_change_is_changed_under_its_new_name(command: str, now: str) -> None:
     ledger = ledger_of(
         TASK, *_edits(*FILES), assistant(None, shell("r", command)), result("r", "Exit code: 0")
     )
     assert now in ledger["changed"]
     assert "/testbed/pkg/a.py" not in ledger["changed"] or "setup.cfg" in command
     assert ledger["writes"][-1]["path"] == now
+
+
+@pytest.mark.parametrize(
+    "command", ["mv /tmp/a.log /tmp/b.log", "cd /testbed && mv node_modules node_modules.bak"]
+)
+def test_a_move_of_what_the_agent_did_not_change_changes_nothing(command: str) -> None:
+    ledger = ledger_of(
+        TASK, *_edits(*FILES), assistant(None, shell("r", command)), result("r", "Exit code: 0")
+    )
+    assert sorted(ledger["changed"]) == sorted(FILES)
+
+
+def test_deep_paths_and_many_names_take_linear_time() -> None:
+    import time
+
+    from rules.context.undone_writes import Undone, without
+
+    deep = ["/r/" + "/".join("d" * 1 for _ in range(2_000)) + f"/f{i}.py" for i in range(20)]
+    names = Undone(files=tuple(f"q{i}" for i in range(256)), folders=("pkg", "/r/x"))
+    started = time.thread_time()
+    assert without(deep, names) == deep
+    assert time.thread_time() - started < 0.5  # 18 s a call before
