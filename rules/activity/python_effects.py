@@ -14,6 +14,7 @@ literal call name and its repeats are bounded: linear."""
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 
@@ -80,23 +81,32 @@ def python_effects(code: str) -> tuple[PyEffect, ...]:
     code = code[:MAX_CODE_CHARS]
     if not any(n in code for n in _NEEDS):
         return ()
-    bound: dict[str, str] = {}
+    bound: dict[str, list[tuple[int, str]]] = {}  # name -> (where, literal), in order
     for m in _BOUND.finditer(code):
-        bound.setdefault(m["name"], m["lit"])
+        bound.setdefault(m["name"], []).append((m.start(), m["lit"]))
     found: list[tuple[int, PyEffect]] = []
     for action, typ, pattern in _CALLS:
         for m in pattern.finditer(code):
-            first = m["lit1"] or bound.get(m["name1"] or "", "")
+            at = m.start()
+            first = m["lit1"] or _value(bound, m["name1"], at)
             if not first or first.startswith("/dev/"):
                 continue
             if "lit2" in pattern.groupindex:
-                second = m["lit2"] or bound.get(m["name2"] or "", "")
+                second = m["lit2"] or _value(bound, m["name2"], at)
                 if second:
                     found.append((m.start(), (action, typ, second, first)))
             else:
                 found.append((m.start(), (action, typ, first, None)))
     found.sort(key=lambda x: x[0])
     return tuple(e for _, e in found)[:MAX_EFFECTS]
+
+
+def _value(bound: dict[str, list[tuple[int, str]]], name: str | None, at: int) -> str:
+    """The literal ``name`` was last bound to before ``at`` (``path = 'a'`` … ``path = 'b'``:
+    the second, after it); none when it was not bound before."""
+    seen = bound.get(name or "") or ()
+    i = bisect.bisect_left(seen, (at, "")) - 1
+    return seen[i][1] if i >= 0 else ""
 
 
 def inline_code(argv: list[str]) -> str | None:
@@ -122,8 +132,20 @@ def heredoc_code(command: str) -> tuple[list[str], dict[str, str]]:
     scripts: dict[str, str] = {}
     for head, body in heredocs(command[:MAX_COMMAND_CHARS]):  # as far as the line is read
         words = head.replace(">", " > ").split()
-        if any(PYTHON.match(posixpath.basename(w)) for w in words[:8]):
-            fed.append(body)
+        at = next((i for i, w in enumerate(words[:8]) if PYTHON.match(posixpath.basename(w))), -1)
+        if at >= 0:  # `python - <<EOF` runs it; `python load.py <<EOF` reads it as data
+            if reads_stdin(words[at : at + 1] + _own_words(words[at + 1 :])):
+                fed.append(body)
         elif "cat" in words and ">" in words[:-1] and words[-1].endswith(".py"):
             scripts[posixpath.normpath(words[-1])] = body
     return fed, scripts
+
+
+def _own_words(words: list[str]) -> list[str]:
+    """A command's words up to the shell's next operator."""
+    out = []
+    for w in words:
+        if w in ("&&", "||", ";", "|", ">", "&"):
+            break
+        out.append(w)
+    return out

@@ -8,6 +8,8 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Callable
 
+from rules.activity.shell_words import has_short
+
 
 def _remote(word: str) -> bool:
     head = word.split("/", 1)[0]
@@ -15,11 +17,14 @@ def _remote(word: str) -> bool:
 
 
 def rsync_copies(
-    ops: list[str], resolved: Callable[[str], str], known: Callable[[str], str | None]
+    flags: list[str],
+    ops: list[str],
+    resolved: Callable[[str], str],
+    known: Callable[[str], str | None],
 ) -> list[tuple[str, str, str]]:
-    """(type, path, source) of each copy ``rsync OPS`` makes; ``resolved``: an operand's path
-    (the working directory's), ``known``: a path's type, if known."""
-    if len(ops) < 2 or _remote(ops[-1]):
+    """(type, path, source) of each copy ``rsync FLAGS OPS`` makes (none for a dry run, ``-n``);
+    ``resolved``: an operand's path (the working directory's), ``known``: a path's type."""
+    if len(ops) < 2 or _remote(ops[-1]) or has_short(flags, "n") or "--dry-run" in flags:
         return []
     target = ops[-1]
     dest = resolved(target)

@@ -260,7 +260,7 @@ class _Run:
     def _rsync(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
-        for typ, path, source in rsync_copies(ops, self._resolved, self.known.get):
+        for typ, path, source in rsync_copies(flags, ops, self._resolved, self.known.get):
             self.add("copy", typ, path, source)
 
     def _resolved(self, path: str) -> str:

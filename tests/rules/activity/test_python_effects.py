@@ -72,7 +72,9 @@ def test_where_the_code_is() -> None:
 
 def _copies(*ops: str, known: dict[str, str] | None = None) -> list[tuple[str, str, str]]:
     types = known or {}
-    return rsync_copies(list(ops), lambda p: posixpath.normpath(posixpath.join("/w", p)), types.get)
+    return rsync_copies(
+        [], list(ops), lambda p: posixpath.normpath(posixpath.join("/w", p)), types.get
+    )
 
 
 def test_rsync_follows_the_trailing_slash() -> None:
@@ -99,4 +101,28 @@ def test_a_script_run_thousands_of_times_in_a_line_is_read_once() -> None:
     assert [(e.action, e.path) for e in effects][:2] == [
         ("create", "/w/f.py"),
         ("create", "/w/out.txt"),
+    ]
+
+
+def test_a_name_is_read_as_bound_where_the_call_is() -> None:
+    code = "path = 'data/raw.csv'\nrows = open(path).read()\npath = 'data/clean.csv'\n"
+    code += "open(path, 'w').write(rows)\n"
+    assert list(python_effects(code)) == [("create", "file", "data/clean.csv", None)]
+    later = "os.makedirs(out)\nout = 'dist'\n"  # bound only after the call: unknown there
+    assert list(python_effects(later)) == []
+
+
+def test_a_heredoc_a_script_reads_as_data_is_no_code() -> None:
+    fed, _ = heredoc_code(
+        "python load.py <<EOF\nos.makedirs('x')\nEOF\npython3 - <<EOF\nos.mkdir('y')\nEOF"
+    )
+    assert fed == ["os.mkdir('y')"]
+
+
+def test_an_rsync_dry_run_copies_nothing() -> None:
+    resolve = lambda p: "/w/" + p  # noqa: E731
+    assert rsync_copies(["-avn"], ["src/", "bak/"], resolve, {}.get) == []
+    assert rsync_copies(["--dry-run"], ["src/", "bak/"], resolve, {}.get) == []
+    assert rsync_copies(["-av"], ["src/", "bak/"], resolve, {}.get) == [
+        ("folder", "/w/bak/", "/w/src/")
     ]
