@@ -2,7 +2,8 @@
 hunter2", "my API key is ab12…", "the password for admin is …", "password for root: …", "set
 the password to …", and a Dockerfile's ``ENV DB_PASSWORD value``. A value counts only when it
 looks set (a digit or a symbol), so "the password is too short" and "the token is expired"
-stay; it runs to the blank after it ("S3cret!x." is all secret but the full stop)."""
+stay; it runs to the blank after it ("S3cret!x." is all secret but the full stop). Set "to" a
+value, the value is one only when it is no place nor name ("to config_prod.yaml" is where)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import re
 _SAID = re.compile(
     r"""(?:(?:[ \t]++(?:for|of|on|to)[ \t]++(?:the[ \t]++)?[\w.@\-]{1,64}"""
     r"""(?:[ \t]++(?:user|account|database|db|server|host|admin))?)?+"""
-    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)|[ \t]++to[ \t]++)"""
-    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[.,;!?)]*+(?:\s|$))"""
+    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)|(?P<to>[ \t]++to[ \t]++))"""
+    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[.,;)]*+(?:\s|$))"""
 )
 # A Dockerfile's ``ENV NAME value`` (the form without ``=``): the rest of the line is the value.
 _ENV_LINE = re.compile(r"(?:^|[\r\n]|\\n)[ \t]*+ENV[ \t]++\Z")
@@ -30,6 +31,9 @@ def env_value(text: str, start: int, end: int) -> re.Match[str] | None:
 
 
 LOOKS_SET = re.compile(r"[0-9!@#$%^&*_+=~]")
+# After "to", where a secret goes or what it becomes, not its value: a file, a path, a call, a
+# name of words joined by "_" ("add the API key to settings_local.py", "rename it to DB_PW_V2")
+_PLACE = re.compile(r"[./\\()\[\]{}<>:_]")
 _LETTER = re.compile(r"[A-Za-z]")
 # "API key", "access key" (two words, as said in prose or a console's label) before a bare "key".
 _SPACED_KEY = re.compile(r"(?i:\b(?:api|access|auth|client|app)[ \t])\Z")
@@ -49,6 +53,8 @@ def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
         return None
     value = said["bare"]
     if not LOOKS_SET.search(value):
+        return None
+    if said["to"] and _PLACE.search(value):  # "move the password to config_prod.yaml"
         return None
     if needed > 1 and (len(value) < needed or not _LETTER.search(value)):
         return None

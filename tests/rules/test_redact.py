@@ -332,6 +332,13 @@ def test_redact_copies_plain_values_and_redacts_under_every_container_kind() -> 
         ("a password to access the db", "a password to access the db"),
         ("the password is S3cret!x, keep it", "the password is [REDACTED], keep it"),  # all of it
         ("the token is abc1!def!ghi now", "the token is [REDACTED] now"),
+        ("the password is P@ssw0rd!", "the password is [REDACTED]"),
+        # where a secret goes, or what it becomes, is no value
+        ("Move the password to config_prod.yaml", "Move the password to config_prod.yaml"),
+        ("Add the API key to settings_local.py", "Add the API key to settings_local.py"),
+        ("Rename the secret to DB_PASSWORD_V2", "Rename the secret to DB_PASSWORD_V2"),
+        ("write the token to ~/.config/gh/hosts.yml", "write the token to ~/.config/gh/hosts.yml"),
+        ("Pass the password to get_connection()", "Pass the password to get_connection()"),
     ],
 )
 def test_a_password_said_in_prose(text: str, kept: str) -> None:
