@@ -52,7 +52,7 @@ def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
     if said is None:
         return None
     value = said["bare"]
-    if not LOOKS_SET.search(value):
+    if not LOOKS_SET.search(value.rstrip("!?")):  # "the password is incorrect!": no value
         return None
     if said["to"] and _PLACE.search(value):  # "move the password to config_prod.yaml"
         return None
