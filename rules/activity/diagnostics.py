@@ -34,6 +34,12 @@ _TB_EXC = re.compile(
 _RUFF_HEAD = re.compile(r"^(?P<code>[A-Z]{1,5}\d{1,4})(?: \[\*\])? (?P<message>\S.*)$")
 _RUFF_AT = re.compile(r"^\s*--> (?P<file>[^\s:]+\.pyi?):(?P<line>\d+):\d+$")
 _RUFF_TEXT = "--> "
+# PHPUnit's failures: numbered within a "There were 2 failures:" section (not a risky or skipped
+# test's, listed the same way), each placed by a "/app/tests/XTest.php:12" line after it
+_PHPUNIT_TEXT = "There w"
+_PHPUNIT_SECTION = re.compile(r"^There (?:was|were) \d+ (?P<what>\w+)")
+_PHPUNIT_ITEM = re.compile(r"^\d+\) (?P<message>[\w\\]+::\w+.*)$")
+_PHPUNIT_AT = re.compile(r"^(?P<file>/?[^\s:]+\.php):(?P<line>\d+)$")
 
 # each literal of the pack's patterns: (the literal, its bit, the bits of the literals inside it)
 Literals = tuple[tuple[str, int, int], ...]
@@ -144,6 +150,28 @@ def _placed_after(lines: list[str]) -> list[dict[str, Any]]:
         head = _RUFF_HEAD.match(lines[i - 1]) if at else None
         if at and head:
             out.append(_diag("ruff", at["file"], at["line"], head["code"], head["message"]))
+    return out
+
+
+def _phpunit_failures(lines: list[str]) -> list[dict[str, Any]]:
+    """PHPUnit's failures and errors, each at the place its next ``file.php:N`` line says."""
+    out: list[dict[str, Any]] = []
+    code: str | None = None  # in a failures' or errors' section: FAIL or ERROR
+    for line in lines:
+        section = _PHPUNIT_SECTION.match(line)
+        if section:
+            what = section["what"]
+            code = (
+                "FAIL"
+                if what.startswith("failure")
+                else "ERROR"
+                if what.startswith("error")
+                else None
+            )
+        elif code and (item := _PHPUNIT_ITEM.match(line)):
+            out.append(_diag("phpunit", None, None, code, item["message"]))
+        elif out and out[-1]["line"] is None and (at := _PHPUNIT_AT.match(line)):
+            out[-1] = {**out[-1], "file": at["file"], "line": int(at["line"])}
     return out
 
 
@@ -281,6 +309,10 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
     if placed:
         diags.extend(placed)
         failed.add("lint")
+    listed = _phpunit_failures(lines) if _PHPUNIT_TEXT in text else []
+    if listed:
+        diags.extend(listed)
+        failed.add("test")
     tracebacks = _tracebacks(lines) if _TB_TEXT in text else []
     diags.extend(tracebacks)
     if tracebacks and (exit_code not in (0, None) or not passed):

@@ -79,6 +79,19 @@ FAILURES!
 Tests: 2, Assertions: 2, Failures: 1.
 """
 PHPUNIT_PASS = "OK (2 tests, 2 assertions)\n"
+PHPUNIT_RISKY = """PHPUnit 9.6.0 by Sebastian Bergmann and contributors.
+
+There was 1 risky test:
+
+1) Tests\\CalculatorTest::testNothing
+This test did not perform any assertions
+
+/app/tests/CalculatorTest.php:21
+
+OK, but incomplete, skipped, or risky tests!
+Tests: 3, Assertions: 2, Risky: 1.
+"""
+RUFF_FIXED = "Found 3 errors (3 fixed, 0 remaining).\n"
 JAVAC = """src/main/java/App.java:5: error: cannot find symbol
         foo();
         ^
@@ -120,7 +133,17 @@ def test_each_failure_is_one_diagnostic() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", [MYPY_PASS, RUFF_PASS, VITEST_PASS, RSPEC_PASS, PHPUNIT_PASS, MAVEN_PASS]
+    "text",
+    [
+        MYPY_PASS,
+        RUFF_PASS,
+        VITEST_PASS,
+        RSPEC_PASS,
+        PHPUNIT_PASS,
+        MAVEN_PASS,
+        PHPUNIT_RISKY,
+        RUFF_FIXED,
+    ],
 )
 def test_a_clean_run_passes_without_an_exit_code(text: str) -> None:
     outcome = diagnostics.parse(text, None)
@@ -134,6 +157,7 @@ def test_a_clean_run_passes_without_an_exit_code(text: str) -> None:
         "Steps:\n1) open the app\n2) click save\n",  # a numbered list, not a test
         "report.py:3: note: checked\n",
         "E501 is the rule for long lines\n",  # a rule named in prose, with no place after
+        "Steps:\n1) Foo::bar is called\n2) then baz\n",  # a numbered list outside PHPUnit's
     ],
 )
 def test_lines_that_only_look_alike_open_nothing(text: str) -> None:

@@ -65,6 +65,7 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
                 out.append((f"references.{lex.lang}.{label}", p))
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics.LIBRARY, diagnostics._RUFF_HEAD, diagnostics._RUFF_AT,
+            diagnostics._PHPUNIT_SECTION, diagnostics._PHPUNIT_ITEM, diagnostics._PHPUNIT_AT,
             *observations._EXIT, python_effects._BOUND,
             *(p for _, _, p in python_effects._CALLS)]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
