@@ -19,6 +19,7 @@ never kept; every text kept is redacted."""
 from __future__ import annotations
 
 import hashlib
+import posixpath
 from collections.abc import Mapping
 from typing import Any
 
@@ -85,12 +86,22 @@ def _kept(path: str) -> bool:
     return bool(path) and placeable(path) and not holds_secret(path)
 
 
+def _may_hold(nodes: tree.Nodes, path: str) -> bool:
+    """Whether ``path`` may have entries under it: not a file, nor a listed name with an
+    extension (``f0.txt``, as ``ls`` shows it)."""
+    node = nodes.get(path)
+    if node is None or node[0] == "d":
+        return True
+    return node[0] == "?" and "." not in posixpath.basename(path).lstrip(".")
+
+
 def _apply_fact(nodes: tree.Nodes, fact: tuple[str, ...], at: int, visits: list[int]) -> None:
     """``fact`` applied to the map; ``visits``: the entries subtree moves and deletions may
     still look at in this request (past it, one acts on its own path only)."""
     op = fact[0]
-    whole = visits[0] > 0
-    if op in ("move", "copy", "delete"):
+    whole = False
+    if op in ("move", "copy", "delete") and _may_hold(nodes, fact[1]):  # its subtree looked at
+        whole = visits[0] > 0
         visits[0] -= len(nodes)
     if op in ("move", "copy"):
         source, target, kind = fact[1], fact[2], fact[3]

@@ -57,3 +57,17 @@ def test_paths_nested_past_the_depth_are_not_kept() -> None:
     wsmap = run((shell("c1", line), ok()))
     assert time.thread_time() - started < 1.5  # 2.4 s, and each later request 1 s, before
     assert all(p.count("/") <= MAX_PATH_DEPTH for p in nodes(wsmap))
+
+
+def test_a_known_files_removal_looks_at_nothing_else() -> None:
+    """Single files removed cost no visits: after 400 `rm -f` of known files, a folder's removal
+    still takes its subtree (it was left listed once ~180 removals had spent the visits)."""
+    listing = "".join(f"f{i}.txt\n" for i in range(1_100)) + "build\n"
+    removals = " && ".join(f"rm -f /repo/f{i}.txt" for i in range(400))
+    wsmap = run(
+        (shell("c1", "cd /repo && ls"), ok(listing)),
+        (shell("c2", "mkdir -p /repo/build/lib && touch /repo/build/lib/a.so"), ok()),
+        (shell("c3", removals), ok()),
+        (shell("c4", "rm -rf /repo/build"), ok()),
+    )
+    assert not [p for p in nodes(wsmap) if p.startswith("/repo/build")]
