@@ -23,6 +23,8 @@ from rules.messages import call_arguments_text, call_name, text_of, tool_calls
 
 MAX_DIFF_LINES = 60  # per changed entry: a pruned 5,000-line log must not flood the view
 MAX_LINE_CHARS = 2000  # one line of an opaque part (JSON of an unknown item)
+MAX_HUNKS = 400  # entries a page shows (its unchanged runs among them)
+MAX_PAGE_LINES = 8_000  # diff lines a page shows, all its entries together
 
 
 @dataclass(frozen=True)
@@ -309,11 +311,39 @@ def diff(row: dict[str, Any]) -> list[dict[str, Any]] | None:
         for op2, i1, i2, j1, j2 in inner:
             if op2 == "equal":
                 pairs = zip(client[a1 + i1 : a1 + i2], forwarded[b1 + j1 : b1 + j2], strict=True)
-                out.extend(_changed(a, b, budget) for a, b in pairs)
+                out.extend(_changed(a, b, budget) for a, b in _shown(pairs, out))
                 continue
-            out.extend(_one("removed", e) for e in client[a1 + i1 : a1 + i2])
-            out.extend(_one("added", e) for e in forwarded[b1 + j1 : b1 + j2])
-    return out
+            out.extend(_one("removed", e) for e in _shown(client[a1 + i1 : a1 + i2], out))
+            out.extend(_one("added", e) for e in _shown(forwarded[b1 + j1 : b1 + j2], out))
+    return _bounded(out)
+
+
+def _shown(items: Any, out: list[dict[str, Any]]) -> Any:
+    """``items`` while the page has room for their hunks (``MAX_HUNKS``); past it each is
+    counted, not diffed (a body of 19,000 repaired messages made a 40 MB page that held the
+    event loop 4 s)."""
+    for item in items:
+        if len(out) >= MAX_HUNKS:
+            out.append({"op": "more"})
+        else:
+            yield item
+
+
+def _bounded(out: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The hunks that fit the page (``MAX_HUNKS``, ``MAX_PAGE_LINES``), and one line for the
+    rest."""
+    kept: list[dict[str, Any]] = []
+    lines = more = 0
+    for item in out:
+        size = len(item.get("lines") or ())
+        if item["op"] == "more" or len(kept) >= MAX_HUNKS or lines + size > MAX_PAGE_LINES:
+            more += item["op"] != "same"
+            continue
+        kept.append(item)
+        lines += size
+    if more:
+        kept.append({"op": "same", "title": f"… {more} more changed entries, not shown"})
+    return kept
 
 
 def _span(run: list[Entry]) -> str:

@@ -51,3 +51,17 @@ def test_past_the_page_budget_an_entry_is_compared_line_by_line() -> None:
     assert diff_lines(a, b, Budget(0), 60)[0] == ["@@ -2,1 +2,1 @@", "-a", "+b"]
     lines, _ = diff_lines(["a"], ["b", "c"], Budget(0), 60)
     assert lines == ["@@ -1,1 +1,2 @@", "-a", "+b", "+c"]
+
+
+def test_a_page_shows_a_bounded_number_of_hunks() -> None:
+    """19,000 messages the proxy changed made a 40 MB page, 4 s of the event loop to render."""
+    client = [{"role": "user", "content": f"q{n}\n" + "line\n" * 50} for n in range(19_000)]
+    forwarded = [{**m, "content": m["content"] + "[repaired]"} for m in client]
+    with cpu_timer() as took:
+        out = payload_diff.diff(_row(client, forwarded))
+    assert out is not None and len(out) == payload_diff.MAX_HUNKS + 1
+    assert (
+        out[-1]["title"] == f"… {19_000 - payload_diff.MAX_HUNKS} more changed entries, not shown"
+    )
+    assert sum(len(e.get("lines") or ()) for e in out) <= payload_diff.MAX_PAGE_LINES
+    assert took.seconds < 3.0
