@@ -19,6 +19,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from proxy.inspect import ui
 from proxy.inspect.page_headers import PageHeaders
+from proxy.known_secrets import name_known_secrets
 from proxy.principals import Principals, no_keys_problem
 from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.rewrite.engine import Engine
@@ -204,8 +205,10 @@ def create_app(
         engine = Engine(settings, store, counters, budget_override, strict=strict)
         engine.session_salt = secret
         await engine.recall_windows(time.time())
-        # the server-side keys, read once: redacted from the upstreams' errors to the client
+        # the server-side keys, read once: redacted from the upstreams' errors to the client,
+        # and from everything stored, logged or shown (``rules.redact_known``)
         errors = ErrorRedactor.for_upstreams(settings.upstreams)
+        name_known_secrets(settings)
         upstream = UpstreamClient(settings.limits.upstream_max_connections, errors)
         services = Services(settings, store, engine, upstream, principals)
         app.state.services = services
@@ -233,6 +236,7 @@ def create_app(
             engine.close()
             await upstream.aclose()
             await store.close()
+            name_known_secrets(None)  # this server's keys go with it
 
     routes = [
         Route("/v1/models", models, methods=["GET"]),

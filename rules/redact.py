@@ -42,6 +42,7 @@ from rules.redact_idents import (
     opens_element,
     paired_value,
 )
+from rules.redact_known import without_known
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
@@ -281,7 +282,9 @@ def _redact_after_triggers(text: str) -> str:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with every secret in it replaced by ``[REDACTED]``."""
+    """``text`` with every secret in it replaced by ``[REDACTED]``: the server's own by value
+    (``redact_known``), the others by shape and context."""
+    text = without_known(text)
     if len(text) <= _MEMO_MAX_TEXT:
         return _redact_short(text)
     return _redact_text(text)
