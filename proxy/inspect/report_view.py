@@ -13,7 +13,7 @@ import orjson
 
 from proxy.inspect import payload_diff
 from proxy.inspect.payload_diff import MAX_DIFF_LINES as MAX_DIFF_LINES
-from proxy.inspect.payload_diff import message_lines as message_lines
+from proxy.inspect.payload_entries import message_lines as message_lines
 from rules.context.measure import SECTIONS
 
 # What a terminal would act on rather than show: C0 controls but tab and newline (ESC starts

@@ -92,7 +92,7 @@ def moved_to(command: str, changed: list[str]) -> tuple[str, ...]:
 
 
 def _any_named(paths: list[str], source: str) -> bool:
-    return bool(source) and len(without(paths, Undone(files=(source,)))) < len(paths)
+    return bool(source) and any(_file_named(p, {source}) for p in paths)
 
 
 def _joined(cwd: str | None, path: str) -> str:
