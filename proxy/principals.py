@@ -4,8 +4,11 @@ session is kept per (principal, session), so one tenant never reads or writes an
 - ``auth.mode: keys``: the proxy key presented. A key listed under ``auth.principals`` is that
   name (several keys may share one name, so a key can be rotated without losing sessions); any
   other accepted key is ``key-`` and a keyed hash of it.
-- passthrough: ``pt-`` and a keyed hash of the credential the client presented (its bearer or
-  API key), so two provider keys never share state and the key itself is never stored.
+- passthrough: ``pt-`` and a keyed hash of the credentials the client presented (its bearer,
+  its API key headers, and what its protocol reads besides, Gemini's ``?key=``), so two provider
+  keys never share state and the key itself is never stored. Every one of them counts: an
+  upstream may read any it is sent (a native Messages upstream gets a bearer and an
+  ``x-api-key`` both), so two clients sharing one but not the other never share a principal.
 - no credential at all (passthrough only): the one ``anonymous`` namespace.
 
 The keyed hash is an HMAC with the server secret, made at first start and kept in the store, so
@@ -20,6 +23,8 @@ import re
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from proxy.errors import Unauthorized
 from proxy.networks import network_of
@@ -60,6 +65,22 @@ def split_scoped(key: str) -> tuple[str, str]:
     """(principal, the client's name) of a scoped key."""
     principal, _, name = key.partition(SEPARATOR)
     return principal, name
+
+
+def credentials(headers: Mapping[str, str], presented: str | None = None) -> str | None:
+    """Every credential a client presented (``presented``, its bearer, its key headers), as one
+    string: the one itself when there is one (the principal a single key always had), else
+    their distinct values sorted, as a JSON list (unambiguous, whatever a value holds)."""
+    found = {presented} if presented else set()
+    auth = headers.get("authorization", "")
+    if auth[:7].lower() == "bearer ":
+        found.add(auth[7:].strip())
+    for name in _KEY_HEADERS:
+        found.add(headers.get(name, "").strip())
+    found.discard("")
+    if len(found) <= 1:
+        return next(iter(found), None)
+    return orjson.dumps(sorted(found)).decode()
 
 
 def credential(headers: Mapping[str, str]) -> str | None:
@@ -136,8 +157,12 @@ class Principals:
     def of(self, headers: Mapping[str, str], presented: str | None = None) -> str:
         """The request's principal; raises Unauthorized in keys mode without an accepted key.
         ``presented``: the credential as the protocol reads it, where it reads one ``credential``
-        does not (Gemini's ``?key=``, its key header before a bearer token)."""
-        presented = presented or credential(headers)
+        does not (Gemini's ``?key=``, its key header before a bearer token). In passthrough it
+        counts beside every other credential presented (``credentials``)."""
+        if self.mode == "passthrough":
+            presented = credentials(headers, presented)
+        else:
+            presented = presented or credential(headers)
         if not presented:
             if self.mode == "passthrough":
                 return ANONYMOUS

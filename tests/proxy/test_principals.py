@@ -14,6 +14,7 @@ from proxy.principals import (
     KNOWN_CREDENTIALS,
     Principals,
     credential,
+    credentials,
     scoped,
     split_scoped,
 )
@@ -122,3 +123,24 @@ async def test_the_server_secret_is_made_once_and_kept_with_the_store(tmp_path: 
     assert len(first) == 32
     assert await secret_of(tmp_path / "a.db") == first  # a restart names every key alike
     assert await secret_of(tmp_path / "b.db") != first
+
+
+def test_passthrough_counts_every_credential_presented() -> None:
+    """A native Messages upstream is sent both a bearer and an ``x-api-key``, and may read
+    either: two clients sharing one of them but not the other are two principals."""
+    p = Principals(AuthSettings(), SECRET)
+    shared_bearer = {"authorization": "Bearer team-gateway-token"}
+    alice = p.of({**shared_bearer, "x-api-key": "sk-ant-alice"})
+    bob = p.of({**shared_bearer, "x-api-key": "sk-ant-bob"})
+    assert alice != bob
+    assert p.of(shared_bearer) not in (alice, bob)
+    # the same credentials in other headers, or the same one twice, are the same principal
+    assert p.of({"authorization": "Bearer sk-ant-alice", "x-api-key": "team-gateway-token"}) == (
+        alice
+    )
+    assert p.of({"authorization": "Bearer k", "x-api-key": "k"}) == p.of({"x-api-key": "k"})
+    # a protocol's own credential (Gemini's ?key=) counts beside the headers
+    gemini = p.of({"x-goog-api-key": "AIza-carol"}, "AIza-carol")
+    assert gemini == p.of({}, "AIza-carol")
+    assert p.of({"authorization": "Bearer other"}, "AIza-carol") != gemini
+    assert credentials({"authorization": "Bearer a", "api-key": "b"}) == '["a","b"]'
