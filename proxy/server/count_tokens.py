@@ -89,7 +89,8 @@ class CountTokens:
                     else orjson.dumps(forwarded)
                 )
 
-                call = Call(self.s, upstream, headers, scope.get("query_string", b"").decode())
+                query = scope.get("query_string", b"").decode()
+                call = Call(self.s, upstream, headers, query, model=str(body["model"]))
                 response = await anthropic.messages(
                     self.s.upstream, upstream, sent, headers, call.query,
                     call.key(),

@@ -96,7 +96,7 @@ class GeminiCountTokens:
                 # a cachedContent counted with the server's key: another's size (provider_refs)
                 await require_own(None, principal, "gemini", body, upstream, raw)
                 query = scope.get("query_string", b"").decode("latin-1")
-                call = Call(self.s, upstream, headers, query, path)
+                call = Call(self.s, upstream, headers, query, path, model)
                 if body is not outer:  # sent as the client wrote it: wrapped
                     forwarded = outer if forwarded is body else {**outer, GEMINI_WRAPPED: forwarded}
                     body = outer

@@ -23,6 +23,7 @@ from proxy.protocols.validate import validate_anthropic, validate_gemini, valida
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini import client_key
+from proxy.upstream.key_owners import require_owned
 from proxy.upstream.openai import upstream_api_key
 
 if TYPE_CHECKING:
@@ -38,13 +39,18 @@ class Call:
     headers: Mapping[str, str]  # the client's, names lower-cased
     query: str  # the client's query string (``beta=true``)
     path: str = ""  # the path as routed (Gemini's names the model and the method)
+    model: str = ""  # the model asked for (named in the refusal of a key to another provider)
 
     def key(self) -> str | None:
-        """The upstream key: config's, else (passthrough) the client's bearer or ``x-api-key``."""
+        """The upstream key: config's, else (passthrough) the client's bearer or ``x-api-key``,
+        never to another provider's own API (``key_owners``)."""
         mode = self.services.settings.auth.mode
         key = upstream_api_key(self.upstream, self.headers, mode)
-        if key is None and mode == "passthrough" and not self.upstream.api_key_env:
+        if self.upstream.api_key_env:
+            return key
+        if key is None and mode == "passthrough":
             key = self.headers.get("x-api-key", "").strip() or None
+        require_owned(self.upstream, key, self.model)
         return key
 
 
@@ -155,7 +161,9 @@ def gemini_key(call: Call) -> str | None:
     mode = call.services.settings.auth.mode
     if call.upstream.api_key_env or mode != "passthrough":
         return upstream_api_key(call.upstream, call.headers, mode)
-    return client_key(call.headers, call.query)
+    key = client_key(call.headers, call.query)
+    require_owned(call.upstream, key, call.model)
+    return key
 
 
 async def _gemini(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:

@@ -90,7 +90,7 @@ def test_default_and_example_configs_stay_valid() -> None:
     # client's own key
     assert [(u.name, u.kind, u.match, u.api_key_env) for u in upstreams] == [
         ("claude", "anthropic", ["claude-*"], None),
-        ("gemini", "gemini", ["gemini-*"], None),
+        ("gemini", "gemini", ["gemini-*", "gemma-*"], None),
         ("openai", "openai", ["*"], None),
     ]
 
@@ -180,6 +180,7 @@ def test_the_example_config_serves_claude_and_gemini_natively() -> None:
     assert (gemini.kind, gemini.base_url) == ("gemini", "https://generativelanguage.googleapis.com")
     assert settings.upstream_for("claude-opus-5-5") is claude
     assert settings.upstream_for("gemini-3.8-flash") is gemini
+    assert settings.upstream_for("gemma-3-27b-it") is gemini  # Google's API serves Gemma too
     assert settings.upstream_for("gpt-5") is catch_all
 
 

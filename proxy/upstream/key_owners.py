@@ -1,0 +1,72 @@
+"""A provider's own key never goes to another provider's own API.
+
+In passthrough the client's key goes to whichever upstream its model routes to. With the
+shipped config a Gemini CLI asking for a model no upstream names (``gemma-3-27b-it``) reaches
+the catch-all ``openai`` upstream: its Google key would be sent to api.openai.com. Keys shaped
+as one provider's (``sk-ant-``: Anthropic's; ``AIza``, ``ya29.``: Google's; ``sk-proj-``,
+``sk-svcacct-``, ``sk-admin-``: OpenAI's) are refused, unsent, on their way to another of
+those three providers' own hosts. A key of no known shape, or an upstream elsewhere (a gateway,
+OpenRouter, a local server: whatever the operator pointed a route at), is sent as before."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from proxy.errors import ModelNotFound
+from proxy.settings import UpstreamSettings
+from proxy.upstream.openai import DEFAULT_BASE_URLS
+
+ANTHROPIC, GOOGLE, OPENAI = "Anthropic", "Google", "OpenAI"
+_KEY_PREFIXES = (
+    ("sk-ant-", ANTHROPIC),
+    ("AIza", GOOGLE),
+    ("ya29.", GOOGLE),  # a Google OAuth access token
+    ("sk-proj-", OPENAI),
+    ("sk-svcacct-", OPENAI),
+    ("sk-admin-", OPENAI),
+)
+_HOSTS = {
+    "api.anthropic.com": ANTHROPIC,
+    "api.openai.com": OPENAI,
+    "generativelanguage.googleapis.com": GOOGLE,
+}
+# litellm's provider names whose default host is one of those (kind litellm, no base_url)
+_LITELLM_PROVIDERS = {"anthropic": ANTHROPIC, "openai": OPENAI, "gemini": GOOGLE}
+
+
+def key_owner(key: str) -> str | None:
+    """The provider whose key ``key`` is by its shape, or None."""
+    for prefix, owner in _KEY_PREFIXES:
+        if key.startswith(prefix):
+            return owner
+    return None
+
+
+def host_owner(upstream: UpstreamSettings) -> str | None:
+    """The provider whose own API ``upstream`` is, or None (a host of no known provider)."""
+    if upstream.base_url:
+        host = (urlsplit(upstream.base_url).hostname or "").lower().rstrip(".")
+        return _HOSTS.get(host)
+    if upstream.kind == "litellm":
+        return _LITELLM_PROVIDERS.get(upstream.provider or "")
+    return _HOSTS.get(urlsplit(DEFAULT_BASE_URLS[upstream.kind]).hostname or "")
+
+
+def require_owned(upstream: UpstreamSettings, key: str | None, model: str) -> None:
+    """Raises ModelNotFound when the client's ``key`` is one provider's and ``upstream`` is
+    another's own API: the key is not sent."""
+    if not key:
+        return
+    owner = key_owner(key)
+    if owner is None:
+        return
+    host = host_owner(upstream)
+    if host is None or host == owner:
+        return
+    shown = model if len(model) <= 80 else model[:79] + "…"
+    raise ModelNotFound(
+        f"The model '{shown}' goes to upstream {upstream.name}, {host}'s API, and the key you "
+        f"sent is {owner}'s: it was not sent there. Ask for a model an upstream of {owner} "
+        f"serves, or send a key of {host}.",
+        param="model",
+    )
