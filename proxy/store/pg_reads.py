@@ -8,7 +8,7 @@ import asyncio
 from typing import Any
 
 from proxy.store import pg_queries as q
-from proxy.store.batch import decode_row
+from proxy.store.batch import decode_row, decode_rows
 from proxy.store.dialect import POSTGRES
 
 
@@ -40,7 +40,7 @@ class PgReads:
         sql, params = POSTGRES.list_requests(
             session, model, status, limit, after_created, principal, bodies
         )
-        return [decode_row(r) for r in await self._pool.fetch(sql, *params)]
+        return await decode_rows(await self._pool.fetch(sql, *params))
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in await self._pool.fetch(POSTGRES.list_sessions, limit)]

@@ -8,6 +8,7 @@ from typing import Any
 import aiosqlite
 
 from proxy.store.batch import decode_row as _decode_row
+from proxy.store.batch import decode_rows
 from proxy.store.dialect import SQLITE
 
 
@@ -43,7 +44,7 @@ class SqliteReads:
         sql, params = SQLITE.list_requests(
             session, model, status, limit, after_created, principal, bodies
         )
-        return [_decode_row(r) for r in await self._fetch(sql, params)]
+        return await decode_rows(await self._fetch(sql, params))
 
     async def list_sessions(self, limit: int = 100) -> list[dict[str, Any]]:
         return [dict(r) for r in await self._fetch(SQLITE.list_sessions, (limit,))]
