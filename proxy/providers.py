@@ -9,7 +9,7 @@ import os
 from functools import cache
 from typing import Any
 
-from proxy import litellm_gemini_end, litellm_logs
+from proxy import litellm_gemini_end, litellm_gemini_usage, litellm_logs
 from proxy.tokens import ensure_offline_tiktoken
 
 
@@ -25,6 +25,7 @@ def load_litellm() -> Any:
 
     litellm_logs.after_import()
     litellm_gemini_end.install()  # a cut Gemini stream is a break, not an answer
+    litellm_gemini_usage.install()  # a Gemini client is told its cache read
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
