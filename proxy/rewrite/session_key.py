@@ -1,8 +1,9 @@
 """Which session a request belongs to: X-Session-Id > the agent's own session header (Claude
 Code's ``x-claude-code-session-id``, Codex's ``session-id`` / ``thread-id``) >
 metadata.session_id > the ``session_id`` inside Claude Code's ``metadata.user_id`` JSON >
-``prompt_cache_key`` > user > a hash of the first system and first user message (stable across
-the turns of one conversation).
+``prompt_cache_key`` > user > (a Responses continuation: the session of the response it continues,
+``proxy.server.response_ids.continuing``) > a hash of the first system and first user message
+(stable across the turns of one conversation).
 
 A session id is stored, logged and shown; one that looks like a secret (a client that puts its
 API key in ``user``), or one longer than ``MAX_NAME_CHARS`` (whose cut could keep most of a key

@@ -56,7 +56,7 @@ from proxy.server.provider_refs import (
     what_was_read,
 )
 from proxy.server.rescue import rescue_overflow
-from proxy.server.response_ids import response_ids_for
+from proxy.server.response_ids import continuing, response_ids_for
 from proxy.server.services import Services
 from proxy.server.stream_deadline import answer_bound
 from proxy.server.stream_relay import relay_stream
@@ -157,8 +157,9 @@ class ProtocolHandler:
                     f"The model '{model}' is not served by any configured upstream.",
                     param="model",
                 )
+            continued = None  # the session of the response it continues, if any
             if self.response_ids is not None:  # refused before the rules see (and keep) it
-                await self.response_ids.require(principal, body)
+                continued = await self.response_ids.require(principal, body)
             await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw,
                               items=self.response_ids is not None)  # fmt: skip
             prepared = await self.s.engine.prepare(
@@ -170,6 +171,7 @@ class ProtocolHandler:
                 principal=principal,
                 fresh=fresh,
                 model=None if named is None else model,
+                session_id=continuing(continued, headers, body),
             )
             held.append(prepared)
             rewritten = prepared.rewritten
@@ -278,7 +280,8 @@ class ProtocolHandler:
                 # written with the row's completion (``_fields``), not in a write of its own
                 row["report"] = {**row["report"], "breakpoints": response.extra["breakpoints"]}
             ids = answer_reader(self.response_ids, self.kept_ids, principal, wire.adapter.name,
-                                rewritten.body, response.status, upstream)  # fmt: skip
+                                rewritten.body, response.status, upstream,
+                                rewritten.client_session)  # fmt: skip
             if response.chunks is None:
                 await self._answer(send, response, row, started, out_headers, ids, pending)
             else:

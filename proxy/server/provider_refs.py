@@ -246,10 +246,12 @@ def answer_reader(
     body: dict[str, Any],
     status: int,
     upstream: Any,
+    session: str | None = None,
 ) -> AnswerReader | None:
     """Every reader of the ids an answer gives its principal: a response it may continue
-    (``stored``: the Responses API's ids), and the containers, files and items it names."""
-    first = stored.recorder(principal, body, status) if stored is not None else None
+    (``stored``: the Responses API's ids, kept with the ``session`` it was relayed in), and the
+    containers, files and items it names."""
+    first = stored.recorder(principal, body, status, session) if stored is not None else None
     return container_reader(kept, principal, protocol, body, status, upstream, first,
                             items=stored is not None)  # fmt: skip
 

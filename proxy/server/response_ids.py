@@ -29,12 +29,14 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
 from proxy.errors import BadRequest, ProxyError
 from proxy.protocols.body import echo_id
+from proxy.rewrite.session_key import named_session
 
 if TYPE_CHECKING:
     from proxy.settings import Settings
@@ -62,6 +64,14 @@ _CARRY = 320  # bytes kept between chunks: a match cut by a chunk's end is still
 _KEPT_ID = re.compile(r'[^"\\\s\x00-\x1f\x7f]{1,256}')
 
 
+class Relayed(NamedTuple):
+    """A response id as kept: when it was relayed, and in which session (None: not known, a
+    row kept before sessions were)."""
+
+    at: float
+    session: str | None
+
+
 class CannotVerify(ProxyError):
     """The store could not be read to check a ``previous_response_id``: refused, not forwarded."""
 
@@ -74,27 +84,29 @@ def _sql(store: Store) -> tuple[str, str]:
     """(insert, select) in the store's dialect."""
     m = store.dialect.mark
     insert = (
-        "INSERT INTO response_ids (principal, id, created_at) "
-        f"VALUES ({m(1)}, {m(2)}, {m(3)}) ON CONFLICT (principal, id) DO NOTHING"
+        "INSERT INTO response_ids (principal, id, created_at, session) "
+        f"VALUES ({m(1)}, {m(2)}, {m(3)}, {m(4)}) ON CONFLICT (principal, id) DO NOTHING"
     )
-    select = f"SELECT created_at FROM response_ids WHERE principal = {m(1)} AND id = {m(2)}"
+    select = (
+        f"SELECT created_at, session FROM response_ids WHERE principal = {m(1)} AND id = {m(2)}"
+    )
     return insert, select
 
 
 class _Lru:
-    """(principal, id) -> when relayed: at most ``per_principal`` ids each, ``total`` in all,
-    the least recently used going first."""
+    """(principal, id) -> when relayed and in which session: at most ``per_principal`` ids
+    each, ``total`` in all, the least recently used going first."""
 
     def __init__(self, per_principal: int, total: int) -> None:
         self.per_principal = per_principal
         self.total = total
-        self._by: dict[str, OrderedDict[str, float]] = {}
+        self._by: dict[str, OrderedDict[str, Relayed]] = {}
         self._all: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._all)
 
-    def get(self, principal: str, rid: str) -> float | None:
+    def get(self, principal: str, rid: str) -> Relayed | None:
         ids = self._by.get(principal)
         at = ids.get(rid) if ids is not None else None
         if ids is not None and at is not None:
@@ -102,11 +114,11 @@ class _Lru:
             self._all.move_to_end((principal, rid))
         return at
 
-    def put(self, principal: str, rid: str, at: float) -> bool:
+    def put(self, principal: str, rid: str, relayed: Relayed) -> bool:
         """Whether it is new here."""
         ids = self._by.setdefault(principal, OrderedDict())
         new = rid not in ids
-        ids[rid] = at
+        ids[rid] = relayed
         ids.move_to_end(rid)
         self._all[(principal, rid)] = None
         self._all.move_to_end((principal, rid))
@@ -137,21 +149,29 @@ class ResponseIds:
         self.memory = _Lru(per_principal, total)
         self._insert, self._select = _sql(store)
 
-    def note(self, principal: str, rid: str, now: float | None = None) -> None:
-        """``rid`` was relayed to ``principal``: known here at once, in the store soon."""
+    def note(
+        self, principal: str, rid: str, now: float | None = None, session: str | None = None
+    ) -> None:
+        """``rid`` was relayed to ``principal`` (in its ``session``, the client's name of it):
+        known here at once, in the store soon."""
         at = time.time() if now is None else now
-        if self.memory.put(principal, rid, at):
-            self.store.write_later(self._insert, (principal, rid, at))
+        if self.memory.put(principal, rid, Relayed(at, session)):
+            self.store.write_later(self._insert, (principal, rid, at, session))
 
     async def known(self, principal: str, rid: str, now: float | None = None) -> bool:
         """Whether ``rid`` was relayed to ``principal`` (within the retention)."""
+        return await self.relayed(principal, rid, now) is not None
+
+    async def relayed(self, principal: str, rid: str, now: float | None = None) -> Relayed | None:
+        """When and in which session ``rid`` was relayed to ``principal`` (within the
+        retention); None when it was not."""
         if _KEPT_ID.fullmatch(rid) is None:  # never kept: not looked up
-            return False
+            return None
         now = time.time() if now is None else now
         oldest = now - self.keep_s if self.keep_s is not None else 0.0
-        at = self.memory.get(principal, rid)
-        if at is not None:
-            return at >= oldest
+        kept = self.memory.get(principal, rid)
+        if kept is not None:
+            return kept if kept.at >= oldest else None
         tries = 2 if self.store.kind == "postgresql" else 1
         for attempt in range(tries):
             if attempt:
@@ -167,43 +187,51 @@ class ResponseIds:
             if row is not None:
                 at = float(row[0])
                 if at < oldest:
-                    return False
-                self.memory.put(principal, rid, at)  # already stored: no write
-                return True
-        return False
+                    return None
+                session = row[1] if isinstance(row[1], str) else None
+                kept = Relayed(at, session)
+                self.memory.put(principal, rid, kept)  # already stored: no write
+                return kept
+        return None
 
-    async def require(self, principal: str, body: dict[str, Any]) -> None:
+    async def require(self, principal: str, body: dict[str, Any]) -> str | None:
         """Raise the Responses API's own error unless the body's ``previous_response_id``, if
-        any, was relayed to ``principal``."""
+        any, was relayed to ``principal``; the session (the client's name of it) the continued
+        response was relayed in, if known."""
         rid = body.get(PARAM)
         if rid is None:
-            return
+            return None
         if not isinstance(rid, str):
             raise BadRequest(f"'{PARAM}' must be a string.", param=PARAM)
-        if not await self.known(principal, rid):
+        kept = await self.relayed(principal, rid)
+        if kept is None:
             shown = echo_id(rid)
             raise BadRequest(
                 f"Previous response with id '{shown}' not found for this client.",
                 param=PARAM,
                 code="previous_response_not_found",
             )
+        return kept.session
 
-    def recorder(self, principal: str, body: dict[str, Any], status: int) -> Recorder | None:
-        """What reads the id of the answer to ``body``; None when there is none to keep (an
-        error, or ``store: false``)."""
+    def recorder(
+        self, principal: str, body: dict[str, Any], status: int, session: str | None = None
+    ) -> Recorder | None:
+        """What reads the id of the answer to ``body`` (in ``session``); None when there is
+        none to keep (an error, or ``store: false``)."""
         if not 200 <= status < 300 or body.get("store") is False:
             return None
-        return Recorder(self, principal)
+        return Recorder(self, principal, session)
 
 
 class Recorder:
     """Reads one answer's response id, whole (``answer``) or streamed (``feed``), and notes it."""
 
-    __slots__ = ("_carry", "_ids", "_principal", "_scanned", "done")
+    __slots__ = ("_carry", "_ids", "_principal", "_scanned", "_session", "done")
 
-    def __init__(self, ids: ResponseIds, principal: str) -> None:
+    def __init__(self, ids: ResponseIds, principal: str, session: str | None = None) -> None:
         self._ids = ids
         self._principal = principal
+        self._session = session
         self._carry = b""
         self._scanned = 0
         self.done = False
@@ -221,7 +249,7 @@ class Recorder:
         if isinstance(obj, dict) and obj.get("object") == "response":
             rid = obj.get("id")
             if isinstance(rid, str) and _KEPT_ID.fullmatch(rid):
-                self._ids.note(self._principal, rid)
+                self._ids.note(self._principal, rid, session=self._session)
 
     def feed(self, chunk: bytes) -> None:
         if self.done:
@@ -241,7 +269,19 @@ class Recorder:
             self._carry = data[-_CARRY:]
 
     def _note(self, found: bytes) -> None:
-        self._ids.note(self._principal, found.decode("utf-8", "replace"))
+        self._ids.note(self._principal, found.decode("utf-8", "replace"), session=self._session)
+
+
+def continuing(
+    session: str | None, headers: Mapping[str, str], body: Mapping[str, Any]
+) -> str | None:
+    """The session a request continuing a response (``session``: the one it was relayed in) is
+    in: that one, unless the request names its own (a header, ``metadata``, ``user`` …). A
+    continuation carries no first system and user message, so the hash of them that names an
+    unnamed conversation named every chain's continuations alike: one session for them all."""
+    if session is None or named_session(headers, body) is not None:
+        return None
+    return session
 
 
 def response_ids_for(settings: Settings, store: Store) -> ResponseIds | None:

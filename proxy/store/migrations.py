@@ -216,6 +216,15 @@ migration(
     """,
 )
 
+migration(
+    "m016_response_session",
+    """
+    -- the session a relayed response belongs to: a request continuing it (previous_response_id)
+    -- and naming no session of its own is in that one (proxy.server.response_ids)
+    ALTER TABLE response_ids ADD COLUMN session TEXT;
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

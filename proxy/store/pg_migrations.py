@@ -251,6 +251,13 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "m016_response_session",
+        """
+        -- the session a relayed response belongs to (proxy.server.response_ids)
+        ALTER TABLE response_ids ADD COLUMN session TEXT;
+        """,
+    ),
 ]
 
 

@@ -38,7 +38,7 @@ async def test_an_id_is_known_to_its_principal_on_another_process(make_store: An
         assert await fresh.known("alice", "resp_1", NOW + 1)
         assert not await fresh.known("bob", "resp_1", NOW + 1)
         assert not await fresh.known("alice", "resp_2", NOW + 1)
-        assert fresh.memory.get("alice", "resp_1") == NOW  # kept in memory once read
+        assert fresh.memory.get("alice", "resp_1") == (NOW, None)  # kept in memory once read
     finally:
         await one.close()
         await two.close()
@@ -169,7 +169,9 @@ class _Noted:
     def __init__(self) -> None:
         self.seen: list[tuple[str, str]] = []
 
-    def note(self, principal: str, rid: str, now: float | None = None) -> None:
+    def note(
+        self, principal: str, rid: str, now: float | None = None, session: str | None = None
+    ) -> None:
         self.seen.append((principal, rid))
 
 
