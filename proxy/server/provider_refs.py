@@ -17,21 +17,22 @@ tenant would reach theirs:
   proxy relayed that item to the same principal (every ``"id"`` an answer to a request it may
   store writes, kept as containers are);
 - a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
-  Responses **conversation**, a ``file_search`` tool's **vector stores** and an Anthropic
-  container's **custom skills** are made by calls the proxy does not relay (``cachedContents``,
-  ``conversations``, ``vector_stores``, ``skills``): with the server's key, none can be the
-  principal's own, so a request naming one is refused.
+  Responses **conversation** or stored **prompt**, a ``file_search`` tool's **vector stores**
+  and an Anthropic container's **custom skills** are made by calls the proxy does not relay
+  (``cachedContents``, ``conversations``, the dashboard's prompts, ``vector_stores``,
+  ``skills``): with the server's key, none can be the principal's own, so a request naming one
+  is refused.
 
 With the client's own key going upstream the provider keeps each key's state apart itself, and
 every id passes as sent."""
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
+from proxy.server.answer_ids import CONTAINER, FILE, ITEM, EventData, answer_ids
 from proxy.server.provider_files import (
     may_name_files,
     may_name_items,
@@ -47,20 +48,6 @@ if TYPE_CHECKING:
 
 # the protocols whose requests may name provider-side state by id
 OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
-CONTAINER = "container:"  # a container id's key among the ids kept (the response ids' table)
-FILE = "file:"  # a file id's, likewise
-ITEM = "item:"  # a stored response item's, likewise
-_ID = rb'"([^"\\\s\x00-\x1f\x7f]{1,200})"'
-# Anthropic's ``"container": {"id": …, "expires_at": …}`` (a whole message, a stream's events);
-# OpenAI's ``"container_id": …`` on a code interpreter call; a file one wrote, ``"file_id": …``
-_CONTAINER_IDS = re.compile(
-    rb'"container"\s{0,8}:\s{0,8}\{[^{}]{0,512}?"id"\s{0,8}:\s{0,8}' + _ID
-    + rb'|"container_id"\s{0,8}:\s{0,8}' + _ID
-    + rb'|"file_id"\s{0,8}:\s{0,8}' + _ID
-)  # fmt: skip
-# any id an answer writes: the response's, its output items' (what an ``item_reference`` names)
-_ITEM_IDS = re.compile(rb'"id"\s{0,8}:\s{0,8}' + _ID)
-_CARRY = 1024  # bytes kept between chunks: an id cut by a chunk's end is still found
 MAX_ITEMS = 512  # item ids kept of one answer at most
 
 
@@ -189,12 +176,13 @@ async def require_own(
             "with the server's key, and a custom skill is made by a call the proxy does not relay.",
             param=param,
         )
-    if protocol == "responses" and body.get("conversation") is not None:
-        raise BadRequest(
-            "conversation cannot be used through this proxy: the upstream is called with the "
-            "server's key, and a conversation is made by a call the proxy does not relay.",
-            param="conversation",
-        )
+    for name, what in (("conversation", "a conversation"), ("prompt", "a stored prompt")):
+        if protocol == "responses" and body.get(name) is not None:
+            raise BadRequest(
+                f"{name} cannot be used through this proxy: the upstream is called with the "
+                f"server's key, and {what} is made by a call the proxy does not relay.",
+                param=name,
+            )
 
 
 async def _require_own_files(
@@ -258,10 +246,10 @@ def answer_reader(
 
 class ContainerReader:
     """Notes every container and file id an answer names, for its principal, and with ``items``
-    every id it writes (a stored response's items; at most ``MAX_ITEMS``): all of the answer,
-    as an id may come in its last event."""
+    every item id of a stored response (at most ``MAX_ITEMS``), read where the provider writes
+    them (``answer_ids``): all of the answer, as an id may come in its last event."""
 
-    __slots__ = ("_carry", "_ids", "_items", "_principal", "_seen", "_then")
+    __slots__ = ("_events", "_ids", "_items", "_principal", "_seen", "_then")
 
     def __init__(
         self, ids: ResponseIds, principal: str, then: AnswerReader | None, items: bool = False
@@ -270,37 +258,30 @@ class ContainerReader:
         self._principal = principal
         self._then = then
         self._items = items
-        self._carry = b""
+        self._events = EventData()
         self._seen: set[str] = set()
 
     def answer(self, body: bytes) -> None:
         if self._then is not None:
             self._then.answer(body)
-        self._scan(body)
+        self._read(body)
 
     def feed(self, chunk: bytes) -> None:
         if self._then is not None:
             self._then.feed(chunk)
-        data = self._carry + chunk if self._carry else chunk
-        self._scan(data)
-        self._carry = data[-_CARRY:]
+        for data in self._events.feed(chunk):
+            self._read(data)
 
-    def _scan(self, data: bytes) -> None:
-        if b"container" in data or b"file_id" in data:
-            for found in _CONTAINER_IDS.finditer(data):
-                cid, fid = found.group(1) or found.group(2), found.group(3)
-                self._note(FILE + _text(fid) if fid else CONTAINER + _text(cid))
-        if self._items and b'"id"' in data:
-            for found in _ITEM_IDS.finditer(data):
-                if len(self._seen) >= MAX_ITEMS:
-                    break
-                self._note(ITEM + _text(found.group(1)))
+    def _read(self, data: bytes) -> None:
+        # only what may hold one is parsed (a text delta's event names its item as "item_id")
+        if not (b"container" in data or b"file_id" in data or (self._items and b'"id"' in data)):
+            return
+        for named in answer_ids(data, self._items):
+            if named.startswith(ITEM) and self._items_kept() >= MAX_ITEMS:
+                continue
+            if named not in self._seen:
+                self._seen.add(named)
+                self._ids.note(self._principal, named)
 
-    def _note(self, named: str) -> None:
-        if named not in self._seen:
-            self._seen.add(named)
-            self._ids.note(self._principal, named)
-
-
-def _text(found: bytes) -> str:
-    return found.decode("utf-8", "replace")
+    def _items_kept(self) -> int:
+        return sum(1 for named in self._seen if named.startswith(ITEM))

@@ -153,6 +153,9 @@ async def test_state_no_relayed_call_makes_is_refused_with_the_servers_key(
         assert "cachedContent" in r.json()["error"]["message"]
         r = await client.post("/v1/responses", json=responses, headers=ALICE)
         assert_refused(r, "conversation", "conversation cannot be used")
+        prompt = {"model": "gpt-5", "input": "go", "prompt": {"id": "pmpt_someone", "version": "3"}}
+        r = await client.post("/v1/responses", json=prompt, headers=ALICE)
+        assert_refused(r, "prompt", "prompt cannot be used")
     assert edge.seen == []
 
 
