@@ -29,6 +29,7 @@ from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
 from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
+from proxy.store.private_file import private_database
 from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
@@ -91,7 +92,7 @@ class SQLiteStore(SqliteReads):
 
     async def open(self) -> None:
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            private_database(Path(self.path))
         try:
             self._writer = await aiosqlite.connect(self.path)
             await self._writer.execute("PRAGMA busy_timeout=2000")
