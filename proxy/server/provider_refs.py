@@ -28,6 +28,9 @@ every id passes as sent."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
@@ -49,6 +52,7 @@ if TYPE_CHECKING:
 # the protocols whose requests may name provider-side state by id
 OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
 MAX_ITEMS = 512  # item ids kept of one answer at most
+READ_ON_LOOP = 1 << 20  # an answer (or event) read for ids on the event loop at most (bytes)
 
 
 class AnswerReader(Protocol):
@@ -249,7 +253,7 @@ class ContainerReader:
     every item id of a stored response (at most ``MAX_ITEMS``), read where the provider writes
     them (``answer_ids``): all of the answer, as an id may come in its last event."""
 
-    __slots__ = ("_events", "_ids", "_items", "_principal", "_seen", "_then")
+    __slots__ = ("_events", "_ids", "_items", "_items_kept", "_principal", "_seen", "_then")
 
     def __init__(
         self, ids: ResponseIds, principal: str, then: AnswerReader | None, items: bool = False
@@ -258,6 +262,7 @@ class ContainerReader:
         self._principal = principal
         self._then = then
         self._items = items
+        self._items_kept = 0
         self._events = EventData()
         self._seen: set[str] = set()
 
@@ -276,12 +281,30 @@ class ContainerReader:
         # only what may hold one is parsed (a text delta's event names its item as "item_id")
         if not (b"container" in data or b"file_id" in data or (self._items and b'"id"' in data)):
             return
-        for named in answer_ids(data, self._items):
-            if named.startswith(ITEM) and self._items_kept() >= MAX_ITEMS:
-                continue
-            if named not in self._seen:
-                self._seen.add(named)
-                self._ids.note(self._principal, named)
+        if len(data) <= READ_ON_LOOP:
+            self._keep(answer_ids(data, self._items))
+            return
+        # parsed and walked at ~20 ms a MiB: a larger answer on a worker thread, its ids kept
+        # when it is done (a request naming one before then is refused, as an unknown id is)
+        read = partial(_ids_of, data, self._items)
+        done = asyncio.get_running_loop().run_in_executor(None, read)
+        done.add_done_callback(self._kept_when_read)
 
-    def _items_kept(self) -> int:
-        return sum(1 for named in self._seen if named.startswith(ITEM))
+    def _kept_when_read(self, done: asyncio.Future[list[str]]) -> None:
+        if not done.cancelled() and done.exception() is None:
+            self._keep(done.result())
+
+    def _keep(self, found: Iterable[str]) -> None:
+        for named in found:
+            if named in self._seen:
+                continue
+            if named.startswith(ITEM):
+                if self._items_kept >= MAX_ITEMS:
+                    continue
+                self._items_kept += 1
+            self._seen.add(named)
+            self._ids.note(self._principal, named)
+
+
+def _ids_of(data: bytes, items: bool) -> list[str]:
+    return list(answer_ids(data, items))

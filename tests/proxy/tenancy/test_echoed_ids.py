@@ -6,6 +6,7 @@ refused, whole or streamed, while the ids the provider writes are still kept."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,13 @@ import pytest
 
 from proxy.server.answer_ids import CONTAINER, FILE, ITEM, MAX_EVENT, EventData, answer_ids
 from tests.conftest import in_process
-from tests.proxy.tenancy.test_provider_refs import ALICE, BOB, CODE, keys, settings  # noqa: F401
+from tests.proxy.tenancy.test_provider_refs import (  # noqa: F401
+    BOB,
+    CODE,
+    INTERPRETER,
+    keys,
+    settings,
+)
 from tests.support.anthropic_upstream import response_object, sse_reply
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.factories import anthropic_message
@@ -134,3 +141,36 @@ def test_events_are_read_whole_however_the_stream_is_cut() -> None:
     events = EventData()
     long = b"data: " + b"x" * (MAX_EVENT + 10)
     assert list(events.feed(long)) == [] and list(events.feed(b"\n\ndata: {}\n\n")) == [b"{}"]
+
+
+async def test_a_large_answers_ids_are_read_off_the_loop(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """An answer past ``READ_ON_LOOP`` is parsed on a worker thread: its ids are kept once that
+    is done, and only ``MAX_ITEMS`` of its items."""
+    from proxy.server.provider_refs import MAX_ITEMS, READ_ON_LOOP
+
+    answer = response_object(id="resp_big")
+    item = answer["output"][0]
+    answer["output"] = [{**item, "id": f"msg_{i}"} for i in range(MAX_ITEMS + 50)]
+    answer["output"].append({"id": "ci_1", "type": "code_interpreter_call",
+                             "container_id": "cntr_bob", "code": "x" * READ_ON_LOOP})  # fmt: skip
+    edge.replies = [Reply.json(answer)]
+    edge.reply = Reply.json(response_object(id="resp_x"))
+    tools = [{"type": "code_interpreter", "container": "cntr_bob"}]
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        opening = {"model": "gpt-5", "input": "go", "tools": [INTERPRETER]}
+        assert (await client.post("/v1/responses", json=opening, headers=BOB)).status_code == 200
+        named = {"model": "gpt-5", "input": "ls", "tools": tools}
+        for _ in range(200):  # the worker's parse of 1 MiB takes some 20 ms
+            r = await client.post("/v1/responses", json=named, headers=BOB)
+            if r.status_code == 200:
+                break
+            await asyncio.sleep(0.01)
+        assert r.status_code == 200, r.text
+        kept = [f"msg_{MAX_ITEMS - 1}", f"msg_{MAX_ITEMS + 10}"]
+        results = []
+        for iid in kept:
+            ref = {"model": "gpt-5", "input": [{"type": "item_reference", "id": iid}]}
+            results.append((await client.post("/v1/responses", json=ref, headers=BOB)).status_code)
+        assert results == [200, 400]
