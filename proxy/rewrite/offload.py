@@ -48,7 +48,9 @@ ITEM_WORK_BYTES = 32
 # (~8–10 ms a KiB of dense command lines, ~0.8 of output): a request's newest arguments count
 # this many times (a 45 KiB line of `mv` held the loop 0.2–0.6 s below the threshold).
 COMMAND_WORK = 10
-_LOOKBACK = 64  # newest messages looked at for their arguments
+# A message counts at least this many bytes toward the new ones (its JSON's own), so the walk of
+# a body of empty messages is bounded by its new bytes too.
+_MESSAGE_BYTES = 16
 # Worker threads: the interpreter lock shares one core among them, so more would add only memory
 # held at once; two let one principal's job run while another's long one does.
 WORKERS = 2
@@ -82,18 +84,21 @@ def items_of(body: Any) -> int:
 
 def command_bytes(messages: list[Any], fresh: int) -> int:
     """The characters of tool-call arguments among the newest ``messages`` (chat's view), as
-    far back as their texts make up ``fresh`` bytes: what the rules read as commands."""
+    far back as they make up ``fresh`` bytes: what the rules read as commands. No count of
+    messages bounds it (a request's commands behind 70 one-word messages ran on the loop, 0.26 s),
+    but the new bytes do: each message counts its text, and ``_MESSAGE_BYTES`` at least."""
     seen = found = 0
-    for message in reversed(messages[-_LOOKBACK:]):
+    for message in reversed(messages):
         if not isinstance(message, dict):
-            continue
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") if isinstance(call, dict) else None
-            arguments = function.get("arguments") if isinstance(function, dict) else None
-            if isinstance(arguments, str):
-                found += len(arguments)
-        content = message.get("content")
-        seen += len(content) if isinstance(content, str) else 0
+            seen += _MESSAGE_BYTES
+        else:
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") if isinstance(call, dict) else None
+                arguments = function.get("arguments") if isinstance(function, dict) else None
+                if isinstance(arguments, str):
+                    found += len(arguments)
+            content = message.get("content")
+            seen += max(_MESSAGE_BYTES, len(content) if isinstance(content, str) else 0)
         if seen + found >= fresh:
             break
     return found

@@ -202,3 +202,24 @@ async def test_a_next_request_bringing_a_long_command_is_worked_in_the_worker(
                 await client.post("/v1/chat/completions", content=body, headers=JSON)
             ).is_success
             assert ("Engine._run" in calls) is worked, (command[:20], calls)
+
+
+async def test_a_first_request_with_commands_far_back_is_worked_in_the_worker(
+    edge: EdgeUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session's first body, under the threshold as bytes, whose commands lie behind many
+    short messages: all of it is new, so every command counts (behind 70 one-word messages,
+    50 KB of `mv` lines ran on the loop, 0.26 s)."""
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        offload = client.app.state.services.engine.offload  # type: ignore[attr-defined]
+        calls: list[str] = []
+        monkeypatch.setattr(offload, "run", counting(offload, calls))
+        messages = [system("You are a coding agent."), user("tidy up")]
+        for i in range(8):
+            cid = f"call_{i}"
+            messages += [assistant(None, shell(cid, f"mv a{i} b{i} && " * 60)), result(cid, "")]
+        messages += [user("ok") if i % 2 else assistant("ok") for i in range(80)]
+        body = orjson.dumps({"model": "gpt-4o", "messages": messages})
+        assert len(body) < 64 * 1024
+        assert (await client.post("/v1/chat/completions", content=body, headers=JSON)).is_success
+        assert "Engine._run" in calls
