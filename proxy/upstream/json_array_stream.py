@@ -9,6 +9,8 @@ element, with Gemini's error object and the closing bracket: still one valid JSO
 
 Memory is bounded: one unfinished element is held, at most ``MAX_ELEMENT`` bytes; past that, its
 bytes are relayed as they come (the array stays byte-identical, only no longer cut per element).
+A stream nesting deeper than ``MAX_DEPTH`` is broken off there (its open brackets were held, and
+closed for the client, one by one).
 The scan is linear: each byte is looked at once, jumping from one structural character to the
 next with a regex."""
 
@@ -24,6 +26,10 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.sse_usage import UsageTap
 
 MAX_ELEMENT = 8 * 1024 * 1024
+# Brackets open at once at most: Google's answers nest a dozen deep; 20 MiB of unclosed ones took
+# 1.8 GiB and held the loop 1.8 s closing them for the client (orjson's own bound is 1,024).
+MAX_DEPTH = 512
+TOO_DEEP = "The upstream's stream nests deeper than any answer: the answer is not relayed further."
 CUT_ARRAY = "The upstream ended its stream before the array's end: the answer is cut."
 # Outside a string: what opens or closes a value or a string. Inside one: its end or an escape.
 _STRUCTURE = re.compile(rb'["{}\[\]]')
@@ -49,8 +55,11 @@ class ArraySplitter:
         self.elements = 0  # elements relayed whole
         self.relayed = False  # any byte went to the client
         self.closed = False  # the array's closing bracket was relayed
+        self.too_deep = False  # it nested past MAX_DEPTH: nothing more is read
 
     def feed(self, chunk: bytes) -> list[bytes]:
+        if self.too_deep:
+            return []
         held = self._held
         held += chunk
         pieces: list[bytes] = []
@@ -84,6 +93,9 @@ class ArraySplitter:
             elif byte in (_OPEN_BRACE, _OPEN_BRACKET):
                 self._depth += 1
                 if self._depth >= 2:
+                    if self._depth > MAX_DEPTH:  # no more is read: the relay breaks off
+                        self.too_deep = True
+                        break
                     self._open.append(byte)
             else:
                 self._depth -= 1
@@ -98,6 +110,11 @@ class ArraySplitter:
                     pieces.append(bytes(held[cut:i]))
                     cut = i
                     self.closed = True
+        if self.too_deep:  # what is whole goes; the unfinished element is dropped
+            held.clear()
+            self._scanned = 0
+            self.relayed = self.relayed or bool(pieces)
+            return pieces
         # after the array nothing matters; an element too large to hold goes as it comes
         if (self.closed and cut < end) or end - cut > self.max_element:
             pieces.append(bytes(held[cut:]))
@@ -142,6 +159,8 @@ class ArraySplitter:
         async for chunk in chunks:
             for piece in self.feed(chunk):
                 yield piece
+            if self.too_deep:
+                raise UpstreamUnreachable(TOO_DEEP)
         if not self.closed:
             raise UpstreamUnreachable(CUT_ARRAY)
 

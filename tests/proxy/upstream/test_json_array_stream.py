@@ -178,3 +178,27 @@ def test_a_break_inside_an_element_too_large_to_hold_still_ends_a_valid_array(wh
     sent += splitter.error_tail(b'{"error":{"code":502}}')
     parsed = orjson.loads(sent)
     assert parsed[0] == {"candidates": []} and parsed[-1] == {"error": {"code": 502}}
+
+
+async def test_a_stream_nesting_past_the_bound_is_broken_off_as_a_valid_array(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """Brackets opened and never closed are held one by one, to close the element for the
+    client: 20 MiB of them took 1.8 GiB and held the loop 1.8 s. Past ``MAX_DEPTH`` the stream
+    is broken off, what went before ends as a valid array, and nothing deeper is held."""
+    from proxy.upstream.json_array_stream import MAX_DEPTH
+
+    first = b"[" + orjson.dumps(answer("Do", {"promptTokenCount": 30}))
+    deep = b",\r\n" + b"[" * (4 * 1024 * 1024)
+    edge.reply = Reply(chunks=[first, deep])
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(STREAM, json=body(), headers=HEADERS)
+    assert got.status_code == 200
+    elements = orjson.loads(got.content)
+    assert elements[0] == answer("Do", {"promptTokenCount": 30})
+    assert elements[-1]["error"]["status"] == "UNAVAILABLE" and len(elements) == 2
+    splitter = ArraySplitter(max_element=64)  # deep and partly relayed: what closes it, bounded
+    splitter.feed(b'[{"a": ' + b"[" * 100)
+    splitter.feed(b"[" * (10 * MAX_DEPTH))
+    assert splitter.too_deep and splitter.feed(b"]" * 100) == []
+    assert len(splitter.error_tail(b'{"error": {}}')) < MAX_DEPTH + 64
