@@ -18,7 +18,9 @@ the same figure in the same unit (a fresh input token).
 - **Cost**: ``uncached + r × cached + (w - 1) × written`` fresh tokens (``bench.cache_emulator``'s
   formula), for what was sent and for what sending the client's bytes direct would have cost
   (``direct``: its prompt scaled from the proxy's count, its cached part the client's own shared
-  prefix, under the same TTL and minimum)."""
+  prefix, under the same TTL and minimum, and at least what the provider read of the forwarded
+  prompt's part that is the client's bytes: a new session reads a system prompt and tools
+  another cached, sent direct or not; a request forwarded as sent costs direct what it cost)."""
 
 from __future__ import annotations
 
@@ -131,12 +133,20 @@ def _direct(
     (scaled by this request's reported/counted ratio), read from the cache up to its own shared
     prefix when its previous request is live and was long enough."""
     scale = usage.prompt / facts.tokens if facts.tokens else 1.0
+    if facts.as_sent is not None and facts.as_sent >= facts.tokens == facts.client_tokens:
+        # forwarded as sent: direct is what was billed, whatever the cache held from before
+        # (a new session reading a system prompt and tools another one cached)
+        return usage, Direct(facts.at, usage.prompt)
     prompt = round(facts.client_tokens * scale)
     cached = 0
     live = before is not None and facts.at - before.at <= cache.ttl_s
     if live and before is not None and before.prompt >= cache.min_prefix_tokens:
         shared = facts.client_shared if facts.client_shared is not None else 0
         cached = min(round(shared * scale), before.prompt, prompt)
+    if facts.as_sent is not None:
+        # the provider read ``usage.cached`` of the forwarded prompt, whose first ``as_sent``
+        # tokens are the client's own: sent direct, that much of it was read as well
+        cached = max(cached, min(usage.cached, round(facts.as_sent * scale), prompt))
     if prompt < cache.min_prefix_tokens:
         cached = 0
     writes = cache.write_ratio > 1.0 and prompt >= cache.min_prefix_tokens

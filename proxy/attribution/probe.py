@@ -54,6 +54,8 @@ class Facts:
     decision: str | None  # the proxy's: compaction (forced|paid|cold), block, repair (kind)
     compaction: dict[str, Any] | None  # this request compacted: freed tokens, schedule figures
     compared: bool = True  # the previous request's bytes were known (False: only its time)
+    # tokens the forwarded prompt begins with as the client sent them (all: nothing changed)
+    as_sent: int | None = None
 
     @property
     def idle_s(self) -> float | None:
@@ -109,10 +111,11 @@ def observe(
     restart, another replica), ``last_at`` is when the upstream last answered the session, if
     the cache feedback knows: its time only, its bytes unknown."""
     compaction = _compaction(report)
+    as_sent = _as_sent(sent, forwarded_messages, tokens, tools_tokens)
     if previous is None:
         return Facts(
             sent.at, last_at, sent.tokens, sent.client_tokens, None, None, None, None, None, None,
-            compaction, compared=False,
+            compaction, compared=False, as_sent=as_sent,
         )  # fmt: skip
     prev_fwd = len(previous.forwarded) // DIGEST
     fwd = first_difference(sent.forwarded, previous.forwarded)
@@ -143,8 +146,19 @@ def observe(
             changed_by, where = "client", _where(client_messages, cli)
     return Facts(
         sent.at, previous.at, sent.tokens, sent.client_tokens, previous.tokens, shared,
-        client_shared, changed_by, where, decision, compaction,
+        client_shared, changed_by, where, decision, compaction, as_sent=as_sent,
     )  # fmt: skip
+
+
+def _as_sent(
+    sent: Sent, forwarded: Sequence[Message], tokens: TokenCounter, tools_tokens: int
+) -> int:
+    """The tokens the forwarded prompt begins with as the client sent them: all of it when
+    nothing changed, else the tools and the messages before the first the proxy changed (what a
+    provider's cache holds for the client's bytes as much as for the forwarded ones)."""
+    if sent.forwarded == sent.client:
+        return sent.tokens
+    return tools_tokens + _count(tokens, forwarded, first_difference(sent.forwarded, sent.client))
 
 
 def _count(tokens: TokenCounter, messages: Sequence[Message], n: int) -> int:

@@ -195,3 +195,33 @@ async def test_after_a_restart_the_feedback_still_dates_the_previous_request(
     line, _ = after.ledger.settle(again.cache, "r1", Usage(3500, 0))
     assert (line["outcome"], line["cause"], line["rebilled"]) == ("miss", cause, 3000)
     assert line["idle_s"] == at
+
+
+async def test_what_the_provider_read_of_the_clients_own_bytes_counts_for_direct(
+    store: Store,
+) -> None:
+    """A session's first request can read a system prompt and tools another session cached:
+    sent direct, it would have read them too. Forwarded as sent, direct costs what it cost (the
+    cost line said 91% saved on a request the proxy had not changed)."""
+    settings = settings_from_mapping({"pipeline": {"on_rule_error": "fail"}})
+    engine = Engine(settings, store, strict=True)
+    unchanged = await engine.rewrite(body(*BASE), {"x-session-id": "new"}, now=0.0)
+    assert unchanged.cache is not None and unchanged.body["messages"] == BASE
+    line, _ = engine.ledger.settle(unchanged.cache, "r0", Usage(3000, 2900, 100))
+    assert line["outcome"] == "hit" and line["direct_cost"] == line["cost"]
+
+
+def test_direct_reads_what_the_provider_read_of_the_clients_leading_bytes() -> None:
+    """The proxy changed the prompt after its first 2,900 tokens (a block at its tail): of the
+    3,000 the provider read, 2,900 are the client's own bytes, read sent direct as well."""
+    from proxy.attribution.attribute import attribute
+    from proxy.attribution.probe import Facts
+    from rules.base import CacheFacts
+
+    cache = CacheFacts(read_ratio=0.1, write_ratio=1.25, ttl_s=300.0, min_prefix_tokens=1024)
+    facts = Facts(0.0, None, 3200, 3100, None, None, None, None, None, None, None,
+                  compared=False, as_sent=2900)  # fmt: skip
+    line, _ = attribute(facts, Usage(3200, 3000, 200), None, cache, None)
+    # direct: 3,100 tokens, 2,900 read, the other 200 written
+    assert line["direct_cost"] == pytest.approx(200 + 0.1 * 2900 + 0.25 * 200, abs=0.1)
+    assert line["cost"] == pytest.approx(200 + 0.1 * 3000 + 0.25 * 200, abs=0.1)
