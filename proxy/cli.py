@@ -219,8 +219,8 @@ def cmd_rewrite(args: argparse.Namespace) -> int:
 
 DESCRIPTION = """\
 A reverse proxy between AI agents and their model providers (OpenAI Chat Completions, Anthropic
-Messages, the Responses API): it repairs each request's context on the way through, prunes it
-under a token budget and logs what every request is made of.
+Messages, the Responses API, Gemini's generateContent): it repairs each request's context on the
+way through, prunes it under a token budget and logs what every request is made of.
 
   ctxproxy serve              run the proxy (http://127.0.0.1:8787 by default)
   ctxproxy logs               the latest requests, one line each (--follow: live)

@@ -46,10 +46,12 @@ def startup_line(
         routes += "start it with --upstream URL)"
     elif not routes:
         routes = "none (every model is refused: start it with --config FILE or --upstream URL)"
+    # bound to every address: the page is at this host's name, not at the wildcard
+    shown = f"http://<this host>:{port}" if host in ("0.0.0.0", "::", "") else base
     return (
         f"ctxproxy {__version__} listening on {base} · upstreams: {routes} · "
         f"database: {database} · "
-        f"ui: {base}/ui"
+        f"ui: {shown}/ui"
     )
 
 

@@ -171,3 +171,17 @@ def test_a_config_without_upstreams_says_so() -> None:
     settings = settings_from_mapping({}, check_rules=False)
     line = startup_line(settings, "127.0.0.1", 8787, ":memory:", "team.yaml")
     assert "team.yaml has no upstreams: section; add one, or start it with --upstream URL" in line
+
+
+def test_a_server_bound_to_every_address_names_no_wildcard_page() -> None:
+    """A container binds 0.0.0.0: ``http://0.0.0.0:8790/ui`` is no address a browser opens."""
+    from proxy.settings import settings_from_mapping
+    from proxy.startup import startup_line
+
+    settings = settings_from_mapping({})
+    for host in ("0.0.0.0", "::"):
+        line = startup_line(settings, host, 8790, ":memory:", None)
+        assert "ui: http://<this host>:8790/ui" in line
+    assert "ui: http://127.0.0.1:8790/ui" in startup_line(
+        settings, "127.0.0.1", 8790, ":memory:", None
+    )

@@ -28,6 +28,8 @@ SHARED_MISSING = (
 
 
 def iter_conversations(path: Path = CORPUS) -> Iterator[dict[str, Any]]:
+    if not path.exists():  # a bench run from a checkout without ../shared: say what is missing
+        raise SystemExit(SHARED_MISSING if path == CORPUS else f"{path} is missing")
     with gzip.open(path, "rb") as f:
         for line in f:
             if line.strip():
