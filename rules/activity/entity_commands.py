@@ -12,6 +12,7 @@ import posixpath
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from rules.activity.command_words import (
     container_extras,
@@ -73,6 +74,8 @@ def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
     if removed_on_exit(spec, args):
         return []
     skip = frozenset(spec.get("skip_values") or ())
+    if not _args_fit(spec, positionals(args, skip)):
+        return []
     if "flag" in spec:
         flags = list(spec["flag"])
         if spec.get("all_values"):
@@ -93,6 +96,17 @@ def _rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
     return []
 
 
+def _args_fit(spec: Mapping[str, Any], pos: Sequence[str]) -> bool:
+    """``only_arg`` / ``unless_arg`` ({n: words}): the rule applies only when (unless) its n-th
+    word that is no option is one of them (`kubectl create secret generic NAME`: a type first)."""
+    for key, wanted in (("only_arg", True), ("unless_arg", False)):
+        for n, words in (spec.get(key) or {}).items():
+            word = pos[int(n) - 1].lower() if len(pos) >= int(n) else None
+            if (word in words) is not wanted:
+                return False
+    return True
+
+
 def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     spec = rule.spec
     strip = spec.get("strip")
@@ -101,7 +115,11 @@ def _identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     if spec.get("package"):
         if raw.startswith((".", "/", "~")) or ("/" in raw and not raw.startswith("@")):
             return None  # a path or a URL: no package name
-        raw = _VERSION.split(raw, 1)[0].lower()
+        # a scope's "@" leads the name (`@types/node@20`): the version's comes after it
+        scope = "@" if raw.startswith("@") else ""
+        raw = scope + _VERSION.split(raw[len(scope) :], 1)[0].lower()
+        if raw == scope:
+            return None
     if spec.get("path"):
         raw = resolve_path(raw, cwd)
     if rule.id_re is not None:
@@ -372,6 +390,11 @@ def command_entities(
             if printed.spec.get("kind_group") and kind == printed.kind:
                 continue  # a word kubectl prints that names no kind we know
             facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))
+    if pack.job_ended is not None and "]" in output:
+        # the shell's notice of a job's end (`[1]+  Exit 1  node server.js`, from `jobs` or
+        # before a later command's output): the job `kill %1` would have ended, ended
+        for m in pack.job_ended.finditer(output[:MAX_SCAN]):
+            facts.made.append(Made("process", f"%{m.group('job')}", "delete", "", (), (), by))
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, job))
     if git is not None:

@@ -71,6 +71,7 @@ class EntityPack:
     statements: tuple[OutputRule, ...]
     sql_clients: frozenset[str]
     background_pid: re.Pattern[str]
+    job_ended: re.Pattern[str] | None
     returned_id: re.Pattern[str]
     command_port: re.Pattern[str]
     results: Mapping[str, Any] = field(default_factory=dict)
@@ -159,6 +160,11 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         statements=rules("statements", re.I),
         sql_clients=frozenset(str(w) for w in data.get("sql_clients") or ()),
         background_pid=_regex(str(data["background_pid"]), re.M, "entities pack", builtin),
+        job_ended=(
+            _regex(str(data["job_ended"]), re.M, "entities pack", builtin)
+            if data.get("job_ended")
+            else None
+        ),
         returned_id=_regex(str(data["returned_id"]), re.M, "entities pack", builtin),
         command_port=_regex(str(data["command_port"]), 0, "entities pack", builtin),
         results=results,
@@ -183,6 +189,7 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
         ("entities.command_starts", _STARTS),
         ("entities.python_module", _PY_MODULE),
         ("entities.background_pid", pack.background_pid),
+        *((("entities.job_ended", pack.job_ended),) if pack.job_ended else ()),
         ("entities.returned_id", pack.returned_id),
         ("entities.command_port", pack.command_port),
         *((f"entities.background_jobs[{i}]", p) for i, p in enumerate(pack.jobs.patterns())),

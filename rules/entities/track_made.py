@@ -184,7 +184,7 @@ class MadeTracker:
             if e.type == "file" and e.action in ("create", "modify") and e.path.endswith(_SCRIPTS)
         ]
         if command is not None:
-            if not self._may_make(command, written):
+            if not self._may_make(command, written) and not self._job_notice(result):
                 return self._kept(gone) if gone else []
             detached = any(args.get(a) is True for a in self.pack.jobs.detach_args)
             facts = command_entities(
@@ -247,6 +247,14 @@ class MadeTracker:
         if written or ("&" in text and _BACKGROUND.search(text)) or self.pack.names(text):
             return True
         return any(path.rsplit("/", 1)[-1] in command for path in self.scripts)
+
+    def _job_notice(self, result: str) -> bool:
+        """Whether a result may hold the shell's notice of a job's end (``pack.job_ended``)."""
+        ended = self.pack.job_ended
+        if ended is None or "[" not in result:
+            return False
+        head = result[:MAX_SCAN]
+        return any(w in head for w in _JOB_ENDS) and ended.search(head) is not None
 
     def still_running(
         self, name: str, args: Mapping[str, Any], result: str, cwd: str | None, is_error: bool
@@ -337,6 +345,7 @@ class MadeTracker:
         return bool(program) and any(r is not None and r.search(program) for r in regexes)
 
 
+_JOB_ENDS = ("Exit", "Done", "Terminated", "Killed", "Aborted", "fault", "Hangup")
 _GLOB = re.compile(r"\.\*|[.^$]|[^.^$]+")
 _SPECIAL = frozenset("[](){}|+?*\\")
 
