@@ -111,7 +111,10 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         holding = [e for e in out if _holds(e, mention.hint)]
         # a word no candidate holds: what it names is none of them ("the logs folder" when the
         # agent made only "cache"), unless it describes rather than names ("the temp folder")
-        out = holding if holding or mention.hint not in _DESCRIBING else out
+        describing = mention.hint in _DESCRIBING or (
+            mention.type == "process" and mention.hint in _SERVER_ROLES
+        )
+        out = holding if holding or not describing else out
     return out
 
 
@@ -121,8 +124,14 @@ _DESCRIBING = frozenset(
         "temp", "tmp", "temporary", "dev", "development", "local", "running", "live", "background",
         "foreground", "new", "old", "empty", "scratch", "throwaway", "default", "current", "test",
         "testing", "staging", "main", "primary", "spare", "extra", "other", "same", "first",
-        "last", "previous", "big", "small", "large",
+        "last", "previous", "big", "small", "large", "k8s", "kubernetes", "docker",
     )
+)  # fmt: skip
+# what a server does, said of a process no name of which says it ("the API server you started":
+# `uvicorn main:app`); a process it names ("the celery worker") is still kept alone
+_SERVER_ROLES = frozenset(
+    ("api", "backend", "frontend", "web", "app", "http", "rest", "graphql", "grpc", "mock",
+     "proxy", "static", "file")
 )  # fmt: skip
 
 

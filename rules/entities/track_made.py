@@ -271,7 +271,8 @@ class MadeTracker:
         """Redacted, ends matched to what they end, duplicates of one call merged."""
         out: dict[tuple[str, str], Made] = {}
         for m in made:
-            if len(m.key) > MAX_PATH_CHARS or holds_secret(m.key):
+            # the identifier alone: "secret:db-creds" reads as a secret's assignment
+            if len(m.key) > MAX_PATH_CHARS or holds_secret(m.id):
                 continue  # a pointer to a redacted identifier would be a wrong one
             m = Made(
                 m.kind,

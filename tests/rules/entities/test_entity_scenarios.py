@@ -41,6 +41,7 @@ SCENARIOS = [
         "probes_h.yaml",
         "probes_i.yaml",
         "probes_j.yaml",
+        "probes_k.yaml",
     )
     for sc in load(HERE / name)
 ]
