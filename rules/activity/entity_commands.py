@@ -147,6 +147,9 @@ def _apply_rule(
         kind = pack.resource_kinds.get(word, "")
         if not kind:
             return
+    if rule.spec.get("resets"):  # `git reset --hard HEAD~2`: the branch's 2 newest commits
+        yield from _reset(args, by, head.current(cwd) if head is not None else None)
+        return
     if rule.spec.get("rename"):  # `git branch -m old new`: the old key moves to the new one
         current = head.renamed(args, cwd) if head is not None and rule.spec.get("current") else None
         yield from _renamed(rule, args, cwd, by, current)
@@ -184,6 +187,26 @@ def _apply_rule(
         name = posixpath.basename(ident) if rule.spec.get("path") else ident
         extra = ((str(id_attr), ident),) if id_attr else ()
         yield Made(kind, ident, rule.action, name, attrs + extra, rel, by)
+
+
+_BACK = re.compile(r"HEAD(?:~(\d{1,3})|(\^{1,3}))")  # HEAD~2, HEAD^, HEAD^^
+RESET_ID = "HEAD~"  # the id of a reset's end: the newest n commits (``track_made``)
+
+
+def _reset(args: Sequence[str], by: str, branch: str | None) -> Iterator[Made]:
+    """A reset that takes the branch back n commits (``HEAD~n``, ``HEAD^``): one end naming
+    them; a reset to another commit, or of paths, names none."""
+    words = positionals(args, frozenset())
+    if len(words) != 1:
+        return
+    m = _BACK.fullmatch(words[0])
+    if m is None:
+        return
+    n = int(m.group(1)) if m.group(1) else len(m.group(2) or "")
+    if n <= 0:
+        return
+    attrs = (("on", branch),) if branch else ()
+    yield Made("commit", f"{RESET_ID}{n}", "delete", "", attrs, (), by)
 
 
 def _renamed(

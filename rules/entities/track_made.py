@@ -16,6 +16,7 @@ from typing import Any
 from rules.activity.background_jobs import has_ended, named_job, started_job, stopped
 from rules.activity.entity_commands import (
     MAX_SCAN,
+    RESET_ID,
     Statement,
     clip,
     command_entities,
@@ -297,6 +298,8 @@ class MadeTracker:
         (``kill 4242``: the server whose PID is 4242, ``kill %1`` the job's, ``lsof -ti:8000 |
         xargs kill`` the one serving port 8000), or by a pattern their command line or program
         matches (``pkill -f http.server``, ``killall python3``: none matching, nothing ends)."""
+        if m.kind == "commit" and m.id.startswith(RESET_ID):
+            return self._reset(m)
         ends = dict(m.attrs).get("ends")
         if ends is not None:
             return [
@@ -328,6 +331,22 @@ class MadeTracker:
         return [
             Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
             for e in hits
+        ]
+
+    def _reset(self, m: Made) -> list[Made]:
+        """A reset's end (``HEAD~n``): the n newest commits made on its branch (on any, when
+        the branch is not known and the commits all say one), newest first."""
+        n = int(m.id[len(RESET_ID) :])
+        branch = dict(m.attrs).get("on")
+        commits = [e for e in self.alive.values() if e.get("type") == "commit"]
+        if branch is not None:
+            commits = [e for e in commits if (e.get("attrs") or {}).get("on") == branch]
+        elif len({(e.get("attrs") or {}).get("on") for e in commits}) > 1:
+            return []  # which branch was reset is not known
+        commits.sort(key=lambda e: (e.get("first_seen", 0), e.get("seq", 0)), reverse=True)
+        return [
+            Made("commit", str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
+            for e in commits[:n]
         ]
 
     def _matched(self, e: Mapping[str, Any], pattern: str, ends: str) -> bool:
