@@ -83,6 +83,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         return []
     actions = set(mention.actions or ((mention.action,) if mention.action else ()))
     hits = [e for e in entity_cache.query(events, type=mention.type) if _fits(mention, actions, e)]
+    if mention.type is None:  # "what we just removed": an end the command named, not implied
+        hits = [e for e in hits if not (e.get("attrs") or {}).get("implied")]
     if hits and not actions & {"delete", "move"}:  # none fits: no need to know what exists
         alive = entity_cache.known_types(events)
         if not all(e["path"] in alive for e in hits):  # most often all do: no rename to follow

@@ -344,8 +344,10 @@ class MadeTracker:
         elif len({(e.get("attrs") or {}).get("on") for e in commits}) > 1:
             return []  # which branch was reset is not known
         commits.sort(key=lambda e: (e.get("first_seen", 0), e.get("seq", 0)), reverse=True)
+        # the end is implied, the commits unnamed: "what we just removed" means none of them
+        implied = (("implied", "reset"),)
         return [
-            Made("commit", str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
+            Made("commit", str(e["id"]), "delete", str(e.get("name") or ""), implied, (), m.by)
             for e in commits[:n]
         ]
 
