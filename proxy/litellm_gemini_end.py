@@ -72,6 +72,15 @@ def install() -> None:
                 ) from None
             raise
 
+    start_hop: Callable[..., Any] = reader._start_hop
+
+    def _start_hop(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # litellm continues an answer cut at its output cap in another request (a "hop"): the
+        # end seen was the last hop's; this one's is still to come
+        setattr(self, _ENDED, False)
+        return start_hop(self, *args, **kwargs)
+
     reader.chunk_parser = chunk_parser
     reader._anext_chunk = _anext_chunk
+    reader._start_hop = _start_hop
     setattr(reader, _INSTALLED, True)

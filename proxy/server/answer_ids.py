@@ -101,27 +101,45 @@ def _named(kind: str, value: Any) -> Iterator[str]:
 
 class EventData:
     """A stream's events' ``data`` as each ends, from its chunks as they come (an event may be
-    cut anywhere); an event past ``MAX_EVENT`` is skipped whole."""
+    cut anywhere); an event past ``MAX_EVENT`` is skipped whole. Each byte is searched once for
+    the blank line ending an event: a long event costs what it brings, not its length again
+    with each chunk."""
 
-    __slots__ = ("_buffer", "_skipping")
+    __slots__ = ("_buffer", "_scanned", "_skipping")
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._scanned = 0  # how much of the buffer holds no event's end
         self._skipping = False
 
     def feed(self, chunk: bytes) -> Iterator[bytes]:
-        data = self._buffer + chunk if self._buffer else chunk
-        data = data.replace(b"\r\n", b"\n") if b"\r" in data else data
-        *whole, rest = data.split(b"\n\n")
-        for event in whole:
+        buffer = self._buffer
+        buffer += chunk
+        out: list[bytes] = []
+        while True:
+            # a blank line: "\n\n", or "\n\r\n" of CRLF lines; a byte or two of it may be old
+            start = max(self._scanned - 2, 0)
+            ends = [
+                i for i in (buffer.find(b"\n\n", start), buffer.find(b"\n\r\n", start)) if i >= 0
+            ]
+            if not ends:
+                break
+            end = min(ends)
+            size = 2 if buffer[end + 1 : end + 2] == b"\n" else 3
+            event = bytes(buffer[:end])
+            del buffer[: end + size]
+            self._scanned = 0
             if self._skipping:
                 self._skipping = False
                 continue
             payload = b"".join(
-                line[5:].lstrip(b" ") for line in event.split(b"\n") if line.startswith(b"data:")
+                line[5:].strip(b" \r") for line in event.split(b"\n") if line.startswith(b"data:")
             )
             if payload:
-                yield payload
-        if len(rest) > MAX_EVENT:
-            self._skipping, rest = True, b""
-        self._buffer = rest
+                out.append(payload)
+        self._scanned = len(buffer)
+        if len(buffer) > MAX_EVENT:  # never ended within the bound: not read
+            self._skipping = True
+            buffer.clear()
+            self._scanned = 0
+        return iter(out)

@@ -56,6 +56,9 @@ class ArraySplitter:
         self.relayed = False  # any byte went to the client
         self.closed = False  # the array's closing bracket was relayed
         self.too_deep = False  # it nested past MAX_DEPTH: nothing more is read
+        # the brackets and string open where the last bytes relayed of a partly relayed element
+        # ended (what ``_closing`` closes)
+        self._sent: tuple[bytes, bool, bool] = (b"", False, False)
 
     def feed(self, chunk: bytes) -> list[bytes]:
         if self.too_deep:
@@ -120,6 +123,8 @@ class ArraySplitter:
             pieces.append(bytes(held[cut:]))
             cut = end
             self._partly = self._depth >= 2
+            # what closes it, as the client has it: later bytes may be dropped unsent
+            self._sent = (bytes(self._open), self._string, self._escape)
         del held[:cut]
         self._scanned = max(i - cut, 0)
         if pieces:
@@ -144,12 +149,13 @@ class ArraySplitter:
 
     def _closing(self) -> bytes:
         """What ends an element too large to hold that went partly as it came: its string and
-        brackets closed (the break falls inside its long string of inline data, almost always;
-        elsewhere the array may still not parse)."""
+        brackets closed, as they stood where the bytes relayed ended (bytes held after them are
+        dropped unsent)."""
         if not self._partly:
             return b""
-        text = (b"\\" if self._escape else b"") + (b'"' if self._string else b"")
-        return text + b"".join(b"}" if b == _OPEN_BRACE else b"]" for b in reversed(self._open))
+        opened, string, escape = self._sent
+        text = (b"\\" if escape else b"") + (b'"' if string else b"")
+        return text + b"".join(b"}" if b == _OPEN_BRACE else b"]" for b in reversed(opened))
 
     async def elements_of(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """``chunks`` (the upstream's reads) relayed as whole elements. A body that ended before

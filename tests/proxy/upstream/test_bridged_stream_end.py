@@ -105,3 +105,30 @@ def test_the_answers_end_is_a_finish_reason_or_a_blocked_prompt() -> None:
     assert answer_ends(_text("x", "STOP")) and answer_ends({"promptFeedback": {"blockReason": "X"}})
     assert not answer_ends(_text("x")) and not answer_ends({"promptFeedback": {}})
     assert not answer_ends({"candidates": "bad"}) and not answer_ends([])
+
+
+def _hop_end(text: str) -> dict[str, Any]:
+    """A hop litellm continues (an answer cut at its output cap, a token to go on with)."""
+    chunk = _text(text, "CONTINUATION")
+    chunk["candidates"][0]["continuationToken"] = "tok1"
+    chunk["usageMetadata"] = {"promptTokenCount": 5, "candidatesTokenCount": 10,
+                              "totalTokenCount": 15}  # fmt: skip
+    return chunk
+
+
+@pytest.mark.parametrize("cut", [True, False])
+async def test_each_hop_of_a_continued_answer_must_end(
+    tmp_path: Path, edge: EdgeUpstream, cut: bool
+) -> None:
+    """litellm continues an answer in a second request: the first hop's end is not the
+    answer's, so a second hop cut short is a break too."""
+    edge.replies = [sse_reply(_chunks(_text("start "), _hop_end("part one ")))]
+    second = _chunks(_text("second hop")) if cut else _chunks(_text("second hop", "STOP"))
+    edge.reply = sse_reply(second)
+    body = request(user("hi"), stream=True, model="gemini-x", max_tokens=1000)
+    async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
+        r = await c.post("/v1/chat/completions", json=body, headers={"authorization": "Bearer k"})
+        (row,) = await log_rows(c)
+    assert b"second hop" in r.content  # the hop was taken
+    assert (ERROR["chat"] in r.content) is cut and (WHOLE["chat"] in r.content) is not cut
+    assert (row["error_type"] is not None) is cut

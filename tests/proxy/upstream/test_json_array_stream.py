@@ -197,8 +197,10 @@ async def test_a_stream_nesting_past_the_bound_is_broken_off_as_a_valid_array(
     elements = orjson.loads(got.content)
     assert elements[0] == answer("Do", {"promptTokenCount": 30})
     assert elements[-1]["error"]["status"] == "UNAVAILABLE" and len(elements) == 2
-    splitter = ArraySplitter(max_element=64)  # deep and partly relayed: what closes it, bounded
-    splitter.feed(b'[{"a": ' + b"[" * 100)
-    splitter.feed(b"[" * (10 * MAX_DEPTH))
-    assert splitter.too_deep and splitter.feed(b"]" * 100) == []
-    assert len(splitter.error_tail(b'{"error": {}}')) < MAX_DEPTH + 64
+    for first in (b'[{"a": ' + b"[" * 100, b'[{"a": "' + b"x" * 100):
+        splitter = ArraySplitter(max_element=64)  # partly relayed, then too deep: still valid
+        sent = b"".join(splitter.feed(first))
+        sent += b"".join(splitter.feed(b'", "b": ' * (first[-1:] == b"x") + b"[" * 10 * MAX_DEPTH))
+        assert splitter.too_deep and splitter.feed(b"]" * 100) == []
+        whole = orjson.loads(sent + splitter.error_tail(b'{"error": {}}'))
+        assert whole[-1] == {"error": {}}
