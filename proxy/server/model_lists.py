@@ -13,12 +13,13 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxy.errors import ProxyError
+from proxy.errors import ProxyError, UpstreamUnreachable
 from proxy.protocols.errors import anthropic_body
 from proxy.server.gemini_routes import gemini_models
 from proxy.server.services import Services
 from proxy.settings import UpstreamSettings
 from proxy.upstream.anthropic import anthropic_headers
+from proxy.upstream.key_owners import foreign, foreign_credentials
 from proxy.upstream.openai import upstream_api_key
 
 ANTHROPIC_MODELS_PATH = "/v1/models"
@@ -59,7 +60,9 @@ async def anthropic_models(request: Request, headers: dict[str, str]) -> Respons
     try:
         services.principals.of(headers)
         upstream = _anthropic_upstream(services)
-        if upstream is not None:
+        # another provider's key is not sent to Anthropic's API: the configured names instead
+        shared = upstream is not None and bool(upstream.api_key_env)
+        if upstream is not None and (shared or not foreign_credentials(upstream, headers)):
             key = upstream_api_key(upstream, headers, services.settings.auth.mode)
             sent = anthropic_headers(upstream, headers, key)
             overhead = _overhead(request)
@@ -100,9 +103,13 @@ async def openai_models(request: Request, headers: dict[str, str]) -> Response:
     if catch_all is not None:
         overhead = _overhead(request)
         try:
-            status, content = await services.upstream.models(
-                catch_all, upstream_api_key(catch_all, headers, services.settings.auth.mode)
-            )
+            key = upstream_api_key(catch_all, headers, services.settings.auth.mode)
+            owners = None if catch_all.api_key_env else foreign(catch_all, key)
+            if owners is not None:  # another provider's key is not sent to this one's API
+                raise UpstreamUnreachable(
+                    f"the key sent is {owners[0]}'s, not sent to {owners[1]}'s API"
+                )
+            status, content = await services.upstream.models(catch_all, key)
             if status in (401, 403):  # the key is refused: say so, not a made-up list
                 return Response(content, status, overhead, media_type="application/json")
             listed = orjson.loads(content) if status == 200 else None

@@ -10,9 +10,11 @@ OpenRouter, a local server: whatever the operator pointed a route at), is sent a
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from proxy.errors import ModelNotFound
+from proxy.principals import CREDENTIAL_HEADERS
 from proxy.settings import UpstreamSettings
 from proxy.upstream.openai import DEFAULT_BASE_URLS
 
@@ -52,17 +54,34 @@ def host_owner(upstream: UpstreamSettings) -> str | None:
     return _HOSTS.get(urlsplit(DEFAULT_BASE_URLS[upstream.kind]).hostname or "")
 
 
+def foreign(upstream: UpstreamSettings, key: str | None) -> tuple[str, str] | None:
+    """(the key's provider, the upstream's) when ``key`` is one provider's and ``upstream``
+    another's own API; None when it may go."""
+    owner = key_owner(key) if key else None
+    if owner is None:
+        return None
+    host = host_owner(upstream)
+    return None if host is None or host == owner else (owner, host)
+
+
+def foreign_credentials(upstream: UpstreamSettings, headers: Mapping[str, str]) -> bool:
+    """Whether any credential header a client sent (all go to an Anthropic relay) is another
+    provider's than ``upstream``'s own API."""
+    for name in CREDENTIAL_HEADERS:
+        value = headers.get(name, "")
+        value = value[7:].strip() if value[:7].lower() == "bearer " else value.strip()
+        if foreign(upstream, value) is not None:
+            return True
+    return False
+
+
 def require_owned(upstream: UpstreamSettings, key: str | None, model: str) -> None:
     """Raises ModelNotFound when the client's ``key`` is one provider's and ``upstream`` is
     another's own API: the key is not sent."""
-    if not key:
+    owners = foreign(upstream, key)
+    if owners is None:
         return
-    owner = key_owner(key)
-    if owner is None:
-        return
-    host = host_owner(upstream)
-    if host is None or host == owner:
-        return
+    owner, host = owners
     shown = model if len(model) <= 80 else model[:79] + "…"
     raise ModelNotFound(
         f"The model '{shown}' goes to upstream {upstream.name}, {host}'s API, and the key you "

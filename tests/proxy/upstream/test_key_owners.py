@@ -107,3 +107,32 @@ async def test_a_gateway_gets_whatever_key_the_client_sends(
         )
     assert r.status_code == 200, r.text
     assert edge.last.header("authorization") == f"Bearer {GOOGLE_KEY}"
+
+
+async def test_a_model_list_sends_no_key_to_another_provider(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model lists ask the upstream with the client's key: not another provider's."""
+    from proxy.upstream.openai import UpstreamClient
+
+    asked: list[tuple[str, str | None]] = []
+
+    async def models(self: Any, upstream: Any, key: str | None, *args: Any, **kw: Any) -> Any:
+        asked.append((upstream.name, key))
+        return 200, b'{"object": "list", "data": [], "has_more": false}'
+
+    monkeypatch.setattr(UpstreamClient, "models", models)
+    async with in_process(shipped(), str(tmp_path / "p.db")) as client:
+        for key in (GOOGLE_KEY, ANTHROPIC_KEY):
+            r = await client.get("/v1/models", headers={"authorization": f"Bearer {key}"})
+            assert r.status_code == 200 and "not sent" in r.json()["ctxproxy_unlisted"]["error"]
+        r = await client.get(
+            "/v1/models", headers={"anthropic-version": "2023-06-01", "x-api-key": GOOGLE_KEY}
+        )
+        assert r.status_code == 200 and "data" in r.json()
+        assert asked == []
+        await client.get("/v1/models", headers={"authorization": f"Bearer {OPENAI_KEY}"})
+        await client.get(
+            "/v1/models", headers={"anthropic-version": "2023-06-01", "x-api-key": ANTHROPIC_KEY}
+        )
+    assert [name for name, _ in asked] == ["openai", "claude"]
