@@ -4,11 +4,13 @@ session is kept per (principal, session), so one tenant never reads or writes an
 - ``auth.mode: keys``: the proxy key presented. A key listed under ``auth.principals`` is that
   name (several keys may share one name, so a key can be rotated without losing sessions); any
   other accepted key is ``key-`` and a keyed hash of it.
-- passthrough: ``pt-`` and a keyed hash of the credentials the client presented (its bearer,
-  its API key headers, and what its protocol reads besides, Gemini's ``?key=``), so two provider
-  keys never share state and the key itself is never stored. Every one of them counts: an
-  upstream may read any it is sent (a native Messages upstream gets a bearer and an
-  ``x-api-key`` both), so two clients sharing one but not the other never share a principal.
+- passthrough: ``pt-`` and a keyed hash of the credential the client presented as its
+  protocol's upstream reads it (its bearer, else its API key header; Gemini's key header, else
+  ``?key=``), so two provider keys never share state and the key itself is never stored. On the
+  Messages protocol every credential header counts: its native relay sends them all, and the
+  upstream may read any, so two clients sharing one but not another never share a principal.
+  Elsewhere a header the upstream is not sent does not count: a junk ``x-api-key`` beside one
+  bearer would have made a new principal, and with it a lane of its own, per value.
 - no credential at all (passthrough only): the one ``anonymous`` namespace.
 
 The keyed hash is an HMAC with the server secret, made at first start and kept in the store, so
@@ -154,12 +156,15 @@ class Principals:
     def _hashed(self, prefix: str, value: str) -> str:
         return prefix + self._digest(value).hex()[:16]
 
-    def of(self, headers: Mapping[str, str], presented: str | None = None) -> str:
+    def of(
+        self, headers: Mapping[str, str], presented: str | None = None, every: bool = False
+    ) -> str:
         """The request's principal; raises Unauthorized in keys mode without an accepted key.
         ``presented``: the credential as the protocol reads it, where it reads one ``credential``
-        does not (Gemini's ``?key=``, its key header before a bearer token). In passthrough it
-        counts beside every other credential presented (``credentials``)."""
-        if self.mode == "passthrough":
+        does not (Gemini's ``?key=``, its key header before a bearer token). ``every``: the
+        upstream is sent every credential header (the Messages relay): in passthrough they all
+        count (``credentials``)."""
+        if self.mode == "passthrough" and every:
             presented = credentials(headers, presented)
         else:
             presented = presented or credential(headers)

@@ -56,7 +56,7 @@ class CountTokens:
         headers = header_dict(scope["headers"])
         ticket: Ticket | None = None
         try:
-            principal = self.s.principals.of(headers)
+            principal = self.s.principals.of(headers, every=True)  # Messages: all headers go
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)  # its turn of the workers

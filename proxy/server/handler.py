@@ -129,7 +129,9 @@ class ProtocolHandler:
             principal="-",  # not known yet: a request refused before it names nobody
         )
         try:
-            principal = self.s.principals.of(headers, wire.presented(headers, query))
+            principal = self.s.principals.of(
+                headers, wire.presented(headers, query), wire.every_credential
+            )
             row["principal"] = principal
             # its turn in what tenants share (an unverified key: its network's, with the others)
             lane = self.s.principals.lane(principal, scope.get("client"))

@@ -58,7 +58,7 @@ async def anthropic_models(request: Request, headers: dict[str, str]) -> Respons
     ``limit``); with no Anthropic upstream, the configured names in Anthropic's shape."""
     services: Services = request.app.state.services
     try:
-        services.principals.of(headers)
+        services.principals.of(headers, every=True)
         upstream = _anthropic_upstream(services)
         # another provider's key is not sent to Anthropic's API: the configured names instead
         shared = upstream is not None and bool(upstream.api_key_env)

@@ -77,6 +77,8 @@ class Wire:
     # string), where that differs from ``principals.credential``: the request's principal is
     # the credential that goes upstream, so two keys never share one
     credential: Callable[[Mapping[str, str], str], str | None] | None = None
+    # the upstream is sent every credential header (the Messages relay): all count
+    every_credential: bool = False
 
     def presented(self, headers: Mapping[str, str], query: str) -> str | None:
         """The credential as this protocol's upstream reads it (None: as
@@ -197,7 +199,12 @@ def _reshaped(response: UpstreamResponse, body: bytes) -> None:
 
 CHAT_WIRE = Wire(CHAT, validate_body, _chat, shapes.openai_body, shapes.chat_stream_error)
 MESSAGES_WIRE = Wire(
-    ANTHROPIC, validate_anthropic, _messages, shapes.anthropic_body, shapes.anthropic_stream_error
+    ANTHROPIC,
+    validate_anthropic,
+    _messages,
+    shapes.anthropic_body,
+    shapes.anthropic_stream_error,
+    every_credential=True,
 )
 RESPONSES_WIRE = Wire(
     RESPONSES,

@@ -130,17 +130,26 @@ def test_passthrough_counts_every_credential_presented() -> None:
     either: two clients sharing one of them but not the other are two principals."""
     p = Principals(AuthSettings(), SECRET)
     shared_bearer = {"authorization": "Bearer team-gateway-token"}
-    alice = p.of({**shared_bearer, "x-api-key": "sk-ant-alice"})
-    bob = p.of({**shared_bearer, "x-api-key": "sk-ant-bob"})
+    alice = p.of({**shared_bearer, "x-api-key": "sk-ant-alice"}, every=True)
+    bob = p.of({**shared_bearer, "x-api-key": "sk-ant-bob"}, every=True)
     assert alice != bob
-    assert p.of(shared_bearer) not in (alice, bob)
+    assert p.of(shared_bearer, every=True) not in (alice, bob)
     # the same credentials in other headers, or the same one twice, are the same principal
-    assert p.of({"authorization": "Bearer sk-ant-alice", "x-api-key": "team-gateway-token"}) == (
-        alice
+    swapped = {"authorization": "Bearer sk-ant-alice", "x-api-key": "team-gateway-token"}
+    assert p.of(swapped, every=True) == alice
+    both = {"authorization": "Bearer k", "x-api-key": "k"}
+    assert (
+        p.of(both, every=True) == p.of({"x-api-key": "k"}, every=True) == p.of({"x-api-key": "k"})
     )
-    assert p.of({"authorization": "Bearer k", "x-api-key": "k"}) == p.of({"x-api-key": "k"})
-    # a protocol's own credential (Gemini's ?key=) counts beside the headers
-    gemini = p.of({"x-goog-api-key": "AIza-carol"}, "AIza-carol")
-    assert gemini == p.of({}, "AIza-carol")
-    assert p.of({"authorization": "Bearer other"}, "AIza-carol") != gemini
     assert credentials({"authorization": "Bearer a", "api-key": "b"}) == '["a","b"]'
+
+
+def test_elsewhere_a_header_the_upstream_is_not_sent_does_not_count() -> None:
+    """Chat, Responses and Gemini upstreams get one credential: a junk ``x-api-key`` beside a
+    bearer made a new principal (and a lane of its own) per value."""
+    p = Principals(AuthSettings(), SECRET)
+    bearer = {"authorization": "Bearer sk-proj-alice"}
+    assert p.of({**bearer, "x-api-key": "junk-1"}) == p.of({**bearer, "x-api-key": "junk-2"})
+    assert p.of({**bearer, "x-api-key": "junk-1"}) == p.of(bearer)
+    # Gemini: the key as its upstream reads it, whatever bearer goes beside it
+    assert p.of({"authorization": "Bearer x"}, "AIza-carol") == p.of({}, "AIza-carol")
