@@ -56,7 +56,7 @@ from proxy.server.provider_refs import (
     what_was_read,
 )
 from proxy.server.rescue import rescue_overflow
-from proxy.server.response_ids import continuing, response_ids_for
+from proxy.server.response_ids import continued_session, response_ids_for
 from proxy.server.services import Services
 from proxy.server.stream_deadline import answer_bound
 from proxy.server.stream_relay import relay_stream
@@ -129,9 +129,7 @@ class ProtocolHandler:
             principal="-",  # not known yet: a request refused before it names nobody
         )
         try:
-            principal = self.s.principals.of(
-                headers, wire.presented(headers, query), wire.every_credential
-            )
+            principal = wire.principal(self.s.principals, headers, query)
             row["principal"] = principal
             # its turn in what tenants share (an unverified key: its network's, with the others)
             lane = self.s.principals.lane(principal, scope.get("client"))
@@ -159,9 +157,8 @@ class ProtocolHandler:
                     f"The model '{model}' is not served by any configured upstream.",
                     param="model",
                 )
-            continued = None  # the session of the response it continues, if any
-            if self.response_ids is not None:  # refused before the rules see (and keep) it
-                continued = await self.response_ids.require(principal, body)
+            # refused before the rules see (and keep) it; a continuation is in its chain's session
+            continued = await continued_session(self.response_ids, principal, headers, body)
             await require_own(self.kept_ids, principal, wire.adapter.name, body, upstream, raw,
                               items=self.response_ids is not None)  # fmt: skip
             prepared = await self.s.engine.prepare(
@@ -173,7 +170,7 @@ class ProtocolHandler:
                 principal=principal,
                 fresh=fresh,
                 model=None if named is None else model,
-                session_id=continuing(continued, headers, body),
+                session_id=continued,
             )
             held.append(prepared)
             rewritten = prepared.rewritten
@@ -366,9 +363,7 @@ class ProtocolHandler:
         """The one error answer, in the protocol's shape. The row completes even if sending fails;
         nothing is sent to a client that left; a body left unread closes the connection."""
         fields = self._fields(row, started, error.status, error, None)
-        if isinstance(error, _BODY_UNREAD):
-            # this connection cannot carry another request (and a trickling sender must not
-            # keep it)
+        if isinstance(error, _BODY_UNREAD):  # the connection carries no other request
             headers = {**headers, "connection": "close"}
         try:
             if not isinstance(error, ClientGone):

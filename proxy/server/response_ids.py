@@ -272,6 +272,16 @@ class Recorder:
         self._ids.note(self._principal, found.decode("utf-8", "replace"), session=self._session)
 
 
+async def continued_session(
+    ids: ResponseIds | None, principal: str, headers: Mapping[str, str], body: dict[str, Any]
+) -> str | None:
+    """``ResponseIds.require`` (``ids`` None: the check is off, nothing required), and the
+    session the request is in when it continues a response (``continuing``)."""
+    if ids is None:
+        return None
+    return continuing(await ids.require(principal, body), headers, body)
+
+
 def continuing(
     session: str | None, headers: Mapping[str, str], body: Mapping[str, Any]
 ) -> str | None:

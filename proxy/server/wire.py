@@ -27,6 +27,7 @@ from proxy.upstream.key_owners import require_owned
 from proxy.upstream.openai import upstream_api_key
 
 if TYPE_CHECKING:
+    from proxy.principals import Principals
     from proxy.server.services import Services
 
 
@@ -80,10 +81,12 @@ class Wire:
     # the upstream is sent every credential header (the Messages relay): all count
     every_credential: bool = False
 
-    def presented(self, headers: Mapping[str, str], query: str) -> str | None:
-        """The credential as this protocol's upstream reads it (None: as
-        ``principals.credential`` reads it)."""
-        return None if self.credential is None else self.credential(headers, query)
+    def principal(self, principals: Principals, headers: Mapping[str, str], query: str) -> str:
+        """The request's principal, from the credential as this protocol's upstream reads it
+        (``credential``; else as ``principals.credential`` reads it), or every one it is sent
+        (``every_credential``); raises Unauthorized as ``Principals.of`` does."""
+        presented = None if self.credential is None else self.credential(headers, query)
+        return principals.of(headers, presented, self.every_credential)
 
     def parse(self, raw: bytes) -> dict[str, Any]:
         """A body parsed whole and validated (the server reads through a ``BodyMemory``)."""

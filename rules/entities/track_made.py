@@ -16,7 +16,6 @@ from typing import Any
 from rules.activity.background_jobs import has_ended, named_job, started_job, stopped
 from rules.activity.entity_commands import (
     MAX_SCAN,
-    RESET_ID,
     Statement,
     clip,
     command_entities,
@@ -28,6 +27,7 @@ from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.git_head import Head, stored_head
 from rules.activity.observations import exit_code
+from rules.activity.rule_words import RESET_ID
 from rules.activity.shell_json import api_request, printed_json
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
