@@ -198,7 +198,7 @@ def call_effects(
     outcome = analyse(command, here, verbs, known)
     if unknown is not None:
         unknown += outcome.unknown
-    effects = outcome.effects + printed_effects(command, scanned(result), here)
+    effects = outcome.effects + printed_effects(command, scanned(result), here, verbs.printed)
     raw = next((args[k] for k in pack.command_keys if k in args), None)
     patch = patch_in_argv(raw) or patch_in_script(command)
     if patch is not None:  # ["apply_patch", patch], or `apply_patch <<'EOF'` in a script

@@ -24,6 +24,9 @@ def rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
         return []
     if removed_on_exit(spec, args):
         return []
+    needed = spec.get("requires")  # `helm upgrade --install`: only with one of these given
+    if needed and not any(a == r or a.startswith(f"{r}=") for a in args for r in needed):
+        return []
     skip = frozenset(spec.get("skip_values") or ())
     if not args_fit(spec, positionals(args, skip)):
         return []
@@ -49,7 +52,10 @@ def rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:
 
 def args_fit(spec: Mapping[str, Any], pos: Sequence[str]) -> bool:
     """``only_arg`` / ``unless_arg`` ({n: words}): the rule applies only when (unless) its n-th
-    word that is no option is one of them (`kubectl create secret generic NAME`: a type first)."""
+    word that is no option is one of them (`kubectl create secret generic NAME`: a type first);
+    ``max_args``: when it has at most that many (`adduser deploy docker` adds to a group)."""
+    if "max_args" in spec and len(pos) > int(spec["max_args"]):
+        return False
     for key, wanted in (("only_arg", True), ("unless_arg", False)):
         for n, words in (spec.get(key) or {}).items():
             word = pos[int(n) - 1].lower() if len(pos) >= int(n) else None

@@ -11,7 +11,6 @@ Commands after ``||`` are skipped: they ran only if the command before them fail
 
 from __future__ import annotations
 
-import functools
 import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,10 +24,11 @@ from rules.activity.rsync_copies import rsync_copies
 from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
+from rules.activity.shell_verbs_pack import Verbs
+from rules.activity.shell_verbs_pack import load_verbs as load_verbs  # where callers look
 from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
 from rules.activity.storable import placeable
 from rules.activity.system_paths import appended_file_was_there, system_folder
-from rules.packs import load_pack
 
 MAX_EXPANDED = 1_024  # words brace expansion makes on one command line; past it, as written
 MAX_UNROLLED = 4_096  # words unrolled loops add to one command line; past it, as written
@@ -49,29 +49,6 @@ class ShellOutcome:
     # what the line made that only the shell could name (`mkdir out-$(date +%s)`): (action,
     # type or None for either), so "the folder you just created" is not taken for an older one
     unknown: tuple[tuple[str, str | None], ...] = ()
-
-
-@dataclass(frozen=True)
-class Verbs:
-    verbs: Mapping[str, Mapping[str, Any]]
-    prefixes: frozenset[str]
-    keywords: frozenset[str]
-    shells: frozenset[str]
-    subcommands: Mapping[str, Mapping[str, str]]
-    ignore_targets: frozenset[str]
-
-
-@functools.lru_cache(maxsize=16)
-def load_verbs(extra_packs: tuple[str, ...] = ()) -> Verbs:
-    data = load_pack("shell_verbs", extra_packs)
-    return Verbs(
-        verbs=dict(data.get("verbs") or {}),
-        prefixes=frozenset(data.get("prefixes") or ()),
-        keywords=frozenset(data.get("keywords") or ()),
-        shells=frozenset(data.get("shells") or ()),
-        subcommands=dict(data.get("subcommands") or {}),
-        ignore_targets=frozenset(data.get("ignore_targets") or ()),
-    )
 
 
 def resolve_path(path: str, cwd: str | None) -> str:

@@ -327,6 +327,8 @@ def _mention(
     mod = (g.get("mod") or "").strip().lower()
     if ordinal is None and mod in lex.words["ord"]:  # "the first file you created": a place
         ordinal, hint = lex.words["ord"][mod], None
+    if hint is not None and lex.words["type"].get(f"{mod} {noun}") == ("weak" if weak else typ):
+        hint, noun = None, f"{mod} {noun}"  # "the database user": one noun, no part of a name
     if weak and hint is None:
         # "the summary you saved": summary.md, if there is one
         hint = name_hint(lex.words["weak"].get(noun, noun))[0]

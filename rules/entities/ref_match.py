@@ -96,7 +96,9 @@ def object_kinds(
     if g.get("op"):
         return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
     if word and word in lex.words["fop"]:
-        return lex.op_kinds  # "cat that thing": a file operation
+        # "cat that thing": a file operation; "attach to the tmux session": its noun says what
+        noun = lex.words["type"].get((g.get("type") or "").strip().lower())
+        return lex.op_kinds if noun in (None, "any", "weak", "file", *lex.op_kinds) else ()
     return ()
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rules.activity.printed_paths import printed_effects
-from rules.activity.shell_parse import Effect
+from rules.activity.shell_parse import Effect, load_verbs
 
 
 @pytest.mark.parametrize(
@@ -37,3 +37,58 @@ def test_printed_effects(command: str, output: str, expected: list[Effect]) -> N
 def test_a_git_clean_is_read_for_a_bounded_number_of_paths() -> None:
     output = "".join(f"Removing f{i}.txt\n" for i in range(10_000))
     assert len(printed_effects("git clean -f", output, "/w")) == 256
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "expected"),
+    [
+        (
+            "ssh-keygen -t ed25519 -f ~/.ssh/deploy_key -N ''",
+            "Your identification has been saved in /home/dev/.ssh/deploy_key\n"
+            "Your public key has been saved in /home/dev/.ssh/deploy_key.pub.\n",
+            [
+                Effect("create", "file", "/home/dev/.ssh/deploy_key"),
+                Effect("create", "file", "/home/dev/.ssh/deploy_key.pub"),
+            ],
+        ),
+        (
+            "python3 manage.py makemigrations inventory",
+            "Migrations for 'inventory':\n  inventory/migrations/0004_stock.py\n"
+            "    - Create model Stock\n",
+            [Effect("create", "file", "/w/inventory/migrations/0004_stock.py")],
+        ),
+        (
+            "alembic revision --autogenerate -m 'add invoices'",
+            "INFO  [alembic] Detected added table 'invoices'\n"
+            "  Generating /w/alembic/versions/3f2c_add_invoices.py ...  done\n",
+            [Effect("create", "file", "/w/alembic/versions/3f2c_add_invoices.py")],
+        ),
+        (
+            "bin/rails g model Coupon code:string",
+            "      invoke  active_record\n      create    db/migrate/2024_create_coupons.rb\n"
+            "      create    app/models/coupon.rb\n      create    test/models\n",
+            [
+                Effect("create", "file", "/w/db/migrate/2024_create_coupons.rb"),
+                Effect("create", "file", "/w/app/models/coupon.rb"),
+                Effect("create", "folder", "/w/test/models"),
+            ],
+        ),
+        (
+            "go mod init example.com/app",
+            "go: creating new go.mod: module example.com/app",
+            [Effect("create", "file", "/w/go.mod")],
+        ),
+        # the same words printed by another program: nothing
+        ("cat notes.txt", "Your public key has been saved in /home/dev/.ssh/k.pub\n", []),
+        ("ssh-keygen -lf key.pub", "256 SHA256:abc dev@host (ED25519)\n", []),
+    ],
+)
+def test_files_a_generator_names_as_it_prints(
+    command: str, output: str, expected: list[Effect]
+) -> None:
+    assert list(printed_effects(command, output, "/w", load_verbs().printed)) == expected
+
+
+def test_a_generator_is_read_for_a_bounded_number_of_files() -> None:
+    output = "".join(f"      create    app/f{i}.rb\n" for i in range(1_000))
+    assert len(printed_effects("rails generate x", output, "/w", load_verbs().printed)) == 64

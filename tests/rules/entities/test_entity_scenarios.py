@@ -7,7 +7,10 @@ prober found, each read in general; probes_g.yaml: more of them, on folders, ren
 lists, stops, quoted text, scaffolders, working directories and ports named by a
 server's command line; probes_h.yaml: moves into system folders and listed ones, appends, and
 a word before the noun no candidate holds; probes_i.yaml: makings only the shell named, and loops
-over written-out words; probes_j.yaml: what Python run inline and rsync made) over
+over written-out words; probes_j.yaml: what Python run inline and rsync made; probes_k.yaml and
+probes_l.yaml: held-out cases, the latter on system packages, users and roles, tmux sessions,
+services, remotes, releases, cloud resources, environment variables and the files a program
+names as it prints) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -42,6 +45,7 @@ SCENARIOS = [
         "probes_i.yaml",
         "probes_j.yaml",
         "probes_k.yaml",
+        "probes_l.yaml",
     )
     for sc in load(HERE / name)
 ]

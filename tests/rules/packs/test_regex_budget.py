@@ -20,6 +20,7 @@ from rules.activity import brace_expand, diagnostics, observations, python_effec
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
+from rules.activity.shell_verbs_pack import load_verbs
 from rules.entities import resolve_refs, track_entities
 from rules.entities.ref_detect import detect, load_lexicons, strip_injected
 from rules.messages import INJECT_OPEN
@@ -59,6 +60,8 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         if lex.antecedent is not None:
             out.append((f"references.{lex.lang}.antecedent", lex.antecedent))
     out += entity_pack_patterns(load_entity_pack())
+    printed = load_verbs().printed
+    out += [(f"shell_verbs.printed_files[{i}]", r.regex) for i, r in enumerate(printed)]
     for lex in lexicons:
         for label, p in (("object_before", lex.object_before), ("object_after", lex.object_after)):
             if p is not None:

@@ -1,0 +1,121 @@
+"""Things beyond files a command makes on the system and in the cloud, read from its words or
+what it printed: system packages, users, groups and database roles, tmux and screen sessions,
+systemd services, git remotes, releases, cloud instances, functions, topics and buckets, and
+exported environment variables. A rule with ``requires`` applies only with one of its options
+given, one with ``max_args`` only with at most that many words that are no option."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.activity.entity_commands import command_entities
+from rules.activity.entity_pack import load_entity_pack
+from rules.activity.shell_parse import load_verbs
+
+PACK = load_entity_pack()
+GCE = "https://www.googleapis.com/compute/v1/projects/acme/zones/europe-west1-b/instances"
+
+
+def _made(command: str, output: str = "") -> set[tuple[str, str, str]]:
+    facts = command_entities(PACK, load_verbs(), command, output, "/w", {})
+    return {(m.kind, m.id, m.action) for m in facts.made}
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "want"),
+    [
+        (
+            "apt-get update -qq && apt-get install -y redis-server",
+            "",
+            {("package", "redis-server", "create")},
+        ),
+        ("sudo apt install -y libpq-dev=16.1-1", "", {("package", "libpq-dev", "create")}),
+        ("apt-get purge -y nginx", "", {("package", "nginx", "delete")}),
+        (
+            "brew install jq node@20",
+            "",
+            {("package", "jq", "create"), ("package", "node", "create")},
+        ),
+        ("apk add --no-cache -t .build gcc", "", {("package", "gcc", "create")}),
+        ("useradd -m -s /bin/bash deploy", "", {("user", "deploy", "create")}),
+        ("adduser --disabled-password --gecos '' ci", "", {("user", "ci", "create")}),
+        ("adduser deploy docker", "", set()),  # a user put in a group: nothing made
+        (
+            "groupadd ci && useradd -m -g ci runner",
+            "",
+            {("group", "ci", "create"), ("user", "runner", "create")},
+        ),
+        (
+            "psql -c \"CREATE USER app_ro WITH PASSWORD 'x'\"",
+            "CREATE ROLE",
+            {("user", "app_ro", "create")},
+        ),
+        ("mysql -e \"DROP USER IF EXISTS 'old'@'%'\"", "", {("user", "old", "delete")}),
+        ("tmux new-session -d -s dev 'npm run dev'", "", {("session", "dev", "create")}),
+        ("tmux kill-session -t dev", "", {("session", "dev", "delete")}),
+        ("screen -dmS worker python worker.py", "", {("session", "worker", "create")}),
+        ("screen -S worker -X quit", "", set()),
+        ("sudo systemctl enable --now myapp.service", "", {("service", "myapp.service", "create")}),
+        ("systemctl stop myapp", "", {("service", "myapp", "modify")}),
+        (
+            "git remote add upstream https://github.com/o/r.git",
+            "",
+            {("remote", "upstream", "create")},
+        ),
+        ("git remote remove upstream", "", {("remote", "upstream", "delete")}),
+        (
+            "helm install cache bitnami/redis -n cache --create-namespace",
+            "",
+            {("release", "cache", "create")},
+        ),
+        ("helm upgrade --install web ./chart -f values.yaml", "", {("release", "web", "create")}),
+        ("helm upgrade web ./chart", "", set()),  # `requires`: no --install, nothing made
+        ("helm uninstall web -n apps", "", {("release", "web", "delete")}),
+        (
+            "aws ec2 run-instances --image-id ami-1 --count 1",
+            '{\n  "Instances": [\n    {\n      "InstanceId": "i-0a1b2c3d4e5f67890",',
+            {("instance", "i-0a1b2c3d4e5f67890", "create")},
+        ),
+        (
+            "aws ec2 terminate-instances --instance-ids i-0a1b2c3d --region eu-west-1",
+            "",
+            {("instance", "i-0a1b2c3d", "delete")},
+        ),
+        (
+            "gcloud compute instances create b1 --zone=europe-west1-b",
+            f"Created [{GCE}/b1].",
+            {("instance", "b1", "create")},
+        ),
+        (
+            "gcloud compute instances delete b1 --quiet",
+            f"Deleted [{GCE}/b1].",
+            {("instance", "b1", "delete")},
+        ),
+        (
+            "gcloud pubsub topics create orders",
+            "Created topic [projects/acme/topics/orders].",
+            {("topic", "orders", "create")},
+        ),
+        (
+            "aws lambda create-function --function-name thumbs --runtime python3.12",
+            "{}",
+            {("function", "thumbs", "create")},
+        ),
+        ("aws s3api create-bucket --bucket logs-eu", "{}", {("bucket", "logs-eu", "create")}),
+        (
+            "export DATABASE_URL=postgres://localhost/dev",
+            "",
+            {("env_var", "DATABASE_URL", "create")},
+        ),
+        ("export PATH", "", set()),  # exported as it was: nothing set
+        ("unset DATABASE_URL", "", {("env_var", "DATABASE_URL", "delete")}),
+    ],
+)
+def test_system_and_cloud_things_made_and_ended(
+    command: str, output: str, want: set[tuple[str, str, str]]
+) -> None:
+    assert _made(command, output) == want
+
+
+def test_a_gcloud_line_naming_no_known_collection_makes_nothing() -> None:
+    assert _made("gcloud beta widgets create w", "Created [projects/acme/widgets/w].") == set()
