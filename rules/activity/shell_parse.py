@@ -24,7 +24,7 @@ from rules.activity.rsync_copies import rsync_copies
 from rules.activity.script_writes import PYTHON
 from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
-from rules.activity.shell_verbs_pack import Verbs
+from rules.activity.shell_verbs_pack import Verbs as Verbs  # where callers look
 from rules.activity.shell_verbs_pack import load_verbs as load_verbs  # where callers look
 from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
 from rules.activity.storable import placeable
