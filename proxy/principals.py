@@ -7,8 +7,10 @@ session is kept per (principal, session), so one tenant never reads or writes an
 - passthrough: ``pt-`` and a keyed hash of the credential the client presented as its
   protocol's upstream reads it (its bearer, else its API key header; Gemini's key header, else
   ``?key=``), so two provider keys never share state and the key itself is never stored. On the
-  Messages protocol every credential header counts: its native relay sends them all, and the
-  upstream may read any, so two clients sharing one but not another never share a principal.
+  Messages protocol every credential counts: its native relay sends every header, and the
+  upstream (or a gateway) may read any, so an ``Authorization`` of any scheme (``Basic``) and
+  every header named as a credential is (``x-portkey-api-key``, ``x-auth-token``, ``cookie``)
+  count, and two clients sharing one but not another never share a principal.
   Elsewhere a header the upstream is not sent does not count: a junk ``x-api-key`` beside one
   bearer would have made a new principal, and with it a lane of its own, per value.
 - no credential at all (passthrough only): the one ``anonymous`` namespace.
@@ -69,16 +71,25 @@ def split_scoped(key: str) -> tuple[str, str]:
     return principal, name
 
 
+# What a header that may carry a credential is called, on a relay that sends every header (a
+# gateway's `x-portkey-api-key`, `x-auth-token`, a cookie); an idempotency key is new each request
+_CREDENTIAL_NAME = re.compile(r"key|token|auth|secret|passw|cookie|signature|credential")
+_NOT_CREDENTIALS = frozenset({"idempotency-key", "proxy-authorization"})
+
+
 def credentials(headers: Mapping[str, str], presented: str | None = None) -> str | None:
-    """Every credential a client presented (``presented``, its bearer, its key headers), as one
-    string: the one itself when there is one (the principal a single key always had), else
-    their distinct values sorted, as a JSON list (unambiguous, whatever a value holds)."""
+    """Every credential a client presented (``presented``, its ``Authorization`` of any scheme,
+    every header named as a credential is), as one string: the one itself when there is one (the
+    principal a single key always had; a bearer's token alone), else their distinct values
+    sorted, as a JSON list (unambiguous, whatever a value holds)."""
     found = {presented} if presented else set()
-    auth = headers.get("authorization", "")
-    if auth[:7].lower() == "bearer ":
-        found.add(auth[7:].strip())
-    for name in _KEY_HEADERS:
-        found.add(headers.get(name, "").strip())
+    for name, value in headers.items():
+        if name.startswith("x-ctxproxy-") or name in _NOT_CREDENTIALS:
+            continue
+        if name == "authorization" and value[:7].lower() == "bearer ":
+            found.add(value[7:].strip())
+        elif _CREDENTIAL_NAME.search(name):
+            found.add(value.strip())
     found.discard("")
     if len(found) <= 1:
         return next(iter(found), None)

@@ -144,6 +144,26 @@ def test_passthrough_counts_every_credential_presented() -> None:
     assert credentials({"authorization": "Bearer a", "api-key": "b"}) == '["a","b"]'
 
 
+def test_on_the_messages_relay_any_scheme_and_any_credential_header_counts() -> None:
+    """The Messages relay sends every client header, so a gateway may authenticate by a
+    ``Basic`` authorization or a key header of its own: two such clients were both
+    ``anonymous`` and read each other's sessions."""
+    p = Principals(AuthSettings(), SECRET)
+    alice = p.of({"authorization": "Basic YWxpY2U6cw=="}, every=True)
+    mallory = p.of({"authorization": "Basic bWFsbG9yeTpl"}, every=True)
+    assert ANONYMOUS not in (alice, mallory) and alice != mallory
+    portkey = [p.of({"x-portkey-api-key": k, "anthropic-version": "2023-06-01"}, every=True)
+               for k in ("pk-1", "pk-2")]  # fmt: skip
+    assert portkey[0] != portkey[1] and ANONYMOUS not in portkey
+    assert p.of({"cookie": "sid=1"}, every=True) != p.of({"cookie": "sid=2"}, every=True)
+    # headers that name no credential, or change on every request, do not count
+    plain = {"x-api-key": "k", "anthropic-version": "2023-06-01", "user-agent": "claude-cli/2"}
+    assert p.of({**plain, "idempotency-key": "stainless-retry-1"}, every=True) == p.of(
+        {"x-api-key": "k"}, every=True
+    )
+    assert p.of({**plain, "x-claude-code-session-id": "s1"}, every=True) == p.of(plain)
+
+
 def test_elsewhere_a_header_the_upstream_is_not_sent_does_not_count() -> None:
     """Chat, Responses and Gemini upstreams get one credential: a junk ``x-api-key`` beside a
     bearer made a new principal (and a lane of its own) per value."""
