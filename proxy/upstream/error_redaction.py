@@ -160,6 +160,7 @@ class ErrorRedactor:
     def response(self, response: UpstreamResponse) -> UpstreamResponse:
         """``response`` as the client may see it: an error body redacted, a stream's error
         events redacted as they pass; a success body untouched."""
+        self.headers(response.headers)
         if response.status >= 400 and response.body is not None:
             response.body = self._error_body(response.body, response.headers)
         if response.chunks is not None and response.json_array:
@@ -170,6 +171,16 @@ class ErrorRedactor:
         if isinstance(error, ProxyError):
             self.error(error)
         return response
+
+    def headers(self, headers: dict[str, str]) -> None:
+        """Relayed headers redacted in place, each long enough to hold a secret: a gateway
+        echoing the credential it was sent (``openai-debug-authorization: Bearer …``) had the
+        server's key relayed to the client."""
+        for name, value in headers.items():
+            if len(value) >= MIN_SECRET_CHARS and name != "content-type":
+                clean = redact_text(self._without_keys(value))
+                if clean != value:
+                    headers[name] = clean
 
     async def stream(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         """``chunks`` relayed with their error events redacted; a ``ProxyError`` raised by them

@@ -152,6 +152,35 @@ async def test_an_error_status_quoting_the_server_key_is_redacted(
     assert all(key not in (row["error"] or "") for row in rows)
 
 
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+@pytest.mark.parametrize("status", [200, 429])
+async def test_a_relayed_header_quoting_the_server_key_is_redacted(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str, status: int
+) -> None:
+    """A gateway echoing the credential it was sent in a header the proxy relays (``openai-*``,
+    ``anthropic-*``, ``x-request-id``) had the server's key reach the client."""
+    path, body, _, key = ENDPOINTS[endpoint]
+    prefix = "anthropic" if endpoint == "messages" else "openai"
+    echoed = [
+        (f"{prefix}-debug-authorization", f"Bearer {key}"),
+        ("x-request-id", f"req-{key}"),
+        (f"{prefix}-organization", "org-acme-production-1"),
+        ("x-ratelimit-remaining-requests", "4999"),
+    ]
+    shape = "sk-proj-" + "Ab3" * 12
+    answer = b'{"id": "x"}' if status == 200 else b'{"error": {"message": "slow down"}}'
+    edge.reply = Reply(status, [("content-type", "application/json"), *echoed,
+                                (f"{prefix}-x", shape)], answer)  # fmt: skip
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers=CLIENT)
+    assert r.status_code == status and sent_key(edge) == key
+    relayed = "\n".join(f"{k}: {v}" for k, v in r.headers.items())
+    assert_no_key(relayed, key)
+    assert shape not in relayed
+    assert r.headers["x-ratelimit-remaining-requests"] == "4999"  # the rest as it came
+    assert r.headers[f"{prefix}-organization"] == "org-acme-production-1"
+
+
 async def test_a_key_of_no_known_shape_is_redacted_by_its_value(
     tmp_path: Path, edge: EdgeUpstream, keys: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
