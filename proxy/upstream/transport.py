@@ -180,11 +180,18 @@ async def read_bounded(response: aiohttp.ClientResponse, limit: int) -> tuple[by
         return await response.read(), True  # the common case: one read, as it was
     parts: list[bytes] = []
     size = 0
+    turn = time.perf_counter()
     async for chunk in response.content.iter_any():
+        if size + len(chunk) > limit:  # what is past the bound is never joined nor copied
+            parts.append(chunk[: limit - size])
+            return b"".join(parts), False
         parts.append(chunk)
         size += len(chunk)
-        if size > limit:
-            return b"".join(parts)[:limit], False
+        # decoded pieces come with no wait for the socket: the loop is let go as in raw_chunks
+        # (a 200 KB gzip of 300 MB held it 250-320 ms, and its whole cut was copied twice)
+        if time.perf_counter() - turn >= TURN_S:
+            await asyncio.sleep(0)
+            turn = time.perf_counter()
     return b"".join(parts), True
 
 
