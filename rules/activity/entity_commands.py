@@ -9,6 +9,7 @@ command ran whose content an earlier call wrote). The rules come from the ``enti
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -206,17 +207,32 @@ def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) 
 
 
 def _servers(
-    pack: EntityPack, output: str, command: str, background: bool, job: str
+    pack: EntityPack, output: str, command: str, background: bool, jobs: list[str]
 ) -> Iterator[Made]:
-    """A background job: its printed PID, the port its banner (or else its command) names."""
+    """Each background job: its printed PID, the port its banner (or else its command) names.
+    Several put in the background on one line (`a & b &`: `[1] 9101`, `[2] 9102`) are each
+    their own, in order, the port its own command names (a banner could be either's)."""
+    if background and len(jobs) > 1:
+        pids = list(pack.background_pid.finditer(output[:2_000]))[: len(jobs)]
+        if len(pids) == len(jobs):
+            for job, pid_m in zip(jobs, pids, strict=True):
+                yield from _server(pack, "", command, pid_m, job)
+            return
+    job = jobs[0] if jobs else ""
+    pid_m = pack.background_pid.search(output[:2_000]) if background else None
+    yield from _server(pack, output, command, pid_m, job)
+
+
+def _server(
+    pack: EntityPack, output: str, command: str, pid_m: re.Match[str] | None, job: str
+) -> Iterator[Made]:
     port = None
-    for rule in pack.outputs:
+    for rule in pack.outputs if output else ():
         if rule.kind == "process":
             m = rule.regex.search(output[:MAX_SCAN])
             if m:
                 port = m.group("port")
                 break
-    pid_m = pack.background_pid.search(output[:2_000]) if background else None
     pid = (pid_m.group("pid") or pid_m.groupdict().get("moved")) if pid_m else None
     if port is None and pid is None:
         return
@@ -252,13 +268,16 @@ def command_entities(
     checked out before it ran."""
     facts = CommandFacts(head=head)
     git: GitHead | None = None  # read once a git command is met
-    ops = [v for k, v in tokenize(command[:MAX_SCAN]) if k == "op"]
+    tokens = tokenize(command[:MAX_SCAN])
+    ops = [v for k, v in tokens if k == "op"]
     background = "&" in ops or detached
     programs: list[str] = []
     here = cwd
     cmds = split_commands(command[:MAX_SCAN])
-    # the command put in the background: the one before `&` (the next one's connector), or the last
-    after = [c.connector for c in cmds[1:]] + [""]
+    # the commands put in the background: each before `&` (the next one's connector; the last
+    # one's when the line ends with it), else the last
+    ends = "&" if tokens and tokens[-1] == ("op", "&") else ""
+    after = [c.connector for c in cmds[1:]] + [ends]
     jobs = [" ".join(c.argv) for c, nxt in zip(cmds, after, strict=True) if nxt == "&"]
     job = jobs[0] if jobs else (" ".join(cmds[-1].argv) if cmds else "")
     for i, cmd in enumerate(cmds):
@@ -314,7 +333,7 @@ def command_entities(
         for m in pack.job_ended.finditer(output[:MAX_SCAN]):
             facts.made.append(Made("process", f"%{m.group('job')}", "delete", "", (), (), by))
     if background or running:
-        facts.made.extend(_servers(pack, output, command, background, job))
+        facts.made.extend(_servers(pack, output, command, background, jobs or [job]))
     if git is not None:
         facts.head = git.finished()
     elif head is not None and switched_elsewhere(output[:MAX_SCAN]):

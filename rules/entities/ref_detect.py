@@ -30,6 +30,7 @@ from rules.entities.ref_match import (
     noun_type,
     object_kinds,
     object_verb,
+    ordinal_before,
     relation_anchor,
     slot_word,
 )
@@ -327,6 +328,8 @@ def _mention(
     mod = (g.get("mod") or "").strip().lower()
     if ordinal is None and mod in lex.words["ord"]:  # "the first file you created": a place
         ordinal, hint = lex.words["ord"][mod], None
+    if ordinal is None and kind_name == "described":
+        ordinal = ordinal_before(lex, text, m.start())  # "2番目に作ったフォルダ": made second
     if hint is not None and lex.words["type"].get(f"{mod} {noun}") == ("weak" if weak else typ):
         hint, noun = None, f"{mod} {noun}"  # "the database user": one noun, no part of a name
     if weak and hint is None:

@@ -189,6 +189,8 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         out["actor"].setdefault(word, "any")
     for slot in PLAIN_SLOTS:
         out[slot] = dict.fromkeys(_words(spec.get(slot) or ()), "")
+    # what follows an ordinal standing before the phrase it places ("2番目に作った": に)
+    out["ord_particles"] = dict.fromkeys(_words(spec.get("ordinal_particles") or ()), "")
     for word in _words(spec.get("art") or ()):
         out["det"].setdefault(word, "")
     if fold:

@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from rules.entities.ref_grammar import alternation
 from rules.entities.ref_lexicon import Lexicon, Pattern
 
 OBJECT_WINDOW = 24  # characters around a mention where its verb is looked for
@@ -100,6 +101,27 @@ def object_kinds(
         noun = lex.words["type"].get((g.get("type") or "").strip().lower())
         return lex.op_kinds if noun in (None, "any", "weak", "file", *lex.op_kinds) else ()
     return ()
+
+
+# a language's ordinals as they stand just before a mention, its particle after them (compiled
+# once per lexicon's words; the lexicons are loaded once)
+_ORDINAL_BEFORE: dict[int, re.Pattern[str]] = {}
+
+
+def ordinal_before(lex: Lexicon, text: str, start: int) -> int | None:
+    """The place an ordinal just before a mention gives it, where the language puts it outside
+    the noun phrase, a particle after it (``ordinal_particles``): "2番目に作ったフォルダ" (the
+    folder made second), "두 번째로 만든 폴더"; None without one."""
+    words, particles = lex.words["ord"], lex.words.get("ord_particles")
+    if not words or not particles:
+        return None
+    pattern = _ORDINAL_BEFORE.get(id(words))
+    if pattern is None:
+        after = alternation(particles, lex.space)
+        pattern = re.compile(f"(?P<ord>{alternation(words, lex.space)})(?:{after})\\s?$")
+        _ORDINAL_BEFORE[id(words)] = pattern
+    m = pattern.search(text, max(0, start - 24), start)
+    return int(words[m["ord"]]) if m else None
 
 
 def needs_noun(

@@ -10,7 +10,8 @@ a word before the noun no candidate holds; probes_i.yaml: makings only the shell
 over written-out words; probes_j.yaml: what Python run inline and rsync made; probes_k.yaml and
 probes_l.yaml: held-out cases, the latter on system packages, users and roles, tmux sessions,
 services, remotes, releases, cloud resources, environment variables and the files a program
-names as it prints) over
+names as it prints; probes_m.yaml: order against another thing, ordinals before the phrase, two
+background jobs on a line) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -46,6 +47,7 @@ SCENARIOS = [
         "probes_j.yaml",
         "probes_k.yaml",
         "probes_l.yaml",
+        "probes_m.yaml",
     )
     for sc in load(HERE / name)
 ]
