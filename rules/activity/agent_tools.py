@@ -49,6 +49,7 @@ class OutputHeader(NamedTuple):
 
     exit_code: int | None
     body: str
+    running: bool = False  # "Process running with session ID 3": the harness stopped waiting
 
 
 def _int(text: str) -> int | None:
@@ -72,6 +73,7 @@ def output_header(text: str) -> OutputHeader | None:
 @text_cache(max_chars=8_000_000)
 def _parse_header(text: str) -> OutputHeader:
     code: int | None = None
+    running = False
     pos = 0
     for _ in range(MAX_HEADER_LINES):
         end = text.find("\n", pos, pos + MAX_HEADER_LINE_CHARS)
@@ -82,17 +84,19 @@ def _parse_header(text: str) -> OutputHeader:
         line = text[pos:end].rstrip("\r")
         nxt = end + 1
         if line.rstrip() == "Output:":
-            return OutputHeader(code, text[nxt:])
+            return OutputHeader(code, text[nxt:], running)
         if line.startswith("Process exited with code "):
             code = _int(line[len("Process exited with code ") :])
+        elif line.startswith("Process running with session ID "):
+            running = True
         elif line.startswith("Exit code:"):
             code = _int(line[len("Exit code:") :])
         elif not line.startswith(_HEADER_KEYS):
-            return OutputHeader(code, text[pos:])  # no "Output:" line: the rest is output
+            return OutputHeader(code, text[pos:], running)  # no "Output:" line: the rest is output
         if nxt >= len(text):
-            return OutputHeader(code, "")
+            return OutputHeader(code, "", running)
         pos = nxt
-    return OutputHeader(code, text[pos:])
+    return OutputHeader(code, text[pos:], running)
 
 
 @text_cache(max_chars=8_000_000, max_text_chars=MAX_JSON_OUTPUT_CHARS)

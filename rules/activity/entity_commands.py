@@ -215,8 +215,8 @@ def _servers(
     if background and len(jobs) > 1:
         pids = list(pack.background_pid.finditer(output[:2_000]))[: len(jobs)]
         if len(pids) == len(jobs):
-            for job, pid_m in zip(jobs, pids, strict=True):
-                yield from _server(pack, "", command, pid_m, job)
+            for job, printed in zip(jobs, pids, strict=True):
+                yield from _server(pack, "", command, printed, job)
             return
     job = jobs[0] if jobs else ""
     pid_m = pack.background_pid.search(output[:2_000]) if background else None

@@ -108,10 +108,10 @@ def object_kinds(
 _ORDINAL_BEFORE: dict[int, re.Pattern[str]] = {}
 
 
-def ordinal_before(lex: Lexicon, text: str, start: int) -> int | None:
-    """The place an ordinal just before a mention gives it, where the language puts it outside
-    the noun phrase, a particle after it (``ordinal_particles``): "2番目に作ったフォルダ" (the
-    folder made second), "두 번째로 만든 폴더"; None without one."""
+def ordinal_before(lex: Lexicon, text: str, start: int) -> str | None:
+    """The place (as the ordinals slot has it) an ordinal just before a mention gives it, where
+    the language puts it outside the noun phrase, a particle after it (``ordinal_particles``):
+    "2番目に作ったフォルダ" (the folder made second), "두 번째로 만든 폴더"; None without one."""
     words, particles = lex.words["ord"], lex.words.get("ord_particles")
     if not words or not particles:
         return None
@@ -121,7 +121,7 @@ def ordinal_before(lex: Lexicon, text: str, start: int) -> int | None:
         pattern = re.compile(f"(?P<ord>{alternation(words, lex.space)})(?:{after})\\s?$")
         _ORDINAL_BEFORE[id(words)] = pattern
     m = pattern.search(text, max(0, start - 24), start)
-    return int(words[m["ord"]]) if m else None
+    return words[m["ord"]] if m else None
 
 
 def needs_noun(

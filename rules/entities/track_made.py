@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from rules.activity.agent_tools import output_header
 from rules.activity.background_jobs import has_ended, named_job, started_job, stopped
 from rules.activity.entity_commands import (
     MAX_SCAN,
@@ -178,6 +179,8 @@ class MadeTracker:
     ) -> list[Made]:
         """What a successful call made beyond files, and what ended with a path it deleted."""
         command = shell_command(self.tools, name, args)
+        if command is not None and (header := output_header(result)) and header.running:
+            return self._running(command, result, cwd)  # Codex's "Process running with session ID"
         gone = self._gone_with(effects, command or name)
         written = [
             e.path
@@ -265,6 +268,9 @@ class MadeTracker:
         command = shell_command(self.tools, name, args)
         if command is None or is_error or exit_code(result) != -1:
             return []
+        return self._running(command, result, cwd)
+
+    def _running(self, command: str, result: str, cwd: str | None) -> list[Made]:
         facts = command_entities(self.pack, self.verbs, command, result, cwd, {}, running=True)
         return self._kept([m for m in facts.made if m.kind == "process"])
 
