@@ -17,6 +17,7 @@ from rules.activity.command_words import (
     container_extras,
     positionals,
 )
+from rules.activity.cron_entries import cron_jobs
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
 from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
@@ -332,6 +333,8 @@ def command_entities(
         # before a later command's output): the job `kill %1` would have ended, ended
         for m in pack.job_ended.finditer(output[:MAX_SCAN]):
             facts.made.append(Made("process", f"%{m.group('job')}", "delete", "", (), (), by))
+    if "crontab" in programs:  # `(crontab -l; echo '0 3 * * * …') | crontab -`
+        facts.made.extend(cron_jobs(cmds, by))
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, jobs or [job]))
     if git is not None:

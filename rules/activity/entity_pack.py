@@ -145,10 +145,8 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         by_program.setdefault(rule.argv[0], []).append(rule)
     outputs = rules("outputs", lines)
     programs = {str(k): str(v) for k, v in (data.get("programs") or {}).items()}
-    words = {str(w) for w in data.get("sql_clients") or ()}
-    words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()}
-    programs = {str(k): str(v) for k, v in (data.get("programs") or {}).items()}
     words = {c.argv[0] for c in commands} | {str(w) for w in data.get("sql_clients") or ()}
+    words |= {str(w) for w in data.get("cron_programs") or ()}
     words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()} | set(programs)
     words |= {str(p) for p in results.get("json_clients") or {}}
     return EntityPack(

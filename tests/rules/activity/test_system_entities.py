@@ -119,3 +119,25 @@ def test_system_and_cloud_things_made_and_ended(
 
 def test_a_gcloud_line_naming_no_known_collection_makes_nothing() -> None:
     assert _made("gcloud beta widgets create w", "Created [projects/acme/widgets/w].") == set()
+
+
+@pytest.mark.parametrize(
+    ("command", "want"),
+    [
+        (
+            "(crontab -l 2>/dev/null; echo '0 3 * * * /bin/backup.sh') | crontab -",
+            {("cron_job", "0 3 * * * /bin/backup.sh", "create")},
+        ),
+        (
+            'crontab -l | { cat; echo "@daily /srv/app/rotate.sh"; } | crontab -',
+            {("cron_job", "@daily /srv/app/rotate.sh", "create")},
+        ),
+        ("echo '0 3 * * * /bin/backup.sh' > jobs.txt", set()),  # not installed
+        ("(crontab -l; echo 'MAILTO=ops@example.com') | crontab -", set()),  # no cron line
+        ("crontab -l", set()),
+    ],
+)
+def test_a_cron_line_piped_into_crontab_is_a_cron_job(
+    command: str, want: set[tuple[str, str, str]]
+) -> None:
+    assert _made(command) == want

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rules.activity import brace_expand, diagnostics, observations, python_effects
+from rules.activity import brace_expand, cron_entries, diagnostics, observations, python_effects
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
@@ -73,6 +73,7 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
             *(p for _, _, p in python_effects._CALLS)]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
     out.append(("code.brace_range", brace_expand._RANGE))
+    out.append(("code.cron_line", cron_entries._CRON_LINE))
     return out
 
 
