@@ -122,9 +122,8 @@ class Run:
         self.stages[action] = self.stages.get(action, 0) + freed
 
     def cap_new_results(self) -> None:
-        """Cap oversized results the first time they are seen; the decision is remembered.
-        Of the messages the session's last list shared (the very same objects), only those not
-        found within the cap then are looked at again: a message's size does not change."""
+        """Cap oversized results when first seen, the decision remembered; of the messages shared
+        with the session's last list, only those over the cap then are looked at again."""
         dropped = set(self.overlay.dropped)
         edits, limit = self.overlay.edits, self.cfg.max_result_tokens
         messages, anchors = self.messages, self.anchors
@@ -146,10 +145,12 @@ class Run:
             if size <= limit:
                 continue
             unproven.append(i)
-            why = self.evidence.protected.get(i)
-            if why in VERBATIM and size <= self.cfg.max_evidence_tokens:
+            why, seen = self.evidence.protected.get(i), self.by_result.get(i)
+            if size <= self.cfg.max_evidence_tokens and why in VERBATIM:
                 self.overlay.edits[a] = {"action": "keep", "reason": why}
-                continue
+            read = seen is not None and seen.action.kind == "read"  # a file's page it asked for
+            if size <= self.cfg.max_evidence_tokens and (why in VERBATIM or read):
+                continue  # whole: the latest failure for good, a read until a compaction elides it
             cap = self.cfg.max_result_tokens  # stored: the replay renders it as it was forwarded
             edit = {"action": "cap", "reason": f"over {cap:,} tokens", "cap": str(cap)}
             freed = size - overlay.capped_size(self._edited(i, edit), self.tokens)

@@ -72,7 +72,7 @@ def assert_envelopes_kept(before: list[dict[str, Any]], after: list[dict[str, An
 
 def test_cap_keeps_head_and_tail_with_counts() -> None:
     big = "\n".join(f"line {i}: " + "data " * 10 for i in range(400))
-    messages = [TASK, *run_cmd("c1", "cat big.log", big)]
+    messages = [TASK, *run_cmd("c1", "python dump.py", big)]
     out = apply(messages, None, max_result_tokens=500)
     text = text_of(out.messages[2]["content"])
     assert text.startswith("line 0: ") and text.endswith("line 399: " + "data " * 10)
@@ -81,6 +81,20 @@ def test_cap_keeps_head_and_tail_with_counts() -> None:
     assert out.report["pruning"][0]["action"] == "cap"
     assert out.report["pruning"][0]["tokens_freed"] > 0
     assert_envelopes_kept(messages, out.messages)
+
+
+def test_a_files_page_the_agent_read_is_not_capped_at_first_sight() -> None:
+    """Claude Code's Read page of 881 lines (26k tokens, within its own 25k-token cap) reached
+    the model as its first 89 and last 135 lines: the line asked about was in the middle."""
+    messages = [TASK, *read("r1", "big.py", 400)]
+    out = apply(messages, None, max_result_tokens=100, max_evidence_tokens=100_000)
+    assert out.messages is messages and out.report["pruning"] == []
+    # past the evidence bound it is capped; what a program printed is capped as before
+    capped = apply(messages, None, max_result_tokens=100, max_evidence_tokens=200)
+    assert capped.report["pruning"][0]["action"] == "cap"
+    printed = "\n".join(f"line {i} " * 9 for i in range(400))
+    log = [TASK, *run_cmd("c1", "python dump.py", printed)]
+    assert apply(log, None, max_result_tokens=100).report["pruning"][0]["action"] == "cap"
 
 
 def test_failing_test_output_is_not_capped() -> None:

@@ -22,7 +22,7 @@ def step(k: int) -> list[Message]:
     lines = 60 if k % 2 else 12
     body = "\n".join(f"m{k}.py line {i} " + "word " * 8 for i in range(lines))
     return [
-        assistant(f"step {k}", call(f"c{k}", "Read", file_path=f"m{k}.py")),
+        assistant(f"step {k}", call(f"c{k}", "Bash", command=f"python gen.py m{k}")),
         result(f"c{k}", body),
     ]
 

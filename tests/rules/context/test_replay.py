@@ -17,11 +17,11 @@ from tests.support.factories import TOKENS, assistant, call, ctx, result, user
 
 
 def step(k: int) -> list[dict[str, Any]]:
-    """One agent step: a read whose result is large every second step (capped when it appears)."""
+    """One agent step: a run whose output is large every second step (capped when it appears)."""
     lines = 60 if k % 2 else 12
     body = "\n".join(f"g{k}.py line {i} " + "tok " * 8 for i in range(lines))
     return [
-        assistant(f"step {k}", call(f"c{k}", "Read", file_path=f"g{k}.py")),
+        assistant(f"step {k}", call(f"c{k}", "Bash", command=f"python gen.py g{k}")),
         result(f"c{k}", body),
     ]
 
