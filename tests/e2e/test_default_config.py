@@ -144,8 +144,9 @@ def test_bin_serve_runs_the_example_config_with_the_overrides(served: Served) ->
 @pytest.mark.parametrize("config", ["config.example.yaml", "deploy/ctxproxy.yaml"])
 def test_every_shipped_config_routes_the_agents_natively(config: str) -> None:
     """config.example.yaml (bin/serve, and the image: see the Dockerfile's COPY) and the
-    gateway example: Claude Code's models to a native Anthropic upstream, the rest to a native
-    OpenAI one; litellm only where a config says so on purpose (none of these)."""
+    gateway example: Claude Code's models to a native Anthropic upstream, Gemini CLI's to a
+    native Gemini one (the gateway's sent them to OpenAI with its OpenAI key), the rest to a
+    native OpenAI one; litellm only where a config says so on purpose (none of these)."""
     from proxy.settings import load_settings
 
     assert "COPY config.example.yaml /config/config.yaml" in (ROOT / "Dockerfile").read_text()
@@ -154,9 +155,8 @@ def test_every_shipped_config_routes_the_agents_natively(config: str) -> None:
         assert getattr(settings.upstream_for(model), "kind", None) == kind, model
     for model in ("gpt-5", "gpt-5.5", "o4-mini"):
         assert getattr(settings.upstream_for(model), "kind", None) == "openai", model
-    if config == "config.example.yaml":  # Gemini CLI's models, natively too
-        for model in ("gemini-3.1-pro-preview", "gemini-3.5-flash-lite"):
-            assert getattr(settings.upstream_for(model), "kind", None) == "gemini", model
+    for model in ("gemini-3.1-pro-preview", "gemini-3.5-flash-lite"):  # Gemini CLI's, natively
+        assert getattr(settings.upstream_for(model), "kind", None) == "gemini", model
     assert [u.name for u in settings.upstreams if u.kind == "litellm"] == []
 
 
