@@ -199,7 +199,7 @@ def test_a_view_is_kept_with_the_anchors_it_told_and_not_without() -> None:
     inject (a request that tried a compaction and kept none told none): a later request that
     takes the view tells inject the same anchors."""
     big = "\n".join(f"line {i} " + "x" * 40 for i in range(200))
-    messages = [system(), user("go"), assistant("", shell("c1", "cat log")), result("c1", big)]
+    messages = [system(), user("go"), assistant("", shell("c1", "python l.py")), result("c1", big)]
     cfg = prune.Config(max_result_tokens=300)
     first = prune.apply(ctx(messages, budget=20000), cfg)  # caps the result: the overlay stored
     memo: ListMemo = {}

@@ -38,7 +38,7 @@ async def _forwarded(tmp_path: Path, cap: int, messages: list[Any], now: float) 
 
 
 async def test_a_capped_result_is_replayed_under_a_new_cap_as_forwarded(tmp_path: Path) -> None:
-    history = [system(), user("look"), assistant(None, shell("c1", "cat big.log")),
+    history = [system(), user("look"), assistant(None, shell("c1", "python dump_log.py")),
                result("c1", BIG)]  # fmt: skip
     first = await _forwarded(tmp_path, 8000, history, 1000.0)
     assert len(orjson.dumps(first[3])) < len(BIG)  # capped

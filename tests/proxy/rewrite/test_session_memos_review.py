@@ -34,9 +34,9 @@ def _ctx(messages: list[Message], session: str = "s", state: SessionState | None
     )
 
 
-def _call(cid: str, path: str) -> Message:
-    args = orjson.dumps({"path": path}).decode()
-    call = {"id": cid, "type": "function", "function": {"name": "read", "arguments": args}}
+def _call(cid: str, command: str) -> Message:
+    args = orjson.dumps({"command": command}).decode()
+    call = {"id": cid, "type": "function", "function": {"name": "bash", "arguments": args}}
     return {"role": "assistant", "content": None, "tool_calls": [call]}
 
 
@@ -44,7 +44,7 @@ def _session_with_a_large_result() -> list[Message]:
     big = "\n".join(f"line {k}: {'x' * 40}" for k in range(600))
     return [
         {"role": "user", "content": "Look at the parser"},
-        _call("c1", "src/parser.py"),
+        _call("c1", "python dump_parser.py"),
         {"role": "tool", "tool_call_id": "c1", "content": big},
         {"role": "user", "content": "now fix it"},
     ]
