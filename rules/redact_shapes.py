@@ -103,8 +103,8 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("sig=", r"[A-Za-z0-9%+/]{30,}={0,2}"), REDACTED),  # Azure SAS signatures
     # a signed URL's signature: S3's SigV4 ``X-Amz-Signature=``, GCS's ``X-Goog-Signature=``,
     # CloudFront's ``&Signature=…&Key-Pair-Id=`` (a working credential until it expires)
-    (_boundary("Signature=", r"[A-Za-z0-9%+/=~_\-]{32,}"), REDACTED),
-    (_boundary("signature=", r"[A-Za-z0-9%+/=~_\-]{32,}"), REDACTED),
+    # (a query parameter only: ``sign(body, signature=SECRET_NAME)`` is code)
+    (re.compile(r"(?<=[?&])(?:X-Amz-|X-Goog-)?[Ss]ignature=[A-Za-z0-9%+/=~_\-]{32,}"), REDACTED),
     (_boundary("GOCSPX-", r"[A-Za-z0-9_\-]{24,}"), REDACTED),  # Google OAuth client secrets
     (_boundary("sbp_", r"[0-9a-f]{40}\b"), REDACTED),  # Supabase access tokens
     (_boundary("HRKU-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Heroku API keys

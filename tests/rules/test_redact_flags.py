@@ -153,9 +153,9 @@ def test_cookie_header_values_are_redacted(text: str, kept: str) -> None:
         "shpat_0123456789abcdef0123456789abcdef",  # Shopify
         "lin_api_" + "a1B2" * 10,  # Linear
         "sig=abcdefghijklmnopqrstuvwxyz0123456789%2B%3D",  # Azure SAS
-        "X-Amz-Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",  # SigV4
-        "Signature=nitfHRCrtziwO2HwPfWw~yYDhUF5EwRunQA-j19DzZrvDh6hQ73lDx~-ar3Uoc",  # CloudFront
-        "X-Goog-Signature=8a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f",  # GCS
+        "&X-Amz-Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7",
+        "?Signature=nitfHRCrtziwO2HwPfWw~yYDhUF5EwRunQA-j19DzZrvDh6hQ73lDx~-ar3Uoc",  # CloudFront
+        "&X-Goog-Signature=8a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f",  # GCS
     ],
 )
 def test_more_key_shapes_are_redacted(secret: str) -> None:
