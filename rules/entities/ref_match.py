@@ -4,6 +4,7 @@ kinds a mention without a noun cannot mean, and a relation's anchor. Used by ``r
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,9 +104,14 @@ def object_kinds(
     return ()
 
 
-# a language's ordinals as they stand just before a mention, its particle after them (compiled
-# once per lexicon's words; the lexicons are loaded once)
-_ORDINAL_BEFORE: dict[int, re.Pattern[str]] = {}
+@functools.lru_cache(maxsize=32)
+def _ordinal_pattern(
+    words: tuple[str, ...], particles: tuple[str, ...], space: str
+) -> re.Pattern[str]:
+    """A language's ordinals as they stand just before a mention, a particle after them."""
+    return re.compile(
+        f"(?P<ord>{alternation(words, space)})(?:{alternation(particles, space)})\\s?$"
+    )
 
 
 def ordinal_before(lex: Lexicon, text: str, start: int) -> str | None:
@@ -115,11 +121,8 @@ def ordinal_before(lex: Lexicon, text: str, start: int) -> str | None:
     words, particles = lex.words["ord"], lex.words.get("ord_particles")
     if not words or not particles:
         return None
-    pattern = _ORDINAL_BEFORE.get(id(words))
-    if pattern is None:
-        after = alternation(particles, lex.space)
-        pattern = re.compile(f"(?P<ord>{alternation(words, lex.space)})(?:{after})\\s?$")
-        _ORDINAL_BEFORE[id(words)] = pattern
+    # keyed by the words, not the lexicon's identity (an evicted pack's id may come back)
+    pattern = _ordinal_pattern(tuple(words), tuple(particles), lex.space)
     m = pattern.search(text, max(0, start - 24), start)
     return words[m["ord"]] if m else None
 
