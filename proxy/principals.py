@@ -9,8 +9,11 @@ session is kept per (principal, session), so one tenant never reads or writes an
   ``?key=``), so two provider keys never share state and the key itself is never stored. On the
   Messages protocol every credential counts: its native relay sends every header, and the
   upstream (or a gateway) may read any, so an ``Authorization`` of any scheme (``Basic``) and
-  every header named as a credential is (``x-portkey-api-key``, ``x-auth-token``, ``cookie``)
-  count, and two clients sharing one but not another never share a principal.
+  every header it sends named as a credential is (``x-portkey-api-key``, ``x-auth-token``)
+  count, and two clients sharing one but not another never share a principal. A header it never
+  sends (a cookie, ``x-forwarded-authorization``) or one new on every request (an idempotency
+  key) does not count: it authenticates nothing upstream, and would split one client into a
+  principal per request.
   Elsewhere a header the upstream is not sent does not count: a junk ``x-api-key`` beside one
   bearer would have made a new principal, and with it a lane of its own, per value.
 - no credential at all (passthrough only): the one ``anonymous`` namespace.
@@ -32,6 +35,7 @@ import orjson
 
 from proxy.errors import Unauthorized
 from proxy.networks import network_of
+from proxy.relayed_headers import relayed_headers
 from proxy.settings import AuthSettings
 
 ANONYMOUS = "anonymous"
@@ -72,9 +76,12 @@ def split_scoped(key: str) -> tuple[str, str]:
 
 
 # What a header that may carry a credential is called, on a relay that sends every header (a
-# gateway's `x-portkey-api-key`, `x-auth-token`, a cookie); an idempotency key is new each request
+# gateway's `x-portkey-api-key`, `x-auth-token`); only a header the relay sends counts
+# (``proxy.relayed_headers``: not the cookie, `x-forwarded-authorization`, `proxy-authorization`)
 _CREDENTIAL_NAME = re.compile(r"key|token|auth|secret|passw|cookie|signature|credential")
-_NOT_CREDENTIALS = frozenset({"idempotency-key", "proxy-authorization"})
+# new on every request whatever the client (an SDK's `x-stainless-idempotency-key`): counted,
+# each request would be a principal of its own, with no session state
+_PER_REQUEST_SUFFIXES = ("idempotency-key", "request-id")
 
 
 def credentials(headers: Mapping[str, str], presented: str | None = None) -> str | None:
@@ -83,8 +90,8 @@ def credentials(headers: Mapping[str, str], presented: str | None = None) -> str
     principal a single key always had; a bearer's token alone), else their distinct values
     sorted, as a JSON list (unambiguous, whatever a value holds)."""
     found = {presented} if presented else set()
-    for name, value in headers.items():
-        if name.startswith("x-ctxproxy-") or name in _NOT_CREDENTIALS:
+    for name, value in relayed_headers(headers):
+        if name.endswith(_PER_REQUEST_SUFFIXES):
             continue
         if name == "authorization" and value[:7].lower() == "bearer ":
             found.add(value[7:].strip())

@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from proxy.errors import UpstreamKeyMissing
 from proxy.principals import CREDENTIAL_HEADERS
+from proxy.relayed_headers import relayed_headers
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient
@@ -28,40 +29,6 @@ log = logging.getLogger("ctxproxy.upstream")
 
 MESSAGES_PATH = "/v1/messages"
 COUNT_TOKENS_PATH = "/v1/messages/count_tokens"
-# Never forwarded: hop-by-hop (RFC 9110 7.6.1), framing and encoding (ours to set: we read the
-# SSE for usage, so the answer must come uncompressed), and the proxy's own headers.
-_NOT_FORWARDED = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-        "expect",  # ``100-continue``: uvicorn answered it; aiohttp would wait, unbounded, for one
-        "host",
-        "content-length",
-        "content-encoding",  # the body goes decoded (``proxy.server.body_encoding``)
-        "accept-encoding",
-        "x-session-id",
-        "x-parent-session-id",
-        "cookie",  # the proxy's /ui session cookie is not the provider's
-        # what a gateway in front of the provider would trust as the request's origin or verb
-        "forwarded",
-        "x-real-ip",
-        "x-client-ip",
-        "true-client-ip",
-        "x-original-url",
-        "x-rewrite-url",
-        "x-original-host",
-        "x-http-method-override",
-        "x-http-method",
-        "x-method-override",
-    }
-)
 _RELAYED_PARAMS = frozenset({"beta"})  # the query parameters the Messages API reads
 
 
@@ -105,20 +72,11 @@ def relayed_query(query: str) -> str:
 def anthropic_headers(
     upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
 ) -> dict[str, str]:
-    """The client's headers minus ``_NOT_FORWARDED``, those ``Connection`` names and
-    ``x-ctxproxy-*``; the key as
-    ``messages`` says; then config's ``headers``, which win."""
+    """The client's headers the relay sends (``proxy.relayed_headers``); the key as ``messages``
+    says; then config's ``headers``, which win."""
     server_key = bool(upstream.api_key_env)
     headers = {"content-type": "application/json"}
-    # the names ``Connection`` lists are this hop's too (RFC 9110, 7.6.1)
-    hop = {n.strip().lower() for n in client_headers.get("connection", "").split(",")}
-    for name, value in client_headers.items():
-        if (
-            name in _NOT_FORWARDED
-            or name in hop
-            or name.startswith(("x-ctxproxy-", "x-forwarded-"))
-        ):
-            continue
+    for name, value in relayed_headers(client_headers):
         if server_key and name in CREDENTIAL_HEADERS:  # any the proxy may have read a key from
             continue
         if not value.isascii():  # read as Latin-1, sent as UTF-8: the client's bytes again

@@ -155,7 +155,6 @@ def test_on_the_messages_relay_any_scheme_and_any_credential_header_counts() -> 
     portkey = [p.of({"x-portkey-api-key": k, "anthropic-version": "2023-06-01"}, every=True)
                for k in ("pk-1", "pk-2")]  # fmt: skip
     assert portkey[0] != portkey[1] and ANONYMOUS not in portkey
-    assert p.of({"cookie": "sid=1"}, every=True) != p.of({"cookie": "sid=2"}, every=True)
     # headers that name no credential, or change on every request, do not count
     plain = {"x-api-key": "k", "anthropic-version": "2023-06-01", "user-agent": "claude-cli/2"}
     assert p.of({**plain, "idempotency-key": "stainless-retry-1"}, every=True) == p.of(
@@ -173,3 +172,24 @@ def test_elsewhere_a_header_the_upstream_is_not_sent_does_not_count() -> None:
     assert p.of({**bearer, "x-api-key": "junk-1"}) == p.of(bearer)
     # Gemini: the key as its upstream reads it, whatever bearer goes beside it
     assert p.of({"authorization": "Bearer x"}, "AIza-carol") == p.of({}, "AIza-carol")
+
+
+def test_on_the_messages_relay_a_header_never_sent_or_new_each_request_does_not_count() -> None:
+    """Only what the relay sends upstream authenticates there: a cookie (the proxy's own /ui
+    session), ``x-forwarded-authorization``, ``proxy-authorization``, a header ``Connection``
+    names, and an idempotency key new on every request each made one client a principal per
+    request, so a session's state was never found again."""
+    p = Principals(AuthSettings(), SECRET)
+    plain = {"x-api-key": "sk-ant-alice", "anthropic-version": "2023-06-01"}
+    alice = p.of(plain, every=True)
+    for extra in (
+        {"cookie": "ctxproxy_ui=abc"},
+        {"x-forwarded-authorization": "Bearer rotating-1"},
+        {"proxy-authorization": "Basic cHJveHk6cw=="},
+        {"connection": "keep-alive, x-hop-token", "x-hop-token": "per-hop"},
+        {"x-stainless-idempotency-key": "stainless-node-retry-5f1e"},
+        {"x-ctxproxy-token": "ours"},
+    ):
+        assert p.of({**plain, **extra}, every=True) == alice, extra
+    # what the relay does send still counts
+    assert p.of({**plain, "x-gateway-token": "g1"}, every=True) != alice
