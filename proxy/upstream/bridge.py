@@ -19,7 +19,8 @@ answer back):
   it), ``context_management`` (litellm would run its own compaction, calling a model),
   ``mcp_servers``, ``container``, ``service_tier``, every ``anthropic-beta`` feature and every
   client header (litellm sends its own; config ``headers`` are added). With ``thinking`` of type
-  "enabled" and an OpenAI model, litellm calls ``{base_url}/responses`` instead of chat.
+  "enabled" and OpenAI's own API, litellm calls ``{base_url}/responses`` instead of chat (any
+  other OpenAI-compatible server is sent chat, the thinking budget as ``reasoning_effort``).
   ``count_tokens`` is answered here, estimated with tiktoken (the upstream has no such call).
 - Responses → chat: messages and instructions, function/custom tools and their calls and
   outputs (``call_id`` kept), reasoning items as far as the provider accepts them back, text
@@ -36,6 +37,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -125,7 +127,9 @@ async def bridged_messages(
     # which most OpenAI-compatible servers lack); set on every call, as load_litellm sets its own
     litellm.use_chat_completions_url_for_anthropic_messages = True
     stream = data.get("stream") is True
-    kwargs = {k: v for k, v in data.items() if k in MESSAGES_PARAMS}
+    kwargs = _chat_only_thinking(
+        {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
+    )
     if target.headers:
         kwargs["extra_headers"] = dict(target.headers)
     # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server
@@ -303,6 +307,30 @@ def _route(
     if upstream.kind == "gemini" and base is not None:
         base = gemini_api_base(base)
     return upstream, _checked(upstream, model, key), base
+
+
+def _chat_only_thinking(
+    kwargs: dict[str, Any], model: str, provider: str, base: str | None
+) -> dict[str, Any]:
+    """``kwargs`` with an enabled ``thinking`` sent as the ``reasoning_effort`` its budget
+    buckets to, for an OpenAI-compatible server that is not OpenAI's: litellm sends such a
+    request to ``/responses`` for any model it does not know to lack reasoning (a local model
+    among them), and most such servers have only chat (Ollama answers 404)."""
+    thinking = kwargs.get("thinking")
+    if provider != "openai" or not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return kwargs
+    host = urlsplit(base or _OPENAI_BASE).hostname or ""
+    if host == "api.openai.com" or host.endswith(".api.openai.com"):
+        return kwargs  # OpenAI's own: its Responses API answers with the reasoning's summary
+    from litellm.llms.anthropic.messages.adapters.transformation import (
+        LiteLLMAnthropicMessagesAdapter as Adapter,
+    )
+
+    rest = {k: v for k, v in kwargs.items() if k != "thinking"}
+    effort = Adapter.translate_anthropic_thinking_to_reasoning_effort(thinking, model=model)
+    if effort:
+        rest["reasoning_effort"] = effort
+    return rest
 
 
 def _failed(upstream: UpstreamSettings, exc: Exception, unsent: bool = False) -> UpstreamResponse:

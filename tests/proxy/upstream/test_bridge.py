@@ -203,3 +203,29 @@ async def test_chat_completions_to_an_anthropic_upstream(edge, client) -> None:
     assert r.status == 200
     assert orjson.loads(r.body or b"")["choices"][0]["message"]["content"] == "Bonjour"
     assert (edge.last.target, edge.last.header("x-api-key")) == ("/v1/messages", KEY)
+
+
+@pytest.mark.parametrize("model", ["qwen2.5-coder:7b", "gpt-5"])
+async def test_thinking_to_a_server_not_openais_goes_to_chat(edge, client, model) -> None:  # type: ignore[no-untyped-def]
+    """Claude Code with thinking on, through a ``kind: openai`` upstream that is a local server
+    (Ollama, vLLM): litellm sent it to ``/responses``, which such a server lacks (a 404 on every
+    request). It goes to chat, the budget as the effort it buckets to."""
+    edge.reply = Reply.json(chat_completion("Bonjour"))
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+    body = orjson.dumps({**CLAUDE_BODY, "model": model, "max_tokens": 2048, "thinking": thinking})
+    r = await messages(client, openai_upstream(edge), body, CLAUDE_HEADERS, "", None)
+    assert r.status == 200, r.body
+    assert edge.last.target == "/v1/chat/completions"
+    sent = edge.last.json()
+    assert sent["reasoning_effort"] == "low" and "thinking" not in sent
+
+
+def test_thinking_to_openais_own_api_is_left_to_litellm() -> None:
+    """OpenAI's own API has ``/responses``, where the reasoning's summary comes back."""
+    from proxy.upstream.bridge import _chat_only_thinking
+
+    kwargs = {"thinking": {"type": "enabled", "budget_tokens": 1024}, "max_tokens": 9}
+    assert _chat_only_thinking(kwargs, "o3", "openai", "https://api.openai.com/v1") is kwargs
+    assert _chat_only_thinking(kwargs, "o3", "openai", None) is kwargs
+    adaptive = {"thinking": {"type": "adaptive"}}
+    assert _chat_only_thinking(adaptive, "m", "openai", "http://127.0.0.1:11434/v1") is adaptive
