@@ -81,13 +81,45 @@ def _next_sequence(before: bytes) -> int:
     return int(digits[:end]) + 1 if end else 0
 
 
-def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
-    """An OpenAI-shaped error body (litellm's path, our own) in Anthropic's shape; a body
-    already in Anthropic's shape, or not JSON, is kept."""
+def reshaped_as_openai(status: int, body: bytes) -> bytes:
+    """An error body in another shape (a gateway's HTML page, plain text, FastAPI's ``detail``)
+    in OpenAI's; one with an ``error`` object is kept."""
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return anthropic_error(status, body[:2000].decode("utf-8", "replace"))
+        message = _text_of(status, body, "an OpenAI-compatible server's usually ends in /v1")
+        return orjson.dumps({"error": _openai_error(status, message)})
+    if isinstance(value, dict) and isinstance(value.get("error"), dict):
+        return body
+    return orjson.dumps({"error": _openai_error(status, _message_of(value))})
+
+
+def _openai_error(status: int, message: str) -> dict[str, Any]:
+    kind = "invalid_request_error" if status < 500 else "upstream_error"
+    return {"message": message, "type": kind, "param": None, "code": None}
+
+
+def _text_of(status: int, body: bytes, base_url_hint: str) -> str:
+    """What a body that is not JSON says; for a 404, that the path is likely wrong: an API that
+    knows a path answers its errors in JSON (a bare "404 page not found" is a server with no
+    such route, mostly a ``base_url`` missing or doubling a version segment)."""
+    text = body[:2000].decode("utf-8", "replace").strip() or "(no body)"
+    if status != 404:
+        return text
+    return (
+        f"{text} [the upstream has no such path: is the upstream's base_url right? "
+        f"{base_url_hint}]"
+    )
+
+
+def reshaped_as_anthropic(status: int, body: bytes) -> bytes:
+    """An OpenAI-shaped error body (litellm's path, our own) in Anthropic's shape; a body
+    already in Anthropic's shape is kept."""
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        hint = "Anthropic's is the host, without /v1 (https://api.anthropic.com)"
+        return anthropic_error(status, _text_of(status, body, hint))
     if isinstance(value, dict) and value.get("type") == "error":
         return body
     return anthropic_error(status, _message_of(value))
@@ -151,7 +183,8 @@ def reshaped_as_gemini(status: int, body: bytes) -> bytes:
     try:
         value = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return gemini_error(status, body[:2000].decode("utf-8", "replace"))
+        hint = "Gemini's is the host (https://generativelanguage.googleapis.com)"
+        return gemini_error(status, _text_of(status, body, hint))
     if isinstance(value, list) and len(value) == 1:
         value = value[0]
     error = value.get("error") if isinstance(value, dict) else None

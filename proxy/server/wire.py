@@ -116,7 +116,12 @@ def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:
 
 
 async def _chat(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
-    return await call.services.upstream.chat(call.upstream, body, call.headers, call.key(), raw)
+    response = await call.services.upstream.chat(
+        call.upstream, body, call.headers, call.key(), raw
+    )
+    if response.status >= 400 and response.body is not None:
+        _reshaped(response, shapes.reshaped_as_openai(response.status, response.body))
+    return response
 
 
 async def _messages(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
@@ -140,9 +145,12 @@ async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> Ups
     """Natively to an ``openai`` upstream, bridged by litellm to the others."""
     from proxy.upstream import responses
 
-    return await responses.responses(
+    response = await responses.responses(
         call.services.upstream, call.upstream, _payload(body, raw), call.headers, call.key()
     )
+    if response.status >= 400 and response.body is not None:
+        _reshaped(response, shapes.reshaped_as_openai(response.status, response.body))
+    return response
 
 
 def gemini_target(path: str) -> tuple[str, bool]:
