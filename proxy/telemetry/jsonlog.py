@@ -39,10 +39,13 @@ ROW_FIELDS = {
 }
 
 
-def level_for(status: Any) -> int:
+def level_for(status: Any, error_type: Any = None) -> int:
+    """ERROR for a 5xx (or no status), WARNING for a 4xx and for a stream that began with 200 and
+    ended in an error (the upstream broke off, its own error event): a failed answer, whatever
+    its status line said."""
     if not isinstance(status, int) or status >= 500:
         return logging.ERROR
-    return logging.WARNING if status >= 400 else logging.INFO
+    return logging.WARNING if status >= 400 or error_type else logging.INFO
 
 
 class _Seconds:
@@ -73,7 +76,7 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     report = found if isinstance(found := row.get("report"), dict) else {}
     record: dict[str, Any] = {
         "ts": _SECONDS.iso(now),
-        "level": logging.getLevelName(level_for(row.get("status"))),
+        "level": logging.getLevelName(level_for(row.get("status"), row.get("error_type"))),
         "event": "request",
     }
     for out, col in ROW_FIELDS.items():
@@ -141,7 +144,7 @@ class JsonLog:
         pass
 
     def finished(self, row: dict[str, Any]) -> None:
-        if level_for(row.get("status")) < self.threshold:
+        if level_for(row.get("status"), row.get("error_type")) < self.threshold:
             return
         record = request_record(row, time.time())
         if self.json_lines:

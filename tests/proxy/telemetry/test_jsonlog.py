@@ -277,3 +277,21 @@ def test_line_times_are_what_datetime_writes(now: float) -> None:
     assert seconds.iso(later) == dt.datetime.fromtimestamp(later, dt.UTC).isoformat(
         timespec="milliseconds"
     )
+
+
+async def test_a_stream_the_upstream_broke_off_is_a_warning(tmp_path, upstream) -> None:
+    """Its status line said 200 before the upstream broke off; the answer failed (the client got
+    an error event): logged at INFO, it went unseen under `logging.level: WARNING`."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+             "choices": [{"index": 0, "delta": {"content": "Hel"}}]}  # fmt: skip
+    upstream.reply = Reply(
+        headers=[("content-type", "text/event-stream")],
+        chunks=[b"data: " + orjson.dumps(chunk) + b"\n\n", b"never sent"],
+        after_first_chunk="break",
+    )
+    async with app_with_log(tmp_path, upstream, logging={"level": "WARNING"}) as (client, stream):
+        r = await send(client, {**request(user("a")), "stream": True})
+    assert r.status_code == 200 and b'"error"' in r.content
+    (logged,) = [orjson.loads(x) for x in stream.getvalue().splitlines()]
+    assert logged["status"] == 200 and logged["level"] == "WARNING"
+    assert logged["error_type"]
