@@ -336,7 +336,7 @@ def load_settings(
         data: Any = {}
     else:
         try:
-            data = load_unique(Path(path).read_text(encoding="utf-8")) or {}
+            data = load_unique(Path(path).read_text(encoding="utf-8"), str(path)) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise SettingsError(f"cannot read configuration {path}: {exc}") from None
         if not isinstance(data, dict):

@@ -4,6 +4,7 @@ safe_load keeps the last one, so a second ``upstreams:`` appended to a config re
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import yaml
@@ -28,6 +29,15 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_unique(text: str) -> Any:
-    """``text`` as YAML; raises ``DuplicateKey`` (a ``yaml.YAMLError``) for a key given twice."""
-    return yaml.load(text, Loader=_UniqueKeyLoader)
+class _Named(io.StringIO):
+    """Text under a name: a syntax error's mark names it (a ``str`` is ``<unicode string>``)."""
+
+    def __init__(self, text: str, name: str) -> None:
+        super().__init__(text)
+        self.name = name
+
+
+def load_unique(text: str, name: str | None = None) -> Any:
+    """``text`` as YAML (``name``: the file it came from, as its errors say); raises
+    ``DuplicateKey`` (a ``yaml.YAMLError``) for a key given twice."""
+    return yaml.load(_Named(text, name) if name else text, Loader=_UniqueKeyLoader)

@@ -90,6 +90,16 @@ def test_a_key_given_twice_in_the_config_is_refused(tmp_path: Path) -> None:
     assert len(load_settings(path).upstreams) == 3
 
 
+def test_a_yaml_error_names_the_file_and_line(tmp_path: Path) -> None:
+    """It named ``<unicode string>``, not the file the user edited."""
+    path = tmp_path / "config.yaml"
+    path.write_text("upstreams:\n  - {name: local, match: [\"x\"]\n  - oops: [\n")
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    said = str(info.value)
+    assert "<unicode string>" not in said and f'in "{path}", line' in said
+
+
 @pytest.mark.parametrize(
     ("data", "said"),
     [
