@@ -33,6 +33,7 @@ import re
 from typing import Any
 
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
+from rules.redact_escapes import redact_escaped_keys
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
     judged_end,
@@ -57,7 +58,7 @@ from rules.text_cache import text_cache
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
 # lowercased, such as one with "İ", uses the regex.)
 _TRIGGER_WORDS = (
-    *("pass", "secret", "token", "key", "credential", "mysql_pwd", ";pwd"),  # names (ODBC's Pwd)
+    *("pass", "secret", "token", "key", "credential", "pwd"),  # names (ODBC's Pwd, DB_PWD)
     "identified",  # SQL's IDENTIFIED BY 'secret'
     '"auth"',  # a Docker config.json's base64 of user:password
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
@@ -69,7 +70,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|mysql_pwd|;pwd|identified|"auth")'
+    r'|bearer|basic|cookie|pwd|identified|"auth")'
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
@@ -111,6 +112,9 @@ _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 # The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
 # part of an identifier: the identifier's other words are still judged after them.
+# A bare ``PWD``'s value that is a folder or code reading one (``PWD=/home/me``, ``~/src``,
+# ``C:\\x``, ``$HOME``, ``pwd = os.getcwd()``, `` `pwd` ``)
+_A_FOLDER = re.compile(r"[/~.$%`]|[A-Za-z]:(?:[\\/]|\Z)|[\w.]{1,64}\(")
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
 
 
@@ -125,7 +129,7 @@ def _is_basic_credentials(value: str) -> bool:
 
 def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     """After the trigger word ``text[start:end]``: (start, end) of the secret value that follows it
-    and where the scan goes on, or None."""
+    (an empty span: a value read and kept) and where the scan goes on, or None."""
     word = text[start:end].lower()
     if word == "authorization":
         m = _AUTH_VALUE.match(text, end)
@@ -148,8 +152,6 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             return None  # "the cookie: a small file", a value already redacted
         cred = m["cred"].rstrip()
         return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
-    if word == ";pwd":  # the name starts after the separator
-        start, word = start + 1, "pwd"
     if word == '"auth"':
         m = _AUTH_MEMBER.match(text, end)
         if m is None or not _is_basic_credentials(m["cred"]):
@@ -163,8 +165,9 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     needed = min_chars(name)
     if needed is None and name.lower() == "key" and spaced_key(text, start):
         needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
-    if needed is None and name.lower() == "pwd" and text[start - 1 : start] == ";":
-        needed = 1  # an ODBC connection string's ``;Pwd=secret`` (a bare PWD is a folder)
+    folder = name.lower() == "pwd"  # a bare PWD is mostly the shell's folder: a path is kept
+    if needed is None and folder:
+        needed = 1  # ODBC's ``;Pwd=secret``, a config's ``pwd=secret``
     if needed is None:
         return None
     if opens_element(text, start, end):
@@ -193,6 +196,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
         if not value.startswith(REDACTED) and len(value) >= needed:
+            if folder and _A_FOLDER.match(value):  # kept, and read past: not judged again
+                return m.start(group), m.start(group), m.end()
             return m.start(group), m.end(group), m.end()
     return None
 
@@ -263,7 +268,8 @@ def _redact_after_triggers(text: str) -> str:
             continue  # inside a value already redacted, or a name already judged whole
         found = _value_span(text, start, end)
         if found is not None:
-            spans.append(found[:2])
+            if found[0] < found[1]:  # (an empty span: a value kept)
+                spans.append(found[:2])
             pos = found[2]
         elif text[start:end].lower() not in _OWN_WORDS:
             pos = name_end(text, end)  # the identifier's other trigger words: judged with it
@@ -296,7 +302,8 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = redact_piped(redact_pgpass(redact_key_shapes(redact_private_keys(text))))
+    text = redact_escaped_keys(redact_key_shapes(redact_private_keys(text)))
+    text = redact_piped(redact_pgpass(text))
     return _redact_after_triggers(redact_url_credentials(text))
 
 

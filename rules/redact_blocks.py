@@ -24,10 +24,13 @@ _PPK_PRIVATE = re.compile(
 # Credentials in URLs: the password goes (to the authority's last "@": an unencoded "@", "#" or
 # "?" in it is common). Linear: neither part can cross a "/", so the scan from one ``://`` stops
 # at the next.
-_URL_CREDENTIALS = re.compile(r"://[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
+# A URL in JSON may have its slashes escaped (``https:\/\/u:pw@host``: PHP's json_encode, Java's).
+_URL_CREDENTIALS = re.compile(r"(?P<sep>://|:\\/\\/)[^\s:/?#@'\"<>\[\]]*:(?P<pw>[^\s/'\"<>]+)@")
 # A token given as a URL's user, with no password (``https://<40 hex>@github.com``, as git
 # accepts one): 32+ hex, or 40+ characters of a token's alphabet.
-_URL_USER_TOKEN = re.compile(r"://(?P<user>[0-9a-fA-F]{32,256}|[A-Za-z0-9_\-]{40,256})@")
+_URL_USER_TOKEN = re.compile(
+    r"(?P<sep>://|:\\/\\/)(?P<user>[0-9a-fA-F]{32,256}|[A-Za-z0-9_\-]{40,256})@"
+)
 
 
 def redact_private_keys(text: str) -> str:
@@ -55,7 +58,7 @@ def _redact_url_password(m: re.Match[str]) -> str:
 
 def redact_url_credentials(text: str) -> str:
     """``text`` with the passwords in its URLs replaced, and a token given as a URL's user."""
-    if "://" not in text:
+    if "://" not in text and ":\\/\\/" not in text:
         return text
     text = _URL_CREDENTIALS.sub(_redact_url_password, text)
-    return _URL_USER_TOKEN.sub(f"://{REDACTED}@", text)
+    return _URL_USER_TOKEN.sub(lambda m: f"{m['sep']}{REDACTED}@", text)

@@ -75,8 +75,8 @@ def _min_chars(name: str) -> int | None:
     last = words[-1] if words else ""
     if last.endswith(_PASSWORD_ENDS) or (last == "pass" and len(words) > 1):
         return 1
-    if words[-2:] == ["mysql", "pwd"] or name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
-        return 1
+    if (last == "pwd" and len(words) > 1) or name == "SSHPASS":  # MYSQL_PWD, DB_PWD, dbPwd;
+        return 1  # ``sshpass -e`` reads SSHPASS
     if words == ["key"]:
         return None
     if last.endswith(_SECRET_ENDS) or is_secret_name(name):

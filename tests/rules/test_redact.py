@@ -404,3 +404,42 @@ def test_a_docker_configs_auth_field_is_redacted_only_as_credentials() -> None:
         "auth": "bearer",
         "client-key-data": REDACTED,
     }
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("pwd=Hunter2x host=db", "pwd=[REDACTED] host=db"),  # a config's, lower case
+        ("DB_PWD=hunter2x", "DB_PWD=[REDACTED]"),
+        ("SMTP_PWD: 's3cr3t!'", "SMTP_PWD: '[REDACTED]'"),
+        ('{"dbPwd": "abc123"}', '{"dbPwd": "[REDACTED]"}'),
+        # a URL in JSON with its slashes escaped (PHP's json_encode, Java's)
+        ('{"dsn":"postgres:\\/\\/app:S3cretPw@db:5432\\/x"}', "app:[REDACTED]@db"),
+        ('"https:\\/\\/' + "a1b2c3d4" * 5 + '@github.com\\/o\\/r"', '"https:\\/\\/[REDACTED]@'),
+        # a key written with JSON's \u escapes
+        ('{"key": "sk\\u002dproj-' + "Ab3dE" * 8 + '"}', '{"key": "[REDACTED]"}'),
+        ('token: "ghp\\u005f' + "a1B2c3" * 6 + '"', 'token: "[REDACTED]"'),
+    ],
+)
+def test_pwd_names_escaped_urls_and_escaped_keys(text: str, kept: str) -> None:
+    out = redact_text(text)
+    assert kept in out, out
+    assert redact_text(out) == out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PWD=/home/bob/src",
+        "env | grep PWD=~/x",
+        "PWD=C:\\Users\\bob",
+        "pwd = os.getcwd()",
+        "let pwd = process.cwd();",
+        'here=`pwd`; pwd=`pwd`',
+        "cwd=$PWD",
+        "the pwd command prints the folder",
+        '"a\\u002db\\u002dc": "plain text\\u0021"',  # escapes that hide no key
+    ],
+)
+def test_a_working_folder_and_plain_escapes_stay(text: str) -> None:
+    assert redact_text(text) == text

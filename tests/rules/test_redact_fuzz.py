@@ -43,6 +43,7 @@ BLOCKS = [
     *(" password is ", " was ", "x9_", "ghp_Aa1", "gsk_", "\\nmongosh -p ", " pass:", "…"),
     *(" PASSWORD '", " IDENTIFIED BY '", " login u ", ";Pwd=", "%3D", '"auth": "', "key-data: "),
     *("htpasswd -b ", "rabbitmqctl add_user ", "mc alias set ", " <<< ", "123456789:AA", "x" * 33),
+    *("pwd=", "DB_PWD=", "PWD=/", ":\\/\\/", "https:\\/\\/u:", "\\u002d", "sk\\u002d", "\\u00"),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
 noise = st.lists(st.tuples(block, st.integers(1, 3000)), min_size=1, max_size=6).map(
