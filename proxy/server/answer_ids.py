@@ -14,6 +14,7 @@ answer is parsed (a whole body, or each event of a stream), and:
 - a **file** is a ``file_id`` string (what a code execution wrote);
 - a stored response's **item** is the ``id`` of an element of an ``output`` list or of an
   ``item`` (a stream's ``response.output_item.*``);
+- a chat **audio** answer is an ``audio`` object's ``id`` (a message's, a stream delta's);
 
 none of them under a key in ``ECHOED``. Strings are never searched: an id inside a model's text
 or a JSON string of arguments is not one. A stream's event is read whole; one longer than
@@ -29,6 +30,7 @@ import orjson
 CONTAINER = "container:"  # a container id's key among the ids kept (the response ids' table)
 FILE = "file:"  # a file id's, likewise
 ITEM = "item:"  # a stored response item's, likewise
+AUDIO = "audio:"  # a chat audio answer's, likewise
 # What an answer echoes of the request, or a model writes as a tool's input: never the
 # provider's own state (citations name the request's own documents, checked as it came in).
 ECHOED = frozenset(
@@ -52,8 +54,8 @@ _MAX_ID = 200
 
 
 def answer_ids(data: bytes, items: bool) -> Iterator[str]:
-    """The ids (``CONTAINER``, ``FILE`` and, with ``items``, ``ITEM`` keys) one JSON answer or
-    event gives; nothing for what is not JSON."""
+    """The ids (``CONTAINER``, ``FILE``, ``AUDIO`` and, with ``items``, ``ITEM`` keys) one JSON
+    answer or event gives; nothing for what is not JSON."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -79,6 +81,8 @@ def _walk(value: Any, items: bool, depth: int) -> Iterator[str]:
             yield from _named(CONTAINER, child)
         elif key == "file_id":
             yield from _named(FILE, child)
+        elif key == "audio" and isinstance(child, dict):
+            yield from _named(AUDIO, child.get("id"))
         elif items and key == "output" and isinstance(child, list):
             for element in child:
                 if isinstance(element, dict):

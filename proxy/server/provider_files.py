@@ -8,9 +8,12 @@ places each protocol lets a request name a file:
 
 - Anthropic: an ``image`` or ``document`` block whose ``source`` is ``{"type": "file",
   "file_id": …}``, a ``container_upload`` block's ``file_id``, in a message or a tool result;
+- Anthropic, also: an ``image`` inside a ``document`` whose ``source`` is ``{"type": "content",
+  "content": [...]}``;
 - Responses: an ``input_file`` or ``input_image`` part's ``file_id`` (in a message or a
-  function call's output), a ``code_interpreter`` tool's ``container.file_ids``, an
-  ``image_generation`` tool's ``input_image_mask.file_id``;
+  function call's output), a ``computer_call_output``'s screenshot (its ``output`` one object),
+  a ``code_interpreter`` tool's ``container.file_ids``, an ``image_generation`` tool's
+  ``input_image_mask.file_id``;
 - Chat Completions: a ``file`` part's ``file.file_id``;
 - Gemini: a ``fileData`` part (``file_data`` alike) whose ``fileUri`` names the provider's own
   storage: a Files API file (``files/…``, or a URL on ``generativelanguage.googleapis.com``) or a
@@ -21,7 +24,10 @@ places each protocol lets a request name a file:
 Search stores (a Responses ``file_search`` tool's ``vector_store_ids``, a Gemini ``fileSearch``
 tool's stores, a ``retrieval`` tool's source) are made by calls the proxy does not relay, so none
 can be the principal's own (``stores``). A Responses
-``item_reference`` names a stored response's item (``named_items``). A tool's own arguments
+``item_reference`` names a stored response's item, and so does a ``reasoning`` item given by its
+``id`` without its ``encrypted_content`` (the provider reads the rest from its store): both are
+``named_items``. A chat assistant message's ``audio.id`` names an earlier audio answer the
+provider keeps (``named_audio``). A tool's own arguments
 (Anthropic's ``input``, Gemini's ``args``) are the client's schema, never a provider reference."""
 
 from __future__ import annotations
@@ -35,7 +41,8 @@ _MARKS = (
     b"file_id", b"vector_store_ids", b"fileUri", b"file_uri", b'"fileSearch"', b'"file_search"',
     b'"retrieval"', b"\\u",
 )  # fmt: skip
-_ITEM_MARKS = (b"item_reference", b"\\u")
+_ITEM_MARKS = (b"item_reference", b"reasoning", b"\\u")
+_AUDIO_MARKS = (b'"audio"', b"\\u")
 
 
 def may_name_files(raw: bytes | None) -> bool:
@@ -48,12 +55,32 @@ def may_name_items(raw: bytes | None) -> bool:
     return raw is None or any(mark in raw for mark in _ITEM_MARKS)
 
 
+def may_name_audio(raw: bytes | None) -> bool:
+    """Whether a chat body read from ``raw`` may name an earlier audio answer."""
+    return raw is None or any(mark in raw for mark in _AUDIO_MARKS)
+
+
 def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(param, id) of each stored item a Responses ``body`` names (``item_reference``; an id
-    that is not a string is the provider's to refuse)."""
+    """(param, id) of each stored item a Responses ``body`` names: an ``item_reference``, a
+    ``reasoning`` item with an id and no ``encrypted_content`` (an id that is not a string is
+    the provider's to refuse)."""
     for i, item in _items(body.get("input")):
-        if item.get("type") == "item_reference" and isinstance(item.get("id"), str):
+        kind = item.get("type")
+        if not isinstance(item.get("id"), str):
+            continue
+        if kind == "item_reference" or (
+            kind == "reasoning" and not item.get("encrypted_content")
+        ):
             yield f"input[{i}].id", item["id"]
+
+
+def named_audio(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(param, id) of each earlier audio answer a chat ``body`` names (an assistant message's
+    ``audio.id``)."""
+    for i, message in _items(body.get("messages")):
+        audio = message.get("audio")
+        if isinstance(audio, dict) and isinstance(audio.get("id"), str):
+            yield f"messages[{i}].audio.id", audio["id"]
 
 
 def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]]:
@@ -109,7 +136,7 @@ def named_stores(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, str
                 yield f"tools[{i}].retrieval", "a retrieval source"
 
 
-def _anthropic_blocks(content: Any, at: str) -> Iterator[tuple[str, Any]]:
+def _anthropic_blocks(content: Any, at: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
     for j, block in _items(content):
         kind = block.get("type")
         if kind == "container_upload" and "file_id" in block:
@@ -118,13 +145,23 @@ def _anthropic_blocks(content: Any, at: str) -> Iterator[tuple[str, Any]]:
             source = block.get("source")
             if isinstance(source, dict) and source.get("type") == "file" and "file_id" in source:
                 yield f"{at}[{j}].source.file_id", source["file_id"]
-        elif kind == "tool_result":
-            yield from _anthropic_blocks(block.get("content"), f"{at}[{j}].content")
+            elif isinstance(source, dict) and source.get("type") == "content" and depth < 2:
+                inner = f"{at}[{j}].source.content"
+                yield from _anthropic_blocks(source.get("content"), inner, depth + 1)
+        elif kind == "tool_result" and depth < 2:
+            yield from _anthropic_blocks(block.get("content"), f"{at}[{j}].content", depth + 1)
+
+
+_RESPONSES_FILE_PARTS = ("input_file", "input_image", "computer_screenshot")
 
 
 def _responses_parts(parts: Any, at: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(parts, dict):  # a ``computer_call_output``'s one screenshot
+        if parts.get("type") in _RESPONSES_FILE_PARTS and parts.get("file_id") is not None:
+            yield f"{at}.file_id", parts["file_id"]
+        return
     for j, part in _items(parts):
-        if part.get("type") in ("input_file", "input_image") and part.get("file_id") is not None:
+        if part.get("type") in _RESPONSES_FILE_PARTS and part.get("file_id") is not None:
             yield f"{at}[{j}].file_id", part["file_id"]
 
 

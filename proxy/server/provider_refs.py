@@ -13,9 +13,12 @@ tenant would reach theirs:
   that tenant's output: kept as containers are, from the same answers (their ``file_id``s), and
   a file named that was not relayed to the principal is refused (an upload the proxy did not
   relay included: with the server's key it is not the principal's either);
-- a Responses **item_reference** names an item of a stored response: forwarded only if the
-  proxy relayed that item to the same principal (every ``"id"`` an answer to a request it may
-  store writes, kept as containers are);
+- a Responses **item_reference** (or a ``reasoning`` item by its id alone) names an item of a
+  stored response: forwarded only if the proxy relayed that item to the same principal (every
+  ``"id"`` an answer to a request it may store writes, kept as containers are);
+- a chat assistant message's **audio** id names an earlier audio answer the provider keeps:
+  forwarded only if the proxy relayed it to the same principal (read from the answers to
+  requests that ask for audio, kept as containers are);
 - a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
   Responses **conversation** or stored **prompt**, a ``file_search`` tool's **vector stores**
   and an Anthropic container's **custom skills** are made by calls the proxy does not relay
@@ -35,10 +38,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
-from proxy.server.answer_ids import CONTAINER, FILE, ITEM, EventData, answer_ids
+from proxy.server.answer_ids import AUDIO, CONTAINER, FILE, ITEM, EventData, answer_ids
 from proxy.server.provider_files import (
+    may_name_audio,
     may_name_files,
     may_name_items,
+    named_audio,
     named_files,
     named_items,
     named_stores,
@@ -50,7 +55,7 @@ if TYPE_CHECKING:
     from proxy.settings import UpstreamSettings
 
 # the protocols whose requests may name provider-side state by id
-OWN_STATE = frozenset({"anthropic", "responses", "gemini"})
+OWN_STATE = frozenset({"anthropic", "responses", "gemini", "chat"})
 MAX_ITEMS = 512  # item ids kept of one answer at most
 READ_ON_LOOP = 1 << 20  # an answer (or event) read for ids on the event loop at most (bytes)
 
@@ -111,9 +116,15 @@ def _custom_skills(protocol: str, body: dict[str, Any]) -> list[str]:
 
 def _opens_containers(protocol: str, body: dict[str, Any]) -> bool:
     """Whether the answer to ``body`` may name a container: it names one, or a tool runs code
-    in one (Anthropic's ``code_execution_*``, a Responses ``code_interpreter``)."""
+    in one (Anthropic's ``code_execution_*``, a Responses ``code_interpreter``); or, on chat,
+    an audio answer (audio asked for)."""
     if protocol == "anthropic" and "container" in body:
         return True
+    if protocol == "chat":
+        modalities = body.get("modalities")
+        return body.get("audio") is not None or (
+            isinstance(modalities, list) and "audio" in modalities
+        )
     tools = body.get("tools")
     for tool in tools if isinstance(tools, list) else ():
         kind = tool.get("type") if isinstance(tool, dict) else None
@@ -165,6 +176,14 @@ async def require_own(
                     f"Item with id '{echo_id(iid)}' not found for this client.",
                     param=param,
                     code="item_not_found",
+                )
+    if protocol == "chat" and may_name_audio(raw):
+        for param, aid in named_audio(body):
+            if ids is None or not await ids.known(principal, AUDIO + aid):
+                raise BadRequest(
+                    f"Audio '{echo_id(aid)}' not found for this client.",
+                    param=param,
+                    code="audio_not_found",
                 )
     if protocol == "gemini" and (
         body.get("cachedContent") is not None or body.get("cached_content") is not None
@@ -279,7 +298,12 @@ class ContainerReader:
 
     def _read(self, data: bytes) -> None:
         # only what may hold one is parsed (a text delta's event names its item as "item_id")
-        if not (b"container" in data or b"file_id" in data or (self._items and b'"id"' in data)):
+        if not (
+            b"container" in data
+            or b"file_id" in data
+            or b'"audio"' in data
+            or (self._items and b'"id"' in data)
+        ):
             return
         if len(data) <= READ_ON_LOOP:
             self._keep(answer_ids(data, self._items))

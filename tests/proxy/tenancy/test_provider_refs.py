@@ -449,3 +449,62 @@ async def test_a_gemini_search_store_is_refused_with_the_servers_key(
             assert r.status_code == 400, r.text
             assert r.json()["error"]["message"].startswith(f"{param} cannot be used")
     assert edge.seen == []
+
+
+async def test_the_other_ways_to_name_a_file_an_item_or_an_audio_answer(
+    tmp_path: Path, edge
+) -> None:
+    """Four ways in that got past the checks: a ``computer_call_output``'s screenshot (its
+    ``output`` one object, not a list), an image inside an Anthropic ``document`` of ``content``
+    source, a ``reasoning`` item by its id alone (the provider reads the rest from its store),
+    and a chat assistant message's ``audio.id`` (an earlier audio answer)."""
+    from tests.support.factories import chat_completion
+
+    spoken = chat_completion("")
+    spoken["choices"][0]["message"]["audio"] = {"id": "audio_alice_1", "data": "UklG",
+                                                "expires_at": 1, "transcript": "hi"}  # fmt: skip
+    reasoned = response_object(id="resp_r1")
+    reasoned["output"].insert(0, {"type": "reasoning", "id": "rs_alice_1", "summary": []})
+    edge.replies = [Reply.json(spoken), Reply.json(reasoned)]
+    edge.reply = Reply.json(chat_completion("ok"))
+    audio = {"model": "gpt-4o-audio-preview", "modalities": ["text", "audio"],
+             "audio": {"voice": "alloy", "format": "wav"},
+             "messages": [{"role": "user", "content": "say hi"}]}  # fmt: skip
+    again = {**audio, "messages": [*audio["messages"],
+             {"role": "assistant", "audio": {"id": "audio_alice_1"}},
+             {"role": "user", "content": "again"}]}  # fmt: skip
+    reasoning = {"model": "gpt-5", "input": [
+        {"type": "reasoning", "id": "rs_alice_1", "summary": []},
+        {"role": "user", "content": "go on"}]}  # fmt: skip
+    screenshot = {"model": "computer-use-preview", "input": [
+        {"type": "computer_call_output", "call_id": "c1",
+         "output": {"type": "computer_screenshot", "file_id": "file-alice-shot"}}]}  # fmt: skip
+    nested = messages(tools=None)
+    image = {"type": "image", "source": {"type": "file", "file_id": "file_alice_png"}}
+    doc = {"type": "document", "source": {"type": "content", "content": [image]}}
+    nested["messages"] = [{"role": "user", "content": [doc, {"type": "text", "text": "read"}]}]
+    del nested["tools"]
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        r = await client.post("/v1/chat/completions", json=audio, headers=ALICE)
+        assert r.status_code == 200, r.text
+        r = await client.post("/v1/responses", json={"model": "gpt-5", "input": "think"},
+                              headers=ALICE)  # fmt: skip
+        assert r.status_code == 200, r.text
+        r = await client.post("/v1/chat/completions", json=again, headers=ALICE)
+        assert r.status_code == 200, r.text  # her own
+        r = await client.post("/v1/chat/completions", json=again, headers=BOB)
+        assert_refused(r, "messages[1].audio.id", "Audio 'audio_alice_1' not found")
+        r = await client.post("/v1/responses", json=reasoning, headers=ALICE)
+        assert r.status_code == 200, r.text  # her own
+        r = await client.post("/v1/responses", json=reasoning, headers=BOB)
+        assert_refused(r, "input[0].id", "Item with id 'rs_alice_1' not found")
+        # with its encrypted content the item is the client's own text, not a lookup
+        carried = {**reasoning["input"][0], "encrypted_content": "gAAAA-bob"}
+        r = await client.post("/v1/responses", json={**reasoning, "input": [carried]},
+                              headers=BOB)  # fmt: skip
+        assert r.status_code == 200, r.text
+        r = await client.post("/v1/responses", json=screenshot, headers=BOB)
+        assert_refused(r, "input[0].output.file_id", "File 'file-alice-shot' not found")
+        r = await client.post("/v1/messages", json=nested, headers=BOB)
+        assert_refused(r, "error", "File 'file_alice_png' not found")
+        assert len(edge.seen) == 5
