@@ -328,8 +328,10 @@ def _mention(
     mod = (g.get("mod") or "").strip().lower()
     if ordinal is None and mod in lex.words["ord"]:  # "the first file you created": a place
         ordinal, hint = lex.words["ord"][mod], None
-    if ordinal is None and kind_name == "described":
-        ordinal = ordinal_before(lex, text, m.start())  # "2番目に作ったフォルダ": made second
+    if ordinal is None and kind_name == "described" and not recent:
+        # "2番目に作ったフォルダ": made second; "最初にさっき作ったフォルダを": first (do this), the
+        # folder just made: a recency word says which, the ordinal orders the request's steps
+        ordinal = ordinal_before(lex, text, m.start())
     if hint is not None and lex.words["type"].get(f"{mod} {noun}") == ("weak" if weak else typ):
         hint, noun = None, f"{mod} {noun}"  # "the database user": one noun, no part of a name
     if weak and hint is None:

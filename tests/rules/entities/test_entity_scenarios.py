@@ -11,7 +11,8 @@ over written-out words; probes_j.yaml: what Python run inline and rsync made; pr
 probes_l.yaml: held-out cases, the latter on system packages, users and roles, tmux sessions,
 services, remotes, releases, cloud resources, environment variables and the files a program
 names as it prints; probes_m.yaml: order against another thing, ordinals before the phrase, two
-background jobs on a line) over
+background jobs on a line; probes_n.yaml: an order word opening a time clause, an ordinal that
+orders the request's steps) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -48,6 +49,7 @@ SCENARIOS = [
         "probes_k.yaml",
         "probes_l.yaml",
         "probes_m.yaml",
+        "probes_n.yaml",
     )
     for sc in load(HERE / name)
 ]
