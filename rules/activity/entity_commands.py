@@ -169,11 +169,20 @@ def script_statements(pack: EntityPack, text: str) -> list[Statement]:
     return [(k, a, i) for k, a, i, _ in _statements(pack, text) if k != "row"]
 
 
+# An SQL comment ("-- create role later"): two dashes and a blank, opening a line, a quoted
+# statement or following a blank or `;` (an option, `--file`, has no blank after its dashes)
+_SQL_COMMENT = re.compile(r"""(?:(?<=[\s;"'])|^)--[ \t][^\n]*+""", re.MULTILINE)
+
+
 def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mapping[str, str]]]:
-    """(kind, action, id, groups) of the SQL statements in ``text``, in order."""
+    """(kind, action, id, groups) of the SQL statements in ``text``, in order (its comments
+    read as nothing)."""
     found = []
+    text = text[:MAX_SCAN]
+    if "-- " in text or "--\t" in text:
+        text = _SQL_COMMENT.sub("", text)
     for rule in pack.statements:
-        for m in rule.regex.finditer(text[:MAX_SCAN]):
+        for m in rule.regex.finditer(text):
             g = {k: v for k, v in m.groupdict().items() if v}
             ident = g.get("id") or ("" if rule.spec.get("returning") else None)
             if ident is None:

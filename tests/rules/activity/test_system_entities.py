@@ -141,3 +141,49 @@ def test_a_cron_line_piped_into_crontab_is_a_cron_job(
     command: str, want: set[tuple[str, str, str]]
 ) -> None:
     assert _made(command) == want
+
+
+@pytest.mark.parametrize(
+    ("command", "want"),
+    [
+        # an option's value is no name
+        ("docker network create --driver bridge backend-net", {("network", "backend-net", "create")}),
+        ("docker network create -d overlay --subnet 10.9.0.0/24 mesh", {("network", "mesh", "create")}),
+        ("docker volume create --driver local pgdata", {("volume", "pgdata", "create")}),
+        ("docker volume create --name uploads", {("volume", "uploads", "create")}),
+        (
+            "gcloud compute instances create runner-1 --provisioning-model SPOT --zone us-east1-b",
+            {("instance", "runner-1", "create")},
+        ),
+        ("gcloud compute instances delete runner-1 --delete-disks all", {("instance", "runner-1", "delete")}),
+        ("conda install -y --file requirements.txt numpy", {("package", "numpy", "create")}),
+        # a simulation, a download or a function's unset makes and ends nothing
+        ("apt-get install --dry-run nginx", set()),
+        ("sudo apt-get install -s postgresql-15", set()),
+        ("apt install --download-only curl", set()),
+        ("conda install --dry-run scipy", set()),
+        ("unset -f deploy", set()),
+    ],
+)
+def test_option_values_and_simulations_name_nothing(
+    command: str, want: set[tuple[str, str, str]]
+) -> None:
+    assert _made(command) == want
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "want"),
+    [
+        ('psql -c "CREATE USER MAPPING FOR app SERVER films"', "CREATE USER MAPPING", set()),
+        ('psql -c "-- create role later\nSELECT 1"', "", set()),
+        (
+            'psql --dbname app -c "CREATE ROLE reporter LOGIN; -- then grant\nGRANT x TO y"',
+            "CREATE ROLE",
+            {("user", "reporter", "create")},
+        ),
+    ],
+)
+def test_sql_comments_and_user_mappings_make_no_user(
+    command: str, output: str, want: set[tuple[str, str, str]]
+) -> None:
+    assert _made(command, output) == want
