@@ -147,15 +147,18 @@ def test_a_cron_line_piped_into_crontab_is_a_cron_job(
     ("command", "want"),
     [
         # an option's value is no name
-        ("docker network create --driver bridge backend-net", {("network", "backend-net", "create")}),
-        ("docker network create -d overlay --subnet 10.9.0.0/24 mesh", {("network", "mesh", "create")}),
+        ("docker network create --driver bridge app-net", {("network", "app-net", "create")}),
+        ("docker network create -d overlay --subnet 10.9.0.0/24 m", {("network", "m", "create")}),
         ("docker volume create --driver local pgdata", {("volume", "pgdata", "create")}),
         ("docker volume create --name uploads", {("volume", "uploads", "create")}),
         (
             "gcloud compute instances create runner-1 --provisioning-model SPOT --zone us-east1-b",
             {("instance", "runner-1", "create")},
         ),
-        ("gcloud compute instances delete runner-1 --delete-disks all", {("instance", "runner-1", "delete")}),
+        (
+            "gcloud compute instances delete runner-1 --delete-disks all",
+            {("instance", "runner-1", "delete")},
+        ),
         ("conda install -y --file requirements.txt numpy", {("package", "numpy", "create")}),
         # a simulation, a download or a function's unset makes and ends nothing
         ("apt-get install --dry-run nginx", set()),
