@@ -331,7 +331,8 @@ def _mention(
     if ordinal is None and kind_name == "described" and not recent:
         # "2番目に作ったフォルダ": made second; "最初にさっき作ったフォルダを": first (do this), the
         # folder just made: a recency word says which, the ordinal orders the request's steps
-        ordinal = ordinal_before(lex, text, m.start())
+        noun_first = "type" in m.re.groupindex and m.start("type") == m.start()
+        ordinal = ordinal_before(lex, text, m.start(), noun_first)
     if hint is not None and lex.words["type"].get(f"{mod} {noun}") == ("weak" if weak else typ):
         hint, noun = None, f"{mod} {noun}"  # "the database user": one noun, no part of a name
     if weak and hint is None:

@@ -114,13 +114,25 @@ def _ordinal_pattern(
     )
 
 
-def ordinal_before(lex: Lexicon, text: str, start: int) -> str | None:
+@functools.lru_cache(maxsize=32)
+def _ordinal_word_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A language's ordinals as a word just before a mention's noun."""
+    blank = r"\s++"
+    return re.compile(f"(?<![\\w-])(?P<ord>{alternation(words, blank)})\\s++$")
+
+
+def ordinal_before(lex: Lexicon, text: str, start: int, noun_first: bool = False) -> str | None:
     """The place (as the ordinals slot has it) an ordinal just before a mention gives it, where
     the language puts it outside the noun phrase, a particle after it (``ordinal_particles``):
-    "2番目に作ったフォルダ" (the folder made second), "두 번째로 만든 폴더"; None without one."""
+    "2番目に作ったフォルダ" (the folder made second), "두 번째로 만든 폴더"; or, in a language
+    without those, the adjective of a mention that opens with its noun ("второй контейнер,
+    который ты запустил": ``noun_first``); None without one."""
     words, particles = lex.words["ord"], lex.words.get("ord_particles")
-    if not words or not particles:
+    if not words or not (particles or noun_first):
         return None
+    if not particles:
+        m = _ordinal_word_pattern(tuple(words)).search(text, max(0, start - 24), start)
+        return words[m["ord"]] if m else None
     # keyed by the words, not the lexicon's identity (an evicted pack's id may come back)
     pattern = _ordinal_pattern(tuple(words), tuple(particles), lex.space)
     m = pattern.search(text, max(0, start - 24), start)

@@ -12,7 +12,8 @@ probes_l.yaml: held-out cases, the latter on system packages, users and roles, t
 services, remotes, releases, cloud resources, environment variables and the files a program
 names as it prints; probes_m.yaml: order against another thing, ordinals before the phrase, two
 background jobs on a line; probes_n.yaml: an order word opening a time clause, an ordinal that
-orders the request's steps) over
+orders the request's steps, a thing ruled out or made by hand, an ordinal adjective before the
+noun) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
