@@ -41,6 +41,7 @@ from rules.context.inject_text import (
     render,
     ws_text,
 )
+from rules.context.side_call import structured_side_call
 from rules.messages import INJECT_CLOSE, INJECT_OPEN, append_text, role, text_of, with_content
 from rules.redact import redact_text
 from rules.report import InjectSummary, Report
@@ -249,9 +250,9 @@ class _Plan:
         self.block: str | None = None
         self.warning: int | None = None
         # nothing new to say: the placing is the stored blocks' alone
-        self.settled = role(clean[-1]) == "assistant"
+        self.settled = role(clean[-1]) == "assistant" or structured_side_call(ctx)
         if self.settled:
-            return  # a prefill: nothing may follow it
+            return  # a prefill: nothing may follow it; a side call: no help to the agent
         now = sections(ctx, cfg, clean, shown)
         is_delta = not shown.empty()
         said = delta(now, shown) if is_delta else now

@@ -305,3 +305,33 @@ def test_a_mention_repeated_in_the_turn_is_said_once() -> None:
     out = run([user("make it"), assistant("done"), user(text)], [FOLDER], twice)
     block = block_of(out.messages)
     assert block.count('"the folder I just created" means the folder ~/Desktop/123') == 1
+
+
+@pytest.mark.parametrize(
+    "request_fields",
+    [
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {}}}},
+        {"text": {"format": {"type": "json_schema", "name": "r", "schema": {}}}},
+        {"output_config": {"format": {"type": "json_schema", "schema": {}}}},
+        {"generationConfig": {"responseJsonSchema": {"type": "OBJECT"}}},
+    ],
+)
+def test_a_side_call_with_a_schema_and_no_tools_gets_no_new_block(
+    request_fields: dict[str, Any],
+) -> None:
+    """Gemini CLI's routing classifier (no tools, a JSON schema for its score) got the working
+    set and the reference's pointer: tokens on a call the agent does not act on."""
+    msgs = [user("make it"), assistant("done"), user("删除刚创建的文件夹")]
+    data = {"entities": [FOLDER, FILE]}
+
+    def placed(fields: dict[str, Any], tools: list[Any] | None) -> Any:
+        context = ctx(msgs, now=1010.0, session_id="me", state=SessionState(data),
+                      report={"references": [REF], "warnings": []}, cache=COLD,
+                      request=fields, tools=tools)  # fmt: skip
+        return inject.apply(context, CFG)
+
+    assert placed(request_fields, None).messages is msgs
+    # with tools it is the agent's own loop; without a schema a JSON-mode loop may act on it
+    tool = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
+    assert placed(request_fields, tool).messages is not msgs
+    assert placed({"response_format": {"type": "json_object"}}, None).messages is not msgs
