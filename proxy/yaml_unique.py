@@ -4,7 +4,6 @@ safe_load keeps the last one, so a second ``upstreams:`` appended to a config re
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import yaml
@@ -29,15 +28,14 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-class _Named(io.StringIO):
-    """Text under a name: a syntax error's mark names it (a ``str`` is ``<unicode string>``)."""
-
-    def __init__(self, text: str, name: str) -> None:
-        super().__init__(text)
-        self.name = name
-
-
 def load_unique(text: str, name: str | None = None) -> Any:
-    """``text`` as YAML (``name``: the file it came from, as its errors say); raises
-    ``DuplicateKey`` (a ``yaml.YAMLError``) for a key given twice."""
-    return yaml.load(_Named(text, name) if name else text, Loader=_UniqueKeyLoader)
+    """``text`` as YAML (``name``: the file it came from, as its errors say, with the line and
+    its caret as for any text); raises ``DuplicateKey`` (a ``yaml.YAMLError``) for a key given
+    twice."""
+    loader = _UniqueKeyLoader(text)
+    if name:
+        loader.name = name  # read by each mark as it is made (a str's is "<unicode string>")
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

@@ -112,9 +112,9 @@ _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 # The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
 # part of an identifier: the identifier's other words are still judged after them.
-# A bare ``PWD``'s value that is a folder or code reading one (``PWD=/home/me``, ``~/src``,
-# ``C:\\x``, ``$HOME``, ``pwd = os.getcwd()``, `` `pwd` ``)
-_A_FOLDER = re.compile(r"[/~.$%`]|[A-Za-z]:(?:[\\/]|\Z)|[\w.]{1,64}\(")
+# What stands before a bare ``pwd`` that names a password: a connection string's or a query's
+# pairs (``;Pwd=…``, ``?user=bob&pwd=…``); anywhere else PWD is the shell's folder
+_PAIR_SEPARATORS = (";", "&", "?")
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
 
 
@@ -129,7 +129,7 @@ def _is_basic_credentials(value: str) -> bool:
 
 def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     """After the trigger word ``text[start:end]``: (start, end) of the secret value that follows it
-    (an empty span: a value read and kept) and where the scan goes on, or None."""
+    and where the scan goes on, or None."""
     word = text[start:end].lower()
     if word == "authorization":
         m = _AUTH_VALUE.match(text, end)
@@ -165,9 +165,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     needed = min_chars(name)
     if needed is None and name.lower() == "key" and spaced_key(text, start):
         needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
-    folder = name.lower() == "pwd"  # a bare PWD is mostly the shell's folder: a path is kept
-    if needed is None and folder:
-        needed = 1  # ODBC's ``;Pwd=secret``, a config's ``pwd=secret``
+    if needed is None and name.lower() == "pwd" and text[start - 1 : start] in _PAIR_SEPARATORS:
+        needed = 1  # ODBC's ``;Pwd=secret``, a query's ``&pwd=…`` (a bare PWD is a folder)
     if needed is None:
         return None
     if opens_element(text, start, end):
@@ -196,8 +195,6 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
         if not value.startswith(REDACTED) and len(value) >= needed:
-            if folder and _A_FOLDER.match(value):  # kept, and read past: not judged again
-                return m.start(group), m.start(group), m.end()
             return m.start(group), m.end(group), m.end()
     return None
 
@@ -268,8 +265,7 @@ def _redact_after_triggers(text: str) -> str:
             continue  # inside a value already redacted, or a name already judged whole
         found = _value_span(text, start, end)
         if found is not None:
-            if found[0] < found[1]:  # (an empty span: a value kept)
-                spans.append(found[:2])
+            spans.append(found[:2])
             pos = found[2]
         elif text[start:end].lower() not in _OWN_WORDS:
             pos = name_end(text, end)  # the identifier's other trigger words: judged with it

@@ -82,16 +82,15 @@ def _next_sequence(before: bytes) -> int:
 
 
 def reshaped_as_openai(status: int, body: bytes) -> bytes:
-    """An error body in another shape (a gateway's HTML page, plain text, FastAPI's ``detail``)
-    in OpenAI's; one with an ``error`` object is kept."""
+    """An error body that is not JSON (a gateway's HTML page, plain text) in OpenAI's shape, its
+    text inside; JSON goes as it came, whatever its shape (a provider's own, Gemini's list, a
+    server's top-level ``code``, which the overflow rescue reads)."""
     try:
-        value = orjson.loads(body)
+        orjson.loads(body)
     except orjson.JSONDecodeError:
         message = _text_of(status, body, "an OpenAI-compatible server's usually ends in /v1")
         return orjson.dumps({"error": _openai_error(status, message)})
-    if isinstance(value, dict) and isinstance(value.get("error"), dict):
-        return body
-    return orjson.dumps({"error": _openai_error(status, _message_of(value))})
+    return body
 
 
 def _openai_error(status: int, message: str) -> dict[str, Any]:

@@ -63,15 +63,23 @@ def may_name_audio(raw: bytes | None) -> bool:
 def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """(param, id) of each stored item a Responses ``body`` names: an ``item_reference``, a
     ``reasoning`` item with an id and no ``encrypted_content`` (an id that is not a string is
-    the provider's to refuse)."""
+    the provider's to refuse). With ``store: false`` no answer's items were kept, the client's
+    own included, so a reasoning item counts only when its id is all it holds: one carrying its
+    text (a vLLM server's, in ``content``) is the client's own."""
+    stored = body.get("store") is not False
     for i, item in _items(body.get("input")):
         kind = item.get("type")
         if not isinstance(item.get("id"), str):
             continue
-        if kind == "item_reference" or (
-            kind == "reasoning" and not item.get("encrypted_content")
-        ):
+        if kind == "item_reference" or (kind == "reasoning" and _looked_up(item, stored)):
             yield f"input[{i}].id", item["id"]
+
+
+def _looked_up(item: dict[str, Any], stored: bool) -> bool:
+    """Whether the provider reads a reasoning item from its store by its id."""
+    if item.get("encrypted_content"):
+        return False
+    return stored or not (item.get("content") or item.get("summary"))
 
 
 def named_audio(body: dict[str, Any]) -> Iterator[tuple[str, str]]:

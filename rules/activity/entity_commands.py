@@ -169,9 +169,10 @@ def script_statements(pack: EntityPack, text: str) -> list[Statement]:
     return [(k, a, i) for k, a, i, _ in _statements(pack, text) if k != "row"]
 
 
-# An SQL comment ("-- create role later"): two dashes and a blank, opening a line, a quoted
-# statement or following a blank or `;` (an option, `--file`, has no blank after its dashes)
-_SQL_COMMENT = re.compile(r"""(?:(?<=[\s;"'])|^)--[ \t][^\n]*+""", re.MULTILINE)
+# An SQL comment ("-- create role later"): two dashes and a blank opening a line, a quoted
+# statement or what follows a `;` (not a shell's `--` ending a command's options, after a blank:
+# `git checkout -- schema.sql && psql -c "CREATE TABLE …"`; an option, `--file`, has no blank)
+_SQL_COMMENT = re.compile(r"""(?:^|(?<=[;"']))[ \t]*+--[ \t][^\n]*+""", re.MULTILINE)
 
 
 def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mapping[str, str]]]:

@@ -98,6 +98,7 @@ def test_a_yaml_error_names_the_file_and_line(tmp_path: Path) -> None:
         load_settings(path)
     said = str(info.value)
     assert "<unicode string>" not in said and f'in "{path}", line' in said
+    assert "^" in said  # the line's excerpt and its caret, as for any text
 
 
 @pytest.mark.parametrize(

@@ -409,7 +409,8 @@ def test_a_docker_configs_auth_field_is_redacted_only_as_credentials() -> None:
 @pytest.mark.parametrize(
     ("text", "kept"),
     [
-        ("pwd=Hunter2x host=db", "pwd=[REDACTED] host=db"),  # a config's, lower case
+        ("https://db.example/q?user=bob&pwd=Hunter2x", "&pwd=[REDACTED]"),  # a query's
+        ("Server=db;Uid=sa;Pwd=$uperS3cret!;Database=x", ";Pwd=[REDACTED];"),  # any first char
         ("DB_PWD=hunter2x", "DB_PWD=[REDACTED]"),
         ("SMTP_PWD: 's3cr3t!'", "SMTP_PWD: '[REDACTED]'"),
         ('{"dbPwd": "abc123"}', '{"dbPwd": "[REDACTED]"}'),
@@ -438,6 +439,10 @@ def test_pwd_names_escaped_urls_and_escaped_keys(text: str, kept: str) -> None:
         'here=`pwd`; pwd=`pwd`',
         "cwd=$PWD",
         "the pwd command prints the folder",
+        'pwd = os.environ["PWD"]',
+        "const pwd = process.env.PWD;",
+        "pwd: string",
+        "PWD=src",
         '"a\\u002db\\u002dc": "plain text\\u0021"',  # escapes that hide no key
     ],
 )

@@ -508,3 +508,25 @@ async def test_the_other_ways_to_name_a_file_an_item_or_an_audio_answer(
         r = await client.post("/v1/messages", json=nested, headers=BOB)
         assert_refused(r, "error", "File 'file_alice_png' not found")
         assert len(edge.seen) == 5
+
+
+async def test_with_store_false_a_reasoning_item_carrying_its_text_is_the_clients_own(
+    tmp_path: Path, edge
+) -> None:
+    """A Responses server that is not OpenAI's (vLLM) answers reasoning as text, with no
+    ``encrypted_content``; with ``store: false`` no item id is kept, the client's own included,
+    so its reasoning passed back was refused as another's. One holding nothing but its id is
+    still a lookup."""
+    edge.reply = Reply.json(response_object(id="resp_v"))
+    own = {"type": "reasoning", "id": "rs_vllm_1", "summary": [],
+           "content": [{"type": "reasoning_text", "text": "think"}]}  # fmt: skip
+    bare = {"type": "reasoning", "id": "rs_alice_9", "summary": []}
+    ask = {"role": "user", "content": "go on"}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        body = {"model": "gpt-5", "store": False, "input": [own, ask]}
+        r = await client.post("/v1/responses", json=body, headers=BOB)
+        assert r.status_code == 200, r.text
+        body = {"model": "gpt-5", "store": False, "input": [bare, ask]}
+        r = await client.post("/v1/responses", json=body, headers=BOB)
+        assert_refused(r, "input[0].id", "Item with id 'rs_alice_9' not found")
+        assert len(edge.seen) == 1

@@ -76,12 +76,21 @@ async def test_an_apis_own_404_is_relayed_as_it_came(tmp_path: Path, edge: EdgeU
 async def test_a_gateways_error_page_is_said_in_openais_shape(
     tmp_path: Path, edge: EdgeUpstream
 ) -> None:
-    """An nginx 502 page or FastAPI's ``{"detail": …}`` in front of an OpenAI-compatible server:
-    the OpenAI SDK reads ``error.message``, which was missing."""
-    for answer, said in ((b"<html>Bad Gateway</html>", "<html>Bad Gateway</html>"),
-                         (b'{"detail": "Not authenticated"}', "Not authenticated")):  # fmt: skip
-        edge.reply = Reply(502 if answer.startswith(b"<") else 401, [], answer)
+    """An nginx 502 page in front of an OpenAI-compatible server: the OpenAI SDK reads
+    ``error.message``, which was missing. JSON in any other shape goes as it came (Gemini's
+    list, a server's top-level ``code`` the overflow rescue reads, FastAPI's ``detail``)."""
+    answers = [
+        (502, b"<html>Bad Gateway</html>"),
+        (400, b'[{"error": {"code": 400, "message": "Invalid JSON"}}]'),
+        (400, b'{"code": "context_length_exceeded", "message": "too long"}'),
+        (422, b'{"detail": [{"loc": ["body"], "msg": "field required"}]}'),
+    ]
+    for status, answer in answers:
+        edge.reply = Reply(status, [], answer)
         async with in_process(proxy_settings(edge.base_url), str(tmp_path / "db")) as c:
             r = await c.post("/v1/chat/completions", json={"model": "x", "messages": ASK},
                              headers={"authorization": f"Bearer {KEY}"})  # fmt: skip
-        assert r.json()["error"]["message"] == said, r.text
+        if answer.startswith(b"<"):
+            assert r.json()["error"]["message"] == answer.decode(), r.text
+        else:
+            assert r.content == answer, r.text

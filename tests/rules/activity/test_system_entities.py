@@ -179,6 +179,12 @@ def test_option_values_and_simulations_name_nothing(
     [
         ('psql -c "CREATE USER MAPPING FOR app SERVER films"', "CREATE USER MAPPING", set()),
         ('psql -c "-- create role later\nSELECT 1"', "", set()),
+        # a shell's `--` ends options: what follows it is no comment
+        (
+            'git checkout -- db/schema.sql && psql -c "CREATE ROLE audit LOGIN"',
+            "CREATE ROLE",
+            {("user", "audit", "create")},
+        ),
         (
             'psql --dbname app -c "CREATE ROLE reporter LOGIN; -- then grant\nGRANT x TO y"',
             "CREATE ROLE",
