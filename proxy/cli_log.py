@@ -27,20 +27,38 @@ def _open_log(args: argparse.Namespace) -> Store:
     return create_store(settings, db=url)
 
 
-def _log_filters(args: argparse.Namespace) -> dict[str, Any]:
-    """``logs``' filters: ``--session`` as logs prints it (``principal/name``), or the client's
-    own name with ``--principal``."""
+# The latest requests whose sessions a bare ``--session NAME`` is looked for among
+NAME_SCAN = 20_000
+
+
+async def _log_filters(store: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``logs``' filters: ``--session`` as logs prints it (``principal/name``), the client's own
+    name with ``--principal``, or the client's own name alone: the one principal's session of
+    that name among the latest requests (two principals' sessions of that name: an error
+    naming both)."""
     from proxy.inspect.tenancy import session_filter
+    from proxy.principals import split_scoped
 
     principal = args.principal or None
-    return {"session": session_filter(args.session, principal), "principal": principal}
+    session = session_filter(args.session, principal)
+    if session is not None and principal is None:
+        seen = {s["session_id"] for s in await store.recent_sessions(NAME_SCAN, NAME_SCAN)}
+        if session not in seen:
+            named = sorted(sid for sid in seen if split_scoped(sid)[1] == session)
+            if len(named) > 1:
+                raise CliError(
+                    f"--session {session}: {len(named)} principals have a session of that name "
+                    f"({', '.join(named)}): give the whole id, or --principal"
+                )
+            session = named[0] if named else session
+    return {"session": session, "principal": principal}
 
 
 async def _logs(args: argparse.Namespace) -> list[dict[str, Any]]:
     store = _open_log(args)
     await store.open()
     try:
-        return await store.list_requests(**_log_filters(args), limit=args.limit)
+        return await store.list_requests(**await _log_filters(store, args), limit=args.limit)
     finally:
         await store.close()
 
@@ -73,7 +91,7 @@ async def _follow(args: argparse.Namespace) -> int:
         return await follow(
             store,
             console,
-            **_log_filters(args),
+            **await _log_filters(store, args),
             interval=args.interval,
             since=since,
             wide=args.wide,
@@ -88,7 +106,7 @@ async def _costs(args: argparse.Namespace) -> list[str]:
     store = _open_log(args)
     await store.open()
     try:
-        found = await session_costs(store, **_log_filters(args), limit=args.limit)
+        found = await session_costs(store, **await _log_filters(store, args), limit=args.limit)
     finally:
         await store.close()
     if args.json:  # one JSON object a session, as ``logs --json`` writes one a request

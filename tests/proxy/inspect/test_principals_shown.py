@@ -143,8 +143,28 @@ async def test_logs_principal_filters_to_one(tmp_path: Path, settings, capsys) -
     assert sorted(r["id"] for r in json_rows(out)) == sorted(logged.ids[KEY_B])
     code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", NAME, "--principal", a)
     assert sorted(r["id"] for r in json_rows(out)) == sorted(logged.ids[KEY_A])
+    # the client's own name alone: two principals' sessions of that name are an error naming
+    # both (it named none, and a user saw "nothing logged" for the session they just ran)
     code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", NAME)
-    assert code == 0 and out == ""  # an unscoped name alone names no session
+    assert code != 0 and out == ""
+
+
+async def test_logs_session_by_the_clients_own_name(
+    tmp_path: Path, settings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "log.db")
+    async with in_process(settings, db) as client:
+        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
+                              headers={"authorization": f"Bearer {KEY_A}",
+                                       "x-session-id": "only-mine"})  # fmt: skip
+        assert r.status_code == 200
+    code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", "only-mine")
+    assert code == 0
+    (row,) = json_rows(out)
+    assert row["id"] == r.headers["x-ctxproxy-request-id"]
+    assert row["session_id"].endswith("/only-mine")
+    code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", "nobody")
+    assert code == 0 and out == ""
 
 
 async def test_logs_follow_filters_by_principal(tmp_path: Path, settings) -> None:
