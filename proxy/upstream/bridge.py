@@ -52,9 +52,10 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.bridge_events import failed_event
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
-from proxy.upstream.litellm_errors import failure, provider_headers, short_message
+from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
@@ -151,7 +152,7 @@ async def bridged_messages(
                 **kwargs,
             )
             if stream:  # its first read may be the call: a failure there has its status
-                said = partial(_failed_event, target)
+                said = partial(failed_event, target)
                 result = await opened(result, target, _message_start, said)
     except ProxyError:
         raise
@@ -168,32 +169,6 @@ def _message_start(event: Any) -> bool:
     if isinstance(event, bytes):
         return event.startswith((b"event: message_start", b'data: {"type":"message_start"'))
     return isinstance(event, dict) and event.get("type") == "message_start"
-
-
-# the status of each of Anthropic's error types (``api_error``: the provider's, not ours)
-_ERROR_STATUS = {
-    "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
-    "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
-    "api_error": 502, "overloaded_error": 529,
-}  # fmt: skip
-
-
-def _failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
-    """The failure of the call an ``error`` event litellm's Messages adapter wrote for it
-    stands for (it catches the call's exception), with the status of its type."""
-    if not isinstance(event, bytes) or not event.startswith(b"event: error"):
-        return None
-    _, _, data = event.partition(b"data:")
-    try:
-        error = orjson.loads(data).get("error") or {}
-    except (orjson.JSONDecodeError, AttributeError):
-        error = {}
-    kind = error.get("type") if isinstance(error, dict) else None
-    kind = kind if isinstance(kind, str) and kind in _ERROR_STATUS else "api_error"
-    message = error.get("message") if isinstance(error, dict) else None
-    text = short_message(message, upstream) if isinstance(message, str) else ""
-    said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
-    return UpstreamFailed(said, status=_ERROR_STATUS[kind], code=kind)
 
 
 def _stored_history(data: dict[str, Any]) -> tuple[str, str] | None:

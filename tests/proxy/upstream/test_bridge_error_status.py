@@ -57,3 +57,25 @@ async def test_an_unreadable_answer_is_a_502(
         r = await c.post(path, json=body, headers=headers)
     assert r.status_code == 502, r.text
     assert "could not be read" in r.text
+
+
+@pytest.mark.parametrize(("status", "kind"), [(400, "invalid_request_error"),
+                                              (401, "authentication_error"),
+                                              (404, "not_found_error"),
+                                              (503, "api_error")])  # fmt: skip
+async def test_a_streamed_messages_call_to_gemini_keeps_the_providers_status(
+    tmp_path: Path, edge: EdgeUpstream, fresh_clients: None, status: int, kind: str  # noqa: F811
+) -> None:
+    """Claude Code (which always streams) on a gemini-* model: litellm's Messages adapter wrote
+    every Gemini failure as an ``api_error`` event, which came out as a 502 Claude Code retried
+    for three minutes; a 400's message then read as a server-side fault."""
+    error = {"error": {"code": status, "message": "Request contains an invalid argument.",
+                       "status": "INVALID_ARGUMENT"}}  # fmt: skip
+    edge.reply = Reply.json(error, status)
+    upstream = {"name": "gem", "kind": "gemini", "match": ["gemini-*"], "base_url": edge.url}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    body = {"model": "gemini-2.5-flash", "messages": ASK, "max_tokens": 64, "stream": True}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": KEY})
+    assert r.status_code == (502 if status == 503 else status), r.text
+    assert r.json()["error"]["type"] == kind

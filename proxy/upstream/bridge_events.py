@@ -1,0 +1,62 @@
+"""What an ``error`` event litellm's Messages adapter wrote for a call stands for: the call's
+failure, with its status (``proxy.upstream.bridge``'s streams)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from proxy.errors import ProxyError, UpstreamFailed
+from proxy.protocols.errors import anthropic_type
+from proxy.settings import UpstreamSettings
+from proxy.upstream.litellm_errors import short_message
+
+# the status of each of Anthropic's error types (``api_error``: the provider's, not ours)
+_ERROR_STATUS = {
+    "invalid_request_error": 400, "authentication_error": 401, "permission_error": 403,
+    "not_found_error": 404, "request_too_large": 413, "rate_limit_error": 429,
+    "api_error": 502, "overloaded_error": 529,
+}  # fmt: skip
+
+
+# litellm's exceptions by name, as its Messages adapter writes them into an ``api_error``
+# event: it reads a status only from its own provider exceptions, so a Gemini 400 or 503 (an
+# ``openai``-style exception there) came out as 500, and reached Claude Code as a 502 it retried
+_EXCEPTION_STATUS = {
+    "BadRequestError": 400, "ContextWindowExceededError": 400,
+    "ContentPolicyViolationError": 400, "AuthenticationError": 401,
+    "PermissionDeniedError": 403, "NotFoundError": 404, "UnprocessableEntityError": 422,
+    "RateLimitError": 429, "ServiceUnavailableError": 503, "InternalServerError": 500,
+}  # fmt: skip
+_EXCEPTION_NAME = re.compile(r"litellm\.(\w{1,40})(?::|\b)")
+
+
+def _exception_status(message: str) -> int | None:
+    """The status of the litellm exception an error event's message names first, if known."""
+    m = _EXCEPTION_NAME.match(message.lstrip())
+    return _EXCEPTION_STATUS.get(m[1]) if m else None
+
+
+def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
+    """The failure of the call an ``error`` event litellm's Messages adapter wrote for it
+    stands for (it catches the call's exception), with the status of its type, or, for its
+    catch-all ``api_error``, of the exception it names."""
+    if not isinstance(event, bytes) or not event.startswith(b"event: error"):
+        return None
+    _, _, data = event.partition(b"data:")
+    try:
+        error = orjson.loads(data).get("error") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        error = {}
+    kind = error.get("type") if isinstance(error, dict) else None
+    kind = kind if isinstance(kind, str) and kind in _ERROR_STATUS else "api_error"
+    message = error.get("message") if isinstance(error, dict) else None
+    text = short_message(message, upstream) if isinstance(message, str) else ""
+    said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
+    status = _ERROR_STATUS[kind]
+    named = _exception_status(message) if kind == "api_error" and isinstance(message, str) else None
+    if named is not None:
+        return UpstreamFailed(said, status=named, code=anthropic_type(named))
+    return UpstreamFailed(said, status=status, code=kind)
