@@ -97,7 +97,7 @@ def scan_prepared(
 ) -> list[Mention]:
     """``scan`` of a prepared text: several scans of one text share its preparation."""
     text, original = prep.text, prep.original
-    taken = bytearray(prep.claimed)
+    taken: bytearray | None = None  # the not_refs' claims, read at the first match
     gated = len(text) >= PREFILTER_MIN_CHARS
     found: list[Mention] = []
     for lex in prep.lexicons:
@@ -109,6 +109,8 @@ def scan_prepared(
             hits = matches(p, text) if gate is None else matches_at(p, text, prep.starts(gate))
             for m in hits:
                 start, end = m.span()
+                if taken is None:
+                    taken = bytearray(prep.claimed())
                 if start == end or taken.find(1, start, end) >= 0:
                     continue
                 mention = _mention(lex, p, kinds, m, original, text, rank)

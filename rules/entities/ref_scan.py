@@ -135,20 +135,28 @@ def narrowed(lex: Lexicon, p: Pattern, verbs: frozenset[str]) -> Pattern | None:
 @dataclass(frozen=True)
 class Prepared:
     """A text as every scan of it starts: without injected blocks (``original``), folded, the
-    lexicons whose script it holds, and the characters the ``not_refs`` spans claim."""
+    lexicons whose script it holds, and (``claimed``) the characters the ``not_refs`` spans
+    claim, read at the first match a scan makes: most texts hold none, and then no ``not_refs``
+    pattern runs on them."""
 
     original: str
     text: str
     lexicons: tuple[Lexicon, ...]
-    claimed: bytes
     # where each gate (``Pattern.gate``) matches in ``text``: found at the first scan needing it
     gated: dict[re.Pattern[str], list[int]] = field(default_factory=dict, compare=False)
+    _claimed: list[bytes] = field(default_factory=list, compare=False)
 
     def starts(self, gate: re.Pattern[str]) -> list[int]:
         found = self.gated.get(gate)
         if found is None:
             found = self.gated[gate] = starts(gate, self.text)
         return found
+
+    def claimed(self) -> bytes:
+        """A byte a character: 1 where a ``not_refs`` span (or a quoted span) holds it."""
+        if not self._claimed:
+            self._claimed.append(_claimed(self.text, self.lexicons))
+        return self._claimed[0]
 
 
 def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) -> Prepared:
@@ -161,6 +169,10 @@ def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) ->
         if x.lang in languages
         and (not x.script or ((x.script_in_ascii or not ascii_only) and x.script.search(folded)))
     )
+    return Prepared(original, folded, read)
+
+
+def _claimed(folded: str, read: Sequence[Lexicon]) -> bytes:
     # Characters already claimed: testing a span against a list of every earlier one was
     # quadratic in the mentions (``it it it …``); a mask costs the span's length.
     taken = bytearray(len(folded))
@@ -172,7 +184,7 @@ def prepare(text: str, lexicons: Sequence[Lexicon], languages: Sequence[str]) ->
                 taken[m.start() : m.end()] = b"\x01" * (m.end() - m.start())
     for start, end in quoted_spans(folded):  # a pasted log, a quote: not the user's request
         taken[start:end] = b"\x01" * (end - start)
-    return Prepared(original, folded, read, bytes(taken))
+    return bytes(taken)
 
 
 # (lexicon, kinds, min_base, select) -> the patterns a scan runs; lexicons and kinds are loaded
