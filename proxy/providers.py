@@ -29,6 +29,10 @@ def load_litellm() -> Any:
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
+    # a client's cache_control marks are no Gemini context-cache objects: litellm made each
+    # marked prefix one (a paid object, stored an hour), called the cache API before every
+    # request, and failed the request where Google refused one; Gemini caches prefixes itself
+    litellm.disable_anthropic_gemini_context_caching_transform = True
     return litellm
 
 

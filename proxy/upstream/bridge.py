@@ -15,8 +15,8 @@ answer back):
   ``thinking`` and ``output_config`` (effort → ``reasoning_effort``, format → response_format).
   Lost: ``thinking``/``redacted_thinking`` blocks and their ``signature`` (another provider
   cannot verify them; the model does not see its earlier reasoning), ``cache_control`` (OpenAI
-  caches prefixes by itself; to Gemini the marks are left out, which litellm would make paid
-  context-cache objects of), ``metadata`` (``user_id`` included: litellm reads routing from
+  caches prefixes by itself; nor does Gemini get context-cache objects made of them:
+  ``proxy.providers.load_litellm``), ``metadata`` (``user_id`` included: litellm reads routing from
   it), ``context_management`` (litellm would run its own compaction, calling a model),
   ``mcp_servers``, ``container``, ``service_tier``, every ``anthropic-beta`` feature and every
   client header (litellm sends its own; config ``headers`` are added). With ``thinking`` of type
@@ -54,7 +54,6 @@ from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge_events import failed_event
-from proxy.upstream.cache_marks import creates_paid_caches, without_cache_marks
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_errors import failure, provider_headers
@@ -133,10 +132,7 @@ async def bridged_messages(
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
     )
-    messages = data.get("messages")
-    if creates_paid_caches(provider, model):  # no context-cache objects made of the marks
-        kwargs = without_cache_marks(kwargs)
-        messages = without_cache_marks(messages)
+
     if target.headers:
         kwargs["extra_headers"] = dict(target.headers)
     # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server
@@ -146,7 +142,7 @@ async def bridged_messages(
         with watch:
             result = await call(
                 model=model,
-                messages=messages,
+                messages=data.get("messages"),
                 stream=stream,
                 api_key=key,
                 api_base=base,

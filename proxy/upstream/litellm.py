@@ -38,7 +38,6 @@ from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
-from proxy.upstream.cache_marks import creates_paid_caches, without_cache_marks
 from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
@@ -194,9 +193,6 @@ async def litellm_chat(
     upstream: UpstreamSettings, body: dict[str, Any], key: str | None
 ) -> UpstreamResponse:
     provider = _checked(upstream, body["model"], key)
-    if creates_paid_caches(provider, body["model"]):  # no context-cache objects of the marks
-        body = {k: without_cache_marks(v) if k in ("messages", "tools") else v
-                for k, v in body.items()}  # fmt: skip
     body, breakpoints = with_breakpoints(upstream, provider, body)
     response = await _completion(upstream, provider, body, key)
     if breakpoints is not None:  # for the log row (``extra`` is read by the caller)

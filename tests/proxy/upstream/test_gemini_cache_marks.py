@@ -1,7 +1,7 @@
 """A client's ``cache_control`` marks on a request bridged to Gemini: litellm made each marked
 prefix a paid context-cache object (``POST /cachedContents``, stored an hour), called the cache
-API before every request, and failed the request when Google refused the cache. The marks are
-left out there; Gemini caches prefixes by itself."""
+API before every request, and failed the request when Google refused the cache. No bridge makes
+one (``proxy.providers.load_litellm``); Gemini caches prefixes by itself."""
 
 from __future__ import annotations
 
@@ -39,6 +39,11 @@ ANSWER = {
                        "cache_control": MARK}],
             "messages": [{"role": "user", "content": [
                 {"type": "text", "text": "hi", "cache_control": MARK}]}]}),
+        ("/v1/responses", {
+            "model": "gemini-2.5-flash",
+            "input": [{"role": "system", "content": [
+                {"type": "input_text", "text": LONG, "cache_control": MARK}]},
+                {"role": "user", "content": "hi"}]}),
         ("/v1/chat/completions", {
             "model": "gemini-2.5-flash",
             "messages": [{"role": "system", "content": [
