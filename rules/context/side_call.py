@@ -24,9 +24,9 @@ def structured_side_call(ctx: Context) -> bool:
     """Whether the request is a side call: no tools, and a schema for its answer in its
     protocol's field (chat's ``response_format``, Responses' ``text.format``, Messages'
     ``output_format`` or ``output_config.format``, Gemini's ``generationConfig``)."""
-    if ctx.tools:
-        return False
     body = ctx.request
+    if ctx.tools or body.get("tools"):  # (hosted ones too: web_search, googleSearch)
+        return False
     if _schema_format(body.get("response_format")):
         return True
     text, config = body.get("text"), body.get("output_config")

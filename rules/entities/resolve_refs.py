@@ -45,6 +45,7 @@ from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
+from rules.entities.ruled_out import ruled_out
 from rules.entities.track_entities import META as TRACK_META
 from rules.memo_scope import memo_scope
 from rules.messages import (
@@ -376,6 +377,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         asked_at if seen_before else None, later,
     )  # fmt: skip
     refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed) for m in mentions]
+    refs = [ruled_out(ref, text) for ref in refs]  # "…, not beta": beta is not meant
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]

@@ -335,3 +335,6 @@ def test_a_side_call_with_a_schema_and_no_tools_gets_no_new_block(
     tool = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
     assert placed(request_fields, tool).messages is not msgs
     assert placed({"response_format": {"type": "json_object"}}, None).messages is not msgs
+    # an agent whose only tools are hosted ones (web search) is still an agent
+    hosted = {**request_fields, "tools": [{"type": "web_search"}]}
+    assert placed(hosted, None).messages is not msgs

@@ -1,0 +1,45 @@
+"""A resolution the user's own words rule out: "delete the folder you created, not beta" read
+the newest folder, beta, as meant. The entity's name said after a negation ("not beta", "no
+beta", "nicht beta", "pas beta", "не beta", "不是beta", "betaじゃなくて", "beta 말고") turns the
+resolution into an abstention (``ruled_out``), its entity a candidate. Linear: each pattern is one
+name, escaped, between fixed words."""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+
+from rules.report import Reference
+
+_NEGATION = r"(?:not|no|nicht|kein\w{0,3}|pas|não|nao|не|ни)"
+_ARTICLE = r"(?:(?:the|la|le|el|los|las|die|der|das|den|o|a|os|as|l')\s*)?"
+
+
+@functools.lru_cache(maxsize=1024)
+def _negated(name: str) -> re.Pattern[str]:
+    n = re.escape(name)
+    return re.compile(
+        rf"(?<![\w-]){_NEGATION}\s+{_ARTICLE}{n}(?![\w-])"
+        rf"|不是\s*{n}(?![\w-])|(?<![\w-]){n}\s*(?:じゃなく|ではなく|でなく|말고|가\s*아니라|이\s*아니라)"
+    )
+
+
+def ruled_out(ref: Reference, text: str) -> Reference:
+    """``ref`` as an abstention when ``text`` negates its entity's name (or id), else itself."""
+    entity = ref.get("entity")
+    if not entity:
+        return ref
+    low = text.lower()
+    path = str(entity.get("path") or "")
+    names = {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
+    for name in names:
+        name = name.strip().lower()
+        if 2 <= len(name) <= 200 and name in low and _negated(name).search(low):
+            dropped = ("pointer", "call_id", "age_s", "resolved_by")
+            out: Reference = {k: v for k, v in ref.items() if k not in dropped}  # type: ignore[assignment]
+            out["entity"] = None
+            out["abstained"] = "ruled_out"
+            out["candidates"] = [path] if path else []
+            return out
+    return ref
