@@ -170,21 +170,9 @@ async def require_own(
     if may_name_files(raw):
         await _require_own_files(ids, principal, protocol, body)
     if items and protocol == "responses" and may_name_items(raw):
-        for param, iid in named_items(body):
-            if ids is None or not await ids.known(principal, ITEM + iid):
-                raise BadRequest(
-                    f"Item with id '{echo_id(iid)}' not found for this client.",
-                    param=param,
-                    code="item_not_found",
-                )
+        await _require_known(ids, principal, named_items(body), ITEM, "Item with id", "item")
     if protocol == "chat" and may_name_audio(raw):
-        for param, aid in named_audio(body):
-            if ids is None or not await ids.known(principal, AUDIO + aid):
-                raise BadRequest(
-                    f"Audio '{echo_id(aid)}' not found for this client.",
-                    param=param,
-                    code="audio_not_found",
-                )
+        await _require_known(ids, principal, named_audio(body), AUDIO, "Audio", "audio")
     if protocol == "gemini" and (
         body.get("cachedContent") is not None or body.get("cached_content") is not None
     ):
@@ -205,6 +193,25 @@ async def require_own(
                 f"{name} cannot be used through this proxy: the upstream is called with the "
                 f"server's key, and {what} is made by a call the proxy does not relay.",
                 param=name,
+            )
+
+
+async def _require_known(
+    ids: ResponseIds | None,
+    principal: str,
+    named: Iterable[tuple[str, str]],
+    kind: str,
+    said: str,
+    code: str,
+) -> None:
+    """The protocol's 400 (``{code}_not_found``) for the first id of ``named`` not relayed to
+    ``principal`` (kept under ``kind``)."""
+    for param, ident in named:
+        if ids is None or not await ids.known(principal, kind + ident):
+            raise BadRequest(
+                f"{said} '{echo_id(ident)}' not found for this client.",
+                param=param,
+                code=f"{code}_not_found",
             )
 
 
