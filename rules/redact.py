@@ -110,11 +110,11 @@ _AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2}
 # A .netrc's ``machine HOST login USER password SECRET``: the password's word, after a login's
 _NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
 _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
-# The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
-# part of an identifier: the identifier's other words are still judged after them.
 # What stands before a bare ``pwd`` that names a password: a connection string's or a query's
 # pairs (``;Pwd=…``, ``?user=bob&pwd=…``); anywhere else PWD is the shell's folder
 _PAIR_SEPARATORS = (";", "&", "?")
+# The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
+# part of an identifier: the identifier's other words are still judged after them.
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
 
 

@@ -132,7 +132,6 @@ async def bridged_messages(
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
     )
-
     if target.headers:
         kwargs["extra_headers"] = dict(target.headers)
     # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server

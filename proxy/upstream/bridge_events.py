@@ -55,8 +55,7 @@ def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
     message = error.get("message") if isinstance(error, dict) else None
     text = short_message(message, upstream) if isinstance(message, str) else ""
     said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
-    status = _ERROR_STATUS[kind]
     named = _exception_status(message) if kind == "api_error" and isinstance(message, str) else None
     if named is not None:
         return UpstreamFailed(said, status=named, code=anthropic_type(named))
-    return UpstreamFailed(said, status=status, code=kind)
+    return UpstreamFailed(said, status=_ERROR_STATUS[kind], code=kind)

@@ -1,8 +1,8 @@
 """One request's pruning machinery for ``prune``: the overlay being built, per-message sizes,
-the first-seen cap of large results, the plan of every step a compaction could take (in stage
-order: supersede, shrink, mask, drop; each with its estimated gain and the probability that what
-it removes is needed again, for ``schedule``), and the compaction itself down to a target with the
-stages ``schedule`` chose.
+the first-seen cap of large results (``prune_caps``), the plan of every step a compaction could
+take (in stage order: supersede, shrink, mask, drop; each with its estimated gain and the
+probability that what it removes is needed again, for ``schedule``), and the compaction itself
+down to a target with the stages ``schedule`` chose.
 
 The agent's own old turns shrink before any tool result is masked; results are masked by need
 (``need``), not by age alone: those the task may still need are left out of a compaction the
@@ -12,27 +12,31 @@ names it showed (``digest``)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from typing import Any, Protocol
 
 from rules.activity.observations import Observation, of_context
-from rules.base import Context, Message, frozen
-from rules.context import drop_names, evidence, forced, need, overlay, prune_stages, replay, shrink
+from rules.base import Context, Message
+from rules.context import (
+    drop_names,
+    evidence,
+    forced,
+    need,
+    overlay,
+    prune_caps,
+    prune_stages,
+    replay,
+    shrink,
+)
 from rules.context.overlay_away import AWAY, load_split
 from rules.context.schedule import Step
-from rules.messages import shared_prefix
 from rules.report import Pruning
 from rules.workspace import render as workspace_render
 from rules.workspace import workspace_map
 
-VERBATIM = ("latest failing test output", "latest build error", "latest error")
 STAGES = ("supersede", "shrink", "mask", "drop")
 PLACEHOLDER_TOKENS = 30  # an elided result's line, about
 _DIGEST_TOKENS = forced.DIGEST_TOKENS  # a masked result's line with its digest, about
 SHRINK_REUSE = 0.02  # the agent's own old prose and executed scripts: rarely copied again
-# ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
-# within it (over it, or already edited or dropped)
-CAP_MEMO = "prune_cap"
 
 
 class Options(Protocol):
@@ -105,7 +109,7 @@ class Run:
             return self._placed[1]
         return self.render(ov)
 
-    def _decide(
+    def decide(
         self, ov: overlay.Overlay, i: int, action: str, edit: dict[str, str], freed: int
     ) -> None:
         ov.edits[self.anchors[i]] = edit
@@ -122,40 +126,8 @@ class Run:
         self.stages[action] = self.stages.get(action, 0) + freed
 
     def cap_new_results(self) -> None:
-        """Cap oversized results when first seen, the decision remembered; of the messages shared
-        with the session's last list, only those over the cap then are looked at again."""
-        dropped = set(self.overlay.dropped)
-        edits, limit = self.overlay.edits, self.cfg.max_result_tokens
-        messages, anchors = self.messages, self.anchors
-        kept = self.ctx.memo.get(CAP_MEMO)
-        start, again = 0, []
-        if kept and kept[0][1][0] == limit:
-            start = shared_prefix(kept[0][0], messages)
-            again = [i for i in kept[0][1][1] if i < start]
-        unproven: list[int] = []  # tool results not found within the cap: looked at next time
-        for i in chain(again, range(start, len(messages))):
-            m = messages[i]
-            if m.get("role") != "tool":  # role(m), inlined: every new message
-                continue
-            a = anchors[i]
-            if a in edits or a in dropped:
-                unproven.append(i)
-                continue
-            size = overlay.capped_size(m, self.tokens)  # its text: a cap keeps its images
-            if size <= limit:
-                continue
-            unproven.append(i)
-            why, seen = self.evidence.protected.get(i), self.by_result.get(i)
-            if size <= self.cfg.max_evidence_tokens and why in VERBATIM:
-                self.overlay.edits[a] = {"action": "keep", "reason": why}
-            read = seen is not None and seen.action.kind == "read"  # a file's page it asked for
-            if size <= self.cfg.max_evidence_tokens and (why in VERBATIM or read):
-                continue  # whole: the latest failure for good, a read until a compaction elides it
-            cap = self.cfg.max_result_tokens  # stored: the replay renders it as it was forwarded
-            edit = {"action": "cap", "reason": f"over {cap:,} tokens", "cap": str(cap)}
-            freed = size - overlay.capped_size(self._edited(i, edit), self.tokens)
-            self._decide(self.overlay, i, "cap", edit, freed)
-        self.ctx.memo[CAP_MEMO] = [(frozen(messages), (limit, unproven))]
+        """Cap oversized results when first seen (``prune_caps``)."""
+        prune_caps.cap_new_results(self)
 
     # --- the plan: every step a compaction could take, with estimated gains ---------------------
 
@@ -363,9 +335,9 @@ class Run:
                 edit = {"action": step.stage, "reason": step.reason, "tokens": str(size)}
                 if step.stage == "mask":
                     edit["digest"] = "1"  # the names it showed stay (``overlay.elided_text``)
-            freed = sizes[i] - self.tokens.count_message(self._edited(i, edit))
+            freed = sizes[i] - self.tokens.count_message(self.edited(i, edit))
             if freed > 0:
-                self._decide(trial, i, step.stage, edit, freed)
+                self.decide(trial, i, step.stage, edit, freed)
                 sizes[i], total = sizes[i] - freed, total - freed
         trial.dropped = [a for a in self.anchors if a in dropped]
         chosen = dict(trial.chosen)
@@ -389,7 +361,7 @@ class Run:
         assert self._placed is not None
         return view, self._placed[2]
 
-    def _edited(self, i: int, edit: dict[str, str]) -> Message:
+    def edited(self, i: int, edit: dict[str, str]) -> Message:
         return overlay.apply_edit(
             self.messages[i],
             edit,
