@@ -5,15 +5,55 @@ remembered (the overlay replays it byte for byte). The latest failure goes whole
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from rules.base import frozen
-from rules.context import overlay
+from rules.activity.observations import Observation
+from rules.base import Context, Message, TokenCounter, frozen
+from rules.context import evidence, overlay
+from rules.context.overlay import Overlay
 from rules.messages import shared_prefix
 
-if TYPE_CHECKING:
-    from rules.context.prune_plan import Run
+
+class CapOptions(Protocol):
+    max_result_tokens: int
+    max_evidence_tokens: int
+
+
+class Run(Protocol):
+    """What of ``prune_plan.Run`` the cap reads and writes."""
+
+    @property
+    def ctx(self) -> Context: ...
+
+    @property
+    def tokens(self) -> TokenCounter: ...
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+
+    @property
+    def anchors(self) -> Sequence[str]: ...
+
+    @property
+    def overlay(self) -> Overlay: ...
+
+    @property
+    def by_result(self) -> Mapping[int, Observation]: ...
+
+    @property
+    def cfg(self) -> CapOptions: ...
+
+    @property
+    def evidence(self) -> evidence.Evidence: ...
+
+    def edited(self, i: int, edit: dict[str, str]) -> Message: ...
+
+    def decide(
+        self, ov: Overlay, i: int, action: str, edit: dict[str, str], freed: int
+    ) -> None: ...
+
 
 VERBATIM = ("latest failing test output", "latest build error", "latest error")
 # ``Context.memo`` name: the last list capped, with the cap and the tool results it did not find
