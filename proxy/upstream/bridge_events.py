@@ -8,8 +8,9 @@ from typing import Any
 
 import orjson
 
-from proxy.errors import ProxyError, UpstreamFailed
+from proxy.errors import ProxyError, UpstreamFailed, UpstreamTimeout
 from proxy.protocols.errors import anthropic_type
+from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.litellm_errors import short_message
 
@@ -23,20 +24,41 @@ _ERROR_STATUS = {
 
 # litellm's exceptions by name, as its Messages adapter writes them into an ``api_error``
 # event: it reads a status only from its own provider exceptions, so a Gemini 400 or 503 (an
-# ``openai``-style exception there) came out as 500, and reached Claude Code as a 502 it retried
+# ``openai``-style exception there) came out as 500, and reached Claude Code as a 502 it retried.
+# A name not listed is read by its class in litellm's namespace: the OpenAI SDK error it derives
+# from (``UnsupportedParamsError`` is a ``BadRequestError``), a timeout first (it is a kind of
+# connection error)
 _EXCEPTION_STATUS = {
     "BadRequestError": 400, "ContextWindowExceededError": 400,
-    "ContentPolicyViolationError": 400, "AuthenticationError": 401,
-    "PermissionDeniedError": 403, "NotFoundError": 404, "UnprocessableEntityError": 422,
-    "RateLimitError": 429, "ServiceUnavailableError": 503, "InternalServerError": 500,
+    "ContentPolicyViolationError": 400, "PaymentRequiredError": 402,
+    "AuthenticationError": 401, "PermissionDeniedError": 403, "NotFoundError": 404,
+    "UnprocessableEntityError": 422, "RateLimitError": 429, "ServiceUnavailableError": 503,
+    "InternalServerError": 500, "BadGatewayError": 502,
 }  # fmt: skip
+_BASE_STATUS = (
+    ("APITimeoutError", 504), ("BadRequestError", 400), ("AuthenticationError", 401),
+    ("PermissionDeniedError", 403), ("NotFoundError", 404), ("UnprocessableEntityError", 422),
+    ("RateLimitError", 429), ("InternalServerError", 500), ("APIConnectionError", 502),
+)  # fmt: skip
 _EXCEPTION_NAME = re.compile(r"litellm\.(\w{1,40})(?::|\b)")
 
 
 def _exception_status(message: str) -> int | None:
     """The status of the litellm exception an error event's message names first, if known."""
     m = _EXCEPTION_NAME.match(message.lstrip())
-    return _EXCEPTION_STATUS.get(m[1]) if m else None
+    if m is None:
+        return None
+    if m[1] in _EXCEPTION_STATUS:
+        return _EXCEPTION_STATUS[m[1]]
+    found = getattr(load_litellm(), m[1], None)
+    if not isinstance(found, type) or not issubclass(found, Exception):
+        return None
+    import openai  # loaded with litellm
+
+    for base, status in _BASE_STATUS:
+        if issubclass(found, getattr(openai, base)):
+            return status
+    return None
 
 
 def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
@@ -56,6 +78,8 @@ def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
     text = short_message(message, upstream) if isinstance(message, str) else ""
     said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
     named = _exception_status(message) if kind == "api_error" and isinstance(message, str) else None
+    if named == 504:
+        return UpstreamTimeout(f"Upstream {upstream.name} timed out.")
     if named is not None:
         return UpstreamFailed(said, status=named, code=anthropic_type(named))
     return UpstreamFailed(said, status=_ERROR_STATUS[kind], code=kind)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.conftest import in_process, proxy_settings
@@ -79,3 +80,32 @@ async def test_a_streamed_messages_call_to_gemini_keeps_the_providers_status(
         r = await c.post("/v1/messages", json=body, headers={"x-api-key": KEY})
     assert r.status_code == (502 if status == 503 else status), r.text
     assert r.json()["error"]["type"] == kind
+
+
+@pytest.mark.parametrize(
+    ("said", "status"),
+    [
+        ("litellm.UnsupportedParamsError: gemini does not support parameters: ['top_k']", 400),
+        ("litellm.PaymentRequiredError: insufficient credits", 402),
+        ("litellm.LiteLLMUnknownProvider: Unmapped provider", 400),
+        ("litellm.Timeout: Connection timed out after 600.0 seconds.", 504),
+        ("litellm.APIConnectionError: connection reset", 502),
+        ("litellm.NoSuchError: whatever", 502),
+        ("Something else entirely", 502),
+    ],
+)
+def test_an_error_event_names_its_status_by_the_exceptions_class(said: str, status: int) -> None:
+    """litellm's Messages adapter writes any failure of a streamed call as an ``api_error``
+    event naming the exception: a name outside the table is read by the OpenAI SDK error its
+    class derives from, so a parameter the provider refuses is the client's 400 (not a 502
+    Claude Code retries) and a timeout is a 504."""
+    from proxy.settings import UpstreamSettings
+    from proxy.upstream.bridge_events import failed_event
+
+    event = b"event: error\ndata: " + orjson.dumps(
+        {"type": "error", "error": {"type": "api_error", "message": said}}
+    )
+    upstream = UpstreamSettings(name="gem", kind="gemini", match=["gemini-*"], base_url="http://x")
+    failure = failed_event(upstream, event)
+    assert failure is not None
+    assert failure.status == status
