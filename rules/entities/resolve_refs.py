@@ -1,7 +1,6 @@
 """resolve_refs: turns vague references in the latest user message ("the folder I just created",
 "that file", "删除刚创建的文件夹", "방금 만든 폴더", "さっき作ったフォルダ") into semantic pointers:
-``{mention, entity: {type, name, path, action}, confidence, chain}``, reported under
-``references`` for ``inject`` to render. It never edits messages.
+``{mention, entity, confidence, chain}``, reported under ``references`` for ``inject``; no edit.
 
 Detection (``ref_detect``, from the grammar of the ``references`` pack), then resolution
 (``ref_resolve``): the session's recent entities (``track_entities``), made before that user
@@ -46,6 +45,7 @@ from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted, verb_groups
 from rules.entities.ruled_out import ruled_out
+from rules.entities.too_recent import too_recent
 from rules.entities.track_entities import META as TRACK_META
 from rules.memo_scope import memo_scope
 from rules.messages import (
@@ -377,7 +377,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         asked_at if seen_before else None, later,
     )  # fmt: skip
     refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed) for m in mentions]
-    refs = [ruled_out(ref, text) for ref in refs]  # "…, not beta": beta is not meant
+    # "…, not beta": beta is not meant; "… you created last week": what was made since is not
+    refs = [too_recent(ruled_out(r, text), text, m) for r, m in zip(refs, mentions, strict=True)]
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]

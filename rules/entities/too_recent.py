@@ -1,0 +1,114 @@
+"""A resolution the user's own time words rule out: "delete the branch I created last week" read
+the branch the agent made a minute ago as meant. A time of a day or more ago said beside the
+mention ("yesterday", "last week", "3 days ago", "上周", "昨日", "지난주", "la semaine dernière",
+"на прошлой неделе") and an entity the proxy saw made more recently than that turns the
+resolution into an abstention (``too_recent``), its entity a candidate. An entity the message
+names stands; so does one seen long enough ago (a session resumed across days). Linear: one
+alternation of fixed phrases over a window of bounded length around the mention."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Protocol
+
+from rules.report import Reference
+
+_HOUR = 3600
+_WINDOW_BEFORE = 16  # characters before the mention read (CJK: "我上周创建的", "昨日作った")
+_WINDOW_AFTER = 40  # and after it ("… that I created last week")
+# a clause ends at these: a time said in the next clause is not the making's time
+_CLAUSE_END = re.compile(r"[,.;:!?，。、；：！？\n]")
+
+_WEEKDAYS = (
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+    r"|lunes|martes|miércoles|jueves|viernes|sábado|domingo"
+    r"|lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche"
+    r"|montag|dienstag|mittwoch|donnerstag|freitag|samstag|sonntag"
+)
+# a day ago or so (yesterday, last night, last Friday): at least _DAY_AGO
+_DAY = re.compile(
+    rf"\b(?:yesterday|last\s{{1,3}}(?:night|evening|{_WEEKDAYS})|ayer|anoche|hier|gestern"
+    r"|ontem|ieri|gisteren|wczoraj|вчера)\b"
+    r"|昨天|昨晚|昨日|昨夜|어제|어젯밤",
+    re.IGNORECASE,
+)
+_NUMBER = r"(?:\d{1,3}|a\s{1,3}few|a\s{1,3}couple\s{1,3}of|couple\s{1,3}of|two|three|several)"
+# days ago or more (last week, the other day, 3 days ago): at least _DAYS_AGO
+_DAYS = re.compile(
+    rf"\b(?:last\s{{1,3}}(?:week|month|year)|the\s{{1,3}}other\s{{1,3}}day"
+    rf"|the\s{{1,3}}day\s{{1,3}}before\s{{1,3}}yesterday|{_NUMBER}\s{{1,3}}(?:days|weeks|months)"
+    r"\s{1,3}ago|(?:la|el)\s{1,3}(?:semana|mes|año)\s{1,3}pasad[oa]|anteayer|antier"
+    r"|hace\s{1,3}(?:\d{1,3}|unos|unas|dos|tres|varios|varias)\s{1,3}(?:días|semanas|meses)"
+    r"|(?:la\s{1,3}semaine|le\s{1,3}mois|l'année)\s{1,3}derni[eè]re?|avant-hier|l'autre\s{1,3}jour"
+    r"|il\s{1,3}y\s{1,3}a\s{1,3}(?:\d{1,3}|quelques|deux|trois)\s{1,3}(?:jours|semaines|mois)"
+    r"|(?:letzte|vorige|vergangene)n?\s{1,3}(?:woche|monat|jahr)|vorgestern|neulich"
+    r"|vor\s{1,3}(?:\d{1,3}|ein\s{1,3}paar|einigen|zwei|drei)\s{1,3}(?:tagen|wochen|monaten)"
+    r"|(?:na\s{1,3})?(?:semana|mês|ano)\s{1,3}passad[oa]|anteontem"
+    r"|há\s{1,3}(?:\d{1,3}|uns|umas|alguns|algumas|dois|duas|três)\s{1,3}(?:dias|semanas|meses)"
+    r"|la\s{1,3}settimana\s{1,3}scorsa|l'altro\s{1,3}ieri"
+    r"|на\s{1,3}прошлой\s{1,3}неделе|в\s{1,3}прошлом\s{1,3}(?:месяце|году)|позавчера|на\s{1,3}днях"
+    r"|(?:\d{1,3}|несколько|пару|два|три)\s{1,3}(?:дня|дней|недели|недель)\s{1,3}назад)\b"
+    r"|上周|上星期|上个?礼拜|上个月|去年|前天|前几天|几天前|\d{1,3}\s{0,2}天前"
+    r"|先週|先月|去年|一昨日|おととい|数日前|この間|\d{1,3}\s{0,2}日前"
+    r"|지난\s{0,2}주|지난\s{0,2}달|작년|그저께|며칠\s{0,2}전|\d{1,3}\s{0,2}일\s{0,2}전",
+    re.IGNORECASE,
+)
+_DAY_AGO = 3 * _HOUR  # "yesterday" said of a thing made in the last three hours: not it
+_DAYS_AGO = 24 * _HOUR
+
+
+def _window(text: str, start: int, end: int) -> str:
+    """The mention with the words before and after it in its own clause."""
+    before = text[max(0, start - _WINDOW_BEFORE) : start]
+    ends = list(_CLAUSE_END.finditer(before))
+    if ends:
+        before = before[ends[-1].end() :]
+    after = text[end : end + _WINDOW_AFTER]
+    cut = _CLAUSE_END.search(after)
+    if cut is not None:
+        after = after[: cut.start()]
+    return f"{before} {text[start:end]} {after}"
+
+
+def said_age(text: str, start: int, end: int) -> int:
+    """The least age, in seconds, the time words around ``text[start:end]`` give what it names
+    (0: no such words)."""
+    near = _window(text, start, end)
+    if _DAYS.search(near):
+        return _DAYS_AGO
+    if _DAY.search(near):
+        return _DAY_AGO
+    return 0
+
+
+class Span(Protocol):
+    """A mention's place in the text (``ref_detect.Mention``)."""
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
+
+
+def too_recent(ref: Reference, text: str, mention: Span) -> Reference:
+    """``ref`` as an abstention when the time words around its ``mention`` put the thing meant
+    further back than its entity was made, else itself."""
+    entity, age = ref.get("entity"), ref.get("age_s")
+    if not entity or not isinstance(age, int):
+        return ref
+    least = said_age(text, mention.start, mention.end)
+    if not least or age >= least:
+        return ref
+    low = text.lower()
+    path = str(entity.get("path") or "")
+    names = {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
+    if any(2 <= len(n) <= 200 and n.lower() in low for n in names):
+        return ref  # named: the user's word for which one
+    dropped = ("pointer", "call_id", "age_s", "resolved_by")
+    out: Reference = {k: v for k, v in ref.items() if k not in dropped}  # type: ignore[assignment]
+    out["entity"] = None
+    out["abstained"] = "too_recent"
+    out["candidates"] = [path] if path else []
+    return out
