@@ -117,6 +117,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
             mention.type == "process" and mention.hint in _SERVER_ROLES
         )
         out = holding if holding or not describing else out
+    elif mention.detail:  # "the container running redis": those holding it, if any does
+        out = [e for e in out if _holds(e, mention.detail)] or out
     return out
 
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from rules.entities.ref_antecedent import named_before, pronoun_stands_for_named
 from rules.entities.ref_by import by_command
+from rules.entities.ref_detail import detail_near
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
     FILE_TYPES,
@@ -351,6 +352,10 @@ def _mention(
         extensions, paths = file_kind(lex, noun)
     verb_kinds = object_kinds(lex, g, text, m.span())
     verb = object_verb(lex, g, text, m.span()) if verb_kinds else None
+    detail = None
+    if hint is None and not extensions and not paths:  # "the q1 file", "the container of redis"
+        short = len(mod) == 2 and mod.isascii() and mod.isalnum() and mod not in lex.words["ord"]
+        detail = mod if short else detail_near(lex.lang, text, m.start(), m.end())
     return Mention(
         text=original[m.start() : m.end()].strip(),
         start=m.start(),
@@ -365,6 +370,7 @@ def _mention(
         crowd=kind.crowd,
         hint=hint,
         named=named,
+        detail=detail,
         extensions=extensions,
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),
