@@ -74,6 +74,7 @@ def newer_than(mention: Mention, top: Mapping[str, Any], found: Sequence[Marker]
     if (
         mention.hint
         or mention.named
+        or mention.detail
         or mention.extensions
         or mention.paths
         or mention.by is not None
