@@ -54,6 +54,13 @@ _MAX_DECODED = 1 << 20  # an encoded error body is read up to this size
 # the request back in its 400 (a validation error's input) had a MiB redacted on the event loop,
 # 4 s of it for text dense in secrets' names; the rest is cut, redacted before the cut.
 _SHOWN_CHARS = 32 * 1024
+# An error event of a stream, each one (a stream may carry many: each is redacted on the loop,
+# up to ~3 µs a character of text dense in secrets' names), and a relayed header's value: legit
+# ones are a line or two. Past these they are cut, or, for a header, not relayed.
+_EVENT_CHARS = 4 * 1024
+_HEADER_CHARS = 1024
+_HEADERS_CHARS = 8 * 1024  # of all relayed header values together
+_FRAMING = frozenset(("content-type", "content-encoding", "content-length", "transfer-encoding"))
 _SHORT = 256  # a string this short (a type, a code, a param) is kept whole while they are few
 _UNREADABLE = orjson.dumps(
     {
@@ -103,9 +110,9 @@ class ErrorRedactor:
         names = {u.api_key_env for u in upstreams if u.api_key_env}
         return cls(os.environ.get(name, "").strip() for name in sorted(names))
 
-    def text(self, text: str) -> str:
-        if len(text) > _SHOWN_CHARS:
-            return self._cut(text, _SHOWN_CHARS)
+    def text(self, text: str, shown: int = _SHOWN_CHARS) -> str:
+        if len(text) > shown:
+            return self._cut(text, shown)
         return redact_text(self._without_keys(text))
 
     def _cut(self, text: str, keep: int) -> str:
@@ -114,13 +121,13 @@ class ErrorRedactor:
         window = self._without_keys(text[: keep + 4 * PREFIX_MARGIN])
         return redacted_prefix(window, keep) + "\u2026"
 
-    def _clipped(self, value: Any) -> Any:
+    def _clipped(self, value: Any, shown: int = _SHOWN_CHARS) -> Any:
         """``value`` with its long strings cut once ``_SHOWN_CHARS`` characters were kept, in
         order; its short ones (a type, a code) kept whole, unless there are so many of them
         that they share the cut."""
         short = _short_chars(value)
-        spare = short <= _SHOWN_CHARS // 2
-        return self._cut_strings(value, [_SHOWN_CHARS - short if spare else _SHOWN_CHARS], spare)
+        spare = short <= shown // 2
+        return self._cut_strings(value, [shown - short if spare else shown], spare)
 
     def _cut_strings(self, value: Any, budget: list[int], spare: bool) -> Any:
         if isinstance(value, str):
@@ -139,18 +146,18 @@ class ErrorRedactor:
         """A JSON-like value with secret-named fields and secrets in strings redacted."""
         return redact(self._keys_in(value) if self.keys else value)
 
-    def body(self, body: bytes) -> bytes:
+    def body(self, body: bytes, shown: int = _SHOWN_CHARS) -> bytes:
         """An error body: JSON redacted in its strings (the same bytes when nothing changed),
         anything else as text."""
         try:
             value = orjson.loads(body)
-            if len(body) > _SHOWN_CHARS:
-                value = self._clipped(value)
+            if len(body) > shown:
+                value = self._clipped(value, shown)
                 return orjson.dumps(self.value(value))
             redacted = self.value(value)
             return body if redacted == value else orjson.dumps(redacted)
         except (orjson.JSONDecodeError, orjson.JSONEncodeError, RecursionError):
-            return self._text_bytes(body)
+            return self._text_bytes(body, shown)
 
     def error(self, error: ProxyError) -> ProxyError:
         error.message = self.text(error.message)
@@ -175,9 +182,18 @@ class ErrorRedactor:
     def headers(self, headers: dict[str, str]) -> None:
         """Relayed headers redacted in place, each long enough to hold a secret: a gateway
         echoing the credential it was sent (``openai-debug-authorization: Bearer …``) had the
-        server's key relayed to the client."""
-        for name, value in headers.items():
-            if len(value) >= MIN_SECRET_CHARS and name != "content-type":
+        server's key relayed to the client. A value over ``_HEADER_CHARS``, and those past
+        ``_HEADERS_CHARS`` in all, are not relayed: an upstream sending 128 headers of 64 KiB
+        held the loop 20 s while they were redacted."""
+        total = 0
+        for name, value in list(headers.items()):
+            if name in _FRAMING:
+                continue  # the body's own: never a secret, never dropped
+            total += len(value)
+            if len(value) > _HEADER_CHARS or total > _HEADERS_CHARS:
+                del headers[name]
+                total -= len(value)
+            elif len(value) >= MIN_SECRET_CHARS:
                 clean = redact_text(self._without_keys(value))
                 if clean != value:
                     headers[name] = clean
@@ -215,7 +231,7 @@ class ErrorRedactor:
                     yield piece
                     continue
                 end = len(piece.rstrip(_ARRAY_CLOSING))
-                yield piece[:start] + self.body(piece[start:end]) + piece[end:]
+                yield piece[:start] + self.body(piece[start:end], _EVENT_CHARS) + piece[end:]
         except ProxyError as exc:
             raise self.error(exc) from None
         finally:
@@ -227,16 +243,16 @@ class ErrorRedactor:
         """An error event; ``whole``: from its first byte (else its start was relayed already,
         and the rest is redacted as text)."""
         if not whole:
-            return self._text_bytes(event)
+            return self._text_bytes(event, _EVENT_CHARS)
         lines = event.split(b"\n")
         for i, line in enumerate(lines):
             if line.startswith(b"data:"):
                 cr = b"\r" if line.endswith(b"\r") else b""
                 payload = line[5 : len(line) - len(cr)]
                 lead = b" " if payload.startswith(b" ") else b""
-                lines[i] = b"data:" + lead + self.body(payload[len(lead) :]) + cr
+                lines[i] = b"data:" + lead + self.body(payload[len(lead) :], _EVENT_CHARS) + cr
             else:
-                lines[i] = self._text_bytes(line)
+                lines[i] = self._text_bytes(line, _EVENT_CHARS)
         return b"\n".join(lines)
 
     def _error_body(self, body: bytes, headers: dict[str, str]) -> bytes:
@@ -249,11 +265,11 @@ class ErrorRedactor:
             body = decoded
         return self.body(body)
 
-    def _text_bytes(self, data: bytes) -> bytes:
+    def _text_bytes(self, data: bytes, shown: int = _SHOWN_CHARS) -> bytes:
         # surrogateescape: bytes that are not UTF-8 (a chunk cut inside a character) go back as
         # they came
         text = data.decode("utf-8", "surrogateescape")
-        redacted = self.text(text)
+        redacted = self.text(text, shown)
         return data if redacted == text else redacted.encode("utf-8", "surrogateescape")
 
     def _without_keys(self, text: str) -> str:

@@ -14,6 +14,7 @@ import gzip
 import os
 import random
 import re
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,43 @@ async def test_a_relayed_header_quoting_the_server_key_is_redacted(
     assert shape not in relayed
     assert r.headers["x-ratelimit-remaining-requests"] == "4999"  # the rest as it came
     assert r.headers[f"{prefix}-organization"] == "org-acme-production-1"
+
+
+@pytest.mark.parametrize("endpoint", ["chat", "messages"])
+async def test_an_upstreams_flood_of_long_headers_is_not_relayed(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str
+) -> None:
+    """100 headers of 60 KB of text dense in secrets' names: each was redacted on the loop (20 s
+    in all, every tenant waiting) and relayed. A value past 1 KiB, and what passes 8 KiB in
+    all, is not relayed; the short ones are, and the body's own headers."""
+    path, body, _, _ = ENDPOINTS[endpoint]
+    prefix = "anthropic" if endpoint == "messages" else "openai"
+    flood = [(f"x-ratelimit-h{i}", "&pwd=" * 12_000) for i in range(100)]
+    small = [(f"{prefix}-organization", "org-acme-1"), ("x-ratelimit-remaining-requests", "49")]
+    edge.reply = Reply(200, [("content-type", "application/json"), *small, *flood], b'{"id": "x"}')
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        began = time.perf_counter()
+        r = await c.post(path, json=body, headers=CLIENT)
+        took = time.perf_counter() - began
+    assert r.status_code == 200
+    assert took < 2.0, took
+    assert r.headers["x-ratelimit-remaining-requests"] == "49"
+    assert r.headers[f"{prefix}-organization"] == "org-acme-1"
+    assert r.headers["content-type"].startswith("application/json")
+    assert sum(len(v) for k, v in r.headers.items() if k.startswith("x-ratelimit-h")) <= 8 * 1024
+
+
+def test_an_error_event_of_a_stream_is_cut_before_it_is_redacted() -> None:
+    """A stream of error events each of 60 KB dense in secrets' names held the loop 0.5 s an
+    event: each is cut to a few KiB first (its start redacted as before)."""
+    message = "&pwd=" * 12_000
+    data = orjson.dumps({"error": {"type": "server_error", "message": message}})
+    began = time.process_time()
+    out = REDACTOR.event(b"event: error\ndata: " + data, whole=True)
+    tail = REDACTOR.event(b"&pwd=" * 12_000, whole=False)
+    assert time.process_time() - began < 0.1
+    assert len(out) < 6 * 1024 and len(tail) < 6 * 1024
+    assert orjson.loads(out.split(b"data: ", 1)[1])["error"]["type"] == "server_error"
 
 
 async def test_a_key_of_no_known_shape_is_redacted_by_its_value(
