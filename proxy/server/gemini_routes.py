@@ -80,7 +80,10 @@ class GeminiCountTokens:
             raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
-            outer = await offload.maybe(offload.heavy(len(raw)), self.bodies.parse, raw)
+            # kept apart per principal: a shared slot told one tenant, by its timing, whether
+            # another had sent a body that starts as its own
+            heavy = offload.heavy(len(raw))
+            outer = await offload.maybe(heavy, self.bodies.parse, raw, None, principal)
             body = gemini_count_request(outer)  # the wrapped request, read as a plain one
             if body is not outer:
                 check_body(body, "contents", self.s.settings.limits.max_items)

@@ -530,3 +530,31 @@ async def test_with_store_false_a_reasoning_item_carrying_its_text_is_the_client
         r = await client.post("/v1/responses", json=body, headers=BOB)
         assert_refused(r, "input[0].id", "Item with id 'rs_alice_9' not found")
         assert len(edge.seen) == 1
+
+
+async def test_count_tokens_bodies_are_kept_apart_per_principal(
+    tmp_path: Path, edge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini's ``countTokens`` read its body through a body memory shared by every principal:
+    Bob's request for a body starting as Alice's was parsed from hers, faster than a miss, a
+    clock telling him what she sent. Each principal's bodies are its own."""
+    from proxy.protocols.body_memory import BodyMemory
+
+    read_as: list[str] = []
+    real = BodyMemory.read
+
+    def spy(self: BodyMemory, raw: bytes, hint: str | None = None, principal: str = "",
+            **kw: Any) -> Any:  # fmt: skip
+        read_as.append(principal)
+        return real(self, raw, hint, principal, **kw)
+
+    monkeypatch.setattr(BodyMemory, "read", spy)
+    edge.reply = Reply.json({"totalTokens": 3})
+    count = {"contents": [{"role": "user", "parts": [{"text": "the launch plan is …"}]}]}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for who in (ALICE, BOB):
+            r = await client.post(
+                "/v1beta/models/gemini-2.5-pro:countTokens", json=count, headers=who
+            )
+            assert r.status_code == 200, r.text
+    assert len(read_as) == 2 and read_as[0] and read_as[1] and read_as[0] != read_as[1]
