@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 import orjson
 from starlette.requests import Request
@@ -67,7 +68,7 @@ async def anthropic_models(request: Request, headers: dict[str, str]) -> Respons
             sent = anthropic_headers(upstream, headers, key)
             overhead = _overhead(request)
             status, content = await services.upstream.models(
-                upstream, key, ANTHROPIC_MODELS_PATH, sent, request.url.query
+                upstream, key, ANTHROPIC_MODELS_PATH, sent, _pages(request)
             )
             return Response(content, status, overhead, media_type="application/json")
     except ProxyError as exc:
@@ -79,6 +80,17 @@ async def anthropic_models(request: Request, headers: dict[str, str]) -> Respons
     ]
     first, last = (names[0], names[-1]) if names else (None, None)
     return _json({"data": data, "has_more": False, "first_id": first, "last_id": last})
+
+
+# the list's own parameters: any other is the upstream's to read, not a client's to steer (an
+# ``api-version``, a ``key``, sent with the server's credential)
+_PAGES = ("after_id", "before_id", "limit")
+
+
+def _pages(request: Request) -> str:
+    """The query's paging parameters, encoded again."""
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k in _PAGES]
+    return urlencode(kept)
 
 
 def _anthropic_upstream(services: Services) -> UpstreamSettings | None:

@@ -227,3 +227,19 @@ async def test_a_redirect_is_no_list(tmp_path: Path, edge, anthropic: bool) -> N
         assert r.status_code == 502 and r.json()["type"] == "error"
     else:
         assert r.status_code == 200 and "302" in r.json()["ctxproxy_unlisted"]["error"]
+
+
+async def test_an_anthropic_list_sends_its_paging_parameters_only(tmp_path: Path, edge) -> None:
+    """The client's whole query went upstream with the server's credential (``api-version``,
+    ``key``, a path-like value): only the list's own paging goes."""
+    edge.reply = Reply.json({"data": [], "has_more": False, "first_id": None, "last_id": None})
+    claude = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    upstreams = [claude]
+    async with in_process(proxy_settings(edge.base_url, upstreams=upstreams),
+                          str(tmp_path / "db")) as client:  # fmt: skip
+        r = await client.get(
+            "/v1/models?limit=5&api-version=2099-01-01&key=k-123&x=%2F..%2F&after_id=claude-a",
+            headers={"anthropic-version": "2023-06-01", "x-api-key": "sk-ant-test-000001"},
+        )
+    assert r.status_code == 200, r.text
+    assert edge.seen[-1].target == "/v1/models?limit=5&after_id=claude-a"
