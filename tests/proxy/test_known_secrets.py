@@ -60,3 +60,21 @@ async def test_the_servers_own_keys_are_never_stored(
 def test_a_known_value_is_redacted_whatever_its_shape() -> None:
     set_known(["plain-words-key", "short"])  # under 8 characters: no key
     assert redact_text("use plain-words-key here, in short") == "use [REDACTED] here, in short"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ('{"x-auth": "server-openai-key-XY"}', False),  # 20 of 27 characters, its start
+        ("key server-openai-k was refused", False),  # its first 15 characters
+        ("the server-open prefix is ours", True),  # 11 characters: no quote of it
+        ("server-openai-key-XYZ9abc", False),  # the whole key
+    ],
+)
+def test_a_quote_of_a_keys_start_is_redacted(text: str, kept: bool) -> None:
+    """An upstream echoing part of the server's key in a 200 answer had the part stored (and
+    shown by ``ctxproxy show``): the start of a long key, 12 characters or more, goes too."""
+    set_known(["server-openai-key-XYZ9abc"])
+    out = redact_text(text)
+    assert ("server-open" in out) is kept, out
+    assert "XY" not in out or kept
