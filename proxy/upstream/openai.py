@@ -58,6 +58,9 @@ _FORWARDED_HEADERS = (
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
 _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
+# What an answer says of the account a key bills: with the upstream's key, the gateway's own
+# (its organization's id), not a tenant's to learn
+_ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
 # A model list is read whole to be merged with the configured names: bounded (OpenAI's is some
 # 20 KB, OpenRouter's about a megabyte).
 MAX_MODEL_LIST_BYTES = 8 * 1024 * 1024
@@ -272,6 +275,9 @@ class UpstreamClient:
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
+        if upstream.api_key_env:
+            for name in _ACCOUNT_ANSWERS:
+                relayed_answer.headers.pop(name, None)
         return self.errors.with_credentials(headers, None).response(relayed_answer)
 
     async def models(
