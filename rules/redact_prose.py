@@ -52,6 +52,8 @@ def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
     if said is None:
         return None
     value = said["bare"]
+    if "[REDACTED]" in value:  # "password is DB_PASS=[REDACTED]": said, and redacted already
+        return None
     if not LOOKS_SET.search(value.rstrip("!?")):  # "the password is incorrect!": no value
         return None
     if said["to"] and _PLACE.search(value):  # "move the password to config_prod.yaml"
