@@ -36,10 +36,15 @@ def ruled_out(ref: Reference, text: str) -> Reference:
     for name in names:
         name = name.strip().lower()
         if 2 <= len(name) <= 200 and name in low and _negated(name).search(low):
-            dropped = ("pointer", "call_id", "age_s", "resolved_by")
-            out: Reference = {k: v for k, v in ref.items() if k not in dropped}  # type: ignore[assignment]
-            out["entity"] = None
-            out["abstained"] = "ruled_out"
-            out["candidates"] = [path] if path else []
-            return out
+            return abstention(ref, "ruled_out", path)
     return ref
+
+
+def abstention(ref: Reference, why: str, path: str) -> Reference:
+    """``ref`` turned into an abstention (``why``), its entity's ``path`` the one candidate."""
+    dropped = ("pointer", "call_id", "age_s", "resolved_by")
+    out: Reference = {k: v for k, v in ref.items() if k not in dropped}  # type: ignore[assignment]
+    out["entity"] = None
+    out["abstained"] = why
+    out["candidates"] = [path] if path else []
+    return out

@@ -12,6 +12,7 @@ import posixpath
 import re
 from typing import Protocol
 
+from rules.entities.ruled_out import abstention
 from rules.report import Reference
 
 _HOUR = 3600
@@ -106,9 +107,4 @@ def too_recent(ref: Reference, text: str, mention: Span) -> Reference:
     names = {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
     if any(2 <= len(n) <= 200 and n.lower() in low for n in names):
         return ref  # named: the user's word for which one
-    dropped = ("pointer", "call_id", "age_s", "resolved_by")
-    out: Reference = {k: v for k, v in ref.items() if k not in dropped}  # type: ignore[assignment]
-    out["entity"] = None
-    out["abstained"] = "too_recent"
-    out["candidates"] = [path] if path else []
-    return out
+    return abstention(ref, "too_recent", path)
