@@ -44,11 +44,12 @@ from rules.redact_idents import (
     paired_value,
 )
 from rules.redact_known import without_known
+from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import min_chars, name_words
 from rules.redact_pgpass import redact_pgpass
-from rules.redact_piped import redact_piped
+from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
@@ -298,8 +299,8 @@ _MEMO_MAX_TEXT = 16_000
 
 
 def _redact_text(text: str) -> str:
-    text = redact_escaped_keys(redact_key_shapes(redact_private_keys(text)))
-    text = redact_piped(redact_pgpass(text))
+    text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
+    text = redact_secure_strings(redact_piped(redact_pgpass(text)))
     return _redact_after_triggers(redact_url_credentials(text))
 
 

@@ -27,7 +27,8 @@ _PAIR_VALUE = re.compile(
 # "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
 # quoted (a list of names, ``["password", "email"]``, is no call).
 _SETTER = re.compile(
-    r"""(?i:set(?:env|default|item|_?secret)?|putenv|put|add|store)[ \t]*+\([ \t]*+\\?["']\Z"""
+    r"""(?i:set(?:env|default|item|_?secret|environmentvariable)?|putenv|put|add|store)"""
+    r"""[ \t]*+\([ \t]*+\\?["']\Z"""
 )
 _ARGUMENT = re.compile(
     r"""\\?["'][ \t]*+,[ \t]*+(?:\\?"(?P<dq>[^"\\\r\n]{1,512})\\?"|'(?P<sq>[^'\\\r\n]{1,512})')"""

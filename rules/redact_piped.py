@@ -43,3 +43,28 @@ def _redacted(m: re.Match[str]) -> str:
     start = m.start("args") - m.start() + last.start(group)
     end = m.start("args") - m.start() + last.end(group)
     return m[0][:start] + REDACTED + m[0][end:]
+
+
+# PowerShell's ``ConvertTo-SecureString 'SECRET' -AsPlainText`` (or ``-String 'SECRET'``): the
+# plain text a secure string is made of
+_SECURE_STRING = re.compile(
+    r"(?i:ConvertTo-SecureString)[ \t]++(?:(?i:-String)[ \t]++)?"
+    r"(?:'(?P<sq>[^'\r\n]{1,512})'|\"(?P<dq>[^\"\r\n]{1,512})\")"
+)
+
+
+def redact_secure_strings(text: str) -> str:
+    """``text`` with the plain text of each ``ConvertTo-SecureString`` replaced (a variable's
+    name, ``$pw``, is no secret and stays)."""
+    if "SecureString" not in text and "securestring" not in text.lower():
+        return text
+    return _SECURE_STRING.sub(_secure_redacted, text)
+
+
+def _secure_redacted(m: re.Match[str]) -> str:
+    group = "sq" if m["sq"] is not None else "dq"
+    value = m[group]
+    if value.startswith("$") or value == REDACTED:
+        return m[0]
+    start, end = m.span(group)
+    return m[0][: start - m.start()] + REDACTED + m[0][end - m.start() :]

@@ -18,14 +18,18 @@ _SAID = re.compile(
     r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)|(?P<to>[ \t]++to[ \t]++))"""
     r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[.,;)]*+(?:\s|$))"""
 )
-# A Dockerfile's ``ENV NAME value`` (the form without ``=``): the rest of the line is the value.
-_ENV_LINE = re.compile(r"(?:^|[\r\n]|\\n)[ \t]*+ENV[ \t]++\Z")
+# A Dockerfile's ``ENV NAME value`` (the form without ``=``), fish's ``set -x NAME value`` (``-gx``,
+# ``-Ux``, ``--export``) and csh's ``setenv NAME value``: the rest of the line is the value.
+_ENV_LINE = re.compile(
+    r"(?:^|[\r\n;&|(]|\\n)[ \t]*+(?:ENV|setenv|set(?:[ \t]++-{1,2}[a-zA-Z]{1,10}+)++)[ \t]++\Z"
+)
+_ENV_REACH = 48  # characters before the name read for those words
 _ENV_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s=\\][^\r\n\\]{0,255})")
 
 
 def env_value(text: str, start: int, end: int) -> re.Match[str] | None:
-    """The value of a Dockerfile's ``ENV NAME value`` whose name is ``text[start:end]``."""
-    if _ENV_LINE.search(text, max(0, start - 16), start) is None:
+    """The value of ``ENV NAME value`` (``set -x``, ``setenv``) named ``text[start:end]``."""
+    if _ENV_LINE.search(text, max(0, start - _ENV_REACH), start) is None:
         return None
     return _ENV_VALUE.match(text, end)
 

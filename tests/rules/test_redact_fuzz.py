@@ -44,6 +44,8 @@ BLOCKS = [
     *(" PASSWORD '", " IDENTIFIED BY '", " login u ", ";Pwd=", "%3D", '"auth": "', "key-data: "),
     *("htpasswd -b ", "rabbitmqctl add_user ", "mc alias set ", " <<< ", "123456789:AA", "x" * 33),
     *("pwd=", "DB_PWD=", "PWD=/", ":\\/\\/", "https:\\/\\/u:", "\\u002d", "sk\\u002d", "\\u00"),
+    *("set -gx ", "setenv ", "kind: Secret\n", "data:\n", "  k: ", '"data": {', '"k": "v", '),
+    *("ConvertTo-SecureString '", "SetEnvironmentVariable('"),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
 noise = st.lists(st.tuples(block, st.integers(1, 3000)), min_size=1, max_size=6).map(

@@ -2,8 +2,9 @@
 ``openssl enc -k``, Oracle's ``user/SECRET@db``, MongoDB's attached ``-pSECRET``, ``mysqladmin
 password``, ``rclone config``'s pairs, ``useradd -p``, RDP clients, ``vault login TOKEN``, a
 password piped into ``sudo -S``, ``--password-stdin``, ``chpasswd`` or ``passwd --stdin``, one
-said in prose ("the password for admin is …"), a Dockerfile's ``ENV NAME value`` and a PuTTY
-key file. Each was stored as written. Their lookalikes stay, and texts dense in them are
+said in prose ("the password for admin is …"), a Dockerfile's ``ENV NAME value`` (fish's ``set
+-x``, csh's ``setenv``), PowerShell's ``SetEnvironmentVariable`` and ``ConvertTo-SecureString``,
+a Kubernetes Secret's data and a PuTTY key file. Each was stored as written. Their lookalikes stay, and texts dense in them are
 redacted in bounded time."""
 
 from __future__ import annotations
@@ -36,6 +37,17 @@ FORMS = {
     "prose-for": f"the password for admin is {SECRET}",
     "prose-colon": f"password for root: {SECRET}",
     "dockerfile-env": f"FROM python:3.12\nENV DB_PASSWORD {SECRET}\nRUN pip install x",
+    "fish-set-x": f"set -x GITHUB_TOKEN {SECRET}abcdef",
+    "fish-set-gx": f"echo ok; set -gx DB_PASSWORD {SECRET}",
+    "fish-export-long": f"set --export --global OPENAI_API_KEY {SECRET}abcdef",
+    "csh-setenv": f"setenv DB_PASSWORD {SECRET}",
+    "ps-set-variable": f"[Environment]::SetEnvironmentVariable('DB_PASSWORD','{SECRET}','User')",
+    "ps-secure-string": f"$pw = ConvertTo-SecureString '{SECRET}' -AsPlainText -Force",
+    "ps-secure-string-named": f'ConvertTo-SecureString -String "{SECRET}" -AsPlainText -Force',
+    "k8s-secret-yaml": "apiVersion: v1\ndata:\n  DATABASE_URL: "
+    f"{SECRET}cG9zdGdyZXM=\nkind: Secret\nmetadata:\n  name: app\n",
+    "k8s-secret-json": f'{{"data": {{"API_ENDPOINT": "{SECRET}aHR0cA=="}}, "kind": "Secret"}}',
+    "k8s-secret-stringdata": f"kind: Secret\nstringData:\n  config.ini: '{SECRET}'\n",
     "ppk": "PuTTY-User-Key-File-2: ssh-rsa\nPublic-Lines: 1\nAAAAB3Nza\n"
     f"Private-Lines: 2\nAAAAgQCs{SECRET}\nAAAAQQD\nPrivate-MAC: 8f3a9c2e41d84b6f9a0c\n",
 }
@@ -65,6 +77,11 @@ def test_each_form_loses_the_password(text: str) -> None:
         "impdp parfile=/home/oracle/import.par",
         "echo ${{ secrets.GHCR_PAT }} | docker login ghcr.io -u me --password-stdin",
         "echo `cat token.txt` | docker login -u me --password-stdin",
+        "set -x PATH /usr/local/bin $PATH", "set -e GITHUB_TOKEN", "setenv EDITOR vim",
+        "ConvertTo-SecureString $plain -AsPlainText -Force",
+        "[Environment]::SetEnvironmentVariable('PATH','C:/bin','User')",
+        "apiVersion: v1\ndata:\n  LOG_LEVEL: debug\nkind: ConfigMap\n",
+        '{"data": {"LOG_LEVEL": "debug"}, "kind": "ConfigMap"}',
     ],
 )  # fmt: skip
 def test_lookalikes_stay(text: str) -> None:
@@ -74,7 +91,8 @@ def test_lookalikes_stay(text: str) -> None:
 @pytest.mark.parametrize(
     "block",
     ["echo x | sudo -S ", "echo 'a' ", "sqlplus a/", "Private-Lines: 1\nAAAA", "ENV A ",
-     "password for x: ", "mongo -pX ", "rclone config create password "],
+     "password for x: ", "mongo -pX ", "rclone config create password ", "set -x A ",
+     "kind: Secret\ndata:\n  a: b\n", '"data": {"a": "b", ', "ConvertTo-SecureString '"],
 )  # fmt: skip
 def test_a_text_dense_in_these_forms_is_redacted_in_bounded_time(block: str) -> None:
     text = (block * (64 * 1024 // len(block) + 1))[: 64 * 1024]
