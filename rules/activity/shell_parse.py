@@ -40,6 +40,7 @@ class Effect:
     type: str  # file | folder
     path: str  # resolved; absolute (or ~-rooted) whenever the working directory is known
     source: str | None = None  # copy/move: where it came from
+    how: str | None = None  # made by cloning ("clone": `git clone URL`), not by `mkdir`
 
 
 @dataclass(frozen=True)
@@ -89,8 +90,10 @@ class _Run:
         self.scripts: dict[str, str] = {}  # Python scripts the line writes by heredoc, as named
         self.python_runs = 0  # of them read (``MAX_RUNS``)
 
-    def add(self, action: str, typ: str, path: str, source: str | None = None) -> None:
-        self.effects.append(Effect(action, typ, path, source))
+    def add(
+        self, action: str, typ: str, path: str, source: str | None = None, how: str | None = None
+    ) -> None:
+        self.effects.append(Effect(action, typ, path, source, how))
         if action == "delete":
             self.known.remove(path)
         else:
@@ -339,7 +342,8 @@ class _Run:
         else:
             return
         if name and name not in (".", "..") and not name.startswith("-"):
-            self.add("create", "folder", resolve_path(name, self.cwd))
+            how = "clone" if spec.get("url") else None
+            self.add("create", "folder", resolve_path(name, self.cwd), how=how)
 
     def _write(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

@@ -10,7 +10,8 @@ It checks what providers enforce (design section 5):
 - ``unanswered_call``: a call not answered before the next non-tool message (or the end);
 - ``duplicate_result``: a call answered twice in its block;
 - ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and match
-  ``^[a-zA-Z0-9_-]+$``;
+  ``^[a-zA-Z0-9_-]+$`` (or be litellm's id of a Gemini call, its thought signature after
+  ``__thought__``);
 - ``invalid_call``: a call that is not an object with a ``function`` holding a string ``name``
   and ``type: "function"`` (or a ``custom`` holding one and ``type: "custom"``: a custom
   tool's call);
@@ -38,12 +39,24 @@ from rules.messages import HELD, custom_call, text_of
 from rules.report import Violation
 
 ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # whole: fullmatch (a "$" lets a final newline in)
+# litellm's id of a Gemini call carries the model's thought signature after ``__thought__``
+# (``call_…__thought__CiQB+…==``, base64): its own to read back, the signature byte for byte
+# (sanitised, Gemini 3 refused the next turn); it strips the suffix itself for Anthropic's API
+_SIGNATURE = re.compile(r"[A-Za-z0-9+/=_-]+")
+_SIGNED = "__thought__"
 MEMO = "chain_validator"  # the name of its table in ``Context.table``
 VIOLATIONS = "chain_violations"  # ``Context.derived``: a messages list's violations
 
 
 def valid_id(value: Any) -> bool:
-    return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+    if not isinstance(value, str):
+        return False
+    if ID_PATTERN.fullmatch(value) is not None:
+        return True
+    call, signed, signature = value.partition(_SIGNED)
+    return bool(
+        signed and ID_PATTERN.fullmatch(call) and _SIGNATURE.fullmatch(signature) is not None
+    )
 
 
 def arguments_ok(call: dict[str, Any]) -> bool:
@@ -152,7 +165,7 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
                             pass
             elif call.get("type") == "custom" and call_shape_ok(call):
                 bad = None if arguments_ok(call) else "invalid_arguments"
-        id_ok = isinstance(cid, str) and ID_PATTERN.fullmatch(cid) is not None
+        id_ok = valid_id(cid)
         if bad is not None or not id_ok:
             clean = False
         checked.append((cid, bad, id_ok))

@@ -97,6 +97,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
             out.append(e)
     if mention.by is not None:  # "the folder created by npm install": what it made or none
         out = made_by(mention.by, out)
+    if mention.how is not None:  # "the folder you just cloned": what `git clone` made or none
+        out = [e for e in out if e.get("how") == mention.how]
     if mention.extensions or mention.paths:  # "the csv", "the script": files of that kind or none
         ends = tuple(f".{ext}" for ext in mention.extensions)
         out = [e for e in out if _of_kind(e, ends, mention.paths)]

@@ -269,6 +269,11 @@ def _name_goes_on(text: str, end: int) -> bool:
     return text[end : end + 1] in (".", "/", "_", "-") and text[end + 1 : end + 2].isalnum()
 
 
+# a verb that says the thing was cloned ("cloned", "clonaste", "geklont", "склонировал"): of
+# the folders, one ``git clone`` made
+_CLONED = re.compile(r"clon|klon|клонир", re.IGNORECASE)
+
+
 def _mention(
     lex: Lexicon,
     p: Pattern,
@@ -282,6 +287,7 @@ def _mention(
     an actor its kind does not take."""
     kind_name = p.kind
     g = m.groupdict()
+    verb_word = slot_word(g, "verb") or slot_word(g, "verb_base") or ""
     action = lex.words["verb"].get(slot_word(g, "verb") or "") or lex.words["verb_base"].get(
         slot_word(g, "verb_base") or ""
     )
@@ -371,6 +377,7 @@ def _mention(
         hint=hint,
         named=named,
         detail=detail,
+        how="clone" if _CLONED.search(verb_word) else None,
         extensions=extensions,
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),

@@ -22,6 +22,7 @@ class Mention:
     actor: str | None = None  # self ("you") | speaker ("I", "we") | other ("the lead agent")
     crowd: bool = False  # confidence drops with each extra candidate
     hint: str | None = None  # a word before the type noun ("config", "jsonl"): names may hold it
+    how: str | None = None  # the making's own verb: "the folder you cloned" (clone) only
     detail: str | None = None  # a name said beside the noun (ref_detail): kept if one holds it
     named: bool = False  # the hint is a file name ("the day-8.md file"): only that name fits
     extensions: tuple[str, ...] = ()  # a format was named ("the csv", "the json file")

@@ -75,6 +75,7 @@ def newer_than(mention: Mention, top: Mapping[str, Any], found: Sequence[Marker]
         mention.hint
         or mention.named
         or mention.detail
+        or mention.how is not None
         or mention.extensions
         or mention.paths
         or mention.by is not None

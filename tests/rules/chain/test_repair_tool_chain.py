@@ -17,6 +17,8 @@ from rules.chain.validator import find_violations
 from rules.messages import HELD, PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
+SIGNED = "call_8f2c1d__thought__CiQB+fake/Sig9xYz0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3A=="
+
 repair = repair_tool_chain.repair_messages
 
 S, U = system(), user("fix the build")
@@ -247,6 +249,13 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [U, assistant(None, shell("call_1_x", "a")), result("call_1_x", "A")],
         [("invalid_call_id", "sanitised")],
     ),
+    "signed_id_with_a_bad_call_part_sanitised": (
+        [U, assistant(None, shell("call.1__thought__Ci+/=", "a")),
+         result("call.1__thought__Ci+/=", "A")],
+        [U, assistant(None, shell("call_1__thought__Ci", "a")),
+         result("call_1__thought__Ci", "A")],
+        [("invalid_call_id", "sanitised")],
+    ),  # fmt: skip
     "id_ending_in_a_newline_sanitised": (  # a "$" match let it through; providers refuse it
         [U, assistant(None, shell("toolu_1\n", "a")), result("toolu_1\n", "A")],
         [U, assistant(None, shell("toolu_1", "a")), result("toolu_1", "A")],
@@ -330,6 +339,15 @@ def test_repair_table(name: str) -> None:
     assert find_violations(out) == []
     again, more = repair(out)
     assert again is out and more == []  # idempotent
+
+
+def test_a_gemini_calls_signed_id_is_kept_byte_for_byte() -> None:
+    """litellm's id of a Gemini call holds the model's thought signature (base64, ``+/=``) after
+    ``__thought__``: sanitised, the signature reached Gemini 3 changed on the next turn."""
+    messages = [U, assistant(None, shell(SIGNED, "a")), result(SIGNED, "A")]
+    assert find_violations(messages) == []
+    out, reps = repair(messages)
+    assert out is messages and reps == []
 
 
 def test_untouched_messages_keep_their_dicts() -> None:

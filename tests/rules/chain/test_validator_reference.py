@@ -18,7 +18,8 @@ from rules.messages import HELD
 from tests.rules.chain.test_chain_properties import damaged_real_histories, mutated_chains
 from tests.support.factories import assistant, result, shell, user
 
-_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+# an id, or litellm's id of a Gemini call: an id, "__thought__", the signature (base64)
+_ID = re.compile(r"^[a-zA-Z0-9_-]+$|^[a-zA-Z0-9_-]+?__thought__[A-Za-z0-9+/=_-]+$")
 
 
 def _role(m: dict[str, Any]) -> str:
