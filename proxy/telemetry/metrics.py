@@ -15,7 +15,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.auth import COOKIE, check_admin
-from proxy.errors import ProxyError
+from proxy.errors import (
+    ClientGone,
+    ProxyError,
+    UpstreamFailed,
+    UpstreamTimeout,
+    UpstreamUnreachable,
+)
 from proxy.inspect import report_view as rv
 from proxy.inspect import usage_view
 from proxy.store.base import Store
@@ -27,6 +33,12 @@ MAX_MODEL_LABELS = 100  # model names come from clients: bound the label's cardi
 RESCUE_OUTCOMES = frozenset({"fitted", "failed_again", "floor_too_big", "no_window", "no_gain"})
 CACHE_CAUSES = frozenset({"expiry", "client", "proxy", "unexplained", "unknown"})
 PAYBACK_OUTCOMES = frozenset({"paid_back", "not_paid_back"})
+# a stream's ends the log row names (an exception's class name, a provider's type, is "other":
+# the label's values stay few)
+STREAM_ERROR_TYPES = frozenset(
+    {"upstream_stream_error", UpstreamUnreachable.code, UpstreamTimeout.code, UpstreamFailed.code,
+     "stream_max_exceeded", "shutting_down"}
+)  # fmt: skip
 
 
 class _StoreCollector:
@@ -196,6 +208,13 @@ class Metrics:
             ["cause"],
             registry=r,
         )
+        self.stream_errors = Counter(
+            "ctxproxy_stream_errors",
+            "Answers begun with a 2xx that ended in an error (a stream cut off, an error event), "
+            "by the log row's error_type.",
+            ["error_type"],
+            registry=r,
+        )
         self.compactions = Counter(
             "ctxproxy_compactions",
             "Compactions whose account was settled: paid_back (later requests saved at least "
@@ -256,6 +275,11 @@ class Metrics:
         self._in_flight -= 1
         status = row.get("status")
         self._child(self.requests, str(status), self._model(row.get("model"), status)).inc()
+        failed = row.get("error_type")
+        began = isinstance(status, int) and 200 <= status < 300
+        if failed and began and failed != ClientGone.code:  # a client that left: not counted
+            label = failed if failed in STREAM_ERROR_TYPES else "other"
+            self._child(self.stream_errors, label).inc()
         if row.get("overhead_ms") is not None:
             self.added.observe(float(row["overhead_ms"]) / 1000)
         up = usage_view.upstream_ms(row)

@@ -220,3 +220,20 @@ def test_metrics_count_what_the_live_rules_did(live_proxy) -> None:
         assert value(m, "ctxproxy_tokens_freed_total", stage=stage) == freed
     for kind, n in kinds.items():
         assert value(m, "ctxproxy_repairs_total", kind=kind) == n
+
+
+def test_a_stream_that_began_well_and_ended_in_an_error_is_counted() -> None:
+    """A stream cut off or ending in an error event is logged with status 200 and an
+    error_type: /metrics counted it a success, so an upstream cutting its streams raised no
+    alert. Counted by type (an exception's name is "other"); a client that left is not."""
+    metrics = Metrics()
+    for error_type in ("upstream_stream_error", "upstream_connection_error",
+                       "MidStreamFallbackError", "client_disconnected", None):  # fmt: skip
+        metrics.finished({"status": 200, "model": "gpt-4o", "error_type": error_type})
+    metrics.finished({"status": 502, "model": "gpt-4o", "error_type": "upstream_error"})
+    m = samples(metrics.exposition().decode())
+    assert value(m, "ctxproxy_stream_errors_total", error_type="upstream_stream_error") == 1
+    assert value(m, "ctxproxy_stream_errors_total", error_type="upstream_connection_error") == 1
+    assert value(m, "ctxproxy_stream_errors_total", error_type="other") == 1
+    labels = {dict(lb)["error_type"] for name, lb in m if name == "ctxproxy_stream_errors_total"}
+    assert labels == {"upstream_stream_error", "upstream_connection_error", "other"}
