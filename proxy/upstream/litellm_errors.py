@@ -161,7 +161,12 @@ def _network_failure(exc: BaseException) -> bool:
 
 # litellm's wording around a provider's message: "litellm.BadRequestError: AnthropicException - …
 # Handle with `litellm.BadRequestError`."
-_LITELLM_PREFIX = re.compile(r"^\s*litellm\.\w+:\s*(?:\w+Exception\s*-\s*)?")
+# its exception chain before the provider's words ("litellm.MidStreamFallbackError:
+# litellm.APIConnectionError: APIConnectionError: OpenAIException - …")
+_LITELLM_PREFIX = re.compile(
+    r"^\s*+(?:litellm\.\w{1,40}+:\s*+)++(?:\w{1,40}?(?:Error|Exception):\s*+)*+"
+    r"(?:\w{1,40}?Exception\s*+-\s*+)?"
+)
 _LITELLM_SUFFIX = re.compile(r"\.?\s*Handle with `litellm\.\w+`\.?\s*$")
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 _PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")

@@ -242,6 +242,11 @@ async def test_openai_stream_breaking_off_hides_the_address(
             "`litellm.RateLimitError`.",
             "quota exceeded for <url>",
         ),
+        (  # a bridged stream's failure: litellm's chain of exceptions before the words
+            "litellm.MidStreamFallbackError: litellm.APIConnectionError: APIConnectionError: "
+            "OpenAIException - Stream ended before a finish_reason was received",
+            "Stream ended before a finish_reason was received",
+        ),
         ("error opening /srv/app/secrets/config.yaml", "error opening <path>"),
         ("gateway 192.168.1.20:8080 refused", "gateway <host> refused"),
         ("bad key sk-ant-api03-abcdefghijklmnopqrstuvwx", "bad key [REDACTED]"),
