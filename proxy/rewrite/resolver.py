@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from proxy.settings import ResolverSettings
+from rules.entities.ruled_out import USERS_WORD
 from rules.memo_scope import memo_scope
 from rules.redact import redact_text
 
@@ -39,7 +40,11 @@ MAX_DESCRIPTION = 200  # characters kept of a description the model wrote
 
 def open_questions(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """References detected but not resolved, that have candidates to choose from."""
-    return [r for r in references if r.get("entity") is None and r.get("candidates")]
+    return [
+        r
+        for r in references
+        if r.get("entity") is None and r.get("candidates") and r.get("abstained") not in USERS_WORD
+    ]
 
 
 def to_describe(references: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

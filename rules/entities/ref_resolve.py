@@ -13,6 +13,7 @@ from rules.entities.ref_candidates import kind_mismatch
 from rules.entities.ref_detect import Mention
 from rules.entities.ref_pointer import describe, pointer
 from rules.entities.ref_relations import pick
+from rules.entities.ruled_out import USERS_WORD
 from rules.entities.unknown_made import Marker, newer_than
 from rules.report import ChainStep, EntityRef, Reference
 
@@ -112,6 +113,8 @@ def settle(
 ) -> Reference:
     """An abstention settled by the resolver model's pick, if the pick is one of its candidates."""
     if ref.get("entity") is not None or not isinstance(pick, Mapping):
+        return ref
+    if ref.get("abstained") in USERS_WORD:  # the user ruled it out: no pick overrules that
         return ref
     path, confidence = pick.get("path"), pick.get("confidence")
     if path not in ref.get("candidates", ()) or not isinstance(confidence, (int, float)):

@@ -40,6 +40,11 @@ def ruled_out(ref: Reference, text: str) -> Reference:
     return ref
 
 
+# abstentions the user's own words made: their one candidate is the thing ruled out, not a
+# question for the resolver model (which sees neither the negation's sense nor the ages)
+USERS_WORD = frozenset({"ruled_out", "too_recent"})
+
+
 def abstention(ref: Reference, why: str, path: str) -> Reference:
     """``ref`` turned into an abstention (``why``), its entity's ``path`` the one candidate."""
     dropped = ("pointer", "call_id", "age_s", "resolved_by")

@@ -18,8 +18,6 @@ from rules.report import Reference
 _HOUR = 3600
 _WINDOW_BEFORE = 16  # characters before the mention read (CJK: "我上周创建的", "昨日作った")
 _WINDOW_AFTER = 40  # and after it ("… that I created last week")
-# a clause ends at these: a time said in the next clause is not the making's time
-_CLAUSE_END = re.compile(r"[,.;:!?，。、；：！？\n]")
 
 _WEEKDAYS = (
     r"monday|tuesday|wednesday|thursday|friday|saturday|sunday"
@@ -29,7 +27,7 @@ _WEEKDAYS = (
 )
 # a day ago or so (yesterday, last night, last Friday): at least _DAY_AGO
 _DAY = re.compile(
-    rf"\b(?:yesterday|last\s{{1,3}}(?:night|evening|{_WEEKDAYS})|ayer|anoche|hier|gestern"
+    rf"\b(?:yesterday|last\s{{1,3}}(?:night|evening|{_WEEKDAYS})|ayer|anoche|gestern"
     r"|ontem|ieri|gisteren|wczoraj|вчера)\b"
     r"|昨天|昨晚|昨日|昨夜|어제|어젯밤",
     re.IGNORECASE,
@@ -38,6 +36,7 @@ _NUMBER = r"(?:\d{1,3}|a\s{1,3}few|a\s{1,3}couple\s{1,3}of|couple\s{1,3}of|two|t
 # days ago or more (last week, the other day, 3 days ago): at least _DAYS_AGO
 _DAYS = re.compile(
     rf"\b(?:last\s{{1,3}}(?:week|month|year)|the\s{{1,3}}other\s{{1,3}}day"
+    r"|(?:a|one)\s{1,3}(?:week|month|year)\s{1,3}ago"
     rf"|the\s{{1,3}}day\s{{1,3}}before\s{{1,3}}yesterday|{_NUMBER}\s{{1,3}}(?:days|weeks|months)"
     r"\s{1,3}ago|(?:la|el)\s{1,3}(?:semana|mes|año)\s{1,3}pasad[oa]|anteayer|antier"
     r"|hace\s{1,3}(?:\d{1,3}|unos|unas|dos|tres|varios|varias)\s{1,3}(?:días|semanas|meses)"
@@ -52,35 +51,43 @@ _DAYS = re.compile(
     r"|(?:\d{1,3}|несколько|пару|два|три)\s{1,3}(?:дня|дней|недели|недель)\s{1,3}назад)\b"
     r"|上周|上星期|上个?礼拜|上个月|去年|前天|前几天|几天前|\d{1,3}\s{0,2}天前"
     r"|先週|先月|去年|一昨日|おととい|数日前|この間|\d{1,3}\s{0,2}日前"
-    r"|지난\s{0,2}주|지난\s{0,2}달|작년|그저께|며칠\s{0,2}전|\d{1,3}\s{0,2}일\s{0,2}전",
+    r"|지난\s{0,2}(?:주|달)(?:에|말)?(?![가-힣])|작년|그저께|며칠\s{0,2}전|\d{1,3}\s{0,2}일\s{0,2}전",
     re.IGNORECASE,
 )
+_HIER = re.compile(r"\bhier\b", re.IGNORECASE)  # French only: "here" in German and Dutch
+_PARTICLES = ("에", "に", "了")  # after a time word, before the mention ("지난주에 만든")
 _DAY_AGO = 3 * _HOUR  # "yesterday" said of a thing made in the last three hours: not it
 _DAYS_AGO = 24 * _HOUR
 
 
-def _window(text: str, start: int, end: int) -> str:
-    """The mention with the words before and after it in its own clause."""
-    before = text[max(0, start - _WINDOW_BEFORE) : start]
-    ends = list(_CLAUSE_END.finditer(before))
-    if ends:
-        before = before[ends[-1].end() :]
-    after = text[end : end + _WINDOW_AFTER]
-    cut = _CLAUSE_END.search(after)
-    if cut is not None:
-        after = after[: cut.start()]
-    return f"{before} {text[start:end]} {after}"
+def _found(pattern: re.Pattern[str], lang: str, where: str) -> list[re.Match[str]]:
+    found = list(pattern.finditer(where))
+    return found + list(_HIER.finditer(where)) if lang == "fr" else found
 
 
-def said_age(text: str, start: int, end: int) -> int:
-    """The least age, in seconds, the time words around ``text[start:end]`` give what it names
-    (0: no such words)."""
-    near = _window(text, start, end)
-    if _DAYS.search(near):
-        return _DAYS_AGO
-    if _DAY.search(near):
-        return _DAY_AGO
+def said_age(text: str, start: int, end: int, lang: str = "en") -> int:
+    """The least age, in seconds, that time words said of the mention ``text[start:end]`` give
+    what it names (0: none): in its own words, right after it ("… I created last week") or
+    right before it ("我上周创建的", "昨日作った", "지난주에 만든"); a time later in the sentence
+    is the data's or the task's ("… on last week's data", "… with the one from yesterday")."""
+    after = text[end : end + _WINDOW_AFTER].lstrip()
+    before = text[max(0, start - _WINDOW_BEFORE) : start].rstrip()
+    if before.endswith(_PARTICLES):
+        before = before[: -1].rstrip()
+    for least, pattern in ((_DAYS_AGO, _DAYS), (_DAY_AGO, _DAY)):
+        if (
+            _found(pattern, lang, text[start:end])
+            or any(m.start() == 0 and not _possessive(after, m.end())
+                   for m in _found(pattern, lang, after))
+            or any(m.end() == len(before) for m in _found(pattern, lang, before))
+        ):
+            return least
     return 0
+
+
+def _possessive(text: str, at: int) -> bool:
+    """Whether the time words go on as a possessive ("yesterday's logs"): the data's time."""
+    return text[at : at + 2] in ("'s", "’s")
 
 
 class Span(Protocol):
@@ -92,6 +99,12 @@ class Span(Protocol):
     @property
     def end(self) -> int: ...
 
+    @property
+    def lang(self) -> str: ...
+
+    @property
+    def recency(self) -> bool: ...
+
 
 def too_recent(ref: Reference, text: str, mention: Span) -> Reference:
     """``ref`` as an abstention when the time words around its ``mention`` put the thing meant
@@ -99,7 +112,9 @@ def too_recent(ref: Reference, text: str, mention: Span) -> Reference:
     entity, age = ref.get("entity"), ref.get("age_s")
     if not entity or not isinstance(age, int):
         return ref
-    least = said_age(text, mention.start, mention.end)
+    if mention.recency:  # "the folder you just created …": said as just made
+        return ref
+    least = said_age(text, mention.start, mention.end, mention.lang)
     if not least or age >= least:
         return ref
     low = text.lower()

@@ -37,6 +37,8 @@ def _around(text: str, mention: str) -> tuple[int, int]:
 class _Mention:
     start: int
     end: int
+    lang: str = "en"
+    recency: bool = False
 
 
 @pytest.mark.parametrize(
@@ -82,3 +84,19 @@ def test_a_long_run_of_words_is_read_in_linear_time() -> None:
     started = time.process_time()
     said_age(text, 0, len("the branch you created"))
     assert time.process_time() - started < 0.05
+
+
+def test_the_users_own_ruling_is_no_question_for_the_resolver_model() -> None:
+    """The abstention's one candidate is the thing the user's words ruled out: sent to the
+    resolver model (which sees no ages), its pick of that one candidate undid it."""
+    from proxy.rewrite.resolver import open_questions
+    from rules.entities.ref_resolve import settle
+
+    text = "Delete the branch you created last week."
+    out = too_recent(_ref(age_s=60), text, _Mention(*_around(text, "the branch you created")))
+    assert open_questions([out]) == []
+    pick = {"path": "branch:feat/x", "confidence": 0.9, "model": "m"}
+    event = {"type": "branch", "name": "feat/x", "path": "branch:feat/x", "action": "create",
+             "first_seen": 1.0, "seq": 1, "call_id": "c1"}  # fmt: skip
+    cfg = type("Cfg", (), {"threshold": 0.6})()
+    assert settle(out, pick, [("s", 0, [event])], cfg) is out  # type: ignore[arg-type]
