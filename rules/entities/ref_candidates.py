@@ -5,6 +5,8 @@ noun. Used by ``ref_resolve`` and ``ref_relations``; pure functions of their arg
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -120,7 +122,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         )
         out = holding if holding or not describing else out
     elif mention.detail:  # "the container running redis": those holding it, if any does
-        out = [e for e in out if _holds(e, mention.detail)] or out
+        word = _word(mention.detail)  # whole ("pr" is not in "profile"; "q1" is in q1.md)
+        out = [e for e in out if _holds(e, mention.detail, word)] or out
     return out
 
 
@@ -157,9 +160,16 @@ def _serves(e: Mapping[str, Any]) -> bool:
     return "port" in (e.get("attrs") or {}) or any(r and r[0] == "serves" for r in rel)
 
 
-def _holds(e: Mapping[str, Any], hint: str) -> bool:
+def _holds(e: Mapping[str, Any], hint: str, word: re.Pattern[str] | None = None) -> bool:
     """Whether the event's name, path, command or attributes hold ``hint`` ("the postgres
-    container": its image)."""
+    container": its image), as a whole word when ``word`` is given."""
     attrs = e.get("attrs") or {}
     texts = (e.get("name"), e.get("path"), e.get("by"), *attrs.values())
+    if word is not None:
+        return any(word.search(str(t).lower()) for t in texts if t)
     return any(hint in str(t).lower() for t in texts if t)
+
+
+@functools.lru_cache(maxsize=256)
+def _word(detail: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![a-z0-9]){re.escape(detail)}(?![a-z0-9])")

@@ -14,7 +14,7 @@ _AFTER_CHARS = 48
 _BEFORE_CHARS = 24
 _WORD = r"(?P<word>[A-Za-z][A-Za-z0-9_.+:/-]{1,40}+)"  # ASCII: "redisの" ends at the particle
 _AFTER = {
-    "en": r"(?:running|with|using|for|of|from|based\s++on|(?:that|which)\s++runs)",
+    "en": r"(?:running|with|using|from|based\s++on|(?:that|which)\s++runs)",
     "es": r"(?:de|del|con|que\s++corre)",
     "pt": r"(?:de|do|da|com|que\s++roda)",
     "fr": r"(?:de|du|avec|d')",

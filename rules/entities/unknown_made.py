@@ -74,7 +74,6 @@ def newer_than(mention: Mention, top: Mapping[str, Any], found: Sequence[Marker]
     if (
         mention.hint
         or mention.named
-        or mention.detail
         or mention.how is not None
         or mention.extensions
         or mention.paths

@@ -14,7 +14,7 @@ from rules.entities.ref_detail import detail_near
     ("lang", "text", "mention", "word"),
     [
         ("en", "restart the container running redis, please", "restart the container", "redis"),
-        ("en", "stop the server you started for the docs", "the server you started", "docs"),
+        ("en", "stop the server you started for the docs", "the server you started", None),
         ("es", "detén el contenedor de postgres", "detén el contenedor", "postgres"),
         ("ru", "останови контейнер с redis", "останови контейнер", "redis"),
         ("fr", "redémarre le conteneur de mailhog", "redémarre le conteneur", "mailhog"),
