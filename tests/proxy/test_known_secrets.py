@@ -66,14 +66,15 @@ def test_a_known_value_is_redacted_whatever_its_shape() -> None:
     ("text", "kept"),
     [
         ('{"x-auth": "server-openai-key-XY"}', False),  # 20 of 27 characters, its start
-        ("key server-openai-k was refused", False),  # its first 15 characters
-        ("the server-open prefix is ours", True),  # 11 characters: no quote of it
+        ("key server-openai-key was refused", False),  # its first 17 characters
+        ("the server-openai-k prefix is ours", True),  # 15 characters: no quote of it
+        ("see server-openai-settings.yaml…", True),  # shares 14 characters: another name
         ("server-openai-key-XYZ9abc", False),  # the whole key
     ],
 )
 def test_a_quote_of_a_keys_start_is_redacted(text: str, kept: bool) -> None:
     """An upstream echoing part of the server's key in a 200 answer had the part stored (and
-    shown by ``ctxproxy show``): the start of a long key, 12 characters or more, goes too."""
+    shown by ``ctxproxy show``): the start of a long key, 16 characters or more, goes too."""
     set_known(["server-openai-key-XYZ9abc"])
     out = redact_text(text)
     assert ("server-open" in out) is kept, out
