@@ -55,8 +55,9 @@ _MAX_DECODED = 1 << 20  # an encoded error body is read up to this size
 # 4 s of it for text dense in secrets' names; the rest is cut, redacted before the cut.
 _SHOWN_CHARS = 32 * 1024
 # An error event of a stream, each one (a stream may carry many: each is redacted on the loop,
-# up to ~3 µs a character of text dense in secrets' names), and a relayed header's value: legit
-# ones are a line or two. Past these they are cut, or, for a header, not relayed.
+# up to ~3 µs a character of text dense in secrets' names; one of many members is reduced to its
+# error's type, code and message first), and a relayed header's value: legit ones are a line or
+# two. Past these they are cut, or, for a header, not relayed.
 _EVENT_CHARS = 4 * 1024
 _HEADER_CHARS = 1024
 _HEADERS_CHARS = 8 * 1024  # of all relayed header values together
@@ -250,7 +251,10 @@ class ErrorRedactor:
                 cr = b"\r" if line.endswith(b"\r") else b""
                 payload = line[5 : len(line) - len(cr)]
                 lead = b" " if payload.startswith(b" ") else b""
-                lines[i] = b"data:" + lead + self.body(payload[len(lead) :], _EVENT_CHARS) + cr
+                data = payload[len(lead) :]
+                if len(data) > 4 * _EVENT_CHARS:  # the structure too: a MiB of tiny strings
+                    data = _error_only(data)
+                lines[i] = b"data:" + lead + self.body(data, _EVENT_CHARS) + cr
             else:
                 lines[i] = self._text_bytes(line, _EVENT_CHARS)
         return b"\n".join(lines)
@@ -308,6 +312,30 @@ class ErrorRedactor:
         if isinstance(value, list):
             return [self._keys_in(v) for v in value]
         return value
+
+
+def _error_only(data: bytes) -> bytes:
+    """A long error event's JSON as its type and its error's type, code and message (each cut):
+    the rest of it, however many members, is not read on."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data[: 4 * _EVENT_CHARS]  # read as text, cut
+    if not isinstance(value, dict):
+        return b'{"error": {"message": "The upstream sent an error too long to show."}}'
+    error = value.get("error")
+    kept: dict[str, Any] = {}
+    if isinstance(value.get("type"), str):
+        kept["type"] = value["type"][:_SHORT]
+    if isinstance(error, dict):
+        kept["error"] = {
+            k: (v[:_EVENT_CHARS] if isinstance(v, str) else v)
+            for k, v in error.items()
+            if k in ("type", "code", "message", "status") and isinstance(v, (str, int))
+        }
+    elif isinstance(error, str):
+        kept["error"] = error[:_EVENT_CHARS]
+    return orjson.dumps(kept)
 
 
 def _short_chars(value: Any) -> int:
