@@ -53,7 +53,8 @@ async def messages(
         from proxy.upstream.bridge import bridged_messages
 
         errors = client.errors.with_credentials(client_headers, key)
-        return errors.response(await bridged_messages(upstream, body, client_headers, key, path))
+        answered = await bridged_messages(upstream, body, client_headers, key, path)
+        return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = anthropic_headers(upstream, client_headers, key)
     return await client.post(
         upstream, path, body, headers, stream=True, query=relayed_query(query),

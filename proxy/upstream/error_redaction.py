@@ -61,6 +61,9 @@ _SHOWN_CHARS = 32 * 1024
 _EVENT_CHARS = 4 * 1024
 _HEADER_CHARS = 1024
 _HEADERS_CHARS = 8 * 1024  # of all relayed header values together
+# What an answer says of the account a key bills: with the upstream's key, the gateway's own
+# (its organization's id), not a tenant's to learn
+ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
 _FRAMING = frozenset(("content-type", "content-encoding", "content-length", "transfer-encoding"))
 _SHORT = 256  # a string this short (a type, a code, a param) is kept whole while they are few
 _UNREADABLE = orjson.dumps(
@@ -165,9 +168,13 @@ class ErrorRedactor:
         error.args = (error.message,)
         return error
 
-    def response(self, response: UpstreamResponse) -> UpstreamResponse:
+    def response(self, response: UpstreamResponse, gateway: bool = False) -> UpstreamResponse:
         """``response`` as the client may see it: an error body redacted, a stream's error
-        events redacted as they pass; a success body untouched."""
+        events redacted as they pass; a success body untouched. ``gateway``: the upstream was
+        sent the server's key, so the account headers are the gateway's, not relayed."""
+        if gateway:
+            for name in ACCOUNT_ANSWERS:
+                response.headers.pop(name, None)
         self.headers(response.headers)
         if response.status >= 400 and response.body is not None:
             response.body = self._error_body(response.body, response.headers)

@@ -76,7 +76,8 @@ async def generate(
         from proxy.upstream.gemini_bridge import bridged_gemini
 
         errors = client.errors.with_credentials({}, key)
-        return errors.response(await bridged_gemini(upstream, route, body, query, key))
+        answered = await bridged_gemini(upstream, route, body, query, key)
+        return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = gemini_headers(upstream, client_headers, key)
     return await client.post(
         upstream,

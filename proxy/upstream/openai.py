@@ -58,9 +58,6 @@ _FORWARDED_HEADERS = (
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
 _ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
-# What an answer says of the account a key bills: with the upstream's key, the gateway's own
-# (its organization's id), not a tenant's to learn
-_ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
 # A model list is read whole to be merged with the configured names: bounded (OpenAI's is some
 # 20 KB, OpenRouter's about a megabyte).
 MAX_MODEL_LIST_BYTES = 8 * 1024 * 1024
@@ -215,7 +212,8 @@ class UpstreamClient:
             if upstream.kind in ("anthropic", "gemini"):
                 upstream = upstream.model_copy(update={"provider": upstream.kind})
             errors = self.errors.with_credentials({}, passthrough_key)
-            return errors.response(await litellm_chat(upstream, body, passthrough_key))
+            answered = await litellm_chat(upstream, body, passthrough_key)
+            return errors.response(answered, gateway=bool(upstream.api_key_env))
         headers = self._headers(upstream, client_headers, passthrough_key)
         data = raw if raw is not None else orjson.dumps(body)
         return await self.post(
@@ -275,10 +273,8 @@ class UpstreamClient:
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
-        if upstream.api_key_env:
-            for name in _ACCOUNT_ANSWERS:
-                relayed_answer.headers.pop(name, None)
-        return self.errors.with_credentials(headers, None).response(relayed_answer)
+        errors = self.errors.with_credentials(headers, None)
+        return errors.response(relayed_answer, gateway=bool(upstream.api_key_env))
 
     async def models(
         self,

@@ -37,7 +37,8 @@ async def responses(
         from proxy.upstream.bridge import bridged_responses
 
         errors = client.errors.with_credentials({}, key)
-        return errors.response(await bridged_responses(upstream, body, key))
+        answered = await bridged_responses(upstream, body, key)
+        return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = responses_headers(upstream, client_headers, key)
     return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
 

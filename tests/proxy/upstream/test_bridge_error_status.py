@@ -109,3 +109,29 @@ def test_an_error_event_names_its_status_by_the_exceptions_class(said: str, stat
     failure = failed_event(upstream, event)
     assert failure is not None
     assert failure.status == status
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/messages", {"model": "claude-sonnet-4-5", "messages": ASK, "max_tokens": 8}),
+        ("/v1/chat/completions", {"model": "claude-sonnet-4-5", "messages": ASK}),  # bridged
+    ],
+)
+async def test_a_bridged_error_keeps_the_gateways_account_to_itself(
+    tmp_path: Path, edge: EdgeUpstream, path: str, body: dict[str, object],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """With the server's key, the account headers of an error answer through litellm (its
+    exception's headers) reached the client; the native relay dropped them."""
+    monkeypatch.setenv("BRIDGE_ANTHROPIC_KEY", "sk-ant-server-key-000000000000")
+    rate = {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}}
+    edge.reply = Reply.json(rate, 429, retry_after="3", anthropic_organization_id="org-gw-1234")
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"],
+                "base_url": edge.url, "api_key_env": "BRIDGE_ANTHROPIC_KEY"}  # fmt: skip
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"x-api-key": "client"})
+    assert r.status_code == 429
+    assert r.headers.get("retry-after") == "3"
+    assert "anthropic-organization-id" not in r.headers
