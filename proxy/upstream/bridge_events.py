@@ -33,24 +33,32 @@ _EXCEPTION_STATUS = {
     "ContentPolicyViolationError": 400, "PaymentRequiredError": 402,
     "AuthenticationError": 401, "PermissionDeniedError": 403, "NotFoundError": 404,
     "UnprocessableEntityError": 422, "RateLimitError": 429, "ServiceUnavailableError": 503,
-    "InternalServerError": 500, "BadGatewayError": 502,
+    "InternalServerError": 500, "BadGatewayError": 502, "MidStreamFallbackError": 503,
 }  # fmt: skip
 _BASE_STATUS = (
     ("APITimeoutError", 504), ("BadRequestError", 400), ("AuthenticationError", 401),
     ("PermissionDeniedError", 403), ("NotFoundError", 404), ("UnprocessableEntityError", 422),
     ("RateLimitError", 429), ("InternalServerError", 500), ("APIConnectionError", 502),
 )  # fmt: skip
-_EXCEPTION_NAME = re.compile(r"litellm\.(\w{1,40})(?::|\b)")
+_EXCEPTION_NAME = re.compile(r"litellm\.(\w{1,40}+):")
+_EXCEPTION_CHAIN = re.compile(r"(?:litellm\.\w{1,40}+:\s*+){1,8}")  # at the message's start
 
 
 def _exception_status(message: str) -> int | None:
-    """The status of the litellm exception an error event's message names first, if known."""
-    m = _EXCEPTION_NAME.match(message.lstrip())
-    if m is None:
+    """The status of the litellm exceptions an error event's message names, the innermost
+    known one first ("litellm.MidStreamFallbackError: litellm.RateLimitError: …" is a 429)."""
+    names = _EXCEPTION_CHAIN.match(message.lstrip())
+    if names is None:
         return None
-    if m[1] in _EXCEPTION_STATUS:
-        return _EXCEPTION_STATUS[m[1]]
-    found = getattr(load_litellm(), m[1], None)
+    found = [_named_status(n) for n in _EXCEPTION_NAME.findall(names[0])]
+    return next((status for status in reversed(found) if status is not None), None)
+
+
+def _named_status(name: str) -> int | None:
+    if name in _EXCEPTION_STATUS:
+        return _EXCEPTION_STATUS[name]
+    litellm = load_litellm()
+    found = getattr(litellm, name, None) or getattr(litellm.exceptions, name, None)
     if not isinstance(found, type) or not issubclass(found, Exception):
         return None
     import openai  # loaded with litellm
