@@ -4,8 +4,8 @@ password``, ``rclone config``'s pairs, ``useradd -p``, RDP clients, ``vault logi
 password piped into ``sudo -S``, ``--password-stdin``, ``chpasswd`` or ``passwd --stdin``, one
 said in prose ("the password for admin is …"), a Dockerfile's ``ENV NAME value`` (fish's ``set
 -x``, csh's ``setenv``), PowerShell's ``SetEnvironmentVariable`` and ``ConvertTo-SecureString``,
-a Kubernetes Secret's data and a PuTTY key file. Each was stored as written. Their lookalikes stay, and texts dense in them are
-redacted in bounded time."""
+a Kubernetes Secret's data and a PuTTY key file. Each was stored as written. Their lookalikes
+stay, and texts dense in them are redacted in bounded time."""
 
 from __future__ import annotations
 

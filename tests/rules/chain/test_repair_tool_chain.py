@@ -18,6 +18,7 @@ from rules.messages import HELD, PLACEHOLDER_PREFIX
 from tests.support.factories import assistant, call, ctx, result, shell, system, user
 
 SIGNED = "call_8f2c1d__thought__CiQB+fake/Sig9xYz0aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2yZ3A=="
+BAD_SIGNED = "call.1__thought__Ci+/="  # the call's own part is no id
 
 repair = repair_tool_chain.repair_messages
 
@@ -250,12 +251,10 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [("invalid_call_id", "sanitised")],
     ),
     "signed_id_with_a_bad_call_part_sanitised": (
-        [U, assistant(None, shell("call.1__thought__Ci+/=", "a")),
-         result("call.1__thought__Ci+/=", "A")],
-        [U, assistant(None, shell("call_1__thought__Ci", "a")),
-         result("call_1__thought__Ci", "A")],
+        [U, assistant(None, shell(BAD_SIGNED, "a")), result(BAD_SIGNED, "A")],
+        [U, assistant(None, shell("call_1__thought__Ci", "a")), result("call_1__thought__Ci", "A")],
         [("invalid_call_id", "sanitised")],
-    ),  # fmt: skip
+    ),
     "id_ending_in_a_newline_sanitised": (  # a "$" match let it through; providers refuse it
         [U, assistant(None, shell("toolu_1\n", "a")), result("toolu_1\n", "A")],
         [U, assistant(None, shell("toolu_1", "a")), result("toolu_1", "A")],
