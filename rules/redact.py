@@ -300,8 +300,9 @@ _MEMO_MAX_TEXT = 16_000
 
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
-    text = redact_secure_strings(redact_piped(redact_pgpass(text)))
-    return _redact_after_triggers(redact_url_credentials(text))
+    text = redact_piped(redact_pgpass(text))
+    # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
+    return redact_secure_strings(_redact_after_triggers(redact_url_credentials(text)))
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)

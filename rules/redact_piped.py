@@ -49,7 +49,7 @@ def _redacted(m: re.Match[str]) -> str:
 # plain text a secure string is made of
 _SECURE_STRING = re.compile(
     r"(?i:ConvertTo-SecureString)[ \t]++(?:(?i:-String)[ \t]++)?"
-    r"(?:'(?P<sq>[^'\r\n]{1,512})'|\"(?P<dq>[^\"\r\n]{1,512})\")"
+    r"(?:'(?P<sq>[^'\s][^'\r\n]{0,511})'|\"(?P<dq>[^\"\s][^\"\r\n]{0,511})\")"
 )
 
 

@@ -129,6 +129,7 @@ secrets = st.one_of(
 @settings(max_examples=400, deadline=None)
 @given(small_noise, separator, secrets, separator, small_noise)
 @example("", " ", _same("password=0"), " ", " password is DB_PASS=`0")  # a value said, redacted
+@example("ConvertTo-SecureString '", " ", ("curl -b 'sid=0x' https://x", "sid=0x"), " ", "")
 def test_a_secret_never_survives(
     before: str, sep1: str, secret: tuple[str, str], sep2: str, after: str
 ) -> None:
