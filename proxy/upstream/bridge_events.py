@@ -25,15 +25,12 @@ _ERROR_STATUS = {
 # litellm's exceptions by name, as its Messages adapter writes them into an ``api_error``
 # event: it reads a status only from its own provider exceptions, so a Gemini 400 or 503 (an
 # ``openai``-style exception there) came out as 500, and reached Claude Code as a 502 it retried.
-# A name not listed is read by its class in litellm's namespace: the OpenAI SDK error it derives
-# from (``UnsupportedParamsError`` is a ``BadRequestError``), a timeout first (it is a kind of
-# connection error)
+# Each name is read by its class in litellm's namespace: the OpenAI SDK error it derives from
+# (``UnsupportedParamsError`` is a ``BadRequestError``), a timeout first (it is a kind of
+# connection error); these are the classes that says nothing of, or the wrong thing
 _EXCEPTION_STATUS = {
-    "BadRequestError": 400, "ContextWindowExceededError": 400,
-    "ContentPolicyViolationError": 400, "PaymentRequiredError": 402,
-    "AuthenticationError": 401, "PermissionDeniedError": 403, "NotFoundError": 404,
-    "UnprocessableEntityError": 422, "RateLimitError": 429, "ServiceUnavailableError": 503,
-    "InternalServerError": 500, "BadGatewayError": 502, "MidStreamFallbackError": 503,
+    "PaymentRequiredError": 402, "ServiceUnavailableError": 503, "BadGatewayError": 502,
+    "MidStreamFallbackError": 503,
 }  # fmt: skip
 _BASE_STATUS = (
     ("APITimeoutError", 504), ("BadRequestError", 400), ("AuthenticationError", 401),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rules.entities import cache as entity_cache
@@ -123,7 +123,7 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         out = holding if holding or not describing else out
     elif mention.detail:  # "the container running redis": those holding it, if any does
         word = _word(mention.detail)  # whole ("pr" is not in "profile"; "q1" is in q1.md)
-        out = [e for e in out if _holds(e, mention.detail, word)] or out
+        out = [e for e in out if _holds(e, word.search)] or out
     return out
 
 
@@ -160,14 +160,16 @@ def _serves(e: Mapping[str, Any]) -> bool:
     return "port" in (e.get("attrs") or {}) or any(r and r[0] == "serves" for r in rel)
 
 
-def _holds(e: Mapping[str, Any], hint: str, word: re.Pattern[str] | None = None) -> bool:
-    """Whether the event's name, path, command or attributes hold ``hint`` ("the postgres
-    container": its image), as a whole word when ``word`` is given."""
+def _holds(e: Mapping[str, Any], found: str | Callable[[str], object]) -> bool:
+    """Whether the event's name, path, command or attributes hold ``found`` ("the postgres
+    container": its image): a part of a word, or what a whole-word search finds."""
     attrs = e.get("attrs") or {}
-    texts = (e.get("name"), e.get("path"), e.get("by"), *attrs.values())
-    if word is not None:
-        return any(word.search(str(t).lower()) for t in texts if t)
-    return any(hint in str(t).lower() for t in texts if t)
+    texts = (
+        str(t).lower() for t in (e.get("name"), e.get("path"), e.get("by"), *attrs.values()) if t
+    )
+    if isinstance(found, str):
+        return any(found in t for t in texts)
+    return any(found(t) for t in texts)
 
 
 @functools.lru_cache(maxsize=256)

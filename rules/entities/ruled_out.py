@@ -9,6 +9,8 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from rules.report import Reference
 
@@ -32,8 +34,7 @@ def ruled_out(ref: Reference, text: str) -> Reference:
         return ref
     low = text.lower()
     path = str(entity.get("path") or "")
-    names = {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
-    for name in names:
+    for name in names_of(entity):
         name = name.strip().lower()
         if 2 <= len(name) <= 200 and name in low and _negated(name).search(low):
             return abstention(ref, "ruled_out", path)
@@ -43,6 +44,12 @@ def ruled_out(ref: Reference, text: str) -> Reference:
 # abstentions the user's own words made: their one candidate is the thing ruled out, not a
 # question for the resolver model (which sees neither the negation's sense nor the ages)
 USERS_WORD = frozenset({"ruled_out", "too_recent"})
+
+
+def names_of(entity: Mapping[str, Any]) -> set[str]:
+    """What the user may call an entity: its name, its id, its path's last part."""
+    path = str(entity.get("path") or "")
+    return {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
 
 
 def abstention(ref: Reference, why: str, path: str) -> Reference:

@@ -3,16 +3,16 @@ the branch the agent made a minute ago as meant. A time of a day or more ago sai
 mention ("yesterday", "last week", "3 days ago", "上周", "昨日", "지난주", "la semaine dernière",
 "на прошлой неделе") and an entity the proxy saw made more recently than that turns the
 resolution into an abstention (``too_recent``), its entity a candidate. An entity the message
-names stands; so does one seen long enough ago (a session resumed across days). Linear: one
-alternation of fixed phrases over a window of bounded length around the mention."""
+names stands; so does one seen long enough ago (a session resumed across days), and one said
+to be just made. Linear: fixed phrases read in the mention and at its two edges, each a window
+of bounded length."""
 
 from __future__ import annotations
 
-import posixpath
 import re
 from typing import Protocol
 
-from rules.entities.ruled_out import abstention
+from rules.entities.ruled_out import abstention, names_of
 from rules.report import Reference
 
 _HOUR = 3600
@@ -50,7 +50,7 @@ _DAYS = re.compile(
     r"|на\s{1,3}прошлой\s{1,3}неделе|в\s{1,3}прошлом\s{1,3}(?:месяце|году)|позавчера|на\s{1,3}днях"
     r"|(?:\d{1,3}|несколько|пару|два|три)\s{1,3}(?:дня|дней|недели|недель)\s{1,3}назад)\b"
     r"|上周|上星期|上个?礼拜|上个月|去年|前天|前几天|几天前|\d{1,3}\s{0,2}天前"
-    r"|先週|先月|去年|一昨日|おととい|数日前|この間|\d{1,3}\s{0,2}日前"
+    r"|先週|先月|一昨日|おととい|数日前|この間|\d{1,3}\s{0,2}日前"
     r"|지난\s{0,2}(?:주|달)(?:에|말)?(?![가-힣])|작년|그저께|며칠\s{0,2}전|\d{1,3}\s{0,2}일\s{0,2}전",
     re.IGNORECASE,
 )
@@ -73,12 +73,14 @@ def said_age(text: str, start: int, end: int, lang: str = "en") -> int:
     after = text[end : end + _WINDOW_AFTER].lstrip()
     before = text[max(0, start - _WINDOW_BEFORE) : start].rstrip()
     if before.endswith(_PARTICLES):
-        before = before[: -1].rstrip()
+        before = before[:-1].rstrip()
     for least, pattern in ((_DAYS_AGO, _DAYS), (_DAY_AGO, _DAY)):
         if (
             _found(pattern, lang, text[start:end])
-            or any(m.start() == 0 and not _possessive(after, m.end())
-                   for m in _found(pattern, lang, after))
+            or any(
+                m.start() == 0 and not _possessive(after, m.end())
+                for m in _found(pattern, lang, after)
+            )
             or any(m.end() == len(before) for m in _found(pattern, lang, before))
         ):
             return least
@@ -118,8 +120,6 @@ def too_recent(ref: Reference, text: str, mention: Span) -> Reference:
     if not least or age >= least:
         return ref
     low = text.lower()
-    path = str(entity.get("path") or "")
-    names = {str(entity.get("name") or ""), str(entity.get("id") or ""), posixpath.basename(path)}
-    if any(2 <= len(n) <= 200 and n.lower() in low for n in names):
+    if any(2 <= len(n) <= 200 and n.lower() in low for n in names_of(entity)):
         return ref  # named: the user's word for which one
-    return abstention(ref, "too_recent", path)
+    return abstention(ref, "too_recent", str(entity.get("path") or ""))
