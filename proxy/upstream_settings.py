@@ -51,6 +51,13 @@ class UpstreamSettings(Strict):
     provider: str | None = Field(default=None, validate_default=True)
     # Headers set on every upstream request (after the client's account headers are dropped).
     headers: dict[str, str] = Field(default_factory=dict)
+    call_ids: Literal["auto", "anthropic", "openai", "mistral", "any"] = Field(
+        default="auto",
+        description="the tool-call ids the upstream accepts; the chain repair renames the "
+        "others (proxy.call_id_rules). auto: by kind, provider and host (OpenAI's API: at most "
+        "40 characters, 64 in Responses; Mistral's: nine letters and digits; Anthropic, and a "
+        "provider not known: ^[a-zA-Z0-9_-]+$; another OpenAI-compatible server or Gemini: any)",
+    )
     timeout_s: float = Field(default=600.0, gt=0)
     connect_timeout_s: float = Field(default=10.0, gt=0)
     # Claude models through litellm (kind litellm, and chat completions to kind anthropic): place

@@ -205,6 +205,8 @@ class Context:
     # never over this.
     window_room: int | None = None
     cache: CacheFacts = field(default_factory=CacheFacts)  # prices and the cache's last answer
+    # The tool-call ids the upstream accepts: a rule's name in ``rules.chain.call_ids.RULES``
+    call_ids: str = "anthropic"
     report: Report = field(default_factory=Report)  # fragments of earlier rules, read-only
     # Answers fetched by the proxy for a second pass (e.g. the optional resolver model's picks):
     # data in, so the rules stay free of I/O.

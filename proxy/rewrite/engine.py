@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from proxy.attribution.ledger import CacheLedger, Pending
+from proxy.call_id_rules import call_id_rule
 from proxy.errors import BadRequest
 from proxy.principals import ANONYMOUS, scoped, split_scoped
 from proxy.protocols.base import Adapter, Lowered
@@ -64,6 +65,7 @@ class _Request:
     heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
     named_model: str | None = None  # the model, where the body does not name it (Gemini's path)
     hints: Mapping[str, Any] | None = None  # data for the rules (the workspace picture)
+    call_ids: str = "anthropic"  # the ids the upstream accepts (``proxy.call_id_rules``)
 
     @property
     def model(self) -> str:
@@ -194,7 +196,8 @@ class Engine(WindowBudgets):
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])
         hints = await self.pictures.hint(sid, named) if self.pictures else None
-        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model, hints)
+        call_ids = call_id_rule(self.settings.upstream_for(named), adapter.name)
+        request = _Request(body, lowered, adapter, now, sid, budget, heavy, model, hints, call_ids)
         stack = contextlib.AsyncExitStack()  # the session: serialised across replicas
         await stack.__aenter__()
         try:
@@ -269,6 +272,7 @@ class Engine(WindowBudgets):
             window_room=self._hard_limit(request),
             cache=cache,
             hints=request.hints or {},
+            call_ids=request.call_ids,
         )
 
     def _budget(self, request: _Request) -> int | None:

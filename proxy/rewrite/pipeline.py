@@ -353,9 +353,10 @@ class Pipeline:
         messages, memo = ctx.messages, ctx.table(chain_validator.MEMO)
         violations = chain_validator.violations_of(ctx)
         if violations:
+            from rules.chain.call_ids import rule_named
             from rules.chain.repair_tool_chain import repair_messages
 
-            messages, repairs = repair_messages(messages, memo=memo)
+            messages, repairs = repair_messages(messages, memo=memo, rule=rule_named(ctx.call_ids))
             for item in repairs:
                 report["repairs"].append(
                     {**item, "kind": "integrity_repair", "cause": item["kind"]}

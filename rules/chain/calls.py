@@ -1,22 +1,20 @@
-"""Per-call repairs for ``repair_tool_chain``: call shape, ``arguments``, and ids that are valid
-(``^[a-zA-Z0-9_-]+$``) and unique in the request. Ids are renamed on the call here; the results
-that answer a call follow it in ``chain_repairs`` so both sides stay consistent."""
+"""Per-call repairs for ``repair_tool_chain``: call shape, ``arguments``, and ids that the
+upstream accepts (``rules.chain.call_ids``) and unique in the request. Ids are renamed on the
+call here; the results that answer a call follow it in ``chain_repairs`` so both sides stay
+consistent."""
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from rules.base import Messages
-from rules.chain.validator import arguments_ok, call_shape_ok, valid_id
+from rules.chain.call_ids import STRICTEST, CallIdRule
+from rules.chain.validator import arguments_ok, call_shape_ok
 from rules.messages import call_name, custom_call, role
 from rules.report import Repair
-
-_INVALID_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
 
 
 @dataclass
@@ -34,12 +32,6 @@ class Slot:
     @property
     def name(self) -> str:
         return call_name(self.call)
-
-
-def sanitize_id(raw: str) -> str:
-    """Fullwidth forms to halfwidth, whitespace dropped, anything else invalid to ``_``."""
-    text = "".join(ch for ch in unicodedata.normalize("NFKC", raw) if not ch.isspace())
-    return _INVALID_ID_CHARS.sub("_", text).strip("_") or "call"
 
 
 def _fixed_arguments(fn: dict[str, Any]) -> tuple[str, str]:
@@ -94,8 +86,11 @@ def fix_call(call: dict[str, Any], index: int, repairs: list[Repair]) -> dict[st
     return new
 
 
-def collect_slots(messages: Messages, repairs: list[Repair]) -> dict[int, list[Slot]]:
-    """Every call of every assistant message, with fixed shape and a valid, unique new id.
+def collect_slots(
+    messages: Messages, repairs: list[Repair], rule: CallIdRule = STRICTEST
+) -> dict[int, list[Slot]]:
+    """Every call of every assistant message, with fixed shape and a new id ``rule`` accepts,
+    unique in the request.
 
     The first use of a valid id keeps it (earlier messages stay byte-identical, which keeps the
     provider's prompt cache); later uses and invalid ids get a derived, unused id.
@@ -107,7 +102,7 @@ def collect_slots(messages: Messages, repairs: list[Repair]) -> dict[int, list[S
             continue
         for pos, call in enumerate(m["tool_calls"]):
             raw_calls.append((i, pos, call))
-            if isinstance(call, dict) and valid_id(call.get("id")):
+            if isinstance(call, dict) and rule.accepts(call.get("id")):
                 reserved.add(call["id"])
     used: set[str] = set()
     suffixes: dict[str, int] = {}
@@ -124,17 +119,18 @@ def collect_slots(messages: Messages, repairs: list[Repair]) -> dict[int, list[S
             )
             continue
         raw = call.get("id") if isinstance(call.get("id"), str) else None
-        new_id = raw if raw is not None and valid_id(raw) else sanitize_id(raw or "")
+        valid = raw is not None and rule.accepts(raw)
+        new_id = raw if raw is not None and valid else rule.fit(raw or "")
         if new_id in used or (new_id != raw and new_id in reserved):
             base = new_id
             k = suffixes.get(base, 2)  # remembered, so an id reused n times costs O(n), not O(n²)
-            while f"{base}_{k}" in used or f"{base}_{k}" in reserved:
+            while (numbered := rule.numbered(base, k)) in used or numbered in reserved:
                 k += 1
-            new_id = f"{base}_{k}"
+            new_id = numbered
             suffixes[base] = k + 1
         used.add(new_id)
         if new_id != raw:
-            kind = "duplicate_call_id" if raw is not None and valid_id(raw) else "invalid_call_id"
+            kind = "duplicate_call_id" if valid else "invalid_call_id"
             action = "renamed" if kind == "duplicate_call_id" else "sanitised"
             repairs.append(
                 {"kind": kind, "index": i, "tool_call_id": raw, "action": action, "new_id": new_id}

@@ -18,6 +18,7 @@ from pydantic import Field
 
 from rules.base import Context, RuleConfig, RuleResult
 from rules.chain import validator as chain_validator
+from rules.chain.call_ids import rule_named
 from rules.chain.repairs import repair_messages
 
 __all__ = ["Config", "apply", "repair_messages"]
@@ -45,6 +46,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         max_synthetic_results=cfg.max_synthetic_results,
         match_drifted_ids=cfg.match_drifted_ids,
         memo=ctx.table(chain_validator.MEMO),
+        rule=rule_named(ctx.call_ids),
     )
     if messages is ctx.messages:
         return RuleResult.unchanged(ctx, {"repairs": []})

@@ -13,6 +13,7 @@ from bisect import bisect_left
 from typing import Any
 
 from rules.base import Message, Messages
+from rules.chain.call_ids import STRICTEST, CallIdRule
 from rules.chain.calls import Slot, collect_slots
 from rules.chain.kept_parts import identity, merged, orphans_message
 from rules.chain.text import (
@@ -227,9 +228,11 @@ def _held(messages: Messages, calls_at: dict[str, list[int]]) -> set[int]:
     return held
 
 
-def _rebuild(messages: Messages, max_synthetic: int, drift: bool) -> tuple[Messages, Repairs]:
+def _rebuild(
+    messages: Messages, max_synthetic: int, drift: bool, rule: CallIdRule
+) -> tuple[Messages, Repairs]:
     reps: Repairs = []
-    slots = collect_slots(messages, reps)
+    slots = collect_slots(messages, reps, rule)
     owners = _block_owners(messages)
     assigner = _Assigner(messages, slots, drift)
     assigned: set[int] = set()
@@ -323,13 +326,15 @@ def repair_messages(
     max_synthetic_results: int = 16,
     match_drifted_ids: bool = True,
     memo: dict[int, tuple[Message, Any]] | None = None,
+    rule: CallIdRule = STRICTEST,
 ) -> tuple[Messages, Repairs]:
     """(forwarded messages, repairs). The very same list when the chain is already valid.
-    ``memo``: the request's validator table (``chain_validator.find_violations``)."""
-    if not find_violations(messages, memo):
+    ``memo``: the request's validator table (``chain_validator.find_violations``); ``rule``:
+    the ids the upstream accepts."""
+    if not find_violations(messages, memo, rule):
         return messages, []
-    out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids)
-    if find_violations(out, memo):
+    out, reps = _rebuild(messages, max_synthetic_results, match_drifted_ids, rule)
+    if find_violations(out, memo, rule):
         out = flatten(out)
         reps.append(_rep("fallback_flatten", 0, None, "calls_and_results_as_text"))
     return out, reps

@@ -9,9 +9,9 @@ It checks what providers enforce (design section 5):
   and no such result before it has;
 - ``unanswered_call``: a call not answered before the next non-tool message (or the end);
 - ``duplicate_result``: a call answered twice in its block;
-- ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and match
-  ``^[a-zA-Z0-9_-]+$`` (or be litellm's id of a Gemini call, its thought signature after
-  ``__thought__``);
+- ``duplicate_call_id`` / ``invalid_call_id``: call ids must be unique in the request and be
+  ids the upstream accepts (``rules.chain.call_ids``: ``^[a-zA-Z0-9_-]+$`` where its rule is
+  not known);
 - ``invalid_call``: a call that is not an object with a ``function`` holding a string ``name``
   and ``type: "function"`` (or a ``custom`` holding one and ``type: "custom"``: a custom
   tool's call);
@@ -27,36 +27,19 @@ Each violation is ``{kind, index, tool_call_id, message}``.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Container, Sequence
+from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import orjson
 
 from rules.base import Context, ListMemo, Message, Messages, shared_prefix
+from rules.chain.call_ids import STRICTEST, CallIdRule, rule_named
 from rules.messages import HELD, custom_call, text_of
 from rules.report import Violation
 
-ID_PATTERN = re.compile(r"[a-zA-Z0-9_-]+")  # whole: fullmatch (a "$" lets a final newline in)
-# litellm's id of a Gemini call carries the model's thought signature after ``__thought__``
-# (``call_…__thought__CiQB+…==``, base64): its own to read back, the signature byte for byte
-# (sanitised, Gemini 3 refused the next turn); it strips the suffix itself for Anthropic's API
-_SIGNATURE = re.compile(r"[A-Za-z0-9+/=_-]+")
-_SIGNED = "__thought__"
 MEMO = "chain_validator"  # the name of its table in ``Context.table``
-VIOLATIONS = "chain_violations"  # ``Context.derived``: a messages list's violations
-
-
-def valid_id(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    if ID_PATTERN.fullmatch(value) is not None:
-        return True
-    call, signed, signature = value.partition(_SIGNED)
-    return bool(
-        signed and ID_PATTERN.fullmatch(call) and _SIGNATURE.fullmatch(signature) is not None
-    )
+VIOLATIONS = "chain_violations"  # ``Context.derived``: a messages list's violations, by id rule
 
 
 def arguments_ok(call: dict[str, Any]) -> bool:
@@ -120,14 +103,14 @@ def _v(kind: str, index: int, tool_call_id: Any, message: str) -> Violation:
     }
 
 
-# What one assistant message's own checks found, independent of its position and of the other
-# messages. Memoised per message object for one request. The common case, every call well-formed
-# with a valid id and no other violation, is just the tuple of its ids (strings); otherwise a
-# _Faults: tool_calls present but empty or not an array, (id, shape/arguments violation or None,
-# id valid) per call, neither text nor calls.
+# What one assistant message's own checks found, independent of its position, of the other
+# messages and of the upstream's id rule. Memoised per message object for one request. The common
+# case, every call well-formed with a string id and no other violation, is just the tuple of its
+# ids; otherwise a _Faults: tool_calls present but empty or not an array, (id, shape/arguments
+# violation or None) per call, neither text nor calls.
 class _Faults(NamedTuple):
     empty_array: bool
-    calls: tuple[tuple[Any, str | None, bool], ...]
+    calls: tuple[tuple[Any, str | None], ...]
     empty_assistant: bool
 
 
@@ -146,7 +129,7 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
     checked = []
     clean = not empty_array
     for call in calls:
-        # call_shape_ok, arguments_ok and valid_id inlined (every call of every request)
+        # call_shape_ok and arguments_ok inlined (every call of every request)
         cid: Any = None  # the id as the client sent it: anything
         bad: str | None = "invalid_call"
         if isinstance(call, dict):
@@ -165,31 +148,39 @@ def _facts(m: Message) -> tuple[str, ...] | _Faults:
                             pass
             elif call.get("type") == "custom" and call_shape_ok(call):
                 bad = None if arguments_ok(call) else "invalid_arguments"
-        id_ok = valid_id(cid)
-        if bad is not None or not id_ok:
+        if bad is not None or cid.__class__ is not str:
             clean = False
-        checked.append((cid, bad, id_ok))
+        checked.append((cid, bad))
     empty_assistant = not calls and empty_content(m.get("content")) and not answered_otherwise(m)
     if clean and not empty_assistant:
         return tuple([c[0] for c in checked])
     return _Faults(empty_array, tuple(checked), empty_assistant)
 
 
+def _invalid_id(i: int, cid: Any) -> Violation:
+    return _v("invalid_call_id", i, cid, f"call id {cid!r} is not one the upstream accepts")
+
+
 def _replay(
-    i: int, faults: _Faults, seen: set[str], out: list[Violation], added: list[str]
+    i: int,
+    faults: _Faults,
+    seen: set[str],
+    out: list[Violation],
+    added: list[str],
+    accepts: Callable[[Any], bool],
 ) -> list[Any]:
     """The violations of an assistant message with faults, at index ``i``; its call ids (those
     new to ``seen`` also appended to ``added``)."""
     if faults.empty_array:
         out.append(_v("empty_tool_calls", i, None, "tool_calls is present but empty"))
     ids: list[Any] = []
-    for cid, bad, id_ok in faults.calls:
+    for cid, bad in faults.calls:
         ids.append(cid)
         if bad is not None:
             text = _INVALID_CALL if bad == "invalid_call" else _INVALID_ARGUMENTS
             out.append(_v(bad, i, cid, text))
-        if not id_ok:
-            out.append(_v("invalid_call_id", i, cid, f"call id {cid!r} does not match pattern"))
+        if not accepts(cid):
+            out.append(_invalid_id(i, cid))
         elif cid in seen:
             out.append(_v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice"))
         else:
@@ -217,21 +208,26 @@ class Checked:
 
 
 def find_violations(
-    messages: Messages, memo: dict[int, tuple[Message, Any]] | None = None
+    messages: Messages,
+    memo: dict[int, tuple[Message, Any]] | None = None,
+    rule: CallIdRule = STRICTEST,
 ) -> list[Violation]:
-    """Every violation, in message order. ``memo`` (one request's table, see
-    ``Context.table``) keeps each assistant message's own checks, so a second pass over mostly
-    the same message objects (the final integrity check) re-checks only the new ones."""
-    return check(messages, memo).violations
+    """Every violation, in message order, call ids judged by ``rule``. ``memo`` (one request's
+    table, see ``Context.table``) keeps each assistant message's own checks, so a second pass
+    over mostly the same message objects (the final integrity check) re-checks only the new
+    ones."""
+    return check(messages, memo, rule=rule).violations
 
 
 def check(
     messages: Sequence[Message],
     memo: dict[int, tuple[Message, Any]] | None = None,
     base: Checked | None = None,
+    rule: CallIdRule = STRICTEST,
 ) -> Checked:
     """``find_violations``; ``base``: the check of a list these messages start with (the very
-    same objects), taken over up to its last unit."""
+    same objects) under the same rule, taken over up to its last unit."""
+    accepts = rule.accepts
     if memo is None:
         memo = {}
     if base is None:
@@ -257,10 +253,12 @@ def check(
             else:
                 facts = _facts(m)
                 memo[id(m)] = (m, facts)
-            if facts.__class__ is tuple:  # well-formed calls with valid ids (strings)
+            if facts.__class__ is tuple:  # well-formed calls with string ids
                 ids: Any = facts
                 for cid in facts:
-                    if cid in seen_ids:
+                    if not accepts(cid):
+                        out.append(_invalid_id(i, cid))
+                    elif cid in seen_ids:
                         out.append(
                             _v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice")
                         )
@@ -280,7 +278,7 @@ def check(
                         continue
                 pending: Container[str] = set(facts)  # the ids of the calls to answer
             else:
-                ids = _replay(i, facts, seen_ids, out, added)
+                ids = _replay(i, facts, seen_ids, out, added, accepts)
                 pending = {cid for cid in ids if isinstance(cid, str)}
             if not ids and (i + 1 >= n or messages[i + 1].get("role") != "tool"):
                 i += 1  # no calls and no block: nothing more to check here
@@ -328,24 +326,32 @@ def check(
 
 
 def violations_of(ctx: Context) -> list[Violation]:
-    """``find_violations(ctx.messages)``, once per messages list (``Context.derived``: a list of
-    the very same messages, as a session's next request holds, is not walked again)."""
-    memo, table = ctx.memo, ctx.table(MEMO)
-    found: Checked = ctx.derived(VIOLATIONS, lambda messages: _extended(memo, messages, table))
+    """``find_violations(ctx.messages)`` under the upstream's id rule, once per messages list
+    (``Context.derived``: a list of the very same messages, as a session's next request holds,
+    is not walked again)."""
+    memo, table, rule = ctx.memo, ctx.table(MEMO), rule_named(ctx.call_ids)
+    name = VIOLATIONS if rule is STRICTEST else f"{VIOLATIONS}:{rule.name}"
+    found: Checked = ctx.derived(
+        name, lambda messages: _extended(memo, name, messages, table, rule)
+    )
     return found.violations
 
 
 def _extended(
-    memo: ListMemo, messages: Sequence[Message], table: dict[int, tuple[Message, Any]]
+    memo: ListMemo,
+    name: str,
+    messages: Sequence[Message],
+    table: dict[int, tuple[Message, Any]],
+    rule: CallIdRule,
 ) -> Checked:
     """The check of ``messages`` from the kept list whose messages before its last unit are at
     their start, the latest such unit first."""
     base: Checked | None = None
     longest = 0
-    for seen, kept in memo.get(VIOLATIONS) or ():
+    for seen, kept in memo.get(name) or ():
         if seen.__class__ is tuple and kept.resume >= longest:  # noqa: SIM102
             # the kept check holds up to its last unit's start: the messages before it must
             # be the same objects (the last one may come back re-lowered, as a moved marker)
             if shared_prefix(seen, messages) > kept.resume:  # after the cheap tests
                 base, longest = kept, kept.resume + 1
-    return check(messages, table, base)
+    return check(messages, table, base, rule)

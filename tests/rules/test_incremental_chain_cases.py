@@ -11,6 +11,7 @@ from typing import Any
 from rules.activity.observations import observations, of_context
 from rules.base import Context, ListMemo, Message, release_lists
 from rules.chain import validator
+from rules.chain.call_ids import STRICTEST
 from rules.chain.validator import find_violations, violations_of
 from rules.tool_pairs import pairs_of
 
@@ -95,9 +96,9 @@ def test_a_last_message_whose_bytes_change_still_resumes(monkeypatch: Any) -> No
     resumed: list[int] = []
     real = validator.check
 
-    def spy(msgs: Any, table: Any = None, base: Any = None) -> Any:
+    def spy(msgs: Any, table: Any = None, base: Any = None, rule: Any = STRICTEST) -> Any:
         resumed.append(base.resume if base is not None else -1)
-        return real(msgs, table, base)
+        return real(msgs, table, base, rule)
 
     monkeypatch.setattr(validator, "check", spy)
     for k in range(8):

@@ -83,9 +83,8 @@ def reference(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         _v("invalid_arguments", i, cid, "arguments are not a JSON object string")
                     )
                 if not (isinstance(cid, str) and _ID.fullmatch(cid)):
-                    out.append(
-                        _v("invalid_call_id", i, cid, f"call id {cid!r} does not match pattern")
-                    )
+                    text = f"call id {cid!r} is not one the upstream accepts"
+                    out.append(_v("invalid_call_id", i, cid, text))
                 elif cid in seen:
                     out.append(_v("duplicate_call_id", i, cid, f"call id {cid!r} is used twice"))
                 else:
