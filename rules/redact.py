@@ -62,6 +62,7 @@ _TRIGGER_WORDS = (
     *("pass", "secret", "token", "key", "credential", "pwd"),  # names (ODBC's Pwd, DB_PWD)
     "identified",  # SQL's IDENTIFIED BY 'secret'
     '"auth"',  # a Docker config.json's base64 of user:password
+    "_auth",  # npm's _auth: the same
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
 )
 _TRIGGER_TAILS = {
@@ -71,7 +72,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth")'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth)'
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.

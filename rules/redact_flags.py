@@ -15,10 +15,12 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
 - a secret store's value: ``aws ssm put-parameter --value SECRET``, ``az keyvault secret set
   --value SECRET``, ``gh secret set NAME --body SECRET`` (``-b``; ``--value=SECRET`` too);
 - Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``;
+- ``http -a user:SECRET`` (HTTPie's ``https``, ``--auth``; xh);
 - ``zip -P SECRET`` (``unzip``), ``7z -pSECRET``, ``openssl enc -k SECRET``, ``sqlplus
   user/SECRET@db`` (``expdp``, ``impdp``), ``mongo -pSECRET``, ``mysqladmin password SECRET``,
-  ``rclone config create … secret_access_key SECRET``, ``useradd -p SECRET``, ``xfreerdp
-  /p:SECRET``, ``rdesktop -p SECRET``, ``vault login TOKEN``.
+  ``rclone config create … secret_access_key SECRET``, ``npm config set _authToken SECRET``
+  (pnpm's, yarn's), ``useradd -p SECRET``, ``xfreerdp /p:SECRET``, ``rdesktop -p SECRET``,
+  ``vault login TOKEN``.
 
 A command's words run to the end of its line (a line continued with ``\\`` goes on) or to a
 ``|``, ``;`` or ``&`` word; a quoted value is taken to its closing quote (512 characters at most).
@@ -82,6 +84,17 @@ def _attached(prefix: str) -> Reader:
         for start, end in words:
             if text.startswith(prefix, start) and end - start > len(prefix):
                 yield from filter(None, [word_value(text, start + len(prefix), end)])
+
+    return read
+
+
+def _attached_after(prefix: str, sep: str) -> Reader:
+    """A reader of the value after ``sep`` in the option's own word (``http -auser:SECRET``)."""
+
+    def read(text: str, words: list[Span]) -> Iterator[Span]:
+        for start, end in words:
+            if text.startswith(prefix, start) and end - start > len(prefix):
+                yield from value_after(text, start + len(prefix), end, sep)
 
     return read
 
@@ -193,10 +206,27 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         command_named(r"rclone[ \t]++config[ \t]++(?:create|update)", "rclone"),
         _named_values,
     ),
+    # ``npm config set //registry/:_authToken SECRET`` (``_auth``; yarn's npmAuthToken)
+    *(
+        (name, command_named(rf"{name}[ \t]++config[ \t]++set", name), _named_values)
+        for name in ("npm", "pnpm", "yarn")
+    ),
     ("useradd", named_command("useradd"), flag_reader("-p", "--password")),
     ("usermod", named_command("usermod"), flag_reader("-p", "--password")),
     ("vault", command_named(r"vault[ \t]++login", "vault"), _token_operand),
     ("rdesktop", named_command("rdesktop"), flag_reader("-p")),
+    # HTTPie (and xh): ``http -a user:SECRET URL`` (``--auth``; ``-a user`` prompts); the name
+    # followed by a blank, so a URL's ``http://`` names no command
+    (
+        "http",
+        re.compile(r"(?:(?<![\w\-.])|(?<=\\[nrt]))(?:https?|xhs?)(?=[ \t])"),
+        either(flag_reader("-a", "--auth", sep=":"), _attached_after("-a", ":")),
+    ),
+    (
+        "xh",
+        re.compile(r"(?:(?<![\w\-.])|(?<=\\[nrt]))xhs?(?=[ \t])"),
+        either(flag_reader("-a", "--auth", sep=":"), _attached_after("-a", ":")),
+    ),
     ("freerdp", named_command("[xw]freerdp3?"), _attached("/p:")),
     ("twine", named_command("twine"), flag_reader("-p")),
     (

@@ -55,7 +55,10 @@ def _is_secret_name(name: str) -> bool:
         return True
     if words[-1] in _SECRET_LAST:
         return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
-    return words[-2:] == ["key", "data"]  # a kubeconfig's client-key-data (a private key)
+    if words[-2:] == ["key", "data"]:  # a kubeconfig's client-key-data (a private key)
+        return True
+    # npm's ``_auth`` (``//registry.example.com/:_auth``): base64 of a user and password
+    return words[-1] == "auth" and name.endswith("_auth") and name[-6:-5] in ("", ":", "/")
 
 
 _secret_name_memo = functools.lru_cache(maxsize=8192)(_is_secret_name)

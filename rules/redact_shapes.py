@@ -122,6 +122,23 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("ops_", r"eyJ[A-Za-z0-9+/=_\-]{50,}"), REDACTED),  # 1Password service accounts
     # Telegram bot tokens (the bot's id, then 33-35 characters from AA), in a bot API URL too
     (re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{31,33}(?![\w\-])"), REDACTED),
+    # Azure AD (Entra) client secrets: three characters, a digit, "Q~", then 31-34 more; found
+    # by their "Q~" (a literal: a fast scan), the secret from there on (the 4 before it are
+    # checked, not taken: no pattern starting with a class of most characters scans a text fast)
+    (
+        re.compile(
+            r"Q~(?<=(?<![\w~.\-])[A-Za-z0-9_~.]{3}[0-9]Q~)[A-Za-z0-9_~.\-]{31,34}(?![\w~.\-])"
+        ),
+        REDACTED,
+    ),
+    # Oracle's JDBC URL holds its login: ``jdbc:oracle:thin:user/SECRET@host:1521:SID``
+    (
+        re.compile(
+            r"jdbc:oracle:(?P<driver>thin|oci8?|kprb):(?P<user>[A-Za-z][\w$#]{0,127})/"
+            r"(?!\[REDACTED\])[^@\s\"'\\/]{1,256}@"
+        ),
+        lambda m: f"jdbc:oracle:{m['driver']}:{m['user']}/{REDACTED}@",
+    ),
     # JWTs. Not after a "-" either: each "-eyJ" of "-eyJa-eyJa…" (no dot) would rescan the run.
     (
         _boundary("eyJ", r"[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", r"[\w\-]"),

@@ -103,6 +103,18 @@ AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
         ("mc alias set local http://h:9000 minio S3cretPw", "S3cretPw", "minio [REDACTED]"),
         ("mc config host add s3 https://s3 AKEY S3cretPw", "S3cretPw", "AKEY [REDACTED]"),
         ("docker login -u me --password-stdin <<< 'S3cretPw'", "S3cretPw", "<<< '[REDACTED]'"),
+        ("http -a alice:S3cretPw POST https://api.x/items", "S3cretPw", "-a alice:[REDACTED] POST"),
+        ("https --auth alice:S3cretPw api.x/me", "S3cretPw", "--auth alice:[REDACTED] api"),
+        ("http --auth=alice:S3cretPw api.x/me", "S3cretPw", "--auth=[REDACTED] api"),
+        ("http -aalice:S3cretPw api.x/me", "S3cretPw", "-aalice:[REDACTED] api"),
+        ("xh -a bob:S3cretPw example.org", "S3cretPw", "-a bob:[REDACTED] example"),
+        (
+            "npm config set //npm.corp.io/:_authToken S3cretTok3nValue",
+            "S3cretTok3nValue",
+            ":_authToken [REDACTED]",
+        ),
+        ("npm config set _auth dXNlcjpTM2NyZXRQdw==", "dXNlcjpTM2NyZXRQdw", "_auth [REDACTED]"),
+        ("yarn config set npmAuthToken S3cretTok3nValue", "S3cretTok3nValue", "Token [REDACTED]"),
     ],
 )
 def test_passwords_on_a_command_line_are_redacted(text: str, leaked: str, kept: str) -> None:
@@ -240,6 +252,13 @@ def test_aws_secret_access_keys_are_redacted(text: str, kept: str) -> None:
         "mc alias list && mc cp a local/bucket",
         "sqlcmd -S db -E -Q 'SELECT 1'",  # Windows authentication
         "influx bucket list -o org",
+        "http -a alice https://api.example.com",  # prompts
+        "see http://example.com -a x:y",  # a URL names no command
+        "npm config set registry https://registry.example.com",
+        "requires_auth = check_user_session(request)",  # no npm _auth
+        "basic_auth=enabled_for_all_routes",
+        "jdbc:oracle:thin:@//db.example.com:1521/XEPDB1",  # no login in it
+        "Q~abcdefGhijklmnOPqrstuvWXyz012345678",  # no characters before the Q~
     ],
 )
 def test_lookalikes_stay(text: str) -> None:
@@ -296,3 +315,54 @@ def test_positional_passwords_are_read_only_where_the_command_ends_with_them() -
     assert redact_text("mc alias set s3 https://s3 AKEY S3cretPw --api S3v4") == (
         "mc alias set s3 https://s3 AKEY [REDACTED] --api S3v4"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked", "kept"),
+    [
+        (
+            "Client secret value: Xyz8Q~abcdefGhijklmnOPqrstuvWXyz012345",
+            "abcdefGhijklmnOPqrstuvWXyz012345",
+            "Client secret value: Xyz8[REDACTED]",
+        ),  # Azure's portal shows it once, under this label
+        (
+            '{"password": "x", "clientSecret2": "aB.3Q~d3f-GhIjKlMnOpQrStUvWxYz0123456789"}',
+            "GhIjKlMnOpQrStUvWxYz0123456789",
+            "[REDACTED]",
+        ),
+        (
+            "url=jdbc:oracle:thin:scott/Tig3rPass@db.example.com:1521:ORCL",
+            "Tig3rPass",
+            "jdbc:oracle:thin:scott/[REDACTED]@db.example.com:1521:ORCL",
+        ),
+        (
+            "spring.datasource.url: jdbc:oracle:oci:hr/hr_Pw9@//localhost:1521/XEPDB1",
+            "hr_Pw9",
+            "jdbc:oracle:oci:hr/[REDACTED]@//localhost",
+        ),
+        (
+            "//registry.npmjs.org/:_auth=dXNlcjpTM2NyZXRQdw==\nemail=me@x.io",
+            "dXNlcjpTM2NyZXRQdw",
+            "/:_auth=[REDACTED]\nemail=me@x.io",
+        ),  # an .npmrc's base64 of user:password
+    ],
+)
+def test_azure_client_secrets_oracle_logins_and_npm_auth_are_redacted(
+    text: str, leaked: str, kept: str
+) -> None:
+    out = redact_text(text)
+    assert leaked not in out and kept in out
+    assert redact_text(out) == out
+
+
+def test_the_new_shapes_stay_linear_on_dense_lookalikes() -> None:
+    texts = [
+        "aaa1Q~" * 20_000,  # every Q~ preceded as a secret's is, none long enough
+        "jdbc:oracle:thin:a/" * 10_000 + "b" * 300,  # logins that never reach an @
+        "http -a " * 10_000,
+        "_auth" * 20_000,
+    ]
+    for text in texts:
+        with cpu_timer() as took:
+            redact_text(text)
+        assert took.seconds < 1.0, (text[:20], took.seconds)
