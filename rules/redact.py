@@ -51,6 +51,7 @@ from rules.redact_names import min_chars, name_words
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
+from rules.redact_references import names_where_kept
 from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.text_cache import text_cache
@@ -196,8 +197,11 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         group = next(g for g in ("dq", "sq", "bare") if groups.get(g) is not None)
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
-        if not value.startswith(REDACTED) and len(value) >= needed:
-            return m.start(group), m.end(group), m.end()
+        if value.startswith(REDACTED) or len(value) < needed:
+            return None
+        if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
+            return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
+        return m.start(group), m.end(group), m.end()
     return None
 
 

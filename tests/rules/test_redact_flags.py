@@ -366,3 +366,36 @@ def test_the_new_shapes_stay_linear_on_dense_lookalikes() -> None:
         with cpu_timer() as took:
             redact_text(text)
         assert took.seconds < 1.0, (text[:20], took.seconds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token = os.environ['GITHUB_TOKEN']",
+        'token = os.getenv("HF_TOKEN")',
+        '"command": "python -c \\"token = os.getenv(\\\\\\"HF_TOKEN\\\\\\")\\""',  # JSON in JSON
+        "password = getpass.getpass()",
+        'password=input("pw: ")',
+        "const apiKey = process.env.OPENAI_API_KEY;",
+        "SECRET_KEY = settings.SECRET_KEY",
+        "DB_PASSWORD=$DB_PASSWORD",
+        "API_KEY=${API_KEY:-}",
+        "export GITHUB_TOKEN=${GH_TOKEN:-}",
+    ],
+)
+def test_code_reading_a_secret_is_no_secret(text: str) -> None:
+    assert redact_text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "leaked"),
+    [
+        ("password=Pa55word.Summer", "Pa55word"),  # dotted, but no secret's name last
+        ("secret_key = settings.DEBUG_VALUE_2", "DEBUG_VALUE"),
+        ("DB_PASSWORD=$ecretPw1", "ecretPw1"),  # a "$" word that names no secret
+        ("password=Pa55word(x1", "Pa55word"),  # a call's shape, its argument no quote
+        ("token = hunter2hunter2()x", "hunter2hunter2"),
+    ],
+)
+def test_literals_shaped_like_code_still_go(text: str, leaked: str) -> None:
+    assert leaked not in redact_text(text)
