@@ -5,14 +5,13 @@ noun. Used by ``ref_resolve`` and ``ref_relations``; pure functions of their arg
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rules.entities import cache as entity_cache
 from rules.entities.ref_by import made_by
 from rules.entities.ref_detect import Mention
+from rules.entities.whole_words import holds_word
 
 
 def kind_mismatch(mention: Mention) -> bool:
@@ -122,8 +121,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         )
         out = holding if holding or not describing else out
     elif mention.detail:  # "the container running redis": those holding it, if any does
-        word = _word(mention.detail)  # whole ("pr" is not in "profile"; "q1" is in q1.md)
-        out = [e for e in out if _holds(e, word.search)] or out
+        detail = mention.detail  # whole ("pr" is not in "profile"; "q1" is in q1.md)
+        out = [e for e in out if _holds(e, lambda t: holds_word(t, detail))] or out
     return out
 
 
@@ -171,7 +170,3 @@ def _holds(e: Mapping[str, Any], found: str | Callable[[str], object]) -> bool:
         return any(found in t for t in texts)
     return any(found(t) for t in texts)
 
-
-@functools.lru_cache(maxsize=256)
-def _word(detail: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![a-z0-9]){re.escape(detail)}(?![a-z0-9])")

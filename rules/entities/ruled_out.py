@@ -6,25 +6,39 @@ name, escaped, between fixed words."""
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
 
+from rules.entities.whole_words import occurrences, word_part
 from rules.report import Reference
 
 _NEGATION = r"(?:not|no|nicht|kein\w{0,3}|pas|não|nao|не|ни)"
 _ARTICLE = r"(?:(?:the|la|le|el|los|las|die|der|das|den|o|a|os|as|l')\s*)?"
 
 
-@functools.lru_cache(maxsize=1024)
-def _negated(name: str) -> re.Pattern[str]:
-    n = re.escape(name)
-    return re.compile(
-        rf"(?<![\w-]){_NEGATION}\s+{_ARTICLE}{n}(?![\w-])"
-        rf"|不是\s*{n}(?![\w-])|(?<![\w-]){n}\s*(?:じゃなく|ではなく|でなく|말고|가\s*아니라|이\s*아니라)"
-    )
+# What negates a name: said before it ("not the redis one", "不是 redis"), ending where it
+# starts (searched over the few characters before it; a lookbehind sees the text before them),
+# or after it ("redisじゃなく", "redis 말고")
+_NEGATED_BEFORE = re.compile(rf"(?<![\w-]){_NEGATION}\s{{1,16}}{_ARTICLE}\Z|不是\s{{0,16}}\Z")
+_BEFORE_REACH = 48
+_NEGATED_AFTER = re.compile(
+    r"\s{0,16}(?:じゃなく|ではなく|でなく|말고|가\s{0,4}아니라|이\s{0,4}아니라)"
+)
+
+
+def _negated(name: str, low: str) -> bool:
+    """Whether ``low`` negates ``name`` (found without a pattern compiled for it:
+    ``rules.entities.whole_words``)."""
+    for start, end in occurrences(low, name, word_part, before=False, after=False):
+        if not (end < len(low) and word_part(low[end])) and _NEGATED_BEFORE.search(
+            low, max(0, start - _BEFORE_REACH), start
+        ):
+            return True
+        if not (start and word_part(low[start - 1])) and _NEGATED_AFTER.match(low, end):
+            return True
+    return False
 
 
 def ruled_out(ref: Reference, text: str) -> Reference:
@@ -36,7 +50,7 @@ def ruled_out(ref: Reference, text: str) -> Reference:
     path = str(entity.get("path") or "")
     for name in names_of(entity):
         name = name.strip().lower()
-        if 2 <= len(name) <= 200 and name in low and _negated(name).search(low):
+        if 2 <= len(name) <= 200 and name in low and _negated(name, low):
             return abstention(ref, "ruled_out", path)
     return ref
 

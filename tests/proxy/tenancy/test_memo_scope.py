@@ -162,3 +162,42 @@ def test_another_principal_never_hits_what_one_sent(
     assert len(counted) == first  # A's resend: its own entries
     served.post(proto, body_for(proto, text), KEY_B)
     assert len(counted) == 2 * first  # B's: counted afresh, not answered from A's entries
+
+
+def test_no_pattern_is_compiled_for_a_name_a_request_said(tmp_path: Path) -> None:
+    # a name said beside a noun ("the container running zqkv") and a name ruled out ("not the
+    # zqkv one") are searched for without compiling a pattern for them: ``re`` keeps what it
+    # compiled in one cache for every principal, so another tenant's request for the same name
+    # would be answered faster
+    import re
+
+    from tests.support.scenarios import load, run
+
+    steps = """
+    - {shell: "docker run -d --name kv zqkv:7", exit: 0, output: "3f9a1c2b7d4e"}
+    - {shell: "docker run -d --name db postgres:16", exit: 0, output: "8e7d6c5b4a39"}"""
+    (tmp_path / "s.yaml").write_text(
+        f"""
+- id: detail
+  lang: en
+  class: detail
+  cwd: /srv/app
+  steps: {steps}
+  ask: stop the container running zqkv
+  expect: {{kind: container, id: kv}}
+- id: ruled_out
+  lang: en
+  class: negation
+  cwd: /srv/app
+  steps:
+    - {{shell: "docker run -d --name zqkvx redis:7", exit: 0, output: "3f9a1c2b7d4e"}}
+  ask: stop the container you started, not the zqkvx one
+  expect: {{abstain: true, why: ruled out}}
+""",
+        encoding="utf-8",
+    )
+    for scenario in load(tmp_path / "s.yaml"):
+        outcome = run(scenario)
+        assert outcome.passed, outcome.describe()
+    compiled = [key for key in re._cache if "zqkv" in str(key)]  # type: ignore[attr-defined]
+    assert compiled == []
