@@ -54,7 +54,7 @@ def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
     or token, which also holds a letter)."""
     said = _SAID.match(text, end)
     if said is None:
-        return None
+        return _next_word(text, end) if needed == 1 else None
     value = said["bare"]
     if "[REDACTED]" in value:  # "password is DB_PASS=[REDACTED]": said, and redacted already
         return None
@@ -65,3 +65,22 @@ def said_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
     if needed > 1 and (len(value) < needed or not _LETTER.search(value)):
         return None
     return said.start("bare"), said.end("bare"), said.end()
+
+
+# A password said as the very next word, with no "is" ("the db password hunter2 works", "use
+# password Tr0ub4dor&3"): a word of 6 or more that holds a letter and a digit or a symbol (or
+# six digits and more) and is no place nor name of words joined by "_" ("password policy",
+# "password sha256sum.txt" stay)
+_NEXT = re.compile(r"""[ \t]++(?P<bare>[^\s"'`,;\\]{6,128}?)(?=[.,;)!?]*+(?:\s|$))""")
+
+
+def _next_word(text: str, end: int) -> tuple[int, int, int] | None:
+    m = _NEXT.match(text, end)
+    if m is None:
+        return None
+    value = m["bare"]
+    if "[REDACTED]" in value or _PLACE.search(value) or not LOOKS_SET.search(value):
+        return None
+    if not (_LETTER.search(value) or value.isdigit()):  # "password 123456" is one too
+        return None
+    return m.start("bare"), m.end("bare"), m.end()

@@ -399,3 +399,31 @@ def test_code_reading_a_secret_is_no_secret(text: str) -> None:
 )
 def test_literals_shaped_like_code_still_go(text: str, leaked: str) -> None:
     assert leaked not in redact_text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("the db password hunter2 works", "the db password [REDACTED] works"),
+        ("use password Tr0ub4dor&3 for login", "use password [REDACTED] for login"),
+        ("wifi password 12345678, ask Bob", "wifi password [REDACTED], ask Bob"),
+    ],
+)
+def test_a_password_said_as_the_next_word(text: str, kept: str) -> None:
+    assert redact_text(text) == kept
+    assert redact_text(kept) == kept
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the password policy requires 12 characters",
+        "password reset link sent to bob@example.com",
+        "rotate the password weekly",
+        "password 2 times wrong",
+        "password field_validation failed",  # a name of words joined by "_"
+        "password config.yaml holds it",  # a place
+    ],
+)
+def test_the_word_after_password_that_is_no_password_stays(text: str) -> None:
+    assert redact_text(text) == text
