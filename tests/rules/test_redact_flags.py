@@ -323,7 +323,7 @@ def test_positional_passwords_are_read_only_where_the_command_ends_with_them() -
         (
             "Client secret value: Xyz8Q~abcdefGhijklmnOPqrstuvWXyz012345",
             "abcdefGhijklmnOPqrstuvWXyz012345",
-            "Client secret value: Xyz8[REDACTED]",
+            "Client secret value: [REDACTED]",
         ),  # Azure's portal shows it once, under this label
         (
             '{"password": "x", "clientSecret2": "aB.3Q~d3f-GhIjKlMnOpQrStUvWxYz0123456789"}',
@@ -358,6 +358,7 @@ def test_azure_client_secrets_oracle_logins_and_npm_auth_are_redacted(
 def test_the_new_shapes_stay_linear_on_dense_lookalikes() -> None:
     texts = [
         "aaa1Q~" * 20_000,  # every Q~ preceded as a secret's is, none long enough
+        "Q~ " + "abcd1234 " * 20_000,  # one Q~: every position tried
         "jdbc:oracle:thin:a/" * 10_000 + "b" * 300,  # logins that never reach an @
         "http -a " * 10_000,
         "_auth" * 20_000,
