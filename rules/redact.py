@@ -43,7 +43,7 @@ from rules.redact_idents import (
     opens_element,
     paired_value,
 )
-from rules.redact_known import without_known
+from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
@@ -384,7 +384,7 @@ _MIN_SECRET_KEY = 10
 def _redact_key(key: str) -> str:
     """A field's name of ``_MIN_SECRET_KEY`` characters or more, redacted as a text (a map keyed
     by tokens, ``{"sk-…": {…}}``); two names redacted alike are then one field."""
-    if len(key) <= _MEMO_MAX_KEY:  # names repeat in every report and body: remembered
+    if len(key) <= _MEMO_MAX_KEY and not to_client():  # names repeat: remembered
         return _redact_short_key(key)
     return redact_text(key)
 

@@ -10,7 +10,9 @@ goes as well: one ``str.find`` a key where no such quote is."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 MIN_CHARS = 8
 HEAD_CHARS = 16  # of a key of at least HEAD_CHARS + 4: its start, quoted without the rest
@@ -29,12 +31,42 @@ def set_known(values: Iterable[str]) -> None:
     _heads = tuple((h, re.compile(re.escape(h) + r"[A-Za-z0-9_\-+/=~]*+")) for h in heads)
 
 
+# While a text goes back to the client that sent the request (an upstream's error quoting it):
+# whether a quote is the client's own words, which a quote of a secret's start then is not
+_own_words: ContextVar[Callable[[str], bool] | None] = ContextVar(
+    "ctxproxy_own_words", default=None
+)
+
+
+@contextmanager
+def own_words(said: Callable[[str], bool]) -> Iterator[None]:
+    """Redact a text going back to a client: a quote of a secret's start that the client's own
+    request holds (``said``) stays. Redacted, it would tell the client which of its guesses
+    start a secret, a character a request (an upstream quoting the request in its error)."""
+    token = _own_words.set(said)
+    try:
+        yield
+    finally:
+        _own_words.reset(token)
+
+
+def to_client() -> bool:
+    """Whether the text now redacted goes back to a client (``own_words``): no memo of texts
+    redacted otherwise serves it, nor keeps what it gives."""
+    return _own_words.get() is not None
+
+
+def _quoted(said: Callable[[str], bool]) -> Callable[[re.Match[str]], str]:
+    return lambda m: m[0] if said(m[0]) else REDACTED
+
+
 def without_known(text: str) -> str:
     """``text`` with each of the server's own secrets replaced."""
     for value in _known:
         if value in text:
             text = text.replace(value, REDACTED)
+    said = _own_words.get()
     for head, run in _heads:
         if head in text:
-            text = run.sub(REDACTED, text)
+            text = run.sub(REDACTED if said is None else _quoted(said), text)
     return text

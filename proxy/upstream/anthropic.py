@@ -52,7 +52,7 @@ async def messages(
     if upstream.kind != "anthropic":
         from proxy.upstream.bridge import bridged_messages
 
-        errors = client.errors.with_credentials(client_headers, key)
+        errors = client.errors.with_credentials(client_headers, key, body)
         answered = await bridged_messages(upstream, body, client_headers, key, path)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = anthropic_headers(upstream, client_headers, key)

@@ -11,7 +11,9 @@ mid-stream (litellm's, built from the provider's exception text). Besides the re
 shapes, the exact values of every upstream's ``api_key_env`` (read once, when the app starts)
 and of the credential the request itself sent upstream (a client's own key, in passthrough)
 go, with any run of text sharing 8 characters with one of them, or masked like one
-(``sk-proj-****cdef``, ``mysec...y123``).
+(``sk-proj-****cdef``, ``mysec...y123``), unless the request itself said that run: the client's
+own words quoted back are never redacted for a likeness to a secret (that told it which of its
+guesses were one, a character a request).
 
 A success answer is never parsed or changed: a whole one is relayed as it came; in a stream each
 chunk is searched for the bytes ``error`` and, only where they occur, that event is held back until
@@ -20,6 +22,7 @@ as it came unless it is one."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
@@ -42,6 +45,7 @@ from rules.redact import (
     redact_text,
     redacted_prefix,
 )
+from rules.redact_known import own_words
 
 # the headers a credential goes upstream in (OpenAI's, Azure's, Anthropic's, Google's)
 _CREDENTIAL_HEADERS = ("authorization", "api-key", "x-api-key", "x-goog-api-key")
@@ -86,26 +90,49 @@ class ErrorRedactor:
     """Redacts upstream errors; ``keys``: the server-side key values (those shorter than
     ``MIN_SECRET_CHARS`` are placeholders such as ``none``, not secrets, and are left out)."""
 
-    def __init__(self, keys: Iterable[str] = ()) -> None:
+    def __init__(self, keys: Iterable[str] = (), sent: Any = None) -> None:
         kept = sorted({k for k in keys if len(k) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self.keys = tuple(kept)
+        # what the request said (its body: parsed, or its bytes); a run of its own text quoted
+        # back is not taken for a part of a key (``_said``)
+        self.sent = sent
+        self._sent_text: str | None = None
+
+    def _to_client(self) -> contextlib.AbstractContextManager[None]:
+        """The server's secrets' quoted starts too are judged by ``_said`` (``own_words``)."""
+        return own_words(self._said) if self.sent is not None else contextlib.nullcontext()
+
+    def _said(self, run: str) -> bool:
+        """Whether ``run`` is the request's own text. A run sharing 8 characters with a key, or
+        a key's 4 first or last beside a mask, redacted when the request itself said it, told
+        the client which of its guesses are part of the server's key: an upstream quoting the
+        request in its error (an unknown model, field or tag) gave the key away, a character a
+        request. The body is read as JSON, so escapes in its bytes hide nothing."""
+        if self.sent is None:
+            return False
+        if self._sent_text is None:
+            self._sent_text = _as_text(self.sent)
+        return run in self._sent_text
 
     @functools.cached_property
     def _grams(self) -> frozenset[str]:
         """Every run of ``_GRAM`` characters of a key (made when an error is first redacted)."""
         return frozenset(k[i : i + _GRAM] for k in self.keys for i in range(len(k) - _GRAM + 1))
 
-    def with_credentials(self, headers: Mapping[str, str], key: str | None) -> ErrorRedactor:
-        """This redactor, also knowing the credential one request sent upstream (``key``, and
-        the credential headers of ``headers``): an upstream quoting back a client's own key
-        (a gateway's key of no known shape) had it relayed and logged."""
-        sent = [key] if key else []
+    def with_credentials(
+        self, headers: Mapping[str, str], key: str | None, sent: Any = None
+    ) -> ErrorRedactor:
+        """This redactor for one request: also knowing the credential it sent upstream (``key``,
+        and the credential headers of ``headers``: an upstream quoting back a client's own key,
+        a gateway's key of no known shape, had it relayed and logged), and what it said
+        (``sent``: its body, parsed or as bytes)."""
+        credentials = [key] if key else []
         for name in _CREDENTIAL_HEADERS:
             value = headers.get(name)
             if value:
-                sent.append(value[7:] if value[:7].lower() == "bearer " else value)
-        fresh = {k.strip() for k in sent if len(k.strip()) >= MIN_SECRET_CHARS} - set(self.keys)
-        return ErrorRedactor((*self.keys, *fresh)) if fresh else self
+                credentials.append(value[7:] if value[:7].lower() == "bearer " else value)
+        fresh = {k.strip() for k in credentials if len(k.strip()) >= MIN_SECRET_CHARS}
+        return ErrorRedactor((*self.keys, *(fresh - set(self.keys))), sent)
 
     @classmethod
     def for_upstreams(cls, upstreams: Iterable[UpstreamSettings]) -> ErrorRedactor:
@@ -117,13 +144,15 @@ class ErrorRedactor:
     def text(self, text: str, shown: int = _SHOWN_CHARS) -> str:
         if len(text) > shown:
             return self._cut(text, shown)
-        return redact_text(self._without_keys(text))
+        with self._to_client():
+            return redact_text(self._without_keys(text))
 
     def _cut(self, text: str, keep: int) -> str:
         """``text``'s first ``keep`` characters redacted, read past the cut (a secret it would
         split is not kept in part), and an ellipsis."""
         window = self._without_keys(text[: keep + 4 * PREFIX_MARGIN])
-        return redacted_prefix(window, keep) + "\u2026"
+        with self._to_client():
+            return redacted_prefix(window, keep) + "\u2026"
 
     def _clipped(self, value: Any, shown: int = _SHOWN_CHARS) -> Any:
         """``value`` with its long strings cut once ``_SHOWN_CHARS`` characters were kept, in
@@ -148,7 +177,8 @@ class ErrorRedactor:
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with secret-named fields and secrets in strings redacted."""
-        return redact(self._keys_in(value) if self.keys else value)
+        with self._to_client():
+            return redact(self._keys_in(value) if self.keys else value)
 
     def body(self, body: bytes, shown: int = _SHOWN_CHARS) -> bytes:
         """An error body: JSON redacted in its strings (the same bytes when nothing changed),
@@ -202,7 +232,8 @@ class ErrorRedactor:
                 del headers[name]
                 total -= len(value)
             elif len(value) >= MIN_SECRET_CHARS:
-                clean = redact_text(self._without_keys(value))
+                with self._to_client():
+                    clean = redact_text(self._without_keys(value))
                 if clean != value:
                     headers[name] = clean
 
@@ -300,7 +331,7 @@ class ErrorRedactor:
         run = run[: len(run) - len(stop)]
         grams = self._grams
         if any(run[i : i + _GRAM] in grams for i in range(len(run) - _GRAM + 1)):
-            return REDACTED + stop
+            return match[0] if self._said(run) else REDACTED + stop
         pieces = _MASK.split(run)
         if len(pieces) > 1:
             first, last = pieces[0], pieces[-1]
@@ -308,7 +339,7 @@ class ErrorRedactor:
                 if (len(first) >= _SHOWN and key.startswith(first)) or (
                     len(last) >= _SHOWN and key.endswith(last)
                 ):
-                    return REDACTED + stop
+                    return match[0] if self._said(run) else REDACTED + stop
         return match[0]
 
     def _keys_in(self, value: Any) -> Any:
@@ -367,3 +398,22 @@ def _decoded(body: bytes, encoding: str) -> bytes | None:
     except zlib.error:
         return None
     return None if decoder.unconsumed_tail else out
+
+
+def _as_text(sent: Any) -> str:
+    """What a request said as text: its body's JSON read and written again (no escapes but
+    those a quote of it cannot hold), or its bytes as UTF-8 where they are no JSON; a tuple
+    holds its parts (the body, the path and its query)."""
+    if isinstance(sent, tuple):
+        return "\n".join(_as_text(part) for part in sent)
+    if isinstance(sent, (bytes, bytearray, memoryview)):
+        try:
+            sent = orjson.loads(sent)
+        except orjson.JSONDecodeError:
+            return bytes(sent).decode("utf-8", "replace")
+    if isinstance(sent, str):
+        return sent
+    try:
+        return orjson.dumps(sent).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return ""

@@ -75,7 +75,7 @@ async def generate(
     if upstream.kind != "gemini":
         from proxy.upstream.gemini_bridge import bridged_gemini
 
-        errors = client.errors.with_credentials({}, key)
+        errors = client.errors.with_credentials({}, key, (body, route.path, query))
         answered = await bridged_gemini(upstream, route, body, query, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = gemini_headers(upstream, client_headers, key)

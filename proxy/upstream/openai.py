@@ -211,7 +211,7 @@ class UpstreamClient:
 
             if upstream.kind in ("anthropic", "gemini"):
                 upstream = upstream.model_copy(update={"provider": upstream.kind})
-            errors = self.errors.with_credentials({}, passthrough_key)
+            errors = self.errors.with_credentials({}, passthrough_key, body)
             answered = await litellm_chat(upstream, body, passthrough_key)
             return errors.response(answered, gateway=bool(upstream.api_key_env))
         headers = self._headers(upstream, client_headers, passthrough_key)
@@ -273,7 +273,8 @@ class UpstreamClient:
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
-        errors = self.errors.with_credentials(headers, None)
+        # what the request said: its body, and its path's model name and query
+        errors = self.errors.with_credentials(headers, None, (data, f"{path}?{query}"))
         return errors.response(relayed_answer, gateway=bool(upstream.api_key_env))
 
     async def models(
@@ -320,7 +321,7 @@ class UpstreamClient:
             raise unreachable(upstream.name, "could not be reached", exc) from None
         if error:
             sent = headers if headers is not None else self._headers(upstream, {}, key)
-            content = self.errors.with_credentials(sent, key).body(content)
+            content = self.errors.with_credentials(sent, key, f"{path}?{query}").body(content)
         elif not whole:
             raise UpstreamFailed(
                 f"Upstream {upstream.name}'s model list is larger than "

@@ -36,7 +36,7 @@ async def responses(
     if upstream.kind != "openai":
         from proxy.upstream.bridge import bridged_responses
 
-        errors = client.errors.with_credentials({}, key)
+        errors = client.errors.with_credentials({}, key, body)
         answered = await bridged_responses(upstream, body, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = responses_headers(upstream, client_headers, key)
