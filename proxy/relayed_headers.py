@@ -43,6 +43,12 @@ NOT_FORWARDED = frozenset(
     }
 )
 _NOT_FORWARDED_PREFIXES = ("x-ctxproxy-", "x-forwarded-")
+# What picks the account a request bills or the organization it runs under: a client's own,
+# never sent with the server's key (a tenant would bill, or act in, another account of the
+# gateway's key)
+ACCOUNT_HEADERS = frozenset(
+    {"openai-organization", "openai-project", "x-goog-user-project", "anthropic-organization-id"}
+)
 
 
 def relayed_headers(client_headers: Mapping[str, str]) -> Iterator[tuple[str, str]]:

@@ -19,7 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from proxy.errors import UpstreamKeyMissing
 from proxy.principals import CREDENTIAL_HEADERS
-from proxy.relayed_headers import relayed_headers
+from proxy.relayed_headers import ACCOUNT_HEADERS, relayed_headers
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient
@@ -78,8 +78,8 @@ def anthropic_headers(
     server_key = bool(upstream.api_key_env)
     headers = {"content-type": "application/json"}
     for name, value in relayed_headers(client_headers):
-        if server_key and name in CREDENTIAL_HEADERS:  # any the proxy may have read a key from
-            continue
+        if server_key and (name in CREDENTIAL_HEADERS or name in ACCOUNT_HEADERS):
+            continue  # any the proxy may have read a key from; the client's account
         if not value.isascii():  # read as Latin-1, sent as UTF-8: the client's bytes again
             try:
                 value = value.encode("latin-1").decode("utf-8")

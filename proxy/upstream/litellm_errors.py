@@ -44,6 +44,8 @@ def failure(
     log.warning("upstream %s (litellm, %s) failed: %s", name, _where(upstream), redact_text(detail))
     if _timed_out(exc, litellm.Timeout):
         return UpstreamTimeout(f"Upstream {name} timed out.")
+    if _malformed(exc):  # aiohttp calls an answer it cannot parse a 400: not the client's
+        return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
     if _network_failure(exc):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
@@ -142,6 +144,15 @@ def _timed_out(exc: BaseException, litellm_timeout: type[BaseException]) -> bool
 
     kinds = (litellm_timeout, TimeoutError, httpx.TimeoutException)
     return any(isinstance(e, kinds) for e in _chain(exc))
+
+
+def _malformed(exc: BaseException) -> bool:
+    """An answer aiohttp's HTTP parser refused (bad chunked framing, a bad status line): it
+    raises a ``ClientResponseError`` with status 400 from its ``HttpProcessingError``, which is
+    no status the provider sent."""
+    from aiohttp.http_exceptions import HttpProcessingError
+
+    return any(isinstance(e, HttpProcessingError) for e in _chain(exc))
 
 
 def _network_failure(exc: BaseException) -> bool:

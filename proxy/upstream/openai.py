@@ -29,6 +29,7 @@ import orjson
 from yarl import URL
 
 from proxy.errors import UpstreamFailed, UpstreamTimeout
+from proxy.relayed_headers import ACCOUNT_HEADERS
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.error_redaction import ErrorRedactor
@@ -57,7 +58,7 @@ _FORWARDED_HEADERS = (
 )
 # Of those, the ones choosing which organization or project a key bills: the client's to choose
 # only with its own key. With the upstream's key they are dropped (config may set them).
-_ACCOUNT_HEADERS = frozenset({"openai-organization", "openai-project"})
+_ACCOUNT_HEADERS = ACCOUNT_HEADERS
 # A model list is read whole to be merged with the configured names: bounded (OpenAI's is some
 # 20 KB, OpenRouter's about a megabyte).
 MAX_MODEL_LIST_BYTES = 8 * 1024 * 1024

@@ -141,6 +141,21 @@ async def test_no_credential_header_of_the_client_goes_with_the_configured_key(
         assert b"proxy-key-of-a-client" not in repr(edge.last.headers).encode(), name
 
 
+async def test_the_clients_account_headers_go_only_with_its_own_key(
+    edge, client, monkeypatch
+) -> None:
+    """With the server's key, a header choosing the account billed (Google's user project in
+    front of Claude on Vertex, an organization) is the client's say over the gateway's key."""
+    monkeypatch.setenv("CLAUDE_TEST_KEY", "sk-ant-config-1111")
+    edge.reply = Reply.json(anthropic_message())
+    account = {"x-goog-user-project": "tenant-billing", "anthropic-organization-id": "org-x"}
+    await messages(client, upstream(edge.url, api_key_env="CLAUDE_TEST_KEY"), BODY,
+                   {**CLIENT, **account}, "", "sk-ant-config-1111")  # fmt: skip
+    assert not {"x-goog-user-project", "anthropic-organization-id"} & edge.last.names
+    await messages(client, upstream(edge.url), BODY, {**CLIENT, **account}, "", None)
+    assert edge.last.header("x-goog-user-project") == "tenant-billing"  # its own key: its say
+
+
 async def test_an_empty_key_variable_sends_nothing(edge, client, monkeypatch) -> None:
     monkeypatch.delenv("CLAUDE_TEST_KEY", raising=False)
     up = upstream(edge.url, api_key_env="CLAUDE_TEST_KEY")

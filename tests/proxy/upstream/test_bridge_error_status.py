@@ -140,3 +140,23 @@ async def test_a_bridged_error_keeps_the_gateways_account_to_itself(
     assert r.status_code == 429
     assert r.headers.get("retry-after") == "3"
     assert "anthropic-organization-id" not in r.headers
+
+
+def test_an_answer_aiohttp_could_not_parse_is_no_client_error() -> None:
+    # aiohttp raises a ClientResponseError of status 400 from its parser's HttpProcessingError
+    # (an upstream's bad chunked framing): the upstream's fault, a 502, never the client's 400
+    import aiohttp
+    from aiohttp.http_exceptions import TransferEncodingError
+
+    from proxy.settings import UpstreamSettings
+    from proxy.upstream.litellm_errors import failure
+
+    parsed = TransferEncodingError("Not enough data for satisfy transfer length header.")
+    try:
+        try:
+            raise parsed
+        except TransferEncodingError as exc:
+            raise aiohttp.ClientResponseError(None, (), status=400, message=str(exc)) from exc  # type: ignore[arg-type]
+    except aiohttp.ClientResponseError as raised:
+        error = failure(UpstreamSettings(name="openai"), raised)
+    assert error.status == 502 and "could not be read" in error.message
