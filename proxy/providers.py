@@ -9,7 +9,7 @@ import os
 from functools import cache
 from typing import Any
 
-from proxy import litellm_gemini_end, litellm_gemini_usage, litellm_logs
+from proxy import litellm_answers, litellm_gemini_end, litellm_gemini_usage, litellm_logs
 from proxy.tokens import ensure_offline_tiktoken
 
 
@@ -24,6 +24,7 @@ def load_litellm() -> Any:
     import litellm
 
     litellm_logs.after_import()
+    litellm_answers.install()  # its answers bounded, as the native relays' are
     litellm_gemini_end.install()  # a cut Gemini stream is a break, not an answer
     litellm_gemini_usage.install()  # a Gemini client is told its cache read
 

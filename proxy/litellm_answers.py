@@ -1,0 +1,106 @@
+"""What litellm's HTTP client reads of an upstream's answer, bounded as the native relays bound
+it (``proxy.upstream.transport``): litellm's own client read a whole answer, and inflated a
+compressed one, with no limit, on the event loop (a 2 MB gzip answer of 2 GiB held 8 GB and
+the loop 30 s; a stream line that never ended grew to 5 GB), whatever the other tenants waited
+for. Each answer is asked for uncompressed; one compressed all the same is inflated here, a
+piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWER_BYTES``, or an
+event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
+the upstream failed, 502).
+
+Wraps litellm's aiohttp transport (the one it uses unless ``DISABLE_AIOHTTP_TRANSPORT``);
+installed once, when litellm is first imported (``proxy.providers.load_litellm``). litellm is
+pinned by the lock, and ``tests/proxy/upstream/test_litellm_answer_bounds.py`` fails if a release
+moves what this wraps."""
+
+from __future__ import annotations
+
+import asyncio
+import zlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
+
+import httpx
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024  # as the native relays' (``transport.MAX_ANSWER_BYTES``)
+MAX_LINE_BYTES = 16 * 1024 * 1024  # of one line of an event stream
+_PIECE = 1 << 20  # inflated at a time
+_INFLATED = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib's wbits: a gzip or zlib header
+_INSTALLED = "_ctxproxy_bounded"
+
+
+def install() -> None:
+    from litellm.llms.custom_httpx.aiohttp_transport import LiteLLMAiohttpTransport
+
+    original = LiteLLMAiohttpTransport.handle_async_request
+    if getattr(original, _INSTALLED, False):
+        return
+    LiteLLMAiohttpTransport.handle_async_request = _bounded(original)  # type: ignore[method-assign]
+
+
+def _bounded(
+    original: Callable[[Any, httpx.Request], Coroutine[Any, Any, httpx.Response]],
+) -> Callable[[Any, httpx.Request], Coroutine[Any, Any, httpx.Response]]:
+    async def handle(transport: Any, request: httpx.Request) -> httpx.Response:
+        request.headers["accept-encoding"] = "identity"
+        response = await original(transport, request)
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        wbits = None
+        if encoding not in ("", "identity"):
+            wbits = _INFLATED.get(encoding)
+            if wbits is None:
+                await response.aclose()
+                raise httpx.RemoteProtocolError(
+                    f"the upstream's answer came {encoding!r}-encoded, which is not read"
+                )
+            del response.headers["content-encoding"]  # inflated here, not by httpx
+        streamed = "text/event-stream" in response.headers.get("content-type", "")
+        response.stream = _BoundedStream(response.stream, streamed, wbits)
+        return response
+
+    setattr(handle, _INSTALLED, True)
+    return handle
+
+
+class _BoundedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: Any, streamed: bool, wbits: int | None) -> None:
+        self._inner = inner
+        self._streamed = streamed
+        self._inflate = zlib.decompressobj(wbits) if wbits is not None else None
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        total = line = 0
+        async for raw in self._inner:
+            async for piece in self._read(raw):
+                total += len(piece)
+                if self._streamed:
+                    end = piece.rfind(b"\n")
+                    line = len(piece) - end - 1 if end >= 0 else line + len(piece)
+                    if line > MAX_LINE_BYTES:
+                        raise httpx.RemoteProtocolError(
+                            f"an event of the upstream's stream runs past {MAX_LINE_BYTES} bytes"
+                        )
+                elif total > MAX_ANSWER_BYTES:
+                    raise httpx.RemoteProtocolError(
+                        f"the upstream's answer runs past {MAX_ANSWER_BYTES} bytes"
+                    )
+                yield piece
+
+    async def _read(self, raw: bytes) -> AsyncIterator[bytes]:
+        """``raw`` as it reads: inflated a piece at a time, each checked before the next is
+        made, the loop let go between them."""
+        inflate = self._inflate
+        if inflate is None:
+            yield raw
+            return
+        data = raw
+        while True:
+            piece = inflate.decompress(data, _PIECE)
+            if piece:
+                yield piece
+            data = inflate.unconsumed_tail
+            if not data:
+                return
+            await asyncio.sleep(0)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

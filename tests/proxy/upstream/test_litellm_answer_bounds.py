@@ -1,0 +1,94 @@
+"""An answer read through litellm (a bridged protocol) is bounded as the native relays bound it
+(``proxy/litellm_answers.py``): asked for uncompressed, inflated here a piece at a time when it
+comes compressed all the same, a whole answer past its bound or an event stream's line past its
+own a failed read (502), not memory taken and the loop held for every tenant. On litellm's
+aiohttp transport, the one it uses in production."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from proxy import litellm_answers
+from tests.conftest import in_process, proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.factories import anthropic_message
+
+pytestmark = pytest.mark.filterwarnings(
+    r"ignore:Accessing the 'model_\w+' attribute on the instance"
+)
+ASK = [{"role": "user", "content": "hi"}]
+JSON = ("content-type", "application/json")
+
+
+@pytest.fixture(autouse=True)
+def aiohttp_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm's production transport, and clients made afresh for this test's loop."""
+    from proxy.providers import load_litellm
+
+    litellm = load_litellm()
+    from litellm.caching.llm_caching_handler import LLMClientCache
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    monkeypatch.delenv("DISABLE_AIOHTTP_TRANSPORT", raising=False)
+    monkeypatch.setattr(litellm, "disable_aiohttp_transport", False, raising=False)
+    monkeypatch.setattr(litellm, "in_memory_llm_clients_cache", LLMClientCache())
+    monkeypatch.setattr(litellm, "module_level_aclient", AsyncHTTPHandler(), raising=False)
+    monkeypatch.setattr(litellm_answers, "MAX_ANSWER_BYTES", 1 << 20)
+    monkeypatch.setattr(litellm_answers, "MAX_LINE_BYTES", 1 << 20)
+
+
+async def _ask(tmp_path: Path, edge: EdgeUpstream, stream: bool = False) -> Any:
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    body = {"model": "claude-sonnet-4-5", "messages": ASK, "stream": stream}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        return await c.post("/v1/chat/completions", json=body, headers={"x-api-key": "sk-ant-t"})
+
+
+async def test_an_answer_is_asked_for_uncompressed_and_read_when_compressed(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    answer = orjson.dumps(anthropic_message())
+    edge.reply = Reply(200, [JSON, ("content-encoding", "gzip")], gzip.compress(answer))
+    r = await _ask(tmp_path, edge)
+    assert edge.last.header("accept-encoding") == "identity"
+    assert r.status_code == 200, r.text
+    assert r.json()["choices"][0]["message"]["content"]
+
+
+async def test_a_compressed_answer_past_the_bound_is_a_502(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    bomb = orjson.dumps(anthropic_message("a" * (8 << 20)))  # 8 MiB inflated from some 8 KB
+    edge.reply = Reply(200, [JSON, ("content-encoding", "gzip")], gzip.compress(bomb))
+    r = await _ask(tmp_path, edge)
+    assert r.status_code == 502, r.text
+
+
+async def test_a_whole_answer_past_the_bound_is_a_502(tmp_path: Path, edge: EdgeUpstream) -> None:
+    edge.reply = Reply(200, [JSON], orjson.dumps(anthropic_message("a" * (2 << 20))))
+    r = await _ask(tmp_path, edge)
+    assert r.status_code == 502, r.text
+
+
+async def test_a_stream_line_past_the_bound_breaks_the_stream(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    endless = b"event: message_start\ndata: {" + b"x" * (2 << 20)
+    edge.reply = Reply(200, [("content-type", "text/event-stream")], endless)
+    r = await _ask(tmp_path, edge, stream=True)
+    assert r.status_code >= 500 or b"error" in r.content, r.text[:200]
+    assert len(r.content) < 1 << 20  # the line was not relayed
+
+
+async def test_an_answer_in_an_encoding_not_read_is_a_502(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    edge.reply = Reply(200, [JSON, ("content-encoding", "br")], b"\x8b\x02\x80hello\x03")
+    r = await _ask(tmp_path, edge)
+    assert r.status_code == 502, r.text
