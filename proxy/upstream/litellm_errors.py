@@ -55,6 +55,10 @@ def failure(
     answered = _provider_status(exc)
     if answered is not None:  # the provider's own (Anthropic's 529, which litellm calls 500)
         status = answered
+    elif status == 500 and not unsent and not mid_stream:
+        # litellm's own 500 with no answer of that status: what it could not make of a 2xx
+        # answer (one with no "choices"): the upstream's fault, a 502 (a 500 is the proxy's own)
+        status = 502
     elif not unsent and _unreadable(exc):  # a 200 whose body litellm could not read: not a 422
         return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
     if unsent and not mid_stream and not 400 <= status < 500:

@@ -160,3 +160,16 @@ def test_an_answer_aiohttp_could_not_parse_is_no_client_error() -> None:
     except aiohttp.ClientResponseError as raised:
         error = failure(UpstreamSettings(name="openai"), raised)
     assert error.status == 502 and "could not be read" in error.message
+
+
+async def test_an_answer_litellm_cannot_make_sense_of_is_a_502(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    # an OpenAI-compatible upstream answering a chat call with something else (no "choices"):
+    # litellm raises its own APIError of status 500; the upstream's fault, never a 500
+    edge.reply = Reply.json({"id": "msg_1", "type": "message", "content": []})
+    settings = proxy_settings(edge.base_url)
+    body = {"model": "gpt-x", "messages": ASK, "max_tokens": 16}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test"})
+    assert r.status_code == 502, r.text
