@@ -21,7 +21,9 @@ from typing import Any
 
 import httpx
 
-MAX_ANSWER_BYTES = 64 * 1024 * 1024  # as the native relays' (``transport.MAX_ANSWER_BYTES``)
+# A whole answer litellm parses on the loop: a model's is a few MB at most (128 K tokens of
+# output, with log-probabilities); the native relays, which parse none, pass up to 64 MiB
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024  # of one line of an event stream
 _PIECE = 1 << 20  # inflated at a time
 _INFLATED = {"gzip": 47, "x-gzip": 47, "deflate": 47}  # zlib's wbits: a gzip or zlib header
