@@ -5,16 +5,37 @@ imports another through it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
-from functools import cache
+import threading
 from typing import Any
 
 from proxy import litellm_answers, litellm_gemini_end, litellm_gemini_usage, litellm_logs
 from proxy.tokens import ensure_offline_tiktoken
 
+_loading = threading.Lock()
+_loaded: Any = None
 
-@cache
+
 def load_litellm() -> Any:
+    """litellm, imported and set up once (thread-safe: ``litellm_ready`` imports it in a
+    worker thread while a request may also ask for it)."""
+    global _loaded
+    if _loaded is None:
+        with _loading:
+            if _loaded is None:
+                _loaded = _import_litellm()
+    return _loaded
+
+
+async def litellm_ready() -> None:
+    """litellm imported off the event loop: its first import takes seconds, which every other
+    request waited out (the first bridged request in a process held ``/healthz`` 2 s)."""
+    if _loaded is None:
+        await asyncio.to_thread(load_litellm)
+
+
+def _import_litellm() -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     # nothing litellm would fetch on its own (its Anthropic beta-header table on the first
     # streamed Messages request, from GitHub, blocking the event loop): its bundled copies

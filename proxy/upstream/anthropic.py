@@ -19,6 +19,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from proxy.errors import UpstreamKeyMissing
 from proxy.principals import CREDENTIAL_HEADERS
+from proxy.providers import litellm_ready
 from proxy.relayed_headers import ACCOUNT_HEADERS, relayed_headers
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
@@ -53,6 +54,7 @@ async def messages(
         from proxy.upstream.bridge import bridged_messages
 
         errors = client.errors.with_credentials(client_headers, key, body)
+        await litellm_ready()
         answered = await bridged_messages(upstream, body, client_headers, key, path)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = anthropic_headers(upstream, client_headers, key)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
+from proxy.providers import litellm_ready
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini_route import Route, upstream_query
@@ -76,6 +77,7 @@ async def generate(
         from proxy.upstream.gemini_bridge import bridged_gemini
 
         errors = client.errors.with_credentials({}, key, (body, route.path, query))
+        await litellm_ready()
         answered = await bridged_gemini(upstream, route, body, query, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = gemini_headers(upstream, client_headers, key)

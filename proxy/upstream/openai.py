@@ -29,6 +29,7 @@ import orjson
 from yarl import URL
 
 from proxy.errors import UpstreamFailed, UpstreamTimeout
+from proxy.providers import litellm_ready
 from proxy.relayed_headers import ACCOUNT_HEADERS
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
@@ -213,6 +214,7 @@ class UpstreamClient:
             if upstream.kind in ("anthropic", "gemini"):
                 upstream = upstream.model_copy(update={"provider": upstream.kind})
             errors = self.errors.with_credentials({}, passthrough_key, body)
+            await litellm_ready()
             answered = await litellm_chat(upstream, body, passthrough_key)
             return errors.response(answered, gateway=bool(upstream.api_key_env))
         headers = self._headers(upstream, client_headers, passthrough_key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from proxy.providers import litellm_ready
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import _ACCOUNT_HEADERS, _FORWARDED_HEADERS, UpstreamClient
@@ -37,6 +38,7 @@ async def responses(
         from proxy.upstream.bridge import bridged_responses
 
         errors = client.errors.with_credentials({}, key, body)
+        await litellm_ready()
         answered = await bridged_responses(upstream, body, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = responses_headers(upstream, client_headers, key)
