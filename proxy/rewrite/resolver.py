@@ -169,8 +169,9 @@ class Resolver:
         return out, info
 
     async def _complete(self, prompt: str, content: str, max_tokens: int) -> str:
-        from proxy.providers import load_litellm
+        from proxy.providers import litellm_ready, load_litellm
 
+        await litellm_ready()  # its first import off the event loop
         litellm = load_litellm()
         key = os.environ.get(self.settings.api_key_env) if self.settings.api_key_env else None
         response = await asyncio.wait_for(
