@@ -5,7 +5,7 @@ the loop 30 s; a stream line that never ended grew to 5 GB), whatever the other 
 for. Each answer is asked for uncompressed; one compressed all the same is inflated here, a
 piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWER_BYTES``, or an
 event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
-the upstream failed, 502).
+the upstream failed, 502); so does a whole answer to a request for a stream.
 
 Wraps litellm's aiohttp transport (the one it uses unless ``DISABLE_AIOHTTP_TRANSPORT``);
 installed once, when litellm is first imported (``proxy.providers.load_litellm``). litellm is
@@ -55,12 +55,30 @@ def _bounded(
                     f"the upstream's answer came {encoding!r}-encoded, which is not read"
                 )
             del response.headers["content-encoding"]  # inflated here, not by httpx
-        streamed = "text/event-stream" in response.headers.get("content-type", "")
+        kind = response.headers.get("content-type", "")
+        streamed = "text/event-stream" in kind
+        if response.status_code == 200 and kind.startswith("application/json") and _asks_stream(
+            request
+        ):
+            # a stream asked for, a whole answer given: litellm read no event of it and made an
+            # empty, finished answer of it (the upstream's fault hidden as a success)
+            await response.aclose()
+            raise httpx.RemoteProtocolError("the upstream answered a stream with a whole answer")
         response.stream = _BoundedStream(response.stream, streamed, wbits)
         return response
 
     setattr(handle, _INSTALLED, True)
     return handle
+
+
+def _asks_stream(request: httpx.Request) -> bool:
+    """Whether the request's JSON body asks for a stream (``"stream": true`` at any depth but
+    inside a string, whose quotes would be escaped)."""
+    try:
+        content = request.content
+    except httpx.RequestNotRead:
+        return False
+    return b'"stream": true' in content or b'"stream":true' in content
 
 
 class _BoundedStream(httpx.AsyncByteStream):

@@ -92,3 +92,22 @@ async def test_an_answer_in_an_encoding_not_read_is_a_502(
     edge.reply = Reply(200, [JSON, ("content-encoding", "br")], b"\x8b\x02\x80hello\x03")
     r = await _ask(tmp_path, edge)
     assert r.status_code == 502, r.text
+
+
+async def test_a_whole_answer_to_a_stream_is_no_empty_success(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    # litellm read no event of it and made an empty, finished answer: the upstream's fault
+    edge.reply = Reply.json(anthropic_message("the whole answer"))
+    r = await _ask(tmp_path, edge, stream=True)
+    assert r.status_code >= 500 or b"error" in r.content, r.text[:300]
+    assert b'"finish_reason":"stop"' not in r.content.replace(b" ", b"")
+
+
+async def test_a_stream_within_the_bounds_is_relayed(tmp_path: Path, edge: EdgeUpstream) -> None:
+    from tests.support.anthropic_upstream import message_events, sse_reply
+
+    edge.reply = sse_reply(message_events("Hello there friend"))
+    r = await _ask(tmp_path, edge, stream=True)
+    assert r.status_code == 200, r.text
+    assert b"friend" in r.content and b"[DONE]" in r.content
