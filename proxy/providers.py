@@ -10,7 +10,13 @@ import os
 import threading
 from typing import Any
 
-from proxy import litellm_answers, litellm_gemini_end, litellm_gemini_usage, litellm_logs
+from proxy import (
+    litellm_answers,
+    litellm_gemini_end,
+    litellm_gemini_ids,
+    litellm_gemini_usage,
+    litellm_logs,
+)
 from proxy.tokens import ensure_offline_tiktoken
 
 _loading = threading.Lock()
@@ -48,6 +54,7 @@ def _import_litellm() -> Any:
     litellm_answers.install()  # its answers bounded, as the native relays' are
     litellm_gemini_end.install()  # a cut Gemini stream is a break, not an answer
     litellm_gemini_usage.install()  # a Gemini client is told its cache read
+    litellm_gemini_ids.install()  # a Gemini client's calls keep their ids, both ways
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place

@@ -6,13 +6,15 @@ turns the request into a chat completion and the answer back into Gemini's shape
 Security as in ``proxy.upstream.bridge``: the provider, URL, key and timeout come from config
 (the client's key only in passthrough); litellm is never called without a key.
 
-What the bridge carries: text, ``functionCall`` / ``functionResponse`` parts (ids kept where the
-provider keeps them), ``inlineData`` images, ``systemInstruction``, ``functionDeclarations``,
-``generationConfig``'s temperature, topP, maxOutputTokens, stopSequences and a JSON response
-format. What it loses: ``thought`` parts and every ``thoughtSignature`` (another provider cannot
-verify them), ``thinkingConfig``, ``safetySettings``, ``cachedContent``, ``toolConfig``'s
-function-calling mode, Google's built-in tools (``googleSearch``, ``codeExecution``), and every
-client header. ``countTokens`` is answered here, estimated with tiktoken; the JSON-array stream
+What the bridge carries: text, ``functionCall`` / ``functionResponse`` parts (each pair with one
+id, the call's own where it has one, fitted to the upstream's rule: ``gemini_call_ids``; the
+answer's calls with the provider's ids: ``proxy.litellm_gemini_ids``), ``inlineData`` images,
+``systemInstruction`` (all its text parts), ``functionDeclarations``, ``generationConfig``'s
+temperature, topP, maxOutputTokens, stopSequences and a JSON response format. What it loses:
+``thought`` parts and every ``thoughtSignature`` (another provider cannot verify them),
+``thinkingConfig``, ``safetySettings``, ``cachedContent``, ``toolConfig``'s function-calling
+mode, Google's built-in tools (``googleSearch``, ``codeExecution``), and every client header.
+``countTokens`` is answered here, estimated with tiktoken; the JSON-array stream
 (``streamGenerateContent`` without ``alt=sse``) is written element by element as litellm yields
 its chunks (``json_array_stream``)."""
 
@@ -25,6 +27,7 @@ from typing import Any
 
 import orjson
 
+from proxy.call_id_rules import call_id_rule
 from proxy.errors import ProxyError, UpstreamTimeout
 from proxy.protocols.gemini_parts import camel
 from proxy.protocols.validate import gemini_count_request
@@ -32,11 +35,13 @@ from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge import _failed, _object, _plain, _route
+from proxy.upstream.gemini_call_ids import with_call_ids
 from proxy.upstream.gemini_route import Route, upstream_query
 from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm_errors import failure
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from rules.chain.call_ids import rule_named
 
 _JSON = {"content-type": "application/json"}
 _SSE = {"content-type": "text/event-stream"}
@@ -61,6 +66,9 @@ async def bridged_gemini(
     kept = {camel(k): v for k, v in config.items() if camel(k) in _CONFIG}  # either spelling
     system = data.get("systemInstruction") or data.get("system_instruction")
     kwargs: dict[str, Any] = {"systemInstruction": system} if system else {}
+    contents = data.get("contents") or []
+    if isinstance(contents, list):  # a call and its response by one id the provider accepts
+        contents = with_call_ids(contents, rule_named(call_id_rule(upstream, "gemini")))
     call = agenerate_content_stream if route.stream else agenerate_content
     watch = Watch()
     try:
@@ -70,7 +78,7 @@ async def bridged_gemini(
             with watch:
                 result: Any = await call(
                     model=route.model,
-                    contents=data.get("contents") or [],
+                    contents=contents,
                     config=kept or None,
                     tools=data.get("tools"),
                     extra_headers=dict(target.headers) or None,

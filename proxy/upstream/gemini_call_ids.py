@@ -1,0 +1,105 @@
+"""Gemini ``contents`` with an id on every function call and response, for a bridge to a
+provider that pairs them by id (OpenAI, Anthropic and what litellm reaches).
+
+Gemini pairs a model turn's calls with the next turn's responses by name and order; an id is
+optional, and a Gemini client sends the one a call came with (the Gemini CLI invents its own,
+``name-time-random``, for a call that had none, and sends it on the response only). litellm's
+adapter ignores both and names every call ``call_<name>``: two parallel calls of one tool got one
+id (Anthropic kept the second tool_use's result for the first), and the same id came back on
+every turn (Anthropic: 400 "tool_use ids must be unique", on every retry).
+
+Here each call keeps its own id where it has one, else gets ``call_<content>_<part>`` (its place:
+the same on every request, so the prefix stays cached), fitted to the upstream's rule
+(``rules.chain.call_ids``) and unique in the conversation; each response takes the id of the call
+it answers: the open call of the turn before it with its id, else the first with its name.
+A response that answers none loses its id (the adapter then sends it as text)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rules.chain.call_ids import CallIdRule
+
+_CALL_KEYS = ("functionCall", "function_call")
+_RESPONSE_KEYS = ("functionResponse", "function_response")
+
+
+class _Call:
+    __slots__ = ("id", "name", "sent")
+
+    def __init__(self, name: Any, sent: str, final: str) -> None:
+        self.name, self.sent, self.id = name, sent, final
+
+
+def with_call_ids(contents: list[Any], rule: CallIdRule) -> list[Any]:
+    """``contents`` with the ids above (new contents and parts where one changed; the client's
+    objects are never changed)."""
+    taken: set[str] = set()
+    open_calls: list[_Call] = []
+    out: list[Any] = []
+    for i, content in enumerate(contents):
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if not isinstance(parts, list):
+            out.append(content)
+            continue
+        if content.get("role") == "model":
+            parts, open_calls = _calls_named(i, parts, rule, taken)
+        else:
+            parts = _responses_paired(parts, open_calls)
+        out.append({**content, "parts": parts})
+    return out
+
+
+def _calls_named(
+    i: int, parts: list[Any], rule: CallIdRule, taken: set[str]
+) -> tuple[list[Any], list[_Call]]:
+    named: list[Any] = []
+    calls: list[_Call] = []
+    for j, part in enumerate(parts):
+        key, call = _field(part, _CALL_KEYS)
+        if call is None:
+            named.append(part)
+            continue
+        sent = _id_of(call)
+        base = final = rule.fit(sent or f"call_{i}_{j}")
+        k = 1
+        while final in taken:  # a client that reused an id, or two that fit to one
+            final, k = rule.numbered(base, k), k + 1
+        taken.add(final)
+        calls.append(_Call(call.get("name"), sent, final))
+        named.append({**part, key: {**call, "id": final}})
+    return named, calls
+
+
+def _responses_paired(parts: list[Any], open_calls: list[_Call]) -> list[Any]:
+    paired: list[Any] = []
+    for part in parts:
+        key, response = _field(part, _RESPONSE_KEYS)
+        if response is None:
+            paired.append(part)
+            continue
+        sent = _id_of(response)
+        match = next((c for c in open_calls if sent and sent in (c.sent, c.id)), None)
+        if match is None:
+            match = next((c for c in open_calls if c.name == response.get("name")), None)
+        if match is not None:
+            open_calls.remove(match)
+            answer = {**response, "id": match.id}
+        else:
+            answer = {k: v for k, v in response.items() if k != "id"}
+        paired.append({**part, key: answer})
+    return paired
+
+
+def _field(part: Any, keys: tuple[str, str]) -> tuple[str, dict[str, Any] | None]:
+    if isinstance(part, dict):
+        for key in keys:
+            value = part.get(key)
+            if isinstance(value, dict):
+                return key, value
+    return keys[0], None
+
+
+def _id_of(holder: dict[str, Any]) -> str:
+    value = holder.get("id")
+    return value if isinstance(value, str) else ""
