@@ -24,6 +24,7 @@ from proxy.relayed_headers import ACCOUNT_HEADERS, relayed_headers
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient
+from proxy.upstream.thinking_signatures import verifiable
 from proxy.upstream.transport import ANTHROPIC_RELAYED_NAMES
 
 log = logging.getLogger("ctxproxy.upstream")
@@ -58,6 +59,7 @@ async def messages(
         answered = await bridged_messages(upstream, body, client_headers, key, path)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = anthropic_headers(upstream, client_headers, key)
+    body = verifiable(body)  # no thinking another provider signed, or none did: a 400 each
     return await client.post(
         upstream, path, body, headers, stream=True, query=relayed_query(query),
         relayed=ANTHROPIC_RELAYED_NAMES,

@@ -60,6 +60,7 @@ from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from proxy.upstream.thinking_signatures import marked_answer, marked_event, unmarked
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -141,7 +142,7 @@ async def bridged_messages(
         with watch:
             result = await call(
                 model=model,
-                messages=data.get("messages"),
+                messages=unmarked(data.get("messages")),  # each signature as its maker wrote it
                 stream=stream,
                 api_key=key,
                 api_base=base,
@@ -159,9 +160,11 @@ async def bridged_messages(
         raise
     except Exception as exc:
         return _failed(target, exc, unsent=watch.unsent)
+    mark = provider != "anthropic"  # Anthropic's own signatures are good at Anthropic
     if not stream:
-        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
-    chunks, shut = _anthropic_sse(result, target), partial(close, result)
+        answer = marked_answer(_as_dict(result)) if mark else result
+        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer, default=_plain))
+    chunks, shut = _anthropic_sse(result, target, mark), partial(close, result)
     return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
 
@@ -334,11 +337,15 @@ def _plain(value: Any) -> Any:
     raise TypeError(type(value).__name__)
 
 
-async def _anthropic_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
-    """litellm's Anthropic stream: SSE bytes already (the adapter), or event objects."""
+async def _anthropic_sse(
+    stream: Any, upstream: UpstreamSettings, mark: bool
+) -> AsyncIterator[bytes]:
+    """litellm's Anthropic stream: SSE bytes already (the adapter), or event objects; with
+    ``mark``, each thinking signature marked as another provider's (``thinking_signatures``)."""
     try:
         async for event in stream:
-            yield event if isinstance(event, bytes) else _event(_as_dict(event))
+            data = event if isinstance(event, bytes) else _event(_as_dict(event))
+            yield marked_event(data) if mark else data
     except ProxyError:
         raise
     except Exception as exc:  # mid-stream provider failure: the handler tells the client
