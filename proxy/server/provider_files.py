@@ -35,6 +35,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from proxy.upstream.reasoning_items import is_bridged
+
 # the raw body holds a name looked for, or an escape that could spell one in a key (orjson
 # decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
 _MARKS = (
@@ -76,8 +78,9 @@ def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
 
 
 def _looked_up(item: dict[str, Any], stored: bool) -> bool:
-    """Whether the provider reads a reasoning item from its store by its id."""
-    if item.get("encrypted_content"):
+    """Whether the provider reads a reasoning item from its store by its id (never one a bridge
+    made: no provider stored it, and it goes to none, ``reasoning_items``)."""
+    if item.get("encrypted_content") or is_bridged(item):
         return False
     return stored or not (item.get("content") or item.get("summary"))
 

@@ -60,6 +60,8 @@ from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from proxy.upstream.reasoning_items import marked_answer as marked_response
+from proxy.upstream.reasoning_items import marked_event as marked_response_event
 from proxy.upstream.thinking_signatures import marked_answer, marked_event, unmarked
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -244,7 +246,8 @@ async def bridged_responses(
     except Exception as exc:
         return _failed(target, exc, unsent=watch.unsent)
     if not stream:
-        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(_plain(result)))
+        answer = marked_response(_plain(result))  # its reasoning ids: not OpenAI's to look up
+        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))
     chunks, shut = _responses_sse(result, target), partial(close, result)
     return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
@@ -355,7 +358,7 @@ async def _anthropic_sse(
 async def _responses_sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
     try:
         async for event in stream:
-            yield _event(_as_dict(event))
+            yield _event(marked_response_event(_as_dict(event)))
     except ProxyError:
         raise
     except Exception as exc:

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from proxy.call_id_rules import call_id_rule
 from proxy.providers import litellm_ready
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import _ACCOUNT_HEADERS, _FORWARDED_HEADERS, UpstreamClient
+from proxy.upstream.reasoning_items import resolvable
 
 RESPONSES_PATH = "/responses"
 _CODEX_HEADERS = frozenset(
@@ -42,6 +44,8 @@ async def responses(
         answered = await bridged_responses(upstream, body, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = responses_headers(upstream, client_headers, key)
+    if call_id_rule(upstream, "responses") == "openai_responses":  # OpenAI's own API (or Azure's,
+        body = resolvable(body)  # or one set to its rules): no reasoning it would answer 404 to
     return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
 
 
