@@ -9,7 +9,8 @@ whole history, on every retry; so does any reasoning item without encrypted cont
 ``store`` is false (nothing was stored to find it by).
 
 So the bridge's reasoning items reach the client with their id marked as the bridge's
-(``MARK`` after ``rs_``), and a request to OpenAI's own API goes without the reasoning items it
+(``MARK`` after ``rs_``; and with the ``summary`` a reasoning item must have, which litellm's
+lack), and a request to OpenAI's own API goes without the reasoning items it
 cannot resolve: marked ones, and with ``store: false`` those without encrypted content. OpenAI
 lets earlier reasoning go; the request is otherwise forwarded byte for byte, and one without such
 items is not parsed (a scan of its bytes)."""
@@ -60,6 +61,7 @@ def marked_answer(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _mark_item(item: dict[str, Any]) -> None:
+    item.setdefault("summary", [])  # required in a reasoning item; litellm leaves it out
     item_id = item.get("id")
     if isinstance(item_id, str):
         item["id"] = _marked(item_id)

@@ -75,6 +75,7 @@ async def test_switching_from_a_bridged_model_to_openai(
         assert r.status_code == 200, r.text
         (bridged,) = _reasoning_items(r, stream)
         assert bridged["id"].startswith("rs_" + MARK)
+        assert isinstance(bridged["summary"], list)  # required of a reasoning item
         if stream:  # every event names the item by the id it is finally given
             named = {orjson.loads(line[5:]).get("item_id") for line in r.text.splitlines()
                      if line.startswith("data:") and '"item_id"' in line}  # fmt: skip
