@@ -10,6 +10,7 @@ Installed by ``bin/test`` (npm); without it these tests skip with the reason."""
 from __future__ import annotations
 
 from collections import Counter
+from itertools import pairwise
 from typing import Any
 
 import orjson
@@ -35,7 +36,7 @@ def pairing_break(messages: list[Any]) -> str | None:
     repeated = [cid for cid, n in Counter(uses).items() if n > 1]
     if repeated:
         return f"messages: `tool_use` ids must be unique: {repeated[0]}"
-    for before, m in zip(messages, messages[1:], strict=False):
+    for before, m in pairwise(messages):
         content = m.get("content") if isinstance(m.get("content"), list) else []
         results = [b["tool_use_id"] for b in content if b.get("type") == "tool_result"]
         called = before.get("content") if isinstance(before.get("content"), list) else []
