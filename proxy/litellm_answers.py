@@ -7,10 +7,12 @@ piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWE
 event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
 the upstream failed, 502); so does a whole answer to a request for a stream.
 
-Wraps litellm's aiohttp transport (the one it uses unless ``DISABLE_AIOHTTP_TRANSPORT``);
-installed once, when litellm is first imported (``proxy.providers.load_litellm``). litellm is
-pinned by the lock, and ``tests/proxy/upstream/test_litellm_answer_bounds.py`` fails if a release
-moves what this wraps."""
+Wraps litellm's aiohttp transport (its production one) and the httpx transports it makes instead
+(``DISABLE_AIOHTTP_TRANSPORT``, ``LITELLM_HTTP2``, an environment's proxy: each made of a
+subclass bounded alike, so litellm's own type checks still hold); installed once, when litellm
+is first imported (``proxy.providers.load_litellm``). litellm is pinned by the lock, and
+``tests/proxy/upstream/test_litellm_answer_bounds.py`` fails if a release moves what this
+wraps."""
 
 from __future__ import annotations
 
@@ -32,11 +34,49 @@ _INSTALLED = "_ctxproxy_bounded"
 
 def install() -> None:
     from litellm.llms.custom_httpx.aiohttp_transport import LiteLLMAiohttpTransport
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
     original = LiteLLMAiohttpTransport.handle_async_request
     if getattr(original, _INSTALLED, False):
         return
     LiteLLMAiohttpTransport.handle_async_request = _bounded(original)  # type: ignore[method-assign]
+    made: Any = AsyncHTTPHandler._create_httpx_transport
+    mounted: Any = AsyncHTTPHandler.create_httpx_proxy_mounts
+
+    def create_httpx_transport(*args: Any, **kwargs: Any) -> Any:
+        transport = made(*args, **kwargs)
+        if transport is None:  # httpx's default, which httpx would make itself: made here
+            kept = {k: v for k, v in kwargs.items() if k in ("verify", "cert", "limits")}
+            transport = httpx.AsyncHTTPTransport(**kept)
+        return _bounded_transport(transport)
+
+    def create_httpx_proxy_mounts(*args: Any, **kwargs: Any) -> Any:
+        mounts = mounted(*args, **kwargs)
+        if isinstance(mounts, dict):
+            mounts = {k: _bounded_transport(v) for k, v in mounts.items()}
+        return mounts
+
+    AsyncHTTPHandler._create_httpx_transport = staticmethod(create_httpx_transport)  # type: ignore[method-assign]
+    AsyncHTTPHandler.create_httpx_proxy_mounts = staticmethod(create_httpx_proxy_mounts)  # type: ignore[method-assign]
+
+
+def _bounded_transport(transport: Any) -> Any:
+    if transport is not None and not getattr(transport.handle_async_request, _INSTALLED, False):
+        transport.__class__ = _bounded_class(type(transport))
+    return transport
+
+
+_BOUNDED_CLASSES: dict[type, type] = {}
+
+
+def _bounded_class(cls: type) -> type:
+    """A subclass of transport class ``cls`` whose answers are bounded."""
+    bounded = _BOUNDED_CLASSES.get(cls)
+    if bounded is None:
+        handle = _bounded(cls.handle_async_request)  # type: ignore[attr-defined]
+        bounded = type(f"Bounded{cls.__name__}", (cls,), {"handle_async_request": handle})
+        _BOUNDED_CLASSES[cls] = bounded
+    return bounded
 
 
 def _bounded(
@@ -57,8 +97,10 @@ def _bounded(
             del response.headers["content-encoding"]  # inflated here, not by httpx
         kind = response.headers.get("content-type", "")
         streamed = "text/event-stream" in kind
-        if response.status_code == 200 and kind.startswith("application/json") and _asks_stream(
-            request
+        if (
+            response.status_code == 200
+            and kind.startswith("application/json")
+            and _asks_stream(request)
         ):
             # a stream asked for, a whole answer given: litellm read no event of it and made an
             # empty, finished answer of it (the upstream's fault hidden as a success)

@@ -2,7 +2,8 @@
 (``proxy/litellm_answers.py``): asked for uncompressed, inflated here a piece at a time when it
 comes compressed all the same, a whole answer past its bound or an event stream's line past its
 own a failed read (502), not memory taken and the loop held for every tenant. On litellm's
-aiohttp transport, the one it uses in production."""
+aiohttp transport, the one it uses in production, and on the httpx one it takes instead when
+told to (``DISABLE_AIOHTTP_TRANSPORT``)."""
 
 from __future__ import annotations
 
@@ -25,16 +26,20 @@ ASK = [{"role": "user", "content": "hi"}]
 JSON = ("content-type", "application/json")
 
 
-@pytest.fixture(autouse=True)
-def aiohttp_transport(monkeypatch: pytest.MonkeyPatch) -> None:
-    """litellm's production transport, and clients made afresh for this test's loop."""
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm's production transport or its httpx one, and clients made afresh for this test's
+    loop."""
     from proxy.providers import load_litellm
 
     litellm = load_litellm()
     from litellm.caching.llm_caching_handler import LLMClientCache
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
-    monkeypatch.delenv("DISABLE_AIOHTTP_TRANSPORT", raising=False)
+    if request.param == "httpx":
+        monkeypatch.setenv("DISABLE_AIOHTTP_TRANSPORT", "True")
+    else:
+        monkeypatch.delenv("DISABLE_AIOHTTP_TRANSPORT", raising=False)
     monkeypatch.setattr(litellm, "disable_aiohttp_transport", False, raising=False)
     monkeypatch.setattr(litellm, "in_memory_llm_clients_cache", LLMClientCache())
     monkeypatch.setattr(litellm, "module_level_aclient", AsyncHTTPHandler(), raising=False)
