@@ -293,7 +293,7 @@ def _mention(
     )
     actor = lex.words["actor"].get(slot_word(g, "actor") or "")
     anchor = None
-    noun = slot_word(g, "type") or ""
+    noun = slot_word(g, "type") or p.noun or ""
     if p.head:
         head, anchor = relation_anchor(lex, p, g, action, actor)
         noun = head or ""

@@ -56,6 +56,9 @@ class Pattern:
     # the language's phrase (``ref_gate``), when the template begins with it: on a long text the
     # pattern is tried only where the phrase matches
     gate: re.Pattern[str] | None = None
+    # the noun a template without a {type} slot stands for ("kill whatever is on port 8080": the
+    # port's process)
+    noun: str | None = None
 
 
 @dataclass(frozen=True)
@@ -180,6 +183,7 @@ def _compile_language(
         verb_head: bool = False,
         needs: str | None = None,
         edge: str | None = None,
+        noun: str | None = None,
     ) -> Pattern:
         source = expand(template)
         word_start = source.startswith(r"\b")
@@ -214,7 +218,7 @@ def _compile_language(
         literals = required_literals(regex)
         tail = tail_words(regex)
         return Pattern(kind, regex, word_start, head, verb_head, needs, literals, edge,
-                       verb_split, tail, phrase_gate if gated else None)  # fmt: skip
+                       verb_split, tail, phrase_gate if gated else None, noun)  # fmt: skip
 
     patterns = []
     for item in spec.get("patterns") or []:
@@ -225,7 +229,11 @@ def _compile_language(
         needs = str(item["needs"]) if item.get("needs") else None
         edge = str(item["edge"]) if item.get("edge") else None
         verb_head = item.get("verb") == "head"
-        patterns.append(compile_template(str(item["re"]), kind, head, verb_head, needs, edge))
+        noun = str(item["noun"]) if item.get("noun") else None
+        if noun is not None and noun not in words["type"]:
+            raise ValueError(f"references pack, {lang}: unknown noun {noun!r}")
+        template = str(item["re"])
+        patterns.append(compile_template(template, kind, head, verb_head, needs, edge, noun))
     not_refs = tuple(compile_template(str(t), "") for t in spec.get("not_refs") or [])
     script = spec.get("script")
     gate = compile_regex(str(script), 0, f"references pack, {lang}: script") if script else None

@@ -14,7 +14,7 @@ names as it prints; probes_m.yaml: order against another thing, ordinals before 
 background jobs on a line; probes_n.yaml: an order word opening a time clause, an ordinal that
 orders the request's steps, a thing ruled out or made by hand, an ordinal adjective before the
 noun; probes_o.yaml: time words a day or more back said of a thing made since, a name said beside
-the noun) over
+the noun; probes_p.yaml: a process named by its port alone, "kill whatever is on port 8080") over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -53,6 +53,7 @@ SCENARIOS = [
         "probes_m.yaml",
         "probes_n.yaml",
         "probes_o.yaml",
+        "probes_p.yaml",
     )
     for sc in load(HERE / name)
 ]
