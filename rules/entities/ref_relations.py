@@ -113,8 +113,9 @@ def _by_position(mention: Mention, events: Sequence[Event]) -> list[Event]:
     fitting = candidates(plain, events)
     if mention.action in _MAKING:  # what the verb fits, oldest first
         made = list(reversed(fitting))
-        at = (mention.ordinal or 0) - 1
-        return [made[at]] if 0 <= at < len(made) else []
+        place = mention.ordinal or 0  # "the second-to-last file you made": -2, from the end
+        at = place - 1 if place > 0 else place
+        return [made[at]] if -len(made) <= at < len(made) and place else []
     listed = [e for e in fitting if _list_of(e)]
     if not listed:
         return []

@@ -15,7 +15,8 @@ background jobs on a line; probes_n.yaml: an order word opening a time clause, a
 orders the request's steps, a thing ruled out or made by hand, an ordinal adjective before the
 noun; probes_o.yaml: time words a day or more back said of a thing made since, a name said beside
 the noun; probes_p.yaml: a process named by its port alone, "kill whatever is on port 8080", and the
-environment variable "you just set") over
+environment variable "you just set", a place counted from the end, "the second-to-last folder you
+created") over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
