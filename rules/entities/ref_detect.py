@@ -269,9 +269,10 @@ def _name_goes_on(text: str, end: int) -> bool:
     return text[end : end + 1] in (".", "/", "_", "-") and text[end + 1 : end + 2].isalnum()
 
 
-# a verb that says the thing was cloned ("cloned", "clonaste", "geklont", "склонировал"): of
+# a verb that says the thing was cloned ("cloned", "clonaste", "geklont", "склонировал", "克隆",
+# "クローン", "클론"): of
 # the folders, one ``git clone`` made
-_CLONED = re.compile(r"clon|klon|клонир", re.IGNORECASE)
+_CLONED = re.compile(r"clon|klon|клонир|克隆|クローン|클론", re.IGNORECASE)
 
 
 def _mention(
