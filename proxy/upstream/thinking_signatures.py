@@ -153,7 +153,7 @@ def _without_unverifiable(messages: list[Any]) -> tuple[list[Any], int, bool]:
     bare_tail = False
     for i, m in enumerate(messages):
         content = m.get("content") if isinstance(m, dict) else None
-        if m.get("role") != "assistant" or not isinstance(content, list):
+        if not isinstance(content, list) or m.get("role") != "assistant":
             out.append(m)
             continue
         kept = [b for b in content if not _unverifiable(b)]
@@ -172,8 +172,8 @@ def _without_unverifiable(messages: list[Any]) -> tuple[list[Any], int, bool]:
 def _assistant_with_calls(m: Any) -> bool:
     content = m.get("content") if isinstance(m, dict) else None
     return (
-        m.get("role") == "assistant"
-        and isinstance(content, list)
+        isinstance(content, list)
+        and m.get("role") == "assistant"
         and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
     )
 
