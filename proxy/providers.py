@@ -57,6 +57,11 @@ def _import_litellm() -> Any:
     litellm_gemini_ids.install()  # a Gemini client's calls keep their ids, both ways
 
     litellm.drop_params = True  # a field one provider lacks must not fail the request
+    # the shape a provider requires, made where litellm knows it (a 400 on every retry otherwise):
+    # Anthropic's 'thinking' dropped when the turn in progress kept no thinking block (Codex or
+    # an SDK switched to a Claude model mid tool loop, with reasoning asked for), a first message
+    # that is the user's, a call's result paired with it
+    litellm.modify_params = True
     litellm.suppress_debug_info = True  # no banners on stdout for a name it cannot place
     # a client's cache_control marks are no Gemini context-cache objects: litellm made each
     # marked prefix one (a paid object, stored an hour), called the cache API before every

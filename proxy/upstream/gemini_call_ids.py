@@ -11,11 +11,13 @@ every turn (Anthropic: 400 "tool_use ids must be unique", on every retry).
 Here each call keeps its own id where it has one, else gets ``call_<content>_<part>`` (its place:
 the same on every request, so the prefix stays cached), fitted to the upstream's rule
 (``rules.chain.call_ids``) and unique in the conversation; each response takes the id of the call
-it answers: the open call of the turn before it with its id, else the first with its name.
+it answers: the open call of the turn before it with the id the client gave (else the one
+given here), else the first with its name.
 A response that answers none loses its id (the adapter then sends it as text)."""
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from rules.chain.call_ids import CallIdRule
@@ -25,17 +27,45 @@ _RESPONSE_KEYS = ("functionResponse", "function_response")
 
 
 class _Call:
-    __slots__ = ("id", "name", "sent")
+    __slots__ = ("id", "name", "sent", "used")
 
     def __init__(self, name: Any, sent: str, final: str) -> None:
-        self.name, self.sent, self.id = name, sent, final
+        self.name, self.sent, self.id, self.used = name, sent, final, False
+
+
+class _Open:
+    """A model turn's calls not yet answered, found by the id the client gave, by the id given
+    here, and by name, each in the calls' order; linear in the calls and responses however many
+    share an id or a name (a hostile body of thousands would otherwise hold the loop)."""
+
+    def __init__(self, calls: list[_Call]) -> None:
+        self._by: dict[tuple[str, Any], deque[_Call]] = {}
+        for call in calls:
+            for key in (("sent", call.sent), ("id", call.id), ("name", _name_key(call.name))):
+                if key[1] is not None and key[1] != "":
+                    self._by.setdefault(key, deque()).append(call)
+
+    def take(self, sent: str, name: Any) -> _Call | None:
+        """The call a response answers: the first open one the client gave its id (the id a
+        client knows), else the one given it here, else the first of its name."""
+        keys = (("sent", sent), ("id", sent)) if sent else ()
+        for key in (*keys, ("name", _name_key(name))):
+            queue = self._by.get(key)
+            while queue and queue[0].used:
+                queue.popleft()
+            if queue:
+                call = queue.popleft()
+                call.used = True
+                return call
+        return None
 
 
 def with_call_ids(contents: list[Any], rule: CallIdRule) -> list[Any]:
     """``contents`` with the ids above (new contents and parts where one changed; the client's
     objects are never changed)."""
     taken: set[str] = set()
-    open_calls: list[_Call] = []
+    counts: dict[str, int] = {}  # the next number to try after a taken id
+    open_calls = _Open([])
     out: list[Any] = []
     for i, content in enumerate(contents):
         parts = content.get("parts") if isinstance(content, dict) else None
@@ -43,7 +73,8 @@ def with_call_ids(contents: list[Any], rule: CallIdRule) -> list[Any]:
             out.append(content)
             continue
         if content.get("role") == "model":
-            parts, open_calls = _calls_named(i, parts, rule, taken)
+            parts, calls = _calls_named(i, parts, rule, taken, counts)
+            open_calls = _Open(calls)
         else:
             parts = _responses_paired(parts, open_calls)
         out.append({**content, "parts": parts})
@@ -51,7 +82,7 @@ def with_call_ids(contents: list[Any], rule: CallIdRule) -> list[Any]:
 
 
 def _calls_named(
-    i: int, parts: list[Any], rule: CallIdRule, taken: set[str]
+    i: int, parts: list[Any], rule: CallIdRule, taken: set[str], counts: dict[str, int]
 ) -> tuple[list[Any], list[_Call]]:
     named: list[Any] = []
     calls: list[_Call] = []
@@ -62,33 +93,34 @@ def _calls_named(
             continue
         sent = _id_of(call)
         base = final = rule.fit(sent or f"call_{i}_{j}")
-        k = 1
+        k = counts.get(base, 1)
         while final in taken:  # a client that reused an id, or two that fit to one
             final, k = rule.numbered(base, k), k + 1
+        counts[base] = k
         taken.add(final)
         calls.append(_Call(call.get("name"), sent, final))
         named.append({**part, key: {**call, "id": final}})
     return named, calls
 
 
-def _responses_paired(parts: list[Any], open_calls: list[_Call]) -> list[Any]:
+def _responses_paired(parts: list[Any], open_calls: _Open) -> list[Any]:
     paired: list[Any] = []
     for part in parts:
         key, response = _field(part, _RESPONSE_KEYS)
         if response is None:
             paired.append(part)
             continue
-        sent = _id_of(response)
-        match = next((c for c in open_calls if sent and sent in (c.sent, c.id)), None)
-        if match is None:
-            match = next((c for c in open_calls if c.name == response.get("name")), None)
+        match = open_calls.take(_id_of(response), response.get("name"))
         if match is not None:
-            open_calls.remove(match)
             answer = {**response, "id": match.id}
         else:
             answer = {k: v for k, v in response.items() if k != "id"}
         paired.append({**part, key: answer})
     return paired
+
+
+def _name_key(name: Any) -> str | None:
+    return name if isinstance(name, str) else None
 
 
 def _field(part: Any, keys: tuple[str, str]) -> tuple[str, dict[str, Any] | None]:
