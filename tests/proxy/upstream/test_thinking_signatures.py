@@ -171,3 +171,31 @@ def test_an_empty_redacted_block_goes_and_a_full_one_stays() -> None:
     )
     out = orjson.loads(verifiable(body))
     assert [b.get("data") for b in out["messages"][1]["content"]] == ["EmwKAh", None]
+
+
+async def test_a_bridged_tool_loop_without_its_thinking_goes_without_thinking(
+    tmp_path: Path,
+    edge: EdgeUpstream,
+) -> None:
+    """A Responses client switched to a Claude model mid tool loop, reasoning asked for: its
+    history holds the call and its output but no thinking of Anthropic's, which Anthropic refuses
+    while thinking is on ("a final assistant message must start with a thinking block") on every
+    retry; litellm (``modify_params``) sends that request without thinking."""
+    edge.reply = Reply.json(anthropic_message("ok"))
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    tool = {"type": "function", "name": "shell", "parameters": {"type": "object"}}
+    items = [
+        {"role": "user", "content": "list the files"},
+        {"type": "function_call", "call_id": "call_1", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "a.py"},
+    ]
+    body = {"model": "claude-sonnet-4-5", "input": items, "tools": [tool],
+            "reasoning": {"effort": "medium"}}  # fmt: skip
+    async with in_process(
+        proxy_settings(edge.base_url, upstreams=[upstream]), str(tmp_path / "db")
+    ) as c:
+        r = await c.post("/v1/responses", json=body, headers={"x-api-key": KEY})
+    assert r.status_code == 200, r.text
+    sent = edge.last.json()
+    assert sent["messages"][1]["content"][0]["type"] == "tool_use"
+    assert "thinking" not in sent
