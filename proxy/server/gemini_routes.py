@@ -96,8 +96,12 @@ class GeminiCountTokens:
                 self.s.engine, body, headers, time.time(), principal, GEMINI, len(raw), model
             )
             if upstream.kind == "gemini":
-                # a cachedContent counted with the server's key: another's size (provider_refs)
+                # a cachedContent counted with the server's key: another's size (provider_refs);
+                # a wrapped request beside contents too (Google counts the wrapped one)
                 await require_own(None, principal, "gemini", body, upstream, raw)
+                inner = outer.get(GEMINI_WRAPPED)
+                if body is outer and isinstance(inner, dict):
+                    await require_own(None, principal, "gemini", inner, upstream, raw)
                 query = scope.get("query_string", b"").decode("latin-1")
                 call = Call(self.s, upstream, headers, query, path, model)
                 if body is not outer:  # sent as the client wrote it: wrapped

@@ -15,6 +15,10 @@ places each protocol lets a request name a file:
   a ``code_interpreter`` tool's ``container.file_ids``, an ``image_generation`` tool's
   ``input_image_mask.file_id``;
 - Chat Completions: a ``file`` part's ``file.file_id``;
+- Chat Completions, Responses and Messages, also: a URL that names Google's storage (below) in
+  an image or file part (``image_url``, ``file.file_url``, ``input_file.file_url``,
+  ``input_image.image_url``, a ``url`` source), which litellm hands a Gemini or Vertex upstream
+  as a file Google reads with the server's credentials;
 - Gemini: a ``fileData`` part (``file_data`` alike) whose ``fileUri`` names the provider's own
   storage: a Files API file (``files/…``, or a URL on ``generativelanguage.googleapis.com``) or a
   Cloud Storage object (``gs://…``), which Google reads with the server's credentials; in a
@@ -41,7 +45,8 @@ from proxy.upstream.reasoning_items import is_bridged
 # decodes ``"file\\u005fid"`` as ``file_id``): the walk is skipped for every other body
 _MARKS = (
     b"file_id", b"vector_store_ids", b"fileUri", b"file_uri", b'"fileSearch"', b'"file_search"',
-    b'"retrieval"', b"\\u",
+    b'"retrieval"', b"\\u", b"gs:", b"GS:", b"Gs:", b"gS:", b"files/", b"FILES/",
+    b"generativelanguage", b"GENERATIVELANGUAGE",
 )  # fmt: skip
 _ITEM_MARKS = (b"item_reference", b"reasoning", b"\\u")
 _AUDIO_MARKS = (b'"audio"', b"\\u")
@@ -123,9 +128,19 @@ def named_files(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, Any]
     elif protocol == "chat":
         for i, message in _items(body.get("messages")):
             for j, part in _items(message.get("content")):
+                at = f"messages[{i}].content[{j}]"
                 file = part.get("file") if part.get("type") == "file" else None
                 if isinstance(file, dict) and "file_id" in file:
-                    yield f"messages[{i}].content[{j}].file.file_id", file["file_id"]
+                    yield f"{at}.file.file_id", file["file_id"]
+                # Google's storage named by URL: litellm hands it to Google as a file
+                if isinstance(file, dict):
+                    for key in ("file_url", "file_data"):
+                        if _in_storage(file.get(key)):
+                            yield f"{at}.file.{key}", file[key]
+                image = part.get("image_url") if part.get("type") == "image_url" else None
+                url = image.get("url") if isinstance(image, dict) else image
+                if _in_storage(url):
+                    yield f"{at}.image_url.url", url
 
 
 def named_stores(protocol: str, body: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -156,6 +171,9 @@ def _anthropic_blocks(content: Any, at: str, depth: int = 0) -> Iterator[tuple[s
             source = block.get("source")
             if isinstance(source, dict) and source.get("type") == "file" and "file_id" in source:
                 yield f"{at}[{j}].source.file_id", source["file_id"]
+            elif isinstance(source, dict) and source.get("type") == "url":
+                if _in_storage(source.get("url")):  # litellm hands Google such a URL as a file
+                    yield f"{at}[{j}].source.url", source["url"]
             elif isinstance(source, dict) and source.get("type") == "content" and depth < 2:
                 inner = f"{at}[{j}].source.content"
                 yield from _anthropic_blocks(source.get("content"), inner, depth + 1)
@@ -174,6 +192,9 @@ def _responses_parts(parts: Any, at: str) -> Iterator[tuple[str, Any]]:
     for j, part in _items(parts):
         if part.get("type") in _RESPONSES_FILE_PARTS and part.get("file_id") is not None:
             yield f"{at}[{j}].file_id", part["file_id"]
+        for key in ("file_url", "image_url"):  # Google's storage, as litellm hands it to Google
+            if part.get("type") in _RESPONSES_FILE_PARTS and _in_storage(part.get(key)):
+                yield f"{at}[{j}].{key}", part[key]
 
 
 def _gemini_parts(parts: Any, at: str, depth: int = 0) -> Iterator[tuple[str, Any]]:
@@ -189,6 +210,10 @@ def _gemini_parts(parts: Any, at: str, depth: int = 0) -> Iterator[tuple[str, An
             response = part.get(key)
             if isinstance(response, dict) and depth < 1:
                 yield from _gemini_parts(response.get("parts"), f"{at}[{j}].{key}.parts", 1)
+
+
+def _in_storage(value: Any) -> bool:
+    return isinstance(value, str) and provider_storage(value)
 
 
 def provider_storage(uri: str) -> bool:

@@ -558,3 +558,53 @@ async def test_count_tokens_bodies_are_kept_apart_per_principal(
             )
             assert r.status_code == 200, r.text
     assert len(read_as) == 2 and read_as[0] and read_as[1] and read_as[0] != read_as[1]
+
+
+@pytest.mark.parametrize("uri", ["gs://the-operators-bucket/report.pdf",
+                                 "https://generativelanguage.googleapis.com/v1beta/files/a-1"])  # fmt: skip
+async def test_googles_storage_named_by_url_through_a_bridge_is_refused(
+    tmp_path: Path, edge, uri: str
+) -> None:
+    """Chat, Responses and Messages to a Gemini model: litellm hands a URL on Google's storage
+    to Google as a file, read with the server's credentials (another tenant's upload, any object
+    of the operator's bucket), so it is refused as a Gemini ``fileUri`` is."""
+    text = {"type": "text", "text": "sum up"}
+    chat = [{"type": "image_url", "image_url": {"url": uri}},
+            {"type": "image_url", "image_url": uri},
+            {"type": "file", "file": {"file_url": uri, "format": "application/pdf"}}]  # fmt: skip
+    responses = [{"type": "input_file", "file_url": uri},
+                 {"type": "input_image", "image_url": uri}]  # fmt: skip
+    anthropic = [{"type": "image", "source": {"type": "url", "url": uri}},
+                 {"type": "document", "source": {"type": "url", "url": uri}}]  # fmt: skip
+    model = "gemini-2.5-pro"
+    bodies = [("/v1/chat/completions", {"model": model, "messages": [
+                  {"role": "user", "content": [text, part]}]}) for part in chat]  # fmt: skip
+    bodies += [("/v1/responses", {"model": model, "input": [{"role": "user", "content": [
+                  {"type": "input_text", "text": "sum up"}, part]}]}) for part in responses]  # fmt: skip
+    bodies += [("/v1/messages", {"model": model, "max_tokens": 64, "messages": [
+                  {"role": "user", "content": [text, part]}]}) for part in anthropic]  # fmt: skip
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for path, body in bodies:
+            r = await client.post(path, json=body, headers=ALICE)
+            assert r.status_code == 400, (path, r.text)
+            assert "not found for this client" in r.text, r.text
+        assert edge.seen == []
+
+
+async def test_a_count_holding_both_forms_is_checked_in_both(tmp_path: Path, edge) -> None:
+    """Google counts the wrapped request when a body holds ``contents`` and a
+    ``generateContentRequest``: a file or cached content named in the wrapped one is refused
+    too."""
+    stored = {"fileData": {"fileUri": "files/alice-upload-1", "mimeType": "application/pdf"}}
+    wrapped = {"model": "models/gemini-2.5-pro",
+               "contents": [{"role": "user", "parts": [{"text": "x"}, stored]}]}  # fmt: skip
+    cached = {"model": "models/gemini-2.5-pro", "cachedContent": "cachedContents/someone",
+              "contents": [{"role": "user", "parts": [{"text": "x"}]}]}  # fmt: skip
+    outer = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        for inner in (wrapped, cached):
+            body = {**outer, "generateContentRequest": inner}
+            r = await client.post("/v1beta/models/gemini-2.5-pro:countTokens", json=body,
+                                  headers=ALICE)  # fmt: skip
+            assert r.status_code == 400, r.text
+        assert edge.seen == []
