@@ -560,8 +560,11 @@ async def test_count_tokens_bodies_are_kept_apart_per_principal(
     assert len(read_as) == 2 and read_as[0] and read_as[1] and read_as[0] != read_as[1]
 
 
-@pytest.mark.parametrize("uri", ["gs://the-operators-bucket/report.pdf",
-                                 "https://generativelanguage.googleapis.com/v1beta/files/a-1"])  # fmt: skip
+STORAGE = ["gs://the-operators-bucket/report.pdf",
+           "https://generativelanguage.googleapis.com/v1beta/files/a-1"]  # fmt: skip
+
+
+@pytest.mark.parametrize("uri", STORAGE)
 async def test_googles_storage_named_by_url_through_a_bridge_is_refused(
     tmp_path: Path, edge, uri: str
 ) -> None:
@@ -579,8 +582,9 @@ async def test_googles_storage_named_by_url_through_a_bridge_is_refused(
     model = "gemini-2.5-pro"
     bodies = [("/v1/chat/completions", {"model": model, "messages": [
                   {"role": "user", "content": [text, part]}]}) for part in chat]  # fmt: skip
-    bodies += [("/v1/responses", {"model": model, "input": [{"role": "user", "content": [
-                  {"type": "input_text", "text": "sum up"}, part]}]}) for part in responses]  # fmt: skip
+    asked = {"type": "input_text", "text": "sum up"}
+    bodies += [("/v1/responses", {"model": model, "input": [
+                  {"role": "user", "content": [asked, part]}]}) for part in responses]  # fmt: skip
     bodies += [("/v1/messages", {"model": model, "max_tokens": 64, "messages": [
                   {"role": "user", "content": [text, part]}]}) for part in anthropic]  # fmt: skip
     async with in_process(settings(edge), str(tmp_path / "db")) as client:
