@@ -68,6 +68,9 @@ _HEADERS_CHARS = 8 * 1024  # of all relayed header values together
 # What an answer says of the account a key bills: with the upstream's key, the gateway's own
 # (its organization's id), not a tenant's to learn
 ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
+# the account's rate-limit counters: with the server's key they count every tenant's requests and
+# tokens, so one tenant read another's activity off them; ``retry-after`` still goes
+ACCOUNT_COUNTERS = ("x-ratelimit-", "anthropic-ratelimit-")
 _FRAMING = frozenset(("content-type", "content-encoding", "content-length", "transfer-encoding"))
 _SHORT = 256  # a string this short (a type, a code, a param) is kept whole while they are few
 _UNREADABLE = orjson.dumps(
@@ -201,8 +204,11 @@ class ErrorRedactor:
     def response(self, response: UpstreamResponse, gateway: bool = False) -> UpstreamResponse:
         """``response`` as the client may see it: an error body redacted, a stream's error
         events redacted as they pass; a success body untouched. ``gateway``: the upstream was
-        sent the server's key, so the account headers are the gateway's, not relayed."""
+        sent the server's key, so the account headers and rate-limit counters are the gateway's,
+        not relayed."""
         if gateway:
+            for name in [n for n in response.headers if n.startswith(ACCOUNT_COUNTERS)]:
+                del response.headers[name]
             for name in ACCOUNT_ANSWERS:
                 response.headers.pop(name, None)
         self.headers(response.headers)
