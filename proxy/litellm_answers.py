@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import zlib
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 import httpx
@@ -52,7 +52,7 @@ def install() -> None:
 
     def create_httpx_proxy_mounts(*args: Any, **kwargs: Any) -> Any:
         mounts = mounted(*args, **kwargs)
-        if isinstance(mounts, dict):
+        if isinstance(mounts, Mapping):  # litellm's is read-only (a MappingProxyType)
             mounts = {k: _bounded_transport(v) for k, v in mounts.items()}
         return mounts
 

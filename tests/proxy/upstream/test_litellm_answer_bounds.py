@@ -116,3 +116,18 @@ async def test_a_stream_within_the_bounds_is_relayed(tmp_path: Path, edge: EdgeU
     r = await _ask(tmp_path, edge, stream=True)
     assert r.status_code == 200, r.text
     assert b"friend" in r.content and b"[DONE]" in r.content
+
+
+def test_an_environment_proxys_transports_are_bounded_too(
+    monkeypatch: pytest.MonkeyPatch, transport: None
+) -> None:
+    """Behind ``HTTPS_PROXY`` every request goes through the transports litellm mounts for the
+    proxy, not its own: bounded alike."""
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("DISABLE_AIOHTTP_TRANSPORT", "True")
+    client: Any = AsyncHTTPHandler().client
+    mounted = [t for t in client._mounts.values() if t is not None]
+    assert mounted and all(type(t).__name__.startswith("Bounded") for t in mounted)
