@@ -178,7 +178,7 @@ async def _sse_with_ids(self: Any) -> AsyncIterator[bytes]:
         if isinstance(chunk, dict):
             yield _event(chunk)
         elif isinstance(chunk, ModelResponseStream):
-            order = _noted(chunk, ids)
+            order = _noted(chunk, ids, self.accumulated_tool_calls)
             out = adapter.translate_streaming_completion_to_generate_content(chunk, self)
             held = out if isinstance(out, dict) else self.finish_chunk_awaiting_usage
             done = [k for k in order if k not in self.accumulated_tool_calls]
@@ -191,16 +191,18 @@ async def _sse_with_ids(self: Any) -> AsyncIterator[bytes]:
             yield chunk.encode()
         else:
             yield str(chunk).encode()
-    if self.accumulated_tool_calls:
-        parts = _left_over(self, ids)
+    parts = _left_over(self, ids) if self.accumulated_tool_calls else []
+    if parts:
         yield _event({"candidates": [{"content": {"parts": parts, "role": "model"}, "index": 0}]})
     finish = self.take_finish_chunk_awaiting_usage()
     if finish:
         yield _event(finish)
 
 
-def _noted(chunk: Any, ids: dict[int, str]) -> list[int]:
-    """The indexes of the calls ``chunk`` streams, in its order, their ids noted in ``ids``."""
+def _noted(chunk: Any, ids: dict[int, str], pending: Mapping[int, Any]) -> list[int]:
+    """The indexes of the calls ``chunk`` streams, in its order, their ids noted in ``ids``: a
+    call's first id, or a new call's at an index whose call is done (a server that streams each
+    of its parallel calls at index 0)."""
     order: list[int] = []
     for choice in chunk.choices[:1]:
         for call in getattr(getattr(choice, "delta", None), "tool_calls", None) or ():
@@ -208,7 +210,7 @@ def _noted(chunk: Any, ids: dict[int, str]) -> list[int]:
             if not isinstance(index, int):
                 continue
             cid = getattr(call, "id", None)
-            if isinstance(cid, str) and cid and index not in ids:
+            if isinstance(cid, str) and cid and (index not in ids or index not in pending):
                 ids[index] = cid
             if index not in order:
                 order.append(index)
@@ -224,6 +226,8 @@ def _left_over(wrapper: Any, ids: dict[int, str]) -> list[Any]:
     by a length limit, are dropped, as litellm drops them); cleared."""
     parts: list[Any] = []
     for index, data in sorted(wrapper.accumulated_tool_calls.items()):
+        if not data["name"] and not data["arguments"]:
+            continue  # an empty delta after its call was done: litellm opened its place anew
         try:
             args = json.loads(data["arguments"] or "{}")
         except json.JSONDecodeError:

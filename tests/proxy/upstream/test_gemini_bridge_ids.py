@@ -281,3 +281,47 @@ def test_thousands_of_one_id_are_paired_in_linear_time() -> None:
     out = with_call_ids(contents, rule_named("openai"))
     assert time.perf_counter() - began < 2.0
     assert len({p["functionCall"]["id"] for p in out[0]["parts"]}) == n
+
+
+def _stream_of(*deltas: dict[str, Any]) -> Any:
+    chunks = [{**CHUNK, "choices": [{"index": 0, "delta": d}]} for d in deltas]
+    end = {**CHUNK, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    return sse_reply(sse(*chunks, end))
+
+
+def _tc(cid: str | None, name: str | None, arguments: str) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": 0, "function": {"arguments": arguments}}
+    if cid is not None:
+        call.update(id=cid, type="function")
+    if name is not None:
+        call["function"]["name"] = name
+    return {"tool_calls": [call]}
+
+
+@pytest.mark.parametrize(
+    ("deltas", "wanted"),
+    [
+        # a server that streams each parallel call at index 0: each keeps its own id
+        (
+            [_tc("id_A", "f", ""), _tc(None, None, '{"x": 1}'),
+             _tc("id_B", "g", ""), _tc(None, None, '{"y": 2}')],
+            [("f", {"x": 1}, "id_A"), ("g", {"y": 2}, "id_B")],
+        ),
+        # an empty delta after the call was done opens no call of its own
+        ([_tc("id_A", "f", '{"x": 1}'), _tc(None, None, "")], [("f", {"x": 1}, "id_A")]),
+    ],
+)  # fmt: skip
+async def test_streamed_calls_at_one_index(
+    edge: Any, client: UpstreamClient, deltas: list[dict[str, Any]], wanted: list[Any]
+) -> None:
+    edge.reply = _stream_of({"role": "assistant", "content": None}, *deltas)
+    upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
+    route = _route("gpt-4o", "streamGenerateContent")
+    r = await generate(client, upstream, route, orjson.dumps({"contents": CLI_TURNS[:1]}), {},
+                       "alt=sse", KEY)  # fmt: skip
+    assert r.chunks is not None
+    data = b"".join([c async for c in r.chunks])
+    events = [orjson.loads(line[5:]) for line in data.split(b"\n") if line.startswith(b"data:")]
+    calls = [p["functionCall"] for e in events for c in e.get("candidates", [])
+             for p in c["content"]["parts"] if "functionCall" in p]  # fmt: skip
+    assert [(c["name"], c["args"], c["id"]) for c in calls] == wanted
