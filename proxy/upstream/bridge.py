@@ -62,7 +62,12 @@ from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
 from proxy.upstream.reasoning_items import marked_answer as marked_response
 from proxy.upstream.reasoning_items import marked_event as marked_response_event
-from proxy.upstream.thinking_signatures import marked_answer, marked_event, unmarked
+from proxy.upstream.thinking_signatures import (
+    marked_answer,
+    marked_event,
+    unmarked,
+    without_unverifiable,
+)
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -131,6 +136,11 @@ async def bridged_messages(
     # the chat completions URL for an OpenAI upstream (litellm's default is the Responses API,
     # which most OpenAI-compatible servers lack); set on every call, as load_litellm sets its own
     litellm.use_chat_completions_url_for_anthropic_messages = True
+    if provider == "anthropic":  # Anthropic's own API: nothing it cannot verify goes
+        data = without_unverifiable(data) or data
+        messages = data.get("messages")
+    else:  # each signature as its maker wrote it
+        messages = unmarked(data.get("messages"))
     stream = data.get("stream") is True
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
@@ -144,7 +154,7 @@ async def bridged_messages(
         with watch:
             result = await call(
                 model=model,
-                messages=unmarked(data.get("messages")),  # each signature as its maker wrote it
+                messages=messages,
                 stream=stream,
                 api_key=key,
                 api_base=base,

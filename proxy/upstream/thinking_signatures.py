@@ -28,9 +28,16 @@ from proxy.protocols.anthropic_mend import EMPTY_TEXT
 log = logging.getLogger("ctxproxy.upstream")
 
 MARK = "ctxproxy-bridged:"
-# a marked or unsigned block, however the client spaced its JSON (one pass over the bytes, no
-# backtracking: each run of spaces taken whole)
-_SUSPECT = re.compile(re.escape(MARK.encode()) + rb'|"(?:signature|data)"[ \t\r\n]*+:[ \t\r\n]*+""')
+# what the scan counts, in one pass over the bytes, however the client spaced its JSON (no
+# backtracking: each run of spaces taken whole): the mark, an empty or null signature (or a
+# redacted block's data), a thinking block, a signature with a value
+_SPACE = rb"[ \t\r\n]*+"
+_SCAN = re.compile(
+    rb"(?P<mark>" + re.escape(MARK.encode()) + rb")"
+    rb'|"(?:signature|data)"' + _SPACE + rb":" + _SPACE + rb'(?:""|null)(?P<empty>)'
+    rb'|"type"' + _SPACE + rb":" + _SPACE + rb'"thinking"(?P<thinking>)'
+    rb'|"signature"' + _SPACE + rb":" + _SPACE + rb'"(?P<signed>)'
+)
 _THINKING = ("thinking", "redacted_thinking")
 
 
@@ -110,28 +117,56 @@ def _is_marked(block: Any) -> bool:
 
 def verifiable(body: bytes) -> bytes:
     """``body`` (a Messages request) without the thinking blocks Anthropic cannot verify; the
-    same bytes when it holds none (a scan of the bytes, no parse)."""
-    if _SUSPECT.search(body) is None:
+    same bytes when it holds none (one scan of the bytes, no parse)."""
+    if not _suspect(body):
         return body
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
         return body  # the upstream's to refuse, in its words
-    messages = data.get("messages") if isinstance(data, dict) else None
+    mended = without_unverifiable(data) if isinstance(data, dict) else None
+    return body if mended is None else orjson.dumps(mended)
+
+
+def _suspect(body: bytes) -> bool:
+    """Whether ``body`` may hold a block Anthropic cannot verify: a marked signature, an empty
+    or null one, or a thinking block without one (fewer signatures than thinking blocks)."""
+    thinking = signed = 0
+    for m in _SCAN.finditer(body):
+        kind = m.lastgroup
+        if kind in ("mark", "empty"):
+            return True
+        if kind == "thinking":
+            thinking += 1
+        else:
+            signed += 1
+    return thinking > signed
+
+
+def without_unverifiable(data: dict[str, Any]) -> dict[str, Any] | None:
+    """A Messages request (parsed; never changed) without the thinking blocks Anthropic cannot
+    verify, or None when it holds none. Where the turn in progress (its tool results being sent)
+    is left without thinking at its start, Anthropic refuses it while thinking is on: that request
+    goes with thinking disabled, every thinking block and thinking edit left out with it."""
+    messages = data.get("messages")
     if not isinstance(messages, list):
-        return body
-    kept, dropped, bare_tail = _without_unverifiable(messages)
+        return None
+    kept, dropped = _kept(messages)
     if not dropped:
-        return body
-    data["messages"] = kept
-    if bare_tail and isinstance(data.get("thinking"), dict):
-        data.pop("thinking")
+        return None
+    out = {**data, "messages": kept}
+    thinking = data.get("thinking")
+    bare = isinstance(thinking, dict) and thinking.get("type") != "disabled" and _bare_turn(kept)
+    if bare:
+        out["thinking"] = {"type": "disabled"}
+        out["messages"] = _kept(kept, every=True)[0]
+        _without_thinking_edits(out)
     log.info(
         "dropped %d thinking block(s) Anthropic cannot verify (another provider's or unsigned)%s",
         dropped,
-        "; thinking off for this request" if bare_tail and "thinking" not in data else "",
+        "; thinking off for the turn in progress" if bare else "",
     )
-    return orjson.dumps(data)
+    return out
 
 
 def _unverifiable(block: Any) -> bool:
@@ -144,47 +179,79 @@ def _unverifiable(block: Any) -> bool:
     return not isinstance(signature, str) or not signature or signature.startswith(MARK)
 
 
-def _without_unverifiable(messages: list[Any]) -> tuple[list[Any], int, bool]:
-    """The messages without unverifiable thinking, how many blocks went, and whether the last
-    assistant turn holding tool calls lost its thinking."""
+def _thinking(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in _THINKING
+
+
+def _kept(messages: list[Any], every: bool = False) -> tuple[list[Any], int]:
+    """The messages without unverifiable thinking (``every``: without any), and how many blocks
+    went. A message left empty says so, but the last (a prefill may be empty)."""
     out: list[Any] = []
     dropped = 0
-    last_calls = max((i for i, m in enumerate(messages) if _assistant_with_calls(m)), default=-1)
-    bare_tail = False
+    last = len(messages) - 1
     for i, m in enumerate(messages):
         content = m.get("content") if isinstance(m, dict) else None
         if not isinstance(content, list) or m.get("role") != "assistant":
             out.append(m)
             continue
-        kept = [b for b in content if not _unverifiable(b)]
+        drop = _thinking if every else _unverifiable
+        kept = [b for b in content if not drop(b)]
         if len(kept) == len(content):
             out.append(m)
             continue
         dropped += len(content) - len(kept)
-        if i == last_calls and not any(
-            isinstance(b, dict) and b.get("type") in _THINKING for b in kept
-        ):
-            bare_tail = _tail_turn(messages, i)
-        out.append({**m, "content": kept or [{"type": "text", "text": EMPTY_TEXT}]})
-    return out, dropped, bare_tail
+        filler = [] if i == last else [{"type": "text", "text": EMPTY_TEXT}]
+        out.append({**m, "content": kept or filler})
+    return out, dropped
 
 
-def _assistant_with_calls(m: Any) -> bool:
+def _bare_turn(messages: list[Any]) -> bool:
+    """Whether the turn in progress (its last message a user's holding tool results) starts
+    without thinking: Anthropic wants it before the first assistant message since the user's
+    last own words, however many tool rounds followed."""
+    if not messages or not _results_only(messages[-1]):
+        return False
+    start = next((i for i in range(len(messages) - 1, -1, -1) if _said_by_user(messages[i])), -1)
+    first = messages[start + 1] if start + 1 < len(messages) else None
+    content = first.get("content") if isinstance(first, dict) else None
+    if not isinstance(first, dict) or first.get("role") != "assistant":
+        return False
+    return not (isinstance(content, list) and content and _thinking(content[0]))
+
+
+def _results_only(m: Any) -> bool:
     content = m.get("content") if isinstance(m, dict) else None
     return (
-        isinstance(content, list)
-        and m.get("role") == "assistant"
-        and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+        (
+            m.get("role") == "user"
+            and isinstance(content, list)
+            and bool(content)
+            and all(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+        )
+        if isinstance(m, dict)
+        else False
     )
 
 
-def _tail_turn(messages: list[Any], i: int) -> bool:
-    """Whether assistant message ``i`` is the turn still running: only user messages after it,
-    the first holding tool results (Anthropic wants thinking first in that turn alone)."""
-    after = messages[i + 1 :]
-    if not after or not all(isinstance(m, dict) and m.get("role") == "user" for m in after):
-        return False
-    content = after[0].get("content")
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
+def _said_by_user(m: Any) -> bool:
+    """A user's message of their own (not only tool results)."""
+    return isinstance(m, dict) and m.get("role") == "user" and not _results_only(m)
+
+
+def _without_thinking_edits(data: dict[str, Any]) -> None:
+    """``context_management`` without the edits that clear thinking (they need it on)."""
+    management = data.get("context_management")
+    if not isinstance(management, dict) or not isinstance(management.get("edits"), list):
+        return
+    edits = management["edits"]
+    kept = [e for e in edits if not (isinstance(e, dict) and str(e.get("type", "")).startswith(
+        "clear_thinking"))]  # fmt: skip
+    if len(kept) == len(edits):
+        return
+    rest = {k: v for k, v in management.items() if k != "edits"}
+    if kept:
+        data["context_management"] = {**rest, "edits": kept}
+    elif rest:
+        data["context_management"] = rest
+    else:
+        data.pop("context_management")

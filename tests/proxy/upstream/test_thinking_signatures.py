@@ -129,32 +129,79 @@ def test_a_history_anthropic_signed_goes_byte_for_byte() -> None:
     assert verifiable(body) is body
 
 
-def test_the_turn_in_progress_losing_its_thinking_goes_without_thinking() -> None:
+def test_the_turn_in_progress_losing_its_thinking_goes_with_thinking_disabled() -> None:
+    """Anthropic refuses a turn in progress (its tool results being sent) whose first assistant
+    message does not start with thinking while thinking is on ("a final assistant message must
+    start with a thinking block"): that request goes with thinking disabled, without any thinking
+    block and without the edits that clear thinking."""
     foreign = {"type": "thinking", "thinking": "x", "signature": MARK + SIGNATURE}
     call = {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}
+    later = {**call, "id": "toolu_2"}
     result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.py"}
-    thinking = {"type": "adaptive"}
+    edits = {"edits": [{"type": "clear_thinking_20251015", "keep": "all"},
+                       {"type": "clear_tool_uses_20250919"}]}  # fmt: skip
     body = _body(
         {"role": "user", "content": "list"},
         {"role": "assistant", "content": [foreign, call]},
         {"role": "user", "content": [result]},
-        thinking=thinking,
+        thinking={"type": "adaptive"},
+        context_management=edits,
     )
     out = orjson.loads(verifiable(body))
     assert out["messages"][1]["content"] == [call]
-    assert "thinking" not in out  # Anthropic: "a final assistant message must start with …"
-    # a later turn's thinking present: that turn's own, signed: thinking stays on
+    assert out["thinking"] == {"type": "disabled"}
+    assert out["context_management"] == {"edits": [{"type": "clear_tool_uses_20250919"}]}
+    # two rounds into the turn: its first message is the one that must start with thinking
     body = _body(
         {"role": "user", "content": "list"},
         {"role": "assistant", "content": [foreign, call]},
         {"role": "user", "content": [result]},
-        {"role": "assistant", "content": [SIGNED, {**call, "id": "toolu_2"}]},
+        {"role": "assistant", "content": [SIGNED, later]},
         {"role": "user", "content": [{**result, "tool_use_id": "toolu_2"}]},
-        thinking=thinking,
+        thinking={"type": "adaptive"},
     )
     out = orjson.loads(verifiable(body))
-    assert out["thinking"] == thinking and out["messages"][3]["content"][0] == SIGNED
-    assert out["messages"][1]["content"] == [call]
+    assert out["thinking"] == {"type": "disabled"}
+    assert [m["content"] for m in out["messages"][1::2][:2]] == [[call], [later]]
+    # its first message kept its own thinking: thinking stays on, the foreign block goes
+    body = _body(
+        {"role": "user", "content": "list"},
+        {"role": "assistant", "content": [SIGNED, call]},
+        {"role": "user", "content": [result]},
+        {"role": "assistant", "content": [foreign, later]},
+        {"role": "user", "content": [{**result, "tool_use_id": "toolu_2"}]},
+        thinking={"type": "adaptive"},
+    )
+    out = orjson.loads(verifiable(body))
+    assert out["thinking"] == {"type": "adaptive"}
+    assert out["messages"][1]["content"][0] == SIGNED and out["messages"][3]["content"] == [later]
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "thinking", "thinking": "x", "signature": None},
+        {"type": "thinking", "thinking": "x"},
+    ],
+)
+def test_a_null_or_missing_signature_goes(block: dict[str, Any]) -> None:
+    """litellm writes a provider's reasoning as a thinking block with ``"signature": null``: a
+    400 at Anthropic, as an empty one is."""
+    body = _body(
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [block, {"type": "text", "text": "hi"}]},
+        {"role": "user", "content": "next"},
+    )
+    out = orjson.loads(verifiable(body))
+    assert out["messages"][1]["content"] == [{"type": "text", "text": "hi"}]
+
+
+def test_a_prefill_of_nothing_but_unverifiable_thinking_is_left_empty() -> None:
+    body = _body(
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "thinking", "thinking": "x", "signature": ""}]},
+    )
+    assert orjson.loads(verifiable(body))["messages"][1]["content"] == []
 
 
 def test_an_empty_redacted_block_goes_and_a_full_one_stays() -> None:
@@ -199,3 +246,24 @@ async def test_a_bridged_tool_loop_without_its_thinking_goes_without_thinking(
     sent = edge.last.json()
     assert sent["messages"][1]["content"][0]["type"] == "tool_use"
     assert "thinking" not in sent
+
+
+async def test_anthropic_through_litellm_is_sent_nothing_it_cannot_verify(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """A ``litellm`` upstream whose provider is Anthropic gets the history as Anthropic's own
+    API would: no marked or unsigned thinking block."""
+    edge.reply = Reply.json(anthropic_message("ok"))
+    upstream = {"name": "claude", "kind": "litellm", "provider": "anthropic",
+                "match": ["claude-*"], "base_url": edge.url}  # fmt: skip
+    foreign = {"type": "thinking", "thinking": "pondering", "signature": MARK + SIGNATURE}
+    history = [{"role": "user", "content": "hi"},
+               {"role": "assistant", "content": [foreign, {"type": "text", "text": "Hi"}]},
+               {"role": "user", "content": "and now?"}]  # fmt: skip
+    body = {"model": "claude-sonnet-4-5", "messages": history, "max_tokens": 256}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": KEY})
+    assert r.status_code == 200, r.text
+    sent = orjson.dumps(edge.last.json()).decode()
+    assert "pondering" not in sent and SIGNATURE not in sent
