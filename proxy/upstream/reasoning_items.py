@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections import Counter
 from typing import Any
 
 import orjson
@@ -29,8 +30,16 @@ MARK = "ctxproxy-bridged-"
 _PREFIX = "rs_"
 _MARKED = (_PREFIX + MARK).encode()
 _SPACE = rb"[ \t\r\n]*+"
-_REASONING = re.compile(rb'"type"' + _SPACE + b":" + _SPACE + rb'"reasoning"')
-_ENCRYPTED = re.compile(rb'"encrypted_content"' + _SPACE + b":" + _SPACE + b'"')
+# one pass: reasoning items, compaction items (which carry encrypted content of their own), and
+# encrypted contents with a value
+_COUNTED = re.compile(
+    rb'"type"'
+    + _SPACE
+    + b":"
+    + _SPACE
+    + rb'"(?:reasoning(?P<reasoning>)|compaction(?P<compaction>))"'
+    rb'|"encrypted_content"' + _SPACE + b":" + _SPACE + rb'"(?P<encrypted>)[^"]'
+)
 _STORE_OFF = re.compile(rb'"store"' + _SPACE + b":" + _SPACE + b"false")
 
 
@@ -82,9 +91,9 @@ def resolvable(body: bytes) -> bytes:
     if _MARKED not in body:
         if _STORE_OFF.search(body) is None:
             return body
-        reasoning = sum(1 for _ in _REASONING.finditer(body))
-        if not reasoning or reasoning <= sum(1 for _ in _ENCRYPTED.finditer(body)):
-            return body
+        found = Counter(m.lastgroup for m in _COUNTED.finditer(body))
+        if found["reasoning"] <= found["encrypted"] - found["compaction"]:
+            return body  # as many encrypted contents as items that need one
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:

@@ -126,3 +126,14 @@ def test_a_history_openai_can_resolve_goes_byte_for_byte() -> None:
     assert resolvable(spaced) is spaced
     stored = orjson.dumps({"model": "gpt-5", "input": [{"type": "reasoning", "id": "rs_1"}]})
     assert resolvable(stored) is stored  # with store on, OpenAI finds it by its id
+
+
+def test_a_compactions_encrypted_content_hides_no_reasoning_item() -> None:
+    """The scan counts encrypted contents against the items that need one: a compaction's own,
+    or an empty one, stands for no reasoning item's."""
+    stray = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "x"}]}
+    for other in ({"type": "compaction", "encrypted_content": "gAAA"},
+                  {**ENCRYPTED, "encrypted_content": ""}):  # fmt: skip
+        body = orjson.dumps({"model": "gpt-5", "store": False, "input": [other, stray]})
+        kept = orjson.loads(resolvable(body))["input"]
+        assert stray not in kept
