@@ -18,29 +18,22 @@ items is not parsed (a scan of its bytes)."""
 from __future__ import annotations
 
 import logging
-import re
-from collections import Counter
 from typing import Any
 
 import orjson
+
+from proxy.upstream.thinking_signatures import values_of
 
 log = logging.getLogger("ctxproxy.upstream")
 
 MARK = "ctxproxy-bridged-"
 _PREFIX = "rs_"
 _MARKED = (_PREFIX + MARK).encode()
-_SPACE = rb"[ \t\r\n]*+"
-# one pass: reasoning items, compaction items (which carry encrypted content of their own), and
-# encrypted contents with a value
-_COUNTED = re.compile(
-    rb'"type"'
-    + _SPACE
-    + b":"
-    + _SPACE
-    + rb'"(?:reasoning(?P<reasoning>)|compaction(?P<compaction>))"'
-    rb'|"encrypted_content"' + _SPACE + b":" + _SPACE + rb'"(?P<encrypted>)[^"]'
-)
-_STORE_OFF = re.compile(rb'"store"' + _SPACE + b":" + _SPACE + b"false")
+
+
+def _count(body: bytes, key: bytes, value: bytes) -> int:
+    """How often ``"key":value`` stands in ``body``, compact or as Python's json spaces it."""
+    return body.count(b'"%s":%s' % (key, value)) + body.count(b'"%s": %s' % (key, value))
 
 
 # ----- the bridge's answers -----
@@ -89,10 +82,12 @@ def resolvable(body: bytes) -> bytes:
     """``body`` (a Responses request to OpenAI's own API) without the reasoning items OpenAI
     cannot resolve; the same bytes when it holds none."""
     if _MARKED not in body:
-        if _STORE_OFF.search(body) is None:
+        if not _count(body, b"store", b"false"):
             return body
-        found = Counter(m.lastgroup for m in _COUNTED.finditer(body))
-        if found["reasoning"] <= found["encrypted"] - found["compaction"]:
+        reasoning = _count(body, b"type", b'"reasoning"')
+        # encrypted contents with a value, less the compactions' own
+        encrypted = sum(v[:1] == b'"' and v != b'""' for v in values_of(body, b"encrypted_content"))
+        if reasoning <= encrypted - _count(body, b"type", b'"compaction"'):
             return body  # as many encrypted contents as items that need one
     try:
         data = orjson.loads(body)
