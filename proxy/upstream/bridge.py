@@ -53,6 +53,7 @@ from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.bridge_documents import bridged_documents
 from proxy.upstream.bridge_events import failed_event
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
@@ -139,8 +140,8 @@ async def bridged_messages(
     if provider == "anthropic":  # Anthropic's own API: nothing it cannot verify goes
         data = without_unverifiable(data) or data
         messages = data.get("messages")
-    else:  # each signature as its maker wrote it
-        messages = unmarked(data.get("messages"))
+    else:  # each signature as its maker wrote it; documents as the bridge carries them
+        messages = bridged_documents(unmarked(data.get("messages")))
     stream = data.get("stream") is True
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
