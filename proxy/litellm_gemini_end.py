@@ -42,6 +42,19 @@ def answer_ends(chunk: Any) -> bool:
     return any(isinstance(c, Mapping) and c.get("finishReason") for c in candidates)
 
 
+# Gemini's ends of an answer that holds no answer: the model's call could not be read (litellm
+# writes them as a plain ``stop``, and an agent took the empty answer for its last word)
+_FAILED_CALLS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+
+
+def failed_call(chunk: Mapping[str, Any]) -> bool:
+    """Whether a raw Gemini chunk ends its answer with a function call the model got wrong."""
+    candidates = chunk.get("candidates")
+    return isinstance(candidates, list) and any(
+        isinstance(c, Mapping) and c.get("finishReason") in _FAILED_CALLS for c in candidates
+    )
+
+
 def install() -> None:
     """Wraps litellm's Gemini stream reader (``ModelResponseIterator``): each raw chunk is
     looked at for the answer's end, and the stream's end without one raises."""
@@ -60,6 +73,11 @@ def install() -> None:
     def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
         if answer_ends(chunk):
             setattr(self, _ENDED, True)
+            if failed_call(chunk):
+                raise httpx.RemoteProtocolError(
+                    "The model's function call was malformed (Gemini's MALFORMED_FUNCTION_CALL)",
+                    request=_REQUEST,
+                )
         return parse(self, chunk)
 
     async def _anext_chunk(self: Any) -> Any:

@@ -101,6 +101,29 @@ async def test_a_whole_gemini_stream_ends_as_it_did(
     assert row["error_type"] is None, row["error"]
 
 
+@pytest.mark.parametrize("client", CLIENTS)
+async def test_a_malformed_function_call_ends_in_an_error_event(
+    tmp_path: Path, edge: EdgeUpstream, client: str
+) -> None:
+    """Gemini ends an answer whose function call it could not form with
+    ``MALFORMED_FUNCTION_CALL`` and no content: litellm wrote it as a finished, empty answer
+    (``end_turn``, ``stop``, ``completed``), which an agent took for its last word and stopped;
+    now the client gets an error (a 502 before anything was relayed, an error event after), and
+    retries."""
+    chunk = {
+        "candidates": [{"content": {"role": "model"}, "finishReason": "MALFORMED_FUNCTION_CALL"}]
+    }
+    r, row = await _relayed(edge, tmp_path, client, _chunks(chunk))
+    assert r.status_code == 502 or ERROR[client] in r.content, r.content
+    assert WHOLE[client] not in r.content and row["error_type"] is not None
+    (tmp_path / "after").mkdir()
+    r, row = await _relayed(
+        edge, tmp_path / "after", client, _chunks(_text("Let me run it. "), chunk)
+    )
+    assert r.status_code == 200 and ERROR[client] in r.content, r.content
+    assert WHOLE[client] not in r.content and row["error_type"] is not None
+
+
 def test_the_answers_end_is_a_finish_reason_or_a_blocked_prompt() -> None:
     assert answer_ends(_text("x", "STOP")) and answer_ends({"promptFeedback": {"blockReason": "X"}})
     assert not answer_ends(_text("x")) and not answer_ends({"promptFeedback": {}})
