@@ -22,18 +22,13 @@ from typing import Any
 
 import orjson
 
-from proxy.upstream.thinking_signatures import values_of
+from proxy.upstream.json_scan import count_pairs, values_of
 
 log = logging.getLogger("ctxproxy.upstream")
 
 MARK = "ctxproxy-bridged-"
 _PREFIX = "rs_"
 _MARKED = (_PREFIX + MARK).encode()
-
-
-def _count(body: bytes, key: bytes, value: bytes) -> int:
-    """How often ``"key":value`` stands in ``body``, compact or as Python's json spaces it."""
-    return body.count(b'"%s":%s' % (key, value)) + body.count(b'"%s": %s' % (key, value))
 
 
 # ----- the bridge's answers -----
@@ -82,12 +77,12 @@ def resolvable(body: bytes) -> bytes:
     """``body`` (a Responses request to OpenAI's own API) without the reasoning items OpenAI
     cannot resolve; the same bytes when it holds none."""
     if _MARKED not in body:
-        if not _count(body, b"store", b"false"):
+        if not count_pairs(body, b"store", b"false"):
             return body
-        reasoning = _count(body, b"type", b'"reasoning"')
+        reasoning = count_pairs(body, b"type", b'"reasoning"')
         # encrypted contents with a value, less the compactions' own
         encrypted = sum(v[:1] == b'"' and v != b'""' for v in values_of(body, b"encrypted_content"))
-        if reasoning <= encrypted - _count(body, b"type", b'"compaction"'):
+        if reasoning <= encrypted - count_pairs(body, b"type", b'"compaction"'):
             return body  # as many encrypted contents as items that need one
     try:
         data = orjson.loads(body)

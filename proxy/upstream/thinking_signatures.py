@@ -18,43 +18,17 @@ rather than refused)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import orjson
 
 from proxy.protocols.anthropic_mend import EMPTY_TEXT
+from proxy.upstream.json_scan import values_of
 
 log = logging.getLogger("ctxproxy.upstream")
 
 MARK = "ctxproxy-bridged:"
-_MARKED = MARK.encode()
-
-
-def _count(body: bytes, key: bytes, value: bytes) -> int:
-    """How often ``"key":value`` stands in ``body``, compact or as Python's json spaces it."""
-    return body.count(b'"%s":%s' % (key, value)) + body.count(b'"%s": %s' % (key, value))
-
-
-def values_of(body: bytes, key: bytes) -> Iterator[bytes]:
-    """The first two bytes of each value of ``"key"`` in ``body`` (JSON's blanks skipped): a
-    search for the key's rare bytes, then a look past each (a regex trying every quote of a 16
-    MiB body held the loop a quarter of a second)."""
-    needle = b'"%s"' % key
-    at = body.find(needle)
-    while at >= 0:
-        i = at + len(needle)
-        while body[i : i + 1] in _BLANKS:
-            i += 1
-        if body[i : i + 1] == b":":
-            i += 1
-            while body[i : i + 1] in _BLANKS:
-                i += 1
-            yield body[i : i + 2]
-        at = body.find(needle, i)
-
-
-_BLANKS = (b" ", b"\t", b"\r", b"\n")
+_MARKED = b'"' + MARK.encode()  # a signature's value that begins with the mark
 
 
 _THINKING = ("thinking", "redacted_thinking")
@@ -148,21 +122,19 @@ def verifiable(body: bytes) -> bytes:
 
 
 def _suspect(body: bytes) -> bool:
-    """Whether ``body`` may hold a block Anthropic cannot verify: a marked signature, an empty
-    or null one, or a thinking block without one (fewer signatures than thinking blocks)."""
+    """Whether ``body`` may hold a block Anthropic cannot verify: a signature empty, null or
+    marked, a redacted block's data empty or null (one pass over its signatures: about 40 µs a
+    request on a 50 KB body of Claude Code's with thinking). A block without any signature key
+    is read as unverifiable only where the body is parsed for another one: litellm writes an
+    unsigned block with ``""`` or ``null``."""
     if b"thinking" not in body:
-        return False  # no thinking block, nor a redacted one
-    if _MARKED in body:
-        return True
-    signed = 0
-    for value in values_of(body, b"signature"):
-        if value == b'""' or value[:1] == b"n":
+        return False  # no thinking block at all
+    for value in values_of(body, b"signature", len(_MARKED)):
+        if value[:2] == b'""' or value[:1] == b"n" or value == _MARKED:
             return True
-        signed += value[:1] == b'"'
-    redacted = b"redacted_thinking" in body
-    if redacted and any(v == b'""' or v[:1] == b"n" for v in values_of(body, b"data")):
-        return True
-    return _count(body, b"type", b'"thinking"') > signed
+    if b"redacted_thinking" not in body:
+        return False
+    return any(v == b'""' or v[:1] == b"n" for v in values_of(body, b"data"))
 
 
 def without_unverifiable(data: dict[str, Any]) -> dict[str, Any] | None:
