@@ -4,14 +4,29 @@ body shares with it) and writing it out for the log when payloads are captured."
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
 
 from proxy.protocols.body_memory import BodyMemory
+from proxy.protocols.surrogates import may_hold_surrogates, mended_surrogates
 from proxy.rewrite.offload import Offload
 from proxy.server.log_fields import CAPTURE_INLINE_BYTES
 from rules.redact import redact
+
+log = logging.getLogger("ctxproxy.body")
+
+
+async def mended_body(offload: Offload, raw: bytes) -> bytes:
+    """``raw`` with its lone surrogate escapes mended (``proxy.protocols.surrogates``), before
+    anything parses, keeps or forwards it; in the worker when the body is heavy."""
+    if not may_hold_surrogates(raw):
+        return raw
+    mended, count = await offload.maybe(offload.heavy(len(raw)), mended_surrogates, raw)
+    if count:
+        log.info("mended %d lone surrogate escape(s) in the request body as U+FFFD", count)
+    return mended
 
 
 async def read_body_json(

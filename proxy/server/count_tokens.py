@@ -32,6 +32,7 @@ from proxy.protocols.validate import validate_count_tokens
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.body_work import mended_body
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.response_ids import ResponseIds
@@ -68,6 +69,7 @@ class CountTokens:
             raw = await read_body(receive, headers, limits, self.s.in_flight.grower(ticket))
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
+            raw = await mended_body(offload, raw)
             body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:

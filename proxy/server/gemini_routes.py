@@ -24,6 +24,7 @@ from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, valid
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.body_work import mended_body
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
@@ -80,6 +81,7 @@ class GeminiCountTokens:
             raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
+            raw = await mended_body(offload, raw)
             # kept apart per principal: a shared slot told one tenant, by its timing, whether
             # another had sent a body that starts as its own
             heavy = offload.heavy(len(raw))

@@ -1,0 +1,79 @@
+"""Lone UTF-16 surrogate escapes in a request body, mended before anything reads it.
+
+A JavaScript client that cuts a string between the two halves of a surrogate pair (a tool's
+output truncated at N code units, an emoji at the cut) serialises the half left as ``"\\ud83d"``:
+well-formed ``JSON.stringify`` escapes it. Such a body is not valid Unicode: orjson refuses it,
+and so do the providers (Anthropic: 400 "no low surrogate in string"), on every retry while the
+text stays in the history. Each lone surrogate becomes U+FFFD (``\\ufffd``), as a decoder would
+make of it; a pair, and every other byte, is left as it came, so the mended body is the same on
+every request of the conversation and its prefix stays cached.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+_HEX = rb"[0-9a-fA-F]"
+# A high half no low half follows, or a low half no high half precedes: a pair is never matched,
+# so a body full of escaped emoji costs one search. Fixed-width look-arounds: linear.
+_LONE = re.compile(
+    rb"\\u[dD](?:[89abAB]" + _HEX + rb"{2}(?!\\u[dD][c-fC-F])"
+    rb"|(?<!\\u[dD][89abAB]" + _HEX + rb"{2}\\u[dD])[c-fC-F]" + _HEX + rb"{2})"
+)
+# The quick test: only a body holding one of these can hold a surrogate escape.
+_MARKS = (b"\\ud", b"\\uD")
+_REPLACEMENT = b"\\ufffd"
+_BACKSLASH = 0x5C
+# The scan goes a window at a time: one C call on a 16 MiB body of backslashes holds the
+# interpreter lock for most of a second; one on a window, a few milliseconds.
+_WINDOW = 256 * 1024
+_REACH = 16  # the longest look-ahead past a match's start (a high half, then a low half's start)
+
+
+def _escaped(raw: bytes, start: int) -> bool:
+    """Whether the backslash at ``start`` is itself escaped (an odd run of backslashes before
+    it): ``\\\\ud83d`` is the text ``\\ud83d``, no escape. The runs walked are disjoint."""
+    i = start
+    while i > 0 and raw[i - 1] == _BACKSLASH:
+        i -= 1
+    return (start - i) % 2 == 1
+
+
+def _lone(raw: bytes) -> Iterator[re.Match[bytes]]:
+    """``_LONE``'s matches in ``raw``, found a window at a time (a look-behind sees before the
+    window's start; each window is searched ``_REACH`` bytes past its end for what starts in
+    it)."""
+    start = 0
+    while start < len(raw):
+        end = start + _WINDOW
+        for match in _LONE.finditer(raw, start, end + _REACH):
+            if match.start() >= end:
+                break
+            yield match
+            end = max(end, match.end())
+        start = end
+
+
+def may_hold_surrogates(raw: bytes) -> bool:
+    """Whether ``raw`` holds a surrogate escape at all (the common body holds no ``\\ud``)."""
+    return any(mark in raw for mark in _MARKS)
+
+
+def mended_surrogates(raw: bytes) -> tuple[bytes, int]:
+    """``raw`` with each lone surrogate escape replaced by ``\\ufffd``, and how many were; the
+    same bytes object when there was none."""
+    if not may_hold_surrogates(raw):
+        return raw, 0
+    pieces: list[bytes] = []
+    done = 0
+    for match in _lone(raw):
+        start = match.start()
+        if _escaped(raw, start):
+            continue
+        pieces += (raw[done:start], _REPLACEMENT)
+        done = match.end()
+    if not pieces:
+        return raw, 0
+    pieces.append(raw[done:])
+    return b"".join(pieces), len(pieces) // 2

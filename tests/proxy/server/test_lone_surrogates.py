@@ -1,0 +1,114 @@
+"""A body holding a lone UTF-16 surrogate escape (a JavaScript client's string cut between the
+halves of an emoji, which ``JSON.stringify`` writes as ``"\\ud83d"``) is mended before it is
+read: each lone half becomes U+FFFD, the rest goes as it came. Before, the proxy answered 400
+"not valid JSON", as the providers do ("no low surrogate in string"), on every retry while the
+text stayed in the history."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from proxy.protocols import surrogates
+from proxy.protocols.surrogates import mended_surrogates
+from tests.conftest import in_process
+from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
+from tests.support.factories import anthropic_message
+
+JSON = {"content-type": "application/json"}
+MENDED = b"\\ufffd"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected", "count"),
+    [
+        (rb'"cut \ud83d"', rb'"cut \ufffd"', 1),
+        (rb'"\ude00 alone"', rb'"\ufffd alone"', 1),
+        (rb'"\uDE00\uD83D"', rb'"\ufffd\ufffd"', 2),  # a low half, then a high half: no pair
+        (rb'"\udc00\udc01"', rb'"\ufffd\ufffd"', 2),
+        (rb'"\ud83d\ud83d\ude00"', rb'"\ufffd\ud83d\ude00"', 1),  # the second high half pairs
+        (rb'"\\\ud83d"', rb'"\\\ufffd"', 1),  # an escaped backslash, then the escape
+    ],
+)
+def test_each_lone_half_becomes_the_replacement_character(
+    raw: bytes, expected: bytes, count: int
+) -> None:
+    assert mended_surrogates(raw) == (expected, count)
+    orjson.loads(expected)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        rb'"smile \ud83d\ude00"',  # a pair
+        rb'"\uD83D\uDE00"',
+        rb'"the text \\ud83d"',  # a backslash, then "ud83d": no escape
+        rb'"\u00e9 \u2603"',
+    ],
+)
+def test_pairs_and_text_that_only_looks_like_an_escape_are_left_alone(raw: bytes) -> None:
+    assert mended_surrogates(raw) == (raw, 0)
+    assert mended_surrogates(raw)[0] is raw
+
+
+def test_the_window_a_scan_stops_at_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan goes a window at a time: a match across a window's edge is found once, a pair
+    across it is not split."""
+    text = rb'"' + rb"\\" * 3 + rb"\ud83d\ude00 a \ud83d b \udc00\udc01 \\ud83d \ud83d" + rb'"'
+    whole = mended_surrogates(text)
+    assert whole[1] == 4
+    for window in range(1, len(text) + 2):
+        monkeypatch.setattr(surrogates, "_WINDOW", window)
+        assert mended_surrogates(text) == whole, window
+
+
+async def test_a_chat_body_with_a_lone_surrogate_goes_through_mended(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    raw = (
+        b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "run it"},'
+        b' {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type":'
+        b' "function", "function": {"name": "bash", "arguments": "{\\"cmd\\": \\"ls\\"}"}}]},'
+        b' {"role": "tool", "tool_call_id": "call_1", "content": "done \\ud83d\\ude00 then cut'
+        b' \\ud83d"}]}'
+    )
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        response = await client.post("/v1/chat/completions", content=raw, headers=JSON)
+    assert response.status_code == 200, response.text
+    sent = edge.last.body
+    tool = orjson.loads(sent)["messages"][-1]
+    assert tool["content"] == "done \U0001f600 then cut \ufffd"
+
+
+async def test_a_claude_code_history_mends_alike_on_every_request(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """A tool's output cut in an emoji stays in the history: each request mends it the same way,
+    so the provider sees the same prefix again (its cache holds)."""
+    edge.reply = Reply.json(anthropic_message())
+    head = (
+        b'{"model": "claude-sonnet-4-5", "max_tokens": 512, "messages": ['
+        b'{"role": "user", "content": "read notes.md"},'
+        b'{"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name":'
+        b' "Read", "input": {"file_path": "/w/notes.md"}}]},'
+        b'{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",'
+        b' "content": "1\\tparty \\ud83c"}]}'
+    )
+    first = head + b"]}"
+    second = (
+        head + b',{"role": "assistant", "content": "The notes end mid-emoji."},'
+        b'{"role": "user", "content": "fix it"}]}'
+    )
+    sent = []
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        for raw in (first, second):
+            response = await client.post("/v1/messages", content=raw, headers=JSON)
+            assert response.status_code == 200, response.text
+            sent.append(edge.last.body)
+    for body in sent:
+        result = orjson.loads(body)["messages"][2]["content"][0]
+        assert result["content"] == "1\tparty \ufffd"
+    cut = sent[0].index(MENDED) + len(MENDED)
+    assert sent[1][:cut] == sent[0][:cut]
