@@ -3,6 +3,9 @@ latin-1, or as cp949 on Korean Windows) is repaired before the model reads it (s
 ``rules.encoding.mojibake``). Each fixed message is reported under ``repairs`` as
 ``{kind: "mojibake", index, tool_call_id, action: "utf8_read_as_<codec>", lines}``.
 Text that is already correct is untouched; with nothing to fix the rule returns its input list.
+A file read's result is left as it is: what a read shows is what the file holds (the harness
+decoded its bytes as UTF-8), mojibake included, and the agent copies its lines into an edit's
+``old_str``, which must match the file's text, not a repaired one.
 """
 
 from __future__ import annotations
@@ -11,9 +14,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from rules.activity.observations import classify
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
 from rules.encoding.mojibake import Fix, fix_text
-from rules.messages import shared_prefix
+from rules.messages import call_arguments_text, call_name, shared_prefix
 from rules.report import Repair
 
 CLEAN_MEMO = "fix_encoding_clean"  # ``Context.memo`` name: the last list with nothing to fix
@@ -57,6 +61,21 @@ def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
     return (parts, fixes) if fixes else (content, [])
 
 
+def _answers_a_read(messages: list[Message], index: int) -> bool:
+    """Whether the tool message at ``index`` answers a call that read a file (a read tool, an
+    editor's view, ``cat``/``sed -n`` of one file). Looked up only for a message with something
+    to fix: the calls before it, nearest first."""
+    tid = messages[index].get("tool_call_id")
+    if not isinstance(tid, str):
+        return False
+    for i in range(index - 1, -1, -1):
+        calls = messages[i].get("tool_calls") if messages[i].get("role") == "assistant" else None
+        for call in calls if isinstance(calls, list) else ():
+            if isinstance(call, dict) and call.get("id") == tid:
+                return classify(call_name(call), call_arguments_text(call)).kind == "read"
+    return False
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     out: list[Message] | None = None
     repairs: list[Repair] = []
@@ -75,7 +94,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if content.__class__ is str and content.isascii():
             continue  # nothing to fix in ASCII (fix_text's own first answer)
         content, fixes = _fix_content(content, cfg)
-        if not fixes:
+        if not fixes or (m.get("role") == "tool" and _answers_a_read(messages, i)):
             continue
         if out is None:
             out = list(ctx.messages)

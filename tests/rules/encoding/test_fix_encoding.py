@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from rules.encoding import fix_encoding
 from rules.encoding.mojibake import fix_text
 from tests.support.cpu_clock import cpu_timer
-from tests.support.factories import assistant, ctx, result, shell, user
+from tests.support.factories import assistant, call, ctx, result, shell, user
 from tests.support.traces import iter_conversations
 
 
@@ -109,6 +109,33 @@ def test_rule_fixes_tool_output_and_reports() -> None:
     ]
     again = fix_encoding.apply(ctx(res.messages), fix_encoding.Config())
     assert again.messages is res.messages
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        call("r1", "Read", file_path="/w/menu.txt"),  # Claude Code
+        call("r1", "read_file", absolute_path="/w/menu.txt"),  # Gemini CLI
+        call("r1", "str_replace_editor", command="view", path="/w/menu.txt"),  # SWE-agent
+        shell("r1", "cat /w/menu.txt"),
+        shell("r1", "sed -n 1,40p /w/menu.txt"),
+    ],
+)
+def test_a_file_read_is_left_as_the_file_holds_it(read: dict) -> None:
+    """A file whose bytes hold mojibake reads as mojibake: the agent copies the line into an
+    edit, which must match the file. Repaired, the edit's ``old_str`` matched nothing."""
+    held = garble("Café crème – 4 €", "cp1252")
+    messages = [
+        user("fix the menu's encoding"),
+        assistant(None, read),
+        result("r1", f"1\t{held}"),
+        assistant(None, shell("c2", "iconv --version")),
+        result("c2", garble("Größe – fertig", "cp1252")),  # a run's output: repaired
+    ]
+    res = fix_encoding.apply(ctx(messages), fix_encoding.Config())
+    assert res.messages[2] is messages[2]
+    assert res.messages[4]["content"] == "Größe – fertig"
+    assert [r["index"] for r in res.report["repairs"]] == [4]
 
 
 @pytest.mark.parametrize(
