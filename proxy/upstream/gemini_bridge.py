@@ -8,7 +8,8 @@ Security as in ``proxy.upstream.bridge``: the provider, URL, key and timeout com
 
 What the bridge carries: text, ``functionCall`` / ``functionResponse`` parts (each pair with one
 id, the call's own where it has one, fitted to the upstream's rule: ``gemini_call_ids``; the
-answer's calls with the provider's ids: ``proxy.litellm_gemini_ids``), ``inlineData`` images,
+answer's calls with the provider's ids: ``proxy.litellm_gemini_ids``; a function name with dots
+or colons fitted, and given back in the answer: ``gemini_tool_names``), ``inlineData`` images,
 ``systemInstruction`` (all its text parts), ``functionDeclarations``, ``generationConfig``'s
 temperature, topP, maxOutputTokens, stopSequences and a JSON response format. What it loses:
 ``thought`` parts and every ``thoughtSignature`` (another provider cannot verify them),
@@ -37,6 +38,12 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge import _failed, _object, _plain, _route
 from proxy.upstream.gemini_call_ids import with_call_ids
 from proxy.upstream.gemini_route import Route, upstream_query
+from proxy.upstream.gemini_tool_names import (
+    fitted_names,
+    renamed_request,
+    restored_answer,
+    restored_event,
+)
 from proxy.upstream.json_array_stream import array_stream
 from proxy.upstream.litellm_errors import failure
 from proxy.upstream.litellm_sent import Watch
@@ -67,8 +74,13 @@ async def bridged_gemini(
     system = data.get("systemInstruction") or data.get("system_instruction")
     kwargs: dict[str, Any] = {"systemInstruction": system} if system else {}
     contents = data.get("contents") or []
+    tools = data.get("tools")
+    names: dict[str, str] = {}
     if isinstance(contents, list):  # a call and its response by one id the provider accepts
         contents = with_call_ids(contents, rule_named(call_id_rule(upstream, "gemini")))
+        names = fitted_names(tools, contents)  # a name the provider refuses, sent fitted
+        if names:
+            tools, contents = renamed_request(tools, contents, names)
     call = agenerate_content_stream if route.stream else agenerate_content
     watch = Watch()
     try:
@@ -80,7 +92,7 @@ async def bridged_gemini(
                     model=route.model,
                     contents=contents,
                     config=kept or None,
-                    tools=data.get("tools"),
+                    tools=tools,
                     extra_headers=dict(target.headers) or None,
                     timeout=target.timeout_s,
                     custom_llm_provider=provider,
@@ -99,20 +111,25 @@ async def bridged_gemini(
     except Exception as exc:
         return _failed(target, exc, unsent=watch.unsent)
     if not route.stream:
-        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(result, default=_plain))
+        answer = orjson.dumps(result, default=_plain)
+        if names:
+            answer = orjson.dumps(restored_answer(orjson.loads(answer), names))
+        return UpstreamResponse(200, dict(_JSON), body=answer)
+    events = _sse(result, target, names)
     if upstream_query(query) == "alt=sse":
         shut = partial(close, result)  # the relay closes litellm's stream, however it ends
-        return UpstreamResponse(200, dict(_SSE), chunks=_sse(result, target), close=shut)
-    return array_stream(200, dict(_JSON), _array(_sse(result, target)), partial(close, result))
+        return UpstreamResponse(200, dict(_SSE), chunks=events, close=shut)
+    return array_stream(200, dict(_JSON), _array(events), partial(close, result))
 
 
-async def _sse(stream: Any, upstream: UpstreamSettings) -> AsyncIterator[bytes]:
+async def _sse(
+    stream: Any, upstream: UpstreamSettings, names: dict[str, str]
+) -> AsyncIterator[bytes]:
     try:
         async for event in stream:
-            if isinstance(event, bytes):
-                yield event
-            else:
-                yield b"data: " + orjson.dumps(event, default=_plain) + b"\n\n"
+            if not isinstance(event, bytes):
+                event = b"data: " + orjson.dumps(event, default=_plain) + b"\n\n"
+            yield restored_event(event, names) if names else event
     except ProxyError:
         raise
     except Exception as exc:  # mid-stream provider failure: the handler tells the client
