@@ -45,6 +45,8 @@ def answer_ends(chunk: Any) -> bool:
 # Gemini's ends of an answer that holds no answer: the model's call could not be read (litellm
 # writes them as a plain ``stop``, and an agent took the empty answer for its last word)
 _FAILED_CALLS = frozenset({"MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL"})
+# what the client is told (``litellm_errors.failure`` finds it in the exception litellm wraps)
+FAILED_CALL = "the model's function call could not be read"
 
 
 def failed_call(chunk: Mapping[str, Any]) -> bool:
@@ -74,8 +76,9 @@ def install() -> None:
         if answer_ends(chunk):
             setattr(self, _ENDED, True)
             if failed_call(chunk):
+                reasons = {c.get("finishReason") for c in chunk["candidates"] if c}
                 raise httpx.RemoteProtocolError(
-                    "The model's function call was malformed (Gemini's MALFORMED_FUNCTION_CALL)",
+                    f"{FAILED_CALL} (Gemini's {'/'.join(sorted(map(str, reasons - {None})))})",
                     request=_REQUEST,
                 )
         return parse(self, chunk)

@@ -21,6 +21,7 @@ from proxy.errors import (
     UpstreamTimeout,
     UpstreamUnreachable,
 )
+from proxy.litellm_gemini_end import FAILED_CALL
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.upstream.transport import relay_headers
@@ -44,6 +45,8 @@ def failure(
     log.warning("upstream %s (litellm, %s) failed: %s", name, _where(upstream), redact_text(detail))
     if _timed_out(exc, litellm.Timeout):
         return UpstreamTimeout(f"Upstream {name} timed out.")
+    if FAILED_CALL in detail:  # Gemini's MALFORMED_FUNCTION_CALL, raised as a broken stream
+        return UpstreamFailed(f"Upstream {name}: {FAILED_CALL} (the model's fault: retry).")
     if _malformed(exc):  # aiohttp calls an answer it cannot parse a 400: not the client's
         return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
     if _network_failure(exc):

@@ -116,6 +116,9 @@ async def test_a_malformed_function_call_ends_in_an_error_event(
     r, row = await _relayed(edge, tmp_path, client, _chunks(chunk))
     assert r.status_code == 502 or ERROR[client] in r.content, r.content
     assert WHOLE[client] not in r.content and row["error_type"] is not None
+    # said as what happened: the upstream was reached, its model's call was broken
+    assert b"function call could not be read" in r.content, r.content
+    assert b"could not be reached" not in r.content
     (tmp_path / "after").mkdir()
     r, row = await _relayed(
         edge, tmp_path / "after", client, _chunks(_text("Let me run it. "), chunk)
