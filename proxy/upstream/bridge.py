@@ -55,6 +55,7 @@ from proxy.tokens import TiktokenCounter, encoding_name_for
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge_documents import bridged_documents
 from proxy.upstream.bridge_events import failed_event
+from proxy.upstream.bridge_tool_choice import parallel_calls_off
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_errors import failure, provider_headers
@@ -146,6 +147,7 @@ async def bridged_messages(
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
     )
+    kwargs = parallel_calls_off(kwargs, model, provider)
     if target.headers:
         kwargs["extra_headers"] = dict(target.headers)
     # a stream takes litellm's chat adapter: its own stream path needs litellm's proxy server
