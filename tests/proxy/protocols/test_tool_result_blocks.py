@@ -34,14 +34,15 @@ def _edit(messages: list[Any], change: Any) -> list[Any]:
 
 
 def _anthropic_body(blocks: list[Any]) -> dict[str, Any]:
-    """A Messages request whose one tool result holds ``blocks``."""
+    """A Messages request whose one tool result holds ``blocks`` (a run's output: a file read's
+    is left as the file holds it)."""
     return {
         "model": "claude-x",
         "max_tokens": 10,
         "messages": [
             {"role": "user", "content": "read"},
             {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"path": "/a"}}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "make"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
         ],
