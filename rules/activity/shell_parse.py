@@ -18,6 +18,7 @@ from typing import Any
 
 from rules.activity import python_effects as py
 from rules.activity.brace_expand import expand
+from rules.activity.downloads import downloaded, split_short
 from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
 from rules.activity.rsync_copies import rsync_copies
@@ -165,7 +166,8 @@ class _Run:
         spec = v.verbs.get(verb)
         if spec is None:
             return
-        flags, ops, values = operands(tuple(argv[1:]), frozenset(spec.get("value_options", ())))
+        args = split_short(argv[1:]) if spec.get("split_short") else tuple(argv[1:])
+        flags, ops, values = operands(args, frozenset(spec.get("value_options", ())))
         # mkdir -p app/{src,tests}; not a word whose braces were quoted (a sed script)
         ops = self._expanded(ops, literal)
         getattr(self, "_" + str(spec.get("effect")))(spec, flags, ops, values)
@@ -272,6 +274,16 @@ class _Run:
             return  # git rm --cached: untracked, not deleted
         recursive = has_short(flags, "rR") or "--recursive" in flags
         self._typed("delete", spec, ops, recursive)
+
+    def _download(
+        self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
+    ) -> None:
+        """``curl -o f URL``, ``wget URL``: the file written (made, or changed if known)."""
+        for target in downloaded(spec, flags, ops, values):
+            if target in self.verbs.ignore_targets:  # `curl -o /dev/null -w '%{http_code}'`
+                continue
+            path = resolve_path(target, self.cwd)
+            self.add("modify" if self.known.exists(path) else "create", "file", path)
 
     def _open(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]

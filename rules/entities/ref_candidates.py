@@ -102,7 +102,13 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         out = [e for e in out if e.get("how") == mention.how]
     if mention.extensions or mention.paths:  # "the csv", "the script": files of that kind or none
         ends = tuple(f".{ext}" for ext in mention.extensions)
-        out = [e for e in out if _of_kind(e, ends, mention.paths)]
+        # (a noun of two kinds, "the image": the other kind's entities, which have no extension)
+        out = [
+            e
+            for e in out
+            if _of_kind(e, ends, mention.paths)
+            or (e.get("type") in mention.kinds and not entity_cache.is_file_kind(e.get("type")))
+        ]
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
@@ -169,4 +175,3 @@ def _holds(e: Mapping[str, Any], found: str | Callable[[str], object]) -> bool:
     if isinstance(found, str):
         return any(found in t for t in texts)
     return any(found(t) for t in texts)
-

@@ -335,7 +335,7 @@ def _mention(
         return None
     hint, named = name_hint(g.get("mod"))
     ordinal = lex.words["ord"].get(o) if (o := g.get("ord")) else None
-    mod = (g.get("mod") or "").strip().lower()
+    mod = " ".join((g.get("mod") or "").lower().split())  # "second  to last": one space
     if ordinal is None and mod in lex.words["ord"]:  # "the first file you created": a place
         ordinal, hint = lex.words["ord"][mod], None
     if ordinal is None and kind_name == "described" and not recent:
@@ -359,6 +359,12 @@ def _mention(
         extensions, paths = file_kind(lex, noun)
     verb_kinds = object_kinds(lex, g, text, m.span())
     verb = object_verb(lex, g, text, m.span()) if verb_kinds else None
+    if typ not in FILE_TYPES and noun in lex.words["file_kind"]:
+        # a noun of two kinds: "the image you built" is a container image or a picture file
+        # (its extensions keep the files only); a verb of one kind says which ("push the image")
+        either = tuple(k for k in (typ, "file") if not verb_kinds or k in verb_kinds)
+        if either:
+            typ, verb_kinds = "any", either
     detail = None
     if hint is None and not extensions and not paths:  # "the q1 file", "the container of redis"
         short = len(mod) == 2 and mod.isascii() and mod.isalnum() and mod not in lex.words["ord"]

@@ -16,7 +16,8 @@ orders the request's steps, a thing ruled out or made by hand, an ordinal adject
 noun; probes_o.yaml: time words a day or more back said of a thing made since, a name said beside
 the noun; probes_p.yaml: a process named by its port alone, "kill whatever is on port 8080", and the
 environment variable "you just set", a place counted from the end, "the second-to-last folder you
-created") over
+created"; probes_q.yaml: "the image you built", a container image or a picture file, downloads
+as makings, "second to last" written out, an order word right after the noun) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -56,6 +57,7 @@ SCENARIOS = [
         "probes_n.yaml",
         "probes_o.yaml",
         "probes_p.yaml",
+        "probes_q.yaml",
     )
     for sc in load(HERE / name)
 ]
