@@ -68,9 +68,12 @@ _HEADERS_CHARS = 8 * 1024  # of all relayed header values together
 # What an answer says of the account a key bills: with the upstream's key, the gateway's own
 # (its organization's id), not a tenant's to learn
 ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
-# the account's rate-limit counters: with the server's key they count every tenant's requests and
-# tokens, so one tenant read another's activity off them; ``retry-after`` still goes
-ACCOUNT_COUNTERS = ("x-ratelimit-", "anthropic-ratelimit-")
+# the account's counters: with the server's key they count every tenant's requests and tokens, so
+# one tenant read another's activity off them (rate limits; Anthropic's Priority Tier, its
+# ``anthropic-priority-input-tokens-remaining``); by any name that says it counts or limits;
+# ``retry-after`` still goes
+ACCOUNT_COUNTERS = ("x-ratelimit-", "anthropic-ratelimit-", "anthropic-priority-")
+_COUNTING = ("ratelimit", "rate-limit", "remaining", "-limit", "-reset", "-usage")
 _FRAMING = frozenset(("content-type", "content-encoding", "content-length", "transfer-encoding"))
 _SHORT = 256  # a string this short (a type, a code, a param) is kept whole while they are few
 _UNREADABLE = orjson.dumps(
@@ -207,7 +210,7 @@ class ErrorRedactor:
         sent the server's key, so the account headers and rate-limit counters are the gateway's,
         not relayed."""
         if gateway:
-            for name in [n for n in response.headers if n.startswith(ACCOUNT_COUNTERS)]:
+            for name in [n for n in response.headers if _counts_the_account(n)]:
                 del response.headers[name]
             for name in ACCOUNT_ANSWERS:
                 response.headers.pop(name, None)
@@ -356,6 +359,11 @@ class ErrorRedactor:
         if isinstance(value, list):
             return [self._keys_in(v) for v in value]
         return value
+
+
+def _counts_the_account(name: str) -> bool:
+    """Whether a response header (by lower-cased name) tells what the account used or has left."""
+    return name.startswith(ACCOUNT_COUNTERS) or any(word in name for word in _COUNTING)
 
 
 def _error_only(data: bytes) -> bytes:

@@ -210,7 +210,11 @@ async def test_the_shared_accounts_rate_limit_counters_are_not_told_to_its_tenan
     path, body, _, _ = ENDPOINTS[endpoint]
     counters = [("x-ratelimit-remaining-tokens", "1999984"), ("x-ratelimit-limit-requests", "1e4"),
                 ("anthropic-ratelimit-input-tokens-remaining", "1999984"),
-                ("anthropic-ratelimit-requests-reset", "2026-12-05T10:00:00Z")]  # fmt: skip
+                ("anthropic-ratelimit-requests-reset", "2026-12-05T10:00:00Z"),
+                # Anthropic's Priority Tier: the account's committed tokens left
+                ("anthropic-priority-input-tokens-remaining", "1550000"),
+                ("anthropic-priority-output-tokens-reset", "2026-12-05T10:00:00Z"),
+                ("x-custom-usage-remaining", "12")]  # fmt: skip
     edge.reply = Reply(429, [("content-type", "application/json"), *counters,
                              ("retry-after", "3")], b'{"error": {"message": "slow"}}')  # fmt: skip
     async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
