@@ -31,8 +31,8 @@ from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
 from proxy.rewrite.model_windows import LearnedWindows
-from proxy.rewrite.offload import COMMAND_WORK, Offload, command_bytes, current_lane, items_of
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
+from proxy.rewrite.offload import Offload, command_bytes, current_lane, items_of, redacting_restore
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.resolver import Resolver
@@ -89,6 +89,7 @@ class Engine(WindowBudgets):
         self.session_salt = b""  # keys a secret-like session name's hash: the server secret
         on_error = "fail" if strict else settings.pipeline.on_rule_error
         self.pipeline = Pipeline(settings.configured_rules(), on_error)
+        self.restores_history = redacting_restore(self.pipeline.steps)  # ``Offload.weighed``
         self.resolver = Resolver(settings.resolver) if settings.resolver.enabled else None
         self._budgets: dict[str, int | None] = {}
         self._rooms: dict[str, int | None] = {}  # window_room_for's, cleared with _budgets
@@ -187,9 +188,9 @@ class Engine(WindowBudgets):
         lowered = await self.offload.maybe(heavy, adapter.lower, body, hint)
         sid = scoped(principal, given or key(lowered.conversation()))
         new = raw_size if fresh is None else fresh
-        if not heavy:  # few new bytes, but commands cost the rules more a byte (``COMMAND_WORK``)
-            extra = (COMMAND_WORK - 1) * command_bytes(lowered.messages, new)
-            heavy = self.offload.heavy(new + extra, items_of(body))
+        if not heavy:  # few new bytes, but commands (and a redacting restore) cost more a byte
+            commands = command_bytes(lowered.messages, new)
+            heavy = self.offload.weighed(new, items_of(body), commands, self.restores_history)
         if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
             heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
         named_parent = parent_session_id or parent_session_key(headers, salt)

@@ -28,7 +28,7 @@ import contextlib
 import contextvars
 import threading
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from proxy.rewrite import full_collections
@@ -48,6 +48,11 @@ ITEM_WORK_BYTES = 32
 # (~8–10 ms a KiB of dense command lines, ~0.8 of output): a request's newest arguments count
 # this many times (a 45 KiB line of `mv` held the loop 0.2–0.6 s below the threshold).
 COMMAND_WORK = 10
+# With the history restore on (``track_entities.restore_history``), what a request adds is
+# redacted twice more on its way into the state (what the restore keeps, then the state itself),
+# up to ~3 µs a character of text dense in secrets' names: a request's new bytes count this many
+# times (a 64 KB body of `--passwd …` lines held the loop 0.4 s below the threshold).
+REDACTION_WORK = 4
 # A message counts at least this many bytes toward the new ones (its JSON's own), so the walk of
 # a body of empty messages is bounded by its new bytes too.
 _MESSAGE_BYTES = 16
@@ -69,6 +74,12 @@ def enter_lane(lane: str) -> None:
 def current_lane(default: str) -> str:
     """The lane ``enter_lane`` set for the current request, else ``default``."""
     return _LANE.get() or default
+
+
+def redacting_restore(steps: Iterable[Any]) -> bool:
+    """Whether a pipeline's steps restore history (``track_entities.restore_history``), which
+    redacts what it keeps: its new bytes weigh ``REDACTION_WORK`` times (``Offload.weighed``)."""
+    return any(getattr(step.config, "restore_history", False) is True for step in steps)
 
 
 def items_of(body: Any) -> int:
@@ -125,6 +136,13 @@ class Offload:
     def heavy(self, fresh_bytes: int, items: int = 0) -> bool:
         """Whether a request with this much new body and this many items goes to the worker."""
         return fresh_bytes + ITEM_WORK_BYTES * items >= self.threshold
+
+    def weighed(self, fresh_bytes: int, items: int, command: int, redacted: bool) -> bool:
+        """``heavy``, with the new commands' bytes (``command`` of ``fresh_bytes``) weighed
+        ``COMMAND_WORK`` times, and every new byte ``REDACTION_WORK`` times where the history
+        restore redacts it (``redacted``)."""
+        work = fresh_bytes * (REDACTION_WORK if redacted else 1) + (COMMAND_WORK - 1) * command
+        return self.heavy(work, items)
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(*args)`` in a worker, in a copy of the caller's context (the request's memo scope
