@@ -12,10 +12,12 @@ and hold values derived from that object alone, which never change: nothing edit
 place (the rules are pure; every upstream edge serialises what it forwards).
 
 Bounded: a session's memos are dropped once they hold far more entries than its requests need
-(renderings replaced, messages gone), and the least recently used sessions go once all are
-charged more than ``max_bytes`` (their entries, and the messages they took in). Thread-safe: the
-pipeline may run in the offload worker while another request of the session runs on the event
-loop; a memo filled twice holds the same values."""
+(renderings replaced, messages gone), and once all are charged more than ``max_bytes`` (their
+entries, and the messages they took in) the least recently used sessions of the principal
+charged most go first: a tenant's stream of large one-off bodies evicts its own sessions, not
+another tenant's (whose next request would run its rules cold: 15 ms became 183 ms).
+Thread-safe: the pipeline may run in the offload worker while another request of the session
+runs on the event loop; a memo filled twice holds the same values."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.principals import split_scoped
 from rules.activity import observations
 from rules.base import Context, Message
 from rules.chain import validator as chain_validator
@@ -112,6 +115,8 @@ class SessionMemos:
         self._memos: OrderedDict[tuple[str, str | None], ObjectMemos] = OrderedDict()
         self._charged: dict[tuple[str, str | None], int] = {}
         self._total = 0
+        self._by_principal: dict[str, int] = {}  # what each principal's sessions are charged
+        self._sessions_of: dict[str, int] = {}  # how many sessions each principal has here
         self._lock = threading.Lock()
 
     def take(self, session: str, encoding: str | None) -> ObjectMemos:
@@ -122,6 +127,9 @@ class SessionMemos:
             if memos is None:
                 memos = self._memos[key] = ObjectMemos()
                 self._charged[key] = 0
+                principal = _principal(key)
+                self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1
+                self._by_principal.setdefault(principal, 0)
             else:
                 self._memos.move_to_end(key)
             return memos
@@ -153,10 +161,17 @@ class SessionMemos:
             if entries > ENTRIES_PER_OBJECT * objects + ENTRIES_FLOOR:
                 self._drop(key)
             else:
-                self._total += held - self._charged[key]
+                grown = held - self._charged[key]
+                self._total += grown
+                self._by_principal[_principal(key)] += grown
                 self._charged[key] = held
             while self._total > self.max_bytes and self._memos:
-                self._drop(next(iter(self._memos)))
+                self._drop(self._evictee())
+
+    def _evictee(self) -> tuple[str, str | None]:
+        """The least recently used session of the principal charged most."""
+        heaviest = max(self._by_principal, key=self._by_principal.__getitem__, default=None)
+        return next((k for k in self._memos if _principal(k) == heaviest), next(iter(self._memos)))
 
     def forget(self, session: str) -> int:
         """Drop the session's memos (for every encoding); how many were dropped."""
@@ -168,7 +183,14 @@ class SessionMemos:
 
     def _drop(self, key: tuple[str, str | None]) -> None:
         del self._memos[key]
-        self._total -= self._charged.pop(key)
+        charged = self._charged.pop(key)
+        self._total -= charged
+        principal = _principal(key)
+        self._sessions_of[principal] -= 1
+        if self._sessions_of[principal]:
+            self._by_principal[principal] -= charged
+        else:
+            del self._sessions_of[principal], self._by_principal[principal]
 
     @property
     def held_bytes(self) -> int:
@@ -176,3 +198,7 @@ class SessionMemos:
 
     def __len__(self) -> int:
         return len(self._memos)
+
+
+def _principal(key: tuple[str, str | None]) -> str:
+    return split_scoped(key[0])[0]

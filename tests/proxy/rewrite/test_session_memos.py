@@ -162,6 +162,27 @@ def test_the_least_recently_used_sessions_go_past_the_bound() -> None:
     assert memos.peek("b", None) is None and len(memos) == 2
 
 
+def test_a_tenants_flood_evicts_its_own_sessions_first() -> None:
+    """Over the bound, the principal charged most loses its least recently used sessions first:
+    one tenant's large one-off bodies no longer push another's session back to cold rules."""
+    memos = SessionMemos(max_bytes=2_000 * ENTRY_BYTES)
+    bob = memos.take("bob/work", None)
+    bob.hashes.update({k: ({"k": k}, "h") for k in range(300)})
+    memos.settle("bob/work", None, bob, objects=300)
+    for i in range(6):  # alice's sessions, each newer than bob's
+        name = f"alice/s{i}"
+        taken = memos.take(name, None)
+        taken.hashes.update({k: ({"k": k}, "h") for k in range(600)})
+        memos.settle(name, None, taken, objects=600)
+        assert memos.held_bytes <= 2_000 * ENTRY_BYTES
+    assert memos.peek("bob/work", None) is bob  # the oldest, but its principal holds least
+    assert memos.peek("alice/s5", None) is not None and memos.peek("alice/s0", None) is None
+    for i in range(6):
+        memos.forget(f"alice/s{i}")
+    memos.forget("bob/work")
+    assert memos.held_bytes == 0 and len(memos) == 0
+
+
 def test_the_messages_taken_in_are_charged_by_their_bytes() -> None:
     """Large tool results: the memos may keep their objects after the byte-bounded stores let
     them go, so each message taken in is charged for its JSON, not just its entries."""
