@@ -1,4 +1,4 @@
-"""Lone UTF-16 surrogate escapes in a request body, mended before anything reads it.
+"""Lone UTF-16 surrogate escapes in a request body, mended once the body failed to parse.
 
 A JavaScript client that cuts a string between the two halves of a surrogate pair (a tool's
 output truncated at N code units, an emoji at the cut) serialises the half left as ``"\\ud83d"``:

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from proxy.errors import BadRequest
 from proxy.protocols.body_memory import BodyMemory
 from proxy.protocols.surrogates import may_hold_surrogates, mended_surrogates
 from proxy.rewrite.offload import Offload
@@ -18,22 +19,35 @@ from rules.redact import redact
 log = logging.getLogger("ctxproxy.body")
 
 
-async def mended_body(offload: Offload, raw: bytes) -> bytes:
-    """``raw`` with its lone surrogate escapes mended (``proxy.protocols.surrogates``), before
-    anything parses, keeps or forwards it; in the worker when the body is heavy."""
-    if not may_hold_surrogates(raw):
-        return raw
+async def mended_body(offload: Offload, raw: bytes, error: BadRequest) -> bytes:
+    """``raw`` with its lone surrogate escapes mended (``proxy.protocols.surrogates``), to be
+    read again, when ``error`` (its parse's) may be theirs; else ``error`` is raised. Looked for
+    only once a body failed to parse: a scan of every body cost 0.1 ms a 60 KB request."""
+    if error.code != "invalid_json" or not may_hold_surrogates(raw):
+        raise error
     mended, count = await offload.maybe(offload.heavy(len(raw)), mended_surrogates, raw)
-    if count:
-        log.info("mended %d lone surrogate escape(s) in the request body as U+FFFD", count)
+    if not count:
+        raise error
+    log.info("mended %d lone surrogate escape(s) in the request body as U+FFFD", count)
     return mended
 
 
 async def read_body_json(
     bodies: BodyMemory, offload: Offload, raw: bytes, hint: str | None, principal: str
+) -> tuple[dict[str, Any], int, bytes]:
+    """The body parsed and validated, how many of its bytes were new, and its bytes (mended, if
+    a lone surrogate escape broke it: ``mended_body``): read here when few are new, else in the
+    worker."""
+    try:
+        return (*await _read(bodies, offload, raw, hint, principal), raw)
+    except BadRequest as exc:
+        raw = await mended_body(offload, raw, exc)
+        return (*await _read(bodies, offload, raw, hint, principal), raw)
+
+
+async def _read(
+    bodies: BodyMemory, offload: Offload, raw: bytes, hint: str | None, principal: str
 ) -> tuple[dict[str, Any], int]:
-    """The body parsed and validated, and how many of its bytes were new: read here when few
-    are, else in the worker."""
     read = bodies.read(raw, hint, principal, inline=offload.threshold)
     if read is None:
         read = await offload.run(bodies.read, raw, hint, principal)

@@ -17,6 +17,7 @@ import orjson
 from starlette.types import Receive, Scope, Send
 
 from proxy.errors import (
+    BadRequest,
     ClientGone,
     InternalError,
     ModelNotFound,
@@ -69,8 +70,12 @@ class CountTokens:
             raw = await read_body(receive, headers, limits, self.s.in_flight.grower(ticket))
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
-            raw = await mended_body(offload, raw)
-            body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
+            heavy = offload.heavy(len(raw))
+            try:
+                body = await offload.maybe(heavy, _parsed, raw, limits)
+            except BadRequest as exc:  # a lone surrogate, which Anthropic would refuse too
+                raw = await mended_body(offload, raw, exc)
+                body = await offload.maybe(heavy, _parsed, raw, limits)
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
                 raise ModelNotFound(

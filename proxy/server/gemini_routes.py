@@ -15,7 +15,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from proxy.errors import ClientGone, InternalError, ModelNotFound, ProxyError, require_json
+from proxy.errors import (
+    BadRequest,
+    ClientGone,
+    InternalError,
+    ModelNotFound,
+    ProxyError,
+    require_json,
+)
 from proxy.failures import STOPPING
 from proxy.protocols.body_limits import check_body
 from proxy.protocols.errors import gemini_body, gemini_error
@@ -81,11 +88,14 @@ class GeminiCountTokens:
             raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))
             offload = self.s.engine.offload
-            raw = await mended_body(offload, raw)
             # kept apart per principal: a shared slot told one tenant, by its timing, whether
             # another had sent a body that starts as its own
             heavy = offload.heavy(len(raw))
-            outer = await offload.maybe(heavy, self.bodies.parse, raw, None, principal)
+            try:
+                outer = await offload.maybe(heavy, self.bodies.parse, raw, None, principal)
+            except BadRequest as exc:  # a lone surrogate, which Google would refuse too
+                raw = await mended_body(offload, raw, exc)
+                outer = await offload.maybe(heavy, self.bodies.parse, raw, None, principal)
             body = gemini_count_request(outer)  # the wrapped request, read as a plain one
             if body is not outer:
                 check_body(body, "contents", self.s.settings.limits.max_items)

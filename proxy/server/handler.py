@@ -42,7 +42,7 @@ from proxy.server.asgi_send import (
     send_json,
 )
 from proxy.server.asgi_send import request_id as new_request_id
-from proxy.server.body_work import captured, mended_body, read_body_json
+from proxy.server.body_work import captured, read_body_json
 from proxy.server.disconnect_watch import DisconnectWatch, disconnect_signal
 from proxy.server.feedback import ask_diagnosis, note_cache_usage, whole_answer, with_cache_line
 from proxy.server.forward_first import finished, let_go
@@ -145,9 +145,9 @@ class ProtocolHandler:
             raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))  # as read (decoded)
             offload = self.s.engine.offload  # a heavy body is read off the event loop
-            raw = await mended_body(offload, raw)  # what the provider would refuse every time
             hint = header_session(headers)
-            body, fresh = await read_body_json(self.bodies, offload, raw, hint, principal)
+            # (mended where a lone surrogate broke it, which the provider would refuse too)
+            body, fresh, raw = await read_body_json(self.bodies, offload, raw, hint, principal)
             # the row feeds the log, /metrics and stderr: a key pasted as the model stays out
             named = None if wire.target is None else wire.target(path)
             model, streamed = named or (body["model"], bool(body.get("stream")))

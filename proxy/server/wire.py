@@ -116,9 +116,7 @@ def _payload(body: dict[str, Any], raw: bytes | None) -> bytes:
 
 
 async def _chat(call: Call, body: dict[str, Any], raw: bytes | None) -> UpstreamResponse:
-    response = await call.services.upstream.chat(
-        call.upstream, body, call.headers, call.key(), raw
-    )
+    response = await call.services.upstream.chat(call.upstream, body, call.headers, call.key(), raw)
     if response.status >= 400 and response.body is not None:
         _reshaped(response, shapes.reshaped_as_openai(response.status, response.body))
     return response

@@ -112,3 +112,31 @@ async def test_a_claude_code_history_mends_alike_on_every_request(
         assert result["content"] == "1\tparty \ufffd"
     cut = sent[0].index(MENDED) + len(MENDED)
     assert sent[1][:cut] == sent[0][:cut]
+
+
+async def test_a_token_count_of_such_a_body_is_answered(edge: EdgeUpstream, tmp_path: Path) -> None:
+    raw = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "cut \\ud83d here"}]}'
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        response = await client.post("/v1/messages/count_tokens", content=raw, headers=JSON)
+        assert response.status_code == 200, response.text
+        assert response.json()["input_tokens"] > 0
+        broken = b'{"model": "gpt-4o", "messages": [}'  # not a surrogate: refused as before
+        response = await client.post("/v1/messages/count_tokens", content=broken, headers=JSON)
+        assert response.status_code == 400
+
+
+async def test_the_common_body_is_not_scanned(edge: EdgeUpstream, tmp_path: Path) -> None:
+    """Only a body that failed to parse is looked at for lone surrogates."""
+    calls: list[bytes] = []
+    real = surrogates.mended_surrogates
+
+    def counted(raw: bytes) -> tuple[bytes, int]:
+        calls.append(raw)
+        return real(raw)
+
+    raw = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "smile \\ud83d\\ude00"}]}'
+    async with in_process(protocol_settings(edge), str(tmp_path / "p.db")) as client:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("proxy.server.body_work.mended_surrogates", counted)
+            response = await client.post("/v1/chat/completions", content=raw, headers=JSON)
+    assert response.status_code == 200 and calls == []
