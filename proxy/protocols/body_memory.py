@@ -20,7 +20,9 @@ The parsed objects are shared with the next request that reuses them: nothing do
 a parsed body (the rules and adapters copy what they change; the litellm paths get a copy).
 Bounded by slots (a session header, else the body's first bytes; LRU), bodies per slot (the next
 request of a conversation replaces its last; another conversation's is kept beside it) and the
-bytes each is charged (``charge``: its raw body and an estimate of its parsed objects).
+bytes each is charged (``charge``: its raw body and an estimate of its parsed objects). Over a
+bound, the principal holding most (slots, or bytes) loses its least recently used slot first: one
+tenant's many sessions or large bodies do not push another's out.
 
 The body limits hold before anything is parsed (``body_limits``): at most ``max_items`` items
 and ``max_json_containers`` objects and arrays, counted on the bytes to be parsed (a reused
@@ -97,6 +99,7 @@ class BodyMemory:
         self.max_slots = max_slots
         self._slots: OrderedDict[Any, list[Kept]] = OrderedDict()
         self._bytes = 0
+        self._held: dict[Any, list[int]] = {}  # principal -> [its slots, their bytes]
         self._lock = threading.Lock()
         self.reused = 0  # bodies read from a kept one (for tests and the bench)
 
@@ -235,19 +238,44 @@ class BodyMemory:
     def _keep(self, slot: Any, kept: Kept, replacing: Kept | None, reused: bool = False) -> None:
         with self._lock:
             self.reused += reused
-            bodies = self._slots.pop(slot, [])
-            self._bytes -= sum(b.charge for b in bodies)
+            bodies = self._take(slot)
             bodies = [kept, *(b for b in bodies if b is not replacing)][:PER_SLOT]
             if kept.charge > self.max_bytes // 4:
                 bodies = bodies[1:]
             if bodies:
-                self._slots[slot] = bodies
-                self._bytes += sum(b.charge for b in bodies)
-            while self._slots and (
-                self._bytes > self.max_bytes or len(self._slots) > self.max_slots
-            ):
-                _, dropped = self._slots.popitem(last=False)
-                self._bytes -= sum(b.charge for b in dropped)
+                self._put(slot, bodies)
+            while self._slots and (over := self._over()):
+                self._take(self._evictee(over))
+
+    def _over(self) -> int:
+        """Which bound is passed: 1 the slots', 2 the bytes' (0: none)."""
+        return 1 if len(self._slots) > self.max_slots else 2 if self._bytes > self.max_bytes else 0
+
+    def _evictee(self, over: int) -> Any:
+        """The least recently used slot of the principal holding most slots (``over`` 1) or
+        bytes (2)."""
+        heaviest = max(self._held, key=lambda p: self._held[p][over - 1])
+        return next((k for k in self._slots if k[0] == heaviest), next(iter(self._slots)))
+
+    def _put(self, slot: Any, bodies: list[Kept]) -> None:
+        charge = sum(b.charge for b in bodies)
+        self._slots[slot] = bodies
+        self._bytes += charge
+        held = self._held.setdefault(slot[0], [0, 0])
+        held[0] += 1
+        held[1] += charge
+
+    def _take(self, slot: Any) -> list[Kept]:
+        bodies = self._slots.pop(slot, [])
+        if bodies:
+            charge = sum(b.charge for b in bodies)
+            self._bytes -= charge
+            held = self._held[slot[0]]
+            held[0] -= 1
+            held[1] -= charge
+            if not held[0]:
+                del self._held[slot[0]]
+        return bodies
 
 
 def _first(pair: tuple[int, Kept]) -> int:

@@ -156,6 +156,21 @@ def test_sessions_and_bodies_per_slot_are_bounded() -> None:
     assert one.held_bytes == held
 
 
+def test_a_tenants_many_sessions_push_out_its_own_first() -> None:
+    """Over the slots' bound the principal holding most slots loses its least recently used:
+    bob's one session outlives alice's stream of new ones (all of them shared one LRU, and bob's
+    next request was parsed whole)."""
+    memory = BodyMemory("messages", validate_body, max_slots=4)
+    memory.read(orjson.dumps(chat(4, user="bob")), "work", "bob")
+    for k in range(10):
+        memory.read(orjson.dumps(chat(4, user=f"a{k}")), f"s{k}", "alice")
+        assert len(memory._slots) <= 4
+    assert ("bob", "s", "work") in memory._slots
+    assert ("alice", "s", "s9") in memory._slots and ("alice", "s", "s0") not in memory._slots
+    held = sum(b.charge for bodies in memory._slots.values() for b in bodies)
+    assert memory.held_bytes == held
+
+
 def test_a_body_over_a_quarter_of_the_bound_is_not_kept() -> None:
     raw = orjson.dumps(chat(40))
     probe = BodyMemory("messages", validate_body)
