@@ -26,7 +26,6 @@ import contextlib
 import functools
 import os
 import re
-import zlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
@@ -35,8 +34,10 @@ import orjson
 from proxy.errors import ProxyError
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.account_headers import without_account_headers
 from proxy.upstream.error_events import ERROR_START
 from proxy.upstream.error_scan import EventScanner
+from proxy.upstream.error_text import EVENT_CHARS, SHORT, as_text, decoded, error_only, short_chars
 from rules.redact import (
     MIN_SECRET_CHARS,
     PREFIX_MARGIN,
@@ -53,29 +54,17 @@ _GRAM = 8  # characters a run of text must share with a configured key to be tak
 _SHOWN = 4  # characters of a key's start or end beside a mask that make it recognisable
 _RUN = re.compile(r"[A-Za-z0-9_\-+/=.~*\u2026\u2022]{5,}")
 _MASK = re.compile(r"\*{2,}|\.{2,}|\u2026+|\u2022+")
-_MAX_DECODED = 1 << 20  # an encoded error body is read up to this size
 # Characters of an error's text a client is shown (all its strings together): an upstream quoting
 # the request back in its 400 (a validation error's input) had a MiB redacted on the event loop,
 # 4 s of it for text dense in secrets' names; the rest is cut, redacted before the cut.
 _SHOWN_CHARS = 32 * 1024
-# An error event of a stream, each one (a stream may carry many: each is redacted on the loop,
-# up to ~3 µs a character of text dense in secrets' names; one of many members is reduced to its
-# error's type, code and message first), and a relayed header's value: legit ones are a line or
-# two. Past these they are cut, or, for a header, not relayed.
-_EVENT_CHARS = 4 * 1024
+# An error event of a stream (``error_text.EVENT_CHARS``), each one (a stream may carry many:
+# each is redacted on the loop, up to ~3 µs a character of text dense in secrets' names; one of
+# many members is reduced to its error's type, code and message first), and a relayed header's
+# value: legit ones are a line or two. Past these they are cut, or, for a header, not relayed.
 _HEADER_CHARS = 1024
 _HEADERS_CHARS = 8 * 1024  # of all relayed header values together
-# What an answer says of the account a key bills: with the upstream's key, the gateway's own
-# (its organization's id), not a tenant's to learn
-ACCOUNT_ANSWERS = ("openai-organization", "openai-project", "anthropic-organization-id")
-# the account's counters: with the server's key they count every tenant's requests and tokens, so
-# one tenant read another's activity off them (rate limits; Anthropic's Priority Tier, its
-# ``anthropic-priority-input-tokens-remaining``); by any name that says it counts or limits;
-# ``retry-after`` still goes
-ACCOUNT_COUNTERS = ("x-ratelimit-", "anthropic-ratelimit-", "anthropic-priority-")
-_COUNTING = ("ratelimit", "rate-limit", "remaining", "-limit", "-reset", "-usage")
 _FRAMING = frozenset(("content-type", "content-encoding", "content-length", "transfer-encoding"))
-_SHORT = 256  # a string this short (a type, a code, a param) is kept whole while they are few
 _UNREADABLE = orjson.dumps(
     {
         "error": {
@@ -117,7 +106,7 @@ class ErrorRedactor:
         if self.sent is None:
             return False
         if self._sent_text is None:
-            self._sent_text = _as_text(self.sent)
+            self._sent_text = as_text(self.sent)
         return run in self._sent_text
 
     @functools.cached_property
@@ -164,13 +153,13 @@ class ErrorRedactor:
         """``value`` with its long strings cut once ``_SHOWN_CHARS`` characters were kept, in
         order; its short ones (a type, a code) kept whole, unless there are so many of them
         that they share the cut."""
-        short = _short_chars(value)
+        short = short_chars(value)
         spare = short <= shown // 2
         return self._cut_strings(value, [shown - short if spare else shown], spare)
 
     def _cut_strings(self, value: Any, budget: list[int], spare: bool) -> Any:
         if isinstance(value, str):
-            if spare and len(value) <= _SHORT:
+            if spare and len(value) <= SHORT:
                 return value
             keep = budget[0]
             budget[0] = max(0, keep - len(value))
@@ -210,10 +199,7 @@ class ErrorRedactor:
         sent the server's key, so the account headers and rate-limit counters are the gateway's,
         not relayed."""
         if gateway:
-            for name in [n for n in response.headers if _counts_the_account(n)]:
-                del response.headers[name]
-            for name in ACCOUNT_ANSWERS:
-                response.headers.pop(name, None)
+            without_account_headers(response.headers)
         self.headers(response.headers)
         if response.status >= 400 and response.body is not None:
             response.body = self._error_body(response.body, response.headers)
@@ -279,7 +265,7 @@ class ErrorRedactor:
                     yield piece
                     continue
                 end = len(piece.rstrip(_ARRAY_CLOSING))
-                yield piece[:start] + self.body(piece[start:end], _EVENT_CHARS) + piece[end:]
+                yield piece[:start] + self.body(piece[start:end], EVENT_CHARS) + piece[end:]
         except ProxyError as exc:
             raise self.error(exc) from None
         finally:
@@ -291,7 +277,7 @@ class ErrorRedactor:
         """An error event; ``whole``: from its first byte (else its start was relayed already,
         and the rest is redacted as text)."""
         if not whole:
-            return self._text_bytes(event, _EVENT_CHARS)
+            return self._text_bytes(event, EVENT_CHARS)
         lines = event.split(b"\n")
         for i, line in enumerate(lines):
             if line.startswith(b"data:"):
@@ -299,21 +285,21 @@ class ErrorRedactor:
                 payload = line[5 : len(line) - len(cr)]
                 lead = b" " if payload.startswith(b" ") else b""
                 data = payload[len(lead) :]
-                if len(data) > 4 * _EVENT_CHARS:  # the structure too: a MiB of tiny strings
-                    data = _error_only(data)
-                lines[i] = b"data:" + lead + self.body(data, _EVENT_CHARS) + cr
+                if len(data) > 4 * EVENT_CHARS:  # the structure too: a MiB of tiny strings
+                    data = error_only(data)
+                lines[i] = b"data:" + lead + self.body(data, EVENT_CHARS) + cr
             else:
-                lines[i] = self._text_bytes(line, _EVENT_CHARS)
+                lines[i] = self._text_bytes(line, EVENT_CHARS)
         return b"\n".join(lines)
 
     def _error_body(self, body: bytes, headers: dict[str, str]) -> bytes:
         encoding = headers.get("content-encoding", "").strip().lower()
         if encoding not in ("", "identity"):  # asked for identity, an upstream may still encode
             del headers["content-encoding"]
-            decoded = _decoded(body, encoding)
-            if decoded is None:
+            plain = decoded(body, encoding)
+            if plain is None:
                 return _UNREADABLE
-            body = decoded
+            body = plain
         return self.body(body)
 
     def _text_bytes(self, data: bytes, shown: int = _SHOWN_CHARS) -> bytes:
@@ -359,75 +345,3 @@ class ErrorRedactor:
         if isinstance(value, list):
             return [self._keys_in(v) for v in value]
         return value
-
-
-def _counts_the_account(name: str) -> bool:
-    """Whether a response header (by lower-cased name) tells what the account used or has left."""
-    return name.startswith(ACCOUNT_COUNTERS) or any(word in name for word in _COUNTING)
-
-
-def _error_only(data: bytes) -> bytes:
-    """A long error event's JSON as its type and its error's type, code and message (each cut):
-    the rest of it, however many members, is not read on."""
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return data[: 4 * _EVENT_CHARS]  # read as text, cut
-    if not isinstance(value, dict):
-        return b'{"error": {"message": "The upstream sent an error too long to show."}}'
-    error = value.get("error")
-    kept: dict[str, Any] = {}
-    if isinstance(value.get("type"), str):
-        kept["type"] = value["type"][:_SHORT]
-    if isinstance(error, dict):
-        kept["error"] = {
-            k: (v[:_EVENT_CHARS] if isinstance(v, str) else v)
-            for k, v in error.items()
-            if k in ("type", "code", "message", "status") and isinstance(v, (str, int))
-        }
-    elif isinstance(error, str):
-        kept["error"] = error[:_EVENT_CHARS]
-    return orjson.dumps(kept)
-
-
-def _short_chars(value: Any) -> int:
-    """The characters of ``value``'s strings of at most ``_SHORT``."""
-    if isinstance(value, str):
-        return len(value) if len(value) <= _SHORT else 0
-    if isinstance(value, dict):
-        return sum(_short_chars(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(_short_chars(v) for v in value)
-    return 0
-
-
-def _decoded(body: bytes, encoding: str) -> bytes | None:
-    """A gzip or deflate body decoded (at most ``_MAX_DECODED`` bytes), else None."""
-    wbits = {"gzip": 31, "x-gzip": 31, "deflate": 15}.get(encoding)
-    if wbits is None:
-        return None
-    try:
-        decoder = zlib.decompressobj(wbits)
-        out = decoder.decompress(body, _MAX_DECODED)
-    except zlib.error:
-        return None
-    return None if decoder.unconsumed_tail else out
-
-
-def _as_text(sent: Any) -> str:
-    """What a request said as text: its body's JSON read and written again (no escapes but
-    those a quote of it cannot hold), or its bytes as UTF-8 where they are no JSON; a tuple
-    holds its parts (the body, the path and its query)."""
-    if isinstance(sent, tuple):
-        return "\n".join(_as_text(part) for part in sent)
-    if isinstance(sent, (bytes, bytearray, memoryview)):
-        try:
-            sent = orjson.loads(sent)
-        except orjson.JSONDecodeError:
-            return bytes(sent).decode("utf-8", "replace")
-    if isinstance(sent, str):
-        return sent
-    try:
-        return orjson.dumps(sent).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return ""
