@@ -109,6 +109,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
             if _of_kind(e, ends, mention.paths)
             or (e.get("type") in mention.kinds and not entity_cache.is_file_kind(e.get("type")))
         ]
+        if len({entity_cache.is_file_kind(e.get("type")) for e in out}) > 1:
+            return []  # "the image you built", a container image and a picture made: not guessed
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
