@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -16,12 +15,13 @@ import pytest
 from proxy.settings import UpstreamSettings
 from proxy.upstream.gemini import generate
 from proxy.upstream.gemini_call_ids import with_call_ids
-from proxy.upstream.gemini_route import parse_route
 from proxy.upstream.openai import UpstreamClient
 from rules.chain.call_ids import rule_named
 from tests.support.anthropic_upstream import sse_reply
 from tests.support.edge_upstream import Reply, sse
 from tests.support.factories import anthropic_message, chat_completion
+from tests.support.gemini_bridge import client as client  # the fixture
+from tests.support.gemini_bridge import route as route_of
 
 os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"  # litellm on httpx, as the other bridge tests
 pytestmark = pytest.mark.filterwarnings(
@@ -58,19 +58,6 @@ CLI_TURNS = [
 ]  # fmt: skip
 
 
-@pytest.fixture
-async def client() -> AsyncIterator[UpstreamClient]:
-    c = UpstreamClient()
-    yield c
-    await c.aclose()
-
-
-def _route(model: str, method: str = "generateContent"):  # type: ignore[no-untyped-def]
-    found = parse_route(f"/v1beta/models/{model}:{method}")
-    assert found is not None
-    return found
-
-
 def _pairs(messages: list[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
     """Each assistant turn's tool_use ids with the tool_result ids of the user turn after it."""
     out = []
@@ -93,7 +80,7 @@ async def test_parallel_calls_of_one_tool_reach_anthropic_each_with_its_own_id(
     upstream = UpstreamSettings(name="claude", kind="anthropic", base_url=edge.url)
     body = {"contents": CLI_TURNS}
     r = await generate(
-        client, upstream, _route("claude-sonnet-4-5"), orjson.dumps(body), {}, "", KEY
+        client, upstream, route_of("claude-sonnet-4-5"), orjson.dumps(body), {}, "", KEY
     )
     assert r.status == 200, r.body
     sent = edge.last.json()["messages"]
@@ -114,7 +101,7 @@ async def test_ids_are_the_same_on_every_request(edge: Any, client: UpstreamClie
     the provider cached stays the same."""
     edge.reply = Reply.json(anthropic_message("done"))
     upstream = UpstreamSettings(name="claude", kind="anthropic", base_url=edge.url)
-    route = _route("claude-sonnet-4-5")
+    route = route_of("claude-sonnet-4-5")
     await generate(client, upstream, route, orjson.dumps({"contents": CLI_TURNS[:3]}), {}, "", KEY)
     first = edge.last.json()["messages"]
     await generate(client, upstream, route, orjson.dumps({"contents": CLI_TURNS}), {}, "", KEY)
@@ -132,7 +119,7 @@ async def test_a_long_tool_name_fits_openai_id_limit(edge: Any, client: Upstream
     edge.reply = Reply.json(chat_completion("found"))
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     body = orjson.dumps({"contents": contents})
-    r = await generate(client, upstream, _route("gpt-4o"), body, {}, "", KEY)
+    r = await generate(client, upstream, route_of("gpt-4o"), body, {}, "", KEY)
     assert r.status == 200, r.body
     sent = edge.last.json()["messages"]
     (call,) = sent[1]["tool_calls"]
@@ -154,7 +141,7 @@ async def test_client_ids_are_kept_and_an_unanswering_response_goes_as_text(
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     system = {"parts": [{"text": "Rule one."}, {"text": "Rule two."}]}
     body = orjson.dumps({"contents": contents, "systemInstruction": system})
-    r = await generate(client, upstream, _route("gpt-4o"), body, {}, "", KEY)
+    r = await generate(client, upstream, route_of("gpt-4o"), body, {}, "", KEY)
     assert r.status == 200, r.body
     sent = edge.last.json()["messages"]
     assert sent[0] == {"role": "system", "content": "Rule one.\n\nRule two."}
@@ -187,7 +174,7 @@ async def test_answer_calls_carry_the_providers_ids(edge: Any, client: UpstreamC
     edge.reply = Reply.json(_tool_call_answer())
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     body = orjson.dumps({"contents": CLI_TURNS[:1]})
-    r = await generate(client, upstream, _route("gpt-4o"), body, {}, "", KEY)
+    r = await generate(client, upstream, route_of("gpt-4o"), body, {}, "", KEY)
     assert r.status == 200, r.body
     parts = orjson.loads(r.body or b"")["candidates"][0]["content"]["parts"]
     calls = [p["functionCall"] for p in parts if "functionCall" in p]
@@ -224,7 +211,7 @@ async def test_streamed_calls_carry_ids_and_a_call_without_arguments_is_kept(
     edge.reply = _tool_call_stream()
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     body = orjson.dumps({"contents": CLI_TURNS[:1]})
-    route = _route("gpt-4o", "streamGenerateContent")
+    route = route_of("gpt-4o", "streamGenerateContent")
     r = await generate(client, upstream, route, body, {}, "alt=sse", KEY)
     assert r.chunks is not None
     data = b"".join([c async for c in r.chunks])
@@ -316,7 +303,7 @@ async def test_streamed_calls_at_one_index(
 ) -> None:
     edge.reply = _stream_of({"role": "assistant", "content": None}, *deltas)
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
-    route = _route("gpt-4o", "streamGenerateContent")
+    route = route_of("gpt-4o", "streamGenerateContent")
     r = await generate(client, upstream, route, orjson.dumps({"contents": CLI_TURNS[:1]}), {},
                        "alt=sse", KEY)  # fmt: skip
     assert r.chunks is not None

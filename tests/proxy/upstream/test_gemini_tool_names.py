@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
@@ -16,12 +15,13 @@ import pytest
 
 from proxy.settings import UpstreamSettings
 from proxy.upstream.gemini import generate
-from proxy.upstream.gemini_route import parse_route
 from proxy.upstream.gemini_tool_names import fitted_names
 from proxy.upstream.openai import UpstreamClient
 from tests.support.anthropic_upstream import sse_reply
 from tests.support.edge_upstream import Reply, sse
 from tests.support.factories import chat_completion
+from tests.support.gemini_bridge import client as client  # the fixture
+from tests.support.gemini_bridge import route as route_of
 
 os.environ["DISABLE_AIOHTTP_TRANSPORT"] = "True"  # litellm on httpx, as the other bridge tests
 pytestmark = pytest.mark.filterwarnings(
@@ -48,19 +48,6 @@ CONTENTS = [
     {"role": "user", "parts": [{"functionResponse": {"name": "files.read",
                                                      "response": {"output": "A"}}}]},
 ]  # fmt: skip
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[UpstreamClient]:
-    c = UpstreamClient()
-    yield c
-    await c.aclose()
-
-
-def _route(model: str, method: str = "generateContent"):  # type: ignore[no-untyped-def]
-    found = parse_route(f"/v1beta/models/{model}:{method}")
-    assert found is not None
-    return found
 
 
 def _answer_calling(name: str) -> dict[str, Any]:
@@ -92,7 +79,7 @@ async def test_declarations_and_history_go_fitted_and_the_answer_comes_back_as_d
     edge.reply = Reply.json(_answer_calling(names["db:query"]))
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     body = orjson.dumps({"contents": CONTENTS, "tools": TOOLS})
-    r = await generate(client, upstream, _route("gpt-4o"), body, {}, "", KEY)
+    r = await generate(client, upstream, route_of("gpt-4o"), body, {}, "", KEY)
     assert r.status == 200, r.body
     sent = edge.last.json()
     declared = [t["function"]["name"] for t in sent["tools"]]
@@ -102,7 +89,7 @@ async def test_declarations_and_history_go_fitted_and_the_answer_comes_back_as_d
     first = edge.last.body
     parts = orjson.loads(r.body or b"")["candidates"][0]["content"]["parts"]
     assert parts[0]["functionCall"]["name"] == "db:query"
-    await generate(client, upstream, _route("gpt-4o"), body, {}, "", KEY)
+    await generate(client, upstream, route_of("gpt-4o"), body, {}, "", KEY)
     assert edge.last.body == first  # the same bytes on the next request: its prefix cached
 
 
@@ -119,7 +106,7 @@ async def test_a_streamed_call_comes_back_as_declared(edge: Any, client: Upstrea
     )  # fmt: skip
     upstream = UpstreamSettings(name="oai", base_url=edge.base_url)
     body = orjson.dumps({"contents": CONTENTS, "tools": TOOLS})
-    route = _route("gpt-4o", "streamGenerateContent")
+    route = route_of("gpt-4o", "streamGenerateContent")
     r = await generate(client, upstream, route, body, {}, "alt=sse", KEY)
     assert r.chunks is not None
     data = b"".join([c async for c in r.chunks])
