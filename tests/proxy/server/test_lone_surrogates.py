@@ -53,6 +53,17 @@ def test_pairs_and_text_that_only_looks_like_an_escape_are_left_alone(raw: bytes
     assert mended_surrogates(raw)[0] is raw
 
 
+def test_more_than_a_texts_few_are_not_mended() -> None:
+    """A hostile body of lone halves (32 MiB cost 5 s and 1 GB to mend) or of backslashes before
+    one is left as it came: its parse's 400 stands."""
+    many = b'"' + b"\\ud800" * 5_000 + b'"'
+    assert mended_surrogates(many) == (many, 0)
+    run = b'"' + b"\\\\" * 5_000 + b"\\ud800" + b'"'
+    assert mended_surrogates(run) == (run, 0)
+    few = b'"' + b"\\ud800 " * 100 + b'"'
+    assert mended_surrogates(few)[1] == 100
+
+
 def test_the_window_a_scan_stops_at_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scan goes a window at a time: a match across a window's edge is found once, a pair
     across it is not split."""
