@@ -4,7 +4,7 @@ A JavaScript client that cuts a string between the two halves of a surrogate pai
 output truncated at N code units, an emoji at the cut) serialises the half left as ``"\\ud83d"``:
 well-formed ``JSON.stringify`` escapes it. Such a body is not valid Unicode: orjson refuses it,
 and so do the providers (Anthropic: 400 "no low surrogate in string"), on every retry while the
-text stays in the history. Each lone surrogate becomes U+FFFD (``\\ufffd``), as a decoder would
+text stays in the history. Each lone surrogate becomes U+FFFD (raw UTF-8), as a decoder would
 make of it; a pair, and every other byte, is left as it came, so the mended body is the same on
 every request of the conversation and its prefix stays cached.
 """
@@ -23,7 +23,9 @@ _LONE = re.compile(
 )
 # The quick test: only a body holding one of these can hold a surrogate escape.
 _MARKS = (b"\\ud", b"\\uD")
-_REPLACEMENT = b"\\ufffd"
+# U+FFFD as orjson writes it (raw UTF-8, not the escape): the body memory proves a kept item by
+# its bytes being orjson's, so the next request of the conversation reuses the mended prefix
+_REPLACEMENT = "\ufffd".encode()
 _BACKSLASH = 0x5C
 # The scan goes a window at a time: one C call on a 16 MiB body of backslashes holds the
 # interpreter lock for most of a second; one on a window, a few milliseconds.

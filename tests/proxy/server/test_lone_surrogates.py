@@ -18,7 +18,7 @@ from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 from tests.support.factories import anthropic_message
 
 JSON = {"content-type": "application/json"}
-MENDED = b"\\ufffd"
+MENDED = "\ufffd".encode()
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,7 @@ MENDED = b"\\ufffd"
 def test_each_lone_half_becomes_the_replacement_character(
     raw: bytes, expected: bytes, count: int
 ) -> None:
+    expected = expected.replace(rb"\ufffd", MENDED)
     assert mended_surrogates(raw) == (expected, count)
     orjson.loads(expected)
 
@@ -151,3 +152,23 @@ async def test_the_common_body_is_not_scanned(edge: EdgeUpstream, tmp_path: Path
             patch.setattr("proxy.server.body_work.mended_surrogates", counted)
             response = await client.post("/v1/chat/completions", content=raw, headers=JSON)
     assert response.status_code == 200 and calls == []
+
+
+def test_the_next_request_reuses_the_mended_prefix() -> None:
+    """Mended as orjson writes U+FFFD (raw UTF-8), the kept body's items are proven by their
+    bytes: the conversation's next request is read only where it is new (the escape form kept
+    none past the mended message, and every later turn was parsed from there on)."""
+    from proxy.protocols.body import validate_body
+    from proxy.protocols.body_memory import BodyMemory
+
+    history = [{"role": "user", "content": f"turn {k} " + "word " * 200} for k in range(40)]
+    head = orjson.dumps({"model": "gpt-4o", "messages": history})
+    cut = head.replace(b"turn 1 ", b"turn 1 \\ud83d ", 1)
+    memory = BodyMemory("messages", validate_body)
+    mended, count = mended_surrogates(cut)
+    assert count == 1
+    memory.parse(mended, "s")
+    longer = cut[:-2] + b',{"role": "user", "content": "next"}]}'
+    body, fresh = memory.read(mended_surrogates(longer)[0], "s", "")  # type: ignore[misc]
+    assert body["messages"][1]["content"].startswith("turn 1 \ufffd")
+    assert fresh < 200, fresh
