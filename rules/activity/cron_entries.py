@@ -1,7 +1,9 @@
 """The crontab lines a command line installs: a line ``echo``/``printf`` wrote, piped into
 ``crontab -`` (``(crontab -l; echo '0 3 * * * /bin/backup.sh') | crontab -``), is a cron job the
 agent made, known by its line. Only a line in cron's own shape counts (five time fields or an
-``@daily``-like word, then a command)."""
+``@daily``-like word, then a command). A command that removes the table (``crontab -r``) or
+replaces it (``crontab jobs.txt``, ``echo … | crontab -`` without ``crontab -l``, ``crontab -l |
+grep -v poll | crontab -``) ends every cron job known first: what is left is not known."""
 
 from __future__ import annotations
 
@@ -18,10 +20,16 @@ _CRON_LINE = re.compile(
     r"|[\d*/,A-Za-z-]{1,40}(?:[ \t]{1,8}[\d*/,A-Za-z-]{1,40}){4})[ \t]{1,8}\S"
 )
 _WRITERS = frozenset(("echo", "printf"))
+# what, fed the table (`crontab -l | grep -v poll.sh`), may leave lines out of it
+_FILTERS = frozenset(("grep", "egrep", "sed", "awk", "gawk", "perl", "head", "tail", "cut", "tr"))
+_OPTIONS_WITH_VALUES = frozenset(("-u",))
 
 
 def cron_jobs(cmds: Sequence[SimpleCommand], by: str) -> Iterator[Made]:
-    """The cron jobs a line installs with ``crontab -`` fed by a pipe, each by its line."""
+    """The cron jobs a line installs with ``crontab -`` fed by a pipe, each by its line, after
+    the end of every one known (``ends`` all) where it removes or replaces the table."""
+    if any(_replaces(cmds, i) for i in range(len(cmds))):
+        yield Made("cron_job", "*", "delete", "", (("ends", "all"),), (), by)
     if not any(_installs(c) for c in cmds):
         return
     found = 0
@@ -42,3 +50,36 @@ def _installs(cmd: SimpleCommand) -> bool:
     """``crontab -`` (``-u user`` allowed) at the end of a pipe: it installs what it reads."""
     argv = cmd.argv
     return bool(argv) and argv[0] == "crontab" and argv[-1] == "-" and cmd.connector == "|"
+
+
+def _replaces(cmds: Sequence[SimpleCommand], i: int) -> bool:
+    """Whether ``cmds[i]`` removes the table or writes one whose lines are not all known to be
+    the old ones: ``crontab -r``, ``crontab FILE``, ``crontab -`` fed without ``crontab -l`` or
+    through a filter."""
+    argv = cmds[i].argv
+    if not argv or argv[0] != "crontab":
+        return False
+    words = [w for j, w in enumerate(argv[1:], 1) if argv[j - 1] not in _OPTIONS_WITH_VALUES]
+    if any(w.startswith("-") and not w.startswith("--") and "r" in w[1:] for w in words):
+        return True  # `crontab -r`, `crontab -ri`
+    if not _installs(cmds[i]):
+        return any(w != "-" and not w.startswith("-") for w in words)  # `crontab jobs.txt`
+    feeding = [c.argv[0] for c in _feeding(cmds, i) if c.argv]
+    keeps = any(c.argv[:1] == ("crontab",) and "-l" in c.argv for c in _feeding(cmds, i) if c.argv)
+    return not keeps or any(p in _FILTERS for p in feeding)
+
+
+def _feeding(cmds: Sequence[SimpleCommand], i: int) -> list[SimpleCommand]:
+    """The commands whose output ``cmds[i]`` reads from its pipe: the one before it, and with
+    it a whole subshell (``(crontab -l; echo …) | crontab -``) or pipeline."""
+    base = cmds[i].depth
+    out: list[SimpleCommand] = []
+    j, braces = i, 0  # a group in braces (`{ cat; echo …; }`) is one command of the pipe
+    while j > 0 and (cmds[j].connector == "|" or cmds[j].depth > base or braces > 0):
+        j -= 1
+        out.append(cmds[j])
+        head = cmds[j].argv[:1]
+        braces += (head == ("}",)) - (head == ("{",))
+        if cmds[j].connector == "(" and cmds[j].depth == base + 1:
+            break  # the subshell's first command: what came before it fed nothing
+    return out

@@ -88,6 +88,9 @@ def _apply_rule(
         current = head.renamed(args, cwd) if head is not None and rule.spec.get("current") else None
         yield from renamed(rule, args, cwd, by, current)
         return
+    if rule.spec.get("ends_all"):  # `tmux kill-server`: every one of the kind known
+        yield Made(kind, "*", rule.action, "", (("ends", "all"),), (), by)
+        return
     named = rule_ids(rule, args) if "flag" in rule.spec else []
     if rule.output is not None and not named:  # `docker run` without --name: its printed id
         for m in rule.output.finditer(output[:MAX_SCAN]):

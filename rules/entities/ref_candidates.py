@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rules.entities import cache as entity_cache
+from rules.entities.process_roles import servers
 from rules.entities.ref_by import made_by
 from rules.entities.ref_detect import Mention
 from rules.entities.whole_words import holds_word
@@ -114,8 +115,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
-    if mention.serving:  # "the server you started": of the jobs, those that serve a port
-        out = [e for e in out if _serves(e)] or out
+    if mention.serving:  # "the server you started": not a worker started after it
+        out = servers(out)
     if mention.verb == "stop" and (not mention.action or "create" in mention.entity_actions):
         # "stop the container you started": not one stopped since, when another still runs
         stopped = _stopped(events)
@@ -160,11 +161,6 @@ def _stopped(events: Sequence[Mapping[str, Any]]) -> set[str]:
         if isinstance(said, str):
             state[str(e.get("path"))] = said
     return {path for path, said in state.items() if said == "stopped"}
-
-
-def _serves(e: Mapping[str, Any]) -> bool:
-    rel = e.get("rel") or ()
-    return "port" in (e.get("attrs") or {}) or any(r and r[0] == "serves" for r in rel)
 
 
 def _holds(e: Mapping[str, Any], found: str | Callable[[str], object]) -> bool:

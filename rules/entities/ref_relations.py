@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rules.entities import cache as entity_cache
+from rules.entities.forgotten import MAKING
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
 
@@ -100,10 +101,6 @@ def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event]
     return [], []
 
 
-# the verbs whose objects were made, in an order of their own (``_by_position``)
-_MAKING = frozenset({"create", "write", "start", "copy", "commit"})
-
-
 def _by_position(mention: Mention, events: Sequence[Event]) -> list[Event]:
     """The entity at the mention's position: with a verb of making, writing or starting ("the
     first file you created", "the second container you started"), in the order they were made;
@@ -111,7 +108,7 @@ def _by_position(mention: Mention, events: Sequence[Event]) -> list[Event]:
     there: none (never the newest)."""
     plain = dataclasses.replace(mention, ordinal=None, anchor=None)
     fitting = candidates(plain, events)
-    if mention.action in _MAKING:  # what the verb fits, oldest first
+    if mention.action in MAKING:  # what the verb fits, oldest first
         made = list(reversed(fitting))
         place = mention.ordinal or 0  # "the second-to-last file you made": -2, from the end
         at = place - 1 if place > 0 else place

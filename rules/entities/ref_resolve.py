@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from rules.entities import cache as entity_cache
+from rules.entities.forgotten import counts_from_first, unsure
 from rules.entities.ref_candidates import kind_mismatch
 from rules.entities.ref_detect import Mention
 from rules.entities.ref_pointer import describe, pointer
@@ -16,6 +17,8 @@ from rules.entities.ref_relations import pick
 from rules.entities.ruled_out import USERS_WORD
 from rules.entities.unknown_made import Marker, newer_than
 from rules.report import ChainStep, EntityRef, Reference
+
+_NONE: frozenset[str] = frozenset()
 
 # The entities a search may pick from: (session id, depth up the ancestors, its events).
 Pool = tuple[str, int, Sequence[Mapping[str, Any]]]
@@ -31,9 +34,10 @@ class Weights(Protocol):
 
 def order_pools(mention: Mention, own: Pool, ancestors: Sequence[Pool]) -> list[Pool]:
     """The sessions to search, in order. "The file the lead agent made" means an ancestor's
-    entities only; "the file I made" in a sub-agent's message was written by its lead, so the
+    entities only, and "the branch she created" someone else's: never this session's, so with
+    no ancestor none; "the file I made" in a sub-agent's message was written by its lead, so the
     ancestors come first; otherwise (you, or no actor) the session's own, then its ancestors."""
-    if ancestors and mention.actor == "other":
+    if mention.actor == "other":
         return list(ancestors)
     if ancestors and mention.actor == "speaker":
         return [*ancestors, own]
@@ -59,11 +63,13 @@ def resolve(
     cfg: Weights,
     asked_at: float | None = None,
     unknown: Mapping[str, Sequence[Marker]] | None = None,
+    forgot: Mapping[str, frozenset[str]] | None = None,
 ) -> Reference:
     """The first session (in ``pools``' order) with a fitting entity decides: its newest one,
     unless the confidence falls below the threshold, another from the same call fits as well, or
     the session made something newer that only the shell named (``unknown``, per session) that
-    the mention may mean."""
+    the mention may mean, or it counts from the first one made and the session forgot one of
+    the kind (``forgot``, per session)."""
     chain: list[ChainStep] = []
     ref: Reference = {"mention": mention.text, "lang": mention.lang, "kind": mention.kind}
     if kind_mismatch(mention):
@@ -71,6 +77,11 @@ def resolve(
         ref["abstained"] = "kind_mismatch"
         return ref
     for session, depth, events in pools:
+        if forgot and counts_from_first(mention) and unsure(mention, forgot.get(session, _NONE)):
+            chain.append({"session": session, "depth": depth, "candidates": 0})
+            ref["entity"], ref["confidence"], ref["chain"] = None, 0.0, chain
+            ref["abstained"] = "forgotten"
+            return ref
         cands, ties, crowd = pick(mention, events)
         chain.append({"session": session, "depth": depth, "candidates": len(cands)})
         if not cands:

@@ -28,7 +28,7 @@ from pydantic import Field, field_validator
 from rules.activity.storable import stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
-from rules.entities import ref_memo, unknown_made
+from rules.entities import forgotten, ref_memo, unknown_made
 from rules.entities.ref_detect import (
     Mention,
     Prepared,
@@ -341,11 +341,13 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     asked = ctx.state.get(NAMESPACE) or {}
     seen_before = asked.get("text") == key and isinstance(asked.get("at"), (int, float))
     sources = [(ctx.session_id, 0, stored)]
+    metas = [ctx.state.get(TRACK_META)]
     if cfg.use_ancestors:
         for anc in ctx.ancestors:
             if anc.depth <= cfg.max_ancestor_depth:
                 found_events = anc.state.get(entity_cache.NAMESPACE) or []
                 sources.append((anc.session_id, anc.depth, found_events))
+                metas.append(anc.state.get(TRACK_META))
     # Seen before and nothing changed (the tool loop's next request): the answer already given.
     plain = not ctx.hints.get("resolver") and not ctx.hints.get("resolver_descriptions")
     if seen_before and plain:
@@ -376,7 +378,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         ctx, TRACK_META, cfg.ttl_seconds, cfg.use_ancestors, cfg.max_ancestor_depth,
         asked_at if seen_before else None, later,
     )  # fmt: skip
-    refs = [resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed) for m in mentions]
+    forgot = {
+        session: forgotten.of_session(meta, events_stored, kept)
+        for (session, _, events_stored), kept, meta in zip(sources, fresh, metas, strict=True)
+    }
+    refs = [
+        resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed, forgot)
+        for m in mentions
+    ]
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
     refs = [too_recent(ruled_out(r, text), text, m) for r, m in zip(refs, mentions, strict=True)]
     picks = ctx.hints.get("resolver") or {}

@@ -29,7 +29,7 @@ from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
-from rules.entities import history_restore, unknown_made
+from rules.entities import forgotten, history_restore, unknown_made
 from rules.entities.folder_ends import FolderEnds
 from rules.entities.known_paths import KnownPaths
 from rules.entities.seen_calls import SeenCalls
@@ -133,11 +133,17 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     meta = state.get(META) or {}
     stored = state.get(entity_cache.NAMESPACE) or []
     events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
+    forgot = forgotten.recorded(meta)
+    if len(events) != len(stored):  # past their time: "the first branch" is no longer known
+        forgot |= forgotten.dropped(stored, events)
     # the very messages that left this meta as it was with no call to read: none to read again,
     # only the events past their time to forget
     if messages is ctx.messages and ctx.recall(READ_MEMO, (meta, cfg))[0]:
         report["entities"] = []
-        return RuleResult(messages, _with_events(state, events, stored), report)
+        state = _with_events(state, events, stored)
+        if forgot != forgotten.recorded(meta):
+            state = state.with_value(META, {**meta, forgotten.KEY: sorted(forgot)})
+        return RuleResult(messages, state, report)
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
     made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
     pending: list[str] = list(meta.get("pending") or [])
@@ -228,7 +234,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
 
     if new_events:
         new_events = storable(new_events)  # lone surrogates in paths: the state must store
-        events = entity_cache.add(events, new_events, cfg.max_entities)
+        remembered = entity_cache.add(events, new_events, cfg.max_entities)
+        if len(remembered) < len(events) + len(new_events):  # past the count kept, or repeats
+            forgot |= forgotten.dropped([*events, *new_events], remembered)
+        events = remembered
     if made.learned:  # a detached job's port, shown after the call that started it
         events = storable(made.updated(events))
     state = _with_events(state, events, stored)
@@ -240,6 +249,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         new_meta["head"] = list(made.head)
     if unknown:
         new_meta[unknown_made.KEY] = unknown
+    if forgot:
+        new_meta[forgotten.KEY] = sorted(forgot)
     if pending:
         new_meta["pending"] = pending[-MAX_PENDING:]
     if not calls.storable_as_is({k: v for k, v in new_meta.items() if k != "seen"}):

@@ -106,7 +106,14 @@ class MadeTracker:
             if job is None:
                 return None
             by = clip(command)
-            return self._kept([Made("process", job, "create", by, (("job", job),), (), by)])
+            attrs: tuple[tuple[str, str], ...] = (("job", job),)
+            rel: tuple[tuple[str, str], ...] = ()
+            named_port = self.pack.command_port.search(command[:MAX_SCAN])
+            if named_port:  # `uvicorn … --port 8000`: "the server on port 8000" before a banner
+                port = named_port.group("port")
+                attrs += (("port", port), ("url", f"http://localhost:{port}"))
+                rel = (("serves", f"port:{port}"),)
+            return self._kept([Made("process", job, "create", by, attrs, rel, by)])
         named = named_job(jobs, name, args)
         found = self._job(named[0]) if named is not None else None
         if named is None or found is None:
@@ -303,7 +310,8 @@ class MadeTracker:
         """The entities an end names: by key, else by an identifier among their attributes
         (``kill 4242``: the server whose PID is 4242, ``kill %1`` the job's, ``lsof -ti:8000 |
         xargs kill`` the one serving port 8000), or by a pattern their command line or program
-        matches (``pkill -f http.server``, ``killall python3``: none matching, nothing ends)."""
+        matches (``pkill -f http.server``, ``killall python3``: none matching, nothing ends), or
+        every one of its kind (``ends`` "all": ``tmux kill-server``, ``crontab -r``)."""
         if m.kind == "commit" and m.id.startswith(RESET_ID):
             return self._reset(m)
         ends = dict(m.attrs).get("ends")
@@ -311,7 +319,7 @@ class MadeTracker:
             return [
                 Made(m.kind, str(e["id"]), "delete", str(e.get("name") or ""), (), (), m.by)
                 for e in self.alive.values()
-                if e.get("type") == m.kind and self._matched(e, m.id, ends)
+                if e.get("type") == m.kind and (ends == "all" or self._matched(e, m.id, ends))
             ]
         if m.key in self.alive:
             return [m]

@@ -143,6 +143,44 @@ def test_a_cron_line_piped_into_crontab_is_a_cron_job(
     assert _made(command) == want
 
 
+_ALL_CRON = ("cron_job", "*", "delete")  # every cron job known ends
+
+
+@pytest.mark.parametrize(
+    ("command", "want"),
+    [
+        ("crontab -r", {_ALL_CRON}),
+        ("crontab -ri", {_ALL_CRON}),
+        ("crontab -u deploy jobs.txt", {_ALL_CRON}),  # the table replaced by a file's
+        ("crontab -l | grep -v poll.sh | crontab -", {_ALL_CRON}),  # filtered: what is left?
+        (
+            "echo '*/5 * * * * /bin/ping.sh' | crontab -",  # no `crontab -l`: replaced
+            {_ALL_CRON, ("cron_job", "*/5 * * * * /bin/ping.sh", "create")},
+        ),
+        (
+            "(crontab -l | sed '/prune/d'; echo '0 1 * * * /bin/a.sh') | crontab -",
+            {_ALL_CRON, ("cron_job", "0 1 * * * /bin/a.sh", "create")},
+        ),
+        ("crontab -l", set()),
+        ("crontab -u r -l", set()),  # a user named r lists
+        ("crontab -e", set()),
+    ],
+)
+def test_a_crontab_removed_or_replaced_ends_every_cron_job(
+    command: str, want: set[tuple[str, str, str]]
+) -> None:
+    assert _made(command) == want
+
+
+def test_tmux_kill_server_and_a_merge_deleting_its_branch() -> None:
+    assert _made("tmux kill-server") == {("session", "*", "delete")}
+    merged = (
+        "✓ Merged pull request #9 (x)\n✓ Deleted local branch fix/a and switched to branch main"
+    )
+    assert ("branch", "fix/a", "delete") in _made("gh pr merge 9 --delete-branch", merged)
+    assert not any(k == "branch" for k, _, _ in _made("gh pr merge 9", "✓ Merged pull request #9"))
+
+
 @pytest.mark.parametrize(
     ("command", "want"),
     [

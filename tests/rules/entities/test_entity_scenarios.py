@@ -17,7 +17,10 @@ noun; probes_o.yaml: time words a day or more back said of a thing made since, a
 the noun; probes_p.yaml: a process named by its port alone, "kill whatever is on port 8080", and the
 environment variable "you just set", a place counted from the end, "the second-to-last folder you
 created"; probes_q.yaml: "the image you built", a container image or a picture file, downloads
-as makings, "second to last" written out, an order word right after the noun) over
+as makings, "second to last" written out, an order word right after the noun; probes_r.yaml:
+"the server" never a worker started after it, a background job's port on its command line, a
+third person's thing, a quotation within a line, ends of every one of a kind, a branch a merge
+deleted, "the first branch" once one was forgotten) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -58,6 +61,7 @@ SCENARIOS = [
         "probes_o.yaml",
         "probes_p.yaml",
         "probes_q.yaml",
+        "probes_r.yaml",
     )
     for sc in load(HERE / name)
 ]
