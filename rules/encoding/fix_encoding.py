@@ -61,19 +61,29 @@ def _fix_content(content: Any, cfg: Config) -> tuple[Any, list[Fix]]:
     return (parts, fixes) if fixes else (content, [])
 
 
-def _answers_a_read(messages: list[Message], index: int) -> bool:
-    """Whether the tool message at ``index`` answers a call that read a file (a read tool, an
-    editor's view, ``cat``/``sed -n`` of one file). Looked up only for a message with something
-    to fix: the calls before it, nearest first."""
-    tid = messages[index].get("tool_call_id")
-    if not isinstance(tid, str):
-        return False
-    for i in range(index - 1, -1, -1):
-        calls = messages[i].get("tool_calls") if messages[i].get("role") == "assistant" else None
-        for call in calls if isinstance(calls, list) else ():
-            if isinstance(call, dict) and call.get("id") == tid:
-                return classify(call_name(call), call_arguments_text(call)).kind == "read"
-    return False
+class _CallsBefore:
+    """The assistant calls by id before a position, the nearest of an id winning: one pass
+    over the list, advanced only when a tool message has something to fix (a search back
+    from each such message was quadratic in them)."""
+
+    def __init__(self, messages: list[Message]) -> None:
+        self.messages, self.read_to = messages, 0
+        self.by_id: dict[str, dict[str, Any]] = {}
+
+    def answers_a_read(self, index: int) -> bool:
+        """Whether the tool message at ``index`` answers a call that read a file (a read tool,
+        an editor's view, ``cat``/``sed -n`` of one file)."""
+        for m in self.messages[self.read_to : index]:
+            calls = m.get("tool_calls") if m.get("role") == "assistant" else None
+            for call in calls if isinstance(calls, list) else ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str):
+                    self.by_id[call["id"]] = call
+        self.read_to = max(self.read_to, index)
+        tid = self.messages[index].get("tool_call_id")
+        call = self.by_id.get(tid) if isinstance(tid, str) else None
+        return (
+            call is not None and classify(call_name(call), call_arguments_text(call)).kind == "read"
+        )
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:
@@ -86,6 +96,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # (the options: the very object first, pydantic's ``==`` costs ~2 µs)
     same = bool(kept) and (kept[0][1] is cfg or kept[0][1] == cfg)  # type: ignore[index]
     start = shared_prefix(kept[0][0], messages) if same else 0  # type: ignore[index]
+    calls: _CallsBefore | None = None  # made once a tool message has something to fix
     for i in range(start, len(messages)):
         m = messages[i]
         if m.get("role") not in roles:  # role(m), inlined (roles are non-empty strings)
@@ -94,8 +105,12 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         if content.__class__ is str and content.isascii():
             continue  # nothing to fix in ASCII (fix_text's own first answer)
         content, fixes = _fix_content(content, cfg)
-        if not fixes or (m.get("role") == "tool" and _answers_a_read(messages, i)):
+        if not fixes:
             continue
+        if m.get("role") == "tool":
+            calls = _CallsBefore(messages) if calls is None else calls
+            if calls.answers_a_read(i):
+                continue
         if out is None:
             out = list(ctx.messages)
         out[i] = {**m, "content": content}

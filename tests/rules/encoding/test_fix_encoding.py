@@ -138,6 +138,27 @@ def test_a_file_read_is_left_as_the_file_holds_it(read: dict) -> None:
     assert [r["index"] for r in res.report["repairs"]] == [4]
 
 
+def test_a_call_reused_id_is_its_nearest_and_the_look_up_is_linear() -> None:
+    """Which call a result answers is the nearest one before it of its id (some agents reuse
+    ids), and finding it is one pass: a search back from each result with something to fix was
+    quadratic (6,000 results answering no call took 2 s)."""
+    held = garble("Café crème", "cp1252")
+    messages = [
+        user("go"),
+        assistant(None, shell("r1", "cat /w/menu.txt")),
+        result("r1", held),  # a read: left
+        assistant(None, shell("r1", "make menu")),
+        result("r1", held),  # the same id, now a run: repaired
+    ]
+    res = fix_encoding.apply(ctx(messages), fix_encoding.Config())
+    assert [r["index"] for r in res.report["repairs"]] == [4]
+    many = [user("go"), *(result(f"t{i}", held) for i in range(6_000))]
+    with cpu_timer() as took:
+        res = fix_encoding.apply(ctx(many), fix_encoding.Config())
+    assert len(res.report["repairs"]) == 6_000
+    assert took.seconds < 1.0
+
+
 @pytest.mark.parametrize(
     ("cfg", "changed"),
     [
