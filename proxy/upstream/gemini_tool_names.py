@@ -3,10 +3,11 @@
 Gemini allows dots and colons in a function's name (``files.read``, ``db:query``), up to 64
 characters; OpenAI and Anthropic allow ``[A-Za-z0-9_-]`` only (OpenAI: 400 "Invalid
 'tools[0].function.name'", on every retry while the tool is declared). A bridged request's names
-that break that rule are fitted (each other character an ``_``, cut to 64 with a digest of the
-name when it is longer or would meet another name), in its declarations and in the history's
-calls and responses alike; the answer's calls get their names back. The fitting depends on the
-names alone, so every request of a conversation sends the same bytes for them.
+that break that rule are fitted (each other character an ``_``, cut to 55, then ``_`` and a
+digest of the name), in its declarations and in the history's calls and responses alike; the
+answer's calls get their names back. A fitted name depends on its own name alone, never on the
+others of the request (``files.read`` meets a declared ``files_read`` only in some requests), so
+every request of a conversation sends the same bytes for it, and two names never meet.
 """
 
 from __future__ import annotations
@@ -36,15 +37,7 @@ def fitted_names(tools: Any, contents: Any) -> dict[str, str]:
     unfit = sorted(n for n in names if not _FIT.fullmatch(n))
     if not unfit:
         return {}
-    taken = names - set(unfit)
-    out: dict[str, str] = {}
-    for name in unfit:
-        fitted = _OTHER.sub("_", name) or "_"
-        if len(fitted) > _MAX or fitted in taken:
-            fitted = f"{fitted[: _MAX - 9]}_{_digest(name)}"
-        taken.add(fitted)
-        out[name] = fitted
-    return out
+    return {name: f"{_OTHER.sub('_', name)[: _MAX - 9]}_{_digest(name)}" for name in unfit}
 
 
 def renamed_request(tools: Any, contents: Any, names: Mapping[str, str]) -> tuple[Any, Any]:
