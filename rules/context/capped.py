@@ -42,11 +42,17 @@ def capped_text(text: str, tokens: int, limit: int) -> str:
         tail.append(line)
         used += len(line) + 1
     tail.reverse()
-    if not head and not tail:  # one giant line: keep characters instead
-        head, tail = [text[:head_room]], [text[-tail_room:]]
-        omitted_lines = 0
-    else:
-        omitted_lines = len(lines) - len(head) - len(tail)
+    if not head and not tail:  # giant lines: cut by characters, and said so
+        kept_head, kept_tail = text[:head_room], text[-tail_room:] if tail_room > 0 else ""
+        omitted = len(text) - len(kept_head) - len(kept_tail)
+        marker = (
+            f"{PLACEHOLDER_PREFIX} capped: kept the first {len(kept_head):,} and last "
+            f"{len(kept_tail):,} of {len(text):,} characters ({len(lines):,} "
+            f"{'line' if len(lines) == 1 else 'lines'}, cut within a line); {omitted:,} "
+            f"characters elided, {tokens:,} tokens in all]"
+        )
+        return "\n".join([kept_head, marker, kept_tail])
+    omitted_lines = len(lines) - len(head) - len(tail)
     omitted_chars = len(text) - sum(len(x) for x in head) - sum(len(x) for x in tail)
     marker = (
         f"{PLACEHOLDER_PREFIX} capped: kept the first {len(head)} and last {len(tail)} of "

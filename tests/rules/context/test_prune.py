@@ -83,6 +83,18 @@ def test_cap_keeps_head_and_tail_with_counts() -> None:
     assert_envelopes_kept(messages, out.messages)
 
 
+def test_a_giant_line_is_cut_by_characters_and_says_so() -> None:
+    """A minified bundle or a base64 blob on one line: the marker said "0 lines elided" of
+    "1 lines", as if the model had it whole, with 97% of it cut."""
+    blob = '{"data": "' + "QUJD" * 20_000 + '"}'
+    messages = [TASK, *run_cmd("c1", "cat bundle.min.json | jq -c .", blob)]
+    text = text_of(apply(messages, None, max_result_tokens=500).messages[2]["content"])
+    marker = next(line for line in text.split("\n") if line.startswith(PLACEHOLDER_PREFIX))
+    assert f"of {len(blob):,} characters (1 line, cut within a line)" in marker
+    assert "0 lines" not in marker and text.startswith('{"data": "QUJD')
+    assert TOKENS.count_text(text) <= 500
+
+
 def test_a_files_page_the_agent_read_is_not_capped_at_first_sight() -> None:
     """Claude Code's Read page of 881 lines (26k tokens, within its own 25k-token cap) reached
     the model as its first 89 and last 135 lines: the line asked about was in the middle."""
