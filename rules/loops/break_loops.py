@@ -129,15 +129,20 @@ def _latest_plan(ctx: Context, observations: list[Observation]) -> str | None:
 
 
 def _new_note(
-    ctx: Context, cfg: Config, steps: list[Step], loop: Loop
+    ctx: Context, cfg: Config, steps: list[Step], loop: Loop, noted_at: int | None
 ) -> tuple[str, bool, LoopReport]:
+    """The note of a loop (``noted_at``: the message number of the loop's full note at this
+    escalation, if it has one: then a short one)."""
     tail = loop.steps[-1]
     found = None
-    if loop.kind == "repeated_failure":
+    if loop.kind == "repeated_failure" and noted_at is None:
         plan = _latest_plan(ctx, of_context(ctx))
         found = receipts.find(tail.outcome.error, tail.arguments, steps, plan, cfg.max_candidates)
     since = loop.steps[0].obs.result_index + 1
-    text = redact_text(note.text(loop, found, cfg.min_count, since))
+    if noted_at is None:
+        text = redact_text(note.text(loop, found, cfg.min_count, since))
+    else:
+        text = note.follow_up(loop, cfg.min_count, noted_at)  # no client text in it
     same = len(loop.steps) > 1 and loop.steps[-2].text == tail.text
     elide = (
         bool(cfg.elide_from)
@@ -159,6 +164,24 @@ def _new_note(
     if elide:
         item["elided"] = True
     return text, elide, item
+
+
+def _noted_at(
+    loop: Loop, notes: list[dict[str, Any]], index: dict[str, int], cfg: Config
+) -> int | None:
+    """The message number of the newest full note an earlier step of this loop carries at the
+    loop's escalation now (the same kind; None: none, or the loop escalated since)."""
+    steps = {s.obs.result_index for s in loop.steps[:-1]}
+    now = note.level(loop.count, cfg.min_count)
+    for n in reversed(notes):
+        i = index.get(n["at"])
+        if i is None or i not in steps or n.get("kind") != loop.kind:
+            continue
+        if note.level(int(n.get("count") or 0), cfg.min_count) != now:
+            return None
+        if n.get("full", True):
+            return i + 1
+    return None
 
 
 def _loops(ctx: Context, cfg: Config) -> list[tuple[int, Loop, list[Step]]]:
@@ -199,19 +222,21 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     for i, loop, steps in loops:
         if anchors[i] in noted or done[i]:
             continue  # noted on an earlier request: replayed below as stored
-        text, elide, item = _new_note(ctx, cfg, steps, loop)
+        noted_at = _noted_at(loop, notes, index, cfg)
+        text, elide, item = _new_note(ctx, cfg, steps, loop, noted_at)
         out_hash = content_hash(note.render(messages[i], text, elide))
-        notes.append(
-            {
-                "at": anchors[i],
-                "in": hashes[i],
-                "out": out_hash,
-                "note": text,
-                "elide": elide,
-                "kind": loop.kind,
-                "count": loop.count,
-            }
-        )
+        entry = {
+            "at": anchors[i],
+            "in": hashes[i],
+            "out": out_hash,
+            "note": text,
+            "elide": elide,
+            "kind": loop.kind,
+            "count": loop.count,
+        }
+        if noted_at is not None:
+            entry["full"] = False  # a follow-up: the next repeat points at the full note
+        notes.append(entry)
         found.append(item)
     notes = notes[-cfg.max_notes :]
     out = list(messages)

@@ -128,6 +128,21 @@ def text(loop: Loop, receipts: Receipts | None, first: int, since: int) -> str:
     return "\n".join(lines)
 
 
+def follow_up(loop: Loop, first: int, noted_at: int) -> str:
+    """The note of a repeat whose loop already has a full note at the same escalation (at
+    message ``noted_at``): the count and the escalation, pointing at the full note for the call,
+    the error, the receipts and what to do instead. Each note is replayed in its result on every
+    later request, so a full note at every repeat of a long loop billed them again and again (a
+    session repeating one failing call 18 times forwarded 8% more than direct)."""
+    say = {1: "", 2: " Do not repeat it unchanged."}.get(
+        level(loop.count, first), " Stop repeating it."
+    )
+    return (
+        f"{INJECT_OPEN}\n{HEAD} ({loop.kind}, {loop.count}×): the same again; the note at "
+        f"message {noted_at} says what to do instead.{say}\n{INJECT_CLOSE}"
+    )
+
+
 def has_note(message: Message) -> bool:
     """Whether the message already carries a loop note (a request that is this rule's output)."""
     body = text_of(message.get("content"))

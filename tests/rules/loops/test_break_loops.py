@@ -221,6 +221,28 @@ def test_a_note_replays_byte_for_byte_on_later_requests() -> None:
     assert len(out.state.get(break_loops.NAMESPACE)["notes"]) == 2
 
 
+def test_a_repeat_at_the_same_escalation_gets_a_short_note_pointing_at_the_full_one() -> None:
+    """Each note is replayed in its result on every later request: a full note (the call, the
+    error, the receipts) at every repeat of an 18-repeat loop forwarded 8% more than direct.
+    The full note comes at each escalation (3, 5, 8 …), a short one between."""
+    state, notes = None, {}
+    for n in range(3, 10):
+        out = run(conversation(*[PYTEST_FAIL] * n), state)
+        [item] = out.report["loops"]
+        notes[n], state = item["note"], out.state
+    full = {n for n, text in notes.items() if "Error: `" in text}
+    assert full == {3, 5, 8}
+    # message numbers: the user's, then a call and its result per turn (the 3rd result: 7th)
+    assert "the same again; the note at message 7 says what to do instead.\n" in notes[4]
+    assert "at message 11 says what to do instead. Do not repeat it unchanged" in notes[6]
+    assert "at message 11 says what to do instead. Do not repeat it unchanged" in notes[7]
+    assert "at message 17 says what to do instead. Stop repeating it" in notes[9]
+    assert all(len(notes[n]) < 0.6 * len(notes[3]) for n in (4, 6, 7, 9))
+    # without the earlier notes in the state (another replica's first sight): full again
+    alone = run(conversation(*[PYTEST_FAIL] * 7)).report["loops"][0]["note"]
+    assert "Error: `" in alone
+
+
 def test_a_note_whose_result_left_the_conversation_is_dropped() -> None:
     first = run(conversation(*[PYTEST_FAIL] * 3))
     out = run([user("a new task")], first.state)
