@@ -23,6 +23,7 @@ from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_g
 from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
+from rules.activity.shell_words import without_prefixes
 from rules.redact import redacted_prefix
 
 MAX_SCAN = 50_000  # characters of a command line or output read for patterns
@@ -47,13 +48,7 @@ def clip(text: str) -> str:
 
 def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
     """The command's words without prefixes (sudo, env, FOO=bar), its program normalised."""
-    argv = list(cmd.argv)
-    while argv and (
-        argv[0] in verbs.prefixes
-        or argv[0] in verbs.keywords
-        or ("=" in argv[0] and not argv[0].startswith(("=", "-")))
-    ):
-        argv = argv[1:]
+    argv = without_prefixes(cmd.argv, verbs.prefixes, verbs.keywords)
     if not argv:
         return []
     program = posixpath.basename(argv[0])
@@ -347,7 +342,7 @@ def command_entities(
         for m in pack.job_ended.finditer(output[:MAX_SCAN]):
             facts.made.append(Made("process", f"%{m.group('job')}", "delete", "", (), (), by))
     if "crontab" in programs:  # `(crontab -l; echo '0 3 * * * …') | crontab -`
-        facts.made.extend(cron_jobs(cmds, by))
+        facts.made.extend(cron_jobs(cmds, by, verbs.prefixes))
     if background or running:
         facts.made.extend(_servers(pack, output, command, background, jobs or [job]))
     if git is not None:

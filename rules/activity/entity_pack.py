@@ -22,6 +22,8 @@ _STARTS = re.compile(
     r"(?:[\w.~-]*+/)*+(?P<prog>[\w.+-]{1,40})"
 )
 _PY_MODULE = re.compile(r"-m[ \t]+(?:venv|virtualenv|pip)\b")
+# a prefix given options (`sudo -u postgres createdb x`): its program is no word at a start
+_PREFIX_OPTIONS = re.compile(r"\b(?:sudo|doas|env|nice|time|exec|stdbuf)[ \t]++-")
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,11 @@ class EntityPack:
         for m in _STARTS.finditer(command):
             if m.group("prog") in self.known:
                 return True
+        # a prefix given options: any word may be the program, past them
+        if _PREFIX_OPTIONS.search(command) is not None and any(
+            w.rsplit("/", 1)[-1] in self.known for w in command.split()
+        ):
+            return True
         return "-m" in command and _PY_MODULE.search(command) is not None
 
     def label(self, kind: str) -> str:
@@ -186,6 +193,7 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
         *out,
         ("entities.command_starts", _STARTS),
         ("entities.python_module", _PY_MODULE),
+        ("entities.prefix_options", _PREFIX_OPTIONS),
         ("entities.background_pid", pack.background_pid),
         *((("entities.job_ended", pack.job_ended),) if pack.job_ended else ()),
         ("entities.returned_id", pack.returned_id),

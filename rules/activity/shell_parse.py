@@ -27,7 +27,13 @@ from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
 from rules.activity.shell_loops import loop_runs
 from rules.activity.shell_verbs_pack import Verbs as Verbs  # where callers look
 from rules.activity.shell_verbs_pack import load_verbs as load_verbs  # where callers look
-from rules.activity.shell_words import EXPANDED, has_short, operands, shell_script
+from rules.activity.shell_words import (
+    EXPANDED,
+    has_short,
+    operands,
+    shell_script,
+    without_prefixes,
+)
 from rules.activity.storable import placeable
 from rules.activity.system_paths import appended_file_was_there, system_folder
 
@@ -139,12 +145,7 @@ class _Run:
 
     def command(self, argv: list[str], depth: int, literal: frozenset[str] = frozenset()) -> None:
         v = self.verbs
-        while argv and (
-            argv[0] in v.prefixes
-            or argv[0] in v.keywords
-            or ("=" in argv[0] and not argv[0].startswith(("=", "-")))
-        ):
-            argv = argv[1:]  # sudo, env, FOO=bar, then/do …
+        argv = without_prefixes(argv, v.prefixes, v.keywords)  # sudo -u x, env, FOO=bar, then …
         if not argv:
             return
         verb = posixpath.basename(argv[0])

@@ -4,6 +4,8 @@ from ``-c``."""
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+
 EXPANDED = "$expanded"  # key in the option values: some operand held $VAR / $(…) / `…`
 
 
@@ -51,3 +53,40 @@ def shell_script(argv: list[str]) -> str | None:
         if arg.startswith("-") and arg.endswith("c") and arg[1:].isalpha():
             return argv[i + 1]  # -c, -lc, -ic; not --rcfile (a second "-" is not a letter)
     return None
+
+
+# a prefix's options that take a value, skipped with it (`sudo -u postgres createdb x`)
+_PREFIX_VALUES: dict[str, frozenset[str]] = {
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-U", "-r", "-t"}),
+    "doas": frozenset({"-u", "-C"}),
+    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
+    "nice": frozenset({"-n"}),
+    "time": frozenset({"-f", "-o"}),
+    "exec": frozenset({"-a"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+}
+
+
+def without_prefixes(
+    argv: Sequence[str], prefixes: Collection[str], keywords: Collection[str]
+) -> list[str]:
+    """``argv`` from the program it runs: its prefixes (``sudo``, ``env``, ``nohup`` …) with
+    their options (``sudo -u postgres``, ``nice -n 5``), compound keywords (``then``, ``do``)
+    and assignments (``FOO=bar``) skipped."""
+    words = list(argv)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word in keywords or ("=" in word and not word.startswith(("=", "-"))):
+            i += 1
+            continue
+        if word not in prefixes:
+            break
+        takes = _PREFIX_VALUES.get(word, frozenset())
+        i += 1
+        while i < len(words) and words[i].startswith("-") and words[i] != "-":
+            if words[i] == "--":
+                i += 1
+                break
+            i += 2 if words[i] in takes else 1
+    return words[i:]

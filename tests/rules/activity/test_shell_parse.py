@@ -95,6 +95,10 @@ CASES = [
     ("test -d out &&\n  rm -rf out", "/w", [(D, DIR, "/w/out")], "/w"),
     ("bash -c 'cd /a && rm -r old'", "/w", [(D, DIR, "/a/old")], "/w"),
     ("sudo FOO=1 mkdir /opt/app", "/w", [(C, DIR, "/opt/app")], "/w"),
+    # a prefix's options, and their values, are no program (`-u` was read as the command)
+    ("sudo -u www-data mkdir /srv/cache", "/w", [(C, DIR, "/srv/cache")], "/w"),
+    ("sudo -E -- touch /etc/app.conf", "/w", [(C, F, "/etc/app.conf")], "/w"),
+    ("nice -n 10 env -i A=1 mkdir out", "/w", [(C, DIR, "/w/out")], "/w"),
     ("for f in *.py; do cp $f backup/; done", "/w", [], "/w"),
     ("cp a.py b.py $DEST", "/w", [], "/w"),
     ('cd "$(dirname "$0")" && touch z', "/w", [(C, F, "z")], None),

@@ -164,12 +164,25 @@ _ALL_CRON = ("cron_job", "*", "delete")  # every cron job known ends
         ("crontab -l", set()),
         ("crontab -u r -l", set()),  # a user named r lists
         ("crontab -e", set()),
+        ("sudo crontab -u www-data -r", {_ALL_CRON}),
     ],
 )
 def test_a_crontab_removed_or_replaced_ends_every_cron_job(
     command: str, want: set[tuple[str, str, str]]
 ) -> None:
     assert _made(command) == want
+
+
+def test_postgres_role_programs_behind_sudo_and_an_exposed_service() -> None:
+    """`sudo -u postgres createdb shop` made nothing: the prefix's option was read as the
+    program; PostgreSQL's `createuser` and `dropuser` were not read at all."""
+    assert _made("sudo -u postgres createdb shop") == {("database", "shop", "create")}
+    assert _made("sudo -u postgres createuser --no-superuser -c 5 reporter") == {
+        ("user", "reporter", "create")
+    }
+    assert _made("dropuser -U admin reporter") == {("user", "reporter", "delete")}
+    exposed = _made("kubectl expose deployment hello --port 80", "service/hello exposed")
+    assert exposed == {("service", "hello", "create")}
 
 
 def test_tmux_kill_server_and_a_merge_deleting_its_branch() -> None:
