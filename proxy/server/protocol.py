@@ -22,9 +22,11 @@ import logging
 from collections import deque
 from typing import Any, ClassVar
 
+import orjson
 import uvicorn
 
 from proxy.networks import network_of, within
+from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
 from proxy.server.head_hold import HeadHold
 from proxy.server.paced_reading import MAX_PIPELINED, PacedHttpTools
@@ -57,8 +59,31 @@ NO_WEBSOCKETS = (
     + b"\r\nconnection: close\r\n\r\n"
     + WS_MESSAGE
 )
-TOO_LARGE = _refusal(431, "Request Header Fields Too Large", "Request headers too large.")
+TOO_LARGE_MESSAGE = "Request headers too large (over server.max_header_bytes)."
+
+
+def too_large(path: bytes) -> bytes:
+    """The 431 in the shape the path's clients read (their SDKs show its message): Gemini's on
+    /v1beta/, Anthropic's on /v1/messages, else OpenAI's; text/plain where no path was read."""
+    if not path.startswith(b"/"):
+        return _refusal(431, "Request Header Fields Too Large", TOO_LARGE_MESSAGE)
+    if path.startswith(b"/v1beta/"):
+        body = gemini_error(431, TOO_LARGE_MESSAGE)
+    elif path.startswith(b"/v1/messages"):
+        body = anthropic_error(431, TOO_LARGE_MESSAGE)
+    else:
+        error = {"message": TOO_LARGE_MESSAGE, "type": "invalid_request_error", "param": None,
+                 "code": "headers_too_large"}  # fmt: skip
+        body = orjson.dumps({"error": error})
+    head = (
+        "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
 BUSY_ADDRESS = _refusal(503, "Service Unavailable", "Too many connections from this address.")
+_PATH_KEPT = 64  # bytes of the path kept: enough to tell the protocol
 REFUSED_LINGER_S = 1.0  # a refused connection is closed this long after its answer at the latest
 
 
@@ -86,6 +111,7 @@ class HeaderLimitedHttpTools(PacedHttpTools):
         self._header_bytes = 0
         self._request_begun = False
         self._too_large = False
+        self._path = bytearray()  # the request's path as read, to answer in its protocol
         # the requests of this connection not answered yet (more than one only when pipelined)
         # the requests not yet answered, in order (a pipelined one behind the one answered)
         self._signals: deque[tuple[Any, DisconnectSignal]] = deque()
@@ -177,10 +203,13 @@ class HeaderLimitedHttpTools(PacedHttpTools):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._header_bytes, self._request_begun = 0, True
+        self._path.clear()
         if self._header_timer is None:  # a kept-alive connection's next request
             self._arm_header_timer()
 
     def on_url(self, url: bytes) -> None:
+        if len(self._path) < _PATH_KEPT:
+            self._path += url[: _PATH_KEPT - len(self._path)]
         self._count(len(url))
         super().on_url(url)
 
@@ -224,7 +253,10 @@ class HeaderLimitedHttpTools(PacedHttpTools):
             super().send_400_response(msg)
             return
         self._disarm_header_timer()
-        self.transport.write(TOO_LARGE)
+        path = bytes(self._path)
+        log.warning("431: request headers over %d bytes (%s)", self.max_header_bytes,
+                    path[:80].decode("latin-1").split("?")[0] or "no path")  # fmt: skip
+        self.transport.write(too_large(path))
         self.transport.close()
 
     def _count(self, n: int) -> None:

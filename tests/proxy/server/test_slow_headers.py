@@ -179,6 +179,41 @@ def test_headers_over_the_limit_get_431(fake_upstream: FakeUpstream, tmp_path: P
         stop(server)
 
 
+def test_the_431_comes_in_the_clients_own_protocol(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """An SDK shows the error body's message: a text/plain 431 read as "Request headers too
+    large." only by chance, and Gemini's clients look for its {"error": {code, status}}."""
+    import anthropic
+    import openai
+
+    settings = proxy_settings(fake_upstream.base_url, server={"max_header_bytes": 4096})
+    server, url = serve_like_cli(settings, str(tmp_path / "db"))
+    big = {"X-Big": "a" * 5000}
+    try:
+        chat = OpenAI(base_url=f"{url}/v1", api_key="k", default_headers=big, max_retries=0)
+        with pytest.raises(openai.APIStatusError) as got:
+            chat.chat.completions.create(
+                model="gpt-4o", messages=[{"role": "user", "content": "x"}]
+            )
+        assert got.value.status_code == 431
+        assert got.value.body["code"] == "headers_too_large"  # type: ignore[index]
+        claude = anthropic.Anthropic(base_url=url, api_key="k", default_headers=big, max_retries=0)
+        with pytest.raises(anthropic.APIStatusError) as refused:
+            claude.messages.create(
+                model="claude-x", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+            )
+        assert refused.value.status_code == 431
+        assert refused.value.body["error"]["message"].startswith("Request headers too large")  # type: ignore[index]
+        answer = httpx.post(
+            f"{url}/v1beta/models/gemini-2.5-flash:generateContent", json={}, headers=big
+        )
+        assert answer.status_code == 431
+        assert answer.json()["error"]["code"] == 431 and answer.json()["error"]["status"]
+    finally:
+        stop(server)
+
+
 def test_idle_connections_end(fake_upstream: FakeUpstream, tmp_path: Path) -> None:
     settings = proxy_settings(
         fake_upstream.base_url, server={"header_timeout_s": 0.5, "keep_alive_s": 0.5}
