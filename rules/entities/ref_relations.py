@@ -149,4 +149,27 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
         for c in cands[1:]
         if c.get("call_id") == top.get("call_id") and c.get("first_seen") == top.get("first_seen")
     ]
+    if mention.kind == "pronoun_op" and not ties:  # "delete it": anything that call made
+        ties = _made_beside(top, events, mention)
     return cands, ties, True
+
+
+def _made_beside(top: Event, events: Sequence[Event], mention: Mention) -> list[Event]:
+    """What the call that made ``top`` also made of a kind the pronoun's verb does not take
+    (`git checkout -b feat/x && mkdir src/x`, then "delete it": the branch as much as the
+    folder), of the kinds a mention with no noun may mean; still existing."""
+    if top.get("action") not in MAKING:
+        return []
+    beside = [
+        e
+        for e in entity_cache.query(events)
+        if e.get("call_id") == top.get("call_id")
+        and e.get("first_seen") == top.get("first_seen")
+        and e.get("action") in MAKING
+        and e.get("type") not in mention.kinds
+        and e.get("type") not in mention.needs_noun
+    ]
+    if not beside:
+        return []
+    alive = entity_cache.known_types(events)
+    return [e for e in beside if e["path"] in alive]
