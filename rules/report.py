@@ -92,7 +92,7 @@ class Reference(TypedDict, total=False):
     entity: EntityRef | None  # None: abstained
     call_id: str | None  # the call that made the entity
     abstained: str  # ambiguous | low_confidence | no_candidate | kind_mismatch | newer_unnamed
-    # | forgotten | ruled_out | too_recent
+    # | forgotten | ruled_out | too_recent | order_unread
     candidates: list[str]  # with an abstention: paths that fit (up to 5)
     resolved_by: str  # resolver_model: an abstention settled by its pick
     pointer: Pointer  # a resolved reference: description, id, source session, confidence

@@ -200,9 +200,33 @@ def _rows(pack: EntityPack, table: str, output: str, by: str) -> Iterator[Made]:
                    (("in", f"table:{table}"),), by)  # fmt: skip
 
 
+# a line a SQL client printed for a statement that failed (psql's `ERROR:  relation "orders"
+# already exists`, sqlite3's `Parse error near line 1: …`, mysql's `ERROR 1050 (42S01) …`); psql
+# without ON_ERROR_STOP exits 0 all the same
+_SQL_ERROR = re.compile(r"^[ \t]{0,8}(?:ERROR|Error|Parse error|FATAL)\b[^\n]{0,500}", re.MULTILINE)
+_MAX_SQL_ERRORS = 50
+
+
+def _refused(ident: str, errors: list[str]) -> bool:
+    """Whether an error line names ``ident`` as a whole word (`"orders"`, `'orders'`, orders)."""
+    name = ident.lower()
+    for line in errors:
+        at = line.find(name)
+        while at >= 0:
+            before = line[at - 1] if at else " "
+            after = line[at + len(name)] if at + len(name) < len(line) else " "
+            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
+                return True
+            at = line.find(name, at + 1)
+    return False
+
+
 def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) -> Iterator[Made]:
     rel = (("created_by", source),) if source else ()
+    errors = [m.group(0).lower() for m in _SQL_ERROR.finditer(output[:MAX_SCAN])]
     for kind, action, ident, g in _statements(pack, text):
+        if errors and _refused(ident, errors[:_MAX_SQL_ERRORS]):
+            continue  # its statement failed: made nothing, ended nothing
         if kind == "row" and action == "create":
             yield from _rows(pack, str(g.get("table", "")).lower(), output, by)
         elif kind == "row":

@@ -29,6 +29,7 @@ from rules.activity.storable import stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import forgotten, ref_memo, unknown_made
+from rules.entities.order_unread import order_unread
 from rules.entities.ref_detect import (
     Mention,
     Prepared,
@@ -387,7 +388,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         for m in mentions
     ]
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
-    refs = [too_recent(ruled_out(r, text), text, m) for r, m in zip(refs, mentions, strict=True)]
+    # "… the one before the last": an order word not read as the mention's place
+    refs = [
+        order_unread(too_recent(ruled_out(r, text), text, m), text, m)
+        for r, m in zip(refs, mentions, strict=True)
+    ]
     picks = ctx.hints.get("resolver") or {}
     if picks:
         pools = [own, *ancestors]

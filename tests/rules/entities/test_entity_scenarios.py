@@ -20,7 +20,8 @@ created"; probes_q.yaml: "the image you built", a container image or a picture f
 as makings, "second to last" written out, an order word right after the noun; probes_r.yaml:
 "the server" never a worker started after it, a background job's port on its command line, a
 third person's thing, a quotation within a line, ends of every one of a kind, a branch a merge
-deleted, "the first branch" once one was forgotten) over
+deleted, "the first branch" once one was forgotten, an order word a language's patterns do not
+read, a SQL statement that failed with exit code 0) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
