@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from proxy.errors import (
+    BadRequest,
     ModelNotFound,
     ProxyError,
     Unauthorized,
@@ -42,6 +43,7 @@ from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from proxy.upstream.url_model import safe_in_url
 from rules.redact import redact_text
 
 log = logging.getLogger("ctxproxy.litellm")
@@ -166,6 +168,14 @@ def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
         log.error("upstream %s: litellm knows no provider %r", upstream.name, provider)
         raise UpstreamMisconfigured(
             f"Upstream {upstream.name} is misconfigured: its provider is not one litellm knows."
+        )
+    if not safe_in_url(provider, model):
+        shown = model if len(model) <= _MAX_SHOWN_MODEL else model[: _MAX_SHOWN_MODEL - 1] + "…"
+        log.warning("upstream %s: model name refused: %r", upstream.name, shown)
+        raise BadRequest(
+            f"The model '{shown}' is not a model name {provider} takes: letters, digits and "
+            "'.', '_', '-' (and '/', ':', '@', '+' where the provider's names hold them).",
+            param="model",
         )
     if not model_uses_provider(provider, model):
         shown = model if len(model) <= _MAX_SHOWN_MODEL else model[: _MAX_SHOWN_MODEL - 1] + "…"
