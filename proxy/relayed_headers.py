@@ -51,6 +51,33 @@ ACCOUNT_HEADERS = frozenset(
 )
 
 
+# With the server's key, only what steers the request within the provider's own API goes: its
+# version and betas, the SDK's and the agent's descriptive headers, tracing. A gateway in front
+# of the provider reads its own credential, virtual key, config, cache key and routing headers
+# (`cf-aig-*`, `x-portkey-*`, `helicone-*`, `x-litellm-api-key`, `x-envoy-*`): a tenant setting
+# those beside the gateway's key chose its account, target or a cache entry other tenants read.
+_WITH_SERVER_KEY = frozenset(
+    {
+        "anthropic-version",
+        "anthropic-beta",
+        "anthropic-dangerous-direct-browser-access",
+        "accept",
+        "content-type",
+        "user-agent",
+        "x-app",
+        "x-claude-code-session-id",
+        "traceparent",
+        "tracestate",
+    }
+)
+_WITH_SERVER_KEY_PREFIXES = ("x-stainless-",)
+
+
+def sent_with_server_key(name: str) -> bool:
+    """Whether a client's header (name lower-cased) goes beside the server's key."""
+    return name in _WITH_SERVER_KEY or name.startswith(_WITH_SERVER_KEY_PREFIXES)
+
+
 def relayed_headers(client_headers: Mapping[str, str]) -> Iterator[tuple[str, str]]:
     """(name, value) of each client header the relay sends (names lower-cased), before the
     upstream's own rules (a server key replaces the client's credential headers)."""

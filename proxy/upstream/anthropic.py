@@ -18,9 +18,8 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode
 
 from proxy.errors import UpstreamKeyMissing
-from proxy.principals import CREDENTIAL_HEADERS
 from proxy.providers import litellm_ready
-from proxy.relayed_headers import ACCOUNT_HEADERS, relayed_headers
+from proxy.relayed_headers import relayed_headers, sent_with_server_key
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.openai import UpstreamClient
@@ -82,8 +81,8 @@ def anthropic_headers(
     server_key = bool(upstream.api_key_env)
     headers = {"content-type": "application/json"}
     for name, value in relayed_headers(client_headers):
-        if server_key and (name in CREDENTIAL_HEADERS or name in ACCOUNT_HEADERS):
-            continue  # any the proxy may have read a key from; the client's account
+        if server_key and not sent_with_server_key(name):
+            continue  # a key, an account, a gateway's credential, cache key or route
         if not value.isascii():  # read as Latin-1, sent as UTF-8: the client's bytes again
             try:
                 value = value.encode("latin-1").decode("utf-8")

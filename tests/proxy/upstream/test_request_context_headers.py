@@ -75,3 +75,41 @@ def test_a_non_ascii_value_goes_as_the_client_sent_it() -> None:
     assert headers["anthropic-beta"].encode() == "é-beta".encode()
     bad = b"\xff\xfe".decode("latin-1")
     assert "x-odd" not in anthropic_headers(upstream("anthropic"), {"x-odd": bad}, "k")
+
+
+def test_with_the_servers_key_the_messages_relay_sends_only_the_apis_own_headers() -> None:
+    """A gateway in front of Anthropic reads its own credential, config, cache key and routing
+    headers: beside the gateway's key, a tenant's chose its account, target or a cache entry
+    other tenants read (found relayed: cf-aig-authorization, cf-aig-cache-key, x-portkey-*,
+    helicone-auth, x-litellm-api-key, anthropic-workspace-id, x-envoy-*, idempotency-key)."""
+    served = UpstreamSettings(name="u", kind="anthropic", match=["*"], api_key_env="K")
+    claude_code = {
+        "anthropic-version": "2023-06-01",
+        "anthropic-beta": "interleaved-thinking-2025-05-14",
+        "anthropic-dangerous-direct-browser-access": "true",
+        "user-agent": "claude-cli/2.1.330 (external, cli)",
+        "x-app": "cli",
+        "x-claude-code-session-id": "5f1c",
+        "x-stainless-retry-count": "0",
+        **CONTEXT,
+    }
+    gateway = {
+        "cf-aig-authorization": "Bearer other",
+        "cf-aig-cache-key": "shared",
+        "x-portkey-api-key": "pk",
+        "x-portkey-config": '{"target": "x"}',
+        "helicone-auth": "Bearer h",
+        "x-litellm-api-key": "sk-l",
+        "x-amz-security-token": "t",
+        "anthropic-workspace-id": "wrk_other",
+        "x-envoy-original-path": "/admin",
+    }
+    headers = anthropic_headers(served, {**claude_code, **gateway}, "server-key")
+    assert headers["x-api-key"] == "server-key"
+    assert not set(gateway) & set(headers)
+    assert "idempotency-key" not in headers  # one tenant's would meet another's on one account
+    kept = {k: v for k, v in claude_code.items() if k != "idempotency-key"}
+    assert {k: headers.get(k) for k in kept} == kept
+    # the client's own key: what it sends goes, as before
+    own = anthropic_headers(upstream("anthropic"), {**claude_code, **gateway}, "client-key")
+    assert own["cf-aig-cache-key"] == "shared"
