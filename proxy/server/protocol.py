@@ -29,6 +29,7 @@ from proxy.networks import network_of, within
 from proxy.protocols.errors import anthropic_error, gemini_error
 from proxy.server.disconnect_watch import SIGNAL_KEY, DisconnectSignal
 from proxy.server.head_hold import HeadHold
+from proxy.server.interpreter_share import share_the_interpreter
 from proxy.server.paced_reading import MAX_PIPELINED, PacedHttpTools
 from proxy.settings import ServerSettings
 
@@ -304,7 +305,9 @@ def server_config(
     app: Any, settings: ServerSettings, host: str, port: int, **overrides: Any
 ) -> uvicorn.Config:
     """uvicorn's config for ``ctxproxy serve``: bounded headers and connections, proxy headers
-    believed only from ``server.trusted_proxies``."""
+    believed only from ``server.trusted_proxies``; the process's threads hand the interpreter to
+    the event loop within 0.5 ms (``interpreter_share``)."""
+    share_the_interpreter()
     options: dict[str, Any] = {
         "host": host,
         "port": port,
