@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from rules.activity.observations import classify
+from rules.activity.run_class import only_shows
 from rules.base import Context, Message, RuleConfig, RuleResult, frozen
 from rules.encoding.mojibake import Fix, fix_text
 from rules.messages import call_arguments_text, call_name, shared_prefix
@@ -72,7 +73,8 @@ class _CallsBefore:
 
     def answers_a_read(self, index: int) -> bool:
         """Whether the tool message at ``index`` answers a call that read a file (a read tool,
-        an editor's view, ``cat``/``sed -n`` of one file)."""
+        an editor's view, ``cat``/``sed -n`` of one file) or a command that only shows what
+        files hold (``grep``, ``git diff``, ``cat`` of several: ``run_class.only_shows``)."""
         for m in self.messages[self.read_to : index]:
             calls = m.get("tool_calls") if m.get("role") == "assistant" else None
             for call in calls if isinstance(calls, list) else ():
@@ -81,9 +83,11 @@ class _CallsBefore:
         self.read_to = max(self.read_to, index)
         tid = self.messages[index].get("tool_call_id")
         call = self.by_id.get(tid) if isinstance(tid, str) else None
-        return (
-            call is not None and classify(call_name(call), call_arguments_text(call)).kind == "read"
-        )
+        if call is None:
+            return False
+        action = classify(call_name(call), call_arguments_text(call))
+        # a command that only shows what files hold (`grep -rn Ã data/`, `git diff`, `cat a b`)
+        return action.kind == "read" or (bool(action.command) and only_shows(action.command))
 
 
 def apply(ctx: Context, cfg: Config) -> RuleResult:

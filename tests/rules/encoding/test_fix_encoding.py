@@ -138,6 +138,19 @@ def test_a_file_read_is_left_as_the_file_holds_it(read: dict) -> None:
     assert [r["index"] for r in res.report["repairs"]] == [4]
 
 
+@pytest.mark.parametrize(
+    "command",
+    ["grep -rn 'Ã' fixtures/", "git diff", "cat fixtures/a.txt fixtures/b.txt", "rg café src"],
+)
+def test_what_only_shows_files_is_left_as_the_files_hold_it(command: str) -> None:
+    """A grep for `Ã` whose every hit showed none, a diff showing text the file does not hold:
+    the agent could no longer see, nor match, the bytes in the file."""
+    held = garble("café über naïve", "cp1252")
+    messages = [user("find the mojibake"), assistant(None, shell("s1", command)),
+                result("s1", f"fixtures/m.txt:1:{held}")]  # fmt: skip
+    assert fix_encoding.apply(ctx(messages), fix_encoding.Config()).messages is messages
+
+
 def test_a_call_reused_id_is_its_nearest_and_the_look_up_is_linear() -> None:
     """Which call a result answers is the nearest one before it of its id (some agents reuse
     ids), and finding it is one pass: a search back from each result with something to fix was
@@ -239,7 +252,7 @@ def test_a_resent_clean_prefix_is_not_looked_at_again_and_new_mojibake_is_fixed(
     skipped; a broken result among the new ones, or in place of an earlier one, is fixed, and
     other options look at every message again."""
     broken = garble("Größe: 5 MB – fertig", "cp1252")
-    clean = [user("hi"), assistant(None, shell("c1", "ls")), result("c1", "a.py\nbé.py")]
+    clean = [user("hi"), assistant(None, shell("c1", "make sizes")), result("c1", "a.py\nbé.py")]
     kept: dict = {}
     first = fix_encoding.apply(ctx(clean, memo=kept), fix_encoding.Config())
     assert first.messages is clean
