@@ -30,7 +30,7 @@ from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint, gemin
 from proxy.server.handler import ProtocolHandler
 from proxy.server.model_lists import models
 from proxy.server.services import Services
-from proxy.server.websocket import refuse_websocket
+from proxy.server.websocket import WS_MESSAGE, refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
 from proxy.startup import unreachable_upstreams, unset_key_variables
@@ -77,6 +77,13 @@ class ProxyApp(Starlette):
                 if scope["method"] == "POST":
                     scope["app"] = self
                     await self.state.handlers[endpoint](scope, receive, send)
+                    return
+                if _stripped_handshake(scope):
+                    # a websocket handshake whose Upgrade a front (nginx) dropped: the 426 the
+                    # server answers an upgrade with, on which Codex falls back to HTTPS at once
+                    # (to a 405 it retried for 6 s)
+                    upgrade = Response(WS_MESSAGE, 426, {"connection": "close"}, "application/json")
+                    await upgrade(scope, receive, _with_request_headers(scope, send))
                     return
                 message = f"{_clip(scope['method'])} is not allowed on {_clip(path)}."
                 answer = error_response(
@@ -129,6 +136,13 @@ def _with_request_headers(scope: Scope, send: Send) -> Send:
         await send(message)
 
     return wrapped
+
+
+def _stripped_handshake(scope: Scope) -> bool:
+    """A ``GET`` carrying a websocket handshake's key (its ``Upgrade`` dropped on the way)."""
+    return scope["method"] == "GET" and any(
+        name == b"sec-websocket-key" for name, _ in scope.get("headers") or ()
+    )
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
