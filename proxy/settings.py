@@ -24,7 +24,7 @@ from proxy.pricing import PricingEntry
 from proxy.serving_settings import LimitSettings as LimitSettings  # re-exported
 from proxy.serving_settings import ServerSettings as ServerSettings  # re-exported
 from proxy.settings_env import EnvSettingsError, env_base_urls
-from proxy.settings_problems import did_you_mean, format_errors, order_problems
+from proxy.settings_problems import did_you_mean, format_errors, given, order_problems
 from proxy.strict_model import Strict as _Strict
 from proxy.upstream_settings import UpstreamSettings, env_name
 from proxy.workspace_settings import WorkspaceSettings
@@ -243,7 +243,10 @@ class Settings(_Strict):
             try:
                 module = load_rule(entry.name)
             except KeyError:
-                problems.append(f"rules[{i}].name: unknown rule {entry.name!r}")
+                problems.append(
+                    f"rules[{i}].name: unknown rule {entry.name!r}"
+                    + did_you_mean(entry.name, default_rule_names())
+                )
                 continue
             options = dict(entry.model_extra or {})
             if entry.name == "track_entities" and self.memory.restore_history:
@@ -253,7 +256,7 @@ class Settings(_Strict):
             except ValidationError as exc:
                 for err in exc.errors():
                     loc = ".".join(str(p) for p in err["loc"])
-                    said = f"rules[{i}].{loc}: {err['msg']}"
+                    said = f"rules[{i}].{loc}: {err['msg']}{given(err)}"
                     if err["type"] == "extra_forbidden":
                         said += did_you_mean(err["loc"][-1], module.Config.model_fields)
                     problems.append(said)

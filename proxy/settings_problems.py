@@ -1,16 +1,20 @@
-"""What a configuration's problems say: each with its path, a typo with the key it likely meant,
-and rules listed twice or out of their order."""
+"""What a configuration's problems say: each with its path and the value it was given, a typo
+with the key or rule it likely meant, and rules listed twice or out of their order."""
 
 from __future__ import annotations
 
 import difflib
 import functools
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from rules.redact import holds_secret
 from rules.registry import default_rule_names
+
+_SECRET_PLACES = ("key", "env", "token", "secret", "password", "principal", "auth", "header")
 
 
 def did_you_mean(name: object, candidates: Iterable[str]) -> str:
@@ -19,13 +23,27 @@ def did_you_mean(name: object, candidates: Iterable[str]) -> str:
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
+def given(err: Any) -> str:
+    """`` (given: '87a87')``: the value a key was given, where it is one (not a section) and
+    cannot be a secret (a key pasted for a variable's name is never shown: no key's, env's,
+    token's or principal's value, nor one shaped as a secret)."""
+    value = err.get("input") if isinstance(err, Mapping) else None
+    if err.get("type") == "extra_forbidden" or not isinstance(value, (str, int, float)):
+        return ""
+    where = " ".join(str(p) for p in err.get("loc") or ()).lower()
+    if any(word in where for word in _SECRET_PLACES) or holds_secret(str(value)):
+        return ""
+    shown = repr(value)
+    return f" (given: {shown if len(shown) <= 60 else shown[:59] + '…'})"
+
+
 def format_errors(exc: ValidationError, model: type[BaseModel]) -> str:
     """``exc``'s errors as ``invalid configuration:`` lines, an unknown key of ``model``'s with
     the one it likely meant (``upstreams[0].apikey_env``: ``api_key_env``)."""
     lines = []
     for err in exc.errors():
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
-        message = f"{loc}: {err['msg']}"
+        message = f"{loc}: {err['msg']}{given(err)}"
         if err["type"] == "extra_forbidden" and err["loc"] and isinstance(err["loc"][-1], str):
             message += did_you_mean(err["loc"][-1], known_keys(model))
         lines.append(message)

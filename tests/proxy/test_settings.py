@@ -127,3 +127,21 @@ def test_a_workspace_root_for_no_upstream_is_refused() -> None:
     settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openai": "/w"}}})
     with pytest.raises(SettingsError, match=r"workspace\.roots\.openia: names no upstream"):
         settings_from_mapping({"upstreams": upstreams, "workspace": {"roots": {"openia": "/w"}}})
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ({"server": {"port": "87a87"}}, "server.port: Input should be a valid integer"),
+        ({"upstreams": [{"name": "x", "kind": "antropic"}]}, "(given: 'antropic')"),
+        ({"rules": [{"name": "break_loop"}]}, "unknown rule 'break_loop' (did you mean"),
+    ],
+)
+def test_a_problem_says_the_value_given_and_the_name_meant(data: dict, said: str) -> None:
+    """`server.port: Input should be a valid integer` left the user to find what they wrote
+    in a 400-line file; an unknown rule's name got no "did you mean"."""
+    with pytest.raises(SettingsError) as problem:
+        settings_from_mapping(data).configured_rules()
+    assert said in str(problem.value)
+    if "port" in data.get("server", {}):
+        assert "(given: '87a87')" in str(problem.value)
