@@ -42,7 +42,7 @@ def _anthropic_body(blocks: list[Any]) -> dict[str, Any]:
         "messages": [
             {"role": "user", "content": "read"},
             {"role": "assistant", "content": [
-                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]},
+                {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "go"}}]},
             {"role": "user", "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_1", "content": blocks}]},
         ],
