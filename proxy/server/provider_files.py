@@ -36,6 +36,7 @@ provider keeps (``named_audio``). A tool's own arguments
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,19 +53,40 @@ _ITEM_MARKS = (b"item_reference", b"reasoning", b"\\u")
 _AUDIO_MARKS = (b'"audio"', b"\\u")
 
 
-def may_name_files(raw: bytes | None) -> bool:
-    """Whether a body read from ``raw`` may name a file or a vector store (None: unknown)."""
-    return raw is None or any(mark in raw for mark in _MARKS)
+ALL_MARKS = frozenset((*_MARKS, *_ITEM_MARKS, *_AUDIO_MARKS))
+_WINDOW = 1 << 20  # bytes of a large body scanned between two turns of the event loop
+_OVERLAP = max(len(m) for m in ALL_MARKS) - 1
 
 
-def may_name_items(raw: bytes | None) -> bool:
-    """Whether a Responses body read from ``raw`` may hold an ``item_reference``."""
-    return raw is None or any(mark in raw for mark in _ITEM_MARKS)
+async def marks_in(raw: bytes | None) -> frozenset[bytes] | None:
+    """Which marks ``raw`` holds (None: unknown), a MiB at a time with a turn of the event
+    loop between: 31 MiB scanned for each mark in one go held the loop half a second."""
+    if raw is None:
+        return None
+    if len(raw) <= _WINDOW:
+        return frozenset(m for m in ALL_MARKS if m in raw)
+    found: set[bytes] = set()
+    view = memoryview(raw)
+    for start in range(0, len(raw), _WINDOW):
+        window = bytes(view[max(0, start - _OVERLAP) : start + _WINDOW])
+        found.update(m for m in ALL_MARKS - found if m in window)
+        await asyncio.sleep(0)
+    return frozenset(found)
 
 
-def may_name_audio(raw: bytes | None) -> bool:
-    """Whether a chat body read from ``raw`` may name an earlier audio answer."""
-    return raw is None or any(mark in raw for mark in _AUDIO_MARKS)
+def may_name_files(marks: frozenset[bytes] | None) -> bool:
+    """Whether a body holding ``marks`` may name a file or a vector store (None: unknown)."""
+    return marks is None or any(mark in marks for mark in _MARKS)
+
+
+def may_name_items(marks: frozenset[bytes] | None) -> bool:
+    """Whether a Responses body holding ``marks`` may hold an ``item_reference``."""
+    return marks is None or any(mark in marks for mark in _ITEM_MARKS)
+
+
+def may_name_audio(marks: frozenset[bytes] | None) -> bool:
+    """Whether a chat body holding ``marks`` may name an earlier audio answer."""
+    return marks is None or any(mark in marks for mark in _AUDIO_MARKS)
 
 
 def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:

@@ -40,6 +40,7 @@ from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
 from proxy.server.answer_ids import AUDIO, CONTAINER, FILE, ITEM, EventData, answer_ids
 from proxy.server.provider_files import (
+    marks_in,
     may_name_audio,
     may_name_files,
     may_name_items,
@@ -167,11 +168,12 @@ async def require_own(
                 param=param,
                 code="container_not_found",
             )
-    if may_name_files(raw):
+    marks = await marks_in(raw)
+    if may_name_files(marks):
         await _require_own_files(ids, principal, protocol, body)
-    if items and protocol == "responses" and may_name_items(raw):
+    if items and protocol == "responses" and may_name_items(marks):
         await _require_known(ids, principal, named_items(body), ITEM, "Item with id", "item")
-    if protocol == "chat" and may_name_audio(raw):
+    if protocol == "chat" and may_name_audio(marks):
         await _require_known(ids, principal, named_audio(body), AUDIO, "Audio", "audio")
     if protocol == "gemini" and (
         body.get("cachedContent") is not None or body.get("cached_content") is not None
