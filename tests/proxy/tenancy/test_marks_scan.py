@@ -4,9 +4,8 @@ across two windows is still found."""
 
 from __future__ import annotations
 
-import asyncio
-
 from proxy.server.provider_files import marks_in, may_name_files, may_name_items
+from tests.support.loop_turns import counted_turns
 
 
 async def test_a_mark_across_a_window_edge_is_found() -> None:
@@ -19,20 +18,7 @@ async def test_a_mark_across_a_window_edge_is_found() -> None:
 
 
 async def test_a_large_body_lets_the_loop_turn_while_it_is_scanned() -> None:
-    turns = 0
-    done = False
-
-    async def ticker() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.create_task(ticker())
-    await asyncio.sleep(0)
-    before = turns
-    found = await marks_in(b"x" * (32 << 20))
-    done = True
-    await task
+    async with counted_turns() as turns:
+        found = await marks_in(b"x" * (32 << 20))
     assert found == frozenset()
-    assert turns - before >= 16  # the loop served others between the windows
+    assert turns.count >= 16  # the loop served others between the windows

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
 from proxy.upstream.transport import YIELD_BYTES, raw_chunks, read_bounded
+from tests.support.loop_turns import counted_turns
 
 PIECE = 64 * 1024
 TOTAL = 8 * 1024 * 1024
@@ -27,26 +28,13 @@ class _Response:
 
 
 async def test_the_reader_lets_the_loop_go_while_data_is_at_hand() -> None:
-    turns = 0
-    done = False
-
-    async def ticker() -> None:
-        nonlocal turns
-        while not done:
-            turns += 1
-            await asyncio.sleep(0)
-
-    task = asyncio.ensure_future(ticker())
-    await asyncio.sleep(0)
-    started = turns
     got = 0
     response: Any = _Response()
-    async for chunk in raw_chunks(response, "up"):
-        got += len(chunk)
-    done = True
-    await task
+    async with counted_turns() as turns:
+        async for chunk in raw_chunks(response, "up"):
+            got += len(chunk)
     assert got == TOTAL
-    assert turns - started >= TOTAL // YIELD_BYTES - 1
+    assert turns.count >= TOTAL // YIELD_BYTES - 1
 
 
 class _Decoding:
