@@ -15,6 +15,7 @@ import re
 from typing import Protocol
 
 from rules.entities.ruled_out import abstention
+from rules.entities.too_recent import Span
 from rules.report import Reference
 
 _WINDOW_BEFORE = 16  # characters before the mention read ("倒数第二个你创建的", "처음에 만든")
@@ -33,23 +34,14 @@ _ORDER = re.compile(
 )
 
 
-class Placed(Protocol):
-    """A mention's place in the text and whether it was read with a place of its own."""
-
-    @property
-    def start(self) -> int: ...
-
-    @property
-    def end(self) -> int: ...
+class Placed(Span, Protocol):
+    """A mention's place in the text, and whether it was read with a place of its own."""
 
     @property
     def ordinal(self) -> int | None: ...
 
     @property
     def anchor(self) -> object | None: ...
-
-    @property
-    def recency(self) -> bool: ...
 
 
 def order_unread(ref: Reference, text: str, mention: Placed) -> Reference:
