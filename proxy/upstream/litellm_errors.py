@@ -113,9 +113,21 @@ def _provider_status(exc: BaseException) -> int | None:
     return found if isinstance(found, int) and 400 <= found < 600 else None
 
 
+# litellm's words for a 2xx answer whose JSON is not of the provider's shape (a 422 it raises)
+_NOT_CONVERTED = "Error converting to valid response"
+
+
 def _unreadable(exc: BaseException) -> bool:
-    """Whether the failure is an answer that was no JSON (an HTML page, a body cut short)."""
-    return any(isinstance(e, json.JSONDecodeError) for e in _chain(exc))
+    """Whether the failure is an answer that was no JSON (an HTML page, a body cut short), or
+    JSON not of the provider's shape (litellm's 422 "Error converting to valid response", an
+    ``AttributeError`` or ``KeyError`` of its reading the answer, after the request went): the
+    upstream's."""
+    for e in _chain(exc):
+        if isinstance(e, (json.JSONDecodeError, AttributeError, KeyError)):
+            return True
+        if _NOT_CONVERTED in str(getattr(e, "message", "") or "")[:_READ_CHARS]:
+            return True
+    return False
 
 
 def _where(upstream: UpstreamSettings) -> str:

@@ -46,7 +46,10 @@ async def test_anthropics_529_is_relayed_as_529(
         ("/v1/messages", {"model": "gemini-2.5-flash", "messages": ASK, "max_tokens": 64}),
     ],
 )
-@pytest.mark.parametrize("answer", [b"<html>maintenance</html>", b'{"candidates": [{"conte'])
+@pytest.mark.parametrize(
+    "answer",
+    [b"<html>maintenance</html>", b'{"candidates": [{"conte', b'{"weird": true, "echo": {"a": 1}}'],
+)
 async def test_an_unreadable_answer_is_a_502(
     tmp_path: Path, edge: EdgeUpstream, path: str, body: dict[str, object], answer: bytes
 ) -> None:
