@@ -6,15 +6,14 @@ client then resolves ``..``: a name like ``gemini-x/../../../v1beta/cachedConten
 body the tenant chose to any endpoint of the provider's host with the gateway's key. A name
 that reaches litellm for a provider other than an OpenAI-compatible server (whose names are
 sent in the body only) must hold only the characters model names use, no empty, ``.`` or ``..``
-segment; a Gemini name, none of ``/`` and ``:`` either (the native route's rule) past its
-provider's prefix."""
+segment; a Gemini API name, none of ``/`` and ``:`` either (the native route's rule) past its
+provider's prefix (Vertex AI's Model Garden names hold a ``/``: ``meta/llama3-8b-maas``)."""
 
 from __future__ import annotations
 
 from proxy.upstream.gemini_route import valid_model
 
 _ALLOWED = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/:@+")
-_GEMINI_PROVIDERS = frozenset({"gemini", "vertex_ai", "vertex_ai_beta"})
 
 
 def safe_in_url(provider: str, model: str) -> bool:
@@ -24,13 +23,6 @@ def safe_in_url(provider: str, model: str) -> bool:
         return False
     if any(part in ("", ".", "..") for part in model.split("/")):
         return False
-    if provider in _GEMINI_PROVIDERS:
-        bare = model.removeprefix(f"{provider}/")
-        return valid_model(bare) or (provider != "gemini" and _vertex_name(bare))
+    if provider == "gemini":  # Gemini's names are one segment (Vertex AI's may be more)
+        return valid_model(model.removeprefix("gemini/"))
     return True
-
-
-def _vertex_name(model: str) -> bool:
-    """Vertex AI's partner models carry a version after ``@`` (``claude-3-5-sonnet@20240620``)."""
-    name, at, version = model.partition("@")
-    return bool(at) and valid_model(name) and valid_model(version)

@@ -69,6 +69,7 @@ async def test_a_name_walking_out_of_the_gemini_path_is_refused(
         ("gemini", "gemini-2.5-flash"),
         ("gemini", "gemini/gemini-2.5-pro"),
         ("vertex_ai", "claude-3-5-sonnet@20240620"),
+        ("vertex_ai", "meta/llama3-405b-instruct-maas"),
         ("anthropic", "claude-sonnet-4-5"),
         ("bedrock", "arn:aws:bedrock:us-east-1:123:inference-profile/us.anthropic.claude-v2"),
         ("openrouter", "meta-llama/llama-3-8b-instruct:free"),
@@ -76,3 +77,9 @@ async def test_a_name_walking_out_of_the_gemini_path_is_refused(
 )
 def test_names_providers_use_pass(provider: str, model: str) -> None:
     assert safe_in_url(provider, model)
+
+
+@pytest.mark.parametrize("provider", ["vertex_ai", "bedrock", "gemini"])
+def test_a_walking_name_is_refused_for_every_provider(provider: str) -> None:
+    for model in ("a/../../b", "a/./b", "a//b", "a?b", "a#b", "a b", "a%2e"):
+        assert not safe_in_url(provider, model), (provider, model)
