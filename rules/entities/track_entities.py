@@ -133,7 +133,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     meta = state.get(META) or {}
     stored = state.get(entity_cache.NAMESPACE) or []
     events = entity_cache.fresh(stored, ctx.now, cfg.ttl_seconds)
-    forgot = forgotten.recorded(meta)
+    forgot = recorded = forgotten.recorded(meta)
     if len(events) != len(stored):  # past their time: "the first branch" is no longer known
         forgot |= forgotten.dropped(stored, events)
     # the very messages that left this meta as it was with no call to read: none to read again,
@@ -141,7 +141,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if messages is ctx.messages and ctx.recall(READ_MEMO, (meta, cfg))[0]:
         report["entities"] = []
         state = _with_events(state, events, stored)
-        if forgot != forgotten.recorded(meta):
+        if forgot != recorded:
             state = state.with_value(META, {**meta, forgotten.KEY: sorted(forgot)})
         return RuleResult(messages, state, report)
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
