@@ -146,13 +146,17 @@ class Principals:
         new principal for free, and the rules run before the upstream refuses it: ten made-up
         keys took ten turns of the workers, and a real tenant's request waited 5.2 s, not 1.3;
         in one lane for all, a new user's first request waited behind (or got the 429 of) a
-        flood of made-up keys from anywhere."""
+        flood of made-up keys from anywhere. An upstream called with the server's key accepts
+        any credential, so its answers verify none (``accepted`` is not told of them): there a
+        made-up key stays in its network's lane, and cannot push a verified one out of the
+        ``VERIFIED_KEPT`` remembered."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
         return unverified_lane(client)
 
     def accepted(self, principal: str) -> None:
-        """An upstream answered a request of ``principal`` (below 400): its own lane from now."""
+        """An upstream answered a request of ``principal`` (below 400) with the client's own
+        credential: its own lane from now."""
         if self.mode == "keys":
             return
         accepted = self._accepted

@@ -53,6 +53,7 @@ from proxy.server.provider_refs import (
     answer_reader,
     kept_ids_for,
     require_own,
+    shared_key,
     what_was_read,
 )
 from proxy.server.rescue import rescue_overflow
@@ -253,7 +254,9 @@ class ProtocolHandler:
                 )
                 if rewritten is not first:
                     pending = rewritten.cache
-                if response.status < 400:  # its credential works: a lane of its own from now
+                # its credential works: a lane of its own from now; not when the upstream was
+                # called with the server's key, whose answer vouches for no client credential
+                if response.status < 400 and not shared_key(upstream):
                     self.s.principals.accepted(principal)
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)

@@ -118,3 +118,30 @@ def test_made_up_keys_queue_in_one_lane(served: tuple[str, Any], upstream: EdgeU
 
 def known_principal(app: Any) -> str:
     return str(app.state.services.principals.of({"authorization": "Bearer sk-known"}))
+
+
+def test_an_answer_with_the_servers_key_verifies_no_credential(
+    tmp_path: Path, upstream: EdgeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Passthrough in front of an upstream called with the server's key: the upstream answers
+    any made-up key, so its 200 gives none a lane of its own (150 made-up keys were 150 lanes,
+    each with the per-client bounds, and 10,000 of them pushed a real client out of the
+    verified ones); the same answer with the client's own key does."""
+    monkeypatch.setenv("CTXPROXY_TEST_UPSTREAM_KEY", "sk-upstream")
+    edge = {"base_url": upstream.base_url, "match": ["*"]}
+    shared = {"name": "shared", **edge, "api_key_env": "CTXPROXY_TEST_UPSTREAM_KEY"}
+    upstream.reply = Reply.json(chat_completion("ok"))
+    small = orjson.dumps({"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]})
+    loopback = unverified_lane(("127.0.0.1", 0))
+    for upstreams, verified in (([shared], False), ([{"name": "own", **edge}], True)):
+        settings = tenancy_settings(upstream, "passthrough", upstreams=upstreams)
+        app = create_app(settings, db_path=str(tmp_path / f"{verified}.db"))
+        server, base = serve_in_thread(app)
+        try:
+            assert post(base, "sk-made-up", small) == 200
+        finally:
+            stop(server)
+        principals = app.state.services.principals
+        made_up = principals.of({"authorization": "Bearer sk-made-up"})
+        lane = principals.lane(made_up, ("127.0.0.1", 0))
+        assert lane == (made_up if verified else loopback)
