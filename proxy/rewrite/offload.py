@@ -83,14 +83,32 @@ def redacting_restore(steps: Iterable[Any]) -> bool:
 
 
 def items_of(body: Any) -> int:
-    """How many messages or input items a body holds (its conversation's array)."""
+    """How many messages or input items a body holds (its conversation's array), with the
+    blocks (content parts, Gemini's parts) in them: the adapters and rules walk each block as
+    they walk a message, and a body seen before counts no new bytes, so 190,000 blocks in one
+    message counted as one item ran inline, holding the loop 0.4–1.6 s."""
     if not isinstance(body, dict):
         return 0
     for key in ("messages", "input", "contents"):
         value = body.get(key)
         if isinstance(value, list):
-            return len(value)
+            return len(value) + _blocks(value)
     return 0
+
+
+def _blocks(items: list[Any]) -> int:
+    """The blocks in ``items``' list-valued ``content`` (or Gemini's ``parts``)."""
+    count = 0
+    for item in items:
+        if isinstance(item, dict):
+            content = item.get("content")
+            if isinstance(content, list):
+                count += len(content)
+            else:
+                parts = item.get("parts")
+                if isinstance(parts, list):
+                    count += len(parts)
+    return count
 
 
 def command_bytes(messages: list[Any], fresh: int) -> int:

@@ -156,6 +156,28 @@ async def test_the_history_restore_redacts_off_the_loop(edge: EdgeUpstream, tmp_
 
 
 @pytest.mark.usefixtures("settled")
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+async def test_a_message_of_many_blocks_is_worked_off_the_loop(
+    edge: EdgeUpstream, tmp_path: Path, path: str
+) -> None:
+    """One message of 190,000 blocks (under the containers' limit), sent again: a body seen
+    before brings no new bytes, and its blocks counted for nothing, so the adapters and rules
+    walked them on the loop (0.3–0.6 s; another tenant's request waited up to 1.6 s behind four
+    of them); with no session named, the conversation's hash gathered all their text there."""
+    blocks = [{"type": "text", "text": f"b{i}"} for i in range(190_000)]
+    body = {"model": "claude-x" if "messages" in path else "gpt-4o", "max_tokens": 5}
+    raw = orjson.dumps({**body, "messages": [{"role": "user", "content": blocks}]})
+    async with in_process(protocol_settings(edge), str(tmp_path / "b.db")) as client:
+        small = orjson.dumps({"model": "gpt-4o", "messages": _items(2, 1)})
+        assert (await _post(client, "/v1/chat/completions", small, "warm")).status_code == 200
+        for attempt in range(2):
+            async with LoopStall() as stall:
+                response = await client.post(path, content=raw, headers=JSON, timeout=120)
+            assert response.status_code == 200, response.text[:300]
+            assert stall.max_s < STALL_S, f"{attempt}: the loop stalled {stall.max_ms} ms"
+
+
+@pytest.mark.usefixtures("settled")
 def test_healthz_answers_while_huge_bodies_go_through(edge: EdgeUpstream, tmp_path: Path) -> None:
     """From outside, as an orchestrator sees it: ``/healthz`` polled on a live server while a
     16 MiB Responses body, one of 20,000 one-word items and an 8 MiB count_tokens body go
