@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote
 
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route, request_response
@@ -94,6 +95,15 @@ async def _form(request: Request, timeout_s: float) -> dict[str, str] | None:
     return {k: v[0] for k, v in fields.items()}
 
 
+def _shown(value: Any) -> Any:
+    """What a page shows of a value: a string's controls and bidi marks made visible
+    (``\u202e``), as the terminal views show them; a right-to-left override in a session name
+    or a body reversed what followed it on the page. Markup (none is made now) is left."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return rv.terminal_safe(value)
+    return value
+
+
 class UI:
     def __init__(self) -> None:
         self.env = Environment(
@@ -101,6 +111,7 @@ class UI:
             autoescape=select_autoescape(default=True),
             trim_blocks=True,
             lstrip_blocks=True,
+            finalize=_shown,
         )
         self.env.filters.update(
             when=_when,
