@@ -167,6 +167,11 @@ class Principals:
         if len(accepted) > VERIFIED_KEPT:
             accepted.popitem(last=False)
 
+    def label(self, principal: str, value: str) -> str:
+        """``value`` (an end user's id a body names) as ``principal``'s own: a keyed hash of
+        both, never equal to another principal's (``proxy.upstream.tenant_ids``)."""
+        return self._hashed("u-", f"{principal}\x00{value}")
+
     @property
     def key_count(self) -> int:
         return len(self._keys)

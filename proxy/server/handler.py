@@ -226,7 +226,8 @@ class ProtocolHandler:
             self.s.engine.ledger, rewritten.cache, upstream, wire.adapter.name, rewritten.body,
             headers,
         )  # fmt: skip
-        call = Call(self.s, upstream, upstream_headers, query, path, model)
+        call = Call(self.s, upstream, upstream_headers, query, path, model, principal)
+        forwarded = call.sent(forwarded)
         async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
             try:
                 # the client's own bytes, or the rewrite's where the adapter had them; with the

@@ -70,7 +70,7 @@ async def rescue_overflow(
     info["retried"] = True
     try:  # the retry's answer waits within the same bound as the first's
         async with answer_bound(s.settings.limits.stream_max_s):
-            retry = await wire.forward(call, second.body, None)
+            retry = await wire.forward(call, call.sent(second.body), None)
     except ProxyError as exc:
         info["outcome"], info["status"] = "failed_again", exc.status
         await _record(s, row, second, info)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -25,6 +26,7 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini import client_key
 from proxy.upstream.key_owners import require_owned
 from proxy.upstream.openai import upstream_api_key
+from proxy.upstream.tenant_ids import scoped_ids
 
 if TYPE_CHECKING:
     from proxy.principals import Principals
@@ -41,6 +43,14 @@ class Call:
     query: str  # the client's query string (``beta=true``)
     path: str = ""  # the path as routed (Gemini's names the model and the method)
     model: str = ""  # the model asked for (named in the refusal of a key to another provider)
+    principal: str = ""  # whose request it is
+
+    def sent(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``body`` as the upstream gets it: with the server's key, the end-user and cache-route
+        ids it names scoped to the principal (``tenant_ids``)."""
+        if not self.upstream.api_key_env:
+            return body
+        return scoped_ids(body, partial(self.services.principals.label, self.principal))
 
     def key(self) -> str | None:
         """The upstream key: config's, else (passthrough) the client's bearer or ``x-api-key``,
