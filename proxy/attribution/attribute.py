@@ -24,7 +24,7 @@ the same figure in the same unit (a fresh input token).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from proxy.attribution.probe import Facts
@@ -45,10 +45,16 @@ class Usage:
 
 @dataclass(frozen=True)
 class Direct:
-    """The client's bytes sent direct: the emulated lane the cost line compares with."""
+    """The client's bytes sent direct: the emulated lane the cost line compares with.
+    ``uncaching``: the provider has missed where its cache should have held the previous
+    prompt, with no cause seen here, and has read nothing from it in the session (a server
+    that does not cache, or Anthropic's API sent no breakpoint): direct would have read nothing
+    either, and priced as read it made a proxy that halved the prompt look twice as dear."""
 
     at: float
     prompt: int
+    uncaching: bool = False
+    read_seen: bool = False  # the provider read from its cache in this session
 
 
 def cost(usage: Usage, cache: CacheFacts) -> float:
@@ -90,7 +96,12 @@ def attribute(
     if outcome == "partial":
         out["prefix"] = usage.cached
     out["cost"] = round(cost(usage, cache), 1)
-    direct, lane = _direct(facts, usage, cache, direct_before)
+    read_seen = usage.cached > 0 or (direct_before is not None and direct_before.read_seen)
+    uncaching = not read_seen and (
+        out.get("cause") == "unexplained" or (direct_before is not None and direct_before.uncaching)
+    )
+    direct, lane = _direct(facts, usage, cache, direct_before, uncaching)
+    lane = replace(lane, uncaching=uncaching, read_seen=read_seen)
     out["direct_cost"] = round(cost(direct, cache), 1)
     if cache.input_price:
         out["usd"] = round(out["cost"] * cache.input_price, 6)
@@ -127,11 +138,12 @@ def _cause(facts: Facts, cache: CacheFacts) -> str:
 
 
 def _direct(
-    facts: Facts, usage: Usage, cache: CacheFacts, before: Direct | None
+    facts: Facts, usage: Usage, cache: CacheFacts, before: Direct | None, uncaching: bool
 ) -> tuple[Usage, Direct]:
     """What the client's own bytes would have been billed: its prompt in the provider's units
     (scaled by this request's reported/counted ratio), read from the cache up to its own shared
-    prefix when its previous request is live and was long enough."""
+    prefix when its previous request is live and was long enough, and the provider is not
+    known not to cache (``uncaching``)."""
     scale = usage.prompt / facts.tokens if facts.tokens else 1.0
     if facts.as_sent is not None and facts.as_sent >= facts.tokens == facts.client_tokens:
         # forwarded as sent: direct is what was billed, whatever the cache held from before
@@ -140,7 +152,7 @@ def _direct(
     prompt = round(facts.client_tokens * scale)
     cached = 0
     live = before is not None and facts.at - before.at <= cache.ttl_s
-    if live and before is not None and before.prompt >= cache.min_prefix_tokens:
+    if live and before is not None and before.prompt >= cache.min_prefix_tokens and not uncaching:
         shared = facts.client_shared if facts.client_shared is not None else 0
         cached = min(round(shared * scale), before.prompt, prompt)
     if facts.as_sent is not None:

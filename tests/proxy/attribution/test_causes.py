@@ -225,3 +225,28 @@ def test_direct_reads_what_the_provider_read_of_the_clients_leading_bytes() -> N
     # direct: 3,100 tokens, 2,900 read, the other 200 written
     assert line["direct_cost"] == pytest.approx(200 + 0.1 * 2900 + 0.25 * 200, abs=0.1)
     assert line["cost"] == pytest.approx(200 + 0.1 * 3000 + 0.25 * 200, abs=0.1)
+
+
+async def test_direct_reads_no_cache_where_the_provider_never_does(store: Store) -> None:
+    """A provider that read nothing where its cache should have held the previous prompt (no
+    cause seen here), and nothing in the whole session, does not cache (a self-hosted server,
+    Anthropic's API without a breakpoint): direct would have read nothing either. Priced as read,
+    a compaction that halved the prompt showed as +134% against direct."""
+    head = [system("Be brief."), TASK, *turns(2)]
+    compacted = {}
+    for caches in (False, True):
+        steps = [
+            Step(body(*head), 0, Usage(3200, 0)),
+            Step(body(*head, *turns(1, 20, 2)), 20, Usage(3300, 3072 if caches else 0)),
+            Step(body(*head, *turns(4, 400, 2)), 40, Usage(2000, 128 if caches else 0)),
+        ]
+        lines = await run(store, Case("cache", steps, {}, budget=4000), f"s-{caches}")
+        assert lines[1]["outcome"] == ("hit" if caches else "miss")
+        assert lines[1].get("cause") == (None if caches else "unexplained")
+        assert lines[2]["cause"] == "proxy" and lines[2]["prompt"] == 2000
+        compacted[caches] = lines[2]
+    # the client's prompt direct (the same in both): all fresh where the provider never reads,
+    # its shared prefix read where it does (gpt-4o's r = 0.5)
+    never, reads = compacted[False]["direct_cost"], compacted[True]["direct_cost"]
+    assert never == round(never) and never > reads + 500
+    assert never > 2.5 * compacted[False]["cost"]
