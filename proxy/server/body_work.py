@@ -13,6 +13,7 @@ from proxy.errors import BadRequest
 from proxy.protocols.body_memory import BodyMemory
 from proxy.protocols.surrogates import may_hold_surrogates, mended_surrogates
 from proxy.rewrite.offload import Offload
+from proxy.server.capture_bound import within
 from proxy.server.log_fields import CAPTURE_INLINE_BYTES
 from rules.redact import redact
 
@@ -56,8 +57,9 @@ async def _read(
 
 
 def captured_json(body: dict[str, Any]) -> str:
-    """A body as the log keeps it: redacted JSON text."""
-    return orjson.dumps(redact(body)).decode()
+    """A body as the log keeps it: redacted JSON text, its strings cut past
+    ``CAPTURE_MAX_BYTES`` (``capture_bound``)."""
+    return orjson.dumps(redact(within(body, len(orjson.dumps(body))))).decode()
 
 
 def _captured(body: dict[str, Any], forwarded: dict[str, Any]) -> dict[str, str]:

@@ -13,6 +13,7 @@ import orjson
 
 from proxy.errors import ProxyError
 from proxy.rewrite.offload import Offload
+from proxy.server.capture_bound import CAPTURE_MAX_BYTES
 from proxy.server.captured_stream import redact_split_secrets
 from proxy.upstream.usage import CacheUsage, usage_fields
 from rules.redact import redact, redact_text
@@ -86,9 +87,8 @@ async def with_captured_answer(offload: Offload, fields: dict[str, Any]) -> dict
     return {**fields, "response_body": text}
 
 
-# An answer is captured up to this size: its redaction runs on the event loop, and a stream kept
-# whole grew for as long as it lasted (``limits.stream_max_s``, an hour)
-CAPTURE_MAX_BYTES = 2 << 20
+# An answer is captured up to CAPTURE_MAX_BYTES: its redaction runs on the event loop, and a
+# stream kept whole grew for as long as it lasted (``limits.stream_max_s``, an hour)
 
 
 def captured_text(body: bytes, total: int | None = None) -> str:

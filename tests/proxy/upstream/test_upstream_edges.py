@@ -25,7 +25,7 @@ from proxy.upstream.usage import usage_fields
 from tests.conftest import in_process, proxy_settings
 from tests.support.asgi import chat_scope
 from tests.support.edge_upstream import Reply
-from tests.support.factories import request, user
+from tests.support.factories import assistant, chat_completion, request, user
 
 
 @pytest.fixture
@@ -319,3 +319,32 @@ async def test_a_captured_answer_is_kept_to_its_bound(tmp_path: Path, edge, stre
     kept = row["response_body"]
     assert len(kept) < CAPTURE_MAX_BYTES + 200
     assert kept.endswith(f"[ctxproxy: {total - CAPTURE_MAX_BYTES} more bytes not captured]")
+
+
+async def test_captured_request_bodies_are_kept_to_their_bound(tmp_path: Path, edge) -> None:
+    """The request and forwarded bodies were captured whole: a 30 MB body dense in secrets'
+    names held a worker three minutes being redacted for the log (two tenants, both workers),
+    and the log grew by every body. Their strings now hold ``CAPTURE_MAX_BYTES`` in all, the
+    JSON shape kept (the page's diff reads the messages), what was cut noted."""
+    from proxy.server.capture_bound import CAPTURE_MAX_BYTES
+
+    edge.reply = Reply.json(chat_completion("ok"))
+    dense = "password " * (CAPTURE_MAX_BYTES // 3)  # 6 MiB
+    body = request(user("first words"), assistant("noted"), user(dense), user("last words"))
+    settings = proxy_settings(edge.base_url, store={"capture_payloads": True})
+    async with in_process(settings, str(tmp_path / "db")) as client:
+        r = await client.post("/v1/chat/completions", json=body)
+        assert r.status_code == 200
+        store = client.app.state.services.store  # type: ignore[attr-defined]
+        await store.flush()
+        (row,) = await store.list_requests()
+    assert len(row["forwarded_body"]) < CAPTURE_MAX_BYTES + 4096  # (the dense turn pruned)
+    kept = orjson.loads(row["request_body"])
+    assert len(row["request_body"]) < CAPTURE_MAX_BYTES + 4096
+    texts = [m["content"] for m in kept["messages"]]
+    assert [m["role"] for m in kept["messages"]] == ["user", "assistant", "user", "user"]
+    assert texts[0] == "first words" and texts[1] == "noted" and texts[3] == "last words"
+    shown = CAPTURE_MAX_BYTES - len("first words") - len("noted") - len("gpt-4o") - 2 * len("user")
+    shown -= len("assistant")  # the roles and the model are strings before it
+    left = len(dense) - shown
+    assert texts[2] == dense[:shown] + f"[ctxproxy: {left} more characters not captured]"
