@@ -49,6 +49,9 @@ _NOT_FORWARDED_PREFIXES = ("x-ctxproxy-", "x-forwarded-")
 ACCOUNT_HEADERS = frozenset(
     {"openai-organization", "openai-project", "x-goog-user-project", "anthropic-organization-id"}
 )
+# Those, and an idempotency key: beside the one server key, a tenant's would meet another's at
+# the provider (the other's request answered with its stored result, or refused as a replay)
+NOT_WITH_SERVER_KEY = ACCOUNT_HEADERS | {"idempotency-key"}
 
 
 # With the server's key, only what steers the request within the provider's own API goes: its

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from urllib.parse import parse_qsl
 
 from proxy.providers import litellm_ready
+from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini_route import Route, upstream_query
@@ -54,7 +55,9 @@ def gemini_headers(
     headers = {"content-type": "application/json", "accept-encoding": "identity"}
     server_key = bool(upstream.api_key_env)
     for name, value in client_headers.items():
-        if name in _FORWARDED or (name in _ACCOUNT and not server_key):
+        if server_key and name in NOT_WITH_SERVER_KEY:
+            continue
+        if name in _FORWARDED or name in _ACCOUNT:
             headers[name] = value
     headers.update(upstream.headers)
     if key:

@@ -30,7 +30,7 @@ from yarl import URL
 
 from proxy.errors import UpstreamFailed, UpstreamTimeout
 from proxy.providers import litellm_ready
-from proxy.relayed_headers import ACCOUNT_HEADERS
+from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.error_redaction import ErrorRedactor
@@ -57,9 +57,10 @@ _FORWARDED_HEADERS = (
     "user-agent",
     *REQUEST_CONTEXT_HEADERS,
 )
-# Of those, the ones choosing which organization or project a key bills: the client's to choose
-# only with its own key. With the upstream's key they are dropped (config may set them).
-_ACCOUNT_HEADERS = ACCOUNT_HEADERS
+# Of those, the ones choosing which organization or project a key bills, and an idempotency
+# key: the client's only with its own key. With the upstream's they are dropped (config may set
+# the account's).
+_ACCOUNT_HEADERS = NOT_WITH_SERVER_KEY
 # A model list is read whole to be merged with the configured names: bounded (OpenAI's is some
 # 20 KB, OpenRouter's about a megabyte).
 MAX_MODEL_LIST_BYTES = 8 * 1024 * 1024

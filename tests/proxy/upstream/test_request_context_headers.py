@@ -44,6 +44,26 @@ def test_every_protocol_forwards_the_request_context(kind: str, build: object) -
         assert headers.get(name) == value, name
 
 
+@pytest.mark.parametrize(
+    ("kind", "build"),
+    [
+        ("openai", lambda u, h, k: UpstreamClient()._headers(u, h, k)),
+        ("openai", responses_headers),
+        ("anthropic", anthropic_headers),
+        ("gemini", gemini_headers),
+    ],
+    ids=["chat", "responses", "messages", "gemini"],
+)
+def test_with_the_servers_key_no_idempotency_key_goes(kind: str, build: object) -> None:
+    """Beside the one server key a tenant's idempotency key would meet another's at the
+    provider (its request answered with the other's stored result, or refused as a replay):
+    only the trace context goes."""
+    shared = UpstreamSettings(name="u", kind=kind, match=["*"], api_key_env="SERVER_KEY")
+    headers = build(shared, CONTEXT, "k")  # type: ignore[operator]
+    assert "idempotency-key" not in headers
+    assert headers["traceparent"] == CONTEXT["traceparent"]
+
+
 async def test_a_chat_completion_carries_them_upstream(tmp_path: Path, edge: EdgeUpstream) -> None:
     settings = proxy_settings(edge.base_url)
     async with in_process(settings, str(tmp_path / "db")) as client:
