@@ -52,7 +52,17 @@ def cache_usage(usage: Any) -> CacheUsage | None:
     written = _largest(
         usage.get("cache_creation_input_tokens"), details.get("cache_creation_tokens")
     )
+    if cached is None and _gemini_count(usage.get("promptTokenCount"), usage):
+        # Gemini's JSON leaves out a count of zero: no cachedContentTokenCount is a miss, not
+        # a silence (taken as one, a cold cache passed for warm and requests ran 48% over the
+        # budget)
+        cached = 0
     return _with_prompt(usage, isinstance(input_details, dict), cached, written)
+
+
+def _gemini_count(prompt: Any, usage: dict[str, Any]) -> bool:
+    """Whether ``usage`` is Gemini's ``usageMetadata`` (its prompt count in its own spelling)."""
+    return type(prompt) is int and "prompt_tokens" not in usage
 
 
 def _with_prompt(

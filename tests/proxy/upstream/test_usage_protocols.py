@@ -82,6 +82,18 @@ def test_cache_usage_of_each_spelling() -> None:
     assert cache_usage(RESPONSE_USAGE) == CacheUsage(130, 100, None)
 
 
+def test_geminis_missing_cached_count_is_a_miss() -> None:
+    """Gemini's JSON leaves out a count of zero: a usageMetadata without
+    ``cachedContentTokenCount`` read nothing from the cache (taken for "not reported", a cold
+    cache passed for warm). An OpenAI-compatible server that says nothing of its cache still
+    says nothing."""
+    assert cache_usage({"promptTokenCount": 40, "candidatesTokenCount": 7}) == CacheUsage(
+        40, 0, None
+    )
+    assert cache_usage({"promptTokenCount": 40, "cachedContentTokenCount": 24}).cached_tokens == 24
+    assert cache_usage({"prompt_tokens": 40, "completion_tokens": 7}) == CacheUsage(40, None, None)
+
+
 def test_huge_events_stay_bounded_and_linear() -> None:
     delta = event("content_block_delta", index=0, delta={"type": "text_delta", "text": "y" * 500})
     huge = b"data: " + b'{"x": "' + b"z" * (5 * MAX_PENDING) + b'"}\n\n'
