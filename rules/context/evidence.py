@@ -80,6 +80,11 @@ def outcome(messages: list[Message], obs: Observation) -> diagnostics.RunOutcome
     return diagnostics.parse(text_of(messages[obs.result_index].get("content")), obs.exit_code)
 
 
+def _open(failure: int | None, failed: dict[int, str], passed: str) -> int | None:
+    """A failure, unless it is a run of the command that has just passed."""
+    return None if failure is not None and failed[failure] == passed else failure
+
+
 def find(
     messages: list[Message], observations: list[Observation], last_writes: int = 3
 ) -> Evidence:
@@ -95,6 +100,7 @@ def find(
         protected[task] = "original task"
     test = build = crash = plan = tree = None
     writes: list[int] = []
+    failed: dict[int, str] = {}  # a failed run's result -> its command
     for obs in observations:
         kind = obs.action.kind
         if kind == "plan":
@@ -104,8 +110,16 @@ def find(
         elif kind == "write":
             writes.append(obs.result_index)
         result = outcome(messages, obs)
-        if result is None or result.verdict != "fail":
+        if result is None:
             continue
+        if result.verdict == "pass":  # a later run of a failed command passing closes it:
+            ran = obs.action.target  # its red output is no longer what the agent works from
+            test, build, crash = (_open(test, failed, ran), _open(build, failed, ran),
+                                  _open(crash, failed, ran))  # fmt: skip
+            continue
+        if result.verdict != "fail":
+            continue
+        failed[obs.result_index] = obs.action.target
         if result.is_test_failure:
             test = obs.result_index
         elif result.is_build_error:

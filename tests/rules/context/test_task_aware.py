@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from rules.activity import observations
 from rules.base import CacheFacts, SessionState
 from rules.context import (
     digest,
@@ -64,6 +65,23 @@ def test_a_block_is_stored_as_forwarded_and_never_redacted_again() -> None:
     assert stored["blocks"][0]["text"] in forwarded
     loaded = sticky.Stored.load(stored)
     assert loaded.to_json()["blocks"][0] is stored["blocks"][0]  # the same object: not re-walked
+
+
+def test_a_failure_a_later_run_of_its_command_passed_is_no_evidence() -> None:
+    """The red output of a test run that a later run of the same command turned green was kept
+    as "the latest failing test output" over a tight budget, and the passing run dropped: the
+    model was shown a failing suite and nothing saying it passed since."""
+    red = "F\nFAILED tests/test_a.py::test_one - assert 1 == 2\n1 failed in 0.1s\n[exit code 1]"
+    green = "1 passed in 0.1s\n[exit code 0]"
+    run = "python -m pytest -q"
+    messages = [user("make the tests pass"), assistant(None, shell("t1", run)), result("t1", red),
+                assistant(None, shell("t2", run)), result("t2", green)]  # fmt: skip
+    closed = evidence.find(messages, observations.of_context(ctx(messages)))
+    assert closed.latest_test_failure is None and 2 not in closed.protected
+    other = [*messages[:3], assistant(None, shell("t2", "python -m pytest -q tests/test_b.py")),
+             result("t2", green)]  # fmt: skip
+    still = evidence.find(other, observations.of_context(ctx(other)))
+    assert still.latest_test_failure == 2 and still.protected[2] == "latest failing test output"
 
 
 def test_the_task_is_the_first_user_message_in_the_clients_own_words() -> None:
