@@ -361,6 +361,9 @@ async def _anthropic_sse(
     try:
         async for event in stream:
             data = event if isinstance(event, bytes) else _event(_as_dict(event))
+            failed = failed_event(upstream, data, mid_stream=True)
+            if failed is not None:  # the adapter's own error event: its words are litellm's
+                raise failed
             yield marked_event(data) if mark else data
     except ProxyError:
         raise

@@ -8,7 +8,8 @@ from typing import Any
 
 import orjson
 
-from proxy.errors import ProxyError, UpstreamFailed, UpstreamTimeout
+from proxy.errors import ProxyError, UpstreamFailed, UpstreamTimeout, UpstreamUnreachable
+from proxy.litellm_gemini_end import FAILED_CALL
 from proxy.protocols.errors import anthropic_type
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
@@ -51,6 +52,14 @@ def _exception_status(message: str) -> int | None:
     return next((status for status in reversed(found) if status is not None), None)
 
 
+def _connection_failed(message: Any) -> bool:
+    """Whether an error event's message names litellm's connection error innermost (its words
+    for a connection that failed or broke off: "… litellm.APIConnectionError: …")."""
+    names = _EXCEPTION_CHAIN.match(message.lstrip()) if isinstance(message, str) else None
+    found = _EXCEPTION_NAME.findall(names[0]) if names is not None else []
+    return bool(found) and found[-1] == "APIConnectionError"
+
+
 def _named_status(name: str) -> int | None:
     if name in _EXCEPTION_STATUS:
         return _EXCEPTION_STATUS[name]
@@ -66,10 +75,13 @@ def _named_status(name: str) -> int | None:
     return None
 
 
-def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
+def failed_event(
+    upstream: UpstreamSettings, event: Any, mid_stream: bool = False
+) -> ProxyError | None:
     """The failure of the call an ``error`` event litellm's Messages adapter wrote for it
     stands for (it catches the call's exception), with the status of its type, or, for its
-    catch-all ``api_error``, of the exception it names."""
+    catch-all ``api_error``, of the exception it names; a connection that failed (``mid_stream``:
+    after the stream began) in the proxy's words, as on the native paths."""
     if not isinstance(event, bytes) or not event.startswith(b"event: error"):
         return None
     _, _, data = event.partition(b"data:")
@@ -83,6 +95,9 @@ def failed_event(upstream: UpstreamSettings, event: Any) -> ProxyError | None:
     text = short_message(message, upstream) if isinstance(message, str) else ""
     said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
     named = _exception_status(message) if kind == "api_error" and isinstance(message, str) else None
+    if named == 502 and _connection_failed(message) and FAILED_CALL not in str(message):
+        what = "broke off mid-stream" if mid_stream else "could not be reached"
+        return UpstreamUnreachable(f"Upstream {upstream.name} {what}.")
     if named == 504:
         return UpstreamTimeout(f"Upstream {upstream.name} timed out.")
     if named is not None:

@@ -263,3 +263,28 @@ def test_short_message_names_our_upstream_not_its_host() -> None:
     upstream = UpstreamSettings(name="up", base_url="https://llm.internal.example:8443/v1")
     text = "upstream llm.internal.example:8443 overloaded"
     assert _short_message(text, upstream) == "upstream up overloaded"
+
+
+async def test_a_bridged_messages_stream_breaking_off_says_so_in_the_proxys_words(
+    tmp_path: Path, real: EdgeUpstream
+) -> None:
+    """A Messages stream bridged through litellm to an OpenAI upstream that breaks off after its
+    first chunk: litellm's adapter writes its own ``error`` event ("litellm.MidStreamFallbackError:
+    litellm.APIConnectionError: … OpenAIException - Connection error."), which reached the
+    client as it was; it is the proxy's own now, as on every other path."""
+    first = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"first"}}]}\n\n'
+    real.reply = Reply(
+        headers=[("content-type", "text/event-stream")],
+        chunks=[first, b"data: {"],
+        after_first_chunk="break",
+    )
+    body = {"model": "gpt-4o", "max_tokens": 9, "stream": True,
+            "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+    async with in_process(openai_settings(real.base_url), str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test-key-01"})
+    events = [e for e in r.content.split(b"\n\n") if e.startswith(b"event: error")]
+    assert events, r.text
+    error = orjson.loads(events[-1].partition(b"data:")[2])["error"]
+    assert error["message"] == "Upstream gpt broke off mid-stream.", error
+    assert_no_internals(r.text, real.url.removeprefix("http://"))
+    assert "litellm" not in r.text and "OpenAIException" not in r.text
