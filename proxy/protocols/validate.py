@@ -105,6 +105,15 @@ def validate_responses(body: dict[str, Any], start: int = 0) -> None:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         raise BadRequest("'tools' must be an array.", param="tools")
+    if body.get("background") is True and body.get("stream") is not True:
+        # answered "queued", billed, and never readable: a stored response's retrieval
+        # (``GET /v1/responses/{id}``) is not relayed
+        raise BadRequest(
+            "'background': true is not served by this proxy unless streamed: the response "
+            "could never be retrieved through it (GET /v1/responses/{id} is not relayed). "
+            "Send the request without 'background', or with 'stream': true.",
+            param="background",
+        )
 
 
 GEMINI_ROLES = frozenset({"user", "model"})
