@@ -26,9 +26,10 @@ from proxy.rewrite.engine import Engine
 from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.asgi_send import route_path as route_path
 from proxy.server.count_tokens import CountTokens
-from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint, gemini_models
+from proxy.server.gemini_models import gemini_model, gemini_models
+from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint
 from proxy.server.handler import ProtocolHandler
-from proxy.server.model_lists import models
+from proxy.server.model_lists import model, models
 from proxy.server.services import Services
 from proxy.server.websocket import WS_MESSAGE, refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
@@ -256,6 +257,8 @@ def create_app(
         Route("/v1/models", models, methods=["GET"]),
         Route("/models", models, methods=["GET"]),
         Route("/v1beta/models", gemini_models, methods=["GET"]),
+        Route("/v1beta/models/{name}", gemini_model, methods=["GET"]),
+        Route("/v1/models/{name}", model, methods=["GET"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/metrics", PageHeaders(request_response(metrics.metrics_endpoint)), methods=["GET"]),

@@ -11,7 +11,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -155,23 +154,3 @@ class GeminiCountTokens:
         lowered = GEMINI.lower(body)
         counter = self.s.engine.counters.for_model(model)
         return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
-
-
-async def gemini_models(request: Request) -> Response:
-    """``GET /v1beta/models``: the model names the upstreams match exactly, as Gemini lists
-    models (``models/{name}``, and the methods the proxy serves for each)."""
-    services: Services = request.app.state.services
-    headers = {k.lower(): v for k, v in request.headers.items()}
-    try:
-        services.principals.of(headers, client_key(headers, request.url.query))
-    except ProxyError as exc:
-        return Response(gemini_body(exc), exc.status, media_type="application/json")
-    names = sorted(
-        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
-    )
-    methods = ["generateContent", "streamGenerateContent", "countTokens"]
-    models = [
-        {"name": f"models/{n}", "displayName": n, "supportedGenerationMethods": methods}
-        for n in names
-    ]
-    return Response(orjson.dumps({"models": models}), 200, media_type="application/json")

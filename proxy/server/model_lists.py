@@ -11,12 +11,13 @@ from typing import Any
 from urllib.parse import urlencode
 
 import orjson
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.errors import ProxyError, UpstreamUnreachable
 from proxy.protocols.errors import anthropic_body
-from proxy.server.gemini_routes import gemini_models
+from proxy.server.gemini_models import configured_names, gemini_model, gemini_models
 from proxy.server.services import Services
 from proxy.settings import UpstreamSettings
 from proxy.upstream.anthropic import anthropic_headers
@@ -30,13 +31,6 @@ def _json(data: object, status: int = 200, headers: dict[str, str] | None = None
     return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
-def configured_names(services: Services) -> list[str]:
-    """The model names the upstreams match exactly (a glob names no model)."""
-    return sorted(
-        {p for u in services.settings.upstreams for p in u.match if not any(c in p for c in "*?[")}
-    )
-
-
 async def models(request: Request) -> Response:
     headers = {k.lower(): v for k, v in request.headers.items()}
     if "anthropic-version" in headers:
@@ -44,6 +38,14 @@ async def models(request: Request) -> Response:
     if "x-goog-api-key" in headers or "key" in request.query_params:
         return await gemini_models(request)
     return await openai_models(request, headers)
+
+
+async def model(request: Request) -> Response:
+    """``GET /v1/models/{name}``: google-genai's ``models.get`` on its ``v1`` API (a Google key
+    presented); any other client's is not served (404 in its shape)."""
+    if "x-goog-api-key" in request.headers or "key" in request.query_params:
+        return await gemini_model(request)
+    raise HTTPException(404)
 
 
 def _overhead(request: Request) -> dict[str, str]:

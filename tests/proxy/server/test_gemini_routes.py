@@ -257,21 +257,63 @@ async def test_count_tokens_natively_and_counted_here(edge: EdgeUpstream, tmp_pa
 
 
 async def test_the_model_list_names_the_configured_models(tmp_path: Path) -> None:
+    """No Gemini upstream: the names ``upstreams:`` match exactly, in Gemini's shape."""
     cfg = settings_from_mapping(
-        {"upstreams": [{"name": "g", "kind": "gemini", "match": ["gemini-2.5-pro", "gemini-*"]}]}
+        {"upstreams": [{"name": "o", "kind": "openai", "match": ["gemini-2.5-pro", "gpt-*"]}]}
     )
     async with in_process(cfg, str(tmp_path / "db")) as client:
         got = await client.get("/v1beta/models", headers=HEADERS)
+        one = await client.get("/v1beta/models/gemini-2.5-pro", headers=HEADERS)
+        none = await client.get("/v1beta/models/claude-x", headers=HEADERS)
     assert got.status_code == 200
     (only,) = got.json()["models"]
-    assert only["name"] == "models/gemini-2.5-pro"
+    assert only["name"] == "models/gemini-2.5-pro" == one.json()["name"]
     assert "generateContent" in only["supportedGenerationMethods"]
+    assert none.status_code == 404 and none.json()["error"]["status"] == "NOT_FOUND"
+
+
+GOOGLE_LIST = {
+    "models": [{"name": "models/gemini-2.5-flash", "inputTokenLimit": 1048576}],
+    "nextPageToken": "p2",
+}
+
+
+async def test_the_gemini_upstreams_own_models_are_relayed(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """google-genai's ``models.list`` got an empty list and ``models.get`` a 404 with the
+    shipped config (globs name no model): the Gemini upstream's own answers are relayed, its
+    pages' parameters only (never ``key``), the client's key as its header; the configured names
+    follow the last page; a name another upstream serves is described from the configuration."""
+    cfg = settings(edge, match=["gemini-*", "gemini-exact"])
+    async with in_process(cfg, str(tmp_path / "db")) as client:
+        edge.reply = Reply.json(GOOGLE_LIST)
+        first = await client.get("/v1beta/models?pageSize=1&key=x&alt=y", headers=HEADERS)
+        assert edge.last.target == "/v1beta/models?pageSize=1"
+        assert edge.last.header("x-goog-api-key") == KEY
+        edge.reply = Reply.json({"models": []})
+        last = await client.get("/v1beta/models?pageToken=p2", headers=HEADERS)
+        edge.reply = Reply.json({"name": f"models/{MODEL}", "inputTokenLimit": 1048576})
+        one = await client.get(f"/v1beta/models/{MODEL}", headers=HEADERS)
+        assert edge.last.target == f"/v1beta/models/{MODEL}"
+        v1 = await client.get(f"/v1/models/{MODEL}", headers=HEADERS)
+        other = await client.get("/v1beta/models/gpt-4o", headers=HEADERS)
+        bad = await client.get("/v1beta/models/gemini..x%40y", headers=HEADERS)
+        openai = await client.get(f"/v1/models/{MODEL}")  # no Google key: not served
+        edge.reply = Reply.json({"error": {"code": 400, "message": "API key not valid"}}, 400)
+        refused = await client.get("/v1beta/models", headers=HEADERS)
+    assert first.json() == GOOGLE_LIST  # a page before the last: as the upstream listed it
+    assert [m["name"] for m in last.json()["models"]] == ["models/gemini-exact"]
+    assert one.json()["inputTokenLimit"] == 1048576 == v1.json()["inputTokenLimit"]
+    assert other.status_code == 200 and other.json()["name"] == "models/gpt-4o"
+    assert bad.status_code == 400 and openai.status_code == 404
+    assert refused.status_code == 400 and "API key not valid" in refused.text
 
 
 async def test_an_unknown_gemini_path_is_a_404_in_geminis_shape(tmp_path: Path) -> None:
     cfg = settings_from_mapping({"upstreams": [{"name": "g", "kind": "gemini"}]})
     async with in_process(cfg, str(tmp_path / "db")) as client:
-        got = await client.get("/v1beta/models/gemini-2.5-pro", headers=HEADERS)
+        got = await client.get("/v1beta/tunedModels/gemini-2.5-pro", headers=HEADERS)
         wrong = await client.post("/v1beta/models", headers=HEADERS)
     assert got.status_code == 404 and got.json()["error"]["status"] == "NOT_FOUND"
     assert wrong.status_code == 405 and set(wrong.json()["error"]) == {"code", "message", "status"}
