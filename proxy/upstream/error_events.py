@@ -67,11 +67,27 @@ def data_error(lines: list[bytes]) -> str | None:
     return None
 
 
+def is_error_event(event: bytes) -> bool:
+    """Whether a whole event (its bytes to its blank line, or to the stream's end) is an error
+    event: by its name, or its data read as the usage tap and the SDKs read it."""
+    lines = event.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    data: list[bytes] = []
+    for line in lines:
+        if line.startswith(b"event:") and line[6:].strip() in ERROR_NAMES:
+            return True
+        if line.startswith(b"data:"):
+            data.append(line[5:])
+    return data_error(data) is not None
+
+
 def is_error_head(head: bytes, final: bool = False) -> bool | None:
     """Whether the event starting with ``head`` is an error event; None: not known yet (more of
-    it is needed). ``final``: the stream ended after ``head``. An event that ends within
-    ``HEAD_BYTES`` is read whole, as the usage tap reads it; a longer one by its first data line
-    (whole: what it holds; cut off by the head: its start, ``ERROR_START``)."""
+    it is needed: past ``HEAD_BYTES``, the whole event, ``is_error_event``). ``final``: the
+    stream ended after ``head``. An event that ends within ``HEAD_BYTES`` is read whole, as the
+    usage tap reads it; a longer one is an error by its name or its first data line (whole: what
+    it holds; cut off by the head: its start, ``ERROR_START``), and is not one only once read
+    whole: an error member after 512 bytes of others, or after a long comment line, is an error
+    to the SDKs all the same (it relayed the server's key unredacted)."""
     lines = head.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
     data: list[bytes] = []
     for line in lines[:-1]:
@@ -92,6 +108,7 @@ def is_error_head(head: bytes, final: bool = False) -> bool | None:
         except orjson.JSONDecodeError:
             pass
         else:
-            return isinstance(first, dict) and error_event(first) is not None
+            if isinstance(first, dict) and error_event(first) is not None:
+                return True
     start = data[0] if data else last
-    return start is not None and ERROR_START.match(start) is not None
+    return True if start is not None and ERROR_START.match(start) is not None else None

@@ -35,7 +35,7 @@ from proxy.errors import ProxyError
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.account_headers import without_account_headers
-from proxy.upstream.error_events import ERROR_START
+from proxy.upstream.error_events import ERROR_START, error_event
 from proxy.upstream.error_scan import EventScanner
 from proxy.upstream.error_text import EVENT_CHARS, SHORT, as_text, decoded, error_only, short_chars
 from rules.redact import (
@@ -261,10 +261,10 @@ class ErrorRedactor:
         try:
             async for piece in chunks:
                 start = len(piece) - len(piece.lstrip(_ARRAY_SEPARATORS))
-                if ERROR_START.match(piece, start) is None:
+                end = len(piece.rstrip(_ARRAY_CLOSING))
+                if ERROR_START.match(piece, start) is None and not _error_element(piece[start:end]):
                     yield piece
                     continue
-                end = len(piece.rstrip(_ARRAY_CLOSING))
                 yield piece[:start] + self.body(piece[start:end], EVENT_CHARS) + piece[end:]
         except ProxyError as exc:
             raise self.error(exc) from None
@@ -345,3 +345,15 @@ class ErrorRedactor:
         if isinstance(value, list):
             return [self._keys_in(v) for v in value]
         return value
+
+
+def _error_element(element: bytes) -> bool:
+    """Whether a JSON-array stream's element is an error with its ``error`` member after
+    others (not at its start, ``ERROR_START``): read whole, where it holds the word."""
+    if b'"error"' not in element:
+        return False
+    try:
+        value = orjson.loads(element)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(value, dict) and error_event(value) is not None

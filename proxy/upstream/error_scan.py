@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from proxy.upstream.error_events import HEAD_BYTES, is_error_head
+from proxy.upstream.error_events import HEAD_BYTES, is_error_event, is_error_head
 
 
 class EventRedactor(Protocol):
@@ -102,7 +102,10 @@ class EventScanner:
         """The event starting at ``chunk[start]`` relayed when it ends within the chunk and its
         head says it is no error event: where it ends; else -1 (it is held)."""
         end = _first_end(chunk, start, self.ends)
-        if end < 0 or is_error_head(chunk[start : start + _HEAD]) is not False:
+        if end < 0:
+            return -1
+        verdict = is_error_head(chunk[start : start + _HEAD])
+        if verdict or (verdict is None and is_error_event(chunk[start:end])):
             return -1
         if not chunk.startswith(self.ends[0], end - len(self.ends[0])):
             self.ends = _ends_first(chunk[max(start, end - 4) : end])
@@ -113,7 +116,7 @@ class EventScanner:
         """What is held when the stream ends (an unfinished event)."""
         out: list[bytes] = []
         if self.held:
-            if self.error or is_error_head(self._head(), final=True):
+            if self.error or self._is_error(len(self.held)):
                 out.append(self.redactor.event(self.held, whole=not (self.sent or self.cut)))
             else:
                 out.append(self.held)
@@ -122,6 +125,14 @@ class EventScanner:
 
     def _head(self) -> bytes:
         return (self.sent + self.held[:_HEAD])[:_HEAD]
+
+    def _is_error(self, end: int) -> bool:
+        """Whether the held event, to ``held[end]`` (its end, or the stream's), is an error
+        event, read whole; one whose start was relayed past the head kept of it (``sent``) cannot
+        be, and is taken for one: its held part is redacted as text."""
+        if len(self.sent) >= _HEAD:
+            return True
+        return is_error_event(self.sent + self.held[:end])
 
     def _event_start(self, data: bytes, limit: int) -> int:
         """Where the event holding ``data[limit]`` starts in ``data``; -1: before it."""
@@ -163,8 +174,10 @@ class EventScanner:
         if not self.error:
             verdict = is_error_head(self._head())
             end = _first_end(self.held, 0, self.ends)
-            if verdict is None and end < 0:
-                return b""  # its head has not come yet
+            if verdict is None and end < 0 and len(self.held) <= _MAX_HELD:
+                return b""  # its head, or its end, has not come yet
+            if verdict is None:  # read whole (one past _MAX_HELD unended: taken for an error)
+                verdict = end < 0 or self._is_error(end)
             if not verdict:  # relayed as it came
                 data, rest = (self.held, b"") if end < 0 else (self.held[:end], self.held[end:])
                 self.held = b""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from proxy.upstream.error_events import error_event, is_error_head
+from proxy.upstream.error_events import error_event, is_error_event, is_error_head
 from proxy.upstream.error_redaction import ErrorRedactor
 from proxy.upstream.sse_usage import UsageTap
 
@@ -105,20 +105,48 @@ async def test_the_stream_redacts_every_event_the_log_calls_an_error(
         assert SECRET.encode() not in out and out.startswith(b'data: {"choices":[]}\n\n')
 
 
-async def test_a_long_event_is_told_by_its_first_data_line() -> None:
-    """Past the head held back, an event is told by its first data line: an error with a long
-    message is still redacted; a long answer with "error" in its text is relayed as it came."""
+async def test_a_long_event_is_told_by_its_first_data_line_or_whole() -> None:
+    """Past the head held back, an event is an error by its first data line; it is not one
+    only once read whole. An error with a long message is redacted, and so is one whose
+    ``error`` member follows 700 bytes of others, or a 700-byte comment line: both reached the
+    client with the server's key in them, an error to the SDKs all the same; a long answer with
+    "error" in its text is relayed as it came."""
     filler = b"x" * 2000
     error = b'data: {"error":{"message":"key ' + SECRET.encode() + b" " + filler + b'"}}\n\n'
     text = b'data: {"choices":[{"delta":{"content":"an error ' + SECRET.encode() + filler
     text += b'"}}]}\n\n'
-    assert is_error_head(error[:600]) is True and is_error_head(text[:600]) is False
+    inner = b'"error":{"message":"key ' + SECRET.encode() + b'","type":"server_error"}}\n\n'
+    padded = b'data: {"pad":"' + b"p" * 700 + b'",' + inner
+    commented = b": " + b"c" * 700 + b"\ndata: {" + inner
+    assert is_error_head(error[:600]) is True and is_error_head(text[:600]) is None
+    assert is_error_head(padded[:512]) is None and is_error_head(commented[:512]) is None
+    assert is_error_event(padded) and is_error_event(commented) and not is_error_event(text)
     redactor = ErrorRedactor([SECRET])
-    for event, redacted in ((error, True), (text, False)):
+    cases = ((error, True), (text, False), (padded, True), (commented, True))
+    for event, redacted in cases:
+        for size in (100, len(event)):  # in pieces, and whole
 
-        async def chunks(event: bytes = event):  # type: ignore[no-untyped-def]
-            for i in range(0, len(event), 100):
-                yield event[i : i + 100]
+            async def chunks(event: bytes = event, size: int = size):  # type: ignore[no-untyped-def]
+                yield b'data: {"choices":[]}\n\n'
+                for i in range(0, len(event), size):
+                    yield event[i : i + size]
 
-        out = b"".join([piece async for piece in redactor.stream(chunks())])
-        assert (SECRET.encode() not in out) is redacted
+            out = b"".join([piece async for piece in redactor.stream(chunks())])
+            assert (SECRET.encode() not in out) is redacted, (event[:40], size)
+            if not redacted:
+                assert out == b'data: {"choices":[]}\n\n' + event
+
+
+async def test_a_json_array_element_with_its_error_after_other_members_is_redacted() -> None:
+    """Gemini's JSON-array stream: an element whose ``error`` follows other members is an
+    error element too."""
+    element = b'{"pad":"' + b"p" * 700 + b'","error":{"code":500,"message":"key '
+    element += SECRET.encode() + b'","status":"INTERNAL"}}'
+    redactor = ErrorRedactor([SECRET])
+
+    async def pieces():  # type: ignore[no-untyped-def]
+        yield b'[{"candidates":[]}'
+        yield b"," + element + b"]"
+
+    out = b"".join([piece async for piece in redactor.elements(pieces())])
+    assert SECRET.encode() not in out and out.startswith(b'[{"candidates":[]},{"pad":"')
