@@ -43,6 +43,10 @@ LEGACY = "legacy"
 # The lane of passthrough principals no upstream has accepted a request of yet (``lane``).
 UNVERIFIED = "unverified"
 VERIFIED_KEPT = 10_000  # accepted principals remembered (oldest forgotten: one more lane wait)
+# Principals one client network may have accepted at once: an upstream that checks no key (a
+# local vLLM or Ollama) accepts every made-up one, and 60 of them from one host held 480
+# requests in flight, each with a lane's bounds; past this many, its new ones share its lane
+VERIFIED_PER_NETWORK = 16
 RESERVED = frozenset({ANONYMOUS, LEGACY})
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 SEPARATOR = "/"  # never in a principal's name: a scoped key splits at its first one
@@ -136,7 +140,9 @@ class Principals:
         # credential presented -> its principal, accepted ones only (a refused key is hashed
         # each time, as before); a hit needs the credential itself, so it tells a caller nothing
         self._known: dict[str, str] = {}
-        self._accepted: OrderedDict[str, None] = OrderedDict()
+        # accepted principal -> the network it was accepted from (its unverified lane's name)
+        self._accepted: OrderedDict[str, str] = OrderedDict()
+        self._per_network: dict[str, int] = {}
 
     def lane(self, principal: str, client: Sequence[Any] | None = None) -> str:
         """Whose turn a request takes in what tenants share (the worker threads, the in-flight
@@ -149,23 +155,33 @@ class Principals:
         flood of made-up keys from anywhere. An upstream called with the server's key accepts
         any credential, so its answers verify none (``accepted`` is not told of them): there a
         made-up key stays in its network's lane, and cannot push a verified one out of the
-        ``VERIFIED_KEPT`` remembered."""
+        ``VERIFIED_KEPT`` remembered. Nor can an upstream that checks no key give more than
+        ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
         return unverified_lane(client)
 
-    def accepted(self, principal: str) -> None:
+    def accepted(self, principal: str, client: Sequence[Any] | None = None) -> None:
         """An upstream answered a request of ``principal`` (below 400) with the client's own
-        credential: its own lane from now."""
+        credential: its own lane from now, unless ``VERIFIED_PER_NETWORK`` principals of its
+        client's network (``client``, as for ``lane``) have one already."""
         if self.mode == "keys":
             return
         accepted = self._accepted
         if principal in accepted:
             accepted.move_to_end(principal)
             return
-        accepted[principal] = None
+        network = unverified_lane(client)
+        counts = self._per_network
+        if counts.get(network, 0) >= VERIFIED_PER_NETWORK:
+            return
+        accepted[principal] = network
+        counts[network] = counts.get(network, 0) + 1
         if len(accepted) > VERIFIED_KEPT:
-            accepted.popitem(last=False)
+            _, gone = accepted.popitem(last=False)
+            counts[gone] -= 1
+            if not counts[gone]:
+                del counts[gone]
 
     def label(self, principal: str, value: str) -> str:
         """``value`` (an end user's id a body names) as ``principal``'s own: a keyed hash of

@@ -258,7 +258,7 @@ class ProtocolHandler:
                 # its credential works: a lane of its own from now; not when the upstream was
                 # called with the server's key, whose answer vouches for no client credential
                 if response.status < 400 and not shared_key(upstream):
-                    self.s.principals.accepted(principal)
+                    self.s.principals.accepted(principal, scope.get("client"))
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return

@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from proxy.app import create_app
-from proxy.principals import UNVERIFIED, Principals, unverified_lane
+from proxy.principals import UNVERIFIED, VERIFIED_PER_NETWORK, Principals, unverified_lane
 from proxy.settings import AuthSettings
 from tests.proxy.tenancy.conftest import tenancy_settings
 from tests.support.edge_upstream import EdgeUpstream, Reply
@@ -64,6 +64,24 @@ def test_unverified_principals_share_a_lane_by_their_clients_network() -> None:
     assert passthrough.lane(a, None) == UNVERIFIED  # no client known: the one lane
     passthrough.accepted(a)
     assert passthrough.lane(a, ("10.0.0.1", 5000)) == a
+
+
+def test_one_network_has_at_most_so_many_lanes_of_its_own() -> None:
+    """An upstream that checks no key (a local vLLM) answers every made-up key: 60 of them from
+    one host each had a lane of its own, 480 requests in flight, and another tenant's request
+    waited 19 s for an upstream connection. Past ``VERIFIED_PER_NETWORK`` a network's newly
+    accepted principals share its lane; another network's are not held by them."""
+    passthrough = Principals(AuthSettings(mode="passthrough"), b"secret")
+    host, other = ("10.0.0.5", 4000), ("10.0.0.9", 4000)
+    made_up = [passthrough.of({"authorization": f"Bearer sk-made-up-{i}"}) for i in range(40)]
+    for principal in made_up:
+        passthrough.accepted(principal, host)
+    lanes = [passthrough.lane(p, host) for p in made_up]
+    assert lanes[:VERIFIED_PER_NETWORK] == made_up[:VERIFIED_PER_NETWORK]
+    assert set(lanes[VERIFIED_PER_NETWORK:]) == {unverified_lane(host)}
+    real = passthrough.of({"authorization": "Bearer sk-real"})
+    passthrough.accepted(real, other)
+    assert passthrough.lane(real, other) == real
 
 
 def heavy(tag: str) -> bytes:
