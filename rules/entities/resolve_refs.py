@@ -48,6 +48,7 @@ from rules.entities.ref_scan import Wanted, verb_groups
 from rules.entities.ruled_out import ruled_out
 from rules.entities.too_recent import too_recent
 from rules.entities.track_entities import META as TRACK_META
+from rules.entities.user_made import said_own, user_made
 from rules.memo_scope import memo_scope
 from rules.messages import (
     HARNESS_TURNS,
@@ -384,13 +385,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         for (session, _, events_stored), kept, meta in zip(sources, fresh, metas, strict=True)
     }
     refs = [
-        resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed, forgot)
-        for m in mentions
+        resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed, forgot) for m in mentions
     ]
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
     # "… the one before the last": an order word not read as the mention's place
+    own_words = said_own(ctx.messages, idx)  # "… in my other terminal": the user's making
     refs = [
-        order_unread(too_recent(ruled_out(r, text), text, m), text, m)
+        user_made(
+            order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words
+        )
         for r, m in zip(refs, mentions, strict=True)
     ]
     picks = ctx.hints.get("resolver") or {}

@@ -21,7 +21,8 @@ as makings, "second to last" written out, an order word right after the noun; pr
 "the server" never a worker started after it, a background job's port on its command line, a
 third person's thing, a quotation within a line, ends of every one of a kind, a branch a merge
 deleted, "the first branch" once one was forgotten, an order word a language's patterns do not
-read, a SQL statement that failed with exit code 0) over
+read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's own making said
+since the agent last acted) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -63,6 +64,7 @@ SCENARIOS = [
         "probes_p.yaml",
         "probes_q.yaml",
         "probes_r.yaml",
+        "probes_s.yaml",
     )
     for sc in load(HERE / name)
 ]
