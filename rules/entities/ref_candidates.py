@@ -29,7 +29,10 @@ def _fits(mention: Mention, actions: set[str], e: Mapping[str, Any]) -> bool:
         return False
     if entity_cache.is_file_kind(e.get("type")):
         return not actions or e.get("action") in actions
-    return not mention.action or e.get("action") in mention.entity_actions
+    if not mention.action or e.get("action") in mention.entity_actions:
+        return True
+    # "the service you started": `systemctl start`, `docker start` ran a thing that was there
+    return mention.action == "start" and (e.get("attrs") or {}).get("state") == "running"
 
 
 def _of_kind(e: Mapping[str, Any], ends: tuple[str, ...], paths: tuple[str, ...]) -> bool:
