@@ -55,6 +55,7 @@ class PacedHttpTools(HttpToolsProtocol):
         self._body_left = 0  # the current request's declared body bytes not yet parsed
         self._body_parts: list[bytes] = []  # parsed body pieces, added to the body per slice
         self._feed_due = False  # ``_feed_held`` is scheduled
+        self._message_done = True  # the newest request's body has all arrived
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -118,7 +119,20 @@ class PacedHttpTools(HttpToolsProtocol):
 
     def on_headers_complete(self) -> None:
         self._body_left = _content_length(self.headers)
+        self._message_done = False
         super().on_headers_complete()
+
+    def on_response_complete(self) -> None:
+        """A response complete before its request's body (a 404, a 405, a model list, a count's
+        408): the connection closes. Kept open, uvicorn went on reading the body to reach the
+        next request, for as long as a client trickled it (300 s and more, past
+        ``limits.body_read_timeout_s``; a thousand such connections held from two addresses).
+        A pipelined request behind it means its body had ended."""
+        if not self._message_done and not self.pipeline and not self.transport.is_closing():
+            self.server_state.total_requests += 1
+            self.transport.close()
+            return
+        super().on_response_complete()
 
     def on_body(self, body: bytes) -> None:
         """uvicorn's, gathered per slice: it adds each piece to the request's body (``bytes +=``),
@@ -144,6 +158,7 @@ class PacedHttpTools(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self._body_left = 0
+        self._message_done = True
         self._flush_body()
         super().on_message_complete()
 

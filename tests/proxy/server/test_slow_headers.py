@@ -283,3 +283,41 @@ def test_the_served_process_hands_the_interpreter_to_its_loop_within_half_a_mill
         assert sys.getswitchinterval() == pytest.approx(0.0005)
     finally:
         sys.setswitchinterval(before)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"GET /v1/models HTTP/1.1\r\n",  # answered at once, its body never read
+        b"POST /nothing-here HTTP/1.1\r\n",  # a 404
+        b"POST /healthz HTTP/1.1\r\n",  # a 405
+    ],
+    ids=["model-list", "unknown-path", "wrong-method"],
+)
+def test_an_answer_before_the_body_ends_closes_the_connection(
+    fake_upstream: FakeUpstream, tmp_path: Path, head: bytes
+) -> None:
+    """Answered before its body had arrived, a connection stayed open while the client trickled
+    the rest (uvicorn reads it through to reach a next request): 300 s and more, past the body
+    read timeout, a thousand such connections from two addresses. It closes once answered."""
+    server, url = serve_like_cli(proxy_settings(fake_upstream.base_url), str(tmp_path / "db"))
+    try:
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as s:
+            s.sendall(head + b"Host: p\r\nContent-Length: 100000\r\n\r\n{")
+            deadline, out, closed = time.monotonic() + 5, b"", False
+            while time.monotonic() < deadline and not closed:
+                ready, _, _ = select.select([s], [], [], 0.2)
+                try:
+                    if ready:
+                        chunk = s.recv(65536)
+                        closed = not chunk
+                        out += chunk
+                    else:
+                        s.sendall(b"x")  # the client trickles on
+                except (ConnectionResetError, BrokenPipeError):
+                    closed = True
+        assert out.startswith(b"HTTP/1.1 "), out[:100]
+        assert closed, "the connection was held open while the body trickled"
+    finally:
+        stop(server)
