@@ -1,7 +1,8 @@
 """A resolution the user's own time words rule out: "delete the branch I created last week" read
 the branch the agent made a minute ago as meant. A time of a day or more ago said beside the
 mention ("yesterday", "last week", "3 days ago", "上周", "昨日", "지난주", "la semaine dernière",
-"на прошлой неделе") and an entity the proxy saw made more recently than that turns the
+"на прошлой неделе"), or earlier today ("this morning", "two hours ago", "ce matin", "今朝",
+at least half an hour), and an entity the proxy saw made more recently than that turns the
 resolution into an abstention (``too_recent``), its entity a candidate. An entity the message
 names stands; so does one seen long enough ago (a session resumed across days), and one said
 to be just made. Linear: fixed phrases read in the mention and at its two edges, each a window
@@ -54,10 +55,26 @@ _DAYS = re.compile(
     r"|지난\s{0,2}(?:주|달)(?:에|말)?(?![가-힣])|작년|그저께|며칠\s{0,2}전|\d{1,3}\s{0,2}일\s{0,2}전",
     re.IGNORECASE,
 )
+# earlier today (this morning, two hours ago): at least _HOURS_AGO
+_HOURS = re.compile(
+    r"\b(?:this\s{1,3}(?:morning|afternoon)|earlier\s{1,3}today"
+    r"|(?:an|one|two|three|a\s{1,3}few|a\s{1,3}couple\s{1,3}of|several|\d{1,2})\s{1,3}hours?"
+    r"\s{1,3}ago|esta\s{1,3}(?:mañana|tarde|manhã)|hoje\s{1,3}de\s{1,3}manhã"
+    r"|hace\s{1,3}(?:una|unas|dos|tres|\d{1,2})\s{1,3}horas?"
+    r"|há\s{1,3}(?:uma|umas|duas|três|\d{1,2})\s{1,3}horas?"
+    r"|ce\s{1,3}matin|cet\s{1,3}après-midi|il\s{1,3}y\s{1,3}a\s{1,3}(?:une|deux|trois|\d{1,2})"
+    r"\s{1,3}heures?|heute\s{1,3}(?:früh|morgen|vormittag|nachmittag)"
+    r"|vor\s{1,3}(?:einer|zwei|drei|\d{1,2})\s{1,3}stunden?|stamattina|questa\s{1,3}mattina"
+    r"|сегодня\s{1,3}утром|(?:час|два\s{1,3}часа|несколько\s{1,3}часов)\s{1,3}назад)\b"
+    r"|今天早上|今早|今天上午|几个小时前|\d{1,2}\s{0,2}个?小时前|今朝|数時間前|\d{1,2}\s{0,2}時間前"
+    r"|오늘\s{0,2}아침|몇\s{0,2}시간\s{0,2}전|\d{1,2}\s{0,2}시간\s{0,2}전",
+    re.IGNORECASE,
+)
 _HIER = re.compile(r"\bhier\b", re.IGNORECASE)  # French only: "here" in German and Dutch
 _PARTICLES = ("에", "に", "了")  # after a time word, before the mention ("지난주에 만든")
 _DAY_AGO = 3 * _HOUR  # "yesterday" said of a thing made in the last three hours: not it
 _DAYS_AGO = 24 * _HOUR
+_HOURS_AGO = _HOUR // 2  # "this morning" said of a thing made in the last half hour: not it
 
 
 def _found(pattern: re.Pattern[str], lang: str, where: str) -> list[re.Match[str]]:
@@ -74,7 +91,7 @@ def said_age(text: str, start: int, end: int, lang: str = "en") -> int:
     before = text[max(0, start - _WINDOW_BEFORE) : start].rstrip()
     if before.endswith(_PARTICLES):
         before = before[:-1].rstrip()
-    for least, pattern in ((_DAYS_AGO, _DAYS), (_DAY_AGO, _DAY)):
+    for least, pattern in ((_DAYS_AGO, _DAYS), (_DAY_AGO, _DAY), (_HOURS_AGO, _HOURS)):
         if (
             _found(pattern, lang, text[start:end])
             or any(
