@@ -196,10 +196,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             continue
         if not call_succeeded(tools, name, args, result, is_error):
             # a server still running when the call returned did start (its banner says so)
-            for m in made.still_running(name, args, result, cwd, is_error):
+            running = made.still_running(name, args, result, cwd, is_error)
+            for m in running:
                 seq += 1
                 new_events.append(
                     entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+                )
+            tried = [] if running else made.tried(name, args, result, cwd)
+            if tried:  # "the container you just started" is not one started before it
+                unknown, seq = unknown_made.remember(
+                    unknown, tried, seq, ctx.now, stored_id(call_id(call))
                 )
             continue
         before, shell_named = cwd, list[tuple[str, str | None]]()

@@ -33,6 +33,7 @@ from rules.activity.shell_json import api_request, printed_json
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.storable import MAX_PATH_CHARS
+from rules.entities.unknown_made import TRIED
 from rules.redact import holds_secret, redact_text
 
 # a container's or an image's id, or a unique prefix of it (``docker rm 9a8b``)
@@ -266,6 +267,18 @@ class MadeTracker:
             return False
         head = result[:MAX_SCAN]
         return any(w in head for w in _JOB_ENDS) and ended.search(head) is not None
+
+    def tried(
+        self, name: str, args: Mapping[str, Any], result: str, cwd: str | None
+    ) -> list[tuple[str, str | None]]:
+        """(``unknown_made.TRIED`` and the action, the kind) of each thing beyond files a failed
+        shell call would have made: "the container you just started" after it is none made
+        before (``unknown_made.newer_than``)."""
+        command = shell_command(self.tools, name, args)
+        if command is None or not self._may_make(command, []):
+            return []
+        facts = command_entities(self.pack, self.verbs, command, result, cwd, {})
+        return [(TRIED + m.action, m.kind) for m in facts.made if m.action == "create"]
 
     def still_running(
         self, name: str, args: Mapping[str, Any], result: str, cwd: str | None, is_error: bool

@@ -18,6 +18,9 @@ from rules.entities import cache as entity_cache
 from rules.entities.ref_mention import Mention
 
 KEY = "unknown"  # in track_entities' meta
+# an action's prefix for a making a failed call tried ("tried:create"): "the container you just
+# started" after a `docker run` that failed is not the container started before it
+TRIED = "tried:"
 MAX_KEPT = 4  # the newest count: an older one is older than some entity made since, most often
 
 Marker = Sequence[Any]
@@ -68,7 +71,14 @@ def in_view(
 def newer_than(mention: Mention, top: Mapping[str, Any], found: Sequence[Marker]) -> bool:
     """Whether a making the shell alone named is newer than ``top`` and could be what
     ``mention`` means: a file or folder it names by its kind and what was done, not by a word
-    its name holds ("the backup folder") nor by a relation, a position or a maker."""
+    its name holds ("the backup folder") nor by a relation, a position or a maker; or a making
+    of ``top``'s kind a failed call tried, newer than it, when the mention says just made ("the
+    container you just started": the newest start failed)."""
+    if not found:
+        return False
+    if mention.recency and _tried_since(mention, top, found):
+        return True
+    found = [m for m in found if not str(m[1]).startswith(TRIED)]
     if not found or not entity_cache.is_file_kind(top.get("type")):
         return False
     if (
@@ -113,3 +123,16 @@ def in_reach(
         if found and anc.depth <= max_depth:
             out[anc.session_id] = in_view(found, ctx.now, ttl, None, set())
     return out
+
+
+def _tried_since(mention: Mention, top: Mapping[str, Any], found: Sequence[Marker]) -> bool:
+    """Whether a failed call tried to make a thing of ``top``'s kind after it, by an action the
+    mention's verb fits (``mention.entity_actions``; any, with no verb)."""
+    at = (top.get("first_seen", 0), top.get("seq", 0))
+    for m in found:
+        action = str(m[1])
+        if not action.startswith(TRIED) or m[2] != top.get("type") or (m[3], m[0]) <= at:
+            continue
+        if not mention.action or action[len(TRIED) :] in mention.entity_actions:
+            return True
+    return False
