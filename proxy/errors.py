@@ -203,3 +203,7 @@ class UpstreamKeyMissing(ProxyError):
     """The upstream's ``api_key_env`` is empty: litellm would fall back on another key."""
 
     code = "upstream_key_missing"
+
+
+# Errors raised before a request's body was read to its end: its connection carries no other
+BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType, TooManyInFlight)

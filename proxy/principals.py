@@ -36,7 +36,7 @@ import orjson
 from proxy.errors import Unauthorized
 from proxy.networks import network_of
 from proxy.relayed_headers import relayed_headers
-from proxy.settings import AuthSettings
+from proxy.settings import AuthSettings, UpstreamSettings
 
 ANONYMOUS = "anonymous"
 LEGACY = "legacy"
@@ -160,6 +160,15 @@ class Principals:
         if self.mode == "keys" or principal in self._accepted:
             return principal
         return unverified_lane(client)
+
+    def answered(
+        self, principal: str, status: int, upstream: UpstreamSettings, client: Sequence[Any] | None
+    ) -> None:
+        """An upstream answered a request of ``principal`` with ``status``: below 400, and with
+        the client's own credential (not the server's key, ``api_key_env``, whose answer vouches
+        for none), it is ``accepted``."""
+        if status < 400 and not upstream.api_key_env:
+            self.accepted(principal, client)
 
     def accepted(self, principal: str, client: Sequence[Any] | None = None) -> None:
         """An upstream answered a request of ``principal`` (below 400) with the client's own

@@ -17,16 +17,14 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.attribution.ledger import Pending
 from proxy.errors import (
+    BODY_UNREAD,
     CLIENT_CLOSED,
     ClientGone,
     InternalError,
     ModelNotFound,
-    PayloadTooLarge,
     ProxyError,
-    RequestTimeout,
     ShuttingDown,
     TooManyInFlight,
-    UnsupportedMediaType,
     require_json,
 )
 from proxy.failures import STOPPING
@@ -53,7 +51,6 @@ from proxy.server.provider_refs import (
     answer_reader,
     kept_ids_for,
     require_own,
-    shared_key,
     what_was_read,
 )
 from proxy.server.rescue import rescue_overflow
@@ -69,8 +66,6 @@ from rules.redact import redact_text
 from rules.report import bounded_report
 
 log = logging.getLogger("ctxproxy.handler")
-# Errors raised before the body was read to its end.
-_BODY_UNREAD = (RequestTimeout, PayloadTooLarge, UnsupportedMediaType, TooManyInFlight)
 
 
 class ProtocolHandler:
@@ -133,7 +128,7 @@ class ProtocolHandler:
             principal = wire.principal(self.s.principals, headers, query)
             row["principal"] = principal
             # its turn in what tenants share (an unverified key: its network's, with the others)
-            lane = self.s.principals.lane(principal, scope.get("client"))
+            lane = self.s.principals.lane(principal, client := scope.get("client"))
             enter_lane(lane)
             # 429 past the lane's bounds, for a declared length before the body is read
             counted.append(ticket := self.s.in_flight.enter(lane))
@@ -255,10 +250,8 @@ class ProtocolHandler:
                 )
                 if rewritten is not first:
                     pending = rewritten.cache
-                # its credential works: a lane of its own from now; not when the upstream was
-                # called with the server's key, whose answer vouches for no client credential
-                if response.status < 400 and not shared_key(upstream):
-                    self.s.principals.accepted(principal, scope.get("client"))
+                # a lane of its own from now, once an answer vouches for its own credential
+                self.s.principals.answered(principal, response.status, upstream, client)
             except ProxyError as exc:
                 await self._answer_error(send, exc, row, started, out_headers)
                 return
@@ -368,7 +361,7 @@ class ProtocolHandler:
         """The one error answer, in the protocol's shape. The row completes even if sending fails;
         nothing is sent to a client that left; a body left unread closes the connection."""
         fields = self._fields(row, started, error.status, error, None)
-        if isinstance(error, _BODY_UNREAD):  # the connection carries no other request
+        if isinstance(error, BODY_UNREAD):  # the connection carries no other request
             headers = {**headers, "connection": "close"}
         try:
             if not isinstance(error, ClientGone):

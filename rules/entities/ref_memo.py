@@ -78,7 +78,7 @@ def nothing_asked_again(ctx: Context, cfg: object, summary: object, latest: int)
     """Whether the request is a tool loop's next one, with nothing to do: the last user-role
     message (at ``latest``) is the very question read last time, with the same options, from
     the very summary (``summary``, of the session alone) and nothing was found in it. The sorts
-    present are a function of that summary and the options' packs (``resolve_refs._scan_key``:
+    present are a function of that summary and the options' packs (``scan_key.scan_key``:
     state is never edited in place), so what ``asked_again`` would hand back is known to be
     empty without working them out."""
     kept = ctx.memo.get(QUESTION)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import orjson
 from pydantic import Field, field_validator
@@ -44,8 +44,9 @@ from rules.entities.ref_detect import (
 from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
-from rules.entities.ref_scan import Wanted, verb_groups
+from rules.entities.ref_scan import Wanted
 from rules.entities.ruled_out import ruled_out
+from rules.entities.scan_key import held_sorts, scan_key
 from rules.entities.too_recent import too_recent
 from rules.entities.track_entities import META as TRACK_META
 from rules.entities.user_made import said_own, user_made
@@ -198,7 +199,7 @@ def _scan_layer(
 ) -> tuple[Mention, ...]:
     """One layer of mentions. ``present`` None: the patterns that need nothing; else only those
     needing what is present (a session's first commit scans its question again for these
-    alone), with the object verbs of the kinds held (``_with_verbs``)."""
+    alone), with the object verbs of the kinds held (``scan_key``)."""
     kinds, _ = load_lexicons(extra_packs)
     prep = _prepared(text, extra_packs, languages)
     return tuple(scan_prepared(prep, kinds, threshold, _selection(present)))
@@ -240,52 +241,6 @@ def _mentions(
     return tuple(m for m in found if m.base >= threshold)
 
 
-def _held(ctx: Context, use_ancestors: bool) -> tuple[set[str], str]:
-    """(kinds, sorts as "a|b") the sessions in reach hold beyond files, from the summary
-    track_entities keeps: a pattern that needs what none holds is not run, a mention of a kind
-    none holds is not resolved. Read on every request: no events are walked."""
-    kinds: set[str] = set()
-    sorts: set[str] = set()
-    ancestors = ctx.ancestors if use_ancestors else ()
-    for found in (
-        ctx.state.get(entity_cache.SUMMARY),
-        *(a.state.get(entity_cache.SUMMARY) for a in ancestors),
-    ):
-        if found:
-            kinds.update(found.get("kinds") or ())
-            sorts.update(found.get("sorts") or ())
-    return kinds, "|".join(sorted(sorts))
-
-
-@functools.lru_cache(maxsize=256)
-def _with_verbs(sorts: str, kinds: tuple[str, ...], extra_packs: tuple[str, ...]) -> str:
-    """The scan's key: the sorts present and the object verb groups the kinds held take
-    ("objects|related#drop,push,revert"): a verb of no held kind is not looked for."""
-    _, lexicons = load_lexicons(extra_packs)
-    groups = verb_groups(lexicons[0].object_kinds, kinds) if lexicons else frozenset()
-    return f"{sorts}#{','.join(sorted(groups))}"
-
-
-# the last session summary's scan key: a session's next request holds the same summary object
-_last_key: tuple[object, tuple[str, ...], str] = (None, (), "")
-
-
-def _scan_key(
-    held: object, kinds: set[str] | None, sorts: str, extra_packs: tuple[str, ...]
-) -> str:
-    """``_with_verbs`` of the kinds held (``kinds``, else the session summary ``held``'s)."""
-    global _last_key
-    if kinds is not None:
-        return _with_verbs(sorts, tuple(sorted(kinds)), extra_packs)
-    last, packs, key = _last_key  # one tuple, swapped whole: safe across threads
-    if last is held and packs is extra_packs:
-        return key
-    found = held.get("kinds") if isinstance(held, Mapping) else None
-    key = _with_verbs(sorts, tuple(sorted(found or ())), extra_packs)
-    _last_key = (held, extra_packs, key)
-    return key
-
-
 def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:
     """Whether a mention's verb takes a kind some session in reach holds ("stop it" with no
     process held: never resolved, so not reported, as when its verb is not looked for)."""
@@ -302,11 +257,11 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if ref_memo.nothing_asked_again(ctx, cfg, held, near):
         return RuleResult.unchanged(ctx)  # most requests of a tool loop: nothing worked out
     if ctx.ancestors:
-        kinds, present = _held(ctx, cfg.use_ancestors)
+        kinds, present = held_sorts(ctx, cfg.use_ancestors)
     else:  # one session (most requests): its summary's sorts, kinds only when there is a mention
         kinds, present = None, entity_cache.joined_sorts(held)
     if present:
-        present = _scan_key(held, kinds, present, cfg.extra_packs)
+        present = scan_key(held, kinds, present, cfg.extra_packs)
     # a tool loop's next request: the question read last time, nothing read again
     summary = ref_memo.ANCESTRAL if ctx.ancestors else held  # ``present``'s source, kept
     seen = ref_memo.asked_again(ctx, cfg, present, near, summary)

@@ -23,7 +23,7 @@ from rules.activity.entity_commands import (
     program_of,
     script_statements,
 )
-from rules.activity.entity_pack import MAX_BY_CHARS, EntityPack, Made
+from rules.activity.entity_pack import EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.git_head import Head, stored_head
@@ -33,6 +33,7 @@ from rules.activity.shell_json import api_request, printed_json
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
 from rules.activity.storable import MAX_PATH_CHARS
+from rules.entities.kill_patterns import pattern_regex
 from rules.entities.unknown_made import TRIED
 from rules.redact import holds_secret, redact_text
 
@@ -395,25 +396,3 @@ class MadeTracker:
 
 
 _JOB_ENDS = ("Exit", "Done", "Terminated", "Killed", "Aborted", "fault", "Hangup")
-_GLOB = re.compile(r"\.\*|[.^$]|[^.^$]+")
-_SPECIAL = frozenset("[](){}|+?*\\")
-
-
-def pattern_regex(pattern: str) -> re.Pattern[str] | None:
-    """A `pkill` pattern as a regex, when it holds only literal text, `.`, `.*` (three at most)
-    and anchors: what most are (`http.server`, `^node`, `python.*serve`); None otherwise."""
-    if (
-        not pattern
-        or len(pattern) > MAX_BY_CHARS
-        or any(c in _SPECIAL for c in pattern.replace(".*", ""))
-    ):
-        return None
-    if pattern.count(".*") > 3:
-        return None
-    parts = []
-    for i, m in enumerate(_GLOB.finditer(pattern)):
-        tok = m.group(0)
-        if (tok == "^" and i > 0) or (tok == "$" and m.end() < len(pattern)):
-            return None
-        parts.append(tok if tok in (".*", ".", "^", "$") else re.escape(tok))
-    return re.compile("".join(parts))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from rules.entities.track_made import pattern_regex
+from rules.entities.kill_patterns import pattern_regex
 
 
 @pytest.mark.parametrize(
