@@ -117,7 +117,9 @@ class LearnedWindows:
     ``window_floor``. Kept per principal: an error answer can quote client text (OpenAI's
     "Unrecognized request argument supplied: …" names the argument), so one tenant could
     otherwise state a window for every other tenant's requests. Bounded (model names and, in
-    passthrough, principals come from clients): the oldest entries go first."""
+    passthrough, principals come from clients): the principal holding most loses its oldest
+    first (one tenant's 1,100 windows under made-up model names pushed another's out, whose
+    next long request met the provider's overflow again)."""
 
     def __init__(self, max_entries: int = 1024) -> None:
         self._windows: OrderedDict[tuple[str, str, str], int] = OrderedDict()
@@ -141,8 +143,11 @@ class LearnedWindows:
             self._per_principal[principal] = self._per_principal.get(principal, 0) + 1
         self._windows[key] = kept
         self._windows.move_to_end(key)
-        while len(self._windows) > self._max:
-            (dropped, _, _), _ = self._windows.popitem(last=False)
+        while len(self._windows) > self._max:  # rare: on an overflow error, a walk of 1,024
+            most = max(self._per_principal, key=self._per_principal.__getitem__)
+            oldest = next(k for k in self._windows if k[0] == most)
+            del self._windows[oldest]
+            dropped = most
             left = self._per_principal[dropped] - 1
             if left:
                 self._per_principal[dropped] = left

@@ -16,7 +16,7 @@ import orjson
 
 from proxy.principals import split_scoped
 from proxy.rewrite.engine import Engine
-from proxy.rewrite.model_windows import MIN_LEARNED_WINDOW
+from proxy.rewrite.model_windows import MIN_LEARNED_WINDOW, LearnedWindows
 from proxy.settings import Settings, settings_from_mapping
 from proxy.store import learned_windows
 from proxy.store.sqlite import Store
@@ -192,3 +192,18 @@ async def test_a_window_stated_in_a_tenants_own_text_never_holds_another_tenant(
         assert engine.budget_for(MODEL, attacker) == STATED // 2 - RESERVE
         victim = await post(client, "sk-client-b", {"model": MODEL, "messages": big})
         assert (await row(client, victim))["report"]["tokens"]["budget"] == STATED - RESERVE
+
+
+def test_the_principal_holding_most_learned_windows_loses_its_oldest_first() -> None:
+    """One tenant's 1,100 windows under made-up model names (each a cheap 400 of the catch-all
+    upstream) pushed another tenant's one learned window out of the 1,024 kept: its next long
+    request met the provider's overflow again."""
+
+    windows = LearnedWindows(max_entries=8)
+    windows.learn("bob", "openai", "bobmodel-1", 5_000)
+    for i in range(20):
+        windows.learn("alice", "openai", f"made-up-{i}", 5_000)
+    assert windows.get("bob", "openai", "bobmodel-1") == 5_000
+    assert windows.get("alice", "openai", "made-up-19") == 5_000
+    assert windows.get("alice", "openai", "made-up-0") is None  # her oldest went
+    assert sum(windows.get("alice", "openai", f"made-up-{i}") is not None for i in range(20)) == 7
