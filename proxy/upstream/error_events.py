@@ -4,7 +4,8 @@ redacts it (``error_redaction``). Both ask ``error_event``; the scanner asks it 
 ``is_error_head``, on an event's first bytes.
 
 The shapes: a member ``error`` holding an object (chat completions, Gemini, Anthropic's
-``{"type": "error", "error": {...}}``), ``type: "error"`` or ``object: "error"`` with the error's
+``{"type": "error", "error": {...}}``) or any other value that is not empty (Hugging Face TGI's
+``{"error": "…"}``, a list, ``true``), ``type: "error"`` or ``object: "error"`` with the error's
 fields on the event itself (the Responses API; vLLM and other OpenAI-compatible servers), and
 ``type: "response.failed"`` with the error in its response; or the event's name ``error`` or
 ``response.failed``, whatever its data."""
@@ -30,13 +31,19 @@ HEAD_BYTES = 512  # bytes of an event's start the scanner holds back, at most, t
 def error_event(obj: dict[str, Any]) -> str | None:
     """``"<type or code>: <message>"`` when ``obj`` (an event's data) is an error, else None."""
     kind = obj.get("type")
+    error = obj.get("error")
     if kind == "response.failed":
         response = obj.get("response")
         found = response.get("error") if isinstance(response, dict) else None
-    elif isinstance(obj.get("error"), dict):
-        found = obj["error"]
+    elif isinstance(error, dict):
+        found = error
     elif kind == "error" or obj.get("object") == "error":
         found = obj  # the error's fields on the event itself
+    elif error not in (None, False, "", [], 0):
+        # a string, a list, ``true`` (Hugging Face TGI's ``{"error": "…"}``): an error to the
+        # SDKs all the same (such an event relayed the server's key unredacted)
+        message = error if isinstance(error, str) else obj.get("message") or str(error)[:500]
+        found = {"message": message}
     else:
         return None
     if not isinstance(found, dict):

@@ -49,6 +49,18 @@ ERRORS = [
         b'data: {"id":"c1","error":{"message":"cut","type":"server_error"}}\n\n',
         "server_error: cut",
     ),
+    (  # Hugging Face TGI: the error a string
+        b'data: {"error":"Input validation error: too long","error_type":"validation"}\n\n',
+        "error: Input validation error: too long",
+    ),
+    (  # a list, and ``true`` beside a message
+        b'data: {"error":["cut off"]}\n\n',
+        "error: ['cut off']",
+    ),
+    (
+        b'data: {"error":true,"message":"overloaded"}\n\n',
+        "error: overloaded",
+    ),
 ]
 NOT_ERRORS = [
     b'data: {"choices":[{"delta":{"content":"the \\"error\\" key"}}],"error":null}\n\n',
@@ -150,3 +162,17 @@ async def test_a_json_array_element_with_its_error_after_other_members_is_redact
 
     out = b"".join([piece async for piece in redactor.elements(pieces())])
     assert SECRET.encode() not in out and out.startswith(b'[{"candidates":[]},{"pad":"')
+
+
+async def test_an_error_that_is_a_string_is_redacted() -> None:
+    """Hugging Face TGI writes ``{"error": "…"}``: the server's key it quoted reached the client
+    on every native stream route."""
+    event = b'data: {"error":"upstream auth failed for key ' + SECRET.encode() + b'"}\n\n'
+    redactor = ErrorRedactor([SECRET])
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        yield b'data: {"choices":[]}\n\n'
+        yield event
+
+    out = b"".join([piece async for piece in redactor.stream(chunks())])
+    assert SECRET.encode() not in out and out.startswith(b'data: {"choices":[]}\n\n')
