@@ -71,6 +71,10 @@ class LimitSettings(_Strict):
     # Body bytes one principal's requests in flight may carry in all (429 beyond; a declared
     # content-length is refused before the body is read); unset: 8 times max_body_bytes.
     max_body_bytes_in_flight_per_principal: int | None = Field(default=None, ge=1)
+    # Body bytes all requests in flight may carry in all (429 beyond, as for one principal's):
+    # the lanes each have their own bound, and many of them (a network's 16, every network's)
+    # held 4 GB; unset: 16 times max_body_bytes.
+    max_body_bytes_in_flight: int | None = Field(default=None, ge=1)
     # Messages (Chat Completions, Anthropic Messages) or input items (Responses API) in one body
     # at most (400 beyond): the rules' time and memory grow with them. Real agents' longest
     # conversations hold a few thousand.

@@ -7,7 +7,9 @@ connections made another principal's 0.4 s request take 5.8 s), and its large bo
 memory (six 26 MB bodies waiting on the upstream held ~600 MB of the server's; a hundred, 10 GB).
 Past a bound a request is answered 429 with ``retry-after``: for the count and a declared
 ``content-length``, before its body is read; for a body sent without one, as soon as the bytes
-read pass the bound. The agents' SDKs retry a 429."""
+read pass the bound. The agents' SDKs retry a 429. Every principal's bodies together are bounded
+too (``limits.max_body_bytes_in_flight``): in passthrough a network has up to 16 lanes, and
+20 made-up keys from one host held 136 bodies of 30 MiB, the server's memory 425 MB -> 4.4 GB."""
 
 from __future__ import annotations
 
@@ -31,6 +33,13 @@ def principal_byte_bound(limits: LimitSettings) -> int:
     return configured if configured is not None else 8 * limits.max_body_bytes
 
 
+def total_byte_bound(limits: LimitSettings) -> int:
+    """``limits.max_body_bytes_in_flight``, by default 16 largest bodies: what every lane's
+    requests carry in all (a lane's own bound times the lanes is no bound on the memory)."""
+    configured = limits.max_body_bytes_in_flight
+    return configured if configured is not None else 16 * limits.max_body_bytes
+
+
 @dataclass
 class Ticket:
     """One request's place among its principal's in flight, and the body bytes it counts."""
@@ -43,11 +52,13 @@ class InFlight:
     """Each principal's requests in flight and their bodies' bytes (a principal with none is not
     kept)."""
 
-    def __init__(self, bound: int, byte_bound: int) -> None:
+    def __init__(self, bound: int, byte_bound: int, total_bound: int | None = None) -> None:
         self.bound = bound
         self.byte_bound = byte_bound
+        self.total_bound = total_bound  # every principal's together (None: none)
         self._counts: dict[str, int] = {}
         self._bytes: dict[str, int] = {}
+        self._total = 0
 
     def enter(self, principal: str) -> Ticket:
         """Count one more of ``principal``'s; ``TooManyInFlight`` (counting nothing) past the
@@ -72,7 +83,15 @@ class InFlight:
                 f"bytes of bodies (limits.max_body_bytes_in_flight_per_principal: "
                 f"{self.byte_bound}); retry when one has finished."
             )
+        everyone = self._total - ticket.size
+        if self.total_bound is not None and everyone and everyone + size > self.total_bound:
+            raise TooManyInFlight(
+                f"The requests in flight through the proxy already carry {everyone} bytes of "
+                f"bodies (limits.max_body_bytes_in_flight: {self.total_bound}); retry when one "
+                "has finished."
+            )
         self._set_bytes(ticket.principal, others + size)
+        self._total = everyone + size
         ticket.size = size
 
     def grower(self, ticket: Ticket) -> Callable[[int], None]:
@@ -90,6 +109,7 @@ class InFlight:
     def leave(self, ticket: Ticket) -> None:
         principal = ticket.principal
         self._set_bytes(principal, self._bytes.get(principal, 0) - ticket.size)
+        self._total -= ticket.size
         ticket.size = 0
         count = self._counts[principal] - 1
         if count:

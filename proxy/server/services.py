@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from proxy.principals import Principals
 from proxy.rewrite.engine import Engine
-from proxy.server.in_flight import InFlight, principal_bound, principal_byte_bound
+from proxy.server.in_flight import InFlight, principal_bound, principal_byte_bound, total_byte_bound
 from proxy.settings import Settings
 from proxy.store.base import Store
 from proxy.telemetry.observe import Observers
@@ -27,4 +27,6 @@ class Services:
 
     def __post_init__(self) -> None:
         limits = self.settings.limits
-        self.in_flight = InFlight(principal_bound(limits), principal_byte_bound(limits))
+        self.in_flight = InFlight(
+            principal_bound(limits), principal_byte_bound(limits), total_byte_bound(limits)
+        )

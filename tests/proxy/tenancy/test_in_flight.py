@@ -272,3 +272,30 @@ def test_a_flood_of_made_up_keys_from_one_network_spares_another_networks_new_ke
     assert codes["sk-new-1"] == 429  # its network's unverified lane is full
     assert codes["sk-new-2"] == 200
     assert [codes[f"sk-made-up-{i}"] for i in range(CONNECTIONS // 2)] == [200, 200]
+
+
+def test_every_lanes_bodies_together_are_bounded_in_bytes(
+    proxy: tuple[str, EdgeUpstream, Any],
+) -> None:
+    """Each lane's bodies are bounded, and a network may have 16 lanes (an upstream that checks
+    no key accepts every made-up one): 20 made-up keys from one host held 136 bodies of 30 MiB,
+    the server's memory 425 MB -> 4.4 GB. All lanes' bodies together are bounded as well (by
+    default 16 of the largest): past it a request is answered 429, whoever sends it."""
+    base, edge, app = proxy
+    edge.reply = Reply.json(chat_completion("quick"))
+    in_flight = app.state.services.in_flight
+    assert in_flight.total_bound == 16 * BODY_LIMIT
+    held = []
+    for i in range(16):  # sixteen lanes, each one body of the largest waiting upstream
+        held.append(ticket := in_flight.enter(f"lane-{i}"))
+        in_flight.size(ticket, BODY_LIMIT)
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-new"}
+    url = base + "/v1/chat/completions"
+    refused = httpx.post(url, content=big("one more", 100 * 1024), headers=headers)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert "limits.max_body_bytes_in_flight" in refused.json()["error"]["message"]
+    in_flight.leave(held.pop())
+    assert httpx.post(url, content=big("now", 100 * 1024), headers=headers).status_code == 200
+    for ticket in held:
+        in_flight.leave(ticket)
+    assert in_flight._total == 0
