@@ -14,6 +14,7 @@ from typing import Protocol
 
 from rules.base import Message
 from rules.entities.ruled_out import abstention
+from rules.entities.too_recent import Span
 from rules.messages import role, text_of, tool_calls
 from rules.report import Reference
 
@@ -47,17 +48,11 @@ def said_own(messages: Sequence[Message], question: int) -> list[str]:
     return out
 
 
-class Said(Protocol):
-    """What of a mention this reads (``Mention``)."""
+class Said(Span, Protocol):
+    """What of a mention this reads (``Mention``): its place, language and actor."""
 
     @property
-    def start(self) -> int: ...
-    @property
-    def end(self) -> int: ...
-    @property
     def actor(self) -> str | None: ...
-    @property
-    def lang(self) -> str: ...
 
 
 def user_made(ref: Reference, question: str, mention: Said, own: list[str]) -> Reference:
