@@ -220,8 +220,7 @@ class Engine(WindowBudgets):
     def _cold(self, sid: str, model: str, lowered: Lowered, raw_size: int, items: int) -> bool:
         """Whether a body the body memory had mostly seen goes to the worker all the same: the
         session's memos do not know its messages (another session sent it, or its memos were let
-        go), so the rules would work through them cold, on the event loop (``items``: its
-        ``items_of``)."""
+        go), so the rules would work through them cold, on the event loop (``items_of``: items)."""
         if not self.offload.heavy(raw_size, items):
             return False  # inline however cold
         memos = self.pipeline.memos

@@ -42,22 +42,23 @@ _EXCEPTION_NAME = re.compile(r"litellm\.(\w{1,40}+):")
 _EXCEPTION_CHAIN = re.compile(r"(?:litellm\.\w{1,40}+:\s*+){1,8}")  # at the message's start
 
 
+def _chain(message: str) -> list[str]:
+    """The litellm exceptions an error event's message opens with, outermost first."""
+    names = _EXCEPTION_CHAIN.match(message.lstrip())
+    return _EXCEPTION_NAME.findall(names[0]) if names is not None else []
+
+
 def _exception_status(message: str) -> int | None:
     """The status of the litellm exceptions an error event's message names, the innermost
     known one first ("litellm.MidStreamFallbackError: litellm.RateLimitError: …" is a 429)."""
-    names = _EXCEPTION_CHAIN.match(message.lstrip())
-    if names is None:
-        return None
-    found = [_named_status(n) for n in _EXCEPTION_NAME.findall(names[0])]
+    found = [_named_status(n) for n in _chain(message)]
     return next((status for status in reversed(found) if status is not None), None)
 
 
-def _connection_failed(message: Any) -> bool:
-    """Whether an error event's message names litellm's connection error innermost (its words
-    for a connection that failed or broke off: "… litellm.APIConnectionError: …")."""
-    names = _EXCEPTION_CHAIN.match(message.lstrip()) if isinstance(message, str) else None
-    found = _EXCEPTION_NAME.findall(names[0]) if names is not None else []
-    return bool(found) and found[-1] == "APIConnectionError"
+def _connection_failed(message: str) -> bool:
+    """Whether litellm's connection error is the innermost exception a message names (its
+    words for a connection that failed or broke off: "… litellm.APIConnectionError: …")."""
+    return _chain(message)[-1:] == ["APIConnectionError"]
 
 
 def _named_status(name: str) -> int | None:
@@ -95,7 +96,7 @@ def failed_event(
     text = short_message(message, upstream) if isinstance(message, str) else ""
     said = f"Upstream {upstream.name}: {text}" if text else f"Upstream {upstream.name} failed."
     named = _exception_status(message) if kind == "api_error" and isinstance(message, str) else None
-    if named == 502 and _connection_failed(message) and FAILED_CALL not in str(message):
+    if named == 502 and _connection_failed(str(message)) and FAILED_CALL not in str(message):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {upstream.name} {what}.")
     if named == 504:
