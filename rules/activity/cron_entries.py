@@ -17,7 +17,9 @@ from rules.activity.shell_words import without_prefixes
 MAX_LINES = 16  # cron lines one command line is read for
 # five time fields (digits, *, /, ",", "-", month and day names) or a nickname, then the command
 _CRON_LINE = re.compile(
-    r"(?:@(?:reboot|yearly|annually|monthly|weekly|daily|midnight|hourly)"
+    # a field starts at a field's start: a long run of field characters is tried once, not at
+    # every position (the pattern only matches a line's start; this keeps finditer linear too)
+    r"(?<![\d*/,A-Za-z-])(?:@(?:reboot|yearly|annually|monthly|weekly|daily|midnight|hourly)"
     r"|[\d*/,A-Za-z-]{1,40}(?:[ \t]{1,8}[\d*/,A-Za-z-]{1,40}){4})[ \t]{1,8}\S"
 )
 _WRITERS = frozenset(("echo", "printf"))
