@@ -1,10 +1,12 @@
 """Each session's memory for the attribution: what its previous request sent (``probe.Sent``), the
 upstream's usage of it, the direct lane's last prompt and the open compaction's account. Kept in
-memory, per scoped session (``principal/name``), bounded by sessions and bytes (LRU); a session it
-no longer holds starts over (its next request is compared by the cache feedback's time and usage
-only). ``begin`` runs while the engine holds the session (the comparison with the previous
-request is made then: deferred, it would keep the request's lists and token counts alive until
-the answer is settled, a long stream's end), ``settle`` when the answer's usage is known."""
+memory, per scoped session (``principal/name``), bounded by sessions and bytes: over a bound, the
+principal holding most (sessions, or bytes) loses its least recently used session, so one
+tenant's many sessions or large tools do not push another's out. A session it no longer holds
+starts over (its next request is compared by the cache feedback's time and usage only).
+``begin`` runs while the engine holds the session (the comparison with the previous request is
+made then: deferred, it would keep the request's lists and token counts alive until the answer
+is settled, a long stream's end), ``settle`` when the answer's usage is known."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from typing import Any, Protocol
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
 from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest_sized
+from proxy.principals import split_scoped
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
 
@@ -71,6 +74,8 @@ class CacheLedger:
     max_bytes: int = MAX_BYTES
     _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
     _bytes: int = 0
+    # per principal: [sessions, bytes] held (the eviction's choice)
+    _held: dict[str, list[int]] = field(default_factory=dict)
 
     def begin(self, ctx: Context, outcome: Outcome) -> Pending:
         """This request's facts against the session's previous one; it becomes the previous."""
@@ -83,9 +88,9 @@ class CacheLedger:
         before, after = (counts["before"], counts["after"]) if counts else (0, 0)
         client = ctx.original_messages
         seen = session.tools
+        held_before = session.size if sid in self._sessions else None
         if seen is None or seen[0] is not ctx.tools:
             digest, size = tools_digest_sized(ctx.tools)
-            self._bytes += size - (seen[2] if seen is not None else 0)
             session.tools = seen = (ctx.tools, digest, size)
         sent = Sent(
             at=ctx.now,
@@ -101,11 +106,8 @@ class CacheLedger:
             session.sent, sent, client, outcome.messages, ctx.tokens, tools_tokens, outcome.report,
             ctx.cache.last_at,
         )  # fmt: skip
-        if session.sent is not None:
-            self._bytes -= session.sent.size
         session.sent = sent
-        self._bytes += sent.size
-        self._keep(sid, session)
+        self._keep(sid, session, held_before)
         return Pending(sid, facts, ctx.cache)
 
     def previous_response(self, session_id: str) -> str | None:
@@ -158,14 +160,43 @@ class CacheLedger:
             self._sessions.move_to_end(pending.session_id)
         return line, decided
 
-    def _keep(self, sid: str, session: _Session) -> None:
+    def _keep(self, sid: str, session: _Session, held_before: int | None) -> None:
+        """``held_before``: the bytes the session was charged while held (None: not held)."""
+        principal = split_scoped(sid)[0]
+        held = self._held.setdefault(principal, [0, 0])
+        if held_before is None:
+            held[0] += 1
+            held_before = 0
+        grown = session.size - held_before
+        held[1] += grown
+        self._bytes += grown
         self._sessions[sid] = session
         self._sessions.move_to_end(sid)
-        while self._sessions and (
-            len(self._sessions) > self.max_sessions or self._bytes > self.max_bytes
-        ):
-            _, dropped = self._sessions.popitem(last=False)
-            self._bytes -= dropped.size
+        while self._sessions and (over := self._over()):
+            self._drop(self._evictee(over))
+
+    def _over(self) -> int:
+        """Which bound is passed: 1 the sessions', 2 the bytes' (0: none)."""
+        if len(self._sessions) > self.max_sessions:
+            return 1
+        return 2 if self._bytes > self.max_bytes else 0
+
+    def _evictee(self, over: int) -> str:
+        """The least recently used session of the principal holding most sessions (``over`` 1)
+        or bytes (2)."""
+        heaviest = max(self._held, key=lambda p: self._held[p][over - 1])
+        oldest = (s for s in self._sessions if split_scoped(s)[0] == heaviest)
+        return next(oldest, next(iter(self._sessions)))
+
+    def _drop(self, sid: str) -> None:
+        dropped = self._sessions.pop(sid)
+        principal = split_scoped(sid)[0]
+        held = self._held[principal]
+        held[0] -= 1
+        held[1] -= dropped.size
+        self._bytes -= dropped.size
+        if not held[0]:
+            del self._held[principal]
 
 
 def _reported(cache: CacheFacts) -> Usage | None:

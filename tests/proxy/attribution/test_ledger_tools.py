@@ -59,3 +59,32 @@ def test_the_tools_bytes_are_charged_and_leave_with_their_session() -> None:
         held = sum(s.size for s in ledger._sessions.values())
         assert ledger._bytes == held <= 3 * size
     assert len(ledger._sessions) < 10
+
+
+def test_a_principal_holding_most_loses_its_own_sessions_first() -> None:
+    """One tenant's sessions with large tools fill the bound: its own oldest go, another tenant's
+    session (older than all of them) keeps its comparison."""
+    size = tools_digest_sized([tool("x" * 5_000)])[1]
+    ledger = CacheLedger(max_bytes=4 * size)
+    victim = ctx("victim/s", [tool("read a file")], 1000.0)
+    ledger.begin(victim, Outcome(victim.messages))
+    for n in range(20):
+        c = ctx(f"flood/s{n}", [tool(f"{n}" + "x" * 5_000)], 1001.0 + n)
+        ledger.begin(c, Outcome(c.messages))
+        assert ledger._bytes == sum(s.size for s in ledger._sessions.values()) <= 4 * size
+    assert "victim/s" in ledger._sessions
+    assert "flood/s19" in ledger._sessions and "flood/s0" not in ledger._sessions
+    assert ledger._held["victim"] == [1, ledger._sessions["victim/s"].size]
+
+
+def test_a_principal_with_most_sessions_loses_its_oldest_at_the_session_bound() -> None:
+    ledger = CacheLedger(max_sessions=5)
+    first = ctx("victim/s", None, 1000.0)
+    ledger.begin(first, Outcome(first.messages))
+    for n in range(12):
+        c = ctx(f"flood/s{n}", None, 1001.0 + n)
+        ledger.begin(c, Outcome(c.messages))
+    assert len(ledger._sessions) == 5 and "victim/s" in ledger._sessions
+    assert ledger._held == {"victim": [1, ledger._sessions["victim/s"].size],
+                            "flood": [4, sum(ledger._sessions[f"flood/s{n}"].size
+                                             for n in range(8, 12))]}  # fmt: skip
