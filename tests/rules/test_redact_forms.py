@@ -132,8 +132,9 @@ def test_a_secret_as_an_objects_key_is_redacted() -> None:
 )
 def test_a_text_dense_in_secret_names_is_redacted_in_bounded_time(block: str) -> None:
     """64 KiB of one trigger word, repeated: ``KeyKeyKey…`` took 1.3 s, each word walking back
-    over the identifier it is part of; a name is now judged once, whole."""
+    over the identifier it is part of; a name is now judged once, whole. (0.1–0.15 s on a quiet
+    machine; the bound leaves room for two test workers sharing two cores.)"""
     text = (block * (64 * 1024 // len(block) + 1))[: 64 * 1024]
     with cpu_timer() as took:
         redact_text(text)
-    assert took.seconds < 0.25
+    assert took.seconds < 0.5
