@@ -175,12 +175,19 @@ def cost_text(cost: SessionCost, model: str | None = None) -> str:
     else:
         money = f"{cost.cost:.0f} against {cost.direct:.0f} direct (fresh-token units)"
     saving = cost.saving
-    delta = f" ({-saving:+.1%})" if saving is not None else ""
+    delta = f" ({signed_share(-saving)})" if saving is not None else ""
     busts = ", ".join(f"{c} {cost.busts[c]}" for c in CAUSES if cost.busts[c]) or "none"
     return (
         f"input {money}{delta}{prices} over {cost.requests} requests; cache busts: {busts}; "
         f"compactions paid back {cost.paid_back}, not {cost.not_paid_back}"
     )
+
+
+def signed_share(value: float) -> str:
+    """``value`` as a signed percentage to one decimal, unsigned when it rounds to zero: "0.0%",
+    never "-0.0%" or "+0.0%"."""
+    text = f"{value:+.1%}"
+    return text[1:] if text[1:] == "0.0%" else text
 
 
 async def session_costs(
