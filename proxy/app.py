@@ -30,6 +30,7 @@ from proxy.server.gemini_models import gemini_model, gemini_models
 from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint
 from proxy.server.handler import ProtocolHandler
 from proxy.server.model_lists import model, models
+from proxy.server.openai_relay import RELAYED_PATHS, relay
 from proxy.server.services import Services
 from proxy.server.websocket import WS_MESSAGE, refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
@@ -95,6 +96,15 @@ class ProxyApp(Starlette):
                     anthropic=path in ANTHROPIC_PATHS,
                 )
                 await answer(scope, receive, _with_request_headers(scope, send))
+                return
+            if path in RELAYED_PATHS:  # embeddings, moderations: relayed, no rule runs
+                sent = _with_request_headers(scope, send)
+                if scope["method"] == "POST":
+                    await relay(self.state.services, path, scope, receive, sent)
+                else:
+                    message = f"{_clip(scope['method'])} is not allowed on {_clip(path)}."
+                    answer = error_response(405, message, "method_not_allowed", {"allow": "POST"})
+                    await answer(scope, receive, sent)
                 return
             gemini, refusal = gemini_endpoint(path, scope["method"])
             if gemini is not None:

@@ -224,6 +224,12 @@ class UpstreamClient:
             upstream, "/chat/completions", data, headers, bool(body.get("stream"))
         )
 
+    def openai_headers(
+        self, upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
+    ) -> dict[str, str]:
+        """What an OpenAI-compatible upstream is sent with ``key`` (``_headers``)."""
+        return self._headers(upstream, client_headers, key)
+
     def _headers(
         self, upstream: UpstreamSettings, client_headers: Mapping[str, str], key: str | None
     ) -> dict[str, str]:

@@ -72,7 +72,7 @@ async def test_upstream_auth_failures_pass_through(tmp_path: Path, edge, status)
     ("method", "path", "status"),
     [
         ("GET", "/v1/nope", 404),
-        ("POST", "/v1/embeddings", 404),
+        ("POST", "/v1/files", 404),
         ("GET", "/v1/chat/completions", 405),
         ("DELETE", "/v1/models", 405),
     ],

@@ -1,0 +1,118 @@
+"""OpenAI's endpoints that are not a conversation, ``POST /v1/embeddings`` and
+``POST /v1/moderations`` (and without ``/v1``): relayed to the catch-all ``kind: openai``
+upstream, the one ``GET /v1/models`` lists, so a client whose ``OPENAI_BASE_URL`` is the proxy
+keeps its embeddings. Nothing in the request chooses where it goes (its ``model`` is the
+upstream's to read; the query string is not sent), and no rule reads or changes the body.
+
+The key rules are the chat relay's (``wire.Call.key``): config's key with ``api_key_env``, else
+in passthrough the client's own, never to another provider's own API. Beside the server's key the
+body's end-user id (``user``) goes scoped to the principal (``tenant_ids``) and the account
+headers are dropped; otherwise the bytes go as the client sent them. The body limits and each
+principal's in-flight bounds hold as for a model request; an answer is read whole within the
+relay's bound and an error answer comes back redacted. With no such upstream the answer is a 404
+in OpenAI's shape saying so, nothing sent."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from starlette.types import Receive, Scope, Send
+
+from proxy.errors import ClientGone, InternalError, ProxyError, require_json
+from proxy.failures import STOPPING
+from proxy.protocols.body import parse_json
+from proxy.protocols.body_limits import check_containers
+from proxy.rewrite.offload import enter_lane
+from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.wire import Call
+from proxy.settings import LimitSettings, UpstreamSettings
+
+if TYPE_CHECKING:
+    from proxy.server.services import Services
+
+log = logging.getLogger("ctxproxy.openai_relay")
+
+# the path as routed -> the path under the upstream's base URL (which ends in ``/v1``)
+RELAYED_PATHS = {
+    "/v1/embeddings": "/embeddings",
+    "/embeddings": "/embeddings",
+    "/v1/moderations": "/moderations",
+    "/moderations": "/moderations",
+}
+
+
+class NoRelayUpstream(ProxyError):
+    status = 404
+    error_type = "invalid_request_error"
+    code = "no_upstream"
+
+
+def relay_upstream(services: Services) -> UpstreamSettings | None:
+    """The first ``kind: openai`` upstream that serves every model name (``match: ["*"]``): the
+    one ``GET /v1/models`` asks."""
+    return next(
+        (u for u in services.settings.upstreams if u.kind == "openai" and u.serves("\x00any")), None
+    )
+
+
+async def relay(services: Services, path: str, scope: Scope, receive: Receive, send: Send) -> None:
+    """``POST {path}`` (one of ``RELAYED_PATHS``) relayed; every error in OpenAI's shape."""
+    headers = header_dict(scope["headers"])
+    ticket: Ticket | None = None
+    try:
+        principal = services.principals.of(headers)
+        upstream = relay_upstream(services)
+        if upstream is None:
+            raise NoRelayUpstream(
+                f"POST {path} is relayed only to a `kind: openai` upstream that serves every "
+                "model (match: ['*']), and none is configured."
+            )
+        limits = services.settings.limits
+        lane = services.principals.lane(principal, scope.get("client"))
+        ticket = services.in_flight.enter(lane)
+        services.in_flight.size(ticket, declared_length(headers, limits))
+        require_json(headers.get("content-type"))
+        raw = await read_body(receive, headers, limits, services.in_flight.grower(ticket))
+        services.in_flight.size(ticket, len(raw))
+        enter_lane(lane)  # a heavy body's parse takes its principal's turn of the workers
+        call = Call(services, upstream, headers, "", principal=principal)
+        key = call.key()
+        if upstream.api_key_env:  # every tenant is one account: its end-user id scoped
+            raw = await _scoped(services, call, raw, limits)
+        sent = services.upstream.openai_headers(upstream, headers, key)
+        response = await services.upstream.post(upstream, RELAYED_PATHS[path], raw, sent, False)
+        services.principals.answered(principal, response.status, upstream, scope.get("client"))
+        content = response.body or b""
+        head = raw_headers(response.headers, len(content))
+        await send({"type": "http.response.start", "status": response.status, "headers": head})
+        await send({"type": "http.response.body", "body": content})
+    except ClientGone:
+        return
+    except ProxyError as exc:
+        await send_json(send, exc.status, exc.body_bytes(), retry_headers(exc))
+    except STOPPING:
+        raise
+    except BaseException as exc:  # a bug of ours: OpenAI's shape, not a bare 500
+        log.exception("relaying %s failed inside the proxy", path)
+        error = InternalError(exc)
+        await send_json(send, error.status, error.body_bytes(), {})
+    finally:
+        if ticket is not None:
+            services.in_flight.leave(ticket)
+
+
+async def _scoped(services: Services, call: Call, raw: bytes, limits: LimitSettings) -> bytes:
+    """``raw`` with its end-user id scoped to the principal (a new serialisation), else as is.
+    Parsed within the body limits, a heavy body in the worker thread."""
+    offload = services.engine.offload
+    body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
+    scoped = call.sent(body)
+    return raw if scoped is body else orjson.dumps(scoped)
+
+
+def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
+    check_containers(raw, limits.max_json_containers)
+    return parse_json(raw)

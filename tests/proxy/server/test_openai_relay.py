@@ -1,0 +1,194 @@
+"""``POST /v1/embeddings`` and ``/v1/moderations`` through a live proxy with the real ``openai`` SDK
+(a client whose ``OPENAI_BASE_URL`` is the proxy): relayed to the catch-all ``kind: openai``
+upstream under the chat relay's key rules; with none, a 404 in OpenAI's shape, nothing sent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from proxy.app import create_app
+from tests.conftest import proxy_settings
+from tests.support.edge_upstream import EdgeUpstream, Reply
+from tests.support.live import serve_in_thread, stop
+
+CLIENT_KEY = "sk-client-own-key-000000000001"
+SERVER_KEY = "sk-server-key-00000000000000001"
+EMBEDDING = {
+    "object": "list",
+    "data": [{"object": "embedding", "index": 0, "embedding": [0.25, -0.5, 1.0]}],
+    "model": "text-embedding-3-small",
+    "usage": {"prompt_tokens": 2, "total_tokens": 2},
+}
+MODERATION = {
+    "id": "modr-1",
+    "model": "omni-moderation-latest",
+    "results": [
+        {
+            "flagged": False,
+            "categories": {"harassment": False},
+            "category_scores": {"harassment": 0.001},
+        }
+    ],
+}
+
+
+@pytest.fixture
+def proxy(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    servers = []
+
+    def start(**overrides: Any) -> str:
+        settings = proxy_settings("http://unused.test/v1", **overrides)
+        db = str(tmp_path / f"proxy{len(servers)}.db")
+        server, url = serve_in_thread(create_app(settings, db_path=db, strict=True))
+        servers.append(server)
+        return url
+
+    yield start
+    for server in servers:
+        stop(server)
+
+
+def _client(url: str, key: str = CLIENT_KEY, **kwargs: Any) -> openai.OpenAI:
+    return openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0, **kwargs)
+
+
+def _catch_all(edge: EdgeUpstream, **extra: Any) -> list[dict[str, Any]]:
+    return [
+        {"name": "named", "match": ["local-model"], "base_url": edge.base_url, **extra},
+        {"name": "all", "match": ["*"], "base_url": edge.base_url, **extra},
+    ]
+
+
+def test_embeddings_are_relayed_with_the_clients_key(proxy, edge: EdgeUpstream) -> None:
+    edge.reply = Reply.json(EMBEDDING, x_request_id="req-up-1")
+    url = proxy(upstreams=_catch_all(edge))
+    client = _client(url, organization="org-own")
+    got = client.embeddings.create(
+        model="text-embedding-3-small", input="hello world", encoding_format="float", user="u-7"
+    )
+    assert got.data[0].embedding == [0.25, -0.5, 1.0]
+    assert got.usage.prompt_tokens == 2
+    seen = edge.last
+    assert (seen.method, seen.target) == ("POST", "/v1/embeddings")
+    assert seen.header("authorization") == f"Bearer {CLIENT_KEY}"
+    assert seen.header("openai-organization") == "org-own"  # the client's own account
+    assert seen.json() == {
+        "model": "text-embedding-3-small",
+        "input": "hello world",
+        "encoding_format": "float",
+        "user": "u-7",  # its own key: as sent
+    }
+
+
+def test_the_sdks_default_base64_embeddings(proxy, edge: EdgeUpstream) -> None:
+    """The SDK asks for base64 by default and decodes it: the answer's bytes are relayed."""
+    import base64
+    import struct
+
+    packed = base64.b64encode(struct.pack("<3f", 0.25, -0.5, 1.0)).decode()
+    edge.reply = Reply.json({**EMBEDDING, "data": [{**EMBEDDING["data"][0], "embedding": packed}]})
+    url = proxy(upstreams=_catch_all(edge))
+    got = _client(url).embeddings.create(model="text-embedding-3-small", input=["a"])
+    assert got.data[0].embedding == [0.25, -0.5, 1.0]
+    assert edge.last.json()["encoding_format"] == "base64"
+
+
+def test_moderations_are_relayed(proxy, edge: EdgeUpstream) -> None:
+    edge.reply = Reply.json(MODERATION)
+    url = proxy(upstreams=_catch_all(edge))
+    got = _client(url).moderations.create(input="is this fine?")
+    assert got.results[0].flagged is False
+    assert edge.last.target == "/v1/moderations"
+    assert edge.last.json()["input"] == "is this fine?"
+
+
+def test_upstream_errors_come_back_in_their_shape(proxy, edge: EdgeUpstream) -> None:
+    error = {"error": {"message": "bad input", "type": "invalid_request_error", "code": None}}
+    edge.reply = Reply.json(error, 400)
+    url = proxy(upstreams=_catch_all(edge))
+    with pytest.raises(openai.BadRequestError) as raised:
+        _client(url).embeddings.create(model="text-embedding-3-small", input="")
+    assert raised.value.status_code == 400 and "bad input" in str(raised.value)
+
+
+def test_nothing_in_the_request_chooses_the_upstream(proxy, edge: EdgeUpstream) -> None:
+    """The model another upstream matches, a query string: it goes to the catch-all, no query."""
+    edge.reply = Reply.json(EMBEDDING)
+    other = EdgeUpstream().start()
+    try:
+        upstreams = [
+            {"name": "named", "match": ["local-model"], "base_url": other.base_url},
+            {"name": "all", "match": ["*"], "base_url": edge.base_url},
+        ]
+        url = proxy(upstreams=upstreams)
+        r = httpx.post(
+            url + "/v1/embeddings?api-version=x&base_url=http://elsewhere",
+            json={"model": "local-model", "input": "x"},
+            headers={"authorization": f"Bearer {CLIENT_KEY}"},
+        )
+        assert r.status_code == 200
+        assert edge.last.target == "/v1/embeddings"
+        assert other.seen == []
+    finally:
+        other.stop()
+
+
+def test_the_server_key_goes_with_scoped_ids(
+    proxy, edge: EdgeUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SERVER_KEY", SERVER_KEY)
+    monkeypatch.setenv("KEY_ALICE", "ka-alice-0000000001")
+    edge.reply = Reply.json(EMBEDDING)
+    url = proxy(
+        auth={"mode": "keys", "principals": {"alice": ["KEY_ALICE"]}},
+        upstreams=_catch_all(edge, api_key_env="SERVER_KEY"),
+    )
+    client = _client(url, "ka-alice-0000000001", organization="org-own")
+    client.embeddings.create(
+        model="text-embedding-3-small", input="hi", encoding_format="float", user="end-user-7"
+    )
+    seen = edge.last
+    assert seen.header("authorization") == f"Bearer {SERVER_KEY}"
+    assert seen.header("openai-organization") is None  # the gateway's account, not a tenant's
+    sent = seen.json()
+    assert sent["user"].startswith("u-") and sent["user"] != "end-user-7"
+    # without a proxy key: refused in OpenAI's shape, nothing sent
+    count = len(edge.seen)
+    with pytest.raises(openai.AuthenticationError) as raised:
+        _client(url, "not-a-proxy-key").embeddings.create(model="m", input="hi")
+    assert raised.value.status_code == 401
+    assert len(edge.seen) == count
+
+
+def test_with_no_catch_all_openai_upstream_it_says_so(proxy, edge: EdgeUpstream) -> None:
+    url = proxy(upstreams=[{"name": "named", "match": ["gpt-*"], "base_url": edge.base_url}])
+    with pytest.raises(openai.NotFoundError) as raised:
+        _client(url).embeddings.create(model="text-embedding-3-small", input="hi")
+    body = raised.value.body
+    assert isinstance(body, dict) and body["code"] == "no_upstream"
+    assert "none is configured" in body["message"]
+    assert edge.seen == []
+
+
+def test_the_body_limit_holds(proxy, edge: EdgeUpstream) -> None:
+    url = proxy(upstreams=_catch_all(edge), limits={"max_body_bytes": 2048})
+    r = httpx.post(
+        url + "/v1/embeddings",
+        json={"model": "m", "input": "x" * 4096},
+        headers={"authorization": f"Bearer {CLIENT_KEY}"},
+    )
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request_too_large"
+    assert edge.seen == []
+
+
+def test_a_get_is_not_allowed(proxy, edge: EdgeUpstream) -> None:
+    url = proxy(upstreams=_catch_all(edge))
+    r = httpx.get(url + "/v1/embeddings")
+    assert r.status_code == 405 and r.headers["allow"] == "POST"
+    assert r.json()["error"]["code"] == "method_not_allowed"
