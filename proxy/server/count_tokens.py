@@ -34,6 +34,7 @@ from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.body_work import mended_body
+from proxy.server.count_media import media_correction
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.response_ids import ResponseIds
@@ -132,7 +133,9 @@ class CountTokens:
     def _count(self, body: dict[str, Any]) -> int:
         lowered = ANTHROPIC.lower(body)
         counter = self.s.engine.counters.for_model(str(body["model"]))
-        return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+        n = counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+        # the images and documents by their size where it can be read, not a flat figure each
+        return n + media_correction(body.get("messages"), counter.count_text)
 
 
 def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
