@@ -183,6 +183,8 @@ class PruneSummary(TypedDict, total=False):
     dropped: int
     schedule: ScheduleSummary
     inject_tokens: int  # inject's stored blocks, replayed in the prompt
+    conversation: str  # the conversation's root (its first message's hash, cut), per session
+    opening: str  # its first message past the system prompt's hash, cut ("" for none)
 
 
 class InjectSummary(TypedDict, total=False):

@@ -29,7 +29,7 @@ from starlette.staticfiles import StaticFiles
 
 from proxy.auth import COOKIE, admin_key, check_admin, session_seconds, session_token
 from proxy.errors import Forbidden, Unauthorized
-from proxy.inspect import cost_view, usage_view
+from proxy.inspect import conversations, cost_view, usage_view
 from proxy.inspect import report_view as rv
 from proxy.inspect.cache_chart import cache_chart
 from proxy.inspect.page_headers import PageHeaders
@@ -319,30 +319,44 @@ class UI:
         if (denied := self._guard(request)) is not None:
             return denied
         sid = request.path_params["session_id"]
-        rows = await request.app.state.services.store.list_requests(
-            session=sid, limit=SESSION_TURNS, bodies=False
-        )
+        store = request.app.state.services.store
+        rows = await store.list_requests(session=sid, limit=SESSION_TURNS, bodies=False)
         if not rows:
             return self._page("missing.html", 404, what="session")
-        return await asyncio.to_thread(self._session_page, sid, rows)
+        since = min(float(r.get("created_at") or 0) for r in rows)
+        children = await conversations.child_sessions(store, sid, since)
+        wanted = request.query_params.get("conversation")
+        return await asyncio.to_thread(self._session_page, sid, rows, children, wanted)
 
-    def _session_page(self, sid: str, rows: list[dict[str, Any]]) -> HTMLResponse:
+    def _session_page(
+        self,
+        sid: str,
+        rows: list[dict[str, Any]],
+        children: list[dict[str, Any]],
+        wanted: str | None,
+    ) -> HTMLResponse:
         rows.reverse()  # turn order
         for r in rows:
             rv.with_billed(r)
             r["loop_kinds"] = rv.loop_kinds(rv.report_of(r))
         principal, name = session_parts(sid, rows[-1].get("principal"))
         cost = cost_view.session_cost(rows)
+        groups = conversations.conversations(rows)
+        shown = conversations.chosen(groups, wanted)
         return self._page(
             "session.html",
             cost=cost,
             cost_line=cost_view.cost_text(cost, rows[-1].get("model")),
-            cache_chart=cache_chart(rows),
+            cache_chart=cache_chart(shown.rows),
             session_id=sid,
             principal=principal,
             client_name=name,
-            rows=rows,
-            chart=session_chart(rows),
+            rows=shown.rows,
+            all_rows=len(rows),
+            conversations=groups,
+            shown=shown,
+            children=children,
+            chart=session_chart(shown.rows),
             parent=next((r["parent_session_id"] for r in rows if r.get("parent_session_id")), None),
         )
 

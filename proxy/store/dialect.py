@@ -116,6 +116,20 @@ class Dialect:
         )
 
     @cached_property
+    def child_sessions(self) -> str:
+        """The sessions naming ``$3`` their parent among the ``$2`` requests from ``$1`` on (by
+        the time index: a bounded read), each with its requests and first time, first first, at
+        most ``$4``. (SQLite binds its marks in the order they appear: so are they numbered.)"""
+        m = self.mark
+        return (
+            "SELECT session_id, COUNT(*) AS requests, MIN(created_at) AS first_seen FROM "
+            "(SELECT session_id, parent_session_id, created_at FROM requests "
+            f"WHERE created_at >= {m(1)} ORDER BY created_at LIMIT {m(2)}) AS after_parent "
+            f"WHERE parent_session_id = {m(3)} AND session_id IS NOT NULL "
+            f"GROUP BY session_id ORDER BY first_seen LIMIT {m(4)}"
+        )
+
+    @cached_property
     def learned_windows_expire(self) -> str:
         return f"DELETE FROM learned_windows WHERE learned_at < {self.mark(1)}"
 

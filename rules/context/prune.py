@@ -122,6 +122,14 @@ def _swap(
     return None
 
 
+def _opening(ctx: Context) -> str:
+    """The hash of the conversation's first message past its system prompt ("" for none)."""
+    for m in ctx.messages:
+        if m.get("role") != "system":
+            return ctx.hash_of(m)
+    return ""
+
+
 def apply(ctx: Context, cfg: Config) -> RuleResult:
     owned = provider_owned(ctx)
     if owned:
@@ -267,6 +275,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             "compactions": run.overlay.compactions,
             "edits": len(run.overlay.edits),
             "dropped": len(run.overlay.dropped),
+            # which conversation under the session id (a sub-agent's, a title call's): /ui's
+            # session page charts each apart
+            "conversation": root[:16],
+            "opening": _opening(ctx)[:16],
         }
     )
     report: Report = {"prune": info, "pruning": run.decisions}

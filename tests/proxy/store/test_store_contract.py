@@ -287,3 +287,27 @@ async def test_rows_listed_without_their_payloads(store: Any) -> None:
     payloads = {"request_body", "forwarded_body", "response_body"}
     assert not payloads & set(listed) and whole["forwarded_body"] == "y" * 100
     assert listed == {k: v for k, v in whole.items() if k not in payloads}
+
+
+async def test_child_sessions_are_read_alike(store: Any) -> None:
+    """/ui's session page lists the sessions naming it their parent (``conversations``)."""
+    from proxy.inspect.conversations import child_sessions
+
+    rows = [
+        ("p1", 10.0, "lead", None),
+        ("c1", 11.0, "kid-a", "lead"),
+        ("c2", 12.0, "kid-b", "lead"),
+        ("c3", 13.0, "kid-a", "lead"),
+        ("o1", 14.0, "other", "elsewhere"),
+        ("early", 5.0, "kid-z", "lead"),  # before the lead's first request: not read
+    ]
+    for rid, at, sid, parent in rows:
+        await store.insert_request(
+            {"id": rid, "created_at": at, "session_id": sid, "parent_session_id": parent}
+        )
+    await store.flush()
+    found = await child_sessions(store, "lead", 10.0)
+    assert [(c["session_id"], c["requests"], c["first_seen"]) for c in found] == [
+        ("kid-a", 2, 11.0),
+        ("kid-b", 1, 12.0),
+    ]
