@@ -218,9 +218,15 @@ class LoopReport(TypedDict, total=False):
 
 
 class ReportWarning(TypedDict, total=False):
-    kind: Required[str]  # over_budget | integrity_repair
+    kind: Required[str]  # over_budget | budget_below_floor | integrity_repair
     tokens: int  # over_budget: the request's tokens (messages and tools schema)
     budget: int | None
+    # budget_below_floor (once per session): what every request carries, and its parts
+    floor: int
+    system: int
+    tools: int
+    protected: int
+    note: str
     rule: str  # over_budget after inject (prune's warning has none)
     violations: list[Violation]  # integrity_repair: the first 20
     count: int  # integrity_repair: how many in all

@@ -71,12 +71,32 @@ class _Seconds:
 _SECONDS = _Seconds()
 
 
+def floor_warning(row: dict[str, Any]) -> dict[str, Any] | None:
+    """The request's ``budget_below_floor`` warning (prune's, the first of a session over a
+    budget below what its every request carries: ``rules.context.budget_floor``), or None."""
+    report = row.get("report")
+    found = report.get("warnings") if isinstance(report, dict) else None
+    for warning in found if isinstance(found, list) else ():
+        if isinstance(warning, dict) and warning.get("kind") == "budget_below_floor":
+            return warning
+    return None
+
+
+def row_level(row: dict[str, Any]) -> int:
+    """``level_for`` the row, WARNING at least for the request that says its session's budget
+    is below its floor (once a session)."""
+    level = level_for(row.get("status"), row.get("error_type"))
+    if level < logging.WARNING and floor_warning(row) is not None:
+        return logging.WARNING
+    return level
+
+
 def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
     """The log line's fields for one completed request."""
     report = found if isinstance(found := row.get("report"), dict) else {}
     record: dict[str, Any] = {
         "ts": _SECONDS.iso(now),
-        "level": logging.getLevelName(level_for(row.get("status"), row.get("error_type"))),
+        "level": logging.getLevelName(row_level(row)),
         "event": "request",
     }
     for out, col in ROW_FIELDS.items():
@@ -89,6 +109,10 @@ def request_record(row: dict[str, Any], now: float) -> dict[str, Any]:
         record["rule_errors"] = errors
     if row.get("client_disconnected"):
         record["client_disconnected"] = True
+    below = floor_warning(row)
+    if below is not None:  # said once a session: both numbers, and why
+        record["budget"], record["floor"] = below.get("budget"), below.get("floor")
+        record["warning"] = below.get("note")
     line = row.get("cache")
     if isinstance(line, dict):  # the cache line (``proxy.attribution``): outcome, cause, re-bill
         record["cache"] = line.get("outcome")
@@ -144,7 +168,7 @@ class JsonLog:
         pass
 
     def finished(self, row: dict[str, Any]) -> None:
-        if level_for(row.get("status"), row.get("error_type")) < self.threshold:
+        if row_level(row) < self.threshold:
             return
         record = request_record(row, time.time())
         if self.json_lines:

@@ -23,6 +23,7 @@ import operator
 
 from rules.base import Context, Message, RuleResult, frozen
 from rules.context import (
+    budget_floor,
     carrying,
     free_cut,
     prune_settled,
@@ -282,12 +283,18 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         }
     )
     report: Report = {"prune": info, "pruning": run.decisions}
+    below = None
     if over:
         report["warnings"] = [{"kind": "over_budget", "tokens": total, "budget": budget}]
+        below = budget_floor.floor_warning(ctx, info.get("schedule"), view, schema, blocks, budget)
+        if below is not None:  # the first time this session is over a budget below its floor
+            report["warnings"].append(below)
     # The overlay changes only at a compaction (or a first cap), the session's memory on every
     # request: two namespaces, so the large one is not copied, compared deeply or redacted again
     # on every request.
     state_out = ctx.state
+    if below is not None and budget is not None:
+        state_out = budget_floor.told(state_out, budget)
     if isinstance(run, Run) and run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.stored_json())
     memo = memory.after(

@@ -223,9 +223,18 @@ def test_floor_over_budget_warns() -> None:
     out = apply(messages, 500)
     assert out.messages is messages
     assert out.report["prune"]["over_budget"] is True
-    assert out.report["warnings"] == [
-        {"kind": "over_budget", "tokens": TOKENS.count_messages(messages), "budget": 500}
-    ]
+    over, below = out.report["warnings"]
+    assert over == {"kind": "over_budget", "tokens": TOKENS.count_messages(messages), "budget": 500}
+    # the system prompt alone is over it: the budget is below what every request carries
+    assert below["kind"] == "budget_below_floor" and below["budget"] == 500
+    assert below["floor"] == TOKENS.count_messages(messages) > 500
+    assert below["system"] == TOKENS.count_message(messages[0]) and below["tools"] == 0
+    assert "Raise the budget above" in below["note"]
+    # told once: the state remembers this budget, and a changed budget is told again
+    again = apply(messages, 500, state=out.state)
+    assert [w["kind"] for w in again.report["warnings"]] == ["over_budget"]
+    other = apply(messages, 600, state=out.state)
+    assert [w["kind"] for w in other.report["warnings"]] == ["over_budget", "budget_below_floor"]
 
 
 @pytest.mark.parametrize(
