@@ -33,6 +33,11 @@ PDF_BYTES_PER_PAGE = 50_000
 ANTHROPIC_LONG_EDGE = 1568
 ANTHROPIC_MAX_TOKENS = 1_600
 ANTHROPIC_PIXELS_PER_TOKEN = 750
+# Gemini's rule: an image with no side over 384 pixels is 258 tokens; a larger one is cut into
+# tiles of 768 × 768, 258 tokens each.
+GEMINI_SMALL = 384
+GEMINI_TILE = 768
+GEMINI_TILE_TOKENS = 258
 
 
 def _b64_prefix(data: str, size: int) -> bytes | None:
@@ -126,6 +131,14 @@ def anthropic_image_tokens(width: int, height: int) -> int:
     scale = min(1.0, ANTHROPIC_LONG_EDGE / max(width, height))
     pixels = width * scale * height * scale
     return max(1, min(ANTHROPIC_MAX_TOKENS, math.ceil(pixels / ANTHROPIC_PIXELS_PER_TOKEN)))
+
+
+def gemini_image_tokens(width: int, height: int) -> int:
+    """Gemini's count for an image of ``width`` × ``height``: 258 when neither side is over 384
+    pixels, else 258 for each 768 × 768 tile."""
+    if width <= GEMINI_SMALL and height <= GEMINI_SMALL:
+        return GEMINI_TILE_TOKENS
+    return math.ceil(width / GEMINI_TILE) * math.ceil(height / GEMINI_TILE) * GEMINI_TILE_TOKENS
 
 
 # a page object (not the page tree's ``/Pages``), names written with or without spaces

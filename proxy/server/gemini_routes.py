@@ -31,6 +31,7 @@ from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.body_work import mended_body
+from proxy.server.count_media import gemini_media_correction
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
@@ -153,4 +154,6 @@ class GeminiCountTokens:
     def _count(self, body: dict[str, Any], model: str) -> int:
         lowered = GEMINI.lower(body)
         counter = self.s.engine.counters.for_model(model)
-        return counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+        n = counter.count_messages(lowered.messages) + counter.count_tools(lowered.tools)
+        # the inline images and PDFs by their size where it can be read, not a flat figure each
+        return n + gemini_media_correction(body.get("contents"))

@@ -233,3 +233,38 @@ async def test_hostile_media_never_fails_the_count(tmp_path: Path) -> None:
             headers=JSON,
         )
     assert r.status_code in (200, 400), r.text
+
+
+def test_gemini_rule() -> None:
+    from proxy.media_size import gemini_image_tokens
+
+    assert gemini_image_tokens(384, 200) == 258
+    assert gemini_image_tokens(1024, 768) == 2 * 258
+    assert gemini_image_tokens(4032, 3024) == 6 * 4 * 258
+
+
+async def test_a_gemini_count_here_weighs_images_and_pdfs(tmp_path: Path) -> None:
+    """``:countTokens`` for a model no ``gemini`` upstream serves, counted by Gemini's rule."""
+    headers = {"content-type": "application/json", "x-goog-api-key": "AIza-client-key"}
+
+    def inline(data: bytes, mime: str) -> dict:
+        return {"inlineData": {"mimeType": mime, "data": b64(data)}}
+
+    async def count(client, *parts: dict) -> int:
+        contents = [{"role": "user", "parts": [{"text": "look"}, *parts]}]
+        r = await client.post(
+            "/v1beta/models/local-model:countTokens", json={"contents": contents}, headers=headers
+        )
+        assert r.status_code == 200, r.text
+        return int(r.json()["totalTokens"])
+
+    async with in_process(settings(), str(tmp_path / "db")) as client:
+        bare = await count(client)
+        small = await count(client, inline(png(300, 200), "image/png"))
+        large = await count(client, inline(jpeg(1600, 800), "image/jpeg"))
+        doc = await count(client, inline(pdf(4), "application/pdf"))
+        unread = await count(client, inline(b"???", "image/webp"))
+    assert small - bare == 258
+    assert large - bare == 3 * 2 * 258
+    assert doc - bare == 4 * 258
+    assert unread - bare == IMAGE_TOKENS  # unknown size: the flat figure
