@@ -2,9 +2,8 @@
 state and ancestors, run the pipeline, save the state. ``ctxproxy rewrite`` calls
 ``Engine.rewrite``; the server calls ``Engine.prepare``, the same steps with the save (and the
 cache attribution's note) left to ``Prepared.finish``, which runs once the upstream call has
-started: the very same pipeline either way. A request bringing much new work is
-lowered, run through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``), so
-the event loop keeps serving the others."""
+started: the very same pipeline either way. A request bringing much new work is lowered, run
+through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``)."""
 
 from __future__ import annotations
 
@@ -45,6 +44,7 @@ from proxy.store.redact_state import redact_state
 from proxy.tokens import RequestTokens, TokenCounters
 from proxy.workspace.pictures import Pictures
 from rules.base import Ancestor, CacheFacts, Context, SessionState
+from rules.context import budget_floor
 from rules.messages import last_index, text_of
 
 log = logging.getLogger("ctxproxy.engine")
@@ -341,16 +341,15 @@ class Engine(WindowBudgets):
             outcome = await self._second_opinion(ctx, outcome, lowered.serialised, request.heavy)
         outcome.report["cache"] = self.costs.summary(model, cache, now)
         pruned = outcome.report.get("prune") or {}
-        if pruned.get("over_budget"):
-            log.warning(
-                "request over budget after pruning",
-                extra={"session": sid, "tokens": pruned.get("tokens_after")},
-            )
+        if pruned.get("over_budget"):  # a session below its floor is said once (its log line)
+            tokens, budget = pruned.get("tokens_after"), pruned.get("budget")
+            quiet = budget_floor.was_told(outcome.state, budget)
+            extra = {"session": sid, "tokens": tokens, "budget": budget}
+            log.log(logging.DEBUG if quiet else logging.WARNING, "request over budget", extra=extra)
             if self.settings.pipeline.on_over_budget == "reject":
                 raise BadRequest(
-                    f"The conversation needs {pruned.get('tokens_after')} tokens after pruning, "
-                    f"over the budget of {pruned.get('budget')} tokens "
-                    "(pipeline.on_over_budget: reject).",
+                    f"The conversation needs {tokens} tokens after pruning, over the budget of "
+                    f"{budget} tokens (pipeline.on_over_budget: reject).",
                     param="messages",
                     code="context_over_budget",
                 )

@@ -35,8 +35,7 @@ def floor_warning(
     deepest = figures.get("deepest") if isinstance(figures, dict) else None
     if budget is None or not isinstance(deepest, int) or deepest <= budget:
         return None
-    told = ctx.state.get(NAMESPACE)
-    if isinstance(told, dict) and told.get("budget") == budget:
+    if was_told(ctx.state, budget):
         return None
     system = sum(ctx.tokens.count_message(m) for m in view if m.get("role") == "system")
     protected = max(deepest - system - tools - blocks, 0)
@@ -61,3 +60,10 @@ def floor_warning(
 def told(state: SessionState, budget: int) -> SessionState:
     """``state`` remembering that the session was told its floor is above ``budget``."""
     return state.with_value(NAMESPACE, {"budget": budget})
+
+
+def was_told(state: SessionState, budget: Any) -> bool:
+    """Whether the session was told its floor is above ``budget`` (its later requests over that
+    budget are not news: the engine logs them at DEBUG)."""
+    told = state.get(NAMESPACE)
+    return isinstance(told, dict) and told.get("budget") == budget

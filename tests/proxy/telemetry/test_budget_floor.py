@@ -7,6 +7,7 @@ over the budget without it; a later request of the session does not say it again
 from __future__ import annotations
 
 import io
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,15 @@ def body(turns: int) -> dict[str, Any]:
     return {**request(*messages), "tools": TOOLS}
 
 
+class Heard(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:
     return [orjson.loads(x) for x in stream.getvalue().splitlines() if x.startswith("{")]
 
@@ -53,12 +63,23 @@ async def test_a_budget_below_the_floor_is_said_once(
         pipeline={"budget_tokens": BUDGET},
         logging={"level": "WARNING", "json_lines": True},
     ) as (client, stream):
-        for turns in (1, 2, 3):
-            r = await client.post(
-                "/v1/chat/completions", json=body(turns), headers={"x-session-id": "floor"}
-            )
-            assert r.status_code == 200, r.text
+        engine_log, heard = logging.getLogger("ctxproxy.engine"), Heard()
+        engine_log.addHandler(heard)
+        level, engine_log.level = engine_log.level, logging.DEBUG
+        try:
+            for turns in (1, 2, 3):
+                r = await client.post(
+                    "/v1/chat/completions", json=body(turns), headers={"x-session-id": "floor"}
+                )
+                assert r.status_code == 200, r.text
+        finally:
+            engine_log.removeHandler(heard)
+            engine_log.setLevel(level)
         rows = sorted(await log_rows(client), key=lambda r: r["created_at"])
+    # the engine's own line for a request over the budget is not repeated at WARNING on every
+    # request of a session below its floor (its request line says it once)
+    over = [r for r in heard.records if r.getMessage() == "request over budget"]
+    assert len(over) == 3 and all(r.levelno == logging.DEBUG for r in over)
     told = [
         [w for w in r["report"].get("warnings", []) if w["kind"] == "budget_below_floor"]
         for r in rows
@@ -78,6 +99,7 @@ async def test_a_budget_below_the_floor_is_said_once(
     logged = lines(stream)
     requests = [x for x in logged if x.get("event") == "request"]
     assert len(requests) == 1
+    # the engine's line for a request over the budget: not on every request of such a session
     line = requests[0]
     assert line["level"] == "WARNING" and line["budget"] == BUDGET
     assert line["floor"] == warning["floor"] and line["warning"] == warning["note"]
