@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import time
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import orjson
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -41,11 +40,51 @@ async def models(request: Request) -> Response:
 
 
 async def model(request: Request) -> Response:
-    """``GET /v1/models/{name}``: google-genai's ``models.get`` on its ``v1`` API (a Google key
-    presented); any other client's is not served (404 in its shape)."""
-    if "x-goog-api-key" in request.headers or "key" in request.query_params:
+    """``GET /v1/models/{name}``, one model, in the asking client's shape: google-genai's
+    ``models.get`` (a Google key presented), the Anthropic SDK's ``models.retrieve`` (its
+    upstream's answer for the name, else the configured name), the OpenAI SDK's (the entry of
+    the list ``GET /v1/models`` gives). A name not there: 404 in the client's shape."""
+    headers = {k.lower(): v for k, v in request.headers.items()}
+    if "x-goog-api-key" in headers or "key" in request.query_params:
         return await gemini_model(request)
-    raise HTTPException(404)
+    name = request.path_params["name"]
+    if "anthropic-version" in headers:
+        return await _anthropic_model(request, headers, name)
+    listed = await openai_models(request, headers)
+    if listed.status_code != 200:
+        return listed
+    data = orjson.loads(listed.body).get("data")
+    found = next((m for m in data if isinstance(m, dict) and m.get("id") == name), None)
+    if found is not None:
+        return _json(found, headers=_overhead(request))
+    error = {
+        "message": f"The model '{name[:200]}' does not exist or you do not have access to it.",
+        "type": "invalid_request_error", "param": None, "code": "model_not_found",
+    }  # fmt: skip
+    return _json({"error": error}, 404)
+
+
+async def _anthropic_model(request: Request, headers: dict[str, str], name: str) -> Response:
+    """The Anthropic upstream's answer for ``name`` (the name one path segment under its fixed
+    ``/v1/models``: nothing else of the request reaches the URL), else the configured name."""
+    services: Services = request.app.state.services
+    try:
+        services.principals.of(headers, every=True)
+        upstream = _anthropic_upstream(services)
+        shared = upstream is not None and bool(upstream.api_key_env)
+        if upstream is not None and (shared or not foreign_credentials(upstream, headers)):
+            key = upstream_api_key(upstream, headers, services.settings.auth.mode)
+            sent = anthropic_headers(upstream, headers, key)
+            path = f"{ANTHROPIC_MODELS_PATH}/{quote(name, safe='')}"
+            status, content = await services.upstream.models(upstream, key, path, sent)
+            return Response(content, status, _overhead(request), media_type="application/json")
+    except ProxyError as exc:
+        return Response(anthropic_body(exc), exc.status, media_type="application/json")
+    if name in configured_names(services):
+        entry = {"type": "model", "id": name, "display_name": name}
+        return _json({**entry, "created_at": "1970-01-01T00:00:00Z"})
+    message = f"model: {name[:200]}"
+    return _json({"type": "error", "error": {"type": "not_found_error", "message": message}}, 404)
 
 
 def _overhead(request: Request) -> dict[str, str]:

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import anthropic
+import httpx
+import openai
 import pytest
 
+from proxy.app import create_app
 from tests.conftest import in_process, proxy_settings
 from tests.support.edge_upstream import Reply
+from tests.support.live import serve_in_thread, stop
 
 UPSTREAM = "http://upstream.test/v1"  # for requests that never reach an upstream
 
@@ -243,3 +248,58 @@ async def test_an_anthropic_list_sends_its_paging_parameters_only(tmp_path: Path
         )
     assert r.status_code == 200, r.text
     assert edge.seen[-1].target == "/v1/models?limit=5&after_id=claude-a"
+
+
+async def test_the_openai_sdk_retrieves_one_model(tmp_path: Path, edge) -> None:
+    """``client.models.retrieve``: the entry of the list ``GET /v1/models`` gives (the upstream's
+    or a configured name); a name in neither is OpenAI's 404 ``model_not_found``."""
+    edge.reply = Reply.json({"object": "list", "data": [{"id": "m1", "object": "model"}]})
+    async with in_process(settings(edge.base_url), str(tmp_path / "db")) as client:
+        sdk = openai.AsyncOpenAI(base_url="http://localhost/v1", api_key="k", http_client=client)
+        upstreams = await sdk.models.retrieve("m1")
+        configured = await sdk.models.retrieve("local-model")
+        with pytest.raises(openai.NotFoundError) as missing:
+            await sdk.models.retrieve("no-such-model")
+    assert upstreams.id == "m1" and configured.id == "local-model"
+    assert configured.owned_by == "ctxproxy"
+    assert missing.value.code == "model_not_found"
+    assert [s.target for s in edge.seen] == ["/v1/models"] * 3  # the list, with the client's key
+    assert edge.seen[0].header("authorization") == "Bearer k"
+
+
+def test_the_anthropic_sdk_retrieves_one_model(tmp_path: Path, edge) -> None:
+    """``client.models.retrieve`` with an Anthropic upstream: its own answer for the name, the
+    name one quoted segment under its ``/v1/models`` (nothing else of the request in the URL)."""
+    cfg = proxy_settings(
+        edge.base_url,
+        upstreams=[{"name": "claude", "kind": "anthropic", "match": ["claude-*"],
+                    "base_url": edge.base_url.removesuffix("/v1")}],
+    )  # fmt: skip
+    edge.reply = Reply.json(
+        {"type": "model", "id": "claude-x", "display_name": "Claude X",
+         "created_at": "2025-01-01T00:00:00Z"}
+    )  # fmt: skip
+    server, url = serve_in_thread(create_app(cfg, db_path=str(tmp_path / "db"), strict=True))
+    try:
+        sdk = anthropic.Anthropic(base_url=url, api_key="sk-ant-k", max_retries=0)
+        one = sdk.models.retrieve("claude-x")
+        httpx.get(f"{url}/v1/models/a%3Fb?after_id=z", headers={"anthropic-version": "1"})
+    finally:
+        stop(server)
+    assert one.id == "claude-x" and one.display_name == "Claude X"
+    assert edge.seen[0].target == "/v1/models/claude-x"
+    sent = edge.seen[0]
+    assert "sk-ant-k" in (sent.header("x-api-key") or sent.header("authorization") or "")
+    assert edge.seen[1].target == "/v1/models/a%3Fb"  # its query is not the upstream's
+
+
+def test_the_anthropic_sdk_without_its_upstream_gets_configured_names(tmp_path: Path) -> None:
+    server, url = serve_in_thread(create_app(settings(), db_path=str(tmp_path / "db"), strict=True))
+    try:
+        sdk = anthropic.Anthropic(base_url=url, api_key="k", max_retries=0)
+        one = sdk.models.retrieve("local-model")
+        with pytest.raises(anthropic.NotFoundError):
+            sdk.models.retrieve("claude-none")
+    finally:
+        stop(server)
+    assert one.id == "local-model"
