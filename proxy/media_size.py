@@ -4,9 +4,12 @@ height from its header (PNG, JPEG, GIF, WebP), a PDF's pages from its page objec
 own estimates stay flat figures per part (``rules.media``); these are for a count a client asks.
 
 Untrusted input: an image's header is read from at most ``IMAGE_HEADER_BYTES`` of the image (the
-base64 decoded only that far), a PDF from at most ``PDF_BYTES``, with at most ``INFLATED_BYTES``
-of its compressed object streams inflated; anything unreadable is None (the caller keeps its
-flat estimate), never an exception."""
+base64 decoded only that far). The PDFs of one request share one ``PdfBudget``: at most
+``PDF_BYTES`` decoded and scanned and ``INFLATED_BYTES`` of compressed object streams inflated in
+all, whatever the number of documents (a request of 100 deflate bombs took 21 s when each had a
+bound of its own); a PDF past what is left is estimated from its size. A count is at most
+``MAX_PDF_PAGES`` pages a document, an image at most the provider's largest scaling. Anything
+unreadable is None (the caller keeps its flat estimate), never an exception."""
 
 from __future__ import annotations
 
@@ -14,16 +17,19 @@ import binascii
 import math
 import re
 import zlib
+from dataclasses import dataclass
 
 # A JPEG's frame header comes after its EXIF and ICC segments (each at most 64 KiB): 128 KiB
 # of the image, 174,764 base64 characters, reach it in all but the oddest files.
 IMAGE_HEADER_BYTES = 128 * 1024
-# A PDF decoded whole up to this; a longer one is estimated from its size.
+# A request's PDFs decoded and scanned up to this in all; the rest estimated from their size.
 PDF_BYTES = 32 * 1024 * 1024
 # Of a PDF's compressed object streams (where PDF 1.5 writers put the page objects), at most this
 # many bytes inflated in all, from at most ``OBJECT_STREAMS`` streams.
-INFLATED_BYTES = 16 * 1024 * 1024
-OBJECT_STREAMS = 4096
+INFLATED_BYTES = 4 * 1024 * 1024
+OBJECT_STREAMS = 1024
+# The most pages a document counts (Gemini reads at most 1,000; Anthropic fewer)
+MAX_PDF_PAGES = 1000
 # A PDF whose pages cannot be found: a page for every this many bytes (a text page is some 5-50
 # KB, a scanned one 100 KB or more).
 PDF_BYTES_PER_PAGE = 50_000
@@ -38,6 +44,7 @@ ANTHROPIC_PIXELS_PER_TOKEN = 750
 GEMINI_SMALL = 384
 GEMINI_TILE = 768
 GEMINI_TILE_TOKENS = 258
+GEMINI_LONG_EDGE = 3072  # Gemini scales a larger image down to fit 3072 × 3072, aspect kept
 
 
 def _b64_prefix(data: str, size: int) -> bytes | None:
@@ -135,10 +142,12 @@ def anthropic_image_tokens(width: int, height: int) -> int:
 
 def gemini_image_tokens(width: int, height: int) -> int:
     """Gemini's count for an image of ``width`` × ``height``: 258 when neither side is over 384
-    pixels, else 258 for each 768 × 768 tile."""
+    pixels, else 258 for each 768 × 768 tile of it scaled to fit 3072 × 3072 (at most 16)."""
     if width <= GEMINI_SMALL and height <= GEMINI_SMALL:
         return GEMINI_TILE_TOKENS
-    return math.ceil(width / GEMINI_TILE) * math.ceil(height / GEMINI_TILE) * GEMINI_TILE_TOKENS
+    scale = min(1.0, GEMINI_LONG_EDGE / max(width, height))
+    w, h = max(1.0, width * scale), max(1.0, height * scale)
+    return math.ceil(w / GEMINI_TILE) * math.ceil(h / GEMINI_TILE) * GEMINI_TILE_TOKENS
 
 
 # a page object (not the page tree's ``/Pages``), names written with or without spaces
@@ -147,25 +156,42 @@ _OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm(?![A-Za-z0-9])")
 _STREAM = re.compile(rb"stream\r?\n")
 
 
-def pdf_pages(data: object) -> int | None:
-    """The pages of a base64 PDF: its page objects, in the file and in its compressed object
-    streams (within ``INFLATED_BYTES``); where none is found (encrypted, damaged, or past
-    ``PDF_BYTES``), one for every ``PDF_BYTES_PER_PAGE`` bytes. None when it is not base64."""
+@dataclass
+class PdfBudget:
+    """What the PDFs of one request may still cost: bytes decoded and scanned, bytes inflated,
+    object streams opened."""
+
+    scanned: int = PDF_BYTES
+    inflated: int = INFLATED_BYTES
+    streams: int = OBJECT_STREAMS
+
+
+def pdf_pages(data: object, budget: PdfBudget | None = None) -> int | None:
+    """The pages of a base64 PDF (at most ``MAX_PDF_PAGES``): its page objects, in the file and
+    in its compressed object streams, within what is left of ``budget`` (the request's: a new one
+    when None); where none is found (encrypted, damaged, or past the budget), one for every
+    ``PDF_BYTES_PER_PAGE`` bytes. None when it is not base64."""
     if not isinstance(data, str) or not data.isascii():
         return None
+    budget = PdfBudget() if budget is None else budget
     size = len(data) * 3 // 4
-    if size > PDF_BYTES:
-        return max(1, math.ceil(size / PDF_BYTES_PER_PAGE))
+    if size > budget.scanned:
+        return _by_size(size)
+    budget.scanned -= size
     pdf = _b64_prefix(data, size)
     if pdf is None:
         return None
-    pages = len(_PAGE.findall(pdf)) + _object_stream_pages(pdf)
-    return pages if pages else max(1, math.ceil(len(pdf) / PDF_BYTES_PER_PAGE))
+    pages = len(_PAGE.findall(pdf)) + _object_stream_pages(pdf, budget)
+    return min(pages, MAX_PDF_PAGES) if pages else _by_size(len(pdf))
 
 
-def _object_stream_pages(pdf: bytes) -> int:
-    pages, budget, streams, at = 0, INFLATED_BYTES, 0, 0
-    while budget > 0 and streams < OBJECT_STREAMS:
+def _by_size(size: int) -> int:
+    return max(1, min(MAX_PDF_PAGES, math.ceil(size / PDF_BYTES_PER_PAGE)))
+
+
+def _object_stream_pages(pdf: bytes, budget: PdfBudget) -> int:
+    pages, at = 0, 0
+    while budget.inflated > 0 and budget.streams > 0:
         found = _OBJECT_STREAM.search(pdf, at)
         if found is None:
             break
@@ -174,12 +200,12 @@ def _object_stream_pages(pdf: bytes) -> int:
             break
         end = pdf.find(b"endstream", start.end())
         end = len(pdf) if end < 0 else end
-        streams += 1
+        budget.streams -= 1
         at = end
         try:
-            inflated = zlib.decompressobj().decompress(pdf[start.end() : end], budget)
+            inflated = zlib.decompressobj().decompress(pdf[start.end() : end], budget.inflated)
         except zlib.error:
             continue
-        budget -= len(inflated)
+        budget.inflated -= len(inflated)
         pages += len(_PAGE.findall(inflated))
     return pages

@@ -14,9 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from proxy.media_size import anthropic_image_tokens, image_size, pdf_pages
+from proxy.media_size import MAX_PDF_PAGES, PdfBudget, anthropic_image_tokens, image_size, pdf_pages
 from rules.media import DOCUMENT_TOKENS, IMAGE_TOKENS
 from tests.conftest import in_process, proxy_settings
+from tests.support.cpu_clock import cpu_timer
 
 JSON = {"content-type": "application/json", "x-api-key": "sk-ant-client"}
 
@@ -240,7 +241,27 @@ def test_gemini_rule() -> None:
 
     assert gemini_image_tokens(384, 200) == 258
     assert gemini_image_tokens(1024, 768) == 2 * 258
-    assert gemini_image_tokens(4032, 3024) == 6 * 4 * 258
+    # scaled to fit 3072 × 3072 first (aspect kept): 3072 × 2304, 4 × 3 tiles
+    assert gemini_image_tokens(4032, 3024) == 4 * 3 * 258
+    assert gemini_image_tokens(65535, 65535) == 16 * 258  # a header's largest: 16 tiles at most
+    assert gemini_image_tokens(65535, 1) == 4 * 258
+
+
+def test_a_documents_pages_are_at_most_a_thousand() -> None:
+    assert pdf_pages(b64(b"%PDF-1.4\n" + b"/Type /Page " * 200_000)) == MAX_PDF_PAGES
+    assert pdf_pages(b64(b"%PDF-1.4\n" + b"x" * 60_000_000)) == MAX_PDF_PAGES  # by its size
+
+
+def test_the_pdfs_of_one_request_share_one_bound() -> None:
+    """100 deflate bombs in one request (4.5 MiB) took 21 s when each PDF had a bound of its own:
+    the request's PDFs now share one, and those past it are estimated from their size."""
+    bomb = zlib.compress(b"/Type /Page " * 3_000_000)  # 36 MB inflated, 40 KB sent
+    one = b64(b"%PDF-1.5\n1 0 obj << /Type /ObjStm >>\nstream\n" + bomb + b"\nendstream\n")
+    budget = PdfBudget()
+    with cpu_timer() as took:
+        pages = [pdf_pages(one, budget) for _ in range(100)]
+    assert took.seconds < 1.0, took.seconds
+    assert budget.inflated <= 0 and all(p is not None and 1 <= p <= MAX_PDF_PAGES for p in pages)
 
 
 async def test_a_gemini_count_here_weighs_images_and_pdfs(tmp_path: Path) -> None:
@@ -264,6 +285,9 @@ async def test_a_gemini_count_here_weighs_images_and_pdfs(tmp_path: Path) -> Non
         large = await count(client, inline(jpeg(1600, 800), "image/jpeg"))
         doc = await count(client, inline(pdf(4), "application/pdf"))
         unread = await count(client, inline(b"???", "image/webp"))
+        # 2,400 headers of 65535 × 65535 (220 KiB): an answer of 500 (an integer past 64 bits)
+        huge = await count(client, *[inline(png(65535, 65535), "image/png")] * 2400)
+    assert huge - bare == 2400 * 16 * 258
     assert small - bare == 258
     assert large - bare == 3 * 2 * 258
     assert doc - bare == 4 * 258
