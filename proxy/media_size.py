@@ -26,7 +26,7 @@ IMAGE_HEADER_BYTES = 128 * 1024
 PDF_BYTES = 32 * 1024 * 1024
 # Of a PDF's compressed object streams (where PDF 1.5 writers put the page objects), at most this
 # many bytes inflated in all, from at most ``OBJECT_STREAMS`` streams.
-INFLATED_BYTES = 4 * 1024 * 1024
+INFLATED_BYTES = 1024 * 1024  # a 1,000-page PDF's page objects are some 300 KB
 OBJECT_STREAMS = 1024
 # The most pages a document counts (Gemini reads at most 1,000; Anthropic fewer)
 MAX_PDF_PAGES = 1000
