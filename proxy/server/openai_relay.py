@@ -24,6 +24,7 @@ from proxy.errors import ClientGone, InternalError, ProxyError, require_json
 from proxy.failures import STOPPING
 from proxy.protocols.body import parse_json
 from proxy.protocols.body_limits import check_containers
+from proxy.protocols.errors import reshaped_as_openai
 from proxy.rewrite.offload import enter_lane
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
@@ -85,8 +86,12 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
         sent = services.upstream.openai_headers(upstream, headers, key)
         response = await services.upstream.post(upstream, RELAYED_PATHS[path], raw, sent, False)
         services.principals.answered(principal, response.status, upstream, scope.get("client"))
-        content = response.body or b""
-        head = raw_headers(response.headers, len(content))
+        content, relayed = response.body or b"", response.headers
+        if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
+            shaped = reshaped_as_openai(response.status, content)
+            if shaped is not content:
+                content, relayed = shaped, {**relayed, "content-type": "application/json"}
+        head = raw_headers(relayed, len(content))
         await send({"type": "http.response.start", "status": response.status, "headers": head})
         await send({"type": "http.response.body", "body": content})
     except ClientGone:

@@ -117,6 +117,20 @@ def test_upstream_errors_come_back_in_their_shape(proxy, edge: EdgeUpstream) -> 
     assert raised.value.status_code == 400 and "bad input" in str(raised.value)
 
 
+def test_a_gateways_html_error_comes_back_in_openais_shape(proxy, edge: EdgeUpstream) -> None:
+    """A 502 page from a gateway in front of the upstream: an ``error`` object the SDK reads, as
+    on chat, its text redacted."""
+    page = f"<html><body>bad gateway for {CLIENT_KEY}</body></html>".encode()
+    edge.reply = Reply(502, [("content-type", "text/html")], page)
+    url = proxy(upstreams=_catch_all(edge))
+    with pytest.raises(openai.APIStatusError) as raised:
+        _client(url).embeddings.create(model="text-embedding-3-small", input="x")
+    answer = raised.value.response
+    assert answer.status_code == 502 and answer.headers["content-type"] == "application/json"
+    message = answer.json()["error"]["message"]
+    assert "bad gateway" in message and CLIENT_KEY not in message
+
+
 def test_nothing_in_the_request_chooses_the_upstream(proxy, edge: EdgeUpstream) -> None:
     """The model another upstream matches, a query string: it goes to the catch-all, no query."""
     edge.reply = Reply.json(EMBEDDING)
