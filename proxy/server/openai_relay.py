@@ -30,6 +30,7 @@ from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_jso
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings, UpstreamSettings
+from proxy.upstream import UpstreamResponse
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -84,8 +85,15 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
         if upstream.api_key_env:  # every tenant is one account: its end-user id scoped
             raw = await _scoped(services, call, raw, limits)
         sent = services.upstream.openai_headers(upstream, headers, key)
-        response = await services.upstream.post(upstream, RELAYED_PATHS[path], raw, sent, False)
+        # a success answer streams through (an embeddings batch's can be tens of MB; no rule
+        # reads it): held a piece at a time, never whole
+        response = await services.upstream.post(
+            upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
+        )
         services.principals.answered(principal, response.status, upstream, scope.get("client"))
+        if response.chunks is not None:
+            await _relay_pieces(send, response, path)
+            return
         content, relayed = response.body or b"", response.headers
         if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
             shaped = reshaped_as_openai(response.status, content)
@@ -110,14 +118,34 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
 
 
 async def _scoped(services: Services, call: Call, raw: bytes, limits: LimitSettings) -> bytes:
-    """``raw`` with its end-user id scoped to the principal (a new serialisation), else as is.
-    Parsed within the body limits, a heavy body in the worker thread."""
+    """The body as read, written anew, its end-user id scoped to the principal: never the bytes
+    as sent (a member given twice, ``"user":"victim","user":null``, reads as its last; a gateway
+    keeping the first would act on a value no check saw). Parsed within the body limits, a heavy
+    body in the worker thread."""
     offload = services.engine.offload
     body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
-    scoped = call.sent(body)
-    return raw if scoped is body else orjson.dumps(scoped)
+    return orjson.dumps(call.sent(body))
 
 
 def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
     check_containers(raw, limits.max_json_containers)
     return parse_json(raw)
+
+
+async def _relay_pieces(send: Send, response: UpstreamResponse, path: str) -> None:
+    """A success answer relayed as it comes. An upstream that breaks off after the head leaves
+    the answer cut (the connection closed, its chunked body unended: the client sees it fail)."""
+    assert response.chunks is not None
+    head = raw_headers(response.headers, None)
+    try:
+        await send({"type": "http.response.start", "status": response.status, "headers": head})
+        try:
+            async for piece in response.chunks:
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+        except ProxyError as exc:
+            log.warning("the upstream's answer to %s broke off: %s", path, exc.message)
+            return
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        if response.close is not None:
+            await response.close()

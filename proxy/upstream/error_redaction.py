@@ -205,7 +205,7 @@ class ErrorRedactor:
             response.body = self._error_body(response.body, response.headers)
         if response.chunks is not None and response.json_array:
             response.chunks = self.elements(response.chunks)
-        elif response.chunks is not None:
+        elif response.chunks is not None and not response.extra.get("passthrough"):
             response.chunks = self.stream(response.chunks)
         error = response.extra.get("error")
         if isinstance(error, ProxyError):

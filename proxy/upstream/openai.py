@@ -254,12 +254,14 @@ class UpstreamClient:
         query: str = "",
         relayed: frozenset[str] = RELAYED_NAMES,
         json_array: bool = False,
+        passthrough: bool = False,
     ) -> UpstreamResponse:
         """POST ``data`` as is to ``{base_url}{path}`` with exactly ``headers``; with ``stream``,
-        an event stream comes back piece by piece. Response headers: ``relayed`` names and the
-        rate-limit/request-id prefixes (``transport.relay_headers``). An error answer, and the
-        error events of a stream, come back redacted (``self.errors``). ``json_array``: a stream
-        that is one JSON array (Gemini's without ``alt=sse``), relayed element by element."""
+        an event stream comes back piece by piece (``passthrough``: any success answer). Response
+        headers: ``relayed`` names and the rate-limit/request-id prefixes
+        (``transport.relay_headers``). An error answer, and the error events of a stream, come
+        back redacted (``self.errors``). ``json_array``: a stream that is one JSON array
+        (Gemini's without ``alt=sse``), relayed element by element."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
@@ -282,7 +284,9 @@ class UpstreamClient:
             if undecodable(exc):
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
-        relayed_answer = await answer(response, upstream.name, stream, relayed, json_array)
+        relayed_answer = await answer(
+            response, upstream.name, stream, relayed, json_array, passthrough
+        )
         # what the request said: its body, and its path's model name and query
         errors = self.errors.with_credentials(headers, None, (data, f"{path}?{query}"))
         return errors.response(relayed_answer, gateway=bool(upstream.api_key_env))

@@ -123,10 +123,13 @@ async def answer(
     stream: bool,
     names: frozenset[str],
     json_array: bool = False,
+    passthrough: bool = False,
 ) -> UpstreamResponse:
     """``response`` as relayed: an event stream (when ``stream`` was asked for and the upstream
     answered one with success) piece by piece; with ``json_array``, a JSON answer to a stream
-    asked for (Gemini's JSON-array stream) element by element; anything else read whole."""
+    asked for (Gemini's JSON-array stream) element by element; with ``passthrough``, any success
+    answer piece by piece, as it comes (``extra["passthrough"]``: no rule nor error scan reads
+    it); anything else read whole."""
     status = response.status
     if not (200 <= status < 300 or 400 <= status < 600):
         # a redirect (not followed: the request carries the client's key), an upgrade, a status
@@ -138,6 +141,10 @@ async def answer(
         response.close()
         raise undecodable_answer(name)
     headers = relay_headers(response.raw_headers, names)
+    if passthrough and response.status < 400:
+        chunks = raw_chunks(response, name)
+        extra = {"passthrough": True}
+        return UpstreamResponse(status, headers, chunks=chunks, close=closer(response), extra=extra)
     if stream and response.status < 400 and is_event_stream(headers):
         return UpstreamResponse(
             response.status, headers, chunks=raw_chunks(response, name), close=closer(response)

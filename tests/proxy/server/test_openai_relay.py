@@ -131,6 +131,40 @@ def test_a_gateways_html_error_comes_back_in_openais_shape(proxy, edge: EdgeUpst
     assert "bad gateway" in message and CLIENT_KEY not in message
 
 
+def test_an_answer_past_the_whole_answer_bound_streams_through(proxy, edge: EdgeUpstream) -> None:
+    """An embeddings batch's answer is relayed as it comes, not read whole: 70 MiB (past the
+    64 MiB a whole answer may be) arrives complete, where it was a 502."""
+    numbers = b"0.1234567," * (7 * 1024 * 1024)
+    body = b'{"object":"list","data":[{"object":"embedding","index":0,"embedding":[' + numbers
+    body += b'0]}],"model":"m","usage":{"prompt_tokens":1,"total_tokens":1}}'
+    edge.reply = Reply(200, [("content-type", "application/json")], body)
+    url = proxy(upstreams=_catch_all(edge))
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+    received = 0
+    with httpx.stream(
+        "POST", url + "/v1/embeddings", json={"model": "m", "input": "x"}, headers=headers,
+        timeout=60,
+    ) as answer:  # fmt: skip
+        assert answer.status_code == 200
+        for piece in answer.iter_raw():
+            received += len(piece)
+    assert received == len(body)
+
+
+def test_an_answer_broken_off_fails_for_the_client(proxy, edge: EdgeUpstream) -> None:
+    """Its head relayed, an answer the upstream breaks off is cut: the client's read fails."""
+    edge.reply = Reply(
+        200, [("content-type", "application/json")], chunks=[b'{"object":"list","data":['],
+        after_first_chunk="break",
+    )  # fmt: skip
+    url = proxy(upstreams=_catch_all(edge))
+    with pytest.raises(httpx.HTTPError):
+        httpx.post(
+            url + "/v1/embeddings", json={"model": "m", "input": "x"},
+            headers={"authorization": f"Bearer {CLIENT_KEY}"}, timeout=30,
+        ).json()  # fmt: skip
+
+
 def test_nothing_in_the_request_chooses_the_upstream(proxy, edge: EdgeUpstream) -> None:
     """The model another upstream matches, a query string: it goes to the catch-all, no query."""
     edge.reply = Reply.json(EMBEDDING)
@@ -172,6 +206,11 @@ def test_the_server_key_goes_with_scoped_ids(
     assert seen.header("openai-organization") is None  # the gateway's account, not a tenant's
     sent = seen.json()
     assert sent["user"].startswith("u-") and sent["user"] != "end-user-7"
+    # a member given twice goes as it was read (its last), never the bytes as sent
+    twice = b'{"model":"m","input":"a","user":"victim-end-user-7","user":null}'
+    headers = {"authorization": "Bearer ka-alice-0000000001", "content-type": "application/json"}
+    assert httpx.post(url + "/v1/embeddings", content=twice, headers=headers).status_code == 200
+    assert b"victim-end-user-7" not in edge.last.body and edge.last.json()["user"] is None
     # without a proxy key: refused in OpenAI's shape, nothing sent
     count = len(edge.seen)
     with pytest.raises(openai.AuthenticationError) as raised:
