@@ -14,8 +14,9 @@ it starts from nothing, and the rules derive the branch's state from the history
 What is kept session-wide, whatever the branch: what is anchored to message content and so
 applies only where that content is in the request (prune's overlay, which keeps another
 conversation's edits aside: ``rules.context.overlay_away``), prune's schedule (kept per
-conversation root: ``rules.context.session_roots``), and the proxy's view of the provider's cache
-(``_prefix``). A lone user turn (a stateless client) keeps
+conversation root: ``rules.context.session_roots``), the budget a session was told its floor is
+above (``budget_floor``: said once a session, not once a branch), and the proxy's view of the
+provider's cache (``_prefix``). A lone user turn (a stateless client) keeps
 the stored turns (``history``), which history restore puts before it.
 
 A sibling of the head (the head's history but its last message: a regenerated or edited last
@@ -39,7 +40,7 @@ import orjson
 from proxy.principals import split_scoped
 from proxy.protocols.base import TAG
 from rules.base import Ancestor, Context, Message, SessionState, content_hash, hash_bytes
-from rules.context import prune, sticky
+from rules.context import budget_floor, prune, sticky
 from rules.entities import history_restore
 from rules.loops import break_loops
 
@@ -47,7 +48,16 @@ NAMESPACE = "_lineage"
 RESUME_MEMO = "lineage_resume"  # ``Context.recall`` name: a list, its stored lineage -> its key
 PREFIX_NAMESPACE = "_prefix"  # hashes and sizes of the previous forwarded request's messages
 # namespaces kept across branches (see above)
-SHARED = frozenset({prune.NAMESPACE, prune.SESSION, prune.CARRYING, PREFIX_NAMESPACE, NAMESPACE})
+SHARED = frozenset(
+    {
+        prune.NAMESPACE,
+        prune.SESSION,
+        prune.CARRYING,
+        PREFIX_NAMESPACE,
+        NAMESPACE,
+        budget_floor.NAMESPACE,
+    }
+)
 HISTORY = history_restore.NAMESPACE
 # what a sibling carries, and the key its entries are told apart by
 ANCHORED = {sticky.NAMESPACE: "blocks", break_loops.NAMESPACE: "notes"}

@@ -105,3 +105,27 @@ async def test_a_budget_below_the_floor_is_said_once(
     assert line["floor"] == warning["floor"] and line["warning"] == warning["note"]
     # nothing of it is forwarded
     assert all(b"below what every request" not in seen.body for seen in upstream.seen)
+
+
+async def test_siblings_of_one_session_are_told_once(
+    tmp_path: Path,
+    upstream: EdgeUpstream,  # noqa: F811
+) -> None:
+    """Three requests of one session that share their start but not their last turn (branches,
+    not one conversation extended): the floor is said once a session, not once a branch."""
+    async with app_with_log(
+        tmp_path, upstream, pipeline={"budget_tokens": BUDGET}, logging={"level": "WARNING"}
+    ) as (client, _):
+        for last in ("Go on.", "Try another way.", "Stop and sum up."):
+            b = body(1)
+            b["messages"][-1] = user(last)
+            r = await client.post("/v1/chat/completions", json=b, headers={"x-session-id": "s"})
+            assert r.status_code == 200, r.text
+        rows = await log_rows(client)
+    told = [
+        w
+        for r in rows
+        for w in r["report"].get("warnings", [])
+        if w["kind"] == "budget_below_floor"
+    ]
+    assert len(rows) == 3 and len(told) == 1
