@@ -67,24 +67,37 @@ async def model(request: Request) -> Response:
 async def _anthropic_model(request: Request, headers: dict[str, str], name: str) -> Response:
     """The Anthropic upstream's answer for ``name`` (the name one path segment under its fixed
     ``/v1/models``: nothing else of the request reaches the URL), else the configured name."""
+    path = f"{ANTHROPIC_MODELS_PATH}/{quote(name, safe='')}"
+    asked = await _ask_anthropic(request, headers, path, "")
+    if asked is not None:
+        return asked
+    if name in configured_names(request.app.state.services):
+        entry = {"type": "model", "id": name, "display_name": name}
+        return _json({**entry, "created_at": "1970-01-01T00:00:00Z"})
+    message = f"model: {name[:200]}"
+    return _json({"type": "error", "error": {"type": "not_found_error", "message": message}}, 404)
+
+
+async def _ask_anthropic(
+    request: Request, headers: dict[str, str], path: str, query: str
+) -> Response | None:
+    """The Anthropic upstream's answer at ``path`` (an error of ours in Anthropic's shape); None
+    where there is no such upstream or the client's key is another provider's (not sent to
+    Anthropic's API: the caller answers from the configured names)."""
     services: Services = request.app.state.services
     try:
         services.principals.of(headers, every=True)
         upstream = _anthropic_upstream(services)
         shared = upstream is not None and bool(upstream.api_key_env)
-        if upstream is not None and (shared or not foreign_credentials(upstream, headers)):
-            key = upstream_api_key(upstream, headers, services.settings.auth.mode)
-            sent = anthropic_headers(upstream, headers, key)
-            path = f"{ANTHROPIC_MODELS_PATH}/{quote(name, safe='')}"
-            status, content = await services.upstream.models(upstream, key, path, sent)
-            return Response(content, status, _overhead(request), media_type="application/json")
+        if upstream is None or not (shared or not foreign_credentials(upstream, headers)):
+            return None
+        key = upstream_api_key(upstream, headers, services.settings.auth.mode)
+        sent = anthropic_headers(upstream, headers, key)
+        overhead = _overhead(request)
+        status, content = await services.upstream.models(upstream, key, path, sent, query)
+        return Response(content, status, overhead, media_type="application/json")
     except ProxyError as exc:
         return Response(anthropic_body(exc), exc.status, media_type="application/json")
-    if name in configured_names(services):
-        entry = {"type": "model", "id": name, "display_name": name}
-        return _json({**entry, "created_at": "1970-01-01T00:00:00Z"})
-    message = f"model: {name[:200]}"
-    return _json({"type": "error", "error": {"type": "not_found_error", "message": message}}, 404)
 
 
 def _overhead(request: Request) -> dict[str, str]:
@@ -98,22 +111,10 @@ def _overhead(request: Request) -> dict[str, str]:
 async def anthropic_models(request: Request, headers: dict[str, str]) -> Response:
     """The Anthropic upstream's own list, relayed as it answered (its pages: ``after_id``,
     ``limit``); with no Anthropic upstream, the configured names in Anthropic's shape."""
+    asked = await _ask_anthropic(request, headers, ANTHROPIC_MODELS_PATH, _pages(request))
+    if asked is not None:
+        return asked
     services: Services = request.app.state.services
-    try:
-        services.principals.of(headers, every=True)
-        upstream = _anthropic_upstream(services)
-        # another provider's key is not sent to Anthropic's API: the configured names instead
-        shared = upstream is not None and bool(upstream.api_key_env)
-        if upstream is not None and (shared or not foreign_credentials(upstream, headers)):
-            key = upstream_api_key(upstream, headers, services.settings.auth.mode)
-            sent = anthropic_headers(upstream, headers, key)
-            overhead = _overhead(request)
-            status, content = await services.upstream.models(
-                upstream, key, ANTHROPIC_MODELS_PATH, sent, _pages(request)
-            )
-            return Response(content, status, overhead, media_type="application/json")
-    except ProxyError as exc:
-        return Response(anthropic_body(exc), exc.status, media_type="application/json")
     names = configured_names(services)
     data = [
         {"type": "model", "id": n, "display_name": n, "created_at": "1970-01-01T00:00:00Z"}
