@@ -47,6 +47,7 @@ from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted
 from rules.entities.ruled_out import ruled_out
 from rules.entities.scan_key import held_sorts, scan_key
+from rules.entities.several import several
 from rules.entities.too_recent import too_recent
 from rules.entities.track_entities import META as TRACK_META
 from rules.entities.user_made import said_own, user_made
@@ -345,9 +346,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
     # "… the one before the last": an order word not read as the mention's place
     own_words = said_own(ctx.messages, idx)  # "… in my other terminal": the user's making
+    # "both branches you created", "…都删掉": several asked for, and a pointer names one
     refs = [
-        user_made(
-            order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words
+        several(
+            user_made(
+                order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words
+            ),
+            text,
+            m,
         )
         for r, m in zip(refs, mentions, strict=True)
     ]

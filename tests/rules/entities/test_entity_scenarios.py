@@ -65,6 +65,7 @@ SCENARIOS = [
         "probes_q.yaml",
         "probes_r.yaml",
         "probes_s.yaml",
+        "probes_t.yaml",
     )
     for sc in load(HERE / name)
 ]

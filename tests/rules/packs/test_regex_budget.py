@@ -21,7 +21,7 @@ from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
 from rules.activity.shell_verbs_pack import load_verbs
-from rules.entities import resolve_refs, track_entities
+from rules.entities import resolve_refs, several, track_entities
 from rules.entities.ref_detect import detect, load_lexicons, strip_injected
 from rules.messages import INJECT_OPEN
 from rules.packs import GENERIC_UNITS, Probe, compile_regex, probes, too_slow
@@ -74,6 +74,12 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
     out.append(("code.brace_range", brace_expand._RANGE))
     out.append(("code.cron_line", cron_entries._CRON_LINE))
+    out += [
+        (f"code.several.{label}", p)
+        for label, p in (
+            ("before", several._BEFORE), ("within", several._WITHIN), ("after", several._AFTER)
+        )
+    ]  # fmt: skip
     return out
 
 
