@@ -49,3 +49,25 @@ def downloaded(
     else:
         return []  # to standard output
     return [posixpath.join(folder, p) if folder and not p.startswith("/") else p for p in out]
+
+
+_TAR_OLD_STYLE = frozenset("AcdrtuxfvzjJaZpPSkmOWhlMGbCTXLNVH")  # `tar czf out.tgz src`
+
+
+def archived(
+    spec: Mapping[str, Any], flags: Sequence[str], ops: Sequence[str], values: Mapping[str, str]
+) -> list[str]:
+    """The archive an archiver wrote (as written): ``tar`` in create mode, the value of ``-f``
+    (``tar -czf out.tgz src``, ``--file=out.tar``) or, its options bundled without a dash (``tar
+    czf out.tgz src``), the word after them; ``zip``, its first operand. Extracting or listing
+    writes none, nor an archive sent to standard output (``-f -``)."""
+    mode = spec.get("mode") or ()
+    if not mode:  # zip -r out.zip src
+        out = list(ops[:1])
+    elif any(f in mode for f in flags):
+        out = [values[o] for o in spec.get("output", ()) if o in values]
+    elif ops and set(ops[0]) <= _TAR_OLD_STYLE and "c" in ops[0] and ops[0].endswith("f"):
+        out = list(ops[1:2])
+    else:
+        return []
+    return [p for p in out if p and p != "-"]

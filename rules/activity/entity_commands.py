@@ -19,6 +19,7 @@ from rules.activity.command_words import (
 )
 from rules.activity.cron_entries import cron_jobs
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
+from rules.activity.entity_results import singular
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
 from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
@@ -354,9 +355,15 @@ def command_entities(
         wanted = set(printed.spec.get("programs") or ())
         if printed.kind == "process" or not run_programs & wanted:
             continue
+        named = printed.command.search(command[:MAX_SCAN]) if printed.command else None
+        if printed.command is not None and named is None:
+            continue
         for m in printed.regex.finditer(output[:MAX_SCAN]):
             g = m.groupdict()
+            if named is not None:  # `db.customers.insertOne(…)`: a customer
+                g["kind"] = singular(named.group("kind").lower())
             kind = pack.resource_kinds.get(g.get("kind") or "", printed.kind)
+            kind = g["kind"] if named is not None else kind
             if printed.spec.get("kind_group") and kind == printed.kind:
                 continue  # a word kubectl prints that names no kind we know
             facts.made.append(Made(kind, g["id"], printed.action, g["id"], (), (), by))

@@ -61,6 +61,9 @@ class OutputRule:
     action: str
     regex: re.Pattern[str]
     spec: Mapping[str, Any]
+    # `kind_from_command`: the command line names the kind (its group `kind`, made singular:
+    # `db.customers.insertOne(…)` inserted a customer); a command naming none makes nothing
+    command: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,9 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
                 str(s["action"]),
                 _regex(str(s["re"]), flags, f"entities pack: {key}[{i}]", builtin),
                 dict(s),
+                _regex(str(s["kind_from_command"]), 0, f"entities pack: {key}[{i}]", builtin)
+                if s.get("kind_from_command")
+                else None,
             )
             for i, s in enumerate(data.get(key) or ())
         )
@@ -188,6 +194,11 @@ def pack_patterns(pack: EntityPack) -> list[tuple[str, re.Pattern[str]]]:
     out = [(f"entities.commands[{i}]", c.output) for i, c in enumerate(pack.commands) if c.output]
     out += [(f"entities.commands[{i}].id", c.id_re) for i, c in enumerate(pack.commands) if c.id_re]
     out += [(f"entities.outputs[{i}]", r.regex) for i, r in enumerate(pack.outputs)]
+    out += [
+        (f"entities.outputs[{i}].command", r.command)
+        for i, r in enumerate(pack.outputs)
+        if r.command is not None
+    ]
     out += [(f"entities.statements[{i}]", r.regex) for i, r in enumerate(pack.statements)]
     return [
         *out,

@@ -4,7 +4,9 @@ of the ``shell_verbs`` pack's ``printed_files`` the files they generated (``ssh-
 alembic's and Django's migrations, Rails' generators). The command line alone says none of it,
 so ``shell_parse`` cannot. Read only where the command is one of its line's simple commands, not
 inside ``$(…)`` (its path was then printed by another command, if at all), and only from what a
-successful call printed."""
+successful call printed. One exception: ``d=$(mktemp -d) && echo "$d"`` (the path kept in a
+variable the line then echoes) made the folder ``echo`` printed, when its name fits mktemp's
+template (``tmp.XXXXXXXXXX`` by default): another command's path printed before it is not it."""
 
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ def printed_effects(
     named = [rule for rule in printed if rule.argv[-1] in command]
     if "mktemp" not in command and "clean" not in command and not named:
         return ()
-    return tuple(_effects(command, output, cwd, named))
+    found = tuple(_effects(command, output, cwd, named))
+    if "$(mktemp" in command:  # d=$(mktemp -d) && echo "$d"
+        found += tuple(_echoed_temps(command, output))
+    return found
 
 
 def _words(argv: list[str]) -> list[str]:
@@ -55,6 +60,65 @@ def _generated(
             typ = guess_type(path, True) if rule.type == "guess" else rule.type
             yield Effect("create", typ, resolve_path(path.rstrip("/"), cwd))
         return
+
+
+_DECLARE = frozenset(("export", "local", "declare", "readonly", "typeset"))
+# `NAME=$(mktemp …)`: the variable and mktemp's words
+_ASSIGNED = re.compile(r"^([A-Za-z_]\w{0,63})=\$\(mktemp((?:[ \t]++[^\s()$`;&|]{1,200}){0,8})\)$")
+_ECHOED = re.compile(r"^\$(?:\{([A-Za-z_]\w{0,63})\}|([A-Za-z_]\w{0,63}))$")
+_VALUED = frozenset(("-p", "--tmpdir", "--suffix"))  # mktemp's options that take a value
+
+
+def _assigned(argv: list[str]) -> tuple[str, list[str]] | None:
+    """(variable, mktemp's words) of ``[export] NAME=$(mktemp …)``, or None."""
+    words = argv[1:] if argv and argv[0] in _DECLARE else argv
+    found = _ASSIGNED.match(words[0]) if len(words) == 1 else None
+    return (found.group(1), found.group(2).split()) if found is not None else None
+
+
+def _template(words: list[str]) -> re.Pattern[str]:
+    """The names mktemp makes from its template (its last run of three or more X's random)."""
+    template, i = "tmp.XXXXXXXXXX", 0
+    while i < len(words):
+        if words[i] in _VALUED:
+            i += 1
+        elif not words[i].startswith("-"):
+            template = words[i].rsplit("/", 1)[-1]
+        i += 1
+    head = template.rstrip("X")
+    xs = len(template) - len(head)
+    if xs < 3:
+        return re.compile(r"(?!)")
+    return re.compile(rf"{re.escape(head)}[A-Za-z0-9]{{{xs}}}(?:[^/\s]{{0,64}})")
+
+
+def _echoed_temps(command: str, output: str) -> Iterator[Effect]:
+    """What ``d=$(mktemp -d) && echo "$d"`` made: each echoed variable holding a mktemp's path,
+    the next absolute line printed whose name fits its template, in the order echoed."""
+    held: dict[str, list[str]] = {}
+    lines = [m.group(1) for m in list(_ABSOLUTE.finditer(output[:MAX_SCAN]))[:MAX_PRINTED]]
+    taken = 0
+    for cmd in split_commands(command):
+        argv = list(cmd.argv)
+        if not argv or cmd.connector == "||":
+            continue
+        assigned = _assigned(argv)
+        if assigned is not None:
+            held[assigned[0]] = assigned[1]
+            continue
+        if argv[0] not in ("echo", "printf") or len(argv) < 2:
+            continue
+        named = _ECHOED.match(argv[-1])
+        words = held.get((named.group(1) or named.group(2)) if named is not None else "")
+        if words is None or has_short(words, "u") or "--dry-run" in words:
+            continue
+        fits = _template(words)
+        while taken < len(lines):
+            path, taken = lines[taken], taken + 1
+            if fits.fullmatch(path.rsplit("/", 1)[-1]):
+                folder = has_short(words, "d") or "--directory" in words
+                yield Effect("create", "folder" if folder else "file", path)
+                break
 
 
 def _effects(

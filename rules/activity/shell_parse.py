@@ -18,7 +18,7 @@ from typing import Any
 
 from rules.activity import python_effects as py
 from rules.activity.brace_expand import expand
-from rules.activity.downloads import downloaded, split_short
+from rules.activity.downloads import archived, downloaded, split_short
 from rules.activity.find_deletes import MAX_VISITS, find_deletes
 from rules.activity.line_known import LineKnown
 from rules.activity.rsync_copies import rsync_copies
@@ -279,12 +279,16 @@ class _Run:
     def _download(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
-        """``curl -o f URL``, ``wget URL``: the file written (made, or changed if known)."""
-        for target in downloaded(spec, flags, ops, values):
+        """``curl -o f URL``, ``wget URL``; as ``archive``, ``tar czf out.tgz src``: the file
+        written (made, or changed if known)."""
+        written = archived if spec.get("effect") == "archive" else downloaded
+        for target in written(spec, flags, ops, values):
             if target in self.verbs.ignore_targets:  # `curl -o /dev/null -w '%{http_code}'`
                 continue
             path = resolve_path(target, self.cwd)
             self.add("modify" if self.known.exists(path) else "create", "file", path)
+
+    _archive = _download  # `tar czf out.tgz src`, `zip -r out.zip src`
 
     def _open(
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
