@@ -41,3 +41,9 @@ def pronoun_stands_for_named(lex: Lexicon, text: str, start: int) -> bool:
     if _THING_NAMED.search(text, window, start) is not None:
         return True
     return lex.lang == "en" and _SUBJECT_SAID.search(text, window, start) is not None
+
+
+def name_goes_on(text: str, end: int) -> bool:
+    """Whether the word ending at ``end`` goes on as a file or module name (``library.py``,
+    ``config/settings``, ``test_utils``)."""
+    return text[end : end + 1] in (".", "/", "_", "-") and text[end + 1 : end + 2].isalnum()

@@ -27,6 +27,14 @@ _BY = re.compile(
     r"[\w.@/:+-]{1,40}){0,3}))"
 )
 _LANGS = frozenset({"en"})
+# a verb that says the thing was cloned ("cloned", "clonaste", "geklont", "склонировал", "克隆",
+# "クローン", "클론"): of the folders, one ``git clone`` made
+_CLONED = re.compile(r"clon|klon|клонир|克隆|クローン|클론", re.IGNORECASE)
+
+
+def how_made(verb_word: str) -> str | None:
+    """The making's own command a mention's verb names ("the folder you cloned": clone)."""
+    return "clone" if _CLONED.search(verb_word) else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -115,6 +115,8 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         ]
         if len({entity_cache.is_file_kind(e.get("type")) for e in out}) > 1:
             return []  # "the image you built", a container image and a picture made: not guessed
+    if mention.copies:  # "the copy you made", "the backup": a copy, or a name saying so
+        out = [e for e in out if e.get("action") == "copy" or _holds(e, _copy_named)]
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
@@ -153,6 +155,11 @@ _SERVER_ROLES = frozenset(
     ("api", "backend", "frontend", "web", "app", "http", "rest", "graphql", "grpc", "mock",
      "proxy", "static", "file")
 )  # fmt: skip
+
+
+def _copy_named(text: str) -> bool:
+    """Whether a name says it is a copy (``settings.py.bak``, ``db-backup.sql``, ``copy_of_x``)."""
+    return any(holds_word(text, w) for w in ("bak", "backup", "copy", "orig", "old"))
 
 
 def _stopped(events: Sequence[Mapping[str, Any]]) -> set[str]:

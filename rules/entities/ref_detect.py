@@ -2,9 +2,9 @@
 Japanese, Spanish, French, German and Portuguese: "the folder I just created", "the directory
 that got made", "that thing from a bit ago", "主代理建的那个目录", "방금 생성된 파일",
 "親エージェントが消したディレクトリ", "la carpeta que acabas de crear", "le dossier que tu viens de
-créer". The grammar
-and word lists come from the ``references`` pack (expanded by ``ref_grammar``, compiled by
-``ref_lexicon``); this module applies them. Text the proxy injected earlier is ignored.
+créer". The grammar and word lists come from the ``references`` pack (expanded by
+``ref_grammar``, compiled by ``ref_lexicon``); this module applies them. Text the proxy injected
+earlier is ignored.
 
 The text is lower-cased once (keeping each character's position), a language whose script the
 text lacks is not read at all, a template's leading ``\\b`` is checked per match, and each match
@@ -17,8 +17,8 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from rules.entities.ref_antecedent import named_before, pronoun_stands_for_named
-from rules.entities.ref_by import by_command
+from rules.entities.ref_antecedent import name_goes_on, named_before, pronoun_stands_for_named
+from rules.entities.ref_by import by_command, how_made
 from rules.entities.ref_detail import detail_near
 from rules.entities.ref_lexicon import Kind, Lexicon, Pattern, load_lexicons
 from rules.entities.ref_match import (
@@ -35,7 +35,7 @@ from rules.entities.ref_match import (
     relation_anchor,
     slot_word,
 )
-from rules.entities.ref_mention import Mention
+from rules.entities.ref_mention import NO_NOUN, Mention, noun_sense
 from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
 from rules.entities.ref_scan import (
     Prepared,
@@ -263,18 +263,6 @@ def _related_mention(
     )
 
 
-def _name_goes_on(text: str, end: int) -> bool:
-    """Whether the word ending at ``end`` goes on as a file or module name (``library.py``,
-    ``config/settings``, ``test_utils``)."""
-    return text[end : end + 1] in (".", "/", "_", "-") and text[end + 1 : end + 2].isalnum()
-
-
-# a verb that says the thing was cloned ("cloned", "clonaste", "geklont", "склонировал", "克隆",
-# "クローン", "클론"): of
-# the folders, one ``git clone`` made
-_CLONED = re.compile(r"clon|klon|клонир|克隆|クローン|클론", re.IGNORECASE)
-
-
 def _mention(
     lex: Lexicon,
     p: Pattern,
@@ -306,6 +294,9 @@ def _mention(
         if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
+    typ, copies = noun_sense(typ, action, lex.words["type"].get(f"{g.get('mod')} {noun}"))
+    if typ == NO_NOUN:
+        return None
     recent = slot_word(g, "rec") or slot_word(g, "rec_adj")
     if typ == "branch" and action != "create" and recent in lex.words["prior"]:
         return None  # "the previous branch": the one before the current, not the newest made
@@ -313,7 +304,7 @@ def _mention(
         return None  # "the last commit in that file": nothing is inside a file
     if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
         return None  # "issues that require user input": "that" is a relative pronoun there
-    if kind_name in ("demonstrative", "recent") and _name_goes_on(text, m.end()):
+    if kind_name in ("demonstrative", "recent") and name_goes_on(text, m.end()):
         return None  # "it looks to me that library.py is …": the noun is a name's start
     weak = typ == "weak"
     if weak:
@@ -348,7 +339,8 @@ def _mention(
     if weak and hint is None:
         # "the summary you saved": summary.md, if there is one
         hint = name_hint(lex.words["weak"].get(noun, noun))[0]
-    extensions = lex.formats.get(noun) or lex.formats.get((g.get("mod") or "").strip()) or ()
+    fmt = lex.formats.get(mod) if not noun.startswith(f"{mod} ") else None  # not "shell variable"
+    extensions = lex.formats.get(noun) or fmt or ()
     if typ == "format":
         typ = "file"
     if extensions and not named:
@@ -384,7 +376,8 @@ def _mention(
         hint=hint,
         named=named,
         detail=detail,
-        how="clone" if _CLONED.search(verb_word) else None,
+        how=how_made(verb_word),
+        copies=copies,
         extensions=extensions,
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),

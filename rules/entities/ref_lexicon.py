@@ -158,7 +158,8 @@ def _compile_language(
     # what a file holds (a format, a weak noun): never the subject of a verb ("the csv files")
     contents = {*formats, *(w for w, t in words["type"].items() if t in ("weak", "format"))}
     alternations["contents"] = ref_grammar.alternation(contents, space)
-    named = (w for w, t in words["types"].items() if t != "any")  # "the cache directory"
+    # "the cache directory" (not "a global variable": mostly a program's, no thing made)
+    named = (w for w, t in words["types"].items() if t not in ("any", "variable"))
     alternations["nouns_named"] = ref_grammar.alternation(named, space)
     for slot, named_as in ref_grammar.PLURAL_SLOTS.items():  # a plural head means what it names
         for word, meaning in words.pop(slot).items():

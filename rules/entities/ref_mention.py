@@ -39,3 +39,23 @@ class Mention:
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
     by: str | None = None  # the command named as its maker: "created by npm install" (ref_by)
     serving: bool = False  # its noun names what serves ("the server"): a process with a port
+    copies: bool = False  # its noun names a copy ("the copy", "the backup"): copies only
+
+
+NO_NOUN = "-"  # a noun that names nothing as said (``noun_sense``)
+
+
+def noun_sense(
+    typ: str | None, action: str | None, compound: str | None = None
+) -> tuple[str | None, bool]:
+    """(the kind a noun's type names as said, whether it names a copy). "the copy you made",
+    "the backup": a copy of any kind; "the variable you exported" or "set": an environment
+    variable, but not one "added" or "created" (in code, a variable of the program), unless the
+    word before it makes one noun of two (``compound``'s kind: "the shell variable")."""
+    if typ == "copy":
+        return "any", True
+    if typ == "variable" and compound is not None:
+        return compound, False
+    if typ == "variable":
+        return ("env_var" if action == "write" else NO_NOUN), False
+    return typ, False
