@@ -147,7 +147,9 @@ def _compile_language(
         words["type"].setdefault(name, "format")
         words["types"].setdefault(name, "format")
     space = r"\s*+" if spec.get("loose_spaces") else r"\s++"
-    if spec.get("script"):  # an English word among CJK ones ends where its letters do
+    # an English word among CJK ones ends where its letters do; in a language whose nouns take
+    # their case as a suffix ("klasörü", "etiketi": `suffixed`) the patterns read the ending
+    if spec.get("script") and not spec.get("suffixed"):
         alternations = {slot: _mixed_alternation(ws, space) for slot, ws in words.items()}
     else:
         alternations = {slot: ref_grammar.alternation(ws, space) for slot, ws in words.items()}

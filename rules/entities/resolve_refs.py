@@ -86,7 +86,7 @@ class Config(RuleConfig):
         default=300.0, gt=0, description="entities older than this are not candidates"
     )
     languages: tuple[str, ...] = Field(
-        default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt", "ru"),
+        default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt", "ru", "it", "tr", "hi"),
         description="languages whose references are detected",
     )
     use_ancestors: bool = Field(

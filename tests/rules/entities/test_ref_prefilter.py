@@ -91,6 +91,9 @@ def test_a_script_no_ascii_character_is_in_is_not_searched_in_ascii_text() -> No
         "de": True,
         "pt": True,
         "ru": False,  # Cyrillic letters
+        "it": True,
+        "tr": False,  # the letters ğ, ı, ş
+        "hi": False,  # Devanagari letters
     }
     assert _matches_ascii(re.compile("[a-z]")) and _matches_ascii(re.compile("[\u3040-\u30ff_]"))
     assert not _matches_ascii(re.compile("[\u3040-\u30ff]"))

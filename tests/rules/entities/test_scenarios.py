@@ -20,6 +20,9 @@ SETS = (
     "set_de.yaml",
     "set_pt.yaml",
     "set_ru.yaml",
+    "set_it.yaml",
+    "set_tr.yaml",
+    "set_hi.yaml",
 )
 BAR = 0.95
 # (set, id) -> why it still fails: kept visible, not hidden
