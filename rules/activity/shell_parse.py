@@ -359,7 +359,7 @@ class _Run:
         else:
             return
         if name and name not in (".", "..") and not name.startswith("-"):
-            how = "clone" if spec.get("url") else None
+            how = "clone" if spec.get("url") else "scaffold"
             self.add("create", "folder", resolve_path(name, self.cwd), how=how)
 
     def _write(

@@ -3,7 +3,8 @@ kept in state namespace ``entities``. Bounded by count (the newest N of each kin
 and age (TTL from first seen).
 
 An event: ``{"type", "name", "path", "action", "first_seen", "call_id", "seq", "tool"}`` plus
-``"from"`` for copy/move, ``"how"`` for a folder cloned (``git clone``). ``seq`` orders events
+``"from"`` for copy/move, ``"how"`` for a project's folder (``clone``: ``git clone``;
+``scaffold``: ``npm create``, ``cargo new`` …). ``seq`` orders events
 seen at the same ``ctx.now``. ``type`` is the
 entity's kind: file and folder (``path`` is the file's), or any other kind of the ``entities``
 pack or of a structured result (branch, commit, container, process, table, customer …), whose

@@ -128,6 +128,9 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         out = [e for e in out if e["path"] not in stopped] or out
     if mention.hint:
         holding = [e for e in out if _holds(e, mention.hint)]
+        if mention.hint in _PROJECT_WORDS and mention.type == "folder":
+            # "the project folder you made": one a scaffolder or a clone made, or so named
+            holding += [e for e in out if e.get("how") and e not in holding]
         # a word no candidate holds: what it names is none of them ("the logs folder" when the
         # agent made only "cache"), unless it describes rather than names ("the temp folder")
         describing = mention.hint in _DESCRIBING or (
@@ -154,6 +157,13 @@ _DESCRIBING = frozenset(
 _SERVER_ROLES = frozenset(
     ("api", "backend", "frontend", "web", "app", "http", "rest", "graphql", "grpc", "mock",
      "proxy", "static", "file")
+)  # fmt: skip
+
+
+# a word before "folder" that names the folder a project is ("the project folder"): not a name
+_PROJECT_WORDS = frozenset(
+    ("project", "repo", "repository", "proyecto", "projet", "projekt", "progetto", "projeto",
+     "proje")
 )  # fmt: skip
 
 

@@ -288,6 +288,8 @@ def _mention(
         noun = head or ""
         if not p.verb_head:
             action, actor = None, None
+    if g.get("mod") and f"{g['mod']}{noun}" in lex.words["type"]:  # "公钥文件": one noun
+        noun, g["mod"] = f"{g['mod']}{noun}", None
     typ = lex.words["type"].get(noun)
     if typ == "project":  # "the project you just created", not "this project" (the workspace)
         made = action is not None and (actor or slot_word(g, "rec"))

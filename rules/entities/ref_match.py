@@ -26,6 +26,9 @@ class Anchor:
     entity_actions: tuple[str, ...] = ()
     actor: str | None = None
     recency: bool = False
+    # its noun names a project ("さっき作ったプロジェクトのフォルダ", "你建的项目的文件夹"): the
+    # project's folder is the project itself, not a folder inside it
+    project: bool = False
 
 
 def slot_word(groups: Mapping[str, str | None], slot: str) -> str | None:
@@ -163,5 +166,6 @@ def relation_anchor(
         entity_actions=tuple(lex.entity_groups.get(mine, ())) if mine else (),
         actor=None if actor in (None, "any") else actor,
         recency=bool(slot_word(g, "rec") or slot_word(g, "rec_adj")),
+        project=lex.words["type"].get(other or "") == "project",
     )
     return head, anchor

@@ -86,8 +86,12 @@ def _anchor_mention(mention: Mention) -> Mention:
 def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     """(related heads newest first, the others that fit as well) through the newest anchor
     that has related heads."""
+    anchors = candidates(_anchor_mention(mention), events)
+    project = mention.anchor is not None and mention.anchor.project
+    if project and mention.type == "folder" and mention.edge is None and mention.ordinal is None:
+        return anchors, anchors[1:]  # "プロジェクトのフォルダ": the project's folder is itself
     heads = candidates(dataclasses.replace(mention, anchor=None, ordinal=None, edge=None), events)
-    for anchor in candidates(_anchor_mention(mention), events):
+    for anchor in anchors:
         hits = [
             h
             for h in heads
