@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import posixpath
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -83,13 +84,19 @@ def _anchor_mention(mention: Mention) -> Mention:
     )  # fmt: skip
 
 
+# a word saying one thing is inside another ("の中の", "内の", "里的", "안의", "in", "under")
+_INSIDE = re.compile(r"中|内|里|裡|안|속|下|\b(?:in|inside|within|under|into)\b", re.IGNORECASE)
+
+
 def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     """(related heads newest first, the others that fit as well) through the newest anchor
     that has related heads."""
     anchors = candidates(_anchor_mention(mention), events)
-    project = mention.anchor is not None and mention.anchor.project
-    if project and mention.type == "folder" and mention.edge is None and mention.ordinal is None:
-        return anchors, anchors[1:]  # "プロジェクトのフォルダ": the project's folder is itself
+    # "プロジェクトのフォルダ": the project's folder is itself (not "プロジェクトの中のフォルダ")
+    project = mention.anchor is not None and mention.anchor.project and mention.type == "folder"
+    plain = mention.edge is None and mention.ordinal is None and not _INSIDE.search(mention.text)
+    if project and plain:
+        return anchors, anchors[1:]
     heads = candidates(dataclasses.replace(mention, anchor=None, ordinal=None, edge=None), events)
     for anchor in anchors:
         hits = [
