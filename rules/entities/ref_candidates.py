@@ -115,8 +115,10 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
         ]
         if len({entity_cache.is_file_kind(e.get("type")) for e in out}) > 1:
             return []  # "the image you built", a container image and a picture made: not guessed
-    if mention.copies:  # "the copy you made", "the backup": a copy, or a name saying so
+    if mention.sense == "copy":  # "the copy you made", "the backup": a copy, or a name saying so
         out = [e for e in out if e.get("action") == "copy" or _holds(e, _copy_named)]
+    if mention.sense == "variable" and any(_code(e) for e in events):
+        return []  # "the variable you set", where the session wrote code: a program's, maybe
     if mention.named:  # "the day-8.md file": that file or none
         hint = f"/{mention.hint}"
         return [e for e in out if f"/{e['path']}".lower().endswith(hint)]
@@ -165,6 +167,17 @@ _PROJECT_WORDS = frozenset(
     ("project", "repo", "repository", "proyecto", "projet", "projekt", "progetto", "projeto",
      "proje")
 )  # fmt: skip
+
+
+# files that hold code: where one was written, a bare "variable" may be one of its own
+_CODE = (".py", ".js", ".mjs", ".cjs", ".ts", ".tsx", ".jsx", ".rb", ".go", ".rs", ".java",
+         ".kt", ".php", ".sh", ".bash", ".zsh", ".lua", ".c", ".h", ".cpp", ".cs", ".swift",
+         ".scala", ".r", ".pl", ".ex", ".exs", ".vue", ".svelte", ".ipynb")  # fmt: skip
+
+
+def _code(e: Mapping[str, Any]) -> bool:
+    written = e.get("type") == "file" and e.get("action") in ("create", "modify")
+    return written and str(e.get("path", "")).lower().endswith(_CODE)
 
 
 def _copy_named(text: str) -> bool:

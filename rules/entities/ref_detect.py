@@ -296,7 +296,7 @@ def _mention(
         if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
-    typ, copies = noun_sense(typ, action, lex.words["type"].get(f"{g.get('mod')} {noun}"))
+    typ, sense = noun_sense(typ, action, lex.words["type"].get(f"{g.get('mod')} {noun}"))
     if typ == NO_NOUN:
         return None
     recent = slot_word(g, "rec") or slot_word(g, "rec_adj")
@@ -379,7 +379,7 @@ def _mention(
         named=named,
         detail=detail,
         how=how_made(verb_word),
-        copies=copies,
+        sense=sense,
         extensions=extensions,
         paths=paths,
         entity_actions=tuple(lex.entity_groups.get(action, ())) if action else (),

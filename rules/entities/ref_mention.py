@@ -39,7 +39,9 @@ class Mention:
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"
     by: str | None = None  # the command named as its maker: "created by npm install" (ref_by)
     serving: bool = False  # its noun names what serves ("the server"): a process with a port
-    copies: bool = False  # its noun names a copy ("the copy", "the backup"): copies only
+    # a noun read in a sense of its own: "copy" ("the copy", "the backup": copies only),
+    # "variable" (a bare "the variable you exported": an environment variable, unless code)
+    sense: str | None = None
 
 
 NO_NOUN = "-"  # a noun that names nothing as said (``noun_sense``)
@@ -47,15 +49,15 @@ NO_NOUN = "-"  # a noun that names nothing as said (``noun_sense``)
 
 def noun_sense(
     typ: str | None, action: str | None, compound: str | None = None
-) -> tuple[str | None, bool]:
-    """(the kind a noun's type names as said, whether it names a copy). "the copy you made",
+) -> tuple[str | None, str | None]:
+    """(the kind a noun's type names as said, the sense it is read in). "the copy you made",
     "the backup": a copy of any kind; "the variable you exported" or "set": an environment
     variable, but not one "added" or "created" (in code, a variable of the program), unless the
     word before it makes one noun of two (``compound``'s kind: "the shell variable")."""
     if typ == "copy":
-        return "any", True
+        return "any", "copy"
     if typ == "variable" and compound is not None:
-        return compound, False
+        return compound, None
     if typ == "variable":
-        return ("env_var" if action == "write" else NO_NOUN), False
-    return typ, False
+        return ("env_var" if action == "write" else NO_NOUN), "variable"
+    return typ, None
