@@ -17,7 +17,6 @@ from typing import Any
 from proxy.inspect import report_view as rv
 
 LEAD = "lead"
-CHILD_SCAN = 20_000  # the requests after the session's first one read for its child sessions
 MAX_CHILDREN = 100
 
 
@@ -96,11 +95,10 @@ def chosen(groups: list[Conversation], wanted: str | None) -> Conversation:
     return groups[0]
 
 
-async def child_sessions(store: Any, sid: str, since: float) -> list[dict[str, Any]]:
-    """The sessions naming ``sid`` their parent, among the ``CHILD_SCAN`` requests from
-    ``since`` (the session's first request) on: (session id, requests, first seen)."""
-    params = (since, CHILD_SCAN, sid, MAX_CHILDREN)
-    rows = await store.fetchall(store.dialect.child_sessions, params)
+async def child_sessions(store: Any, sid: str) -> list[dict[str, Any]]:
+    """The sessions naming ``sid`` their parent (at most ``MAX_CHILDREN``, first first):
+    (session id, requests, first seen)."""
+    rows = await store.fetchall(store.dialect.child_sessions, (sid, MAX_CHILDREN))
     return [
         {"session_id": r[0], "requests": int(r[1]), "first_seen": float(r[2])}
         for r in rows

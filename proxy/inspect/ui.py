@@ -323,8 +323,7 @@ class UI:
         rows = await store.list_requests(session=sid, limit=SESSION_TURNS, bodies=False)
         if not rows:
             return self._page("missing.html", 404, what="session")
-        since = min(float(r.get("created_at") or 0) for r in rows)
-        children = await conversations.child_sessions(store, sid, since)
+        children = await conversations.child_sessions(store, sid)
         wanted = request.query_params.get("conversation")
         return await asyncio.to_thread(self._session_page, sid, rows, children, wanted)
 

@@ -117,16 +117,13 @@ class Dialect:
 
     @cached_property
     def child_sessions(self) -> str:
-        """The sessions naming ``$3`` their parent among the ``$2`` requests from ``$1`` on (by
-        the time index: a bounded read), each with its requests and first time, first first, at
-        most ``$4``. (SQLite binds its marks in the order they appear: so are they numbered.)"""
+        """The sessions naming ``$1`` their parent (by its index), each with its requests and
+        first time, first first, at most ``$2``."""
         m = self.mark
         return (
-            "SELECT session_id, COUNT(*) AS requests, MIN(created_at) AS first_seen FROM "
-            "(SELECT session_id, parent_session_id, created_at FROM requests "
-            f"WHERE created_at >= {m(1)} ORDER BY created_at LIMIT {m(2)}) AS after_parent "
-            f"WHERE parent_session_id = {m(3)} AND session_id IS NOT NULL "
-            f"GROUP BY session_id ORDER BY first_seen LIMIT {m(4)}"
+            "SELECT session_id, COUNT(*) AS requests, MIN(created_at) AS first_seen FROM requests "
+            f"WHERE parent_session_id = {m(1)} AND session_id IS NOT NULL "
+            f"GROUP BY session_id ORDER BY first_seen LIMIT {m(2)}"
         )
 
     @cached_property

@@ -225,6 +225,16 @@ migration(
     """,
 )
 
+migration(
+    "m017_requests_parent",
+    """
+    -- /ui's session page lists the sessions naming it their parent, all of them, by this index
+    -- (partial: a request with no parent, nearly all, costs it nothing)
+    CREATE INDEX requests_parent ON requests(parent_session_id, created_at)
+        WHERE parent_session_id IS NOT NULL;
+    """,
+)
+
 
 async def apply_migrations(db: aiosqlite.Connection) -> list[str]:
     """Apply the migrations not applied yet; returns their names. One write transaction taken

@@ -258,6 +258,14 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         ALTER TABLE response_ids ADD COLUMN session TEXT;
         """,
     ),
+    (
+        "m017_requests_parent",
+        """
+        -- /ui's list of the sessions naming one their parent (partial: most rows have none)
+        CREATE INDEX requests_parent ON requests(parent_session_id, created_at)
+            WHERE parent_session_id IS NOT NULL;
+        """,
+    ),
 ]
 
 

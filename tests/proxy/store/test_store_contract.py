@@ -299,15 +299,33 @@ async def test_child_sessions_are_read_alike(store: Any) -> None:
         ("c2", 12.0, "kid-b", "lead"),
         ("c3", 13.0, "kid-a", "lead"),
         ("o1", 14.0, "other", "elsewhere"),
-        ("early", 5.0, "kid-z", "lead"),  # before the lead's first request: not read
+        ("early", 5.0, "kid-z", "lead"),  # before the lead's first request kept: listed too
     ]
     for rid, at, sid, parent in rows:
         await store.insert_request(
             {"id": rid, "created_at": at, "session_id": sid, "parent_session_id": parent}
         )
     await store.flush()
-    found = await child_sessions(store, "lead", 10.0)
+    found = await child_sessions(store, "lead")
     assert [(c["session_id"], c["requests"], c["first_seen"]) for c in found] == [
+        ("kid-z", 1, 5.0),
         ("kid-a", 2, 11.0),
         ("kid-b", 1, 12.0),
     ]
+
+
+async def test_the_child_sessions_are_read_by_their_index(tmp_path: Any) -> None:
+    """The list is exact and read by ``requests_parent``, not a scan of the request log (a
+    bounded window of it had left children out of a busy log)."""
+    import sqlite3
+
+    from proxy.store.sqlite import Store
+
+    path = str(tmp_path / "plan.db")
+    store = Store(path)
+    await store.open()
+    statement = store.dialect.child_sessions
+    await store.close()
+    with sqlite3.connect(path) as db:
+        plan = db.execute("EXPLAIN QUERY PLAN " + statement, ("lead", 100)).fetchall()
+    assert any("requests_parent" in str(step) for step in plan), plan
