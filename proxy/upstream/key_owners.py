@@ -83,9 +83,11 @@ def require_owned(upstream: UpstreamSettings, key: str | None, model: str) -> No
         return
     owner, host = owners
     shown = model if len(model) <= 80 else model[:79] + "…"
+    # a relayed request names no model the proxy read (embeddings): the request itself
+    what = f"The model '{shown}' goes" if model else "This request goes"
     raise ModelNotFound(
-        f"The model '{shown}' goes to upstream {upstream.name}, {host}'s API, and the key you "
-        f"sent is {owner}'s: it was not sent there. Ask for a model an upstream of {owner} "
-        f"serves, or send a key of {host}.",
+        f"{what} to upstream {upstream.name}, {host}'s API, and the key you sent is {owner}'s: "
+        f"it was not sent there. Ask for a model an upstream of {owner} serves, or send a key "
+        f"of {host}.",
         param="model",
     )

@@ -245,3 +245,18 @@ def test_a_get_is_not_allowed(proxy, edge: EdgeUpstream) -> None:
     r = httpx.get(url + "/v1/embeddings")
     assert r.status_code == 405 and r.headers["allow"] == "POST"
     assert r.json()["error"]["code"] == "method_not_allowed"
+
+
+def test_another_providers_key_is_not_sent(proxy, edge: EdgeUpstream) -> None:
+    """An Anthropic key on a relay to OpenAI's own API: refused, nothing sent, the refusal
+    naming the request (no model was read), not a model ''."""
+    url = proxy(
+        upstreams=[{"name": "all", "match": ["*"], "base_url": "https://api.openai.com/v1"}]
+    )
+    answer = httpx.post(
+        url + "/v1/embeddings", json={"model": "m", "input": "x"},
+        headers={"authorization": "Bearer sk-ant-api03-" + "a" * 40}, timeout=30,
+    )  # fmt: skip
+    message = answer.json()["error"]["message"]
+    assert answer.status_code == 404 and message.startswith("This request goes to upstream all")
+    assert "''" not in message and not edge.seen
