@@ -8,9 +8,11 @@ The key rules are the chat relay's (``wire.Call.key``): config's key with ``api_
 in passthrough the client's own, never to another provider's own API. Beside the server's key the
 body's end-user id (``user``) goes scoped to the principal (``tenant_ids``) and the account
 headers are dropped; otherwise the bytes go as the client sent them. The body limits and each
-principal's in-flight bounds hold as for a model request; an answer is read whole within the
-relay's bound and an error answer comes back redacted. With no such upstream the answer is a 404
-in OpenAI's shape saying so, nothing sent."""
+principal's in-flight bounds hold as for a model request, and the body must be a JSON object (a
+400 in OpenAI's shape, nothing sent, as for a model request); a success answer streams through
+and an error answer comes back redacted. With no such upstream the answer is a 404 in OpenAI's
+shape saying so, nothing sent. Each request has its log row (``relay_log``): the request log, the
+JSON log line and ``/metrics`` count it with its usage."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from proxy.errors import ClientGone, InternalError, ProxyError, require_json
+from proxy.errors import ClientGone, InternalError, ProxyError, ShuttingDown, require_json
 from proxy.failures import STOPPING
 from proxy.protocols.body import parse_json
 from proxy.protocols.body_limits import check_containers
@@ -28,9 +30,11 @@ from proxy.protocols.errors import reshaped_as_openai
 from proxy.rewrite.offload import enter_lane
 from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
 from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.relay_log import RelayLog, UsageTail
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
+from proxy.upstream.usage import usage_of
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -61,11 +65,14 @@ def relay_upstream(services: Services) -> UpstreamSettings | None:
 
 
 async def relay(services: Services, path: str, scope: Scope, receive: Receive, send: Send) -> None:
-    """``POST {path}`` (one of ``RELAYED_PATHS``) relayed; every error in OpenAI's shape."""
+    """``POST {path}`` (one of ``RELAYED_PATHS``) relayed; every error in OpenAI's shape. The
+    request has its log row and is heard by the observers as a model request is."""
     headers = header_dict(scope["headers"])
+    logged = RelayLog(services, scope["path"], RELAYED_PATHS[path].strip("/"))
     ticket: Ticket | None = None
     try:
         principal = services.principals.of(headers)
+        logged.row["principal"] = principal
         upstream = relay_upstream(services)
         if upstream is None:
             raise NoRelayUpstream(
@@ -80,51 +87,65 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
         raw = await read_body(receive, headers, limits, services.in_flight.grower(ticket))
         services.in_flight.size(ticket, len(raw))
         enter_lane(lane)  # a heavy body's parse takes its principal's turn of the workers
+        offload = services.engine.offload
+        body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
+        logged.named(body)
         call = Call(services, upstream, headers, "", principal=principal)
         key = call.key()
         if upstream.api_key_env:  # every tenant is one account: its end-user id scoped
-            raw = await _scoped(services, call, raw, limits)
+            # the body as read, written anew: never the bytes as sent (a member given twice,
+            # ``"user":"victim","user":null``, reads as its last; a gateway keeping the first
+            # would act on a value no check saw)
+            raw = orjson.dumps(call.sent(body))
         sent = services.upstream.openai_headers(upstream, headers, key)
+        await logged.forwarding(upstream.name)
         # a success answer streams through (an embeddings batch's can be tens of MB; no rule
         # reads it): held a piece at a time, never whole
         response = await services.upstream.post(
             upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
         )
+        logged.answered()
         services.principals.answered(principal, response.status, upstream, scope.get("client"))
         if response.chunks is not None:
-            await _relay_pieces(send, response, path)
+            usage, broke = await _relay_pieces(send, response, path, logged.headers())
+            await logged.finish(response.status, broke, usage)
             return
         content, relayed = response.body or b"", response.headers
         if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
             shaped = reshaped_as_openai(response.status, content)
             if shaped is not content:
                 content, relayed = shaped, {**relayed, "content-type": "application/json"}
-        head = raw_headers(relayed, len(content))
+        head = raw_headers({**relayed, **logged.headers()}, len(content))
         await send({"type": "http.response.start", "status": response.status, "headers": head})
         await send({"type": "http.response.body", "body": content})
-    except ClientGone:
-        return
+        failed = response.status >= 400
+        await logged.finish(
+            response.status,
+            usage=None if failed else usage_of(content),
+            error_body=content if failed else None,
+        )
+    except ClientGone as exc:
+        await logged.finish(exc.status, exc)
     except ProxyError as exc:
-        await send_json(send, exc.status, exc.body_bytes(), retry_headers(exc))
+        try:
+            await send_json(send, exc.status, exc.body_bytes(), {**retry_headers(exc),
+                                                                 **logged.headers()})  # fmt: skip
+        finally:
+            await logged.finish(exc.status, exc)
     except STOPPING:
+        gone = ShuttingDown()
+        await logged.finish(gone.status, gone)
         raise
     except BaseException as exc:  # a bug of ours: OpenAI's shape, not a bare 500
         log.exception("relaying %s failed inside the proxy", path)
         error = InternalError(exc)
-        await send_json(send, error.status, error.body_bytes(), {})
+        try:
+            await send_json(send, error.status, error.body_bytes(), logged.headers())
+        finally:
+            await logged.finish(error.status, error)
     finally:
         if ticket is not None:
             services.in_flight.leave(ticket)
-
-
-async def _scoped(services: Services, call: Call, raw: bytes, limits: LimitSettings) -> bytes:
-    """The body as read, written anew, its end-user id scoped to the principal: never the bytes
-    as sent (a member given twice, ``"user":"victim","user":null``, reads as its last; a gateway
-    keeping the first would act on a value no check saw). Parsed within the body limits, a heavy
-    body in the worker thread."""
-    offload = services.engine.offload
-    body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
-    return orjson.dumps(call.sent(body))
 
 
 def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
@@ -132,20 +153,27 @@ def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
     return parse_json(raw)
 
 
-async def _relay_pieces(send: Send, response: UpstreamResponse, path: str) -> None:
-    """A success answer relayed as it comes. An upstream that breaks off after the head leaves
-    the answer cut (the connection closed, its chunked body unended: the client sees it fail)."""
+async def _relay_pieces(
+    send: Send, response: UpstreamResponse, path: str, extra: dict[str, str]
+) -> tuple[dict[str, Any] | None, ProxyError | None]:
+    """A success answer relayed as it comes (``extra``: headers of ours beside the upstream's):
+    the usage its last 64 KiB report, or why it broke off. An upstream that breaks off after the
+    head leaves the answer cut (the connection closed, its chunked body unended: the client sees
+    it fail)."""
     assert response.chunks is not None
-    head = raw_headers(response.headers, None)
+    head = raw_headers({**response.headers, **extra}, None)
+    tail = UsageTail()
     try:
         await send({"type": "http.response.start", "status": response.status, "headers": head})
         try:
             async for piece in response.chunks:
+                tail.add(piece)
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
         except ProxyError as exc:
             log.warning("the upstream's answer to %s broke off: %s", path, exc.message)
-            return
+            return None, exc
         await send({"type": "http.response.body", "body": b""})
+        return tail.usage(), None
     finally:
         if response.close is not None:
             await response.close()

@@ -1,19 +1,24 @@
 """``POST /v1/embeddings`` and ``/v1/moderations`` through a live proxy with the real ``openai`` SDK
 (a client whose ``OPENAI_BASE_URL`` is the proxy): relayed to the catch-all ``kind: openai``
-upstream under the chat relay's key rules; with none, a 404 in OpenAI's shape, nothing sent."""
+upstream under the chat relay's key rules; with none, a 404 in OpenAI's shape, nothing sent.
+Each is logged as a model request is: its row, the JSON log line and ``/metrics``."""
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
+import orjson
 import pytest
 
 from proxy.app import create_app
 from tests.conftest import proxy_settings
+from tests.proxy.telemetry.test_metrics import samples, value
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.live import serve_in_thread, stop
 
@@ -260,3 +265,107 @@ def test_another_providers_key_is_not_sent(proxy, edge: EdgeUpstream) -> None:
     message = answer.json()["error"]["message"]
     assert answer.status_code == 404 and message.startswith("This request goes to upstream all")
     assert "''" not in message and not edge.seen
+
+
+def _row(db: Path, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
+    """The request's row once it is complete (the writer batches its writes)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with sqlite3.connect(db) as conn:
+            conn.row_factory = sqlite3.Row
+            found = conn.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
+        if found is not None and found["status"] is not None:
+            return dict(found)
+        assert time.monotonic() < deadline, f"no complete row for {request_id}"
+        time.sleep(0.05)
+
+
+def test_an_embeddings_request_has_its_row(
+    proxy, edge: EdgeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    edge.reply = Reply.json(EMBEDDING)
+    url = proxy(upstreams=_catch_all(edge))
+    answer = _client(url).embeddings.with_raw_response.create(
+        model="text-embedding-3-small", input="hello world", encoding_format="float"
+    )
+    assert answer.parse().data[0].embedding == [0.25, -0.5, 1.0]
+    request_id = answer.headers["x-ctxproxy-request-id"]
+    assert float(answer.headers["x-ctxproxy-overhead-ms"]) >= 0
+    row = _row(tmp_path / "proxy0.db", request_id)
+    assert row["path"] == "/v1/embeddings" and row["protocol"] == "embeddings"
+    assert row["principal"] not in ("-", "legacy")
+    assert (row["model"], row["upstream"], row["status"]) == ("text-embedding-3-small", "all", 200)
+    assert row["prompt_tokens"] == 2  # read from the answer streamed through
+    assert orjson.loads(row["usage"]) == EMBEDDING["usage"]
+    assert row["overhead_ms"] >= 0 and row["latency_ms"] >= row["overhead_ms"]
+    assert row["ttfb_ms"] is not None and row["session_id"] is None
+    m = samples(httpx.get(url + "/metrics").text)
+    assert value(m, "ctxproxy_requests_total", status="200", model="text-embedding-3-small") == 1
+    assert value(m, "ctxproxy_in_flight_requests") == 0
+    assert value(m, "ctxproxy_upstream_latency_seconds_count") == 1
+    lines = [
+        orjson.loads(line) for line in capsys.readouterr().err.splitlines() if '"request"' in line
+    ]
+    (line,) = [line for line in lines if line.get("request_id") == request_id]
+    assert (line["status"], line["model"], line["prompt_tokens"]) == (
+        200,
+        "text-embedding-3-small",
+        2,
+    )
+
+
+def test_a_moderation_has_its_row(proxy, edge: EdgeUpstream, tmp_path: Path) -> None:
+    edge.reply = Reply.json(MODERATION)
+    url = proxy(upstreams=_catch_all(edge))
+    answer = _client(url).moderations.with_raw_response.create(
+        model="omni-moderation-latest", input="is this fine?"
+    )
+    row = _row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
+    assert (row["path"], row["protocol"], row["status"]) == ("/v1/moderations", "moderations", 200)
+    assert row["model"] == "omni-moderation-latest" and row["prompt_tokens"] is None
+
+
+def test_an_upstream_error_is_logged_redacted(proxy, edge: EdgeUpstream, tmp_path: Path) -> None:
+    error = {"error": {"message": f"Incorrect API key provided: {CLIENT_KEY}", "code": "bad_key"}}
+    edge.reply = Reply.json(error, 401)
+    url = proxy(upstreams=_catch_all(edge))
+    with pytest.raises(openai.AuthenticationError) as raised:
+        _client(url).embeddings.create(model="text-embedding-3-small", input="x")
+    row = _row(tmp_path / "proxy0.db", raised.value.response.headers["x-ctxproxy-request-id"])
+    assert (row["status"], row["error_type"]) == (401, "upstream_status")
+    assert "Incorrect API key" in row["error"] and CLIENT_KEY not in row["error"]
+    m = samples(httpx.get(url + "/metrics").text)
+    assert value(m, "ctxproxy_in_flight_requests") == 0
+
+
+def test_a_body_that_is_not_a_json_object_is_refused(
+    proxy, edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """A 400 in OpenAI's shape, nothing sent upstream, the refusal logged (it was relayed)."""
+    edge.reply = Reply.json(EMBEDDING)
+    url = proxy(upstreams=_catch_all(edge))
+    headers = {"authorization": f"Bearer {CLIENT_KEY}", "content-type": "application/json"}
+    for content in (b'{"model": "m", "input": ', b'["m", "x"]'):
+        answer = httpx.post(url + "/v1/embeddings", content=content, headers=headers)
+        assert answer.status_code == 400
+        assert answer.json()["error"]["code"] == "invalid_json"
+        row = _row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
+        assert (row["status"], row["error_type"], row["upstream"]) == (400, "invalid_json", None)
+    assert edge.seen == []
+
+
+def test_an_answer_broken_off_is_logged_as_such(proxy, edge: EdgeUpstream, tmp_path: Path) -> None:
+    edge.reply = Reply(
+        200, [("content-type", "application/json")], chunks=[b'{"object":"list","data":['],
+        after_first_chunk="break",
+    )  # fmt: skip
+    url = proxy(upstreams=_catch_all(edge))
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+    with httpx.stream(
+        "POST", url + "/v1/embeddings", json={"model": "m", "input": "x"}, headers=headers
+    ) as answer:
+        request_id = answer.headers["x-ctxproxy-request-id"]
+        with pytest.raises(httpx.HTTPError):
+            answer.read()
+    row = _row(tmp_path / "proxy0.db", request_id)
+    assert row["status"] == 200 and row["error_type"] is not None

@@ -1,0 +1,114 @@
+"""The log row of a relayed request (``POST /v1/embeddings``, ``/v1/moderations``): queued when
+the request goes upstream (or when it fails before), completed when its answer has been relayed,
+and heard by the observers (the JSON log line, ``/metrics``) once, however the request ends.
+
+No rule runs on these requests, so the row has no session, report or sections: its principal,
+path, model (redacted, as a model request's), upstream, status, the time the proxy took before
+the upstream call, the whole latency, the time to the upstream's head, the usage the answer
+reports (an embeddings answer's ``prompt_tokens``, read from its last 64 KiB as it streams
+through) and, for an error, its redacted text."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from proxy.errors import ClientGone, ProxyError
+from proxy.server.asgi_send import request_id as new_request_id
+from proxy.server.log_fields import completion_fields
+from proxy.upstream.usage import TAIL_BYTES, last_usage
+from rules.redact import redact_text
+
+if TYPE_CHECKING:
+    from proxy.server.services import Services
+
+MODEL_MAX = 256  # characters of a model name kept in the row, as a model request's bound
+
+
+class RelayLog:
+    """One relayed request's row, from its start to the observers' ``finished``."""
+
+    def __init__(self, services: Services, path: str, protocol: str) -> None:
+        self.s = services
+        self.started = time.perf_counter()
+        self.row: dict[str, Any] = {
+            "id": new_request_id(),
+            "created_at": time.time(),
+            "path": path,
+            "protocol": protocol,
+            "principal": "-",  # not known yet: a request refused before it names nobody
+            "stream": 0,
+        }
+        self.ttfb_ms: float | None = None
+        self._queued = False
+        self._finished = False
+        services.observers.started()
+
+    def named(self, body: dict[str, Any]) -> None:
+        """The model the body names, redacted (a key pasted as the model stays out of the log)."""
+        model = body.get("model")
+        if isinstance(model, str):
+            self.row["model"] = redact_text(model[:MODEL_MAX])
+
+    def headers(self) -> dict[str, str]:
+        """What every answer to the request carries: the row's id and the proxy's time."""
+        overhead = self.row.get("overhead_ms")
+        if overhead is None:
+            overhead = (time.perf_counter() - self.started) * 1000
+        return {
+            "x-ctxproxy-request-id": self.row["id"],
+            "x-ctxproxy-overhead-ms": f"{overhead:.3f}",
+        }
+
+    async def forwarding(self, upstream: str) -> None:
+        """The upstream call begins: the row is queued with the proxy's time so far."""
+        self.row["upstream"] = upstream
+        await self._queue()
+
+    def answered(self) -> None:
+        """The upstream's head arrived."""
+        self.ttfb_ms = (time.perf_counter() - self.started) * 1000
+
+    async def finish(
+        self,
+        status: int,
+        error: ProxyError | None = None,
+        usage: dict[str, Any] | None = None,
+        error_body: bytes | None = None,
+    ) -> None:
+        """The row completed (once: a later call does nothing) and the observers told."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            if isinstance(error, ClientGone):
+                self.row["client_disconnected"] = 1
+            await self._queue()
+            fields = completion_fields(
+                self.row, self.started, status, error, self.ttfb_ms, usage, error_body
+            )
+            await self.s.store.finish_request(self.row["id"], fields)
+            self.row.update(fields)
+        finally:
+            self.s.observers.finished(self.row)
+
+    async def _queue(self) -> None:
+        if not self._queued:
+            self._queued = True
+            self.row["overhead_ms"] = round((time.perf_counter() - self.started) * 1000, 3)
+            await self.s.store.insert_request(self.row)
+
+
+class UsageTail:
+    """The last ``TAIL_BYTES`` of an answer relayed piece by piece: where its ``usage`` is."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def add(self, piece: bytes) -> None:
+        self.data += piece[-TAIL_BYTES:]
+        if len(self.data) > TAIL_BYTES:
+            del self.data[:-TAIL_BYTES]
+
+    def usage(self) -> dict[str, Any] | None:
+        return last_usage(self.data)
