@@ -304,6 +304,8 @@ def _mention(
         return None  # "the previous branch": the one before the current, not the newest made
     if anchor is not None and not p.verb_head and anchor.type == "file" and p.edge is None:
         return None  # "the last commit in that file": nothing is inside a file
+    if kind_name == "other" and typ in (None, "any"):
+        return None  # "the other one": of which kind is not said
     if kind_name == "demonstrative" and g.get("mod") and typ not in FILE_TYPES:
         return None  # "issues that require user input": "that" is a relative pronoun there
     if kind_name in ("demonstrative", "recent") and name_goes_on(text, m.end()):
@@ -387,6 +389,7 @@ def _mention(
         verb=verb,
         ordinal=int(ordinal) if ordinal is not None else None,
         anchor=anchor,
+        other=kind_name == "other",
         needs_noun=needs_noun(lex, typ, action, verb_kinds),
         serving=typ == "process" and noun in lex.words["serving"],
         rank=rank,

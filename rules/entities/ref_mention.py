@@ -34,6 +34,7 @@ class Mention:
     verb: str | None = None  # that verb's group ("stop", "restart", "push" …)
     ordinal: int | None = None  # a position in a list: "the second customer"
     anchor: Anchor | None = None  # a relation: the entity it is named through
+    other: bool = False  # "the other container": not the one dealt with last (``ref_other``)
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
     edge: str | None = None  # the relation named: on | serves | mounts | next_to (None: in, any)
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"

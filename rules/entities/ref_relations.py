@@ -18,6 +18,7 @@ from rules.entities import cache as entity_cache
 from rules.entities.forgotten import MAKING
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
+from rules.entities.ref_other import the_other
 
 Event = Mapping[str, Any]
 
@@ -151,6 +152,9 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
         return hits, hits[1:], False
     if mention.ordinal is not None:
         return _by_position(mention, events), [], False
+    if mention.other:
+        hits, ties = the_other(mention, events)
+        return hits, ties, False
     cands = candidates(mention, events)
     if not cands:
         return [], [], True

@@ -66,6 +66,7 @@ SCENARIOS = [
         "probes_r.yaml",
         "probes_s.yaml",
         "probes_t.yaml",
+        "probes_u.yaml",
     )
     for sc in load(HERE / name)
 ]
