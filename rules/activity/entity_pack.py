@@ -15,10 +15,12 @@ from rules.activity.background_jobs import JobRules, load_jobs
 from rules.packs import builtin_strings, compile_regex, load_pack
 
 MAX_BY_CHARS = 100  # the call that made an entity, as remembered: clipped
-# Where a simple command starts, after any prefix and directory: its program (linear: each
-# repeat ends in a character the next cannot start with)
+# Where a simple command starts, after any prefix, assignment (`FOO=bar git …`) and directory:
+# its program (linear: each repeat is bounded or possessive and ends in a blank)
 _STARTS = re.compile(
-    r"(?:^|[;&|(\n`])[ \t]*+(?:(?:sudo|env|nohup|time|exec|command)[ \t]++)*"
+    r"(?:^|[;&|(\n`])[ \t]*+(?:(?:sudo|env|nohup|time|exec|command"
+    r"|[A-Za-z_]\w{0,63}+=(?:\"[^\"\n]{0,256}+\"|'[^'\n]{0,256}+'"
+    r"|[^\s;&|()`\"']{0,256}+))[ \t]++)*+"
     r"(?:[\w.~-]*+/)*+(?P<prog>[\w.+-]{1,40})"
 )
 _PY_MODULE = re.compile(r"-m[ \t]+(?:venv|virtualenv|pip)\b")

@@ -291,6 +291,9 @@ def _mention(
     if g.get("mod") and f"{g['mod']}{noun}" in lex.words["type"]:  # "公钥文件": one noun
         noun, g["mod"] = f"{g['mod']}{noun}", None
     typ = lex.words["type"].get(noun)
+    wider = lex.words["type"].get(f"{g['mod']} {noun}") if g.get("mod") and typ else None
+    if wider is not None and wider != typ:  # "the github repo": a repository, not a folder
+        noun, g["mod"], typ = f"{g['mod']} {noun}", None, wider
     if typ == "project":  # "the project you just created", not "this project" (the workspace)
         made = action is not None and (actor or slot_word(g, "rec"))
         if not (made or slot_word(g, "rec_adj") or anchor):
