@@ -35,7 +35,7 @@ from rules.entities.ref_match import (
     relation_anchor,
     slot_word,
 )
-from rules.entities.ref_mention import NO_NOUN, Mention, noun_sense
+from rules.entities.ref_mention import NO_NOUN, Mention, noun_sense, one_noun
 from rules.entities.ref_prefilter import PREFILTER_MIN_CHARS, possible
 from rules.entities.ref_scan import (
     Prepared,
@@ -288,18 +288,13 @@ def _mention(
         noun = head or ""
         if not p.verb_head:
             action, actor = None, None
-    if g.get("mod") and f"{g['mod']}{noun}" in lex.words["type"]:  # "公钥文件": one noun
-        noun, g["mod"] = f"{g['mod']}{noun}", None
-    typ = lex.words["type"].get(noun)
-    wider = lex.words["type"].get(f"{g['mod']} {noun}") if g.get("mod") and typ else None
-    if wider is not None and wider != typ:  # "the github repo": a repository, not a folder
-        noun, g["mod"], typ = f"{g['mod']} {noun}", None, wider
+    noun, g["mod"], typ = one_noun(lex.words["type"], g.get("mod"), noun)
     if typ == "project":  # "the project you just created", not "this project" (the workspace)
         made = action is not None and (actor or slot_word(g, "rec"))
         if not (made or slot_word(g, "rec_adj") or anchor):
             return None
         typ = "folder"
-    typ, sense = noun_sense(typ, action, lex.words["type"].get(f"{g.get('mod')} {noun}"))
+    typ, sense = noun_sense(typ, action)
     if typ == NO_NOUN:
         return None
     recent = slot_word(g, "rec") or slot_word(g, "rec_adj")

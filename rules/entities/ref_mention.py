@@ -3,6 +3,7 @@ resolver (``ref_resolve``) to match against remembered entities."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rules.entities.ref_match import Anchor
@@ -48,17 +49,28 @@ class Mention:
 NO_NOUN = "-"  # a noun that names nothing as said (``noun_sense``)
 
 
-def noun_sense(
-    typ: str | None, action: str | None, compound: str | None = None
-) -> tuple[str | None, str | None]:
+def one_noun(
+    types: Mapping[str, str], mod: str | None, noun: str
+) -> tuple[str, str | None, str | None]:
+    """(the noun, the word left before it, the noun's type): the word before joined to the noun
+    where the two make one, written as one ("公钥文件") or naming another kind than the last word
+    ("the github repo": not a folder; "the shell variable": an environment variable)."""
+    if mod and f"{mod}{noun}" in types:
+        return f"{mod}{noun}", None, types[f"{mod}{noun}"]
+    typ = types.get(noun)
+    wider = types.get(f"{mod} {noun}") if mod and typ else None
+    if wider is not None and wider != typ:
+        return f"{mod} {noun}", None, wider
+    return noun, mod, typ
+
+
+def noun_sense(typ: str | None, action: str | None) -> tuple[str | None, str | None]:
     """(the kind a noun's type names as said, the sense it is read in). "the copy you made",
     "the backup": a copy of any kind; "the variable you exported" or "set": an environment
-    variable, but not one "added" or "created" (in code, a variable of the program), unless the
-    word before it makes one noun of two (``compound``'s kind: "the shell variable")."""
+    variable, but not one "added" or "created" (in code, a variable of the program). A word before
+    it that makes one noun of two ("the shell variable") was read as that noun before."""
     if typ == "copy":
         return "any", "copy"
-    if typ == "variable" and compound is not None:
-        return compound, None
     if typ == "variable":
         return ("env_var" if action == "write" else NO_NOUN), "variable"
     return typ, None
