@@ -9,22 +9,13 @@ thread (``proxy.rewrite.offload``), never on the event loop."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from proxy.errors import (
-    BadRequest,
-    ClientGone,
-    InternalError,
-    ModelNotFound,
-    ProxyError,
-    require_json,
-)
-from proxy.failures import STOPPING
+from proxy.errors import BadRequest, ModelNotFound, require_json
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.body import parse_json
 from proxy.protocols.body_limits import check_body, check_containers
@@ -32,11 +23,12 @@ from proxy.protocols.errors import anthropic_body, reshaped_as_anthropic
 from proxy.protocols.validate import validate_count_tokens
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
-from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.asgi_send import header_dict, read_body, send_json
 from proxy.server.body_work import mended_body
 from proxy.server.count_media import media_correction
-from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
+from proxy.server.relay_log import RelayLog, answered_logged, send_answer
 from proxy.server.response_ids import ResponseIds
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
@@ -44,8 +36,6 @@ from rules.memo_scope import enter_scope
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
-
-log = logging.getLogger("ctxproxy.count_tokens")
 
 
 class CountTokens:
@@ -56,10 +46,16 @@ class CountTokens:
         self.kept_ids = kept_ids
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        logged = RelayLog(self.s, scope["path"], "count_tokens")
+        async with answered_logged(logged, send, anthropic_body, "count_tokens"):
+            await self._serve(scope, receive, send, logged)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, logged: RelayLog) -> None:
         headers = header_dict(scope["headers"])
         ticket: Ticket | None = None
         try:
             principal = self.s.principals.of(headers, every=True)  # Messages: all headers go
+            logged.row["principal"] = principal
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)  # its turn of the workers
@@ -77,6 +73,7 @@ class CountTokens:
             except BadRequest as exc:  # a lone surrogate, which Anthropic would refuse too
                 raw = await mended_body(offload, raw, exc)
                 body = await offload.maybe(heavy, _parsed, raw, limits)
+            logged.named(body["model"])
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
                 raise ModelNotFound(
@@ -99,33 +96,22 @@ class CountTokens:
 
                 query = scope.get("query_string", b"").decode()
                 call = Call(self.s, upstream, headers, query, model=str(body["model"]))
+                await logged.forwarding(upstream.name)
                 response = await anthropic.messages(
                     self.s.upstream, upstream, sent, headers, call.query,
                     call.key(),
                     path="/v1/messages/count_tokens",
                 )  # fmt: skip
+                logged.answered()
                 content = response.body or b""
                 if response.status >= 400:
                     content = reshaped_as_anthropic(response.status, content)
-                head = raw_headers({**response.headers, "content-type": "application/json"},
-                                   len(content))  # fmt: skip
-                await send({"type": "http.response.start", "status": response.status,
-                            "headers": head})  # fmt: skip
-                await send({"type": "http.response.body", "body": content})
+                await send_answer(send, response.status, response.headers, content, logged)
                 return
             heavy = offload.heavy(len(raw), items_of(body))
             count = await offload.maybe(heavy, self._count, forwarded)
-            await send_json(send, 200, orjson.dumps({"input_tokens": count}), {})
-        except ClientGone:
-            return
-        except ProxyError as exc:
-            await send_json(send, exc.status, anthropic_body(exc), retry_headers(exc))
-        except STOPPING:
-            raise
-        except BaseException as exc:  # a bug of ours or a native panic: Anthropic's shape
-            log.exception("count_tokens failed inside the proxy")
-            error = InternalError(exc)
-            await send_json(send, error.status, anthropic_body(error), {})
+            await send_json(send, 200, orjson.dumps({"input_tokens": count}), logged.headers())
+            await logged.finish(200)
         finally:
             if ticket is not None:
                 self.s.in_flight.leave(ticket)

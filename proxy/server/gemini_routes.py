@@ -6,7 +6,6 @@ Gemini's shape (``{"error": {"code", "message", "status"}}``)."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -16,24 +15,21 @@ from starlette.types import Receive, Scope, Send
 
 from proxy.errors import (
     BadRequest,
-    ClientGone,
-    InternalError,
     ModelNotFound,
-    ProxyError,
     require_json,
 )
-from proxy.failures import STOPPING
 from proxy.protocols.body_limits import check_body
 from proxy.protocols.errors import gemini_body, gemini_error
 from proxy.protocols.gemini import GEMINI
 from proxy.protocols.validate import GEMINI_WRAPPED, gemini_count_request, validate_gemini_count
 from proxy.rewrite.offload import enter_lane, items_of
 from proxy.rewrite.preview import forwarded_body
-from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
+from proxy.server.asgi_send import header_dict, read_body, send_json
 from proxy.server.body_work import mended_body
 from proxy.server.count_media import gemini_media_correction
-from proxy.server.in_flight import Ticket, declared_length, retry_headers
+from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
+from proxy.server.relay_log import RelayLog, answered_logged, send_answer
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
@@ -41,8 +37,6 @@ from rules.memo_scope import enter_scope
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
-
-log = logging.getLogger("ctxproxy.gemini")
 
 
 def gemini_endpoint(path: str, method: str) -> tuple[str | None, Response | None]:
@@ -70,12 +64,18 @@ class GeminiCountTokens:
         self.bodies = GEMINI_WIRE.memory(services.settings.limits, validate_gemini_count)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        logged = RelayLog(self.s, scope["path"], "count_tokens")
+        async with answered_logged(logged, send, gemini_body, "countTokens"):
+            await self._serve(scope, receive, send, logged)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, logged: RelayLog) -> None:
         headers = header_dict(scope["headers"])
         path = scope["path"]
         ticket: Ticket | None = None
         try:
             query = scope.get("query_string", b"").decode("latin-1")
             principal = self.s.principals.of(headers, client_key(headers, query))
+            logged.row["principal"] = principal
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             lane = self.s.principals.lane(principal, scope.get("client"))
             enter_lane(lane)  # its turn of the workers
@@ -84,6 +84,7 @@ class GeminiCountTokens:
             self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             require_json(headers.get("content-type"))
             model, _ = gemini_target(path)
+            logged.named(model)
             grow = self.s.in_flight.grower(ticket)
             raw = await read_body(receive, headers, self.s.settings.limits, grow)
             self.s.in_flight.size(ticket, len(raw))
@@ -124,29 +125,16 @@ class GeminiCountTokens:
                     if forwarded is body and not what_was_read(upstream)
                     else orjson.dumps(forwarded)
                 )
+                await logged.forwarding(upstream.name)
                 response = await GEMINI_WIRE.forward(call, forwarded, sent)
+                logged.answered()
                 content = response.body or b""
-                head = raw_headers(
-                    {**response.headers, "content-type": "application/json"}, len(content)
-                )
-                await send(
-                    {"type": "http.response.start", "status": response.status, "headers": head}
-                )
-                await send({"type": "http.response.body", "body": content})
+                await send_answer(send, response.status, response.headers, content, logged)
                 return
             heavy = offload.heavy(len(raw), items_of(body))
             count = await offload.maybe(heavy, self._count, forwarded, model)
-            await send_json(send, 200, orjson.dumps({"totalTokens": count}), {})
-        except ClientGone:
-            return
-        except ProxyError as exc:
-            await send_json(send, exc.status, gemini_body(exc), retry_headers(exc))
-        except STOPPING:
-            raise
-        except BaseException as exc:  # a bug of ours or a native panic: Gemini's shape
-            log.exception("countTokens failed inside the proxy")
-            error = InternalError(exc)
-            await send_json(send, error.status, gemini_body(error), {})
+            await send_json(send, 200, orjson.dumps({"totalTokens": count}), logged.headers())
+            await logged.finish(200)
         finally:
             if ticket is not None:
                 self.s.in_flight.leave(ticket)

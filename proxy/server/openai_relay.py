@@ -22,15 +22,14 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from starlette.types import Receive, Scope, Send
 
-from proxy.errors import ClientGone, InternalError, ProxyError, ShuttingDown, require_json
-from proxy.failures import STOPPING
+from proxy.errors import ProxyError, require_json
 from proxy.protocols.body import parse_json
 from proxy.protocols.body_limits import check_containers
 from proxy.protocols.errors import reshaped_as_openai
 from proxy.rewrite.offload import enter_lane
-from proxy.server.asgi_send import header_dict, raw_headers, read_body, send_json
-from proxy.server.in_flight import Ticket, declared_length, retry_headers
-from proxy.server.relay_log import RelayLog, UsageTail
+from proxy.server.asgi_send import header_dict, raw_headers, read_body
+from proxy.server.in_flight import Ticket, declared_length
+from proxy.server.relay_log import RelayLog, UsageTail, answered_logged
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
@@ -70,82 +69,64 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
     headers = header_dict(scope["headers"])
     logged = RelayLog(services, scope["path"], RELAYED_PATHS[path].strip("/"))
     ticket: Ticket | None = None
-    try:
-        principal = services.principals.of(headers)
-        logged.row["principal"] = principal
-        upstream = relay_upstream(services)
-        if upstream is None:
-            raise NoRelayUpstream(
-                f"POST {path} is relayed only to a `kind: openai` upstream that serves every "
-                "model (match: ['*']), and none is configured."
+    async with answered_logged(logged, send, _openai_body, f"relaying {path}"):
+        try:
+            principal = services.principals.of(headers)
+            logged.row["principal"] = principal
+            upstream = relay_upstream(services)
+            if upstream is None:
+                raise NoRelayUpstream(
+                    f"POST {path} is relayed only to a `kind: openai` upstream that serves every "
+                    "model (match: ['*']), and none is configured."
+                )
+            limits = services.settings.limits
+            lane = services.principals.lane(principal, scope.get("client"))
+            ticket = services.in_flight.enter(lane)
+            services.in_flight.size(ticket, declared_length(headers, limits))
+            require_json(headers.get("content-type"))
+            raw = await read_body(receive, headers, limits, services.in_flight.grower(ticket))
+            services.in_flight.size(ticket, len(raw))
+            enter_lane(lane)  # a heavy body's parse takes its principal's turn of the workers
+            offload = services.engine.offload
+            body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
+            logged.named(body.get("model"))
+            call = Call(services, upstream, headers, "", principal=principal)
+            key = call.key()
+            if upstream.api_key_env:  # every tenant is one account: its end-user id scoped
+                # the body as read, written anew: never the bytes as sent (a member given twice,
+                # ``"user":"victim","user":null``, reads as its last; a gateway keeping the first
+                # would act on a value no check saw)
+                raw = orjson.dumps(call.sent(body))
+            sent = services.upstream.openai_headers(upstream, headers, key)
+            await logged.forwarding(upstream.name)
+            # a success answer streams through (an embeddings batch's can be tens of MB; no rule
+            # reads it): held a piece at a time, never whole
+            response = await services.upstream.post(
+                upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
             )
-        limits = services.settings.limits
-        lane = services.principals.lane(principal, scope.get("client"))
-        ticket = services.in_flight.enter(lane)
-        services.in_flight.size(ticket, declared_length(headers, limits))
-        require_json(headers.get("content-type"))
-        raw = await read_body(receive, headers, limits, services.in_flight.grower(ticket))
-        services.in_flight.size(ticket, len(raw))
-        enter_lane(lane)  # a heavy body's parse takes its principal's turn of the workers
-        offload = services.engine.offload
-        body = await offload.maybe(offload.heavy(len(raw)), _parsed, raw, limits)
-        logged.named(body)
-        call = Call(services, upstream, headers, "", principal=principal)
-        key = call.key()
-        if upstream.api_key_env:  # every tenant is one account: its end-user id scoped
-            # the body as read, written anew: never the bytes as sent (a member given twice,
-            # ``"user":"victim","user":null``, reads as its last; a gateway keeping the first
-            # would act on a value no check saw)
-            raw = orjson.dumps(call.sent(body))
-        sent = services.upstream.openai_headers(upstream, headers, key)
-        await logged.forwarding(upstream.name)
-        # a success answer streams through (an embeddings batch's can be tens of MB; no rule
-        # reads it): held a piece at a time, never whole
-        response = await services.upstream.post(
-            upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
-        )
-        logged.answered()
-        services.principals.answered(principal, response.status, upstream, scope.get("client"))
-        if response.chunks is not None:
-            usage, broke = await _relay_pieces(send, response, path, logged.headers())
-            await logged.finish(response.status, broke, usage)
-            return
-        content, relayed = response.body or b"", response.headers
-        if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
-            shaped = reshaped_as_openai(response.status, content)
-            if shaped is not content:
-                content, relayed = shaped, {**relayed, "content-type": "application/json"}
-        head = raw_headers({**relayed, **logged.headers()}, len(content))
-        await send({"type": "http.response.start", "status": response.status, "headers": head})
-        await send({"type": "http.response.body", "body": content})
-        failed = response.status >= 400
-        await logged.finish(
-            response.status,
-            usage=None if failed else usage_of(content),
-            error_body=content if failed else None,
-        )
-    except ClientGone as exc:
-        await logged.finish(exc.status, exc)
-    except ProxyError as exc:
-        try:
-            await send_json(send, exc.status, exc.body_bytes(), {**retry_headers(exc),
-                                                                 **logged.headers()})  # fmt: skip
+            logged.answered()
+            services.principals.answered(principal, response.status, upstream, scope.get("client"))
+            if response.chunks is not None:
+                usage, broke = await _relay_pieces(send, response, path, logged.headers())
+                await logged.finish(response.status, broke, usage)
+                return
+            content, relayed = response.body or b"", response.headers
+            if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
+                shaped = reshaped_as_openai(response.status, content)
+                if shaped is not content:
+                    content, relayed = shaped, {**relayed, "content-type": "application/json"}
+            head = raw_headers({**relayed, **logged.headers()}, len(content))
+            await send({"type": "http.response.start", "status": response.status, "headers": head})
+            await send({"type": "http.response.body", "body": content})
+            failed = response.status >= 400
+            await logged.finish(
+                response.status,
+                usage=None if failed else usage_of(content),
+                error_body=content if failed else None,
+            )
         finally:
-            await logged.finish(exc.status, exc)
-    except STOPPING:
-        gone = ShuttingDown()
-        await logged.finish(gone.status, gone)
-        raise
-    except BaseException as exc:  # a bug of ours: OpenAI's shape, not a bare 500
-        log.exception("relaying %s failed inside the proxy", path)
-        error = InternalError(exc)
-        try:
-            await send_json(send, error.status, error.body_bytes(), logged.headers())
-        finally:
-            await logged.finish(error.status, error)
-    finally:
-        if ticket is not None:
-            services.in_flight.leave(ticket)
+            if ticket is not None:
+                services.in_flight.leave(ticket)
 
 
 def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
@@ -177,3 +158,7 @@ async def _relay_pieces(
     finally:
         if response.close is not None:
             await response.close()
+
+
+def _openai_body(error: ProxyError) -> bytes:
+    return error.body_bytes()

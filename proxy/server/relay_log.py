@@ -1,20 +1,29 @@
-"""The log row of a relayed request (``POST /v1/embeddings``, ``/v1/moderations``): queued when
-the request goes upstream (or when it fails before), completed when its answer has been relayed,
-and heard by the observers (the JSON log line, ``/metrics``) once, however the request ends.
+"""The log row of a request that is not a model call (``POST /v1/embeddings``, ``/v1/moderations``,
+the token counts ``/v1/messages/count_tokens`` and Gemini's ``:countTokens``): queued when the
+request goes upstream (or when it fails before), completed when its answer has been sent, and
+heard by the observers (the JSON log line, ``/metrics``) once, however the request ends.
 
-No rule runs on these requests, so the row has no session, report or sections: its principal,
-path, model (redacted, as a model request's), upstream, status, the time the proxy took before
-the upstream call, the whole latency, the time to the upstream's head, the usage the answer
-reports (an embeddings answer's ``prompt_tokens``, read from its last 64 KiB as it streams
+Nothing is saved of these requests' sessions, so the row has no session, report or sections:
+its principal, path, model (redacted, as a model request's), upstream, status, the time the proxy
+took before the upstream call, the whole latency, the time to the upstream's head, the usage the
+answer reports (an embeddings answer's ``prompt_tokens``, read from its last 64 KiB as it streams
 through) and, for an error, its redacted text."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from proxy.errors import ClientGone, ProxyError
+from starlette.types import Send
+
+from proxy.errors import ClientGone, InternalError, ProxyError, ShuttingDown
+from proxy.failures import STOPPING
+from proxy.server.asgi_send import raw_headers, send_json
 from proxy.server.asgi_send import request_id as new_request_id
+from proxy.server.in_flight import retry_headers
 from proxy.server.log_fields import completion_fields
 from proxy.upstream.usage import TAIL_BYTES, last_usage
 from rules.redact import redact_text
@@ -23,6 +32,8 @@ if TYPE_CHECKING:
     from proxy.server.services import Services
 
 MODEL_MAX = 256  # characters of a model name kept in the row, as a model request's bound
+
+log = logging.getLogger("ctxproxy.relay")
 
 
 class RelayLog:
@@ -44,9 +55,9 @@ class RelayLog:
         self._finished = False
         services.observers.started()
 
-    def named(self, body: dict[str, Any]) -> None:
-        """The model the body names, redacted (a key pasted as the model stays out of the log)."""
-        model = body.get("model")
+    def named(self, model: object) -> None:
+        """The model the request names, redacted (a key pasted as the model stays out of the
+        log)."""
         if isinstance(model, str):
             self.row["model"] = redact_text(model[:MODEL_MAX])
 
@@ -97,6 +108,49 @@ class RelayLog:
             self._queued = True
             self.row["overhead_ms"] = round((time.perf_counter() - self.started) * 1000, 3)
             await self.s.store.insert_request(self.row)
+
+
+async def send_answer(
+    send: Send, status: int, headers: dict[str, str], content: bytes, logged: RelayLog
+) -> None:
+    """An upstream's whole JSON answer (a token count) sent with the row's headers, and the row
+    completed: a count is no usage billed, an error's text is kept (redacted)."""
+    head = raw_headers({**headers, "content-type": "application/json", **logged.headers()},
+                       len(content))  # fmt: skip
+    await send({"type": "http.response.start", "status": status, "headers": head})
+    await send({"type": "http.response.body", "body": content})
+    await logged.finish(status, error_body=content if status >= 400 else None)
+
+
+@contextlib.asynccontextmanager
+async def answered_logged(
+    logged: RelayLog, send: Send, shape: Callable[[ProxyError], bytes], what: str
+) -> AsyncIterator[None]:
+    """The request's failures answered in its protocol's shape (``shape``: an error's body),
+    with the row's headers, and its row completed however it ends: a client gone, an error of
+    the request or the upstream, the server stopping (raised on), a bug of ours (a 500, logged
+    with its traceback)."""
+    try:
+        yield
+    except ClientGone as exc:
+        await logged.finish(exc.status, exc)
+    except ProxyError as exc:
+        try:
+            headers = {**retry_headers(exc), **logged.headers()}
+            await send_json(send, exc.status, shape(exc), headers)
+        finally:
+            await logged.finish(exc.status, exc)
+    except STOPPING:
+        gone = ShuttingDown()
+        await logged.finish(gone.status, gone)
+        raise
+    except BaseException as exc:
+        log.exception("%s failed inside the proxy", what)
+        error = InternalError(exc)
+        try:
+            await send_json(send, error.status, shape(error), logged.headers())
+        finally:
+            await logged.finish(error.status, error)
 
 
 class UsageTail:
