@@ -20,6 +20,7 @@ from rules.activity.command_words import (
 from rules.activity.cron_entries import cron_jobs
 from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
 from rules.activity.entity_results import singular
+from rules.activity.exec_inside import inside
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
 from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
@@ -48,8 +49,12 @@ def clip(text: str) -> str:
 
 
 def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
-    """The command's words without prefixes (sudo, env, FOO=bar), its program normalised."""
+    """The command's words without prefixes (sudo, env, FOO=bar) nor a container's exec, its
+    program normalised."""
     argv = without_prefixes(cmd.argv, verbs.prefixes, verbs.keywords)
+    inner = inside(argv)  # `docker exec db psql -c …`: what runs in the container
+    if inner is not None:
+        argv = without_prefixes(inner, verbs.prefixes, verbs.keywords)
     if not argv:
         return []
     program = posixpath.basename(argv[0])

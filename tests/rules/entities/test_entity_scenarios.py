@@ -67,6 +67,7 @@ SCENARIOS = [
         "probes_s.yaml",
         "probes_t.yaml",
         "probes_u.yaml",
+        "probes_v.yaml",
     )
     for sc in load(HERE / name)
 ]
