@@ -43,13 +43,16 @@ class Placed(Span, Protocol):
     @property
     def anchor(self) -> object | None: ...
 
+    @property
+    def before(self) -> bool: ...
+
 
 def order_unread(ref: Reference, text: str, mention: Placed) -> Reference:
     """``ref`` as an abstention when an order word in or beside its ``mention`` was not read as
     the mention's place, else itself."""
     entity = ref.get("entity")
-    if not entity or mention.ordinal is not None or mention.anchor is not None:
-        return ref
+    if not entity or mention.ordinal is not None or mention.anchor is not None or mention.before:
+        return ref  # placed already ("the one before that": ``ref_other.the_one_before``)
     if (
         mention.recency
     ):  # "最初にさっき作ったフォルダを消して": just made; the word orders the steps

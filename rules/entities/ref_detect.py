@@ -388,6 +388,7 @@ def _mention(
         ordinal=int(ordinal) if ordinal is not None else None,
         anchor=anchor,
         other=kind_name == "other",
+        before=kind_name == "before",
         needs_noun=needs_noun(lex, typ, action, verb_kinds),
         serving=typ == "process" and noun in lex.words["serving"],
         rank=rank,

@@ -36,6 +36,7 @@ class Mention:
     ordinal: int | None = None  # a position in a list: "the second customer"
     anchor: Anchor | None = None  # a relation: the entity it is named through
     other: bool = False  # "the other container": not the one dealt with last (``ref_other``)
+    before: bool = False  # "the container before that one": made before the one dealt with last
     needs_noun: tuple[str, ...] = ()  # kinds it cannot mean: it names no noun, its verb none
     edge: str | None = None  # the relation named: on | serves | mounts | next_to (None: in, any)
     ident: str | None = None  # what the other end is called: "5173" in "the server on port 5173"

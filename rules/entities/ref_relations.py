@@ -18,7 +18,7 @@ from rules.entities import cache as entity_cache
 from rules.entities.forgotten import MAKING
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
-from rules.entities.ref_other import the_other
+from rules.entities.ref_other import the_one_before, the_other
 
 Event = Mapping[str, Any]
 
@@ -155,6 +155,8 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
     if mention.other:
         hits, ties = the_other(mention, events)
         return hits, ties, False
+    if mention.before:
+        return the_one_before(mention, events), [], False
     cands = candidates(mention, events)
     if not cands:
         return [], [], True
