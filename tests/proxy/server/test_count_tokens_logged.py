@@ -5,8 +5,6 @@ made here, answered or refused. Every answer carries its row's id."""
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from tests.conftest import proxy_settings
 from tests.proxy.telemetry.test_metrics import samples, value
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.live import serve_in_thread, stop
+from tests.support.request_rows import completed_row
 
 KEY = "sk-ant-client-key-0000000000000001"
 MESSAGES = [{"role": "user", "content": "how many tokens is this"}]
@@ -55,19 +54,6 @@ def _client(url: str) -> anthropic.Anthropic:
     return anthropic.Anthropic(base_url=url, api_key=KEY, max_retries=0)
 
 
-def _row(db: Path, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
-    """The request's row once it is complete (the writer batches its writes)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with sqlite3.connect(db) as conn:
-            conn.row_factory = sqlite3.Row
-            found = conn.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
-        if found is not None and found["status"] is not None:
-            return dict(found)
-        assert time.monotonic() < deadline, f"no complete row for {request_id}"
-        time.sleep(0.05)
-
-
 def _lines(err: str, request_id: str) -> list[dict[str, Any]]:
     lines = [orjson.loads(line) for line in err.splitlines() if line.startswith("{")]
     return [line for line in lines if line.get("request_id") == request_id]
@@ -84,7 +70,7 @@ def test_a_count_the_upstream_makes_has_its_row(
     assert answer.parse().input_tokens == 17
     assert edge.last.target.startswith("/v1/messages/count_tokens")
     request_id = answer.headers["x-ctxproxy-request-id"]
-    row = _row(tmp_path / "p.db", request_id)
+    row = completed_row(tmp_path / "p.db", request_id)
     assert (row["path"], row["protocol"]) == ("/v1/messages/count_tokens", "count_tokens")
     assert (row["model"], row["upstream"], row["status"]) == ("claude-opus-5-5", "claude", 200)
     assert row["principal"] not in ("-", "legacy") and row["session_id"] is None
@@ -103,7 +89,7 @@ def test_a_count_made_here_has_its_row(proxy, edge: EdgeUpstream, tmp_path: Path
     answer = _client(url).messages.with_raw_response.count_tokens(model="gpt-4o", messages=MESSAGES)
     assert answer.parse().input_tokens > 3
     assert edge.seen == []  # no Anthropic upstream serves it: counted here
-    row = _row(tmp_path / "p.db", answer.headers["x-ctxproxy-request-id"])
+    row = completed_row(tmp_path / "p.db", answer.headers["x-ctxproxy-request-id"])
     assert (row["protocol"], row["model"], row["status"]) == ("count_tokens", "gpt-4o", 200)
     assert row["upstream"] is None and row["ttfb_ms"] is None
 
@@ -115,7 +101,7 @@ def test_a_refused_count_is_logged(proxy, edge: EdgeUpstream, tmp_path: Path) ->
         _client(url).messages.count_tokens(model="claude-opus-5-5", messages=[])
     response = raised.value.response
     assert response.json()["type"] == "error"
-    row = _row(tmp_path / "p.db", response.headers["x-ctxproxy-request-id"])
+    row = completed_row(tmp_path / "p.db", response.headers["x-ctxproxy-request-id"])
     assert (row["status"], row["protocol"], row["upstream"]) == (400, "count_tokens", None)
     assert row["error_type"] and row["error"]
     assert edge.seen == []
@@ -130,7 +116,7 @@ def test_an_upstream_error_is_logged_redacted(proxy, edge: EdgeUpstream, tmp_pat
     url = proxy()
     with pytest.raises(anthropic.AuthenticationError) as raised:
         _client(url).messages.count_tokens(model="claude-opus-5-5", messages=MESSAGES)
-    row = _row(tmp_path / "p.db", raised.value.response.headers["x-ctxproxy-request-id"])
+    row = completed_row(tmp_path / "p.db", raised.value.response.headers["x-ctxproxy-request-id"])
     assert (row["status"], row["upstream"]) == (401, "claude")
     assert "invalid x-api-key" in row["error"] and KEY not in row["error"]
 
@@ -149,7 +135,7 @@ def test_geminis_counts_have_their_rows(proxy, edge: EdgeUpstream, tmp_path: Pat
         f"{url}/v1beta/models/gpt-4o:countTokens", content=b"[]", headers=GEMINI_HEADERS
     )
     assert bad.status_code == 400 and bad.json()["error"]["status"] == "INVALID_ARGUMENT"
-    native = _row(tmp_path / "p.db", ids["gemini-2.5-flash"])
+    native = completed_row(tmp_path / "p.db", ids["gemini-2.5-flash"])
     assert (native["path"], native["protocol"]) == (
         "/v1beta/models/gemini-2.5-flash:countTokens",
         "count_tokens",
@@ -159,8 +145,8 @@ def test_geminis_counts_have_their_rows(proxy, edge: EdgeUpstream, tmp_path: Pat
         "gemini",
         200,
     )
-    here = _row(tmp_path / "p.db", ids["gpt-4o"])
+    here = completed_row(tmp_path / "p.db", ids["gpt-4o"])
     assert (here["model"], here["upstream"], here["status"]) == ("gpt-4o", None, 200)
-    refused = _row(tmp_path / "p.db", bad.headers["x-ctxproxy-request-id"])
+    refused = completed_row(tmp_path / "p.db", bad.headers["x-ctxproxy-request-id"])
     assert (refused["status"], refused["model"]) == (400, "gpt-4o")
     assert refused["principal"] == native["principal"] != "-"

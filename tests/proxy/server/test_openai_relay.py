@@ -5,8 +5,6 @@ Each is logged as a model request is: its row, the JSON log line and ``/metrics`
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from tests.conftest import proxy_settings
 from tests.proxy.telemetry.test_metrics import samples, value
 from tests.support.edge_upstream import EdgeUpstream, Reply
 from tests.support.live import serve_in_thread, stop
+from tests.support.request_rows import completed_row
 
 CLIENT_KEY = "sk-client-own-key-000000000001"
 SERVER_KEY = "sk-server-key-00000000000000001"
@@ -267,19 +266,6 @@ def test_another_providers_key_is_not_sent(proxy, edge: EdgeUpstream) -> None:
     assert "''" not in message and not edge.seen
 
 
-def _row(db: Path, request_id: str, timeout: float = 10.0) -> dict[str, Any]:
-    """The request's row once it is complete (the writer batches its writes)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with sqlite3.connect(db) as conn:
-            conn.row_factory = sqlite3.Row
-            found = conn.execute("SELECT * FROM requests WHERE id = ?", (request_id,)).fetchone()
-        if found is not None and found["status"] is not None:
-            return dict(found)
-        assert time.monotonic() < deadline, f"no complete row for {request_id}"
-        time.sleep(0.05)
-
-
 def test_an_embeddings_request_has_its_row(
     proxy, edge: EdgeUpstream, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -291,7 +277,7 @@ def test_an_embeddings_request_has_its_row(
     assert answer.parse().data[0].embedding == [0.25, -0.5, 1.0]
     request_id = answer.headers["x-ctxproxy-request-id"]
     assert float(answer.headers["x-ctxproxy-overhead-ms"]) >= 0
-    row = _row(tmp_path / "proxy0.db", request_id)
+    row = completed_row(tmp_path / "proxy0.db", request_id)
     assert row["path"] == "/v1/embeddings" and row["protocol"] == "embeddings"
     assert row["principal"] not in ("-", "legacy")
     assert (row["model"], row["upstream"], row["status"]) == ("text-embedding-3-small", "all", 200)
@@ -320,7 +306,7 @@ def test_a_moderation_has_its_row(proxy, edge: EdgeUpstream, tmp_path: Path) -> 
     answer = _client(url).moderations.with_raw_response.create(
         model="omni-moderation-latest", input="is this fine?"
     )
-    row = _row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
+    row = completed_row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
     assert (row["path"], row["protocol"], row["status"]) == ("/v1/moderations", "moderations", 200)
     assert row["model"] == "omni-moderation-latest" and row["prompt_tokens"] is None
 
@@ -331,7 +317,9 @@ def test_an_upstream_error_is_logged_redacted(proxy, edge: EdgeUpstream, tmp_pat
     url = proxy(upstreams=_catch_all(edge))
     with pytest.raises(openai.AuthenticationError) as raised:
         _client(url).embeddings.create(model="text-embedding-3-small", input="x")
-    row = _row(tmp_path / "proxy0.db", raised.value.response.headers["x-ctxproxy-request-id"])
+    row = completed_row(
+        tmp_path / "proxy0.db", raised.value.response.headers["x-ctxproxy-request-id"]
+    )
     assert (row["status"], row["error_type"]) == (401, "upstream_status")
     assert "Incorrect API key" in row["error"] and CLIENT_KEY not in row["error"]
     m = samples(httpx.get(url + "/metrics").text)
@@ -349,7 +337,7 @@ def test_a_body_that_is_not_a_json_object_is_refused(
         answer = httpx.post(url + "/v1/embeddings", content=content, headers=headers)
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == "invalid_json"
-        row = _row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
+        row = completed_row(tmp_path / "proxy0.db", answer.headers["x-ctxproxy-request-id"])
         assert (row["status"], row["error_type"], row["upstream"]) == (400, "invalid_json", None)
     assert edge.seen == []
 
@@ -367,5 +355,5 @@ def test_an_answer_broken_off_is_logged_as_such(proxy, edge: EdgeUpstream, tmp_p
         request_id = answer.headers["x-ctxproxy-request-id"]
         with pytest.raises(httpx.HTTPError):
             answer.read()
-    row = _row(tmp_path / "proxy0.db", request_id)
+    row = completed_row(tmp_path / "proxy0.db", request_id)
     assert row["status"] == 200 and row["error_type"] is not None
