@@ -69,6 +69,9 @@ def identifier(rule: CommandRule, raw: str, cwd: str | None) -> str | None:
     strip = spec.get("strip")
     if strip and raw.startswith(str(strip)):
         raw = raw[len(str(strip)) :]
+    end = spec.get("strip_end")  # `nginx.service` is the unit `nginx` names: one entity
+    if end and raw.endswith(str(end)) and len(raw) > len(str(end)):
+        raw = raw[: -len(str(end))]
     if spec.get("package"):
         if raw.startswith((".", "/", "~")) or ("/" in raw and not raw.startswith("@")):
             return None  # a path or a URL: no package name

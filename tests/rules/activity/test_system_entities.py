@@ -55,7 +55,7 @@ def _made(command: str, output: str = "") -> set[tuple[str, str, str]]:
         ("tmux kill-session -t dev", "", {("session", "dev", "delete")}),
         ("screen -dmS worker python worker.py", "", {("session", "worker", "create")}),
         ("screen -S worker -X quit", "", set()),
-        ("sudo systemctl enable --now myapp.service", "", {("service", "myapp.service", "modify")}),
+        ("sudo systemctl enable --now myapp.service", "", {("service", "myapp", "modify")}),
         ("systemctl stop myapp", "", {("service", "myapp", "modify")}),
         (
             "git remote add upstream https://github.com/o/r.git",
