@@ -26,267 +26,21 @@ so is a 40-character AWS secret access key (base64 with both cases) printed with
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
-import re
 from typing import Any
 
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
 from rules.redact_escapes import redact_escaped_keys
-from rules.redact_flags import flag_value, names_a_command, redact_flags
-from rules.redact_idents import (
-    judged_end,
-    name_end,
-    name_ending,
-    name_start,
-    opens_element,
-    paired_value,
-)
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
-from rules.redact_names import min_chars, name_words
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
-from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
-from rules.redact_references import names_where_kept
-from rules.redact_shapes import AWS_SECRET, redact_key_shapes
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
+from rules.redact_shapes import redact_key_shapes
+from rules.redact_triggers import is_basic_credentials, redact_after_triggers
 from rules.text_cache import text_cache
-
-# Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
-# than a case-insensitive regex, which tries every position. (A text whose length changes when
-# lowercased, such as one with "İ", uses the regex.)
-_TRIGGER_WORDS = (
-    *("pass", "secret", "token", "key", "credential", "pwd"),  # names (ODBC's Pwd, DB_PWD)
-    "identified",  # SQL's IDENTIFIED BY 'secret'
-    '"auth"',  # a Docker config.json's base64 of user:password
-    "_auth",  # npm's _auth: the same
-    *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
-)
-_TRIGGER_TAILS = {
-    "pass": ("word", "wd", "phrase"),
-    "credential": ("s",),
-    "key": ("-data", "_data"),  # a kubeconfig's client-key-data
-}
-_TRIGGER = re.compile(
-    r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth)'
-)
-# After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
-# too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
-_ASSIGNED = re.compile(
-    r"""\\?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""  # ``env["KEY"] = …`` too
-    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\]+))"""
-)
-# ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
-_AUTH_VALUE = re.compile(
-    r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+"""  # possessive: blanks are read once
-    r"""(?:(?P<scheme>(?i:basic|bearer|token|digest|negotiate|ntlm|aws4-hmac-sha256))[ \t]++)?"""
-    r"""(?P<cred>[^"'\\\r\n]+)"""
-)
-# ``<password>…</password>`` (also with attributes, ``<ns:password>`` or in any case): the element's
-# text. Bounded: at most 256 characters of attributes and 512 of text, with no tag inside.
-_XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512})</""")
-# After a name ending in cookie: ``name=value; …`` to the end of the line or quote (a
-# Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
-_COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
-_COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
-_BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
-_BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
-# A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
-_NEAR_HEX = re.compile(
-    rf"[^\n]{{0,32}}?(?P<cred>(?<![0-9A-Za-z])[0-9a-fA-F]{{32,}}(?![0-9A-Za-z])|{AWS_SECRET})"
-)
-# SQL's ``PASSWORD 'secret'`` (``CREATE ROLE … WITH PASSWORD``), and MySQL's ``IDENTIFIED [WITH
-# plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
-_QUOTED_AFTER = re.compile(
-    r"""[ \t]++(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")"""
-)
-_IDENTIFIED_BY = re.compile(
-    r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
-    r"""'(?P<sq>[^'\\\r\n]{1,256})'"""
-)
-_AUTH_MEMBER = re.compile(r'[ \t]*+:[ \t]*+"(?P<cred>[A-Za-z0-9+/]{8,1024}={0,2})"')
-# A .netrc's ``machine HOST login USER password SECRET``: the password's word, after a login's
-_NETRC_LOGIN = re.compile(r"\blogin[ \t]++[^\s]{1,256}\s{1,16}\Z")
-_NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
-# What stands before a bare ``pwd`` that names a password: a connection string's or a query's
-# pairs (``;Pwd=…``, ``?user=bob&pwd=…``); anywhere else PWD is the shell's folder
-_PAIR_SEPARATORS = (";", "&", "?")
-# The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
-# part of an identifier: the identifier's other words are still judged after them.
-_OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
-
-
-def _is_basic_credentials(value: str) -> bool:
-    """``Basic`` followed by base64 of ``user:password``, not by a word ("basic auth")."""
-    try:
-        decoded = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return b":" in decoded and decoded.isascii() and decoded.decode().isprintable()
-
-
-def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
-    """After the trigger word ``text[start:end]``: (start, end) of the secret value that follows it
-    and where the scan goes on, or None."""
-    word = text[start:end].lower()
-    if word == "authorization":
-        m = _AUTH_VALUE.match(text, end)
-        if m:
-            cred = m["cred"].rstrip()
-            if cred != REDACTED and len(cred) >= (1 if m["scheme"] else MIN_SECRET_CHARS):
-                return m.start("cred"), m.start("cred") + len(cred), m.end()
-        return None
-    if word in ("bearer", "basic"):
-        if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            return None  # inside a word
-        m = (_BEARER_VALUE if word == "bearer" else _BASIC_VALUE).match(text, end)
-        if m and (word == "bearer" or _is_basic_credentials(m["cred"])):
-            return m.start("cred"), m.end("cred"), m.end()
-        return None
-    if word == "cookie":  # a header's value, or a name=value one (``raw_cookie = f(x)`` is code)
-        set_cookie = name_ending(text, start, end).lower().endswith("set-cookie")
-        m = _COOKIE_VALUE[set_cookie].match(text, end)
-        if m is None or m["cred"].startswith(REDACTED):
-            return None  # "the cookie: a small file", a value already redacted
-        cred = m["cred"].rstrip()
-        return m.start("cred"), m.start("cred") + len(cred), m.start("cred") + len(cred)
-    if word == '"auth"':
-        m = _AUTH_MEMBER.match(text, end)
-        if m is None or not _is_basic_credentials(m["cred"]):
-            return None
-        return m.start("cred"), m.end("cred"), m.end()
-    if word == "identified":
-        m = _IDENTIFIED_BY.match(text, end)
-        return None if m is None else (m.start("sq"), m.end("sq"), m.end())
-    end = judged_end(text, start, end)
-    name = name_ending(text, start, end)
-    needed = min_chars(name)
-    if needed is None and name.lower() == "key" and spaced_key(text, start):
-        needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
-    if needed is None and name.lower() == "pwd" and text[start - 1 : start] in _PAIR_SEPARATORS:
-        needed = 1  # ODBC's ``;Pwd=secret``, a query's ``&pwd=…`` (a bare PWD is a folder)
-    if needed is None:
-        return None
-    if opens_element(text, start, end):
-        xml = _XML_VALUE.match(text, end)
-        inner = xml["xml"].rstrip() if xml else ""
-        if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
-            return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
-        return None
-    m = (
-        paired_value(text, start, end)
-        or _ASSIGNED.match(text, end)
-        or env_value(text, name_start(text, start), end)
-    )
-    if m is None and name_ending(text, start, end).startswith("--"):
-        m = flag_value(text, start, end)  # a command line's ``--password X``
-    if m is None and needed == 1:
-        m = _QUOTED_AFTER.match(text, end)
-        if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
-            m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
-            m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
-    if m is None:
-        return said_value(text, end, needed)
-    if m:
-        groups = m.groupdict()
-        group = next(g for g in ("dq", "sq", "bare") if groups.get(g) is not None)
-        value: str = m[group]
-        # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
-        if value.startswith(REDACTED) or len(value) < needed:
-            return None
-        if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
-            return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
-        return m.start(group), m.end(group), m.end()
-    return None
-
-
-def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
-    """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
-    on its line, then each within 32 of the one before (so that redacting one never brings the
-    next within reach of a second pass)."""
-    name = text[max(begin, end - 64) : end]  # as ``name_ending`` reads it: 64 at most
-    if min_chars(name) is None and name_words(name) != ["key"]:  # "API key: 9f86…" is one
-        return []
-    spans = []
-    while (m := _NEAR_HEX.match(text, end)) is not None and m.start("cred") not in seen:
-        seen.add(m.start("cred"))  # a chain that reaches a run already seen has the rest
-        spans.append(m.span("cred"))
-        end = m.end()
-    return spans
-
-
-def _replace(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each span replaced by REDACTED (overlapping spans as one)."""
-    if not spans:
-        return text
-    merged: list[list[int]] = []
-    for start, end in sorted(spans):
-        if merged and start < merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], end)
-        else:
-            merged.append([start, end])
-    out: list[str] = []
-    done = 0
-    for start, end in merged:
-        out += [text[done:start], REDACTED]
-        done = end
-    out.append(text[done:])
-    return "".join(out)
-
-
-def _triggers(text: str) -> list[tuple[int, int]]:
-    """Where the trigger words are, in order."""
-    low = text.lower()
-    if len(low) != len(text):
-        return [m.span() for m in _TRIGGER.finditer(text)]
-    spans = []
-    for word in _TRIGGER_WORDS:
-        tails = _TRIGGER_TAILS.get(word, ())
-        at = low.find(word)
-        while at >= 0:
-            end = at + len(word)
-            end += next((len(t) for t in tails if low.startswith(t, end)), 0)
-            spans.append((at, end))
-            at = low.find(word, end)
-    spans.sort()
-    return spans
-
-
-def _redact_after_triggers(text: str) -> str:
-    """Passwords on command lines (again after the values, which may hold a command's name or a
-    ``;`` between two commands); values after secret names and auth schemes, in one pass; then
-    hex runs near secret names (measured after the values went: a second pass finds the same)."""
-    commands = names_a_command(text)
-    text = redact_flags(text) if commands else text
-    triggers = _triggers(text)
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    for start, end in triggers:
-        if start < pos:
-            continue  # inside a value already redacted, or a name already judged whole
-        found = _value_span(text, start, end)
-        if found is not None:
-            spans.append(found[:2])
-            pos = found[2]
-        elif text[start:end].lower() not in _OWN_WORDS:
-            pos = name_end(text, end)  # the identifier's other trigger words: judged with it
-    if spans:
-        text = _replace(text, spans)
-        text = redact_flags(text) if commands else text
-        triggers = _triggers(text)
-    seen: set[int] = set()
-    hexes: list[tuple[int, int]] = []
-    begin = ends = -1  # the identifier last read: its words share its start (read once)
-    for start, end in triggers:
-        if start >= ends:
-            begin, ends = name_start(text, start), name_end(text, end)
-        hexes += _hex_spans(text, begin, end, seen)
-    return _replace(text, hexes)
 
 
 def redact_text(text: str) -> str:
@@ -307,7 +61,7 @@ def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_piped(redact_pgpass(text))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
-    return redact_secure_strings(_redact_after_triggers(redact_url_credentials(text)))
+    return redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)
@@ -339,7 +93,7 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
     if name == "token" and "logprob" in siblings:  # a logprobs entry: the token is text
         return False
     if name == "auth":  # a Docker config's base64 of user:password, not any "auth"
-        return isinstance(value, str) and _is_basic_credentials(value)
+        return isinstance(value, str) and is_basic_credentials(value)
     return is_secret_name(name)
 
 

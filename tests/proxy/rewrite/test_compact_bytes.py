@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from proxy.protocols.prefix import message_bytes
-from proxy.rewrite.pipeline import _serialise
+from proxy.rewrite.recall import serialise
 
 
 def _written(messages: list[dict[str, Any]]) -> Sequence[Any]:
-    return _serialise(messages, None)[1]
+    return serialise(messages, None)[1]
 
 
 def _kept(messages: list[dict[str, Any]]) -> Sequence[Any]:

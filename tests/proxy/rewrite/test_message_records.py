@@ -12,7 +12,8 @@ from typing import Any
 
 import orjson
 
-from proxy.rewrite.pipeline import Pipeline, _Recall
+from proxy.rewrite.pipeline import Pipeline
+from proxy.rewrite.recall import Recall
 from proxy.rewrite.records import RECORD_OVERHEAD_BYTES, MessageRecords
 from proxy.settings import ConfiguredRule
 from proxy.tokens import RequestTokens, TokenCounters
@@ -146,7 +147,7 @@ def test_records_cope_with_lone_surrogates_and_stay_bounded() -> None:
         now=0.0,
         tokens=RequestTokens(COUNTERS.for_model("gpt-4o")),
     )
-    recall = _Recall(MessageRecords(), ctx)
+    recall = Recall(MessageRecords(), ctx)
     assert [m for m, _ in recall.pairs] == VALID
     recall.keep()
     records = MessageRecords(max_bytes=4_000)

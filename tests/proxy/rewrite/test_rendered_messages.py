@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from proxy.rewrite.pipeline import Pipeline, _Recall
+from proxy.rewrite.pipeline import Pipeline
+from proxy.rewrite.recall import Recall
 from proxy.rewrite.records import OBJECT_FACTOR, RENDER_OVERHEAD_BYTES, RenderedMessages
 from proxy.settings import Settings
 from proxy.tokens import RequestTokens, TokenCounters
@@ -93,8 +94,8 @@ def _replay(pipeline: Pipeline, messages: list[Message], budget: int) -> list[by
 
 def test_a_replay_through_the_memo_forwards_the_same_bytes(monkeypatch: Any) -> None:
     hits = []
-    know = _Recall.know
-    monkeypatch.setattr(_Recall, "know", lambda self, m, r: (hits.append(1), know(self, m, r)))
+    know = Recall.know
+    monkeypatch.setattr(Recall, "know", lambda self, m, r: (hits.append(1), know(self, m, r)))
     messages = _agent_run(60)
     rules = Settings().configured_rules()
     remembering, forgetting = Pipeline(rules, "fail"), Pipeline(rules, "fail")
