@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 _CONTAINER_TOOLS = frozenset({"docker", "podman", "nerdctl"})
 _POD_TOOLS = frozenset({"kubectl", "oc"})
+_POD_GLOBALS = frozenset({"-n", "--namespace", "--context"})  # given before `exec`, with a value
 # the options of `docker exec` and `docker compose exec` that take a value, skipped with it
 _VALUED = frozenset(
     {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys", "--index"}
@@ -27,7 +28,8 @@ def inside(argv: Sequence[str]) -> list[str] | None:
         return None
     program = posixpath.basename(argv[0])
     if program in _POD_TOOLS:
-        if "exec" not in argv[1:3] or "--" not in argv:
+        at = 3 if argv[1:2] and argv[1] in _POD_GLOBALS else 1  # `kubectl -n data exec …`
+        if argv[at : at + 1] != ["exec"] or "--" not in argv:
             return None
         inner = list(argv[argv.index("--") + 1 :])
         return inner or None

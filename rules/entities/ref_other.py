@@ -46,7 +46,7 @@ def the_one_before(mention: Mention, events: Sequence[Event]) -> list[Event]:
     if not latest:
         return []
     that = latest[0]
-    made = [e for e in entity_cache.query(events, type=that["type"]) if e["action"] in MAKING]
+    made = [e for e in entity_cache.query(events, type=that["type"]) if e.get("action") in MAKING]
     when = next((_order(e) for e in made if e["path"] == that["path"]), None)
     if when is None:  # the one dealt with last was never seen made: nothing comes before it
         return []

@@ -18,11 +18,13 @@ from rules.activity.exec_inside import inside
         ("docker-compose exec db mysql -e x", ["mysql", "-e", "x"]),
         ("kubectl exec -it -n data pg-0 -c main -- psql -c x", ["psql", "-c", "x"]),
         ("oc exec pg-0 -- sh", ["sh"]),
+        ("kubectl -n data exec pg-0 -- psql", ["psql"]),
         # nothing run inside, or not an exec
         ("docker exec db", None),
         ("docker exec -it", None),
         ("kubectl exec pg-0 psql", None),  # the pre-1.20 form: not read
         ("kubectl exec pg-0 --", None),
+        ("kubectl logs exec -- x", None),  # a pod named exec: no exec run
         ("docker run -it postgres psql", None),
         ("docker logs exec", None),
         ("docker", None),
