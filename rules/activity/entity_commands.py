@@ -18,10 +18,11 @@ from rules.activity.command_words import (
     positionals,
 )
 from rules.activity.cron_entries import cron_jobs
-from rules.activity.entity_pack import MAX_BY_CHARS, CommandRule, EntityPack, Made
+from rules.activity.entity_pack import MAX_BY_CHARS, REDIS_CLI, CommandRule, EntityPack, Made
 from rules.activity.entity_results import singular
 from rules.activity.exec_inside import inside
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
+from rules.activity.redis_keys import redis_made
 from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
@@ -336,6 +337,8 @@ def command_entities(
         for rule in pack.by_program.get(argv[0], ()):
             if _matches(rule, argv) and _fed(rule, feeds):
                 facts.made.extend(_apply_rule(rule, argv, output, where, pack, git))
+        if argv[0] == REDIS_CLI:
+            facts.made.extend(redis_made(argv, output, clip(" ".join(argv))))
         if git is not None:
             git.step(argv, where)
         for inner in _substituted(cmd):  # `kill $(lsof -t -i:8000)`: what lsof prints is killed

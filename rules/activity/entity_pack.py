@@ -28,6 +28,9 @@ _PY_MODULE = re.compile(r"-m[ \t]+(?:venv|virtualenv|pip)\b")
 _PREFIX_OPTIONS = re.compile(r"\b(?:sudo|doas|env|nice|time|exec|stdbuf)[ \t]++-")
 
 
+REDIS_CLI = "redis-cli"  # its keys are read by ``redis_keys``
+
+
 @dataclass(frozen=True)
 class Made:
     """One entity a call made (``create``), changed (``modify``), showed (``list``) or ended
@@ -164,6 +167,7 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
     words |= {str(w) for w in data.get("cron_programs") or ()}
     words |= {str(p) for r in outputs for p in r.spec.get("programs") or ()} | set(programs)
     words |= {str(p) for p in results.get("json_clients") or {}}
+    words.add(REDIS_CLI)  # read in code (``redis_keys``)
     return EntityPack(
         labels={str(k): str(v) for k, v in (data.get("labels") or {}).items()},
         programs={str(k): str(v) for k, v in (data.get("programs") or {}).items()},

@@ -22,7 +22,7 @@ as makings, "second to last" written out, an order word right after the noun; pr
 third person's thing, a quotation within a line, ends of every one of a kind, a branch a merge
 deleted, "the first branch" once one was forgotten, an order word a language's patterns do not
 read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's own making said
-since the agent last acted) over
+since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -68,6 +68,7 @@ SCENARIOS = [
         "probes_t.yaml",
         "probes_u.yaml",
         "probes_v.yaml",
+        "probes_w.yaml",
     )
     for sc in load(HERE / name)
 ]
