@@ -21,6 +21,7 @@ from rules.activity.agent_tools import (
     patch_succeeded,
     workdir,
 )
+from rules.activity.failed_chain import ran_before_failure
 from rules.activity.printed_paths import printed_effects
 from rules.activity.refused_paths import refused_names, without_refused
 from rules.activity.shell_parse import Effect, Verbs, analyse, guess_type, resolve_path
@@ -207,6 +208,27 @@ def call_effects(
     if refused:  # `mkdir a; echo ok`: the chain exited 0, mkdir did not make a
         effects = without_refused(effects, refused)
     return effects, (outcome.cwd if persist_cwd and wd is None else cwd)
+
+
+def effects_before_failure(
+    pack: ToolPack,
+    verbs: Verbs,
+    name: str,
+    args: Mapping[str, Any],
+    result: str,
+    cwd: str | None,
+    known: Mapping[str, str],
+    persist_cwd: bool = True,
+) -> tuple[tuple[Effect, ...], str | None]:
+    """``call_effects`` of a shell call whose result showed failure: what the leading commands
+    of its ``&&`` chain did that ran and succeeded all the same (``failed_chain``)."""
+    command = shell_command(pack, name, args)
+    ran = ran_before_failure(command, scanned(result)) if command is not None else None
+    if ran is None:
+        return (), cwd
+    wd = workdir(args, pack.workdir_keys)
+    outcome = analyse(ran, resolve_path(wd, cwd) if wd else cwd, verbs, known)
+    return outcome.effects, (outcome.cwd if persist_cwd and wd is None else cwd)
 
 
 def file_tool_effect(

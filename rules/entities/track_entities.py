@@ -23,8 +23,14 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from rules.activity.entity_pack import load_entity_pack
-from rules.activity.file_tools import call_effects, call_succeeded, cwd_hint, load_tools
-from rules.activity.observations import high_water, load_arguments
+from rules.activity.file_tools import (
+    call_effects,
+    call_succeeded,
+    cwd_hint,
+    effects_before_failure,
+    load_tools,
+)
+from rules.activity.observations import exit_code, high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
@@ -207,20 +213,30 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
                 unknown, seq = unknown_made.remember(
                     unknown, tried, seq, ctx.now, stored_id(call_id(call))
                 )
-            continue
-        before, shell_named = cwd, list[tuple[str, str | None]]()
-        effects, cwd = call_effects(
-            tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd, shell_named
-        )
-        if shell_named:  # made, but named only by the shell: "just created" may mean it
-            unknown, seq = unknown_made.remember(
-                unknown, shell_named, seq, ctx.now, stored_id(call_id(call))
+            # `mkdir dist && npm run build` failing in the build still made dist; only a line
+            # the shell ran and ended (an exit code shown: not one the user rejected)
+            code = exit_code(result)
+            if code is None or code <= 0:
+                continue
+            effects, cwd = effects_before_failure(
+                tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd
             )
-        for m in made.of_call(name, args, result, before, effects, call_id(call)):
-            seq += 1
-            new_events.append(
-                entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+            if not effects:
+                continue
+        else:
+            before, shell_named = cwd, list[tuple[str, str | None]]()
+            effects, cwd = call_effects(
+                tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd, shell_named
             )
+            if shell_named:  # made, but named only by the shell: "just created" may mean it
+                unknown, seq = unknown_made.remember(
+                    unknown, shell_named, seq, ctx.now, stored_id(call_id(call))
+                )
+            for m in made.of_call(name, args, result, before, effects, call_id(call)):
+                seq += 1
+                new_events.append(
+                    entity_cache.made_event(m, ctx.now, stored_id(call_id(call)), seq, name)
+                )
         cwd = cwd_hint(tools, result) or cwd
         if cwd is not None and len(cwd) > MAX_PATH_CHARS:  # not a directory one can be in
             cwd = None

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from rules.activity.failed_chain import ran_before_failure
 from rules.activity.file_tools import load_tools, shell_command, succeeded
 from rules.activity.shell_lex import split_commands
 from rules.entities import track_entities
@@ -83,8 +84,14 @@ def test_every_file_verb_in_a_successful_call_is_tracked(traces_path) -> None:  
                     if abs_known:
                         assert e["path"].startswith(("/", "~")), (conv["id"], command[:120], e)
             if not ok:  # failed calls make nothing; a server whose call is still running
-                # (exit -1: the harness stopped waiting, as OpenHands does) did start
-                assert all(e["type"] == "process" for e in got), (conv["id"], command[:120])
+                # (exit -1: the harness stopped waiting, as OpenHands does) did start; what the
+                # leading commands of a failed `&&` chain did stands (`cp a b && patch …`)
+                text = text_of(msgs[answer].get("content"))
+                ran = ran_before_failure(command, text)
+                assert ran is not None or all(e["type"] == "process" for e in got), (
+                    conv["id"],
+                    command[:120],
+                )
             absolute_cwd = absolute_cwd or (
                 ok
                 and any(

@@ -1,0 +1,49 @@
+"""What a command line that failed still did: the commands of an ``&&`` chain, before its last,
+that print nothing when they succeed and name themselves when they fail (``mkdir: cannot create
+directory 'dist': File exists``). ``mkdir dist && npm run build`` exiting 1 with no ``mkdir:`` in
+its output made ``dist``: what failed came after it.
+
+What is read stops at the first command that is not one of those (its success is not known from
+the output, so nor is whether what follows it ran), at one whose name an output line gives, at a
+command in a subshell or with a redirection, and at any operator but ``&&``. The chain's last
+command is never read: its failure may be the line's."""
+
+from __future__ import annotations
+
+import posixpath
+from itertools import pairwise
+
+from rules.activity.shell_lex import SimpleCommand, split_commands
+
+# Commands silent on success whose every failure is a line naming them (coreutils, the shell's
+# ``cd``: "bash: cd: app: No such file or directory")
+QUIET = frozenset({"mkdir", "touch", "cp", "mv", "ln", "rm", "rmdir", "cd"})
+_SPECIAL = frozenset(" \t\n'\"\\$`;&|<>()")
+
+
+def ran_before_failure(command: str, output: str) -> str | None:
+    """The leading commands of ``command`` that ran and succeeded though the line failed, as a
+    command line of their own, or None."""
+    cmds = split_commands(command)
+    ran: list[SimpleCommand] = []
+    for cmd, after in pairwise(cmds):
+        if after.connector != "&&" or cmd.depth or after.depth or cmd.redirects or not cmd.argv:
+            break
+        if (cmd.connector or "&&") != "&&":
+            break
+        program = posixpath.basename(cmd.argv[0])
+        if program not in QUIET or f"{program}: " in output:
+            break
+        ran.append(cmd)
+    if not ran:
+        return None
+    return " && ".join(" ".join(_quoted(w, c.literal) for w in c.argv) for c in ran)
+
+
+def _quoted(word: str, literal: frozenset[str]) -> str:
+    """``word`` as the shell reads it back: as it is when plain (braces and globs stay
+    expandable), single-quoted when it was quoted braces or holds what the shell would read
+    otherwise."""
+    if not word or word in literal or any(ch in _SPECIAL for ch in word):
+        return "'" + word.replace("'", "'\\''") + "'"
+    return word

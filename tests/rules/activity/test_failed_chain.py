@@ -1,0 +1,35 @@
+"""What a failed command line's leading ``&&`` commands still did."""
+
+from __future__ import annotations
+
+import pytest
+
+from rules.activity.failed_chain import ran_before_failure
+
+BUILD_ERROR = "src/App.tsx(12,7): error TS2322: Type 'string' is not assignable to type 'number'."
+
+
+@pytest.mark.parametrize(
+    ("command", "output", "expected"),
+    [
+        ("mkdir dist && npm run build", BUILD_ERROR, "mkdir dist"),
+        ("cd web && mkdir -p out/{a,b} && make", "make: *** [all] Error 2",
+         "cd web && mkdir -p out/{a,b}"),
+        ("mkdir 'my dir' && touch 'my dir/x' && false", "", "mkdir 'my dir' && touch 'my dir/x'"),
+        ("mkdir -p 'src/{a,b}' && pytest", "1 failed", "mkdir -p 'src/{a,b}'"),  # quoted braces
+        # stops at a command whose success the output does not show, and what follows it
+        ("npm run build && mkdir -p release", BUILD_ERROR, None),
+        ("mkdir a && npm ci && mkdir b && false", "npm ERR! code E404", "mkdir a"),
+        # a quiet command the output names failed: nothing ran after it
+        ("mkdir dist && npm run build", "mkdir: cannot create directory 'dist': File exists", None),
+        ("cd app && mkdir x && make", "bash: line 1: cd: app: No such file or directory", None),
+        # the last command, another operator, a subshell, a redirection: not read
+        ("mkdir dist", "", None),
+        ("mkdir a; npm test", "1 failed", None),
+        ("mkdir a || npm test", "1 failed", None),
+        ("(mkdir a) && npm test", "1 failed", None),
+        ("touch a > log && npm test", "1 failed", None),
+    ],
+)  # fmt: skip
+def test_the_leading_quiet_commands_ran(command: str, output: str, expected: str | None) -> None:
+    assert ran_before_failure(command, output) == expected
