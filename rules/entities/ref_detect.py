@@ -31,6 +31,7 @@ from rules.entities.ref_match import (
     noun_type,
     object_kinds,
     object_verb,
+    ordinal_after,
     ordinal_before,
     relation_anchor,
     slot_word,
@@ -336,6 +337,16 @@ def _mention(
         # folder just made: a recency word says which, the ordinal orders the request's steps
         noun_first = "type" in m.re.groupindex and m.start("type") == m.start()
         ordinal = ordinal_before(lex, text, m.start(), noun_first)
+    end = m.end()
+    if ordinal is None and kind_name in ("described", "object"):
+        # "the commit before the last one", "the folder you created before the last one" (its
+        # "before" read as a recency word by the match): a place among those made
+        word = recent or ""
+        opens = bool(word) and any(w.startswith(f"{word} ") for w in lex.words["ord_after"])
+        at = end - len(word) if opens and text[:end].endswith(word) else end
+        placed = ordinal_after(lex, text, at) if at == end or opens else None
+        if placed is not None:
+            (ordinal, end), action, recent = placed, action or "create", None
     if hint is not None and lex.words["type"].get(f"{mod} {noun}") == ("weak" if weak else typ):
         hint, noun = None, f"{mod} {noun}"  # "the database user": one noun, no part of a name
     if weak and hint is None:
@@ -364,7 +375,7 @@ def _mention(
         short = len(mod) == 2 and mod.isascii() and mod.isalnum() and mod not in lex.words["ord"]
         detail = mod if short else detail_near(lex.lang, text, m.start(), m.end())
     return Mention(
-        text=original[m.start() : m.end()].strip(),
+        text=original[m.start() : end].strip(),
         start=m.start(),
         lang=lex.lang,
         kind=kind_name,
@@ -392,7 +403,7 @@ def _mention(
         needs_noun=needs_noun(lex, typ, action, verb_kinds),
         serving=typ == "process" and noun in lex.words["serving"],
         rank=rank,
-        end=m.end(),
+        end=end,
         edge=p.edge,
         ident=ident.strip() if (ident := g.get("ident")) else None,
         by=by_command(lex.lang, text, m.end()) if kind_name == "described" else None,

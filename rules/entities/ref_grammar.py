@@ -155,6 +155,8 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "weak": {},  # a weak noun -> the word names may hold ("ダンプ" -> "dump")
         # a position in a list ("second", "第二", "두 번째", "2番目") -> its number
         "ord": _inverse({str(n): w for n, w in (spec.get("ordinals") or {}).items()}),
+        # a place said after the mention ("before the last one") -> its number
+        "ord_after": _inverse({str(n): w for n, w in (spec.get("ordinals_after") or {}).items()}),
         # a verb that takes entities of some kinds ("push", "stop") -> its object_kinds group
         "kop": _inverse(spec.get("object_verbs") or {}),
         # a file's verbs, looked for around a mention ("cat that thing")

@@ -142,6 +142,28 @@ def ordinal_before(lex: Lexicon, text: str, start: int, noun_first: bool = False
     return words[m["ord"]] if m else None
 
 
+# what may follow a place said after the mention: its end, or a word that closes the request
+_ENDS = r"(?=\s*+(?:[.,;:!?)—–-]|$|too\b|as\s++well\b|also\b|and\b|then\b|please\b))"
+
+
+@functools.lru_cache(maxsize=32)
+def _ordinal_after_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """A language's places said after a mention ("… before the last one"), ending it."""
+    blank = r"\s++"
+    return re.compile(f"\\s*+(?P<ord>{alternation(words, blank)}){_ENDS}")
+
+
+def ordinal_after(lex: Lexicon, text: str, end: int) -> tuple[str, int] | None:
+    """(the place, as the ordinals slot has it, and where its words end) a phrase right after a
+    mention gives it (``ordinals_after``): "the folder you created before the last one", "revert
+    the commit before the last one" (-2: made before the newest); None without one."""
+    words = lex.words.get("ord_after")
+    if not words:
+        return None
+    m = _ordinal_after_pattern(tuple(words)).match(text, end)
+    return (words[m["ord"]], m.end()) if m else None
+
+
 def needs_noun(
     lex: Lexicon, typ: str | None, action: str | None, verb_kinds: tuple[str, ...]
 ) -> tuple[str, ...]:
