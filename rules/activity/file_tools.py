@@ -218,17 +218,16 @@ def effects_before_failure(
     result: str,
     cwd: str | None,
     known: Mapping[str, str],
-    persist_cwd: bool = True,
-) -> tuple[tuple[Effect, ...], str | None]:
-    """``call_effects`` of a shell call whose result showed failure: what the leading commands
-    of its ``&&`` chain did that ran and succeeded all the same (``failed_chain``)."""
+) -> tuple[Effect, ...]:
+    """The effects of a shell call whose result showed failure: what the leading commands of
+    its ``&&`` chain did that ran and succeeded all the same (``failed_chain``). The working
+    directory it leaves is not taken: a failed line is not followed into its folders."""
     command = shell_command(pack, name, args)
     ran = ran_before_failure(command, scanned(result)) if command is not None else None
     if ran is None:
-        return (), cwd
+        return ()
     wd = workdir(args, pack.workdir_keys)
-    outcome = analyse(ran, resolve_path(wd, cwd) if wd else cwd, verbs, known)
-    return outcome.effects, (outcome.cwd if persist_cwd and wd is None else cwd)
+    return analyse(ran, resolve_path(wd, cwd) if wd else cwd, verbs, known).effects
 
 
 def file_tool_effect(

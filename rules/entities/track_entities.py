@@ -218,9 +218,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             code = exit_code(result)
             if code is None or code <= 0:
                 continue
-            effects, cwd = effects_before_failure(
-                tools, verbs, name, args, result, cwd, exists, cfg.persist_cwd
-            )
+            effects = effects_before_failure(tools, verbs, name, args, result, cwd, exists)
             if not effects:
                 continue
         else:
