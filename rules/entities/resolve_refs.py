@@ -345,7 +345,9 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     ]
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
     # "… the one before the last": an order word not read as the mention's place
-    own_words = said_own(ctx.messages, idx)  # "… in my other terminal": the user's making
+    # "… in my other terminal", "I created data/raw by hand": the user's making, said since
+    # what a reference points at was made (read only for a mention of the speaker's)
+    own_words = functools.partial(said_own, ctx.messages, idx)
     # "both branches you created", "…都删掉": several asked for, and a pointer names one
     refs = [
         several(

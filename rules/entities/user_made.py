@@ -1,21 +1,23 @@
 """A reference to what the user made themselves: "I've just dropped a new export into the repo
 root … use the file I just added". At the top level "I" is read as the agent's work (a user
 speaks of what the agent did for them as their own: "delete the folder I just created"), but not
-when the user's own words since the agent's last tool call say they made something themselves,
-or worked elsewhere ("in my other terminal", "myself"): the proxy never saw that making, so the
+when the user's own words since the agent made what is pointed at say they made something
+themselves, or worked elsewhere ("in my other terminal", "myself"): the proxy never saw that
+making, so the
 newest thing the agent made is not what is meant. The resolution turns into an abstention
 (``user_made``), its entity the one candidate. English; bounded patterns, a bounded window."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from rules.activity.storable import stored_id
 from rules.base import Message
 from rules.entities.ruled_out import abstention
 from rules.entities.too_recent import Span
-from rules.messages import role, text_of, tool_calls
+from rules.messages import call_id, role, text_of, tool_calls
 from rules.report import Reference
 
 _MAKE = (
@@ -33,15 +35,24 @@ _OWN = re.compile(
 )
 _MESSAGES = 8  # user messages read back, at most
 _CHARS = 4_000  # of each, at most (its start)
+_WALK = 200  # messages walked back, at most
 
 
-def said_own(messages: Sequence[Message], question: int) -> list[str]:
-    """The user's words since the agent's last tool call, before the question (``question``:
-    its index), newest first: at most ``_MESSAGES`` messages, ``_CHARS`` of each."""
+def said_own(messages: Sequence[Message], question: int, since: str | None = None) -> list[str]:
+    """The user's words before the question (``question``: its index), newest first, back to
+    the agent's last tool call; with ``since`` (a call's id: the one that made what a reference
+    points at), back to that call, the agent's later calls read past ("I created data/raw by
+    hand" said after the agent's `mkdir build`, then `ls data/raw`). At most ``_MESSAGES`` user
+    messages, ``_CHARS`` of each, ``_WALK`` messages walked."""
     out: list[str] = []
-    for i in range(question - 1, -1, -1):
+    for i in range(question - 1, max(question - 1 - _WALK, -1), -1):
         m = messages[i]
-        if role(m) == "tool" or tool_calls(m) or len(out) >= _MESSAGES:
+        if len(out) >= _MESSAGES:
+            break
+        calls = tool_calls(m)
+        if since is None and (role(m) == "tool" or calls):
+            break
+        if calls and any(stored_id(call_id(c)) == since for c in calls):
             break
         if role(m) == "user":
             out.append(text_of(m.get("content"))[:_CHARS])
@@ -55,14 +66,17 @@ class Said(Span, Protocol):
     def actor(self) -> str | None: ...
 
 
-def user_made(ref: Reference, question: str, mention: Said, own: list[str]) -> Reference:
+def user_made(
+    ref: Reference, question: str, mention: Said, own: Callable[[str | None], list[str]]
+) -> Reference:
     """``ref`` as an abstention when its mention ("the file I just added") is the speaker's and
-    the user's own words (``own``, and the question outside the mention) say they made
-    something themselves; else itself."""
+    the user's own words since what it points at was made (``own(its call's id)``, and the
+    question outside the mention) say they made something themselves; else itself."""
     entity = ref.get("entity")
     if not entity or mention.actor != "speaker" or mention.lang != "en":
         return ref
     rest = question[: mention.start][-_CHARS:] + " " + question[mention.end :][:_CHARS]
-    if not any(_OWN.search(text) for text in (rest, *own)):
+    made_by = ref.get("call_id")
+    if not any(_OWN.search(text) for text in (rest, *own(made_by if made_by else None))):
         return ref
     return abstention(ref, "user_made", str(entity.get("path") or ""))
