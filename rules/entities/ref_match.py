@@ -101,9 +101,12 @@ def object_kinds(
     if g.get("op"):
         return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
     if word and word in lex.words["fop"]:
-        # "cat that thing": a file operation; "attach to the tmux session": its noun says what
-        noun = lex.words["type"].get((g.get("type") or "").strip().lower())
-        return lex.op_kinds if noun in (None, "any", "weak", "file", *lex.op_kinds) else ()
+        # "cat that thing": a file operation; "attach to the tmux session": its noun says what;
+        # "open the image": a noun of a file's kind too (a picture), the file's
+        said = (g.get("type") or "").strip().lower()
+        noun = lex.words["type"].get(said)
+        files = noun in (None, "any", "weak", "file", *lex.op_kinds)
+        return lex.op_kinds if files or said in lex.words["file_kind"] else ()
     return ()
 
 
