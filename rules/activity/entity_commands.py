@@ -190,10 +190,12 @@ def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mappin
     for rule in pack.statements:
         for m in rule.regex.finditer(text):
             g = {k: v for k, v in m.groupdict().items() if v}
+            if not rule.spec.get("keep_case"):  # SQL folds unquoted names; MongoDB does not
+                g = {k: v.lower() if k in ("id", "table", "from") else v for k, v in g.items()}
             ident = g.get("id") or ("" if rule.spec.get("returning") else None)
             if ident is None:
                 continue
-            found.append((m.start(), rule.kind, rule.action, ident.lower(), g))
+            found.append((m.start(), rule.kind, rule.action, ident, g))
     found.sort(key=lambda x: x[0])
     return [(k, a, i, g) for _, k, a, i, g in found[:MAX_STATEMENTS]]
 
@@ -235,12 +237,12 @@ def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) 
         if errors and _refused(ident, errors[:_MAX_SQL_ERRORS]):
             continue  # its statement failed: made nothing, ended nothing
         if kind == "row" and action == "create":
-            yield from _rows(pack, str(g.get("table", "")).lower(), output, by)
+            yield from _rows(pack, str(g.get("table", "")), output, by)
         elif kind == "row":
-            table = str(g.get("table", "")).lower()
+            table = str(g.get("table", ""))
             yield Made("row", f"{table}#{ident}", action, ident, (("table", table),), (), by)
         elif action == "move":  # ALTER TABLE x RENAME TO y
-            was = f"{kind}:{str(g.get('from', '')).lower()}"
+            was = f"{kind}:{g.get('from', '')}"
             yield Made(kind, ident, action, ident, (), (), by, was)
         else:
             yield Made(kind, ident, action, ident, (), rel if action == "create" else (), by)

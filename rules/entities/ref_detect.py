@@ -343,7 +343,7 @@ def _mention(
         # "before" read as a recency word by the match): a place among those made
         word = recent or ""
         opens = bool(word) and any(w.startswith(f"{word} ") for w in lex.words["ord_after"])
-        at = end - len(word) if opens and text[:end].endswith(word) else end
+        at = end - len(word) if opens and text.endswith(word, 0, end) else end
         placed = ordinal_after(lex, text, at) if at == end or opens else None
         if placed is not None:
             (ordinal, end), action, recent = placed, action or "create", None

@@ -3,9 +3,9 @@ root … use the file I just added". At the top level "I" is read as the agent's
 speaks of what the agent did for them as their own: "delete the folder I just created"), but not
 when the user's own words since the agent made what is pointed at say they made something
 themselves, or worked elsewhere ("in my other terminal", "myself"): the proxy never saw that
-making, so the
-newest thing the agent made is not what is meant. The resolution turns into an abstention
-(``user_made``), its entity the one candidate. English; bounded patterns, a bounded window."""
+making, so the newest thing the agent made is not what is meant. The resolution turns into an
+abstention (``user_made``), its entity the one candidate. English; bounded patterns, a bounded
+window."""
 
 from __future__ import annotations
 
