@@ -22,7 +22,9 @@ as makings, "second to last" written out, an order word right after the noun; pr
 third person's thing, a quotation within a line, ends of every one of a kind, a branch a merge
 deleted, "the first branch" once one was forgotten, an order word a language's patterns do not
 read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's own making said
-since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made) over
+since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made, a
+failed line's leading commands, "before the last one", German "Dienst", the user's own making
+said since the agent's, "open the image" a picture) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
