@@ -211,8 +211,15 @@ def _rows(pack: EntityPack, table: str, output: str, by: str) -> Iterator[Made]:
 
 # a line a SQL client printed for a statement that failed (psql's `ERROR:  relation "orders"
 # already exists`, sqlite3's `Parse error near line 1: …`, mysql's `ERROR 1050 (42S01) …`); psql
-# without ON_ERROR_STOP exits 0 all the same
-_SQL_ERROR = re.compile(r"^[ \t]{0,8}(?:ERROR|Error|Parse error|FATAL)\b[^\n]{0,500}", re.MULTILINE)
+# without ON_ERROR_STOP exits 0 all the same; MongoDB's shells: `MongoServerError: Collection
+# already exists. NS: crm.leads`, the legacy shell's `{ "ok" : 0, "errmsg" : "…" }` (exit 0), a
+# caught error printed (`Collection crm.leads already exists.`)
+_SQL_ERROR = re.compile(
+    r"^[ \t]{0,8}(?:ERROR|Error|Parse error|FATAL)\b[^\n]{0,500}"
+    r"|\b(?:MongoServerError|MongoError|errmsg)\b[^\n]{0,500}"
+    r"|^[^\n]{0,300}?\balready[ \t]{1,3}exists\b[^\n]{0,200}",
+    re.MULTILINE,
+)
 _MAX_SQL_ERRORS = 50
 
 

@@ -6,11 +6,13 @@ its output made ``dist``: what failed came after it.
 What is read stops at the first command that is not one of those (its success is not known from
 the output, so nor is whether what follows it ran), at one whose name an output line gives, at a
 command in a subshell or with a redirection, and at any operator but ``&&``. The chain's last
-command is never read: its failure may be the line's."""
+command is never read: its failure may be the line's. Nothing is read when the output says no
+command ran: the shell could not parse the line, or what was to run it failed first."""
 
 from __future__ import annotations
 
 import posixpath
+import re
 from itertools import pairwise
 
 from rules.activity.shell_lex import SimpleCommand, split_commands
@@ -19,11 +21,20 @@ from rules.activity.shell_lex import SimpleCommand, split_commands
 # ``cd``: "bash: cd: app: No such file or directory")
 QUIET = frozenset({"mkdir", "touch", "cp", "mv", "ln", "rm", "rmdir", "cd"})
 _SPECIAL = frozenset(" \t\n'\"\\$`;&|<>()")
+# What says no command of the line ran: the shell could not parse it (an unclosed quote or
+# parenthesis), or what was to run it failed first (a sandbox, a container that is not running)
+_NOTHING_RAN = re.compile(
+    r"syntax error|unexpected EOF|unexpected end of file|unterminated|Error response from daemon"
+    r"|OCI runtime|\bbwrap:|sandbox|exec failed|executable file not found|cannot execute",
+    re.IGNORECASE,
+)
 
 
 def ran_before_failure(command: str, output: str) -> str | None:
     """The leading commands of ``command`` that ran and succeeded though the line failed, as a
     command line of their own, or None."""
+    if _NOTHING_RAN.search(output) is not None:
+        return None
     cmds = split_commands(command)
     ran: list[SimpleCommand] = []
     for cmd, after in pairwise(cmds):

@@ -3,7 +3,9 @@ the key ``feature:new_checkout`` ("delete the key you set"); ``DEL`` and ``UNLIN
 ``RENAME`` moves it. Read for what a command made beyond files (``entity_commands``).
 
 Only a command given on the line counts (not one piped in, nor ``--eval`` scripts), and only
-when what redis-cli printed is no error: it exits 0 on ``(error) WRONGTYPE …`` all the same."""
+when what redis-cli printed is no error: it exits 0 on ``(error) WRONGTYPE …`` all the same. A
+write made only if the key is new (``SETNX``, ``SET … NX``, ``RENAMENX``) answered 0 or nil did
+nothing."""
 
 from __future__ import annotations
 
@@ -34,6 +36,9 @@ _WRITES = frozenset(
 _MULTI_WRITES = frozenset({"mset", "msetnx"})  # key value key value …
 _DELETES = frozenset({"del", "unlink", "getdel"})  # every argument a key (getdel: one)
 _RENAMES = frozenset({"rename", "renamenx"})
+# commands that do nothing when the key exists (or, ``RENAMENX``, the new name does): a reply of
+# 0 or nil says so
+_ONLY_IF_NEW = frozenset({"setnx", "hsetnx", "msetnx", "renamenx"})
 _MAX_KEYS = 20  # per command
 _MAX_KEY_CHARS = 200
 
@@ -42,23 +47,39 @@ def redis_made(argv: Sequence[str], output: str, by: str) -> Iterator[Made]:
     """The keys ``argv`` (a redis-cli command line, its program first) set, deleted or renamed,
     given what it printed."""
     words = _command(argv)
-    if len(words) < 2 or _failed(output):
+    reply = _reply(output)
+    if len(words) < 2 or _failed(reply):
         return
-    verb, args = words[0].lower(), [w for w in words[1:] if len(w) <= _MAX_KEY_CHARS]
-    if not args:
-        return
+    verb, args = words[0].lower(), words[1:]
+    conditional = verb in _ONLY_IF_NEW or (
+        verb == "set" and any(a.lower() in ("nx", "xx") for a in args[2:])
+    )
+    if conditional and reply.split("\n", 1)[0].strip() in _NOTHING_DONE:
+        return  # SET lock 1 NX answered (nil): another holds the key, nothing was set
     if verb in _WRITES:
-        yield Made(KIND, args[0], "create", args[0], (), (), by)
+        keys, action = args[:1], "create"
     elif verb in _MULTI_WRITES:
-        for key in args[: 2 * _MAX_KEYS : 2]:
-            yield Made(KIND, key, "create", key, (), (), by)
+        keys, action = args[: 2 * _MAX_KEYS : 2], "create"
     elif verb in _DELETES:
-        for key in args[:_MAX_KEYS] if verb != "getdel" else args[:1]:
-            yield Made(KIND, key, "delete", key, (), (), by)
+        keys, action = args[:_MAX_KEYS] if verb != "getdel" else args[:1], "delete"
+    elif verb in ("expire", "persist"):
+        keys, action = args[:1], "modify"
     elif verb in _RENAMES and len(args) >= 2:
-        yield Made(KIND, args[1], "move", args[1], (), (), by, f"{KIND}:{args[0]}")
-    elif verb == "expire" or verb == "persist":
-        yield Made(KIND, args[0], "modify", args[0], (), (), by)
+        if _named(args[0]) and _named(args[1]):
+            yield Made(KIND, args[1], "move", args[1], (), (), by, f"{KIND}:{args[0]}")
+        return
+    else:
+        return
+    for key in keys:
+        if _named(key):  # one too long to be a name, or empty: not kept (nor the next in its place)
+            yield Made(KIND, key, action, key, (), (), by)
+
+
+_NOTHING_DONE = frozenset({"(nil)", "0", "(integer) 0", "nil", ""})
+
+
+def _named(key: str) -> bool:
+    return 0 < len(key) <= _MAX_KEY_CHARS
 
 
 def _command(argv: Sequence[str]) -> list[str]:
@@ -71,7 +92,23 @@ def _command(argv: Sequence[str]) -> list[str]:
     return list(argv[i:])
 
 
-def _failed(output: str) -> bool:
-    """Whether redis-cli printed an error (``(error) ERR …`` at a terminal, ``ERR …`` piped)."""
-    head = output.lstrip()[:200]
-    return head.startswith(("(error)", "ERR ", "WRONGTYPE", "NOAUTH", "Could not connect"))
+def _reply(output: str) -> str:
+    """What redis answered: the output past redis-cli's own warning about a password given on
+    the command line."""
+    head = output.lstrip()[:2_000]
+    if head.startswith("Warning:"):
+        head = head.split("\n", 1)[1].lstrip() if "\n" in head else ""
+    return head
+
+
+# the replies that are errors: ``(error) …`` at a terminal, the error's code when piped
+_ERRORS = (
+    "(error)", "ERR", "WRONGTYPE", "NOAUTH", "NOPERM", "READONLY", "MOVED", "ASK ", "OOM",
+    "MISCONF", "BUSY", "LOADING", "NOSCRIPT", "EXECABORT", "CROSSSLOT", "CLUSTERDOWN",
+    "TRYAGAIN", "MASTERDOWN", "NOREPLICAS", "Could not connect", "AUTH failed",
+)  # fmt: skip
+
+
+def _failed(reply: str) -> bool:
+    """Whether redis-cli printed an error."""
+    return reply.startswith(_ERRORS)

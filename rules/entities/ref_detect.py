@@ -338,9 +338,11 @@ def _mention(
         noun_first = "type" in m.re.groupindex and m.start("type") == m.start()
         ordinal = ordinal_before(lex, text, m.start(), noun_first)
     end = m.end()
-    if ordinal is None and kind_name in ("described", "object"):
+    plural = (slot_word(g, "type") or "").lower() in lex.words.get("plural_forms", {})
+    if ordinal is None and kind_name in ("described", "object") and not plural:
         # "the commit before the last one", "the folder you created before the last one" (its
-        # "before" read as a recency word by the match): a place among those made
+        # "before" read as a recency word by the match): a place among those made ("the
+        # folders you created before the last one" are several: not read)
         word = recent or ""
         opens = bool(word) and any(w.startswith(f"{word} ") for w in lex.words["ord_after"])
         at = end - len(word) if opens and text.endswith(word, 0, end) else end

@@ -161,6 +161,8 @@ def slots(spec: Mapping[str, Any], fold: bool) -> Slots:
         "kop": _inverse(spec.get("object_verbs") or {}),
         # a file's verbs, looked for around a mention ("cat that thing")
         "fop": dict.fromkeys(_words(spec.get("file_verbs") or ()), "file"),
+        # those of them that only read a file ("open the image": a picture, not a container's)
+        "fread": dict.fromkeys(_words(spec.get("file_read_verbs") or ()), "file"),
         # recency words that, of the kinds one is on at a time, name the one before the current
         # ("the previous branch"): not the newest made
         "prior": dict.fromkeys(_words(spec.get("prior") or ()), "prior"),

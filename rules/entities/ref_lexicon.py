@@ -167,7 +167,9 @@ def _compile_language(
         for word, meaning in words.pop(slot).items():
             words[named_as].setdefault(word, meaning)
     for slot in ref_grammar.TEST_SLOTS:  # read in tests only, their words are others'
-        words.pop(slot, None)
+        popped = words.pop(slot, None)
+        if slot == "plurals":  # kept apart, no slot: a plural head noun is said of several
+            words["plural_forms"] = popped or {}
     fragments = {str(k): str(v) for k, v in (spec.get("fragments") or {}).items()}
     builtin = builtin_strings("references")
 

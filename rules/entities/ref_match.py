@@ -102,11 +102,13 @@ def object_kinds(
         return lex.op_kinds if g.get("pron") else ()  # "delete it": a file; "delete the pod"
     if word and word in lex.words["fop"]:
         # "cat that thing": a file operation; "attach to the tmux session": its noun says what;
-        # "open the image": a noun of a file's kind too (a picture), the file's
+        # "open the image": a verb that only reads a file, on a noun of a file's kind too (a
+        # picture), the file's ("upload the image" may be a container image's push)
         said = (g.get("type") or "").strip().lower()
         noun = lex.words["type"].get(said)
         files = noun in (None, "any", "weak", "file", *lex.op_kinds)
-        return lex.op_kinds if files or said in lex.words["file_kind"] else ()
+        read = said in lex.words["file_kind"] and word in lex.words["fread"]
+        return lex.op_kinds if files or read else ()
     return ()
 
 
@@ -146,7 +148,8 @@ def ordinal_before(lex: Lexicon, text: str, start: int, noun_first: bool = False
 
 
 # what may follow a place said after the mention: its end, or a word that closes the request
-_ENDS = r"(?=\s*+(?:[.,;:!?)—–-]|$|too\b|as\s++well\b|also\b|and\b|then\b|please\b))"
+# (the references pack's `not_refs` leaves the same phrase alone, with the same ends)
+_ENDS = r"(?=[ \t]*+(?:[.,;:!?)\n—–]|\Z)|\s++(?:too|also|and|then|please|as\s++well)\b)"
 
 
 @functools.lru_cache(maxsize=32)
@@ -164,7 +167,7 @@ def ordinal_after(lex: Lexicon, text: str, end: int) -> tuple[str, int] | None:
     if not words:
         return None
     m = _ordinal_after_pattern(tuple(words)).match(text, end)
-    return (words[m["ord"]], m.end()) if m else None
+    return (words[" ".join(m["ord"].split())], m.end()) if m else None  # "before the  last"
 
 
 def needs_noun(

@@ -33,3 +33,17 @@ BUILD_ERROR = "src/App.tsx(12,7): error TS2322: Type 'string' is not assignable 
 )  # fmt: skip
 def test_the_leading_quiet_commands_ran(command: str, output: str, expected: str | None) -> None:
     assert ran_before_failure(command, output) == expected
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "bash: -c: line 1: unexpected EOF while looking for matching `\"'",
+        "bash: -c: line 1: syntax error near unexpected token `)'",
+        "Error response from daemon: container 4f2a is not running",
+        "OCI runtime exec failed: exec failed: unable to start container process",
+        "bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
+    ],
+)
+def test_nothing_is_read_when_no_command_of_the_line_ran(output: str) -> None:
+    assert ran_before_failure("mkdir -p data && python fetch.py", output) is None

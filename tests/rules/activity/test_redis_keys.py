@@ -49,3 +49,31 @@ def test_the_keys_a_command_line_set_deleted_or_renamed(
 )
 def test_a_command_redis_refused_made_nothing(output: str) -> None:
     assert _made("redis-cli SET feature:flag on", output) == []
+
+
+@pytest.mark.parametrize(
+    ("line", "output"),
+    [
+        ("redis-cli SET lock:deploy 1 NX", "(nil)"),
+        ("redis-cli SETNX lock:deploy 1", "(integer) 0"),
+        ("redis-cli RENAMENX tmp:import users:prod", "0"),
+        ("redis-cli SET cache:home 1", "READONLY You can't write against a read only replica."),
+        ("redis-cli SET cache:home 1", "MOVED 3999 127.0.0.1:6381"),
+        ("redis-cli -a pw SET cache:home 1",
+         "Warning: Using a password with '-a' or '-u' option on the command line interface may "
+         "not be safe.\nNOPERM this user has no permissions to run the 'set' command"),
+    ],
+)  # fmt: skip
+def test_a_write_redis_did_not_make_made_nothing(line: str, output: str) -> None:
+    assert _made(line, output) == []
+
+
+def test_a_write_after_the_password_warning_counts() -> None:
+    output = "Warning: Using a password with '-a' or '-u' option on the command line interface.\nOK"
+    assert _made("redis-cli -a pw SET cache:home 1", output) == [("create", "cache:home", "")]
+
+
+def test_a_key_too_long_or_empty_is_not_kept_nor_replaced_by_the_next_word() -> None:
+    assert _made(f"redis-cli SET {'k' * 210} 42") == []
+    assert list(redis_made(["redis-cli", "SET", "", "1"], "OK", "")) == []
+    assert _made(f"redis-cli DEL a {'k' * 210} b") == [("delete", "a", ""), ("delete", "b", "")]
