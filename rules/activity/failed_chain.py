@@ -7,7 +7,8 @@ What is read stops at the first command that is not one of those (its success is
 the output, so nor is whether what follows it ran), at one whose name an output line gives, at a
 command in a subshell or with a redirection, and at any operator but ``&&``. The chain's last
 command is never read: its failure may be the line's. Nothing is read when the output says no
-command ran: the shell could not parse the line, or what was to run it failed first."""
+command ran (the shell could not parse the line, or what was to run it failed first), nor when
+it is empty (stderr sent elsewhere: a failing mkdir's line would not show)."""
 
 from __future__ import annotations
 
@@ -33,8 +34,8 @@ _NOTHING_RAN = re.compile(
 def ran_before_failure(command: str, output: str) -> str | None:
     """The leading commands of ``command`` that ran and succeeded though the line failed, as a
     command line of their own, or None."""
-    if _NOTHING_RAN.search(output) is not None:
-        return None
+    if not _shown(output) or _NOTHING_RAN.search(output) is not None:
+        return None  # nothing shown (stderr sent elsewhere): a failing mkdir would say nothing
     cmds = split_commands(command)
     ran: list[SimpleCommand] = []
     for cmd, after in pairwise(cmds):
@@ -49,6 +50,20 @@ def ran_before_failure(command: str, output: str) -> str | None:
     if not ran:
         return None
     return " && ".join(" ".join(_quoted(w, c.literal) for w in c.argv) for c in ran)
+
+
+# a harness's own lines around the output: its exit code, its tags (OpenHands' footer,
+# mini-swe-agent's <returncode>, Claude Code's "Exit code 1", Codex's header)
+_FRAME = re.compile(
+    r"(?im)^[ \t]*+(?:\[?(?:command finished with )?exit(?: code| status)?\b[^\n]{0,60}"
+    r"|</?(?:returncode|output)>[^\n]{0,60}|process exited[^\n]{0,60}|output:[ \t]*+"
+    r"|wall time[^\n]{0,60})$"
+)
+
+
+def _shown(output: str) -> bool:
+    """Whether the output holds a line of the commands' own, past the harness's."""
+    return bool(_FRAME.sub("", output).strip())
 
 
 def _quoted(word: str, literal: frozenset[str]) -> str:

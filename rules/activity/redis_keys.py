@@ -47,15 +47,17 @@ def redis_made(argv: Sequence[str], output: str, by: str) -> Iterator[Made]:
     """The keys ``argv`` (a redis-cli command line, its program first) set, deleted or renamed,
     given what it printed."""
     words = _command(argv)
-    reply = _reply(output)
-    if len(words) < 2 or _failed(reply):
-        return
+    replies = [line.strip() for line in _reply(output).splitlines()]
+    if len(words) < 2 or any(_failed(line) for line in replies):
+        return  # an error anywhere in the line's output: which command's is not known
     verb, args = words[0].lower(), words[1:]
     conditional = verb in _ONLY_IF_NEW or (
         verb == "set" and any(a.lower() in ("nx", "xx") for a in args[2:])
     )
-    if conditional and reply.split("\n", 1)[0].strip() in _NOTHING_DONE:
-        return  # SET lock 1 NX answered (nil): another holds the key, nothing was set
+    if conditional and (
+        not replies or any(r in _NOTHING_DONE for r in replies) or _DONE.isdisjoint(replies)
+    ):
+        return  # SET lock 1 NX answered (nil) (in any line: whose is not known): nothing set
     if verb in _WRITES:
         keys, action = args[:1], "create"
     elif verb in _MULTI_WRITES:
@@ -75,7 +77,8 @@ def redis_made(argv: Sequence[str], output: str, by: str) -> Iterator[Made]:
             yield Made(KIND, key, action, key, (), (), by)
 
 
-_NOTHING_DONE = frozenset({"(nil)", "0", "(integer) 0", "nil", ""})
+_NOTHING_DONE = frozenset({"(nil)", "0", "(integer) 0", "nil"})
+_DONE = frozenset({"OK", "1", "(integer) 1"})  # what a conditional write that did answers
 
 
 def _named(key: str) -> bool:

@@ -242,7 +242,9 @@ def _related_mention(
     start: int,
 ) -> Mention:
     hint, named = name_hint(g.get("mod"))
-    anchor = Anchor(m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency)
+    anchor = Anchor(
+        m.type, m.action, m.actions, m.entity_actions, m.actor, m.recency, ordinal=m.ordinal
+    )
     extensions, paths = file_kind(lex, g.get("type"))
     return Mention(
         text=original[start : m.start + len(m.text)].strip(),
@@ -339,10 +341,11 @@ def _mention(
         ordinal = ordinal_before(lex, text, m.start(), noun_first)
     end = m.end()
     plural = (slot_word(g, "type") or "").lower() in lex.words.get("plural_forms", {})
-    if ordinal is None and kind_name in ("described", "object") and not plural:
+    if ordinal is None and kind_name in ("described", "object", "action_only") and not plural:
         # "the commit before the last one", "the folder you created before the last one" (its
-        # "before" read as a recency word by the match): a place among those made ("the
-        # folders you created before the last one" are several: not read)
+        # "before" read as a recency word by the match), "the one you made before the last
+        # one": a place among those made ("the folders you created before the last one" are
+        # several: not read)
         word = recent or ""
         opens = bool(word) and any(w.startswith(f"{word} ") for w in lex.words["ord_after"])
         at = end - len(word) if opens and text.endswith(word, 0, end) else end

@@ -29,6 +29,8 @@ class Anchor:
     # its noun names a project ("さっき作ったプロジェクトのフォルダ", "你建的项目的文件夹"): the
     # project's folder is the project itself, not a folder inside it
     project: bool = False
+    # its place among those made ("the file in the folder you created before the last one": -2)
+    ordinal: int | None = None
 
 
 def slot_word(groups: Mapping[str, str | None], slot: str) -> str | None:
@@ -108,6 +110,12 @@ def object_kinds(
         noun = lex.words["type"].get(said)
         files = noun in (None, "any", "weak", "file", *lex.op_kinds)
         read = said in lex.words["file_kind"] and word in lex.words["fread"]
+        if read and not g.get("kop") and lex.object_before is not None:
+            # the verb before the mention, not a word after it ("… built less than a minute
+            # ago": no reading verb)
+            start = span[0]
+            found = lex.object_before.search(text[max(0, start - OBJECT_WINDOW) : start])
+            read = found is not None and found.group("kop") == word
         return lex.op_kinds if files or read else ()
     return ()
 

@@ -92,7 +92,14 @@ _INSIDE = re.compile(r"中|内|里|裡|안|속|下|\b(?:in|inside|within|under|i
 def _by_relation(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
     """(related heads newest first, the others that fit as well) through the newest anchor
     that has related heads."""
-    anchors = candidates(_anchor_mention(mention), events)
+    spec = _anchor_mention(mention)
+    place = mention.anchor.ordinal if mention.anchor is not None else None
+    # "the file in the folder you created before the last one": that folder, or none
+    anchors = (
+        _by_position(dataclasses.replace(spec, ordinal=place), events)
+        if place is not None
+        else candidates(spec, events)
+    )
     # "プロジェクトのフォルダ": the project's folder is itself (not "プロジェクトの中のフォルダ")
     project = mention.anchor is not None and mention.anchor.project and mention.type == "folder"
     plain = mention.edge is None and mention.ordinal is None and not _INSIDE.search(mention.text)

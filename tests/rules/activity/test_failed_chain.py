@@ -15,7 +15,10 @@ BUILD_ERROR = "src/App.tsx(12,7): error TS2322: Type 'string' is not assignable 
         ("mkdir dist && npm run build", BUILD_ERROR, "mkdir dist"),
         ("cd web && mkdir -p out/{a,b} && make", "make: *** [all] Error 2",
          "cd web && mkdir -p out/{a,b}"),
-        ("mkdir 'my dir' && touch 'my dir/x' && false", "", "mkdir 'my dir' && touch 'my dir/x'"),
+        ("mkdir 'my dir' && touch 'my dir/x' && make", "make: *** No targets.  Stop.",
+         "mkdir 'my dir' && touch 'my dir/x'"),
+        # nothing shown (stderr sent elsewhere): a failing mkdir would not show either
+        ("mkdir dist && npm run build", "", None),
         ("mkdir -p 'src/{a,b}' && pytest", "1 failed", "mkdir -p 'src/{a,b}'"),  # quoted braces
         # stops at a command whose success the output does not show, and what follows it
         ("npm run build && mkdir -p release", BUILD_ERROR, None),
