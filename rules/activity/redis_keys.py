@@ -18,9 +18,9 @@ KIND = "redis_key"
 _VALUED = frozenset(
     {
         "-h", "-p", "-s", "-a", "-u", "-n", "-r", "-i", "-d", "-D", "-t", "--user", "--pass",
-        "--askpass", "--cacert", "--cacertdir", "--cert", "--key", "--tls-ciphers",
-        "--tls-ciphersuites", "--sni", "--pattern", "--count", "--quoted-pattern", "--eval",
-        "--memkeys-samples", "--hotkeys", "--functions-rdb", "--rdb", "--replica", "--pipe-timeout",
+        "--cacert", "--cacertdir", "--cert", "--key", "--tls-ciphers", "--tls-ciphersuites",
+        "--sni", "--pattern", "--count", "--quoted-pattern", "--eval", "--memkeys-samples",
+        "--functions-rdb", "--rdb", "--pipe-timeout",
     }
 )  # fmt: skip
 # a command that writes its first argument, a key (made when it did not exist, changed when it

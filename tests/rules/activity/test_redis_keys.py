@@ -19,6 +19,8 @@ def _made(line: str, output: str = "OK") -> list[tuple[str, str, str]]:
          [("create", "session:debug", "")]),
         ("redis-cli --user app --pass pw HSET user:7 name ada", [("create", "user:7", "")]),
         ("redis-cli --tls -c LPUSH jobs:pending 1", [("create", "jobs:pending", "")]),
+        # options that take no value (--askpass asks on the terminal)
+        ("redis-cli --askpass SET cache:home 1", [("create", "cache:home", "")]),
         ("redis-cli MSET a 1 b 2", [("create", "a", ""), ("create", "b", "")]),
         ("redis-cli DEL a b", [("delete", "a", ""), ("delete", "b", "")]),
         ("redis-cli UNLINK cache:home", [("delete", "cache:home", "")]),
