@@ -18,7 +18,14 @@ from rules.activity.command_words import (
     positionals,
 )
 from rules.activity.cron_entries import cron_jobs
-from rules.activity.entity_pack import MAX_BY_CHARS, REDIS_CLI, CommandRule, EntityPack, Made
+from rules.activity.entity_pack import (
+    MAX_BY_CHARS,
+    MAX_SCAN,
+    REDIS_CLI,
+    CommandRule,
+    EntityPack,
+    Made,
+)
 from rules.activity.entity_results import singular
 from rules.activity.exec_inside import inside
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
@@ -27,11 +34,13 @@ from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
 from rules.activity.shell_words import without_prefixes
+from rules.activity.sql_statements import (
+    Statement,
+    script_made,
+    script_statements,
+    sql_made,
+)
 from rules.redact import redacted_prefix
-
-MAX_SCAN = 50_000  # characters of a command line or output read for patterns
-MAX_STATEMENTS = 20  # per script or command
-Statement = tuple[str, str, str]  # (kind, action, id)
 
 
 @dataclass
@@ -169,92 +178,6 @@ def program_of(command: str, pack: EntityPack, verbs: Verbs) -> str:
     return argv[0] if argv else ""
 
 
-def script_statements(pack: EntityPack, text: str) -> list[Statement]:
-    """The statements of a script's content that make, change or end tables and databases."""
-    return [(k, a, i) for k, a, i, _ in _statements(pack, text) if k != "row"]
-
-
-# An SQL comment ("-- create role later"): two dashes and a blank opening a line, a quoted
-# statement or what follows a `;` (not a shell's `--` ending a command's options, after a blank:
-# `git checkout -- schema.sql && psql -c "CREATE TABLE …"`; an option, `--file`, has no blank)
-_SQL_COMMENT = re.compile(r"""(?:^|(?<=[;"']))[ \t]*+--[ \t][^\n]*+""", re.MULTILINE)
-
-
-def _statements(pack: EntityPack, text: str) -> list[tuple[str, str, str, Mapping[str, str]]]:
-    """(kind, action, id, groups) of the SQL statements in ``text``, in order (its comments
-    read as nothing)."""
-    found = []
-    text = text[:MAX_SCAN]
-    if "-- " in text or "--\t" in text:
-        text = _SQL_COMMENT.sub("", text)
-    for rule in pack.statements:
-        for m in rule.regex.finditer(text):
-            g = {k: v for k, v in m.groupdict().items() if v}
-            if not rule.spec.get("keep_case"):  # SQL folds unquoted names; MongoDB does not
-                g = {k: v.lower() if k in ("id", "table", "from") else v for k, v in g.items()}
-            ident = g.get("id") or ("" if rule.spec.get("returning") else None)
-            if ident is None:
-                continue
-            found.append((m.start(), rule.kind, rule.action, ident, g))
-    found.sort(key=lambda x: x[0])
-    return [(k, a, i, g) for _, k, a, i, g in found[:MAX_STATEMENTS]]
-
-
-def _rows(pack: EntityPack, table: str, output: str, by: str) -> Iterator[Made]:
-    """The row an insert made, when the output shows its id (``RETURNING id``)."""
-    m = pack.returned_id.search(output[:MAX_SCAN])
-    if m:
-        ident = m.group("id")
-        yield Made("row", f"{table}#{ident}", "create", ident, (("table", table), ("id", ident)),
-                   (("in", f"table:{table}"),), by)  # fmt: skip
-
-
-# a line a SQL client printed for a statement that failed (psql's `ERROR:  relation "orders"
-# already exists`, sqlite3's `Parse error near line 1: …`, mysql's `ERROR 1050 (42S01) …`); psql
-# without ON_ERROR_STOP exits 0 all the same; MongoDB's shells: `MongoServerError: Collection
-# already exists. NS: crm.leads`, the legacy shell's `{ "ok" : 0, "errmsg" : "…" }` (exit 0), a
-# caught error printed (`Collection crm.leads already exists.`)
-_SQL_ERROR = re.compile(
-    r"^[ \t]{0,8}(?:ERROR|Error|Parse error|FATAL)\b[^\n]{0,500}"
-    r"|\b(?:MongoServerError|MongoError|errmsg)\b[^\n]{0,500}"
-    r"|^[^\n]{0,300}?\balready[ \t]{1,3}exists\b[^\n]{0,200}",
-    re.MULTILINE,
-)
-_MAX_SQL_ERRORS = 50
-
-
-def _refused(ident: str, errors: list[str]) -> bool:
-    """Whether an error line names ``ident`` as a whole word (`"orders"`, `'orders'`, orders)."""
-    name = ident.lower()
-    for line in errors:
-        at = line.find(name)
-        while at >= 0:
-            before = line[at - 1] if at else " "
-            after = line[at + len(name)] if at + len(name) < len(line) else " "
-            if not (before.isalnum() or before == "_") and not (after.isalnum() or after == "_"):
-                return True
-            at = line.find(name, at + 1)
-    return False
-
-
-def _sql(pack: EntityPack, text: str, output: str, by: str, source: str | None) -> Iterator[Made]:
-    rel = (("created_by", source),) if source else ()
-    errors = [m.group(0).lower() for m in _SQL_ERROR.finditer(output[:MAX_SCAN])]
-    for kind, action, ident, g in _statements(pack, text):
-        if errors and _refused(ident, errors[:_MAX_SQL_ERRORS]):
-            continue  # its statement failed: made nothing, ended nothing
-        if kind == "row" and action == "create":
-            yield from _rows(pack, str(g.get("table", "")), output, by)
-        elif kind == "row":
-            table = str(g.get("table", ""))
-            yield Made("row", f"{table}#{ident}", action, ident, (("table", table),), (), by)
-        elif action == "move":  # ALTER TABLE x RENAME TO y
-            was = f"{kind}:{g.get('from', '')}"
-            yield Made(kind, ident, action, ident, (), (), by, was)
-        else:
-            yield Made(kind, ident, action, ident, (), rel if action == "create" else (), by)
-
-
 def _servers(
     pack: EntityPack, output: str, command: str, background: bool, jobs: list[str]
 ) -> Iterator[Made]:
@@ -359,10 +282,10 @@ def command_entities(
         ran += [resolve_path(t, here) for op, t in cmd.redirects if op == "<"]
         for path in ran:
             if path in scripts:
-                facts.made.extend(_script_made(scripts[path], path, clip(" ".join(argv))))
+                facts.made.extend(script_made(scripts[path], path, clip(" ".join(argv))))
     by = clip(command)
     if any(p in pack.sql_clients for p in programs):
-        facts.made.extend(_sql(pack, command, output, by, None))
+        facts.made.extend(sql_made(pack, command, output, by, None))
     elif written:
         found = script_statements(pack, command)
         if found:
@@ -398,10 +321,3 @@ def command_entities(
     elif head is not None and switched_elsewhere(output[:MAX_SCAN]):
         facts.head = None  # ``gh pr checkout 42``: checked out, by no git command
     return facts
-
-
-def _script_made(statements: Sequence[Statement], path: str, by: str) -> Iterator[Made]:
-    """The tables a script made when it ran: created by that script."""
-    for kind, action, ident in statements:
-        rel = (("created_by", path),) if action == "create" else ()
-        yield Made(kind, ident, action, ident, (), rel, by)

@@ -29,6 +29,7 @@ _PREFIX_OPTIONS = re.compile(r"\b(?:sudo|doas|env|nice|time|exec|stdbuf)[ \t]++-
 
 
 REDIS_CLI = "redis-cli"  # its keys are read by ``redis_keys``
+MAX_SCAN = 50_000  # characters of a command line or output read for patterns
 
 
 @dataclass(frozen=True)

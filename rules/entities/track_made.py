@@ -15,15 +15,8 @@ from typing import Any
 
 from rules.activity.agent_tools import output_header
 from rules.activity.background_jobs import has_ended, named_job, started_job, stopped
-from rules.activity.entity_commands import (
-    MAX_SCAN,
-    Statement,
-    clip,
-    command_entities,
-    program_of,
-    script_statements,
-)
-from rules.activity.entity_pack import EntityPack, Made
+from rules.activity.entity_commands import clip, command_entities, program_of
+from rules.activity.entity_pack import MAX_SCAN, EntityPack, Made
 from rules.activity.entity_results import result_entities
 from rules.activity.file_tools import ToolPack, shell_command
 from rules.activity.git_head import Head, stored_head
@@ -32,6 +25,7 @@ from rules.activity.rule_words import RESET_ID
 from rules.activity.shell_json import api_request, printed_json
 from rules.activity.shell_lex import split_commands
 from rules.activity.shell_parse import Effect, Verbs
+from rules.activity.sql_statements import Statement, script_statements
 from rules.activity.storable import MAX_PATH_CHARS
 from rules.entities.kill_patterns import pattern_regex
 from rules.entities.unknown_made import TRIED
