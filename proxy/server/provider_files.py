@@ -28,8 +28,9 @@ places each protocol lets a request name a file:
 Search stores (a Responses ``file_search`` tool's ``vector_store_ids``, a Gemini ``fileSearch``
 tool's stores, a ``retrieval`` tool's source) are made by calls the proxy does not relay, so none
 can be the principal's own (``stores``). A Responses
-``item_reference`` names a stored response's item, and so does a ``reasoning`` item given by its
-``id`` without its ``encrypted_content`` (the provider reads the rest from its store): both are
+``item_reference`` names a stored response's item, and so does an item given by its ``id`` with no
+``type`` (the SDKs' ``ItemReference`` has its ``type`` optional), and a ``reasoning`` item given by
+its ``id`` without its ``encrypted_content`` (the provider reads the rest from its store): all are
 ``named_items``. A chat assistant message's ``audio.id`` names an earlier audio answer the
 provider keeps (``named_audio``). A tool's own arguments
 (Anthropic's ``input``, Gemini's ``args``) are the client's schema, never a provider reference."""
@@ -49,7 +50,7 @@ _MARKS = (
     b'"retrieval"', b"\\u", b"gs:", b"GS:", b"Gs:", b"gS:", b"files/", b"FILES/",
     b"generativelanguage", b"GENERATIVELANGUAGE",
 )  # fmt: skip
-_ITEM_MARKS = (b"item_reference", b"reasoning", b"\\u")
+_ITEM_MARKS = (b"item_reference", b"reasoning", b'"id"', b"\\u")  # "id": an item with no type
 _AUDIO_MARKS = (b'"audio"', b"\\u")
 
 
@@ -90,17 +91,23 @@ def may_name_audio(marks: frozenset[bytes] | None) -> bool:
 
 
 def named_items(body: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(param, id) of each stored item a Responses ``body`` names: an ``item_reference``, a
-    ``reasoning`` item with an id and no ``encrypted_content`` (an id that is not a string is
-    the provider's to refuse). With ``store: false`` no answer's items were kept, the client's
-    own included, so a reasoning item counts only when its id is all it holds: one carrying its
-    text (a vLLM server's, in ``content``) is the client's own."""
+    """(param, id) of each stored item a Responses ``body`` names: an ``item_reference``, an
+    item with an id and no ``type`` (``null`` alike: an item reference to the provider, whose
+    ``type`` is optional), a ``reasoning`` item with an id and no ``encrypted_content`` (an id
+    that is not a string is the provider's to refuse). With ``store: false`` no answer's items
+    were kept, the client's own included, so a reasoning or untyped item counts only when its id
+    is all it holds: one carrying its text (a vLLM server's, in ``content``) is the client's
+    own."""
     stored = body.get("store") is not False
     for i, item in _items(body.get("input")):
         kind = item.get("type")
         if not isinstance(item.get("id"), str):
             continue
-        if kind == "item_reference" or (kind == "reasoning" and _looked_up(item, stored)):
+        if (
+            kind == "item_reference"
+            or (kind is None and (stored or not item.get("content")))
+            or (kind == "reasoning" and _looked_up(item, stored))
+        ):
             yield f"input[{i}].id", item["id"]
 
 

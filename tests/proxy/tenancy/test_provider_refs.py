@@ -326,6 +326,20 @@ async def test_a_stored_item_is_referenced_by_its_principal_alone(tmp_path: Path
         r = await client.post("/v1/responses", json=referring("msg_never"), headers=ALICE)
         assert_refused(r, "input[0].id", "not found for this client")
         assert len(edge.seen) == 4
+        # an item with no type (or a null one) is an item reference to the provider too
+        for untyped in ({"id": "msg_alice_whole"}, {"type": None, "id": "msg_alice_whole"},
+                        {"id": "msg_alice_whole", "role": "user", "content": "x"}):  # fmt: skip
+            body = {"model": "gpt-5", "input": [untyped, {"role": "user", "content": "go"}]}
+            r = await client.post("/v1/responses", json=body, headers=BOB)
+            assert_refused(r, "input[0].id", "Item with id 'msg_alice_whole' not found")
+            r = await client.post("/v1/responses", json=body, headers=ALICE)
+            assert r.status_code == 200, r.text
+        assert len(edge.seen) == 7
+        # with store false nothing was kept: an untyped item carrying its content is its own
+        own = {"model": "gpt-5", "store": False,
+               "input": [{"id": "msg_mine", "role": "user", "content": "x"}]}  # fmt: skip
+        r = await client.post("/v1/responses", json=own, headers=BOB)
+        assert r.status_code == 200, r.text
     # with the client's own key the provider keeps each key's items apart
     async with in_process(settings(edge, shared=False), str(tmp_path / "db2")) as client:
         own = {"authorization": "Bearer sk-own-key-0000000001"}
