@@ -12,7 +12,7 @@ from proxy.protocols.body import echo, validate_model
 ANTHROPIC_ROLES = frozenset({"user", "assistant", "system"})
 
 
-def _blocks(value: Any, where: str) -> None:
+def _blocks(value: Any, where: str, nested: bool = False) -> None:
     if isinstance(value, str):
         return
     if not isinstance(value, list):
@@ -24,9 +24,12 @@ def _blocks(value: Any, where: str) -> None:
             )
         if block["type"] == "text" and not isinstance(block.get("text"), str):
             raise BadRequest(f"'{where}[{j}].text' must be a string.", param=f"{where}[{j}].text")
+        # a tool result's own blocks are read as a message's are (one level: none nests deeper)
+        if block["type"] == "tool_result" and not nested and block.get("content") is not None:
+            _blocks(block["content"], f"{where}[{j}].content", nested=True)
 
 
-def _valid_blocks(value: Any) -> bool:
+def _valid_blocks(value: Any, nested: bool = False) -> bool:
     """What ``_blocks`` checks, without naming where (run on every message of every request;
     ``_blocks`` runs only to word the error)."""
     if isinstance(value, str):
@@ -39,6 +42,10 @@ def _valid_blocks(value: Any) -> bool:
         kind = block.get("type")
         if not isinstance(kind, str) or (kind == "text" and not isinstance(block.get("text"), str)):
             return False
+        if kind == "tool_result" and not nested:
+            inner = block.get("content")
+            if inner is not None and not _valid_blocks(inner, nested=True):
+                return False
     return True
 
 

@@ -149,3 +149,24 @@ def test_an_empty_messages_array_is_a_400_in_anthropics_shape(proxy: FuzzProxy) 
         assert answer["error"]["type"] == "invalid_request_error"
         assert "at least one message" in answer["error"]["message"]
         assert forwarded is None
+
+
+@pytest.mark.parametrize("kind", [{}, [], 5, None])
+def test_a_tool_results_block_of_no_string_type_is_a_400(proxy: FuzzProxy, kind: object) -> None:
+    """A block inside a tool result is read as a message's own blocks are: one whose ``type``
+    is not a string (an orphan result's, kept as the user's text, met a set of names) is
+    refused in Anthropic's shape, naming it, and nothing is forwarded."""
+    block = {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": kind, "text": "a"}]}
+    body = {"model": "claude-x", "max_tokens": 10,
+            "messages": [{"role": "user", "content": [block]}]}  # fmt: skip
+    status, answer, forwarded = _post(proxy, "/v1/messages", body)
+    assert status == 400, answer
+    assert answer["error"]["type"] == "invalid_request_error"
+    assert "messages[0].content[0].content[0]" in answer["error"]["message"]
+    assert forwarded is None
+    # a null content, or none, is the provider's to judge, as before
+    for content in ({"content": None}, {}):
+        ok = {"type": "tool_result", "tool_use_id": "t1", **content}
+        status, answer, _ = _post(proxy, "/v1/messages", {**body, "messages": [
+            {"role": "user", "content": [ok]}]})  # fmt: skip
+        assert status == 200, answer
