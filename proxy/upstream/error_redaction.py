@@ -15,10 +15,11 @@ go, with any run of text sharing 8 characters with one of them, or masked like o
 own words quoted back are never redacted for a likeness to a secret (that told it which of its
 guesses were one, a character a request).
 
-A success answer is never parsed or changed: a whole one is relayed as it came; in a stream each
-chunk is searched for the bytes ``error`` and, only where they occur, that event is held back until
-its head tells whether it is an error event (almost always within the same chunk), then relayed
-as it came unless it is one."""
+A success answer is never parsed or changed: a whole one is relayed as it came (but a whole event
+stream, an upstream's answer to a request that asked for none, has its error events redacted as a
+stream's are); in a stream each chunk is searched for the bytes ``error`` and, only where they
+occur, that event is held back until its head tells whether it is an error event (almost always
+within the same chunk), then relayed as it came unless it is one."""
 
 from __future__ import annotations
 
@@ -203,6 +204,8 @@ class ErrorRedactor:
         self.headers(response.headers)
         if response.status >= 400 and response.body is not None:
             response.body = self._error_body(response.body, response.headers)
+        elif response.body is not None:
+            response.body = self._success_body(response.body, response.headers)
         if response.chunks is not None and response.json_array:
             response.chunks = self.elements(response.chunks)
         elif response.chunks is not None and not response.extra.get("passthrough"):
@@ -301,6 +304,17 @@ class ErrorRedactor:
                 return _UNREADABLE
             body = plain
         return self.body(body)
+
+    def _success_body(self, body: bytes, headers: dict[str, str]) -> bytes:
+        """A whole success answer that is an event stream (an upstream answering a request that
+        asked for none with one): its error events redacted as a relayed stream's are. Any other
+        is relayed as it came."""
+        if headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
+            return body  # not read (the transport decodes what it can)
+        if "text/event-stream" not in headers.get("content-type", ""):
+            return body
+        scan = EventScanner(self)  # a glance at a body holding no "error"
+        return scan.feed(body) + scan.finish()
 
     def _text_bytes(self, data: bytes, shown: int = _SHOWN_CHARS) -> bytes:
         # surrogateescape: bytes that are not UTF-8 (a chunk cut inside a character) go back as

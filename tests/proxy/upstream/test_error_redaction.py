@@ -10,6 +10,7 @@ the key it received."""
 
 from __future__ import annotations
 
+import gc
 import gzip
 import os
 import random
@@ -260,9 +261,14 @@ def test_an_error_event_of_many_members_is_read_for_its_error_only(members: list
     (half a second an event); the error's type and message are what a client is shown."""
     data = orjson.dumps({"type": "error", "error": {"type": "api_error", "message": "m",
                                                     "detail": members}})  # fmt: skip
-    began = time.process_time()
-    out = REDACTOR.event(b"event: error\ndata: " + data, whole=True)
-    assert time.process_time() - began < 0.1
+    gc.disable()  # the collector's full pass over the test process's heap is not the event's
+    try:
+        began = time.process_time()
+        out = REDACTOR.event(b"event: error\ndata: " + data, whole=True)
+        spent = time.process_time() - began
+    finally:
+        gc.enable()
+    assert spent < 0.1
     shown = orjson.loads(out.split(b"data: ", 1)[1])
     assert shown == {"type": "error", "error": {"type": "api_error", "message": "m"}}
 
@@ -641,3 +647,22 @@ def test_a_read_of_many_events_holding_error_is_scanned_in_linear_time(blank: by
 
     small, large = seconds(1_600), seconds(12_800)  # 8 times as many
     assert large < 3.0 and large < 24 * max(small, 1e-4), (small, large)
+
+
+@pytest.mark.parametrize("endpoint", ENDPOINTS)
+async def test_a_stream_answering_a_request_for_none_has_its_error_event_redacted(
+    tmp_path: Path, edge: EdgeUpstream, keys: None, endpoint: str
+) -> None:
+    """An upstream that answers a request asking for no stream with an event stream, whole:
+    relayed as it came (the proxy reads it whole) but for its error event, redacted as a relayed
+    stream's is (on chat the server's key quoted there went to the client as it came)."""
+    path, body, _, key = ENDPOINTS[endpoint]
+    answer, error = stream_events(endpoint, key)
+    edge.reply = sse_reply([*answer, error])
+    async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
+        r = await c.post(path, json={**body, "stream": False}, headers=CLIENT)
+    assert r.status_code == 200
+    relayed = b"".join(answer)
+    assert r.content.startswith(relayed)
+    assert REDACTED.encode() in r.content[len(relayed) :]
+    assert_no_key(r.content[len(relayed) :].decode(), key)
