@@ -26,6 +26,7 @@ from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, read_body, send_json
 from proxy.server.body_work import mended_body
 from proxy.server.count_media import media_correction
+from proxy.server.disconnect_watch import gone_on_disconnect
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.relay_log import RelayLog, answered_logged, send_answer
@@ -97,16 +98,17 @@ class CountTokens:
                 query = scope.get("query_string", b"").decode()
                 call = Call(self.s, upstream, headers, query, model=str(body["model"]))
                 await logged.forwarding(upstream.name)
-                response = await anthropic.messages(
-                    self.s.upstream, upstream, sent, headers, call.query,
-                    call.key(),
-                    path="/v1/messages/count_tokens",
-                )  # fmt: skip
-                logged.answered()
-                content = response.body or b""
-                if response.status >= 400:
-                    content = reshaped_as_anthropic(response.status, content)
-                await send_answer(send, response.status, response.headers, content, logged)
+                async with gone_on_disconnect(receive, scope):
+                    response = await anthropic.messages(
+                        self.s.upstream, upstream, sent, headers, call.query,
+                        call.key(),
+                        path="/v1/messages/count_tokens",
+                    )  # fmt: skip
+                    logged.answered()
+                    content = response.body or b""
+                    if response.status >= 400:
+                        content = reshaped_as_anthropic(response.status, content)
+                    await send_answer(send, response.status, response.headers, content, logged)
                 return
             heavy = offload.heavy(len(raw), items_of(body))
             count = await offload.maybe(heavy, self._count, forwarded)

@@ -5,10 +5,13 @@ task reading the ASGI ``receive`` channel (any other server: tests, an embedding
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.types import Receive, Scope
+
+from proxy.errors import ClientGone
 
 # The scope's extension under which ``ctxproxy serve``'s protocol offers the signal (ASGI
 # extensions are dicts: ``{"signal": DisconnectSignal}``).
@@ -106,3 +109,18 @@ class DisconnectWatch:
         self.fired = True
         if self._owner is not None:
             self._owner.cancel()
+
+
+@contextlib.asynccontextmanager
+async def gone_on_disconnect(receive: Receive, scope: Scope) -> AsyncIterator[None]:
+    """A relayed call's wait upstream and its answer, given up when the client goes away: the
+    upstream call is abandoned (its connection closed), and ``ClientGone`` (499) raised for the
+    request's row. Entered once the body is read (without the server's signal, a task reads
+    ``receive``, which the body's reader must not share)."""
+    async with DisconnectWatch(receive, disconnect_signal(scope)) as watch:
+        try:
+            yield
+        except asyncio.CancelledError:
+            if watch.ours():
+                raise ClientGone("Client disconnected.") from None
+            raise

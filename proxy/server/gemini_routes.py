@@ -27,6 +27,7 @@ from proxy.rewrite.preview import forwarded_body
 from proxy.server.asgi_send import header_dict, read_body, send_json
 from proxy.server.body_work import mended_body
 from proxy.server.count_media import gemini_media_correction
+from proxy.server.disconnect_watch import gone_on_disconnect
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.relay_log import RelayLog, answered_logged, send_answer
@@ -126,10 +127,11 @@ class GeminiCountTokens:
                     else orjson.dumps(forwarded)
                 )
                 await logged.forwarding(upstream.name)
-                response = await GEMINI_WIRE.forward(call, forwarded, sent)
-                logged.answered()
-                content = response.body or b""
-                await send_answer(send, response.status, response.headers, content, logged)
+                async with gone_on_disconnect(receive, scope):
+                    response = await GEMINI_WIRE.forward(call, forwarded, sent)
+                    logged.answered()
+                    content = response.body or b""
+                    await send_answer(send, response.status, response.headers, content, logged)
                 return
             heavy = offload.heavy(len(raw), items_of(body))
             count = await offload.maybe(heavy, self._count, forwarded, model)

@@ -28,6 +28,7 @@ from proxy.protocols.body_limits import check_containers
 from proxy.protocols.errors import reshaped_as_openai
 from proxy.rewrite.offload import enter_lane
 from proxy.server.asgi_send import header_dict, raw_headers, read_body
+from proxy.server.disconnect_watch import gone_on_disconnect
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.relay_log import RelayLog, UsageTail, answered_logged
 from proxy.server.wire import Call
@@ -101,23 +102,21 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
             await logged.forwarding(upstream.name)
             # a success answer streams through (an embeddings batch's can be tens of MB; no rule
             # reads it): held a piece at a time, never whole
-            response = await services.upstream.post(
-                upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
-            )
-            logged.answered()
-            services.principals.answered(principal, response.status, upstream, scope.get("client"))
-            if response.chunks is not None:
-                usage, broke = await _relay_pieces(send, response, path, logged.headers())
+            content: bytes | None = None
+            async with gone_on_disconnect(receive, scope):
+                response = await services.upstream.post(
+                    upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
+                )
+                logged.answered()
+                client = scope.get("client")
+                services.principals.answered(principal, response.status, upstream, client)
+                if response.chunks is not None:
+                    usage, broke = await _relay_pieces(send, response, path, logged.headers())
+                else:
+                    content = await _send_whole(send, response, logged.headers())
+            if content is None:
                 await logged.finish(response.status, broke, usage)
                 return
-            content, relayed = response.body or b"", response.headers
-            if response.status >= 400:  # an HTML page or plain text from a gateway: OpenAI's shape
-                shaped = reshaped_as_openai(response.status, content)
-                if shaped is not content:
-                    content, relayed = shaped, {**relayed, "content-type": "application/json"}
-            head = raw_headers({**relayed, **logged.headers()}, len(content))
-            await send({"type": "http.response.start", "status": response.status, "headers": head})
-            await send({"type": "http.response.body", "body": content})
             failed = response.status >= 400
             await logged.finish(
                 response.status,
@@ -127,6 +126,20 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
         finally:
             if ticket is not None:
                 services.in_flight.leave(ticket)
+
+
+async def _send_whole(send: Send, response: UpstreamResponse, extra: dict[str, str]) -> bytes:
+    """A whole answer sent (an error in OpenAI's shape: a gateway's HTML page or plain text is
+    reshaped); what was sent."""
+    content, relayed = response.body or b"", response.headers
+    if response.status >= 400:
+        shaped = reshaped_as_openai(response.status, content)
+        if shaped is not content:
+            content, relayed = shaped, {**relayed, "content-type": "application/json"}
+    head = raw_headers({**relayed, **extra}, len(content))
+    await send({"type": "http.response.start", "status": response.status, "headers": head})
+    await send({"type": "http.response.body", "body": content})
+    return content
 
 
 def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:

@@ -5,6 +5,8 @@ Each is logged as a model request is: its row, the JSON log line and ``/metrics`
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -357,3 +359,58 @@ def test_an_answer_broken_off_is_logged_as_such(proxy, edge: EdgeUpstream, tmp_p
             answer.read()
     row = completed_row(tmp_path / "proxy0.db", request_id)
     assert row["status"] == 200 and row["error_type"] is not None
+
+
+# the relayed calls that are no model request: each path and a body it takes
+RELAYED = {
+    "/v1/embeddings": {"model": "m", "input": "x"},
+    "/v1/moderations": {"model": "m", "input": "x"},
+    "/v1/messages/count_tokens": {"model": "claude-x", "messages": [{"role": "user",
+                                                                     "content": "hi"}]},
+    "/v1beta/models/gemini-x:countTokens": {"contents": [{"role": "user",
+                                                          "parts": [{"text": "hi"}]}]},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("served", ["thread", "cli"])
+@pytest.mark.parametrize("path", RELAYED)
+def test_a_client_gone_while_the_upstream_is_slow_is_let_go_at_once(
+    tmp_path: Path, edge: EdgeUpstream, path: str, served: str
+) -> None:
+    """A relayed call whose client hangs up while the upstream has not answered is abandoned
+    then (its row 499, its slot in flight given back), not held until the upstream answers: a
+    tenant's abandoned calls held slots and pooled connections for the upstream's timeout."""
+    import dataclasses
+
+    from tests.support.served import serve_like_cli
+
+    edge.reply = dataclasses.replace(Reply.json(EMBEDDING), header_delay_s=4.0)
+    upstreams = [
+        {"name": "claude", "match": ["claude-*"], "kind": "anthropic", "base_url": edge.url},
+        {"name": "gemini", "match": ["gemini-*"], "kind": "gemini", "base_url": edge.url},
+        *_catch_all(edge),
+    ]
+    settings = proxy_settings("http://unused.test/v1", upstreams=upstreams)
+    db = tmp_path / "proxy.db"
+    app_server, url = (
+        serve_like_cli(settings, str(db)) if served == "cli"
+        else serve_in_thread(create_app(settings, db_path=str(db), strict=True))
+    )  # fmt: skip
+    try:
+        started = time.monotonic()
+        with httpx.Client(timeout=0.5) as client, pytest.raises(httpx.ReadTimeout):
+            client.post(url + path, json=RELAYED[path])  # the client gives up
+        deadline = time.monotonic() + 3.0
+        rows: list[dict[str, Any]] = []
+        while not rows and time.monotonic() < deadline:
+            with sqlite3.connect(db) as conn:
+                conn.row_factory = sqlite3.Row
+                query = "SELECT * FROM requests WHERE status IS NOT NULL"
+                rows = [dict(r) for r in conn.execute(query)]
+            time.sleep(0.05)
+        assert rows, "the row waited for the upstream's answer"
+        (row,) = rows
+        assert row["status"] == 499 and row["client_disconnected"] == 1
+        assert time.monotonic() - started < 3.5  # before the upstream would have answered
+    finally:
+        stop(app_server)
