@@ -191,7 +191,8 @@ def _response_parts(st: State, m: Message, names: dict[str, str]) -> list[Any]:
         old = response_of(part) or {}
         renamed = called is not None and old.get("name") != called
         same_text = m is src.lowered or text == src.lowered.get("content")
-        if same_text and cid == src.lowered.get("tool_call_id") and not renamed:
+        bad_id = "id" in old and not isinstance(old["id"], str)  # the call's written instead
+        if same_text and cid == src.lowered.get("tool_call_id") and not renamed and not bad_id:
             return [part, *after]
         response = dict(old)
         if not same_text:
@@ -203,7 +204,7 @@ def _response_parts(st: State, m: Message, names: dict[str, str]) -> list[Any]:
             if nested:
                 response["parts"] = [*(response_parts(response) or ()), *nested]
             after += absorbed_blocks(m, partial(_media_after, st), is_text)
-        if cid != src.lowered.get("tool_call_id"):
+        if cid != src.lowered.get("tool_call_id") or bad_id:
             _set_id(response, cid)
         if renamed:
             response["name"] = called

@@ -264,6 +264,11 @@ def _lower_user(
                 last = _in_order(st, i, place[match], last)
                 if carried:
                     _split_from_calls(st, i)
+                if "id" in response and not isinstance(response["id"], str):
+                    # an id of no string (-1, a list) names no call: the call's is written
+                    st.misnamed.add(i)
+                    repair = {"kind": "response_id_invalid", "index": i, "tool_call_id": cid}
+                    st.repairs.append({**repair, "action": "set_to_call"})
             else:
                 cid = f"{SYNTHETIC_PREFIX}{i}_{j}"
                 st.synthetic.add(cid)

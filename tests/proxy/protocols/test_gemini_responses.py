@@ -140,3 +140,21 @@ async def test_a_loop_note_through_the_engine_keeps_the_fields(engine: Engine) -
     for r in responses:
         assert r["exitCode"] == 1 and r["meta"] == {"ms": 5}, r
         assert r["output"].startswith(("Traceback", PLACEHOLDER_PREFIX)), r
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, [[]], {"a": 1}, True])
+def test_a_response_id_of_no_string_takes_its_calls(bad: Any) -> None:
+    """A function response whose ``id`` is no string answers its call by name, as one with no
+    id does: it is forwarded with the call's id (it was forwarded as sent, an id no call has,
+    and the integrity check logged the forwarded body as broken)."""
+    from proxy.protocols.gemini_checks import pairing_violations
+
+    fr = {"id": bad, "name": "run_shell_command", "response": {"output": "ok"}}
+    b = body(user("run it"), model(call("c1", "python run.py")), user({"functionResponse": fr}))
+    lowered = GEMINI.lower(b)
+    assert any(r["kind"] == "response_id_invalid" for r in lowered.repairs)
+    fwd = GEMINI.lift(b, lowered, lowered.messages)
+    sent = fwd["contents"][2]["parts"][0]["functionResponse"]
+    assert sent == {**fr, "id": "c1"}
+    assert pairing_violations(fwd["contents"]) == []
+    assert b["contents"][2]["parts"][0]["functionResponse"]["id"] == bad  # the client's as sent
