@@ -89,8 +89,19 @@ def within_depth(value: dict[str, Any] | list[Any], remaining: int) -> bool:
     return True
 
 
+# Flags the proxy acts on itself (a stream relayed as one, a background response): a string or a
+# number there read one way here and another upstream ("false" is truthy; a pydantic server takes
+# it for False), so each is a boolean, as the providers require, or null
+_FLAGS = ("stream", "background")
+
+
 def validate_model(body: Mapping[str, Any]) -> None:
-    """'model': a non-empty string of at most ``MAX_MODEL_CHARS`` (every protocol's)."""
+    """'model': a non-empty string of at most ``MAX_MODEL_CHARS``; 'stream' and 'background',
+    when given, booleans (every protocol's)."""
+    for flag in _FLAGS:
+        value = body.get(flag)
+        if value is not None and not isinstance(value, bool):
+            raise BadRequest(f"'{flag}' must be a boolean; got {echo(value)}.", param=flag)
     model = body.get("model")
     if not isinstance(model, str) or not model.strip():
         raise BadRequest("'model' is required and must be a non-empty string.", param="model")

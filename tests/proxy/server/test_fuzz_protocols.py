@@ -170,3 +170,28 @@ def test_a_tool_results_block_of_no_string_type_is_a_400(proxy: FuzzProxy, kind:
         status, answer, _ = _post(proxy, "/v1/messages", {**body, "messages": [
             {"role": "user", "content": [ok]}]})  # fmt: skip
         assert status == 200, answer
+
+
+@pytest.mark.parametrize("flag", ["stream", "background"])
+@pytest.mark.parametrize("value", ["false", "true", 1, 0, [], {}])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/v1/messages", {"model": "claude-x", "max_tokens": 10,
+                          "messages": [{"role": "user", "content": "hi"}]}),
+        ("/v1/responses", {"model": "gpt-5", "input": "hi"}),
+        ("/v1/chat/completions", {"model": "gpt-5",
+                                  "messages": [{"role": "user", "content": "hi"}]}),
+    ],
+)  # fmt: skip
+def test_a_flag_of_no_boolean_is_a_400(
+    proxy: FuzzProxy, path: str, body: dict, flag: str, value: object  # type: ignore[type-arg]
+) -> None:
+    """``"stream": "false"`` was taken for a stream here (it is truthy) and forwarded as sent,
+    which a provider refuses and a pydantic server reads as false: refused, naming the flag."""
+    status, answer, forwarded = _post(proxy, path, {**body, flag: value})
+    assert status == 400, answer
+    assert f"'{flag}' must be a boolean" in str(answer)
+    assert forwarded is None
+    status, answer, _ = _post(proxy, path, {**body, flag: None})  # null: as if absent
+    assert status == 200, answer
