@@ -80,10 +80,10 @@ def _from_env(settings: Settings, upstream: str) -> str:
 def unset_key_variables(settings: Settings, environ: Mapping[str, str]) -> list[str]:
     """What to warn of at start-up: each upstream whose key variable (``api_key_env``) is unset
     or empty. Its key is read from there and nowhere else (never the client's, in keys mode),
-    so each of its requests would go without one and be refused by the provider."""
+    so each of its requests is refused (``upstream_key_missing``) until it is set."""
     out = [
-        f"upstream {u.name!r}: its key variable {u.api_key_env} is not set; its requests go "
-        "without a key"
+        f"upstream {u.name!r}: its key variable {u.api_key_env} is not set; its requests are "
+        "refused (500 upstream_key_missing) until it is set and the server restarted"
         for u in settings.upstreams
         if u.api_key_env and not environ.get(u.api_key_env, "").strip()
     ]

@@ -17,12 +17,11 @@ import logging
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode
 
-from proxy.errors import UpstreamKeyMissing
 from proxy.providers import litellm_ready
 from proxy.relayed_headers import relayed_headers, sent_with_server_key
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.openai import UpstreamClient
+from proxy.upstream.openai import UpstreamClient, key_missing
 from proxy.upstream.thinking_signatures import verifiable
 from proxy.upstream.transport import ANTHROPIC_RELAYED_NAMES
 
@@ -93,11 +92,6 @@ def anthropic_headers(
     headers.update(upstream.headers)
     if server_key:
         if not key:
-            raise _key_missing(upstream)
+            raise key_missing(upstream)
         headers["x-api-key"] = key
     return headers
-
-
-def _key_missing(upstream: UpstreamSettings) -> UpstreamKeyMissing:
-    log.error("upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env)
-    return UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")

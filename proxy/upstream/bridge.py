@@ -47,7 +47,6 @@ from proxy.errors import (
     ProxyError,
     Unauthorized,
     UpstreamFailed,
-    UpstreamKeyMissing,
 )
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
@@ -62,6 +61,7 @@ from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from proxy.upstream.openai import key_missing
 from proxy.upstream.reasoning_items import marked_answer as marked_response
 from proxy.upstream.reasoning_items import marked_event as marked_response_event
 from proxy.upstream.thinking_signatures import (
@@ -289,7 +289,7 @@ def _route(
         # an OpenAI-compatible server takes any model name: no provider check on it
         if key is None:
             if upstream.api_key_env:
-                raise UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
+                raise key_missing(upstream)
             raise Unauthorized(
                 f"no API key: send your provider key, or configure api_key_env (upstream "
                 f"{upstream.name})."

@@ -32,7 +32,6 @@ from proxy.errors import (
     ProxyError,
     Unauthorized,
     UpstreamFailed,
-    UpstreamKeyMissing,
     UpstreamMisconfigured,
 )
 from proxy.providers import load_litellm, provider_of
@@ -43,6 +42,7 @@ from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
+from proxy.upstream.openai import key_missing
 from proxy.upstream.url_model import safe_in_url
 from rules.redact import redact_text
 
@@ -155,10 +155,7 @@ def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
     otherwise (nothing has been sent)."""
     if key is None:
         if upstream.api_key_env:
-            log.error(
-                "upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env
-            )
-            raise UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
+            raise key_missing(upstream)
         raise Unauthorized(
             f"no API key: send your provider key, or configure api_key_env (upstream "
             f"{upstream.name})."

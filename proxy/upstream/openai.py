@@ -18,6 +18,7 @@ request, and sends a netrc login for the upstream's host as Basic auth (or fails
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from proxy.errors import UpstreamFailed, UpstreamTimeout
+from proxy.errors import UpstreamFailed, UpstreamKeyMissing, UpstreamTimeout
 from proxy.providers import litellm_ready
 from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
@@ -48,6 +49,8 @@ from proxy.upstream.transport import (
 )
 from proxy.upstream.transport import env_proxy as _env_proxy
 from proxy.upstream.transport import relay_headers as relay_headers
+
+log = logging.getLogger("ctxproxy.upstream")
 
 # Request headers a client may send that the upstream should see too.
 _FORWARDED_HEADERS = (
@@ -84,16 +87,28 @@ def upstream_api_key(
 ) -> str | None:
     """The upstream key: from the upstream's environment variable; else, in ``passthrough``
     mode only, the client's own bearer. In ``keys`` mode the client's bearer is the proxy key and
-    never goes upstream (settings require ``api_key_env`` there)."""
+    never goes upstream (settings require ``api_key_env`` there). A named variable left unset
+    or empty refuses the request (``UpstreamKeyMissing``) on every kind: sent without a key, the
+    provider's 401 would read as the client's own key refused, and litellm would find another."""
     if upstream.api_key_env:
         # stripped: a key mounted from a file or a k8s secret often ends with a newline
-        return os.environ.get(upstream.api_key_env, "").strip() or None
+        key = os.environ.get(upstream.api_key_env, "").strip()
+        if not key:
+            raise key_missing(upstream)
+        return key
     if auth_mode != "passthrough":
         return None
     auth = client_headers.get("authorization", "")
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None
     return None
+
+
+def key_missing(upstream: UpstreamSettings) -> UpstreamKeyMissing:
+    """The refusal of a request to an upstream whose key variable is empty: the variable's name
+    goes to the server log only."""
+    log.error("upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env)
+    return UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
 
 
 @dataclass(frozen=True)
