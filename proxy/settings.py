@@ -348,6 +348,12 @@ def load_settings(
     try:
         data, applied = env_base_urls(data, environ)
     except EnvSettingsError as exc:
+        # a mistake in the file (``upstream:`` for ``upstreams:``) is often why a variable names
+        # no upstream: the file's own problems are said first, then the variables'
+        try:
+            settings_from_mapping(data, check_rules)
+        except SettingsError as own:
+            raise SettingsError(f"{own}\n{exc}") from None
         raise SettingsError(str(exc)) from None
     try:
         settings = settings_from_mapping(data, check_rules)

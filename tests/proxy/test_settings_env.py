@@ -111,3 +111,29 @@ def test_a_variable_in_another_case_fails_start_up() -> None:
         load_settings(EXAMPLE, environ=env)
     assert "CTXPROXY_UPSTREAM_claude_BASE_URL" in str(raised.value)
     assert "CTXPROXY_UPSTREAM_CLAUDE_BASE_URL" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('upstream:\n  - {name: openai, match: ["*"]}\n', "did you mean 'upstreams'?"),
+        ('server: {hots: x}\nupstreams:\n  - {name: openai, match: ["*"]}\n', "server.hots"),
+        ('upstreams:\n  - {name: openai, match: ["*"]}\nport: abc\n', "port"),
+    ],
+)
+def test_the_files_own_mistakes_are_said_beside_a_variable_that_names_no_upstream(
+    tmp_path: Path, text: str, said: str
+) -> None:
+    """A mistake in the file (a key misspelt) is often why a variable names no upstream: it is
+    said, not hidden behind the variable's line."""
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    env = {
+        "CTXPROXY_UPSTREAM_OPENAI_BASE_URL": "http://127.0.0.1:1/v1",
+        "CTXPROXY_UPSTREAM_CLAUDE_BASE_URL": "http://127.0.0.1:1",
+    }
+    with pytest.raises(SettingsError) as caught:
+        load_settings(path, environ=env)
+    message = str(caught.value)
+    assert said in message
+    assert "CTXPROXY_UPSTREAM_CLAUDE_BASE_URL: no upstream has that name" in message
