@@ -39,6 +39,7 @@ from proxy.upstream.account_headers import without_account_headers
 from proxy.upstream.error_events import ERROR_START, error_event
 from proxy.upstream.error_scan import EventScanner
 from proxy.upstream.error_text import EVENT_CHARS, SHORT, as_text, decoded, error_only, short_chars
+from proxy.upstream.key_filter import stream_without_keys, without_keys
 from rules.redact import (
     MIN_SECRET_CHARS,
     PREFIX_MARGIN,
@@ -86,9 +87,14 @@ class ErrorRedactor:
     """Redacts upstream errors; ``keys``: the server-side key values (those shorter than
     ``MIN_SECRET_CHARS`` are placeholders such as ``none``, not secrets, and are left out)."""
 
-    def __init__(self, keys: Iterable[str] = (), sent: Any = None) -> None:
+    def __init__(
+        self, keys: Iterable[str] = (), sent: Any = None, server: tuple[bytes, ...] | None = None
+    ) -> None:
         kept = sorted({k for k in keys if len(k) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self.keys = tuple(kept)
+        # the server's own keys (``keys`` unless a request's credentials were added): never in
+        # anything relayed, success answers included (``key_filter``)
+        self.server = tuple(k.encode() for k in kept) if server is None else server
         # what the request said (its body: parsed, or its bytes); a run of its own text quoted
         # back is not taken for a part of a key (``_said``)
         self.sent = sent
@@ -128,7 +134,7 @@ class ErrorRedactor:
             if value:
                 credentials.append(value[7:] if value[:7].lower() == "bearer " else value)
         fresh = {k.strip() for k in credentials if len(k.strip()) >= MIN_SECRET_CHARS}
-        return ErrorRedactor((*self.keys, *(fresh - set(self.keys))), sent)
+        return ErrorRedactor((*self.keys, *(fresh - set(self.keys))), sent, self.server)
 
     @classmethod
     def for_upstreams(cls, upstreams: Iterable[UpstreamSettings]) -> ErrorRedactor:
@@ -210,6 +216,8 @@ class ErrorRedactor:
             response.chunks = self.elements(response.chunks)
         elif response.chunks is not None and not response.extra.get("passthrough"):
             response.chunks = self.stream(response.chunks)
+        if response.chunks is not None and self.server:
+            response.chunks = stream_without_keys(response.chunks, self.server)
         error = response.extra.get("error")
         if isinstance(error, ProxyError):
             self.error(error)
@@ -308,13 +316,14 @@ class ErrorRedactor:
     def _success_body(self, body: bytes, headers: dict[str, str]) -> bytes:
         """A whole success answer that is an event stream (an upstream answering a request that
         asked for none with one): its error events redacted as a relayed stream's are. Any other
-        is relayed as it came."""
+        is relayed as it came, but for the server's own keys (``key_filter``: a gateway's 200
+        quoting one in an error object)."""
         if headers.get("content-encoding", "").strip().lower() not in ("", "identity"):
             return body  # not read (the transport decodes what it can)
-        if "text/event-stream" not in headers.get("content-type", ""):
-            return body
-        scan = EventScanner(self)  # a glance at a body holding no "error"
-        return scan.feed(body) + scan.finish()
+        if "text/event-stream" in headers.get("content-type", ""):
+            scan = EventScanner(self)  # a glance at a body holding no "error"
+            body = scan.feed(body) + scan.finish()
+        return without_keys(body, self.server) if self.server else body
 
     def _text_bytes(self, data: bytes, shown: int = _SHOWN_CHARS) -> bytes:
         # surrogateescape: bytes that are not UTF-8 (a chunk cut inside a character) go back as

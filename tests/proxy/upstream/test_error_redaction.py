@@ -3,7 +3,8 @@
 is redacted as the log row is, the configured keys' exact values included (and a quote of part of
 one, or one masked), on the native chat, Messages and Responses relays, the litellm paths and
 ``/v1/models``: error statuses, error events inside a stream, and a stream's break-off. Answers
-(2xx) pass byte for byte, key-like text and all.
+(2xx) pass byte for byte, key-like text and all, but for the server's own keys' exact values
+(``tests/proxy/upstream/test_server_key_in_answers.py``).
 
 Against a socket-level loopback upstream (``tests/support/edge_upstream.py``) that answers with
 the key it received."""
@@ -138,7 +139,8 @@ async def test_an_error_status_quoting_the_server_key_is_redacted(
         ok = await c.post(path, json=body, headers=CLIENT)
         r = await c.post(path, json={**body, "stream": stream}, headers=CLIENT)
         rows = await log_rows(c)
-    assert ok.status_code == 200 and ok.content == answer  # an answer is never edited
+    # an answer is never edited but for the server's own key: key shapes pass
+    assert ok.status_code == 200 and ok.content == answer.replace(key.encode(), REDACTED.encode())
     assert sent_key(edge) == key  # the upstream was sent the server's key, and quoted it
     assert r.status_code == 401
     assert_no_key(r.text, key)
@@ -395,8 +397,9 @@ async def test_an_error_event_inside_a_stream_is_redacted(
     # the log row is the failure the provider reported, not a success, and redacted too
     assert row["status"] == 200 and row["error_type"] == "upstream_stream_error"
     assert REDACTED in row["error"] and key not in row["error"]
-    relayed = b"".join(answer)
-    assert r.content.startswith(relayed)  # the answer so far byte for byte, key and all
+    # the answer so far byte for byte, key shapes and all, but for the server's own key
+    relayed = b"".join(answer).replace(key.encode(), REDACTED.encode())
+    assert r.content.startswith(relayed)
     rest = r.content[len(relayed) :]
     assert_no_key(rest.decode(), key)
     data = orjson.loads(rest.split(b"data: ", 1)[1].split(b"\n", 1)[0])
@@ -410,11 +413,11 @@ async def test_an_error_event_inside_a_stream_is_redacted(
         assert data["message"] == f"{REDACTED} x"
 
 
-async def test_a_success_stream_passes_byte_for_byte(
+async def test_a_success_stream_passes_byte_for_byte_but_for_the_server_key(
     tmp_path: Path, edge: EdgeUpstream, keys: None
 ) -> None:
-    """Key-like text, the server's key itself and the word "error" in an answer, cut anywhere:
-    relayed as it came (alongside, an error event of the same stream is redacted)."""
+    """Key-like text and the word "error" in an answer, cut anywhere: relayed as it came, the
+    server's key itself replaced (alongside, an error event of the same stream is redacted)."""
     events = [
         chat_chunk(f"error {OPENAI_KEY} error"),
         chat_chunk('{"error": "x"}'),
@@ -428,6 +431,7 @@ async def test_a_success_stream_passes_byte_for_byte(
     async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
         r = await c.post("/v1/chat/completions", json={**CHAT, "stream": True}, headers=CLIENT)
         (row,) = await log_rows(c)
+    joined = joined.replace(OPENAI_KEY.encode(), REDACTED.encode())
     assert r.content.startswith(joined)
     # the word "error" in the answer's text is no error event; the event after it is
     assert row["error_type"] == "upstream_stream_error" and OPENAI_KEY not in row["error"]
@@ -662,7 +666,7 @@ async def test_a_stream_answering_a_request_for_none_has_its_error_event_redacte
     async with in_process(keys_settings(edge), str(tmp_path / "db")) as c:
         r = await c.post(path, json={**body, "stream": False}, headers=CLIENT)
     assert r.status_code == 200
-    relayed = b"".join(answer)
+    relayed = b"".join(answer).replace(key.encode(), REDACTED.encode())
     assert r.content.startswith(relayed)
     assert REDACTED.encode() in r.content[len(relayed) :]
     assert_no_key(r.content[len(relayed) :].decode(), key)
