@@ -101,7 +101,13 @@ class Store(Protocol):
         ...
 
     # sessions
-    def session(self, session_id: str) -> AbstractAsyncContextManager[SessionHandle]: ...
+    def session(
+        self, session_id: str, slot: AbstractAsyncContextManager[None] | None = None
+    ) -> AbstractAsyncContextManager[SessionHandle]:
+        """``slot``: one of the principal's holds of a shared resource (``hold_slots``), taken
+        once this process's other requests of the session are done, and kept while it is
+        held: a request queued behind its own session's takes none of them meanwhile."""
+        ...
     def known_state(self, session_id: str) -> tuple[SessionState, CacheFeedback | None] | None:
         """For a store whose hold costs a round trip: the state (and cache report) this process
         last held for a session with no parent, which is likely still the stored one, for the

@@ -199,15 +199,29 @@ class PostgresStore(PgReads, PgAncestors):
     # ----- sessions -----
 
     @contextlib.asynccontextmanager
-    async def session(self, session_id: str) -> AsyncIterator[_Held]:
-        """The session held across replicas for one load → pipeline → save."""
+    async def session(
+        self, session_id: str, slot: contextlib.AbstractAsyncContextManager[None] | None = None
+    ) -> AsyncIterator[_Held]:
+        """The session held across replicas for one load → pipeline → save; ``slot`` (one of
+        the principal's share of the pool, ``hold_slots``) taken once this process's turn of the
+        session is had, and kept while the session is."""
         # close behind its last save (or during it): this request's save keeps the session
         keep = session_id in self._saving or session_id in self._parked or self._recent(session_id)
         self._deferred.go(session_id)  # its previous request's save, if it waits: now
-        await self.locks.acquire(session_id)
+        # one wait of lock_timeout_s in all, here and for the other replicas: a request behind
+        # others of its session, each waiting out the lock of a replica that stalled, waited
+        # its own timeout after each of theirs (N × lock_timeout_s)
+        deadline = time.monotonic() + self.lock_timeout_ms / 1000
+        if not await self._turn(session_id):
+            yield self._read_only(session_id, "here, behind its other requests")
+            return
         handed_off = False
+        slots = contextlib.AsyncExitStack()
         try:
-            held = await self._hold(session_id, keep)
+            if slot is not None:
+                await slots.enter_async_context(slot)
+            left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+            held = await self._hold(session_id, keep, left_ms)
             try:
                 yield held
             except BaseException:
@@ -222,8 +236,11 @@ class PostgresStore(PgReads, PgAncestors):
                 task.add_done_callback(self._ending.discard)
                 handed_off = True
         finally:
-            if not handed_off:
-                self.locks.release(session_id)
+            try:
+                await slots.aclose()
+            finally:
+                if not handed_off:
+                    self.locks.release(session_id)
 
     async def settled(self, session_id: str | None) -> None:
         """The saves under way here of a session and of its ancestors known here, started now
@@ -253,7 +270,32 @@ class PostgresStore(PgReads, PgAncestors):
         cached = self._states.get(session_id)
         return cached is not None and time.monotonic() - cached.saved_at < pg_parked.PARK_S
 
-    async def _hold(self, session_id: str, keep: bool = False) -> _Held:
+    async def _turn(self, session_id: str) -> bool:
+        """This process's turn of the session (``locks``), within ``lock_timeout_s``."""
+        try:
+            async with asyncio.timeout(self.lock_timeout_ms / 1000):
+                await self.locks.acquire(session_id)
+        except TimeoutError:
+            return False
+        return True
+
+    def _read_only(self, session_id: str, where: str) -> _Held:
+        """The session as known here, not saved: it was held ``where`` past the lock timeout.
+        Its cache report as known here too: reading it would wait for a connection again
+        (unbounded, on a full pool), after the lock timeout already spent."""
+        self.lock_timeouts += 1
+        log.warning("store: session %s held %s too long; read-only", session_id, where)
+        self.cache_feedback.offer(session_id, None)
+        saving = self._saving.get(session_id)  # its last request's save, slow: what it saves
+        latest = saving.saved if saving is not None else None
+        if latest is not None and saving is not None:
+            return _Held(self, session_id, *latest, saving.version, read_only=True)
+        return _Held(self, session_id, *_known(self._states.get(session_id)), read_only=True)
+
+    async def _hold(self, session_id: str, keep: bool = False, wait_ms: int | None = None) -> _Held:
+        """The session held (``wait_ms``: at most that long for its lock or a connection; the
+        lock timeout by default)."""
+        wait_ms = self.lock_timeout_ms if wait_ms is None else wait_ms
         cached = self._states.get(session_id)
         parked = self._parked.take(session_id)
         if parked is not None:
@@ -276,9 +318,9 @@ class PostgresStore(PgReads, PgAncestors):
                 conn = parked.conn
                 await conn.fetchval(q.LET_GO, parked.key)
             else:
-                conn = await self._pool.take(self.lock_timeout_ms / 1000)
+                conn = await self._pool.take(wait_ms / 1000)
             known = cached.version if cached else -1
-            row = await conn.fetchrow(q.HOLD, key, session_id, known, self.lock_timeout_ms)
+            row = await conn.fetchrow(q.HOLD, key, session_id, known, wait_ms)
         except BaseException as exc:
             if conn is not None:
                 if isinstance(exc, asyncpg.LockNotAvailableError):
@@ -292,12 +334,7 @@ class PostgresStore(PgReads, PgAncestors):
                 self.health.failed(exc)
                 return self._offline(session_id, cached)
             if isinstance(exc, asyncpg.LockNotAvailableError | TimeoutError):
-                self.lock_timeouts += 1
-                log.warning("store: session %s held elsewhere too long; read-only", session_id)
-                # its cache report as known here, too: reading it would wait for a connection
-                # again (unbounded, on a full pool), after the lock timeout already spent
-                self.cache_feedback.offer(session_id, None)
-                return _Held(self, session_id, *_known(cached), read_only=True)
+                return self._read_only(session_id, "elsewhere")
             if not isinstance(exc, Exception) or not is_connection_error(exc):
                 raise
             self.health.failed(exc)

@@ -271,8 +271,11 @@ class SQLiteStore(SqliteReads):
 
     # ----- sessions -----
 
-    def session(self, session_id: str) -> _Hold:
-        """The session held in this process for one load → pipeline → save."""
+    def session(
+        self, session_id: str, slot: contextlib.AbstractAsyncContextManager[None] | None = None
+    ) -> _Hold:
+        """The session held in this process for one load → pipeline → save (``slot``: none is
+        bounded here, a hold takes nothing shared)."""
         return _Hold(self, session_id)
 
     def known_state(self, session_id: str) -> None:

@@ -116,6 +116,9 @@ async def test_a_database_that_stops_answering_holds_no_request(
         async with store.session("s") as held:
             await held.save(SessionState({"n": held.state.get("n") + 1}), None)
         assert time.monotonic() - started < 5.0  # the statement's bound: 1 s, then offline
+        # (its turn waits one lock timeout behind the save before: read-only, on what it saves)
+        assert held.read_only and held.state.get("n") == 1
+        await store.settled("s")  # that save gives up past the statement's bound
         started = time.monotonic()
         async with store.session("t") as held:  # the next is offline at once
             assert held.state.get("n") is None

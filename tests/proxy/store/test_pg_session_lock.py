@@ -157,3 +157,32 @@ async def test_a_full_pool_serves_read_only_without_waiting_again(url: str) -> N
                 assert await store.cache_feedback.get("s") is None
     finally:
         await store.close()
+
+
+async def test_requests_queued_on_a_session_wait_one_lock_timeout_in_all(
+    two: tuple[PostgresStore, PostgresStore], url: str
+) -> None:
+    """A replica holding a session stalls: the other replica's requests of that session queue
+    behind each other here, and each waited its own lock timeout after each of the ones before
+    it (4 requests: 0.3, 0.6, 0.9, 1.2 s). One wait of the lock timeout in all, here and there."""
+    a, b = two
+    async with a.session("s") as held:
+        await held.save(SessionState({"n": 1}), None)
+    await a.flush()
+
+    async def request() -> tuple[float, bool]:
+        started = asyncio.get_running_loop().time()
+        async with b.session("s") as held_b:
+            await asyncio.sleep(0.01)  # the rules run
+            return asyncio.get_running_loop().time() - started, held_b.read_only
+
+    async with a.session("s"):  # a holds it, and never lets go within the requests' waits
+        waited = await asyncio.gather(*(request() for _ in range(4)))
+    assert all(read_only for _, read_only in waited)
+    assert max(seconds for seconds, _ in waited) < 0.3 + 0.25, waited
+    assert b.lock_timeouts == 4
+    async with b.session("s") as held:  # a let go: held, and the state as a saved it
+        assert not held.read_only and held.state.get("n") == 1
+    await a.flush()
+    await b.flush()
+    assert await advisory_locks(url) == 0
