@@ -13,7 +13,6 @@ import asyncio
 import datetime as dt
 import logging
 import re
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -36,6 +35,7 @@ from proxy.inspect.page_headers import PageHeaders
 from proxy.inspect.tenancy import session_filter, session_parts
 from proxy.inspect.ui_charts import session_chart, stacked_bars
 from proxy.settings import Settings
+from proxy.store.read_errors import described, unreadable
 from rules.report import listed_count
 
 MAX_LIST = 500
@@ -150,9 +150,11 @@ class UI:
         async def read(request: Request) -> Response:
             try:
                 return await page(request)
-            except sqlite3.DatabaseError as exc:
-                log.error("ui: the request log cannot be read (%s: %s)", type(exc).__name__, exc)
-                return self._refused(503, "The request log cannot be read", str(exc))
+            except Exception as exc:  # PostgreSQL away or locked too: not only SQLite's errors
+                if not unreadable(exc):
+                    raise
+                log.error("ui: the request log cannot be read (%s)", described(exc))
+                return self._refused(503, "The request log cannot be read", described(exc))
 
         return read
 

@@ -25,6 +25,7 @@ import asyncpg
 from proxy.store.batch import BatchWindow, Groups, WriteOp, paced_statements
 from proxy.store.dialect import POSTGRES
 from proxy.store.lull import Lull, defer_for
+from proxy.store.read_errors import described
 
 BATCH_WINDOW_S = 0.02
 MAX_BATCH = 500
@@ -101,7 +102,9 @@ class Health:
         self._skip_until = now + min(RETRY_MAX_S, 0.1 * 2 ** min(self.failures, 5))
         if self.down_since is None:
             self.down_since = now
-            log.error("store: PostgreSQL is unreachable (%s); requests go on without it", exc)
+            log.error(
+                "store: PostgreSQL is unreachable (%s); requests go on without it", described(exc)
+            )
 
     def ok(self) -> None:
         if self.down_since is not None:

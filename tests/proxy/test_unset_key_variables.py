@@ -1,6 +1,7 @@
-"""An upstream whose key variable is unset is said at start-up: its requests would go without a
-key (in keys mode the client's bearer is the proxy key and never goes upstream), and each would
-be refused by the provider, with nothing at start-up to say why."""
+"""An upstream whose key variable is unset is said at start-up: each of its requests is refused
+(``upstream_key_missing``: in keys mode the client's bearer is the proxy key and never goes
+upstream, and in passthrough the named variable is the only key), which nothing at start-up
+would otherwise explain (``tests/proxy/upstream/test_empty_key_variable.py``)."""
 
 from __future__ import annotations
 
