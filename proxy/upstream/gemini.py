@@ -84,13 +84,16 @@ async def generate(
         answered = await bridged_gemini(upstream, route, body, query, key)
         return errors.response(answered, gateway=bool(upstream.api_key_env))
     headers = gemini_headers(upstream, client_headers, key)
+    sent_query = upstream_query(query)
     return await client.post(
         upstream,
         route.path,
         body,
         headers,
         stream=route.stream,
-        query=upstream_query(query),
+        query=sent_query,
         relayed=GEMINI_RELAYED_NAMES,
-        json_array=route.stream,
+        # Google's JSON-array stream, unless events were asked for (``alt=sse``): then an
+        # answer labelled as text is read as the event stream it is (``mislabelled_stream``)
+        json_array=route.stream and sent_query != "alt=sse",
     )

@@ -117,6 +117,18 @@ def is_event_stream(headers: Mapping[str, str]) -> bool:
     return "text/event-stream" in headers.get("content-type", "")
 
 
+# What an upstream's answer to a request for a stream may be labelled that says nothing against
+# its being one (a gateway's default, a server that names no type): read as an event stream.
+_UNLABELLED = frozenset(("", "text/plain", "application/octet-stream"))
+
+
+def mislabelled_stream(headers: Mapping[str, str]) -> bool:
+    """Whether an answer to a request for a stream is labelled as no other kind of answer (JSON,
+    an event stream, a page)."""
+    kind = headers.get("content-type", "").partition(";")[0].strip().lower()
+    return kind in _UNLABELLED
+
+
 async def answer(
     response: aiohttp.ClientResponse,
     name: str,
@@ -145,6 +157,10 @@ async def answer(
         chunks = raw_chunks(response, name)
         extra = {"passthrough": True}
         return UpstreamResponse(status, headers, chunks=chunks, close=closer(response), extra=extra)
+    if stream and response.status < 400 and not json_array and mislabelled_stream(headers):
+        # an event stream said to be text (or nothing): relayed as one, so that an answer cut
+        # before its last event is told as a stream's is, not taken for a whole answer
+        headers["content-type"] = "text/event-stream; charset=utf-8"
     if stream and response.status < 400 and is_event_stream(headers):
         return UpstreamResponse(
             response.status, headers, chunks=raw_chunks(response, name), close=closer(response)

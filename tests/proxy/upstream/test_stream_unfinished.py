@@ -273,3 +273,48 @@ def test_an_events_data_is_read_from_its_data_lines_only(event: bytes, whole: bo
     from proxy.server.stream_relay import _data_whole
 
     assert _data_whole(event) is whole
+
+
+@pytest.mark.parametrize("label", ["text/plain", "text/plain; charset=utf-8", None])
+@pytest.mark.parametrize("case", CASES)
+async def test_a_stream_labelled_as_text_is_read_as_a_stream(
+    tmp_path: Path, edge: EdgeUpstream, case: str, label: str | None
+) -> None:
+    """An upstream answering a request for a stream with its events labelled ``text/plain`` (or
+    with no type): read whole and relayed as text, a stream cut before its last event went to
+    the client as a whole answer, the row a success. Now relayed as the event stream it is: cut,
+    it ends in the protocol's error event; whole, it goes as it came."""
+    path, body, whole, cut, starts = CASES[case]
+    for chunks, broken in ((cut, True), (whole, False)):
+        edge.reply = sse_reply(chunks)
+        edge.reply.headers = [] if label is None else [("content-type", label)]
+        async with in_process(settings(edge, 0), str(tmp_path / f"db{broken}")) as c:
+            r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
+            (row,) = await log_rows(c)
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        sent = b"".join(chunks)
+        assert r.content.startswith(sent)
+        if broken:
+            assert r.content[len(sent) :].startswith(starts)
+            assert row["error_type"] == "upstream_connection_error"
+        else:
+            assert r.content == sent and row["error_type"] is None
+
+
+async def test_a_json_answer_to_a_request_for_a_stream_goes_as_it_came(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """A server that ignores ``stream`` and answers JSON: a whole answer, not a cut stream."""
+    from tests.support.edge_upstream import Reply
+    from tests.support.factories import chat_completion
+
+    edge.reply = Reply.json(chat_completion("ok"))
+    async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
+        r = await c.post(
+            "/v1/chat/completions", json=request(user("hi"), stream=True),
+            headers={"authorization": "Bearer k"},
+        )  # fmt: skip
+        (row,) = await log_rows(c)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    assert r.json()["choices"][0]["message"]["content"] == "ok" and row["error_type"] is None
