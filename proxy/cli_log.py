@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from proxy.cli_store import CliError
 from proxy.settings import load_settings
@@ -40,17 +41,33 @@ async def _log_filters(store: Any, args: argparse.Namespace) -> dict[str, Any]:
     from proxy.principals import split_scoped
 
     principal = args.principal or None
-    session = session_filter(args.session, principal)
-    if session is not None and principal is None:
-        seen = {s["session_id"] for s in await store.recent_sessions(NAME_SCAN, NAME_SCAN)}
-        if session not in seen:
+    given: str | None = args.session
+    # the name as the answer's x-ctxproxy-session-id header shows it (percent-encoded, "%"
+    # itself too: decoding it gives the name back) when the name as given was never logged
+    names = [given] if given is None or "%" not in given else [given, unquote(given)]
+    if principal is not None and len(names) == 1:  # the whole id: nothing to look for
+        return {"session": session_filter(given, principal), "principal": principal}
+    seen: set[str] | None = None
+    for name in names:
+        session = session_filter(name, principal)
+        if session is None:
+            break
+        if seen is None:
+            seen = {s["session_id"] for s in await store.recent_sessions(NAME_SCAN, NAME_SCAN)}
+        if session in seen:
+            break
+        if principal is None:
             named = sorted(sid for sid in seen if split_scoped(sid)[1] == session)
             if len(named) > 1:
                 raise CliError(
                     f"--session {session}: {len(named)} principals have a session of that name "
                     f"({', '.join(named)}): give the whole id, or --principal"
                 )
-            session = named[0] if named else session
+            if named:
+                session = named[0]
+                break
+    else:
+        session = session_filter(given, principal)  # logged under neither: as given
     return {"session": session, "principal": principal}
 
 

@@ -247,6 +247,14 @@ def no_keys_problem(settings: AuthSettings) -> str | None:
     if any(_split_keys(os.environ.get(env, "")) for envs in settings.principals.values()
            for env in envs):  # fmt: skip
         return None
+    named = sorted({env for envs in settings.principals.values() for env in envs})
+    if named:  # the principals are named: their variables are what is missing
+        unset = ", ".join(f"${env}" for env in named)
+        return (
+            f"auth.mode: keys, but no proxy key is set: auth.principals names {unset}, and "
+            f"none of them is set in the environment (nor ${settings.proxy_keys_env}); "
+            "without one every request would be refused"
+        )
     return (
         "auth.mode: keys, but no proxy key is set: put keys in "
         f"${settings.proxy_keys_env} (comma-separated) or name them under "

@@ -76,6 +76,8 @@ def test_keys_mode_without_a_key_is_one_line_before_anything_starts(
     err = capsys.readouterr().err
     assert err.startswith("ctxproxy: auth.mode: keys, but no proxy key is set") and err[-1] == "\n"
     assert err.count("\n") == 1 and not (tmp_path / "db").exists()  # nothing was started
+    # the principals are named: the line names their variables, not "name them"
+    assert "$ALICE_KEY" in err and "name them under" not in err
 
 
 @pytest.mark.parametrize(

@@ -167,6 +167,29 @@ async def test_logs_session_by_the_clients_own_name(
     assert code == 0 and out == ""
 
 
+@pytest.mark.parametrize("name", ["my sess/1", "100%/done", "a%20b"])
+async def test_logs_session_by_the_name_the_answers_header_shows(
+    tmp_path: Path, settings: Any, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """The answer's ``x-ctxproxy-session-id`` shows the name percent-encoded (a space, ``%``
+    itself, a character not ASCII): ``logs --session`` takes that too, alone or with
+    ``--principal``, and still the name as sent ("a%20b" is a name of its own)."""
+    db = str(tmp_path / "log.db")
+    async with in_process(settings, db) as client:
+        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
+                              headers={"authorization": f"Bearer {KEY_A}",
+                                       "x-session-id": name})  # fmt: skip
+        assert r.status_code == 200
+        shown = r.headers["x-ctxproxy-session-id"]
+        (logged,) = await log_rows(client)
+    principal = logged["principal"]
+    for given, extra in ((shown, []), (name, []), (shown, ["--principal", principal])):
+        code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", given, *extra)
+        assert code == 0
+        (row,) = json_rows(out)
+        assert row["id"] == r.headers["x-ctxproxy-request-id"], given
+
+
 async def test_logs_follow_filters_by_principal(tmp_path: Path, settings) -> None:
     import io
 
