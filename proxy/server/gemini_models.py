@@ -15,12 +15,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from proxy.errors import ProxyError
-from proxy.protocols.errors import gemini_body, gemini_error
+from proxy.protocols.errors import gemini_body, gemini_error, reshaped_as_gemini
 from proxy.server.services import Services
 from proxy.server.wire import Call, gemini_key
 from proxy.settings import UpstreamSettings
 from proxy.upstream.gemini import client_key, gemini_headers
 from proxy.upstream.gemini_route import valid_model
+
+_JSON = "application/json"
 
 METHODS = ["generateContent", "streamGenerateContent", "countTokens"]
 _PAGES = ("pageSize", "pageToken")  # the list's own parameters; never ``key``
@@ -56,8 +58,8 @@ async def gemini_models(request: Request) -> Response:
     relayed = await _relayed(request, services, upstream, headers, _LIST_PATH, pages)
     if relayed is not None:
         status, content = relayed
-        if 400 <= status < 500:
-            return Response(content, status, media_type="application/json")
+        if 400 <= status < 500:  # in Gemini's shape: a gateway's page, another API's JSON
+            return Response(reshaped_as_gemini(status, content), status, media_type=_JSON)
         listed = _object(content) if status == 200 else None
         models = listed.get("models") if listed is not None else None
         if listed is not None and (models is None or isinstance(models, list)):
@@ -84,8 +86,11 @@ async def gemini_model(request: Request) -> Response:
     upstream = services.settings.upstream_for(name)
     if upstream is not None and upstream.kind == "gemini":
         relayed = await _relayed(request, services, upstream, headers, f"{_LIST_PATH}/{name}")
-        if relayed is not None and relayed[0] < 500:
-            return Response(relayed[1], relayed[0], media_type="application/json")
+        if relayed is not None and 400 <= relayed[0] < 500:
+            status = relayed[0]
+            return Response(reshaped_as_gemini(status, relayed[1]), status, media_type=_JSON)
+        if relayed is not None and relayed[0] < 400:
+            return Response(relayed[1], relayed[0], media_type=_JSON)
     if upstream is not None:
         return _json(_entry(name))
     message = f"models/{name} is not found: no configured upstream serves it."

@@ -310,6 +310,34 @@ async def test_the_gemini_upstreams_own_models_are_relayed(
     assert refused.status_code == 400 and "API key not valid" in refused.text
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Reply(404, [("content-type", "text/plain")], b"Not Found"),
+        Reply(403, [("content-type", "text/html")], b"<html>denied</html>"),
+        Reply.json({"error": {"message": "bad key", "type": "invalid_request_error"}}, 401),
+    ],
+)
+async def test_a_model_lists_error_that_is_not_geminis_is_written_in_geminis_shape(
+    edge: EdgeUpstream, tmp_path: Path, answer: Reply
+) -> None:
+    """A gateway's plain-text 404 (a wrong base_url) or page, or another API's JSON error: it
+    was relayed as it came under ``application/json``, which no Gemini client reads."""
+    cfg = settings(edge, match=["gemini-*"])
+    edge.reply = answer
+    async with in_process(cfg, str(tmp_path / "db")) as client:
+        listed = await client.get("/v1beta/models", headers=HEADERS)
+        one = await client.get(f"/v1beta/models/{MODEL}", headers=HEADERS)
+    for got in (listed, one):
+        assert got.status_code == answer.status
+        error = got.json()["error"]
+        assert set(error) == {"code", "message", "status"} and error["code"] == answer.status
+        text = answer.body.decode()
+        assert ("bad key" if "bad key" in text else text) in error["message"]
+    if answer.status == 404:
+        assert "base_url" in listed.json()["error"]["message"]
+
+
 async def test_an_unknown_gemini_path_is_a_404_in_geminis_shape(tmp_path: Path) -> None:
     cfg = settings_from_mapping({"upstreams": [{"name": "g", "kind": "gemini"}]})
     async with in_process(cfg, str(tmp_path / "db")) as client:
