@@ -56,6 +56,10 @@ def failure(
     found = getattr(exc, "status_code", None)
     status = found if type(exc).__module__.startswith("litellm") and isinstance(found, int) else 0
     answered = _provider_status(exc)
+    if answered is None and not unsent and not mid_stream and _unreadable(exc):
+        # a 200 whose body litellm could not read (litellm calls it a 500): not "Expecting
+        # value: line 1 column 1", nor a 422
+        return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
     if answered is not None:  # the provider's own (Anthropic's 529, which litellm calls 500)
         status = answered
     elif status == 500 and not unsent and not mid_stream:
@@ -77,6 +81,8 @@ def failure(
     if status >= 400:
         # a provider's error, mapped by litellm to a class named as in OpenAI's SDK
         text = short_message(str(getattr(exc, "message", "") or exc), upstream)
+        if _BARE_CODE.fullmatch(text):  # the SDK's words for an answer that was no JSON: its text
+            text = short_message(_answer_text(exc), upstream) or text
         message = f"Upstream {name}: {text}" if text else f"Upstream {name} failed ({kind})."
         return UpstreamFailed(message, status=status if status < 600 else 502, code=kind)
     return UpstreamFailed(f"Upstream {name} failed ({kind}).")
@@ -111,6 +117,21 @@ def _provider_status(exc: BaseException) -> int | None:
         elif isinstance(e, aiohttp.ClientResponseError):
             found = e.status
     return found if isinstance(found, int) and 400 <= found < 600 else None
+
+
+# The OpenAI SDK's message for an error answer that is no JSON (a gateway's page, plain text)
+_BARE_CODE = re.compile(r"Error code: \d{3}")
+
+
+def _answer_text(exc: BaseException) -> str:
+    """The error answer's own text, as the SDK kept it (its ``body``), or ""."""
+    for e in _chain(exc):
+        body = getattr(e, "body", None)
+        if isinstance(body, bytes):
+            body = body[:_READ_CHARS].decode("utf-8", "replace")
+        if isinstance(body, str) and body.strip():
+            return body[:_READ_CHARS]
+    return ""
 
 
 # litellm's words for a 2xx answer whose JSON is not of the provider's shape (a 422 it raises)

@@ -176,3 +176,38 @@ async def test_an_answer_litellm_cannot_make_sense_of_is_a_502(
     async with in_process(settings, str(tmp_path / "db")) as c:
         r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test"})
     assert r.status_code == 502, r.text
+
+
+PAGE = b"<html><body>Bad gateway from nginx</body></html>"
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        # a gateway's page: its text kept, as the native path keeps it (the SDK said only
+        # "Error code: 502")
+        (
+            Reply(
+                502,
+                [("content-type", "text/html")],
+                b"<html><body>Bad gateway from nginx</body></html>",
+            ),
+            "Upstream fake: <html><body>Bad gateway from nginx</body></html>",
+        ),
+        # a 200 that is no JSON: not json's "Expecting value: line 1 column 1 (char 0)"
+        (
+            Reply(200, [("content-type", "application/json")], b"not j"),
+            "Upstream fake sent an answer that could not be read.",
+        ),
+    ],
+)
+async def test_a_bridged_answer_that_is_no_json_is_told_as_the_native_path_tells_it(
+    tmp_path: Path, edge: EdgeUpstream, answer: Reply, said: str
+) -> None:
+    edge.reply = answer
+    settings = proxy_settings(edge.base_url)
+    body = {"model": "gpt-x", "messages": ASK, "max_tokens": 16}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/messages", json=body, headers={"x-api-key": "sk-test"})
+    assert r.status_code == 502, r.text
+    assert r.json()["error"]["message"] == said
