@@ -5,7 +5,10 @@ the loop 30 s; a stream line that never ended grew to 5 GB), whatever the other 
 for. Each answer is asked for uncompressed; one compressed all the same is inflated here, a
 piece at a time, the loop let go between pieces; a whole answer past ``MAX_ANSWER_BYTES``, or an
 event stream's line past ``MAX_LINE_BYTES``, breaks off as a failed read (the client is told
-the upstream failed, 502); so does a whole answer to a request for a stream.
+the upstream failed, 502); so does a whole answer to a request for a stream. A redirect is never
+followed, as the native relays follow none: its ``Location`` is taken off, so the client is told
+of the 3xx (litellm's clients followed it, with the server's ``x-api-key`` and the body, to
+whatever host it named).
 
 Wraps litellm's aiohttp transport (its production one) and the httpx transports it makes instead
 (``DISABLE_AIOHTTP_TRANSPORT``, ``LITELLM_HTTP2``, an environment's proxy: each made of a
@@ -85,6 +88,8 @@ def _bounded(
     async def handle(transport: Any, request: httpx.Request) -> httpx.Response:
         request.headers["accept-encoding"] = "identity"
         response = await original(transport, request)
+        if 300 <= response.status_code < 400:
+            response.headers.pop("location", None)  # no redirect to follow: it carries the key
         encoding = response.headers.get("content-encoding", "").strip().lower()
         wbits = None
         if encoding not in ("", "identity"):

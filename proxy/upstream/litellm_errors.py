@@ -49,6 +49,9 @@ def failure(
         return UpstreamFailed(f"Upstream {name}: {FAILED_CALL} (the model's fault: retry).")
     if _malformed(exc):  # aiohttp calls an answer it cannot parse a 400: not the client's
         return UpstreamFailed(f"Upstream {name} sent an answer that could not be read.")
+    redirect = _redirect_status(exc)
+    if redirect is not None:  # not followed (``litellm_answers``): as the native relays say it
+        return UpstreamFailed(f"Upstream {name} answered HTTP {redirect}, which is not relayed.")
     if _network_failure(exc):
         what = "broke off mid-stream" if mid_stream else "could not be reached"
         return UpstreamUnreachable(f"Upstream {name} {what}.")
@@ -117,6 +120,16 @@ def _provider_status(exc: BaseException) -> int | None:
         elif isinstance(e, aiohttp.ClientResponseError):
             found = e.status
     return found if isinstance(found, int) and 400 <= found < 600 else None
+
+
+def _redirect_status(exc: BaseException) -> int | None:
+    """The status of a redirect a failure came from (its response, innermost), or None."""
+    for e in _chain(exc):
+        response = getattr(e, "response", None)
+        status = getattr(response, "status_code", None)
+        if isinstance(status, int) and 300 <= status < 400:
+            return status
+    return None
 
 
 # The OpenAI SDK's message for an error answer that is no JSON (a gateway's page, plain text)
