@@ -337,7 +337,11 @@ EXIT_PIPE_CLOSED = 141  # what a shell reports for a command its reader stopped 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    if not (sys.argv[1:] if argv is None else argv):  # no command: the help, not argparse's error
+        parser.print_help()
+        return 2
+    args = parser.parse_args(argv)
     try:
         return int(args.func(args))
     except (SettingsError, CliError) as exc:

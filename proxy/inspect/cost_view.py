@@ -178,7 +178,8 @@ def cost_text(cost: SessionCost, model: str | None = None) -> str:
     delta = f" ({signed_share(-saving)})" if saving is not None else ""
     busts = ", ".join(f"{c} {cost.busts[c]}" for c in CAUSES if cost.busts[c]) or "none"
     return (
-        f"input {money}{delta}{prices} over {cost.requests} requests; cache busts: {busts}; "
+        f"input {money}{delta}{prices} over {cost.requests} "
+        f"request{'' if cost.requests == 1 else 's'}; cache busts: {busts}; "
         f"compactions paid back {cost.paid_back}, not {cost.not_paid_back}"
     )
 

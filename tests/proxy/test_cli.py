@@ -215,3 +215,21 @@ def test_rewrite_of_gemini_without_a_model_says_to_name_it() -> None:
     out = ctxproxy("rewrite", "--protocol", "gemini", "-", stdin=orjson.dumps(body))
     assert out.returncode == 2
     assert b"--model" in out.stderr
+
+
+def test_no_command_prints_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``ctxproxy`` alone: the commands and what they do, not argparse's "arguments are
+    required"."""
+    from proxy.cli import main
+
+    assert main([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: ctxproxy") and "serve" in out and "logs" in out
+
+
+def test_a_cost_line_counts_one_request_as_one() -> None:
+    from proxy.inspect.cost_view import SessionCost, cost_text
+
+    one = cost_text(SessionCost(requests=1, cost=10.0, direct=12.0))
+    two = cost_text(SessionCost(requests=2, cost=10.0, direct=12.0))
+    assert " over 1 request;" in one and " over 2 requests;" in two
