@@ -21,7 +21,8 @@ from proxy.providers import litellm_ready
 from proxy.relayed_headers import relayed_headers, sent_with_server_key
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.openai import UpstreamClient, key_missing
+from proxy.upstream.key_missing import key_missing
+from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.thinking_signatures import verifiable
 from proxy.upstream.transport import ANTHROPIC_RELAYED_NAMES
 

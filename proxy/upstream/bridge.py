@@ -55,13 +55,13 @@ from proxy.upstream import UpstreamResponse
 from proxy.upstream.bridge_documents import bridged_documents
 from proxy.upstream.bridge_events import failed_event
 from proxy.upstream.bridge_tool_choice import parallel_calls_off
+from proxy.upstream.key_missing import key_missing
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_messages import streamed_messages
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
-from proxy.upstream.openai import key_missing
 from proxy.upstream.reasoning_items import marked_answer as marked_response
 from proxy.upstream.reasoning_items import marked_event as marked_response_event
 from proxy.upstream.thinking_signatures import (

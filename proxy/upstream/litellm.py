@@ -38,11 +38,11 @@ from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
+from proxy.upstream.key_missing import key_missing
 from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
-from proxy.upstream.openai import key_missing
 from proxy.upstream.url_model import safe_in_url
 from rules.redact import redact_text
 

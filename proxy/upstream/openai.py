@@ -18,7 +18,6 @@ request, and sends a netrc login for the upstream's host as Basic auth (or fails
 
 from __future__ import annotations
 
-import logging
 import os
 import ssl
 from collections.abc import Mapping
@@ -29,12 +28,13 @@ import aiohttp
 import orjson
 from yarl import URL
 
-from proxy.errors import UpstreamFailed, UpstreamKeyMissing, UpstreamTimeout
+from proxy.errors import UpstreamFailed, UpstreamTimeout
 from proxy.providers import litellm_ready
 from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.error_redaction import ErrorRedactor
+from proxy.upstream.key_missing import key_missing
 from proxy.upstream.transport import (
     CONNECTION_ERRORS,
     MAX_ERROR_ANSWER_BYTES,
@@ -49,8 +49,6 @@ from proxy.upstream.transport import (
 )
 from proxy.upstream.transport import env_proxy as _env_proxy
 from proxy.upstream.transport import relay_headers as relay_headers
-
-log = logging.getLogger("ctxproxy.upstream")
 
 # Request headers a client may send that the upstream should see too.
 _FORWARDED_HEADERS = (
@@ -102,13 +100,6 @@ def upstream_api_key(
     if auth.lower().startswith("bearer "):
         return auth[7:].strip() or None
     return None
-
-
-def key_missing(upstream: UpstreamSettings) -> UpstreamKeyMissing:
-    """The refusal of a request to an upstream whose key variable is empty: the variable's name
-    goes to the server log only."""
-    log.error("upstream %s: its key variable %s is empty", upstream.name, upstream.api_key_env)
-    return UpstreamKeyMissing(f"Upstream {upstream.name} has no API key configured.")
 
 
 @dataclass(frozen=True)
