@@ -97,6 +97,7 @@ class Reference(TypedDict, total=False):
     resolved_by: str  # resolver_model: an abstention settled by its pick
     pointer: Pointer  # a resolved reference: description, id, source session, confidence
     age_s: int  # a resolved reference: seconds between its entity's call and the question
+    since: str  # deleted | moved: what a call after the question did to its entity (ref_since)
 
 
 # One entity event of this request (track_entities).

@@ -76,11 +76,14 @@ def reference_lines(refs: Sequence[Mapping[str, Any]]) -> list[str]:
         if not isinstance(ent, Mapping):
             continue
         verb = _VERBS.get(str(ent.get("action")), str(ent.get("action")))
+        since = f"; since {r['since']}" if r.get("since") else ""  # the agent's own doing
+        verb += since
         line = f'- "{r.get("mention")}" means the {ent.get("type")} {ent.get("path")} ({verb})'
         if ent.get("description"):  # beyond files: in the model's terms, with its identifier
             age = r.get("age_s")
             said = with_age(str(ent["description"]), age if isinstance(age, int) else None)
             line = f'- "{r.get("mention")}" means the {said}'
+            line += f", since {r['since']}" if since else ""
         chain = r.get("chain") or []
         source = chain[-1] if chain and isinstance(chain[-1], Mapping) else {}
         if (source.get("depth") or 0) > 0:  # the entry that yielded it (a search or a pick)

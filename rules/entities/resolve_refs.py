@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import orjson
 from pydantic import Field, field_validator
@@ -45,6 +46,7 @@ from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
 from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
 from rules.entities.ref_scan import Wanted
+from rules.entities.ref_since import since_ended
 from rules.entities.ruled_out import ruled_out
 from rules.entities.scan_key import held_sorts, scan_key
 from rules.entities.several import several
@@ -311,6 +313,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if seen_before and plain:
         again = ref_memo.recall(ctx, key, float(asked["at"]), cfg, mentions, sources)
         if again is not None:
+            again = since_ended(again, _after(stored, float(asked["at"]), None))
             return RuleResult(ctx.messages, ctx.state, {"references": again})
     fresh = [entity_cache.fresh(events, ctx.now, cfg.ttl_seconds) for *_, events in sources]
     events = fresh[0]
@@ -377,4 +380,13 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             key, asked_at, cfg, tuple(mentions), searched, cfg.ttl_seconds, orjson.dumps(refs)
         )
         ref_memo.keep(ctx, answer)
+    refs = since_ended(refs, _after(stored, asked_at, None if seen_before else later))
     return RuleResult(ctx.messages, state, {"references": refs})
+
+
+def _after(events: Sequence[Any], asked_at: float, later: set[str] | None) -> list[Any]:
+    """The session's events after the question: first seen after it, or (``later``: at its
+    first sighting) made by the calls after it in the request."""
+    if later is not None:
+        return [e for e in events if e.get("call_id") in later]
+    return [e for e in events if float(e.get("first_seen", 0)) > asked_at]
