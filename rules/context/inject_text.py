@@ -10,6 +10,7 @@ from typing import Any
 
 from rules.base import TokenCounter
 from rules.context import working_set
+from rules.context.block_line import one_line
 from rules.entities import cache as entity_cache
 from rules.entities.ref_pointer import named, with_age
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
@@ -29,18 +30,6 @@ DELTA_HEADER = "Context noted by ctxproxy (not written by the user), changed sin
 _NOT_IN_DELTA = ("Latest writes",)
 # Items whose disappearance is news (a diagnostic closed); others are replaced or just age out.
 _CLOSED = {"Open": "Closed"}
-# A line break inside a path, a name or a mention (a file the agent made may be named so) would
-# start a line of the block's own: a forged reference, a closing tag, a "SYSTEM:" line.
-_FOLDED = str.maketrans({c: "⏎" for c in "\n\r\x0b\x0c\x85\u2028\u2029"})
-_TAG = "ctxproxy-context"
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line, the block's own tag in it made inert (``<`` as ``‹``)."""
-    text = text.translate(_FOLDED)
-    return text.replace("<", "‹") if _TAG in text else text
-
-
 def _entity_line(e: Mapping[str, Any]) -> str:
     verb = _VERBS.get(str(e.get("action")), str(e.get("action")))
     if "id" in e:  # beyond files: "- created git branch feat/x", "- listed customer Globex"

@@ -30,6 +30,7 @@ from rules.activity.run_key import raw_command
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult, SessionState
 from rules.context.assent import answered, is_assent
+from rules.context.block_line import one_line
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
@@ -352,10 +353,13 @@ GROUPED = ("Changed files", "Latest writes", "Folders touched")  # one line each
 
 
 def render_items(items: list[tuple[str, str]]) -> list[str]:
-    """Item lines as the section shows them: grouped keys on one line, the others one each."""
+    """Item lines as the section shows them: grouped keys on one line, the others one each; each
+    value (a goal, a plan step, a failure's message: the agent's or a tool's text) on one line,
+    the block's own tag in it inert (``block_line``)."""
     lines: list[str] = []
     grouped: dict[str, list[str]] = {}
-    for key, value in items:
+    for key, text in items:
+        value = one_line(text)
         if key in GROUPED:
             if key not in grouped:
                 grouped[key] = []

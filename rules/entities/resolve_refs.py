@@ -355,7 +355,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     refs = [
         several(
             user_made(
-                order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words
+                order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words,
+                mentions,
             ),
             text,
             m,

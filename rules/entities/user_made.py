@@ -67,16 +67,36 @@ class Said(Span, Protocol):
 
 
 def user_made(
-    ref: Reference, question: str, mention: Said, own: Callable[[str | None], list[str]]
+    ref: Reference,
+    question: str,
+    mention: Said,
+    own: Callable[[str | None], list[str]],
+    mentions: Sequence[Span] = (),
 ) -> Reference:
     """``ref`` as an abstention when its mention ("the file I just added") is the speaker's and
     the user's own words since what it points at was made (``own(its call's id)``, and the
-    question outside the mention) say they made something themselves; else itself."""
+    question outside its mentions: ``mentions``, the question's others) say they made something
+    themselves; else itself. Another mention's own "I made" is no such word: "delete the folder
+    I just created and the branch I made" gave up on both."""
     entity = ref.get("entity")
     if not entity or mention.actor != "speaker" or mention.lang != "en":
         return ref
-    rest = question[: mention.start][-_CHARS:] + " " + question[mention.end :][:_CHARS]
+    rest = _outside(question, max(mention.start - _CHARS, 0), mention.end + _CHARS,
+                    [mention, *mentions])  # fmt: skip
     made_by = ref.get("call_id")
     if not any(_OWN.search(text) for text in (rest, *own(made_by if made_by else None))):
         return ref
     return abstention(ref, "user_made", str(entity.get("path") or ""))
+
+
+def _outside(question: str, start: int, end: int, spans: Sequence[Span]) -> str:
+    """``question[start:end]`` without the words of ``spans`` (each a mention's)."""
+    pieces: list[str] = []
+    at = start
+    for span in sorted(spans, key=lambda s: s.start):
+        if span.end <= at or span.start >= end:
+            continue
+        pieces.append(question[at : max(span.start, at)])
+        at = span.end
+    pieces.append(question[at:end] if at < end else "")
+    return " ".join(pieces)

@@ -295,3 +295,21 @@ def test_a_compactions_summary_is_not_the_users_question() -> None:
     )
     res = run(summary, [FOLDER])
     assert res.report.get("references", []) == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "delete the folder I just created and the file I made",
+        "remove the file I added, then the folder we just created",
+    ],
+)
+def test_two_of_the_speakers_mentions_both_resolve(text: str) -> None:
+    """Each mention's own "I made" is no word of the user's making something themselves: read
+    outside one mention, the other's gave up on both (``user_made``)."""
+    refs = run(text, [FOLDER, FILE_A]).report["references"]
+    assert {r["entity"]["path"] for r in refs if r.get("entity")} == {"~/Desktop/123", "/w/a.py"}
+    assert not any(r.get("abstained") for r in refs)
+    # the user's own making still reads as theirs
+    mine = run("I made a folder myself; delete the folder I just created", [FOLDER])
+    assert mine.report["references"][0]["abstained"] == "user_made"
