@@ -3,6 +3,7 @@ in the history (a delta), and the block itself, capped to a token limit. Pure fu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -110,7 +111,18 @@ def delta(now: Sections, shown: Sections) -> Sections:
     # The common request: the working set as the blocks last showed it (nothing new, nothing
     # closed) and no entity or reference lines; every request asks, so no sets are built then.
     ws = [] if now.ws == shown.ws else _ws_delta(now.ws, shown.ws)
-    return Sections(_new_lines(now.recent, shown.recent), _new_lines(now.refs, shown.refs), ws)
+    refs = [r for r in _new_lines(now.refs, shown.refs) if _unended(r) not in shown.refs]
+    return Sections(_new_lines(now.recent, shown.recent), refs, ws)
+
+
+# What a reference line says of its entity's end since the question (``ref_since``)
+_SINCE = re.compile(r"(?:; |, )since (?:deleted|moved)\b")
+
+
+def _unended(line: str) -> str:
+    """``line`` as it read before its entity was ended: no news to say again mid-loop (it would
+    go after the agent's own result of ending it); a block said anew says it."""
+    return _SINCE.sub("", line, count=1) if "since" in line else line
 
 
 def _new_lines(now: list[str], shown: list[str]) -> list[str]:

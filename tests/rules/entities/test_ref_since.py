@@ -48,3 +48,18 @@ def test_a_delete_before_the_question_is_not_after_it() -> None:
     assert since_ended(refs, moved)[0]["since"] == "moved"
     other = [ev("/w/b", "file", "delete", 1.0, 1)]
     assert since_ended(refs, other) is refs
+
+
+def test_its_end_is_no_news_mid_loop_and_said_in_a_block_said_anew() -> None:
+    """The block that pointed at the folder was forwarded already: its end is not said again
+    after the agent's own result of ending it (a block inside that result); a block said anew (a
+    compaction, a cold cache) says it."""
+    from rules.context.inject_text import Sections, delta
+
+    ref = {"mention": "the folder you just created",
+           "entity": {"type": "folder", "name": "new", "path": "/w/new", "action": "create"}}
+    (shown,) = reference_lines([ref])
+    (now,) = reference_lines([{**ref, "since": "deleted"}])  # fmt: skip
+    assert now == shown.replace("(created)", "(created; since deleted)")
+    assert delta(Sections(refs=[now]), Sections(refs=[shown])).refs == []
+    assert delta(Sections(refs=[now]), Sections()).refs == [now]
