@@ -175,3 +175,15 @@ def pg_server() -> Iterator[PgServer]:
         pytest.skip(f"PostgreSQL could not be started: {exc}")
     yield server
     server.destroy()
+
+
+@pytest.fixture(scope="module")
+def own_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of the module's own, for tests that stop, freeze or lock it (the
+    session's ``pg_server`` is shared)."""
+    reason = unavailable()
+    if reason:
+        pytest.skip(reason)
+    server = start_server()
+    yield server
+    server.destroy()

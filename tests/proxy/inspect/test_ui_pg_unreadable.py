@@ -6,7 +6,6 @@ its cause (a timeout's text is empty: "unreachable ()")."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
@@ -14,19 +13,9 @@ import pytest
 
 import proxy.store.postgres as pg_store
 from tests.conftest import in_process, proxy_settings
-from tests.support.postgres import PgServer, start_server, unavailable
+from tests.support.postgres import PgServer
 
 PAGES = ("/ui", "/ui/requests/req_x", "/ui/sessions/s_x")
-
-
-@pytest.fixture
-def own_server() -> Iterator[PgServer]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    server = start_server()
-    yield server
-    server.destroy()
 
 
 def _settings(url: str) -> object:

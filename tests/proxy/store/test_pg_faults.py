@@ -7,23 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
 from proxy.store.postgres import PostgresStore
 from rules.base import SessionState
-from tests.support.postgres import PgServer, count, start_server, unavailable
-
-
-@pytest.fixture(scope="module")
-def own_server() -> Iterator[PgServer]:
-    reason = unavailable()
-    if reason:
-        pytest.skip(reason)
-    server = start_server()
-    yield server
-    server.destroy()
+from tests.support.postgres import PgServer, count
 
 
 @pytest.fixture
