@@ -9,7 +9,6 @@ from pathlib import Path
 import orjson
 
 from tests.conftest import in_process
-from tests.proxy.store.test_pg_faults import own_server  # noqa: F401  (the fixture)
 from tests.support.edge_upstream import EdgeUpstream, Reply, protocol_settings
 from tests.support.factories import anthropic_message, chat_completion
 from tests.support.postgres import PgServer
@@ -28,7 +27,7 @@ def _headers(session: str) -> dict[str, str]:
 
 
 async def test_new_sessions_are_served_while_the_database_is_away(
-    own_server: PgServer,  # noqa: F811
+    own_server: PgServer,
     edge: EdgeUpstream,
     tmp_path: Path,
 ) -> None:
