@@ -204,16 +204,15 @@ class Engine(WindowBudgets):
         await stack.__aenter__()
         try:
             # a lane's holds at once are bounded (its principal's, or in passthrough all those no
-            # upstream answered yet: ``Principals.lane``): each takes a shared pooled connection,
-            # taken by the store once the session's other requests here are done
-            bounded = self.hold_slots.bound is not None
-            slot = self.hold_slots.slot(current_lane(principal)) if bounded else None
+            # upstream answered yet: ``Principals.lane``): each takes a shared pooled connection
+            slot = self.hold_slots.lease(current_lane(principal))
             known = None if parent or heavy else self.store.known_state(sid)
             ran: tuple[Context, PipelineOutcome] | None = None
+            hold = self.store.session(sid, slot)
             if known is None:
-                held = await stack.enter_async_context(self.store.session(sid, slot))
+                held = await stack.enter_async_context(hold)
             else:
-                held, ran = await self._hold_running_ahead(stack, request, *known, slot)
+                held, ran = await self._hold_running_ahead(stack, hold, request, *known)
             return await self._prepare_locked(stack, held, request, parent, ran)
         except BaseException:
             await stack.__aexit__(*sys.exc_info())
@@ -233,16 +232,15 @@ class Engine(WindowBudgets):
     async def _hold_running_ahead(
         self,
         stack: contextlib.AsyncExitStack,
+        hold: contextlib.AbstractAsyncContextManager[SessionHandle],
         request: _Request,
         state: SessionState,
         feedback: CacheFeedback | None,
-        slot: contextlib.AbstractAsyncContextManager[None] | None,
     ) -> tuple[SessionHandle, tuple[Context, PipelineOutcome]]:
         """Hold the session while running the pipeline on the state this process last saw: the
         hold's round trip to the database then costs nothing when that state is still the one
         stored (the caller checks; the pipeline is pure, so its outcome stands)."""
-        held = self.store.session(request.sid, slot)
-        entering = asyncio.ensure_future(stack.enter_async_context(held))
+        entering = asyncio.ensure_future(stack.enter_async_context(hold))
         try:
             await asyncio.sleep(0)  # the hold's query goes out before the pipeline takes the loop
             ctx = self._context(request, state, [], self.costs.facts(request.model, feedback))

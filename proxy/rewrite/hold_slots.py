@@ -45,6 +45,11 @@ class HoldSlots:
             else:
                 self._slots[principal] = (semaphore, users - 1)
 
+    def lease(self, principal: str) -> contextlib.AbstractAsyncContextManager[None] | None:
+        """One of ``principal``'s slots, for the store to take once the session's turn is had;
+        None where holds are not bounded (nothing to take)."""
+        return None if self.bound is None else self.slot(principal)
+
     def users(self, principal: str) -> int:
         """``principal``'s requests holding a slot or waiting for one."""
         entry = self._slots.get(principal)

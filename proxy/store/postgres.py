@@ -287,9 +287,8 @@ class PostgresStore(PgReads, PgAncestors):
         log.warning("store: session %s held %s too long; read-only", session_id, where)
         self.cache_feedback.offer(session_id, None)
         saving = self._saving.get(session_id)  # its last request's save, slow: what it saves
-        latest = saving.saved if saving is not None else None
-        if latest is not None and saving is not None:
-            return _Held(self, session_id, *latest, saving.version, read_only=True)
+        if saving is not None and saving.saved is not None:
+            return _Held(self, session_id, *saving.saved, saving.version, read_only=True)
         return _Held(self, session_id, *_known(self._states.get(session_id)), read_only=True)
 
     async def _hold(self, session_id: str, keep: bool = False, wait_ms: int | None = None) -> _Held:

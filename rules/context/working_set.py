@@ -353,13 +353,11 @@ GROUPED = ("Changed files", "Latest writes", "Folders touched")  # one line each
 
 
 def render_items(items: list[tuple[str, str]]) -> list[str]:
-    """Item lines as the section shows them: grouped keys on one line, the others one each; each
-    value (a goal, a plan step, a failure's message: the agent's or a tool's text) on one line,
-    the block's own tag in it inert (``block_line``)."""
+    """Item lines as the section shows them: grouped keys on one line, the others one each (each
+    value the agent's or a tool's text: ``one_line``)."""
     lines: list[str] = []
     grouped: dict[str, list[str]] = {}
-    for key, text in items:
-        value = one_line(text)
+    for key, value in ((k, one_line(v)) for k, v in items):
         if key in GROUPED:
             if key not in grouped:
                 grouped[key] = []
