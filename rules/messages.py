@@ -80,6 +80,17 @@ def role(message: Message) -> str:
     return r if isinstance(r, str) else ""
 
 
+def id_text(value: Any) -> str | None:
+    """A call's or a result's id as text: a string as it is, an integer as its digits (some
+    clients number their calls; the provider takes strings only, and both sides of a pair say
+    the same number), anything else none."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return None
+
+
 def tool_calls(message: Message) -> list[dict[str, Any]]:
     """The assistant message's tool calls, or [] (None, missing or malformed all read as [])."""
     calls = message.get("tool_calls")

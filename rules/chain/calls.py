@@ -13,7 +13,7 @@ import orjson
 from rules.base import Messages
 from rules.chain.call_ids import STRICTEST, CallIdRule
 from rules.chain.validator import arguments_ok, call_shape_ok
-from rules.messages import call_name, custom_call, role
+from rules.messages import call_name, custom_call, id_text, role
 from rules.report import Repair
 
 
@@ -48,7 +48,7 @@ def _fixed_arguments(fn: dict[str, Any]) -> tuple[str, str]:
 
 def fix_call(call: dict[str, Any], index: int, repairs: list[Repair]) -> dict[str, Any]:
     """The call with a valid shape and JSON-object arguments (the same dict when already fine)."""
-    cid = call.get("id") if isinstance(call.get("id"), str) else None
+    cid = id_text(call.get("id"))
     shape_ok = call_shape_ok(call)
     args_ok = arguments_ok(call)
     if shape_ok and args_ok:
@@ -102,8 +102,9 @@ def collect_slots(
             continue
         for pos, call in enumerate(m["tool_calls"]):
             raw_calls.append((i, pos, call))
-            if isinstance(call, dict) and rule.accepts(call.get("id")):
-                reserved.add(call["id"])
+            given = id_text(call.get("id")) if isinstance(call, dict) else None
+            if given is not None and rule.accepts(given):
+                reserved.add(given)
     used: set[str] = set()
     suffixes: dict[str, int] = {}
     slots: dict[int, list[Slot]] = {}
@@ -118,7 +119,7 @@ def collect_slots(
                 }
             )
             continue
-        raw = call.get("id") if isinstance(call.get("id"), str) else None
+        raw = id_text(call.get("id"))
         valid = raw is not None and rule.accepts(raw)
         new_id = raw if raw is not None and valid else rule.fit(raw or "")
         if new_id in used or (new_id != raw and new_id in reserved):
@@ -135,6 +136,11 @@ def collect_slots(
             repairs.append(
                 {"kind": kind, "index": i, "tool_call_id": raw, "action": action, "new_id": new_id}
             )
+        elif call.get("id") != raw:  # a number: its digits, as its results' ids become
+            repairs.append(
+                {"kind": "invalid_call_id", "index": i, "tool_call_id": raw,
+                 "action": "number_to_string", "new_id": new_id}
+            )  # fmt: skip
         fixed = fix_call(call, i, repairs)
         if fixed.get("id") != new_id:
             fixed = {**fixed, "id": new_id}

@@ -26,7 +26,7 @@ from rules.chain.text import (
 )
 from rules.chain.validator import answered_otherwise, empty_content, find_violations
 from rules.matching import Budget, Matcher
-from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, role
+from rules.messages import HELD, PLACEHOLDER_PREFIX, append_text, id_text, role
 from rules.report import Repair
 
 Repairs = list[Repair]
@@ -112,8 +112,8 @@ class _Assigner:
         return _only_open_of(self.by_raw, candidates)
 
     def assign(self, j: int, owner: int | None, repairs: Repairs) -> Slot | None:
-        tid = self.messages[j].get("tool_call_id")
-        if not isinstance(tid, str):
+        tid = id_text(self.messages[j].get("tool_call_id"))
+        if tid is None:
             return None
         if tid in self.by_raw:
             return _pick(self.by_raw[tid], self.keys[tid], j)
@@ -206,10 +206,8 @@ def _result_out(slot: Slot, messages: Messages, reps: Repairs) -> Message:
 def _orphans_out(indices: list[int], messages: Messages, reps: Repairs) -> Message:
     """Results whose call is gone, kept as readable context in one user message."""
     for j in indices:
-        tid = messages[j].get("tool_call_id")
-        reps.append(
-            _rep("orphan_result", j, tid if isinstance(tid, str) else None, "kept_as_user_text")
-        )
+        tid = id_text(messages[j].get("tool_call_id"))
+        reps.append(_rep("orphan_result", j, tid, "kept_as_user_text"))
     return orphans_message([messages[j] for j in indices])
 
 

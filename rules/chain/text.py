@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 
 from rules.base import Message, Messages
 from rules.chain.validator import answered_otherwise, empty_content
-from rules.messages import PLACEHOLDER_PREFIX, append_text, call_arguments_text, role, text_of
+from rules.messages import (
+    PLACEHOLDER_PREFIX,
+    append_text,
+    call_arguments_text,
+    id_text,
+    role,
+    text_of,
+)
 
 if TYPE_CHECKING:
     from rules.chain.calls import Slot
@@ -34,11 +41,11 @@ def runaway_note(dropped: list[Slot]) -> str:
 def orphan_text(t: Message, late: bool = False) -> str:
     """A result whose call is gone (``late``: whose call was answered by later turns), as
     readable text with a prefix that says so."""
-    tid = t.get("tool_call_id")
+    tid = id_text(t.get("tool_call_id"))
     name = f" ({t['name']})" if isinstance(t.get("name"), str) and t["name"] else ""
     why = "came after later turns" if late else "had no matching call"
     return (
-        f"{PLACEHOLDER_PREFIX} tool result for call {tid if isinstance(tid, str) else '?'}"
+        f"{PLACEHOLDER_PREFIX} tool result for call {tid if tid is not None else '?'}"
         f"{name} {why}]\n{text_of(t.get('content'))}"
     )
 

@@ -250,6 +250,34 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
         [U, assistant(None, shell("call_1_x", "a")), result("call_1_x", "A")],
         [("invalid_call_id", "sanitised")],
     ),
+    # some clients number their calls: both sides say the number, so the pair stays a pair
+    "numbered_ids_said_as_their_digits": (
+        [U, assistant(None, raw_call(7, "{}")), result(7, "A")],  # type: ignore[arg-type]
+        [U, assistant(None, raw_call("7", "{}")), result("7", "A")],
+        [("invalid_call_id", "number_to_string")],
+    ),
+    "numbered_call_answered_by_its_digits": (
+        [U, assistant(None, raw_call(7, "{}")), result("7", "A")],
+        [U, assistant(None, raw_call("7", "{}")), result("7", "A")],
+        [("invalid_call_id", "number_to_string")],
+    ),
+    "a_number_beside_the_same_digits_as_text": (  # the text's id was there first
+        [
+            U,
+            assistant(None, raw_call("7", "{}")),
+            result("7", "A"),
+            assistant(None, raw_call(7, "{}")),
+            result(7, "B"),  # type: ignore[arg-type]
+        ],
+        [
+            U,
+            assistant(None, raw_call("7", "{}")),
+            result("7", "A"),
+            assistant(None, raw_call("7_2", "{}")),
+            result("7_2", "B"),
+        ],
+        [("duplicate_call_id", "renamed")],
+    ),
     "signed_id_with_a_bad_call_part_sanitised": (
         [U, assistant(None, shell(BAD_SIGNED, "a")), result(BAD_SIGNED, "A")],
         [U, assistant(None, shell("call_1__thought__Ci", "a")), result("call_1__thought__Ci", "A")],
