@@ -91,6 +91,8 @@ class EntityPack:
     # the programs the pack knows (python aside: only its ``-m venv``/``-m pip`` count)
     known: frozenset[str] = frozenset()
     jobs: JobRules = field(default_factory=lambda: load_jobs(None, _no_regex))
+    # the kinds a command names by a path (a virtualenv's folder): deleting it ends them
+    path_kinds: frozenset[str] = frozenset()
 
     def names(self, command: str) -> bool:
         """Whether a simple command of ``command`` starts with a program the pack knows: one
@@ -189,6 +191,7 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         result_verbs=verbs,
         by_program={k: tuple(v) for k, v in by_program.items()},
         known=frozenset(words - {"python"}),
+        path_kinds=frozenset(c.kind for c in commands if c.spec.get("path")),
         jobs=load_jobs(
             data.get("background_jobs"),
             lambda source, where: _regex(source, re.I, where, builtin),

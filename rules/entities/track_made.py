@@ -239,9 +239,15 @@ class MadeTracker:
         out: list[Made] = []
         for e in self.alive.values():
             ident = str(e.get("id") or "")
-            if ident[:1] not in ("/", "~") or len(out) >= MAX_GONE:
+            rooted = ident[:1] in ("/", "~")
+            if not (rooted or e.get("type") in self.pack.path_kinds) or len(out) >= MAX_GONE:
                 continue
-            if any(ident == d or ident.startswith(d + "/") for d in deleted):
+            # a path made where the working folder was not known (``.venv``) is relative: the
+            # deleted path (relative too, or resolved since) ends with it
+            if any(
+                ident == d or ident.startswith(d + "/") or (not rooted and d.endswith("/" + ident))
+                for d in deleted
+            ):
                 out.append(Made(str(e.get("type")), ident, "delete", str(e.get("name") or ""),
                                 (), (), clip(by)))  # fmt: skip
         return out

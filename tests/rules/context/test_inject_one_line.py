@@ -60,3 +60,14 @@ def test_working_set_items_stay_on_their_lines() -> None:
     text = ws_text(items, False, 400)
     assert text is not None and text.count("\n") == 4  # the title and one line an item
     assert "</ctxproxy-context>" not in text
+
+
+def test_invisible_and_control_characters_go() -> None:
+    """A name may hide what it says: a right-to-left override shows ``txt.exe`` as ``exe.txt``, a
+    zero-width space splits a word no reader sees split, and an escape sequence recolours a
+    terminal. None of them reaches the block; a tab is a space."""
+    name = "/w/inv\u202eoice\u200b.pdf\x1b[31m\tX\u2066y\u2069\ufeff\x00\x7f"
+    assert one_line(name) == "/w/invoice.pdf[31m Xy"
+    refs = [{"mention": "the file", "entity": {"type": "file", "path": name, "action": "create"}}]
+    (line,) = reference_lines(refs)
+    assert not any(ch in line for ch in "\u202e\u200b\x1b\t\u2066\u2069\ufeff\x00\x7f")

@@ -73,6 +73,22 @@ def test_deleting_a_path_ends_what_it_named_beyond_files(delete: str) -> None:
     assert [e["action"] for e in made] == ["create", "delete"]
 
 
+@pytest.mark.parametrize("delete", ["rm -rf .venv", "cd /w && rm -rf .venv"])
+def test_a_relative_path_ends_what_it_named_beyond_files(delete: str) -> None:
+    """Made where the working folder was not known, a virtualenv's id is the relative path the
+    command gave: deleted by that path (or by the one it resolves to since), it is gone."""
+    state = _tracked("python -m venv .venv", delete)
+    made = [e for e in state.get("entities") or [] if e.get("id") == ".venv"]
+    assert [e["action"] for e in made] == ["create", "delete"]
+
+
+def test_a_relative_name_is_no_path_of_another_kind() -> None:
+    """A branch named like the deleted folder stays: only kinds known by a path end with it."""
+    state = _tracked("git checkout -b build", "rm -rf build")
+    made = [e for e in state.get("entities") or [] if e.get("id") == "build"]
+    assert [e["action"] for e in made] == ["create"]
+
+
 def test_a_path_beside_the_deleted_one_stays_beyond_files_too() -> None:
     state = _tracked("python -m venv /w/.venv2", "rm -rf /w/.venv")
     made = [e for e in state.get("entities") or [] if e.get("id") == "/w/.venv2"]
