@@ -10,6 +10,14 @@ from __future__ import annotations
 import re
 import string
 
+# A quoted value: to its closing quote, past the escaped ones (``"Pa\\"ss"`` is one JSON string);
+# opened by an escaped quote (JSON inside a string), to the next escaped one.
+QUOTED_VALUE = (
+    r""""(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])+)|\\"(?P<edq>[^"\\\r\n]+)"""
+    r"""|'(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])+)|\\'(?P<esq>[^'\\\r\n]+)"""
+)
+VALUE_GROUPS = ("dq", "edq", "sq", "esq", "bare")
+
 # A secret name given as another field's value (``- name: DB_PASSWORD`` then ``value: …`` in a
 # Kubernetes env list, ``{"name": "API_TOKEN", "value": …}``, ``<add key="ApiSecret" value=…``,
 # ``ParameterKey=DbPassword,ParameterValue=…``): the name field, right before the name, and the
@@ -21,7 +29,7 @@ _PAIR_NAME = re.compile(
 _PAIR_VALUE = re.compile(
     r"""(?:(?![{}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){0,200}?(?<!\w)(?i:(?:parameter)?value)"""
     r"""\\?["']?[ \t]*+[:=][ \t]*+"""
-    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\{}<>]+))"""
+    rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))"""
 )
 # A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
 # "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value

@@ -11,6 +11,8 @@ import re
 
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
+    QUOTED_VALUE,
+    VALUE_GROUPS,
     judged_end,
     name_end,
     name_ending,
@@ -49,7 +51,7 @@ _TRIGGER = re.compile(
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
 _ASSIGNED = re.compile(
     r"""\\?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""  # ``env["KEY"] = …`` too
-    r"""(?:\\?"(?P<dq>[^"\\\r\n]+)|\\?'(?P<sq>[^'\\\r\n]+)|(?P<bare>[^\s"',;&\\]+))"""
+    rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\]+))"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
 _AUTH_VALUE = re.compile(
@@ -164,7 +166,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         return said_value(text, end, needed)
     if m:
         groups = m.groupdict()
-        group = next(g for g in ("dq", "sq", "bare") if groups.get(g) is not None)
+        group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
         if value.startswith(REDACTED) or len(value) < needed:

@@ -134,6 +134,22 @@ def test_assignments_to_secret_names_are_redacted(text: str, leaked: str) -> Non
 
 
 @pytest.mark.parametrize(
+    ("text", "after"),
+    [  # a quoted value runs to its closing quote, past the quotes and backslashes it escapes
+        ('{"password": "Sup3r\\"S3cret"}', '{"password": "[REDACTED]"}'),
+        ('{"password": "Sup3r\\\\Tail77", "db": "x"}', '{"password": "[REDACTED]", "db": "x"}'),
+        ("DB_PASSWORD='it\\'sTail77' next", "DB_PASSWORD='[REDACTED]' next"),
+        ('{"name": "API_KEY", "value": "Ab\\"cd12345"}', '{"name": "API_KEY", "value": "[REDACTED]"}'),
+        # JSON inside a string: its quotes are escaped once, the value ends at the next one
+        ('{\\"password\\": \\"hunter2x\\", \\"db\\": \\"x\\"}',
+         '{\\"password\\": \\"[REDACTED]\\", \\"db\\": \\"x\\"}'),
+    ],
+)  # fmt: skip
+def test_a_quoted_value_is_redacted_past_its_escapes(text: str, after: str) -> None:
+    assert redact_text(text) == after
+
+
+@pytest.mark.parametrize(
     ("text", "leaked", "kept"),
     [
         ("<password>hunter2</password>", "hunter2", "<password>[REDACTED]</password>"),
