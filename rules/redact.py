@@ -39,6 +39,7 @@ from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_shapes import redact_key_shapes
+from rules.redact_structured import command_words, named_pair
 from rules.redact_triggers import is_basic_credentials, redact_after_triggers
 from rules.text_cache import text_cache
 
@@ -109,11 +110,14 @@ def redact(value: Any) -> Any:
     if cls is str:
         return redact_text(value)
     if cls is list:
+        words = command_words(value, redact_text)
+        if words is not None:
+            return words
         return [v if v.__class__ in _PLAIN else redact(v) for v in value]
     if isinstance(value, dict):
         return _redact_dict(value)
     if isinstance(value, list):
-        return [redact(v) for v in value]
+        return redact(list(value))
     if isinstance(value, str):
         return redact_text(value)
     return value
@@ -121,6 +125,17 @@ def redact(value: Any) -> Any:
 
 def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
     plain, secret, name, short = _PLAIN, _secret_field, _redact_key, _MIN_SECRET_KEY
+    pair = named_pair(value)
+    if pair is not None:  # ``{"name": "DB_PASSWORD", "value": …}``: the value goes, the name stays
+        named, held = pair
+        return {
+            (k if len(k) < short else name(k)) if k.__class__ is str else k: v
+            if k == named or v.__class__ in plain
+            else REDACTED
+            if k == held or secret(k, v, value)
+            else redact(v)
+            for k, v in value.items()
+        }
     return {
         (k if len(k) < short else name(k)) if k.__class__ is str else k: v
         if v.__class__ in plain
