@@ -231,17 +231,31 @@ _LITELLM_PREFIX = re.compile(
     r"^\s*+(?:litellm\.\w{1,40}+:\s*+)++(?:\w{1,40}?(?:Error|Exception):\s*+)*+"
     r"(?:\w{1,40}?Exception\s*+-\s*+)?"
 )
-_LITELLM_SUFFIX = re.compile(r"\.?\s*Handle with `litellm\.\w+`\.?\s*$")
+# litellm's closing advice, at the very end of its message: looked for there only (a search of
+# ``\s*…$`` over the whole text is quadratic in a run of blanks an upstream's error may hold)
+_SUFFIX_START = "Handle with `litellm."
+_SUFFIX = re.compile(r"Handle with `litellm\.\w{1,80}`\.?\s*+")
+_SUFFIX_WINDOW = 200
 _URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s\"'<>]+")
 _PATH = re.compile(r"(?<![\w.~-])(?:[A-Za-z]:)?(?:[\\/][\w.@+~-]+){2,}[\\/]?")
 _HOST_PORT = re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?\b|\[[0-9a-fA-F:]+\](?::\d+)?")
+
+
+def _without_suffix(text: str) -> str:
+    """``text`` without litellm's "… Handle with `litellm.X`." at its end (and the full stop
+    and blanks before it)."""
+    cut = text.rfind(_SUFFIX_START, max(0, len(text.rstrip()) - _SUFFIX_WINDOW))
+    if cut < 0 or _SUFFIX.fullmatch(text, cut) is None:
+        return text
+    head = text[:cut].rstrip()
+    return head[:-1] if head.endswith(".") else head
 
 
 def short_message(text: str, upstream: UpstreamSettings) -> str:
     """A provider's error message for the client: its own ``message`` when the text is JSON,
     else the first line that is not part of a traceback; without URLs, paths, addresses or our
     upstream's host; redacted; at most ``_MAX_MESSAGE_CHARS``."""
-    text = _LITELLM_SUFFIX.sub("", _LITELLM_PREFIX.sub("", text, count=1))
+    text = _without_suffix(_LITELLM_PREFIX.sub("", text, count=1))
     found = _json_message(text)
     if found is None:
         lines = (line.strip() for line in text.splitlines() if line[:1] not in (" ", "\t"))

@@ -265,6 +265,18 @@ def test_short_message_names_our_upstream_not_its_host() -> None:
     assert _short_message(text, upstream) == "upstream up overloaded"
 
 
+def test_a_long_run_of_blanks_is_read_once() -> None:
+    """litellm's closing advice was looked for at every blank of the error: a provider's 400
+    holding 64 KiB of spaces held the event loop 6.8 s (quadratic), 1 MiB about half an hour."""
+    import time
+
+    upstream = UpstreamSettings(name="up", base_url="http://127.0.0.1:9/v1")
+    text = "bad" + " " * 100_000 + "x. Handle with `litellm.BadRequestError`."
+    started = time.perf_counter()
+    assert _short_message(text, upstream).startswith("bad")
+    assert time.perf_counter() - started < 0.5
+
+
 async def test_a_bridged_messages_stream_breaking_off_says_so_in_the_proxys_words(
     tmp_path: Path, real: EdgeUpstream
 ) -> None:
