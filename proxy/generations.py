@@ -42,7 +42,10 @@ class Generations(Generic[V]):
             self._young, self._old, self._young_bytes = {}, {}, 0
 
     def _keep(self, key: Hashable, value: V, cost: int) -> None:
-        """``value`` into the newer generation (unless there already), charged ``cost`` bytes."""
+        """``value`` into the newer generation (unless there already), charged ``cost`` bytes.
+        One costing more than a generation holds is not kept: it would be one past the bound."""
+        if cost > self._generation_bytes:
+            return
         with self._lock:
             if key in self._young:
                 return

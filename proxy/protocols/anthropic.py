@@ -347,23 +347,32 @@ def _lift_key(
     st: State, messages: list[Message], hashes: Sequence[str] | None, start: int, end: int
 ) -> tuple[Hashable | None, int]:
     """The key of the lifting of ``messages[start:end]`` (with the bytes it holds): their
-    content hashes (tags included), the bytes of the client messages their parts come from, and
-    the first user message's index (kept as sent). None when some input's bytes are unknown."""
+    content hashes (tags included), which client message each comes from (relative to the
+    first), the bytes of those client messages, each once (a message of 4,000 tool results is
+    4,000 parts of one message: its bytes once, not 4,000 times), and the first user message's
+    index (kept as sent). None when some input's bytes are unknown."""
     if hashes is None:
         return None, 0
-    data: list[bytes | None] = []
+    sources: list[int | None] = []
+    data: list[bytes] = []
+    seen: set[int] = set()
     size = 0
+    base: int | None = None
     for m in messages[start:end]:
         part = st.parts.get(m.get(TAG))  # type: ignore[arg-type]
         if part is None:  # one the rules wrote: its hash is all of it
-            data.append(None)
+            sources.append(None)
             continue
-        known = st.data[part.index] if 0 <= part.index < len(st.data) else None
-        if known is None:
-            return None, 0
-        data.append(known)
-        size += len(known)
-    return (tuple(hashes[start:end]), tuple(data), st.first_user), size
+        if part.index not in seen:
+            known = st.data[part.index] if 0 <= part.index < len(st.data) else None
+            if known is None:
+                return None, 0
+            seen.add(part.index)
+            data.append(known)
+            size += len(known)
+        base = part.index if base is None else base
+        sources.append(part.index - base)
+    return (tuple(hashes[start:end]), tuple(sources), tuple(data), st.first_user), size
 
 
 ANTHROPIC = AnthropicAdapter()
