@@ -146,12 +146,31 @@ def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
     return obs.action.writes or (obs.action.target,)
 
 
-def _record(ledger: dict[str, Any], messages: list[Message], obs: Observation, cfg: Config) -> None:
+def _calls_of(message: Message) -> dict[Any, dict[str, Any]]:
+    """A message's tool calls by id (the first of an id)."""
+    out: dict[Any, dict[str, Any]] = {}
+    for c in tool_calls(message):
+        out.setdefault(c.get("id"), c)
+    return out
+
+
+def _record(
+    ledger: dict[str, Any],
+    messages: list[Message],
+    obs: Observation,
+    cfg: Config,
+    calls_at: dict[int, dict[Any, dict[str, Any]]],
+) -> None:
+    """``calls_at``: each message's calls by id, as read so far (a message of thousands of
+    parallel calls is read once, not once a call)."""
     action = obs.action
     result_text = text_of(messages[obs.result_index].get("content"))
     ledger["seq"] = ledger.get("seq", 0) + 1
-    calls = [c for c in tool_calls(messages[obs.call_index]) if c.get("id") == obs.call_id]
-    arguments = call_arguments_text(calls[0]) if calls else None
+    calls = calls_at.get(obs.call_index)
+    if calls is None:
+        calls = calls_at[obs.call_index] = _calls_of(messages[obs.call_index])
+    call = calls.get(obs.call_id)
+    arguments = call_arguments_text(call) if call is not None else None
     if action.kind == "plan":  # a plan the harness refused (is_error, a validation error) is none
         if arguments is not None and not obs.failed and obs.exit_code in (None, 0):
             update_plan(ledger, arguments)
@@ -240,6 +259,7 @@ def build(
     pending = list(ledger.get("pending", []))
     start = high_water(len(obs_all), lambda i: key(obs_all[i]), seen_set)
     todo = [o for o in obs_all[:start] if stored_id(o.call_id) in pending] if pending else []
+    calls_at: dict[int, dict[Any, dict[str, Any]]] = {}
     for obs in [*todo, *obs_all[start:]]:
         k = key(obs)
         if k in seen_set:
@@ -252,7 +272,7 @@ def build(
             pending.remove(stored_id(obs.call_id))
         seen.append(k)
         seen_set.add(k)
-        _record(ledger, messages, obs, cfg)
+        _record(ledger, messages, obs, cfg, calls_at)
     ledger["seen"] = seen[-SEEN_WINDOW:]
     if pending or "pending" in ledger:
         ledger["pending"] = pending[-MAX_PENDING:]
