@@ -31,7 +31,9 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from proxy.errors import ClientGone
 from proxy.rewrite import full_collections
+from rules.abandon import Abandoned, watching
 from rules.memo_scope import memo_scope
 
 T = TypeVar("T")
@@ -134,7 +136,19 @@ def command_bytes(messages: list[Any], fresh: int) -> int:
     return found
 
 
-_Job = tuple[asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any]]
+_Job = tuple[
+    asyncio.AbstractEventLoop, "asyncio.Future[Any]", Callable[[], Any], Callable[[], bool] | None
+]
+# What tells whether the request's client went away (its connection lost), set by the handler
+# for the request's task; a job it sends to a worker stops at its next check once it did
+_CLIENT_GONE: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "ctxproxy_client_gone", default=None
+)
+
+
+def watch_client(gone: Callable[[], bool] | None) -> None:
+    """The current request's ``gone`` (None: not known; read by the workers, from any thread)."""
+    _CLIENT_GONE.set(gone)
 
 
 class Offload:
@@ -176,7 +190,7 @@ class Offload:
             line = self._lines.get(principal)
             if line is None:
                 line = self._lines[principal] = deque()
-            line.append((loop, future, lambda: call(fn, *args)))
+            line.append((loop, future, lambda: call(fn, *args), _CLIENT_GONE.get()))
             if len(self._threads) < self._workers:  # started on use: an engine that never
                 thread = threading.Thread(  # offloads (the tests' many) holds no thread
                     target=self._work, name=self._name, daemon=True
@@ -204,7 +218,7 @@ class Offload:
             jobs = [job for line in self._lines.values() for job in line]
             self._lines.clear()
             self._ready.notify_all()
-        for loop, future, _ in jobs:
+        for loop, future, _, _ in jobs:
             _settle(loop, future, cancel=True)
 
     def _take(self) -> tuple[str, _Job] | None:
@@ -226,12 +240,16 @@ class Offload:
 
     def _work(self) -> None:
         while (taken := self._take()) is not None:
-            principal, (loop, future, call) = taken
+            principal, (loop, future, call, client_gone) = taken
             try:
                 if not future.cancelled():  # else its request went away while it waited
                     try:
-                        with full_collections.held():  # its objects would make one long
+                        # its objects would make one long collection; a request that goes
+                        # away while it runs stops at the next unit of work (``rules.abandon``)
+                        with full_collections.held(), watching(_gone(future, client_gone)):
                             value = call()
+                    except Abandoned:  # its client hung up: the request ends as when it does
+                        _settle(loop, future, error=ClientGone("Client disconnected."))
                     except BaseException as exc:  # any: handed to the request awaiting it
                         _settle(loop, future, error=exc)
                     else:
@@ -240,6 +258,15 @@ class Offload:
                 with self._ready:
                     self._running.discard(principal)
                     self._ready.notify_all()  # its next job, or another's, may go now
+
+
+def _gone(
+    future: asyncio.Future[Any], client_gone: Callable[[], bool] | None
+) -> Callable[[], bool]:
+    """Whether a job's request went away: its task cancelled, or its client's connection lost."""
+    if client_gone is None:
+        return future.cancelled
+    return lambda: future.cancelled() or client_gone()
 
 
 def _settle(

@@ -16,6 +16,7 @@ from proxy.rewrite.recall import Recall, Renders, encoding_of
 from proxy.rewrite.records import OBJECT_FACTOR, MessageRecords, RenderedMessages
 from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
 from proxy.settings import ConfiguredRule
+from rules import abandon
 from rules.base import Context, Messages, SessionState, release_lists
 from rules.chain import validator as chain_validator
 from rules.registry import load_rule
@@ -99,24 +100,30 @@ class Pipeline:
         renders = Renders(self.renders, recall) if self.renders is not None else None
         ctx = ctx.evolve(report=report, renders=renders)
         timings, clock = report["timings_ms"], time.perf_counter
-        for step in self.steps:
-            name, started = step.name, clock()
-            try:
-                result = step.module.apply(ctx, step.config)
-            except Exception as exc:  # contained per rule: the input stands, the error is reported
-                if self.on_rule_error == "fail":
-                    raise RuleFailed(f"rule {name} raised {type(exc).__name__}: {exc}") from exc
-                report["rule_errors"].append(
-                    {"rule": name, "error": f"{type(exc).__name__}: {exc}"}
-                )
-                result = None
-            # ms to the microsecond (``round(x, 3)`` costs ~0.4 µs a rule)
-            timings[name] = int((clock() - started) * 1e6 + 0.5) / 1000
-            if result is not None:
-                if result.report:
-                    merge_report(report, result.report)
-                if result.messages is not ctx.messages or result.state is not ctx.state:
-                    ctx = ctx.evolve(messages=result.messages, state=result.state)
+        try:
+            for step in self.steps:
+                abandon.check()  # a request whose client went away stops here (in a worker)
+                name, started = step.name, clock()
+                try:
+                    result = step.module.apply(ctx, step.config)
+                # contained per rule: the input stands, the error is reported
+                except Exception as exc:
+                    if self.on_rule_error == "fail":
+                        raise RuleFailed(f"rule {name} raised {type(exc).__name__}: {exc}") from exc
+                    report["rule_errors"].append(
+                        {"rule": name, "error": f"{type(exc).__name__}: {exc}"}
+                    )
+                    result = None
+                # ms to the microsecond (``round(x, 3)`` costs ~0.4 µs a rule)
+                timings[name] = int((clock() - started) * 1e6 + 0.5) / 1000
+                if result is not None:
+                    if result.report:
+                        merge_report(report, result.report)
+                    if result.messages is not ctx.messages or result.state is not ctx.state:
+                        ctx = ctx.evolve(messages=result.messages, state=result.state)
+        except abandon.Abandoned:  # nothing of it is kept, nor its messages
+            release_lists()
+            raise
 
         messages = self._integrity_check(ctx, report)
         tokens_after = ctx.tokens.count_messages(messages)

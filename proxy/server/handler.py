@@ -8,6 +8,7 @@ to first byte, usage), also when the client goes away mid-stream."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from functools import partial
@@ -28,7 +29,7 @@ from proxy.errors import (
     require_json,
 )
 from proxy.failures import STOPPING
-from proxy.rewrite.offload import enter_lane
+from proxy.rewrite.offload import enter_lane, watch_client
 from proxy.rewrite.prepared import Prepared
 from proxy.rewrite.session_key import header_session
 from proxy.server.asgi_send import (
@@ -134,6 +135,8 @@ class ProtocolHandler:
             counted.append(ticket := self.s.in_flight.enter(lane))
             self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
+            signal = disconnect_signal(scope)  # its work in a worker stops once the client went
+            watch_client(None if signal is None else functools.partial(getattr, signal, "lost"))
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))

@@ -12,6 +12,7 @@ from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from rules import abandon
 from rules.activity.agent_tools import (
     command_value,
     output_header,
@@ -305,6 +306,7 @@ def observations(
         seen = {}
     new = tuple.__new__  # Observation(...) without its Python-level __new__: once per tool call
     for ci, call, ri in iter_tool_pairs(messages) if pairs is None else pairs:
+        abandon.check()
         if ri is None:
             continue
         result = messages[ri]

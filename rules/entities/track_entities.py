@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
+from rules import abandon
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.file_tools import (
     call_effects,
@@ -174,6 +175,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     read = 0  # calls read, and answers waited for
     for _, call, answer in [*todo, *pairs[start:]]:
+        abandon.check()
         key = call_key(call)
         if key in seen:
             continue

@@ -63,6 +63,33 @@ def test_strict_mode_raises() -> None:
         _pipeline("fail", "boom").run(_ctx(user("hi")))
 
 
+def test_a_run_whose_request_went_away_stops_between_rules() -> None:
+    """In a worker, a request whose client hung up stops before its next rule (contained by no
+    rule's ``except``), and lets go of its messages."""
+    from rules import abandon
+
+    calls: list[str] = []
+    gone = False
+
+    def first(ctx, cfg):
+        nonlocal gone
+        calls.append("first")
+        gone = True  # the client hangs up while this rule runs
+        return None
+
+    def second(ctx, cfg):
+        calls.append("second")
+        return None
+
+    modules = {"first": SimpleNamespace(apply=first), "second": SimpleNamespace(apply=second)}
+    rules = [ConfiguredRule(name=n, config=RuleConfig()) for n in ("first", "second")]
+    pipeline = Pipeline(rules, "skip", modules=modules)
+    with abandon.watching(lambda: gone), pytest.raises(abandon.Abandoned):
+        pipeline.run(_ctx(user("hi")))
+    assert calls == ["first"]
+    assert lists_held() == 0
+
+
 def test_tokens_before_and_after_and_prefix_reuse() -> None:
     p = _pipeline("skip", "tail")
     first = p.run(_ctx(user("hello world")))

@@ -195,3 +195,38 @@ async def test_closing_cancels_what_still_waits() -> None:
     finally:
         gate.set()
         offload.close()
+
+
+async def test_a_job_whose_request_went_away_stops_at_its_next_check() -> None:
+    """A request cancelled while its job runs (its client hung up) stops at the job's next
+    ``rules.abandon.check``: the work after it, nobody would read, is not done."""
+    from rules import abandon
+
+    offload = Offload()
+    gate, started, stopped = threading.Event(), threading.Event(), threading.Event()
+    done: list[int] = []
+
+    def job() -> None:
+        started.set()
+        gate.wait(5)
+        try:
+            for i in range(1000):
+                abandon.check()
+                done.append(i)
+        except abandon.Abandoned:
+            stopped.set()
+            raise
+
+    try:
+        task = as_principal("pt-a", lambda: offload.run(job))
+        await running(started)
+        task.cancel()
+        await settle()
+        gate.set()
+        assert await asyncio.to_thread(stopped.wait, 5)
+        assert done == []
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        abandon.check()  # outside a worker's job: nothing is watched
+    finally:
+        offload.close()
