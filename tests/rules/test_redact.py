@@ -139,7 +139,8 @@ def test_assignments_to_secret_names_are_redacted(text: str, leaked: str) -> Non
         ('{"password": "Sup3r\\"S3cret"}', '{"password": "[REDACTED]"}'),
         ('{"password": "Sup3r\\\\Tail77", "db": "x"}', '{"password": "[REDACTED]", "db": "x"}'),
         ("DB_PASSWORD='it\\'sTail77' next", "DB_PASSWORD='[REDACTED]' next"),
-        ('{"name": "API_KEY", "value": "Ab\\"cd12345"}', '{"name": "API_KEY", "value": "[REDACTED]"}'),
+        ('{"name": "API_KEY", "value": "Ab\\"cd12345"}',
+         '{"name": "API_KEY", "value": "[REDACTED]"}'),
         # JSON inside a string: its quotes are escaped once, the value ends at the next one
         ('{\\"password\\": \\"hunter2x\\", \\"db\\": \\"x\\"}',
          '{\\"password\\": \\"[REDACTED]\\", \\"db\\": \\"x\\"}'),
