@@ -4,8 +4,8 @@ speaks of what the agent did for them as their own: "delete the folder I just cr
 when the user's own words since the agent made what is pointed at say they made something
 themselves, or worked elsewhere ("in my other terminal", "myself"): the proxy never saw that
 making, so the newest thing the agent made is not what is meant. The resolution turns into an
-abstention (``user_made``), its entity the one candidate. English; bounded patterns, a bounded
-window."""
+abstention (``user_made``), its entity the one candidate. English, Chinese, Japanese, Spanish,
+German and French; bounded patterns, a bounded window."""
 
 from __future__ import annotations
 
@@ -33,6 +33,56 @@ _OWN = re.compile(
     r"(?:terminal|shell|tab|window|machine|laptop|computer)\b",
     re.IGNORECASE,
 )
+# The same in the other languages the references are read in: a first person's own making
+# (Spanish's and French's past forms, German's perfect with the object between, Chinese's 了,
+# Japanese's polite past: the user's own act, the agent's would be "…てくれました"), "myself",
+# another terminal. The mention itself ("the folder I just created") is read out first.
+_OWN_IN: dict[str, re.Pattern[str]] = {
+    "en": _OWN,
+    "zh": re.compile(
+        r"我们?(?:刚才|刚刚|刚|已经|也|先|手动)?(?:在[^，。,.；;]{1,24}?)?"
+        r"(?:新建|创建|建立|建|做|放|添加|加|下载|复制|拷贝|上传|写|保存|生成|搭建|启动|克隆)了"
+        r"|我们?自己|(?:我的|另一个|另外一个)(?:终端|窗口|标签页|机器|电脑)"
+    ),
+    "ja": re.compile(
+        r"(?:作り|作成し|追加し|置き|入れ|ダウンロードし|コピーし|保存し|アップロードし|起動し"
+        r"|立ち上げ|クローンし)ました"
+        r"|自分で|手動で|別の(?:ターミナル|端末|ウィンドウ|タブ|マシン|パソコン)"
+    ),
+    "es": re.compile(
+        r"\b(?:cre[ée]|hice|añad[íi]|copi[ée]|sub[íi]|guard[ée]|descargu[ée]|puse|mov[íi]"
+        r"|gener[ée]|escrib[íi]|constru[íi]|clon[ée]|arranqu[ée]|inici[ée])\b"
+        r"|\bhe\s{1,3}(?:creado|hecho|añadido|copiado|subido|guardado|descargado|puesto|movido"
+        r"|generado|escrito|clonado|iniciado)\b"
+        r"|\byo\s{1,3}mism[oa]\b|\b(?:mi|otra)\s{1,3}(?:otra\s{1,3})?"
+        r"(?:terminal|ventana|pestaña|máquina|computadora|ordenador)\b",
+        re.IGNORECASE,
+    ),
+    "de": re.compile(
+        r"\b(?:ich|wir)\s{1,3}(?:habe?|hab)\b(?:\s{1,3}[\w.-]{1,40}){0,8}?\s{1,3}"
+        r"(?:angelegt|erstellt|erzeugt|gemacht|hinzugefügt|kopiert|hochgeladen|gespeichert"
+        r"|heruntergeladen|abgelegt|geschrieben|generiert|gebaut|geklont|gestartet)\b"
+        r"|\b(?:selbst|selber)\b|\b(?:meinem|einem)\s{1,3}anderen\s{1,3}"
+        r"(?:Terminal|Fenster|Tab|Rechner|Computer)\b",
+        re.IGNORECASE,
+    ),
+    "fr": re.compile(
+        r"\bj'ai\s{1,3}(?:d[ée]j[àa]\s{1,3}|aussi\s{1,3})?(?:cr[ée]{2}|fait|ajout[ée]|copi[ée]"
+        r"|t[ée]l[ée]charg[ée]|mis|enregistr[ée]|g[ée]n[ée]r[ée]|[ée]crit|clon[ée]|lanc[ée])\b"
+        r"|\bmoi-m[êe]me\b|\b(?:mon|un)\s{1,3}autre\s{1,3}(?:terminal|onglet|ordinateur)\b",
+        re.IGNORECASE,
+    ),
+}
+# A mention whose verb alone says it is the speaker's, in a language that drops the pronoun
+# ("la carpeta que acabo de crear": I, where "acabas" is you)
+_SPEAKER_VERB: dict[str, re.Pattern[str]] = {
+    "es": re.compile(
+        r"\b(?:acabo|acabamos)\s{1,3}de\b|\b(?:he|hemos)\s{1,3}\w{2,20}?(?:ado|ido)\b"
+        r"|\b(?:cre[ée]|hice|añad[íi]|copi[ée]|sub[íi]|guard[ée]|descargu[ée]|puse|mov[íi]"
+        r"|gener[ée]|escrib[íi])\b",
+        re.IGNORECASE,
+    ),
+}
 _MESSAGES = 8  # user messages read back, at most
 _CHARS = 4_000  # of each, at most (its start)
 _WALK = 200  # messages walked back, at most
@@ -79,14 +129,23 @@ def user_made(
     themselves; else itself. Another mention's own "I made" is no such word: "delete the folder
     I just created and the branch I made" gave up on both."""
     entity = ref.get("entity")
-    if not entity or mention.actor != "speaker" or mention.lang != "en":
+    said_own = _OWN_IN.get(mention.lang)
+    if not entity or said_own is None or not _speakers(mention, question):
         return ref
     rest = _outside(question, max(mention.start - _CHARS, 0), mention.end + _CHARS,
                     [mention, *mentions])  # fmt: skip
     made_by = ref.get("call_id")
-    if not any(_OWN.search(text) for text in (rest, *own(made_by if made_by else None))):
+    if not any(said_own.search(text) for text in (rest, *own(made_by if made_by else None))):
         return ref
     return abstention(ref, "user_made", str(entity.get("path") or ""))
+
+
+def _speakers(mention: Said, question: str) -> bool:
+    """Whether the mention is the speaker's: by its pronoun, or by its verb alone."""
+    if mention.actor is not None:
+        return mention.actor == "speaker"
+    verb = _SPEAKER_VERB.get(mention.lang)
+    return verb is not None and verb.search(question, mention.start, mention.end) is not None
 
 
 def _outside(question: str, start: int, end: int, spans: Sequence[Span]) -> str:

@@ -313,3 +313,31 @@ def test_two_of_the_speakers_mentions_both_resolve(text: str) -> None:
     # the user's own making still reads as theirs
     mine = run("I made a folder myself; delete the folder I just created", [FOLDER])
     assert mine.report["references"][0]["abstained"] == "user_made"
+
+
+@pytest.mark.parametrize(
+    ("text", "mine"),
+    [
+        ("我在桌面上新建了一个文件夹，把图片移到我刚创建的文件夹里", True),
+        ("把图片移到我刚创建的文件夹里", False),
+        ("デスクトップにフォルダを作りました。私がさっき作ったフォルダに画像を移して", True),
+        ("私がさっき作ったフォルダに画像を移して", False),
+        ("Creé una carpeta en el escritorio. Mueve la imagen a la carpeta que acabo de crear.", True),
+        ("Mueve la imagen a la carpeta que acabo de crear.", False),
+        ("Creé una carpeta en el escritorio. Mueve la imagen a la carpeta que acabas de crear.",
+         False),  # "acabas": the agent's
+        ("Ich habe auf dem Desktop einen Ordner angelegt. Verschieb das Bild in den Ordner, den "
+         "ich gerade erstellt habe.", True),
+        ("Verschieb das Bild in den Ordner, den ich gerade erstellt habe.", False),
+        ("J'ai créé un dossier sur le bureau. Déplace l'image dans le dossier que je viens de "
+         "créer.", True),
+        ("Déplace l'image dans le dossier que je viens de créer.", False),
+    ],
+)  # fmt: skip
+def test_the_users_own_making_is_read_in_their_language(text: str, mine: bool) -> None:
+    """"I made a folder on my Desktop … the folder I just created" is the user's folder, not the
+    agent's newest: read in English only, the other languages got the agent's folder at 0.95."""
+    (ref,) = run(text, [FOLDER]).report["references"]
+    assert (ref.get("abstained") == "user_made") is mine, ref
+    if not mine:
+        assert ref["entity"]["path"] == "~/Desktop/123"
