@@ -322,7 +322,8 @@ def test_two_of_the_speakers_mentions_both_resolve(text: str) -> None:
         ("把图片移到我刚创建的文件夹里", False),
         ("デスクトップにフォルダを作りました。私がさっき作ったフォルダに画像を移して", True),
         ("私がさっき作ったフォルダに画像を移して", False),
-        ("Creé una carpeta en el escritorio. Mueve la imagen a la carpeta que acabo de crear.", True),
+        ("Creé una carpeta en el escritorio. Mueve la imagen a la carpeta que acabo de crear.",
+         True),
         ("Mueve la imagen a la carpeta que acabo de crear.", False),
         ("Creé una carpeta en el escritorio. Mueve la imagen a la carpeta que acabas de crear.",
          False),  # "acabas": the agent's
