@@ -85,7 +85,10 @@ class Config(RuleConfig):
         description="below it (or when two entities fit equally) abstain: the text stands",
     )
     ttl_seconds: float = Field(
-        default=300.0, gt=0, description="entities older than this are not candidates"
+        default=3600.0,
+        gt=0,
+        description="entities older than this are not candidates (an agent's task runs for "
+        "tens of minutes: a server it started is still asked about)",
     )
     languages: tuple[str, ...] = Field(
         default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt", "ru", "it", "tr", "hi"),

@@ -71,9 +71,10 @@ class Config(RuleConfig):
         ),
     )
     ttl_seconds: float = Field(
-        default=300.0,
+        default=3600.0,
         gt=0,
-        description="events older than this (from first seen) are forgotten",
+        description="events older than this (from first seen) are forgotten (the count bounds "
+        "the memory; this, how long ago \"the folder you just created\" may have been made)",
     )
     persist_cwd: bool = Field(
         default=True,

@@ -157,7 +157,7 @@ def test_rewrite_cli_replays_a_scenario_call_by_call(tmp_path, capsys) -> None: 
     second = rewrite(turn2, 1060.0)
     assert second["report"]["references"][0]["entity"]["path"] == "~/Desktop/123"
     assert "~/Desktop/123" in second["request"]["messages"][-1]["content"]
-    late = rewrite(turn2, 1000.0 + 301)
+    late = rewrite(turn2, 1000.0 + 3601)
     assert late["report"]["references"][0]["abstained"] == "no_candidate"
     # the block forwarded with this very message is history: replayed as it was, nothing added
     assert late["request"]["messages"] == second["request"]["messages"]

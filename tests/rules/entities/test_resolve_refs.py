@@ -149,7 +149,7 @@ RESOLVE = [
     ("delete the folder I just created", [FILE_A], "no_candidate"),
     (
         "delete the folder I just created",
-        [ev("/w/x", "folder", "create", 1, seen=600.0)],
+        [ev("/w/x", "folder", "create", 1, seen=1010.0 - 3601)],
         "no_candidate",
     ),  # older than the TTL
     # a place among the things made: in the order they were made, never the newest instead

@@ -87,7 +87,7 @@ def test_harness_resolves_relative_to_the_starting_directory() -> None:
 def test_harness_failed_commands_and_waits() -> None:
     failed = [{"shell": "mkdir /x/y", "exit": 1, "output": "mkdir: cannot create directory"}]
     assert run(_sc(failed, "delete the folder I just created", {"abstain": True})).passed
-    stale = [{"shell": "mkdir a", "exit": 0}, {"wait": 900}]
+    stale = [{"shell": "mkdir a", "exit": 0}, {"wait": 3700}]
     assert run(_sc(stale, "delete the folder I just created", {"abstain": True})).passed
     assert not run(_sc(stale[:1], "delete the folder I just created", {"abstain": True})).passed
 

@@ -196,7 +196,7 @@ def test_first_seen_is_kept_and_memory_outlives_truncation() -> None:
 
 def test_ttl_expires_events() -> None:
     first = run(_convo(("c1", "mkdir old", "")), now=1000.0)
-    later = run([user("hi")], state=first.state, now=1000.0 + 301)
+    later = run([user("hi")], state=first.state, now=1000.0 + 3601)
     assert paths(later.state) == []
 
 
