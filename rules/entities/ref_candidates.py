@@ -135,9 +135,10 @@ def candidates(mention: Mention, events: Sequence[Mapping[str, Any]]) -> list[Ma
             holding += [e for e in out if e.get("how") and e not in holding]
         # a word no candidate holds: what it names is none of them ("the logs folder" when the
         # agent made only "cache"), unless it describes rather than names ("the temp folder")
-        describing = mention.hint in _DESCRIBING or (
-            mention.type == "process" and mention.hint in _SERVER_ROLES
-        )
+        describing = (
+            mention.hint in _DESCRIBING
+            and not (mention.type == "file" and mention.hint in _FILE_KIND_WORDS)
+        ) or (mention.type == "process" and mention.hint in _SERVER_ROLES)
         out = holding if holding or not describing else out
     elif mention.detail:  # "the container running redis": those holding it, if any does
         detail = mention.detail  # whole ("pr" is not in "profile"; "q1" is in q1.md)
@@ -154,6 +155,8 @@ _DESCRIBING = frozenset(
         "last", "previous", "big", "small", "large", "k8s", "kubernetes", "docker",
     )
 )  # fmt: skip
+# of a file, what kind it is ("the test file": one whose name says test, not any file made)
+_FILE_KIND_WORDS = frozenset(("test", "testing"))
 # what a server does, said of a process no name of which says it ("the API server you started":
 # `uvicorn main:app`); a process it names ("the celery worker") is still kept alone
 _SERVER_ROLES = frozenset(

@@ -342,3 +342,23 @@ def test_the_users_own_making_is_read_in_their_language(text: str, mine: bool) -
     assert (ref.get("abstained") == "user_made") is mine, ref
     if not mine:
         assert ref["entity"]["path"] == "~/Desktop/123"
+
+
+@pytest.mark.parametrize(
+    ("text", "events", "expected"),
+    [
+        ("run the test file you just created", [ev("/w/src/util.py", "file", "create", 1)],
+         "no_candidate"),  # no file made is a test: it named util.py at 0.95
+        ("run the test file you just created",
+         [ev("/w/tests/test_util.py", "file", "create", 1),
+          ev("/w/src/util.py", "file", "create", 2)],
+         "/w/tests/test_util.py"),
+        ("open the temp file you just created", [ev("/w/out.txt", "file", "create", 1)],
+         "/w/out.txt"),  # "temp" describes, it names no kind
+    ],
+)  # fmt: skip
+def test_a_test_file_is_one_whose_name_says_so(
+    text: str, events: list[dict[str, Any]], expected: str
+) -> None:
+    (ref,) = run(text, events).report["references"]
+    assert ref.get("abstained", (ref.get("entity") or {}).get("path")) == expected, ref
