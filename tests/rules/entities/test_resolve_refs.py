@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from rules.base import Ancestor, SessionState
 from rules.entities import resolve_refs
 from rules.entities.ref_detect import detect, load_lexicons
 from rules.messages import INJECT_CLOSE, INJECT_OPEN
-from tests.support.factories import assistant, ctx, shell, user
+from tests.support.factories import apply_rules, assistant, call, ctx, result, shell, system, user
 
 CFG = resolve_refs.Config()
 LANGS = ("en", "zh", "ko", "ja")
@@ -336,7 +337,7 @@ def test_two_of_the_speakers_mentions_both_resolve(text: str) -> None:
     ],
 )  # fmt: skip
 def test_the_users_own_making_is_read_in_their_language(text: str, mine: bool) -> None:
-    """"I made a folder on my Desktop … the folder I just created" is the user's folder, not the
+    """ "I made a folder on my Desktop … the folder I just created" is the user's folder, not the
     agent's newest: read in English only, the other languages got the agent's folder at 0.95."""
     (ref,) = run(text, [FOLDER]).report["references"]
     assert (ref.get("abstained") == "user_made") is mine, ref
@@ -362,3 +363,22 @@ def test_a_test_file_is_one_whose_name_says_so(
 ) -> None:
     (ref,) = run(text, events).report["references"]
     assert ref.get("abstained", (ref.get("entity") or {}).get("path")) == expected, ref
+
+
+def test_an_issues_pointer_says_its_number() -> None:
+    """A tracker's issue is closed by its number (GitHub's #42), not by its internal id: the
+    pointer said only "id 99123", and an agent closing issue 99123 hit another issue or a 404."""
+    from rules.entities import track_entities
+
+    answer = {"id": 99123, "number": 42, "title": "Login broken", "state": "open"}
+    msgs = [system(), user("go"),
+            assistant(None, call("c0", "mcp__github__create_issue", repo="w", title="Login")),
+            result("c0", orjson.dumps(answer).decode()), assistant("Done."),
+            user("close the issue you just opened")]  # fmt: skip
+    report = apply_rules(
+        ctx(msgs, now=1000.0, session_id="s"),
+        (track_entities, track_entities.Config()),
+        (resolve_refs, CFG),
+    ).report
+    (ref,) = report["references"]
+    assert "number 42" in ref["entity"]["description"], ref
