@@ -35,8 +35,8 @@ NAME_SCAN = 20_000
 async def _log_filters(store: Any, args: argparse.Namespace) -> dict[str, Any]:
     """``logs``' filters: ``--session`` as logs prints it (``principal/name``), the client's own
     name with ``--principal``, or the client's own name alone: the one principal's session of
-    that name among the latest requests (two principals' sessions of that name: an error
-    naming both)."""
+    that name among the latest requests (two principals' sessions of that name, or a whole id
+    that another principal's client gave as its session's name: an error naming both)."""
     from proxy.inspect.tenancy import session_filter
     from proxy.principals import split_scoped
 
@@ -54,10 +54,15 @@ async def _log_filters(store: Any, args: argparse.Namespace) -> dict[str, Any]:
             break
         if seen is None:
             seen = {s["session_id"] for s in await store.recent_sessions(NAME_SCAN, NAME_SCAN)}
+        named = sorted(sid for sid in seen if split_scoped(sid)[1] == session)
         if session in seen:
+            if principal is None and named:  # a client may name its session like another's id
+                raise CliError(
+                    f"--session {session}: both a session of that id and {len(named)} of that "
+                    f"name ({', '.join([session, *named])}): give --principal"
+                )
             break
         if principal is None:
-            named = sorted(sid for sid in seen if split_scoped(sid)[1] == session)
             if len(named) > 1:
                 raise CliError(
                     f"--session {session}: {len(named)} principals have a session of that name "

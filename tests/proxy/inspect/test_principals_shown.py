@@ -167,6 +167,32 @@ async def test_logs_session_by_the_clients_own_name(
     assert code == 0 and out == ""
 
 
+async def test_logs_session_named_like_anothers_id_is_ambiguous(
+    tmp_path: Path, settings: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B's client names its session as A's whole id (``pt-a…/mine``): the answer's header shows
+    that name, and an operator asking for it got A's session, with no word of B's."""
+    db = str(tmp_path / "log.db")
+    async with in_process(settings, db) as client:
+        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
+                              headers={"authorization": f"Bearer {KEY_A}",
+                                       "x-session-id": "mine"})  # fmt: skip
+        assert r.status_code == 200
+        a_id = (await log_rows(client))[0]["session_id"]
+        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
+                              headers={"authorization": f"Bearer {KEY_B}",
+                                       "x-session-id": a_id})  # fmt: skip
+        assert r.status_code == 200
+    code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", a_id)
+    assert code != 0
+    principal_a = a_id.split("/")[0]
+    code, out = await cli(
+        capsys, "logs", "--db", db, "--json", "--session", a_id, "--principal", principal_a
+    )
+    assert code == 0
+    assert [row["session_id"] for row in json_rows(out)] == [a_id]
+
+
 @pytest.mark.parametrize("name", ["my sess/1", "100%/done", "a%20b"])
 async def test_logs_session_by_the_name_the_answers_header_shows(
     tmp_path: Path, settings: Any, capsys: pytest.CaptureFixture[str], name: str
