@@ -20,7 +20,7 @@ def _chat(n: int) -> list[dict[str, Any]]:
 
 def _timed(fn: Any, n: int) -> float:
     best = float("inf")
-    for _ in range(2):
+    for _ in range(3):  # the best of three: a busy machine's pauses are not the code's
         started = time.perf_counter()
         fn(n)
         best = min(best, time.perf_counter() - started)
@@ -43,9 +43,9 @@ def _anthropic_check(n: int) -> None:
 
 def test_working_set_reads_each_calls_message_once() -> None:
     small, large = _timed(_working_set, 500), _timed(_working_set, 4000)
-    assert large < 16 * small, (small, large)  # 8× the calls; N² would be 64×
+    assert large < 24 * small, (small, large)  # 8× the calls: ~10× measured; N² would be 64×
 
 
 def test_the_messages_check_is_linear_in_parallel_calls() -> None:
     small, large = _timed(_anthropic_check, 1000), _timed(_anthropic_check, 8000)
-    assert large < 16 * small, (small, large)
+    assert large < 24 * small, (small, large)
