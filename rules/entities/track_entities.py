@@ -31,6 +31,7 @@ from rules.activity.file_tools import (
     effects_before_failure,
     load_tools,
 )
+from rules.activity.harness_cwd import harness_cwd
 from rules.activity.observations import exit_code, high_water, load_arguments
 from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
@@ -155,7 +156,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     tools, verbs = load_tools(cfg.extra_packs), load_verbs(cfg.extra_packs)
     made = MadeTracker(load_entity_pack(cfg.extra_packs), tools, verbs)
     pending: list[str] = list(meta.get("pending") or [])
-    cwd: str | None = meta.get("cwd")
+    # where no ``cd`` set one, the folder the harness says the agent works in
+    cwd: str | None = meta.get("cwd") or harness_cwd(messages)
     seq: int = int(meta.get("seq") or 0)
     unknown: Sequence[unknown_made.Marker] = unknown_made.markers(meta)
     known: dict[str, str] | None = None  # what exists now, once a call is read
