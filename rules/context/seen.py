@@ -47,6 +47,7 @@ from rules.activity.observations import EXIT_MEMO, OBSERVATION_MEMO, Observation
 from rules.activity.storable import stored_id
 from rules.base import Context, Message, Messages
 from rules.context import digest, overlay, working_set
+from rules.context.ledger_record import written_paths
 from rules.messages import call_arguments_text, role, text_of, tool_calls
 from rules.redact import redact_text
 from rules.workspace import render as workspace_render
@@ -103,12 +104,12 @@ def _observed(ctx: Context, view: Messages) -> list[Observation]:
 
 def _written(view: Messages, observed: list[Observation]) -> set[str]:
     """The paths the view's calls wrote, as the ledger counts them (redacted): a failed write
-    is no evidence of a change (``working_set.written_paths``)."""
+    is no evidence of a change (``ledger_record.written_paths``)."""
     paths: set[str] = set()
     for obs in observed:
         if obs.action.kind in ("write", "run"):
             text = text_of(view[obs.result_index].get("content"))
-            paths.update(working_set.written_paths(obs, text))
+            paths.update(written_paths(obs, text))
     return {redact_text(p) for p in paths}
 
 
