@@ -103,11 +103,18 @@ class Searched:
     events: tuple[Any, ...]  # the state's events it read, the very objects
     oldest: float  # of these, first seen of the oldest fresh (see ``entity_cache.fresh_window``)
     newest_gone: float  # and of the newest aged out
+    near_oldest: float  # the same within the near window (``Config.near_seconds``)
+    near_gone: float
     later_ok: bool  # events first seen after the question may follow (the session's own)
 
 
 def searched(
-    session: str, depth: int, stored: Sequence[Any], now: float, ttl: float, asked_at: float | None
+    session: str,
+    depth: int,
+    stored: Sequence[Any],
+    now: float,
+    windows: tuple[float, float],
+    asked_at: float | None,
 ) -> Searched:
     """How a resolution read ``stored``: for the session's own (``asked_at`` given) the events
     before the trailing ones first seen after the question, for an ancestor all of them."""
@@ -116,8 +123,12 @@ def searched(
         while k and _after(stored[k - 1], asked_at):
             k -= 1
     read = tuple(stored[:k])
+    ttl, near = windows
     _, oldest, gone = entity_cache.fresh_window(read, now, ttl)
-    return Searched(session, depth, read, oldest, gone, asked_at is not None)
+    _, near_oldest, near_gone = entity_cache.fresh_window(read, now, near)
+    return Searched(
+        session, depth, read, oldest, gone, near_oldest, near_gone, asked_at is not None
+    )
 
 
 def _after(event: Any, asked_at: float) -> bool:
@@ -142,7 +153,7 @@ class Answer:
     cfg: object  # the options (frozen), compared by identity
     mentions: tuple[Mention, ...]
     searched: tuple[Searched, ...]
-    ttl: float
+    windows: tuple[float, float]  # the entities' lifetime and the near window, seconds
     refs: bytes  # the references, as JSON
 
 
@@ -169,11 +180,13 @@ def recall(
         and answer.mentions == tuple(mentions)
     ):
         return None
-    now, ttl = ctx.now, answer.ttl
+    now, (ttl, near) = ctx.now, answer.windows
     for was, (session, depth, stored) in zip(answer.searched, sources, strict=True):
         if was.session != session or was.depth != depth or not _same(was, stored, asked_at):
             return None
         if not entity_cache.still_fresh(now, ttl, was.oldest, was.newest_gone):
+            return None
+        if not entity_cache.still_fresh(now, near, was.near_oldest, was.near_gone):
             return None
     refs: list[Reference] = orjson.loads(answer.refs)
     return refs

@@ -44,6 +44,27 @@ def order_pools(mention: Mention, own: Pool, ancestors: Sequence[Pool]) -> list[
     return [own, *ancestors]
 
 
+def crowded(mention: Mention) -> bool:
+    """Whether each further candidate lowers the mention's confidence: a pronoun or a bare noun
+    ("delete it", "that commit"), no verb of making nor a recency word to pick the one."""
+    return mention.crowd or (mention.action is None and not mention.recency)
+
+
+def pools_for(
+    mention: Mention, own: Pool, ancestors: Sequence[Pool], now: float, near_seconds: float
+) -> list[Pool]:
+    """``order_pools``; for a mention whose candidates crowd it (a pronoun, "that commit"), only
+    what each made within ``near_seconds``: a verb of making ("the server you started") may
+    mean an older thing, a bare "it" among an hour's things guesses."""
+    pools = order_pools(mention, own, ancestors)
+    if not crowded(mention):
+        return pools
+    return [
+        (session, depth, [e for e in events if now - float(e.get("first_seen", 0)) <= near_seconds])
+        for session, depth, events in pools
+    ]
+
+
 def entity_ref(event: Mapping[str, Any]) -> EntityRef:
     ref: EntityRef = {
         "type": event["type"],
@@ -88,7 +109,7 @@ def resolve(
             continue
         top = cands[0]
         confidence = mention.base - cfg.ancestor_penalty * depth
-        if crowd and (mention.crowd or (mention.action is None and not mention.recency)):
+        if crowd and crowded(mention):
             confidence -= cfg.crowd_penalty * (len(cands) - 1)
         ref["confidence"] = round(max(confidence, 0.0), 3)
         ref["chain"] = chain

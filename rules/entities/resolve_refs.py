@@ -44,7 +44,7 @@ from rules.entities.ref_detect import (
 )
 from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
-from rules.entities.ref_resolve import Pool, order_pools, resolve, settle
+from rules.entities.ref_resolve import Pool, pools_for, resolve, settle
 from rules.entities.ref_scan import Wanted
 from rules.entities.ref_since import since_ended
 from rules.entities.ruled_out import ruled_out
@@ -89,6 +89,12 @@ class Config(RuleConfig):
         gt=0,
         description="entities older than this are not candidates (an agent's task runs for "
         "tens of minutes: a server it started is still asked about)",
+    )
+    near_seconds: float = Field(
+        default=300.0,
+        gt=0,
+        description='a mention whose candidates crowd it ("delete it", "that commit") means what '
+        "was made this recently: among an hour's things it would guess",
     )
     languages: tuple[str, ...] = Field(
         default=("en", "zh", "ko", "ja", "es", "fr", "de", "pt", "ru", "it", "tr", "hi"),
@@ -347,7 +353,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         for (session, _, events_stored), kept, meta in zip(sources, fresh, metas, strict=True)
     }
     refs = [
-        resolve(m, order_pools(m, own, ancestors), cfg, asked_at, unnamed, forgot) for m in mentions
+        resolve(
+            m,
+            pools_for(m, own, ancestors, ctx.now, cfg.near_seconds),
+            cfg,
+            asked_at,
+            unnamed,
+            forgot,
+        )
+        for m in mentions
     ]
     # "…, not beta": beta is not meant; "… you created last week": what was made since is not
     # "… the one before the last": an order word not read as the mention's place
@@ -358,7 +372,10 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     refs = [
         several(
             user_made(
-                order_unread(too_recent(ruled_out(r, text), text, m), text, m), text, m, own_words,
+                order_unread(too_recent(ruled_out(r, text), text, m), text, m),
+                text,
+                m,
+                own_words,
                 mentions,
             ),
             text,
@@ -374,14 +391,15 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     if said:
         refs = [with_model_description(ref, said.get(ref["mention"])) for ref in refs]
     if seen_before and plain:
+        windows = (cfg.ttl_seconds, cfg.near_seconds)
         searched = tuple(
             ref_memo.searched(
-                session, depth, stored_events, ctx.now, cfg.ttl_seconds, None if depth else asked_at
+                session, depth, stored_events, ctx.now, windows, None if depth else asked_at
             )
             for session, depth, stored_events in sources
         )
         answer = ref_memo.Answer(
-            key, asked_at, cfg, tuple(mentions), searched, cfg.ttl_seconds, orjson.dumps(refs)
+            key, asked_at, cfg, tuple(mentions), searched, windows, orjson.dumps(refs)
         )
         ref_memo.keep(ctx, answer)
     refs = since_ended(refs, _after(stored, asked_at, None if seen_before else later))

@@ -382,3 +382,21 @@ def test_an_issues_pointer_says_its_number() -> None:
     ).report
     (ref,) = report["references"]
     assert "number 42" in ref["entity"]["description"], ref
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("delete it", "/w/new"),  # the thing made a moment ago, not one among the hour's
+        ("open that folder", "/w/new"),
+        ("delete the folder you created", "/w/new"),  # a verb of making: the newest, as always
+    ],
+)
+def test_a_crowded_mention_reads_the_near_past(text: str, expected: str) -> None:
+    """An hour's memory gave "that commit" seven candidates and a confidence of 0.2 where the
+    one made 7 s before was meant: a mention each candidate lowers reads ``near_seconds``."""
+    old = [ev(f"/w/old{i}", "folder", "create", i, seen=1010.0 - 1800 + i) for i in range(6)]
+    events = [*old, ev("/w/new", "folder", "create", 9, seen=1003.0)]
+    (ref,) = run(text, events).report["references"]
+    assert (ref.get("entity") or {}).get("path") == expected, ref
+    assert ref["confidence"] >= CFG.threshold
