@@ -167,6 +167,14 @@ async def test_logs_session_by_the_clients_own_name(
     assert code == 0 and out == ""
 
 
+async def said_hi(client: Any, key: str, session: str) -> None:
+    """One request of ``key``'s client in its session named ``session``."""
+    r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
+                          headers={"authorization": f"Bearer {key}",
+                                   "x-session-id": session})  # fmt: skip
+    assert r.status_code == 200
+
+
 async def test_logs_session_named_like_anothers_id_is_ambiguous(
     tmp_path: Path, settings: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -174,15 +182,9 @@ async def test_logs_session_named_like_anothers_id_is_ambiguous(
     that name, and an operator asking for it got A's session, with no word of B's."""
     db = str(tmp_path / "log.db")
     async with in_process(settings, db) as client:
-        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
-                              headers={"authorization": f"Bearer {KEY_A}",
-                                       "x-session-id": "mine"})  # fmt: skip
-        assert r.status_code == 200
+        await said_hi(client, KEY_A, "mine")
         a_id = (await log_rows(client))[0]["session_id"]
-        r = await client.post("/v1/chat/completions", json=request(system(), user("hi")),
-                              headers={"authorization": f"Bearer {KEY_B}",
-                                       "x-session-id": a_id})  # fmt: skip
-        assert r.status_code == 200
+        await said_hi(client, KEY_B, a_id)
     code, out = await cli(capsys, "logs", "--db", db, "--json", "--session", a_id)
     assert code != 0
     principal_a = a_id.split("/")[0]
