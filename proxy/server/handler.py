@@ -8,7 +8,6 @@ to first byte, usage), also when the client goes away mid-stream."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import time
 from functools import partial
@@ -136,7 +135,7 @@ class ProtocolHandler:
             self.s.in_flight.size(ticket, declared_length(headers, self.s.settings.limits))
             enter_scope(principal)  # the memos' entries this request may hit: its principal's
             signal = disconnect_signal(scope)  # its work in a worker stops once the client went
-            watch_client(None if signal is None else functools.partial(getattr, signal, "lost"))
+            watch_client(None if signal is None else partial(getattr, signal, "lost"))
             # 415 before reading: a non-JSON POST is what a web page can send cross-site without
             # a CORS preflight; its body is left unread (the answer closes the connection)
             require_json(headers.get("content-type"))
