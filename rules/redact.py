@@ -125,18 +125,7 @@ def redact(value: Any) -> Any:
 
 def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
     plain, secret, name, short = _PLAIN, _secret_field, _redact_key, _MIN_SECRET_KEY
-    pair = named_pair(value)
-    if pair is not None:  # ``{"name": "DB_PASSWORD", "value": …}``: the value goes, the name stays
-        named, held = pair
-        return {
-            (k if len(k) < short else name(k)) if k.__class__ is str else k: v
-            if k == named or v.__class__ in plain
-            else REDACTED
-            if k == held or secret(k, v, value)
-            else redact(v)
-            for k, v in value.items()
-        }
-    return {
+    out = {
         (k if len(k) < short else name(k)) if k.__class__ is str else k: v
         if v.__class__ in plain
         else REDACTED
@@ -144,6 +133,11 @@ def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
         else redact(v)
         for k, v in value.items()
     }
+    pair = named_pair(value)
+    if pair is not None:  # ``{"name": "DB_PASSWORD", "value": …}``: the value goes, the name stays
+        named, held = pair  # field names no redaction changes: the same keys, in their order
+        out[named], out[held] = value[named], REDACTED
+    return out
 
 
 # No secret the texts' net finds is shorter (``pw=x`` is, and is no name a field is given).

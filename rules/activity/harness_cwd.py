@@ -32,8 +32,12 @@ def harness_cwd(messages: Sequence[Message]) -> str | None:
                 break
         elif who not in ("system", "developer"):
             continue
-        found = _SAID.search(text_of(m.get("content"))[:_READ])
+        text = text_of(m.get("content"))[:_READ]
+        # most prompts name no folder: two substring scans, not the pattern at every position
+        if "orking directory:" not in text and "<cwd>" not in text:
+            continue
+        found = _SAID.search(text)
         if found is not None:
             path = (found["said"] or found["tag"] or "").rstrip()
-            return path.rstrip("/") or "/" if path else None
+            return path.rstrip("/") or "/"
     return None
