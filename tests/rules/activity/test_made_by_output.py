@@ -76,10 +76,15 @@ def test_a_temporary_path_kept_in_a_variable_and_echoed(
             "terraform apply -auto-approve",
             "aws_s3_bucket.logs: Creating...\n"
             "aws_s3_bucket.logs: Creation complete after 3s [id=acme-audit-logs]\n"
-            "aws_iam_role.ci: Creation complete after 1s [id=ci-role]\n"  # role: no kind known
+            "aws_iam_role.ci: Creation complete after 1s [id=ci-role]\n"
+            "aws_iam_policy.ci: Creation complete after 1s [id=arn:aws:iam::1:policy/ci]\n"
             "module.vm.google_compute_instance.web[0]: Creation complete after 21s [id=web-0]\n"
-            "\nApply complete! Resources: 3 added, 0 changed, 0 destroyed.",
-            {("bucket", "acme-audit-logs", "create"), ("instance", "web-0", "create")},
+            "\nApply complete! Resources: 4 added, 0 changed, 0 destroyed.",
+            {  # a policy: no kind known
+                ("bucket", "acme-audit-logs", "create"),
+                ("role", "ci-role", "create"),
+                ("instance", "web-0", "create"),
+            },
         ),
         (
             "terraform destroy -auto-approve",

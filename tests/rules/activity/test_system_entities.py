@@ -50,7 +50,29 @@ def _made(command: str, output: str = "") -> set[tuple[str, str, str]]:
             "CREATE ROLE",
             {("user", "app_ro", "create")},
         ),
-        ("mysql -e \"DROP USER IF EXISTS 'old'@'%'\"", "", {("user", "old", "delete")}),
+        # a drop ends a user or a role of the name (MySQL's DROP USER drops roles too)
+        (
+            "mysql -e \"DROP USER IF EXISTS 'old'@'%'\"",
+            "",
+            {("user", "old", "delete"), ("role", "old", "delete")},
+        ),
+        ('psql -c "CREATE ROLE readers NOLOGIN"', "CREATE ROLE", {("role", "readers", "create")}),
+        (
+            "aws iam create-role --role-name deploy --assume-role-policy-document file://t.json",
+            "",
+            {("role", "deploy", "create")},
+        ),
+        (
+            "kubectl create clusterrole viewer --verb=get --resource=pods",
+            "",
+            {("role", "viewer", "create")},
+        ),
+        ("kubectl create sa builder -n ci", "", {("service_account", "builder", "create")}),
+        (
+            "gcloud iam service-accounts create ci-runner --display-name CI",
+            "",
+            {("service_account", "ci-runner", "create")},
+        ),
         ("tmux new-session -d -s dev 'npm run dev'", "", {("session", "dev", "create")}),
         ("tmux kill-session -t dev", "", {("session", "dev", "delete")}),
         ("screen -dmS worker python worker.py", "", {("session", "worker", "create")}),
@@ -234,12 +256,12 @@ def test_option_values_and_simulations_name_nothing(
         (
             'git checkout -- db/schema.sql && psql -c "CREATE ROLE audit LOGIN"',
             "CREATE ROLE",
-            {("user", "audit", "create")},
+            {("role", "audit", "create"), ("user", "audit", "create")},
         ),
         (
             'psql --dbname app -c "CREATE ROLE reporter LOGIN; -- then grant\nGRANT x TO y"',
             "CREATE ROLE",
-            {("user", "reporter", "create")},
+            {("role", "reporter", "create"), ("user", "reporter", "create")},
         ),
     ],
 )

@@ -24,7 +24,8 @@ deleted, "the first branch" once one was forgotten, an order word a language's p
 read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's own making said
 since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made, a
 failed line's leading commands, "before the last one", German "Dienst", the user's own making
-said since the agent's, "open the image" a picture) over
+said since the agent's, "open the image" a picture; probes_x.yaml: roles, role bindings and
+service accounts, a database's, IAM's, gcloud's and Kubernetes', in five languages) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -71,6 +72,7 @@ SCENARIOS = [
         "probes_u.yaml",
         "probes_v.yaml",
         "probes_w.yaml",
+        "probes_x.yaml",
     )
     for sc in load(HERE / name)
 ]
