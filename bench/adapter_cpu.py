@@ -29,7 +29,7 @@ from typing import Any
 
 import orjson
 
-import proxy.rewrite.engine as engine_mod
+import proxy.rewrite.lifting as lifting_mod
 from bench.golden import settings_for
 from bench.overhead_protocols import MODELS, PATHS, bodies
 from proxy.rewrite.engine import Engine
@@ -89,7 +89,7 @@ async def measure(
         timed.wrap(adapter, "lower", "lower"),
         timed.wrap(adapter, "lift", "lift"),
         timed.wrap(Pipeline, "run", "pipeline"),
-        timed.wrap(engine_mod, "describe_lift", "protocol lines"),
+        timed.wrap(lifting_mod, "describe_lift", "protocol lines"),
         timed.wrap(adapter, "hidden_text", "hidden text"),
     ]
     evict = bytearray(evict_mb << 20)

@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from bench.resolve_refs_timing import _latest_user
+from bench.resolve_refs_timing import _latest_user, memo_module
 from rules.base import Context, SessionState
 from rules.entities import resolve_refs, track_entities
 from rules.text_cache import text_cache
@@ -38,14 +38,15 @@ MEMOISED = ("_mentions", "_scan", "_clipped")
 
 
 def _empty_memos() -> None:
+    memos = memo_module()
     for name in MEMOISED:
-        cached: Any = getattr(resolve_refs, name, None)
+        cached: Any = getattr(memos, name, None)
         if hasattr(cached, "cache_clear"):
             cached.cache_clear()
         elif cached is not None:  # an older text_cache, without cache_clear
-            setattr(resolve_refs, name, text_cache(max_chars=4_000_000)(cached.__wrapped__))
-    if hasattr(resolve_refs, "_last_prepared"):
-        resolve_refs._last_prepared = None
+            setattr(memos, name, text_cache(max_chars=4_000_000)(cached.__wrapped__))
+    if hasattr(memos, "_last_prepared"):
+        memos._last_prepared = None
 
 
 def first_scans() -> list[tuple[Context, dict[str, Any], int]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +35,15 @@ from tests.support.traces import iter_conversations, request_prefixes
 
 LONG = 400  # messages: the long sessions, where the per-request walk shows
 MEMOISED = ("_mentions", "_scan", "_clipped")  # resolve_refs' text memos, emptied each replay
+
+
+def memo_module() -> Any:
+    """The module holding resolve_refs' text memos and the text last prepared: ``ref_read``, or
+    resolve_refs itself in a copy of ``rules/`` from before it."""
+    try:
+        return importlib.import_module("rules.entities.ref_read")
+    except ImportError:
+        return resolve_refs
 
 
 def _latest_user(messages: Sequence[Message]) -> tuple[int, int]:
@@ -54,15 +64,16 @@ def replay(
     since the session's last request, references resolved): read outside the timed call."""
     track_cfg, resolve_cfg = track_entities.Config(), resolve_refs.Config()
     # a fresh memo of detected mentions: every message is seen for the first time, as live
+    memos = memo_module()
     for name in MEMOISED:
-        cached: Any = getattr(resolve_refs, name, None)  # another copy of rules/ may memoise less
+        cached: Any = getattr(memos, name, None)  # another copy of rules/ may memoise less
         if hasattr(cached, "cache_clear"):
             cached.cache_clear()  # emptied, with its own bounds
         elif cached is not None:  # an older text_cache, without cache_clear
             fresh = text_cache(max_chars=4_000_000)(cached.__wrapped__)
-            setattr(resolve_refs, name, fresh)
-    if hasattr(resolve_refs, "_last_prepared"):
-        resolve_refs._last_prepared = None  # the text last prepared, one slot
+            setattr(memos, name, fresh)
+    if hasattr(memos, "_last_prepared"):
+        memos._last_prepared = None  # the text last prepared, one slot
     times: list[float] = []
     long_times: list[float] = []
     mentions = resolved = 0

@@ -3,7 +3,9 @@ state and ancestors, run the pipeline, save the state. ``ctxproxy rewrite`` call
 ``Engine.rewrite``; the server calls ``Engine.prepare``, the same steps with the save (and the
 cache attribution's note) left to ``Prepared.finish``, which runs once the upstream call has
 started: the very same pipeline either way. A request bringing much new work is lowered, run
-through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``)."""
+through the pipeline and lifted in the worker thread (``proxy.rewrite.offload``). The rules'
+``Context`` of a request is made in ``proxy.rewrite.request_context``, the body to forward lifted
+from the pipeline's outcome in ``proxy.rewrite.lifting``."""
 
 from __future__ import annotations
 
@@ -13,27 +15,24 @@ import functools
 import logging
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-
-import orjson
 
 from proxy.attribution.ledger import CacheLedger, Pending
 from proxy.call_id_rules import call_id_rule
 from proxy.errors import BadRequest
-from proxy.principals import ANONYMOUS, scoped, split_scoped
+from proxy.principals import ANONYMOUS, scoped
 from proxy.protocols.base import Adapter, Lowered
 from proxy.protocols.chat import CHAT
-from proxy.protocols.report import describe_lift
-from proxy.rewrite.budgets import WindowBudgets
 from proxy.rewrite.cost_model import CostModel
 from proxy.rewrite.hold_slots import HoldSlots, hold_bound
 from proxy.rewrite.integrity import IntegritySampler
+from proxy.rewrite.lifting import Lifting
 from proxy.rewrite.model_windows import LearnedWindows
 from proxy.rewrite.offload import OFFLOAD_BYTES as OFFLOAD_BYTES  # the tests' threshold
 from proxy.rewrite.offload import Offload, command_bytes, current_lane, items_of, redacting_restore
 from proxy.rewrite.pipeline import PREFIX_NAMESPACE, Pipeline, PipelineOutcome
 from proxy.rewrite.prepared import Prepared
+from proxy.rewrite.request_context import RequestContexts, _Request
 from proxy.rewrite.resolver import Resolver
 from proxy.rewrite.rewritten import Rewritten as Rewritten  # where callers find it
 from proxy.rewrite.session_key import named_session, parent_session_key, session_key
@@ -41,9 +40,9 @@ from proxy.settings import Settings
 from proxy.store.base import SessionHandle, Store
 from proxy.store.cache_feedback import CacheFeedback
 from proxy.store.redact_state import redact_state
-from proxy.tokens import RequestTokens, TokenCounters
+from proxy.tokens import TokenCounters
 from proxy.workspace.pictures import Pictures
-from rules.base import Ancestor, CacheFacts, Context, SessionState
+from rules.base import CacheFacts, Context, SessionState
 from rules.context import budget_floor
 from rules.messages import last_index, text_of
 
@@ -52,27 +51,7 @@ log = logging.getLogger("ctxproxy.engine")
 PROXY_NAMESPACES = frozenset({PREFIX_NAMESPACE})  # only the proxy writes them: never redacted
 
 
-@dataclass(frozen=True)
-class _Request:
-    """One request's inputs to the pipeline, but for the session's stored state."""
-
-    body: dict[str, Any]
-    lowered: Lowered
-    adapter: Adapter
-    now: float
-    sid: str
-    budget: int | None  # a lower budget for this call only
-    heavy: bool = False  # its work runs in the worker thread (``proxy.rewrite.offload``)
-    named_model: str | None = None  # the model, where the body does not name it (Gemini's path)
-    hints: Mapping[str, Any] | None = None  # data for the rules (the workspace picture)
-    call_ids: str = "anthropic"  # the ids the upstream accepts (``proxy.call_id_rules``)
-
-    @property
-    def model(self) -> str:
-        return self.named_model if self.named_model is not None else str(self.body["model"])
-
-
-class Engine(WindowBudgets):
+class Engine(RequestContexts, Lifting):
     def __init__(
         self,
         settings: Settings,
@@ -253,38 +232,6 @@ class Engine(WindowBudgets):
             raise
         return await entering, ran
 
-    def _context(
-        self, request: _Request, state: SessionState, ancestors: list[Ancestor], cache: CacheFacts
-    ) -> Context:
-        messages = request.lowered.messages
-        return Context(
-            messages=messages,
-            original_messages=messages,
-            model=request.model,
-            tokens=RequestTokens(self.counters.for_model(request.model)),
-            now=request.now,
-            session_id=request.sid,
-            state=state,
-            tools=request.lowered.tools,
-            request=request.body,
-            # named as the client names them: a note forwarded upstream never shows a principal
-            ancestors=tuple(
-                Ancestor(split_scoped(a.session_id)[1], a.state, a.depth) for a in ancestors
-            ),
-            budget=self._budget(request),
-            window_room=self._hard_limit(request),
-            cache=cache,
-            hints=request.hints or {},
-            call_ids=request.call_ids,
-        )
-
-    def _budget(self, request: _Request) -> int | None:
-        return self.call_budget(request.model, split_scoped(request.sid)[0], request.budget)
-
-    def _hard_limit(self, request: _Request) -> int | None:
-        principal = split_scoped(request.sid)[0]
-        return self.hard_limit(request.model, principal, request.budget, request.body)
-
     def _still_holds(
         self,
         ctx: Context,
@@ -306,15 +253,6 @@ class Engine(WindowBudgets):
 
     def _run(self, ctx: Context, lowered: Lowered) -> PipelineOutcome:
         return self.pipeline.run(ctx, lowered.serialised)
-
-    def _check(self, ctx: Context, forwarded: dict[str, Any], data: bytes | None) -> None:
-        """The tests' checks of a request (``strict``): the adapter's bytes are the forwarded
-        body's JSON, and no message a session's memos hold was changed in place since."""
-        if data is not None and data != orjson.dumps(forwarded):
-            raise AssertionError("the adapter's bytes of the forwarded body are not its JSON")
-        memos = self.pipeline.memos_of(ctx)
-        if memos is not None and memos.changed():
-            raise AssertionError(f"changed in place after being memoised: {memos.changed()[:3]}")
 
     async def _prepare_locked(
         self,
@@ -379,23 +317,3 @@ class Engine(WindowBudgets):
         )
         await held.save(redacted, parent)
         return self.ledger.begin(ctx, outcome)
-
-    def _lift(
-        self, ctx: Context, request: _Request, outcome: PipelineOutcome
-    ) -> tuple[dict[str, Any], bytes | None]:
-        """The body to forward and its bytes: the adapter's, or written here (a heavy request)."""
-        lowered, adapter, body = request.lowered, request.adapter, request.body
-        forwarded = adapter.lift(body, lowered, outcome.messages, outcome.hashes)
-        if adapter is not CHAT:
-            describe_lift(adapter, body, forwarded, lowered, outcome.report, ctx.tokens)
-        data = lowered.data if forwarded is not body else None
-        if data is None and forwarded is not body and request.heavy:
-            try:
-                data = orjson.dumps(forwarded)
-            except (TypeError, orjson.JSONEncodeError):  # written (or refused) where sent
-                data = None
-        if self.strict:
-            self._check(ctx, forwarded, data)
-        else:
-            self.integrity.check(ctx)
-        return forwarded, data

@@ -29,7 +29,7 @@ async def forwarded_body(
 ) -> dict[str, Any]:
     """The body ``engine.rewrite`` would forward (its first pass: no resolver model, no rescue).
     ``model``: the model, where the body does not name it (Gemini's path)."""
-    from proxy.rewrite.engine import _Request
+    from proxy.rewrite.request_context import _Request
 
     heavy = engine.offload.heavy(raw_size, items_of(body))
     hint = scoped(principal, session_key(headers, body, [], engine.session_salt))

@@ -2,7 +2,8 @@
 "that file", "删除刚创建的文件夹", "방금 만든 폴더", "さっき作ったフォルダ") into semantic pointers:
 ``{mention, entity, confidence, chain}``, reported under ``references`` for ``inject``; no edit.
 
-Detection (``ref_detect``, from the grammar of the ``references`` pack), then resolution
+The user's latest own message (``ref_question``), its mentions detected once (``ref_read``;
+``ref_detect``, from the grammar of the ``references`` pack), then resolution
 (``ref_resolve``): the session's recent entities (``track_entities``), made before that user
 message, filtered by the mention's type and verb, newest first; a sub-agent falls back to up to 3
 ancestor sessions (``X-Parent-Session-Id``), nearest first, and searches them first when the
@@ -27,25 +28,16 @@ import orjson
 from pydantic import Field, field_validator
 
 from rules.activity.storable import stored_id
-from rules.base import Context, ListMemo, Message, RuleConfig, RuleResult
+from rules.base import Context, RuleConfig, RuleResult
 from rules.entities import cache as entity_cache
 from rules.entities import forgotten, ref_memo, unknown_made
 from rules.entities.order_unread import order_unread
-from rules.entities.ref_detect import (
-    Mention,
-    Prepared,
-    finish,
-    load_lexicons,
-    merge,
-    prepare,
-    scan_prepared,
-    strip_injected,
-    wanted,
-)
+from rules.entities.ref_detect import load_lexicons
 from rules.entities.ref_ends import ends_of, with_ends
 from rules.entities.ref_pointer import with_model_description
+from rules.entities.ref_question import NEAR_END, latest_own
+from rules.entities.ref_read import _clipped, _mentions
 from rules.entities.ref_resolve import Pool, pools_for, resolve, settle
-from rules.entities.ref_scan import Wanted
 from rules.entities.ref_since import since_ended
 from rules.entities.ruled_out import ruled_out
 from rules.entities.scan_key import held_sorts, scan_key
@@ -53,27 +45,10 @@ from rules.entities.several import several
 from rules.entities.too_recent import too_recent
 from rules.entities.track_entities import META as TRACK_META
 from rules.entities.user_made import said_own, user_made
-from rules.memo_scope import memo_scope
-from rules.messages import (
-    HARNESS_TURNS,
-    INJECT_OPEN,
-    PLACEHOLDER_PREFIX,
-    call_id,
-    last_of_role,
-    last_where,
-    text_of,
-    tool_calls,
-)
-from rules.text_cache import text_cache
-
-# Entries each text memo below keeps: a question is scanned once per layer and kept with its
-# session (``ref_memo``); these serve a layer another session or a later request reads again.
-# A table that stays this small is never copied whole as it grows (see ``text_cache``).
-MEMO_ENTRIES = 256
+from rules.messages import call_id, last_of_role, text_of, tool_calls
 
 NAMESPACE = "resolve_refs"  # state: the question being answered, and when it was first seen
-LATEST_MEMO = "resolve_refs_latest"  # ``Context.memo`` name: the user's latest message, found
-LAST_USER_MEMO = "resolve_refs_last_user"  # and the last user-role message
+LAST_USER_MEMO = "resolve_refs_last_user"  # ``Context.memo`` name: the last user-role message
 _FILES = ("file", "folder")
 
 
@@ -136,121 +111,6 @@ class Config(RuleConfig):
     def _load_packs(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         load_lexicons(value)  # at start-up: a bad lexicon fails here, not per request
         return value
-
-
-def _users_own(message: Message) -> bool:
-    if message.get("role") != "user":  # role(), inlined: most of the request is read
-        return False
-    text = text_of(message.get("content"))
-    own = strip_injected(text) if INJECT_OPEN in text else text
-    if not own or own.isspace():
-        return False
-    if own[0].isspace():  # rare: only then is a stripped copy made
-        own = own.lstrip()
-    # nor a turn the harness wrote (a compaction's summary retells the session's references)
-    return not own.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
-
-
-# How far from the end the user's latest own message is looked for before the incremental search
-# (``last_where``): agents whose tool results are user messages keep it near the end.
-NEAR_END = 64
-
-
-def latest_own(messages: Sequence[Message], memo: ListMemo, near: int | None) -> int | None:
-    """The index of the user's latest own message: looked for from ``near``, the last user-role
-    message (``last_of_role``), down to ``NEAR_END`` from the end first (a new question is the
-    last message or near it: a walk of a few messages costs less than comparing the whole list
-    with the session's last one), then by ``last_where`` (a long tool loop since, or results
-    sent as user messages)."""
-    if near is not None:
-        for i in range(near, max(-1, len(messages) - 1 - NEAR_END), -1):
-            if _users_own(messages[i]):
-                return i
-    return last_where(messages, _users_own, memo, LATEST_MEMO)
-
-
-@text_cache(max_chars=2_000_000, max_entries=MEMO_ENTRIES)
-def _clipped(text: str, limit: int) -> str:
-    """A long message's start and end, the same string object while the message is cached: the
-    memos below hash it, and a new copy of thousands of characters on every request of a tool
-    loop would be hashed anew each time."""
-    half = limit // 2
-    return text[:half] + "\n" + text[-half:]
-
-
-# The text last prepared: a question's two scan layers read it, and so does a session's later
-# second layer (its first entity beyond files). One slot, swapped whole (safe across threads):
-# a memo of every text would hold three times each, and filling it is what costs at a first scan.
-# Whose request prepared it is part of the key: a hit on another tenant's text would be timed.
-_last_prepared: tuple[str, str, tuple[str, ...], tuple[str, ...], Prepared] | None = None
-
-
-def _prepared(text: str, extra_packs: tuple[str, ...], languages: tuple[str, ...]) -> Prepared:
-    """The text as both layers of ``_scan`` read it, prepared once."""
-    global _last_prepared
-    last, scope = _last_prepared, memo_scope()
-    if (
-        last is not None
-        and last[0] == scope
-        and last[1] == text
-        and last[2] == extra_packs
-        and last[3] == languages
-    ):
-        return last[4]
-    prep = prepare(text, load_lexicons(extra_packs)[1], languages)
-    _last_prepared = (scope, text, extra_packs, languages, prep)
-    return prep
-
-
-def _scan_layer(
-    text: str,
-    extra_packs: tuple[str, ...],
-    languages: tuple[str, ...],
-    threshold: float,
-    present: str | None,
-) -> tuple[Mention, ...]:
-    """One layer of mentions. ``present`` None: the patterns that need nothing; else only those
-    needing what is present (a session's first commit scans its question again for these
-    alone), with the object verbs of the kinds held (``scan_key``)."""
-    kinds, _ = load_lexicons(extra_packs)
-    prep = _prepared(text, extra_packs, languages)
-    return tuple(scan_prepared(prep, kinds, threshold, _selection(present)))
-
-
-# The first layer, memoised: an agent's tool loop sends the same latest user message many times,
-# and a question read again with other sorts present reads the second layer alone. The second
-# layer is kept by ``_mentions``' own memo, whose key holds ``present``.
-_scan = text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)(_scan_layer)
-
-
-@functools.lru_cache(maxsize=256)
-def _selection(present: str | None) -> Wanted:
-    """The patterns a layer runs (see ``_scan``), built once per key: the same object each time,
-    so the patterns it selects are found by one lookup."""
-    if present is None:
-        return wanted(frozenset(), False)
-    sorts, _, verbs = present.partition("#")
-    return wanted(frozenset(sorts.split("|")), True, frozenset(verbs.split(",")) - {""})
-
-
-@text_cache(max_chars=4_000_000, max_entries=MEMO_ENTRIES)
-def _mentions(
-    text: str,
-    extra_packs: tuple[str, ...],
-    languages: tuple[str, ...],
-    threshold: float,
-    present: str,
-) -> tuple[Mention, ...]:
-    """Kinds whose base confidence is below the threshold (a bare "it") could never resolve:
-    left out."""
-    kinds, lexicons = load_lexicons(extra_packs)
-    layers = [_scan(text, extra_packs, languages, threshold, None)]
-    if present:
-        layers.append(_scan_layer(text, extra_packs, languages, threshold, present))
-    found = finish(
-        text, kinds, lexicons, merge(*layers), lambda: _prepared(text, extra_packs, languages)
-    )
-    return tuple(m for m in found if m.base >= threshold)
 
 
 def _in_reach(verb_kinds: Sequence[str], held: set[str]) -> bool:

@@ -13,7 +13,7 @@ import pytest
 
 from rules.base import ListMemo, Message, frozen
 from rules.context import sticky, working_set
-from rules.entities import resolve_refs
+from rules.entities import ref_question, resolve_refs
 from rules.messages import (
     INJECT_CLOSE,
     INJECT_OPEN,
@@ -104,9 +104,9 @@ def test_latest_user_text_is_the_whole_lists() -> None:
     for seed in range(6):
         memo: ListMemo = {}
         for messages in sessions(seed):
-            own = resolve_refs._users_own
+            own = ref_question._users_own
             want = max((i for i, m in enumerate(messages) if own(m)), default=None)
-            assert last_where(messages, own, memo, resolve_refs.LATEST_MEMO) == want
+            assert last_where(messages, own, memo, ref_question.LATEST_MEMO) == want
 
 
 class Recorded(Sequence[Message]):
@@ -166,7 +166,7 @@ def test_last_of_role_looks_again_at_a_tail_changed_in_place_of_a_message(near: 
 def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
     """resolve_refs' search for the question: among the last messages first, else past the
     messages the list shares with the last one; long tool loops put it far from the end."""
-    own = resolve_refs._users_own
+    own = ref_question._users_own
     near = far = 0
     for seed in range(4):
         rng = random.Random(seed)
@@ -180,12 +180,12 @@ def test_latest_own_is_the_whole_lists_near_the_end_or_far() -> None:
                 history = list(history[:1]) + history[rng.randrange(1, len(history)) :]
             want = max((i for i, m in enumerate(history) if own(m)), default=None)
             last_user = last_of_role(
-                history, "user", resolve_refs.NEAR_END, memo, resolve_refs.LAST_USER_MEMO
+                history, "user", ref_question.NEAR_END, memo, resolve_refs.LAST_USER_MEMO
             )
-            assert resolve_refs.latest_own(history, memo, last_user) == want
+            assert ref_question.latest_own(history, memo, last_user) == want
             if want is not None:
-                near += want >= len(history) - resolve_refs.NEAR_END
-                far += want < len(history) - resolve_refs.NEAR_END
+                near += want >= len(history) - ref_question.NEAR_END
+                far += want < len(history) - ref_question.NEAR_END
     assert near and far
 
 

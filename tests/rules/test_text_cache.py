@@ -97,15 +97,15 @@ def test_cache_clear_empties_the_cache() -> None:
 
 
 def test_resolve_refs_text_memos_stay_within_their_entries() -> None:
-    from rules.entities import resolve_refs
+    from rules.entities import ref_read, resolve_refs
 
-    memo = resolve_refs._scan
+    memo = ref_read._scan
     memo.cache_clear()
     cfg = resolve_refs.Config()
     texts = [f"question {i}: delete the folder you just made" for i in range(300)]
     for text in texts:
         memo(text, (), cfg.languages, 0.6, None)
-    held = texts[-resolve_refs.MEMO_ENTRIES :]  # the newest; each its text, value and own cost
+    held = texts[-ref_read.MEMO_ENTRIES :]  # the newest; each its text, value and own cost
     values = [memo(t, (), cfg.languages, 0.6, None) for t in held]
     assert memo.cache_chars() == sum(
         len(t) + ENTRY_CHARS + charge(v) for t, v in zip(held, values, strict=True)

@@ -65,21 +65,21 @@ def test_a_text_memo_serves_each_principal_its_own_entries() -> None:
 def test_the_reference_scans_last_text_is_its_principals(monkeypatch: pytest.MonkeyPatch) -> None:
     """resolve_refs keeps the text it last prepared (one slot): another principal's same text is
     prepared anew, never the first's entry."""
-    from rules.entities import resolve_refs
+    from rules.entities import ref_read
 
     prepared: list[str] = []
-    real = resolve_refs.prepare
+    real = ref_read.prepare
 
     def spy(text: str, *args: Any) -> Any:
         prepared.append(text)
         return real(text, *args)
 
-    monkeypatch.setattr(resolve_refs, "prepare", spy)
-    monkeypatch.setattr(resolve_refs, "_last_prepared", None)
+    monkeypatch.setattr(ref_read, "prepare", spy)
+    monkeypatch.setattr(ref_read, "_last_prepared", None)
     text = "delete the folder I just created for the alpha launch"
 
     def prep() -> Any:
-        return resolve_refs._prepared(text, (), ("en",))
+        return ref_read._prepared(text, (), ("en",))
 
     first = in_scope("pt-a", prep)
     assert in_scope("pt-a", prep) is first and prepared == [text]

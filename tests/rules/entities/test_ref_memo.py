@@ -9,7 +9,7 @@ import pytest
 
 from rules.base import Ancestor, SessionState
 from rules.entities import cache as entity_cache
-from rules.entities import ref_memo, resolve_refs
+from rules.entities import ref_memo, ref_read, resolve_refs
 from tests.support.factories import assistant, ctx, user
 
 CFG = resolve_refs.Config()
@@ -198,12 +198,12 @@ def test_the_prepared_slot_serves_only_its_own_text() -> None:
     """The text last prepared is kept in one slot: another text, other languages or other packs
     are prepared afresh, never served the slot's."""
     langs = ("en", "zh", "ko", "ja")
-    first = resolve_refs._prepared("stop the dev server", (), langs)
+    first = ref_read._prepared("stop the dev server", (), langs)
     assert first.original == "stop the dev server"
-    assert resolve_refs._prepared("stop the dev server", (), langs) is first
-    second = resolve_refs._prepared("删除刚创建的文件夹", (), langs)
+    assert ref_read._prepared("stop the dev server", (), langs) is first
+    second = ref_read._prepared("删除刚创建的文件夹", (), langs)
     assert second.original == "删除刚创建的文件夹" and "zh" in [x.lang for x in second.lexicons]
-    only_en = resolve_refs._prepared("删除刚创建的文件夹", (), ("en",))
+    only_en = ref_read._prepared("删除刚创建的文件夹", (), ("en",))
     assert only_en is not second and [x.lang for x in only_en.lexicons] in ([], ["en"])
-    assert resolve_refs._prepared("stop the dev server", (), langs) is not first
-    assert resolve_refs._prepared("stop the dev server", (), langs).text == first.text
+    assert ref_read._prepared("stop the dev server", (), langs) is not first
+    assert ref_read._prepared("stop the dev server", (), langs).text == first.text
