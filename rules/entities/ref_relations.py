@@ -16,6 +16,7 @@ from typing import Any
 
 from rules.entities import cache as entity_cache
 from rules.entities.forgotten import MAKING
+from rules.entities.parallel_calls import same_batch
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
 from rules.entities.ref_other import the_one_before, the_other
@@ -168,10 +169,12 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
     if not cands:
         return [], [], True
     top = cands[0]
+    # made by the same call, or by calls made at once: none is the newer
     ties = [
         c
         for c in cands[1:]
-        if c.get("call_id") == top.get("call_id") and c.get("first_seen") == top.get("first_seen")
+        if (c.get("call_id") == top.get("call_id") and c.get("first_seen") == top.get("first_seen"))
+        or same_batch(c, top)
     ]
     if mention.kind == "pronoun_op" and not ties:  # "delete it": anything that call made
         ties = _made_beside(top, events, mention)

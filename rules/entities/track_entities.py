@@ -37,7 +37,7 @@ from rules.activity.shell_parse import load_verbs
 from rules.activity.storable import MAX_PATH_CHARS, storable, stored_id
 from rules.base import Context, RuleConfig, RuleResult, SessionState
 from rules.entities import cache as entity_cache
-from rules.entities import forgotten, history_restore, unknown_made
+from rules.entities import forgotten, history_restore, parallel_calls, unknown_made
 from rules.entities.folder_ends import FolderEnds
 from rules.entities.known_paths import KnownPaths
 from rules.entities.seen_calls import SeenCalls
@@ -177,12 +177,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     read = 0  # calls read, and answers waited for
-    for _, call, answer in [*todo, *pairs[start:]]:
+    batches: dict[str, str] = {}  # a call made with others in one message -> their batch
+    for index, call, answer in [*todo, *pairs[start:]]:
         abandon.check()
         key = call_key(call)
         if key in seen:
             continue
         read += 1
+        batch = parallel_calls.batch_of(messages[index])
+        if batch is not None:
+            batches[stored_id(call_id(call))] = batch
         if known is None:
             known = entity_cache.known_types(events)
             exists = KnownPaths(known, KnownTypes(workspace.get("nodes") or {}))
@@ -258,6 +262,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
             exists.noted(event)
 
     if new_events:
+        parallel_calls.mark(new_events, batches)
         new_events = storable(new_events)  # lone surrogates in paths: the state must store
         remembered = entity_cache.add(events, new_events, cfg.max_entities)
         if len(remembered) < len(events) + len(new_events):  # past the count kept, or repeats
