@@ -35,6 +35,7 @@ from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
+from rules.redact_names import is_secret_value as is_secret_value
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
@@ -95,7 +96,7 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
         return False
     if name == "auth":  # a Docker config's base64 of user:password, not any "auth"
         return isinstance(value, str) and is_basic_credentials(value)
-    return is_secret_name(name)
+    return is_secret_value(name, value)
 
 
 # Leaves never redacted (``_secret_field``): most of a report's, taken without a call each.
