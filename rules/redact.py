@@ -6,7 +6,7 @@ secrets inside *strings* are replaced wherever they appear: key-shaped tokens of
 (``rules.redact_shapes``), private key blocks and passwords in URLs
 (``postgres://user:[REDACTED]@host``: ``rules.redact_blocks``), ``Authorization`` header values,
 ``Cookie`` and ``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to
-secret names (``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
+secret names (``PGPASSWORD=…``, ``DB_PW=…``, ``"passWord": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
 ``<password>1234</password>``, a long flag's ``--password 1234``, a name given as a value:
 ``rules.redact_idents``), and passwords given on a command line (``mysql -p…``, ``curl -u
 user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``).
