@@ -6,7 +6,7 @@ secrets inside *strings* are replaced wherever they appear: key-shaped tokens of
 (``rules.redact_shapes``), private key blocks and passwords in URLs
 (``postgres://user:[REDACTED]@host``: ``rules.redact_blocks``), ``Authorization`` header values,
 ``Cookie`` and ``Set-Cookie`` header values (a Set-Cookie's attributes stay), values assigned to
-secret names (``PGPASSWORD=…``, ``"password": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
+secret names (``PGPASSWORD=…``, ``DB_PW=…``, ``"passWord": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
 ``<password>1234</password>``, a long flag's ``--password 1234``, a name given as a value:
 ``rules.redact_idents``), and passwords given on a command line (``mysql -p…``, ``curl -u
 user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``).
@@ -35,6 +35,7 @@ from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
 from rules.redact_names import is_secret_name as is_secret_name
+from rules.redact_names import is_secret_value as is_secret_value
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
@@ -95,7 +96,7 @@ def _secret_field(name: Any, value: Any, siblings: dict[Any, Any]) -> bool:
         return False
     if name == "auth":  # a Docker config's base64 of user:password, not any "auth"
         return isinstance(value, str) and is_basic_credentials(value)
-    return is_secret_name(name)
+    return is_secret_value(name, value)
 
 
 # Leaves never redacted (``_secret_field``): most of a report's, taken without a call each.

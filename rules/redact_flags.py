@@ -18,7 +18,8 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
 - ``http -a user:SECRET`` (HTTPie's ``https``, ``--auth``; xh);
 - ``zip -P SECRET`` (``unzip``), ``7z -pSECRET``, ``openssl enc -k SECRET``, ``sqlplus
   user/SECRET@db`` (``expdp``, ``impdp``), ``mongo -pSECRET``, ``mysqladmin password SECRET``,
-  ``rclone config create … secret_access_key SECRET``, ``npm config set _authToken SECRET``
+  ``rclone config create … secret_access_key SECRET``, ``aws configure set
+  aws_secret_access_key SECRET``, ``npm config set _authToken SECRET``
   (pnpm's, yarn's), ``useradd -p SECRET``, ``xfreerdp /p:SECRET``, ``rdesktop -p SECRET``,
   ``vault login TOKEN``.
 
@@ -206,6 +207,9 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         command_named(r"rclone[ \t]++config[ \t]++(?:create|update)", "rclone"),
         _named_values,
     ),
+    # ``aws configure set aws_secret_access_key SECRET`` (``aws_session_token``, a profile's
+    # ``profile.dev.aws_secret_access_key``; ``aws_access_key_id`` is no secret)
+    ("aws", command_named(r"aws[ \t]++configure[ \t]++set", "aws"), _named_values),
     # ``npm config set //registry/:_authToken SECRET`` (``_auth``; yarn's npmAuthToken)
     *(
         (name, command_named(rf"{name}[ \t]++config[ \t]++set", name), _named_values)

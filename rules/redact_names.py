@@ -1,9 +1,12 @@
 """Which names say secret, for ``rules.redact``: a field's (``api_key``, ``clientSecret``: its
 value goes whatever it is) and an identifier's before a value (``PGPASSWORD=…``, ``AWS_SECRET_
-ACCESS_KEY:``), with how long that value must be to be taken for one."""
+ACCESS_KEY:``), with how long that value must be to be taken for one; and the names that say
+secret only of a value of a secret's shape (``NPM_AUTH``, ``GITLAB_PAT``: ``value_fits``)."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import re
 
@@ -32,12 +35,23 @@ _KEY_NOT_SECRET = frozenset(
     {"cache", "idempotency", "primary", "sort", "partition", "foreign", "parameter"}
 )
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
+# Short forms of password, only as a name's last word after another (a bare ``PWD`` is a folder,
+# ``pass`` a loop's statement or a count of passes)
+_PASSWORD_LAST = frozenset({"pass", "pwd", "pw"})
 _SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
 MIN_SECRET_CHARS = 8  # a value assigned to a key or token name; passwords have no minimum
 
 
+# Words a camelCase name splits that are one word (``passWord``, ``PassPhrase``).
+_JOINED = {("pass", "word"), ("pass", "wd"), ("pass", "phrase")}
+
+
 def name_words(name: str) -> list[str]:
-    return [w for w in _WORD_SPLIT.split(_CAMEL.sub("_", name).lower()) if w]
+    words = [w for w in _WORD_SPLIT.split(_CAMEL.sub("_", name).lower()) if w]
+    for i in range(len(words) - 1, 0, -1):
+        if (words[i - 1], words[i]) in _JOINED:
+            words[i - 1 : i + 1] = [words[i - 1] + words[i]]
+    return words
 
 
 def is_secret_name(name: str) -> bool:
@@ -52,6 +66,8 @@ def _is_secret_name(name: str) -> bool:
     if not words:
         return False
     if any(w in _SECRET_WORDS for w in words):
+        return True
+    if words[-1] in _PASSWORD_LAST and len(words) > 1:  # DB_PASS, MYSQL_PWD, DB_PW, dbPw
         return True
     if words[-1] in _SECRET_LAST:
         return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
@@ -76,10 +92,12 @@ def _min_chars(name: str) -> int | None:
     ``MYSQL_PWD`` (a bare ``PWD`` is a folder)."""
     words = name_words(name)
     last = words[-1] if words else ""
-    if last.endswith(_PASSWORD_ENDS) or (last == "pass" and len(words) > 1):
+    if last.endswith(_PASSWORD_ENDS) or (last in _PASSWORD_LAST and len(words) > 1):
+        return 1  # DB_PASS, MYSQL_PWD, DB_PW, dbPwd (a bare PWD is a folder)
+    if name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
         return 1
-    if (last == "pwd" and len(words) > 1) or name == "SSHPASS":  # MYSQL_PWD, DB_PWD, dbPwd;
-        return 1  # ``sshpass -e`` reads SSHPASS
+    if last in _SHAPED and len(words) > 1:
+        return 1  # the value's shape decides (``value_fits``)
     if words == ["key"]:
         return None
     if last.endswith(_SECRET_ENDS) or is_secret_name(name):
@@ -88,3 +106,55 @@ def _min_chars(name: str) -> int | None:
 
 
 _min_chars_memo = functools.lru_cache(maxsize=8192)(_min_chars)
+
+# Last words that name a secret only after another word and before a value of a secret's shape:
+# ``NPM_AUTH``, ``BASIC_AUTH``, ``X-Api-Auth`` (``ENABLE_AUTH=true``, ``DEFAULT_AUTH=oauth2`` and
+# ``PAM_AUTH=/etc/pam.d/x`` stay) and a personal access token's ``GITLAB_PAT`` (``FILE_PAT =
+# '*.py'``, a pattern, stays).
+_SHAPED = frozenset({"auth", "pat"})
+_AUTH_WORD = re.compile(r"[A-Za-z]++[0-9]?+")  # a word, maybe versioned: oauth2, saml2
+_AUTH_SIGN = re.compile(r"[0-9:+=]")  # what credentials hold and a name (enabled_for_all) does not
+_CODE_SIGN = re.compile(r"[()\[\]{}<> ]")  # a call, an index, a template, words
+_PAT_VALUE = re.compile(r"[A-Za-z0-9_\-]{8,256}+")
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"[0-9]")
+
+
+def is_basic_credentials(value: str) -> bool:
+    """Whether ``value`` is base64 of ``user:password`` (``Basic …``, a Docker config's ``auth``),
+    not a word ("basic auth")."""
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded and decoded.isascii() and decoded.decode().isprintable()
+
+
+def value_fits(name: str, value: str) -> bool:
+    """Whether ``value``, assigned to the secret name ``name``, is taken for a secret: any value
+    of most names (their length is ``min_chars``'s), one of a secret's shape after ``_SHAPED``."""
+    words = name_words(name) if len(name) <= 64 else []
+    last = words[-1] if len(words) > 1 else ""
+    if last == "auth":  # credentials: user:password, a token, base64; no word, code, path nor URL
+        return (
+            (len(value) >= 6 or ":" in value[1:-1])
+            and _AUTH_SIGN.search(value) is not None
+            and _AUTH_WORD.fullmatch(value) is None
+            and _CODE_SIGN.search(value) is None
+            and not value.startswith(("/", "~", "./", "$"))
+            and "://" not in value
+        ) or is_basic_credentials(value)
+    if last == "pat":  # a token: 8+ of a token's characters, letters and digits
+        return bool(_PAT_VALUE.fullmatch(value) and _LETTER.search(value) and _DIGIT.search(value))
+    return True
+
+
+def is_secret_value(name: str, value: object) -> bool:
+    """Whether a field named ``name`` holding ``value`` holds a secret: a secret name's whatever
+    it is, a ``_SHAPED`` name's when it is a text of a secret's shape."""
+    if is_secret_name(name):
+        return True
+    if not isinstance(value, str):
+        return False
+    words = name_words(name) if len(name) <= 64 else []
+    return len(words) > 1 and words[-1] in _SHAPED and value_fits(name, value)

@@ -5,8 +5,6 @@ the trigger words' places (``redact_after_triggers``). Part of ``rules.redact``'
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 
 from rules.redact_flags import flag_value, names_a_command, redact_flags
@@ -21,13 +19,18 @@ from rules.redact_idents import (
     paired_value,
 )
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
+from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
-from rules.redact_names import min_chars, name_words
+from rules.redact_names import min_chars, name_words, value_fits
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import names_where_kept
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 
+_LETTER = re.compile(r"[A-Za-z]")
+_DIGIT = re.compile(r"[0-9]")
+# A value longer than this that is no secret of its name's shape (``value_fits``) is read past.
+_FITS_REACH = 256
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
 # lowercased, such as one with "İ", uses the regex.)
@@ -37,7 +40,12 @@ _TRIGGER_WORDS = (
     '"auth"',  # a Docker config.json's base64 of user:password
     "_auth",  # npm's _auth: the same
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
+    *("pw", "auth", "pat"),  # only as a name's last word (``_LAST_WORDS``)
 )
+# Words taken only where they end a longer name, after a separator or a camelCase step (``DB_PW``,
+# ``NPM_AUTH``, ``X-Api-Auth``, ``gitlabPat``): inside a word they are others (``upward``,
+# ``author``, ``OAUTH``, ``path``, ``compatible``), and a bare ``auth`` or ``pat`` is rarely one.
+_LAST_WORDS = frozenset({"pw", "auth", "pat"})
 _TRIGGER_TAILS = {
     "pass": ("word", "wd", "phrase"),
     "credential": ("s",),
@@ -45,7 +53,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth)'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat)'
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
@@ -93,13 +101,30 @@ _PAIR_SEPARATORS = (";", "&", "?")
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
 
 
-def is_basic_credentials(value: str) -> bool:
-    """``Basic`` followed by base64 of ``user:password``, not by a word ("basic auth")."""
-    try:
-        decoded = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
+def _ends_name(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is the last word of a longer name (``_LAST_WORDS``)."""
+    after = text[end : end + 1]
+    if after and (after.isalnum() or after in "_-."):
         return False
-    return b":" in decoded and decoded.isascii() and decoded.decode().isprintable()
+    before = text[start - 1 : start] if start else ""
+    if before in ("_", "-", "."):
+        return True
+    return before.isalnum() and not before.isupper() and text[start].isupper()
+
+
+def _too_short(name: str, value: str, needed: int, group: str) -> bool:
+    """Whether ``value`` is too short to be a secret assigned to ``name``. A key's or token's
+    shorter than a real one is still taken when it holds a letter and a digit (``token=abc123``,
+    ``api_key=k1``), or when it is quoted after a name of two words or more (``"apiKey": "abc"``):
+    a bare short word is code (``token: str``, ``api_key=None``) and a quoted one after a bare
+    ``token`` may be a tokenizer's text (``{"token": "the", "logprob": …}``)."""
+    if len(value) >= needed:
+        return False
+    if needed != MIN_SECRET_CHARS:
+        return True
+    if _LETTER.search(value) and _DIGIT.search(value):
+        return False
+    return group == "bare" or len(name_words(name)) < 2
 
 
 def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
@@ -148,6 +173,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         xml = _XML_VALUE.match(text, end)
         inner = xml["xml"].rstrip() if xml else ""
         if xml and not inner.startswith(REDACTED) and len(inner) >= needed:
+            if not value_fits(name, inner):
+                return None
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
     m = (
@@ -163,14 +190,18 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
     if m is None:
-        return said_value(text, end, needed)
+        said = said_value(text, end, needed)
+        return said if said is None or value_fits(name, text[said[0] : said[1]]) else None
     if m:
         groups = m.groupdict()
         group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
-        if value.startswith(REDACTED) or len(value) < needed:
+        if value.startswith(REDACTED) or _too_short(name, value, needed, group):
             return None
+        if not value_fits(name, value):  # a long one is read past: else each name in it (a
+            long = len(value) > _FITS_REACH  # run of ``aPat=``) read to its end again
+            return (m.end(), m.end(), m.end()) if long else None
         if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
             return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
         return m.start(group), m.end(group), m.end()
@@ -215,15 +246,18 @@ def _triggers(text: str) -> list[tuple[int, int]]:
     """Where the trigger words are, in order."""
     low = text.lower()
     if len(low) != len(text):
-        return [m.span() for m in _TRIGGER.finditer(text)]
+        found = [m.span() for m in _TRIGGER.finditer(text)]
+        return [(s, e) for s, e in found if low[s:e] not in _LAST_WORDS or _ends_name(text, s, e)]
     spans = []
     for word in _TRIGGER_WORDS:
         tails = _TRIGGER_TAILS.get(word, ())
+        last = word in _LAST_WORDS
         at = low.find(word)
         while at >= 0:
             end = at + len(word)
             end += next((len(t) for t in tails if low.startswith(t, end)), 0)
-            spans.append((at, end))
+            if not last or _ends_name(text, at, end):
+                spans.append((at, end))
             at = low.find(word, end)
     spans.sort()
     return spans
@@ -243,7 +277,8 @@ def redact_after_triggers(text: str) -> str:
             continue  # inside a value already redacted, or a name already judged whole
         found = _value_span(text, start, end)
         if found is not None:
-            spans.append(found[:2])
+            if found[0] < found[1]:  # else no secret, and the scan goes on past a value
+                spans.append(found[:2])
             pos = found[2]
         elif text[start:end].lower() not in _OWN_WORDS:
             pos = name_end(text, end)  # the identifier's other trigger words: judged with it

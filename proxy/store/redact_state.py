@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rules.base import SessionState
-from rules.redact import REDACTED, is_secret_name, redact_text
+from rules.redact import REDACTED, redact_text
+from rules.redact import is_secret_value as secret  # a name's, or a shaped name's value
 
 
 def redact_state(
@@ -50,7 +51,7 @@ def redact_changed(value: Any, before: Any) -> Any:
             key = redact_text(k) if isinstance(k, str) and k not in prior else k
             if v is None or isinstance(v, (int, float)):  # a number or a flag: no text in it
                 new_v: Any = v
-            elif isinstance(k, str) and v and not isinstance(v, (dict, list)) and is_secret_name(k):
+            elif isinstance(k, str) and v and not isinstance(v, (dict, list)) and secret(k, v):
                 new_v = REDACTED
             else:
                 new_v = redact_changed(v, prior.get(k))

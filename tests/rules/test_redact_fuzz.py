@@ -48,6 +48,8 @@ BLOCKS = [
     *("pwd=", "DB_PWD=", "PWD=/", ":\\/\\/", "https:\\/\\/u:", "\\u002d", "sk\\u002d", "\\u00"),
     *("set -gx ", "setenv ", "kind: Secret\n", "data:\n", "  k: ", '"data": {', '"k": "v", '),
     *("ConvertTo-SecureString '", "SetEnvironmentVariable('"),
+    *("DB_PW=", "dbPw", "passWord: ", "X-Api-Auth: ", "NPM_AUTH=", "aPat=", "_PAT ", "path"),
+    *('"apiKey": "', "token='a1' ", "aws configure set aws_secret_access_key "),
 ]
 block = st.one_of(st.sampled_from(BLOCKS), st.text(max_size=12))
 noise = st.lists(st.tuples(block, st.integers(1, 3000)), min_size=1, max_size=6).map(
@@ -125,6 +127,11 @@ secrets = st.one_of(
     long_word.map(lambda w: _same(f"build_sk_live_{w}")),
     aws_secret.map(lambda s: (f"AKIAABCDEFGHIJKLMNOP,{s}", s)),
     aws_secret.map(lambda s: (f"||  SecretAccessKey |  {s}  ||", s)),  # --output table
+    word.map(lambda w: _same(f"DB_PW={w}")),
+    word.map(lambda w: _same(f'"passWord": "{w}"')),
+    word.map(lambda w: _same(f'"apiKey": "{w}"')),
+    word.map(lambda w: _same(f"NPM_AUTH=user:{w}")),
+    word.map(lambda w: (f"aws configure set aws_secret_access_key {w}x", f"key {w}x")),
 )
 
 
