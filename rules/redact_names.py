@@ -32,7 +32,7 @@ _SECRET_WORDS = frozenset(
 _SECRET_LAST = frozenset({"key", "token"})
 # ``…_key`` names that are identifiers, not secrets.
 _KEY_NOT_SECRET = frozenset(
-    {"cache", "idempotency", "primary", "sort", "partition", "foreign", "parameter"}
+    {"cache", "idempotency", "primary", "sort", "partition", "foreign", "parameter", "has"}
 )
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 # Short forms of password, only as a name's last word after another (a bare ``PWD`` is a folder,

@@ -119,6 +119,7 @@ def test_the_value_goes(text: str, after: str) -> None:
         "<secret>abc</secret>",
         "aws configure set aws_access_key_id AKIA0000",  # the key's id is no secret
         "aws configure set region eu-west-1",
+        "# key__isnull=False is the same as has_key='j'",  # a predicate's name
     ],
 )
 def test_lookalikes_stay(text: str) -> None:
@@ -173,9 +174,11 @@ def test_session_state_redacts_the_same_names() -> None:
     ],
 )
 def test_a_text_dense_in_the_new_names_is_redacted_in_bounded_time(block: str) -> None:
-    """100k characters of one near-miss, repeated: each trigger word is judged once, whole."""
+    """100k characters of one near-miss, repeated: each trigger word is judged once, whole. The
+    densest (``dbPw `` 20,000 times) takes about 0.45 s of CPU alone, as dense ``dbPassword``
+    does; judged again to the text's end at each word it would take minutes."""
     text = (block * (100_000 // len(block) + 1))[:100_000]
     with cpu_timer() as took:
         once = redact_text(text)
-    assert took.seconds < 0.5
+    assert took.seconds < 1.5
     assert redact_text(once) == once
