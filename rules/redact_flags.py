@@ -37,6 +37,7 @@ import re
 from collections.abc import Iterator
 
 from rules.redact_names import is_secret_name
+from rules.redact_references import names_where_kept
 from rules.redact_shapes import REDACTED
 from rules.redact_words import (
     Reader,
@@ -124,7 +125,10 @@ def _named_values(text: str, words: list[Span]) -> Iterator[Span]:
     for i in range(len(words) - 1):
         name = text[words[i][0] : words[i][1]]
         if name[:1] != "-" and is_secret_name(name):
-            yield from filter(None, [word_value(text, *words[i + 1])])
+            value = word_value(text, *words[i + 1])
+            # ``$AWS_SECRET_ACCESS_KEY``: where the secret is kept, not the secret
+            if value is not None and not names_where_kept(text, *value):
+                yield value
 
 
 def _token_operand(text: str, words: list[Span]) -> Iterator[Span]:

@@ -38,6 +38,18 @@ _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 # Short forms of password, only as a name's last word after another (a bare ``PWD`` is a folder,
 # ``pass`` a loop's statement or a count of passes)
 _PASSWORD_LAST = frozenset({"pass", "pwd", "pw"})
+# What the words before a short form name when it is a password (``DB_PW``, ``SMTP_PASS``,
+# ``dbPw``): a store, a service, an account. Elsewhere it is a pass or a power (``render_pass``,
+# ``first_pass``, ``test_pass``, ``max_pw``): a field so named keeps its value.
+_LOGIN_WORDS = frozenset(
+    {
+        *("db", "database", "mysql", "postgres", "postgresql", "pg", "psql", "sql", "mssql"),
+        *("oracle", "redis", "mongo", "mongodb", "rabbitmq", "amqp", "smtp", "mail", "email"),
+        *("imap", "pop3", "ftp", "sftp", "ssh", "ldap", "admin", "root", "user", "login", "proxy"),
+        *("vpn", "wifi", "keystore", "truststore", "key", "cert", "app", "api", "service"),
+        *("account", "bind", "sa", "jdbc", "kafka", "elastic", "es", "vault", "registry"),
+    }
+)
 _SECRET_ENDS = ("secret", "token", "apikey", "credential", "credentials")
 MIN_SECRET_CHARS = 8  # a value assigned to a key or token name; passwords have no minimum
 
@@ -67,8 +79,8 @@ def _is_secret_name(name: str) -> bool:
         return False
     if any(w in _SECRET_WORDS for w in words):
         return True
-    if words[-1] in _PASSWORD_LAST and len(words) > 1:  # DB_PASS, MYSQL_PWD, DB_PW, dbPw
-        return True
+    if words[-1] in _PASSWORD_LAST and _LOGIN_WORDS.intersection(words[:-1]):
+        return True  # DB_PASS, MYSQL_PWD, DB_PW, dbPw (not render_pass, max_pw)
     if words[-1] in _SECRET_LAST:
         return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
     if words[-2:] == ["key", "data"]:  # a kubeconfig's client-key-data (a private key)
@@ -92,8 +104,10 @@ def _min_chars(name: str) -> int | None:
     ``MYSQL_PWD`` (a bare ``PWD`` is a folder)."""
     words = name_words(name)
     last = words[-1] if words else ""
-    if last.endswith(_PASSWORD_ENDS) or (last in _PASSWORD_LAST and len(words) > 1):
-        return 1  # DB_PASS, MYSQL_PWD, DB_PW, dbPwd (a bare PWD is a folder)
+    if last.endswith(_PASSWORD_ENDS) or (last in ("pass", "pwd") and len(words) > 1):
+        return 1  # DB_PASS, MYSQL_PWD, dbPwd (a bare PWD is a folder)
+    if last == "pw" and _LOGIN_WORDS.intersection(words[:-1]):
+        return 1  # DB_PW, SMTP_PW (not max_pw, power_pw)
     if name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
         return 1
     if last in _SHAPED and len(words) > 1:
@@ -112,12 +126,26 @@ _min_chars_memo = functools.lru_cache(maxsize=8192)(_min_chars)
 # ``PAM_AUTH=/etc/pam.d/x`` stay) and a personal access token's ``GITLAB_PAT`` (``FILE_PAT =
 # '*.py'``, a pattern, stays).
 _SHAPED = frozenset({"auth", "pat"})
-_AUTH_WORD = re.compile(r"[A-Za-z]++[0-9]?+")  # a word, maybe versioned: oauth2, saml2
-_AUTH_SIGN = re.compile(r"[0-9:+=]")  # what credentials hold and a name (enabled_for_all) does not
-_CODE_SIGN = re.compile(r"[()\[\]{}<> ]")  # a call, an index, a template, words
-_PAT_VALUE = re.compile(r"[A-Za-z0-9_\-]{8,256}+")
+# ``user:password`` whose password holds a digit or a sign (``admin:hunter2``; ``oauth2:openid``,
+# a scheme and a scope, stays)
+_USER_PASSWORD = re.compile(r"[^\s:/]{1,64}+:(?P<pw>[^\s:/]{1,128}+)")
+_PW_SIGN = re.compile(r"[^A-Za-z]")
+# a token: 16 or more of a token's characters (a date, a count, an id of 8 digits stays)
+_AUTH_TOKEN = re.compile(r"[A-Za-z0-9_\-.+/=]{16,512}+")
+# a personal access token: 20 or more (GitHub's are 40, GitLab's 20 and more; a pattern such as
+# ``release-v1`` or ``feature-123`` is shorter)
+_PAT_VALUE = re.compile(r"[A-Za-z0-9_\-]{20,256}+")
 _LETTER = re.compile(r"[A-Za-z]")
 _DIGIT = re.compile(r"[0-9]")
+# a value read after a ``_SHAPED`` name, at most: one so long is no such secret, and the scan goes
+# on inside it (a secret name there is judged in its turn)
+SHAPED_REACH = 1024
+
+
+def shaped_name(name: str) -> bool:
+    """Whether ``name`` says secret only of a value of a secret's shape (``NPM_AUTH``)."""
+    words = name_words(name) if len(name) <= 64 else []
+    return len(words) > 1 and words[-1] in _SHAPED
 
 
 def is_basic_credentials(value: str) -> bool:
@@ -135,16 +163,14 @@ def value_fits(name: str, value: str) -> bool:
     of most names (their length is ``min_chars``'s), one of a secret's shape after ``_SHAPED``."""
     words = name_words(name) if len(name) <= 64 else []
     last = words[-1] if len(words) > 1 else ""
-    if last == "auth":  # credentials: user:password, a token, base64; no word, code, path nor URL
-        return (
-            (len(value) >= 6 or ":" in value[1:-1])
-            and _AUTH_SIGN.search(value) is not None
-            and _AUTH_WORD.fullmatch(value) is None
-            and _CODE_SIGN.search(value) is None
-            and not value.startswith(("/", "~", "./", "$"))
-            and "://" not in value
-        ) or is_basic_credentials(value)
-    if last == "pat":  # a token: 8+ of a token's characters, letters and digits
+    if last == "auth":  # credentials: user:password, base64 of it, a token of letters and digits
+        if is_basic_credentials(value):
+            return True
+        pair = _USER_PASSWORD.fullmatch(value)
+        if pair is not None:
+            return _PW_SIGN.search(pair["pw"]) is not None
+        return bool(_AUTH_TOKEN.fullmatch(value) and _LETTER.search(value) and _DIGIT.search(value))
+    if last == "pat":  # a token: 20+ of a token's characters, letters and digits
         return bool(_PAT_VALUE.fullmatch(value) and _LETTER.search(value) and _DIGIT.search(value))
     return True
 
@@ -156,5 +182,4 @@ def is_secret_value(name: str, value: object) -> bool:
         return True
     if not isinstance(value, str):
         return False
-    words = name_words(name) if len(name) <= 64 else []
-    return len(words) > 1 and words[-1] in _SHAPED and value_fits(name, value)
+    return shaped_name(name) and value_fits(name, value)

@@ -19,18 +19,14 @@ from rules.redact_idents import (
     paired_value,
 )
 from rules.redact_names import MIN_SECRET_CHARS as MIN_SECRET_CHARS  # read from here too
+from rules.redact_names import SHAPED_REACH, min_chars, name_words, shaped_name, value_fits
 from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
-from rules.redact_names import min_chars, name_words, value_fits
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import names_where_kept
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 
-_LETTER = re.compile(r"[A-Za-z]")
-_DIGIT = re.compile(r"[0-9]")
-# A value longer than this that is no secret of its name's shape (``value_fits``) is read past.
-_FITS_REACH = 256
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
 # lowercased, such as one with "İ", uses the regex.)
@@ -112,21 +108,6 @@ def _ends_name(text: str, start: int, end: int) -> bool:
     return before.isalnum() and not before.isupper() and text[start].isupper()
 
 
-def _too_short(name: str, value: str, needed: int, group: str) -> bool:
-    """Whether ``value`` is too short to be a secret assigned to ``name``. A key's or token's
-    shorter than a real one is still taken when it holds a letter and a digit (``token=abc123``,
-    ``api_key=k1``), or when it is quoted after a name of two words or more (``"apiKey": "abc"``):
-    a bare short word is code (``token: str``, ``api_key=None``) and a quoted one after a bare
-    ``token`` may be a tokenizer's text (``{"token": "the", "logprob": …}``)."""
-    if len(value) >= needed:
-        return False
-    if needed != MIN_SECRET_CHARS:
-        return True
-    if _LETTER.search(value) and _DIGIT.search(value):
-        return False
-    return group == "bare" or len(name_words(name)) < 2
-
-
 def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     """After the trigger word ``text[start:end]``: (start, end) of the secret value that follows it
     and where the scan goes on, or None."""
@@ -177,9 +158,12 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
                 return None
             return xml.start("xml"), xml.start("xml") + len(inner), xml.end()
         return None
+    # a shaped name's value is read so far only: each of a run of them (``aPat=aPat=…``) would
+    # read to the run's end, and a value past the reach is no secret of its shape
+    reach = min(len(text), end + SHAPED_REACH) if shaped_name(name) else len(text)
     m = (
         paired_value(text, start, end)
-        or _ASSIGNED.match(text, end)
+        or _ASSIGNED.match(text, end, reach)
         or env_value(text, name_start(text, start), end)
     )
     if m is None and name_ending(text, start, end).startswith("--"):
@@ -197,11 +181,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
         value: str = m[group]
         # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
-        if value.startswith(REDACTED) or _too_short(name, value, needed, group):
+        if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
             return None
-        if not value_fits(name, value):  # a long one is read past: else each name in it (a
-            long = len(value) > _FITS_REACH  # run of ``aPat=``) read to its end again
-            return (m.end(), m.end(), m.end()) if long else None
         if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
             return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
         return m.start(group), m.end(group), m.end()

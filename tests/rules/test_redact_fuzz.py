@@ -62,6 +62,7 @@ separator = st.sampled_from([" ", "\n", "\t", "\r\n", ", ", "; "])
 ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 word = st.text(alphabet=ALNUM, min_size=1, max_size=12)
 long_word = st.text(alphabet=ALNUM, min_size=20, max_size=40)
+key_value = st.text(alphabet=ALNUM, min_size=8, max_size=24)  # a key's value is 8 or more
 hex32 = st.text(alphabet="0123456789abcdef", min_size=32, max_size=48)
 hex64 = st.text(alphabet="0123456789abcdef", min_size=64, max_size=64)
 bech32 = st.text(alphabet="QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", min_size=58, max_size=58)
@@ -129,8 +130,8 @@ secrets = st.one_of(
     aws_secret.map(lambda s: (f"||  SecretAccessKey |  {s}  ||", s)),  # --output table
     word.map(lambda w: _same(f"DB_PW={w}")),
     word.map(lambda w: _same(f'"passWord": "{w}"')),
-    word.map(lambda w: _same(f'"apiKey": "{w}"')),
-    word.map(lambda w: _same(f"NPM_AUTH=user:{w}")),
+    key_value.map(lambda w: _same(f'"apiKey": "{w}"')),
+    word.map(lambda w: _same(f"NPM_AUTH=user:{w}9")),
     word.map(lambda w: (f"aws configure set aws_secret_access_key {w}x", f"key {w}x")),
 )
 
