@@ -16,6 +16,7 @@ from typing import Any
 
 from rules.entities import cache as entity_cache
 from rules.entities.forgotten import MAKING
+from rules.entities.parallel_calls import KEY as BATCH
 from rules.entities.parallel_calls import same_batch
 from rules.entities.ref_candidates import candidates
 from rules.entities.ref_detect import Mention
@@ -169,16 +170,32 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
     if not cands:
         return [], [], True
     top = cands[0]
-    # made by the same call, or by calls made at once: none is the newer
-    ties = [
-        c
-        for c in cands[1:]
-        if (c.get("call_id") == top.get("call_id") and c.get("first_seen") == top.get("first_seen"))
-        or same_batch(c, top)
-    ]
+    # made by the same call, or by calls made at once: none is the newer (but one thing told as
+    # two kinds, a database's user that is a role, is one)
+    ties = [c for c in cands[1:] if _made_together(c, top) and not _one_thing(c, top)]
     if mention.kind == "pronoun_op" and not ties:  # "delete it": anything that call made
         ties = _made_beside(top, events, mention)
     return cands, ties, True
+
+
+def _made_together(a: Event, b: Event) -> bool:
+    """Made by one call (seen in one request, of one batch or none: a client's ids may repeat
+    from one message to the next), or by calls made at once (``parallel_calls``)."""
+    one_call = (
+        a.get("call_id") == b.get("call_id")
+        and a.get("first_seen") == b.get("first_seen")
+        and a.get(BATCH) == b.get(BATCH)
+    )
+    return one_call or same_batch(a, b)
+
+
+# Kinds one thing is told as at once (``CREATE USER app``: a user, and a role that may log in).
+_ONE_THING = frozenset({"user", "role"})
+
+
+def _one_thing(a: Event, b: Event) -> bool:
+    kinds = {a.get("type"), b.get("type")}
+    return len(kinds) == 2 and kinds <= _ONE_THING and a.get("id") == b.get("id") is not None
 
 
 def _made_beside(top: Event, events: Sequence[Event], mention: Mention) -> list[Event]:
@@ -190,8 +207,7 @@ def _made_beside(top: Event, events: Sequence[Event], mention: Mention) -> list[
     beside = [
         e
         for e in entity_cache.query(events)
-        if e.get("call_id") == top.get("call_id")
-        and e.get("first_seen") == top.get("first_seen")
+        if _made_together(e, top)
         and e.get("action") in MAKING
         and e.get("type") not in mention.kinds
         and e.get("type") not in mention.needs_noun

@@ -177,16 +177,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     start = high_water(len(pairs), lambda i: call_key(pairs[i][1]), seen)
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     read = 0  # calls read, and answers waited for
-    batches: dict[str, str] = {}  # a call made with others in one message -> their batch
+    batches: list[tuple[int, str | None]] = []  # each call read: events before it, its batch
     for index, call, answer in [*todo, *pairs[start:]]:
         abandon.check()
         key = call_key(call)
         if key in seen:
             continue
         read += 1
-        batch = parallel_calls.batch_of(messages[index])
-        if batch is not None:
-            batches[stored_id(call_id(call))] = batch
+        batches.append((len(new_events), parallel_calls.batch_of(messages[index], index)))
         if known is None:
             known = entity_cache.known_types(events)
             exists = KnownPaths(known, KnownTypes(workspace.get("nodes") or {}))

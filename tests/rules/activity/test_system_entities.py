@@ -48,7 +48,7 @@ def _made(command: str, output: str = "") -> set[tuple[str, str, str]]:
         (
             "psql -c \"CREATE USER app_ro WITH PASSWORD 'x'\"",
             "CREATE ROLE",
-            {("user", "app_ro", "create")},
+            {("user", "app_ro", "create"), ("role", "app_ro", "create")},
         ),
         # a drop ends a user or a role of the name (MySQL's DROP USER drops roles too)
         (

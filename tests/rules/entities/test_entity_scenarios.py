@@ -25,7 +25,7 @@ read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's ow
 since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made, a
 failed line's leading commands, "before the last one", German "Dienst", the user's own making
 said since the agent's, "open the image" a picture; probes_x.yaml: roles, role bindings and
-service accounts, a database's, IAM's, gcloud's and Kubernetes', in five languages) over
+service accounts, a database's, IAM's, gcloud's and Kubernetes', in six languages) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no

@@ -85,6 +85,41 @@ def test_a_folder_made_after_a_batch_is_the_newer() -> None:
     assert ref["pointer"]["id"] == "gamma"
 
 
+def test_a_lone_call_reusing_an_id_of_an_earlier_batch_is_the_newer() -> None:
+    # clients that number calls per message: call_0 again, alone
+    batch = [
+        assistant(None, shell("call_0", "mkdir alpha"), shell("call_1", "mkdir beta")),
+        result("call_0", ""),
+        result("call_1", ""),
+    ]
+    alone = [assistant(None, shell("call_0", "mkdir gamma")), result("call_0", "")]
+    (ref,) = _references(*batch, *alone, assistant("Done."), user(ASK))
+    assert ref["pointer"]["id"] == "gamma"
+
+
+def test_two_batches_of_the_same_ids_are_two() -> None:
+    def batch(first: str, second: str) -> list[dict[str, Any]]:
+        return [
+            assistant(None, shell("call_0", f"mkdir {first}"), shell("call_1", f"mkdir {second}")),
+            result("call_0", ""),
+            result("call_1", ""),
+        ]
+
+    (ref,) = _references(*batch("a1", "b1"), *batch("c1", "d1"), assistant("Done."), user(ASK))
+    assert ref["abstained"] == "ambiguous" and sorted(ref["candidates"]) == ["c1", "d1"]
+
+
+def test_delete_it_after_a_batch_of_two_kinds_is_ambiguous_as_after_one_command() -> None:
+    (ref,) = _references(
+        assistant(None, shell("c1", "mkdir alpha"), shell("c2", "git checkout -b feat/x")),
+        result("c1", ""),
+        result("c2", "Switched to a new branch 'feat/x'"),
+        assistant("Done."),
+        user("ok, delete it"),
+    )
+    assert ref["entity"] is None and ref["abstained"] == "ambiguous"
+
+
 @pytest.fixture
 async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
     store = Store(str(tmp_path / "db"))
