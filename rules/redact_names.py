@@ -34,6 +34,14 @@ _SECRET_LAST = frozenset({"key", "token"})
 _KEY_NOT_SECRET = frozenset(
     {"cache", "idempotency", "primary", "sort", "partition", "foreign", "parameter", "has"}
 )
+# ``…_token`` names that are a text's pieces or a place in a list, not credentials (a tokenizer's
+# ``pad_token``, an API's ``next_page_token``, a framework's ``cancellation_token``).
+_TOKEN_NOT_SECRET = frozenset(
+    {
+        *("pad", "eos", "bos", "unk", "mask", "cls", "sep", "special", "start", "end", "stop"),
+        *("page", "cancellation", "continuation"),
+    }
+)
 _PASSWORD_ENDS = ("password", "passwd", "passphrase")
 # Short forms of password, only as a name's last word after another (a bare ``PWD`` is a folder,
 # ``pass`` a loop's statement or a count of passes)
@@ -82,7 +90,8 @@ def _is_secret_name(name: str) -> bool:
     if words[-1] in _PASSWORD_LAST and _LOGIN_WORDS.intersection(words[:-1]):
         return True  # DB_PASS, MYSQL_PWD, DB_PW, dbPw (not render_pass, max_pw)
     if words[-1] in _SECRET_LAST:
-        return not (words[-1] == "key" and len(words) > 1 and words[-2] in _KEY_NOT_SECRET)
+        unlike = _KEY_NOT_SECRET if words[-1] == "key" else _TOKEN_NOT_SECRET
+        return not (len(words) > 1 and words[-2] in unlike)
     if words[-2:] == ["key", "data"]:  # a kubeconfig's client-key-data (a private key)
         return True
     # npm's ``_auth`` (``//registry.example.com/:_auth``): base64 of a user and password
@@ -112,8 +121,8 @@ def _min_chars(name: str) -> int | None:
         return 1
     if last in _SHAPED and len(words) > 1:
         return 1  # the value's shape decides (``value_fits``)
-    if words == ["key"]:
-        return None
+    if words == ["key"] or (last == "token" and len(words) > 1 and words[-2] in _TOKEN_NOT_SECRET):
+        return None  # a bare key is code; a pad_token, a next_page_token no credential
     if last.endswith(_SECRET_ENDS) or is_secret_name(name):
         return MIN_SECRET_CHARS
     return None

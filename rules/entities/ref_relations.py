@@ -160,7 +160,10 @@ def pick(mention: Mention, events: Sequence[Event]) -> tuple[list[Event], list[E
         hits = _by_ident(mention, events)
         return hits, hits[1:], False
     if mention.ordinal is not None:
-        return _by_position(mention, events), [], False
+        hits = _by_position(mention, events)
+        # among things made at once the order is unknown: "the first" of them is any of them
+        mates = [e for e in events if hits and e is not hits[0] and same_batch(e, hits[0])]
+        return hits, [e for e in mates if e.get("type") == hits[0].get("type")], False
     if mention.other:
         hits, ties = the_other(mention, events)
         return hits, ties, False

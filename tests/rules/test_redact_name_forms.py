@@ -123,6 +123,7 @@ def test_the_value_goes(text: str, after: str) -> None:
         '{"hot_key": "F1", "shard_key": "s1", "next_page_token": "CAE"}',
         '{"token": "x1", "logprob": -0.1}',
         '{"token": "abc123"}',
+        "next_page_token=CAEQASgBMAE4AQ cancellation_token=CancellationToken1",
         # a pass or a power, not a password
         "max_pw=100 power_pw=5",
         # a time, a count, an id, a scheme and its scope after an auth name; a pattern after a pat
@@ -162,6 +163,7 @@ def test_a_short_password_name_given_as_a_fields_value() -> None:
         {"file_pat": "*.py", "search_pat": "TODO"},
         {"proxy_auth": {"type": "basic"}},
         {"first_pass": "ok", "render_pass": "main", "test_pass": "yes", "max_pw": "100"},
+        {"pad_token": "<pad>", "eos_token": "</s>", "next_page_token": "CAEQASgBMAE4AQ"},
     ],
 )
 def test_fields_so_named_keep_values_of_no_secrets_shape(value: dict[str, object]) -> None:

@@ -120,6 +120,20 @@ def test_delete_it_after_a_batch_of_two_kinds_is_ambiguous_as_after_one_command(
     assert ref["entity"] is None and ref["abstained"] == "ambiguous"
 
 
+def test_an_ordinal_among_things_made_at_once_is_ambiguous() -> None:
+    batch = [
+        assistant(None, shell("c1", "mkdir alpha"), shell("c2", "mkdir beta")),
+        result("c1", ""),
+        result("c2", ""),
+    ]
+    later = [assistant(None, shell("c3", "mkdir gamma")), result("c3", "")]
+    asked = [*batch, *later, assistant("Done.")]
+    (first,) = _references(*asked, user("delete the first folder you created"))
+    assert first["entity"] is None and first["abstained"] == "ambiguous"
+    (third,) = _references(*asked, user("delete the third folder you created"))
+    assert third["pointer"]["id"] == "gamma"
+
+
 @pytest.fixture
 async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
     store = Store(str(tmp_path / "db"))
