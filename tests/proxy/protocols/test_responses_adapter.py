@@ -17,9 +17,8 @@ from proxy.protocols.base import TAG
 from proxy.protocols.checks import responses_violations
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine, Rewritten
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from rules.messages import HELD
+from tests.support.strict_engine import strict_engine
 
 EXEC = {
     "type": "function",
@@ -87,12 +86,8 @@ def reasoning(n: int) -> dict[str, Any]:
 
 @pytest.fixture
 async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    store = Store(str(tmp_path / "db"))
-    await store.open()
-    eng = Engine(settings_from_mapping({"upstreams": [{"name": "o"}]}), store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
+    async with strict_engine(tmp_path) as eng:
+        yield eng
 
 
 async def rewrite(engine: Engine, b: dict[str, Any], now: float = 1000.0) -> Rewritten:

@@ -16,10 +16,9 @@ import pytest
 from proxy.protocols.anthropic import ANTHROPIC
 from proxy.protocols.responses import RESPONSES
 from proxy.rewrite.engine import Engine
-from proxy.settings import settings_from_mapping
-from proxy.store.sqlite import Store
 from rules.entities import resolve_refs, track_entities
 from tests.support.factories import apply_rules, assistant, ctx, result, shell, system, user
+from tests.support.strict_engine import strict_engine
 
 TRACK = (track_entities, track_entities.Config())
 RESOLVE = (resolve_refs, resolve_refs.Config())
@@ -136,12 +135,8 @@ def test_an_ordinal_among_things_made_at_once_is_ambiguous() -> None:
 
 @pytest.fixture
 async def engine(tmp_path: Path):  # type: ignore[no-untyped-def]
-    store = Store(str(tmp_path / "db"))
-    await store.open()
-    eng = Engine(settings_from_mapping({"upstreams": [{"name": "o"}]}), store, strict=True)
-    yield eng
-    eng.close()
-    await store.close()
+    async with strict_engine(tmp_path) as eng:
+        yield eng
 
 
 def _anthropic_body(parallel: bool) -> dict[str, Any]:
