@@ -184,6 +184,9 @@ def _net(text: str, words: list[Span]) -> Iterator[Span]:
 
 # (a literal the text must hold, where the command is named, its flags' reader); a name starts
 # a word, or a line in a JSON string (after an escaped ``\n``: a tool call's arguments)
+_AWS_CONFIGURE_SET = (
+    r"aws(?:[ \t]++--[a-z][a-z-]{0,30}+(?:[ \t]++[^\s-]\S{0,200}+)?){0,4}[ \t]++configure[ \t]++set"
+)
 _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
     ("mysql", re.compile(r"mysql(?:(?<![\w\-.]mysql)|(?<=\\[nrt]mysql))[a-z_]*+"), _mysql),
     (
@@ -213,7 +216,8 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
     ),
     # ``aws configure set aws_secret_access_key SECRET`` (``aws_session_token``, a profile's
     # ``profile.dev.aws_secret_access_key``; ``aws_access_key_id`` is no secret)
-    ("aws", command_named(r"aws[ \t]++configure[ \t]++set", "aws"), _named_values),
+    # (after up to four global options: ``aws --profile dev configure set …``)
+    ("aws", command_named(_AWS_CONFIGURE_SET, "aws"), _named_values),
     # ``npm config set //registry/:_authToken SECRET`` (``_auth``; yarn's npmAuthToken)
     *(
         (name, command_named(rf"{name}[ \t]++config[ \t]++set", name), _named_values)

@@ -61,6 +61,14 @@ from tests.support.cpu_clock import cpu_timer
             "aws configure set aws_session_token FwoGZXIvYXdzEabcdef --profile dev",
             f"aws configure set aws_session_token {REDACTED} --profile dev",
         ),
+        (  # after global options
+            "aws --profile dev --region eu-west-1 configure set aws_secret_access_key abc123def",
+            f"aws --profile dev --region eu-west-1 configure set aws_secret_access_key {REDACTED}",
+        ),
+        (
+            "aws --debug configure set aws_session_token FwoGZXIvYXdzEabcdef",
+            f"aws --debug configure set aws_session_token {REDACTED}",
+        ),
         (
             'aws configure set profile.dev.aws_secret_access_key "S3 cret"',
             f'aws configure set profile.dev.aws_secret_access_key "{REDACTED}"',
@@ -184,6 +192,7 @@ def test_session_state_redacts_the_same_names() -> None:
         *("DB_PW", "_PW=", "dbPw ", "X-Api-Auth", "_auth=", "Auth:", "aPat=", "path", "_PAT "),
         *("passWord", "pass_word=", "token='a1' ", "apiKey: 'a' ", "X-Auth-Token: "),
         "aws configure set aws_secret_access_key ",
+        "aws --profile dev --region x --output json ",
     ],
 )
 def test_a_text_dense_in_the_new_names_is_redacted_in_bounded_time(block: str) -> None:
