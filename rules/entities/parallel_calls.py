@@ -22,8 +22,15 @@ def batch_of(message: Mapping[str, Any], index: int) -> str | None:
     listed = message.get("tool_calls")
     if not isinstance(listed, list) or len(listed) < 2:
         return None
-    ids = ",".join(stored_id(call_id(c)) for c in listed if isinstance(c, dict))
-    return f"{index}:{ids}"[:MAX_BATCH_CHARS]
+    ids: list[str] = []
+    size = 0
+    for c in listed:  # the ids up to the bound only: a message may hold thousands of calls
+        if size >= MAX_BATCH_CHARS:
+            break
+        if isinstance(c, dict):
+            ids.append(stored_id(call_id(c)))
+            size += len(ids[-1]) + 1
+    return f"{index}:{','.join(ids)}"[:MAX_BATCH_CHARS]
 
 
 def mark(events: list[dict[str, Any]], spans: list[tuple[int, str | None]]) -> None:

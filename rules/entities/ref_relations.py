@@ -198,7 +198,8 @@ _ONE_THING = frozenset({"user", "role"})
 
 def _one_thing(a: Event, b: Event) -> bool:
     kinds = {a.get("type"), b.get("type")}
-    return len(kinds) == 2 and kinds <= _ONE_THING and a.get("id") == b.get("id") is not None
+    same_id = a.get("id") is not None and a.get("id") == b.get("id")
+    return same_id and len(kinds) == 2 and kinds <= _ONE_THING
 
 
 def _made_beside(top: Event, events: Sequence[Event], mention: Mention) -> list[Event]:

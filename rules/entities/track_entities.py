@@ -178,13 +178,16 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     todo = [p for p in pairs[:start] if call_key(p[1]) in pending] if pending else []
     read = 0  # calls read, and answers waited for
     batches: list[tuple[int, str | None]] = []  # each call read: events before it, its batch
+    batch_at: dict[int, str | None] = {}  # a message's batch, made once for all its calls
     for index, call, answer in [*todo, *pairs[start:]]:
         abandon.check()
         key = call_key(call)
         if key in seen:
             continue
         read += 1
-        batches.append((len(new_events), parallel_calls.batch_of(messages[index], index)))
+        if index not in batch_at:
+            batch_at[index] = parallel_calls.batch_of(messages[index], index)
+        batches.append((len(new_events), batch_at[index]))
         if known is None:
             known = entity_cache.known_types(events)
             exists = KnownPaths(known, KnownTypes(workspace.get("nodes") or {}))

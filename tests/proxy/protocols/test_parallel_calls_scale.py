@@ -1,6 +1,7 @@
 """A request's work grows with its parallel tool calls, not with their square: working_set read a
 message's calls once a call (12,000 parallel calls of one Messages request took 20.7 s of a
-worker), and the Messages check looked each call up in a list of the next message's results."""
+worker), the Messages check looked each call up in a list of the next message's results, and
+track_entities made a message's batch of calls made at once anew for each of its calls."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 
 from proxy.protocols.checks import anthropic_checked
 from rules.context import working_set
+from rules.entities import track_entities
 from tests.support.factories import apply_rules, assistant, call, ctx, result, system, user
 
 
@@ -31,6 +33,10 @@ def _working_set(n: int) -> None:
     apply_rules(ctx(_chat(n), session_id="s"), (working_set, working_set.Config()))
 
 
+def _track_entities(n: int) -> None:
+    apply_rules(ctx(_chat(n), session_id="s"), (track_entities, track_entities.Config()))
+
+
 def _anthropic_check(n: int) -> None:
     uses = [{"type": "tool_use", "id": f"toolu_{i}", "name": "Bash", "input": {}} for i in range(n)]
     results = [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "x"}
@@ -49,3 +55,8 @@ def test_working_set_reads_each_calls_message_once() -> None:
 def test_the_messages_check_is_linear_in_parallel_calls() -> None:
     small, large = _timed(_anthropic_check, 1000), _timed(_anthropic_check, 8000)
     assert large < 24 * small, (small, large)
+
+
+def test_track_entities_makes_a_messages_batch_once() -> None:
+    small, large = _timed(_track_entities, 500), _timed(_track_entities, 4000)
+    assert large < 16 * small, (small, large)  # 8× the calls: 8× measured; the batch per call 28×
