@@ -152,8 +152,14 @@ SHAPED_REACH = 1024
 
 
 def shaped_name(name: str) -> bool:
-    """Whether ``name`` says secret only of a value of a secret's shape (``NPM_AUTH``)."""
-    words = name_words(name) if len(name) <= 64 else []
+    """Whether ``name`` says secret only of a value of a secret's shape (``NPM_AUTH``); asked of
+    every field name of a state and every trigger word, so remembered (a longer name is none)."""
+    return len(name) <= 64 and _shaped_memo(name)
+
+
+@functools.lru_cache(maxsize=8192)
+def _shaped_memo(name: str) -> bool:
+    words = name_words(name)
     return len(words) > 1 and words[-1] in _SHAPED
 
 
