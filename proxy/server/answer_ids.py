@@ -15,6 +15,8 @@ answer is parsed (a whole body, or each event of a stream), and:
 - a stored response's **item** is the ``id`` of an element of an ``output`` list or of an
   ``item`` (a stream's ``response.output_item.*``);
 - a chat **audio** answer is an ``audio`` object's ``id`` (a message's, a stream delta's);
+- with ``messages``, an Anthropic **message** is the ``id`` of the answer itself (a whole
+  ``message``, a stream's ``message_start``), the comparison a later cache diagnosis names;
 
 none of them under a key in ``ECHOED``. Strings are never searched: an id inside a model's text
 or a JSON string of arguments is not one. A stream's event is read whole; one longer than
@@ -31,6 +33,7 @@ CONTAINER = "container:"  # a container id's key among the ids kept (the respons
 FILE = "file:"  # a file id's, likewise
 ITEM = "item:"  # a stored response item's, likewise
 AUDIO = "audio:"  # a chat audio answer's, likewise
+MESSAGE = "message:"  # an Anthropic message's, likewise
 # What an answer echoes of the request, or a model writes as a tool's input: never the
 # provider's own state (citations name the request's own documents, checked as it came in).
 ECHOED = frozenset(
@@ -53,13 +56,18 @@ MAX_DEPTH = 64  # nesting walked at most
 _MAX_ID = 200
 
 
-def answer_ids(data: bytes, items: bool) -> Iterator[str]:
-    """The ids (``CONTAINER``, ``FILE``, ``AUDIO`` and, with ``items``, ``ITEM`` keys) one JSON
-    answer or event gives; nothing for what is not JSON."""
+def answer_ids(data: bytes, items: bool, messages: bool = False) -> Iterator[str]:
+    """The ids (``CONTAINER``, ``FILE``, ``AUDIO``, with ``items`` ``ITEM`` and with ``messages``
+    ``MESSAGE`` keys) one JSON answer or event gives; nothing for what is not JSON."""
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return
+    if messages and isinstance(value, dict):
+        # the answer's own id only: a message inside it (a tool's input) is the client's to write
+        message = value.get("message") if value.get("type") == "message_start" else value
+        if isinstance(message, dict) and message.get("type") == "message":
+            yield from _named(MESSAGE, message.get("id"))
     yield from _walk(value, items, 0)
 
 

@@ -19,6 +19,12 @@ tenant would reach theirs:
 - a chat assistant message's **audio** id names an earlier audio answer the provider keeps:
   forwarded only if the proxy relayed it to the same principal (read from the answers to
   requests that ask for audio, kept as containers are);
+- a cache diagnosis's **comparison** (a Responses ``prompt_cache_options.comparison_response_id``,
+  Anthropic's ``diagnostics.previous_message_id``) has the provider say how many of the
+  request's tokens that answer's prompt shares, a prefix of another tenant's prompt at a time:
+  forwarded only if the proxy relayed that answer to the same principal (a response id as
+  ``previous_response_id`` needs; an Anthropic message read from the answers to requests that
+  ask for a diagnosis, kept as containers are);
 - a Gemini **cachedContent** (``cached_content`` alike: Gemini reads either spelling), a
   Responses **conversation** or stored **prompt**, a ``file_search`` tool's **vector stores**
   and an Anthropic container's **custom skills** are made by calls the proxy does not relay
@@ -38,7 +44,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from proxy.errors import BadRequest
 from proxy.protocols.body import echo_id
-from proxy.server.answer_ids import AUDIO, CONTAINER, FILE, ITEM, EventData, answer_ids
+from proxy.server.answer_ids import (
+    AUDIO,
+    CONTAINER,
+    FILE,
+    ITEM,
+    MESSAGE,
+    EventData,
+    answer_ids,
+)
 from proxy.server.provider_files import (
     marks_in,
     may_name_audio,
@@ -101,6 +115,30 @@ def _named_containers(protocol: str, body: dict[str, Any]) -> list[tuple[str, st
                 if isinstance(named, str):
                     out.append((f"tools[{i}].container", named))
     return out
+
+
+# where each protocol's cache diagnosis names the earlier answer it compares with
+_COMPARISONS = {
+    "responses": ("prompt_cache_options", "comparison_response_id"),
+    "anthropic": ("diagnostics", "previous_message_id"),
+}
+
+
+def _comparisons(protocol: str, body: dict[str, Any]) -> list[tuple[str, str]]:
+    """(param, id) of the earlier answer a cache diagnosis in ``body`` compares with (an id that
+    is not a string names none: the provider's to refuse)."""
+    if protocol not in _COMPARISONS:
+        return []
+    holder, name = _COMPARISONS[protocol]
+    options = body.get(holder)
+    named = options.get(name) if isinstance(options, dict) else None
+    return [(f"{holder}.{name}", named)] if isinstance(named, str) else []
+
+
+def _asks_diagnosis(protocol: str, body: dict[str, Any]) -> bool:
+    """Whether an Anthropic ``body`` asks for a cache diagnosis itself: its answer is then the
+    comparison the principal's next one may name."""
+    return protocol == "anthropic" and isinstance(body.get("diagnostics"), dict)
 
 
 def _custom_skills(protocol: str, body: dict[str, Any]) -> list[str]:
@@ -168,6 +206,11 @@ async def require_own(
                 param=param,
                 code="container_not_found",
             )
+    for param, named in _comparisons(protocol, body):
+        if protocol == "anthropic":
+            await _require_known(ids, principal, [(param, named)], MESSAGE, "Message", "message")
+        elif items:  # a response id, as ``previous_response_id`` (the same check, off with it)
+            await _require_known(ids, principal, [(param, named)], "", "Response", "response")
     marks = await marks_in(raw)
     if may_name_files(marks):
         await _require_own_files(ids, principal, protocol, body)
@@ -248,14 +291,16 @@ def container_reader(
     items: bool = False,
 ) -> AnswerReader | None:
     """What reads the containers the answer to ``body`` names, beside ``then`` (another reader
-    of the same answer), and with ``items`` the ids of a response it may store; ``then`` alone
-    when there are none to keep."""
+    of the same answer), with ``items`` the ids of a response it may store, and the message a
+    request asking for a cache diagnosis is answered with; ``then`` alone when there are none
+    to keep."""
     if ids is None or not 200 <= status < 300 or not shared_key(upstream):
         return then
     items = items and protocol == "responses" and body.get("store") is not False
-    if not items and not _opens_containers(protocol, body):
+    messages = _asks_diagnosis(protocol, body)
+    if not items and not messages and not _opens_containers(protocol, body):
         return then
-    return ContainerReader(ids, principal, then, items)
+    return ContainerReader(ids, principal, then, items, messages)
 
 
 def answer_reader(
@@ -277,19 +322,28 @@ def answer_reader(
 
 
 class ContainerReader:
-    """Notes every container and file id an answer names, for its principal, and with ``items``
-    every item id of a stored response (at most ``MAX_ITEMS``), read where the provider writes
-    them (``answer_ids``): all of the answer, as an id may come in its last event."""
+    """Notes every container and file id an answer names, for its principal, with ``items``
+    every item id of a stored response (at most ``MAX_ITEMS``) and with ``messages`` the
+    Anthropic message's own id, read where the provider writes them (``answer_ids``): all of
+    the answer, as an id may come in its last event."""
 
-    __slots__ = ("_events", "_ids", "_items", "_items_kept", "_principal", "_seen", "_then")
+    __slots__ = (
+        "_events", "_ids", "_items", "_items_kept", "_messages", "_principal", "_seen", "_then"
+    )  # fmt: skip
 
     def __init__(
-        self, ids: ResponseIds, principal: str, then: AnswerReader | None, items: bool = False
+        self,
+        ids: ResponseIds,
+        principal: str,
+        then: AnswerReader | None,
+        items: bool = False,
+        messages: bool = False,
     ) -> None:
         self._ids = ids
         self._principal = principal
         self._then = then
         self._items = items
+        self._messages = messages
         self._items_kept = 0
         self._events = EventData()
         self._seen: set[str] = set()
@@ -312,14 +366,15 @@ class ContainerReader:
             or b"file_id" in data
             or b'"audio"' in data
             or (self._items and b'"id"' in data)
+            or (self._messages and b'"message' in data)
         ):
             return
         if len(data) <= READ_ON_LOOP:
-            self._keep(answer_ids(data, self._items))
+            self._keep(answer_ids(data, self._items, self._messages))
             return
         # parsed and walked at ~20 ms a MiB: a larger answer on a worker thread, its ids kept
         # when it is done (a request naming one before then is refused, as an unknown id is)
-        read = partial(_ids_of, data, self._items)
+        read = partial(_ids_of, data, self._items, self._messages)
         done = asyncio.get_running_loop().run_in_executor(None, read)
         done.add_done_callback(self._kept_when_read)
 
@@ -339,5 +394,5 @@ class ContainerReader:
             self._ids.note(self._principal, named)
 
 
-def _ids_of(data: bytes, items: bool) -> list[str]:
-    return list(answer_ids(data, items))
+def _ids_of(data: bytes, items: bool, messages: bool) -> list[str]:
+    return list(answer_ids(data, items, messages))
