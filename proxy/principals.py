@@ -165,9 +165,9 @@ class Principals:
         self, principal: str, status: int, upstream: UpstreamSettings, client: Sequence[Any] | None
     ) -> None:
         """An upstream answered a request of ``principal`` with ``status``: below 400, and with
-        the client's own credential (not the server's key, ``api_key_env``, whose answer vouches
-        for none), it is ``accepted``."""
-        if status < 400 and not upstream.api_key_env:
+        the client's own credential (not the server's, ``server_credentials``, whose answer
+        vouches for none), it is ``accepted``."""
+        if status < 400 and not upstream.server_credentials:
             self.accepted(principal, client)
 
     def accepted(self, principal: str, client: Sequence[Any] | None = None) -> None:

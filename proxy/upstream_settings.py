@@ -129,10 +129,23 @@ class UpstreamSettings(Strict):
             out[lowered] = text
         return out
 
+    @property
+    def server_credentials(self) -> bool:
+        """Whether the upstream is called with the server's credential whoever the client is:
+        a key from ``api_key_env``, or a litellm provider that signs in from the process's
+        environment alone (``AMBIENT_PROVIDERS``), which drops a client's key unread."""
+        return bool(self.api_key_env) or (
+            self.kind == "litellm" and self.provider in AMBIENT_PROVIDERS
+        )
+
     def serves(self, model: str) -> bool:
         return any(model == p or fnmatch.fnmatchcase(model, p) for p in self.match)
 
 
+# litellm providers that sign in with the server's environment (Vertex AI's application default
+# credentials, SageMaker's AWS ones) and never read the api_key they are handed: in passthrough
+# every client, with whatever key it made up, reaches them as the server
+AMBIENT_PROVIDERS = frozenset({"vertex_ai", "vertex_ai_beta", "sagemaker", "sagemaker_chat"})
 _PROVIDER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]+")  # an RFC 9110 token
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")  # printable ASCII: sent as is by every client

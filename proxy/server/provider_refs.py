@@ -84,8 +84,9 @@ class AnswerReader(Protocol):
 
 
 def shared_key(upstream: UpstreamSettings) -> bool:
-    """Whether the upstream is called with the server's key, whoever the client is."""
-    return bool(upstream.api_key_env)
+    """Whether the upstream is called with the server's credential, whoever the client is (its
+    ``api_key_env``, or a provider signed in from the server's environment)."""
+    return bool(upstream.server_credentials)
 
 
 def what_was_read(upstream: UpstreamSettings) -> bool:

@@ -48,7 +48,7 @@ class Call:
     def sent(self, body: dict[str, Any]) -> dict[str, Any]:
         """``body`` as the upstream gets it: with the server's key, the end-user and cache-route
         ids it names scoped to the principal (``tenant_ids``)."""
-        if not self.upstream.api_key_env:
+        if not self.upstream.server_credentials:
             return body
         return scoped_ids(body, partial(self.services.principals.label, self.principal))
 

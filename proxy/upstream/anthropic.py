@@ -56,7 +56,7 @@ async def messages(
         errors = client.errors.with_credentials(client_headers, key, body)
         await litellm_ready()
         answered = await bridged_messages(upstream, body, client_headers, key, path)
-        return errors.response(answered, gateway=bool(upstream.api_key_env))
+        return errors.response(answered, gateway=upstream.server_credentials)
     headers = anthropic_headers(upstream, client_headers, key)
     body = verifiable(body)  # no thinking another provider signed, or none did: a 400 each
     return await client.post(

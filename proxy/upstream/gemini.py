@@ -82,7 +82,7 @@ async def generate(
         errors = client.errors.with_credentials({}, key, (body, route.path, query))
         await litellm_ready()
         answered = await bridged_gemini(upstream, route, body, query, key)
-        return errors.response(answered, gateway=bool(upstream.api_key_env))
+        return errors.response(answered, gateway=upstream.server_credentials)
     headers = gemini_headers(upstream, client_headers, key)
     sent_query = upstream_query(query)
     return await client.post(

@@ -223,7 +223,7 @@ class UpstreamClient:
             errors = self.errors.with_credentials({}, passthrough_key, body)
             await litellm_ready()
             answered = await litellm_chat(upstream, body, passthrough_key)
-            return errors.response(answered, gateway=bool(upstream.api_key_env))
+            return errors.response(answered, gateway=upstream.server_credentials)
         headers = self._headers(upstream, client_headers, passthrough_key)
         data = raw if raw is not None else orjson.dumps(body)
         return await self.post(
@@ -295,7 +295,7 @@ class UpstreamClient:
         )
         # what the request said: its body, and its path's model name and query
         errors = self.errors.with_credentials(headers, None, (data, f"{path}?{query}"))
-        return errors.response(relayed_answer, gateway=bool(upstream.api_key_env))
+        return errors.response(relayed_answer, gateway=upstream.server_credentials)
 
     async def models(
         self,

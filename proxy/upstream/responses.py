@@ -42,7 +42,7 @@ async def responses(
         errors = client.errors.with_credentials({}, key, body)
         await litellm_ready()
         answered = await bridged_responses(upstream, body, key)
-        return errors.response(answered, gateway=bool(upstream.api_key_env))
+        return errors.response(answered, gateway=upstream.server_credentials)
     headers = responses_headers(upstream, client_headers, key)
     if call_id_rule(upstream, "responses") == "openai_responses":  # OpenAI's own API (or Azure's,
         body = resolvable(body)  # or one set to its rules): no reasoning it would answer 404 to
