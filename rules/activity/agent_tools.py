@@ -7,7 +7,10 @@
 - Codex's ``apply_patch`` text (``*** Add File: p``, ``*** Update File: p`` [``*** Move to: q``],
   ``*** Delete File: p``), sent as a custom tool's ``{"input": …}``, a function's ``{"input"}`` /
   ``{"patch"}``, an argv ``["apply_patch", patch]`` or a shell heredoc ``apply_patch <<'EOF'``;
-- the command of a shell tool given as argv (``["bash", "-lc", "mkdir x"]`` runs the script).
+- the command of a shell tool given as argv (``["bash", "-lc", "mkdir x"]`` runs the script);
+- a notebook cell a code tool ran (OpenHands' ``execute_ipython_cell {"code": …}``), as the
+  command line that runs the same: its Python as ``python -c``, its ``!cmd`` lines and a
+  ``%%bash`` cell as shell lines, ``%cd dir`` as ``cd dir``.
 
 Client text, read on every request: each parse is linear, bounded and cached per text."""
 
@@ -145,6 +148,41 @@ def command_value(value: Any) -> str | None:
         script = argv_script(value)
         return script if script.strip() else None
     return None
+
+
+MAX_CELL_LINES = 2_000  # lines of a notebook cell read (a longer one: its first ones)
+
+
+def cell_script(code: str) -> str | None:
+    """The command line doing what a notebook cell does: runs of Python lines as ``python -c``,
+    in order with its shell escapes (``!mkdir -p out``), ``%cd dir`` and a ``%%bash`` /
+    ``%%sh`` cell's body; other magics are left out. None for an empty cell."""
+    lines = code.split("\n", MAX_CELL_LINES)[:MAX_CELL_LINES]
+    if lines and lines[0].strip() in ("%%bash", "%%sh", "%%script bash", "%%script sh"):
+        body = "\n".join(lines[1:])
+        return body if body.strip() else None
+    out: list[str] = []
+    python: list[str] = []
+
+    def flush() -> None:
+        if any(line.strip() for line in python):
+            out.append("python -c " + shlex.quote("\n".join(python)))
+        python.clear()
+
+    for line in lines:
+        bare = line.strip()
+        if bare.startswith("!"):
+            flush()
+            out.append(bare[1:])
+        elif bare.startswith("%cd "):
+            flush()
+            out.append("cd " + bare[4:].strip())
+        elif bare.startswith("%"):
+            continue  # %pip, %matplotlib inline, %%time …: no file of the cell's
+        else:
+            python.append(line)
+    flush()
+    return "\n".join(out) or None
 
 
 def workdir(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rules.activity.agent_tools import (
     PatchOp,
+    cell_script,
     command_value,
     output_header,
     parse_patch,
@@ -48,6 +49,8 @@ class ToolPack:
     workdir_keys: tuple[str, ...] = ()
     patch_tools: frozenset[str] = frozenset()
     patch_keys: tuple[str, ...] = ()
+    code_tools: frozenset[str] = frozenset()
+    code_keys: tuple[str, ...] = ()
 
 
 def _compile(patterns: Any, flags: int = re.I | re.M) -> tuple[re.Pattern[str], ...]:
@@ -88,12 +91,18 @@ def load_tools(extra_packs: tuple[str, ...] = ()) -> ToolPack:
         workdir_keys=tuple(str(k) for k in d.get("workdir_keys") or ()),
         patch_tools=frozenset(str(n).lower() for n in d.get("patch_tools") or ()),
         patch_keys=tuple(str(k) for k in d.get("patch_keys") or ()),
+        code_tools=frozenset(str(n).lower() for n in d.get("code_tools") or ()),
+        code_keys=tuple(str(k) for k in d.get("code_keys") or ()),
     )
 
 
 def shell_command(pack: ToolPack, name: str, args: Mapping[str, Any]) -> str | None:
-    """The command line of a shell-like tool call, or None."""
+    """The command line of a shell-like tool call, or None; of a notebook cell a code tool ran,
+    the command line doing the same (``cell_script``)."""
     if name.lower() not in pack.shell_tools:
+        if name.lower() in pack.code_tools:
+            code = next((args[k] for k in pack.code_keys if isinstance(args.get(k), str)), "")
+            return cell_script(code) if code.strip() else None
         return None
     for key in pack.command_keys:
         # a string, or argv: ["mkdir", "-p", "x"] (quoted back), ["bash", "-lc", "script"]

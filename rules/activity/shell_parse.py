@@ -149,8 +149,13 @@ class _Run:
         if not argv:
             return
         verb = posixpath.basename(argv[0])
-        if verb in v.subcommands and len(argv) > 1 and argv[1] in v.subcommands[verb]:
-            verb, argv = v.subcommands[verb][argv[1]], argv[1:]
+        subs = v.subcommands.get(verb)
+        if subs and len(argv) > 1:
+            pair = f"{argv[1]} {argv[2]}" if len(argv) > 2 else ""
+            if pair in subs:  # `git worktree remove ../wt`: the second word says what is done
+                verb, argv = subs[pair], argv[2:]
+            elif argv[1] in subs:
+                verb, argv = subs[argv[1]], argv[1:]
         script = shell_script(argv) if verb in v.shells and depth < 3 else None
         if script is not None:
             outer = self.cwd

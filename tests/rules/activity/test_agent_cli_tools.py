@@ -16,6 +16,7 @@ from rules.activity.agent_tools import (
     MAX_PATCH_FILES,
     PatchOp,
     argv_script,
+    cell_script,
     command_value,
     output_body,
     output_header,
@@ -554,3 +555,15 @@ def test_codex_passing_run_closes_the_failure() -> None:
         result("x2", codex_output("3 passed in 0.1s\n", 0)),
     ]
     assert len(working_set.open_diagnostics(_ledger(*CODEX, *elsewhere))) == 1
+
+
+def test_a_notebook_cell_reads_as_the_command_line_doing_the_same() -> None:
+    code = "import os\nout = 'plots'\n%matplotlib inline\n!mkdir -p data/raw\nos.makedirs(out)"
+    assert cell_script(code) == (
+        "python -c 'import os\nout = '\"'\"'plots'\"'\"''\n"
+        "mkdir -p data/raw\n"
+        "python -c 'os.makedirs(out)'"
+    )
+    assert cell_script("%cd /workspace/app\n!touch a.txt") == "cd /workspace/app\ntouch a.txt"
+    assert cell_script("%%bash\nmkdir -p out\n") == "mkdir -p out\n"
+    assert cell_script("%pip install requests\n\n") is None

@@ -76,7 +76,23 @@ def _made(command: str, output: str = "") -> set[tuple[str, str, str]]:
         ("tmux new-session -d -s dev 'npm run dev'", "", {("session", "dev", "create")}),
         ("tmux kill-session -t dev", "", {("session", "dev", "delete")}),
         ("screen -dmS worker python worker.py", "", {("session", "worker", "create")}),
-        ("screen -S worker -X quit", "", set()),
+        ("screen -S worker -X quit", "", {("session", "worker", "delete")}),
+        ("screen -S worker -X stuff 'reload'", "", set()),  # a command sent: it goes on
+        ("docker network rm backend-net", "", {("network", "backend-net", "delete")}),
+        ("docker volume rm -f pgdata", "", {("volume", "pgdata", "delete")}),
+        (
+            "gcloud storage buckets create gs://acme-ml --location=us-central1",
+            "",
+            {("bucket", "acme-ml", "create")},
+        ),
+        (
+            "az group create --name rg-demo --location eastus",
+            "",
+            {("resource_group", "rg-demo", "create")},
+        ),
+        ("kind create cluster", 'Creating cluster "kind" ...', {("cluster", "kind", "create")}),
+        ("k3d cluster create dev --agents 2", "", {("cluster", "dev", "create")}),
+        ("eksctl delete cluster --name prod", "", {("cluster", "prod", "delete")}),
         ("sudo systemctl enable --now myapp.service", "", {("service", "myapp", "modify")}),
         ("systemctl stop myapp", "", {("service", "myapp", "modify")}),
         (

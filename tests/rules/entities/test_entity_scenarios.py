@@ -25,7 +25,10 @@ read, a SQL statement that failed with exit code 0; probes_s.yaml: the user's ow
 since the agent last acted; probes_w.yaml: keys redis-cli set, collections mongosh made, a
 failed line's leading commands, "before the last one", German "Dienst", the user's own making
 said since the agent's, "open the image" a picture; probes_x.yaml: roles, role bindings and
-service accounts, a database's, IAM's, gcloud's and Kubernetes', in six languages) over
+service accounts, a database's, IAM's, gcloud's and Kubernetes', in six languages; probes_y.yaml:
+docker networks and volumes (compose's too) and their removal, SQL indexes and views, a worktree
+removed, `git init DIR`, `screen -X quit`, gcloud storage buckets, Azure resource groups,
+Kubernetes clusters, a notebook cell a code tool ran) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -73,6 +76,7 @@ SCENARIOS = [
         "probes_v.yaml",
         "probes_w.yaml",
         "probes_x.yaml",
+        "probes_y.yaml",
     )
     for sc in load(HERE / name)
 ]
