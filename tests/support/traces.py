@@ -23,7 +23,7 @@ SHARED = shared_dir()
 CORPUS = SHARED / "traces" / "corpus.jsonl.gz"
 SHARED_MISSING = (
     f"needs ../shared beside the checkout ({CORPUS} is missing): the trace corpus; "
-    "see the README's Two commands"
+    "see the README's Operations and tests"
 )
 
 
