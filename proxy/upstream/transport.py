@@ -122,6 +122,10 @@ def is_event_stream(headers: Mapping[str, str]) -> bool:
 _UNLABELLED = frozenset(("", "text/plain", "application/octet-stream"))
 
 
+# Success statuses whose answer has no body (RFC 9110 15.3.5, 15.3.6)
+_BODILESS = frozenset((204, 205))
+
+
 def mislabelled_stream(headers: Mapping[str, str]) -> bool:
     """Whether an answer to a request for a stream is labelled as no other kind of answer (JSON,
     an event stream, a page)."""
@@ -153,6 +157,8 @@ async def answer(
         response.close()
         raise undecodable_answer(name)
     headers = relay_headers(response.raw_headers, names)
+    if status in _BODILESS:  # read whole (nothing): a stream's relay would write into no body
+        stream = passthrough = False
     if passthrough and response.status < 400:
         chunks = raw_chunks(response, name)
         extra = {"passthrough": True}
