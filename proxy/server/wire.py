@@ -143,6 +143,7 @@ async def _messages(call: Call, body: dict[str, Any], raw: bytes | None) -> Upst
         call.headers,
         call.query,
         call.key(),
+        asked=body.get("stream") is True,
     )
     if response.status >= 400 and response.body is not None:
         _reshaped(response, shapes.reshaped_as_anthropic(response.status, response.body))
@@ -154,8 +155,9 @@ async def _responses(call: Call, body: dict[str, Any], raw: bytes | None) -> Ups
     from proxy.upstream import responses
 
     response = await responses.responses(
-        call.services.upstream, call.upstream, _payload(body, raw), call.headers, call.key()
-    )
+        call.services.upstream, call.upstream, _payload(body, raw), call.headers, call.key(),
+        asked=body.get("stream") is True,
+    )  # fmt: skip
     if response.status >= 400 and response.body is not None:
         _reshaped(response, shapes.reshaped_as_openai(response.status, response.body))
     return response

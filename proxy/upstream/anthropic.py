@@ -41,6 +41,7 @@ async def messages(
     query: str,
     key: str | None,
     path: str = MESSAGES_PATH,
+    asked: bool = True,
 ) -> UpstreamResponse:
     """Send a Messages request (``path``: ``MESSAGES_PATH`` or ``COUNT_TOKENS_PATH``) to
     ``upstream``. ``client_headers``: names lower-cased, repeated headers joined with ", ".
@@ -49,7 +50,9 @@ async def messages(
     ``x-goog-api-key`` included, which in keys mode hold the proxy key); without, the client's
     headers go as sent (settings require ``api_key_env`` in ``auth.mode: keys``). Raises
     ``ProxyError``s; an upstream's error status comes back as an answer, its body as the
-    upstream wrote it but redacted (``UpstreamClient.errors``), as are a stream's error events."""
+    upstream wrote it but redacted (``UpstreamClient.errors``), as are a stream's error events.
+    ``asked``: whether the request asked for a stream (``transport.answer``); a token count
+    never streams, its answer is read whole."""
     if upstream.kind != "anthropic":
         from proxy.upstream.bridge import bridged_messages
 
@@ -60,8 +63,8 @@ async def messages(
     headers = anthropic_headers(upstream, client_headers, key)
     body = verifiable(body)  # no thinking another provider signed, or none did: a 400 each
     return await client.post(
-        upstream, path, body, headers, stream=True, query=relayed_query(query),
-        relayed=ANTHROPIC_RELAYED_NAMES,
+        upstream, path, body, headers, stream=path != COUNT_TOKENS_PATH,
+        query=relayed_query(query), relayed=ANTHROPIC_RELAYED_NAMES, asked=asked,
     )  # fmt: skip
 
 

@@ -56,6 +56,7 @@ from proxy.upstream.bridge_documents import bridged_documents
 from proxy.upstream.bridge_events import failed_event
 from proxy.upstream.bridge_tool_choice import parallel_calls_off
 from proxy.upstream.key_missing import key_missing
+from proxy.upstream.key_text import require_sendable
 from proxy.upstream.litellm import _checked
 from proxy.upstream.litellm_base import gemini_api_base
 from proxy.upstream.litellm_errors import failure, provider_headers
@@ -294,6 +295,8 @@ def _route(
                 f"no API key: send your provider key, or configure api_key_env (upstream "
                 f"{upstream.name})."
             )
+        if not upstream.api_key_env:  # the client's own: one it cannot send is its to fix
+            require_sendable(key)
         target = upstream.model_copy(update={"provider": "openai"})
         return target, "openai", upstream.base_url or _OPENAI_BASE
     if upstream.kind in ("anthropic", "gemini"):

@@ -39,6 +39,7 @@ from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.cache_breakpoints import with_breakpoints
 from proxy.upstream.key_missing import key_missing
+from proxy.upstream.key_text import require_sendable
 from proxy.upstream.litellm_base import litellm_base
 from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
@@ -160,6 +161,8 @@ def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
             f"no API key: send your provider key, or configure api_key_env (upstream "
             f"{upstream.name})."
         )
+    if not upstream.api_key_env:  # the client's own: one it cannot send is its to fix
+        require_sendable(key)
     provider = upstream.provider
     if provider is None or not _known_provider(provider):
         log.error("upstream %s: litellm knows no provider %r", upstream.name, provider)

@@ -261,13 +261,15 @@ class UpstreamClient:
         relayed: frozenset[str] = RELAYED_NAMES,
         json_array: bool = False,
         passthrough: bool = False,
+        asked: bool = True,
     ) -> UpstreamResponse:
         """POST ``data`` as is to ``{base_url}{path}`` with exactly ``headers``; with ``stream``,
         an event stream comes back piece by piece (``passthrough``: any success answer). Response
         headers: ``relayed`` names and the rate-limit/request-id prefixes
         (``transport.relay_headers``). An error answer, and the error events of a stream, come
         back redacted (``self.errors``). ``json_array``: a stream that is one JSON array
-        (Gemini's without ``alt=sse``), relayed element by element."""
+        (Gemini's without ``alt=sse``), relayed element by element. ``asked``: whether the
+        client asked for a stream (``transport.answer``)."""
         target = self._target(upstream)
         try:
             response = await self._client().request(
@@ -291,7 +293,7 @@ class UpstreamClient:
                 raise undecodable_answer(upstream.name) from None
             raise unreachable(upstream.name, "could not be reached", exc) from None
         relayed_answer = await answer(
-            response, upstream.name, stream, relayed, json_array, passthrough
+            response, upstream.name, stream, relayed, json_array, passthrough, asked
         )
         # what the request said: its body, and its path's model name and query
         errors = self.errors.with_credentials(headers, None, (data, f"{path}?{query}"))

@@ -31,11 +31,13 @@ async def responses(
     body: bytes,
     client_headers: Mapping[str, str],
     key: str | None,
+    asked: bool = True,
 ) -> UpstreamResponse:
     """Send a Responses request to ``upstream``: ``body`` as is; ``client_headers`` with names
-    lower-cased; ``key`` from ``openai.upstream_api_key``. Raises ``ProxyError``s; an upstream's
-    error status comes back as an answer, its body as the upstream wrote it but redacted
-    (``UpstreamClient.errors``), as are a stream's error events."""
+    lower-cased; ``key`` from ``openai.upstream_api_key``; ``asked``: whether the request asked
+    for a stream (``transport.answer``). Raises ``ProxyError``s; an upstream's error status comes
+    back as an answer, its body as the upstream wrote it but redacted (``UpstreamClient.errors``),
+    as are a stream's error events."""
     if upstream.kind != "openai":
         from proxy.upstream.bridge import bridged_responses
 
@@ -46,7 +48,7 @@ async def responses(
     headers = responses_headers(upstream, client_headers, key)
     if call_id_rule(upstream, "responses") == "openai_responses":  # OpenAI's own API (or Azure's,
         body = resolvable(body)  # or one set to its rules): no reasoning it would answer 404 to
-    return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True)
+    return await client.post(upstream, RESPONSES_PATH, body, headers, stream=True, asked=asked)
 
 
 def responses_headers(

@@ -122,6 +122,10 @@ def is_event_stream(headers: Mapping[str, str]) -> bool:
 _UNLABELLED = frozenset(("", "text/plain", "application/octet-stream"))
 
 
+# Success statuses whose answer has no body (RFC 9110 15.3.5, 15.3.6)
+_BODILESS = frozenset((204, 205))
+
+
 def mislabelled_stream(headers: Mapping[str, str]) -> bool:
     """Whether an answer to a request for a stream is labelled as no other kind of answer (JSON,
     an event stream, a page)."""
@@ -136,12 +140,15 @@ async def answer(
     names: frozenset[str],
     json_array: bool = False,
     passthrough: bool = False,
+    asked: bool = True,
 ) -> UpstreamResponse:
     """``response`` as relayed: an event stream (when ``stream`` was asked for and the upstream
     answered one with success) piece by piece; with ``json_array``, a JSON answer to a stream
     asked for (Gemini's JSON-array stream) element by element; with ``passthrough``, any success
     answer piece by piece, as it comes (``extra["passthrough"]``: no rule nor error scan reads
-    it); anything else read whole."""
+    it); anything else read whole. ``asked``: whether the client asked for a stream (the
+    Messages and Responses relays take an event stream either way, but only a request for one
+    has an answer labelled as text read as one)."""
     status = response.status
     if not (200 <= status < 300 or 400 <= status < 600):
         # a redirect (not followed: the request carries the client's key), an upgrade, a status
@@ -153,11 +160,13 @@ async def answer(
         response.close()
         raise undecodable_answer(name)
     headers = relay_headers(response.raw_headers, names)
+    if status in _BODILESS:  # read whole (nothing): a stream's relay would write into no body
+        stream = passthrough = False
     if passthrough and response.status < 400:
         chunks = raw_chunks(response, name)
         extra = {"passthrough": True}
         return UpstreamResponse(status, headers, chunks=chunks, close=closer(response), extra=extra)
-    if stream and response.status < 400 and not json_array and mislabelled_stream(headers):
+    if stream and asked and status < 400 and not json_array and mislabelled_stream(headers):
         # an event stream said to be text (or nothing): relayed as one, so that an answer cut
         # before its last event is told as a stream's is, not taken for a whole answer
         headers["content-type"] = "text/event-stream; charset=utf-8"
