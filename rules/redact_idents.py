@@ -11,11 +11,18 @@ import re
 import string
 
 # A quoted value: to its closing quote, past the escaped ones (``"Pa\\"ss"`` is one JSON string);
-# opened by an escaped quote (JSON inside a string), to the next escaped one.
+# opened by an escaped quote (JSON inside a string; escaped again, a command's JSON inside JSON:
+# up to seven backslashes), to the next escaped one.
 QUOTED_VALUE = (
-    r""""(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])+)|\\"(?P<edq>[^"\\\r\n]+)"""
-    r"""|'(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])+)|\\'(?P<esq>[^'\\\r\n]+)"""
+    r""""(?P<dq>(?:[^"\\\r\n]|\\[^\r\n])+)|\\{1,7}"(?P<edq>[^"\\\r\n]+)"""
+    r"""|'(?P<sq>(?:[^'\\\r\n]|\\[^\r\n])+)|\\{1,7}'(?P<esq>[^'\\\r\n]+)"""
 )
+# Where a bare value stops besides a blank or a quote: CJK punctuation and full-width signs
+# (``API_KEY=…，请保密``: the sentence goes on after the comma), for the patterns' classes.
+CJK_STOP = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20"
+# Chinese, Japanese and Korean text (ideographs, kana, hangul, their punctuation and full-width
+# forms), which ends a value said in it (``密码是 S3cret，…``, ``비밀번호는 S3cret입니다``)
+CJK = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef"
 VALUE_GROUPS = ("dq", "edq", "sq", "esq", "bare")
 
 # A secret name given as another field's value (``- name: DB_PASSWORD`` then ``value: …`` in a
@@ -26,11 +33,18 @@ VALUE_GROUPS = ("dq", "edq", "sq", "esq", "bare")
 _PAIR_NAME = re.compile(
     r"""(?<!\w)(?i:name|key|parameterkey|parametername)\\?["']?[ \t]*+[:=][ \t]*+\\?["']?\Z"""
 )
-_PAIR_VALUE = re.compile(
-    r"""(?:(?![{}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){0,200}?(?<!\w)(?i:(?:parameter)?value)"""
-    r"""\\?["']?[ \t]*+[:=][ \t]*+"""
-    rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))"""
-)
+
+
+def _pair_value(reach: int) -> re.Pattern[str]:
+    return re.compile(
+        rf"""(?:(?![{{}}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){{0,{reach}}}?(?<!\w)"""
+        r"""(?i:(?:parameter)?value)\\?["']?[ \t]*+[:=][ \t]*+"""
+        rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))"""
+    )
+
+
+_PAIR_VALUE = _pair_value(200)
+_KEY_NAME_VALUE = _pair_value(100)  # ``"keyName": "key1", "permissions": "FULL", "value": …``
 # A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
 # "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
 # quoted (a list of names, ``["password", "email"]``, is no call).
@@ -88,6 +102,19 @@ def paired_value(text: str, start: int, end: int) -> re.Match[str] | None:
     if _SETTER.search(text, max(0, i - 32), i) is not None:
         return _ARGUMENT.match(text, end)
     return None
+
+
+# A field naming which of an account's keys its object holds (``"keyName": "key1"``, then
+# ``"value": …``: ``az storage account keys list``): the value field is the key.
+_KEY_NAME = re.compile(r"""(?i:key_?name)\\?["']?[ \t]*+[:=]""")
+
+
+def key_named_value(text: str, start: int) -> re.Match[str] | None:
+    """The value field after a ``keyName`` field starting at ``start``, or None."""
+    if start and text[start - 1] in _NAME_CHARS:
+        return None  # ``SharedAccessKeyName=`` names a policy
+    m = _KEY_NAME.match(text, start)
+    return None if m is None else _KEY_NAME_VALUE.match(text, m.end())
 
 
 def opens_element(text: str, start: int, end: int) -> bool:

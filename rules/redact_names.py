@@ -119,7 +119,7 @@ def _min_chars(name: str) -> int | None:
         return 1  # DB_PW, SMTP_PW (not max_pw, power_pw)
     if name == "SSHPASS":  # ``sshpass -e`` reads SSHPASS
         return 1
-    if last in _SHAPED and len(words) > 1:
+    if (last in _SHAPED and len(words) > 1) or words[-2:] == _PRIMARY_KEY:
         return 1  # the value's shape decides (``value_fits``)
     if words == ["key"] or (last == "token" and len(words) > 1 and words[-2] in _TOKEN_NOT_SECRET):
         return None  # a bare key is code; a pad_token, a next_page_token no credential
@@ -130,7 +130,8 @@ def _min_chars(name: str) -> int | None:
 
 _min_chars_memo = functools.lru_cache(maxsize=8192)(_min_chars)
 
-# Last words that name a secret only after another word and before a value of a secret's shape:
+# Last words that name a secret only after another word and before a value of a secret's shape
+# (and ``primary_key``: ``_PRIMARY_KEY``):
 # ``NPM_AUTH``, ``BASIC_AUTH``, ``X-Api-Auth`` (``ENABLE_AUTH=true``, ``DEFAULT_AUTH=oauth2`` and
 # ``PAM_AUTH=/etc/pam.d/x`` stay) and a personal access token's ``GITLAB_PAT`` (``FILE_PAT =
 # '*.py'``, a pattern, stays).
@@ -151,6 +152,15 @@ _DIGIT = re.compile(r"[0-9]")
 SHAPED_REACH = 1024
 
 
+# A primary key names a table's column (``primary_key: id``) or, in a cloud's listing of an
+# account's keys (Azure's ``primaryKey``, ``secondaryKey`` beside it), the key itself: one of a
+# key's shape, 40 or more base64 characters with both cases and a digit (a UUID has not both)
+_PRIMARY_KEY = ["primary", "key"]
+_KEY_VALUE = re.compile(r"[A-Za-z0-9+/=_\-]{40,512}+")
+_LOWER = re.compile(r"[a-z]")
+_UPPER = re.compile(r"[A-Z]")
+
+
 def shaped_name(name: str) -> bool:
     """Whether ``name`` says secret only of a value of a secret's shape (``NPM_AUTH``); asked of
     every field name of a state and every trigger word, so remembered (a longer name is none)."""
@@ -160,7 +170,7 @@ def shaped_name(name: str) -> bool:
 @functools.lru_cache(maxsize=8192)
 def _shaped_memo(name: str) -> bool:
     words = name_words(name)
-    return len(words) > 1 and words[-1] in _SHAPED
+    return len(words) > 1 and (words[-1] in _SHAPED or words[-2:] == _PRIMARY_KEY)
 
 
 def is_basic_credentials(value: str) -> bool:
@@ -185,6 +195,13 @@ def value_fits(name: str, value: str) -> bool:
         if pair is not None:
             return _PW_SIGN.search(pair["pw"]) is not None
         return bool(_AUTH_TOKEN.fullmatch(value) and _LETTER.search(value) and _DIGIT.search(value))
+    if words[-2:] == _PRIMARY_KEY:
+        return bool(
+            _KEY_VALUE.fullmatch(value)
+            and _LOWER.search(value)
+            and _UPPER.search(value)
+            and _DIGIT.search(value)
+        )
     if last == "pat":  # a token: 20+ of a token's characters, letters and digits
         return bool(_PAT_VALUE.fullmatch(value) and _LETTER.search(value) and _DIGIT.search(value))
     return True

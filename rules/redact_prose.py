@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import re
 
+from rules.redact_idents import CJK
+
 # After a secret's name, maybe what it is for ("the password for admin", "… of the db user"):
-# ``is``/``was`` or a colon, then the next word (maybe quoted).
+# ``is``/``was`` or a colon, then the next word (maybe quoted); in CJK text a copula (是, は) or a
+# full-width colon, the word ending where the CJK text goes on ("API key 是 ab12…，请保密").
 # Or set to it: "change the admin password to S3cret!x" (a value still has to look set).
 _SAID = re.compile(
     r"""(?:(?:[ \t]++(?:for|of|on|to)[ \t]++(?:the[ \t]++)?[\w.@\-]{1,64}"""
     r"""(?:[ \t]++(?:user|account|database|db|server|host|admin))?)?+"""
-    r"""(?:[ \t]++(?:is|was)[ \t]++|:[ \t]*+)|(?P<to>[ \t]++to[ \t]++))"""
-    r"""[`"']?(?P<bare>[^\s"'`,;\\]{4,128}?)[`"']?(?=[.,;)]*+(?:\s|$))"""
+    r"""(?:[ \t]++(?:is|was)[ \t]++|[:：][ \t]*+|[ \t]*+(?:是|为|為|は)[ \t]*+)"""
+    r"""|(?P<to>[ \t]++to[ \t]++))"""
+    rf"""[`"']?(?P<bare>[^\s"'`,;\\{CJK}]{{4,128}}?)[`"']?(?=[.,;)]*+(?:\s|$|[{CJK}]))"""
 )
 # A Dockerfile's ``ENV NAME value`` (the form without ``=``), fish's ``set -x NAME value`` (``-gx``,
 # ``-Ux``, ``--export``) and csh's ``setenv NAME value``: the rest of the line is the value.

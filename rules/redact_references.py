@@ -3,7 +3,10 @@ reads one (``os.environ['GITHUB_TOKEN']``, ``os.getenv("HF_TOKEN")``, ``getpass.
 ``input("pw: ")``, ``process.env.OPENAI_API_KEY``, ``settings.SECRET_KEY``) and a shell's
 variable named as a secret (``$DB_PASSWORD``, ``${API_KEY:-}``). Redacted, the code shown to the
 model (the working set's blocks, a replayed command) read ``token = [REDACTED]'GITHUB_TOKEN']``,
-which is neither the code nor a secret. A bare value only: a quoted one is a literal."""
+which is neither the code nor a secret. A bare value only: a quoted one is a literal. Also
+(``names_a_source``) a command's output or a template's placeholder, quoted or not, and what
+stands where a secret would without being one (``is_placeholder``: ``null``, ``<sensitive>``,
+``****``; ``declares``: a type annotation, a YAML tag)."""
 
 from __future__ import annotations
 
@@ -34,3 +37,63 @@ def names_where_kept(text: str, start: int, end: int) -> bool:
         return is_secret_name(dotted["last"])
     shell = _SHELL.fullmatch(text, start, end)
     return shell is not None and is_secret_name(shell["bare"] or shell["braced"])
+
+
+# A command's output (``$(cat /run/secrets/db)``, ``$(gcloud auth print-access-token)``, a
+# backquoted one) or a template's or a CI's placeholder (``{{ .Values.apiKey }}``, ``${{
+# secrets.PAT }}``, ERB's ``<%= … %>``): where the secret comes from, not the secret.
+_SOURCE = re.compile(
+    r"\$\([^()\r\n]{1,256}\)|`[^`\r\n]{1,256}`|\$?\{\{[^{}\r\n]{1,256}\}\}|<%=?[^%\r\n]{1,256}%>"
+)
+# how such a source starts: a bare value is cut at its first blank (``$(cat``, ``{{``)
+_SOURCE_START = ("$(", "`", "{{", "${{", "<%")
+
+
+def names_a_source(value: str, bare: bool = False) -> bool:
+    """Whether ``value`` is a reference to where a secret is kept rather than the secret: a
+    command's output, a template's placeholder, or a shell variable named as a secret
+    (``"${DB_PASSWORD}"``, which compose files and shell lines quote); ``bare``: the value was
+    cut at a blank, so its start is enough."""
+    if _SOURCE.fullmatch(value) is not None or (bare and value.startswith(_SOURCE_START)):
+        return True
+    shell = _SHELL.fullmatch(value)
+    return shell is not None and is_secret_name(shell["bare"] or shell["braced"])
+
+
+# What a secret's name is given when no secret is there: YAML's and JSON's null and booleans, a
+# placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``), a mask (``****``,
+# ``gho_****…``, ``sk-…****abcd``: at most 12 characters before it, 4 after)
+_UNSET = frozenset({"null", "none", "nil", "undefined", "true", "false", "~"})
+_PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]{0,62}>")
+_MASK = re.compile(r"[^*•●]{0,12}[*•●]{4,}[^*•●]{0,4}")
+
+
+def is_placeholder(value: str, bare: bool) -> bool:
+    """Whether ``value`` stands where a secret would (unset, masked or a placeholder); ``bare``:
+    it was not quoted (a quoted ``"null"`` is a string)."""
+    if bare and value.lower() in _UNSET:
+        return True
+    return _PLACEHOLDER.fullmatch(value) is not None or (
+        ("*" in value or "•" in value or "●" in value) and _MASK.fullmatch(value) is not None
+    )
+
+
+# A type annotation after a name and a colon (``password: str``, ``api_key: Optional[str]``,
+# ``token: Option<String>``, ``secret: SecretStr``): code declaring a field, not its value.
+_TYPE = re.compile(
+    r"[&*]?(?:str|string|String|bytes|int|number|bool|boolean|Any|any|object|char|Text|text"
+    r"|SecretStr|SecretBytes|SecretString|Secret|None|undefined)(?:\[\])?\??"
+    r"|(?:typing\.)?(?:Optional|Option|Union|List|Maybe|Nullable|Annotated|Sequence|Box|Vec)"
+    r"[\[<][\w\[\]<>&*.| ,]{1,128}"
+)
+# a YAML tag before its operand (CloudFormation's ``!Ref DbPassword``, Home Assistant's ``!secret
+# http_password``, Ansible's ``!vault |``): a function of what follows, not a value
+_YAML_TAG = re.compile(r"![A-Za-z][\w:.\-]{0,31}")
+
+
+def declares(value: str, after: str) -> bool:
+    """Whether the bare ``value`` after a name and a colon is a type annotation or a YAML tag
+    (``after``: the text following the value)."""
+    if _YAML_TAG.fullmatch(value) is not None:
+        return after[:1] in (" ", "\t")
+    return _TYPE.fullmatch(value.rstrip(")]},;=")) is not None

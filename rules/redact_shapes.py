@@ -8,6 +8,8 @@ a ``_`` (``build_sk_live_…``): ``sk_live_`` and ``rk_test_`` are no words' end
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable
 
@@ -41,9 +43,46 @@ def _aws_key(m: re.Match[str]) -> str:
 
 
 _STRIPE = r"(?:live|test)_[A-Za-z0-9]{16,}"
+# A Twilio account SID (no secret), then its auth token within 64 characters on its line
+_TWILIO_PAIR = (
+    r"[0-9a-f]{32}(?![0-9A-Za-z])(?P<gap>[^\n]{1,64}?)(?<![0-9A-Za-z])[0-9a-f]{32}(?![0-9A-Za-z])"
+)
+
+
+def _twilio_pair(m: re.Match[str]) -> str:
+    return m[0][: m.end("gap") - m.start()] + REDACTED
+
+
+# A Discord bot token: the bot's id (digits) in base64, a timestamp, an HMAC. Found by its middle
+# part between two dots (a literal starts the pattern: a fast scan), then its first part is read
+# back and checked: it must decode to the 17 to 20 digits of an id.
+_DISCORD_TAIL = re.compile(r"\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}(?![\w\-.])")
+_DISCORD_HEAD = re.compile(r"(?<![\w\-.])[MNO][A-Za-z0-9_\-]{22,27}\Z")
+
+
+def _redact_discord_bots(text: str) -> str:
+    out: list[str] = []
+    done = 0
+    for tail in _DISCORD_TAIL.finditer(text):
+        head = _DISCORD_HEAD.search(text, max(done, tail.start() - 28), tail.start())
+        if head is None:
+            continue
+        part = head[0]
+        try:
+            decoded = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        except (binascii.Error, ValueError):
+            continue
+        if decoded.isdigit() and 17 <= len(decoded) <= 20:
+            out += [text[done : head.start()], REDACTED]
+            done = tail.end()
+    return "".join([*out, text[done:]]) if out else text
+
 
 KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
-    (_boundary("sk-", r"[A-Za-z0-9_\-]{8,}"), REDACTED),  # OpenAI (sk-, sk-proj-), Anthropic
+    # OpenAI (sk-, sk-proj-), Anthropic, OpenRouter, DeepSeek, gateways: a digit or a capital
+    # among the first characters (a CSS class, ``sk-spinner-wave``, ``--sk-color-primary``, has
+    # neither)
+    (_boundary("sk-", r"(?=[a-z_\-]{0,32}[0-9A-Z])[A-Za-z0-9_\-]{8,}"), REDACTED),
     # their longer prefixes say key even glued after a ``_`` (``resp_sk-proj-…``, ``KEY_sk-ant-…``)
     (_boundary("sk-", r"(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,}", "[A-Za-z0-9]"), REDACTED),
     (_boundary("sk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe secret keys
@@ -120,6 +159,8 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("tvly-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Tavily API keys
     (_boundary("glc_", r"[A-Za-z0-9+/=_\-]{32,}"), REDACTED),  # Grafana Cloud tokens
     (_boundary("ops_", r"eyJ[A-Za-z0-9+/=_\-]{50,}"), REDACTED),  # 1Password service accounts
+    # a Twilio auth token (32 hex) after its account's SID on a line: ``Client('AC…', '…')``
+    (_boundary("AC", _TWILIO_PAIR), _twilio_pair),
     # Telegram bot tokens (the bot's id, then 33-35 characters from AA), in a bot API URL too
     (re.compile(r"(?<![0-9])[0-9]{6,12}:AA[A-Za-z0-9_\-]{31,33}(?![\w\-])"), REDACTED),
     # Oracle's JDBC URL holds its login: ``jdbc:oracle:thin:user/SECRET@host:1521:SID``
@@ -168,5 +209,6 @@ def redact_key_shapes(text: str) -> str:
         text = pattern.sub(replacement, text)
     if "Q~" in text:
         text = _AZURE_SECRET.sub(REDACTED, text)
+    text = _redact_discord_bots(text)
     cut = _CUT_KEY.search(text, max(0, len(text) - CUT_TAIL))
     return text if cut is None else text[: cut.start()] + REDACTED

@@ -4,6 +4,7 @@
 - a name given as another field's value (``{"name": "DB_PASSWORD", "value": …}`` in a
   Kubernetes env list or a HAR's headers, CloudFormation's ``ParameterKey``/``ParameterValue``):
   the value field goes, the name stays (``{"key": "API_KEY", …}`` names the secret, it is none);
+  so does the value beside a ``keyName`` (``az storage account keys list``), which names a key;
 - a command's words as a list (``["mysql", "-u", "root", "-pS3cret"]``, ``["curl", "-u",
   "admin:S3cret"]``): read as the command line they make, as ``redact_text`` reads one.
 
@@ -23,6 +24,9 @@ _PAIRS = (
     ("parameterKey", "parameterValue"), ("parameterName", "parameterValue"),
 )  # fmt: skip
 _VALUE_FIELDS = ("value", "Value", "ParameterValue", "parameterValue")
+# Fields that say their object's value is a key whatever its name (a cloud's listing of an
+# account's keys: Azure's ``{"keyName": "key1", "permissions": "FULL", "value": …}``)
+_KEY_NAME_PAIRS = (("keyName", "value"), ("KeyName", "Value"))
 
 # A list read as a command: at most this many words, and this many characters in all.
 MAX_WORDS = 64
@@ -34,6 +38,10 @@ def named_pair(d: dict[Any, Any]) -> tuple[str, str] | None:
     text, in the other; None otherwise (most dicts: four lookups)."""
     if not any(f in d for f in _VALUE_FIELDS):
         return None
+    for name_field, value_field in _KEY_NAME_PAIRS:
+        named, held = d.get(name_field), d.get(value_field)
+        if isinstance(held, str) and held and isinstance(named, str):
+            return name_field, value_field
     for name_field, value_field in _PAIRS:
         named, held = d.get(name_field), d.get(value_field)
         if isinstance(held, str) and held and isinstance(named, str) and is_secret_name(named):

@@ -9,9 +9,12 @@ import re
 
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
+    CJK,
+    CJK_STOP,
     QUOTED_VALUE,
     VALUE_GROUPS,
     judged_end,
+    key_named_value,
     name_end,
     name_ending,
     name_start,
@@ -23,7 +26,7 @@ from rules.redact_names import SHAPED_REACH, min_chars, name_words, shaped_name,
 from rules.redact_names import is_basic_credentials as is_basic_credentials
 from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
-from rules.redact_references import names_where_kept
+from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 
@@ -37,6 +40,9 @@ _TRIGGER_WORDS = (
     "_auth",  # npm's _auth: the same
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
     *("pw", "auth", "pat"),  # only as a name's last word (``_LAST_WORDS``)
+    # names in Chinese, Japanese and Korean (``_CJK_NAMES``)
+    *("密码", "密碼", "口令", "パスワード", "비밀번호", "密钥", "秘钥", "密鑰", "金鑰", "令牌"),
+    *("トークン", "토큰", "apiキー", "アクセスキー", "シークレットキー"),
 )
 # Words taken only where they end a longer name, after a separator or a camelCase step (``DB_PW``,
 # ``NPM_AUTH``, ``X-Api-Auth``, ``gitlabPat``): inside a word they are others (``upward``,
@@ -49,13 +55,21 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat)'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat'
+    r"|密码|密碼|口令|パスワード|비밀번호|密钥|秘钥|密鑰|金鑰|令牌|トークン|토큰|apiキー|アクセスキー"
+    r"|シークレットキー)"
 )
 # After a secret name: ``=``, ``:``, ``=>`` or ``:=`` (not ``==``), maybe inside quotes (escaped
 # too, as in JSON inside a string), then a quoted value (to its quote) or a bare one.
-_ASSIGNED = re.compile(
-    r"""\\?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=]|%3[Dd])(?!=)[ \t]*+"""  # ``env["KEY"] = …`` too
-    rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\]+))"""
+# A bare value runs to a blank, a quote, ``,`` or ``;``, CJK punctuation, or an ``&`` that starts a
+# query's next pair (``?password=x&user=bob``; in ``PASSWORD=Tr0ub4dor&3`` it is the password's).
+BARE = (
+    rf"""(?P<bare>[^\s"',;&\\{CJK_STOP}]++"""
+    rf"""(?:&(?![\w.%\-]{{1,64}}=)[^\s"',;&\\{CJK_STOP}]++)*+)"""
+)
+_ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
+    r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
+    rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
 _AUTH_VALUE = re.compile(
@@ -70,7 +84,10 @@ _XML_VALUE = re.compile(r"""(?:[ \t][^<>]{0,256})?>[ \t]*+(?P<xml>[^<\r\n]{1,512
 # Set-Cookie's to its first ";"); ``raw_cookie = get_cookie(…)`` is code, not a cookie.
 _COOKIE = r"""\\?["']?[ \t]*+[:=][ \t]*+\\?["']?[ \t]*+(?P<cred>[^\s=;,"'\\]{1,256}+=[^"'\\\r\n"""
 _COOKIE_VALUE = (re.compile(_COOKIE + "]*)"), re.compile(_COOKIE + ";]*)"))  # Cookie, Set-Cookie
-_BEARER_VALUE = re.compile(r"\s+(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
+_BEARER_VALUE = re.compile(r"[ \t]++(?P<cred>[A-Za-z0-9._~+/\-]{8,}=*)")
+# A token holds a digit, a capital past its first letter or a sign: "Bearer authentication" and
+# an OpenAPI scheme's ``scheme: bearer`` before its next line's ``bearerFormat`` hold words
+_TOKEN_LIKE = re.compile(r"[0-9A-Z._~+/=\-]")
 _BASIC_VALUE = re.compile(r"[ \t]+(?P<cred>[A-Za-z0-9+/]{4,}={0,2})(?![\w+/=])")
 # A 32+ hex run (or an AWS secret access key) up to 32 characters further on the line, whole.
 _NEAR_HEX = re.compile(
@@ -117,13 +134,19 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         if m:
             cred = m["cred"].rstrip()
             if cred != REDACTED and len(cred) >= (1 if m["scheme"] else MIN_SECRET_CHARS):
-                return m.start("cred"), m.start("cred") + len(cred), m.end()
+                if not (names_a_source(cred) or is_placeholder(cred, bare=False)):
+                    return m.start("cred"), m.start("cred") + len(cred), m.end()
+                return m.end(), m.end(), m.end()  # ``Bearer $TOKEN``: the whole value is kept
         return None
     if word in ("bearer", "basic"):
         if start and (text[start - 1].isalnum() or text[start - 1] == "_"):
             return None  # inside a word
         m = (_BEARER_VALUE if word == "bearer" else _BASIC_VALUE).match(text, end)
-        if m and (word == "bearer" or is_basic_credentials(m["cred"])):
+        if m and (
+            _TOKEN_LIKE.search(m["cred"], 1)
+            if word == "bearer"
+            else is_basic_credentials(m["cred"])
+        ):
             return m.start("cred"), m.end("cred"), m.end()
         return None
     if word == "cookie":  # a header's value, or a name=value one (``raw_cookie = f(x)`` is code)
@@ -141,15 +164,20 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     if word == "identified":
         m = _IDENTIFIED_BY.match(text, end)
         return None if m is None else (m.start("sq"), m.end("sq"), m.end())
+    if word in _CJK_NAMES:
+        return _cjk_value(text, end, _CJK_NAMES[word])
     end = judged_end(text, start, end)
     name = name_ending(text, start, end)
+    if _EXPANDED.match(text, end) and text[name_start(text, start) - 2 : start].startswith("${"):
+        return None  # ``${DB_PASSWORD:?required}``: the shell's message when it is unset
     needed = min_chars(name)
     if needed is None and name.lower() == "key" and spaced_key(text, start):
         needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
     if needed is None and name.lower() == "pwd" and text[start - 1 : start] in _PAIR_SEPARATORS:
         needed = 1  # ODBC's ``;Pwd=secret``, a query's ``&pwd=…`` (a bare PWD is a folder)
     if needed is None:
-        return None
+        held = key_named_value(text, start) if text.startswith(_KEY_NAMED, end) else None
+        return None if held is None else _held_span(text, held, name, MIN_SECRET_CHARS)
     if opens_element(text, start, end):
         xml = _XML_VALUE.match(text, end)
         inner = xml["xml"].rstrip() if xml else ""
@@ -174,19 +202,96 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
     if m is None:
+        m = _table_row(text, name_start(text, start), end, needed)
+    if m is None:
         said = said_value(text, end, needed)
         return said if said is None or value_fits(name, text[said[0] : said[1]]) else None
-    if m:
-        groups = m.groupdict()
-        group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
-        value: str = m[group]
-        # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
-        if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
-            return None
-        if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
-            return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
-        return m.start(group), m.end(group), m.end()
-    return None
+    return _held_span(text, m, name, needed) if m else None
+
+
+def _held_span(text: str, m: re.Match[str], name: str, needed: int) -> tuple[int, int, int] | None:
+    """The span of the value ``m`` holds after the secret name ``name`` (``needed``: its shortest
+    value), and where the scan goes on; None when it is no secret."""
+    groups = m.groupdict()
+    group = next(g for g in VALUE_GROUPS if groups.get(g) is not None)
+    value: str = m[group]
+    # a value that starts redacted was a key or a URL's password: ``token:[REDACTED]@host``
+    if value.startswith(REDACTED) or len(value) < needed or not value_fits(name, value):
+        return None
+    if group == "bare" and names_where_kept(text, m.start(group), m.end(group)):
+        return None  # ``token = os.environ['GITHUB_TOKEN']``: code, not the token
+    if _no_secret(text, m, group):
+        # ``password: str``, ``token: <sensitive>``, ``api_key: "{{ … }}"``: read past it, but
+        # for a command's output, whose words are read in their turn (``$(echo …)``)
+        at = m.end() if not value.startswith(_SUBSTITUTED) else m.start(group)
+        return at, at, at
+    return m.start(group), m.end(group), m.end()
+
+
+_KEY_NAMED = ("Name", "name", "_name", "_Name")  # ``keyName``, ``key_name``
+_SUBSTITUTED = ("$(", "`")
+
+
+def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
+    """Whether the value ``m[group]`` stands where a secret would without being one: a reference
+    to where it is kept, a placeholder, or (after a colon) a type annotation or a YAML tag."""
+    value, bare = m[group], group == "bare"
+    if names_a_source(value, bare) or is_placeholder(value, bare):
+        return True
+    if not bare or "=" in text[m.start() : m.start(group)]:
+        return False
+    return declares(value, text[m.end(group) : m.end(group) + 1])
+
+
+# A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
+_EXPANDED = re.compile(r":?[?+]")
+# A two-column table's row (``vault kv get``, ``vault read``): a secret's name starting its line,
+# two blanks or more, and one word to the line's end, holding a digit or a sign
+_TABLE_ROW = re.compile(r"[ \t]{2,64}+(?P<bare>[^\s\"'`]{1,256}+)[ \t]*+(?=\r?\n|\Z)")
+
+
+def _table_row(text: str, begin: int, end: int, needed: int) -> re.Match[str] | None:
+    at = begin
+    while at > 0 and text[at - 1] in " \t" and begin - at < 64:
+        at -= 1
+    if at and text[at - 1] != "\n":
+        return None
+    m = _TABLE_ROW.match(text, end)
+    if m is None or not LOOKS_SET.search(m["bare"]):
+        return None
+    return m if needed == 1 or _LETTER.search(m["bare"]) else None
+
+
+# A secret's name in Chinese, Japanese or Korean, and the shortest value it is given
+_CJK_NAMES = {
+    **dict.fromkeys(("密码", "密碼", "口令", "パスワード", "비밀번호"), 1),
+    **dict.fromkeys(("密钥", "秘钥", "密鑰", "金鑰", "令牌", "トークン", "토큰"), MIN_SECRET_CHARS),
+    **dict.fromkeys(("apiキー", "アクセスキー", "シークレットキー"), MIN_SECRET_CHARS),
+}
+# After it: a colon or ``=`` (full-width too), or a copula (是, 为, は, 는 …); then a value that
+# runs to a blank, a quote or the CJK text after it (``密码是 S3cret，用户名…``, ``パスワードは
+# S3cretです``)
+_CJK_VALUE = re.compile(
+    r"[ \t]*+(?:(?P<sep>[:=：＝])|是|为|為|は|는|은|이|가)[ \t]*+[`\"'「『“]?"
+    rf"(?P<bare>[^\s\"'`{CJK}]{{1,128}}+)"
+)
+_LETTER = re.compile(r"[A-Za-z]")
+
+
+def _cjk_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
+    """The value given to a secret named in CJK text ending at ``end``: any after a colon (the
+    placeholders aside), one that looks set after a copula ("密码是必填项" holds none)."""
+    m = _CJK_VALUE.match(text, end)
+    if m is None:
+        return None
+    value = m["bare"].rstrip(".,;:!?)")
+    if len(value) < needed or value.startswith(REDACTED) or is_placeholder(value, bare=True):
+        return None
+    if m["sep"] is None and not LOOKS_SET.search(value):
+        return None
+    if needed > 1 and not _LETTER.search(value):
+        return None
+    return m.start("bare"), m.start("bare") + len(value), m.start("bare") + len(value)
 
 
 def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
