@@ -31,6 +31,7 @@ from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.relay_log import RelayLog, answered_logged, send_answer
 from proxy.server.response_ids import ResponseIds
+from proxy.server.stream_deadline import answer_bound
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
 from rules.memo_scope import enter_scope
@@ -99,11 +100,13 @@ class CountTokens:
                 call = Call(self.s, upstream, headers, query, model=str(body["model"]))
                 await logged.forwarding(upstream.name)
                 async with gone_on_disconnect(receive, scope):
-                    response = await anthropic.messages(
-                        self.s.upstream, upstream, sent, headers, call.query,
-                        call.key(),
-                        path="/v1/messages/count_tokens",
-                    )  # fmt: skip
+                    # a dripped answer trips no per-read timeout: bounded as a model answer's
+                    async with answer_bound(limits.stream_max_s):
+                        response = await anthropic.messages(
+                            self.s.upstream, upstream, sent, headers, call.query,
+                            call.key(),
+                            path="/v1/messages/count_tokens",
+                        )  # fmt: skip
                     logged.answered()
                     content = response.body or b""
                     if response.status >= 400:

@@ -30,7 +30,7 @@ class EventAligned:
     before are relayed). ``torn``: an unfinished event's start went
     already (it grew past ``MAX_HELD``), so an error event must end it first."""
 
-    __slots__ = ("_at_end", "_chunks", "last", "torn")
+    __slots__ = ("_at_end", "_chunks", "_ended", "last", "torn")
 
     def __init__(
         self, chunks: AsyncIterable[bytes], at_end: Callable[[bytes, bytes, bool], bytes | None]
@@ -38,6 +38,7 @@ class EventAligned:
         self._chunks = chunks
         self._at_end = at_end
         self.last = b""  # the last piece passed on: how its events end
+        self._ended = b""  # the last piece passed on that ended an event: the stream's line ends
         self.torn = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -46,7 +47,7 @@ class EventAligned:
         async for chunk in self._chunks:
             if not held and chunk.endswith(_ENDS):  # a read of whole events (most upstreams)
                 self.torn = False
-                self.last = chunk
+                self.last = self._ended = chunk
                 yield chunk
                 continue
             # an end may begin in the held bytes' last three (each piece holds one at least)
@@ -57,7 +58,7 @@ class EventAligned:
                 out = b"".join([*held, chunk[:cut]]) if held else chunk[:cut]
                 held, size = [], 0
                 self.torn = False
-                self.last = out
+                self.last = self._ended = out
                 yield out
                 chunk = chunk[cut:]
                 if not chunk:
@@ -70,10 +71,11 @@ class EventAligned:
                 self.torn = True
                 self.last = out
                 yield out
-        if held:
+        # a torn event is unended too when the read that passed it on was the stream's last
+        if held or self.torn:
             tail = b"".join(held)
-            ended = tail + event_end(tail, self.last)
-            if (sent := self._at_end(tail, ended, self.torn)) is not None:
+            ended = tail + event_end(tail, self._ended if self.torn else self.last)
+            if sent := self._at_end(tail, ended, self.torn):
                 self.torn = not sent.endswith(_ENDS)
                 self.last = sent
                 yield sent

@@ -31,6 +31,7 @@ from proxy.server.disconnect_watch import gone_on_disconnect
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.provider_refs import require_own, what_was_read
 from proxy.server.relay_log import RelayLog, answered_logged, send_answer
+from proxy.server.stream_deadline import answer_bound
 from proxy.server.wire import GEMINI_WIRE, Call, gemini_target
 from proxy.upstream.gemini import client_key
 from proxy.upstream.gemini_route import METHODS, parse_route
@@ -128,7 +129,9 @@ class GeminiCountTokens:
                 )
                 await logged.forwarding(upstream.name)
                 async with gone_on_disconnect(receive, scope):
-                    response = await GEMINI_WIRE.forward(call, forwarded, sent)
+                    # a dripped answer trips no per-read timeout: bounded as a model answer's
+                    async with answer_bound(self.s.settings.limits.stream_max_s):
+                        response = await GEMINI_WIRE.forward(call, forwarded, sent)
                     logged.answered()
                     content = response.body or b""
                     await send_answer(send, response.status, response.headers, content, logged)

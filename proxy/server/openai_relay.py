@@ -7,12 +7,12 @@ upstream's to read; the query string is not sent), and no rule reads or changes 
 The key rules are the chat relay's (``wire.Call.key``): config's key with ``api_key_env``, else
 in passthrough the client's own, never to another provider's own API. Beside the server's key the
 body's end-user id (``user``) goes scoped to the principal (``tenant_ids``) and the account
-headers are dropped; otherwise the bytes go as the client sent them. The body limits and each
-principal's in-flight bounds hold as for a model request, and the body must be a JSON object (a
-400 in OpenAI's shape, nothing sent, as for a model request); a success answer streams through
-and an error answer comes back redacted. With no such upstream the answer is a 404 in OpenAI's
-shape saying so, nothing sent. Each request has its log row (``relay_log``): the request log, the
-JSON log line and ``/metrics`` count it with its usage."""
+headers are dropped; otherwise the bytes go as the client sent them. The body limits, each
+principal's in-flight bounds and ``limits.stream_max_s`` hold as for a model request, and the
+body must be a JSON object (a 400 in OpenAI's shape, nothing sent, as for a model request); a
+success answer streams through and an error answer comes back redacted. With no such upstream
+the answer is a 404 in OpenAI's shape saying so, nothing sent. Each request has its log row
+(``relay_log``): the request log, the JSON log line and ``/metrics`` count it with its usage."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from proxy.server.asgi_send import header_dict, raw_headers, read_body
 from proxy.server.disconnect_watch import gone_on_disconnect
 from proxy.server.in_flight import Ticket, declared_length
 from proxy.server.relay_log import RelayLog, UsageTail, answered_logged
+from proxy.server.stream_deadline import answer_bound, bounded
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings, UpstreamSettings
 from proxy.upstream import UpstreamResponse
@@ -104,14 +105,19 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
             # reads it): held a piece at a time, never whole
             content: bytes | None = None
             async with gone_on_disconnect(receive, scope):
-                response = await services.upstream.post(
-                    upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
-                )
+                # a dripping upstream trips no per-read timeout: the wait for the head and the
+                # answer are bounded as a model answer's are
+                async with answer_bound(limits.stream_max_s):
+                    response = await services.upstream.post(
+                        upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
+                    )
                 logged.answered()
                 client = scope.get("client")
                 services.principals.answered(principal, response.status, upstream, client)
                 if response.chunks is not None:
-                    usage, broke = await _relay_pieces(send, response, path, logged.headers())
+                    usage, broke = await _relay_pieces(
+                        send, response, path, logged.headers(), limits.stream_max_s
+                    )
                 else:
                     content = await _send_whole(send, response, logged.headers())
             if content is None:
@@ -148,19 +154,19 @@ def _parsed(raw: bytes, limits: LimitSettings) -> dict[str, Any]:
 
 
 async def _relay_pieces(
-    send: Send, response: UpstreamResponse, path: str, extra: dict[str, str]
+    send: Send, response: UpstreamResponse, path: str, extra: dict[str, str], limit_s: float
 ) -> tuple[dict[str, Any] | None, ProxyError | None]:
     """A success answer relayed as it comes (``extra``: headers of ours beside the upstream's):
     the usage its last 64 KiB report, or why it broke off. An upstream that breaks off after the
-    head leaves the answer cut (the connection closed, its chunked body unended: the client sees
-    it fail)."""
+    head, or still sends after ``limit_s`` (``limits.stream_max_s``), leaves the answer cut (the
+    connection closed, its chunked body unended: the client sees it fail)."""
     assert response.chunks is not None
     head = raw_headers({**response.headers, **extra}, None)
     tail = UsageTail()
     try:
         await send({"type": "http.response.start", "status": response.status, "headers": head})
         try:
-            async for piece in response.chunks:
+            async for piece in bounded(response.chunks, limit_s):
                 tail.add(piece)
                 await send({"type": "http.response.body", "body": piece, "more_body": True})
         except ProxyError as exc:

@@ -103,3 +103,19 @@ def test_a_torn_event_says_so_until_an_event_ends() -> None:
     assert asyncio.run(run([big, b"y\n\n"])) == [True, False, False]
     assert asyncio.run(run([big, b"y"])) == [True, False, False]  # its end, judged, went
     assert asyncio.run(run([b"data: a\n\n", b"data: b"])) == [False, False, False]
+
+
+def test_a_torn_event_the_stream_ends_in_as_it_went_is_judged_too() -> None:
+    """The read that took an unfinished event past ``MAX_HELD`` was the stream's last: nothing is
+    held at the end, but the event went unended all the same. Its end is judged (an empty tail,
+    ended), else a client's parser never read it: the answer's last event, dropped."""
+    judged: list[tuple[bytes, bytes, bool]] = []
+
+    def judge(tail: bytes, ended: bytes, torn: bool) -> bytes | None:
+        judged.append((tail, ended, torn))
+        return ended
+
+    big = b"data: " + b"x" * MAX_HELD
+    pieces = asyncio.run(_out([b"data: a\r\n\r\n", big[:1000], big[1000:]], judge))
+    assert judged == [(b"", b"\r\n\r\n", True)]
+    assert b"".join(pieces) == b"data: a\r\n\r\n" + big + b"\r\n\r\n"

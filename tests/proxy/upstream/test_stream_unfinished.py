@@ -17,7 +17,14 @@ from proxy.providers import load_litellm
 from proxy.server.event_aligned import MAX_HELD
 from tests.conftest import in_process, log_rows
 from tests.proxy.upstream.test_stream_deadline import settings
-from tests.support.anthropic_upstream import event, message_events, response_events, sse_reply
+from tests.support.anthropic_upstream import (
+    RESPONSE_USAGE,
+    event,
+    message_events,
+    response_events,
+    response_object,
+    sse_reply,
+)
 from tests.support.edge_upstream import EdgeUpstream
 from tests.support.factories import request, user
 
@@ -318,3 +325,29 @@ async def test_a_json_answer_to_a_request_for_a_stream_goes_as_it_came(
         (row,) = await log_rows(c)
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
     assert r.json()["choices"][0]["message"]["content"] == "ok" and row["error_type"] is None
+
+
+async def test_a_last_event_too_long_to_hold_goes_ended_when_its_last_read_passed_it_on(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """The answer's last event, longer than ``MAX_HELD`` and sent without its blank line, whose
+    last read is the one that took it past ``MAX_HELD``: it went on as it came, and nothing was
+    held at the end to be ended, so the client's parser never read ``response.completed`` (Codex
+    retries such a stream) and the row had no usage. It is ended, in the stream's line ends."""
+    *first, _ = response_events()
+    size = len(event("response.completed", response=response_object("")))
+    # its bytes but the blank line: MAX_HELD, held whole, then 10 that pass it on
+    text = "x" * (MAX_HELD + 10 + 2 - size)
+    last = event("response.completed", response=response_object(text))
+    unended = last[:-2]
+    assert len(unended) == MAX_HELD + 10
+    cut = MAX_HELD
+    edge.reply = sse_reply([*first, unended[:cut], unended[cut:]])
+    edge.reply.chunk_delay_s = 0.1
+    path, body = CASES["responses"][:2]
+    async with in_process(settings(edge, 0), str(tmp_path / "db")) as c:
+        r = await c.post(path, json=body, headers={"authorization": "Bearer k"})
+        (row,) = await log_rows(c)
+    assert r.content == b"".join([*first, last])
+    assert row["error_type"] is None
+    assert row["prompt_tokens"] == RESPONSE_USAGE["input_tokens"]
