@@ -1,6 +1,8 @@
 """The working set's memory of the Python scripts a session wrote (``cat > fix.py <<'EOF'``):
 for each, the files it writes when run (``rules/activity/script_writes.py``), so a later
-``python fix.py`` counts them as changed. Bounded: the newest ``MAX_SCRIPTS`` scripts."""
+``python fix.py`` counts them as changed, whether it names the script as written, by its
+absolute path (``cd /testbed``, then a relative name), or as its relative end. Bounded: the
+newest ``MAX_SCRIPTS`` scripts."""
 
 from __future__ import annotations
 
@@ -28,5 +30,20 @@ def script_targets(ledger: dict[str, Any], command: str) -> tuple[str, ...]:
             scripts[path] = [redact_text(t) for t in targets if len(t) <= MAX_PATH_CHARS]
     if written:
         ledger["scripts"] = dict(list(scripts.items())[-MAX_SCRIPTS:])
-    ran = [t for s in ran_scripts(command) for t in scripts.get(redact_text(s), [])]
+    ran = [t for s in ran_scripts(command) for t in _targets(scripts, redact_text(s))]
     return tuple(dict.fromkeys([*inline_writes(command), *ran]))
+
+
+def _targets(scripts: dict[str, list[str]], script: str) -> list[str]:
+    """What the script run as ``script`` writes: the one of that name, else the only one whose
+    name it ends, absolute, or whose relative name ends it (``cat > /testbed/fix.py`` run as
+    ``python fix.py`` in the shell's folder, ``cat > fix.py`` run as ``python /testbed/fix.py``)."""
+    if script in scripts:
+        return scripts[script]
+    tail, absolute = "/" + script, script.startswith("/")
+    named = [
+        s
+        for s in scripts
+        if (s[:1] == "/" and s.endswith(tail)) or (absolute and script.endswith("/" + s))
+    ]
+    return scripts[named[0]] if len(named) == 1 else []
