@@ -54,7 +54,8 @@ def test_a_scripts_targets_are_normalised() -> None:
 
 def test_one_file_named_absolute_and_relative_is_one_entry() -> None:
     changed = _changed(
-        "sed -i 's/a/b/' /testbed/django/db/ddl.py", "cd /testbed && sed -i 's/c/d/' django/db/ddl.py"
+        "sed -i 's/a/b/' /testbed/django/db/ddl.py",
+        "cd /testbed && sed -i 's/c/d/' django/db/ddl.py",
     )
     assert changed == ["django/db/ddl.py"]  # the newest form
 
