@@ -51,7 +51,7 @@ def script_writes(script: str) -> list[str]:
     return [p for p in dict.fromkeys(paths) if not p.startswith("/dev/")][:MAX_TARGETS]
 
 
-def _in(folder: str | None, path: str) -> str:
+def in_folder(folder: str | None, path: str) -> str:
     """``path`` normalised, from ``folder`` when it is relative and the folder absolute (the
     ``cd /testbed`` before it on its line)."""
     if folder and folder.startswith("/") and not path.startswith(("/", "~")):
@@ -97,17 +97,24 @@ def written_scripts(command: str) -> dict[str, list[str]]:
     ``cd /dir`` before it on its line (``ran_scripts`` names it so too)."""
     out: dict[str, list[str]] = {}
     for head, body in heredocs(command):
-        words = head.replace(">", " > ").split()
-        if "cat" not in words:  # `cd /repo && cat > fix.py <<'EOF'`
-            continue
-        cat = len(words) - words[::-1].index("cat")
-        folder, words = _cd_in(words[:cat]), words[cat:]
-        if ">" not in words:
-            continue
-        after = words[words.index(">") + 1 :]
-        if after and after[0].endswith(".py"):
-            out[_in(folder, after[0])] = script_writes(body)
+        target = cat_target(head)
+        if target is not None and target.endswith(".py"):
+            out[target] = script_writes(body)
     return out
+
+
+def cat_target(head: str) -> str | None:
+    """The file a heredoc's line head writes by ``cat > f`` (``cd /repo && cat > fix.py``),
+    normalised, absolute after a ``cd /dir`` on the line; None for another head."""
+    words = head.replace(">", " > ").split()
+    if "cat" not in words:
+        return None
+    cat = len(words) - words[::-1].index("cat")
+    folder, words = _cd_in(words[:cat]), words[cat:]
+    if ">" not in words:
+        return None
+    after = words[words.index(">") + 1 :]
+    return in_folder(folder, after[0]) if after else None
 
 
 def ran_scripts(command: str) -> list[str]:
@@ -118,11 +125,11 @@ def ran_scripts(command: str) -> list[str]:
     for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
         argv = cmd.argv
         if argv[:1] == ("cd",):
-            folder = _in(folder, argv[1]) if len(argv) > 1 else None
+            folder = in_folder(folder, argv[1]) if len(argv) > 1 else None
         elif len(argv) > 1 and PYTHON.match(posixpath.basename(argv[0])):
             script = next((a for a in argv[1:] if not a.startswith("-")), None)
             if script is not None and script.endswith(".py") and "-c" not in argv[1:2]:
-                out.append(_in(folder, script))
+                out.append(in_folder(folder, script))
     return out
 
 

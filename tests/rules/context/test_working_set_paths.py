@@ -7,6 +7,9 @@ a.py``). Modelled on the corpus's mini-swe-agent runs (django__django-11999, -12
 
 from __future__ import annotations
 
+import time
+
+from rules.activity.patch_files import applied_patches, diff_targets
 from tests.rules.context.test_working_set import TASK, ledger_of
 from tests.support.factories import assistant, result, shell
 
@@ -72,3 +75,52 @@ def test_a_copys_destination_is_changed() -> None:
 
 def test_a_folder_copied_is_no_changed_file() -> None:
     assert _changed("cp -r src /tmp/src_backup") == []
+
+
+PATCH = (
+    "cat > fix.patch << 'EOF'\n"
+    "--- a/django/db/backends/base/schema.py\n+++ b/django/db/backends/base/schema.py\n"
+    "@@ -1,3 +1,4 @@\n+import x\n import y\n"
+    "--- /dev/null\n+++ b/docs/new.txt\t2024-01-01 00:00:00\n@@ -0,0 +1 @@\n+new\n"
+    "EOF"
+)
+
+
+def test_a_patch_file_written_then_applied() -> None:
+    changed = _changed(PATCH, "cd /testbed && patch -p1 < fix.patch 2>&1")
+    assert changed[-2:] == ["django/db/backends/base/schema.py", "docs/new.txt"]
+    assert _changed(PATCH) == ["fix.patch"]  # written, not applied: nothing changed by it yet
+
+
+def test_git_apply_and_p0() -> None:
+    assert "django/db/backends/base/schema.py" in _changed(PATCH, "git apply fix.patch")
+    p0 = PATCH.replace("b/django", "django")
+    assert "django/db/backends/base/schema.py" in _changed(p0, "patch -p0 < fix.patch")
+
+
+def test_a_patch_applied_inline() -> None:
+    inline = PATCH.replace("cat > fix.patch", "cd /testbed && patch -p1")
+    assert "django/db/backends/base/schema.py" in _changed(inline)
+
+
+def test_a_dry_run_changes_nothing() -> None:
+    assert "docs/new.txt" not in _changed(PATCH, "patch -p1 --dry-run < fix.patch")
+    assert "docs/new.txt" not in _changed(PATCH, "git apply --check fix.patch")
+
+
+def test_the_patch_of_that_folder_is_applied() -> None:
+    other = PATCH.replace("cat > fix.patch", "cat > /tmp/fix.patch").replace("docs/new", "x/y")
+    changed = _changed(
+        PATCH.replace("cat >", "cd /testbed && cat >"),
+        other,
+        "cd /testbed && patch -p1 < fix.patch",
+    )
+    assert "docs/new.txt" in changed and "x/y.txt" not in changed
+
+
+def test_patch_reading_is_bounded_on_hostile_text() -> None:
+    started = time.process_time()
+    diff_targets("+++ " + "a" * 500_000)
+    diff_targets("\n+++ \t" * 100_000)
+    applied_patches("patch -p1 < f; " * 5_000)
+    assert time.process_time() - started < 1.0
