@@ -110,13 +110,15 @@ def record(
     if args is not None and ran:  # what Python scripts it wrote or ran wrote
         _record_writes(ledger, script_targets(ledger, raw_command(args) or ""), obs, max_changed)
     if action.command and ran:
-        moved = moved_to(action.command, ledger.get("changed") or [])  # a change's new name
-        undone = undone_paths(action.command) if ledger.get("changed") else None
+        # its lines as sent: `cp a b` and `python t.py` on two lines are two commands
+        line = (raw_command(args) if args is not None else None) or action.command
+        moved = moved_to(line, ledger.get("changed") or [])  # a change's new name
+        undone = undone_paths(line) if ledger.get("changed") else None
         if undone:  # a file deleted or reverted: changed no longer
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
-        _record_writes(ledger, moved + copied_to(action.command), obs, max_changed)
+        _record_writes(ledger, moved + copied_to(line), obs, max_changed)
     sent = raw_command(args) if args is not None else None  # its lines as sent (heredocs)
     if action.kind == "run" and not (sent and only_shows(sent)):  # a log shown is no run
         record_run(ledger, obs, result_text, args, ran, max_runs)

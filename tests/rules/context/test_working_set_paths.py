@@ -124,3 +124,8 @@ def test_patch_reading_is_bounded_on_hostile_text() -> None:
     diff_targets("\n+++ \t" * 100_000)
     applied_patches("patch -p1 < f; " * 5_000)
     assert time.process_time() - started < 1.0
+
+
+def test_commands_on_separate_lines_are_separate() -> None:
+    changed = _changed("cp /t/a.py /t/a.py.orig\ncp /t/a.py.fixed /t/a.py\npython test_fix.py")
+    assert changed == ["/t/a.py.orig", "/t/a.py"]
