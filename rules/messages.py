@@ -245,13 +245,29 @@ INTERRUPTED = "[Request interrupted by user"
 _EXAMPLE_ENDS = ("END OF EXAMPLE", "END OF DEMONSTRATION")
 
 
+_TASK_HEADING = "NEW TASK DESCRIPTION"  # OpenHands frames the task after its example so
+_TASK_END = "END OF NEW TASK DESCRIPTION"  # and closes it so (its format rules follow)
+
+
 def after_examples(text: str) -> str:
-    """``text`` from the line after its last worked example's end line (all of it when none)."""
+    """``text`` from the line after its last worked example's end line (all of it when none);
+    when a "NEW TASK DESCRIPTION" heading follows that line closely (OpenHands' "Do NOT assume
+    the environment is the same as in the example above." first), from the line after it, up to
+    its "END OF NEW TASK DESCRIPTION" line."""
     at = max(text.rfind(end) for end in _EXAMPLE_ENDS)
     if at < 0:
         return text
     line_end = text.find("\n", at)
-    return "" if line_end < 0 else text[line_end + 1 :]
+    if line_end < 0:
+        return ""
+    text = text[line_end + 1 :]
+    heading = text.find(_TASK_HEADING, 0, 400)
+    if heading < 0 or text.endswith("END OF ", 0, heading):
+        return text
+    line_end = text.find("\n", heading)
+    text = "" if line_end < 0 else text[line_end + 1 :]
+    end = text.rfind(_TASK_END)
+    return text if end < 0 else text[: text.rfind("\n", 0, end) + 1]
 
 
 def without_harness(text: str) -> str:

@@ -47,7 +47,22 @@ def script_writes(script: str) -> list[str]:
             out.append(m["lit"] or bound.get(m["name"] or "", ""))
     for m in _PATH_WRITE.finditer(script):
         out.append(m["lit"] or bound.get(m["name"] or "", ""))
-    return [p for p in dict.fromkeys(out) if p and not p.startswith("/dev/")][:MAX_TARGETS]
+    paths = (posixpath.normpath(p) for p in out if p)  # `./pkg/a.py` is `pkg/a.py`
+    return [p for p in dict.fromkeys(paths) if not p.startswith("/dev/")][:MAX_TARGETS]
+
+
+def in_folder(folder: str | None, path: str) -> str:
+    """``path`` normalised, from ``folder`` when it is relative and the folder absolute (the
+    ``cd /testbed`` before it on its line)."""
+    if folder and folder.startswith("/") and not path.startswith(("/", "~")):
+        path = posixpath.join(folder, path)
+    return posixpath.normpath(path)
+
+
+def _cd_in(words: list[str]) -> str | None:
+    """The folder the last ``cd DIR`` of ``words`` (a heredoc's line head) went to."""
+    at = len(words) - 1 - words[::-1].index("cd") if "cd" in words else -1
+    return words[at + 1] if 0 <= at < len(words) - 1 else None
 
 
 def heredocs(command: str) -> list[tuple[str, str]]:
@@ -78,30 +93,43 @@ def heredocs(command: str) -> list[tuple[str, str]]:
 
 def written_scripts(command: str) -> dict[str, list[str]]:
     """The Python scripts ``command`` writes by heredoc (``cat > fix.py <<'EOF'``), each with
-    the files it writes when run."""
+    the files it writes when run. A script's name is normalised, and made absolute by the
+    ``cd /dir`` before it on its line (``ran_scripts`` names it so too)."""
     out: dict[str, list[str]] = {}
     for head, body in heredocs(command):
-        words = head.replace(">", " > ").split()
-        if "cat" not in words:  # `cd /repo && cat > fix.py <<'EOF'`
-            continue
-        words = words[len(words) - words[::-1].index("cat") :]
-        if ">" not in words:
-            continue
-        after = words[words.index(">") + 1 :]
-        if after and after[0].endswith(".py"):
-            out[posixpath.normpath(after[0])] = script_writes(body)
+        target = cat_target(head)
+        if target is not None and target.endswith(".py"):
+            out[target] = script_writes(body)
     return out
 
 
+def cat_target(head: str) -> str | None:
+    """The file a heredoc's line head writes by ``cat > f`` (``cd /repo && cat > fix.py``),
+    normalised, absolute after a ``cd /dir`` on the line; None for another head."""
+    words = head.replace(">", " > ").split()
+    if "cat" not in words:
+        return None
+    cat = len(words) - words[::-1].index("cat")
+    folder, words = _cd_in(words[:cat]), words[cat:]
+    if ">" not in words:
+        return None
+    after = words[words.index(">") + 1 :]
+    return in_folder(folder, after[0]) if after else None
+
+
 def ran_scripts(command: str) -> list[str]:
-    """The script files ``command`` runs with Python (``python fix.py``), normalised."""
+    """The script files ``command`` runs with Python (``python fix.py``), normalised (from the
+    absolute folder a ``cd`` before it on the line went to)."""
     out = []
+    folder: str | None = None
     for cmd in split_commands(command[:MAX_SCRIPT_CHARS]):
         argv = cmd.argv
-        if len(argv) > 1 and PYTHON.match(posixpath.basename(argv[0])):
+        if argv[:1] == ("cd",):
+            folder = in_folder(folder, argv[1]) if len(argv) > 1 else None
+        elif len(argv) > 1 and PYTHON.match(posixpath.basename(argv[0])):
             script = next((a for a in argv[1:] if not a.startswith("-")), None)
             if script is not None and script.endswith(".py") and "-c" not in argv[1:2]:
-                out.append(posixpath.normpath(script))
+                out.append(in_folder(folder, script))
     return out
 
 

@@ -18,7 +18,7 @@ from rules.base import Message
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
-from rules.context.undone_writes import moved_to, undone_paths, without
+from rules.context.undone_writes import copied_to, moved_to, undone_paths, without
 from rules.messages import (
     call_arguments_text,
     text_of,
@@ -33,11 +33,27 @@ def _record_writes(
     for path in map(redact_text, paths):
         if len(path) > MAX_PATH_CHARS:  # not a path: not kept (the state stays bounded)
             continue
-        changed = [p for p in ledger.get("changed", []) if p != path]
+        changed = [p for p in ledger.get("changed", []) if not same_file(p, path)]
         ledger["changed"] = [*changed, path][-max_changed:]
-        writes = [w for w in ledger.get("writes", []) if w["path"] != path]
+        writes = [w for w in ledger.get("writes", []) if not same_file(w["path"], path)]
         entry = {"path": path, "tool": obs.action.tool, "call_id": stored_id(obs.call_id)}
         ledger["writes"] = [*writes, entry][-3:]
+
+
+def same_file(a: str, b: str) -> bool:
+    """Whether two names of written files name one file (kept in its newest form): the same
+    name, or an absolute path and a relative one of two names or more that it ends with
+    (``/testbed/pkg/a.py``, ``pkg/a.py``: a call after ``cd /testbed`` and one from the shell's
+    folder). A bare name (``patch.txt``) may be any folder's file: not ``/tmp/patch.txt``."""
+    if a == b:
+        return True
+    long, short = (a, b) if len(a) > len(b) else (b, a)
+    return (
+        long[:1] == "/"
+        and short[:1] not in ("/", "~")
+        and "/" in short
+        and long.endswith("/" + short)
+    )
 
 
 def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
@@ -94,13 +110,15 @@ def record(
     if args is not None and ran:  # what Python scripts it wrote or ran wrote
         _record_writes(ledger, script_targets(ledger, raw_command(args) or ""), obs, max_changed)
     if action.command and ran:
-        moved = moved_to(action.command, ledger.get("changed") or [])  # a change's new name
-        undone = undone_paths(action.command) if ledger.get("changed") else None
+        # its lines as sent: `cp a b` and `python t.py` on two lines are two commands
+        line = (raw_command(args) if args is not None else None) or action.command
+        moved = moved_to(line, ledger.get("changed") or [])  # a change's new name
+        undone = undone_paths(line) if ledger.get("changed") else None
         if undone:  # a file deleted or reverted: changed no longer
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])
             ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
-        _record_writes(ledger, moved, obs, max_changed)
+        _record_writes(ledger, moved + copied_to(line), obs, max_changed)
     sent = raw_command(args) if args is not None else None  # its lines as sent (heredocs)
     if action.kind == "run" and not (sent and only_shows(sent)):  # a log shown is no run
         record_run(ledger, obs, result_text, args, ran, max_runs)

@@ -8,7 +8,8 @@ line's folder, as it stands (``git checkout -- src/``); ``git reset --hard`` tak
 A ``.`` in a folder the line does not name (a shell that kept an earlier call's ``cd``) takes back
 nothing: a list kept too long is better than the agent's work forgotten. A merge's side chosen
 (``git checkout --theirs f``) is still a change. A move's destination is changed when its source
-was (``moved_to``), or when git moved it (a rename is a change)."""
+was (``moved_to``), or when git moved it (a rename is a change); a copy's destination is
+changed (``copied_to``)."""
 
 from __future__ import annotations
 
@@ -88,6 +89,17 @@ def moved_to(command: str, changed: list[str]) -> tuple[str, ...]:
         for e in effects
         if e.action == "move" and e.path and (by_git or _any_named(changed, e.source or ""))
     ]
+    return tuple(dict.fromkeys(out))[:MAX_UNDONE]
+
+
+def copied_to(command: str) -> tuple[str, ...]:
+    """The files ``command`` copied to (``cp a.py.orig a.py``): written, as a file tool's
+    write is; a folder copied (``cp -r src dst``) is no changed file."""
+    command = command[:MAX_COMMAND_CHARS]
+    if "cp" not in command:
+        return ()
+    effects = analyse(command, None, load_verbs()).effects
+    out = [e.path for e in effects if e.action == "copy" and e.type == "file" and e.path]
     return tuple(dict.fromkeys(out))[:MAX_UNDONE]
 
 

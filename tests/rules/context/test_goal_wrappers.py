@@ -78,3 +78,19 @@ def test_codex_agents_md_and_claude_codes_wrappers_are_not_the_users_words() -> 
                            user("Also add tests"), assistant("done"), user(turn))  # fmt: skip
         assert ledger["goal"] == "Refactor the cache layer"
         assert ledger["instruction"] == "Also add tests"
+
+
+OPENHANDS_TASK = (
+    "--------------------- END OF EXAMPLE ---------------------\n\n"
+    "Do NOT assume the environment is the same as in the example above.\n\n"
+    "--------------------- NEW TASK DESCRIPTION ---------------------\n"
+    "Create a CPU class that combines registers, memory, and program counter.\n"
+    "--------------------- END OF NEW TASK DESCRIPTION ---------------------\n\n"
+    "PLEASE follow the format strictly! PLEASE EMIT ONE AND ONLY ONE FUNCTION CALL PER MESSAGE.\n"
+)
+
+
+def test_openhands_new_task_frame_is_not_the_goal() -> None:
+    # OpenHands' prompt for a model without native tool calls frames the task after its example
+    goal = ledger_of(user(EXAMPLE.split("--- END OF EXAMPLE")[0] + OPENHANDS_TASK))["goal"]
+    assert goal == "Create a CPU class that combines registers, memory, and program counter."
