@@ -272,7 +272,14 @@ def _rebuild(
         unanswered = [s for s in group if not s.answers]
         runaway = len(unanswered) > max_synthetic
         kept = [s for s in group if s.answers or not runaway]
-        out.append(_assistant_out(m, kept, unanswered if runaway else [], j, reps))
+        dropped = unanswered if runaway else []
+        if kept and group[0] is not kept[0]:
+            # The turn's first call stays, with the interrupted note: a provider may tie the
+            # turn to it (Gemini's thought signature rides on the first of parallel calls, and
+            # must come back in that part: a turn whose first call goes unsigned is a 400)
+            kept.insert(0, group[0])
+            dropped = dropped[1:]
+        out.append(_assistant_out(m, kept, dropped, j, reps))
         block: list[tuple[float, int, Message]] = []
         for s in kept:
             if s.answers:

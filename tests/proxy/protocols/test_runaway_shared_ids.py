@@ -45,7 +45,8 @@ async def test_responses(engine: Engine) -> None:
 async def test_responses_runaway_keeps_its_reasoning_and_its_note(engine: Engine) -> None:
     """A runaway turn of reasoning then 18 calls, the last answered: the first dropped call took
     the reasoning with it, so the kept call went without the reasoning it came with (Responses
-    refuses it), and the note went nowhere, the turn holding no message to carry it."""
+    refuses it), and the note went nowhere, the turn holding no message to carry it. The turn's
+    first call stays (with the interrupted note), so the reasoning keeps the call it led to."""
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}
     calls: list[Any] = [{"type": "function_call", "id": f"fc_{k}", "call_id": f"call_{k}",
                          "name": "shell", "arguments": f'{{"n": {k}}}'}
@@ -58,18 +59,21 @@ async def test_responses_runaway_keeps_its_reasoning_and_its_note(engine: Engine
     out = await engine.rewrite(body, {"session-id": "r"}, now=1000.0, adapter=RESPONSES)
     sent = out.body["input"]
     assert [i.get("type", "message") for i in sent] == [
-        "message", "message", "reasoning", "function_call", "function_call_output", "message"
+        "message", "message", "reasoning", "function_call", "function_call",
+        "function_call_output", "function_call_output", "message",
     ]  # fmt: skip
     note = sent[1]
-    assert note["role"] == "assistant" and "17 tool calls" in note["content"][0]["text"]
-    assert sent[2] == reasoning and sent[3] == calls[17]
+    assert note["role"] == "assistant" and "16 tool calls" in note["content"][0]["text"]
+    assert sent[2] == reasoning and sent[3] == calls[0] and sent[4] == calls[17]
+    assert [i["call_id"] for i in sent[5:7]] == ["call_17", "call_0"]
     assert not out.report.get("integrity")
 
 
 async def test_responses_reasoning_of_a_dropped_call_goes_when_more_reasoning_follows(
     engine: Engine,
 ) -> None:
-    """Each call led by its own reasoning: the dropped calls' reasoning goes with them."""
+    """Each call led by its own reasoning: the dropped calls' reasoning goes with them (the
+    turn's first call stays, and its reasoning with it)."""
     items: list[Any] = [{"role": "user", "content": "go"}]
     for k in range(18):
         items.append({"type": "reasoning", "id": f"rs_{k}", "summary": [],
@@ -81,5 +85,7 @@ async def test_responses_reasoning_of_a_dropped_call_goes_when_more_reasoning_fo
     out = await engine.rewrite({"model": "gpt-5", "input": items}, {"session-id": "r"},
                                now=1000.0, adapter=RESPONSES)  # fmt: skip
     sent = out.body["input"]
-    assert [i.get("id") for i in sent if i.get("type") == "reasoning"] == ["rs_17"]
-    assert [i["call_id"] for i in sent if i.get("type") == "function_call"] == ["call_17"]
+    assert [i.get("id") for i in sent if i.get("type") == "reasoning"] == ["rs_0", "rs_17"]
+    assert [i["call_id"] for i in sent if i.get("type") == "function_call"] == [
+        "call_0", "call_17"
+    ]

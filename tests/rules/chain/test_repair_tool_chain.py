@@ -405,6 +405,24 @@ def test_runaway_turn_is_bounded() -> None:
     assert note.startswith(PLACEHOLDER_PREFIX) and "300 tool calls" in note
 
 
+def test_a_runaway_turn_keeps_its_first_call_beside_an_answered_one() -> None:
+    """The first call stays in its place with the interrupted note (Gemini's thought signature
+    rides on the first of a turn's parallel calls, and must come back in that part); the calls
+    between are left out in one note. The same request, the same forwarded messages."""
+    calls = [shell(f"c{k}", f"echo {k}") for k in range(20)]
+    messages = [U, assistant(None, *calls), result("c19", "nineteen")]
+    out, reps = repair(messages)
+    assert find_violations(out) == []
+    assert [c["id"] for c in out[1]["tool_calls"]] == ["c0", "c19"]
+    assert out[1]["tool_calls"][0] is calls[0]
+    assert [(m["tool_call_id"], m["content"]) for m in out[2:]] == [
+        ("c19", "nineteen"), ("c0", SYNTHETIC_RESULT)
+    ]
+    runaway = [r for r in reps if r["kind"] == "runaway_turn"]
+    assert [r["count"] for r in runaway] == [18] and "18 tool calls" in out[1]["content"]
+    assert orjson.dumps(repair(messages)[0]) == orjson.dumps(out)
+
+
 def test_a_runaway_turn_of_custom_calls_names_their_input() -> None:
     calls = [{**CUSTOM, "id": f"c{k}"} for k in range(300)]
     out, reps = repair([U, assistant(None, *calls)])
