@@ -42,6 +42,7 @@ def _gemini_server() -> Iterator[GeminiUpstream]:
 def gemini_upstream(_gemini_server: GeminiUpstream) -> GeminiUpstream:
     _gemini_server.reset()
     _gemini_server.max_input_tokens = 1_000_000
+    _gemini_server.require_signatures = False
     _gemini_server.array_pace_s = 0.0
     _gemini_server.array_done.clear()
     _gemini_server.array_sent.clear()

@@ -13,7 +13,11 @@ requests to the rules the real API enforces and answers their breaks as it does:
   "Please ensure that the number of function response parts is equal to the number of function
   call parts of the function call turn.");
 - an input over ``max_input_tokens`` (4 bytes a token): 400 "The input token count (N) exceeds
-  the maximum number of tokens allowed (M)."
+  the maximum number of tokens allowed (M).";
+- with ``require_signatures`` (Gemini 3's rule, ai.google.dev/gemini-api/docs/thought-signatures):
+  in the current turn (the contents after the last ``user`` content holding text), the first
+  ``functionCall`` part of each ``model`` content carries a ``thoughtSignature`` (else 400
+  ``INVALID_ARGUMENT``, "Function call is missing a thought_signature in functionCall parts.").
 
 ``array_pace_s``: the JSON-array stream sends one element per block of the turn, this many
 seconds apart, and notes when its last byte went (``array_done``, ``time.monotonic()``).
@@ -63,6 +67,31 @@ def pairing_break(contents: Any) -> str | None:
     return None
 
 
+SIGNATURE_MESSAGE = (
+    "Function call is missing a thought_signature in functionCall parts. This is required for "
+    "tools to work correctly, and missing thought_signature may lead to degraded model "
+    "performance."
+)
+
+
+def signature_break(contents: Any) -> str | None:
+    """Why Gemini 3 would refuse ``contents`` for a missing thought signature (None: it would
+    not): the current turn starts after the last ``user`` content holding text (a content of
+    function responses only is a step of the turn), and each of its ``model`` contents' first
+    ``functionCall`` part must carry its ``thoughtSignature``."""
+    items = [c for c in contents if isinstance(c, dict)] if isinstance(contents, list) else []
+    start = 0
+    for i, content in enumerate(items):
+        parts = content.get("parts") or []
+        if content.get("role") != "model" and any("text" in p for p in parts):
+            start = i + 1
+    for content in items[start:]:
+        calls = [p for p in content.get("parts") or [] if "functionCall" in p]
+        if content.get("role") == "model" and calls and "thoughtSignature" not in calls[0]:
+            return SIGNATURE_MESSAGE
+    return None
+
+
 def last_has_response(seen: Seen) -> bool:
     contents = (seen.json or {}).get("contents") or []
     return bool(contents) and any("functionResponse" in p for p in contents[-1].get("parts", []))
@@ -88,6 +117,7 @@ class GeminiUpstream(_Scripted):
     def __init__(self) -> None:
         super().__init__()
         self.max_input_tokens = 1_000_000
+        self.require_signatures = False
         self.signatures = itertools.count(1)
         self.array_pace_s = 0.0
         self.array_done: list[float] = []
@@ -115,6 +145,8 @@ class GeminiUpstream(_Scripted):
         if method == "countTokens":
             return _json({"totalTokens": max(1, len(seen.raw) // 4)})
         broken = pairing_break(body["contents"])
+        if broken is None and self.require_signatures:
+            broken = signature_break(body["contents"])
         if broken is not None:
             return _json(gemini_error(400, broken, "INVALID_ARGUMENT"), 400)
         tokens = len(seen.raw) // 4

@@ -13,10 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from proxy.protocols.gemini_checks import pairing_violations
 from proxy.rewrite.engine import Engine
+from tests.conftest import in_process
 from tests.proxy.protocols.test_gemini_adapter import (
     SIG,
     body,
@@ -27,6 +29,8 @@ from tests.proxy.protocols.test_gemini_adapter import (
     rewrite,
     user,
 )
+from tests.support.gemini_proxy import gemini_settings
+from tests.support.gemini_upstream import pairing_break, signature_break, start_gemini_upstream
 from tests.support.strict_engine import strict_engine
 
 
@@ -64,3 +68,32 @@ async def test_a_runaway_turn_keeps_its_signed_call_answered(engine: Engine) -> 
     runaway = [r for r in out.report["repairs"] if r["kind"] == "runaway_turn"]
     assert [r["count"] for r in runaway] == [18]  # c2 … c19 left out, in one note
 
+
+
+async def test_a_runaway_turn_through_the_proxy_is_accepted_by_a_signature_checking_upstream(
+    tmp_path: Path,
+) -> None:
+    """Live: the app in front of the scripted Gemini upstream holding requests to the pairing
+    rule and to Gemini 3's signature rule (``require_signatures``). The client's request breaks
+    the pairing rule; what the proxy forwards breaks neither."""
+    upstream = start_gemini_upstream()
+    upstream.require_signatures = True
+    calls = [call(f"c{k}", f"cmd{k}", SIG if k == 1 else None) for k in range(1, 21)]
+    b = body(user(preamble(), "make a folder"), model("Running them.", *calls),
+             user(response("c20", "twenty")))  # fmt: skip
+    assert signature_break(b["contents"]) is None and pairing_break(b["contents"]) is not None
+    headers = {"x-goog-api-key": "k", "content-type": "application/json"}
+    try:
+        async with in_process(gemini_settings(upstream.url), str(tmp_path / "db")) as client:
+            answer = await client.post(
+                "/v1beta/models/gemini-3.8-flash:generateContent",
+                content=orjson.dumps(b), headers=headers,
+            )  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        forwarded = upstream.last.json
+        assert forwarded is not None
+        assert pairing_break(forwarded["contents"]) is None
+        assert signature_break(forwarded["contents"]) is None
+        assert orjson.dumps(calls[0]) in upstream.last.raw  # its signature, in its part
+    finally:
+        upstream.stop()
