@@ -126,7 +126,7 @@ class PostgresStore(PgHolds, PgReads):
         try:
             async with self._pool.acquire() as conn:
                 self.applied = await apply_pg_migrations(conn)
-                await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
+                await conn.execute(q.HEARTBEAT, self.instance, self._started)
         except open_errors() as exc:  # one line for the command to say, not a traceback
             self._pool.terminate()
             self._pool = None
@@ -183,9 +183,8 @@ class PostgresStore(PgHolds, PgReads):
             await asyncio.sleep(self.heartbeat_s)
             try:
                 async with self._pool.acquire(timeout=self.heartbeat_s) as conn:
-                    now = time.time()
-                    await conn.execute(q.HEARTBEAT, self.instance, self._started, now)
-                    marked = await conn.fetchval(q.SWEEP, now - 3 * self.heartbeat_s)
+                    await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                    marked = await conn.fetchval(q.SWEEP, 3.0 * self.heartbeat_s)
                 if marked:
                     log.warning("store: %d requests of stopped replicas marked incomplete", marked)
             except Exception as exc:
