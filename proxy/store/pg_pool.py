@@ -29,6 +29,10 @@ from typing import Any
 
 import asyncpg
 
+# Settings an older server does not know (``tcp_user_timeout``: PostgreSQL 12): a connection it
+# refuses for one of them is made again without it, and the others without it too.
+OPTIONAL_SETTINGS = ("tcp_user_timeout",)
+
 # An idle connection older than this is closed rather than used (asyncpg's pool did the same): a
 # firewall or NAT may have dropped it silently, and the first request to find out would count
 # the database as unreachable.
@@ -183,18 +187,28 @@ class Connections:
         """A new connection in a place already counted in ``_open`` (given up on failure)."""
         wait = self._connect_timeout if timeout is None else min(timeout, self._connect_timeout)
         try:
-            return await asyncpg.connect(
-                self.url,
-                timeout=wait,
-                server_settings=self._settings,
-                command_timeout=self._command_timeout,
-            )
+            try:
+                return await self._connected(wait)
+            except asyncpg.UndefinedObjectError as exc:
+                unknown = [name for name in OPTIONAL_SETTINGS if f'"{name}"' in str(exc)]
+                if not unknown or unknown[0] not in self._settings:
+                    raise
+                self._settings = {k: v for k, v in self._settings.items() if k not in unknown}
+                return await self._connected(wait)
         except TimeoutError as exc:  # the server took no new connection in time: it is away
             self._hand_over(None)
             raise ConnectTimeout(f"no connection to PostgreSQL within {wait:g} s") from exc
         except BaseException:
             self._hand_over(None)
             raise
+
+    async def _connected(self, wait: float) -> Any:
+        return await asyncpg.connect(
+            self.url,
+            timeout=wait,
+            server_settings=self._settings,
+            command_timeout=self._command_timeout,
+        )
 
     def _hand_over(self, conn: Any) -> None:
         """A connection (or, None, the place of one closed) to the first still waiting; else the
