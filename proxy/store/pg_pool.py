@@ -11,6 +11,7 @@ What it keeps of a pool's rules, and one of its own:
 - ``give`` pools a connection only when it is open and in no transaction, else closes it;
 - ``discard`` closes a connection that may still hold a session's advisory lock (the server
   drops the lock with it): such a connection is never pooled; its place goes to the next in line;
+- ``drop_idle`` closes the idle ones, when the store finds the server gone (``Health.failed``);
 - ``on_wait``, when set, is called as a ``take`` starts waiting: the store then starts the saves
   that wait for their request's answer (each holds a connection until it is done) and lets its
   parked sessions go (``roomy``: whether one may be parked now).
@@ -129,6 +130,15 @@ class Connections:
                 raise
             return
         self.give(conn)
+
+    def drop_idle(self) -> None:
+        """Close the idle connections (a statement failed as if the server were gone: they were
+        made to the same server); the next ``take`` opens a new one."""
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        for conn, _ in idle:
+            with contextlib.suppress(Exception):
+                conn.terminate()
 
     def discard(self, conn: Any) -> None:
         """Closed at once, never pooled: it may hold a session's advisory lock."""

@@ -135,6 +135,7 @@ class PostgresStore(PgHolds, PgReads):
             command_timeout=self.lock_timeout_ms / 1000 + STATEMENT_MARGIN_S,
         )
         self._pool.on_wait = self._on_pool_wait
+        self.health.on_failure = self._pool.drop_idle
         try:
             async with self._pool.acquire() as conn:
                 self.applied = await apply_pg_migrations(conn)
