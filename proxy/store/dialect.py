@@ -281,10 +281,20 @@ def _insert_request(dialect: Dialect, columns: tuple[str, ...]) -> str:
     return f"INSERT INTO requests ({', '.join(columns)}) VALUES ({dialect.marks(len(columns))})"
 
 
+# The error of a request whose replica the others took for stopped (PostgreSQL's heartbeat sweep,
+# ``proxy.store.pg_queries.SWEEP``); a replica only cut off from the database a while, or whose
+# beats were late, still ends the request: its finish clears the mark.
+REPLICA_STOPPED = "replica_stopped"
+_UNMARKED = f"CASE WHEN error_type = '{REPLICA_STOPPED}' THEN NULL ELSE {{}} END"
+
+
 @lru_cache(maxsize=256)
 def _update_request(dialect: Dialect, columns: tuple[str, ...]) -> str:
-    sets = ", ".join(f"{c} = {dialect.mark(i)}" for i, c in enumerate(columns, 1))
-    return f"UPDATE requests SET {sets} WHERE id = {dialect.mark(len(columns) + 1)}"
+    sets = [f"{c} = {dialect.mark(i)}" for i, c in enumerate(columns, 1)]
+    if "status" in columns:  # the request's own end: not the sweep's guess
+        unset = [c for c in ("error_type", "error") if c not in columns]
+        sets += [f"{c} = {_UNMARKED.format(c)}" for c in unset]
+    return f"UPDATE requests SET {', '.join(sets)} WHERE id = {dialect.mark(len(columns) + 1)}"
 
 
 SQLITE = Dialect()

@@ -11,6 +11,7 @@ What it keeps of a pool's rules, and one of its own:
 - ``give`` pools a connection only when it is open and in no transaction, else closes it;
 - ``discard`` closes a connection that may still hold a session's advisory lock (the server
   drops the lock with it): such a connection is never pooled; its place goes to the next in line;
+- ``drop_idle`` closes the idle ones, when the store finds the server gone (``Health.failed``);
 - ``on_wait``, when set, is called as a ``take`` starts waiting: the store then starts the saves
   that wait for their request's answer (each holds a connection until it is done) and lets its
   parked sessions go (``roomy``: whether one may be parked now).
@@ -28,6 +29,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncpg
+
+# Settings an older server does not know (``tcp_user_timeout``: PostgreSQL 12): a connection it
+# refuses for one of them is made again without it, and the others without it too.
+OPTIONAL_SETTINGS = ("tcp_user_timeout",)
 
 # An idle connection older than this is closed rather than used (asyncpg's pool did the same): a
 # firewall or NAT may have dropped it silently, and the first request to find out would count
@@ -126,6 +131,15 @@ class Connections:
             return
         self.give(conn)
 
+    def drop_idle(self) -> None:
+        """Close the idle connections (a statement failed as if the server were gone: they were
+        made to the same server); the next ``take`` opens a new one."""
+        idle, self._idle = self._idle, []
+        self._open -= len(idle)
+        for conn, _ in idle:
+            with contextlib.suppress(Exception):
+                conn.terminate()
+
     def discard(self, conn: Any) -> None:
         """Closed at once, never pooled: it may hold a session's advisory lock."""
         with contextlib.suppress(Exception):
@@ -183,18 +197,28 @@ class Connections:
         """A new connection in a place already counted in ``_open`` (given up on failure)."""
         wait = self._connect_timeout if timeout is None else min(timeout, self._connect_timeout)
         try:
-            return await asyncpg.connect(
-                self.url,
-                timeout=wait,
-                server_settings=self._settings,
-                command_timeout=self._command_timeout,
-            )
+            try:
+                return await self._connected(wait)
+            except asyncpg.UndefinedObjectError as exc:
+                unknown = [name for name in OPTIONAL_SETTINGS if f'"{name}"' in str(exc)]
+                if not unknown or unknown[0] not in self._settings:
+                    raise
+                self._settings = {k: v for k, v in self._settings.items() if k not in unknown}
+                return await self._connected(wait)
         except TimeoutError as exc:  # the server took no new connection in time: it is away
             self._hand_over(None)
             raise ConnectTimeout(f"no connection to PostgreSQL within {wait:g} s") from exc
         except BaseException:
             self._hand_over(None)
             raise
+
+    async def _connected(self, wait: float) -> Any:
+        return await asyncpg.connect(
+            self.url,
+            timeout=wait,
+            server_settings=self._settings,
+            command_timeout=self._command_timeout,
+        )
 
     def _hand_over(self, conn: Any) -> None:
         """A connection (or, None, the place of one closed) to the first still waiting; else the

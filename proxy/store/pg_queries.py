@@ -4,6 +4,8 @@ of a sub-agent, the replicas' heartbeat, and the retention prune's bounded steps
 
 from __future__ import annotations
 
+from proxy.store.dialect import REPLICA_STOPPED as STOPPED
+
 STEP_ROWS = 500  # rows a prune step deletes (one short transaction)
 STEP_PAUSE_S = 0.01
 
@@ -29,16 +31,21 @@ WITH RECURSIVE up(id, parent_id, state, depth, path) AS (
 SELECT id, parent_id, state FROM up ORDER BY depth
 """
 
-HEARTBEAT = """
-INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, $3)
+# A beat is stamped, and a replica's silence measured, by the database's clock: the replicas'
+# hosts' clocks may differ by more than the 3 beats a replica may miss (one behind the others
+# was taken for stopped at every sweep, its requests in flight marked as its own).
+DB_NOW = "EXTRACT(EPOCH FROM clock_timestamp())::float8"
+HEARTBEAT = f"""
+INSERT INTO replicas (id, started_at, seen_at) VALUES ($1, $2, {DB_NOW})
 ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at
 """
 GONE = "DELETE FROM replicas WHERE id = $1"
-# Replicas silent since $1 are gone: their requests still in flight are marked, not left open.
-SWEEP = """
-WITH dead AS (DELETE FROM replicas WHERE seen_at < $1 RETURNING id),
+# Replicas silent for $1 seconds are gone: their requests still in flight are marked, not left
+# open (``proxy.store.dialect``: a request of one only cut off a while ends as it did).
+SWEEP = f"""
+WITH dead AS (DELETE FROM replicas WHERE seen_at < {DB_NOW} - $1 RETURNING id),
 marked AS (
-    UPDATE requests SET status = 503, error_type = 'replica_stopped',
+    UPDATE requests SET status = 503, error_type = '{STOPPED}',
         error = 'The ctxproxy replica serving this request stopped before it completed.'
     WHERE status IS NULL AND instance IN (SELECT id FROM dead) RETURNING 1
 )

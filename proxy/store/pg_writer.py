@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -80,6 +81,10 @@ class Health:
         self.down_since: float | None = None
         self._skip_until = 0.0
         self._probe_until = 0.0
+        # told of each failure (the store's pool drops its idle connections: made to the same
+        # server, they are as likely gone, and each would otherwise be found out by a try of its
+        # own, a growing pause after the last)
+        self.on_failure: Callable[[], None] | None = None
 
     def skip(self) -> bool:
         now = time.monotonic()
@@ -96,6 +101,8 @@ class Health:
         return self.down_since is not None or time.monotonic() < self._skip_until
 
     def failed(self, exc: BaseException) -> None:
+        if self.on_failure is not None:
+            self.on_failure()
         self.failures += 1
         now = time.monotonic()
         self._probe_until = 0.0

@@ -61,6 +61,17 @@ log = logging.getLogger("ctxproxy.store")
 # how much longer than the lock timeout a statement may take before the database is taken for
 # one that stopped answering
 STATEMENT_MARGIN_S = 5.0
+# The server notices that a replica's host is gone (powered off, cut from the network: no FIN or
+# RST ever comes) and ends its connections, with the session locks they hold: an idle one after
+# 10 s and 3 probes 5 s apart unanswered, one whose data goes unacknowledged for 25 s. The
+# kernel's defaults took 2 h 11 min, and meanwhile every request of a session that host held
+# waited the lock timeout on the other replicas and saved nothing.
+PEER_SETTINGS = {
+    "tcp_keepalives_idle": "10",
+    "tcp_keepalives_interval": "5",
+    "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "25000",  # ms; PostgreSQL 12 and later (``pg_pool``: dropped before)
+}
 
 
 class PostgresStore(PgHolds, PgReads):
@@ -117,16 +128,18 @@ class PostgresStore(PgHolds, PgReads):
             self.pool_size,
             CONNECT_TIMEOUT_S,
             # no commit waits for the WAL flush: one lost in a crash of the database itself is as
-            server_settings={"synchronous_commit": "off"},  # one in SQLite's batch window
+            # one in SQLite's batch window
+            server_settings={"synchronous_commit": "off", **PEER_SETTINGS},
             # a session's hold waits up to the lock timeout on the server: past that and a margin
             # the database is not answering (``_hold``: it goes offline, as when it is away)
             command_timeout=self.lock_timeout_ms / 1000 + STATEMENT_MARGIN_S,
         )
         self._pool.on_wait = self._on_pool_wait
+        self.health.on_failure = self._pool.drop_idle
         try:
             async with self._pool.acquire() as conn:
                 self.applied = await apply_pg_migrations(conn)
-                await conn.execute(q.HEARTBEAT, self.instance, self._started, time.time())
+                await conn.execute(q.HEARTBEAT, self.instance, self._started)
         except open_errors() as exc:  # one line for the command to say, not a traceback
             self._pool.terminate()
             self._pool = None
@@ -183,9 +196,8 @@ class PostgresStore(PgHolds, PgReads):
             await asyncio.sleep(self.heartbeat_s)
             try:
                 async with self._pool.acquire(timeout=self.heartbeat_s) as conn:
-                    now = time.time()
-                    await conn.execute(q.HEARTBEAT, self.instance, self._started, now)
-                    marked = await conn.fetchval(q.SWEEP, now - 3 * self.heartbeat_s)
+                    await conn.execute(q.HEARTBEAT, self.instance, self._started)
+                    marked = await conn.fetchval(q.SWEEP, 3.0 * self.heartbeat_s)
                 if marked:
                     log.warning("store: %d requests of stopped replicas marked incomplete", marked)
             except Exception as exc:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import ipaddress
 import os
 import pwd
 import shutil
@@ -40,9 +41,12 @@ def unavailable() -> str | None:
 
 
 class PgServer:
-    """One server; ``database()`` makes a fresh empty database and returns its URL."""
+    """One server; ``database()`` makes a fresh empty database and returns its URL. ``network``:
+    an address of this host it listens on too, with its network's clients trusted
+    (``10.213.7.1/30``), besides loopback."""
 
-    def __init__(self) -> None:
+    def __init__(self, network: str | None = None) -> None:
+        self.network = network
         self.port = free_port()
         self.root = Path(tempfile.mkdtemp(prefix="ctxproxy-pg-"))
         self.data = self.root / "data"
@@ -75,10 +79,17 @@ class PgServer:
             ),
             check=True, capture_output=True, timeout=120,
         )  # fmt: skip
+        if self.network is not None:
+            network = ipaddress.ip_interface(self.network).network
+            with (self.data / "pg_hba.conf").open("a") as hba:
+                hba.write(f"host all all {network} trust\n")
 
     def start(self) -> None:
+        listen = "127.0.0.1"
+        if self.network is not None:
+            listen += f",{ipaddress.ip_interface(self.network).ip}"
         options = (
-            f"-p {self.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories={self.root} "
+            f"-p {self.port} -c listen_addresses={listen} -c unix_socket_directories={self.root} "
             "-c fsync=off -c full_page_writes=off -c max_connections=200"
         )
         subprocess.run(
@@ -126,8 +137,8 @@ class PgServer:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_server() -> PgServer:
-    server = PgServer()
+def start_server(network: str | None = None) -> PgServer:
+    server = PgServer(network)
     server.init()
     server.start()
     deadline = time.time() + 30

@@ -165,3 +165,23 @@ async def test_a_connection_idle_too_long_is_closed_not_reused(
     new = await pool.take()
     assert new is not old and old.closed and len(opened) == 2
     assert pool.in_use == 1
+
+
+async def test_a_setting_an_older_server_does_not_know_is_left_out(
+    pg_server: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tcp_user_timeout`` came with PostgreSQL 12: a server before it refuses the connection
+    naming it, and the pool connects again without it, the other settings kept."""
+    monkeypatch.setattr("proxy.store.pg_pool.OPTIONAL_SETTINGS", ("ctxproxy_unknown",))
+    settings = {"ctxproxy_unknown": "1", "synchronous_commit": "off"}
+    pool = Connections(pg_server.database(), 2, connect_timeout=5.0, server_settings=settings)
+    try:
+        assert await pool.fetchval("SHOW synchronous_commit") == "off"
+        assert await pool.fetchval("SELECT 1") == 1 and pool._open == 1
+    finally:
+        await pool.close()
+    strict = Connections(pg_server.database(), 1, connect_timeout=5.0, server_settings=settings)
+    monkeypatch.setattr("proxy.store.pg_pool.OPTIONAL_SETTINGS", ())
+    with pytest.raises(asyncpg.UndefinedObjectError):  # one it needs: refused, as before
+        await strict.take()
+    assert strict._open == 0
