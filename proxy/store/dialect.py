@@ -109,10 +109,13 @@ class Dialect:
 
     @cached_property
     def learned_windows_select(self) -> str:
-        """The windows learned since ``$1``, newest last, at most ``$2``."""
+        """The newest ``$2`` windows learned since ``$1``, newest last (past the bound the
+        oldest are left out: a starting replica keeps what was learned last)."""
         return (
-            "SELECT principal, upstream, model, window_tokens FROM learned_windows "
-            f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at LIMIT {self.mark(2)}"
+            "SELECT principal, upstream, model, window_tokens FROM (SELECT principal, upstream, "
+            "model, window_tokens, learned_at FROM learned_windows "
+            f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at DESC LIMIT {self.mark(2)}) "
+            "AS recent ORDER BY learned_at"
         )
 
     @cached_property

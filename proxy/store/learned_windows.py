@@ -22,8 +22,8 @@ MAX_LOADED = 1024  # as many as the engine keeps in memory (``LearnedWindows``)
 
 
 async def load(store: Store, now: float) -> list[tuple[str, str, str, int]]:
-    """(principal, upstream, model, window) of the windows learned in the last ``KEEP_DAYS``;
-    older ones are deleted (in the writer's next batch)."""
+    """(principal, upstream, model, window) of the newest ``MAX_LOADED`` windows learned in the
+    last ``KEEP_DAYS``, oldest first; older ones are deleted (in the writer's next batch)."""
     since = now - KEEP_S
     rows = await store.fetchall(store.dialect.learned_windows_select, (since, MAX_LOADED))
     store.write_later(store.dialect.learned_windows_expire, (since,))

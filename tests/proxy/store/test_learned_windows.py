@@ -35,3 +35,17 @@ async def test_a_stale_window_is_replaced_and_expired_ones_are_deleted(store: An
     await store.flush()  # the load queued the deletion of what it did not load
     rows = await store.fetchall("SELECT model FROM learned_windows", ())
     assert [r[0] for r in rows] == ["raised"]
+
+
+async def test_past_the_bound_the_newest_windows_are_loaded(store: Any) -> None:
+    from proxy.store.learned_windows import MAX_LOADED
+
+    for i in range(MAX_LOADED + 5):  # learned one a second: model-0 is the oldest
+        save(store, "alice", "openai", f"model-{i}", 1000 + i, NOW + i)
+    await store.flush()
+    loaded = await load(store, NOW + MAX_LOADED + 10)
+    assert len(loaded) == MAX_LOADED
+    models = [m for _, _, m, _ in loaded]
+    # the newest kept, the oldest left out, and still oldest first (the engine keeps that order)
+    assert models[-1] == f"model-{MAX_LOADED + 4}"
+    assert "model-0" not in models and models[0] == "model-5"
