@@ -23,7 +23,16 @@ from rules.base import Context, Message, RuleConfig, RuleResult, content_hash
 from rules.context.overlay import anchors_of
 from rules.loops import note, receipts
 from rules.loops.detect import Loop, Step, detect, make_step
-from rules.messages import call_arguments_text, call_name, text_of
+from rules.messages import (
+    HARNESS_TURNS,
+    INJECT_OPEN,
+    INTERRUPTED,
+    PLACEHOLDER_PREFIX,
+    call_arguments_text,
+    call_name,
+    text_of,
+    without_harness,
+)
 from rules.redact import redact_text
 from rules.report import LoopReport, Report
 from rules.tool_pairs import pairs_of
@@ -135,7 +144,8 @@ def _new_note(
     escalation, if it has one: then a short one)."""
     tail = loop.steps[-1]
     found = None
-    if loop.kind == "repeated_failure" and noted_at is None:
+    if loop.kind == "repeated_failure" and noted_at is None and not tail.miss:
+        # (an edit missing its text names the file, not what the file lacks: no receipts)
         plan = _latest_plan(ctx, of_context(ctx))
         found = receipts.find(tail.outcome.error, tail.arguments, steps, plan, cfg.max_candidates)
     since = loop.steps[0].obs.result_index + 1
@@ -184,8 +194,32 @@ def _noted_at(
     return None
 
 
+def _users_own(message: Message) -> bool:
+    """Whether a user-role message holds the user's own words: not only a harness's tagged blocks
+    (a ``<system-reminder>``), its marks and nudges (``HARNESS_TURNS``), or the proxy's text."""
+    if message.get("role") != "user":
+        return False
+    text = text_of(message.get("content"))
+    cut = text.find(INJECT_OPEN)
+    text = without_harness(text[:cut] if cut >= 0 else text).strip()
+    if text.startswith(INTERRUPTED):  # Claude Code's mark; the user's words, if any, follow it
+        end = text.find("]")
+        text = text[end + 1 :].strip() if end >= 0 else ""
+    return bool(text) and not text.startswith((PLACEHOLDER_PREFIX, *HARNESS_TURNS))
+
+
+def _users_turn(messages: Sequence[Message], low: int, high: int) -> int:
+    """The index of the last message in ``messages[low:high]`` the user wrote, or -1."""
+    for i in range(high - 1, low - 1, -1):
+        if _users_own(messages[i]):
+            return i
+    return -1
+
+
 def _loops(ctx: Context, cfg: Config) -> list[tuple[int, Loop, list[Step]]]:
-    """The loops the results answering the last assistant turn close (those without a note)."""
+    """The loops the results answering the last assistant turn close (those without a note).
+    A loop is the agent's own: a turn the user wrote between its repeats (an answer to a
+    rejected edit, "try again") starts the count anew."""
     messages = ctx.messages
     start = _tail_start(messages)
     tail = [i for i in range(start, len(messages)) if messages[i].get("role") == "tool"]
@@ -198,6 +232,13 @@ def _loops(ctx: Context, cfg: Config) -> list[tuple[int, Loop, list[Step]]]:
             if k is None or note.has_note(messages[i]):
                 continue
             loop = detect(steps, k, cfg.min_count, cfg.min_cycles)
+            if loop is None:
+                continue
+            # looked for only once a loop is found: a loop in the steps since is one in them all
+            users = _users_turn(messages, loop.steps[0].obs.result_index + 1, start)
+            if users >= 0:
+                lo = next(n for n, s in enumerate(steps) if s.obs.call_index > users)
+                loop = detect(steps[lo:], k - lo, cfg.min_count, cfg.min_cycles)
             if loop is not None:
                 loops.append((i, loop, steps))
     return loops

@@ -4,7 +4,9 @@ same call), its kind (read, list, write, run, plan, other), and its outcome (fai
 failure signature: exit code, error class, first error line). Three kinds of loop end at a step:
 
 - ``repeated_failure``: the same call failing the same way, with no successful write or run in
-  between (re-running a test after a change is work, not a loop); polling commands are left out;
+  between (re-running a test after a change is work, not a loop); polling commands are left out.
+  Edits of one file whose old text is not found count together however that text differs
+  (``edit_misses``): an agent rewording the text to replace without re-reading is stuck too;
 - ``no_progress``: the same read or listing answering the same text, with nothing in between that
   could have changed it (only reads, listings, plan updates and failed edits);
 - ``oscillation``: a cycle of 2 to 4 distinct edits and runs repeated, each cycle failing the
@@ -36,6 +38,12 @@ _ERROR = re.compile(
 _NOT_ERROR = re.compile(r"(?i)\b(?:0|no) (?:errors?|failures?|failed)\b|\bwithout errors?\b")
 _ERROR_CLASS = re.compile(r"\b([A-Z][A-Za-z0-9_]{0,60}(?:Error|Exception))\b")
 _VOLATILE = re.compile(r"0x[0-9a-f]{4,16}|\b\d{1,6}(?:\.\d{1,6})?m?s\b")  # addresses, durations
+# an edit's answer when the text it replaces is not in the file (OpenHands' and Anthropic's editor,
+# Claude Code's Edit, Gemini CLI's replace, Codex's apply_patch); read on the edge lines only
+_EDIT_MISS = re.compile(
+    r"(?i)did not appear verbatim|string to replace (?:was )?not found|could not find the string "
+    r"to replace|no match found for replacement|failed to find expected lines"
+)
 _POLLING = re.compile(r"\b(?:sleep|watch|until|wait|timeout)\b|\btail\s+-f")
 SEARCH_TOOLS = {
     "grep", "search", "glob", "findfile", "findfiles", "searchfiles", "searchfilecontent",
@@ -59,6 +67,7 @@ class Step(NamedTuple):
     text: str  # the result's text
     polling: bool
     arguments: str  # the call's arguments as sent
+    miss: bool = False  # a failed edit whose text to replace is not in the file
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class Loop:
     count: int  # repeats (oscillation: cycles)
     steps: tuple[Step, ...]  # every step of the loop, oldest first; the last is the newest
     cycle: tuple[Step, ...] = ()  # oscillation: the calls of one cycle, in order
+    edits: bool = False  # repeated_failure: edits of one file missing their text, however worded
 
 
 def call_key(name: str, arguments: str) -> str:
@@ -129,15 +139,17 @@ def label(name: str, arguments: str, obs: Observation) -> str:
 
 
 def make_step(obs: Observation, name: str, arguments: str, text: str) -> Step:
+    kind, result = step_kind(obs), outcome(obs, text)
     return Step(
         obs,
         call_key(name, arguments),
-        step_kind(obs),
+        kind,
         label(name, arguments, obs),
-        outcome(obs, text),
+        result,
         text,
         bool(_POLLING.search(obs.action.command[:2000])),
         arguments,
+        kind == "write" and result.failed and any(_EDIT_MISS.search(ln) for ln in _lines(text)),
     )
 
 
@@ -154,6 +166,25 @@ def repeated_failure(steps: Sequence[Step], t: int) -> Loop | None:
         elif s.kind in CHANGES and not s.outcome.failed:
             break  # a change that took: trying again after it is work, not a loop
     return Loop("repeated_failure", len(chain), tuple(reversed(chain)))
+
+
+def edit_misses(steps: Sequence[Step], t: int) -> Loop | None:
+    """Edits of one file by one tool, each answered that the text to replace is not there, with
+    no successful edit of it, nor any successful write or run, in between: the old text may be
+    worded differently each time (another guess at what the file holds). The edit's other
+    failures between (the text found twice, an argument missing) neither count nor end it."""
+    tail = steps[t]
+    target = tail.obs.action.target
+    if not tail.miss or not target or tail.text.startswith(PLACEHOLDER_PREFIX):
+        return None
+    chain = [tail]
+    for s in reversed(steps[:t]):
+        a = s.obs.action
+        if s.miss and a.target == target and a.tool == tail.obs.action.tool:
+            chain.append(s)
+        elif s.kind in CHANGES and not s.outcome.failed:
+            break
+    return Loop("repeated_failure", len(chain), tuple(reversed(chain)), edits=True)
 
 
 def _between_unchanged(s: Step, tail: Step) -> bool:
@@ -207,11 +238,12 @@ def oscillation(steps: Sequence[Step], t: int, min_cycles: int) -> Loop | None:
 
 def detect(steps: Sequence[Step], t: int, min_count: int, min_cycles: int) -> Loop | None:
     """The loop ending at ``steps[t]``, if any: oscillation first (it explains the repeats it
-    holds), then a repeated failure, then a no-progress repeat."""
+    holds), then a repeated failure (the same call, then edits of one file missing their text),
+    then a no-progress repeat."""
     found = oscillation(steps, t, min_cycles)
     if found is not None:
         return found
-    for check in (repeated_failure, no_progress):
+    for check in (repeated_failure, edit_misses, no_progress):
         found = check(steps, t)
         if found is not None and found.count >= min_count:
             return found

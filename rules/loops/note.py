@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from rules.activity.observations import load_arguments
 from rules.base import Message
 from rules.loops.detect import Loop
 from rules.loops.receipts import Receipts, difference
@@ -19,13 +20,15 @@ from rules.redact import redact_text
 
 HEAD = "Loop detected"
 MARK = f"{INJECT_OPEN}\n{HEAD}"
+EDIT_ADVICE = (
+    "re-read the file and copy the exact text to replace (indentation included), or replace a "
+    "smaller unique snippet"
+)
 # (error pattern, the smallest change of approach); the first that matches the error line wins
 ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
     (re.compile(p, re.I), a)
     for p, a in (
-        (r"old_string|string to replace|did not appear verbatim|no match found for",
-         "re-read the file and copy the exact text to replace (indentation included), or "
-         "replace a smaller unique snippet"),
+        (r"old_string|string to replace|did not appear verbatim|no match found for", EDIT_ADVICE),
         (r"command not found|is not recognized as",
          "the program is not installed here: check with `which`, install it, or use another"),
         (r"modulenotfounderror|no module named|cannot find module",
@@ -41,6 +44,33 @@ ADVICE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
         (r"timed? ?out", "run a smaller piece, or in the background with a time limit"),
     )
 )  # fmt: skip
+
+
+# a line of a numbered file view (``cat -n``: "   316\t", Claude Code's Read: "   316→")
+_NUMBERED = re.compile(r"^[ \t]{0,8}\d{1,7}(?:\t|→)")
+OLD_TEXT_KEYS = ("old_str", "old_string", "old_text")
+
+
+def old_text_hint(arguments: str) -> str:
+    """What is wrong with an edit's text to replace, when its own shape shows it: lines that
+    start with a numbered view's line numbers, or a backslash and an n written where there is no
+    line break. "" when neither (the file's text is not known here)."""
+    args = load_arguments(arguments)
+    old = next((args[k] for k in OLD_TEXT_KEYS if isinstance(args.get(k), str)), "")
+    lines = old[:20_000].split("\n")[:50]
+    numbered = [ln for ln in lines if _NUMBERED.match(ln[:40])]
+    if numbered and len(numbered) * 2 >= len(lines):
+        shown = numbered[0][:40].split("\t")[0].split("→")[0].strip()
+        return (
+            f"The text to replace starts its lines with line numbers (`{shown}` …) as the "
+            "numbered view showed them: the file does not hold them, leave them out."
+        )
+    if "\n" not in old and "\\n" in old:
+        return (
+            "The text to replace has `\\n` as two characters (a backslash and an n) and no line "
+            "break: write the line break itself."
+        )
+    return ""
 
 
 def thresholds(first: int) -> list[int]:
@@ -74,6 +104,8 @@ def _advice(loop: Loop, error: str, receipts: Receipts | None) -> str:
         return "its answer is above and has not changed: use it, and go on to the next step"
     if loop.kind == "oscillation":
         return "switching back and forth fixes nothing: step back and try a different fix"
+    if loop.steps[-1].miss:  # its error line may quote the text before saying it is missing
+        return EDIT_ADVICE
     for pattern, advice in ADVICE:
         if pattern.search(error[:300]):
             return advice
@@ -84,7 +116,12 @@ def text(loop: Loop, receipts: Receipts | None, first: int, since: int) -> str:
     """The note for ``loop`` (``since``: the 1-based message number of its first step)."""
     tail = loop.steps[-1]
     n, lv = loop.count, level(loop.count, first)
-    if loop.kind == "repeated_failure":
+    if loop.edits:
+        head = (
+            f"{n} edits of this file in a row have failed to find the text they replace, since "
+            f"message {since}."
+        )
+    elif loop.kind == "repeated_failure":
         head = f"this exact call has failed the same way {n} times in a row, since message {since}."
     elif loop.kind == "no_progress":
         head = (
@@ -104,6 +141,9 @@ def text(loop: Loop, receipts: Receipts | None, first: int, since: int) -> str:
     error = next((s.outcome.error for s in reversed(loop.steps) if s.outcome.error), "")
     if error:
         lines.append(f"Error: {_quote(error)}")
+    hint = old_text_hint(tail.arguments) if tail.miss else ""
+    if hint:
+        lines.append(hint)
     if receipts is not None:
         lines.append(f"The {receipts.what}s this conversation holds:")
         lines += [f"{i}. {_quote(c, 160)}" for i, c in enumerate(receipts.candidates, 1)]

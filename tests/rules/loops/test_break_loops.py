@@ -20,9 +20,14 @@ CFG = break_loops.Config()
 Turn = tuple[dict[str, Any], str]  # (call, its result's text)
 
 
-def conversation(*turns: Turn) -> list[dict[str, Any]]:
+def conversation(*turns: Turn | dict[str, Any]) -> list[dict[str, Any]]:
+    """A user's task, then each turn's call and result (a message as it is: a user's turn)."""
     msgs: list[dict[str, Any]] = [user("fix the bug")]
-    for n, (c, text) in enumerate(turns):
+    for n, turn in enumerate(turns):
+        if isinstance(turn, dict):
+            msgs.append(turn)
+            continue
+        c, text = turn
         c = {**c, "id": f"c{n}"}
         msgs += [assistant(None, c), result(f"c{n}", text)]
     return msgs
@@ -67,7 +72,43 @@ TODO = (call("x", "TodoWrite", todos=[]), "☐ fix CI failure")
 SHOW_TODOS = (call("x", "show_todos"), "- [ ] Phase 5：Docs\n- [x] Phase 4")
 READ_B = (call("x", "Read", file_path="src/b.py"), "b")
 
-LOOPS: list[tuple[str, list[Turn], str, int]] = [
+REJECTED = (
+    call("x", "Edit", file_path="specs/lib_spec.py", old_string="a = 1", new_string="a = 2"),
+    "User rejected update to specs/lib_spec.py\n 88 books = list_all_books(HOME)\n 89 + # cloud",
+)
+REMINDER = user("<system-reminder>The todo list is empty.</system-reminder>")
+REPLACE_OK = (
+    call("x", "str_replace_editor", command="str_replace", path="/w/p.pony", old_str="a",
+         new_str="b"),
+    "The file /w/p.pony has been edited.",
+)  # fmt: skip
+VIEW_P = (call("x", "str_replace_editor", command="view", path="/w/p.pony"), "1\ta\n2\tb")
+
+
+def replace_miss(old: str, path: str = "/w/p.pony") -> Turn:
+    """An editor's str_replace whose old text is not in the file (OpenHands' answer)."""
+    return (
+        call("x", "str_replace_editor", command="str_replace", path=path, old_str=old, new_str="x"),
+        f"ERROR: No replacement was performed, old_str `{old}` did not appear verbatim in {path}.",
+    )
+
+
+def edit_miss(old: str) -> Turn:
+    """Claude Code's Edit whose old text is not in the file."""
+    return (
+        call("x", "Edit", file_path="a.py", old_string=old, new_string="y"),
+        f"<tool_use_error>String to replace not found in file.\nString: {old}</tool_use_error>",
+    )
+
+
+MULTIPLE = (
+    call("x", "str_replace_editor", command="str_replace", path="/w/p.pony", old_str="return t;",
+         new_str="x"),
+    "ERROR: No replacement was performed. Multiple occurrences of old_str `return t;` in lines "
+    "[317, 449]. Please ensure it is unique.",
+)  # fmt: skip
+
+LOOPS: list[tuple[str, list[Turn | dict[str, Any]], str, int]] = [
     ("the same failing command", [PYTEST_FAIL] * 3, "repeated_failure", 3),
     ("whitespace drift is the same call", [PYTEST_FAIL, PYTEST_FAIL_SPACED, PYTEST_FAIL],
      "repeated_failure", 3),
@@ -78,12 +119,22 @@ LOOPS: list[tuple[str, list[Turn], str, int]] = [
     ("the same listing, reads between", [LS, READ_A, LS, READ_A, LS], "no_progress", 3),
     ("alternating failing edits and runs", [EDIT_MISS, RUN_FAIL] * 3, "oscillation", 3),
     ("alternating edits back and forth", [EDIT_MISS, EDIT_BACK] * 3, "oscillation", 3),
+    ("a harness's reminder between is not the user's turn",
+     [PYTEST_FAIL, REMINDER, PYTEST_FAIL, PYTEST_FAIL], "repeated_failure", 3),
+    ("edits of one file missing their old text, each different",
+     [replace_miss("a.\\n  b"), VIEW_P, replace_miss("a.\\n b"), replace_miss("  316\ta")],
+     "repeated_failure", 3),
+    ("an edit's other failures between do not end the misses",
+     [replace_miss("1\ta"), MULTIPLE, replace_miss("2\tb"), VIEW_P, replace_miss("a b")],
+     "repeated_failure", 3),
+    ("Claude Code's Edit missing its old text", [edit_miss(f"x = {n}") for n in range(4)],
+     "repeated_failure", 4),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "turns", "kind", "count"), LOOPS, ids=[x[0] for x in LOOPS])
 def test_each_kind_is_found_and_noted_inside_the_newest_repeat(
-    name: str, turns: list[Turn], kind: str, count: int
+    name: str, turns: list[Turn | dict[str, Any]], kind: str, count: int
 ) -> None:
     msgs = conversation(*turns)
     out = run(msgs)
@@ -98,7 +149,7 @@ def test_each_kind_is_found_and_noted_inside_the_newest_repeat(
     assert item["note"] in body
 
 
-NOT_LOOPS: list[tuple[str, list[Turn]]] = [
+NOT_LOOPS: list[tuple[str, list[Turn | dict[str, Any]]]] = [
     ("re-running a test after a change", [PYTEST_FAIL, EDIT_OK, PYTEST_FAIL, EDIT_OK, PYTEST_FAIL]),
     ("git status between edits", [STATUS, EDIT_OK, STATUS, EDIT_OK, STATUS]),
     ("git status repeated: a run, not a read", [STATUS] * 4),
@@ -111,15 +162,62 @@ NOT_LOOPS: list[tuple[str, list[Turn]]] = [
     ("a plan updated again and again", [TODO] * 4),
     ("the repeat is not the newest result", [PYTEST_FAIL] * 3 + [STATUS]),
     ("two cycles only", [EDIT_MISS, RUN_FAIL] * 2),
+    ("the user's turn between rejected edits",
+     [REJECTED, user("Reflect the cloud/local distinction."), REJECTED,
+      user("without the DB detail"), REJECTED]),
+    ("a re-read the user asked for", [READ_A, EDIT_MISS, READ_A, user("still unchanged, try again"),
+                                      READ_A]),
+    ("edit misses in different files",
+     [replace_miss("a", "/w/p.pony"), replace_miss("a", "/w/q.pony"),
+      replace_miss("a", "/w/r.pony")]),
+    ("edit misses with a successful edit of the file between",
+     [replace_miss("a"), replace_miss("b"), REPLACE_OK, replace_miss("c")]),
+    ("two edit misses only", [replace_miss("a"), VIEW_P, replace_miss("b")]),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "turns"), NOT_LOOPS, ids=[x[0] for x in NOT_LOOPS])
-def test_legitimate_repetition_is_not_a_loop(name: str, turns: list[Turn]) -> None:
+def test_legitimate_repetition_is_not_a_loop(name: str, turns: list[Turn | dict[str, Any]]) -> None:
     msgs = conversation(*turns)
     out = run(msgs)
     assert out.messages is msgs and "loops" not in out.report
     assert out.state.get(break_loops.NAMESPACE) is None
+
+
+HINTS: list[tuple[str, list[Turn], str]] = [
+    ("line numbers of a numbered view copied",
+     [replace_miss("case A:\n   316\t    case B:\n   317\t      return t;"), VIEW_P,
+      replace_miss("315\t    case A:\n   316\t    case B:"),
+      replace_miss("switch(p)\n   313\t  {\n   314\t    case A:")],
+     "starts its lines with line numbers (`313` …)"),
+    ("a backslash and an n for a line break",
+     [replace_miss("return p.\\n  parse(t)"), VIEW_P, replace_miss("p.\\n  parse(t)"),
+      replace_miss("return p.\\n        parse(t)")],
+     "has `\\n` as two characters (a backslash and an n) and no line break"),
+    ("Claude Code's Read arrows", [edit_miss("    12→x = 1\n    13→y = 2")] * 3,
+     "starts its lines with line numbers (`12` …)"),
+    ("no hint when the text looks right", [edit_miss("x = 1")] * 3, ""),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "turns", "hint"), HINTS, ids=[h[0] for h in HINTS])
+def test_edits_missing_their_text_get_the_edit_advice_and_what_the_text_shows(
+    name: str, turns: list[Turn], hint: str
+) -> None:
+    [item] = run(conversation(*turns)).report["loops"]
+    assert item["kind"] == "repeated_failure" and item["candidates"] == []  # no path receipts
+    assert "copy the exact text to replace" in item["note"]
+    if "Edit" in item["call"]:  # the same call each time
+        assert "this exact call has failed the same way 3 times" in item["note"]
+    else:
+        assert (
+            "3 edits of this file in a row have failed to find the text they replace"
+            in (item["note"])
+        )
+    if hint:
+        assert hint in item["note"]
+    else:
+        assert "The text to replace" not in item["note"]
 
 
 def test_the_note_escalates_at_3_5_8_and_elides_from_5() -> None:
