@@ -325,6 +325,20 @@ def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
     return {**data, "store": store}
 
 
+def _config_text(path: Path) -> str:
+    """The config file's text; one not in UTF-8 (saved as latin-1 by an older editor) raises
+    SettingsError naming the line of its first such byte, not a UnicodeDecodeError traceback."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SettingsError(
+            f"cannot read configuration {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on "
+            f"line {line}); save it as UTF-8"
+        ) from None
+
+
 def load_settings(
     path: str | Path | None,
     environ: Mapping[str, str] | None = None,
@@ -339,7 +353,7 @@ def load_settings(
         data: Any = {}
     else:
         try:
-            data = load_unique(Path(path).read_text(encoding="utf-8"), str(path)) or {}
+            data = load_unique(_config_text(Path(path)), str(path)) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise SettingsError(f"cannot read configuration {path}: {exc}") from None
         if not isinstance(data, dict):

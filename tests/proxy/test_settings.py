@@ -145,3 +145,15 @@ def test_a_problem_says_the_value_given_and_the_name_meant(data: dict, said: str
     assert said in str(problem.value)
     if "port" in data.get("server", {}):
         assert "(given: '87a87')" in str(problem.value)
+
+
+def test_a_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """A config saved in another encoding (latin-1 from an old editor) was a traceback of
+    UnicodeDecodeError from ``ctxproxy serve``, ``logs`` and every other command."""
+    path = tmp_path / "config.yaml"
+    path.write_bytes("server:\n  host: caf\xe9.local\n".encode("latin-1"))
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    said = str(info.value)
+    assert said.startswith(f"cannot read configuration {path}: ") and "UTF-8" in said
+    assert "line 2" in said  # where the byte is, as for a YAML error
