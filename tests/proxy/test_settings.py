@@ -111,6 +111,14 @@ def test_a_yaml_error_names_the_file_and_line(tmp_path: Path) -> None:
          "rules[0].keep_last_turn: Extra inputs are not permitted "
          "(did you mean 'keep_last_turns'?)"),
         ({"zzz": 1}, "zzz: Extra inputs are not permitted"),
+        # a key of the section's own before one of another section's ('root' is workspace's)
+        ({"server": {"prot": 1}},
+         "server.prot: Extra inputs are not permitted (did you mean 'port'?)"),
+        ({"store": {"pool": 4}},
+         "store.pool: Extra inputs are not permitted (did you mean 'pool_size'?)"),
+        # a key of another section: that section named, not the key itself "meant"
+        ({"server": {"path": "x.db"}},
+         "server.path: Extra inputs are not permitted (a key of store:)"),
     ],
 )  # fmt: skip
 def test_a_mistyped_key_says_the_key_it_likely_meant(data: dict, said: str) -> None:  # type: ignore[type-arg]
