@@ -298,9 +298,19 @@ class Settings(_Strict):
         return None
 
 
+# the top-level keys that are sections of their own (``server:``), not lists (``rules:``)
+_SECTIONS = frozenset(
+    name
+    for name, info in Settings.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+)
+
+
 def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Settings:
     """``check_rules``: validate each rule's options now (compiling its packs: seconds), as
     ``serve`` and ``rewrite`` need; the commands that only read the store skip it."""
+    # a section whose every line is commented out is YAML's null: its defaults, as for ``store:``
+    data = {key: value for key, value in data.items() if not (value is None and key in _SECTIONS)}
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:

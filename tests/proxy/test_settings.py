@@ -165,3 +165,17 @@ def test_a_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     said = str(info.value)
     assert said.startswith(f"cannot read configuration {path}: ") and "UTF-8" in said
     assert "line 2" in said  # where the byte is, as for a YAML error
+
+
+def test_a_section_whose_keys_are_all_commented_out_takes_its_defaults(tmp_path: Path) -> None:
+    """``server:`` with every line under it commented out is YAML's null: it was refused
+    ("Input should be a valid dictionary or instance of ServerSettings") while ``store:`` the
+    same way took its defaults."""
+    path = tmp_path / "config.yaml"
+    path.write_text("server:\n  # port: 9000\nworkspace:\nstore:\nlogging:\n  level: DEBUG\n")
+    settings = load_settings(path)
+    assert settings.server.port == 8787 and settings.workspace.root is None
+    assert settings.logging.level == "DEBUG"
+    path.write_text("server: 9000\n")  # a value that is no section is still refused
+    with pytest.raises(SettingsError, match="server: Input should be a valid dictionary"):
+        load_settings(path)
