@@ -35,7 +35,7 @@ from proxy.server.services import Services
 from proxy.server.websocket import WS_MESSAGE, refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
-from proxy.startup import unreachable_upstreams, unset_key_variables
+from proxy.startup import overridden_shorthands, unreachable_upstreams, unset_key_variables
 from proxy.store import retention
 from proxy.store.factory import create_store
 from proxy.store.secrets import server_secret
@@ -222,6 +222,7 @@ def create_app(
             await store.close()
             raise SettingsError(problem)
         warnings = unset_key_variables(settings, os.environ) + unreachable_upstreams(settings)
+        warnings += overridden_shorthands(settings)
         for warning in warnings:
             log.warning(warning)
         counters = TokenCounters()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import os
 import sqlite3
 import sys
@@ -53,6 +54,18 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(
             f"must be a number from 1 to {MAX_LISTED:,}, not {text[:40]!r}"
         )
+    return value
+
+
+def _poll_interval(text: str) -> float:
+    """``logs --follow --interval``: 0 or less polled without pause (a core busy, the store read
+    as fast as it answered); nan and inf never polled again."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.01 <= value <= 3600:  # nan fails both
+        raise argparse.ArgumentTypeError(f"seconds from 0.01 to 3600, not {text[:40]!r}")
     return value
 
 
@@ -320,7 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
         "prices, its cache busts by cause and its compactions paid back or not",
     )
     logs.add_argument("--follow", "-f", action="store_true", help="print new requests live")
-    logs.add_argument("--interval", type=float, default=0.5, help="--follow poll interval (s)")
+    logs.add_argument(
+        "--interval", type=_poll_interval, default=0.5, help="--follow poll interval (s)"
+    )
     logs.set_defaults(func=cmd_logs)
 
     show = sub.add_parser("show", help="one request: sections, rule decisions, usage, diff")

@@ -298,9 +298,19 @@ class Settings(_Strict):
         return None
 
 
+# the top-level keys that are sections of their own (``server:``), not lists (``rules:``)
+_SECTIONS = frozenset(
+    name
+    for name, info in Settings.model_fields.items()
+    if isinstance(info.annotation, type) and issubclass(info.annotation, BaseModel)
+)
+
+
 def settings_from_mapping(data: dict[str, Any], check_rules: bool = True) -> Settings:
     """``check_rules``: validate each rule's options now (compiling its packs: seconds), as
     ``serve`` and ``rewrite`` need; the commands that only read the store skip it."""
+    # a section whose every line is commented out is YAML's null: its defaults, as for ``store:``
+    data = {key: value for key, value in data.items() if not (value is None and key in _SECTIONS)}
     try:
         settings = Settings.model_validate(data)
     except ValidationError as exc:
@@ -325,6 +335,20 @@ def _store_beside(data: dict[str, Any], config: Path) -> dict[str, Any]:
     return {**data, "store": store}
 
 
+def _config_text(path: Path) -> str:
+    """The config file's text; one not in UTF-8 (saved as latin-1 by an older editor) raises
+    SettingsError naming the line of its first such byte, not a UnicodeDecodeError traceback."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise SettingsError(
+            f"cannot read configuration {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} on "
+            f"line {line}); save it as UTF-8"
+        ) from None
+
+
 def load_settings(
     path: str | Path | None,
     environ: Mapping[str, str] | None = None,
@@ -339,7 +363,7 @@ def load_settings(
         data: Any = {}
     else:
         try:
-            data = load_unique(Path(path).read_text(encoding="utf-8"), str(path)) or {}
+            data = load_unique(_config_text(Path(path)), str(path)) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise SettingsError(f"cannot read configuration {path}: {exc}") from None
         if not isinstance(data, dict):

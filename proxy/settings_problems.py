@@ -17,9 +17,9 @@ from rules.registry import default_rule_names
 _SECRET_PLACES = ("key", "env", "token", "secret", "password", "principal", "auth", "header")
 
 
-def did_you_mean(name: object, candidates: Iterable[str]) -> str:
+def did_you_mean(name: object, candidates: Iterable[str], cutoff: float = 0.75) -> str:
     """`` (did you mean 'x'?)`` for the candidate ``name`` likely misspells; else nothing."""
-    near = difflib.get_close_matches(str(name), list(candidates), n=1, cutoff=0.75)
+    near = difflib.get_close_matches(str(name), list(candidates), n=1, cutoff=cutoff)
     return f" (did you mean {near[0]!r}?)" if near else ""
 
 
@@ -45,9 +45,67 @@ def format_errors(exc: ValidationError, model: type[BaseModel]) -> str:
         loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"]).lstrip(".")
         message = f"{loc}: {err['msg']}{given(err)}"
         if err["type"] == "extra_forbidden" and err["loc"] and isinstance(err["loc"][-1], str):
-            message += did_you_mean(err["loc"][-1], known_keys(model))
+            message += _key_meant(err["loc"], model)
         lines.append(message)
     return "invalid configuration:\n  " + "\n  ".join(lines)
+
+
+def _key_meant(loc: tuple[int | str, ...], model: type[BaseModel]) -> str:
+    """The key an unknown one likely meant: one of its own section's first (``server.prot``:
+    'port', not workspace's 'root'; a shortened ``store.pool``: 'pool_size'), else one of any
+    section's (a key put in the wrong one)."""
+    section = _section_at(model, loc[:-1])
+    if section is not None and (said := did_you_mean(loc[-1], section.model_fields, cutoff=0.6)):
+        return said
+    if homes := _sections_of(model).get(str(loc[-1])):  # ``server.path``: not 'path' again
+        return f" (a key of {' and '.join(f'{home}:' for home in homes)})"
+    return did_you_mean(loc[-1], known_keys(model))
+
+
+@functools.cache
+def _sections_of(model: type[BaseModel]) -> dict[str, list[str]]:
+    """Each key of ``model``'s sections, at any depth -> the sections holding it, by their paths
+    (``path`` -> ``store``; ``base_url`` -> ``upstreams[]`` and ``resolver``)."""
+    homes: dict[str, list[str]] = {}
+
+    def walk(section: type[BaseModel], where: str) -> None:
+        for name, info in section.model_fields.items():
+            if where:
+                homes.setdefault(name, []).append(where)
+            inner = _model_in(info.annotation)
+            if inner is not None and inner is not section:
+                many = typing.get_origin(info.annotation) is list
+                walk(inner, f"{where}.{name}".lstrip(".") + ("[]" if many else ""))
+
+    walk(model, "")
+    return homes
+
+
+def _section_at(model: type[BaseModel], path: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The section (a model) at ``path`` in ``model`` (list indexes passed over); None where it
+    is not one."""
+    section: type[BaseModel] = model
+    for part in path:
+        if isinstance(part, int):
+            continue
+        info = section.model_fields.get(part)
+        if info is None:
+            return None
+        inner = _model_in(info.annotation)
+        if inner is None:
+            return None
+        section = inner
+    return section
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model ``annotation`` is, or holds (``list[X]``, ``X | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        if (found := _model_in(arg)) is not None:
+            return found
+    return None
 
 
 @functools.cache

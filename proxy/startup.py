@@ -108,3 +108,18 @@ def unreachable_upstreams(settings: Settings) -> list[str]:
                 for u in settings.upstreams[i + 1 :]
             ]
     return []
+
+
+def overridden_shorthands(settings: Settings) -> list[str]:
+    """What to warn of at start-up: ``memory.restore_history: true`` with track_entities' own
+    ``restore_history: false``, which wins. The shipped config lists every rule option at its
+    default, so turning on the shorthand there alone restored nothing."""
+    if not settings.memory.restore_history:
+        return []
+    return [
+        f"memory.restore_history: true, but rules[{i}].restore_history: false (track_entities' "
+        "own option) wins: no history is restored; set that one to true, or remove it"
+        for i, entry in enumerate(settings.rules)
+        if entry.name == "track_entities"
+        and (entry.model_extra or {}).get("restore_history") is False
+    ]

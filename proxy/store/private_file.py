@@ -19,12 +19,18 @@ log = logging.getLogger("ctxproxy.store")
 OWNER_ONLY = 0o600
 
 
+def private_folders(path: Path) -> None:
+    """Make the folders ``path`` is in that are missing, each 0700 (``parents=True`` makes them
+    0777 - umask)."""
+    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
+    for folder in reversed(missing):
+        folder.mkdir(mode=0o700, exist_ok=True)
+
+
 def private_database(path: Path) -> None:
     """Make ``path``'s folder (0700, if made here) and the file (0600, if new); warn when an
     existing one is readable by others."""
-    missing = [folder for folder in (path.parent, *path.parent.parents) if not folder.exists()]
-    for folder in reversed(missing):  # each made 0700 (``parents=True`` makes them 0777 - umask)
-        folder.mkdir(mode=0o700, exist_ok=True)
+    private_folders(path)
     try:
         descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, OWNER_ONLY)
     except FileExistsError:

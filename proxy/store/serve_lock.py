@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+from pathlib import Path
 from typing import IO
 
 from proxy.store.factory import is_postgres
+from proxy.store.private_file import private_folders
 
 
 class ServeLockError(Exception):
@@ -32,6 +34,8 @@ def hold(db: str) -> IO[str] | None:
     if path is None:
         return None
     try:
+        # the log's folder as the store would make it (0700): the lock comes first
+        private_folders(Path(path))
         handle = open(path, "a+")  # noqa: SIM115 - held open for the process's lifetime
     except OSError as exc:
         raise ServeLockError(f"cannot make the lock file {path}: {exc.strerror}") from None

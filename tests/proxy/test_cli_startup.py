@@ -126,3 +126,19 @@ def test_flags_that_would_be_ignored_are_refused(
     for flag in ("--retention-days", "--session-ttl-days"):
         assert main(["vacuum", flag, "-1", "--db", str(db)]) == 2
         assert f"{flag} must be between 0 and 36500" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("interval", ["0", "-1", "nan", "inf", "1e-9"])
+def test_a_follow_interval_that_would_spin_or_never_poll_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], interval: str
+) -> None:
+    """``logs --follow --interval 0`` (or a negative one) polled the log without pause, a core
+    busy and the store read as fast as it answered, until Ctrl-C; ``inf`` never polled again."""
+    from proxy.cli import build_parser
+
+    args = ["logs", "--follow", "--interval", interval, "--db", str(tmp_path / "log.db")]
+    with pytest.raises(SystemExit) as ended:  # refused as it is read: nothing is opened
+        build_parser().parse_args(args)
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --interval: seconds from 0.01 to 3600" in err and "Traceback" not in err

@@ -85,3 +85,19 @@ def test_an_older_file_is_not_rewritten_under_a_running_server(
     assert "vacuum: " in capsys.readouterr().out  # converted, once the server has stopped
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA auto_vacuum").fetchone() == (2,)
+
+
+def test_serve_makes_the_folder_of_a_new_log_as_the_other_commands_do(tmp_path: Path) -> None:
+    """``serve --db data/ctxproxy.db`` without ``data/`` was refused (``cannot make the lock file
+    …: No such file or directory``) while ``migrate`` and ``rewrite`` made the folder (0700) and
+    the log in it: the lock file was made before the store."""
+    db = tmp_path / "data" / "logs" / "log.db"
+    proc, lines = serve(tmp_path, free_port(), db)
+    try:
+        wait_listening(proc, lines)
+        assert db.is_file() and (db.parent / "log.db.lock").is_file()
+        for folder in (db.parent, db.parent.parent):  # its owner's alone, as the store makes it
+            assert folder.stat().st_mode & 0o777 == 0o700
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -111,6 +111,14 @@ def test_a_yaml_error_names_the_file_and_line(tmp_path: Path) -> None:
          "rules[0].keep_last_turn: Extra inputs are not permitted "
          "(did you mean 'keep_last_turns'?)"),
         ({"zzz": 1}, "zzz: Extra inputs are not permitted"),
+        # a key of the section's own before one of another section's ('root' is workspace's)
+        ({"server": {"prot": 1}},
+         "server.prot: Extra inputs are not permitted (did you mean 'port'?)"),
+        ({"store": {"pool": 4}},
+         "store.pool: Extra inputs are not permitted (did you mean 'pool_size'?)"),
+        # a key of another section: that section named, not the key itself "meant"
+        ({"server": {"path": "x.db"}},
+         "server.path: Extra inputs are not permitted (a key of store:)"),
     ],
 )  # fmt: skip
 def test_a_mistyped_key_says_the_key_it_likely_meant(data: dict, said: str) -> None:  # type: ignore[type-arg]
@@ -145,3 +153,29 @@ def test_a_problem_says_the_value_given_and_the_name_meant(data: dict, said: str
     assert said in str(problem.value)
     if "port" in data.get("server", {}):
         assert "(given: '87a87')" in str(problem.value)
+
+
+def test_a_config_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
+    """A config saved in another encoding (latin-1 from an old editor) was a traceback of
+    UnicodeDecodeError from ``ctxproxy serve``, ``logs`` and every other command."""
+    path = tmp_path / "config.yaml"
+    path.write_bytes("server:\n  host: caf\xe9.local\n".encode("latin-1"))
+    with pytest.raises(SettingsError) as info:
+        load_settings(path)
+    said = str(info.value)
+    assert said.startswith(f"cannot read configuration {path}: ") and "UTF-8" in said
+    assert "line 2" in said  # where the byte is, as for a YAML error
+
+
+def test_a_section_whose_keys_are_all_commented_out_takes_its_defaults(tmp_path: Path) -> None:
+    """``server:`` with every line under it commented out is YAML's null: it was refused
+    ("Input should be a valid dictionary or instance of ServerSettings") while ``store:`` the
+    same way took its defaults."""
+    path = tmp_path / "config.yaml"
+    path.write_text("server:\n  # port: 9000\nworkspace:\nstore:\nlogging:\n  level: DEBUG\n")
+    settings = load_settings(path)
+    assert settings.server.port == 8787 and settings.workspace.root is None
+    assert settings.logging.level == "DEBUG"
+    path.write_text("server: 9000\n")  # a value that is no section is still refused
+    with pytest.raises(SettingsError, match="server: Input should be a valid dictionary"):
+        load_settings(path)

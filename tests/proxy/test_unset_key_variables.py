@@ -66,3 +66,31 @@ def test_a_principals_unset_key_variable_is_named() -> None:
     said = unset_key_variables(settings, environ)
     assert said == ["principal 'alice': its key variable ALICE_KEY is not set; that key is not "
                     "accepted"]  # fmt: skip
+
+
+async def test_the_memory_shorthand_turned_off_by_the_rules_own_option_is_said(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The shipped config lists every rule option at its default, track_entities'
+    ``restore_history: false`` too, and a rule's own option wins over ``memory:``: turning on
+    ``memory.restore_history`` there (its comment: the shorthand) restored nothing, unsaid."""
+    from proxy.startup import overridden_shorthands
+
+    shipped = (Path(__file__).parents[2] / "config.example.yaml").read_text()
+    flipped = shipped.replace(
+        "memory:\n  restore_history: false", "memory:\n  restore_history: true"
+    )
+    assert flipped != shipped
+    path = tmp_path / "config.yaml"
+    path.write_text(flipped)
+    settings = load_settings(path)
+    (said,) = overridden_shorthands(settings)
+    assert "memory.restore_history: true" in said and "rules[2].restore_history: false" in said
+    with caplog.at_level(logging.WARNING, logger="ctxproxy.app"):
+        async with in_process(settings, str(tmp_path / "db")):
+            pass
+    assert said in caplog.text
+    path.write_text(shipped)
+    assert overridden_shorthands(load_settings(path)) == []  # both off: nothing to say
+    alone = settings_from_mapping({"memory": {"restore_history": True}})
+    assert overridden_shorthands(alone) == []  # the shorthand turns the option on
