@@ -35,16 +35,18 @@ _PAIR_NAME = re.compile(
 )
 
 
-def _pair_value(reach: int) -> re.Pattern[str]:
+def _pair_value(reach: int, bare: bool = True) -> re.Pattern[str]:
+    value = rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))""" if bare else QUOTED_VALUE
     return re.compile(
         rf"""(?:(?![{{}}<>\[\]]|\n[ \t]*+-[ \t])(?s:.)){{0,{reach}}}?(?<!\w)"""
-        r"""(?i:(?:parameter)?value)\\?["']?[ \t]*+[:=][ \t]*+"""
-        rf"""(?:{QUOTED_VALUE}|(?P<bare>[^\s"',;&\\{{}}<>]+))"""
+        r"""(?i:(?:parameter)?value)\\?["']?[ \t]*+[:=][ \t]*+""" + value
     )
 
 
 _PAIR_VALUE = _pair_value(200)
-_KEY_NAME_VALUE = _pair_value(100)  # ``"keyName": "key1", "permissions": "FULL", "value": …``
+# ``"keyName": "key1", "permissions": "FULL", "value": "…"``: a quoted value only (code after a
+# ``keyName`` variable computes its ``value``: ``const value = compute(keyName)``)
+_KEY_NAME_VALUE = _pair_value(100, bare=False)
 # A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
 # "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
 # quoted (a list of names, ``["password", "email"]``, is no call).
@@ -105,14 +107,17 @@ def paired_value(text: str, start: int, end: int) -> re.Match[str] | None:
 
 
 # A field naming which of an account's keys its object holds (``"keyName": "key1"``, then
-# ``"value": …``: ``az storage account keys list``): the value field is the key.
-_KEY_NAME = re.compile(r"""(?i:key_?name)\\?["']?[ \t]*+[:=]""")
+# ``"value": …``: ``az storage account keys list``): the value field is the key. The field is a
+# quoted key (JSON's, YAML's): a ``keyName`` variable in code is not one.
+_KEY_NAME = re.compile(r"""(?i:key_?name)\\?["'][ \t]*+:""")
 
 
 def key_named_value(text: str, start: int) -> re.Match[str] | None:
     """The value field after a ``keyName`` field starting at ``start``, or None."""
     if start and text[start - 1] in _NAME_CHARS:
         return None  # ``SharedAccessKeyName=`` names a policy
+    if not start or text[start - 1] not in "\"'":
+        return None
     m = _KEY_NAME.match(text, start)
     return None if m is None else _KEY_NAME_VALUE.match(text, m.end())
 

@@ -41,9 +41,12 @@ def names_where_kept(text: str, start: int, end: int) -> bool:
 
 # A command's output (``$(cat /run/secrets/db)``, ``$(gcloud auth print-access-token)``, a
 # backquoted one) or a template's or a CI's placeholder (``{{ .Values.apiKey }}``, ``${{
-# secrets.PAT }}``, ERB's ``<%= … %>``): where the secret comes from, not the secret.
+# secrets.PAT }}``, ERB's ``<%= … %>``): where the secret comes from, not the secret. A
+# backquoted command has a blank in it (a command and its arguments): Markdown backquotes one
+# word, and a secret written so (``password: `Xy7pQ2zk9` ``) is the secret.
 _SOURCE = re.compile(
-    r"\$\([^()\r\n]{1,256}\)|`[^`\r\n]{1,256}`|\$?\{\{[^{}\r\n]{1,256}\}\}|<%=?[^%\r\n]{1,256}%>"
+    r"\$\([^()\r\n]{1,256}\)|`(?=[^`\r\n]{0,255}[ \t])[^`\r\n]{1,256}`"
+    r"|\$?\{\{[^{}\r\n]{1,256}\}\}|<%=?[^%\r\n]{1,256}%>"
 )
 # how such a source starts: a bare value is cut at its first blank (``$(cat``, ``{{``)
 _SOURCE_START = ("$(", "`", "{{", "${{", "<%")
@@ -54,7 +57,11 @@ def names_a_source(value: str, bare: bool = False) -> bool:
     command's output, a template's placeholder, or a shell variable named as a secret
     (``"${DB_PASSWORD}"``, which compose files and shell lines quote); ``bare``: the value was
     cut at a blank, so its start is enough."""
-    if _SOURCE.fullmatch(value) is not None or (bare and value.startswith(_SOURCE_START)):
+    if _SOURCE.fullmatch(value) is not None:
+        return True
+    # cut at a blank, a backquoted command lacks its closing quote (``\`cat``); one word
+    # backquoted whole is Markdown's
+    if bare and value.startswith(_SOURCE_START) and not (value[0] == "`" and value[-1] == "`"):
         return True
     shell = _SHELL.fullmatch(value)
     return shell is not None and is_secret_name(shell["bare"] or shell["braced"])

@@ -403,6 +403,12 @@ SECRETS = [
         ["0123456789abcdefXYZ"],
         ["API_KEY：", "，请保密"],
     ),
+    case(
+        "markdown backquotes one word: the secret",
+        "- password: `Xy7pQ2zk9`\nThe database password: `Xy7pQ2zk9`\nDB_PASSWORD=`Xy7pQ2zk9`\n"
+        "secret_key: `9f8e7d6c5b4a3f2e1d0c`\nAuthorization: Bearer `Xy7pQ2zk9abc`\n",
+        ["Xy7pQ2zk9", "9f8e7d6c5b4a3f2e1d0c"],
+    ),
 ]
 
 
@@ -523,6 +529,24 @@ LOOKALIKES = [
         'POSTGRES_PASSWORD: "${DB_PASSWORD}"\napi_key: "{{ .Values.apiKey }}"\n'
         'password: "{{ vault_db_password }}"\nMasterUserPassword: !Ref DBPassword\n'
         "api_password: !secret http_password\nDB_PASSWORD=${DB_PASSWORD:?required}",
+        [],
+    ),
+    case(
+        "a backquoted command is where a secret comes from",
+        "export TOKEN=`cat ~/.token`\nTOKEN=`gcloud auth print-access-token`\n",
+        [],
+    ),
+    case(
+        "aligned declarations: a Go struct, SQL columns",
+        "type Client struct {\n\tToken     *oauth2.Token\n\tAPIKey    [32]byte\n"
+        "\ttoken      *jwt.Token\n}\nCREATE TABLE users (\n  id        SERIAL,\n"
+        "  password  VARCHAR(255),\n  token     TEXT\n);",
+        [],
+    ),
+    case(
+        "code after a key name: a value computed",
+        "const keyName = 'x'; const value = computeSomething(keyName);\n"
+        "key_name = 'primary'\nvalue = compute(x)\nkeyName: 'primary', value: someVariable123",
         [],
     ),
     case(
