@@ -17,7 +17,10 @@ from rules.activity.shell_lex import split_commands
 
 MAX_TARGETS = 32  # files one patch is taken to change
 _PLUS = re.compile(r"^\+\+\+ (?P<path>[^\t\n]{1,1000})", re.M)
-_DRY = frozenset({"--dry-run", "--check", "-C", "--stat", "--numstat", "--summary"})
+# what makes a run change nothing: ``patch``'s dry run (``-C``, BSD's), ``git apply``'s reports
+# (its ``-C N`` is the context it needs, not a check)
+_PATCH_DRY = frozenset({"--dry-run", "--check", "-C"})
+_GIT_DRY = frozenset({"--check", "--stat", "--numstat", "--summary"})
 _STRIP = re.compile(r"-p(\d{1,2})$")
 
 
@@ -55,6 +58,13 @@ def written_patches(command: str) -> dict[str, list[str]]:
     return out
 
 
+def _dry(argv: tuple[str, ...]) -> bool:
+    """Whether a ``patch`` or ``git apply`` run only checks or reports."""
+    if posixpath.basename(argv[0]) == "patch":
+        return bool(_PATCH_DRY.intersection(argv))
+    return argv[:2] == ("git", "apply") and bool(_GIT_DRY.intersection(argv))
+
+
 def _strip_of(argv: tuple[str, ...], default: int | None) -> int | None:
     for i, word in enumerate(argv):
         m = _STRIP.match(word)
@@ -75,7 +85,7 @@ def applied_patches(command: str) -> list[tuple[str, int | None]]:
         argv = cmd.argv
         if argv[:1] == ("cd",):
             folder = in_folder(folder, argv[1]) if len(argv) > 1 else None
-        if not argv or _DRY.intersection(argv):
+        if not argv or _dry(argv):
             continue
         if posixpath.basename(argv[0]) == "patch":
             named = [t for op, t in cmd.redirects if op == "<"]
@@ -94,7 +104,7 @@ def inline_patches(command: str) -> list[str]:
     for head, body in heredocs(command):
         for cmd in split_commands(head):
             argv = cmd.argv
-            if not argv or _DRY.intersection(argv):
+            if not argv or _dry(argv):
                 continue
             if posixpath.basename(argv[0]) == "patch":
                 out += stripped(diff_targets(body), _strip_of(argv, None))

@@ -106,14 +106,16 @@ def written_scripts(command: str) -> dict[str, list[str]]:
 def cat_target(head: str) -> str | None:
     """The file a heredoc's line head writes by ``cat > f`` (``cd /repo && cat > fix.py``),
     normalised, absolute after a ``cd /dir`` on the line; None for another head."""
-    words = head.replace(">", " > ").split()
+    for sep in ">;|&()":  # ``cd /repo;cat > f``: a separator is a word of its own
+        head = head.replace(sep, f" {sep} ")
+    words = head.split()
     if "cat" not in words:
         return None
     cat = len(words) - words[::-1].index("cat")
     folder, words = _cd_in(words[:cat]), words[cat:]
     if ">" not in words:
         return None
-    after = words[words.index(">") + 1 :]
+    after = [w for w in words[words.index(">") + 1 :] if w != ">"]  # `>>` appends
     return in_folder(folder, after[0]) if after else None
 
 

@@ -14,6 +14,7 @@ changed (``copied_to``)."""
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass
 
 from rules.activity.shell_lex import split_commands
@@ -21,6 +22,7 @@ from rules.activity.shell_parse import analyse, load_verbs
 
 MAX_COMMAND_CHARS = 20_000  # a command line read for what it took back
 MAX_UNDONE = 256  # paths one command line is taken to take back
+_GLOB = re.compile(r"[*?\[]")  # a source the shell expands
 EVERYTHING = "."  # a revert of the whole work tree
 _BRANCHING = frozenset({"-b", "-B", "--orphan", "-c", "-C"})  # checkout/switch making a branch
 # a merge's side or a part of a file chosen: the file is still changed
@@ -99,8 +101,24 @@ def copied_to(command: str) -> tuple[str, ...]:
     if "cp" not in command:
         return ()
     effects = analyse(command, None, load_verbs()).effects
-    out = [e.path for e in effects if e.action == "copy" and e.type == "file" and e.path]
+    # a glob's copies go into a folder (``cp src/*.py dst``): which files, only the shell knows
+    out = [
+        posixpath.normpath(e.path)  # ``cp x.py .``: ``x.py``
+        for e in effects
+        if e.action == "copy" and e.type == "file" and e.path and not _GLOB.search(e.source or "")
+        and not _backup_of(e.path, e.source or "")
+    ]
     return tuple(dict.fromkeys(out))[:MAX_UNDONE]
+
+
+# A copy kept aside (``cp a.py a.py.bak``, ``cp a.py /tmp/a.py.orig``): the source's name and a
+# backup's ending; no file of the task changed by it
+_BACKUP = re.compile(r"(?:\.(?:bak|orig|backup|old|save|saved|copy)\d{0,3}|~)")
+
+
+def _backup_of(path: str, source: str) -> bool:
+    name, kept = posixpath.basename(source), posixpath.basename(path)
+    return bool(name) and kept.startswith(name) and _BACKUP.fullmatch(kept, len(name)) is not None
 
 
 def _any_named(paths: list[str], source: str) -> bool:

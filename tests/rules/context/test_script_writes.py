@@ -69,3 +69,10 @@ def test_bounded_on_hostile_text() -> None:
     script_writes("open(" * 50_000 + "x = '" * 20_000)
     heredocs("cat > a.py <<EOF\n" * 20_000)
     assert time.process_time() - started < 1.0
+
+
+@pytest.mark.parametrize("sep", [";", " ; ", "&&", " && "])
+def test_a_script_written_after_cd_with_any_separator(sep: str) -> None:
+    written = FIX.replace("cd /testbed && ", f"cd /testbed{sep}")
+    changed = _ran(written, f"cd /testbed{sep}python fix.py")
+    assert {"pkg/mod.py", "pkg/other.py"} <= set(changed)

@@ -77,6 +77,16 @@ def test_a_folder_copied_is_no_changed_file() -> None:
     assert _changed("cp -r src /tmp/src_backup") == []
 
 
+def test_a_copy_into_the_folder_it_names_is_one_entry() -> None:
+    assert _changed("cp ../x.py .", "cp ./y.py ./z.py") == ["x.py", "z.py"]
+
+
+def test_a_globs_copies_and_a_backup_are_no_changed_file() -> None:
+    # which files a glob copied only the shell knows; a backup changes no file of the task
+    assert _changed("cp src/*.py dst", "cp a.py a.py.bak", "cp /t/m.py /tmp/m.py.orig") == []
+    assert _changed("cp a.py a.py.orig", "cp a.py.orig a.py") == ["a.py"]
+
+
 PATCH = (
     "cat > fix.patch << 'EOF'\n"
     "--- a/django/db/backends/base/schema.py\n+++ b/django/db/backends/base/schema.py\n"
@@ -106,6 +116,13 @@ def test_a_patch_applied_inline() -> None:
 def test_a_dry_run_changes_nothing() -> None:
     assert "docs/new.txt" not in _changed(PATCH, "patch -p1 --dry-run < fix.patch")
     assert "docs/new.txt" not in _changed(PATCH, "git apply --check fix.patch")
+    assert "docs/new.txt" not in _changed(PATCH, "patch -C -p1 < fix.patch")  # BSD's check
+
+
+def test_git_apply_with_its_context_applies() -> None:
+    assert "docs/new.txt" in _changed(PATCH, "git apply -C 1 fix.patch")
+    semi = PATCH.replace("cat > fix.patch", "cd /testbed; cat > fix.patch")
+    assert "docs/new.txt" in _changed(semi, "cd /testbed; patch -p1 < fix.patch")
 
 
 def test_the_patch_of_that_folder_is_applied() -> None:
@@ -127,5 +144,5 @@ def test_patch_reading_is_bounded_on_hostile_text() -> None:
 
 
 def test_commands_on_separate_lines_are_separate() -> None:
-    changed = _changed("cp /t/a.py /t/a.py.orig\ncp /t/a.py.fixed /t/a.py\npython test_fix.py")
-    assert changed == ["/t/a.py.orig", "/t/a.py"]
+    changed = _changed("cp /t/a.py /t/b.py\ncp /t/a.py.fixed /t/a.py\npython test_fix.py")
+    assert changed == ["/t/b.py", "/t/a.py"]
