@@ -63,7 +63,7 @@ from proxy.server.provider_files import (
     named_items,
     named_stores,
 )
-from proxy.server.response_ids import ResponseIds
+from proxy.server.response_ids import UNSTORED, ResponseIds
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -210,7 +210,9 @@ async def require_own(
     for param, named in _comparisons(protocol, body):
         if protocol == "anthropic":
             await _require_known(ids, principal, [(param, named)], MESSAGE, "Message", "message")
-        elif items:  # a response id, as ``previous_response_id`` (the same check, off with it)
+        # a response id relayed to the principal, stored or not (the check is off with
+        # ``previous_response_id``'s, whose ids it reads)
+        elif items and (ids is None or not await ids.known(principal, UNSTORED + named)):
             await _require_known(ids, principal, [(param, named)], "", "Response", "response")
     marks = await marks_in(raw)
     if may_name_files(marks):

@@ -52,6 +52,9 @@ LOOKUP_TIMEOUT_S = 2.0
 RETRY_S = (0.05, 0.25, 1.0)
 DAY_S = 86_400.0
 PARAM = "previous_response_id"
+# An answer relayed with ``store: false``: no ``previous_response_id`` continues it, but a cache
+# diagnosis may compare with it (``provider_refs``), so it is kept under this prefix.
+UNSTORED = "unstored:"
 log = logging.getLogger("ctxproxy.response_ids")
 
 _ID = rb'"id"\s{0,8}:\s{0,8}"([^"\\\s\x00-\x1f\x7f]{1,256})"'
@@ -218,21 +221,25 @@ class ResponseIds:
         self, principal: str, body: dict[str, Any], status: int, session: str | None = None
     ) -> Recorder | None:
         """What reads the id of the answer to ``body`` (in ``session``); None when there is
-        none to keep (an error, or ``store: false``)."""
-        if not 200 <= status < 300 or body.get("store") is False:
+        none to keep (an error). One of ``store: false`` is kept as ``UNSTORED``: a comparison
+        may name it, a continuation may not."""
+        if not 200 <= status < 300:
             return None
-        return Recorder(self, principal, session)
+        return Recorder(self, principal, session, UNSTORED if body.get("store") is False else "")
 
 
 class Recorder:
     """Reads one answer's response id, whole (``answer``) or streamed (``feed``), and notes it."""
 
-    __slots__ = ("_carry", "_ids", "_principal", "_scanned", "_session", "done")
+    __slots__ = ("_carry", "_ids", "_prefix", "_principal", "_scanned", "_session", "done")
 
-    def __init__(self, ids: ResponseIds, principal: str, session: str | None = None) -> None:
+    def __init__(
+        self, ids: ResponseIds, principal: str, session: str | None = None, prefix: str = ""
+    ) -> None:
         self._ids = ids
         self._principal = principal
         self._session = session
+        self._prefix = prefix
         self._carry = b""
         self._scanned = 0
         self.done = False
@@ -250,7 +257,7 @@ class Recorder:
         if isinstance(obj, dict) and obj.get("object") == "response":
             rid = obj.get("id")
             if isinstance(rid, str) and _KEPT_ID.fullmatch(rid):
-                self._ids.note(self._principal, rid, session=self._session)
+                self._ids.note(self._principal, self._prefix + rid, session=self._session)
 
     def feed(self, chunk: bytes) -> None:
         if self.done:
@@ -270,7 +277,8 @@ class Recorder:
             self._carry = data[-_CARRY:]
 
     def _note(self, found: bytes) -> None:
-        self._ids.note(self._principal, found.decode("utf-8", "replace"), session=self._session)
+        rid = found.decode("utf-8", "replace")
+        self._ids.note(self._principal, self._prefix + rid, session=self._session)
 
 
 async def continued_session(

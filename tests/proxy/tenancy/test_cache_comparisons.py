@@ -65,6 +65,26 @@ async def test_a_responses_comparison_names_the_principals_own_answer(
         assert sorted(row["principal"] for row in rows) == ["alice", "bob"]
 
 
+async def test_a_comparison_may_name_an_unstored_answer(tmp_path: Path, edge: EdgeUpstream) -> None:
+    # Codex sends store: false; its own answer is still its own to compare with, not another's
+    edge.replies = [Reply.json(response_object(id="resp_alice_1"))]
+    edge.reply = Reply.json(response_object(id="resp_next"))
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        first = {**responses(), "store": False}
+        r = await client.post("/v1/responses", json=first, headers=ALICE)
+        assert r.status_code == 200
+        again = {**responses("resp_alice_1"), "store": False}
+        r = await client.post("/v1/responses", json=again, headers=ALICE)
+        assert r.status_code == 200, r.text
+        assert len(edge.seen) == 2
+        r = await client.post("/v1/responses", json=again, headers=BOB)
+        assert_refused(r, "prompt_cache_options.comparison_response_id", "not found")
+        # an unstored answer is no continuation
+        continued = {**responses(), "previous_response_id": "resp_alice_1"}
+        r = await client.post("/v1/responses", json=continued, headers=ALICE)
+        assert r.status_code == 400 and len(edge.seen) == 2
+
+
 async def test_an_anthropic_comparison_names_the_principals_own_message(
     tmp_path: Path, edge: EdgeUpstream
 ) -> None:
