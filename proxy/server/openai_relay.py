@@ -17,6 +17,7 @@ the answer is a 404 in OpenAI's shape saying so, nothing sent. Each request has 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -107,6 +108,7 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
             async with gone_on_disconnect(receive, scope):
                 # a dripping upstream trips no per-read timeout: the wait for the head and the
                 # answer are bounded as a model answer's are
+                began = time.monotonic()
                 async with answer_bound(limits.stream_max_s):
                     response = await services.upstream.post(
                         upstream, RELAYED_PATHS[path], raw, sent, False, passthrough=True
@@ -115,8 +117,12 @@ async def relay(services: Services, path: str, scope: Scope, receive: Receive, s
                 client = scope.get("client")
                 services.principals.answered(principal, response.status, upstream, client)
                 if response.chunks is not None:
+                    # the whole answer within the bound, its head's wait counted
+                    left = limits.stream_max_s and max(
+                        limits.stream_max_s - (time.monotonic() - began), 0.001
+                    )
                     usage, broke = await _relay_pieces(
-                        send, response, path, logged.headers(), limits.stream_max_s
+                        send, response, path, logged.headers(), left
                     )
                 else:
                     content = await _send_whole(send, response, logged.headers())

@@ -236,9 +236,10 @@ def _loops(ctx: Context, cfg: Config) -> list[tuple[int, Loop, list[Step]]]:
                 continue
             # looked for only once a loop is found: a loop in the steps since is one in them all
             users = _users_turn(messages, loop.steps[0].obs.result_index + 1, start)
-            if users >= 0:
-                lo = next(n for n, s in enumerate(steps) if s.obs.call_index > users)
-                loop = detect(steps[lo:], k - lo, cfg.min_count, cfg.min_cycles)
+            if users >= 0:  # the count starts again after it (no step since: none counted)
+                lo = next((n for n, s in enumerate(steps) if s.obs.call_index > users), len(steps))
+                found = lo <= k  # a step since the user's turn
+                loop = detect(steps[lo:], k - lo, cfg.min_count, cfg.min_cycles) if found else None
             if loop is not None:
                 loops.append((i, loop, steps))
     return loops

@@ -47,12 +47,14 @@ def _dripped() -> Reply:
                  chunk_delay_s=DRIP_S)  # fmt: skip
 
 
-def _call(edge: EdgeUpstream, tmp_path: Path, call: str) -> tuple[int, bytes, Any, float]:
+def _call(
+    edge: EdgeUpstream, tmp_path: Path, call: str, bound_s: float = BOUND_S
+) -> tuple[int, bytes, Any, float]:
     """The call through a live proxy: the answer's status and what of its body arrived (an
     answer cut mid-body ends the connection), its log row, how long it took."""
     path, body = CALLS[call]
     db = tmp_path / "db"
-    server, url = serve_in_thread(create_app(settings(edge, BOUND_S), db_path=str(db),
+    server, url = serve_in_thread(create_app(settings(edge, bound_s), db_path=str(db),
                                              strict=True))  # fmt: skip
     try:
         started = time.monotonic()
@@ -96,6 +98,14 @@ def test_a_head_awaited_past_the_bound_is_a_504(
     assert status == 504 and row["status"] == 504
     assert row["error_type"] == "stream_max_exceeded"
     assert b"stream_max_s" in text
+
+
+def test_the_heads_wait_counts_toward_the_bound(tmp_path: Path, edge: EdgeUpstream) -> None:
+    # a head at 1.5 s of a 2 s bound leaves the drip 0.5 s, not the bound again (3.5 s)
+    edge.reply = dataclasses.replace(_dripped(), header_delay_s=1.5)
+    status, _, row, took = _call(edge, tmp_path, "embeddings", bound_s=2.0)
+    assert status == 200 and row["error_type"] == "stream_max_exceeded"
+    assert took < 3.0, took
 
 
 def test_an_answer_within_the_bound_is_whole(tmp_path: Path, edge: EdgeUpstream) -> None:
