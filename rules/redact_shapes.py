@@ -80,9 +80,9 @@ def _redact_discord_bots(text: str) -> str:
 
 KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...] = (
     # OpenAI (sk-, sk-proj-), Anthropic, OpenRouter, DeepSeek, gateways: a digit or a capital
-    # among the first characters (a CSS class, ``sk-spinner-wave``, ``--sk-color-primary``, has
-    # neither)
-    (_boundary("sk-", r"(?=[a-z_\-]{0,32}[0-9A-Z])[A-Za-z0-9_\-]{8,}"), REDACTED),
+    # among the first characters, or 16 letters unbroken (a CSS class, ``sk-spinner-wave``,
+    # ``--sk-color-primary``, has neither)
+    (_boundary("sk-", r"(?=[a-z_\-]{0,32}[0-9A-Z]|[a-z]{16})[A-Za-z0-9_\-]{8,}"), REDACTED),
     # their longer prefixes say key even glued after a ``_`` (``resp_sk-proj-…``, ``KEY_sk-ant-…``)
     (_boundary("sk-", r"(?:proj|ant|svcacct|admin)-[A-Za-z0-9_\-]{20,}", "[A-Za-z0-9]"), REDACTED),
     (_boundary("sk_", _STRIPE, "[A-Za-z0-9]"), REDACTED),  # Stripe secret keys

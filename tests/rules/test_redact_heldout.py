@@ -404,6 +404,11 @@ SECRETS = [
         ["API_KEY：", "，请保密"],
     ),
     case(
+        "a key of lower-case letters alone",
+        "OPENAI_API_KEY is set; the client sent sk-abcdefghijklmnopqrstuvwx in its header",
+        ["sk-abcdefghijklmnopqrstuvwx"],
+    ),
+    case(
         "markdown backquotes one word: the secret",
         "- password: `Xy7pQ2zk9`\nThe database password: `Xy7pQ2zk9`\nDB_PASSWORD=`Xy7pQ2zk9`\n"
         "secret_key: `9f8e7d6c5b4a3f2e1d0c`\nAuthorization: Bearer `Xy7pQ2zk9abc`\n",
