@@ -29,6 +29,7 @@ from rules.redact_prose import LOOKS_SET, env_value, said_value, spaced_key
 from rules.redact_references import declares, is_placeholder, names_a_source, names_where_kept
 from rules.redact_shapes import AWS_SECRET
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
+from rules.redact_tables import table_row
 
 # Words after which a secret may follow, found with str.find on the lowercased text: ~20x faster
 # than a case-insensitive regex, which tries every position. (A text whose length changes when
@@ -202,7 +203,7 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
     if m is None:
-        m = _table_row(text, name_start(text, start), end, needed)
+        m = table_row(text, name_start(text, start), end, needed)
     if m is None:
         said = said_value(text, end, needed)
         return said if said is None or value_fits(name, text[said[0] : said[1]]) else None
@@ -245,42 +246,6 @@ def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
 
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
-# A two-column table's row (``vault kv get``, ``vault read``): a secret's name starting its line,
-# two blanks or more, and one word to the line's end, holding a digit or a sign, under the
-# table's rule (``---    -----``) at most ``_TABLE_REACH`` characters above. Without the rule,
-# code aligned in columns would be read so: a Go struct's ``Token     *oauth2.Token``, a SQL
-# table's ``password  VARCHAR(255),``.
-_TABLE_ROW = re.compile(r"[ \t]{2,64}+(?P<bare>[^\s\"'`]{1,256}+)[ \t]*+(?=\r?\n|\Z)")
-_TABLE_RULE = re.compile(r"[ \t]{0,8}-{3,16}[ \t]{2,64}-{3,16}[ \t]*\r?\n")
-_TABLE_REACH = 2048
-
-
-def _under_a_table_rule(text: str, line: int) -> bool:
-    """Whether a table's rule (``---    -----``) starts a line within reach above ``line``."""
-    lo = max(0, line - _TABLE_REACH)
-    at = text.rfind("---", lo, line)
-    while at >= 0:
-        start = text.rfind("\n", lo, at) + 1 if at > lo else lo
-        if _TABLE_RULE.match(text, start) is not None:
-            return True
-        at = text.rfind("---", lo, start)
-    return False
-
-
-def _table_row(text: str, begin: int, end: int, needed: int) -> re.Match[str] | None:
-    at = begin
-    while at > 0 and text[at - 1] in " \t" and begin - at < 64:
-        at -= 1
-    if at and text[at - 1] != "\n":
-        return None
-    m = _TABLE_ROW.match(text, end)
-    if m is not None and not _under_a_table_rule(text, at):
-        return None
-    if m is None or not LOOKS_SET.search(m["bare"]):
-        return None
-    return m if needed == 1 or _LETTER.search(m["bare"]) else None
-
-
 # A secret's name in Chinese, Japanese or Korean, and the shortest value it is given
 _CJK_NAMES = {
     **dict.fromkeys(("密码", "密碼", "口令", "パスワード", "비밀번호"), 1),

@@ -53,6 +53,7 @@ from proxy.server.answer_ids import (
     EventData,
     answer_ids,
 )
+from proxy.server.cache_comparisons import asks_diagnosis, comparisons
 from proxy.server.provider_files import (
     marks_in,
     may_name_audio,
@@ -116,30 +117,6 @@ def _named_containers(protocol: str, body: dict[str, Any]) -> list[tuple[str, st
                 if isinstance(named, str):
                     out.append((f"tools[{i}].container", named))
     return out
-
-
-# where each protocol's cache diagnosis names the earlier answer it compares with
-_COMPARISONS = {
-    "responses": ("prompt_cache_options", "comparison_response_id"),
-    "anthropic": ("diagnostics", "previous_message_id"),
-}
-
-
-def _comparisons(protocol: str, body: dict[str, Any]) -> list[tuple[str, str]]:
-    """(param, id) of the earlier answer a cache diagnosis in ``body`` compares with (an id that
-    is not a string names none: the provider's to refuse)."""
-    if protocol not in _COMPARISONS:
-        return []
-    holder, name = _COMPARISONS[protocol]
-    options = body.get(holder)
-    named = options.get(name) if isinstance(options, dict) else None
-    return [(f"{holder}.{name}", named)] if isinstance(named, str) else []
-
-
-def _asks_diagnosis(protocol: str, body: dict[str, Any]) -> bool:
-    """Whether an Anthropic ``body`` asks for a cache diagnosis itself: its answer is then the
-    comparison the principal's next one may name."""
-    return protocol == "anthropic" and isinstance(body.get("diagnostics"), dict)
 
 
 def _custom_skills(protocol: str, body: dict[str, Any]) -> list[str]:
@@ -207,7 +184,7 @@ async def require_own(
                 param=param,
                 code="container_not_found",
             )
-    for param, named in _comparisons(protocol, body):
+    for param, named in comparisons(protocol, body):
         if protocol == "anthropic":
             await _require_known(ids, principal, [(param, named)], MESSAGE, "Message", "message")
         # a response id relayed to the principal, stored or not (the check is off with
@@ -300,7 +277,7 @@ def container_reader(
     if ids is None or not 200 <= status < 300 or not shared_key(upstream):
         return then
     items = items and protocol == "responses" and body.get("store") is not False
-    messages = _asks_diagnosis(protocol, body)
+    messages = asks_diagnosis(protocol, body)
     if not items and not messages and not _opens_containers(protocol, body):
         return then
     return ContainerReader(ids, principal, then, items, messages)
