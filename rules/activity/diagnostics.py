@@ -57,6 +57,9 @@ class _Toolchain:
     location: re.Pattern[str] | None
     fail: tuple[re.Pattern[str], ...]
     passed: tuple[re.Pattern[str], ...]
+    # its diagnostics count only with a code or a place from its ``location`` line: cargo's bare
+    # "error: …" is also git's ("error: pathspec …") and pip's ("error: subprocess-exited-…")
+    placed: bool = False
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ def toolchains() -> tuple[_Toolchain, ...]:
                 location=re.compile(tc["location"]) if tc.get("location") else None,
                 fail=tuple(re.compile(p) for p in tc.get("fail", [])),
                 passed=tuple(re.compile(p) for p in tc.get("pass", [])),
+                placed=bool(tc.get("placed")),
             )
         )
     return tuple(out)
@@ -269,6 +273,7 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
     failed: set[str] = set()
     passed = False
     current_file: dict[str, str] = {}
+    unplaced: set[int] = set()  # where a ``placed`` toolchain's unplaced ones are
     for raw in lines:
         if not chains:
             break
@@ -285,6 +290,9 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
             if tc.location and diags and diags[-1]["tool"] == tc.tool and not diags[-1]["line"]:
                 lm = tc.location.match(line)
                 if lm:
+                    if len(diags) - 1 in unplaced:
+                        unplaced.discard(len(diags) - 1)
+                        failed.add(tc.category)
                     diags[-1] = {**diags[-1], "file": lm["file"], "line": int(lm["line"])}
                     break
             # most live toolchains keep one or two of these kinds: an empty one costs no generator
@@ -303,8 +311,13 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                 g = matched.groupdict()
                 file = g.get("file") or current_file.get(tc.tool)
                 diags.append(_diag(tc.tool, file, g.get("line"), g.get("code"), g.get("message")))
-                failed.add(tc.category)
+                if tc.placed and not (file or g.get("code")):
+                    unplaced.add(len(diags) - 1)  # until its location line places it
+                else:
+                    failed.add(tc.category)
                 break
+    if unplaced:
+        diags = [d for i, d in enumerate(diags) if i not in unplaced]
     placed = _placed_after(lines) if _RUFF_TEXT in text else []
     if placed:
         diags.extend(placed)
