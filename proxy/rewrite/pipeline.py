@@ -81,12 +81,38 @@ class Pipeline:
     ) -> PipelineOutcome:
         """``serialised``: each of ``ctx.original_messages``' bytes with sorted keys where the
         caller knows them (a protocol adapter's kept lowerings), None where not."""
-        report = new_report(ctx.session_id)
         encoding = encoding_of(ctx.tokens)
         memos = self.memos.take(ctx.session_id, encoding) if self.memos is not None else None
         if memos is not None:
             ctx = memos.attach(ctx)
-        recall = Recall(self.records, ctx, serialised, encoding)
+        recall = Recall(self.records, ctx, serialised, encoding)  # the memos take in messages
+        try:
+            return self._run(ctx, recall, encoding, memos)
+        except BaseException:
+            # charged however the run ends (its client gone, a rule failing), else nothing ever
+            # lets them go: a tenant hanging up on heavy requests under new session names grew
+            # them past the bound, uncharged
+            self._settle(ctx, encoding, memos, recall, 2 * len(ctx.original_messages))
+            raise
+
+    def _settle(
+        self,
+        ctx: Context,
+        encoding: str | None,
+        memos: ObjectMemos | None,
+        recall: Recall,
+        handled: int,
+    ) -> None:
+        """The session's memos charged what the request's run took in (``handled`` messages)."""
+        if memos is not None and self.memos is not None:
+            memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes
+            recall.taken_bytes = 0  # charged once, whatever follows
+            self.memos.settle(ctx.session_id, encoding, memos, handled)
+
+    def _run(
+        self, ctx: Context, recall: Recall, encoding: str | None, memos: ObjectMemos | None
+    ) -> PipelineOutcome:
+        report = new_report(ctx.session_id)
         # the state of this request's own branch (``lineage``): its history's hashes are known now
         own = lineage.history_hashes(ctx)
         resumed_state, fork, key = lineage.resume_of(ctx, own)
@@ -121,7 +147,7 @@ class Pipeline:
                         merge_report(report, result.report)
                     if result.messages is not ctx.messages or result.state is not ctx.state:
                         ctx = ctx.evolve(messages=result.messages, state=result.state)
-        except abandon.Abandoned:  # nothing of it is kept, nor its messages
+        except abandon.Abandoned:  # nothing of it is kept but what its memos took in (charged)
             release_lists()
             raise
 
@@ -132,10 +158,7 @@ class Pipeline:
         state = self._record_prefix(ctx, hashes, messages, report, tokens_after)
         state = lineage.record(state, key)
         recall.keep()
-        if memos is not None and self.memos is not None:
-            memos.taken_bytes += OBJECT_FACTOR * recall.taken_bytes
-            handled = len(ctx.original_messages) + len(messages)
-            self.memos.settle(ctx.session_id, encoding, memos, handled)
+        self._settle(ctx, encoding, memos, recall, len(ctx.original_messages) + len(messages))
         release_lists()
         return PipelineOutcome(messages, state, report, hashes, own)
 

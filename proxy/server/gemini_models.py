@@ -14,8 +14,9 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxy.errors import ProxyError
+from proxy.errors import ProxyError, TooManyInFlight
 from proxy.protocols.errors import gemini_body, gemini_error, reshaped_as_gemini
+from proxy.server.in_flight import holding, retry_headers
 from proxy.server.services import Services
 from proxy.server.wire import Call, gemini_key
 from proxy.settings import UpstreamSettings
@@ -49,13 +50,16 @@ async def gemini_models(request: Request) -> Response:
     names it does not list; a 4xx of it (a key refused) as it answered; else the configured
     names alone."""
     services: Services = request.app.state.services
-    headers, refused = _principal(request)
+    headers, principal, refused = _principal(request)
     if refused is not None:
         return refused
     names = configured_names(services)
     upstream = next((u for u in services.settings.upstreams if u.kind == "gemini"), None)
     pages = urlencode([(k, v) for k, v in request.query_params.multi_items() if k in _PAGES])
-    relayed = await _relayed(request, services, upstream, headers, _LIST_PATH, pages)
+    try:
+        relayed = await _relayed(request, upstream, headers, principal, _LIST_PATH, pages)
+    except TooManyInFlight as exc:
+        return _too_many(exc)
     if relayed is not None:
         status, content = relayed
         if 400 <= status < 500:  # in Gemini's shape: a gateway's page, another API's JSON
@@ -76,7 +80,7 @@ async def gemini_model(request: Request) -> Response:
     """One model: the Gemini upstream's own answer for a name it serves; a name another upstream
     serves, from the configuration; else Google's 404."""
     services: Services = request.app.state.services
-    headers, refused = _principal(request)
+    headers, principal, refused = _principal(request)
     if refused is not None:
         return refused
     name = str(request.path_params["name"]).removeprefix("models/")
@@ -85,7 +89,10 @@ async def gemini_model(request: Request) -> Response:
                                       "'-' only."), 400, media_type="application/json")  # fmt: skip
     upstream = services.settings.upstream_for(name)
     if upstream is not None and upstream.kind == "gemini":
-        relayed = await _relayed(request, services, upstream, headers, f"{_LIST_PATH}/{name}")
+        try:
+            relayed = await _relayed(request, upstream, headers, principal, f"{_LIST_PATH}/{name}")
+        except TooManyInFlight as exc:
+            return _too_many(exc)
         if relayed is not None and 400 <= relayed[0] < 500:
             status = relayed[0]
             return Response(reshaped_as_gemini(status, relayed[1]), status, media_type=_JSON)
@@ -97,35 +104,48 @@ async def gemini_model(request: Request) -> Response:
     return Response(gemini_error(404, message), 404, media_type="application/json")
 
 
-def _principal(request: Request) -> tuple[dict[str, str], Response | None]:
+def _principal(request: Request) -> tuple[dict[str, str], str, Response | None]:
+    """(headers, the principal, None), or the answer refusing the request."""
     services: Services = request.app.state.services
     headers = {k.lower(): v for k, v in request.headers.items()}
     try:
-        services.principals.of(headers, client_key(headers, request.url.query))
+        principal = services.principals.of(headers, client_key(headers, request.url.query))
     except ProxyError as exc:
-        return headers, Response(gemini_body(exc), exc.status, media_type="application/json")
-    return headers, None
+        return headers, "", Response(gemini_body(exc), exc.status, media_type=_JSON)
+    return headers, principal, None
+
+
+def _too_many(exc: TooManyInFlight) -> Response:
+    return Response(gemini_body(exc), exc.status, retry_headers(exc), media_type=_JSON)
 
 
 async def _relayed(
     request: Request,
-    services: Services,
     upstream: UpstreamSettings | None,
     headers: dict[str, str],
+    principal: str,
     path: str,
     query: str = "",
 ) -> tuple[int, bytes] | None:
     """(status, body) of the upstream's answer to ``GET path``; None without one (no Gemini
-    upstream, a key that may not go to it, an upstream out of reach)."""
+    upstream, a key that may not go to it, an upstream out of reach). The call holds an upstream
+    connection, so it counts among the principal's requests in flight: ``TooManyInFlight``
+    past their bound."""
     if upstream is None:
         return None
+    services: Services = request.app.state.services
     call = Call(services, upstream, headers, request.url.query, model=path.rpartition("/")[2])
     try:
         key = gemini_key(call)  # config's; in passthrough the client's, never another's
         sent = gemini_headers(upstream, headers, key)
-        return await services.upstream.models(upstream, key, path, sent, query)
     except ProxyError:
         return None
+    lane = services.principals.lane(principal, request.scope.get("client"))
+    with holding(services.in_flight, lane):
+        try:
+            return await services.upstream.models(upstream, key, path, sent, query)
+        except ProxyError:
+            return None
 
 
 def _object(content: bytes) -> dict[str, Any] | None:

@@ -13,7 +13,8 @@ too (``limits.max_body_bytes_in_flight``): in passthrough a network has up to 16
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from proxy.errors import TooManyInFlight
@@ -126,6 +127,19 @@ class InFlight:
     def of(self, principal: str) -> tuple[int, int]:
         """(requests, body bytes) ``principal`` has in flight."""
         return self._counts.get(principal, 0), self._bytes.get(principal, 0)
+
+
+@contextmanager
+def holding(in_flight: InFlight, lane: str) -> Iterator[None]:
+    """One request of ``lane`` in flight for the block (``TooManyInFlight`` past its bound), its
+    place given back however the block ends: a request with no body that still holds an upstream
+    connection (a model list, which a slow upstream may keep for its whole timeout; uncounted,
+    one tenant's lists took every connection and another's request queued behind them)."""
+    ticket = in_flight.enter(lane)
+    try:
+        yield
+    finally:
+        in_flight.leave(ticket)
 
 
 def declared_length(headers: dict[str, str], limits: LimitSettings) -> int:

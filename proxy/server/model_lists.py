@@ -14,9 +14,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import Response
 
-from proxy.errors import ProxyError, UpstreamUnreachable
+from proxy.errors import ProxyError, TooManyInFlight, UpstreamUnreachable
 from proxy.protocols.errors import anthropic_body
 from proxy.server.gemini_models import configured_names, gemini_model, gemini_models
+from proxy.server.in_flight import holding, retry_headers
 from proxy.server.services import Services
 from proxy.settings import UpstreamSettings
 from proxy.upstream.anthropic import anthropic_headers
@@ -86,7 +87,7 @@ async def _ask_anthropic(
     Anthropic's API: the caller answers from the configured names)."""
     services: Services = request.app.state.services
     try:
-        services.principals.of(headers, every=True)
+        principal = services.principals.of(headers, every=True)
         upstream = _anthropic_upstream(services)
         shared = upstream is not None and bool(upstream.api_key_env)
         if upstream is None or not (shared or not foreign_credentials(upstream, headers)):
@@ -94,10 +95,15 @@ async def _ask_anthropic(
         key = upstream_api_key(upstream, headers, services.settings.auth.mode)
         sent = anthropic_headers(upstream, headers, key)
         overhead = _overhead(request)
-        status, content = await services.upstream.models(upstream, key, path, sent, query)
+        # an upstream connection held: one of the principal's requests in flight
+        lane = services.principals.lane(principal, request.scope.get("client"))
+        with holding(services.in_flight, lane):
+            status, content = await services.upstream.models(upstream, key, path, sent, query)
         return Response(content, status, overhead, media_type="application/json")
     except ProxyError as exc:
-        return Response(anthropic_body(exc), exc.status, media_type="application/json")
+        return Response(
+            anthropic_body(exc), exc.status, retry_headers(exc), media_type="application/json"
+        )
 
 
 def _overhead(request: Request) -> dict[str, str]:
@@ -145,7 +151,7 @@ async def openai_models(request: Request, headers: dict[str, str]) -> Response:
     alone with why the upstream's could not be had."""
     services: Services = request.app.state.services
     try:
-        services.principals.of(headers)
+        principal = services.principals.of(headers)
     except ProxyError as exc:
         return Response(exc.body_bytes(), exc.status, media_type="application/json")
     names = configured_names(services)
@@ -163,7 +169,9 @@ async def openai_models(request: Request, headers: dict[str, str]) -> Response:
                 raise UpstreamUnreachable(
                     f"the key sent is {owners[0]}'s, not sent to {owners[1]}'s API"
                 )
-            status, content = await services.upstream.models(catch_all, key)
+            lane = services.principals.lane(principal, request.scope.get("client"))
+            with holding(services.in_flight, lane):  # as a model request: in flight
+                status, content = await services.upstream.models(catch_all, key)
             if status in (401, 403):  # the key is refused: say so, not a made-up list
                 return Response(content, status, overhead, media_type="application/json")
             listed = orjson.loads(content) if status == 200 else None
@@ -173,6 +181,9 @@ async def openai_models(request: Request, headers: dict[str, str]) -> Response:
                 listed["data"].extend(_model_entry(n) for n in names if n not in have)
                 return _json(listed, headers=overhead)
             why = f"it answered {status} without a model list"
+        except TooManyInFlight as exc:  # the client's own bound: said, not a list without it
+            return Response(exc.body_bytes(), exc.status, retry_headers(exc),
+                            media_type="application/json")  # fmt: skip
         except ProxyError as exc:
             why = exc.message
         except orjson.JSONDecodeError:

@@ -109,13 +109,18 @@ class Dialect:
 
     @cached_property
     def learned_windows_select(self) -> str:
-        """The newest ``$2`` windows learned since ``$1``, newest last (past the bound the
-        oldest are left out: a starting replica keeps what was learned last)."""
+        """``$2`` windows learned since ``$1``, newest last: each principal's newest first, then
+        each one's second newest and so on (past the bound the principal holding most loses its
+        oldest, as ``LearnedWindows`` does in memory; taken newest first across principals, one
+        tenant's 1,100 windows learned later left out another's one at every start). A starting
+        replica keeps what was learned last."""
         return (
             "SELECT principal, upstream, model, window_tokens FROM (SELECT principal, upstream, "
-            "model, window_tokens, learned_at FROM learned_windows "
-            f"WHERE learned_at >= {self.mark(1)} ORDER BY learned_at DESC LIMIT {self.mark(2)}) "
-            "AS recent ORDER BY learned_at"
+            "model, window_tokens, learned_at FROM (SELECT principal, upstream, model, "
+            "window_tokens, learned_at, ROW_NUMBER() OVER (PARTITION BY principal ORDER BY "
+            f"learned_at DESC) AS nth FROM learned_windows WHERE learned_at >= {self.mark(1)}) "
+            f"AS ranked ORDER BY nth, learned_at DESC LIMIT {self.mark(2)}) AS recent "
+            "ORDER BY learned_at"
         )
 
     @cached_property

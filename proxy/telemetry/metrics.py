@@ -242,18 +242,20 @@ class Metrics:
         """Serve the garbage collections ``counts`` (the process's collector) keeps."""
         self.registry.register(_GcCollector(counts))
 
-    def _model(self, model: Any, status: Any) -> str:
-        """The model's label: its name once a request of it was answered (a 2xx status), at
-        most ``MAX_MODEL_LABELS`` names; else ``other``. Names come from clients: were every
-        name labelled, one tenant's requests of 100 made-up models (each refused, or failed by
-        an upstream that is down or answers 5xx to names it does not know) would leave every
-        other tenant's real models under ``other`` until the proxy restarts."""
+    def _model(self, model: Any, status: Any, upstream: Any = None) -> str:
+        """The model's label: its name once an upstream answered a request of it (``upstream``
+        named, a 2xx status), at most ``MAX_MODEL_LABELS`` names; else ``other``. Names come
+        from clients: were every name labelled, one tenant's requests of 100 made-up models
+        (each refused, or failed by an upstream that is down or answers 5xx to names it does not
+        know) would leave every other tenant's real models under ``other`` until the proxy
+        restarts. A 200 the proxy gave itself (a count of tokens for a model no Anthropic or
+        Gemini upstream serves, counted here whatever the name) vouches for no name either."""
         if not model:
             return "none"
         name = str(model)
         if name in self._models:
             return name
-        served = isinstance(status, int) and 200 <= status < 300
+        served = bool(upstream) and isinstance(status, int) and 200 <= status < 300
         if not served or len(self._models) >= MAX_MODEL_LABELS:
             return "other"
         self._models.add(name)
@@ -274,7 +276,8 @@ class Metrics:
     def finished(self, row: dict[str, Any]) -> None:
         self._in_flight -= 1
         status = row.get("status")
-        self._child(self.requests, str(status), self._model(row.get("model"), status)).inc()
+        label = self._model(row.get("model"), status, row.get("upstream"))
+        self._child(self.requests, str(status), label).inc()
         failed = row.get("error_type")
         began = isinstance(status, int) and 200 <= status < 300
         if failed and began and failed != ClientGone.code:  # a client that left: not counted

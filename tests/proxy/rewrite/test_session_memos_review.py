@@ -6,11 +6,14 @@ entries."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import random
 import threading
+from types import SimpleNamespace
 
 import orjson
+import pytest
 
 from proxy.rewrite.pipeline import Pipeline
 from proxy.rewrite.session_memos import ObjectMemos, SessionMemos
@@ -175,3 +178,37 @@ def test_a_worker_thread_and_the_loop_on_one_session_agree() -> None:
     for t in threads:
         t.join()
     assert all(out == want[which] for which, out in got) and len(got) == 16
+
+
+def _stopped(ctx: Context, cfg: object) -> None:
+    raise RuntimeError("kaput")
+
+
+@pytest.mark.parametrize("ending", ["abandoned", "failed"])
+def test_a_run_that_never_ends_still_charges_what_its_memos_took_in(ending: str) -> None:
+    """A request's run memoises its messages (their hashes, counts) before its first rule; one
+    stopped there (its client gone, ``rules.abandon``; a rule failing with ``on_rule_error:
+    fail``) left its session's memos holding them uncharged, so nothing ever let them go: a
+    tenant hanging up on heavy requests under new session names grew the memory every tenant
+    shares past the bound, one body's messages at a time."""
+    from proxy.settings import ConfiguredRule
+    from rules import abandon
+    from rules.base import RuleConfig
+
+    rule = ConfiguredRule(name="stop", config=RuleConfig())
+    pipeline = Pipeline([rule], "fail", modules={"stop": SimpleNamespace(apply=_stopped)})
+    bound = 2_000_000
+    pipeline.memos = SessionMemos(max_bytes=bound)
+    rng = random.Random(7)
+    for s in range(20):
+        messages: list[Message] = [{"role": "user", "content": f"task {s}"}]
+        for k in range(6):
+            text = " ".join(f"{rng.random():.6f}" for _ in range(2_500))  # ~22 KB, distinct
+            messages.append({"role": "user", "content": f"{k} {text}"})
+        with contextlib.ExitStack() as stack:
+            if ending == "abandoned":
+                stack.enter_context(abandon.watching(lambda: True))
+            with pytest.raises((abandon.Abandoned, RuntimeError)):
+                pipeline.run(_ctx(messages, session=f"gone-{s}"))
+    assert pipeline.memos.held_bytes <= bound
+    assert _retained_bytes(pipeline.memos) <= bound // 2  # JSON, charged 3× as objects

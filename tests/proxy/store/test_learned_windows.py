@@ -49,3 +49,21 @@ async def test_past_the_bound_the_newest_windows_are_loaded(store: Any) -> None:
     # the newest kept, the oldest left out, and still oldest first (the engine keeps that order)
     assert models[-1] == f"model-{MAX_LOADED + 4}"
     assert "model-0" not in models and models[0] == "model-5"
+
+
+async def test_past_the_bound_the_principal_holding_most_loses_its_oldest(store: Any) -> None:
+    """One tenant's windows learned since another's (1,100 under made-up model names) push
+    none of the other's out at a load (a restart, a replica starting), as in memory: ranked
+    newest first within each principal, the newest of every principal load first."""
+    from proxy.store.learned_windows import MAX_LOADED
+
+    save(store, "bob", "openai", "gpt-4o", 5000, NOW)
+    for i in range(MAX_LOADED + 5):
+        save(store, "alice", "openai", f"made-up-{i}", 1000 + i, NOW + 1 + i)
+    await store.flush()
+    loaded = await load(store, NOW + MAX_LOADED + 10)
+    assert len(loaded) == MAX_LOADED
+    assert ("bob", "openai", "gpt-4o", 5000) in loaded
+    models = [m for p, _, m, _ in loaded if p == "alice"]
+    assert models[-1] == f"made-up-{MAX_LOADED + 4}"  # hers newest kept, oldest first still
+    assert "made-up-5" not in models and models[0] == "made-up-6"

@@ -135,7 +135,7 @@ def test_metrics_from_report_rows(rows: list[dict[str, Any]], expected: dict) ->
 def test_model_label_cardinality_is_bounded() -> None:
     metrics = Metrics()
     for i in range(MAX_MODEL_LABELS + 5):
-        metrics.finished({"status": 200, "model": f"model-{i}"})
+        metrics.finished({"status": 200, "model": f"model-{i}", "upstream": "fake"})
     m = samples(metrics.exposition().decode())
     models = {dict(labels)["model"] for name, labels in m if name == "ctxproxy_requests_total"}
     assert len(models) == MAX_MODEL_LABELS + 1 and "other" in models
@@ -144,13 +144,13 @@ def test_model_label_cardinality_is_bounded() -> None:
 
 def test_made_up_model_names_never_take_the_labels_of_served_models() -> None:
     metrics = Metrics()
-    metrics.finished({"status": 200, "model": "gpt-4o"})
+    metrics.finished({"status": 200, "model": "gpt-4o", "upstream": "fake"})
     for i in range(MAX_MODEL_LABELS + 5):  # one tenant's requests of models nobody serves
         metrics.finished({"status": 404, "model": f"junk-{i}"})
         metrics.finished({"status": 400, "model": f"junk-{i}"})
         metrics.finished({"status": 502, "model": f"down-{i}"})  # the upstream away, or 5xx
         metrics.finished({"status": 500, "model": f"down-{i}"})
-    metrics.finished({"status": 200, "model": "claude-sonnet-4-5"})
+    metrics.finished({"status": 200, "model": "claude-sonnet-4-5", "upstream": "fake"})
     metrics.finished({"status": 429, "model": "gpt-4o"})  # a served model's errors: its label
     m = samples(metrics.exposition().decode())
     models = {dict(labels)["model"] for name, labels in m if name == "ctxproxy_requests_total"}
@@ -237,3 +237,29 @@ def test_a_stream_that_began_well_and_ended_in_an_error_is_counted() -> None:
     assert value(m, "ctxproxy_stream_errors_total", error_type="other") == 1
     labels = {dict(lb)["error_type"] for name, lb in m if name == "ctxproxy_stream_errors_total"}
     assert labels == {"upstream_stream_error", "upstream_connection_error", "other"}
+
+
+def test_token_counts_the_proxy_answers_itself_take_no_model_label(
+    live_proxy, fake_upstream
+) -> None:
+    """A count of tokens for a model no Anthropic or Gemini upstream serves is answered by the
+    proxy (200) whatever the name: one tenant's counts under 105 made-up names took every model
+    label, and another tenant's served model was counted as ``other`` until a restart."""
+    proxy = live_proxy()
+    counted = {"messages": [{"role": "user", "content": "hi"}]}
+    headers = {"anthropic-version": "2023-06-01"}
+    for i in range(MAX_MODEL_LABELS + 5):
+        r = httpx.post(
+            proxy.url + "/v1/messages/count_tokens",
+            json={**counted, "model": f"made-up-{i}"},
+            headers=headers,
+        )
+        assert r.status_code == 200 and "x-ctxproxy-request-id" in r.headers
+    gemini = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}]}
+    r = httpx.post(proxy.url + "/v1beta/models/made-up-gemini:countTokens", json=gemini)
+    assert r.status_code == 200, r.text
+    served = httpx.post(proxy.base_url + "/chat/completions", json=request(user("hi")))
+    assert served.status_code == 200
+    m = samples(httpx.get(proxy.url + "/metrics").text)
+    assert value(m, "ctxproxy_requests_total", status="200", model="gpt-4o") == 1
+    assert value(m, "ctxproxy_requests_total", status="200", model="other") == MAX_MODEL_LABELS + 6
