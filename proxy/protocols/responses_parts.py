@@ -118,7 +118,9 @@ def call_of(item: dict[str, Any]) -> dict[str, Any]:
     arguments: Any
     if k == "custom_tool_call":
         raw = item.get("input")
-        arguments = orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
+        # an input that is no string lowers as no arguments, so the chain repair mends it (the
+        # API takes only a string) and the lifting writes it back as a string
+        arguments = orjson.dumps({"input": raw}).decode() if isinstance(raw, str) else None
     elif k == "local_shell_call":
         action = item.get("action")
         arguments = orjson.dumps(action if isinstance(action, dict) else {}).decode()

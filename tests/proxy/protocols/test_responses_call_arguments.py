@@ -48,3 +48,36 @@ async def test_string_arguments_untouched(engine: Engine) -> None:
     ]}  # fmt: skip
     out = await engine.rewrite(body, {"session-id": "t"}, now=1000.0, adapter=RESPONSES)
     assert out.body["input"] == body["input"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [(None, ""), (_MISSING, ""), ({"patch": "x"}, '{"patch":"x"}')]
+)
+async def test_custom_input_not_a_string(engine: Engine, raw: Any, expected: str) -> None:
+    """A custom tool's call whose ``input`` is no string gets it as a string, as a chat custom
+    call does (``input_to_string``)."""
+    call: dict[str, Any] = {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch"}
+    if raw is not _MISSING:
+        call["input"] = raw
+    body = {"model": "gpt-5", "input": [
+        {"role": "user", "content": "go"},
+        call,
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+    ]}  # fmt: skip
+    sent = copy.deepcopy(body)
+    out = await engine.rewrite(body, {"session-id": "c"}, now=1000.0, adapter=RESPONSES)
+    forwarded = out.body["input"][1]
+    assert forwarded == {**call, "input": expected}
+    assert out.body["input"][2] == body["input"][2]
+    assert not out.report.get("integrity")
+    assert body == sent
+
+
+async def test_custom_input_untouched(engine: Engine) -> None:
+    body = {"model": "gpt-5", "input": [
+        {"role": "user", "content": "go"},
+        {"type": "custom_tool_call", "call_id": "c1", "name": "apply_patch", "input": "*** x"},
+        {"type": "custom_tool_call_output", "call_id": "c1", "output": "ok"},
+    ]}  # fmt: skip
+    out = await engine.rewrite(body, {"session-id": "u"}, now=1000.0, adapter=RESPONSES)
+    assert out.body["input"] == body["input"]
