@@ -130,9 +130,12 @@ class ResponsesAdapter:
             elif k in OUTPUTS:
                 _flush(st, lowering, run, i + 1, kept)
                 cid = output_call_id(item)
+                output = item.get("output")
+                # null stays null (the API requires an output): the chain repair's
+                # null_tool_content fills it, as on a chat tool message
                 msg = {"role": "tool", "tool_call_id": cid,
-                       "content": text_of(item.get("output"))}  # fmt: skip
-                mark_media(msg, item.get("output"), is_text)  # its images, for the chain repair
+                       "content": None if output is None else text_of(output)}  # fmt: skip
+                mark_media(msg, output, is_text)  # its images, for the chain repair
                 if (
                     isinstance(cid, str)
                     and cid not in st.call_kinds

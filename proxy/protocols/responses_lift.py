@@ -258,8 +258,11 @@ def _patched_call(item: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
         out = {**out, "name": name}  # filled for a call without one
     if isinstance(arguments, str) and arguments != lowered["function"]["arguments"]:
         if kind(item) == "custom_tool_call":
+            raw = item.get("input")
             value = _json_object(arguments)
-            if value is not None and isinstance(value.get("input"), str):
+            if not isinstance(raw, str):  # as a chat custom call's: JSON text, or empty
+                out = {**out, "input": "" if raw is None else orjson.dumps(raw).decode()}
+            elif value is not None and isinstance(value.get("input"), str):
                 out = {**out, "input": value["input"]}
         else:
             out = {**out, "arguments": arguments}

@@ -115,15 +115,19 @@ def call_of(item: dict[str, Any]) -> dict[str, Any]:
     """A call item as a ``tool_calls`` entry (a custom call's raw input as ``{"input": …}``)."""
     cid = item.get("call_id")
     k = kind(item)
+    arguments: Any
     if k == "custom_tool_call":
         raw = item.get("input")
-        arguments = orjson.dumps({"input": raw if isinstance(raw, str) else ""}).decode()
+        # an input that is no string lowers as no arguments, so the chain repair mends it (the
+        # API takes only a string) and the lifting writes it back as a string
+        arguments = orjson.dumps({"input": raw}).decode() if isinstance(raw, str) else None
     elif k == "local_shell_call":
         action = item.get("action")
         arguments = orjson.dumps(action if isinstance(action, dict) else {}).decode()
     else:
-        raw = item.get("arguments")
-        arguments = raw if isinstance(raw, str) else orjson.dumps(raw or {}).decode()
+        # Lowered as it came (a string, else the object, null or missing): the API takes only a
+        # string, so the chain repair must see what is not one, as it does in a chat call.
+        arguments = item.get("arguments")
     name = LOCAL_SHELL if k == "local_shell_call" else item.get("name")
     fn = {"name": name, "arguments": arguments}
     return {"id": cid, "type": "function", "function": fn}

@@ -20,6 +20,7 @@ from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
 from proxy.upstream.gemini_route import Route, upstream_query
+from proxy.upstream.key_text import require_header_text
 from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.transport import RELAYED_NAMES, REQUEST_CONTEXT_HEADERS
 
@@ -36,12 +37,14 @@ GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}
 
 
 def client_key(headers: Mapping[str, str], query: str) -> str | None:
-    """The client's Gemini key: ``x-goog-api-key``, else ``?key=``, else a bearer token."""
+    """The client's Gemini key: ``x-goog-api-key``, else ``?key=``, else a bearer token.
+    Raises ``Unauthorized`` for a ``?key=`` no header can carry (it goes upstream as one)."""
     key = headers.get("x-goog-api-key", "").strip()
     if key:
         return key
     for name, value in parse_qsl(query[:4096]):
         if name == "key" and value.strip():
+            require_header_text(value.strip())
             return value.strip()
     auth = headers.get("authorization", "")
     if auth.lower().startswith("bearer "):

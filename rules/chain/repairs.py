@@ -258,6 +258,10 @@ def _rebuild(
                 if orphans:
                     out.append(_orphans_out(orphans, messages, reps))
                     orphans = []
+                if m.get("content") is None:  # kept where it stands, but never sent null
+                    m = {**m, "content": NULL_RESULT}
+                    reps.append(_rep("null_tool_content", j, m.get("tool_call_id"),
+                                     "placeholder_content"))  # fmt: skip
                 out.append(m)
             elif j not in assigned and j not in late:
                 orphans.append(j)
