@@ -31,8 +31,9 @@ from proxy.server.gemini_routes import GeminiCountTokens, gemini_endpoint
 from proxy.server.handler import ProtocolHandler
 from proxy.server.model_lists import model, models
 from proxy.server.openai_relay import RELAYED_PATHS, relay
+from proxy.server.protocol import ws_message
 from proxy.server.services import Services
-from proxy.server.websocket import WS_MESSAGE, refuse_websocket
+from proxy.server.websocket import refuse_websocket
 from proxy.server.wire import CHAT_WIRE, GEMINI_WIRE, MESSAGES_WIRE, RESPONSES_WIRE
 from proxy.settings import Settings, SettingsError
 from proxy.startup import overridden_shorthands, unreachable_upstreams, unset_key_variables
@@ -84,7 +85,8 @@ class ProxyApp(Starlette):
                     # a websocket handshake whose Upgrade a front (nginx) dropped: the 426 the
                     # server answers an upgrade with, on which Codex falls back to HTTPS at once
                     # (to a 405 it retried for 6 s)
-                    upgrade = Response(WS_MESSAGE, 426, {"connection": "close"}, "application/json")
+                    body = ws_message(path.encode())
+                    upgrade = Response(body, 426, {"connection": "close"}, "application/json")
                     await upgrade(scope, receive, _with_request_headers(scope, send))
                     return
                 message = f"{_clip(scope['method'])} is not allowed on {_clip(path)}."

@@ -49,35 +49,42 @@ TIMED_OUT = _refusal(408, "Request Timeout", "Request headers not received in ti
 # No endpoint of the proxy is a websocket. Codex's built-in provider tries one on /v1/responses
 # first: to a 426 it falls back to HTTPS at once (measured: 0.15–0.19 s, one handshake), while
 # to a 403/404 it retries 7 times over ~6.5 s.
-WS_MESSAGE = (
-    b'{"error":{"message":"websockets are not served here; use HTTPS (POST with SSE)",'
-    b'"type":"invalid_request_error","param":null,"code":"websocket_unsupported"}}'
-)
-NO_WEBSOCKETS = (
-    b"HTTP/1.1 426 Upgrade Required\r\ncontent-type: application/json\r\n"
-    b"content-length: "
-    + str(len(WS_MESSAGE)).encode()
-    + b"\r\nconnection: close\r\n\r\n"
-    + WS_MESSAGE
-)
+WS_TEXT = "websockets are not served here; use HTTPS (POST with SSE)"
 TOO_LARGE_MESSAGE = "Request headers too large (over server.max_header_bytes)."
 
 
+def error_body(path: bytes, status: int, message: str, code: str) -> bytes:
+    """An error in the shape the path's clients read (their SDKs show its message): Gemini's on
+    /v1beta/, Anthropic's on /v1/messages, else OpenAI's (with ``code``)."""
+    if path.startswith(b"/v1beta/"):
+        return gemini_error(status, message)
+    if path.startswith(b"/v1/messages"):
+        return anthropic_error(status, message)
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": code}
+    return orjson.dumps({"error": error})
+
+
+def ws_message(path: bytes) -> bytes:
+    """The 426's body refusing a websocket on ``path``, in its protocol's shape."""
+    return error_body(path, 426, WS_TEXT, "websocket_unsupported")
+
+
+def no_websockets(path: bytes) -> bytes:
+    """The whole 426 answering a websocket upgrade of ``path``."""
+    return _json_answer(426, "Upgrade Required", ws_message(path))
+
+
 def too_large(path: bytes) -> bytes:
-    """The 431 in the shape the path's clients read (their SDKs show its message): Gemini's on
-    /v1beta/, Anthropic's on /v1/messages, else OpenAI's; text/plain where no path was read."""
+    """The 431 in the shape the path's clients read; text/plain where no path was read."""
     if not path.startswith(b"/"):
         return _refusal(431, "Request Header Fields Too Large", TOO_LARGE_MESSAGE)
-    if path.startswith(b"/v1beta/"):
-        body = gemini_error(431, TOO_LARGE_MESSAGE)
-    elif path.startswith(b"/v1/messages"):
-        body = anthropic_error(431, TOO_LARGE_MESSAGE)
-    else:
-        error = {"message": TOO_LARGE_MESSAGE, "type": "invalid_request_error", "param": None,
-                 "code": "headers_too_large"}  # fmt: skip
-        body = orjson.dumps({"error": error})
+    body = error_body(path, 431, TOO_LARGE_MESSAGE, "headers_too_large")
+    return _json_answer(431, "Request Header Fields Too Large", body)
+
+
+def _json_answer(status: int, reason: str, body: bytes) -> bytes:
     head = (
-        "HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: application/json\r\n"
+        f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
     )
     return head.encode() + body
@@ -246,7 +253,7 @@ class HeaderLimitedHttpTools(PacedHttpTools):
     def handle_websocket_upgrade(self) -> None:
         """Refuse every websocket upgrade with 426, so the client falls back to HTTP at once."""
         self._disarm_header_timer()
-        self.transport.write(NO_WEBSOCKETS)
+        self.transport.write(no_websockets(bytes(self._path)))
         self.transport.close()
 
     def send_400_response(self, msg: str) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from starlette.types import Receive, Scope, Send
 
-from proxy.server.protocol import WS_MESSAGE
+from proxy.server.asgi_send import route_path
+from proxy.server.protocol import ws_message
 
 
 async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
@@ -18,6 +19,7 @@ async def refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     if "websocket.http.response" in scope.get("extensions", {}):
         headers = [(b"content-type", b"application/json")]
         await send({"type": "websocket.http.response.start", "status": 426, "headers": headers})
-        await send({"type": "websocket.http.response.body", "body": WS_MESSAGE})
+        body = ws_message(route_path(scope).encode())  # in the protocol of the path
+        await send({"type": "websocket.http.response.body", "body": body})
     else:
         await send({"type": "websocket.close", "code": 1008})
