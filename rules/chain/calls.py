@@ -37,7 +37,8 @@ class Slot:
 def _fixed_arguments(fn: dict[str, Any]) -> tuple[str, str]:
     """(arguments as a JSON object string, what was done)."""
     args = fn.get("arguments")
-    if args is None or (isinstance(args, str) and not args.strip()):
+    # JSON's null as text is no arguments too (an Anthropic tool_use's ``"input": null``)
+    if args is None or (isinstance(args, str) and args.strip() in ("", "null")):
         return "{}", "empty_arguments_to_empty_object"
     if isinstance(args, dict):
         return orjson.dumps(args).decode(), "serialised_arguments_object"

@@ -315,6 +315,16 @@ CASES: dict[str, tuple[list, list, list[tuple[str, str]]]] = {
             ("invalid_arguments", "empty_arguments_to_empty_object"),
         ],
     ),
+    "arguments_as_json_null": (  # Anthropic's "input": null lowers to this text
+        [U, assistant(None, raw_call("c1", "null"), raw_call("c2", " null ")),
+         result("c1", "x"), result("c2", "y")],
+        [U, assistant(None, raw_call("c1", "{}"), raw_call("c2", "{}")),
+         result("c1", "x"), result("c2", "y")],
+        [
+            ("invalid_arguments", "empty_arguments_to_empty_object"),
+            ("invalid_arguments", "empty_arguments_to_empty_object"),
+        ],
+    ),
     "empty_tool_calls_array": (
         [U, {"role": "assistant", "content": "ok", "tool_calls": []}],
         [U, {"role": "assistant", "content": "ok"}],
