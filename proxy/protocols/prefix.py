@@ -12,13 +12,15 @@ previous request's content hashes and its client messages are shared. What is ke
 immutable once kept (a request builds its own snapshot from slices of the previous one), so a race
 only loses a reuse.
 
-Bounded by sessions (LRU) and by the bytes each snapshot is charged (its messages' bytes and a
-per-message overhead); a session's snapshot is replaced by its next request's."""
+Bounded by sessions and by the bytes each snapshot is charged (its messages' bytes and a
+per-message overhead); a session's snapshot is replaced by its next request's. Over a bound, the
+principal holding most sessions (or bytes) loses its least recently kept snapshot first
+(``proxy.fair_lru``): one tenant's stream of new sessions does not push another's out, whose next
+request would walk its whole conversation again."""
 
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import is_
@@ -26,7 +28,9 @@ from typing import Any, Generic, TypeVar
 
 import orjson
 
+from proxy.fair_lru import FairLRU
 from proxy.generations import compact
+from proxy.principals import split_scoped
 from proxy.protocols.base import TAG
 from proxy.protocols.body_memory import ITEM_BYTES
 from proxy.protocols.kept_lifts import json_exact
@@ -198,15 +202,17 @@ def _ends(ends: list[int], datas: Sequence[bytes | None]) -> list[int]:
 
 
 class PrefixMemory:
-    """session key -> the snapshot of its last request (any immutable value with a ``cost``)."""
+    """session key -> the snapshot of its last request (any immutable value with a ``cost``).
+    A key is a tuple whose first item is the scoped session (``principal/name``), whose
+    principal it is charged to (``session_principal``): over a bound, the principal holding most
+    sessions (or bytes) loses its least recently kept first (``fair_lru``)."""
 
     # 96 MB: a 400-message snapshot is charged ~1.7–2.9 MB, its client messages included (shared
     # with the body memory, which charges them too)
     def __init__(self, max_sessions: int = 256, max_bytes: int = 96_000_000) -> None:
         self.max_sessions = max_sessions
         self.max_bytes = max_bytes
-        self._slots: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
-        self._bytes = 0
+        self._slots: FairLRU[Hashable, Any] = FairLRU(max_sessions, max_bytes)
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -214,28 +220,30 @@ class PrefixMemory:
 
     @property
     def held_bytes(self) -> int:
-        return self._bytes
+        return self._slots.held_bytes
 
     def get(self, key: Hashable) -> Any | None:
-        hit = self._slots.get(key)
-        return None if hit is None else hit[0]
+        return self._slots.peek(key)
+
+    def snapshots(self) -> Iterator[Any]:
+        """The snapshots kept (in no particular order)."""
+        return self._slots.values()
 
     def put(self, key: Hashable, snapshot: Any, cost: int) -> None:
         """Keep ``snapshot`` (never changed afterwards) as ``key``'s last request, charged
         ``cost`` bytes; one over a quarter of the bound is not kept (the old one goes)."""
         with self._lock:
-            old = self._slots.pop(key, None)
-            if old is not None:
-                self._bytes -= old[1]
             if cost > self.max_bytes // 4:
+                self._slots.pop(key)
                 return
-            self._slots[key] = (snapshot, cost)
-            self._bytes += cost
-            while self._slots and (
-                self._bytes > self.max_bytes or len(self._slots) > self.max_sessions
-            ):
-                _, (_, dropped) = self._slots.popitem(last=False)
-                self._bytes -= dropped
+            self._slots.put(key, snapshot, session_principal(key), cost)
+
+
+def session_principal(key: Hashable) -> str:
+    """The principal of a memory's key: of its first item's scoped session (``principal/name``),
+    or of the key itself when it is one ("" for a key that names no session)."""
+    first = key[0] if isinstance(key, tuple) and key else key
+    return split_scoped(first)[0] if isinstance(first, str) else ""
 
 
 P = TypeVar("P")

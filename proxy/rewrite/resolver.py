@@ -1,9 +1,10 @@
 """The optional resolver model (off by default): when ``resolve_refs`` detected a reference but had
 to abstain, a cheap model picks among the candidates; with ``describe_pointers``, it also writes
 the one-line description of a pointer resolved through a parent session (the rule's own stands
-when it writes none). Called through litellm, answers cached for ``ttl_seconds``; any failure
-(timeout, bad answer, no key) leaves the rule's answer as it was and is reported, never failing
-the request."""
+when it writes none). Called through litellm, answers cached for ``ttl_seconds`` (at most 1,024;
+past that, the principal holding most answers loses its least recently used, so one tenant's many
+questions do not make another's next one a new paid call); any failure (timeout, bad answer, no
+key) leaves the rule's answer as it was and is reported, never failing the request."""
 
 from __future__ import annotations
 
@@ -11,12 +12,12 @@ import asyncio
 import hashlib
 import os
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 
+from proxy.fair_lru import FairLRU
 from proxy.settings import ResolverSettings
 from rules.entities.ruled_out import USERS_WORD
 from rules.memo_scope import memo_scope
@@ -100,8 +101,9 @@ def parse_pick(text: str, candidates: Sequence[str]) -> dict[str, Any] | None:
 class Resolver:
     def __init__(self, settings: ResolverSettings, cache_size: int = 1024) -> None:
         self.settings = settings
-        self._cache: OrderedDict[str, tuple[float, dict[str, Any] | None]] = OrderedDict()
-        self._cache_size = cache_size
+        # answers by question, each the principal's that asked it: past ``cache_size``, the
+        # principal holding most loses its least recently used (a push-out is a new paid call)
+        self._cache: FairLRU[str, tuple[float, dict[str, Any] | None]] = FairLRU(cache_size)
 
     def _key(self, task: str, content: str) -> str:
         """Keyed by all the model is shown, so an answer is reused only for the very same
@@ -161,9 +163,7 @@ class Resolver:
                 except Exception as exc:  # the model is optional: its failure never fails us
                     info["errors"].append(f"{type(exc).__name__}: {str(exc)[:200]}")
                     continue
-                self._cache[key] = (now + self.settings.ttl_seconds, answer)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
+                self._cache.put(key, (now + self.settings.ttl_seconds, answer), memo_scope())
             if answer is not None:
                 out[str(q["mention"])] = {**answer, "model": self.settings.model}
         return out, info

@@ -10,6 +10,7 @@ import contextlib
 import logging
 import sqlite3
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +83,12 @@ class SQLiteStore(SqliteReads):
         self.batch_window_s = batch_window_s
         # The latest queued save per session, until written: the cache may evict it first.
         self._unwritten: dict[str, _SaveState] = {}
+        # Saves that found the queue full (``_enqueue``), the latest per session, oldest first:
+        # held in ``_unwritten`` too (read by ``load_state`` once the cache let them go) and
+        # queued again by the writer once its queue is at most half full. At most as many
+        # sessions as the state cache holds; past that the oldest held is lost (counted).
+        self._held_saves: OrderedDict[str, _SaveState] = OrderedDict()
+        self.max_held_saves = state_cache_size
         self._writer_task: asyncio.Task[None] | None = None
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         # the upstream's cache report per session (proxy.store.cache_feedback)
@@ -148,17 +155,42 @@ class SQLiteStore(SqliteReads):
         """Queue a write for the single writer task: off the request's critical path, ordered,
         coalesced and committed in batches. ``flush`` waits until everything queued is written.
         Past ``buffer_rows`` queued (the database locked for long), a write is dropped and
-        counted, so memory stays bounded; a call run in the writer never is (it is awaited)."""
+        counted, so memory stays bounded; a call run in the writer never is (it is awaited), and
+        a session's save is held and queued again once there is room (``_held_saves``)."""
         if self._queue.qsize() >= self.buffer_rows and not isinstance(op, _Call):
-            self.write_errors += 1
-            if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
-                del self._unwritten[op.session_id]  # the cache still holds it, for this process
+            if isinstance(op, _SaveState):
+                self._hold(op)  # a session's latest state: queued again once there is room
+            else:
+                self.write_errors += 1
             if (now := time.monotonic()) - self._last_drop_log >= 10.0:
                 self._last_drop_log = now
                 said = "store: %d writes queued, the most store.buffer_rows allows; dropping new"
                 log.error(said + " ones (%d lost so far)", self._queue.qsize(), self.write_errors)
             return
+        if isinstance(op, _SaveState) and self._held_saves:
+            self._held_saves.pop(op.session_id, None)  # this later save is queued instead
         self._queue.put_nowait(op)
+
+    def _hold(self, save: _SaveState) -> None:
+        """Hold a save the full queue did not take (``_held_saves``)."""
+        held = self._held_saves
+        held.pop(save.session_id, None)
+        held[save.session_id] = save
+        self._unwritten[save.session_id] = save
+        if len(held) > self.max_held_saves:
+            lost_id, lost = held.popitem(last=False)
+            if self._unwritten.get(lost_id) is lost:
+                del self._unwritten[lost_id]
+            self.write_errors += 1
+
+    def _queue_held(self, all_of_them: bool = False) -> None:
+        """Queue the held saves again, oldest first, while the queue is at most half full (or
+        all of them): each one unless a later save of its session was queued since."""
+        held = self._held_saves
+        while held and (all_of_them or self._queue.qsize() <= self.buffer_rows // 2):
+            session_id, save = held.popitem(last=False)
+            if self._unwritten.get(session_id) is save:
+                self._queue.put_nowait(save)
 
     def write_later(
         self, sql: str, params: tuple[Any, ...], key: str | None = None, order: float = 0.0
@@ -190,6 +222,7 @@ class SQLiteStore(SqliteReads):
         return task is not None and not task.done() and await retention.ping_sqlite(self)
 
     async def _write_loop(self) -> None:
+        closing = False
         while True:
             batch: list[_Op | _Call | None] = [await self._queue.get()]
             if self.batch_window_s and batch[0] is not None:
@@ -198,7 +231,7 @@ class SQLiteStore(SqliteReads):
                 await self._window.wait(self.batch_window_s)
             while not self._queue.empty() and len(batch) < MAX_BATCH:
                 batch.append(self._queue.get_nowait())
-            stop = None in batch
+            closing = closing or None in batch
             ops = [op for op in batch if op is not None and not isinstance(op, _Call)]
             try:
                 await self._write_batch(ops)
@@ -212,9 +245,11 @@ class SQLiteStore(SqliteReads):
                 for call in batch:  # after the batch, on the writer's connection (retention)
                     if isinstance(call, _Call):
                         await call.run(self.writer)
+                # before the batch is done: ``flush`` waits for the saves queued again too
+                self._queue_held(all_of_them=closing)
                 for _ in batch:
                     self._queue.task_done()
-            if stop:
+            if closing and self._queue.empty():
                 return
 
     async def _write_batch(self, ops: list[_Op]) -> None:

@@ -114,7 +114,7 @@ async def test_a_growing_session_forwards_what_nothing_kept_forwards(
     assert len(spy.groups) == 20
     # all but what follows a compaction (prune rewrote the middle), which is lifted again
     assert sum(g > 30 for g in spy.groups) >= 15, spy.groups
-    snapshot = next(iter(adapter.prefixes._slots.values()))[0]
+    snapshot = next(adapter.prefixes.snapshots())
     assert snapshot.lift is not None and len(snapshot.datas) == 81
 
 

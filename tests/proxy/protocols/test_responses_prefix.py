@@ -159,7 +159,7 @@ async def test_a_growing_session_forwards_what_nothing_kept_forwards(
     # all but what follows a compaction (prune rewrote the middle), which is lifted again
     assert sum(g > 30 for g in spy.lifted) >= 15, spy.lifted
     assert spy.resumed >= (15 if back == 4 else 0)  # the final check too
-    snapshot = next(iter(adapter.prefixes._slots.values()))[0]
+    snapshot = next(adapter.prefixes.snapshots())
     assert snapshot.lift is not None and len(snapshot.datas) == len(items)
 
 

@@ -83,3 +83,41 @@ def test_a_cached_answer_serves_only_the_principal_that_asked() -> None:
     assert (first["asked"], theirs["asked"], theirs["cached"]) == (1, 1, 0)
     assert (again["asked"], again["cached"]) == (0, 1)
     assert len(asked) == 2
+
+
+def test_one_tenants_many_questions_leave_anothers_answers_cached() -> None:
+    """The cache is shared by every principal: past its bound, the principal holding most
+    answers loses its least recently used, so a tenant asking question after question pushes out
+    its own answers, never another's (whose next question would be a new paid call)."""
+    import asyncio
+    import contextvars
+
+    from proxy.rewrite.resolver import Resolver
+    from proxy.settings import ResolverSettings
+    from rules.memo_scope import enter_scope
+
+    asked: list[str] = []
+
+    class Edge(Resolver):  # the model's call, the network edge
+        async def _complete(self, prompt: str, content: str, max_tokens: int) -> str:
+            asked.append(content)
+            return json.dumps({"path": "/w/beta", "confidence": 0.9})
+
+    resolver = Edge(ResolverSettings(enabled=True), cache_size=64)
+
+    def ask(principal: str, questions: list[dict[str, object]]) -> dict[str, object]:
+        async def run() -> dict[str, object]:
+            enter_scope(principal)
+            picks, info = await resolver.picks(questions, "delete the folder")
+            return {"picks": picks, **info}
+
+        return contextvars.copy_context().run(asyncio.run, run())
+
+    theirs = {"mention": "the folder", "candidates": ["/w/alpha", "/w/beta"]}
+    assert ask("tenant-b", [theirs])["asked"] == 1
+    flood = [{"mention": f"folder {i}", "candidates": ["/w/alpha", "/w/beta"]} for i in range(500)]
+    assert ask("tenant-a", flood)["asked"] == 500
+    again = ask("tenant-b", [theirs])
+    assert (again["asked"], again["cached"]) == (0, 1) and len(asked) == 501
+    newest = ask("tenant-a", flood[-63:])  # a keeps its newest answers within the bound
+    assert (newest["asked"], newest["cached"]) == (0, 63)

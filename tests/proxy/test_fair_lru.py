@@ -1,0 +1,62 @@
+"""``FairLRU``: over a bound, the principal holding most (entries, or bytes) loses its least
+recently used entry; its bookkeeping stays exact through replacements, pops and evictions, and
+its heaps stay bounded by the principals it holds, not by the puts it saw."""
+
+from __future__ import annotations
+
+import random
+
+from proxy.fair_lru import FairLRU
+
+
+def test_the_principal_holding_most_entries_loses_its_least_recently_used() -> None:
+    lru: FairLRU[str, int] = FairLRU(max_entries=4)
+    lru.put("b1", 1, "b")
+    for i in range(10):
+        lru.put(f"a{i}", i, "a")
+    assert lru.get("b1") == 1 and len(lru) == 4
+    assert [k for k in lru._entries if k[0] == "a"] == ["a7", "a8", "a9"]  # a's newest
+    lru.get("a7")  # a hit makes it a's most recently used: a8 goes next
+    lru.put("a10", 10, "a")
+    assert "a7" in lru and "a8" not in lru and lru.held_by("a") == (3, 0)
+
+
+def test_the_principal_holding_most_bytes_loses_first() -> None:
+    lru: FairLRU[str, str] = FairLRU(max_entries=100, max_bytes=1_000)
+    lru.put("b", "small", "b", 300)
+    for i in range(20):
+        lru.put(f"a{i}", "large", "a", 400)
+    assert "b" in lru and lru.held_bytes <= 1_000 and lru.held_by("a") == (1, 400)
+    lru.put("b", "larger", "b", 600)  # replaced: charged anew, and now b holds most
+    assert lru.held_by("b") == (1, 600) and lru.held_bytes == 1_000
+    lru.put("a", "more", "a", 100)  # 1,100: b, holding most, loses
+    assert "b" not in lru and lru.held_by("a") == (2, 500)
+
+
+def test_the_bookkeeping_holds_under_any_sequence() -> None:
+    rng = random.Random(7)
+    lru: FairLRU[int, int] = FairLRU(max_entries=50, max_bytes=5_000)
+    for step in range(20_000):
+        key, principal = rng.randrange(300), f"p{rng.randrange(30)}"
+        if rng.random() < 0.1:
+            lru.pop(key)
+        elif rng.random() < 0.3:
+            lru.get(key)
+        else:
+            lru.put(key, step, principal, rng.randrange(400))
+        assert len(lru) <= 50 and lru.held_bytes <= 5_000
+    entries = lru._entries
+    assert sum(lru.held_by(p)[0] for p in lru._held) == len(entries)
+    assert sum(lru.held_by(p)[1] for p in lru._held) == lru.held_bytes
+    assert sum(cost for _, cost, _ in entries.values()) == lru.held_bytes
+    assert len(lru._by_entries) <= 2 * len(lru._held) + 66
+
+
+def test_an_over_bound_put_is_weighed_against_the_others() -> None:
+    """The entry just put is its principal's like any other: a principal holding most loses even
+    what it just put once it has nothing older."""
+    lru: FairLRU[str, str] = FairLRU(max_entries=10, max_bytes=1_000)
+    lru.put("b1", "x", "b", 300)
+    lru.put("b2", "x", "b", 300)
+    lru.put("a", "x", "a", 900)
+    assert "a" not in lru and lru.held_by("b") == (2, 600)
