@@ -85,6 +85,19 @@ class FairLRU(Generic[K, V]):
     def put(self, key: K, value: V, principal: str, cost: int = 0) -> None:
         """Keep ``value`` for ``key`` (replacing what was kept), ``principal``'s, charged
         ``cost``; then evict until within the bounds."""
+        hit = self._entries.get(key)
+        if hit is not None and hit[2] == principal:
+            # a session's value replaced by its own next (the common put): its place and its
+            # principal's holding move once, not out and back in
+            self._entries[key] = (value, cost, principal)
+            own = self._held[principal]
+            own.order.move_to_end(key)
+            if cost != hit[1]:
+                own.bytes += cost - hit[1]
+                self._bytes += cost - hit[1]
+                self._changed(principal, own)
+            self._evict()
+            return
         self._take(key)
         self._entries[key] = (value, cost, principal)
         held = self._held.get(principal)
