@@ -147,6 +147,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     other = session_roots.switched(stored_memo, root)
     print_ = resend.fingerprint(ctx, own)
     repeated = resend.repeated(session, print_)  # a resend: what its first attempt ran on
+    stands = repeated is None and resend.repeats_cut(session, print_)  # of a compacting one
     ran_on = session if repeated is None else repeated.memory
     if repeated is not None:  # the blocks as the first attempt counted them (not its own new one)
         blocks = repeated.blocks
@@ -297,11 +298,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         state_out = budget_floor.told(state_out, budget)
     if isinstance(run, Run) and run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.stored_json())
-    memo = memory.after(
-        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        arrived=arrived, due=due,
-        ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
-    )  # fmt: skip
+    if stands and not info["compacted"]:  # a retry is not one more request of the session
+        memo = session
+    else:
+        memo = memory.after(
+            ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
+            arrived=arrived, due=due,
+            ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
+        )  # fmt: skip
     if memo is not session:
         replaced = stale is not None or bool(info["compacted"] and memory.stale)
         memo = resend.noted(

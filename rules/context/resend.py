@@ -9,7 +9,10 @@ tokens less inject's blocks), the memory as it was before it and the blocks' tok
 request with the same fingerprint runs on those (a block the first attempt placed at the tail is
 stored now, but was not there when it was scheduled). When the first attempt compacted, the memory
 after it stands: its cut is in the overlay, replayed as forwarded, and the schedule's spacing
-holds another."""
+holds another. Nor is such a retry (the same messages, with the tokens the cut left) counted as one
+more request: counted, retries after a compaction (a client resending an overloaded request
+several times) would spend the spacing, and the session would be cut again sooner, its later
+requests forwarded otherwise than had no retry come."""
 
 from __future__ import annotations
 
@@ -51,6 +54,19 @@ def repeated(session: Any, print_: list[Any]) -> Repeat | None:
     if isinstance(requests, int) and last_cut == requests - 1:
         return None
     return Repeat(before, blocks, session.get(STEPS, _UNCHANGED))
+
+
+def repeats_cut(session: Any, print_: list[Any]) -> bool:
+    """Whether this request repeats the last one, which compacted: the same messages, with the
+    tokens that one's cut left (replayed from the overlay), as its memory counted them."""
+    if not isinstance(session, dict):
+        return False
+    before = session.get(FINGERPRINT)
+    if not isinstance(before, list) or before[:2] != print_[:2]:
+        return False
+    requests, last_cut = session.get("requests"), session.get("last_cut")
+    cut = isinstance(requests, int) and last_cut == requests - 1
+    return cut and session.get("last_tokens") == print_[2]
 
 
 def steps_read(found: Repeat | None, stored: Any) -> Any:

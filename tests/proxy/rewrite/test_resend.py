@@ -48,3 +48,38 @@ async def test_every_retry_of_a_corpus_session_is_forwarded_as_its_first_attempt
         assert compactions  # the schedule did cut in these sessions
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize(("index", "budget"), CONVERSATIONS[:3])
+async def test_a_retry_of_a_compacting_request_leaves_the_session_as_it_was(
+    traces_path: Path, tmp_path: Path, index: int, budget: int
+) -> None:
+    """A retry after a request that compacted is not one more request of the session: the
+    session goes on as it would have without it (the spacing after the cut is not spent, so
+    no later request is cut sooner, forwarded otherwise)."""
+    conversation = next(itertools.islice(iter_conversations(), index, index + 1))
+    stores = [SQLiteStore(str(tmp_path / name)) for name in ("plain", "retried")]
+    for kept in stores:
+        await kept.open()
+    plain, retried = (
+        Engine(load_settings(None), kept, budget_override=budget, strict=True) for kept in stores
+    )
+    try:
+        retries = 0
+        for i, messages in enumerate(
+            itertools.islice(request_prefixes(conversation["messages"]), 60)
+        ):
+            body = {"model": "gpt-4o", "messages": messages}
+            one = await plain.rewrite(body, {}, 1000.0 + 15 * i, session_id="s")
+            other = await retried.rewrite(body, {}, 1000.0 + 15 * i, session_id="s")
+            assert orjson.dumps(other.body) == orjson.dumps(one.body), i
+            if other.report["prune"].get("compacted"):
+                again = await retried.rewrite(body, {}, 1002.0 + 15 * i, session_id="s")
+                assert orjson.dumps(again.body) == orjson.dumps(other.body), i
+                retries += 1
+        assert retries  # the schedule did cut in these sessions
+    finally:
+        plain.close()
+        retried.close()
+        for kept in stores:
+            await kept.close()
