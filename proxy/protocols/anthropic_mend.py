@@ -190,11 +190,35 @@ def results_out_of_turns(
                 runs[-1][1].append(b)
             else:
                 runs.append((result, [b]))
+        _thinking_to_last_call(runs)
         for result, blocks in runs:
+            if not blocks:
+                continue
             out.append({"role": "user", "content": blocks} if result else {**m, "content": blocks})
             origin.append(i)
         repairs.append(_repair("misplaced_block", i, "moved_result_out_of_assistant_turn"))
     return out, origin, repairs
+
+
+def _thinking_to_last_call(runs: list[tuple[bool, list[Any]]]) -> None:
+    """A split turn's leading thinking blocks moved to the start of its last piece holding a
+    call, when that is a later piece: with thinking on, Anthropic refuses a final assistant
+    message (the one whose calls the last results answer) that does not start with thinking,
+    and lets an earlier one go without."""
+    pieces = [blocks for result, blocks in runs if not result]
+    calls = [p for p in pieces if any(_kind(b) == "tool_use" for b in p)]
+    if len(pieces) < 2 or not calls or calls[-1] is pieces[0]:
+        return
+    lead = 0
+    while lead < len(pieces[0]) and _kind(pieces[0][lead]) in _THINKING:
+        lead += 1
+    if lead:
+        calls[-1][:0] = pieces[0][:lead]
+        del pieces[0][:lead]
+
+
+def _kind(block: Any) -> Any:
+    return block.get("type") if isinstance(block, dict) else None
 
 
 def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:

@@ -37,7 +37,7 @@ from proxy.protocols.gemini_parts import (
     response_value,
 )
 from proxy.protocols.media_blocks import absorbed_blocks, media_elided
-from proxy.protocols.patching import patch_joined, patch_parts
+from proxy.protocols.patching import matched_by_id, patch_joined, patch_parts
 from proxy.protocols.prefix import same_objects
 from rules.base import Message
 from rules.messages import ABSORBED, call_id, call_name, role, text_of, tool_calls
@@ -299,6 +299,9 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
     in_place = len(calls) == len(lowered_calls) and (
         len(set(lowered_ids)) < len(lowered_ids) or not all(i in by_id for i in lowered_ids)
     )
+    # else by id, and a call renamed where others went by its name and arguments: its part keeps
+    # the thoughtSignature (Gemini 3 refuses a turn whose first call comes back unsigned)
+    matched = {} if in_place else dict(matched_by_id(enumerate(lowered_calls), calls))
     out: list[Any] = []
     used: set[int] = set()
     k = 0
@@ -308,7 +311,7 @@ def _model_turn(st: State, m: Message) -> dict[str, Any]:
             out.append(p)
             continue
         old = lowered_calls[k] if k < len(lowered_calls) else None
-        new = None if old is None else calls[k] if in_place else by_id.get(lowered_ids[k])
+        new = None if old is None else calls[k] if in_place else matched.get(k)
         k += 1
         if new is None or id(new) in used:
             continue  # the rules dropped the call

@@ -277,14 +277,32 @@ def matched_by_id(
     sources: Iterable[tuple[K, dict[str, Any]]], calls: list[dict[str, Any]]
 ) -> Iterator[tuple[K, dict[str, Any]]]:
     """Each source call (a key, its lowered call) with the first output call of its id not
-    taken yet: a call the rules kept stands for one source call, however many share its id."""
+    taken yet: a call the rules kept stands for one source call, however many share its id.
+    A source call with no output call of its id left takes the first output call of an id no
+    source call has, with its name and arguments: the one the rules renamed (an id reused)
+    where they dropped others of its turn (a runaway turn keeps its first call), so it keeps
+    its block or part and what rides on it (a Gemini thought signature, an item's id)."""
+    sources = list(sources)
     free: dict[str, list[dict[str, Any]]] = {}
     for c in calls:
         free.setdefault(_id_key(c.get("id")), []).append(c)
+    known = {_id_key(call.get("id")) for _, call in sources}
+    renamed = [c for c in calls if _id_key(c.get("id")) not in known]
     for key, call in sources:
         queue = free.get(_id_key(call.get("id")))
         if queue:
             yield key, queue.pop(0)
+            continue
+        same = _function(call)
+        for n, c in enumerate(renamed):
+            if _function(c) == same:
+                yield key, renamed.pop(n)
+                break
+
+
+def _function(call: dict[str, Any]) -> tuple[Any, Any]:
+    fn = call.get("function")
+    return (fn.get("name"), fn.get("arguments")) if isinstance(fn, dict) else (None, None)
 
 
 def _id_key(value: Any) -> str:

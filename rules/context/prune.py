@@ -147,6 +147,8 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
     other = session_roots.switched(stored_memo, root)
     print_ = resend.fingerprint(ctx, own)
     repeated = resend.repeated(session, print_)  # a resend: what its first attempt ran on
+    # a resend (of a compacting request too) leaves the memory as its first attempt saved it
+    stands = repeated is not None or resend.repeats_cut(session, print_)
     ran_on = session if repeated is None else repeated.memory
     if repeated is not None:  # the blocks as the first attempt counted them (not its own new one)
         blocks = repeated.blocks
@@ -183,7 +185,7 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         # A resend whose first attempt did not compact is forwarded as that one was: its warm
         # look (on the same memory and messages) found no cut worth it, so none is looked for
         # again (a client resending one body would otherwise plan a look on every request).
-        resent = repeated is not None and state == "warm"
+        resent = stands and state == "warm"
         quiet = not forced and (
             state == "unknown"
             or (state == "warm" and (resent or not memory.look_due(WARM_LOOK_EVERY)))
@@ -297,11 +299,14 @@ def apply(ctx: Context, cfg: Config) -> RuleResult:
         state_out = budget_floor.told(state_out, budget)
     if isinstance(run, Run) and run.overlay_changed(stored):
         state_out = state_out.with_value(NAMESPACE, run.stored_json())
-    memo = memory.after(
-        ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
-        arrived=arrived, due=due,
-        ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
-    )  # fmt: skip
+    if stands and not info["compacted"]:  # a retry is not one more request, nor another look
+        memo = resend.retried(session, ctx.now)
+    else:
+        memo = memory.after(
+            ctx.now, total, bool(info["compacted"]), session, look, ctx.cache.min_prefix_tokens,
+            arrived=arrived, due=due,
+            ledger=risk_budget.settle(ledger, ctx.cache, memory, arrived, info),
+        )  # fmt: skip
     if memo is not session:
         replaced = stale is not None or bool(info["compacted"] and memory.stale)
         memo = resend.noted(

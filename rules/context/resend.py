@@ -9,7 +9,12 @@ tokens less inject's blocks), the memory as it was before it and the blocks' tok
 request with the same fingerprint runs on those (a block the first attempt placed at the tail is
 stored now, but was not there when it was scheduled). When the first attempt compacted, the memory
 after it stands: its cut is in the overlay, replayed as forwarded, and the schedule's spacing
-holds another."""
+holds another. A resend then leaves the memory as its first attempt saved it (``retried``), but
+for the time of the provider's last read, whether that attempt compacted (the resend comes with
+its cut replayed: the same messages, with the tokens the cut left) or looked at what a cut could
+free: counted as one more request, or saving no look, retries (a client resending an overloaded
+request several times) spent the spacing after a cut or undid a look's figures, and the
+session's later requests were forwarded otherwise than had no retry come."""
 
 from __future__ import annotations
 
@@ -51,6 +56,25 @@ def repeated(session: Any, print_: list[Any]) -> Repeat | None:
     if isinstance(requests, int) and last_cut == requests - 1:
         return None
     return Repeat(before, blocks, session.get(STEPS, _UNCHANGED))
+
+
+def repeats_cut(session: Any, print_: list[Any]) -> bool:
+    """Whether this request repeats the last one, which compacted: the same messages, with the
+    tokens that one's cut left (replayed from the overlay), as its memory counted them."""
+    if not isinstance(session, dict):
+        return False
+    before = session.get(FINGERPRINT)
+    if not isinstance(before, list) or before[:2] != print_[:2]:
+        return False
+    requests, last_cut = session.get("requests"), session.get("last_cut")
+    cut = isinstance(requests, int) and last_cut == requests - 1
+    return cut and session.get("last_tokens") == print_[2]
+
+
+def retried(session: dict[str, Any], now: float) -> dict[str, Any]:
+    """The memory after a resend that did not compact: its first attempt's, as that one saved it
+    (its count, growth and look), but for the time, the provider's last read of the prompt."""
+    return session if session.get("last_at") == now else {**session, "last_at": now}
 
 
 def steps_read(found: Repeat | None, stored: Any) -> Any:

@@ -10,7 +10,14 @@ import pytest
 
 from proxy.rewrite.engine import Engine
 from rules.messages import text_of
-from tests.proxy.protocols.test_anthropic_adapter import body, result, rewrite, text
+from tests.proxy.protocols.test_anthropic_adapter import (
+    body,
+    result,
+    rewrite,
+    text,
+    thinking,
+    tool_use,
+)
 
 TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
 THINKING = {"type": "thinking", "thinking": "list the files", "signature": "sig"}
@@ -153,3 +160,28 @@ async def test_a_result_in_the_models_turn_is_moved_to_a_users_message_and_answe
     assert messages[2]["content"] == [result("toolu_1", "REAL-OUT")]
     assert messages[3]["content"] == [text("x")]
     assert "misplaced_block" in {r["kind"] for r in out.report["repairs"]}
+
+
+async def test_a_turn_split_around_its_result_keeps_its_thinking_at_the_final_call(
+    engine: Engine,
+) -> None:
+    """With thinking on, Anthropic refuses a final assistant message (whose calls the last
+    results answer) that does not start with thinking. A turn split around a result it held
+    left its thinking on the first piece and the final call without: its thinking now leads
+    the piece with the turn's last call, the earlier piece going without (as Anthropic lets an
+    earlier turn's thinking go)."""
+    b = body(
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [thinking(), tool_use("toolu_1", "ls"),
+                                          result("toolu_1", "a.py"), text("now pwd"),
+                                          tool_use("toolu_2", "pwd")]},
+        {"role": "user", "content": [result("toolu_2", "/r")]},
+        thinking={"type": "enabled", "budget_tokens": 1024},
+    )  # fmt: skip
+    out = await rewrite(engine, b)
+    messages = out.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user", "assistant", "user"]
+    assert messages[1]["content"] == [tool_use("toolu_1", "ls")]
+    assert messages[2]["content"] == [result("toolu_1", "a.py")]
+    assert messages[3]["content"] == [thinking(), text("now pwd"), tool_use("toolu_2", "pwd")]
+    assert messages[4] == b["messages"][2]
