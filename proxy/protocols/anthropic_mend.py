@@ -6,7 +6,9 @@ or a trimmer that split one assistant turn into two), to a ``tool_use`` without 
 message ("each tool_result block must have a corresponding tool_use block in the previous
 message": a client that sent each of a turn's results as its own message; the run of user
 messages is merged into one, whose results the lowering puts first), and to a ``tool_result``
-in an assistant's turn (moved to a user's message where it stood, the turn split around it). A
+in an assistant's turn (moved to a user's message where it stood, the turn split around it).
+Consecutive assistant messages holding a call before their last are one turn to Anthropic, and
+merged into one: lowered apart, the calls' results went between them (``anthropic_runs``). A
 ``system`` message
 inside ``messages`` (accepted, lowered to its text) loses any ``tool_use`` / ``tool_result``
 block: no call can be answered, nor a result placed, there. Each mend is reported as a repair;
@@ -16,7 +18,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.protocols.anthropic_parts import as_list
+from proxy.protocols.anthropic_runs import (
+    block_kind,
+    holds_result,
+    is_user,
+    merged_call_turns,
+    merged_result_runs,
+    repair,
+)
 
 _THINKING = ("thinking", "redacted_thinking")  # tuples: a client's list as a type is no error
 _CHAIN = ("tool_use", "tool_result")
@@ -114,53 +123,6 @@ def _has_chain(content: list[Any]) -> bool:
     return any(_chain_block(b) for b in content)
 
 
-def _repair(kind: str, index: int, action: str) -> dict[str, Any]:
-    return {"kind": kind, "index": index, "tool_call_id": None, "action": action}
-
-
-def _user(m: Any) -> bool:
-    return isinstance(m, dict) and m.get("role") == "user"
-
-
-def _holds_result(m: Any) -> bool:
-    content = m.get("content") if _user(m) else None
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
-    )
-
-
-def merged_result_runs(
-    messages: list[Any],
-) -> tuple[list[Any], list[int], list[dict[str, Any]]]:
-    """``messages`` with each run of user messages after a model's turn merged into its first
-    where a later one of the run holds a ``tool_result`` (the results may answer that turn's
-    calls; any other is an orphan the chain repair makes text, and the task's first message is
-    never merged into); the client's index of each message out, and the repairs."""
-    out: list[Any] = []
-    origin: list[int] = []
-    repairs: list[dict[str, Any]] = []
-    i = 0
-    while i < len(messages):
-        end = i + 1
-        while _user(messages[i]) and end < len(messages) and _user(messages[end]):
-            end += 1
-        after_model = (
-            i > 0
-            and isinstance(messages[i - 1], dict)
-            and (messages[i - 1].get("role") == "assistant")
-        )
-        if after_model and any(_holds_result(m) for m in messages[i + 1 : end]):
-            blocks = [b for m in messages[i:end] for b in as_list(m.get("content"))]
-            out.append({**messages[i], "content": blocks})
-            origin.append(i)
-            repairs.append(_repair("results_split", i, f"merged_{end - i}_user_messages"))
-        else:
-            out.extend(messages[i:end])
-            origin.extend(range(i, end))
-        i = end
-    return out, origin, repairs
-
-
 def _result_in_turn(m: Any) -> bool:
     content = m.get("content") if isinstance(m, dict) and m.get("role") == "assistant" else None
     return isinstance(content, list) and any(
@@ -196,7 +158,7 @@ def results_out_of_turns(
                 continue
             out.append({"role": "user", "content": blocks} if result else {**m, "content": blocks})
             origin.append(i)
-        repairs.append(_repair("misplaced_block", i, "moved_result_out_of_assistant_turn"))
+        repairs.append(repair("misplaced_block", i, "moved_result_out_of_assistant_turn"))
     return out, origin, repairs
 
 
@@ -206,19 +168,15 @@ def _thinking_to_last_call(runs: list[tuple[bool, list[Any]]]) -> None:
     message (the one whose calls the last results answer) that does not start with thinking,
     and lets an earlier one go without."""
     pieces = [blocks for result, blocks in runs if not result]
-    calls = [p for p in pieces if any(_kind(b) == "tool_use" for b in p)]
+    calls = [p for p in pieces if any(block_kind(b) == "tool_use" for b in p)]
     if len(pieces) < 2 or not calls or calls[-1] is pieces[0]:
         return
     lead = 0
-    while lead < len(pieces[0]) and _kind(pieces[0][lead]) in _THINKING:
+    while lead < len(pieces[0]) and block_kind(pieces[0][lead]) in _THINKING:
         lead += 1
     if lead:
         calls[-1][:0] = pieces[0][:lead]
         del pieces[0][:lead]
-
-
-def _kind(block: Any) -> Any:
-    return block.get("type") if isinstance(block, dict) else None
 
 
 def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -230,6 +188,9 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
     messages, merged, merges = merged_result_runs(messages)
     origin = [moved[j] for j in merged]
     repairs += [{**r, "index": moved[r["index"]]} for r in merges]
+    messages, joined, joins = merged_call_turns(messages)
+    repairs += [{**r, "index": origin[r["index"]]} for r in joins]
+    origin = [origin[j] for j in joined]
     out: list[Any] = []
     carried: list[Any] = []  # thinking blocks waiting for the turn they belong to
     last = len(messages) - 1
@@ -243,7 +204,7 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
             blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
             m = {**m, "content": carried + without_empty_text(blocks)}
             carried = []
-            repairs.append(_repair("thinking_rejoined", i, "moved_thinking_into_turn"))
+            repairs.append(repair("thinking_rejoined", i, "moved_thinking_into_turn"))
         elif carried:  # no turn followed: the thinking stays where it was
             out.append({"role": "assistant", "content": carried})
             carried = []
@@ -260,15 +221,15 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
         if isinstance(content, list) and any(_no_input(b) for b in content):
             content = [{**b, "input": {}} if _no_input(b) else b for b in content]
             m = {**m, "content": content}
-            repairs.append(_repair("tool_use_without_input", i, "filled_empty_input"))
+            repairs.append(repair("tool_use_without_input", i, "filled_empty_input"))
         if m.get("role") == "system" and isinstance(content, list) and _has_chain(content):
             content = [b for b in content if not _chain_block(b)]
             m = {**m, "content": content}
-            repairs.append(_repair("misplaced_block", i, "dropped_call_or_result_from_system"))
+            repairs.append(repair("misplaced_block", i, "dropped_call_or_result_from_system"))
         if isinstance(content, list) and any(_blank_in_result(b) for b in content):
             content = [_result_mended(b) if _blank_in_result(b) else b for b in content]
             m = {**m, "content": content}
-            repairs.append(_repair("empty_text_block", i, "dropped_empty_text_in_result"))
+            repairs.append(repair("empty_text_block", i, "dropped_empty_text_in_result"))
         if isinstance(content, list) and any(_empty_text(b) for b in content):
             kept = without_empty_text(content)
             final_assistant = at == last and m.get("role") == "assistant"
@@ -280,10 +241,10 @@ def mend(messages: list[Any]) -> tuple[list[Any], list[dict[str, Any]]]:
                 if marks:  # the client's breakpoint stays on the turn
                     filler["cache_control"] = marks[-1]
                 m = {**m, "content": [filler]}
-            repairs.append(_repair("empty_text_block", i, "dropped_empty_text"))
+            repairs.append(repair("empty_text_block", i, "dropped_empty_text"))
         elif _blank(content) and not (at == last and m.get("role") == "assistant"):
             m = {**m, "content": EMPTY_TEXT}
-            repairs.append(_repair("empty_text_block", i, "filled_empty_message"))
+            repairs.append(repair("empty_text_block", i, "filled_empty_message"))
         out.append(m)
     if carried:
         out.append({"role": "assistant", "content": carried})
@@ -300,8 +261,9 @@ F_NO_INPUT = 64  # a ``tool_use`` without its ``input`` (Anthropic requires one)
 F_USER = 128  # a user's message
 F_RESULT = 256  # a user's message holding a ``tool_result`` (a break after another user's)
 F_RESULT_IN_TURN = 512  # an assistant's turn holding a ``tool_result``
+F_CALLS = 1024  # an assistant's turn holding a ``tool_use`` (a break before another assistant's)
 _BREAKS = (F_EMPTY | F_EMPTY_TEXT | F_THINKING_ONLY | F_CHAIN_IN_SYSTEM | F_NO_INPUT | F_RESULT
-           | F_RESULT_IN_TURN)  # fmt: skip
+           | F_RESULT_IN_TURN | F_CALLS)  # fmt: skip
 
 
 def shape(m: Any) -> int:
@@ -309,8 +271,8 @@ def shape(m: Any) -> int:
     system message holding a call or a result, a thinking block."""
     if not isinstance(m, dict):
         return 0
-    flags = F_ASSISTANT if m.get("role") == "assistant" else F_USER if _user(m) else 0
-    if _holds_result(m):
+    flags = F_ASSISTANT if m.get("role") == "assistant" else F_USER if is_user(m) else 0
+    if holds_result(m):
         flags |= F_RESULT
     elif _result_in_turn(m):
         flags |= F_RESULT_IN_TURN
@@ -329,8 +291,11 @@ def shape(m: Any) -> int:
                 # most texts start with a visible character: no strip (a copy) needed
                 if isinstance(text, str) and (not text or text[0].isspace()) and not text.strip():
                     flags |= F_EMPTY_TEXT
-            elif kind == "tool_use" and "input" not in b:
-                flags |= F_NO_INPUT
+            elif kind == "tool_use":
+                if flags & F_ASSISTANT:
+                    flags |= F_CALLS
+                if "input" not in b:
+                    flags |= F_NO_INPUT
             elif kind == "tool_result" and _blank_in_result(b):
                 flags |= F_EMPTY_TEXT
         if any(isinstance(b, dict) and b.get("type") in _THINKING for b in content):
@@ -356,6 +321,6 @@ def needs_mending(shapes: list[int], start: int = 0) -> bool:
         if flags & F_RESULT and i > 1 and shapes[i - 1] & F_USER:
             return True  # (``mend`` then merges only a run after a model's turn)
         split_turn = i < last and shapes[i + 1] & F_ASSISTANT
-        if flags & F_THINKING_ONLY and flags & F_ASSISTANT and split_turn:
+        if flags & F_ASSISTANT and split_turn and flags & (F_THINKING_ONLY | F_CALLS):
             return True
     return False

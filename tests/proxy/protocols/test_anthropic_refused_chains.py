@@ -185,3 +185,44 @@ async def test_a_turn_split_around_its_result_keeps_its_thinking_at_the_final_ca
     assert messages[2]["content"] == [result("toolu_1", "a.py")]
     assert messages[3]["content"] == [thinking(), text("now pwd"), tool_use("toolu_2", "pwd")]
     assert messages[4] == b["messages"][2]
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [[result("toolu_1", "a.py"), result("toolu_2", "/r")],  # both answered: a valid history
+     [result("toolu_2", "/r")]],  # the first call's result missing
+    ids=["answered", "one-missing"],
+)  # fmt: skip
+async def test_consecutive_assistant_messages_are_one_turn(
+    engine: Engine, answers: list[dict[str, object]]
+) -> None:
+    """Anthropic reads consecutive assistant messages as one turn, answered by the next user
+    message. Lowered as they came, the first call's result (or the note for a missing one) went
+    between them, and the final piece, whose call the last results answer, started without the
+    turn's thinking: a 400 with thinking on, even for a history Anthropic takes as sent."""
+    b = body(
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [thinking(), tool_use("toolu_1", "ls")]},
+        {"role": "assistant", "content": [text("and"), tool_use("toolu_2", "pwd")]},
+        {"role": "user", "content": answers},
+        thinking={"type": "enabled", "budget_tokens": 1024},
+    )
+    out = await rewrite(engine, b)
+    messages = out.body["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant", "user"]
+    assert messages[1]["content"] == [thinking(), tool_use("toolu_1", "ls"), text("and"),
+                                      tool_use("toolu_2", "pwd")]  # fmt: skip
+    ids = [blk["tool_use_id"] for blk in messages[2]["content"]]
+    assert sorted(ids) == ["toolu_1", "toolu_2"]
+    assert "a.py" in text_of(messages[2]["content"]) or len(answers) == 1
+
+
+async def test_consecutive_assistant_messages_without_calls_stay_as_sent(engine: Engine) -> None:
+    b = body(
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [text("one")]},
+        {"role": "assistant", "content": [text("two")]},
+        {"role": "user", "content": "next"},
+    )
+    out = await rewrite(engine, b)
+    assert out.body["messages"] == b["messages"]
