@@ -133,7 +133,9 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("PMAK-", r"[0-9a-f]{24}-[0-9a-f]{34}"), REDACTED),  # Postman API keys
     (_boundary("sntry", r"[su]_[A-Za-z0-9+/=_\-]{40,}"), REDACTED),  # Sentry auth tokens
     (_boundary("gls", r"a_[A-Za-z0-9]{32}_[0-9a-f]{8}"), REDACTED),  # Grafana service tokens
-    (_boundary("key-", r"[0-9a-f]{32}\b"), REDACTED),  # Mailgun API keys
+    # Mailgun API keys: 32 lower-case letters and digits (``key-3ax6xnjp…``, as Mailgun's own
+    # documentation shows one), not hex alone; a digit among them
+    (_boundary("key-", r"(?=[a-z]{0,31}[0-9])[0-9a-z]{32}\b"), REDACTED),
     (_boundary("/api/webhooks/", r"\d{5,30}/[A-Za-z0-9_\-]{40,}", r"[^\w]"), REDACTED),  # Discord
     (_boundary("dapi", r"[0-9a-f]{32}(?:-\d)?\b"), REDACTED),  # Databricks tokens
     (_boundary("shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"), REDACTED),  # Shopify tokens

@@ -28,6 +28,7 @@ GLPAT = "glpat-Q1w2E3r4T5y6U7i8O9p0"
 SLACK_USER = "xoxp-1234567890123-1234567890123-1234567890123-0a1b2c3d4e5f60718293a4b5c6d7e8f9"
 RK_LIVE = "rk_live_51NbQwErTyUiOpAsDfGhJkLzXcVbNm"
 SENDGRID = "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012"
+MAILGUN = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"  # as Mailgun's own documentation shows one
 GOOGLE = "AIzaSyB3x9Q2w8E7r6T5y4U3i2O1p0AsDfGhJkL"
 VAULT = "hvs.CAESIJx7Yq3vN8pLm2KfR7tYw9ZbC4dHj6SgA1eU0oIiPlMnGh4KHGh2cy5"
 PW = "c0rrect-H0rse!"
@@ -105,10 +106,17 @@ SECRETS = [
     case(
         "provider keys in prose",
         f"I set OPENAI to {OPENAI} and the Anthropic one to {ANTHROPIC}; the PAT is {FINE_PAT}, "
-        f"GitLab's {GLPAT}, Slack {SLACK_USER}, Stripe {RK_LIVE}, SendGrid {SENDGRID}, "
-        f"Maps {GOOGLE}, Vault {VAULT}.",
-        [OPENAI, ANTHROPIC, FINE_PAT, GLPAT, SLACK_USER, RK_LIVE, SENDGRID, GOOGLE, VAULT],
+        f"GitLab's {GLPAT}, Slack {SLACK_USER}, Stripe {RK_LIVE}, SendGrid {SENDGRID}, the "
+        f"Mailgun key {MAILGUN}, Maps {GOOGLE}, Vault {VAULT}.",
+        [OPENAI, ANTHROPIC, FINE_PAT, GLPAT, SLACK_USER, RK_LIVE, SENDGRID, MAILGUN, GOOGLE, VAULT],
         ["I set OPENAI to", "the Anthropic one to"],
+    ),
+    case(
+        "mailgun in code and a log",
+        f'requests.post(url, auth=("api", "{MAILGUN}"), data={{"to": "a@x.com"}})\n'
+        f"DEBUG mailgun: POST /v3/mg.example.com/messages with {MAILGUN}",
+        [MAILGUN],
+        ['data={"to": "a@x.com"}'],
     ),
     case(
         "gcp service account private key",
