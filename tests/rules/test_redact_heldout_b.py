@@ -190,6 +190,17 @@ SECRETS = [
         ["curl -fsS -u deploy:", "pi@10.0.0.7", "select 1"],
     ),
     case(
+        "basic auth given to an http client in code",
+        f'r = requests.get(url, auth=("admin", "{PW}"))\n'
+        f"s.auth = ('svc-backup', '{PW2}')\n"
+        f'httpx.get(url, auth=httpx.BasicAuth("admin", "{PW2}"))\n'
+        f"requests.get(url, auth=HTTPDigestAuth(user, '{PW}'))\n"
+        f'req.SetBasicAuth("deploy", "{PW}")\n'
+        + json.dumps({"code": 's.auth = ("ci", "' + PW2 + '")'}),
+        [PW, PW2],
+        ['("admin", "', "('svc-backup', '"],
+    ),
+    case(
         "a value partly masked",
         "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\n"
         '{"api_key": "9f86d081884c7d65****"}',
