@@ -33,6 +33,7 @@ from typing import Any
 
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
 from rules.redact_calls import redact_call_credentials
+from rules.redact_continued import redact_continued
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
@@ -66,7 +67,8 @@ def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
     text = redact_call_credentials(redact_piped(redact_pgpass(text)))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
-    return redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
+    text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
+    return redact_continued(text)  # after the others: the rest of what they redacted
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)

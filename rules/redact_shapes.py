@@ -185,16 +185,18 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
 # it than its shape needs: a key cut short by a clip before the text was redacted. Searched only
 # in a text's last CUT_TAIL characters.
 CUT_TAIL = 160
-_CUT_KEY = re.compile(
+# the prefix, then a key's first characters (a digit among them: a word cut after a prefix has
+# none); read also before a line continued with ``\`` (``rules.redact_continued``)
+CUT_KEY_START = (
     r"(?<![\w\-])(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
     r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-|xox[abposre]-|xapp-|hf_|npm_|pypi-|SG\.|"
     r"sq0(?:csp|atp)-|do[opr]_v1_|hv[sbr]\.|whsec_|dapi|shp(?:at|ss|ca|pa)_|lin_api_|gsk_|"
     r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ|GOCSPX-|sbp_|HRKU-|"
     r"dp\.(?:pt|st|sa|ct|scim|audit)\.|nfp_|fo1_|fm[12]_|dckr_pat_|pscale_|rnd_|nvapi-|"
     r"tvly-|glc_|ops_)"
-    # a key has a digit among its first characters, a word cut after a prefix has none
-    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}(?:…|\.\.\.)?[ \t]*\Z"
+    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}"
 )
+_CUT_KEY = re.compile(CUT_KEY_START + r"(?:…|\.\.\.)?[ \t]*\Z")
 
 
 # Azure AD (Entra) client secrets: three characters, a digit, "Q~", then 31-34 more. No literal

@@ -190,6 +190,16 @@ SECRETS = [
         ["curl -fsS -u deploy:", "pi@10.0.0.7", "select 1"],
     ),
     case(
+        "a key continued on the next line of a shell command",
+        "curl https://api.openai.com/v1/chat/completions \\\n"
+        f'  -H "Authorization: Bearer {OPENAI[:30]}\\\n{OPENAI[30:]}" \\\n'
+        "  -d @body.json\n"
+        f"$ export ANTHROPIC_API_KEY={ANTHROPIC[:40]}\\\n{ANTHROPIC[40:]}\n"
+        f"$ gh auth login --with-token <<< {FINE_PAT[:20]}\\\n{FINE_PAT[20:]}\n",
+        [OPENAI[30:], ANTHROPIC[40:], FINE_PAT[20:], FINE_PAT[12:20]],
+        ["https://api.openai.com/v1/chat/completions \\\n", "-d @body.json"],
+    ),
+    case(
         "basic auth given to an http client in code",
         f'r = requests.get(url, auth=("admin", "{PW}"))\n'
         f"s.auth = ('svc-backup', '{PW2}')\n"
