@@ -211,6 +211,15 @@ SECRETS = [
         ['("admin", "', "('svc-backup', '"],
     ),
     case(
+        "wp-config.php",
+        "<?php\ndefine( 'DB_NAME', 'wordpress' );\ndefine( 'DB_USER', 'wp' );\n"
+        f"define( 'DB_PASSWORD', '{PW}' );\n"
+        "define('AUTH_KEY', 'x7!k@p3#q9z$w1m&v5n^b8c*j2h(f4g)');\n"
+        "define( 'WP_DEBUG', false );\n",
+        [PW, "x7!k@p3#q9z$w1m&v5n^b8c*j2h(f4g)"],
+        ["define( 'DB_NAME', 'wordpress' );", "define( 'WP_DEBUG', false );"],
+    ),
+    case(
         "a value partly masked",
         "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\n"
         '{"api_key": "9f86d081884c7d65****"}',
