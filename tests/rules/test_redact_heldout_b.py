@@ -185,9 +185,11 @@ SECRETS = [
         f"$ curl -fsS -u deploy:{PW2} https://ci.example.com/job/x/build\n"
         f"$ mysql -h db -u root -p{PW2} app < dump.sql\n"
         f"$ PGPASSWORD='{PW}' psql -h db -U app -c 'select 1'\n"
-        f"$ sshpass -p {PW2} ssh -o StrictHostKeyChecking=no pi@10.0.0.7\n",
+        f"$ sshpass -p {PW2} ssh -o StrictHostKeyChecking=no pi@10.0.0.7\n"
+        f"$ ssh-keygen -t ed25519 -N '{PW}' -C deploy -f ~/.ssh/id_deploy\n"
+        f"$ ssh-keygen -p -P {PW2} -N '' -f ~/.ssh/id_rsa\n",
         [PW2, PW],
-        ["curl -fsS -u deploy:", "pi@10.0.0.7", "select 1"],
+        ["curl -fsS -u deploy:", "pi@10.0.0.7", "select 1", "-C deploy -f ~/.ssh/id_deploy"],
     ),
     case(
         "a key continued on the next line of a shell command",
