@@ -149,6 +149,7 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("GOCSPX-", r"[A-Za-z0-9_\-]{24,}"), REDACTED),  # Google OAuth client secrets
     (_boundary("sbp_", r"[0-9a-f]{40}\b"), REDACTED),  # Supabase access tokens
     (_boundary("HRKU-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Heroku API keys
+    (_boundary("pul-", r"[0-9a-f]{40}\b"), REDACTED),  # Pulumi access tokens
     # Doppler tokens: personal, service, service account, CLI, SCIM, audit
     (_boundary("dp.", r"(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9_.\-]{40,}", r"[\w.]"), REDACTED),
     (_boundary("nfp_", r"[A-Za-z0-9]{36,}"), REDACTED),  # Netlify access tokens

@@ -30,6 +30,7 @@ RK_LIVE = "rk_live_51NbQwErTyUiOpAsDfGhJkLzXcVbNm"
 SENDGRID = "SG.aBcDeFgHiJkLmNoPqRsTuV.wXyZ0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ012"
 MAILGUN = "key-3ax6xnjp29jd6fds4gc373sgvjxteol0"  # as Mailgun's own documentation shows one
 GOOGLE = "AIzaSyB3x9Q2w8E7r6T5y4U3i2O1p0AsDfGhJkL"
+PULUMI = "pul-6f1c2d3e4b5a4c6d8e7f0a1b2c3d4e5f60718293"
 VAULT = "hvs.CAESIJx7Yq3vN8pLm2KfR7tYw9ZbC4dHj6SgA1eU0oIiPlMnGh4KHGh2cy5"
 PW = "c0rrect-H0rse!"
 PW2 = "Zq8#vLp2mW"
@@ -107,8 +108,11 @@ SECRETS = [
         "provider keys in prose",
         f"I set OPENAI to {OPENAI} and the Anthropic one to {ANTHROPIC}; the PAT is {FINE_PAT}, "
         f"GitLab's {GLPAT}, Slack {SLACK_USER}, Stripe {RK_LIVE}, SendGrid {SENDGRID}, the "
-        f"Mailgun key {MAILGUN}, Maps {GOOGLE}, Vault {VAULT}.",
-        [OPENAI, ANTHROPIC, FINE_PAT, GLPAT, SLACK_USER, RK_LIVE, SENDGRID, MAILGUN, GOOGLE, VAULT],
+        f"Mailgun key {MAILGUN}, Maps {GOOGLE}, Vault {VAULT}, Pulumi {PULUMI}.",
+        [
+            *(OPENAI, ANTHROPIC, FINE_PAT, GLPAT, SLACK_USER, RK_LIVE, SENDGRID, MAILGUN),
+            *(GOOGLE, VAULT, PULUMI),
+        ],
         ["I set OPENAI to", "the Anthropic one to"],
     ),
     case(
