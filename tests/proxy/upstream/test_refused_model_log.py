@@ -58,3 +58,25 @@ async def test_a_refused_model_name_is_logged_redacted(
     assert "model name refused" in caplog.text  # the line was written
     assert gone not in caplog.text
     assert [row["error"] for row in rows if gone in (row.get("error") or "")] == []
+
+
+async def test_an_unserved_model_is_redacted_before_its_cut_in_a_token_count(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """``/v1/messages/count_tokens`` names an unserved model in its error cut to 100 characters:
+    the row keeps that error redacted, and a token past the cut kept 13 of its 36 characters."""
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    model = "gpt-x?q=" + "a" * 74 + f"&{GITHUB}"
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post(
+            "/v1/messages/count_tokens",
+            json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
+            headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+        )
+        rows = await log_rows(c)
+    assert r.status_code == 404, r.text
+    assert edge.seen == []
+    errors = [row.get("error") or "" for row in rows]
+    assert any("is not served" in e for e in errors), errors
+    assert [e for e in errors if GITHUB[:14] in e] == []
