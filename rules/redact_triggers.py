@@ -239,11 +239,15 @@ def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
     value, bare = m[group], group == "bare"
     if names_a_source(value, bare) or is_placeholder(value, bare):
         return True
+    if bare and _PLAN_PLACEHOLDER.match(text, m.start(group)) is not None:
+        return True  # ``password = (sensitive value)``: the bare value is cut at its blank
     if not bare or "=" in text[m.start() : m.start(group)]:
         return False
     return declares(value, text[m.end(group) : m.end(group) + 1])
 
 
+# What Terraform's plan shows for a value it hides or does not know yet
+_PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
 # A secret's name in Chinese, Japanese or Korean, and the shortest value it is given

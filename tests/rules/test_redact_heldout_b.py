@@ -273,6 +273,15 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "terraform plan",
+        '  + resource "aws_db_instance" "main" {\n'
+        "      + password                = (sensitive value)\n"
+        "      + master_password         = (known after apply)\n"
+        "      + api_token               = (sensitive)\n    }\n"
+        "Changes to Outputs:\n  + db_password = (sensitive value)\n",
+        [],
+    ),
+    case(
         "masks that show a key's kind or its last four",
         "aws_secret_access_key ****************ABCD shared-credentials-file\n"
         "OPENAI_API_KEY=sk-proj-****************************ab12\n"
