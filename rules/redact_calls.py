@@ -3,7 +3,8 @@
 ``HTTPBasicAuth(user, "SECRET")`` (``HTTPDigestAuth``, ``HTTPProxyAuth``, httpx's and aiohttp's
 ``BasicAuth``), Go's ``req.SetBasicAuth("u", "SECRET")``, Rust's ``.basic_auth("u",
 Some("SECRET"))``, Java's ``UsernamePasswordCredentials`` and ``PasswordAuthentication``, .NET's
-``NetworkCredential``. No name says secret there: the password is the second argument, and goes
+``NetworkCredential``; and ``user:password`` made a Basic credential (``CURLOPT_USERPWD``,
+``btoa``, ``b64encode``). No name says secret there: the password is the second argument, and goes
 when it is a quoted literal (a variable, ``auth=("admin", password)``, or a placeholder stays).
 Linear: each match is anchored at its opening literal and its parts are bounded."""
 
@@ -23,15 +24,26 @@ _PAIR = re.compile(
     r"[ \t]*+[^,()\[\]\r\n]{1,128}+,[ \t]*+(?:Some\()?"
     r"""(?P<e>\\{0,7})(?:'(?P<sq>[^'\\\r\n]{1,256}+)(?P=e)'|"(?P<dq>[^"\\\r\n]{1,256}+)(?P=e)")"""
 )
-# What the pattern's openings hold, looked for before it runs (a scan of every position)
+# ``user:password`` as one quoted literal given to what makes a Basic credential of it: PHP's
+# ``curl_setopt($ch, CURLOPT_USERPWD, 'admin:…')``, JavaScript's ``btoa('admin:…')``, Python's
+# ``b64encode(b"admin:…")``, PHP's ``base64_encode``, Ruby's ``encode64``: the password goes
+_JOINED = re.compile(
+    r"(?:CURLOPT_(?:PROXY)?USERPWD[ \t]*+,|btoa\(|b64encode\(b?|base64_encode\(|encode64\()"
+    r"""[ \t]*+(?P<e>\\{0,7})(?:'[^:'\\\r\n]{1,128}+:(?P<sq>[^'\\\r\n]{1,256}+)(?P=e)'"""
+    r"""|"[^:"\\\r\n]{1,128}+:(?P<dq>[^"\\\r\n]{1,256}+)(?P=e)")"""
+)
+# What the patterns' openings hold, looked for before they run (a scan of every position)
 _LEADS = ("auth", "AUTH", "Auth(", "Credential(", "Authentication(")
+_JOINED_LEADS = ("USERPWD", "btoa(", "b64encode(", "base64_encode(", "encode64(")
 
 
 def redact_call_credentials(text: str) -> str:
     """``text`` with each password given as a quoted literal beside its user replaced."""
-    if not any(lead in text for lead in _LEADS):
-        return text
-    return _PAIR.sub(_redacted, text)
+    if any(lead in text for lead in _LEADS):
+        text = _PAIR.sub(_redacted, text)
+    if any(lead in text for lead in _JOINED_LEADS):
+        text = _JOINED.sub(_redacted, text)
+    return text
 
 
 def _redacted(m: re.Match[str]) -> str:

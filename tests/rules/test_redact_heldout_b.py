@@ -212,6 +212,8 @@ SECRETS = [
         f'httpx.get(url, auth=httpx.BasicAuth("admin", "{PW2}"))\n'
         f"requests.get(url, auth=HTTPDigestAuth(user, '{PW}'))\n"
         f'req.SetBasicAuth("deploy", "{PW}")\n'
+        f"curl_setopt($ch, CURLOPT_USERPWD, 'admin:{PW2}');\n"
+        f"headers: {{ Authorization: 'Basic ' + btoa('admin:{PW}') }}\n"
         + json.dumps({"code": 's.auth = ("ci", "' + PW2 + '")'}),
         [PW, PW2],
         ['("admin", "', "('svc-backup', '"],
@@ -303,7 +305,8 @@ LOOKALIKES = [
     case(
         "python auth helpers without a password",
         "r = requests.get(url, auth=auth)\nsession.auth = (user, password)\n"
-        'auth=("admin", password)\nauth = HTTPBasicAuth(user, get_password())',
+        'auth=("admin", password)\nauth = HTTPBasicAuth(user, get_password())\n'
+        'btoa(user + ":" + password)\nb64encode(f"{user}:{password}".encode())',
         [],
     ),
 ]
@@ -324,6 +327,8 @@ ADVERSARIAL = [
     "[REDACTED]\\\n" * 9000,
     'auth=("' * 15000,
     'auth=("a", "' * 9000,
+    "btoa('" + "a" * 127 + ":" * 2000,
+    "CURLOPT_USERPWD, 'a:" * 5000,
     "hunter2*****" * 8000,
     "x" * 12 + "*" * 60000,
 ]
