@@ -150,6 +150,11 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("sbp_", r"[0-9a-f]{40}\b"), REDACTED),  # Supabase access tokens
     (_boundary("HRKU-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Heroku API keys
     (_boundary("pul-", r"[0-9a-f]{40}\b"), REDACTED),  # Pulumi access tokens
+    (_boundary("NRAK-", r"[A-Z0-9]{27}\b"), REDACTED),  # New Relic user API keys
+    # AWS session tokens: base64 of their fixed first bytes, then hundreds more characters (``aws
+    # sts`` prints them beside the access key id and secret, ``--output text`` with no name)
+    (_boundary("IQoJb3JpZ2luX2Vj", r"[A-Za-z0-9+/=]{20,}"), REDACTED),
+    (_boundary("FwoGZXIvYXdz", r"[A-Za-z0-9+/=]{20,}"), REDACTED),
     # Doppler tokens: personal, service, service account, CLI, SCIM, audit
     (_boundary("dp.", r"(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9_.\-]{40,}", r"[\w.]"), REDACTED),
     (_boundary("nfp_", r"[A-Za-z0-9]{36,}"), REDACTED),  # Netlify access tokens

@@ -171,6 +171,20 @@ SECRETS = [
         ['"engine": "postgres"', '"value": "password"'],
     ),
     case(
+        "aws sts as text, new relic",
+        "$ aws sts get-session-token --output text\nCREDENTIALS\tASIAIOSFODNN7EXAMPLQ\t"
+        "2030-01-01T00:00:00Z\twJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\t"
+        "FwoGZXIvYXdzEBYaDHqa0AP1Z3xyz0123456789abcdefghij\n"
+        "newrelic key NRAK-ABCDEFGHIJKLMNOPQRSTUVWXYZ0 set\n",
+        [
+            "ASIAIOSFODNN7EXAMPLQ",
+            "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            "FwoGZXIvYXdzEBYaDHqa0AP1Z3xyz0123456789abcdefghij",
+            "NRAK-ABCDEFGHIJKLMNOPQRSTUVWXYZ0",
+        ],
+        ["2030-01-01T00:00:00Z", "newrelic key "],
+    ),
+    case(
         "env dumps",
         f"$ printenv | sort\nGH_TOKEN={FINE_PAT}\nHOME=/root\nPGPASSWORD={PW2}\n"
         f'"Env": ["MYSQL_ROOT_PASSWORD={PW}", "PATH=/usr/local/sbin:/usr/bin"]\n',
