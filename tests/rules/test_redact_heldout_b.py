@@ -233,6 +233,13 @@ SECRETS = [
         ['("admin", "', "('svc-backup', '"],
     ),
     case(
+        "a mongo init script and a flask app",
+        'db.createUser({ user: "app", pwd: "' + PW + '", roles: ["readWrite"] });\n'
+        "app.secret_key = b'_5#y2L\"F4Q8z\\n\\xec]/'\n",
+        [PW, "_5#y2L"],
+        ['user: "app"', 'roles: ["readWrite"]'],
+    ),
+    case(
         "wp-config.php",
         "<?php\ndefine( 'DB_NAME', 'wordpress' );\ndefine( 'DB_USER', 'wp' );\n"
         f"define( 'DB_PASSWORD', '{PW}' );\n"
@@ -311,9 +318,10 @@ LOOKALIKES = [
         [],
     ),
     case(
-        "a line continuation beside no secret",
+        "a line continuation and a folder beside no secret",
         "docker run --rm \\\n  -e LOG_LEVEL=debug \\\n  -v $PWD:/src image:tag\n"
-        "#define MAX(a, b) ((a) > (b) ? (a) : (b))\\\n  /* end */\nx = foo\\\nbar",
+        "#define MAX(a, b) ((a) > (b) ? (a) : (b))\\\n  /* end */\nx = foo\\\nbar\n"
+        "cd $PWD && echo $PWD\nPWD=/home/dev\npwd: /home/dev",
         [],
     ),
     case(
