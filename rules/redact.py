@@ -9,7 +9,9 @@ secrets inside *strings* are replaced wherever they appear: key-shaped tokens of
 secret names (``PGPASSWORD=…``, ``DB_PW=…``, ``"passWord": "1234"``, ``AWS_SECRET_ACCESS_KEY=…``,
 ``<password>1234</password>``, a long flag's ``--password 1234``, a name given as a value:
 ``rules.redact_idents``), and passwords given on a command line (``mysql -p…``, ``curl -u
-user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``).
+user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``),
+and passwords given to an HTTP client in code beside their user (``auth=("admin", "…")``:
+``rules.redact_calls``).
 Counts such as ``max_tokens`` or ``prompt_tokens`` are names of numbers, not of secrets, and
 stay.
 
@@ -30,6 +32,8 @@ import functools
 from typing import Any
 
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
+from rules.redact_calls import redact_call_credentials
+from rules.redact_continued import redact_continued
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
@@ -61,9 +65,10 @@ _MEMO_MAX_TEXT = 16_000
 
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
-    text = redact_piped(redact_pgpass(text))
+    text = redact_call_credentials(redact_piped(redact_pgpass(text)))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
-    return redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
+    text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
+    return redact_continued(text)  # after the others: the rest of what they redacted
 
 
 _redact_short = text_cache(max_chars=8_000_000, max_text_chars=_MEMO_MAX_TEXT)(_redact_text)

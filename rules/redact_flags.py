@@ -16,8 +16,9 @@ that takes them, so the same letters elsewhere stay (``ssh -p 22``, ``docker run
   --value SECRET``, ``gh secret set NAME --body SECRET`` (``-b``; ``--value=SECRET`` too);
 - Windows' ``net use \\\\HOST\\SHARE SECRET`` and ``net user NAME SECRET``;
 - ``http -a user:SECRET`` (HTTPie's ``https``, ``--auth``; xh);
-- ``zip -P SECRET`` (``unzip``), ``7z -pSECRET``, ``openssl enc -k SECRET``, ``sqlplus
-  user/SECRET@db`` (``expdp``, ``impdp``), ``mongo -pSECRET``, ``mysqladmin password SECRET``,
+- ``zip -P SECRET`` (``unzip``), ``ssh-keygen -N SECRET`` (``-P``), ``7z -pSECRET``, ``openssl
+  enc -k SECRET``, ``sqlplus user/SECRET@db`` (``expdp``, ``impdp``), ``mongo -pSECRET``,
+  ``mysqladmin password SECRET``,
   ``rclone config create … secret_access_key SECRET``, ``aws configure set
   aws_secret_access_key SECRET``, ``npm config set _authToken SECRET``
   (pnpm's, yarn's), ``useradd -p SECRET``, ``xfreerdp /p:SECRET``, ``rdesktop -p SECRET``,
@@ -203,6 +204,7 @@ _COMMANDS: tuple[tuple[str, re.Pattern[str], Reader], ...] = (
         either(flag_reader("-p"), _attached("-p")),
     ),
     ("zip", named_command("zip|unzip"), flag_reader("-P")),  # zip's -P is the password
+    ("ssh-keygen", named_command("ssh-keygen"), flag_reader("-N", "-P")),  # new, old passphrase
     ("7z", named_command("7za?|7zr"), _attached("-p")),
     ("openssl", named_command("openssl"), flag_reader("-k")),  # ``enc -k SECRET``
     ("sqlplus", named_command("sqlplus"), _slash_login),

@@ -48,10 +48,11 @@ _PAIR_VALUE = _pair_value(200)
 # ``keyName`` variable computes its ``value``: ``const value = compute(keyName)``)
 _KEY_NAME_VALUE = _pair_value(100, bare=False)
 # A quoted secret name, then its value, as a setter's two arguments (``os.Setenv("DB_PASSWORD",
-# "…")``, ``localStorage.setItem('token', '…')``): the call, right before the name, and the value
-# quoted (a list of names, ``["password", "email"]``, is no call).
+# "…")``, ``localStorage.setItem('token', '…')``, PHP's ``define('DB_PASSWORD', '…')`` in a
+# wp-config.php): the call, right before the name, and the value quoted (a list of names,
+# ``["password", "email"]``, is no call).
 _SETTER = re.compile(
-    r"""(?i:set(?:env|default|item|_?secret|environmentvariable)?|putenv|put|add|store)"""
+    r"""(?i:set(?:env|default|item|_?secret|environmentvariable)?|putenv|put|add|store|define)"""
     r"""[ \t]*+\([ \t]*+\\?["']\Z"""
 )
 _ARGUMENT = re.compile(

@@ -69,10 +69,14 @@ def names_a_source(value: str, bare: bool = False) -> bool:
 
 # What a secret's name is given when no secret is there: YAML's and JSON's null and booleans, a
 # placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``), a mask (``****``,
-# ``gho_****…``, ``sk-…****abcd``: at most 12 characters before it, 4 after)
+# ``gho_****…``, ``sk-…****abcd``, ``AKIA****``: before it a key's kind, words each ending in a
+# separator, or at most 4 characters; 4 after). A value shown in part before its mask
+# (``hunter2*****``) is the secret's beginning, and goes.
 _UNSET = frozenset({"null", "none", "nil", "undefined", "true", "false", "~"})
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]{0,62}>")
-_MASK = re.compile(r"[^*•●]{0,12}[*•●]{4,}[^*•●]{0,4}")
+_MASK = re.compile(
+    r"(?:(?:[A-Za-z]{1,12}[0-9]{0,2}[_\-.…]{1,3}){1,3}|[^*•●]{0,4})[*•●]{4,}[^*•●]{0,4}"
+)
 
 
 def is_placeholder(value: str, bare: bool) -> bool:

@@ -133,7 +133,9 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("PMAK-", r"[0-9a-f]{24}-[0-9a-f]{34}"), REDACTED),  # Postman API keys
     (_boundary("sntry", r"[su]_[A-Za-z0-9+/=_\-]{40,}"), REDACTED),  # Sentry auth tokens
     (_boundary("gls", r"a_[A-Za-z0-9]{32}_[0-9a-f]{8}"), REDACTED),  # Grafana service tokens
-    (_boundary("key-", r"[0-9a-f]{32}\b"), REDACTED),  # Mailgun API keys
+    # Mailgun API keys: 32 lower-case letters and digits (``key-3ax6xnjp…``, as Mailgun's own
+    # documentation shows one), not hex alone; a digit among them
+    (_boundary("key-", r"(?=[a-z]{0,31}[0-9])[0-9a-z]{32}\b"), REDACTED),
     (_boundary("/api/webhooks/", r"\d{5,30}/[A-Za-z0-9_\-]{40,}", r"[^\w]"), REDACTED),  # Discord
     (_boundary("dapi", r"[0-9a-f]{32}(?:-\d)?\b"), REDACTED),  # Databricks tokens
     (_boundary("shp", r"(?:at|ss|ca|pa)_[0-9a-fA-F]{32}\b"), REDACTED),  # Shopify tokens
@@ -147,6 +149,12 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("GOCSPX-", r"[A-Za-z0-9_\-]{24,}"), REDACTED),  # Google OAuth client secrets
     (_boundary("sbp_", r"[0-9a-f]{40}\b"), REDACTED),  # Supabase access tokens
     (_boundary("HRKU-", r"[A-Za-z0-9_\-]{30,}"), REDACTED),  # Heroku API keys
+    (_boundary("pul-", r"[0-9a-f]{40}\b"), REDACTED),  # Pulumi access tokens
+    (_boundary("NRAK-", r"[A-Z0-9]{27}\b"), REDACTED),  # New Relic user API keys
+    # AWS session tokens: base64 of their fixed first bytes, then hundreds more characters (``aws
+    # sts`` prints them beside the access key id and secret, ``--output text`` with no name)
+    (_boundary("IQoJb3JpZ2luX2Vj", r"[A-Za-z0-9+/=]{20,}"), REDACTED),
+    (_boundary("FwoGZXIvYXdz", r"[A-Za-z0-9+/=]{20,}"), REDACTED),
     # Doppler tokens: personal, service, service account, CLI, SCIM, audit
     (_boundary("dp.", r"(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9_.\-]{40,}", r"[\w.]"), REDACTED),
     (_boundary("nfp_", r"[A-Za-z0-9]{36,}"), REDACTED),  # Netlify access tokens
@@ -183,16 +191,18 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
 # it than its shape needs: a key cut short by a clip before the text was redacted. Searched only
 # in a text's last CUT_TAIL characters.
 CUT_TAIL = 160
-_CUT_KEY = re.compile(
+# the prefix, then a key's first characters (a digit among them: a word cut after a prefix has
+# none); read also before a line continued with ``\`` (``rules.redact_continued``)
+CUT_KEY_START = (
     r"(?<![\w\-])(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
     r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-|xox[abposre]-|xapp-|hf_|npm_|pypi-|SG\.|"
     r"sq0(?:csp|atp)-|do[opr]_v1_|hv[sbr]\.|whsec_|dapi|shp(?:at|ss|ca|pa)_|lin_api_|gsk_|"
     r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ|GOCSPX-|sbp_|HRKU-|"
     r"dp\.(?:pt|st|sa|ct|scim|audit)\.|nfp_|fo1_|fm[12]_|dckr_pat_|pscale_|rnd_|nvapi-|"
     r"tvly-|glc_|ops_)"
-    # a key has a digit among its first characters, a word cut after a prefix has none
-    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}(?:…|\.\.\.)?[ \t]*\Z"
+    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}"
 )
+_CUT_KEY = re.compile(CUT_KEY_START + r"(?:…|\.\.\.)?[ \t]*\Z")
 
 
 # Azure AD (Entra) client secrets: three characters, a digit, "Q~", then 31-34 more. No literal

@@ -70,6 +70,9 @@ BARE = (
 )
 _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
+    # a Python literal's prefix before its quote (Flask's ``secret_key = b'…'``; an f-string
+    # names variables)
+    r"""(?:[bBrRuU]{1,2}(?=["']))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
@@ -110,6 +113,7 @@ _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 # What stands before a bare ``pwd`` that names a password: a connection string's or a query's
 # pairs (``;Pwd=…``, ``?user=bob&pwd=…``); anywhere else PWD is the shell's folder
 _PAIR_SEPARATORS = (";", "&", "?")
+_QUOTED_NEXT = re.compile(r"""\\?["']?[ \t]*+[:=][ \t]*+\\{0,7}["']""")
 # The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
 # part of an identifier: the identifier's other words are still judged after them.
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
@@ -176,6 +180,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         needed = MIN_SECRET_CHARS  # "API key: …", "the access key is …" (a bare key is code)
     if needed is None and name.lower() == "pwd" and text[start - 1 : start] in _PAIR_SEPARATORS:
         needed = 1  # ODBC's ``;Pwd=secret``, a query's ``&pwd=…`` (a bare PWD is a folder)
+    if needed is None and name == "pwd" and _QUOTED_NEXT.match(text, end) is not None:
+        needed = 1  # MongoDB's ``createUser({user: "app", pwd: "…"})``: a quoted literal
     if needed is None:
         held = key_named_value(text, start) if text.startswith(_KEY_NAMED, end) else None
         return None if held is None else _held_span(text, held, name, MIN_SECRET_CHARS)
@@ -239,11 +245,15 @@ def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
     value, bare = m[group], group == "bare"
     if names_a_source(value, bare) or is_placeholder(value, bare):
         return True
+    if bare and _PLAN_PLACEHOLDER.match(text, m.start(group)) is not None:
+        return True  # ``password = (sensitive value)``: the bare value is cut at its blank
     if not bare or "=" in text[m.start() : m.start(group)]:
         return False
     return declares(value, text[m.end(group) : m.end(group) + 1])
 
 
+# What Terraform's plan shows for a value it hides or does not know yet
+_PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
 # A secret's name in Chinese, Japanese or Korean, and the shortest value it is given

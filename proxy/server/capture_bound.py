@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rules.redact import redacted_prefix
+
 CAPTURE_MAX_BYTES = 2 << 20  # of a captured body's text (and of an answer: ``log_fields``)
 
 
@@ -21,6 +23,22 @@ def note(left: int) -> str:
 # A string this short (a role, a type, an id) is kept whole past the bound, up to a quarter
 # of it more: the messages still read as messages
 SHORT = 64
+
+
+# Characters before a cut read again, redacted with what follows the cut (from a blank, if
+# one is near: a secret holds none, so none is split where the redacted part starts)
+CUT_TAIL = 256
+
+
+def redacted_cut(value: str, room: int) -> str:
+    """``value``'s first ``room`` characters, their end redacted as the whole reads it: cut
+    first and redacted after, a secret the cut split lost what names it (``postgres://admin:
+    S3c`` is no URL's password), and its beginning was kept."""
+    start = max(0, room - CUT_TAIL)
+    low = max(0, start - CUT_TAIL)
+    blank = max(value.rfind(" ", low, start), value.rfind("\n", low, start))
+    start = blank + 1 if blank >= 0 else start
+    return value[:start] + redacted_prefix(value[start:], room - start)
 
 
 def within(body: Any, size: int, limit: int = CAPTURE_MAX_BYTES) -> Any:
@@ -41,7 +59,7 @@ def within(body: Any, size: int, limit: int = CAPTURE_MAX_BYTES) -> Any:
                 budget[1] -= len(value)
                 return value
             budget[0] = 0
-            return value[:room] + note(len(value) - room)
+            return redacted_cut(value, room) + note(len(value) - room)
         if isinstance(value, dict):
             return {key: walk(item) for key, item in value.items()}
         if isinstance(value, list):

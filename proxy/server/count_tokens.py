@@ -35,6 +35,7 @@ from proxy.server.stream_deadline import answer_bound
 from proxy.server.wire import Call
 from proxy.settings import LimitSettings
 from rules.memo_scope import enter_scope
+from rules.redact import redacted_prefix
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -78,8 +79,11 @@ class CountTokens:
             logged.named(body["model"])
             upstream = self.s.settings.upstream_for(body["model"])
             if upstream is None:
+                # redacted before the cut: the row keeps the error, and a key past the cut
+                # would keep its beginning there, of no key's shape
+                shown = redacted_prefix(body["model"], 100)
                 raise ModelNotFound(
-                    f"The model '{body['model'][:100]}' is not served by any configured upstream.",
+                    f"The model '{shown}' is not served by any configured upstream.",
                     param="model",
                 )
             forwarded = await forwarded_body(

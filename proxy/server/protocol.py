@@ -32,6 +32,7 @@ from proxy.server.head_hold import HeadHold
 from proxy.server.interpreter_share import share_the_interpreter
 from proxy.server.paced_reading import MAX_PIPELINED, PacedHttpTools
 from proxy.settings import ServerSettings
+from rules.redact import redacted_prefix
 
 log = logging.getLogger("ctxproxy.server")
 
@@ -262,8 +263,11 @@ class HeaderLimitedHttpTools(PacedHttpTools):
             return
         self._disarm_header_timer()
         path = bytes(self._path)
+        # the path (a key may be one of its segments: ``http://proxy/sk-…/v1``), redacted, then
+        # cut: a secret the cut split would keep its beginning
+        shown = redacted_prefix(path[:4096].decode("latin-1").split("?")[0], 80)
         log.warning("431: request headers over %d bytes (%s)", self.max_header_bytes,
-                    path[:80].decode("latin-1").split("?")[0] or "no path")  # fmt: skip
+                    shown or "no path")  # fmt: skip
         self.transport.write(too_large(path))
         self.transport.close()
 

@@ -26,7 +26,7 @@ from proxy.server.asgi_send import request_id as new_request_id
 from proxy.server.in_flight import retry_headers
 from proxy.server.log_fields import completion_fields
 from proxy.upstream.usage import TAIL_BYTES, last_usage
-from rules.redact import redact_text
+from rules.redact import redacted_prefix
 
 if TYPE_CHECKING:
     from proxy.server.services import Services
@@ -57,9 +57,9 @@ class RelayLog:
 
     def named(self, model: object) -> None:
         """The model the request names, redacted (a key pasted as the model stays out of the
-        log)."""
+        log), then cut: cut first, a secret the cut split lost what names it."""
         if isinstance(model, str):
-            self.row["model"] = redact_text(model[:MODEL_MAX])
+            self.row["model"] = redacted_prefix(model, MODEL_MAX)
 
     def headers(self) -> dict[str, str]:
         """What every answer to the request carries: the row's id and the proxy's time."""

@@ -16,6 +16,7 @@ from typing import IO, Any
 import orjson
 
 from proxy.settings import LoggingSettings
+from rules.redact import redact_text, redacted_prefix
 from rules.report import listed_count
 
 # Fields copied from the log row: ids, sizes, usage, timings. Bodies and error text stay out.
@@ -180,8 +181,22 @@ class JsonLog:
         out.flush()
 
 
+# Characters of a record's message or traceback kept: the rest is cut (redacted before the cut)
+MAX_RECORD_CHARS = 16_000
+
+
+def redacted_record_text(text: str) -> str:
+    """A record's message or traceback, redacted: its call site may quote a client's text (a
+    model name refused, a path, an exception's message holding part of a request), and a
+    record that does not redact it would put a key on stderr."""
+    if len(text) <= MAX_RECORD_CHARS:
+        return redact_text(text)
+    return redacted_prefix(text, MAX_RECORD_CHARS) + "…"
+
+
 class JsonFormatter(logging.Formatter):
-    """The proxy's own log records (a rule or an observer that failed …) as JSON lines too."""
+    """The proxy's own log records (a rule or an observer that failed …) as JSON lines too,
+    redacted."""
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -191,11 +206,14 @@ class JsonFormatter(logging.Formatter):
             "level": record.levelname,
             "event": "log",
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": redacted_record_text(record.getMessage()),
         }
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
         return terminal_safe(orjson.dumps(out).decode())
+
+    def formatException(self, ei: Any) -> str:
+        return redacted_record_text(super().formatException(ei))
 
 
 def printable(text: str) -> str:
@@ -211,11 +229,14 @@ class TextFormatter(logging.Formatter):
     """The proxy's own log records as text (a person at a terminal): the message made
     ``printable``. A message may carry a client's text (a session name held too long, a
     provider's error quoting the request): its line breaks would forge lines, its escape
-    sequences act on the reader's terminal. A traceback (ours) keeps its lines."""
+    sequences act on the reader's terminal. A traceback (ours) keeps its lines. Both redacted."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        record.message = printable(record.message)
+        record.message = printable(redacted_record_text(record.message))
         return super().formatMessage(record)
+
+    def formatException(self, ei: Any) -> str:
+        return redacted_record_text(super().formatException(ei))
 
 
 def use_json(settings: LoggingSettings, stream: IO[str]) -> bool:

@@ -45,7 +45,7 @@ from proxy.upstream.litellm_errors import failure, provider_headers
 from proxy.upstream.litellm_sent import Watch
 from proxy.upstream.litellm_streams import close, opened
 from proxy.upstream.url_model import safe_in_url
-from rules.redact import redact_text
+from rules.redact import redact_text, redacted_prefix
 
 log = logging.getLogger("ctxproxy.litellm")
 
@@ -170,7 +170,11 @@ def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
             f"Upstream {upstream.name} is misconfigured: its provider is not one litellm knows."
         )
     if not safe_in_url(provider, model):
-        shown = model if len(model) <= _MAX_SHOWN_MODEL else model[: _MAX_SHOWN_MODEL - 1] + "…"
+        # the server's log and the row keep it: redacted (a Gemini URL's ``?key=AIza…`` pasted
+        # as the model), before the cut (a key past it would keep its beginning, of no shape)
+        shown = redacted_prefix(model, _MAX_SHOWN_MODEL)
+        if len(model) > _MAX_SHOWN_MODEL and len(shown) == _MAX_SHOWN_MODEL:
+            shown = shown[:-1] + "…"
         log.warning("upstream %s: model name refused: %r", upstream.name, shown)
         raise BadRequest(
             f"The model '{shown}' is not a model name {provider} takes: letters, digits and "
@@ -178,7 +182,11 @@ def _checked(upstream: UpstreamSettings, model: str, key: str | None) -> str:
             param="model",
         )
     if not model_uses_provider(provider, model):
-        shown = model if len(model) <= _MAX_SHOWN_MODEL else model[: _MAX_SHOWN_MODEL - 1] + "…"
+        # the server's log and the row keep it: redacted (a Gemini URL's ``?key=AIza…`` pasted
+        # as the model), before the cut (a key past it would keep its beginning, of no shape)
+        shown = redacted_prefix(model, _MAX_SHOWN_MODEL)
+        if len(model) > _MAX_SHOWN_MODEL and len(shown) == _MAX_SHOWN_MODEL:
+            shown = shown[:-1] + "…"
         raise ModelNotFound(
             f"The model '{shown}' is not served here: upstream {upstream.name} calls {provider} "
             "only.",

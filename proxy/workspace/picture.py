@@ -17,7 +17,7 @@ from typing import Any
 
 from proxy.workspace.safe_fs import Ignore, Root, is_secret_name, list_top
 from proxy.workspace_settings import WorkspaceSettings
-from rules.redact import redact_text
+from rules.redact import redact_text, redacted_prefix
 from rules.workspace.render import manifest_type
 
 INSTRUCTION_FILES = (
@@ -34,8 +34,12 @@ MAX_LINE = 360
 
 
 def _clip(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` on one line, redacted, then cut: redacted after the cut, a password or a key the
+    cut split kept its beginning (``postgres://admin:S3cre…``), of no secret's shape."""
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) <= limit:
+        return redact_text(text)
+    return redacted_prefix(text, limit - 1) + "…"
 
 
 def _first_paragraph(text: str) -> str:
@@ -185,7 +189,7 @@ def take_picture(cfg: WorkspaceSettings, root_path: str) -> dict[str, Any]:
             left["git"] = why
     else:
         left["git"] = "time budget"
-    out.update(lines=[redact_text(_clip(x)) for x in lines], left_out=left, ms=_ms(started))
+    out.update(lines=[_clip(x) for x in lines], left_out=left, ms=_ms(started))  # redacted
     return out
 
 

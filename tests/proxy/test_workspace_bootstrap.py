@@ -102,6 +102,29 @@ def test_a_readme_holding_a_key_is_redacted(tmp_path: Path) -> None:
     assert KEY not in text and "[REDACTED]" in text
 
 
+@pytest.mark.parametrize(
+    ("secret", "said"),
+    [
+        ("S3cretPassw0rdX9", "Connect with postgres://admin:{}@db.internal/app to try it."),
+        ("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "Demo keys: AKIAIOSFODNN7EXAMPLE {} ok."),
+    ],
+)
+def test_a_secret_the_readmes_cut_would_split_is_redacted_whole(
+    tmp_path: Path, secret: str, said: str
+) -> None:
+    """The README's paragraph is cut at 300 characters: redacted only after the cut, a password
+    or a key split by it kept its beginning (``postgres://admin:S3cre…``), of no secret's shape."""
+    root = project(tmp_path / "p")
+    before = said.index("{}")
+    for at in range(280, 300, 3):  # the cut falls inside the secret
+        lead = "Demo app that prints a greeting. " * 9
+        prose = lead[: at - before] + said.format(secret)
+        (root / "README.md").write_text(prose + "\n")
+        line = next(x for x in take_picture(CFG, str(root))["lines"] if x.startswith("README"))
+        assert line.endswith("…")
+        assert secret[:5] not in line, line
+
+
 def test_a_binary_file_named_like_a_manifest_is_not_read(tmp_path: Path) -> None:
     root = project(tmp_path / "p")
     (root / "package.json").write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 40)

@@ -7,6 +7,7 @@ the connections served."""
 
 from __future__ import annotations
 
+import logging
 import os
 import select
 import socket
@@ -321,3 +322,26 @@ def test_an_answer_before_the_body_ends_closes_the_connection(
         assert closed, "the connection was held open while the body trickled"
     finally:
         stop(server)
+
+
+def test_the_431_log_line_holds_no_key_given_in_the_path(
+    fake_upstream: FakeUpstream, tmp_path: Path
+) -> None:
+    """A base URL holding its key as a path segment (``http://proxy/sk-…/v1``): the request
+    refused for its headers is logged with its path, redacted."""
+    key = "sk-proj-Hv7Tq2LmR9xKp4WzN8cBf3YdJ6sG1aE0uIoPlMnB"
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("ctxproxy.server")
+    logger.addHandler(handler)
+    settings = proxy_settings(fake_upstream.base_url, server={"max_header_bytes": 4096})
+    server, url = serve_like_cli(settings, str(tmp_path / "db"))
+    try:
+        big = f"POST /{key}/v1/chat/completions HTTP/1.1\r\nHost: p\r\nX-Big: ".encode()
+        assert raw_request(url, big + b"a" * 5000 + b"\r\n\r\n").startswith(b"HTTP/1.1 431")
+    finally:
+        stop(server)
+        logger.removeHandler(handler)
+    assert any(line.startswith("431") for line in seen), seen
+    assert [line for line in seen if key[:12] in line] == []

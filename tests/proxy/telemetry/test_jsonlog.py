@@ -295,3 +295,29 @@ async def test_a_stream_the_upstream_broke_off_is_a_warning(tmp_path, upstream) 
     (logged,) = [orjson.loads(x) for x in stream.getvalue().splitlines()]
     assert logged["status"] == 200 and logged["level"] == "WARNING"
     assert logged["error_type"]
+
+
+@pytest.mark.parametrize("json_lines", [True, False])
+def test_the_proxys_own_lines_are_redacted(capsys, json_lines: bool) -> None:
+    """A record's call site may quote a client's text (a model name refused, a path, an
+    exception's message holding part of a request): the line on stderr holds no key."""
+    import logging
+
+    from proxy.settings import LoggingSettings
+    from proxy.telemetry.jsonlog import configure
+
+    key = "sk-proj-Hv7Tq2LmR9xKp4WzN8cBf3YdJ6sG1aE0uIoPlMnB"
+    logger = logging.getLogger("ctxproxy")
+    saved = (logger.handlers[:], logger.level, logger.propagate)
+    try:
+        configure(LoggingSettings(level="INFO", json_lines=json_lines))
+        logging.getLogger("ctxproxy.upstream").warning("model name refused: %r", f"x?key={key}")
+        try:
+            raise ValueError(f"cannot read {{'api_key': '{key}'}}")
+        except ValueError:
+            logging.getLogger("ctxproxy.handler").exception("request %s failed", "r1")
+        err = capsys.readouterr().err
+    finally:
+        logger.handlers[:], logger.level, logger.propagate = saved
+    assert "model name refused" in err and "ValueError: cannot read" in err
+    assert key[:12] not in err
