@@ -70,17 +70,36 @@ def order(
     return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
 
 
+def kept_last(observations: Sequence[Observation], messages: Sequence[Message]) -> int:
+    """How many of the last results a forced compaction keeps whole: ``KEEP_LAST``, and every
+    result of the model's last turn, which it has not read yet (a batch of calls made at once:
+    masked unread, each is read again, and the re-read brings the same request back over the
+    budget)."""
+    last_turn = next(
+        (i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "assistant"), -1
+    )
+    unread = 0
+    for o in reversed(observations):
+        if o.call_index != last_turn or o.result_index < last_turn:
+            break
+        unread += 1
+    return max(KEEP_LAST, unread)
+
+
 def recent_masks(
-    observations: Sequence[Observation], keep_last: int, maskable: Callable[[int], bool]
+    observations: Sequence[Observation],
+    keep_last: int,
+    maskable: Callable[[int], bool],
+    kept: int = KEEP_LAST,
 ) -> list[tuple[int, str]]:
     """Forced, before any turn is dropped: the last ``keep_last`` results (those the mask stage
-    keeps whole) but the last ``KEEP_LAST``, each that ``maskable`` lets go (masked, a result
-    keeps its digest; dropped, its turn keeps only a line)."""
+    keeps whole) but the last ``kept`` (``kept_last``), each that ``maskable`` lets go (masked,
+    a result keeps its digest; dropped, its turn keeps only a line)."""
     recent = observations[max(0, len(observations) - keep_last) :]
-    reason = f"the budget: older than the last {KEEP_LAST} tool results"
+    reason = f"the budget: older than the last {kept} tool results"
     return [
         (o.result_index, reason)
-        for o in recent[: max(0, len(recent) - KEEP_LAST)]
+        for o in recent[: max(0, len(recent) - kept)]
         if maskable(o.result_index)
     ]
 

@@ -242,12 +242,14 @@ class Run:
             for i, reason in prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
+        kept = forced.kept_last(self.obs, self.messages) if drops else forced.KEEP_LAST
         if drops:  # forced: the recent results too (but the last few), before any turn goes
             planned = {i for i, _ in masks} | seen | protected
             masks += forced.recent_masks(
                 self.obs,
                 self.cfg.keep_last_observations,
                 lambda i: i not in planned and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS,
+                kept,
             )
         working = workspace_render.working_files(
             self.ctx.state.get(workspace_map.NAMESPACE), self.cfg.workspace_reads
@@ -259,7 +261,7 @@ class Run:
         needs = need.judge(self.messages, self.obs, judged, working, sent, odds=drops)
         if drops:  # masks and drops by the least expected loss per token (``forced``)
             late = prune_stages.latest_write_calls(self.obs)
-            late |= forced.kept_turns(self.messages, self.obs[-forced.KEEP_LAST :], turns)
+            late |= forced.kept_turns(self.messages, self.obs[-kept:], turns)
             return steps + forced.order(masks, turns, needs, sizes, whole, steps, late)
         steps.extend(
             Step("mask", sizes[i] - _DIGEST_TOKENS, i, (i,), reason, needs[i].reuse)

@@ -520,3 +520,24 @@ def test_a_provider_item_is_found_past_a_prefix_resent_from_the_last_request() -
         out = prune.apply(ctx(sent, budget=100, memo=kept), config)
         assert out.messages is sent
         assert out.report["prune"]["skipped"] == "provider compaction item"
+
+
+def test_a_forced_cut_keeps_the_results_of_calls_made_at_once_the_model_has_not_read() -> None:
+    """The model's last turn called four reads at once; their results are what it reads next.
+    Masked unread (a forced cut kept the last two only), each is read again, and the re-reads
+    bring the same request back over the budget. Older results go instead."""
+    batch = [f"b{k}" for k in range(4)]
+    messages = [
+        TASK,
+        *read("r1", "old_a.py"), *read("r2", "old_b.py"),
+        assistant(None, *(call(c, "Read", file_path=f"src/{c}.py") for c in batch)),
+        *(result(c, blob(f"src/{c}.py", 400)) for c in batch),
+    ]  # fmt: skip
+    size = TOKENS.count_messages(messages)
+    out = apply(messages, int(size * 0.75), keep_last_observations=10, target_ratio=0.6)
+    assert out.report["prune"]["schedule"]["decision"] == "forced"
+    kept = {m["tool_call_id"]: m for m in out.messages if m.get("tool_call_id") in batch}
+    assert kept == {m["tool_call_id"]: m for m in messages if m.get("tool_call_id") in batch}
+    gone = {"r1", "r2"} - {m.get("tool_call_id") for m in out.messages if m in messages}
+    assert gone  # the older reads went instead
+    assert chain_validator.find_violations(out.messages) == []
