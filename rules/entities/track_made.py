@@ -185,7 +185,9 @@ class MadeTracker:
     ) -> list[Made]:
         """What a successful call made beyond files, and what ended with a path it deleted."""
         command = shell_command(self.tools, name, args)
-        if command is not None and (header := output_header(result)) and header.running:
+        header = output_header(result) if command is not None else None
+        result = header.body if header is not None else result  # Codex's `{"output": …}` too
+        if command is not None and header is not None and header.running:
             return self._running(command, result, cwd)  # Codex's "Process running with session ID"
         gone = self._gone_with(effects, command or name)
         written = [
