@@ -71,6 +71,12 @@ def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
     argv = [*pack.programs.get(program, program).split(), *argv[1:]]
     if argv[:3] == ["python", "-m", "pip"]:
         argv = ["pip", *argv[3:]]
+    takes_value = pack.global_options.get(argv[0])
+    if takes_value:  # `helm -n infra uninstall cache`: the rules read `helm uninstall cache`
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2 if argv[i] in takes_value else 1
+        argv = [argv[0], *argv[i:]]
     return argv
 
 
