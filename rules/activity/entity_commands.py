@@ -30,7 +30,7 @@ from rules.activity.entity_results import singular
 from rules.activity.exec_inside import inside
 from rules.activity.git_head import GitHead, Head, switched_elsewhere, without_globals
 from rules.activity.redis_keys import redis_made
-from rules.activity.rule_words import identifier, renamed, reset_ends, rule_ids
+from rules.activity.rule_words import identifier, rehearsal, renamed, reset_ends, rule_ids
 from rules.activity.shell_lex import SimpleCommand, split_commands, tokenize
 from rules.activity.shell_parse import Verbs, resolve_path
 from rules.activity.shell_words import without_prefixes
@@ -71,6 +71,12 @@ def _words(cmd: SimpleCommand, pack: EntityPack, verbs: Verbs) -> list[str]:
     argv = [*pack.programs.get(program, program).split(), *argv[1:]]
     if argv[:3] == ["python", "-m", "pip"]:
         argv = ["pip", *argv[3:]]
+    takes_value = pack.global_options.get(argv[0])
+    if takes_value:  # `helm -n infra uninstall cache`: the rules read `helm uninstall cache`
+        i = 1
+        while i < len(argv) and argv[i].startswith("-"):
+            i += 2 if argv[i] in takes_value else 1
+        argv = [argv[0], *argv[i:]]
     return argv
 
 
@@ -83,6 +89,8 @@ def _apply_rule(
     head: GitHead | None = None,
 ) -> Iterator[Made]:
     args = argv[len(rule.argv) :]
+    if rehearsal(args):  # `kubectl create … --dry-run=client`: nothing made, nothing ended
+        return
     by = clip(" ".join(argv))
     kind = rule.kind
     if "kind_arg" in rule.spec:

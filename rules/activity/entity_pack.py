@@ -93,6 +93,9 @@ class EntityPack:
     jobs: JobRules = field(default_factory=lambda: load_jobs(None, _no_regex))
     # the kinds a command names by a path (a virtualenv's folder): deleting it ends them
     path_kinds: frozenset[str] = frozenset()
+    # per program, its options taking a value that may stand before its subcommand
+    # (`helm -n infra install …`): left out before the rules are matched
+    global_options: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     def names(self, command: str) -> bool:
         """Whether a simple command of ``command`` starts with a program the pack knows: one
@@ -192,6 +195,10 @@ def load_entity_pack(extra_packs: tuple[str, ...] = ()) -> EntityPack:
         by_program={k: tuple(v) for k, v in by_program.items()},
         known=frozenset(words - {"python"}),
         path_kinds=frozenset(c.kind for c in commands if c.spec.get("path")),
+        global_options={
+            str(k): frozenset(str(o) for o in v or ())
+            for k, v in (data.get("global_options") or {}).items()
+        },
         jobs=load_jobs(
             data.get("background_jobs"),
             lambda source, where: _regex(source, re.I, where, builtin),

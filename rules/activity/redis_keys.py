@@ -1,6 +1,7 @@
 """The keys ``redis-cli`` set and deleted: ``redis-cli -n 2 SET feature:new_checkout on`` makes
 the key ``feature:new_checkout`` ("delete the key you set"); ``DEL`` and ``UNLINK`` end it,
-``RENAME`` moves it. Read for what a command made beyond files (``entity_commands``).
+``RENAME`` moves it, ``FLUSHALL`` and ``FLUSHDB`` end every one. Read for what a command made
+beyond files (``entity_commands``).
 
 Only a command given on the line counts (not one piped in, nor ``--eval`` scripts), and only
 when what redis-cli printed is no error: it exits 0 on ``(error) WRONGTYPE …`` all the same. A
@@ -48,8 +49,15 @@ def redis_made(argv: Sequence[str], output: str, by: str) -> Iterator[Made]:
     given what it printed."""
     words = _command(argv)
     replies = [line.strip() for line in _reply(output).splitlines()]
-    if len(words) < 2 or any(_failed(line) for line in replies):
+    if any(_failed(line) for line in replies):
         return  # an error anywhere in the line's output: which command's is not known
+    if words and words[0].lower() in ("flushall", "flushdb"):
+        # every key known ends (which database each was set in is not kept: a key of another
+        # one, ended too, is a pointer not given, not a wrong one)
+        yield Made(KIND, "*", "delete", "", (("ends", "all"),), (), by)
+        return
+    if len(words) < 2:
+        return
     verb, args = words[0].lower(), words[1:]
     conditional = verb in _ONLY_IF_NEW or (
         verb == "set" and any(a.lower() in ("nx", "xx") for a in args[2:])

@@ -14,6 +14,19 @@ from rules.activity.entity_pack import CommandRule, Made
 from rules.activity.shell_parse import resolve_path
 
 _VERSION = re.compile(r"[<>=!~\[;@ ]")  # flask==2.0, requests[socks], pkg@1.2
+# options that make a command a rehearsal: it makes, changes and ends nothing (`kubectl create
+# deployment api --dry-run=client -o yaml > deploy.yaml` writes a manifest, no deployment)
+_REHEARSAL = ("--dry-run", "--dryrun")
+
+
+def rehearsal(args: Sequence[str]) -> bool:
+    """Whether a command's words ask for a dry run (``--dry-run``, ``--dry-run=client``, aws's
+    ``--dryrun``); kubectl's ``--dry-run=none`` is a real run."""
+    for a in args:
+        name, eq, value = a.partition("=")
+        if name in _REHEARSAL and (not eq or value.lower() not in ("none", "false")):
+            return True
+    return False
 
 
 def rule_ids(rule: CommandRule, args: Sequence[str]) -> list[str]:

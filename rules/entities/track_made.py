@@ -71,7 +71,10 @@ class MadeTracker:
         else:
             if e.get("action") == "move" and e.get("from"):  # renamed: known by its new key
                 self.alive.pop(str(e.get("from")), None)
-            self.alive[str(e.get("path"))] = e
+            old = self.alive.get(key := str(e.get("path")))
+            if old is not None and e.get("action") == "modify":  # `docker stop web`: its id stays
+                e = {**e, "attrs": {**(old.get("attrs") or {}), **(e.get("attrs") or {})}}
+            self.alive[key] = e
 
     def note_events(self, events: Iterable[Mapping[str, Any]]) -> None:
         for e in events:
@@ -182,7 +185,9 @@ class MadeTracker:
     ) -> list[Made]:
         """What a successful call made beyond files, and what ended with a path it deleted."""
         command = shell_command(self.tools, name, args)
-        if command is not None and (header := output_header(result)) and header.running:
+        header = output_header(result) if command is not None else None
+        result = header.body if header is not None else result  # Codex's `{"output": …}` too
+        if command is not None and header is not None and header.running:
             return self._running(command, result, cwd)  # Codex's "Process running with session ID"
         gone = self._gone_with(effects, command or name)
         written = [
@@ -344,15 +349,11 @@ class MadeTracker:
             and (m.id in (e.get("attrs") or {}).values() or str(e.get("id")) == f":{m.id}")
         ]
         if not hits and _HEX_ID.fullmatch(m.id):
-            # `docker rm 9a8b7c` or by its full 64-digit id: the one container (or image) whose
-            # short id that begins, or begins with; more than one, and the command was refused
-            hits = [
-                e
-                for e in self.alive.values()
-                if e.get("type") == m.kind
-                and _HEX_ID.fullmatch(eid := str(e.get("id")))
-                and (eid.startswith(m.id) or m.id.startswith(eid))
-            ]
+            # `docker rm 9a8b7c`, or its full id (`docker container prune`): the one container
+            # (image) whose id, or named one's `container_id`, that begins or begins with
+            hits = [e for e in self.alive.values() if e.get("type") == m.kind and any(
+                _HEX_ID.fullmatch(i) and (i.startswith(m.id) or m.id.startswith(i))
+                for i in (str(e.get("id")), str((e.get("attrs") or {}).get(f"{m.kind}_id"))))]
             hits = hits if len(hits) == 1 else []
         if not hits:
             return [m]

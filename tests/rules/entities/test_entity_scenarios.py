@@ -28,7 +28,11 @@ said since the agent's, "open the image" a picture; probes_x.yaml: roles, role b
 service accounts, a database's, IAM's, gcloud's and Kubernetes', in six languages; probes_y.yaml:
 docker networks and volumes (compose's too) and their removal, SQL indexes and views, a worktree
 removed, `git init DIR`, `screen -X quit`, gcloud storage buckets, Azure resource groups,
-Kubernetes clusters, a notebook cell a code tool ran) over
+Kubernetes clusters, a notebook cell a code tool ran; probes_z.yaml: held-out things no plain
+file, Kubernetes namespaces and port-forwards, Helm and Terraform, cron jobs, git tags, stashes,
+remotes, packages, conda environments, tmux sessions, users and groups, SSH keys, symlinks, in
+nine languages, through Codex's, Claude Code's and Gemini CLI's tools and from a sub-agent, with
+removals and prunes, dry runs and options before a subcommand) over
 branches, commits, tags, stashes, containers, images, servers, tables, rows, virtualenvs, packages,
 cluster and cloud resources, API-created objects, relations, sub-agents and must-abstain cases, run
 as a live proxy would see them (tests/support/scenarios.py). The bar: every scenario passes, and no
@@ -77,6 +81,7 @@ SCENARIOS = [
         "probes_w.yaml",
         "probes_x.yaml",
         "probes_y.yaml",
+        "probes_z.yaml",
     )
     for sc in load(HERE / name)
 ]
