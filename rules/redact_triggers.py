@@ -70,9 +70,9 @@ BARE = (
 )
 _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
-    # a Python literal's prefix before its quote (Flask's ``secret_key = b'…'``; an f-string
-    # names variables)
-    r"""(?:[bBrRuU]{1,2}(?=["']))?"""
+    # a Python literal's prefix before its quote (Flask's ``secret_key = b'…'``, an f-string's
+    # ``f"…"``: read as a bare word, the prefix went and the quoted password stayed)
+    r"""(?:[bBrRuUfF]{1,2}(?=["']))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.

@@ -249,6 +249,12 @@ SECRETS = [
         ["define( 'DB_NAME', 'wordpress' );", "define( 'WP_DEBUG', false );"],
     ),
     case(
+        "a password in an f-string",  # read as a bare word, the prefix went and the value stayed
+        f'DB_PASSWORD = f"{PW}"\nconn = connect(password=F"{PW2}", user="app")\n',
+        [PW, PW2],
+        ['user="app"'],
+    ),
+    case(
         "a value partly masked",
         "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\n"
         '{"api_key": "9f86d081884c7d65****"}',
