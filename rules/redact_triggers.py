@@ -70,9 +70,12 @@ BARE = (
 )
 _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
-    # a Python literal's prefix before its quote (Flask's ``secret_key = b'…'``, an f-string's
-    # ``f"…"``: read as a bare word, the prefix went and the quoted password stayed)
-    r"""(?:[bBrRuUfF]{1,2}(?=["']))?"""
+    # a literal's prefix before its quote, read as a bare word, went while the quoted password
+    # stayed: Python's (``secret_key = b'…'``, ``f"…"``), C#'s ``@"…"`` and ``$"…"``, C's
+    # ``L"…"`` and ``u8"…"``, Rust's ``r#"…"#`` and ``String::from("…")``, C++'s
+    # ``std::string("…")``
+    r"""(?:(?:[bBrRuUfF]{1,2}|[@$]{1,2}|u8|L|r\#{1,3}|String::from\(|std::string\()"""
+    r"""(?=["']))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.

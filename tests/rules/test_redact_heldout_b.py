@@ -255,6 +255,14 @@ SECRETS = [
         ['user="app"'],
     ),
     case(
+        "a password in another language's prefixed literal",
+        f'var password = @"{PW}";\nvar Secret = $"{PW2}";\nlet api_key = String::from("{PW}x");\n'
+        f'let token = r#"{PW2}y"#;\nauto db_password = std::string("{PW}z");\n'
+        f'PASSWORD = u8"{PW2}w";\n',
+        [PW, PW2],
+        ["var password = @", "String::from(", "std::string("],
+    ),
+    case(
         "a value partly masked",
         "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\n"
         '{"api_key": "9f86d081884c7d65****"}',
