@@ -73,9 +73,10 @@ _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     # a literal's prefix before its quote, read as a bare word, went while the quoted password
     # stayed: Python's (``secret_key = b'…'``, ``f"…"``), C#'s ``@"…"`` and ``$"…"``, C's
     # ``L"…"`` and ``u8"…"``, Rust's ``r#"…"#`` and ``String::from("…")``, C++'s
-    # ``std::string("…")``
-    r"""(?:(?:[bBrRuUfF]{1,2}|[@$]{1,2}|u8|L|r\#{1,3}|String::from\(|std::string\()"""
-    r"""(?=["']))?"""
+    # ``std::string("…")``, Java's ``new String("…")``; and a YAML type's tag before a value
+    # (``password: !!str …``; a local tag, ``!Ref``, ``!secret``, names where a secret is kept)
+    r"""(?:(?:[bBrRuUfF]{1,2}|[@$]{1,2}|u8|L|r\#{1,3}|String::from\(|std::string\("""
+    r"""|new[ \t]String\()(?=["'])|!![A-Za-z][\w-]{0,15}[ \t]++(?=[^\s|>]))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.

@@ -258,9 +258,10 @@ SECRETS = [
         "a password in another language's prefixed literal",
         f'var password = @"{PW}";\nvar Secret = $"{PW2}";\nlet api_key = String::from("{PW}x");\n'
         f'let token = r#"{PW2}y"#;\nauto db_password = std::string("{PW}z");\n'
-        f'PASSWORD = u8"{PW2}w";\n',
+        f'PASSWORD = u8"{PW2}w";\nString password = new String("{PW}j");\n'
+        f"db:\n  password: !!str {PW2}k\n",
         [PW, PW2],
-        ["var password = @", "String::from(", "std::string("],
+        ["var password = @", "String::from(", "std::string(", "new String(", "!!str"],
     ),
     case(
         "a value partly masked",
