@@ -304,7 +304,7 @@ def test_a_prefix_snapshot_is_charged_for_the_client_objects_it_holds() -> None:
         body = parse_json(raw)
         adapter.lower(body, "s")
         del body
-        (slot,) = adapter.prefixes._slots  # (the snapshot itself is not bound here)
+        (slot,) = list(adapter.prefixes._slots._entries)  # (its snapshot is not bound here)
         cost = adapter.prefixes.held_bytes
         gc.collect()
         held = tracemalloc.get_traced_memory()[0]
