@@ -16,7 +16,8 @@ from rules.redact_references import is_placeholder, names_a_source
 from rules.redact_shapes import REDACTED
 
 _PAIR = re.compile(
-    r"""(?:(?<![\w])(?:auth|AUTH)\\{0,7}["']?[ \t]*+[=:][ \t]*+[(\[]"""
+    # a tuple only: a list after ``auth`` is as often roles or scopes (``auth: ["read", "write"]``)
+    r"""(?:(?<![\w])(?:auth|AUTH)\\{0,7}["']?[ \t]*+[=:][ \t]*+\("""
     r"|(?:Basic|Digest|Proxy)Auth\(|SetBasicAuth\(|basic_auth\("
     r"|UsernamePasswordCredentials\(|PasswordAuthentication\(|NetworkCredential\()"
     # the user: one argument, no call or index in it; then the password, quoted (escaped too, in

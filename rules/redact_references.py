@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from rules.redact_names import is_secret_name
+from rules.redact_shapes import KEY_KINDS
 
 _CHAIN = r"[A-Za-z_]\w{0,63}(?:\.[A-Za-z_]\w{0,63}){0,7}"
 # a call or an index whose argument is quoted (the bare value stops at the quote)
@@ -69,13 +70,13 @@ def names_a_source(value: str, bare: bool = False) -> bool:
 
 # What a secret's name is given when no secret is there: YAML's and JSON's null and booleans, a
 # placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``), a mask (``****``,
-# ``gho_****…``, ``sk-…****abcd``, ``AKIA****``: before it a key's kind, words each ending in a
-# separator, or at most 4 characters; 4 after). A value shown in part before its mask
-# (``hunter2*****``) is the secret's beginning, and goes.
+# ``gho_****…``, ``sk-…****abcd``, ``AKIA****``: before it a key's kind (``KEY_KINDS``) and
+# at most 12 characters, or at most 4 characters; 4 after). A value shown in part before its mask
+# (``hunter2*****``, ``correct-horse-****``) is the secret's beginning, and goes.
 _UNSET = frozenset({"null", "none", "nil", "undefined", "true", "false", "~"})
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]{0,62}>")
 _MASK = re.compile(
-    r"(?:(?:[A-Za-z]{1,12}[0-9]{0,2}[_\-.…]{1,3}){1,3}|[^*•●]{0,4})[*•●]{4,}[^*•●]{0,4}"
+    rf"(?:{KEY_KINDS}[\w\-.…]{{0,12}}|[^*•●]{{0,4}})[*•●]{{4,}}[^*•●]{{0,4}}"
 )
 
 

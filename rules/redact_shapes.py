@@ -193,14 +193,17 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
 CUT_TAIL = 160
 # the prefix, then a key's first characters (a digit among them: a word cut after a prefix has
 # none); read also before a line continued with ``\`` (``rules.redact_continued``)
-CUT_KEY_START = (
-    r"(?<![\w\-])(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
+# the kinds of key a prefix says (a mask may show one: ``gho_****``)
+KEY_KINDS = (
+    r"(?:sk[-_]|rk_|AKIA|ASIA|AIza|ya29\.|gh[pousr]_|github_pat_|"
     r"gl(?:pat|dt|ft|soat|rt|cbt|ptt|agent|oas|imt)-|xox[abposre]-|xapp-|hf_|npm_|pypi-|SG\.|"
     r"sq0(?:csp|atp)-|do[opr]_v1_|hv[sbr]\.|whsec_|dapi|shp(?:at|ss|ca|pa)_|lin_api_|gsk_|"
     r"xai-|pplx-|r8_|ntn_|ATATT|PMAK-|sntry[su]_|glsa_|eyJ|GOCSPX-|sbp_|HRKU-|"
     r"dp\.(?:pt|st|sa|ct|scim|audit)\.|nfp_|fo1_|fm[12]_|dckr_pat_|pscale_|rnd_|nvapi-|"
     r"tvly-|glc_|ops_)"
-    r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}"
+)
+CUT_KEY_START = (
+    r"(?<![\w\-])" + KEY_KINDS + r"(?=[A-Za-z_\-.+/=]{0,12}[0-9])[A-Za-z0-9_\-.+/=]{6,159}"
 )
 _CUT_KEY = re.compile(CUT_KEY_START + r"(?:…|\.\.\.)?[ \t]*\Z")
 

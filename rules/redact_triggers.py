@@ -76,7 +76,7 @@ _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
     # ``std::string("…")``, Java's ``new String("…")``; and a YAML type's tag before a value
     # (``password: !!str …``; a local tag, ``!Ref``, ``!secret``, names where a secret is kept)
     r"""(?:(?:[bBrRuUfF]{1,2}|[@$]{1,2}|u8|L|r\#{1,3}|String::from\(|std::string\("""
-    r"""|new[ \t]String\()(?=["'])|!![A-Za-z][\w-]{0,15}[ \t]++(?=[^\s|>]))?"""
+    r"""|new[ \t]String\()(?=\\{0,7}["'])|!![A-Za-z][\w-]{0,15}[ \t]++(?=[^\s|>]))?"""
     rf"""(?:{QUOTED_VALUE}|{BARE})"""
 )
 # ``Authorization: <scheme> <credentials>``: the credentials go, to the end of the line or quote.
@@ -117,7 +117,10 @@ _NETRC_VALUE = re.compile(r"[ \t]++(?P<bare>[^\s\"'\\]{1,256})")
 # What stands before a bare ``pwd`` that names a password: a connection string's or a query's
 # pairs (``;Pwd=…``, ``?user=bob&pwd=…``); anywhere else PWD is the shell's folder
 _PAIR_SEPARATORS = (";", "&", "?")
-_QUOTED_NEXT = re.compile(r"""\\?["']?[ \t]*+[:=][ \t]*+\\{0,7}["']""")
+# a quoted literal after a lower-case ``pwd``, not a folder's path (``"pwd": "/repo"``)
+_QUOTED_NEXT = re.compile(
+    r"""\\?["']?[ \t]*+[:=][ \t]*+\\{0,7}["'](?![/~.$\\"']|[A-Za-z]:[\\/])"""
+)
 # The trigger words read as themselves (a header's or a scheme's name, a SQL keyword), not as
 # part of an identifier: the identifier's other words are still judged after them.
 _OWN_WORDS = frozenset({"authorization", "bearer", "basic", "cookie", '"auth"', "identified"})
@@ -249,11 +252,25 @@ def _no_secret(text: str, m: re.Match[str], group: str) -> bool:
     value, bare = m[group], group == "bare"
     if names_a_source(value, bare) or is_placeholder(value, bare):
         return True
+    if not bare and "{" in value and _interpolating(text, m.start(group)):
+        return True  # ``f"{settings.DB_PASSWORD}"``, C#'s ``$"Bearer {token}"``: names it
     if bare and _PLAN_PLACEHOLDER.match(text, m.start(group)) is not None:
         return True  # ``password = (sensitive value)``: the bare value is cut at its blank
     if not bare or "=" in text[m.start() : m.start(group)]:
         return False
     return declares(value, text[m.end(group) : m.end(group) + 1])
+
+
+def _interpolating(text: str, start: int) -> bool:
+    """Whether the quoted value at ``start`` is an f-string's or C#'s ``$"…"`` (its quote maybe
+    escaped, inside JSON)."""
+    at = start - 1  # the quote
+    while at > 0 and text[at - 1] == "\\":
+        at -= 1
+    prefix = text[max(0, at - 2) : at]
+    return prefix[-1:] in ("f", "F", "$") or (
+        prefix[-1:] in ("r", "R", "@") and prefix[-2:-1] in ("f", "F", "$")
+    )
 
 
 # What Terraform's plan shows for a value it hides or does not know yet

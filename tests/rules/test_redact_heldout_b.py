@@ -265,9 +265,9 @@ SECRETS = [
     ),
     case(
         "a value partly masked",
-        "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\n"
+        "password: hunter2*****\nDB_PASSWORD=Tr0ub4d0r******\npassphrase: correct-horse-****\n"
         '{"api_key": "9f86d081884c7d65****"}',
-        ["hunter2", "Tr0ub4d0r", "9f86d081884c7d65"],
+        ["hunter2", "Tr0ub4d0r", "9f86d081884c7d65", "correct-horse"],
     ),
 ]
 
@@ -289,6 +289,22 @@ LOOKALIKES = [
         "Digest: sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
         "github.com/pkg/errors v0.9.1 h1:FEBLx1zS214owpjy7qsBeixbURkuhQAwrK5UwLGTwt4=\n"
         'checksum = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f9"',
+        [],
+    ),
+    case(
+        "a folder given as pwd",  # a quoted pwd is a password in a database's user, not here
+        '{"pwd":"/repo","exit":0}\npwd = "/home/user"\nconst pwd = "~/src";\nenv: {pwd: "/srv"}\n',
+        [],
+    ),
+    case(
+        "templates that name where a secret is kept",
+        "API_KEY = f\"{KEY_PREFIX}{os.getenv('SUFFIX')}\"\ntoken = f\"Bearer {token}\"\n"
+        'password = $"{user}-{host}"\n{"cmd": "password = f\\"{pw}\\""}\n',
+        [],
+    ),
+    case(
+        "lists after auth",  # roles and scopes, not a user and a password
+        "auth: [\"admin\", \"editor\"]\nAUTH = ['users', 'groups']\n'auth': ['read', 'write'],\n",
         [],
     ),
     case(
