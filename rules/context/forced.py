@@ -70,19 +70,27 @@ def order(
     return net(sorted(steps, key=lambda s: (s.first in late, s.loss_per_token())), before)
 
 
-def kept_last(observations: Sequence[Observation], messages: Sequence[Message]) -> int:
+def kept_last(
+    observations: Sequence[Observation],
+    messages: Sequence[Message],
+    sizes: Mapping[int, int],
+    budget: int | None,
+) -> int:
     """How many of the last results a forced compaction keeps whole: ``KEEP_LAST``, and every
     result of the model's last turn, which it has not read yet (a batch of calls made at once:
     masked unread, each is read again, and the re-read brings the same request back over the
-    budget)."""
+    budget), while they hold half the budget at most (more could not fit beside the rest)."""
     last_turn = next(
         (i for i in range(len(messages) - 1, -1, -1) if role(messages[i]) == "assistant"), -1
     )
-    unread = 0
+    unread = held = 0
     for o in reversed(observations):
         if o.call_index != last_turn or o.result_index < last_turn:
             break
         unread += 1
+        held += sizes.get(o.result_index, 0)
+    if budget is not None and held > budget // 2:
+        return KEEP_LAST
     return max(KEEP_LAST, unread)
 
 

@@ -242,7 +242,11 @@ class Run:
             for i, reason in prune_stages.mask(self.obs, protected, self.cfg.keep_last_observations)
             if i not in seen and anchors[i] not in done and sizes[i] > _DIGEST_TOKENS
         ]
-        kept = forced.kept_last(self.obs, self.messages) if drops else forced.KEEP_LAST
+        kept = (
+            forced.kept_last(self.obs, self.messages, sizes, self.ctx.budget)
+            if drops
+            else forced.KEEP_LAST
+        )
         if drops:  # forced: the recent results too (but the last few), before any turn goes
             planned = {i for i, _ in masks} | seen | protected
             masks += forced.recent_masks(

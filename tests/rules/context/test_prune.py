@@ -522,22 +522,43 @@ def test_a_provider_item_is_found_past_a_prefix_resent_from_the_last_request() -
         assert out.report["prune"]["skipped"] == "provider compaction item"
 
 
+BATCH = [f"b{k}" for k in range(4)]
+
+
+def _batch_after_reads(older: int, each: int) -> list[dict[str, Any]]:
+    """Two older reads, then four reads called at once and their results, not read yet."""
+    return [
+        TASK,
+        *read("r1", "old_a.py", older), *read("r2", "old_b.py", older),
+        assistant(None, *(call(c, "Read", file_path=f"src/{c}.py") for c in BATCH)),
+        *(result(c, blob(f"src/{c}.py", each)) for c in BATCH),
+    ]  # fmt: skip
+
+
+def test_a_batch_over_half_the_budget_keeps_its_last_two_whole() -> None:
+    """Unread results that could not fit beside the rest are cut as any recent result is: the
+    last two stay whole, and the request fits its budget."""
+    messages = _batch_after_reads(older=100, each=600)
+    size = TOKENS.count_messages(messages)
+    budget = int(size * 0.75)
+    out = apply(messages, budget, keep_last_observations=10, target_ratio=0.6)
+    got = elided(out)
+    whole = [m["tool_call_id"] for i, m in enumerate(out.messages)
+             if m.get("tool_call_id") in BATCH and i not in got]  # fmt: skip
+    assert whole[-2:] == BATCH[-2:] and len(whole) < len(BATCH)
+    assert TOKENS.count_messages(out.messages) <= budget
+
+
 def test_a_forced_cut_keeps_the_results_of_calls_made_at_once_the_model_has_not_read() -> None:
     """The model's last turn called four reads at once; their results are what it reads next.
     Masked unread (a forced cut kept the last two only), each is read again, and the re-reads
     bring the same request back over the budget. Older results go instead."""
-    batch = [f"b{k}" for k in range(4)]
-    messages = [
-        TASK,
-        *read("r1", "old_a.py"), *read("r2", "old_b.py"),
-        assistant(None, *(call(c, "Read", file_path=f"src/{c}.py") for c in batch)),
-        *(result(c, blob(f"src/{c}.py", 400)) for c in batch),
-    ]  # fmt: skip
+    messages = _batch_after_reads(older=900, each=200)
     size = TOKENS.count_messages(messages)
     out = apply(messages, int(size * 0.75), keep_last_observations=10, target_ratio=0.6)
     assert out.report["prune"]["schedule"]["decision"] == "forced"
-    kept = {m["tool_call_id"]: m for m in out.messages if m.get("tool_call_id") in batch}
-    assert kept == {m["tool_call_id"]: m for m in messages if m.get("tool_call_id") in batch}
+    kept = {m["tool_call_id"]: m for m in out.messages if m.get("tool_call_id") in BATCH}
+    assert kept == {m["tool_call_id"]: m for m in messages if m.get("tool_call_id") in BATCH}
     gone = {"r1", "r2"} - {m.get("tool_call_id") for m in out.messages if m in messages}
     assert gone  # the older reads went instead
     assert chain_validator.find_violations(out.messages) == []
