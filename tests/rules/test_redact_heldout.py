@@ -9,19 +9,19 @@ placeholders (`null`, `<sensitive>`, `****`)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
 import pytest
 
-from rules.redact import REDACTED, redact, redact_text
-from tests.support.cpu_clock import cpu_timer
-
-
-def _b64(raw: str) -> str:
-    return base64.b64encode(raw.encode()).decode()
-
+from rules.redact import REDACTED, redact
+from tests.support.redaction_cases import (
+    assert_linear,
+    assert_lookalike_kept,
+    assert_secrets_gone,
+    b64,
+    case,
+)
 
 OPENAI = "sk-proj-Xq3vN8pLm2KfR7tYw9ZbC4dHj6SgA1eU0oIiPlMnBvCxZaQwErTy"
 ANTHROPIC = "sk-ant-api03-q8W2eR4tY6uI8oP0aS2dF4gH6jK8lZ1xC3vB5nM7qW9eR1tY3uI5oP7aS9dF1gH3jK5-AbAA"
@@ -59,10 +59,6 @@ SRI = (
     "sha512-v2kDEe57lecTulaDIuNTPy3Ry4gLGJ6Z1O3vE1krgXZNrsQ+LFTGHVxVjcXPs17LhbZVGedAJv8XZ1tvj5F"
     "vSg=="
 )
-
-
-def case(name: str, text: str, gone: list[str], kept: list[str] | None = None) -> object:
-    return pytest.param(text, gone, kept or [], id=name)
 
 
 # (text, what must not survive, what must)
@@ -125,14 +121,14 @@ SECRETS = [
         json.dumps(
             {
                 "auths": {
-                    "https://index.docker.io/v1/": {"auth": _b64(f"alice:{PW}")},
-                    "ghcr.io": {"auth": _b64(f"bob:{GHP}"), "identitytoken": "abcDEF123456ghi"},
+                    "https://index.docker.io/v1/": {"auth": b64(f"alice:{PW}")},
+                    "ghcr.io": {"auth": b64(f"bob:{GHP}"), "identitytoken": "abcDEF123456ghi"},
                 },
                 "credsStore": "desktop",
             },
             indent=2,
         ),
-        [_b64(f"alice:{PW}"), _b64(f"bob:{GHP}"), "abcDEF123456ghi"],
+        [b64(f"alice:{PW}"), b64(f"bob:{GHP}"), "abcDEF123456ghi"],
         ['"credsStore": "desktop"', "https://index.docker.io/v1/"],
     ),
     case(
@@ -184,9 +180,9 @@ SECRETS = [
     ),
     case(
         "kubectl get secret yaml",
-        f"apiVersion: v1\ndata:\n  password: {_b64(PW)}\n  username: YWRtaW4=\nkind: Secret\n"
+        f"apiVersion: v1\ndata:\n  password: {b64(PW)}\n  username: YWRtaW4=\nkind: Secret\n"
         "metadata:\n  name: db-creds\ntype: Opaque\n",
-        [_b64(PW), "YWRtaW4="],
+        [b64(PW), "YWRtaW4="],
         ["name: db-creds", "type: Opaque"],
     ),
     case(
@@ -194,12 +190,12 @@ SECRETS = [
         json.dumps(
             {
                 "apiVersion": "v1",
-                "data": {"DATABASE_URL": _b64(f"postgres://a:{PW}@h/db")},
+                "data": {"DATABASE_URL": b64(f"postgres://a:{PW}@h/db")},
                 "kind": "Secret",
             },
             indent=4,
         ),
-        [_b64(f"postgres://a:{PW}@h/db")],
+        [b64(f"postgres://a:{PW}@h/db")],
     ),
     case(
         "git remote -v",
@@ -213,8 +209,8 @@ SECRETS = [
     case(
         "git extraheader",
         "http.https://github.com/.extraheader=AUTHORIZATION: basic "
-        + _b64("x-access-token:ghs_abcdefghijklmnopqrstuvwxyz0123456789"),
-        [_b64("x-access-token:ghs_abcdefghijklmnopqrstuvwxyz0123456789")],
+        + b64("x-access-token:ghs_abcdefghijklmnopqrstuvwxyz0123456789"),
+        [b64("x-access-token:ghs_abcdefghijklmnopqrstuvwxyz0123456789")],
     ),
     case(
         "azure storage connection string",
@@ -419,11 +415,7 @@ SECRETS = [
 
 @pytest.mark.parametrize(("text", "gone", "kept"), SECRETS)
 def test_a_secret_in_tool_output_goes(text: str, gone: list[str], kept: list[str]) -> None:
-    out = redact_text(text)
-    assert [s for s in gone if s in out] == []
-    assert [k for k in kept if k not in out] == []
-    assert REDACTED in out
-    assert redact_text(out) == out
+    assert_secrets_gone(text, gone, kept)
 
 
 # (text, what must survive; all of it when empty)
@@ -564,11 +556,7 @@ LOOKALIKES = [
 
 @pytest.mark.parametrize(("text", "_gone", "kept"), LOOKALIKES)
 def test_a_lookalike_stays(text: str, _gone: list[str], kept: list[str]) -> None:
-    out = redact_text(text)
-    if kept:
-        assert [k for k in kept if k not in out] == []
-    else:
-        assert out == text
+    assert_lookalike_kept(text, kept)
 
 
 @pytest.mark.parametrize(
@@ -617,7 +605,4 @@ ADVERSARIAL = [
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: re.sub(r"\W+", "_", t[:16]))
 def test_the_new_forms_are_linear(text: str) -> None:
-    with cpu_timer() as took:
-        out = redact_text(text)
-    assert took.seconds < 0.25, f"{took.seconds:.3f} s on {len(text)} characters"
-    assert redact_text(out) == out
+    assert_linear(text)
