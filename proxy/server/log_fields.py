@@ -16,7 +16,7 @@ from proxy.rewrite.offload import Offload
 from proxy.server.capture_bound import CAPTURE_MAX_BYTES
 from proxy.server.captured_stream import redact_split_secrets
 from proxy.upstream.usage import CacheUsage, usage_fields
-from rules.redact import redact, redact_text
+from rules.redact import redact, redact_text, redacted_prefix
 
 log = logging.getLogger("ctxproxy.handler")
 
@@ -97,8 +97,15 @@ def captured_text(body: bytes, total: int | None = None) -> str:
     whole = max(len(body), total or 0)
     if whole <= CAPTURE_MAX_BYTES:
         return redacted_text(body)
-    kept = redacted_text(body[:CAPTURE_MAX_BYTES])
+    # redacted as read past the cut, then cut (as many characters as the bound's bytes hold):
+    # cut first, a secret the cut split lost what names it and kept its beginning
+    room = len(body[:CAPTURE_MAX_BYTES].decode("utf-8", "replace"))
+    text = redact_split_secrets(body[: CAPTURE_MAX_BYTES + READ_PAST].decode("utf-8", "replace"))
+    kept = redacted_prefix(text, room)
     return kept + f"\n[ctxproxy: {whole - CAPTURE_MAX_BYTES} more bytes not captured]"
+
+
+READ_PAST = 64 * 1024  # bytes of an answer past the capture's bound read to redact its cut
 
 
 def redacted_text(body: bytes) -> str:

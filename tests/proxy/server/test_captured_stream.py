@@ -121,3 +121,16 @@ async def test_a_large_captured_answer_is_redacted_off_the_event_loop(
     assert row["response_body"] and content[:300] in row["response_body"]
     assert threads and threading.main_thread().name not in threads
     assert all(name.startswith("ctxproxy-body") for name in threads)
+
+
+def test_a_secret_the_capture_bound_cuts_is_not_kept_in_part(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An answer past the capture's bound is cut there; cut before it was redacted, a URL's
+    password the cut split kept its beginning (no ``@`` after it: no URL's password)."""
+    monkeypatch.setattr(log_fields, "CAPTURE_MAX_BYTES", 200)
+    head = "x" * 170 + " postgres://admin:"
+    body = (head + "S3cretPassw0rd@db.internal:5432/app and more text after it").encode()
+    out = captured_text(body)
+    assert "S3cr" not in out
+    assert out.startswith("x" * 170) and "more bytes not captured" in out
