@@ -39,7 +39,6 @@ from proxy.protocols.kept_lifts import KeptLifts
 from proxy.protocols.prefix import (
     PER_MESSAGE_BYTES,
     MemberBytes,
-    PrefixMemory,
     Whole,
     message_bytes,
     read_bytes,
@@ -48,6 +47,7 @@ from proxy.protocols.prefix import (
     tag_index,
     with_items,
 )
+from proxy.protocols.prefix_memory import PrefixMemory
 from rules.base import Message
 
 _HIDDEN = ("thinking", "redacted_thinking")  # a tuple: a type that is a list is no error

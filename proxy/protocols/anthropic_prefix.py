@@ -1,4 +1,4 @@
-"""The Anthropic adapter's reuse of a session's previous request (``prefix.PrefixMemory``).
+"""The Anthropic adapter's reuse of a session's previous request (``prefix_memory.PrefixMemory``).
 
 Lowering: the client messages whose bytes equal the previous request's at the same index (the
 longest such prefix; a message's lowering is a pure function of its bytes and index) take the

@@ -8,8 +8,8 @@ pure function of the content, its index and the calls of the model turn before i
 shared too), so those messages are reused as they are: the rules' per-object memos of the
 session find them. Only identity is trusted, never a name: a slot names where to look, the
 objects themselves prove the reuse. Bounded by slots and by the bytes the snapshots are charged
-(``prefix.PrefixMemory``: the principal holding most slots, or bytes, loses its least recently
-kept first): a snapshot is charged its messages' texts and arguments thrice
+(``prefix_memory.PrefixMemory``: the principal holding most slots, or bytes, loses its least
+recently kept first): a snapshot is charged its messages' texts and arguments thrice
 (``OBJECT_COST``), ``PER_MESSAGE_BYTES`` a message, and each content's JSON, kept so a forwarded
 body is written from its contents' bytes (each content serialised once, when first seen). A
 snapshot also holds the bytes of the contents its request's lifting wrote (one request's worth,
@@ -26,7 +26,8 @@ import orjson
 from proxy.generations import compact
 from proxy.protocols.gemini_lower import Calls, held_history, lower_content, lower_system
 from proxy.protocols.gemini_parts import State
-from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, PrefixMemory, same_objects
+from proxy.protocols.prefix import OBJECT_COST, PER_MESSAGE_BYTES, same_objects
+from proxy.protocols.prefix_memory import PrefixMemory
 from rules.base import Message
 from rules.messages import call_arguments_text, text_of, tool_calls
 

@@ -27,7 +27,6 @@ from proxy.protocols.checks import responses_checked
 from proxy.protocols.media_blocks import mark_media
 from proxy.protocols.prefix import (
     MemberBytes,
-    PrefixMemory,
     Whole,
     message_bytes,
     read_bytes,
@@ -35,6 +34,7 @@ from proxy.protocols.prefix import (
     system_message,
     with_items,
 )
+from proxy.protocols.prefix_memory import PrefixMemory
 from proxy.protocols.responses_lift import mend, new_items, patched_items
 from proxy.protocols.responses_opaque import pair_opaque_calls
 from proxy.protocols.responses_parts import (

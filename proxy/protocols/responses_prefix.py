@@ -1,5 +1,6 @@
-"""The Responses adapter's reuse of a session's previous request (``prefix.PrefixMemory``), as the
-Anthropic adapter's (``anthropic_prefix``), over input items.
+"""The Responses adapter's reuse of a session's previous request
+(``prefix_memory.PrefixMemory``), as the Anthropic adapter's (``anthropic_prefix``), over input
+items.
 
 Lowering: a lowered message is a pure function of its items, their indices and, for a run of
 items lowered as one assistant message, the item that ended the run (a later item could have

@@ -17,7 +17,7 @@ import pytest
 import proxy.protocols.anthropic as anthropic_module
 from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.anthropic_prefix import common_prefix, shared_bytes
-from proxy.protocols.prefix import PrefixMemory
+from proxy.protocols.prefix_memory import PrefixMemory
 from proxy.rewrite.engine import Engine
 from proxy.settings import default_rule_names
 from tests.proxy.protocols.test_anthropic_adapter import (

@@ -1,7 +1,7 @@
-"""The prefix memories (``prefix.PrefixMemory``: the Anthropic and Responses adapters' snapshots;
-``gemini_prefix.LoweredMemory``: the Gemini adapter's) are shared by every principal and bounded
-by sessions and bytes: over a bound, the principal holding most loses its least recently kept
-snapshot, so one principal's stream of new sessions (or of large snapshots) pushes out its own,
+"""The prefix memories (``prefix_memory.PrefixMemory``: the Anthropic and Responses adapters'
+snapshots; ``gemini_prefix.LoweredMemory``: the Gemini adapter's) are shared by every principal
+and bounded by sessions and bytes: over a bound, the principal holding most loses its least
+recently kept snapshot, so one principal's stream of new sessions (or of large snapshots) pushes out its own,
 never another's while it holds more (whose next request would walk its whole conversation
 again: 2.5 ms a turn became 11–15 ms). And a snapshot serves its own principal's session only:
 another principal sending the same conversation under the same session name reuses nothing."""
@@ -17,7 +17,7 @@ from proxy.protocols.anthropic import AnthropicAdapter
 from proxy.protocols.base import Lowered
 from proxy.protocols.gemini_lower import lower_contents
 from proxy.protocols.gemini_prefix import LoweredMemory
-from proxy.protocols.prefix import PrefixMemory
+from proxy.protocols.prefix_memory import PrefixMemory
 from rules.memo_scope import enter_scope
 from tests.proxy.protocols.test_gemini_adapter import body as gemini_body
 from tests.proxy.protocols.test_gemini_adapter import call, model, response
