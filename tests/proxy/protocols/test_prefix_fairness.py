@@ -1,10 +1,11 @@
 """The prefix memories (``prefix_memory.PrefixMemory``: the Anthropic and Responses adapters'
 snapshots; ``gemini_prefix.LoweredMemory``: the Gemini adapter's) are shared by every principal
 and bounded by sessions and bytes: over a bound, the principal holding most loses its least
-recently kept snapshot, so one principal's stream of new sessions (or of large snapshots) pushes out its own,
-never another's while it holds more (whose next request would walk its whole conversation
-again: 2.5 ms a turn became 11–15 ms). And a snapshot serves its own principal's session only:
-another principal sending the same conversation under the same session name reuses nothing."""
+recently kept snapshot, so one principal's stream of new sessions (or of large snapshots) pushes
+out its own, never another's while it holds more (whose next request would walk its whole
+conversation again: 2.5 ms a turn became 11–15 ms). And a snapshot serves its own principal's
+session only: another principal sending the same conversation under the same session name reuses
+nothing."""
 
 from __future__ import annotations
 
