@@ -47,16 +47,16 @@ _WITHIN = re.compile(
 )
 # right after it, past a particle or a comma: "…都删掉", "…を両方", "… 둘 다", "…, both of them"
 _AFTER = re.compile(
-    r"[\s,]{0,3}(?:(?:both|all|each)\s{1,3}of\s{1,3}them|them\s{1,3}(?:both|all)"
-    r"|both(?=\s{0,3}(?:[.,;:!?)]|\Z))"
-    r"|ambos|ambas|los\s{1,3}dos|las\s{1,3}dos|(?:tous|toutes)\s{1,3}les\s{1,3}deux|les\s{1,3}deux"
-    r"|alle\s{1,3}beide|beide|os\s{1,3}dois|as\s{1,3}duas|entrambi|entrambe"
-    r"|tutti\s{1,3}e\s{1,3}due|tutte\s{1,3}e\s{1,3}due|her\s{1,3}ikisini|ikisini|hepsini"
-    r"|обе|оба|обеих|обоих|все\s{1,3}(?:две|два)|दोनों)\b"
-    r"|\s{0,2}(?:都|全都|全部(?!内容|內容|的)|两个都|兩個都|俩都|倆都|统统|統統|通通)"
-    r"|(?:を|は|も)?\s{0,2}(?:両方|全部(?!内容|內容|的)|すべて|全て|どちらも|どっちも|二つとも|2つとも|ふたつとも)"
-    r"|(?:을|를|은|는|이|가|도)?\s{0,2}(?:둘\s{0,2}다|모두|전부|다(?=\s)|두\s{0,2}개)"
-    r"|\s{0,2}(?:दोनों|सभी|सब(?!से))",
+    r"[\s,]{0,3}+(?:(?:both|all|each)\s{1,3}+of\s{1,3}+them|them\s{1,3}+(?:both|all)"
+    r"|both(?=\s{0,3}+(?:[.,;:!?)]|\Z))"
+    r"|ambos|ambas|los\s{1,3}+dos|las\s{1,3}+dos|(?:tous|toutes)\s{1,3}+les\s{1,3}+deux|les\s{1,3}+deux"
+    r"|alle\s{1,3}+beide|beide|os\s{1,3}+dois|as\s{1,3}+duas|entrambi|entrambe"
+    r"|tutti\s{1,3}+e\s{1,3}+due|tutte\s{1,3}+e\s{1,3}+due|her\s{1,3}+ikisini|ikisini|hepsini"
+    r"|обе|оба|обеих|обоих|все\s{1,3}+(?:две|два)|दोनों)\b"
+    r"|\s{0,2}+(?:都|全都|全部(?!内容|內容|的)|两个都|兩個都|俩都|倆都|统统|統統|通通)"
+    r"|(?:を|は|も)?\s{0,2}+(?:両方|全部(?!内容|內容|的)|すべて|全て|どちらも|どっちも|二つとも|2つとも|ふたつとも)"
+    r"|(?:을|를|은|는|이|가|도)?\s{0,2}+(?:둘\s{0,2}+다|모두|전부|다(?=\s)|두\s{0,2}+개)"
+    r"|\s{0,2}+(?:दोनों|सभी|सब(?!से))",
     re.IGNORECASE,
 )
 
