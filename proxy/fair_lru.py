@@ -37,11 +37,13 @@ class _Holding(Generic[K]):
 
 class FairLRU(Generic[K, V]):
     """key -> value, each charged a cost and belonging to a principal; bounded by ``max_entries``
-    and (unless None) by ``max_bytes`` of charges."""
+    and (unless None) by ``max_bytes`` of charges. ``keep``: entries never evicted below (the
+    one just put, however large, stays cached)."""
 
-    def __init__(self, max_entries: int, max_bytes: int | None = None) -> None:
+    def __init__(self, max_entries: int, max_bytes: int | None = None, keep: int = 0) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
+        self.keep = keep
         self._entries: dict[K, tuple[V, int, str]] = {}  # key -> (value, cost, principal)
         self._held: dict[str, _Holding[K]] = {}
         self._bytes = 0
@@ -73,6 +75,11 @@ class FairLRU(Generic[K, V]):
         """The value kept for ``key`` (its recency unchanged)."""
         hit = self._entries.get(key)
         return None if hit is None else hit[0]
+
+    def charge(self, key: K) -> int | None:
+        """What ``key``'s entry is charged (None: no entry)."""
+        hit = self._entries.get(key)
+        return None if hit is None else hit[1]
 
     def get(self, key: K) -> V | None:
         """The value kept for ``key``, made its principal's most recently used."""
@@ -152,7 +159,7 @@ class FairLRU(Generic[K, V]):
             heapq.heappop(heap)
 
     def _evict(self) -> None:
-        while self._entries:
+        while len(self._entries) > self.keep:
             if len(self._entries) > self.max_entries:
                 heap = self._by_entries
             elif self.max_bytes is not None and self._bytes > self.max_bytes:

@@ -11,17 +11,19 @@ PostgreSQL's save), so a request pays nothing for it.
 
 The cache charges each state ``OBJECT_FACTOR`` times its JSON (a parsed state's objects take a
 few times its text); a state saved but not written yet is charged its session's previous size (or
-``UNKNOWN_BYTES``) until the writer, within a batch window, says."""
+``UNKNOWN_BYTES``) until the writer, within a batch window, says. It is shared by every
+principal and evicts fairly (``StateCache``)."""
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import orjson
 
+from proxy.fair_lru import FairLRU
+from proxy.principals import split_scoped
 from rules.base import SessionState
 
 log = logging.getLogger("ctxproxy.store")
@@ -62,9 +64,12 @@ def stored_state(state: SessionState, max_bytes: int) -> tuple[SessionState, byt
 
 
 class StateCache(Generic[V]):
-    """session id -> a cached value holding its state (LRU), bounded by ``max_entries`` and by
-    ``max_bytes`` of estimated memory (``OBJECT_FACTOR`` × each state's JSON). ``state_of``:
-    the state a value holds."""
+    """session id -> a cached value holding its state, bounded by ``max_entries`` and by
+    ``max_bytes`` of estimated memory (``OBJECT_FACTOR`` × each state's JSON); ``state_of``: the
+    state a value holds. Evicted fairly (``proxy.fair_lru``): a session id is scoped to its
+    principal (``proxy.principals.scoped``), and over a bound the principal holding most loses
+    its least recently used, so one tenant's flood of new sessions (or of large states) evicts
+    its own, never another tenant's while it holds more than that one."""
 
     def __init__(
         self,
@@ -75,8 +80,7 @@ class StateCache(Generic[V]):
         self.state_of = state_of
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self._items: OrderedDict[str, tuple[V, int]] = OrderedDict()
-        self._bytes = 0
+        self._items: FairLRU[str, V] = FairLRU(max_entries, max_bytes, keep=1)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -87,56 +91,36 @@ class StateCache(Generic[V]):
     @property
     def held_bytes(self) -> int:
         """The estimated memory of the states held."""
-        return self._bytes
+        return self._items.held_bytes
 
     def get(self, key: str) -> V | None:
         """The value cached for ``key`` (its place in the LRU unchanged)."""
-        hit = self._items.get(key)
-        return None if hit is None else hit[0]
+        return self._items.peek(key)
 
     def touch(self, key: str) -> V | None:
-        """``get``, the entry made the most recently used."""
-        hit = self._items.get(key)
-        if hit is None:
-            return None
-        self._items.move_to_end(key)
-        return hit[0]
+        """``get``, the entry made its principal's most recently used."""
+        return self._items.get(key)
 
     def put(self, key: str, value: V, json_bytes: int | None = None) -> None:
         """Cache ``value``, whose state's JSON is ``json_bytes`` (None: not known yet, charged as
         the entry's previous state was)."""
-        old = self._items.pop(key, None)
         if json_bytes is not None:
             charge = OBJECT_FACTOR * json_bytes
         else:
-            charge = old[1] if old is not None else OBJECT_FACTOR * UNKNOWN_BYTES
-        if old is not None:
-            self._bytes -= old[1]
-        self._items[key] = (value, charge)
-        self._bytes += charge
-        self._evict()
+            old = self._items.charge(key)
+            charge = old if old is not None else OBJECT_FACTOR * UNKNOWN_BYTES
+        self._items.put(key, value, split_scoped(key)[0], charge)
 
     def written(self, key: str, state: SessionState, stored: V | None, json_bytes: int) -> None:
         """The writer wrote ``state`` for ``key`` as ``json_bytes`` of JSON: the entry, if it
         still holds that very state, is charged so, and replaced by ``stored`` (the state as
         stored, when some of it was left out)."""
-        hit = self._items.get(key)
-        if hit is None or self.state_of(hit[0]) is not state:
+        hit = self._items.peek(key)
+        if hit is None or self.state_of(hit) is not state:
             return
-        charge = OBJECT_FACTOR * json_bytes
-        self._bytes += charge - hit[1]
-        self._items[key] = (hit[0] if stored is None else stored, charge)
-        self._evict()
+        value = hit if stored is None else stored
+        self._items.put(key, value, split_scoped(key)[0], OBJECT_FACTOR * json_bytes)
 
     def pop(self, key: str, default: V | None = None) -> V | None:
-        hit = self._items.pop(key, None)
-        if hit is None:
-            return default
-        self._bytes -= hit[1]
-        return hit[0]
-
-    def _evict(self) -> None:
-        items = self._items
-        while len(items) > 1 and (len(items) > self.max_entries or self._bytes > self.max_bytes):
-            _, (_, charge) = items.popitem(last=False)
-            self._bytes -= charge
+        hit = self._items.pop(key)
+        return default if hit is None else hit

@@ -1,6 +1,6 @@
 """A session's save that finds the SQLite writer's queue full (``store.buffer_rows``: the
 database slow or locked for long) is held, not lost: a later request of the session reads it
-however many other sessions' states the state cache took in since (other tenants' traffic
+however many other sessions' states the state cache took in since (its tenant's other sessions
 evicting it, which left the session's older stored state to be read), and the writer queues it
 again once its queue is at most half full, so the database ends with it. At most as many
 sessions' saves are held as the state cache holds entries; past that the oldest held is lost,
@@ -66,8 +66,8 @@ async def test_a_save_dropped_for_a_full_queue_survives_eviction_and_lands(
     release, task = await stalled(store)
     fill(store)
     await store.save_state("tenant-b/conv", SessionState({"turn": 2}), None)  # queue full
-    for i in range(20):  # other tenants' sessions read in: the state cache evicts b's
-        await store.load_state(f"tenant-a/other{i}")
+    for i in range(20):  # b's other sessions read in: the state cache evicts this one
+        await store.load_state(f"tenant-b/other{i}")
     assert "tenant-b/conv" not in store._states
     assert (await store.load_state("tenant-b/conv"))[0].get("turn") == 2
     release.set()
