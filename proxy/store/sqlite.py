@@ -12,7 +12,6 @@ import sqlite3
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +30,9 @@ from proxy.store.dialect import SQLITE
 from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.private_file import private_database
-from proxy.store.session_locks import LocalSession as _Held
 from proxy.store.session_locks import SessionLocks
+from proxy.store.sqlite_hold import Call as _Call
+from proxy.store.sqlite_hold import Hold as _Hold
 from proxy.store.sqlite_lock_retry import retry_locked as _retry_locked
 from proxy.store.sqlite_locked import tried_again
 from proxy.store.sqlite_reads import SqliteReads
@@ -89,6 +89,10 @@ class SQLiteStore(SqliteReads):
         # sessions as the state cache holds; past that the oldest held is lost (counted).
         self._held_saves: OrderedDict[str, _SaveState] = OrderedDict()
         self.max_held_saves = state_cache_size
+        # Saves of a batch the database did not take (a row refused, the file full or damaged),
+        # the latest per session, oldest first: kept in ``_unwritten`` (read by ``load_state``)
+        # until a later save of the session is written; as many as ``_held_saves`` at most.
+        self._failed_saves: OrderedDict[str, _SaveState] = OrderedDict()
         self._writer_task: asyncio.Task[None] | None = None
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         # the upstream's cache report per session (proxy.store.cache_feedback)
@@ -233,15 +237,16 @@ class SQLiteStore(SqliteReads):
                 batch.append(self._queue.get_nowait())
             closing = closing or None in batch
             ops = [op for op in batch if op is not None and not isinstance(op, _Call)]
+            written = False
             try:
-                await self._write_batch(ops)
+                written = await self._write_batch(ops)
             except Exception:  # never let one batch stop the writer: later rows still land
                 log.exception("store: a batch of %d writes failed", len(ops))
                 self.write_errors += len(ops)
             finally:
                 for op in ops:
                     if isinstance(op, _SaveState) and self._unwritten.get(op.session_id) is op:
-                        del self._unwritten[op.session_id]
+                        self._saved(op, written)
                 for call in batch:  # after the batch, on the writer's connection (retention)
                     if isinstance(call, _Call):
                         await call.run(self.writer)
@@ -252,10 +257,25 @@ class SQLiteStore(SqliteReads):
             if closing and self._queue.empty():
                 return
 
-    async def _write_batch(self, ops: list[_Op]) -> None:
+    def _saved(self, save: _SaveState, written: bool) -> None:
+        """``save``, its session's latest, was ``written`` by its batch (or not: kept readable,
+        ``_failed_saves``, however many sessions the state cache takes in meanwhile)."""
+        failed = self._failed_saves
+        failed.pop(save.session_id, None)
+        if written:
+            del self._unwritten[save.session_id]
+            return
+        failed[save.session_id] = save
+        if len(failed) > self.max_held_saves:
+            lost_id, lost = failed.popitem(last=False)
+            if self._unwritten.get(lost_id) is lost:
+                del self._unwritten[lost_id]
+
+    async def _write_batch(self, ops: list[_Op]) -> bool:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a
         constraint, a value SQLite refuses), the batch is redone row by row so only that row is
-        lost. A lock held by another process is waited for (``sqlite_locked``)."""
+        lost. A lock held by another process is waited for (``sqlite_locked``). Whether every
+        write was written (else which were is not told)."""
         # each step in a lull between requests, if one comes soon; none waited for when more
         # writes are queued behind this batch (the writer is behind: the queue stays bounded)
         pause = self.lull.pause(defer_for(ops, behind=not self._queue.empty()))
@@ -264,7 +284,7 @@ class SQLiteStore(SqliteReads):
         )
         self.write_errors += lost
         if not groups:
-            return
+            return not lost
         attempt = 0
         while True:
             try:
@@ -282,19 +302,21 @@ class SQLiteStore(SqliteReads):
                 await pause()
                 await self.writer.commit()
                 self.write_errors += failed
-                return
+                return not (failed or lost)
             except aiosqlite.OperationalError as exc:  # "database is locked" past busy_timeout
                 with contextlib.suppress(aiosqlite.Error):
                     await self.writer.rollback()
                 if SQLITE.unreadable(exc):  # a table gone, a damaged file: waiting mends nothing
-                    self.write_errors += await write_apart(self.writer, groups)
-                    return
+                    apart = await write_apart(self.writer, groups)
+                    self.write_errors += apart
+                    return not (apart or lost)
                 attempt += 1
                 count, closing = sum(len(rows) for _, rows in groups), self._writer_task is None
                 if not await tried_again(attempt, exc, closing, count, self._queue.qsize()):
                     break
         log.error("store: %d writes lost, the database could not be written", count)
         self.write_errors += count
+        return False
 
     def describe(self) -> str:
         return self.path if self.path == ":memory:" else str(Path(self.path).resolve())
@@ -375,48 +397,6 @@ class SQLiteStore(SqliteReads):
 
     async def finish_request(self, request_id: str, fields: dict[str, Any]) -> None:
         self._enqueue(_Finish(request_id, dict(fields)))
-
-
-@dataclass(frozen=True)
-class _Call:
-    fn: Callable[[aiosqlite.Connection], Awaitable[Any]]
-    done: asyncio.Future[Any]
-
-    async def run(self, db: aiosqlite.Connection) -> None:
-        if self.done.done():  # its caller gave up (cancelled)
-            return
-        try:
-            result = await self.fn(db)
-        except Exception as exc:
-            if not self.done.done():
-                self.done.set_exception(exc)
-        else:
-            if not self.done.done():
-                self.done.set_result(result)
-
-
-class _Hold:
-    """``SQLiteStore.session``: its lock taken, its state loaded; let go on exit. A class, not
-    two nested generator-based context managers (``asynccontextmanager``): those cost several
-    µs of every request's CPU to enter and leave."""
-
-    __slots__ = ("session_id", "store")
-
-    def __init__(self, store: SQLiteStore, session_id: str) -> None:
-        self.store, self.session_id = store, session_id
-
-    async def __aenter__(self) -> _Held:
-        locks = self.store.locks
-        await locks.acquire(self.session_id)
-        try:
-            state, parent_id = await self.store.load_state(self.session_id)
-        except BaseException:
-            locks.release(self.session_id)
-            raise
-        return _Held(self.store, self.session_id, state, parent_id)
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        self.store.locks.release(self.session_id)
 
 
 _Op = _Insert | _Finish | _SaveState | _Statement
