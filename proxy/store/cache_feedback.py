@@ -4,18 +4,22 @@ model's feedback for the session's next request.
 
 Kept in a bounded in-memory map, so the next request of a live session reads it without a
 database round trip (on PostgreSQL, the session's load brings the stored one along: another
-replica may have served the latest request); written through the store's writer task (off the
-request's path) to the ``session_cache`` table, so it survives a restart. A newer request's
+replica may have served the latest request); the map is shared by every principal and evicts
+fairly (``proxy.fair_lru``): one tenant's many sessions let their own reports go, never another
+tenant's (whose next request would read it back, older if its write was still queued). Written
+through the store's writer task (off the request's path) to the ``session_cache`` table, so it
+survives a restart. A newer request's
 feedback is never replaced by an older one's (requests of a session may finish out of order)."""
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from proxy.fair_lru import FairLRU
+from proxy.principals import split_scoped
 from proxy.store.dialect import Dialect
 
 log = logging.getLogger("ctxproxy.store")
@@ -56,13 +60,12 @@ class FeedbackStore:
         # whether a read failed because the database is away (PostgreSQL's outage: the feedback
         # is done without, the outage logged where it is seen); an embedded file is never away
         self._unreachable = unreachable
-        self._known: OrderedDict[str, CacheFeedback | None] = OrderedDict()
-        self._max = max_entries
+        # session id (scoped to its principal) -> its latest report
+        self._known: FairLRU[str, CacheFeedback | None] = FairLRU(max_entries)
 
     async def get(self, session_id: str) -> CacheFeedback | None:
         if session_id in self._known:
-            self._known.move_to_end(session_id)
-            return self._known[session_id]
+            return self._known.get(session_id)
         try:
             row = await self._store.fetchrow(self._store.dialect.feedback_select, (session_id,))
         except Exception as exc:
@@ -77,14 +80,14 @@ class FeedbackStore:
         # a put may have landed while we read: it is newer than the row
         if session_id not in self._known:
             self._remember(session_id, found)
-        return self._known.get(session_id, found)
+        return self._known.peek(session_id) if session_id in self._known else found
 
     def peek(self, session_id: str) -> tuple[bool, CacheFeedback | None]:
         """(known, feedback) without reading the database."""
-        return session_id in self._known, self._known.get(session_id)
+        return session_id in self._known, self._known.peek(session_id)
 
     def put(self, session_id: str, feedback: CacheFeedback) -> None:
-        known = self._known.get(session_id)
+        known = self._known.peek(session_id)
         if known is not None and known.at > feedback.at:
             return  # an older request finished after a newer one
         self._remember(session_id, feedback)
@@ -104,14 +107,15 @@ class FeedbackStore:
     def offer(self, session_id: str, stored: CacheFeedback | None) -> None:
         """What the database holds for the session, read by another query (PostgreSQL reads it
         with the session's state): kept unless this process knows a newer one."""
-        known = self._known.get(session_id)
+        known = self._known.peek(session_id)
         if known is None or (stored is not None and stored.at > known.at):
             self._remember(session_id, stored)
         else:
-            self._known.move_to_end(session_id)
+            self._known.get(session_id)  # its principal's most recently used
 
     def _remember(self, session_id: str, value: CacheFeedback | None) -> None:
-        self._known[session_id] = value
-        self._known.move_to_end(session_id)
-        while len(self._known) > self._max:
-            self._known.popitem(last=False)
+        self._known.put(session_id, value, split_scoped(session_id)[0])
+
+    def forget(self, session_id: str) -> None:
+        """Let the session's report go (its session was deleted)."""
+        self._known.pop(session_id)

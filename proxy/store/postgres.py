@@ -317,5 +317,5 @@ class PostgresStore(PgHolds, PgReads):
         counts, gone = await prune_rows(self._pool, older_than, idle_before)
         for session_id in gone:
             self._states.pop(session_id, None)
-            self.cache_feedback._known.pop(session_id, None)
+            self.cache_feedback.forget(session_id)
         return counts

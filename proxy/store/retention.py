@@ -47,7 +47,7 @@ class SQLite(Protocol):
     imported: the store imports this module)."""
 
     path: str
-    cache_feedback: Any  # its ``_known``: the sessions' feedback held in memory
+    cache_feedback: Any  # its ``forget``: the sessions' feedback held in memory let go
     _states: Any  # its ``StateCache``
     _unwritten: Any  # session id -> the save not written yet
 
@@ -259,10 +259,9 @@ async def _delete_orphan_cache(
 def _forget(store: SQLite, session_ids: list[str]) -> None:
     """Drop pruned sessions from the store's memory too: a session back after its TTL starts
     afresh, as it would on another replica or after a restart."""
-    known = store.cache_feedback._known
     for session_id in session_ids:
         store._states.pop(session_id, None)
-        known.pop(session_id, None)
+        store.cache_feedback.forget(session_id)
 
 
 async def ping_sqlite(store: SQLite) -> bool:
