@@ -2,15 +2,16 @@
 upstream's usage of it, the direct lane's last prompt and the open compaction's account. Kept in
 memory, per scoped session (``principal/name``), bounded by sessions and bytes: over a bound, the
 principal holding most (sessions, or bytes) loses its least recently used session, so one
-tenant's many sessions or large tools do not push another's out. A session it no longer holds
-starts over (its next request is compared by the cache feedback's time and usage only).
+tenant's many sessions or large tools do not push another's out; finding it costs O(log
+principals) (``proxy.fair_lru``), never a walk over other tenants' sessions. A session it no
+longer holds starts over (its next request is compared by the cache feedback's time and usage
+only).
 ``begin`` runs while the engine holds the session (the comparison with the previous request is
 made then: deferred, it would keep the request's lists and token counts alive until the answer
 is settled, a long stream's end), ``settle`` when the answer's usage is known."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 from proxy.attribution import payback
 from proxy.attribution.attribute import Direct, Usage, attribute
 from proxy.attribution.probe import Facts, Sent, decision_of, digests, observe, tools_digest_sized
+from proxy.fair_lru import FairLRU
 from proxy.principals import split_scoped
 from rules.base import CacheFacts, Context, Message
 from rules.report import Report
@@ -72,15 +74,16 @@ class Pending:
 class CacheLedger:
     max_sessions: int = MAX_SESSIONS
     max_bytes: int = MAX_BYTES
-    _sessions: OrderedDict[str, _Session] = field(default_factory=OrderedDict)
-    _bytes: int = 0
-    # per principal: [sessions, bytes] held (the eviction's choice)
-    _held: dict[str, list[int]] = field(default_factory=dict)
+    # scoped session id -> its memory, each charged its size, its principal the id's own
+    _sessions: FairLRU[str, _Session] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._sessions = FairLRU(self.max_sessions, self.max_bytes)
 
     def begin(self, ctx: Context, outcome: Outcome) -> Pending:
         """This request's facts against the session's previous one; it becomes the previous."""
         sid = ctx.session_id
-        session = self._sessions.get(sid)
+        session = self._sessions.peek(sid)
         if session is None:
             session = _Session()
         tools_tokens = ctx.tokens.count_tools(ctx.tools)
@@ -88,7 +91,6 @@ class CacheLedger:
         before, after = (counts["before"], counts["after"]) if counts else (0, 0)
         client = ctx.original_messages
         seen = session.tools
-        held_before = session.size if sid in self._sessions else None
         if seen is None or seen[0] is not ctx.tools:
             digest, size = tools_digest_sized(ctx.tools)
             session.tools = seen = (ctx.tools, digest, size)
@@ -107,12 +109,12 @@ class CacheLedger:
             ctx.cache.last_at,
         )  # fmt: skip
         session.sent = sent
-        self._keep(sid, session, held_before)
+        self._keep(sid, session)
         return Pending(sid, facts, ctx.cache)
 
     def previous_response(self, session_id: str) -> str | None:
         """The id of the session's latest answer, as its upstream named it."""
-        session = self._sessions.get(session_id)
+        session = self._sessions.peek(session_id)
         return session.response_id if session is not None else None
 
     def settle(
@@ -124,7 +126,7 @@ class CacheLedger:
     ) -> tuple[dict[str, Any], list[str]]:
         """The request's cache line, and the compaction outcomes it decided (``paid_back``,
         ``not_paid_back``) for the metrics."""
-        session = self._sessions.get(pending.session_id)
+        session = self._sessions.peek(pending.session_id)
         if session is None:  # dropped meanwhile: attributed without the session's past
             session = _Session()
         facts, cache = pending.facts, pending.cache
@@ -156,48 +158,12 @@ class CacheLedger:
             session.usage = usage
         if response_id is not None:
             session.response_id = response_id
-        if pending.session_id in self._sessions:
-            self._sessions.move_to_end(pending.session_id)
+        self._sessions.get(pending.session_id)  # its principal's most recently used, if kept
         return line, decided
 
-    def _keep(self, sid: str, session: _Session, held_before: int | None) -> None:
-        """``held_before``: the bytes the session was charged while held (None: not held)."""
-        principal = split_scoped(sid)[0]
-        held = self._held.setdefault(principal, [0, 0])
-        if held_before is None:
-            held[0] += 1
-            held_before = 0
-        grown = session.size - held_before
-        held[1] += grown
-        self._bytes += grown
-        self._sessions[sid] = session
-        self._sessions.move_to_end(sid)
-        while self._sessions and (over := self._over()):
-            self._drop(self._evictee(over))
-
-    def _over(self) -> int:
-        """Which bound is passed: 1 the sessions', 2 the bytes' (0: none)."""
-        if len(self._sessions) > self.max_sessions:
-            return 1
-        return 2 if self._bytes > self.max_bytes else 0
-
-    def _evictee(self, over: int) -> str:
-        """The least recently used session of the principal holding most sessions (``over`` 1)
-        or bytes (2)."""
-        heaviest = max(self._held, key=lambda p: self._held[p][over - 1])
-        oldest = (s for s in self._sessions if split_scoped(s)[0] == heaviest)
-        return next(oldest, next(iter(self._sessions)))
-
-    def _drop(self, sid: str) -> None:
-        dropped = self._sessions.pop(sid)
-        principal = split_scoped(sid)[0]
-        held = self._held[principal]
-        held[0] -= 1
-        held[1] -= dropped.size
-        self._bytes -= dropped.size
-        if not held[0]:
-            del self._held[principal]
-
+    def _keep(self, sid: str, session: _Session) -> None:
+        """Keep ``session`` (changed in place, or new) charged its size now; then evict."""
+        self._sessions.put(sid, session, split_scoped(sid)[0], session.size)
 
 def _reported(cache: CacheFacts) -> Usage | None:
     """The session's previous usage as the cache feedback kept it (the ledger lost it)."""

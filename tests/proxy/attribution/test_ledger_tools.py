@@ -43,10 +43,10 @@ def test_each_requests_tools_digest_is_its_own_tools() -> None:
             tools = [dict(t) for t in tools]  # equal, another object
         c = ctx("p/s", tools, 1000.0 + step)
         ledger.begin(c, Outcome(c.messages))
-        sent = ledger._sessions["p/s"].sent
+        sent = ledger._sessions.peek("p/s").sent
         assert sent is not None and sent.tools == tools_digest(tools)
     ledger.begin(ctx("p/s", None, 2000.0), Outcome([]))
-    assert ledger._sessions["p/s"].sent.tools == b""  # type: ignore[union-attr]
+    assert ledger._sessions.peek("p/s").sent.tools == b""  # type: ignore[union-attr]
 
 
 def test_the_tools_bytes_are_charged_and_leave_with_their_session() -> None:
@@ -57,7 +57,7 @@ def test_the_tools_bytes_are_charged_and_leave_with_their_session() -> None:
         c = ctx(f"p/s{n}", [tool(f"{n}" + "x" * 5_000)], 1000.0)
         ledger.begin(c, Outcome(c.messages))
         held = sum(s.size for s in ledger._sessions.values())
-        assert ledger._bytes == held <= 3 * size
+        assert ledger._sessions.held_bytes == held <= 3 * size
     assert len(ledger._sessions) < 10
 
 
@@ -71,10 +71,11 @@ def test_a_principal_holding_most_loses_its_own_sessions_first() -> None:
     for n in range(20):
         c = ctx(f"flood/s{n}", [tool(f"{n}" + "x" * 5_000)], 1001.0 + n)
         ledger.begin(c, Outcome(c.messages))
-        assert ledger._bytes == sum(s.size for s in ledger._sessions.values()) <= 4 * size
+        held = sum(s.size for s in ledger._sessions.values())
+        assert ledger._sessions.held_bytes == held <= 4 * size
     assert "victim/s" in ledger._sessions
     assert "flood/s19" in ledger._sessions and "flood/s0" not in ledger._sessions
-    assert ledger._held["victim"] == [1, ledger._sessions["victim/s"].size]
+    assert ledger._sessions.held_by("victim") == (1, ledger._sessions.peek("victim/s").size)
 
 
 def test_a_principal_with_most_sessions_loses_its_oldest_at_the_session_bound() -> None:
@@ -85,6 +86,6 @@ def test_a_principal_with_most_sessions_loses_its_oldest_at_the_session_bound() 
         c = ctx(f"flood/s{n}", None, 1001.0 + n)
         ledger.begin(c, Outcome(c.messages))
     assert len(ledger._sessions) == 5 and "victim/s" in ledger._sessions
-    assert ledger._held == {"victim": [1, ledger._sessions["victim/s"].size],
-                            "flood": [4, sum(ledger._sessions[f"flood/s{n}"].size
-                                             for n in range(8, 12))]}  # fmt: skip
+    assert ledger._sessions.held_by("victim") == (1, ledger._sessions.peek("victim/s").size)
+    flooded = sum(ledger._sessions.peek(f"flood/s{n}").size for n in range(8, 12))  # type: ignore[union-attr]
+    assert ledger._sessions.held_by("flood") == (4, flooded)
