@@ -67,6 +67,10 @@ class FairLRU(Generic[K, V]):
         held = self._held.get(principal)
         return (0, 0) if held is None else (len(held.order), held.bytes)
 
+    def __iter__(self) -> Iterator[K]:
+        """The keys kept (in no particular order)."""
+        return iter(list(self._entries))
+
     def values(self) -> Iterator[V]:
         """The values kept (in no particular order)."""
         return (hit[0] for hit in self._entries.values())

@@ -15,17 +15,19 @@ Bounded: a session's memos are dropped once they hold far more entries than its 
 (renderings replaced, messages gone), and once all are charged more than ``max_bytes`` (their
 entries, and the messages they took in) the least recently used sessions of the principal
 charged most go first: a tenant's stream of large one-off bodies evicts its own sessions, not
-another tenant's (whose next request would run its rules cold: 15 ms became 183 ms).
+another tenant's (whose next request would run its rules cold: 15 ms became 183 ms). Which one
+goes costs O(log principals) (``proxy.fair_lru``), never a walk over other tenants' sessions.
 Thread-safe: the pipeline may run in the offload worker while another request of the session
 runs on the event loop; a memo filled twice holds the same values."""
 
 from __future__ import annotations
 
+import sys
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from proxy.fair_lru import FairLRU
 from proxy.principals import split_scoped
 from rules.activity import observations
 from rules.base import Context, Message
@@ -112,11 +114,8 @@ class SessionMemos:
 
     def __init__(self, max_bytes: int = 64_000_000) -> None:
         self.max_bytes = max_bytes
-        self._memos: OrderedDict[tuple[str, str | None], ObjectMemos] = OrderedDict()
-        self._charged: dict[tuple[str, str | None], int] = {}
-        self._total = 0
-        self._by_principal: dict[str, int] = {}  # what each principal's sessions are charged
-        self._sessions_of: dict[str, int] = {}  # how many sessions each principal has here
+        # (session, encoding) -> its memos, charged what they hold (bounded by bytes alone)
+        self._memos: FairLRU[tuple[str, str | None], ObjectMemos] = FairLRU(sys.maxsize, max_bytes)
         self._lock = threading.Lock()
 
     def take(self, session: str, encoding: str | None) -> ObjectMemos:
@@ -125,18 +124,13 @@ class SessionMemos:
         with self._lock:
             memos = self._memos.get(key)
             if memos is None:
-                memos = self._memos[key] = ObjectMemos()
-                self._charged[key] = 0
-                principal = _principal(key)
-                self._sessions_of[principal] = self._sessions_of.get(principal, 0) + 1
-                self._by_principal.setdefault(principal, 0)
-            else:
-                self._memos.move_to_end(key)
+                memos = ObjectMemos()
+                self._memos.put(key, memos, _principal(key))  # charged once settled
             return memos
 
     def peek(self, session: str, encoding: str | None) -> ObjectMemos | None:
         with self._lock:
-            return self._memos.get((session, encoding))
+            return self._memos.peek((session, encoding))
 
     def unknown_share(self, session: str, encoding: str | None, messages: list[Message]) -> float:
         """The share of ``messages`` the session's memos (for ``encoding``) do not know as
@@ -156,45 +150,24 @@ class SessionMemos:
         key = (session, encoding)
         entries, held = memos.entries(), memos.charge()
         with self._lock:
-            if self._memos.get(key) is not memos:
+            if self._memos.peek(key) is not memos:
                 return  # dropped meanwhile: nothing to charge
             if entries > ENTRIES_PER_OBJECT * objects + ENTRIES_FLOOR:
-                self._drop(key)
-            else:
-                grown = held - self._charged[key]
-                self._total += grown
-                self._by_principal[_principal(key)] += grown
-                self._charged[key] = held
-            while self._total > self.max_bytes and self._memos:
-                self._drop(self._evictee())
-
-    def _evictee(self) -> tuple[str, str | None]:
-        """The least recently used session of the principal charged most."""
-        heaviest = max(self._by_principal, key=self._by_principal.__getitem__, default=None)
-        return next((k for k in self._memos if _principal(k) == heaviest), next(iter(self._memos)))
+                self._memos.pop(key)
+            else:  # then over the bound, the principal charged most loses its least recent
+                self._memos.put(key, memos, _principal(key), held)
 
     def forget(self, session: str) -> int:
         """Drop the session's memos (for every encoding); how many were dropped."""
         with self._lock:
             keys = [k for k in self._memos if k[0] == session]
             for key in keys:
-                self._drop(key)
+                self._memos.pop(key)
             return len(keys)
-
-    def _drop(self, key: tuple[str, str | None]) -> None:
-        del self._memos[key]
-        charged = self._charged.pop(key)
-        self._total -= charged
-        principal = _principal(key)
-        self._sessions_of[principal] -= 1
-        if self._sessions_of[principal]:
-            self._by_principal[principal] -= charged
-        else:
-            del self._sessions_of[principal], self._by_principal[principal]
 
     @property
     def held_bytes(self) -> int:
-        return self._total
+        return self._memos.held_bytes
 
     def __len__(self) -> int:
         return len(self._memos)
