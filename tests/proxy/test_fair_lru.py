@@ -60,3 +60,11 @@ def test_an_over_bound_put_is_weighed_against_the_others() -> None:
     lru.put("b2", "x", "b", 300)
     lru.put("a", "x", "a", 900)
     assert "a" not in lru and lru.held_by("b") == (2, 600)
+
+
+def test_keep_holds_entries_however_large_and_charge_reads_a_cost() -> None:
+    lru: FairLRU[str, str] = FairLRU(max_entries=10, max_bytes=100, keep=1)
+    lru.put("a", "huge", "p", 500)  # over the bytes alone: kept, the one entry
+    assert "a" in lru and lru.charge("a") == 500 and lru.charge("b") is None
+    lru.put("b", "small", "q", 10)  # b then a is evicted down to the floor
+    assert list(lru) == ["b"] and lru.held_bytes == 10
