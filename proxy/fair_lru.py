@@ -14,7 +14,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -38,12 +38,20 @@ class _Holding(Generic[K]):
 class FairLRU(Generic[K, V]):
     """key -> value, each charged a cost and belonging to a principal; bounded by ``max_entries``
     and (unless None) by ``max_bytes`` of charges. ``keep``: entries never evicted below (the
-    one just put, however large, stays cached)."""
+    one just put, however large, stays cached). ``on_evict``: told of each entry evicted (not of
+    one popped or replaced)."""
 
-    def __init__(self, max_entries: int, max_bytes: int | None = None, keep: int = 0) -> None:
+    def __init__(
+        self,
+        max_entries: int,
+        max_bytes: int | None = None,
+        keep: int = 0,
+        on_evict: Callable[[K, V], None] | None = None,
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.keep = keep
+        self.on_evict = on_evict
         self._entries: dict[K, tuple[V, int, str]] = {}  # key -> (value, cost, principal)
         self._held: dict[str, _Holding[K]] = {}
         self._bytes = 0
@@ -70,6 +78,11 @@ class FairLRU(Generic[K, V]):
     def __iter__(self) -> Iterator[K]:
         """The keys kept (in no particular order)."""
         return iter(list(self._entries))
+
+    def first(self) -> K | None:
+        """The key put longest ago (a replacement keeps its place; put again after a ``pop``, it
+        is the newest); None when empty."""
+        return next(iter(self._entries), None)
 
     def values(self) -> Iterator[V]:
         """The values kept (in no particular order)."""
@@ -171,4 +184,8 @@ class FairLRU(Generic[K, V]):
             else:
                 return
             held = self._held[self._heaviest(heap)]
-            self._take(next(iter(held.order)))
+            key = next(iter(held.order))
+            value = self._entries[key][0]
+            self._take(key)
+            if self.on_evict is not None:
+                self.on_evict(key, value)

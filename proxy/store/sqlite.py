@@ -10,7 +10,6 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from proxy.store.batch import SaveState as _SaveState
 from proxy.store.batch import Statement as _Statement
 from proxy.store.cache_feedback import FeedbackStore
 from proxy.store.dialect import SQLITE
+from proxy.store.kept_saves import KeptSaves
 from proxy.store.lull import Lull, defer_for
 from proxy.store.migrations import apply_migrations
 from proxy.store.private_file import private_database
@@ -83,16 +83,13 @@ class SQLiteStore(SqliteReads):
         self.batch_window_s = batch_window_s
         # The latest queued save per session, until written: the cache may evict it first.
         self._unwritten: dict[str, _SaveState] = {}
-        # Saves that found the queue full (``_enqueue``), the latest per session, oldest first:
-        # held in ``_unwritten`` too (read by ``load_state`` once the cache let them go) and
-        # queued again by the writer once its queue is at most half full. At most as many
-        # sessions as the state cache holds; past that the oldest held is lost (counted).
-        self._held_saves: OrderedDict[str, _SaveState] = OrderedDict()
-        self.max_held_saves = state_cache_size
-        # Saves of a batch the database did not take (a row refused, the file full or damaged),
-        # the latest per session, oldest first: kept in ``_unwritten`` (read by ``load_state``)
-        # until a later save of the session is written; as many as ``_held_saves`` at most.
-        self._failed_saves: OrderedDict[str, _SaveState] = OrderedDict()
+        # Saves that found the queue full (``_enqueue``): queued again by the writer once its
+        # queue is at most half full. At most as many sessions as the state cache holds; past
+        # that the principal holding most loses its oldest (counted: ``kept_saves``).
+        self._held_saves = KeptSaves(state_cache_size, self._unwritten, self._lost_one)
+        # Saves of a batch the database did not take (a row refused, the file full or damaged):
+        # kept until a later save of the session is written, as many at most (counted once).
+        self._failed_saves = KeptSaves(state_cache_size, self._unwritten)
         self._writer_task: asyncio.Task[None] | None = None
         self._window = BatchWindow()  # closed by ``close``: what is queued is written at once
         # the upstream's cache report per session (proxy.store.cache_feedback)
@@ -171,29 +168,24 @@ class SQLiteStore(SqliteReads):
                 said = "store: %d writes queued, the most store.buffer_rows allows; dropping new"
                 log.error(said + " ones (%d lost so far)", self._queue.qsize(), self.write_errors)
             return
-        if isinstance(op, _SaveState) and self._held_saves:
-            self._held_saves.pop(op.session_id, None)  # this later save is queued instead
+        if isinstance(op, _SaveState) and len(self._held_saves):
+            self._held_saves.drop(op.session_id)  # this later save is queued instead
         self._queue.put_nowait(op)
 
     def _hold(self, save: _SaveState) -> None:
         """Hold a save the full queue did not take (``_held_saves``)."""
-        held = self._held_saves
-        held.pop(save.session_id, None)
-        held[save.session_id] = save
-        self._unwritten[save.session_id] = save
-        if len(held) > self.max_held_saves:
-            lost_id, lost = held.popitem(last=False)
-            if self._unwritten.get(lost_id) is lost:
-                del self._unwritten[lost_id]
-            self.write_errors += 1
+        self._held_saves.keep(save)
+
+    def _lost_one(self) -> None:
+        self.write_errors += 1
 
     def _queue_held(self, all_of_them: bool = False) -> None:
         """Queue the held saves again, oldest first, while the queue is at most half full (or
         all of them): each one unless a later save of its session was queued since."""
         held = self._held_saves
-        while held and (all_of_them or self._queue.qsize() <= self.buffer_rows // 2):
-            session_id, save = held.popitem(last=False)
-            if self._unwritten.get(session_id) is save:
+        while len(held) and (all_of_them or self._queue.qsize() <= self.buffer_rows // 2):
+            save = held.oldest()
+            if save is not None and self._unwritten.get(save.session_id) is save:
                 self._queue.put_nowait(save)
 
     def write_later(
@@ -260,16 +252,11 @@ class SQLiteStore(SqliteReads):
     def _saved(self, save: _SaveState, written: bool) -> None:
         """``save``, its session's latest, was ``written`` by its batch (or not: kept readable,
         ``_failed_saves``, however many sessions the state cache takes in meanwhile)."""
-        failed = self._failed_saves
-        failed.pop(save.session_id, None)
         if written:
+            self._failed_saves.drop(save.session_id)
             del self._unwritten[save.session_id]
-            return
-        failed[save.session_id] = save
-        if len(failed) > self.max_held_saves:
-            lost_id, lost = failed.popitem(last=False)
-            if self._unwritten.get(lost_id) is lost:
-                del self._unwritten[lost_id]
+        else:
+            self._failed_saves.keep(save)
 
     async def _write_batch(self, ops: list[_Op]) -> bool:
         """Write a batch in one transaction, one statement per shape; if a row breaks (a

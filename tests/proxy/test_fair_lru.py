@@ -68,3 +68,16 @@ def test_keep_holds_entries_however_large_and_charge_reads_a_cost() -> None:
     assert "a" in lru and lru.charge("a") == 500 and lru.charge("b") is None
     lru.put("b", "small", "q", 10)  # b then a is evicted down to the floor
     assert list(lru) == ["b"] and lru.held_bytes == 10
+
+
+def test_on_evict_is_told_of_evictions_and_first_is_the_oldest_put() -> None:
+    evicted: list[tuple[str, int]] = []
+    lru: FairLRU[str, int] = FairLRU(max_entries=3, on_evict=lambda k, v: evicted.append((k, v)))
+    lru.put("b", 0, "q")
+    for i in range(4):
+        lru.put(f"a{i}", i, "p")
+    assert evicted == [("a0", 0), ("a1", 1)] and lru.first() == "b"
+    lru.pop("b")  # popped: not an eviction
+    assert evicted == [("a0", 0), ("a1", 1)] and lru.first() == "a2"
+    lru.put("a2", 22, "p")  # replaced: keeps its place
+    assert lru.first() == "a2" and FairLRU[str, int](1).first() is None

@@ -3,8 +3,8 @@ database slow or locked for long) is held, not lost: a later request of the sess
 however many other sessions' states the state cache took in since (its tenant's other sessions
 evicting it, which left the session's older stored state to be read), and the writer queues it
 again once its queue is at most half full, so the database ends with it. At most as many
-sessions' saves are held as the state cache holds entries; past that the oldest held is lost,
-counted."""
+sessions' saves are held as the state cache holds entries; past that the principal holding most
+loses its oldest held, counted."""
 
 from __future__ import annotations
 
@@ -133,5 +133,29 @@ async def test_a_held_save_is_written_when_the_store_closes(tmp_path: Path) -> N
     await reopened.open()
     try:
         assert (await reopened.load_state("tenant-b/conv"))[0].get("turn") == 2
+    finally:
+        await reopened.close()
+
+
+async def test_another_tenants_held_saves_do_not_push_out_a_victims(
+    store: SQLiteStore, tmp_path: Path
+) -> None:
+    """Past the bound, the principal holding most held saves loses its oldest: one tenant's many
+    sessions saved while the database is locked do not lose another tenant's save."""
+    release, task = await stalled(store)
+    fill(store)
+    await store.save_state("tenant-b/conv", SessionState({"turn": 2}), None)  # held first
+    for i in range(10):
+        await store.save_state(f"tenant-a/s{i}", SessionState({"n": i}), None)
+    assert store.write_errors == 7  # a's 7 oldest: 4 held at most, b's among them
+    assert "tenant-b/conv" in store._unwritten
+    release.set()
+    await task
+    await store.flush()
+    reopened = SQLiteStore(str(tmp_path / "log.db"))
+    await reopened.open()
+    try:
+        assert (await reopened.load_state("tenant-b/conv"))[0].get("turn") == 2
+        assert (await reopened.load_state("tenant-a/s9"))[0].get("n") == 9
     finally:
         await reopened.close()
