@@ -77,7 +77,9 @@ async def load(
     statuses: list[int] = []
     ids: list[str] = []
     made: dict[str, set[str]] = {}
-    limits = httpx.Limits(max_connections=CLIENTS * 2)
+    # idle connections let go before the replicas' keep-alive (5 s) closes them: a request
+    # sent on one the server is closing fails with a ReadError (seen on a loaded machine)
+    limits = httpx.Limits(max_connections=CLIENTS * 2, keepalive_expiry=2.0)
     async with httpx.AsyncClient(timeout=60, limits=limits) as client:
 
         async def one_client(c: int) -> None:
