@@ -106,6 +106,8 @@ RESPONSES_PARAMS = frozenset(
     }
 )
 _OPENAI_BASE = "https://api.openai.com/v1"
+# Providers litellm gives a document's URL as one they read (Gemini's ``file_data``)
+_READS_URLS = frozenset({"gemini", "vertex_ai"})
 # litellm's Messages adapter looks up litellm's proxy server for a router on every call
 # (importing it, seconds, or failing to); the router serves only the context_management
 # polyfill, which never runs here (context_management is not passed). Any non-None value stops
@@ -143,7 +145,8 @@ async def bridged_messages(
         data = without_unverifiable(data) or data
         messages = data.get("messages")
     else:  # each signature as its maker wrote it; documents as the bridge carries them
-        messages = bridged_documents(unmarked(data.get("messages")))
+        urls = provider in _READS_URLS
+        messages = bridged_documents(unmarked(data.get("messages")), urls)
     stream = data.get("stream") is True
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
