@@ -48,6 +48,7 @@ from proxy.errors import (
     Unauthorized,
     UpstreamFailed,
 )
+from proxy.protocols.exact_json import dumps, plain_loads
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
@@ -264,7 +265,8 @@ async def bridged_responses(
         return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         answer = marked_response(_plain(result))  # its reasoning ids: not OpenAI's to look up
-        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))
+        # it echoes the request's parameters: an integer past 64 bits among them (``dumps``)
+        return UpstreamResponse(200, dict(_JSON), body=dumps(answer))
     chunks, shut = _responses_sse(result, target), partial(close, result)
     return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
@@ -276,7 +278,7 @@ _SSE = {"content-type": "text/event-stream"}
 
 def _object(body: bytes) -> dict[str, Any]:
     try:
-        data = orjson.loads(body)
+        data = plain_loads(body)  # an integer past 64 bits as sent, not a float near it
     except orjson.JSONDecodeError:
         raise BadRequest("The body is not valid JSON.") from None
     if not isinstance(data, dict):
@@ -395,4 +397,4 @@ def _event(data: dict[str, Any]) -> bytes:
     kind = data.get("type")
     named = isinstance(kind, str) and _EVENT_NAME.fullmatch(kind)
     head = b"event: " + kind.encode() + b"\n" if named and isinstance(kind, str) else b""
-    return head + b"data: " + orjson.dumps(data, default=_plain) + b"\n\n"
+    return head + b"data: " + dumps(data, default=_plain) + b"\n\n"
