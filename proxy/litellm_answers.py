@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import Any
 
 import httpx
+import orjson
 
 # A whole answer litellm parses on the loop: a model's is a few MB at most (128 K tokens of
 # output, with log-probabilities); the native relays, which parse none, pass up to 64 MiB
@@ -119,13 +120,20 @@ def _bounded(
 
 
 def _asks_stream(request: httpx.Request) -> bool:
-    """Whether the request's JSON body asks for a stream (``"stream": true`` at any depth but
-    inside a string, whose quotes would be escaped)."""
+    """Whether the request's JSON body asks for a stream: its own ``stream`` is true. Parsed
+    only when the bytes name one (``"stream": true`` at any depth but inside a string, whose
+    quotes would be escaped): a tool's schema may hold a property so named."""
     try:
         content = request.content
     except httpx.RequestNotRead:
         return False
-    return b'"stream": true' in content or b'"stream":true' in content
+    if b'"stream": true' not in content and b'"stream":true' not in content:
+        return False
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
 
 
 class _BoundedStream(httpx.AsyncByteStream):

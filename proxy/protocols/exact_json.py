@@ -9,6 +9,7 @@ parse too, and comes back the same float."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -57,3 +58,27 @@ def loads(data: bytes | str) -> Any:
         except LossyNumber:
             return exact_loads(data)
     return value
+
+
+def plain_loads(data: bytes | str) -> Any:
+    """``orjson.loads``, keeping integers past 64 bits exactly as Python's own integers (the
+    standard library's parse) where the text holds one: for litellm, which writes a body with
+    ``json.dumps`` (a Fragment it cannot write; a float would change the client's value)."""
+    value = orjson.loads(data)
+    if type(value) is dict or type(value) is list:
+        try:
+            exact_within_depth(value, 1_000)
+        except LossyNumber:
+            return json.loads(data)
+    return value
+
+
+def dumps(value: Any, default: Callable[[Any], Any] | None = None) -> bytes:
+    """``orjson.dumps``; a value holding an integer past 64 bits, which orjson cannot write (a
+    ``plain_loads`` body's, echoed in litellm's answer), written by the standard library."""
+    try:
+        return orjson.dumps(value, default=default)
+    except orjson.JSONEncodeError as exc:
+        if "64-bit" not in str(exc):
+            raise
+    return json.dumps(value, default=default, ensure_ascii=False, separators=(",", ":")).encode()

@@ -16,11 +16,15 @@ from collections.abc import Iterator
 
 _HEX = rb"[0-9a-fA-F]"
 # A high half no low half follows, or a low half no high half precedes: a pair is never matched,
-# so a body full of escaped emoji costs one search. Fixed-width look-arounds: linear.
+# so a body full of escaped emoji costs one search. Fixed-width look-arounds: linear. A pair
+# after a backslash (``pair``, the high half) is a pair only when that backslash does not escape
+# the high half's: \\ud83d\udc00 is the text \ud83d, then a lone low half.
 _LONE = re.compile(
-    rb"\\u[dD](?:[89abAB]" + _HEX + rb"{2}(?!\\u[dD][c-fC-F])"
+    rb"\\u[dD](?:[89abAB]" + _HEX + rb"{2}(?:(?!\\u[dD][c-fC-F])"
+    rb"|(?P<pair>(?<=\\\\u[dD][89abAB]" + _HEX + rb"{2})(?=\\u[dD][c-fC-F]" + _HEX + rb"{2})))"
     rb"|(?<!\\u[dD][89abAB]" + _HEX + rb"{2}\\u[dD])[c-fC-F]" + _HEX + rb"{2})"
 )
+_ESCAPE = 6  # the bytes of one \uXXXX
 # The quick test: only a body holding one of these can hold a surrogate escape.
 _MARKS = (b"\\ud", b"\\uD")
 # U+FFFD as orjson writes it (raw UTF-8, not the escape): the body memory proves a kept item by
@@ -78,13 +82,18 @@ def mended_surrogates(raw: bytes) -> tuple[bytes, int]:
     done = 0
     try:
         for seen, match in enumerate(_lone(raw)):
+            if seen >= _MAX_CANDIDATES:
+                raise _TooMany
             start = match.start()
-            if seen >= _MAX_CANDIDATES or _escaped(raw, start):
-                if seen >= _MAX_CANDIDATES:
-                    raise _TooMany
+            escaped = _escaped(raw, start)
+            if match.group("pair") is not None:
+                if not escaped:
+                    continue  # a pair after an escaped backslash
+                start = match.end()  # the high half is text: the low half after it is lone
+            elif escaped:
                 continue
             pieces += (raw[done:start], _REPLACEMENT)
-            done = match.end()
+            done = start + _ESCAPE
     except _TooMany:
         return raw, 0
     if not pieces:

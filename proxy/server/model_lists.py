@@ -21,6 +21,7 @@ from proxy.server.in_flight import holding, retry_headers
 from proxy.server.services import Services
 from proxy.settings import UpstreamSettings
 from proxy.upstream.anthropic import anthropic_headers
+from proxy.upstream.gemini_route import system_parameters
 from proxy.upstream.key_owners import foreign, foreign_credentials
 from proxy.upstream.openai import upstream_api_key
 
@@ -31,11 +32,16 @@ def _json(data: object, status: int = 200, headers: dict[str, str] | None = None
     return Response(orjson.dumps(data), status, headers, media_type="application/json")
 
 
+def _google_key(request: Request, headers: dict[str, str]) -> bool:
+    """Whether the client presents a Google key (google-genai's list and ``models.get``)."""
+    return "x-goog-api-key" in headers or bool(system_parameters(request.url.query, "key"))
+
+
 async def models(request: Request) -> Response:
     headers = {k.lower(): v for k, v in request.headers.items()}
     if "anthropic-version" in headers:
         return await anthropic_models(request, headers)
-    if "x-goog-api-key" in headers or "key" in request.query_params:
+    if _google_key(request, headers):
         return await gemini_models(request)
     return await openai_models(request, headers)
 
@@ -46,7 +52,7 @@ async def model(request: Request) -> Response:
     upstream's answer for the name, else the configured name), the OpenAI SDK's (the entry of
     the list ``GET /v1/models`` gives). A name not there: 404 in the client's shape."""
     headers = {k.lower(): v for k, v in request.headers.items()}
-    if "x-goog-api-key" in headers or "key" in request.query_params:
+    if _google_key(request, headers):
         return await gemini_model(request)
     name = request.path_params["name"]
     if "anthropic-version" in headers:

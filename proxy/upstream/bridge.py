@@ -48,6 +48,7 @@ from proxy.errors import (
     Unauthorized,
     UpstreamFailed,
 )
+from proxy.protocols.exact_json import dumps, plain_loads
 from proxy.providers import load_litellm
 from proxy.settings import UpstreamSettings
 from proxy.tokens import TiktokenCounter, encoding_name_for
@@ -106,6 +107,8 @@ RESPONSES_PARAMS = frozenset(
     }
 )
 _OPENAI_BASE = "https://api.openai.com/v1"
+# Providers litellm gives a document's URL as one they read (Gemini's ``file_data``)
+_READS_URLS = frozenset({"gemini", "vertex_ai"})
 # litellm's Messages adapter looks up litellm's proxy server for a router on every call
 # (importing it, seconds, or failing to); the router serves only the context_management
 # polyfill, which never runs here (context_management is not passed). Any non-None value stops
@@ -143,7 +146,8 @@ async def bridged_messages(
         data = without_unverifiable(data) or data
         messages = data.get("messages")
     else:  # each signature as its maker wrote it; documents as the bridge carries them
-        messages = bridged_documents(unmarked(data.get("messages")))
+        urls = provider in _READS_URLS
+        messages = bridged_documents(unmarked(data.get("messages")), urls)
     stream = data.get("stream") is True
     kwargs = _chat_only_thinking(
         {k: v for k, v in data.items() if k in MESSAGES_PARAMS}, model, provider, base
@@ -261,7 +265,8 @@ async def bridged_responses(
         return _failed(target, exc, unsent=watch.unsent)
     if not stream:
         answer = marked_response(_plain(result))  # its reasoning ids: not OpenAI's to look up
-        return UpstreamResponse(200, dict(_JSON), body=orjson.dumps(answer))
+        # it echoes the request's parameters: an integer past 64 bits among them (``dumps``)
+        return UpstreamResponse(200, dict(_JSON), body=dumps(answer))
     chunks, shut = _responses_sse(result, target), partial(close, result)
     return UpstreamResponse(200, dict(_SSE), chunks=chunks, close=shut)
 
@@ -273,7 +278,7 @@ _SSE = {"content-type": "text/event-stream"}
 
 def _object(body: bytes) -> dict[str, Any]:
     try:
-        data = orjson.loads(body)
+        data = plain_loads(body)  # an integer past 64 bits as sent, not a float near it
     except orjson.JSONDecodeError:
         raise BadRequest("The body is not valid JSON.") from None
     if not isinstance(data, dict):
@@ -392,4 +397,4 @@ def _event(data: dict[str, Any]) -> bytes:
     kind = data.get("type")
     named = isinstance(kind, str) and _EVENT_NAME.fullmatch(kind)
     head = b"event: " + kind.encode() + b"\n" if named and isinstance(kind, str) else b""
-    return head + b"data: " + orjson.dumps(data, default=_plain) + b"\n\n"
+    return head + b"data: " + dumps(data, default=_plain) + b"\n\n"

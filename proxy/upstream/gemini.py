@@ -13,13 +13,12 @@ Any other kind: through litellm (``proxy.upstream.gemini_bridge``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from urllib.parse import parse_qsl
 
 from proxy.providers import litellm_ready
 from proxy.relayed_headers import NOT_WITH_SERVER_KEY
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
-from proxy.upstream.gemini_route import Route, upstream_query
+from proxy.upstream.gemini_route import Route, system_parameters, upstream_query
 from proxy.upstream.key_text import require_header_text
 from proxy.upstream.openai import UpstreamClient
 from proxy.upstream.transport import RELAYED_NAMES, REQUEST_CONTEXT_HEADERS
@@ -37,13 +36,14 @@ GEMINI_RELAYED_NAMES = RELAYED_NAMES | {"x-goog-request-id", "server-timing"}
 
 
 def client_key(headers: Mapping[str, str], query: str) -> str | None:
-    """The client's Gemini key: ``x-goog-api-key``, else ``?key=``, else a bearer token.
-    Raises ``Unauthorized`` for a ``?key=`` no header can carry (it goes upstream as one)."""
+    """The client's Gemini key: ``x-goog-api-key``, else ``?key=`` (or ``$key``), else a bearer
+    token. Raises ``Unauthorized`` for a ``?key=`` no header can carry (it goes upstream as
+    one)."""
     key = headers.get("x-goog-api-key", "").strip()
     if key:
         return key
-    for name, value in parse_qsl(query[:4096]):
-        if name == "key" and value.strip():
+    for value in system_parameters(query, "key"):
+        if value.strip():
             require_header_text(value.strip())
             return value.strip()
     auth = headers.get("authorization", "")

@@ -52,7 +52,16 @@ def valid_model(model: str) -> bool:
     )
 
 
+def system_parameters(query: str, name: str) -> list[str]:
+    """The values of Google's system parameter ``name`` in ``query``, in order: Google reads
+    ``$alt`` (``%24alt``) as ``alt``, ``$key`` as ``key``."""
+    return [v for n, v in parse_qsl(query[:4096]) if n in (name, "$" + name)]
+
+
 def upstream_query(query: str) -> str:
-    """What of the client's query goes upstream: ``alt`` (``sse``) only, never ``key``."""
-    kept = [(n, v) for n, v in parse_qsl(query[:4096]) if n == "alt" and v in ("sse", "json")]
-    return "&".join(f"{n}={v}" for n, v in kept[:1])
+    """What of the client's query goes upstream: ``alt`` (``sse``) only, never ``key``; the
+    first ``alt`` the proxy knows, in lower case (a client asking ``alt=SSE`` reads events)."""
+    for value in system_parameters(query, "alt"):
+        if value.lower() in ("sse", "json"):
+            return f"alt={value.lower()}"
+    return ""

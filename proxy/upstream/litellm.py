@@ -34,6 +34,7 @@ from proxy.errors import (
     UpstreamFailed,
     UpstreamMisconfigured,
 )
+from proxy.protocols.exact_json import plain_loads
 from proxy.providers import load_litellm, provider_of
 from proxy.settings import UpstreamSettings
 from proxy.upstream import UpstreamResponse
@@ -224,7 +225,7 @@ async def _completion(
     litellm = load_litellm()
     # litellm may change what it is handed; the parsed body's objects are shared with the next
     # request of the session (``body_memory``): it gets its own
-    body = orjson.loads(orjson.dumps(body))
+    body = plain_loads(orjson.dumps(body))  # an integer past 64 bits as sent
     kwargs, dropped = forwarded_params(body)
     if upstream.headers:
         kwargs["extra_headers"] = dict(upstream.headers)

@@ -441,3 +441,37 @@ async def test_a_response_to_a_call_the_cached_content_holds_goes_as_sent(
         got = await client.post(PATH, content=raw, headers=HEADERS)
     assert got.status_code == 200, got.text
     assert edge.last.body == raw  # the client's own bytes
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["alt=SSE", "$alt=sse", "%24alt=sse", "alt=Sse&key=", f"$key={KEY}&%24alt=sse"],
+)
+async def test_the_system_parameters_other_spellings_are_read_as_googles(
+    edge: EdgeUpstream, tmp_path: Path, query: str
+) -> None:
+    """Google reads ``$alt`` and ``$key`` as ``alt`` and ``key`` (its system parameters): a
+    client asking for events so (or as ``alt=SSE``) was relayed the JSON-array stream, and a
+    ``$key`` was dropped, the request sent without a key."""
+    edge.reply = Reply.event_stream(b"data: " + orjson.dumps(answer()) + b"\r\n\r\n")
+    headers = {k: v for k, v in HEADERS.items() if k != "x-goog-api-key"}
+    if "key=" not in query or query.endswith("key="):
+        headers["x-goog-api-key"] = KEY
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        got = await client.post(f"{STREAM}?{query}", json=body(), headers=headers)
+    assert got.status_code == 200, got.text
+    assert got.headers["content-type"].startswith("text/event-stream")
+    assert edge.last.target == f"{STREAM}?alt=sse"
+    assert edge.last.header("x-goog-api-key") == KEY
+
+
+async def test_a_dollar_key_asks_for_googles_model_list(
+    edge: EdgeUpstream, tmp_path: Path
+) -> None:
+    """``GET /v1/models?$key=…`` is google-genai's list: it was answered as the OpenAI SDK's."""
+    headers = {k: v for k, v in HEADERS.items() if k != "x-goog-api-key"}
+    async with in_process(settings(edge), str(tmp_path / "db")) as client:
+        edge.reply = Reply.json({"models": []})
+        got = await client.get(f"/v1/models?%24key={KEY}", headers=headers)
+    assert got.status_code == 200, got.text
+    assert "models" in got.json() and edge.last.header("x-goog-api-key") == KEY

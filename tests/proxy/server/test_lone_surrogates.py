@@ -30,6 +30,9 @@ MENDED = "\ufffd".encode()
         (rb'"\udc00\udc01"', rb'"\ufffd\ufffd"', 2),
         (rb'"\ud83d\ud83d\ude00"', rb'"\ufffd\ud83d\ude00"', 1),  # the second high half pairs
         (rb'"\\\ud83d"', rb'"\\\ufffd"', 1),  # an escaped backslash, then the escape
+        # the text \ud83d (an escaped backslash), then a low half: lone, though it looks paired
+        (rb'"\\ud83d\udc00"', rb'"\\ud83d\ufffd"', 1),
+        (rb'"\\\\\\ud83d\uDC00 \ud83d\ude00"', rb'"\\\\\\ud83d\ufffd \ud83d\ude00"', 1),
     ],
 )
 def test_each_lone_half_becomes_the_replacement_character(
@@ -46,6 +49,7 @@ def test_each_lone_half_becomes_the_replacement_character(
         rb'"smile \ud83d\ude00"',  # a pair
         rb'"\uD83D\uDE00"',
         rb'"the text \\ud83d"',  # a backslash, then "ud83d": no escape
+        rb'"\\\ud83d\udc00"',  # an escaped backslash, then a pair
         rb'"\u00e9 \u2603"',
     ],
 )
@@ -68,9 +72,10 @@ def test_more_than_a_texts_few_are_not_mended() -> None:
 def test_the_window_a_scan_stops_at_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The scan goes a window at a time: a match across a window's edge is found once, a pair
     across it is not split."""
-    text = rb'"' + rb"\\" * 3 + rb"\ud83d\ude00 a \ud83d b \udc00\udc01 \\ud83d \ud83d" + rb'"'
+    text = rb'"' + rb"\\" * 3 + rb"\ud83d\ude00 a \ud83d b \udc00\udc01 \\ud83d \ud83d"
+    text += rb" \\ud83d\udc00 \\\ud83d\udc00" + rb'"'
     whole = mended_surrogates(text)
-    assert whole[1] == 4
+    assert whole[1] == 5
     for window in range(1, len(text) + 2):
         monkeypatch.setattr(surrogates, "_WINDOW", window)
         assert mended_surrogates(text) == whole, window

@@ -131,3 +131,21 @@ def test_an_environment_proxys_transports_are_bounded_too(
     client: Any = AsyncHTTPHandler().client
     mounted = [t for t in client._mounts.values() if t is not None]
     assert mounted and all(type(t).__name__.startswith("Bounded") for t in mounted)
+
+
+async def test_a_whole_answer_to_a_body_naming_stream_inside_is_read(
+    tmp_path: Path, edge: EdgeUpstream
+) -> None:
+    """A tool's schema with a property ``"stream": true`` (a boolean schema) is no request for a
+    stream: its whole answer was refused as one to a stream (a 502 on every retry)."""
+    edge.reply = Reply.json(anthropic_message("the whole answer"))
+    upstream = {"name": "claude", "kind": "anthropic", "match": ["claude-*"], "base_url": edge.url}
+    settings = proxy_settings(edge.base_url, upstreams=[upstream])
+    schema = {"type": "object", "properties": {"stream": True, "path": {"type": "string"}}}
+    tool = {"type": "function", "function": {"name": "tail", "parameters": schema}}
+    body = {"model": "claude-sonnet-4-5", "messages": ASK, "tools": [tool], "stream": False}
+    async with in_process(settings, str(tmp_path / "db")) as c:
+        r = await c.post("/v1/chat/completions", json=body, headers={"x-api-key": "sk-ant-t"})
+    assert r.status_code == 200, r.text[:300]
+    assert b"the whole answer" in r.content
+    assert b'"stream": true' in edge.last.body.replace(b'"stream":true', b'"stream": true')
