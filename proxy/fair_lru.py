@@ -17,6 +17,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
+from proxy.charge_groups import charged_to
+
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
@@ -108,7 +110,9 @@ class FairLRU(Generic[K, V]):
 
     def put(self, key: K, value: V, principal: str, cost: int = 0) -> None:
         """Keep ``value`` for ``key`` (replacing what was kept), ``principal``'s, charged
-        ``cost``; then evict until within the bounds."""
+        ``cost``; then evict until within the bounds. An unverified principal's entry is charged
+        to its lane (``proxy.charge_groups``)."""
+        principal = charged_to(principal)
         hit = self._entries.get(key)
         if hit is not None and hit[2] == principal:
             # a session's value replaced by its own next (the common put): its place and its

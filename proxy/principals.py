@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from proxy import charge_groups
 from proxy.errors import Unauthorized
 from proxy.networks import network_of
 from proxy.relayed_headers import relayed_headers
@@ -159,7 +160,9 @@ class Principals:
         ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
-        return unverified_lane(client)
+        lane = unverified_lane(client)
+        charge_groups.unverified(principal, lane)  # its entries in the shared maps: its lane's
+        return lane
 
     def answered(
         self, principal: str, status: int, upstream: UpstreamSettings, client: Sequence[Any] | None
@@ -186,6 +189,7 @@ class Principals:
             return
         accepted[principal] = network
         counts[network] = counts.get(network, 0) + 1
+        charge_groups.verified(principal)
         if len(accepted) > VERIFIED_KEPT:
             _, gone = accepted.popitem(last=False)
             counts[gone] -= 1
