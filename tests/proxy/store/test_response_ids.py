@@ -6,6 +6,7 @@ a whole answer and from a stream cut anywhere."""
 from __future__ import annotations
 
 import asyncio
+import random
 import tracemalloc
 from typing import Any
 
@@ -271,3 +272,31 @@ def test_a_whole_answers_id_is_read_wherever_it_is() -> None:
     recorder.answer(b"not json")
     seen = [("alice", "resp_1"), ("alice", "resp_indented"), ("alice", "resp_late_key")]
     assert noted.seen == seen
+
+
+def test_a_principal_verified_since_has_its_ids_charged_to_itself() -> None:
+    charge_groups.unverified("pt-new-tenant", "unverified@10.9.9.8")
+    try:
+        lru = _Lru(per_principal=1_000, total=6)
+        lru.put("pt-new-tenant", "r0", NOW)  # its first answer: kept in its lane's name
+        charge_groups.verified("pt-new-tenant")
+        lru.put("pt-new-tenant", "r1", NOW)  # accepted since: both its ids are its own
+        assert lru._charged["pt-new-tenant"] == "pt-new-tenant"
+        assert lru._holders["pt-new-tenant"].count == 2
+        assert "unverified@10.9.9.8" not in lru._holders
+        for i in range(10):
+            lru.put("bob", f"b{i}", NOW)
+        assert lru.get("pt-new-tenant", "r0") == NOW and len(lru) == 6
+    finally:
+        charge_groups.verified("pt-new-tenant")
+
+
+def test_the_counts_stay_exact_through_random_puts() -> None:
+    rng = random.Random(7)
+    lru = _Lru(per_principal=5, total=40)
+    for step in range(5_000):
+        lru.put(f"p{rng.randrange(30)}", f"r{rng.randrange(12)}", NOW + step)
+        held = sum(len(ids) for ids in lru._by.values())
+        assert len(lru) == held <= 40
+        assert sum(h.count for h in lru._holders.values()) == held
+        assert all(len(ids) <= 5 for ids in lru._by.values())
