@@ -7,7 +7,10 @@ Each principal's entries are kept in their own recency order, and who holds most
 heap per bound (stale items skipped as they surface, the heaps rebuilt once they hold more than
 twice as many items as principals): a hit costs O(1), a put or an eviction O(log principals)
 amortised, never a scan of the entries. Among principals holding equally much, the one whose
-holding changed least recently loses first. Not thread-safe: callers on several threads lock."""
+holding changed least recently loses first. A passthrough principal no upstream has accepted is
+charged to its network's lane (``proxy.charge_groups``): made-up keys holding one entry each
+would otherwise each be a principal holding least. Not thread-safe: callers on several threads
+lock."""
 
 from __future__ import annotations
 

@@ -157,7 +157,9 @@ class Principals:
         any credential, so its answers verify none (``accepted`` is not told of them): there a
         made-up key stays in its network's lane, and cannot push a verified one out of the
         ``VERIFIED_KEPT`` remembered. Nor can an upstream that checks no key give more than
-        ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own."""
+        ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own. The shared
+        in-memory maps charge an unverified principal's entries to its lane too
+        (``proxy.charge_groups``)."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
         lane = unverified_lane(client)
