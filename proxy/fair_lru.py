@@ -7,7 +7,10 @@ Each principal's entries are kept in their own recency order, and who holds most
 heap per bound (stale items skipped as they surface, the heaps rebuilt once they hold more than
 twice as many items as principals): a hit costs O(1), a put or an eviction O(log principals)
 amortised, never a scan of the entries. Among principals holding equally much, the one whose
-holding changed least recently loses first. Not thread-safe: callers on several threads lock."""
+holding changed least recently loses first. A passthrough principal no upstream has accepted is
+charged to its network's lane (``proxy.charge_groups``): made-up keys holding one entry each
+would otherwise each be a principal holding least. Not thread-safe: callers on several threads
+lock."""
 
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
+
+from proxy.charge_groups import charged_to
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -108,7 +113,9 @@ class FairLRU(Generic[K, V]):
 
     def put(self, key: K, value: V, principal: str, cost: int = 0) -> None:
         """Keep ``value`` for ``key`` (replacing what was kept), ``principal``'s, charged
-        ``cost``; then evict until within the bounds."""
+        ``cost``; then evict until within the bounds. An unverified principal's entry is charged
+        to its lane (``proxy.charge_groups``)."""
+        principal = charged_to(principal)
         hit = self._entries.get(key)
         if hit is not None and hit[2] == principal:
             # a session's value replaced by its own next (the common put): its place and its

@@ -33,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from proxy import charge_groups
 from proxy.errors import Unauthorized
 from proxy.networks import network_of
 from proxy.relayed_headers import relayed_headers
@@ -156,10 +157,14 @@ class Principals:
         any credential, so its answers verify none (``accepted`` is not told of them): there a
         made-up key stays in its network's lane, and cannot push a verified one out of the
         ``VERIFIED_KEPT`` remembered. Nor can an upstream that checks no key give more than
-        ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own."""
+        ``VERIFIED_PER_NETWORK`` of one network's made-up keys lanes of their own. The shared
+        in-memory maps charge an unverified principal's entries to its lane too
+        (``proxy.charge_groups``)."""
         if self.mode == "keys" or principal in self._accepted:
             return principal
-        return unverified_lane(client)
+        lane = unverified_lane(client)
+        charge_groups.unverified(principal, lane)  # its entries in the shared maps: its lane's
+        return lane
 
     def answered(
         self, principal: str, status: int, upstream: UpstreamSettings, client: Sequence[Any] | None
@@ -186,6 +191,7 @@ class Principals:
             return
         accepted[principal] = network
         counts[network] = counts.get(network, 0) + 1
+        charge_groups.verified(principal)
         if len(accepted) > VERIFIED_KEPT:
             _, gone = accepted.popitem(last=False)
             counts[gone] -= 1

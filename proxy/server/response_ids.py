@@ -12,8 +12,9 @@ stream's ``response.created`` (the first event; ``response.completed`` repeats i
 scanned only until the id is found, at most its first ``SCAN_LIMIT`` bytes. An answer to a
 request sent with ``store: false`` is not recorded: the provider keeps no response to continue.
 
-Kept in memory, an LRU of at most ``PER_PRINCIPAL`` ids for each principal and ``TOTAL`` in all
-(about 450 bytes an id with Python's containers: ~9 MB when full), and in the store's
+Kept in memory, at most ``PER_PRINCIPAL`` ids for each principal (its least recently used going
+first) and ``TOTAL`` in all, the principal holding most losing first (``response_id_memory``;
+about 200 bytes an id with Python's containers: ~4 MB when full), and in the store's
 ``response_ids`` table (migration m013), written off the request's path by the store's writer and
 read (one primary-key lookup) only on a miss in memory, so that replicas sharing a PostgreSQL
 store, and a restarted proxy, know them. The memory is a cache of the table: a conversation
@@ -28,7 +29,6 @@ import asyncio
 import logging
 import re
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,6 +37,7 @@ import orjson
 from proxy.errors import BadRequest, ProxyError
 from proxy.protocols.body import echo_id
 from proxy.rewrite.session_key import named_session
+from proxy.server.response_id_memory import IdMemory
 
 if TYPE_CHECKING:
     from proxy.settings import Settings
@@ -97,45 +98,9 @@ def _sql(store: Store) -> tuple[str, str]:
     return insert, select
 
 
-class _Lru:
+class _Lru(IdMemory[Relayed]):
     """(principal, id) -> when relayed and in which session: at most ``per_principal`` ids
-    each, ``total`` in all, the least recently used going first."""
-
-    def __init__(self, per_principal: int, total: int) -> None:
-        self.per_principal = per_principal
-        self.total = total
-        self._by: dict[str, OrderedDict[str, Relayed]] = {}
-        self._all: OrderedDict[tuple[str, str], None] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._all)
-
-    def get(self, principal: str, rid: str) -> Relayed | None:
-        ids = self._by.get(principal)
-        at = ids.get(rid) if ids is not None else None
-        if ids is not None and at is not None:
-            ids.move_to_end(rid)
-            self._all.move_to_end((principal, rid))
-        return at
-
-    def put(self, principal: str, rid: str, relayed: Relayed) -> bool:
-        """Whether it is new here."""
-        ids = self._by.setdefault(principal, OrderedDict())
-        new = rid not in ids
-        ids[rid] = relayed
-        ids.move_to_end(rid)
-        self._all[(principal, rid)] = None
-        self._all.move_to_end((principal, rid))
-        if len(ids) > self.per_principal:
-            old, _ = ids.popitem(last=False)
-            del self._all[(principal, old)]
-        if len(self._all) > self.total:
-            (who, old), _ = self._all.popitem(last=False)
-            rest = self._by[who]
-            del rest[old]
-            if not rest:
-                del self._by[who]
-        return new
+    each, ``total`` in all, the principal holding most losing its least recently used first."""
 
 
 class ResponseIds:

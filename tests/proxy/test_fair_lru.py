@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 
+from proxy import charge_groups
 from proxy.fair_lru import FairLRU
 
 
@@ -81,3 +82,37 @@ def test_on_evict_is_told_of_evictions_and_first_is_the_oldest_put() -> None:
     assert evicted == [("a0", 0), ("a1", 1)] and lru.first() == "a2"
     lru.put("a2", 22, "p")  # replaced: keeps its place
     assert lru.first() == "a2" and FairLRU[str, int](1).first() is None
+
+
+def test_unverified_principals_are_charged_to_their_lane_until_verified() -> None:
+    """Each made-up key holds one entry, the verified tenant two: charged each to itself, the
+    tenant would hold most and lose first; charged to their lane, the made-up keys do."""
+    made_up = [f"pt-made-up-{i}" for i in range(6)]
+    for principal in made_up:
+        charge_groups.unverified(principal, "unverified@10.9.9.9")
+    try:
+        lru: FairLRU[str, int] = FairLRU(max_entries=4)
+        lru.put("t/1", 1, "pt-tenant")
+        lru.put("t/2", 2, "pt-tenant")
+        for i, principal in enumerate(made_up):
+            lru.put(f"{principal}/s", i, principal)
+        assert "t/1" in lru and "t/2" in lru and lru.held_by("unverified@10.9.9.9") == (2, 0)
+        charge_groups.verified(made_up[-1])  # accepted since: its next put is its own
+        lru.put(f"{made_up[-1]}/s", 9, made_up[-1])
+        assert lru.held_by(made_up[-1]) == (1, 0)
+    finally:
+        for principal in made_up:
+            charge_groups.verified(principal)
+    assert charge_groups.charged_to(made_up[0]) == made_up[0]
+
+
+def test_the_unverified_told_of_are_bounded() -> None:
+    names = [f"pt-flood-{i}" for i in range(charge_groups.KEPT + 10)]
+    for name in names:
+        charge_groups.unverified(name, "unverified")
+    try:
+        assert charge_groups.charged_to(names[0]) == names[0]  # the oldest: forgotten
+        assert charge_groups.charged_to(names[-1]) == "unverified"
+    finally:
+        for name in names:
+            charge_groups.verified(name)

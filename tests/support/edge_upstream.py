@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +66,8 @@ class EdgeUpstream:
     def __init__(self) -> None:
         self.reply = Reply()
         self.replies: list[Reply] = []  # used first, one per request, then ``reply``
+        # when set, answers each request (after ``replies``): an upstream that reads its key
+        self.choose: Callable[[Seen], Reply] | None = None
         self.seen: list[Seen] = []
         self.connections = 0
         self.hung_up_mid_stream = threading.Event()
@@ -119,7 +122,9 @@ class EdgeUpstream:
                 length = int(dict(headers).get("content-length", "0"))
                 body = await reader.readexactly(length) if length else b""
                 self.seen.append(Seen(method, target, headers, body, connection))
-                reply = self.replies.pop(0) if self.replies else self.reply
+                seen = self.seen[-1]
+                chosen = self.choose(seen) if self.choose is not None else self.reply
+                reply = self.replies.pop(0) if self.replies else chosen
                 if not await self._answer(reply, reader, writer):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):

@@ -6,12 +6,14 @@ a whole answer and from a stream cut anywhere."""
 from __future__ import annotations
 
 import asyncio
+import random
 import tracemalloc
 from typing import Any
 
 import orjson
 import pytest
 
+from proxy import charge_groups
 from proxy.errors import ProxyError
 from proxy.server.response_ids import (
     SCAN_LIMIT,
@@ -143,19 +145,63 @@ def test_the_memory_is_bounded_per_principal_and_in_all() -> None:
     for i in range(3):
         lru.put("bob", f"b{i}", NOW)
     assert len(lru) == 5
-    assert lru.get("alice", "a2") is None  # the least recently used of all went
+    assert lru.get("alice", "a2") is None  # the one holding most (3 each: changed first) lost
     assert lru.get("alice", "a1") == NOW and lru.get("alice", "a3") == NOW
     assert [lru.get("bob", f"b{i}") for i in range(3)] == [NOW] * 3
     for i in range(5):
         lru.put("carol", f"c{i}", NOW)
-    assert len(lru) == 5
-    assert [lru.get("carol", f"c{i}") for i in range(5)] == [None, None, NOW, NOW, NOW]
+    assert len(lru) == 5  # carol past two loses her own oldest, not another's
+    assert [lru.get("carol", f"c{i}") for i in range(5)] == [None, None, None, NOW, NOW]
     assert [lru.get("bob", f"b{i}") for i in range(3)] == [None, NOW, NOW]
-    assert "alice" not in lru._by  # a principal with no id left takes no room
+    assert [lru.get("alice", a) for a in ("a1", "a3")] == [None, NOW]
+    lru.put("dave", "d0", NOW)
+    lru.put("dave", "d1", NOW)
+    assert len(lru) == 5 and len(lru._by) == 4
+    assert "alice" in lru._by and lru.get("dave", "d1") == NOW
+    for i in range(5):
+        lru.put("erin", f"e{i}", NOW)  # one of five holding one: erin loses her own
+    assert "alice" in lru._by and [lru.get("erin", f"e{i}") for i in range(5)][-1] == NOW
+    two = _Lru(per_principal=3, total=2)
+    for who in ("x", "y", "z"):  # each holds one: the one whose holding changed first loses
+        two.put(who, "r", NOW)
+    assert "x" not in two._by  # a principal with no id left takes no room
+
+
+def test_one_principals_many_ids_do_not_push_anothers_out() -> None:
+    """One tenant relaying id after id (up to its 1,000) pushed another's few ids out of the
+    memory (a global LRU): its next continuation paid a store read (on PostgreSQL, with retries
+    while the id may be queued). The principal holding most now loses its own oldest."""
+    lru = _Lru(per_principal=1_000, total=20)
+    lru.put("bob", "b0", NOW)
+    lru.put("bob", "b1", NOW)
+    for i in range(100):
+        lru.put("alice", f"a{i}", NOW)
+    assert lru.get("bob", "b0") == NOW and lru.get("bob", "b1") == NOW
+    assert len(lru) == 20 and lru.get("alice", "a99") == NOW
+
+
+def test_unverified_principals_ids_are_charged_to_their_lane() -> None:
+    """Behind an upstream called with the server's key, made-up keys are answered (their ids
+    kept), each a principal: 30 holding one id each would make a tenant holding two the
+    heaviest. Unverified, they are charged together to their lane, and lose their own."""
+    made_up = [f"pt-made-up-ids-{i}" for i in range(30)]
+    for principal in made_up:
+        charge_groups.unverified(principal, "unverified@10.9.9.9")
+    try:
+        lru = _Lru(per_principal=1_000, total=10)
+        lru.put("bob", "b0", NOW)
+        lru.put("bob", "b1", NOW)
+        for principal in made_up:
+            lru.put(principal, "r", NOW)
+        assert lru.get("bob", "b0") == NOW and lru.get("bob", "b1") == NOW
+        assert lru.get(made_up[-1], "r") == NOW and len(lru) == 10
+    finally:
+        for principal in made_up:
+            charge_groups.verified(principal)
 
 
 def test_the_memory_per_entry() -> None:
-    """The docstring's figure: about 450 bytes an id, Python's containers included."""
+    """The docstring's figure: about 200 bytes an id, Python's containers included."""
     lru = _Lru(per_principal=1_000, total=10_000)
     tracemalloc.start()
     try:
@@ -226,3 +272,31 @@ def test_a_whole_answers_id_is_read_wherever_it_is() -> None:
     recorder.answer(b"not json")
     seen = [("alice", "resp_1"), ("alice", "resp_indented"), ("alice", "resp_late_key")]
     assert noted.seen == seen
+
+
+def test_a_principal_verified_since_has_its_ids_charged_to_itself() -> None:
+    charge_groups.unverified("pt-new-tenant", "unverified@10.9.9.8")
+    try:
+        lru = _Lru(per_principal=1_000, total=6)
+        lru.put("pt-new-tenant", "r0", NOW)  # its first answer: kept in its lane's name
+        charge_groups.verified("pt-new-tenant")
+        lru.put("pt-new-tenant", "r1", NOW)  # accepted since: both its ids are its own
+        assert lru._charged["pt-new-tenant"] == "pt-new-tenant"
+        assert lru._holders["pt-new-tenant"].count == 2
+        assert "unverified@10.9.9.8" not in lru._holders
+        for i in range(10):
+            lru.put("bob", f"b{i}", NOW)
+        assert lru.get("pt-new-tenant", "r0") == NOW and len(lru) == 6
+    finally:
+        charge_groups.verified("pt-new-tenant")
+
+
+def test_the_counts_stay_exact_through_random_puts() -> None:
+    rng = random.Random(7)
+    lru = _Lru(per_principal=5, total=40)
+    for step in range(5_000):
+        lru.put(f"p{rng.randrange(30)}", f"r{rng.randrange(12)}", NOW + step)
+        held = sum(len(ids) for ids in lru._by.values())
+        assert len(lru) == held <= 40
+        assert sum(h.count for h in lru._holders.values()) == held
+        assert all(len(ids) <= 5 for ids in lru._by.values())
