@@ -69,12 +69,21 @@ def names_a_source(value: str, bare: bool = False) -> bool:
 
 
 # What a secret's name is given when no secret is there: YAML's and JSON's null and booleans, a
-# placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``), a mask (``****``,
+# placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``) or in words
+# (``your-api-key-here``: ``_FILLER``), a mask (``****``,
 # ``gho_****…``, ``sk-…****abcd``, ``AKIA****``: before it a key's kind (``KEY_KINDS``) and
 # at most 12 characters, or at most 4 characters; 4 after). A value shown in part before its mask
 # (``hunter2*****``, ``correct-horse-****``) is the secret's beginning, and goes.
 _UNSET = frozenset({"null", "none", "nil", "undefined", "true", "false", "~"})
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]{0,62}>")
+# A README's or a template's filler, words with no digit: ``your-api-key-here``, ``YOUR_TOKEN``,
+# ``yourApiKey``, ``paste-token-here``, and a run of x (``xxxx-xxxx``). A real secret holds a
+# digit or a sign, or is no such phrase; ``changeme`` is a default password in use, and goes.
+_FILLER = re.compile(
+    r"(?:[Yy]our|YOUR)(?:[-_.]|(?=[A-Z]))[A-Za-z]{1,24}+(?:[-_.][A-Za-z]{1,24}+){0,6}+"
+    r"|(?:[A-Za-z]{1,24}+[-_.]){1,6}+(?:here|HERE)"
+    r"|(?:[xX]{4,64}+[-_.]?){1,8}+"
+)
 _MASK = re.compile(
     rf"(?:{KEY_KINDS}[\w\-.…]{{0,12}}|[^*•●]{{0,4}})[*•●]{{4,}}[^*•●]{{0,4}}"
 )
@@ -84,6 +93,8 @@ def is_placeholder(value: str, bare: bool) -> bool:
     """Whether ``value`` stands where a secret would (unset, masked or a placeholder); ``bare``:
     it was not quoted (a quoted ``"null"`` is a string)."""
     if bare and value.lower() in _UNSET:
+        return True
+    if _FILLER.fullmatch(value) is not None:
         return True
     return _PLACEHOLDER.fullmatch(value) is not None or (
         ("*" in value or "•" in value or "●" in value) and _MASK.fullmatch(value) is not None
