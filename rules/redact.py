@@ -34,6 +34,7 @@ from typing import Any
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
 from rules.redact_calls import redact_call_credentials
 from rules.redact_continued import redact_continued
+from rules.redact_directives import redact_directives
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
@@ -65,7 +66,7 @@ _MEMO_MAX_TEXT = 16_000
 
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
-    text = redact_call_credentials(redact_piped(redact_pgpass(text)))
+    text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted

@@ -40,7 +40,8 @@ _TRIGGER_WORDS = (
     '"auth"',  # a Docker config.json's base64 of user:password
     "_auth",  # npm's _auth: the same
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
-    *("pw", "auth", "pat"),  # only as a name's last word (``_LAST_WORDS``)
+    "psk",  # a Wi-Fi's pre-shared key
+    *("pw", "auth", "pat", "salt"),  # only as a name's last word (``_LAST_WORDS``)
     # names in Chinese, Japanese and Korean (``_CJK_NAMES``)
     *("密码", "密碼", "口令", "パスワード", "비밀번호", "密钥", "秘钥", "密鑰", "金鑰", "令牌"),
     *("トークン", "토큰", "apiキー", "アクセスキー", "シークレットキー"),
@@ -48,7 +49,7 @@ _TRIGGER_WORDS = (
 # Words taken only where they end a longer name, after a separator or a camelCase step (``DB_PW``,
 # ``NPM_AUTH``, ``X-Api-Auth``, ``gitlabPat``): inside a word they are others (``upward``,
 # ``author``, ``OAUTH``, ``path``, ``compatible``), and a bare ``auth`` or ``pat`` is rarely one.
-_LAST_WORDS = frozenset({"pw", "auth", "pat"})
+_LAST_WORDS = frozenset({"pw", "auth", "pat", "salt"})
 _TRIGGER_TAILS = {
     "pass": ("word", "wd", "phrase"),
     "credential": ("s",),
@@ -56,7 +57,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat|psk|salt'
     r"|密码|密碼|口令|パスワード|비밀번호|密钥|秘钥|密鑰|金鑰|令牌|トークン|토큰|apiキー|アクセスキー"
     r"|シークレットキー)"
 )

@@ -17,7 +17,34 @@ PW = "Zq8#vLp2mWx4"
 SALT = "x7#Lq!m2@Vz$9pR&kT^wB*3nF(eH)jY+uC-sG=dN[aK]"
 
 # (text, what must not survive, what must)
-SECRETS: list[object] = []
+SECRETS = [
+    case(
+        "redis.conf and redis-cli",
+        f"# requirepass foobared\nrequirepass {PW}\nmasterauth  '{PW}x'\nport 6379\n"
+        f"127.0.0.1:6379> AUTH {PW}y\nOK\n127.0.0.1:6379> AUTH default {PW}z\nOK\n"
+        f"127.0.0.1:6379> CONFIG SET requirepass \"{PW}w\"\nOK\n",
+        [PW],
+        ["port 6379", "AUTH default", "CONFIG SET requirepass"],
+    ),
+    case(
+        "wpa_supplicant.conf",
+        f'network={{\n    ssid="home"\n    psk="{PW}"\n    key_mgmt=WPA-PSK\n}}\n'
+        "network={\n    ssid=\"lab\"\n"
+        "    psk=8f2a6c1b9d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c\n}\n",
+        [PW, "8f2a6c1b9d3e4f5a6b7c8d9e0f1a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3c"],
+        ['ssid="home"', "key_mgmt=WPA-PSK"],
+    ),
+    case(
+        "wp-config.php's salts",
+        f"define( 'AUTH_SALT',        '{SALT}1' );\n"
+        f"define( 'SECURE_AUTH_SALT', '{SALT}2' );\n"
+        f"define( 'LOGGED_IN_SALT',   '{SALT}3' );\n"
+        f"define( 'NONCE_SALT',       '{SALT}4' );\n"
+        f"SECURITY_PASSWORD_SALT = '{SALT}5'\n",
+        [SALT],
+        ["define( 'NONCE_SALT',"],
+    ),
+]
 
 # (text, what must stay)
 LOOKALIKES = [
@@ -31,12 +58,23 @@ LOOKALIKES = [
         "export HF_TOKEN=paste-your-token-here\n",
         [],
     ),
+    case(
+        "Redis and Wi-Fi named in prose and code",
+        "Set requirepass in redis.conf, then restart; masterauth must match it.\n"
+        "> AUTH is required before any command\n"
+        "key_mgmt=WPA-PSK\nThe salt is stored beside the hash: salt = os.urandom(16)\n"
+        "psk_identity_hint: server1\n",
+        [],
+    ),
 ]
 
 # adversarial inputs, each redacted in linear time
 ADVERSARIAL: list[object] = [
     pytest.param("api_key=your-" + "a-" * 50_000, id="a placeholder's words repeated"),
     pytest.param("password=" + "x" * 100_000 + "1", id="an x-run that is not all x"),
+    pytest.param("requirepass " * 20_000, id="directives in a row"),
+    pytest.param(("a" * 60 + "> AUTH a b c\n") * 2_000, id="prompts not a prompt's"),
+    pytest.param("x> AUTH " + "u " * 50_000, id="an AUTH with many words"),
 ]
 
 
