@@ -44,6 +44,13 @@ SECRETS = [
         [SALT],
         ["define( 'NONCE_SALT',"],
     ),
+    case(
+        "a Markdown hard break after a redacted value",
+        f"Your password is {PW}\\\nRestart the server afterwards.\n"
+        f"password: {PW}\\\n---\\\nnext step\n",
+        [PW],
+        ["Restart the server afterwards.", "---\\\nnext step"],
+    ),
 ]
 
 # (text, what must stay)
