@@ -70,7 +70,10 @@ BARE = (
     rf"""(?:&(?![\w.%\-]{{1,64}}=)[^\s"',;&\\{CJK_STOP}]++)*+)"""
 )
 _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
-    r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
+    # a Markdown label's emphasis or code mark around the colon: ``**Password:** …``,
+    # ``**Token**: …``, ``__Password:__ …``, ```password`: …``
+    r"""(?:\\{1,7})?(?:["']\]?|\*{1,2}+|__|`)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)"""
+    r"""(?:(?:\*{1,2}+|__)(?=[ \t]))?[ \t]*+"""
     # a literal's prefix before its quote, read as a bare word, went while the quoted password
     # stayed: Python's (``secret_key = b'…'``, ``f"…"``), C#'s ``@"…"`` and ``$"…"``, C's
     # ``L"…"`` and ``u8"…"``, Rust's ``r#"…"#`` and ``String::from("…")``, C++'s

@@ -51,6 +51,13 @@ SECRETS = [
         [PW],
         ["Restart the server afterwards.", "---\\\nnext step"],
     ),
+    case(
+        "an answer's Markdown labels",
+        f"**Password:** {PW}a\n- **DB password**: {PW}b\n__Password:__ {PW}c\n"
+        f"*Password:* {PW}d\n`password`: {PW}e\n**Token**: abcd1234efgh5678\n",
+        [PW, "abcd1234efgh5678"],
+        ["**Password:** ", "- **DB password**: ", "__Password:__ ", "`password`: "],
+    ),
 ]
 
 # (text, what must stay)
