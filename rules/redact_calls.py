@@ -33,6 +33,11 @@ _JOINED = re.compile(
     r"""[ \t]*+(?P<e>\\{0,7})(?:'[^:'\\\r\n]{1,128}+:(?P<sq>[^'\\\r\n]{1,256}+)(?P=e)'"""
     r"""|"[^:"\\\r\n]{1,128}+:(?P<dq>[^"\\\r\n]{1,256}+)(?P=e)")"""
 )
+# What an encoded literal holds when it is a credential: a user and a password with no blank or
+# ``/``, the password holding a digit or a sign; ``b64encode(b"data:image/png")``, ``btoa("a:b")``,
+# ``b"http://…"``, ``b"Time: 12:30"`` and ``b"<svg xmlns:xlink=…>"`` encode no credential
+_CREDENTIAL = re.compile(r"[^\s:/<>]{1,128}+:[^\s:/]{1,256}+")
+_PW_SIGN = re.compile(r"[^A-Za-z]")
 # What the patterns' openings hold, looked for before they run (a scan of every position)
 _LEADS = ("auth", "AUTH", "Auth(", "Credential(", "Authentication(")
 _JOINED_LEADS = ("USERPWD", "btoa(", "b64encode(", "base64_encode(", "encode64(")
@@ -43,7 +48,7 @@ def redact_call_credentials(text: str) -> str:
     if any(lead in text for lead in _LEADS):
         text = _PAIR.sub(_redacted, text)
     if any(lead in text for lead in _JOINED_LEADS):
-        text = _JOINED.sub(_redacted, text)
+        text = _JOINED.sub(_joined, text)
     return text
 
 
@@ -54,3 +59,16 @@ def _redacted(m: re.Match[str]) -> str:
         return m[0]  # redacted already, or a reference to where it is kept
     start, end = m.start(group) - m.start(), m.end(group) - m.start()
     return m[0][:start] + REDACTED + m[0][end:]
+
+
+def _joined(m: re.Match[str]) -> str:
+    """A ``user:password`` literal's password, always after ``CURLOPT_USERPWD`` (a credential
+    whatever it holds), else when the literal reads as one (``_CREDENTIAL``)."""
+    group = "sq" if m["sq"] is not None else "dq"
+    if m[0].startswith("CURLOPT_"):
+        return _redacted(m)
+    quote = "'" if group == "sq" else '"'
+    literal = m[0][m[0].index(quote) + 1 : m.end(group) - m.start()]
+    if _CREDENTIAL.fullmatch(literal) is None or _PW_SIGN.search(m[group]) is None:
+        return m[0]
+    return _redacted(m)

@@ -73,6 +73,13 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "strings encoded in base64 that hold a colon",
+        'base64.b64encode(b"data:image/png")\nbase64.b64encode(b"http://example.com/a")\n'
+        'b64encode(b"key:value").decode()\nbtoa("a:b")\nbase64.b64encode(b"Time: 12:30")\n'
+        'base64.b64encode(b\'<svg xmlns:xlink="x">\')\n',
+        [],
+    ),
+    case(
         "Redis and Wi-Fi named in prose and code",
         "Set requirepass in redis.conf, then restart; masterauth must match it.\n"
         "> AUTH is required before any command\n"
