@@ -15,14 +15,21 @@ import re
 from rules.redact_references import is_placeholder, names_a_source
 from rules.redact_shapes import REDACTED
 
+# one argument: a quoted literal, or anything with no comma, call or index
+_ARG = r"""(?:'[^'\r\n]{1,128}+'|"[^"\\\r\n]{1,128}+"|[^,()\[\]\r\n]{1,128}+)"""
 _PAIR = re.compile(
     # a tuple only: a list after ``auth`` is as often roles or scopes (``auth: ["read", "write"]``)
     r"""(?:(?<![\w])(?:auth|AUTH)\\{0,7}["']?[ \t]*+[=:][ \t]*+\("""
     r"|(?:Basic|Digest|Proxy)Auth\(|SetBasicAuth\(|basic_auth\("
-    r"|UsernamePasswordCredentials\(|PasswordAuthentication\(|NetworkCredential\()"
-    # the user: one argument, no call or index in it; then the password, quoted (escaped too, in
-    # a JSON string), maybe inside Rust's Some(…)
-    r"[ \t]*+[^,()\[\]\r\n]{1,128}+,[ \t]*+(?:Some\()?"
+    r"|UsernamePasswordCredentials\(|PasswordAuthentication\(|NetworkCredential\("
+    # a login's user and password: Python's smtplib, ftplib, imaplib (``.login(user, pw)``),
+    # LDAP's bind after its connection (PHP's ``ldap_bind($c, dn, pw)``) or alone
+    # (``simple_bind_s(dn, pw)``), MySQL's clients after their host (``pymysql.connect(h, u, pw)``)
+    r"|\.login\(|simple_bind(?:_s)?\("
+    rf"|(?:ldap_bind|(?:pymysql|MySQLdb)\.connect)\([ \t]*+{_ARG},)"
+    # the user: one argument, no call or index in it (a DN quoted, commas and all); then the
+    # password, quoted (escaped too, in a JSON string), maybe inside Rust's Some(…)
+    rf"[ \t]*+{_ARG},[ \t]*+(?:Some\()?"
     r"""(?P<e>\\{0,7})(?:'(?P<sq>[^'\\\r\n]{1,256}+)(?P=e)'|"(?P<dq>[^"\\\r\n]{1,256}+)(?P=e)")"""
 )
 # ``user:password`` as one quoted literal given to what makes a Basic credential of it: PHP's
@@ -39,7 +46,7 @@ _JOINED = re.compile(
 _CREDENTIAL = re.compile(r"[^\s:/<>]{1,128}+:[^\s:/]{1,256}+")
 _PW_SIGN = re.compile(r"[^A-Za-z]")
 # What the patterns' openings hold, looked for before they run (a scan of every position)
-_LEADS = ("auth", "AUTH", "Auth(", "Credential(", "Authentication(")
+_LEADS = ("auth", "AUTH", "Auth(", "Credential(", "Authentication(", ".login(", "bind", ".connect(")
 _JOINED_LEADS = ("USERPWD", "btoa(", "b64encode(", "base64_encode(", "encode64(")
 
 

@@ -52,6 +52,31 @@ SECRETS = [
         ["Restart the server afterwards.", "---\\\nnext step"],
     ),
     case(
+        "an OpenVPN profile",
+        "client\nremote vpn.example.com 1194\n<auth-user-pass>\nalice\n"
+        f"{PW}\n</auth-user-pass>\n<tls-crypt>\n-----BEGIN OpenVPN Static key V1-----\n"
+        "6acef03f62675b4b1bbd03e53b187727\n423a8e1b9f0d7c6a5b4e3d2c1f0a9b8c\n"
+        "-----END OpenVPN Static key V1-----\n</tls-crypt>\n",
+        [PW, "6acef03f62675b4b1bbd03e53b187727", "423a8e1b9f0d7c6a5b4e3d2c1f0a9b8c"],
+        ["remote vpn.example.com 1194", "<tls-crypt>", "</auth-user-pass>"],
+    ),
+    case(
+        "a Google refresh token as firebase login:ci prints it",
+        "✔  Success! Use this token to login on a CI server:\n\n"
+        "1//0gZq8vLp2mWx4abcdefghijklmnopqrstuvwxyzABCDEF-_12\n",
+        ["1//0gZq8vLp2mWx4abcdefghijklmnopqrstuvwxyzABCDEF-_12"],
+    ),
+    case(
+        "logins given a user and a password in order",
+        f"smtp.login('bot@example.com', '{PW}')\nftp.login(\"deploy\", \"{PW}\")\n"
+        f"imaplib.IMAP4_SSL('imap.x').login(user, '{PW}')\n"
+        f"ldap_bind($conn, 'cn=admin,dc=example,dc=com', '{PW}');\n"
+        f"conn.simple_bind_s('cn=admin,dc=x', '{PW}')\n"
+        f"db = pymysql.connect('db', 'root', '{PW}', 'app')\n",
+        [PW],
+        ["smtp.login('bot@example.com', ", "'cn=admin,dc=example,dc=com'", "'app')"],
+    ),
+    case(
         "an answer's Markdown labels",
         f"**Password:** {PW}a\n- **DB password**: {PW}b\n__Password:__ {PW}c\n"
         f"*Password:* {PW}d\n`password`: {PW}e\n**Token**: abcd1234efgh5678\n",
@@ -94,6 +119,9 @@ ADVERSARIAL: list[object] = [
     pytest.param("api_key=your-" + "a-" * 50_000, id="a placeholder's words repeated"),
     pytest.param("password=" + "x" * 100_000 + "1", id="an x-run that is not all x"),
     pytest.param("requirepass " * 20_000, id="directives in a row"),
+    pytest.param("x.login('" + "a" * 127 + "', " * 5_000, id="logins with no password"),
+    pytest.param("ldap_bind(" * 20_000, id="binds opened in a row"),
+    pytest.param("<auth-user-pass>" + "a" * 2_000 + "\n" * 50_000, id="a VPN login not closed"),
     pytest.param(("a" * 60 + "> AUTH a b c\n") * 2_000, id="prompts not a prompt's"),
     pytest.param("x> AUTH " + "u " * 50_000, id="an AUTH with many words"),
 ]
