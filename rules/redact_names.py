@@ -96,8 +96,9 @@ def _is_secret_name(name: str) -> bool:
         return True
     if words[-1] == "psk":  # a Wi-Fi's pre-shared key (wpa_supplicant's ``psk=``, ``wpa_psk``)
         return True
-    if words[-1] == "salt" and len(words) > 1:  # WordPress's AUTH_SALT, SECURITY_PASSWORD_SALT
-        return True
+    if words[-1] == "salt" and len(words) > 1 and name.isupper():
+        return True  # a config's constant: WordPress's AUTH_SALT, SECURITY_PASSWORD_SALT (code's
+        # ``key_salt = "django.contrib.sessions"`` is a namespace)
     # npm's ``_auth`` (``//registry.example.com/:_auth``): base64 of a user and password
     return words[-1] == "auth" and name.endswith("_auth") and name[-6:-5] in ("", ":", "/")
 

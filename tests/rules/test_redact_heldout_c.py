@@ -98,6 +98,25 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "code computing a secret-named value",
+        "        hash_key = self.hash_key(cleaned_name)\n"
+        "        token = token_generator.make_token(user)\n"
+        "    password = models.CharField(_('password'), max_length=128)\n"
+        "            lookup_key = (_make_id(receiver), _make_id(sender))\n"
+        "        related_key = (app_label, self.new_name_lower)\n"
+        "        request_csrf_token = request.META.get(settings.CSRF_HEADER_NAME, '')\n"
+        "    return {'csrf_token': SimpleLazyObject(_get_val)}\n",
+        [],
+    ),
+    case(
+        "a form's labels and a salt that names a namespace",
+        "<label for=\"id_password\">Password:</label>\n"
+        "'title': _('Change password: %s') % escape(user.get_username())\n"
+        "msg = 'token: {}'.format(t)\n"
+        '    key_salt = "django.contrib.auth.tokens.PasswordResetTokenGenerator"\n',
+        [],
+    ),
+    case(
         "strings encoded in base64 that hold a colon",
         'base64.b64encode(b"data:image/png")\nbase64.b64encode(b"http://example.com/a")\n'
         'b64encode(b"key:value").decode()\nbtoa("a:b")\nbase64.b64encode(b"Time: 12:30")\n'
@@ -119,6 +138,8 @@ ADVERSARIAL: list[object] = [
     pytest.param("api_key=your-" + "a-" * 50_000, id="a placeholder's words repeated"),
     pytest.param("password=" + "x" * 100_000 + "1", id="an x-run that is not all x"),
     pytest.param("requirepass " * 20_000, id="directives in a row"),
+    pytest.param("token=" + "a." * 60_000 + "(", id="a call's long chain"),
+    pytest.param("token=(" * 30_000, id="tuples opened in a row"),
     pytest.param("x.login('" + "a" * 127 + "', " * 5_000, id="logins with no password"),
     pytest.param("ldap_bind(" * 20_000, id="binds opened in a row"),
     pytest.param("<auth-user-pass>" + "a" * 2_000 + "\n" * 50_000, id="a VPN login not closed"),
