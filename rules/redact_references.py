@@ -98,6 +98,10 @@ _FILLER = re.compile(
     r"(?:[Yy]our|YOUR)(?:[-_.]|(?=[A-Z]))[A-Za-z]{1,24}+(?:[-_.][A-Za-z]{1,24}+){0,6}+"
     r"|(?:[A-Za-z]{1,24}+[-_.]){1,6}+(?:here|HERE)"
     r"|(?:[xX]{4,64}+[-_.]?){1,8}+"
+    # a test's or an example's value that says so, in words (``test-secret-key``, ``dummy_token``,
+    # ``django_tests_secret_key``, ``fake``): ``test1234`` holds a digit, and goes
+    r"|(?:[A-Za-z]{1,24}+[-_]){0,6}(?i:test|tests|dummy|fake|example|sample|mock|insecure)"
+    r"(?:[-_][A-Za-z]{1,24}+){0,6}+"
     # a format's placeholder (``'Change password: %s'``, ``{}``), or markup's closing tag
     # (``<label>Password:</label>``)
     r"|%[sdr]|%\([\w.]{1,32}+\)[sdr]|\{[\w.]{0,32}+\}|</[\w:\-]{1,32}+>.{0,64}+"

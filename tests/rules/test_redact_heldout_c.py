@@ -98,6 +98,14 @@ LOOKALIKES = [
         [],
     ),
     case(
+        "a test's settings that say they are one",
+        "settings.configure(SECRET_KEY='test-secret-key', DEBUG=True)\n"
+        'SECRET_KEY = "django_tests_secret_key"\n'
+        "User.objects.create_user(username='test', password='test')\n"
+        "API_TOKEN=dummy-token\n",
+        [],
+    ),
+    case(
         "code computing a secret-named value",
         "        hash_key = self.hash_key(cleaned_name)\n"
         "        token = token_generator.make_token(user)\n"
@@ -137,7 +145,8 @@ LOOKALIKES = [
 ADVERSARIAL: list[object] = [
     pytest.param("api_key=your-" + "a-" * 50_000, id="a placeholder's words repeated"),
     pytest.param("password=" + "x" * 100_000 + "1", id="an x-run that is not all x"),
-    pytest.param("requirepass " * 20_000, id="directives in a row"),
+    pytest.param("requirepass " * 8_000, id="directives in a row"),
+    pytest.param("password=" + "ab-" * 40_000 + "test", id="words before a test's word"),
     pytest.param("token=" + "a." * 60_000 + "(", id="a call's long chain"),
     pytest.param("token=(" * 30_000, id="tuples opened in a row"),
     pytest.param("x.login('" + "a" * 127 + "', " * 5_000, id="logins with no password"),
