@@ -77,6 +77,14 @@ SECRETS = [
         ["smtp.login('bot@example.com', ", "'cn=admin,dc=example,dc=com'", "'app')"],
     ),
     case(
+        "a password given to what sets or checks it",
+        f"mysql> SET PASSWORD FOR 'root'@'localhost' = PASSWORD('{PW}');\n"
+        f"SELECT OLD_PASSWORD(\"{PW}\");\nuser.set_password('{PW}')\n"
+        f"assert user.check_password('{PW}')\n",
+        [PW],
+        ["SET PASSWORD FOR 'root'@'localhost' = PASSWORD('", "user.set_password('"],
+    ),
+    case(
         "an answer's Markdown labels",
         f"**Password:** {PW}a\n- **DB password**: {PW}b\n__Password:__ {PW}c\n"
         f"*Password:* {PW}d\n`password`: {PW}e\n**Token**: abcd1234efgh5678\n",
