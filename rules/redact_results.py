@@ -18,33 +18,33 @@ from rules.redact_names import is_secret_name
 from rules.redact_shapes import REDACTED
 
 # Commands that print a secret's value alone
-_READS = re.compile(
-    r"\bop[ \t]++(?:read|item[ \t]++get)\b"
-    r"|\bsecretsmanager[ \t]++get-secret-value\b"
-    r"|\bgcloud[ \t]++secrets[ \t]++versions[ \t]++access\b"
-    r"|\bkeyvault[ \t]++secret[ \t]++show\b"
-    r"|\bheroku[ \t]++auth:token\b|\bgh[ \t]++auth[ \t]++token\b"
-    r"|\bgcloud[ \t]++auth[ \t]++print-(?:access|identity)-token\b"
-    r"|\becr[ \t]++get-login-password\b|\baz[ \t]++account[ \t]++get-access-token\b"
-    r"|\bsecret-tool[ \t]++lookup\b|\bpass[ \t]++show\b|\bbw[ \t]++get[ \t]++password\b"
-    r"|\bdoppler[ \t]++secrets[ \t]++get\b"
+_READS = re.compile(  # a word's start is checked after a match (``_word_starts``)
+    r"(?:op[ \t]++(?:read|item[ \t]++get)"
+    r"|secretsmanager[ \t]++get-secret-value"
+    r"|gcloud[ \t]++(?:secrets[ \t]++versions[ \t]++access"
+    r"|auth[ \t]++print-(?:access|identity)-token)"
+    r"|keyvault[ \t]++secret[ \t]++show|heroku[ \t]++auth:token|gh[ \t]++auth[ \t]++token"
+    r"|ecr[ \t]++get-login-password|az[ \t]++account[ \t]++get-access-token"
+    r"|secret-tool[ \t]++lookup|pass[ \t]++show|bw[ \t]++get[ \t]++password"
+    r"|doppler[ \t]++secrets[ \t]++get)\b"
 )
 # Commands that print one only with an option: both parts anywhere in the call (two searches,
-# each linear, where one pattern with a gap between them would read the gap at every start)
+# each linear, where one pattern with a gap between them would read the gap at every start),
+# after a literal the first holds (``in`` is ~20x faster than a search that tries every position)
 _READS_WITH = (
-    (re.compile(r"\bvault[ \t]++(?:kv[ \t]++get|read)\b"), re.compile(r"[ \t]-field\b")),
-    (re.compile(r"\bssm[ \t]++get-parameters?+\b"), re.compile(r"--with-decryption\b")),
-    (re.compile(r"\bkubectl\b"), re.compile(r"[ \t]get[ \t]++secrets?+\b")),
-    (re.compile(r"\bfind-(?:generic|internet)-password\b"), re.compile(r"[ \t]-w\b")),
+    ("vault", re.compile(r"\bvault[ \t]++(?:kv[ \t]++get|read)\b"), re.compile(r"[ \t]-field\b")),
+    ("ssm", re.compile(r"\bssm[ \t]++get-parameters?+\b"), re.compile(r"--with-decryption\b")),
+    ("kubectl", re.compile(r"\bkubectl\b"), re.compile(r"[ \t]get[ \t]++secrets?+\b")),
+    ("-password", re.compile(r"\bfind-(?:generic|internet)-password\b"), re.compile(r"[ \t]-w\b")),
 )
 # A variable printed: ``echo $DB_PASSWORD``, ``echo "${API_KEY}"``, ``printenv GITHUB_TOKEN``
 _PRINTED_VAR = re.compile(
-    r"\b(?:echo(?:[ \t]++-[neE]{1,3})?[ \t]++\\{0,3}[\"']?\$\{?|printenv[ \t]++)"
+    r"(?:echo(?:[ \t]++-[neE]{1,3})?[ \t]++\\{0,3}[\"']?\$\{?|printenv[ \t]++)"
     r"(?P<name>[A-Za-z_]\w{0,63})"
 )
 # A file read whole: by a shell's reader, or a read tool's path argument
 _FILE_READ = re.compile(
-    r"\b(?:cat|head|tail|more|less|strings|type|Get-Content)[ \t]++(?:-\S{1,16}[ \t]++){0,4}"
+    r"(?:cat|head|tail|more|less|strings|type|Get-Content)[ \t]++(?:-\S{1,16}[ \t]++){0,4}"
     r"(?P<path>[^\s|;&<>'\"\\]{1,512})"
     r"|(?:file_?[pP]ath|absolute_path|\"path)\\{0,3}[\"']?[ \t]*+:[ \t]*+\\{0,3}[\"']"
     r"(?P<arg>[^\s'\"\\]{1,512})"
@@ -70,14 +70,21 @@ _MAX_DEPTH = 6
 def reads_secret(call: str) -> bool:
     """Whether the call whose arguments' text is ``call`` prints a secret alone."""
     call = call[:_CALL_TEXT]
-    if _READS.search(call) is not None:
+    if any(_word_starts(call, m.start()) for m in islice(_READS.finditer(call), _MATCHES)):
         return True
-    if any(a.search(call) and b.search(call) for a, b in _READS_WITH):
+    if any(lit in call and a.search(call) and b.search(call) for lit, a, b in _READS_WITH):
         return True
-    if any(is_secret_name(m["name"]) for m in islice(_PRINTED_VAR.finditer(call), _MATCHES)):
+    printed = islice(_PRINTED_VAR.finditer(call), _MATCHES)
+    if any(_word_starts(call, m.start()) and is_secret_name(m["name"]) for m in printed):
         return True
     reads = islice(_FILE_READ.finditer(call), _MATCHES)
-    return any(_secret_file(m["path"] or m["arg"]) for m in reads)
+    return any(_word_starts(call, m.start()) and _secret_file(m["path"] or m["arg"]) for m in reads)
+
+
+def _word_starts(text: str, at: int) -> bool:
+    """Whether a word starts at ``at`` (``cat``, not ``concat``): checked after a match, where a
+    leading ``\\b`` would make the search try every position."""
+    return at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_-")
 
 
 def _secret_file(path: str) -> bool:
