@@ -11,7 +11,8 @@ secret names (``PGPASSWORD=…``, ``DB_PW=…``, ``"passWord": "1234"``, ``AWS_S
 ``rules.redact_idents``), and passwords given on a command line (``mysql -p…``, ``curl -u
 user:…``, ``sshpass -p …``, ``redis-cli -a …``, ``docker login -p …``: ``rules.redact_flags``),
 and passwords given to an HTTP client in code beside their user (``auth=("admin", "…")``:
-``rules.redact_calls``).
+``rules.redact_calls``); and a secret a command printed alone, known by its call beside
+its result in a message list (``rules.redact_results``).
 Counts such as ``max_tokens`` or ``prompt_tokens`` are names of numbers, not of secrets, and
 stay.
 
@@ -34,6 +35,7 @@ from typing import Any
 from rules.redact_blocks import redact_private_keys, redact_url_credentials
 from rules.redact_calls import redact_call_credentials
 from rules.redact_continued import redact_continued
+from rules.redact_directives import redact_directives
 from rules.redact_escapes import redact_escaped_keys
 from rules.redact_known import to_client, without_known
 from rules.redact_manifests import redact_secret_data
@@ -42,6 +44,7 @@ from rules.redact_names import is_secret_name as is_secret_name
 from rules.redact_names import is_secret_value as is_secret_value
 from rules.redact_pgpass import redact_pgpass
 from rules.redact_piped import redact_piped, redact_secure_strings
+from rules.redact_results import printing_calls, redact_printed
 from rules.redact_shapes import REDACTED as REDACTED  # the marker, imported from here too
 from rules.redact_shapes import redact_key_shapes
 from rules.redact_structured import command_words, named_pair
@@ -65,7 +68,7 @@ _MEMO_MAX_TEXT = 16_000
 
 def _redact_text(text: str) -> str:
     text = redact_escaped_keys(redact_key_shapes(redact_private_keys(redact_secret_data(text))))
-    text = redact_call_credentials(redact_piped(redact_pgpass(text)))
+    text = redact_call_credentials(redact_piped(redact_pgpass(redact_directives(text))))
     # last: its quotes may hold another rule's text ("'… curl -b 'sid=…' …")
     text = redact_secure_strings(redact_after_triggers(redact_url_credentials(text)))
     return redact_continued(text)  # after the others: the rest of what they redacted
@@ -119,7 +122,12 @@ def redact(value: Any) -> Any:
         words = command_words(value, redact_text)
         if words is not None:
             return words
-        return [v if v.__class__ in _PLAIN else redact(v) for v in value]
+        out = [v if v.__class__ in _PLAIN else redact(v) for v in value]
+        if value and value[-1].__class__ is dict:  # a message list: results known by their call
+            ids = printing_calls(value)
+            if ids:
+                redact_printed(out, ids)
+        return out
     if isinstance(value, dict):
         return _redact_dict(value)
     if isinstance(value, list):

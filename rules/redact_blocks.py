@@ -1,6 +1,6 @@
 """Secrets marked by where they stand rather than by their own shape, for ``rules.redact``:
-private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END; a PuTTY key's private lines
-and MAC) and credentials in URLs
+private key blocks (``-----BEGIN … PRIVATE KEY-----`` to its END, OpenVPN's static keys too; a
+PuTTY key's private lines and MAC; OpenVPN's inline ``<auth-user-pass>``) and credentials in URLs
 (``postgres://user:[REDACTED]@host``, a token as a URL's user). Linear, as ``rules.redact``
 requires of every pattern."""
 
@@ -13,8 +13,15 @@ from rules.redact_shapes import REDACTED
 # Private key blocks: from BEGIN to its END, or to the end of the text when the END is missing
 # (a truncated key is still a key). Found with two scans, not ``BEGIN.*?END``: that one rescans to
 # the end of the text from every BEGIN that has no END (2.6 s on 117 KiB of BEGIN markers).
-_KEY_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
-_KEY_END = re.compile(r"-----END [A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?-----")
+# OpenVPN's static keys (``--tls-auth``, ``--tls-crypt``, ``--secret``): shared secrets so marked
+_KEY_KINDS = (
+    r"(?:[A-Z0-9 ]{0,64}PRIVATE KEY(?: BLOCK)?"
+    r"|OpenVPN (?:Static key V[12]|tls-crypt-v2 \w{1,16} key))"
+)
+_KEY_BEGIN = re.compile(rf"-----BEGIN {_KEY_KINDS}-----")
+_KEY_END = re.compile(rf"-----END {_KEY_KINDS}-----")
+# OpenVPN's inline ``<auth-user-pass>`` (a user's line, then its password's): the lines go
+_VPN_LOGIN = re.compile(r"<auth-user-pass>(?P<body>[^<]{1,1024}+)</auth-user-pass>")
 # PuTTY's key file (.ppk): its private lines, and the MAC over them
 _PPK_PRIVATE = re.compile(
     r"Private-Lines:[ \t]*+[0-9]{1,5}(?:\r?\n|\\r?\\n)(?:[A-Za-z0-9+/=]++(?:\r?\n|\\r?\\n|\Z))++"
@@ -38,7 +45,9 @@ def redact_private_keys(text: str) -> str:
     end)."""
     if "Private-" in text:
         text = _PPK_PRIVATE.sub(REDACTED, text)
-    if "PRIVATE KEY" not in text:
+    if "<auth-user-pass>" in text:
+        text = _VPN_LOGIN.sub(_vpn_login, text)
+    if "PRIVATE KEY" not in text and "OpenVPN" not in text:
         return text
     out: list[str] = []
     pos = 0
@@ -48,6 +57,15 @@ def redact_private_keys(text: str) -> str:
         pos = len(text) if end is None else end.end()
     out.append(text[pos:])
     return "".join(out)
+
+
+def _vpn_login(m: re.Match[str]) -> str:
+    body = m["body"]
+    if body.strip() in ("", REDACTED):
+        return m[0]
+    lead = body[: len(body) - len(body.lstrip())]  # the line break after the tag, kept
+    tail = body[len(body.rstrip()) :]
+    return f"<auth-user-pass>{lead}{REDACTED}{tail}</auth-user-pass>"
 
 
 def _redact_url_password(m: re.Match[str]) -> str:

@@ -5,7 +5,9 @@ by its first part alone (a name's value, a ``Bearer`` credential, a key long eno
 shape), the secret kept its rest on the next line; cut before its shape's length, it was kept
 whole. The rest goes too, after a part already redacted or after a key's prefix and first
 characters (``CUT_KEY_START``, the mark a cut leaves), to the next blank or quote, through
-further continued lines. A line continued after a blank (``docker run … \\``) joins no word.
+further continued lines. A line continued after a blank (``docker run … \\``) joins no word,
+and a next line that reads as Markdown's text after a hard break (``…[REDACTED]\\`` then
+"Restart the server") stays.
 Linear: the runs are bounded and each is read once."""
 
 from __future__ import annotations
@@ -31,5 +33,21 @@ def redact_continued(text: str) -> str:
 
 
 def _redacted(m: re.Match[str]) -> str:
-    runs = [REDACTED + r["sep"] for r in _RUN.finditer(m["rest"])]
-    return "".join([*runs, REDACTED])
+    out = [REDACTED]  # the head: redacted already, or a cut key's start
+    at = m.end()
+    for r in _RUN.finditer(m["rest"]):
+        word = r[0][len(r["sep"]) :]
+        if _prose(word, m.string[at : at + 1] if r.end() == len(m["rest"]) else "\\"):
+            return "".join(out) + m["rest"][r.start() :]  # a Markdown hard break: the text stays
+        out += [r["sep"], REDACTED]
+    return "".join(out)
+
+
+def _prose(word: str, after: str) -> bool:
+    """Whether a continued line's first ``word`` (``after``: the character after it) starts
+    Markdown's text after a hard break (a ``\\`` ending a line), not a secret's rest: a rule or
+    a list's mark (``---``, ``-``: no letter or digit), or a word of letters before a blank
+    ("Restart the server"). A secret's rest holds a digit or a sign, or ends its line."""
+    if not any(c.isalnum() for c in word):
+        return True
+    return after in (" ", "\t") and word.isalpha()

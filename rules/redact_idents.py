@@ -63,7 +63,7 @@ _NAME_RUN = re.compile(r"[A-Za-z0-9_.\-]{0,64}")
 # How a name judged whole ends: in one of ``rules.redact``'s trigger words, or SECRET_KEY_BASE.
 _NAME_ENDINGS = (
     *("pass", "password", "passwd", "passphrase", "secret", "token", "key", "key-data"),
-    *("key_data", "credential", "credentials", "pwd", "key_base"),
+    *("key_data", "credential", "credentials", "pwd", "key_base", "_salt", "psk"),
 )
 
 

@@ -94,6 +94,11 @@ def _is_secret_name(name: str) -> bool:
         return not (len(words) > 1 and words[-2] in unlike)
     if words[-2:] == ["key", "data"]:  # a kubeconfig's client-key-data (a private key)
         return True
+    if words[-1] == "psk":  # a Wi-Fi's pre-shared key (wpa_supplicant's ``psk=``, ``wpa_psk``)
+        return True
+    if words[-1] == "salt" and len(words) > 1 and name.isupper():
+        return True  # a config's constant: WordPress's AUTH_SALT, SECURITY_PASSWORD_SALT (code's
+        # ``key_salt = "django.contrib.sessions"`` is a namespace)
     # npm's ``_auth`` (``//registry.example.com/:_auth``): base64 of a user and password
     return words[-1] == "auth" and name.endswith("_auth") and name[-6:-5] in ("", ":", "/")
 

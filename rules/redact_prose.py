@@ -20,7 +20,9 @@ _SAID = re.compile(
     r"""(?:[ \t]++(?:user|account|database|db|server|host|admin))?)?+"""
     r"""(?:[ \t]++(?:is|was)[ \t]++|[:：][ \t]*+|[ \t]*+(?:是|为|為|は)[ \t]*+)"""
     r"""|(?P<to>[ \t]++to[ \t]++))"""
-    rf"""[`"']?(?P<bare>[^\s"'`,;\\{CJK}]{{4,128}}?)[`"']?(?=[.,;)]*+(?:\s|$|[{CJK}]))"""
+    rf"""[`"']?(?P<bare>[^\s"'`,;\\{CJK}]{{4,128}}?)[`"']?"""
+    # its end: a blank, the text's, CJK text, or a ``\`` ending the line (Markdown's hard break)
+    rf"""(?=[.,;)]*+(?:\s|$|[{CJK}]|\\\r?\n))"""
 )
 # A Dockerfile's ``ENV NAME value`` (the form without ``=``), fish's ``set -x NAME value`` (``-gx``,
 # ``-Ux``, ``--export``) and csh's ``setenv NAME value``: the rest of the line is the value.

@@ -25,11 +25,26 @@ _SHELL = re.compile(
 )
 
 
+# Code computing a value: a call given a name or nothing (``hash_key = self.hash_key(name)``,
+# ``token = token_generator.make_token(user)``, ``password = models.CharField(_(…``, the value
+# cut at its quote or comma), maybe a tuple's first item (``lookup_key = (_make_id(receiver),
+# …``); or a tuple of names (``related_key = (app_label, …``) cut at its comma
+_COMPUTED = re.compile(rf"\(?{_CHAIN}\((?:{_CHAIN}\(?)?\)*+[\]}}]*+")
+_TUPLE = re.compile(rf"\({_CHAIN}")
+_CUT = ("'", '"', ",", "\\")  # where a bare value is cut inside a call
+
+
 def names_where_kept(text: str, start: int, end: int) -> bool:
     """Whether the bare value ``text[start:end]`` is code reading a secret or a shell variable
-    named as one, not a secret."""
+    named as one, or code computing a value, not a secret."""
     if _CALLED.fullmatch(text, start, end):
         return True
+    if text[start - 1 : start] in (" ", "\t"):  # code's ``x = f(y)`` (an env file's has no blank)
+        computed = _COMPUTED.fullmatch(text, start, end)
+        if computed is not None and (text[end - 1] in ")]}" or text[end : end + 1] in _CUT):
+            return True  # closed, or cut at its argument's quote or its next one
+        if _TUPLE.fullmatch(text, start, end) and text[end : end + 1] == ",":
+            return True
     if _OPENS.fullmatch(text, start, end):  # its argument quoted (escaped, in JSON, too)
         after = text[end : end + 9].lstrip("\\")
         return after[:1] in ("'", '"')
@@ -69,12 +84,28 @@ def names_a_source(value: str, bare: bool = False) -> bool:
 
 
 # What a secret's name is given when no secret is there: YAML's and JSON's null and booleans, a
-# placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``), a mask (``****``,
+# placeholder in angle brackets (Terraform's ``<sensitive>``, ``<your-token>``) or in words
+# (``your-api-key-here``: ``_FILLER``), a mask (``****``,
 # ``gho_****…``, ``sk-…****abcd``, ``AKIA****``: before it a key's kind (``KEY_KINDS``) and
 # at most 12 characters, or at most 4 characters; 4 after). A value shown in part before its mask
 # (``hunter2*****``, ``correct-horse-****``) is the secret's beginning, and goes.
 _UNSET = frozenset({"null", "none", "nil", "undefined", "true", "false", "~"})
 _PLACEHOLDER = re.compile(r"<[A-Za-z][\w .\-]{0,62}>")
+# A README's or a template's filler, words with no digit: ``your-api-key-here``, ``YOUR_TOKEN``,
+# ``yourApiKey``, ``paste-token-here``, and a run of x (``xxxx-xxxx``). A real secret holds a
+# digit or a sign, or is no such phrase; ``changeme`` is a default password in use, and goes.
+_FILLER = re.compile(
+    r"(?:[Yy]our|YOUR)(?:[-_.]|(?=[A-Z]))[A-Za-z]{1,24}+(?:[-_.][A-Za-z]{1,24}+){0,6}+"
+    r"|(?:[A-Za-z]{1,24}+[-_.]){1,6}+(?:here|HERE)"
+    r"|(?:[xX]{4,64}+[-_.]?){1,8}+"
+    # a test's or an example's value that says so, in words (``test-secret-key``, ``dummy_token``,
+    # ``django_tests_secret_key``, ``fake``): ``test1234`` holds a digit, and goes
+    r"|(?:[A-Za-z]{1,24}+[-_]){0,6}(?i:test|tests|dummy|fake|example|sample|mock|insecure)"
+    r"(?:[-_][A-Za-z]{1,24}+){0,6}+"
+    # a format's placeholder (``'Change password: %s'``, ``{}``), or markup's closing tag
+    # (``<label>Password:</label>``)
+    r"|%[sdr]|%\([\w.]{1,32}+\)[sdr]|\{[\w.]{0,32}+\}|</[\w:\-]{1,32}+>.{0,64}+"
+)
 _MASK = re.compile(
     rf"(?:{KEY_KINDS}[\w\-.…]{{0,12}}|[^*•●]{{0,4}})[*•●]{{4,}}[^*•●]{{0,4}}"
 )
@@ -84,6 +115,8 @@ def is_placeholder(value: str, bare: bool) -> bool:
     """Whether ``value`` stands where a secret would (unset, masked or a placeholder); ``bare``:
     it was not quoted (a quoted ``"null"`` is a string)."""
     if bare and value.lower() in _UNSET:
+        return True
+    if _FILLER.fullmatch(value) is not None:
         return True
     return _PLACEHOLDER.fullmatch(value) is not None or (
         ("*" in value or "•" in value or "●" in value) and _MASK.fullmatch(value) is not None

@@ -91,6 +91,7 @@ KEY_SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], 
     (_boundary("ASIA", _AWS_KEY_ID), _aws_key),  # AWS access key ids (temporary)
     (_boundary("AIza", r"[0-9A-Za-z_\-]{30,}"), REDACTED),  # Google API keys
     (_boundary("ya29.", r"[0-9A-Za-z_\-]{20,}"), REDACTED),  # Google OAuth access tokens
+    (_boundary("1//0", r"[0-9A-Za-z_\-]{30,}"), REDACTED),  # Google OAuth refresh tokens
     (_boundary("gh", r"[pousr]_[A-Za-z0-9]{30,}"), REDACTED),  # GitHub tokens
     (_boundary("github_pat_", r"[A-Za-z0-9_]{22,}"), REDACTED),  # GitHub fine-grained tokens
     (

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import re
 
+from rules.redact_cjk import CJK_NAMES, cjk_value
 from rules.redact_flags import flag_value, names_a_command, redact_flags
 from rules.redact_idents import (
-    CJK,
     CJK_STOP,
     QUOTED_VALUE,
     VALUE_GROUPS,
@@ -40,15 +40,16 @@ _TRIGGER_WORDS = (
     '"auth"',  # a Docker config.json's base64 of user:password
     "_auth",  # npm's _auth: the same
     *("authorization", "bearer", "basic", "cookie"),  # auth headers and schemes, cookies
-    *("pw", "auth", "pat"),  # only as a name's last word (``_LAST_WORDS``)
-    # names in Chinese, Japanese and Korean (``_CJK_NAMES``)
+    "psk",  # a Wi-Fi's pre-shared key
+    *("pw", "auth", "pat", "salt"),  # only as a name's last word (``_LAST_WORDS``)
+    # names in Chinese, Japanese and Korean (``rules.redact_cjk``)
     *("密码", "密碼", "口令", "パスワード", "비밀번호", "密钥", "秘钥", "密鑰", "金鑰", "令牌"),
     *("トークン", "토큰", "apiキー", "アクセスキー", "シークレットキー"),
 )
 # Words taken only where they end a longer name, after a separator or a camelCase step (``DB_PW``,
 # ``NPM_AUTH``, ``X-Api-Auth``, ``gitlabPat``): inside a word they are others (``upward``,
 # ``author``, ``OAUTH``, ``path``, ``compatible``), and a bare ``auth`` or ``pat`` is rarely one.
-_LAST_WORDS = frozenset({"pw", "auth", "pat"})
+_LAST_WORDS = frozenset({"pw", "auth", "pat", "salt"})
 _TRIGGER_TAILS = {
     "pass": ("word", "wd", "phrase"),
     "credential": ("s",),
@@ -56,7 +57,7 @@ _TRIGGER_TAILS = {
 }
 _TRIGGER = re.compile(
     r"(?i:pass(?:word|wd|phrase)?|secret|token|key(?:[-_]data)?|credentials?|authorization"
-    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat'
+    r'|bearer|basic|cookie|pwd|identified|"auth"|_auth|pw|auth|pat|psk|salt'
     r"|密码|密碼|口令|パスワード|비밀번호|密钥|秘钥|密鑰|金鑰|令牌|トークン|토큰|apiキー|アクセスキー"
     r"|シークレットキー)"
 )
@@ -69,7 +70,10 @@ BARE = (
     rf"""(?:&(?![\w.%\-]{{1,64}}=)[^\s"',;&\\{CJK_STOP}]++)*+)"""
 )
 _ASSIGNED = re.compile(  # ``env["KEY"] = …`` too; ``：`` in CJK text
-    r"""(?:\\{1,7})?(?:["']\]?)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)[ \t]*+"""
+    # a Markdown label's emphasis or code mark around the colon: ``**Password:** …``,
+    # ``**Token**: …``, ``__Password:__ …``, ```password`: …``
+    r"""(?:\\{1,7})?(?:["']\]?|\*{1,2}+|__|`)?[ \t]*+(?:=>|:=|[:=：＝]|%3[Dd])(?!=)"""
+    r"""(?:(?:\*{1,2}+|__)(?=[ \t]))?[ \t]*+"""
     # a literal's prefix before its quote, read as a bare word, went while the quoted password
     # stayed: Python's (``secret_key = b'…'``, ``f"…"``), C#'s ``@"…"`` and ``$"…"``, C's
     # ``L"…"`` and ``u8"…"``, Rust's ``r#"…"#`` and ``String::from("…")``, C++'s
@@ -105,6 +109,12 @@ _NEAR_HEX = re.compile(
 # plugin] BY [PASSWORD] 'secret'``: a quoted literal after blanks.
 _QUOTED_AFTER = re.compile(
     r"""[ \t]++(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")"""
+)
+# What takes a password as its one argument: MySQL's ``SET PASSWORD … = PASSWORD('…')`` (and
+# ``OLD_PASSWORD``), Django's ``user.set_password('…')`` and ``check_password('…')``
+_PASSWORD_CALLS = frozenset({"password", "old_password", "set_password", "check_password"})
+_QUOTED_ARGUMENT = re.compile(
+    r"""\([ \t]*+(?:'(?P<sq>[^'\\\r\n]{1,256})'|"(?P<dq>[^"\\\r\n]{1,256})")[ \t]*+\)"""
 )
 _IDENTIFIED_BY = re.compile(
     r"""(?i:[ \t]++(?:with[ \t]++\w{1,64}[ \t]++)?by[ \t]++(?:password[ \t]++)?)"""
@@ -176,8 +186,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
     if word == "identified":
         m = _IDENTIFIED_BY.match(text, end)
         return None if m is None else (m.start("sq"), m.end("sq"), m.end())
-    if word in _CJK_NAMES:
-        return _cjk_value(text, end, _CJK_NAMES[word])
+    if word in CJK_NAMES:
+        return cjk_value(text, end, CJK_NAMES[word])
     end = judged_end(text, start, end)
     name = name_ending(text, start, end)
     if _EXPANDED.match(text, end) and text[name_start(text, start) - 2 : start].startswith("${"):
@@ -212,6 +222,8 @@ def _value_span(text: str, start: int, end: int) -> tuple[int, int, int] | None:
         m = flag_value(text, start, end)  # a command line's ``--password X``
     if m is None and needed == 1:
         m = _QUOTED_AFTER.match(text, end)
+        if m is None and name.rpartition(".")[2].lower() in _PASSWORD_CALLS:
+            m = _QUOTED_ARGUMENT.match(text, end)  # MySQL's ``= PASSWORD('…')``
         if m is None and _NETRC_LOGIN.search(text, max(0, start - 300), start):
             m = _NETRC_VALUE.match(text, end)  # "login and password are …" holds no digit
             m = m if m is not None and LOOKS_SET.search(m["bare"]) else None
@@ -277,38 +289,6 @@ def _interpolating(text: str, start: int) -> bool:
 _PLAN_PLACEHOLDER = re.compile(r"\((?:sensitive(?: value)?|known after apply)\)(?![^\s,;])")
 # A parameter expansion's operator that prints or substitutes, not a default: ``${NAME:?msg}``
 _EXPANDED = re.compile(r":?[?+]")
-# A secret's name in Chinese, Japanese or Korean, and the shortest value it is given
-_CJK_NAMES = {
-    **dict.fromkeys(("密码", "密碼", "口令", "パスワード", "비밀번호"), 1),
-    **dict.fromkeys(("密钥", "秘钥", "密鑰", "金鑰", "令牌", "トークン", "토큰"), MIN_SECRET_CHARS),
-    **dict.fromkeys(("apiキー", "アクセスキー", "シークレットキー"), MIN_SECRET_CHARS),
-}
-# After it: a colon or ``=`` (full-width too), or a copula (是, 为, は, 는 …); then a value that
-# runs to a blank, a quote or the CJK text after it (``密码是 S3cret，用户名…``, ``パスワードは
-# S3cretです``)
-_CJK_VALUE = re.compile(
-    r"[ \t]*+(?:(?P<sep>[:=：＝])|是|为|為|は|는|은|이|가)[ \t]*+[`\"'「『“]?"
-    rf"(?P<bare>[^\s\"'`{CJK}]{{1,128}}+)"
-)
-_LETTER = re.compile(r"[A-Za-z]")
-
-
-def _cjk_value(text: str, end: int, needed: int) -> tuple[int, int, int] | None:
-    """The value given to a secret named in CJK text ending at ``end``: any after a colon (the
-    placeholders aside), one that looks set after a copula ("密码是必填项" holds none)."""
-    m = _CJK_VALUE.match(text, end)
-    if m is None:
-        return None
-    value = m["bare"].rstrip(".,;:!?)")
-    if len(value) < needed or value.startswith(REDACTED) or is_placeholder(value, bare=True):
-        return None
-    if m["sep"] is None and not LOOKS_SET.search(value):
-        return None
-    if needed > 1 and not _LETTER.search(value):
-        return None
-    return m.start("bare"), m.start("bare") + len(value), m.start("bare") + len(value)
-
-
 def _hex_spans(text: str, begin: int, end: int, seen: set[int]) -> list[tuple[int, int]]:
     """32+ hex runs after the secret name ``text[begin:end]``: the first within 32 characters
     on its line, then each within 32 of the one before (so that redacting one never brings the

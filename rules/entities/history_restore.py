@@ -57,4 +57,5 @@ def remember(messages: Sequence[Message], max_messages: int, max_chars: int) -> 
     while start < len(rest) and (role(rest[start]) != "user" or total > max_chars):
         total -= sizes[start]
         start += 1
-    return [redact_value(m) for m in rest[start:]]
+    kept = redact_value(rest[start:])  # as one list: a result is redacted knowing its call
+    return list(kept) if isinstance(kept, list) else []

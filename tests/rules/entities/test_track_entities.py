@@ -321,6 +321,18 @@ def test_restore_is_off_by_default_and_ignores_full_histories() -> None:
     assert run(full, state=first.state, cfg=RESTORE).messages is full
 
 
+def test_stored_turns_lose_a_secret_a_command_printed_alone() -> None:
+    secret = "Zq8vLp2mWx4nR7tY"
+    turn = [
+        user("connect to the db"),
+        assistant(None, shell("c1", "op read op://prod/db/password")),
+        result("c1", f"{secret}\n"),
+    ]
+    stored = run(turn, cfg=RESTORE).state.get("history")
+    assert stored is not None and len(stored) == 3
+    assert secret not in str(stored)
+
+
 def test_restore_is_bounded() -> None:
     cfg = track_entities.Config(restore_history=True, restore_max_messages=4)
     msgs = [x for i in range(10) for x in (user(f"q{i}"), assistant(f"a{i}"))]
