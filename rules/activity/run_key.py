@@ -160,6 +160,9 @@ _SELECTORS = frozenset(
      "--testPathPattern"}
 )  # fmt: skip
 _SELECTS_PACKAGE = frozenset({"cargo"})  # whose ``-p`` names the package tested
+# programs whose ``-m`` is no marker of tests but a message (``git commit -m "…"``: each commit
+# under its own message was its own run, and a hook's refusal stayed open past the next commit)
+_MESSAGES = frozenset({"git", "hg", "svn"})
 
 
 def _operands(verb: str, words: list[str]) -> list[str]:
@@ -168,7 +171,9 @@ def _operands(verb: str, words: list[str]) -> list[str]:
     out, chosen, option = [], [], ""
     for w in words:
         if option:
-            if option in _SELECTORS or (option == "-p" and verb in _SELECTS_PACKAGE):
+            if (option in _SELECTORS and verb not in _MESSAGES) or (
+                option == "-p" and verb in _SELECTS_PACKAGE
+            ):
                 chosen.append(f"{option}={'+'.join(w.split())}")
             option = ""
         elif w.startswith("-"):

@@ -246,3 +246,19 @@ def test_runners_within_runners_are_read_to_a_bound() -> None:
     thousands of them recursed past the interpreter's limit)."""
     assert run_key("uv run npx jest src/a.test.js") == "jest src/a.test.js"
     assert run_key("npx " * 3_000 + "jest").startswith("npx npx")  # no key: the line itself
+
+
+def test_a_commit_is_one_run_whatever_its_message() -> None:
+    """A commit a pre-commit hook refused (ruff's findings) and the next commit, under another
+    message or ``--amend``, are one run: the message is no selector of tests (``pytest -m`` is)."""
+    hook = "ruff......Failed\nspecs/cli_spec.py:143:89: E501 Line too long (97 > 88)\n"
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", 'git commit -m "feat: error handling"')),
+          result("a", hook + "Exit code: 1")],
+        *[assistant(None, shell("b", 'git commit --amend -m "feat: clearer errors"')),
+          result("b", "[main 1a2b3c4] feat: clearer errors\nExit code: 0")],
+    )  # fmt: skip
+    assert working_set.open_diagnostics(ledger) == []
+    assert run_key('git commit -m "a b"') == run_key("git commit -m c") == "git commit"
+    assert run_key("pytest -m slow") != run_key("pytest -m fast")
