@@ -86,10 +86,15 @@ def moved_to(command: str, changed: list[str]) -> tuple[str, ...]:
         return ()
     by_git = "git mv" in command
     effects = analyse(command, None, load_verbs()).effects
+    # a glob's moves (``git mv *.jpg ui/``): which files, only the shell knows
     out = [
         e.path
         for e in effects
-        if e.action == "move" and e.path and (by_git or _any_named(changed, e.source or ""))
+        if e.action == "move"
+        and e.path
+        and not _GLOB.search(e.source or "")
+        and not _GLOB.search(e.path)
+        and (by_git or _any_named(changed, e.source or ""))
     ]
     return tuple(dict.fromkeys(out))[:MAX_UNDONE]
 

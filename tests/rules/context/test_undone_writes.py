@@ -119,7 +119,14 @@ def test_a_moved_change_is_changed_under_its_new_name(command: str, now: str) ->
 
 
 @pytest.mark.parametrize(
-    "command", ["mv /tmp/a.log /tmp/b.log", "cd /testbed && mv node_modules node_modules.bak"]
+    "command",
+    [
+        "mv /tmp/a.log /tmp/b.log",
+        "cd /testbed && mv node_modules node_modules.bak",
+        # a glob's moves: which files, only the shell knows (``docs/ui/apple/*.jpg`` was listed)
+        "cd /testbed/docs && git mv *.jpg ui/apple/",
+        "cd /testbed && git mv pkg/*.py pkg/sub/",
+    ],
 )
 def test_a_move_of_what_the_agent_did_not_change_changes_nothing(command: str) -> None:
     ledger = ledger_of(
