@@ -162,3 +162,51 @@ def test_a_clean_run_passes_without_an_exit_code(text: str) -> None:
 )
 def test_lines_that_only_look_alike_open_nothing(text: str) -> None:
     assert diagnostics.parse(text, 0).diagnostics == ()
+
+
+GO_VERBOSE_PASS = """=== RUN   TestParse
+    parse_test.go:10: parsed 3 items
+--- PASS: TestParse (0.00s)
+PASS
+ok  	example.com/parse	0.002s
+"""
+GO_VERBOSE_FAIL = """=== RUN   TestParse
+    parse_test.go:27: got 3, want 4
+--- FAIL: TestParse (0.00s)
+FAIL
+FAIL	example.com/parse	0.003s
+"""
+GO_TEST_BUILD_FAIL = """# example.com/parse [example.com/parse.test]
+./parse_test.go:5:2: undefined: parseAll
+FAIL	example.com/parse [build failed]
+"""
+JEST_CONSOLE_PASS = """PASS src/sum.test.js
+  ● Console
+
+    console.log
+      adding 1 + 2
+
+      at Object.<anonymous> (src/sum.test.js:3:13)
+
+Test Suites: 1 passed, 1 total
+Tests:       1 passed, 1 total
+"""
+
+
+@pytest.mark.parametrize("text", [GO_VERBOSE_PASS, JEST_CONSOLE_PASS])
+def test_a_passing_runs_log_lines_are_no_failure(text: str) -> None:
+    """``go test -v`` prints a passing test's ``t.Log`` as a failure's message is printed
+    (``parse_test.go:10: …``), and jest a passing suite's ``console.log`` under ``● Console``:
+    a pass, with nothing open (a passing run was a failure at the log line)."""
+    outcome = diagnostics.parse(text, 0)
+    assert (outcome.verdict, outcome.diagnostics) == ("pass", ())
+
+
+@pytest.mark.parametrize(
+    ("text", "place"),
+    [(GO_VERBOSE_FAIL, ("parse_test.go", 27)), (GO_TEST_BUILD_FAIL, ("./parse_test.go", 5))],
+)
+def test_a_failing_go_tests_lines_are_its_diagnostics(text: str, place: tuple[str, int]) -> None:
+    outcome = diagnostics.parse(text, 1)
+    assert outcome.verdict == "fail"
+    assert place in [(d["file"], d["line"]) for d in outcome.diagnostics]

@@ -45,7 +45,7 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         out += [(f"tools.{field}[{i}]", p) for i, p in enumerate(getattr(tools, field))]
     out += [(f"tools.name_rules[{i}]", r[0]) for i, r in enumerate(tools.name_rules)]
     for tc in diagnostics.toolchains():
-        found = [*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location]
+        found = [*tc.patterns, *tc.fail, *tc.passed, *tc.notes, tc.context, tc.location]
         out += [(f"diagnostics.{tc.tool}[{i}]", p) for i, p in enumerate(found) if p is not None]
     _, lexicons = load_lexicons()
     for lex in lexicons:
