@@ -113,11 +113,16 @@ def _program_key(argv: list[str], nesting: int) -> tuple[str, list[str]]:
     if launched is not argv:  # uv run pytest x: pytest x
         return _program_key(list(launched), nesting + 1) if nesting < MAX_NESTING else ("", [])
     head, words = [verb], argv
+    if verb in _SCRIPT_RUNNERS and len(argv) > 2 and argv[1] in ("run", "run-script"):
+        argv = [argv[0], *argv[2:]]  # npm run test: npm test, the same script
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
         head, argv = [verb, "-m", argv[2]], argv[2:]
     return " ".join([*head, *_operands(verb, argv[1:])])[:MAX_KEY_CHARS], words
 
 
+# package managers whose ``run X`` runs the project's script X, as ``X`` alone does (``npm
+# test``; yarn's and pnpm's any script)
+_SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm"})
 # runners that run a program from a project's environment: ``uv run pytest``, ``npx jest``
 _RUN_SUBCOMMANDS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda"})
 _RUNNERS = frozenset({"npx", "bunx", "pnpx"})
@@ -142,6 +147,8 @@ def _launched(verb: str, argv: list[str]) -> list[str]:
     """The program a runner runs, from its name on (``argv`` itself when it is no runner)."""
     if verb in _RUN_SUBCOMMANDS and len(argv) > 2 and argv[1] == "run":
         i = 2
+    elif verb == "bundle" and len(argv) > 2 and argv[1] in ("exec", "ex"):
+        i = 2  # bundle exec rspec: rspec
     elif verb in _RUNNERS or (
         verb in ("pnpm", "yarn") and len(argv) > 2 and argv[1] in ("exec", "dlx")
     ):

@@ -45,6 +45,12 @@ PASSED = "6 passed in 0.31s"
         ("uv run pytest test/core/file_helpers_test.py", "uv run pytest"),
         ("poetry run pytest test/core/file_helpers_test.py", "pytest test/core"),
         ("npx jest src/a.test.js", "npx jest"),
+        # Bundler runs the program it names; a package manager's `run` is its script's run
+        ("bundle exec rspec spec/a_spec.rb", "rspec spec/a_spec.rb"),
+        ("npm run test", "npm test"),
+        ("npm run-script test -- --ci", "npm test"),
+        ("yarn run test", "yarn test"),
+        ("pnpm run test", "pnpm test"),
     ],
 )
 def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
