@@ -210,3 +210,17 @@ def test_a_failing_go_tests_lines_are_its_diagnostics(text: str, place: tuple[st
     outcome = diagnostics.parse(text, 1)
     assert outcome.verdict == "fail"
     assert place in [(d["file"], d["line"]) for d in outcome.diagnostics]
+
+
+ESLINT_WARNINGS = """/repo/src/index.js
+  3:7  warning  'x' is assigned a value but never used  no-unused-vars
+
+✖ 1 problem (0 errors, 1 warning)
+"""
+
+
+def test_eslint_with_warnings_only_passes() -> None:
+    """"✖ 1 problem (0 errors, 1 warning)" is no failed lint: a pass, so the rerun closes the
+    errors it fixed (it was a failure, as "✖ 2 problems (2 errors, 0 warnings)" is)."""
+    assert diagnostics.parse(ESLINT_WARNINGS, 0).verdict == "pass"
+    assert diagnostics.parse(ESLINT_WARNINGS, None).verdict == "pass"
