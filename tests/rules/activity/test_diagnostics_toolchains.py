@@ -101,6 +101,35 @@ MAVEN = """[ERROR] /repo/src/main/java/App.java:[5,9] cannot find symbol
 [INFO] BUILD FAILURE
 """
 MAVEN_PASS = "[INFO] BUILD SUCCESS\n"
+# Kotlin through Gradle: 2.x's form, then 1.x's
+KOTLIN = """e: file:///repo/app/src/main/kotlin/Main.kt:3:5 Unresolved reference 'foo'.
+
+FAILURE: Build failed with an exception.
+
+BUILD FAILED in 3s
+"""
+KOTLIN_OLD = "e: /repo/app/src/main/kotlin/Main.kt: (7, 9): Unresolved reference: bar\n"
+CARGO_TEST = """running 1 test
+test tests::adds ... FAILED
+
+failures:
+
+---- tests::adds stdout ----
+thread 'tests::adds' panicked at src/lib.rs:10:5:
+assertion `left == right` failed
+  left: 4
+ right: 5
+
+failures:
+    tests::adds
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
+"""
+CARGO_TEST_OLD = """---- tests::adds stdout ----
+thread 'tests::adds' panicked at 'assertion failed: `(left == right)`', src/lib.rs:12:5
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out
+"""
 
 
 @pytest.mark.parametrize(
@@ -115,6 +144,11 @@ MAVEN_PASS = "[INFO] BUILD SUCCESS\n"
         (PHPUNIT, 1, {"tool": "phpunit", "file": "/app/tests/CalculatorTest.php", "line": 12}),
         (JAVAC, 1, {"tool": "javac", "file": "src/main/java/App.java", "line": 5}),
         (MAVEN, 1, {"tool": "javac", "file": "/repo/src/main/java/App.java", "line": 5}),
+        (KOTLIN, 1, {"tool": "javac", "file": "/repo/app/src/main/kotlin/Main.kt", "line": 3}),
+        (KOTLIN_OLD, 1, {"tool": "javac", "file": "/repo/app/src/main/kotlin/Main.kt", "line": 7}),
+        # the panic's place: the test's own line
+        (CARGO_TEST, 101, {"tool": "cargo test", "file": "src/lib.rs", "line": 10}),
+        (CARGO_TEST_OLD, 101, {"tool": "cargo test", "file": "src/lib.rs", "line": 12}),
     ],
 )
 def test_a_failure_opens_a_diagnostic_at_its_place(
