@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rules.activity.shell_lex import split_commands
@@ -28,6 +29,7 @@ _BRANCHING = frozenset({"-b", "-B", "--orphan", "-c", "-C"})  # checkout/switch 
 # a merge's side or a part of a file chosen: the file is still changed
 _CHOOSING = frozenset({"--theirs", "--ours", "-m", "--merge", "-p", "--patch", "--conflict"})
 _RESTORE_VALUES = frozenset({"-s", "--source"})
+_HEAD = frozenset({"HEAD", "@"})
 _TOUCHES = ("rm", "mv", "git", "python")  # a line without one of these takes nothing back
 
 
@@ -145,22 +147,36 @@ def _reverted(argv: list[str]) -> list[str]:
     if sub in ("checkout", "restore") and _CHOOSING.intersection(rest):
         return []
     if sub == "checkout" and "--" in rest:  # git checkout [REV] -- f: the file as committed
-        return [a for a in rest[rest.index("--") + 1 :] if a]
+        at = rest.index("--")
+        if not _at_head(a for a in rest[:at] if not a.startswith("-")):
+            return []  # another revision's file: changed from HEAD still
+        return [a for a in rest[at + 1 :] if a]
     if sub == "checkout" and not _BRANCHING.intersection(rest):
         # git checkout [REV] f: an operand is a revision or a path; one shaped as a path is
         # taken for one, and takes back only a changed file (or folder) it names
-        return [a for a in rest if not a.startswith("-") and ("/" in a or "." in a)]
+        words = [a for a in rest if not a.startswith("-")]
+        paths = [a for a in words if "/" in a or "." in a]
+        return paths if _at_head(a for a in words if a not in paths) else []
     if sub == "restore" and ("--staged" not in rest or "--worktree" in rest or "-W" in rest):
-        out, skip = [], False
+        out, skip, source = [], False, []
         for a in rest:
             if skip:
                 skip = False
+                source.append(a)
             elif a in _RESTORE_VALUES:
                 skip = True
+            elif a.startswith("--source="):
+                source.append(a.partition("=")[2])
             elif a and not a.startswith("-"):
                 out.append(a)
-        return out
+        return out if _at_head(source) else []
     return []
+
+
+def _at_head(revisions: Iterable[str]) -> bool:
+    """Whether the revisions a checkout or restore names are none or HEAD's: a file taken from
+    another (``HEAD~1``, ``a1b2c3d``, ``v1.2``) is changed from HEAD, not taken back."""
+    return all(r in _HEAD for r in revisions)
 
 
 def without(paths: list[str], undone: Undone) -> list[str]:

@@ -33,6 +33,15 @@ def _edits(*paths: str) -> list:
             ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"],
         ),
         ("ls /testbed", ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+        ("cd /testbed && git checkout HEAD -- fix.py", ["/testbed/reproduce.py",
+                                                        "/testbed/edge_cases.py"]),
+        # another revision's file: changed from HEAD still (it was taken back)
+        *[
+            (f"cd /testbed && {c}",
+             ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"])
+            for c in ("git checkout HEAD~1 -- fix.py", "git checkout a1b2c3d fix.py",
+                      "git restore --source=HEAD~2 fix.py", "git restore -s v1.2 fix.py")
+        ],
     ],
 )
 def test_a_deleted_or_reverted_file_leaves_the_changed_files(command: str, left: list[str]) -> None:
