@@ -120,7 +120,7 @@ def record(
         # its lines as sent: `cp a b` and `python t.py` on two lines are two commands
         line = (raw_command(args) if args is not None else None) or action.command
         moved = moved_to(line, ledger.get("changed") or [])  # a change's new name
-        undone = undone_paths(line) if ledger.get("changed") else None
+        undone = undone_paths(line, ledger["changed"]) if ledger.get("changed") else None
         if undone:  # a file deleted or reverted: changed no longer
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])

@@ -30,7 +30,8 @@ _BRANCHING = frozenset({"-b", "-B", "--orphan", "-c", "-C"})  # checkout/switch 
 _CHOOSING = frozenset({"--theirs", "--ours", "-m", "--merge", "-p", "--patch", "--conflict"})
 _RESTORE_VALUES = frozenset({"-s", "--source"})
 _HEAD = frozenset({"HEAD", "@"})
-_TOUCHES = ("rm", "mv", "git", "python")  # a line without one of these takes nothing back
+# a line without one of these takes nothing back
+_TOUCHES = ("rm", "mv", "git", "python", "find")
 
 
 @dataclass(frozen=True)
@@ -46,14 +47,17 @@ class Undone:
         return bool(self.files or self.folders)
 
 
-def undone_paths(command: str) -> Undone:
-    """What ``command`` deleted or reverted (as written, normalised; ``cd`` followed)."""
+def undone_paths(command: str, changed: Iterable[str] = ()) -> Undone:
+    """What ``command`` deleted or reverted (as written, normalised; ``cd`` followed).
+    ``changed``: the changed files; those of them a ``find … -delete`` matches are deleted."""
     command = command[:MAX_COMMAND_CHARS]
     if not any(w in command for w in _TOUCHES):
         return Undone()
     files: list[str] = []
     folders: list[str] = []
-    for e in analyse(command, None, load_verbs()).effects:
+    # a find removes what it finds of the paths known to exist: the absolute changed ones
+    known = {p: "file" for p in changed if p[:1] == "/"} if "find" in command else None
+    for e in analyse(command, None, load_verbs(), known).effects:
         if e.action in ("delete", "move"):
             path = (e.source if e.action == "move" else e.path) or ""
             files.append(path)

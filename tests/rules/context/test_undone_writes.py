@@ -33,6 +33,13 @@ def _edits(*paths: str) -> list:
             ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"],
         ),
         ("ls /testbed", ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+        # a find that deletes by name: of the changed files, those it matches
+        ("cd /testbed && find . -name 'reproduce.py' -delete",
+         ["/testbed/edge_cases.py", "/testbed/fix.py"]),
+        ("find /testbed -maxdepth 1 -name '*_cases.py' -exec rm {} +",  # -maxdepth: not read
+         ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+        ("find /testbed -name '*_cases.py' -exec rm -f {} \\;",
+         ["/testbed/reproduce.py", "/testbed/fix.py"]),
         ("cd /testbed && git checkout HEAD -- fix.py", ["/testbed/reproduce.py",
                                                         "/testbed/edge_cases.py"]),
         # another revision's file: changed from HEAD still (it was taken back)
