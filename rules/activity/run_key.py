@@ -214,10 +214,30 @@ def covers(passed: str, failed: str) -> bool:
             t == w
             or t.startswith((w.rstrip("/") + "/", w + "::"))
             or (w.endswith("/...") and t.startswith(w[:-3]))  # go test ./...: every package
+            or _label_under(t, w)
             for w in within
         )
         for t in targets.split(" ")
         if t
+    )
+
+
+# a name's ending that makes it a file's, not a dotted test label's part (``tests.py``)
+_FILE_ENDINGS = frozenset(
+    {"py", "pyi", "js", "jsx", "ts", "tsx", "mjs", "cjs", "rb", "go", "rs", "java", "kt", "php",
+     "c", "h", "cc", "cpp", "cs", "sh", "txt", "json", "yaml", "yml", "toml", "cfg", "ini", "md",
+     "bak", "orig", "log", "xml", "html", "lock"}
+)  # fmt: skip
+
+
+def _label_under(label: str, wider: str) -> bool:
+    """Whether a dotted test label is under a wider one (Django's and unittest's
+    ``shop.tests.CartTest`` under ``shop``): neither a path nor a file's name."""
+    return (
+        label.startswith(wider + ".")
+        and "/" not in label
+        and label.rsplit(".", 1)[-1] not in _FILE_ENDINGS
+        and wider.rsplit(".", 1)[-1] not in _FILE_ENDINGS
     )
 
 

@@ -51,6 +51,11 @@ PASSED = "6 passed in 0.31s"
         ("npm run-script test -- --ci", "npm test"),
         ("yarn run test", "yarn test"),
         ("pnpm run test", "pnpm test"),
+        # a dotted test label under a wider one (Django's, unittest's)
+        ("cd /testbed && python tests/runtests.py model_fields.test_durationfield.TestX",
+         "python tests/runtests.py model_fields"),
+        ("python -m unittest tests.test_calc.CalcTest.test_div", "python -m unittest tests"),
+        ("python manage.py test shop.tests.CartTest", "python manage.py test shop"),
     ],
 )
 def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
@@ -65,6 +70,8 @@ def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
 @pytest.mark.parametrize(
     "again",
     [
+        "pytest test/core/file_helpers_test",  # a file's name is no test label
+        "pytest test/core/file_helpers_test.py.bak",
         "pytest test/other_test.py",  # other tests
         "cd /elsewhere && pytest test/core/file_helpers_test.py",  # another checkout
         "python other.py",
