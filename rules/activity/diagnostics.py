@@ -25,6 +25,11 @@ MESSAGE_CHARS = 200
 _TB_TEXT = "Traceback (most recent call last):"  # in every traceback's first line
 _TB_START = re.compile(r"^Traceback \(most recent call last\):\s*$")
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+# a syntax error in the script Python was asked to run: its place, with no "Traceback" line
+# before it, then (past the line and its caret) the error
+_SYNTAX_AT = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+)$')
+_SYNTAX_EXC = re.compile(r"^(?P<code>SyntaxError|IndentationError|TabError): (?P<message>.*)$")
+_SYNTAX_TEXT = '", line '  # in every such place line
 _TB_EXC = re.compile(
     r"^(?P<code>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
     r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
@@ -129,6 +134,9 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
     i = 0
     while i < len(lines):
         if not _TB_START.match(lines[i]):
+            found = _syntax_error(lines, i)
+            if found:
+                out.append(found)
             i += 1
             continue
         frame: tuple[str, str] | None = None
@@ -149,6 +157,19 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
             j += 1
         i = j + 1
     return out
+
+
+def _syntax_error(lines: list[str], i: int) -> dict[str, Any] | None:
+    """The syntax error whose place is line ``i``, outside any traceback (a traceback's frames
+    are read with it): its error at most 3 lines on, past the code and its caret."""
+    at = _SYNTAX_AT.match(lines[i]) if _SYNTAX_TEXT in lines[i] else None
+    if at is None:
+        return None
+    for j in range(i + 1, min(i + 4, len(lines))):
+        exc = _SYNTAX_EXC.match(lines[j])
+        if exc:
+            return _diag("python", at["file"], at["line"], exc["code"], exc["message"])
+    return None
 
 
 def _placed_after(lines: list[str]) -> list[dict[str, Any]]:
@@ -346,7 +367,7 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
     if listed:
         diags.extend(listed)
         failed.add("test")
-    tracebacks = _tracebacks(lines) if _TB_TEXT in text else []
+    tracebacks = _tracebacks(lines) if _TB_TEXT in text or _SYNTAX_TEXT in text else []
     diags.extend(tracebacks)
     if tracebacks and (exit_code not in (0, None) or not passed):
         failed.add("runtime")

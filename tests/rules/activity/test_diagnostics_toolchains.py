@@ -258,3 +258,45 @@ def test_eslint_with_warnings_only_passes() -> None:
     errors it fixed (it was a failure, as "✖ 2 problems (2 errors, 0 warnings)" is)."""
     assert diagnostics.parse(ESLINT_WARNINGS, 0).verdict == "pass"
     assert diagnostics.parse(ESLINT_WARNINGS, None).verdict == "pass"
+
+
+SYNTAX_ERROR = """  File "/repo/pkg/core.py", line 14
+    def area(self:
+                 ^
+SyntaxError: '(' was never closed
+"""
+INDENTATION_ERROR = """  File "/repo/fix.py", line 2
+    y = 2
+IndentationError: unexpected indent
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "place", "code"),
+    [
+        (SYNTAX_ERROR, ("/repo/pkg/core.py", 14), "SyntaxError"),
+        (INDENTATION_ERROR, ("/repo/fix.py", 2), "IndentationError"),
+    ],
+)
+def test_a_scripts_own_syntax_error_is_a_diagnostic(
+    text: str, place: tuple[str, int], code: str
+) -> None:
+    """Python reports a syntax error in the script it was asked to run with no "Traceback"
+    line before it: the error at its place all the same (it was none, the run's failure
+    unplaced)."""
+    outcome = diagnostics.parse(text, 1)
+    assert outcome.verdict == "fail"
+    d = outcome.diagnostics[0]
+    assert ((d["file"], d["line"]), d["code"]) == (place, code)
+
+
+def test_a_syntax_error_inside_a_traceback_is_one_diagnostic() -> None:
+    text = (
+        "Traceback (most recent call last):\n"
+        '  File "/repo/run.py", line 1, in <module>\n'
+        "    import pkg.core\n" + SYNTAX_ERROR
+    )
+    found = diagnostics.parse(text, 1).diagnostics
+    assert [(d["file"], d["line"], d["code"]) for d in found] == [
+        ("/repo/pkg/core.py", 14, "SyntaxError")
+    ]
