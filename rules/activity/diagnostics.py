@@ -120,8 +120,15 @@ def _diag(tool: str, file: Any, line: Any, code: Any, message: Any) -> dict[str,
     }
 
 
+# OpenHands' (CodeAct's bash, 0.x) note on the interpreter, glued to the output's last line
+# ("Success: no issues found in 1 source file[Python Interpreter: /opt/…/python]"): not output
+_HARNESS_NOTE = "[Python Interpreter: "
+
+
 def _lines(text: str) -> list[str]:
     lines = text.splitlines()
+    if _HARNESS_NOTE in text:
+        lines = [line.split(_HARNESS_NOTE, 1)[0] for line in lines]
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
         lines = lines[:half] + lines[-half:]

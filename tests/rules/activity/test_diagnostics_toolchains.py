@@ -300,3 +300,21 @@ def test_a_syntax_error_inside_a_traceback_is_one_diagnostic() -> None:
     assert [(d["file"], d["line"], d["code"]) for d in found] == [
         ("/repo/pkg/core.py", 14, "SyntaxError")
     ]
+
+
+# OpenHands (CodeAct's bash, 0.x) glues its interpreter note to the output's last line
+OPENHANDS_NOTE = "[Python Interpreter: /opt/miniconda3/envs/testbed/bin/python]"
+
+
+def test_openhands_note_glued_to_the_last_line_is_not_output() -> None:
+    """"Success: no issues found in 1 source file[Python Interpreter: …]" is mypy's pass (it was
+    no pass: the marker ends its line), and an exception's message does not end with the note."""
+    assert diagnostics.parse(MYPY_PASS.rstrip("\n") + OPENHANDS_NOTE).verdict == "pass"
+    traceback = (
+        "Traceback (most recent call last):\n"
+        '  File "/testbed/monai/engines/workflow.py", line 297, in run\n'
+        "    raise NotImplementedError(msg)\n"
+        "NotImplementedError: Subclass Evaluator must implement this method." + OPENHANDS_NOTE
+    )
+    (found,) = diagnostics.parse(traceback, 1).diagnostics
+    assert found["message"] == "Subclass Evaluator must implement this method."
