@@ -7,9 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from rules.activity.aci_edits import aci_written
+from rules.activity.agent_tools import (
+    PATCH_MARK,
+    command_value,
+    parse_patch,
+    patch_argument,
+    patch_in_argv,
+    patch_in_script,
+)
 from rules.activity.observations import (
     Observation,
     load_arguments,
+    norm_path,
 )
 from rules.activity.run_class import only_shows
 from rules.activity.run_key import raw_command
@@ -20,7 +29,7 @@ from rules.context.one_off_runs import note_made, whole_writes
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
-from rules.context.undone_writes import copied_to, moved_to, undone_paths, without
+from rules.context.undone_writes import Undone, copied_to, moved_to, undone_paths, without
 from rules.messages import (
     call_arguments_text,
     text_of,
@@ -75,6 +84,22 @@ def _made_whole(obs: Observation, arguments: str | None) -> bool:
     return args.get("command") == "create"
 
 
+def _patched_away(arguments: str) -> tuple[str, ...]:
+    """The files an ``apply_patch`` deleted (``*** Delete File:``) or moved away (an update's
+    ``*** Move to:``), as its writes name them."""
+    args = load_arguments(arguments)
+    raw = args.get("command")
+    patch = (
+        patch_argument(args)
+        or patch_in_argv(raw)
+        or patch_in_script(raw if isinstance(raw, str) else command_value(raw) or "")
+    )
+    ops = parse_patch(patch) if patch is not None else ()
+    gone = [op.path if op.action == "delete" else op.source for op in ops
+            if op.action == "delete" or (op.action == "move" and op.source)]  # fmt: skip
+    return tuple(norm_path(p) for p in gone if p)
+
+
 def _calls_of(message: Message) -> dict[Any, dict[str, Any]]:
     """A message's tool calls by id (the first of an id)."""
     out: dict[Any, dict[str, Any]] = {}
@@ -106,6 +131,12 @@ def record(
             update_plan(ledger, arguments)
         return
     written = written_paths(obs, result_text)
+    gone = _patched_away(arguments) if written and arguments and PATCH_MARK in arguments else ()
+    if gone:  # a patch's deleted files and moves' sources: gone, as after rm and mv
+        written = tuple(p for p in written if p not in gone)
+        ledger["changed"] = without(ledger.get("changed") or [], Undone(gone))
+        kept = set(ledger["changed"])
+        ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
     _record_writes(ledger, written, obs, max_changed)  # none unless it wrote
     ran = obs.exit_code in (None, 0) and not obs.failed
     # a shell call's arguments, read once (its raw command: a heredoc's lines kept)

@@ -161,3 +161,24 @@ def test_deep_paths_and_many_names_take_linear_time() -> None:
     started = time.thread_time()
     assert without(deep, names) == deep
     assert time.thread_time() - started < 0.5  # 18 s a call before
+
+
+def _patch(call_id: str, body: str) -> list:
+    patch = f"*** Begin Patch\n{body}*** End Patch\n"
+    return [
+        assistant(None, call(call_id, "apply_patch", input=patch)),
+        result(call_id, "Success. Updated the following files:\nM x"),
+    ]
+
+
+def test_a_file_apply_patch_deleted_or_moved_away_leaves_the_changed_files() -> None:
+    """Codex's ``*** Delete File:`` is a delete, as ``rm`` is, and ``*** Move to:`` a move: the
+    scratch file deleted and the source moved away were listed as changed files."""
+    ledger = ledger_of(
+        TASK,
+        *_patch("a", "*** Add File: scratch.py\n+print(1)\n*** Add File: src/m.py\n+x = 1\n"),
+        *_patch("b", "*** Delete File: scratch.py\n"),
+        *_patch("c", "*** Update File: src/m.py\n*** Move to: src/n.py\n@@\n-x = 1\n+x = 2\n"),
+    )
+    assert ledger["changed"] == ["src/n.py"]
+    assert [w["path"] for w in ledger["writes"]] == ["src/n.py"]
