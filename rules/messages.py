@@ -247,6 +247,12 @@ HARNESS_TURNS = (
     "Don't try and edit any existing code without asking me to add the files to the chat!",
     "Here are some READ ONLY files, provided for your reference.",
     "I switched to a new code base. Please don't consider the above files",
+    # and what it says of the edits it applied, and its lint reflection
+    "I committed the changes with git hash ",
+    "I updated the files.",
+    "I edited the files myself.",
+    "I didn't see any properly formatted edits in your reply?!",
+    "# Fix any errors below, if possible.",
 )
 # Aider's turn after its worked examples (a user's ask and the edit answering it, each): the user
 # turns before it are the examples', not the user's

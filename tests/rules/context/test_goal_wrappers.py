@@ -135,3 +135,10 @@ def test_aiders_examples_and_context_turns_are_not_the_goal() -> None:
         *AIDER, assistant("src/calc.py <<<<<<< SEARCH …"), *AIDER[8:10], user("Now add a test")
     )
     assert (later["goal"], later["instruction"]) == (ledger["goal"], "Now add a test")
+    # what Aider says of the edits it applied, and its lint's reflection, are not the user's
+    for said in (
+        "I committed the changes with git hash 1a2b3c4 & commit msg: fix: div divides",
+        "# Fix any errors below, if possible.\n\n## Running: flake8 src/calc.py\n",
+    ):
+        reflected = ledger_of(*AIDER, user("Now add a test"), assistant("…"), user(said))
+        assert reflected["instruction"] == "Now add a test"
