@@ -318,3 +318,26 @@ def test_openhands_note_glued_to_the_last_line_is_not_output() -> None:
     )
     (found,) = diagnostics.parse(traceback, 1).diagnostics
     assert found["message"] == "Subclass Evaluator must implement this method."
+
+
+PYTEST_COLLECTION_ERROR = """\
+==================================== ERRORS ====================================
+______________________ ERROR collecting tests/test_a.py _______________________
+ImportError while importing test module '/repo/tests/test_a.py'.
+E   ModuleNotFoundError: No module named 'requests'
+=========================== short test summary info ============================
+ERROR tests/test_a.py - ModuleNotFoundError: No module named 'requests'
+!!!!!!!!!!!!!!!!!!!! Interrupted: 1 error during collection !!!!!!!!!!!!!!!!!!!!
+=============================== 1 error in 0.12s ===============================
+"""
+
+
+def test_a_pytest_collection_error_is_a_diagnostic() -> None:
+    """A test module that fails to import: "ERROR tests/test_a.py - ModuleNotFoundError: …" in
+    the summary (a failed run with nothing open: its earlier failure was only superseded)."""
+    (found,) = diagnostics.parse(PYTEST_COLLECTION_ERROR, 2).diagnostics
+    assert (found["file"], found["code"], found["message"]) == (
+        "tests/test_a.py",
+        "ModuleNotFoundError",
+        "No module named 'requests'",
+    )
