@@ -341,3 +341,26 @@ def test_a_pytest_collection_error_is_a_diagnostic() -> None:
         "ModuleNotFoundError",
         "No module named 'requests'",
     )
+
+
+DOTNET_TEST = """  Failed MyApp.Tests.CalcTests.Divides [12 ms]
+  Error Message:
+   Assert.Equal() Failure
+Expected: 2
+Actual:   8
+  Stack Trace:
+     at MyApp.Tests.CalcTests.Divides() in /src/MyApp.Tests/CalcTests.cs:line 14
+
+Failed!  - Failed:     1, Passed:     9, Skipped:     0, Total:    10, Duration: 41 ms
+"""
+DOTNET_TEST_PASS = "Passed!  - Failed:     0, Passed:    10, Skipped:     0, Total:    10\n"
+
+
+def test_a_dotnet_test_failure_is_placed_and_its_pass_closes() -> None:
+    (found,) = diagnostics.parse(DOTNET_TEST, 1).diagnostics
+    assert (found["tool"], found["file"], found["line"]) == (
+        "dotnet test",
+        "/src/MyApp.Tests/CalcTests.cs",
+        14,
+    )
+    assert diagnostics.parse(DOTNET_TEST_PASS, None).verdict == "pass"
