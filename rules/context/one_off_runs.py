@@ -1,12 +1,13 @@
 """One-off runs: code the agent runs once to look at something and moves on from, never to run
 again as it was: inline code (``python -c '…'``, ``python - <<'EOF'``, ``node -e``), a request
-(``curl``, ``wget``), or a scratch script the session made whole (``cat > check.py <<'EOF'``, a
-``create``, a ``Write``) run by its interpreter. Keyed by what ran, the failure of each stayed
-open for the rest of the session (429 at the end of the corpus's mini-swe-agent runs, nearly all
-of them such runs). A one-off's failure is what the agent's latest probe showed: it stands until
-the agent runs code again (the next run that builds, tests or runs code, whatever it is), which
-either shows the state anew or moves on. A project's own script (``python manage.py test``,
-``python tests/runtests.py``) is no one-off: its failure waits for it to pass again."""
+(``curl``, ``wget``), an install (``pip install``, ``npm ci``), or a scratch script the session
+made whole (``cat > check.py <<'EOF'``, a ``create``, a ``Write``) run by its interpreter. Keyed
+by what ran, the failure of each stayed open for the rest of the session (429 at the end of the
+corpus's mini-swe-agent runs, nearly all of them such runs). A one-off's failure is what the
+agent's latest probe showed: it stands until the agent runs code again (the next run that
+builds, tests or runs code, whatever it is), which either shows the state anew or moves on. A
+project's own script (``python manage.py test``, ``python tests/runtests.py``) is no one-off:
+its failure waits for it to pass again."""
 
 from __future__ import annotations
 
@@ -37,6 +38,12 @@ _INLINE: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "php": (frozenset({"-r"}), frozenset({"-d", "-c"})),
     **{shell: (frozenset(), frozenset()) for shell in SHELLS},
 }  # fmt: skip
+# package managers, and their subcommands that install (``uv pip install`` too)
+INSTALLERS = frozenset(
+    {"pip", "uv", "poetry", "pipenv", "pdm", "conda", "mamba", "npm", "yarn", "pnpm", "bun",
+     "gem", "bundle", "composer", "cargo", "go", "apt", "apt-get", "brew", "dotnet"}
+)  # fmt: skip
+_INSTALLING = frozenset({"install", "i", "ci", "add", "sync", "get", "require"})
 _WHOLE = frozenset({">", ">|", "&>"})  # a redirection that writes a file anew (not ``>>``)
 _WRITERS = frozenset({"cat", "echo", "printf", "tee"})  # what such a command writes is its text
 
@@ -49,7 +56,7 @@ def one_off(argv: Iterable[str], where: str, ledger: Mapping[str, Any]) -> bool:
     if not words:
         return False
     verb = name_of(words[0])
-    if verb in NETWORK:
+    if verb in NETWORK or _installs(verb, words):
         return True
     if verb not in _INLINE:
         return False
@@ -67,6 +74,15 @@ def one_off(argv: Iterable[str], where: str, ledger: Mapping[str, Any]) -> bool:
         elif not word.startswith("-"):
             return _made(word, where, ledger)
     return True  # standard input: ``python <<'EOF'``, ``bash <<'EOF'``
+
+
+def _installs(verb: str, words: list[str]) -> bool:
+    """Whether the program installs packages (``pip install``, ``uv add``, ``npm ci``): a failed
+    install (a timeout, a missing wheel) is what that attempt showed, not the project's failure."""
+    if verb not in INSTALLERS:
+        return False
+    sub = [w for w in words[1:4] if not w.startswith("-")]
+    return bool(sub) and (sub[0] in _INSTALLING or sub[:2] == ["pip", "install"])
 
 
 def runs_code(argv: tuple[str, ...]) -> bool:

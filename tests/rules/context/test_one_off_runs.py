@@ -101,3 +101,22 @@ def test_a_command_that_runs_no_code_leaves_a_probe_open() -> None:
         *_commands(("python -c 'import pkg.core'", FAILED), ("git status", PASSED)),
     )
     assert len(working_set.open_diagnostics(ledger)) == 1
+
+
+PIP_TIMEOUT = (
+    "Traceback (most recent call last):\n"
+    '  File "/opt/conda/lib/python3.11/ssl.py", line 1167, in read\n'
+    "    return self._sslobj.read(len, buffer)\n"
+    "TimeoutError: The read operation timed out\nExit code: 2"
+)
+
+
+@pytest.mark.parametrize(
+    "install",
+    ["cd /testbed && pip install pytest", "python -m pip install -e .", "npm install", "uv add x"],
+)
+def test_a_failed_install_is_a_one_off(install: str) -> None:
+    """An install that timed out is what its attempt showed, no failure of the project: it
+    stayed open ("Open: python …/ssl.py:1167 TimeoutError") after the agent ran its tests."""
+    ledger = ledger_of(TASK, *_commands((install, PIP_TIMEOUT), ("pytest tests", PYTEST_FAILED)))
+    assert [d["command"] for d in working_set.open_diagnostics(ledger)] == ["pytest tests"]
