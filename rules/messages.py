@@ -237,7 +237,26 @@ HARNESS_TURNS = (
     "# AGENTS.md instructions for ",  # Codex, ahead of the <INSTRUCTIONS> block
     "[Request interrupted by user",  # Claude Code's marker, the user's words come after it
     "Tool call error:",  # mini-swe-agent's answer to a call it could not parse
+    # Aider's context turns: the repository's map, the files in the chat (or none), the read-only
+    # ones, and the turn that ends its worked examples (``EXAMPLES_END_TURN``)
+    "Here are summaries of some files present in my git repo",
+    "I am working with you on code in a git repository.",
+    "I have *added these files to the chat*",
+    "I am not sharing any files that you can edit yet.",
+    "I am not sharing the full contents of any files with you yet.",
+    "Don't try and edit any existing code without asking me to add the files to the chat!",
+    "Here are some READ ONLY files, provided for your reference.",
+    "I switched to a new code base. Please don't consider the above files",
+    # and what it says of the edits it applied, and its lint reflection
+    "I committed the changes with git hash ",
+    "I updated the files.",
+    "I edited the files myself.",
+    "I didn't see any properly formatted edits in your reply?!",
+    "# Fix any errors below, if possible.",
 )
+# Aider's turn after its worked examples (a user's ask and the edit answering it, each): the user
+# turns before it are the examples', not the user's
+EXAMPLES_END_TURN = "I switched to a new code base. Please don't consider the above files"
 INTERRUPTED = "[Request interrupted by user"
 # A harness's worked example ahead of the task in the first user turn (OpenHands' "--- START OF
 # EXAMPLE --- … --- END OF EXAMPLE ---", SWE-agent's "--- DEMONSTRATION --- … --- END OF

@@ -25,6 +25,11 @@ MESSAGE_CHARS = 200
 _TB_TEXT = "Traceback (most recent call last):"  # in every traceback's first line
 _TB_START = re.compile(r"^Traceback \(most recent call last\):\s*$")
 _TB_FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+)')
+# a syntax error in the script Python was asked to run: its place, with no "Traceback" line
+# before it, then (past the line and its caret) the error
+_SYNTAX_AT = re.compile(r'^  File "(?P<file>[^"]+)", line (?P<line>\d+)$')
+_SYNTAX_EXC = re.compile(r"^(?P<code>SyntaxError|IndentationError|TabError): (?P<message>.*)$")
+_SYNTAX_TEXT = '", line '  # in every such place line
 _TB_EXC = re.compile(
     r"^(?P<code>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Failure)|"
     r"[A-Za-z_][\w.]*\.[A-Z]\w+)(?::\s?(?P<message>.*))?$"
@@ -60,6 +65,10 @@ class _Toolchain:
     # its diagnostics count only with a code or a place from its ``location`` line: cargo's bare
     # "error: …" is also git's ("error: pathspec …") and pip's ("error: subprocess-exited-…")
     placed: bool = False
+    # lines that are its diagnostics only in a run it failed (a fail marker or another of its
+    # patterns): ``go test -v`` prints a passing test's ``t.Log`` as ``a_test.go:10: …`` and
+    # jest a passing suite's ``console.log`` under ``● Console``, as a failure's lines are
+    notes: tuple[re.Pattern[str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,6 +103,7 @@ def toolchains() -> tuple[_Toolchain, ...]:
                 fail=tuple(re.compile(p) for p in tc.get("fail", [])),
                 passed=tuple(re.compile(p) for p in tc.get("pass", [])),
                 placed=bool(tc.get("placed")),
+                notes=tuple(re.compile(p) for p in tc.get("notes", [])),
             )
         )
     return tuple(out)
@@ -110,8 +120,15 @@ def _diag(tool: str, file: Any, line: Any, code: Any, message: Any) -> dict[str,
     }
 
 
+# OpenHands' (CodeAct's bash, 0.x) note on the interpreter, glued to the output's last line
+# ("Success: no issues found in 1 source file[Python Interpreter: /opt/…/python]"): not output
+_HARNESS_NOTE = "[Python Interpreter: "
+
+
 def _lines(text: str) -> list[str]:
     lines = text.splitlines()
+    if _HARNESS_NOTE in text:
+        lines = [line.split(_HARNESS_NOTE, 1)[0] for line in lines]
     if len(lines) > MAX_LINES:
         half = MAX_LINES // 2
         lines = lines[:half] + lines[-half:]
@@ -124,6 +141,9 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
     i = 0
     while i < len(lines):
         if not _TB_START.match(lines[i]):
+            found = _syntax_error(lines, i)
+            if found:
+                out.append(found)
             i += 1
             continue
         frame: tuple[str, str] | None = None
@@ -144,6 +164,19 @@ def _tracebacks(lines: list[str]) -> list[dict[str, Any]]:
             j += 1
         i = j + 1
     return out
+
+
+def _syntax_error(lines: list[str], i: int) -> dict[str, Any] | None:
+    """The syntax error whose place is line ``i``, outside any traceback (a traceback's frames
+    are read with it): its error at most 3 lines on, past the code and its caret."""
+    at = _SYNTAX_AT.match(lines[i]) if _SYNTAX_TEXT in lines[i] else None
+    if at is None:
+        return None
+    for j in range(i + 1, min(i + 4, len(lines))):
+        exc = _SYNTAX_EXC.match(lines[j])
+        if exc:
+            return _diag("python", at["file"], at["line"], exc["code"], exc["message"])
+    return None
 
 
 def _placed_after(lines: list[str]) -> list[dict[str, Any]]:
@@ -195,7 +228,7 @@ def _literal_needs() -> tuple[Literals, dict[re.Pattern[str], int]]:
     needs = {
         regex: _needs(regex)
         for tc in toolchains()
-        for regex in (*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location)
+        for regex in (*tc.patterns, *tc.fail, *tc.passed, *tc.notes, tc.context, tc.location)
         if regex is not None
     }
     literals = sorted({s for n in needs.values() for s in n}, key=lambda s: (len(s), s))
@@ -246,8 +279,9 @@ def _live(held: int, masks: dict[re.Pattern[str], int]) -> list[_Toolchain]:
             location=tc.location if ok(tc.location) else None,
             fail=tuple(filter(ok, tc.fail)),
             passed=tuple(filter(ok, tc.passed)),
+            notes=tuple(filter(ok, tc.notes)),
         )
-        if live.patterns or live.context or live.location or live.fail or live.passed:
+        if live.patterns or live.context or live.location or live.fail or live.passed or live.notes:
             out.append(live)
     return out
 
@@ -271,6 +305,8 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
     lines = _lines(text)
     diags: list[dict[str, Any]] = []
     failed: set[str] = set()
+    failed_tools: set[str] = set()  # whose notes count (``_Toolchain.notes``)
+    noted: dict[int, str] = {}  # where notes are: their toolchain's, until it fails
     passed = False
     current_file: dict[str, str] = {}
     unplaced: set[int] = set()  # where a ``placed`` toolchain's unplaced ones are
@@ -286,6 +322,7 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                     if tc.tool == "jest":
                         diags.append(_diag(tc.tool, cm["file"], None, "FAIL", "test suite failed"))
                         failed.add(tc.category)
+                        failed_tools.add(tc.tool)
                     break
             if tc.location and diags and diags[-1]["tool"] == tc.tool and not diags[-1]["line"]:
                 lm = tc.location.match(line)
@@ -293,11 +330,13 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                     if len(diags) - 1 in unplaced:
                         unplaced.discard(len(diags) - 1)
                         failed.add(tc.category)
+                        failed_tools.add(tc.tool)
                     diags[-1] = {**diags[-1], "file": lm["file"], "line": int(lm["line"])}
                     break
             # most live toolchains keep one or two of these kinds: an empty one costs no generator
             if tc.fail and any(p.search(line) for p in tc.fail):
                 failed.add(tc.category)
+                failed_tools.add(tc.tool)
                 break
             if tc.passed and any(p.search(line) for p in tc.passed):
                 passed = True
@@ -315,9 +354,18 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
                     unplaced.add(len(diags) - 1)  # until its location line places it
                 else:
                     failed.add(tc.category)
+                    failed_tools.add(tc.tool)
                 break
-    if unplaced:
-        diags = [d for i, d in enumerate(diags) if i not in unplaced]
+            note = next((m for p in tc.notes if (m := p.match(line))), None) if tc.notes else None
+            if note:
+                g = note.groupdict()
+                file = g.get("file") or current_file.get(tc.tool)
+                diags.append(_diag(tc.tool, file, g.get("line"), g.get("code"), g.get("message")))
+                noted[len(diags) - 1] = tc.tool
+                break
+    dropped = unplaced | {i for i, tool in noted.items() if tool not in failed_tools}
+    if dropped:
+        diags = [d for i, d in enumerate(diags) if i not in dropped]
     placed = _placed_after(lines) if _RUFF_TEXT in text else []
     if placed:
         diags.extend(placed)
@@ -326,7 +374,7 @@ def scan(text: str, exit_code: int | None, chains: list[_Toolchain]) -> RunOutco
     if listed:
         diags.extend(listed)
         failed.add("test")
-    tracebacks = _tracebacks(lines) if _TB_TEXT in text else []
+    tracebacks = _tracebacks(lines) if _TB_TEXT in text or _SYNTAX_TEXT in text else []
     diags.extend(tracebacks)
     if tracebacks and (exit_code not in (0, None) or not passed):
         failed.add("runtime")

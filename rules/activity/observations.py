@@ -24,7 +24,10 @@ from rules.activity.agent_tools import (
     workdir,
 )
 from rules.activity.call_arguments import load_arguments as load_arguments  # read from here too
-from rules.activity.shell_lex import SimpleCommand, file_like, split_commands
+from rules.activity.shell_lex import split_commands
+from rules.activity.shell_writes import IN_PLACE as _IN_PLACE
+from rules.activity.shell_writes import verb as _verb
+from rules.activity.shell_writes import written as _written
 from rules.base import Context, Message, shared_prefix
 from rules.messages import (
     call_arguments_text,
@@ -70,7 +73,6 @@ _EXIT = (
 )
 _READ_CMDS = {"cat", "head", "tail", "nl", "less", "more", "bat", "open", "view"}
 _LIST_CMDS = {"ls", "tree", "find", "dir"}
-_WRITE_OPS = {">", ">>", ">|", "&>", "&>>"}
 # Programs whose output is not a build/test result: a command made only of these (and writes)
 # is a write, not a run.
 _QUIET_VERBS = _READ_CMDS | _LIST_CMDS | {
@@ -119,37 +121,6 @@ def norm_path(path: str) -> str:
     return p.rstrip("/") or "."
 
 
-def _sed_in_place(argv: tuple[str, ...]) -> bool:
-    return any(
-        a.startswith("--in-place") or (a.startswith("-") and not a.startswith("--") and "i" in a)
-        for a in argv[1:]
-    )
-
-
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
-_WRAPPERS = frozenset(("sudo", "command", "exec", "env"))
-
-
-def _verb(argv: tuple[str, ...]) -> str:
-    """The program a simple command runs: ``VAR=value`` words and ``sudo`` skipped."""
-    for word in argv:  # the first word neither an assignment nor a wrapper
-        if word not in _WRAPPERS and not _ASSIGNMENT.match(word):
-            return word.rsplit("/", 1)[-1]
-    return ""
-
-
-def _written(cmd: SimpleCommand) -> list[str]:
-    """Files a simple command writes: output redirections, ``tee`` operands, ``sed -i``."""
-    out = [t for op, t in cmd.redirects if op in _WRITE_OPS and file_like(t) and t[:5] != "/dev/"]
-    verb = _verb(cmd.argv)
-    operands = [w for w in cmd.argv[1:] if not w.startswith("-")]
-    if verb == "tee":
-        out += [w for w in operands if not w.startswith("/dev/")]
-    elif verb == "sed" and _sed_in_place(cmd.argv) and operands:
-        out.append(operands[-1])
-    return out
-
-
 def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
     """(kind, target, files written) of a shell command. A command that only writes files
     (``cat > f <<EOF``, ``sed -i``, ``echo … | tee f``) is a write of the first of them; one that
@@ -161,7 +132,12 @@ def shell_action(command: str) -> tuple[str, str, tuple[str, ...]]:
     writes: list[str] = []
     for c in commands:
         writes += [w for w in map(norm_path, _written(c)) if w not in writes]
-    runs = any(_verb(c.argv) not in _QUIET_VERBS for c in commands if c.argv)
+    runs = any(
+        _verb(c.argv) not in _QUIET_VERBS
+        and not (_verb(c.argv) in _IN_PLACE and _written(c))  # perl -pi: a write, as sed -i
+        for c in commands
+        if c.argv
+    )
     if writes and not runs:
         return "write", writes[0], tuple(writes)
     if len(commands) == 1 and not writes:

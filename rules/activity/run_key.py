@@ -43,7 +43,15 @@ def run_key(command: str) -> str:
     shell lexer reads (not ``run_class``'s first words): the run is the *last* program, after a
     heredoc that writes the script (``cat > t.py <<EOF`` … thousands of characters … ``python
     t.py``)."""
-    return _key(command, 0) or command
+    return _key(command, 0)[0] or command
+
+
+@text_cache(max_chars=2_000_000, max_text_chars=MAX_COMMAND_CHARS)
+def run_argv(command: str) -> tuple[str, ...]:
+    """The words of the program ``run_key`` names (``python -c 'import x'``: the interpreter,
+    ``-c`` and the code as one word; empty when it names none): what the key's joined operands
+    no longer tell apart."""
+    return tuple(_key(command, 0)[1])
 
 
 def raw_command(args: Mapping[str, Any]) -> str | None:
@@ -66,11 +74,13 @@ def call_run_key(
     return f"cd {wd} && {key}" if wd and not key.startswith("cd ") else key
 
 
-def _key(command: str, nesting: int) -> str:
+def _key(command: str, nesting: int) -> tuple[str, list[str]]:
     """The key of the last program the line runs that builds, tests or runs code (else the
     last one), past setup and taking no pipe's input (``cat > t.py <<EOF … EOF && python t.py``:
-    the script's run, not its writing; ``pytest x; cat log``: the tests)."""
-    found, built, where = "", "", ""
+    the script's run, not its writing; ``pytest x; cat log``: the tests), and that program's
+    words (``run_argv``)."""
+    found: tuple[str, list[str]] = ("", [])
+    built, where = found, ""
     for cmd in split_commands(command)[:MAX_COMMANDS]:
         if cmd.connector == "|":
             continue
@@ -78,35 +88,41 @@ def _key(command: str, nesting: int) -> str:
         if argv[:1] == ["cd"]:  # tests in /a are not those in /b
             where = f"cd {argv[1]} && " if len(argv) > 1 else ""
             continue
-        key = _program_key(argv, nesting)
+        key, words = _program_key(argv, nesting)
         if key:
-            found = where + key
+            found = (where + key, words)
             if class_of(name_of(argv[0]), argv) == "build" or shell_string(name_of(argv[0]), argv):
                 built = found
-    return built or found
+    return built if built[0] else found
 
 
-def _program_key(argv: list[str], nesting: int) -> str:
-    """One simple command's key: "" for setup (``cd``, ``echo``, ``source``) or no program."""
+def _program_key(argv: list[str], nesting: int) -> tuple[str, list[str]]:
+    """One simple command's key and words: "" for setup (``cd``, ``echo``, ``source``) or no
+    program."""
     if not argv:
-        return ""
+        return "", []
     verb = name_of(argv[0])
     if verb in SETUP or (verb, name_of(argv[1]) if len(argv) > 1 else "") in SETUP_SUBCOMMANDS:
-        return ""
+        return "", []
     inner = shell_string(verb, argv)
     if inner is not None:
-        return _key(inner, nesting + 1) if nesting < MAX_NESTING else ""
+        return _key(inner, nesting + 1) if nesting < MAX_NESTING else ("", [])
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m" and name_of(argv[2]) in BUILD:
         verb, argv = name_of(argv[2]), argv[2:]  # python -m pytest: pytest
     launched = _launched(verb, argv)
     if launched is not argv:  # uv run pytest x: pytest x
-        return _program_key(list(launched), nesting + 1) if nesting < MAX_NESTING else ""
-    head = [verb]
+        return _program_key(list(launched), nesting + 1) if nesting < MAX_NESTING else ("", [])
+    head, words = [verb], argv
+    if verb in _SCRIPT_RUNNERS and len(argv) > 2 and argv[1] in ("run", "run-script"):
+        argv = [argv[0], *argv[2:]]  # npm run test: npm test, the same script
     if verb in _PYTHONS and len(argv) > 2 and argv[1] == "-m":  # python -m pkg.core
         head, argv = [verb, "-m", argv[2]], argv[2:]
-    return " ".join([*head, *_operands(verb, argv[1:])])[:MAX_KEY_CHARS]
+    return " ".join([*head, *_operands(verb, argv[1:])])[:MAX_KEY_CHARS], words
 
 
+# package managers whose ``run X`` runs the project's script X, as ``X`` alone does (``npm
+# test``; yarn's and pnpm's any script)
+_SCRIPT_RUNNERS = frozenset({"npm", "yarn", "pnpm"})
 # runners that run a program from a project's environment: ``uv run pytest``, ``npx jest``
 _RUN_SUBCOMMANDS = frozenset({"uv", "poetry", "pipenv", "pdm", "hatch", "rye", "conda"})
 _RUNNERS = frozenset({"npx", "bunx", "pnpx"})
@@ -131,6 +147,8 @@ def _launched(verb: str, argv: list[str]) -> list[str]:
     """The program a runner runs, from its name on (``argv`` itself when it is no runner)."""
     if verb in _RUN_SUBCOMMANDS and len(argv) > 2 and argv[1] == "run":
         i = 2
+    elif verb == "bundle" and len(argv) > 2 and argv[1] in ("exec", "ex"):
+        i = 2  # bundle exec rspec: rspec
     elif verb in _RUNNERS or (
         verb in ("pnpm", "yarn") and len(argv) > 2 and argv[1] in ("exec", "dlx")
     ):
@@ -149,6 +167,9 @@ _SELECTORS = frozenset(
      "--testPathPattern"}
 )  # fmt: skip
 _SELECTS_PACKAGE = frozenset({"cargo"})  # whose ``-p`` names the package tested
+# programs whose ``-m`` is no marker of tests but a message (``git commit -m "…"``: each commit
+# under its own message was its own run, and a hook's refusal stayed open past the next commit)
+_MESSAGES = frozenset({"git", "hg", "svn"})
 
 
 def _operands(verb: str, words: list[str]) -> list[str]:
@@ -157,7 +178,9 @@ def _operands(verb: str, words: list[str]) -> list[str]:
     out, chosen, option = [], [], ""
     for w in words:
         if option:
-            if option in _SELECTORS or (option == "-p" and verb in _SELECTS_PACKAGE):
+            if (option in _SELECTORS and verb not in _MESSAGES) or (
+                option == "-p" and verb in _SELECTS_PACKAGE
+            ):
                 chosen.append(f"{option}={'+'.join(w.split())}")
             option = ""
         elif w.startswith("-"):
@@ -191,10 +214,30 @@ def covers(passed: str, failed: str) -> bool:
             t == w
             or t.startswith((w.rstrip("/") + "/", w + "::"))
             or (w.endswith("/...") and t.startswith(w[:-3]))  # go test ./...: every package
+            or _label_under(t, w)
             for w in within
         )
         for t in targets.split(" ")
         if t
+    )
+
+
+# a name's ending that makes it a file's, not a dotted test label's part (``tests.py``)
+_FILE_ENDINGS = frozenset(
+    {"py", "pyi", "js", "jsx", "ts", "tsx", "mjs", "cjs", "rb", "go", "rs", "java", "kt", "php",
+     "c", "h", "cc", "cpp", "cs", "sh", "txt", "json", "yaml", "yml", "toml", "cfg", "ini", "md",
+     "bak", "orig", "log", "xml", "html", "lock"}
+)  # fmt: skip
+
+
+def _label_under(label: str, wider: str) -> bool:
+    """Whether a dotted test label is under a wider one (Django's and unittest's
+    ``shop.tests.CartTest`` under ``shop``): neither a path nor a file's name."""
+    return (
+        label.startswith(wider + ".")
+        and "/" not in label
+        and label.rsplit(".", 1)[-1] not in _FILE_ENDINGS
+        and wider.rsplit(".", 1)[-1] not in _FILE_ENDINGS
     )
 
 
@@ -210,6 +253,11 @@ def same_run(earlier: str, later: str) -> bool:
     ``cd /repo && pytest t.py`` a ``pytest t.py`` runs there; a run with a ``cd`` after one
     without may be elsewhere (another checkout), and stays another run."""
     return earlier == later or (not _where(later)[0] and _where(earlier)[1] == later)
+
+
+def where_of(key: str) -> str:
+    """The folder a key's ``cd`` chose, or ""."""
+    return _where(key)[0][3:]
 
 
 def _where(key: str) -> tuple[str, str]:

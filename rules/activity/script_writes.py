@@ -6,7 +6,9 @@ such runs of the corpus, listing the scratch scripts instead.
 
 Read from a script's text: ``open(P, 'w')`` (any mode that writes: ``w``, ``a``, ``x``, ``+``),
 ``Path(P).write_text(…)`` / ``.write_bytes(…)``, with ``P`` a string literal or a name bound to
-one (``path = 'pkg/mod.py'``). Every pattern is bounded and anchored on a literal: linear."""
+one (``path = 'pkg/mod.py'``); and a name bound to a Path of one written through
+(``p = Path('pkg/mod.py')`` … ``p.write_text(…)``, ``p.open('w')``). Every pattern is bounded
+and anchored on a literal: linear."""
 
 from __future__ import annotations
 
@@ -26,7 +28,18 @@ _PATH_WRITE = re.compile(
     r"\bPath\(\s{0,4}(?:" + _STR + r"|(?P<name>[A-Za-z_]\w{0,40}))\s{0,4}\)\s{0,4}"
     r"\.write_(?:text|bytes)\("
 )
-_BOUND = re.compile(r"^[ \t]{0,40}(?P<name>[A-Za-z_]\w{0,40})[ \t]{0,4}=[ \t]{0,4}" + _STR, re.M)
+# a name bound to a literal, or to a Path of one (``p = Path('a.py')``), on its own line or
+# after a ``;`` (``python -c "p = 'a.py'; open(p, 'w')"``)
+_BOUND = re.compile(
+    r"(?:^|;)[ \t]{0,40}(?P<name>[A-Za-z_]\w{0,40})[ \t]{0,4}=[ \t]{0,4}"
+    r"(?:(?:pathlib\.)?Path\([ \t]{0,4})?" + _STR,
+    re.M,
+)
+# a write through a name: ``p.write_text(…)``, ``p.open('w')`` (its binding says to what)
+_NAME_WRITE = re.compile(
+    r"\b(?P<name>[A-Za-z_]\w{0,40})\.(?:write_(?:text|bytes)\(|open\(\s{0,4}"
+    r"(?:mode\s{0,2}=\s{0,2})?(?P<q2>['\"])(?P<mode>[rwxabt+]{1,4})(?P=q2))"
+)
 # a heredoc's head: `cat > f.py <<'EOF'`, `cat <<EOF > f.py`, `python - <<'EOF'`, `python3 <<EOF`
 _HEREDOC = re.compile(r"<<-?[ \t]{0,4}(?P<dq>['\"]?)(?P<delim>[A-Za-z_]\w{0,40})(?P=dq)")
 PYTHON = re.compile(r"^python(?:3(?:\.\d{1,2})?)?$")
@@ -47,6 +60,9 @@ def script_writes(script: str) -> list[str]:
             out.append(m["lit"] or bound.get(m["name"] or "", ""))
     for m in _PATH_WRITE.finditer(script):
         out.append(m["lit"] or bound.get(m["name"] or "", ""))
+    for m in _NAME_WRITE.finditer(script):
+        if m["mode"] is None or any(c in m["mode"] for c in "wax+"):
+            out.append(bound.get(m["name"], ""))
     paths = (posixpath.normpath(p) for p in out if p)  # `./pkg/a.py` is `pkg/a.py`
     return [p for p in dict.fromkeys(paths) if not p.startswith("/dev/")][:MAX_TARGETS]
 

@@ -7,18 +7,29 @@ from __future__ import annotations
 from typing import Any
 
 from rules.activity.aci_edits import aci_written
+from rules.activity.agent_tools import (
+    PATCH_MARK,
+    command_value,
+    parse_patch,
+    patch_argument,
+    patch_in_argv,
+    patch_in_script,
+)
 from rules.activity.observations import (
     Observation,
     load_arguments,
+    norm_path,
 )
 from rules.activity.run_class import only_shows
 from rules.activity.run_key import raw_command
 from rules.activity.storable import MAX_PATH_CHARS, stored_id
 from rules.base import Message
+from rules.context.file_names import same_file
+from rules.context.one_off_runs import note_made, whole_writes
 from rules.context.plan_ledger import update_plan
 from rules.context.run_ledger import record_run
 from rules.context.script_ledger import script_targets
-from rules.context.undone_writes import copied_to, moved_to, undone_paths, without
+from rules.context.undone_writes import Undone, copied_to, moved_to, undone_paths, without
 from rules.messages import (
     call_arguments_text,
     text_of,
@@ -40,22 +51,6 @@ def _record_writes(
         ledger["writes"] = [*writes, entry][-3:]
 
 
-def same_file(a: str, b: str) -> bool:
-    """Whether two names of written files name one file (kept in its newest form): the same
-    name, or an absolute path and a relative one of two names or more that it ends with
-    (``/testbed/pkg/a.py``, ``pkg/a.py``: a call after ``cd /testbed`` and one from the shell's
-    folder). A bare name (``patch.txt``) may be any folder's file: not ``/tmp/patch.txt``."""
-    if a == b:
-        return True
-    long, short = (a, b) if len(a) > len(b) else (b, a)
-    return (
-        long[:1] == "/"
-        and short[:1] not in ("/", "~")
-        and "/" in short
-        and long.endswith("/" + short)
-    )
-
-
 def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
     """The paths a call wrote, as the ledger counts them: none when its result starts with
     "error", nor for a write that failed (``is_error``, an apply_patch without success, an exit
@@ -69,6 +64,40 @@ def written_paths(obs: Observation, result_text: str) -> tuple[str, ...]:
     if kind != "write" or said_error or obs.failed or obs.exit_code not in (None, 0):
         return ()
     return obs.action.writes or (obs.action.target,)
+
+
+# file tools that write a whole file of the call's text (Claude Code's ``Write``, Gemini CLI's
+# ``write_file``), by their normalised names
+_WHOLE_TOOLS = frozenset({"write", "writefile", "create", "createfile"})
+
+
+def _made_whole(obs: Observation, arguments: str | None) -> bool:
+    """Whether a write made its file whole: a whole-file tool, an editor's ``create``, or
+    SWE-agent's ``create F``."""
+    action = obs.action
+    if action.command.startswith("create "):
+        return True
+    name = "".join(c for c in action.tool.lower() if c.isalnum())
+    if name in _WHOLE_TOOLS:
+        return True
+    args = load_arguments(arguments) if arguments is not None and action.kind == "write" else {}
+    return args.get("command") == "create"
+
+
+def _patched_away(arguments: str) -> tuple[str, ...]:
+    """The files an ``apply_patch`` deleted (``*** Delete File:``) or moved away (an update's
+    ``*** Move to:``), as its writes name them."""
+    args = load_arguments(arguments)
+    raw = args.get("command")
+    patch = (
+        patch_argument(args)
+        or patch_in_argv(raw)
+        or patch_in_script(raw if isinstance(raw, str) else command_value(raw) or "")
+    )
+    ops = parse_patch(patch) if patch is not None else ()
+    gone = [op.path if op.action == "delete" else op.source for op in ops
+            if op.action == "delete" or (op.action == "move" and op.source)]  # fmt: skip
+    return tuple(norm_path(p) for p in gone if p)
 
 
 def _calls_of(message: Message) -> dict[Any, dict[str, Any]]:
@@ -101,19 +130,28 @@ def record(
         if arguments is not None and not obs.failed and obs.exit_code in (None, 0):
             update_plan(ledger, arguments)
         return
-    _record_writes(
-        ledger, written_paths(obs, result_text), obs, max_changed
-    )  # none unless it wrote
+    written = written_paths(obs, result_text)
+    gone = _patched_away(arguments) if written and arguments and PATCH_MARK in arguments else ()
+    if gone:  # a patch's deleted files and moves' sources: gone, as after rm and mv
+        written = tuple(p for p in written if p not in gone)
+        ledger["changed"] = without(ledger.get("changed") or [], Undone(gone))
+        kept = set(ledger["changed"])
+        ledger["writes"] = [w for w in ledger.get("writes", []) if w["path"] in kept]
+    _record_writes(ledger, written, obs, max_changed)  # none unless it wrote
     ran = obs.exit_code in (None, 0) and not obs.failed
     # a shell call's arguments, read once (its raw command: a heredoc's lines kept)
     args = load_arguments(arguments) if action.command and arguments is not None else None
+    if written and _made_whole(obs, arguments):  # a scratch script's run is a one-off
+        note_made(ledger, written)
+    elif args is not None and written:  # the heredoc wrote it, whatever the script then did
+        note_made(ledger, whole_writes(raw_command(args) or ""))
     if args is not None and ran:  # what Python scripts it wrote or ran wrote
         _record_writes(ledger, script_targets(ledger, raw_command(args) or ""), obs, max_changed)
     if action.command and ran:
         # its lines as sent: `cp a b` and `python t.py` on two lines are two commands
         line = (raw_command(args) if args is not None else None) or action.command
         moved = moved_to(line, ledger.get("changed") or [])  # a change's new name
-        undone = undone_paths(line) if ledger.get("changed") else None
+        undone = undone_paths(line, ledger["changed"]) if ledger.get("changed") else None
         if undone:  # a file deleted or reverted: changed no longer
             ledger["changed"] = without(ledger["changed"], undone)
             kept = set(ledger["changed"])

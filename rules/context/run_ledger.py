@@ -10,9 +10,18 @@ from typing import Any
 
 from rules.activity import diagnostics
 from rules.activity.observations import Observation
-from rules.activity.run_key import call_run_key, covers, run_key, same_run
+from rules.activity.run_key import (
+    call_run_key,
+    covers,
+    raw_command,
+    run_argv,
+    run_key,
+    same_run,
+    where_of,
+)
 from rules.activity.storable import stored_id
 from rules.context.installs import installed, without_installed
+from rules.context.one_off_runs import one_off, runs_code
 from rules.redact import redact_text
 
 
@@ -40,12 +49,17 @@ def record_run(
     }
     if ran and outcome.verdict != "fail" and (names := installed(action.command)):
         runs = without_installed(runs, names)
+    words = run_argv((raw_command(args) if args is not None else None) or action.command)
+    if runs_code(words):  # code ran again: the one-offs before it are behind it
+        runs = {k: v for k, v in runs.items() if not v.get("once")}
     if outcome.verdict == "fail" and outcome.diagnostics:
         runs[command] = {
             "seq": ledger["seq"],
             "call_id": stored_id(obs.call_id),
             "diagnostics": [_redacted(d) for d in outcome.diagnostics],
         }
+        if one_off(words, where_of(command), ledger):
+            runs[command]["once"] = True
     # Keep the newest commands only (insertion order is recency order).
     ledger["runs"] = dict(list(runs.items())[-max_runs:])
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from rules.activity.shell_lex import split_commands
@@ -28,7 +29,9 @@ _BRANCHING = frozenset({"-b", "-B", "--orphan", "-c", "-C"})  # checkout/switch 
 # a merge's side or a part of a file chosen: the file is still changed
 _CHOOSING = frozenset({"--theirs", "--ours", "-m", "--merge", "-p", "--patch", "--conflict"})
 _RESTORE_VALUES = frozenset({"-s", "--source"})
-_TOUCHES = ("rm", "mv", "git", "python")  # a line without one of these takes nothing back
+_HEAD = frozenset({"HEAD", "@"})
+# a line without one of these takes nothing back
+_TOUCHES = ("rm", "mv", "git", "python", "find")
 
 
 @dataclass(frozen=True)
@@ -44,14 +47,17 @@ class Undone:
         return bool(self.files or self.folders)
 
 
-def undone_paths(command: str) -> Undone:
-    """What ``command`` deleted or reverted (as written, normalised; ``cd`` followed)."""
+def undone_paths(command: str, changed: Iterable[str] = ()) -> Undone:
+    """What ``command`` deleted or reverted (as written, normalised; ``cd`` followed).
+    ``changed``: the changed files; those of them a ``find … -delete`` matches are deleted."""
     command = command[:MAX_COMMAND_CHARS]
     if not any(w in command for w in _TOUCHES):
         return Undone()
     files: list[str] = []
     folders: list[str] = []
-    for e in analyse(command, None, load_verbs()).effects:
+    # a find removes what it finds of the paths known to exist: the absolute changed ones
+    known = {p: "file" for p in changed if p[:1] == "/"} if "find" in command else None
+    for e in analyse(command, None, load_verbs(), known).effects:
         if e.action in ("delete", "move"):
             path = (e.source if e.action == "move" else e.path) or ""
             files.append(path)
@@ -86,10 +92,15 @@ def moved_to(command: str, changed: list[str]) -> tuple[str, ...]:
         return ()
     by_git = "git mv" in command
     effects = analyse(command, None, load_verbs()).effects
+    # a glob's moves (``git mv *.jpg ui/``): which files, only the shell knows
     out = [
         e.path
         for e in effects
-        if e.action == "move" and e.path and (by_git or _any_named(changed, e.source or ""))
+        if e.action == "move"
+        and e.path
+        and not _GLOB.search(e.source or "")
+        and not _GLOB.search(e.path)
+        and (by_git or _any_named(changed, e.source or ""))
     ]
     return tuple(dict.fromkeys(out))[:MAX_UNDONE]
 
@@ -140,22 +151,36 @@ def _reverted(argv: list[str]) -> list[str]:
     if sub in ("checkout", "restore") and _CHOOSING.intersection(rest):
         return []
     if sub == "checkout" and "--" in rest:  # git checkout [REV] -- f: the file as committed
-        return [a for a in rest[rest.index("--") + 1 :] if a]
+        at = rest.index("--")
+        if not _at_head(a for a in rest[:at] if not a.startswith("-")):
+            return []  # another revision's file: changed from HEAD still
+        return [a for a in rest[at + 1 :] if a]
     if sub == "checkout" and not _BRANCHING.intersection(rest):
         # git checkout [REV] f: an operand is a revision or a path; one shaped as a path is
         # taken for one, and takes back only a changed file (or folder) it names
-        return [a for a in rest if not a.startswith("-") and ("/" in a or "." in a)]
+        words = [a for a in rest if not a.startswith("-")]
+        paths = [a for a in words if "/" in a or "." in a]
+        return paths if _at_head(a for a in words if a not in paths) else []
     if sub == "restore" and ("--staged" not in rest or "--worktree" in rest or "-W" in rest):
-        out, skip = [], False
+        out, skip, source = [], False, []
         for a in rest:
             if skip:
                 skip = False
+                source.append(a)
             elif a in _RESTORE_VALUES:
                 skip = True
+            elif a.startswith("--source="):
+                source.append(a.partition("=")[2])
             elif a and not a.startswith("-"):
                 out.append(a)
-        return out
+        return out if _at_head(source) else []
     return []
+
+
+def _at_head(revisions: Iterable[str]) -> bool:
+    """Whether the revisions a checkout or restore names are none or HEAD's: a file taken from
+    another (``HEAD~1``, ``a1b2c3d``, ``v1.2``) is changed from HEAD, not taken back."""
+    return all(r in _HEAD for r in revisions)
 
 
 def without(paths: list[str], undone: Undone) -> list[str]:

@@ -29,6 +29,7 @@ from rules.context.assent import answered, is_assent
 from rules.context.block_line import one_line
 from rules.context.ledger_record import record
 from rules.messages import (
+    EXAMPLES_END_TURN,
     HARNESS_TURNS,
     INJECT_OPEN,
     INTERRUPTED,
@@ -50,6 +51,7 @@ SEEN_WINDOW = 256  # keys of the newest results read: where the previous request
 MAX_PENDING = 64  # calls answered only by a proxy placeholder so far
 LAST_TURN_MEMO = "working_set_last_turn"  # ``Context.memo`` name: ``last_users_turn``'s
 TASK_TEXT_MEMO = "working_set_task_text"  # its ``Context.table``: a user turn -> (limit, text)
+EXAMPLES_SCAN = 32  # messages a harness's worked examples may span (Aider's: a few pairs)
 LEDGER_MEMO = "working_set_ledger"  # ``Context.keyed`` name: the ledger a list and a ledger gave
 
 
@@ -88,6 +90,22 @@ def _users_own(message: Message) -> bool:
 def _is_users_turn(message: Message) -> bool:
     # role(m) == "user", inlined: every message of a request may be looked at
     return message.get("role") == "user" and _users_own(message)
+
+
+def _first_users_turn(messages: list[Message]) -> Message | None:
+    """The user's first own turn past a harness's worked examples (Aider's, ended by its
+    ``EXAMPLES_END_TURN``: looked for among the first ``EXAMPLES_SCAN`` messages)."""
+    first = None
+    for i, m in enumerate(messages):
+        if i >= EXAMPLES_SCAN and first is not None:
+            break
+        if m.get("role") != "user":
+            continue
+        if i < EXAMPLES_SCAN and text_of(m.get("content")).startswith(EXAMPLES_END_TURN):
+            first = None  # the turns before were examples
+        elif first is None and _users_own(m):
+            first = m
+    return first
 
 
 def last_users_turn(messages: list[Message], memo: ListMemo | None = None) -> int | None:
@@ -154,7 +172,7 @@ def build(
     at = last_users_turn(messages, memo)
     last = messages[at] if at is not None else None
     if last is not None and "goal" not in ledger:
-        first = next(m for m in messages if _is_users_turn(m))
+        first = _first_users_turn(messages) or last
         ledger["goal"] = _task_text_of(first, cfg.max_goal_chars, texts)
     if last is not None and at is not None:
         latest = _task_text_of(last, cfg.max_goal_chars, texts)

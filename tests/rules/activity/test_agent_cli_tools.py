@@ -531,7 +531,8 @@ CODEX = [
     ("messages", "changed", "open_files"),
     [
         (CLAUDE, ["/w/new.py", "/w/a.py"], ["tests/test_calc.py"]),
-        (CODEX, ["a/b.py", "c.py", "d.py", "u.py", "e.py"], ["tests/test_calc.py"]),
+        # the patch's deleted file and its move's source are gone, as after rm and mv
+        (CODEX, ["a/b.py", "d.py", "u.py"], ["tests/test_calc.py"]),
     ],
 )
 def test_working_set(

@@ -1,4 +1,4 @@
-"""The program a simple command runs (``observations._verb``): the first word that is neither a
+"""The program a simple command runs (``shell_writes.verb``): the first word that is neither a
 ``VAR=value`` assignment nor a wrapper (``sudo``, ``env`` …), as the whole list filtered of
 assignments and then stripped of its leading wrappers gives it."""
 
@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from rules.activity.observations import _verb
+from rules.activity.shell_writes import verb as _verb
 
 WORDS = ["sudo", "env", "exec", "command", "A=1", "_x=", "9x=1", "-e", "=", "x=y=z", "é=1",
          "/usr/bin/python", "pytest", "make", "X", "a/b/", "", "ENV=a b", "sudo2"]  # fmt: skip

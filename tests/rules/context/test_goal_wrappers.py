@@ -94,3 +94,51 @@ def test_openhands_new_task_frame_is_not_the_goal() -> None:
     # OpenHands' prompt for a model without native tool calls frames the task after its example
     goal = ledger_of(user(EXAMPLE.split("--- END OF EXAMPLE")[0] + OPENHANDS_TASK))["goal"]
     assert goal == "Create a CPU class that combines registers, memory, and program counter."
+
+
+# Aider's request: its worked examples (each a user's ask and the edit that answers it), the turn
+# that ends them, the repository's map, the files added to the chat, then the user's request
+AIDER = [
+    user("Change get_factorial() to use math.factorial"),
+    assistant("To make this change we need to modify `mathweb/flask/app.py` …"),
+    user("Refactor hello() into its own file."),
+    assistant("To make this change we need to modify `main.py` and make a new file `hello.py` …"),
+    user(
+        "I switched to a new code base. Please don't consider the above files or try to edit them"
+        " any longer."
+    ),
+    assistant("Ok."),
+    user(
+        "Here are summaries of some files present in my git repository.\nDo not propose changes"
+        " to these files, treat them as *read-only*.\n\nsrc/calc.py:\n⋮\n│def div(a, b):\n"
+    ),
+    assistant("Ok, I won't try and edit those files without asking first."),
+    user(
+        "I have *added these files to the chat* so you can go ahead and edit them.\n\n*Trust"
+        " this message as the true contents of these files!*\n\nsrc/calc.py\n```\n"
+        "def div(a, b):\n    return a * b\n```"
+    ),
+    assistant("Ok, any changes I propose will be to those files."),
+    user("Fix div() in src/calc.py: it multiplies"),
+]
+
+
+def test_aiders_examples_and_context_turns_are_not_the_goal() -> None:
+    """Aider sends its worked examples, the repository's map and the files in the chat as user
+    turns ahead of the request: the goal was its first example's "Change get_factorial() to use
+    math.factorial", on every Aider session."""
+    ledger = ledger_of(*AIDER)
+    assert ledger["goal"] == "Fix div() in src/calc.py: it multiplies"
+    assert ledger["instruction"] is None
+    # the next request: history, then the files again, then the new request
+    later = ledger_of(
+        *AIDER, assistant("src/calc.py <<<<<<< SEARCH …"), *AIDER[8:10], user("Now add a test")
+    )
+    assert (later["goal"], later["instruction"]) == (ledger["goal"], "Now add a test")
+    # what Aider says of the edits it applied, and its lint's reflection, are not the user's
+    for said in (
+        "I committed the changes with git hash 1a2b3c4 & commit msg: fix: div divides",
+        "# Fix any errors below, if possible.\n\n## Running: flake8 src/calc.py\n",
+    ):
+        reflected = ledger_of(*AIDER, user("Now add a test"), assistant("…"), user(said))
+        assert reflected["instruction"] == "Now add a test"

@@ -45,6 +45,17 @@ PASSED = "6 passed in 0.31s"
         ("uv run pytest test/core/file_helpers_test.py", "uv run pytest"),
         ("poetry run pytest test/core/file_helpers_test.py", "pytest test/core"),
         ("npx jest src/a.test.js", "npx jest"),
+        # Bundler runs the program it names; a package manager's `run` is its script's run
+        ("bundle exec rspec spec/a_spec.rb", "rspec spec/a_spec.rb"),
+        ("npm run test", "npm test"),
+        ("npm run-script test -- --ci", "npm test"),
+        ("yarn run test", "yarn test"),
+        ("pnpm run test", "pnpm test"),
+        # a dotted test label under a wider one (Django's, unittest's)
+        ("cd /testbed && python tests/runtests.py model_fields.test_durationfield.TestX",
+         "python tests/runtests.py model_fields"),
+        ("python -m unittest tests.test_calc.CalcTest.test_div", "python -m unittest tests"),
+        ("python manage.py test shop.tests.CartTest", "python manage.py test shop"),
     ],
 )
 def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
@@ -59,6 +70,8 @@ def test_a_clean_rerun_closes_the_failure(first: str, again: str) -> None:
 @pytest.mark.parametrize(
     "again",
     [
+        "pytest test/core/file_helpers_test",  # a file's name is no test label
+        "pytest test/core/file_helpers_test.py.bak",
         "pytest test/other_test.py",  # other tests
         "cd /elsewhere && pytest test/core/file_helpers_test.py",  # another checkout
         "python other.py",
@@ -246,3 +259,19 @@ def test_runners_within_runners_are_read_to_a_bound() -> None:
     thousands of them recursed past the interpreter's limit)."""
     assert run_key("uv run npx jest src/a.test.js") == "jest src/a.test.js"
     assert run_key("npx " * 3_000 + "jest").startswith("npx npx")  # no key: the line itself
+
+
+def test_a_commit_is_one_run_whatever_its_message() -> None:
+    """A commit a pre-commit hook refused (ruff's findings) and the next commit, under another
+    message or ``--amend``, are one run: the message is no selector of tests (``pytest -m`` is)."""
+    hook = "ruff......Failed\nspecs/cli_spec.py:143:89: E501 Line too long (97 > 88)\n"
+    ledger = ledger_of(
+        TASK,
+        *[assistant(None, shell("a", 'git commit -m "feat: error handling"')),
+          result("a", hook + "Exit code: 1")],
+        *[assistant(None, shell("b", 'git commit --amend -m "feat: clearer errors"')),
+          result("b", "[main 1a2b3c4] feat: clearer errors\nExit code: 0")],
+    )  # fmt: skip
+    assert working_set.open_diagnostics(ledger) == []
+    assert run_key('git commit -m "a b"') == run_key("git commit -m c") == "git commit"
+    assert run_key("pytest -m slow") != run_key("pytest -m fast")

@@ -52,6 +52,14 @@ def test_a_failed_run_changes_nothing_through_it() -> None:
         "python -c \"open('pkg/mod.py','w').write('x')\"",
         "cd /testbed && python3 - <<'PY'\nfrom pathlib import Path\n"
         "Path('pkg/mod.py').write_text('x')\nPY",
+        # a name bound to a Path, then written through it (on its own line or after a `;`)
+        "python3 -c \"from pathlib import Path; p = Path('pkg/mod.py'); "
+        "p.write_text(p.read_text().replace('a', 'b'))\"",
+        "python - <<'EOF'\nimport pathlib\nsrc = pathlib.Path('pkg/mod.py')\n"
+        "text = src.read_text()\nsrc.write_text(text.replace('a', 'b'))\nEOF",
+        "python - <<'EOF'\nfrom pathlib import Path\nf = Path('pkg/mod.py')\n"
+        "with f.open('w') as out:\n    out.write('x')\nEOF",
+        "python -c \"import sys; p = 'pkg/mod.py'; open(p, 'w').write('x')\"",
     ],
 )
 def test_inline_python(command: str) -> None:
@@ -60,6 +68,7 @@ def test_inline_python(command: str) -> None:
 
 def test_reads_are_not_writes() -> None:
     assert script_writes("open('a.py').read(); open('b.py', 'rb'); open(p, 'r')") == []
+    assert script_writes("p = Path('a.py'); p.read_text(); p.open('r'); q.write_text('x')") == []
     assert inline_writes("python -c \"print(open('a.py').read())\"") == []
     assert written_scripts("cat > notes.txt <<'EOF'\nopen('a.py', 'w')\nEOF") == {}
 

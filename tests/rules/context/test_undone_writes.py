@@ -33,6 +33,22 @@ def _edits(*paths: str) -> list:
             ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"],
         ),
         ("ls /testbed", ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+        # a find that deletes by name: of the changed files, those it matches
+        ("cd /testbed && find . -name 'reproduce.py' -delete",
+         ["/testbed/edge_cases.py", "/testbed/fix.py"]),
+        ("find /testbed -maxdepth 1 -name '*_cases.py' -exec rm {} +",  # -maxdepth: not read
+         ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"]),
+        ("find /testbed -name '*_cases.py' -exec rm -f {} \\;",
+         ["/testbed/reproduce.py", "/testbed/fix.py"]),
+        ("cd /testbed && git checkout HEAD -- fix.py", ["/testbed/reproduce.py",
+                                                        "/testbed/edge_cases.py"]),
+        # another revision's file: changed from HEAD still (it was taken back)
+        *[
+            (f"cd /testbed && {c}",
+             ["/testbed/reproduce.py", "/testbed/edge_cases.py", "/testbed/fix.py"])
+            for c in ("git checkout HEAD~1 -- fix.py", "git checkout a1b2c3d fix.py",
+                      "git restore --source=HEAD~2 fix.py", "git restore -s v1.2 fix.py")
+        ],
     ],
 )
 def test_a_deleted_or_reverted_file_leaves_the_changed_files(command: str, left: list[str]) -> None:
@@ -119,7 +135,14 @@ def test_a_moved_change_is_changed_under_its_new_name(command: str, now: str) ->
 
 
 @pytest.mark.parametrize(
-    "command", ["mv /tmp/a.log /tmp/b.log", "cd /testbed && mv node_modules node_modules.bak"]
+    "command",
+    [
+        "mv /tmp/a.log /tmp/b.log",
+        "cd /testbed && mv node_modules node_modules.bak",
+        # a glob's moves: which files, only the shell knows (``docs/ui/apple/*.jpg`` was listed)
+        "cd /testbed/docs && git mv *.jpg ui/apple/",
+        "cd /testbed && git mv pkg/*.py pkg/sub/",
+    ],
 )
 def test_a_move_of_what_the_agent_did_not_change_changes_nothing(command: str) -> None:
     ledger = ledger_of(
@@ -138,3 +161,24 @@ def test_deep_paths_and_many_names_take_linear_time() -> None:
     started = time.thread_time()
     assert without(deep, names) == deep
     assert time.thread_time() - started < 0.5  # 18 s a call before
+
+
+def _patch(call_id: str, body: str) -> list:
+    patch = f"*** Begin Patch\n{body}*** End Patch\n"
+    return [
+        assistant(None, call(call_id, "apply_patch", input=patch)),
+        result(call_id, "Success. Updated the following files:\nM x"),
+    ]
+
+
+def test_a_file_apply_patch_deleted_or_moved_away_leaves_the_changed_files() -> None:
+    """Codex's ``*** Delete File:`` is a delete, as ``rm`` is, and ``*** Move to:`` a move: the
+    scratch file deleted and the source moved away were listed as changed files."""
+    ledger = ledger_of(
+        TASK,
+        *_patch("a", "*** Add File: scratch.py\n+print(1)\n*** Add File: src/m.py\n+x = 1\n"),
+        *_patch("b", "*** Delete File: scratch.py\n"),
+        *_patch("c", "*** Update File: src/m.py\n*** Move to: src/n.py\n@@\n-x = 1\n+x = 2\n"),
+    )
+    assert ledger["changed"] == ["src/n.py"]
+    assert [w["path"] for w in ledger["writes"]] == ["src/n.py"]

@@ -452,6 +452,14 @@ SHELL_CLASSES = [
     ),
     ("python - <<'EOF'\nopen('x', 'w')\nEOF", "run", "python - <<'EOF' open('x', 'w') EOF", ()),
     ("pytest -x 2>/dev/null", "run", "pytest -x 2>/dev/null", ()),
+    # perl's and ruby's in-place edit, as sed's
+    ("perl -pi -e 's/a/b/' src/a.py", "write", "src/a.py", ("src/a.py",)),
+    ("perl -i.bak -pe 's/a/b/g' a.py b.py", "write", "a.py", ("a.py", "b.py")),
+    ("perl -0777 -i -pe 's/a\\nb/c/' a.py", "write", "a.py", ("a.py",)),
+    ("ruby -pi -e 'gsub(/a/, \"b\")' a.rb", "write", "a.rb", ("a.rb",)),
+    ("perl -ne 'print if /x/' a.py", "run", "perl -ne 'print if /x/' a.py", ()),
+    ("perl -MFile::Find -e 'find(sub {}, q(.))'", "run",
+     "perl -MFile::Find -e 'find(sub {}, q(.))'", ()),
 ]
 
 

@@ -16,7 +16,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from rules.activity import brace_expand, cron_entries, diagnostics, observations, python_effects
+from rules.activity import (
+    brace_expand,
+    cron_entries,
+    diagnostics,
+    observations,
+    python_effects,
+    script_writes,
+)
 from rules.activity.entity_pack import load_entity_pack
 from rules.activity.entity_pack import pack_patterns as entity_pack_patterns
 from rules.activity.file_tools import SCAN_CHARS, cwd_hint, load_tools, scanned, succeeded
@@ -45,7 +52,7 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
         out += [(f"tools.{field}[{i}]", p) for i, p in enumerate(getattr(tools, field))]
     out += [(f"tools.name_rules[{i}]", r[0]) for i, r in enumerate(tools.name_rules)]
     for tc in diagnostics.toolchains():
-        found = [*tc.patterns, *tc.fail, *tc.passed, tc.context, tc.location]
+        found = [*tc.patterns, *tc.fail, *tc.passed, *tc.notes, tc.context, tc.location]
         out += [(f"diagnostics.{tc.tool}[{i}]", p) for i, p in enumerate(found) if p is not None]
     _, lexicons = load_lexicons()
     for lex in lexicons:
@@ -69,6 +76,8 @@ def pack_patterns() -> list[tuple[str, re.Pattern[str]]]:
     code = [diagnostics._TB_START, diagnostics._TB_FRAME, diagnostics._TB_EXC,
             diagnostics.LIBRARY, diagnostics._RUFF_HEAD, diagnostics._RUFF_AT,
             diagnostics._PHPUNIT_SECTION, diagnostics._PHPUNIT_ITEM, diagnostics._PHPUNIT_AT,
+            diagnostics._SYNTAX_AT, diagnostics._SYNTAX_EXC,
+            script_writes._BOUND, script_writes._NAME_WRITE,
             *observations._EXIT, python_effects._BOUND,
             *(p for _, _, p in python_effects._CALLS)]  # fmt: skip
     out += [(f"code[{i}]", p) for i, p in enumerate(code)]
