@@ -285,13 +285,13 @@ class _Run:
         self, spec: Mapping[str, Any], flags: list[str], ops: list[str], values: dict[str, str]
     ) -> None:
         """``curl -o f URL``, ``wget URL``; as ``archive``, ``tar czf out.tgz src``: the file
-        written (made, or changed if known)."""
+        written (made, or changed if known); ``unzip x.zip -d out``: the folder, if made."""
         written = archived if spec.get("effect") == "archive" else downloaded
+        typ, ignored = str(spec.get("type") or "file"), self.verbs.ignore_targets
         for target in written(spec, flags, ops, values):
-            if target in self.verbs.ignore_targets:  # `curl -o /dev/null -w '%{http_code}'`
-                continue
-            path = resolve_path(target, self.cwd)
-            self.add("modify" if self.known.exists(path) else "create", "file", path)
+            path = resolve_path(target, self.cwd)  # `curl -o /dev/null`: no file
+            if target not in ignored and (typ == "file" or not self.known.exists(path)):
+                self.add("modify" if self.known.exists(path) else "create", typ, path)
 
     _archive = _download  # `tar czf out.tgz src`, `zip -r out.zip src`
 
